@@ -1,0 +1,154 @@
+/* ninfer/container.h - reader and writer of the .ninfer v3 container (spec/container.md).
+ *
+ * Reader: header framing, the JSON directory parsed strictly (jansson; duplicate members, NaN,
+ * trailing data and bad UTF-8 rejected) and checked against every rule of container.md 2.6 and
+ * 2.8 at open; continuation parts opened lazily on the first read that needs them; range reads
+ * across part boundaries through pread or mmap.  Per-object format/layout/size checks are
+ * deferred to nf_artifact_check_object(), so an artifact holding an unknown format still opens.
+ *
+ * Writer: plan (objects in order, tensors 256-aligned), directory JSON in upstream member order,
+ * compact and padded with spaces, split by max_file_bytes, temp files in the destination
+ * directory, positional writes of object pieces in any order (each byte exactly once),
+ * fdatasync, publish parts then the entry; nothing is left behind on failure.
+ */
+#ifndef NINFER_CONTAINER_H
+#define NINFER_CONTAINER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <ninfer/error.h>
+#include <ninfer/format.h>
+#include <ninfer/layout.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct json_t; /* jansson */
+
+#define NF_HEADER_BYTES 32u
+#define NF_PAGE_BYTES 4096u
+#define NF_ARTIFACT_ID_BYTES 16u
+
+typedef enum nf_object_kind { NF_OBJECT_TENSOR, NF_OBJECT_RESOURCE } nf_object_kind;
+
+/* One entry of `objects`, as parsed.  format/layout are NULL when the name is not registered
+ * (the error is deferred to nf_artifact_check_object). */
+typedef struct nf_object {
+    const char *id;
+    nf_object_kind kind;
+    uint32_t rank;
+    uint64_t shape[NF_MAX_RANK];
+    const char *format_name;   /* tensor */
+    const char *layout_name;   /* tensor; for a resource: its encoding */
+    uint64_t offset;
+    uint64_t bytes;
+    uint64_t divisors;         /* 1 when absent */
+    bool has_divisors;         /* the member was present */
+    const nf_format *format;
+    const nf_layout *layout;
+} nf_object;
+
+typedef struct nf_file_entry {
+    const char *path;          /* NULL for the entry file */
+    uint64_t payload_bytes;
+    uint64_t logical_start;    /* P_i */
+} nf_file_entry;
+
+typedef enum nf_read_mode { NF_READ_PREAD = 0, NF_READ_MMAP = 1 } nf_read_mode;
+
+typedef struct nf_artifact nf_artifact;
+
+/* Open an artifact: framing + directory + entry size.  NF_ERR_IO when the entry cannot be read,
+ * NF_ERR_INVALID for any contract violation (message names the rule and position). */
+nf_status nf_artifact_open(const char *path, nf_read_mode mode, nf_artifact **out, nf_error *err);
+void nf_artifact_close(nf_artifact *a);
+
+const char *nf_artifact_path(const nf_artifact *a);
+const uint8_t *nf_artifact_id(const nf_artifact *a);          /* 16 bytes */
+void nf_artifact_id_hex(const nf_artifact *a, char out[33]);
+uint64_t nf_artifact_json_bytes(const nf_artifact *a);
+uint64_t nf_artifact_payload_bytes(const nf_artifact *a);     /* total logical payload */
+uint64_t nf_artifact_entry_payload_start(const nf_artifact *a);
+/* The raw JSON text (json_bytes bytes, including padding) and the 32-byte header. */
+const uint8_t *nf_artifact_json_text(const nf_artifact *a);
+const uint8_t *nf_artifact_header(const nf_artifact *a);
+/* The parsed directory root (owned by the artifact). */
+const struct json_t *nf_artifact_directory(const nf_artifact *a);
+
+size_t nf_artifact_object_count(const nf_artifact *a);
+const nf_object *nf_artifact_object(const nf_artifact *a, size_t index);
+const nf_object *nf_artifact_find(const nf_artifact *a, const char *id);
+size_t nf_artifact_file_count(const nf_artifact *a);
+const nf_file_entry *nf_artifact_file(const nf_artifact *a, size_t index);
+
+/* Read logical payload bytes [offset, offset + len) across files (container.md 2.8 step 5);
+ * a missing, foreign or wrongly sized part is NF_ERR_INVALID naming the part. */
+nf_status nf_artifact_read(nf_artifact *a, uint64_t offset, void *buf, size_t len, nf_error *err);
+/* Open and check part i now (header, index, artifact_id, size). */
+nf_status nf_artifact_open_part(nf_artifact *a, size_t index, nf_error *err);
+/* Per-object check (container.md 2.8 step 6): known format and layout, accepted pair, shape,
+ * divisors, bytes == encoded size, alignment; resources: encoding raw_bytes_v1.  Fills *g for a
+ * tensor (may be NULL). */
+nf_status nf_artifact_check_object(const nf_artifact *a, const nf_object *o, nf_geometry *g,
+                                   nf_error *err);
+/* A byte reader over one object's bytes (offsets relative to the object). */
+void nf_artifact_object_reader(nf_artifact *a, const nf_object *o, nf_byte_reader *r);
+
+/* Parse and check a directory held in memory (the same code nf_artifact_open uses; the fuzz
+ * target's entry point).  On success *root owns the parsed JSON (json_decref it). */
+nf_status nf_directory_parse(const uint8_t *json, size_t len, const char *entry_name,
+                             struct json_t **root, nf_error *err);
+
+/* ---------------------------------------------------------------- writer */
+typedef struct nf_writer nf_writer;
+
+typedef struct nf_writer_options {
+    uint64_t max_file_bytes;        /* 0: one file whatever its size */
+    const uint8_t *artifact_id;     /* 16 bytes, or NULL for a random UUIDv4 */
+    bool overwrite;                 /* replace existing destinations */
+    bool checksums;                 /* add metadata.checksums (objects + directory) */
+} nf_writer_options;
+
+nf_status nf_writer_create(const char *path, const nf_writer_options *opt, nf_writer **out, nf_error *err);
+/* Plan objects in order.  *index receives the object's index for nf_writer_write. */
+nf_status nf_writer_add_tensor(nf_writer *w, const char *id, const nf_geometry *g, size_t *index,
+                               nf_error *err);
+nf_status nf_writer_add_resource(nf_writer *w, const char *id, uint64_t bytes, size_t *index,
+                                 nf_error *err);
+/* Directory members; each call takes over the caller's reference (json_decref'ed by the
+ * writer).  Defaults: components {"text":{"config":{}}}, bindings {}, uses [], metadata {},
+ * provenance {}. */
+nf_status nf_writer_set_member(nf_writer *w, const char *member, struct json_t *value, nf_error *err);
+/* Freeze the plan: build the directory, lay out files, refuse existing destinations, create
+ * the temp files and write headers and JSON. */
+nf_status nf_writer_begin(nf_writer *w, nf_error *err);
+/* Offset of a planned object in the logical payload (valid after add_*). */
+uint64_t nf_writer_object_offset(const nf_writer *w, size_t index);
+/* Write bytes [offset, offset + len) of object `index`; each object byte exactly once
+ * ("duplicate output coverage" otherwise). */
+nf_status nf_writer_write(nf_writer *w, size_t index, uint64_t offset, const void *data, size_t len,
+                          nf_error *err);
+/* A write callback (nf_write_fn) bound to one object, for nf_layout_encode_rows. */
+typedef struct nf_writer_sink {
+    nf_writer *writer;
+    size_t index;
+} nf_writer_sink;
+nf_status nf_writer_sink_write(void *sink, uint64_t offset, const void *buf, size_t len, nf_error *err);
+/* Check coverage, fill checksums, fdatasync, publish parts then the entry. */
+nf_status nf_writer_finish(nf_writer *w, nf_error *err);
+/* Abort (if not finished): remove temp files and anything published; then free. */
+void nf_writer_free(nf_writer *w);
+/* Hex artifact id of the writer (valid after create). */
+void nf_writer_id_hex(const nf_writer *w, char out[33]);
+
+/* ---------------------------------------------------------------- checksums */
+/* XXH3-128 in canonical form: 32 lowercase hex digits, high 64 bits first (xxhsum -H2). */
+void nf_xxh3_128_hex(const void *data, size_t len, char out[33]);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,21 @@
+/* ninfer/ninfer.h - umbrella header of libninfer. */
+#ifndef NINFER_NINFER_H
+#define NINFER_NINFER_H
+
+#include <ninfer/error.h>
+#include <ninfer/format.h>
+#include <ninfer/layout.h>
+#include <ninfer/container.h>
+#include <ninfer/verify.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* "0.1.0": the library's version (same as the programs'). */
+const char *nf_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

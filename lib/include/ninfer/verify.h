@@ -1,0 +1,49 @@
+/* ninfer/verify.h - artifact verification at three levels (design.md section 2):
+ * structure (framing, directory, files, object ranges, encoded sizes, references), words (every
+ * code and scale legal, canonical padding and zero gaps), checksums (metadata.checksums,
+ * xxh3-128).  Every problem found is reported, not just the first. */
+#ifndef NINFER_VERIFY_H
+#define NINFER_VERIFY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <ninfer/error.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum nf_verify_level {
+    NF_VERIFY_STRUCTURE = 1, /* --quick */
+    NF_VERIFY_WORDS = 2,
+    NF_VERIFY_CHECKSUMS = 3  /* default: everything */
+} nf_verify_level;
+
+typedef struct nf_problem {
+    char *object;  /* object ID, or NULL for the artifact as a whole */
+    char *check;   /* "structure", "words" or "checksums" */
+    char *message;
+} nf_problem;
+
+typedef struct nf_verify_report {
+    bool valid;
+    uint64_t objects_checked;
+    nf_problem *problems;
+    size_t count;
+    size_t capacity;
+} nf_verify_report;
+
+/* Verify the artifact at path.  Returns NF_OK when verification ran to a verdict (valid or
+ * not, see report->valid); NF_ERR_IO / NF_ERR_NOMEM when the entry file itself cannot be read
+ * (then err says why and the report is empty).  A missing or foreign part is a problem of the
+ * artifact, not a system error. */
+nf_status nf_verify_artifact(const char *path, nf_verify_level level, nf_verify_report *report,
+                             nf_error *err);
+void nf_verify_report_free(nf_verify_report *report);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,180 @@
+#define _GNU_SOURCE /* mkostemps */
+/* File-I/O shim with a fault-injection hook (see io.h). */
+#include "common/io.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static struct {
+    uint64_t calls[NF_IO_OP_COUNT];
+    uint64_t fail_at[NF_IO_OP_COUNT];
+    int errnum[NF_IO_OP_COUNT];
+} g_fault;
+
+void nf_io_fault_arm(nf_io_op op, uint64_t n, int errnum)
+{
+    g_fault.calls[op] = 0;
+    g_fault.fail_at[op] = n;
+    g_fault.errnum[op] = errnum;
+}
+
+void nf_io_fault_reset(void) { memset(&g_fault, 0, sizeof g_fault); }
+
+uint64_t nf_io_calls(nf_io_op op) { return g_fault.calls[op]; }
+
+/* Counts the call; returns the errno to inject (or 0).  -1 means "short write". */
+static int fault(nf_io_op op)
+{
+    g_fault.calls[op]++;
+    if (g_fault.fail_at[op] != 0 && g_fault.calls[op] == g_fault.fail_at[op])
+        return g_fault.errnum[op] ? g_fault.errnum[op] : -1;
+    return 0;
+}
+
+int nf_io_open(const char *path, int flags, mode_t mode)
+{
+    int e = fault(NF_IO_OPEN);
+    if (e) {
+        errno = e > 0 ? e : EIO;
+        return -1;
+    }
+    int fd;
+    do {
+        fd = open(path, flags | O_CLOEXEC, mode);
+    } while (fd < 0 && errno == EINTR);
+    return fd;
+}
+
+int nf_io_mkstemp_beside(const char *dest, char **path_out)
+{
+    *path_out = NULL;
+    int e = fault(NF_IO_OPEN);
+    if (e) {
+        errno = e > 0 ? e : EIO;
+        return -1;
+    }
+    const char *slash = strrchr(dest, '/');
+    size_t dir_len = slash ? (size_t)(slash - dest) + 1 : 0;
+    const char *base = slash ? slash + 1 : dest;
+    size_t need = dir_len + 1 + strlen(base) + sizeof ".XXXXXX.tmp";
+    char *p = malloc(need);
+    if (!p) {
+        errno = ENOMEM;
+        return -1;
+    }
+    snprintf(p, need, "%.*s.%s.XXXXXX.tmp", (int)dir_len, dest, base);
+    int fd = mkostemps(p, 4, O_CLOEXEC);
+    if (fd < 0) {
+        int saved = errno;
+        free(p);
+        errno = saved;
+        return -1;
+    }
+    *path_out = p;
+    return fd;
+}
+
+int nf_io_close(int fd) { return close(fd); }
+
+int nf_io_pread_full(int fd, void *buf, size_t len, uint64_t offset)
+{
+    int e = fault(NF_IO_READ);
+    if (e) return e > 0 ? e : EIO;
+    unsigned char *p = buf;
+    while (len > 0) {
+        ssize_t n = pread(fd, p, len, (off_t)offset);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return errno;
+        }
+        if (n == 0) return EIO; /* unexpected end of file */
+        p += n;
+        len -= (size_t)n;
+        offset += (uint64_t)n;
+    }
+    return 0;
+}
+
+int nf_io_pwrite_full(int fd, const void *buf, size_t len, uint64_t offset)
+{
+    int e = fault(NF_IO_WRITE);
+    if (e > 0) return e;
+    if (e < 0) { /* short write: half the bytes land, then the disk is full */
+        size_t half = len / 2;
+        if (half > 0 && pwrite(fd, buf, half, (off_t)offset) < 0) return errno;
+        return ENOSPC;
+    }
+    const unsigned char *p = buf;
+    while (len > 0) {
+        ssize_t n = pwrite(fd, p, len, (off_t)offset);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return errno;
+        }
+        if (n == 0) return ENOSPC;
+        p += n;
+        len -= (size_t)n;
+        offset += (uint64_t)n;
+    }
+    return 0;
+}
+
+int nf_io_write_full(int fd, const void *buf, size_t len)
+{
+    int e = fault(NF_IO_WRITE);
+    if (e > 0) return e;
+    if (e < 0) return ENOSPC;
+    const unsigned char *p = buf;
+    while (len > 0) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return errno;
+        }
+        if (n == 0) return ENOSPC;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+int nf_io_fdatasync(int fd)
+{
+    int e = fault(NF_IO_SYNC);
+    if (e) return e > 0 ? e : EIO;
+    return fdatasync(fd) == 0 ? 0 : errno;
+}
+
+int nf_io_ftruncate(int fd, uint64_t size)
+{
+    int e = fault(NF_IO_WRITE);
+    if (e) return e > 0 ? e : ENOSPC;
+    return ftruncate(fd, (off_t)size) == 0 ? 0 : errno;
+}
+
+int nf_io_fstat(int fd, struct stat *st) { return fstat(fd, st) == 0 ? 0 : errno; }
+
+int nf_io_link(const char *from, const char *to)
+{
+    int e = fault(NF_IO_LINK);
+    if (e) return e > 0 ? e : EIO;
+    return link(from, to) == 0 ? 0 : errno;
+}
+
+int nf_io_rename(const char *from, const char *to)
+{
+    int e = fault(NF_IO_LINK);
+    if (e) return e > 0 ? e : EIO;
+    return rename(from, to) == 0 ? 0 : errno;
+}
+
+int nf_io_unlink(const char *path)
+{
+    int e = fault(NF_IO_UNLINK);
+    if (e) return e > 0 ? e : EIO;
+    return unlink(path) == 0 ? 0 : errno;
+}

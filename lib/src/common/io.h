@@ -1,0 +1,48 @@
+/* The one file-I/O shim of libninfer.  Every open, read, write, sync, link and unlink of the
+ * library goes through here, so tests can fail the N-th call of a kind (fault injection) and
+ * check that nothing is published and no temp file is left.
+ *
+ * The *_full functions loop over short transfers and EINTR; they return 0 or an errno value
+ * (EIO for an unexpected end of file on read). */
+#ifndef NINFER_COMMON_IO_H
+#define NINFER_COMMON_IO_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+typedef enum nf_io_op {
+    NF_IO_OPEN,
+    NF_IO_READ,
+    NF_IO_WRITE,
+    NF_IO_SYNC,
+    NF_IO_LINK, /* link and rename */
+    NF_IO_UNLINK,
+    NF_IO_OP_COUNT
+} nf_io_op;
+
+/* Returns a file descriptor, or -1 with errno set. */
+int nf_io_open(const char *path, int flags, mode_t mode);
+/* mkstemp in the directory of `dest`, named ".<base>.XXXXXX.tmp"; path_out gets the name
+ * (malloc'ed).  Returns fd or -1 with errno set. */
+int nf_io_mkstemp_beside(const char *dest, char **path_out);
+int nf_io_close(int fd);
+int nf_io_pread_full(int fd, void *buf, size_t len, uint64_t offset);
+int nf_io_pwrite_full(int fd, const void *buf, size_t len, uint64_t offset);
+int nf_io_write_full(int fd, const void *buf, size_t len);
+int nf_io_fdatasync(int fd);
+int nf_io_ftruncate(int fd, uint64_t size);
+int nf_io_fstat(int fd, struct stat *st);
+int nf_io_link(const char *from, const char *to);
+int nf_io_rename(const char *from, const char *to);
+int nf_io_unlink(const char *path);
+
+/* Fault injection (tests only): make the n-th call (1-based, counted from now) of `op` fail
+ * with errnum; n = 0 disarms.  NF_IO_WRITE with errnum 0 simulates a short write (ENOSPC on
+ * the remainder). */
+void nf_io_fault_arm(nf_io_op op, uint64_t n, int errnum);
+void nf_io_fault_reset(void);
+uint64_t nf_io_calls(nf_io_op op);
+
+#endif
