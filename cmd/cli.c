@@ -1,3 +1,262 @@
+/* Shared CLI machinery (see cli.h). */
 #include "cli.h"
-#include <stdio.h>
-int nf_cli_placeholder(int argc, char **argv, const char *prog) { (void)argc; (void)argv; fprintf(stderr, "%s: not built yet\n", prog); return 2; }
+
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ninfer/ninfer.h>
+
+static const nf_option common_options[] = {
+    {"help", 'h', NF_ARG_NONE, NF_OPT_HELP, NULL, "show this help and exit"},
+    {"version", 'V', NF_ARG_NONE, NF_OPT_VERSION, NULL, "show the version and exit"},
+    {"quiet", 'q', NF_ARG_NONE, NF_OPT_QUIET, NULL, "print only errors"},
+    {"verbose", 'v', NF_ARG_NONE, NF_OPT_VERBOSE, NULL, "print more detail"},
+    {"json", 0, NF_ARG_NONE, NF_OPT_JSON, NULL, "machine-readable result on stdout"},
+    {"progress", 0, NF_ARG_REQUIRED, NF_OPT_PROGRESS, "auto|always|never",
+     "progress bars on stderr (default auto: only on a terminal)"},
+    {NULL, 0, NF_ARG_NONE, 0, NULL, NULL},
+};
+
+static size_t table_len(const nf_option *t)
+{
+    size_t n = 0;
+    while (t && t[n].long_name) n++;
+    return n;
+}
+
+static void print_option_rows(const nf_option *t)
+{
+    for (size_t i = 0; t && t[i].long_name; i++) {
+        char left[96];
+        const nf_option *o = &t[i];
+        const char *arg = o->arg_name ? o->arg_name : "ARG";
+        if (o->arg == NF_ARG_REQUIRED)
+            snprintf(left, sizeof left, "%s%c%s--%s %s", o->short_name ? "-" : "   ",
+                     o->short_name ? o->short_name : ' ', o->short_name ? ", " : "", o->long_name, arg);
+        else if (o->arg == NF_ARG_OPTIONAL)
+            snprintf(left, sizeof left, "%s%c%s--%s[=%s]", o->short_name ? "-" : "   ",
+                     o->short_name ? o->short_name : ' ', o->short_name ? ", " : "", o->long_name, arg);
+        else
+            snprintf(left, sizeof left, "%s%c%s--%s", o->short_name ? "-" : "   ",
+                     o->short_name ? o->short_name : ' ', o->short_name ? ", " : "", o->long_name);
+        if (strlen(left) > 28)
+            printf("  %s\n  %-28s %s\n", left, "", o->help);
+        else
+            printf("  %-28s %s\n", left, o->help);
+    }
+}
+
+static void print_help(const nf_program *prog)
+{
+    printf("usage: %s\n\n%s\n\noptions:\n", prog->synopsis, prog->description);
+    print_option_rows(prog->options);
+    printf("\ncommon options:\n");
+    print_option_rows(common_options);
+    printf("\nexit status: 0 success, 1 invalid input, 2 usage error, 3 system error\n");
+    if (prog->examples) printf("\nexamples:\n%s", prog->examples);
+}
+
+static bool add_getopt_rows(struct option *lo, size_t *n, char *shorts, size_t *ns, const nf_option *t)
+{
+    for (size_t i = 0; t && t[i].long_name; i++) {
+        int has = t[i].arg == NF_ARG_NONE ? no_argument
+                  : t[i].arg == NF_ARG_REQUIRED ? required_argument : optional_argument;
+        lo[*n] = (struct option){t[i].long_name, has, NULL, t[i].id};
+        (*n)++;
+        if (t[i].short_name) {
+            shorts[(*ns)++] = t[i].short_name;
+            if (t[i].arg == NF_ARG_REQUIRED) shorts[(*ns)++] = ':';
+            if (t[i].arg == NF_ARG_OPTIONAL) {
+                shorts[(*ns)++] = ':';
+                shorts[(*ns)++] = ':';
+            }
+        }
+    }
+    return true;
+}
+
+static int short_to_id(const nf_option *t, int c)
+{
+    for (size_t i = 0; t && t[i].long_name; i++)
+        if (t[i].short_name == c) return t[i].id;
+    return -1;
+}
+
+int nf_cli_parse(nf_cli *cli, const nf_program *prog, int argc, char **argv, nf_option_handler handler,
+                 void *ctx, bool *done)
+{
+    memset(cli, 0, sizeof *cli);
+    cli->prog = prog->name;
+    *done = false;
+    size_t nopts = table_len(prog->options) + table_len(common_options);
+    struct option *lo = calloc(nopts + 1, sizeof *lo);
+    char *shorts = calloc(3 * nopts + 3, 1);
+    cli->positional = calloc((size_t)argc + 1, sizeof *cli->positional);
+    if (!lo || !shorts || !cli->positional) {
+        free(lo);
+        free(shorts);
+        return nf_cli_error(cli, NF_ERR_NOMEM, "out of memory");
+    }
+    size_t n = 0, ns = 0;
+    shorts[ns++] = '-'; /* return non-options in order, as code 1 */
+    shorts[ns++] = ':'; /* report a missing argument as ':' */
+    add_getopt_rows(lo, &n, shorts, &ns, common_options);
+    add_getopt_rows(lo, &n, shorts, &ns, prog->options);
+    int status = NF_EXIT_OK;
+    opterr = 0;
+    optind = 1;
+    for (;;) {
+        int c = getopt_long(argc, argv, shorts, lo, NULL);
+        if (c == -1) break;
+        if (c == 1) {
+            cli->positional[cli->npositional++] = optarg;
+            continue;
+        }
+        if (c == '?') {
+            if (optopt)
+                status = nf_cli_usage(cli, "unknown option '-%c'", optopt);
+            else
+                status = nf_cli_usage(cli, "unknown option '%s'", argv[optind - 1]);
+            break;
+        }
+        if (c == ':') {
+            status = nf_cli_usage(cli, "option '%s' needs a value", argv[optind - 1]);
+            break;
+        }
+        int id = c;
+        if (c < 256) { /* a short option character */
+            int mapped = short_to_id(common_options, c);
+            if (mapped < 0) mapped = short_to_id(prog->options, c);
+            id = mapped;
+        }
+        switch (id) {
+        case NF_OPT_HELP:
+            print_help(prog);
+            *done = true;
+            break;
+        case NF_OPT_VERSION:
+            printf("%s (ninfer-tools) %s\n", prog->name, nf_version());
+            *done = true;
+            break;
+        case NF_OPT_QUIET: cli->verbosity = -1; break;
+        case NF_OPT_VERBOSE: cli->verbosity++; break;
+        case NF_OPT_JSON: cli->json = true; break;
+        case NF_OPT_PROGRESS:
+            if (strcmp(optarg, "auto") == 0) cli->progress = NF_PROGRESS_AUTO;
+            else if (strcmp(optarg, "always") == 0) cli->progress = NF_PROGRESS_ALWAYS;
+            else if (strcmp(optarg, "never") == 0) cli->progress = NF_PROGRESS_NEVER;
+            else status = nf_cli_usage(cli, "--progress takes auto, always or never, not '%s'", optarg);
+            break;
+        default:
+            status = handler ? handler(ctx, cli, id, optarg) : nf_cli_usage(cli, "unexpected option");
+            break;
+        }
+        if (status != NF_EXIT_OK || *done) break;
+    }
+    /* Anything after "--" is positional. */
+    if (status == NF_EXIT_OK && !*done)
+        for (int i = optind; i < argc; i++) cli->positional[cli->npositional++] = argv[i];
+    free(lo);
+    free(shorts);
+    return status;
+}
+
+void nf_cli_free(nf_cli *cli)
+{
+    free(cli->positional);
+    cli->positional = NULL;
+}
+
+static void vmessage(const nf_cli *cli, const char *level, const char *fmt, va_list ap)
+{
+    fprintf(stderr, "%s: %s: ", cli->prog, level);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+}
+
+int nf_cli_error(const nf_cli *cli, nf_status status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vmessage(cli, "error", fmt, ap);
+    va_end(ap);
+    return nf_status_exit_code(status);
+}
+
+int nf_cli_report(const nf_cli *cli, const nf_error *err)
+{
+    return nf_cli_error(cli, err->status, "%s", err->message);
+}
+
+int nf_cli_usage(const nf_cli *cli, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vmessage(cli, "error", fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "Try '%s --help' for more information.\n", cli->prog);
+    return NF_EXIT_USAGE;
+}
+
+void nf_cli_warn(const nf_cli *cli, const char *fmt, ...)
+{
+    if (cli->verbosity < 0) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vmessage(cli, "warning", fmt, ap);
+    va_end(ap);
+}
+
+void nf_cli_info(const nf_cli *cli, const char *fmt, ...)
+{
+    if (cli->verbosity < 1) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vmessage(cli, "info", fmt, ap);
+    va_end(ap);
+}
+
+bool nf_cli_parse_u64(const char *text, uint64_t *out)
+{
+    if (!text || !*text || *text == '-' || *text == '+') return false;
+    for (const char *p = text; *p; p++)
+        if (*p < '0' || *p > '9') return false;
+    errno = 0;
+    char *end = NULL;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (errno != 0 || *end != '\0') return false;
+    *out = (uint64_t)v;
+    return true;
+}
+
+bool nf_cli_parse_range(const char *text, uint64_t *a, uint64_t *b, bool *has_a, bool *has_b)
+{
+    const char *colon = strchr(text, ':');
+    if (!colon || strchr(colon + 1, ':')) return false;
+    char left[32];
+    size_t llen = (size_t)(colon - text);
+    if (llen >= sizeof left) return false;
+    memcpy(left, text, llen);
+    left[llen] = '\0';
+    *has_a = llen > 0;
+    *has_b = colon[1] != '\0';
+    *a = 0;
+    *b = 0;
+    if (*has_a && !nf_cli_parse_u64(left, a)) return false;
+    if (*has_b && !nf_cli_parse_u64(colon + 1, b)) return false;
+    return true;
+}
+
+int nf_cli_print_json(const nf_cli *cli, json_t *value)
+{
+    /* JSON_PRESERVE_ORDER is implied by jansson >= 2.8; keep directory member order. */
+    if (json_dumpf(value, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17)) != 0)
+        return nf_cli_error(cli, NF_ERR_IO, "cannot write JSON to stdout");
+    fputc('\n', stdout);
+    if (fflush(stdout) != 0) return nf_cli_error(cli, NF_ERR_IO, "cannot write to stdout: %s", strerror(errno));
+    return NF_EXIT_OK;
+}

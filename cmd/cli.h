@@ -1,4 +1,85 @@
+/* Shared CLI machinery of the ninfer-* programs: declarative option tables, the common flags
+ * of design.md section 2 (--help, --version, -q, -v, --json, --progress), message printing in
+ * the form "ninfer-<prog>: error: <what>: <why>", and exit statuses 0/1/2/3. */
 #ifndef NINFER_CMD_CLI_H
 #define NINFER_CMD_CLI_H
-int nf_cli_placeholder(int argc, char **argv, const char *prog);
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <ninfer/error.h>
+
+enum { NF_EXIT_OK = 0, NF_EXIT_INVALID = 1, NF_EXIT_USAGE = 2, NF_EXIT_SYSTEM = 3 };
+
+typedef enum nf_arg_kind { NF_ARG_NONE, NF_ARG_REQUIRED, NF_ARG_OPTIONAL } nf_arg_kind;
+
+/* One row of a program's option table.  id is what the program's handler switches on. */
+typedef struct nf_option {
+    const char *long_name;
+    char short_name;          /* 0 if none */
+    nf_arg_kind arg;
+    int id;
+    const char *arg_name;     /* shown in --help, e.g. "ID" */
+    const char *help;
+} nf_option;
+
+/* Ids of the common options.  Programs number theirs from NF_OPT_PROGRAM; ids stay above 255 so
+ * they never collide with the short-option characters getopt returns. */
+enum {
+    NF_OPT_HELP = 1000,
+    NF_OPT_VERSION,
+    NF_OPT_QUIET,
+    NF_OPT_VERBOSE,
+    NF_OPT_JSON,
+    NF_OPT_PROGRESS,
+    NF_OPT_PROGRAM = 2000
+};
+
+typedef enum nf_progress_mode { NF_PROGRESS_AUTO, NF_PROGRESS_ALWAYS, NF_PROGRESS_NEVER } nf_progress_mode;
+
+/* State common to every program. */
+typedef struct nf_cli {
+    const char *prog;         /* "ninfer-verify" */
+    int verbosity;            /* -1 quiet, 0 normal, 1+ verbose */
+    bool json;
+    nf_progress_mode progress;
+    char **positional;        /* argv entries that are not options */
+    int npositional;
+} nf_cli;
+
+typedef struct nf_program {
+    const char *name;         /* "ninfer-verify" */
+    const char *synopsis;     /* usage lines */
+    const char *description;  /* one paragraph */
+    const nf_option *options; /* program options, terminated by a row with long_name NULL */
+    const char *examples;     /* shown at the end of --help */
+} nf_program;
+
+/* Called for each program option found; return NF_EXIT_OK to go on, or an exit status. */
+typedef int (*nf_option_handler)(void *ctx, nf_cli *cli, int id, const char *arg);
+
+/* Parse argv.  Common options are handled here (--help and --version print and set *done).
+ * Returns NF_EXIT_OK, or NF_EXIT_USAGE after printing the problem. */
+int nf_cli_parse(nf_cli *cli, const nf_program *prog, int argc, char **argv, nf_option_handler handler,
+                 void *ctx, bool *done);
+void nf_cli_free(nf_cli *cli);
+
+/* "ninfer-x: error: <msg>" on stderr; returns the exit status for `status`. */
+int nf_cli_error(const nf_cli *cli, nf_status status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int nf_cli_report(const nf_cli *cli, const nf_error *err);
+/* Usage error: message + "try --help"; returns NF_EXIT_USAGE. */
+int nf_cli_usage(const nf_cli *cli, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void nf_cli_warn(const nf_cli *cli, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void nf_cli_info(const nf_cli *cli, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Parse "A:B" (either side may be empty: ":B", "A:", ":") into [a, b) with defaults 0 and
+ * limit; false when malformed. */
+bool nf_cli_parse_range(const char *text, uint64_t *a, uint64_t *b, bool *has_a, bool *has_b);
+bool nf_cli_parse_u64(const char *text, uint64_t *out);
+
+/* Write a jansson value to stdout as indented JSON followed by a newline. */
+struct json_t;
+int nf_cli_print_json(const nf_cli *cli, struct json_t *value);
+
 #endif
