@@ -1,0 +1,176 @@
+/* The FP8 row layouts: row_scale_v1 (layouts.md 3.4: code plane N*K, zeros up to a 256-aligned
+ * plane of LE BF16 row scales) and row_interleaved_v1 (3.5: each row record is its K codes
+ * followed immediately by its LE binary16 scale, no padding anywhere). */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "layout/layout_impl.h"
+
+/* Word rules of one row (tensor-formats: E4M3FN codes not NaN, scale sign-clear and finite, a
+ * +0 scale admits only signed-zero codes).  Every bad code is reported. */
+static void fp8_check_row(const nf_geometry *g, uint64_t row, const uint8_t *codes, uint64_t code_at,
+                          uint16_t scale, uint64_t scale_at, nf_problems *pr)
+{
+    const nf_format *f = g->format;
+    bool scale_ok = nf_fp8_row_scale_valid(f, scale);
+    if (!scale_ok)
+        nf_problem(pr,
+                   "row %" PRIu64 ": scale 0x%04x at byte offset %" PRIu64 " is not a valid %s row scale (negative, -0, "
+                   "infinite or NaN)",
+                   row, scale, scale_at, f->name);
+    bool zero_only = scale_ok && nf_fp8_row_scale_is_zero(scale);
+    for (uint64_t c = 0; c < g->cols; c++) {
+        uint8_t v = codes[c];
+        if (!nf_fp8_code_valid(v))
+            nf_problem(pr,
+                       "row %" PRIu64 " col %" PRIu64 ": code 0x%02x at byte offset %" PRIu64
+                       " is NaN (not a valid E4M3FN weight code)",
+                       row, c, v, code_at + c);
+        else if (zero_only && !nf_fp8_code_is_zero(v))
+            nf_problem(pr,
+                       "row %" PRIu64 " col %" PRIu64 ": code 0x%02x at byte offset %" PRIu64
+                       " under a +0 row scale (only 0x00/0x80 allowed)",
+                       row, c, v, code_at + c);
+    }
+}
+
+/* ---------------------------------------------------------------- row_scale_v1 */
+static nf_status rsc_encode_rows(const nf_geometry *g, const nf_words *w, uint64_t r0, nf_write_fn write,
+                                 void *ctx, nf_error *err)
+{
+    uint64_t k = g->cols;
+    const nf_plane *cp = &g->planes[0], *sp = &g->planes[1];
+    /* The code plane is the codes array itself: written straight from w in bounded pieces. */
+    for (uint64_t r = 0; r < w->rows;) {
+        uint64_t n = nf_layout_chunk_rows(k, w->rows - r);
+        NF_TRY(nf_layout_emit(write, ctx, cp->offset + (r0 + r) * k, w->codes8 + r * k, n * k, err));
+        r += n;
+    }
+    uint8_t buf[2 * 256];
+    for (uint64_t r = 0; r < w->rows;) {
+        uint64_t n = w->rows - r < 256 ? w->rows - r : 256;
+        for (uint64_t i = 0; i < n; i++) nf_put_le16(buf + 2 * i, w->scales[r + i]);
+        NF_TRY(nf_layout_emit(write, ctx, sp->offset + 2 * (r0 + r), buf, 2 * n, err));
+        r += n;
+    }
+    return NF_OK;
+}
+
+static nf_status rsc_decode_rows(const nf_geometry *g, const nf_byte_reader *src, uint64_t r0, uint64_t r1,
+                                 nf_words *w, nf_error *err)
+{
+    uint64_t k = g->cols, rows = r1 - r0;
+    const nf_plane *cp = &g->planes[0], *sp = &g->planes[1];
+    for (uint64_t r = 0; r < rows;) {
+        uint64_t n = nf_layout_chunk_rows(k, rows - r);
+        NF_TRY(nf_layout_read(src, cp->offset + (r0 + r) * k, w->codes8 + r * k, n * k, err));
+        r += n;
+    }
+    uint8_t buf[2 * 256];
+    for (uint64_t r = 0; r < rows;) {
+        uint64_t n = rows - r < 256 ? rows - r : 256;
+        NF_TRY(nf_layout_read(src, sp->offset + 2 * (r0 + r), buf, 2 * n, err));
+        for (uint64_t i = 0; i < n; i++) w->scales[r + i] = nf_get_le16(buf + 2 * i);
+        r += n;
+    }
+    return NF_OK;
+}
+
+static nf_status rsc_check(const nf_geometry *g, const nf_byte_reader *src, nf_problems *pr, nf_error *err)
+{
+    uint64_t k = g->cols;
+    const nf_plane *cp = &g->planes[0], *sp = &g->planes[1];
+    uint64_t chunk = nf_layout_chunk_rows(k + 2, g->rows);
+    uint8_t *codes = nf_layout_malloc(chunk * k, err);
+    uint8_t *scales = codes ? nf_layout_malloc(chunk * 2, err) : NULL;
+    if (!scales) {
+        free(codes);
+        return NF_ERR_NOMEM;
+    }
+    nf_status st = NF_OK;
+    for (uint64_t r = 0; r < g->rows; r += chunk) {
+        uint64_t n = g->rows - r < chunk ? g->rows - r : chunk;
+        st = nf_layout_read(src, cp->offset + r * k, codes, n * k, err);
+        if (st == NF_OK) st = nf_layout_read(src, sp->offset + 2 * r, scales, 2 * n, err);
+        if (st != NF_OK) break;
+        for (uint64_t i = 0; i < n; i++)
+            fp8_check_row(g, r + i, codes + i * k, cp->offset + (r + i) * k, nf_get_le16(scales + 2 * i),
+                          sp->offset + 2 * (r + i), pr);
+    }
+    free(codes);
+    free(scales);
+    return st;
+}
+
+const nf_layout_ops nf_layout_ops_row_scale = {
+    .encode_rows = rsc_encode_rows,
+    .decode_rows = rsc_decode_rows,
+    .check = rsc_check,
+};
+
+/* ---------------------------------------------------------------- row_interleaved_v1 */
+static nf_status ril_encode_rows(const nf_geometry *g, const nf_words *w, uint64_t r0, nf_write_fn write,
+                                 void *ctx, nf_error *err)
+{
+    uint64_t k = g->cols, rb = g->row_bytes;
+    uint64_t chunk = nf_layout_chunk_rows(rb, w->rows);
+    uint8_t *buf = nf_layout_malloc(chunk * rb, err);
+    if (!buf) return NF_ERR_NOMEM;
+    nf_status st = NF_OK;
+    for (uint64_t r = 0; r < w->rows && st == NF_OK; r += chunk) {
+        uint64_t n = w->rows - r < chunk ? w->rows - r : chunk;
+        for (uint64_t i = 0; i < n; i++) {
+            memcpy(buf + i * rb, w->codes8 + (r + i) * k, (size_t)k);
+            nf_put_le16(buf + i * rb + k, w->scales[r + i]);
+        }
+        st = nf_layout_emit(write, ctx, (r0 + r) * rb, buf, n * rb, err);
+    }
+    free(buf);
+    return st;
+}
+
+static nf_status ril_decode_rows(const nf_geometry *g, const nf_byte_reader *src, uint64_t r0, uint64_t r1,
+                                 nf_words *w, nf_error *err)
+{
+    uint64_t k = g->cols, rb = g->row_bytes, rows = r1 - r0;
+    uint64_t chunk = nf_layout_chunk_rows(rb, rows);
+    uint8_t *buf = nf_layout_malloc(chunk * rb, err);
+    if (!buf) return NF_ERR_NOMEM;
+    nf_status st = NF_OK;
+    for (uint64_t r = 0; r < rows; r += chunk) {
+        uint64_t n = rows - r < chunk ? rows - r : chunk;
+        st = nf_layout_read(src, (r0 + r) * rb, buf, n * rb, err);
+        if (st != NF_OK) break;
+        for (uint64_t i = 0; i < n; i++) {
+            memcpy(w->codes8 + (r + i) * k, buf + i * rb, (size_t)k);
+            w->scales[r + i] = nf_get_le16(buf + i * rb + k);
+        }
+    }
+    free(buf);
+    return st;
+}
+
+static nf_status ril_check(const nf_geometry *g, const nf_byte_reader *src, nf_problems *pr, nf_error *err)
+{
+    uint64_t k = g->cols, rb = g->row_bytes;
+    uint64_t chunk = nf_layout_chunk_rows(rb, g->rows);
+    uint8_t *buf = nf_layout_malloc(chunk * rb, err);
+    if (!buf) return NF_ERR_NOMEM;
+    nf_status st = NF_OK;
+    for (uint64_t r = 0; r < g->rows; r += chunk) {
+        uint64_t n = g->rows - r < chunk ? g->rows - r : chunk;
+        st = nf_layout_read(src, r * rb, buf, n * rb, err);
+        if (st != NF_OK) break;
+        for (uint64_t i = 0; i < n; i++)
+            fp8_check_row(g, r + i, buf + i * rb, (r + i) * rb, nf_get_le16(buf + i * rb + k), (r + i) * rb + k, pr);
+    }
+    free(buf);
+    return st;
+}
+
+const nf_layout_ops nf_layout_ops_row_interleaved = {
+    .encode_rows = ril_encode_rows,
+    .decode_rows = ril_decode_rows,
+    .check = ril_check,
+};

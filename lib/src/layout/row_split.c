@@ -1,0 +1,287 @@
+/* row_split_k128_v1 (layouts.md 3.2): grouped signed codes in a base plane (and, for Q5/Q6, a
+ * high-bit plane) plus one binary16 scale per physical group, rows padded to K_pad =
+ * align_up(K,128).  Padding lanes hold logical code 0 (Q2: stored word 01), wholly physical
+ * groups hold scale 0x0000 and codes 0. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "layout/layout_impl.h"
+
+#define RS_MAX_GROUP 128
+
+/* Signed logical code of a stored word: Q2 is offset binary (q = u - 1), the rest two's
+ * complement of width b. */
+static int rs_code(const nf_rs_params *p, unsigned u)
+{
+    if (p->bias) return (int)u - p->bias;
+    int sign = 1 << (p->bits - 1);
+    return (int)(u ^ (unsigned)sign) - sign;
+}
+
+/* Stored word of a logical code; false when it does not fit the stored width at all (even an
+ * unchecked encode cannot represent it). */
+static bool rs_stored(const nf_rs_params *p, int q, uint8_t *u)
+{
+    int v, width = 1 << p->bits;
+    if (p->bias) {
+        v = q + p->bias;
+    } else {
+        if (q < -(width / 2) || q >= width / 2) return false;
+        v = q < 0 ? q + width : q;
+    }
+    if (v < 0 || v >= width) return false;
+    *u = (uint8_t)v;
+    return true;
+}
+
+static void rs_pack(const nf_rs_params *p, const uint8_t *u, uint8_t *base, uint8_t *high)
+{
+    unsigned G = p->group;
+    switch (p->bits) {
+    case 8: memcpy(base, u, G); return;
+    case 2: /* quartets, lowest lane in the lowest bits */
+        for (unsigned j = 0; j < G / 4; j++)
+            base[j] = (uint8_t)(u[4 * j] | (u[4 * j + 1] << 2) | (u[4 * j + 2] << 4) | (u[4 * j + 3] << 6));
+        return;
+    default: /* Q4/Q5/Q6: even lane in the low nibble; bits above 3 in the high plane */
+        for (unsigned j = 0; j < G / 2; j++)
+            base[j] = (uint8_t)((u[2 * j] & 0xF) | ((u[2 * j + 1] & 0xF) << 4));
+        if (p->high_bytes) {
+            unsigned hb = p->bits - 4;
+            memset(high, 0, p->high_bytes);
+            /* lane-major bit stream: stream bit t -> bit t%8 of byte t/8 */
+            for (unsigned i = 0; i < G; i++)
+                for (unsigned b = 0; b < hb; b++)
+                    if (((unsigned)u[i] >> (4 + b)) & 1u) {
+                        unsigned t = i * hb + b;
+                        high[t >> 3] = (uint8_t)(high[t >> 3] | (1u << (t & 7)));
+                    }
+        }
+        return;
+    }
+}
+
+static void rs_unpack(const nf_rs_params *p, const uint8_t *base, const uint8_t *high, uint8_t *u)
+{
+    unsigned G = p->group;
+    switch (p->bits) {
+    case 8: memcpy(u, base, G); return;
+    case 2:
+        for (unsigned i = 0; i < G; i++) u[i] = (uint8_t)(((unsigned)base[i >> 2] >> (2 * (i & 3))) & 3u);
+        return;
+    default:
+        for (unsigned i = 0; i < G; i++) u[i] = (uint8_t)(((unsigned)base[i >> 1] >> (4 * (i & 1))) & 0xFu);
+        if (p->high_bytes) {
+            unsigned hb = p->bits - 4;
+            for (unsigned i = 0; i < G; i++)
+                for (unsigned b = 0; b < hb; b++) {
+                    unsigned t = i * hb + b;
+                    if (((unsigned)high[t >> 3] >> (t & 7)) & 1u) u[i] = (uint8_t)(u[i] | (1u << (4 + b)));
+                }
+        }
+        return;
+    }
+}
+
+/* Per-plane scratch for a chunk of rows. */
+typedef struct rs_chunk {
+    uint8_t *base, *high, *scales;
+    uint64_t rows;
+} rs_chunk;
+
+static nf_status rs_chunk_alloc(const nf_geometry *g, const nf_rs_params *p, uint64_t rows_total,
+                                rs_chunk *c, nf_error *err)
+{
+    uint64_t gpr = g->groups_per_row;
+    uint64_t per_row = gpr * (p->base_bytes + p->high_bytes + 2u); /* <= g->bytes / N */
+    memset(c, 0, sizeof *c);
+    c->rows = nf_layout_chunk_rows(per_row, rows_total);
+    c->base = nf_layout_malloc(c->rows * gpr * p->base_bytes, err);
+    c->high = c->base ? nf_layout_malloc(c->rows * gpr * p->high_bytes, err) : NULL;
+    c->scales = c->high ? nf_layout_malloc(c->rows * gpr * 2, err) : NULL;
+    if (!c->scales) {
+        free(c->base);
+        free(c->high);
+        return NF_ERR_NOMEM;
+    }
+    return NF_OK;
+}
+
+static void rs_chunk_free(rs_chunk *c)
+{
+    free(c->base);
+    free(c->high);
+    free(c->scales);
+}
+
+static const nf_plane *scale_plane(const nf_geometry *g)
+{
+    return &g->planes[g->nplanes - 1];
+}
+
+/* Read (or write) rows [r, r+n) of every plane between the chunk buffers and the object. */
+static nf_status rs_read_chunk(const nf_geometry *g, const nf_byte_reader *src, uint64_t r, uint64_t n,
+                               rs_chunk *c, nf_error *err)
+{
+    const nf_plane *base = &g->planes[0], *sc = scale_plane(g);
+    NF_TRY(nf_layout_read(src, base->offset + r * base->row_bytes, c->base, n * base->row_bytes, err));
+    if (g->nplanes == 3) {
+        const nf_plane *hi = &g->planes[1];
+        NF_TRY(nf_layout_read(src, hi->offset + r * hi->row_bytes, c->high, n * hi->row_bytes, err));
+    }
+    return nf_layout_read(src, sc->offset + r * sc->row_bytes, c->scales, n * sc->row_bytes, err);
+}
+
+static nf_status rs_encode_rows(const nf_geometry *g, const nf_words *w, uint64_t r0, nf_write_fn write,
+                                void *ctx, nf_error *err)
+{
+    nf_rs_params p;
+    if (!nf_rs_params_for(g->format, &p)) return nf_error_set(err, NF_ERR_USAGE, "not a grouped format");
+    rs_chunk c;
+    NF_TRY(rs_chunk_alloc(g, &p, w->rows, &c, err));
+    uint64_t k = g->cols, gpr = g->groups_per_row, lg = g->logical_groups, G = p.group;
+    const nf_plane *base = &g->planes[0], *sc = scale_plane(g);
+    nf_status st = NF_OK;
+    for (uint64_t r = 0; r < w->rows && st == NF_OK; r += c.rows) {
+        uint64_t n = w->rows - r < c.rows ? w->rows - r : c.rows;
+        for (uint64_t i = 0; i < n && st == NF_OK; i++) {
+            const int8_t *codes = w->codes + (r + i) * k;
+            const uint16_t *scales = w->scales + (r + i) * lg;
+            for (uint64_t gi = 0; gi < gpr; gi++) {
+                uint8_t u[RS_MAX_GROUP];
+                uint64_t c0 = gi * G;
+                for (uint64_t l = 0; l < G; l++) {
+                    u[l] = p.zero_u; /* padding lanes and wholly physical groups: code 0 */
+                    if (c0 + l < k && !rs_stored(&p, codes[c0 + l], &u[l])) {
+                        st = nf_error_set(err, NF_ERR_INVALID,
+                                          "row %" PRIu64 " col %" PRIu64 ": code %d does not fit the %u-bit stored "
+                                          "word of %s",
+                                          r0 + r + i, c0 + l, codes[c0 + l], p.bits, g->format->name);
+                        break;
+                    }
+                }
+                if (st != NF_OK) break;
+                uint64_t slot = i * gpr + gi;
+                rs_pack(&p, u, c.base + slot * p.base_bytes, c.high + slot * p.high_bytes);
+                nf_put_le16(c.scales + 2 * slot, gi < lg ? scales[gi] : 0);
+            }
+        }
+        if (st != NF_OK) break;
+        uint64_t rr = r0 + r;
+        st = nf_layout_emit(write, ctx, base->offset + rr * base->row_bytes, c.base, n * base->row_bytes, err);
+        if (st == NF_OK && g->nplanes == 3) {
+            const nf_plane *hi = &g->planes[1];
+            st = nf_layout_emit(write, ctx, hi->offset + rr * hi->row_bytes, c.high, n * hi->row_bytes, err);
+        }
+        if (st == NF_OK)
+            st = nf_layout_emit(write, ctx, sc->offset + rr * sc->row_bytes, c.scales, n * sc->row_bytes, err);
+    }
+    rs_chunk_free(&c);
+    return st;
+}
+
+static nf_status rs_decode_rows(const nf_geometry *g, const nf_byte_reader *src, uint64_t r0, uint64_t r1,
+                                nf_words *w, nf_error *err)
+{
+    nf_rs_params p;
+    if (!nf_rs_params_for(g->format, &p)) return nf_error_set(err, NF_ERR_USAGE, "not a grouped format");
+    rs_chunk c;
+    uint64_t rows = r1 - r0;
+    NF_TRY(rs_chunk_alloc(g, &p, rows, &c, err));
+    uint64_t k = g->cols, gpr = g->groups_per_row, lg = g->logical_groups, G = p.group;
+    nf_status st = NF_OK;
+    for (uint64_t r = 0; r < rows; r += c.rows) {
+        uint64_t n = rows - r < c.rows ? rows - r : c.rows;
+        st = rs_read_chunk(g, src, r0 + r, n, &c, err);
+        if (st != NF_OK) break;
+        for (uint64_t i = 0; i < n; i++) {
+            int8_t *codes = w->codes + (r + i) * k;
+            uint16_t *scales = w->scales + (r + i) * lg;
+            for (uint64_t gi = 0; gi < lg; gi++) { /* padding groups are dropped */
+                uint8_t u[RS_MAX_GROUP];
+                uint64_t slot = i * gpr + gi, c0 = gi * G;
+                rs_unpack(&p, c.base + slot * p.base_bytes, c.high + slot * p.high_bytes, u);
+                for (uint64_t l = 0; l < G && c0 + l < k; l++) codes[c0 + l] = (int8_t)rs_code(&p, u[l]);
+                scales[gi] = nf_get_le16(c.scales + 2 * slot);
+            }
+        }
+    }
+    rs_chunk_free(&c);
+    return st;
+}
+
+static void rs_check_group(const nf_geometry *g, const nf_rs_params *p, uint64_t row, uint64_t gi,
+                           const uint8_t *u, uint16_t scale, uint64_t scale_at, nf_problems *pr)
+{
+    const nf_format *f = g->format;
+    uint64_t k = g->cols, c0 = gi * p->group;
+    if (gi >= g->logical_groups) { /* wholly physical group: scale +0 and codes 0 */
+        if (scale != 0)
+            nf_problem(pr,
+                       "row %" PRIu64 " group %" PRIu64 ": padding group scale 0x%04x at byte offset %" PRIu64
+                       ", expected 0x0000",
+                       row, gi, scale, scale_at);
+        for (unsigned l = 0; l < p->group; l++)
+            if (u[l] != p->zero_u)
+                nf_problem(pr,
+                           "row %" PRIu64 " col %" PRIu64 " (padding group %" PRIu64 "): stored word 0x%02x (code %d), "
+                           "expected 0x%02x (code 0)",
+                           row, c0 + l, gi, u[l], rs_code(p, u[l]), p->zero_u);
+        return;
+    }
+    bool scale_ok = nf_grouped_scale_valid(f, scale);
+    if (!scale_ok)
+        nf_problem(pr,
+                   "row %" PRIu64 " group %" PRIu64 ": scale 0x%04x at byte offset %" PRIu64 " is not a valid %s scale",
+                   row, gi, scale, scale_at, f->name);
+    bool zero_only = scale_ok && nf_grouped_scale_requires_zero_codes(f, scale);
+    for (unsigned l = 0; l < p->group; l++) {
+        uint64_t col = c0 + l;
+        int q = rs_code(p, u[l]);
+        if (col >= k) {
+            if (u[l] != p->zero_u)
+                nf_problem(pr,
+                           "row %" PRIu64 " col %" PRIu64 ": padding lane holds stored word 0x%02x (code %d), expected "
+                           "0x%02x (code 0)",
+                           row, col, u[l], q, p->zero_u);
+        } else if (!nf_grouped_code_valid(f, q)) {
+            nf_problem(pr, "row %" PRIu64 " col %" PRIu64 ": code %d is not a legal %s code", row, col, q, f->name);
+        } else if (zero_only && q != 0) {
+            nf_problem(pr, "row %" PRIu64 " col %" PRIu64 ": code %d under the +0 scale of group %" PRIu64, row, col,
+                       q, gi);
+        }
+    }
+}
+
+static nf_status rs_check(const nf_geometry *g, const nf_byte_reader *src, nf_problems *pr, nf_error *err)
+{
+    nf_rs_params p;
+    if (!nf_rs_params_for(g->format, &p)) return nf_error_set(err, NF_ERR_USAGE, "not a grouped format");
+    rs_chunk c;
+    NF_TRY(rs_chunk_alloc(g, &p, g->rows, &c, err));
+    uint64_t gpr = g->groups_per_row;
+    uint64_t scale_off = scale_plane(g)->offset;
+    nf_status st = NF_OK;
+    for (uint64_t r = 0; r < g->rows; r += c.rows) {
+        uint64_t n = g->rows - r < c.rows ? g->rows - r : c.rows;
+        st = rs_read_chunk(g, src, r, n, &c, err);
+        if (st != NF_OK) break;
+        for (uint64_t i = 0; i < n; i++)
+            for (uint64_t gi = 0; gi < gpr; gi++) {
+                uint8_t u[RS_MAX_GROUP];
+                uint64_t slot = i * gpr + gi;
+                rs_unpack(&p, c.base + slot * p.base_bytes, c.high + slot * p.high_bytes, u);
+                rs_check_group(g, &p, r + i, gi, u, nf_get_le16(c.scales + 2 * slot),
+                               scale_off + 2 * ((r + i) * gpr + gi), pr);
+            }
+    }
+    rs_chunk_free(&c);
+    return st;
+}
+
+const nf_layout_ops nf_layout_ops_row_split = {
+    .encode_rows = rs_encode_rows,
+    .decode_rows = rs_decode_rows,
+    .check = rs_check,
+};
