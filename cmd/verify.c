@@ -51,17 +51,24 @@ static json_t *report_json(const char *path, const nf_verify_report *r)
                                                   p->object ? json_string(p->object) : json_null(),
                                                   "check", p->check, "message", p->message));
     }
-    return json_pack("{s:s,s:b,s:I,s:o}", "file", path, "valid", r->valid, "objects_checked",
-                     (json_int_t)r->objects_checked, "problems", problems);
+    return json_pack("{s:s,s:b,s:I,s:I,s:o}", "file", path, "valid", r->valid, "objects_checked",
+                     (json_int_t)r->objects_checked, "checksums_checked", (json_int_t)r->checksums_checked,
+                     "problems", problems);
 }
 
 static void print_human(const nf_cli *cli, const char *path, const nf_verify_report *r, nf_verify_level level)
 {
-    static const char *levels[] = {"", "structure", "structure, words", "structure, words, checksums"};
     if (r->valid) {
-        if (cli->verbosity >= 0)
-            printf("%s: valid (%llu objects; checked %s)\n", path, (unsigned long long)r->objects_checked,
-                   levels[level]);
+        if (cli->verbosity < 0) return;
+        printf("%s: valid (%llu objects; checked structure", path, (unsigned long long)r->objects_checked);
+        if (level >= NF_VERIFY_WORDS) printf(", words");
+        if (level >= NF_VERIFY_CHECKSUMS) {
+            if (r->checksums_checked)
+                printf(", %llu checksums", (unsigned long long)r->checksums_checked);
+            else
+                printf("; no checksums recorded");
+        }
+        printf(")\n");
         return;
     }
     printf("%s: INVALID: %zu problem%s\n", path, r->count, r->count == 1 ? "" : "s");

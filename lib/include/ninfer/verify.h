@@ -30,6 +30,7 @@ typedef struct nf_problem {
 typedef struct nf_verify_report {
     bool valid;
     uint64_t objects_checked;
+    uint64_t checksums_checked; /* object and directory digests compared (0: none recorded) */
     nf_problem *problems;
     size_t count;
     size_t capacity;

@@ -184,6 +184,7 @@ static nf_status check_directory_checksum(nf_artifact *a, const char *want, nf_v
     char got[33];
     nf_xxh3_128_hex(copy, total, got);
     free(copy);
+    r->checksums_checked++;
     if (strcmp(got, want) != 0)
         return add_problem(r, NULL, "checksums", "directory checksum is %s, metadata records %s", got, want);
     return NF_OK;
@@ -224,6 +225,7 @@ static nf_status check_checksums(nf_artifact *a, nf_verify_report *r, nf_error *
             if (err) *err = local;
             return st;
         }
+        r->checksums_checked++;
         if (strcasecmp(got, json_string_value(v)) != 0)
             NF_TRY(add_problem(r, id, "checksums", "xxh3-128 of the object is %s, metadata records %s", got,
                                json_string_value(v)));

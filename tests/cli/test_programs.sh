@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Program-level tests: exit statuses, --help/--version, the dispatcher, golden stdout of
+# ninfer-inspect and ninfer-verify on upstream artifacts, and refusals of damaged artifacts.
+# usage: test_programs.sh BIN_DIR DATA_DIR      (UPDATE_GOLDEN=1 rewrites the golden files)
+set -u
+bin=$(cd "$1" && pwd)
+data=$(cd "$2" && pwd)
+golden=$(cd "$(dirname "$0")" && pwd)/golden
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+pass=0
+fail=0
+
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); printf 'FAIL %s\n' "$*"; }
+
+# expect_exit STATUS PROG ARGS...: run and compare the exit status.
+expect_exit() {
+    local want=$1; shift
+    "$@" >"$work/out" 2>"$work/err"
+    local got=$?
+    if [ "$got" -eq "$want" ]; then ok; else bad "$* exited $got, expected $want: $(head -c 300 "$work/err")"; fi
+}
+
+# golden NAME STATUS ARGS...: run inside the upstream data dir (stable relative paths) and
+# compare stdout with golden/NAME.out.
+golden() {
+    local name=$1 want=$2; shift 2
+    (cd "$data/upstream" && "$@") >"$work/$name.out" 2>"$work/$name.err"
+    local got=$?
+    if [ "${UPDATE_GOLDEN:-0}" = 1 ]; then cp "$work/$name.out" "$golden/$name.out"; fi
+    if [ "$got" -ne "$want" ]; then bad "$name: exit $got, expected $want: $(head -c 300 "$work/$name.err")"; return; fi
+    if diff -u "$golden/$name.out" "$work/$name.out" >"$work/diff"; then ok; else bad "$name: stdout differs"; head -40 "$work/diff"; fi
+}
+
+# contains FILE TEXT
+contains() { if grep -qF -- "$2" "$1"; then ok; else bad "$1 lacks '$2'"; fi; }
+
+for p in inspect verify; do
+    expect_exit 0 "$bin/ninfer-$p" --help
+    contains "$work/out" "usage: ninfer-$p"
+    contains "$work/out" "examples:"
+    expect_exit 0 "$bin/ninfer-$p" --version
+    contains "$work/out" "ninfer-tools"
+    expect_exit 2 "$bin/ninfer-$p" --no-such-flag
+    contains "$work/err" "ninfer-$p: error: unknown option '--no-such-flag'"
+    expect_exit 2 "$bin/ninfer-$p"
+    expect_exit 3 "$bin/ninfer-$p" "$work/does-not-exist.ninfer"
+    contains "$work/err" "does-not-exist.ninfer"
+done
+expect_exit 2 "$bin/ninfer-inspect" "$data/upstream/direct.ninfer" --rows 0:1
+expect_exit 2 "$bin/ninfer-inspect" "$data/upstream/direct.ninfer" --words bf16/matrix --rows 1:x
+expect_exit 2 "$bin/ninfer-inspect" "$data/upstream/direct.ninfer" --words bf16/matrix --rows 0:9
+expect_exit 1 "$bin/ninfer-inspect" "$data/upstream/direct.ninfer" --tensor no/such/object
+contains "$work/err" "no object 'no/such/object'"
+expect_exit 2 "$bin/ninfer-verify" --progress=sometimes "$data/upstream/direct.ninfer"
+
+# dispatcher
+expect_exit 0 "$bin/ninfer" --help
+contains "$work/out" "inspect"
+expect_exit 0 "$bin/ninfer" verify "$data/upstream/direct.ninfer"
+expect_exit 2 "$bin/ninfer" frobnicate
+expect_exit 0 "$bin/ninfer" inspect --version
+
+# golden outputs on upstream artifacts
+golden inspect_container_small 0 "$bin/ninfer-inspect" container_small.ninfer
+golden inspect_container_small_json 0 "$bin/ninfer-inspect" container_small.ninfer --json
+golden inspect_model_sections 0 "$bin/ninfer-inspect" model.ninfer --bindings --uses
+golden inspect_split_files 0 "$bin/ninfer-inspect" split.ninfer --files --json
+golden tensor_q5 0 "$bin/ninfer-inspect" row_split.ninfer --tensor q5 --stats
+golden tensor_nvfp4_json 0 "$bin/ninfer-inspect" nvfp4.ninfer --tensor nvfp4/stacked --json
+golden words_direct 0 "$bin/ninfer-inspect" direct.ninfer --words bf16/matrix
+golden words_q2 0 "$bin/ninfer-inspect" row_split.ninfer --words q2 --rows 1:2 --cols 60:65
+golden words_nvfp4 0 "$bin/ninfer-inspect" nvfp4.ninfer --words nvfp4/stacked --rows 127:129 --cols 0:20
+golden words_fp8_json 0 "$bin/ninfer-inspect" fp8_row.ninfer --words fp8/fp16_vector --json
+golden words_gguf 0 "$bin/ninfer-inspect" gguf.ninfer --words gguf/q8_0 --rows 0:1 --cols 0:64
+golden verify_all 0 "$bin/ninfer-verify" container_small.ninfer direct.ninfer row_split.ninfer nvfp4.ninfer \
+    fp8_row.ninfer gguf.ninfer model.ninfer split.ninfer wide_directory.ninfer
+golden verify_json 0 "$bin/ninfer-verify" --json split.ninfer
+
+# damaged artifacts: copies in the work directory
+cp "$data"/upstream/split.ninfer* "$work/"
+rm "$work/split.ninfer.part-0002"
+expect_exit 1 "$bin/ninfer-verify" "$work/split.ninfer"
+contains "$work/out" "split.ninfer.part-0002"
+expect_exit 0 "$bin/ninfer-verify" --quick "$data/upstream/split.ninfer"
+
+cp "$data/upstream/row_split.ninfer" "$work/q8bad.ninfer"
+# q8 object at payload offset 2048 (see its sidecar): code 0 of row 0 := 0x80 (-128)
+printf '\x80' | dd of="$work/q8bad.ninfer" bs=1 seek=$((4096 + 2048)) conv=notrunc status=none
+expect_exit 1 "$bin/ninfer-verify" --json "$work/q8bad.ninfer"
+contains "$work/out" '"object": "q8"'
+contains "$work/out" '"check": "words"'
+expect_exit 0 "$bin/ninfer-verify" --quick "$work/q8bad.ninfer"
+expect_exit 0 "$bin/ninfer-inspect" "$work/q8bad.ninfer"
+
+cp "$data/upstream/direct.ninfer" "$work/magic.ninfer"
+printf 'X' | dd of="$work/magic.ninfer" bs=1 seek=0 conv=notrunc status=none
+expect_exit 1 "$bin/ninfer-verify" "$work/magic.ninfer"
+expect_exit 1 "$bin/ninfer-inspect" "$work/magic.ninfer"
+contains "$work/err" "magic.ninfer"
+
+printf '%d passed, %d failed\n' "$pass" "$fail"
+[ "$fail" -eq 0 ]
