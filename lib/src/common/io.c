@@ -15,23 +15,31 @@ static struct {
     int errnum[NF_IO_OP_COUNT];
 } g_fault;
 
+/* The counters are shared by every thread doing I/O (the converter writes from a pool), so they
+ * are updated atomically; arming and resetting are test-only and single-threaded. */
 void nf_io_fault_arm(nf_io_op op, uint64_t n, int errnum)
 {
-    g_fault.calls[op] = 0;
-    g_fault.fail_at[op] = n;
-    g_fault.errnum[op] = errnum;
+    __atomic_store_n(&g_fault.calls[op], 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&g_fault.errnum[op], errnum, __ATOMIC_RELAXED);
+    __atomic_store_n(&g_fault.fail_at[op], n, __ATOMIC_RELAXED);
 }
 
-void nf_io_fault_reset(void) { memset(&g_fault, 0, sizeof g_fault); }
+void nf_io_fault_reset(void)
+{
+    for (int op = 0; op < NF_IO_OP_COUNT; op++) nf_io_fault_arm((nf_io_op)op, 0, 0);
+}
 
-uint64_t nf_io_calls(nf_io_op op) { return g_fault.calls[op]; }
+uint64_t nf_io_calls(nf_io_op op) { return __atomic_load_n(&g_fault.calls[op], __ATOMIC_RELAXED); }
 
 /* Counts the call; returns the errno to inject (or 0).  -1 means "short write". */
 static int fault(nf_io_op op)
 {
-    g_fault.calls[op]++;
-    if (g_fault.fail_at[op] != 0 && g_fault.calls[op] == g_fault.fail_at[op])
-        return g_fault.errnum[op] ? g_fault.errnum[op] : -1;
+    uint64_t n = __atomic_add_fetch(&g_fault.calls[op], 1, __ATOMIC_RELAXED);
+    uint64_t at = __atomic_load_n(&g_fault.fail_at[op], __ATOMIC_RELAXED);
+    if (at != 0 && n == at) {
+        int e = __atomic_load_n(&g_fault.errnum[op], __ATOMIC_RELAXED);
+        return e ? e : -1;
+    }
     return 0;
 }
 
@@ -96,6 +104,20 @@ int nf_io_pread_full(int fd, void *buf, size_t len, uint64_t offset)
         len -= (size_t)n;
         offset += (uint64_t)n;
     }
+    return 0;
+}
+
+int nf_io_pread_some(int fd, void *buf, size_t len, uint64_t offset, size_t *got)
+{
+    *got = 0;
+    int e = fault(NF_IO_READ);
+    if (e) return e > 0 ? e : EIO;
+    ssize_t n;
+    do {
+        n = pread(fd, buf, len, (off_t)offset);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0) return errno;
+    *got = (size_t)n;
     return 0;
 }
 
@@ -171,6 +193,10 @@ int nf_io_rename(const char *from, const char *to)
     if (e) return e > 0 ? e : EIO;
     return rename(from, to) == 0 ? 0 : errno;
 }
+
+int nf_io_lstat(const char *path, struct stat *st) { return lstat(path, st) == 0 ? 0 : errno; }
+
+int nf_io_fchmod(int fd, mode_t mode) { return fchmod(fd, mode) == 0 ? 0 : errno; }
 
 int nf_io_unlink(const char *path)
 {

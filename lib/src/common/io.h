@@ -29,6 +29,8 @@ int nf_io_open(const char *path, int flags, mode_t mode);
 int nf_io_mkstemp_beside(const char *dest, char **path_out);
 int nf_io_close(int fd);
 int nf_io_pread_full(int fd, void *buf, size_t len, uint64_t offset);
+/* One pread (EINTR retried): *got receives the byte count, 0 at end of file. */
+int nf_io_pread_some(int fd, void *buf, size_t len, uint64_t offset, size_t *got);
 int nf_io_pwrite_full(int fd, const void *buf, size_t len, uint64_t offset);
 int nf_io_write_full(int fd, const void *buf, size_t len);
 int nf_io_fdatasync(int fd);
@@ -37,6 +39,9 @@ int nf_io_fstat(int fd, struct stat *st);
 int nf_io_link(const char *from, const char *to);
 int nf_io_rename(const char *from, const char *to);
 int nf_io_unlink(const char *path);
+/* Not fault points: metadata only.  Return 0 or an errno value. */
+int nf_io_lstat(const char *path, struct stat *st);
+int nf_io_fchmod(int fd, mode_t mode);
 
 /* Fault injection (tests only): make the n-th call (1-based, counted from now) of `op` fail
  * with errnum; n = 0 disarms.  NF_IO_WRITE with errnum 0 simulates a short write (ENOSPC on

@@ -1,0 +1,112 @@
+/* Internal interface of the container module: the pieces the reader, the writer and the tests
+ * share but that are not part of the public API (split planner, part naming, the JSON emitter
+ * that reproduces Python's json.dumps byte for byte, the parsed directory tables, a small
+ * string hash set). */
+#ifndef NINFER_CONTAINER_INTERNAL_H
+#define NINFER_CONTAINER_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include <ninfer/container.h>
+#include <ninfer/error.h>
+
+#define NF_MAGIC_ENTRY "NINFER\0\3"
+#define NF_MAGIC_ENTRY_V2 "NINFER\0\2"
+#define NF_MAGIC_ENTRY_V1 "NINFER\0\1"
+#define NF_MAGIC_PART "NINPRT\0\3"
+#define NF_MAGIC_BYTES 8u
+
+/* Caps that keep hostile inputs from turning into huge allocations.  No legal artifact comes
+ * near them: upstream directories are kilobytes to a few megabytes. */
+#define NF_MAX_JSON_BYTES ((uint64_t)1 << 30)
+#define NF_MAX_FILES 100000u
+
+/* ---------------------------------------------------------------- split planner (2.5) */
+/* Payload bytes of each file (entry first) for a logical payload of payload_bytes when the
+ * entry's payload starts at entry_payload_start; max_file_bytes 0 = one file.  *segments is
+ * malloc'ed (free it).  Fails with NF_ERR_INVALID when the payload is 0, the limit is too small
+ * for one page of payload per file, a file size overflows U64, or more than NF_MAX_FILES files
+ * would be needed. */
+nf_status nf_split_plan(uint64_t payload_bytes, uint64_t entry_payload_start, uint64_t max_file_bytes,
+                        uint64_t **segments, size_t *count, nf_error *err);
+
+/* "X.ninfer.part-0001": index zero-padded to at least 4 digits; malloc'ed, NULL on ENOMEM. */
+char *nf_part_name(const char *entry_name, size_t index);
+
+/* ---------------------------------------------------------------- growable byte buffer */
+typedef struct nf_buf {
+    char *data;
+    size_t len, cap;
+} nf_buf;
+
+bool nf_buf_append(nf_buf *b, const void *p, size_t n);
+bool nf_buf_putc(nf_buf *b, char c);
+void nf_buf_free(nf_buf *b);
+
+/* ---------------------------------------------------------------- JSON emitter */
+/* Called for every string value (not object keys) as it is emitted; pos is the offset in the
+ * output of the string's first character (just after the opening quote). */
+typedef void (*nf_json_string_hook)(void *ctx, const json_t *node, size_t pos);
+
+/* Append the compact JSON text of v exactly as Python's
+ * json.dumps(v, ensure_ascii=False, allow_nan=False, separators=(",", ":")) writes it: object
+ * members in insertion order, raw UTF-8, Python's escapes, floats in repr form.  Fails for
+ * non-finite reals, invalid UTF-8 in a string and nesting deeper than Python would handle. */
+nf_status nf_json_emit(const json_t *v, nf_buf *out, nf_json_string_hook hook, void *hook_ctx,
+                       nf_error *err);
+/* Python's repr(float) for a finite double, NUL-terminated; returns its length (< 32). */
+size_t nf_json_format_real(double v, char out[32]);
+
+/* ---------------------------------------------------------------- string hash set */
+/* Keys are one or two NUL-terminated strings (the pair form serves (parameter, input)); the
+ * set stores pointers, so the strings must outlive it. */
+typedef struct nf_strset_slot {
+    const char *a, *b;
+    size_t value;
+} nf_strset_slot;
+
+typedef struct nf_strset {
+    nf_strset_slot *slots;
+    size_t cap, count;
+} nf_strset;
+
+/* Returns 1 when inserted, 0 when the key exists (*existing gets its value if non-NULL), -1 on
+ * ENOMEM. */
+int nf_strset_insert(nf_strset *s, const char *a, const char *b, size_t value, size_t *existing);
+bool nf_strset_find(const nf_strset *s, const char *a, const char *b, size_t *value);
+void nf_strset_free(nf_strset *s);
+
+/* ---------------------------------------------------------------- parsed directory */
+typedef struct nf_dir {
+    nf_object *objects;
+    uint64_t *elements; /* elements(shape) of each object (1 for a resource) */
+    size_t nobjects;
+    nf_file_entry *files;
+    size_t nfiles;
+    uint64_t total_payload;
+    nf_strset ids; /* object id -> index */
+} nf_dir;
+
+/* Strict parse (UTF-8, duplicates, NaN, trailing data) and every record rule of container.md
+ * 2.6 in the reader's order.  Strings in *dir point into *root. */
+nf_status nf_dir_parse(const uint8_t *json, size_t len, const char *entry_name, json_t **root,
+                       nf_dir *dir, nf_error *err);
+void nf_dir_free(nf_dir *dir);
+
+/* ---------------------------------------------------------------- streaming XXH3-128 */
+typedef struct nf_xxh3_stream nf_xxh3_stream;
+nf_xxh3_stream *nf_xxh3_stream_new(void); /* NULL on ENOMEM */
+void nf_xxh3_stream_update(nf_xxh3_stream *s, const void *data, size_t len);
+/* Canonical hex digest (as nf_xxh3_128_hex); frees the stream. */
+void nf_xxh3_stream_final(nf_xxh3_stream *s, char out[33]);
+
+/* ---------------------------------------------------------------- misc */
+/* Strict UTF-8 (no overlong forms, no surrogates, <= U+10FFFF).  Returns true when valid;
+ * otherwise *bad gets the offset of the first invalid sequence. */
+bool nf_utf8_valid(const uint8_t *s, size_t len, size_t *bad);
+
+#endif

@@ -1,0 +1,432 @@
+/* The artifact reader (container.md 2.8): framing and the whole directory are checked at open;
+ * continuation parts are opened lazily, on the first read that needs them, with their header,
+ * index, artifact_id and size checked; range reads are routed across the file segments and go
+ * through pread or a read-only mapping.  Per-object checks are deferred to
+ * nf_artifact_check_object so that an artifact holding an unknown format still opens.
+ *
+ * Status classes (design.md decision 18): the entry failing to open or read is NF_ERR_IO; every
+ * contract violation, including a missing or foreign part, is NF_ERR_INVALID. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#include <ninfer/container.h>
+
+#include "common/checked.h"
+#include "common/io.h"
+#include "container/container_internal.h"
+
+typedef struct part_state {
+    int fd;           /* -1 until opened */
+    const uint8_t *map; /* whole file, NF_READ_MMAP only (NULL: use pread) */
+    uint64_t size;
+    bool opened;
+} part_state;
+
+typedef struct object_ctx {
+    nf_artifact *a;
+    const nf_object *o;
+} object_ctx;
+
+struct nf_artifact {
+    char *path;
+    char *prefix; /* directory part of path including the final '/', or "" */
+    const char *entry_name;
+    nf_read_mode mode;
+    uint8_t header[NF_HEADER_BYTES];
+    uint64_t json_bytes;
+    uint64_t entry_payload_start;
+    uint8_t *json;
+    json_t *root;
+    nf_dir dir;
+    part_state *parts;
+    object_ctx *octx;
+    pthread_mutex_t lock; /* lazy part opening may happen from several reader threads */
+};
+
+static uint64_t rd_u64le(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
+    return v;
+}
+
+static void hex_bytes(const uint8_t *p, size_t n, char *out)
+{
+    static const char hex[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = hex[p[i] >> 4];
+        out[2 * i + 1] = hex[p[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
+static void unmap(part_state *p)
+{
+    if (p->map) munmap((void *)p->map, (size_t)p->size);
+    p->map = NULL;
+}
+
+/* Map a whole file read-only; on failure the reader quietly uses pread (mapping is an
+ * optimisation, never a requirement).  As with any mapping, a file truncated by someone else
+ * while mapped raises SIGBUS on access; pread mode reports such a file as an I/O error. */
+static void try_map(part_state *p)
+{
+    size_t len;
+    if (p->size == 0 || !nf_u64_to_size(p->size, &len)) return;
+    void *m = mmap(NULL, len, PROT_READ, MAP_SHARED, p->fd, 0);
+    if (m != MAP_FAILED) p->map = m;
+}
+
+void nf_artifact_close(nf_artifact *a)
+{
+    if (!a) return;
+    if (a->parts) {
+        for (size_t i = 0; i < a->dir.nfiles; i++) {
+            unmap(&a->parts[i]);
+            if (a->parts[i].fd >= 0) nf_io_close(a->parts[i].fd);
+        }
+    }
+    pthread_mutex_destroy(&a->lock);
+    free(a->parts);
+    free(a->octx);
+    nf_dir_free(&a->dir);
+    json_decref(a->root);
+    free(a->json);
+    free(a->prefix);
+    free(a->path);
+    free(a);
+}
+
+static nf_status open_entry(nf_artifact *a, part_state *entry, nf_error *err)
+{
+    const char *path = a->path;
+    int fd = nf_io_open(path, O_RDONLY, 0);
+    if (fd < 0) return nf_error_errno(err, errno, "%s: cannot open", path);
+    entry->fd = fd;
+    struct stat st;
+    int e = nf_io_fstat(fd, &st);
+    if (e) return nf_error_errno(err, e, "%s: cannot stat", path);
+    if (S_ISDIR(st.st_mode)) return nf_error_errno(err, EISDIR, "%s", path);
+    if (!S_ISREG(st.st_mode)) /* a device or FIFO: a system-level mistake, not an artifact */
+        return nf_error_set(err, NF_ERR_IO, "%s: not a regular file", path);
+    uint64_t size = (uint64_t)st.st_size;
+    entry->size = size;
+    if (size < NF_HEADER_BYTES)
+        return nf_error_set(err, NF_ERR_INVALID, "%s: the entry file is %llu bytes, shorter than its 32-byte header",
+                            path, (unsigned long long)size);
+    if ((e = nf_io_pread_full(fd, a->header, NF_HEADER_BYTES, 0)) != 0)
+        return nf_error_errno(err, e, "%s: cannot read the header", path);
+    if (memcmp(a->header, NF_MAGIC_ENTRY, NF_MAGIC_BYTES) != 0) {
+        if (memcmp(a->header, NF_MAGIC_ENTRY_V2, NF_MAGIC_BYTES) == 0)
+            return nf_error_set(err, NF_ERR_INVALID, "%s: container v2 (magic NINFER\\0\\2): upgrade the artifact to "
+                                "container v3", path);
+        if (memcmp(a->header, NF_MAGIC_ENTRY_V1, NF_MAGIC_BYTES) == 0)
+            return nf_error_set(err, NF_ERR_INVALID, "%s: container v1 (magic NINFER\\0\\1) is not supported; "
+                                "upgrade the artifact to container v3", path);
+        char hex[17];
+        hex_bytes(a->header, NF_MAGIC_BYTES, hex);
+        return nf_error_set(err, NF_ERR_INVALID, "%s: bad magic %s, expected 4e494e4645520003 (NINFER\\0\\3)", path, hex);
+    }
+    uint64_t jb = rd_u64le(a->header + 8);
+    if (jb == 0 || jb > size - NF_HEADER_BYTES)
+        return nf_error_set(err, NF_ERR_INVALID, "%s: json_bytes %llu outside (0, file size - 32 = %llu]", path,
+                            (unsigned long long)jb, (unsigned long long)(size - NF_HEADER_BYTES));
+    if (jb > NF_MAX_JSON_BYTES)
+        return nf_error_set(err, NF_ERR_INVALID, "%s: json_bytes %llu exceeds the reader's limit of %llu", path,
+                            (unsigned long long)jb, (unsigned long long)NF_MAX_JSON_BYTES);
+    a->json_bytes = jb;
+    a->json = malloc((size_t)jb + 1);
+    if (!a->json) return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory for the directory", path);
+    if ((e = nf_io_pread_full(fd, a->json, (size_t)jb, NF_HEADER_BYTES)) != 0)
+        return nf_error_errno(err, e, "%s: cannot read the directory", path);
+    a->json[jb] = 0;
+    return NF_OK;
+}
+
+nf_status nf_artifact_open(const char *path, nf_read_mode mode, nf_artifact **out, nf_error *err)
+{
+    if (!path || !out) return nf_error_set(err, NF_ERR_USAGE, "nf_artifact_open: NULL argument");
+    *out = NULL;
+    nf_artifact *a = calloc(1, sizeof *a);
+    if (!a) return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", path);
+    pthread_mutex_init(&a->lock, NULL);
+    a->mode = mode;
+    a->path = strdup(path);
+    const char *slash = strrchr(path, '/');
+    size_t plen = slash ? (size_t)(slash - path) + 1 : 0;
+    a->prefix = malloc(plen + 1);
+    if (!a->path || !a->prefix) {
+        nf_artifact_close(a);
+        return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", path);
+    }
+    memcpy(a->prefix, path, plen);
+    a->prefix[plen] = '\0';
+    a->entry_name = a->path + plen;
+
+    part_state entry = {.fd = -1};
+    nf_status st = open_entry(a, &entry, err);
+    if (st == NF_OK) {
+        st = nf_dir_parse(a->json, (size_t)a->json_bytes, a->entry_name, &a->root, &a->dir, err);
+        if (st != NF_OK) nf_error_prefix(err, "%s", path);
+    }
+    if (st == NF_OK) {
+        uint64_t expect;
+        if (!nf_align_up_u64(NF_HEADER_BYTES + a->json_bytes, NF_PAGE_BYTES, &a->entry_payload_start) ||
+            !nf_add_u64(a->entry_payload_start, a->dir.files[0].payload_bytes, &expect)) {
+            st = nf_error_set(err, NF_ERR_INVALID, "%s: the entry file size overflows U64", path);
+        } else if (expect != entry.size) {
+            st = nf_error_set(err, NF_ERR_INVALID,
+                              "%s: the entry file is %llu bytes, expected %llu (payload start %llu + "
+                              "files[0].payload_bytes %llu)", path, (unsigned long long)entry.size,
+                              (unsigned long long)expect, (unsigned long long)a->entry_payload_start,
+                              (unsigned long long)a->dir.files[0].payload_bytes);
+        }
+    }
+    if (st == NF_OK) {
+        a->parts = calloc(a->dir.nfiles, sizeof *a->parts);
+        a->octx = calloc(a->dir.nobjects, sizeof *a->octx);
+        if (!a->parts || !a->octx) st = nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", path);
+    }
+    if (st != NF_OK) {
+        if (entry.fd >= 0) nf_io_close(entry.fd);
+        nf_artifact_close(a);
+        return st;
+    }
+    for (size_t i = 0; i < a->dir.nfiles; i++) a->parts[i].fd = -1;
+    a->parts[0] = entry;
+    a->parts[0].opened = true;
+    if (mode == NF_READ_MMAP) try_map(&a->parts[0]);
+    for (size_t i = 0; i < a->dir.nobjects; i++) {
+        a->octx[i].a = a;
+        a->octx[i].o = &a->dir.objects[i];
+    }
+    *out = a;
+    return NF_OK;
+}
+
+/* ---------------------------------------------------------------- accessors */
+const char *nf_artifact_path(const nf_artifact *a) { return a->path; }
+const uint8_t *nf_artifact_id(const nf_artifact *a) { return a->header + 16; }
+void nf_artifact_id_hex(const nf_artifact *a, char out[33]) { hex_bytes(a->header + 16, NF_ARTIFACT_ID_BYTES, out); }
+uint64_t nf_artifact_json_bytes(const nf_artifact *a) { return a->json_bytes; }
+uint64_t nf_artifact_payload_bytes(const nf_artifact *a) { return a->dir.total_payload; }
+uint64_t nf_artifact_entry_payload_start(const nf_artifact *a) { return a->entry_payload_start; }
+const uint8_t *nf_artifact_json_text(const nf_artifact *a) { return a->json; }
+const uint8_t *nf_artifact_header(const nf_artifact *a) { return a->header; }
+const struct json_t *nf_artifact_directory(const nf_artifact *a) { return a->root; }
+size_t nf_artifact_object_count(const nf_artifact *a) { return a->dir.nobjects; }
+
+const nf_object *nf_artifact_object(const nf_artifact *a, size_t index)
+{
+    return index < a->dir.nobjects ? &a->dir.objects[index] : NULL;
+}
+
+const nf_object *nf_artifact_find(const nf_artifact *a, const char *id)
+{
+    size_t index;
+    if (!id || !nf_strset_find(&a->dir.ids, id, NULL, &index)) return NULL;
+    return &a->dir.objects[index];
+}
+
+size_t nf_artifact_file_count(const nf_artifact *a) { return a->dir.nfiles; }
+
+const nf_file_entry *nf_artifact_file(const nf_artifact *a, size_t index)
+{
+    return index < a->dir.nfiles ? &a->dir.files[index] : NULL;
+}
+
+/* ---------------------------------------------------------------- parts (2.8 step 4) */
+static nf_status open_part_locked(nf_artifact *a, size_t i, nf_error *err)
+{
+    part_state *p = &a->parts[i];
+    const nf_file_entry *f = &a->dir.files[i];
+    size_t need = strlen(a->prefix) + strlen(f->path) + 1;
+    char *path = malloc(need);
+    if (!path) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    snprintf(path, need, "%s%s", a->prefix, f->path);
+    nf_status st = NF_OK;
+    int fd = nf_io_open(path, O_RDONLY, 0);
+    if (fd < 0) {
+        int e = errno;
+        if (e == ENOENT || e == ENOTDIR)
+            st = nf_error_set(err, NF_ERR_INVALID, "%s: missing part file %s (files[%zu])", a->path, path, i);
+        else
+            st = nf_error_errno(err, e, "%s: cannot open part file %s", a->path, path);
+        free(path);
+        return st;
+    }
+    struct stat sb;
+    uint8_t hdr[NF_HEADER_BYTES];
+    uint64_t expect = NF_PAGE_BYTES + f->payload_bytes; /* payload_bytes <= total - 1: no overflow */
+    int e = nf_io_fstat(fd, &sb);
+    if (e) {
+        st = nf_error_errno(err, e, "%s: cannot stat part file %s", a->path, path);
+    } else if (!S_ISREG(sb.st_mode)) {
+        st = nf_error_set(err, NF_ERR_INVALID, "%s: part %s (files[%zu]) is not a regular file", a->path, path, i);
+    } else if ((uint64_t)sb.st_size < NF_HEADER_BYTES) {
+        st = nf_error_set(err, NF_ERR_INVALID, "%s: part %s is %llu bytes, shorter than its 32-byte header", a->path,
+                          path, (unsigned long long)sb.st_size);
+    } else if ((e = nf_io_pread_full(fd, hdr, sizeof hdr, 0)) != 0) {
+        st = nf_error_errno(err, e, "%s: cannot read the header of part %s", a->path, path);
+    } else if (memcmp(hdr, NF_MAGIC_PART, NF_MAGIC_BYTES) != 0) {
+        char hex[17];
+        hex_bytes(hdr, NF_MAGIC_BYTES, hex);
+        st = nf_error_set(err, NF_ERR_INVALID, "%s: continuation header of %s does not belong to this entry: magic %s, "
+                          "expected 4e494e5052540003 (NINPRT\\0\\3)", a->path, path, hex);
+    } else if (rd_u64le(hdr + 8) != i) {
+        st = nf_error_set(err, NF_ERR_INVALID, "%s: continuation header of %s does not belong to this entry: "
+                          "part_index %llu, expected %zu", a->path, path, (unsigned long long)rd_u64le(hdr + 8), i);
+    } else if (memcmp(hdr + 16, a->header + 16, NF_ARTIFACT_ID_BYTES) != 0) {
+        char got[33], want[33];
+        hex_bytes(hdr + 16, NF_ARTIFACT_ID_BYTES, got);
+        hex_bytes(a->header + 16, NF_ARTIFACT_ID_BYTES, want);
+        st = nf_error_set(err, NF_ERR_INVALID, "%s: continuation header of %s does not belong to this entry: "
+                          "artifact_id %s, the entry's is %s", a->path, path, got, want);
+    } else if ((uint64_t)sb.st_size != expect) {
+        st = nf_error_set(err, NF_ERR_INVALID, "%s: part %s is %llu bytes, expected %llu (4096 + payload_bytes %llu)",
+                          a->path, path, (unsigned long long)sb.st_size, (unsigned long long)expect,
+                          (unsigned long long)f->payload_bytes);
+    }
+    free(path);
+    if (st != NF_OK) {
+        nf_io_close(fd);
+        return st;
+    }
+    p->fd = fd;
+    p->size = expect;
+    if (a->mode == NF_READ_MMAP) try_map(p);
+    __atomic_store_n(&p->opened, true, __ATOMIC_RELEASE);
+    return NF_OK;
+}
+
+nf_status nf_artifact_open_part(nf_artifact *a, size_t index, nf_error *err)
+{
+    if (index >= a->dir.nfiles)
+        return nf_error_set(err, NF_ERR_USAGE, "%s: no file %zu (the artifact has %zu)", a->path, index, a->dir.nfiles);
+    if (__atomic_load_n(&a->parts[index].opened, __ATOMIC_ACQUIRE)) return NF_OK;
+    pthread_mutex_lock(&a->lock);
+    nf_status st = a->parts[index].opened ? NF_OK : open_part_locked(a, index, err);
+    pthread_mutex_unlock(&a->lock);
+    return st;
+}
+
+/* ---------------------------------------------------------------- range reads (2.8 step 5) */
+/* Index of the file holding logical byte x (x < total payload). */
+static size_t file_of(const nf_artifact *a, uint64_t x)
+{
+    size_t lo = 0, hi = a->dir.nfiles; /* invariant: files[lo].logical_start <= x */
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (a->dir.files[mid].logical_start <= x) lo = mid;
+        else hi = mid;
+    }
+    return lo;
+}
+
+nf_status nf_artifact_read(nf_artifact *a, uint64_t offset, void *buf, size_t len, nf_error *err)
+{
+    uint64_t end;
+    if (!nf_add_u64(offset, (uint64_t)len, &end) || end > a->dir.total_payload)
+        return nf_error_set(err, NF_ERR_INVALID, "%s: range [%llu, %llu%s) outside the payload (%llu bytes)", a->path,
+                            (unsigned long long)offset, (unsigned long long)(offset + (uint64_t)len),
+                            end < offset ? " + 2^64" : "", (unsigned long long)a->dir.total_payload);
+    uint8_t *dst = buf;
+    uint64_t pos = offset;
+    size_t i = len ? file_of(a, offset) : 0;
+    while (pos < end) {
+        const nf_file_entry *f = &a->dir.files[i];
+        uint64_t seg_end = f->logical_start + f->payload_bytes;
+        uint64_t hi = end < seg_end ? end : seg_end;
+        size_t n = (size_t)(hi - pos); /* <= len */
+        NF_TRY(nf_artifact_open_part(a, i, err));
+        part_state *p = &a->parts[i];
+        uint64_t at = (i == 0 ? a->entry_payload_start : NF_PAGE_BYTES) + (pos - f->logical_start);
+        if (p->map) {
+            memcpy(dst, p->map + at, n);
+        } else {
+            int e = nf_io_pread_full(p->fd, dst, n, at);
+            if (e) {
+                return nf_error_errno(err, e, "%s: cannot read %zu bytes at offset %llu of %s", a->path, n,
+                                      (unsigned long long)at, i == 0 ? a->path : f->path);
+            }
+        }
+        dst += n;
+        pos = hi;
+        i++;
+    }
+    return NF_OK;
+}
+
+/* ---------------------------------------------------------------- objects (2.8 step 6) */
+nf_status nf_artifact_check_object(const nf_artifact *a, const nf_object *o, nf_geometry *g, nf_error *err)
+{
+    (void)a;
+    nf_geometry local;
+    if (!g) g = &local;
+    if (o->kind == NF_OBJECT_RESOURCE) {
+        if (!o->layout || !o->layout->resource_encoding)
+            return nf_error_set(err, NF_ERR_INVALID, "object '%s': unknown resource encoding '%s' (only raw_bytes_v1 "
+                                "is interpretable)", o->id, o->layout_name);
+        nf_status st = nf_geometry_resource(g, o->bytes, err);
+        if (st != NF_OK) nf_error_prefix(err, "object '%s'", o->id);
+        return st;
+    }
+    if (!o->format) return nf_error_set(err, NF_ERR_INVALID, "object '%s': unknown format '%s'", o->id, o->format_name);
+    if (!o->layout) return nf_error_set(err, NF_ERR_INVALID, "object '%s': unknown layout '%s'", o->id, o->layout_name);
+    if (o->layout->resource_encoding)
+        return nf_error_set(err, NF_ERR_INVALID, "object '%s': '%s' is a resource encoding, not a tensor layout",
+                            o->id, o->layout_name);
+    if (!nf_layout_accepts(o->layout, o->format))
+        return nf_error_set(err, NF_ERR_INVALID, "object '%s': layout '%s' does not accept format '%s'", o->id,
+                            o->layout_name, o->format_name);
+    if (o->divisors > 1 && o->format->category != NF_CAT_NVFP4)
+        return nf_error_set(err, NF_ERR_INVALID, "object '%s': divisors %llu: only nvfp4 stores more than one divisor",
+                            o->id, (unsigned long long)o->divisors);
+    nf_status st = nf_geometry_init(g, o->layout, o->format, o->rank, o->shape, o->divisors, err);
+    if (st != NF_OK) {
+        nf_error_prefix(err, "object '%s'", o->id);
+        return st;
+    }
+    if (g->bytes != o->bytes)
+        return nf_error_set(err, NF_ERR_INVALID, "object '%s': bytes %llu != encoded size %llu of %s %s", o->id,
+                            (unsigned long long)o->bytes, (unsigned long long)g->bytes, o->format_name, o->layout_name);
+    uint64_t align = o->layout->alignment ? o->layout->alignment : NF_TENSOR_ALIGNMENT;
+    if (o->offset % align != 0)
+        return nf_error_set(err, NF_ERR_INVALID, "object '%s': offset %llu is not %llu-aligned", o->id,
+                            (unsigned long long)o->offset, (unsigned long long)align);
+    return NF_OK;
+}
+
+static nf_status object_read(void *ctx, uint64_t offset, void *buf, size_t len, nf_error *err)
+{
+    object_ctx *c = ctx;
+    uint64_t end;
+    if (!c) return nf_error_set(err, NF_ERR_USAGE, "object reader: the object is not part of this artifact");
+    if (!nf_add_u64(offset, (uint64_t)len, &end) || end > c->o->bytes)
+        return nf_error_set(err, NF_ERR_INVALID, "object '%s': read of %zu bytes at %llu beyond its %llu bytes",
+                            c->o->id, len, (unsigned long long)offset, (unsigned long long)c->o->bytes);
+    return nf_artifact_read(c->a, c->o->offset + offset, buf, len, err);
+}
+
+void nf_artifact_object_reader(nf_artifact *a, const nf_object *o, nf_byte_reader *r)
+{
+    r->read = object_read;
+    r->ctx = NULL;
+    /* Compare addresses as integers: relational operators on pointers into different arrays
+     * are undefined. */
+    uintptr_t base = (uintptr_t)a->dir.objects, p = (uintptr_t)o;
+    if (o && p >= base && p < base + a->dir.nobjects * sizeof *a->dir.objects &&
+        (p - base) % sizeof *a->dir.objects == 0) {
+        r->ctx = &a->octx[(p - base) / sizeof *a->dir.objects];
+    } else if (o && o->id) {
+        /* A copy of a descriptor: find the artifact's own one by id. */
+        size_t index;
+        if (nf_strset_find(&a->dir.ids, o->id, NULL, &index)) r->ctx = &a->octx[index];
+    }
+}

@@ -1,0 +1,868 @@
+/* The artifact writer (container.md 2.7, the upstream Python ArtifactWriter of P-5478).
+ *
+ * plan (add_*)  -> objects laid out in the given order, tensors 256-aligned, resources packed;
+ * begin         -> directory JSON in upstream member order, compact, padded with spaces to the
+ *                  reserve, file table per the split policy; destinations refused if they
+ *                  exist; one temp file per destination in the destination directory, truncated
+ *                  to its final size (gaps read as zero), headers and JSON written;
+ * write         -> positional writes routed across files; each object byte exactly once;
+ * finish        -> coverage complete, checksums patched in place, sizes checked, fdatasync,
+ *                  publish parts then the entry (hard links, or renames when overwriting),
+ *                  temps unlinked, directory synced.
+ * Any failure of begin or finish, and nf_writer_free before a successful finish, removes the
+ * temp files and everything already published: nothing is left behind. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+
+#include <ninfer/container.h>
+
+#include "common/checked.h"
+#include "common/io.h"
+#include "container/container_internal.h"
+
+#define JSON_INT_MAX ((uint64_t)INT64_MAX) /* jansson integers are signed 64-bit */
+#define READBACK_CHUNK ((size_t)1 << 20)
+#define CHECKSUM_ZEROS "00000000000000000000000000000000"
+
+typedef struct interval {
+    uint64_t a, b;
+} interval;
+
+typedef struct wobj {
+    char *id;
+    bool tensor;
+    nf_geometry g;
+    uint64_t offset, bytes;
+    interval *cov; /* sorted, disjoint, non-adjacent intervals written so far */
+    size_t ncov, capcov;
+} wobj;
+
+typedef struct wfile {
+    char *dest;
+    char *temp;
+    int fd;
+    bool temp_exists;
+    bool published;
+    uint64_t payload_bytes, logical_start, size;
+} wfile;
+
+enum { W_PLANNING, W_BEGUN, W_FINISHED, W_FAILED };
+
+enum { M_COMPONENTS, M_BINDINGS, M_USES, M_METADATA, M_PROVENANCE, M_COUNT };
+static const char *const MEMBER_NAMES[M_COUNT] = {"components", "bindings", "uses", "metadata", "provenance"};
+
+struct nf_writer {
+    char *path;
+    char *prefix; /* directory of path including '/', or "" */
+    const char *entry_name;
+    nf_writer_options opt;
+    uint8_t id[NF_ARTIFACT_ID_BYTES];
+    mode_t file_mode;
+    wobj *objs;
+    size_t nobjs, capobjs;
+    nf_strset ids;
+    uint64_t payload_end;
+    json_t *members[M_COUNT];
+    int state;
+    wfile *files;
+    size_t nfiles;
+    uint64_t json_bytes;
+    uint64_t entry_payload_start;
+    nf_buf image; /* header + padded JSON: the entry's first 32 + json_bytes bytes */
+    /* checksum placeholders: the shared string node every object digest starts as, the
+     * directory's own node, and where the emitter put them in the JSON text */
+    json_t *ph_object, *ph_directory;
+    size_t *sum_pos;
+    size_t nsum_pos;
+    size_t dir_sum_pos;
+    bool dir_sum_seen;
+    pthread_mutex_t lock; /* coverage bookkeeping: writes may come from several threads */
+};
+
+/* ---------------------------------------------------------------- helpers */
+static void put_u64le(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void hex_bytes(const uint8_t *p, size_t n, char *out)
+{
+    static const char hex[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = hex[p[i] >> 4];
+        out[2 * i + 1] = hex[p[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
+static nf_status nomem(nf_error *err) { return nf_error_set(err, NF_ERR_NOMEM, "out of memory"); }
+
+/* Permission bits for published files: mkstemp creates 0600, but an artifact is an ordinary
+ * output file, so it gets 0666 minus the process umask.  The umask is read from /proc rather
+ * than with umask(2), which would briefly change it for every thread of the process; it is read
+ * once per process. */
+static mode_t g_file_mode = 0644;
+static pthread_once_t g_file_mode_once = PTHREAD_ONCE_INIT;
+
+static void read_file_mode(void)
+{
+    int fd = nf_io_open("/proc/self/status", O_RDONLY, 0);
+    if (fd < 0) return;
+    char buf[8192];
+    size_t got = 0, n = 0;
+    while (got < sizeof buf - 1 && nf_io_pread_some(fd, buf + got, sizeof buf - 1 - got, got, &n) == 0 && n > 0)
+        got += n;
+    nf_io_close(fd);
+    buf[got] = '\0';
+    const char *u = strstr(buf, "Umask:");
+    if (u) g_file_mode = 0666 & ~((mode_t)strtoul(u + 6, NULL, 8) & 0777);
+}
+
+static mode_t default_file_mode(void)
+{
+    pthread_once(&g_file_mode_once, read_file_mode);
+    return g_file_mode;
+}
+
+/* A fresh random UUIDv4 (Python uuid4().bytes): version nibble 4, variant bits 10. */
+static nf_status random_id(uint8_t id[NF_ARTIFACT_ID_BYTES], nf_error *err)
+{
+    size_t got = 0;
+    while (got < NF_ARTIFACT_ID_BYTES) {
+        ssize_t n = getrandom(id + got, NF_ARTIFACT_ID_BYTES - got, 0);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            break;
+        }
+        got += (size_t)n;
+    }
+    if (got < NF_ARTIFACT_ID_BYTES) {
+        int fd = nf_io_open("/dev/urandom", O_RDONLY, 0);
+        if (fd < 0) return nf_error_errno(err, errno, "cannot open /dev/urandom for a random artifact_id");
+        int e = nf_io_pread_full(fd, id, NF_ARTIFACT_ID_BYTES, 0);
+        nf_io_close(fd);
+        if (e) return nf_error_errno(err, e, "cannot read /dev/urandom for a random artifact_id");
+    }
+    id[6] = (uint8_t)((id[6] & 0x0F) | 0x40);
+    id[8] = (uint8_t)((id[8] & 0x3F) | 0x80);
+    return NF_OK;
+}
+
+/* ---------------------------------------------------------------- create / plan */
+nf_status nf_writer_create(const char *path, const nf_writer_options *opt, nf_writer **out, nf_error *err)
+{
+    if (!path || !out) return nf_error_set(err, NF_ERR_USAGE, "nf_writer_create: NULL argument");
+    *out = NULL;
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    if (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
+        return nf_error_set(err, NF_ERR_USAGE, "%s: the output path must name a file", path);
+    nf_writer *w = calloc(1, sizeof *w);
+    if (!w) return nomem(err);
+    pthread_mutex_init(&w->lock, NULL);
+    w->state = W_PLANNING;
+    if (opt) w->opt = *opt;
+    w->opt.artifact_id = NULL; /* copied below; the caller's buffer need not outlive create */
+    w->path = strdup(path);
+    size_t plen = (size_t)(base - path);
+    w->prefix = malloc(plen + 1);
+    if (!w->path || !w->prefix) {
+        nf_writer_free(w);
+        return nomem(err);
+    }
+    memcpy(w->prefix, path, plen);
+    w->prefix[plen] = '\0';
+    w->entry_name = w->path + plen;
+    if (opt && opt->artifact_id) {
+        memcpy(w->id, opt->artifact_id, NF_ARTIFACT_ID_BYTES);
+    } else {
+        nf_status st = random_id(w->id, err);
+        if (st != NF_OK) {
+            nf_writer_free(w);
+            return st;
+        }
+    }
+    w->file_mode = default_file_mode();
+    *out = w;
+    return NF_OK;
+}
+
+void nf_writer_id_hex(const nf_writer *w, char out[33]) { hex_bytes(w->id, NF_ARTIFACT_ID_BYTES, out); }
+
+uint64_t nf_writer_object_offset(const nf_writer *w, size_t index)
+{
+    return index < w->nobjs ? w->objs[index].offset : 0;
+}
+
+static nf_status check_planning(nf_writer *w, const char *what, nf_error *err)
+{
+    if (w->state != W_PLANNING)
+        return nf_error_set(err, NF_ERR_USAGE, "%s: %s after nf_writer_begin", w->path, what);
+    return NF_OK;
+}
+
+/* Common part of add_tensor/add_resource: ID rules, uniqueness, placement. */
+static nf_status add_object(nf_writer *w, const char *id, bool tensor, uint64_t bytes, uint64_t align,
+                            const nf_geometry *g, size_t *index, nf_error *err)
+{
+    NF_TRY(check_planning(w, "adding an object", err));
+    if (!id || !*id) return nf_error_set(err, NF_ERR_INVALID, "%s: an object id must be a non-empty string", w->path);
+    size_t bad;
+    if (!nf_utf8_valid((const uint8_t *)id, strlen(id), &bad))
+        return nf_error_set(err, NF_ERR_INVALID, "%s: object id is not valid UTF-8 (byte %zu)", w->path, bad);
+    if (bytes == 0) return nf_error_set(err, NF_ERR_INVALID, "%s: object '%s' has no bytes", w->path, id);
+    if (nf_strset_find(&w->ids, id, NULL, NULL))
+        return nf_error_set(err, NF_ERR_INVALID, "%s: duplicate object id '%s'", w->path, id);
+    uint64_t offset, end;
+    if (!nf_align_up_u64(w->payload_end, align, &offset) || !nf_add_u64(offset, bytes, &end) || end > JSON_INT_MAX)
+        return nf_error_set(err, NF_ERR_INVALID, "%s: object '%s' (%llu bytes) does not fit: the payload would exceed "
+                            "2^63-1 bytes", w->path, id, (unsigned long long)bytes);
+    if (w->nobjs == w->capobjs) {
+        size_t cap = w->capobjs ? w->capobjs * 2 : 16;
+        wobj *objs = realloc(w->objs, cap * sizeof *objs);
+        if (!objs) return nomem(err);
+        w->objs = objs;
+        w->capobjs = cap;
+    }
+    wobj *o = &w->objs[w->nobjs];
+    memset(o, 0, sizeof *o);
+    o->id = strdup(id);
+    if (!o->id) return nomem(err);
+    if (nf_strset_insert(&w->ids, o->id, NULL, w->nobjs, NULL) < 0) {
+        free(o->id);
+        return nomem(err);
+    }
+    o->tensor = tensor;
+    if (g) o->g = *g;
+    o->offset = offset;
+    o->bytes = bytes;
+    if (index) *index = w->nobjs;
+    w->nobjs++;
+    w->payload_end = end;
+    return NF_OK;
+}
+
+nf_status nf_writer_add_tensor(nf_writer *w, const char *id, const nf_geometry *g, size_t *index, nf_error *err)
+{
+    if (!g || !g->layout || !g->format)
+        return nf_error_set(err, NF_ERR_USAGE, "%s: object '%s': no geometry", w->path, id ? id : "");
+    if (g->layout->resource_encoding)
+        return nf_error_set(err, NF_ERR_USAGE, "%s: object '%s': %s is a resource encoding; use "
+                            "nf_writer_add_resource", w->path, id ? id : "", g->layout->name);
+    /* Recompute the geometry: the plan must hold what a reader will accept, whatever the
+     * caller filled in by hand. */
+    nf_geometry chk;
+    nf_status st = nf_geometry_init(&chk, g->layout, g->format, g->rank, g->shape, g->divisors, err);
+    if (st != NF_OK) return nf_error_prefix(err, "%s: object '%s'", w->path, id ? id : "");
+    if (chk.bytes != g->bytes)
+        return nf_error_set(err, NF_ERR_INVALID, "%s: object '%s': geometry says %llu bytes, encoded size is %llu",
+                            w->path, id ? id : "", (unsigned long long)g->bytes, (unsigned long long)chk.bytes);
+    for (uint32_t k = 0; k < chk.rank; k++)
+        if (chk.shape[k] > JSON_INT_MAX)
+            return nf_error_set(err, NF_ERR_INVALID, "%s: object '%s': shape[%u] exceeds 2^63-1", w->path, id, k);
+    if (chk.divisors > JSON_INT_MAX)
+        return nf_error_set(err, NF_ERR_INVALID, "%s: object '%s': divisors exceed 2^63-1", w->path, id);
+    uint64_t align = chk.layout->alignment ? chk.layout->alignment : NF_TENSOR_ALIGNMENT;
+    return add_object(w, id, true, chk.bytes, align, &chk, index, err);
+}
+
+nf_status nf_writer_add_resource(nf_writer *w, const char *id, uint64_t bytes, size_t *index, nf_error *err)
+{
+    return add_object(w, id, false, bytes, 1, NULL, index, err);
+}
+
+nf_status nf_writer_set_member(nf_writer *w, const char *member, struct json_t *value, nf_error *err)
+{
+    nf_status st = check_planning(w, "setting a directory member", err);
+    int m = -1;
+    for (int i = 0; i < M_COUNT && st == NF_OK; i++)
+        if (member && strcmp(member, MEMBER_NAMES[i]) == 0) m = i;
+    if (st == NF_OK && m < 0)
+        st = nf_error_set(err, NF_ERR_USAGE, "%s: '%s' is not a settable directory member (components, bindings, "
+                          "uses, metadata, provenance)", w->path, member ? member : "(null)");
+    if (st == NF_OK && !value) st = nf_error_set(err, NF_ERR_USAGE, "%s: %s: no value", w->path, member);
+    if (st == NF_OK) {
+        bool ok = m == M_USES ? json_is_array(value) : json_is_object(value);
+        if (!ok)
+            st = nf_error_set(err, NF_ERR_INVALID, "%s: %s must be an %s", w->path, member,
+                              m == M_USES ? "array" : "object");
+    }
+    if (st != NF_OK) {
+        json_decref(value);
+        return st;
+    }
+    json_decref(w->members[m]);
+    w->members[m] = value;
+    return NF_OK;
+}
+
+/* ---------------------------------------------------------------- directory */
+static void placeholder_hook(void *ctx, const json_t *node, size_t pos)
+{
+    nf_writer *w = ctx;
+    if (node == w->ph_object) {
+        if (w->nsum_pos < w->nobjs) w->sum_pos[w->nsum_pos] = pos;
+        w->nsum_pos++;
+    } else if (node == w->ph_directory) {
+        w->dir_sum_pos = pos;
+        w->dir_sum_seen = true;
+    }
+}
+
+static json_t *object_json(const wobj *o)
+{
+    json_t *d = json_object();
+    if (!d) return NULL;
+    int bad = json_object_set_new(d, "id", json_string(o->id));
+    if (o->tensor) {
+        json_t *shape = json_array();
+        for (uint32_t k = 0; shape && k < o->g.rank; k++)
+            bad |= json_array_append_new(shape, json_integer((json_int_t)o->g.shape[k]));
+        bad |= json_object_set_new(d, "shape", shape);
+        bad |= json_object_set_new(d, "format", json_string(o->g.format->name));
+        bad |= json_object_set_new(d, "layout", json_string(o->g.layout->name));
+        bad |= json_object_set_new(d, "offset", json_integer((json_int_t)o->offset));
+        bad |= json_object_set_new(d, "bytes", json_integer((json_int_t)o->bytes));
+        if (o->g.divisors != 1) bad |= json_object_set_new(d, "divisors", json_integer((json_int_t)o->g.divisors));
+        bad |= json_object_set_new(d, "kind", json_string("tensor"));
+    } else {
+        bad |= json_object_set_new(d, "encoding", json_string("raw_bytes_v1"));
+        bad |= json_object_set_new(d, "offset", json_integer((json_int_t)o->offset));
+        bad |= json_object_set_new(d, "bytes", json_integer((json_int_t)o->bytes));
+        bad |= json_object_set_new(d, "kind", json_string("resource"));
+    }
+    if (bad) {
+        json_decref(d);
+        return NULL;
+    }
+    return d;
+}
+
+static json_t *files_json(const nf_writer *w, const uint64_t *segs, size_t n)
+{
+    json_t *files = json_array();
+    for (size_t i = 0; files && i < n; i++) {
+        json_t *f = json_object();
+        char *name = i ? nf_part_name(w->entry_name, i) : NULL;
+        int bad = !f || (i && !name);
+        if (!bad) {
+            bad |= json_object_set_new(f, "path", i ? json_string(name) : json_null());
+            bad |= json_object_set_new(f, "payload_bytes", json_integer((json_int_t)segs[i]));
+        }
+        free(name);
+        if (bad || json_array_append_new(files, f)) {
+            json_decref(files);
+            return NULL;
+        }
+    }
+    return files;
+}
+
+/* Root members in upstream order: components, objects, bindings, uses, metadata, provenance,
+ * then files (2.7 step 2).  metadata gains checksum placeholders when asked for. */
+static nf_status build_root(nf_writer *w, json_t **out, nf_error *err)
+{
+    json_t *root = json_object();
+    json_t *objects = json_array();
+    json_t *meta = NULL;
+    if (!root || !objects) goto oom;
+    for (size_t i = 0; i < w->nobjs; i++)
+        if (json_array_append_new(objects, object_json(&w->objs[i]))) goto oom;
+    for (int m = 0; m < M_COUNT; m++) {
+        if (w->members[m]) continue;
+        if (m == M_COMPONENTS)
+            w->members[m] = json_pack("{s:{s:{}}}", "text", "config");
+        else
+            w->members[m] = m == M_USES ? json_array() : json_object();
+        if (!w->members[m]) goto oom;
+    }
+    meta = json_copy(w->members[M_METADATA]); /* shallow: the caller's object stays untouched */
+    if (!meta) goto oom;
+    if (w->opt.checksums) {
+        json_t *sums = json_object();
+        if (!sums || json_object_set_new(meta, "checksums", sums)) goto oom; /* meta owns sums */
+        json_t *objmap = json_object();
+        if (!objmap || json_object_set_new(sums, "algorithm", json_string("xxh3-128")) ||
+            json_object_set_new(sums, "objects", objmap))
+            goto oom;
+        for (size_t i = 0; i < w->nobjs; i++)
+            if (json_object_set(objmap, w->objs[i].id, w->ph_object)) goto oom;
+        if (json_object_set(sums, "directory", w->ph_directory)) goto oom;
+    }
+    /* json_object_set_new takes the reference even when it fails. */
+    if (json_object_set(root, "components", w->members[M_COMPONENTS])) goto oom;
+    int r = json_object_set_new(root, "objects", objects);
+    objects = NULL;
+    if (r || json_object_set(root, "bindings", w->members[M_BINDINGS]) ||
+        json_object_set(root, "uses", w->members[M_USES]))
+        goto oom;
+    r = json_object_set_new(root, "metadata", meta);
+    meta = NULL;
+    if (r || json_object_set(root, "provenance", w->members[M_PROVENANCE])) goto oom;
+    *out = root;
+    return NF_OK;
+oom:
+    json_decref(objects);
+    json_decref(meta);
+    json_decref(root);
+    return nomem(err);
+}
+
+/* JSON text of root with the given file table (replacing any previous one, keeping `files` the
+ * last member). */
+static nf_status emit_with_files(nf_writer *w, json_t *root, const uint64_t *segs, size_t n, nf_buf *text,
+                                 nf_error *err)
+{
+    json_t *files = files_json(w, segs, n);
+    if (!files || json_object_set_new(root, "files", files)) return nomem(err);
+    text->len = 0;
+    w->nsum_pos = 0;
+    w->dir_sum_seen = false;
+    nf_status st = nf_json_emit(root, text, placeholder_hook, w, err);
+    if (st != NF_OK) nf_error_prefix(err, "%s: directory", w->path);
+    return st;
+}
+
+/* 2.7 step 4: reserve = align_up(32 + len(single-file JSON), 4096) - 32, then grow until the
+ * JSON with its real file table fits.  Leaves the final text in *text and the file table in
+ * segs and n. */
+static nf_status layout_directory(nf_writer *w, json_t *root, nf_buf *text, uint64_t **segs, size_t *n,
+                                  nf_error *err)
+{
+    uint64_t single = w->payload_end;
+    NF_TRY(emit_with_files(w, root, &single, 1, text, err));
+    uint64_t reserve;
+    if (!nf_align_up_u64(NF_HEADER_BYTES + (uint64_t)text->len, NF_PAGE_BYTES, &reserve))
+        return nf_error_set(err, NF_ERR_INVALID, "%s: directory too large", w->path);
+    reserve -= NF_HEADER_BYTES;
+    for (int round = 0; round < 64; round++) {
+        free(*segs);
+        *segs = NULL;
+        nf_status st = nf_split_plan(w->payload_end, NF_HEADER_BYTES + reserve, w->opt.max_file_bytes, segs, n, err);
+        if (st != NF_OK) return nf_error_prefix(err, "%s", w->path);
+        NF_TRY(emit_with_files(w, root, *segs, *n, text, err));
+        if ((uint64_t)text->len <= reserve) {
+            w->json_bytes = reserve;
+            w->entry_payload_start = NF_HEADER_BYTES + reserve;
+            return NF_OK;
+        }
+        if (!nf_align_up_u64(NF_HEADER_BYTES + (uint64_t)text->len, NF_PAGE_BYTES, &reserve))
+            return nf_error_set(err, NF_ERR_INVALID, "%s: directory too large", w->path);
+        reserve -= NF_HEADER_BYTES;
+    }
+    return nf_error_set(err, NF_ERR_INVALID, "%s: the directory reserve does not converge", w->path);
+}
+
+/* ---------------------------------------------------------------- cleanup */
+/* Remove everything this writer created: the entry first (so that no reader finds an entry
+ * whose parts are gone), then parts, then temps. */
+static void abort_files(nf_writer *w)
+{
+    for (size_t i = 0; i < w->nfiles; i++) {
+        wfile *f = &w->files[i];
+        if (f->fd >= 0) {
+            nf_io_close(f->fd);
+            f->fd = -1;
+        }
+    }
+    for (size_t i = 0; i < w->nfiles; i++) {
+        wfile *f = &w->files[i];
+        if (f->published && nf_io_unlink(f->dest) == 0) f->published = false;
+    }
+    for (size_t i = 0; i < w->nfiles; i++) {
+        wfile *f = &w->files[i];
+        if (f->temp_exists && nf_io_unlink(f->temp) == 0) f->temp_exists = false;
+    }
+}
+
+static nf_status fail_and_abort(nf_writer *w, nf_status st)
+{
+    abort_files(w);
+    w->state = W_FAILED;
+    return st;
+}
+
+/* ---------------------------------------------------------------- begin */
+static nf_status create_files(nf_writer *w, const uint64_t *segs, size_t n, nf_error *err)
+{
+    w->files = calloc(n, sizeof *w->files);
+    if (!w->files) return nomem(err);
+    w->nfiles = n;
+    uint64_t start = 0;
+    for (size_t i = 0; i < n; i++) {
+        wfile *f = &w->files[i];
+        f->fd = -1;
+        f->payload_bytes = segs[i];
+        f->logical_start = start;
+        start += segs[i];
+        uint64_t head = i ? NF_PAGE_BYTES : w->entry_payload_start;
+        if (!nf_add_u64(head, segs[i], &f->size) || f->size > JSON_INT_MAX)
+            return nf_error_set(err, NF_ERR_INVALID, "%s: file %zu would exceed 2^63-1 bytes", w->path, i);
+        if (i == 0) {
+            f->dest = strdup(w->path);
+        } else {
+            char *name = nf_part_name(w->entry_name, i);
+            size_t need = strlen(w->prefix) + (name ? strlen(name) : 0) + 1;
+            f->dest = name ? malloc(need) : NULL;
+            if (f->dest) snprintf(f->dest, need, "%s%s", w->prefix, name);
+            free(name);
+        }
+        if (!f->dest) return nomem(err);
+    }
+    /* 2.7 step 5: refuse existing destinations before creating anything. */
+    if (!w->opt.overwrite) {
+        for (size_t i = 0; i < n; i++) {
+            struct stat sb;
+            int e = nf_io_lstat(w->files[i].dest, &sb);
+            if (e == 0) return nf_error_errno(err, EEXIST, "%s: refusing to overwrite", w->files[i].dest);
+            if (e != ENOENT) return nf_error_errno(err, e, "%s", w->files[i].dest);
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        wfile *f = &w->files[i];
+        f->fd = nf_io_mkstemp_beside(f->dest, &f->temp);
+        if (f->fd < 0) return nf_error_errno(err, errno, "%s: cannot create a temp file", f->dest);
+        f->temp_exists = true;
+        int e = nf_io_fchmod(f->fd, w->file_mode);
+        if (!e) e = nf_io_ftruncate(f->fd, f->size);
+        if (e) return nf_error_errno(err, e, "%s: cannot size the temp file %s", f->dest, f->temp);
+        if (i == 0) {
+            e = nf_io_pwrite_full(f->fd, w->image.data, w->image.len, 0);
+        } else {
+            uint8_t hdr[NF_HEADER_BYTES];
+            memcpy(hdr, NF_MAGIC_PART, NF_MAGIC_BYTES);
+            put_u64le(hdr + 8, (uint64_t)i);
+            memcpy(hdr + 16, w->id, NF_ARTIFACT_ID_BYTES);
+            e = nf_io_pwrite_full(f->fd, hdr, sizeof hdr, 0);
+        }
+        if (e) return nf_error_errno(err, e, "%s: cannot write the header to %s", f->dest, f->temp);
+    }
+    return NF_OK;
+}
+
+nf_status nf_writer_begin(nf_writer *w, nf_error *err)
+{
+    NF_TRY(check_planning(w, "nf_writer_begin", err));
+    if (w->nobjs == 0) return nf_error_set(err, NF_ERR_INVALID, "%s: objects must not be empty", w->path);
+    if (w->opt.checksums) {
+        w->ph_object = json_string(CHECKSUM_ZEROS);
+        w->ph_directory = json_string(CHECKSUM_ZEROS);
+        w->sum_pos = calloc(w->nobjs, sizeof *w->sum_pos);
+        if (!w->ph_object || !w->ph_directory || !w->sum_pos) return nomem(err);
+    }
+    json_t *root = NULL;
+    nf_buf text = {0};
+    uint64_t *segs = NULL;
+    size_t n = 0;
+    nf_status st = build_root(w, &root, err);
+    if (st == NF_OK) st = layout_directory(w, root, &text, &segs, &n, err);
+    if (st == NF_OK && w->opt.checksums && (w->nsum_pos != w->nobjs || !w->dir_sum_seen))
+        st = nf_error_set(err, NF_ERR_INVALID, "%s: metadata.checksums placeholders were not emitted as planned",
+                          w->path);
+    if (st == NF_OK) {
+        /* Never write what our own reader would refuse (references, proposal, names, ...). */
+        json_t *check = NULL;
+        nf_dir dir;
+        st = nf_dir_parse((const uint8_t *)text.data, text.len, w->entry_name, &check, &dir, err);
+        if (st == NF_OK) {
+            nf_dir_free(&dir);
+            json_decref(check);
+        } else {
+            nf_error_prefix(err, "%s: the directory to write is invalid", w->path);
+        }
+    }
+    json_decref(root);
+    if (st == NF_OK) {
+        /* The entry image: header, then the JSON padded with spaces to json_bytes (2.7 step 4). */
+        uint8_t hdr[NF_HEADER_BYTES];
+        memcpy(hdr, NF_MAGIC_ENTRY, NF_MAGIC_BYTES);
+        put_u64le(hdr + 8, w->json_bytes);
+        memcpy(hdr + 16, w->id, NF_ARTIFACT_ID_BYTES);
+        size_t pad = (size_t)w->json_bytes - text.len;
+        bool ok = nf_buf_append(&w->image, hdr, sizeof hdr) && nf_buf_append(&w->image, text.data, text.len);
+        for (size_t i = 0; ok && i < pad; i++) ok = nf_buf_putc(&w->image, ' ');
+        if (!ok) st = nomem(err);
+    }
+    nf_buf_free(&text);
+    if (st == NF_OK) st = create_files(w, segs, n, err);
+    free(segs);
+    if (st != NF_OK) {
+        /* A failed begin is final: whatever was created is removed and the writer is dead
+         * (only nf_writer_free remains). */
+        return fail_and_abort(w, st);
+    }
+    w->state = W_BEGUN;
+    return NF_OK;
+}
+
+/* ---------------------------------------------------------------- write */
+/* Record [a, b) as written; 1 if any byte of it was written before, -1 on ENOMEM. */
+static int cover(wobj *o, uint64_t a, uint64_t b, interval *clash)
+{
+    size_t lo = 0, hi = o->ncov;
+    while (lo < hi) { /* first interval ending after a */
+        size_t mid = lo + (hi - lo) / 2;
+        if (o->cov[mid].b <= a) lo = mid + 1;
+        else hi = mid;
+    }
+    size_t i = lo;
+    if (i < o->ncov && o->cov[i].a < b) {
+        *clash = o->cov[i];
+        return 1;
+    }
+    bool left = i > 0 && o->cov[i - 1].b == a;
+    bool right = i < o->ncov && o->cov[i].a == b;
+    if (left && right) {
+        o->cov[i - 1].b = o->cov[i].b;
+        memmove(&o->cov[i], &o->cov[i + 1], (o->ncov - i - 1) * sizeof *o->cov);
+        o->ncov--;
+    } else if (left) {
+        o->cov[i - 1].b = b;
+    } else if (right) {
+        o->cov[i].a = a;
+    } else {
+        if (o->ncov == o->capcov) {
+            size_t cap = o->capcov ? o->capcov * 2 : 4;
+            interval *c = realloc(o->cov, cap * sizeof *c);
+            if (!c) return -1;
+            o->cov = c;
+            o->capcov = cap;
+        }
+        memmove(&o->cov[i + 1], &o->cov[i], (o->ncov - i) * sizeof *o->cov);
+        o->cov[i].a = a;
+        o->cov[i].b = b;
+        o->ncov++;
+    }
+    return 0;
+}
+
+static size_t file_of(const nf_writer *w, uint64_t x)
+{
+    size_t lo = 0, hi = w->nfiles;
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (w->files[mid].logical_start <= x) lo = mid;
+        else hi = mid;
+    }
+    return lo;
+}
+
+/* Positional transfer of logical payload bytes [pos, pos + len) to or from the temp files. */
+static int route(nf_writer *w, uint64_t pos, void *buf, size_t len, bool writing, size_t *failed_file)
+{
+    uint8_t *p = buf;
+    uint64_t end = pos + (uint64_t)len;
+    size_t i = file_of(w, pos);
+    while (pos < end) {
+        const wfile *f = &w->files[i];
+        uint64_t seg_end = f->logical_start + f->payload_bytes;
+        uint64_t hi = end < seg_end ? end : seg_end;
+        size_t n = (size_t)(hi - pos);
+        uint64_t at = (i == 0 ? w->entry_payload_start : NF_PAGE_BYTES) + (pos - f->logical_start);
+        int e = writing ? nf_io_pwrite_full(f->fd, p, n, at) : nf_io_pread_full(f->fd, p, n, at);
+        if (e) {
+            *failed_file = i;
+            return e;
+        }
+        p += n;
+        pos = hi;
+        i++;
+    }
+    return 0;
+}
+
+nf_status nf_writer_write(nf_writer *w, size_t index, uint64_t offset, const void *data, size_t len, nf_error *err)
+{
+    if (w->state != W_BEGUN)
+        return nf_error_set(err, NF_ERR_USAGE, "%s: nf_writer_write %s", w->path,
+                            w->state == W_PLANNING ? "before nf_writer_begin" : "after the writer finished or failed");
+    if (index >= w->nobjs) return nf_error_set(err, NF_ERR_USAGE, "%s: no object %zu", w->path, index);
+    wobj *o = &w->objs[index];
+    uint64_t end;
+    if (!nf_add_u64(offset, (uint64_t)len, &end) || end > o->bytes)
+        return nf_error_set(err, NF_ERR_INVALID, "%s: object '%s': write of %zu bytes at %llu beyond its %llu bytes",
+                            w->path, o->id, len, (unsigned long long)offset, (unsigned long long)o->bytes);
+    if (len == 0) return NF_OK;
+    pthread_mutex_lock(&w->lock);
+    interval clash;
+    int c = cover(o, offset, end, &clash);
+    pthread_mutex_unlock(&w->lock);
+    if (c < 0) return nomem(err);
+    if (c > 0) {
+        uint64_t lo = offset > clash.a ? offset : clash.a, hi = end < clash.b ? end : clash.b;
+        return nf_error_set(err, NF_ERR_INVALID, "%s: object '%s': bytes [%llu, %llu) written twice (duplicate output "
+                            "coverage)", w->path, o->id, (unsigned long long)lo, (unsigned long long)hi);
+    }
+    size_t bad = 0;
+    int e = route(w, o->offset + offset, (void *)(uintptr_t)data, len, true, &bad);
+    if (e) {
+        /* Other threads may still be writing: only mark the writer dead; nf_writer_free
+         * removes the files. */
+        w->state = W_FAILED;
+        return nf_error_errno(err, e, "%s: object '%s': cannot write %zu bytes to %s", w->path, o->id, len,
+                              w->files[bad].temp);
+    }
+    return NF_OK;
+}
+
+nf_status nf_writer_sink_write(void *sink, uint64_t offset, const void *buf, size_t len, nf_error *err)
+{
+    nf_writer_sink *s = sink;
+    return nf_writer_write(s->writer, s->index, offset, buf, len, err);
+}
+
+/* ---------------------------------------------------------------- finish */
+static nf_status check_coverage(nf_writer *w, nf_error *err)
+{
+    for (size_t i = 0; i < w->nobjs; i++) {
+        const wobj *o = &w->objs[i];
+        if (o->ncov == 1 && o->cov[0].a == 0 && o->cov[0].b == o->bytes) continue;
+        uint64_t a = 0, b = o->bytes;
+        if (o->ncov > 0) {
+            if (o->cov[0].a > 0) {
+                b = o->cov[0].a;
+            } else {
+                a = o->cov[0].b;
+                b = o->ncov > 1 ? o->cov[1].a : o->bytes;
+            }
+        }
+        return nf_error_set(err, NF_ERR_INVALID, "%s: object '%s': bytes [%llu, %llu) of %llu were never written "
+                            "(missing output coverage)", w->path, o->id, (unsigned long long)a, (unsigned long long)b,
+                            (unsigned long long)o->bytes);
+    }
+    return NF_OK;
+}
+
+/* design.md 4: each object's digest from its bytes as written (read back from the temp files),
+ * then the directory digest over header + JSON with its own digits still zero. */
+static nf_status fill_checksums(nf_writer *w, nf_error *err)
+{
+    uint8_t *buf = malloc(READBACK_CHUNK);
+    if (!buf) return nomem(err);
+    char hex[33];
+    for (size_t i = 0; i < w->nobjs; i++) {
+        const wobj *o = &w->objs[i];
+        nf_xxh3_stream *s = nf_xxh3_stream_new();
+        if (!s) {
+            free(buf);
+            return nomem(err);
+        }
+        for (uint64_t pos = 0; pos < o->bytes;) {
+            size_t n = o->bytes - pos < READBACK_CHUNK ? (size_t)(o->bytes - pos) : READBACK_CHUNK;
+            size_t bad = 0;
+            int e = route(w, o->offset + pos, buf, n, false, &bad);
+            if (e) {
+                nf_xxh3_stream_final(s, hex);
+                free(buf);
+                return nf_error_errno(err, e, "%s: object '%s': cannot read back %s for its checksum", w->path, o->id,
+                                      w->files[bad].temp);
+            }
+            nf_xxh3_stream_update(s, buf, n);
+            pos += n;
+        }
+        nf_xxh3_stream_final(s, hex);
+        memcpy(w->image.data + NF_HEADER_BYTES + w->sum_pos[i], hex, 32);
+    }
+    free(buf);
+    nf_xxh3_128_hex(w->image.data, w->image.len, hex);
+    memcpy(w->image.data + NF_HEADER_BYTES + w->dir_sum_pos, hex, 32);
+    int e = nf_io_pwrite_full(w->files[0].fd, w->image.data, w->image.len, 0);
+    if (e) return nf_error_errno(err, e, "%s: cannot write the checksums to %s", w->path, w->files[0].temp);
+    return NF_OK;
+}
+
+static nf_status sync_directory(nf_writer *w, nf_error *err)
+{
+    const char *dir = *w->prefix ? w->prefix : ".";
+    int fd = nf_io_open(dir, O_RDONLY | O_DIRECTORY, 0);
+    if (fd < 0) return nf_error_errno(err, errno, "%s: cannot open the directory to sync it", dir);
+    int e = nf_io_fdatasync(fd);
+    nf_io_close(fd);
+    /* Some file systems cannot sync a directory; the files themselves are synced. */
+    if (e && e != EINVAL && e != ENOTSUP) return nf_error_errno(err, e, "%s: cannot sync the directory", dir);
+    return NF_OK;
+}
+
+static nf_status finish_files(nf_writer *w, nf_error *err)
+{
+    NF_TRY(check_coverage(w, err));
+    if (w->opt.checksums) NF_TRY(fill_checksums(w, err));
+    for (size_t i = 0; i < w->nfiles; i++) {
+        wfile *f = &w->files[i];
+        struct stat sb;
+        int e = nf_io_fstat(f->fd, &sb);
+        if (e) return nf_error_errno(err, e, "%s: cannot stat %s", f->dest, f->temp);
+        if ((uint64_t)sb.st_size != f->size)
+            return nf_error_set(err, NF_ERR_IO, "%s: temp file %s is %llu bytes, expected %llu", f->dest, f->temp,
+                                (unsigned long long)sb.st_size, (unsigned long long)f->size);
+        if ((e = nf_io_fdatasync(f->fd)) != 0) return nf_error_errno(err, e, "%s: cannot sync %s", f->dest, f->temp);
+        e = nf_io_close(f->fd) == 0 ? 0 : errno;
+        f->fd = -1;
+        if (e) return nf_error_errno(err, e, "%s: cannot close %s", f->dest, f->temp);
+    }
+    /* Parts first, then the entry: a reader that finds the entry finds every part. */
+    for (size_t k = 1; k <= w->nfiles; k++) {
+        wfile *f = &w->files[k % w->nfiles];
+        if (w->opt.overwrite) {
+            int e = nf_io_rename(f->temp, f->dest);
+            if (e) return nf_error_errno(err, e, "%s: cannot publish %s", f->dest, f->temp);
+            f->temp_exists = false;
+            f->published = true;
+        } else {
+            int e = nf_io_link(f->temp, f->dest);
+            if (e) return nf_error_errno(err, e, "%s: cannot publish %s", f->dest, f->temp);
+            f->published = true;
+        }
+    }
+    for (size_t i = 0; i < w->nfiles; i++) {
+        wfile *f = &w->files[i];
+        if (!f->temp_exists) continue;
+        int e = nf_io_unlink(f->temp);
+        if (e) return nf_error_errno(err, e, "%s: cannot remove the temp file %s", f->dest, f->temp);
+        f->temp_exists = false;
+    }
+    return sync_directory(w, err);
+}
+
+nf_status nf_writer_finish(nf_writer *w, nf_error *err)
+{
+    if (w->state != W_BEGUN)
+        return nf_error_set(err, NF_ERR_USAGE, "%s: nf_writer_finish %s", w->path,
+                            w->state == W_PLANNING ? "before nf_writer_begin" : "after the writer finished or failed");
+    nf_status st = finish_files(w, err);
+    if (st != NF_OK) return fail_and_abort(w, st);
+    w->state = W_FINISHED;
+    return NF_OK;
+}
+
+void nf_writer_free(nf_writer *w)
+{
+    if (!w) return;
+    if (w->state != W_FINISHED) abort_files(w);
+    for (size_t i = 0; i < w->nfiles; i++) {
+        free(w->files[i].dest);
+        free(w->files[i].temp);
+    }
+    free(w->files);
+    for (size_t i = 0; i < w->nobjs; i++) {
+        free(w->objs[i].id);
+        free(w->objs[i].cov);
+    }
+    free(w->objs);
+    nf_strset_free(&w->ids);
+    for (int m = 0; m < M_COUNT; m++) json_decref(w->members[m]);
+    json_decref(w->ph_object);
+    json_decref(w->ph_directory);
+    free(w->sum_pos);
+    nf_buf_free(&w->image);
+    pthread_mutex_destroy(&w->lock);
+    free(w->prefix);
+    free(w->path);
+    free(w);
+}
