@@ -26,5 +26,15 @@ for doc in "$top/README.md" "$top"/docs/*.md; do
         fi
     done < <(awk '/^```sh/{on=1; next} /^```/{on=0} on && /^ninfer/' "$doc")
 done
+# the C examples, built into BIN_DIR/examples
+for ex in "$bin"/examples/example_*; do
+    [ -x "$ex" ] || continue
+    if (cd "$work" && "$ex" sample.ninfer layers.0.q_proj.weight) >/dev/null 2>"$work/err"; then
+        pass=$((pass + 1))
+    else
+        fail=$((fail + 1))
+        echo "FAIL $(basename "$ex"): $(head -c 300 "$work/err")"
+    fi
+done
 printf '%d passed, %d failed\n' "$pass" "$fail"
 [ "$fail" -eq 0 ] && [ "$pass" -gt 0 ]
