@@ -8,7 +8,7 @@ JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
 
 DEB_PACKAGES := cmake make gcc pkg-config libyaml-dev libjansson-dev libzstd-dev libxxhash-dev \
-                libcriterion-dev python3
+                libcriterion-dev python3 zstd
 
 .PHONY: all build deps test test-sanitize demo install clean conformance
 

@@ -13,6 +13,7 @@ static const struct command {
     const char *name;
     const char *summary;
 } commands[] = {
+    {"dequant", "write a tensor's values (raw, .npy, text) or every tensor as safetensors"},
     {"inspect", "show an artifact's files, objects, bindings, geometry and words"},
     {"verify", "check structure, words and checksums of artifacts (exit status for CI)"},
 };

@@ -1,0 +1,380 @@
+/* ninfer-dequant: the represented values of one tensor (raw / .npy / text), its stored words
+ * (--to native), or every tensor of an artifact as a safetensors checkpoint (--all), streamed
+ * in bounded row chunks (design.md section 2). */
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ninfer/ninfer.h>
+
+#include "cli.h"
+#include "output.h"
+
+enum { OPT_OUTPUT = NF_OPT_PROGRAM, OPT_TO, OPT_FORMAT, OPT_ROWS, OPT_ZSTD, OPT_ALL };
+
+static const nf_option options[] = {
+    {"output", 'o', NF_ARG_REQUIRED, OPT_OUTPUT, "OUT", "write to OUT (replaced atomically); default stdout"},
+    {"to", 0, NF_ARG_REQUIRED, OPT_TO, "f32|f16|bf16|native",
+     "value type (default f32); native: the stored words of a direct tensor"},
+    {"format", 0, NF_ARG_REQUIRED, OPT_FORMAT, "raw|npy|text",
+     "raw little-endian words, a NumPy .npy file, or one text line per row (default raw)"},
+    {"rows", 0, NF_ARG_REQUIRED, OPT_ROWS, "A:B", "only rows A (inclusive) to B (exclusive)"},
+    {"zstd", 0, NF_ARG_OPTIONAL, OPT_ZSTD, "LEVEL", "compress the output with zstd (default level 3)"},
+    {"all", 0, NF_ARG_NONE, OPT_ALL, NULL, "every tensor object into one safetensors file (needs -o)"},
+    {NULL, 0, NF_ARG_NONE, 0, NULL, NULL},
+};
+
+static const nf_program program = {
+    "ninfer-dequant",
+    "ninfer-dequant FILE ID [-o OUT] [--to f32|f16|bf16|native] [--format raw|npy|text]\n"
+    "                      [--rows A:B] [--zstd[=LEVEL]]\n"
+    "       ninfer-dequant FILE --all -o OUT.safetensors [--to f32|bf16|f16]",
+    "Write the represented values of a tensor object in C order of its logical shape: exactly the\n"
+    "spec's binary32 reconstruction (ggml's dequantization for gguf_* formats), optionally rounded\n"
+    "to f16 or bf16 (nearest, ties to even).  --to native writes the stored words of a direct\n"
+    "tensor (bf16/fp32/int32) and refuses quantized formats.  --all writes every tensor object as\n"
+    "a safetensors checkpoint named by object ID.  Tensors are streamed in bounded row chunks.",
+    options,
+    "  ninfer-dequant model.ninfer lm_head.weight --format npy -o lm_head.npy\n"
+    "  ninfer-dequant model.ninfer lm_head.weight --format text --rows 0:2\n"
+    "  ninfer-dequant model.ninfer lm_head.weight --to bf16 --zstd -o lm_head.bf16.zst\n"
+    "  ninfer-dequant model.ninfer --all -o model.dequant.safetensors\n",
+};
+
+typedef enum value_type { TO_F32, TO_F16, TO_BF16, TO_NATIVE } value_type;
+typedef enum out_format { FMT_RAW, FMT_NPY, FMT_TEXT } out_format;
+
+typedef struct dq_opts {
+    const char *output;
+    value_type to;
+    out_format format;
+    bool has_rows, has_a, has_b, all;
+    uint64_t a, b;
+    int zstd;
+} dq_opts;
+
+static int on_option(void *ctx, nf_cli *cli, int id, const char *arg)
+{
+    dq_opts *o = ctx;
+    switch (id) {
+    case OPT_OUTPUT: o->output = arg; break;
+    case OPT_TO:
+        if (strcmp(arg, "f32") == 0) o->to = TO_F32;
+        else if (strcmp(arg, "f16") == 0) o->to = TO_F16;
+        else if (strcmp(arg, "bf16") == 0) o->to = TO_BF16;
+        else if (strcmp(arg, "native") == 0) o->to = TO_NATIVE;
+        else return nf_cli_usage(cli, "--to takes f32, f16, bf16 or native, not '%s'", arg);
+        break;
+    case OPT_FORMAT:
+        if (strcmp(arg, "raw") == 0) o->format = FMT_RAW;
+        else if (strcmp(arg, "npy") == 0) o->format = FMT_NPY;
+        else if (strcmp(arg, "text") == 0) o->format = FMT_TEXT;
+        else return nf_cli_usage(cli, "--format takes raw, npy or text, not '%s'", arg);
+        break;
+    case OPT_ROWS:
+        if (!nf_cli_parse_range(arg, &o->a, &o->b, &o->has_a, &o->has_b))
+            return nf_cli_usage(cli, "--rows takes A:B, not '%s'", arg);
+        o->has_rows = true;
+        break;
+    case OPT_ZSTD: {
+        uint64_t level = 3;
+        if (arg && (!nf_cli_parse_u64(arg, &level) || level < 1 || level > 22))
+            return nf_cli_usage(cli, "--zstd takes a level from 1 to 22, not '%s'", arg);
+        o->zstd = (int)level;
+        break;
+    }
+    case OPT_ALL: o->all = true; break;
+    default: return nf_cli_usage(cli, "unexpected option");
+    }
+    return NF_EXIT_OK;
+}
+
+/* ---------------------------------------------------------------- element encoding */
+static unsigned element_bytes(const nf_geometry *g, value_type to)
+{
+    if (to == TO_NATIVE) return g->format->word_bytes;
+    return to == TO_F32 ? 4u : 2u;
+}
+
+static const char *npy_descr(const nf_geometry *g, value_type to)
+{
+    switch (to) {
+    case TO_F32: return "<f4";
+    case TO_F16: return "<f2";
+    case TO_BF16: return "<u2"; /* NumPy has no bfloat16: the words, as uint16 */
+    case TO_NATIVE: return g->format->id == NF_FMT_BF16 ? "<u2" : g->format->id == NF_FMT_FP32 ? "<f4" : "<i4";
+    }
+    return "<f4";
+}
+
+static void put_le(uint8_t *p, uint32_t v, unsigned bytes)
+{
+    for (unsigned i = 0; i < bytes; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* The word written for one element. */
+static uint32_t element_word(const nf_geometry *g, value_type to, const nf_words *w, const float *values, size_t i)
+{
+    switch (to) {
+    case TO_F32: return nf_f32_bits(values[i]);
+    case TO_F16: return nf_f32_to_f16(values[i]);
+    case TO_BF16: return nf_f32_to_bf16(values[i]);
+    case TO_NATIVE: return g->format->word_bytes == 2 ? w->w16[i] : w->w32[i];
+    }
+    return 0;
+}
+
+static nf_status write_text_element(nf_out *out, const nf_geometry *g, value_type to, uint32_t word, bool first,
+                                    nf_error *err)
+{
+    const char *sep = first ? "" : " ";
+    switch (to) {
+    case TO_F32: return nf_out_printf(out, err, "%s%.9g", sep, (double)nf_f32_from_bits(word));
+    case TO_F16: return nf_out_printf(out, err, "%s%.5g", sep, (double)nf_f16_to_f32((uint16_t)word));
+    case TO_BF16: return nf_out_printf(out, err, "%s%.4g", sep, (double)nf_bf16_to_f32((uint16_t)word));
+    case TO_NATIVE:
+        if (g->format->id == NF_FMT_INT32) return nf_out_printf(out, err, "%s%" PRId32, sep, (int32_t)word);
+        if (g->format->id == NF_FMT_BF16) return nf_out_printf(out, err, "%s0x%04x", sep, word);
+        return nf_out_printf(out, err, "%s0x%08x", sep, word);
+    }
+    return NF_OK;
+}
+
+/* ---------------------------------------------------------------- streaming one tensor */
+typedef struct rows_job {
+    nf_artifact *a;
+    const nf_object *o;
+    const nf_geometry *g;
+    uint64_t r0, r1;
+    value_type to;
+    out_format format;
+} rows_job;
+
+static uint64_t chunk_rows(const nf_geometry *g)
+{
+    uint64_t chunk = g->cols ? ((uint64_t)1 << 20) / g->cols : 1;
+    if (chunk == 0) chunk = 1;
+    if (g->format->category == NF_CAT_NVFP4) chunk = (chunk + 127) / 128 * 128;
+    return chunk;
+}
+
+static nf_status stream_rows(const rows_job *job, nf_out *out, nf_error *err)
+{
+    const nf_geometry *g = job->g;
+    nf_byte_reader reader;
+    nf_artifact_object_reader(job->a, job->o, &reader);
+    uint64_t chunk = chunk_rows(g);
+    uint64_t span = job->r1 - job->r0;
+    if (chunk > span) chunk = span;
+    unsigned eb = element_bytes(g, job->to);
+    nf_words w;
+    NF_TRY(nf_words_alloc(&w, g, chunk, err));
+    size_t n = (size_t)(chunk * g->cols);
+    float *values = job->to == TO_NATIVE ? NULL : malloc(n * sizeof *values);
+    uint8_t *bytes = job->format == FMT_TEXT ? NULL : malloc(n * eb);
+    nf_status st = NF_OK;
+    if ((job->to != TO_NATIVE && !values) || (job->format != FMT_TEXT && !bytes))
+        st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    for (uint64_t r = job->r0; st == NF_OK && r < job->r1; r += chunk) {
+        uint64_t r1 = r + chunk < job->r1 ? r + chunk : job->r1;
+        nf_words view = w;
+        view.rows = r1 - r;
+        if ((st = nf_layout_decode_rows(g, &reader, r, r1, &w, err)) != NF_OK) break;
+        if (values && (st = nf_words_to_f32(g, &view, r, values, err)) != NF_OK) break;
+        size_t count = (size_t)((r1 - r) * g->cols);
+        if (job->format == FMT_TEXT) {
+            for (size_t i = 0; st == NF_OK && i < count; i++) {
+                st = write_text_element(out, g, job->to, element_word(g, job->to, &w, values, i), i % g->cols == 0,
+                                        err);
+                if (st == NF_OK && (i + 1) % g->cols == 0) st = nf_out_write(out, "\n", 1, err);
+            }
+        } else {
+            for (size_t i = 0; i < count; i++) put_le(bytes + i * eb, element_word(g, job->to, &w, values, i), eb);
+            st = nf_out_write(out, bytes, count * eb, err);
+        }
+    }
+    free(values);
+    free(bytes);
+    nf_words_free(&w);
+    return st;
+}
+
+/* NumPy format 1.0 header: magic, version, little-endian header length, then a Python dict
+ * literal padded with spaces and a newline to a multiple of 64 bytes. */
+static nf_status write_npy_header(nf_out *out, const char *descr, const uint64_t *shape, uint32_t rank, nf_error *err)
+{
+    char dict[512];
+    size_t used = (size_t)snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (", descr);
+    for (uint32_t i = 0; i < rank && used < sizeof dict; i++)
+        used += (size_t)snprintf(dict + used, sizeof dict - used, "%" PRIu64 "%s", shape[i],
+                                 rank == 1 ? "," : (i + 1 < rank ? ", " : ""));
+    used += (size_t)snprintf(dict + used, sizeof dict - used, "), }");
+    size_t total = 10 + used + 1;
+    size_t padded = (total + 63) / 64 * 64;
+    if (padded - 10 > 65535 || padded > sizeof dict + 10) return nf_error_set(err, NF_ERR_INVALID, "shape too long for .npy");
+    uint8_t head[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, 0, 0};
+    put_le(head + 8, (uint32_t)(padded - 10), 2);
+    NF_TRY(nf_out_write(out, head, sizeof head, err));
+    NF_TRY(nf_out_write(out, dict, used, err));
+    for (size_t i = total; i < padded; i++) NF_TRY(nf_out_write(out, " ", 1, err));
+    return nf_out_write(out, "\n", 1, err);
+}
+
+static int dequant_one(const nf_cli *cli, nf_artifact *a, const char *id, const dq_opts *opts)
+{
+    const nf_object *o = nf_artifact_find(a, id);
+    if (!o) return nf_cli_error(cli, NF_ERR_INVALID, "%s: no object '%s'", nf_artifact_path(a), id);
+    if (o->kind != NF_OBJECT_TENSOR)
+        return nf_cli_error(cli, NF_ERR_INVALID, "%s: object '%s' is a resource, not a tensor", nf_artifact_path(a), id);
+    nf_geometry g;
+    nf_error err;
+    if (nf_artifact_check_object(a, o, &g, &err) != NF_OK) {
+        nf_error_prefix(&err, "%s: object '%s'", nf_artifact_path(a), id);
+        return nf_cli_report(cli, &err);
+    }
+    if (opts->to == TO_NATIVE && g.format->category != NF_CAT_DIRECT)
+        return nf_cli_error(cli, NF_ERR_USAGE,
+                            "%s: object '%s' is %s: --to native gives the words of direct tensors (bf16, fp32, "
+                            "int32) only; use --to f32 for values or ninfer-inspect --words for codes and scales",
+                            nf_artifact_path(a), id, g.format->name);
+    rows_job job = {a, o, &g, 0, g.rows, opts->to, opts->format};
+    if (opts->has_rows) {
+        job.r0 = opts->has_a ? opts->a : 0;
+        job.r1 = opts->has_b ? opts->b : g.rows;
+        if (job.r0 >= job.r1 || job.r1 > g.rows)
+            return nf_cli_error(cli, NF_ERR_USAGE, "--rows %" PRIu64 ":%" PRIu64 " is not within 0:%" PRIu64, job.r0,
+                                job.r1, g.rows);
+    }
+    if (opts->format != FMT_TEXT && !opts->zstd && nf_out_is_terminal(opts->output))
+        return nf_cli_error(cli, NF_ERR_USAGE,
+                            "refusing to write binary data to a terminal: give -o OUT, --format text, or a pipe");
+    nf_out *out;
+    if (nf_out_open(opts->output, opts->zstd, &out, &err) != NF_OK) return nf_cli_report(cli, &err);
+    nf_status st = NF_OK;
+    if (opts->format == FMT_NPY) {
+        uint64_t shape[NF_MAX_RANK];
+        uint32_t rank = g.rank;
+        memcpy(shape, g.shape, sizeof shape);
+        if (opts->has_rows && rank >= 2) { /* rows of the [rows, cols] view */
+            shape[0] = job.r1 - job.r0;
+            shape[1] = g.cols;
+            rank = 2;
+        }
+        st = write_npy_header(out, npy_descr(&g, opts->to), shape, rank, &err);
+    }
+    if (st == NF_OK) st = stream_rows(&job, out, &err);
+    if (st != NF_OK) {
+        nf_out_abort(out);
+        nf_error_prefix(&err, "%s: object '%s'", nf_artifact_path(a), id);
+        return nf_cli_report(cli, &err);
+    }
+    if (nf_out_commit(out, &err) != NF_OK) return nf_cli_report(cli, &err);
+    return NF_EXIT_OK;
+}
+
+/* ---------------------------------------------------------------- --all */
+static int dequant_all(const nf_cli *cli, nf_artifact *a, const dq_opts *opts)
+{
+    nf_error err;
+    size_t n = nf_artifact_object_count(a);
+    nf_geometry *geo = calloc(n ? n : 1, sizeof *geo);
+    if (!geo) return nf_cli_error(cli, NF_ERR_NOMEM, "out of memory");
+    const char *dtype = opts->to == TO_F32 ? "F32" : opts->to == TO_F16 ? "F16" : "BF16";
+    unsigned eb = opts->to == TO_F32 ? 4u : 2u;
+    /* The header first: names, dtypes, shapes and contiguous offsets are known up front. */
+    json_t *header = json_object();
+    json_object_set_new(header, "__metadata__", json_pack("{s:s}", "format", "pt"));
+    char idhex[33];
+    nf_artifact_id_hex(a, idhex);
+    json_object_set_new(json_object_get(header, "__metadata__"), "ninfer_artifact_id", json_string(idhex));
+    uint64_t offset = 0;
+    int rc = NF_EXIT_OK;
+    for (size_t i = 0; i < n && rc == NF_EXIT_OK; i++) {
+        const nf_object *o = nf_artifact_object(a, i);
+        if (o->kind != NF_OBJECT_TENSOR) continue;
+        if (nf_artifact_check_object(a, o, &geo[i], &err) != NF_OK) {
+            nf_error_prefix(&err, "%s: object '%s'", nf_artifact_path(a), o->id);
+            rc = nf_cli_report(cli, &err);
+            break;
+        }
+        json_t *shape = json_array();
+        for (uint32_t d = 0; d < geo[i].rank; d++) json_array_append_new(shape, json_integer((json_int_t)geo[i].shape[d]));
+        uint64_t bytes = geo[i].elements * eb;
+        json_object_set_new(header, o->id, json_pack("{s:s,s:o,s:[I,I]}", "dtype", dtype, "shape", shape,
+                                                     "data_offsets", (json_int_t)offset, (json_int_t)(offset + bytes)));
+        offset += bytes;
+    }
+    char *text = rc == NF_EXIT_OK ? json_dumps(header, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(header);
+    if (rc != NF_EXIT_OK || !text) {
+        free(geo);
+        free(text);
+        return rc != NF_EXIT_OK ? rc : nf_cli_error(cli, NF_ERR_NOMEM, "out of memory");
+    }
+    size_t len = strlen(text), padded = (len + 7) / 8 * 8; /* keep the data 8-byte aligned */
+    nf_out *out;
+    if (nf_out_open(opts->output, opts->zstd, &out, &err) != NF_OK) {
+        free(geo);
+        free(text);
+        return nf_cli_report(cli, &err);
+    }
+    uint8_t prefix[8];
+    put_le(prefix, (uint32_t)padded, 4);
+    put_le(prefix + 4, (uint32_t)((uint64_t)padded >> 32), 4);
+    nf_status st = nf_out_write(out, prefix, 8, &err);
+    if (st == NF_OK) st = nf_out_write(out, text, len, &err);
+    for (size_t i = len; st == NF_OK && i < padded; i++) st = nf_out_write(out, " ", 1, &err);
+    free(text);
+    for (size_t i = 0; st == NF_OK && i < n; i++) {
+        const nf_object *o = nf_artifact_object(a, i);
+        if (o->kind != NF_OBJECT_TENSOR) continue;
+        rows_job job = {a, o, &geo[i], 0, geo[i].rows, opts->to, FMT_RAW};
+        if ((st = stream_rows(&job, out, &err)) != NF_OK) nf_error_prefix(&err, "object '%s'", o->id);
+    }
+    free(geo);
+    if (st != NF_OK) {
+        nf_out_abort(out);
+        return nf_cli_report(cli, &err);
+    }
+    if (nf_out_commit(out, &err) != NF_OK) return nf_cli_report(cli, &err);
+    return NF_EXIT_OK;
+}
+
+int main(int argc, char **argv)
+{
+    nf_cli cli;
+    dq_opts opts = {0};
+    bool done = false;
+    int rc = nf_cli_parse(&cli, &program, argc, argv, on_option, &opts, &done);
+    if (rc != NF_EXIT_OK || done) goto out;
+    if (opts.all) {
+        if (cli.npositional != 1) {
+            rc = nf_cli_usage(&cli, "--all takes one FILE and no object ID");
+            goto out;
+        }
+        if (!opts.output || strcmp(opts.output, "-") == 0) {
+            rc = nf_cli_usage(&cli, "--all needs -o OUT.safetensors");
+            goto out;
+        }
+        if (opts.to == TO_NATIVE || opts.format != FMT_RAW || opts.has_rows) {
+            rc = nf_cli_usage(&cli, "--all writes safetensors of f32, f16 or bf16 values: no --to native, --format or --rows");
+            goto out;
+        }
+    } else if (cli.npositional != 2) {
+        rc = nf_cli_usage(&cli, cli.npositional < 2 ? "give FILE and an object ID (or FILE --all -o OUT)"
+                                                    : "one FILE and one object ID at a time");
+        goto out;
+    }
+    nf_artifact *a = NULL;
+    nf_error err;
+    if (nf_artifact_open(cli.positional[0], NF_READ_PREAD, &a, &err) != NF_OK) {
+        rc = nf_cli_report(&cli, &err);
+        goto out;
+    }
+    rc = opts.all ? dequant_all(&cli, a, &opts) : dequant_one(&cli, a, cli.positional[1], &opts);
+    nf_artifact_close(a);
+out:
+    nf_cli_free(&cli);
+    return rc;
+}
