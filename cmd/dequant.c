@@ -5,6 +5,7 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <ninfer/ninfer.h>
 
@@ -341,6 +342,26 @@ static int dequant_all(const nf_cli *cli, nf_artifact *a, const dq_opts *opts)
     return NF_EXIT_OK;
 }
 
+/* Replacing OUT atomically must never replace the artifact being read. */
+static bool output_is_input(const nf_artifact *a, const char *output)
+{
+    struct stat out_st, in_st;
+    if (!output || strcmp(output, "-") == 0 || stat(output, &out_st) != 0) return false;
+    const char *entry = nf_artifact_path(a);
+    for (size_t i = 0; i < nf_artifact_file_count(a); i++) {
+        char path[4096];
+        const nf_file_entry *f = nf_artifact_file(a, i);
+        if (i == 0) {
+            snprintf(path, sizeof path, "%s", entry);
+        } else {
+            const char *slash = strrchr(entry, '/');
+            snprintf(path, sizeof path, "%.*s%s", slash ? (int)(slash - entry + 1) : 0, entry, f->path);
+        }
+        if (stat(path, &in_st) == 0 && in_st.st_dev == out_st.st_dev && in_st.st_ino == out_st.st_ino) return true;
+    }
+    return false;
+}
+
 int main(int argc, char **argv)
 {
     nf_cli cli;
@@ -370,6 +391,11 @@ int main(int argc, char **argv)
     nf_error err;
     if (nf_artifact_open(cli.positional[0], NF_READ_PREAD, &a, &err) != NF_OK) {
         rc = nf_cli_report(&cli, &err);
+        goto out;
+    }
+    if (output_is_input(a, opts.output)) {
+        rc = nf_cli_usage(&cli, "-o %s is a file of the artifact being read", opts.output);
+        nf_artifact_close(a);
         goto out;
     }
     rc = opts.all ? dequant_all(&cli, a, &opts) : dequant_one(&cli, a, cli.positional[1], &opts);

@@ -131,6 +131,10 @@ run 3 "$bin/ninfer-dequant" "$work/missing.ninfer" w -o "$work/x"
 run 2 "$bin/ninfer-dequant" "$up/model.ninfer" weight/000000 --to f64
 run 2 "$bin/ninfer-dequant" "$up/model.ninfer" weight/000000 --zstd=99
 check test ! -e "$work/x"
+# never replaces the artifact it reads
+cp "$up/direct.ninfer" "$work/self.ninfer"
+run 2 "$bin/ninfer-dequant" "$work/self.ninfer" bf16/matrix -o "$work/self.ninfer"
+check cmp -s "$work/self.ninfer" "$up/direct.ninfer"
 # a failed run leaves no output behind and no temp file (q8 starts at payload 35840: part 4)
 cp "$up"/split.ninfer* "$work/" && rm "$work/split.ninfer.part-0004"
 run 1 "$bin/ninfer-dequant" "$work/split.ninfer" q8 -o "$work/q8.f32"
