@@ -1,0 +1,176 @@
+/* ninfer/method.h - the built-in conversion methods (spec/conversion.md 5.2-5.5): encoders that
+ * turn floating-point (or integer) source rows into the logical words of a format, ready for
+ * nf_layout_encode_rows (ninfer/layout.h).
+ *
+ *   cast_direct     bf16 / fp32 / int32: one word per element (conversion.md 5.2)
+ *   grouped_absmax  q4 / q5 / q6 / q8: the canonical reference encoder of tensor-formats.txt
+ *                   section 7.2, bit for bit (conversion.md 5.3)
+ *   grouped_search  q4 / q5 / q6 / q8: absmax plus 68 candidate scales, importance-weighted
+ *                   (conversion.md 5.4)
+ *   fp8_row_maxabs  fp8_e4m3fn_row_bf16 / _fp16: BF16-rounded rows, one scale per row (5.5)
+ *
+ * Chunks.  A call encodes a chunk of consecutive rows [first_row, first_row + rows) of one
+ * [N,K] matrix (a direct tensor is viewed as rows x last dimension, as layout.h does).  Every
+ * row, and for grouped formats every group, is encoded on its own, so the words never depend on
+ * how a tensor is cut into chunks.  Calls keep no state, allocate nothing and touch only their
+ * arguments: chunks of one tensor may be encoded concurrently on several threads.
+ *
+ * Sources.  Elements are given as their raw little-endian bytes, row-major, at any alignment
+ * (exactly what a safetensors or GGUF mapping holds).  BF16 and binary16 elements widen to
+ * binary32 exactly; there is no floating-point source wider than binary32.
+ *
+ * Floating-point environment.  The arithmetic is the spec's binary32/binary64 round-to-nearest-
+ * even arithmetic done by the host FPU, so the calling thread must run in the default
+ * environment: rounding to nearest, no flush-to-zero or denormals-are-zero.  Scalar codecs
+ * (binary16, bfloat16, E4M3FN) are the exact bit-level ones of ninfer/format.h.
+ *
+ * Errors.  NF_ERR_INVALID for input the method refuses (non-finite source value, a scale the
+ * format cannot hold, an int32 out of range, a format the method does not target, bad
+ * importance); messages name the tensor, the absolute row and the column or group, e.g.
+ * "tensor 'w': row 3 col 17: source value NaN is not finite".  NF_ERR_USAGE for inconsistent
+ * arguments (sizes that do not match, missing arrays).  On failure the output words are
+ * unspecified.
+ */
+#ifndef NINFER_METHOD_H
+#define NINFER_METHOD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <ninfer/error.h>
+#include <ninfer/format.h>
+#include <ninfer/layout.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- methods */
+typedef enum nf_method_id {
+    NF_METHOD_CAST_DIRECT,
+    NF_METHOD_GROUPED_ABSMAX,
+    NF_METHOD_GROUPED_SEARCH,
+    NF_METHOD_FP8_ROW_MAXABS,
+    NF_METHOD_IMPORT_ENCODED, /* named for recipes and target checks; copies words, so it has
+                                 no row encoder here */
+    NF_METHOD_COUNT
+} nf_method_id;
+
+/* "grouped_absmax" etc.; NULL for an out-of-range id. */
+const char *nf_method_name(nf_method_id id);
+/* Exact, case-sensitive name -> id; NF_ERR_INVALID "unknown method 'x'" otherwise. */
+nf_status nf_method_find(const char *name, nf_method_id *out, nf_error *err);
+/* Does the method target this format (conversion.md 5.2 and design.md decision 5)?
+ * NF_ERR_INVALID with the reason otherwise, e.g. "grouped_absmax cannot target q2_g64_fp16:
+ * it requires import_encoded (trained GSQ Q2_0 codes)". */
+nf_status nf_method_check_target(nf_method_id id, const nf_format *fmt, nf_error *err);
+
+/* ---------------------------------------------------------------- source rows */
+/* Source element types, spelled as safetensors dtypes.  Floating types feed every method;
+ * integer types feed cast_direct to int32 only. */
+typedef enum nf_src_type {
+    NF_SRC_F32,
+    NF_SRC_F16,
+    NF_SRC_BF16,
+    NF_SRC_I8,
+    NF_SRC_I16,
+    NF_SRC_I32,
+    NF_SRC_I64,
+    NF_SRC_U8,
+    NF_SRC_U16,
+    NF_SRC_U32,
+    NF_SRC_U64,
+    NF_SRC_BOOL, /* one byte, 0 or 1 (other bytes are refused) */
+    NF_SRC_COUNT
+} nf_src_type;
+
+/* Bytes per element (0 for an out-of-range type). */
+size_t nf_src_type_size(nf_src_type type);
+/* "F32", "BF16", "BOOL", ...; NULL for an out-of-range type. */
+const char *nf_src_type_name(nf_src_type type);
+/* Safetensors dtype spelling -> type; false when not one of the above (e.g. "F64"). */
+bool nf_src_type_lookup(const char *name, nf_src_type *out);
+
+/* One chunk of source rows. */
+typedef struct nf_src_rows {
+    const char *name;   /* tensor name for error messages; NULL for none */
+    nf_src_type type;
+    const void *data;   /* rows * cols elements, row-major, little-endian, any alignment */
+    uint64_t first_row; /* absolute index of data's first row (messages only) */
+    uint64_t rows;      /* rows in this chunk (0 is a no-op) */
+    uint64_t cols;      /* K: every row is whole */
+} nf_src_rows;
+
+/* ---------------------------------------------------------------- parameters */
+/* Parameters of grouped_search; the other methods take none (zero-initialised or NULL). */
+typedef struct nf_method_params {
+    /* One weight per input channel (column), K binary32 values, finite and >= 0 (the
+     * importance-matrix vector of the tensor).  NULL: every channel weighs 1. */
+    const float *importance;
+    uint64_t importance_len;
+    bool negative_scales; /* let negative candidate scales compete */
+} nf_method_params;
+
+/* Check params against a method and the tensor's K once, before encoding chunks (the row
+ * encoders check them too).  NULL params means none. */
+nf_status nf_method_check_params(nf_method_id id, const nf_method_params *params, uint64_t cols,
+                                 nf_error *err);
+
+/* ---------------------------------------------------------------- row encoders */
+/* Each writes the words of src's rows into out, whose rows/cols must equal src's and which must
+ * hold the arrays of fmt's category (nf_words_alloc for src->rows rows does that): w16 / w32
+ * for direct formats, codes + scales (ceil(K/G) per row) for grouped ones, codes8 + scales (one
+ * per row) for fp8 rows. */
+
+/* cast_direct.  bf16: F32/F16 sources round to nearest even; NaN becomes the canonical quiet
+ *   NaN 0x7FC0 whatever its sign and payload (torch's conversion, conversion.md 5.2); a BF16
+ *   source is copied word for word (NaN payloads included).  fp32: F32 words are copied, F16
+ *   and BF16 widen exactly (NaN payloads move to the high fraction bits).  int32: integer
+ *   sources must lie in [-2^31, 2^31-1]; floating sources truncate toward zero and must be
+ *   finite with the truncated value in range.  Integer sources to bf16/fp32 are refused. */
+nf_status nf_cast_direct_rows(const nf_format *fmt, const nf_src_rows *src, nf_words *out,
+                              nf_error *err);
+
+/* grouped_absmax (q4/q5/q6/q8; q2 and t2 are refused): per group of G logical values (the last
+ * group of a row holds K mod G of them when G does not divide K):
+ *   amax = max |x|; amax == 0 -> scale +0, codes 0;
+ *   scale16 = f16(f32(amax / qmax)), 0 -> 0x0001, infinite -> refused;
+ *   inv = f32(1 / scale32); code = clamp(round_half_even(f32(x * inv)), qmin, qmax).
+ * Non-finite source values are refused. */
+nf_status nf_grouped_absmax_rows(const nf_format *fmt, const nf_src_rows *src, nf_words *out,
+                                 nf_error *err);
+
+/* grouped_search (q4/q5/q6/q8): the absmax result unless one of 68 further candidate scales, in
+ * conversion.md 5.4's fixed order, has a strictly smaller error
+ *   sum_k imp[k] * (x[k] - s * q[k])^2     (binary64, lanes summed in k order)
+ * over the group's logical lanes.  Candidates round float64 -> float32 -> binary16, a nonzero
+ * candidate that underflows becomes +-2^-24, an overflowing one is dropped, negative ones
+ * compete only with params->negative_scales.  The extreme of the full-range candidates is the
+ * first lane holding the largest magnitude (design.md decision 13); the fit x2^-1 / x2^1
+ * candidates scale the binary16-rounded fit, as upstream's implementation does.  A group whose
+ * importance is all zero keeps the absmax result.  params may be NULL (no importance,
+ * positive scales only). */
+nf_status nf_grouped_search_rows(const nf_format *fmt, const nf_method_params *params,
+                                 const nf_src_rows *src, nf_words *out, nf_error *err);
+
+/* fp8_row_maxabs (fp8_e4m3fn_row_bf16 / _fp16): every value is first rounded to BF16 (nearest
+ * even; a non-finite value, or one that overflows BF16, is refused), then per row:
+ *   m = max |x|; m == 0 -> every code 0x00, scale +0;
+ *   raw = f32(m / 448); scale = bf16(raw) or f16(raw) (nearest even), 0 -> 0x0001, an
+ *   infinite binary16 scale is refused;
+ *   inv = f32(1 / scale32); code = E4M3FN(clamp(f32(x * inv), +-448)), nearest with ties to the
+ *   even code, sign from x's sign bit (-0 gives 0x80); a non-finite x * inv is refused (a BF16
+ *   scale below about 2^-128 has an infinite reciprocal). */
+nf_status nf_fp8_row_maxabs_rows(const nf_format *fmt, const nf_src_rows *src, nf_words *out,
+                                 nf_error *err);
+
+/* Dispatch to one of the four encoders above (import_encoded -> NF_ERR_USAGE).  params is only
+ * read by grouped_search; the others refuse non-empty parameters. */
+nf_status nf_method_encode_rows(nf_method_id id, const nf_format *fmt, const nf_method_params *params,
+                                const nf_src_rows *src, nf_words *out, nf_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
