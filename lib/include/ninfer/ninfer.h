@@ -5,8 +5,10 @@
 #include <ninfer/error.h>
 #include <ninfer/format.h>
 #include <ninfer/layout.h>
+#include <ninfer/method.h>
 #include <ninfer/container.h>
 #include <ninfer/verify.h>
+#include <ninfer/source.h>
 
 #ifdef __cplusplus
 extern "C" {

@@ -1,0 +1,272 @@
+/* Reading tensor data: raw bytes, raw rows, and rows converted to binary32.
+ *
+ * Reads are bounded: every range is checked against the tensor, and conversion works through a
+ * scratch buffer of at most SRC_READ_CHUNK bytes (whole storage blocks), so converting a huge
+ * row never allocates more than that.  Nothing here keeps state between calls, which is what
+ * makes concurrent reads on one source safe. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/checked.h"
+#include "format/ggml.h"
+#include "source/source_internal.h"
+
+#define SRC_READ_CHUNK ((size_t)1 << 20)
+
+/* The slot of a public tensor pointer, or NULL when it is not one of s's tensors. */
+static const src_tensor *owned(const nf_source *s, const nf_source_tensor *t)
+{
+    if (!s || !t || s->ntensors == 0) return NULL;
+    uintptr_t base = (uintptr_t)s->tensors, p = (uintptr_t)t;
+    if (p < base || p >= base + s->ntensors * sizeof(src_tensor) || (p - base) % sizeof(src_tensor) != 0)
+        return NULL;
+    return (const src_tensor *)t;
+}
+
+static nf_status not_owned(const nf_source *s, const char *fn, nf_error *err)
+{
+    return nf_error_set(err, NF_ERR_USAGE, "%s: %s: the tensor does not belong to this source", s ? s->path : "?",
+                        fn);
+}
+
+nf_status nf_source_read_bytes(const nf_source *s, const nf_source_tensor *t, uint64_t offset, void *buf,
+                               size_t len, nf_error *err)
+{
+    if (!owned(s, t)) return not_owned(s, "nf_source_read_bytes", err);
+    if (!buf && len > 0) return nf_error_set(err, NF_ERR_USAGE, "%s: nf_source_read_bytes: NULL buffer", s->path);
+    uint64_t end;
+    if (!nf_add_u64(offset, len, &end) || end > t->bytes)
+        return nf_error_set(err, NF_ERR_USAGE, "%s: tensor '%s': bytes [%llu, +%zu) outside its %llu bytes",
+                            s->files[t->file].path, t->name, (unsigned long long)offset, len,
+                            (unsigned long long)t->bytes);
+    return src_file_read(&s->files[t->file], t->offset + offset, buf, len, err);
+}
+
+static nf_status check_rows(const nf_source *s, const nf_source_tensor *t, uint64_t r0, uint64_t r1, nf_error *err)
+{
+    if (r0 > r1 || r1 > t->rows)
+        return nf_error_set(err, NF_ERR_USAGE, "%s: tensor '%s': rows [%llu, %llu) outside its %llu rows",
+                            s->files[t->file].path, t->name, (unsigned long long)r0, (unsigned long long)r1,
+                            (unsigned long long)t->rows);
+    if (t->row_elements % t->block_values != 0)
+        return nf_error_set(err, NF_ERR_INVALID, "%s: tensor '%s': a row of %llu %s values is not whole bytes; read "
+                            "the tensor's bytes instead", s->files[t->file].path, t->name,
+                            (unsigned long long)t->row_elements, t->type_name);
+    return NF_OK;
+}
+
+nf_status nf_source_read_rows(const nf_source *s, const nf_source_tensor *t, uint64_t r0, uint64_t r1, void *buf,
+                              size_t buf_len, nf_error *err)
+{
+    if (!owned(s, t)) return not_owned(s, "nf_source_read_rows", err);
+    NF_TRY(check_rows(s, t, r0, r1, err));
+    uint64_t need = (r1 - r0) * t->row_bytes; /* <= t->bytes */
+    if (need > buf_len)
+        return nf_error_set(err, NF_ERR_USAGE, "%s: tensor '%s': rows [%llu, %llu) need %llu bytes, the buffer holds "
+                            "%zu", s->files[t->file].path, t->name, (unsigned long long)r0,
+                            (unsigned long long)r1, (unsigned long long)need, buf_len);
+    if (!buf && need > 0) return nf_error_set(err, NF_ERR_USAGE, "%s: nf_source_read_rows: NULL buffer", s->path);
+    return src_file_read(&s->files[t->file], t->offset + r0 * t->row_bytes, buf, (size_t)need, err);
+}
+
+/* ---------------------------------------------------------------- conversion */
+typedef enum conv_kind {
+    CONV_NONE,
+    CONV_F32,
+    CONV_F16,
+    CONV_BF16,
+    CONV_F64,
+    CONV_E4M3,
+    CONV_E5M2,
+    CONV_I8,
+    CONV_U8,
+    CONV_I16,
+    CONV_I32,
+    CONV_I64,
+    CONV_BOOL,
+    CONV_GGML, /* one of the 18 imported block types */
+    CONV_PQ2
+} conv_kind;
+
+static conv_kind conv_of(const nf_source_tensor *t)
+{
+    if (t->dtype != NF_ST_NONE) {
+        switch (t->dtype) {
+        case NF_ST_F32: return CONV_F32;
+        case NF_ST_F16: return CONV_F16;
+        case NF_ST_BF16: return CONV_BF16;
+        case NF_ST_F64: return CONV_F64;
+        case NF_ST_F8_E4M3: return CONV_E4M3;
+        case NF_ST_F8_E5M2: return CONV_E5M2;
+        case NF_ST_I8: return CONV_I8;
+        case NF_ST_U8: return CONV_U8;
+        case NF_ST_I16: return CONV_I16;
+        case NF_ST_I32: return CONV_I32;
+        case NF_ST_I64: return CONV_I64;
+        case NF_ST_BOOL: return CONV_BOOL;
+        default: return CONV_NONE;
+        }
+    }
+    switch (t->ggml_type) {
+    case NF_GGML_TYPE_F32: return CONV_F32;
+    case NF_GGML_TYPE_F16: return CONV_F16;
+    case NF_GGML_TYPE_BF16: return CONV_BF16;
+    case 24: return CONV_I8;
+    case 25: return CONV_I16;
+    case 26: return CONV_I32;
+    case 27: return CONV_I64;
+    case 28: return CONV_F64;
+    case NF_GGML_TYPE_PQ2_0: return CONV_PQ2;
+    default: return t->format ? CONV_GGML : CONV_NONE;
+    }
+}
+
+static nf_status bad_value(const nf_source *s, const nf_source_tensor *t, uint64_t element, const char *what,
+                           unsigned byte, nf_error *err)
+{
+    uint64_t row = t->row_elements ? element / t->row_elements : 0;
+    uint64_t col = t->row_elements ? element % t->row_elements : 0;
+    return nf_error_set(err, NF_ERR_INVALID, "%s: tensor '%s': row %llu column %llu: %s 0x%02x", s->files[t->file].path,
+                        t->name, (unsigned long long)row, (unsigned long long)col, what, byte);
+}
+
+/* Convert nblocks storage blocks at raw (whose first element is element `first` of the tensor). */
+static nf_status convert(const nf_source *s, const nf_source_tensor *t, conv_kind k, const uint8_t *raw,
+                         size_t nblocks, float *out, uint64_t first, nf_error *err)
+{
+    size_t n = nblocks; /* element kinds: one value per block */
+    switch (k) {
+    case CONV_F32:
+        for (size_t i = 0; i < n; i++) out[i] = nf_f32_from_bits(src_rd32(raw + 4 * i));
+        return NF_OK;
+    case CONV_F16:
+        for (size_t i = 0; i < n; i++) out[i] = nf_f16_to_f32(src_rd16(raw + 2 * i));
+        return NF_OK;
+    case CONV_BF16:
+        for (size_t i = 0; i < n; i++) out[i] = nf_bf16_to_f32(src_rd16(raw + 2 * i));
+        return NF_OK;
+    case CONV_F64:
+        for (size_t i = 0; i < n; i++) {
+            uint64_t b = src_rd64(raw + 8 * i);
+            double d;
+            memcpy(&d, &b, sizeof d);
+            out[i] = (float)d; /* round to nearest even (the default mode; no -ffast-math) */
+        }
+        return NF_OK;
+    case CONV_E4M3:
+        for (size_t i = 0; i < n; i++) out[i] = nf_e4m3fn_to_f32(raw[i]);
+        return NF_OK;
+    case CONV_E5M2:
+        /* E5M2 is the high byte of a binary16: same exponent bias and width. */
+        for (size_t i = 0; i < n; i++) out[i] = nf_f16_to_f32((uint16_t)(raw[i] << 8));
+        return NF_OK;
+    case CONV_I8:
+        for (size_t i = 0; i < n; i++) out[i] = (float)(raw[i] < 128 ? (int)raw[i] : (int)raw[i] - 256);
+        return NF_OK;
+    case CONV_U8:
+        for (size_t i = 0; i < n; i++) out[i] = (float)raw[i];
+        return NF_OK;
+    case CONV_I16:
+        for (size_t i = 0; i < n; i++) {
+            int32_t v = src_rd16(raw + 2 * i);
+            out[i] = (float)(v < 32768 ? v : v - 65536);
+        }
+        return NF_OK;
+    case CONV_I32:
+        for (size_t i = 0; i < n; i++) out[i] = nf_int32_value(src_rd32(raw + 4 * i));
+        return NF_OK;
+    case CONV_I64:
+        for (size_t i = 0; i < n; i++) {
+            uint64_t u = src_rd64(raw + 8 * i);
+            int64_t v = u <= (uint64_t)INT64_MAX ? (int64_t)u : -(int64_t)(~u) - 1;
+            out[i] = (float)v; /* one rounding, to nearest even */
+        }
+        return NF_OK;
+    case CONV_BOOL:
+        for (size_t i = 0; i < n; i++) {
+            if (raw[i] > 1) return bad_value(s, t, first + i, "BOOL byte is neither 0 nor 1:", raw[i], err);
+            out[i] = raw[i] ? 1.0f : 0.0f;
+        }
+        return NF_OK;
+    case CONV_GGML: {
+        nf_status rc = nf_ggml_dequant_row(t->format, raw, (uint64_t)nblocks * t->block_values, out, err);
+        if (rc != NF_OK) nf_error_prefix(err, "%s: tensor '%s'", s->files[t->file].path, t->name);
+        return rc;
+    }
+    case CONV_PQ2:
+        /* 128 values per 34-byte block: binary16 d, then 2-bit codes, element j in byte 2 + j/4
+         * at bits 2(j%4); 00 = -1, 01 = 0, 10 = +1, 11 is not a code. */
+        for (size_t b = 0; b < nblocks; b++) {
+            const uint8_t *blk = raw + 34 * b;
+            float d = nf_f16_to_f32(src_rd16(blk));
+            for (unsigned j = 0; j < 128; j++) {
+                unsigned code = ((unsigned)blk[2 + j / 4] >> (2 * (j % 4))) & 3u;
+                if (code == 3)
+                    return bad_value(s, t, first + 128 * b + j, "PQ2_0 code 3 is not a ternary code; byte",
+                                     blk[2 + j / 4], err);
+                out[128 * b + j] = (float)((int)code - 1) * d;
+            }
+        }
+        return NF_OK;
+    case CONV_NONE:
+        break;
+    }
+    return nf_error_set(err, NF_ERR_INVALID, "%s: tensor '%s': %s values are not supported by this reader", s->path,
+                        t->name, t->type_name);
+}
+
+nf_status nf_source_read_f32(const nf_source *s, const nf_source_tensor *t, uint64_t r0, uint64_t r1, float *out,
+                             size_t out_len, nf_error *err)
+{
+    if (!owned(s, t)) return not_owned(s, "nf_source_read_f32", err);
+    conv_kind k = conv_of(t);
+    if (k == CONV_NONE || !t->convertible)
+        return nf_error_set(err, NF_ERR_INVALID, "%s: tensor '%s': type %s is not supported for reading values (its "
+                            "bytes can be read raw)", s->files[t->file].path, t->name, t->type_name);
+    NF_TRY(check_rows(s, t, r0, r1, err));
+    uint64_t nvalues = (r1 - r0) * t->row_elements; /* <= elements */
+    if (nvalues > out_len)
+        return nf_error_set(err, NF_ERR_USAGE, "%s: tensor '%s': rows [%llu, %llu) hold %llu values, the buffer %zu",
+                            s->files[t->file].path, t->name, (unsigned long long)r0, (unsigned long long)r1,
+                            (unsigned long long)nvalues, out_len);
+    if (nvalues == 0) return NF_OK;
+    if (!out) return nf_error_set(err, NF_ERR_USAGE, "%s: nf_source_read_f32: NULL buffer", s->path);
+    const uint64_t bv = t->block_values, bb = t->block_bytes;
+    uint64_t first_block = r0 * t->row_elements / bv; /* rows are whole blocks (checked) */
+    uint64_t nblocks = nvalues / bv;
+    uint64_t chunk = SRC_READ_CHUNK / bb;
+    if (chunk == 0) chunk = 1;
+    if (chunk > nblocks) chunk = nblocks;
+    uint8_t *raw = malloc((size_t)(chunk * bb));
+    if (!raw) return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", s->path);
+    nf_status rc = NF_OK;
+    for (uint64_t done = 0; done < nblocks && rc == NF_OK; done += chunk) {
+        uint64_t nb = nblocks - done < chunk ? nblocks - done : chunk;
+        rc = src_file_read(&s->files[t->file], t->offset + (first_block + done) * bb, raw, (size_t)(nb * bb), err);
+        if (rc == NF_OK)
+            rc = convert(s, t, k, raw, (size_t)nb, out + done * bv, (first_block + done) * bv, err);
+    }
+    free(raw);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- byte reader */
+static nf_status reader_read(void *ctx, uint64_t offset, void *buf, size_t len, nf_error *err)
+{
+    const src_tensor *st = ctx;
+    return nf_source_read_bytes(st->owner, &st->pub, offset, buf, len, err);
+}
+
+static nf_status reader_refuse(void *ctx, uint64_t offset, void *buf, size_t len, nf_error *err)
+{
+    (void)ctx, (void)offset, (void)buf, (void)len;
+    return nf_error_set(err, NF_ERR_USAGE, "nf_source_tensor_reader: the tensor does not belong to the source");
+}
+
+void nf_source_tensor_reader(const nf_source *s, const nf_source_tensor *t, nf_byte_reader *r)
+{
+    const src_tensor *st = owned(s, t);
+    r->read = st ? reader_read : reader_refuse;
+    r->ctx = (void *)(uintptr_t)st; /* the reader only ever reads through it */
+}

@@ -1,0 +1,673 @@
+/* Opening a source: what a path names (directory, index, GGUF, safetensors), the sharded index
+ * and its cross-checks, companion files, and the accessors shared by both formats.
+ *
+ * Status classes: a path that cannot be opened or read is NF_ERR_IO; anything wrong with the
+ * bytes, and a shard that an index names but that does not exist (the checkpoint is incomplete,
+ * like a missing container part), is NF_ERR_INVALID. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <jansson.h>
+
+#include "common/checked.h"
+#include "common/io.h"
+#include "source/source_internal.h"
+
+/* ---------------------------------------------------------------- arena */
+struct src_chunk {
+    src_chunk *next;
+    size_t used, cap;
+    /* data follows, 8-byte aligned (the header is 3 words) */
+};
+
+#define SRC_CHUNK_BYTES ((size_t)64 << 10)
+
+void *src_arena_alloc(src_arena *a, size_t n)
+{
+    size_t need = (n + 7u) & ~(size_t)7u;
+    if (need < n) return NULL;
+    src_chunk *c = a->head;
+    if (!c || c->cap - c->used < need) {
+        /* Big requests get a chunk of their own so small ones keep filling the current one. */
+        size_t cap = need > SRC_CHUNK_BYTES / 4 ? need : SRC_CHUNK_BYTES;
+        if (cap > SIZE_MAX - sizeof(src_chunk)) return NULL;
+        src_chunk *nc = malloc(sizeof(src_chunk) + cap);
+        if (!nc) return NULL;
+        nc->used = 0;
+        nc->cap = cap;
+        if (cap == need && c) { /* keep filling the current chunk afterwards */
+            nc->next = c->next;
+            c->next = nc;
+        } else {
+            nc->next = c;
+            a->head = nc;
+        }
+        c = nc;
+    }
+    void *p = (unsigned char *)(c + 1) + c->used;
+    c->used += need;
+    return p;
+}
+
+char *src_arena_strndup(src_arena *a, const char *s, size_t n)
+{
+    if (n == SIZE_MAX) return NULL;
+    char *p = src_arena_alloc(a, n + 1);
+    if (!p) return NULL;
+    if (n) memcpy(p, s, n);
+    p[n] = '\0';
+    return p;
+}
+
+void src_arena_free(src_arena *a)
+{
+    src_chunk *c = a->head;
+    while (c) {
+        src_chunk *next = c->next;
+        free(c);
+        c = next;
+    }
+    a->head = NULL;
+}
+
+/* ---------------------------------------------------------------- files and tensors */
+nf_status src_file_read(const src_file *f, uint64_t off, void *buf, size_t len, nf_error *err)
+{
+    uint64_t end;
+    if (!nf_add_u64(off, len, &end) || end > f->size)
+        return nf_error_set(err, NF_ERR_IO, "%s: read of bytes [%llu, +%zu) past the end of the file (%llu bytes); "
+                            "was it truncated after open?", f->path, (unsigned long long)off, len,
+                            (unsigned long long)f->size);
+    if (len == 0) return NF_OK;
+    if (f->mem) {
+        memcpy(buf, f->mem + off, len);
+        return NF_OK;
+    }
+    int e = nf_io_pread_full(f->fd, buf, len, off);
+    if (e) return nf_error_errno(err, e, "%s: cannot read bytes [%llu, %llu)", f->path, (unsigned long long)off,
+                                 (unsigned long long)end);
+    return NF_OK;
+}
+
+src_tensor *src_add_tensor(nf_source *s, const char *file_name, nf_error *err)
+{
+    if (s->ntensors >= NF_SOURCE_MAX_TENSORS) {
+        nf_error_set(err, NF_ERR_INVALID, "%s: more than %u tensors in the checkpoint (the reader's cap)", file_name,
+                     NF_SOURCE_MAX_TENSORS);
+        return NULL;
+    }
+    if (s->ntensors == s->tensor_cap) {
+        size_t cap = s->tensor_cap ? s->tensor_cap * 2 : 64;
+        src_tensor *t = realloc(s->tensors, cap * sizeof *t);
+        if (!t) {
+            nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory for the tensor table", file_name);
+            return NULL;
+        }
+        s->tensors = t;
+        s->tensor_cap = cap;
+    }
+    src_tensor *t = &s->tensors[s->ntensors++];
+    memset(t, 0, sizeof *t);
+    t->owner = s;
+    t->pub.dtype = NF_ST_NONE;
+    t->pub.ggml_type = -1;
+    return t;
+}
+
+static int cmp_tensor_name(const void *a, const void *b)
+{
+    const src_tensor *x = *(const src_tensor *const *)a, *y = *(const src_tensor *const *)b;
+    return strcmp(x->pub.name, y->pub.name);
+}
+
+nf_status src_index_names(nf_source *s, nf_error *err)
+{
+    free(s->by_name);
+    s->by_name = NULL;
+    if (s->ntensors == 0) return NF_OK;
+    s->by_name = malloc(s->ntensors * sizeof *s->by_name);
+    if (!s->by_name) return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", s->path);
+    for (size_t i = 0; i < s->ntensors; i++) s->by_name[i] = &s->tensors[i];
+    qsort(s->by_name, s->ntensors, sizeof *s->by_name, cmp_tensor_name);
+    for (size_t i = 1; i < s->ntensors; i++) {
+        const nf_source_tensor *a = &s->by_name[i - 1]->pub, *b = &s->by_name[i]->pub;
+        if (strcmp(a->name, b->name) == 0) {
+            if (a->file != b->file)
+                return nf_error_set(err, NF_ERR_INVALID, "%s: tensor '%s' is in two shards: %s and %s", s->path, a->name,
+                                    s->files[a->file].path, s->files[b->file].path);
+            return nf_error_set(err, NF_ERR_INVALID, "%s: duplicate tensor name '%s'", s->files[a->file].path, a->name);
+        }
+    }
+    return NF_OK;
+}
+
+/* ---------------------------------------------------------------- paths */
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && memcmp(s + n - m, suffix, m) == 0;
+}
+
+/* dir + "/" + name (no doubled slash); malloc'ed. */
+static char *join_path(const char *dir, size_t dir_len, const char *name)
+{
+    bool slash = dir_len > 0 && dir[dir_len - 1] != '/';
+    size_t n = dir_len + (slash ? 1 : 0) + strlen(name) + 1;
+    char *p = malloc(n);
+    if (!p) return NULL;
+    snprintf(p, n, "%.*s%s%s", (int)dir_len, dir, slash ? "/" : "", name);
+    return p;
+}
+
+/* Length of the directory part of path (up to and including the last '/'; 0 when none). */
+static size_t dir_len_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? (size_t)(slash - path) + 1 : 0;
+}
+
+static nf_status add_file(nf_source *s, const char *path, int fd, uint64_t size, nf_error *err)
+{
+    if (s->nfiles >= NF_SOURCE_MAX_FILES)
+        return nf_error_set(err, NF_ERR_INVALID, "%s: more than %u files (the reader's cap)", s->path, NF_SOURCE_MAX_FILES);
+    src_file *f = realloc(s->files, (s->nfiles + 1) * sizeof *f);
+    if (!f) return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", path);
+    s->files = f;
+    f = &s->files[s->nfiles];
+    memset(f, 0, sizeof *f);
+    f->fd = -1;
+    f->path = strdup(path);
+    if (!f->path) return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", path);
+    f->fd = fd;
+    f->size = size;
+    s->nfiles++;
+    return NF_OK;
+}
+
+/* Open a regular file for reading and record it.  missing_invalid: a missing file makes the
+ * checkpoint invalid (a shard named by the index) rather than being a system error. */
+static nf_status open_file(nf_source *s, const char *path, bool missing_invalid, const char *referrer,
+                           nf_error *err)
+{
+    /* O_NONBLOCK: a FIFO named as a checkpoint must be refused (fstat below), not block open;
+     * it changes nothing for the reads of a regular file. */
+    int fd = nf_io_open(path, O_RDONLY | O_NONBLOCK, 0);
+    if (fd < 0) {
+        int e = errno;
+        if (missing_invalid && (e == ENOENT || e == ENOTDIR))
+            return nf_error_set(err, NF_ERR_INVALID, "%s: shard %s is missing", referrer, path);
+        return nf_error_errno(err, e, "%s: cannot open", path);
+    }
+    struct stat st;
+    int e = nf_io_fstat(fd, &st);
+    if (e) {
+        nf_io_close(fd);
+        return nf_error_errno(err, e, "%s: cannot stat", path);
+    }
+    if (!S_ISREG(st.st_mode)) {
+        nf_io_close(fd);
+        if (S_ISDIR(st.st_mode)) return nf_error_errno(err, EISDIR, "%s", path);
+        return nf_error_set(err, NF_ERR_INVALID, "%s: not a regular file", path);
+    }
+    nf_status rc = add_file(s, path, fd, (uint64_t)st.st_size, err);
+    if (rc != NF_OK) nf_io_close(fd);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- companions */
+static const char *const companion_list[] = {
+    "config.json",           "generation_config.json",  "hf_quant_config.json", "tokenizer.json",
+    "tokenizer_config.json", "tokenizer.model",         "special_tokens_map.json", "added_tokens.json",
+    "vocab.json",            "merges.txt",              "chat_template.jinja",  "chat_template.json",
+    "preprocessor_config.json",
+};
+#define NCOMPANIONS (sizeof companion_list / sizeof companion_list[0])
+
+/* Record the companion files present in the directory `dir` (length dir_len). */
+static nf_status scan_companions(nf_source *s, const char *dir, size_t dir_len, nf_error *err)
+{
+    s->companion_names = src_arena_alloc(&s->arena, NCOMPANIONS * sizeof(char *));
+    s->companion_paths = src_arena_alloc(&s->arena, NCOMPANIONS * sizeof(char *));
+    if (!s->companion_names || !s->companion_paths) return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", s->path);
+    for (size_t i = 0; i < NCOMPANIONS; i++) {
+        char *p = join_path(dir, dir_len, companion_list[i]);
+        if (!p) return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", s->path);
+        struct stat st;
+        /* stat, not lstat: Hugging Face cache snapshots are symbolic links into blobs/. */
+        if (stat(p, &st) == 0 && S_ISREG(st.st_mode)) {
+            const char *copy = src_arena_strndup(&s->arena, p, strlen(p));
+            if (!copy) {
+                free(p);
+                return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", s->path);
+            }
+            s->companion_names[s->ncompanions] = companion_list[i];
+            s->companion_paths[s->ncompanions] = copy;
+            s->ncompanions++;
+        }
+        free(p);
+    }
+    return NF_OK;
+}
+
+/* ---------------------------------------------------------------- sharded index */
+static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
+/* A shard name must stay in the index's directory: a bare file name, no separators, not "." or
+ * "..", so a crafted index cannot make the reader open arbitrary paths. */
+static bool shard_name_ok(const char *name)
+{
+    return name[0] != '\0' && strchr(name, '/') == NULL && strchr(name, '\\') == NULL && strcmp(name, ".") != 0 &&
+           strcmp(name, "..") != 0;
+}
+
+static nf_status read_index_text(const char *path, char **text, size_t *len, nf_error *err)
+{
+    *text = NULL;
+    int fd = nf_io_open(path, O_RDONLY | O_NONBLOCK, 0); /* see open_file */
+    if (fd < 0) return nf_error_errno(err, errno, "%s: cannot open", path);
+    struct stat st;
+    int e = nf_io_fstat(fd, &st);
+    nf_status rc = NF_OK;
+    if (e) {
+        rc = nf_error_errno(err, e, "%s: cannot stat", path);
+    } else if (!S_ISREG(st.st_mode)) {
+        rc = nf_error_set(err, NF_ERR_INVALID, "%s: not a regular file", path);
+    } else if ((uint64_t)st.st_size > NF_ST_MAX_INDEX_BYTES) {
+        rc = nf_error_set(err, NF_ERR_INVALID, "%s: index is %llu bytes, more than the reader's cap of %u", path,
+                          (unsigned long long)st.st_size, NF_ST_MAX_INDEX_BYTES);
+    } else {
+        size_t n = (size_t)st.st_size;
+        *text = malloc(n + 1);
+        if (!*text) {
+            rc = nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", path);
+        } else if ((e = nf_io_pread_full(fd, *text, n, 0)) != 0) {
+            rc = nf_error_errno(err, e, "%s: cannot read", path);
+        } else {
+            (*text)[n] = '\0';
+            *len = n;
+        }
+    }
+    nf_io_close(fd);
+    if (rc != NF_OK) {
+        free(*text);
+        *text = NULL;
+    }
+    return rc;
+}
+
+static nf_status open_index(nf_source *s, const char *path, nf_error *err)
+{
+    s->index_path = strdup(path);
+    if (!s->index_path) return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", path);
+    char *text;
+    size_t len = 0;
+    NF_TRY(read_index_text(path, &text, &len, err));
+    json_error_t je;
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    free(text);
+    if (!root)
+        return nf_error_set(err, NF_ERR_INVALID, "%s: byte %d (line %d, column %d): %s", path, je.position, je.line,
+                            je.column, je.text);
+    nf_status rc = NF_OK;
+    const char **shards = NULL;
+    json_t *map = json_is_object(root) ? json_object_get(root, "weight_map") : NULL;
+    if (!json_is_object(root)) {
+        rc = nf_error_set(err, NF_ERR_INVALID, "%s: the index is not a JSON object", path);
+    } else if (!json_is_object(map)) {
+        rc = nf_error_set(err, NF_ERR_INVALID, "%s: %s", path,
+                          map ? "\"weight_map\" is not an object" : "no \"weight_map\" member");
+    } else if (json_object_size(map) == 0) {
+        rc = nf_error_set(err, NF_ERR_INVALID, "%s: \"weight_map\" lists no tensors", path);
+    } else if (json_object_size(map) > NF_SOURCE_MAX_TENSORS) {
+        rc = nf_error_set(err, NF_ERR_INVALID, "%s: \"weight_map\" lists %zu tensors, more than the reader's cap of %u",
+                          path, json_object_size(map), NF_SOURCE_MAX_TENSORS);
+    }
+    size_t nmap = rc == NF_OK ? json_object_size(map) : 0;
+    if (rc == NF_OK) {
+        shards = malloc(nmap * sizeof *shards);
+        if (!shards) rc = nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", path);
+    }
+    size_t nshards = 0;
+    if (rc == NF_OK) {
+        const char *name;
+        json_t *v;
+        json_object_foreach(map, name, v) {
+            if (!json_is_string(v)) {
+                rc = nf_error_set(err, NF_ERR_INVALID, "%s: weight_map[\"%s\"] is not a string", path, name);
+                break;
+            }
+            const char *shard = json_string_value(v);
+            if (!shard_name_ok(shard)) {
+                rc = nf_error_set(err, NF_ERR_INVALID,
+                                  "%s: weight_map[\"%s\"] = \"%s\" is not a file name in the index's directory", path,
+                                  name, shard);
+                break;
+            }
+            shards[nshards++] = shard;
+        }
+    }
+    if (rc == NF_OK) {
+        /* Distinct shard names, sorted: the file order of the source. */
+        qsort(shards, nshards, sizeof *shards, cmp_str);
+        size_t u = 0;
+        for (size_t i = 0; i < nshards; i++)
+            if (u == 0 || strcmp(shards[u - 1], shards[i]) != 0) shards[u++] = shards[i];
+        nshards = u;
+        size_t dlen = dir_len_of(path);
+        for (size_t i = 0; i < nshards && rc == NF_OK; i++) {
+            char *p = join_path(path, dlen, shards[i]);
+            if (!p) {
+                rc = nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", path);
+                break;
+            }
+            rc = open_file(s, p, true, path, err);
+            free(p);
+            if (rc == NF_OK) rc = src_st_parse(s, s->nfiles - 1, err);
+        }
+    }
+    if (rc == NF_OK) rc = src_index_names(s, err); /* a name in two shards is caught here */
+    if (rc == NF_OK) {
+        /* Every shard tensor is listed, under its own shard. */
+        for (size_t i = 0; i < s->ntensors && rc == NF_OK; i++) {
+            const nf_source_tensor *t = &s->tensors[i].pub;
+            const char *shard_path = s->files[t->file].path;
+            const char *shard = shard_path + dir_len_of(shard_path);
+            json_t *v = json_object_get(map, t->name);
+            if (!v)
+                rc = nf_error_set(err, NF_ERR_INVALID, "%s: tensor '%s' of shard %s is not listed in weight_map", path,
+                                  t->name, shard);
+            else if (strcmp(json_string_value(v), shard) != 0)
+                rc = nf_error_set(err, NF_ERR_INVALID,
+                                  "%s: tensor '%s' is listed in weight_map under shard %s but is stored in %s", path,
+                                  t->name, json_string_value(v), shard);
+        }
+    }
+    if (rc == NF_OK && s->ntensors != nmap) {
+        /* Some listed tensor is in no shard: name the first one. */
+        const char *name;
+        json_t *v;
+        json_object_foreach(map, name, v) {
+            if (!nf_source_find(s, name)) {
+                rc = nf_error_set(err, NF_ERR_INVALID, "%s: tensor '%s' is listed in weight_map under shard %s, "
+                                  "which does not hold it", path, name, json_string_value(v));
+                break;
+            }
+        }
+        if (rc == NF_OK) /* unreachable when every check above holds; kept as a guard */
+            rc = nf_error_set(err, NF_ERR_INVALID, "%s: weight_map lists %zu tensors, the shards hold %zu", path, nmap,
+                              s->ntensors);
+    }
+    free(shards);
+    json_decref(root);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- directory */
+static nf_status open_directory(nf_source *s, const char *dir, nf_error *err)
+{
+    DIR *d = opendir(dir);
+    if (!d) return nf_error_errno(err, errno, "%s: cannot list the directory", dir);
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    nf_status rc = NF_OK;
+    bool has_model_index = false;
+    struct dirent *de;
+    errno = 0;
+    while ((de = readdir(d)) != NULL) {
+        const char *nm = de->d_name;
+        if (nm[0] == '.') continue;
+        if (strcmp(nm, "model.safetensors.index.json") == 0) has_model_index = true;
+        if (!ends_with(nm, ".safetensors") && !ends_with(nm, ".safetensors.index.json")) continue;
+        if (n == cap) {
+            size_t nc = cap ? cap * 2 : 16;
+            if (nc > NF_SOURCE_MAX_FILES * 2u) {
+                rc = nf_error_set(err, NF_ERR_INVALID, "%s: more than %u safetensors files", dir, NF_SOURCE_MAX_FILES);
+                break;
+            }
+            char **p = realloc(names, nc * sizeof *p);
+            if (!p) {
+                rc = nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", dir);
+                break;
+            }
+            names = p;
+            cap = nc;
+        }
+        names[n] = strdup(nm);
+        if (!names[n]) {
+            rc = nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", dir);
+            break;
+        }
+        n++;
+    }
+    if (rc == NF_OK && errno != 0) rc = nf_error_errno(err, errno, "%s: cannot list the directory", dir);
+    closedir(d);
+    size_t dlen = strlen(dir);
+    if (rc == NF_OK) {
+        if (n > 1) qsort(names, n, sizeof *names, cmp_str);
+        size_t nindex = 0, nst = 0;
+        const char *index = NULL, *single = NULL;
+        for (size_t i = 0; i < n; i++) {
+            if (ends_with(names[i], ".safetensors.index.json")) {
+                nindex++;
+                if (!index) index = names[i];
+            } else {
+                nst++;
+                if (!single) single = names[i];
+            }
+        }
+        if (has_model_index) index = "model.safetensors.index.json";
+        char *p = NULL;
+        if (has_model_index || nindex == 1) {
+            p = join_path(dir, dlen, index);
+            if (!p) rc = nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", dir);
+            else rc = open_index(s, p, err);
+        } else if (nindex > 1) {
+            rc = nf_error_set(err, NF_ERR_INVALID, "%s: %zu *.safetensors.index.json files and no "
+                              "model.safetensors.index.json: open one of them", dir, nindex);
+        } else if (nst == 1) {
+            p = join_path(dir, dlen, single);
+            if (!p) rc = nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", dir);
+            else if ((rc = open_file(s, p, false, NULL, err)) == NF_OK) rc = src_st_parse(s, 0, err);
+            if (rc == NF_OK) rc = src_index_names(s, err);
+        } else if (nst == 0) {
+            rc = nf_error_set(err, NF_ERR_INVALID, "%s: no *.safetensors file and no model.safetensors.index.json", dir);
+        } else {
+            rc = nf_error_set(err, NF_ERR_INVALID, "%s: %zu *.safetensors files (%s, ...) and no "
+                              "model.safetensors.index.json to say how they fit together", dir, nst, single);
+        }
+        free(p);
+    }
+    for (size_t i = 0; i < n; i++) free(names[i]);
+    free(names);
+    if (rc == NF_OK) rc = scan_companions(s, dir, dlen, err);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- open / close */
+static nf_source *source_new(const char *path)
+{
+    nf_source *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->path = strdup(path);
+    if (!s->path) {
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+void nf_source_close(nf_source *s)
+{
+    if (!s) return;
+    for (size_t i = 0; i < s->nfiles; i++) {
+        if (s->files[i].fd >= 0) nf_io_close(s->files[i].fd);
+        free(s->files[i].path);
+    }
+    free(s->files);
+    free(s->tensors);
+    free(s->by_name);
+    free(s->kvs);
+    free(s->kv_by_key);
+    free(s->index_path);
+    free(s->path);
+    src_arena_free(&s->arena);
+    free(s);
+}
+
+/* The magic decides for memory images and for files with an unknown extension. */
+static nf_source_kind sniff(const uint8_t *p, size_t n)
+{
+    return n >= 4 && memcmp(p, "GGUF", 4) == 0 ? NF_SOURCE_GGUF : NF_SOURCE_SAFETENSORS;
+}
+
+static nf_status parse_single(nf_source *s, nf_error *err)
+{
+    if (s->kind == NF_SOURCE_GGUF) NF_TRY(src_gguf_parse(s, err));
+    else NF_TRY(src_st_parse(s, 0, err));
+    return src_index_names(s, err);
+}
+
+nf_status nf_source_open(const char *path, nf_source **out, nf_error *err)
+{
+    if (!path || !out) return nf_error_set(err, NF_ERR_USAGE, "nf_source_open: NULL argument");
+    *out = NULL;
+    nf_source *s = source_new(path);
+    if (!s) return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", path);
+    nf_status rc = NF_OK;
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        rc = nf_error_errno(err, errno, "%s: cannot open", path);
+    } else if (S_ISDIR(st.st_mode)) {
+        s->kind = NF_SOURCE_SAFETENSORS;
+        rc = open_directory(s, path, err);
+    } else if (ends_with(path, ".json")) {
+        s->kind = NF_SOURCE_SAFETENSORS;
+        rc = open_index(s, path, err);
+        if (rc == NF_OK) rc = scan_companions(s, path, dir_len_of(path), err);
+    } else {
+        rc = open_file(s, path, false, NULL, err);
+        if (rc == NF_OK) {
+            if (ends_with(path, ".gguf")) {
+                s->kind = NF_SOURCE_GGUF;
+            } else if (ends_with(path, ".safetensors")) {
+                s->kind = NF_SOURCE_SAFETENSORS;
+            } else {
+                uint8_t magic[4];
+                size_t n = s->files[0].size < 4 ? (size_t)s->files[0].size : 4;
+                rc = src_file_read(&s->files[0], 0, magic, n, err);
+                s->kind = sniff(magic, n);
+            }
+        }
+        if (rc == NF_OK) rc = parse_single(s, err);
+        if (rc == NF_OK && s->kind == NF_SOURCE_SAFETENSORS) rc = scan_companions(s, path, dir_len_of(path), err);
+    }
+    if (rc != NF_OK) {
+        nf_source_close(s);
+        return rc;
+    }
+    *out = s;
+    return NF_OK;
+}
+
+nf_status nf_source_open_memory(const void *data, size_t len, nf_source_kind kind, const char *name,
+                                nf_source **out, nf_error *err)
+{
+    if (!out || (!data && len > 0)) return nf_error_set(err, NF_ERR_USAGE, "nf_source_open_memory: NULL argument");
+    *out = NULL;
+    if (!name) name = "<memory>";
+    if (kind != NF_SOURCE_AUTO && kind != NF_SOURCE_SAFETENSORS && kind != NF_SOURCE_GGUF)
+        return nf_error_set(err, NF_ERR_USAGE, "nf_source_open_memory: bad kind %d", (int)kind);
+    nf_source *s = source_new(name);
+    if (!s) return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", name);
+    static const uint8_t empty[1] = {0};
+    nf_status rc = add_file(s, name, -1, len, err);
+    if (rc == NF_OK) {
+        s->files[0].mem = data ? data : empty;
+        s->kind = kind == NF_SOURCE_AUTO ? sniff(s->files[0].mem, len) : kind;
+        rc = parse_single(s, err);
+    }
+    if (rc != NF_OK) {
+        nf_source_close(s);
+        return rc;
+    }
+    *out = s;
+    return NF_OK;
+}
+
+/* ---------------------------------------------------------------- accessors */
+nf_source_kind nf_source_kind_of(const nf_source *s) { return s->kind; }
+const char *nf_source_path(const nf_source *s) { return s->path; }
+const char *nf_source_index_path(const nf_source *s) { return s->index_path; }
+size_t nf_source_file_count(const nf_source *s) { return s->nfiles; }
+
+const char *nf_source_file_path(const nf_source *s, size_t file)
+{
+    return file < s->nfiles ? s->files[file].path : NULL;
+}
+
+uint64_t nf_source_file_size(const nf_source *s, size_t file) { return file < s->nfiles ? s->files[file].size : 0; }
+
+size_t nf_source_tensor_count(const nf_source *s) { return s->ntensors; }
+
+const nf_source_tensor *nf_source_tensor_at(const nf_source *s, size_t index)
+{
+    return index < s->ntensors ? &s->tensors[index].pub : NULL;
+}
+
+const nf_source_tensor *nf_source_find(const nf_source *s, const char *name)
+{
+    if (!name || !s->by_name) return NULL;
+    size_t lo = 0, hi = s->ntensors;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(s->by_name[mid]->pub.name, name);
+        if (c == 0) return &s->by_name[mid]->pub;
+        if (c < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    return NULL;
+}
+
+const char *nf_source_companion(const nf_source *s, const char *name)
+{
+    if (!name) return NULL;
+    for (size_t i = 0; i < s->ncompanions; i++)
+        if (strcmp(s->companion_names[i], name) == 0) return s->companion_paths[i];
+    return NULL;
+}
+
+size_t nf_source_companion_count(const nf_source *s) { return s->ncompanions; }
+
+const char *nf_source_companion_at(const nf_source *s, size_t index, const char **name)
+{
+    if (index >= s->ncompanions) return NULL;
+    if (name) *name = s->companion_names[index];
+    return s->companion_paths[index];
+}
+
+size_t nf_source_st_metadata_count(const nf_source *s, size_t file)
+{
+    return file < s->nfiles ? s->files[file].nmeta : 0;
+}
+
+bool nf_source_st_metadata_at(const nf_source *s, size_t file, size_t index, const char **key, const char **value)
+{
+    if (file >= s->nfiles || index >= s->files[file].nmeta) return false;
+    if (key) *key = s->files[file].meta_keys[index];
+    if (value) *value = s->files[file].meta_values[index];
+    return true;
+}
+
+const char *nf_source_st_metadata(const nf_source *s, size_t file, const char *key)
+{
+    if (!key || file >= s->nfiles) return NULL;
+    const src_file *f = &s->files[file];
+    for (size_t i = 0; i < f->nmeta; i++)
+        if (strcmp(f->meta_keys[i], key) == 0) return f->meta_values[i];
+    return NULL;
+}

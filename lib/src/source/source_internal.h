@@ -1,0 +1,101 @@
+/* Internal interface of the source module: the nf_source structure shared by the safetensors
+ * and GGUF parsers, the reading code and the openers; a bump allocator for the many small
+ * strings and shapes a checkpoint header holds. */
+#ifndef NINFER_SOURCE_INTERNAL_H
+#define NINFER_SOURCE_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <ninfer/source.h>
+
+/* ---------------------------------------------------------------- arena
+ * Names, shapes and KV values live until the source is closed, so they are carved out of large
+ * chunks and freed at once.  Allocations never move (pointers stay valid while parsing). */
+typedef struct src_chunk src_chunk;
+typedef struct src_arena {
+    src_chunk *head;
+} src_arena;
+
+void *src_arena_alloc(src_arena *a, size_t n); /* 8-byte aligned; NULL when out of memory */
+char *src_arena_strndup(src_arena *a, const char *s, size_t n); /* NUL-terminated copy */
+void src_arena_free(src_arena *a);
+
+/* ---------------------------------------------------------------- files */
+typedef struct src_file {
+    char *path;          /* as used in messages: the path opened (or the memory name) */
+    int fd;              /* -1 for a memory image */
+    const uint8_t *mem;  /* memory image, or NULL */
+    uint64_t size;
+    /* safetensors __metadata__, in header order */
+    size_t nmeta;
+    const char **meta_keys;
+    const char **meta_values;
+} src_file;
+
+/* The public descriptor plus what the reader needs to find its way back. */
+typedef struct src_tensor {
+    nf_source_tensor pub; /* first member: a public pointer converts back to its slot */
+    const struct nf_source *owner;
+    uint64_t info_offset; /* GGUF: byte position of the tensor info (for messages) */
+} src_tensor;
+
+/* A GGUF string value: NUL-terminated copy plus its length (strings may hold NUL bytes). */
+typedef struct src_str {
+    const char *p;
+    uint64_t len;
+} src_str;
+
+struct nf_source {
+    nf_source_kind kind;
+    src_arena arena;
+    char *path;
+    char *index_path;
+    src_file *files;
+    size_t nfiles;
+    src_tensor *tensors;
+    size_t ntensors, tensor_cap;
+    const src_tensor **by_name; /* sorted by name, for nf_source_find */
+    size_t ncompanions;
+    const char **companion_names;
+    const char **companion_paths;
+    /* GGUF */
+    uint32_t gguf_version;
+    uint64_t gguf_alignment;
+    uint64_t gguf_data_offset;
+    nf_gguf_kv *kvs;
+    size_t nkv;
+    const nf_gguf_kv **kv_by_key; /* sorted by key */
+};
+
+/* Read [off, off + len) of file f (pread through the I/O shim, or memcpy from the image).
+ * Reading past the recorded size is NF_ERR_IO (the file shrank after open). */
+nf_status src_file_read(const src_file *f, uint64_t off, void *buf, size_t len, nf_error *err);
+
+/* Append a tensor slot (zeroed, owner set); NULL with err set when out of memory or past
+ * NF_SOURCE_MAX_TENSORS. */
+src_tensor *src_add_tensor(nf_source *s, const char *file_name, nf_error *err);
+
+/* Parse file `file` of s as safetensors and append its tensors (in offset order). */
+nf_status src_st_parse(nf_source *s, size_t file, nf_error *err);
+/* Parse file 0 of s as GGUF: KVs, tensor infos, data section. */
+nf_status src_gguf_parse(nf_source *s, nf_error *err);
+
+/* Sort s->by_name; fails on a duplicate name (message names both files). */
+nf_status src_index_names(nf_source *s, nf_error *err);
+
+static inline uint16_t src_rd16(const uint8_t *p)
+{
+    return (uint16_t)((unsigned)p[0] | ((unsigned)p[1] << 8));
+}
+static inline uint32_t src_rd32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+static inline uint64_t src_rd64(const uint8_t *p)
+{
+    return (uint64_t)src_rd32(p) | ((uint64_t)src_rd32(p + 4) << 32);
+}
+
+#endif
