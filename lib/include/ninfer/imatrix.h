@@ -1,0 +1,53 @@
+/* ninfer/imatrix.h - the importance matrix written by llama.cpp's llama-imatrix (GGUF output),
+ * read for grouped_search.
+ *
+ * For each weight tensor T the file holds T.in_sum2 (F32, one value per input column: the sum
+ * of squared activations) and T.counts (F32, one value: how many activations were summed).  The
+ * importance of column k is in_sum2[k] / max(counts, 1), computed in binary32.  Every entry
+ * must be finite and non-negative; counts must hold exactly one value.
+ *
+ * Name mapping (how a source tensor finds its vector), tried in order:
+ *   1. the exact name: the imatrix entry T equals the source tensor's name;
+ *   2. the GGUF name of the same weight: a Hugging Face name is rewritten with llama.cpp's
+ *      tensor naming (model.layers.N.self_attn.q_proj.weight -> blk.N.attn_q.weight,
+ *      mlp.down_proj -> ffn_down, lm_head -> output, ...; see nf_imatrix_gguf_name).
+ * A tensor with no entry gets no importance (every column weighs 1).  An entry whose length
+ * differs from the tensor's column count is an error. */
+#ifndef NINFER_IMATRIX_H
+#define NINFER_IMATRIX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <ninfer/error.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct nf_imatrix nf_imatrix;
+
+/* Open a llama-imatrix GGUF file (a name ending in ".zst" is decompressed first, up to 1 GiB). */
+nf_status nf_imatrix_open(const char *path, nf_imatrix **out, nf_error *err);
+/* The same from a file image in memory (copied); `name` is used in messages. */
+nf_status nf_imatrix_open_memory(const void *data, size_t len, const char *name, nf_imatrix **out, nf_error *err);
+void nf_imatrix_close(nf_imatrix *m);
+
+size_t nf_imatrix_count(const nf_imatrix *m);
+/* Entry i: its tensor name T (without ".in_sum2"), length and importance vector. */
+const char *nf_imatrix_name_at(const nf_imatrix *m, size_t i, uint64_t *length, const float **importance);
+
+/* Importance for a source tensor with `cols` input columns: *importance is NULL when the file
+ * has no entry for it (by the mapping above); NF_ERR_INVALID when the entry's length is not
+ * `cols`.  *matched (may be NULL) receives the entry name that matched. */
+nf_status nf_imatrix_lookup(const nf_imatrix *m, const char *tensor, uint64_t cols, const float **importance,
+                            const char **matched, nf_error *err);
+
+/* llama.cpp's GGUF name of a Hugging Face tensor name, written into out; 0 when the name has
+ * no GGUF counterpart known here. */
+size_t nf_imatrix_gguf_name(const char *hf_name, char *out, size_t size);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,284 @@
+/* llama-imatrix GGUF reader and the source-name mapping (see ninfer/imatrix.h). */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <zstd.h>
+
+#include <ninfer/imatrix.h>
+#include <ninfer/source.h>
+
+
+#define MAX_ZST_BYTES ((uint64_t)1 << 30)
+
+typedef struct entry {
+    char *name;
+    uint64_t length;
+    float *importance;
+} entry;
+
+struct nf_imatrix {
+    entry *entries;
+    size_t count;
+};
+
+void nf_imatrix_close(nf_imatrix *m)
+{
+    if (!m) return;
+    for (size_t i = 0; i < m->count; i++) {
+        free(m->entries[i].name);
+        free(m->entries[i].importance);
+    }
+    free(m->entries);
+    free(m);
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+/* One entry from T.in_sum2 and T.counts. */
+static nf_status load_entry(const nf_source *src, const nf_source_tensor *sum, const char *label, entry *e,
+                            nf_error *err)
+{
+    size_t base = strlen(sum->name) - strlen(".in_sum2");
+    e->name = strndup(sum->name, base);
+    if (!e->name) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    char counts_name[1100];
+    snprintf(counts_name, sizeof counts_name, "%s.counts", e->name);
+    const nf_source_tensor *cnt = nf_source_find(src, counts_name);
+    if (!cnt) return nf_error_set(err, NF_ERR_INVALID, "%s: '%s' has no '%s'", label, sum->name, counts_name);
+    if (sum->ggml_type != 0 || cnt->ggml_type != 0)
+        return nf_error_set(err, NF_ERR_INVALID, "%s: '%s' and '%s' must be F32", label, sum->name, counts_name);
+    if (sum->rank != 1)
+        return nf_error_set(err, NF_ERR_INVALID, "%s: '%s' must be a vector (one value per input column)", label,
+                            sum->name);
+    if (cnt->elements != 1)
+        return nf_error_set(err, NF_ERR_INVALID,
+                            "%s: '%s' holds %llu values; only dense counts (one value) are supported", label,
+                            counts_name, (unsigned long long)cnt->elements);
+    e->length = sum->elements;
+    size_t n = (size_t)e->length;
+    e->importance = malloc((n ? n : 1) * sizeof *e->importance);
+    if (!e->importance) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    float count;
+    NF_TRY(nf_source_read_f32(src, cnt, 0, cnt->rows, &count, 1, err));
+    if (!isfinite(count) || count < 0.0f)
+        return nf_error_set(err, NF_ERR_INVALID, "%s: '%s' is %g: counts must be finite and non-negative", label,
+                            counts_name, (double)count);
+    NF_TRY(nf_source_read_f32(src, sum, 0, sum->rows, e->importance, n, err));
+    float divisor = count > 1.0f ? count : 1.0f;
+    for (size_t k = 0; k < n; k++) {
+        float v = e->importance[k];
+        if (!isfinite(v) || v < 0.0f)
+            return nf_error_set(err, NF_ERR_INVALID,
+                                "%s: '%s' column %zu is %g: importance must be finite and non-negative", label,
+                                sum->name, k, (double)v);
+        e->importance[k] = v / divisor;
+    }
+    return NF_OK;
+}
+
+static nf_status load(nf_source *src, const char *label, nf_imatrix **out, nf_error *err)
+{
+    nf_imatrix *m = calloc(1, sizeof *m);
+    size_t total = nf_source_tensor_count(src);
+    if (m) m->entries = calloc(total ? total : 1, sizeof *m->entries);
+    if (!m || !m->entries) {
+        nf_imatrix_close(m);
+        return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < total; i++) {
+        const nf_source_tensor *t = nf_source_tensor_at(src, i);
+        if (ends_with(t->name, ".in_sum2")) {
+            nf_status st = load_entry(src, t, label, &m->entries[m->count], err);
+            m->count++;
+            if (st != NF_OK) {
+                nf_imatrix_close(m);
+                return st;
+            }
+        } else if (!ends_with(t->name, ".counts")) {
+            nf_imatrix_close(m);
+            return nf_error_set(err, NF_ERR_INVALID,
+                                "%s: tensor '%s' is neither T.in_sum2 nor T.counts: not a llama-imatrix file", label,
+                                t->name);
+        }
+    }
+    if (m->count == 0) {
+        nf_imatrix_close(m);
+        return nf_error_set(err, NF_ERR_INVALID, "%s: no T.in_sum2 tensors: not a llama-imatrix file", label);
+    }
+    *out = m;
+    return NF_OK;
+}
+
+nf_status nf_imatrix_open_memory(const void *data, size_t len, const char *name, nf_imatrix **out, nf_error *err)
+{
+    *out = NULL;
+    nf_source *src = NULL;
+    NF_TRY(nf_source_open_memory(data, len, NF_SOURCE_GGUF, name, &src, err));
+    nf_status st = load(src, name ? name : "<memory>", out, err);
+    nf_source_close(src);
+    return st;
+}
+
+/* Reads and decompresses a .zst file whole (imatrix files are a few MB). */
+static nf_status read_zst(const char *path, void **data, size_t *len, nf_error *err)
+{
+    *data = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) return nf_error_errno(err, errno, "cannot open %s", path);
+    ZSTD_DCtx *dctx = ZSTD_createDCtx();
+    size_t in_cap = ZSTD_DStreamInSize();
+    unsigned char *in = malloc(in_cap);
+    size_t cap = 1 << 20, used = 0;
+    unsigned char *buf = malloc(cap);
+    nf_status st = NF_OK;
+    size_t last = 1;
+    if (!dctx || !in || !buf) st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    size_t n;
+    while (st == NF_OK && (n = fread(in, 1, in_cap, f)) > 0) {
+        ZSTD_inBuffer zin = {in, n, 0};
+        while (st == NF_OK && zin.pos < zin.size) {
+            if (cap - used < (1 << 16)) {
+                if ((uint64_t)cap * 2 > MAX_ZST_BYTES) {
+                    st = nf_error_set(err, NF_ERR_INVALID, "%s: decompresses to more than 1 GiB", path);
+                    break;
+                }
+                unsigned char *grown = realloc(buf, cap * 2);
+                if (!grown) {
+                    st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+                    break;
+                }
+                buf = grown;
+                cap *= 2;
+            }
+            ZSTD_outBuffer zout = {buf + used, cap - used, 0};
+            last = ZSTD_decompressStream(dctx, &zout, &zin);
+            if (ZSTD_isError(last)) st = nf_error_set(err, NF_ERR_INVALID, "%s: %s", path, ZSTD_getErrorName(last));
+            used += zout.pos;
+        }
+    }
+    if (st == NF_OK && ferror(f)) st = nf_error_errno(err, errno, "cannot read %s", path);
+    if (st == NF_OK && last != 0) st = nf_error_set(err, NF_ERR_INVALID, "%s: truncated zstd stream", path);
+    fclose(f);
+    ZSTD_freeDCtx(dctx);
+    free(in);
+    if (st != NF_OK) {
+        free(buf);
+        return st;
+    }
+    *data = buf;
+    *len = used;
+    return NF_OK;
+}
+
+nf_status nf_imatrix_open(const char *path, nf_imatrix **out, nf_error *err)
+{
+    *out = NULL;
+    if (ends_with(path, ".zst")) {
+        void *data = NULL;
+        size_t len = 0;
+        NF_TRY(read_zst(path, &data, &len, err));
+        nf_status st = nf_imatrix_open_memory(data, len, path, out, err);
+        free(data);
+        return st;
+    }
+    nf_source *src = NULL;
+    NF_TRY(nf_source_open(path, &src, err));
+    nf_status st = nf_source_kind_of(src) == NF_SOURCE_GGUF
+                       ? load(src, path, out, err)
+                       : nf_error_set(err, NF_ERR_INVALID, "%s: an imatrix must be llama-imatrix GGUF output", path);
+    nf_source_close(src);
+    return st;
+}
+
+size_t nf_imatrix_count(const nf_imatrix *m) { return m->count; }
+
+const char *nf_imatrix_name_at(const nf_imatrix *m, size_t i, uint64_t *length, const float **importance)
+{
+    if (i >= m->count) return NULL;
+    if (length) *length = m->entries[i].length;
+    if (importance) *importance = m->entries[i].importance;
+    return m->entries[i].name;
+}
+
+/* ---------------------------------------------------------------- name mapping */
+/* Suffixes of a layer's Hugging Face names and their llama.cpp counterparts. */
+static const struct {
+    const char *hf, *gguf;
+} layer_map[] = {
+    {"self_attn.q_proj", "attn_q"},         {"self_attn.k_proj", "attn_k"},
+    {"self_attn.v_proj", "attn_v"},         {"self_attn.o_proj", "attn_output"},
+    {"self_attn.qkv_proj", "attn_qkv"},     {"self_attn.q_norm", "attn_q_norm"},
+    {"self_attn.k_norm", "attn_k_norm"},    {"mlp.gate_proj", "ffn_gate"},
+    {"mlp.up_proj", "ffn_up"},              {"mlp.down_proj", "ffn_down"},
+    {"mlp.gate_up_proj", "ffn_gate_up"},    {"input_layernorm", "attn_norm"},
+    {"post_attention_layernorm", "ffn_norm"},
+};
+
+size_t nf_imatrix_gguf_name(const char *hf, char *out, size_t size)
+{
+    if (size == 0) return 0;
+    out[0] = '\0';
+    const char *kind = ends_with(hf, ".weight") ? "weight" : ends_with(hf, ".bias") ? "bias" : NULL;
+    if (!kind) return 0;
+    size_t stem = strlen(hf) - strlen(kind) - 1;
+    int n;
+    if (strncmp(hf, "model.embed_tokens", stem) == 0 && stem == strlen("model.embed_tokens"))
+        n = snprintf(out, size, "token_embd.%s", kind);
+    else if (strncmp(hf, "lm_head", stem) == 0 && stem == strlen("lm_head"))
+        n = snprintf(out, size, "output.%s", kind);
+    else if (strncmp(hf, "model.norm", stem) == 0 && stem == strlen("model.norm"))
+        n = snprintf(out, size, "output_norm.%s", kind);
+    else {
+        unsigned layer;
+        int used = 0;
+        if (sscanf(hf, "model.layers.%u.%n", &layer, &used) != 1 || used == 0) return 0;
+        const char *rest = hf + used;
+        size_t rest_len = stem - (size_t)used;
+        n = -1;
+        for (size_t i = 0; i < sizeof layer_map / sizeof layer_map[0]; i++)
+            if (strlen(layer_map[i].hf) == rest_len && strncmp(rest, layer_map[i].hf, rest_len) == 0) {
+                n = snprintf(out, size, "blk.%u.%s.%s", layer, layer_map[i].gguf, kind);
+                break;
+            }
+        if (n < 0) return 0;
+    }
+    if (n < 0 || (size_t)n >= size) {
+        out[0] = '\0';
+        return 0;
+    }
+    return (size_t)n;
+}
+
+static const entry *find(const nf_imatrix *m, const char *name)
+{
+    for (size_t i = 0; i < m->count; i++)
+        if (strcmp(m->entries[i].name, name) == 0) return &m->entries[i];
+    return NULL;
+}
+
+nf_status nf_imatrix_lookup(const nf_imatrix *m, const char *tensor, uint64_t cols, const float **importance,
+                            const char **matched, nf_error *err)
+{
+    *importance = NULL;
+    if (matched) *matched = NULL;
+    const entry *e = find(m, tensor);
+    if (!e) {
+        char gguf[1100];
+        if (nf_imatrix_gguf_name(tensor, gguf, sizeof gguf)) e = find(m, gguf);
+    }
+    if (!e) return NF_OK;
+    if (e->length != cols)
+        return nf_error_set(err, NF_ERR_INVALID,
+                            "imatrix entry '%s' has %llu values but tensor '%s' has %llu input columns", e->name,
+                            (unsigned long long)e->length, tensor, (unsigned long long)cols);
+    *importance = e->importance;
+    if (matched) *matched = e->name;
+    return NF_OK;
+}

@@ -1,0 +1,185 @@
+/* llama-imatrix GGUF reading: importance = in_sum2 / max(counts, 1) (vectors.md 6.1 item 14's
+ * numbers), the name mapping (exact, then llama.cpp's GGUF name), refusals, .zst input. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zstd.h>
+
+#include <ninfer/ninfer.h>
+
+#include "support/source_writer.h"
+
+typedef struct vec {
+    const char *name; /* T */
+    const float *sum;
+    uint64_t n;
+    const float *counts;
+    uint64_t ncounts;
+} vec;
+
+static void build(sw_buf *b, const vec *v, size_t nv)
+{
+    sw_gguf_tensor t[16];
+    char names[16][128];
+    size_t k = 0;
+    for (size_t i = 0; i < nv; i++) {
+        snprintf(names[k], sizeof names[k], "%s.in_sum2", v[i].name);
+        t[k] = (sw_gguf_tensor){names[k], 0, 1, {v[i].n, 1, 1, 1}, v[i].sum, v[i].n * 4};
+        k++;
+        snprintf(names[k], sizeof names[k], "%s.counts", v[i].name);
+        t[k] = (sw_gguf_tensor){names[k], 0, 1, {v[i].ncounts, 1, 1, 1}, v[i].counts, v[i].ncounts * 4};
+        k++;
+    }
+    sw_gguf_file(b, 0, t, k);
+}
+
+static nf_status open_vecs(const vec *v, size_t nv, nf_imatrix **m, nf_error *err)
+{
+    sw_buf b = {0};
+    build(&b, v, nv);
+    nf_status st = nf_imatrix_open_memory(b.data, b.len, "test.imatrix.gguf", m, err);
+    sw_free(&b);
+    return st;
+}
+
+static const float two = 2.0f;
+
+Test(imatrix, importance_is_in_sum2_over_counts)
+{
+    /* vectors.md 6.1 item 14: 6.0 / 2 -> 3.0, 9.0 / 2 -> 4.5, 4.0 / 2 -> 2.0 */
+    const float qkv[3] = {6.0f, 6.0f, 6.0f}, q[2] = {9.0f, 0.0f}, down[4] = {4.0f, 4.0f, 8.0f, 1.0f};
+    const float zero = 0.0f;
+    vec v[] = {{"blk.0.attn_qkv.weight", qkv, 3, &two, 1},
+               {"blk.1.attn_q.weight", q, 2, &two, 1},
+               {"blk.1.ffn_down.weight", down, 4, &two, 1},
+               {"blk.2.ffn_up.weight", down, 4, &zero, 1}};
+    nf_imatrix *m;
+    nf_error err;
+    cr_assert_eq(open_vecs(v, 4, &m, &err), NF_OK, "%s", err.message);
+    cr_assert_eq(nf_imatrix_count(m), 4);
+    const float *imp;
+    const char *matched;
+    cr_assert_eq(nf_imatrix_lookup(m, "blk.0.attn_qkv.weight", 3, &imp, &matched, &err), NF_OK);
+    cr_assert_not_null(imp);
+    for (int i = 0; i < 3; i++) cr_assert_eq(imp[i], 3.0f);
+    cr_assert_eq(nf_imatrix_lookup(m, "model.layers.1.self_attn.q_proj.weight", 2, &imp, &matched, &err), NF_OK);
+    cr_assert_not_null(imp, "HF name maps to the GGUF name");
+    cr_assert_str_eq(matched, "blk.1.attn_q.weight");
+    cr_assert_eq(imp[0], 4.5f);
+    cr_assert_eq(imp[1], 0.0f);
+    cr_assert_eq(nf_imatrix_lookup(m, "model.layers.1.mlp.down_proj.weight", 4, &imp, NULL, &err), NF_OK);
+    cr_assert(imp && imp[0] == 2.0f && imp[1] == 2.0f && imp[2] == 4.0f && imp[3] == 0.5f);
+    /* counts 0: divided by max(counts, 1) = 1 */
+    cr_assert_eq(nf_imatrix_lookup(m, "blk.2.ffn_up.weight", 4, &imp, NULL, &err), NF_OK);
+    cr_assert(imp && imp[0] == 4.0f && imp[2] == 8.0f);
+    /* no entry: no importance, not an error */
+    cr_assert_eq(nf_imatrix_lookup(m, "model.layers.7.mlp.up_proj.weight", 4, &imp, NULL, &err), NF_OK);
+    cr_assert_null(imp);
+    /* wrong length */
+    cr_assert_eq(nf_imatrix_lookup(m, "blk.1.attn_q.weight", 3, &imp, NULL, &err), NF_ERR_INVALID);
+    cr_assert(strstr(err.message, "blk.1.attn_q.weight") && strstr(err.message, "2 values"), "%s", err.message);
+    nf_imatrix_close(m);
+}
+
+Test(imatrix, gguf_names)
+{
+    static const char *pairs[][2] = {
+        {"model.layers.0.self_attn.q_proj.weight", "blk.0.attn_q.weight"},
+        {"model.layers.12.self_attn.o_proj.weight", "blk.12.attn_output.weight"},
+        {"model.layers.3.mlp.gate_proj.weight", "blk.3.ffn_gate.weight"},
+        {"model.layers.3.mlp.up_proj.weight", "blk.3.ffn_up.weight"},
+        {"model.layers.3.mlp.down_proj.weight", "blk.3.ffn_down.weight"},
+        {"model.layers.0.input_layernorm.weight", "blk.0.attn_norm.weight"},
+        {"model.embed_tokens.weight", "token_embd.weight"},
+        {"lm_head.weight", "output.weight"},
+        {"model.norm.weight", "output_norm.weight"},
+    };
+    char out[128];
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+        cr_assert_neq(nf_imatrix_gguf_name(pairs[i][0], out, sizeof out), 0, "%s", pairs[i][0]);
+        cr_assert_str_eq(out, pairs[i][1]);
+    }
+    cr_assert_eq(nf_imatrix_gguf_name("model.layers.x.mlp.up_proj.weight", out, sizeof out), 0);
+    cr_assert_eq(nf_imatrix_gguf_name("model.layers.0.mlp.experts.weight", out, sizeof out), 0);
+    cr_assert_eq(nf_imatrix_gguf_name("something", out, sizeof out), 0);
+    cr_assert_eq(nf_imatrix_gguf_name("model.layers.0.self_attn.q_proj.weight", out, 8), 0, "too small");
+}
+
+static void expect_refused(const vec *v, size_t nv, const char *fragment)
+{
+    nf_imatrix *m = NULL;
+    nf_error err;
+    cr_assert_eq(open_vecs(v, nv, &m, &err), NF_ERR_INVALID, "expected a refusal mentioning %s", fragment);
+    cr_assert(strstr(err.message, fragment), "'%s' lacks '%s'", err.message, fragment);
+    cr_assert_null(m);
+}
+
+Test(imatrix, refusals)
+{
+    const float neg[2] = {1.0f, -1.0f}, nan2[2] = {1.0f, NAN}, inf2[2] = {INFINITY, 1.0f}, ok[2] = {1.0f, 2.0f};
+    const float two_counts[2] = {2.0f, 2.0f}, neg_count = -1.0f;
+    vec a[] = {{"blk.0.attn_q.weight", neg, 2, &two, 1}};
+    expect_refused(a, 1, "column 1");
+    vec b[] = {{"blk.0.attn_q.weight", nan2, 2, &two, 1}};
+    expect_refused(b, 1, "finite");
+    vec c[] = {{"blk.0.attn_q.weight", inf2, 2, &two, 1}};
+    expect_refused(c, 1, "finite");
+    vec d[] = {{"blk.0.attn_q.weight", ok, 2, two_counts, 2}};
+    expect_refused(d, 1, "dense counts");
+    vec e[] = {{"blk.0.attn_q.weight", ok, 2, &neg_count, 1}};
+    expect_refused(e, 1, "counts must be");
+
+    /* a T.in_sum2 without its T.counts, and a stray tensor */
+    sw_gguf_tensor only_sum[] = {{"w.in_sum2", 0, 1, {2, 1, 1, 1}, ok, 8}};
+    sw_buf buf = {0};
+    sw_gguf_file(&buf, 0, only_sum, 1);
+    nf_imatrix *m = NULL;
+    nf_error err;
+    cr_assert_eq(nf_imatrix_open_memory(buf.data, buf.len, "x", &m, &err), NF_ERR_INVALID);
+    cr_assert(strstr(err.message, "w.counts"), "%s", err.message);
+    sw_free(&buf);
+    sw_gguf_tensor stray[] = {{"token_embd.weight", 0, 1, {2, 1, 1, 1}, ok, 8}};
+    sw_gguf_file(&buf, 0, stray, 1);
+    cr_assert_eq(nf_imatrix_open_memory(buf.data, buf.len, "x", &m, &err), NF_ERR_INVALID);
+    cr_assert(strstr(err.message, "not a llama-imatrix file"), "%s", err.message);
+    sw_free(&buf);
+    /* not GGUF at all */
+    cr_assert_eq(nf_imatrix_open_memory("hello", 5, "x", &m, &err), NF_ERR_INVALID);
+}
+
+Test(imatrix, zstd_file)
+{
+    const float q[2] = {9.0f, 1.0f};
+    vec v[] = {{"blk.0.attn_q.weight", q, 2, &two, 1}};
+    sw_buf b = {0};
+    build(&b, v, 1);
+    size_t cap = ZSTD_compressBound(b.len);
+    void *z = malloc(cap);
+    size_t zn = ZSTD_compress(z, cap, b.data, b.len, 3);
+    cr_assert_not(ZSTD_isError(zn));
+    char *dir = sw_tempdir();
+    char *path = sw_path(dir, "imatrix.gguf.zst");
+    char *plain = sw_path(dir, "imatrix.gguf");
+    cr_assert_eq(sw_write_file(path, z, zn), 0);
+    cr_assert_eq(sw_write_file(plain, b.data, b.len), 0);
+    nf_imatrix *m;
+    nf_error err;
+    const float *imp;
+    cr_assert_eq(nf_imatrix_open(path, &m, &err), NF_OK, "%s", err.message);
+    cr_assert_eq(nf_imatrix_lookup(m, "blk.0.attn_q.weight", 2, &imp, NULL, &err), NF_OK);
+    cr_assert(imp && imp[0] == 4.5f && imp[1] == 0.5f);
+    nf_imatrix_close(m);
+    cr_assert_eq(nf_imatrix_open(plain, &m, &err), NF_OK, "%s", err.message);
+    nf_imatrix_close(m);
+    /* a truncated .zst is refused */
+    cr_assert_eq(sw_write_file(path, z, zn / 2), 0);
+    cr_assert_eq(nf_imatrix_open(path, &m, &err), NF_ERR_INVALID);
+    sw_rmtree(dir);
+    free(dir);
+    free(path);
+    free(plain);
+    free(z);
+    sw_free(&b);
+}
