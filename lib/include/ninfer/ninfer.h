@@ -9,6 +9,7 @@
 #include <ninfer/container.h>
 #include <ninfer/verify.h>
 #include <ninfer/source.h>
+#include <ninfer/import.h>
 #include <ninfer/imatrix.h>
 
 #ifdef __cplusplus

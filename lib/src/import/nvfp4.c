@@ -1,0 +1,209 @@
+/* NVFP4 imports (checkpoints.md 3 and 4, conversion.md 5.6): ModelOpt and compressed-tensors
+ * hold the same codes and block scales; they differ in the tensor-level scalar.  ModelOpt's
+ * weight_scale_2 multiplies (w = e2m1 * e4m3 * m), compressed-tensors' weight_global_scale
+ * divides (w = e2m1 * e4m3 / g), and nvfp4 stores a divisor d_w, so ModelOpt's is inverted. */
+#include <float.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "import/import_impl.h"
+
+#if !defined(FLT_EVAL_METHOD) || FLT_EVAL_METHOD != 0
+#error "the ModelOpt reciprocal needs binary32 evaluation without excess precision"
+#endif
+
+static bool is_nvfp4(nf_import_kind kind)
+{
+    return kind == NF_IMPORT_NVFP4_MODELOPT || kind == NF_IMPORT_NVFP4_COMPRESSED;
+}
+
+/* d_w = RN32(1 / m): one binary32 division, which IEEE 754 defines as the exact quotient
+ * rounded once to nearest, ties to even (no excess precision: checked above; no contraction:
+ * the build passes -ffp-contract=off). */
+static uint32_t reciprocal_bits(uint32_t m_bits)
+{
+    float d = 1.0f / nf_f32_from_bits(m_bits);
+    return nf_f32_bits(d);
+}
+
+nf_status nf_import_init_nvfp4(nf_import *imp, nf_import_kind dialect, const nf_import_tensor *codes,
+                               const nf_import_tensor *scales, const nf_import_tensor *scalar,
+                               const void *scalar_bytes, size_t scalar_len, nf_error *err)
+{
+    if (!imp) return nf_error_set(err, NF_ERR_USAGE, "nf_import_init_nvfp4: missing argument");
+    if (!is_nvfp4(dialect))
+        return nf_error_set(err, NF_ERR_USAGE, "nf_import_init_nvfp4: import kind %d is not an NVFP4 dialect",
+                            (int)dialect);
+    NF_TRY(nf_import_check_decl(codes, "codes", err));
+    NF_TRY(nf_import_check_decl(scales, "scales", err));
+    NF_TRY(nf_import_check_decl(scalar, "divisor", err));
+    memset(imp, 0, sizeof *imp);
+
+    bool modelopt = dialect == NF_IMPORT_NVFP4_MODELOPT;
+    const char *what = modelopt ? "a ModelOpt NVFP4" : "a compressed-tensors NVFP4";
+    const char *codes_comp = modelopt ? "weight" : "weight_packed";
+    const char *scalar_comp = modelopt ? "weight_scale_2" : "weight_global_scale";
+    NF_TRY(nf_import_expect_member(codes, codes, codes_comp, what, err));
+    NF_TRY(nf_import_expect_member(scales, codes, "weight_scale", what, err));
+    NF_TRY(nf_import_expect_member(scalar, codes, scalar_comp, what, err));
+    NF_TRY(nf_import_expect_dtype(codes, "U8", modelopt ? "a ModelOpt NVFP4 weight (two E2M1 codes per byte)"
+                                                        : "a compressed-tensors weight_packed (two E2M1 codes per byte)",
+                                  err));
+    NF_TRY(nf_import_expect_dtype(scales, "F8_E4M3", "an NVFP4 weight_scale (E4M3FN block scales)", err));
+    NF_TRY(nf_import_expect_dtype(scalar, "F32", modelopt ? "a ModelOpt weight_scale_2" : "a weight_global_scale", err));
+
+    char shape[256], want[96];
+    if (codes->rank != 2 || codes->shape[0] == 0 || codes->shape[1] == 0)
+        return nf_import_fail(err, NF_ERR_INVALID, codes->name, "shape %s is not a non-empty matrix [N, K/2]",
+                              nf_import_shape_str(codes, shape, sizeof shape));
+    uint64_t n = codes->shape[0], k;
+    if (!nf_mul_u64(codes->shape[1], 2, &k))
+        return nf_import_fail(err, NF_ERR_INVALID, codes->name, "shape %s overflows K",
+                              nf_import_shape_str(codes, shape, sizeof shape));
+    if (k % 16 != 0)
+        return nf_import_fail(err, NF_ERR_INVALID, codes->name,
+                              "K = %" PRIu64 " (%" PRIu64 " bytes of two codes per row) is not a multiple of 16, the "
+                              "NVFP4 block size",
+                              k, codes->shape[1]);
+    if (scales->rank != 2 || scales->shape[0] != n || scales->shape[1] != k / 16) {
+        snprintf(want, sizeof want, "[%" PRIu64 ",%" PRIu64 "]", n, k / 16);
+        return nf_import_fail(err, NF_ERR_INVALID, scales->name,
+                              "shape %s is not %s: one block scale per 16 values of the [%" PRIu64 ",%" PRIu64 "] weight",
+                              nf_import_shape_str(scales, shape, sizeof shape), want, n, k);
+    }
+    uint64_t count;
+    if (!nf_import_elements(scalar, &count) || count != 1)
+        return nf_import_fail(err, NF_ERR_INVALID, scalar->name, "shape %s is not a scalar (one F32 value per tensor)",
+                              nf_import_shape_str(scalar, shape, sizeof shape));
+    if (!scalar_bytes || scalar_len != 4)
+        return nf_import_fail(err, NF_ERR_USAGE, scalar->name, "import needs its 4 bytes, %zu given",
+                              scalar_bytes ? scalar_len : 0);
+
+    uint32_t word = nf_import_le32(scalar_bytes), divisor = word;
+    const char *problem = nf_import_f32_problem(word);
+    if (modelopt) {
+        if (problem)
+            return nf_import_fail(err, NF_ERR_INVALID, scalar->name,
+                                  "weight_scale_2 0x%08X is %s: a ModelOpt global scale must be a finite multiplier > 0",
+                                  word, problem);
+        divisor = reciprocal_bits(word);
+        if (!nf_nvfp4_divisor_valid(divisor))
+            return nf_import_fail(err, NF_ERR_INVALID, scalar->name,
+                                  "weight_scale_2 0x%08X (%.9g) is too small: its binary32 reciprocal 0x%08X is not a "
+                                  "finite divisor",
+                                  word, (double)nf_f32_from_bits(word), divisor);
+    } else if (problem) {
+        return nf_import_fail(err, NF_ERR_INVALID, scalar->name,
+                              "weight_global_scale 0x%08X is %s: the NVFP4 divisor must be finite and > 0", word, problem);
+    }
+
+    imp->kind = dialect;
+    imp->target = nf_format_by_id(NF_FMT_NVFP4);
+    imp->name = codes->name;
+    imp->scale_name = scales->name;
+    imp->rows = n;
+    imp->cols = k;
+    imp->row_bytes = k / 2;
+    imp->scale_row_bytes = k / 16;
+    imp->ggml_type = -1;
+    imp->source_scalar = word;
+    imp->divisor = divisor;
+    return NF_OK;
+}
+
+/* ---------------------------------------------------------------- stacking */
+
+/* Checks the sources of a parent; *differ: are their divisor words not all the same? */
+static nf_status check_stack(const nf_import *src, size_t count, uint64_t *rows, bool *differ, nf_error *err)
+{
+    if (!src || count == 0) return nf_error_set(err, NF_ERR_USAGE, "nvfp4 parent: no sources given");
+    uint64_t total = 0;
+    *differ = false;
+    for (size_t i = 0; i < count; i++) {
+        if (!is_nvfp4(src[i].kind) || !src[i].name)
+            return nf_error_set(err, NF_ERR_USAGE, "nvfp4 parent: source %zu is not an initialised NVFP4 import", i);
+        if (src[i].cols != src[0].cols)
+            return nf_import_fail(err, NF_ERR_INVALID, src[i].name,
+                                  "K = %" PRIu64 " differs from K = %" PRIu64 " of '%s': stacked rows need one K", src[i].cols,
+                                  src[0].cols, src[0].name);
+        if (!nf_add_u64(total, src[i].rows, &total))
+            return nf_error_set(err, NF_ERR_INVALID, "nvfp4 parent: the row count overflows");
+        if (src[i].divisor != src[0].divisor) *differ = true;
+    }
+    if (*differ) {
+        /* One divisor word per source, each covering N / divisors rows (layouts.md 3.3). */
+        for (size_t i = 0; i < count; i++) {
+            if (src[i].rows != src[0].rows || src[i].rows % 128 != 0)
+                return nf_import_fail(err, NF_ERR_INVALID, src[i].name,
+                                      "has %" PRIu64 " rows: an nvfp4 parent of sources with different divisors (0x%08X "
+                                      "here, 0x%08X in '%s') needs every source to have the same row count, a multiple "
+                                      "of 128 (%" PRIu64 " rows in '%s')",
+                                      src[i].rows, src[i].divisor, src[0].divisor, src[0].name, src[0].rows, src[0].name);
+        }
+    }
+    *rows = total;
+    return NF_OK;
+}
+
+nf_status nf_import_nvfp4_stack(const nf_import *src, size_t count, nf_geometry *g, nf_error *err)
+{
+    if (!g) return nf_error_set(err, NF_ERR_USAGE, "nf_import_nvfp4_stack: missing geometry");
+    uint64_t rows;
+    bool differ;
+    NF_TRY(check_stack(src, count, &rows, &differ, err));
+    uint64_t shape[2] = {rows, src[0].cols};
+    const nf_format *fmt = nf_format_by_id(NF_FMT_NVFP4);
+    nf_status st = nf_geometry_init(g, nf_layout_default_for(fmt), fmt, 2, shape, differ ? (uint64_t)count : 1, err);
+    if (st != NF_OK) {
+        if (count == 1)
+            nf_error_prefix(err, "%s", src[0].name);
+        else
+            nf_error_prefix(err, "nvfp4 parent of %zu sources ('%s' first)", count, src[0].name);
+    }
+    return st;
+}
+
+nf_status nf_import_nvfp4_divisors(const nf_import *src, size_t count, const nf_geometry *g, uint32_t *divisors,
+                                   nf_error *err)
+{
+    if (!g || !divisors) return nf_error_set(err, NF_ERR_USAGE, "nf_import_nvfp4_divisors: missing argument");
+    uint64_t rows;
+    bool differ;
+    NF_TRY(check_stack(src, count, &rows, &differ, err));
+    uint64_t want = differ ? (uint64_t)count : 1;
+    if (!g->format || g->format->id != NF_FMT_NVFP4 || g->divisors != want || g->rows != rows || g->cols != src[0].cols)
+        return nf_error_set(err, NF_ERR_USAGE,
+                            "nf_import_nvfp4_divisors: the geometry is not the parent of these %zu sources", count);
+    for (uint64_t i = 0; i < want; i++) divisors[i] = src[i].divisor;
+    return NF_OK;
+}
+
+/* ---------------------------------------------------------------- rows */
+
+nf_status nf_import_nvfp4_rows(const nf_import *imp, const nf_import_chunk *c, nf_words *out, uint64_t out_row,
+                               nf_error *err)
+{
+    uint64_t k = imp->cols, half = k / 2, groups = k / 16;
+    const uint8_t *codes = c->data, *scales = c->scales;
+    for (uint64_t r = 0; r < c->rows; r++) {
+        const uint8_t *src_c = codes + r * half, *src_s = scales + r * groups;
+        uint8_t *dst_c = out->codes8 + (out_row + r) * k, *dst_s = out->scales8 + (out_row + r) * groups;
+        for (uint64_t g = 0; g < groups; g++) {
+            uint8_t s = src_s[g];
+            if (!nf_nvfp4_scale_valid(s))
+                return nf_import_fail(err, NF_ERR_INVALID, imp->scale_name,
+                                      "row %" PRIu64 " group %" PRIu64 " (cols %" PRIu64 "..%" PRIu64
+                                      "): NVFP4 scale 0x%02X is %s, outside the nvfp4 contract (sign clear, not 0x7F)",
+                                      c->first_row + r, g, g * 16, g * 16 + 15, s,
+                                      (s & 0x7F) == 0x7F ? "NaN" : s == 0x80 ? "-0" : "negative");
+            dst_s[g] = s;
+        }
+        /* All 16 E2M1 words are valid; the lower k sits in the low nibble. */
+        for (uint64_t i = 0; i < half; i++) {
+            uint8_t b = src_c[i];
+            dst_c[2 * i] = (uint8_t)(b & 0x0F);
+            dst_c[2 * i + 1] = (uint8_t)(b >> 4);
+        }
+    }
+    return NF_OK;
+}
