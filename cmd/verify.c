@@ -8,29 +8,34 @@
 
 #include "cli.h"
 
-enum { OPT_QUICK = NF_OPT_PROGRAM };
+enum { OPT_QUICK = NF_OPT_PROGRAM, OPT_AGAINST };
 
 static const nf_option options[] = {
     {"quick", 0, NF_ARG_NONE, OPT_QUICK, NULL,
      "check structure only (framing, directory, files, object ranges, sizes, references)"},
+    {"against", 0, NF_ARG_REQUIRED, OPT_AGAINST, "SOURCE",
+     "also re-derive every object from SOURCE with the recipe recorded in provenance and compare bit for bit"},
     {NULL, 0, NF_ARG_NONE, 0, NULL, NULL},
 };
 
 static const nf_program program = {
     "ninfer-verify",
-    "ninfer-verify FILE... [--json] [--quick]",
+    "ninfer-verify FILE... [--json] [--quick] [--against SOURCE]",
     "Check .ninfer artifacts: structure (framing, JSON directory, files, object ranges, encoded\n"
     "sizes, references), words (every code and scale legal for its format, canonical padding and\n"
     "zero gaps) and checksums (xxh3-128 of each object and of the directory, when recorded in\n"
-    "metadata.checksums).  Every problem found is reported, not just the first.",
+    "metadata.checksums).  Every problem found is reported, not just the first.  --against re-runs\n"
+    "the conversion recorded in provenance on SOURCE and compares every object bit for bit.",
     options,
     "  ninfer-verify model.ninfer                 # exit 0 when valid, 1 when not\n"
     "  ninfer-verify --quick model.ninfer         # structure only; reads no payload\n"
-    "  ninfer-verify --json model.ninfer | jq .problems\n",
+    "  ninfer-verify --json model.ninfer > verdict.json\n"
+    "  ninfer-verify model.ninfer --against ./MyModel   # re-derive every object\n",
 };
 
 typedef struct verify_opts {
     nf_verify_level level;
+    const char *against;
 } verify_opts;
 
 static int on_option(void *ctx, nf_cli *cli, int id, const char *arg)
@@ -39,7 +44,79 @@ static int on_option(void *ctx, nf_cli *cli, int id, const char *arg)
     (void)arg;
     verify_opts *o = ctx;
     if (id == OPT_QUICK) o->level = NF_VERIFY_STRUCTURE;
+    if (id == OPT_AGAINST) o->against = arg;
     return NF_EXIT_OK;
+}
+
+/* ---------------------------------------------------------------- --against */
+typedef struct against_sink {
+    nf_verify_report *report;
+} against_sink;
+
+static void add_against(nf_verify_report *r, const char *object, const char *message)
+{
+    if (r->count == r->capacity) {
+        size_t cap = r->capacity ? r->capacity * 2 : 16;
+        nf_problem *p = realloc(r->problems, cap * sizeof *p);
+        if (!p) return;
+        r->problems = p;
+        r->capacity = cap;
+    }
+    nf_problem *p = &r->problems[r->count++];
+    p->object = object ? strdup(object) : NULL;
+    p->check = strdup("against");
+    p->message = strdup(message);
+    r->valid = false;
+}
+
+static void on_difference(void *ctx, const char *object, const char *message)
+{
+    add_against(((against_sink *)ctx)->report, object, message);
+}
+
+/* Rebuild the plan from provenance.recipe with `source` as its base and compare.  Returns NF_OK
+ * when the comparison ran (differences go into the report). */
+static nf_status verify_against(const char *path, const char *source, nf_verify_report *r, nf_error *err)
+{
+    nf_artifact *a = NULL;
+    NF_TRY(nf_artifact_open(path, NF_READ_PREAD, &a, err));
+    json_t *prov = json_object_get(nf_artifact_directory(a), "provenance");
+    json_t *recipe_json = prov ? json_object_get(prov, "recipe") : NULL;
+    nf_status st = NF_OK;
+    if (!json_is_object(recipe_json)) {
+        add_against(r, NULL, "provenance.recipe is missing: the artifact does not record how it was made");
+        goto done;
+    }
+    char *text = json_dumps(recipe_json, JSON_PRESERVE_ORDER);
+    nf_recipe *recipe = NULL;
+    nf_plan *plan = NULL;
+    /* JSON is YAML: the recorded recipe parses with the recipe parser itself. */
+    st = text ? nf_recipe_parse(text, strlen(text), "provenance.recipe", NULL, &recipe, err)
+              : nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    free(text);
+    if (st == NF_OK) st = nf_recipe_set_source(recipe, "base", source, err);
+    if (st == NF_OK) st = nf_plan_build(recipe, &plan, err);
+    if (st == NF_OK) {
+        against_sink sink = {r};
+        size_t differing = 0;
+        st = nf_plan_compare(plan, a, 0, on_difference, &sink, &differing, err);
+        /* objects the artifact has but the recipe no longer produces */
+        for (size_t i = 0; st == NF_OK && i < nf_artifact_object_count(a); i++) {
+            const nf_object *o = nf_artifact_object(a, i);
+            json_t *objs = prov ? json_object_get(prov, "objects") : NULL;
+            if (o->kind == NF_OBJECT_TENSOR && objs && !json_object_get(objs, o->id))
+                add_against(r, o->id, "not recorded in provenance.objects: cannot be re-derived");
+        }
+    }
+    if (st == NF_ERR_INVALID) { /* the recorded recipe or the source does not fit: a verdict */
+        add_against(r, NULL, err->message);
+        st = NF_OK;
+    }
+    nf_plan_free(plan);
+    nf_recipe_free(recipe);
+done:
+    nf_artifact_close(a);
+    return st;
 }
 
 static json_t *report_json(const char *path, const nf_verify_report *r)
@@ -56,7 +133,8 @@ static json_t *report_json(const char *path, const nf_verify_report *r)
                      "problems", problems);
 }
 
-static void print_human(const nf_cli *cli, const char *path, const nf_verify_report *r, nf_verify_level level)
+static void print_human(const nf_cli *cli, const char *path, const nf_verify_report *r, nf_verify_level level,
+                        const char *against)
 {
     if (r->valid) {
         if (cli->verbosity < 0) return;
@@ -68,6 +146,7 @@ static void print_human(const nf_cli *cli, const char *path, const nf_verify_rep
             else
                 printf("; no checksums recorded");
         }
+        if (against) printf("; every object re-derived from %s", against);
         printf(")\n");
         return;
     }
@@ -84,7 +163,7 @@ static void print_human(const nf_cli *cli, const char *path, const nf_verify_rep
 int main(int argc, char **argv)
 {
     nf_cli cli;
-    verify_opts vo = {NF_VERIFY_CHECKSUMS};
+    verify_opts vo = {NF_VERIFY_CHECKSUMS, NULL};
     bool done = false;
     int rc = nf_cli_parse(&cli, &program, argc, argv, on_option, &vo, &done);
     if (rc != NF_EXIT_OK || done) {
@@ -103,6 +182,10 @@ int main(int argc, char **argv)
         nf_verify_report report;
         nf_error err;
         nf_status st = nf_verify_artifact(path, vo.level, &report, &err);
+        if (st == NF_OK && vo.against && report.valid) {
+            st = verify_against(path, vo.against, &report, &err);
+            if (st != NF_OK) nf_verify_report_free(&report);
+        }
         if (st != NF_OK) {
             nf_cli_report(&cli, &err);
             system_error = true;
@@ -112,7 +195,7 @@ int main(int argc, char **argv)
         if (cli.json)
             json_array_append_new(all, report_json(path, &report));
         else
-            print_human(&cli, path, &report, vo.level);
+            print_human(&cli, path, &report, vo.level, vo.against);
         nf_verify_report_free(&report);
     }
     if (cli.json) {

@@ -1,15 +1,27 @@
 #!/usr/bin/env bash
-# make demo: write a sample artifact holding every format and layout through the library's
-# writer, then inspect and verify it.  (ninfer-convert replaces the writer step when it lands.)
+# make demo: generate a small Llama-shaped bf16 checkpoint (deterministic, odd shapes), convert
+# it with recipes/demo.yaml (q4, q5, q6, q8, fp8 rows, direct tensors, one stacked group), then
+# inspect and verify the artifact and print the per-tensor error table of the conversion report.
 set -euo pipefail
 bin=${1:-build/bin}
 here=$(cd "$(dirname "$0")/.." && pwd)
 out=${DEMO_OUT:-$here/demo-out}
 mkdir -p "$out"
-rm -f "$out"/sample.ninfer*
+rm -rf "$out/checkpoint" "$out"/demo.ninfer*
 step() { printf '\n$ %s\n' "$*"; "$@"; }
-step "$bin/ninfer-demo-sample" "$out/sample.ninfer" "$here/tests/data/gguf"
-step "$bin/ninfer-inspect" "$out/sample.ninfer"
-step "$bin/ninfer-verify" "$out/sample.ninfer"
-step "$bin/ninfer-inspect" "$out/sample.ninfer" --tensor layers.0.q_proj.weight --stats
-step "$bin/ninfer-inspect" "$out/sample.ninfer" --words layers.0.o_proj.weight --rows 0:1 --cols 0:40
+step "$bin/ninfer-gen-checkpoint" "$out/checkpoint"
+step "$bin/ninfer-convert" -r "$here/recipes/demo.yaml" --source base="$out/checkpoint" -o "$out/demo.ninfer"
+step "$bin/ninfer-inspect" "$out/demo.ninfer"
+step "$bin/ninfer-verify" "$out/demo.ninfer"
+step "$bin/ninfer-inspect" "$out/demo.ninfer" --words model.layers.0.self_attn.q_proj.weight --rows 0:1 --cols 0:16
+
+printf '\nper-tensor error of the conversion (%s):\n' "$out/demo.ninfer.conversion.json"
+python3 - "$out/demo.ninfer.conversion.json" <<'PY'
+import json, sys
+rep = json.load(open(sys.argv[1]))
+print('%-42s %-21s %-15s %12s %12s %8s' % ('object', 'format', 'method', 'max_abs_err', 'rmse', 'snr_db'))
+for o in rep['objects']:
+    snr = o.get('snr_db')
+    print('%-42s %-21s %-15s %12.3g %12.3g %8s' % (o['object'], o['format'], o['method'], o.get('max_abs_error', 0.0),
+          o.get('rmse', 0.0), 'exact' if snr is None else '%.1f' % snr))
+PY

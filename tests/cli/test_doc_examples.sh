@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every example command in README.md and docs/*.md runs: lines of ```sh blocks that start with
-# "ninfer" are run (with build/bin first on PATH) in a directory holding sample.ninfer, the
-# demo artifact, and must exit 0.
+# "ninfer" are run (with build/bin first on PATH) in a directory holding sample.ninfer (every
+# format and layout), recipes/ and demo-out/checkpoint, and must exit 0.
 # usage: test_doc_examples.sh BIN_DIR DATA_DIR
 set -u
 bin=$(cd "$1" && pwd)
@@ -11,6 +11,10 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export PATH="$bin:$PATH"
 "$bin/ninfer-demo-sample" "$work/sample.ninfer" "$data/gguf" >/dev/null || { echo "FAIL demo sample"; exit 1; }
+# what `make demo` leaves: the recipes and the generated checkpoint
+cp -r "$top/recipes" "$work/recipes"
+mkdir -p "$work/demo-out"
+"$bin/ninfer-gen-checkpoint" "$work/demo-out/checkpoint" >/dev/null || { echo "FAIL demo checkpoint"; exit 1; }
 pass=0
 fail=0
 for doc in "$top/README.md" "$top"/docs/*.md; do

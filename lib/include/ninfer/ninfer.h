@@ -11,6 +11,8 @@
 #include <ninfer/source.h>
 #include <ninfer/import.h>
 #include <ninfer/imatrix.h>
+#include <ninfer/recipe.h>
+#include <ninfer/convert.h>
 
 #ifdef __cplusplus
 extern "C" {

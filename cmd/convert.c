@@ -1,0 +1,441 @@
+/* ninfer-convert: checkpoint + YAML recipe -> .ninfer artifact (design.md section 2).
+ * The whole plan is resolved and validated before any byte is written; encoding streams row
+ * chunks on a thread pool into the container writer, which publishes atomically. */
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <ninfer/ninfer.h>
+
+#include "cli.h"
+
+enum {
+    OPT_RECIPE = NF_OPT_PROGRAM,
+    OPT_OUTPUT,
+    OPT_SOURCE,
+    OPT_THREADS,
+    OPT_MAX_FILE_BYTES,
+    OPT_DRY_RUN,
+    OPT_FORCE,
+    OPT_NO_REPORT,
+    OPT_ARTIFACT_ID,
+    OPT_FORMAT,
+    OPT_METHOD,
+    OPT_RULE,
+    OPT_CHUNK_VALUES
+};
+
+static const nf_option options[] = {
+    {"recipe", 'r', NF_ARG_REQUIRED, OPT_RECIPE, "RECIPE.yaml", "the conversion recipe (design: docs/recipes.md)"},
+    {"output", 'o', NF_ARG_REQUIRED, OPT_OUTPUT, "OUT.ninfer", "the artifact to write (required)"},
+    {"source", 0, NF_ARG_REQUIRED, OPT_SOURCE, "NAME=PATH", "replace (or add) the recipe's source NAME"},
+    {"threads", 'j', NF_ARG_REQUIRED, OPT_THREADS, "N", "encoding threads (default: every core)"},
+    {"max-file-bytes", 0, NF_ARG_REQUIRED, OPT_MAX_FILE_BYTES, "BYTES",
+     "split into parts of at most BYTES each (0: one file; overrides the recipe)"},
+    {"dry-run", 'n', NF_ARG_NONE, OPT_DRY_RUN, NULL, "print the resolved plan and write nothing"},
+    {"force", 'f', NF_ARG_NONE, OPT_FORCE, NULL, "replace an existing output (never an input)"},
+    {"no-report", 0, NF_ARG_NONE, OPT_NO_REPORT, NULL, "do not write OUT.conversion.json"},
+    {"artifact-id", 0, NF_ARG_REQUIRED, OPT_ARTIFACT_ID, "HEX",
+     "the 16-byte artifact id as 32 hex digits (default: random, or derived from the inputs "
+     "when SOURCE_DATE_EPOCH is set)"},
+    {"format", 0, NF_ARG_REQUIRED, OPT_FORMAT, "FORMAT", "quick mode: the format of every rank-2 float tensor"},
+    {"method", 0, NF_ARG_REQUIRED, OPT_METHOD, "METHOD", "quick mode: the method for --format (default: natural)"},
+    {"rule", 0, NF_ARG_REQUIRED, OPT_RULE, "GLOB=FORMAT[:METHOD]", "quick mode: an override rule (repeatable)"},
+    {"chunk-values", 0, NF_ARG_REQUIRED, OPT_CHUNK_VALUES, "N",
+     "values per encoded row chunk (tuning; the output never depends on it)"},
+    {NULL, 0, NF_ARG_NONE, 0, NULL, NULL},
+};
+
+static const nf_program program = {
+    "ninfer-convert",
+    "ninfer-convert -r RECIPE.yaml -o OUT.ninfer [--source NAME=PATH]... [--threads N]\n"
+    "                      [--max-file-bytes BYTES] [--dry-run] [--force] [--no-report]\n"
+    "       ninfer-convert SOURCE -o OUT.ninfer --format FORMAT [--method METHOD]\n"
+    "                      [--rule 'GLOB=FORMAT[:METHOD]']...",
+    "Convert a checkpoint (safetensors file, sharded index, checkpoint directory or GGUF) into a\n"
+    ".ninfer artifact following a YAML recipe.  The plan is resolved and checked before anything\n"
+    "is written; the output is published atomically (nothing is left behind on failure or Ctrl-C)\n"
+    "and, unless --no-report, OUT.conversion.json gets per-object error statistics.  The second\n"
+    "form (quick mode) gives every rank-2 floating-point tensor FORMAT and keeps the others as\n"
+    "bf16, fp32 or int32.",
+    options,
+    "  ninfer-convert -r recipes/q8.yaml -o model.ninfer --source base=./Qwen3-0.6B\n"
+    "  ninfer-convert -r recipe.yaml -o model.ninfer --dry-run\n"
+    "  ninfer-convert model.safetensors -o model.ninfer --format q8_g32_fp16\n"
+    "  ninfer-convert ckpt/ -o m.ninfer --format q4_g64_fp16 --method grouped_search --rule 'lm_head.*=q8_g32_fp16'\n",
+};
+
+typedef struct convert_opts {
+    const char *recipe, *output, *format, *method;
+    const char **sources;
+    size_t nsources;
+    const char **rules;
+    size_t nrules;
+    unsigned threads;
+    bool has_max_file_bytes, dry_run, force, no_report, has_id;
+    uint64_t max_file_bytes, chunk_values;
+    uint8_t artifact_id[16];
+} convert_opts;
+
+static bool parse_hex_id(const char *s, uint8_t out[16])
+{
+    if (strlen(s) != 32) return false;
+    for (int i = 0; i < 16; i++) {
+        unsigned v;
+        char pair[3] = {s[2 * i], s[2 * i + 1], 0};
+        if (!strchr("0123456789abcdefABCDEF", pair[0]) || !strchr("0123456789abcdefABCDEF", pair[1])) return false;
+        if (sscanf(pair, "%2x", &v) != 1) return false;
+        out[i] = (uint8_t)v;
+    }
+    return true;
+}
+
+static int on_option(void *ctx, nf_cli *cli, int id, const char *arg)
+{
+    convert_opts *o = ctx;
+    uint64_t v;
+    switch (id) {
+    case OPT_RECIPE: o->recipe = arg; break;
+    case OPT_OUTPUT: o->output = arg; break;
+    case OPT_SOURCE:
+        if (!strchr(arg, '=') || arg[0] == '=') return nf_cli_usage(cli, "--source takes NAME=PATH, not '%s'", arg);
+        o->sources[o->nsources++] = arg;
+        break;
+    case OPT_THREADS:
+        if (!nf_cli_parse_u64(arg, &v) || v == 0 || v > 1024)
+            return nf_cli_usage(cli, "--threads takes a number from 1 to 1024, not '%s'", arg);
+        o->threads = (unsigned)v;
+        break;
+    case OPT_MAX_FILE_BYTES:
+        if (!nf_cli_parse_u64(arg, &o->max_file_bytes))
+            return nf_cli_usage(cli, "--max-file-bytes takes a byte count, not '%s'", arg);
+        o->has_max_file_bytes = true;
+        break;
+    case OPT_CHUNK_VALUES:
+        if (!nf_cli_parse_u64(arg, &o->chunk_values) || o->chunk_values == 0)
+            return nf_cli_usage(cli, "--chunk-values takes a positive count, not '%s'", arg);
+        break;
+    case OPT_DRY_RUN: o->dry_run = true; break;
+    case OPT_FORCE: o->force = true; break;
+    case OPT_NO_REPORT: o->no_report = true; break;
+    case OPT_ARTIFACT_ID:
+        if (!parse_hex_id(arg, o->artifact_id)) return nf_cli_usage(cli, "--artifact-id takes 32 hex digits");
+        o->has_id = true;
+        break;
+    case OPT_FORMAT: o->format = arg; break;
+    case OPT_METHOD: o->method = arg; break;
+    case OPT_RULE:
+        if (!strchr(arg, '=') || arg[0] == '=') return nf_cli_usage(cli, "--rule takes GLOB=FORMAT[:METHOD], not '%s'", arg);
+        o->rules[o->nrules++] = arg;
+        break;
+    default: return nf_cli_usage(cli, "unexpected option");
+    }
+    return NF_EXIT_OK;
+}
+
+/* ---------------------------------------------------------------- quick mode */
+static void put_yaml_string(FILE *f, const char *s)
+{
+    json_t *j = json_string(s);
+    char *t = j ? json_dumps(j, JSON_ENCODE_ANY) : NULL;
+    fputs(t ? t : "\"\"", f);
+    free(t);
+    json_decref(j);
+}
+
+static void put_rule(FILE *f, const char *match, const char *dtype, int rank, const char *format, const char *method,
+                     bool optional)
+{
+    fputs("  - match: ", f);
+    put_yaml_string(f, match);
+    fputs("\n", f);
+    if (optional) fputs("    optional: true\n", f);
+    if (dtype || rank >= 0) {
+        fputs("    when:\n", f);
+        if (dtype) {
+            fputs("      dtype: ", f);
+            put_yaml_string(f, dtype);
+            fputs("\n", f);
+        }
+        if (rank >= 0) fprintf(f, "      rank: %d\n", rank);
+    }
+    fputs("    format: ", f);
+    put_yaml_string(f, format);
+    fputs("\n", f);
+    if (method) {
+        fputs("    method: ", f);
+        put_yaml_string(f, method);
+        fputs("\n", f);
+    }
+}
+
+/* The recipe quick mode stands for, as YAML text (the same parser and rules as a file). */
+static char *quick_recipe(const char *source, const convert_opts *o, size_t *len)
+{
+    char *text = NULL;
+    FILE *f = open_memstream(&text, len);
+    if (!f) return NULL;
+    fputs("recipe: 1\nsources:\n  base: ", f);
+    put_yaml_string(f, source);
+    fputs("\noutput:\n  name: ", f);
+    const char *slash = strrchr(o->output, '/');
+    char name[256];
+    snprintf(name, sizeof name, "%s", slash ? slash + 1 : o->output);
+    char *dot = strstr(name, ".ninfer");
+    if (dot && dot != name) *dot = '\0';
+    put_yaml_string(f, name);
+    fputs("\ndefaults:\n  format: \"bf16\"\nrules:\n", f);
+    static const struct {
+        const char *dtype, *format;
+    } keep[] = {{"BF16", "bf16"}, {"F32", "fp32"}, {"F16", "fp32"}, {"F64", "fp32"}, {"F8_E4M3", "bf16"},
+                {"F8_E5M2", "bf16"}, {"I8", "int32"}, {"I16", "int32"}, {"I32", "int32"}, {"I64", "int32"},
+                {"U8", "int32"}, {"U16", "int32"}, {"U32", "int32"}, {"BOOL", "int32"}};
+    for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++)
+        put_rule(f, "*", keep[i].dtype, -1, keep[i].format, "cast_direct", true);
+    static const char *floats[] = {"BF16", "F32", "F16", "F64"};
+    for (size_t i = 0; i < sizeof floats / sizeof floats[0]; i++)
+        put_rule(f, "*", floats[i], 2, o->format, o->method ? o->method : nf_recipe_default_method(o->format), true);
+    for (size_t i = 0; i < o->nrules; i++) {
+        char glob[1024];
+        snprintf(glob, sizeof glob, "%s", o->rules[i]);
+        char *eq = strrchr(glob, '=');
+        *eq = '\0';
+        char *fmt = eq + 1, *colon = strchr(fmt, ':');
+        if (colon) *colon = '\0';
+        put_rule(f, glob, NULL, -1, fmt, colon ? colon + 1 : nf_recipe_default_method(fmt), false);
+    }
+    if (fclose(f) != 0) {
+        free(text);
+        return NULL;
+    }
+    return text;
+}
+
+/* ---------------------------------------------------------------- progress and signals */
+static volatile int g_cancel;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    g_cancel = 1;
+}
+
+typedef struct progress_ctx {
+    bool enabled;
+    struct timespec start;
+} progress_ctx;
+
+static double seconds_since(const struct timespec *t0)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)(now.tv_sec - t0->tv_sec) + (double)(now.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+static void show_progress(void *ctx, const nf_convert_progress *p)
+{
+    progress_ctx *pc = ctx;
+    if (!pc->enabled) return;
+    double s = seconds_since(&pc->start);
+    double rate = s > 0 ? (double)p->bytes_done / s : 0;
+    double eta = rate > 0 ? (double)(p->bytes_total - p->bytes_done) / rate : 0;
+    int width = 30;
+    int filled = p->bytes_total ? (int)((double)width * (double)p->bytes_done / (double)p->bytes_total) : width;
+    fprintf(stderr, "\r[%.*s%*s] %zu/%zu objects  %.1f/%.1f MB  %.1f MB/s  ETA %.0fs ", filled,
+            "##############################", width - filled, "", p->objects_done, p->objects_total,
+            (double)p->bytes_done / 1e6, (double)p->bytes_total / 1e6, rate / 1e6, eta);
+    if (p->objects_done == p->objects_total) fputc('\n', stderr);
+    fflush(stderr);
+}
+
+/* ---------------------------------------------------------------- dry run */
+static void print_plan(const json_t *plan)
+{
+    const json_t *objs = json_object_get(plan, "objects");
+    printf("%-40s %-14s %-6s %-21s %-26s %-15s %12s %8s\n", "object", "shape", "dtype", "format", "layout", "method",
+           "bytes", "bits/w");
+    size_t i;
+    json_t *o;
+    json_array_foreach((json_t *)objs, i, o) {
+        if (strcmp(json_string_value(json_object_get(o, "kind")), "resource") == 0) {
+            printf("%-40s %-14s %-6s %-21s %-26s %-15s %12" JSON_INTEGER_FORMAT " %8s\n",
+                   json_string_value(json_object_get(o, "id")), "-", "-", "(resource)", "raw_bytes_v1", "-",
+                   json_integer_value(json_object_get(o, "bytes")), "-");
+            continue;
+        }
+        char shape[64] = "[";
+        size_t k;
+        json_t *d;
+        json_array_foreach(json_object_get(o, "shape"), k, d) {
+            char part[24];
+            snprintf(part, sizeof part, "%s%" JSON_INTEGER_FORMAT, k ? "," : "", json_integer_value(d));
+            strncat(shape, part, sizeof shape - strlen(shape) - 2);
+        }
+        strcat(shape, "]");
+        printf("%-40s %-14s %-6s %-21s %-26s %-15s %12" JSON_INTEGER_FORMAT " %8.3f\n",
+               json_string_value(json_object_get(o, "id")), shape,
+               json_string_value(json_object_get(o, "source_dtype")), json_string_value(json_object_get(o, "format")),
+               json_string_value(json_object_get(o, "layout")), json_string_value(json_object_get(o, "method")),
+               json_integer_value(json_object_get(o, "bytes")),
+               json_real_value(json_object_get(o, "bits_per_weight")));
+    }
+    const json_t *t = json_object_get(plan, "totals");
+    printf("total: %" JSON_INTEGER_FORMAT " objects, %" JSON_INTEGER_FORMAT " elements, %" JSON_INTEGER_FORMAT
+           " bytes\n",
+           json_integer_value(json_object_get(t, "objects")), json_integer_value(json_object_get(t, "elements")),
+           json_integer_value(json_object_get(t, "bytes")));
+}
+
+/* SOURCE_DATE_EPOCH: an artifact id that depends only on the inputs, for reproducible builds. */
+static void derived_id(const nf_plan *plan, const char *epoch, uint8_t out[16])
+{
+    json_t *d = nf_plan_describe(plan);
+    char *text = json_dumps(d, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(d);
+    size_t n = (text ? strlen(text) : 0) + strlen(epoch) + 1;
+    char *all = malloc(n);
+    char hex[33];
+    if (all) {
+        snprintf(all, n, "%s%s", text ? text : "", epoch);
+        nf_xxh3_128_hex(all, strlen(all), hex);
+    } else {
+        nf_xxh3_128_hex(epoch, strlen(epoch), hex);
+    }
+    free(all);
+    free(text);
+    parse_hex_id(hex, out);
+    out[6] = (uint8_t)((out[6] & 0x0F) | 0x40); /* shaped like a UUIDv4 */
+    out[8] = (uint8_t)((out[8] & 0x3F) | 0x80);
+}
+
+int main(int argc, char **argv)
+{
+    nf_cli cli;
+    convert_opts opts = {0};
+    opts.sources = calloc((size_t)argc + 1, sizeof *opts.sources);
+    opts.rules = calloc((size_t)argc + 1, sizeof *opts.rules);
+    if (!opts.sources || !opts.rules) return NF_EXIT_SYSTEM;
+    bool done = false;
+    nf_recipe *recipe = NULL;
+    nf_plan *plan = NULL;
+    nf_error err;
+    int rc = nf_cli_parse(&cli, &program, argc, argv, on_option, &opts, &done);
+    if (rc != NF_EXIT_OK || done) goto out;
+    bool quick = cli.npositional > 0;
+    if (!opts.output) {
+        rc = nf_cli_usage(&cli, "-o OUT.ninfer is required");
+        goto out;
+    }
+    if (quick) {
+        if (cli.npositional != 1 || opts.recipe || !opts.format) {
+            rc = nf_cli_usage(&cli, "quick mode takes one SOURCE and --format FORMAT, and no --recipe");
+            goto out;
+        }
+        if (!nf_format_lookup(opts.format)) {
+            rc = nf_cli_usage(&cli, "unknown format '%s'", opts.format);
+            goto out;
+        }
+        size_t len = 0;
+        char *text = quick_recipe(cli.positional[0], &opts, &len);
+        if (!text) {
+            rc = nf_cli_error(&cli, NF_ERR_NOMEM, "out of memory");
+            goto out;
+        }
+        nf_status st = nf_recipe_parse(text, len, "(quick mode)", NULL, &recipe, &err);
+        free(text);
+        if (st != NF_OK) {
+            rc = nf_cli_report(&cli, &err);
+            goto out;
+        }
+    } else {
+        if (!opts.recipe) {
+            rc = nf_cli_usage(&cli, "give -r RECIPE.yaml, or SOURCE --format FORMAT (quick mode)");
+            goto out;
+        }
+        if (opts.format || opts.method || opts.nrules) {
+            rc = nf_cli_usage(&cli, "--format, --method and --rule belong to quick mode (SOURCE --format FORMAT)");
+            goto out;
+        }
+        if (nf_recipe_load(opts.recipe, &recipe, &err) != NF_OK) {
+            rc = nf_cli_report(&cli, &err);
+            goto out;
+        }
+    }
+    for (size_t i = 0; i < opts.nsources; i++) {
+        char name[256];
+        const char *eq = strchr(opts.sources[i], '=');
+        snprintf(name, sizeof name, "%.*s", (int)(eq - opts.sources[i]), opts.sources[i]);
+        if (nf_recipe_set_source(recipe, name, eq + 1, &err) != NF_OK) {
+            rc = nf_cli_report(&cli, &err);
+            goto out;
+        }
+    }
+    if (nf_plan_build(recipe, &plan, &err) != NF_OK) {
+        rc = nf_cli_report(&cli, &err);
+        goto out;
+    }
+    if (opts.dry_run) {
+        json_t *d = nf_plan_describe(plan);
+        if (cli.json)
+            rc = nf_cli_print_json(&cli, d);
+        else
+            print_plan(d);
+        json_decref(d);
+        goto out;
+    }
+    const char *epoch = getenv("SOURCE_DATE_EPOCH");
+    if (!opts.has_id && epoch && *epoch) {
+        derived_id(plan, epoch, opts.artifact_id);
+        opts.has_id = true;
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    progress_ctx pc = {cli.progress == NF_PROGRESS_ALWAYS ||
+                           (cli.progress == NF_PROGRESS_AUTO && isatty(STDERR_FILENO) && cli.verbosity >= 0),
+                       {0, 0}};
+    clock_gettime(CLOCK_MONOTONIC, &pc.start);
+    nf_convert_options co = {opts.output,
+                             opts.threads,
+                             opts.has_max_file_bytes,
+                             opts.max_file_bytes,
+                             opts.force,
+                             !opts.no_report,
+                             opts.has_id ? opts.artifact_id : NULL,
+                             opts.chunk_values,
+                             show_progress,
+                             &pc,
+                             &g_cancel};
+    if (nf_plan_execute(plan, &co, &err) != NF_OK) {
+        rc = nf_cli_report(&cli, &err);
+        goto out;
+    }
+    double secs = seconds_since(&pc.start);
+    if (cli.json) {
+        json_t *d = nf_plan_describe(plan);
+        json_t *doc = json_pack("{s:s,s:O,s:f}", "output", opts.output, "totals", json_object_get(d, "totals"),
+                                "seconds", secs);
+        rc = nf_cli_print_json(&cli, doc);
+        json_decref(doc);
+        json_decref(d);
+    } else if (cli.verbosity >= 0) {
+        fprintf(stderr, "%s: wrote %s (%zu objects) in %.2f s\n", cli.prog, opts.output, nf_plan_object_count(plan),
+                secs);
+    }
+out:
+    nf_plan_free(plan);
+    nf_recipe_free(recipe);
+    nf_cli_free(&cli);
+    free(opts.sources);
+    free(opts.rules);
+    return rc;
+}

@@ -1,0 +1,72 @@
+/* ninfer/convert.h - the conversion pipeline: a recipe and its checkpoints -> a resolved,
+ * validated plan -> encoded rows on a thread pool -> the container writer (or a comparison
+ * against an existing artifact, for ninfer-verify --against).
+ *
+ * Planning opens every source, resolves the rules, and checks every choice (format, layout,
+ * method, parameters, shapes, imatrix vectors, components and resources) before any byte is
+ * written; all problems of one kind are reported together (e.g. every tensor whose shape the
+ * chosen format cannot hold).  Execution streams bounded row chunks: memory does not grow with
+ * the model, and the output bytes do not depend on the thread count or chunk size. */
+#ifndef NINFER_CONVERT_H
+#define NINFER_CONVERT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <ninfer/container.h>
+#include <ninfer/error.h>
+#include <ninfer/recipe.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct json_t;
+
+typedef struct nf_plan nf_plan;
+
+/* Open the recipe's sources and resolve and validate everything.  The recipe must outlive the
+ * plan. */
+nf_status nf_plan_build(const nf_recipe *recipe, nf_plan **out, nf_error *err);
+void nf_plan_free(nf_plan *p);
+
+/* The plan as JSON: {"objects": [{"id", "kind", "sources", "shape", "source_dtype", "format",
+ * "layout", "method", "with", "bytes", "bits_per_weight"} ...], "totals": {...}}. */
+struct json_t *nf_plan_describe(const nf_plan *p);
+size_t nf_plan_object_count(const nf_plan *p);
+
+typedef struct nf_convert_progress {
+    size_t objects_done, objects_total;
+    uint64_t bytes_done, bytes_total;   /* encoded output bytes */
+} nf_convert_progress;
+
+typedef void (*nf_progress_fn)(void *ctx, const nf_convert_progress *p);
+
+typedef struct nf_convert_options {
+    const char *output;             /* OUT.ninfer */
+    unsigned threads;               /* 0: every online core */
+    bool has_max_file_bytes;        /* max_file_bytes overrides the recipe's */
+    uint64_t max_file_bytes;
+    bool force;                     /* replace an existing output (never an input) */
+    bool report;                    /* write OUT.conversion.json */
+    const uint8_t *artifact_id;     /* 16 bytes, or NULL for a random UUIDv4 */
+    uint64_t chunk_values;          /* values per row chunk (0: 1 << 18); output never depends on it */
+    nf_progress_fn progress;
+    void *progress_ctx;
+    volatile int *cancel;           /* set non-zero (e.g. by SIGINT) to stop; nothing is published */
+} nf_convert_options;
+
+/* Encode every object and publish the artifact (and its report). */
+nf_status nf_plan_execute(nf_plan *p, const nf_convert_options *opt, nf_error *err);
+
+/* Re-derive every object of the plan and compare with the artifact's bytes: one problem per
+ * differing object is passed to report (object id, message).  *differing receives the count. */
+typedef void (*nf_compare_fn)(void *ctx, const char *object, const char *message);
+nf_status nf_plan_compare(nf_plan *p, nf_artifact *a, unsigned threads, nf_compare_fn report, void *ctx,
+                          size_t *differing, nf_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,149 @@
+/* ninfer/recipe.h - YAML conversion recipes (design.md section 3): parsing with positions,
+ * validation, and resolution of the rules against a checkpoint's tensor list.
+ *
+ * Semantics (spec/conversion.md 5.1):
+ * - Every tensor starts with the defaults (format `defaults.format`, bf16 when absent; method
+ *   `defaults.method` when given).  Rules apply in order; a rule changes only the fields it sets
+ *   (format, layout, method, with, skip), so a later rule that sets only `format` keeps an
+ *   earlier rule's method.
+ * - A rule's `match` is one selector or a list.  A selector equal to a tensor's name matches
+ *   exactly that tensor (an exact name beats a glob); otherwise it is a case-sensitive glob
+ *   (fnmatch) or, with the prefix "re:", a POSIX extended regular expression that must match the
+ *   whole name.  `when` narrows the matched tensors: rank, dtype (the source's spelling, e.g.
+ *   "BF16", "F32", "Q4_K"), min_elements.  A selector that matches no tensor name is an error
+ *   unless the rule says `optional: true`.
+ * - A method left unset by every rule is the format's natural one: cast_direct for direct
+ *   formats, grouped_absmax for q4/q5/q6/q8, fp8_row_maxabs for fp8 rows, import_encoded for
+ *   nvfp4, q2, t2 and gguf_*.
+ * - `${VAR}` in source and resource paths expands from the environment (an unset variable is an
+ *   error); relative paths are relative to the recipe file's directory.
+ *
+ * Every error is reported as "FILE:LINE:COL: what" (libyaml positions, 1-based). */
+#ifndef NINFER_RECIPE_H
+#define NINFER_RECIPE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <ninfer/error.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct json_t;
+
+#define NF_RECIPE_MAX_DEPTH 32       /* YAML nesting cap */
+#define NF_RECIPE_MAX_BYTES (16u << 20)
+
+typedef struct nf_recipe_pos {
+    int line, col; /* 1-based; 0 when unknown */
+} nf_recipe_pos;
+
+typedef struct nf_recipe_source {
+    char *name;          /* "base", "imatrix", ... */
+    char *path;          /* expanded, relative to the recipe's directory resolved */
+    nf_recipe_pos pos;
+} nf_recipe_source;
+
+typedef struct nf_recipe_resource {
+    char *role;          /* "tokenizer.json" */
+    char *source;        /* "base" for "base/tokenizer.json", NULL for a plain path */
+    char *path;          /* the file: resolved against the source directory or the recipe's */
+    nf_recipe_pos pos;
+} nf_recipe_resource;
+
+typedef struct nf_recipe_component {
+    char *name;                   /* "text" */
+    char *config_from;            /* {from: base}: the source whose config.json is the config */
+    struct json_t *config;        /* a literal config object (when not config_from), or NULL */
+    nf_recipe_resource *resources;
+    size_t nresources;
+    nf_recipe_pos pos;
+} nf_recipe_component;
+
+typedef struct nf_recipe_rule {
+    char **match;                 /* selectors as written ("re:..." kept) */
+    size_t nmatch;
+    int when_rank;                /* -1: no predicate */
+    char *when_dtype;             /* NULL: no predicate */
+    uint64_t when_min_elements;   /* 0: no predicate */
+    char *format;                 /* NULL: not set by this rule */
+    char *layout;                 /* NULL: not set ("auto" resets to the format's default) */
+    char *method;                 /* NULL: not set */
+    struct json_t *with;          /* NULL: not set; else an object of method parameters */
+    int skip;                     /* -1 not set, 0 false, 1 true */
+    bool optional;
+    nf_recipe_pos pos;
+} nf_recipe_rule;
+
+typedef struct nf_recipe_group {
+    char *id;                     /* parent object id */
+    char **members;               /* tensor names, stacked in this order */
+    size_t nmembers;
+    nf_recipe_pos pos;
+} nf_recipe_group;
+
+typedef struct nf_recipe {
+    char *path;                   /* the recipe file ("<memory>" when parsed from text) */
+    char *dir;                    /* its directory, for relative paths */
+    int version;                  /* `recipe: 1` */
+    nf_recipe_source *sources;
+    size_t nsources;
+    char *output_name;            /* output.name or NULL */
+    uint64_t max_file_bytes;      /* output.max_file_bytes, 0 when absent */
+    nf_recipe_component *components; /* NULL/0: the default {text: {config: base config.json or {}}} */
+    size_t ncomponents;
+    char *default_format;         /* defaults.format, "bf16" when absent */
+    char *default_method;         /* defaults.method or NULL */
+    nf_recipe_rule *rules;
+    size_t nrules;
+    nf_recipe_group *groups;
+    size_t ngroups;
+    struct json_t *json;          /* the whole recipe as JSON (for provenance) */
+} nf_recipe;
+
+/* Parse a recipe file ("-" reads stdin; a name ending in ".zst" is decompressed). */
+nf_status nf_recipe_load(const char *path, nf_recipe **out, nf_error *err);
+/* Parse recipe text; `name` is used in messages, `dir` resolves relative paths (may be NULL:
+ * the current directory). */
+nf_status nf_recipe_parse(const char *text, size_t len, const char *name, const char *dir, nf_recipe **out,
+                          nf_error *err);
+void nf_recipe_free(nf_recipe *r);
+
+/* --source NAME=PATH: replace (or add) a source. */
+nf_status nf_recipe_set_source(nf_recipe *r, const char *name, const char *path, nf_error *err);
+const nf_recipe_source *nf_recipe_find_source(const nf_recipe *r, const char *name);
+
+/* A tensor of the checkpoint, as the resolver sees it. */
+typedef struct nf_recipe_tensor {
+    const char *name;
+    const char *dtype;            /* source spelling: "BF16", "F32", "Q8_0", ... */
+    uint32_t rank;
+    const uint64_t *shape;
+    uint64_t elements;
+} nf_recipe_tensor;
+
+/* What the rules chose for one tensor. */
+typedef struct nf_recipe_choice {
+    bool skip;
+    const char *format;           /* canonical name as written in the recipe (validated later) */
+    const char *layout;           /* NULL: the format's default layout */
+    const char *method;           /* never NULL after resolution */
+    const struct json_t *with;    /* NULL or an object */
+    int rule;                     /* index of the last rule that matched the tensor, -1 if none */
+} nf_recipe_choice;
+
+/* Apply defaults and rules to every tensor.  choices has n entries.  Fails with every unmatched
+ * selector (not optional) listed, each with its position. */
+nf_status nf_recipe_resolve(const nf_recipe *r, const nf_recipe_tensor *tensors, size_t n,
+                            nf_recipe_choice *choices, nf_error *err);
+
+/* The natural method of a format name (see above); NULL for an unknown format. */
+const char *nf_recipe_default_method(const char *format);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

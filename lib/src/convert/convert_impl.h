@@ -1,0 +1,68 @@
+/* Internal structures of the conversion pipeline, shared by plan.c (resolution, validation,
+ * directory members) and execute.c (row chunks on a thread pool). */
+#ifndef NINFER_CONVERT_IMPL_H
+#define NINFER_CONVERT_IMPL_H
+
+#include <jansson.h>
+
+#include <ninfer/convert.h>
+#include <ninfer/imatrix.h>
+#include <ninfer/import.h>
+#include <ninfer/method.h>
+#include <ninfer/source.h>
+
+/* An opened source of the recipe. */
+typedef struct plan_source {
+    const char *name;       /* recipe name ("base") */
+    const char *path;
+    nf_source *src;         /* NULL for sources that are not checkpoints (an imatrix) */
+    uint64_t bytes;         /* sum of its files' sizes */
+} plan_source;
+
+/* Rows of one source tensor feeding rows of a parent object. */
+typedef struct plan_member {
+    const plan_source *source;
+    const nf_source_tensor *t;       /* values, codes or blocks */
+    const nf_source_tensor *scale_t; /* import: the scale tensor (nvfp4, fp8 per row), else NULL */
+    nf_import imp;                   /* import_encoded only */
+    bool raw;                        /* method reads raw words of src_type (else binary32 values) */
+    nf_src_type src_type;
+    uint64_t rows;                   /* source rows (matrix view) */
+    uint64_t parent_row0;            /* where they land in the parent */
+} plan_member;
+
+typedef struct plan_object {
+    char *id;
+    nf_object_kind kind;
+    /* tensor */
+    nf_geometry g;
+    nf_method_id method;
+    nf_method_params params;
+    const json_t *with;              /* recipe's with (borrowed) */
+    char *source_dtype;
+    plan_member *members;
+    size_t nmembers;
+    uint32_t *divisors;              /* nvfp4 parents: g.divisors words */
+    /* resource */
+    char *path;
+    uint64_t bytes;
+    /* execution */
+    size_t writer_index;
+} plan_object;
+
+struct nf_plan {
+    const nf_recipe *recipe;
+    plan_source *sources;
+    size_t nsources;
+    nf_imatrix **imatrices;          /* one per source (loaded when a rule uses it), else NULL */
+    plan_object *objects;
+    size_t nobjects;
+    json_t *components, *bindings, *metadata, *provenance;
+};
+
+/* Convert one tensor's words into the rows of a words buffer (execute.c). */
+nf_status nf_convert_member_rows(const plan_object *o, const plan_member *m, uint64_t r0, uint64_t r1,
+                                 void *raw_buf, size_t raw_len, void *scale_buf, size_t scale_len,
+                                 float *values, nf_words *words, uint64_t words_row, nf_error *err);
+
+#endif

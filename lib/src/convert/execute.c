@@ -1,0 +1,667 @@
+/* Executing a plan: every tensor object is cut into bounded chunks of rows; worker threads
+ * read a chunk from its source, encode it (method or import), compare the represented values
+ * with the source for the report, and hand the bytes to a sink: the container writer, or a
+ * comparison with an existing artifact (verify --against).  Each chunk owns disjoint output
+ * bytes, so the result is the same for any thread count or chunk size. */
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <ninfer/ninfer.h>
+
+#include "common/checked.h"
+#include "convert/convert_impl.h"
+
+#define DEFAULT_CHUNK_VALUES ((uint64_t)1 << 18)
+
+/* ---------------------------------------------------------------- source rows -> words */
+/* Binary32 values of raw source words, for the error statistics. */
+static void raw_to_f32(nf_src_type type, const void *data, size_t n, float *out)
+{
+    const uint8_t *p = data;
+    for (size_t i = 0; i < n; i++) {
+        switch (type) {
+        case NF_SRC_F32: {
+            uint32_t w = (uint32_t)p[4 * i] | (uint32_t)p[4 * i + 1] << 8 | (uint32_t)p[4 * i + 2] << 16 |
+                         (uint32_t)p[4 * i + 3] << 24;
+            out[i] = nf_f32_from_bits(w);
+            break;
+        }
+        case NF_SRC_F16: out[i] = nf_f16_to_f32((uint16_t)(p[2 * i] | p[2 * i + 1] << 8)); break;
+        case NF_SRC_BF16: out[i] = nf_bf16_to_f32((uint16_t)(p[2 * i] | p[2 * i + 1] << 8)); break;
+        default: out[i] = NAN; break; /* integers: no error statistics */
+        }
+    }
+}
+
+nf_status nf_convert_member_rows(const plan_object *o, const plan_member *m, uint64_t r0, uint64_t r1,
+                                 void *raw_buf, size_t raw_len, void *scale_buf, size_t scale_len, float *values,
+                                 nf_words *words, uint64_t words_row, nf_error *err)
+{
+    const nf_source *src = m->source->src;
+    uint64_t rows = r1 - r0;
+    if (o->method == NF_METHOD_IMPORT_ENCODED) {
+        const nf_import *imp = &m->imp;
+        size_t len = (size_t)(rows * imp->row_bytes);
+        if (len > raw_len) return nf_error_set(err, NF_ERR_USAGE, "chunk buffer too small");
+        NF_TRY(nf_source_read_bytes(src, m->t, r0 * imp->row_bytes, raw_buf, len, err));
+        nf_import_chunk chunk = {r0, rows, raw_buf, len, NULL, 0};
+        if (imp->scale_row_bytes && m->scale_t) {
+            size_t slen = (size_t)(rows * imp->scale_row_bytes);
+            if (slen > scale_len) return nf_error_set(err, NF_ERR_USAGE, "chunk buffer too small");
+            NF_TRY(nf_source_read_bytes(src, m->scale_t, r0 * imp->scale_row_bytes, scale_buf, slen, err));
+            chunk.scales = scale_buf;
+            chunk.scales_len = slen;
+        }
+        NF_TRY(nf_import_rows(imp, &chunk, words, words_row, err));
+        /* GGUF sources have values of their own (ggml's dequantization) to compare with. */
+        if (values) {
+            if (m->t->ggml_type >= 0 && m->t->convertible)
+                NF_TRY(nf_source_read_f32(src, m->t, r0, r1, values, (size_t)(rows * o->g.cols), err));
+            else
+                for (size_t i = 0; i < rows * o->g.cols; i++) values[i] = NAN;
+        }
+        return NF_OK;
+    }
+    nf_src_rows s = {m->t->name, m->src_type, NULL, r0, rows, o->g.cols};
+    size_t count = (size_t)(rows * o->g.cols);
+    if (m->raw) {
+        size_t len = (size_t)(rows * m->t->row_bytes);
+        if (len > raw_len) return nf_error_set(err, NF_ERR_USAGE, "chunk buffer too small");
+        NF_TRY(nf_source_read_rows(src, m->t, r0, r1, raw_buf, len, err));
+        s.data = raw_buf;
+        if (values) raw_to_f32(m->src_type, raw_buf, count, values);
+    } else {
+        NF_TRY(nf_source_read_f32(src, m->t, r0, r1, values, count, err));
+        s.data = values;
+    }
+    nf_words view = *words;
+    /* Methods write rows [0, rows) of the words they are given. */
+    if (words_row != 0) return nf_error_set(err, NF_ERR_USAGE, "method chunks start at row 0");
+    view.rows = rows;
+    return nf_method_encode_rows(o->method, o->g.format, &o->params, &s, &view, err);
+}
+
+/* ---------------------------------------------------------------- jobs */
+typedef struct job {
+    size_t object, member;
+    uint64_t r0, r1;         /* source rows of the member */
+    /* error statistics of the chunk */
+    uint64_t count;
+    double sum_sq_err, sum_sq_src, max_abs_err;
+} job;
+
+typedef struct sink {
+    /* writer mode */
+    nf_writer *writer;
+    /* compare mode */
+    nf_artifact *artifact;
+    const nf_object **targets;      /* artifact object per plan object */
+    atomic_bool *differs;           /* per plan object */
+    uint64_t *first_diff;           /* per plan object: smallest differing offset seen */
+    pthread_mutex_t lock;
+} sink;
+
+typedef struct compare_ctx {
+    sink *s;
+    size_t object;
+    uint8_t *buf;
+    size_t cap;
+} compare_ctx;
+
+static nf_status compare_write(void *ctx, uint64_t offset, const void *data, size_t len, nf_error *err)
+{
+    compare_ctx *c = ctx;
+    const nf_object *t = c->s->targets[c->object];
+    if (offset > t->bytes || len > t->bytes - offset) {
+        atomic_store(&c->s->differs[c->object], true);
+        return NF_OK;
+    }
+    const uint8_t *p = data;
+    while (len > 0) {
+        size_t n = len < c->cap ? len : c->cap;
+        NF_TRY(nf_artifact_read(c->s->artifact, t->offset + offset, c->buf, n, err));
+        if (memcmp(c->buf, p, n) != 0) {
+            size_t i = 0;
+            while (c->buf[i] == p[i]) i++;
+            pthread_mutex_lock(&c->s->lock);
+            if (!atomic_load(&c->s->differs[c->object]) || offset + i < c->s->first_diff[c->object])
+                c->s->first_diff[c->object] = offset + i;
+            atomic_store(&c->s->differs[c->object], true);
+            pthread_mutex_unlock(&c->s->lock);
+            return NF_OK;
+        }
+        p += n;
+        offset += n;
+        len -= n;
+    }
+    return NF_OK;
+}
+
+typedef struct runner {
+    nf_plan *plan;
+    job *jobs;
+    size_t njobs;
+    atomic_size_t next;
+    atomic_size_t done;
+    atomic_uint_fast64_t bytes_done;
+    sink *sink;
+    bool stats;
+    volatile int *cancel;
+    uint64_t max_chunk_rows;
+    /* first error */
+    pthread_mutex_t lock;
+    nf_status status;
+    nf_error error;
+} runner;
+
+static void fail(runner *r, nf_status st, const nf_error *e)
+{
+    pthread_mutex_lock(&r->lock);
+    if (r->status == NF_OK) {
+        r->status = st;
+        r->error = *e;
+    }
+    pthread_mutex_unlock(&r->lock);
+}
+
+static nf_status run_job(runner *r, job *j, nf_words *w, uint8_t *raw, size_t raw_len, uint8_t *scales,
+                         size_t scale_len, float *values, float *decoded, compare_ctx *cmp, nf_error *err)
+{
+    const plan_object *o = &r->plan->objects[j->object];
+    const plan_member *m = &o->members[j->member];
+    uint64_t rows = j->r1 - j->r0;
+    uint64_t parent_r0 = m->parent_row0 + j->r0;
+    NF_TRY(nf_convert_member_rows(o, m, j->r0, j->r1, raw, raw_len, scales, scale_len, values, w, 0, err));
+    nf_words view = *w;
+    view.rows = rows;
+    if (o->divisors && view.divisors) memcpy(view.divisors, o->divisors, (size_t)o->g.divisors * sizeof *o->divisors);
+    if (r->stats && values) {
+        NF_TRY(nf_words_to_f32(&o->g, &view, parent_r0, decoded, err));
+        for (size_t i = 0; i < rows * o->g.cols; i++) {
+            double x = values[i], y = decoded[i];
+            if (!isfinite(x) || !isfinite(y)) continue;
+            double d = fabs(x - y);
+            j->count++;
+            j->sum_sq_err += d * d;
+            j->sum_sq_src += x * x;
+            if (d > j->max_abs_err) j->max_abs_err = d;
+        }
+    }
+    if (r->sink->writer) {
+        nf_writer_sink ws = {r->sink->writer, o->writer_index};
+        NF_TRY(nf_layout_encode_rows(&o->g, &view, parent_r0, false, nf_writer_sink_write, &ws, err));
+    } else {
+        cmp->object = j->object;
+        NF_TRY(nf_layout_encode_rows(&o->g, &view, parent_r0, false, compare_write, cmp, err));
+    }
+    atomic_fetch_add(&r->bytes_done, o->g.bytes * rows / (o->g.rows ? o->g.rows : 1));
+    return NF_OK;
+}
+
+static void *worker(void *arg)
+{
+    runner *r = arg;
+    /* Buffers for the largest chunk of any object: bounded by the chunk size, not the model. */
+    uint64_t max_values = 0, max_raw = 0, max_scale = 0;
+    const nf_geometry *biggest = NULL;
+    for (size_t i = 0; i < r->plan->nobjects; i++) {
+        const plan_object *o = &r->plan->objects[i];
+        if (o->kind != NF_OBJECT_TENSOR) continue;
+        uint64_t rows = r->max_chunk_rows < o->g.rows ? r->max_chunk_rows : o->g.rows;
+        if (o->g.format->category == NF_CAT_NVFP4) rows = o->g.rows < 128 ? o->g.rows : (rows + 127) / 128 * 128;
+        if (rows * o->g.cols > max_values) max_values = rows * o->g.cols;
+        for (size_t k = 0; k < o->nmembers; k++) {
+            const plan_member *m = &o->members[k];
+            uint64_t rb = o->method == NF_METHOD_IMPORT_ENCODED ? m->imp.row_bytes : m->t->row_bytes;
+            if (rows * rb > max_raw) max_raw = rows * rb;
+            if (o->method == NF_METHOD_IMPORT_ENCODED && rows * m->imp.scale_row_bytes > max_scale)
+                max_scale = rows * m->imp.scale_row_bytes;
+        }
+        (void)biggest;
+    }
+    size_t nv = (size_t)max_values;
+    uint8_t *raw = malloc((size_t)max_raw + 16);
+    uint8_t *scales = malloc((size_t)max_scale + 16);
+    float *values = malloc((nv + 1) * sizeof *values);
+    float *decoded = malloc((nv + 1) * sizeof *decoded);
+    compare_ctx cmp = {r->sink, 0, malloc(1 << 16), 1 << 16};
+    nf_error err;
+    if (!raw || !scales || !values || !decoded || !cmp.buf) {
+        nf_error_set(&err, NF_ERR_NOMEM, "out of memory");
+        fail(r, NF_ERR_NOMEM, &err);
+        goto out;
+    }
+    for (;;) {
+        if (r->status != NF_OK || (r->cancel && *r->cancel)) break;
+        size_t i = atomic_fetch_add(&r->next, 1);
+        if (i >= r->njobs) break;
+        job *j = &r->jobs[i];
+        const plan_object *o = &r->plan->objects[j->object];
+        nf_words w;
+        nf_status st = nf_words_alloc(&w, &o->g, j->r1 - j->r0, &err);
+        if (st == NF_OK) {
+            st = run_job(r, j, &w, raw, (size_t)max_raw, scales, (size_t)max_scale, values, decoded, &cmp, &err);
+            nf_words_free(&w);
+        }
+        if (st != NF_OK) {
+            nf_error_prefix(&err, "object '%s'", o->id);
+            fail(r, st, &err);
+            break;
+        }
+        atomic_fetch_add(&r->done, 1);
+    }
+out:
+    free(raw);
+    free(scales);
+    free(values);
+    free(decoded);
+    free(cmp.buf);
+    return NULL;
+}
+
+/* Jobs: each member cut into chunks of at most chunk_rows rows (nvfp4: multiples of 128,
+ * restarting at each member, as the import module's chunking rule asks). */
+static nf_status make_jobs(nf_plan *p, uint64_t chunk_values, job **out, size_t *count, uint64_t *max_rows,
+                           nf_error *err)
+{
+    size_t cap = 0, n = 0;
+    job *jobs = NULL;
+    *max_rows = 1;
+    for (size_t i = 0; i < p->nobjects; i++) {
+        const plan_object *o = &p->objects[i];
+        if (o->kind != NF_OBJECT_TENSOR) continue;
+        uint64_t rows = chunk_values / (o->g.cols ? o->g.cols : 1);
+        if (rows == 0) rows = 1;
+        if (o->g.format->category == NF_CAT_NVFP4) rows = (rows + 127) / 128 * 128;
+        if (rows > *max_rows) *max_rows = rows;
+        for (size_t k = 0; k < o->nmembers; k++) {
+            const plan_member *m = &o->members[k];
+            for (uint64_t r0 = 0; r0 < m->rows; r0 += rows) {
+                if (n == cap) {
+                    cap = cap ? cap * 2 : 256;
+                    job *grown = realloc(jobs, cap * sizeof *grown);
+                    if (!grown) {
+                        free(jobs);
+                        return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+                    }
+                    jobs = grown;
+                }
+                jobs[n++] = (job){i, k, r0, r0 + rows < m->rows ? r0 + rows : m->rows, 0, 0, 0, 0};
+            }
+        }
+    }
+    *out = jobs;
+    *count = n;
+    return NF_OK;
+}
+
+static unsigned thread_count(unsigned requested)
+{
+    if (requested) return requested;
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (unsigned)n : 1u;
+}
+
+/* Runs every job on `threads` workers; the calling thread reports progress. */
+static nf_status run_jobs(runner *r, unsigned threads, const nf_convert_options *opt, nf_error *err)
+{
+    pthread_t *tids = calloc(threads, sizeof *tids);
+    if (!tids) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    unsigned started = 0;
+    for (; started < threads; started++)
+        if (pthread_create(&tids[started], NULL, worker, r) != 0) break;
+    if (started == 0) {
+        free(tids);
+        return nf_error_set(err, NF_ERR_NOMEM, "cannot start a worker thread");
+    }
+    size_t total_objects = 0;
+    uint64_t total_bytes = 0;
+    for (size_t i = 0; i < r->plan->nobjects; i++)
+        if (r->plan->objects[i].kind == NF_OBJECT_TENSOR) {
+            total_objects++;
+            total_bytes += r->plan->objects[i].g.bytes;
+        }
+    while (opt && opt->progress) {
+        size_t done = atomic_load(&r->done);
+        /* objects whose last job is done */
+        size_t objects_done = 0;
+        for (size_t i = 0, j = 0; i < r->plan->nobjects; i++) {
+            if (r->plan->objects[i].kind != NF_OBJECT_TENSOR) continue;
+            while (j < r->njobs && r->jobs[j].object == i) j++;
+            if (j <= done) objects_done++;
+        }
+        nf_convert_progress pr = {objects_done, total_objects, atomic_load(&r->bytes_done), total_bytes};
+        opt->progress(opt->progress_ctx, &pr);
+        if (done >= r->njobs || r->status != NF_OK || (r->cancel && *r->cancel)) break;
+        struct timespec ts = {0, 100 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    for (unsigned i = 0; i < started; i++) pthread_join(tids[i], NULL);
+    free(tids);
+    if (r->status != NF_OK) {
+        if (err) *err = r->error;
+        return r->status;
+    }
+    if (r->cancel && *r->cancel) return nf_error_set(err, NF_ERR_IO, "interrupted");
+    return NF_OK;
+}
+
+/* ---------------------------------------------------------------- report */
+static json_t *object_report(const nf_plan *p, const runner *r, size_t i)
+{
+    const plan_object *o = &p->objects[i];
+    uint64_t count = 0;
+    double sse = 0, ssx = 0, maxe = 0;
+    for (size_t k = 0; k < r->njobs; k++) {
+        const job *j = &r->jobs[k];
+        if (j->object != i) continue;
+        count += j->count;
+        sse += j->sum_sq_err;
+        ssx += j->sum_sq_src;
+        if (j->max_abs_err > maxe) maxe = j->max_abs_err;
+    }
+    json_t *shape = json_array();
+    for (uint32_t d = 0; d < o->g.rank; d++) json_array_append_new(shape, json_integer((json_int_t)o->g.shape[d]));
+    json_t *srcs = json_array();
+    for (size_t k = 0; k < o->nmembers; k++) json_array_append_new(srcs, json_string(o->members[k].t->name));
+    json_t *rec = json_pack("{s:s,s:o,s:s,s:s,s:s,s:o,s:o,s:I}", "object", o->id, "sources", srcs, "method",
+                            nf_method_name(o->method), "format", o->g.format->name, "layout", o->g.layout->name,
+                            "method_parameters", o->with ? json_deep_copy(o->with) : json_object(), "shape", shape,
+                            "bytes", (json_int_t)o->g.bytes);
+    if (count) {
+        json_object_set_new(rec, "values_compared", json_integer((json_int_t)count));
+        json_object_set_new(rec, "max_abs_error", json_real(maxe));
+        json_object_set_new(rec, "rmse", json_real(sqrt(sse / (double)count)));
+        /* SNR in dB; an exact object has no finite SNR: null */
+        json_object_set_new(rec, "snr_db", sse > 0 && ssx > 0 ? json_real(10.0 * log10(ssx / sse)) : json_null());
+    } else {
+        json_object_set_new(rec, "values_compared", json_integer(0));
+    }
+    return rec;
+}
+
+static nf_status write_report(const char *path, json_t *doc, char **tmp_out, nf_error *err)
+{
+    size_t need = strlen(path) + 16;
+    char *tmp = malloc(need);
+    if (!tmp) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    snprintf(tmp, need, "%s.XXXXXX", path);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        nf_status st = nf_error_errno(err, errno, "cannot create the report beside %s", path);
+        free(tmp);
+        return st;
+    }
+    char *text = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+    nf_status st = NF_OK;
+    size_t len = text ? strlen(text) : 0;
+    if (!text || write(fd, text, len) != (ssize_t)len || write(fd, "\n", 1) != 1 || fsync(fd) != 0)
+        st = nf_error_errno(err, errno ? errno : EIO, "cannot write the report %s", path);
+    (void)fchmod(fd, 0644);
+    close(fd);
+    free(text);
+    if (st != NF_OK) {
+        unlink(tmp);
+        free(tmp);
+        return st;
+    }
+    *tmp_out = tmp;
+    return NF_OK;
+}
+
+/* ---------------------------------------------------------------- execute */
+static bool same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/* The output (or its report) must never be one of the inputs, --force or not. */
+static nf_status refuse_inputs(const nf_plan *p, const char *path, nf_error *err)
+{
+    if (p->recipe->path && same_file(path, p->recipe->path))
+        return nf_error_set(err, NF_ERR_USAGE, "%s is the recipe: refusing to overwrite an input", path);
+    for (size_t i = 0; i < p->nsources; i++) {
+        if (same_file(path, p->sources[i].path))
+            return nf_error_set(err, NF_ERR_USAGE, "%s is source '%s': refusing to overwrite an input", path,
+                                p->sources[i].name);
+        const nf_source *s = p->sources[i].src;
+        for (size_t f = 0; s && f < nf_source_file_count(s); f++)
+            if (same_file(path, nf_source_file_path(s, f)))
+                return nf_error_set(err, NF_ERR_USAGE, "%s is a file of source '%s': refusing to overwrite an input",
+                                    path, p->sources[i].name);
+    }
+    for (size_t i = 0; i < p->nobjects; i++)
+        if (p->objects[i].kind == NF_OBJECT_RESOURCE && same_file(path, p->objects[i].path))
+            return nf_error_set(err, NF_ERR_USAGE, "%s is a resource file: refusing to overwrite an input", path);
+    return NF_OK;
+}
+
+static nf_status write_resources(nf_plan *p, nf_writer *w, nf_error *err)
+{
+    for (size_t i = 0; i < p->nobjects; i++) {
+        const plan_object *o = &p->objects[i];
+        if (o->kind != NF_OBJECT_RESOURCE) continue;
+        FILE *f = fopen(o->path, "rb");
+        if (!f) return nf_error_errno(err, errno, "cannot open %s", o->path);
+        uint8_t buf[65536];
+        uint64_t pos = 0;
+        nf_status st = NF_OK;
+        size_t n;
+        while (st == NF_OK && (n = fread(buf, 1, sizeof buf, f)) > 0) {
+            if (pos + n > o->bytes) {
+                st = nf_error_set(err, NF_ERR_IO, "%s changed size while converting", o->path);
+                break;
+            }
+            st = nf_writer_write(w, o->writer_index, pos, buf, n, err);
+            pos += n;
+        }
+        if (st == NF_OK && (ferror(f) || pos != o->bytes))
+            st = nf_error_set(err, NF_ERR_IO, "%s changed size or could not be read", o->path);
+        fclose(f);
+        if (st != NF_OK) return st;
+    }
+    return NF_OK;
+}
+
+static nf_status write_tails(nf_plan *p, nf_writer *w, nf_error *err)
+{
+    for (size_t i = 0; i < p->nobjects; i++) {
+        const plan_object *o = &p->objects[i];
+        if (o->kind != NF_OBJECT_TENSOR) continue;
+        nf_words words;
+        NF_TRY(nf_words_alloc(&words, &o->g, 0, err));
+        if (o->divisors && words.divisors)
+            memcpy(words.divisors, o->divisors, (size_t)o->g.divisors * sizeof *o->divisors);
+        nf_writer_sink ws = {w, o->writer_index};
+        nf_status st = nf_layout_encode_tail(&o->g, &words, false, nf_writer_sink_write, &ws, err);
+        nf_words_free(&words);
+        if (st != NF_OK) return nf_error_prefix(err, "object '%s'", o->id);
+    }
+    return NF_OK;
+}
+
+nf_status nf_plan_execute(nf_plan *p, const nf_convert_options *opt, nf_error *err)
+{
+    char report_path[4096];
+    snprintf(report_path, sizeof report_path, "%s.conversion.json", opt->output);
+    NF_TRY(refuse_inputs(p, opt->output, err));
+    if (opt->report) {
+        NF_TRY(refuse_inputs(p, report_path, err));
+        struct stat sb;
+        if (!opt->force && stat(report_path, &sb) == 0)
+            return nf_error_set(err, NF_ERR_IO, "%s exists (use --force to replace it)", report_path);
+    }
+    nf_writer_options wo = {opt->has_max_file_bytes ? opt->max_file_bytes : p->recipe->max_file_bytes,
+                            opt->artifact_id, opt->force, true};
+    nf_writer *w = NULL;
+    NF_TRY(nf_writer_create(opt->output, &wo, &w, err));
+    nf_status st = NF_OK;
+    runner r = {0};
+    sink s = {0};
+    char *report_tmp = NULL;
+    for (size_t i = 0; st == NF_OK && i < p->nobjects; i++) {
+        plan_object *o = &p->objects[i];
+        st = o->kind == NF_OBJECT_TENSOR ? nf_writer_add_tensor(w, o->id, &o->g, &o->writer_index, err)
+                                         : nf_writer_add_resource(w, o->id, o->bytes, &o->writer_index, err);
+    }
+    if (st == NF_OK) st = nf_writer_set_member(w, "components", json_incref(p->components), err);
+    if (st == NF_OK) st = nf_writer_set_member(w, "bindings", json_incref(p->bindings), err);
+    if (st == NF_OK) st = nf_writer_set_member(w, "metadata", json_deep_copy(p->metadata), err);
+    if (st == NF_OK) st = nf_writer_set_member(w, "provenance", json_incref(p->provenance), err);
+    if (st == NF_OK) st = nf_writer_begin(w, err);
+    if (st == NF_OK) st = write_resources(p, w, err);
+    if (st == NF_OK) st = write_tails(p, w, err);
+    uint64_t chunk_values = opt->chunk_values ? opt->chunk_values : DEFAULT_CHUNK_VALUES;
+    if (st == NF_OK) st = make_jobs(p, chunk_values, &r.jobs, &r.njobs, &r.max_chunk_rows, err);
+    if (st == NF_OK) {
+        r.plan = p;
+        r.sink = &s;
+        s.writer = w;
+        r.stats = opt->report;
+        r.cancel = opt->cancel;
+        pthread_mutex_init(&r.lock, NULL);
+        st = run_jobs(&r, thread_count(opt->threads), opt, err);
+        pthread_mutex_destroy(&r.lock);
+    }
+    json_t *report = NULL;
+    if (st == NF_OK && opt->report) {
+        char id[33];
+        nf_writer_id_hex(w, id);
+        json_t *objs = json_array();
+        for (size_t i = 0; i < p->nobjects; i++)
+            if (p->objects[i].kind == NF_OBJECT_TENSOR) json_array_append_new(objs, object_report(p, &r, i));
+        report = json_pack("{s:s,s:o,s:s,s:O,s:o,s:s,s:I,s:I}", "output", opt->output, "name",
+                           p->recipe->output_name ? json_string(p->recipe->output_name) : json_null(), "recipe",
+                           p->recipe->path, "provenance", p->provenance, "objects", objs, "artifact_id", id,
+                           "threads", (json_int_t)thread_count(opt->threads), "chunk_values",
+                           (json_int_t)chunk_values);
+        st = report ? write_report(report_path, report, &report_tmp, err) : nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    }
+    if (st == NF_OK && opt->cancel && *opt->cancel) st = nf_error_set(err, NF_ERR_IO, "interrupted");
+    if (st == NF_OK) st = nf_writer_finish(w, err);
+    if (st == NF_OK && report_tmp && rename(report_tmp, report_path) != 0) {
+        st = nf_error_errno(err, errno, "cannot publish %s", report_path);
+        /* The artifact is already published: take it back so that nothing half-done remains. */
+        nf_artifact *a = NULL;
+        nf_error ignore;
+        if (nf_artifact_open(opt->output, NF_READ_PREAD, &a, &ignore) == NF_OK) {
+            for (size_t i = 1; i < nf_artifact_file_count(a); i++) {
+                char part[4200];
+                const char *slash = strrchr(opt->output, '/');
+                snprintf(part, sizeof part, "%.*s%s", slash ? (int)(slash - opt->output + 1) : 0, opt->output,
+                         nf_artifact_file(a, i)->path);
+                unlink(part);
+            }
+            nf_artifact_close(a);
+        }
+        unlink(opt->output);
+    }
+    if (report_tmp && st != NF_OK) unlink(report_tmp);
+    free(report_tmp);
+    json_decref(report);
+    free(r.jobs);
+    nf_writer_free(w);
+    return st;
+}
+
+nf_status nf_plan_compare(nf_plan *p, nf_artifact *a, unsigned threads, nf_compare_fn report, void *ctx,
+                          size_t *differing, nf_error *err)
+{
+    *differing = 0;
+    sink s = {0};
+    s.artifact = a;
+    s.targets = calloc(p->nobjects ? p->nobjects : 1, sizeof *s.targets);
+    s.differs = calloc(p->nobjects ? p->nobjects : 1, sizeof *s.differs);
+    s.first_diff = calloc(p->nobjects ? p->nobjects : 1, sizeof *s.first_diff);
+    if (!s.targets || !s.differs || !s.first_diff) {
+        free(s.targets);
+        free(s.differs);
+        free(s.first_diff);
+        return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    }
+    pthread_mutex_init(&s.lock, NULL);
+    nf_status st = NF_OK;
+    /* Objects the plan re-derives must exist with the same geometry. */
+    job *jobs = NULL;
+    size_t njobs = 0;
+    uint64_t max_rows = 1;
+    bool *usable = calloc(p->nobjects ? p->nobjects : 1, sizeof *usable);
+    if (!usable) st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; st == NF_OK && i < p->nobjects; i++) {
+        const plan_object *o = &p->objects[i];
+        const nf_object *t = nf_artifact_find(a, o->id);
+        char msg[512];
+        if (!t) {
+            snprintf(msg, sizeof msg, "the artifact has no object '%s'", o->id);
+        } else if (o->kind == NF_OBJECT_RESOURCE) {
+            if (t->kind == NF_OBJECT_RESOURCE && t->bytes == o->bytes) continue;
+            snprintf(msg, sizeof msg, "resource differs in kind or size from %s", o->path);
+        } else if (t->kind != NF_OBJECT_TENSOR || t->format != o->g.format || t->layout != o->g.layout ||
+                   t->bytes != o->g.bytes || t->rank != o->g.rank ||
+                   memcmp(t->shape, o->g.shape, o->g.rank * sizeof *t->shape) != 0) {
+            snprintf(msg, sizeof msg, "the recipe gives %s %s of %llu bytes; the artifact holds something else",
+                     o->g.format->name, o->g.layout->name, (unsigned long long)o->g.bytes);
+        } else {
+            s.targets[i] = t;
+            usable[i] = true;
+            continue;
+        }
+        report(ctx, o->id, msg);
+        (*differing)++;
+    }
+    if (st == NF_OK) st = make_jobs(p, DEFAULT_CHUNK_VALUES, &jobs, &njobs, &max_rows, err);
+    /* drop jobs of unusable objects */
+    size_t kept = 0;
+    for (size_t i = 0; st == NF_OK && i < njobs; i++)
+        if (usable[jobs[i].object]) jobs[kept++] = jobs[i];
+    runner r = {0};
+    if (st == NF_OK) {
+        r.plan = p;
+        r.jobs = jobs;
+        r.njobs = kept;
+        r.sink = &s;
+        r.max_chunk_rows = max_rows;
+        pthread_mutex_init(&r.lock, NULL);
+        st = run_jobs(&r, thread_count(threads), NULL, err);
+        pthread_mutex_destroy(&r.lock);
+    }
+    /* tails (gaps, divisors) compared on the calling thread */
+    compare_ctx cmp = {&s, 0, malloc(1 << 16), 1 << 16};
+    if (st == NF_OK && !cmp.buf) st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; st == NF_OK && i < p->nobjects; i++) {
+        const plan_object *o = &p->objects[i];
+        if (!usable[i] || o->kind != NF_OBJECT_TENSOR) continue;
+        nf_words words;
+        if ((st = nf_words_alloc(&words, &o->g, 0, err)) != NF_OK) break;
+        if (o->divisors && words.divisors)
+            memcpy(words.divisors, o->divisors, (size_t)o->g.divisors * sizeof *o->divisors);
+        cmp.object = i;
+        st = nf_layout_encode_tail(&o->g, &words, false, compare_write, &cmp, err);
+        nf_words_free(&words);
+    }
+    free(cmp.buf);
+    for (size_t i = 0; st == NF_OK && i < p->nobjects; i++) {
+        if (!usable[i] || !atomic_load(&s.differs[i])) continue;
+        char msg[256];
+        snprintf(msg, sizeof msg, "re-derived bytes differ from the artifact's, first at object byte %llu",
+                 (unsigned long long)s.first_diff[i]);
+        report(ctx, p->objects[i].id, msg);
+        (*differing)++;
+    }
+    pthread_mutex_destroy(&s.lock);
+    free(jobs);
+    free(usable);
+    free(s.targets);
+    free(s.differs);
+    free(s.first_diff);
+    return st;
+}

@@ -1,0 +1,770 @@
+/* Planning a conversion: open the recipe's sources, resolve the rules against the checkpoint's
+ * tensors, check every choice, and build the directory members.  Nothing is written here; every
+ * problem found is collected so one run reports all of them. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <ninfer/ninfer.h>
+
+#include "common/checked.h"
+#include "convert/convert_impl.h"
+#include "ninfer_version.h"
+
+/* ---------------------------------------------------------------- problem list */
+typedef struct problems {
+    char *text;
+    size_t len, cap;
+    size_t count;
+    bool nomem;
+} problems;
+
+static void add_problem(problems *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void add_problem(problems *p, const char *fmt, ...)
+{
+    char line[NF_ERROR_MESSAGE_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    size_t n = strlen(line) + 4;
+    if (p->len + n + 1 > p->cap) {
+        size_t cap = (p->cap + n + 1) * 2;
+        char *t = realloc(p->text, cap);
+        if (!t) {
+            p->nomem = true;
+            return;
+        }
+        p->text = t;
+        p->cap = cap;
+    }
+    p->len += (size_t)snprintf(p->text + p->len, p->cap - p->len, "\n  %s", line);
+    p->count++;
+}
+
+/* One error holding every problem: "<what>: N problems:\n  ...".  The message buffer of an
+ * nf_error is bounded, so a very long list is cut (the count stays exact). */
+static nf_status problems_error(problems *p, const char *what, nf_error *err)
+{
+    if (p->nomem) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    return nf_error_set(err, NF_ERR_INVALID, "%s: %zu problem%s:%s", what, p->count, p->count == 1 ? "" : "s",
+                        p->text ? p->text : "");
+}
+
+/* ---------------------------------------------------------------- helpers */
+static char *xstrdup(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+size_t nf_plan_object_count(const nf_plan *p) { return p->nobjects; }
+
+void nf_plan_free(nf_plan *p)
+{
+    if (!p) return;
+    for (size_t i = 0; i < p->nobjects; i++) {
+        plan_object *o = &p->objects[i];
+        free(o->id);
+        free(o->source_dtype);
+        free(o->members);
+        free(o->divisors);
+        free(o->path);
+    }
+    free(p->objects);
+    for (size_t i = 0; i < p->nsources; i++) {
+        nf_source_close(p->sources[i].src);
+        nf_imatrix_close(p->imatrices ? p->imatrices[i] : NULL);
+    }
+    free(p->sources);
+    free(p->imatrices);
+    json_decref(p->components);
+    json_decref(p->bindings);
+    json_decref(p->metadata);
+    json_decref(p->provenance);
+    free(p);
+}
+
+static plan_object *new_object(nf_plan *p, size_t cap)
+{
+    if (p->nobjects == cap) return NULL;
+    plan_object *o = &p->objects[p->nobjects++];
+    memset(o, 0, sizeof *o);
+    return o;
+}
+
+/* The source whose tensors are converted: "base", else the only checkpoint source. */
+static const plan_source *base_source(const nf_plan *p)
+{
+    const plan_source *only = NULL;
+    size_t n = 0;
+    for (size_t i = 0; i < p->nsources; i++) {
+        if (!p->sources[i].src) continue;
+        if (strcmp(p->sources[i].name, "base") == 0) return &p->sources[i];
+        only = &p->sources[i];
+        n++;
+    }
+    return n == 1 ? only : NULL;
+}
+
+static size_t source_index(const nf_plan *p, const char *name)
+{
+    for (size_t i = 0; i < p->nsources; i++)
+        if (strcmp(p->sources[i].name, name) == 0) return i;
+    return SIZE_MAX;
+}
+
+/* Is source `name` used as an imatrix by some rule's with? */
+static bool used_as_imatrix(const nf_recipe *r, const char *name)
+{
+    for (size_t i = 0; i < r->nrules; i++) {
+        json_t *im = r->rules[i].with ? json_object_get(r->rules[i].with, "imatrix") : NULL;
+        if (json_is_string(im) && strcmp(json_string_value(im), name) == 0) return true;
+    }
+    return false;
+}
+
+static nf_status open_sources(nf_plan *p, nf_error *err)
+{
+    const nf_recipe *r = p->recipe;
+    p->sources = calloc(r->nsources ? r->nsources : 1, sizeof *p->sources);
+    p->imatrices = calloc(r->nsources ? r->nsources : 1, sizeof *p->imatrices);
+    if (!p->sources || !p->imatrices) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < r->nsources; i++) {
+        plan_source *s = &p->sources[i];
+        s->name = r->sources[i].name;
+        s->path = r->sources[i].path;
+        p->nsources++;
+        nf_status st;
+        if (used_as_imatrix(r, s->name)) {
+            st = nf_imatrix_open(s->path, &p->imatrices[i], err);
+            struct stat sb;
+            if (st == NF_OK && stat(s->path, &sb) == 0) s->bytes = (uint64_t)sb.st_size;
+        } else {
+            st = nf_source_open(s->path, &s->src, err);
+            if (st == NF_OK)
+                for (size_t f = 0; f < nf_source_file_count(s->src); f++) s->bytes += nf_source_file_size(s->src, f);
+        }
+        if (st != NF_OK)
+            return nf_error_prefix(err, "%s:%d:%d: source '%s'", r->path, r->sources[i].pos.line,
+                                   r->sources[i].pos.col, s->name);
+    }
+    if (!base_source(p))
+        return nf_error_set(err, NF_ERR_INVALID,
+                            "%s: no checkpoint to convert: name it `base` under sources (or give one source)",
+                            r->path);
+    return NF_OK;
+}
+
+/* ---------------------------------------------------------------- imports */
+/* Import descriptor of a source tensor as the import module wants it. */
+static nf_import_tensor import_tensor(const nf_source_tensor *t)
+{
+    return (nf_import_tensor){t->name, t->type_name, t->ggml_type, t->rank, t->shape};
+}
+
+/* "<p>.<suffix>" of the tensor named "<p>.<own>", or NULL. */
+static const nf_source_tensor *companion(const nf_source *src, const char *name, const char *own, const char *suffix)
+{
+    if (!ends_with(name, own)) return NULL;
+    size_t stem = strlen(name) - strlen(own);
+    char buf[2048];
+    if (stem + strlen(suffix) + 1 > sizeof buf) return NULL;
+    memcpy(buf, name, stem);
+    strcpy(buf + stem, suffix);
+    return nf_source_find(src, buf);
+}
+
+/* Reads a tensor-level scalar (4 bytes of an F32 tensor, or 2 of a BF16 one). */
+static nf_status read_scalar(const nf_source *src, const nf_source_tensor *t, void *buf, size_t *len, nf_error *err)
+{
+    if (t->bytes > 4 || t->bytes == 0)
+        return nf_error_set(err, NF_ERR_INVALID, "tensor '%s' must hold one value, not %llu bytes", t->name,
+                            (unsigned long long)t->bytes);
+    *len = (size_t)t->bytes;
+    return nf_source_read_bytes(src, t, 0, buf, *len, err);
+}
+
+/* Prepare member m for import_encoded into fmt.  *consumed receives up to 4 companion tensors
+ * that the import reads, so that they are not converted on their own. */
+static nf_status prepare_import(const plan_source *s, const nf_source_tensor *t, const nf_format *fmt,
+                                plan_member *m, const nf_source_tensor **consumed, nf_error *err)
+{
+    const nf_source *src = s->src;
+    nf_import_tensor it = import_tensor(t);
+    if (t->ggml_type >= 0) return nf_import_init_gguf(&m->imp, fmt, &it, err);
+    if (fmt->category == NF_CAT_NVFP4) {
+        const nf_source_tensor *scales = NULL, *scalar = NULL, *input = NULL;
+        nf_import_kind kind;
+        if ((scales = companion(src, t->name, ".weight_packed", ".weight_scale")) != NULL) {
+            kind = NF_IMPORT_NVFP4_COMPRESSED;
+            scalar = companion(src, t->name, ".weight_packed", ".weight_global_scale");
+            input = companion(src, t->name, ".weight_packed", ".input_global_scale");
+        } else if ((scales = companion(src, t->name, ".weight", ".weight_scale")) != NULL) {
+            kind = NF_IMPORT_NVFP4_MODELOPT;
+            scalar = companion(src, t->name, ".weight", ".weight_scale_2");
+            input = companion(src, t->name, ".weight", ".input_scale");
+        } else {
+            return nf_error_set(err, NF_ERR_INVALID,
+                                "tensor '%s': nvfp4 import needs its companions: <p>.weight_scale and "
+                                "<p>.weight_scale_2 (ModelOpt) or <p>.weight_packed, <p>.weight_scale and "
+                                "<p>.weight_global_scale (compressed-tensors)",
+                                t->name);
+        }
+        if (!scalar)
+            return nf_error_set(err, NF_ERR_INVALID, "tensor '%s': its %s is missing", t->name,
+                                kind == NF_IMPORT_NVFP4_MODELOPT ? "weight_scale_2" : "weight_global_scale");
+        uint8_t bytes[4];
+        size_t len = 0;
+        NF_TRY(read_scalar(src, scalar, bytes, &len, err));
+        nf_import_tensor is = import_tensor(scales), ic = import_tensor(scalar);
+        NF_TRY(nf_import_init_nvfp4(&m->imp, kind, &it, &is, &ic, bytes, len, err));
+        m->scale_t = scales;
+        consumed[0] = scales;
+        consumed[1] = scalar;
+        consumed[2] = input;
+        return NF_OK;
+    }
+    if (fmt->category == NF_CAT_FP8_ROW) {
+        const nf_source_tensor *scales = companion(src, t->name, ".weight", ".weight_scale");
+        if (!scales)
+            return nf_error_set(err, NF_ERR_INVALID, "tensor '%s': fp8 import needs <p>.weight_scale", t->name);
+        uint8_t bytes[4];
+        size_t len = 0;
+        bool per_tensor = scales->elements == 1;
+        if (per_tensor) NF_TRY(read_scalar(src, scales, bytes, &len, err));
+        nf_import_tensor is = import_tensor(scales);
+        NF_TRY(nf_import_init_fp8(&m->imp, fmt, &it, &is, per_tensor ? bytes : NULL, len, err));
+        if (!per_tensor) m->scale_t = scales;
+        consumed[0] = scales;
+        consumed[1] = companion(src, t->name, ".weight", ".input_scale");
+        return NF_OK;
+    }
+    return nf_error_set(err, NF_ERR_INVALID, "tensor '%s' (%s): import_encoded has no import into %s", t->name,
+                        t->type_name, fmt->name);
+}
+
+/* ---------------------------------------------------------------- one tensor object */
+typedef struct tensor_plan {
+    const nf_source_tensor *t;
+    const nf_recipe_choice *c;
+    const nf_format *fmt;
+    const nf_layout *layout;
+    nf_method_id method;
+    nf_method_params params;
+    plan_member member;
+    uint64_t rows, cols;
+    bool ok;
+    bool consumed;
+    int group;                       /* index into recipe groups, -1 */
+} tensor_plan;
+
+/* Method parameters from `with`: imatrix (a source name or path) and negative_scales. */
+static nf_status method_params(nf_plan *p, const nf_recipe_choice *c, const nf_source_tensor *t, uint64_t cols,
+                               nf_method_params *params, nf_error *err)
+{
+    memset(params, 0, sizeof *params);
+    if (!c->with) return NF_OK;
+    json_t *neg = json_object_get(c->with, "negative_scales");
+    if (neg) params->negative_scales = json_is_true(neg);
+    json_t *im = json_object_get(c->with, "imatrix");
+    if (!im) return NF_OK;
+    size_t i = source_index(p, json_string_value(im));
+    if (i == SIZE_MAX || !p->imatrices[i])
+        return nf_error_set(err, NF_ERR_INVALID, "tensor '%s': imatrix '%s' is not an imatrix source of the recipe",
+                            t->name, json_string_value(im));
+    const float *imp = NULL;
+    NF_TRY(nf_imatrix_lookup(p->imatrices[i], t->name, cols, &imp, NULL, err));
+    params->importance = imp;
+    params->importance_len = imp ? cols : 0;
+    return NF_OK;
+}
+
+static void plan_tensor(nf_plan *p, const plan_source *s, tensor_plan *tp, problems *probs,
+                        const nf_source_tensor **consumed)
+{
+    const nf_source_tensor *t = tp->t;
+    const nf_recipe_choice *c = tp->c;
+    nf_error e;
+    if (nf_format_find(c->format, &tp->fmt, &e) != NF_OK) {
+        add_problem(probs, "%s: %s", t->name, e.message);
+        return;
+    }
+    tp->layout = c->layout && strcmp(c->layout, "auto") != 0 ? nf_layout_lookup(c->layout)
+                                                              : nf_layout_default_for(tp->fmt);
+    if (!tp->layout) {
+        add_problem(probs, "%s: unknown layout '%s'", t->name, c->layout);
+        return;
+    }
+    if (nf_method_find(c->method, &tp->method, &e) != NF_OK) {
+        add_problem(probs, "%s: %s", t->name, e.message);
+        return;
+    }
+    if (nf_method_check_target(tp->method, tp->fmt, &e) != NF_OK) {
+        add_problem(probs, "%s: %s", t->name, e.message);
+        return;
+    }
+    tp->rows = t->rows;
+    tp->cols = t->row_elements;
+    plan_member *m = &tp->member;
+    m->source = s;
+    m->t = t;
+    if (tp->method == NF_METHOD_IMPORT_ENCODED) {
+        if (prepare_import(s, t, tp->fmt, m, consumed, &e) != NF_OK) {
+            add_problem(probs, "%s: %s", t->name, e.message);
+            return;
+        }
+        tp->rows = m->imp.rows;
+        tp->cols = m->imp.cols;
+    } else {
+        if (t->elements == 0) {
+            add_problem(probs, "%s: empty tensors cannot be stored", t->name);
+            return;
+        }
+        m->raw = nf_src_type_lookup(t->type_name, &m->src_type);
+        if (!m->raw && !t->convertible) {
+            add_problem(probs, "%s: source dtype %s cannot be read as values", t->name, t->type_name);
+            return;
+        }
+        if (!m->raw) m->src_type = NF_SRC_F32;
+        /* Floating-point sources of grouped/fp8 methods are read as binary32 values either way;
+         * raw words matter for cast_direct (NaN payloads, integers). */
+        if (method_params(p, c, t, tp->cols, &tp->params, &e) != NF_OK ||
+            nf_method_check_params(tp->method, &tp->params, tp->cols, &e) != NF_OK) {
+            add_problem(probs, "%s: %s", t->name, e.message);
+            return;
+        }
+    }
+    m->rows = tp->rows;
+    tp->ok = true;
+}
+
+/* Geometry of a single-member object: shape as the source's (direct) or [N, K]. */
+static nf_status object_geometry(const tensor_plan *tp, nf_geometry *g, nf_error *err)
+{
+    if (tp->method == NF_METHOD_IMPORT_ENCODED) return nf_import_geometry(&tp->member.imp, g, err);
+    return nf_geometry_init(g, tp->layout, tp->fmt, tp->t->rank, tp->t->shape, 1, err);
+}
+
+/* ---------------------------------------------------------------- directory members */
+static json_t *load_config(const plan_source *s, const nf_recipe *r, nf_error *err)
+{
+    const char *path = s->src ? nf_source_companion(s->src, "config.json") : NULL;
+    if (!path) {
+        nf_error_set(err, NF_ERR_INVALID, "%s: source '%s' has no config.json", r->path, s->name);
+        return NULL;
+    }
+    json_error_t je;
+    json_t *cfg = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+    if (!cfg) {
+        nf_error_set(err, NF_ERR_INVALID, "%s:%d:%d: %s", path, je.line, je.column, je.text);
+        return NULL;
+    }
+    if (!json_is_object(cfg)) {
+        json_decref(cfg);
+        nf_error_set(err, NF_ERR_INVALID, "%s: not a JSON object", path);
+        return NULL;
+    }
+    return cfg;
+}
+
+/* Adds a resource object for a file (once per path). */
+static nf_status add_resource(nf_plan *p, size_t cap, const char *role, const char *component, const char *path,
+                              const char **id_out, nf_error *err)
+{
+    for (size_t i = 0; i < p->nobjects; i++)
+        if (p->objects[i].kind == NF_OBJECT_RESOURCE && strcmp(p->objects[i].path, path) == 0) {
+            *id_out = p->objects[i].id;
+            return NF_OK;
+        }
+    struct stat sb;
+    if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode))
+        return nf_error_set(err, NF_ERR_INVALID, "resource '%s' of component '%s': cannot read %s", role, component,
+                            path);
+    if (sb.st_size == 0)
+        return nf_error_set(err, NF_ERR_INVALID, "resource '%s' of component '%s': %s is empty", role, component, path);
+    char id[1024];
+    snprintf(id, sizeof id, "%s", role);
+    for (size_t i = 0; i < p->nobjects; i++)
+        if (strcmp(p->objects[i].id, id) == 0) snprintf(id, sizeof id, "%s/%s", component, role);
+    plan_object *o = new_object(p, cap);
+    if (!o) return nf_error_set(err, NF_ERR_NOMEM, "too many objects");
+    o->kind = NF_OBJECT_RESOURCE;
+    o->id = xstrdup(id);
+    o->path = xstrdup(path);
+    o->bytes = (uint64_t)sb.st_size;
+    if (!o->id || !o->path) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    *id_out = o->id;
+    return NF_OK;
+}
+
+static nf_status build_components(nf_plan *p, size_t cap, nf_error *err)
+{
+    const nf_recipe *r = p->recipe;
+    p->components = json_object();
+    if (r->ncomponents == 0) {
+        const plan_source *b = base_source(p);
+        const char *path = b->src ? nf_source_companion(b->src, "config.json") : NULL;
+        json_t *cfg = path ? load_config(b, r, err) : json_object();
+        if (!cfg) return err ? err->status : NF_ERR_INVALID;
+        json_object_set_new(p->components, "text", json_pack("{s:o}", "config", cfg));
+        return NF_OK;
+    }
+    for (size_t i = 0; i < r->ncomponents; i++) {
+        const nf_recipe_component *c = &r->components[i];
+        json_t *cfg;
+        if (c->config_from) {
+            size_t si = source_index(p, c->config_from);
+            if (si == SIZE_MAX)
+                return nf_error_set(err, NF_ERR_INVALID, "%s:%d:%d: component '%s': unknown source '%s'", r->path,
+                                    c->pos.line, c->pos.col, c->name, c->config_from);
+            cfg = load_config(&p->sources[si], r, err);
+            if (!cfg) return err ? err->status : NF_ERR_INVALID;
+        } else {
+            cfg = c->config ? json_deep_copy(c->config) : json_object();
+        }
+        json_t *comp = json_pack("{s:o}", "config", cfg);
+        if (c->nresources) {
+            json_t *res = json_object();
+            for (size_t k = 0; k < c->nresources; k++) {
+                const char *id;
+                nf_status st = add_resource(p, cap, c->resources[k].role, c->name, c->resources[k].path, &id, err);
+                if (st != NF_OK) {
+                    json_decref(res);
+                    json_decref(comp);
+                    return nf_error_prefix(err, "%s:%d:%d", r->path, c->resources[k].pos.line,
+                                           c->resources[k].pos.col);
+                }
+                json_object_set_new(res, c->resources[k].role, json_string(id));
+            }
+            json_object_set_new(comp, "resources", res);
+        }
+        json_object_set_new(p->components, c->name, comp);
+    }
+    return NF_OK;
+}
+
+static void build_provenance(nf_plan *p)
+{
+    const nf_recipe *r = p->recipe;
+    json_t *sources = json_object();
+    for (size_t i = 0; i < p->nsources; i++)
+        json_object_set_new(sources, p->sources[i].name,
+                            json_pack("{s:s,s:I}", "path", p->sources[i].path, "bytes", (json_int_t)p->sources[i].bytes));
+    json_t *objects = json_object();
+    for (size_t i = 0; i < p->nobjects; i++) {
+        const plan_object *o = &p->objects[i];
+        if (o->kind != NF_OBJECT_TENSOR) continue;
+        json_t *srcs = json_array();
+        for (size_t k = 0; k < o->nmembers; k++) json_array_append_new(srcs, json_string(o->members[k].t->name));
+        json_t *rec = json_pack("{s:s,s:o,s:o}", "method", nf_method_name(o->method), "with",
+                                o->with ? json_deep_copy(o->with) : json_object(), "sources", srcs);
+        json_object_set_new(objects, o->id, rec);
+    }
+    p->provenance = json_pack("{s:s,s:O,s:o,s:o}", "converter", "ninfer-tools " NINFER_VERSION_STRING, "recipe",
+                              r->json ? r->json : json_null(), "sources", sources, "objects", objects);
+    p->metadata = json_object();
+    if (r->output_name) json_object_set_new(p->metadata, "name", json_string(r->output_name));
+}
+
+/* ---------------------------------------------------------------- build */
+static int group_of(const nf_recipe *r, const char *name, size_t *member)
+{
+    for (size_t g = 0; g < r->ngroups; g++)
+        for (size_t k = 0; k < r->groups[g].nmembers; k++)
+            if (strcmp(r->groups[g].members[k], name) == 0) {
+                *member = k;
+                return (int)g;
+            }
+    return -1;
+}
+
+static void add_group(nf_plan *p, size_t cap, const nf_recipe_group *grp, tensor_plan *tps, size_t n,
+                      problems *probs)
+{
+    /* members in the group's order */
+    tensor_plan **mem = calloc(grp->nmembers, sizeof *mem);
+    if (!mem) {
+        probs->nomem = true;
+        return;
+    }
+    bool ok = true;
+    for (size_t k = 0; k < grp->nmembers; k++) {
+        for (size_t i = 0; i < n; i++)
+            if (strcmp(tps[i].t->name, grp->members[k]) == 0) mem[k] = &tps[i];
+        if (!mem[k]) {
+            add_problem(probs, "group '%s': member '%s' is not a tensor of the checkpoint", grp->id, grp->members[k]);
+            ok = false;
+        } else if (!mem[k]->ok) {
+            ok = false; /* its own problem is already listed */
+        } else if (mem[k]->c->skip) {
+            add_problem(probs, "group '%s': member '%s' is skipped by the rules", grp->id, grp->members[k]);
+            ok = false;
+        }
+    }
+    if (!ok) goto done;
+    tensor_plan *first = mem[0];
+    uint64_t rows = 0;
+    for (size_t k = 0; k < grp->nmembers; k++) {
+        tensor_plan *m = mem[k];
+        if (m->fmt != first->fmt || m->layout != first->layout || m->method != first->method ||
+            !json_equal((json_t *)(m->c->with ? m->c->with : json_null()),
+                        (json_t *)(first->c->with ? first->c->with : json_null()))) {
+            add_problem(probs, "group '%s': member '%s' has a different format, layout, method or with than '%s'",
+                        grp->id, m->t->name, first->t->name);
+            ok = false;
+        }
+        if (m->cols != first->cols) {
+            add_problem(probs, "group '%s': member '%s' has %llu columns, '%s' has %llu: rows stack only with equal K",
+                        grp->id, m->t->name, (unsigned long long)m->cols, first->t->name,
+                        (unsigned long long)first->cols);
+            ok = false;
+        }
+        if (m->fmt->category != NF_CAT_DIRECT && m->t->rank != 2 && m->method != NF_METHOD_IMPORT_ENCODED) {
+            add_problem(probs, "group '%s': member '%s' is not a matrix", grp->id, m->t->name);
+            ok = false;
+        }
+        m->member.parent_row0 = rows;
+        if (!nf_add_u64(rows, m->rows, &rows)) ok = false;
+    }
+    if (!ok) goto done;
+    plan_object *o = new_object(p, cap);
+    if (!o) {
+        probs->nomem = true;
+        goto done;
+    }
+    o->kind = NF_OBJECT_TENSOR;
+    o->id = xstrdup(grp->id);
+    o->method = first->method;
+    o->params = first->params;
+    o->with = first->c->with;
+    o->source_dtype = xstrdup(first->t->type_name);
+    o->members = calloc(grp->nmembers, sizeof *o->members);
+    o->nmembers = grp->nmembers;
+    if (!o->id || !o->members || !o->source_dtype) {
+        probs->nomem = true;
+        goto done;
+    }
+    for (size_t k = 0; k < grp->nmembers; k++) o->members[k] = mem[k]->member;
+    nf_error e;
+    nf_status st;
+    if (first->fmt->category == NF_CAT_NVFP4 && first->method == NF_METHOD_IMPORT_ENCODED) {
+        nf_import *imps = calloc(grp->nmembers, sizeof *imps);
+        if (!imps) {
+            probs->nomem = true;
+            goto done;
+        }
+        for (size_t k = 0; k < grp->nmembers; k++) imps[k] = mem[k]->member.imp;
+        st = nf_import_nvfp4_stack(imps, grp->nmembers, &o->g, &e);
+        if (st == NF_OK) {
+            o->divisors = calloc(o->g.divisors, sizeof *o->divisors);
+            st = o->divisors ? nf_import_nvfp4_divisors(imps, grp->nmembers, &o->g, o->divisors, &e)
+                             : nf_error_set(&e, NF_ERR_NOMEM, "out of memory");
+        }
+        free(imps);
+    } else {
+        uint64_t shape[2] = {rows, first->cols};
+        st = nf_geometry_init(&o->g, first->layout, first->fmt, 2, shape, 1, &e);
+    }
+    if (st != NF_OK) add_problem(probs, "group '%s': %s", grp->id, e.message);
+done:
+    free(mem);
+}
+
+static void add_single(nf_plan *p, size_t cap, tensor_plan *tp, problems *probs)
+{
+    nf_error e;
+    plan_object *o = new_object(p, cap);
+    if (!o) {
+        probs->nomem = true;
+        return;
+    }
+    o->kind = NF_OBJECT_TENSOR;
+    o->id = xstrdup(tp->t->name);
+    o->method = tp->method;
+    o->params = tp->params;
+    o->with = tp->c->with;
+    o->source_dtype = xstrdup(tp->t->type_name);
+    o->members = calloc(1, sizeof *o->members);
+    o->nmembers = 1;
+    if (!o->id || !o->source_dtype || !o->members) {
+        probs->nomem = true;
+        return;
+    }
+    o->members[0] = tp->member;
+    if (object_geometry(tp, &o->g, &e) != NF_OK) {
+        add_problem(probs, "%s %s: %s", tp->t->name, tp->t->type_name, e.message);
+        return;
+    }
+    if (o->g.format->category == NF_CAT_NVFP4) {
+        o->divisors = calloc(1, sizeof *o->divisors);
+        if (!o->divisors) probs->nomem = true;
+        else o->divisors[0] = tp->member.imp.divisor;
+    }
+}
+
+static void build_bindings(nf_plan *p)
+{
+    p->bindings = json_object();
+    for (size_t i = 0; i < p->nobjects; i++) {
+        const plan_object *o = &p->objects[i];
+        if (o->kind != NF_OBJECT_TENSOR) continue;
+        if (o->nmembers == 1 && strcmp(o->members[0].t->name, o->id) == 0) {
+            json_object_set_new(p->bindings, o->id, json_pack("{s:s}", "object", o->id));
+            continue;
+        }
+        for (size_t k = 0; k < o->nmembers; k++) {
+            const plan_member *m = &o->members[k];
+            json_int_t a = (json_int_t)(m->parent_row0 * o->g.cols), b = (json_int_t)((m->parent_row0 + m->rows) * o->g.cols);
+            json_object_set_new(p->bindings, m->t->name,
+                                json_pack("{s:[{s:s,s:[I,I]}]}", "parts", "object", o->id, "range", a, b));
+        }
+    }
+}
+
+nf_status nf_plan_build(const nf_recipe *recipe, nf_plan **out, nf_error *err)
+{
+    *out = NULL;
+    nf_plan *p = calloc(1, sizeof *p);
+    if (!p) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    p->recipe = recipe;
+    nf_status st = open_sources(p, err);
+    if (st != NF_OK) goto fail;
+    const plan_source *base = base_source(p);
+    size_t n = nf_source_tensor_count(base->src);
+    nf_recipe_tensor *rt = calloc(n ? n : 1, sizeof *rt);
+    nf_recipe_choice *choices = calloc(n ? n : 1, sizeof *choices);
+    tensor_plan *tps = calloc(n ? n : 1, sizeof *tps);
+    const nf_source_tensor **consumed = calloc(4 * (n ? n : 1), sizeof *consumed);
+    size_t cap = n + 64 + 16;
+    for (size_t i = 0; i < recipe->ncomponents; i++) cap += recipe->components[i].nresources;
+    p->objects = calloc(cap, sizeof *p->objects);
+    problems probs = {0};
+    if (!rt || !choices || !tps || !consumed || !p->objects) {
+        st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const nf_source_tensor *t = nf_source_tensor_at(base->src, i);
+        rt[i] = (nf_recipe_tensor){t->name, t->type_name, t->rank, t->shape, t->elements};
+    }
+    if ((st = nf_recipe_resolve(recipe, rt, n, choices, err)) != NF_OK) goto done;
+
+    /* Imports first, so that the companions they consume are known. */
+    for (size_t pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < n; i++) {
+            tps[i].t = nf_source_tensor_at(base->src, i);
+            tps[i].c = &choices[i];
+            if (choices[i].skip) continue;
+            bool is_import = choices[i].method && strcmp(choices[i].method, "import_encoded") == 0;
+            if ((pass == 0) != is_import) continue;
+            if (pass == 1) {
+                bool gone = false;
+                for (size_t k = 0; k < 4 * n && !gone; k++) gone = consumed[k] == tps[i].t;
+                if (gone) {
+                    tps[i].consumed = true;
+                    continue;
+                }
+            }
+            plan_tensor(p, base, &tps[i], &probs, consumed + 4 * i);
+        }
+    if (probs.count || probs.nomem) {
+        st = problems_error(&probs, recipe->path, err);
+        goto done;
+    }
+
+    if ((st = build_components(p, cap, err)) != NF_OK) goto done;
+    /* Tensor objects in checkpoint order; a group sits where its first member is. */
+    bool *group_done = calloc(recipe->ngroups ? recipe->ngroups : 1, sizeof *group_done);
+    if (!group_done) {
+        st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (choices[i].skip || tps[i].consumed) continue;
+        size_t member;
+        int g = group_of(recipe, tps[i].t->name, &member);
+        if (g >= 0) {
+            if (!group_done[g]) add_group(p, cap, &recipe->groups[g], tps, n, &probs);
+            group_done[g] = true;
+            continue;
+        }
+        if (tps[i].ok) add_single(p, cap, &tps[i], &probs);
+    }
+    for (size_t g = 0; g < recipe->ngroups; g++)
+        if (!group_done[g]) add_problem(&probs, "group '%s' has no member in the checkpoint", recipe->groups[g].id);
+    free(group_done);
+    if (probs.count || probs.nomem) {
+        st = problems_error(&probs, recipe->path, err);
+        goto done;
+    }
+    bool any_tensor = false;
+    for (size_t i = 0; i < p->nobjects; i++) any_tensor = any_tensor || p->objects[i].kind == NF_OBJECT_TENSOR;
+    if (!any_tensor) {
+        st = nf_error_set(err, NF_ERR_INVALID, "%s: the rules leave no tensor to convert", recipe->path);
+        goto done;
+    }
+    build_bindings(p);
+    build_provenance(p);
+done:
+    free(probs.text);
+    free(rt);
+    free(choices);
+    free(tps);
+    free(consumed);
+    if (st != NF_OK) goto fail;
+    *out = p;
+    return NF_OK;
+fail:
+    nf_plan_free(p);
+    return st;
+}
+
+/* ---------------------------------------------------------------- describe (--dry-run) */
+json_t *nf_plan_describe(const nf_plan *p)
+{
+    json_t *objs = json_array();
+    uint64_t total_bytes = 0, total_elements = 0;
+    json_t *per_format = json_object();
+    for (size_t i = 0; i < p->nobjects; i++) {
+        const plan_object *o = &p->objects[i];
+        total_bytes += o->kind == NF_OBJECT_TENSOR ? o->g.bytes : o->bytes;
+        if (o->kind == NF_OBJECT_RESOURCE) {
+            json_array_append_new(objs, json_pack("{s:s,s:s,s:s,s:I}", "id", o->id, "kind", "resource", "path",
+                                                  o->path, "bytes", (json_int_t)o->bytes));
+            continue;
+        }
+        json_t *shape = json_array();
+        for (uint32_t d = 0; d < o->g.rank; d++) json_array_append_new(shape, json_integer((json_int_t)o->g.shape[d]));
+        json_t *srcs = json_array();
+        for (size_t k = 0; k < o->nmembers; k++) json_array_append_new(srcs, json_string(o->members[k].t->name));
+        double bpw = (double)o->g.bytes * 8.0 / (double)o->g.elements;
+        json_array_append_new(objs, json_pack("{s:s,s:s,s:o,s:o,s:s,s:s,s:s,s:s,s:o,s:I,s:f}", "id", o->id, "kind",
+                                              "tensor", "sources", srcs, "shape", shape, "source_dtype",
+                                              o->source_dtype, "format", o->g.format->name, "layout",
+                                              o->g.layout->name, "method", nf_method_name(o->method), "with",
+                                              o->with ? json_deep_copy(o->with) : json_object(), "bytes",
+                                              (json_int_t)o->g.bytes, "bits_per_weight", bpw));
+        total_elements += o->g.elements;
+        json_t *f = json_object_get(per_format, o->g.format->name);
+        if (!f) {
+            f = json_pack("{s:i,s:I,s:I}", "objects", 0, "elements", (json_int_t)0, "bytes", (json_int_t)0);
+            json_object_set_new(per_format, o->g.format->name, f);
+        }
+        json_object_set_new(f, "objects", json_integer(json_integer_value(json_object_get(f, "objects")) + 1));
+        json_object_set_new(f, "elements", json_integer(json_integer_value(json_object_get(f, "elements")) +
+                                                        (json_int_t)o->g.elements));
+        json_object_set_new(f, "bytes",
+                            json_integer(json_integer_value(json_object_get(f, "bytes")) + (json_int_t)o->g.bytes));
+    }
+    return json_pack("{s:o,s:{s:I,s:I,s:I,s:o}}", "objects", objs, "totals", "objects", (json_int_t)p->nobjects,
+                     "elements", (json_int_t)total_elements, "bytes", (json_int_t)total_bytes, "formats", per_format);
+}

@@ -1,0 +1,91 @@
+/* Internal interface of the recipe module: the positioned YAML tree the parser validates, the
+ * private extension of nf_recipe, and the method-parameter check shared by parse and resolve. */
+#ifndef NINFER_RECIPE_INTERNAL_H
+#define NINFER_RECIPE_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include <ninfer/error.h>
+#include <ninfer/recipe.h>
+
+/* A recipe is a handful of sections with at most a few thousand rules; one million nodes is far
+ * beyond any real recipe and keeps a hostile 16 MiB file ("[a,a,a,...]") from costing more
+ * than a bounded amount of memory. */
+#define NF_RECIPE_MAX_NODES 1000000u
+
+/* ---------------------------------------------------------------- positioned YAML tree */
+typedef enum yn_kind { YN_SCALAR, YN_MAP, YN_SEQ } yn_kind;
+
+/* Type of a scalar under the YAML 1.2 core schema, restricted to what recipes use: quoted and
+ * block scalars are always strings; plain ones may be null, true/false, integers or floats. */
+typedef enum ys_type { YS_STRING, YS_NULL, YS_BOOL, YS_INT, YS_FLOAT } ys_type;
+
+typedef struct ynode {
+    yn_kind kind;
+    nf_recipe_pos pos;
+    /* scalars */
+    char *text; /* NUL-terminated (scalars with an embedded NUL are refused) */
+    size_t len;
+    ys_type type;
+    bool bval;
+    bool int_overflow; /* YS_INT whose value does not fit int64 */
+    int64_t ival;
+    /* collections: a sequence has n items; a mapping has n pairs, key i at items[2i] (always
+     * a scalar) and its value at items[2i+1] */
+    struct ynode **items;
+    size_t n;
+    size_t nslots, cap; /* filled and allocated slots of items (building) */
+} ynode;
+
+static inline const ynode *yn_key(const ynode *map, size_t i) { return map->items[2 * i]; }
+static inline const ynode *yn_val(const ynode *map, size_t i) { return map->items[2 * i + 1]; }
+
+/* Parse YAML text into a tree.  *root is NULL for an empty stream (no document or an empty
+ * document).  Refuses anchors, aliases, tags, several documents, nesting deeper than
+ * NF_RECIPE_MAX_DEPTH, more than NF_RECIPE_MAX_NODES nodes, non-scalar mapping keys, duplicate
+ * keys and NUL characters in scalars; libyaml's own errors keep its problem and position.
+ * `name` prefixes every message. */
+nf_status yn_parse(const char *text, size_t len, const char *name, ynode **root, nf_error *err);
+void yn_free(ynode *n);
+
+/* "a mapping", "the string 'x'", "the integer 3", ... for "expected ..., got ..." messages. */
+void yn_describe(const ynode *n, char *out, size_t size);
+
+/* The node as JSON: mappings become objects (keys in document order), sequences arrays, scalars
+ * by their core-schema type.  Fails (with the node's position) for an integer beyond int64 or a
+ * float JSON cannot hold (.inf, .nan). */
+nf_status yn_to_json(const ynode *n, const char *name, json_t **out, nf_error *err);
+
+/* ---------------------------------------------------------------- private recipe state */
+/* nf_recipe objects are only ever made by nf_recipe_parse/load, so they carry this extension:
+ * the part of each "SOURCE/file" resource after the source name, which --source overrides
+ * (nf_recipe_set_source) need to re-resolve the resource against the new source path.
+ * nf_recipe_resolve uses the public fields only. */
+typedef struct recipe_impl {
+    nf_recipe pub; /* first: a nf_recipe * is a recipe_impl * */
+    char ***res_file; /* [component][resource]: the file part, NULL for plain paths */
+} recipe_impl;
+
+/* ---------------------------------------------------------------- shared checks */
+/* Check method parameters (`with`) against a method (conversion.md 5.2).  Returns true when
+ * they are acceptable; otherwise writes the reason into why and the index (in object order) of
+ * the offending member into *bad_index (so the parser can point at its key or value; *bad_value
+ * says which of the two). */
+bool recipe_check_with(const char *method, const json_t *with, char *why, size_t why_size, size_t *bad_index,
+                       bool *bad_value);
+
+/* Selector helpers shared by parse (validation) and resolve (matching). */
+#define RECIPE_RE_PREFIX "re:"
+bool recipe_is_regex(const char *selector);
+/* Does a glob selector contain any fnmatch metacharacter?  Without one it matches only the
+ * identical name, which the exact lookup already decided. */
+bool recipe_glob_has_meta(const char *selector);
+
+/* The directory part of a path: "a/b" -> "a", "b" -> ".", "/b" -> "/".  NULL on ENOMEM. */
+char *recipe_dirname(const char *path);
+
+#endif

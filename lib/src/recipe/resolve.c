@@ -1,0 +1,306 @@
+/* Rule resolution (spec/conversion.md 5.1): defaults, then every rule in order, field by field.
+ *
+ * Cost: one hash table of tensor names (exact selectors and the "an exact name beats a glob"
+ * rule cost O(1) per selector), and one pass over the tensors per glob or regex selector, so a
+ * resolution is O(rules x selectors x tensors) at worst with no hidden quadratic step; a
+ * selector without glob metacharacters never scans.  Regular expressions are compiled once per
+ * selector. */
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <fnmatch.h>
+
+#include <ninfer/format.h>
+
+#include "container/container_internal.h"
+#include "recipe/recipe_internal.h"
+
+bool recipe_is_regex(const char *selector)
+{
+    return strncmp(selector, RECIPE_RE_PREFIX, strlen(RECIPE_RE_PREFIX)) == 0;
+}
+
+bool recipe_glob_has_meta(const char *selector)
+{
+    return strpbrk(selector, "*?[\\") != NULL;
+}
+
+const char *nf_recipe_default_method(const char *format)
+{
+    if (!format) return NULL;
+    const nf_format *f = nf_format_lookup(format);
+    if (!f) return NULL;
+    switch (f->category) {
+    case NF_CAT_DIRECT: return "cast_direct";
+    case NF_CAT_GROUPED:
+        /* q2 and t2 hold trained codes no built-in encoder reproduces (conversion.md 5.2) */
+        return f->id == NF_FMT_Q2_G64_FP16 || f->id == NF_FMT_T2_G128_FP16 ? "import_encoded" : "grouped_absmax";
+    case NF_CAT_FP8_ROW: return "fp8_row_maxabs";
+    case NF_CAT_NVFP4:
+    case NF_CAT_GGUF: return "import_encoded";
+    }
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- method parameters */
+static void describe_json(const json_t *v, char *out, size_t size)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: snprintf(out, size, "a mapping"); return;
+    case JSON_ARRAY: snprintf(out, size, "a sequence"); return;
+    case JSON_STRING: snprintf(out, size, "the string '%.60s'", json_string_value(v)); return;
+    case JSON_INTEGER: snprintf(out, size, "the integer %lld", (long long)json_integer_value(v)); return;
+    case JSON_REAL: snprintf(out, size, "the number %g", json_real_value(v)); return;
+    case JSON_TRUE: snprintf(out, size, "the boolean true"); return;
+    case JSON_FALSE: snprintf(out, size, "the boolean false"); return;
+    case JSON_NULL: snprintf(out, size, "null (an empty value)"); return;
+    }
+    snprintf(out, size, "a value");
+}
+
+bool recipe_check_with(const char *method, const json_t *with, char *why, size_t why_size, size_t *bad_index,
+                       bool *bad_value)
+{
+    *bad_index = 0;
+    *bad_value = false;
+    if (!with) return true;
+    if (!json_is_object(with)) {
+        snprintf(why, why_size, "expected a mapping of method parameters");
+        *bad_index = SIZE_MAX;
+        return false;
+    }
+    if (json_object_size(with) == 0 || !method) return true;
+    bool search = !strcmp(method, "grouped_search");
+    size_t i = 0;
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)with, key, v) {
+        *bad_index = i++;
+        char got[96];
+        if (!search) {
+            snprintf(why, why_size, "method %s takes no parameters, got '%s'", method, key);
+            return false;
+        }
+        if (!strcmp(key, "imatrix")) {
+            if (!json_is_string(v) || json_string_length(v) == 0) {
+                describe_json(v, got, sizeof got);
+                snprintf(why, why_size, "imatrix: expected a source name or a path, got %s", got);
+                *bad_value = true;
+                return false;
+            }
+        } else if (!strcmp(key, "negative_scales")) {
+            if (!json_is_boolean(v)) {
+                describe_json(v, got, sizeof got);
+                snprintf(why, why_size, "negative_scales: expected true or false, got %s", got);
+                *bad_value = true;
+                return false;
+            }
+        } else {
+            snprintf(why, why_size, "unknown parameter '%s' of grouped_search (expected imatrix, negative_scales)",
+                     key);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* ---------------------------------------------------------------- resolution */
+typedef struct resolver {
+    const nf_recipe *r;
+    const nf_recipe_tensor *t;
+    size_t n;
+    nf_strset names;  /* tensor name -> index */
+    uint32_t *stamp;  /* last rule (1-based) that collected each tensor */
+    size_t *hits;     /* tensors collected by the current rule */
+    size_t nhits;
+    int *with_rule;   /* rule whose `with` a tensor ended with, -1 none */
+    nf_error *err;
+    /* the unmatched-selector message, built entry by entry */
+    char msg[NF_ERROR_MESSAGE_MAX];
+    size_t msg_len, unmatched, left_out;
+} resolver;
+
+static const char *label(const nf_recipe *r)
+{
+    return r->path ? r->path : "<recipe>";
+}
+
+static void collect(resolver *rs, size_t idx, uint32_t rule_stamp)
+{
+    if (rs->stamp[idx] == rule_stamp) return;
+    rs->stamp[idx] = rule_stamp;
+    rs->hits[rs->nhits++] = idx;
+}
+
+static void note_unmatched(resolver *rs, const nf_recipe_rule *rule, size_t ri, const char *selector)
+{
+    char entry[400];
+    int k = snprintf(entry, sizeof entry, "%s%s:%d:%d: selector '%s' (rules[%zu]) matches no tensor",
+                     rs->unmatched ? "; " : "", label(rs->r), rule->pos.line, rule->pos.col, selector, ri);
+    rs->unmatched++;
+    size_t len = k < 0 ? 0 : (size_t)k >= sizeof entry ? sizeof entry - 1 : (size_t)k;
+    /* keep room for the "; and N more" tail */
+    if (rs->left_out == 0 && rs->msg_len + len + 40 < sizeof rs->msg) {
+        memcpy(rs->msg + rs->msg_len, entry, len + 1);
+        rs->msg_len += len;
+    } else {
+        rs->left_out++;
+    }
+}
+
+/* Full-match form of a "re:" selector: the expression as a group between anchors. */
+static nf_status compile_regex(resolver *rs, const nf_recipe_rule *rule, size_t ri, const char *selector,
+                               regex_t *re)
+{
+    const char *pattern = selector + strlen(RECIPE_RE_PREFIX);
+    /* The pattern alone must compile: wrapping "a)(b" in "^(...)$" would hide its error. */
+    int rc = regcomp(re, pattern, REG_EXTENDED | REG_NOSUB);
+    if (rc == 0) {
+        regfree(re);
+        size_t len = strlen(pattern);
+        char *anchored = malloc(len + 5);
+        if (!anchored) return nf_error_set(rs->err, NF_ERR_NOMEM, "out of memory");
+        memcpy(anchored, "^(", 2);
+        memcpy(anchored + 2, pattern, len);
+        memcpy(anchored + 2 + len, ")$", 3);
+        rc = regcomp(re, anchored, REG_EXTENDED | REG_NOSUB);
+        free(anchored);
+    }
+    if (rc != 0) {
+        char why[160];
+        regerror(rc, re, why, sizeof why);
+        return nf_error_set(rs->err, NF_ERR_INVALID, "%s:%d:%d: rules[%zu].match: bad regular expression '%s': %s",
+                            label(rs->r), rule->pos.line, rule->pos.col, ri, pattern, why);
+    }
+    return NF_OK;
+}
+
+/* Tensors named by one selector, added to the rule's hit list; *any tells whether it named at
+ * least one tensor (when predicates do not count: they narrow, they do not name). */
+static nf_status select_tensors(resolver *rs, const nf_recipe_rule *rule, size_t ri, const char *selector,
+                                uint32_t rule_stamp, bool *any)
+{
+    *any = false;
+    size_t idx = 0;
+    if (nf_strset_find(&rs->names, selector, NULL, &idx)) {
+        collect(rs, idx, rule_stamp);
+        *any = true;
+        return NF_OK;
+    }
+    if (recipe_is_regex(selector)) {
+        regex_t re;
+        NF_TRY(compile_regex(rs, rule, ri, selector, &re));
+        for (size_t i = 0; i < rs->n; i++) {
+            if (regexec(&re, rs->t[i].name, 0, NULL, 0) == 0) {
+                collect(rs, i, rule_stamp);
+                *any = true;
+            }
+        }
+        regfree(&re);
+        return NF_OK;
+    }
+    if (!recipe_glob_has_meta(selector)) return NF_OK;
+    for (size_t i = 0; i < rs->n; i++) {
+        if (fnmatch(selector, rs->t[i].name, 0) == 0) {
+            collect(rs, i, rule_stamp);
+            *any = true;
+        }
+    }
+    return NF_OK;
+}
+
+static bool when_holds(const nf_recipe_rule *rule, const nf_recipe_tensor *t)
+{
+    if (rule->when_rank >= 0 && t->rank != (uint32_t)rule->when_rank) return false;
+    if (rule->when_dtype && (!t->dtype || strcmp(t->dtype, rule->when_dtype) != 0)) return false;
+    if (rule->when_min_elements && t->elements < rule->when_min_elements) return false;
+    return true;
+}
+
+static void apply(resolver *rs, const nf_recipe_rule *rule, size_t ri, size_t idx, nf_recipe_choice *c)
+{
+    if (rule->format) c->format = rule->format;
+    if (rule->layout) c->layout = strcmp(rule->layout, "auto") != 0 ? rule->layout : NULL;
+    if (rule->method) c->method = rule->method;
+    if (rule->with) {
+        c->with = rule->with;
+        rs->with_rule[idx] = (int)ri;
+    }
+    if (rule->skip >= 0) c->skip = rule->skip != 0;
+    c->rule = (int)ri;
+}
+
+static nf_status run(resolver *rs, nf_recipe_choice *choices)
+{
+    const nf_recipe *r = rs->r;
+    const char *default_format = r->default_format ? r->default_format : "bf16";
+    for (size_t i = 0; i < rs->n; i++) {
+        if (!rs->t[i].name) return nf_error_set(rs->err, NF_ERR_USAGE, "nf_recipe_resolve: tensor %zu has no name", i);
+        int rc = nf_strset_insert(&rs->names, rs->t[i].name, NULL, i, NULL);
+        if (rc < 0) return nf_error_set(rs->err, NF_ERR_NOMEM, "out of memory");
+        if (rc == 0)
+            return nf_error_set(rs->err, NF_ERR_INVALID, "the checkpoint holds two tensors named '%s'", rs->t[i].name);
+        choices[i] = (nf_recipe_choice){.format = default_format, .rule = -1};
+        rs->with_rule[i] = -1;
+    }
+    for (size_t ri = 0; ri < r->nrules; ri++) {
+        const nf_recipe_rule *rule = &r->rules[ri];
+        uint32_t rule_stamp = (uint32_t)(ri + 1);
+        rs->nhits = 0;
+        for (size_t s = 0; s < rule->nmatch; s++) {
+            bool any = false;
+            NF_TRY(select_tensors(rs, rule, ri, rule->match[s], rule_stamp, &any));
+            if (!any && !rule->optional) note_unmatched(rs, rule, ri, rule->match[s]);
+        }
+        for (size_t h = 0; h < rs->nhits; h++) {
+            size_t idx = rs->hits[h];
+            if (when_holds(rule, &rs->t[idx])) apply(rs, rule, ri, idx, &choices[idx]);
+        }
+    }
+    if (rs->unmatched) {
+        if (rs->left_out)
+            snprintf(rs->msg + rs->msg_len, sizeof rs->msg - rs->msg_len, "; and %zu more unmatched selectors",
+                     rs->left_out);
+        return nf_error_set(rs->err, NF_ERR_INVALID, "%s", rs->msg);
+    }
+    for (size_t i = 0; i < rs->n; i++) {
+        nf_recipe_choice *c = &choices[i];
+        if (!c->method) c->method = r->default_method ? r->default_method : nf_recipe_default_method(c->format);
+        if (!c->method)
+            return nf_error_set(rs->err, NF_ERR_INVALID, "%s: tensor '%s': unknown format '%s' has no method",
+                                label(r), rs->t[i].name, c->format);
+        int wr = rs->with_rule[i];
+        if (wr < 0) continue;
+        char why[256];
+        size_t bad = 0;
+        bool bad_value = false;
+        if (!recipe_check_with(c->method, c->with, why, sizeof why, &bad, &bad_value)) {
+            const nf_recipe_rule *rule = &r->rules[wr];
+            return nf_error_set(rs->err, NF_ERR_INVALID, "%s:%d:%d: rules[%d].with: %s (tensor '%s' uses method %s)",
+                                label(r), rule->pos.line, rule->pos.col, wr, why, rs->t[i].name, c->method);
+        }
+    }
+    return NF_OK;
+}
+
+nf_status nf_recipe_resolve(const nf_recipe *r, const nf_recipe_tensor *tensors, size_t n, nf_recipe_choice *choices,
+                            nf_error *err)
+{
+    if (!r || (n && (!tensors || !choices)))
+        return nf_error_set(err, NF_ERR_USAGE, "nf_recipe_resolve: missing argument");
+    if (r->nrules >= UINT32_MAX) return nf_error_set(err, NF_ERR_USAGE, "nf_recipe_resolve: too many rules");
+    resolver rs = {.r = r, .t = tensors, .n = n, .err = err};
+    size_t cells = n ? n : 1;
+    rs.stamp = calloc(cells, sizeof *rs.stamp);
+    rs.hits = malloc(cells * sizeof *rs.hits);
+    rs.with_rule = malloc(cells * sizeof *rs.with_rule);
+    nf_status st = rs.stamp && rs.hits && rs.with_rule ? run(&rs, choices)
+                                                       : nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    nf_strset_free(&rs.names);
+    free(rs.stamp);
+    free(rs.hits);
+    free(rs.with_rule);
+    return st;
+}
