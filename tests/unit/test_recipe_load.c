@@ -13,6 +13,8 @@
 
 #include <ninfer/ninfer.h>
 
+#include "common/io.h"
+
 static char tmp[256];
 
 static void make_tmp(void)
@@ -277,6 +279,43 @@ Test(recipe_load, source_override_moves_resources)
     cr_assert_str_eq(r->components[0].resources[1].path, path_in("other/vocab.txt"));
     /* the plain path does not move */
     cr_assert_str_eq(r->components[0].resources[2].path, path_in("extra.json"));
+    nf_recipe_free(r);
+    remove_tree(tmp);
+}
+
+Test(recipe_load, pipe_path_is_read_as_a_stream)
+{
+    /* "-r <(generate)" hands over /dev/fd/N: a pipe, which cannot be pread */
+    int fds[2];
+    cr_assert_eq(pipe(fds), 0);
+    const char text[] = "recipe: 1\nsources: {base: /m}\n";
+    cr_assert_eq(write(fds[1], text, strlen(text)), (ssize_t)strlen(text));
+    close(fds[1]);
+    char path[64];
+    snprintf(path, sizeof path, "/dev/fd/%d", fds[0]);
+    nf_recipe *r = NULL;
+    nf_error e = {0};
+    cr_assert_eq(nf_recipe_load(path, &r, &e), NF_OK, "%s", e.message);
+    cr_assert_str_eq(r->sources[0].path, "/m");
+    cr_assert_str_eq(r->dir, "/dev/fd");
+    nf_recipe_free(r);
+    close(fds[0]);
+}
+
+Test(recipe_load, injected_io_faults)
+{
+    make_tmp();
+    write_file(path_in("r.yaml"), "recipe: 1\n", 10);
+    nf_recipe *r = NULL;
+    nf_error e = {0};
+    nf_io_fault_arm(NF_IO_OPEN, 1, EACCES);
+    cr_assert_eq(nf_recipe_load(path_in("r.yaml"), &r, &e), NF_ERR_IO);
+    cr_assert(strstr(e.message, "cannot read ") && strstr(e.message, "r.yaml: Permission denied"), "%s", e.message);
+    nf_io_fault_arm(NF_IO_READ, 1, EIO);
+    cr_assert_eq(nf_recipe_load(path_in("r.yaml"), &r, &e), NF_ERR_IO);
+    cr_assert(strstr(e.message, "r.yaml: Input/output error"), "%s", e.message);
+    nf_io_fault_reset();
+    cr_assert_eq(nf_recipe_load(path_in("r.yaml"), &r, &e), NF_OK, "%s", e.message);
     nf_recipe_free(r);
     remove_tree(tmp);
 }

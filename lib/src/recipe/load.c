@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <zstd.h>
@@ -44,6 +45,18 @@ static nf_status read_raw(const char *path, bool is_stdin, size_t limit, rbuf *b
 {
     int fd = is_stdin ? STDIN_FILENO : nf_io_open(path, O_RDONLY | O_CLOEXEC, 0);
     if (fd < 0) return nf_error_errno(err, errno, "cannot read %s", path);
+    /* Pipes and other streams (stdin, "-r <(envsubst < r.yaml)") cannot be pread: they are read
+     * sequentially.  A directory fails on the first read with EISDIR, naming the path. */
+    bool stream = is_stdin;
+    if (!is_stdin) {
+        struct stat sb;
+        int rc = nf_io_fstat(fd, &sb);
+        if (rc != 0) {
+            nf_io_close(fd);
+            return nf_error_errno(err, rc, "cannot read %s", path);
+        }
+        stream = !S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode);
+    }
     nf_status st = NF_OK;
     uint64_t offset = 0;
     for (;;) {
@@ -55,8 +68,7 @@ static nf_status read_raw(const char *path, bool is_stdin, size_t limit, rbuf *b
         if (room == 0) break; /* limit + 1 bytes held: too big */
         size_t got = 0;
         int rc = 0;
-        if (is_stdin) {
-            /* A pipe cannot be pread, and stdin is not a file of the library's: plain read(). */
+        if (stream) {
             ssize_t k;
             do k = read(fd, b->data + b->len, room);
             while (k < 0 && errno == EINTR);

@@ -262,9 +262,9 @@ char *recipe_dirname(const char *path)
     return out;
 }
 
-/* Where a source's files live: the source itself when it is a directory, else (a safetensors
- * or GGUF file, or a path that does not exist yet) ... a file's directory.  A path that cannot
- * be examined counts as a directory: the checkpoint reader reports it properly later. */
+/* Where a source's files live: the source itself when it is a directory, the file's directory
+ * when it is a file (a .safetensors or .gguf).  A path that cannot be examined counts as a
+ * directory: the checkpoint reader reports the missing source properly later. */
 static char *source_dir(const char *source_path)
 {
     struct stat st;
