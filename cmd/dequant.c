@@ -152,20 +152,12 @@ typedef struct rows_job {
     out_format format;
 } rows_job;
 
-static uint64_t chunk_rows(const nf_geometry *g)
-{
-    uint64_t chunk = g->cols ? ((uint64_t)1 << 20) / g->cols : 1;
-    if (chunk == 0) chunk = 1;
-    if (g->format->category == NF_CAT_NVFP4) chunk = (chunk + 127) / 128 * 128;
-    return chunk;
-}
-
 static nf_status stream_rows(const rows_job *job, nf_out *out, nf_error *err)
 {
     const nf_geometry *g = job->g;
     nf_byte_reader reader;
     nf_artifact_object_reader(job->a, job->o, &reader);
-    uint64_t chunk = chunk_rows(g);
+    uint64_t chunk = nf_geometry_chunk_rows(g, (uint64_t)1 << 20);
     uint64_t span = job->r1 - job->r0;
     if (chunk > span) chunk = span;
     unsigned eb = element_bytes(g, job->to);

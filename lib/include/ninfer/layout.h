@@ -177,6 +177,10 @@ nf_status nf_layout_row_spans(const nf_geometry *g, uint64_t r0, uint64_t r1, nf
 nf_status nf_layout_gather_rows(const nf_geometry *g, const nf_byte_reader *src, const uint64_t *rows,
                                 uint64_t count, nf_geometry *out_g, uint8_t *out, nf_error *err);
 
+/* Rows per bounded chunk of about max_values values, for streaming a tensor: at least 1, at
+ * most g->rows, and for nvfp4 a multiple of 128 (its scale plane is tiled by 128 rows). */
+uint64_t nf_geometry_chunk_rows(const nf_geometry *g, uint64_t max_values);
+
 /* ---------------------------------------------------------------- values */
 /* Represented values of the rows held in w (whose first row is absolute row `first_row`) as
  * binary32, row-major, logical columns only.  Direct int32 rounds to nearest even.  gguf_*

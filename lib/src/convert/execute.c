@@ -155,7 +155,7 @@ typedef struct runner {
     sink *sink;
     bool stats;
     volatile int *cancel;
-    uint64_t max_chunk_rows;
+    uint64_t chunk_values;
     /* first error */
     pthread_mutex_t lock;
     nf_status status;
@@ -211,12 +211,10 @@ static void *worker(void *arg)
     runner *r = arg;
     /* Buffers for the largest chunk of any object: bounded by the chunk size, not the model. */
     uint64_t max_values = 0, max_raw = 0, max_scale = 0;
-    const nf_geometry *biggest = NULL;
     for (size_t i = 0; i < r->plan->nobjects; i++) {
         const plan_object *o = &r->plan->objects[i];
         if (o->kind != NF_OBJECT_TENSOR) continue;
-        uint64_t rows = r->max_chunk_rows < o->g.rows ? r->max_chunk_rows : o->g.rows;
-        if (o->g.format->category == NF_CAT_NVFP4) rows = o->g.rows < 128 ? o->g.rows : (rows + 127) / 128 * 128;
+        uint64_t rows = nf_geometry_chunk_rows(&o->g, r->chunk_values);
         if (rows * o->g.cols > max_values) max_values = rows * o->g.cols;
         for (size_t k = 0; k < o->nmembers; k++) {
             const plan_member *m = &o->members[k];
@@ -225,7 +223,6 @@ static void *worker(void *arg)
             if (o->method == NF_METHOD_IMPORT_ENCODED && rows * m->imp.scale_row_bytes > max_scale)
                 max_scale = rows * m->imp.scale_row_bytes;
         }
-        (void)biggest;
     }
     size_t nv = (size_t)max_values;
     uint8_t *raw = malloc((size_t)max_raw + 16);
@@ -269,19 +266,14 @@ out:
 
 /* Jobs: each member cut into chunks of at most chunk_rows rows (nvfp4: multiples of 128,
  * restarting at each member, as the import module's chunking rule asks). */
-static nf_status make_jobs(nf_plan *p, uint64_t chunk_values, job **out, size_t *count, uint64_t *max_rows,
-                           nf_error *err)
+static nf_status make_jobs(nf_plan *p, uint64_t chunk_values, job **out, size_t *count, nf_error *err)
 {
     size_t cap = 0, n = 0;
     job *jobs = NULL;
-    *max_rows = 1;
     for (size_t i = 0; i < p->nobjects; i++) {
         const plan_object *o = &p->objects[i];
         if (o->kind != NF_OBJECT_TENSOR) continue;
-        uint64_t rows = chunk_values / (o->g.cols ? o->g.cols : 1);
-        if (rows == 0) rows = 1;
-        if (o->g.format->category == NF_CAT_NVFP4) rows = (rows + 127) / 128 * 128;
-        if (rows > *max_rows) *max_rows = rows;
+        uint64_t rows = nf_geometry_chunk_rows(&o->g, chunk_values);
         for (size_t k = 0; k < o->nmembers; k++) {
             const plan_member *m = &o->members[k];
             for (uint64_t r0 = 0; r0 < m->rows; r0 += rows) {
@@ -521,7 +513,8 @@ nf_status nf_plan_execute(nf_plan *p, const nf_convert_options *opt, nf_error *e
     if (st == NF_OK) st = write_resources(p, w, err);
     if (st == NF_OK) st = write_tails(p, w, err);
     uint64_t chunk_values = opt->chunk_values ? opt->chunk_values : DEFAULT_CHUNK_VALUES;
-    if (st == NF_OK) st = make_jobs(p, chunk_values, &r.jobs, &r.njobs, &r.max_chunk_rows, err);
+    if (st == NF_OK) st = make_jobs(p, chunk_values, &r.jobs, &r.njobs, err);
+    r.chunk_values = chunk_values;
     if (st == NF_OK) {
         r.plan = p;
         r.sink = &s;
@@ -593,7 +586,6 @@ nf_status nf_plan_compare(nf_plan *p, nf_artifact *a, unsigned threads, nf_compa
     /* Objects the plan re-derives must exist with the same geometry. */
     job *jobs = NULL;
     size_t njobs = 0;
-    uint64_t max_rows = 1;
     bool *usable = calloc(p->nobjects ? p->nobjects : 1, sizeof *usable);
     if (!usable) st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
     for (size_t i = 0; st == NF_OK && i < p->nobjects; i++) {
@@ -618,7 +610,7 @@ nf_status nf_plan_compare(nf_plan *p, nf_artifact *a, unsigned threads, nf_compa
         report(ctx, o->id, msg);
         (*differing)++;
     }
-    if (st == NF_OK) st = make_jobs(p, DEFAULT_CHUNK_VALUES, &jobs, &njobs, &max_rows, err);
+    if (st == NF_OK) st = make_jobs(p, DEFAULT_CHUNK_VALUES, &jobs, &njobs, err);
     /* drop jobs of unusable objects */
     size_t kept = 0;
     for (size_t i = 0; st == NF_OK && i < njobs; i++)
@@ -629,7 +621,7 @@ nf_status nf_plan_compare(nf_plan *p, nf_artifact *a, unsigned threads, nf_compa
         r.jobs = jobs;
         r.njobs = kept;
         r.sink = &s;
-        r.max_chunk_rows = max_rows;
+        r.chunk_values = DEFAULT_CHUNK_VALUES;
         pthread_mutex_init(&r.lock, NULL);
         st = run_jobs(&r, thread_count(threads), NULL, err);
         pthread_mutex_destroy(&r.lock);

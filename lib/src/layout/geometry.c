@@ -255,3 +255,11 @@ nf_status nf_layout_row_spans(const nf_geometry *g, uint64_t r0, uint64_t r1, nf
     *nspans = n;
     return NF_OK;
 }
+
+uint64_t nf_geometry_chunk_rows(const nf_geometry *g, uint64_t max_values)
+{
+    uint64_t rows = g->cols ? max_values / g->cols : max_values;
+    if (rows == 0) rows = 1;
+    if (g->format && g->format->category == NF_CAT_NVFP4) rows = (rows + 127) / 128 * 128;
+    return rows < g->rows ? rows : (g->rows ? g->rows : 1);
+}
