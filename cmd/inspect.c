@@ -87,20 +87,26 @@ static int on_option(void *ctx, nf_cli *cli, int id, const char *arg)
 }
 
 /* ---------------------------------------------------------------- helpers */
-static json_t *shape_json(const nf_object *o)
+static json_t *dims_json(const uint64_t *dims, uint32_t rank)
 {
     json_t *a = json_array();
-    for (uint32_t i = 0; i < o->rank; i++) json_array_append_new(a, json_integer((json_int_t)o->shape[i]));
+    for (uint32_t i = 0; i < rank; i++) json_array_append_new(a, json_integer((json_int_t)dims[i]));
     return a;
 }
 
-static void shape_text(const nf_object *o, char *buf, size_t size)
+static json_t *shape_json(const nf_object *o) { return dims_json(o->shape, o->rank); }
+
+/* "[d0,d1,...]"; `reversed` lists the dimensions last first (ggml's ne order). */
+static void dims_text(const uint64_t *dims, uint32_t rank, bool reversed, char *buf, size_t size)
 {
     size_t used = (size_t)snprintf(buf, size, "[");
-    for (uint32_t i = 0; i < o->rank && used < size; i++)
-        used += (size_t)snprintf(buf + used, size - used, "%s%" PRIu64, i ? "," : "", o->shape[i]);
+    for (uint32_t i = 0; i < rank && used < size; i++)
+        used += (size_t)snprintf(buf + used, size - used, "%s%" PRIu64, i ? "," : "",
+                                 dims[reversed ? rank - 1 - i : i]);
     if (used < size) snprintf(buf + used, size - used, "]");
 }
+
+static void shape_text(const nf_object *o, char *buf, size_t size) { dims_text(o->shape, o->rank, false, buf, size); }
 
 static uint64_t elements_of(const nf_object *o)
 {
@@ -309,12 +315,59 @@ typedef struct value_stats {
     double min, max, sum, sum_sq, abs_max;
 } value_stats;
 
-static nf_status collect_stats(nf_artifact *a, const nf_object *o, const nf_geometry *g, value_stats *s,
-                               nf_error *err)
+static void stats_init(value_stats *s)
 {
     memset(s, 0, sizeof *s);
     s->min = INFINITY;
     s->max = -INFINITY;
+}
+
+static void stats_add(value_stats *s, const float *values, uint64_t n)
+{
+    for (uint64_t i = 0; i < n; i++) {
+        double v = values[i];
+        if (isnan(v)) {
+            s->nans++;
+            continue;
+        }
+        if (isinf(v)) {
+            s->infs++;
+            continue;
+        }
+        s->count++;
+        if (v == 0.0) s->zeros++;
+        if (v < s->min) s->min = v;
+        if (v > s->max) s->max = v;
+        if (fabs(v) > s->abs_max) s->abs_max = fabs(v);
+        s->sum += v;
+        s->sum_sq += v * v;
+    }
+}
+
+static double stats_mean(const value_stats *s) { return s->count ? s->sum / (double)s->count : 0.0; }
+static double stats_rms(const value_stats *s) { return s->count ? sqrt(s->sum_sq / (double)s->count) : 0.0; }
+
+static json_t *stats_json(const value_stats *s)
+{
+    return json_pack("{s:I,s:I,s:I,s:I,s:f,s:f,s:f,s:f,s:f}", "finite", (json_int_t)s->count, "zeros",
+                     (json_int_t)s->zeros, "nan", (json_int_t)s->nans, "inf", (json_int_t)s->infs, "min",
+                     s->count ? s->min : 0.0, "max", s->count ? s->max : 0.0, "mean", stats_mean(s), "rms",
+                     stats_rms(s), "abs_max", s->abs_max);
+}
+
+static void print_stats(const value_stats *s)
+{
+    printf("stats\n  finite %" PRIu64 "  zeros %" PRIu64 "  nan %" PRIu64 "  inf %" PRIu64 "\n", s->count, s->zeros,
+           s->nans, s->infs);
+    if (s->count)
+        printf("  min %.9g  max %.9g  mean %.9g  rms %.9g  abs max %.9g\n", s->min, s->max, stats_mean(s),
+               stats_rms(s), s->abs_max);
+}
+
+static nf_status collect_stats(nf_artifact *a, const nf_object *o, const nf_geometry *g, value_stats *s,
+                               nf_error *err)
+{
+    stats_init(s);
     nf_byte_reader reader;
     nf_artifact_object_reader(a, o, &reader);
     /* Bounded chunks: about 1M values at a time (nvfp4 reads whole 128-row tiles). */
@@ -333,24 +386,7 @@ static nf_status collect_stats(nf_artifact *a, const nf_object *o, const nf_geom
         w.rows = r1 - r;
         st = nf_words_to_f32(g, &w, r, values, err);
         if (st != NF_OK) break;
-        for (uint64_t i = 0; i < (r1 - r) * g->cols; i++) {
-            double v = values[i];
-            if (isnan(v)) {
-                s->nans++;
-                continue;
-            }
-            if (isinf(v)) {
-                s->infs++;
-                continue;
-            }
-            s->count++;
-            if (v == 0.0) s->zeros++;
-            if (v < s->min) s->min = v;
-            if (v > s->max) s->max = v;
-            if (fabs(v) > s->abs_max) s->abs_max = fabs(v);
-            s->sum += v;
-            s->sum_sq += v * v;
-        }
+        stats_add(s, values, (r1 - r) * g->cols);
     }
     free(values);
     nf_words_free(&w);
@@ -371,12 +407,11 @@ static int inspect_tensor(const nf_cli *cli, nf_artifact *a, const inspect_opts 
         return nf_cli_report(cli, &err);
     }
     value_stats s;
+    stats_init(&s);
     if (opts->stats && collect_stats(a, o, &g, &s, &err) != NF_OK) {
         nf_error_prefix(&err, "%s: object '%s'", nf_artifact_path(a), o->id);
         return nf_cli_report(cli, &err);
     }
-    double mean = s.count ? s.sum / (double)s.count : 0.0;
-    double rms = s.count ? sqrt(s.sum_sq / (double)s.count) : 0.0;
     if (cli->json) {
         json_t *planes = json_array();
         for (uint32_t i = 0; i < g.nplanes; i++)
@@ -394,13 +429,7 @@ static int inspect_tensor(const nf_cli *cli, nf_artifact *a, const inspect_opts 
             json_object_set_new(doc, "groups_per_row", json_integer((json_int_t)g.groups_per_row));
             json_object_set_new(doc, "logical_groups", json_integer((json_int_t)g.logical_groups));
         }
-        if (opts->stats) {
-            json_object_set_new(doc, "stats",
-                                json_pack("{s:I,s:I,s:I,s:I,s:f,s:f,s:f,s:f,s:f}", "finite", (json_int_t)s.count,
-                                          "zeros", (json_int_t)s.zeros, "nan", (json_int_t)s.nans, "inf",
-                                          (json_int_t)s.infs, "min", s.count ? s.min : 0.0, "max",
-                                          s.count ? s.max : 0.0, "mean", mean, "rms", rms, "abs_max", s.abs_max));
-        }
+        if (opts->stats) json_object_set_new(doc, "stats", stats_json(&s));
         int rc = nf_cli_print_json(cli, doc);
         json_decref(doc);
         return rc;
@@ -420,12 +449,7 @@ static int inspect_tensor(const nf_cli *cli, nf_artifact *a, const inspect_opts 
     for (uint32_t i = 0; i < g.nplanes; i++)
         printf("  %-10s %14" PRIu64 " %14" PRIu64 " %12" PRIu64 "\n", g.planes[i].name, g.planes[i].offset,
                g.planes[i].bytes, g.planes[i].row_bytes);
-    if (opts->stats) {
-        printf("stats\n  finite %" PRIu64 "  zeros %" PRIu64 "  nan %" PRIu64 "  inf %" PRIu64 "\n", s.count, s.zeros,
-               s.nans, s.infs);
-        if (s.count)
-            printf("  min %.9g  max %.9g  mean %.9g  rms %.9g  abs max %.9g\n", s.min, s.max, mean, rms, s.abs_max);
-    }
+    if (opts->stats) print_stats(&s);
     return NF_EXIT_OK;
 }
 

@@ -155,6 +155,73 @@ run 0 "$bin/ninfer-dequant" "$work/g/g.ninfer" blk.0.attn_q.weight -o "$work/g/q
 check cmp -s "$work/g/q.f32" "$data/gguf/q4_k.dequant.f32"
 run 0 "$bin/ninfer-verify" "$work/g/g.ninfer" --against "$data/gguf/q4_k.gguf"
 
+# NVFP4 (ModelOpt and compressed-tensors dialects) and FP8 (compressed-tensors) checkpoints
+# import without requantizing: values are e2m1 * e4m3 / divisor and e4m3 * scale
+mkdir "$work/nv" "$work/nvout"
+python3 - "$work/nv" <<'PY'
+import json, struct, sys, random
+rnd = random.Random(5)
+def st(path, tensors):
+    hdr, data = {}, b''
+    for name, dtype, shape, raw in tensors:
+        hdr[name] = {'dtype': dtype, 'shape': shape, 'data_offsets': [len(data), len(data) + len(raw)]}
+        data += raw
+    h = json.dumps(hdr).encode()
+    h += b' ' * (-len(h) % 8)
+    open(path, 'wb').write(struct.pack('<Q', len(h)) + h + data)
+N, K = 128, 64
+codes = bytes(rnd.randrange(256) for _ in range(N * K // 2))
+scales = bytes(rnd.choice([0x30, 0x38, 0x40, 0x00, 0x28]) for _ in range(N * K // 16))
+fp8 = bytes(rnd.choice([0x00, 0x80, 0x38, 0xB8, 0x40, 0x7E]) for _ in range(8 * 16))
+st(sys.argv[1] + '/model.safetensors', [
+    ('a.weight', 'U8', [N, K // 2], codes), ('a.weight_scale', 'F8_E4M3', [N, K // 16], scales),
+    ('a.weight_scale_2', 'F32', [], struct.pack('<f', 0.5)), ('a.input_scale', 'F32', [], struct.pack('<f', 2.0)),
+    ('b.weight_packed', 'U8', [N, K // 2], codes), ('b.weight_scale', 'F8_E4M3', [N, K // 16], scales),
+    ('b.weight_global_scale', 'F32', [], struct.pack('<f', 4.0)),
+    ('c.weight', 'F8_E4M3', [8, 16], fp8), ('c.weight_scale', 'BF16', [8, 1], struct.pack('<8H', *[0x3F00] * 8)),
+    ('norm', 'F32', [3], struct.pack('<3f', 1, 2, 3))])
+open(sys.argv[1] + '/config.json', 'w').write('{"quantization_config": {"quant_method": "modelopt"}}')
+PY
+printf 'recipe: 1
+sources:
+  base: %s
+defaults: {format: fp32}
+rules:
+  - match: [a.weight, b.weight_packed]
+    format: nvfp4
+    method: import_encoded
+  - match: c.weight
+    format: fp8_e4m3fn_row_bf16
+    method: import_encoded
+' "$work/nv" >"$work/nv.yaml"
+run 0 "$bin/ninfer-convert" -r "$work/nv.yaml" -o "$work/nvout/nv.ninfer"
+run 0 "$bin/ninfer-verify" "$work/nvout/nv.ninfer" --against "$work/nv"
+"$bin/ninfer-inspect" "$work/nvout/nv.ninfer" --json >"$work/nv.json"
+run 0 "$bin/ninfer-dequant" "$work/nvout/nv.ninfer" a.weight -o "$work/nvout/a.f32"
+run 0 "$bin/ninfer-dequant" "$work/nvout/nv.ninfer" b.weight_packed -o "$work/nvout/b.f32"
+run 0 "$bin/ninfer-dequant" "$work/nvout/nv.ninfer" c.weight -o "$work/nvout/c.f32"
+python3 - "$work/nv.json" "$work/nvout" <<'PY' && ok || bad "nvfp4/fp8 import"
+import json, struct, sys
+d = json.load(open(sys.argv[1]))
+ids = sorted(o['id'] for o in d['objects'])
+assert ids == ['a.weight', 'b.weight_packed', 'c.weight', 'norm'], ids        # companions consumed
+a = struct.unpack('<%df' % (128 * 64), open(sys.argv[2] + '/a.f32', 'rb').read())
+b = struct.unpack('<%df' % (128 * 64), open(sys.argv[2] + '/b.f32', 'rb').read())
+# same codes and scales: ModelOpt divides by 1/0.5 = 2, compressed-tensors by 4
+assert all(x == 2 * y for x, y in zip(a, b)), 'divisors'
+c = struct.unpack('<128f', open(sys.argv[2] + '/c.f32', 'rb').read())
+assert set(c) <= {0.0, 0.5, -0.5, 1.0, 224.0}, sorted(set(c))
+PY
+printf 'recipe: 1
+sources:
+  base: %s
+rules:
+  - match: norm
+    format: nvfp4
+    method: import_encoded
+' "$work/nv" >"$work/nv2.yaml"
+run 1 "$bin/ninfer-convert" -r "$work/nv2.yaml" -o "$work/nvout/bad.ninfer"
+
 # interrupted: either a complete valid artifact or nothing at all, never a temp file
 "$bin/ninfer-gen-checkpoint" "$work/big" --hidden 1024 --intermediate 2816 --layers 4 --vocab 8000 >/dev/null
 mkdir "$work/k"

@@ -347,19 +347,30 @@ static nf_status run_jobs(runner *r, unsigned threads, const nf_convert_options 
 }
 
 /* ---------------------------------------------------------------- report */
-static json_t *object_report(const nf_plan *p, const runner *r, size_t i)
+/* Error statistics of one object: its jobs' partial sums, added in job order (so the figures
+ * do not depend on which thread finished first). */
+typedef struct object_stats {
+    uint64_t count;
+    double sse, ssx, max_abs;
+} object_stats;
+
+static void sum_stats(const runner *r, object_stats *stats)
 {
-    const plan_object *o = &p->objects[i];
-    uint64_t count = 0;
-    double sse = 0, ssx = 0, maxe = 0;
     for (size_t k = 0; k < r->njobs; k++) {
         const job *j = &r->jobs[k];
-        if (j->object != i) continue;
-        count += j->count;
-        sse += j->sum_sq_err;
-        ssx += j->sum_sq_src;
-        if (j->max_abs_err > maxe) maxe = j->max_abs_err;
+        object_stats *s = &stats[j->object];
+        s->count += j->count;
+        s->sse += j->sum_sq_err;
+        s->ssx += j->sum_sq_src;
+        if (j->max_abs_err > s->max_abs) s->max_abs = j->max_abs_err;
     }
+}
+
+static json_t *object_report(const nf_plan *p, const object_stats *st, size_t i)
+{
+    const plan_object *o = &p->objects[i];
+    uint64_t count = st->count;
+    double sse = st->sse, ssx = st->ssx, maxe = st->max_abs;
     json_t *shape = json_array();
     for (uint32_t d = 0; d < o->g.rank; d++) json_array_append_new(shape, json_integer((json_int_t)o->g.shape[d]));
     json_t *srcs = json_array();
@@ -530,8 +541,11 @@ nf_status nf_plan_execute(nf_plan *p, const nf_convert_options *opt, nf_error *e
         char id[33];
         nf_writer_id_hex(w, id);
         json_t *objs = json_array();
-        for (size_t i = 0; i < p->nobjects; i++)
-            if (p->objects[i].kind == NF_OBJECT_TENSOR) json_array_append_new(objs, object_report(p, &r, i));
+        object_stats *stats = calloc(p->nobjects ? p->nobjects : 1, sizeof *stats);
+        if (stats) sum_stats(&r, stats);
+        for (size_t i = 0; stats && i < p->nobjects; i++)
+            if (p->objects[i].kind == NF_OBJECT_TENSOR) json_array_append_new(objs, object_report(p, &stats[i], i));
+        free(stats);
         report = json_pack("{s:s,s:o,s:s,s:O,s:o,s:s,s:I,s:I}", "output", opt->output, "name",
                            p->recipe->output_name ? json_string(p->recipe->output_name) : json_null(), "recipe",
                            p->recipe->path, "provenance", p->provenance, "objects", objs, "artifact_id", id,

@@ -476,6 +476,11 @@ static void build_provenance(nf_plan *p)
 }
 
 /* ---------------------------------------------------------------- build */
+static int compare_ptr(const void *a, const void *b)
+{
+    uintptr_t x = (uintptr_t) * (const void *const *)a, y = (uintptr_t) * (const void *const *)b;
+    return x < y ? -1 : x > y;
+}
 static int group_of(const nf_recipe *r, const char *name, size_t *member)
 {
     for (size_t g = 0; g < r->ngroups; g++)
@@ -658,24 +663,22 @@ nf_status nf_plan_build(const nf_recipe *recipe, nf_plan **out, nf_error *err)
     }
     if ((st = nf_recipe_resolve(recipe, rt, n, choices, err)) != NF_OK) goto done;
 
-    /* Imports first, so that the companions they consume are known. */
-    for (size_t pass = 0; pass < 2; pass++)
+    /* Imports first, so that the companions they consume are known (sorted for lookups). */
+    for (size_t pass = 0; pass < 2; pass++) {
+        if (pass == 1) qsort(consumed, 4 * n, sizeof *consumed, compare_ptr);
         for (size_t i = 0; i < n; i++) {
             tps[i].t = nf_source_tensor_at(base->src, i);
             tps[i].c = &choices[i];
             if (choices[i].skip) continue;
             bool is_import = choices[i].method && strcmp(choices[i].method, "import_encoded") == 0;
             if ((pass == 0) != is_import) continue;
-            if (pass == 1) {
-                bool gone = false;
-                for (size_t k = 0; k < 4 * n && !gone; k++) gone = consumed[k] == tps[i].t;
-                if (gone) {
-                    tps[i].consumed = true;
-                    continue;
-                }
+            if (pass == 1 && bsearch(&tps[i].t, consumed, 4 * n, sizeof *consumed, compare_ptr)) {
+                tps[i].consumed = true;
+                continue;
             }
             plan_tensor(p, base, &tps[i], &probs, consumed + 4 * i);
         }
+    }
     if (probs.count || probs.nomem) {
         st = problems_error(&probs, recipe->path, err);
         goto done;
