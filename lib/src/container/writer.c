@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,7 +70,8 @@ struct nf_writer {
     nf_strset ids;
     uint64_t payload_end;
     json_t *members[M_COUNT];
-    int state;
+    _Atomic int state;
+    nf_error failure; /* the first write error, returned again to every later write (under lock) */
     wfile *files;
     size_t nfiles;
     uint64_t json_bytes;
@@ -679,6 +681,15 @@ static int route(nf_writer *w, uint64_t pos, void *buf, size_t len, bool writing
 
 nf_status nf_writer_write(nf_writer *w, size_t index, uint64_t offset, const void *data, size_t len, nf_error *err)
 {
+    if (w->state == W_FAILED) {
+        /* Another thread's write failed: every writer of this artifact sees that error, not a
+         * usage error about a dead writer. */
+        pthread_mutex_lock(&w->lock);
+        nf_status st = w->failure.status;
+        if (st != NF_OK && err) *err = w->failure;
+        pthread_mutex_unlock(&w->lock);
+        if (st != NF_OK) return st;
+    }
     if (w->state != W_BEGUN)
         return nf_error_set(err, NF_ERR_USAGE, "%s: nf_writer_write %s", w->path,
                             w->state == W_PLANNING ? "before nf_writer_begin" : "after the writer finished or failed");
@@ -704,9 +715,15 @@ nf_status nf_writer_write(nf_writer *w, size_t index, uint64_t offset, const voi
     if (e) {
         /* Other threads may still be writing: only mark the writer dead; nf_writer_free
          * removes the files. */
+        nf_error local;
+        nf_status st = nf_error_errno(&local, e, "%s: object '%s': cannot write %zu bytes to %s", w->path, o->id,
+                                      len, w->files[bad].temp);
+        pthread_mutex_lock(&w->lock);
+        if (w->failure.status == NF_OK) w->failure = local;
         w->state = W_FAILED;
-        return nf_error_errno(err, e, "%s: object '%s': cannot write %zu bytes to %s", w->path, o->id, len,
-                              w->files[bad].temp);
+        pthread_mutex_unlock(&w->lock);
+        if (err) *err = local;
+        return st;
     }
     return NF_OK;
 }

@@ -4,6 +4,7 @@
  * comparison with an existing artifact (verify --against).  Each chunk owns disjoint output
  * bytes, so the result is the same for any thread count or chunk size. */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -17,6 +18,7 @@
 #include <ninfer/ninfer.h>
 
 #include "common/checked.h"
+#include "common/io.h"
 #include "convert/convert_impl.h"
 
 #define DEFAULT_CHUNK_VALUES ((uint64_t)1 << 18)
@@ -391,28 +393,25 @@ static json_t *object_report(const nf_plan *p, const object_stats *st, size_t i)
     return rec;
 }
 
+/* The report goes to a temp file beside its destination (renamed once the artifact is
+ * published), through the I/O shim like every other file the library writes. */
 static nf_status write_report(const char *path, json_t *doc, char **tmp_out, nf_error *err)
 {
-    size_t need = strlen(path) + 16;
-    char *tmp = malloc(need);
-    if (!tmp) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
-    snprintf(tmp, need, "%s.XXXXXX", path);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        nf_status st = nf_error_errno(err, errno, "cannot create the report beside %s", path);
-        free(tmp);
-        return st;
-    }
+    char *tmp = NULL;
+    int fd = nf_io_mkstemp_beside(path, &tmp);
+    if (fd < 0) return nf_error_errno(err, errno, "cannot create a temp file for %s", path);
     char *text = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
     nf_status st = NF_OK;
-    size_t len = text ? strlen(text) : 0;
-    if (!text || write(fd, text, len) != (ssize_t)len || write(fd, "\n", 1) != 1 || fsync(fd) != 0)
-        st = nf_error_errno(err, errno ? errno : EIO, "cannot write the report %s", path);
-    (void)fchmod(fd, 0644);
-    close(fd);
+    int e = 0;
+    if (!text)
+        st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    else if ((e = nf_io_write_full(fd, text, strlen(text))) != 0 || (e = nf_io_write_full(fd, "\n", 1)) != 0 ||
+             (e = nf_io_fchmod(fd, 0644)) != 0 || (e = nf_io_fdatasync(fd)) != 0)
+        st = nf_error_errno(err, e, "cannot write %s", tmp);
+    nf_io_close(fd);
     free(text);
     if (st != NF_OK) {
-        unlink(tmp);
+        nf_io_unlink(tmp);
         free(tmp);
         return st;
     }
@@ -441,6 +440,16 @@ static nf_status refuse_inputs(const nf_plan *p, const char *path, nf_error *err
             if (same_file(path, nf_source_file_path(s, f)))
                 return nf_error_set(err, NF_ERR_USAGE, "%s is a file of source '%s': refusing to overwrite an input",
                                     path, p->sources[i].name);
+        const char *index = s ? nf_source_index_path(s) : NULL;
+        if (index && same_file(path, index))
+            return nf_error_set(err, NF_ERR_USAGE, "%s is the index of source '%s': refusing to overwrite an input",
+                                path, p->sources[i].name);
+        for (size_t c = 0; s && c < nf_source_companion_count(s); c++) {
+            const char *name = NULL, *cpath = nf_source_companion_at(s, c, &name);
+            if (cpath && same_file(path, cpath))
+                return nf_error_set(err, NF_ERR_USAGE, "%s is %s of source '%s': refusing to overwrite an input",
+                                    path, name ? name : "a companion file", p->sources[i].name);
+        }
     }
     for (size_t i = 0; i < p->nobjects; i++)
         if (p->objects[i].kind == NF_OBJECT_RESOURCE && same_file(path, p->objects[i].path))
@@ -450,26 +459,26 @@ static nf_status refuse_inputs(const nf_plan *p, const char *path, nf_error *err
 
 static nf_status write_resources(nf_plan *p, nf_writer *w, nf_error *err)
 {
+    uint8_t buf[65536];
     for (size_t i = 0; i < p->nobjects; i++) {
         const plan_object *o = &p->objects[i];
         if (o->kind != NF_OBJECT_RESOURCE) continue;
-        FILE *f = fopen(o->path, "rb");
-        if (!f) return nf_error_errno(err, errno, "cannot open %s", o->path);
-        uint8_t buf[65536];
-        uint64_t pos = 0;
-        nf_status st = NF_OK;
-        size_t n;
-        while (st == NF_OK && (n = fread(buf, 1, sizeof buf, f)) > 0) {
-            if (pos + n > o->bytes) {
-                st = nf_error_set(err, NF_ERR_IO, "%s changed size while converting", o->path);
-                break;
-            }
-            st = nf_writer_write(w, o->writer_index, pos, buf, n, err);
+        int fd = nf_io_open(o->path, O_RDONLY, 0);
+        if (fd < 0) return nf_error_errno(err, errno, "cannot open %s", o->path);
+        struct stat sb;
+        int e = nf_io_fstat(fd, &sb);
+        nf_status st = e ? nf_error_errno(err, e, "cannot stat %s", o->path) : NF_OK;
+        if (st == NF_OK && (uint64_t)sb.st_size != o->bytes)
+            st = nf_error_set(err, NF_ERR_IO, "%s changed size while converting", o->path);
+        for (uint64_t pos = 0; st == NF_OK && pos < o->bytes;) {
+            size_t n = o->bytes - pos < sizeof buf ? (size_t)(o->bytes - pos) : sizeof buf;
+            if ((e = nf_io_pread_full(fd, buf, n, pos)) != 0)
+                st = nf_error_errno(err, e, "cannot read %s", o->path);
+            else
+                st = nf_writer_write(w, o->writer_index, pos, buf, n, err);
             pos += n;
         }
-        if (st == NF_OK && (ferror(f) || pos != o->bytes))
-            st = nf_error_set(err, NF_ERR_IO, "%s changed size or could not be read", o->path);
-        fclose(f);
+        nf_io_close(fd);
         if (st != NF_OK) return st;
     }
     return NF_OK;
@@ -555,8 +564,9 @@ nf_status nf_plan_execute(nf_plan *p, const nf_convert_options *opt, nf_error *e
     }
     if (st == NF_OK && opt->cancel && *opt->cancel) st = nf_error_set(err, NF_ERR_IO, "interrupted");
     if (st == NF_OK) st = nf_writer_finish(w, err);
-    if (st == NF_OK && report_tmp && rename(report_tmp, report_path) != 0) {
-        st = nf_error_errno(err, errno, "cannot publish %s", report_path);
+    int re = 0;
+    if (st == NF_OK && report_tmp && (re = nf_io_rename(report_tmp, report_path)) != 0) {
+        st = nf_error_errno(err, re, "cannot publish %s", report_path);
         /* The artifact is already published: take it back so that nothing half-done remains. */
         nf_artifact *a = NULL;
         nf_error ignore;
@@ -566,13 +576,13 @@ nf_status nf_plan_execute(nf_plan *p, const nf_convert_options *opt, nf_error *e
                 const char *slash = strrchr(opt->output, '/');
                 snprintf(part, sizeof part, "%.*s%s", slash ? (int)(slash - opt->output + 1) : 0, opt->output,
                          nf_artifact_file(a, i)->path);
-                unlink(part);
+                nf_io_unlink(part);
             }
             nf_artifact_close(a);
         }
-        unlink(opt->output);
+        nf_io_unlink(opt->output);
     }
-    if (report_tmp && st != NF_OK) unlink(report_tmp);
+    if (report_tmp && st != NF_OK) nf_io_unlink(report_tmp);
     free(report_tmp);
     json_decref(report);
     free(r.jobs);
