@@ -95,6 +95,19 @@ static void fill_words(planned *p, rng *r)
     }
 }
 
+/* Objects 1.. own their words; gguf objects also own their id and block bytes (object 0 is the
+ * static tokenizer). */
+static void release(planned *objs, size_t count)
+{
+    for (size_t i = 1; i < count; i++) {
+        nf_words_free(&objs[i].w);
+        if (objs[i].raw) {
+            free(objs[i].raw);
+            free((char *)objs[i].id);
+        }
+    }
+}
+
 static uint8_t *read_file(const char *path, uint64_t *size)
 {
     FILE *f = fopen(path, "rb");
@@ -246,9 +259,11 @@ int main(int argc, char **argv)
     }
     if (nf_writer_finish(w, &err) != NF_OK) goto fail;
     nf_writer_free(w);
+    release(objs, count);
     printf("wrote %s (%zu objects)\n", out, count);
     return 0;
 fail:
     nf_writer_free(w);
+    release(objs, count);
     return fail(&err);
 }

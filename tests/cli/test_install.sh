@@ -23,7 +23,7 @@ int main(void)
     return f && f->group_size == 32 ? 0 : 1;
 }
 C
-cc "$prefix/use.c" $(pkg-config --cflags --libs ninfer) -o "$prefix/use"
+cc ${NINFER_TEST_CFLAGS:-} "$prefix/use.c" $(pkg-config --cflags --libs ninfer) -o "$prefix/use"
 LD_LIBRARY_PATH=$(pkg-config --variable=libdir ninfer) "$prefix/use"
 "$prefix/bin/ninfer-verify" --version >/dev/null
 echo "1 passed, 0 failed"
