@@ -170,6 +170,12 @@ nf_status nf_fp8_row_maxabs_rows(const nf_format *fmt, const nf_src_rows *src, n
 nf_status nf_method_encode_rows(nf_method_id id, const nf_format *fmt, const nf_method_params *params,
                                 const nf_src_rows *src, nf_words *out, nf_error *err);
 
+/* The kernel variant the encoders run: "scalar", "avx2" or "avx512" (every variant gives the
+ * same words bit for bit).  Chosen once from the CPU's features; the environment variable
+ * NINFER_SIMD (scalar | avx2 | avx512) asks for another, the best supported one standing in
+ * for a variant the CPU lacks. */
+const char *nf_simd_name(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -9,6 +9,7 @@
 #include <inttypes.h>
 
 #include "method/method_impl.h"
+#include "method/simd/absmax_simd.h"
 
 #define F16_INF_EXP 0x7C00u
 #define F16_MAG 0x7FFFu
@@ -156,9 +157,17 @@ nf_status nf_grouped_absmax_rows(const nf_format *fmt, const nf_src_rows *src, n
     NF_TRY(grouped_setup(NF_METHOD_GROUPED_ABSMAX, fmt, src, out, &g, &k, err));
     size_t groups = (k + g.group - 1) / g.group;
     float x[NF_METHOD_MAX_GROUP];
+    /* SIMD hook (method/simd/absmax_simd.h): the active kernel encodes a row to the same words
+     * as the loop below, or declines it (a non-finite value or an overflowing scale) and the loop
+     * below, the reference, encodes the row and names the error. */
+    nf_absmax_row_fn kernel = nf_absmax_row_kernel();
+    const nf_absmax_shape shape = {.group = g.group, .qmin = g.qmin, .qmax = g.qmax, .denominator = g.denominator};
+    size_t row_bytes = k * nf_src_type_size(src->type);
     for (uint64_t r = 0; r < src->rows; r++) {
         int8_t *codes = out->codes + (size_t)r * k;
         uint16_t *scales = out->scales + (size_t)r * groups;
+        if (kernel && kernel((const uint8_t *)src->data + (size_t)r * row_bytes, src->type, k, &shape, codes, scales))
+            continue;
         for (size_t gi = 0; gi < groups; gi++) {
             float amax;
             size_t bad;

@@ -1,0 +1,135 @@
+/* CPU-feature dispatch (common/cpu.h). */
+#include "common/cpu.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ninfer/method.h>
+
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#define NF_CPU_X86 1
+#include <cpuid.h>
+#else
+#define NF_CPU_X86 0
+#endif
+
+static const char *const level_names[NF_SIMD_LEVEL_COUNT] = {"scalar", "avx2", "avx512"};
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static nf_simd_level best_level = NF_SIMD_SCALAR;
+static _Atomic int active_level = NF_SIMD_SCALAR;
+static char reason[192];
+
+#if NF_CPU_X86
+/* F16C from CPUID leaf 1 (Clang's __builtin_cpu_supports does not know "f16c"); its register
+ * state is the AVX state, which the avx2 test below has found saved by the OS. */
+static bool has_f16c(void)
+{
+    unsigned a, b, c, d;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+}
+#endif
+
+/* __builtin_cpu_supports also checks that the OS saves the AVX / AVX-512 register state. */
+static nf_simd_level detect(void)
+{
+#if NF_CPU_X86
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx2") || !has_f16c()) return NF_SIMD_SCALAR;
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
+        return NF_SIMD_AVX512;
+    return NF_SIMD_AVX2;
+#else
+    return NF_SIMD_SCALAR;
+#endif
+}
+
+static const char *lacks(nf_simd_level level)
+{
+    switch (level) {
+    case NF_SIMD_AVX2: return "the CPU lacks AVX2/F16C";
+    case NF_SIMD_AVX512: return "the CPU lacks AVX-512 F/BW/VL";
+    default: return "no such level";
+    }
+}
+
+/* Called after (or inside) init: no pthread_once here. */
+static bool supported(nf_simd_level level)
+{
+    return (int)level >= 0 && level < NF_SIMD_LEVEL_COUNT && level <= best_level;
+}
+
+/* Resolves a request against the CPU; records the reason of a fallback. */
+static nf_simd_level resolve(nf_simd_level want, const char *asked_by)
+{
+    if (supported(want)) {
+        reason[0] = '\0';
+        return want;
+    }
+    snprintf(reason, sizeof reason, "%s: %s; using %s", asked_by, lacks(want), level_names[best_level]);
+    return best_level;
+}
+
+static void init(void)
+{
+    best_level = detect();
+    nf_simd_level level = best_level;
+    reason[0] = '\0';
+    const char *env = getenv("NINFER_SIMD");
+    if (env && *env) {
+        int found = -1;
+        for (int i = 0; i < NF_SIMD_LEVEL_COUNT; i++)
+            if (strcmp(env, level_names[i]) == 0) found = i;
+        if (found < 0) {
+            snprintf(reason, sizeof reason, "NINFER_SIMD=%.40s is not scalar, avx2 or avx512; using %s", env,
+                     level_names[best_level]);
+        } else {
+            char asked[64];
+            snprintf(asked, sizeof asked, "NINFER_SIMD=%s", level_names[found]);
+            level = resolve((nf_simd_level)found, asked);
+        }
+    }
+    atomic_store_explicit(&active_level, (int)level, memory_order_release);
+}
+
+nf_simd_level nf_simd_active(void)
+{
+    pthread_once(&init_once, init);
+    return (nf_simd_level)atomic_load_explicit(&active_level, memory_order_acquire);
+}
+
+nf_simd_level nf_simd_best(void)
+{
+    pthread_once(&init_once, init);
+    return best_level;
+}
+
+bool nf_simd_supported(nf_simd_level level)
+{
+    pthread_once(&init_once, init);
+    return supported(level);
+}
+
+nf_simd_level nf_simd_force(nf_simd_level level)
+{
+    pthread_once(&init_once, init);
+    nf_simd_level got = resolve(level, "nf_simd_force");
+    atomic_store_explicit(&active_level, (int)got, memory_order_release);
+    return got;
+}
+
+const char *nf_simd_level_name(nf_simd_level level)
+{
+    return (int)level >= 0 && level < NF_SIMD_LEVEL_COUNT ? level_names[level] : NULL;
+}
+
+const char *nf_simd_reason(void)
+{
+    pthread_once(&init_once, init);
+    return reason;
+}
+
+const char *nf_simd_name(void) { return level_names[nf_simd_active()]; }

@@ -1,0 +1,191 @@
+/* grouped_absmax row kernel for AVX2 + F16C (absmax_simd.h): 8 lanes of binary32.
+ *
+ * A row goes in blocks of 8 groups: each group's amax (an unsigned integer max over the
+ * sign-cleared words, one horizontal reduction per group), then the 8 scale words and
+ * reciprocals at once, then each group's codes, 32 at a time, narrowed with saturating packs
+ * (which never saturate: codes lie in [-128, 127]).  The codes pass reads the source again (it
+ * is in L1).  A partial vector (the tail of a row whose K is not a multiple of 8) is read
+ * through a zeroed stack copy, so nothing beyond the row is touched, and its codes are written
+ * through one too; zero lanes add nothing to amax and their codes are never stored. */
+#include "method/simd/absmax_simd.h"
+
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+
+#include <immintrin.h>
+
+#define AVX2_INLINE static inline __attribute__((always_inline, target("avx2,f16c")))
+#define LANES 8u
+
+/* LANES elements at p widened exactly to binary32. */
+AVX2_INLINE __m256 load_full(const uint8_t *p, nf_src_type type)
+{
+    if (type == NF_SRC_F32) return _mm256_loadu_ps((const float *)(const void *)p);
+    __m128i h = _mm_loadu_si128((const __m128i *)(const void *)p);
+    if (type == NF_SRC_F16) return _mm256_cvtph_ps(h);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+/* m < LANES elements at p, the other lanes +0. */
+AVX2_INLINE __m256 load_part(const uint8_t *p, size_t m, nf_src_type type, size_t esize)
+{
+    uint8_t buf[LANES * 4] = {0};
+    memcpy(buf, p, m * esize);
+    return load_full(buf, type);
+}
+
+AVX2_INLINE uint32_t hmax_u32(__m256i v)
+{
+    __m128i a = _mm_max_epu32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    a = _mm_max_epu32(a, _mm_shuffle_epi32(a, _MM_SHUFFLE(1, 0, 3, 2)));
+    a = _mm_max_epu32(a, _mm_shuffle_epi32(a, _MM_SHUFFLE(2, 3, 0, 1)));
+    return (uint32_t)_mm_cvtsi128_si32(a);
+}
+
+/* clamp(f32(x * inv), qmin, qmax) rounded to nearest even, as int32 lanes.  A plain multiply:
+ * the product is rounded to binary32 before the clamp, as the reference's is. */
+AVX2_INLINE __m256i code_lanes(__m256 x, __m256 inv, __m256 qmin, __m256 qmax)
+{
+    __m256 t = _mm256_mul_ps(x, inv);
+    t = _mm256_max_ps(t, qmin);
+    t = _mm256_min_ps(t, qmax);
+    t = _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    return _mm256_cvttps_epi32(t);
+}
+
+/* Eight int32 lanes in [-128, 127] -> eight bytes in the low half. */
+AVX2_INLINE __m128i narrow8(__m256i q)
+{
+    __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+    return _mm_packs_epi16(w, w);
+}
+
+/* The largest |x| word of the n values at p (n a constant at the hot call sites). */
+AVX2_INLINE uint32_t group_amax(const uint8_t *p, size_t n, nf_src_type type, size_t esize)
+{
+    const __m256i mag = _mm256_set1_epi32(0x7FFFFFFF);
+    size_t full = n / LANES, rest = n % LANES;
+    __m256i mx = _mm256_setzero_si256();
+#pragma GCC unroll 16
+    for (size_t v = 0; v < full; v++)
+        mx = _mm256_max_epu32(mx, _mm256_and_si256(_mm256_castps_si256(load_full(p + v * LANES * esize, type)), mag));
+    if (rest)
+        mx = _mm256_max_epu32(
+            mx, _mm256_and_si256(_mm256_castps_si256(load_part(p + full * LANES * esize, rest, type, esize)), mag));
+    return hmax_u32(mx);
+}
+
+/* The codes of the n values at p for the reciprocal inv (n a constant at the hot call sites). */
+AVX2_INLINE void group_codes(const uint8_t *p, size_t n, nf_src_type type, size_t esize, float inv,
+                             const nf_absmax_shape *s, int8_t *q)
+{
+    const __m256 vinv = _mm256_set1_ps(inv), qmin = _mm256_set1_ps(s->qmin), qmax = _mm256_set1_ps(s->qmax);
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    size_t full = n / LANES, rest = n % LANES;
+    size_t v = 0;
+#pragma GCC unroll 4
+    for (; v + 4 <= full; v += 4) {
+        const uint8_t *pv = p + v * LANES * esize;
+        __m256i q0 = code_lanes(load_full(pv, type), vinv, qmin, qmax);
+        __m256i q1 = code_lanes(load_full(pv + LANES * esize, type), vinv, qmin, qmax);
+        __m256i q2 = code_lanes(load_full(pv + 2 * LANES * esize, type), vinv, qmin, qmax);
+        __m256i q3 = code_lanes(load_full(pv + 3 * LANES * esize, type), vinv, qmin, qmax);
+        /* packs work within 128-bit halves: dwords come out as q0lo q1lo q2lo q3lo | q0hi ... */
+        __m256i b = _mm256_packs_epi16(_mm256_packs_epi32(q0, q1), _mm256_packs_epi32(q2, q3));
+        _mm256_storeu_si256((__m256i *)(void *)(q + v * LANES), _mm256_permutevar8x32_epi32(b, order));
+    }
+    for (; v < full; v++)
+        _mm_storel_epi64((__m128i *)(void *)(q + v * LANES),
+                         narrow8(code_lanes(load_full(p + v * LANES * esize, type), vinv, qmin, qmax)));
+    if (rest) {
+        uint8_t buf[16];
+        __m256 x = load_part(p + full * LANES * esize, rest, type, esize);
+        _mm_storeu_si128((__m128i *)(void *)buf, narrow8(code_lanes(x, vinv, qmin, qmax)));
+        memcpy(q + full * LANES, buf, rest);
+    }
+}
+
+/* Dispatch on the layouts' group sizes, so that their loops have constant trip counts. */
+AVX2_INLINE uint32_t amax_of(const uint8_t *p, size_t n, nf_src_type type, size_t esize)
+{
+    if (n == 64) return group_amax(p, 64, type, esize);
+    if (n == 32) return group_amax(p, 32, type, esize);
+    return group_amax(p, n, type, esize);
+}
+
+AVX2_INLINE void codes_of(const uint8_t *p, size_t n, nf_src_type type, size_t esize, float inv,
+                          const nf_absmax_shape *s, int8_t *q)
+{
+    if (n == 64) group_codes(p, 64, type, esize, inv, s, q);
+    else if (n == 32) group_codes(p, 32, type, esize, inv, s, q);
+    else group_codes(p, n, type, esize, inv, s, q);
+}
+
+/* The scale words and reciprocals of LANES groups at once (absmax_simd.h's steps, lane-wise):
+ * raw = amax / qmax (VDIVPS: the correctly rounded binary32 quotient), the binary16 word by
+ * VCVTPS2PH with imm8 = 0 (round to nearest even, whatever MXCSR says: subnormal words and the
+ * overflow to infinity at 65520 included), 0 -> 0x0001, inv = 1 / f32(word) (VCVTPH2PS is exact,
+ * VDIVPS correctly rounded).  Lanes with amax == 0 get word 0 (their inv is unused).  false when
+ * a lane's word is infinite. */
+AVX2_INLINE bool block_scales(const uint32_t *amax, float denominator, uint16_t *words, float *inv)
+{
+    __m256i m = _mm256_loadu_si256((const __m256i *)(const void *)amax);
+    __m256 raw = _mm256_div_ps(_mm256_castsi256_ps(m), _mm256_set1_ps(denominator));
+    __m128i h = _mm256_cvtps_ph(raw, _MM_FROUND_TO_NEAREST_INT);
+    __m128i zero16 = _mm_setzero_si128();
+    h = _mm_or_si128(h, _mm_and_si128(_mm_cmpeq_epi16(h, zero16), _mm_set1_epi16(1)));
+    __m128i exp = _mm_and_si128(h, _mm_set1_epi16(0x7C00));
+    if (_mm_movemask_epi8(_mm_cmpeq_epi16(exp, _mm_set1_epi16(0x7C00)))) return false;
+    __m256i zero_m = _mm256_cmpeq_epi32(m, _mm256_setzero_si256());
+    __m128i zero_w = _mm_packs_epi32(_mm256_castsi256_si128(zero_m), _mm256_extracti128_si256(zero_m, 1));
+    h = _mm_andnot_si128(zero_w, h);
+    _mm_storeu_si128((__m128i *)(void *)words, h);
+    _mm256_storeu_ps(inv, _mm256_div_ps(_mm256_set1_ps(1.0f), _mm256_cvtph_ps(h)));
+    return true;
+}
+
+/* A row in blocks of LANES groups: every amax first (a non-finite value fails the row before any
+ * arithmetic), the block's scales at once, then the codes (the source is read again, from L1). */
+AVX2_INLINE bool encode_row(const uint8_t *row, nf_src_type type, size_t esize, size_t k, const nf_absmax_shape *s,
+                            int8_t *codes, uint16_t *scales)
+{
+    size_t g = s->group;
+    size_t groups = (k + g - 1) / g;
+    for (size_t g0 = 0; g0 < groups; g0 += LANES) {
+        size_t nb = groups - g0 < LANES ? groups - g0 : LANES;
+        uint32_t amax[LANES] = {0};
+        uint32_t worst = 0;
+        for (size_t b = 0; b < nb; b++) {
+            size_t c0 = (g0 + b) * g;
+            amax[b] = amax_of(row + c0 * esize, k - c0 < g ? k - c0 : g, type, esize);
+            worst = amax[b] > worst ? amax[b] : worst;
+        }
+        if (worst >= 0x7F800000u) return false; /* non-finite: the reference names it */
+        uint16_t words[LANES];
+        float inv[LANES];
+        if (!block_scales(amax, s->denominator, words, inv)) return false;
+        memcpy(scales + g0, words, nb * sizeof words[0]);
+        for (size_t b = 0; b < nb; b++) {
+            size_t c0 = (g0 + b) * g, n = k - c0 < g ? k - c0 : g;
+            if (amax[b] == 0) memset(codes + c0, 0, n);
+            else codes_of(row + c0 * esize, n, type, esize, inv[b], s, codes + c0);
+        }
+    }
+    return true;
+}
+
+__attribute__((target("avx2,f16c"))) bool nf_absmax_row_avx2(const uint8_t *row, nf_src_type type, size_t k,
+                                                            const nf_absmax_shape *shape, int8_t *codes,
+                                                            uint16_t *scales)
+{
+    if (shape->group == 0 || shape->group > 128) return false;
+    switch (type) {
+    case NF_SRC_F32: return encode_row(row, NF_SRC_F32, 4, k, shape, codes, scales);
+    case NF_SRC_F16: return encode_row(row, NF_SRC_F16, 2, k, shape, codes, scales);
+    case NF_SRC_BF16: return encode_row(row, NF_SRC_BF16, 2, k, shape, codes, scales);
+    default: return false;
+    }
+}
+
+#else
+typedef int nf_absmax_avx2_unused; /* not an x86 GCC/Clang build: no AVX2 kernel */
+#endif

@@ -1,0 +1,170 @@
+/* grouped_absmax row kernel for AVX-512 F + BW + VL (absmax_simd.h): 16 lanes of binary32.
+ *
+ * The same steps as the AVX2 kernel (16 groups' scales at a time), with masked loads and stores
+ * for a partial vector (AVX-512 masked memory accesses never touch, nor fault on, the masked-off
+ * elements) and VPMOVDB to narrow int32 lanes to bytes (truncating, which is exact: codes lie in
+ * [-128, 127]). */
+#include "method/simd/absmax_simd.h"
+
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+
+#include <immintrin.h>
+
+#define AVX512_TARGET "avx512f,avx512bw,avx512vl,avx2,f16c"
+#define AVX512_INLINE static inline __attribute__((always_inline, target(AVX512_TARGET)))
+#define LANES 16u
+#define ALL16 ((__mmask16)0xFFFFu)
+
+AVX512_INLINE __m512 widen(__m256i h, nf_src_type type)
+{
+    if (type == NF_SRC_F16) return _mm512_cvtph_ps(h);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+/* LANES elements at p widened exactly to binary32. */
+AVX512_INLINE __m512 load_full(const uint8_t *p, nf_src_type type)
+{
+    if (type == NF_SRC_F32) return _mm512_loadu_ps(p);
+    return widen(_mm256_loadu_si256((const __m256i *)(const void *)p), type);
+}
+
+/* The elements of mask k at p, the other lanes +0. */
+AVX512_INLINE __m512 load_part(const uint8_t *p, __mmask16 k, nf_src_type type)
+{
+    if (type == NF_SRC_F32) return _mm512_maskz_loadu_ps(k, p);
+    return widen(_mm256_maskz_loadu_epi16(k, p), type);
+}
+
+/* clamp(f32(x * inv), qmin, qmax) rounded to nearest even, as int32 lanes (a plain multiply,
+ * rounded to binary32 before the clamp, as the reference's is). */
+AVX512_INLINE __m512i code_lanes(__m512 x, __m512 inv, __m512 qmin, __m512 qmax)
+{
+    __m512 t = _mm512_mul_ps(x, inv);
+    t = _mm512_max_ps(t, qmin);
+    t = _mm512_min_ps(t, qmax);
+    /* Without optimization GCC's headers make this intrinsic a macro whose all-lanes mask
+     * trips -Wsign-conversion inside the header's own casts. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wsign-conversion"
+    t = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+#pragma GCC diagnostic pop
+    return _mm512_cvttps_epi32(t);
+}
+
+/* The largest |x| word of the n values at p (n a constant at the hot call sites). */
+AVX512_INLINE uint32_t group_amax(const uint8_t *p, size_t n, nf_src_type type, size_t esize)
+{
+    const __m512i mag = _mm512_set1_epi32(0x7FFFFFFF);
+    size_t full = n / LANES, rest = n % LANES;
+    __m512i mx = _mm512_setzero_si512();
+#pragma GCC unroll 8
+    for (size_t v = 0; v < full; v++)
+        mx = _mm512_max_epu32(mx, _mm512_and_si512(_mm512_castps_si512(load_full(p + v * LANES * esize, type)), mag));
+    if (rest) {
+        __mmask16 tail = (__mmask16)((1u << rest) - 1u);
+        mx = _mm512_max_epu32(mx,
+                              _mm512_and_si512(_mm512_castps_si512(load_part(p + full * LANES * esize, tail, type)), mag));
+    }
+    return (uint32_t)_mm512_reduce_max_epu32(mx);
+}
+
+/* The codes of the n values at p for the reciprocal inv (n a constant at the hot call sites). */
+AVX512_INLINE void group_codes(const uint8_t *p, size_t n, nf_src_type type, size_t esize, float inv,
+                               const nf_absmax_shape *s, int8_t *q)
+{
+    const __m512 vinv = _mm512_set1_ps(inv), qmin = _mm512_set1_ps(s->qmin), qmax = _mm512_set1_ps(s->qmax);
+    size_t full = n / LANES, rest = n % LANES;
+#pragma GCC unroll 8
+    for (size_t v = 0; v < full; v++) {
+        __m512i c = code_lanes(load_full(p + v * LANES * esize, type), vinv, qmin, qmax);
+        _mm_storeu_si128((__m128i *)(void *)(q + v * LANES), _mm512_cvtepi32_epi8(c));
+    }
+    if (rest) {
+        __mmask16 tail = (__mmask16)((1u << rest) - 1u);
+        __m512i c = code_lanes(load_part(p + full * LANES * esize, tail, type), vinv, qmin, qmax);
+        _mm_mask_storeu_epi8(q + full * LANES, tail, _mm512_cvtepi32_epi8(c));
+    }
+}
+
+/* Dispatch on the layouts' group sizes, so that their loops have constant trip counts. */
+AVX512_INLINE uint32_t amax_of(const uint8_t *p, size_t n, nf_src_type type, size_t esize)
+{
+    if (n == 64) return group_amax(p, 64, type, esize);
+    if (n == 32) return group_amax(p, 32, type, esize);
+    return group_amax(p, n, type, esize);
+}
+
+AVX512_INLINE void codes_of(const uint8_t *p, size_t n, nf_src_type type, size_t esize, float inv,
+                            const nf_absmax_shape *s, int8_t *q)
+{
+    if (n == 64) group_codes(p, 64, type, esize, inv, s, q);
+    else if (n == 32) group_codes(p, 32, type, esize, inv, s, q);
+    else group_codes(p, n, type, esize, inv, s, q);
+}
+
+/* The scale words and reciprocals of LANES groups at once (absmax_simd.h's steps, lane-wise):
+ * raw = amax / qmax (VDIVPS: the correctly rounded binary32 quotient), the binary16 word by
+ * VCVTPS2PH with imm8 = 0 (round to nearest even, whatever MXCSR says: subnormal words and the
+ * overflow to infinity at 65520 included), 0 -> 0x0001, inv = 1 / f32(word) (VCVTPH2PS is exact,
+ * VDIVPS correctly rounded).  Lanes with amax == 0 get word 0 (their inv is unused).  false when
+ * a lane's word is infinite. */
+AVX512_INLINE bool block_scales(const uint32_t *amax, float denominator, uint16_t *words, float *inv)
+{
+    __m512i m = _mm512_loadu_si512(amax);
+    __m512 raw = _mm512_div_ps(_mm512_castsi512_ps(m), _mm512_set1_ps(denominator));
+    __m256i h = _mm512_maskz_cvtps_ph(ALL16, raw, _MM_FROUND_TO_NEAREST_INT); /* maskz: as above */
+    h = _mm256_mask_mov_epi16(h, _mm256_cmpeq_epi16_mask(h, _mm256_setzero_si256()), _mm256_set1_epi16(1));
+    __m256i exp = _mm256_and_si256(h, _mm256_set1_epi16(0x7C00));
+    if (_mm256_cmpeq_epi16_mask(exp, _mm256_set1_epi16(0x7C00))) return false;
+    h = _mm256_maskz_mov_epi16(_mm512_test_epi32_mask(m, m), h);
+    _mm256_storeu_si256((__m256i *)(void *)words, h);
+    _mm512_storeu_ps(inv, _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_cvtph_ps(h)));
+    return true;
+}
+
+/* A row in blocks of LANES groups: every amax first (a non-finite value fails the row before any
+ * arithmetic), the block's scales at once, then the codes (the source is read again, from L1). */
+AVX512_INLINE bool encode_row(const uint8_t *row, nf_src_type type, size_t esize, size_t k, const nf_absmax_shape *s,
+                              int8_t *codes, uint16_t *scales)
+{
+    size_t g = s->group;
+    size_t groups = (k + g - 1) / g;
+    for (size_t g0 = 0; g0 < groups; g0 += LANES) {
+        size_t nb = groups - g0 < LANES ? groups - g0 : LANES;
+        uint32_t amax[LANES] = {0};
+        uint32_t worst = 0;
+        for (size_t b = 0; b < nb; b++) {
+            size_t c0 = (g0 + b) * g;
+            amax[b] = amax_of(row + c0 * esize, k - c0 < g ? k - c0 : g, type, esize);
+            worst = amax[b] > worst ? amax[b] : worst;
+        }
+        if (worst >= 0x7F800000u) return false; /* non-finite: the reference names it */
+        uint16_t words[LANES];
+        float inv[LANES];
+        if (!block_scales(amax, s->denominator, words, inv)) return false;
+        memcpy(scales + g0, words, nb * sizeof words[0]);
+        for (size_t b = 0; b < nb; b++) {
+            size_t c0 = (g0 + b) * g, n = k - c0 < g ? k - c0 : g;
+            if (amax[b] == 0) memset(codes + c0, 0, n);
+            else codes_of(row + c0 * esize, n, type, esize, inv[b], s, codes + c0);
+        }
+    }
+    return true;
+}
+
+__attribute__((target(AVX512_TARGET))) bool nf_absmax_row_avx512(const uint8_t *row, nf_src_type type, size_t k,
+                                                                const nf_absmax_shape *shape, int8_t *codes,
+                                                                uint16_t *scales)
+{
+    if (shape->group == 0 || shape->group > 128) return false;
+    switch (type) {
+    case NF_SRC_F32: return encode_row(row, NF_SRC_F32, 4, k, shape, codes, scales);
+    case NF_SRC_F16: return encode_row(row, NF_SRC_F16, 2, k, shape, codes, scales);
+    case NF_SRC_BF16: return encode_row(row, NF_SRC_BF16, 2, k, shape, codes, scales);
+    default: return false;
+    }
+}
+
+#else
+typedef int nf_absmax_avx512_unused; /* not an x86 GCC/Clang build: no AVX-512 kernel */
+#endif
