@@ -394,6 +394,7 @@ int main(int argc, char **argv)
         derived_id(plan, epoch, opts.artifact_id);
         opts.has_id = true;
     }
+    nf_cli_info(&cli, "kernels: %s", nf_simd_name());
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
