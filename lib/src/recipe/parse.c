@@ -384,6 +384,48 @@ static nf_status parse_defaults(parser *p, const ynode *n)
     return NF_OK;
 }
 
+/* Limits on "re:" selectors.  glibc's regcomp expands bounded repetitions by copying, so a
+ * pattern like ((a{1,255}){1,255}){1,255} or a run of stacked operators makes it use gigabytes
+ * and minutes: a recipe must not be able to do that.  Tensor-name patterns need none of it. */
+#define RECIPE_RE_MAX_BYTES 256u
+#define RECIPE_RE_MAX_OPERATORS 32u
+#define RECIPE_RE_MAX_BOUND 64ul
+#define RECIPE_RE_MAX_BOUNDED 2u
+
+static const char *regex_too_complex(const char *pattern)
+{
+    if (strlen(pattern) > RECIPE_RE_MAX_BYTES) return "longer than 256 bytes";
+    unsigned operators = 0, bounded = 0;
+    bool after_operator = false;
+    for (const char *c = pattern; *c; c++) {
+        if (*c == '\\' && c[1]) {
+            c++;
+            after_operator = false;
+            continue;
+        }
+        bool op = *c == '*' || *c == '+' || *c == '?' || *c == '{';
+        if (op && after_operator) return "has stacked repetition operators";
+        if (op && ++operators > RECIPE_RE_MAX_OPERATORS) return "has more than 32 repetition operators";
+        if (*c == '{') {
+            if (++bounded > RECIPE_RE_MAX_BOUNDED) return "has more than 2 bounded repetitions {n,m}";
+            const char *q = c + 1;
+            while (*q && *q != '}') {
+                if (*q >= '0' && *q <= '9') {
+                    char *end;
+                    unsigned long v = strtoul(q, &end, 10);
+                    if (v > RECIPE_RE_MAX_BOUND) return "has a repetition bound above 64";
+                    q = end;
+                } else {
+                    q++;
+                }
+            }
+            c = *q ? q : q - 1;
+        }
+        after_operator = op;
+    }
+    return NULL;
+}
+
 /* A selector: non-empty; "re:" ones must compile as POSIX extended regular expressions. */
 static nf_status add_selector(parser *p, nf_recipe_rule *rule, const ynode *n, const char *ctx)
 {
@@ -392,6 +434,8 @@ static nf_status add_selector(parser *p, nf_recipe_rule *rule, const ynode *n, c
     if (recipe_is_regex(s)) {
         const char *pattern = s + strlen(RECIPE_RE_PREFIX);
         if (!pattern[0]) return fail(p, n->pos, "%s: empty regular expression '%s'", ctx, s);
+        const char *why_complex = regex_too_complex(pattern);
+        if (why_complex) return fail(p, n->pos, "%s: regular expression '%s' %s", ctx, pattern, why_complex);
         regex_t re;
         int rc = regcomp(&re, pattern, REG_EXTENDED | REG_NOSUB);
         if (rc != 0) {
