@@ -152,7 +152,7 @@ static nf_status overflow_error(nf_error *err, const nf_src_rows *src, uint64_t 
 
 nf_status nf_grouped_absmax_rows(const nf_format *fmt, const nf_src_rows *src, nf_words *out, nf_error *err)
 {
-    grouped_spec g;
+    grouped_spec g = {0}; /* filled by grouped_setup; zeroed so -O3 sees it initialised */
     size_t k;
     NF_TRY(grouped_setup(NF_METHOD_GROUPED_ABSMAX, fmt, src, out, &g, &k, err));
     size_t groups = (k + g.group - 1) / g.group;
@@ -324,7 +324,7 @@ static void search(search_group *sg, float amax)
 nf_status nf_grouped_search_rows(const nf_format *fmt, const nf_method_params *params, const nf_src_rows *src,
                                  nf_words *out, nf_error *err)
 {
-    grouped_spec g;
+    grouped_spec g = {0}; /* filled by grouped_setup; zeroed so -O3 sees it initialised */
     size_t k;
     NF_TRY(grouped_setup(NF_METHOD_GROUPED_SEARCH, fmt, src, out, &g, &k, err));
     if (params) {
