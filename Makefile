@@ -46,3 +46,29 @@ conformance: build
 
 clean:
 	rm -rf $(BUILD) $(BUILD_SAN)
+
+# Fuzzing (docs/security.md): build the libFuzzer targets of tests/fuzz with clang into
+# $(FUZZ_BUILD) and run each for FUZZ_SECONDS; FUZZ_JOBS (1 or 2) run at once, FUZZ_TARGETS
+# picks some.  Findings land in $(FUZZ_BUILD)/crashes/<target>/.  Not part of `make test`
+# (which replays the committed corpora instead) and not needed by CI.
+FUZZ_BUILD   ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_JOBS    ?= 1
+FUZZ_TARGETS ?=
+
+.PHONY: fuzz
+fuzz:
+	@bash tests/fuzz/run_fuzzers.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_JOBS) $(FUZZ_TARGETS)
+
+# Benchmarks (bench/README.md): a Release build in $(BENCH_BUILD) (tests off), then one table of
+# kernel throughput against memcpy and end-to-end convert/verify/dequant of a generated ~400 MB
+# checkpoint.  Takes a few minutes; never part of `make test`.
+BENCH_BUILD ?= build-bench
+
+.PHONY: bench
+bench: deps
+	@test -f $(BENCH_BUILD)/CMakeCache.txt || cmake -S . -B $(BENCH_BUILD) -DCMAKE_BUILD_TYPE=Release \
+		-DNINFER_TESTS=OFF -DNINFER_BENCH=ON $(CMAKE_ARGS)
+	cmake --build $(BENCH_BUILD) -j $(JOBS) --target ninfer-bench ninfer-convert ninfer-verify ninfer-dequant \
+		ninfer-gen-checkpoint
+	@bash bench/run.sh $(BENCH_BUILD)/bin

@@ -1,0 +1,37 @@
+/* Fuzz target: the .ninfer JSON directory (container.md 2.6/2.8 step 2) through
+ * nf_directory_parse, the very code nf_artifact_open runs on an entry's JSON text.
+ *
+ * Input: the JSON text (what an entry holds at bytes [32, 32 + json_bytes)), passed as is (not
+ * NUL-terminated) so that any read past it is a sanitizer report.  The entry name is fixed,
+ * "fuzz.ninfer", so the rule "a part must not name the entry itself" is reachable. */
+#include <jansson.h>
+
+#include <ninfer/ninfer.h>
+
+#include "fuzz_target.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    json_t *root = NULL;
+    nf_error err;
+    nf_error_clear(&err);
+    nf_status st = nf_directory_parse(data, size, "fuzz.ninfer", &root, &err);
+    fz_note("nf_directory_parse", st == NF_OK, err.message);
+    if (st == NF_OK) {
+        /* Walk what was accepted: every member must be a live node. */
+        const char *key;
+        json_t *value;
+        size_t members = 0;
+        if (json_is_object(root)) {
+            json_object_foreach(root, key, value) {
+                fz_consume_str(key);
+                members += json_typeof(value) == JSON_OBJECT ? json_object_size(value) : json_array_size(value);
+            }
+        }
+        fz_consume(&members, sizeof members);
+        json_decref(root);
+    } else {
+        fz_consume_str(err.message);
+    }
+    return 0;
+}

@@ -1,0 +1,418 @@
+#!/usr/bin/env python3
+"""Regenerate the seed corpora of tests/fuzz/corpus/<target>/ (docs/security.md).
+
+    python3 tests/fuzz/make_seeds.py                 # from the repository root or anywhere
+    python3 tests/fuzz/make_seeds.py --bin build/bin # also re-convert the converted_* seeds
+
+Seeds are small valid inputs the fuzzers start from; they are committed, so this script only
+documents where each comes from and rebuilds them deterministically:
+  container_directory  the JSON text of upstream artifacts (entry bytes [32, 32 + json_bytes),
+                       padding stripped)
+  container_artifact   small upstream artifacts; split.ninfer with its parts appended after the
+                       "\\xffNFPART:<name>\\n" markers fuzz_container_artifact.c understands;
+                       converted_*: artifacts written by our own ninfer-convert (metadata.checksums,
+                       provenance, every native format, a split one) from a generated checkpoint
+                       (kept as committed unless --bin names the programs to rebuild them with)
+  safetensors          generated: every convertible dtype, sub-byte dtypes, a scalar, an empty
+                       tensor, __metadata__, a space-padded header
+  safetensors_index    index JSON texts naming the two fixed shards fuzz_safetensors_index.c writes
+  gguf                 the smallest ggml-written fixtures of tests/data/gguf, plus generated files
+                       holding every KV type (arrays, strings, alignment) and the float/int types
+  recipe               recipes/*.yaml plus generated recipes using every section
+  imatrix              generated llama-imatrix GGUF files (T.in_sum2 / T.counts)
+Nothing here is random: the same tree gives the same bytes.
+"""
+import json
+import math
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+CORPUS = os.path.join(HERE, "corpus")
+UPSTREAM = os.path.join(ROOT, "tests", "data", "upstream")
+GGUF_DATA = os.path.join(ROOT, "tests", "data", "gguf")
+
+
+def out(target, name, data):
+    d = os.path.join(CORPUS, target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data)
+
+
+def reset(target):
+    d = os.path.join(CORPUS, target)
+    if os.path.isdir(d):
+        shutil.rmtree(d)
+    os.makedirs(d)
+
+
+# ---------------------------------------------------------------- container
+ARTIFACTS = ["container_small", "direct", "fp8_row", "gguf", "model", "nvfp4", "row_split"]
+
+
+def bf16_bytes(values):
+    out = b""
+    for x in values:
+        b = struct.unpack("<I", struct.pack("<f", x))[0]
+        out += struct.pack("<H", (b + 0x7FFF + ((b >> 16) & 1)) >> 16)
+    return out
+
+
+def wave(n, seed):
+    return [math.sin(seed * 0.37 + i * 0.91) * (1 + 0.3 * math.cos(i * 0.13)) for i in range(n)]
+
+
+CONVERT_RECIPE = """recipe: 1
+sources:
+  base: ./ckpt
+output:
+  name: fuzz-seed
+components:
+  text:
+    config: {from: base}
+    resources: {tokenizer.json: base/tokenizer.json}
+defaults: {format: bf16}
+rules:
+  - match: model.embed_tokens.weight
+    format: fp8_e4m3fn_row_bf16
+  - match: lm_head.weight
+    format: fp8_e4m3fn_row_fp16
+  - match: model.layers.0.self_attn.q_proj.weight
+    format: q4_g64_fp16
+    method: grouped_search
+  - match: model.layers.0.self_attn.k_proj.weight
+    format: q5_g64_fp16
+  - match: model.layers.0.mlp.down_proj.weight
+    format: q8_g32_fp16
+  - match: model.layers.0.mlp.up_proj.weight
+    format: q6_g64_fp16
+  - match: "*norm*"
+    format: fp32
+  - match: model.position_ids
+    format: int32
+groups:
+  - id: model.layers.0.mlp.gate_up.weight
+    members: [model.layers.0.mlp.gate_proj.weight]
+"""
+
+
+def converted(bindir):
+    """Artifacts written by our own writer: {seed name: bytes}."""
+    seeds = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        os.makedirs(os.path.join(tmp, "ckpt"))
+        shapes = [("model.embed_tokens.weight", [8, 64]), ("model.layers.0.self_attn.q_proj.weight", [4, 130]),
+                  ("model.layers.0.self_attn.k_proj.weight", [2, 130]), ("model.layers.0.mlp.down_proj.weight", [3, 64]),
+                  ("model.layers.0.mlp.up_proj.weight", [2, 64]), ("model.layers.0.mlp.gate_proj.weight", [2, 128]),
+                  ("lm_head.weight", [4, 64])]
+        tensors = [(n, "BF16", s, bf16_bytes(wave(s[0] * s[1], i + 1))) for i, (n, s) in enumerate(shapes)]
+        tensors.append(("model.norm.weight", "F32", [64], f32(*[1.0 + i / 64 for i in range(64)])))
+        tensors.append(("model.position_ids", "I32", [3], struct.pack("<3i", 0, 1, -2)))
+        with open(os.path.join(tmp, "ckpt", "model.safetensors"), "wb") as f:
+            f.write(safetensors(tensors))
+        with open(os.path.join(tmp, "ckpt", "config.json"), "w") as f:
+            f.write('{"architectures":["LlamaForCausalLM"],"hidden_size":64}')
+        with open(os.path.join(tmp, "ckpt", "tokenizer.json"), "w") as f:
+            f.write('{"model":{"type":"BPE","vocab":{"a":0}}}')
+        with open(os.path.join(tmp, "r.yaml"), "w") as f:
+            f.write(CONVERT_RECIPE)
+        conv = os.path.join(os.path.abspath(bindir), "ninfer-convert")
+        common = ["-r", "r.yaml", "--no-report", "--force", "-j", "1", "-q"]
+        subprocess.run([conv, *common, "-o", "one.ninfer", "--artifact-id", "00112233445566778899aabbccddeeff"],
+                       cwd=tmp, check=True)
+        subprocess.run([conv, *common, "-o", "split.ninfer", "--max-file-bytes", "12288",
+                        "--artifact-id", "00112233445566778899aabbccddef00"], cwd=tmp, check=True)
+        seeds["converted_checksums.ninfer"] = open(os.path.join(tmp, "one.ninfer"), "rb").read()
+        data = open(os.path.join(tmp, "split.ninfer"), "rb").read()
+        for part in sorted(p for p in os.listdir(tmp) if p.startswith("split.ninfer.part-")):
+            data += b"\xffNFPART:" + part.encode() + b"\n" + open(os.path.join(tmp, part), "rb").read()
+        seeds["converted_split.ninfer+parts"] = data
+    return seeds
+
+
+def container(bindir):
+    kept = {}
+    adir = os.path.join(CORPUS, "container_artifact")
+    if os.path.isdir(adir):
+        kept = {f: open(os.path.join(adir, f), "rb").read() for f in os.listdir(adir) if f.startswith("converted_")}
+    if bindir:
+        kept = converted(bindir)
+    reset("container_directory")
+    reset("container_artifact")
+    for name, data in sorted(kept.items()):
+        out("container_artifact", name, data)
+        jb = struct.unpack("<Q", data[8:16])[0]
+        out("container_directory", name.split(".")[0] + ".json", data[32:32 + jb].rstrip(b" "))
+    for name in ARTIFACTS + ["split", "wide_directory"]:
+        b = open(os.path.join(UPSTREAM, name + ".ninfer"), "rb").read()
+        jb = struct.unpack("<Q", b[8:16])[0]
+        out("container_directory", name + ".json", b[32:32 + jb].rstrip(b" "))
+    for name in ARTIFACTS:
+        shutil.copyfile(os.path.join(UPSTREAM, name + ".ninfer"),
+                        os.path.join(CORPUS, "container_artifact", name + ".ninfer"))
+    data = open(os.path.join(UPSTREAM, "split.ninfer"), "rb").read()
+    for i in range(1, 5):
+        part = "split.ninfer.part-%04d" % i
+        data += b"\xffNFPART:" + part.encode() + b"\n" + open(os.path.join(UPSTREAM, part), "rb").read()
+    out("container_artifact", "split.ninfer+parts", data)
+
+
+# ---------------------------------------------------------------- safetensors
+def safetensors(tensors, metadata=None, pad=0):
+    """tensors: list of (name, dtype, shape, raw bytes)."""
+    header = {}
+    if metadata is not None:
+        header["__metadata__"] = metadata
+    body = b""
+    for name, dtype, shape, raw in tensors:
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [len(body), len(body) + len(raw)]}
+        body += raw
+    h = json.dumps(header, separators=(",", ":")).encode() + b" " * pad
+    return struct.pack("<Q", len(h)) + h + body
+
+
+def f32(*v):
+    return struct.pack("<%df" % len(v), *v)
+
+
+def st():
+    reset("safetensors")
+    out("safetensors", "floats.safetensors", safetensors([
+        ("a.f32", "F32", [2, 3], f32(1.0, -2.0, 0.5, float("inf"), -0.0, 3.25)),
+        ("b.bf16", "BF16", [2, 4], struct.pack("<8H", 0x3F80, 0xBF80, 0x7F80, 0x7FC0, 0, 0x8000, 1, 0x4000)),
+        ("c.f16", "F16", [4], struct.pack("<4H", 0x3C00, 0xFC00, 0x0001, 0x7E00)),
+        ("d.f64", "F64", [2], struct.pack("<2d", 1e300, -1.0 / 3)),
+    ], metadata={"format": "pt", "note": "fuzz seed"}))
+    out("safetensors", "ints.safetensors", safetensors([
+        ("i8", "I8", [4], bytes([0, 1, 0x7F, 0x80])),
+        ("u8", "U8", [2, 2], bytes([0, 1, 2, 255])),
+        ("i16", "I16", [2], struct.pack("<2h", -32768, 7)),
+        ("i32", "I32", [2], struct.pack("<2i", 16777217, -5)),
+        ("i64", "I64", [1, 2], struct.pack("<2q", -(1 << 62), 123)),
+        ("bool", "BOOL", [3], bytes([0, 1, 1])),
+    ]))
+    out("safetensors", "fp8.safetensors", safetensors([
+        ("model.layers.0.mlp.down_proj.weight", "F8_E4M3", [2, 4], bytes([0x00, 0x38, 0xB8, 0x7E, 0x01, 0x80, 0x40, 0x7F])),
+        ("model.layers.0.mlp.down_proj.weight_scale", "F32", [], f32(0.5)),
+        ("e5m2", "F8_E5M2", [4], bytes([0x3C, 0xBC, 0x7C, 0x01])),
+        ("e8m0", "F8_E8M0", [2], bytes([127, 128])),
+    ]))
+    out("safetensors", "subbyte.safetensors", safetensors([
+        ("packed", "U8", [2, 8], bytes(range(16))),
+        ("f4", "F4", [2, 4], bytes([0x12, 0x34, 0x56, 0x78])),
+        ("f6", "F6_E2M3", [4], bytes([1, 2, 3])),
+        ("u16", "U16", [2], struct.pack("<2H", 1, 65535)),
+        ("c64", "C64", [1], f32(1.0, 2.0)),
+    ]))
+    out("safetensors", "edge.safetensors", safetensors([
+        ("empty", "F32", [0, 4], b""),
+        ("scalar", "BF16", [], struct.pack("<H", 0x3F80)),
+        ("rank4", "F16", [1, 2, 1, 2], struct.pack("<4H", 1, 2, 3, 4)),
+    ], metadata={}, pad=13))
+    out("safetensors", "minimal.safetensors", safetensors([]))
+
+
+def st_index():
+    reset("safetensors_index")
+    s1, s2 = "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"
+    full = {"model.embed_tokens.weight": s1, "model.norm.weight": s1, "lm_head.weight": s2,
+            "model.layers.0.mlp.down_proj.weight": s2}
+    out("safetensors_index", "full.json",
+        json.dumps({"metadata": {"total_size": 48}, "weight_map": full}, indent=2).encode())
+    out("safetensors_index", "compact.json", json.dumps({"weight_map": full}, separators=(",", ":")).encode())
+    out("safetensors_index", "one_shard.json", json.dumps({"weight_map": {
+        "model.embed_tokens.weight": s1, "model.norm.weight": s1}}).encode())
+    out("safetensors_index", "missing_shard.json", json.dumps({"weight_map": {
+        "model.embed_tokens.weight": s1, "model.norm.weight": s1, "x": "model-00003-of-00003.safetensors"}}).encode())
+
+
+# ---------------------------------------------------------------- GGUF
+GG_U8, GG_I8, GG_U16, GG_I16, GG_U32, GG_I32, GG_F32, GG_BOOL, GG_STR, GG_ARR, GG_U64, GG_I64, GG_F64 = range(13)
+SCALAR_FMT = {GG_U8: "<B", GG_I8: "<b", GG_U16: "<H", GG_I16: "<h", GG_U32: "<I", GG_I32: "<i",
+              GG_F32: "<f", GG_BOOL: "<B", GG_U64: "<Q", GG_I64: "<q", GG_F64: "<d"}
+
+
+def gstr(s):
+    b = s.encode() if isinstance(s, str) else s
+    return struct.pack("<Q", len(b)) + b
+
+
+def gval(t, v):
+    if t == GG_STR:
+        return gstr(v)
+    return struct.pack(SCALAR_FMT[t], v)
+
+
+def gguf(kvs, tensors, version=3, alignment=32):
+    """kvs: list of (key, type, value) with value (elem_type, [items]) for arrays;
+    tensors: list of (name, ne list, ggml type, raw bytes)."""
+    b = b"GGUF" + struct.pack("<IQQ", version, len(tensors), len(kvs))
+    for key, t, v in kvs:
+        b += gstr(key) + struct.pack("<I", t)
+        if t == GG_ARR:
+            et, items = v
+            b += struct.pack("<IQ", et, len(items)) + b"".join(gval(et, x) for x in items)
+        else:
+            b += gval(t, v)
+    offset = 0
+    for name, ne, gt, raw in tensors:
+        b += gstr(name) + struct.pack("<I", len(ne)) + b"".join(struct.pack("<Q", n) for n in ne)
+        b += struct.pack("<IQ", gt, offset)
+        offset += (len(raw) + alignment - 1) // alignment * alignment
+    b += b"\0" * ((-len(b)) % alignment)
+    for i, (_, _, _, raw) in enumerate(tensors):
+        b += raw
+        if i + 1 < len(tensors):
+            b += b"\0" * ((-len(raw)) % alignment)
+    return b
+
+
+def imatrix_file(entries, chunks=4):
+    kvs = [("general.type", GG_STR, "imatrix"), ("imatrix.datasets", GG_ARR, (GG_STR, ["wiki.train.raw"])),
+           ("imatrix.chunk_count", GG_U32, chunks), ("imatrix.chunk_size", GG_U32, 512)]
+    tensors = []
+    for name, values, count in entries:
+        tensors.append((name + ".in_sum2", [len(values)], 0, f32(*values)))
+        tensors.append((name + ".counts", [1], 0, f32(count)))
+    return gguf(kvs, tensors)
+
+
+def gg():
+    reset("gguf")
+    sizes = sorted((os.path.getsize(os.path.join(GGUF_DATA, f)), f) for f in os.listdir(GGUF_DATA)
+                   if f.endswith(".gguf") and f != "all_types.gguf")
+    for _, f in sizes[:3]:
+        shutil.copyfile(os.path.join(GGUF_DATA, f), os.path.join(CORPUS, "gguf", f))
+    for f in ("q4_k.gguf", "q8_0.gguf", "q2_0.gguf"):
+        shutil.copyfile(os.path.join(GGUF_DATA, f), os.path.join(CORPUS, "gguf", f))
+    kvs = [("general.architecture", GG_STR, "llama"), ("general.name", GG_STR, b"nul\0inside"),
+           ("general.alignment", GG_U32, 64),
+           ("u8", GG_U8, 255), ("i8", GG_I8, -128), ("u16", GG_U16, 65535), ("i16", GG_I16, -2),
+           ("u32", GG_U32, 1 << 31), ("i32", GG_I32, -7), ("f32", GG_F32, 1.5), ("bool", GG_BOOL, 1),
+           ("u64", GG_U64, (1 << 64) - 1), ("i64", GG_I64, -(1 << 63)), ("f64", GG_F64, -0.0),
+           ("tokenizer.ggml.tokens", GG_ARR, (GG_STR, ["<s>", "</s>", "a", ""])),
+           ("tokenizer.ggml.scores", GG_ARR, (GG_F32, [0.0, -1.0, 2.5])),
+           ("tokenizer.ggml.token_type", GG_ARR, (GG_I32, [1, 3, -1])),
+           ("bools", GG_ARR, (GG_BOOL, [0, 1, 2])), ("u64s", GG_ARR, (GG_U64, [0, 1 << 63])),
+           ("empty", GG_ARR, (GG_U8, []))]
+    tensors = [("token_embd.weight", [4, 2], 0, f32(1, 2, 3, 4, 5, 6, 7, 8)),
+               ("f16", [4], 1, struct.pack("<4H", 0x3C00, 0xC000, 0x7C00, 0x0001)),
+               ("bf16", [2, 1, 1, 1], 30, struct.pack("<2H", 0x3F80, 0xFF80)),
+               ("i8", [3], 24, bytes([1, 0x80, 0x7F])), ("i16", [1], 25, struct.pack("<h", -9)),
+               ("i32", [2], 26, struct.pack("<2i", 1 << 30, -1)), ("i64", [1], 27, struct.pack("<q", 5)),
+               ("f64", [1], 28, struct.pack("<d", 0.1)), ("scalar", [], 0, f32(42.0)),
+               ("q4_1", [32], 3, bytes(20)), ("pq2", [128], 142, struct.pack("<H", 0x3C00) + bytes([0x55] * 32))]
+    out("gguf", "kv_types.gguf", gguf(kvs, tensors, alignment=64))
+    out("gguf", "v2_empty.gguf", gguf([("general.architecture", GG_STR, "x")], [], version=2))
+    out("gguf", "imatrix.gguf", imatrix_file([("blk.0.attn_q.weight", [1.0, 2.0, 0.0, 4.0], 4.0)]))
+
+
+def imatrix():
+    reset("imatrix")
+    out("imatrix", "one.gguf", imatrix_file([("blk.0.attn_q.weight", [1.0, 2.0, 0.0, 4.0], 4.0)]))
+    out("imatrix", "llama.gguf", imatrix_file([
+        ("blk.0.attn_q.weight", [float(i) for i in range(32)], 8.0),
+        ("blk.0.attn_k.weight", [0.5] * 32, 0.0),
+        ("blk.0.ffn_down.weight", [1.0] * 64, 2.0),
+        ("output.weight", [3.0] * 32, 1.0),
+        ("model.layers.1.mlp.down_proj.weight", [0.25] * 64, 16.0),
+    ]))
+
+
+# ---------------------------------------------------------------- recipes
+EXTRA_RECIPES = {
+    "every_section.yaml": """recipe: 1
+sources:
+  base: ./checkpoint
+  imatrix: ./checkpoint/imatrix.gguf
+output:
+  name: fuzz-model
+  max_file_bytes: 1048576
+components:
+  text:
+    config: {from: base}
+    resources:
+      tokenizer.json: base/tokenizer.json
+      chat_template.jinja: ./template.jinja
+  vision:
+    config: {hidden_size: 8, layers: [1, 2], act: "gelu", scale: 0.5, tied: true, none: null}
+defaults: {format: bf16, method: cast_direct}
+rules:
+  - match: "model.layers.*.self_attn.q_proj.weight"
+    format: q4_g64_fp16
+    layout: row_split_k128_v1
+    method: grouped_search
+    with: {imatrix: imatrix, negative_scales: true}
+  - match: ["re:model\\\\.layers\\\\.[0-9]+\\\\.mlp\\\\.(up|gate)_proj\\\\.weight", lm_head.weight]
+    when: {rank: 2, dtype: BF16, min_elements: 64}
+    format: q8_g32_fp16
+    layout: auto
+  - match: "*norm*"
+    when: {rank: 1}
+    format: fp32
+  - match: model.embed_tokens.weight
+    format: fp8_e4m3fn_row_bf16
+  - match: "blk.*"
+    when: {dtype: Q4_K}
+    format: gguf_q4_k
+    method: import_encoded
+  - match: model.scale
+    skip: true
+  - match: does.not.exist
+    optional: true
+    format: int32
+groups:
+  - id: model.layers.0.self_attn.kv_proj.weight
+    members: [model.layers.0.self_attn.k_proj.weight, model.layers.0.self_attn.v_proj.weight]
+""",
+    "flow_style.yaml": """{recipe: 1, sources: {base: "${HOME}/ckpt"}, defaults: {format: q6_g64_fp16},
+ rules: [{match: "*", format: nvfp4, with: {}}, {match: [model.norm.weight], format: bf16}]}
+""",
+    "minimal.yaml": "recipe: 1\n",
+    "block_scalars.yaml": """# comments, block scalars, quoted keys
+recipe: 1
+"sources":
+  base: |
+    /models/llama
+output:
+  name: >-
+    folded
+    name
+rules:
+  - match: 'model.layers.?.mlp.down_proj.weight'
+    format: t2_g128_fp16
+  - match: "model.layers.[01].*"
+    format: q2_g64_fp16
+    method: import_encoded
+""",
+}
+
+
+def recipes():
+    reset("recipe")
+    rdir = os.path.join(ROOT, "recipes")
+    for f in sorted(os.listdir(rdir)):
+        if f.endswith(".yaml"):
+            shutil.copyfile(os.path.join(rdir, f), os.path.join(CORPUS, "recipe", f))
+    for name, text in EXTRA_RECIPES.items():
+        out("recipe", name, text.encode())
+
+
+if __name__ == "__main__":
+    bindir = sys.argv[sys.argv.index("--bin") + 1] if "--bin" in sys.argv else None
+    container(bindir)
+    st()
+    st_index()
+    gg()
+    imatrix()
+    recipes()
+    total = 0
+    for d, _, files in os.walk(CORPUS):
+        total += sum(os.path.getsize(os.path.join(d, f)) for f in files)
+    print("corpus: %d bytes" % total)
