@@ -84,6 +84,11 @@ rm "$work/split.ninfer.part-0002"
 expect_exit 1 "$bin/ninfer-verify" "$work/split.ninfer"
 contains "$work/out" "split.ninfer.part-0002"
 expect_exit 0 "$bin/ninfer-verify" --quick "$data/upstream/split.ninfer"
+# a FIFO where a part should be is refused at once, not waited on (fuzzing finding C1)
+mkfifo "$work/split.ninfer.part-0002"
+expect_exit 1 timeout 10 "$bin/ninfer-verify" --quick "$work/split.ninfer"
+contains "$work/out" "not a regular file"
+rm -f "$work/split.ninfer.part-0002"
 
 cp "$data/upstream/row_split.ninfer" "$work/q8bad.ninfer"
 # q8 object at payload offset 2048 (see its sidecar): code 0 of row 0 := 0x80 (-128)

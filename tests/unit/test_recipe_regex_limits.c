@@ -24,6 +24,7 @@ Test(recipe_regex, explosive_patterns_are_refused)
         "re:a++++++++++++++++++++++++",   /* stacked operators */
         "re:a{1,65}",                     /* a bound above the cap */
         "re:(a{2})(b{2})(c{2})",          /* more than two bounded repetitions */
+        "re:(a)\\\\1",                       /* back-references: anchoring renumbers groups */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         nf_error err;

@@ -22,7 +22,7 @@
 
 /* Caps that keep hostile inputs from turning into huge allocations.  No legal artifact comes
  * near them: upstream directories are kilobytes to a few megabytes. */
-#define NF_MAX_JSON_BYTES ((uint64_t)1 << 30)
+#define NF_MAX_JSON_BYTES ((uint64_t)64 << 20) /* jansson needs ~20x the text in memory */
 #define NF_MAX_FILES 100000u
 
 /* ---------------------------------------------------------------- split planner (2.5) */

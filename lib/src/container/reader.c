@@ -106,7 +106,7 @@ void nf_artifact_close(nf_artifact *a)
 static nf_status open_entry(nf_artifact *a, part_state *entry, nf_error *err)
 {
     const char *path = a->path;
-    int fd = nf_io_open(path, O_RDONLY, 0);
+    int fd = nf_io_open(path, O_RDONLY | O_NONBLOCK, 0); /* a FIFO must not block the open */
     if (fd < 0) return nf_error_errno(err, errno, "%s: cannot open", path);
     entry->fd = fd;
     struct stat st;
@@ -251,7 +251,7 @@ static nf_status open_part_locked(nf_artifact *a, size_t i, nf_error *err)
     if (!path) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
     snprintf(path, need, "%s%s", a->prefix, f->path);
     nf_status st = NF_OK;
-    int fd = nf_io_open(path, O_RDONLY, 0);
+    int fd = nf_io_open(path, O_RDONLY | O_NONBLOCK, 0); /* a FIFO must not block the open */
     if (fd < 0) {
         int e = errno;
         if (e == ENOENT || e == ENOTDIR)

@@ -399,6 +399,8 @@ static const char *regex_too_complex(const char *pattern)
     bool after_operator = false;
     for (const char *c = pattern; *c; c++) {
         if (*c == '\\' && c[1]) {
+            /* the resolver anchors a pattern as ^(PATTERN)$, which renumbers groups */
+            if (c[1] >= '1' && c[1] <= '9') return "uses a back-reference";
             c++;
             after_operator = false;
             continue;
