@@ -21,6 +21,13 @@ documents where each comes from and rebuilds them deterministically:
   recipe               recipes/*.yaml plus generated recipes using every section
   imatrix              generated llama-imatrix GGUF files (T.in_sum2 / T.counts)
 Nothing here is random: the same tree gives the same bytes.
+
+Files named fuzz-<sha1> are not generated here: they are small inputs the fuzzers found (mostly
+malformed ones reaching distinct error paths), chosen by a libFuzzer merge of `make fuzz`'s
+working corpus limited to small sizes, e.g.
+    build-fuzz/fuzz/fuzz_gguf -merge=1 -max_len=2048 NEW_DIR build-fuzz/corpus/gguf
+and renamed fuzz-<sha1>.  They make the replays in `make test` / `make test-sanitize` walk those
+error paths too; this script keeps them.
 """
 import json
 import math
@@ -46,10 +53,13 @@ def out(target, name, data):
 
 
 def reset(target):
+    """Empty a corpus directory of generated seeds; fuzz-* files (inputs the fuzzers found, see
+    below) are kept."""
     d = os.path.join(CORPUS, target)
-    if os.path.isdir(d):
-        shutil.rmtree(d)
-    os.makedirs(d)
+    os.makedirs(d, exist_ok=True)
+    for f in os.listdir(d):
+        if not f.startswith("fuzz-"):
+            os.remove(os.path.join(d, f))
 
 
 # ---------------------------------------------------------------- container

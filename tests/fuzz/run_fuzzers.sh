@@ -66,9 +66,9 @@ run_one() {
         ${FUZZ_FLAGS:-} ${!extra_var:-} >"$log" 2>&1 || true
     end=$(date +%s)
     local execs
-    execs=$(grep -E '^stat::number_of_executed_units' "$log" | awk '{print $2}' | tail -1)
+    execs=$(grep -E '^stat::number_of_executed_units' "$log" | awk '{print $2}' | tail -1 || true)
     # fork mode prints no final stats: take the last status line's counter
-    [ -n "$execs" ] || execs=$(grep -aoE '^#[0-9]+' "$log" | tail -1 | tr -d '#')
+    [ -n "$execs" ] || execs=$(grep -aoE '^#[0-9]+' "$log" | tail -1 | tr -d '#' || true)
     local found
     found=$(find "$crashes" -maxdepth 1 -type f | wc -l)
     printf '%-20s %11s execs in %5ss, corpus %5s files, %s finding files in %s\n' "$t" "${execs:-?}" \
@@ -81,12 +81,12 @@ for t in $TARGETS; do
     if [ "$JOBS" = 2 ]; then
         run_one "$t" &
         pids+=($!)
-        if [ ${#pids[@]} -ge 2 ]; then wait "${pids[0]}"; pids=("${pids[@]:1}"); fi
+        if [ ${#pids[@]} -ge 2 ]; then wait "${pids[0]}" || true; pids=("${pids[@]:1}"); fi
     else
         run_one "$t"
     fi
 done
-for p in "${pids[@]}"; do wait "$p"; done
+for p in "${pids[@]}"; do wait "$p" || true; done
 
 status=0
 for t in $TARGETS; do

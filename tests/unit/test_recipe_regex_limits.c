@@ -25,6 +25,10 @@ Test(recipe_regex, explosive_patterns_are_refused)
         "re:a{1,65}",                     /* a bound above the cap */
         "re:(a{2})(b{2})(c{2})",          /* more than two bounded repetitions */
         "re:(a)\\\\1",                       /* back-references: anchoring renumbers groups */
+        /* '+' copies its operand: 24 nested groups double 24 times (fuzz finding R1b) */
+        "re:((((((((((((((((((((((((a)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+",
+        "re:(((((((((((((x[ab]+)+)+)+)+)+)+)+)+)+)+)+)+)+",
+        "re:((((((((a{1,64})+)+)+)+)+)+)+)", /* a bound, then doubled seven times */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         nf_error err;
@@ -46,6 +50,9 @@ Test(recipe_regex, ordinary_patterns_still_parse)
         "re:.*\\\\.(q|k|v|o)_proj\\\\.weight",
         "re:blk\\\\.[0-9]{1,3}\\\\.attn_(q|k)\\\\.weight",
         "re:a\\\\+\\\\+",              /* escaped operators are literal characters */
+        "re:((a|b)+c)+",                /* a little nesting is fine */
+        "re:(blk|layers)\\\\.([0-9]+)\\\\.(attn|ffn)_(gate|up|down)(_exps)?\\\\.weight",
+        "re:[(+]+x",                    /* operators inside a bracket expression are literal */
     };
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
         nf_error err;

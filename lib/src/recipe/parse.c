@@ -392,6 +392,121 @@ static nf_status parse_defaults(parser *p, const ynode *n)
 #define RECIPE_RE_MAX_BOUND 64ul
 #define RECIPE_RE_MAX_BOUNDED 2u
 
+/* glibc's regcomp also copies the operand of '+' (X+ becomes X X*) and of {m,n} (m to n copies),
+ * so nesting multiplies: ((((a)+)+)+)... with 24 groups passes every count above and still takes
+ * gigabytes.  Estimate the size of the compiled tree instead -- one node per atom, a group is its
+ * content plus one, '+' doubles its operand, {m,n} multiplies it by max(m,n) -- and refuse a
+ * pattern above RECIPE_RE_MAX_NODES.  The estimate saturates, so it cannot overflow. */
+#define RECIPE_RE_MAX_NODES 4096ul
+
+typedef struct {
+    unsigned long total; /* nodes of this group level so far */
+    unsigned long last;  /* nodes of the last operand (what a following operator repeats) */
+} re_level;
+
+static unsigned long re_sat_add(unsigned long a, unsigned long b)
+{
+    unsigned long s = a + b;
+    return s > RECIPE_RE_MAX_NODES ? RECIPE_RE_MAX_NODES + 1 : s;
+}
+
+static unsigned long re_sat_mul(unsigned long a, unsigned long b)
+{
+    if (a != 0 && b > (RECIPE_RE_MAX_NODES + 1) / a) return RECIPE_RE_MAX_NODES + 1;
+    return re_sat_add(a * b, 0);
+}
+
+/* Skips a bracket expression starting at '[': returns its closing ']' (or the last character). */
+static const char *re_skip_bracket(const char *c)
+{
+    c++;
+    if (*c == '^') c++;
+    if (*c == ']') c++;
+    while (*c && *c != ']') {
+        if (*c == '[' && (c[1] == ':' || c[1] == '=' || c[1] == '.')) {
+            char close = c[1];
+            const char *e = c + 2;
+            while (*e && !(e[0] == close && e[1] == ']')) e++;
+            c = *e ? e + 2 : e;
+            continue;
+        }
+        c++;
+    }
+    return *c ? c : c - 1;
+}
+
+static unsigned long regex_compiled_nodes(const char *pattern)
+{
+    re_level st[RECIPE_RE_MAX_BYTES + 2];
+    size_t depth = 0;
+    st[0] = (re_level){0, 0};
+    for (const char *c = pattern; *c; c++) {
+        re_level *l = &st[depth];
+        unsigned long atom = 1;
+        switch (*c) {
+        case '\\':
+            if (c[1]) c++;
+            break;
+        case '[':
+            c = re_skip_bracket(c);
+            break;
+        case '(':
+            if (depth + 1 < sizeof st / sizeof st[0]) {
+                st[++depth] = (re_level){0, 0};
+                continue;
+            }
+            break;
+        case ')':
+            if (depth > 0) {
+                atom = re_sat_add(st[depth].total, 1);
+                depth--;
+                l = &st[depth];
+            }
+            break;
+        case '|':
+            l->total = re_sat_add(l->total, 1);
+            l->last = 0;
+            continue;
+        case '*':
+        case '?':
+            l->total = re_sat_add(l->total, 1);
+            l->last = re_sat_add(l->last, 1);
+            continue;
+        case '+':
+            l->total = re_sat_add(l->total, re_sat_add(l->last, 1));
+            l->last = re_sat_add(re_sat_mul(l->last, 2), 1);
+            continue;
+        case '{': {
+            unsigned long k = 1;
+            const char *q = c + 1;
+            while (*q && *q != '}') {
+                if (*q >= '0' && *q <= '9') {
+                    char *end;
+                    unsigned long v = strtoul(q, &end, 10);
+                    if (v > RECIPE_RE_MAX_NODES) v = RECIPE_RE_MAX_NODES;
+                    if (v + 1 > k) k = v + 1; /* {m,} is m copies and a star */
+                    q = end;
+                } else {
+                    q++;
+                }
+            }
+            c = *q ? q : q - 1;
+            unsigned long grown = re_sat_mul(l->last, k);
+            l->total = re_sat_add(l->total, re_sat_add(grown, 1));
+            l->last = re_sat_add(grown, 1);
+            continue;
+        }
+        default:
+            break;
+        }
+        l->total = re_sat_add(l->total, atom);
+        l->last = atom;
+    }
+    unsigned long nodes = 0;
+    for (size_t i = 0; i <= depth; i++) nodes = re_sat_add(nodes, st[i].total);
+    return nodes;
+}
+
 static const char *regex_too_complex(const char *pattern)
 {
     if (strlen(pattern) > RECIPE_RE_MAX_BYTES) return "longer than 256 bytes";
@@ -425,6 +540,8 @@ static const char *regex_too_complex(const char *pattern)
         }
         after_operator = op;
     }
+    if (regex_compiled_nodes(pattern) > RECIPE_RE_MAX_NODES)
+        return "would compile too large (nested '+' or {n,m} repetitions)";
     return NULL;
 }
 
