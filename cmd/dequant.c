@@ -3,16 +3,18 @@
  * in bounded row chunks (design.md section 2). */
 #include <inttypes.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <ninfer/ninfer.h>
 
 #include "cli.h"
 #include "output.h"
 
-enum { OPT_OUTPUT = NF_OPT_PROGRAM, OPT_TO, OPT_FORMAT, OPT_ROWS, OPT_ZSTD, OPT_ALL };
+enum { OPT_OUTPUT = NF_OPT_PROGRAM, OPT_TO, OPT_FORMAT, OPT_ROWS, OPT_ZSTD, OPT_ALL, OPT_THREADS };
 
 static const nf_option options[] = {
     {"output", 'o', NF_ARG_REQUIRED, OPT_OUTPUT, "OUT", "write to OUT (replaced atomically); default stdout"},
@@ -23,14 +25,16 @@ static const nf_option options[] = {
     {"rows", 0, NF_ARG_REQUIRED, OPT_ROWS, "A:B", "only rows A (inclusive) to B (exclusive)"},
     {"zstd", 0, NF_ARG_OPTIONAL, OPT_ZSTD, "LEVEL", "compress the output with zstd (default level 3)"},
     {"all", 0, NF_ARG_NONE, OPT_ALL, NULL, "every tensor object into one safetensors file (needs -o)"},
+    {"threads", 'j', NF_ARG_REQUIRED, OPT_THREADS, "N",
+     "decode row chunks on N threads (default: every core); the output is the same for any N"},
     {NULL, 0, NF_ARG_NONE, 0, NULL, NULL},
 };
 
 static const nf_program program = {
     "ninfer-dequant",
     "ninfer-dequant FILE ID [-o OUT] [--to f32|f16|bf16|native] [--format raw|npy|text]\n"
-    "                      [--rows A:B] [--zstd[=LEVEL]]\n"
-    "       ninfer-dequant FILE --all -o OUT.safetensors [--to f32|bf16|f16]",
+    "                      [--rows A:B] [--zstd[=LEVEL]] [--threads N]\n"
+    "       ninfer-dequant FILE --all -o OUT.safetensors [--to f32|bf16|f16] [--threads N]",
     "Write the represented values of a tensor object in C order of its logical shape: exactly the\n"
     "spec's binary32 reconstruction (ggml's dequantization for gguf_* formats), optionally rounded\n"
     "to f16 or bf16 (nearest, ties to even).  --to native writes the stored words of a direct\n"
@@ -53,6 +57,7 @@ typedef struct dq_opts {
     bool has_rows, has_a, has_b, all;
     uint64_t a, b;
     int zstd;
+    unsigned threads; /* 0: every core */
 } dq_opts;
 
 static int on_option(void *ctx, nf_cli *cli, int id, const char *arg)
@@ -86,6 +91,13 @@ static int on_option(void *ctx, nf_cli *cli, int id, const char *arg)
         break;
     }
     case OPT_ALL: o->all = true; break;
+    case OPT_THREADS: {
+        uint64_t v;
+        if (!nf_cli_parse_u64(arg, &v) || v == 0 || v > 1024)
+            return nf_cli_usage(cli, "--threads takes a number from 1 to 1024, not '%s'", arg);
+        o->threads = (unsigned)v;
+        break;
+    }
     default: return nf_cli_usage(cli, "unexpected option");
     }
     return NF_EXIT_OK;
@@ -152,44 +164,124 @@ typedef struct rows_job {
     out_format format;
 } rows_job;
 
-static nf_status stream_rows(const rows_job *job, nf_out *out, nf_error *err)
+/* One chunk of rows in flight: its words, values and output bytes. */
+typedef struct dq_slot {
+    nf_words w;
+    float *values;
+    uint8_t *bytes;
+    uint64_t r0, r1;
+    nf_status st;
+    nf_error err;
+} dq_slot;
+
+/* Decode rows [s->r0, s->r1) into s->bytes (raw/npy element words, little-endian). */
+static void decode_slot(const rows_job *job, dq_slot *s)
 {
     const nf_geometry *g = job->g;
     nf_byte_reader reader;
     nf_artifact_object_reader(job->a, job->o, &reader);
+    nf_words view = s->w;
+    view.rows = s->r1 - s->r0;
+    s->st = nf_layout_decode_rows(g, &reader, s->r0, s->r1, &s->w, &s->err);
+    if (s->st == NF_OK && s->values) s->st = nf_words_to_f32(g, &view, s->r0, s->values, &s->err);
+    if (s->st != NF_OK || !s->bytes) return;
+    size_t count = (size_t)((s->r1 - s->r0) * g->cols);
+    unsigned eb = element_bytes(g, job->to);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (job->to == TO_F32) { /* the binary32 words as they are */
+        memcpy(s->bytes, s->values, count * sizeof *s->values);
+        return;
+    }
+#endif
+    for (size_t i = 0; i < count; i++) put_le(s->bytes + i * eb, element_word(g, job->to, &s->w, s->values, i), eb);
+}
+
+typedef struct dq_batch {
+    const rows_job *job;
+    dq_slot *slot;
+} dq_batch;
+
+static void *decode_thread(void *arg)
+{
+    dq_batch *b = arg;
+    decode_slot(b->job, b->slot);
+    return NULL;
+}
+
+static nf_status text_rows(const rows_job *job, dq_slot *s, nf_out *out, nf_error *err)
+{
+    const nf_geometry *g = job->g;
+    size_t count = (size_t)((s->r1 - s->r0) * g->cols);
+    nf_status st = NF_OK;
+    for (size_t i = 0; st == NF_OK && i < count; i++) {
+        st = write_text_element(out, g, job->to, element_word(g, job->to, &s->w, s->values, i), i % g->cols == 0, err);
+        if (st == NF_OK && (i + 1) % g->cols == 0) st = nf_out_write(out, "\n", 1, err);
+    }
+    return st;
+}
+
+/* Rows [job->r0, job->r1) in chunks: up to `threads` consecutive chunks are decoded at once
+ * (one per thread, the calling one included) and written in row order, so the output bytes do
+ * not depend on the thread count.  Text output is formatted by the calling thread. */
+static nf_status stream_rows(const rows_job *job, unsigned threads, nf_out *out, nf_error *err)
+{
+    const nf_geometry *g = job->g;
     uint64_t chunk = nf_geometry_chunk_rows(g, (uint64_t)1 << 20);
     uint64_t span = job->r1 - job->r0;
     if (chunk > span) chunk = span;
+    uint64_t nchunks = chunk ? (span + chunk - 1) / chunk : 0;
+    size_t nslots = job->format == FMT_TEXT || threads < 1 ? 1 : threads;
+    if (nslots > nchunks) nslots = nchunks ? (size_t)nchunks : 1;
     unsigned eb = element_bytes(g, job->to);
-    nf_words w;
-    NF_TRY(nf_words_alloc(&w, g, chunk, err));
     size_t n = (size_t)(chunk * g->cols);
-    float *values = job->to == TO_NATIVE ? NULL : malloc(n * sizeof *values);
-    uint8_t *bytes = job->format == FMT_TEXT ? NULL : malloc(n * eb);
-    nf_status st = NF_OK;
-    if ((job->to != TO_NATIVE && !values) || (job->format != FMT_TEXT && !bytes))
-        st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
-    for (uint64_t r = job->r0; st == NF_OK && r < job->r1; r += chunk) {
-        uint64_t r1 = r + chunk < job->r1 ? r + chunk : job->r1;
-        nf_words view = w;
-        view.rows = r1 - r;
-        if ((st = nf_layout_decode_rows(g, &reader, r, r1, &w, err)) != NF_OK) break;
-        if (values && (st = nf_words_to_f32(g, &view, r, values, err)) != NF_OK) break;
-        size_t count = (size_t)((r1 - r) * g->cols);
-        if (job->format == FMT_TEXT) {
-            for (size_t i = 0; st == NF_OK && i < count; i++) {
-                st = write_text_element(out, g, job->to, element_word(g, job->to, &w, values, i), i % g->cols == 0,
-                                        err);
-                if (st == NF_OK && (i + 1) % g->cols == 0) st = nf_out_write(out, "\n", 1, err);
+    dq_slot *slots = calloc(nslots, sizeof *slots);
+    pthread_t *tids = calloc(nslots, sizeof *tids);
+    dq_batch *batch = calloc(nslots, sizeof *batch);
+    nf_status st = slots && tids && batch ? NF_OK : nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    size_t ready = 0; /* slots whose buffers exist */
+    for (; st == NF_OK && ready < nslots; ready++) {
+        dq_slot *s = &slots[ready];
+        if ((st = nf_words_alloc(&s->w, g, chunk, err)) != NF_OK) break;
+        s->values = job->to == TO_NATIVE ? NULL : malloc(n * sizeof *s->values);
+        s->bytes = job->format == FMT_TEXT ? NULL : malloc(n * eb);
+        if ((job->to != TO_NATIVE && !s->values) || (job->format != FMT_TEXT && !s->bytes))
+            st = nf_error_set(err, NF_ERR_NOMEM, "out of memory"); /* freed below: the loop counts it */
+    }
+    for (uint64_t r = job->r0; st == NF_OK && r < job->r1;) {
+        size_t used = 0;
+        for (; used < nslots && r < job->r1; used++, r += chunk) {
+            slots[used].r0 = r;
+            slots[used].r1 = r + chunk < job->r1 ? r + chunk : job->r1;
+        }
+        size_t started = 0;
+        for (size_t i = 1; i < used; i++) {
+            batch[i] = (dq_batch){job, &slots[i]};
+            if (pthread_create(&tids[i], NULL, decode_thread, &batch[i]) != 0) break;
+            started = i;
+        }
+        decode_slot(job, &slots[0]);
+        for (size_t i = started + 1; i < used; i++) decode_slot(job, &slots[i]); /* threads that did not start */
+        for (size_t i = 1; i <= started; i++) pthread_join(tids[i], NULL);
+        for (size_t i = 0; st == NF_OK && i < used; i++) {
+            dq_slot *s = &slots[i];
+            if (s->st != NF_OK) {
+                if (err) *err = s->err;
+                st = s->st;
+            } else if (job->format == FMT_TEXT) {
+                st = text_rows(job, s, out, err);
+            } else {
+                st = nf_out_write(out, s->bytes, (size_t)((s->r1 - s->r0) * g->cols) * eb, err);
             }
-        } else {
-            for (size_t i = 0; i < count; i++) put_le(bytes + i * eb, element_word(g, job->to, &w, values, i), eb);
-            st = nf_out_write(out, bytes, count * eb, err);
         }
     }
-    free(values);
-    free(bytes);
-    nf_words_free(&w);
+    for (size_t i = 0; i < ready; i++) {
+        free(slots[i].values);
+        free(slots[i].bytes);
+        nf_words_free(&slots[i].w);
+    }
+    free(slots);
+    free(tids);
+    free(batch);
     return st;
 }
 
@@ -256,7 +348,7 @@ static int dequant_one(const nf_cli *cli, nf_artifact *a, const char *id, const 
         }
         st = write_npy_header(out, npy_descr(&g, opts->to), shape, rank, &err);
     }
-    if (st == NF_OK) st = stream_rows(&job, out, &err);
+    if (st == NF_OK) st = stream_rows(&job, opts->threads, out, &err);
     if (st != NF_OK) {
         nf_out_abort(out);
         nf_error_prefix(&err, "%s: object '%s'", nf_artifact_path(a), id);
@@ -323,7 +415,7 @@ static int dequant_all(const nf_cli *cli, nf_artifact *a, const dq_opts *opts)
         const nf_object *o = nf_artifact_object(a, i);
         if (o->kind != NF_OBJECT_TENSOR) continue;
         rows_job job = {a, o, &geo[i], 0, geo[i].rows, opts->to, FMT_RAW};
-        if ((st = stream_rows(&job, out, &err)) != NF_OK) nf_error_prefix(&err, "object '%s'", o->id);
+        if ((st = stream_rows(&job, opts->threads, out, &err)) != NF_OK) nf_error_prefix(&err, "object '%s'", o->id);
     }
     free(geo);
     if (st != NF_OK) {
@@ -361,6 +453,10 @@ int main(int argc, char **argv)
     bool done = false;
     int rc = nf_cli_parse(&cli, &program, argc, argv, on_option, &opts, &done);
     if (rc != NF_EXIT_OK || done) goto out;
+    if (!opts.threads) {
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        opts.threads = ncpu > 0 ? (unsigned)(ncpu < 1024 ? ncpu : 1024) : 1u;
+    }
     if (opts.all) {
         if (cli.npositional != 1) {
             rc = nf_cli_usage(&cli, "--all takes one FILE and no object ID");

@@ -8,19 +8,21 @@
 
 #include "cli.h"
 
-enum { OPT_QUICK = NF_OPT_PROGRAM, OPT_AGAINST };
+enum { OPT_QUICK = NF_OPT_PROGRAM, OPT_AGAINST, OPT_THREADS };
 
 static const nf_option options[] = {
     {"quick", 0, NF_ARG_NONE, OPT_QUICK, NULL,
      "check structure only (framing, directory, files, object ranges, sizes, references)"},
     {"against", 0, NF_ARG_REQUIRED, OPT_AGAINST, "SOURCE",
      "also re-derive every object from SOURCE with the recipe recorded in provenance and compare bit for bit"},
+    {"threads", 'j', NF_ARG_REQUIRED, OPT_THREADS, "N",
+     "check objects on N threads (default: every core); the report is the same for any N"},
     {NULL, 0, NF_ARG_NONE, 0, NULL, NULL},
 };
 
 static const nf_program program = {
     "ninfer-verify",
-    "ninfer-verify FILE... [--json] [--quick] [--against SOURCE]",
+    "ninfer-verify FILE... [--json] [--quick] [--against SOURCE] [--threads N]",
     "Check .ninfer artifacts: structure (framing, JSON directory, files, object ranges, encoded\n"
     "sizes, references), words (every code and scale legal for its format, canonical padding and\n"
     "zero gaps) and checksums (xxh3-128 of each object and of the directory, when recorded in\n"
@@ -36,15 +38,20 @@ static const nf_program program = {
 typedef struct verify_opts {
     nf_verify_level level;
     const char *against;
+    unsigned threads; /* 0: every core */
 } verify_opts;
 
 static int on_option(void *ctx, nf_cli *cli, int id, const char *arg)
 {
-    (void)cli;
-    (void)arg;
     verify_opts *o = ctx;
+    uint64_t v;
     if (id == OPT_QUICK) o->level = NF_VERIFY_STRUCTURE;
     if (id == OPT_AGAINST) o->against = arg;
+    if (id == OPT_THREADS) {
+        if (!nf_cli_parse_u64(arg, &v) || v == 0 || v > 1024)
+            return nf_cli_usage(cli, "--threads takes a number from 1 to 1024, not '%s'", arg);
+        o->threads = (unsigned)v;
+    }
     return NF_EXIT_OK;
 }
 
@@ -76,7 +83,8 @@ static void on_difference(void *ctx, const char *object, const char *message)
 
 /* Rebuild the plan from provenance.recipe with `source` as its base and compare.  Returns NF_OK
  * when the comparison ran (differences go into the report). */
-static nf_status verify_against(const char *path, const char *source, nf_verify_report *r, nf_error *err)
+static nf_status verify_against(const char *path, const char *source, unsigned threads, nf_verify_report *r,
+                                nf_error *err)
 {
     nf_artifact *a = NULL;
     NF_TRY(nf_artifact_open(path, NF_READ_PREAD, &a, err));
@@ -99,7 +107,7 @@ static nf_status verify_against(const char *path, const char *source, nf_verify_
     if (st == NF_OK) {
         against_sink sink = {r};
         size_t differing = 0;
-        st = nf_plan_compare(plan, a, 0, on_difference, &sink, &differing, err);
+        st = nf_plan_compare(plan, a, threads, on_difference, &sink, &differing, err);
         /* objects the artifact has but the recipe no longer produces */
         for (size_t i = 0; st == NF_OK && i < nf_artifact_object_count(a); i++) {
             const nf_object *o = nf_artifact_object(a, i);
@@ -163,7 +171,7 @@ static void print_human(const nf_cli *cli, const char *path, const nf_verify_rep
 int main(int argc, char **argv)
 {
     nf_cli cli;
-    verify_opts vo = {NF_VERIFY_CHECKSUMS, NULL};
+    verify_opts vo = {NF_VERIFY_CHECKSUMS, NULL, 0};
     bool done = false;
     int rc = nf_cli_parse(&cli, &program, argc, argv, on_option, &vo, &done);
     if (rc != NF_EXIT_OK || done) {
@@ -181,9 +189,10 @@ int main(int argc, char **argv)
         const char *path = cli.positional[i];
         nf_verify_report report;
         nf_error err;
-        nf_status st = nf_verify_artifact(path, vo.level, &report, &err);
+        nf_verify_options vopt = {vo.level, vo.threads};
+        nf_status st = nf_verify_artifact_with(path, &vopt, &report, &err);
         if (st == NF_OK && vo.against && report.valid) {
-            st = verify_against(path, vo.against, &report, &err);
+            st = verify_against(path, vo.against, vo.threads, &report, &err);
             if (st != NF_OK) nf_verify_report_free(&report);
         }
         if (st != NF_OK) {

@@ -42,6 +42,20 @@ typedef struct nf_verify_report {
  * artifact, not a system error. */
 nf_status nf_verify_artifact(const char *path, nf_verify_level level, nf_verify_report *report,
                              nf_error *err);
+
+/* Options of nf_verify_artifact_with (zero-initialise, then set what you need). */
+typedef struct nf_verify_options {
+    nf_verify_level level; /* 0 means NF_VERIFY_CHECKSUMS */
+    /* Threads for the words and checksums levels, which check objects in parallel: 0 means one
+     * per online CPU.  The report (problems, their order, counters, verdict) is the same for
+     * every thread count. */
+    unsigned threads;
+} nf_verify_options;
+
+/* nf_verify_artifact with options; opt NULL means the defaults.  nf_verify_artifact is this
+ * with {level, threads = 1}. */
+nf_status nf_verify_artifact_with(const char *path, const nf_verify_options *opt, nf_verify_report *report,
+                                  nf_error *err);
 void nf_verify_report_free(nf_verify_report *report);
 
 #ifdef __cplusplus

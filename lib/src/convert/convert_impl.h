@@ -65,4 +65,9 @@ nf_status nf_convert_member_rows(const plan_object *o, const plan_member *m, uin
                                  void *raw_buf, size_t raw_len, void *scale_buf, size_t scale_len,
                                  float *values, nf_words *words, uint64_t words_row, nf_error *err);
 
+/* The represented values of words, bit for bit those of nf_words_to_f32, with fast loops for the
+ * grouped, FP8-row and direct bf16/fp32 formats (execute.c, for the report's statistics). */
+nf_status nf_convert_words_values(const nf_geometry *g, const nf_words *w, uint64_t first_row, float *out,
+                                  nf_error *err);
+
 #endif

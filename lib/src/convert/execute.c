@@ -24,23 +24,93 @@
 #define DEFAULT_CHUNK_VALUES ((uint64_t)1 << 18)
 
 /* ---------------------------------------------------------------- source rows -> words */
-/* Binary32 values of raw source words, for the error statistics. */
-static void raw_to_f32(nf_src_type type, const void *data, size_t n, float *out)
+/* Binary32 values of raw source words, for the error statistics (exact widenings: the same values
+ * as nf_f32_from_bits / nf_f16_to_f32 / nf_bf16_to_f32 of each word).  One loop per type, so
+ * the F32 and BF16 ones vectorize. */
+static void raw_to_f32(nf_src_type type, const void *data, size_t n, float *restrict out)
 {
-    const uint8_t *p = data;
-    for (size_t i = 0; i < n; i++) {
-        switch (type) {
-        case NF_SRC_F32: {
+    const uint8_t *restrict p = data;
+    switch (type) {
+    case NF_SRC_F32:
+        for (size_t i = 0; i < n; i++) {
             uint32_t w = (uint32_t)p[4 * i] | (uint32_t)p[4 * i + 1] << 8 | (uint32_t)p[4 * i + 2] << 16 |
                          (uint32_t)p[4 * i + 3] << 24;
-            out[i] = nf_f32_from_bits(w);
-            break;
+            memcpy(&out[i], &w, sizeof w);
         }
-        case NF_SRC_F16: out[i] = nf_f16_to_f32((uint16_t)(p[2 * i] | p[2 * i + 1] << 8)); break;
-        case NF_SRC_BF16: out[i] = nf_bf16_to_f32((uint16_t)(p[2 * i] | p[2 * i + 1] << 8)); break;
-        default: out[i] = NAN; break; /* integers: no error statistics */
+        break;
+    case NF_SRC_F16:
+        for (size_t i = 0; i < n; i++) out[i] = nf_f16_to_f32((uint16_t)(p[2 * i] | p[2 * i + 1] << 8));
+        break;
+    case NF_SRC_BF16:
+        for (size_t i = 0; i < n; i++) {
+            uint32_t w = ((uint32_t)p[2 * i] | (uint32_t)p[2 * i + 1] << 8) << 16;
+            memcpy(&out[i], &w, sizeof w);
         }
+        break;
+    default: /* integers: no error statistics */
+        for (size_t i = 0; i < n; i++) out[i] = NAN;
+        break;
     }
+}
+
+/* ---------------------------------------------------------------- represented values */
+/* The represented values of a chunk's words, as nf_words_to_f32 computes them (the same binary32
+ * operations on the same exact decodes, so the same bits), in tight loops for the formats the
+ * built-in methods write: grouped (f16(scale) * q, one multiply per value), FP8 rows
+ * (e4m3fn(code) * scale32 through a 256-entry table of the exact code values), direct bf16 and
+ * fp32 words.  Everything else (int32, nvfp4, gguf) goes through nf_words_to_f32. */
+nf_status nf_convert_words_values(const nf_geometry *g, const nf_words *w, uint64_t first_row, float *restrict out,
+                                  nf_error *err)
+{
+    const nf_format *f = g->format;
+    uint64_t k = g->cols, rows = w->rows;
+    if (!f || rows == 0) return nf_words_to_f32(g, w, first_row, out, err);
+    switch (f->category) {
+    case NF_CAT_GROUPED: {
+        if (!w->codes || !w->scales) break;
+        uint64_t lg = g->logical_groups, gs = f->group_size;
+        for (uint64_t r = 0; r < rows; r++) {
+            const int8_t *restrict q = w->codes + r * k;
+            float *restrict o = out + r * k;
+            for (uint64_t gi = 0; gi < lg; gi++) {
+                uint64_t c0 = gi * gs, c1 = c0 + gs < k ? c0 + gs : k;
+                if (c0 >= k) break;
+                float s = nf_f16_to_f32(w->scales[r * lg + gi]);
+                for (uint64_t c = c0; c < c1; c++) o[c] = s * (float)q[c];
+            }
+        }
+        return NF_OK;
+    }
+    case NF_CAT_FP8_ROW: {
+        if (!w->codes8 || !w->scales) break;
+        if (f->scale_type != NF_SCALE_BF16 && f->scale_type != NF_SCALE_FP16) break;
+        float table[256];
+        for (unsigned c = 0; c < 256; c++) table[c] = nf_e4m3fn_to_f32((uint8_t)c);
+        for (uint64_t r = 0; r < rows; r++) {
+            uint16_t sw = w->scales[r];
+            float s = f->scale_type == NF_SCALE_BF16 ? nf_bf16_to_f32(sw) : nf_f16_to_f32(sw);
+            const uint8_t *restrict q = w->codes8 + r * k;
+            float *restrict o = out + r * k;
+            for (uint64_t c = 0; c < k; c++) o[c] = table[q[c]] * s;
+        }
+        return NF_OK;
+    }
+    case NF_CAT_DIRECT:
+        if (f->id == NF_FMT_BF16 && w->w16) {
+            for (uint64_t i = 0; i < rows * k; i++) {
+                uint32_t b = (uint32_t)w->w16[i] << 16;
+                memcpy(&out[i], &b, sizeof b);
+            }
+            return NF_OK;
+        }
+        if (f->id == NF_FMT_FP32 && w->w32) {
+            memcpy(out, w->w32, (size_t)(rows * k) * sizeof *out);
+            return NF_OK;
+        }
+        break;
+    default: break;
+    }
+    return nf_words_to_f32(g, w, first_row, out, err);
 }
 
 nf_status nf_convert_member_rows(const plan_object *o, const plan_member *m, uint64_t r0, uint64_t r1,
@@ -174,6 +244,53 @@ static void fail(runner *r, nf_status st, const nf_error *e)
     pthread_mutex_unlock(&r->lock);
 }
 
+/* ---------------------------------------------------------------- error statistics */
+/* Does v[0..n) hold a non-finite value?  (An OR of exponent tests: it vectorizes on any x86-64.) */
+static bool any_nonfinite(const float *restrict v, size_t n)
+{
+    uint32_t any = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t b;
+        memcpy(&b, &v[i], sizeof b);
+        any |= (b & 0x7F800000u) == 0x7F800000u;
+    }
+    return any != 0;
+}
+
+/* The chunk's error statistics: its values in order, each sum its own sequential binary64
+ * accumulation (the report adds the jobs' partial sums in job order, see sum_stats, so the
+ * figures do not depend on the thread count), skipping pairs with a non-finite side.  Locals,
+ * so the chains stay in registers; a chunk without non-finite values (the usual case) skips the
+ * tests, which adds the same terms in the same order. */
+static void accumulate_stats(job *j, const float *restrict values, const float *restrict decoded, size_t n)
+{
+    uint64_t count = j->count;
+    double sse = j->sum_sq_err, ssx = j->sum_sq_src, maxe = j->max_abs_err;
+    if (!any_nonfinite(values, n) && !any_nonfinite(decoded, n)) {
+        for (size_t i = 0; i < n; i++) {
+            double x = values[i], d = fabs(x - (double)decoded[i]);
+            sse += d * d;
+            ssx += x * x;
+            maxe = d > maxe ? d : maxe;
+        }
+        count += n;
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            double x = values[i], y = decoded[i];
+            if (!isfinite(x) || !isfinite(y)) continue;
+            double d = fabs(x - y);
+            count++;
+            sse += d * d;
+            ssx += x * x;
+            if (d > maxe) maxe = d;
+        }
+    }
+    j->count = count;
+    j->sum_sq_err = sse;
+    j->sum_sq_src = ssx;
+    j->max_abs_err = maxe;
+}
+
 static nf_status run_job(runner *r, job *j, nf_words *w, uint8_t *raw, size_t raw_len, uint8_t *scales,
                          size_t scale_len, float *values, float *decoded, compare_ctx *cmp, nf_error *err)
 {
@@ -181,21 +298,17 @@ static nf_status run_job(runner *r, job *j, nf_words *w, uint8_t *raw, size_t ra
     const plan_member *m = &o->members[j->member];
     uint64_t rows = j->r1 - j->r0;
     uint64_t parent_r0 = m->parent_row0 + j->r0;
-    NF_TRY(nf_convert_member_rows(o, m, j->r0, j->r1, raw, raw_len, scales, scale_len, values, w, 0, err));
+    /* The source values are wanted for the statistics only, except where the method reads
+     * binary32 values (a source that is not raw words). */
+    bool need_values = r->stats || (o->method != NF_METHOD_IMPORT_ENCODED && !m->raw);
+    NF_TRY(nf_convert_member_rows(o, m, j->r0, j->r1, raw, raw_len, scales, scale_len, need_values ? values : NULL,
+                                  w, 0, err));
     nf_words view = *w;
     view.rows = rows;
     if (o->divisors && view.divisors) memcpy(view.divisors, o->divisors, (size_t)o->g.divisors * sizeof *o->divisors);
     if (r->stats && values) {
-        NF_TRY(nf_words_to_f32(&o->g, &view, parent_r0, decoded, err));
-        for (size_t i = 0; i < rows * o->g.cols; i++) {
-            double x = values[i], y = decoded[i];
-            if (!isfinite(x) || !isfinite(y)) continue;
-            double d = fabs(x - y);
-            j->count++;
-            j->sum_sq_err += d * d;
-            j->sum_sq_src += x * x;
-            if (d > j->max_abs_err) j->max_abs_err = d;
-        }
+        NF_TRY(nf_convert_words_values(&o->g, &view, parent_r0, decoded, err));
+        accumulate_stats(j, values, decoded, (size_t)(rows * o->g.cols));
     }
     if (r->sink->writer) {
         nf_writer_sink ws = {r->sink->writer, o->writer_index};

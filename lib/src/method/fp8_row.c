@@ -3,10 +3,17 @@
  *
  * Upstream casts the source to BF16 first (torch `.to(bfloat16)`, nearest even) and quantizes
  * those values, so a binary32 or binary16 source is rounded to BF16 here too; a BF16 source is
- * used as is.  Each row is independent, so chunking cannot change a word. */
+ * used as is.  Each row is independent, so chunking cannot change a word.
+ *
+ * The loop here is the reference.  nf_fp8_row_maxabs_rows gives each row to the kernel of the
+ * active SIMD level first (method/simd/fp8_simd.h: a portable fast kernel, AVX2+F16C and AVX-512
+ * variants, all giving the reference's words bit for bit, tests/unit/test_method_fp8_simd.c);
+ * a kernel declines exactly the rows the reference refuses, which then come here for the
+ * message. */
 #include <inttypes.h>
 
 #include "method/method_impl.h"
+#include "method/simd/fp8_simd.h"
 
 #define E4M3_MAX 448.0f
 #define NF_FP8_BLOCK 256 /* columns handled at a time: the scratch stays on the stack */
@@ -92,69 +99,101 @@ static bool row_scale(const nf_format *fmt, float m, uint16_t *word)
     return true;
 }
 
-nf_status nf_fp8_row_maxabs_rows(const nf_format *fmt, const nf_src_rows *src, nf_words *out, nf_error *err)
+/* Checks shared by the entry points; *k gets K. */
+static nf_status check_args(const nf_format *fmt, const nf_src_rows *src, nf_words *out, size_t *k, nf_error *err)
 {
     NF_TRY(nf_method_check_target(NF_METHOD_FP8_ROW_MAXABS, fmt, err));
-    size_t k;
-    NF_TRY(nf_method_check_rows(src, out, &k, err));
+    NF_TRY(nf_method_check_rows(src, out, k, err));
     if (src->type != NF_SRC_F32 && src->type != NF_SRC_F16 && src->type != NF_SRC_BF16)
         return nf_method_error(err, NF_ERR_INVALID, src, "fp8_row_maxabs needs a floating-point source, not %s",
                                nf_src_type_name(src->type));
     if (!out->codes8 || !out->scales)
         return nf_method_error(err, NF_ERR_USAGE, src, "output words lack the codes8/scales arrays of %s", fmt->name);
-    /* A row is handled in column blocks so the scratch stays on the stack whatever K is: one
-     * pass finds the row maximum, a second one (reloading the block) selects the codes. */
+    return NF_OK;
+}
+
+/* Row r of the chunk by the reference loop.  A row is handled in column blocks so the scratch
+ * stays on the stack whatever K is: one pass finds the row maximum, a second one (reloading the
+ * block) selects the codes. */
+static nf_status reference_row(const nf_format *fmt, const nf_src_rows *src, uint64_t r, size_t k, nf_words *out,
+                               nf_error *err)
+{
     float x[NF_FP8_BLOCK];
-    for (uint64_t r = 0; r < src->rows; r++) {
-        uint8_t *codes = out->codes8 + (size_t)r * k;
-        uint32_t mw = 0;
-        for (size_t c0 = 0; c0 < k; c0 += NF_FP8_BLOCK) {
-            size_t n = k - c0 < NF_FP8_BLOCK ? k - c0 : NF_FP8_BLOCK;
-            uint32_t bm;
-            NF_TRY(load_bf16(src, r, c0, n, x, &bm, err));
-            mw = bm > mw ? bm : mw;
+    uint8_t *codes = out->codes8 + (size_t)r * k;
+    uint32_t mw = 0;
+    for (size_t c0 = 0; c0 < k; c0 += NF_FP8_BLOCK) {
+        size_t n = k - c0 < NF_FP8_BLOCK ? k - c0 : NF_FP8_BLOCK;
+        uint32_t bm;
+        NF_TRY(load_bf16(src, r, c0, n, x, &bm, err));
+        mw = bm > mw ? bm : mw;
+    }
+    float m = nf_f32_from_bits(mw);
+    if (m == 0.0f) { /* zero row: positive-zero codes (even for -0 inputs) and scale */
+        memset(codes, 0x00, k);
+        out->scales[r] = 0x0000;
+        return NF_OK;
+    }
+    uint16_t word;
+    if (!row_scale(fmt, m, &word))
+        return nf_method_row_error(err, NF_ERR_INVALID, src, r,
+                                   ": row scale %.9g / 448 = %.9g overflows binary16", (double)m,
+                                   (double)(m / E4M3_MAX));
+    float scale = fmt->scale_type == NF_SCALE_BF16 ? nf_bf16_to_f32(word) : nf_f16_to_f32(word);
+    float inv = nf_recip_f32(scale);
+    for (size_t c0 = 0; c0 < k; c0 += NF_FP8_BLOCK) {
+        size_t n = k - c0 < NF_FP8_BLOCK ? k - c0 : NF_FP8_BLOCK;
+        uint32_t bm;
+        NF_TRY(load_bf16(src, r, c0, n, x, &bm, err));
+        /* Normalize in place (each product its own binary32 rounding); one integer max
+         * over the magnitudes detects a non-finite product, so this loop vectorizes. */
+        uint32_t vm = 0;
+        for (size_t i = 0; i < n; i++) {
+            float v = x[i] * inv;
+            uint32_t b;
+            memcpy(&b, &v, sizeof b);
+            b &= 0x7FFFFFFFu;
+            vm = b > vm ? b : vm;
+            x[i] = v;
         }
-        float m = nf_f32_from_bits(mw);
-        if (m == 0.0f) { /* zero row: positive-zero codes (even for -0 inputs) and scale */
-            memset(codes, 0x00, k);
-            out->scales[r] = 0x0000;
-            continue;
-        }
-        uint16_t word;
-        if (!row_scale(fmt, m, &word))
+        if (vm >= 0x7F800000u) {
+            size_t bad = nf_method_first_nonfinite(x, n);
+            NF_TRY(load_bf16(src, r, c0, n, x, &bm, err)); /* the value again, for the message */
             return nf_method_row_error(err, NF_ERR_INVALID, src, r,
-                                       ": row scale %.9g / 448 = %.9g overflows binary16", (double)m,
-                                       (double)(m / E4M3_MAX));
-        float scale = fmt->scale_type == NF_SCALE_BF16 ? nf_bf16_to_f32(word) : nf_f16_to_f32(word);
-        float inv = nf_recip_f32(scale);
-        for (size_t c0 = 0; c0 < k; c0 += NF_FP8_BLOCK) {
-            size_t n = k - c0 < NF_FP8_BLOCK ? k - c0 : NF_FP8_BLOCK;
-            uint32_t bm;
-            NF_TRY(load_bf16(src, r, c0, n, x, &bm, err));
-            /* Normalize in place (each product its own binary32 rounding); one integer max
-             * over the magnitudes detects a non-finite product, so this loop vectorizes. */
-            uint32_t vm = 0;
-            for (size_t i = 0; i < n; i++) {
-                float v = x[i] * inv;
-                uint32_t b;
-                memcpy(&b, &v, sizeof b);
-                b &= 0x7FFFFFFFu;
-                vm = b > vm ? b : vm;
-                x[i] = v;
-            }
-            if (vm >= 0x7F800000u) {
-                size_t bad = nf_method_first_nonfinite(x, n);
-                NF_TRY(load_bf16(src, r, c0, n, x, &bm, err)); /* the value again, for the message */
-                return nf_method_row_error(err, NF_ERR_INVALID, src, r,
-                                           " col %zu: normalized value %.9g * %.9g is not finite (row scale "
-                                           "0x%04x is too small for its reciprocal)",
-                                           c0 + bad, (double)x[bad], (double)inv, word);
-            }
-            /* Clamp to +-448, nearest E4M3FN with ties to the even code, sign from v's sign bit
-             * (so -0 and tiny negatives give 0x80): exactly nf_f32_to_e4m3fn. */
-            for (size_t i = 0; i < n; i++) codes[c0 + i] = nf_f32_to_e4m3fn(x[i]);
+                                       " col %zu: normalized value %.9g * %.9g is not finite (row scale "
+                                       "0x%04x is too small for its reciprocal)",
+                                       c0 + bad, (double)x[bad], (double)inv, word);
         }
-        out->scales[r] = word;
+        /* Clamp to +-448, nearest E4M3FN with ties to the even code, sign from v's sign bit
+         * (so -0 and tiny negatives give 0x80): exactly nf_f32_to_e4m3fn. */
+        for (size_t i = 0; i < n; i++) codes[c0 + i] = nf_f32_to_e4m3fn(x[i]);
+    }
+    out->scales[r] = word;
+    return NF_OK;
+}
+
+nf_status nf_fp8_row_maxabs_rows_reference(const nf_format *fmt, const nf_src_rows *src, nf_words *out,
+                                           nf_error *err)
+{
+    size_t k;
+    NF_TRY(check_args(fmt, src, out, &k, err));
+    for (uint64_t r = 0; r < src->rows; r++) NF_TRY(reference_row(fmt, src, r, k, out, err));
+    return NF_OK;
+}
+
+nf_status nf_fp8_row_maxabs_rows(const nf_format *fmt, const nf_src_rows *src, nf_words *out, nf_error *err)
+{
+    size_t k;
+    NF_TRY(check_args(fmt, src, out, &k, err));
+    /* The active kernel (method/simd/fp8_simd.h) encodes a row to the reference's words or
+     * declines it (a row the reference refuses), and the reference then names the error. */
+    nf_fp8_row_fn kernel = nf_fp8_row_kernel();
+    bool fp16_scale = fmt->scale_type != NF_SCALE_BF16;
+    size_t row_bytes = k * nf_src_type_size(src->type);
+    for (uint64_t r = 0; r < src->rows; r++) {
+        if (kernel && kernel((const uint8_t *)src->data + (size_t)r * row_bytes, src->type, k, fp16_scale,
+                             out->codes8 + (size_t)r * k, &out->scales[r]))
+            continue;
+        NF_TRY(reference_row(fmt, src, r, k, out, err));
     }
     return NF_OK;
 }

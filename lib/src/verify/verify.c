@@ -1,10 +1,13 @@
 /* Artifact verification (design.md section 2, ninfer-verify): structure, then words, then
  * checksums.  Each level reports every problem it finds; a level that cannot run because the
  * one before it failed badly (no directory, unreadable parts) is skipped. */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include <jansson.h>
 #include <xxhash.h>
@@ -68,6 +71,77 @@ void nf_verify_report_free(nf_verify_report *report)
     free(report->problems);
     memset(report, 0, sizeof *report);
 }
+
+/* Moves every problem of `from` to the end of `to` (in order); `from` is freed. */
+static nf_status merge_report(nf_verify_report *to, nf_verify_report *from)
+{
+    if (from->count) {
+        if (to->count + from->count > to->capacity) {
+            size_t cap = to->capacity ? to->capacity : 16;
+            while (cap < to->count + from->count) cap *= 2;
+            nf_problem *p = realloc(to->problems, cap * sizeof *p);
+            if (!p) return NF_ERR_NOMEM;
+            to->problems = p;
+            to->capacity = cap;
+        }
+        memcpy(to->problems + to->count, from->problems, from->count * sizeof *from->problems);
+        to->count += from->count;
+        to->valid = false;
+        from->count = 0;
+    }
+    nf_verify_report_free(from);
+    return NF_OK;
+}
+
+/* ---------------------------------------------------------------- parallel tasks */
+/* Tasks 0..n-1 run on up to `threads` threads (the calling one included), each task once, in
+ * any order; every task writes only its own result slot, and the callers merge the slots in
+ * task order, so what they report does not depend on the thread count. */
+typedef void (*task_fn)(void *ctx, size_t index);
+
+typedef struct task_pool {
+    task_fn fn;
+    void *ctx;
+    size_t n;
+    atomic_size_t next;
+} task_pool;
+
+static void *task_worker(void *arg)
+{
+    task_pool *p = arg;
+    for (size_t i; (i = atomic_fetch_add(&p->next, 1)) < p->n;) p->fn(p->ctx, i);
+    return NULL;
+}
+
+static unsigned resolve_threads(unsigned threads)
+{
+    if (threads) return threads;
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (unsigned)n : 1u;
+}
+
+static void run_tasks(unsigned threads, size_t n, task_fn fn, void *ctx)
+{
+    task_pool pool = {fn, ctx, n, 0};
+    size_t extra = threads > 1 ? threads - 1 : 0;
+    if (extra > n) extra = n ? n - 1 : 0;
+    pthread_t *tids = extra ? calloc(extra, sizeof *tids) : NULL;
+    size_t started = 0;
+    if (tids)
+        for (; started < extra; started++)
+            if (pthread_create(&tids[started], NULL, task_worker, &pool) != 0) break;
+    task_worker(&pool); /* the calling thread works too (and alone when no thread started) */
+    for (size_t i = 0; i < started; i++) pthread_join(tids[i], NULL);
+    free(tids);
+}
+
+/* One object's word check (or one checksum's hash): its result slot. */
+typedef struct unit {
+    nf_verify_report report; /* problems found, in the order one thread finds them */
+    nf_status status;        /* system error (then err) */
+    nf_error err;
+    char digest[33];         /* checksums: the object's xxh3-128 */
+} unit;
 
 /* ---------------------------------------------------------------- words level */
 typedef struct word_sink {
@@ -190,7 +264,28 @@ static nf_status check_directory_checksum(nf_artifact *a, const char *want, nf_v
     return NF_OK;
 }
 
-static nf_status check_checksums(nf_artifact *a, nf_verify_report *r, nf_error *err)
+/* One recorded object checksum: the object (NULL when it does not exist) and the recorded value. */
+typedef struct sum_entry {
+    const char *id;
+    json_t *value;
+    const nf_object *o;
+    bool hash; /* the object exists and the value is 32 characters: hashed by a task */
+} sum_entry;
+
+typedef struct sums_ctx {
+    nf_artifact *a;
+    const sum_entry *entries;
+    unit *units;
+} sums_ctx;
+
+static void sum_task(void *ctx, size_t i)
+{
+    sums_ctx *c = ctx;
+    unit *u = &c->units[i];
+    if (c->entries[i].hash) u->status = hash_object(c->a, c->entries[i].o, u->digest, &u->err);
+}
+
+static nf_status check_checksums(nf_artifact *a, unsigned threads, nf_verify_report *r, nf_error *err)
 {
     const json_t *root = nf_artifact_directory(a);
     json_t *meta = json_object_get(root, "metadata");
@@ -202,34 +297,54 @@ static nf_status check_checksums(nf_artifact *a, nf_verify_report *r, nf_error *
         !json_is_object(objs))
         return add_problem(r, NULL, "checksums",
                            "metadata.checksums must be {\"algorithm\": \"xxh3-128\", \"objects\": {...}}");
+    /* The objects are hashed as parallel tasks; the verdicts are then taken in the JSON's
+     * order, as one thread would. */
+    size_t count = json_object_size(objs), k = 0;
+    sum_entry *entries = calloc(count ? count : 1, sizeof *entries);
+    unit *units = calloc(count ? count : 1, sizeof *units);
+    if (!entries || !units) {
+        free(entries);
+        free(units);
+        return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    }
     const char *id;
     json_t *v;
     json_object_foreach(objs, id, v) {
+        if (k == count) break;
         const nf_object *o = nf_artifact_find(a, id);
-        if (!o) {
-            NF_TRY(add_problem(r, id, "checksums", "metadata.checksums names an object that does not exist"));
+        entries[k] = (sum_entry){id, v, o, o && json_is_string(v) && strlen(json_string_value(v)) == 32};
+        k++;
+    }
+    sums_ctx sc = {a, entries, units};
+    run_tasks(threads, k, sum_task, &sc);
+    nf_status st = NF_OK;
+    for (size_t i = 0; st == NF_OK && i < k; i++) {
+        const sum_entry *e = &entries[i];
+        if (!e->o) {
+            st = add_problem(r, e->id, "checksums", "metadata.checksums names an object that does not exist");
             continue;
         }
-        if (!json_is_string(v) || strlen(json_string_value(v)) != 32) {
-            NF_TRY(add_problem(r, id, "checksums", "checksum is not a string of 32 hex digits"));
+        if (!e->hash) {
+            st = add_problem(r, e->id, "checksums", "checksum is not a string of 32 hex digits");
             continue;
         }
-        char got[33];
-        nf_error local;
-        nf_status st = hash_object(a, o, got, &local);
-        if (st == NF_ERR_INVALID) {
-            NF_TRY(add_problem(r, id, "structure", "%s", local.message));
+        if (units[i].status == NF_ERR_INVALID) {
+            st = add_problem(r, e->id, "structure", "%s", units[i].err.message);
             continue;
         }
-        if (st != NF_OK) {
-            if (err) *err = local;
-            return st;
+        if (units[i].status != NF_OK) {
+            if (err) *err = units[i].err;
+            st = units[i].status;
+            break;
         }
         r->checksums_checked++;
-        if (strcasecmp(got, json_string_value(v)) != 0)
-            NF_TRY(add_problem(r, id, "checksums", "xxh3-128 of the object is %s, metadata records %s", got,
-                               json_string_value(v)));
+        if (strcasecmp(units[i].digest, json_string_value(e->value)) != 0)
+            st = add_problem(r, e->id, "checksums", "xxh3-128 of the object is %s, metadata records %s",
+                             units[i].digest, json_string_value(e->value));
     }
+    free(entries);
+    free(units);
+    if (st != NF_OK) return st;
     json_t *dir = json_object_get(sums, "directory");
     if (dir) {
         if (!json_is_string(dir))
@@ -239,9 +354,28 @@ static nf_status check_checksums(nf_artifact *a, nf_verify_report *r, nf_error *
     return NF_OK;
 }
 
-/* ---------------------------------------------------------------- driver */
-static nf_status verify_open(nf_artifact *a, nf_verify_level level, nf_verify_report *r, nf_error *err)
+/* ---------------------------------------------------------------- parallel units */
+typedef struct words_ctx {
+    nf_artifact *a;
+    const nf_geometry *geo;
+    const bool *ok;
+    unit *units;
+} words_ctx;
+
+static void words_task(void *ctx, size_t i)
 {
+    words_ctx *c = ctx;
+    unit *u = &c->units[i];
+    u->report.valid = true;
+    const nf_object *o = nf_artifact_object(c->a, i);
+    if (c->ok[i] && o->kind == NF_OBJECT_TENSOR) u->status = check_words(c->a, o, &c->geo[i], &u->report, &u->err);
+}
+
+/* ---------------------------------------------------------------- driver */
+static nf_status verify_open(nf_artifact *a, nf_verify_level level, unsigned threads, nf_verify_report *r,
+                             nf_error *err)
+{
+    unit *units = NULL;
     /* Structure: every part, then every object. */
     bool parts_ok = true;
     for (size_t i = 1; i < nf_artifact_file_count(a); i++) {
@@ -275,24 +409,39 @@ static nf_status verify_open(nf_artifact *a, nf_verify_level level, nf_verify_re
     }
     if (level < NF_VERIFY_WORDS || !parts_ok) goto done;
 
+    /* The word checks of the tensors run as parallel tasks, each into its own report; the
+     * gaps are checked here, and everything is merged in object order, as one thread would. */
+    units = calloc(n ? n : 1, sizeof *units);
+    if (!units) {
+        st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    words_ctx wc = {a, geo, ok, units};
+    run_tasks(threads, n, words_task, &wc);
     uint64_t prev_end = 0;
     for (size_t i = 0; i < n; i++) {
         const nf_object *o = nf_artifact_object(a, i);
         if ((st = check_gap(a, prev_end, o->offset, r, err)) != NF_OK) goto done;
         prev_end = o->offset + o->bytes; /* no overflow: the directory checks offset + bytes <= payload */
-        if (ok[i] && o->kind == NF_OBJECT_TENSOR)
-            if ((st = check_words(a, o, &geo[i], r, err)) != NF_OK) goto done;
+        if ((st = merge_report(r, &units[i].report)) != NF_OK) goto done;
+        if ((st = units[i].status) != NF_OK) {
+            if (err) *err = units[i].err;
+            goto done;
+        }
     }
     if ((st = check_gap(a, prev_end, nf_artifact_payload_bytes(a), r, err)) != NF_OK) goto done;
-    if (level >= NF_VERIFY_CHECKSUMS) st = check_checksums(a, r, err);
+    if (level >= NF_VERIFY_CHECKSUMS) st = check_checksums(a, threads, r, err);
 done:
     if (st == NF_ERR_NOMEM && err && err->status != NF_ERR_NOMEM) nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; units && i < n; i++) nf_verify_report_free(&units[i].report);
+    free(units);
     free(geo);
     free(ok);
     return st;
 }
 
-nf_status nf_verify_artifact(const char *path, nf_verify_level level, nf_verify_report *report, nf_error *err)
+static nf_status verify_path(const char *path, nf_verify_level level, unsigned threads, nf_verify_report *report,
+                             nf_error *err)
 {
     memset(report, 0, sizeof *report);
     report->valid = true;
@@ -307,11 +456,23 @@ nf_status nf_verify_artifact(const char *path, nf_verify_level level, nf_verify_
         if (err) *err = local;
         return st;
     }
-    st = verify_open(a, level, report, err);
+    st = verify_open(a, level, threads, report, err);
     nf_artifact_close(a);
     if (st != NF_OK) {
         nf_verify_report_free(report);
         return st;
     }
     return NF_OK;
+}
+
+nf_status nf_verify_artifact(const char *path, nf_verify_level level, nf_verify_report *report, nf_error *err)
+{
+    return verify_path(path, level, 1, report, err);
+}
+
+nf_status nf_verify_artifact_with(const char *path, const nf_verify_options *opt, nf_verify_report *report,
+                                  nf_error *err)
+{
+    nf_verify_level level = opt && opt->level ? opt->level : NF_VERIFY_CHECKSUMS;
+    return verify_path(path, level, resolve_threads(opt ? opt->threads : 0), report, err);
 }

@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# --threads of ninfer-verify and ninfer-dequant: the report (text and JSON, problem order, exit
+# status) and the output bytes are the same for every thread count, on a valid artifact, a split
+# one and a damaged one (problems in several objects), with tensors of several row chunks.
+# usage: test_threads.sh BIN_DIR DATA_DIR
+set -u
+bin=$(cd "$1" && pwd)
+top=$(cd "$(dirname "$0")/../.." && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); printf 'FAIL %s\n' "$*"; }
+run() { # run STATUS ARGS...
+    local want=$1; shift
+    "$@" >"$work/out" 2>"$work/err"
+    local got=$?
+    if [ "$got" -eq "$want" ]; then ok; else bad "$* exited $got, expected $want: $(head -c 300 "$work/err")"; fi
+}
+same() { if cmp -s "$1" "$2"; then ok; else bad "$1 and $2 differ"; diff <(head -c 2000 "$1") <(head -c 2000 "$2") | head -20; fi; }
+
+# gate/up/down are [1152, 1024]: 1.18 M values, two row chunks of dequant's 2^20-value chunks
+ck=$work/ck
+"$bin/ninfer-gen-checkpoint" "$ck" --hidden 1024 --kv-hidden 256 --intermediate 1152 --layers 2 --vocab 300 >/dev/null ||
+    { echo "FAIL generator"; exit 1; }
+cat >"$work/r.yaml" <<'YAML'
+recipe: 1
+sources:
+  base: ./ck
+output:
+  name: threads-test
+defaults: {format: bf16}
+rules:
+  - match: "model.layers.*.self_attn.*_proj.weight"
+    format: q4_g64_fp16
+    method: grouped_absmax
+  - match: "model.layers.*.mlp.*_proj.weight"
+    format: fp8_e4m3fn_row_bf16
+    method: fp8_row_maxabs
+  - match: lm_head.weight
+    format: q8_g32_fp16
+  - match: ["*norm*"]
+    format: fp32
+YAML
+run 0 "$bin/ninfer-convert" -r "$work/r.yaml" --source base="$ck" -o "$work/m.ninfer" --threads 2 --no-report
+mkdir "$work/split"
+run 0 "$bin/ninfer-convert" -r "$work/r.yaml" --source base="$ck" -o "$work/split/m.ninfer" --threads 1 --no-report \
+    --max-file-bytes 3000000
+
+# the conversion report's error statistics: the same figures for every thread count
+for t in 1 2 3; do
+    mkdir "$work/rep$t"
+    run 0 "$bin/ninfer-convert" -r "$work/r.yaml" --source base="$ck" -o "$work/rep$t/m.ninfer" --threads "$t"
+done
+python3 - "$work"/rep1/m.ninfer.conversion.json "$work"/rep2/m.ninfer.conversion.json \
+    "$work"/rep3/m.ninfer.conversion.json <<'PY' && ok || bad "conversion reports differ across thread counts"
+import json, sys
+docs = [json.load(open(p)) for p in sys.argv[1:]]
+assert all(d['objects'] == docs[0]['objects'] for d in docs), 'objects differ'
+o = {x['object']: x for x in docs[0]['objects']}
+assert o['model.layers.0.mlp.up_proj.weight']['values_compared'] == 1152 * 1024
+assert 20 < o['model.layers.0.mlp.up_proj.weight']['snr_db'] < 40  # fp8 rows
+assert o['model.norm.weight']['max_abs_error'] == 0
+PY
+
+# verify: same stdout, stderr and status for every thread count
+verify_all() { # NAME STATUS QUICK_STATUS ARTIFACT
+    local name=$1 want=$2 qwant=$3 art=$4
+    for t in 1 2 3 8; do
+        run "$want" "$bin/ninfer-verify" --threads "$t" "$art"
+        cp "$work/out" "$work/$name.v$t.txt"
+        run "$want" "$bin/ninfer-verify" -j "$t" --json "$art"
+        cp "$work/out" "$work/$name.v$t.json"
+        run "$qwant" "$bin/ninfer-verify" --threads "$t" --quick "$art"
+        cp "$work/out" "$work/$name.q$t.txt"
+    done
+    run "$want" "$bin/ninfer-verify" "$art" # the default: every core
+    cp "$work/out" "$work/$name.vd.txt"
+    for t in 2 3 8 d; do
+        [ "$t" = d ] || { same "$work/$name.v1.json" "$work/$name.v$t.json"; same "$work/$name.q1.txt" "$work/$name.q$t.txt"; }
+        same "$work/$name.v1.txt" "$work/$name.v$t.txt"
+    done
+}
+verify_all valid 0 0 "$work/m.ninfer"
+verify_all split 0 0 "$work/split/m.ninfer"
+
+# damage: bytes changed inside several objects (word problems and checksum mismatches in
+# several objects at once) and in a gap
+cp "$work/m.ninfer" "$work/bad.ninfer"
+python3 - "$work/bad.ninfer" <<'PY' || bad "damaging the artifact"
+import os, sys
+path = sys.argv[1]
+size = os.path.getsize(path)
+with open(path, 'r+b') as f:
+    # every 1/16 of the file past the first 64 KiB (the directory): 0xFF bytes (E4M3FN NaN codes,
+    # odd q4 nibbles, NaN-ish scales: word problems, and checksum mismatches everywhere)
+    for k in range(1, 16):
+        at = 65536 + (size - 65536) * k // 16
+        f.seek(at)
+        f.write(b'\xff' * 64)
+PY
+verify_all bad 1 0 "$work/bad.ninfer" # the payload is not read by --quick
+python3 - "$work/bad.v1.json" <<'PY' && ok || bad "damaged artifact: problems in several objects"
+import json, sys
+r = json.load(open(sys.argv[1]))
+objs = {p['object'] for p in r['problems']}
+assert not r['valid'] and len(r['problems']) >= 5 and len(objs) >= 4, r['problems'][:3]
+assert {'words', 'checksums'} <= {p['check'] for p in r['problems']}
+PY
+
+# dequant: the same bytes for every thread count
+for t in 1 2 3 5; do
+    run 0 "$bin/ninfer-dequant" "$work/m.ninfer" --all -o "$work/all$t.safetensors" --threads "$t"
+    run 0 "$bin/ninfer-dequant" "$work/split/m.ninfer" --all -o "$work/sall$t.safetensors" -j "$t" --to bf16
+    run 0 "$bin/ninfer-dequant" "$work/m.ninfer" model.layers.1.mlp.up_proj.weight --format npy --rows 3:1151 \
+        --to f16 -o "$work/up$t.npy" --threads "$t"
+    run 0 "$bin/ninfer-dequant" "$work/m.ninfer" model.layers.0.mlp.down_proj.weight -o "$work/down$t.raw" --threads "$t"
+    run 0 "$bin/ninfer-dequant" "$work/m.ninfer" model.embed_tokens.weight --to native -o "$work/emb$t.raw" --threads "$t"
+    run 0 "$bin/ninfer-dequant" "$work/m.ninfer" model.layers.0.self_attn.q_proj.weight --format text --rows 0:5 \
+        -o "$work/q$t.txt" --threads "$t"
+done
+run 0 "$bin/ninfer-dequant" "$work/m.ninfer" --all -o "$work/alld.safetensors"
+for t in 2 3 5; do
+    for f in all%s.safetensors sall%s.safetensors up%s.npy down%s.raw emb%s.raw q%s.txt; do
+        # shellcheck disable=SC2059
+        same "$work/$(printf "$f" 1)" "$work/$(printf "$f" "$t")"
+    done
+done
+same "$work/all1.safetensors" "$work/alld.safetensors"
+# damaged words decode the same way whatever the thread count (dequant does not check words)
+for t in 1 2 4; do
+    run 0 "$bin/ninfer-dequant" "$work/bad.ninfer" --all -o "$work/bad$t.safetensors" --threads "$t"
+done
+same "$work/bad1.safetensors" "$work/bad2.safetensors"
+same "$work/bad1.safetensors" "$work/bad4.safetensors"
+
+# refusals
+run 2 "$bin/ninfer-verify" --threads 0 "$work/m.ninfer"
+run 2 "$bin/ninfer-verify" --threads x "$work/m.ninfer"
+run 2 "$bin/ninfer-dequant" "$work/m.ninfer" --all -o "$work/x.safetensors" --threads 1025
+
+printf '%d passed, %d failed\n' "$pass" "$fail"
+[ "$fail" -eq 0 ]
