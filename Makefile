@@ -50,15 +50,24 @@ clean:
 # Fuzzing (docs/security.md): build the libFuzzer targets of tests/fuzz with clang into
 # $(FUZZ_BUILD) and run each for FUZZ_SECONDS; FUZZ_JOBS (1 or 2) run at once, FUZZ_TARGETS
 # picks some.  Findings land in $(FUZZ_BUILD)/crashes/<target>/.  Not part of `make test`
-# (which replays the committed corpora instead) and not needed by CI.
+# (which replays the committed corpora instead); CI runs `make fuzz-smoke`.
 FUZZ_BUILD   ?= build-fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_JOBS    ?= 1
 FUZZ_TARGETS ?=
 
-.PHONY: fuzz
+.PHONY: fuzz fuzz-smoke
 fuzz:
+	@bash scripts/deps.sh clang libclang-rt-14-dev
 	@bash tests/fuzz/run_fuzzers.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_JOBS) $(FUZZ_TARGETS)
+
+# The CI smoke run (.ci/run): every target for a fixed number of executions from a fixed seed
+# (reproducible, a few seconds each) on a fresh working corpus; fails on any finding.
+FUZZ_SMOKE_RUNS ?= 20000
+fuzz-smoke:
+	@bash scripts/deps.sh clang libclang-rt-14-dev
+	rm -rf build-fuzz-smoke/corpus build-fuzz-smoke/crashes
+	FUZZ_FLAGS="-seed=1 -runs=$(FUZZ_SMOKE_RUNS)" bash tests/fuzz/run_fuzzers.sh build-fuzz-smoke 300 2
 
 # Benchmarks (bench/README.md): a Release build in $(BENCH_BUILD) (tests off), then one table of
 # kernel throughput against memcpy and end-to-end convert/verify/dequant of a generated ~400 MB
