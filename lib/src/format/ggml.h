@@ -13,4 +13,17 @@
 nf_status nf_ggml_dequant_row(const nf_format *fmt, const uint8_t *blocks, uint64_t k, float *out,
                               nf_error *err);
 
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+/* SIMD block dequantizers (simd/ggml_kquant_simd.c) of the AVX2 and AVX-512 levels
+ * (common/cpu.h); bit-identical to the scalar ones. */
+#define NF_GGML_KQUANT_DECL(sfx)                                                                    \
+    void nf_ggml_deq_q2_k##sfx(const uint8_t *block, float *out);                                   \
+    void nf_ggml_deq_q3_k##sfx(const uint8_t *block, float *out);                                   \
+    void nf_ggml_deq_q4_k##sfx(const uint8_t *block, float *out);                                   \
+    void nf_ggml_deq_q5_k##sfx(const uint8_t *block, float *out);                                   \
+    void nf_ggml_deq_q6_k##sfx(const uint8_t *block, float *out);
+NF_GGML_KQUANT_DECL(_avx2)
+NF_GGML_KQUANT_DECL(_avx512)
+#endif
+
 #endif

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "common/checked.h"
+#include "common/cpu.h"
 #include "format/ggml_tables.h"
 
 /* ---------------------------------------------------------------- field access */
@@ -129,10 +130,13 @@ static void deq_q2_k(const uint8_t *b, float *y)
         const float dl = d * (float)(sb & 0xFu);
         const float ml = dmin * (float)(sb >> 4);
         const unsigned half = n / 128, shift = 2u * ((n / 32) % 4), t0 = n % 32;
-        for (unsigned t = t0; t < t0 + 16; t++) {
-            const unsigned q = ((unsigned)b[16 + 32 * half + t] >> shift) & 3u;
+        const uint8_t *qs = b + 16 + 32 * half + t0;
+        float *out = y + n;
+        /* codes converted as int (the same value; a plain signed conversion vectorizes) */
+        for (unsigned t = 0; t < 16; t++) {
+            const int q = (int)(((unsigned)qs[t] >> shift) & 3u);
             const float prod = dl * (float)q;
-            y[n + t - t0] = prod - ml;
+            out[t] = prod - ml;
         }
     }
 }
@@ -148,12 +152,13 @@ static void deq_q3_k(const uint8_t *b, float *y)
         const unsigned high2 = ((unsigned)sc[8 + s % 4] >> (2u * (s / 4))) & 3u;
         const int scale = (int)(low4 | (high2 << 4)) - 32;
         const float dl = d * (float)scale;
-        for (unsigned n = 16 * s; n < 16 * s + 16; n++) {
-            const unsigned half = n / 128, j = (n / 32) % 4, t = n % 32;
-            const unsigned low2 = ((unsigned)qs[32 * half + t] >> (2u * j)) & 3u;
-            const unsigned hbit = ((unsigned)hmask[t] >> (n / 32)) & 1u;
-            const int q = (int)low2 - (hbit ? 0 : 4);
-            y[n] = dl * (float)q;
+        const unsigned n0 = 16 * s, half = n0 / 128, shift = 2u * ((n0 / 32) % 4), hshift = n0 / 32, t0 = n0 % 32;
+        const uint8_t *q2 = qs + 32 * half + t0, *hm = hmask + t0;
+        for (unsigned t = 0; t < 16; t++) {
+            const int low2 = (int)(((unsigned)q2[t] >> shift) & 3u);
+            const int hbit = (int)(((unsigned)hm[t] >> hshift) & 1u);
+            const int q = low2 - 4 + 4 * hbit; /* a clear hmask bit subtracts 4 */
+            y[n0 + t] = dl * (float)q;
         }
     }
 }
@@ -184,7 +189,7 @@ static void deq_q4_k(const uint8_t *b, float *y)
         const uint8_t *qs = b + 16 + 32 * (s / 2);
         const unsigned shift = 4u * (s % 2);
         for (unsigned t = 0; t < 32; t++) {
-            const unsigned q = ((unsigned)qs[t] >> shift) & 0xFu;
+            const int q = (int)(((unsigned)qs[t] >> shift) & 0xFu);
             const float prod = d1 * (float)q;
             y[32 * s + t] = prod - m1;
         }
@@ -206,7 +211,7 @@ static void deq_q5_k(const uint8_t *b, float *y)
         const unsigned shift = 4u * (s % 2);
         for (unsigned t = 0; t < 32; t++) {
             const unsigned hbit = ((unsigned)qh[t] >> s) & 1u;
-            const unsigned q = (((unsigned)qs[t] >> shift) & 0xFu) | (hbit << 4);
+            const int q = (int)((((unsigned)qs[t] >> shift) & 0xFu) | (hbit << 4));
             const float prod = d1 * (float)q;
             y[32 * s + t] = prod - m1;
         }
@@ -217,17 +222,24 @@ static void deq_q5_k(const uint8_t *b, float *y)
 static void deq_q6_k(const uint8_t *b, float *y)
 {
     const float d = half_at(b + 208);
-    for (unsigned n = 0; n < 256; n++) {
-        const unsigned h = n / 128, g = (n % 128) / 32, t = n % 32;
-        const unsigned ql = b[64 * h + 32 * (g % 2) + t];
-        const unsigned low4 = g < 2 ? (ql & 0xFu) : (ql >> 4);
-        const unsigned high2 = ((unsigned)b[128 + 32 * h + t] >> (2u * g)) & 3u;
-        const int q = (int)(low4 | (high2 << 4)) - 32;
-        const unsigned sbyte = b[192 + n / 16];
-        const int sc = (int)sbyte - (sbyte >= 128 ? 256 : 0);
-        const float dl = d * (float)sc;
-        y[n] = dl * (float)q;
-    }
+    /* Element n = 128h + 32g + t: the scale of its 16 (byte 192 + n/16) is the same for
+     * 16 consecutive t, so it is converted once per 16. */
+    for (unsigned h = 0; h < 2; h++)
+        for (unsigned g = 0; g < 4; g++)
+            for (unsigned t0 = 0; t0 < 32; t0 += 16) {
+                const unsigned n0 = 128 * h + 32 * g + t0;
+                const unsigned sbyte = b[192 + n0 / 16];
+                const int sc = (int)sbyte - (sbyte >= 128 ? 256 : 0);
+                const float dl = d * (float)sc;
+                const uint8_t *ql = b + 64 * h + 32 * (g % 2) + t0, *qh = b + 128 + 32 * h + t0;
+                const unsigned lshift = g < 2 ? 0u : 4u, hshift = 2u * g;
+                for (unsigned t = 0; t < 16; t++) {
+                    const int low4 = (int)(((unsigned)ql[t] >> lshift) & 0xFu);
+                    const int high2 = (int)(((unsigned)qh[t] >> hshift) & 3u);
+                    const int q = (low4 | (high2 << 4)) - 32;
+                    y[n0 + t] = dl * (float)q;
+                }
+            }
 }
 
 /* ---------------------------------------------------------------- i-quants (13-16, 18-21) */
@@ -441,6 +453,37 @@ static const ggml_kind KINDS[] = {
     {NF_FMT_GGUF_IQ1_M, 29, 256, 56, deq_iq1_m},
 };
 
+/* The SIMD block function of the active level for id, NULL for the scalar one. */
+static block_fn simd_fn(nf_format_id id)
+{
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+    switch (nf_simd_active()) {
+    case NF_SIMD_AVX512:
+        switch (id) {
+        case NF_FMT_GGUF_Q2_K: return nf_ggml_deq_q2_k_avx512;
+        case NF_FMT_GGUF_Q3_K: return nf_ggml_deq_q3_k_avx512;
+        case NF_FMT_GGUF_Q4_K: return nf_ggml_deq_q4_k_avx512;
+        case NF_FMT_GGUF_Q5_K: return nf_ggml_deq_q5_k_avx512;
+        case NF_FMT_GGUF_Q6_K: return nf_ggml_deq_q6_k_avx512;
+        default: return NULL;
+        }
+    case NF_SIMD_AVX2:
+        switch (id) {
+        case NF_FMT_GGUF_Q2_K: return nf_ggml_deq_q2_k_avx2;
+        case NF_FMT_GGUF_Q3_K: return nf_ggml_deq_q3_k_avx2;
+        case NF_FMT_GGUF_Q4_K: return nf_ggml_deq_q4_k_avx2;
+        case NF_FMT_GGUF_Q5_K: return nf_ggml_deq_q5_k_avx2;
+        case NF_FMT_GGUF_Q6_K: return nf_ggml_deq_q6_k_avx2;
+        default: return NULL;
+        }
+    default: return NULL;
+    }
+#else
+    (void)id;
+#endif
+    return NULL;
+}
+
 static const ggml_kind *kind_of(nf_format_id id)
 {
     for (size_t i = 0; i < sizeof KINDS / sizeof KINDS[0]; i++)
@@ -484,7 +527,8 @@ nf_status nf_ggml_dequant_row(const nf_format *fmt, const uint8_t *blocks, uint6
         return nf_error_set(err, NF_ERR_USAGE, "ggml dequantize %s: row length %llu is too large",
                             fmt->name, (unsigned long long)k);
 
-    for (size_t i = 0; i < nb; i++)
-        kind->fn(blocks + i * kind->block_bytes, out + i * kind->block_values);
+    block_fn fn = simd_fn(kind->id);
+    if (!fn) fn = kind->fn;
+    for (size_t i = 0; i < nb; i++) fn(blocks + i * kind->block_bytes, out + i * kind->block_values);
     return NF_OK;
 }

@@ -23,8 +23,13 @@ float nf_fp8_row_value(const nf_format *fmt, uint8_t code, uint16_t scale)
     else if (fmt->scale_type == NF_SCALE_FP16) s32 = nf_f16_to_f32(scale);
     else return nf_f32_from_bits(F32_QUIET_NAN);
     /* Usually exact; a huge or tiny BF16 multiplier can overflow or lose bits in the subnormal
-     * range, and then this one multiply is the single rounding the spec prescribes. */
-    return nf_e4m3fn_to_f32(code) * s32;
+     * range, and then this one multiply is the single rounding the spec prescribes.  A NaN code
+     * (0x7F/0xFF) gives its own NaN even when the scale word is a NaN too: written out, because
+     * which of two NaN operands a multiply returns depends on the operand order the compiler
+     * picks. */
+    float c32 = nf_e4m3fn_to_f32(code);
+    if ((code & 0x7Fu) == 0x7Fu) return c32;
+    return c32 * s32;
 }
 
 float nf_nvfp4_value(uint8_t code, uint8_t scale, uint32_t divisor_bits)
@@ -42,8 +47,12 @@ float nf_int32_value(uint32_t word)
     uint32_t sign = word & 0x80000000u;
     uint32_t mag = sign ? 0u - word : word; /* |value|; INT32_MIN gives 2^31 */
     if (mag == 0) return nf_f32_from_bits(0);
+#if defined(__GNUC__)
+    int top = 31 - __builtin_clz(mag);
+#else
     int top = 31;
     while (!(mag >> top)) top--;
+#endif
     uint32_t sig; /* 24-bit significand, implicit bit included */
     int exp = top;
     if (top <= 23) {

@@ -9,6 +9,8 @@
 
 #include "layout/layout_impl.h"
 
+bool nf_layout_check_fast = true;
+
 /* ---------------------------------------------------------------- helpers */
 void nf_problem(nf_problems *p, const char *fmt, ...)
 {

@@ -29,6 +29,11 @@ typedef struct nf_problems {
 /* Count one problem; format and pass it on only while under max_reports. */
 void nf_problem(nf_problems *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Test hook: when false, nf_layout_check skips its word-at-a-time prescans (which only let
+ * clean groups, rows and scale words skip the per-word checks) and examines every word the
+ * reference way.  Default true; tests compare the two.  Not for use while checks run. */
+extern bool nf_layout_check_fast;
+
 /* ---------------------------------------------------------------- bounded I/O */
 /* Read len bytes at offset through src; len 0 is a no-op.  NF_ERR_NOMEM-free: buf is given. */
 nf_status nf_layout_read(const nf_byte_reader *src, uint64_t offset, void *buf, uint64_t len,

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "layout/kernels.h"
 #include "layout/layout_impl.h"
 
 /* Scale tiles (512 bytes each) read at once while decoding or checking. */
@@ -91,6 +92,7 @@ static nf_status decode_codes(const nf_geometry *g, const nf_byte_reader *src, u
 {
     uint64_t k = g->cols, crow = k / 2, rows = r1 - r0;
     uint64_t chunk = nf_layout_chunk_rows(crow, rows);
+    const nf_layout_kernels *kern = nf_layout_kernels_active();
     uint8_t *buf = nf_layout_malloc(chunk * crow, err);
     if (!buf) return NF_ERR_NOMEM;
     nf_status st = NF_OK;
@@ -98,11 +100,7 @@ static nf_status decode_codes(const nf_geometry *g, const nf_byte_reader *src, u
         uint64_t n = rows - r < chunk ? rows - r : chunk;
         st = nf_layout_read(src, g->planes[0].offset + (r0 + r) * crow, buf, n * crow, err);
         if (st != NF_OK) break;
-        uint8_t *c = w->codes8 + r * k;
-        for (uint64_t j = 0; j < n * crow; j++) {
-            c[2 * j] = buf[j] & 0xFu;
-            c[2 * j + 1] = (uint8_t)(buf[j] >> 4);
-        }
+        kern->nibbles(buf, (size_t)(n * crow), w->codes8 + r * k);
     }
     free(buf);
     return st;
@@ -161,6 +159,16 @@ static nf_status nvfp4_check(const nf_geometry *g, const nf_byte_reader *src, nf
         st = nf_layout_read(src, sp->offset + off, buf, n, err);
         if (st != NF_OK) break;
         for (uint64_t j = 0; j < n; j++) {
+            /* Eight scale words at a time: a byte is bad when its sign is set or its low 7 bits
+             * are all ones (only those carry into the top bit when 1 is added). */
+            if (nf_layout_check_fast && j % 8 == 0 && n - j >= 8) {
+                uint64_t v;
+                memcpy(&v, buf + j, sizeof v);
+                if (((v | ((v & 0x7F7F7F7F7F7F7F7Full) + 0x0101010101010101ull)) & 0x8080808080808080ull) == 0) {
+                    j += 7;
+                    continue;
+                }
+            }
             if (nf_nvfp4_scale_valid(buf[j])) continue;
             /* Invert the swizzle to name the natural position. */
             uint64_t pos = off + j, tile = pos / 512, within = pos % 512;

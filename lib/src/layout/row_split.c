@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "layout/kernels.h"
 #include "layout/layout_impl.h"
 
 #define RS_MAX_GROUP 128
@@ -189,22 +190,21 @@ static nf_status rs_decode_rows(const nf_geometry *g, const nf_byte_reader *src,
     rs_chunk c;
     uint64_t rows = r1 - r0;
     NF_TRY(rs_chunk_alloc(g, &p, rows, &c, err));
-    uint64_t k = g->cols, gpr = g->groups_per_row, lg = g->logical_groups, G = p.group;
+    uint64_t k = g->cols, gpr = g->groups_per_row, lg = g->logical_groups;
+    const nf_layout_kernels *kern = nf_layout_kernels_active();
     nf_status st = NF_OK;
     for (uint64_t r = 0; r < rows; r += c.rows) {
         uint64_t n = rows - r < c.rows ? rows - r : c.rows;
         st = rs_read_chunk(g, src, r0 + r, n, &c, err);
         if (st != NF_OK) break;
         for (uint64_t i = 0; i < n; i++) {
-            int8_t *codes = w->codes + (r + i) * k;
+            /* The row's groups are contiguous in every plane, so its first k lanes are one run;
+             * padding lanes and padding groups are dropped. */
+            kern->rs_unpack_row(&p, c.base + i * gpr * p.base_bytes, c.high + i * gpr * p.high_bytes, (size_t)k,
+                                w->codes + (r + i) * k);
             uint16_t *scales = w->scales + (r + i) * lg;
-            for (uint64_t gi = 0; gi < lg; gi++) { /* padding groups are dropped */
-                uint8_t u[RS_MAX_GROUP];
-                uint64_t slot = i * gpr + gi, c0 = gi * G;
-                rs_unpack(&p, c.base + slot * p.base_bytes, c.high + slot * p.high_bytes, u);
-                for (uint64_t l = 0; l < G && c0 + l < k; l++) codes[c0 + l] = (int8_t)rs_code(&p, u[l]);
-                scales[gi] = nf_get_le16(c.scales + 2 * slot);
-            }
+            const uint8_t *sb = c.scales + 2 * i * gpr;
+            for (uint64_t gi = 0; gi < lg; gi++) scales[gi] = nf_get_le16(sb + 2 * gi);
         }
     }
     rs_chunk_free(&c);
@@ -254,14 +254,87 @@ static void rs_check_group(const nf_geometry *g, const nf_rs_params *p, uint64_t
     }
 }
 
+/* Which stored words of a full logical group can hold an illegal code, so that the fast scan
+ * of rs_check knows what to look for. */
+typedef enum rs_scan {
+    RS_SCAN_NONE,  /* every stored word is a legal code (Q2, Q4, Q5, Q6) */
+    RS_SCAN_BYTE80, /* Q8: the byte 0x80 (code -128) */
+    RS_SCAN_LANE10, /* T2: the 2-bit lane 0b10 (code -2) */
+    RS_SCAN_SLOW,  /* anything else: always take the per-lane path */
+} rs_scan;
+
+static rs_scan rs_scan_of(const nf_format *f, const nf_rs_params *p)
+{
+    int lo = p->bias ? -p->bias : -(1 << (p->bits - 1));
+    int hi = p->bias ? (1 << p->bits) - 1 - p->bias : (1 << (p->bits - 1)) - 1;
+    if (f->code_min <= lo && f->code_max >= hi) return RS_SCAN_NONE;
+    if (p->bits == 8 && !p->bias && f->code_min == -127 && f->code_max == 127) return RS_SCAN_BYTE80;
+    if (p->bits == 2 && !p->bias && f->code_min == -1 && f->code_max == 1) return RS_SCAN_LANE10;
+    return RS_SCAN_SLOW;
+}
+
+static inline uint64_t rd64(const uint8_t *p)
+{
+    uint64_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+#define ONES8 0x0101010101010101ull
+#define HIGH8 0x8080808080808080ull
+
+static bool all_zero(const uint8_t *p, unsigned n)
+{
+    uint64_t acc = 0;
+    unsigned i = 0;
+    for (; i + 8 <= n; i += 8) acc |= rd64(p + i);
+    for (; i < n; i++) acc |= p[i];
+    return acc == 0;
+}
+
+/* Would rs_check_group report nothing for this full logical group (every lane a column < K)?
+ * A false answer only sends the group down the exact per-lane path. */
+static bool rs_group_clean(const nf_format *f, const nf_rs_params *p, rs_scan scan, uint16_t scale,
+                           const uint8_t *base, const uint8_t *high)
+{
+    if (!nf_grouped_scale_valid(f, scale)) return false;
+    if (nf_grouped_scale_requires_zero_codes(f, scale))
+        /* zero codes are the stored words 0 in both planes (two's complement) */
+        return !p->bias && all_zero(base, p->base_bytes) && all_zero(high, p->high_bytes);
+    switch (scan) {
+    case RS_SCAN_NONE: return true;
+    case RS_SCAN_BYTE80: {
+        uint64_t bad = 0;
+        for (unsigned i = 0; i < p->base_bytes; i += 8) {
+            uint64_t v = rd64(base + i) ^ HIGH8; /* a 0x80 byte becomes 0x00 */
+            bad |= (v - ONES8) & ~v & HIGH8;
+        }
+        return bad == 0;
+    }
+    case RS_SCAN_LANE10: {
+        uint64_t bad = 0;
+        for (unsigned i = 0; i < p->base_bytes; i += 8) {
+            uint64_t v = rd64(base + i);
+            bad |= v & ~(v << 1) & 0xAAAAAAAAAAAAAAAAull; /* high bit set, low bit clear */
+        }
+        return bad == 0;
+    }
+    case RS_SCAN_SLOW: break;
+    }
+    return false;
+}
+
 static nf_status rs_check(const nf_geometry *g, const nf_byte_reader *src, nf_problems *pr, nf_error *err)
 {
     nf_rs_params p;
     if (!nf_rs_params_for(g->format, &p)) return nf_error_set(err, NF_ERR_USAGE, "not a grouped format");
     rs_chunk c;
     NF_TRY(rs_chunk_alloc(g, &p, g->rows, &c, err));
-    uint64_t gpr = g->groups_per_row;
+    uint64_t gpr = g->groups_per_row, full = g->cols / p.group;
     uint64_t scale_off = scale_plane(g)->offset;
+    rs_scan scan = rs_scan_of(g->format, &p);
+    /* The fast scan reads whole 8-byte words of a group. */
+    if (p.base_bytes % 8 != 0 || !nf_layout_check_fast) scan = RS_SCAN_SLOW;
     nf_status st = NF_OK;
     for (uint64_t r = 0; r < g->rows; r += c.rows) {
         uint64_t n = g->rows - r < c.rows ? g->rows - r : c.rows;
@@ -271,9 +344,11 @@ static nf_status rs_check(const nf_geometry *g, const nf_byte_reader *src, nf_pr
             for (uint64_t gi = 0; gi < gpr; gi++) {
                 uint8_t u[RS_MAX_GROUP];
                 uint64_t slot = i * gpr + gi;
-                rs_unpack(&p, c.base + slot * p.base_bytes, c.high + slot * p.high_bytes, u);
-                rs_check_group(g, &p, r + i, gi, u, nf_get_le16(c.scales + 2 * slot),
-                               scale_off + 2 * ((r + i) * gpr + gi), pr);
+                const uint8_t *gb = c.base + slot * p.base_bytes, *gh = c.high + slot * p.high_bytes;
+                uint16_t scale = nf_get_le16(c.scales + 2 * slot);
+                if (gi < full && scan != RS_SCAN_SLOW && rs_group_clean(g->format, &p, scan, scale, gb, gh)) continue;
+                rs_unpack(&p, gb, gh, u);
+                rs_check_group(g, &p, r + i, gi, u, scale, scale_off + 2 * ((r + i) * gpr + gi), pr);
             }
     }
     rs_chunk_free(&c);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "format/ggml.h"
+#include "layout/kernels.h"
 #include "layout/layout_impl.h"
 
 static nf_status alloc_array(void **out, uint64_t count, size_t elem, nf_error *err)
@@ -247,6 +248,27 @@ nf_status nf_words_check(const nf_geometry *g, const nf_words *w, uint64_t first
     return NF_OK;
 }
 
+/* The nvfp4 value table of the last divisor word used by this thread (kernels.h), rebuilt when
+ * the divisor or the kernel variant changes. */
+typedef struct nvfp4_table_cache {
+    const nf_layout_kernels *kern;
+    uint32_t divisor;
+    float table[NF_NVFP4_TABLE_SIZE];
+} nvfp4_table_cache;
+
+static _Thread_local nvfp4_table_cache nvfp4_cache;
+
+static const float *nvfp4_table(const nf_layout_kernels *kern, uint32_t divisor)
+{
+    nvfp4_table_cache *c = &nvfp4_cache;
+    if (c->kern != kern || c->divisor != divisor) {
+        kern->nvfp4_table(divisor, c->table);
+        c->kern = kern;
+        c->divisor = divisor;
+    }
+    return c->table;
+}
+
 nf_status nf_words_to_f32(const nf_geometry *g, const nf_words *w, uint64_t first_row, float *out,
                           nf_error *err)
 {
@@ -254,42 +276,49 @@ nf_status nf_words_to_f32(const nf_geometry *g, const nf_words *w, uint64_t firs
     if (!out && w->rows) return nf_error_set(err, NF_ERR_USAGE, "nf_words_to_f32: missing output");
     if (!g->format) return nf_error_set(err, NF_ERR_USAGE, "a resource has no values");
     const nf_format *f = g->format;
-    uint64_t k = g->cols;
+    const nf_layout_kernels *kern = nf_layout_kernels_active();
+    /* The words are in memory, so rows * cols values fit a size_t. */
+    size_t k = (size_t)g->cols, rows = (size_t)w->rows;
     switch (f->category) {
     case NF_CAT_DIRECT:
-        for (uint64_t i = 0; i < w->rows * k; i++) {
-            if (f->id == NF_FMT_BF16) out[i] = nf_bf16_to_f32(w->w16[i]);
-            else if (f->id == NF_FMT_INT32) out[i] = nf_int32_value(w->w32[i]);
-            else out[i] = nf_f32_from_bits(w->w32[i]);
-        }
+        if (f->id == NF_FMT_BF16) kern->bf16_f32(w->w16, rows * k, out);
+        else if (f->id == NF_FMT_INT32) kern->int32_f32(w->w32, rows * k, out);
+        else if (rows) memcpy(out, w->w32, rows * k * sizeof *out); /* the binary32 words themselves */
         return NF_OK;
     case NF_CAT_GROUPED: {
-        uint64_t lg = g->logical_groups, gs = f->group_size;
-        for (uint64_t r = 0; r < w->rows; r++)
-            for (uint64_t c = 0; c < k; c++)
-                out[r * k + c] = nf_grouped_value(w->scales[r * lg + c / gs], w->codes[r * k + c]);
+        size_t lg = (size_t)g->logical_groups;
+        for (size_t r = 0; r < rows; r++)
+            kern->grouped_row(w->codes + r * k, w->scales + r * lg, k, f->group_size, out + r * k);
         return NF_OK;
     }
     case NF_CAT_NVFP4: {
         if (!w->divisors && w->rows)
             return nf_error_set(err, NF_ERR_USAGE, "nvfp4 values need the divisor words");
-        uint64_t per = g->rows / g->divisors, spr = k / 16;
-        for (uint64_t r = 0; r < w->rows; r++) {
+        uint64_t per = g->rows / g->divisors;
+        size_t spr = k / 16;
+        for (size_t r = 0; r < rows; r++) {
             /* The divisor of the row's own source matrix (layouts.md 3.3). */
-            uint32_t d = w->divisors[(first_row + r) / per];
-            for (uint64_t c = 0; c < k; c++)
-                out[r * k + c] = nf_nvfp4_value(w->codes8[r * k + c], w->scales8[r * spr + c / 16], d);
+            const float *table = nvfp4_table(kern, w->divisors[(first_row + r) / per]);
+            kern->nvfp4_row(w->codes8 + r * k, w->scales8 + r * spr, k, table, out + r * k);
         }
         return NF_OK;
     }
     case NF_CAT_FP8_ROW:
-        for (uint64_t r = 0; r < w->rows; r++)
-            for (uint64_t c = 0; c < k; c++)
-                out[r * k + c] = nf_fp8_row_value(f, w->codes8[r * k + c], w->scales[r]);
+        for (size_t r = 0; r < rows; r++) {
+            /* nf_fp8_row_value with the row's scale expanded once */
+            float s32;
+            if (f->scale_type == NF_SCALE_BF16) s32 = nf_bf16_to_f32(w->scales[r]);
+            else if (f->scale_type == NF_SCALE_FP16) s32 = nf_f16_to_f32(w->scales[r]);
+            else {
+                for (size_t c = 0; c < k; c++) out[r * k + c] = nf_fp8_row_value(f, w->codes8[r * k + c], w->scales[r]);
+                continue;
+            }
+            kern->fp8_row(w->codes8 + r * k, k, s32, out + r * k);
+        }
         return NF_OK;
     case NF_CAT_GGUF:
         for (uint64_t r = 0; r < w->rows; r++) {
-            nf_status st = nf_ggml_dequant_row(f, w->blocks + r * g->row_bytes, k, out + r * k, err);
+            nf_status st = nf_ggml_dequant_row(f, w->blocks + r * g->row_bytes, g->cols, out + r * k, err);
             if (st != NF_OK) return nf_error_prefix(err, "row %" PRIu64, first_row + r);
         }
         return NF_OK;

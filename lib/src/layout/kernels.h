@@ -1,0 +1,103 @@
+/* Bulk kernels of the layout module (internal): stored bytes -> logical words (decode) and
+ * logical words -> binary32 values (nf_words_to_f32).
+ *
+ * Three variants with one contract: the portable scalar kernels (kernels_scalar.c) and the
+ * AVX2 + F16C and AVX-512 F/BW/VL ones (simd/), chosen at run time from the active SIMD level of
+ * common/cpu.h.  Every variant gives the words and value bits of the per-element reference
+ * functions of <ninfer/format.h> (nf_grouped_value, nf_fp8_row_value, nf_nvfp4_value,
+ * nf_bf16_to_f32, nf_int32_value): the values are the same single IEEE binary32 operations on
+ * the same exact operands, only done many at a time (no FMA: -ffp-contract=off, and the SIMD
+ * kernels use separate multiply/divide instructions).  tests/unit/test_layout_simd.c checks each
+ * variant bit for bit against those references. */
+#ifndef NINFER_LAYOUT_KERNELS_H
+#define NINFER_LAYOUT_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <ninfer/format.h>
+
+#include "layout/layout_impl.h"
+
+/* The nvfp4 value table: entry [s * 16 + c] = (e2m1(c) * e4m3fn(s)) / divisor, for every scale
+ * word s (0..255) and code c (0..15), computed exactly as nf_nvfp4_value does. */
+#define NF_NVFP4_TABLE_SIZE 4096u
+
+typedef struct nf_layout_kernels {
+    const char *name;
+    /* out[i] = nf_bf16_to_f32(w[i]) */
+    void (*bf16_f32)(const uint16_t *w, size_t n, float *out);
+    /* out[i] = nf_int32_value(w[i]) */
+    void (*int32_f32)(const uint32_t *w, size_t n, float *out);
+    /* One row of a grouped tensor: out[c] = nf_grouped_value(scales[c / gs], codes[c]), c < k. */
+    void (*grouped_row)(const int8_t *codes, const uint16_t *scales, size_t k, unsigned gs, float *out);
+    /* One FP8 row: out[c] = e4m3fn(codes[c]) * s32, c < k (the operand order of nf_fp8_row_value). */
+    void (*fp8_row)(const uint8_t *codes, size_t k, float s32, float *out);
+    /* Fill the nvfp4 value table for one divisor word. */
+    void (*nvfp4_table)(uint32_t divisor_bits, float *table);
+    /* One nvfp4 row (k a multiple of 16): out[c] = table[scales[c / 16] * 16 + codes[c]]; codes are
+     * 0..15 (decoded words). */
+    void (*nvfp4_row)(const uint8_t *codes, const uint8_t *scales, size_t k, const float *table, float *out);
+    /* Unpack the first k codes of one row_split row (base bytes and, for Q5/Q6, high bytes of the
+     * row, lane-major across the row's groups) to signed logical codes. */
+    void (*rs_unpack_row)(const nf_rs_params *p, const uint8_t *base, const uint8_t *high, size_t k,
+                          int8_t *codes);
+    /* nvfp4 code plane: out[2j] = in[j] & 15, out[2j+1] = in[j] >> 4, j < nbytes. */
+    void (*nibbles)(const uint8_t *in, size_t nbytes, uint8_t *out);
+} nf_layout_kernels;
+
+extern const nf_layout_kernels nf_layout_kernels_scalar;
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#define NF_LAYOUT_HAVE_X86_KERNELS 1
+extern const nf_layout_kernels nf_layout_kernels_avx2;
+extern const nf_layout_kernels nf_layout_kernels_avx512;
+#else
+#define NF_LAYOUT_HAVE_X86_KERNELS 0
+#endif
+
+/* The kernels of the active SIMD level (common/cpu.h). */
+const nf_layout_kernels *nf_layout_kernels_active(void);
+
+/* Scalar pieces shared by the SIMD variants (their tails and their non-vector parts). */
+void nf_rs_unpack_scalar(const nf_rs_params *p, const uint8_t *base, const uint8_t *high, size_t c0,
+                         size_t c1, int8_t *codes);
+void nf_nvfp4_table_scalar(uint32_t divisor_bits, float *table);
+
+#if NF_LAYOUT_HAVE_X86_KERNELS
+/* The AVX2 code unpackers, shared by the AVX-512 variant. */
+void nf_rs_unpack_row_avx2(const nf_rs_params *p, const uint8_t *base, const uint8_t *high, size_t k,
+                           int8_t *codes);
+void nf_nibbles_avx2(const uint8_t *in, size_t nbytes, uint8_t *out);
+#endif
+
+/* E4M3FN word -> binary32 word (nf_e4m3fn_to_f32), all 256 words. */
+extern const uint32_t nf_e4m3fn_bits[256];
+/* E2M1 word -> binary32 word (nf_e2m1_to_f32), all 16 words. */
+extern const uint32_t nf_e2m1_bits[16];
+
+static inline float nf_k_f32(uint32_t bits)
+{
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+/* dst[i] = binary32 of src[i], read so that the compiler cannot see the values: a table build
+ * must do its multiplications and divisions on the hardware, as the reference does, not fold or
+ * rewrite them from known constants (GCC turns x*(-c) into -(x*c), which flips a NaN's sign). */
+static inline void nf_k_opaque_f32(const uint32_t *src, float *dst, unsigned n)
+{
+    const volatile uint32_t *v = src;
+    for (unsigned i = 0; i < n; i++) dst[i] = nf_k_f32(v[i]);
+}
+
+/* nf_f16_to_f32, with the normal range inline. */
+static inline float nf_k_f16(uint16_t h)
+{
+    uint32_t e = (uint32_t)(h >> 10) & 0x1Fu;
+    if (e - 1u < 30u) return nf_k_f32((uint32_t)(h & 0x8000u) << 16 | (((uint32_t)h & 0x7FFFu) + 0x1C000u) << 13);
+    return nf_f16_to_f32(h);
+}
+
+#endif

@@ -1,0 +1,223 @@
+/* Layout kernels for AVX-512 F/BW/VL (kernels.h): 16 binary32 lanes per instruction, partial
+ * vectors through masked loads and stores (a masked-off lane is neither read nor written), the
+ * nvfp4 table lookup as one 16-lane permute, and an int32 conversion with the rounding (to
+ * nearest even) encoded in the instruction.  Code unpacking is shared with the AVX2 variant. */
+#include "layout/kernels.h"
+
+#if NF_LAYOUT_HAVE_X86_KERNELS
+
+#include <immintrin.h>
+
+#define AVX512_FN __attribute__((target("avx512f,avx512bw,avx512vl")))
+#define AVX512_INLINE static inline __attribute__((always_inline, target("avx512f,avx512bw,avx512vl")))
+
+
+AVX512_INLINE __mmask16 tail16(size_t m) { return (__mmask16)((1u << m) - 1u); }
+
+AVX512_FN static void bf16_f32_avx512(const uint16_t *w, size_t n, float *out)
+{
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)(w + i));
+        __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(w + i + 16));
+        _mm512_storeu_si512(out + i, _mm512_slli_epi32(_mm512_cvtepu16_epi32(a), 16));
+        _mm512_storeu_si512(out + i + 16, _mm512_slli_epi32(_mm512_cvtepu16_epi32(b), 16));
+    }
+    for (; i < n; i += 16) {
+        size_t m = n - i < 16 ? n - i : 16;
+        __m256i a = _mm256_maskz_loadu_epi16(tail16(m), w + i);
+        _mm512_mask_storeu_epi32(out + i, tail16(m), _mm512_slli_epi32(_mm512_cvtepu16_epi32(a), 16));
+    }
+}
+
+AVX512_FN static void int32_f32_avx512(const uint32_t *w, size_t n, float *out)
+{
+    for (size_t i = 0; i < n; i += 16) {
+        size_t m = n - i < 16 ? n - i : 16;
+        __m512i x = _mm512_maskz_loadu_epi32(tail16(m), w + i);
+        /* round to nearest even, whatever MXCSR says: nf_int32_value's rounding */
+        __m512 v = _mm512_cvt_roundepi32_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        _mm512_mask_storeu_ps(out + i, tail16(m), v);
+    }
+}
+
+/* Output stores are kept on 64-byte boundaries (a store across two cache lines costs about two):
+ * lanes = how many floats precede the first boundary at out (0..15). */
+AVX512_INLINE size_t lanes_to_line(const float *out)
+{
+    return (size_t)(((64u - ((uintptr_t)out & 63u)) & 63u) / 4u);
+}
+
+AVX512_INLINE __m512 codes16_f32(__m128i b) { return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b)); }
+
+/* One row, unaligned stores (an output already on a line boundary, or an odd group size). */
+AVX512_FN static void grouped_row_plain(const int8_t *codes, const uint16_t *scales, size_t k, unsigned gs,
+                                        float *out)
+{
+    for (size_t c0 = 0, gi = 0; c0 < k; c0 += gs, gi++) {
+        const __m512 sv = _mm512_set1_ps(nf_k_f16(scales[gi]));
+        size_t c1 = k - c0 < gs ? k : c0 + gs, c = c0;
+        for (; c + 32 <= c1; c += 32) {
+            __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(codes + c));
+            _mm512_storeu_ps(out + c, _mm512_mul_ps(sv, codes16_f32(_mm256_castsi256_si128(b))));
+            _mm512_storeu_ps(out + c + 16, _mm512_mul_ps(sv, codes16_f32(_mm256_extracti128_si256(b, 1))));
+        }
+        for (; c < c1; c += 16) {
+            size_t m = c1 - c < 16 ? c1 - c : 16;
+            __m128i b = _mm_maskz_loadu_epi8(tail16(m), codes + c);
+            _mm512_mask_storeu_ps(out + c, tail16(m), _mm512_mul_ps(sv, codes16_f32(b)));
+        }
+    }
+}
+
+/* With a = lanes_to_line(out) > 0, the blocks of 16 stored are [a + 16j, a + 16j + 16): each
+ * group of gs (a multiple of 16) has gs/16 - 1 blocks of its own and one that ends in the next
+ * group, whose lanes >= 16 - a take the next group's scale. */
+AVX512_FN static void grouped_row_avx512(const int8_t *codes, const uint16_t *scales, size_t k, unsigned gs,
+                                         float *out)
+{
+    const size_t a = lanes_to_line(out);
+    if (a == 0 || gs % 16 != 0 || k < 16 || ((uintptr_t)out & 3u)) {
+        grouped_row_plain(codes, scales, k, gs, out);
+        return;
+    }
+    const size_t lg = (k + gs - 1) / gs, per = gs / 16;
+    const __mmask16 next = (__mmask16)(0xFFFFu << (16 - a));
+    float s = nf_k_f16(scales[0]);
+    /* head: columns [0, a), all in group 0 */
+    _mm512_mask_storeu_ps(out, tail16(a),
+                          _mm512_mul_ps(_mm512_set1_ps(s), codes16_f32(_mm_maskz_loadu_epi8(tail16(a), codes))));
+    for (size_t gi = 0; gi < lg; gi++) {
+        const float s_next = gi + 1 < lg ? nf_k_f16(scales[gi + 1]) : 0.0f; /* lanes past k are not stored */
+        const __m512 sv = _mm512_set1_ps(s);
+        const __m512 sx = _mm512_mask_blend_ps(next, sv, _mm512_set1_ps(s_next));
+        size_t c = gi * gs + a;
+        for (size_t j = 0; j < per && c < k; j++, c += 16) {
+            const __m512 scale = j + 1 == per ? sx : sv;
+            if (c + 16 <= k) {
+                __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(codes + c));
+                _mm512_store_ps(out + c, _mm512_mul_ps(scale, codes16_f32(b)));
+            } else {
+                __m128i b = _mm_maskz_loadu_epi8(tail16(k - c), codes + c);
+                _mm512_mask_storeu_ps(out + c, tail16(k - c), _mm512_mul_ps(scale, codes16_f32(b)));
+            }
+        }
+        s = s_next;
+    }
+}
+
+/* E4M3FN words (in 32-bit lanes) -> binary32, as nf_e4m3fn_bits. */
+AVX512_INLINE __m512 e4m3_f32(__m512i x)
+{
+    const __m512i mag = _mm512_and_si512(x, _mm512_set1_epi32(0x7F));
+    const __m512i sign = _mm512_slli_epi32(_mm512_and_si512(x, _mm512_set1_epi32(0x80)), 24);
+    __m512i bits = _mm512_add_epi32(_mm512_slli_epi32(mag, 20), _mm512_set1_epi32(120 << 23));
+    const __m512 sub = _mm512_mul_ps(_mm512_cvtepi32_ps(mag), _mm512_set1_ps(0x1p-9f));
+    bits = _mm512_mask_blend_epi32(_mm512_cmplt_epu32_mask(mag, _mm512_set1_epi32(8)), bits, _mm512_castps_si512(sub));
+    bits = _mm512_mask_blend_epi32(_mm512_cmpeq_epu32_mask(mag, _mm512_set1_epi32(0x7F)), bits,
+                                   _mm512_set1_epi32(0x7FC00000));
+    return _mm512_castsi512_ps(_mm512_or_si512(bits, sign));
+}
+
+/* e4m3(x) * s, where a NaN code gives its own NaN whatever s (nf_fp8_row_value): the multiply
+ * alone would leave the choice between two NaNs to the operand order the compiler picks. */
+AVX512_INLINE __m512 fp8_value(__m512i x, __m512 s)
+{
+    const __m512 v = e4m3_f32(x);
+    const __m512i low7 = _mm512_set1_epi32(0x7F);
+    const __mmask16 is_nan = _mm512_cmpeq_epu32_mask(_mm512_and_si512(x, low7), low7);
+    return _mm512_mask_blend_ps(is_nan, _mm512_mul_ps(v, s), v);
+}
+
+AVX512_FN static void fp8_row_avx512(const uint8_t *codes, size_t k, float s32, float *out)
+{
+    const __m512 sv = _mm512_set1_ps(s32);
+    size_t c = lanes_to_line(out);
+    if (c > k || ((uintptr_t)out & 3u)) c = 0;
+    if (c) {
+        const __m128i head = _mm_maskz_loadu_epi8(tail16(c), codes);
+        _mm512_mask_storeu_ps(out, tail16(c), fp8_value(_mm512_cvtepu8_epi32(head), sv));
+    }
+    for (; c + 32 <= k; c += 32) {
+        __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(codes + c));
+        _mm512_storeu_ps(out + c, fp8_value(_mm512_cvtepu8_epi32(_mm256_castsi256_si128(b)), sv));
+        _mm512_storeu_ps(out + c + 16, fp8_value(_mm512_cvtepu8_epi32(_mm256_extracti128_si256(b, 1)), sv));
+    }
+    for (; c < k; c += 16) {
+        size_t m = k - c < 16 ? k - c : 16;
+        __m128i b = _mm_maskz_loadu_epi8(tail16(m), codes + c);
+        _mm512_mask_storeu_ps(out + c, tail16(m), fp8_value(_mm512_cvtepu8_epi32(b), sv));
+    }
+}
+
+AVX512_FN static void nvfp4_table_avx512(uint32_t divisor_bits, float *table)
+{
+    float e2m1[16], e4m3[256];
+    nf_k_opaque_f32(nf_e2m1_bits, e2m1, 16);
+    nf_k_opaque_f32(nf_e4m3fn_bits, e4m3, 256);
+    const __m512 d = _mm512_set1_ps(nf_k_f32(divisor_bits));
+    const __m512 e = _mm512_loadu_ps(e2m1);
+    for (unsigned s = 0; s < 256; s++) {
+        const __m512 sv = _mm512_set1_ps(e4m3[s]);
+        _mm512_storeu_ps(table + 16 * s, _mm512_div_ps(_mm512_mul_ps(e, sv), d));
+    }
+}
+
+/* With a = lanes_to_line(out) > 0, block j stores [16j + a, 16j + a + 16): lanes < 16 - a from
+ * group j's table, the others from group j+1's, in one two-table permute (index bit 4 picks the
+ * second table). */
+AVX512_FN static void nvfp4_row_avx512(const uint8_t *codes, const uint8_t *scales, size_t k, const float *table,
+                                       float *out)
+{
+    const size_t ng = k / 16, a = lanes_to_line(out);
+    if (a == 0 || ((uintptr_t)out & 3u)) {
+        size_t g = 0;
+        for (; g + 2 <= ng; g += 2) {
+            const __m512 t0 = _mm512_loadu_ps(table + (size_t)scales[g] * 16);
+            const __m512 t1 = _mm512_loadu_ps(table + (size_t)scales[g + 1] * 16);
+            __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(codes + 16 * g));
+            /* the permute uses the low 4 bits of each index: code & 15 */
+            _mm512_storeu_ps(out + 16 * g, _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(_mm256_castsi256_si128(b)), t0));
+            _mm512_storeu_ps(out + 16 * g + 16,
+                             _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(_mm256_extracti128_si256(b, 1)), t1));
+        }
+        for (; g < ng; g++) {
+            const __m512 t = _mm512_loadu_ps(table + (size_t)scales[g] * 16);
+            __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(codes + 16 * g));
+            _mm512_storeu_ps(out + 16 * g, _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(b), t));
+        }
+        return;
+    }
+    if (ng == 0) return;
+    const __mmask16 next = (__mmask16)(0xFFFFu << (16 - a));
+    const __m512i low4 = _mm512_set1_epi32(15), pick = _mm512_maskz_mov_epi32(next, _mm512_set1_epi32(16));
+    __m512 t = _mm512_loadu_ps(table + (size_t)scales[0] * 16);
+    _mm512_mask_storeu_ps(out, tail16(a),
+                          _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(tail16(a), codes)), t));
+    for (size_t g = 0; g + 1 < ng; g++) {
+        const __m512 tn = _mm512_loadu_ps(table + (size_t)scales[g + 1] * 16);
+        const size_t c = 16 * g + a;
+        __m512i idx = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(codes + c)));
+        idx = _mm512_or_si512(_mm512_and_si512(idx, low4), pick);
+        _mm512_store_ps(out + c, _mm512_permutex2var_ps(t, idx, tn));
+        t = tn;
+    }
+    /* the last group's remaining 16 - a lanes */
+    const size_t c = 16 * (ng - 1) + a;
+    __m512i idx = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(tail16(16 - a), codes + c));
+    _mm512_mask_storeu_ps(out + c, tail16(16 - a), _mm512_permutexvar_ps(idx, t));
+}
+
+const nf_layout_kernels nf_layout_kernels_avx512 = {
+    .name = "avx512",
+    .bf16_f32 = bf16_f32_avx512,
+    .int32_f32 = int32_f32_avx512,
+    .grouped_row = grouped_row_avx512,
+    .fp8_row = fp8_row_avx512,
+    .nvfp4_table = nvfp4_table_avx512,
+    .nvfp4_row = nvfp4_row_avx512,
+    .rs_unpack_row = nf_rs_unpack_row_avx2,
+    .nibbles = nf_nibbles_avx2,
+};
+
+#endif
