@@ -606,6 +606,58 @@ Test(container_reject, directory_parse_deep_nesting_is_refused)
     free(text);
 }
 
+/* Finding C2 of docs/security.md: the pre-scan refuses what would make jansson build a huge tree
+ * (64 MiB of "[{},{},...]" cost 5 GB) before jansson sees the text; brackets and commas inside
+ * strings do not count, and a directory just under the caps is parsed. */
+static char *metadata_array(const char *item, size_t n)
+{
+    const char *head = "{\"components\":{\"text\":{\"config\":{}}},\"objects\":" MINI_OBJECTS
+                       ",\"bindings\":{},\"uses\":[],\"files\":" MINI_FILES ",\"metadata\":{\"x\":[";
+    size_t il = strlen(item), hl = strlen(head);
+    char *t = malloc(hl + n * (il + 1) + 8);
+    cr_assert_not_null(t);
+    memcpy(t, head, hl);
+    size_t o = hl;
+    for (size_t i = 0; i < n; i++) {
+        if (i) t[o++] = ',';
+        memcpy(t + o, item, il);
+        o += il;
+    }
+    strcpy(t + o, "]}}");
+    return t;
+}
+
+Test(container_reject, directory_prescan_caps_containers_values_and_depth)
+{
+    nf_error err;
+    char *t = metadata_array("{}", 2000001);
+    cr_assert_eq(parse(t, &err), NF_ERR_INVALID);
+    cr_assert_not_null(strstr(err.message, "more than 2000000 objects and arrays"), "%s", err.message);
+    free(t);
+    t = metadata_array("0", 8000001);
+    cr_assert_eq(parse(t, &err), NF_ERR_INVALID);
+    cr_assert_not_null(strstr(err.message, "more than 8000000 values"), "%s", err.message);
+    free(t);
+    /* 899 levels inside metadata.x, plus the root, metadata and x: 902 > 900 */
+    size_t depth = 899;
+    char *deep = malloc(2 * depth + 1);
+    memset(deep, '[', depth);
+    memset(deep + depth, ']', depth);
+    deep[2 * depth] = '\0';
+    t = metadata_array(deep, 1);
+    cr_assert_eq(parse(t, &err), NF_ERR_INVALID);
+    cr_assert_not_null(strstr(err.message, "nesting deeper than 900 levels"), "%s", err.message);
+    free(t);
+    free(deep);
+    /* commas and brackets inside strings are text, not values */
+    t = metadata_array("\"[{,,,}]\\\"[\"", 100000);
+    cr_assert_eq(parse(t, &err), NF_OK, "%s", err.message);
+    free(t);
+    t = metadata_array("{}", 100000);
+    cr_assert_eq(parse(t, &err), NF_OK, "%s", err.message);
+    free(t);
+}
+
 /* Arbitrary bytes must never crash the parser (a small in-process fuzz pass). */
 Test(container_reject, directory_parse_survives_random_mutations)
 {

@@ -24,6 +24,11 @@
  * near them: upstream directories are kilobytes to a few megabytes. */
 #define NF_MAX_JSON_BYTES ((uint64_t)64 << 20) /* jansson needs ~20x the text in memory */
 #define NF_MAX_FILES 100000u
+/* Pre-scan caps of the JSON directory (directory.c, finding C2): nesting, objects + arrays, and
+ * values (members and elements); they bound jansson's tree at about 1 GB. */
+#define NF_MAX_JSON_DEPTH 900u /* json_emit.c refuses deeper values too */
+#define NF_MAX_JSON_CONTAINERS 2000000u
+#define NF_MAX_JSON_VALUES 8000000u
 
 /* ---------------------------------------------------------------- split planner (2.5) */
 /* Payload bytes of each file (entry first) for a logical payload of payload_bytes when the

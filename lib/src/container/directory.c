@@ -146,12 +146,59 @@ static nf_status closed(const json_t *rec, const char *const *required, const ch
 }
 
 /* ---------------------------------------------------------------- strict JSON (2.8 step 2) */
+/* A linear pre-scan that bounds what jansson would build before it builds anything (finding C2
+ * of docs/security.md): jansson spends about 240 bytes per object or array and about 100 per
+ * member or element, so 64 MiB of "[{},{},...]" would cost 5 GB.  Containers ('{', '['), values
+ * (separators + containers) and nesting are counted outside strings; malformed text is left to
+ * jansson, which says where.  Real directories hold about 10 containers and 25 values per object
+ * (a 100,000-object directory: 1 M and 2.5 M), far below the caps; the caps bound the parse at
+ * about 1 GB. */
+static nf_status prescan_json(const uint8_t *p, size_t n, nf_error *err)
+{
+    bool in_str = false, esc = false;
+    uint64_t depth = 0, containers = 0, values = 1;
+    for (size_t i = 0; i < n; i++) {
+        uint8_t c = p[i];
+        if (in_str) {
+            if (esc) esc = false;
+            else if (c == '\\') esc = true;
+            else if (c == '"') in_str = false;
+            continue;
+        }
+        switch (c) {
+        case '"': in_str = true; break;
+        case '{':
+        case '[':
+            if (++depth > NF_MAX_JSON_DEPTH)
+                return fail(err, "directory: JSON byte %zu: nesting deeper than %u levels (the reader's cap)", i,
+                            NF_MAX_JSON_DEPTH);
+            if (++containers > NF_MAX_JSON_CONTAINERS)
+                return fail(err, "directory: JSON byte %zu: more than %u objects and arrays (the reader's cap)", i,
+                            NF_MAX_JSON_CONTAINERS);
+            values++;
+            break;
+        case '}':
+        case ']':
+            if (depth > 0) depth--;
+            break;
+        case ',':
+            if (++values > NF_MAX_JSON_VALUES)
+                return fail(err, "directory: JSON byte %zu: more than %u values (the reader's cap)", i,
+                            NF_MAX_JSON_VALUES);
+            break;
+        default: break;
+        }
+    }
+    return NF_OK;
+}
+
 static nf_status parse_json(const uint8_t *json, size_t len, json_t **out, nf_error *err)
 {
     size_t bad;
     if (!nf_utf8_valid(json, len, &bad))
         return fail(err, "directory is not UTF-8: invalid byte sequence at JSON byte %zu (0x%02x)", bad,
                     json[bad]);
+    NF_TRY(prescan_json(json, len, err));
     json_error_t je;
     json_t *v = json_loadb((const char *)json, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL | JSON_DECODE_ANY, &je);
     if (v) {

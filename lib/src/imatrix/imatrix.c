@@ -1,9 +1,12 @@
 /* llama-imatrix GGUF reader and the source-name mapping (see ninfer/imatrix.h). */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <zstd.h>
 
@@ -11,7 +14,13 @@
 #include <ninfer/source.h>
 
 
+/* A .zst imatrix decompresses to at most MAX_ZST_BYTES, and to at most MAX_ZST_RATIO times its
+ * compressed size (rounded up to a power of two, at least MIN_ZST_BYTES): llama-imatrix output is
+ * floats that zstd shrinks by a few percent, while a "zip bomb" of zeros shrinks 30,000-fold, so
+ * without the ratio a 40 KB file made the reader allocate 1 GiB. */
 #define MAX_ZST_BYTES ((uint64_t)1 << 30)
+#define MIN_ZST_BYTES ((uint64_t)16 << 20)
+#define MAX_ZST_RATIO 64u
 
 typedef struct entry {
     char *name;
@@ -130,8 +139,29 @@ nf_status nf_imatrix_open_memory(const void *data, size_t len, const char *name,
 static nf_status read_zst(const char *path, void **data, size_t *len, nf_error *err)
 {
     *data = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) return nf_error_errno(err, errno, "cannot open %s", path);
+    /* O_NONBLOCK first: fopen on a FIFO would block until a writer comes (a hang). */
+    int fd = open(path, O_RDONLY | O_NONBLOCK);
+    if (fd < 0) return nf_error_errno(err, errno, "cannot open %s", path);
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) {
+        int e = errno;
+        close(fd);
+        return nf_error_errno(err, e, "cannot stat %s", path);
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        close(fd);
+        return nf_error_set(err, NF_ERR_INVALID, "%s: not a regular file", path);
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0) (void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        int e = errno;
+        close(fd);
+        return nf_error_errno(err, e, "cannot open %s", path);
+    }
+    uint64_t limit = MIN_ZST_BYTES;
+    while (limit < MAX_ZST_BYTES && limit / MAX_ZST_RATIO < (uint64_t)sb.st_size) limit *= 2;
     ZSTD_DCtx *dctx = ZSTD_createDCtx();
     size_t in_cap = ZSTD_DStreamInSize();
     unsigned char *in = malloc(in_cap);
@@ -145,8 +175,12 @@ static nf_status read_zst(const char *path, void **data, size_t *len, nf_error *
         ZSTD_inBuffer zin = {in, n, 0};
         while (st == NF_OK && zin.pos < zin.size) {
             if (cap - used < (1 << 16)) {
-                if ((uint64_t)cap * 2 > MAX_ZST_BYTES) {
-                    st = nf_error_set(err, NF_ERR_INVALID, "%s: decompresses to more than 1 GiB", path);
+                if ((uint64_t)cap * 2 > limit) {
+                    st = nf_error_set(err, NF_ERR_INVALID, "%s: after %llu compressed bytes: decompresses to more "
+                                      "than %llu bytes (the reader's cap for a %llu-byte file: %u times its "
+                                      "size, at least 16 MiB, at most 1 GiB)", path,
+                                      (unsigned long long)ftell(f), (unsigned long long)limit,
+                                      (unsigned long long)sb.st_size, MAX_ZST_RATIO);
                     break;
                 }
                 unsigned char *grown = realloc(buf, cap * 2);

@@ -12,10 +12,11 @@
 #include <ninfer/error.h>
 #include <ninfer/recipe.h>
 
-/* A recipe is a handful of sections with at most a few thousand rules; one million nodes is far
- * beyond any real recipe and keeps a hostile 16 MiB file ("[a,a,a,...]") from costing more
- * than a bounded amount of memory. */
-#define NF_RECIPE_MAX_NODES 1000000u
+/* A recipe is a handful of sections with at most a few thousand rules (a rule is about 5 nodes);
+ * 200,000 nodes is far beyond any real recipe and keeps a hostile file from costing more than a
+ * bounded amount of memory: a node costs up to ~700 bytes once an inline config becomes JSON, so
+ * the former cap of 1,000,000 let a 3 MB "config: {x: [{},{},...]}" cost 680 MB (now ~140 MB). */
+#define NF_RECIPE_MAX_NODES 200000u
 
 /* ---------------------------------------------------------------- positioned YAML tree */
 typedef enum yn_kind { YN_SCALAR, YN_MAP, YN_SEQ } yn_kind;

@@ -10,7 +10,8 @@
  *
  * Before jansson sees the text a linear pre-scan bounds what it would build: nesting deeper than
  * a safetensors header goes, arrays longer than a shape can be, and more entries than the tensor
- * cap are refused, so a 100 MB header cannot balloon into gigabytes of JSON nodes. */
+ * cap, or more __metadata__ pairs than NF_ST_MAX_METADATA_ENTRIES are refused, so a 100 MB header
+ * cannot balloon into gigabytes of JSON nodes. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,7 +94,7 @@ static nf_status prescan(const char *fname, const uint8_t *p, size_t n, nf_error
     bool in_str = false, esc = false;
     bool is_array[ST_MAX_DEPTH + 1] = {false};
     uint64_t commas[ST_MAX_DEPTH + 1] = {0};
-    uint64_t entries = 0;
+    uint64_t entries = 0, members = 0; /* depth-2 containers; commas between depth-2 object members */
     for (size_t i = 0; i < n; i++) {
         uint8_t c = p[i];
         if (in_str) {
@@ -125,6 +126,12 @@ static nf_status prescan(const char *fname, const uint8_t *p, size_t n, nf_error
             depth--;
             break;
         case ',':
+            /* A tensor entry has 3 members (2 commas); the rest are __metadata__ pairs (or
+             * members an entry must not have), capped before jansson builds a node for each. */
+            if (depth == 2 && !is_array[depth] && ++members > 2 * entries + NF_ST_MAX_METADATA_ENTRIES)
+                return nf_error_set(err, NF_ERR_INVALID, "%s: header byte %llu: more than %u __metadata__ entries "
+                                    "(the reader's cap)", fname, (unsigned long long)(8 + i),
+                                    NF_ST_MAX_METADATA_ENTRIES);
             if (depth > 0 && is_array[depth] && ++commas[depth] >= NF_SOURCE_MAX_RANK)
                 return nf_error_set(err, NF_ERR_INVALID, "%s: header byte %llu: array of more than %u elements (a "
                                     "shape has at most %u dimensions)", fname, (unsigned long long)(8 + i),

@@ -69,6 +69,17 @@ struct nf_source {
     const nf_gguf_kv **kv_by_key; /* sorted by key */
 };
 
+/* __metadata__ pairs of one safetensors header (real files hold a handful).  Without it a 100 MB
+ * header of 13 million "k":"" pairs cost 1.7 GB and 35 s inside jansson before any check. */
+#define NF_ST_MAX_METADATA_ENTRIES 65536u
+
+/* Pre-scan caps of a model.safetensors.index.json (source.c): nesting, objects + arrays, values
+ * (members + elements).  A real index nests 2 levels, has a handful of containers and one value
+ * per tensor; the caps bound jansson's tree at about 150 MB. */
+#define NF_ST_INDEX_MAX_DEPTH 64u
+#define NF_ST_INDEX_MAX_CONTAINERS 65536u
+#define NF_ST_INDEX_MAX_VALUES (NF_SOURCE_MAX_TENSORS + 65536u)
+
 /* Read [off, off + len) of file f (pread through the I/O shim, or memcpy from the image).
  * Reading past the recorded size is NF_ERR_IO (the file shrank after open). */
 nf_status src_file_read(const src_file *f, uint64_t off, void *buf, size_t len, nf_error *err);

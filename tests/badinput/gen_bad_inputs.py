@@ -1,0 +1,705 @@
+#!/usr/bin/env python3
+"""Handcrafted bad inputs for every reader of ninfer-tools (docs/security.md, "Bad-input corpus").
+
+    python3 tests/badinput/gen_bad_inputs.py OUT_DIR [DATA_DIR]
+
+writes one directory OUT_DIR/<case>/ per case with the bad file(s) and OUT_DIR/cases.tsv, one
+line per case, tab-separated:
+
+    name  status  needles  flags  program  arg...
+
+- status: the exit status the program must return (cmd/cli.h: 1 invalid input, 2 usage, 3 I/O);
+- needles: substrings that must all appear in the program's output (stdout + stderr), separated
+  by " && "; they name the file and the rule (and the object/tensor/key and position where the
+  reader knows it);
+- flags: "-" or a comma list: "mem" = the case declares a huge count/length in a tiny file and
+  must also fail the same way under `ulimit -v` (tests/cli/test_bad_inputs.sh; skipped in
+  sanitizer builds);
+- program and args: run in the case directory; "{out}" is replaced by an output path prefix, which
+  must not exist afterwards (nor any other new file in the case directory).
+
+Modelled on ggml's test-gguf (header, KV, tensor info, data classes) and the rules of
+spec/checkpoints.md (safetensors, GGUF), spec/container.md 2.6/2.8 (.ninfer v3), design.md
+section 3 (recipes) and the llama-imatrix format.  Nothing is random: the same tree gives the
+same bytes.
+"""
+import json
+import os
+import shutil
+import struct
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+OUT = sys.argv[1]
+DATA = sys.argv[2] if len(sys.argv) > 2 else os.path.join(ROOT, "tests", "data")
+UPSTREAM = os.path.join(DATA, "upstream")
+FUZZ_CORPUS = os.path.join(ROOT, "tests", "fuzz", "corpus")
+
+CASES = []
+
+
+def case(name, status, needles, prog, args, files, flags="-"):
+    """files: {relative path: bytes | str | None (a FIFO)}."""
+    assert all(c.isalnum() or c in "_-" for c in name), name
+    assert not any(c[0] == name for c in CASES), "duplicate case " + name
+    d = os.path.join(OUT, name)
+    os.makedirs(d)
+    for rel, data in files.items():
+        p = os.path.join(d, rel)
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        if data is None:
+            os.mkfifo(p)
+            continue
+        with open(p, "wb") as f:
+            f.write(data.encode() if isinstance(data, str) else data)
+    if isinstance(needles, str):
+        needles = [needles]
+    for n in needles:
+        assert "\t" not in n and "\n" not in n and " && " not in n, n
+    CASES.append((name, str(status), " && ".join(needles), flags, prog, *args))
+
+
+# ================================================================ GGUF
+GG_U8, GG_I8, GG_U16, GG_I16, GG_U32, GG_I32, GG_F32, GG_BOOL, GG_STR, GG_ARR, GG_U64, GG_I64, GG_F64 = range(13)
+FMT = {GG_U8: "<B", GG_I8: "<b", GG_U16: "<H", GG_I16: "<h", GG_U32: "<I", GG_I32: "<i", GG_F32: "<f",
+       GG_BOOL: "<B", GG_U64: "<Q", GG_I64: "<q", GG_F64: "<d"}
+U64MAX = (1 << 64) - 1
+
+
+def q(n):
+    return struct.pack("<Q", n)
+
+
+def gstr(s):
+    b = s.encode() if isinstance(s, str) else s
+    return q(len(b)) + b
+
+
+def gval(t, v):
+    return gstr(v) if t == GG_STR else struct.pack(FMT[t], v)
+
+
+def gkv(key, t, v):
+    b = gstr(key) + struct.pack("<I", t)
+    if t == GG_ARR:
+        et, items = v
+        return b + struct.pack("<IQ", et, len(items)) + b"".join(gval(et, x) for x in items)
+    return b + gval(t, v)
+
+
+def ginfo(name, ne, gt, offset):
+    return gstr(name) + struct.pack("<I", len(ne)) + b"".join(q(n) for n in ne) + struct.pack("<IQ", gt, offset)
+
+
+def gguf_raw(kv_bytes, n_kv, info_bytes, n_tensors, data=b"", version=3, alignment=32):
+    b = b"GGUF" + struct.pack("<IQQ", version, n_tensors, n_kv) + kv_bytes + info_bytes
+    b += b"\0" * ((-len(b)) % alignment)
+    return b + data
+
+
+def f32(*v):
+    return struct.pack("<%df" % len(v), *v)
+
+
+def gguf(kvs=(), tensors=(), version=3, alignment=32):
+    """kvs: (key, type, value); tensors: (name, ne, ggml type, raw bytes) laid out as ggml does."""
+    kvb = b"".join(gkv(*kv) for kv in kvs)
+    info, data, off = b"", b"", 0
+    for i, (name, ne, gt, raw) in enumerate(tensors):
+        info += ginfo(name, ne, gt, off)
+        pad = (-len(raw)) % alignment
+        data += raw + (b"\0" * pad if i + 1 < len(tensors) else b"")
+        off += len(raw) + pad
+    return gguf_raw(kvb, len(kvs), info, len(tensors), data, version, alignment)
+
+
+ARCH = ("general.architecture", GG_STR, "llama")
+T1 = ("token_embd.weight", [4, 2], 0, f32(*range(8)))  # 8 F32 values, 32 bytes
+
+
+def gcase(name, needles, data, flags="-", status=1, fname="bad.gguf"):
+    if isinstance(needles, str):
+        needles = [needles]
+    case("gguf_" + name, status, [fname] + needles, "ninfer-inspect", [fname], {fname: data}, flags)
+
+
+def gguf_cases():
+    hdr = lambda v=3, nt=0, nkv=0: b"GGUF" + struct.pack("<IQQ", v, nt, nkv)
+    good = gguf([ARCH], [T1])
+    # header
+    gcase("empty_file", "truncated", b"", fname="empty.gguf")
+    gcase("bad_magic", ["bad magic", "expected \"GGUF\""], b"GGUX" + good[4:], fname="bad_magic.gguf")
+    gcase("magic_only", ["truncated", "the version"], b"GGUF")
+    gcase("truncated_header", ["truncated", "n_kv"], hdr()[:20])
+    gcase("version_0", "version 0 is not a GGUF version", hdr(0) + good[24:])
+    gcase("version_1", "GGUF version 1 is not supported", hdr(1) + good[24:])
+    gcase("version_4", "GGUF version 4 is not supported", hdr(4) + good[24:])
+    gcase("version_big_endian", "byte-swapped", hdr(0x03000000) + good[24:])
+    gcase("n_tensors_2e63", ["byte 8", "n_tensors 9223372036854775808 exceeds the reader's cap"],
+          hdr(3, 1 << 63, 0), "mem")
+    gcase("n_tensors_2e40", ["n_tensors 1099511627776 exceeds the reader's cap"], hdr(3, 1 << 40, 0), "mem")
+    gcase("n_kv_2e63", ["byte 16", "n_kv 9223372036854775808 exceeds the reader's cap"], hdr(3, 0, 1 << 63), "mem")
+    gcase("n_kv_u64_max", "exceeds the reader's cap", hdr(3, 0, U64MAX), "mem")
+    gcase("n_kv_beyond_bytes", ["smallest encoding of 1000000 key/value pairs", "truncated"],
+          hdr(3, 0, 1000000) + bytes(136), "mem")
+    gcase("n_tensors_beyond_bytes", ["smallest encoding of 0 key/value pairs and 1000000 tensor infos"],
+          hdr(3, 1000000, 0) + bytes(136), "mem")
+    # KVs
+    kvs1 = lambda kvb, n=1: gguf_raw(kvb, n, b"", 0)
+    gcase("key_length_2e63", ["byte 24", "key 0", "the key length 9223372036854775808 exceeds the cap"],
+          kvs1(q(1 << 63) + b"abc"), "mem")
+    gcase("key_length_past_end", ["key 0", "truncated: the key needs 1000"], kvs1(q(1000) + b"abc"))
+    gcase("key_empty", ["key 0", "empty key"], kvs1(gkv("", GG_U8, 1)))
+    gcase("key_nul", ["key 0", "the key contains a NUL byte"], kvs1(gkv(b"a\0b", GG_U8, 1)))
+    gcase("kv_type_13", ["key 0 'x'", "bad value type 13"], kvs1(gstr("x") + struct.pack("<I", 13) + bytes(8)))
+    gcase("kv_type_u32_max", ["bad value type 4294967295"], kvs1(gstr("x") + struct.pack("<I", 0xFFFFFFFF) + bytes(8)))
+    gcase("kv_value_truncated", ["key 0 'x'", "truncated: the value needs 8 bytes, 2 remain"],
+          hdr(3, 0, 1) + gstr("x") + struct.pack("<I", GG_U64) + b"\1\2")
+    gcase("string_length_2e40", ["key 0 'general.name'", "the string length 1099511627776 exceeds the cap"],
+          kvs1(gstr("general.name") + struct.pack("<I", GG_STR) + q(1 << 40) + b"x" * 16), "mem")
+    gcase("string_length_u64_max", ["the string length 18446744073709551615 exceeds the cap"],
+          kvs1(gstr("general.name") + struct.pack("<I", GG_STR) + q(U64MAX)), "mem")
+    gcase("string_past_end", ["key 0 'general.name'", "truncated: the string needs 4096"],
+          kvs1(gstr("general.name") + struct.pack("<I", GG_STR) + q(4096) + b"x" * 16), "mem")
+    gcase("nested_array", ["key 0 'a'", "nested arrays are not supported"],
+          kvs1(gstr("a") + struct.pack("<II", GG_ARR, GG_ARR) + q(1) + struct.pack("<IQ", GG_U8, 1) + b"\0"))
+    gcase("array_elem_type_13", ["key 0 'a'", "bad array element type 13"],
+          kvs1(gstr("a") + struct.pack("<II", GG_ARR, 13) + q(1) + b"\0"))
+    gcase("array_count_2e40", ["key 0 'tokenizer.ggml.scores'", "array of 1099511627776 f32 values exceeds the cap"],
+          kvs1(gstr("tokenizer.ggml.scores") + struct.pack("<II", GG_ARR, GG_F32) + q(1 << 40) + bytes(16)), "mem")
+    gcase("array_count_u64_max", ["exceeds the cap"],
+          kvs1(gstr("a") + struct.pack("<II", GG_ARR, GG_U64) + q(U64MAX) + bytes(16)), "mem")
+    gcase("array_count_past_end", ["key 0 'a'", "an array of 60000000 u64 values"],
+          kvs1(gstr("a") + struct.pack("<II", GG_ARR, GG_U64) + q(60000000) + bytes(64)), "mem")
+    gcase("array_strings_past_end", ["key 0 'tokenizer.ggml.tokens'", "an array of 50000000 string values"],
+          kvs1(gstr("tokenizer.ggml.tokens") + struct.pack("<II", GG_ARR, GG_STR) + q(50000000) + gstr("a") * 4), "mem")
+    gcase("array_string_element_huge", ["key 0 'tokenizer.ggml.tokens'", "string 1 length 1099511627776 exceeds"],
+          kvs1(gstr("tokenizer.ggml.tokens") + struct.pack("<II", GG_ARR, GG_STR) + q(2) + gstr("a") + q(1 << 40)), "mem")
+    gcase("duplicate_key", ["duplicate key 'general.architecture'", "first at byte 24"],
+          gguf([ARCH, ("general.name", GG_STR, "x"), ARCH], [T1]))
+    gcase("alignment_wrong_type", ["key 'general.alignment'", "must be a u32, not u64"],
+          gguf([("general.alignment", GG_U64, 32)], [T1]))
+    gcase("alignment_array", ["key 'general.alignment'", "must be a u32, not array of u32"],
+          gguf([("general.alignment", GG_ARR, (GG_U32, [32]))], [T1]))
+    gcase("alignment_zero", ["key 'general.alignment'", "alignment 0"], gguf([("general.alignment", GG_U32, 0)], [T1]))
+    gcase("alignment_not_power_of_two", "alignment 48 is not a power of two",
+          gguf([("general.alignment", GG_U32, 48)], [T1], alignment=48))
+    gcase("alignment_too_big", "alignment 1073741824 exceeds the reader's cap",
+          gguf([("general.alignment", GG_U32, 1 << 30)], [T1]))
+    # tensor infos
+    t1 = lambda info, data=f32(*range(8)), n=1: gguf_raw(gkv(*ARCH), 1, info, n, data)
+    gcase("tensor_name_empty", ["tensor info 0", "empty tensor name"], t1(ginfo("", [8], 0, 0)))
+    gcase("tensor_name_64_bytes", ["tensor info 0", "length 64 exceeds the cap of 63"], t1(ginfo("n" * 64, [8], 0, 0)))
+    gcase("tensor_name_length_2e63", ["tensor info 0", "exceeds the cap"], t1(q(1 << 63) + b"abcd"), "mem")
+    gcase("tensor_name_nul", ["tensor info 0", "the tensor name contains a NUL byte"], t1(ginfo(b"a\0b", [8], 0, 0)))
+    gcase("duplicate_tensor_name", ["duplicate tensor name 'w'", "first at byte"],
+          gguf([ARCH], [("w", [8], 0, f32(*range(8))), ("w", [8], 0, f32(*range(8)))]))
+    gcase("n_dims_5", ["tensor 0 'w'", "n_dims 5 exceeds GGML_MAX_DIMS (4)"], t1(ginfo("w", [8, 1, 1, 1, 1], 0, 0)))
+    gcase("n_dims_u32_max", ["tensor 0 'w'", "n_dims 4294967295 exceeds"],
+          t1(gstr("w") + struct.pack("<I", 0xFFFFFFFF) + q(8) * 4))
+    gcase("ne_zero", ["tensor 0 'w'", "ne[1] is 0"], t1(ginfo("w", [8, 0], 0, 0)))
+    gcase("ne_negative", ["tensor 0 'w'", "ne[0] = 9223372036854775808 is negative"], t1(ginfo("w", [1 << 63], 0, 0)))
+    gcase("ne_product_overflow", ["tensor 0 'w'", "the element count ne[0..1] overflows int64"],
+          t1(ginfo("w", [1 << 32, 1 << 32], 0, 0)))
+    gcase("byte_size_overflow", ["tensor 0 'w'", "overflows U64"], t1(ginfo("w", [1 << 62], 28, 0)))
+    gcase("unknown_ggml_type", ["tensor 0 'w'", "99"], t1(ginfo("w", [8], 99, 0)))
+    gcase("ggml_type_u32_max", ["tensor 0 'w'", "4294967295"], t1(ginfo("w", [8], 0xFFFFFFFF, 0)))
+    gcase("removed_ggml_type", ["tensor 0 'w'", "Q4_2", "removed from ggml"], t1(ginfo("w", [32], 4, 0)))
+    gcase("ne0_not_block_multiple", ["tensor 0 'w'", "ne[0] = 33 is not a multiple of the Q4_0 block size 32"],
+          t1(ginfo("w", [33], 2, 0), bytes(36)))
+    gcase("info_truncated", ["tensor 0 'w'", "truncated"], gguf_raw(gkv(*ARCH), 1, gstr("w") + struct.pack("<I", 2) + q(8), 1, b""))
+    gcase("offset_misaligned", ["tensor 0 'w'", "data offset 4 is not a multiple of the alignment 32"],
+          t1(ginfo("w", [8], 0, 4)))
+    gcase("offset_gap", ["tensor 1 'b'", "data offset 64 leaves a gap of 32 bytes after tensor 'a'"],
+          t1(ginfo("a", [8], 0, 0) + ginfo("b", [8], 0, 64), f32(*range(8)) * 3, 2))
+    gcase("offset_overlap", ["tensor 1 'b'", "data offset 0 overlaps tensor 'a', which ends at 32"],
+          t1(ginfo("a", [8], 0, 0) + ginfo("b", [8], 0, 0), f32(*range(8)) * 2, 2))
+    gcase("offset_gap_first", ["tensor 0 'a'", "leaves a gap of 32 bytes after the start of the data section"],
+          t1(ginfo("a", [8], 0, 32), f32(*range(8)) * 2))
+    gcase("offset_u64_max", ["tensor 0 'a'", "not a multiple of the alignment"], t1(ginfo("a", [8], 0, U64MAX)))
+    gcase("data_truncated", ["tensor 'a'", "runs past the end of the file", "data section truncated"],
+          t1(ginfo("a", [8], 0, 0), f32(*range(7))))
+    gcase("data_missing", ["tensor 'a'", "runs past the end of the file"], t1(ginfo("a", [8], 0, 0), b""))
+    gcase("huge_tensor_tiny_file", ["tensor 'a'", "runs past the end of the file"],
+          t1(ginfo("a", [1 << 20, 1 << 20], 0, 0), b""), "mem")
+
+
+# ================================================================ safetensors
+def st_file(header, data=b"", pad=0):
+    h = (header if isinstance(header, (bytes, str)) else json.dumps(header, separators=(",", ":")))
+    h = (h.encode() if isinstance(h, str) else h) + b" " * pad
+    return q(len(h)) + h + data
+
+
+def st_entry(dtype="F32", shape=(2,), off=(0, 8)):
+    return {"dtype": dtype, "shape": list(shape), "data_offsets": list(off)}
+
+
+def scase(name, needles, data, flags="-", fname="bad.safetensors"):
+    if isinstance(needles, str):
+        needles = [needles]
+    case("st_" + name, 1, [fname] + needles, "ninfer-inspect", [fname], {fname: data}, flags)
+
+
+def st_cases():
+    d8 = bytes(8)
+    scase("too_short", "too short for the 8-byte safetensors header length", b"\x10\0\0\0")
+    scase("header_length_past_end", ["byte 0", "header length 100 runs past the end of the file"], q(100) + b"{}")
+    scase("header_length_2e63", ["byte 0", "header length 9223372036854775808 exceeds the cap"], q(1 << 63) + b"{}", "mem")
+    scase("header_length_over_cap", ["header length 100000001 exceeds the cap"], q(100000001) + b"{}" + bytes(64), "mem")
+    scase("header_length_zero", ["header byte 8", "must start with '{'"], q(0) + d8)
+    scase("not_json", ["header byte", "JSON line 1"], st_file(b'{"a": nope}'))
+    scase("not_object", ["header byte 8", "must start with '{'"], st_file(b'["a"]'))
+    scase("json_truncated", ["header byte", "JSON"], st_file(b'{"a":{"dtype":"F32"'))
+    scase("invalid_utf8", ["header byte", "JSON"], st_file(b'{"\xff\xfe":' + json.dumps(st_entry()).encode() + b"}", d8))
+    scase("nan_literal", ["header byte", "JSON"], st_file(b'{"a":{"dtype":"F32","shape":[NaN],"data_offsets":[0,8]}}', d8))
+    scase("trailing_garbage_in_header", ["header byte", "JSON"], st_file(b'{} x'))
+    scase("bad_dtype", ["tensor 'w'", "unknown dtype \"F17\""], st_file({"w": st_entry("F17")}, d8))
+    scase("dtype_not_string", ["tensor 'w'", "dtype is an integer, expected a string"], st_file({"w": st_entry(32)}, d8))
+    scase("shape_not_array", ["tensor 'w'", "shape is a string"], st_file({"w": {"dtype": "F32", "shape": "2", "data_offsets": [0, 8]}}, d8))
+    scase("shape_negative", ["tensor 'w'", "shape[0] is an integer below 0"], st_file({"w": st_entry(shape=(-2,))}, d8))
+    scase("shape_float", ["tensor 'w'", "shape[0] is a real number"], st_file({"w": st_entry(shape=(2.0,))}, d8))
+    scase("shape_rank_17", ["array of more than 16 elements"], st_file({"w": st_entry(shape=[1] * 16 + [2])}, d8))
+    scase("shape_overflow", ["tensor 'w'", "element count of the shape overflows U64"],
+          st_file({"w": st_entry(shape=(1 << 62, 1 << 62))}, d8))
+    scase("shape_bits_overflow", ["tensor 'w'", "F64 size of the shape overflows U64"],
+          st_file({"w": st_entry("F64", shape=(1 << 62,))}, d8))
+    scase("size_mismatch", ["tensor 'w'", "data_offsets [0, 8] hold 8 bytes but F32 with 4 elements needs 16"],
+          st_file({"w": st_entry(shape=(2, 2))}, d8))
+    scase("subbyte_misaligned", ["tensor 'w'", "3 F4 elements do not end on a byte boundary"],
+          st_file({"w": st_entry("F4", shape=(3,), off=(0, 2))}, b"\0\0"))
+    scase("offsets_reversed", ["tensor 'w'", "data_offsets [8, 0] end before they begin"], st_file({"w": st_entry(off=(8, 0))}, d8))
+    scase("offsets_past_end", ["tensor 'w'", "run past the end of the data buffer"], st_file({"w": st_entry(off=(0, 8))}, b"\0" * 4))
+    scase("offsets_overlap", ["tensor 'b'", "overlap tensor 'a'"],
+          st_file({"a": st_entry(), "b": st_entry(off=(4, 12))}, bytes(12)))
+    scase("offsets_alias", ["tensor 'b'", "overlap tensor 'a'"], st_file({"a": st_entry(), "b": st_entry()}, d8))
+    scase("offsets_hole", ["tensor 'b'", "leave a hole of 4 bytes after tensor 'a'"],
+          st_file({"a": st_entry(), "b": st_entry(off=(12, 20))}, bytes(20)))
+    scase("offsets_hole_at_start", ["tensor 'a'", "leave a hole of 4 bytes after the header"],
+          st_file({"a": st_entry(off=(4, 12))}, bytes(12)))
+    scase("trailing_bytes", ["4 trailing bytes after the last tensor"], st_file({"a": st_entry()}, bytes(12)))
+    scase("offsets_negative", ["tensor 'w'", "data_offsets[0] is an integer below 0"], st_file({"w": st_entry(off=(-8, 0))}, d8))
+    scase("offsets_float", ["tensor 'w'", "data_offsets[1] is a real number"], st_file({"w": st_entry(off=(0, 8.0))}, d8))
+    scase("offsets_not_pair", ["tensor 'w'", "data_offsets is an array of the wrong length"],
+          st_file({"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 4, 8]}}, d8))
+    scase("offsets_huge", ["tensor 'w'", "hold"], st_file({"w": st_entry(off=(0, 1 << 62))}, d8))
+    scase("integer_beyond_int64", ["header byte", "JSON"],
+          st_file(b'{"w":{"dtype":"F32","shape":[2],"data_offsets":[0,18446744073709551616]}}', d8))
+    scase("metadata_not_object", ["__metadata__ is a string, expected an object of strings"],
+          st_file({"__metadata__": "pt", "w": st_entry()}, d8))
+    scase("metadata_value_not_string", ["__metadata__[\"format\"] is an integer, expected a string"],
+          st_file({"__metadata__": {"format": 1}, "w": st_entry()}, d8))
+    scase("duplicate_name", ["header byte", "duplicate"],
+          st_file(b'{"w":' + json.dumps(st_entry()).encode() + b',"w":' + json.dumps(st_entry()).encode() + b"}", d8))
+    scase("duplicate_name_escaped", ["header byte", "duplicate"],
+          st_file(b'{"w":' + json.dumps(st_entry()).encode() + b',"\\u0077":' + json.dumps(st_entry()).encode() + b"}", d8))
+    scase("empty_name", ["header byte 9", "empty tensor name"], st_file({"": st_entry()}, d8))
+    scase("name_too_long", ["tensor name of 2000 bytes", "cap of 1024"], st_file({"n" * 2000: st_entry()}, d8))
+    scase("missing_member", ["tensor 'w'", "missing \"data_offsets\""], st_file({"w": {"dtype": "F32", "shape": [2]}}, d8))
+    scase("unknown_member", ["tensor 'w'", "unknown member \"offsets\""],
+          st_file({"w": dict(st_entry(), offsets=[0, 8])}, d8))
+    scase("entry_not_object", ["tensor 'w'", "entry is an array"], st_file({"w": ["F32", [2], [0, 8]]}, d8))
+    scase("nesting_too_deep", ["JSON nested deeper than 3 levels"],
+          st_file({"w": dict(st_entry(), shape=[[2]])}, d8))
+    scase("deep_nesting_100k", ["JSON nested deeper than 3 levels"], st_file(b"{" + b"[" * 100000 + b"]" * 100000 + b"}"))
+    n = (1 << 20) + 2
+    scase("too_many_entries", ["more than 1048576 tensor entries"],
+          st_file(b"{" + b",".join(b'"%x":{}' % i for i in range(n)) + b"}"), "mem")
+    scase("too_many_metadata_entries", ["more than 65536 __metadata__ entries"],
+          st_file(b'{"__metadata__":{' + b",".join(b'"%x":""' % i for i in range(70000)) + b"}}"), "mem")
+    scase("fifo", ["fifo.safetensors", "not a regular file"], None, fname="fifo.safetensors")
+
+
+def st_index_cases():
+    good = lambda names: st_file({n: st_entry(off=(8 * i, 8 * i + 8)) for i, n in enumerate(names)}, bytes(8 * len(names)))
+    s1, s2 = "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"
+    IDX = "model.safetensors.index.json"
+
+    def icase(name, needles, index, shards=None, status=1, flags="-"):
+        files = {IDX: index if isinstance(index, (str, bytes)) else json.dumps(index)}
+        for k, v in (shards if shards is not None else {s1: good(["a", "b"]), s2: good(["c"])}).items():
+            files[k] = v
+        case("index_" + name, status, needles, "ninfer-inspect", [IDX], files, flags)
+
+    icase("bad_json", [IDX, "line 1"], '{"weight_map": {"a": ')
+    icase("not_object", [IDX], "[1, 2]")
+    icase("no_weight_map", [IDX, "weight_map"], {"metadata": {}})
+    icase("weight_map_not_object", [IDX, "weight_map"], {"weight_map": ["a"]})
+    icase("weight_map_value_not_string", [IDX, 'weight_map["a"] is not a string'], {"weight_map": {"a": 1, "b": s1, "c": s2}})
+    icase("missing_shard", [IDX, "shard model-00003-of-00003.safetensors is missing"],
+          {"weight_map": {"a": s1, "b": s1, "c": "model-00003-of-00003.safetensors"}})
+    icase("tensor_not_in_shard", ["'x'", s1], {"weight_map": {"a": s1, "b": s1, "c": s2, "x": s1}})
+    icase("shard_tensor_not_listed", ["'c'", s2], {"weight_map": {"a": s1, "b": s1, "c2": s2}})
+    icase("tensor_in_two_shards", ["'a'"], {"weight_map": {"a": s1, "b": s1, "c": s2}},
+          {s1: good(["a", "b"]), s2: good(["a", "c"])})
+    icase("path_traversal", [IDX, "../model.safetensors"], {"weight_map": {"a": "../model.safetensors"}})
+    icase("absolute_path", [IDX, "/etc/passwd"], {"weight_map": {"a": "/etc/passwd"}})
+    icase("duplicate_key", [IDX, "duplicate"], '{"weight_map": {"a": "%s", "a": "%s", "b": "%s", "c": "%s"}}' % (s1, s1, s1, s2))
+    # pre-scan caps (a 64 MiB index of "[{},{},...]" cost 5 GB inside jansson)
+    wm = '"weight_map": {"a": "%s", "b": "%s", "c": "%s"}' % (s1, s1, s2)
+    icase("too_many_containers", [IDX, "more than 65536 JSON objects and arrays"],
+          '{"metadata": {"x": [%s]}, %s}' % (",".join(["{}"] * 70000), wm), flags="mem")
+    icase("too_many_values", [IDX, "more than 1114112 JSON values"],
+          '{"metadata": {"x": [%s]}, %s}' % (",".join(["0"] * 1200000), wm), flags="mem")
+    icase("too_deep", [IDX, "JSON nested deeper than 64 levels"],
+          '{"metadata": {"x": %s%s}, %s}' % ("[" * 100, "]" * 100, wm))
+    icase("bad_shard", [s2, "bad dtype" if False else "unknown dtype"],
+          {"weight_map": {"a": s1, "b": s1, "c": s2}}, {s1: good(["a", "b"]), s2: st_file({"c": st_entry("X")}, bytes(8))})
+
+
+# ================================================================ .ninfer container
+def entry_bytes(root, payload, artifact_id=b"\x11" * 16, json_text=None, json_bytes=None, magic=b"NINFER\0\3", pad_to=None):
+    text = json_text if json_text is not None else json.dumps(root, separators=(",", ":")).encode()
+    jb = len(text) if json_bytes is None else json_bytes
+    head = magic + q(jb) + artifact_id + text
+    start = (len(head) + 4095) // 4096 * 4096
+    return head + bytes(start - len(head)) + payload
+
+
+def read_entry(path):
+    b = open(path, "rb").read()
+    jb = struct.unpack("<Q", b[8:16])[0]
+    start = (32 + jb + 4095) // 4096 * 4096
+    return b, json.loads(b[32:32 + jb]), b[16:32], b[start:]
+
+
+def ccase(name, needles, files, prog="ninfer-verify", args=None, status=1, entry="bad.ninfer", flags="-"):
+    if isinstance(needles, str):
+        needles = [needles]
+    case("container_" + name, status, [entry] + needles, prog, args if args is not None else [entry], files, flags)
+
+
+def container_cases():
+    raw, root, aid, payload = read_entry(os.path.join(UPSTREAM, "direct.ninfer"))
+    E = "bad.ninfer"
+
+    def mut(f, extra=b""):
+        r = json.loads(json.dumps(root))
+        f(r)
+        return {E: entry_bytes(r, payload + extra, aid)}
+
+    def rcase(name, needles, f, extra=b"", **kw):
+        ccase(name, needles, mut(f, extra), **kw)
+
+    def setp(path, value):
+        def f(r):
+            o = r
+            for k in path[:-1]:
+                o = o[k]
+            o[path[-1]] = value
+        return f
+
+    # framing
+    ccase("empty", "shorter than its 32-byte header", {E: b""})
+    ccase("short", "the entry file is 20 bytes, shorter than its 32-byte header", {E: raw[:20]})
+    ccase("bad_magic", ["bad magic", "expected 4e494e4645520003"], {E: b"NINFEX\0\3" + raw[8:]})
+    ccase("v2_magic", "container v2", {E: b"NINFER\0\2" + raw[8:]})
+    ccase("v1_magic", "container v1", {E: b"NINFER\0\1" + raw[8:]})
+    ccase("gguf_named_ninfer", "bad magic", {E: gguf([ARCH], [T1])})
+    ccase("json_bytes_zero", "json_bytes 0 outside", {E: raw[:8] + q(0) + raw[16:]})
+    ccase("json_bytes_past_end", "json_bytes 99999 outside", {E: raw[:8] + q(99999) + raw[16:]})
+    ccase("json_bytes_2e63", "json_bytes 9223372036854775808 outside", {E: raw[:8] + q(1 << 63) + raw[16:]}, flags="mem")
+    ccase("json_bytes_short", ["directory"], {E: raw[:8] + q(100) + raw[16:]})
+    ccase("trailing_byte", ["the entry file is 5137 bytes, expected 5136"], {E: raw + b"\0"})
+    ccase("truncated_payload", ["the entry file is 5135 bytes, expected 5136"], {E: raw[:-1]})
+    ccase("payload_missing", ["the entry file is 4096 bytes, expected 5136"], {E: raw[:4096]})
+    # strict JSON
+    text = json.dumps(root, separators=(",", ":")).encode()
+    ccase("not_utf8", ["not UTF-8", "JSON byte 1"], {E: entry_bytes(None, payload, aid, b'{\xc0\xaf' + text[1:])})
+    ccase("utf8_surrogate", ["not UTF-8"], {E: entry_bytes(None, payload, aid, text[:-1] + b',"x":"\xed\xa0\x80"}')})
+    ccase("not_json", ["not valid JSON"], {E: entry_bytes(None, payload, aid, b"{" + text[2:])})
+    ccase("trailing_data", ["trailing data after the JSON value"], {E: entry_bytes(None, payload, aid, text + b" x")})
+    ccase("nan_literal", ["JSON literal NaN is not allowed"],
+          {E: entry_bytes(None, payload, aid, text.replace(b'"metadata":{}', b'"metadata":{"x":NaN}'))})
+    ccase("duplicate_member", ["duplicate JSON member"],
+          {E: entry_bytes(None, payload, aid, text.replace(b'"metadata":{}', b'"metadata":{"a":1,"\\u0061":2}'))})
+    ccase("integer_beyond_int64", ["number out of range"],
+          {E: entry_bytes(None, payload, aid, text.replace(b'"metadata":{}', b'"metadata":{"a":18446744073709551616}'))})
+    ccase("root_not_object", ["must be an object"], {E: entry_bytes(None, payload, aid, b"[]")})
+    # records
+    rcase("unknown_root_member", ["unknown member 'extra'"], setp(["extra"], 1))
+    rcase("missing_objects", ["missing member 'objects'"], lambda r: r.pop("objects"))
+    rcase("files_empty", ["files must be a non-empty array"], setp(["files"], []))
+    rcase("files0_path_not_null", ["files[0]", "null"], setp(["files", 0, "path"], "x"))
+    rcase("file_payload_zero", ["files[0]", "payload_bytes"], setp(["files", 0, "payload_bytes"], 0))
+    rcase("file_unknown_member", ["files[0]", "unknown member 'sha'"], setp(["files", 0, "sha"], "x"))
+    rcase("part_path_slash", ["files[1]", "../x"],
+          lambda r: r["files"].append({"path": "../x", "payload_bytes": 1}))
+    rcase("part_path_dotdot", ["files[1]", "'..'"], lambda r: r["files"].append({"path": "..", "payload_bytes": 1}))
+    rcase("part_path_self", ["files[1]", "bad.ninfer"], lambda r: r["files"].append({"path": "bad.ninfer", "payload_bytes": 1}))
+    rcase("part_path_repeated", ["files[2]"], lambda r: r["files"].extend([{"path": "p", "payload_bytes": 1}] * 2))
+    rcase("components_empty", ["components"], setp(["components"], {}))
+    rcase("component_no_config", ["components", "text", "config"], setp(["components", "text"], {}))
+    rcase("component_target_missing", ["target", "nope"], setp(["components", "text", "target"], "nope"))
+    rcase("proposal_on_other_component", ["proposal"],
+          setp(["components", "vision"], {"config": {}, "proposal": {"domain": "full"}}))
+    rcase("resource_not_a_resource", ["resources", "bf16/matrix"],
+          setp(["components", "text", "resources"], {"t": "bf16/matrix"}))
+    rcase("objects_empty", ["objects"], setp(["objects"], []))
+    rcase("object_unknown_member", ["objects[0]", "bf16/matrix", "unknown member 'stride'"], setp(["objects", 0, "stride"], 1))
+    rcase("object_bad_kind", ["objects[0]", "kind"], setp(["objects", 0, "kind"], "weights"))
+    rcase("object_id_empty", ["objects[0]", "id"], setp(["objects", 0, "id"], ""))
+    rcase("object_id_nul", ["objects[0]", "id"], setp(["objects", 0, "id"], "a\0b"))
+    rcase("duplicate_object_id", ["objects[1]", "bf16/matrix"], setp(["objects", 1, "id"], "bf16/matrix"))
+    rcase("object_offset_negative", ["objects[1]", "bf16/rank3", "offset"], setp(["objects", 1, "offset"], -256))
+    rcase("object_offset_float", ["objects[1]", "bf16/rank3", "offset"], setp(["objects", 1, "offset"], 256.0))
+    rcase("object_bytes_zero", ["objects[1]", "bf16/rank3", "bytes"], setp(["objects", 1, "bytes"], 0))
+    rcase("objects_overlap", ["objects[1]", "bf16/rank3"], setp(["objects", 1, "offset"], 0))
+    rcase("objects_out_of_order", ["objects[2]", "fp32/vector"], setp(["objects", 2, "offset"], 0))
+    rcase("object_past_payload", ["objects[4]", "int32/matrix"], setp(["objects", 4, "offset"], 1280))
+    rcase("object_offset_huge", ["objects[4]", "int32/matrix"], setp(["objects", 4, "offset"], (1 << 63) - 256))
+    rcase("object_misaligned", ["bf16/rank3", "256"], setp(["objects", 1, "offset"], 200))
+    rcase("object_bytes_wrong", ["bf16/rank3", "bytes"], setp(["objects", 1, "bytes"], 14))
+    rcase("unknown_format", ["bf16/matrix", "q3_nonsense"], setp(["objects", 0, "format"], "q3_nonsense"))
+    rcase("unknown_layout", ["bf16/matrix", "weird_layout_v9"], setp(["objects", 0, "layout"], "weird_layout_v9"))
+    rcase("layout_format_mismatch", ["bf16/matrix", "row_split_k128_v1"], setp(["objects", 0, "layout"], "row_split_k128_v1"))
+    rcase("shape_not_array", ["objects[0]", "shape"], setp(["objects", 0, "shape"], 6))
+    rcase("shape_negative", ["objects[0]", "shape"], setp(["objects", 0, "shape"], [-2, 3]))
+    rcase("shape_rank_17", ["objects[0]", "shape", "16"], setp(["objects", 0, "shape"], [1] * 17))
+    rcase("shape_wrong_for_bytes", ["bf16/matrix"], setp(["objects", 0, "shape"], [3, 3]))
+    rcase("shape_overflow", ["bf16/matrix"], setp(["objects", 0, "shape"], [1 << 62, 1 << 62]))
+    rcase("divisors_not_nvfp4", ["bf16/matrix", "divisors"], setp(["objects", 0, "divisors"], 2))
+    rcase("resource_bad_encoding", ["object 't'", "unknown resource encoding 'zip'"],
+          lambda r: (r["objects"].append({"id": "t", "kind": "resource", "encoding": "zip", "offset": 1040, "bytes": 1}),
+                     r["files"][0].update(payload_bytes=1041)), extra=b"\0")
+    rcase("binding_missing_object", ["bindings", "direct/bf16", "nope"], setp(["bindings", "direct/bf16"], {"object": "nope"}))
+    rcase("binding_both_forms", ["bindings", "direct/bf16"],
+          setp(["bindings", "direct/bf16"], {"object": "bf16/matrix", "parts": [{"object": "bf16/matrix", "range": [0, 6]}]}))
+    rcase("binding_range_past_elements", ["bindings", "direct/bf16", "range"],
+          setp(["bindings", "direct/bf16"], {"parts": [{"object": "bf16/matrix", "range": [0, 7]}]}))
+    rcase("binding_range_empty", ["bindings", "direct/bf16", "range"],
+          setp(["bindings", "direct/bf16"], {"parts": [{"object": "bf16/matrix", "range": [3, 3]}]}))
+    rcase("binding_parts_empty", ["bindings", "direct/bf16", "parts"], setp(["bindings", "direct/bf16"], {"parts": []}))
+    rcase("use_unknown_parameter", ["uses[0]", "nope"], setp(["uses"], [{"parameter": "nope", "input": "x"}]))
+    rcase("use_bad_policy", ["uses[0]", "AllowA2"],
+          setp(["uses"], [{"parameter": "direct/bf16", "input": "x", "activation_policy": "AllowA2"}]))
+    rcase("use_duplicate", ["uses[1]"], setp(["uses"], [{"parameter": "direct/bf16", "input": "x"}] * 2))
+    rcase("metadata_name_not_id", ["metadata", "name"], setp(["metadata", "name"], ""))
+    rcase("metadata_not_object", ["metadata"], setp(["metadata"], []))
+    # pre-scan caps (finding C2 of docs/security.md)
+    deep = b"[" * 1000 + b"]" * 1000
+    ccase("json_too_deep", ["nesting deeper than 900 levels"],
+          {E: entry_bytes(None, payload, aid, text.replace(b'"metadata":{}', b'"metadata":{"x":' + deep + b"}"))})
+    many = b"[" + b",".join([b"{}"] * 2000001) + b"]"
+    ccase("json_too_many_containers", ["more than 2000000 objects and arrays"],
+          {E: entry_bytes(None, payload, aid, text.replace(b'"metadata":{}', b'"metadata":{"x":' + many + b"}"))}, flags="mem")
+    many = b"[" + b",".join([b"0"] * 8000001) + b"]"
+    ccase("json_too_many_values", ["more than 8000000 values"],
+          {E: entry_bytes(None, payload, aid, text.replace(b'"metadata":{}', b'"metadata":{"x":' + many + b"}"))}, flags="mem")
+    # dequant and inspect on a bad object: refused, nothing written
+    ccase("dequant_bytes_wrong", ["bf16/rank3"], mut(setp(["objects", 1, "bytes"], 14)), prog="ninfer-dequant",
+          args=[E, "bf16/rank3", "-o", "{out}.bin"])
+    ccase("dequant_all_bad_object", ["bf16/rank3"], mut(setp(["objects", 1, "layout"], "row_split_k128_v1")),
+          prog="ninfer-dequant", args=[E, "--all", "-o", "{out}.safetensors"])
+    ccase("inspect_bad_directory", ["objects[1]", "bf16/rank3"], mut(setp(["objects", 1, "offset"], 0)),
+          prog="ninfer-inspect", args=[E])
+
+    # split artifacts: parts
+    sraw, sroot, said, spay = read_entry(os.path.join(UPSTREAM, "split.ninfer"))
+    parts = {}
+    for i in range(1, 5):
+        n = "split.ninfer.part-%04d" % i
+        parts[n] = open(os.path.join(UPSTREAM, n), "rb").read()
+
+    def scase_(name, needles, change):
+        files = {"split.ninfer": sraw, **parts}
+        change(files)
+        ccase(name, needles, files, entry="split.ninfer")
+
+    scase_("part_missing", ["split.ninfer.part-0002"], lambda f: f.pop("split.ninfer.part-0002"))
+    scase_("part_truncated", ["part split.ninfer.part-0003 is 12287 bytes, expected 12288"],
+           lambda f: f.update({"split.ninfer.part-0003": parts["split.ninfer.part-0003"][:-1]}))
+    scase_("part_extra_byte", ["part split.ninfer.part-0004 is 8935 bytes, expected 8934"],
+           lambda f: f.update({"split.ninfer.part-0004": parts["split.ninfer.part-0004"] + b"\0"}))
+    scase_("part_bad_magic", ["split.ninfer.part-0001"],
+           lambda f: f.update({"split.ninfer.part-0001": b"NINFER\0\3" + parts["split.ninfer.part-0001"][8:]}))
+    scase_("part_wrong_index", ["split.ninfer.part-0002"],
+           lambda f: f.update({"split.ninfer.part-0002": parts["split.ninfer.part-0003"][:8] + q(3) +
+                               parts["split.ninfer.part-0002"][16:]}))
+    scase_("part_foreign", ["split.ninfer.part-0001", "does not belong to this entry"],
+           lambda f: f.update({"split.ninfer.part-0001": parts["split.ninfer.part-0001"][:16] + b"\x99" * 16 +
+                               parts["split.ninfer.part-0001"][32:]}))
+    scase_("part_swapped", ["split.ninfer.part-0001"],
+           lambda f: f.update({"split.ninfer.part-0001": parts["split.ninfer.part-0002"],
+                               "split.ninfer.part-0002": parts["split.ninfer.part-0001"]}))
+    scase_("part_fifo", ["split.ninfer.part-0001"], lambda f: f.update({"split.ninfer.part-0001": None}))
+
+    # checksums and words: artifacts written by our own converter (metadata.checksums)
+    craw = open(os.path.join(FUZZ_CORPUS, "container_artifact", "converted_checksums.ninfer"), "rb").read()
+    _, croot, caid, cpay = read_entry_bytes(craw)
+    obj = croot["objects"][0]
+    start = len(craw) - len(cpay)
+    flipped = bytearray(craw)
+    flipped[start + obj["offset"]] ^= 0x01
+    ccase("object_checksum_mismatch", [obj["id"], "checksum"], {E: bytes(flipped)})
+    jb = struct.unpack("<Q", craw[8:16])[0]
+    ctext = craw[32:32 + jb]
+    k = ctext.index(b'"fuzz-seed"')
+    ctext2 = ctext[:k + 1] + b"g" + ctext[k + 2:]
+    ccase("directory_checksum_mismatch", ["checksum"], {E: craw[:32] + ctext2 + craw[32 + jb:]})
+    gap = bytearray(craw)
+    o0, o1 = croot["objects"][0], croot["objects"][1]
+    if o0["offset"] + o0["bytes"] < o1["offset"]:
+        gap[start + o0["offset"] + o0["bytes"]] = 0xAA
+        ccase("nonzero_gap", ["between objects is 0xaa, expected 0x00"], {E: bytes(gap)})
+    # an fp8 code that is NaN (0x7F) in the fp8_e4m3fn_row_bf16 object
+    fp8 = next(o for o in croot["objects"] if o.get("format") == "fp8_e4m3fn_row_bf16")
+    plain = json.loads(json.dumps(croot))
+    del plain["metadata"]["checksums"]
+    words = bytearray(cpay)
+    words[fp8["offset"]] = 0x7F
+    ccase("words_nan_code", [fp8["id"], "is NaN (not a valid E4M3FN weight code)"], {E: entry_bytes(plain, bytes(words), caid)})
+
+
+def read_entry_bytes(b):
+    jb = struct.unpack("<Q", b[8:16])[0]
+    start = (32 + jb + 4095) // 4096 * 4096
+    return b, json.loads(b[32:32 + jb]), b[16:32], b[start:]
+
+
+# ================================================================ recipes and imatrix
+def bf16(vals):
+    out = b""
+    for x in vals:
+        bits = struct.unpack("<I", struct.pack("<f", x))[0]
+        out += struct.pack("<H", (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16)
+    return out
+
+
+CKPT = st_file({"model.layers.0.mlp.down_proj.weight": st_entry("BF16", (4, 64), (0, 512)),
+                "model.norm.weight": st_entry("F32", (64,), (512, 768))},
+               bf16([((i * 37) % 17 - 8) / 8.0 for i in range(256)]) + f32(*[1.0] * 64))
+
+
+def recipe_case(name, needles, text, status=1, extra=None, flags="-"):
+    files = {"ckpt/model.safetensors": CKPT, "r.yaml": text}
+    files.update(extra or {})
+    if isinstance(needles, str):
+        needles = [needles]
+    case("recipe_" + name, status, needles, "ninfer-convert",
+         ["-r", "r.yaml", "-o", "{out}.ninfer", "-j", "1", "--progress=never"], files, flags)
+
+
+HEAD = "recipe: 1\nsources:\n  base: ./ckpt\n"
+
+
+def recipe_cases():
+    recipe_case("yaml_syntax", ["r.yaml:", "2:"], "recipe: 1\nsources: {base: ./ckpt\n")
+    recipe_case("tab_indent", ["r.yaml:"], "recipe: 1\nsources:\n\tbase: ./ckpt\n")
+    recipe_case("empty", ["r.yaml"], "")
+    recipe_case("not_mapping", ["r.yaml:1:1"], "- recipe: 1\n")
+    recipe_case("version_2", ["r.yaml:1:9", "unsupported schema version 2"], "recipe: 2\n")
+    recipe_case("unknown_key", ["r.yaml:4:1", "unknown top-level key 'rule'"], HEAD + "rule: []\n")
+    recipe_case("wrong_type", ["r.yaml:4:9", "output: expected a mapping"], HEAD + "output: x\n")
+    recipe_case("unknown_format", ["r.yaml:4:20", "unknown format 'q4'"], HEAD + "defaults: {format: q4}\n")
+    recipe_case("unknown_method", ["r.yaml:4:20", "unknown method 'absmax'"], HEAD + "defaults: {method: absmax}\n")
+    recipe_case("unknown_layout", ["r.yaml:6:13", "unknown tensor layout 'rows'"],
+                HEAD + "rules:\n  - match: '*'\n    layout: rows\n")
+    recipe_case("bad_regex", ["r.yaml:5:12", "bad regular expression '('"], HEAD + "rules:\n  - match: 're:('\n    format: bf16\n")
+    recipe_case("regex_backreference", ["r.yaml:5:12", "back-reference"],
+                HEAD + "rules:\n  - match: 're:(a)\\1'\n    format: bf16\n")
+    recipe_case("regex_too_costly", ["r.yaml:5:12"],
+                HEAD + "rules:\n  - match: 're:" + "(" * 24 + "a" + ")+" * 24 + "'\n    format: bf16\n")
+    recipe_case("match_empty_list", ["r.yaml:5:12", "empty list"], HEAD + "rules:\n  - match: []\n    format: bf16\n")
+    recipe_case("missing_match", ["r.yaml:5:5", "missing key 'match'"], HEAD + "rules:\n  - format: bf16\n")
+    recipe_case("duplicate_key", ["r.yaml:4:1", "duplicate"], HEAD + "sources:\n  base: ./ckpt\n")
+    recipe_case("anchor_alias", ["r.yaml:", "anchor"], HEAD + "defaults: &d {format: bf16}\noutput: *d\n")
+    recipe_case("tag", ["r.yaml:", "tag"], HEAD + "output: !!map {name: x}\n")
+    recipe_case("two_documents", ["r.yaml:", "document"], HEAD + "---\nrecipe: 1\n")
+    recipe_case("too_deep", ["r.yaml:", "32"], HEAD + "components:\n  text:\n    config: " + "[" * 40 + "]" * 40 + "\n")
+    recipe_case("nul_in_scalar", ["r.yaml"], HEAD + "output: {name: \"a\\0b\"}\n")
+    recipe_case("non_scalar_key", ["r.yaml:", "key"], HEAD + "output: {[a]: b}\n")
+    recipe_case("undefined_variable", ["r.yaml:", "NINFER_BADINPUT_UNDEFINED"],
+                "recipe: 1\nsources:\n  base: ${NINFER_BADINPUT_UNDEFINED}/ckpt\n")
+    recipe_case("missing_source", ["nope"], "recipe: 1\nsources:\n  base: ./nope\n", status=3)
+    recipe_case("no_base_source", ["r.yaml", "base"], "recipe: 1\nsources: {}\n")
+    recipe_case("rule_matches_nothing", ["r.yaml:5:5", "selector 'does.not.exist' (rules[0]) matches no tensor"],
+                HEAD + "rules:\n  - match: does.not.exist\n    format: bf16\n")
+    recipe_case("format_wrong_for_tensor", ["r.yaml", "model.norm.weight F32", "needs a rank-2 shape"],
+                HEAD + "rules:\n  - match: model.norm.weight\n    format: q4_g64_fp16\n")
+    recipe_case("group_member_missing", ["r.yaml", "group 'g' has no member in the checkpoint"],
+                HEAD + "groups:\n  - id: g\n    members: [nope]\n")
+    recipe_case("too_many_nodes", ["r.yaml:6:", "more than 200000 YAML nodes"],
+                HEAD + "components:\n  text:\n    config: {x: [" + ",".join(["{}"] * 200001) + "]}\n", flags="mem")
+    recipe_case("too_big", ["r.yaml", "16777216"], "recipe: 1\n" + "#" * (16 << 20) + "\n", flags="mem")
+
+    # importance matrices, through grouped_search
+    W = "model.layers.0.mlp.down_proj.weight"
+    im_recipe = HEAD + "  imatrix: ./im.gguf\nrules:\n  - match: %s\n    format: q4_g64_fp16\n    method: grouped_search\n" \
+                       "    with: {imatrix: imatrix}\n" % W
+
+    def im(kvs=None, tensors=None):
+        kvs = kvs if kvs is not None else [("general.type", GG_STR, "imatrix"), ("imatrix.chunk_count", GG_U32, 4)]
+        return gguf(kvs, tensors if tensors is not None else [])
+
+    def imcase(name, needles, data, status=1):
+        if isinstance(needles, str):
+            needles = [needles]
+        recipe_case("imatrix_" + name, ["im.gguf"] + needles, im_recipe, status, {"im.gguf": data})
+
+    good = [(W + ".in_sum2", [64], 0, f32(*[1.0] * 64)), (W + ".counts", [1], 0, f32(4.0))]
+    imcase("not_gguf", "bad magic", b"not an imatrix at all, just text\n")
+    imcase("truncated", "truncated", im(tensors=good)[:-10])
+    imcase("no_entries", "no T.in_sum2 tensors", im(tensors=[]))
+    imcase("extra_tensor", "'stray.weight' is neither T.in_sum2 nor T.counts", im(tensors=good + [("stray.weight", [4], 0, f32(1, 2, 3, 4))]))
+    imcase("counts_missing", "has no", im(tensors=good[:1]))
+    imcase("counts_two_values", "counts", im(tensors=[good[0], (W + ".counts", [2], 0, f32(4.0, 4.0))]))
+    imcase("negative_value", ["in_sum2", "non-negative"], im(tensors=[(W + ".in_sum2", [64], 0, f32(*[-1.0] * 64)), good[1]]))
+    imcase("nan_value", ["in_sum2", "finite"], im(tensors=[(W + ".in_sum2", [64], 0, f32(*[float("nan")] * 64)), good[1]]))
+    imcase("negative_count", ["counts", "non-negative"], im(tensors=[good[0], (W + ".counts", [1], 0, f32(-1.0))]))
+    imcase("in_sum2_f16", "must be F32", im(tensors=[(W + ".in_sum2", [64], 1, bytes(128)), good[1]]))
+    imcase("in_sum2_matrix", "must be a vector", im(tensors=[(W + ".in_sum2", [32, 2], 0, f32(*[1.0] * 64)), good[1]]))
+    # (the message comes from the planner, which names the entry, not the file)
+    recipe_case("imatrix_length_mismatch", ["r.yaml", "imatrix entry '%s' has 32 values but tensor '%s' has 64 input "
+                                            "columns" % (W, W)], im_recipe, 1,
+                {"im.gguf": im(tensors=[(W + ".in_sum2", [32], 0, f32(*[1.0] * 32)), good[1]])})
+    # compressed imatrices: a FIFO must not block, a "zip bomb" must not be inflated
+    zrecipe = im_recipe.replace("./im.gguf", "./im.gguf.zst")
+    recipe_case("imatrix_zst_fifo", ["im.gguf.zst", "not a regular file"], zrecipe, 1, {"im.gguf.zst": None})
+    if shutil.which("zstd"):
+        import subprocess
+        bomb = subprocess.run(["zstd", "-1", "-q", "-c"], input=bytes(256 << 20), stdout=subprocess.PIPE,
+                              check=True).stdout
+        recipe_case("imatrix_zst_bomb", ["im.gguf.zst", "decompresses to more than 16777216 bytes"], zrecipe, 1,
+                    {"im.gguf.zst": bomb}, flags="mem")
+    imcase("array_count_huge", "exceeds the cap",
+           gguf_raw(gkv("general.type", GG_STR, "imatrix") + gstr("imatrix.datasets") + struct.pack("<II", GG_ARR, GG_STR) +
+                    q(1 << 40), 2, b"", 0))
+
+
+# ================================================================ quick mode (convert SOURCE)
+def quick_cases():
+    def qcase(name, needles, fname, data, status=1):
+        case("quick_" + name, status, [fname] + (needles if isinstance(needles, list) else [needles]), "ninfer-convert",
+             [fname, "-o", "{out}.ninfer", "--format", "q8_g32_fp16", "-j", "1", "--progress=never"], {fname: data})
+    qcase("gguf_offset_overlap", ["tensor 1 'b'", "overlaps tensor 'a'"], "bad.gguf",
+          gguf_raw(gkv(*ARCH), 1, ginfo("a", [8], 0, 0) + ginfo("b", [8], 0, 0), 2, f32(*range(8)) * 2))
+    qcase("st_offsets_hole", ["tensor 'b'", "hole"], "bad.safetensors",
+          st_file({"a": st_entry(), "b": st_entry(off=(12, 20))}, bytes(20)))
+    qcase("st_truncated", ["header length"], "bad.safetensors", st_file({"a": st_entry()}, bytes(8))[:20])
+    qcase("empty_file", ["empty"], "empty.safetensors", b"")
+
+
+def main():
+    if os.path.exists(OUT):
+        shutil.rmtree(OUT)
+    os.makedirs(OUT)
+    gguf_cases()
+    st_cases()
+    st_index_cases()
+    container_cases()
+    recipe_cases()
+    quick_cases()
+    with open(os.path.join(OUT, "cases.tsv"), "w") as f:
+        for c in CASES:
+            f.write("\t".join(c) + "\n")
+    counts = {}
+    for c in CASES:
+        k = c[0].split("_")[0]
+        counts[k] = counts.get(k, 0) + 1
+    print("%d cases: %s" % (len(CASES), ", ".join("%s %d" % kv for kv in sorted(counts.items()))))
+
+
+main()

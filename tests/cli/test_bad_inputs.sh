@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# The bad-input corpus (docs/security.md): tests/badinput/gen_bad_inputs.py writes one
+# handcrafted bad file set per failure class of every reader (GGUF, safetensors and their
+# index, .ninfer containers and parts, recipes, imatrix files); each case is run with the program
+# it names and must
+#   - exit with the expected status (1 invalid input, 3 I/O) within 60 s (no hang),
+#   - print every expected substring (the file, the rule, the object/tensor/key, the position),
+#   - leave no new file in its directory (no output, no temp file, no report),
+#   - produce no sanitizer report (ASan/LSan/UBSan: in the sanitize build a report fails the
+#     case even when the exit status happens to match);
+# and a case flagged "mem" (a tiny file declaring 2^40 elements, tensors, keys, bytes...) must
+# also fail the same way with its address space limited to 1 GB (`ulimit -v`), so a parser
+# that allocates by declared counts cannot pass.  The ulimit run is skipped when the programs
+# are sanitized (ASan reserves terabytes of shadow address space).
+# usage: test_bad_inputs.sh BIN_DIR DATA_DIR [CASE-PATTERN]
+set -u
+bin=$(cd "$1" && pwd)
+data=$(cd "$2" && pwd)
+pattern=${3:-}
+here=$(cd "$(dirname "$0")" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); printf 'FAIL %s\n' "$*"; }
+
+python3 "$here/../badinput/gen_bad_inputs.py" "$work/cases" "$data" || { echo "FAIL the generator"; exit 1; }
+
+sanitized=0
+case "${NINFER_TEST_CFLAGS:-}" in *-fsanitize*) sanitized=1 ;; esac
+# A sanitizer report must never look like a plain "invalid input" exit: give it its own status.
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}exitcode=86"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}halt_on_error=1:exitcode=87"
+export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}exitcode=88"
+unset NINFER_BADINPUT_UNDEFINED
+limit_kb=1000000
+
+# check NAME STATUS NEEDLES LOG GOT: the common assertions on one run
+check() {
+    local name=$1 want=$2 needles=$3 log=$4 got=$5 what=${6:-}
+    if grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:|UndefinedBehaviorSanitizer|SUMMARY: .*Sanitizer' "$log"; then
+        bad "$name$what: sanitizer report: $(grep -m3 -E 'Sanitizer|runtime error' "$log" | tr '\n' ' ')"
+        return
+    fi
+    if [ "$got" -ne "$want" ]; then
+        bad "$name$what: exit status $got, expected $want: $(head -c 400 "$log" | tr '\n' ' ')"
+        return
+    fi
+    local rest=$needles n
+    while [ -n "$rest" ]; do
+        n=${rest%% && *}
+        if [ "$n" = "$rest" ]; then rest=; else rest=${rest#* && }; fi
+        if ! grep -qF -- "$n" "$log"; then
+            bad "$name$what: output lacks '$n': $(head -c 400 "$log" | tr '\n' ' ')"
+            return
+        fi
+    done
+    ok
+}
+
+ncases=0
+while IFS=$'\t' read -r -a f; do
+    name=${f[0]} want=${f[1]} needles=${f[2]} flags=${f[3]} prog=${f[4]}
+    if [ -n "$pattern" ] && [[ $name != *$pattern* ]]; then continue; fi
+    ncases=$((ncases + 1))
+    dir=$work/cases/$name
+    args=()
+    for a in "${f[@]:5}"; do args+=("${a//\{out\}/$dir/out}"); done
+    (cd "$dir" && find . -mindepth 1 | sort) >"$work/before"
+    (cd "$dir" && timeout 60 "$bin/$prog" "${args[@]}") >"$work/log" 2>&1 </dev/null
+    got=$?
+    if [ "$got" -eq 124 ]; then bad "$name: timed out (hang)"; continue; fi
+    check "$name" "$want" "$needles" "$work/log" "$got"
+    (cd "$dir" && find . -mindepth 1 | sort) >"$work/after"
+    if ! cmp -s "$work/before" "$work/after"; then
+        bad "$name: left files behind: $(comm -13 "$work/before" "$work/after" | tr '\n' ' ')"
+    else
+        ok
+    fi
+    if [[ ,$flags, == *,mem,* ]] && [ "$sanitized" -eq 0 ]; then
+        (cd "$dir" && ulimit -v "$limit_kb" && timeout 60 "$bin/$prog" "${args[@]}") >"$work/log" 2>&1 </dev/null
+        got=$?
+        check "$name" "$want" "$needles" "$work/log" "$got" " (ulimit -v $limit_kb)"
+    fi
+    [ "${NINFER_BADINPUT_VERBOSE:-0}" = 1 ] && printf '%s: %s\n' "$name" "$(head -c 300 "$work/log" | tr '\n' ' ')"
+done <"$work/cases/cases.tsv"
+
+[ "$ncases" -ge 1 ] || bad "no case ran"
+if [ -z "$pattern" ] && [ "$ncases" -lt 60 ]; then bad "only $ncases cases (at least 60 expected)"; fi
+echo "bad inputs: $ncases cases, $pass checks passed, $fail failed"
+[ "$fail" -eq 0 ]
