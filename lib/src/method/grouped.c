@@ -10,6 +10,7 @@
 
 #include "method/method_impl.h"
 #include "method/simd/absmax_simd.h"
+#include "method/simd/search_simd.h"
 
 #define F16_INF_EXP 0x7C00u
 #define F16_MAG 0x7FFFu
@@ -321,8 +322,11 @@ static void search(search_group *sg, float amax)
     consider(sg, step_word(refit, 1));
 }
 
-nf_status nf_grouped_search_rows(const nf_format *fmt, const nf_method_params *params, const nf_src_rows *src,
-                                 nf_words *out, nf_error *err)
+/* The reference (search_simd.h): one candidate at a time through consider(), as the method is
+ * written down.  nf_grouped_search_rows below runs the same checks and the same baseline, and
+ * hands each group with amax > 0 to a fast path that must give these words bit for bit. */
+nf_status nf_grouped_search_rows_reference(const nf_format *fmt, const nf_method_params *params,
+                                           const nf_src_rows *src, nf_words *out, nf_error *err)
 {
     grouped_spec g = {0}; /* filled by grouped_setup; zeroed so -O3 sees it initialised */
     size_t k;
@@ -365,6 +369,84 @@ nf_status nf_grouped_search_rows(const nf_format *fmt, const nf_method_params *p
             }
             scales[gi] = sg.best_word;
             memcpy(codes + gi * g.group, sg.best_q, n);
+        }
+    }
+    return NF_OK;
+}
+
+/* The state of one group for nf_grouped_search_rows: its values, weights and baseline. */
+typedef struct search_slot {
+    float x[NF_METHOD_MAX_GROUP];
+    double w[NF_METHOD_MAX_GROUP];
+    int8_t canonical_q[NF_METHOD_MAX_GROUP];
+    nf_search_group sg;
+} search_slot;
+
+/* Loads group gi of row r into slot and forms its baseline: NF_OK with *searched telling whether
+ * the group needs the search (amax > 0; otherwise its words are written here), or the
+ * reference's error for the group. */
+static nf_status search_load(const nf_src_rows *src, const grouped_spec *g, size_t k, uint64_t r, size_t gi,
+                             const nf_method_params *params, search_slot *slot, int8_t *codes, uint16_t *scale,
+                             bool *searched, nf_error *err)
+{
+    float amax;
+    size_t bad;
+    size_t n = load_group(src, g, k, r, gi, slot->x, &amax, &bad);
+    if (bad < n) return nonfinite_error(err, src, r, gi * g->group + bad, slot->x[bad]);
+    uint16_t word;
+    if (!absmax_group(slot->x, n, amax, g, &word, slot->canonical_q)) return overflow_error(err, src, r, gi, n, g, amax);
+    *searched = amax > 0.0f;
+    if (!*searched) {
+        *scale = word;
+        memcpy(codes, slot->canonical_q, n);
+        return NF_OK;
+    }
+    const float *imp = params ? params->importance : NULL;
+    nf_search_group *sg = &slot->sg;
+    *sg = (nf_search_group){.x = slot->x,
+                            .n = n,
+                            .amax = amax,
+                            .qmin = g->qmin,
+                            .qmax = g->qmax,
+                            .qmin_d = g->qmin_d,
+                            .denominator_d = g->qmax_d,
+                            .negative_scales = params && params->negative_scales,
+                            .canonical = word,
+                            .canonical_q = slot->canonical_q};
+    if (imp) {
+        /* importance of the group's logical lanes; padding lanes would weigh 0 */
+        for (size_t i = 0; i < n; i++) slot->w[i] = (double)imp[gi * g->group + i];
+        sg->w = slot->w;
+        sg->wf = imp + gi * g->group;
+    }
+    return NF_OK;
+}
+
+/* The fast path (search_simd.h): the reference's checks, errors and baseline, group by group in
+ * order, and the search of each group with amax > 0 by the active kernel. */
+nf_status nf_grouped_search_rows(const nf_format *fmt, const nf_method_params *params, const nf_src_rows *src,
+                                 nf_words *out, nf_error *err)
+{
+    grouped_spec g = {0}; /* filled by grouped_setup; zeroed so -O3 sees it initialised */
+    size_t k;
+    NF_TRY(grouped_setup(NF_METHOD_GROUPED_SEARCH, fmt, src, out, &g, &k, err));
+    if (params) {
+        nf_status st = nf_method_check_params(NF_METHOD_GROUPED_SEARCH, params, src->cols, err);
+        if (st != NF_OK) {
+            if (src->name) nf_error_prefix(err, "tensor '%s'", src->name);
+            return st;
+        }
+    }
+    size_t groups = (k + g.group - 1) / g.group;
+    search_slot slot;
+    nf_search_group_fn kernel = nf_search_group_kernel();
+    for (uint64_t r = 0; r < src->rows; r++) {
+        int8_t *codes = out->codes + (size_t)r * k;
+        uint16_t *scales = out->scales + (size_t)r * groups;
+        for (size_t gi = 0; gi < groups; gi++) {
+            bool searched = false;
+            NF_TRY(search_load(src, &g, k, r, gi, params, &slot, codes + gi * g.group, &scales[gi], &searched, err));
+            if (searched) scales[gi] = kernel(&slot.sg, codes + gi * g.group);
         }
     }
     return NF_OK;

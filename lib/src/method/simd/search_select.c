@@ -1,0 +1,16 @@
+/* Kernel selection of grouped_search (search_simd.h) from the active SIMD level. */
+#include "method/simd/search_simd.h"
+
+#include "common/cpu.h"
+
+nf_search_group_fn nf_search_group_kernel(void)
+{
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+    switch (nf_simd_active()) {
+    case NF_SIMD_AVX512: return nf_search_group_avx512;
+    case NF_SIMD_AVX2: return nf_search_group_avx2;
+    default: break;
+    }
+#endif
+    return nf_search_group_portable;
+}
