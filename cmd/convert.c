@@ -8,12 +8,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <ninfer/ninfer.h>
 
 #include "cli.h"
+#include "output.h"
 
 enum {
     OPT_RECIPE = NF_OPT_PROGRAM,
@@ -28,7 +30,8 @@ enum {
     OPT_FORMAT,
     OPT_METHOD,
     OPT_RULE,
-    OPT_CHUNK_VALUES
+    OPT_CHUNK_VALUES,
+    OPT_REMOVE_STALE
 };
 
 static const nf_option options[] = {
@@ -41,6 +44,8 @@ static const nf_option options[] = {
     {"dry-run", 'n', NF_ARG_NONE, OPT_DRY_RUN, NULL, "print the resolved plan and write nothing"},
     {"force", 'f', NF_ARG_NONE, OPT_FORCE, NULL, "replace an existing output (never an input)"},
     {"no-report", 0, NF_ARG_NONE, OPT_NO_REPORT, NULL, "do not write OUT.conversion.json"},
+    {"remove-stale", 0, NF_ARG_NONE, OPT_REMOVE_STALE, NULL,
+     "remove temp files of killed runs for OUT (alone with -o: only that)"},
     {"artifact-id", 0, NF_ARG_REQUIRED, OPT_ARTIFACT_ID, "HEX",
      "the 16-byte artifact id as 32 hex digits (default: random, or derived from the inputs "
      "when SOURCE_DATE_EPOCH is set)"},
@@ -56,14 +61,17 @@ static const nf_program program = {
     "ninfer-convert",
     "ninfer-convert -r RECIPE.yaml -o OUT.ninfer [--source NAME=PATH]... [--threads N]\n"
     "                      [--max-file-bytes BYTES] [--dry-run] [--force] [--no-report]\n"
+    "                      [--remove-stale]\n"
+    "       ninfer-convert -o OUT.ninfer --remove-stale\n"
     "       ninfer-convert SOURCE -o OUT.ninfer --format FORMAT [--method METHOD]\n"
     "                      [--rule 'GLOB=FORMAT[:METHOD]']...",
     "Convert a checkpoint (safetensors file, sharded index, checkpoint directory or GGUF) into a\n"
     ".ninfer artifact following a YAML recipe.  The plan is resolved and checked before anything\n"
     "is written; the output is published atomically (nothing is left behind on failure or Ctrl-C)\n"
-    "and, unless --no-report, OUT.conversion.json gets per-object error statistics.  The second\n"
-    "form (quick mode) gives every rank-2 floating-point tensor FORMAT and keeps the others as\n"
-    "bf16, fp32 or int32.",
+    "and, unless --no-report, OUT.conversion.json gets per-object error statistics.  Temp files\n"
+    "that a killed run (SIGKILL) could not remove are reported, and removed with --remove-stale.\n"
+    "The second form (quick mode) gives every rank-2 floating-point tensor FORMAT and keeps the\n"
+    "others as bf16, fp32 or int32.",
     options,
     "  ninfer-convert -r recipes/q8.yaml -o model.ninfer --source base=./Qwen3-0.6B\n"
     "  ninfer-convert -r recipe.yaml -o model.ninfer --dry-run\n"
@@ -78,7 +86,7 @@ typedef struct convert_opts {
     const char **rules;
     size_t nrules;
     unsigned threads;
-    bool has_max_file_bytes, dry_run, force, no_report, has_id;
+    bool has_max_file_bytes, dry_run, force, no_report, has_id, remove_stale;
     uint64_t max_file_bytes, chunk_values;
     uint8_t artifact_id[16];
 } convert_opts;
@@ -124,6 +132,7 @@ static int on_option(void *ctx, nf_cli *cli, int id, const char *arg)
     case OPT_DRY_RUN: o->dry_run = true; break;
     case OPT_FORCE: o->force = true; break;
     case OPT_NO_REPORT: o->no_report = true; break;
+    case OPT_REMOVE_STALE: o->remove_stale = true; break;
     case OPT_ARTIFACT_ID:
         if (!parse_hex_id(arg, o->artifact_id)) return nf_cli_usage(cli, "--artifact-id takes 32 hex digits");
         o->has_id = true;
@@ -292,6 +301,75 @@ static void print_plan(const json_t *plan)
            json_integer_value(json_object_get(t, "bytes")));
 }
 
+/* ---------------------------------------------------------------- stale files */
+/* What a killed run left for the output (output.h, nf_stale_find): temp files whose process is
+ * gone are reported, or removed with --remove-stale (not under --dry-run).  Files that may be
+ * the only copy of data are only reported: a set-aside file of a replaced artifact (a killed
+ * --force run), and parts without their entry (a renamed entry may still use them).  Returns
+ * NF_EXIT_OK, or NF_EXIT_SYSTEM when a removal fails or, with --remove-stale, the directory
+ * cannot be listed. */
+static int handle_stale(const nf_cli *cli, const convert_opts *o)
+{
+    nf_stale *st = NULL;
+    size_t n = 0;
+    nf_error err;
+    if (nf_stale_find(o->output, &st, &n, &err) != NF_OK) {
+        if (o->remove_stale) return nf_cli_report(cli, &err);
+        nf_cli_warn(cli, "cannot look for stale temp files: %s", err.message); /* the conversion can still run */
+        return NF_EXIT_OK;
+    }
+    int rc = NF_EXIT_OK;
+    bool remove = o->remove_stale && !o->dry_run;
+    for (size_t i = 0; i < n; i++) {
+        if (st[i].kind == NF_STALE_ORPHAN_PART) {
+            nf_cli_warn(cli, "%s: a part file without its entry %s (an interrupted publication?); remove it, or "
+                        "convert with --force, unless a renamed entry still uses it", st[i].path, o->output);
+        } else if (st[i].kind == NF_STALE_BACKUP) {
+            /* ".<name>.<pid>.XXXXXX.old" was <name> */
+            char orig[4096];
+            const char *slash = strrchr(st[i].path, '/');
+            size_t dir_len = slash ? (size_t)(slash - st[i].path) + 1 : 0;
+            snprintf(orig, sizeof orig, "%.*s%s", (int)dir_len, st[i].path, st[i].path + dir_len + 1);
+            for (int dots = 0; dots < 3; dots++) {
+                char *d = strrchr(orig + dir_len, '.');
+                if (d) *d = '\0';
+            }
+            struct stat a, b;
+            if (stat(st[i].path, &a) == 0 && stat(orig, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+                /* a second link of a file still in place: no data of its own */
+                if (!remove)
+                    nf_cli_warn(cli, "%s: a second link of %s left by an interrupted --force run (process %ld is "
+                                "gone); %s", st[i].path, orig, st[i].pid,
+                                o->remove_stale ? "--remove-stale would remove it" : "--remove-stale removes it");
+                else if (unlink(st[i].path) == 0 || errno == ENOENT) {
+                    if (cli->verbosity >= 0)
+                        fprintf(stderr, "%s: removed stale link %s of %s (process %ld is gone)\n", cli->prog,
+                                st[i].path, orig, st[i].pid);
+                } else {
+                    rc = nf_cli_error(cli, NF_ERR_IO, "%s: cannot remove the stale link: %s", st[i].path,
+                                      strerror(errno));
+                }
+                continue;
+            }
+            nf_cli_warn(cli, "%s: a file of the artifact that an interrupted --force run (process %ld is gone) was "
+                        "replacing, set aside: rename it back to %s to restore that artifact, or remove it",
+                        st[i].path, st[i].pid, orig);
+        } else if (!remove) {
+            nf_cli_warn(cli, "%s: temp file of an interrupted run (process %ld is gone); %s", st[i].path, st[i].pid,
+                        o->remove_stale ? "--remove-stale would remove it" : "--remove-stale removes it");
+        } else if (unlink(st[i].path) == 0 || errno == ENOENT) {
+            if (cli->verbosity >= 0)
+                fprintf(stderr, "%s: removed stale temp file %s (process %ld is gone)\n", cli->prog, st[i].path,
+                        st[i].pid);
+        } else {
+            rc = nf_cli_error(cli, NF_ERR_IO, "%s: cannot remove the stale temp file: %s", st[i].path,
+                              strerror(errno));
+        }
+    }
+    nf_stale_free(st, n);
+    return rc;
+}
+
 /* SOURCE_DATE_EPOCH: an artifact id that depends only on the inputs, for reproducible builds. */
 static void derived_id(const nf_plan *plan, const char *epoch, uint8_t out[16])
 {
@@ -330,6 +408,14 @@ int main(int argc, char **argv)
     bool quick = cli.npositional > 0;
     if (!opts.output) {
         rc = nf_cli_usage(&cli, "-o OUT.ninfer is required");
+        goto out;
+    }
+    if (opts.remove_stale && !quick && !opts.recipe) { /* cleanup only */
+        if (opts.format || opts.method || opts.nrules || opts.nsources) {
+            rc = nf_cli_usage(&cli, "-o OUT --remove-stale alone removes stale files; give a recipe to convert");
+            goto out;
+        }
+        rc = handle_stale(&cli, &opts);
         goto out;
     }
     if (quick) {
@@ -381,6 +467,7 @@ int main(int argc, char **argv)
         goto out;
     }
     if (opts.dry_run) {
+        if ((rc = handle_stale(&cli, &opts)) != NF_EXIT_OK) goto out;
         json_t *d = nf_plan_describe(plan);
         if (cli.json)
             rc = nf_cli_print_json(&cli, d);
@@ -389,6 +476,7 @@ int main(int argc, char **argv)
         json_decref(d);
         goto out;
     }
+    if ((rc = handle_stale(&cli, &opts)) != NF_EXIT_OK) goto out;
     const char *epoch = getenv("SOURCE_DATE_EPOCH");
     if (!opts.has_id && epoch && *epoch) {
         derived_id(plan, epoch, opts.artifact_id);

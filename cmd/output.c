@@ -2,8 +2,10 @@
 #define _GNU_SOURCE /* mkostemps */
 #include "output.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,10 +109,13 @@ nf_status nf_out_open(const char *path, int zstd_level, nf_out **out, nf_error *
     o->path = strdup(path);
     const char *slash = strrchr(path, '/');
     size_t dir_len = slash ? (size_t)(slash - path) + 1 : 0;
-    size_t need = strlen(path) + sizeof "..XXXXXX.tmp";
+    /* the naming scheme of the library's temp files (common/io.c): ".<base>.<pid>.XXXXXX.tmp" */
+    char pid[24];
+    snprintf(pid, sizeof pid, "%ld", (long)getpid());
+    size_t need = strlen(path) + strlen(pid) + sizeof "...XXXXXX.tmp";
     o->tmp = malloc(need);
     if (!o->path || !o->tmp) goto nomem;
-    snprintf(o->tmp, need, "%.*s.%s.XXXXXX.tmp", (int)dir_len, path, slash ? slash + 1 : path);
+    snprintf(o->tmp, need, "%.*s.%s.%s.XXXXXX.tmp", (int)dir_len, path, slash ? slash + 1 : path, pid);
     o->fd = mkostemps(o->tmp, 4, O_CLOEXEC);
     if (o->fd < 0) {
         nf_status st = nf_error_errno(err, errno, "cannot create %s", path);
@@ -179,4 +184,147 @@ void nf_out_abort(nf_out *o)
         unlink(o->tmp);
     }
     release(o);
+}
+
+/* ---------------------------------------------------------------- stale files of killed runs */
+static bool all_digits(const char *s, size_t n)
+{
+    if (n == 0) return false;
+    for (size_t i = 0; i < n; i++)
+        if (s[i] < '0' || s[i] > '9') return false;
+    return true;
+}
+
+/* Length of a ".part-NNNN" (4 or more digits) prefix of s, or 0. */
+static size_t part_suffix(const char *s)
+{
+    if (strncmp(s, ".part-", 6) != 0) return 0;
+    size_t n = 0;
+    while (s[6 + n] >= '0' && s[6 + n] <= '9') n++;
+    return n >= 4 ? 6 + n : 0;
+}
+
+/* rest = "[.part-NNNN | .conversion.json].<pid>.XXXXXX.tmp" (or ".old" for a file set aside):
+ * the pid, or -1; *backup tells the suffix. */
+static long temp_pid(const char *rest, bool *backup)
+{
+    size_t skip = part_suffix(rest);
+    if (!skip && strncmp(rest, ".conversion.json.", 17) == 0) skip = 16;
+    rest += skip;
+    if (*rest != '.') return -1;
+    rest++;
+    const char *dot = strchr(rest, '.');
+    if (!dot || dot - rest > 10 || !all_digits(rest, (size_t)(dot - rest))) return -1;
+    const char *x = dot + 1;
+    for (int i = 0; i < 6; i++) {
+        char c = x[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))) return -1;
+    }
+    *backup = strcmp(x + 6, ".old") == 0;
+    if (strcmp(x + 6, ".tmp") != 0 && !*backup) return -1;
+    long pid = strtol(rest, NULL, 10);
+    return pid > 0 ? pid : -1;
+}
+
+/* Is process pid running on this host?  EPERM: it exists but belongs to someone else. */
+static bool process_alive(long pid)
+{
+    if (pid == (long)getpid()) return true;
+    return kill((pid_t)pid, 0) == 0 || errno == EPERM;
+}
+
+static bool push_stale(nf_stale **v, size_t *n, size_t *cap, const char *dir, const char *name, long pid,
+                       nf_stale_kind kind)
+{
+    if (*n == *cap) {
+        size_t c = *cap ? *cap * 2 : 4;
+        nf_stale *nv = realloc(*v, c * sizeof *nv);
+        if (!nv) return false;
+        *v = nv;
+        *cap = c;
+    }
+    size_t need = strlen(dir) + strlen(name) + 1;
+    char *path = malloc(need);
+    if (!path) return false;
+    snprintf(path, need, "%s%s", dir, name);
+    (*v)[*n].path = path;
+    (*v)[*n].pid = pid;
+    (*v)[*n].kind = kind;
+    (*n)++;
+    return true;
+}
+
+nf_status nf_stale_find(const char *dest, nf_stale **out, size_t *count, nf_error *err)
+{
+    *out = NULL;
+    *count = 0;
+    const char *slash = strrchr(dest, '/');
+    const char *base = slash ? slash + 1 : dest;
+    size_t blen = strlen(base);
+    char *dir = slash ? strndup(dest, (size_t)(slash - dest) + 1) : strdup("");
+    if (!dir) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    DIR *d = opendir(*dir ? dir : ".");
+    if (!d) {
+        nf_status st = errno == ENOENT ? NF_OK : nf_error_errno(err, errno, "cannot list %s", *dir ? dir : ".");
+        free(dir);
+        return st;
+    }
+    struct stat sb;
+    bool entry_exists = lstat(dest, &sb) == 0;
+    nf_stale *v = NULL, *parts = NULL;
+    size_t n = 0, cap = 0, nparts = 0, capparts = 0;
+    bool live_temp = false, ok = true;
+    struct dirent *e;
+    while (ok && (e = readdir(d)) != NULL) {
+        const char *name = e->d_name;
+        if (name[0] == '.' && strncmp(name + 1, base, blen) == 0) {
+            bool backup = false;
+            long pid = temp_pid(name + 1 + blen, &backup);
+            if (pid < 0) continue;
+            if (process_alive(pid)) {
+                live_temp = true;
+                continue;
+            }
+            char *full = NULL;
+            size_t need = strlen(dir) + strlen(name) + 1;
+            if ((full = malloc(need)) == NULL) {
+                ok = false;
+                break;
+            }
+            snprintf(full, need, "%s%s", dir, name);
+            bool regular = lstat(full, &sb) == 0 && S_ISREG(sb.st_mode);
+            free(full);
+            if (regular) ok = push_stale(&v, &n, &cap, dir, name, pid, backup ? NF_STALE_BACKUP : NF_STALE_TEMP);
+        } else if (!entry_exists && strncmp(name, base, blen) == 0) {
+            size_t k = part_suffix(name + blen);
+            if (k && name[blen + k] == '\0')
+                ok = push_stale(&parts, &nparts, &capparts, dir, name, 0, NF_STALE_ORPHAN_PART);
+        }
+    }
+    closedir(d);
+    free(dir);
+    /* Parts without their entry: an interrupted publication (parts are published first), unless
+     * a live process is publishing right now. */
+    for (size_t i = 0; ok && i < nparts; i++) {
+        if (live_temp) {
+            free(parts[i].path);
+            continue;
+        }
+        ok = push_stale(&v, &n, &cap, "", parts[i].path, 0, NF_STALE_ORPHAN_PART);
+        free(parts[i].path);
+    }
+    free(parts);
+    if (!ok) {
+        nf_stale_free(v, n);
+        return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    }
+    *out = v;
+    *count = n;
+    return NF_OK;
+}
+
+void nf_stale_free(nf_stale *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) free(s[i].path);
+    free(s);
 }

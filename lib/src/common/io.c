@@ -4,9 +4,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 static struct {
@@ -38,6 +40,7 @@ static int fault(nf_io_op op)
     uint64_t at = __atomic_load_n(&g_fault.fail_at[op], __ATOMIC_RELAXED);
     if (at != 0 && n == at) {
         int e = __atomic_load_n(&g_fault.errnum[op], __ATOMIC_RELAXED);
+        if (e == NF_IO_FAULT_KILL) raise(SIGKILL); /* a crash at exactly this point */
         return e ? e : -1;
     }
     return 0;
@@ -57,7 +60,9 @@ int nf_io_open(const char *path, int flags, mode_t mode)
     return fd;
 }
 
-int nf_io_mkstemp_beside(const char *dest, char **path_out)
+int nf_io_mkstemp_beside(const char *dest, char **path_out) { return nf_io_mkstemp_beside_as(dest, ".tmp", path_out); }
+
+int nf_io_mkstemp_beside_as(const char *dest, const char *suffix, char **path_out)
 {
     *path_out = NULL;
     int e = fault(NF_IO_OPEN);
@@ -68,14 +73,18 @@ int nf_io_mkstemp_beside(const char *dest, char **path_out)
     const char *slash = strrchr(dest, '/');
     size_t dir_len = slash ? (size_t)(slash - dest) + 1 : 0;
     const char *base = slash ? slash + 1 : dest;
-    size_t need = dir_len + 1 + strlen(base) + sizeof ".XXXXXX.tmp";
+    /* ".<base>.<pid>.XXXXXX.tmp": the pid lets a later run tell the temp files of a killed
+     * process (which cannot clean up after SIGKILL) from those of one still running. */
+    char pid[24];
+    snprintf(pid, sizeof pid, "%ld", (long)getpid());
+    size_t need = dir_len + 1 + strlen(base) + 1 + strlen(pid) + sizeof ".XXXXXX" + strlen(suffix);
     char *p = malloc(need);
     if (!p) {
         errno = ENOMEM;
         return -1;
     }
-    snprintf(p, need, "%.*s.%s.XXXXXX.tmp", (int)dir_len, dest, base);
-    int fd = mkostemps(p, 4, O_CLOEXEC);
+    snprintf(p, need, "%.*s.%s.%s.XXXXXX%s", (int)dir_len, dest, base, pid, suffix);
+    int fd = mkostemps(p, (int)strlen(suffix), O_CLOEXEC);
     if (fd < 0) {
         int saved = errno;
         free(p);
@@ -84,6 +93,46 @@ int nf_io_mkstemp_beside(const char *dest, char **path_out)
     }
     *path_out = p;
     return fd;
+}
+
+int nf_io_link_beside(const char *target, const char *suffix, char **path_out)
+{
+    *path_out = NULL;
+    int e = fault(NF_IO_LINK);
+    if (e) return e > 0 ? e : EIO;
+    const char *slash = strrchr(target, '/');
+    size_t dir_len = slash ? (size_t)(slash - target) + 1 : 0;
+    const char *base = slash ? slash + 1 : target;
+    char pid[24];
+    snprintf(pid, sizeof pid, "%ld", (long)getpid());
+    size_t need = dir_len + 1 + strlen(base) + 1 + strlen(pid) + sizeof ".XXXXXX" + strlen(suffix);
+    char *p = malloc(need);
+    if (!p) return ENOMEM;
+    static const char letters[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    for (int attempt = 0; attempt < 100; attempt++) {
+        unsigned char r[6];
+        if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) {
+            uint64_t x = (uint64_t)(uint32_t)getpid();
+            x = x * UINT64_C(0x9E3779B97F4A7C15) + (uint64_t)(uint32_t)attempt;
+            x = x * UINT64_C(0xBF58476D1CE4E5B9) + (uint64_t)(uintptr_t)p;
+            for (int i = 0; i < 6; i++) r[i] = (unsigned char)(x >> (8 * i));
+        }
+        char x[7];
+        for (int i = 0; i < 6; i++) x[i] = letters[r[i] % (sizeof letters - 1)];
+        x[6] = '\0';
+        snprintf(p, need, "%.*s.%s.%s.%s%s", (int)dir_len, target, base, pid, x, suffix);
+        if (link(target, p) == 0) {
+            *path_out = p;
+            return 0;
+        }
+        if (errno != EEXIST) {
+            int saved = errno;
+            free(p);
+            return saved;
+        }
+    }
+    free(p);
+    return EEXIST;
 }
 
 int nf_io_close(int fd) { return close(fd); }

@@ -24,9 +24,18 @@ typedef enum nf_io_op {
 
 /* Returns a file descriptor, or -1 with errno set. */
 int nf_io_open(const char *path, int flags, mode_t mode);
-/* mkstemp in the directory of `dest`, named ".<base>.XXXXXX.tmp"; path_out gets the name
- * (malloc'ed).  Returns fd or -1 with errno set. */
+/* mkstemp in the directory of `dest`, named ".<base>.<pid>.XXXXXX.tmp" (pid: the creating
+ * process, in decimal; XXXXXX: mkstemp's six letters and digits); path_out gets the name
+ * (malloc'ed).  Returns fd or -1 with errno set.  ninfer-convert finds the temp files of killed
+ * runs by this pattern (cmd/output.c, nf_stale_find): keep the two in step. */
 int nf_io_mkstemp_beside(const char *dest, char **path_out);
+/* The same with another suffix than ".tmp". */
+int nf_io_mkstemp_beside_as(const char *dest, const char *suffix, char **path_out);
+/* A second hard link of `target` beside it, named ".<base>.<pid>.XXXXXX<suffix>" (XXXXXX random,
+ * retried while the name exists); path_out gets the name (malloc'ed).  Returns 0 or an errno
+ * value.  A link fault point.  The writer sets replaced files aside this way (suffix ".old"):
+ * such a name never exists without the complete old file behind it. */
+int nf_io_link_beside(const char *target, const char *suffix, char **path_out);
 int nf_io_close(int fd);
 int nf_io_pread_full(int fd, void *buf, size_t len, uint64_t offset);
 /* One pread (EINTR retried): *got receives the byte count, 0 at end of file. */
@@ -43,9 +52,12 @@ int nf_io_unlink(const char *path);
 int nf_io_lstat(const char *path, struct stat *st);
 int nf_io_fchmod(int fd, mode_t mode);
 
-/* Fault injection (tests only): make the n-th call (1-based, counted from now) of `op` fail
+/* Fault injection (tests only; the installed programs never arm it, see
+ * tests/cli/fault_hook.c): make the n-th call (1-based, counted from now) of `op` fail
  * with errnum; n = 0 disarms.  NF_IO_WRITE with errnum 0 simulates a short write (ENOSPC on
- * the remainder). */
+ * the remainder); errnum NF_IO_FAULT_KILL makes the process kill itself with SIGKILL at that call
+ * instead (crash-point tests: what a crash at each step leaves behind). */
+#define NF_IO_FAULT_KILL (-9)
 void nf_io_fault_arm(nf_io_op op, uint64_t n, int errnum);
 void nf_io_fault_reset(void);
 uint64_t nf_io_calls(nf_io_op op);

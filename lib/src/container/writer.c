@@ -10,7 +10,18 @@
  *                  publish parts then the entry (hard links, or renames when overwriting),
  *                  temps unlinked, directory synced.
  * Any failure of begin or finish, and nf_writer_free before a successful finish, removes the
- * temp files and everything already published: nothing is left behind. */
+ * temp files and everything already published: nothing is left behind.
+ *
+ * Overwriting (opt.overwrite) keeps the files it replaces until the new set is published and
+ * the directory synced: each existing destination is first set aside as a second hard link
+ * named like the temp files with suffix ".old" (".<name>.<pid>.XXXXXX.old"), so that a failure
+ * puts the previous artifact back exactly as it was.  For a split artifact the old entry is set
+ * aside first (its name removed before any part is replaced), so that at every instant the
+ * entry path holds the complete old artifact, nothing, or the complete new one, never an entry
+ * whose parts belong to another artifact; a single-file artifact is replaced by one atomic
+ * rename.  Once the new set is published and synced the set-aside files are removed; failing to
+ * remove one is no error of the conversion (the new artifact is complete): the file stays,
+ * discoverable by its name (ninfer-convert reports it, see docs/ninfer-convert.md). */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -20,6 +31,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <ninfer/container.h>
 
@@ -50,6 +62,8 @@ typedef struct wfile {
     int fd;
     bool temp_exists;
     bool published;
+    char *backup;     /* overwrite: where the replaced destination was set aside */
+    bool backed_up;
     uint64_t payload_bytes, logical_start, size;
 } wfile;
 
@@ -114,13 +128,24 @@ static pthread_once_t g_file_mode_once = PTHREAD_ONCE_INIT;
 
 static void read_file_mode(void)
 {
-    int fd = nf_io_open("/proc/self/status", O_RDONLY, 0);
+    /* Plain open/pread, not the I/O shim: this read of process metadata falls back to 0644 on
+     * any failure, so it is no fault point of the artifact's write sequence (a fault injected
+     * here could not fail the conversion, and the first conversion of a process would count
+     * two more calls than the next). */
+    int fd;
+    do {
+        fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+    } while (fd < 0 && errno == EINTR);
     if (fd < 0) return;
     char buf[8192];
-    size_t got = 0, n = 0;
-    while (got < sizeof buf - 1 && nf_io_pread_some(fd, buf + got, sizeof buf - 1 - got, got, &n) == 0 && n > 0)
-        got += n;
-    nf_io_close(fd);
+    size_t got = 0;
+    while (got < sizeof buf - 1) {
+        ssize_t n = pread(fd, buf + got, sizeof buf - 1 - got, (off_t)got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        got += (size_t)n;
+    }
+    close(fd);
     buf[got] = '\0';
     const char *u = strstr(buf, "Umask:");
     if (u) g_file_mode = 0666 & ~((mode_t)strtoul(u + 6, NULL, 8) & 0777);
@@ -481,6 +506,15 @@ static void abort_files(nf_writer *w)
         wfile *f = &w->files[i];
         if (f->temp_exists && nf_io_unlink(f->temp) == 0) f->temp_exists = false;
     }
+    /* Put replaced files back: parts first, the entry last.  A backup that is a second link of
+     * a destination still in place is just dropped. */
+    for (size_t k = 1; k <= w->nfiles; k++) {
+        wfile *f = &w->files[k % w->nfiles];
+        if (!f->backed_up) continue;
+        struct stat sb;
+        int e = nf_io_lstat(f->dest, &sb) == 0 ? nf_io_unlink(f->backup) : nf_io_rename(f->backup, f->dest);
+        if (e == 0) f->backed_up = false;
+    }
 }
 
 static nf_status fail_and_abort(nf_writer *w, nf_status st)
@@ -806,6 +840,25 @@ static nf_status sync_directory(nf_writer *w, nf_error *err)
     return NF_OK;
 }
 
+/* Overwrite: keep an existing destination as a second hard link ".<name>.<pid>.XXXXXX.old"
+ * (such a name only ever exists with the complete old file behind it); unless keep, then remove
+ * the destination name (for the entry of a split artifact, before any part is replaced).  keep:
+ * the rename of the new file over the destination stays one atomic step. */
+static nf_status set_aside(wfile *f, bool keep, nf_error *err)
+{
+    struct stat sb;
+    int e = nf_io_lstat(f->dest, &sb);
+    /* nothing to keep (a directory: the rename of the new file fails) */
+    if (e == ENOENT || (e == 0 && S_ISDIR(sb.st_mode))) return NF_OK;
+    if (e) return nf_error_errno(err, e, "%s", f->dest);
+    e = nf_io_link_beside(f->dest, ".old", &f->backup);
+    if (e) return nf_error_errno(err, e, "%s: cannot set the old file aside", f->dest);
+    f->backed_up = true;
+    if (!keep && (e = nf_io_unlink(f->dest)) != 0)
+        return nf_error_errno(err, e, "%s: cannot set the old file aside (kept as %s)", f->dest, f->backup);
+    return NF_OK;
+}
+
 static nf_status finish_files(nf_writer *w, nf_error *err)
 {
     NF_TRY(check_coverage(w, err));
@@ -823,10 +876,14 @@ static nf_status finish_files(nf_writer *w, nf_error *err)
         f->fd = -1;
         if (e) return nf_error_errno(err, e, "%s: cannot close %s", f->dest, f->temp);
     }
+    /* Overwriting a split artifact: the old entry goes out of the way before any part is
+     * replaced (see the top of this file). */
+    if (w->opt.overwrite && w->nfiles > 1) NF_TRY(set_aside(&w->files[0], false, err));
     /* Parts first, then the entry: a reader that finds the entry finds every part. */
     for (size_t k = 1; k <= w->nfiles; k++) {
         wfile *f = &w->files[k % w->nfiles];
         if (w->opt.overwrite) {
+            if (!f->backed_up) NF_TRY(set_aside(f, w->nfiles == 1, err));
             int e = nf_io_rename(f->temp, f->dest);
             if (e) return nf_error_errno(err, e, "%s: cannot publish %s", f->dest, f->temp);
             f->temp_exists = false;
@@ -844,7 +901,13 @@ static nf_status finish_files(nf_writer *w, nf_error *err)
         if (e) return nf_error_errno(err, e, "%s: cannot remove the temp file %s", f->dest, f->temp);
         f->temp_exists = false;
     }
-    return sync_directory(w, err);
+    NF_TRY(sync_directory(w, err));
+    /* Published and synced: the replaced files can go (best effort, see the top of the file). */
+    for (size_t i = 0; i < w->nfiles; i++) {
+        wfile *f = &w->files[i];
+        if (f->backed_up && nf_io_unlink(f->backup) == 0) f->backed_up = false;
+    }
+    return NF_OK;
 }
 
 nf_status nf_writer_finish(nf_writer *w, nf_error *err)
@@ -865,6 +928,7 @@ void nf_writer_free(nf_writer *w)
     for (size_t i = 0; i < w->nfiles; i++) {
         free(w->files[i].dest);
         free(w->files[i].temp);
+        free(w->files[i].backup);
     }
     free(w->files);
     for (size_t i = 0; i < w->nobjs; i++) {
