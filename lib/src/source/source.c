@@ -214,6 +214,9 @@ static nf_status open_file(nf_source *s, const char *path, bool missing_invalid,
         if (S_ISDIR(st.st_mode)) return nf_error_errno(err, EISDIR, "%s", path);
         return nf_error_set(err, NF_ERR_INVALID, "%s: not a regular file", path);
     }
+    /* A hint only (its result is ignored): conversion reads each tensor once, front to back in
+     * chunks, so a larger kernel readahead window helps cold files on slow disks. */
+    (void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
     nf_status rc = add_file(s, path, fd, (uint64_t)st.st_size, err);
     if (rc != NF_OK) nf_io_close(fd);
     return rc;
