@@ -29,6 +29,12 @@ Test(recipe_regex, explosive_patterns_are_refused)
         "re:((((((((((((((((((((((((a)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+",
         "re:(((((((((((((x[ab]+)+)+)+)+)+)+)+)+)+)+)+)+)+",
         "re:((((((((a{1,64})+)+)+)+)+)+)+)", /* a bound, then doubled seven times */
+        /* a repeated operand that matches "": epsilon closures explode (fuzz finding R1c) */
+        "re:(((((((()+)+)+)+)+)+)#e with fast+)+)+)+)+)+)+)+)+)+)+)-+",
+        "re:(a*)+",
+        "re:(a|)*",
+        "re:x(()+)+",
+        "re:(b(a?)?)*",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         nf_error err;
@@ -53,6 +59,9 @@ Test(recipe_regex, ordinary_patterns_still_parse)
         "re:((a|b)+c)+",                /* a little nesting is fine */
         "re:(blk|layers)\\\\.([0-9]+)\\\\.(attn|ffn)_(gate|up|down)(_exps)?\\\\.weight",
         "re:[(+]+x",                    /* operators inside a bracket expression are literal */
+        "re:(a|b)*c",                   /* repeated groups that cannot match "" are fine */
+        "re:layers\\\\.([0-9]*)\\\\.weight", /* a starred operand inside an unrepeated group too */
+        "re:(.*)\\\\.(bias|weight)",
     };
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
         nf_error err;

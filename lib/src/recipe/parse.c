@@ -396,13 +396,22 @@ static nf_status parse_defaults(parser *p, const ynode *n)
  * so nesting multiplies: ((((a)+)+)+)... with 24 groups passes every count above and still takes
  * gigabytes.  Estimate the size of the compiled tree instead -- one node per atom, a group is its
  * content plus one, '+' doubles its operand, {m,n} multiplies it by max(m,n) -- and refuse a
- * pattern above RECIPE_RE_MAX_NODES.  The estimate saturates, so it cannot overflow. */
+ * pattern above RECIPE_RE_MAX_NODES.  The estimate saturates, so it cannot overflow.
+ *
+ * A repeated operand that can match the empty string -- (()+)+, (a*)+, (a|)* -- makes regcomp's
+ * epsilon-closure computation explode instead (a 60-byte pattern of nested ()+ ran for over 20 s
+ * in calc_eclosure_iter: fuzz finding R1c).  Tensor names never need one: refuse it. */
 #define RECIPE_RE_MAX_NODES 4096ul
 
 typedef struct {
     unsigned long total; /* nodes of this group level so far */
     unsigned long last;  /* nodes of the last operand (what a following operator repeats) */
+    bool alt_null;       /* some finished alternative of this group matches the empty string */
+    bool prefix_null;    /* the current alternative before its last operand matches "" */
+    bool last_null;      /* the last operand matches "" */
 } re_level;
+
+static const re_level re_level_start = {0, 0, false, true, true};
 
 static unsigned long re_sat_add(unsigned long a, unsigned long b)
 {
@@ -435,76 +444,109 @@ static const char *re_skip_bracket(const char *c)
     return *c ? c : c - 1;
 }
 
-static unsigned long regex_compiled_nodes(const char *pattern)
+/* A new operand of `nodes` nodes follows in level l. */
+static void re_operand(re_level *l, unsigned long nodes, bool nullable)
 {
+    l->prefix_null = l->prefix_null && l->last_null;
+    l->total = re_sat_add(l->total, nodes);
+    l->last = nodes;
+    l->last_null = nullable;
+}
+
+/* Why the compiled form of pattern would be too costly (see above), or NULL. */
+static const char *regex_compile_cost(const char *pattern)
+{
+    static const char *const nullable_repeat = "repeats a group that can match the empty string";
     re_level st[RECIPE_RE_MAX_BYTES + 2];
     size_t depth = 0;
-    st[0] = (re_level){0, 0};
+    st[0] = re_level_start;
+    bool have_operand = false; /* an operator here applies to a real operand */
     for (const char *c = pattern; *c; c++) {
         re_level *l = &st[depth];
-        unsigned long atom = 1;
         switch (*c) {
         case '\\':
             if (c[1]) c++;
-            break;
+            re_operand(l, 1, false);
+            have_operand = true;
+            continue;
         case '[':
             c = re_skip_bracket(c);
-            break;
+            re_operand(l, 1, false);
+            have_operand = true;
+            continue;
         case '(':
             if (depth + 1 < sizeof st / sizeof st[0]) {
-                st[++depth] = (re_level){0, 0};
+                st[++depth] = re_level_start;
+                have_operand = false;
                 continue;
             }
-            break;
+            re_operand(l, 1, false);
+            have_operand = true;
+            continue;
         case ')':
             if (depth > 0) {
-                atom = re_sat_add(st[depth].total, 1);
+                const re_level *in = &st[depth];
+                bool null = in->alt_null || (in->prefix_null && in->last_null);
+                unsigned long nodes = re_sat_add(in->total, 1);
                 depth--;
-                l = &st[depth];
+                re_operand(&st[depth], nodes, null);
+            } else {
+                re_operand(l, 1, false); /* an unmatched ')' is a literal */
             }
-            break;
+            have_operand = true;
+            continue;
         case '|':
+            l->alt_null = l->alt_null || (l->prefix_null && l->last_null);
             l->total = re_sat_add(l->total, 1);
             l->last = 0;
+            l->prefix_null = true;
+            l->last_null = true;
+            have_operand = false;
             continue;
         case '*':
         case '?':
-            l->total = re_sat_add(l->total, 1);
-            l->last = re_sat_add(l->last, 1);
-            continue;
         case '+':
-            l->total = re_sat_add(l->total, re_sat_add(l->last, 1));
-            l->last = re_sat_add(re_sat_mul(l->last, 2), 1);
-            continue;
         case '{': {
-            unsigned long k = 1;
-            const char *q = c + 1;
-            while (*q && *q != '}') {
-                if (*q >= '0' && *q <= '9') {
-                    char *end;
-                    unsigned long v = strtoul(q, &end, 10);
-                    if (v > RECIPE_RE_MAX_NODES) v = RECIPE_RE_MAX_NODES;
-                    if (v + 1 > k) k = v + 1; /* {m,} is m copies and a star */
-                    q = end;
-                } else {
-                    q++;
+            if (have_operand && l->last_null) return nullable_repeat;
+            unsigned long k = 2; /* '+': the operand twice */
+            bool zero_min = *c != '+';
+            if (*c == '{') {
+                k = 1;
+                const char *q = c + 1;
+                bool first = true;
+                while (*q && *q != '}') {
+                    if (*q >= '0' && *q <= '9') {
+                        char *end;
+                        unsigned long v = strtoul(q, &end, 10);
+                        if (v > RECIPE_RE_MAX_NODES) v = RECIPE_RE_MAX_NODES;
+                        if (first && v > 0) zero_min = false;
+                        if (v + 1 > k) k = v + 1; /* {m,} is m copies and a star */
+                        first = false;
+                        q = end;
+                    } else {
+                        q++;
+                    }
                 }
+                c = *q ? q : q - 1;
+            } else if (*c != '+') {
+                k = 1;
             }
-            c = *q ? q : q - 1;
             unsigned long grown = re_sat_mul(l->last, k);
-            l->total = re_sat_add(l->total, re_sat_add(grown, 1));
+            l->total = re_sat_add(l->total, re_sat_add(grown - (grown >= l->last ? l->last : 0), 1));
             l->last = re_sat_add(grown, 1);
+            if (zero_min) l->last_null = true;
             continue;
         }
         default:
-            break;
+            re_operand(l, 1, false);
+            have_operand = true;
+            continue;
         }
-        l->total = re_sat_add(l->total, atom);
-        l->last = atom;
     }
     unsigned long nodes = 0;
     for (size_t i = 0; i <= depth; i++) nodes = re_sat_add(nodes, st[i].total);
-    return nodes;
+    if (nodes > RECIPE_RE_MAX_NODES) return "would compile too large (nested '+' or {n,m} repetitions)";
+    return NULL;
 }
 
 static const char *regex_too_complex(const char *pattern)
@@ -540,9 +582,7 @@ static const char *regex_too_complex(const char *pattern)
         }
         after_operator = op;
     }
-    if (regex_compiled_nodes(pattern) > RECIPE_RE_MAX_NODES)
-        return "would compile too large (nested '+' or {n,m} repetitions)";
-    return NULL;
+    return regex_compile_cost(pattern);
 }
 
 /* A selector: non-empty; "re:" ones must compile as POSIX extended regular expressions. */
