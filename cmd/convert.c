@@ -320,6 +320,24 @@ static int handle_stale(const nf_cli *cli, const convert_opts *o)
     }
     int rc = NF_EXIT_OK;
     bool remove = o->remove_stale && !o->dry_run;
+    /* The processes whose set-aside entry ".<B>.<pid>.XXXXXX.old" is still there: the set-aside
+     * entry is removed first when a --force run commits (lib/src/container/writer.c), so the
+     * other ".old" files of a process without one are leftovers of a replacement that was
+     * complete (renaming them back would mix two artifacts). */
+    long *entry_pids = calloc(n ? n : 1, sizeof *entry_pids);
+    size_t nentry = 0;
+    for (size_t i = 0; entry_pids && i < n; i++) {
+        if (st[i].kind != NF_STALE_BACKUP) continue;
+        const char *slash = strrchr(st[i].path, '/');
+        const char *name = slash ? slash + 1 : st[i].path;
+        const char *obase = strrchr(o->output, '/');
+        obase = obase ? obase + 1 : o->output;
+        size_t bl = strlen(obase);
+        /* ".<B>.<pid>.XXXXXX.old": after ".<B>." come only digits up to the next dot */
+        if (name[0] == '.' && strncmp(name + 1, obase, bl) == 0 && name[1 + bl] == '.' &&
+            name[2 + bl] >= '0' && name[2 + bl] <= '9')
+            entry_pids[nentry++] = st[i].pid;
+    }
     for (size_t i = 0; i < n; i++) {
         if (st[i].kind == NF_STALE_ORPHAN_PART) {
             nf_cli_warn(cli, "%s: a part file without its entry %s (an interrupted publication?); remove it, or "
@@ -351,9 +369,16 @@ static int handle_stale(const nf_cli *cli, const convert_opts *o)
                 }
                 continue;
             }
-            nf_cli_warn(cli, "%s: a file of the artifact that an interrupted --force run (process %ld is gone) was "
-                        "replacing, set aside: rename it back to %s to restore that artifact, or remove it",
-                        st[i].path, st[i].pid, orig);
+            bool restorable = !entry_pids;
+            for (size_t k = 0; k < nentry; k++) restorable |= entry_pids[k] == st[i].pid;
+            if (restorable)
+                nf_cli_warn(cli, "%s: a file of the artifact that an interrupted --force run (process %ld is gone) "
+                            "was replacing, set aside: rename it back to %s to restore that artifact, or remove it",
+                            st[i].path, st[i].pid, orig);
+            else
+                nf_cli_warn(cli, "%s: a file set aside by an interrupted --force run (process %ld is gone) that "
+                            "belongs to no artifact to restore (that run had already completed %s and dropped the "
+                            "old entry, or there was none); remove it", st[i].path, st[i].pid, o->output);
         } else if (!remove) {
             nf_cli_warn(cli, "%s: temp file of an interrupted run (process %ld is gone); %s", st[i].path, st[i].pid,
                         o->remove_stale ? "--remove-stale would remove it" : "--remove-stale removes it");
@@ -366,6 +391,7 @@ static int handle_stale(const nf_cli *cli, const convert_opts *o)
                               strerror(errno));
         }
     }
+    free(entry_pids);
     nf_stale_free(st, n);
     return rc;
 }

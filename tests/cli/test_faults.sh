@@ -4,7 +4,8 @@
 # call failing: the N-th open, read, write, fsync, link/rename and unlink, with EIO, and the
 # writes also with ENOSPC and as a short write.  Every run must exit 3 with a message naming a
 # path, publish nothing (no entry, no part, no report) and leave no temp file.  The same with
-# --force over an empty directory (publication by rename).
+# --force over an empty directory (publication by rename), and over an existing artifact with
+# its report (the old set comes back byte for byte; see below).
 #
 # The faults are injected by build/tests/bin/ninfer-convert-faults, the test copy of
 # ninfer-convert linked with tests/cli/fault_hook.c (NINFER_IO_FAULT=OP:N:ERR); the real
@@ -100,53 +101,79 @@ sweep unlink EIO
 sweep link EIO --force
 sweep sync ENOSPC --force
 
-# --force over an existing split artifact (without the report, whose replacement belongs to the
-# converter, not the writer): a failure anywhere puts the previous artifact back byte for byte
-# and leaves no temp file and no set-aside ".old" file.  The one failure that cannot undo
-# anything is the removal of a set-aside file after the new artifact is published and synced:
-# that run succeeds with the new artifact, and the set-aside file stays (reported by the next
-# run, test_sigkill.sh).
+# --force over an existing split artifact and its report: a failure anywhere puts the previous
+# set (entry, parts and report) back byte for byte and leaves no temp file and no set-aside
+# ".old" file.  The one failure that cannot undo anything is the removal of a set-aside file
+# after the new set is published and synced (the commit): that run succeeds with the complete
+# new set, and the set-aside file stays (reported by the next run, test_sigkill.sh).
+#   report:  the same split, with the report (every open, sync, link and unlink; reads and writes
+#            as said below);
+#   fewer:   the new artifact has fewer parts (1 instead of 3): the old surplus parts are removed on
+#            success and back on failure (opens, reads, syncs, links, unlinks);
+#   noreport: --no-report over an artifact with a report: the old report goes with the old
+#            artifact on success, comes back on failure (opens, syncs, links, unlinks).
 old=$work/old
 mkdir "$old"
-"$faulty" "${args[@]}" -o "$old/m.ninfer" --no-report --artifact-id 0123456789abcdef0123456789abcdef -q ||
+"$faulty" "${args[@]}" -o "$old/m.ninfer" --artifact-id 0123456789abcdef0123456789abcdef -q ||
     bad "writing the artifact to replace failed"
-fargs=("${args[@]}" --no-report --force --artifact-id fedcba9876543210fedcba9876543210)
+[ "$(ls "$old" | wc -l)" -eq 5 ] || bad "the artifact to replace is not an entry, three parts and a report: $(ls "$old")"
 reset_out() { rm -f "$out"/* "$out"/.[!.]*; cp "$old"/* "$out"/; }
-reset_out
-NINFER_IO_COUNTS=$work/fcounts "$faulty" "${fargs[@]}" -q || bad "a clean replacement failed"
-"$bin/ninfer-verify" -q "$out/m.ninfer" && ok || bad "the replacing artifact does not verify"
-[ -z "$(ls -A "$out" | grep -v '^m\.ninfer')" ] && ok || bad "a clean replacement left: $(ls -A "$out")"
+same_as_old() { # the output directory holds exactly the old set, byte for byte
+    [ "$(ls -A "$out" | tr '\n' ' ')" = "$(ls -A "$old" | tr '\n' ' ')" ] || return 1
+    local f
+    for f in "$old"/*; do cmp -s "$f" "$out/${f##*/}" || return 1; done
+}
+new_id=fedcba9876543210fedcba9876543210
 frun=0
 kept=0
-for spec in open:EIO write:ENOSPC sync:EIO link:EIO unlink:EIO; do # reads and write kinds are swept above
-    op=${spec%%:*}
-    err=${spec#*:}
-    total=$(awk -v op="$op" '$1 == op { print $2 }' "$work/fcounts")
-    step=1
-    [ "$op" = write ] && step=$thin
-    for n in $(seq 1 "$step" "$total"); do
-        frun=$((frun + 1))
-        reset_out
-        NINFER_IO_FAULT=$op:$n:$err "$faulty" "${fargs[@]}" >/dev/null 2>"$work/err"
-        rc=$?
-        extra=$(ls -A "$out" | grep -v -e '^m\.ninfer$' -e '^m\.ninfer\.part-[0-9]*$' | tr '\n' ' ')
-        if [ "$rc" -eq 3 ]; then
-            same=yes
-            for f in "$old"/*; do cmp -s "$f" "$out/${f##*/}" || same=no; done
-            [ "$(ls "$out" | wc -l)" -eq "$(ls "$old" | wc -l)" ] || same=no
-            if [ "$same" = yes ] && [ -z "$extra" ]; then ok; else
-                bad "--force $op $n/$total ($err): the previous artifact is not back as it was ($same) or left: $extra ($(head -c 300 "$work/err"))"
+fsweep() { # fsweep NAME EXPECTED-NAMES SPECS -- ARGS...: EXPECTED-NAMES: what a success leaves
+    local name=$1 expect=$2 specs=$3
+    shift 4
+    local fargs=("${args[@]}" --force --artifact-id $new_id "$@")
+    reset_out
+    NINFER_IO_COUNTS=$work/fcounts "$faulty" "${fargs[@]}" -q || bad "$name: a clean replacement failed"
+    "$bin/ninfer-verify" -q "$out/m.ninfer" && ok || bad "$name: the replacing artifact does not verify"
+    [ "$(ls -A "$out" | tr '\n' ' ')" = "$expect" ] && ok ||
+        bad "$name: a clean replacement left '$(ls -A "$out" | tr '\n' ' ')', expected '$expect'"
+    local spec op err total step n rc extra
+    for spec in $specs; do
+        op=${spec%%:*}
+        err=${spec#*:}
+        total=$(awk -v op="$op" '$1 == op { print $2 }' "$work/fcounts")
+        # the reads and writes before publication are those of the sweeps above: every 5th
+        # here, and each of the last 8 (the report, the old entry's directory)
+        step=1
+        case $op in read | write) step=$((5 * thin)) ;; esac
+        for n in $( (seq 1 "$step" "$total"; seq $((total > 8 ? total - 7 : 1)) "$total") | sort -nu); do
+            frun=$((frun + 1))
+            reset_out
+            NINFER_IO_FAULT=$op:$n:$err "$faulty" "${fargs[@]}" >/dev/null 2>"$work/err"
+            rc=$?
+            if [ "$rc" -eq 3 ]; then
+                if same_as_old; then ok; else
+                    bad "--force $name $op $n/$total ($err): the previous set is not back as it was: $(ls -A "$out" | tr '\n' ' ') ($(head -c 300 "$work/err"))"
+                fi
+            elif [ "$rc" -eq 0 ] && [ "$op" = unlink ] && "$bin/ninfer-verify" -q "$out/m.ninfer" &&
+                [ "$(ls "$out" | tr '\n' ' ')" = "$expect" ] &&
+                [ -z "$(ls -A "$out" | grep -v -x -e 'm\.ninfer.*' -e '\.m\.ninfer.*\.old')" ]; then
+                kept=$((kept + 1))
+                ok
+            else
+                bad "--force $name $op $n/$total ($err): exit $rc: $(head -c 300 "$work/err"); left: $(ls -A "$out" | tr '\n' ' ')"
             fi
-        elif [ "$rc" -eq 0 ] && [ "$op" = unlink ] && "$bin/ninfer-verify" -q "$out/m.ninfer" &&
-            [ -z "$(ls -A "$out" | grep -v -e '^m\.ninfer' -e '^\.m\.ninfer.*\.old$')" ]; then
-            kept=$((kept + 1))
-            ok
-        else
-            bad "--force $op $n/$total ($err): exit $rc: $(head -c 300 "$work/err"); left: $extra"
-        fi
+        done
     done
-done
-echo "--force over an existing artifact: $frun faulty runs ($kept succeeded keeping a set-aside file)"
+    if grep -q "$new_id" "$out/m.ninfer.conversion.json" 2>/dev/null || [ "$name" = noreport ]; then ok; else
+        bad "$name: the report is not the new one"
+    fi
+}
+all="m.ninfer m.ninfer.conversion.json m.ninfer.part-0001 m.ninfer.part-0002 m.ninfer.part-0003 "
+fsweep report "$all" "open:EIO read:EIO write:ENOSPC write:short sync:EIO link:EIO unlink:EIO" --
+fsweep fewer "m.ninfer m.ninfer.conversion.json m.ninfer.part-0001 " "open:EIO read:EIO sync:EIO link:EIO unlink:EIO" \
+    -- --max-file-bytes 90000
+fsweep noreport "m.ninfer m.ninfer.part-0001 m.ninfer.part-0002 m.ninfer.part-0003 " \
+    "open:EIO sync:EIO link:EIO unlink:EIO" -- --no-report
+echo "--force over an existing artifact and report: $frun faulty runs ($kept succeeded keeping a set-aside file)"
 
 echo "fault points: open $(count open), read $(count read), write $(count write), sync $(count sync)," \
     "link $(count link), unlink $(count unlink); $runs faulty runs"

@@ -239,16 +239,19 @@ echo "--force kills: $fkills ($fold old, $fabsent absent and restored, $fnew new
 # Crash points: the test copy of ninfer-convert (tests/cli/fault_hook.c, NINFER_IO_FAULT=OP:N:SIGKILL)
 # kills itself at the N-th open, write (every 7th: the writes before publication all leave the
 # same state), sync, link/rename or unlink of a small split conversion, plain and --force over
-# an existing artifact: each step of the write sequence is a crash point.  Same verdicts as above; after each, --remove-stale leaves no temp file.
+# an existing artifact with its report: each step of the write sequence is a crash point.  Same
+# verdicts as above; with --force the old set comes back whole (report included) by renaming the
+# set-aside files back whenever they are reported as restorable; after each, --remove-stale
+# leaves no temp file.
 faulty=$bin/../tests/bin/ninfer-convert-faults
 small=$work/small
 "$bin/ninfer-gen-checkpoint" "$small" --hidden 64 --intermediate 128 --layers 2 --vocab 64 >/dev/null
 sargs=("$small" --format q8_g32_fp16 --max-file-bytes 24576 -j 1 -q)
 mkdir "$work/cold" "$work/cclean"
-"$faulty" "${sargs[@]}" -o "$work/cold/m.ninfer" --no-report --artifact-id $old_id || bad "small conversion failed"
+"$faulty" "${sargs[@]}" -o "$work/cold/m.ninfer" --artifact-id $old_id || bad "small conversion failed"
 NINFER_IO_COUNTS=$work/ccounts "$faulty" "${sargs[@]}" -o "$work/cclean/m.ninfer" || bad "small conversion failed"
 cp "$work/cold"/* "$work/cclean"/
-NINFER_IO_COUNTS=$work/fccounts "$faulty" "${sargs[@]}" -o "$work/cclean/m.ninfer" --force --no-report \
+NINFER_IO_COUNTS=$work/fccounts "$faulty" "${sargs[@]}" -o "$work/cclean/m.ninfer" --force \
     --artifact-id $new_id || bad "small replacement failed"
 [ "$(ls "$work/cold" | grep -c part)" -ge 2 ] && ok || bad "the small conversion is not split"
 crashes=0
@@ -268,7 +271,7 @@ for mode in plain force; do
             mkdir "$d"
             if [ $mode = force ]; then
                 cp "$work/cold"/* "$d"/
-                NINFER_IO_FAULT=$op:$n:SIGKILL "$faulty" "${sargs[@]}" -o "$d/m.ninfer" --force --no-report \
+                NINFER_IO_FAULT=$op:$n:SIGKILL "$faulty" "${sargs[@]}" -o "$d/m.ninfer" --force \
                     --artifact-id $new_id 2>/dev/null
             else
                 NINFER_IO_FAULT=$op:$n:SIGKILL "$faulty" "${sargs[@]}" -o "$d/m.ninfer" 2>/dev/null
@@ -277,19 +280,46 @@ for mode in plain force; do
             what="crash at $op $n/$total ($mode)"
             [ $rc -eq 137 ] || { bad "$what: exit $rc, not killed"; continue; }
             "$bin/ninfer-convert" -o "$d/m.ninfer" --remove-stale 2>"$work/err" || bad "$what: --remove-stale failed"
+            sed -n 's/^ninfer-convert: warning: \(.*\): a file of the artifact .* rename it back to \(.*\) to restore.*$/\1 \2/p' \
+                "$work/err" >"$work/restore"
+            if [ $mode = force ] && [ -e "$d/m.ninfer" ] && [ -s "$work/restore" ]; then
+                # killed after publishing, before committing: the new set is complete, and
+                # renaming the set-aside files back (as the warnings say) gives the old set back
+                "$bin/ninfer-verify" -q "$d/m.ninfer" >/dev/null 2>&1 && [ "$(artifact_id "$d/m.ninfer")" = $new_id ] ||
+                    bad "$what: set-aside files reported beside an artifact that is not the complete new one"
+                while read -r from to; do mv "$from" "$to"; done <"$work/restore"
+                if [ "$(ls "$d" | tr '\n' ' ')" = "$(ls "$work/cold" | tr '\n' ' ')" ] &&
+                    for f in "$work/cold"/*; do cmp -s "$f" "$d/${f##*/}" || exit 1; done; then
+                    ok
+                    state=restored-old
+                else
+                    bad "$what: renaming the set-aside files back does not give the old set back: $(ls "$d" | tr '\n' ' ')"
+                fi
+                left=$(temps "$d")
+                [ -z "$left" ] && ok || bad "$what: --remove-stale left $left"
+                case " $crash_outcomes " in *" $mode:$state "*) ;; *) crash_outcomes="$crash_outcomes $mode:$state" ;; esac
+                continue
+            fi
             if [ -e "$d/m.ninfer" ]; then
                 "$bin/ninfer-verify" -q "$d/m.ninfer" >"$work/vout" 2>&1 && ok ||
                     bad "$what: a broken artifact: $(head -c 300 "$work/vout")"
                 state=$(artifact_id "$d/m.ninfer")
                 case $state in $old_id) state=old ;; $new_id) state=new ;; *) state=complete ;; esac
                 [ $mode = plain ] && [ $state != complete ] && bad "$what: an artifact id from nowhere"
+                # --force: the old set whole (report included), or the new artifact with no report
+                # yet or the new one (a run killed after its commit point)
+                if [ $state = old ]; then
+                    cmp -s "$work/cold/m.ninfer.conversion.json" "$d/m.ninfer.conversion.json" && ok ||
+                        bad "$what: the old artifact is back without its report"
+                elif [ $state = new ] && ! grep -q "$new_id" "$d/m.ninfer.conversion.json"; then
+                    bad "$what: the new artifact beside a report that is not its own"
+                fi
             else
                 state=absent
-                sed -n 's/^ninfer-convert: warning: \(.*\): a file of the artifact .* rename it back to \(.*\) to restore.*$/\1 \2/p' \
-                    "$work/err" >"$work/restore"
                 if [ $mode = force ]; then
                     while read -r from to; do mv "$from" "$to"; done <"$work/restore"
-                    if "$bin/ninfer-verify" -q "$d/m.ninfer" >/dev/null 2>&1 && [ "$(artifact_id "$d/m.ninfer")" = $old_id ]; then
+                    if "$bin/ninfer-verify" -q "$d/m.ninfer" >/dev/null 2>&1 && [ "$(artifact_id "$d/m.ninfer")" = $old_id ] &&
+                        cmp -s "$work/cold/m.ninfer.conversion.json" "$d/m.ninfer.conversion.json"; then
                         ok
                         state=restored
                     else

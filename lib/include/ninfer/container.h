@@ -9,7 +9,8 @@
  * Writer: plan (objects in order, tensors 256-aligned), directory JSON in upstream member order,
  * compact and padded with spaces, split by max_file_bytes, temp files in the destination
  * directory, positional writes of object pieces in any order (each byte exactly once),
- * fdatasync, publish parts then the entry; nothing is left behind on failure.
+ * fdatasync, publish parts then the entry, keeping replaced files until a commit; nothing is
+ * left behind on failure, and an uncommitted replacement can be rolled back.
  */
 #ifndef NINFER_CONTAINER_H
 #define NINFER_CONTAINER_H
@@ -137,9 +138,20 @@ typedef struct nf_writer_sink {
     size_t index;
 } nf_writer_sink;
 nf_status nf_writer_sink_write(void *sink, uint64_t offset, const void *buf, size_t len, nf_error *err);
-/* Check coverage, fill checksums, fdatasync, publish parts then the entry. */
+/* Check coverage, fill checksums, fdatasync, publish parts then the entry, sync the directory.
+ * With overwrite, the files replaced (and the old artifact's parts beyond the new one's last)
+ * are kept as ".<name>.<pid>.XXXXXX.old" links until nf_writer_commit; a failure puts them back
+ * and removes everything new (the writer is then dead). */
+nf_status nf_writer_publish(nf_writer *w, nf_error *err);
+/* After a successful publish: remove the kept files (best effort: one that cannot be removed
+ * stays under its ".old" name; that is no error).  NF_ERR_USAGE in any other state. */
+nf_status nf_writer_commit(nf_writer *w, nf_error *err);
+/* publish + commit. */
 nf_status nf_writer_finish(nf_writer *w, nf_error *err);
-/* Abort (if not finished): remove temp files and anything published; then free. */
+/* Unless committed: remove temp files and everything published, and put every replaced file
+ * back (also after a successful publish).  The writer is then dead (only free remains). */
+void nf_writer_abort(nf_writer *w);
+/* nf_writer_abort (if not committed), then free. */
 void nf_writer_free(nf_writer *w);
 /* Hex artifact id of the writer (valid after create). */
 void nf_writer_id_hex(const nf_writer *w, char out[33]);

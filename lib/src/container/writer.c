@@ -6,11 +6,17 @@
  *                  exist; one temp file per destination in the destination directory, truncated
  *                  to its final size (gaps read as zero), headers and JSON written;
  * write         -> positional writes routed across files; each object byte exactly once;
- * finish        -> coverage complete, checksums patched in place, sizes checked, fdatasync,
+ * publish       -> coverage complete, checksums patched in place, sizes checked, fdatasync,
  *                  publish parts then the entry (hard links, or renames when overwriting),
- *                  temps unlinked, directory synced.
- * Any failure of begin or finish, and nf_writer_free before a successful finish, removes the
- * temp files and everything already published: nothing is left behind.
+ *                  the old artifact's surplus parts set aside, temps unlinked, directory synced;
+ *                  the replaced files are kept;
+ * commit        -> the replaced files (and surplus parts) removed: the new set is final;
+ * finish        -> publish + commit.
+ * Any failure of begin or publish, and nf_writer_abort or nf_writer_free before a commit,
+ * removes the temp files and everything published and puts every replaced file back: nothing
+ * is left behind, and the old set is back byte for byte.  The caller can thus publish files of
+ * its own beside the artifact (ninfer-convert: the conversion report) between publish and
+ * commit, and undo the whole set if that fails.
  *
  * Overwriting (opt.overwrite) keeps the files it replaces until the new set is published and
  * the directory synced: each existing destination is first set aside as a second hard link
@@ -19,9 +25,11 @@
  * aside first (its name removed before any part is replaced), so that at every instant the
  * entry path holds the complete old artifact, nothing, or the complete new one, never an entry
  * whose parts belong to another artifact; a single-file artifact is replaced by one atomic
- * rename.  Once the new set is published and synced the set-aside files are removed; failing to
- * remove one is no error of the conversion (the new artifact is complete): the file stays,
- * discoverable by its name (ninfer-convert reports it, see docs/ninfer-convert.md). */
+ * rename.  Parts of the old artifact beyond the new one's last part are set aside the same way
+ * once the new entry is in place.  The commit removes the set-aside files, the old entry's
+ * first (the commit point); failing to remove one is no error of the conversion (the new
+ * artifact is complete): the file stays, discoverable by its name (ninfer-convert reports it,
+ * see docs/ninfer-convert.md). */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -67,7 +75,18 @@ typedef struct wfile {
     uint64_t payload_bytes, logical_start, size;
 } wfile;
 
-enum { W_PLANNING, W_BEGUN, W_FINISHED, W_FAILED };
+/* Overwrite: a part of the replaced artifact beyond the new one's last part (the old artifact
+ * had more parts).  Set aside like a replaced file once the new entry is published; removed on
+ * commit, put back on rollback. */
+typedef struct wsurplus {
+    char *dest;
+    char *backup;
+    bool backed_up;
+} wsurplus;
+
+/* PUBLISHED: the new set is in place and synced, the replaced files are still kept (".old"):
+ * nf_writer_commit drops them, nf_writer_abort/nf_writer_free put them back. */
+enum { W_PLANNING, W_BEGUN, W_PUBLISHED, W_FINISHED, W_FAILED };
 
 enum { M_COMPONENTS, M_BINDINGS, M_USES, M_METADATA, M_PROVENANCE, M_COUNT };
 static const char *const MEMBER_NAMES[M_COUNT] = {"components", "bindings", "uses", "metadata", "provenance"};
@@ -88,6 +107,8 @@ struct nf_writer {
     nf_error failure; /* the first write error, returned again to every later write (under lock) */
     wfile *files;
     size_t nfiles;
+    wsurplus *surplus;
+    size_t nsurplus;
     uint64_t json_bytes;
     uint64_t entry_payload_start;
     nf_buf image; /* header + padded JSON: the entry's first 32 + json_bytes bytes */
@@ -487,8 +508,25 @@ static nf_status layout_directory(nf_writer *w, json_t *root, nf_buf *text, uint
 }
 
 /* ---------------------------------------------------------------- cleanup */
-/* Remove everything this writer created: the entry first (so that no reader finds an entry
- * whose parts are gone), then parts, then temps. */
+/* Put a set-aside file back at dest: dropped when it is a second link of the file still at dest
+ * (set aside with the destination kept, nothing replaced it), renamed over dest otherwise (one
+ * atomic step whether dest holds the new file or nothing).  Returns true when nothing of it is
+ * left to do. */
+static bool restore_backup(const char *dest, const char *backup)
+{
+    struct stat sd, sb;
+    if (nf_io_lstat(dest, &sd) == 0 && nf_io_lstat(backup, &sb) == 0 && sd.st_dev == sb.st_dev &&
+        sd.st_ino == sb.st_ino)
+        return nf_io_unlink(backup) == 0;
+    return nf_io_rename(backup, dest) == 0;
+}
+
+/* Undo everything this writer did, at any point up to a commit: the temps are removed, the new
+ * files unpublished and the replaced ones put back.  For a split artifact the new entry goes
+ * first (so that no reader finds an entry whose parts are being swapped), then every part (the
+ * old one back over the new, or the new one removed), the old surplus parts back, the temps,
+ * and the old entry last: at every instant the entry path holds the complete new artifact,
+ * nothing, or the complete old one.  A single-file artifact is put back by one rename. */
 static void abort_files(nf_writer *w)
 {
     for (size_t i = 0; i < w->nfiles; i++) {
@@ -498,22 +536,28 @@ static void abort_files(nf_writer *w)
             f->fd = -1;
         }
     }
-    for (size_t i = 0; i < w->nfiles; i++) {
-        wfile *f = &w->files[i];
-        if (f->published && nf_io_unlink(f->dest) == 0) f->published = false;
-    }
-    for (size_t i = 0; i < w->nfiles; i++) {
-        wfile *f = &w->files[i];
-        if (f->temp_exists && nf_io_unlink(f->temp) == 0) f->temp_exists = false;
-    }
-    /* Put replaced files back: parts first, the entry last.  A backup that is a second link of
-     * a destination still in place is just dropped. */
+    wfile *entry = w->nfiles ? &w->files[0] : NULL;
+    if (entry && w->nfiles > 1 && entry->published && nf_io_unlink(entry->dest) == 0) entry->published = false;
     for (size_t k = 1; k <= w->nfiles; k++) {
         wfile *f = &w->files[k % w->nfiles];
-        if (!f->backed_up) continue;
-        struct stat sb;
-        int e = nf_io_lstat(f->dest, &sb) == 0 ? nf_io_unlink(f->backup) : nf_io_rename(f->backup, f->dest);
-        if (e == 0) f->backed_up = false;
+        if (k == w->nfiles) { /* the entry, after the surplus parts and the temps */
+            for (size_t i = 0; i < w->nsurplus; i++) {
+                wsurplus *s = &w->surplus[i];
+                if (s->backed_up && restore_backup(s->dest, s->backup)) s->backed_up = false;
+            }
+            for (size_t i = 0; i < w->nfiles; i++) {
+                wfile *t = &w->files[i];
+                if (t->temp_exists && nf_io_unlink(t->temp) == 0) t->temp_exists = false;
+            }
+        }
+        if (f->backed_up) {
+            if (restore_backup(f->dest, f->backup)) {
+                f->backed_up = false;
+                f->published = false;
+            }
+        } else if (f->published && nf_io_unlink(f->dest) == 0) {
+            f->published = false;
+        }
     }
 }
 
@@ -859,7 +903,53 @@ static nf_status set_aside(wfile *f, bool keep, nf_error *err)
     return NF_OK;
 }
 
-static nf_status finish_files(nf_writer *w, nf_error *err)
+/* Overwrite: the parts of the artifact being replaced beyond the new one's last part.  Read from
+ * the old entry's file table; only names of this entry's part pattern count (a part the old
+ * entry names otherwise is not ours to remove).  No entry, or one that is no valid artifact:
+ * nothing to remove (an unreadable one is an error: its parts cannot be told). */
+static nf_status find_surplus(nf_writer *w, nf_error *err)
+{
+    struct stat sb;
+    int e = nf_io_lstat(w->path, &sb);
+    if (e == ENOENT || (e == 0 && !S_ISREG(sb.st_mode))) return NF_OK;
+    if (e) return nf_error_errno(err, e, "%s", w->path);
+    nf_artifact *a = NULL;
+    nf_error local;
+    nf_status st = nf_artifact_open(w->path, NF_READ_PREAD, &a, &local);
+    if (st == NF_ERR_IO || st == NF_ERR_NOMEM) {
+        if (err) *err = local;
+        return nf_error_prefix(err, "%s: cannot read the artifact being replaced", w->path);
+    }
+    if (st != NF_OK) return NF_OK;
+    size_t n = nf_artifact_file_count(a);
+    if (n > w->nfiles) {
+        w->surplus = calloc(n - w->nfiles, sizeof *w->surplus);
+        if (!w->surplus) st = nomem(err);
+    }
+    for (size_t i = w->nfiles; st == NF_OK && i < n; i++) {
+        const char *path = nf_artifact_file(a, i)->path;
+        char *name = nf_part_name(w->entry_name, i);
+        if (!name) {
+            st = nomem(err);
+            break;
+        }
+        bool ours = path && strcmp(path, name) == 0;
+        free(name);
+        if (!ours) continue;
+        size_t need = strlen(w->prefix) + strlen(path) + 1;
+        char *dest = malloc(need);
+        if (!dest) {
+            st = nomem(err);
+            break;
+        }
+        snprintf(dest, need, "%s%s", w->prefix, path);
+        w->surplus[w->nsurplus++].dest = dest;
+    }
+    nf_artifact_close(a);
+    return st;
+}
+
+static nf_status publish_files(nf_writer *w, nf_error *err)
 {
     NF_TRY(check_coverage(w, err));
     if (w->opt.checksums) NF_TRY(fill_checksums(w, err));
@@ -876,6 +966,7 @@ static nf_status finish_files(nf_writer *w, nf_error *err)
         f->fd = -1;
         if (e) return nf_error_errno(err, e, "%s: cannot close %s", f->dest, f->temp);
     }
+    if (w->opt.overwrite) NF_TRY(find_surplus(w, err));
     /* Overwriting a split artifact: the old entry goes out of the way before any part is
      * replaced (see the top of this file). */
     if (w->opt.overwrite && w->nfiles > 1) NF_TRY(set_aside(&w->files[0], false, err));
@@ -894,6 +985,20 @@ static nf_status finish_files(nf_writer *w, nf_error *err)
             f->published = true;
         }
     }
+    /* The old artifact's surplus parts: set aside once no entry refers to them (the new entry
+     * is in place), put back by a rollback, removed by the commit. */
+    for (size_t i = 0; i < w->nsurplus; i++) {
+        wsurplus *s = &w->surplus[i];
+        struct stat sb;
+        int e = nf_io_lstat(s->dest, &sb);
+        if (e == ENOENT || (e == 0 && !S_ISREG(sb.st_mode))) continue;
+        if (e) return nf_error_errno(err, e, "%s", s->dest);
+        if ((e = nf_io_link_beside(s->dest, ".old", &s->backup)) != 0)
+            return nf_error_errno(err, e, "%s: cannot set the old part aside", s->dest);
+        s->backed_up = true;
+        if ((e = nf_io_unlink(s->dest)) != 0)
+            return nf_error_errno(err, e, "%s: cannot remove the old part (kept as %s)", s->dest, s->backup);
+    }
     for (size_t i = 0; i < w->nfiles; i++) {
         wfile *f = &w->files[i];
         if (!f->temp_exists) continue;
@@ -901,13 +1006,47 @@ static nf_status finish_files(nf_writer *w, nf_error *err)
         if (e) return nf_error_errno(err, e, "%s: cannot remove the temp file %s", f->dest, f->temp);
         f->temp_exists = false;
     }
-    NF_TRY(sync_directory(w, err));
-    /* Published and synced: the replaced files can go (best effort, see the top of the file). */
+    return sync_directory(w, err);
+}
+
+nf_status nf_writer_publish(nf_writer *w, nf_error *err)
+{
+    if (w->state != W_BEGUN)
+        return nf_error_set(err, NF_ERR_USAGE, "%s: nf_writer_publish %s", w->path,
+                            w->state == W_PLANNING ? "before nf_writer_begin" : "after the writer published or failed");
+    nf_status st = publish_files(w, err);
+    if (st != NF_OK) return fail_and_abort(w, st);
+    w->state = W_PUBLISHED;
+    return NF_OK;
+}
+
+/* Drop what the new set replaced.  The old entry's set-aside link goes first: that removal is
+ * the commit point (before it, renaming every ".old" file of this process back restores the
+ * old set; after it, the other ".old" files of this process belong to no artifact), then the
+ * old parts, then the old surplus parts.  Failing to remove one is no error (the new artifact
+ * is complete): the file stays, discoverable by its name. */
+nf_status nf_writer_commit(nf_writer *w, nf_error *err)
+{
+    if (w->state != W_PUBLISHED)
+        return nf_error_set(err, NF_ERR_USAGE, "%s: nf_writer_commit %s", w->path,
+                            w->state == W_FINISHED ? "twice" : "before a successful nf_writer_publish");
     for (size_t i = 0; i < w->nfiles; i++) {
         wfile *f = &w->files[i];
         if (f->backed_up && nf_io_unlink(f->backup) == 0) f->backed_up = false;
     }
+    for (size_t i = 0; i < w->nsurplus; i++) {
+        wsurplus *s = &w->surplus[i];
+        if (s->backed_up && nf_io_unlink(s->backup) == 0) s->backed_up = false;
+    }
+    w->state = W_FINISHED;
     return NF_OK;
+}
+
+void nf_writer_abort(nf_writer *w)
+{
+    if (!w || w->state == W_FINISHED) return;
+    abort_files(w);
+    w->state = W_FAILED;
 }
 
 nf_status nf_writer_finish(nf_writer *w, nf_error *err)
@@ -915,10 +1054,8 @@ nf_status nf_writer_finish(nf_writer *w, nf_error *err)
     if (w->state != W_BEGUN)
         return nf_error_set(err, NF_ERR_USAGE, "%s: nf_writer_finish %s", w->path,
                             w->state == W_PLANNING ? "before nf_writer_begin" : "after the writer finished or failed");
-    nf_status st = finish_files(w, err);
-    if (st != NF_OK) return fail_and_abort(w, st);
-    w->state = W_FINISHED;
-    return NF_OK;
+    NF_TRY(nf_writer_publish(w, err));
+    return nf_writer_commit(w, err);
 }
 
 void nf_writer_free(nf_writer *w)
@@ -931,6 +1068,11 @@ void nf_writer_free(nf_writer *w)
         free(w->files[i].backup);
     }
     free(w->files);
+    for (size_t i = 0; i < w->nsurplus; i++) {
+        free(w->surplus[i].dest);
+        free(w->surplus[i].backup);
+    }
+    free(w->surplus);
     for (size_t i = 0; i < w->nobjs; i++) {
         free(w->objs[i].id);
         free(w->objs[i].cov);

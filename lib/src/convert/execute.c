@@ -532,6 +532,39 @@ static nf_status write_report(const char *path, json_t *doc, char **tmp_out, nf_
     return NF_OK;
 }
 
+/* Put back a file set aside as `backup` (a second link): dropped when dest is still that file,
+ * renamed over dest otherwise. */
+static void restore_file(const char *dest, const char *backup)
+{
+    struct stat sd, sb;
+    if (nf_io_lstat(dest, &sd) == 0 && nf_io_lstat(backup, &sb) == 0 && sd.st_dev == sb.st_dev &&
+        sd.st_ino == sb.st_ino)
+        nf_io_unlink(backup);
+    else
+        nf_io_rename(backup, dest);
+}
+
+/* The report's part of the publication, once the artifact is published (not committed): tmp
+ * (NULL under --no-report) renamed to path.  With force, an existing report is first kept as a
+ * second link ".<name>.<pid>.XXXXXX.old" (*backup), the writer's naming, so that the caller
+ * can put it back or drop it with the artifact's; under --no-report it is then removed (it
+ * describes the artifact being replaced).  On failure *backup may be set: the caller restores. */
+static nf_status publish_report(const char *path, const char *tmp, bool force, char **backup, nf_error *err)
+{
+    *backup = NULL;
+    struct stat sb;
+    int e = nf_io_lstat(path, &sb);
+    if (e && e != ENOENT) return nf_error_errno(err, e, "%s", path);
+    bool exists = e == 0 && !S_ISDIR(sb.st_mode);
+    if (!tmp && !(exists && force)) return NF_OK;
+    if (exists && force && (e = nf_io_link_beside(path, ".old", backup)) != 0)
+        return nf_error_errno(err, e, "%s: cannot set the old report aside", path);
+    if (tmp && (e = nf_io_rename(tmp, path)) != 0) return nf_error_errno(err, e, "cannot publish %s", path);
+    if (!tmp && (e = nf_io_unlink(path)) != 0)
+        return nf_error_errno(err, e, "%s: cannot remove the report of the artifact being replaced", path);
+    return NF_OK;
+}
+
 /* ---------------------------------------------------------------- execute */
 static bool same_file(const char *a, const char *b)
 {
@@ -625,6 +658,9 @@ nf_status nf_plan_execute(nf_plan *p, const nf_convert_options *opt, nf_error *e
         if (!opt->force && stat(report_path, &sb) == 0)
             return nf_error_set(err, NF_ERR_IO, "%s exists (use --force to replace it)", report_path);
     }
+    /* --force --no-report removes the report of the artifact it replaces, unless that is an input. */
+    nf_error ignore;
+    bool replace_report = opt->force && (opt->report || refuse_inputs(p, report_path, &ignore) == NF_OK);
     nf_writer_options wo = {opt->has_max_file_bytes ? opt->max_file_bytes : p->recipe->max_file_bytes,
                             opt->artifact_id, opt->force, true};
     nf_writer *w = NULL;
@@ -676,25 +712,25 @@ nf_status nf_plan_execute(nf_plan *p, const nf_convert_options *opt, nf_error *e
         st = report ? write_report(report_path, report, &report_tmp, err) : nf_error_set(err, NF_ERR_NOMEM, "out of memory");
     }
     if (st == NF_OK && opt->cancel && *opt->cancel) st = nf_error_set(err, NF_ERR_IO, "interrupted");
-    if (st == NF_OK) st = nf_writer_finish(w, err);
-    int re = 0;
-    if (st == NF_OK && report_tmp && (re = nf_io_rename(report_tmp, report_path)) != 0) {
-        st = nf_error_errno(err, re, "cannot publish %s", report_path);
-        /* The artifact is already published: take it back so that nothing half-done remains. */
-        nf_artifact *a = NULL;
-        nf_error ignore;
-        if (nf_artifact_open(opt->output, NF_READ_PREAD, &a, &ignore) == NF_OK) {
-            for (size_t i = 1; i < nf_artifact_file_count(a); i++) {
-                char part[4200];
-                const char *slash = strrchr(opt->output, '/');
-                snprintf(part, sizeof part, "%.*s%s", slash ? (int)(slash - opt->output + 1) : 0, opt->output,
-                         nf_artifact_file(a, i)->path);
-                nf_io_unlink(part);
-            }
-            nf_artifact_close(a);
+    /* Publication of the set (artifact and report) as one: the artifact is published with the
+     * files it replaces kept aside, then the report (the one it replaces kept aside too), and
+     * only then are the kept files dropped (the writer's commit first: its old entry is the
+     * commit point).  Any failure before puts the whole old set back. */
+    if (st == NF_OK) st = nf_writer_publish(w, err);
+    char *report_backup = NULL;
+    if (st == NF_OK) {
+        st = publish_report(report_path, report_tmp, replace_report, &report_backup, err);
+        if (st == NF_OK) {
+            free(report_tmp);
+            report_tmp = NULL; /* renamed into place */
+            nf_writer_commit(w, NULL);
+            if (report_backup) nf_io_unlink(report_backup); /* best effort, like the writer's */
+        } else {
+            if (report_backup) restore_file(report_path, report_backup);
+            nf_writer_abort(w);
         }
-        nf_io_unlink(opt->output);
     }
+    free(report_backup);
     if (report_tmp && st != NF_OK) nf_io_unlink(report_tmp);
     free(report_tmp);
     json_decref(report);
