@@ -8,11 +8,13 @@
 
 #include "cli.h"
 
-enum { OPT_QUICK = NF_OPT_PROGRAM, OPT_AGAINST, OPT_THREADS };
+enum { OPT_QUICK = NF_OPT_PROGRAM, OPT_AGAINST, OPT_THREADS, OPT_REQUIRE_CHECKSUMS };
 
 static const nf_option options[] = {
     {"quick", 0, NF_ARG_NONE, OPT_QUICK, NULL,
      "check structure only (framing, directory, files, object ranges, sizes, references)"},
+    {"require-checksums", 0, NF_ARG_NONE, OPT_REQUIRE_CHECKSUMS, NULL,
+     "invalid unless metadata.checksums has a digest for every object and for the directory (CI gates)"},
     {"against", 0, NF_ARG_REQUIRED, OPT_AGAINST, "SOURCE",
      "also re-derive every object from SOURCE with the recipe recorded in provenance and compare bit for bit"},
     {"threads", 'j', NF_ARG_REQUIRED, OPT_THREADS, "N",
@@ -22,15 +24,19 @@ static const nf_option options[] = {
 
 static const nf_program program = {
     "ninfer-verify",
-    "ninfer-verify FILE... [--json] [--quick] [--against SOURCE] [--threads N]",
+    "ninfer-verify FILE... [--json] [--quick | --require-checksums] [--against SOURCE] [--threads N]",
     "Check .ninfer artifacts: structure (framing, JSON directory, files, object ranges, encoded\n"
-    "sizes, references), words (every code and scale legal for its format, canonical padding and\n"
-    "zero gaps) and checksums (xxh3-128 of each object and of the directory, when recorded in\n"
-    "metadata.checksums).  Every problem found is reported, not just the first.  --against re-runs\n"
-    "the conversion recorded in provenance on SOURCE and compares every object bit for bit.",
+    "sizes, references), words (every code and scale legal for its format, canonical padding, zero\n"
+    "gaps between objects, after the JSON directory and in continuation headers) and checksums\n"
+    "(xxh3-128 of each object and of the directory, as recorded in metadata.checksums).  Every\n"
+    "problem found is reported, not just the first.  Only with a digest for every object and for\n"
+    "the directory is any change to any byte detected; an artifact that records fewer checksums\n"
+    "(or none) can still be valid, unless --require-checksums.  --against re-runs the conversion\n"
+    "recorded in provenance on SOURCE and compares every object bit for bit.",
     options,
     "  ninfer-verify model.ninfer                 # exit 0 when valid, 1 when not\n"
     "  ninfer-verify --quick model.ninfer         # structure only; reads no payload\n"
+    "  ninfer-verify --require-checksums model.ninfer   # CI gate: every byte covered\n"
     "  ninfer-verify --json model.ninfer > verdict.json\n"
     "  ninfer-verify model.ninfer --against ./MyModel   # re-derive every object\n",
 };
@@ -39,6 +45,7 @@ typedef struct verify_opts {
     nf_verify_level level;
     const char *against;
     unsigned threads; /* 0: every core */
+    bool require_checksums;
 } verify_opts;
 
 static int on_option(void *ctx, nf_cli *cli, int id, const char *arg)
@@ -46,6 +53,7 @@ static int on_option(void *ctx, nf_cli *cli, int id, const char *arg)
     verify_opts *o = ctx;
     uint64_t v;
     if (id == OPT_QUICK) o->level = NF_VERIFY_STRUCTURE;
+    if (id == OPT_REQUIRE_CHECKSUMS) o->require_checksums = true;
     if (id == OPT_AGAINST) o->against = arg;
     if (id == OPT_THREADS) {
         if (!nf_cli_parse_u64(arg, &v) || v == 0 || v > 1024)
@@ -171,10 +179,15 @@ static void print_human(const nf_cli *cli, const char *path, const nf_verify_rep
 int main(int argc, char **argv)
 {
     nf_cli cli;
-    verify_opts vo = {NF_VERIFY_CHECKSUMS, NULL, 0};
+    verify_opts vo = {NF_VERIFY_CHECKSUMS, NULL, 0, false};
     bool done = false;
     int rc = nf_cli_parse(&cli, &program, argc, argv, on_option, &vo, &done);
     if (rc != NF_EXIT_OK || done) {
+        nf_cli_free(&cli);
+        return rc;
+    }
+    if (vo.require_checksums && vo.level < NF_VERIFY_CHECKSUMS) {
+        rc = nf_cli_usage(&cli, "--require-checksums needs the checksums level: it cannot be combined with --quick");
         nf_cli_free(&cli);
         return rc;
     }
@@ -189,7 +202,7 @@ int main(int argc, char **argv)
         const char *path = cli.positional[i];
         nf_verify_report report;
         nf_error err;
-        nf_verify_options vopt = {vo.level, vo.threads};
+        nf_verify_options vopt = {vo.level, vo.threads, vo.require_checksums};
         nf_status st = nf_verify_artifact_with(path, &vopt, &report, &err);
         if (st == NF_OK && vo.against && report.valid) {
             st = verify_against(path, vo.against, vo.threads, &report, &err);

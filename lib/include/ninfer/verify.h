@@ -1,7 +1,8 @@
 /* ninfer/verify.h - artifact verification at three levels (design.md section 2):
  * structure (framing, directory, files, object ranges, encoded sizes, references), words (every
- * code and scale legal, canonical padding and zero gaps), checksums (metadata.checksums,
- * xxh3-128).  Every problem found is reported, not just the first. */
+ * code and scale legal, canonical padding, zero gaps between objects, after the JSON directory
+ * and in the continuation headers), checksums (metadata.checksums, xxh3-128, a closed schema).
+ * Every problem found is reported, not just the first. */
 #ifndef NINFER_VERIFY_H
 #define NINFER_VERIFY_H
 
@@ -39,7 +40,7 @@ typedef struct nf_verify_report {
 /* Verify the artifact at path.  Returns NF_OK when verification ran to a verdict (valid or
  * not, see report->valid); NF_ERR_IO / NF_ERR_NOMEM when the entry file itself cannot be read
  * (then err says why and the report is empty).  A missing or foreign part is a problem of the
- * artifact, not a system error. */
+ * artifact, not a system error.  NF_ERR_USAGE: require_checksums below the checksums level. */
 nf_status nf_verify_artifact(const char *path, nf_verify_level level, nf_verify_report *report,
                              nf_error *err);
 
@@ -50,10 +51,16 @@ typedef struct nf_verify_options {
      * per online CPU.  The report (problems, their order, counters, verdict) is the same for
      * every thread count. */
     unsigned threads;
+    /* Require the integrity record (for CI gates): metadata.checksums present with a digest for
+     * every object and for the directory; each one missing is a problem of check "checksums".
+     * Without it an artifact that records no (or fewer) checksums can still be valid: metadata is
+     * an open object, so renaming the member "checksums" is not an error by itself.  Needs
+     * level NF_VERIFY_CHECKSUMS (NF_ERR_USAGE otherwise).  Added last, after threads. */
+    bool require_checksums;
 } nf_verify_options;
 
 /* nf_verify_artifact with options; opt NULL means the defaults.  nf_verify_artifact is this
- * with {level, threads = 1}. */
+ * with {level, threads = 1, require_checksums = false}. */
 nf_status nf_verify_artifact_with(const char *path, const nf_verify_options *opt, nf_verify_report *report,
                                   nf_error *err);
 void nf_verify_report_free(nf_verify_report *report);

@@ -102,6 +102,13 @@ nf_status nf_dir_parse(const uint8_t *json, size_t len, const char *entry_name, 
                        nf_dir *dir, nf_error *err);
 void nf_dir_free(nf_dir *dir);
 
+/* ---------------------------------------------------------------- raw file bytes (verify) */
+/* Bytes [offset, offset + len) of file `index` of the artifact (0: the entry file; a part is
+ * opened and checked first), as stored, not through the logical payload.  NF_ERR_INVALID for a
+ * missing/foreign part or a range beyond the file. */
+nf_status nf_artifact_read_file(nf_artifact *a, size_t index, uint64_t offset, void *buf, size_t len,
+                                nf_error *err);
+
 /* ---------------------------------------------------------------- streaming XXH3-128 */
 typedef struct nf_xxh3_stream nf_xxh3_stream;
 nf_xxh3_stream *nf_xxh3_stream_new(void); /* NULL on ENOMEM */

@@ -363,6 +363,29 @@ nf_status nf_artifact_read(nf_artifact *a, uint64_t offset, void *buf, size_t le
     return NF_OK;
 }
 
+/* Raw bytes [offset, offset + len) of file `index` itself (0: the entry), not of the logical
+ * payload: what verify needs for the bytes that belong to no payload (the zero gap after the
+ * entry's JSON, the zero tail [32, 4096) of a continuation header).  Opens a part first. */
+nf_status nf_artifact_read_file(nf_artifact *a, size_t index, uint64_t offset, void *buf, size_t len, nf_error *err)
+{
+    NF_TRY(nf_artifact_open_part(a, index, err));
+    part_state *p = &a->parts[index];
+    const char *name = index == 0 ? a->path : a->dir.files[index].path;
+    uint64_t end;
+    if (!nf_add_u64(offset, (uint64_t)len, &end) || end > p->size)
+        return nf_error_set(err, NF_ERR_INVALID, "%s: range [%llu, %llu) outside %s (%llu bytes)", a->path,
+                            (unsigned long long)offset, (unsigned long long)(offset + (uint64_t)len), name,
+                            (unsigned long long)p->size);
+    if (p->map) {
+        memcpy(buf, p->map + offset, len);
+        return NF_OK;
+    }
+    int e = nf_io_pread_full(p->fd, buf, len, offset);
+    if (e) return nf_error_errno(err, e, "%s: cannot read %zu bytes at offset %llu of %s", a->path, len,
+                                 (unsigned long long)offset, name);
+    return NF_OK;
+}
+
 /* ---------------------------------------------------------------- objects (2.8 step 6) */
 nf_status nf_artifact_check_object(const nf_artifact *a, const nf_object *o, nf_geometry *g, nf_error *err)
 {

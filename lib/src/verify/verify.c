@@ -15,6 +15,7 @@
 #include <ninfer/ninfer.h>
 
 #include "common/checked.h"
+#include "container/container_internal.h"
 
 #define WORD_REPORTS_PER_OBJECT 20u
 #define HASH_CHUNK ((size_t)1 << 20)
@@ -45,10 +46,18 @@ static nf_status add_problem(nf_verify_report *r, const char *object, const char
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    /* The object is a field of its own: a library message that starts with "object '<id>': "
+     * (nf_artifact_check_object's do) would otherwise name it twice in ninfer-verify's output. */
+    const char *text = msg;
+    if (object) {
+        size_t n = strlen(object);
+        if (strncmp(text, "object '", 8) == 0 && strncmp(text + 8, object, n) == 0 && strncmp(text + 8 + n, "': ", 3) == 0)
+            text += 11 + n;
+    }
     nf_problem *p = &r->problems[r->count];
     p->object = dup_or_null(object);
     p->check = dup_or_null(check);
-    p->message = dup_or_null(msg);
+    p->message = dup_or_null(text);
     if ((object && !p->object) || !p->check || !p->message) {
         free(p->object);
         free(p->check);
@@ -203,6 +212,48 @@ static nf_status check_gap(nf_artifact *a, uint64_t from, uint64_t to, nf_verify
     return NF_OK;
 }
 
+/* The bytes of the file set outside the header, the JSON text and the payload: the gap from
+ * the end of the JSON to the entry's payload start (container.md 2.3) and bytes [32, 4096) of
+ * every continuation header (2.4).  The spec has the writer leave them zero and readers ignore
+ * them (2.8 item 7), so, like the gaps between objects, they are checked at the words level:
+ * this is what lets checksums over the objects and the directory cover every byte. */
+static nf_status check_zero_bytes(nf_artifact *a, size_t file, uint64_t from, uint64_t to, nf_verify_report *r,
+                                  nf_error *err)
+{
+    uint8_t buf[4096];
+    while (from < to) {
+        size_t n = (to - from) < sizeof buf ? (size_t)(to - from) : sizeof buf;
+        nf_error local;
+        nf_status st = nf_artifact_read_file(a, file, from, buf, n, &local);
+        if (st == NF_ERR_INVALID) return add_problem(r, NULL, "structure", "%s", local.message);
+        if (st != NF_OK) {
+            if (err) *err = local;
+            return st;
+        }
+        for (size_t i = 0; i < n; i++) {
+            if (buf[i] == 0) continue;
+            if (file == 0)
+                return add_problem(r, NULL, "words",
+                                   "entry file %s: byte %llu (between the JSON directory and the payload) is 0x%02x, "
+                                   "expected 0x00", nf_artifact_path(a), (unsigned long long)(from + i), buf[i]);
+            return add_problem(r, NULL, "words",
+                               "part file %s: byte %llu (continuation header bytes [32, 4096)) is 0x%02x, expected "
+                               "0x00", nf_artifact_file(a, file)->path, (unsigned long long)(from + i), buf[i]);
+        }
+        from += n;
+    }
+    return NF_OK;
+}
+
+static nf_status check_file_padding(nf_artifact *a, nf_verify_report *r, nf_error *err)
+{
+    NF_TRY(check_zero_bytes(a, 0, NF_HEADER_BYTES + nf_artifact_json_bytes(a), nf_artifact_entry_payload_start(a), r,
+                            err));
+    for (size_t i = 1; i < nf_artifact_file_count(a); i++)
+        NF_TRY(check_zero_bytes(a, i, NF_HEADER_BYTES, NF_PAGE_BYTES, r, err));
+    return NF_OK;
+}
+
 /* ---------------------------------------------------------------- checksums level */
 static nf_status hash_object(nf_artifact *a, const nf_object *o, char out[33], nf_error *err)
 {
@@ -236,8 +287,6 @@ static nf_status check_directory_checksum(nf_artifact *a, const char *want, nf_v
 {
     size_t json_len = (size_t)nf_artifact_json_bytes(a);
     const uint8_t *json = nf_artifact_json_text(a);
-    if (strlen(want) != 32)
-        return add_problem(r, NULL, "checksums", "metadata.checksums.directory is not 32 hex digits");
     char needle[35];
     snprintf(needle, sizeof needle, "\"%s\"", want);
     size_t hits = 0, at = 0;
@@ -269,7 +318,7 @@ typedef struct sum_entry {
     const char *id;
     json_t *value;
     const nf_object *o;
-    bool hash; /* the object exists and the value is 32 characters: hashed by a task */
+    bool hash; /* the object exists and the value is a canonical digest: hashed by a task */
 } sum_entry;
 
 typedef struct sums_ctx {
@@ -285,21 +334,95 @@ static void sum_task(void *ctx, size_t i)
     if (c->entries[i].hash) u->status = hash_object(c->a, c->entries[i].o, u->digest, &u->err);
 }
 
-static nf_status check_checksums(nf_artifact *a, unsigned threads, nf_verify_report *r, nf_error *err)
+static const char *json_type_name(const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: return "an object";
+    case JSON_ARRAY: return "an array";
+    case JSON_STRING: return "a string";
+    case JSON_INTEGER: return "an integer";
+    case JSON_REAL: return "a number";
+    case JSON_TRUE:
+    case JSON_FALSE: return "a boolean";
+    default: return "null";
+    }
+}
+
+/* design.md decision 17: the canonical form is 32 lowercase hex digits. */
+static bool is_digest(const json_t *v)
+{
+    if (!json_is_string(v) || json_string_length(v) != 32) return false;
+    const char *s = json_string_value(v);
+    for (size_t i = 0; i < 32; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) return false;
+    return true;
+}
+
+/* A digest as it may be quoted in a message: at most 40 printable ASCII characters. */
+static void quote_digest(const json_t *v, char out[48])
+{
+    const char *s = json_string_value(v);
+    size_t n = json_string_length(v), k = 0;
+    for (size_t i = 0; i < n && k < 40; i++) out[k++] = (s[i] >= 0x20 && s[i] < 0x7f) ? s[i] : '?';
+    if (n > 40) out[k++] = '.', out[k++] = '.', out[k++] = '.';
+    out[k] = '\0';
+}
+
+/* metadata.checksums is our own record (design.md 4), so its schema is closed even though
+ * metadata itself is open: {"algorithm": "xxh3-128", "objects": {ID: DIGEST}, "directory":
+ * DIGEST}, DIGEST = 32 lowercase hex digits; objects and directory each optional unless
+ * `require` (--require-checksums), which also wants a digest for every object.  A one-byte change
+ * to a member name thus turns into an unknown member, not into a silently skipped checksum. */
+static nf_status check_checksums(nf_artifact *a, unsigned threads, bool require, nf_verify_report *r, nf_error *err)
 {
     const json_t *root = nf_artifact_directory(a);
     json_t *meta = json_object_get(root, "metadata");
     json_t *sums = meta ? json_object_get(meta, "checksums") : NULL;
-    if (!sums) return NF_OK;
+    if (!sums) {
+        if (!require) return NF_OK;
+        return add_problem(r, NULL, "checksums",
+                           "metadata.checksums is absent: the artifact records no checksums (required by "
+                           "--require-checksums)");
+    }
+    if (!json_is_object(sums))
+        return add_problem(r, NULL, "checksums",
+                           "metadata.checksums is %s, expected an object {\"algorithm\": \"xxh3-128\", "
+                           "\"objects\": {...}, \"directory\": \"...\"}", json_type_name(sums));
+    const char *key;
+    json_t *v;
+    json_object_foreach(sums, key, v) {
+        if (strcmp(key, "algorithm") != 0 && strcmp(key, "objects") != 0 && strcmp(key, "directory") != 0)
+            NF_TRY(add_problem(r, NULL, "checksums",
+                               "metadata.checksums has an unknown member '%s' (its members are algorithm, objects "
+                               "and directory)", key));
+    }
     json_t *alg = json_object_get(sums, "algorithm");
     json_t *objs = json_object_get(sums, "objects");
-    if (!json_is_object(sums) || !json_is_string(alg) || strcmp(json_string_value(alg), "xxh3-128") != 0 ||
-        !json_is_object(objs))
-        return add_problem(r, NULL, "checksums",
-                           "metadata.checksums must be {\"algorithm\": \"xxh3-128\", \"objects\": {...}}");
+    json_t *dir = json_object_get(sums, "directory");
+    bool alg_ok = false;
+    if (!alg)
+        NF_TRY(add_problem(r, NULL, "checksums", "metadata.checksums.algorithm is missing (expected \"xxh3-128\")"));
+    else if (!json_is_string(alg))
+        NF_TRY(add_problem(r, NULL, "checksums", "metadata.checksums.algorithm is %s, expected the string \"xxh3-128\"",
+                           json_type_name(alg)));
+    else if (strcmp(json_string_value(alg), "xxh3-128") != 0)
+        NF_TRY(add_problem(r, NULL, "checksums", "metadata.checksums.algorithm '%s' is not supported (only xxh3-128)",
+                           json_string_value(alg)));
+    else
+        alg_ok = true;
+    if (objs && !json_is_object(objs)) {
+        NF_TRY(add_problem(r, NULL, "checksums", "metadata.checksums.objects is %s, expected an object {ID: digest}",
+                           json_type_name(objs)));
+        objs = NULL;
+    } else if (!objs && require) {
+        NF_TRY(add_problem(r, NULL, "checksums",
+                           "metadata.checksums.objects is absent: no object's bytes are covered (required by "
+                           "--require-checksums)"));
+    }
+
     /* The objects are hashed as parallel tasks; the verdicts are then taken in the JSON's
      * order, as one thread would. */
-    size_t count = json_object_size(objs), k = 0;
+    size_t count = objs ? json_object_size(objs) : 0, k = 0;
     sum_entry *entries = calloc(count ? count : 1, sizeof *entries);
     unit *units = calloc(count ? count : 1, sizeof *units);
     if (!entries || !units) {
@@ -308,26 +431,37 @@ static nf_status check_checksums(nf_artifact *a, unsigned threads, nf_verify_rep
         return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
     }
     const char *id;
-    json_t *v;
-    json_object_foreach(objs, id, v) {
-        if (k == count) break;
-        const nf_object *o = nf_artifact_find(a, id);
-        entries[k] = (sum_entry){id, v, o, o && json_is_string(v) && strlen(json_string_value(v)) == 32};
-        k++;
+    if (objs) {
+        json_object_foreach(objs, id, v) {
+            if (k == count) break;
+            const nf_object *o = nf_artifact_find(a, id);
+            entries[k] = (sum_entry){id, v, o, alg_ok && o && is_digest(v)};
+            k++;
+        }
     }
     sums_ctx sc = {a, entries, units};
     run_tasks(threads, k, sum_task, &sc);
     nf_status st = NF_OK;
     for (size_t i = 0; st == NF_OK && i < k; i++) {
         const sum_entry *e = &entries[i];
+        char q[48];
         if (!e->o) {
-            st = add_problem(r, e->id, "checksums", "metadata.checksums names an object that does not exist");
+            st = add_problem(r, NULL, "checksums",
+                             "metadata.checksums.objects names '%s', which is not an object of the artifact", e->id);
             continue;
         }
-        if (!e->hash) {
-            st = add_problem(r, e->id, "checksums", "checksum is not a string of 32 hex digits");
+        if (!json_is_string(e->value)) {
+            st = add_problem(r, e->id, "checksums", "its digest in metadata.checksums.objects is %s, expected a string "
+                             "of 32 lowercase hex digits", json_type_name(e->value));
             continue;
         }
+        if (!is_digest(e->value)) {
+            quote_digest(e->value, q);
+            st = add_problem(r, e->id, "checksums",
+                             "its digest '%s' in metadata.checksums.objects is not 32 lowercase hex digits", q);
+            continue;
+        }
+        if (!e->hash) continue; /* the algorithm is unknown: already reported */
         if (units[i].status == NF_ERR_INVALID) {
             st = add_problem(r, e->id, "structure", "%s", units[i].err.message);
             continue;
@@ -338,20 +472,36 @@ static nf_status check_checksums(nf_artifact *a, unsigned threads, nf_verify_rep
             break;
         }
         r->checksums_checked++;
-        if (strcasecmp(units[i].digest, json_string_value(e->value)) != 0)
+        if (strcmp(units[i].digest, json_string_value(e->value)) != 0)
             st = add_problem(r, e->id, "checksums", "xxh3-128 of the object is %s, metadata records %s",
                              units[i].digest, json_string_value(e->value));
     }
     free(entries);
     free(units);
     if (st != NF_OK) return st;
-    json_t *dir = json_object_get(sums, "directory");
-    if (dir) {
-        if (!json_is_string(dir))
-            return add_problem(r, NULL, "checksums", "metadata.checksums.directory is not a string");
-        return check_directory_checksum(a, json_string_value(dir), r);
+    if (objs && require)
+        for (size_t i = 0; i < nf_artifact_object_count(a); i++) {
+            const nf_object *o = nf_artifact_object(a, i);
+            if (!json_object_get(objs, o->id))
+                NF_TRY(add_problem(r, o->id, "checksums",
+                                   "no digest in metadata.checksums.objects: the object's bytes are not covered "
+                                   "(required by --require-checksums)"));
+        }
+    if (!dir) {
+        if (!require) return NF_OK;
+        return add_problem(r, NULL, "checksums",
+                           "metadata.checksums.directory is absent: the header and JSON directory are not covered "
+                           "(required by --require-checksums)");
     }
-    return NF_OK;
+    if (!json_is_string(dir))
+        return add_problem(r, NULL, "checksums", "metadata.checksums.directory is %s, expected a string of 32 "
+                           "lowercase hex digits", json_type_name(dir));
+    if (!is_digest(dir)) {
+        char q[48];
+        quote_digest(dir, q);
+        return add_problem(r, NULL, "checksums", "metadata.checksums.directory '%s' is not 32 lowercase hex digits", q);
+    }
+    return alg_ok ? check_directory_checksum(a, json_string_value(dir), r) : NF_OK;
 }
 
 /* ---------------------------------------------------------------- parallel units */
@@ -372,9 +522,16 @@ static void words_task(void *ctx, size_t i)
 }
 
 /* ---------------------------------------------------------------- driver */
-static nf_status verify_open(nf_artifact *a, nf_verify_level level, unsigned threads, nf_verify_report *r,
-                             nf_error *err)
+typedef struct run_opts {
+    nf_verify_level level;
+    unsigned threads;
+    bool require_checksums;
+} run_opts;
+
+static nf_status verify_open(nf_artifact *a, const run_opts *ro, nf_verify_report *r, nf_error *err)
 {
+    nf_verify_level level = ro->level;
+    unsigned threads = ro->threads;
     unit *units = NULL;
     /* Structure: every part, then every object. */
     bool parts_ok = true;
@@ -411,6 +568,7 @@ static nf_status verify_open(nf_artifact *a, nf_verify_level level, unsigned thr
 
     /* The word checks of the tensors run as parallel tasks, each into its own report; the
      * gaps are checked here, and everything is merged in object order, as one thread would. */
+    if ((st = check_file_padding(a, r, err)) != NF_OK) goto done;
     units = calloc(n ? n : 1, sizeof *units);
     if (!units) {
         st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
@@ -430,7 +588,7 @@ static nf_status verify_open(nf_artifact *a, nf_verify_level level, unsigned thr
         }
     }
     if ((st = check_gap(a, prev_end, nf_artifact_payload_bytes(a), r, err)) != NF_OK) goto done;
-    if (level >= NF_VERIFY_CHECKSUMS) st = check_checksums(a, threads, r, err);
+    if (level >= NF_VERIFY_CHECKSUMS) st = check_checksums(a, threads, ro->require_checksums, r, err);
 done:
     if (st == NF_ERR_NOMEM && err && err->status != NF_ERR_NOMEM) nf_error_set(err, NF_ERR_NOMEM, "out of memory");
     for (size_t i = 0; units && i < n; i++) nf_verify_report_free(&units[i].report);
@@ -440,11 +598,12 @@ done:
     return st;
 }
 
-static nf_status verify_path(const char *path, nf_verify_level level, unsigned threads, nf_verify_report *report,
-                             nf_error *err)
+static nf_status verify_path(const char *path, const run_opts *ro, nf_verify_report *report, nf_error *err)
 {
     memset(report, 0, sizeof *report);
     report->valid = true;
+    if (ro->require_checksums && ro->level < NF_VERIFY_CHECKSUMS)
+        return nf_error_set(err, NF_ERR_USAGE, "require_checksums needs the checksums level (not --quick)");
     nf_artifact *a = NULL;
     nf_error local;
     nf_status st = nf_artifact_open(path, NF_READ_PREAD, &a, &local);
@@ -456,7 +615,7 @@ static nf_status verify_path(const char *path, nf_verify_level level, unsigned t
         if (err) *err = local;
         return st;
     }
-    st = verify_open(a, level, threads, report, err);
+    st = verify_open(a, ro, report, err);
     nf_artifact_close(a);
     if (st != NF_OK) {
         nf_verify_report_free(report);
@@ -467,12 +626,14 @@ static nf_status verify_path(const char *path, nf_verify_level level, unsigned t
 
 nf_status nf_verify_artifact(const char *path, nf_verify_level level, nf_verify_report *report, nf_error *err)
 {
-    return verify_path(path, level, 1, report, err);
+    run_opts ro = {level, 1, false};
+    return verify_path(path, &ro, report, err);
 }
 
 nf_status nf_verify_artifact_with(const char *path, const nf_verify_options *opt, nf_verify_report *report,
                                   nf_error *err)
 {
-    nf_verify_level level = opt && opt->level ? opt->level : NF_VERIFY_CHECKSUMS;
-    return verify_path(path, level, resolve_threads(opt ? opt->threads : 0), report, err);
+    run_opts ro = {opt && opt->level ? opt->level : NF_VERIFY_CHECKSUMS, resolve_threads(opt ? opt->threads : 0),
+                   opt ? opt->require_checksums : false};
+    return verify_path(path, &ro, report, err);
 }

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# ninfer-verify's integrity checks end to end: --require-checksums (the CI gate: exit 1 unless
+# metadata.checksums has a digest for every object and for the directory; a usage error with
+# --quick), the closed schema of metadata.checksums (a renamed member is a problem, a renamed
+# "checksums" is not, unless --require-checksums), nonzero bytes in a continuation header's
+# tail [32, 4096), and that no problem line names its object twice ("object 'x': structure:
+# object 'x': ...") over every ninfer-verify case of the bad-input corpus.
+# usage: test_verify_integrity.sh BIN_DIR DATA_DIR
+set -u
+bin=$(cd "$1" && pwd)
+data=$(cd "$2" && pwd)
+here=$(cd "$(dirname "$0")" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); printf 'FAIL %s\n' "$*"; }
+
+# run STATUS ARGS...: run ninfer-verify, compare the exit status; output in $work/log
+run() {
+    local want=$1; shift
+    "$bin/ninfer-verify" "$@" >"$work/log" 2>&1
+    local got=$?
+    if [ "$got" -eq "$want" ]; then ok; else bad "ninfer-verify $* exited $got, expected $want: $(head -c 400 "$work/log")"; fi
+}
+# has TEXT: the last run's output contains TEXT
+has() { if grep -qF -- "$1" "$work/log"; then ok; else bad "output lacks '$1': $(head -c 400 "$work/log")"; fi; }
+
+conv=$here/../fuzz/corpus/container_artifact/converted_checksums.ninfer
+
+# --help documents the flag
+run 0 --help
+has "--require-checksums"
+
+# an upstream artifact records no checksums: valid, but not under --require-checksums
+run 0 "$data/upstream/direct.ninfer"
+has "no checksums recorded"
+run 1 --require-checksums "$data/upstream/direct.ninfer"
+has "checksums: metadata.checksums is absent"
+run 1 --require-checksums --json "$data/upstream/direct.ninfer"
+python3 - "$work/log" <<'EOF' && ok || bad "--json --require-checksums: unexpected report: $(head -c 400 "$work/log")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["valid"] is False and r["checksums_checked"] == 0, r
+assert [(p["object"], p["check"]) for p in r["problems"]] == [(None, "checksums")], r
+EOF
+run 2 --quick --require-checksums "$data/upstream/direct.ninfer"
+has "cannot be combined with --quick"
+
+# our converter's artifact records them all
+run 0 --require-checksums "$conv"
+has "11 checksums"
+
+# one byte of a member name inside metadata.checksums, and of "checksums" itself
+python3 - "$conv" "$work" <<'EOF'
+import sys
+raw = open(sys.argv[1], "rb").read()
+at = raw.index(b'"checksums":{')
+def edit(name, old, new):
+    k = raw.index(old, at if old != b'"checksums":' else 0)  # the member inside metadata.checksums
+    assert raw.count(b'"checksums":') == 1 and len(old) == len(new)
+    open(sys.argv[2] + "/" + name, "wb").write(raw[:k] + new + raw[k + len(old):])
+edit("dirname.ninfer", b'"directory":', b'"directorz":')
+edit("objname.ninfer", b'"objects":{', b'"objectz":{')
+edit("sumsname.ninfer", b'"checksums":', b'"chedksums":')
+EOF
+run 1 "$work/dirname.ninfer"
+has "metadata.checksums has an unknown member 'directorz'"
+run 1 "$work/objname.ninfer"
+has "metadata.checksums has an unknown member 'objectz'"
+run 0 "$work/sumsname.ninfer"
+has "no checksums recorded"
+run 1 --require-checksums "$work/sumsname.ninfer"
+has "metadata.checksums is absent"
+
+# a nonzero byte in the zero tail of a continuation header
+mkdir "$work/split"
+cp "$data/upstream/split.ninfer" "$data"/upstream/split.ninfer.part-* "$work/split/"
+printf '\x5a' | dd of="$work/split/split.ninfer.part-0002" bs=1 seek=300 conv=notrunc status=none
+run 0 --quick "$work/split/split.ninfer"
+run 1 "$work/split/split.ninfer"
+has "words: part file split.ninfer.part-0002: byte 300 (continuation header bytes [32, 4096)) is 0x5a, expected 0x00"
+
+# no problem names its object twice, over every ninfer-verify case of the bad-input corpus
+python3 "$here/../badinput/gen_bad_inputs.py" "$work/cases" "$data" >/dev/null || bad "the bad-input generator failed"
+n=0
+while IFS=$'\t' read -r -a f; do
+    [ "${f[4]}" = ninfer-verify ] || continue
+    n=$((n + 1))
+    (cd "$work/cases/${f[0]}" && timeout 60 "$bin/ninfer-verify" "${f[@]:5}") >"$work/log" 2>&1 </dev/null
+    if grep -E "object '([^']*)': [a-z]+: object '\1'" "$work/log" >"$work/dup"; then
+        bad "${f[0]}: the object is named twice: $(head -c 300 "$work/dup")"
+    else
+        ok
+    fi
+done <"$work/cases/cases.tsv"
+if [ "$n" -lt 50 ]; then bad "only $n ninfer-verify cases in the bad-input corpus"; fi
+
+echo "test_verify_integrity: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
