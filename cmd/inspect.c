@@ -412,6 +412,23 @@ static nf_status collect_stats(nf_artifact *a, const nf_object *o, const nf_geom
     return st;
 }
 
+/* Report a library error about object o as "FILE: object 'ID': what".  Library messages about an
+ * object (nf_artifact_check_object, the object reader) may already start with "object 'ID': " or
+ * "FILE: object 'ID': ": only the missing part is added, so the object is named once. */
+static int report_object_error(const nf_cli *cli, const nf_artifact *a, const nf_object *o, nf_error *err)
+{
+    const char *path = nf_artifact_path(a);
+    char head[NF_ERROR_MESSAGE_MAX];
+    snprintf(head, sizeof head, "%s: object '%s': ", path, o->id);
+    size_t path_len = strlen(path) + 2;
+    if (strncmp(err->message, head, strlen(head)) == 0) return nf_cli_report(cli, err);
+    if (strncmp(err->message, head + path_len, strlen(head + path_len)) == 0)
+        nf_error_prefix(err, "%s", path);
+    else
+        nf_error_prefix(err, "%s: object '%s'", path, o->id);
+    return nf_cli_report(cli, err);
+}
+
 static int inspect_tensor(const nf_cli *cli, nf_artifact *a, const inspect_opts *opts)
 {
     const nf_object *o = nf_artifact_find(a, opts->tensor);
@@ -421,16 +438,10 @@ static int inspect_tensor(const nf_cli *cli, nf_artifact *a, const inspect_opts 
                             o->id);
     nf_geometry g;
     nf_error err;
-    if (nf_artifact_check_object(a, o, &g, &err) != NF_OK) {
-        nf_error_prefix(&err, "%s: object '%s'", nf_artifact_path(a), o->id);
-        return nf_cli_report(cli, &err);
-    }
+    if (nf_artifact_check_object(a, o, &g, &err) != NF_OK) return report_object_error(cli, a, o, &err);
     value_stats s;
     stats_init(&s);
-    if (opts->stats && collect_stats(a, o, &g, &s, &err) != NF_OK) {
-        nf_error_prefix(&err, "%s: object '%s'", nf_artifact_path(a), o->id);
-        return nf_cli_report(cli, &err);
-    }
+    if (opts->stats && collect_stats(a, o, &g, &s, &err) != NF_OK) return report_object_error(cli, a, o, &err);
     if (cli->json) {
         json_t *planes = json_array();
         for (uint32_t i = 0; i < g.nplanes; i++)
@@ -614,10 +625,7 @@ static int inspect_words(const nf_cli *cli, nf_artifact *a, const inspect_opts *
                             o->id);
     nf_geometry g;
     nf_error err;
-    if (nf_artifact_check_object(a, o, &g, &err) != NF_OK) {
-        nf_error_prefix(&err, "%s: object '%s'", nf_artifact_path(a), o->id);
-        return nf_cli_report(cli, &err);
-    }
+    if (nf_artifact_check_object(a, o, &g, &err) != NF_OK) return report_object_error(cli, a, o, &err);
     words_view v = {&g, opts->has_row_a ? opts->row_a : 0, opts->has_row_b ? opts->row_b : g.rows,
                     opts->has_col_a ? opts->col_a : 0, opts->has_col_b ? opts->col_b : g.cols, 0, 0, 1};
     if (v.r0 >= v.r1 || v.r1 > g.rows)
@@ -639,7 +647,7 @@ static int inspect_words(const nf_cli *cli, nf_artifact *a, const inspect_opts *
     nf_artifact_object_reader(a, o, &reader);
     uint64_t chunk = 256;
     nf_words w;
-    if (nf_words_alloc(&w, &g, chunk, &err) != NF_OK) return nf_cli_report(cli, &err);
+    if (nf_words_alloc(&w, &g, chunk, &err) != NF_OK) return report_object_error(cli, a, o, &err);
     json_t *doc = cli->json ? words_doc(o, &v) : NULL;
     if (!cli->json) {
         printf("%s  %s  rows %" PRIu64 ":%" PRIu64 "  cols %" PRIu64 ":%" PRIu64 "  (words as stored)\n", o->id,
@@ -650,8 +658,7 @@ static int inspect_words(const nf_cli *cli, nf_artifact *a, const inspect_opts *
     for (uint64_t r = v.r0; r < v.r1 && rc == NF_EXIT_OK; r += chunk) {
         uint64_t r1 = r + chunk < v.r1 ? r + chunk : v.r1;
         if (nf_layout_decode_rows(&g, &reader, r, r1, &w, &err) != NF_OK) {
-            nf_error_prefix(&err, "%s: object '%s'", nf_artifact_path(a), o->id);
-            rc = nf_cli_report(cli, &err);
+            rc = report_object_error(cli, a, o, &err);
             break;
         }
         if (g.format->category == NF_CAT_NVFP4 && !divisors_done) {

@@ -495,6 +495,14 @@ def container_cases():
           prog="ninfer-dequant", args=[E, "--all", "-o", "{out}.safetensors"])
     ccase("inspect_bad_directory", ["objects[1]", "bf16/rank3"], mut(setp(["objects", 1, "offset"], 0)),
           prog="ninfer-inspect", args=[E])
+    # the file and the object named once each ("FILE: object 'ID': what", not "object 'ID': object 'ID'")
+    ccase("inspect_tensor_bytes_wrong", ["bad.ninfer: object 'bf16/rank3': bytes 14 != encoded size 16"],
+          mut(setp(["objects", 1, "bytes"], 14)), prog="ninfer-inspect", args=[E, "--tensor", "bf16/rank3"])
+    ccase("inspect_stats_unknown_layout", ["bad.ninfer: object 'bf16/matrix': unknown layout 'weird_layout_v9'"],
+          mut(setp(["objects", 0, "layout"], "weird_layout_v9")), prog="ninfer-inspect",
+          args=[E, "--tensor", "bf16/matrix", "--stats"])
+    ccase("inspect_words_misaligned", ["bad.ninfer: object 'bf16/rank3': offset 200 is not 256-aligned"],
+          mut(setp(["objects", 1, "offset"], 200)), prog="ninfer-inspect", args=[E, "--words", "bf16/rank3"])
 
     # split artifacts: parts
     sraw, sroot, said, spay = read_entry(os.path.join(UPSTREAM, "split.ninfer"))
@@ -617,9 +625,10 @@ def recipe_cases():
     recipe_case("no_base_source", ["r.yaml", "base"], "recipe: 1\nsources: {}\n")
     recipe_case("rule_matches_nothing", ["r.yaml:5:5", "selector 'does.not.exist' (rules[0]) matches no tensor"],
                 HEAD + "rules:\n  - match: does.not.exist\n    format: bf16\n")
-    recipe_case("format_wrong_for_tensor", ["r.yaml", "model.norm.weight F32", "needs a rank-2 shape"],
+    recipe_case("format_wrong_for_tensor", ["r.yaml:6:13: rules[0].format: tensor 'model.norm.weight' (F32)",
+                                            "needs a rank-2 shape"],
                 HEAD + "rules:\n  - match: model.norm.weight\n    format: q4_g64_fp16\n")
-    recipe_case("group_member_missing", ["r.yaml", "group 'g' has no member in the checkpoint"],
+    recipe_case("group_member_missing", ["r.yaml:5:5: groups[0]: group 'g' has no member in the checkpoint"],
                 HEAD + "groups:\n  - id: g\n    members: [nope]\n")
     recipe_case("too_many_nodes", ["r.yaml:6:", "more than 200000 YAML nodes"],
                 HEAD + "components:\n  text:\n    config: {x: [" + ",".join(["{}"] * 200001) + "]}\n", flags="mem")
@@ -651,9 +660,11 @@ def recipe_cases():
     imcase("negative_count", ["counts", "non-negative"], im(tensors=[good[0], (W + ".counts", [1], 0, f32(-1.0))]))
     imcase("in_sum2_f16", "must be F32", im(tensors=[(W + ".in_sum2", [64], 1, bytes(128)), good[1]]))
     imcase("in_sum2_matrix", "must be a vector", im(tensors=[(W + ".in_sum2", [32, 2], 0, f32(*[1.0] * 64)), good[1]]))
-    # (the message comes from the planner, which names the entry, not the file)
-    recipe_case("imatrix_length_mismatch", ["r.yaml", "imatrix entry '%s' has 32 values but tensor '%s' has 64 input "
-                                            "columns" % (W, W)], im_recipe, 1,
+    # (the planner names the recipe line of the `with`, the tensor and the imatrix file)
+    recipe_case("imatrix_length_mismatch",
+                ["r.yaml:9:11: rules[0].with: tensor '%s' (BF16)" % W,
+                 "im.gguf: imatrix entry '%s' has 32 values but tensor '%s' has 64 input columns" % (W, W)],
+                im_recipe, 1,
                 {"im.gguf": im(tensors=[(W + ".in_sum2", [32], 0, f32(*[1.0] * 32)), good[1]])})
     # compressed imatrices: a FIFO must not block, a "zip bomb" must not be inflated
     zrecipe = im_recipe.replace("./im.gguf", "./im.gguf.zst")

@@ -252,3 +252,185 @@ Test(convert_plan, valid_plan_describes_every_object)
     nf_recipe_free(r);
     free(src);
 }
+
+/* ---------------------------------------------------------------- where each problem stems from */
+/* Every problem names the recipe file and the line:column of the rule field, defaults entry,
+ * group or group member it stems from, and the tensor with its dtype; recipes below start with
+ * "recipe: 1\nsources:\n  base: PATH\n" (lines 1-3), so the body's first line is line 4. */
+
+/* The needle must appear in the message as one problem line. */
+static void expect_line(const char *source, const char *body, const char *needle)
+{
+    expect_error(source, body, NF_ERR_INVALID, &needle, 1, 0);
+}
+
+Test(convert_plan, rule_format_problem_names_rule_position_and_tensor)
+{
+    ckpt c = {0};
+    add(&c, "w.weight", "BF16", 2, 4, 128, 2);
+    add(&c, "ln.weight", "BF16", 1, 128, 0, 2);
+    char *src = write_ckpt(&c, "pos1.safetensors");
+    expect_line(src, "rules:\n  - match: \"*\"\n    format: q4_g64_fp16\n",
+                "\n  plan.yaml:6:13: rules[0].format: tensor 'ln.weight' (BF16): ");
+    /* the same from the defaults */
+    expect_line(src, "defaults: {format: q4_g64_fp16}\n",
+                "\n  plan.yaml:4:20: defaults.format: tensor 'ln.weight' (BF16): ");
+    free(src);
+}
+
+Test(convert_plan, method_format_mismatch_names_both_lines)
+{
+    ckpt c = {0};
+    add(&c, "w.weight", "BF16", 2, 4, 128, 2);
+    char *src = write_ckpt(&c, "pos2.safetensors");
+    expect_line(src,
+                "rules:\n  - match: \"*\"\n    format: q2_g64_fp16\n  - match: w.weight\n    method: grouped_absmax\n",
+                "\n  plan.yaml:8:13: rules[1].method: tensor 'w.weight' (BF16): ");
+    expect_line(src,
+                "rules:\n  - match: \"*\"\n    format: q2_g64_fp16\n  - match: w.weight\n    method: grouped_absmax\n",
+                "(format q2_g64_fp16 from plan.yaml:6:13: rules[0].format)");
+    /* a method from the defaults */
+    expect_line(src, "defaults: {method: grouped_absmax}\nrules:\n  - match: w.weight\n    format: q2_g64_fp16\n",
+                "\n  plan.yaml:4:20: defaults.method: tensor 'w.weight' (BF16): ");
+    free(src);
+}
+
+Test(convert_plan, import_problem_names_the_format_line_once)
+{
+    ckpt c = {0};
+    add(&c, "d.weight", "BF16", 2, 128, 64, 2);
+    char *src = write_ckpt(&c, "pos3.safetensors");
+    /* import_encoded is nvfp4's natural method: the format's line is responsible */
+    static const char *const needles[] = {"\n  plan.yaml:6:13: rules[0].format: tensor 'd.weight' (BF16): ",
+                                          "companions"};
+    expect_error(src, "rules:\n  - match: d.weight\n    format: nvfp4\n", NF_ERR_INVALID, needles, 2, 1);
+    nf_recipe *r = NULL;
+    nf_plan *p = NULL;
+    nf_error err;
+    build(src, "rules:\n  - match: d.weight\n    format: nvfp4\n", &r, &p, &err);
+    const char *first = strstr(err.message, "d.weight");
+    cr_assert_not_null(first);
+    cr_assert_null(strstr(first + 1, "d.weight"), "the tensor is named once: %s", err.message);
+    nf_recipe_free(r);
+    free(src);
+}
+
+Test(convert_plan, group_problems_name_group_and_member_positions)
+{
+    ckpt c = {0};
+    add(&c, "a.weight", "BF16", 2, 4, 128, 2);
+    add(&c, "b.weight", "BF16", 2, 4, 128, 2);
+    add(&c, "d.weight", "BF16", 2, 4, 64, 2);
+    char *src = write_ckpt(&c, "pos4.safetensors");
+    expect_line(src, "groups:\n  - id: g\n    members: [a.weight, nope]\n",
+                "\n  plan.yaml:6:25: groups[0].members[1]: group 'g': member 'nope' is not a tensor of the "
+                "checkpoint");
+    expect_line(src, "groups:\n  - id: g\n    members: [a.weight]\n  - id: h\n    members: [x, y]\n",
+                "\n  plan.yaml:7:5: groups[1]: group 'h' has no member in the checkpoint (members: x, ...)");
+    expect_line(src, "groups:\n  - id: g\n    members:\n      - a.weight\n      - d.weight\n",
+                "\n  plan.yaml:8:9: groups[0].members[1]: group 'g': member 'd.weight' has 64 columns, 'a.weight' "
+                "has 128");
+    expect_line(src,
+                "rules:\n  - match: b.weight\n    skip: true\n"
+                "groups:\n  - id: g\n    members: [a.weight, b.weight]\n",
+                "\n  plan.yaml:9:25: groups[0].members[1]: group 'g': member 'b.weight' is skipped by the rules "
+                "(last matched by plan.yaml:5:5: rules[0])");
+    expect_line(src,
+                "rules:\n  - match: b.weight\n    format: fp32\n"
+                "groups:\n  - id: g\n    members: [a.weight, b.weight]\n",
+                "\n  plan.yaml:9:25: groups[0].members[1]: group 'g': member 'b.weight' has a different format");
+    free(src);
+}
+
+Test(convert_plan, imatrix_problem_names_with_line_tensor_and_file)
+{
+    ckpt c = {0};
+    add(&c, "w.weight", "BF16", 2, 4, 128, 2);
+    char *src = write_ckpt(&c, "pos5.safetensors");
+    float sum[32], one = 1.0f;
+    for (size_t i = 0; i < 32; i++) sum[i] = 1.0f;
+    sw_gguf_tensor t[2] = {{"w.weight.in_sum2", 0, 1, {32, 1, 1, 1}, sum, sizeof sum},
+                           {"w.weight.counts", 0, 1, {1, 1, 1, 1}, &one, sizeof one}};
+    sw_buf b = {0};
+    sw_gguf_file(&b, 0, t, 2);
+    char *im = sw_path(tmp, "short.imatrix.gguf");
+    cr_assert_eq(sw_write_file(im, b.data, b.len), 0);
+    sw_free(&b);
+    char body[1024], file_needle[1024];
+    snprintf(body, sizeof body,
+             "  imatrix: %s\nrules:\n  - match: w.weight\n    format: q4_g64_fp16\n    method: grouped_search\n"
+             "    with: {imatrix: imatrix}\n",
+             im);
+    snprintf(file_needle, sizeof file_needle,
+             "%s: imatrix entry 'w.weight' has 32 values but tensor 'w.weight' has 128 input columns", im);
+    static const char *const line = "\n  plan.yaml:9:11: rules[0].with: tensor 'w.weight' (BF16): ";
+    const char *needles[] = {line, file_needle};
+    expect_error(src, body, NF_ERR_INVALID, needles, 2, 1);
+    free(im);
+    free(src);
+}
+
+Test(convert_plan, problem_without_rule_names_the_recipe_and_tensor)
+{
+    ckpt c = {0};
+    add(&c, "w.weight", "BF16", 2, 4, 128, 2);
+    add(&c, "e.weight", "BF16", 2, 0, 4, 2);
+    char *src = write_ckpt(&c, "pos6.safetensors");
+    expect_line(src, "", "\n  plan.yaml: (no rule matches the tensor): tensor 'e.weight' (BF16): empty tensors");
+    expect_line(src, "rules:\n  - match: e.weight\n    layout: auto\n",
+                "\n  plan.yaml:5:5: rules[0]: tensor 'e.weight' (BF16): empty tensors");
+    free(src);
+}
+
+/* The positions the messages above rely on: each rule field, defaults entry and group member is
+ * parsed with its position, and resolution says which rule set each field of a choice. */
+Test(convert_plan, recipe_keeps_field_positions_and_choice_origins)
+{
+    static const char text[] = "recipe: 1\n"
+                               "sources: {base: ./x}\n"
+                               "defaults: {format: q8_g32_fp16, method: grouped_absmax}\n"
+                               "rules:\n"
+                               "  - match: \"*\"\n"
+                               "    format: q4_g64_fp16\n"
+                               "    layout: auto\n"
+                               "  - match: b\n"
+                               "    method: grouped_search\n"
+                               "    with: {negative_scales: true}\n"
+                               "groups:\n"
+                               "  - id: g\n"
+                               "    members: [a, b]\n";
+    nf_recipe *r = NULL;
+    nf_error err;
+    cr_assert_eq(nf_recipe_parse(text, strlen(text), "p.yaml", tmp, &r, &err), NF_OK, "%s", err.message);
+    cr_assert_eq(r->default_format_pos.line, 3);
+    cr_assert_eq(r->default_format_pos.col, 20);
+    cr_assert_eq(r->default_method_pos.line, 3);
+    cr_assert_eq(r->default_method_pos.col, 41);
+    cr_assert_eq(r->rules[0].format_pos.line, 6);
+    cr_assert_eq(r->rules[0].format_pos.col, 13);
+    cr_assert_eq(r->rules[0].layout_pos.line, 7);
+    cr_assert_eq(r->rules[0].method_pos.line, 0, "not set by the rule");
+    cr_assert_eq(r->rules[0].with_pos.line, 0, "not set by the rule");
+    cr_assert_eq(r->rules[1].method_pos.line, 9);
+    cr_assert_eq(r->rules[1].with_pos.line, 10);
+    cr_assert_eq(r->rules[1].with_pos.col, 11);
+    cr_assert_not_null(r->groups[0].member_pos);
+    cr_assert_eq(r->groups[0].member_pos[0].line, 13);
+    cr_assert_eq(r->groups[0].member_pos[0].col, 15);
+    cr_assert_eq(r->groups[0].member_pos[1].col, 18);
+
+    uint64_t shape[2] = {4, 128};
+    nf_recipe_tensor t[2] = {{"a", "BF16", 2, shape, 512}, {"b", "BF16", 2, shape, 512}};
+    nf_recipe_choice c[2];
+    cr_assert_eq(nf_recipe_resolve(r, t, 2, c, &err), NF_OK, "%s", err.message);
+    cr_assert_eq(c[0].rule, 0);
+    cr_assert_eq(c[0].format_rule, 0);
+    cr_assert_eq(c[0].layout_rule, 0);
+    cr_assert_eq(c[0].method_rule, -1, "a's method is the default's");
+    cr_assert_eq(c[0].with_rule, -1);
+    cr_assert_eq(c[1].rule, 1);
+    cr_assert_eq(c[1].format_rule, 0);
+    cr_assert_eq(c[1].method_rule, 1);
+    cr_assert_eq(c[1].with_rule, 1);
+    nf_recipe_free(r);
+}

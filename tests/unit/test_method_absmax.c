@@ -15,72 +15,12 @@
 
 #include <ninfer/ninfer.h>
 
+#include "support/test_float.h"
+#include "support/test_rng.h"
+
 /* ------------------------------------------------------------------ helpers */
 
-static uint64_t rng_state = 0x243F6A8885A308D3ull;
-
-static uint32_t rng32(void)
-{
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return (uint32_t)((rng_state * 0x2545F4914F6CDD1Dull) >> 32);
-}
-
-/* Uniform in [-1, 1). */
-static double uniform(void) { return (double)rng32() / 2147483648.0 - 1.0; }
-
-static float f32_of_bits(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
-static uint32_t bits_of_f32(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-
-/* binary16 word -> value, from its fields. */
-static double f16_value(uint16_t w)
-{
-    int e = (w >> 10) & 31, m = w & 1023;
-    double v = e == 0 ? ldexp(m, -24) : ldexp(1024 + m, e - 25);
-    return (w & 0x8000) ? -v : v;
-}
-
-/* Nearest binary16 word to a finite double, ties to even, overflow to infinity. */
-static uint16_t f16_round(double v)
-{
-    uint16_t sign = signbit(v) ? 0x8000 : 0;
-    double a = fabs(v);
-    if (a >= 65520.0) return sign | 0x7C00;
-    if (a == 0.0) return sign;
-    int e;
-    frexp(a, &e); /* a in [2^(e-1), 2^e): spacing 2^(e-11), never below 2^-24 */
-    int ue = e - 11 < -24 ? -24 : e - 11;
-    double q = ldexp(a, -ue), fl = floor(q), rest = q - fl;
-    if (rest > 0.5 || (rest == 0.5 && fmod(fl, 2.0) != 0.0)) fl += 1.0;
-    double r = ldexp(fl, ue);
-    if (r < ldexp(1.0, -14)) return sign | (uint16_t)ldexp(r, 24);
-    frexp(r, &e);
-    int E = e - 1;
-    return sign | (uint16_t)((E + 15) << 10) | (uint16_t)(ldexp(r, -E) * 1024.0 - 1024.0);
-}
-
-/* Little-endian F32 bytes of values. */
-static uint8_t *pack_f32(const float *v, size_t n)
-{
-    uint8_t *b = malloc(4 * n + 1);
-    for (size_t i = 0; i < n; i++) {
-        uint32_t u = bits_of_f32(v[i]);
-        for (int j = 0; j < 4; j++) b[4 * i + (size_t)j] = (uint8_t)(u >> (8 * j));
-    }
-    return b;
-}
+TEST_RNG(0x243F6A8885A308D3ull)
 
 static uint8_t *pack_u16(const uint16_t *v, size_t n)
 {

@@ -10,12 +10,7 @@
 
 #include <ninfer/ninfer.h>
 
-static uint32_t bits_of_f32(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
+#include "support/test_float.h"
 
 /* Little-endian bytes of n words of `size` bytes each. */
 static uint8_t *pack(const uint64_t *words, size_t n, size_t size)

@@ -17,27 +17,13 @@
 
 #include <ninfer/ninfer.h>
 
+#include "support/test_float.h"
+#include "support/test_rng.h"
+
 #include "common/cpu.h"
 #include "method/simd/fp8_simd.h"
 
-static uint64_t rng_state = 0x243F6A8885A308D3ull;
-
-static uint32_t rng32(void)
-{
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return (uint32_t)((rng_state * 0x2545F4914F6CDD1Dull) >> 32);
-}
-
-static double uniform(void) { return (double)rng32() / 2147483648.0 - 1.0; } /* [-1, 1) */
-
-static uint32_t bits_of_f32(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
+TEST_RNG(0x243F6A8885A308D3ull)
 
 static const nf_src_type types[3] = {NF_SRC_F32, NF_SRC_F16, NF_SRC_BF16};
 static const nf_format_id fmts[2] = {NF_FMT_FP8_E4M3FN_ROW_BF16, NF_FMT_FP8_E4M3FN_ROW_FP16};

@@ -12,61 +12,12 @@
 
 #include <ninfer/ninfer.h>
 
+#include "support/test_float.h"
+#include "support/test_rng.h"
+
 /* ------------------------------------------------------------------ helpers */
 
-static uint64_t rng_state = 0xB7E151628AED2A6Bull;
-
-static uint32_t rng32(void)
-{
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return (uint32_t)((rng_state * 0x2545F4914F6CDD1Dull) >> 32);
-}
-
-static double uniform(void) { return (double)rng32() / 2147483648.0 - 1.0; }
-
-static uint32_t bits_of_f32(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-
-static double f16_value(uint16_t w)
-{
-    int e = (w >> 10) & 31, m = w & 1023;
-    double v = e == 31 ? (m ? NAN : INFINITY) : e == 0 ? ldexp(m, -24) : ldexp(1024 + m, e - 25);
-    return (w & 0x8000) ? -v : v;
-}
-
-static uint16_t f16_round(double v)
-{
-    uint16_t sign = signbit(v) ? 0x8000 : 0;
-    double a = fabs(v);
-    if (a >= 65520.0) return sign | 0x7C00;
-    if (a == 0.0) return sign;
-    int e;
-    frexp(a, &e);
-    int ue = e - 11 < -24 ? -24 : e - 11;
-    double q = ldexp(a, -ue), fl = floor(q), rest = q - fl;
-    if (rest > 0.5 || (rest == 0.5 && fmod(fl, 2.0) != 0.0)) fl += 1.0;
-    double r = ldexp(fl, ue);
-    if (r < ldexp(1.0, -14)) return sign | (uint16_t)ldexp(r, 24);
-    frexp(r, &e);
-    int E = e - 1;
-    return sign | (uint16_t)((E + 15) << 10) | (uint16_t)(ldexp(r, -E) * 1024.0 - 1024.0);
-}
-
-static uint8_t *pack_f32(const float *v, size_t n)
-{
-    uint8_t *b = malloc(4 * n + 1);
-    for (size_t i = 0; i < n; i++) {
-        uint32_t u = bits_of_f32(v[i]);
-        for (int j = 0; j < 4; j++) b[4 * i + (size_t)j] = (uint8_t)(u >> (8 * j));
-    }
-    return b;
-}
+TEST_RNG(0xB7E151628AED2A6Bull)
 
 typedef struct grouped_out {
     nf_words w;

@@ -21,22 +21,15 @@
 
 #include <ninfer/ninfer.h>
 
+#include "support/test_rng.h"
+
 #include "common/cpu.h"
 #include "method/simd/search_simd.h"
 
 /* ------------------------------------------------------------------ helpers */
 
-static uint64_t rng_state = 0x243F6A8885A308D3ull;
+TEST_RNG(0x243F6A8885A308D3ull)
 
-static uint32_t rng32(void)
-{
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return (uint32_t)((rng_state * 0x2545F4914F6CDD1Dull) >> 32);
-}
-
-static double uniform(void) { return (double)rng32() / 2147483648.0 - 1.0; } /* [-1, 1) */
 static unsigned below(unsigned n) { return rng32() % n; }
 
 static const nf_format_id grouped_ids[4] = {NF_FMT_Q4_G64_FP16, NF_FMT_Q5_G64_FP16, NF_FMT_Q6_G64_FP16,

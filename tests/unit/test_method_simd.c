@@ -18,6 +18,9 @@
 
 #include <ninfer/ninfer.h>
 
+#include "support/test_float.h"
+#include "support/test_rng.h"
+
 #include "common/cpu.h"
 #include "method/method_impl.h"
 #include "method/simd/absmax_simd.h"
@@ -31,31 +34,7 @@
 
 /* ------------------------------------------------------------------ helpers */
 
-static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
-
-static uint32_t rng32(void)
-{
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return (uint32_t)((rng_state * 0x2545F4914F6CDD1Dull) >> 32);
-}
-
-static double uniform(void) { return (double)rng32() / 2147483648.0 - 1.0; } /* [-1, 1) */
-
-static float f32_of_bits(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
-static uint32_t bits_of_f32(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
+TEST_RNG(0x9E3779B97F4A7C15ull)
 
 static const nf_format_id grouped_ids[4] = {NF_FMT_Q4_G64_FP16, NF_FMT_Q5_G64_FP16, NF_FMT_Q6_G64_FP16,
                                             NF_FMT_Q8_G32_FP16};

@@ -27,7 +27,9 @@ extern "C" {
 
 typedef struct nf_imatrix nf_imatrix;
 
-/* Open a llama-imatrix GGUF file (a name ending in ".zst" is decompressed first, up to 1 GiB). */
+/* Open a llama-imatrix GGUF file.  A name ending in ".zst" is decompressed first, to at most 64
+ * times the compressed file's size (rounded up to a power of two), but never less than 16 MiB
+ * nor more than 1 GiB: a file that would decompress to more is refused without being inflated. */
 nf_status nf_imatrix_open(const char *path, nf_imatrix **out, nf_error *err);
 /* The same from a file image in memory (copied); `name` is used in messages. */
 nf_status nf_imatrix_open_memory(const void *data, size_t len, const char *name, nf_imatrix **out, nf_error *err);

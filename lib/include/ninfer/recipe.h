@@ -75,14 +75,18 @@ typedef struct nf_recipe_rule {
     struct json_t *with;          /* NULL: not set; else an object of method parameters */
     int skip;                     /* -1 not set, 0 false, 1 true */
     bool optional;
-    nf_recipe_pos pos;
+    nf_recipe_pos pos;            /* the rule (its mapping) */
+    /* Where the rule sets each field (the value's position), {0, 0} when it does not; added
+     * after `pos` so that code initialising the fields above is unaffected. */
+    nf_recipe_pos format_pos, layout_pos, method_pos, with_pos;
 } nf_recipe_rule;
 
 typedef struct nf_recipe_group {
     char *id;                     /* parent object id */
     char **members;               /* tensor names, stacked in this order */
     size_t nmembers;
-    nf_recipe_pos pos;
+    nf_recipe_pos pos;            /* the group (its mapping) */
+    nf_recipe_pos *member_pos;    /* nmembers positions of the member names, or NULL (unknown) */
 } nf_recipe_group;
 
 typedef struct nf_recipe {
@@ -102,6 +106,7 @@ typedef struct nf_recipe {
     nf_recipe_group *groups;
     size_t ngroups;
     struct json_t *json;          /* the whole recipe as JSON (for provenance) */
+    nf_recipe_pos default_format_pos, default_method_pos; /* defaults.format/method values; {0, 0} absent */
 } nf_recipe;
 
 /* Parse a recipe file ("-" reads stdin; a name ending in ".zst" is decompressed). */
@@ -133,6 +138,9 @@ typedef struct nf_recipe_choice {
     const char *method;           /* never NULL after resolution */
     const struct json_t *with;    /* NULL or an object */
     int rule;                     /* index of the last rule that matched the tensor, -1 if none */
+    /* The rule that set each field, -1 when it comes from the defaults (or, for the method and
+     * layout, is the format's natural one), so messages can point at the line responsible. */
+    int format_rule, layout_rule, method_rule, with_rule;
 } nf_recipe_choice;
 
 /* Apply defaults and rules to every tensor.  choices has n entries.  Fails with every unmatched

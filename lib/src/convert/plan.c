@@ -54,6 +54,115 @@ static nf_status problems_error(problems *p, const char *what, nf_error *err)
                         p->text ? p->text : "");
 }
 
+/* ---------------------------------------------------------------- where a problem stems from */
+typedef enum choice_field { FIELD_FORMAT, FIELD_LAYOUT, FIELD_METHOD, FIELD_WITH, FIELD_RULE } choice_field;
+
+static const char *recipe_label(const nf_recipe *r) { return r->path ? r->path : "<recipe>"; }
+
+/* "FILE:LINE:COL: rules[i].field" (or "defaults.field") for the recipe line that decided one
+ * field of a tensor's choice: the method and layout left unset fall back to the format's (they
+ * are its natural ones); FIELD_RULE is the last rule that matched the tensor. */
+static void choice_origin(const nf_recipe *r, const nf_recipe_choice *c, choice_field f, char *buf, size_t size)
+{
+    const char *path = recipe_label(r);
+    int ri = -1;
+    nf_recipe_pos pos = {0, 0};
+    const char *key = "";
+    switch (f) {
+    case FIELD_WITH:
+        if (c->with_rule >= 0) {
+            ri = c->with_rule;
+            pos = r->rules[ri].with_pos;
+            key = ".with";
+            break;
+        }
+        /* parameters come with the method */
+        /* fall through */
+    case FIELD_METHOD:
+        if (c->method_rule >= 0) {
+            ri = c->method_rule;
+            pos = r->rules[ri].method_pos;
+            key = ".method";
+            break;
+        }
+        if (r->default_method) {
+            snprintf(buf, size, "%s:%d:%d: defaults.method", path, r->default_method_pos.line,
+                     r->default_method_pos.col);
+            return;
+        }
+        /* the format's natural method */
+        /* fall through */
+    case FIELD_LAYOUT:
+        if (f == FIELD_LAYOUT && c->layout_rule >= 0) {
+            ri = c->layout_rule;
+            pos = r->rules[ri].layout_pos;
+            key = ".layout";
+            break;
+        }
+        /* the format's default layout */
+        /* fall through */
+    case FIELD_FORMAT:
+        if (c->format_rule >= 0) {
+            ri = c->format_rule;
+            pos = r->rules[ri].format_pos;
+            key = ".format";
+            break;
+        }
+        if (r->default_format_pos.line > 0) {
+            snprintf(buf, size, "%s:%d:%d: defaults.format", path, r->default_format_pos.line,
+                     r->default_format_pos.col);
+            return;
+        }
+        /* the default format bf16 */
+        /* fall through */
+    case FIELD_RULE:
+        if (c->rule >= 0) {
+            ri = c->rule;
+            pos = r->rules[ri].pos;
+            break;
+        }
+        snprintf(buf, size, "%s: (no rule matches the tensor)", path);
+        return;
+    }
+    if (pos.line <= 0) pos = r->rules[ri].pos;
+    snprintf(buf, size, "%s:%d:%d: rules[%d]%s", path, pos.line, pos.col, ri, key);
+}
+
+/* A library message without its leading "tensor 'NAME': " or "NAME: " (the problem line names
+ * the tensor itself, once). */
+static const char *without_tensor(const char *msg, const char *name)
+{
+    size_t n = strlen(name);
+    if (strncmp(msg, "tensor '", 8) == 0 && strncmp(msg + 8, name, n) == 0 && strncmp(msg + 8 + n, "': ", 3) == 0)
+        return msg + 8 + n + 3;
+    if (strncmp(msg, name, n) == 0 && strncmp(msg + n, ": ", 2) == 0) return msg + n + 2;
+    return msg;
+}
+
+/* One problem of a tensor: "FILE:LINE:COL: rules[i].field: tensor 'NAME' (DTYPE): what". */
+static void tensor_problem(problems *probs, const nf_recipe *r, const nf_recipe_choice *c, choice_field f,
+                           const nf_source_tensor *t, const char *what)
+{
+    char where[NF_ERROR_MESSAGE_MAX / 2];
+    choice_origin(r, c, f, where, sizeof where);
+    add_problem(probs, "%s: tensor '%s' (%s): %s", where, t->name, t->type_name, without_tensor(what, t->name));
+}
+
+/* Prefixes "FILE:LINE:COL: source 'NAME'" (a source added by --source has no line). */
+static nf_status source_error(nf_error *err, const nf_recipe *r, const nf_recipe_source *rs)
+{
+    if (rs->pos.line > 0)
+        return nf_error_prefix(err, "%s:%d:%d: source '%s'", recipe_label(r), rs->pos.line, rs->pos.col, rs->name);
+    return nf_error_prefix(err, "%s: source '%s' (given with --source)", recipe_label(r), rs->name);
+}
+
+/* A group's position, or its member k's when known. */
+static nf_recipe_pos group_pos(const nf_recipe_group *g, size_t k)
+{
+    if (k < g->nmembers && g->member_pos && g->member_pos[k].line > 0) return g->member_pos[k];
+    return g->pos;
+}
+
 /* ---------------------------------------------------------------- helpers */
 static char *xstrdup(const char *s)
 {
@@ -154,8 +263,7 @@ static nf_status open_sources(nf_plan *p, nf_error *err)
                 for (size_t f = 0; f < nf_source_file_count(s->src); f++) s->bytes += nf_source_file_size(s->src, f);
         }
         if (st != NF_OK)
-            return nf_error_prefix(err, "%s:%d:%d: source '%s'", r->path, r->sources[i].pos.line,
-                                   r->sources[i].pos.col, s->name);
+            return source_error(err, r, &r->sources[i]);
     }
     if (!base_source(p))
         return nf_error_set(err, NF_ERR_INVALID,
@@ -267,7 +375,8 @@ typedef struct tensor_plan {
     int group;                       /* index into recipe groups, -1 */
 } tensor_plan;
 
-/* Method parameters from `with`: imatrix (a source name or path) and negative_scales. */
+/* Method parameters from `with`: imatrix (a source name) and negative_scales.  An imatrix problem
+ * names the imatrix file. */
 static nf_status method_params(nf_plan *p, const nf_recipe_choice *c, const nf_source_tensor *t, uint64_t cols,
                                nf_method_params *params, nf_error *err)
 {
@@ -279,10 +388,16 @@ static nf_status method_params(nf_plan *p, const nf_recipe_choice *c, const nf_s
     if (!im) return NF_OK;
     size_t i = source_index(p, json_string_value(im));
     if (i == SIZE_MAX || !p->imatrices[i])
-        return nf_error_set(err, NF_ERR_INVALID, "tensor '%s': imatrix '%s' is not an imatrix source of the recipe",
-                            t->name, json_string_value(im));
+        return nf_error_set(err, NF_ERR_INVALID, "imatrix '%s' is not an imatrix source of the recipe",
+                            json_string_value(im));
     const float *imp = NULL;
-    NF_TRY(nf_imatrix_lookup(p->imatrices[i], t->name, cols, &imp, NULL, err));
+    nf_status st = nf_imatrix_lookup(p->imatrices[i], t->name, cols, &imp, NULL, err);
+    if (st != NF_OK) {
+        const char *path = p->sources[i].path;
+        /* the imatrix reader may already have named its file */
+        if (strncmp(err->message, path, strlen(path)) != 0) nf_error_prefix(err, "%s", path);
+        return st;
+    }
     params->importance = imp;
     params->importance_len = imp ? cols : 0;
     return NF_OK;
@@ -293,23 +408,37 @@ static void plan_tensor(nf_plan *p, const plan_source *s, tensor_plan *tp, probl
 {
     const nf_source_tensor *t = tp->t;
     const nf_recipe_choice *c = tp->c;
+    const nf_recipe *r = p->recipe;
     nf_error e;
     if (nf_format_find(c->format, &tp->fmt, &e) != NF_OK) {
-        add_problem(probs, "%s: %s", t->name, e.message);
+        tensor_problem(probs, r, c, FIELD_FORMAT, t, e.message);
         return;
     }
     tp->layout = c->layout && strcmp(c->layout, "auto") != 0 ? nf_layout_lookup(c->layout)
                                                               : nf_layout_default_for(tp->fmt);
     if (!tp->layout) {
-        add_problem(probs, "%s: unknown layout '%s'", t->name, c->layout);
+        snprintf(e.message, sizeof e.message, "unknown layout '%s'", c->layout ? c->layout : "(default)");
+        tensor_problem(probs, r, c, FIELD_LAYOUT, t, e.message);
         return;
     }
     if (nf_method_find(c->method, &tp->method, &e) != NF_OK) {
-        add_problem(probs, "%s: %s", t->name, e.message);
+        tensor_problem(probs, r, c, FIELD_METHOD, t, e.message);
         return;
     }
     if (nf_method_check_target(tp->method, tp->fmt, &e) != NF_OK) {
-        add_problem(probs, "%s: %s", t->name, e.message);
+        /* a method and a format that do not fit: point at the method, and at the format when
+         * another line chose it */
+        char fwhere[NF_ERROR_MESSAGE_MAX / 4], mwhere[NF_ERROR_MESSAGE_MAX / 4];
+        choice_origin(r, c, FIELD_FORMAT, fwhere, sizeof fwhere);
+        choice_origin(r, c, FIELD_METHOD, mwhere, sizeof mwhere);
+        if (strcmp(fwhere, mwhere) != 0) {
+            char what[NF_ERROR_MESSAGE_MAX];
+            snprintf(what, sizeof what, "%.*s (format %s from %s)", (int)(sizeof what / 2), e.message, c->format,
+                     fwhere);
+            tensor_problem(probs, r, c, FIELD_METHOD, t, what);
+        } else {
+            tensor_problem(probs, r, c, FIELD_METHOD, t, e.message);
+        }
         return;
     }
     tp->rows = t->rows;
@@ -319,19 +448,20 @@ static void plan_tensor(nf_plan *p, const plan_source *s, tensor_plan *tp, probl
     m->t = t;
     if (tp->method == NF_METHOD_IMPORT_ENCODED) {
         if (prepare_import(s, t, tp->fmt, m, consumed, &e) != NF_OK) {
-            add_problem(probs, "%s: %s", t->name, e.message);
+            tensor_problem(probs, r, c, FIELD_METHOD, t, e.message);
             return;
         }
         tp->rows = m->imp.rows;
         tp->cols = m->imp.cols;
     } else {
         if (t->elements == 0) {
-            add_problem(probs, "%s: empty tensors cannot be stored", t->name);
+            tensor_problem(probs, r, c, FIELD_RULE, t, "empty tensors cannot be stored");
             return;
         }
         m->raw = nf_src_type_lookup(t->type_name, &m->src_type);
         if (!m->raw && !t->convertible) {
-            add_problem(probs, "%s: source dtype %s cannot be read as values", t->name, t->type_name);
+            snprintf(e.message, sizeof e.message, "source dtype %s cannot be read as values", t->type_name);
+            tensor_problem(probs, r, c, FIELD_RULE, t, e.message);
             return;
         }
         if (!m->raw) m->src_type = NF_SRC_F32;
@@ -339,7 +469,7 @@ static void plan_tensor(nf_plan *p, const plan_source *s, tensor_plan *tp, probl
          * raw words matter for cast_direct (NaN payloads, integers). */
         if (method_params(p, c, t, tp->cols, &tp->params, &e) != NF_OK ||
             nf_method_check_params(tp->method, &tp->params, tp->cols, &e) != NF_OK) {
-            add_problem(probs, "%s: %s", t->name, e.message);
+            tensor_problem(probs, r, c, c->with ? FIELD_WITH : FIELD_METHOD, t, e.message);
             return;
         }
     }
@@ -355,11 +485,11 @@ static nf_status object_geometry(const tensor_plan *tp, nf_geometry *g, nf_error
 }
 
 /* ---------------------------------------------------------------- directory members */
-static json_t *load_config(const plan_source *s, const nf_recipe *r, nf_error *err)
+static json_t *load_config(const plan_source *s, nf_error *err)
 {
     const char *path = s->src ? nf_source_companion(s->src, "config.json") : NULL;
     if (!path) {
-        nf_error_set(err, NF_ERR_INVALID, "%s: source '%s' has no config.json", r->path, s->name);
+        nf_error_set(err, NF_ERR_INVALID, "source '%s' (%s) has no config.json", s->name, s->path);
         return NULL;
     }
     json_error_t je;
@@ -413,8 +543,13 @@ static nf_status build_components(nf_plan *p, size_t cap, nf_error *err)
     if (r->ncomponents == 0) {
         const plan_source *b = base_source(p);
         const char *path = b->src ? nf_source_companion(b->src, "config.json") : NULL;
-        json_t *cfg = path ? load_config(b, r, err) : json_object();
-        if (!cfg) return err ? err->status : NF_ERR_INVALID;
+        json_t *cfg = path ? load_config(b, err) : json_object();
+        if (!cfg) {
+            /* the config of the base source: point at the source */
+            const nf_recipe_source *rs = nf_recipe_find_source(r, b->name);
+            if (rs) source_error(err, r, rs);
+            return err ? err->status : NF_ERR_INVALID;
+        }
         json_object_set_new(p->components, "text", json_pack("{s:o}", "config", cfg));
         return NF_OK;
     }
@@ -426,8 +561,12 @@ static nf_status build_components(nf_plan *p, size_t cap, nf_error *err)
             if (si == SIZE_MAX)
                 return nf_error_set(err, NF_ERR_INVALID, "%s:%d:%d: component '%s': unknown source '%s'", r->path,
                                     c->pos.line, c->pos.col, c->name, c->config_from);
-            cfg = load_config(&p->sources[si], r, err);
-            if (!cfg) return err ? err->status : NF_ERR_INVALID;
+            cfg = load_config(&p->sources[si], err);
+            if (!cfg) {
+                nf_error_prefix(err, "%s:%d:%d: component '%s': config: {from: %s}", recipe_label(r), c->pos.line,
+                                c->pos.col, c->name, c->config_from);
+                return err ? err->status : NF_ERR_INVALID;
+            }
         } else {
             cfg = c->config ? json_deep_copy(c->config) : json_object();
         }
@@ -435,7 +574,7 @@ static nf_status build_components(nf_plan *p, size_t cap, nf_error *err)
         if (c->nresources) {
             json_t *res = json_object();
             for (size_t k = 0; k < c->nresources; k++) {
-                const char *id;
+                const char *id = NULL;
                 nf_status st = add_resource(p, cap, c->resources[k].role, c->name, c->resources[k].path, &id, err);
                 if (st != NF_OK) {
                     json_decref(res);
@@ -495,6 +634,9 @@ static int group_of(const nf_recipe *r, const char *name, size_t *member)
 static void add_group(nf_plan *p, size_t cap, const nf_recipe_group *grp, tensor_plan *tps, size_t n,
                       problems *probs)
 {
+    const char *path = recipe_label(p->recipe);
+    size_t gi = (size_t)(grp - p->recipe->groups);
+    nf_recipe_pos gp = grp->pos, mp;
     /* members in the group's order */
     tensor_plan **mem = calloc(grp->nmembers, sizeof *mem);
     if (!mem) {
@@ -505,14 +647,25 @@ static void add_group(nf_plan *p, size_t cap, const nf_recipe_group *grp, tensor
     for (size_t k = 0; k < grp->nmembers; k++) {
         for (size_t i = 0; i < n; i++)
             if (strcmp(tps[i].t->name, grp->members[k]) == 0) mem[k] = &tps[i];
+        mp = group_pos(grp, k);
         if (!mem[k]) {
-            add_problem(probs, "group '%s': member '%s' is not a tensor of the checkpoint", grp->id, grp->members[k]);
+            add_problem(probs, "%s:%d:%d: groups[%zu].members[%zu]: group '%s': member '%s' is not a tensor of the "
+                        "checkpoint", path, mp.line, mp.col, gi, k, grp->id, grp->members[k]);
+            ok = false;
+        } else if (mem[k]->c->skip) {
+            /* (checked first: a skipped tensor is never planned, so it is not ok either) */
+            char where[NF_ERROR_MESSAGE_MAX / 4];
+            choice_origin(p->recipe, mem[k]->c, FIELD_RULE, where, sizeof where);
+            add_problem(probs, "%s:%d:%d: groups[%zu].members[%zu]: group '%s': member '%s' is skipped by the rules "
+                        "(last matched by %s)", path, mp.line, mp.col, gi, k, grp->id, grp->members[k], where);
+            ok = false;
+        } else if (mem[k]->consumed) {
+            add_problem(probs, "%s:%d:%d: groups[%zu].members[%zu]: group '%s': member '%s' is a companion that an "
+                        "import reads (a scale), not a tensor of its own", path, mp.line, mp.col, gi, k, grp->id,
+                        grp->members[k]);
             ok = false;
         } else if (!mem[k]->ok) {
             ok = false; /* its own problem is already listed */
-        } else if (mem[k]->c->skip) {
-            add_problem(probs, "group '%s': member '%s' is skipped by the rules", grp->id, grp->members[k]);
-            ok = false;
         }
     }
     if (!ok) goto done;
@@ -520,21 +673,26 @@ static void add_group(nf_plan *p, size_t cap, const nf_recipe_group *grp, tensor
     uint64_t rows = 0;
     for (size_t k = 0; k < grp->nmembers; k++) {
         tensor_plan *m = mem[k];
+        mp = group_pos(grp, k);
         if (m->fmt != first->fmt || m->layout != first->layout || m->method != first->method ||
             !json_equal((json_t *)(m->c->with ? m->c->with : json_null()),
                         (json_t *)(first->c->with ? first->c->with : json_null()))) {
-            add_problem(probs, "group '%s': member '%s' has a different format, layout, method or with than '%s'",
-                        grp->id, m->t->name, first->t->name);
+            add_problem(probs, "%s:%d:%d: groups[%zu].members[%zu]: group '%s': member '%s' has a different "
+                        "format, layout, method or with than '%s' (%s %s %s vs %s %s %s)", path, mp.line, mp.col, gi,
+                        k, grp->id, m->t->name, first->t->name, m->fmt->name, m->layout->name,
+                        nf_method_name(m->method), first->fmt->name, first->layout->name,
+                        nf_method_name(first->method));
             ok = false;
         }
         if (m->cols != first->cols) {
-            add_problem(probs, "group '%s': member '%s' has %llu columns, '%s' has %llu: rows stack only with equal K",
-                        grp->id, m->t->name, (unsigned long long)m->cols, first->t->name,
-                        (unsigned long long)first->cols);
+            add_problem(probs, "%s:%d:%d: groups[%zu].members[%zu]: group '%s': member '%s' has %llu columns, '%s' "
+                        "has %llu: rows stack only with equal K", path, mp.line, mp.col, gi, k, grp->id, m->t->name,
+                        (unsigned long long)m->cols, first->t->name, (unsigned long long)first->cols);
             ok = false;
         }
         if (m->fmt->category != NF_CAT_DIRECT && m->t->rank != 2 && m->method != NF_METHOD_IMPORT_ENCODED) {
-            add_problem(probs, "group '%s': member '%s' is not a matrix", grp->id, m->t->name);
+            add_problem(probs, "%s:%d:%d: groups[%zu].members[%zu]: group '%s': member '%s' is not a matrix", path,
+                        mp.line, mp.col, gi, k, grp->id, m->t->name);
             ok = false;
         }
         m->member.parent_row0 = rows;
@@ -579,7 +737,8 @@ static void add_group(nf_plan *p, size_t cap, const nf_recipe_group *grp, tensor
         uint64_t shape[2] = {rows, first->cols};
         st = nf_geometry_init(&o->g, first->layout, first->fmt, 2, shape, 1, &e);
     }
-    if (st != NF_OK) add_problem(probs, "group '%s': %s", grp->id, e.message);
+    if (st != NF_OK)
+        add_problem(probs, "%s:%d:%d: groups[%zu]: group '%s': %s", path, gp.line, gp.col, gi, grp->id, e.message);
 done:
     free(mem);
 }
@@ -606,7 +765,7 @@ static void add_single(nf_plan *p, size_t cap, tensor_plan *tp, problems *probs)
     }
     o->members[0] = tp->member;
     if (object_geometry(tp, &o->g, &e) != NF_OK) {
-        add_problem(probs, "%s %s: %s", tp->t->name, tp->t->type_name, e.message);
+        tensor_problem(probs, p->recipe, tp->c, FIELD_FORMAT, tp->t, e.message);
         return;
     }
     if (o->g.format->category == NF_CAT_NVFP4) {
@@ -703,7 +862,12 @@ nf_status nf_plan_build(const nf_recipe *recipe, nf_plan **out, nf_error *err)
         if (tps[i].ok) add_single(p, cap, &tps[i], &probs);
     }
     for (size_t g = 0; g < recipe->ngroups; g++)
-        if (!group_done[g]) add_problem(&probs, "group '%s' has no member in the checkpoint", recipe->groups[g].id);
+        if (!group_done[g]) {
+            const nf_recipe_group *grp = &recipe->groups[g];
+            add_problem(&probs, "%s:%d:%d: groups[%zu]: group '%s' has no member in the checkpoint (members: %s%s)",
+                        recipe_label(recipe), grp->pos.line, grp->pos.col, g, grp->id,
+                        grp->nmembers ? grp->members[0] : "", grp->nmembers > 1 ? ", ..." : "");
+        }
     free(group_done);
     if (probs.count || probs.nomem) {
         st = problems_error(&probs, recipe->path, err);

@@ -375,8 +375,10 @@ static nf_status parse_defaults(parser *p, const ynode *n)
             NF_TRY(get_format(p, v, "defaults.format", &f));
             free(p->r->default_format);
             p->r->default_format = f;
+            p->r->default_format_pos = v->pos;
         } else if (!strcmp(k->text, "method")) {
             NF_TRY(get_method(p, v, "defaults.method", &p->r->default_method));
+            p->r->default_method_pos = v->pos;
         } else {
             return unknown_key(p, k, "defaults", keys);
         }
@@ -689,13 +691,17 @@ static nf_status parse_rule(parser *p, nf_recipe_rule *rule, const ynode *n, siz
             NF_TRY(parse_when(p, rule, v, ctx));
         } else if (!strcmp(k->text, "format")) {
             NF_TRY(get_format(p, v, kctx, &rule->format));
+            rule->format_pos = v->pos;
         } else if (!strcmp(k->text, "layout")) {
             NF_TRY(get_layout(p, v, kctx, &rule->layout));
+            rule->layout_pos = v->pos;
         } else if (!strcmp(k->text, "method")) {
             NF_TRY(get_method(p, v, kctx, &rule->method));
+            rule->method_pos = v->pos;
         } else if (!strcmp(k->text, "with")) {
             NF_TRY(want_map(p, v, kctx));
             NF_TRY(yn_to_json(v, p->name, &rule->with, p->err));
+            rule->with_pos = v->pos;
             with_node = v;
         } else if (!strcmp(k->text, "skip")) {
             bool b = false;
@@ -906,7 +912,8 @@ static nf_status parse_groups(parser *p, const ynode *n)
             break;
         }
         g->members = calloc(mem->n, sizeof *g->members);
-        if (!g->members) {
+        g->member_pos = calloc(mem->n, sizeof *g->member_pos);
+        if (!g->members || !g->member_pos) {
             st = nomem(p);
             break;
         }
@@ -922,8 +929,10 @@ static nf_status parse_groups(parser *p, const ynode *n)
             else if (rc == 0)
                 st = fail(p, m->pos, "%s: tensor '%s' is already a member of group '%s'", mctx, s,
                           r->groups[first].id);
-            else if ((st = dup_into(p, s, &g->members[j])) == NF_OK)
+            else if ((st = dup_into(p, s, &g->members[j])) == NF_OK) {
+                g->member_pos[j] = m->pos;
                 g->nmembers = j + 1;
+            }
         }
     }
     nf_strset_free(&ids);
@@ -1005,6 +1014,7 @@ void nf_recipe_free(nf_recipe *r)
     for (size_t i = 0; i < r->ngroups; i++) {
         for (size_t j = 0; j < r->groups[i].nmembers; j++) free(r->groups[i].members[j]);
         free(r->groups[i].members);
+        free(r->groups[i].member_pos);
         free(r->groups[i].id);
     }
     free(r->groups);

@@ -221,11 +221,21 @@ static bool when_holds(const nf_recipe_rule *rule, const nf_recipe_tensor *t)
 
 static void apply(resolver *rs, const nf_recipe_rule *rule, size_t ri, size_t idx, nf_recipe_choice *c)
 {
-    if (rule->format) c->format = rule->format;
-    if (rule->layout) c->layout = strcmp(rule->layout, "auto") != 0 ? rule->layout : NULL;
-    if (rule->method) c->method = rule->method;
+    if (rule->format) {
+        c->format = rule->format;
+        c->format_rule = (int)ri;
+    }
+    if (rule->layout) {
+        c->layout = strcmp(rule->layout, "auto") != 0 ? rule->layout : NULL;
+        c->layout_rule = (int)ri;
+    }
+    if (rule->method) {
+        c->method = rule->method;
+        c->method_rule = (int)ri;
+    }
     if (rule->with) {
         c->with = rule->with;
+        c->with_rule = (int)ri;
         rs->with_rule[idx] = (int)ri;
     }
     if (rule->skip >= 0) c->skip = rule->skip != 0;
@@ -242,7 +252,8 @@ static nf_status run(resolver *rs, nf_recipe_choice *choices)
         if (rc < 0) return nf_error_set(rs->err, NF_ERR_NOMEM, "out of memory");
         if (rc == 0)
             return nf_error_set(rs->err, NF_ERR_INVALID, "the checkpoint holds two tensors named '%s'", rs->t[i].name);
-        choices[i] = (nf_recipe_choice){.format = default_format, .rule = -1};
+        choices[i] = (nf_recipe_choice){.format = default_format, .rule = -1, .format_rule = -1, .layout_rule = -1,
+                                        .method_rule = -1, .with_rule = -1};
         rs->with_rule[i] = -1;
     }
     for (size_t ri = 0; ri < r->nrules; ri++) {
