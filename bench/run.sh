@@ -4,9 +4,10 @@
 #      grouped_absmax q4/q8 with the other SIMD variants (BENCH_SIMD_COMPARE, default
 #      "scalar avx2"; empty to skip);
 #   2. end to end: generate a bf16 checkpoint shaped like one 7B transformer layer set (about
-#      400 MB) in a temp dir, convert it with bench/q4q8.yaml (--threads 1 and all threads),
-#      then verify (full) and dequant --all the artifact: best wall time of 3 runs, MB/s and
-#      weights/s of the input, peak RSS.  The temp dir is deleted afterwards.
+#      400 MB) in a temp dir, convert it with bench/q4q8.yaml (--threads 1 and all threads, with
+#      and without the report), then verify (full) and dequant --all the artifact (1 and all
+#      threads): best wall time of 3 runs, MB/s and weights/s of the input, peak RSS.  The temp
+#      dir is deleted afterwards.
 # usage: bench/run.sh [BIN_DIR]    (BENCH_ARGS: extra ninfer-bench options, e.g. --rows 4096;
 #                                   BENCH_REPEAT: end-to-end runs per program, default 3)
 set -euo pipefail
@@ -53,9 +54,21 @@ for t in $(printf '%s\n' 1 "$threads" | sort -nu); do
         "$bin/ninfer-convert" -r "$here/bench/q4q8.yaml" --source base="$tmp/checkpoint" -o "$art" \
         --threads "$t" --force --progress=never
 done
+for t in $(printf '%s\n' 1 "$threads" | sort -nu); do
+    row --label "ninfer-convert --no-report --threads $t" --bytes "$src_bytes" --weights "$weights" -- \
+        "$bin/ninfer-convert" -r "$here/bench/q4q8.yaml" --source base="$tmp/checkpoint" -o "$art" \
+        --threads "$t" --force --progress=never --no-report
+done
+# the artifact with its report, for verify and dequant
+"$bin/ninfer-convert" -r "$here/bench/q4q8.yaml" --source base="$tmp/checkpoint" -o "$art" --force \
+    --progress=never
 art_bytes=$(stat -c %s "$art")
-row --label "ninfer-verify (full; $((art_bytes / 1000000)) MB artifact)" --bytes "$art_bytes" --weights "$weights" -- \
-    "$bin/ninfer-verify" -q "$art"
-row --label "ninfer-dequant --all (f32 safetensors)" --bytes "$art_bytes" --weights "$weights" -- \
-    "$bin/ninfer-dequant" "$art" --all -o "$tmp/dequant.safetensors"
+for t in $(printf '%s\n' 1 "$threads" | sort -nu); do
+    row --label "ninfer-verify --threads $t (full; $((art_bytes / 1000000)) MB)" --bytes "$art_bytes" \
+        --weights "$weights" -- "$bin/ninfer-verify" -q --threads "$t" "$art"
+done
+for t in $(printf '%s\n' 1 "$threads" | sort -nu); do
+    row --label "ninfer-dequant --all --threads $t (f32)" --bytes "$art_bytes" --weights "$weights" -- \
+        "$bin/ninfer-dequant" "$art" --all --threads "$t" -o "$tmp/dequant.safetensors"
+done
 printf 'load average at end: %s\n' "$(cat /proc/loadavg)"
