@@ -356,8 +356,9 @@ static void run_encode(const kernel *k, tstate *ts, uint64_t u0, uint64_t u1)
     }
 }
 
-/* nf_layout_decode_rows from the in-memory object, then nf_words_to_f32 (what ninfer-dequant does
- * per chunk, minus the output file). */
+/* nf_layout_decode_rows_f32 from the in-memory object into the thread's f32 chunk: what
+ * ninfer-dequant does per chunk of f32 output (the encoded bytes straight to values), minus the
+ * output file. */
 static void run_dequant(const kernel *k, tstate *ts, uint64_t u0, uint64_t u1)
 {
     const object *o = k->obj;
@@ -365,14 +366,8 @@ static void run_dequant(const kernel *k, tstate *ts, uint64_t u0, uint64_t u1)
         uint64_t n = min_u64(k->grain, u1 - r);
         unsigned p = (unsigned)(r / o->piece_rows);
         uint64_t lr = r % o->piece_rows; /* grain divides piece_rows: [lr, lr+n) is in piece p */
-        ts->w.rows = k->grain;
-        if (nf_layout_decode_rows(&o->g, &o->reader[p], lr, lr + n, &ts->w, &ts->err) != NF_OK) {
+        if (nf_layout_decode_rows_f32(&o->g, &o->reader[p], lr, lr + n, ts->f32, &ts->err) != NF_OK)
             ts->failed = true;
-            break;
-        }
-        nf_words view = ts->w;
-        view.rows = n;
-        if (nf_words_to_f32(&o->g, &view, lr, ts->f32, &ts->err) != NF_OK) ts->failed = true;
     }
 }
 
@@ -493,7 +488,10 @@ static void scratch_init(const kernel *k, tstate *ts, const nf_geometry *g, bool
             if (nf_words_alloc(&ts[t].w, g, k->grain, &err) != NF_OK) die(k->label, &err);
             ts[t].have_words = true;
         }
-        if (values) ts[t].f32 = xmalloc((size_t)(k->grain * S.cols) * sizeof(float));
+        if (values) { /* on a cache line, as ninfer-dequant's chunk buffers */
+            ts[t].f32 = aligned_alloc(64, (size_t)(k->grain * S.cols) * sizeof(float));
+            if (!ts[t].f32) die("out of memory", NULL);
+        }
     }
 }
 
@@ -569,7 +567,7 @@ static void bench_object(const object *o, bool check)
     k.grain = o->fmt->category == NF_CAT_NVFP4 ? 128 : S.chunk_rows;
     k.bytes_per_unit = (double)o->g.bytes / (double)o->piece_rows;
     result r1, rt;
-    bench(&k, &o->g, true, &r1, &rt);
+    bench(&k, NULL, true, &r1, &rt); /* no words: the fused call needs none */
     print_row(&k, r1, rt);
 }
 
@@ -693,7 +691,7 @@ static void kernels(uint64_t e)
     bench_encode("fp8_row_maxabs -> fp8_e4m3fn_row_fp16", NF_METHOD_FP8_ROW_MAXABS, "fp8_e4m3fn_row_fp16",
                  NF_SRC_BF16, NULL);
 
-    /* dequant (decode rows + words -> f32) and the verify word scan, one encoded object at a time */
+    /* dequant (encoded bytes -> f32, nf_layout_decode_rows_f32) and the verify word scan, one encoded object at a time */
     static const char *const objects[] = {"bf16", "fp32", "int32", "q2_g64_fp16", "q4_g64_fp16", "q5_g64_fp16",
                                           "q6_g64_fp16", "q8_g32_fp16", "t2_g128_fp16", "nvfp4",
                                           "fp8_e4m3fn_row_bf16", "fp8_e4m3fn_row_fp16", "gguf_q2_k", "gguf_q3_k",

@@ -154,6 +154,23 @@ static nf_status write_text_element(nf_out *out, const nf_geometry *g, value_typ
     return NF_OK;
 }
 
+/* Add the artifact path (when given) and "object 'ID'" to a library message, without naming the
+ * object twice: the container's messages already start with "object 'ID': ". */
+static void prefix_object(nf_error *err, const char *path, const char *id)
+{
+    char head[NF_ERROR_MESSAGE_MAX];
+    int n = snprintf(head, sizeof head, "object '%s'", id);
+    bool named = n > 0 && (size_t)n < sizeof head && strncmp(err->message, head, (size_t)n) == 0 &&
+                 (err->message[n] == ':' || err->message[n] == '\0');
+    if (named) {
+        if (path) nf_error_prefix(err, "%s", path);
+    } else if (path) {
+        nf_error_prefix(err, "%s: object '%s'", path, id);
+    } else {
+        nf_error_prefix(err, "object '%s'", id);
+    }
+}
+
 /* ---------------------------------------------------------------- streaming one tensor */
 typedef struct rows_job {
     nf_artifact *a;
@@ -174,26 +191,35 @@ typedef struct dq_slot {
     nf_error err;
 } dq_slot;
 
-/* Decode rows [s->r0, s->r1) into s->bytes (raw/npy element words, little-endian). */
+/* Decode rows [s->r0, s->r1) into s->bytes (raw/npy element words, little-endian).  Values come
+ * straight from the encoded bytes (nf_layout_decode_rows_f32); f32 raw/npy output is decoded in
+ * place into the output bytes on a little-endian host.  Only --to native decodes words. */
 static void decode_slot(const rows_job *job, dq_slot *s)
 {
     const nf_geometry *g = job->g;
     nf_byte_reader reader;
     nf_artifact_object_reader(job->a, job->o, &reader);
-    nf_words view = s->w;
-    view.rows = s->r1 - s->r0;
-    s->st = nf_layout_decode_rows(g, &reader, s->r0, s->r1, &s->w, &s->err);
-    if (s->st == NF_OK && s->values) s->st = nf_words_to_f32(g, &view, s->r0, s->values, &s->err);
-    if (s->st != NF_OK || !s->bytes) return;
     size_t count = (size_t)((s->r1 - s->r0) * g->cols);
-    unsigned eb = element_bytes(g, job->to);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    if (job->to == TO_F32) { /* the binary32 words as they are */
-        memcpy(s->bytes, s->values, count * sizeof *s->values);
-        return;
+    if (job->to == TO_NATIVE) {
+        s->st = nf_layout_decode_rows(g, &reader, s->r0, s->r1, &s->w, &s->err);
+    } else {
+        float *values = s->values ? s->values : (float *)(void *)s->bytes; /* f32 in place */
+        s->st = nf_layout_decode_rows_f32(g, &reader, s->r0, s->r1, values, &s->err);
     }
-#endif
+    if (s->st != NF_OK || !s->bytes || (!s->values && job->to != TO_NATIVE)) return;
+    unsigned eb = element_bytes(g, job->to);
     for (size_t i = 0; i < count; i++) put_le(s->bytes + i * eb, element_word(g, job->to, &s->w, s->values, i), eb);
+}
+
+/* f32 raw/npy output on a little-endian host: the binary32 values are the output bytes. */
+static bool f32_in_place(const rows_job *job)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    return job->to == TO_F32 && job->format != FMT_TEXT;
+#else
+    (void)job;
+    return false;
+#endif
 }
 
 typedef struct dq_batch {
@@ -226,7 +252,9 @@ static nf_status text_rows(const rows_job *job, dq_slot *s, nf_out *out, nf_erro
 static nf_status stream_rows(const rows_job *job, unsigned threads, nf_out *out, nf_error *err)
 {
     const nf_geometry *g = job->g;
-    uint64_t chunk = nf_geometry_chunk_rows(g, (uint64_t)1 << 20);
+    /* chunks of about 2^18 values (1 MiB of f32, the converter's chunk): a chunk's values are
+     * still in cache when they are written out */
+    uint64_t chunk = nf_geometry_chunk_rows(g, (uint64_t)1 << 18);
     uint64_t span = job->r1 - job->r0;
     if (chunk > span) chunk = span;
     uint64_t nchunks = chunk ? (span + chunk - 1) / chunk : 0;
@@ -239,12 +267,15 @@ static nf_status stream_rows(const rows_job *job, unsigned threads, nf_out *out,
     dq_batch *batch = calloc(nslots, sizeof *batch);
     nf_status st = slots && tids && batch ? NF_OK : nf_error_set(err, NF_ERR_NOMEM, "out of memory");
     size_t ready = 0; /* slots whose buffers exist */
+    /* words only for --to native; a values buffer only when values are not the output bytes */
+    bool need_values = job->to != TO_NATIVE && !f32_in_place(job);
     for (; st == NF_OK && ready < nslots; ready++) {
         dq_slot *s = &slots[ready];
-        if ((st = nf_words_alloc(&s->w, g, chunk, err)) != NF_OK) break;
-        s->values = job->to == TO_NATIVE ? NULL : malloc(n * sizeof *s->values);
-        s->bytes = job->format == FMT_TEXT ? NULL : malloc(n * eb);
-        if ((job->to != TO_NATIVE && !s->values) || (job->format != FMT_TEXT && !s->bytes))
+        if (job->to == TO_NATIVE && (st = nf_words_alloc(&s->w, g, chunk, err)) != NF_OK) break;
+        s->values = need_values ? malloc(n * sizeof *s->values) : NULL;
+        /* on a cache line: whole-line stores when f32 values are decoded into it */
+        s->bytes = job->format == FMT_TEXT ? NULL : aligned_alloc(64, (n * eb + 63) / 64 * 64);
+        if ((need_values && !s->values) || (job->format != FMT_TEXT && !s->bytes))
             st = nf_error_set(err, NF_ERR_NOMEM, "out of memory"); /* freed below: the loop counts it */
     }
     for (uint64_t r = job->r0; st == NF_OK && r < job->r1;) {
@@ -315,7 +346,7 @@ static int dequant_one(const nf_cli *cli, nf_artifact *a, const char *id, const 
     nf_geometry g;
     nf_error err;
     if (nf_artifact_check_object(a, o, &g, &err) != NF_OK) {
-        nf_error_prefix(&err, "%s: object '%s'", nf_artifact_path(a), id);
+        prefix_object(&err, nf_artifact_path(a), id);
         return nf_cli_report(cli, &err);
     }
     if (opts->to == TO_NATIVE && g.format->category != NF_CAT_DIRECT)
@@ -351,7 +382,7 @@ static int dequant_one(const nf_cli *cli, nf_artifact *a, const char *id, const 
     if (st == NF_OK) st = stream_rows(&job, opts->threads, out, &err);
     if (st != NF_OK) {
         nf_out_abort(out);
-        nf_error_prefix(&err, "%s: object '%s'", nf_artifact_path(a), id);
+        prefix_object(&err, nf_artifact_path(a), id);
         return nf_cli_report(cli, &err);
     }
     if (nf_out_commit(out, &err) != NF_OK) return nf_cli_report(cli, &err);
@@ -379,7 +410,7 @@ static int dequant_all(const nf_cli *cli, nf_artifact *a, const dq_opts *opts)
         const nf_object *o = nf_artifact_object(a, i);
         if (o->kind != NF_OBJECT_TENSOR) continue;
         if (nf_artifact_check_object(a, o, &geo[i], &err) != NF_OK) {
-            nf_error_prefix(&err, "%s: object '%s'", nf_artifact_path(a), o->id);
+            prefix_object(&err, nf_artifact_path(a), o->id);
             rc = nf_cli_report(cli, &err);
             break;
         }
@@ -415,7 +446,7 @@ static int dequant_all(const nf_cli *cli, nf_artifact *a, const dq_opts *opts)
         const nf_object *o = nf_artifact_object(a, i);
         if (o->kind != NF_OBJECT_TENSOR) continue;
         rows_job job = {a, o, &geo[i], 0, geo[i].rows, opts->to, FMT_RAW};
-        if ((st = stream_rows(&job, opts->threads, out, &err)) != NF_OK) nf_error_prefix(&err, "object '%s'", o->id);
+        if ((st = stream_rows(&job, opts->threads, out, &err)) != NF_OK) prefix_object(&err, nf_artifact_path(a), o->id);
     }
     free(geo);
     if (st != NF_OK) {

@@ -188,6 +188,16 @@ uint64_t nf_geometry_chunk_rows(const nf_geometry *g, uint64_t max_values);
 nf_status nf_words_to_f32(const nf_geometry *g, const nf_words *w, uint64_t first_row, float *out,
                           nf_error *err);
 
+/* Represented values of rows [r0, r1) straight from the encoded bytes into out[(r1 - r0) *
+ * cols]: exactly nf_layout_decode_rows followed by nf_words_to_f32 (the same binary32 bits, NaN
+ * payloads included, whatever the words; the same refusals), without words arrays.  Rows are
+ * read in the same bounded chunks and unpacked a block of columns at a time into a small buffer
+ * that stays in L1 while it is converted, so quantized formats cost one pass over the values
+ * instead of two.  A failing reader fails the call as it fails nf_layout_decode_rows; for nvfp4
+ * and row_scale_v1, whose planes are read in another order, its message may name another read. */
+nf_status nf_layout_decode_rows_f32(const nf_geometry *g, const nf_byte_reader *src, uint64_t r0, uint64_t r1,
+                                    float *out, nf_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -24,6 +24,8 @@ nf_status nf_ggml_dequant_row(const nf_format *fmt, const uint8_t *blocks, uint6
     void nf_ggml_deq_q6_k##sfx(const uint8_t *block, float *out);
 NF_GGML_KQUANT_DECL(_avx2)
 NF_GGML_KQUANT_DECL(_avx512)
+NF_GGML_KQUANT_DECL(_avx2_generic)   /* the per-element bodies; Q2_K/Q3_K use table lookups */
+NF_GGML_KQUANT_DECL(_avx512_generic)
 #endif
 
 #endif

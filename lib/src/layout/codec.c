@@ -173,6 +173,23 @@ nf_status nf_layout_decode_rows(const nf_geometry *g, const nf_byte_reader *src,
     return nf_layout_ops_of(g)->decode_rows(g, src, r0, r1, &view, err);
 }
 
+nf_status nf_layout_decode_rows_f32(const nf_geometry *g, const nf_byte_reader *src, uint64_t r0, uint64_t r1,
+                                    float *out, nf_error *err)
+{
+    NF_TRY(check_geometry(g, err));
+    if (!src || !src->read) return nf_error_set(err, NF_ERR_USAGE, "nf_layout_decode_rows_f32: missing argument");
+    if (r0 > r1 || r1 > g->rows)
+        return nf_error_set(err, NF_ERR_USAGE, "rows [%" PRIu64 ",%" PRIu64 ") are outside the tensor's %" PRIu64 " rows",
+                            r0, r1, g->rows);
+    /* nf_words_to_f32's refusals */
+    if (!out && r1 > r0) return nf_error_set(err, NF_ERR_USAGE, "nf_layout_decode_rows_f32: missing output");
+    if (!g->format || !nf_layout_ops_of(g)->decode_f32)
+        return nf_error_set(err, NF_ERR_USAGE, "a resource has no values");
+    /* nvfp4 reads its divisor words even for no rows, as decode_rows into allocated words does */
+    if (r0 == r1 && !is_nvfp4(g)) return NF_OK;
+    return nf_layout_ops_of(g)->decode_f32(g, src, r0, r1, out, err);
+}
+
 /* ---------------------------------------------------------------- validation */
 nf_status nf_layout_check(const nf_geometry *g, const nf_byte_reader *src, nf_problem_fn report,
                           void *report_ctx, uint64_t max_reports, uint64_t *problems, nf_error *err)

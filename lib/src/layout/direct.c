@@ -2,6 +2,9 @@
  * bit for bit (NaN payloads, -0, subnormals); there are no word rules to check. */
 #include <stdlib.h>
 
+#include <string.h>
+
+#include "layout/kernels.h"
 #include "layout/layout_impl.h"
 
 static nf_status contiguous_encode_rows(const nf_geometry *g, const nf_words *w, uint64_t r0,
@@ -62,7 +65,47 @@ static nf_status contiguous_decode_rows(const nf_geometry *g, const nf_byte_read
     return st;
 }
 
+/* contiguous_decode_rows + nf_words_to_f32: the same chunk reads (binary32 words straight into
+ * out on a little-endian host), each chunk converted while it is in cache. */
+static nf_status contiguous_decode_f32(const nf_geometry *g, const nf_byte_reader *src, uint64_t r0, uint64_t r1,
+                                       float *out, nf_error *err)
+{
+    uint64_t rb = g->row_bytes, cols = g->cols, rows = r1 - r0;
+    const nf_format *f = g->format;
+    const nf_layout_kernels *kern = nf_layout_kernels_active();
+    const bool le = nf_host_le();
+    if (le && f->id != NF_FMT_BF16 && f->id != NF_FMT_INT32) { /* the binary32 words themselves */
+        for (uint64_t r = 0; r < rows;) {
+            uint64_t n = nf_layout_chunk_rows(rb, rows - r);
+            NF_TRY(nf_layout_read(src, (r0 + r) * rb, out + r * cols, n * rb, err));
+            r += n;
+        }
+        return NF_OK;
+    }
+    uint64_t chunk = nf_layout_chunk_rows(rb, rows);
+    uint8_t *buf = nf_layout_malloc(chunk * rb, err);
+    if (!buf) return NF_ERR_NOMEM;
+    nf_status st = NF_OK;
+    for (uint64_t r = 0; r < rows; r += chunk) {
+        uint64_t n = rows - r < chunk ? rows - r : chunk;
+        st = nf_layout_read(src, (r0 + r) * rb, buf, n * rb, err);
+        if (st != NF_OK) break;
+        size_t count = (size_t)(n * cols);
+        float *o = out + r * cols;
+        if (le && f->id == NF_FMT_BF16) kern->bf16_f32((const uint16_t *)(const void *)buf, count, o);
+        else if (le) kern->int32_f32((const uint32_t *)(const void *)buf, count, o);
+        else
+            for (size_t i = 0; i < count; i++)
+                o[i] = f->id == NF_FMT_BF16   ? nf_bf16_to_f32(nf_get_le16(buf + 2 * i))
+                       : f->id == NF_FMT_INT32 ? nf_int32_value(nf_get_le32(buf + 4 * i))
+                                               : nf_k_f32(nf_get_le32(buf + 4 * i));
+    }
+    free(buf);
+    return st;
+}
+
 const nf_layout_ops nf_layout_ops_contiguous = {
     .encode_rows = contiguous_encode_rows,
     .decode_rows = contiguous_decode_rows,
+    .decode_f32 = contiguous_decode_f32,
 };

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "layout/kernels.h"
 #include "layout/layout_impl.h"
 
 /* Does any of the n codes have the NaN pattern (code & 0x7F) == 0x7F?  Eight at a time: a byte
@@ -101,6 +102,35 @@ static nf_status rsc_decode_rows(const nf_geometry *g, const nf_byte_reader *src
     return NF_OK;
 }
 
+/* rsc_decode_rows + nf_words_to_f32, a bounded chunk of rows at a time: the chunk's codes, then
+ * its scales (the split path reads every code before the first scale). */
+static nf_status rsc_decode_f32(const nf_geometry *g, const nf_byte_reader *src, uint64_t r0, uint64_t r1,
+                                float *out, nf_error *err)
+{
+    uint64_t k = g->cols, rows = r1 - r0;
+    const nf_plane *cp = &g->planes[0], *sp = &g->planes[1];
+    const nf_layout_kernels *kern = nf_layout_kernels_active();
+    uint64_t chunk = nf_layout_chunk_rows(k, rows);
+    uint8_t *codes = nf_layout_malloc(chunk * k, err);
+    if (!codes) return NF_ERR_NOMEM;
+    uint8_t buf[2 * 256];
+    nf_status st = NF_OK;
+    for (uint64_t r = 0; r < rows && st == NF_OK; r += chunk) {
+        uint64_t n = rows - r < chunk ? rows - r : chunk;
+        st = nf_layout_read(src, cp->offset + (r0 + r) * k, codes, n * k, err);
+        for (uint64_t i = 0; i < n && st == NF_OK;) {
+            uint64_t m = n - i < 256 ? n - i : 256;
+            st = nf_layout_read(src, sp->offset + 2 * (r0 + r + i), buf, 2 * m, err);
+            for (uint64_t j = 0; j < m && st == NF_OK; j++)
+                nf_fp8_row_f32(kern, g->format, codes + (i + j) * k, (size_t)k, nf_get_le16(buf + 2 * j),
+                               out + (r + i + j) * k);
+            i += m;
+        }
+    }
+    free(codes);
+    return st;
+}
+
 static nf_status rsc_check(const nf_geometry *g, const nf_byte_reader *src, nf_problems *pr, nf_error *err)
 {
     uint64_t k = g->cols;
@@ -130,6 +160,7 @@ static nf_status rsc_check(const nf_geometry *g, const nf_byte_reader *src, nf_p
 const nf_layout_ops nf_layout_ops_row_scale = {
     .encode_rows = rsc_encode_rows,
     .decode_rows = rsc_decode_rows,
+    .decode_f32 = rsc_decode_f32,
     .check = rsc_check,
 };
 
@@ -175,6 +206,27 @@ static nf_status ril_decode_rows(const nf_geometry *g, const nf_byte_reader *src
     return st;
 }
 
+/* ril_decode_rows + nf_words_to_f32: the same chunk reads, each row straight to values. */
+static nf_status ril_decode_f32(const nf_geometry *g, const nf_byte_reader *src, uint64_t r0, uint64_t r1,
+                                float *out, nf_error *err)
+{
+    uint64_t k = g->cols, rb = g->row_bytes, rows = r1 - r0;
+    const nf_layout_kernels *kern = nf_layout_kernels_active();
+    uint64_t chunk = nf_layout_chunk_rows(rb, rows);
+    uint8_t *buf = nf_layout_malloc(chunk * rb, err);
+    if (!buf) return NF_ERR_NOMEM;
+    nf_status st = NF_OK;
+    for (uint64_t r = 0; r < rows; r += chunk) {
+        uint64_t n = rows - r < chunk ? rows - r : chunk;
+        st = nf_layout_read(src, (r0 + r) * rb, buf, n * rb, err);
+        if (st != NF_OK) break;
+        for (uint64_t i = 0; i < n; i++)
+            nf_fp8_row_f32(kern, g->format, buf + i * rb, (size_t)k, nf_get_le16(buf + i * rb + k), out + (r + i) * k);
+    }
+    free(buf);
+    return st;
+}
+
 static nf_status ril_check(const nf_geometry *g, const nf_byte_reader *src, nf_problems *pr, nf_error *err)
 {
     uint64_t k = g->cols, rb = g->row_bytes;
@@ -196,5 +248,6 @@ static nf_status ril_check(const nf_geometry *g, const nf_byte_reader *src, nf_p
 const nf_layout_ops nf_layout_ops_row_interleaved = {
     .encode_rows = ril_encode_rows,
     .decode_rows = ril_decode_rows,
+    .decode_f32 = ril_decode_f32,
     .check = ril_check,
 };

@@ -2,6 +2,10 @@
  * copied verbatim.  ggml blocks carry their own scales, which are ggml's business, so there are
  * no word rules; a resource is a single row of `bytes` bytes. */
 
+#include <inttypes.h>
+#include <stdlib.h>
+
+#include "format/ggml.h"
 #include "layout/layout_impl.h"
 
 static nf_status blocks_encode_rows(const nf_geometry *g, const nf_words *w, uint64_t r0,
@@ -29,9 +33,32 @@ static nf_status blocks_decode_rows(const nf_geometry *g, const nf_byte_reader *
     return NF_OK;
 }
 
+/* blocks_decode_rows + nf_words_to_f32: the same chunk reads, each chunk's rows dequantized by
+ * ggml's block functions while the blocks are in cache. */
+static nf_status blocks_decode_f32(const nf_geometry *g, const nf_byte_reader *src, uint64_t r0, uint64_t r1,
+                                   float *out, nf_error *err)
+{
+    uint64_t rb = g->row_bytes, k = g->cols, rows = r1 - r0;
+    uint64_t chunk = nf_layout_chunk_rows(rb, rows);
+    uint8_t *buf = nf_layout_malloc(chunk * rb, err);
+    if (!buf) return NF_ERR_NOMEM;
+    nf_status st = NF_OK;
+    for (uint64_t r = 0; r < rows && st == NF_OK; r += chunk) {
+        uint64_t n = rows - r < chunk ? rows - r : chunk;
+        st = nf_layout_read(src, (r0 + r) * rb, buf, n * rb, err);
+        for (uint64_t i = 0; i < n && st == NF_OK; i++) {
+            st = nf_ggml_dequant_row(g->format, buf + i * rb, k, out + (r + i) * k, err);
+            if (st != NF_OK) nf_error_prefix(err, "row %" PRIu64, r0 + r + i);
+        }
+    }
+    free(buf);
+    return st;
+}
+
 const nf_layout_ops nf_layout_ops_gguf = {
     .encode_rows = blocks_encode_rows,
     .decode_rows = blocks_decode_rows,
+    .decode_f32 = blocks_decode_f32,
 };
 
 const nf_layout_ops nf_layout_ops_raw = {

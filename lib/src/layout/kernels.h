@@ -12,6 +12,7 @@
 #ifndef NINFER_LAYOUT_KERNELS_H
 #define NINFER_LAYOUT_KERNELS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -45,6 +46,14 @@ typedef struct nf_layout_kernels {
                           int8_t *codes);
     /* nvfp4 code plane: out[2j] = in[j] & 15, out[2j+1] = in[j] >> 4, j < nbytes. */
     void (*nibbles)(const uint8_t *in, size_t nbytes, uint8_t *out);
+    /* One row_split row straight from its stored bytes to values (nf_layout_decode_rows_f32):
+     * out[c] = nf_grouped_value(scale c / G, code c), c < k, from the row's base and high bytes
+     * and its little-endian binary16 scale words.  Returns false, having written nothing, for the
+     * formats it does not handle; those (and all formats when NULL) are done by nf_rs_row_f32,
+     * which unpacks blocks of the row into an L1-resident buffer with rs_unpack_row and converts
+     * them with grouped_row. */
+    bool (*rs_row_f32)(const nf_rs_params *p, const uint8_t *base, const uint8_t *high, const uint8_t *scales_le,
+                       size_t k, float *out);
 } nf_layout_kernels;
 
 extern const nf_layout_kernels nf_layout_kernels_scalar;
@@ -58,6 +67,24 @@ extern const nf_layout_kernels nf_layout_kernels_avx512;
 
 /* The kernels of the active SIMD level (common/cpu.h). */
 const nf_layout_kernels *nf_layout_kernels_active(void);
+
+/* ---------------------------------------------------------------- row -> values, shared by
+ * nf_words_to_f32 (words.c) and the fused nf_layout_decode_rows_f32 (the layouts' decode_f32) */
+
+/* Columns of one block of a row converted at a time by the fused decoders: the codes of a block
+ * (1 byte each) stay in L1 between unpacking and conversion.  A multiple of every group size
+ * (32, 64, 128) and of the nvfp4 k-tile (64 columns). */
+#define NF_FUSED_COLS 4096u
+
+/* One row_split row to values (kern->rs_row_f32, or unpack + grouped_row block by block). */
+void nf_rs_row_f32(const nf_layout_kernels *kern, const nf_rs_params *p, const uint8_t *base, const uint8_t *high,
+                   const uint8_t *scales_le, size_t k, float *out);
+/* One FP8 row to values: nf_fp8_row_value(f, codes[c], scale) for c < k. */
+void nf_fp8_row_f32(const nf_layout_kernels *kern, const nf_format *f, const uint8_t *codes, size_t k,
+                    uint16_t scale, float *out);
+/* The nvfp4 value table of one divisor word, cached per thread (rebuilt when the divisor or the
+ * kernel variant changes). */
+const float *nf_nvfp4_table_cached(const nf_layout_kernels *kern, uint32_t divisor);
 
 /* Scalar pieces shared by the SIMD variants (their tails and their non-vector parts). */
 void nf_rs_unpack_scalar(const nf_rs_params *p, const uint8_t *base, const uint8_t *high, size_t c0,
@@ -75,6 +102,16 @@ void nf_nibbles_avx2(const uint8_t *in, size_t nbytes, uint8_t *out);
 extern const uint32_t nf_e4m3fn_bits[256];
 /* E2M1 word -> binary32 word (nf_e2m1_to_f32), all 16 words. */
 extern const uint32_t nf_e2m1_bits[16];
+
+/* Are the host's words little-endian (stored words can then be used in place)? */
+static inline bool nf_host_le(void)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    return true;
+#else
+    return false;
+#endif
+}
 
 static inline float nf_k_f32(uint32_t bits)
 {

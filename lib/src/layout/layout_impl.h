@@ -101,6 +101,12 @@ typedef struct nf_layout_ops {
     /* Decode rows [r0, r1) (r0 < r1, w fitted) plus, for nvfp4, divisors when w->divisors. */
     nf_status (*decode_rows)(const nf_geometry *g, const nf_byte_reader *src, uint64_t r0,
                              uint64_t r1, nf_words *w, nf_error *err);
+    /* Values of rows [r0, r1) into out (nf_layout_decode_rows_f32; out and a format present, r0
+     * < r1 except for nvfp4, which reads its divisors even for no rows): the values decode_rows
+     * followed by nf_words_to_f32 give, bit for bit, with the same errors, row by row from the
+     * encoded bytes (no words arrays).  NULL for raw_bytes_v1. */
+    nf_status (*decode_f32)(const nf_geometry *g, const nf_byte_reader *src, uint64_t r0, uint64_t r1, float *out,
+                            nf_error *err);
     /* Word-level checks of the whole object except plane gaps (checked generically); NULL when
      * the layout has no word rules. */
     nf_status (*check)(const nf_geometry *g, const nf_byte_reader *src, nf_problems *p, nf_error *err);

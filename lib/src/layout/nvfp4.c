@@ -145,6 +145,62 @@ static nf_status nvfp4_decode_rows(const nf_geometry *g, const nf_byte_reader *s
     return NF_OK;
 }
 
+/* nvfp4_decode_rows + nf_words_to_f32: the divisor words first (the value tables need them),
+ * then one 128-row tile at a time: its scale tiles (read as decode_scales reads them), its rows'
+ * codes in bounded chunks, and each row a block of columns at a time (codes unpacked and scales
+ * un-swizzled into small buffers, then looked up in the row's divisor table). */
+static nf_status nvfp4_decode_f32(const nf_geometry *g, const nf_byte_reader *src, uint64_t r0, uint64_t r1,
+                                  float *out, nf_error *err)
+{
+    uint64_t k = g->cols, crow = k / 2, k_tiles = k / 64, per = g->rows / g->divisors;
+    uint64_t per_read = k_tiles < NVFP4_TILES_PER_READ ? k_tiles : NVFP4_TILES_PER_READ;
+    const nf_layout_kernels *kern = nf_layout_kernels_active();
+    uint32_t *divisors = nf_layout_malloc(g->divisors * sizeof *divisors, err);
+    if (!divisors) return NF_ERR_NOMEM;
+    nf_status st = read_divisors(g, src, divisors, err);
+    if (st != NF_OK || r0 == r1) {
+        free(divisors);
+        return st;
+    }
+    uint64_t rows_max = r1 - r0 < 128 ? r1 - r0 : 128;
+    uint64_t chunk = nf_layout_chunk_rows(crow, rows_max);
+    uint8_t *tile = nf_layout_malloc(k_tiles * 512, err);
+    uint8_t *cbuf = tile ? nf_layout_malloc(chunk * crow, err) : NULL;
+    if (!cbuf) {
+        free(divisors);
+        free(tile);
+        return NF_ERR_NOMEM;
+    }
+    uint8_t codes[NF_FUSED_COLS], scales[NF_FUSED_COLS / 16];
+    for (uint64_t t = r0 / 128; t <= (r1 - 1) / 128 && st == NF_OK; t++) {
+        uint64_t a = t * 128 > r0 ? t * 128 : r0, b = t * 128 + 128 < r1 ? t * 128 + 128 : r1;
+        for (uint64_t s0 = 0; s0 < k_tiles && st == NF_OK; s0 += per_read) {
+            uint64_t ns = k_tiles - s0 < per_read ? k_tiles - s0 : per_read;
+            st = nf_layout_read(src, g->planes[1].offset + (t * k_tiles + s0) * 512, tile + s0 * 512, ns * 512, err);
+        }
+        for (uint64_t r = a; r < b && st == NF_OK; r += chunk) {
+            uint64_t n = b - r < chunk ? b - r : chunk;
+            st = nf_layout_read(src, g->planes[0].offset + r * crow, cbuf, n * crow, err);
+            for (uint64_t i = 0; i < n && st == NF_OK; i++) {
+                uint64_t row = r + i, ri = row % 128;
+                const float *table = nf_nvfp4_table_cached(kern, divisors[row / per]);
+                float *o = out + (row - r0) * k;
+                for (uint64_t c0 = 0; c0 < k; c0 += NF_FUSED_COLS) {
+                    uint64_t nc = k - c0 < NF_FUSED_COLS ? k - c0 : NF_FUSED_COLS;
+                    for (uint64_t s = 0; s < nc / 64; s++)
+                        memcpy(scales + 4 * s, tile + (c0 / 64 + s) * 512 + (ri % 32) * 16 + (ri / 32) * 4, 4);
+                    kern->nibbles(cbuf + i * crow + c0 / 2, (size_t)(nc / 2), codes);
+                    kern->nvfp4_row(codes, scales, (size_t)nc, table, o + c0);
+                }
+            }
+        }
+    }
+    free(divisors);
+    free(tile);
+    free(cbuf);
+    return st;
+}
+
 static nf_status nvfp4_check(const nf_geometry *g, const nf_byte_reader *src, nf_problems *pr, nf_error *err)
 {
     /* Every E2M1 nibble is a valid code, so only scales and divisors have rules. */
@@ -254,6 +310,7 @@ const nf_layout_ops nf_layout_ops_nvfp4 = {
     .encode_rows = nvfp4_encode_rows,
     .encode_tail = nvfp4_encode_tail,
     .decode_rows = nvfp4_decode_rows,
+    .decode_f32 = nvfp4_decode_f32,
     .check = nvfp4_check,
     .gather_extra = nvfp4_gather_extra,
 };

@@ -211,6 +211,30 @@ static nf_status rs_decode_rows(const nf_geometry *g, const nf_byte_reader *src,
     return st;
 }
 
+/* rs_decode_rows + nf_words_to_f32: the same chunk reads, then each row straight to values. */
+static nf_status rs_decode_f32(const nf_geometry *g, const nf_byte_reader *src, uint64_t r0, uint64_t r1, float *out,
+                               nf_error *err)
+{
+    nf_rs_params p;
+    if (!nf_rs_params_for(g->format, &p)) return nf_error_set(err, NF_ERR_USAGE, "not a grouped format");
+    rs_chunk c;
+    uint64_t rows = r1 - r0;
+    NF_TRY(rs_chunk_alloc(g, &p, rows, &c, err));
+    uint64_t k = g->cols, gpr = g->groups_per_row;
+    const nf_layout_kernels *kern = nf_layout_kernels_active();
+    nf_status st = NF_OK;
+    for (uint64_t r = 0; r < rows; r += c.rows) {
+        uint64_t n = rows - r < c.rows ? rows - r : c.rows;
+        st = rs_read_chunk(g, src, r0 + r, n, &c, err);
+        if (st != NF_OK) break;
+        for (uint64_t i = 0; i < n; i++)
+            nf_rs_row_f32(kern, &p, c.base + i * gpr * p.base_bytes, c.high + i * gpr * p.high_bytes,
+                          c.scales + 2 * i * gpr, (size_t)k, out + (r + i) * k);
+    }
+    rs_chunk_free(&c);
+    return st;
+}
+
 static void rs_check_group(const nf_geometry *g, const nf_rs_params *p, uint64_t row, uint64_t gi,
                            const uint8_t *u, uint16_t scale, uint64_t scale_at, nf_problems *pr)
 {
@@ -358,5 +382,6 @@ static nf_status rs_check(const nf_geometry *g, const nf_byte_reader *src, nf_pr
 const nf_layout_ops nf_layout_ops_row_split = {
     .encode_rows = rs_encode_rows,
     .decode_rows = rs_decode_rows,
+    .decode_f32 = rs_decode_f32,
     .check = rs_check,
 };

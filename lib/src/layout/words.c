@@ -258,7 +258,7 @@ typedef struct nvfp4_table_cache {
 
 static _Thread_local nvfp4_table_cache nvfp4_cache;
 
-static const float *nvfp4_table(const nf_layout_kernels *kern, uint32_t divisor)
+const float *nf_nvfp4_table_cached(const nf_layout_kernels *kern, uint32_t divisor)
 {
     nvfp4_table_cache *c = &nvfp4_cache;
     if (c->kern != kern || c->divisor != divisor) {
@@ -267,6 +267,37 @@ static const float *nvfp4_table(const nf_layout_kernels *kern, uint32_t divisor)
         c->divisor = divisor;
     }
     return c->table;
+}
+
+void nf_fp8_row_f32(const nf_layout_kernels *kern, const nf_format *f, const uint8_t *codes, size_t k,
+                    uint16_t scale, float *out)
+{
+    /* nf_fp8_row_value with the row's scale expanded once */
+    float s32;
+    if (f->scale_type == NF_SCALE_BF16) s32 = nf_bf16_to_f32(scale);
+    else if (f->scale_type == NF_SCALE_FP16) s32 = nf_f16_to_f32(scale);
+    else {
+        for (size_t c = 0; c < k; c++) out[c] = nf_fp8_row_value(f, codes[c], scale);
+        return;
+    }
+    kern->fp8_row(codes, k, s32, out);
+}
+
+void nf_rs_row_f32(const nf_layout_kernels *kern, const nf_rs_params *p, const uint8_t *base, const uint8_t *high,
+                   const uint8_t *scales_le, size_t k, float *out)
+{
+    if (kern->rs_row_f32 && kern->rs_row_f32(p, base, high, scales_le, k, out)) return;
+    /* Blocks of whole groups: a block starts on a group boundary, which is a byte boundary in
+     * both planes (groups are contiguous there). */
+    int8_t codes[NF_FUSED_COLS];
+    uint16_t scales[NF_FUSED_COLS / 32];
+    const size_t G = p->group, per = NF_FUSED_COLS / G * G;
+    for (size_t c0 = 0; c0 < k; c0 += per) {
+        const size_t n = k - c0 < per ? k - c0 : per, gi0 = c0 / G, ng = (n + G - 1) / G;
+        kern->rs_unpack_row(p, base + gi0 * p->base_bytes, high + gi0 * p->high_bytes, n, codes);
+        for (size_t gi = 0; gi < ng; gi++) scales[gi] = nf_get_le16(scales_le + 2 * (gi0 + gi));
+        kern->grouped_row(codes, scales, n, p->group, out + c0);
+    }
 }
 
 nf_status nf_words_to_f32(const nf_geometry *g, const nf_words *w, uint64_t first_row, float *out,
@@ -298,23 +329,13 @@ nf_status nf_words_to_f32(const nf_geometry *g, const nf_words *w, uint64_t firs
         size_t spr = k / 16;
         for (size_t r = 0; r < rows; r++) {
             /* The divisor of the row's own source matrix (layouts.md 3.3). */
-            const float *table = nvfp4_table(kern, w->divisors[(first_row + r) / per]);
+            const float *table = nf_nvfp4_table_cached(kern, w->divisors[(first_row + r) / per]);
             kern->nvfp4_row(w->codes8 + r * k, w->scales8 + r * spr, k, table, out + r * k);
         }
         return NF_OK;
     }
     case NF_CAT_FP8_ROW:
-        for (size_t r = 0; r < rows; r++) {
-            /* nf_fp8_row_value with the row's scale expanded once */
-            float s32;
-            if (f->scale_type == NF_SCALE_BF16) s32 = nf_bf16_to_f32(w->scales[r]);
-            else if (f->scale_type == NF_SCALE_FP16) s32 = nf_f16_to_f32(w->scales[r]);
-            else {
-                for (size_t c = 0; c < k; c++) out[r * k + c] = nf_fp8_row_value(f, w->codes8[r * k + c], w->scales[r]);
-                continue;
-            }
-            kern->fp8_row(w->codes8 + r * k, k, s32, out + r * k);
-        }
+        for (size_t r = 0; r < rows; r++) nf_fp8_row_f32(kern, f, w->codes8 + r * k, k, w->scales[r], out + r * k);
         return NF_OK;
     case NF_CAT_GGUF:
         for (uint64_t r = 0; r < w->rows; r++) {

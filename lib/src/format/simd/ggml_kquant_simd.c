@@ -1,6 +1,8 @@
 /* ggml k-quant block dequantizers for AVX2 and AVX-512 (format/ggml.h): Q2_K, Q3_K, Q4_K, Q5_K
  * and Q6_K.  One body per format (DEFINE_KQUANTS), instantiated with 8-lane (AVX2) and 16-lane
- * (AVX-512) stores.
+ * (AVX-512) stores; Q2_K and Q3_K, whose sub-blocks have only 4 or 8 distinct values, instead
+ * compute those values once per sub-block and look each element up by its code bits (the
+ * _generic instances of those two are not dispatched).
  *
  * Each computes exactly what the scalar dequantizer of ggml_dequant.c computes, element for
  * element: the per-sub-block float factors are the same scalar expressions, the codes are
@@ -177,7 +179,128 @@ KQ_FN void nf_ggml_deq_q6_k##KQ_SUFFIX(const uint8_t *b, float *y)              
             }                                                                                                  \
 }
 
-DEFINE_KQUANTS(_avx2, AVX2_FN, store_am, store_a)
-DEFINE_KQUANTS(_avx512, AVX512_FN, store_am512, store_a512)
+DEFINE_KQUANTS(_avx2_generic, AVX2_FN, store_am, store_a)
+DEFINE_KQUANTS(_avx512_generic, AVX512_FN, store_am512, store_a512)
+
+/* AVX2 Q2_K and Q3_K by table lookup, as the AVX-512 ones below: an 8-entry table per sub-block
+ * (period 4 for Q2_K, the 8 codes -4..3 for Q3_K), indexed by the low 3 bits of each lane. */
+AVX2_FN void nf_ggml_deq_q2_k_avx2(const uint8_t *b, float *y)
+{
+    const float d = half_at(b + 80);
+    const float dmin = half_at(b + 82);
+    float dls[16], mls[16];
+    for (unsigned i = 0; i < 16; i++) {
+        dls[i] = d * (float)(int)(b[i] & 0xFu);
+        mls[i] = dmin * (float)(int)(b[i] >> 4);
+    }
+    const __m256 cv = _mm256_setr_ps(0, 1, 2, 3, 0, 1, 2, 3);
+    for (unsigned half = 0; half < 2; half++)
+        for (unsigned t0 = 0; t0 < 32; t0 += 16) {
+            const uint8_t *q = b + 16 + 32 * half + t0;
+            const __m256i x0 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)q));
+            const __m256i x1 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(q + 8)));
+            for (unsigned j = 0; j < 4; j++) {
+                const unsigned n = 128 * half + 32 * j + t0, i = n / 16;
+                const __m256 t = _mm256_sub_ps(_mm256_mul_ps(_mm256_set1_ps(dls[i]), cv), _mm256_set1_ps(mls[i]));
+                const __m128i sh = _mm_cvtsi32_si128((int)(2 * j));
+                _mm256_storeu_ps(y + n, _mm256_permutevar8x32_ps(t, _mm256_srl_epi32(x0, sh)));
+                _mm256_storeu_ps(y + n + 8, _mm256_permutevar8x32_ps(t, _mm256_srl_epi32(x1, sh)));
+            }
+        }
+}
+
+AVX2_FN void nf_ggml_deq_q3_k_avx2(const uint8_t *b, float *y)
+{
+    const float d = half_at(b + 108);
+    const uint8_t *hmask = b, *qs = b + 32, *sc = b + 96;
+    float dls[16];
+    for (unsigned s = 0; s < 16; s++) {
+        const unsigned low4 = s < 8 ? (sc[s] & 0xFu) : ((unsigned)sc[s - 8] >> 4);
+        const unsigned high2 = ((unsigned)sc[8 + s % 4] >> (2u * (s / 4))) & 3u;
+        dls[s] = d * (float)((int)(low4 | (high2 << 4)) - 32);
+    }
+    const __m256 cv = _mm256_setr_ps(-4, -3, -2, -1, 0, 1, 2, 3);
+    for (unsigned half = 0; half < 2; half++)
+        for (unsigned t0 = 0; t0 < 32; t0 += 16) {
+            const __m128i q = load16(qs + 32 * half + t0), h = load16(hmask + t0);
+            for (unsigned j = 0; j < 4; j++) {
+                const unsigned n0 = 128 * half + 32 * j + t0, s = n0 / 16;
+                /* index low2 + 4 hbit, the table entry of q = low2 - 4 + 4 hbit */
+                const __m128i idx = _mm_or_si128(bits_at(q, 2 * j, 3), _mm_slli_epi16(bits_at(h, 4 * half + j, 1), 2));
+                const __m256 t = _mm256_mul_ps(_mm256_set1_ps(dls[s]), cv);
+                _mm256_storeu_ps(y + n0, _mm256_permutevar8x32_ps(t, _mm256_cvtepu8_epi32(idx)));
+                _mm256_storeu_ps(y + n0 + 8, _mm256_permutevar8x32_ps(t, _mm256_cvtepu8_epi32(_mm_srli_si128(idx, 8))));
+            }
+        }
+}
+
+AVX2_FN void nf_ggml_deq_q4_k_avx2(const uint8_t *b, float *y) { nf_ggml_deq_q4_k_avx2_generic(b, y); }
+AVX2_FN void nf_ggml_deq_q5_k_avx2(const uint8_t *b, float *y) { nf_ggml_deq_q5_k_avx2_generic(b, y); }
+AVX2_FN void nf_ggml_deq_q6_k_avx2(const uint8_t *b, float *y) { nf_ggml_deq_q6_k_avx2_generic(b, y); }
+
+/* AVX-512 Q2_K and Q3_K by table lookup: a sub-block of 16 has only 4 (Q2_K) or 8 (Q3_K)
+ * possible codes, so its values are computed once per sub-block, with the scalar code's own
+ * operations on the same operands ((dl * F(q)) - ml, and dl * F(q)), into a 16-entry table
+ * (period 4 or 8), and each element is one permute of that table by its code bits.  The permute
+ * uses the low 4 bits of an index lane; bits above the code's width select the same entry. */
+AVX512_FN void nf_ggml_deq_q2_k_avx512(const uint8_t *b, float *y)
+{
+    const float d = half_at(b + 80);
+    const float dmin = half_at(b + 82);
+    /* dl[i] = d * F(sc & 15), ml[i] = dmin * F(sc >> 4), 16 lanes at once */
+    const __m512i sc = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)b));
+    const __m512 dl = _mm512_mul_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(_mm512_and_si512(sc, _mm512_set1_epi32(15))));
+    const __m512 ml = _mm512_mul_ps(_mm512_set1_ps(dmin), _mm512_cvtepi32_ps(_mm512_srli_epi32(sc, 4)));
+    float dls[16], mls[16];
+    _mm512_storeu_ps(dls, dl);
+    _mm512_storeu_ps(mls, ml);
+    const __m512 cv = _mm512_setr_ps(0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3);
+    for (unsigned half = 0; half < 2; half++)
+        for (unsigned t0 = 0; t0 < 32; t0 += 16) {
+            /* 16 bytes hold the codes of sub-blocks (128 half + 32 j + t0) / 16, j = 0..3, at bits 2j */
+            const __m512i x = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(b + 16 + 32 * half + t0)));
+            for (unsigned j = 0; j < 4; j++) {
+                const unsigned n = 128 * half + 32 * j + t0, i = n / 16;
+                const __m512 t = _mm512_sub_ps(_mm512_mul_ps(_mm512_set1_ps(dls[i]), cv), _mm512_set1_ps(mls[i]));
+                _mm512_storeu_ps(y + n, _mm512_permutexvar_ps(_mm512_srli_epi32(x, 2 * j), t));
+            }
+        }
+}
+
+AVX512_FN void nf_ggml_deq_q3_k_avx512(const uint8_t *b, float *y)
+{
+    const float d = half_at(b + 108);
+    const uint8_t *hmask = b, *qs = b + 32;
+    /* the 16 signed 6-bit scales: low4 from byte s (s < 8) or the high nibble of byte s - 8, high2
+     * from bits 2 (s / 4) of byte 8 + s % 4 (the 12 scale bytes read with a mask: nothing past the
+     * block) */
+    const __m128i v = _mm_maskz_loadu_epi8((__mmask16)0x0FFF, b + 96);
+    const __m512i lo = _mm512_cvtepu8_epi32(_mm_shuffle_epi8(v, _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7)));
+    const __m512i hi = _mm512_cvtepu8_epi32(_mm_shuffle_epi8(v, _mm_setr_epi8(8, 9, 10, 11, 8, 9, 10, 11, 8, 9, 10, 11, 8, 9, 10, 11)));
+    const __m512i low4 = _mm512_and_si512(_mm512_srlv_epi32(lo, _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4)),
+                                          _mm512_set1_epi32(15));
+    const __m512i high2 = _mm512_and_si512(_mm512_srlv_epi32(hi, _mm512_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2, 4, 4, 4, 4, 6, 6, 6, 6)),
+                                           _mm512_set1_epi32(3));
+    const __m512i scale = _mm512_sub_epi32(_mm512_or_si512(low4, _mm512_slli_epi32(high2, 4)), _mm512_set1_epi32(32));
+    float dls[16];
+    _mm512_storeu_ps(dls, _mm512_mul_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(scale)));
+    const __m512 cv = _mm512_setr_ps(-4, -3, -2, -1, 0, 1, 2, 3, -4, -3, -2, -1, 0, 1, 2, 3);
+    for (unsigned half = 0; half < 2; half++)
+        for (unsigned t0 = 0; t0 < 32; t0 += 16) {
+            const __m128i q = load16(qs + 32 * half + t0), h = load16(hmask + t0);
+            for (unsigned j = 0; j < 4; j++) {
+                const unsigned n0 = 128 * half + 32 * j + t0, s = n0 / 16;
+                /* index low2 + 4 hbit, the table entry of q = low2 - 4 + 4 hbit */
+                const __m128i idx = _mm_or_si128(bits_at(q, 2 * j, 3), _mm_slli_epi16(bits_at(h, 4 * half + j, 1), 2));
+                const __m512 t = _mm512_mul_ps(_mm512_set1_ps(dls[s]), cv);
+                _mm512_storeu_ps(y + n0, _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(idx), t));
+            }
+        }
+}
+
+/* The other AVX-512 k-quants are the generic bodies. */
+AVX512_FN void nf_ggml_deq_q4_k_avx512(const uint8_t *b, float *y) { nf_ggml_deq_q4_k_avx512_generic(b, y); }
+AVX512_FN void nf_ggml_deq_q5_k_avx512(const uint8_t *b, float *y) { nf_ggml_deq_q5_k_avx512_generic(b, y); }
+AVX512_FN void nf_ggml_deq_q6_k_avx512(const uint8_t *b, float *y) { nf_ggml_deq_q6_k_avx512_generic(b, y); }
 
 #endif

@@ -305,6 +305,41 @@ AVX2_FN void nf_nibbles_avx2(const uint8_t *in, size_t nbytes, uint8_t *out)
     }
 }
 
+/* 2-bit row_split rows (Q2, T2) straight to values, as the AVX-512 kernel: per group an
+ * 8-entry table with period 4 of s * F(q); 8 lanes are one broadcast 16-bit word shifted by 2j in
+ * lane j, whose low 3 bits index the table. */
+AVX2_FN static bool rs_row_f32_avx2(const nf_rs_params *p, const uint8_t *base, const uint8_t *high,
+                                    const uint8_t *scales_le, size_t k, float *out)
+{
+    (void)high;
+    if (p->bits != 2) return false;
+    float q[4];
+    for (int u = 0; u < 4; u++) q[u] = (float)(p->bias ? u - p->bias : (u ^ 2) - 2);
+    const __m256 cv = _mm256_setr_ps(q[0], q[1], q[2], q[3], q[0], q[1], q[2], q[3]);
+    const __m256i shifts = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
+    const size_t G = p->group;
+    for (size_t c0 = 0, gi = 0; c0 < k; c0 += G, gi++) {
+        const float s = nf_k_f16(nf_get_le16(scales_le + 2 * gi));
+        const __m256 t = _mm256_mul_ps(_mm256_set1_ps(s), cv);
+        const uint8_t *gb = base + gi * p->base_bytes;
+        const size_t c1 = k - c0 < G ? k : c0 + G;
+        size_t c = c0;
+        for (; c + 16 <= c1; c += 16) {
+            uint32_t w;
+            memcpy(&w, gb + (c - c0) / 4, 4);
+            const __m256i x = _mm256_set1_epi32((int)w);
+            _mm256_storeu_ps(out + c, _mm256_permutevar8x32_ps(t, _mm256_srlv_epi32(x, shifts)));
+            _mm256_storeu_ps(out + c + 8,
+                             _mm256_permutevar8x32_ps(t, _mm256_srlv_epi32(_mm256_srli_epi32(x, 16), shifts)));
+        }
+        for (; c < c1; c++) {
+            const unsigned u = ((unsigned)gb[(c - c0) >> 2] >> (2u * ((c - c0) & 3u))) & 3u;
+            out[c] = s * q[u];
+        }
+    }
+    return true;
+}
+
 const nf_layout_kernels nf_layout_kernels_avx2 = {
     .name = "avx2",
     .bf16_f32 = bf16_f32_avx2,
@@ -315,6 +350,7 @@ const nf_layout_kernels nf_layout_kernels_avx2 = {
     .nvfp4_row = nvfp4_row_avx2,
     .rs_unpack_row = nf_rs_unpack_row_avx2,
     .nibbles = nf_nibbles_avx2,
+    .rs_row_f32 = rs_row_f32_avx2,
 };
 
 #endif

@@ -208,6 +208,46 @@ AVX512_FN static void nvfp4_row_avx512(const uint8_t *codes, const uint8_t *scal
     _mm512_mask_storeu_ps(out + c, tail16(16 - a), _mm512_permutexvar_ps(idx, t));
 }
 
+/* 2-bit row_split rows (Q2, T2) straight to values: per group, the 4 possible values s * F(q)
+ * (the products grouped_row computes) fill a 16-entry table with period 4; 16 lanes of 2-bit
+ * words are then one broadcast 32-bit word shifted by 2j in lane j, whose low 4 bits index the
+ * table (bits 2 and 3 belong to the next lane and select the same entry). */
+AVX512_FN static bool rs_row_f32_avx512(const nf_rs_params *p, const uint8_t *base, const uint8_t *high,
+                                        const uint8_t *scales_le, size_t k, float *out)
+{
+    (void)high;
+    if (p->bits != 2) return false;
+    float q[4];
+    for (int u = 0; u < 4; u++) q[u] = (float)(p->bias ? u - p->bias : (u ^ 2) - 2);
+    const __m512 cv = _mm512_setr_ps(q[0], q[1], q[2], q[3], q[0], q[1], q[2], q[3], q[0], q[1], q[2], q[3], q[0],
+                                     q[1], q[2], q[3]);
+    const __m512i shifts = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const size_t G = p->group;
+    for (size_t c0 = 0, gi = 0; c0 < k; c0 += G, gi++) {
+        const float s = nf_k_f16(nf_get_le16(scales_le + 2 * gi));
+        const __m512 t = _mm512_mul_ps(_mm512_set1_ps(s), cv);
+        const uint8_t *gb = base + gi * p->base_bytes;
+        const size_t c1 = k - c0 < G ? k : c0 + G;
+        size_t c = c0;
+        for (; c + 32 <= c1; c += 32) {
+            uint32_t w0, w1;
+            memcpy(&w0, gb + (c - c0) / 4, 4);
+            memcpy(&w1, gb + (c - c0) / 4 + 4, 4);
+            _mm512_storeu_ps(out + c, _mm512_permutexvar_ps(_mm512_srlv_epi32(_mm512_set1_epi32((int)w0), shifts), t));
+            _mm512_storeu_ps(out + c + 16,
+                             _mm512_permutexvar_ps(_mm512_srlv_epi32(_mm512_set1_epi32((int)w1), shifts), t));
+        }
+        for (; c < c1; c += 16) {
+            uint32_t w;
+            memcpy(&w, gb + (c - c0) / 4, 4); /* inside the physical group: padded to 128 lanes */
+            const size_t m = c1 - c < 16 ? c1 - c : 16;
+            _mm512_mask_storeu_ps(out + c, tail16(m),
+                                  _mm512_permutexvar_ps(_mm512_srlv_epi32(_mm512_set1_epi32((int)w), shifts), t));
+        }
+    }
+    return true;
+}
+
 const nf_layout_kernels nf_layout_kernels_avx512 = {
     .name = "avx512",
     .bf16_f32 = bf16_f32_avx512,
@@ -218,6 +258,7 @@ const nf_layout_kernels nf_layout_kernels_avx512 = {
     .nvfp4_row = nvfp4_row_avx512,
     .rs_unpack_row = nf_rs_unpack_row_avx2,
     .nibbles = nf_nibbles_avx2,
+    .rs_row_f32 = rs_row_f32_avx512,
 };
 
 #endif
