@@ -16,6 +16,7 @@
 #include <ninfer/layout.h>
 
 #include "common/checked.h"
+#include "common/json_prescan.h"
 #include "container/container_internal.h"
 
 #define WHAT_MAX 256
@@ -146,50 +147,25 @@ static nf_status closed(const json_t *rec, const char *const *required, const ch
 }
 
 /* ---------------------------------------------------------------- strict JSON (2.8 step 2) */
-/* A linear pre-scan that bounds what jansson would build before it builds anything (finding C2
- * of docs/security.md): jansson spends about 240 bytes per object or array and about 100 per
- * member or element, so 64 MiB of "[{},{},...]" would cost 5 GB.  Containers ('{', '['), values
- * (separators + containers) and nesting are counted outside strings; malformed text is left to
- * jansson, which says where.  Real directories hold about 10 containers and 25 values per object
- * (a 100,000-object directory: 1 M and 2.5 M), far below the caps; the caps bound the parse at
- * about 1 GB. */
+/* The pre-scan of common/json_prescan.h bounds what jansson would build (finding C2 of
+ * docs/security.md: 64 MiB of "[{},{},...]" used to cost 5 GB).  Real directories hold about 10
+ * containers and 25 values per object (a 100,000-object directory: 1 M and 2.5 M), far below the
+ * caps; the caps bound the parse at about 1 GB. */
 static nf_status prescan_json(const uint8_t *p, size_t n, nf_error *err)
 {
-    bool in_str = false, esc = false;
-    uint64_t depth = 0, containers = 0, values = 1;
-    for (size_t i = 0; i < n; i++) {
-        uint8_t c = p[i];
-        if (in_str) {
-            if (esc) esc = false;
-            else if (c == '\\') esc = true;
-            else if (c == '"') in_str = false;
-            continue;
-        }
-        switch (c) {
-        case '"': in_str = true; break;
-        case '{':
-        case '[':
-            if (++depth > NF_MAX_JSON_DEPTH)
-                return fail(err, "directory: JSON byte %zu: nesting deeper than %u levels (the reader's cap)", i,
-                            NF_MAX_JSON_DEPTH);
-            if (++containers > NF_MAX_JSON_CONTAINERS)
-                return fail(err, "directory: JSON byte %zu: more than %u objects and arrays (the reader's cap)", i,
-                            NF_MAX_JSON_CONTAINERS);
-            values++;
-            break;
-        case '}':
-        case ']':
-            if (depth > 0) depth--;
-            break;
-        case ',':
-            if (++values > NF_MAX_JSON_VALUES)
-                return fail(err, "directory: JSON byte %zu: more than %u values (the reader's cap)", i,
-                            NF_MAX_JSON_VALUES);
-            break;
-        default: break;
-        }
+    static const nf_json_caps caps = {NF_MAX_JSON_DEPTH, NF_MAX_JSON_CONTAINERS, NF_MAX_JSON_VALUES};
+    size_t at = 0;
+    switch (nf_json_prescan(p, n, &caps, &at)) {
+    case NF_JSON_TOO_DEEP:
+        return fail(err, "directory: JSON byte %zu: nesting deeper than %u levels (the reader's cap)", at,
+                    NF_MAX_JSON_DEPTH);
+    case NF_JSON_TOO_MANY_CONTAINERS:
+        return fail(err, "directory: JSON byte %zu: more than %u objects and arrays (the reader's cap)", at,
+                    NF_MAX_JSON_CONTAINERS);
+    case NF_JSON_TOO_MANY_VALUES:
+        return fail(err, "directory: JSON byte %zu: more than %u values (the reader's cap)", at, NF_MAX_JSON_VALUES);
+    default: return NF_OK;
     }
-    return NF_OK;
 }
 
 static nf_status parse_json(const uint8_t *json, size_t len, json_t **out, nf_error *err)

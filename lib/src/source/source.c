@@ -16,6 +16,7 @@
 
 #include "common/checked.h"
 #include "common/io.h"
+#include "common/json_prescan.h"
 #include "source/source_internal.h"
 
 /* ---------------------------------------------------------------- arena */
@@ -303,41 +304,26 @@ static nf_status read_index_text(const char *path, char **text, size_t *len, nf_
     return rc;
 }
 
-/* A linear pre-scan of the index text before jansson builds it: jansson spends about 240 bytes per
- * object or array and about 100 per member or element, so a 64 MiB index of "[{},{},...]" under
- * "metadata" would cost 5 GB.  A real index is {"metadata": {...}, "weight_map": {name: shard}}:
- * a few containers and one value per tensor.  Malformed text is left to jansson, which says where. */
+/* The pre-scan of common/json_prescan.h before jansson builds the index: a 64 MiB index of
+ * "[{},{},...]" under "metadata" would cost 5 GB.  A real index is {"metadata": {...},
+ * "weight_map": {name: shard}}: a few containers and one value per tensor. */
 static nf_status index_prescan(const char *path, const char *p, size_t n, nf_error *err)
 {
-    bool in_str = false, esc = false;
-    uint64_t depth = 0, containers = 0, values = 1;
-    for (size_t i = 0; i < n; i++) {
-        char c = p[i];
-        if (in_str) {
-            if (esc) esc = false;
-            else if (c == '\\') esc = true;
-            else if (c == '"') in_str = false;
-            continue;
-        }
-        if (c == '"') {
-            in_str = true;
-        } else if (c == '{' || c == '[') {
-            if (++depth > NF_ST_INDEX_MAX_DEPTH)
-                return nf_error_set(err, NF_ERR_INVALID, "%s: byte %zu: JSON nested deeper than %u levels (the "
-                                    "reader's cap for an index)", path, i, NF_ST_INDEX_MAX_DEPTH);
-            if (++containers > NF_ST_INDEX_MAX_CONTAINERS)
-                return nf_error_set(err, NF_ERR_INVALID, "%s: byte %zu: more than %u JSON objects and arrays (the "
-                                    "reader's cap for an index)", path, i, NF_ST_INDEX_MAX_CONTAINERS);
-        } else if (c == '}' || c == ']') {
-            if (depth > 0) depth--;
-        } else if (c == ',') {
-            if (++values > NF_ST_INDEX_MAX_VALUES)
-                return nf_error_set(err, NF_ERR_INVALID, "%s: byte %zu: more than %u JSON values (the reader's cap "
-                                    "for an index: %u tensors plus metadata)", path, i, NF_ST_INDEX_MAX_VALUES,
-                                    NF_SOURCE_MAX_TENSORS);
-        }
+    static const nf_json_caps caps = {NF_ST_INDEX_MAX_DEPTH, NF_ST_INDEX_MAX_CONTAINERS, NF_ST_INDEX_MAX_VALUES};
+    size_t at = 0;
+    switch (nf_json_prescan((const uint8_t *)p, n, &caps, &at)) {
+    case NF_JSON_TOO_DEEP:
+        return nf_error_set(err, NF_ERR_INVALID, "%s: byte %zu: JSON nested deeper than %u levels (the reader's cap "
+                            "for an index)", path, at, NF_ST_INDEX_MAX_DEPTH);
+    case NF_JSON_TOO_MANY_CONTAINERS:
+        return nf_error_set(err, NF_ERR_INVALID, "%s: byte %zu: more than %u JSON objects and arrays (the reader's "
+                            "cap for an index)", path, at, NF_ST_INDEX_MAX_CONTAINERS);
+    case NF_JSON_TOO_MANY_VALUES:
+        return nf_error_set(err, NF_ERR_INVALID, "%s: byte %zu: more than %u JSON values (the reader's cap for an "
+                            "index: %u tensors plus metadata)", path, at, NF_ST_INDEX_MAX_VALUES,
+                            NF_SOURCE_MAX_TENSORS);
+    default: return NF_OK;
     }
-    return NF_OK;
 }
 
 static nf_status open_index(nf_source *s, const char *path, nf_error *err)

@@ -1,0 +1,29 @@
+/* A linear pre-scan of JSON text that bounds what jansson would build before it builds anything
+ * (internal).  jansson spends about 240 bytes per object or array and about 100 per member or
+ * element, so tens of megabytes of "[{},{},...]" would cost gigabytes: a reader runs this first
+ * with its own caps.  Containers ('{', '['), values (separators + containers) and nesting are
+ * counted outside strings; malformed text is not judged (jansson says where it is wrong). */
+#ifndef NINFER_COMMON_JSON_PRESCAN_H
+#define NINFER_COMMON_JSON_PRESCAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct nf_json_caps {
+    uint64_t depth;      /* deepest nesting of objects and arrays */
+    uint64_t containers; /* objects and arrays in all */
+    uint64_t values;     /* values in all (members and elements) */
+} nf_json_caps;
+
+typedef enum nf_json_excess {
+    NF_JSON_WITHIN = 0,
+    NF_JSON_TOO_DEEP,
+    NF_JSON_TOO_MANY_CONTAINERS,
+    NF_JSON_TOO_MANY_VALUES
+} nf_json_excess;
+
+/* Which cap the n bytes at p exceed first, and the byte offset where (*at); NF_JSON_WITHIN when
+ * none. */
+nf_json_excess nf_json_prescan(const uint8_t *p, size_t n, const nf_json_caps *caps, size_t *at);
+
+#endif
