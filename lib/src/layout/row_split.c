@@ -36,6 +36,27 @@ static bool rs_stored(const nf_rs_params *p, int q, uint8_t *u)
     return true;
 }
 
+/* The stored words of a whole group of G codes at once (rs_stored lane by lane, in a loop the
+ * compiler vectorizes); false when some code does not fit, and the caller goes lane by lane to
+ * name it. */
+static bool rs_stored_group(const nf_rs_params *p, const int8_t *q, uint8_t *u)
+{
+    int width = 1 << p->bits;
+    int lo = p->bias ? -p->bias : -(width / 2);
+    int hi = p->bias ? width - 1 - p->bias : width / 2 - 1;
+    int8_t mn = INT8_MAX, mx = INT8_MIN;
+    for (unsigned l = 0; l < p->group; l++) {
+        int8_t v = q[l];
+        mn = v < mn ? v : mn;
+        mx = v > mx ? v : mx;
+    }
+    if (mn < lo || mx > hi) return false;
+    /* in range, the stored word is q + bias, or q's low `bits` bits (two's complement) */
+    uint8_t add = (uint8_t)p->bias, mask = (uint8_t)(width - 1);
+    for (unsigned l = 0; l < p->group; l++) u[l] = (uint8_t)(((uint8_t)q[l] + add) & mask);
+    return true;
+}
+
 static void rs_pack(const nf_rs_params *p, const uint8_t *u, uint8_t *base, uint8_t *high)
 {
     unsigned G = p->group;
@@ -152,6 +173,12 @@ static nf_status rs_encode_rows(const nf_geometry *g, const nf_words *w, uint64_
             for (uint64_t gi = 0; gi < gpr; gi++) {
                 uint8_t u[RS_MAX_GROUP];
                 uint64_t c0 = gi * G;
+                if (c0 + G <= k && rs_stored_group(&p, codes + c0, u)) {
+                    uint64_t slot = i * gpr + gi;
+                    rs_pack(&p, u, c.base + slot * p.base_bytes, c.high + slot * p.high_bytes);
+                    nf_put_le16(c.scales + 2 * slot, gi < lg ? scales[gi] : 0);
+                    continue;
+                }
                 for (uint64_t l = 0; l < G; l++) {
                     u[l] = p.zero_u; /* padding lanes and wholly physical groups: code 0 */
                     if (c0 + l < k && !rs_stored(&p, codes[c0 + l], &u[l])) {

@@ -141,6 +141,36 @@ static const char *f16_kind(uint16_t h)
     return (h & 0x8000) ? "negative" : "positive";
 }
 
+/* Do all n codes lie in [lo, hi]?  A min/max loop the compiler vectorizes. */
+static bool codes_within(const int8_t *q, uint64_t n, int lo, int hi)
+{
+    int8_t mn = INT8_MAX, mx = INT8_MIN;
+    for (uint64_t i = 0; i < n; i++) {
+        int8_t v = q[i];
+        mn = v < mn ? v : mn;
+        mx = v > mx ? v : mx;
+    }
+    return mn >= lo && mx <= hi;
+}
+
+/* Does a row pass every rule of check_grouped?  A quick pass over the whole row (every code in
+ * range, every scale valid, zero codes under a zero-only scale); a row that fails it goes through
+ * the group-by-group checks below, which name the first problem. */
+static bool grouped_row_clean(const nf_format *f, const int8_t *codes, const uint16_t *scales, uint64_t k,
+                              uint64_t lg, uint64_t gs)
+{
+    if (!codes_within(codes, k, f->code_min, f->code_max)) return false;
+    for (uint64_t gi = 0; gi < lg; gi++) {
+        uint16_t s = scales[gi];
+        if (!nf_grouped_scale_valid(f, s)) return false;
+        if (nf_grouped_scale_requires_zero_codes(f, s)) {
+            uint64_t c0 = gi * gs, c1 = c0 + gs < k ? c0 + gs : k;
+            if (!codes_within(codes + c0, c1 - c0, 0, 0)) return false;
+        }
+    }
+    return true;
+}
+
 static nf_status check_grouped(const nf_geometry *g, const nf_words *w, uint64_t first_row, nf_error *err)
 {
     const nf_format *f = g->format;
@@ -148,6 +178,7 @@ static nf_status check_grouped(const nf_geometry *g, const nf_words *w, uint64_t
     for (uint64_t r = 0; r < w->rows; r++) {
         const int8_t *codes = w->codes + r * k;
         const uint16_t *scales = w->scales + r * lg;
+        if (grouped_row_clean(f, codes, scales, k, lg, gs)) continue;
         for (uint64_t gi = 0; gi < lg; gi++) {
             uint16_t s = scales[gi];
             if (!nf_grouped_scale_valid(f, s))
