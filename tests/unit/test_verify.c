@@ -10,22 +10,15 @@
 
 #include <ninfer/ninfer.h>
 
+#include "support/test_artifact.h"
+
 #include "common/io.h"
 
 static char dir[256];
 
-static void make_dir(void)
-{
-    snprintf(dir, sizeof dir, "/tmp/ninfer-test-verify-XXXXXX");
-    cr_assert_not_null(mkdtemp(dir));
-}
+static void make_dir(void) { test_dir_make(dir, sizeof dir, "verify"); }
 
-static void remove_dir(void)
-{
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    cr_assert_eq(system(cmd), 0);
-}
+static void remove_dir(void) { test_dir_remove(dir); }
 
 TestSuite(verify, .init = make_dir, .fini = remove_dir);
 
