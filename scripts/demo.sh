@@ -19,9 +19,10 @@ printf '\nper-tensor error of the conversion (%s):\n' "$out/demo.ninfer.conversi
 python3 - "$out/demo.ninfer.conversion.json" <<'PY'
 import json, sys
 rep = json.load(open(sys.argv[1]))
-print('%-42s %-21s %-15s %12s %12s %8s' % ('object', 'format', 'method', 'max_abs_err', 'rmse', 'snr_db'))
+w = max([len('object')] + [len(o['object']) for o in rep['objects']])
+print('%-*s %-21s %-15s %12s %12s %8s' % (w, 'object', 'format', 'method', 'max_abs_err', 'rmse', 'snr_db'))
 for o in rep['objects']:
     snr = o.get('snr_db')
-    print('%-42s %-21s %-15s %12.3g %12.3g %8s' % (o['object'], o['format'], o['method'], o.get('max_abs_error', 0.0),
-          o.get('rmse', 0.0), 'exact' if snr is None else '%.1f' % snr))
+    print('%-*s %-21s %-15s %12.3g %12.3g %8s' % (w, o['object'], o['format'], o['method'],
+          o.get('max_abs_error', 0.0), o.get('rmse', 0.0), 'exact' if snr is None else '%.1f' % snr))
 PY
