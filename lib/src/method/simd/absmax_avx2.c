@@ -104,22 +104,6 @@ AVX2_INLINE void group_codes(const uint8_t *p, size_t n, nf_src_type type, size_
     }
 }
 
-/* Dispatch on the layouts' group sizes, so that their loops have constant trip counts. */
-AVX2_INLINE uint32_t amax_of(const uint8_t *p, size_t n, nf_src_type type, size_t esize)
-{
-    if (n == 64) return group_amax(p, 64, type, esize);
-    if (n == 32) return group_amax(p, 32, type, esize);
-    return group_amax(p, n, type, esize);
-}
-
-AVX2_INLINE void codes_of(const uint8_t *p, size_t n, nf_src_type type, size_t esize, float inv,
-                          const nf_absmax_shape *s, int8_t *q)
-{
-    if (n == 64) group_codes(p, 64, type, esize, inv, s, q);
-    else if (n == 32) group_codes(p, 32, type, esize, inv, s, q);
-    else group_codes(p, n, type, esize, inv, s, q);
-}
-
 /* The scale words and reciprocals of LANES groups at once (absmax_simd.h's steps, lane-wise):
  * raw = amax / qmax (VDIVPS: the correctly rounded binary32 quotient), the binary16 word by
  * VCVTPS2PH with imm8 = 0 (round to nearest even, whatever MXCSR says: subnormal words and the
@@ -143,35 +127,8 @@ AVX2_INLINE bool block_scales(const uint32_t *amax, float denominator, uint16_t 
     return true;
 }
 
-/* A row in blocks of LANES groups: every amax first (a non-finite value fails the row before any
- * arithmetic), the block's scales at once, then the codes (the source is read again, from L1). */
-AVX2_INLINE bool encode_row(const uint8_t *row, nf_src_type type, size_t esize, size_t k, const nf_absmax_shape *s,
-                            int8_t *codes, uint16_t *scales)
-{
-    size_t g = s->group;
-    size_t groups = (k + g - 1) / g;
-    for (size_t g0 = 0; g0 < groups; g0 += LANES) {
-        size_t nb = groups - g0 < LANES ? groups - g0 : LANES;
-        uint32_t amax[LANES] = {0};
-        uint32_t worst = 0;
-        for (size_t b = 0; b < nb; b++) {
-            size_t c0 = (g0 + b) * g;
-            amax[b] = amax_of(row + c0 * esize, k - c0 < g ? k - c0 : g, type, esize);
-            worst = amax[b] > worst ? amax[b] : worst;
-        }
-        if (worst >= 0x7F800000u) return false; /* non-finite: the reference names it */
-        uint16_t words[LANES];
-        float inv[LANES];
-        if (!block_scales(amax, s->denominator, words, inv)) return false;
-        memcpy(scales + g0, words, nb * sizeof words[0]);
-        for (size_t b = 0; b < nb; b++) {
-            size_t c0 = (g0 + b) * g, n = k - c0 < g ? k - c0 : g;
-            if (amax[b] == 0) memset(codes + c0, 0, n);
-            else codes_of(row + c0 * esize, n, type, esize, inv[b], s, codes + c0);
-        }
-    }
-    return true;
-}
+#define ABSMAX_INLINE AVX2_INLINE
+#include "method/simd/absmax_row.inc"
 
 __attribute__((target("avx2,f16c"))) bool nf_absmax_row_avx2(const uint8_t *row, nf_src_type type, size_t k,
                                                             const nf_absmax_shape *shape, int8_t *codes,
