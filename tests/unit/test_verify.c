@@ -110,30 +110,13 @@ static nf_verify_report run(const char *path, nf_verify_level level)
     return r;
 }
 
-static bool has_problem(const nf_verify_report *r, const char *object, const char *check, const char *fragment)
-{
-    for (size_t i = 0; i < r->count; i++) {
-        const nf_problem *p = &r->problems[i];
-        bool obj_ok = object ? (p->object && strcmp(p->object, object) == 0) : p->object == NULL;
-        if (obj_ok && strcmp(p->check, check) == 0 && (!fragment || strstr(p->message, fragment))) return true;
-    }
-    return false;
-}
-
-static void dump(const nf_verify_report *r)
-{
-    for (size_t i = 0; i < r->count; i++)
-        cr_log_info("%s / %s / %s", r->problems[i].object ? r->problems[i].object : "-", r->problems[i].check,
-                    r->problems[i].message);
-}
-
 Test(verify, clean_artifact_with_checksums)
 {
     char path[300];
     snprintf(path, sizeof path, "%s/a.ninfer", dir);
     write_sample(path, 0, true);
     nf_verify_report r = run(path, NF_VERIFY_CHECKSUMS);
-    dump(&r);
+    test_dump_problems(&r);
     cr_assert(r.valid);
     cr_assert_eq(r.count, 0);
     cr_assert_eq(r.objects_checked, 4);
@@ -153,10 +136,10 @@ Test(verify, levels_and_every_problem)
     cr_assert(quick.valid, "the structure is intact");
     nf_verify_report_free(&quick);
     nf_verify_report r = run(path, NF_VERIFY_WORDS);
-    dump(&r);
+    test_dump_problems(&r);
     cr_assert_not(r.valid);
-    cr_assert(has_problem(&r, "w.q8", "words", "row 0 col 3"));
-    cr_assert(has_problem(&r, "w.q4", "words", NULL));
+    cr_assert(test_has_problem(&r, "w.q8", "words", "row 0 col 3"));
+    cr_assert(test_has_problem(&r, "w.q4", "words", NULL));
     nf_verify_report_free(&r);
 }
 
@@ -168,9 +151,9 @@ Test(verify, object_checksum_mismatch_names_the_object)
     uint64_t b = object_file_offset(path, "w.bf16");
     poke(path, b + 1, 0xBF); /* 0x3F80 -> 0xBF80: still a legal bf16 word */
     nf_verify_report r = run(path, NF_VERIFY_CHECKSUMS);
-    dump(&r);
+    test_dump_problems(&r);
     cr_assert_not(r.valid);
-    cr_assert(has_problem(&r, "w.bf16", "checksums", NULL));
+    cr_assert(test_has_problem(&r, "w.bf16", "checksums", NULL));
     cr_assert_eq(r.count, 1);
     nf_verify_report r2 = run(path, NF_VERIFY_WORDS);
     cr_assert(r2.valid, "words are legal: only the checksum level sees the change");
@@ -193,9 +176,9 @@ Test(verify, directory_checksum_covers_the_json_text)
     cr_assert_eq(peek(path, last), ' ');
     poke(path, last, '\n');
     nf_verify_report r = run(path, NF_VERIFY_CHECKSUMS);
-    dump(&r);
+    test_dump_problems(&r);
     cr_assert_not(r.valid);
-    cr_assert(has_problem(&r, NULL, "checksums", "directory"));
+    cr_assert(test_has_problem(&r, NULL, "checksums", "directory"));
     nf_verify_report_free(&r);
 }
 
@@ -207,9 +190,9 @@ Test(verify, nonzero_gap_between_objects)
     uint64_t q8 = object_file_offset(path, "w.q8");
     poke(path, q8 - 1, 0x01); /* the alignment gap after the 5-byte resource */
     nf_verify_report r = run(path, NF_VERIFY_WORDS);
-    dump(&r);
+    test_dump_problems(&r);
     cr_assert_not(r.valid);
-    cr_assert(has_problem(&r, NULL, "words", "between objects"));
+    cr_assert(test_has_problem(&r, NULL, "words", "between objects"));
     nf_verify_report_free(&r);
 }
 
@@ -221,13 +204,13 @@ Test(verify, missing_part_is_invalid_and_missing_entry_is_a_system_error)
     snprintf(part, sizeof part, "%s.part-0001", path);
     cr_assert_eq(access(part, F_OK), 0, "the sample must be split");
     nf_verify_report ok = run(path, NF_VERIFY_CHECKSUMS);
-    dump(&ok);
+    test_dump_problems(&ok);
     cr_assert(ok.valid);
     nf_verify_report_free(&ok);
     cr_assert_eq(unlink(part), 0);
     nf_verify_report r = run(path, NF_VERIFY_STRUCTURE);
     cr_assert_not(r.valid);
-    cr_assert(has_problem(&r, NULL, "structure", "part-0001"));
+    cr_assert(test_has_problem(&r, NULL, "structure", "part-0001"));
     nf_verify_report_free(&r);
 
     nf_verify_report none;

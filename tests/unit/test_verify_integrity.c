@@ -104,23 +104,6 @@ static nf_verify_report run_with(const char *path, nf_verify_level level, bool r
     return r;
 }
 
-static bool has_problem(const nf_verify_report *r, const char *object, const char *check, const char *fragment)
-{
-    for (size_t i = 0; i < r->count; i++) {
-        const nf_problem *p = &r->problems[i];
-        bool obj_ok = object ? (p->object && strcmp(p->object, object) == 0) : p->object == NULL;
-        if (obj_ok && strcmp(p->check, check) == 0 && (!fragment || strstr(p->message, fragment))) return true;
-    }
-    return false;
-}
-
-static void dump(const nf_verify_report *r)
-{
-    for (size_t i = 0; i < r->count; i++)
-        cr_log_info("%s / %s / %s", r->problems[i].object ? r->problems[i].object : "-", r->problems[i].check,
-                    r->problems[i].message);
-}
-
 /* ---------------------------------------------------------------- zero bytes outside the payload */
 Test(integrity, nonzero_byte_in_a_continuation_header_tail)
 {
@@ -130,7 +113,7 @@ Test(integrity, nonzero_byte_in_a_continuation_header_tail)
     write_sample(path, 8192, true);
     cr_assert_eq(access(part, F_OK), 0, "the sample must be split");
     nf_verify_report ok = run_with(path, NF_VERIFY_CHECKSUMS, true);
-    dump(&ok);
+    test_dump_problems(&ok);
     cr_assert(ok.valid);
     nf_verify_report_free(&ok);
 
@@ -140,10 +123,10 @@ Test(integrity, nonzero_byte_in_a_continuation_header_tail)
     cr_assert(quick.valid, "readers do not check these bytes (container.md 2.8 item 7): not a structure problem");
     nf_verify_report_free(&quick);
     nf_verify_report r = run_with(path, NF_VERIFY_WORDS, false);
-    dump(&r);
+    test_dump_problems(&r);
     cr_assert_not(r.valid);
     cr_assert_eq(r.count, 1);
-    cr_assert(has_problem(&r, NULL, "words",
+    cr_assert(test_has_problem(&r, NULL, "words",
                           "part file s.ninfer.part-0001: byte 100 (continuation header bytes [32, 4096)) is 0x5a, "
                           "expected 0x00"));
     nf_verify_report_free(&r);
@@ -172,7 +155,7 @@ Test(integrity, nonzero_byte_between_the_directory_and_the_payload)
     write_at(path, 32 + short_jb, zeros, zn);
     free(zeros);
     nf_verify_report ok = run_with(path, NF_VERIFY_CHECKSUMS, false);
-    dump(&ok);
+    test_dump_problems(&ok);
     cr_assert(ok.valid, "zero bytes after the JSON are the format's own padding");
     nf_verify_report_free(&ok);
 
@@ -182,14 +165,14 @@ Test(integrity, nonzero_byte_between_the_directory_and_the_payload)
     cr_assert(quick.valid);
     nf_verify_report_free(&quick);
     nf_verify_report r = run_with(path, NF_VERIFY_WORDS, false);
-    dump(&r);
+    test_dump_problems(&r);
     cr_assert_not(r.valid);
     cr_assert_eq(r.count, 1);
     char want[128];
     snprintf(want, sizeof want, "byte %llu (between the JSON directory and the payload) is 0x01",
              (unsigned long long)at);
-    cr_assert(has_problem(&r, NULL, "words", want));
-    cr_assert(has_problem(&r, NULL, "words", "a.ninfer"));
+    cr_assert(test_has_problem(&r, NULL, "words", want));
+    cr_assert(test_has_problem(&r, NULL, "words", "a.ninfer"));
     nf_verify_report_free(&r);
 }
 
@@ -210,7 +193,7 @@ static nf_verify_report edited(const char *name, edit_fn edit)
     put_directory(path, root);
     json_decref(root);
     nf_verify_report r = run_with(path, NF_VERIFY_CHECKSUMS, false);
-    dump(&r);
+    test_dump_problems(&r);
     return r;
 }
 
@@ -261,20 +244,20 @@ Test(integrity, checksums_member_names_are_closed)
 {
     nf_verify_report r = edited("dn", ed_directory_name);
     cr_assert_not(r.valid);
-    cr_assert(has_problem(&r, NULL, "checksums", "metadata.checksums has an unknown member 'directorz'"));
+    cr_assert(test_has_problem(&r, NULL, "checksums", "metadata.checksums has an unknown member 'directorz'"));
     cr_assert_eq(r.checksums_checked, 3, "the object digests are still checked");
     nf_verify_report_free(&r);
 
     r = edited("on", ed_objects_name);
     cr_assert_not(r.valid);
-    cr_assert(has_problem(&r, NULL, "checksums", "unknown member 'objectz'"));
-    cr_assert(has_problem(&r, NULL, "checksums", "directory checksum is"), "the directory digest is still checked");
+    cr_assert(test_has_problem(&r, NULL, "checksums", "unknown member 'objectz'"));
+    cr_assert(test_has_problem(&r, NULL, "checksums", "directory checksum is"), "the directory digest is still checked");
     nf_verify_report_free(&r);
 
     r = edited("an", ed_algorithm_name);
     cr_assert_not(r.valid);
-    cr_assert(has_problem(&r, NULL, "checksums", "unknown member 'algorithn'"));
-    cr_assert(has_problem(&r, NULL, "checksums", "metadata.checksums.algorithm is missing"));
+    cr_assert(test_has_problem(&r, NULL, "checksums", "unknown member 'algorithn'"));
+    cr_assert(test_has_problem(&r, NULL, "checksums", "metadata.checksums.algorithm is missing"));
     cr_assert_eq(r.checksums_checked, 0, "no digest can be compared without the algorithm");
     nf_verify_report_free(&r);
 }
@@ -282,40 +265,40 @@ Test(integrity, checksums_member_names_are_closed)
 Test(integrity, checksums_member_values)
 {
     nf_verify_report r = edited("av", ed_algorithm_value);
-    cr_assert(has_problem(&r, NULL, "checksums", "metadata.checksums.algorithm 'xxh3-64' is not supported"));
+    cr_assert(test_has_problem(&r, NULL, "checksums", "metadata.checksums.algorithm 'xxh3-64' is not supported"));
     nf_verify_report_free(&r);
 
     r = edited("at", ed_algorithm_type);
-    cr_assert(has_problem(&r, NULL, "checksums", "metadata.checksums.algorithm is an integer"));
+    cr_assert(test_has_problem(&r, NULL, "checksums", "metadata.checksums.algorithm is an integer"));
     nf_verify_report_free(&r);
 
     r = edited("ot", ed_objects_type);
-    cr_assert(has_problem(&r, NULL, "checksums", "metadata.checksums.objects is an array"));
+    cr_assert(test_has_problem(&r, NULL, "checksums", "metadata.checksums.objects is an array"));
     nf_verify_report_free(&r);
 
     r = edited("dt", ed_directory_type);
-    cr_assert(has_problem(&r, NULL, "checksums", "metadata.checksums.directory is null"));
+    cr_assert(test_has_problem(&r, NULL, "checksums", "metadata.checksums.directory is null"));
     nf_verify_report_free(&r);
 
     r = edited("dd", ed_directory_digest);
-    cr_assert(has_problem(&r, NULL, "checksums", "metadata.checksums.directory '0123' is not 32 lowercase hex digits"));
+    cr_assert(test_has_problem(&r, NULL, "checksums", "metadata.checksums.directory '0123' is not 32 lowercase hex digits"));
     nf_verify_report_free(&r);
 
     r = edited("om", ed_object_missing);
-    cr_assert(has_problem(&r, NULL, "checksums",
+    cr_assert(test_has_problem(&r, NULL, "checksums",
                           "metadata.checksums.objects names 'w.nope', which is not an object of the artifact"));
     nf_verify_report_free(&r);
 
     r = edited("ou", ed_object_upper);
-    cr_assert(has_problem(&r, "w.q8", "checksums", "in metadata.checksums.objects is not 32 lowercase hex digits"));
+    cr_assert(test_has_problem(&r, "w.q8", "checksums", "in metadata.checksums.objects is not 32 lowercase hex digits"));
     nf_verify_report_free(&r);
 
     r = edited("os", ed_object_short);
-    cr_assert(has_problem(&r, "w.q8", "checksums", "in metadata.checksums.objects is not 32 lowercase hex digits"));
+    cr_assert(test_has_problem(&r, "w.q8", "checksums", "in metadata.checksums.objects is not 32 lowercase hex digits"));
     nf_verify_report_free(&r);
 
     r = edited("oy", ed_object_type);
-    cr_assert(has_problem(&r, "r", "checksums", "its digest in metadata.checksums.objects is an integer"));
+    cr_assert(test_has_problem(&r, "r", "checksums", "its digest in metadata.checksums.objects is an integer"));
     nf_verify_report_free(&r);
 }
 
@@ -329,9 +312,9 @@ Test(integrity, checksums_not_an_object)
     put_directory(path, root);
     json_decref(root);
     nf_verify_report r = run_with(path, NF_VERIFY_CHECKSUMS, false);
-    dump(&r);
+    test_dump_problems(&r);
     cr_assert_not(r.valid);
-    cr_assert(has_problem(&r, NULL, "checksums", "metadata.checksums is a string, expected an object"));
+    cr_assert(test_has_problem(&r, NULL, "checksums", "metadata.checksums is a string, expected an object"));
     nf_verify_report_free(&r);
 }
 
@@ -358,10 +341,10 @@ Test(integrity, require_checksums)
     cr_assert(r.valid, "without require_checksums an artifact need not record checksums");
     nf_verify_report_free(&r);
     r = run_with(path, NF_VERIFY_CHECKSUMS, true);
-    dump(&r);
+    test_dump_problems(&r);
     cr_assert_not(r.valid);
     cr_assert_eq(r.count, 1);
-    cr_assert(has_problem(&r, NULL, "checksums", "metadata.checksums is absent"));
+    cr_assert(test_has_problem(&r, NULL, "checksums", "metadata.checksums is absent"));
     nf_verify_report_free(&r);
 
     /* objects and directory partly recorded: valid by default (each present digest matches),
@@ -372,11 +355,11 @@ Test(integrity, require_checksums)
     nf_verify_report_free(&r);
     snprintf(path, sizeof path, "%s/part.ninfer", dir);
     r = run_with(path, NF_VERIFY_CHECKSUMS, true);
-    dump(&r);
+    test_dump_problems(&r);
     cr_assert_not(r.valid);
     cr_assert_eq(r.count, 2);
-    cr_assert(has_problem(&r, "r", "checksums", "no digest in metadata.checksums.objects"));
-    cr_assert(has_problem(&r, NULL, "checksums", "metadata.checksums.directory is absent"));
+    cr_assert(test_has_problem(&r, "r", "checksums", "no digest in metadata.checksums.objects"));
+    cr_assert(test_has_problem(&r, NULL, "checksums", "metadata.checksums.directory is absent"));
     nf_verify_report_free(&r);
 
     /* below the checksums level the option cannot be honoured */
@@ -404,7 +387,7 @@ Test(integrity, a_problem_names_its_object_once)
     put_directory(path, root);
     json_decref(root);
     nf_verify_report r = run_with(path, NF_VERIFY_STRUCTURE, false);
-    dump(&r);
+    test_dump_problems(&r);
     cr_assert_not(r.valid);
     cr_assert_eq(r.count, 1);
     cr_assert_str_eq(r.problems[0].object, "w.q8");

@@ -1,4 +1,4 @@
-/* Small artifacts and scratch directories for the verify tests.  Header-only (Criterion asserts
+/* Small artifacts, scratch directories and report queries for the verify tests.  Header-only (Criterion asserts
  * inside static inline functions). */
 #ifndef NINFER_TEST_ARTIFACT_H
 #define NINFER_TEST_ARTIFACT_H
@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <ninfer/ninfer.h>
 
@@ -65,6 +66,27 @@ static inline void test_write_small_artifact(const char *path, uint64_t max_file
     }
     cr_assert_eq(nf_writer_finish(w, &err), NF_OK, "%s", err.message);
     nf_writer_free(w);
+}
+
+/* Does the report hold a problem of `check` about `object` (NULL: an artifact-level one) whose
+ * message contains `fragment` (NULL: any)? */
+static inline bool test_has_problem(const nf_verify_report *r, const char *object, const char *check,
+                                    const char *fragment)
+{
+    for (size_t i = 0; i < r->count; i++) {
+        const nf_problem *p = &r->problems[i];
+        bool obj_ok = object ? (p->object && strcmp(p->object, object) == 0) : p->object == NULL;
+        if (obj_ok && strcmp(p->check, check) == 0 && (!fragment || strstr(p->message, fragment))) return true;
+    }
+    return false;
+}
+
+/* Every problem of the report in the test log (for a failing assertion's context). */
+static inline void test_dump_problems(const nf_verify_report *r)
+{
+    for (size_t i = 0; i < r->count; i++)
+        cr_log_info("%s / %s / %s", r->problems[i].object ? r->problems[i].object : "-", r->problems[i].check,
+                    r->problems[i].message);
 }
 
 #endif
