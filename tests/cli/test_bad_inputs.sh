@@ -22,8 +22,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 pass=0
 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); printf 'FAIL %s\n' "$*"; }
+# shellcheck source=tests/cli/lib.sh
+. "$(dirname "$0")/lib.sh"
 
 python3 "$here/../badinput/gen_bad_inputs.py" "$work/cases" "$data" || { echo "FAIL the generator"; exit 1; }
 

@@ -12,14 +12,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 pass=0
 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); printf 'FAIL %s\n' "$*"; }
-run() { # run STATUS ARGS...
-    local want=$1; shift
-    "$@" >"$work/out" 2>"$work/err"
-    local got=$?
-    if [ "$got" -eq "$want" ]; then ok; else bad "$* exited $got, expected $want: $(head -c 400 "$work/err")"; fi
-}
+# shellcheck source=tests/cli/lib.sh
+. "$(dirname "$0")/lib.sh"
 check() { if "$@"; then ok; else bad "check failed: $*"; fi; }
 contains() { if grep -qF -- "$2" "$1"; then ok; else bad "$1 lacks '$2': $(head -c 300 "$1")"; fi; }
 empty_dir() { [ -z "$(ls -A "$1")" ]; }

@@ -10,14 +10,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 pass=0
 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); printf 'FAIL %s\n' "$*"; }
-run() { # run STATUS ARGS...
-    local want=$1; shift
-    "$@" >"$work/out" 2>"$work/err"
-    local got=$?
-    if [ "$got" -eq "$want" ]; then ok; else bad "$* exited $got, expected $want: $(head -c 300 "$work/err")"; fi
-}
+# shellcheck source=tests/cli/lib.sh
+. "$(dirname "$0")/lib.sh"
 check() { if "$@"; then ok; else bad "check failed: $*"; fi; }
 
 # Compare f32 raw output with the sidecar's values (NaN matches NaN; signed zeros exact).

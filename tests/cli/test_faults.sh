@@ -20,8 +20,8 @@ work=$(mktemp -d -p /dev/shm 2>/dev/null || mktemp -d)
 trap 'rm -rf "$work"' EXIT
 pass=0
 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); printf 'FAIL %s\n' "$*"; }
+# shellcheck source=tests/cli/lib.sh
+. "$(dirname "$0")/lib.sh"
 [ -x "$faulty" ] || { echo "FAIL $faulty is missing (built when NINFER_TESTS=ON)"; exit 1; }
 # Under ASan+UBSan (NINFER_TEST_CFLAGS has -fsanitize) a process start costs ~10x: there the
 # many reads and writes are swept at every 4th call (the opens, syncs, links and unlinks at all).

@@ -25,8 +25,8 @@ case "$type" in Release | RelWithDebInfo | MinSizeRel) [ "$sanitize" = ON ] || f
 
 pass=0
 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); printf 'FAIL %s\n' "$*"; }
+# shellcheck source=tests/cli/lib.sh
+. "$(dirname "$0")/lib.sh"
 
 files=("$bin/ninfer" "$bin/ninfer-convert" "$bin/ninfer-inspect" "$bin/ninfer-verify" "$bin/ninfer-dequant")
 lib=$(ls "$build"/lib/libninfer.so.*.*.* 2>/dev/null | head -n 1)

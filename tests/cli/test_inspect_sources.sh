@@ -15,16 +15,10 @@ trap 'rm -rf "$work"' EXIT
 inspect=$bin/ninfer-inspect
 pass=0
 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); printf 'FAIL %s\n' "$*"; }
+# shellcheck source=tests/cli/lib.sh
+. "$(dirname "$0")/lib.sh"
 
 # run STATUS ARGS...: run, keep stdout/stderr in $work/out and $work/err, compare the status.
-run() {
-    local want=$1; shift
-    "$@" >"$work/out" 2>"$work/err"
-    local got=$?
-    if [ "$got" -eq "$want" ]; then ok; else bad "$* exited $got, expected $want: $(head -c 300 "$work/err")"; fi
-}
 # contains FILE TEXT
 contains() { if grep -qF -- "$2" "$1"; then ok; else bad "$(basename "$1") lacks '$2'"; fi; }
 # pycheck LABEL SCRIPT ARGS...: a Python check of the JSON now in $work/out (its sys.argv[1];

@@ -11,8 +11,8 @@ trap 'rm -rf "$work"' EXIT
 pass=0
 fail=0
 
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); printf 'FAIL %s\n' "$*"; }
+# shellcheck source=tests/cli/lib.sh
+. "$(dirname "$0")/lib.sh"
 
 # expect_exit STATUS PROG ARGS...: run and compare the exit status.
 expect_exit() {

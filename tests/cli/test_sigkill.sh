@@ -14,8 +14,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 pass=0
 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); printf 'FAIL %s\n' "$*"; }
+# shellcheck source=tests/cli/lib.sh
+. "$(dirname "$0")/lib.sh"
 check() { if "$@"; then ok; else bad "check failed: $*"; fi; }
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 temps() { (cd "$1" && ls -A | grep -E '\.tmp$' | sort | tr '\n' ' '); }

@@ -10,15 +10,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 pass=0
 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); printf 'FAIL %s\n' "$*"; }
-run() { # run STATUS ARGS...
-    local want=$1; shift
-    "$@" >"$work/out" 2>"$work/err"
-    local got=$?
-    if [ "$got" -eq "$want" ]; then ok; else bad "$* exited $got, expected $want: $(head -c 300 "$work/err")"; fi
-}
-same() { if cmp -s "$1" "$2"; then ok; else bad "$1 and $2 differ"; diff <(head -c 2000 "$1") <(head -c 2000 "$2") | head -20; fi; }
+# shellcheck source=tests/cli/lib.sh
+. "$(dirname "$0")/lib.sh"
 
 # gate/up/down are [1152, 1024]: 1.18 M values, two row chunks of dequant's 2^20-value chunks
 ck=$work/ck
