@@ -24,8 +24,13 @@ nf_status nf_ggml_dequant_row(const nf_format *fmt, const uint8_t *blocks, uint6
     void nf_ggml_deq_q6_k##sfx(const uint8_t *block, float *out);
 NF_GGML_KQUANT_DECL(_avx2)
 NF_GGML_KQUANT_DECL(_avx512)
-NF_GGML_KQUANT_DECL(_avx2_generic)   /* the per-element bodies; Q2_K/Q3_K use table lookups */
-NF_GGML_KQUANT_DECL(_avx512_generic)
+/* the per-element bodies of Q4_K..Q6_K (Q2_K and Q3_K use table lookups instead) */
+void nf_ggml_deq_q4_k_avx2_generic(const uint8_t *block, float *out);
+void nf_ggml_deq_q5_k_avx2_generic(const uint8_t *block, float *out);
+void nf_ggml_deq_q6_k_avx2_generic(const uint8_t *block, float *out);
+void nf_ggml_deq_q4_k_avx512_generic(const uint8_t *block, float *out);
+void nf_ggml_deq_q5_k_avx512_generic(const uint8_t *block, float *out);
+void nf_ggml_deq_q6_k_avx512_generic(const uint8_t *block, float *out);
 #endif
 
 #endif

@@ -1,8 +1,8 @@
 /* ggml k-quant block dequantizers for AVX2 and AVX-512 (format/ggml.h): Q2_K, Q3_K, Q4_K, Q5_K
  * and Q6_K.  One body per format (DEFINE_KQUANTS), instantiated with 8-lane (AVX2) and 16-lane
  * (AVX-512) stores; Q2_K and Q3_K, whose sub-blocks have only 4 or 8 distinct values, instead
- * compute those values once per sub-block and look each element up by its code bits (the
- * _generic instances of those two are not dispatched).
+ * compute those values once per sub-block and look each element up by its code bits (their
+ * own functions below, not DEFINE_KQUANTS).
  *
  * Each computes exactly what the scalar dequantizer of ggml_dequant.c computes, element for
  * element: the per-sub-block float factors are the same scalar expressions, the codes are
@@ -88,44 +88,6 @@ AVX512_INLINE void store_a512(float *y, __m128i q, float a)
 }
 
 #define DEFINE_KQUANTS(KQ_SUFFIX, KQ_FN, store_am, store_a)                                                    \
-KQ_FN void nf_ggml_deq_q2_k##KQ_SUFFIX(const uint8_t *b, float *y)                                             \
-{                                                                                                              \
-    const float d = half_at(b + 80);                                                                           \
-    const float dmin = half_at(b + 82);                                                                        \
-    float dl[16], ml[16]; /* the same products as the scalar code, 16 at once */                               \
-    for (unsigned i = 0; i < 16; i++) {                                                                        \
-        dl[i] = d * (float)(int)(b[i] & 0xFu);                                                                 \
-        ml[i] = dmin * (float)(int)(b[i] >> 4);                                                                \
-    }                                                                                                          \
-    for (unsigned n = 0; n < 256; n += 16) {                                                                   \
-        const unsigned half = n / 128, shift = 2u * ((n / 32) % 4), t0 = n % 32;                               \
-        store_am(y + n, bits_at(load16(b + 16 + 32 * half + t0), shift, 3), dl[n / 16], ml[n / 16]);           \
-    }                                                                                                          \
-}                                                                                                              \
-                                                                                                               \
-KQ_FN void nf_ggml_deq_q3_k##KQ_SUFFIX(const uint8_t *b, float *y)                                             \
-{                                                                                                              \
-    const float d = half_at(b + 108);                                                                          \
-    const uint8_t *hmask = b, *qs = b + 32, *sc = b + 96;                                                      \
-    int scale[16];                                                                                             \
-    float dls[16];                                                                                             \
-    for (unsigned s = 0; s < 16; s++) {                                                                        \
-        const unsigned low4 = s < 8 ? (sc[s] & 0xFu) : ((unsigned)sc[s - 8] >> 4);                             \
-        const unsigned high2 = ((unsigned)sc[8 + s % 4] >> (2u * (s / 4))) & 3u;                               \
-        scale[s] = (int)(low4 | (high2 << 4)) - 32;                                                            \
-    }                                                                                                          \
-    for (unsigned s = 0; s < 16; s++) dls[s] = d * (float)scale[s];                                            \
-    for (unsigned s = 0; s < 16; s++) {                                                                        \
-        const float dl = dls[s];                                                                               \
-        const unsigned n0 = 16 * s, half = n0 / 128, shift = 2u * ((n0 / 32) % 4), hshift = n0 / 32, t0 = n0 % 32;\
-        const __m128i low2 = bits_at(load16(qs + 32 * half + t0), shift, 3);                                   \
-        const __m128i hbit = bits_at(load16(hmask + t0), hshift, 1);                                           \
-        /* low2 - 4 + 4 * hbit, in [-4, 3] */                                                                  \
-        const __m128i q = _mm_sub_epi8(_mm_add_epi8(low2, _mm_slli_epi16(hbit, 2)), _mm_set1_epi8(4));         \
-        store_a(y + n0, q, dl);                                                                                \
-    }                                                                                                          \
-}                                                                                                              \
-                                                                                                               \
 KQ_FN void nf_ggml_deq_q4_k##KQ_SUFFIX(const uint8_t *b, float *y)                                             \
 {                                                                                                              \
     const float d = half_at(b);                                                                                \
