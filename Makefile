@@ -69,14 +69,15 @@ fuzz-smoke:
 	rm -rf build-fuzz-smoke/corpus build-fuzz-smoke/crashes
 	FUZZ_FLAGS="-seed=1 -runs=$(FUZZ_SMOKE_RUNS)" bash tests/fuzz/run_fuzzers.sh build-fuzz-smoke 300 2
 
-# Benchmarks (bench/README.md): a Release build in $(BENCH_BUILD) (tests off), then one table of
+# Benchmarks (bench/README.md): the default build's flags (RelWithDebInfo: -O3 -g) in $(BENCH_BUILD)
+# (tests off, the bench program on), then one table of
 # kernel throughput against memcpy and end-to-end convert/verify/dequant of a generated ~400 MB
 # checkpoint.  Takes a few minutes; never part of `make test`.
 BENCH_BUILD ?= build-bench
 
 .PHONY: bench
 bench: deps
-	@test -f $(BENCH_BUILD)/CMakeCache.txt || cmake -S . -B $(BENCH_BUILD) -DCMAKE_BUILD_TYPE=Release \
+	@test -f $(BENCH_BUILD)/CMakeCache.txt || cmake -S . -B $(BENCH_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 		-DNINFER_TESTS=OFF -DNINFER_BENCH=ON $(CMAKE_ARGS)
 	cmake --build $(BENCH_BUILD) -j $(JOBS) --target ninfer-bench ninfer-convert ninfer-verify ninfer-dequant \
 		ninfer-gen-checkpoint
