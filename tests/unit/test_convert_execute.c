@@ -619,8 +619,8 @@ Test(convert, report_holds_error_statistics_per_tensor)
     free(rp);
 }
 
-/* The error statistics are summed in job order: the same figures for any thread count (at one
- * chunk size; other chunk sizes may round the sums differently). */
+/* The error statistics are the same for any thread count (test_convert_report.c also varies the
+ * chunk size and the SIMD variant). */
 Test(convert, report_figures_do_not_depend_on_threads)
 {
     static const unsigned threads[] = {1, 3, 8};

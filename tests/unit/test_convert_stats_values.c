@@ -87,3 +87,42 @@ Test(convert_stats_values, every_written_format)
         }
     }
 }
+
+/* The source words' binary32 values for the statistics (nf_convert_source_f32) against the
+ * library's scalar codecs: every F16 and BF16 word (NaN payloads may differ: both must be NaN),
+ * random F32 words, at an odd byte offset. */
+Test(convert_stats_values, source_words_every_f16_and_bf16)
+{
+    uint8_t *raw = malloc(65536 * 2 + 1);
+    float *out = malloc(65536 * sizeof *out);
+    cr_assert(raw && out);
+    for (int type = 0; type < 2; type++) {
+        for (uint32_t w = 0; w < 65536; w++) {
+            raw[1 + 2 * w] = (uint8_t)w;
+            raw[2 + 2 * w] = (uint8_t)(w >> 8);
+        }
+        nf_src_type t = type ? NF_SRC_BF16 : NF_SRC_F16;
+        nf_convert_source_f32(t, raw + 1, 65536, out);
+        for (uint32_t w = 0; w < 65536; w++) {
+            float want = t == NF_SRC_F16 ? nf_f16_to_f32((uint16_t)w) : nf_bf16_to_f32((uint16_t)w);
+            uint32_t a, b;
+            memcpy(&a, &want, 4);
+            memcpy(&b, &out[w], 4);
+            if (want != want) cr_assert(out[w] != out[w], "%s word 0x%04x: NaN expected", nf_src_type_name(t), w);
+            else cr_assert_eq(b, a, "%s word 0x%04x: 0x%08x, expected 0x%08x", nf_src_type_name(t), w, b, a);
+        }
+    }
+    for (uint32_t i = 0; i < 65536; i++) {
+        uint32_t w = rng32();
+        memcpy(raw + 1 + 4 * (i % 16384), &w, 4);
+    }
+    nf_convert_source_f32(NF_SRC_F32, raw + 1, 16384, out);
+    for (uint32_t i = 0; i < 16384; i++) {
+        uint32_t a, b;
+        memcpy(&a, raw + 1 + 4 * i, 4);
+        memcpy(&b, &out[i], 4);
+        cr_assert_eq(b, a, "F32 word %u", i);
+    }
+    free(raw);
+    free(out);
+}

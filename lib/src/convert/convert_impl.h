@@ -65,6 +65,11 @@ nf_status nf_convert_member_rows(const plan_object *o, const plan_member *m, uin
                                  void *raw_buf, size_t raw_len, void *scale_buf, size_t scale_len,
                                  float *values, nf_words *words, uint64_t words_row, nf_error *err);
 
+/* Binary32 values of n little-endian source words of a floating-point type (exactly
+ * nf_f32_from_bits / nf_f16_to_f32 / nf_bf16_to_f32 of each, in loops that vectorize); NaN for
+ * integer types (execute.c, for the report's statistics). */
+void nf_convert_source_f32(nf_src_type type, const void *data, size_t n, float *out);
+
 /* The represented values of words, bit for bit those of nf_words_to_f32, with fast loops for the
  * grouped, FP8-row and direct bf16/fp32 formats (execute.c, for the report's statistics). */
 nf_status nf_convert_words_values(const nf_geometry *g, const nf_words *w, uint64_t first_row, float *out,

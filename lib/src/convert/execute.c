@@ -2,7 +2,8 @@
  * read a chunk from its source, encode it (method or import), compare the represented values
  * with the source for the report, and hand the bytes to a sink: the container writer, or a
  * comparison with an existing artifact (verify --against).  Each chunk owns disjoint output
- * bytes, so the result is the same for any thread count or chunk size. */
+ * bytes, so the result is the same for any thread count or chunk size; the report's statistics
+ * are summed exactly across chunks (stats/stats.h), so they are the same too. */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -20,14 +21,15 @@
 #include "common/checked.h"
 #include "common/io.h"
 #include "convert/convert_impl.h"
+#include "stats/stats.h"
 
 #define DEFAULT_CHUNK_VALUES ((uint64_t)1 << 18)
 
 /* ---------------------------------------------------------------- source rows -> words */
 /* Binary32 values of raw source words, for the error statistics (exact widenings: the same values
- * as nf_f32_from_bits / nf_f16_to_f32 / nf_bf16_to_f32 of each word).  One loop per type, so
- * the F32 and BF16 ones vectorize. */
-static void raw_to_f32(nf_src_type type, const void *data, size_t n, float *restrict out)
+ * as nf_f32_from_bits / nf_f16_to_f32 / nf_bf16_to_f32 of each word).  One branch-free loop per
+ * type, so that each vectorizes. */
+void nf_convert_source_f32(nf_src_type type, const void *data, size_t n, float *restrict out)
 {
     const uint8_t *restrict p = data;
     switch (type) {
@@ -39,7 +41,20 @@ static void raw_to_f32(nf_src_type type, const void *data, size_t n, float *rest
         }
         break;
     case NF_SRC_F16:
-        for (size_t i = 0; i < n; i++) out[i] = nf_f16_to_f32((uint16_t)(p[2 * i] | p[2 * i + 1] << 8));
+        for (size_t i = 0; i < n; i++) {
+            /* Normal words: the fields moved into place and the exponent rebased (127 - 15);
+             * subnormal words: the integer fraction times 2^-24 (exact, and no subnormal
+             * operand, which would cost a microcode assist per vector); exponent 31 (infinities,
+             * NaN) keeps its fraction under exponent 255.  Selects, no branches. */
+            uint32_t h = (uint32_t)p[2 * i] | (uint32_t)p[2 * i + 1] << 8;
+            uint32_t e = h & 0x7C00u, mag = (h & 0x7FFFu) << 13;
+            float sub = (float)(int32_t)(h & 0x3FFu) * 0x1p-24f;
+            uint32_t sb;
+            memcpy(&sb, &sub, sizeof sb);
+            uint32_t b = e == 0 ? sb : e == 0x7C00u ? mag | 0x7F800000u : mag + 0x38000000u;
+            b |= (h & 0x8000u) << 16;
+            memcpy(&out[i], &b, sizeof b);
+        }
         break;
     case NF_SRC_BF16:
         for (size_t i = 0; i < n; i++) {
@@ -149,7 +164,7 @@ nf_status nf_convert_member_rows(const plan_object *o, const plan_member *m, uin
         if (len > raw_len) return nf_error_set(err, NF_ERR_USAGE, "chunk buffer too small");
         NF_TRY(nf_source_read_rows(src, m->t, r0, r1, raw_buf, len, err));
         s.data = raw_buf;
-        if (values) raw_to_f32(m->src_type, raw_buf, count, values);
+        if (values) nf_convert_source_f32(m->src_type, raw_buf, count, values);
     } else {
         NF_TRY(nf_source_read_f32(src, m->t, r0, r1, values, count, err));
         s.data = values;
@@ -162,12 +177,12 @@ nf_status nf_convert_member_rows(const plan_object *o, const plan_member *m, uin
 }
 
 /* ---------------------------------------------------------------- jobs */
+/* A job: rows [r0, r1) of one member of one tensor object.  Jobs are numbered object by object,
+ * member by member, chunk by chunk, and job_at finds one from its number: no list of every
+ * chunk of the model is held in memory. */
 typedef struct job {
     size_t object, member;
-    uint64_t r0, r1;         /* source rows of the member */
-    /* error statistics of the chunk */
-    uint64_t count;
-    double sum_sq_err, sum_sq_src, max_abs_err;
+    uint64_t r0, r1;
 } job;
 
 typedef struct sink {
@@ -217,18 +232,32 @@ static nf_status compare_write(void *ctx, uint64_t offset, const void *data, siz
     return NF_OK;
 }
 
+/* One plan object while it is converted: how its rows are cut, how many of its jobs are still to
+ * finish, and its statistics: summed exactly while jobs finish (in whatever order), summarized
+ * when the last one does. */
+typedef struct object_run {
+    uint64_t chunk_rows;
+    uint64_t pending;          /* jobs not finished (under the runner's lock) */
+    bool skip;                 /* compare mode: the object is not re-derived */
+    nf_errstats *acc;          /* while jobs are pending (allocated by the first to finish) */
+    nf_errstats_summary sum;   /* once none is */
+} object_run;
+
 typedef struct runner {
     nf_plan *plan;
-    job *jobs;
+    object_run *objs;          /* one per plan object */
+    uint64_t *first_job;       /* nobjects + 1: number of each object's first job, then the total */
     size_t njobs;
     atomic_size_t next;
     atomic_size_t done;
+    atomic_size_t objects_done;
     atomic_uint_fast64_t bytes_done;
     sink *sink;
     bool stats;
+    const nf_stats_kernels *kern;
     volatile int *cancel;
     uint64_t chunk_values;
-    /* first error */
+    /* the first error, and the objects' statistics */
     pthread_mutex_t lock;
     nf_status status;
     nf_error error;
@@ -244,72 +273,128 @@ static void fail(runner *r, nf_status st, const nf_error *e)
     pthread_mutex_unlock(&r->lock);
 }
 
-/* ---------------------------------------------------------------- error statistics */
-/* Does v[0..n) hold a non-finite value?  (An OR of exponent tests: it vectorizes on any x86-64.) */
-static bool any_nonfinite(const float *restrict v, size_t n)
+/* Cuts every tensor object into jobs (nvfp4: multiples of 128 rows, restarting at each member,
+ * as the import module's chunking rule asks). */
+static nf_status plan_jobs(runner *r, nf_error *err)
 {
-    uint32_t any = 0;
+    const nf_plan *p = r->plan;
+    size_t n = p->nobjects;
+    r->objs = calloc(n ? n : 1, sizeof *r->objs);
+    r->first_job = calloc(n + 1, sizeof *r->first_job);
+    if (!r->objs || !r->first_job) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    uint64_t total = 0;
+    nf_errstats none;
+    nf_errstats_init(&none);
     for (size_t i = 0; i < n; i++) {
-        uint32_t b;
-        memcpy(&b, &v[i], sizeof b);
-        any |= (b & 0x7F800000u) == 0x7F800000u;
+        r->first_job[i] = total;
+        const plan_object *o = &p->objects[i];
+        object_run *run = &r->objs[i];
+        run->sum = nf_errstats_summarize(&none);
+        if (o->kind != NF_OBJECT_TENSOR) continue;
+        run->chunk_rows = nf_geometry_chunk_rows(&o->g, r->chunk_values);
+        for (size_t k = 0; k < o->nmembers; k++) run->pending += (o->members[k].rows + run->chunk_rows - 1) / run->chunk_rows;
+        total += run->pending;
+        if (run->pending == 0) atomic_fetch_add(&r->objects_done, 1);
     }
-    return any != 0;
+    r->first_job[n] = total;
+    if (total > SIZE_MAX) return nf_error_set(err, NF_ERR_NOMEM, "%llu row chunks do not fit in memory",
+                                              (unsigned long long)total);
+    r->njobs = (size_t)total;
+    return NF_OK;
 }
 
-/* The chunk's error statistics: its values in order, each sum its own sequential binary64
- * accumulation (the report adds the jobs' partial sums in job order, see sum_stats, so the
- * figures do not depend on the thread count), skipping pairs with a non-finite side.  Locals,
- * so the chains stay in registers; a chunk without non-finite values (the usual case) skips the
- * tests, which adds the same terms in the same order. */
-static void accumulate_stats(job *j, const float *restrict values, const float *restrict decoded, size_t n)
+static job job_at(const runner *r, size_t index)
 {
-    uint64_t count = j->count;
-    double sse = j->sum_sq_err, ssx = j->sum_sq_src, maxe = j->max_abs_err;
-    if (!any_nonfinite(values, n) && !any_nonfinite(decoded, n)) {
-        for (size_t i = 0; i < n; i++) {
-            double x = values[i], d = fabs(x - (double)decoded[i]);
-            sse += d * d;
-            ssx += x * x;
-            maxe = d > maxe ? d : maxe;
-        }
-        count += n;
-    } else {
-        for (size_t i = 0; i < n; i++) {
-            double x = values[i], y = decoded[i];
-            if (!isfinite(x) || !isfinite(y)) continue;
-            double d = fabs(x - y);
-            count++;
-            sse += d * d;
-            ssx += x * x;
-            if (d > maxe) maxe = d;
-        }
+    /* the last object whose first job is <= index: one with jobs (an object without any has the
+     * same first job as the next) */
+    size_t lo = 0, hi = r->plan->nobjects;
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (r->first_job[mid] <= index) lo = mid;
+        else hi = mid;
     }
-    j->count = count;
-    j->sum_sq_err = sse;
-    j->sum_sq_src = ssx;
-    j->max_abs_err = maxe;
+    const plan_object *o = &r->plan->objects[lo];
+    uint64_t rows = r->objs[lo].chunk_rows, local = index - r->first_job[lo];
+    size_t k = 0;
+    for (;; k++) {
+        uint64_t chunks = (o->members[k].rows + rows - 1) / rows;
+        if (local < chunks || k + 1 == o->nmembers) break;
+        local -= chunks;
+    }
+    uint64_t r0 = local * rows, end = o->members[k].rows;
+    return (job){lo, k, r0, r0 + rows < end ? r0 + rows : end};
 }
 
-static nf_status run_job(runner *r, job *j, nf_words *w, uint8_t *raw, size_t raw_len, uint8_t *scales,
-                         size_t scale_len, float *values, float *decoded, compare_ctx *cmp, nf_error *err)
+/* A job is done: its statistics join the object's, and the object's last job summarizes them. */
+static void job_finished(runner *r, const job *j, const nf_errstats *st)
+{
+    object_run *run = &r->objs[j->object];
+    pthread_mutex_lock(&r->lock);
+    if (st) {
+        if (!run->acc && (run->acc = malloc(sizeof *run->acc)) != NULL) nf_errstats_init(run->acc);
+        if (run->acc) {
+            nf_errstats_merge(run->acc, st);
+        } else if (r->status == NF_OK) {
+            r->status = NF_ERR_NOMEM;
+            nf_error_set(&r->error, NF_ERR_NOMEM, "out of memory");
+        }
+    }
+    if (--run->pending == 0) {
+        if (run->acc) run->sum = nf_errstats_summarize(run->acc);
+        free(run->acc);
+        run->acc = NULL;
+        atomic_fetch_add(&r->objects_done, 1);
+    }
+    pthread_mutex_unlock(&r->lock);
+}
+
+/* ---------------------------------------------------------------- error statistics */
+/* Grouped words written by a method from raw F32/F16/BF16 words: the statistics come straight
+ * from the source words and the words produced (row_grouped), without binary32 copies of
+ * either. */
+static bool grouped_from_raw(const plan_object *o, const plan_member *m)
+{
+    return o->method != NF_METHOD_IMPORT_ENCODED && m->raw && o->g.format->category == NF_CAT_GROUPED &&
+           (m->src_type == NF_SRC_F32 || m->src_type == NF_SRC_F16 || m->src_type == NF_SRC_BF16);
+}
+
+/* The chunk's statistics into st, row by row (each row whole: stats/stats.h's blocks start at
+ * its first column). */
+static nf_status chunk_stats(const runner *r, const plan_object *o, const plan_member *m, const nf_words *w,
+                             uint64_t parent_r0, const uint8_t *raw, const float *values, float *decoded,
+                             nf_errstats *st, nf_error *err)
+{
+    size_t k = (size_t)o->g.cols, rows = (size_t)w->rows;
+    if (grouped_from_raw(o, m)) {
+        size_t lg = (size_t)o->g.logical_groups, rb = (size_t)m->t->row_bytes;
+        for (size_t i = 0; i < rows; i++)
+            r->kern->row_grouped(raw + i * rb, m->src_type, w->codes + i * k, w->scales + i * lg, k,
+                                 o->g.format->group_size, st);
+        return NF_OK;
+    }
+    if (!values) return NF_OK;
+    NF_TRY(nf_convert_words_values(&o->g, w, parent_r0, decoded, err));
+    for (size_t i = 0; i < rows; i++) r->kern->row_f32(values + i * k, decoded + i * k, k, st);
+    return NF_OK;
+}
+
+static nf_status run_job(runner *r, const job *j, nf_words *w, uint8_t *raw, size_t raw_len, uint8_t *scales,
+                         size_t scale_len, float *values, float *decoded, compare_ctx *cmp, nf_errstats *st,
+                         nf_error *err)
 {
     const plan_object *o = &r->plan->objects[j->object];
     const plan_member *m = &o->members[j->member];
     uint64_t rows = j->r1 - j->r0;
     uint64_t parent_r0 = m->parent_row0 + j->r0;
-    /* The source values are wanted for the statistics only, except where the method reads
-     * binary32 values (a source that is not raw words). */
-    bool need_values = r->stats || (o->method != NF_METHOD_IMPORT_ENCODED && !m->raw);
+    /* Binary32 source values are wanted where the method reads them (a source that is not raw
+     * words) and for the statistics of everything but grouped words from raw words. */
+    bool need_values = (r->stats && !grouped_from_raw(o, m)) || (o->method != NF_METHOD_IMPORT_ENCODED && !m->raw);
     NF_TRY(nf_convert_member_rows(o, m, j->r0, j->r1, raw, raw_len, scales, scale_len, need_values ? values : NULL,
                                   w, 0, err));
     nf_words view = *w;
     view.rows = rows;
     if (o->divisors && view.divisors) memcpy(view.divisors, o->divisors, (size_t)o->g.divisors * sizeof *o->divisors);
-    if (r->stats && values) {
-        NF_TRY(nf_convert_words_values(&o->g, &view, parent_r0, decoded, err));
-        accumulate_stats(j, values, decoded, (size_t)(rows * o->g.cols));
-    }
+    if (r->stats) NF_TRY(chunk_stats(r, o, m, &view, parent_r0, raw, need_values ? values : NULL, decoded, st, err));
     if (r->sink->writer) {
         nf_writer_sink ws = {r->sink->writer, o->writer_index};
         NF_TRY(nf_layout_encode_rows(&o->g, &view, parent_r0, false, nf_writer_sink_write, &ws, err));
@@ -329,7 +414,7 @@ static void *worker(void *arg)
     for (size_t i = 0; i < r->plan->nobjects; i++) {
         const plan_object *o = &r->plan->objects[i];
         if (o->kind != NF_OBJECT_TENSOR) continue;
-        uint64_t rows = nf_geometry_chunk_rows(&o->g, r->chunk_values);
+        uint64_t rows = r->objs[i].chunk_rows;
         if (rows * o->g.cols > max_values) max_values = rows * o->g.cols;
         for (size_t k = 0; k < o->nmembers; k++) {
             const plan_member *m = &o->members[k];
@@ -345,8 +430,9 @@ static void *worker(void *arg)
     float *values = malloc((nv + 1) * sizeof *values);
     float *decoded = malloc((nv + 1) * sizeof *decoded);
     compare_ctx cmp = {r->sink, 0, malloc(1 << 16), 1 << 16};
+    nf_errstats *st = r->stats ? malloc(sizeof *st) : NULL;
     nf_error err;
-    if (!raw || !scales || !values || !decoded || !cmp.buf) {
+    if (!raw || !scales || !values || !decoded || !cmp.buf || (r->stats && !st)) {
         nf_error_set(&err, NF_ERR_NOMEM, "out of memory");
         fail(r, NF_ERR_NOMEM, &err);
         goto out;
@@ -355,19 +441,26 @@ static void *worker(void *arg)
         if (r->status != NF_OK || (r->cancel && *r->cancel)) break;
         size_t i = atomic_fetch_add(&r->next, 1);
         if (i >= r->njobs) break;
-        job *j = &r->jobs[i];
-        const plan_object *o = &r->plan->objects[j->object];
+        job j = job_at(r, i);
+        const plan_object *o = &r->plan->objects[j.object];
+        if (r->objs[j.object].skip) {
+            job_finished(r, &j, NULL);
+            atomic_fetch_add(&r->done, 1);
+            continue;
+        }
+        if (st) nf_errstats_init(st);
         nf_words w;
-        nf_status st = nf_words_alloc(&w, &o->g, j->r1 - j->r0, &err);
-        if (st == NF_OK) {
-            st = run_job(r, j, &w, raw, (size_t)max_raw, scales, (size_t)max_scale, values, decoded, &cmp, &err);
+        nf_status s = nf_words_alloc(&w, &o->g, j.r1 - j.r0, &err);
+        if (s == NF_OK) {
+            s = run_job(r, &j, &w, raw, (size_t)max_raw, scales, (size_t)max_scale, values, decoded, &cmp, st, &err);
             nf_words_free(&w);
         }
-        if (st != NF_OK) {
+        if (s != NF_OK) {
             nf_error_prefix(&err, "object '%s'", o->id);
-            fail(r, st, &err);
+            fail(r, s, &err);
             break;
         }
+        job_finished(r, &j, st);
         atomic_fetch_add(&r->done, 1);
     }
 out:
@@ -376,38 +469,8 @@ out:
     free(values);
     free(decoded);
     free(cmp.buf);
+    free(st);
     return NULL;
-}
-
-/* Jobs: each member cut into chunks of at most chunk_rows rows (nvfp4: multiples of 128,
- * restarting at each member, as the import module's chunking rule asks). */
-static nf_status make_jobs(nf_plan *p, uint64_t chunk_values, job **out, size_t *count, nf_error *err)
-{
-    size_t cap = 0, n = 0;
-    job *jobs = NULL;
-    for (size_t i = 0; i < p->nobjects; i++) {
-        const plan_object *o = &p->objects[i];
-        if (o->kind != NF_OBJECT_TENSOR) continue;
-        uint64_t rows = nf_geometry_chunk_rows(&o->g, chunk_values);
-        for (size_t k = 0; k < o->nmembers; k++) {
-            const plan_member *m = &o->members[k];
-            for (uint64_t r0 = 0; r0 < m->rows; r0 += rows) {
-                if (n == cap) {
-                    cap = cap ? cap * 2 : 256;
-                    job *grown = realloc(jobs, cap * sizeof *grown);
-                    if (!grown) {
-                        free(jobs);
-                        return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
-                    }
-                    jobs = grown;
-                }
-                jobs[n++] = (job){i, k, r0, r0 + rows < m->rows ? r0 + rows : m->rows, 0, 0, 0, 0};
-            }
-        }
-    }
-    *out = jobs;
-    *count = n;
-    return NF_OK;
 }
 
 static unsigned thread_count(unsigned requested)
@@ -438,14 +501,8 @@ static nf_status run_jobs(runner *r, unsigned threads, const nf_convert_options 
         }
     while (opt && opt->progress) {
         size_t done = atomic_load(&r->done);
-        /* objects whose last job is done */
-        size_t objects_done = 0;
-        for (size_t i = 0, j = 0; i < r->plan->nobjects; i++) {
-            if (r->plan->objects[i].kind != NF_OBJECT_TENSOR) continue;
-            while (j < r->njobs && r->jobs[j].object == i) j++;
-            if (j <= done) objects_done++;
-        }
-        nf_convert_progress pr = {objects_done, total_objects, atomic_load(&r->bytes_done), total_bytes};
+        nf_convert_progress pr = {atomic_load(&r->objects_done), total_objects, atomic_load(&r->bytes_done),
+                                  total_bytes};
         opt->progress(opt->progress_ctx, &pr);
         if (done >= r->njobs || r->status != NF_OK || (r->cancel && *r->cancel)) break;
         struct timespec ts = {0, 100 * 1000 * 1000};
@@ -461,31 +518,20 @@ static nf_status run_jobs(runner *r, unsigned threads, const nf_convert_options 
     return NF_OK;
 }
 
-/* ---------------------------------------------------------------- report */
-/* Error statistics of one object: its jobs' partial sums, added in job order (so the figures
- * do not depend on which thread finished first). */
-typedef struct object_stats {
-    uint64_t count;
-    double sse, ssx, max_abs;
-} object_stats;
-
-static void sum_stats(const runner *r, object_stats *stats)
+static void runner_free(runner *r)
 {
-    for (size_t k = 0; k < r->njobs; k++) {
-        const job *j = &r->jobs[k];
-        object_stats *s = &stats[j->object];
-        s->count += j->count;
-        s->sse += j->sum_sq_err;
-        s->ssx += j->sum_sq_src;
-        if (j->max_abs_err > s->max_abs) s->max_abs = j->max_abs_err;
-    }
+    for (size_t i = 0; r->objs && i < r->plan->nobjects; i++) free(r->objs[i].acc);
+    free(r->objs);
+    free(r->first_job);
 }
 
-static json_t *object_report(const nf_plan *p, const object_stats *st, size_t i)
+/* ---------------------------------------------------------------- report */
+/* A figure of the report: a finite binary64, or null (no finite value). */
+static json_t *figure(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+
+static json_t *object_report(const nf_plan *p, const nf_errstats_summary *st, size_t i)
 {
     const plan_object *o = &p->objects[i];
-    uint64_t count = st->count;
-    double sse = st->sse, ssx = st->ssx, maxe = st->max_abs;
     json_t *shape = json_array();
     for (uint32_t d = 0; d < o->g.rank; d++) json_array_append_new(shape, json_integer((json_int_t)o->g.shape[d]));
     json_t *srcs = json_array();
@@ -494,14 +540,13 @@ static json_t *object_report(const nf_plan *p, const object_stats *st, size_t i)
                             nf_method_name(o->method), "format", o->g.format->name, "layout", o->g.layout->name,
                             "method_parameters", o->with ? json_deep_copy(o->with) : json_object(), "shape", shape,
                             "bytes", (json_int_t)o->g.bytes);
-    if (count) {
-        json_object_set_new(rec, "values_compared", json_integer((json_int_t)count));
-        json_object_set_new(rec, "max_abs_error", json_real(maxe));
-        json_object_set_new(rec, "rmse", json_real(sqrt(sse / (double)count)));
+    json_object_set_new(rec, "values_compared", json_integer((json_int_t)st->count));
+    if (st->skipped) json_object_set_new(rec, "values_not_compared", json_integer((json_int_t)st->skipped));
+    if (st->count) {
+        json_object_set_new(rec, "max_abs_error", figure(st->max_abs));
+        json_object_set_new(rec, "rmse", figure(st->rmse));
         /* SNR in dB; an exact object has no finite SNR: null */
-        json_object_set_new(rec, "snr_db", sse > 0 && ssx > 0 ? json_real(10.0 * log10(ssx / sse)) : json_null());
-    } else {
-        json_object_set_new(rec, "values_compared", json_integer(0));
+        json_object_set_new(rec, "snr_db", figure(st->snr_db));
     }
     return rec;
 }
@@ -682,13 +727,14 @@ nf_status nf_plan_execute(nf_plan *p, const nf_convert_options *opt, nf_error *e
     if (st == NF_OK) st = write_resources(p, w, err);
     if (st == NF_OK) st = write_tails(p, w, err);
     uint64_t chunk_values = opt->chunk_values ? opt->chunk_values : DEFAULT_CHUNK_VALUES;
-    if (st == NF_OK) st = make_jobs(p, chunk_values, &r.jobs, &r.njobs, err);
+    r.plan = p;
     r.chunk_values = chunk_values;
+    if (st == NF_OK) st = plan_jobs(&r, err);
     if (st == NF_OK) {
-        r.plan = p;
         r.sink = &s;
         s.writer = w;
         r.stats = opt->report;
+        r.kern = nf_stats_kernels_active();
         r.cancel = opt->cancel;
         pthread_mutex_init(&r.lock, NULL);
         st = run_jobs(&r, thread_count(opt->threads), opt, err);
@@ -699,11 +745,8 @@ nf_status nf_plan_execute(nf_plan *p, const nf_convert_options *opt, nf_error *e
         char id[33];
         nf_writer_id_hex(w, id);
         json_t *objs = json_array();
-        object_stats *stats = calloc(p->nobjects ? p->nobjects : 1, sizeof *stats);
-        if (stats) sum_stats(&r, stats);
-        for (size_t i = 0; stats && i < p->nobjects; i++)
-            if (p->objects[i].kind == NF_OBJECT_TENSOR) json_array_append_new(objs, object_report(p, &stats[i], i));
-        free(stats);
+        for (size_t i = 0; i < p->nobjects; i++)
+            if (p->objects[i].kind == NF_OBJECT_TENSOR) json_array_append_new(objs, object_report(p, &r.objs[i].sum, i));
         report = json_pack("{s:s,s:o,s:s,s:O,s:o,s:s,s:I,s:I}", "output", opt->output, "name",
                            p->recipe->output_name ? json_string(p->recipe->output_name) : json_null(), "recipe",
                            p->recipe->path, "provenance", p->provenance, "objects", objs, "artifact_id", id,
@@ -734,7 +777,7 @@ nf_status nf_plan_execute(nf_plan *p, const nf_convert_options *opt, nf_error *e
     if (report_tmp && st != NF_OK) nf_io_unlink(report_tmp);
     free(report_tmp);
     json_decref(report);
-    free(r.jobs);
+    runner_free(&r);
     nf_writer_free(w);
     return st;
 }
@@ -757,8 +800,6 @@ nf_status nf_plan_compare(nf_plan *p, nf_artifact *a, unsigned threads, nf_compa
     pthread_mutex_init(&s.lock, NULL);
     nf_status st = NF_OK;
     /* Objects the plan re-derives must exist with the same geometry. */
-    job *jobs = NULL;
-    size_t njobs = 0;
     bool *usable = calloc(p->nobjects ? p->nobjects : 1, sizeof *usable);
     if (!usable) st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
     for (size_t i = 0; st == NF_OK && i < p->nobjects; i++) {
@@ -783,22 +824,20 @@ nf_status nf_plan_compare(nf_plan *p, nf_artifact *a, unsigned threads, nf_compa
         report(ctx, o->id, msg);
         (*differing)++;
     }
-    if (st == NF_OK) st = make_jobs(p, DEFAULT_CHUNK_VALUES, &jobs, &njobs, err);
-    /* drop jobs of unusable objects */
-    size_t kept = 0;
-    for (size_t i = 0; st == NF_OK && i < njobs; i++)
-        if (usable[jobs[i].object]) jobs[kept++] = jobs[i];
     runner r = {0};
+    r.plan = p;
+    r.chunk_values = DEFAULT_CHUNK_VALUES;
+    if (st == NF_OK) st = plan_jobs(&r, err);
     if (st == NF_OK) {
-        r.plan = p;
-        r.jobs = jobs;
-        r.njobs = kept;
+        /* the jobs of objects that cannot be compared are skipped */
+        for (size_t i = 0; i < p->nobjects; i++) r.objs[i].skip = !usable[i];
         r.sink = &s;
-        r.chunk_values = DEFAULT_CHUNK_VALUES;
+        r.kern = nf_stats_kernels_active();
         pthread_mutex_init(&r.lock, NULL);
         st = run_jobs(&r, thread_count(threads), NULL, err);
         pthread_mutex_destroy(&r.lock);
     }
+    runner_free(&r);
     /* tails (gaps, divisors) compared on the calling thread */
     compare_ctx cmp = {&s, 0, malloc(1 << 16), 1 << 16};
     if (st == NF_OK && !cmp.buf) st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
@@ -823,7 +862,6 @@ nf_status nf_plan_compare(nf_plan *p, nf_artifact *a, unsigned threads, nf_compa
         (*differing)++;
     }
     pthread_mutex_destroy(&s.lock);
-    free(jobs);
     free(usable);
     free(s.targets);
     free(s.differs);

@@ -1,0 +1,114 @@
+/* Error statistics of an encoding (internal): how far the represented values y of an object are
+ * from its source values x, for the conversion report (docs/ninfer-convert.md, "The report").
+ *
+ * The figures are defined so that they do not depend on how the work is cut: any thread count,
+ * chunk size or SIMD variant gives the same bits (docs/ninfer-convert.md, "How the statistics
+ * are summed", is the normative text; this is its summary):
+ *   - a pair (x, y) is compared when d = x - y, one binary32 subtraction, is finite (so x and y
+ *     are finite too); other pairs are counted as not compared;
+ *   - max_abs = the largest |d|;
+ *   - each row is cut into blocks of NF_STATS_BLOCK columns from its first column; in a block,
+ *     column c goes to lane c mod NF_STATS_LANES, and each lane sums d*d and x*x in binary64, in
+ *     column order, from +0 (d*d and x*x are exact in binary64: binary32 operands);
+ *   - a block's lanes are added pairwise, lane l + lane l+8 for l < 8, then l + l+4, l + l+2,
+ *     l + l+1, each sum rounded to binary64;
+ *   - the object's sums are the exact sum of its blocks' sums (nf_xsum, a fixed-point
+ *     accumulator with no rounding at all), rounded once to binary64 at the end.
+ * Only the last step joins work from different chunks or threads, and it is exact, so the order
+ * in which chunks finish cannot change a bit.
+ *
+ * The kernels (scalar reference, AVX2 + F16C, AVX-512 F/BW/VL) implement exactly that order;
+ * tests/unit/test_stats.c compares them bit for bit. */
+#ifndef NINFER_STATS_STATS_H
+#define NINFER_STATS_STATS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <ninfer/method.h>
+
+#define NF_STATS_LANES 16u
+#define NF_STATS_BLOCK 4096u
+
+/* ---------------------------------------------------------------- exact sums */
+/* The exact sum of nonnegative binary64 values (and +inf): a 2240-bit fixed-point integer in
+ * units of 2^-1074, the smallest subnormal, so every finite double is an integer here; the 142
+ * bits above the largest double leave room for 2^142 additions. */
+#define NF_XSUM_WORDS 35u
+
+typedef struct nf_xsum {
+    uint64_t w[NF_XSUM_WORDS]; /* little-endian words: w[0] holds 2^-1074 .. 2^-1011 */
+    bool inf;                  /* +inf (or a NaN) was added */
+} nf_xsum;
+
+void nf_xsum_init(nf_xsum *s);
+/* v >= +0 (or -0); +inf and NaN set the infinite flag. */
+void nf_xsum_add(nf_xsum *s, double v);
+void nf_xsum_merge(nf_xsum *dst, const nf_xsum *src);
+/* The sum rounded to nearest binary64, ties to even (+inf when it is too large or inf was
+ * added). */
+double nf_xsum_value(const nf_xsum *s);
+
+/* ---------------------------------------------------------------- statistics */
+typedef struct nf_errstats {
+    uint64_t count;     /* pairs compared */
+    uint64_t skipped;   /* pairs not compared: x - y is not a finite binary32 */
+    float max_abs;      /* max |x - y| over the compared pairs (+0 when none) */
+    nf_xsum sse, ssx;   /* sum of (x - y)^2 and of x^2 over the compared pairs */
+} nf_errstats;
+
+void nf_errstats_init(nf_errstats *st);
+/* dst += src: exact, so merging in any order gives the same result. */
+void nf_errstats_merge(nf_errstats *dst, const nf_errstats *src);
+
+/* The figures the report prints (rmse and snr_db are NaN when undefined: no pair compared,
+ * or an exact object's SNR). */
+typedef struct nf_errstats_summary {
+    uint64_t count, skipped;
+    double max_abs, sse, ssx, rmse, snr_db;
+} nf_errstats_summary;
+
+nf_errstats_summary nf_errstats_summarize(const nf_errstats *st);
+
+/* ---------------------------------------------------------------- kernels */
+/* Each function takes one whole row (its columns from the first), so that the blocks start
+ * where the definition says. */
+typedef struct nf_stats_kernels {
+    const char *name;
+    /* x[c] against y[c], c < n: binary32 values in memory (any alignment). */
+    void (*row_f32)(const float *x, const float *y, size_t n, nf_errstats *st);
+    /* Source words against grouped words: x[c] = the binary32 value of the little-endian F32,
+     * F16 or BF16 word c at src (any alignment), y[c] = nf_grouped_value(scales[c / group],
+     * codes[c]); group is a multiple of 16. */
+    void (*row_grouped)(const void *src, nf_src_type type, const int8_t *codes, const uint16_t *scales,
+                        size_t n, unsigned group, nf_errstats *st);
+} nf_stats_kernels;
+
+extern const nf_stats_kernels nf_stats_kernels_scalar;
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#define NF_STATS_HAVE_X86_KERNELS 1
+extern const nf_stats_kernels nf_stats_kernels_avx2;
+extern const nf_stats_kernels nf_stats_kernels_avx512;
+#else
+#define NF_STATS_HAVE_X86_KERNELS 0
+#endif
+
+/* The kernels of the active SIMD level (common/cpu.h); never NULL. */
+const nf_stats_kernels *nf_stats_kernels_active(void);
+
+/* ---------------------------------------------------------------- shared by the variants */
+/* The reference for one block (n <= NF_STATS_BLOCK values): the definition above, step by
+ * step.  The vector kernels take it for any block holding a pair that is not compared. */
+void nf_stats_block_scalar(const float *x, const float *y, size_t n, nf_errstats *st);
+
+/* A block's sums as the vector kernels found them when every pair was compared: count n. */
+static inline void nf_stats_block_done(nf_errstats *st, size_t n, double sse, double ssx, float max_abs)
+{
+    st->count += n;
+    if (max_abs > st->max_abs) st->max_abs = max_abs;
+    nf_xsum_add(&st->sse, sse);
+    nf_xsum_add(&st->ssx, ssx);
+}
+
+#endif
