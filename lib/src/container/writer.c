@@ -5,7 +5,11 @@
  *                  reserve, file table per the split policy; destinations refused if they
  *                  exist; one temp file per destination in the destination directory, truncated
  *                  to its final size (gaps read as zero), headers and JSON written;
- * write         -> positional writes routed across files; each object byte exactly once;
+ * write         -> positional writes routed across files; each object byte exactly once; with
+ *                  checksums, each object's digest is streamed as its bytes arrive (pieces
+ *                  that arrive ahead of the digest are copied aside within a bounded budget,
+ *                  the rest read back once the object is complete, by the thread that
+ *                  completes it);
  * publish       -> coverage complete, checksums patched in place, sizes checked, fdatasync,
  *                  publish parts then the entry (hard links, or renames when overwriting),
  *                  the old artifact's surplus parts set aside, temps unlinked, directory synced;
@@ -49,6 +53,10 @@
 
 #define JSON_INT_MAX ((uint64_t)INT64_MAX) /* jansson integers are signed 64-bit */
 #define READBACK_CHUNK ((size_t)1 << 20)
+/* Copies of pieces written ahead of their object's digest, for the whole writer: beyond this,
+ * pieces are read back from the temp files when their object is complete. */
+#define PARK_BUDGET ((uint64_t)8 << 20)
+#define DIGEST_LOCKS 64u
 #define CHECKSUM_ZEROS "00000000000000000000000000000000"
 
 typedef struct interval {
@@ -83,6 +91,25 @@ typedef struct wsurplus {
     char *backup;
     bool backed_up;
 } wsurplus;
+
+/* A copy of a piece written beyond its object's digest so far. */
+typedef struct parked {
+    struct parked *next;
+    uint64_t offset;
+    size_t len;
+    uint8_t data[];
+} parked;
+
+/* The streaming digest of one object (checksums on): bytes [0, hashed) are in s. */
+typedef struct wdigest {
+    nf_xxh3_stream *s;  /* created by the first piece at the digest's position */
+    uint64_t hashed;
+    uint64_t written;   /* bytes written; the write that completes the object finishes it */
+    parked *park;       /* sorted by offset */
+    bool done;          /* hex holds the digest */
+    bool failed;        /* no stream (out of memory): fill_checksums reads the object back */
+    char hex[33];
+} wdigest;
 
 /* PUBLISHED: the new set is in place and synced, the replaced files are still kept (".old"):
  * nf_writer_commit drops them, nf_writer_abort/nf_writer_free put them back. */
@@ -120,6 +147,9 @@ struct nf_writer {
     size_t dir_sum_pos;
     bool dir_sum_seen;
     pthread_mutex_t lock; /* coverage bookkeeping: writes may come from several threads */
+    wdigest *dig;         /* checksums: one per object (from begin) */
+    pthread_mutex_t dig_lock[DIGEST_LOCKS]; /* object i's digest under dig_lock[i % DIGEST_LOCKS] */
+    _Atomic uint64_t parked_bytes;
 };
 
 /* ---------------------------------------------------------------- helpers */
@@ -214,6 +244,7 @@ nf_status nf_writer_create(const char *path, const nf_writer_options *opt, nf_wr
     nf_writer *w = calloc(1, sizeof *w);
     if (!w) return nomem(err);
     pthread_mutex_init(&w->lock, NULL);
+    for (unsigned i = 0; i < DIGEST_LOCKS; i++) pthread_mutex_init(&w->dig_lock[i], NULL);
     w->state = W_PLANNING;
     if (opt) w->opt = *opt;
     w->opt.artifact_id = NULL; /* copied below; the caller's buffer need not outlive create */
@@ -634,7 +665,8 @@ nf_status nf_writer_begin(nf_writer *w, nf_error *err)
         w->ph_object = json_string(CHECKSUM_ZEROS);
         w->ph_directory = json_string(CHECKSUM_ZEROS);
         w->sum_pos = calloc(w->nobjs, sizeof *w->sum_pos);
-        if (!w->ph_object || !w->ph_directory || !w->sum_pos) return nomem(err);
+        w->dig = calloc(w->nobjs, sizeof *w->dig);
+        if (!w->ph_object || !w->ph_directory || !w->sum_pos || !w->dig) return nomem(err);
     }
     json_t *root = NULL;
     nf_buf text = {0};
@@ -757,6 +789,125 @@ static int route(nf_writer *w, uint64_t pos, void *buf, size_t len, bool writing
     return 0;
 }
 
+/* ---------------------------------------------------------------- streaming digests */
+static void digest_hash(wdigest *d, const void *data, size_t len)
+{
+    nf_xxh3_stream_update(d->s, data, len);
+    d->hashed += len;
+}
+
+/* Hash the parked copies that now continue the digest. */
+static void digest_drain(nf_writer *w, wdigest *d)
+{
+    while (d->park && d->park->offset == d->hashed) {
+        parked *p = d->park;
+        d->park = p->next;
+        digest_hash(d, p->data, p->len);
+        atomic_fetch_sub(&w->parked_bytes, (uint64_t)p->len);
+        free(p);
+    }
+}
+
+/* Keep a copy of a piece ahead of the digest, if the budget allows (else it is read back). */
+static void digest_park(nf_writer *w, wdigest *d, uint64_t offset, const void *data, size_t len)
+{
+    if (atomic_fetch_add(&w->parked_bytes, (uint64_t)len) + len > PARK_BUDGET) {
+        atomic_fetch_sub(&w->parked_bytes, (uint64_t)len);
+        return;
+    }
+    parked *p = malloc(sizeof *p + len);
+    if (!p) {
+        atomic_fetch_sub(&w->parked_bytes, (uint64_t)len);
+        return;
+    }
+    p->offset = offset;
+    p->len = len;
+    memcpy(p->data, data, len);
+    parked **at = &d->park;
+    while (*at && (*at)->offset < offset) at = &(*at)->next;
+    p->next = *at;
+    *at = p;
+}
+
+/* The object is complete: the rest of its bytes, from the parked copies or read back. */
+static nf_status digest_finish(nf_writer *w, size_t index, nf_error *err)
+{
+    wobj *o = &w->objs[index];
+    wdigest *d = &w->dig[index];
+    if (!d->s && !(d->s = nf_xxh3_stream_new())) {
+        d->failed = true; /* fill_checksums reads it back whole */
+        return NF_OK;
+    }
+    uint8_t *buf = NULL;
+    digest_drain(w, d);
+    while (d->hashed < o->bytes) {
+        uint64_t end = d->park ? d->park->offset : o->bytes;
+        if (!buf && !(buf = malloc(READBACK_CHUNK))) {
+            d->failed = true;
+            break;
+        }
+        size_t n = end - d->hashed < READBACK_CHUNK ? (size_t)(end - d->hashed) : READBACK_CHUNK;
+        size_t bad = 0;
+        int e = route(w, o->offset + d->hashed, buf, n, false, &bad);
+        if (e) {
+            free(buf);
+            return nf_error_errno(err, e, "%s: object '%s': cannot read back %s for its checksum", w->path, o->id,
+                                  w->files[bad].temp);
+        }
+        digest_hash(d, buf, n);
+        digest_drain(w, d);
+    }
+    free(buf);
+    if (d->failed) return NF_OK;
+    nf_xxh3_stream_final(d->s, d->hex);
+    d->s = NULL;
+    d->done = true;
+    return NF_OK;
+}
+
+/* A piece of object `index` has been written: into its digest, or parked; the piece that
+ * completes the object finishes the digest. */
+static nf_status digest_piece(nf_writer *w, size_t index, uint64_t offset, const void *data, size_t len,
+                              nf_error *err)
+{
+    wdigest *d = &w->dig[index];
+    pthread_mutex_t *lock = &w->dig_lock[index % DIGEST_LOCKS];
+    nf_status st = NF_OK;
+    pthread_mutex_lock(lock);
+    if (!d->failed && offset == d->hashed) {
+        if (!d->s && !(d->s = nf_xxh3_stream_new())) {
+            d->failed = true;
+        } else {
+            digest_hash(d, data, len);
+            digest_drain(w, d);
+        }
+    } else if (!d->failed) {
+        digest_park(w, d, offset, data, len);
+    }
+    d->written += len;
+    if (d->written == w->objs[index].bytes && !d->failed) st = digest_finish(w, index, err);
+    pthread_mutex_unlock(lock);
+    return st;
+}
+
+static void digest_free(nf_writer *w)
+{
+    for (size_t i = 0; w->dig && i < w->nobjs; i++) {
+        wdigest *d = &w->dig[i];
+        while (d->park) {
+            parked *p = d->park;
+            d->park = p->next;
+            free(p);
+        }
+        if (d->s) {
+            char hex[33];
+            nf_xxh3_stream_final(d->s, hex); /* frees it */
+        }
+    }
+    free(w->dig);
+    w->dig = NULL;
+}
+
 nf_status nf_writer_write(nf_writer *w, size_t index, uint64_t offset, const void *data, size_t len, nf_error *err)
 {
     if (w->state == W_FAILED) {
@@ -790,10 +941,21 @@ nf_status nf_writer_write(nf_writer *w, size_t index, uint64_t offset, const voi
     }
     size_t bad = 0;
     int e = route(w, o->offset + offset, (void *)(uintptr_t)data, len, true, &bad);
+    nf_error local;
+    if (!e && w->dig) {
+        nf_status st = digest_piece(w, index, offset, data, len, &local);
+        if (st != NF_OK) {
+            pthread_mutex_lock(&w->lock);
+            if (w->failure.status == NF_OK) w->failure = local;
+            w->state = W_FAILED;
+            pthread_mutex_unlock(&w->lock);
+            if (err) *err = local;
+            return st;
+        }
+    }
     if (e) {
         /* Other threads may still be writing: only mark the writer dead; nf_writer_free
          * removes the files. */
-        nf_error local;
         nf_status st = nf_error_errno(&local, e, "%s: object '%s': cannot write %zu bytes to %s", w->path, o->id,
                                       len, w->files[bad].temp);
         pthread_mutex_lock(&w->lock);
@@ -843,6 +1005,10 @@ static nf_status fill_checksums(nf_writer *w, nf_error *err)
     char hex[33];
     for (size_t i = 0; i < w->nobjs; i++) {
         const wobj *o = &w->objs[i];
+        if (w->dig && w->dig[i].done) { /* streamed while it was written */
+            memcpy(w->image.data + NF_HEADER_BYTES + w->sum_pos[i], w->dig[i].hex, 32);
+            continue;
+        }
         nf_xxh3_stream *s = nf_xxh3_stream_new();
         if (!s) {
             free(buf);
@@ -1083,8 +1249,10 @@ void nf_writer_free(nf_writer *w)
     json_decref(w->ph_object);
     json_decref(w->ph_directory);
     free(w->sum_pos);
+    digest_free(w);
     nf_buf_free(&w->image);
     pthread_mutex_destroy(&w->lock);
+    for (unsigned i = 0; i < DIGEST_LOCKS; i++) pthread_mutex_destroy(&w->dig_lock[i]);
     free(w->prefix);
     free(w->path);
     free(w);
