@@ -1,11 +1,14 @@
-/* ninfer-gen-checkpoint: writes a deterministic Llama-shaped safetensors checkpoint (plus
- * config.json and a tiny tokenizer.json) for the demo, the tests and the benchmarks.  Weights
- * are pseudo-normal with a few outliers per row, norms near 1; the same arguments always give
- * the same bytes.  Tensors are generated and written one row block at a time, so a
- * multi-gigabyte checkpoint needs only a few megabytes of memory.
+/* ninfer-gen-checkpoint: writes a deterministic Llama-shaped checkpoint for the demo, the tests
+ * and the benchmarks: a safetensors file with config.json and a tiny tokenizer.json (Hugging
+ * Face layout), or a GGUF v3 file with llama.cpp's tensor names and hyperparameter keys (the
+ * form llama.cpp's tools convert from).  Weights are pseudo-normal with a few outliers per row,
+ * norms near 1; the same arguments always give the same values, in either container.  Tensors
+ * are generated and written one block of values at a time, so a multi-gigabyte checkpoint needs
+ * only a few megabytes of memory.
  *
  * usage: ninfer-gen-checkpoint DIR [--hidden H] [--kv-hidden H] [--intermediate I] [--layers L]
- *                              [--vocab V] [--dtype bf16|f32] [--seed S] */
+ *                              [--vocab V] [--dtype bf16|f16|f32] [--seed S] [--gguf]
+ * (--gguf: DIR/model.gguf, the norms in F32 as llama.cpp keeps them) */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -36,19 +39,247 @@ static float normalish(gen *g)
     return s * 1.7320508f;
 }
 
+typedef enum dtype { DT_BF16, DT_F16, DT_F32 } dtype;
+
+static const struct {
+    const char *name, *st, *torch;
+    unsigned bytes;
+    uint32_t ggml;
+} DTYPES[] = {
+    [DT_BF16] = {"bf16", "BF16", "bfloat16", 2, 30},
+    [DT_F16] = {"f16", "F16", "float16", 2, 1},
+    [DT_F32] = {"f32", "F32", "float32", 4, 0},
+};
+
 typedef struct tensor {
-    char name[128];
+    char name[128], gguf_name[64];
     uint64_t rows, cols;  /* cols == 0: a vector of `rows` values */
     int kind;             /* 0 weight, 1 norm, 2 embedding */
+    dtype type;           /* as stored */
+    uint64_t offset;      /* in the data section */
 } tensor;
 
 static uint64_t elements(const tensor *t) { return t->cols ? t->rows * t->cols : t->rows; }
 
 static int write_all(FILE *f, const void *p, size_t n) { return fwrite(p, 1, n, f) == n ? 0 : -1; }
 
+/* The values of one tensor, in order, stored as its type. */
+static int write_values(FILE *f, const tensor *t, gen *g, uint8_t *buf, size_t block)
+{
+    uint64_t total = elements(t), cols = t->cols ? t->cols : t->rows;
+    unsigned wb = DTYPES[t->type].bytes;
+    /* Per-tensor scale like initialised weights: ~1/sqrt(fan_in). */
+    float sigma = t->kind == 1 ? 0.05f : 1.0f / sqrtf((float)cols) * (t->kind == 2 ? 0.5f : 1.0f);
+    for (uint64_t done = 0; done < total;) {
+        size_t m = (size_t)(total - done < block ? total - done : block);
+        for (size_t k = 0; k < m; k++) {
+            float v = normalish(g) * sigma;
+            if (t->kind == 1) v += 1.0f;
+            else if ((next64(g) & 1023) == 0) v *= 8.0f; /* rare outliers, as real weights have */
+            uint32_t w = t->type == DT_F32 ? nf_f32_bits(v) : t->type == DT_F16 ? nf_f32_to_f16(v) : nf_f32_to_bf16(v);
+            for (unsigned b = 0; b < wb; b++) buf[wb * k + b] = (uint8_t)(w >> (8 * b));
+        }
+        if (write_all(f, buf, m * wb)) return -1;
+        done += m;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- safetensors */
+static int write_safetensors(const char *dir, tensor *ts, size_t n, uint64_t seed)
+{
+    size_t hcap = 256 + n * 200, hlen = 0;
+    char *header = malloc(hcap);
+    if (!header) return 3;
+    hlen += (size_t)snprintf(header + hlen, hcap - hlen, "{\"__metadata__\":{\"format\":\"pt\"}");
+    uint64_t off = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t bytes = elements(&ts[i]) * DTYPES[ts[i].type].bytes;
+        const char *st = DTYPES[ts[i].type].st;
+        if (ts[i].cols)
+            hlen += (size_t)snprintf(header + hlen, hcap - hlen,
+                                     ",\"%s\":{\"dtype\":\"%s\",\"shape\":[%" PRIu64 ",%" PRIu64
+                                     "],\"data_offsets\":[%" PRIu64 ",%" PRIu64 "]}",
+                                     ts[i].name, st, ts[i].rows, ts[i].cols, off, off + bytes);
+        else
+            hlen += (size_t)snprintf(header + hlen, hcap - hlen,
+                                     ",\"%s\":{\"dtype\":\"%s\",\"shape\":[%" PRIu64 "],\"data_offsets\":[%" PRIu64
+                                     ",%" PRIu64 "]}",
+                                     ts[i].name, st, ts[i].rows, off, off + bytes);
+        off += bytes;
+    }
+    hlen += (size_t)snprintf(header + hlen, hcap - hlen, "}");
+    while (hlen % 8) header[hlen++] = ' ';
+    char path[4096];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    FILE *f = fopen(path, "wb");
+    if (!f) {
+        fprintf(stderr, "ninfer-gen-checkpoint: error: cannot create %s: %s\n", path, strerror(errno));
+        free(header);
+        return 3;
+    }
+    uint8_t len8[8];
+    for (int i = 0; i < 8; i++) len8[i] = (uint8_t)((uint64_t)hlen >> (8 * i));
+    int bad = write_all(f, len8, 8) || write_all(f, header, hlen);
+    free(header);
+    size_t block = 1 << 16;
+    uint8_t *buf = malloc(block * 4);
+    gen g = {seed};
+    for (size_t i = 0; i < n && !bad && buf; i++) bad = write_values(f, &ts[i], &g, buf, block);
+    free(buf);
+    if (fclose(f) != 0 || bad) {
+        fprintf(stderr, "ninfer-gen-checkpoint: error: cannot write %s\n", path);
+        return 3;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- GGUF */
+#define GGUF_ALIGNMENT 32u
+enum { KV_U32 = 4, KV_F32 = 6, KV_STRING = 8 };
+
+typedef struct gbuf {
+    uint8_t *p;
+    size_t len, cap;
+    int bad;
+} gbuf;
+
+static void g_bytes(gbuf *b, const void *data, size_t n)
+{
+    if (b->bad) return;
+    if (b->len + n > b->cap) {
+        size_t cap = (b->cap ? b->cap * 2 : 4096) + n;
+        uint8_t *p = realloc(b->p, cap);
+        if (!p) {
+            b->bad = 1;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, data, n);
+    b->len += n;
+}
+
+static void g_u32(gbuf *b, uint32_t v)
+{
+    uint8_t x[4];
+    for (int i = 0; i < 4; i++) x[i] = (uint8_t)(v >> (8 * i));
+    g_bytes(b, x, 4);
+}
+
+static void g_u64(gbuf *b, uint64_t v)
+{
+    uint8_t x[8];
+    for (int i = 0; i < 8; i++) x[i] = (uint8_t)(v >> (8 * i));
+    g_bytes(b, x, 8);
+}
+
+static void g_str(gbuf *b, const char *s)
+{
+    g_u64(b, strlen(s));
+    g_bytes(b, s, strlen(s));
+}
+
+static void kv_u32(gbuf *b, const char *key, uint32_t v)
+{
+    g_str(b, key);
+    g_u32(b, KV_U32);
+    g_u32(b, v);
+}
+
+static void kv_f32(gbuf *b, const char *key, float v)
+{
+    g_str(b, key);
+    g_u32(b, KV_F32);
+    g_u32(b, nf_f32_bits(v));
+}
+
+static void kv_str(gbuf *b, const char *key, const char *v)
+{
+    g_str(b, key);
+    g_u32(b, KV_STRING);
+    g_str(b, v);
+}
+
+static int write_gguf(const char *dir, tensor *ts, size_t n, uint64_t seed, uint64_t hidden, uint64_t inter,
+                      uint64_t layers, uint64_t kv_hidden)
+{
+    gbuf b = {0};
+    g_bytes(&b, "GGUF", 4);
+    g_u32(&b, 3);
+    g_u64(&b, n);
+    g_u64(&b, 10);
+    kv_str(&b, "general.architecture", "llama");
+    kv_str(&b, "general.name", "ninfer-gen-checkpoint");
+    kv_u32(&b, "general.alignment", GGUF_ALIGNMENT);
+    kv_u32(&b, "llama.block_count", (uint32_t)layers);
+    kv_u32(&b, "llama.context_length", 4096);
+    kv_u32(&b, "llama.embedding_length", (uint32_t)hidden);
+    kv_u32(&b, "llama.feed_forward_length", (uint32_t)inter);
+    uint32_t heads = hidden % 128 == 0 ? (uint32_t)(hidden / 128) : 1;
+    kv_u32(&b, "llama.attention.head_count", heads);
+    kv_u32(&b, "llama.attention.head_count_kv",
+           (uint32_t)(heads * kv_hidden / hidden ? heads * kv_hidden / hidden : 1));
+    kv_f32(&b, "llama.attention.layer_norm_rms_epsilon", 1e-6f);
+    uint64_t off = 0;
+    for (size_t i = 0; i < n; i++) {
+        tensor *t = &ts[i];
+        g_str(&b, t->gguf_name);
+        if (t->cols) {
+            g_u32(&b, 2);
+            g_u64(&b, t->cols); /* ne[0]: the innermost (contiguous) dimension */
+            g_u64(&b, t->rows);
+        } else {
+            g_u32(&b, 1);
+            g_u64(&b, t->rows);
+        }
+        g_u32(&b, DTYPES[t->type].ggml);
+        t->offset = off;
+        g_u64(&b, off);
+        off += (elements(t) * DTYPES[t->type].bytes + GGUF_ALIGNMENT - 1) / GGUF_ALIGNMENT * GGUF_ALIGNMENT;
+    }
+    static const uint8_t zeros[GGUF_ALIGNMENT];
+    g_bytes(&b, zeros, (GGUF_ALIGNMENT - b.len % GGUF_ALIGNMENT) % GGUF_ALIGNMENT);
+    if (b.bad) return 3;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/model.gguf", dir);
+    FILE *f = fopen(path, "wb");
+    if (!f) {
+        fprintf(stderr, "ninfer-gen-checkpoint: error: cannot create %s: %s\n", path, strerror(errno));
+        free(b.p);
+        return 3;
+    }
+    int bad = write_all(f, b.p, b.len);
+    free(b.p);
+    size_t block = 1 << 16;
+    uint8_t *buf = malloc(block * 4);
+    gen g = {seed};
+    for (size_t i = 0; i < n && !bad && buf; i++) {
+        bad = write_values(f, &ts[i], &g, buf, block);
+        size_t bytes = (size_t)(elements(&ts[i]) * DTYPES[ts[i].type].bytes);
+        if (!bad && bytes % GGUF_ALIGNMENT) bad = write_all(f, zeros, GGUF_ALIGNMENT - bytes % GGUF_ALIGNMENT);
+    }
+    free(buf);
+    if (fclose(f) != 0 || bad) {
+        fprintf(stderr, "ninfer-gen-checkpoint: error: cannot write %s\n", path);
+        return 3;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- main */
+static int usage(void)
+{
+    fprintf(stderr, "usage: ninfer-gen-checkpoint DIR [--hidden H] [--kv-hidden H] [--intermediate I] "
+                    "[--layers L] [--vocab V] [--dtype bf16|f16|f32] [--seed S] [--gguf]\n");
+    return 2;
+}
+
 int main(int argc, char **argv)
 {
-    const char *dir = NULL, *dtype = "bf16";
+    const char *dir = NULL, *dtype_name = "bf16";
+    bool gguf = false;
     uint64_t hidden = 200, kv_hidden = 0, inter = 520, layers = 2, vocab = 1000, seed = 2026;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -59,25 +290,30 @@ int main(int argc, char **argv)
         else if (strcmp(a, "--layers") == 0) target = &layers;
         else if (strcmp(a, "--vocab") == 0) target = &vocab;
         else if (strcmp(a, "--seed") == 0) target = &seed;
-        else if (strcmp(a, "--dtype") == 0 && i + 1 < argc) {
-            dtype = argv[++i];
+        else if (strcmp(a, "--gguf") == 0) {
+            gguf = true;
+            continue;
+        } else if (strcmp(a, "--dtype") == 0 && i + 1 < argc) {
+            dtype_name = argv[++i];
             continue;
         } else if (!dir && a[0] != '-') {
             dir = a;
             continue;
         } else {
             fprintf(stderr, "ninfer-gen-checkpoint: error: unexpected argument '%s'\n", a);
-            return 2;
+            return usage();
         }
-        if (i + 1 >= argc) return 2;
+        if (i + 1 >= argc) return usage();
         *target = strtoull(argv[++i], NULL, 10);
     }
-    bool f32 = strcmp(dtype, "f32") == 0;
-    if (!dir || (!f32 && strcmp(dtype, "bf16") != 0) || hidden == 0 || inter == 0 || vocab == 0) {
-        fprintf(stderr, "usage: ninfer-gen-checkpoint DIR [--hidden H] [--kv-hidden H] [--intermediate I] "
-                        "[--layers L] [--vocab V] [--dtype bf16|f32] [--seed S]\n");
-        return 2;
-    }
+    dtype dt = DT_BF16;
+    bool known = false;
+    for (int t = 0; t < 3; t++)
+        if (strcmp(dtype_name, DTYPES[t].name) == 0) {
+            dt = (dtype)t;
+            known = true;
+        }
+    if (!dir || !known || hidden == 0 || inter == 0 || vocab == 0) return usage();
     if (kv_hidden == 0) kv_hidden = hidden / 4 ? hidden / 4 : 1;
     if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
         fprintf(stderr, "ninfer-gen-checkpoint: error: cannot create %s: %s\n", dir, strerror(errno));
@@ -86,21 +322,27 @@ int main(int argc, char **argv)
     size_t cap = 3 + 9 * (size_t)layers, n = 0;
     tensor *ts = calloc(cap, sizeof *ts);
     if (!ts) return 3;
-    ts[n++] = (tensor){"model.embed_tokens.weight", vocab, hidden, 2};
+    ts[n++] = (tensor){"model.embed_tokens.weight", "token_embd.weight", vocab, hidden, 2, dt, 0};
     for (uint64_t l = 0; l < layers; l++) {
         static const struct {
-            const char *name;
+            const char *name, *gguf;
             int shape;
             int kind;
-        } per_layer[] = {{"input_layernorm.weight", 0, 1},       {"self_attn.q_proj.weight", 1, 0},
-                         {"self_attn.k_proj.weight", 2, 0},      {"self_attn.v_proj.weight", 2, 0},
-                         {"self_attn.o_proj.weight", 1, 0},      {"post_attention_layernorm.weight", 0, 1},
-                         {"mlp.gate_proj.weight", 3, 0},         {"mlp.up_proj.weight", 3, 0},
-                         {"mlp.down_proj.weight", 4, 0}};
+        } per_layer[] = {{"input_layernorm.weight", "attn_norm.weight", 0, 1},
+                         {"self_attn.q_proj.weight", "attn_q.weight", 1, 0},
+                         {"self_attn.k_proj.weight", "attn_k.weight", 2, 0},
+                         {"self_attn.v_proj.weight", "attn_v.weight", 2, 0},
+                         {"self_attn.o_proj.weight", "attn_output.weight", 1, 0},
+                         {"post_attention_layernorm.weight", "ffn_norm.weight", 0, 1},
+                         {"mlp.gate_proj.weight", "ffn_gate.weight", 3, 0},
+                         {"mlp.up_proj.weight", "ffn_up.weight", 3, 0},
+                         {"mlp.down_proj.weight", "ffn_down.weight", 4, 0}};
         for (size_t k = 0; k < sizeof per_layer / sizeof per_layer[0]; k++) {
             tensor *t = &ts[n++];
             snprintf(t->name, sizeof t->name, "model.layers.%" PRIu64 ".%s", l, per_layer[k].name);
+            snprintf(t->gguf_name, sizeof t->gguf_name, "blk.%" PRIu64 ".%s", l, per_layer[k].gguf);
             t->kind = per_layer[k].kind;
+            t->type = dt;
             switch (per_layer[k].shape) {
             case 0: t->rows = hidden, t->cols = 0; break;
             case 1: t->rows = hidden, t->cols = hidden; break;
@@ -110,77 +352,24 @@ int main(int argc, char **argv)
             }
         }
     }
-    ts[n++] = (tensor){"model.norm.weight", hidden, 0, 1};
-    ts[n++] = (tensor){"lm_head.weight", vocab, hidden, 0};
-
-    /* Header: names, dtypes, shapes and offsets are known before any value. */
-    unsigned wb = f32 ? 4u : 2u;
-    size_t hcap = 256 + n * 200, hlen = 0;
-    char *header = malloc(hcap);
-    if (!header) return 3;
-    hlen += (size_t)snprintf(header + hlen, hcap - hlen, "{\"__metadata__\":{\"format\":\"pt\"}");
-    uint64_t off = 0;
-    for (size_t i = 0; i < n; i++) {
-        uint64_t bytes = elements(&ts[i]) * wb;
-        if (ts[i].cols)
-            hlen += (size_t)snprintf(header + hlen, hcap - hlen,
-                                     ",\"%s\":{\"dtype\":\"%s\",\"shape\":[%" PRIu64 ",%" PRIu64
-                                     "],\"data_offsets\":[%" PRIu64 ",%" PRIu64 "]}",
-                                     ts[i].name, f32 ? "F32" : "BF16", ts[i].rows, ts[i].cols, off, off + bytes);
-        else
-            hlen += (size_t)snprintf(header + hlen, hcap - hlen,
-                                     ",\"%s\":{\"dtype\":\"%s\",\"shape\":[%" PRIu64 "],\"data_offsets\":[%" PRIu64
-                                     ",%" PRIu64 "]}",
-                                     ts[i].name, f32 ? "F32" : "BF16", ts[i].rows, off, off + bytes);
-        off += bytes;
+    ts[n++] = (tensor){"model.norm.weight", "output_norm.weight", hidden, 0, 1, dt, 0};
+    ts[n++] = (tensor){"lm_head.weight", "output.weight", vocab, hidden, 0, dt, 0};
+    if (gguf)
+        for (size_t i = 0; i < n; i++)
+            if (ts[i].kind == 1) ts[i].type = DT_F32; /* llama.cpp keeps the norms in F32 */
+    uint64_t weight_bytes = 0;
+    for (size_t i = 0; i < n; i++) weight_bytes += elements(&ts[i]) * DTYPES[ts[i].type].bytes;
+    int rc = gguf ? write_gguf(dir, ts, n, seed, hidden, inter, layers, kv_hidden) : write_safetensors(dir, ts, n, seed);
+    free(ts);
+    if (rc) return rc;
+    if (gguf) {
+        printf("wrote %s/model.gguf (%zu tensors, %" PRIu64 " bytes of %s weights, F32 norms)\n", dir, n, weight_bytes,
+               DTYPES[dt].name);
+        return 0;
     }
-    hlen += (size_t)snprintf(header + hlen, hcap - hlen, "}");
-    while (hlen % 8) header[hlen++] = ' ';
     char path[4096];
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    FILE *f = fopen(path, "wb");
-    if (!f) {
-        fprintf(stderr, "ninfer-gen-checkpoint: error: cannot create %s: %s\n", path, strerror(errno));
-        return 3;
-    }
-    uint8_t len8[8];
-    for (int i = 0; i < 8; i++) len8[i] = (uint8_t)((uint64_t)hlen >> (8 * i));
-    int bad = write_all(f, len8, 8) || write_all(f, header, hlen);
-    free(header);
-    size_t block = 1 << 16;
-    uint8_t *buf = malloc(block * 4);
-    gen g = {seed};
-    for (size_t i = 0; i < n && !bad && buf; i++) {
-        const tensor *t = &ts[i];
-        uint64_t total = elements(t), cols = t->cols ? t->cols : t->rows;
-        /* Per-tensor scale like initialised weights: ~1/sqrt(fan_in). */
-        float sigma = t->kind == 1 ? 0.05f : 1.0f / sqrtf((float)cols) * (t->kind == 2 ? 0.5f : 1.0f);
-        for (uint64_t done = 0; done < total && !bad;) {
-            size_t m = (size_t)(total - done < block ? total - done : block);
-            for (size_t k = 0; k < m; k++) {
-                float v = normalish(&g) * sigma;
-                if (t->kind == 1) v += 1.0f;
-                else if ((next64(&g) & 1023) == 0) v *= 8.0f; /* rare outliers, as real weights have */
-                if (f32) {
-                    uint32_t w = nf_f32_bits(v);
-                    for (int b = 0; b < 4; b++) buf[4 * k + (size_t)b] = (uint8_t)(w >> (8 * b));
-                } else {
-                    uint16_t w = nf_f32_to_bf16(v);
-                    buf[2 * k] = (uint8_t)w;
-                    buf[2 * k + 1] = (uint8_t)(w >> 8);
-                }
-            }
-            bad = write_all(f, buf, m * wb);
-            done += m;
-        }
-    }
-    free(buf);
-    if (fclose(f) != 0 || bad) {
-        fprintf(stderr, "ninfer-gen-checkpoint: error: cannot write %s\n", path);
-        return 3;
-    }
     snprintf(path, sizeof path, "%s/config.json", dir);
-    f = fopen(path, "wb");
+    FILE *f = fopen(path, "wb");
     if (!f) return 3;
     fprintf(f,
             "{\n  \"architectures\": [\"LlamaForCausalLM\"],\n  \"model_type\": \"llama\",\n"
@@ -188,14 +377,13 @@ int main(int argc, char **argv)
             "  \"num_hidden_layers\": %" PRIu64 ",\n  \"num_key_value_heads\": %" PRIu64 ",\n"
             "  \"vocab_size\": %" PRIu64 ",\n  \"rms_norm_eps\": 1e-06,\n  \"rope_theta\": 10000.0,\n"
             "  \"torch_dtype\": \"%s\"\n}\n",
-            hidden, inter, layers, kv_hidden, vocab, f32 ? "float32" : "bfloat16");
+            hidden, inter, layers, kv_hidden, vocab, DTYPES[dt].torch);
     fclose(f);
     snprintf(path, sizeof path, "%s/tokenizer.json", dir);
     f = fopen(path, "wb");
     if (!f) return 3;
     fputs("{\"version\": \"1.0\", \"model\": {\"type\": \"BPE\", \"vocab\": {\"<s>\": 0, \"</s>\": 1}}}\n", f);
     fclose(f);
-    free(ts);
-    printf("wrote %s (%zu tensors, %" PRIu64 " bytes of %s weights)\n", dir, n, off, dtype);
+    printf("wrote %s (%zu tensors, %" PRIu64 " bytes of %s weights)\n", dir, n, weight_bytes, DTYPES[dt].name);
     return 0;
 }

@@ -249,6 +249,18 @@ MODEL_DIR=$work/ckim run 0 "$bin/ninfer-verify" "$work/r/im.ninfer" --against "$
 MODEL_GGUF=$data/gguf/q4_k.gguf run 0 "$bin/ninfer-convert" -r "$top/recipes/import-gguf.yaml" -o "$work/r/gg.ninfer"
 rm -f "$work"/r/*
 
+# the generator's GGUF form (llama.cpp names, F16 weights, F32 norms): the same values as its
+# safetensors form, so quick mode gives the same codes from either container
+"$bin/ninfer-gen-checkpoint" "$work/gg" --gguf --dtype f16 >/dev/null || bad "gen-checkpoint --gguf failed"
+"$bin/ninfer-gen-checkpoint" "$work/gs" --dtype f16 >/dev/null || bad "gen-checkpoint --dtype f16 failed"
+mkdir "$work/gx"
+run 0 "$bin/ninfer-convert" "$work/gg/model.gguf" -o "$work/gx/gg.ninfer" --format q8_g32_fp16
+run 0 "$bin/ninfer-convert" "$work/gs" -o "$work/gx/gs.ninfer" --format q8_g32_fp16
+run 0 "$bin/ninfer-verify" --json "$work/gx/gg.ninfer"
+"$bin/ninfer-dequant" "$work/gx/gg.ninfer" blk.0.ffn_down.weight -o "$work/gx/a.f32" && ok || bad "dequant gguf-converted"
+"$bin/ninfer-dequant" "$work/gx/gs.ninfer" model.layers.0.mlp.down_proj.weight -o "$work/gx/b.f32" && ok || bad "dequant"
+same "$work/gx/a.f32" "$work/gx/b.f32"
+
 # interrupted: either a complete valid artifact or nothing at all, never a temp file
 "$bin/ninfer-gen-checkpoint" "$work/big" --hidden 1024 --intermediate 2816 --layers 4 --vocab 8000 >/dev/null
 mkdir "$work/k"
