@@ -237,6 +237,7 @@ static void on_signal(int sig)
 
 typedef struct progress_ctx {
     bool enabled;
+    bool ended; /* the final line (all objects) is out */
     struct timespec start;
 } progress_ctx;
 
@@ -250,7 +251,7 @@ static double seconds_since(const struct timespec *t0)
 static void show_progress(void *ctx, const nf_convert_progress *p)
 {
     progress_ctx *pc = ctx;
-    if (!pc->enabled) return;
+    if (!pc->enabled || pc->ended) return;
     double s = seconds_since(&pc->start);
     double rate = s > 0 ? (double)p->bytes_done / s : 0;
     double eta = rate > 0 ? (double)(p->bytes_total - p->bytes_done) / rate : 0;
@@ -259,7 +260,10 @@ static void show_progress(void *ctx, const nf_convert_progress *p)
     fprintf(stderr, "\r[%.*s%*s] %zu/%zu objects  %.1f/%.1f MB  %.1f MB/s  ETA %.0fs ", filled,
             "##############################", width - filled, "", p->objects_done, p->objects_total,
             (double)p->bytes_done / 1e6, (double)p->bytes_total / 1e6, rate / 1e6, eta);
-    if (p->objects_done == p->objects_total) fputc('\n', stderr);
+    if (p->objects_done == p->objects_total) {
+        fputc('\n', stderr);
+        pc->ended = true;
+    }
     fflush(stderr);
 }
 
@@ -517,7 +521,7 @@ int main(int argc, char **argv)
     sigaction(SIGHUP, &sa, NULL);
     progress_ctx pc = {cli.progress == NF_PROGRESS_ALWAYS ||
                            (cli.progress == NF_PROGRESS_AUTO && isatty(STDERR_FILENO) && cli.verbosity >= 0),
-                       {0, 0}};
+                       false, {0, 0}};
     clock_gettime(CLOCK_MONOTONIC, &pc.start);
     nf_convert_options co = {opts.output,
                              opts.threads,

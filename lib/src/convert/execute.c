@@ -257,8 +257,11 @@ typedef struct runner {
     const nf_stats_kernels *kern;
     volatile int *cancel;
     uint64_t chunk_values;
-    /* the first error, and the objects' statistics */
+    /* the first error, the objects' statistics, the workers still running (under lock; each
+     * signals `wake` when it stops, so the calling thread never sleeps past the end) */
     pthread_mutex_t lock;
+    pthread_cond_t wake;
+    unsigned running;
     nf_status status;
     nf_error error;
 } runner;
@@ -470,6 +473,10 @@ out:
     free(decoded);
     free(cmp.buf);
     free(st);
+    pthread_mutex_lock(&r->lock);
+    r->running--;
+    pthread_cond_signal(&r->wake);
+    pthread_mutex_unlock(&r->lock);
     return NULL;
 }
 
@@ -480,16 +487,27 @@ static unsigned thread_count(unsigned requested)
     return n > 0 ? (unsigned)n : 1u;
 }
 
-/* Runs every job on `threads` workers; the calling thread reports progress. */
+/* Runs every job on `threads` workers; the calling thread reports progress every 100 ms, and
+ * once more when the last worker has stopped. */
 static nf_status run_jobs(runner *r, unsigned threads, const nf_convert_options *opt, nf_error *err)
 {
     pthread_t *tids = calloc(threads, sizeof *tids);
     if (!tids) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&r->wake, &ca);
+    pthread_condattr_destroy(&ca);
     unsigned started = 0;
-    for (; started < threads; started++)
+    pthread_mutex_lock(&r->lock);
+    for (; started < threads; started++) {
         if (pthread_create(&tids[started], NULL, worker, r) != 0) break;
+        r->running++;
+    }
+    pthread_mutex_unlock(&r->lock);
     if (started == 0) {
         free(tids);
+        pthread_cond_destroy(&r->wake);
         return nf_error_set(err, NF_ERR_NOMEM, "cannot start a worker thread");
     }
     size_t total_objects = 0;
@@ -499,16 +517,34 @@ static nf_status run_jobs(runner *r, unsigned threads, const nf_convert_options 
             total_objects++;
             total_bytes += r->plan->objects[i].g.bytes;
         }
-    while (opt && opt->progress) {
-        size_t done = atomic_load(&r->done);
+    bool progress = opt && opt->progress;
+    pthread_mutex_lock(&r->lock);
+    while (r->running > 0) {
+        if (progress) {
+            pthread_mutex_unlock(&r->lock);
+            nf_convert_progress pr = {atomic_load(&r->objects_done), total_objects, atomic_load(&r->bytes_done),
+                                      total_bytes};
+            opt->progress(opt->progress_ctx, &pr);
+            pthread_mutex_lock(&r->lock);
+            if (r->running == 0) break;
+        }
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_nsec += 100 * 1000 * 1000;
+        if (until.tv_nsec >= 1000 * 1000 * 1000) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000 * 1000 * 1000;
+        }
+        pthread_cond_timedwait(&r->wake, &r->lock, &until);
+    }
+    pthread_mutex_unlock(&r->lock);
+    if (progress) {
         nf_convert_progress pr = {atomic_load(&r->objects_done), total_objects, atomic_load(&r->bytes_done),
                                   total_bytes};
         opt->progress(opt->progress_ctx, &pr);
-        if (done >= r->njobs || r->status != NF_OK || (r->cancel && *r->cancel)) break;
-        struct timespec ts = {0, 100 * 1000 * 1000};
-        nanosleep(&ts, NULL);
     }
     for (unsigned i = 0; i < started; i++) pthread_join(tids[i], NULL);
+    pthread_cond_destroy(&r->wake);
     free(tids);
     if (r->status != NF_OK) {
         if (err) *err = r->error;
