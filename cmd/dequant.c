@@ -222,18 +222,6 @@ static bool f32_in_place(const rows_job *job)
 #endif
 }
 
-typedef struct dq_batch {
-    const rows_job *job;
-    dq_slot *slot;
-} dq_batch;
-
-static void *decode_thread(void *arg)
-{
-    dq_batch *b = arg;
-    decode_slot(b->job, b->slot);
-    return NULL;
-}
-
 static nf_status text_rows(const rows_job *job, dq_slot *s, nf_out *out, nf_error *err)
 {
     const nf_geometry *g = job->g;
@@ -246,73 +234,138 @@ static nf_status text_rows(const rows_job *job, dq_slot *s, nf_out *out, nf_erro
     return st;
 }
 
-/* Rows [job->r0, job->r1) in chunks: up to `threads` consecutive chunks are decoded at once
- * (one per thread, the calling one included) and written in row order, so the output bytes do
- * not depend on the thread count.  Text output is formatted by the calling thread. */
+/* The decoders of one tensor: worker threads decode chunks in row order into a ring of slots
+ * (chunk c in slot c % nslots) while the calling thread writes the finished ones in order, so
+ * decoding overlaps the writes and the output bytes do not depend on the thread count.  A
+ * worker waits before it reuses a slot whose chunk is not written yet; the writer waits for the
+ * chunk it needs next.  Text is formatted by the writer. */
+typedef struct dq_pool {
+    const rows_job *job;
+    dq_slot *slots;
+    size_t nslots;
+    uint64_t chunk, nchunks;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    uint64_t next;     /* the next chunk a worker takes */
+    uint64_t written;  /* chunks written */
+    uint64_t *decoded; /* per slot: 1 + the chunk decoded in it, 0 while none */
+    bool stop;
+} dq_pool;
+
+static void slot_range(const dq_pool *p, uint64_t c, dq_slot *s)
+{
+    s->r0 = p->job->r0 + c * p->chunk;
+    s->r1 = s->r0 + p->chunk < p->job->r1 ? s->r0 + p->chunk : p->job->r1;
+}
+
+static void *decode_worker(void *arg)
+{
+    dq_pool *p = arg;
+    pthread_mutex_lock(&p->lock);
+    for (;;) {
+        uint64_t c = p->next;
+        if (p->stop || c >= p->nchunks) break;
+        p->next++;
+        /* the slot is free once the chunk nslots before this one is written */
+        while (!p->stop && c >= p->nslots && p->written < c - p->nslots + 1) pthread_cond_wait(&p->cond, &p->lock);
+        if (p->stop) break;
+        dq_slot *s = &p->slots[c % p->nslots];
+        pthread_mutex_unlock(&p->lock);
+        slot_range(p, c, s);
+        decode_slot(p->job, s);
+        pthread_mutex_lock(&p->lock);
+        p->decoded[c % p->nslots] = c + 1;
+        pthread_cond_broadcast(&p->cond);
+    }
+    pthread_mutex_unlock(&p->lock);
+    return NULL;
+}
+
+/* Writes chunk c (decoded in its slot) and frees the slot. */
+static nf_status write_slot(const rows_job *job, dq_slot *s, unsigned eb, nf_out *out, nf_error *err)
+{
+    if (s->st != NF_OK) {
+        if (err) *err = s->err;
+        return s->st;
+    }
+    if (job->format == FMT_TEXT) return text_rows(job, s, out, err);
+    return nf_out_write(out, s->bytes, (size_t)((s->r1 - s->r0) * job->g->cols) * eb, err);
+}
+
+/* Rows [job->r0, job->r1) in chunks of about 2^18 values (1 MiB of f32, the converter's chunk),
+ * decoded by `threads` workers (none for one thread: the calling thread decodes and writes in
+ * turn). */
 static nf_status stream_rows(const rows_job *job, unsigned threads, nf_out *out, nf_error *err)
 {
     const nf_geometry *g = job->g;
-    /* chunks of about 2^18 values (1 MiB of f32, the converter's chunk): a chunk's values are
-     * still in cache when they are written out */
-    uint64_t chunk = nf_geometry_chunk_rows(g, (uint64_t)1 << 18);
+    dq_pool p = {.job = job};
+    p.chunk = nf_geometry_chunk_rows(g, (uint64_t)1 << 18);
     uint64_t span = job->r1 - job->r0;
-    if (chunk > span) chunk = span;
-    uint64_t nchunks = chunk ? (span + chunk - 1) / chunk : 0;
-    size_t nslots = job->format == FMT_TEXT || threads < 1 ? 1 : threads;
-    if (nslots > nchunks) nslots = nchunks ? (size_t)nchunks : 1;
+    if (p.chunk > span) p.chunk = span;
+    p.nchunks = p.chunk ? (span + p.chunk - 1) / p.chunk : 0;
+    if (p.nchunks == 0) return NF_OK;
+    size_t workers = threads > 1 ? threads : 0;
+    if (workers > p.nchunks) workers = (size_t)p.nchunks;
+    /* two slots per worker: one being decoded while the other waits to be written */
+    p.nslots = workers ? 2 * workers : 1;
     unsigned eb = element_bytes(g, job->to);
-    size_t n = (size_t)(chunk * g->cols);
-    dq_slot *slots = calloc(nslots, sizeof *slots);
-    pthread_t *tids = calloc(nslots, sizeof *tids);
-    dq_batch *batch = calloc(nslots, sizeof *batch);
-    nf_status st = slots && tids && batch ? NF_OK : nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    size_t n = (size_t)(p.chunk * g->cols);
+    p.slots = calloc(p.nslots, sizeof *p.slots);
+    p.decoded = calloc(p.nslots, sizeof *p.decoded);
+    pthread_t *tids = calloc(workers ? workers : 1, sizeof *tids);
+    nf_status st = p.slots && p.decoded && tids ? NF_OK : nf_error_set(err, NF_ERR_NOMEM, "out of memory");
     size_t ready = 0; /* slots whose buffers exist */
     /* words only for --to native; a values buffer only when values are not the output bytes */
     bool need_values = job->to != TO_NATIVE && !f32_in_place(job);
-    for (; st == NF_OK && ready < nslots; ready++) {
-        dq_slot *s = &slots[ready];
-        if (job->to == TO_NATIVE && (st = nf_words_alloc(&s->w, g, chunk, err)) != NF_OK) break;
+    for (; st == NF_OK && ready < p.nslots; ready++) {
+        dq_slot *s = &p.slots[ready];
+        if (job->to == TO_NATIVE && (st = nf_words_alloc(&s->w, g, p.chunk, err)) != NF_OK) break;
         s->values = need_values ? malloc(n * sizeof *s->values) : NULL;
         /* on a cache line: whole-line stores when f32 values are decoded into it */
         s->bytes = job->format == FMT_TEXT ? NULL : aligned_alloc(64, (n * eb + 63) / 64 * 64);
         if ((need_values && !s->values) || (job->format != FMT_TEXT && !s->bytes))
             st = nf_error_set(err, NF_ERR_NOMEM, "out of memory"); /* freed below: the loop counts it */
     }
-    for (uint64_t r = job->r0; st == NF_OK && r < job->r1;) {
-        size_t used = 0;
-        for (; used < nslots && r < job->r1; used++, r += chunk) {
-            slots[used].r0 = r;
-            slots[used].r1 = r + chunk < job->r1 ? r + chunk : job->r1;
+    if (st == NF_OK && workers == 0) {
+        for (uint64_t c = 0; st == NF_OK && c < p.nchunks; c++) {
+            slot_range(&p, c, &p.slots[0]);
+            decode_slot(job, &p.slots[0]);
+            st = write_slot(job, &p.slots[0], eb, out, err);
         }
+    } else if (st == NF_OK) {
+        pthread_mutex_init(&p.lock, NULL);
+        pthread_cond_init(&p.cond, NULL);
         size_t started = 0;
-        for (size_t i = 1; i < used; i++) {
-            batch[i] = (dq_batch){job, &slots[i]};
-            if (pthread_create(&tids[i], NULL, decode_thread, &batch[i]) != 0) break;
-            started = i;
+        for (; started < workers; started++)
+            if (pthread_create(&tids[started], NULL, decode_worker, &p) != 0) break;
+        if (started == 0) st = nf_error_set(err, NF_ERR_NOMEM, "cannot start a decoding thread");
+        for (uint64_t c = 0; st == NF_OK && c < p.nchunks; c++) {
+            dq_slot *s = &p.slots[c % p.nslots];
+            pthread_mutex_lock(&p.lock);
+            while (p.decoded[c % p.nslots] != c + 1) pthread_cond_wait(&p.cond, &p.lock);
+            pthread_mutex_unlock(&p.lock);
+            st = write_slot(job, s, eb, out, err);
+            pthread_mutex_lock(&p.lock);
+            p.written = c + 1;
+            pthread_cond_broadcast(&p.cond);
+            pthread_mutex_unlock(&p.lock);
         }
-        decode_slot(job, &slots[0]);
-        for (size_t i = started + 1; i < used; i++) decode_slot(job, &slots[i]); /* threads that did not start */
-        for (size_t i = 1; i <= started; i++) pthread_join(tids[i], NULL);
-        for (size_t i = 0; st == NF_OK && i < used; i++) {
-            dq_slot *s = &slots[i];
-            if (s->st != NF_OK) {
-                if (err) *err = s->err;
-                st = s->st;
-            } else if (job->format == FMT_TEXT) {
-                st = text_rows(job, s, out, err);
-            } else {
-                st = nf_out_write(out, s->bytes, (size_t)((s->r1 - s->r0) * g->cols) * eb, err);
-            }
-        }
+        pthread_mutex_lock(&p.lock);
+        p.stop = true;
+        pthread_cond_broadcast(&p.cond);
+        pthread_mutex_unlock(&p.lock);
+        for (size_t i = 0; i < started; i++) pthread_join(tids[i], NULL);
+        pthread_cond_destroy(&p.cond);
+        pthread_mutex_destroy(&p.lock);
     }
     for (size_t i = 0; i < ready; i++) {
-        free(slots[i].values);
-        free(slots[i].bytes);
-        nf_words_free(&slots[i].w);
+        free(p.slots[i].values);
+        free(p.slots[i].bytes);
+        nf_words_free(&p.slots[i].w);
     }
-    free(slots);
+    free(p.slots);
+    free(p.decoded);
     free(tids);
-    free(batch);
     return st;
 }
 

@@ -138,6 +138,12 @@ nomem:
 nf_status nf_out_write(nf_out *o, const void *data, size_t len, nf_error *err)
 {
     const unsigned char *p = data;
+    /* Big uncompressed pieces (ninfer-dequant's row chunks) go straight to the file, after what
+     * is pending: one write, no copy into the buffer. */
+    if (!o->zc && len >= BUFFER_BYTES) {
+        if (o->used) NF_TRY(drain(o, false, err));
+        return write_fd(o, p, len, err);
+    }
     while (len > 0) {
         size_t n = BUFFER_BYTES - o->used < len ? BUFFER_BYTES - o->used : len;
         memcpy(o->buf + o->used, p, n);
