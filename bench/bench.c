@@ -15,15 +15,18 @@
  *   ninfer-bench --print-simd
  *       Prints the grouped_absmax kernel variant in use (nf_simd_name; NINFER_SIMD forces one).
  *
- *   ninfer-bench exec --label L --bytes B --weights W [--repeat R] [--log FILE] -- PROG ARGS...
- *       Runs PROG R times (fork/exec, output to FILE), prints one end-to-end row: the best wall
- *       time, B/time in MB/s, W/time in weights/s and the peak RSS of the children
- *       (getrusage(RUSAGE_CHILDREN).ru_maxrss, the maximum over the R runs).
+ *   ninfer-bench exec [--repeat R] [--log FILE] [--ratio] --label L --bytes B --weights W -- PROG ARGS...
+ *                     [--next --label L2 --bytes B2 --weights W2 -- PROG2 ARGS...]...
+ *       Runs the commands in turn (A B A B ...), R times each (fork/exec, output to FILE), and
+ *       prints one end-to-end row per command: the median wall time and the range, B/median in
+ *       MB/s, W/median in weights/s and the peak RSS of its runs (wait4's ru_maxrss, the
+ *       largest); --ratio (two commands): the median and range of the pairwise ratios A/B.
  *
  * Timing: clock_gettime(CLOCK_MONOTONIC) around the whole parallel run (thread start and join
  * included).  A calibration run sizes the work (rows of the matrix, then whole passes) so that a
  * run lasts at least --min-time (0.3 s); the figure is the best of 3 runs of that size.
  * MB = 10^6 bytes; Mw/s = 10^6 weights per second. */
+#define _DEFAULT_SOURCE /* wait4: the peak RSS of each child */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -773,65 +776,143 @@ static int micro(int argc, char **argv)
 }
 
 /* ---------------------------------------------------------------- exec: end-to-end rows */
+#define EXEC_MAX_COMMANDS 8
+#define EXEC_MAX_REPEAT 64
+
+typedef struct exec_cmd {
+    const char *label;
+    double bytes, weights;
+    char **argv;                    /* NULL-terminated (the -- ... part) */
+    double t[EXEC_MAX_REPEAT];
+    double maxrss_kib;
+} exec_cmd;
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median_of(const double *v, unsigned n)
+{
+    double s[EXEC_MAX_REPEAT];
+    memcpy(s, v, n * sizeof *s);
+    qsort(s, n, sizeof *s, cmp_double);
+    return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2.0;
+}
+
+/* One run of c: wall time (fork to reap) and the child's own peak RSS (wait4). */
+static int exec_once(exec_cmd *c, const char *log, double *t)
+{
+    fflush(stdout);
+    double t0 = now();
+    pid_t pid = fork();
+    if (pid < 0) die("fork", NULL);
+    if (pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+            close(fd);
+        }
+        execvp(c->argv[0], c->argv);
+        fprintf(stderr, "ninfer-bench exec: cannot run %s: %s\n", c->argv[0], strerror(errno));
+        _exit(127);
+    }
+    int status;
+    struct rusage ru;
+    while (wait4(pid, &status, 0, &ru) < 0)
+        if (errno != EINTR) die("wait4", NULL);
+    *t = now() - t0;
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        fprintf(stderr, "ninfer-bench exec: %s failed (status %d); see %s\n", c->argv[0], status, log);
+        return 1;
+    }
+    if ((double)ru.ru_maxrss > c->maxrss_kib) c->maxrss_kib = (double)ru.ru_maxrss;
+    return 0;
+}
+
+/* exec [--repeat R] [--log FILE] [--ratio] CMD [--next CMD]...  with CMD = --label L --bytes B
+ * --weights W -- PROG ARGS...: the commands run in turn, A B A B ..., R times each (after no
+ * warm-up: run.sh warms the page cache first), so that a drift of the machine's speed affects
+ * all alike; one row per command with the median and the range of its wall times.  --ratio
+ * (two commands): also the median and range of the pairwise ratios A/B. */
 static int exec_mode(int argc, char **argv)
 {
-    const char *label = "?", *log = "/dev/null";
-    double bytes = 0, weights = 0;
+    const char *log = "/dev/null";
     unsigned repeat = 1;
+    bool ratio = false;
+    exec_cmd cmds[EXEC_MAX_COMMANDS];
+    unsigned ncmds = 0;
+    memset(cmds, 0, sizeof cmds);
     int i = 2;
-    for (; i < argc; i++) {
+    while (i < argc) {
         const char *a = argv[i];
-        if (strcmp(a, "--") == 0) {
+        if (strcmp(a, "--next") == 0) {
             i++;
-            break;
+            continue;
+        }
+        if (strcmp(a, "--ratio") == 0) {
+            ratio = true;
+            i++;
+            continue;
+        }
+        if (strcmp(a, "--") == 0) {
+            if (ncmds == EXEC_MAX_COMMANDS) die("exec: too many commands", NULL);
+            exec_cmd *c = &cmds[ncmds++];
+            c->argv = argv + i + 1;
+            int j = i + 1;
+            while (j < argc && strcmp(argv[j], "--next") != 0) j++;
+            if (j < argc) argv[j] = NULL; /* ends this command's argv; "--next" is consumed */
+            i = j + 1;
+            continue;
         }
         if (i + 1 >= argc) return 2;
-        const char *v = argv[++i];
-        if (strcmp(a, "--label") == 0) label = v;
+        const char *v = argv[i + 1];
+        exec_cmd *c = &cmds[ncmds < EXEC_MAX_COMMANDS ? ncmds : EXEC_MAX_COMMANDS - 1];
+        if (strcmp(a, "--label") == 0) c->label = v;
         else if (strcmp(a, "--log") == 0) log = v;
-        else if (strcmp(a, "--bytes") == 0) bytes = (double)parse_u64(v, a);
-        else if (strcmp(a, "--weights") == 0) weights = (double)parse_u64(v, a);
+        else if (strcmp(a, "--bytes") == 0) c->bytes = (double)parse_u64(v, a);
+        else if (strcmp(a, "--weights") == 0) c->weights = (double)parse_u64(v, a);
         else if (strcmp(a, "--repeat") == 0) repeat = (unsigned)parse_u64(v, a);
         else {
             fprintf(stderr, "ninfer-bench exec: error: unknown option '%s'\n", a);
             return 2;
         }
+        i += 2;
     }
-    if (i >= argc || repeat == 0) {
-        fprintf(stderr, "usage: ninfer-bench exec --label L --bytes B --weights W [--repeat R] [--log FILE] -- PROG ARGS...\n");
+    if (ncmds == 0 || repeat == 0 || repeat > EXEC_MAX_REPEAT || (ratio && ncmds != 2)) {
+        fprintf(stderr, "usage: ninfer-bench exec [--repeat R] [--log FILE] [--ratio] --label L --bytes B --weights W "
+                        "-- PROG ARGS... [--next --label L2 ... -- PROG2 ARGS...]...\n");
         return 2;
     }
-    double best = INFINITY;
-    for (unsigned r = 0; r < repeat; r++) {
-        fflush(stdout);
-        double t0 = now();
-        pid_t pid = fork();
-        if (pid < 0) die("fork", NULL);
-        if (pid == 0) {
-            int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-            if (fd >= 0) {
-                dup2(fd, 1);
-                dup2(fd, 2);
-                close(fd);
-            }
-            execvp(argv[i], argv + i);
-            fprintf(stderr, "ninfer-bench exec: cannot run %s: %s\n", argv[i], strerror(errno));
-            _exit(127);
+    for (unsigned r = 0; r < repeat; r++)
+        for (unsigned k = 0; k < ncmds; k++)
+            if (exec_once(&cmds[k], log, &cmds[k].t[r])) return 1;
+    for (unsigned k = 0; k < ncmds; k++) {
+        exec_cmd *c = &cmds[k];
+        double med = median_of(c->t, repeat), lo = c->t[0], hi = c->t[0];
+        for (unsigned r = 1; r < repeat; r++) {
+            lo = c->t[r] < lo ? c->t[r] : lo;
+            hi = c->t[r] > hi ? c->t[r] : hi;
         }
-        int status;
-        while (waitpid(pid, &status, 0) < 0)
-            if (errno != EINTR) die("waitpid", NULL);
-        double t = now() - t0;
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-            fprintf(stderr, "ninfer-bench exec: %s failed (status %d); see %s\n", argv[i], status, log);
-            return 1;
-        }
-        if (t < best) best = t;
+        char range[48];
+        snprintf(range, sizeof range, "%.2f-%.2f", lo, hi);
+        printf("%-56s | %7.3f %11s %9.1f %9.1f | %12.1f\n", c->label ? c->label : "?", med, range,
+               c->bytes / med / 1e6, c->weights / med / 1e6, c->maxrss_kib / 1024.0);
     }
-    struct rusage ru;
-    getrusage(RUSAGE_CHILDREN, &ru);
-    printf("%-44s %-12s | %9.2f %9.1f %11.1f | %12.1f\n", label, "", best, bytes / best / 1e6, weights / best / 1e6,
-           (double)ru.ru_maxrss / 1024.0);
+    if (ratio) {
+        double q[EXEC_MAX_REPEAT], lo = INFINITY, hi = 0;
+        for (unsigned r = 0; r < repeat; r++) {
+            q[r] = cmds[0].t[r] / cmds[1].t[r];
+            lo = q[r] < lo ? q[r] : lo;
+            hi = q[r] > hi ? q[r] : hi;
+        }
+        char range[48];
+        snprintf(range, sizeof range, "%.3f-%.3f", lo, hi);
+        printf("%-56s | %7.3f %11s   (time over time, run by run)\n", "  ratio of the two rows above", median_of(q, repeat),
+               range);
+    }
     fflush(stdout);
     return 0;
 }
@@ -843,7 +924,8 @@ int main(int argc, char **argv)
         printf("usage: ninfer-bench [--rows N] [--cols K] [--threads T] [--min-time S] [--chunk-rows R]\n"
                "                    [--filter SUBSTR[,SUBSTR...]] [--rows-only]\n"
                "       ninfer-bench --print-simd\n"
-               "       ninfer-bench exec --label L --bytes B --weights W [--repeat R] [--log FILE] -- PROG ARGS...\n");
+               "       ninfer-bench exec [--repeat R] [--log FILE] [--ratio] --label L --bytes B --weights W -- PROG ARGS...\n"
+               "                         [--next --label L2 --bytes B2 --weights W2 -- PROG2 ARGS...]...\n");
         return 0;
     }
     return micro(argc, argv);
