@@ -3,13 +3,17 @@
 #   1. ninfer-bench: memcpy reference and every kernel, 1 thread and all threads; then
 #      grouped_absmax q4/q8 with the other SIMD variants (BENCH_SIMD_COMPARE, default
 #      "scalar avx2"; empty to skip);
-#   2. end to end: generate a bf16 checkpoint shaped like one 7B transformer layer set (about
-#      400 MB) in a temp dir, convert it with bench/q4q8.yaml (--threads 1 and all threads, with
-#      and without the report), then verify (full) and dequant --all the artifact (1 and all
-#      threads): best wall time of 3 runs, MB/s and weights/s of the input, peak RSS.  The temp
-#      dir is deleted afterwards.
+#   2. end to end, on a generated checkpoint shaped like one 7B transformer layer set (about
+#      400 MB of BF16 safetensors, and the same values as an F16 GGUF, llama.cpp's usual input),
+#      files in a temp dir in /dev/shm: ninfer-convert with bench/q4q8.yaml and in quick mode
+#      (--format q4/q5/q6/q8, q4 with grouped_search), each with the report and with
+#      --no-report, run in turn; ninfer-verify (full); ninfer-dequant --all beside `dd bs=1M`
+#      writing as many bytes to the same filesystem.  Every row is the median of BENCH_REPEAT
+#      (default 3) interleaved runs, with the range; 1 thread and all threads.  The temp dir is
+#      deleted afterwards.
 # usage: bench/run.sh [BIN_DIR]    (BENCH_ARGS: extra ninfer-bench options, e.g. --rows 4096;
-#                                   BENCH_REPEAT: end-to-end runs per program, default 3)
+#                                   BENCH_REPEAT: runs per end-to-end row, default 3;
+#                                   BENCH_E2E_ONLY=1: skip the kernel table)
 set -euo pipefail
 bin=${1:-build-bench/bin}
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -23,57 +27,101 @@ fi
 tmp=$(mktemp -d "$BENCH_TMPDIR/ninfer-bench.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
-# shellcheck disable=SC2086
-"$bin/ninfer-bench" ${BENCH_ARGS:-}
-
-# grouped_absmax q4/q8 again with the other kernel variants this CPU has (NINFER_SIMD), for
-# comparison with the run-time choice above.
-active=$("$bin/ninfer-bench" --print-simd)
-seen=" $active "
-for v in ${BENCH_SIMD_COMPARE-scalar avx2}; do
-    got=$(NINFER_SIMD=$v "$bin/ninfer-bench" --print-simd)
-    case "$seen" in *" $got "*) continue ;; esac
-    seen="$seen$got "
-    [ "$seen" = " $active $got " ] && printf '\nother grouped_absmax variants (NINFER_SIMD=...; /memcpy against a memcpy measured in the same process):\n'
+if [ -z "${BENCH_E2E_ONLY:-}" ]; then
     # shellcheck disable=SC2086
-    NINFER_SIMD=$v "$bin/ninfer-bench" ${BENCH_ARGS:-} --rows-only \
-        --filter 'grouped_absmax -> q4_g64_fp16,grouped_absmax -> q8_g32_fp16'
-done
+    "$bin/ninfer-bench" ${BENCH_ARGS:-}
+
+    # grouped_absmax q4/q8 again with the other kernel variants this CPU has (NINFER_SIMD), for
+    # comparison with the run-time choice above.
+    active=$("$bin/ninfer-bench" --print-simd)
+    seen=" $active "
+    for v in ${BENCH_SIMD_COMPARE-scalar avx2}; do
+        got=$(NINFER_SIMD=$v "$bin/ninfer-bench" --print-simd)
+        case "$seen" in *" $got "*) continue ;; esac
+        seen="$seen$got "
+        [ "$seen" = " $active $got " ] && printf '\nother grouped_absmax variants (NINFER_SIMD=...; /memcpy against a memcpy measured in the same process):\n'
+        # shellcheck disable=SC2086
+        NINFER_SIMD=$v "$bin/ninfer-bench" ${BENCH_ARGS:-} --rows-only \
+            --filter 'grouped_absmax -> q4_g64_fp16,grouped_absmax -> q8_g32_fp16'
+    done
+fi
 
 # Llama-7B dimensions, one layer; vocab 8 keeps embed/lm_head (q8) negligible.
 H=4096 KV=4096 I=11008 L=1 V=8
-"$bin/ninfer-gen-checkpoint" "$tmp/checkpoint" --hidden $H --kv-hidden $KV --intermediate $I --layers $L \
-    --vocab $V >/dev/null
+shape="--hidden $H --kv-hidden $KV --intermediate $I --layers $L --vocab $V"
+# shellcheck disable=SC2086
+"$bin/ninfer-gen-checkpoint" "$tmp/checkpoint" $shape >/dev/null
+# shellcheck disable=SC2086
+"$bin/ninfer-gen-checkpoint" "$tmp/gguf" $shape --gguf --dtype f16 >/dev/null
 weights=$((2 * V * H + L * (2 * H + 2 * H * H + 2 * KV * H + 3 * I * H) + H))
 src_bytes=$((2 * weights))
+gguf_bytes=$(stat -c %s "$tmp/gguf/model.gguf")
 art="$tmp/bench.ninfer"
-row() { "$bin/ninfer-bench" exec --repeat "$repeat" --log "$tmp/log" "$@"; }
+# the inputs in the page cache before the first timed run
+cat "$tmp/checkpoint/model.safetensors" "$tmp/gguf/model.gguf" >/dev/null
+ex() { "$bin/ninfer-bench" exec --repeat "$repeat" --log "$tmp/log" "$@"; }
+tcounts=$(printf '%s\n' 1 "$threads" | sort -nu)
 
-printf '\nend to end: checkpoint of %d bf16 weights (%s MB; q/k/v/o [%d,%d], gate/up [%d,%d], down [%d,%d]),\n' \
-    "$weights" "$(awk -v b="$src_bytes" 'BEGIN { printf "%.1f", b / 1e6 }')" $H $H $I $H $H $I
-printf 'recipe bench/q4q8.yaml, files in %s, best wall time of %d runs; in = checkpoint bytes for\n' "$BENCH_TMPDIR" "$repeat"
-printf 'convert, artifact bytes for verify and dequant; peak RSS = max ru_maxrss of the runs (getrusage children)\n'
-printf '%-44s %-12s | %9s %9s %11s | %12s\n' "program" "" "wall s" "in MB/s" "Mw/s" "peak RSS MiB"
-for t in $(printf '%s\n' 1 "$threads" | sort -nu); do
-    row --label "ninfer-convert --threads $t" --bytes "$src_bytes" --weights "$weights" -- \
-        "$bin/ninfer-convert" -r "$here/bench/q4q8.yaml" --source base="$tmp/checkpoint" -o "$art" \
-        --threads "$t" --force --progress=never
+printf '\nend to end: checkpoint of %d weights (q/k/v/o [%d,%d], gate/up [%d,%d], down [%d,%d]) as BF16\n' \
+    "$weights" $H $H $I $H $H $I
+printf 'safetensors (%s MB) and as F16 GGUF (%s MB, F32 norms); files in %s; median of %d interleaved runs\n' \
+    "$(awk -v b="$src_bytes" 'BEGIN { printf "%.1f", b / 1e6 }')" "$(awk -v b="$gguf_bytes" 'BEGIN { printf "%.1f", b / 1e6 }')" \
+    "$BENCH_TMPDIR" "$repeat"
+printf 'and their range; in = checkpoint bytes for convert, artifact bytes for verify and dequant, output bytes for\n'
+printf 'dd; peak RSS = the largest ru_maxrss of the runs; the ratio rows divide the two rows above, run by run\n'
+printf 'load average at start: %s\n' "$(cat /proc/loadavg)"
+printf '%-56s | %7s %11s %9s %9s | %12s\n' "program" "wall s" "range" "in MB/s" "Mw/s" "peak RSS MiB"
+
+# with and without the report, in turn
+pair() { # LABEL BYTES ARGS... : ninfer-convert ARGS with the report, then with --no-report
+    local label=$1 bytes=$2
+    shift 2
+    ex --ratio --label "$label" --bytes "$bytes" --weights "$weights" -- "$bin/ninfer-convert" "$@" --force \
+        --progress=never --next --label "$label --no-report" --bytes "$bytes" --weights "$weights" -- \
+        "$bin/ninfer-convert" "$@" --force --progress=never --no-report
+}
+for t in $tcounts; do
+    pair "convert -r q4q8.yaml -j $t" "$src_bytes" -r "$here/bench/q4q8.yaml" --source base="$tmp/checkpoint" \
+        -o "$art" --threads "$t"
 done
-for t in $(printf '%s\n' 1 "$threads" | sort -nu); do
-    row --label "ninfer-convert --no-report --threads $t" --bytes "$src_bytes" --weights "$weights" -- \
-        "$bin/ninfer-convert" -r "$here/bench/q4q8.yaml" --source base="$tmp/checkpoint" -o "$art" \
-        --threads "$t" --force --progress=never --no-report
+quick() { # LABEL FORMAT [METHOD]
+    local f=$1 m=${2:-}
+    for t in $tcounts; do
+        pair "convert ST --format $f${m:+ -m ${m#grouped_}} -j $t" "$src_bytes" "$tmp/checkpoint" -o "$tmp/q.ninfer" \
+            --format "$f" ${m:+--method "$m"} --threads "$t"
+    done
+}
+quick q4_g64_fp16
+quick q5_g64_fp16
+quick q6_g64_fp16
+quick q8_g32_fp16
+quick q4_g64_fp16 grouped_search
+printf '%s\n' "the same values from the F16 GGUF (quick mode, the report on):"
+for f in q4_g64_fp16 q5_g64_fp16 q6_g64_fp16 q8_g32_fp16 "q4_g64_fp16 grouped_search"; do
+    set -- $f
+    for t in $tcounts; do
+        ex --label "convert GGUF --format $1${2:+ -m ${2#grouped_}} -j $t" --bytes "$gguf_bytes" --weights "$weights" -- \
+            "$bin/ninfer-convert" "$tmp/gguf/model.gguf" -o "$tmp/g.ninfer" --format "$1" ${2:+--method "$2"} \
+            --threads "$t" --force --progress=never
+    done
 done
+
 # the artifact with its report, for verify and dequant
 "$bin/ninfer-convert" -r "$here/bench/q4q8.yaml" --source base="$tmp/checkpoint" -o "$art" --force \
-    --progress=never
+    --progress=never >/dev/null
 art_bytes=$(stat -c %s "$art")
-for t in $(printf '%s\n' 1 "$threads" | sort -nu); do
-    row --label "ninfer-verify --threads $t (full; $((art_bytes / 1000000)) MB)" --bytes "$art_bytes" \
-        --weights "$weights" -- "$bin/ninfer-verify" -q --threads "$t" "$art"
+for t in $tcounts; do
+    ex --label "verify -j $t (full; $((art_bytes / 1000000)) MB)" --bytes "$art_bytes" --weights "$weights" -- \
+        "$bin/ninfer-verify" -q --threads "$t" "$art"
 done
-for t in $(printf '%s\n' 1 "$threads" | sort -nu); do
-    row --label "ninfer-dequant --all --threads $t (f32)" --bytes "$art_bytes" --weights "$weights" -- \
-        "$bin/ninfer-dequant" "$art" --all --threads "$t" -o "$tmp/dequant.safetensors"
+# dequant --all beside dd writing as many bytes, both synced (dequant fsyncs before its rename)
+"$bin/ninfer-dequant" "$art" --all -o "$tmp/dequant.safetensors"
+out_bytes=$(stat -c %s "$tmp/dequant.safetensors")
+mib=$(((out_bytes + 1048575) / 1048576))
+for t in $tcounts; do
+    ex --ratio --label "dequant --all -j $t (f32, $((out_bytes / 1000000)) MB)" --bytes "$art_bytes" \
+        --weights "$weights" -- "$bin/ninfer-dequant" "$art" --all --threads "$t" -o "$tmp/dequant.safetensors" \
+        --next --label "dd bs=1M count=$mib conv=fsync (as many bytes)" --bytes "$out_bytes" --weights 0 -- \
+        dd if=/dev/zero of="$tmp/dd.out" bs=1M count="$mib" conv=fsync status=none
 done
 printf 'load average at end: %s\n' "$(cat /proc/loadavg)"
