@@ -630,7 +630,8 @@ static void check_kernel_clamp(nf_simd_level level)
                     clamped += v[c0 + i] * inv > sh->qmax + 0.5f || v[c0 + i] * inv < sh->qmin - 0.5f;
                 }
             }
-            bool ok = kernel(data, t, k, sh, got_q, got_s);
+            size_t measured = 0;
+            bool ok = kernel(data, t, k, sh, got_q, got_s, NULL, &measured);
             cr_assert_eq(ok, want_ok, "shape %zu K=%zu", si, k);
             if (!ok) continue;
             for (size_t i = 0; i < k; i++)
@@ -776,6 +777,102 @@ static void check_scale_rounding(nf_simd_level level)
 #endif
 }
 
+/* The kernel measuring as it encodes (absmax_simd.h): the figures it adds are those of the
+ * statistics reference over the words it wrote, bit for bit, for the four formats, the three
+ * source types and rows of one to several statistics blocks with partial groups; a row the
+ * kernel declines (a non-finite value in a later block) has the blocks before the declined one
+ * measured, no more, and nf_grouped_absmax_rows_measured's figures equal the reference's. */
+#include "stats/stats.h"
+
+static void same_stats(const nf_errstats *a, const nf_errstats *b, const char *what)
+{
+    cr_assert_eq(a->count, b->count, "%s: count %llu vs %llu", what, (unsigned long long)a->count,
+                 (unsigned long long)b->count);
+    cr_assert_eq(a->skipped, b->skipped, "%s: skipped", what);
+    cr_assert_eq(bits_of_f32(a->max_abs), bits_of_f32(b->max_abs), "%s: max", what);
+    cr_assert_eq(memcmp(a->sse.w, b->sse.w, sizeof a->sse.w), 0, "%s: sse %a vs %a", what, nf_xsum_value(&a->sse),
+                 nf_xsum_value(&b->sse));
+    cr_assert_eq(memcmp(a->ssx.w, b->ssx.w, sizeof a->ssx.w), 0, "%s: ssx", what);
+}
+
+static void check_measured(nf_simd_level level)
+{
+    nf_absmax_row_fn kernel = NULL;
+#if HAVE_X86
+    kernel = level == NF_SIMD_AVX512 ? nf_absmax_row_avx512 : nf_absmax_row_avx2;
+#endif
+    cr_assert(kernel != NULL);
+    static const size_t ks[] = {1, 17, 64, 200, 4095, 4096, 4097, 8192, 3 * 4096 + 70};
+    enum { MAXK = 3 * 4096 + 70 };
+    uint8_t *data = malloc(MAXK * 4);
+    int8_t *codes = malloc(MAXK);
+    uint16_t *scales = malloc(MAXK * 2);
+    cr_assert(data && codes && scales);
+    for (int fi = 0; fi < 4; fi++)
+        for (int ti = 0; ti < 3; ti++)
+            for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
+                const nf_format *f = nf_format_by_id(grouped_ids[fi]);
+                nf_src_type t = float_types[ti];
+                size_t k = ks[ki];
+                nf_absmax_shape sh = {f->group_size, (float)f->code_min, (float)f->code_max, (float)f->encoder_qmax};
+                for (size_t i = 0; i < k; i++) put_value(data, t, i, random_value(ldexp(1.0, (int)(i % 5) - 3)));
+                nf_errstats got, want;
+                nf_errstats_init(&got);
+                nf_errstats_init(&want);
+                size_t measured = 99;
+                cr_assert(kernel(data, t, k, &sh, codes, scales, &got, &measured));
+                cr_assert_eq(measured, k, "%s K=%zu: measured %zu", f->name, k, measured);
+                nf_stats_kernels_scalar.row_grouped(data, nf_absmax_stats_source(t), codes, scales, k, f->group_size,
+                                                    &want);
+                char what[96];
+                snprintf(what, sizeof what, "%s %s %s K=%zu", nf_simd_level_name(level), f->name, nf_src_type_name(t),
+                         k);
+                same_stats(&got, &want, what);
+                if (k > 4096 + 64) {
+                    /* a NaN in the second block: the first is measured, the rest is not */
+                    put_word(data, t, 4096 + 33, t == NF_SRC_F32 ? 0x7FC00000u : 0x7FC0u);
+                    nf_errstats part, first;
+                    nf_errstats_init(&part);
+                    nf_errstats_init(&first);
+                    measured = 99;
+                    cr_assert(!kernel(data, t, k, &sh, codes, scales, &part, &measured), "%s: a NaN declines", what);
+                    cr_assert_eq(measured, 4096, "%s: measured %zu after a NaN in the second block", what, measured);
+                    nf_stats_kernels_scalar.row_grouped(data, nf_absmax_stats_source(t), codes, scales, 4096,
+                                                        f->group_size, &first);
+                    same_stats(&part, &first, what);
+                }
+                compared_values += k;
+            }
+    /* the method's measured rows: the figures of the reference over its words, any row count */
+    for (int fi = 0; fi < 4; fi++) {
+        const nf_format *f = nf_format_by_id(grouped_ids[fi]);
+        size_t rows = 3, k = 5000;
+        float *v = malloc(rows * k * sizeof *v);
+        int8_t *q = malloc(rows * k);
+        uint16_t *sc = malloc(rows * k * 2);
+        cr_assert(v && q && sc);
+        for (size_t i = 0; i < rows * k; i++) v[i] = random_value(0.1);
+        nf_words out = {.rows = rows, .cols = k, .codes = q, .scales = sc};
+        nf_src_rows src = {.type = NF_SRC_F32, .data = v, .rows = rows, .cols = k};
+        nf_errstats got, want;
+        nf_errstats_init(&got);
+        nf_errstats_init(&want);
+        nf_error err;
+        cr_assert_eq(nf_grouped_absmax_rows_measured(f, &src, &out, &got, &err), NF_OK, "%s", err.message);
+        size_t groups = (k + f->group_size - 1) / f->group_size;
+        for (size_t r = 0; r < rows; r++)
+            nf_stats_kernels_scalar.row_grouped(v + r * k, NF_STATS_F32, q + r * k, sc + r * groups, k, f->group_size,
+                                                &want);
+        same_stats(&got, &want, f->name);
+        free(v);
+        free(q);
+        free(sc);
+    }
+    free(data);
+    free(codes);
+    free(scales);
+}
+
 /* ------------------------------------------------------------------ one suite per variant */
 
 static void restore(void) { nf_simd_force(nf_simd_best()); }
@@ -800,7 +897,8 @@ static void restore(void) { nf_simd_force(nf_simd_best()); }
     VARIANT_TEST(suite, level, known_answers)                                                                           \
     VARIANT_TEST(suite, level, kernel_clamp)                                                                            \
     VARIANT_TEST(suite, level, rounding_instruction)                                                                    \
-    VARIANT_TEST(suite, level, scale_rounding)
+    VARIANT_TEST(suite, level, scale_rounding)                                                                      \
+    VARIANT_TEST(suite, level, measured)
 
 VARIANT_SUITE(simd_avx2, NF_SIMD_AVX2)
 VARIANT_SUITE(simd_avx512, NF_SIMD_AVX512)

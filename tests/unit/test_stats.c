@@ -298,16 +298,16 @@ Test(stats, row_f32_variants_match_the_reference)
 }
 
 /* Random little-endian source words of a type: mostly ordinary values, some specials. */
-static void random_source(uint8_t *p, nf_src_type type, size_t n, bool specials)
+static void random_source(uint8_t *p, nf_stats_source type, size_t n, bool specials)
 {
     for (size_t i = 0; i < n; i++) {
         float v = specials ? random_value() : (float)uniform() * 0.1f;
         uint32_t w;
         size_t es;
-        if (type == NF_SRC_F32) {
+        if (type == NF_STATS_F32) {
             w = bits_of_f32(v);
             es = 4;
-        } else if (type == NF_SRC_F16) {
+        } else if (type == NF_STATS_F16) {
             w = isfinite(v) && fabsf(v) < 65504.0f ? f16_round(v) : (specials ? (uint32_t)(rng32() & 0xFFFF) : 0u);
             es = 2;
         } else {
@@ -318,16 +318,16 @@ static void random_source(uint8_t *p, nf_src_type type, size_t n, bool specials)
     }
 }
 
-static void decode_source(const uint8_t *p, nf_src_type type, size_t n, float *x)
+static void decode_source(const uint8_t *p, nf_stats_source type, size_t n, float *x)
 {
     for (size_t i = 0; i < n; i++) {
-        if (type == NF_SRC_F32) {
+        if (type == NF_STATS_F32) {
             uint32_t w = (uint32_t)p[4 * i] | (uint32_t)p[4 * i + 1] << 8 | (uint32_t)p[4 * i + 2] << 16 |
                          (uint32_t)p[4 * i + 3] << 24;
             x[i] = f32_of_bits(w);
         } else {
             uint16_t w = (uint16_t)(p[2 * i] | p[2 * i + 1] << 8);
-            x[i] = type == NF_SRC_F16 ? nf_f16_to_f32(w) : f32_of_bits((uint32_t)w << 16);
+            x[i] = type == NF_STATS_F16 ? nf_f16_to_f32(w) : f32_of_bits((uint32_t)w << 16);
         }
     }
 }
@@ -339,7 +339,7 @@ Test(stats, row_grouped_variants_match_the_reference_and_row_f32)
     uint16_t *scales = malloc((MAXLEN / 16 + 2) * sizeof *scales);
     float *x = malloc(MAXLEN * sizeof *x), *y = malloc(MAXLEN * sizeof *y);
     cr_assert(src && codes && scales && x && y);
-    static const nf_src_type types[] = {NF_SRC_F32, NF_SRC_F16, NF_SRC_BF16};
+    static const nf_stats_source types[] = {NF_STATS_F32, NF_STATS_F16, NF_STATS_BF16};
     static const unsigned groups[] = {32, 64, 128};
     static const uint16_t special_scales[] = {0x0000, 0x8000, 0x7C00, 0xFC00, 0x7E01, 0x0001, 0x7BFF};
     size_t tested = 0;
@@ -347,9 +347,9 @@ Test(stats, row_grouped_variants_match_the_reference_and_row_f32)
         for (size_t gi = 0; gi < 3; gi++)
             for (size_t li = 0; li < NLENGTHS; li++)
                 for (int specials = 0; specials < 2; specials++) {
-                    nf_src_type type = types[ti];
+                    nf_stats_source type = types[ti];
                     unsigned group = groups[gi];
-                    size_t n = LENGTHS[li], es = nf_src_type_size(type), ng = (n + group - 1) / group;
+                    size_t n = LENGTHS[li], es = (type == NF_STATS_F32 ? 4u : 2u), ng = (n + group - 1) / group;
                     uint8_t *s = src + 1; /* misaligned on purpose */
                     random_source(s, type, n, specials);
                     for (size_t i = 0; i < n; i++) codes[i] = (int8_t)(rng32() % 256 - 128);
@@ -365,7 +365,7 @@ Test(stats, row_grouped_variants_match_the_reference_and_row_f32)
                     nf_stats_kernels_scalar.row_grouped(s, type, codes, scales, n, group, &ref);
                     nf_stats_kernels_scalar.row_f32(x, y, n, &flat);
                     char what[128];
-                    snprintf(what, sizeof what, "scalar grouped/f32 %s G %u n %zu specials %d", nf_src_type_name(type),
+                    snprintf(what, sizeof what, "scalar grouped/f32 %s G %u n %zu specials %d", (type == NF_STATS_F32 ? "F32" : type == NF_STATS_F16 ? "F16" : "BF16"),
                              group, n, specials);
                     assert_same(&ref, &flat, what);
                     for (int lv = NF_SIMD_AVX2; lv < NF_SIMD_LEVEL_COUNT; lv++) {
@@ -375,7 +375,7 @@ Test(stats, row_grouped_variants_match_the_reference_and_row_f32)
                         nf_errstats_init(&got);
                         k->row_grouped(s, type, codes, scales, n, group, &got);
                         snprintf(what, sizeof what, "%s grouped %s G %u n %zu specials %d", k->name,
-                                 nf_src_type_name(type), group, n, specials);
+                                 (type == NF_STATS_F32 ? "F32" : type == NF_STATS_F16 ? "F16" : "BF16"), group, n, specials);
                         assert_same(&ref, &got, what);
                         tested++;
                     }

@@ -41,6 +41,7 @@
 #include <ninfer/error.h>
 #include <ninfer/format.h>
 #include <ninfer/layout.h>
+#include <ninfer/stats.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -169,6 +170,14 @@ nf_status nf_fp8_row_maxabs_rows(const nf_format *fmt, const nf_src_rows *src, n
  * read by grouped_search; the others refuse non-empty parameters. */
 nf_status nf_method_encode_rows(nf_method_id id, const nf_format *fmt, const nf_method_params *params,
                                 const nf_src_rows *src, nf_words *out, nf_error *err);
+
+/* nf_method_encode_rows, and the error statistics of the rows it encodes added to *stats
+ * (ninfer/stats.h): each source value (widened exactly to binary32; integer sources have none,
+ * their pairs are skipped) against the value its words represent.  grouped_absmax measures in
+ * the same pass as it encodes; the others measure the words they wrote.  stats NULL: exactly
+ * nf_method_encode_rows.  The figures do not depend on how rows are cut into calls. */
+nf_status nf_method_encode_rows_measured(nf_method_id id, const nf_format *fmt, const nf_method_params *params,
+                                         const nf_src_rows *src, nf_words *out, nf_errstats *stats, nf_error *err);
 
 /* The kernel variant the encoders run: "scalar", "avx2" or "avx512" (every variant gives the
  * same words bit for bit).  Chosen once from the CPU's features; the environment variable

@@ -5,6 +5,7 @@
 #include <ninfer/error.h>
 #include <ninfer/format.h>
 #include <ninfer/layout.h>
+#include <ninfer/stats.h>
 #include <ninfer/method.h>
 #include <ninfer/container.h>
 #include <ninfer/verify.h>

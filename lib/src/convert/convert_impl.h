@@ -60,15 +60,12 @@ struct nf_plan {
     json_t *components, *bindings, *metadata, *provenance;
 };
 
-/* Convert one tensor's words into the rows of a words buffer (execute.c). */
+/* Convert one tensor's words into the rows of a words buffer (execute.c); a method's rows are
+ * measured into stats when it is not NULL. */
 nf_status nf_convert_member_rows(const plan_object *o, const plan_member *m, uint64_t r0, uint64_t r1,
                                  void *raw_buf, size_t raw_len, void *scale_buf, size_t scale_len,
-                                 float *values, nf_words *words, uint64_t words_row, nf_error *err);
-
-/* Binary32 values of n little-endian source words of a floating-point type (exactly
- * nf_f32_from_bits / nf_f16_to_f32 / nf_bf16_to_f32 of each, in loops that vectorize); NaN for
- * integer types (execute.c, for the report's statistics). */
-void nf_convert_source_f32(nf_src_type type, const void *data, size_t n, float *out);
+                                 float *values, nf_words *words, uint64_t words_row, nf_errstats *stats,
+                                 nf_error *err);
 
 /* The represented values of words, bit for bit those of nf_words_to_f32, with fast loops for the
  * grouped, FP8-row and direct bf16/fp32 formats (execute.c, for the report's statistics). */

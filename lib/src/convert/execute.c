@@ -26,48 +26,6 @@
 #define DEFAULT_CHUNK_VALUES ((uint64_t)1 << 18)
 
 /* ---------------------------------------------------------------- source rows -> words */
-/* Binary32 values of raw source words, for the error statistics (exact widenings: the same values
- * as nf_f32_from_bits / nf_f16_to_f32 / nf_bf16_to_f32 of each word).  One branch-free loop per
- * type, so that each vectorizes. */
-void nf_convert_source_f32(nf_src_type type, const void *data, size_t n, float *restrict out)
-{
-    const uint8_t *restrict p = data;
-    switch (type) {
-    case NF_SRC_F32:
-        for (size_t i = 0; i < n; i++) {
-            uint32_t w = (uint32_t)p[4 * i] | (uint32_t)p[4 * i + 1] << 8 | (uint32_t)p[4 * i + 2] << 16 |
-                         (uint32_t)p[4 * i + 3] << 24;
-            memcpy(&out[i], &w, sizeof w);
-        }
-        break;
-    case NF_SRC_F16:
-        for (size_t i = 0; i < n; i++) {
-            /* Normal words: the fields moved into place and the exponent rebased (127 - 15);
-             * subnormal words: the integer fraction times 2^-24 (exact, and no subnormal
-             * operand, which would cost a microcode assist per vector); exponent 31 (infinities,
-             * NaN) keeps its fraction under exponent 255.  Selects, no branches. */
-            uint32_t h = (uint32_t)p[2 * i] | (uint32_t)p[2 * i + 1] << 8;
-            uint32_t e = h & 0x7C00u, mag = (h & 0x7FFFu) << 13;
-            float sub = (float)(int32_t)(h & 0x3FFu) * 0x1p-24f;
-            uint32_t sb;
-            memcpy(&sb, &sub, sizeof sb);
-            uint32_t b = e == 0 ? sb : e == 0x7C00u ? mag | 0x7F800000u : mag + 0x38000000u;
-            b |= (h & 0x8000u) << 16;
-            memcpy(&out[i], &b, sizeof b);
-        }
-        break;
-    case NF_SRC_BF16:
-        for (size_t i = 0; i < n; i++) {
-            uint32_t w = ((uint32_t)p[2 * i] | (uint32_t)p[2 * i + 1] << 8) << 16;
-            memcpy(&out[i], &w, sizeof w);
-        }
-        break;
-    default: /* integers: no error statistics */
-        for (size_t i = 0; i < n; i++) out[i] = NAN;
-        break;
-    }
-}
-
 /* ---------------------------------------------------------------- represented values */
 /* The represented values of a chunk's words, as nf_words_to_f32 computes them (the same binary32
  * operations on the same exact decodes, so the same bits), in tight loops for the formats the
@@ -130,7 +88,7 @@ nf_status nf_convert_words_values(const nf_geometry *g, const nf_words *w, uint6
 
 nf_status nf_convert_member_rows(const plan_object *o, const plan_member *m, uint64_t r0, uint64_t r1,
                                  void *raw_buf, size_t raw_len, void *scale_buf, size_t scale_len, float *values,
-                                 nf_words *words, uint64_t words_row, nf_error *err)
+                                 nf_words *words, uint64_t words_row, nf_errstats *stats, nf_error *err)
 {
     const nf_source *src = m->source->src;
     uint64_t rows = r1 - r0;
@@ -164,7 +122,6 @@ nf_status nf_convert_member_rows(const plan_object *o, const plan_member *m, uin
         if (len > raw_len) return nf_error_set(err, NF_ERR_USAGE, "chunk buffer too small");
         NF_TRY(nf_source_read_rows(src, m->t, r0, r1, raw_buf, len, err));
         s.data = raw_buf;
-        if (values) nf_convert_source_f32(m->src_type, raw_buf, count, values);
     } else {
         NF_TRY(nf_source_read_f32(src, m->t, r0, r1, values, count, err));
         s.data = values;
@@ -173,7 +130,7 @@ nf_status nf_convert_member_rows(const plan_object *o, const plan_member *m, uin
     /* Methods write rows [0, rows) of the words they are given. */
     if (words_row != 0) return nf_error_set(err, NF_ERR_USAGE, "method chunks start at row 0");
     view.rows = rows;
-    return nf_method_encode_rows(o->method, o->g.format, &o->params, &s, &view, err);
+    return nf_method_encode_rows_measured(o->method, o->g.format, &o->params, &s, &view, stats, err);
 }
 
 /* ---------------------------------------------------------------- jobs */
@@ -352,30 +309,14 @@ static void job_finished(runner *r, const job *j, const nf_errstats *st)
 }
 
 /* ---------------------------------------------------------------- error statistics */
-/* Grouped words written by a method from raw F32/F16/BF16 words: the statistics come straight
- * from the source words and the words produced (row_grouped), without binary32 copies of
- * either. */
-static bool grouped_from_raw(const plan_object *o, const plan_member *m)
-{
-    return o->method != NF_METHOD_IMPORT_ENCODED && m->raw && o->g.format->category == NF_CAT_GROUPED &&
-           (m->src_type == NF_SRC_F32 || m->src_type == NF_SRC_F16 || m->src_type == NF_SRC_BF16);
-}
-
-/* The chunk's statistics into st, row by row (each row whole: stats/stats.h's blocks start at
- * its first column). */
-static nf_status chunk_stats(const runner *r, const plan_object *o, const plan_member *m, const nf_words *w,
-                             uint64_t parent_r0, const uint8_t *raw, const float *values, float *decoded,
-                             nf_errstats *st, nf_error *err)
+/* Imported words: each row of the source's own values (ggml's dequantization for GGUF blocks,
+ * NaN, so not compared, where the source has none) against the row's represented values.  (A
+ * method's rows are measured by the method as it encodes: nf_method_encode_rows_measured.)
+ * Row by row: stats/stats.h's blocks start at each row's first column. */
+static nf_status import_stats(const runner *r, const plan_object *o, const nf_words *w, uint64_t parent_r0,
+                              const float *values, float *decoded, nf_errstats *st, nf_error *err)
 {
     size_t k = (size_t)o->g.cols, rows = (size_t)w->rows;
-    if (grouped_from_raw(o, m)) {
-        size_t lg = (size_t)o->g.logical_groups, rb = (size_t)m->t->row_bytes;
-        for (size_t i = 0; i < rows; i++)
-            r->kern->row_grouped(raw + i * rb, m->src_type, w->codes + i * k, w->scales + i * lg, k,
-                                 o->g.format->group_size, st);
-        return NF_OK;
-    }
-    if (!values) return NF_OK;
     NF_TRY(nf_convert_words_values(&o->g, w, parent_r0, decoded, err));
     for (size_t i = 0; i < rows; i++) r->kern->row_f32(values + i * k, decoded + i * k, k, st);
     return NF_OK;
@@ -390,14 +331,15 @@ static nf_status run_job(runner *r, const job *j, nf_words *w, uint8_t *raw, siz
     uint64_t rows = j->r1 - j->r0;
     uint64_t parent_r0 = m->parent_row0 + j->r0;
     /* Binary32 source values are wanted where the method reads them (a source that is not raw
-     * words) and for the statistics of everything but grouped words from raw words. */
-    bool need_values = (r->stats && !grouped_from_raw(o, m)) || (o->method != NF_METHOD_IMPORT_ENCODED && !m->raw);
+     * words) and for the statistics of imported words. */
+    bool import = o->method == NF_METHOD_IMPORT_ENCODED;
+    bool need_values = import ? r->stats : !m->raw;
     NF_TRY(nf_convert_member_rows(o, m, j->r0, j->r1, raw, raw_len, scales, scale_len, need_values ? values : NULL,
-                                  w, 0, err));
+                                  w, 0, r->stats && !import ? st : NULL, err));
     nf_words view = *w;
     view.rows = rows;
     if (o->divisors && view.divisors) memcpy(view.divisors, o->divisors, (size_t)o->g.divisors * sizeof *o->divisors);
-    if (r->stats) NF_TRY(chunk_stats(r, o, m, &view, parent_r0, raw, need_values ? values : NULL, decoded, st, err));
+    if (r->stats && import) NF_TRY(import_stats(r, o, &view, parent_r0, values, decoded, st, err));
     if (r->sink->writer) {
         nf_writer_sink ws = {r->sink->writer, o->writer_index};
         NF_TRY(nf_layout_encode_rows(&o->g, &view, parent_r0, false, nf_writer_sink_write, &ws, err));

@@ -151,7 +151,9 @@ static nf_status overflow_error(nf_error *err, const nf_src_rows *src, uint64_t 
                                c0 + n - 1, (double)amax, (double)g->denominator, (double)(amax / g->denominator));
 }
 
-nf_status nf_grouped_absmax_rows(const nf_format *fmt, const nf_src_rows *src, nf_words *out, nf_error *err)
+/* Rows of grouped_absmax, measured into st when it is not NULL (method_impl.h). */
+static nf_status absmax_rows(const nf_format *fmt, const nf_src_rows *src, nf_words *out, nf_errstats *st,
+                             nf_error *err)
 {
     grouped_spec g = {0}; /* filled by grouped_setup; zeroed so -O3 sees it initialised */
     size_t k;
@@ -160,25 +162,44 @@ nf_status nf_grouped_absmax_rows(const nf_format *fmt, const nf_src_rows *src, n
     float x[NF_METHOD_MAX_GROUP];
     /* SIMD hook (method/simd/absmax_simd.h): the active kernel encodes a row to the same words
      * as the loop below, or declines it (a non-finite value or an overflowing scale) and the loop
-     * below, the reference, encodes the row and names the error. */
+     * below, the reference, encodes the row and names the error.  A kernel measures what it
+     * encodes; the columns it did not measure (all of them at the scalar level) are measured
+     * from the words afterwards, in the same statistics blocks. */
     nf_absmax_row_fn kernel = nf_absmax_row_kernel();
+    const nf_stats_kernels *sk = st ? nf_stats_kernels_active() : NULL;
     const nf_absmax_shape shape = {.group = g.group, .qmin = g.qmin, .qmax = g.qmax, .denominator = g.denominator};
-    size_t row_bytes = k * nf_src_type_size(src->type);
+    size_t esize = nf_src_type_size(src->type), row_bytes = k * esize;
     for (uint64_t r = 0; r < src->rows; r++) {
         int8_t *codes = out->codes + (size_t)r * k;
         uint16_t *scales = out->scales + (size_t)r * groups;
-        if (kernel && kernel((const uint8_t *)src->data + (size_t)r * row_bytes, src->type, k, &shape, codes, scales))
-            continue;
-        for (size_t gi = 0; gi < groups; gi++) {
-            float amax;
-            size_t bad;
-            size_t n = load_group(src, &g, k, r, gi, x, &amax, &bad);
-            if (bad < n) return nonfinite_error(err, src, r, gi * g.group + bad, x[bad]);
-            if (!absmax_group(x, n, amax, &g, &scales[gi], codes + gi * g.group))
-                return overflow_error(err, src, r, gi, n, &g, amax);
+        const uint8_t *row = (const uint8_t *)src->data + (size_t)r * row_bytes;
+        size_t measured = 0;
+        if (!kernel || !kernel(row, src->type, k, &shape, codes, scales, st, &measured)) {
+            for (size_t gi = 0; gi < groups; gi++) {
+                float amax;
+                size_t bad;
+                size_t n = load_group(src, &g, k, r, gi, x, &amax, &bad);
+                if (bad < n) return nonfinite_error(err, src, r, gi * g.group + bad, x[bad]);
+                if (!absmax_group(x, n, amax, &g, &scales[gi], codes + gi * g.group))
+                    return overflow_error(err, src, r, gi, n, &g, amax);
+            }
         }
+        if (st && measured < k)
+            sk->row_grouped(row + measured * esize, nf_absmax_stats_source(src->type), codes + measured,
+                            scales + measured / g.group, k - measured, (unsigned)g.group, st);
     }
     return NF_OK;
+}
+
+nf_status nf_grouped_absmax_rows(const nf_format *fmt, const nf_src_rows *src, nf_words *out, nf_error *err)
+{
+    return absmax_rows(fmt, src, out, NULL, err);
+}
+
+nf_status nf_grouped_absmax_rows_measured(const nf_format *fmt, const nf_src_rows *src, nf_words *out,
+                                          nf_errstats *st, nf_error *err)
+{
+    return absmax_rows(fmt, src, out, st, err);
 }
 
 /* ---------------------------------------------------------------- grouped_search */

@@ -44,6 +44,14 @@ nf_status nf_method_check_rows(const nf_src_rows *src, const nf_words *out, size
 /* "NaN", "+inf" or "-inf" for a non-finite binary32, for messages. */
 const char *nf_method_nonfinite_name(float v);
 
+/* grouped_absmax measuring as it encodes (the SIMD kernels measure in registers; grouped.c). */
+nf_status nf_grouped_absmax_rows_measured(const nf_format *fmt, const nf_src_rows *src, nf_words *out,
+                                          nf_errstats *st, nf_error *err);
+/* The error statistics of words an encoder wrote for src (measure.c): every value of src
+ * against the value its words represent. */
+nf_status nf_method_measure_words(const nf_format *fmt, const nf_src_rows *src, const nf_words *out, nf_errstats *st,
+                                  nf_error *err);
+
 /* ---------------------------------------------------------------- element loading */
 static inline uint16_t nf_method_le16(const uint8_t *p) { return (uint16_t)(p[0] | (unsigned)p[1] << 8); }
 

@@ -269,3 +269,16 @@ nf_status nf_method_encode_rows(nf_method_id id, const nf_format *fmt, const nf_
     }
     return nf_error_set(err, NF_ERR_USAGE, "method id %d is out of range", (int)id);
 }
+
+nf_status nf_method_encode_rows_measured(nf_method_id id, const nf_format *fmt, const nf_method_params *params,
+                                         const nf_src_rows *src, nf_words *out, nf_errstats *stats, nf_error *err)
+{
+    if (!stats) return nf_method_encode_rows(id, fmt, params, src, out, err);
+    if (id == NF_METHOD_GROUPED_ABSMAX) {
+        if (!params_empty(params))
+            return nf_method_error(err, NF_ERR_INVALID, src, "%s takes no parameters", method_names[id]);
+        return nf_grouped_absmax_rows_measured(fmt, src, out, stats, err);
+    }
+    NF_TRY(nf_method_encode_rows(id, fmt, params, src, out, err));
+    return nf_method_measure_words(fmt, src, out, stats, err);
+}

@@ -4,6 +4,7 @@
 
 #include <float.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <ninfer/format.h>
@@ -13,6 +14,17 @@
 #if !defined(FLT_EVAL_METHOD) || FLT_EVAL_METHOD != 0
 #error "the statistics need binary32/binary64 evaluation without excess precision"
 #endif
+
+nf_errstats *nf_errstats_new(void)
+{
+    nf_errstats *st = malloc(sizeof *st);
+    if (st) nf_errstats_init(st);
+    return st;
+}
+
+void nf_errstats_free(nf_errstats *st) { free(st); }
+
+void nf_errstats_reset(nf_errstats *st) { nf_errstats_init(st); }
 
 void nf_errstats_init(nf_errstats *st)
 {
@@ -82,21 +94,21 @@ static void row_f32_scalar(const float *x, const float *y, size_t n, nf_errstats
 }
 
 /* The binary32 value of source word i (little-endian, any alignment): exact widenings. */
-static float source_value(const uint8_t *p, nf_src_type type, size_t i)
+static float source_value(const uint8_t *p, nf_stats_source type, size_t i)
 {
     switch (type) {
-    case NF_SRC_F32: {
+    case NF_STATS_F32: {
         uint32_t w = (uint32_t)p[4 * i] | (uint32_t)p[4 * i + 1] << 8 | (uint32_t)p[4 * i + 2] << 16 |
                      (uint32_t)p[4 * i + 3] << 24;
         return nf_f32_from_bits(w);
     }
-    case NF_SRC_F16: return nf_f16_to_f32((uint16_t)(p[2 * i] | p[2 * i + 1] << 8));
-    case NF_SRC_BF16: return nf_bf16_to_f32((uint16_t)(p[2 * i] | p[2 * i + 1] << 8));
-    default: return NAN; /* integer sources have no grouped encoding */
+    case NF_STATS_F16: return nf_f16_to_f32((uint16_t)(p[2 * i] | p[2 * i + 1] << 8));
+    case NF_STATS_BF16: return nf_bf16_to_f32((uint16_t)(p[2 * i] | p[2 * i + 1] << 8));
     }
+    return NAN;
 }
 
-static void row_grouped_scalar(const void *src, nf_src_type type, const int8_t *codes, const uint16_t *scales,
+static void row_grouped_scalar(const void *src, nf_stats_source type, const int8_t *codes, const uint16_t *scales,
                                size_t n, unsigned group, nf_errstats *st)
 {
     float x[NF_STATS_BLOCK], y[NF_STATS_BLOCK];

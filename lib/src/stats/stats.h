@@ -26,7 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <ninfer/method.h>
+#include <ninfer/stats.h>
 
 #define NF_STATS_LANES 16u
 #define NF_STATS_BLOCK 4096u
@@ -51,25 +51,18 @@ void nf_xsum_merge(nf_xsum *dst, const nf_xsum *src);
 double nf_xsum_value(const nf_xsum *s);
 
 /* ---------------------------------------------------------------- statistics */
-typedef struct nf_errstats {
+struct nf_errstats {
     uint64_t count;     /* pairs compared */
     uint64_t skipped;   /* pairs not compared: x - y is not a finite binary32 */
     float max_abs;      /* max |x - y| over the compared pairs (+0 when none) */
     nf_xsum sse, ssx;   /* sum of (x - y)^2 and of x^2 over the compared pairs */
-} nf_errstats;
+};
 
+/* An accumulator in place (on the stack, in a struct): empty. */
 void nf_errstats_init(nf_errstats *st);
-/* dst += src: exact, so merging in any order gives the same result. */
-void nf_errstats_merge(nf_errstats *dst, const nf_errstats *src);
 
-/* The figures the report prints (rmse and snr_db are NaN when undefined: no pair compared,
- * or an exact object's SNR). */
-typedef struct nf_errstats_summary {
-    uint64_t count, skipped;
-    double max_abs, sse, ssx, rmse, snr_db;
-} nf_errstats_summary;
-
-nf_errstats_summary nf_errstats_summarize(const nf_errstats *st);
+/* The source words the kernels read: little-endian binary32, binary16 or bfloat16. */
+typedef enum nf_stats_source { NF_STATS_F32, NF_STATS_F16, NF_STATS_BF16 } nf_stats_source;
 
 /* ---------------------------------------------------------------- kernels */
 /* Each function takes one whole row (its columns from the first), so that the blocks start
@@ -78,10 +71,9 @@ typedef struct nf_stats_kernels {
     const char *name;
     /* x[c] against y[c], c < n: binary32 values in memory (any alignment). */
     void (*row_f32)(const float *x, const float *y, size_t n, nf_errstats *st);
-    /* Source words against grouped words: x[c] = the binary32 value of the little-endian F32,
-     * F16 or BF16 word c at src (any alignment), y[c] = nf_grouped_value(scales[c / group],
-     * codes[c]); group is a multiple of 16. */
-    void (*row_grouped)(const void *src, nf_src_type type, const int8_t *codes, const uint16_t *scales,
+    /* Source words against grouped words: x[c] = the binary32 value of source word c at src
+     * (any alignment), y[c] = nf_grouped_value(scales[c / group], codes[c]). */
+    void (*row_grouped)(const void *src, nf_stats_source type, const int8_t *codes, const uint16_t *scales,
                         size_t n, unsigned group, nf_errstats *st);
 } nf_stats_kernels;
 

@@ -13,6 +13,8 @@
 
 #include <immintrin.h>
 
+#include "stats/simd/lanes_avx2.h"
+
 #define AVX2_INLINE static inline __attribute__((always_inline, target("avx2,f16c")))
 #define LANES 8u
 
@@ -43,13 +45,12 @@ AVX2_INLINE uint32_t hmax_u32(__m256i v)
 
 /* clamp(f32(x * inv), qmin, qmax) rounded to nearest even, as int32 lanes.  A plain multiply:
  * the product is rounded to binary32 before the clamp, as the reference's is. */
-AVX2_INLINE __m256i code_lanes(__m256 x, __m256 inv, __m256 qmin, __m256 qmax)
+AVX2_INLINE __m256 code_float(__m256 x, __m256 inv, __m256 qmin, __m256 qmax)
 {
     __m256 t = _mm256_mul_ps(x, inv);
     t = _mm256_max_ps(t, qmin);
     t = _mm256_min_ps(t, qmax);
-    t = _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    return _mm256_cvttps_epi32(t);
+    return _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 }
 
 /* Eight int32 lanes in [-128, 127] -> eight bytes in the low half. */
@@ -74,32 +75,49 @@ AVX2_INLINE uint32_t group_amax(const uint8_t *p, size_t n, nf_src_type type, si
     return hmax_u32(mx);
 }
 
-/* The codes of the n values at p for the reciprocal inv (n a constant at the hot call sites). */
-AVX2_INLINE void group_codes(const uint8_t *p, size_t n, nf_src_type type, size_t esize, float inv,
-                             const nf_absmax_shape *s, int8_t *q)
+/* The statistics lanes (lanes_avx2.h) for absmax_row.inc. */
+typedef nf_lanes256 STAT_LANES;
+AVX2_INLINE void stat_zero(STAT_LANES *l) { nf_lanes256_zero(l); }
+AVX2_INLINE bool stat_finish(const STAT_LANES *l, size_t n, nf_errstats *st) { return nf_lanes256_finish(l, n, st); }
+
+/* Codes of 8 values, and with lanes their statistics: vector v of a group (groups start at
+ * multiples of 16 columns, so v's parity is its half of the 16 statistics lanes). */
+AVX2_INLINE __m256i codes8(__m256 x, __m256 vinv, __m256 qmin, __m256 qmax, __m256 vs, size_t v, STAT_LANES *lanes)
+{
+    __m256 t = code_float(x, vinv, qmin, qmax);
+    if (lanes) nf_lanes256_step8(lanes, (int)(v & 1), x, _mm256_mul_ps(vs, t));
+    return _mm256_cvttps_epi32(t);
+}
+
+/* The codes of the n values at p for the reciprocal inv (n a constant at the hot call sites);
+ * with lanes, each value against sval * code (nf_grouped_value).  A partial vector's zero lanes
+ * have code 0 and y = 0: they add nothing. */
+AVX2_INLINE void group_codes(const uint8_t *p, size_t n, nf_src_type type, size_t esize, float inv, float sval,
+                             const nf_absmax_shape *s, int8_t *q, STAT_LANES *lanes)
 {
     const __m256 vinv = _mm256_set1_ps(inv), qmin = _mm256_set1_ps(s->qmin), qmax = _mm256_set1_ps(s->qmax);
+    const __m256 vs = _mm256_set1_ps(sval);
     const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
     size_t full = n / LANES, rest = n % LANES;
     size_t v = 0;
 #pragma GCC unroll 4
     for (; v + 4 <= full; v += 4) {
         const uint8_t *pv = p + v * LANES * esize;
-        __m256i q0 = code_lanes(load_full(pv, type), vinv, qmin, qmax);
-        __m256i q1 = code_lanes(load_full(pv + LANES * esize, type), vinv, qmin, qmax);
-        __m256i q2 = code_lanes(load_full(pv + 2 * LANES * esize, type), vinv, qmin, qmax);
-        __m256i q3 = code_lanes(load_full(pv + 3 * LANES * esize, type), vinv, qmin, qmax);
+        __m256i q0 = codes8(load_full(pv, type), vinv, qmin, qmax, vs, v, lanes);
+        __m256i q1 = codes8(load_full(pv + LANES * esize, type), vinv, qmin, qmax, vs, v + 1, lanes);
+        __m256i q2 = codes8(load_full(pv + 2 * LANES * esize, type), vinv, qmin, qmax, vs, v + 2, lanes);
+        __m256i q3 = codes8(load_full(pv + 3 * LANES * esize, type), vinv, qmin, qmax, vs, v + 3, lanes);
         /* packs work within 128-bit halves: dwords come out as q0lo q1lo q2lo q3lo | q0hi ... */
         __m256i b = _mm256_packs_epi16(_mm256_packs_epi32(q0, q1), _mm256_packs_epi32(q2, q3));
         _mm256_storeu_si256((__m256i *)(void *)(q + v * LANES), _mm256_permutevar8x32_epi32(b, order));
     }
     for (; v < full; v++)
         _mm_storel_epi64((__m128i *)(void *)(q + v * LANES),
-                         narrow8(code_lanes(load_full(p + v * LANES * esize, type), vinv, qmin, qmax)));
+                         narrow8(codes8(load_full(p + v * LANES * esize, type), vinv, qmin, qmax, vs, v, lanes)));
     if (rest) {
         uint8_t buf[16];
         __m256 x = load_part(p + full * LANES * esize, rest, type, esize);
-        _mm_storeu_si128((__m128i *)(void *)buf, narrow8(code_lanes(x, vinv, qmin, qmax)));
+        _mm_storeu_si128((__m128i *)(void *)buf, narrow8(codes8(x, vinv, qmin, qmax, vs, full, lanes)));
         memcpy(q + full * LANES, buf, rest);
     }
 }
@@ -110,7 +128,7 @@ AVX2_INLINE void group_codes(const uint8_t *p, size_t n, nf_src_type type, size_
  * overflow to infinity at 65520 included), 0 -> 0x0001, inv = 1 / f32(word) (VCVTPH2PS is exact,
  * VDIVPS correctly rounded).  Lanes with amax == 0 get word 0 (their inv is unused).  false when
  * a lane's word is infinite. */
-AVX2_INLINE bool block_scales(const uint32_t *amax, float denominator, uint16_t *words, float *inv)
+AVX2_INLINE bool block_scales(const uint32_t *amax, float denominator, uint16_t *words, float *inv, float *sval)
 {
     __m256i m = _mm256_loadu_si256((const __m256i *)(const void *)amax);
     __m256 raw = _mm256_div_ps(_mm256_castsi256_ps(m), _mm256_set1_ps(denominator));
@@ -123,7 +141,9 @@ AVX2_INLINE bool block_scales(const uint32_t *amax, float denominator, uint16_t 
     __m128i zero_w = _mm_packs_epi32(_mm256_castsi256_si128(zero_m), _mm256_extracti128_si256(zero_m, 1));
     h = _mm_andnot_si128(zero_w, h);
     _mm_storeu_si128((__m128i *)(void *)words, h);
-    _mm256_storeu_ps(inv, _mm256_div_ps(_mm256_set1_ps(1.0f), _mm256_cvtph_ps(h)));
+    __m256 v = _mm256_cvtph_ps(h);
+    _mm256_storeu_ps(sval, v);
+    _mm256_storeu_ps(inv, _mm256_div_ps(_mm256_set1_ps(1.0f), v));
     return true;
 }
 
@@ -132,15 +152,9 @@ AVX2_INLINE bool block_scales(const uint32_t *amax, float denominator, uint16_t 
 
 __attribute__((target("avx2,f16c"))) bool nf_absmax_row_avx2(const uint8_t *row, nf_src_type type, size_t k,
                                                             const nf_absmax_shape *shape, int8_t *codes,
-                                                            uint16_t *scales)
+                                                            uint16_t *scales, nf_errstats *st, size_t *measured)
 {
-    if (shape->group == 0 || shape->group > 128) return false;
-    switch (type) {
-    case NF_SRC_F32: return encode_row(row, NF_SRC_F32, 4, k, shape, codes, scales);
-    case NF_SRC_F16: return encode_row(row, NF_SRC_F16, 2, k, shape, codes, scales);
-    case NF_SRC_BF16: return encode_row(row, NF_SRC_BF16, 2, k, shape, codes, scales);
-    default: return false;
-    }
+    return absmax_row(row, type, k, shape, codes, scales, st, measured);
 }
 
 #else

@@ -10,7 +10,9 @@
 
 #include <immintrin.h>
 
-#define AVX512_TARGET "avx512f,avx512bw,avx512vl,avx2,f16c"
+#include "stats/simd/lanes_avx512.h"
+
+#define AVX512_TARGET "avx512f,avx512bw,avx512vl,avx2,f16c,fma"
 #define AVX512_INLINE static inline __attribute__((always_inline, target(AVX512_TARGET)))
 #define LANES 16u
 #define ALL16 ((__mmask16)0xFFFFu)
@@ -35,9 +37,9 @@ AVX512_INLINE __m512 load_part(const uint8_t *p, __mmask16 k, nf_src_type type)
     return widen(_mm256_maskz_loadu_epi16(k, p), type);
 }
 
-/* clamp(f32(x * inv), qmin, qmax) rounded to nearest even, as int32 lanes (a plain multiply,
- * rounded to binary32 before the clamp, as the reference's is). */
-AVX512_INLINE __m512i code_lanes(__m512 x, __m512 inv, __m512 qmin, __m512 qmax)
+/* clamp(f32(x * inv), qmin, qmax) rounded to nearest even, as binary32 integers (a plain
+ * multiply, rounded to binary32 before the clamp, as the reference's is). */
+AVX512_INLINE __m512 code_float(__m512 x, __m512 inv, __m512 qmin, __m512 qmax)
 {
     __m512 t = _mm512_mul_ps(x, inv);
     t = _mm512_max_ps(t, qmin);
@@ -48,7 +50,7 @@ AVX512_INLINE __m512i code_lanes(__m512 x, __m512 inv, __m512 qmin, __m512 qmax)
 #pragma GCC diagnostic ignored "-Wsign-conversion"
     t = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 #pragma GCC diagnostic pop
-    return _mm512_cvttps_epi32(t);
+    return t;
 }
 
 /* The largest |x| word of the n values at p (n a constant at the hot call sites). */
@@ -68,21 +70,34 @@ AVX512_INLINE uint32_t group_amax(const uint8_t *p, size_t n, nf_src_type type, 
     return (uint32_t)_mm512_reduce_max_epu32(mx);
 }
 
-/* The codes of the n values at p for the reciprocal inv (n a constant at the hot call sites). */
-AVX512_INLINE void group_codes(const uint8_t *p, size_t n, nf_src_type type, size_t esize, float inv,
-                               const nf_absmax_shape *s, int8_t *q)
+/* The statistics lanes (lanes_avx512.h) for absmax_row.inc. */
+typedef nf_lanes512 STAT_LANES;
+AVX512_INLINE void stat_zero(STAT_LANES *l) { nf_lanes512_zero(l); }
+AVX512_INLINE bool stat_finish(const STAT_LANES *l, size_t n, nf_errstats *st) { return nf_lanes512_finish(l, n, st); }
+
+/* The codes of the n values at p for the reciprocal inv (n a constant at the hot call sites);
+ * with lanes, each value against sval * code, what its words represent (nf_grouped_value: the
+ * code is the integral binary32 t, the product one rounding).  Masked-off lanes of a partial
+ * vector hold x = 0, hence code 0 and y = 0: they add nothing. */
+AVX512_INLINE void group_codes(const uint8_t *p, size_t n, nf_src_type type, size_t esize, float inv, float sval,
+                               const nf_absmax_shape *s, int8_t *q, STAT_LANES *lanes)
 {
     const __m512 vinv = _mm512_set1_ps(inv), qmin = _mm512_set1_ps(s->qmin), qmax = _mm512_set1_ps(s->qmax);
+    const __m512 vs = _mm512_set1_ps(sval);
     size_t full = n / LANES, rest = n % LANES;
 #pragma GCC unroll 8
     for (size_t v = 0; v < full; v++) {
-        __m512i c = code_lanes(load_full(p + v * LANES * esize, type), vinv, qmin, qmax);
-        _mm_storeu_si128((__m128i *)(void *)(q + v * LANES), _mm512_cvtepi32_epi8(c));
+        __m512 x = load_full(p + v * LANES * esize, type);
+        __m512 t = code_float(x, vinv, qmin, qmax);
+        _mm_storeu_si128((__m128i *)(void *)(q + v * LANES), _mm512_cvtepi32_epi8(_mm512_cvttps_epi32(t)));
+        if (lanes) nf_lanes512_step(lanes, x, _mm512_mul_ps(vs, t));
     }
     if (rest) {
         __mmask16 tail = (__mmask16)((1u << rest) - 1u);
-        __m512i c = code_lanes(load_part(p + full * LANES * esize, tail, type), vinv, qmin, qmax);
-        _mm_mask_storeu_epi8(q + full * LANES, tail, _mm512_cvtepi32_epi8(c));
+        __m512 x = load_part(p + full * LANES * esize, tail, type);
+        __m512 t = code_float(x, vinv, qmin, qmax);
+        _mm_mask_storeu_epi8(q + full * LANES, tail, _mm512_cvtepi32_epi8(_mm512_cvttps_epi32(t)));
+        if (lanes) nf_lanes512_step(lanes, x, _mm512_mul_ps(vs, t));
     }
 }
 
@@ -92,7 +107,7 @@ AVX512_INLINE void group_codes(const uint8_t *p, size_t n, nf_src_type type, siz
  * overflow to infinity at 65520 included), 0 -> 0x0001, inv = 1 / f32(word) (VCVTPH2PS is exact,
  * VDIVPS correctly rounded).  Lanes with amax == 0 get word 0 (their inv is unused).  false when
  * a lane's word is infinite. */
-AVX512_INLINE bool block_scales(const uint32_t *amax, float denominator, uint16_t *words, float *inv)
+AVX512_INLINE bool block_scales(const uint32_t *amax, float denominator, uint16_t *words, float *inv, float *sval)
 {
     __m512i m = _mm512_loadu_si512(amax);
     __m512 raw = _mm512_div_ps(_mm512_castsi512_ps(m), _mm512_set1_ps(denominator));
@@ -102,7 +117,9 @@ AVX512_INLINE bool block_scales(const uint32_t *amax, float denominator, uint16_
     if (_mm256_cmpeq_epi16_mask(exp, _mm256_set1_epi16(0x7C00))) return false;
     h = _mm256_maskz_mov_epi16(_mm512_test_epi32_mask(m, m), h);
     _mm256_storeu_si256((__m256i *)(void *)words, h);
-    _mm512_storeu_ps(inv, _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_cvtph_ps(h)));
+    __m512 v = _mm512_cvtph_ps(h);
+    _mm512_storeu_ps(sval, v);
+    _mm512_storeu_ps(inv, _mm512_div_ps(_mm512_set1_ps(1.0f), v));
     return true;
 }
 
@@ -111,15 +128,9 @@ AVX512_INLINE bool block_scales(const uint32_t *amax, float denominator, uint16_
 
 __attribute__((target(AVX512_TARGET))) bool nf_absmax_row_avx512(const uint8_t *row, nf_src_type type, size_t k,
                                                                 const nf_absmax_shape *shape, int8_t *codes,
-                                                                uint16_t *scales)
+                                                                uint16_t *scales, nf_errstats *st, size_t *measured)
 {
-    if (shape->group == 0 || shape->group > 128) return false;
-    switch (type) {
-    case NF_SRC_F32: return encode_row(row, NF_SRC_F32, 4, k, shape, codes, scales);
-    case NF_SRC_F16: return encode_row(row, NF_SRC_F16, 2, k, shape, codes, scales);
-    case NF_SRC_BF16: return encode_row(row, NF_SRC_BF16, 2, k, shape, codes, scales);
-    default: return false;
-    }
+    return absmax_row(row, type, k, shape, codes, scales, st, measured);
 }
 
 #else

@@ -35,6 +35,8 @@
 #include <ninfer/format.h>
 #include <ninfer/method.h>
 
+#include "stats/stats.h"
+
 /* What a kernel needs to know of the format. */
 typedef struct nf_absmax_shape {
     size_t group;      /* G, 1..NF_METHOD_MAX_GROUP */
@@ -42,15 +44,30 @@ typedef struct nf_absmax_shape {
     float denominator; /* encoder qmax: 7 / 15 / 31 / 127 */
 } nf_absmax_shape;
 
-/* row: K elements of type F32, F16 or BF16; codes: K bytes; scales: ceil(K/G) words. */
+/* row: K elements of type F32, F16 or BF16; codes: K bytes; scales: ceil(K/G) words.
+ *
+ * With st != NULL the kernel also measures what it encodes (stats/stats.h: each value against
+ * f16(scale) * code, the value its words represent) while the values and their codes are in
+ * registers, and adds the figures of whole statistics blocks to st as it finishes them:
+ * *measured receives the columns [0, *measured) whose figures it added (a multiple of
+ * NF_STATS_BLOCK, or K when the row is done; 0 when it cannot measure this shape).  A kernel
+ * that declines a row has added the blocks before the declined part only, so the caller can
+ * measure the rest of the row from column *measured with the stats kernels, in the same
+ * blocks. */
 typedef bool (*nf_absmax_row_fn)(const uint8_t *row, nf_src_type type, size_t k, const nf_absmax_shape *shape,
-                                 int8_t *codes, uint16_t *scales);
+                                 int8_t *codes, uint16_t *scales, nf_errstats *st, size_t *measured);
 
 /* Defined only on x86-64 GCC/Clang builds; call only when common/cpu.h says the CPU has them. */
 bool nf_absmax_row_avx2(const uint8_t *row, nf_src_type type, size_t k, const nf_absmax_shape *shape,
-                        int8_t *codes, uint16_t *scales);
+                        int8_t *codes, uint16_t *scales, nf_errstats *st, size_t *measured);
 bool nf_absmax_row_avx512(const uint8_t *row, nf_src_type type, size_t k, const nf_absmax_shape *shape,
-                          int8_t *codes, uint16_t *scales);
+                          int8_t *codes, uint16_t *scales, nf_errstats *st, size_t *measured);
+
+/* The statistics' name of a floating-point source type. */
+static inline nf_stats_source nf_absmax_stats_source(nf_src_type t)
+{
+    return t == NF_SRC_F32 ? NF_STATS_F32 : t == NF_SRC_F16 ? NF_STATS_F16 : NF_STATS_BF16;
+}
 
 /* The kernel of the active level (common/cpu.h), NULL for the scalar reference. */
 nf_absmax_row_fn nf_absmax_row_kernel(void);
