@@ -226,6 +226,67 @@ static void nibbles_scalar(const uint8_t *in, size_t nbytes, uint8_t *out)
     }
 }
 
+/* ---------------------------------------------------------------- encode side */
+bool nf_codes_within_scalar(const int8_t *codes, size_t n, int lo, int hi)
+{
+    /* one min/max pass without early exit (a branch per code would cost more than it saves on
+     * the clean rows that are the rule) */
+    int8_t mn = INT8_MAX, mx = INT8_MIN;
+    for (size_t i = 0; i < n; i++) {
+        const int8_t v = codes[i];
+        mn = v < mn ? v : mn;
+        mx = v > mx ? v : mx;
+    }
+    return n == 0 || (mn >= lo && mx <= hi);
+}
+
+unsigned nf_grouped_scales_scalar(const nf_grouped_rules *r, const uint16_t *scales, size_t n)
+{
+    unsigned nonfinite = 0, neg_zero = 0, zero = 0;
+    for (size_t i = 0; i < n; i++) {
+        const unsigned h = scales[i];
+        nonfinite |= (h & 0x7C00u) == 0x7C00u;
+        neg_zero |= h == 0x8000u;
+        zero |= h == 0u;
+    }
+    unsigned out = 0;
+    if (nonfinite || (neg_zero && !r->neg_zero_ok)) out |= NF_SCALES_INVALID;
+    if (zero && r->zero_scale_zero_codes) out |= NF_SCALES_ZERO_RULE;
+    return out;
+}
+
+/* The reference packer, lane by lane as layouts.md 4.3-4.5 words it: lane c (code 0 from k on)
+ * has the stored word u = (q + bias) mod 2^b; base byte j holds lanes j*n .. j*n + n - 1 (n = 8 /
+ * b' lanes per byte, lowest lane in the lowest bits); for Q5/Q6 the bits of u above bit 3 go to
+ * the high plane the same way, b - 4 bits per lane. */
+static bool rs_pack_row_scalar(const nf_rs_params *p, const int8_t *codes, size_t k, size_t lanes, int lo, int hi,
+                               uint8_t *base, uint8_t *high)
+{
+    const unsigned mask = (1u << p->bits) - 1u, add = (unsigned)p->bias;
+    const unsigned lb = p->bits == 2 ? 2u : p->bits == 8 ? 8u : 4u, hb = p->bits > 4 && p->bits < 8 ? p->bits - 4u : 0u;
+    bool ok = true;
+    for (size_t j = 0; j < lanes * lb / 8; j++) {
+        unsigned byte = 0;
+        for (unsigned i = 0; i < 8 / lb; i++) {
+            const size_t c = j * (8 / lb) + i;
+            const int q = c < k ? codes[c] : 0;
+            ok &= q >= lo && q <= hi;
+            byte |= ((((unsigned)q + add) & mask) & ((1u << lb) - 1u)) << (lb * i);
+        }
+        base[j] = (uint8_t)byte;
+    }
+    for (size_t j = 0; hb && j < lanes * hb / 8; j++) {
+        unsigned byte = 0;
+        for (unsigned i = 0; i < 8 / hb; i++) {
+            const size_t c = j * (8 / hb) + i;
+            const int q = c < k ? codes[c] : 0;
+            byte |= (((((unsigned)q + add) & mask) >> 4) & ((1u << hb) - 1u)) << (hb * i);
+        }
+        high[j] = (uint8_t)byte;
+    }
+    return ok;
+}
+
 const nf_layout_kernels nf_layout_kernels_scalar = {
     .name = "scalar",
     .bf16_f32 = bf16_f32_scalar,
@@ -236,6 +297,9 @@ const nf_layout_kernels nf_layout_kernels_scalar = {
     .nvfp4_row = nvfp4_row_scalar,
     .rs_unpack_row = rs_unpack_row_scalar,
     .nibbles = nibbles_scalar,
+    .codes_within = nf_codes_within_scalar,
+    .grouped_scales = nf_grouped_scales_scalar,
+    .rs_pack_row = rs_pack_row_scalar,
 };
 
 const nf_layout_kernels *nf_layout_kernels_active(void)
