@@ -9,7 +9,9 @@
  * nf_bf16_to_f32, nf_int32_value): the values are the same single IEEE binary32 operations on
  * the same exact operands, only done many at a time (no FMA: -ffp-contract=off, and the SIMD
  * kernels use separate multiply/divide instructions).  tests/unit/test_layout_simd.c checks each
- * variant bit for bit against those references. */
+ * variant bit for bit against those references.  On the encode side every variant gives the
+ * scalar packer's bytes and the scans' verdicts, which tests/unit/test_layout_pack_simd.c checks
+ * byte for byte against the scalar kernels and a packer written from docs/layouts.md 4.3-4.5. */
 #ifndef NINFER_LAYOUT_KERNELS_H
 #define NINFER_LAYOUT_KERNELS_H
 
