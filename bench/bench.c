@@ -303,12 +303,82 @@ static void object_free(object *o)
     free(o);
 }
 
+/* ---------------------------------------------------------------- grouped words */
+/* The logical words of the whole matrix in one grouped format, as the encoders leave them in
+ * memory before the layout encode: q4-q8 from grouped_absmax, q2/t2 random legal codes
+ * (make_words). */
+typedef struct wordset {
+    const nf_format *fmt;
+    nf_geometry g; /* [rows, cols] */
+    nf_words w;
+} wordset;
+
+typedef struct words_job {
+    wordset *ws;
+    uint64_t r0, r1;
+    nf_error err;
+    nf_status st;
+} words_job;
+
+/* rows [r, r + n) of the words, as a words struct of their own */
+static nf_words words_rows(const wordset *ws, uint64_t r, uint64_t n)
+{
+    nf_words v = ws->w;
+    v.rows = n;
+    v.codes += r * S.cols;
+    v.scales += r * ws->g.logical_groups;
+    return v;
+}
+
+static void *words_main(void *p)
+{
+    words_job *j = p;
+    for (uint64_t r = j->r0; r < j->r1 && j->st == NF_OK; r += S.chunk_rows) {
+        nf_words v = words_rows(j->ws, r, min_u64(S.chunk_rows, j->r1 - r));
+        j->st = make_words(j->ws->fmt, &j->ws->g, r, &v, &j->err);
+    }
+    return NULL;
+}
+
+static wordset *wordset_build(const char *format_name)
+{
+    nf_error err = {0};
+    wordset *ws = calloc(1, sizeof *ws);
+    if (!ws) die("out of memory", NULL);
+    ws->fmt = nf_format_lookup(format_name);
+    if (!ws->fmt) die(format_name, NULL);
+    uint64_t shape[2] = {S.rows, S.cols};
+    if (nf_geometry_init(&ws->g, nf_layout_default_for(ws->fmt), ws->fmt, 2, shape, 1, &err) != NF_OK ||
+        nf_words_alloc(&ws->w, &ws->g, S.rows, &err) != NF_OK)
+        die(format_name, &err);
+    words_job jobs[MAX_THREADS];
+    pthread_t th[MAX_THREADS];
+    uint64_t chunks = S.rows / S.chunk_rows;
+    for (unsigned t = 0; t < S.threads; t++) {
+        jobs[t] = (words_job){ws, chunks * t / S.threads * S.chunk_rows, chunks * (t + 1) / S.threads * S.chunk_rows,
+                              {0}, NF_OK};
+        if (pthread_create(&th[t], NULL, words_main, &jobs[t]) != 0) die("pthread_create", NULL);
+    }
+    for (unsigned t = 0; t < S.threads; t++) pthread_join(th[t], NULL);
+    for (unsigned t = 0; t < S.threads; t++)
+        if (jobs[t].st != NF_OK) die(format_name, &jobs[t].err);
+    return ws;
+}
+
+static void wordset_free(wordset *ws)
+{
+    nf_words_free(&ws->w);
+    free(ws);
+}
+
 /* ---------------------------------------------------------------- kernels */
 typedef struct tstate {
     nf_words w;
     bool have_words;
     float *f32;
     char hex[33];
+    uint8_t *enc; /* encode rows: the encoded bytes of one chunk */
+    uint64_t enc_size, enc_used;
     nf_error err;
     bool failed;
 } tstate;
@@ -333,6 +403,8 @@ struct kernel {
     const uint8_t *src;
     /* dequant / check */
     const object *obj;
+    /* check / encode of grouped words */
+    const wordset *words;
     /* memcpy */
     uint8_t *dst;
 };
@@ -385,6 +457,38 @@ static void run_check(const kernel *k, tstate *ts, uint64_t u0, uint64_t u1)
             nf_error_set(&ts->err, NF_ERR_INVALID, "%" PRIu64 " word problems in a valid object", problems);
             ts->failed = true;
         }
+    }
+}
+
+/* The writer of the encode rows: the chunk's bytes, plane after plane, into the thread's buffer
+ * (a copy out, as the artifact writer's into its file). */
+static nf_status chunk_write(void *ctx, uint64_t offset, const void *buf, size_t len, nf_error *err)
+{
+    (void)offset;
+    tstate *ts = ctx;
+    if (len > ts->enc_size - ts->enc_used) return nf_error_set(err, NF_ERR_USAGE, "chunk buffer too small");
+    memcpy(ts->enc + ts->enc_used, buf, len);
+    ts->enc_used += len;
+    return NF_OK;
+}
+
+/* nf_layout_encode_rows of the words chunk by chunk, checked: what ninfer-convert does with the
+ * words of each chunk after its method. */
+static void run_words_encode(const kernel *k, tstate *ts, uint64_t u0, uint64_t u1)
+{
+    for (uint64_t r = u0; r < u1 && !ts->failed; r += k->grain) {
+        nf_words v = words_rows(k->words, r, min_u64(k->grain, u1 - r));
+        ts->enc_used = 0;
+        if (nf_layout_encode_rows(&k->words->g, &v, r, false, chunk_write, ts, &ts->err) != NF_OK) ts->failed = true;
+    }
+}
+
+/* nf_words_check of the words chunk by chunk (the check an encode makes unless unchecked). */
+static void run_words_check(const kernel *k, tstate *ts, uint64_t u0, uint64_t u1)
+{
+    for (uint64_t r = u0; r < u1 && !ts->failed; r += k->grain) {
+        nf_words v = words_rows(k->words, r, min_u64(k->grain, u1 - r));
+        if (nf_words_check(&k->words->g, &v, r, &ts->err) != NF_OK) ts->failed = true;
     }
 }
 
@@ -491,6 +595,12 @@ static void scratch_init(const kernel *k, tstate *ts, const nf_geometry *g, bool
             if (nf_words_alloc(&ts[t].w, g, k->grain, &err) != NF_OK) die(k->label, &err);
             ts[t].have_words = true;
         }
+        if (k->words && k->run == run_words_encode) {
+            const nf_geometry *wg = &k->words->g;
+            ts[t].enc_size = 0;
+            for (uint32_t p = 0; p < wg->nplanes; p++) ts[t].enc_size += k->grain * wg->planes[p].row_bytes;
+            ts[t].enc = xmalloc((size_t)ts[t].enc_size);
+        }
         if (values) { /* on a cache line, as ninfer-dequant's chunk buffers */
             ts[t].f32 = aligned_alloc(64, (size_t)(k->grain * S.cols) * sizeof(float));
             if (!ts[t].f32) die("out of memory", NULL);
@@ -503,6 +613,7 @@ static void scratch_free(tstate *ts)
     for (unsigned t = 0; t < S.threads; t++) {
         if (ts[t].have_words) nf_words_free(&ts[t].w);
         free(ts[t].f32);
+        free(ts[t].enc);
     }
 }
 
@@ -571,6 +682,24 @@ static void bench_object(const object *o, bool check)
     k.bytes_per_unit = (double)o->g.bytes / (double)o->piece_rows;
     result r1, rt;
     bench(&k, NULL, true, &r1, &rt); /* no words: the fused call needs none */
+    print_row(&k, r1, rt);
+}
+
+/* check FORMAT / encode FORMAT: the words of the whole matrix, in chunks of --chunk-rows. */
+static void bench_words(const wordset *ws, bool encode)
+{
+    kernel k = {0};
+    double words_per_row = (double)S.cols + 2.0 * (double)ws->g.logical_groups; /* codes + binary16 scales */
+    snprintf(k.label, sizeof k.label, "%s %s", encode ? "encode" : "check", ws->fmt->name);
+    snprintf(k.input, sizeof k.input, "%.0f MB", words_per_row * (double)S.rows / 1e6);
+    k.run = encode ? run_words_encode : run_words_check;
+    k.words = ws;
+    k.units = S.rows;
+    k.grain = S.chunk_rows;
+    k.bytes_per_unit = words_per_row;
+    k.weights_per_unit = (double)S.cols;
+    result r1, rt;
+    bench(&k, NULL, false, &r1, &rt);
     print_row(&k, r1, rt);
 }
 
@@ -718,6 +847,20 @@ static void kernels(uint64_t e)
         object *o = object_build(objects[i]);
         bench_object(o, true);
         object_free(o);
+    }
+    /* the word check and the layout encode of grouped words (logical words -> encoded bytes) */
+    static const char *const words_formats[] = {"q2_g64_fp16", "q4_g64_fp16", "q5_g64_fp16",
+                                                "q6_g64_fp16", "q8_g32_fp16", "t2_g128_fp16"};
+    for (size_t i = 0; i < sizeof words_formats / sizeof words_formats[0]; i++) {
+        char check_label[64], encode_label[64];
+        snprintf(check_label, sizeof check_label, "check %s", words_formats[i]);
+        snprintf(encode_label, sizeof encode_label, "encode %s", words_formats[i]);
+        bool check = selected(check_label), encode = selected(encode_label);
+        if (!check && !encode) continue;
+        wordset *ws = wordset_build(words_formats[i]);
+        if (check) bench_words(ws, false);
+        if (encode) bench_words(ws, true);
+        wordset_free(ws);
     }
     if (!S.rows_only) loadavg_line("at end");
     free(src_f32);

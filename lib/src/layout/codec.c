@@ -101,9 +101,14 @@ nf_status nf_layout_encode_rows(const nf_geometry *g, const nf_words *w, uint64_
                             "nvfp4 encodes whole 128-row tiles: first row %" PRIu64 " and %" PRIu64
                             " rows must be multiples of 128",
                             r0, w->rows);
+    const nf_layout_ops *ops = nf_layout_ops_of(g);
+    /* a layout that checks as it encodes saves a pass over the words (row_split: the packer's
+     * range check is the code rule) */
+    if (!unchecked && w->rows > 0 && ops->encode_rows_checked)
+        return ops->encode_rows_checked(g, w, r0, write, ctx, err);
     if (!unchecked) NF_TRY(nf_words_check(g, w, r0, err));
     if (w->rows == 0) return NF_OK;
-    return nf_layout_ops_of(g)->encode_rows(g, w, r0, write, ctx, err);
+    return ops->encode_rows(g, w, r0, write, ctx, err);
 }
 
 nf_status nf_layout_encode_tail(const nf_geometry *g, const nf_words *w, bool unchecked,

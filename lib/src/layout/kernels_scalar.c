@@ -226,6 +226,125 @@ static void nibbles_scalar(const uint8_t *in, size_t nbytes, uint8_t *out)
     }
 }
 
+/* ---------------------------------------------------------------- encode side */
+bool nf_codes_within_scalar(const int8_t *codes, size_t n, int lo, int hi)
+{
+    /* one min/max pass without early exit (a branch per code would cost more than it saves on
+     * the clean rows that are the rule) */
+    int8_t mn = INT8_MAX, mx = INT8_MIN;
+    for (size_t i = 0; i < n; i++) {
+        const int8_t v = codes[i];
+        mn = v < mn ? v : mn;
+        mx = v > mx ? v : mx;
+    }
+    return n == 0 || (mn >= lo && mx <= hi);
+}
+
+unsigned nf_grouped_scales_scalar(const nf_grouped_rules *r, const uint16_t *scales, size_t n)
+{
+    unsigned nonfinite = 0, neg_zero = 0, zero = 0;
+    for (size_t i = 0; i < n; i++) {
+        const unsigned h = scales[i];
+        nonfinite |= (h & 0x7C00u) == 0x7C00u;
+        neg_zero |= h == 0x8000u;
+        zero |= h == 0u;
+    }
+    unsigned out = 0;
+    if (nonfinite || (neg_zero && !r->neg_zero_ok)) out |= NF_SCALES_INVALID;
+    if (zero && r->zero_scale_zero_codes) out |= NF_SCALES_ZERO_RULE;
+    return out;
+}
+
+/* Lanes c..c+7 of a row as a 64-bit word, lane i in byte i (whatever the host's byte order). */
+static inline uint64_t lanes8(const int8_t *q)
+{
+    uint64_t x = 0;
+    for (unsigned i = 0; i < 8; i++) x |= (uint64_t)(uint8_t)q[i] << (8 * i);
+    return x;
+}
+
+/* Four 2-bit fields in bytes 0-3 of x (each byte < 4) -> the byte f0 | f1 << 2 | f2 << 4 | f3 << 6.
+ * The multiply moves field i from bit 8i to bit 24 + 2i (by 24 - 6i); the copies it makes
+ * elsewhere land on distinct bit pairs (8i - 6j differ for distinct (i, j) and are all even),
+ * so nothing carries into bits 24-31. */
+static inline uint8_t quartet(uint32_t x)
+{
+    return (uint8_t)(((uint64_t)x * 0x01041040u) >> 24);
+}
+
+/* Eight 1-bit fields at bits 0, 8, ..., 56 of x -> one byte, field i at bit i: the multiply
+ * moves bit 8i to bit 56 + i (by 56 - 7i), the other copies land on distinct bits below 56. */
+static inline uint8_t octet(uint64_t x)
+{
+    return (uint8_t)((x * 0x0102040810204080ull) >> 56);
+}
+
+/* Eight lanes (x = lanes8) of a 2-bit format -> base bytes b[0], b[1]. */
+static inline void pack8_2(uint64_t x, uint64_t add, uint8_t *b)
+{
+    const uint64_t u = ((x & 0x0303030303030303ull) + add) & 0x0303030303030303ull; /* (q + bias) mod 4 */
+    b[0] = quartet((uint32_t)u);
+    b[1] = quartet((uint32_t)(u >> 32));
+}
+
+/* Eight lanes of Q4/Q5/Q6 -> base bytes b[0..3]: low nibbles of lane pairs, the even lane low. */
+static inline void pack8_4(uint64_t x, uint8_t *b)
+{
+    uint64_t v = x & 0x0F0F0F0F0F0F0F0Full;
+    v = (v | (v >> 4)) & 0x00FF00FF00FF00FFull; /* byte 2j: lane 2j | lane 2j+1 << 4 */
+    v = (v | (v >> 8)) & 0x0000FFFF0000FFFFull;
+    v = (v | (v >> 16)) & 0xFFFFFFFFull;
+    for (unsigned i = 0; i < 4; i++) b[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* Eight lanes of Q5 -> high byte h[0]; of Q6 -> high bytes h[0], h[1] (bits 4 and up of u are
+ * those of the two's complement code). */
+static inline void pack8_high(unsigned bits, uint64_t x, uint8_t *h)
+{
+    if (bits == 5) {
+        h[0] = octet((x >> 4) & 0x0101010101010101ull);
+    } else {
+        const uint64_t t = (x >> 4) & 0x0303030303030303ull;
+        h[0] = quartet((uint32_t)t);
+        h[1] = quartet((uint32_t)(t >> 32));
+    }
+}
+
+/* The scalar packer (layouts.md 4.3-4.5), eight lanes at a time as 64-bit words: lane c of the
+ * row (code 0 from k on) has the stored word u = (q + bias) mod 2^b; base byte j holds lanes
+ * j*n .. j*n + n - 1 (n = 8 / b' lanes per byte, the lowest lane in the lowest bits); for Q5/Q6
+ * the bits of u above bit 3 go to the high plane the same way, b - 4 bits per lane.  The range
+ * check is a min/max pass of its own (padding lanes are code 0, inside [lo, hi]). */
+static bool rs_pack_row_scalar(const nf_rs_params *p, const int8_t *codes, size_t k, size_t lanes, int lo, int hi,
+                               uint8_t *base, uint8_t *high)
+{
+    const bool ok = nf_codes_within_scalar(codes, k, lo, hi);
+    if (p->bits == 8) { /* u = q mod 256: the code bytes themselves */
+        if (k) memcpy(base, codes, k);
+        memset(base + k, 0, lanes - k);
+        return ok;
+    }
+    const uint64_t add = (uint64_t)(unsigned)p->bias * 0x0101010101010101ull;
+    const int8_t zeros[8] = {0};
+    int8_t pad[8];
+    for (size_t c = 0; c < lanes; c += 8) {
+        const int8_t *q = codes + c;
+        if (c + 8 > k) { /* the unit holding k, or past it: code 0 in the padding lanes */
+            memset(pad, 0, sizeof pad);
+            if (c < k) memcpy(pad, codes + c, k - c);
+            q = c < k ? pad : zeros;
+        }
+        const uint64_t x = lanes8(q);
+        if (p->bits == 2) {
+            pack8_2(x, add, base + c / 4);
+            continue;
+        }
+        pack8_4(x, base + c / 2);
+        if (p->bits != 4) pack8_high(p->bits, x, high + c * (p->bits - 4) / 8);
+    }
+    return ok;
+}
+
 const nf_layout_kernels nf_layout_kernels_scalar = {
     .name = "scalar",
     .bf16_f32 = bf16_f32_scalar,
@@ -236,6 +355,9 @@ const nf_layout_kernels nf_layout_kernels_scalar = {
     .nvfp4_row = nvfp4_row_scalar,
     .rs_unpack_row = rs_unpack_row_scalar,
     .nibbles = nibbles_scalar,
+    .codes_within = nf_codes_within_scalar,
+    .grouped_scales = nf_grouped_scales_scalar,
+    .rs_pack_row = rs_pack_row_scalar,
 };
 
 const nf_layout_kernels *nf_layout_kernels_active(void)

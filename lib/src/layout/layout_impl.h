@@ -95,6 +95,11 @@ typedef struct nf_layout_ops {
      * > 0).  Must still refuse codes that do not fit the stored width. */
     nf_status (*encode_rows)(const nf_geometry *g, const nf_words *w, uint64_t r0, nf_write_fn write,
                              void *ctx, nf_error *err);
+    /* encode_rows that also checks the words as it encodes them, with nf_words_check's rules and
+     * its first message, writing nothing when it refuses them (w fitted, w->rows > 0); NULL when
+     * the layout has none, and the words are then checked first. */
+    nf_status (*encode_rows_checked)(const nf_geometry *g, const nf_words *w, uint64_t r0, nf_write_fn write,
+                                     void *ctx, nf_error *err);
     /* Planes no row owns other than zero gaps (nvfp4 divisors); NULL when none. */
     nf_status (*encode_tail)(const nf_geometry *g, const nf_words *w, bool unchecked,
                              nf_write_fn write, void *ctx, nf_error *err);

@@ -36,52 +36,12 @@ static bool rs_stored(const nf_rs_params *p, int q, uint8_t *u)
     return true;
 }
 
-/* The stored words of a whole group of G codes at once (rs_stored lane by lane, in a loop the
- * compiler vectorizes); false when some code does not fit, and the caller goes lane by lane to
- * name it. */
-static bool rs_stored_group(const nf_rs_params *p, const int8_t *q, uint8_t *u)
+/* The codes that have a stored word (rs_stored): [lo, hi]. */
+static void rs_stored_range(const nf_rs_params *p, int *lo, int *hi)
 {
     int width = 1 << p->bits;
-    int lo = p->bias ? -p->bias : -(width / 2);
-    int hi = p->bias ? width - 1 - p->bias : width / 2 - 1;
-    int8_t mn = INT8_MAX, mx = INT8_MIN;
-    for (unsigned l = 0; l < p->group; l++) {
-        int8_t v = q[l];
-        mn = v < mn ? v : mn;
-        mx = v > mx ? v : mx;
-    }
-    if (mn < lo || mx > hi) return false;
-    /* in range, the stored word is q + bias, or q's low `bits` bits (two's complement) */
-    uint8_t add = (uint8_t)p->bias, mask = (uint8_t)(width - 1);
-    for (unsigned l = 0; l < p->group; l++) u[l] = (uint8_t)(((uint8_t)q[l] + add) & mask);
-    return true;
-}
-
-static void rs_pack(const nf_rs_params *p, const uint8_t *u, uint8_t *base, uint8_t *high)
-{
-    unsigned G = p->group;
-    switch (p->bits) {
-    case 8: memcpy(base, u, G); return;
-    case 2: /* quartets, lowest lane in the lowest bits */
-        for (unsigned j = 0; j < G / 4; j++)
-            base[j] = (uint8_t)(u[4 * j] | (u[4 * j + 1] << 2) | (u[4 * j + 2] << 4) | (u[4 * j + 3] << 6));
-        return;
-    default: /* Q4/Q5/Q6: even lane in the low nibble; bits above 3 in the high plane */
-        for (unsigned j = 0; j < G / 2; j++)
-            base[j] = (uint8_t)((u[2 * j] & 0xF) | ((u[2 * j + 1] & 0xF) << 4));
-        if (p->high_bytes) {
-            unsigned hb = p->bits - 4;
-            memset(high, 0, p->high_bytes);
-            /* lane-major bit stream: stream bit t -> bit t%8 of byte t/8 */
-            for (unsigned i = 0; i < G; i++)
-                for (unsigned b = 0; b < hb; b++)
-                    if (((unsigned)u[i] >> (4 + b)) & 1u) {
-                        unsigned t = i * hb + b;
-                        high[t >> 3] = (uint8_t)(high[t >> 3] | (1u << (t & 7)));
-                    }
-        }
-        return;
-    }
+    *lo = p->bias ? -p->bias : -(width / 2);
+    *hi = p->bias ? width - 1 - p->bias : width / 2 - 1;
 }
 
 static void rs_unpack(const nf_rs_params *p, const uint8_t *base, const uint8_t *high, uint8_t *u)
@@ -155,58 +115,101 @@ static nf_status rs_read_chunk(const nf_geometry *g, const nf_byte_reader *src, 
     return nf_layout_read(src, sc->offset + r * sc->row_bytes, c->scales, n * sc->row_bytes, err);
 }
 
-static nf_status rs_encode_rows(const nf_geometry *g, const nf_words *w, uint64_t r0, nf_write_fn write,
-                                void *ctx, nf_error *err)
+/* A row the packer refused (some code outside [lo, hi]) or whose scales failed the word rules:
+ * the exact path.  With check, nf_words_check's group-by-group message for the row's first
+ * problem; then the first code without a stored word is named; a row with neither (which the
+ * packer would not have refused) is packed by the scalar reference. */
+static nf_status rs_encode_row_exact(const nf_geometry *g, const nf_rs_params *p, const int8_t *codes,
+                                     const uint16_t *scales, uint64_t row, bool check, uint8_t *base, uint8_t *high,
+                                     nf_error *err)
+{
+    uint64_t k = g->cols;
+    if (check) NF_TRY(nf_grouped_row_check_exact(g->format, codes, scales, k, g->logical_groups, row, err));
+    for (uint64_t c = 0; c < k; c++) {
+        uint8_t u;
+        if (!rs_stored(p, codes[c], &u))
+            return nf_error_set(err, NF_ERR_INVALID,
+                                "row %" PRIu64 " col %" PRIu64 ": code %d does not fit the %u-bit stored word of %s",
+                                row, c, codes[c], p->bits, g->format->name);
+    }
+    int lo, hi;
+    rs_stored_range(p, &lo, &hi);
+    if (!nf_layout_kernels_scalar.rs_pack_row(p, codes, (size_t)k, (size_t)g->k_pad, lo, hi, base, high))
+        return nf_error_set(err, NF_ERR_INVALID, "row %" PRIu64 ": the %s packer refused codes that fit", row,
+                            g->format->name);
+    return NF_OK;
+}
+
+/* Rows [r0, r0 + w->rows) chunk by chunk: each row packed and range-checked in one pass by the
+ * active kernels (kernels.h rs_pack_row), its scales copied; rows that fail go down the exact
+ * path.  With check the codes are held to the format's legal range and the scales to the word
+ * rules as they are packed (nf_words_check's rules, the same first message), and nothing is
+ * written for a refused call: words that span more than one chunk are checked before the first
+ * chunk is written instead. */
+static nf_status rs_encode(const nf_geometry *g, const nf_words *w, uint64_t r0, bool check, nf_write_fn write,
+                           void *ctx, nf_error *err)
 {
     nf_rs_params p;
     if (!nf_rs_params_for(g->format, &p)) return nf_error_set(err, NF_ERR_USAGE, "not a grouped format");
     rs_chunk c;
     NF_TRY(rs_chunk_alloc(g, &p, w->rows, &c, err));
-    uint64_t k = g->cols, gpr = g->groups_per_row, lg = g->logical_groups, G = p.group;
-    const nf_plane *base = &g->planes[0], *sc = scale_plane(g);
     nf_status st = NF_OK;
+    if (check && c.rows < w->rows) {
+        st = nf_words_check(g, w, r0, err);
+        check = false;
+    }
+    const nf_layout_kernels *kern = nf_layout_kernels_active();
+    nf_grouped_rules rules;
+    nf_grouped_rules_for(g->format, &rules);
+    int lo, hi;
+    rs_stored_range(&p, &lo, &hi);
+    if (check) { /* the legal codes, inside the stored ones */
+        lo = rules.code_min > lo ? rules.code_min : lo;
+        hi = rules.code_max < hi ? rules.code_max : hi;
+    }
+    uint64_t k = g->cols, gpr = g->groups_per_row, lg = g->logical_groups;
+    const nf_plane *base = &g->planes[0], *sc = scale_plane(g);
     for (uint64_t r = 0; r < w->rows && st == NF_OK; r += c.rows) {
         uint64_t n = w->rows - r < c.rows ? w->rows - r : c.rows;
         for (uint64_t i = 0; i < n && st == NF_OK; i++) {
             const int8_t *codes = w->codes + (r + i) * k;
             const uint16_t *scales = w->scales + (r + i) * lg;
-            for (uint64_t gi = 0; gi < gpr; gi++) {
-                uint8_t u[RS_MAX_GROUP];
-                uint64_t c0 = gi * G;
-                if (c0 + G <= k && rs_stored_group(&p, codes + c0, u)) {
-                    uint64_t slot = i * gpr + gi;
-                    rs_pack(&p, u, c.base + slot * p.base_bytes, c.high + slot * p.high_bytes);
-                    nf_put_le16(c.scales + 2 * slot, gi < lg ? scales[gi] : 0);
-                    continue;
-                }
-                for (uint64_t l = 0; l < G; l++) {
-                    u[l] = p.zero_u; /* padding lanes and wholly physical groups: code 0 */
-                    if (c0 + l < k && !rs_stored(&p, codes[c0 + l], &u[l])) {
-                        st = nf_error_set(err, NF_ERR_INVALID,
-                                          "row %" PRIu64 " col %" PRIu64 ": code %d does not fit the %u-bit stored "
-                                          "word of %s",
-                                          r0 + r + i, c0 + l, codes[c0 + l], p.bits, g->format->name);
-                        break;
-                    }
-                }
-                if (st != NF_OK) break;
-                uint64_t slot = i * gpr + gi;
-                rs_pack(&p, u, c.base + slot * p.base_bytes, c.high + slot * p.high_bytes);
-                nf_put_le16(c.scales + 2 * slot, gi < lg ? scales[gi] : 0);
-            }
+            uint8_t *rb = c.base + i * gpr * p.base_bytes, *rh = c.high + i * gpr * p.high_bytes;
+            uint8_t *rs = c.scales + 2 * i * gpr;
+            bool ok = kern->rs_pack_row(&p, codes, (size_t)k, (size_t)g->k_pad, lo, hi, rb, rh);
+            if (ok && check) ok = nf_grouped_scales_clean(kern, &rules, codes, scales, k, lg, p.group);
+            if (!ok && (st = rs_encode_row_exact(g, &p, codes, scales, r0 + r + i, check, rb, rh, err)) != NF_OK) break;
+            /* logical groups' scales, then +0 for the padding groups */
+            if (nf_host_le()) memcpy(rs, scales, (size_t)lg * 2);
+            else
+                for (uint64_t gi = 0; gi < lg; gi++) nf_put_le16(rs + 2 * gi, scales[gi]);
+            memset(rs + 2 * lg, 0, (size_t)(gpr - lg) * 2);
         }
         if (st != NF_OK) break;
         uint64_t rr = r0 + r;
         st = nf_layout_emit(write, ctx, base->offset + rr * base->row_bytes, c.base, n * base->row_bytes, err);
         if (st == NF_OK && g->nplanes == 3) {
-            const nf_plane *hi = &g->planes[1];
-            st = nf_layout_emit(write, ctx, hi->offset + rr * hi->row_bytes, c.high, n * hi->row_bytes, err);
+            const nf_plane *hi_plane = &g->planes[1];
+            st = nf_layout_emit(write, ctx, hi_plane->offset + rr * hi_plane->row_bytes, c.high,
+                                n * hi_plane->row_bytes, err);
         }
         if (st == NF_OK)
             st = nf_layout_emit(write, ctx, sc->offset + rr * sc->row_bytes, c.scales, n * sc->row_bytes, err);
     }
     rs_chunk_free(&c);
     return st;
+}
+
+static nf_status rs_encode_rows(const nf_geometry *g, const nf_words *w, uint64_t r0, nf_write_fn write, void *ctx,
+                                nf_error *err)
+{
+    return rs_encode(g, w, r0, false, write, ctx, err);
+}
+
+static nf_status rs_encode_rows_checked(const nf_geometry *g, const nf_words *w, uint64_t r0, nf_write_fn write,
+                                        void *ctx, nf_error *err)
+{
+    return rs_encode(g, w, r0, true, write, ctx, err);
 }
 
 static nf_status rs_decode_rows(const nf_geometry *g, const nf_byte_reader *src, uint64_t r0, uint64_t r1,
@@ -408,6 +411,7 @@ static nf_status rs_check(const nf_geometry *g, const nf_byte_reader *src, nf_pr
 
 const nf_layout_ops nf_layout_ops_row_split = {
     .encode_rows = rs_encode_rows,
+    .encode_rows_checked = rs_encode_rows_checked,
     .decode_rows = rs_decode_rows,
     .decode_f32 = rs_decode_f32,
     .check = rs_check,

@@ -141,65 +141,81 @@ static const char *f16_kind(uint16_t h)
     return (h & 0x8000) ? "negative" : "positive";
 }
 
-/* Do all n codes lie in [lo, hi]?  A min/max loop the compiler vectorizes. */
-static bool codes_within(const int8_t *q, uint64_t n, int lo, int hi)
+void nf_grouped_rules_for(const nf_format *f, nf_grouped_rules *r)
 {
-    int8_t mn = INT8_MAX, mx = INT8_MIN;
-    for (uint64_t i = 0; i < n; i++) {
-        int8_t v = q[i];
-        mn = v < mn ? v : mn;
-        mx = v > mx ? v : mx;
-    }
-    return mn >= lo && mx <= hi;
+    r->code_min = f->code_min;
+    r->code_max = f->code_max;
+    /* the two words whose verdict differs between the grouped formats (format/validity.c) */
+    r->neg_zero_ok = nf_grouped_scale_valid(f, 0x8000u);
+    r->zero_scale_zero_codes = nf_grouped_scale_requires_zero_codes(f, 0x0000u);
 }
 
-/* Does a row pass every rule of check_grouped?  A quick pass over the whole row (every code in
- * range, every scale valid, zero codes under a zero-only scale); a row that fails it goes through
- * the group-by-group checks below, which name the first problem. */
-static bool grouped_row_clean(const nf_format *f, const int8_t *codes, const uint16_t *scales, uint64_t k,
-                              uint64_t lg, uint64_t gs)
+bool nf_grouped_scales_clean(const nf_layout_kernels *kern, const nf_grouped_rules *r, const int8_t *codes,
+                             const uint16_t *scales, uint64_t k, uint64_t lg, unsigned gs)
 {
-    if (!codes_within(codes, k, f->code_min, f->code_max)) return false;
+    unsigned s = kern->grouped_scales(r, scales, (size_t)lg);
+    if (s & NF_SCALES_INVALID) return false;
+    if (!(s & NF_SCALES_ZERO_RULE)) return true;
+    /* rare: groups of zero values (absmax writes them with scale +0) */
     for (uint64_t gi = 0; gi < lg; gi++) {
-        uint16_t s = scales[gi];
-        if (!nf_grouped_scale_valid(f, s)) return false;
-        if (nf_grouped_scale_requires_zero_codes(f, s)) {
-            uint64_t c0 = gi * gs, c1 = c0 + gs < k ? c0 + gs : k;
-            if (!codes_within(codes + c0, c1 - c0, 0, 0)) return false;
-        }
+        if (scales[gi] != 0x0000u) continue;
+        uint64_t c0 = gi * gs, c1 = c0 + gs < k ? c0 + gs : k;
+        if (!kern->codes_within(codes + c0, (size_t)(c1 - c0), 0, 0)) return false;
     }
     return true;
 }
 
+nf_status nf_grouped_row_check_exact(const nf_format *f, const int8_t *codes, const uint16_t *scales, uint64_t k,
+                                     uint64_t lg, uint64_t row, nf_error *err)
+{
+    uint64_t gs = f->group_size;
+    for (uint64_t gi = 0; gi < lg; gi++) {
+        uint16_t s = scales[gi];
+        if (!nf_grouped_scale_valid(f, s))
+            return nf_error_set(err, NF_ERR_INVALID,
+                                "row %" PRIu64 " group %" PRIu64 ": scale 0x%04x (%s) is not a valid %s scale", row, gi,
+                                s, f16_kind(s), f->name);
+        bool zero_only = nf_grouped_scale_requires_zero_codes(f, s);
+        uint64_t c1 = (gi + 1) * gs < k ? (gi + 1) * gs : k;
+        for (uint64_t c = gi * gs; c < c1; c++) {
+            int q = codes[c];
+            if (!nf_grouped_code_valid(f, q))
+                return nf_error_set(err, NF_ERR_INVALID,
+                                    "row %" PRIu64 " col %" PRIu64 ": code %d is not a legal %s code [%d,%d]", row, c,
+                                    q, f->name, f->code_min, f->code_max);
+            if (zero_only && q != 0)
+                return nf_error_set(err, NF_ERR_INVALID,
+                                    "row %" PRIu64 " col %" PRIu64 ": code %d under the +0 scale of group %" PRIu64
+                                    " (%s requires zero codes there)",
+                                    row, c, q, gi, f->name);
+        }
+    }
+    return NF_OK;
+}
+
+/* A quick pass with the layout kernels (every code in range, every scale valid, zero codes
+ * under a zero-only scale) over all the words at once, then row by row; a row that fails it
+ * goes through the exact group-by-group checks, which name the first problem. */
 static nf_status check_grouped(const nf_geometry *g, const nf_words *w, uint64_t first_row, nf_error *err)
 {
     const nf_format *f = g->format;
-    uint64_t k = g->cols, lg = g->logical_groups, gs = f->group_size;
+    const nf_layout_kernels *kern = nf_layout_kernels_active();
+    nf_grouped_rules rules;
+    nf_grouped_rules_for(f, &rules);
+    uint64_t k = g->cols, lg = g->logical_groups, gs = f->group_size, ncodes, nscales;
+    size_t nc, ns;
+    /* the words are in memory, so their counts fit a size_t; checked all the same */
+    if (nf_mul_u64(w->rows, k, &ncodes) && nf_mul_u64(w->rows, lg, &nscales) && nf_u64_to_size(ncodes, &nc) &&
+        nf_u64_to_size(nscales, &ns) && kern->codes_within(w->codes, nc, f->code_min, f->code_max) &&
+        kern->grouped_scales(&rules, w->scales, ns) == 0)
+        return NF_OK;
     for (uint64_t r = 0; r < w->rows; r++) {
         const int8_t *codes = w->codes + r * k;
         const uint16_t *scales = w->scales + r * lg;
-        if (grouped_row_clean(f, codes, scales, k, lg, gs)) continue;
-        for (uint64_t gi = 0; gi < lg; gi++) {
-            uint16_t s = scales[gi];
-            if (!nf_grouped_scale_valid(f, s))
-                return nf_error_set(err, NF_ERR_INVALID,
-                                    "row %" PRIu64 " group %" PRIu64 ": scale 0x%04x (%s) is not a valid %s scale",
-                                    first_row + r, gi, s, f16_kind(s), f->name);
-            bool zero_only = nf_grouped_scale_requires_zero_codes(f, s);
-            uint64_t c1 = (gi + 1) * gs < k ? (gi + 1) * gs : k;
-            for (uint64_t c = gi * gs; c < c1; c++) {
-                int q = codes[c];
-                if (!nf_grouped_code_valid(f, q))
-                    return nf_error_set(err, NF_ERR_INVALID,
-                                        "row %" PRIu64 " col %" PRIu64 ": code %d is not a legal %s code [%d,%d]",
-                                        first_row + r, c, q, f->name, f->code_min, f->code_max);
-                if (zero_only && q != 0)
-                    return nf_error_set(err, NF_ERR_INVALID,
-                                        "row %" PRIu64 " col %" PRIu64 ": code %d under the +0 scale of group %" PRIu64
-                                        " (%s requires zero codes there)",
-                                        first_row + r, c, q, gi, f->name);
-            }
-        }
+        if (kern->codes_within(codes, (size_t)k, f->code_min, f->code_max) &&
+            nf_grouped_scales_clean(kern, &rules, codes, scales, k, lg, (unsigned)gs))
+            continue;
+        NF_TRY(nf_grouped_row_check_exact(f, codes, scales, k, lg, first_row + r, err));
     }
     return NF_OK;
 }

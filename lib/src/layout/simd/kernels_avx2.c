@@ -340,6 +340,149 @@ AVX2_FN static bool rs_row_f32_avx2(const nf_rs_params *p, const uint8_t *base, 
     return true;
 }
 
+/* ---------------------------------------------------------------- encode side */
+AVX2_FN static bool codes_within_avx2(const int8_t *codes, size_t n, int lo, int hi)
+{
+    __m256i mn = _mm256_set1_epi8(INT8_MAX), mx = _mm256_set1_epi8(INT8_MIN);
+    size_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        const __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)(codes + i));
+        const __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(codes + i + 32));
+        mn = _mm256_min_epi8(mn, _mm256_min_epi8(a, b));
+        mx = _mm256_max_epi8(mx, _mm256_max_epi8(a, b));
+    }
+    for (; i + 32 <= n; i += 32) {
+        const __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)(codes + i));
+        mn = _mm256_min_epi8(mn, a);
+        mx = _mm256_max_epi8(mx, a);
+    }
+    const __m256i out = _mm256_or_si256(_mm256_cmpgt_epi8(_mm256_set1_epi8(nf_k_clamp8(lo)), mn),
+                                        _mm256_cmpgt_epi8(mx, _mm256_set1_epi8(nf_k_clamp8(hi))));
+    /* (with no whole vector, mn and mx still hold INT8_MAX and INT8_MIN, inside any bounds) */
+    if (!_mm256_testz_si256(out, out)) return false;
+    return nf_codes_within_scalar(codes + i, n - i, lo, hi);
+}
+
+AVX2_FN static unsigned grouped_scales_avx2(const nf_grouped_rules *r, const uint16_t *scales, size_t n)
+{
+    const __m256i exp = _mm256_set1_epi16(0x7C00), negz = _mm256_set1_epi16((short)0x8000);
+    const __m256i zero = _mm256_setzero_si256();
+    __m256i nonfinite = zero, neg_zero = zero, zeros = zero;
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(scales + i));
+        nonfinite = _mm256_or_si256(nonfinite, _mm256_cmpeq_epi16(_mm256_and_si256(v, exp), exp));
+        neg_zero = _mm256_or_si256(neg_zero, _mm256_cmpeq_epi16(v, negz));
+        zeros = _mm256_or_si256(zeros, _mm256_cmpeq_epi16(v, zero));
+    }
+    unsigned out = nf_grouped_scales_scalar(r, scales + i, n - i);
+    if (!_mm256_testz_si256(nonfinite, nonfinite) || (!r->neg_zero_ok && !_mm256_testz_si256(neg_zero, neg_zero)))
+        out |= NF_SCALES_INVALID;
+    if (r->zero_scale_zero_codes && !_mm256_testz_si256(zeros, zeros)) out |= NF_SCALES_ZERO_RULE;
+    return out;
+}
+
+/* Four 2-bit fields per 32-bit lane -> one byte: bytes x0..x3 (each < 4) of every dword become
+ * x0 | x1 << 2 | x2 << 4 | x3 << 6 in its low 16 bits (multiply-adds by 1, 4, 16, 64). */
+AVX2_INLINE __m256i quartets32(__m256i x)
+{
+    const __m256i t = _mm256_maddubs_epi16(x, _mm256_set1_epi32(0x40100401));
+    return _mm256_madd_epi16(t, _mm256_set1_epi16(1));
+}
+
+/* 128 lanes of 2-bit fields (a..d: 32 bytes each, each < 4) -> their 32 packed bytes in order. */
+AVX2_INLINE __m256i quartets128(__m256i a, __m256i b, __m256i c, __m256i d)
+{
+    /* the packs work within 128-bit halves: bytes come out as dwords a.lo b.lo c.lo d.lo | a.hi ... */
+    const __m256i ab = _mm256_packs_epi32(quartets32(a), quartets32(b));
+    const __m256i cd = _mm256_packs_epi32(quartets32(c), quartets32(d));
+    return _mm256_permutevar8x32_epi32(_mm256_packus_epi16(ab, cd), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+/* 64 lanes (a, b) -> 32 base bytes: the low nibbles of lane pairs, the even lane low. */
+AVX2_INLINE __m256i nibble_pairs64(__m256i a, __m256i b)
+{
+    const __m256i m = _mm256_set1_epi8(0x0F), w = _mm256_set1_epi16(0x1001);
+    const __m256i wa = _mm256_maddubs_epi16(_mm256_and_si256(a, m), w); /* u0 + 16 u1 per 16-bit lane */
+    const __m256i wb = _mm256_maddubs_epi16(_mm256_and_si256(b, m), w);
+    return _mm256_permute4x64_epi64(_mm256_packus_epi16(wa, wb), 0xD8);
+}
+
+/* One block of 128 lanes (codes q; add = the Q2 bias) into base (and high), widening the running
+ * minimum and maximum.  `bits` is a constant at every call, so each format gets its own loop. */
+AVX2_INLINE void pack128_avx2(unsigned bits, const int8_t *q, __m256i add, uint8_t *base, uint8_t *high, __m256i *mn,
+                              __m256i *mx)
+{
+    __m256i v[4];
+    for (int j = 0; j < 4; j++) {
+        v[j] = _mm256_loadu_si256((const __m256i *)(const void *)(q + 32 * j));
+        *mn = _mm256_min_epi8(*mn, v[j]);
+        *mx = _mm256_max_epi8(*mx, v[j]);
+    }
+    switch (bits) {
+    case 8:
+        for (int j = 0; j < 4; j++) _mm256_storeu_si256((__m256i *)(void *)(base + 32 * j), v[j]);
+        return;
+    case 2: {
+        const __m256i m = _mm256_set1_epi8(3);
+        __m256i u[4];
+        for (int j = 0; j < 4; j++) u[j] = _mm256_and_si256(_mm256_add_epi8(v[j], add), m);
+        _mm256_storeu_si256((__m256i *)(void *)base, quartets128(u[0], u[1], u[2], u[3]));
+        return;
+    }
+    default: break;
+    }
+    _mm256_storeu_si256((__m256i *)(void *)base, nibble_pairs64(v[0], v[1]));
+    _mm256_storeu_si256((__m256i *)(void *)(base + 32), nibble_pairs64(v[2], v[3]));
+    if (bits == 5) /* bit 4 of each lane, moved to bit 7 of its byte for movemask */
+        for (int j = 0; j < 4; j++) {
+            const uint32_t h = (uint32_t)_mm256_movemask_epi8(_mm256_slli_epi16(v[j], 3));
+            memcpy(high + 4 * j, &h, sizeof h);
+        }
+    if (bits == 6) { /* bits 4-5 of each lane, as 2-bit fields */
+        const __m256i m = _mm256_set1_epi8(3);
+        __m256i h[4];
+        for (int j = 0; j < 4; j++) h[j] = _mm256_and_si256(_mm256_srli_epi16(v[j], 4), m);
+        _mm256_storeu_si256((__m256i *)(void *)high, quartets128(h[0], h[1], h[2], h[3]));
+    }
+}
+
+/* The row driver: whole blocks straight from the codes; the block holding k (and any block past
+ * it) from a copy padded with code 0, so nothing past codes[k) is read. */
+AVX2_INLINE bool pack_row_avx2(unsigned bits, const nf_rs_params *p, const int8_t *codes, size_t k, size_t lanes,
+                               int lo, int hi, uint8_t *base, uint8_t *high)
+{
+    const size_t lb = bits == 2 ? 2 : bits == 8 ? 8 : 4, hb = bits == 5 ? 1 : bits == 6 ? 2 : 0;
+    const __m256i add = _mm256_set1_epi8((char)p->bias);
+    __m256i mn = _mm256_set1_epi8(INT8_MAX), mx = _mm256_set1_epi8(INT8_MIN);
+    size_t c = 0;
+    for (; c + 128 <= k; c += 128) pack128_avx2(bits, codes + c, add, base + c * lb / 8, high + c * hb / 8, &mn, &mx);
+    if (c < lanes) {
+        int8_t pad[128] = {0};
+        memcpy(pad, codes + c, k - c);
+        pack128_avx2(bits, pad, add, base + c * lb / 8, high + c * hb / 8, &mn, &mx);
+        memset(pad, 0, sizeof pad);
+        for (c += 128; c < lanes; c += 128)
+            pack128_avx2(bits, pad, add, base + c * lb / 8, high + c * hb / 8, &mn, &mx);
+    }
+    const __m256i out = _mm256_or_si256(_mm256_cmpgt_epi8(_mm256_set1_epi8(nf_k_clamp8(lo)), mn),
+                                        _mm256_cmpgt_epi8(mx, _mm256_set1_epi8(nf_k_clamp8(hi))));
+    return _mm256_testz_si256(out, out) != 0;
+}
+
+AVX2_FN static bool rs_pack_row_avx2(const nf_rs_params *p, const int8_t *codes, size_t k, size_t lanes, int lo, int hi,
+                                 uint8_t *base, uint8_t *high)
+{
+    switch (p->bits) {
+    case 2: return pack_row_avx2(2, p, codes, k, lanes, lo, hi, base, high);
+    case 4: return pack_row_avx2(4, p, codes, k, lanes, lo, hi, base, high);
+    case 5: return pack_row_avx2(5, p, codes, k, lanes, lo, hi, base, high);
+    case 6: return pack_row_avx2(6, p, codes, k, lanes, lo, hi, base, high);
+    case 8: return pack_row_avx2(8, p, codes, k, lanes, lo, hi, base, high);
+    default: return nf_layout_kernels_scalar.rs_pack_row(p, codes, k, lanes, lo, hi, base, high);
+    }
+}
+
 const nf_layout_kernels nf_layout_kernels_avx2 = {
     .name = "avx2",
     .bf16_f32 = bf16_f32_avx2,
@@ -351,6 +494,9 @@ const nf_layout_kernels nf_layout_kernels_avx2 = {
     .rs_unpack_row = nf_rs_unpack_row_avx2,
     .nibbles = nf_nibbles_avx2,
     .rs_row_f32 = rs_row_f32_avx2,
+    .codes_within = codes_within_avx2,
+    .grouped_scales = grouped_scales_avx2,
+    .rs_pack_row = rs_pack_row_avx2,
 };
 
 #endif

@@ -248,6 +248,142 @@ AVX512_FN static bool rs_row_f32_avx512(const nf_rs_params *p, const uint8_t *ba
     return true;
 }
 
+/* ---------------------------------------------------------------- encode side */
+/* Lanes [0, m) of a 64-lane mask (m <= 64). */
+AVX512_INLINE __mmask64 tail64(size_t m) { return m >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << m) - 1u); }
+
+AVX512_FN static bool codes_within_avx512(const int8_t *codes, size_t n, int lo, int hi)
+{
+    const __m512i lo8 = _mm512_set1_epi8(nf_k_clamp8(lo)), hi8 = _mm512_set1_epi8(nf_k_clamp8(hi));
+    __m512i mn = _mm512_set1_epi8(INT8_MAX), mx = _mm512_set1_epi8(INT8_MIN);
+    size_t i = 0;
+    for (; i + 128 <= n; i += 128) {
+        const __m512i a = _mm512_loadu_si512(codes + i), b = _mm512_loadu_si512(codes + i + 64);
+        mn = _mm512_min_epi8(mn, _mm512_min_epi8(a, b));
+        mx = _mm512_max_epi8(mx, _mm512_max_epi8(a, b));
+    }
+    for (; i < n; i += 64) { /* masked-off lanes are not read and take lo, which is in range */
+        const __m512i a = _mm512_mask_loadu_epi8(lo8, tail64(n - i), codes + i);
+        mn = _mm512_min_epi8(mn, a);
+        mx = _mm512_max_epi8(mx, a);
+    }
+    return (_mm512_cmplt_epi8_mask(mn, lo8) | _mm512_cmpgt_epi8_mask(mx, hi8)) == 0;
+}
+
+AVX512_FN static unsigned grouped_scales_avx512(const nf_grouped_rules *r, const uint16_t *scales, size_t n)
+{
+    const __m512i exp = _mm512_set1_epi16(0x7C00), negz = _mm512_set1_epi16((short)0x8000);
+    const __m512i one = _mm512_set1_epi16(0x3C00); /* 1.0: valid and not zero, for masked-off lanes */
+    __mmask32 nonfinite = 0, neg_zero = 0, zeros = 0;
+    for (size_t i = 0; i < n; i += 32) {
+        const size_t m = n - i < 32 ? n - i : 32;
+        const __mmask32 in = m == 32 ? ~(__mmask32)0 : (__mmask32)((1u << m) - 1u);
+        const __m512i v = _mm512_mask_loadu_epi16(one, in, scales + i);
+        nonfinite |= _mm512_cmpeq_epi16_mask(_mm512_and_si512(v, exp), exp);
+        neg_zero |= _mm512_cmpeq_epi16_mask(v, negz);
+        zeros |= _mm512_testn_epi16_mask(v, v);
+    }
+    unsigned out = 0;
+    if (nonfinite || (neg_zero && !r->neg_zero_ok)) out |= NF_SCALES_INVALID;
+    if (zeros && r->zero_scale_zero_codes) out |= NF_SCALES_ZERO_RULE;
+    return out;
+}
+
+/* 64 lanes of 2-bit fields (bytes < 4) -> their 16 packed bytes, lowest lane in the lowest bits:
+ * multiply-adds by 1, 4, 16, 64 put the byte of four lanes in the low bits of their dword. */
+AVX512_INLINE __m128i quartets64(__m512i x)
+{
+    const __m512i t = _mm512_maddubs_epi16(x, _mm512_set1_epi32(0x40100401));
+    return _mm512_cvtepi32_epi8(_mm512_madd_epi16(t, _mm512_set1_epi16(1)));
+}
+
+/* 64 lanes -> 32 base bytes: the low nibbles of lane pairs, the even lane low. */
+AVX512_INLINE __m256i nibble_pairs64(__m512i v)
+{
+    const __m512i w = _mm512_maddubs_epi16(_mm512_and_si512(v, _mm512_set1_epi8(0x0F)), _mm512_set1_epi16(0x1001));
+    return _mm512_cvtepi16_epi8(w);
+}
+
+/* One block of 128 lanes (lanes 0-63 at q0, 64-127 at q1) into base (and high), widening the
+ * running minimum and maximum; a partial block (full false) reads only the lanes of masks m0 and
+ * m1 and takes code 0 in the others.  `bits` and `full` are constants at every call, so each
+ * format gets its own loop. */
+AVX512_INLINE void pack128_avx512(unsigned bits, bool full, const int8_t *q0, const int8_t *q1, __mmask64 m0,
+                                  __mmask64 m1, __m512i add, uint8_t *base, uint8_t *high, __m512i *mn, __m512i *mx)
+{
+    __m512i v[2];
+    v[0] = full ? _mm512_loadu_si512(q0) : _mm512_maskz_loadu_epi8(m0, q0);
+    v[1] = full ? _mm512_loadu_si512(q1) : _mm512_maskz_loadu_epi8(m1, q1);
+    for (int j = 0; j < 2; j++) {
+        *mn = _mm512_min_epi8(*mn, v[j]);
+        *mx = _mm512_max_epi8(*mx, v[j]);
+    }
+    switch (bits) {
+    case 8:
+        _mm512_storeu_si512(base, v[0]);
+        _mm512_storeu_si512(base + 64, v[1]);
+        return;
+    case 2: {
+        const __m512i m = _mm512_set1_epi8(3);
+        for (int j = 0; j < 2; j++) {
+            const __m512i u = _mm512_and_si512(_mm512_add_epi8(v[j], add), m);
+            _mm_storeu_si128((__m128i *)(void *)(base + 16 * j), quartets64(u));
+        }
+        return;
+    }
+    default: break;
+    }
+    for (int j = 0; j < 2; j++) _mm256_storeu_si256((__m256i *)(void *)(base + 32 * j), nibble_pairs64(v[j]));
+    if (bits == 5) /* bit 4 of lane i is bit i of the stream */
+        for (int j = 0; j < 2; j++) {
+            const uint64_t h = _mm512_test_epi8_mask(v[j], _mm512_set1_epi8(0x10));
+            memcpy(high + 8 * j, &h, sizeof h);
+        }
+    if (bits == 6) { /* bits 4-5 of each lane, as 2-bit fields */
+        const __m512i m = _mm512_set1_epi8(3);
+        for (int j = 0; j < 2; j++) {
+            const __m512i h = _mm512_and_si512(_mm512_srli_epi16(v[j], 4), m);
+            _mm_storeu_si128((__m128i *)(void *)(high + 16 * j), quartets64(h));
+        }
+    }
+}
+
+/* The row driver: whole blocks, then the block holding k through masked loads (code 0 in its
+ * padding lanes), then any block past it as all padding. */
+AVX512_INLINE bool pack_row_avx512(unsigned bits, const nf_rs_params *p, const int8_t *codes, size_t k, size_t lanes,
+                                   int lo, int hi, uint8_t *base, uint8_t *high)
+{
+    const size_t lb = bits == 2 ? 2 : bits == 8 ? 8 : 4, hb = bits == 5 ? 1 : bits == 6 ? 2 : 0;
+    const __m512i add = _mm512_set1_epi8((char)p->bias);
+    __m512i mn = _mm512_set1_epi8(INT8_MAX), mx = _mm512_set1_epi8(INT8_MIN);
+    size_t c = 0;
+    for (; c + 128 <= k; c += 128)
+        pack128_avx512(bits, true, codes + c, codes + c + 64, 0, 0, add, base + c * lb / 8, high + c * hb / 8, &mn,
+                       &mx);
+    for (; c < lanes; c += 128) {
+        /* pointers stay inside the codes (a lane that is not read needs no address of its own) */
+        const size_t left = k > c ? k - c : 0;
+        const int8_t *q0 = left ? codes + c : codes, *q1 = left > 64 ? codes + c + 64 : codes;
+        pack128_avx512(bits, false, q0, q1, tail64(left), left > 64 ? tail64(left - 64) : 0, add, base + c * lb / 8,
+                       high + c * hb / 8, &mn, &mx);
+    }
+    return (_mm512_cmplt_epi8_mask(mn, _mm512_set1_epi8(nf_k_clamp8(lo))) |
+            _mm512_cmpgt_epi8_mask(mx, _mm512_set1_epi8(nf_k_clamp8(hi)))) == 0;
+}
+
+AVX512_FN static bool rs_pack_row_avx512(const nf_rs_params *p, const int8_t *codes, size_t k, size_t lanes, int lo,
+                                         int hi, uint8_t *base, uint8_t *high)
+{
+    switch (p->bits) {
+    case 2: return pack_row_avx512(2, p, codes, k, lanes, lo, hi, base, high);
+    case 4: return pack_row_avx512(4, p, codes, k, lanes, lo, hi, base, high);
+    case 5: return pack_row_avx512(5, p, codes, k, lanes, lo, hi, base, high);
+    case 6: return pack_row_avx512(6, p, codes, k, lanes, lo, hi, base, high);
+    case 8: return pack_row_avx512(8, p, codes, k, lanes, lo, hi, base, high);
+    default: return nf_layout_kernels_scalar.rs_pack_row(p, codes, k, lanes, lo, hi, base, high);
+    }
+}
+
 const nf_layout_kernels nf_layout_kernels_avx512 = {
     .name = "avx512",
     .bf16_f32 = bf16_f32_avx512,
@@ -259,6 +395,9 @@ const nf_layout_kernels nf_layout_kernels_avx512 = {
     .rs_unpack_row = nf_rs_unpack_row_avx2,
     .nibbles = nf_nibbles_avx2,
     .rs_row_f32 = rs_row_f32_avx512,
+    .codes_within = codes_within_avx512,
+    .grouped_scales = grouped_scales_avx512,
+    .rs_pack_row = rs_pack_row_avx512,
 };
 
 #endif
