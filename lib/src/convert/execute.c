@@ -376,6 +376,8 @@ static void *worker(void *arg)
     float *decoded = malloc((nv + 1) * sizeof *decoded);
     compare_ctx cmp = {r->sink, 0, malloc(1 << 16), 1 << 16};
     nf_errstats *st = r->stats ? malloc(sizeof *st) : NULL;
+    nf_words w = {0};
+    size_t words_object = SIZE_MAX; /* the object w was allocated for */
     nf_error err;
     if (!raw || !scales || !values || !decoded || !cmp.buf || (r->stats && !st)) {
         nf_error_set(&err, NF_ERR_NOMEM, "out of memory");
@@ -394,11 +396,20 @@ static void *worker(void *arg)
             continue;
         }
         if (st) nf_errstats_init(st);
-        nf_words w;
-        nf_status s = nf_words_alloc(&w, &o->g, j.r1 - j.r0, &err);
-        if (s == NF_OK) {
-            s = run_job(r, &j, &w, raw, (size_t)max_raw, scales, (size_t)max_scale, values, decoded, &cmp, st, &err);
+        /* The words of a chunk, kept from one job to the next of the same object: every encoder
+         * and importer writes all the words of the rows it is given, so only a new object needs
+         * a new (zeroed) allocation, not every chunk. */
+        nf_status s = NF_OK;
+        if (words_object != j.object) {
             nf_words_free(&w);
+            words_object = SIZE_MAX;
+            s = nf_words_alloc(&w, &o->g, r->objs[j.object].chunk_rows, &err);
+            if (s == NF_OK) words_object = j.object;
+        }
+        if (s == NF_OK) {
+            nf_words view = w;
+            view.rows = j.r1 - j.r0;
+            s = run_job(r, &j, &view, raw, (size_t)max_raw, scales, (size_t)max_scale, values, decoded, &cmp, st, &err);
         }
         if (s != NF_OK) {
             nf_error_prefix(&err, "object '%s'", o->id);
@@ -409,6 +420,7 @@ static void *worker(void *arg)
         atomic_fetch_add(&r->done, 1);
     }
 out:
+    nf_words_free(&w);
     free(raw);
     free(scales);
     free(values);

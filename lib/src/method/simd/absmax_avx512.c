@@ -37,21 +37,27 @@ AVX512_INLINE __m512 load_part(const uint8_t *p, __mmask16 k, nf_src_type type)
     return widen(_mm256_maskz_loadu_epi16(k, p), type);
 }
 
-/* clamp(f32(x * inv), qmin, qmax) rounded to nearest even, as binary32 integers (a plain
- * multiply, rounded to binary32 before the clamp, as the reference's is). */
-AVX512_INLINE __m512 code_float(__m512 x, __m512 inv, __m512 qmin, __m512 qmax)
+/* clamp(f32(x * inv), qmin, qmax) + 1.5 * 2^23: a plain multiply, rounded to binary32 before the
+ * clamp as the reference's is, then the reference's own rounding (method_impl.h,
+ * nf_grouped_code): the clamped value lies in [-128, 127], so the sum lies in [2^23, 2^24) where
+ * binary32's spacing is 1, and it is the code rounded to nearest even plus 1.5 * 2^23, exactly.
+ * Its word is 0x4B400000 + code, so the code is the word's low byte (two's complement) and the
+ * code's binary32 value is the sum minus 1.5 * 2^23 (exact). */
+#define CODE_MAGIC 12582912.0f
+
+AVX512_INLINE __m512 code_biased(__m512 x, __m512 inv, __m512 qmin, __m512 qmax)
 {
     __m512 t = _mm512_mul_ps(x, inv);
     t = _mm512_max_ps(t, qmin);
     t = _mm512_min_ps(t, qmax);
-    /* Without optimization GCC's headers make this intrinsic a macro whose all-lanes mask
-     * trips -Wsign-conversion inside the header's own casts. */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wsign-conversion"
-    t = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-#pragma GCC diagnostic pop
-    return t;
+    return _mm512_add_ps(t, _mm512_set1_ps(CODE_MAGIC));
 }
+
+/* The 16 codes of a biased sum as bytes (VPMOVDB truncates to the low byte). */
+AVX512_INLINE __m128i code_bytes(__m512 biased) { return _mm512_cvtepi32_epi8(_mm512_castps_si512(biased)); }
+
+/* The codes' binary32 values. */
+AVX512_INLINE __m512 code_values(__m512 biased) { return _mm512_sub_ps(biased, _mm512_set1_ps(CODE_MAGIC)); }
 
 /* The largest |x| word of the n values at p (n a constant at the hot call sites). */
 AVX512_INLINE uint32_t group_amax(const uint8_t *p, size_t n, nf_src_type type, size_t esize)
@@ -85,20 +91,25 @@ AVX512_INLINE void group_codes(const uint8_t *p, size_t n, nf_src_type type, siz
     const __m512 vinv = _mm512_set1_ps(inv), qmin = _mm512_set1_ps(s->qmin), qmax = _mm512_set1_ps(s->qmax);
     const __m512 vs = _mm512_set1_ps(sval);
     size_t full = n / LANES, rest = n % LANES;
+    /* the lanes in registers for the group: the int8 code stores may alias anything reached
+     * through a pointer, which would send them to memory after every store */
+    STAT_LANES l;
+    if (lanes) l = *lanes;
 #pragma GCC unroll 8
     for (size_t v = 0; v < full; v++) {
         __m512 x = load_full(p + v * LANES * esize, type);
-        __m512 t = code_float(x, vinv, qmin, qmax);
-        _mm_storeu_si128((__m128i *)(void *)(q + v * LANES), _mm512_cvtepi32_epi8(_mm512_cvttps_epi32(t)));
-        if (lanes) nf_lanes512_step(lanes, x, _mm512_mul_ps(vs, t));
+        __m512 b = code_biased(x, vinv, qmin, qmax);
+        _mm_storeu_si128((__m128i *)(void *)(q + v * LANES), code_bytes(b));
+        if (lanes) nf_lanes512_step(&l, x, _mm512_mul_ps(vs, code_values(b)));
     }
     if (rest) {
         __mmask16 tail = (__mmask16)((1u << rest) - 1u);
         __m512 x = load_part(p + full * LANES * esize, tail, type);
-        __m512 t = code_float(x, vinv, qmin, qmax);
-        _mm_mask_storeu_epi8(q + full * LANES, tail, _mm512_cvtepi32_epi8(_mm512_cvttps_epi32(t)));
-        if (lanes) nf_lanes512_step(lanes, x, _mm512_mul_ps(vs, t));
+        __m512 b = code_biased(x, vinv, qmin, qmax);
+        _mm_mask_storeu_epi8(q + full * LANES, tail, code_bytes(b));
+        if (lanes) nf_lanes512_step(&l, x, _mm512_mul_ps(vs, code_values(b)));
     }
+    if (lanes) *lanes = l;
 }
 
 /* The scale words and reciprocals of LANES groups at once (absmax_simd.h's steps, lane-wise):

@@ -14,10 +14,12 @@
  *     nf_f32_to_f16), VCVTPH2PS exact (the divisions, like the reference's, need the default
  *     floating-point environment of ninfer/method.h: no flush-to-zero, no denormals-are-zero);
  *   - code = clamp(x * inv) then round to nearest even: a lone binary32 multiply (no FMA),
- *     max/min against qmin/qmax (the product is never NaN: x and inv are finite), and
- *     VROUNDPS / VRNDSCALEPS with imm8 = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC, which is
- *     IEEE roundToIntegralTiesToEven whatever MXCSR says.  The clamped value lies in
- *     [-128, 127], so its integral value converts to int32 and narrows to int8 exactly.
+ *     max/min against qmin/qmax (the product is never NaN: x and inv are finite), and the
+ *     rounding: VROUNDPS with imm8 = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC (AVX2), which
+ *     is IEEE roundToIntegralTiesToEven whatever MXCSR says, or the reference's own addition of
+ *     1.5 * 2^23 (AVX-512, see absmax_avx512.c: the sum's word holds the code in its low byte).
+ *     The clamped value lies in [-128, 127], so its integral value converts to int32 and
+ *     narrows to int8 exactly.
  *     Clamping before rounding gives the reference's integer (rounding is monotonic and keeps
  *     the integers qmin and qmax fixed), and the reference clamps first too.
  *
