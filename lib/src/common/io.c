@@ -227,6 +227,19 @@ int nf_io_ftruncate(int fd, uint64_t size)
     return ftruncate(fd, (off_t)size) == 0 ? 0 : errno;
 }
 
+int nf_io_allocate(int fd, uint64_t size)
+{
+    int e = fault(NF_IO_WRITE);
+    if (e) return e > 0 ? e : ENOSPC;
+    /* Linux's fallocate, not posix_fallocate: where the filesystem cannot allocate ahead
+     * (EOPNOTSUPP; ENOSYS; EINVAL on some), glibc's posix_fallocate would write every block
+     * instead, and a plain size is what is wanted */
+    if (size == 0 || fallocate(fd, 0, 0, (off_t)size) == 0) return ftruncate(fd, (off_t)size) == 0 ? 0 : errno;
+    e = errno;
+    if (e == EOPNOTSUPP || e == EINVAL || e == ENOSYS) return ftruncate(fd, (off_t)size) == 0 ? 0 : errno;
+    return e;
+}
+
 int nf_io_fstat(int fd, struct stat *st) { return fstat(fd, st) == 0 ? 0 : errno; }
 
 int nf_io_link(const char *from, const char *to)

@@ -44,6 +44,10 @@ int nf_io_pwrite_full(int fd, const void *buf, size_t len, uint64_t offset);
 int nf_io_write_full(int fd, const void *buf, size_t len);
 int nf_io_fdatasync(int fd);
 int nf_io_ftruncate(int fd, uint64_t size);
+/* The file's blocks for [0, size) allocated now, its size set (so that a full disk fails here,
+ * before any payload is written, not halfway); a plain ftruncate where the filesystem cannot
+ * allocate ahead.  A write fault point. */
+int nf_io_allocate(int fd, uint64_t size);
 int nf_io_fstat(int fd, struct stat *st);
 int nf_io_link(const char *from, const char *to);
 int nf_io_rename(const char *from, const char *to);

@@ -641,7 +641,7 @@ static nf_status create_files(nf_writer *w, const uint64_t *segs, size_t n, nf_e
         if (f->fd < 0) return nf_error_errno(err, errno, "%s: cannot create a temp file", f->dest);
         f->temp_exists = true;
         int e = nf_io_fchmod(f->fd, w->file_mode);
-        if (!e) e = nf_io_ftruncate(f->fd, f->size);
+        if (!e) e = nf_io_allocate(f->fd, f->size);
         if (e) return nf_error_errno(err, e, "%s: cannot size the temp file %s", f->dest, f->temp);
         if (i == 0) {
             e = nf_io_pwrite_full(f->fd, w->image.data, w->image.len, 0);
