@@ -379,6 +379,7 @@ typedef struct tstate {
     char hex[33];
     uint8_t *enc; /* encode rows: the encoded bytes of one chunk */
     uint64_t enc_size, enc_used;
+    nf_errstats *stats; /* measured encoders */
     nf_error err;
     bool failed;
 } tstate;
@@ -401,6 +402,7 @@ struct kernel {
     const nf_method_params *params;
     nf_src_type src_type;
     const uint8_t *src;
+    bool measured; /* nf_method_encode_rows_measured: the report's statistics as well */
     /* dequant / check */
     const object *obj;
     /* check / encode of grouped words */
@@ -427,7 +429,9 @@ static void run_encode(const kernel *k, tstate *ts, uint64_t u0, uint64_t u1)
         uint64_t n = min_u64(k->grain, u1 - r);
         nf_src_rows src = {k->label, k->src_type, k->src + (size_t)(r * S.cols) * esize, r, n, S.cols};
         ts->w.rows = n;
-        if (nf_method_encode_rows(k->method, k->fmt, k->params, &src, &ts->w, &ts->err) != NF_OK) ts->failed = true;
+        nf_errstats *st = k->measured ? ts->stats : NULL;
+        if (nf_method_encode_rows_measured(k->method, k->fmt, k->params, &src, &ts->w, st, &ts->err) != NF_OK)
+            ts->failed = true;
     }
 }
 
@@ -601,6 +605,7 @@ static void scratch_init(const kernel *k, tstate *ts, const nf_geometry *g, bool
             for (uint32_t p = 0; p < wg->nplanes; p++) ts[t].enc_size += k->grain * wg->planes[p].row_bytes;
             ts[t].enc = xmalloc((size_t)ts[t].enc_size);
         }
+        if (k->measured && !(ts[t].stats = nf_errstats_new())) die("out of memory", NULL);
         if (values) { /* on a cache line, as ninfer-dequant's chunk buffers */
             ts[t].f32 = aligned_alloc(64, (size_t)(k->grain * S.cols) * sizeof(float));
             if (!ts[t].f32) die("out of memory", NULL);
@@ -612,6 +617,7 @@ static void scratch_free(tstate *ts)
 {
     for (unsigned t = 0; t < S.threads; t++) {
         if (ts[t].have_words) nf_words_free(&ts[t].w);
+        nf_errstats_free(ts[t].stats);
         free(ts[t].f32);
         free(ts[t].enc);
     }
@@ -627,11 +633,12 @@ static void bench(const kernel *k, const nf_geometry *g, bool values, result *ou
     if (outt) *outt = rt;
 }
 
-static void bench_encode(const char *label, nf_method_id method, const char *format, nf_src_type type,
-                         const nf_method_params *params)
+static void bench_encode_as(const char *label, nf_method_id method, const char *format, nf_src_type type,
+                            const nf_method_params *params, bool measured)
 {
     nf_error err = {0};
     kernel k = {0};
+    k.measured = measured;
     /* grouped_absmax runs the SIMD variant chosen at run time (ninfer/method.h nf_simd_name) */
     if (method == NF_METHOD_GROUPED_ABSMAX) snprintf(k.label, sizeof k.label, "%s [%s]", label, nf_simd_name());
     else snprintf(k.label, sizeof k.label, "%s", label);
@@ -654,6 +661,12 @@ static void bench_encode(const char *label, nf_method_id method, const char *for
     result r1, rt;
     bench(&k, &g, false, &r1, &rt);
     print_row(&k, r1, rt);
+}
+
+static void bench_encode(const char *label, nf_method_id method, const char *format, nf_src_type type,
+                         const nf_method_params *params)
+{
+    bench_encode_as(label, method, format, type, params, false);
 }
 
 static void bench_object(const object *o, bool check)
@@ -812,12 +825,21 @@ static void kernels(uint64_t e)
             snprintf(label, sizeof label, "grouped_absmax -> %s", grouped[f]);
             bench_encode(label, NF_METHOD_GROUPED_ABSMAX, grouped[f], types[t], NULL);
         }
+    /* the same measuring as it encodes, for the conversion report (what the report costs) */
+    for (size_t f = 0; f < sizeof grouped / sizeof grouped[0]; f += 3)
+        for (size_t t = 0; t < 2; t++) {
+            char label[64];
+            snprintf(label, sizeof label, "grouped_absmax+stats -> %s", grouped[f]);
+            bench_encode_as(label, NF_METHOD_GROUPED_ABSMAX, grouped[f], types[t], NULL, true);
+        }
     free(src_f16);
     src_f16 = NULL;
     nf_method_params imp = {importance, S.cols, false};
     bench_encode("grouped_search -> q4_g64_fp16", NF_METHOD_GROUPED_SEARCH, "q4_g64_fp16", NF_SRC_BF16, NULL);
     bench_encode("grouped_search -> q4_g64_fp16 +importance", NF_METHOD_GROUPED_SEARCH, "q4_g64_fp16", NF_SRC_BF16,
                  &imp);
+    bench_encode_as("grouped_search+stats -> q4_g64_fp16", NF_METHOD_GROUPED_SEARCH, "q4_g64_fp16", NF_SRC_BF16, NULL,
+                    true);
     bench_encode("fp8_row_maxabs -> fp8_e4m3fn_row_bf16", NF_METHOD_FP8_ROW_MAXABS, "fp8_e4m3fn_row_bf16",
                  NF_SRC_BF16, NULL);
     bench_encode("fp8_row_maxabs -> fp8_e4m3fn_row_fp16", NF_METHOD_FP8_ROW_MAXABS, "fp8_e4m3fn_row_fp16",
