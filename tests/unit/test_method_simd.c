@@ -575,16 +575,25 @@ static void check_known_answers(nf_simd_level level)
     compared_values += 1;
 }
 
+/* The row kernel of a vector level (the tests call it directly). */
+static nf_absmax_row_fn kernel_of(nf_simd_level level)
+{
+    nf_absmax_row_fn kernel = NULL;
+#if HAVE_X86
+    kernel = level == NF_SIMD_AVX512 ? nf_absmax_row_avx512 : nf_absmax_row_avx2;
+#else
+    (void)level;
+#endif
+    cr_assert(kernel != NULL);
+    return kernel;
+}
+
 /* The kernel itself with shapes no registered format has (qmax far below the denominator), so
  * that the clamp binds on both sides and x * inv reaches 2^23 and beyond; checked against a
  * row reference built from the scalar primitives (nf_grouped_code, nf_absmax_simd_scale). */
 static void check_kernel_clamp(nf_simd_level level)
 {
-    nf_absmax_row_fn kernel = NULL;
-#if HAVE_X86
-    kernel = level == NF_SIMD_AVX512 ? nf_absmax_row_avx512 : nf_absmax_row_avx2;
-#endif
-    cr_assert(kernel != NULL);
+    nf_absmax_row_fn kernel = kernel_of(level);
     uint64_t huge = 0, clamped = 0;
     static const nf_absmax_shape shapes[] = {
         {64, -8.0f, 7.0f, 1000.0f}, {32, -127.0f, 127.0f, 3.0e7f}, {32, -2.0f, 1.0f, 1.0e9f}, {64, -32.0f, 31.0f, 31.0f},
@@ -797,11 +806,7 @@ static void same_stats(const nf_errstats *a, const nf_errstats *b, const char *w
 
 static void check_measured(nf_simd_level level)
 {
-    nf_absmax_row_fn kernel = NULL;
-#if HAVE_X86
-    kernel = level == NF_SIMD_AVX512 ? nf_absmax_row_avx512 : nf_absmax_row_avx2;
-#endif
-    cr_assert(kernel != NULL);
+    nf_absmax_row_fn kernel = kernel_of(level);
     static const size_t ks[] = {1, 17, 64, 200, 4095, 4096, 4097, 8192, 3 * 4096 + 70};
     enum { MAXK = 3 * 4096 + 70 };
     uint8_t *data = malloc(MAXK * 4);

@@ -908,6 +908,19 @@ static void digest_free(nf_writer *w)
     w->dig = NULL;
 }
 
+/* A write (or its digest's read-back) failed: other threads may still be writing, so the writer
+ * is only marked dead (nf_writer_free removes the files), and every later write returns this
+ * error. */
+static nf_status write_failed(nf_writer *w, nf_status st, const nf_error *local, nf_error *err)
+{
+    pthread_mutex_lock(&w->lock);
+    if (w->failure.status == NF_OK) w->failure = *local;
+    w->state = W_FAILED;
+    pthread_mutex_unlock(&w->lock);
+    if (err) *err = *local;
+    return st;
+}
+
 nf_status nf_writer_write(nf_writer *w, size_t index, uint64_t offset, const void *data, size_t len, nf_error *err)
 {
     if (w->state == W_FAILED) {
@@ -942,28 +955,12 @@ nf_status nf_writer_write(nf_writer *w, size_t index, uint64_t offset, const voi
     size_t bad = 0;
     int e = route(w, o->offset + offset, (void *)(uintptr_t)data, len, true, &bad);
     nf_error local;
-    if (!e && w->dig) {
+    if (e) return write_failed(w, nf_error_errno(&local, e, "%s: object '%s': cannot write %zu bytes to %s", w->path,
+                                                 o->id, len, w->files[bad].temp),
+                               &local, err);
+    if (w->dig) {
         nf_status st = digest_piece(w, index, offset, data, len, &local);
-        if (st != NF_OK) {
-            pthread_mutex_lock(&w->lock);
-            if (w->failure.status == NF_OK) w->failure = local;
-            w->state = W_FAILED;
-            pthread_mutex_unlock(&w->lock);
-            if (err) *err = local;
-            return st;
-        }
-    }
-    if (e) {
-        /* Other threads may still be writing: only mark the writer dead; nf_writer_free
-         * removes the files. */
-        nf_status st = nf_error_errno(&local, e, "%s: object '%s': cannot write %zu bytes to %s", w->path, o->id,
-                                      len, w->files[bad].temp);
-        pthread_mutex_lock(&w->lock);
-        if (w->failure.status == NF_OK) w->failure = local;
-        w->state = W_FAILED;
-        pthread_mutex_unlock(&w->lock);
-        if (err) *err = local;
-        return st;
+        if (st != NF_OK) return write_failed(w, st, &local, err);
     }
     return NF_OK;
 }

@@ -31,11 +31,6 @@ AVX2_FN static void block_f32(const float *x, const float *y, size_t n, nf_errst
     if (!nf_lanes256_finish(&l, n, st)) nf_stats_block_scalar(x, y, n, st);
 }
 
-AVX2_FN static void row_f32_avx2(const float *x, const float *y, size_t n, nf_errstats *st)
-{
-    for (size_t c = 0; c < n; c += NF_STATS_BLOCK)
-        block_f32(x + c, y + c, n - c < NF_STATS_BLOCK ? n - c : NF_STATS_BLOCK, st);
-}
 
 /* 8 source words at p as binary32 (exact widenings). */
 AVX2_INLINE __m256 load_source8(const uint8_t *p, nf_stats_source type)
@@ -83,47 +78,10 @@ AVX2_INLINE void grouped_block(const uint8_t *p, nf_stats_source type, const int
     if (!nf_lanes256_finish(&l, n, st)) nf_stats_kernels_scalar.row_grouped(p, type, codes, scales, n, group, st);
 }
 
-AVX2_INLINE void grouped_row(const uint8_t *p, nf_stats_source type, const int8_t *codes, const uint16_t *scales,
-                             size_t n, unsigned group, nf_errstats *st)
-{
-    const size_t es = type == NF_STATS_F32 ? 4 : 2;
-    for (size_t c = 0; c < n; c += NF_STATS_BLOCK)
-        grouped_block(p + c * es, type, codes + c, scales + c / group, n - c < NF_STATS_BLOCK ? n - c : NF_STATS_BLOCK,
-                      group, st);
-}
-
-AVX2_FN static void grouped_f32(const uint8_t *p, const int8_t *q, const uint16_t *s, size_t n, unsigned g,
-                                nf_errstats *st)
-{
-    grouped_row(p, NF_STATS_F32, q, s, n, g, st);
-}
-
-AVX2_FN static void grouped_f16(const uint8_t *p, const int8_t *q, const uint16_t *s, size_t n, unsigned g,
-                                nf_errstats *st)
-{
-    grouped_row(p, NF_STATS_F16, q, s, n, g, st);
-}
-
-AVX2_FN static void grouped_bf16(const uint8_t *p, const int8_t *q, const uint16_t *s, size_t n, unsigned g,
-                                 nf_errstats *st)
-{
-    grouped_row(p, NF_STATS_BF16, q, s, n, g, st);
-}
-
-static void row_grouped_avx2(const void *src, nf_stats_source type, const int8_t *codes, const uint16_t *scales,
-                             size_t n, unsigned group, nf_errstats *st)
-{
-    if (group == 0 || group % 16 != 0 || NF_STATS_BLOCK % group != 0)
-        nf_stats_kernels_scalar.row_grouped(src, type, codes, scales, n, group, st);
-    else if (type == NF_STATS_F32) grouped_f32(src, codes, scales, n, group, st);
-    else if (type == NF_STATS_F16) grouped_f16(src, codes, scales, n, group, st);
-    else grouped_bf16(src, codes, scales, n, group, st);
-}
-
-const nf_stats_kernels nf_stats_kernels_avx2 = {
-    .name = "avx2",
-    .row_f32 = row_f32_avx2,
-    .row_grouped = row_grouped_avx2,
-};
+#define STATS_FN AVX2_FN
+#define STATS_INLINE AVX2_INLINE
+#define STATS_KERNELS nf_stats_kernels_avx2
+#define STATS_NAME "avx2"
+#include "stats/simd/stats_rows.inc"
 
 #endif

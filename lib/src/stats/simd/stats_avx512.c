@@ -24,11 +24,6 @@ AVX512_FN static void block_f32(const float *x, const float *y, size_t n, nf_err
     if (!nf_lanes512_finish(&l, n, st)) nf_stats_block_scalar(x, y, n, st);
 }
 
-AVX512_FN static void row_f32_avx512(const float *x, const float *y, size_t n, nf_errstats *st)
-{
-    for (size_t c = 0; c < n; c += NF_STATS_BLOCK)
-        block_f32(x + c, y + c, n - c < NF_STATS_BLOCK ? n - c : NF_STATS_BLOCK, st);
-}
 
 /* 16 source words from p (the first m of them when m < 16; the others read as +0). */
 AVX512_INLINE __m512 load_source(const uint8_t *p, nf_stats_source type, size_t m)
@@ -74,48 +69,10 @@ AVX512_INLINE void grouped_block(const uint8_t *p, nf_stats_source type, const i
     if (!nf_lanes512_finish(&l, n, st)) nf_stats_kernels_scalar.row_grouped(p, type, codes, scales, n, group, st);
 }
 
-AVX512_INLINE void grouped_row(const uint8_t *p, nf_stats_source type, const int8_t *codes, const uint16_t *scales,
-                               size_t n, unsigned group, nf_errstats *st)
-{
-    const size_t es = type == NF_STATS_F32 ? 4 : 2;
-    for (size_t c = 0; c < n; c += NF_STATS_BLOCK)
-        grouped_block(p + c * es, type, codes + c, scales + c / group, n - c < NF_STATS_BLOCK ? n - c : NF_STATS_BLOCK,
-                      group, st);
-}
-
-AVX512_FN static void grouped_f32(const uint8_t *p, const int8_t *q, const uint16_t *s, size_t n, unsigned g,
-                                  nf_errstats *st)
-{
-    grouped_row(p, NF_STATS_F32, q, s, n, g, st);
-}
-
-AVX512_FN static void grouped_f16(const uint8_t *p, const int8_t *q, const uint16_t *s, size_t n, unsigned g,
-                                  nf_errstats *st)
-{
-    grouped_row(p, NF_STATS_F16, q, s, n, g, st);
-}
-
-AVX512_FN static void grouped_bf16(const uint8_t *p, const int8_t *q, const uint16_t *s, size_t n, unsigned g,
-                                   nf_errstats *st)
-{
-    grouped_row(p, NF_STATS_BF16, q, s, n, g, st);
-}
-
-static void row_grouped_avx512(const void *src, nf_stats_source type, const int8_t *codes, const uint16_t *scales,
-                               size_t n, unsigned group, nf_errstats *st)
-{
-    /* blocks hold whole groups, and 16 lanes never straddle two groups */
-    if (group == 0 || group % 16 != 0 || NF_STATS_BLOCK % group != 0)
-        nf_stats_kernels_scalar.row_grouped(src, type, codes, scales, n, group, st);
-    else if (type == NF_STATS_F32) grouped_f32(src, codes, scales, n, group, st);
-    else if (type == NF_STATS_F16) grouped_f16(src, codes, scales, n, group, st);
-    else grouped_bf16(src, codes, scales, n, group, st);
-}
-
-const nf_stats_kernels nf_stats_kernels_avx512 = {
-    .name = "avx512",
-    .row_f32 = row_f32_avx512,
-    .row_grouped = row_grouped_avx512,
-};
+#define STATS_FN AVX512_FN
+#define STATS_INLINE AVX512_INLINE
+#define STATS_KERNELS nf_stats_kernels_avx512
+#define STATS_NAME "avx512"
+#include "stats/simd/stats_rows.inc"
 
 #endif
