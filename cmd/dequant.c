@@ -326,19 +326,24 @@ static nf_status stream_rows(const rows_job *job, unsigned threads, nf_out *out,
         if ((need_values && !s->values) || (job->format != FMT_TEXT && !s->bytes))
             st = nf_error_set(err, NF_ERR_NOMEM, "out of memory"); /* freed below: the loop counts it */
     }
-    if (st == NF_OK && workers == 0) {
+    size_t started = 0;
+    if (st == NF_OK && workers > 0) {
+        pthread_mutex_init(&p.lock, NULL);
+        pthread_cond_init(&p.cond, NULL);
+        for (; started < workers; started++)
+            if (pthread_create(&tids[started], NULL, decode_worker, &p) != 0) break;
+        if (started == 0) { /* no thread could start: the calling thread does it all */
+            pthread_cond_destroy(&p.cond);
+            pthread_mutex_destroy(&p.lock);
+        }
+    }
+    if (st == NF_OK && started == 0) {
         for (uint64_t c = 0; st == NF_OK && c < p.nchunks; c++) {
             slot_range(&p, c, &p.slots[0]);
             decode_slot(job, &p.slots[0]);
             st = write_slot(job, &p.slots[0], eb, out, err);
         }
     } else if (st == NF_OK) {
-        pthread_mutex_init(&p.lock, NULL);
-        pthread_cond_init(&p.cond, NULL);
-        size_t started = 0;
-        for (; started < workers; started++)
-            if (pthread_create(&tids[started], NULL, decode_worker, &p) != 0) break;
-        if (started == 0) st = nf_error_set(err, NF_ERR_NOMEM, "cannot start a decoding thread");
         for (uint64_t c = 0; st == NF_OK && c < p.nchunks; c++) {
             dq_slot *s = &p.slots[c % p.nslots];
             pthread_mutex_lock(&p.lock);

@@ -121,6 +121,34 @@ for t in 2 3 5; do
     done
 done
 same "$work/all1.safetensors" "$work/alld.safetensors"
+# threads that cannot start: the ones that did (or the calling thread alone) decode everything,
+# the same bytes (a pthread_create shim failing every call after the first PTFAIL-1)
+cat >"$work/ptfail.c" <<'C'
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+int pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*f)(void *), void *arg)
+{
+    static int calls;
+    const char *n = getenv("PTFAIL");
+    if (n && ++calls >= atoi(n)) return EAGAIN;
+    int (*real)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *) =
+        (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *))dlsym(RTLD_NEXT, "pthread_create");
+    return real(t, a, f, arg);
+}
+C
+if cc -shared -fPIC -o "$work/ptfail.so" "$work/ptfail.c" -ldl 2>"$work/cc.err"; then
+    for n in 1 2; do
+        PTFAIL=$n LD_PRELOAD="$work/ptfail.so" ASAN_OPTIONS="${ASAN_OPTIONS:-}:verify_asan_link_order=0" \
+            run 0 "$bin/ninfer-dequant" "$work/m.ninfer" --all -o "$work/pt$n.safetensors" --threads 3
+        same "$work/all1.safetensors" "$work/pt$n.safetensors"
+    done
+else
+    echo "note: no C compiler for the pthread_create shim: $(head -c 200 "$work/cc.err")"
+fi
+
 # damaged words decode the same way whatever the thread count (dequant does not check words)
 for t in 1 2 4; do
     run 0 "$bin/ninfer-dequant" "$work/bad.ninfer" --all -o "$work/bad$t.safetensors" --threads "$t"

@@ -848,6 +848,36 @@ static void check_measured(nf_simd_level level)
                 }
                 compared_values += k;
             }
+    /* group sizes no registered format has (a copied format): the kernel measures only the ones
+     * its lanes fit (multiples of 16), the caller the others; either way the reference's figures */
+    static const unsigned odd_groups[] = {1, 2, 4, 8, 16, 128};
+    for (size_t gi = 0; gi < sizeof odd_groups / sizeof odd_groups[0]; gi++) {
+        nf_format f = *nf_format_by_id(NF_FMT_Q8_G32_FP16);
+        f.group_size = odd_groups[gi];
+        size_t rows = 2, k = 5000;
+        float *v = malloc(rows * k * sizeof *v);
+        int8_t *q = malloc(rows * k);
+        uint16_t *sc = malloc(rows * k * 2);
+        cr_assert(v && q && sc);
+        for (size_t i = 0; i < rows * k; i++) v[i] = random_value(0.1);
+        nf_words out = {.rows = rows, .cols = k, .codes = q, .scales = sc};
+        nf_src_rows src = {.type = NF_SRC_F32, .data = v, .rows = rows, .cols = k};
+        nf_errstats got, want;
+        nf_errstats_init(&got);
+        nf_errstats_init(&want);
+        nf_error err;
+        cr_assert_eq(nf_grouped_absmax_rows_measured(&f, &src, &out, &got, &err), NF_OK, "%s", err.message);
+        size_t groups = (k + f.group_size - 1) / f.group_size;
+        for (size_t r = 0; r < rows; r++)
+            nf_stats_kernels_scalar.row_grouped(v + r * k, NF_STATS_F32, q + r * k, sc + r * groups, k, f.group_size,
+                                                &want);
+        char what[64];
+        snprintf(what, sizeof what, "%s group %u", nf_simd_level_name(level), f.group_size);
+        same_stats(&got, &want, what);
+        free(v);
+        free(q);
+        free(sc);
+    }
     /* the method's measured rows: the figures of the reference over its words, any row count */
     for (int fi = 0; fi < 4; fi++) {
         const nf_format *f = nf_format_by_id(grouped_ids[fi]);

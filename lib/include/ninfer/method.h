@@ -175,7 +175,9 @@ nf_status nf_method_encode_rows(nf_method_id id, const nf_format *fmt, const nf_
  * (ninfer/stats.h): each source value (widened exactly to binary32; integer sources have none,
  * their pairs are skipped) against the value its words represent.  grouped_absmax measures in
  * the same pass as it encodes; the others measure the words they wrote.  stats NULL: exactly
- * nf_method_encode_rows.  The figures do not depend on how rows are cut into calls. */
+ * nf_method_encode_rows.  The figures do not depend on how rows are cut into calls.  On failure
+ * *stats may hold part of the chunk's figures: discard it (convert measures each chunk into an
+ * accumulator of its own and merges it only when the chunk succeeds). */
 nf_status nf_method_encode_rows_measured(nf_method_id id, const nf_format *fmt, const nf_method_params *params,
                                          const nf_src_rows *src, nf_words *out, nf_errstats *stats, nf_error *err);
 

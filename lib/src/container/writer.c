@@ -829,13 +829,26 @@ static void digest_park(nf_writer *w, wdigest *d, uint64_t offset, const void *d
     *at = p;
 }
 
+/* The streamed digest of an object is given up (out of memory): its parked copies are dropped
+ * and fill_checksums reads the whole object back instead. */
+static void digest_give_up(nf_writer *w, wdigest *d)
+{
+    d->failed = true;
+    while (d->park) {
+        parked *p = d->park;
+        d->park = p->next;
+        atomic_fetch_sub(&w->parked_bytes, (uint64_t)p->len);
+        free(p);
+    }
+}
+
 /* The object is complete: the rest of its bytes, from the parked copies or read back. */
 static nf_status digest_finish(nf_writer *w, size_t index, nf_error *err)
 {
     wobj *o = &w->objs[index];
     wdigest *d = &w->dig[index];
     if (!d->s && !(d->s = nf_xxh3_stream_new())) {
-        d->failed = true; /* fill_checksums reads it back whole */
+        digest_give_up(w, d);
         return NF_OK;
     }
     uint8_t *buf = NULL;
@@ -843,7 +856,7 @@ static nf_status digest_finish(nf_writer *w, size_t index, nf_error *err)
     while (d->hashed < o->bytes) {
         uint64_t end = d->park ? d->park->offset : o->bytes;
         if (!buf && !(buf = malloc(READBACK_CHUNK))) {
-            d->failed = true;
+            digest_give_up(w, d);
             break;
         }
         size_t n = end - d->hashed < READBACK_CHUNK ? (size_t)(end - d->hashed) : READBACK_CHUNK;
@@ -876,7 +889,7 @@ static nf_status digest_piece(nf_writer *w, size_t index, uint64_t offset, const
     pthread_mutex_lock(lock);
     if (!d->failed && offset == d->hashed) {
         if (!d->s && !(d->s = nf_xxh3_stream_new())) {
-            d->failed = true;
+            digest_give_up(w, d);
         } else {
             digest_hash(d, data, len);
             digest_drain(w, d);
@@ -993,8 +1006,9 @@ static nf_status check_coverage(nf_writer *w, nf_error *err)
     return NF_OK;
 }
 
-/* design.md 4: each object's digest from its bytes as written (read back from the temp files),
- * then the directory digest over header + JSON with its own digits still zero. */
+/* design.md 4: each object's digest from its bytes as written (streamed as they were written,
+ * or, for an object whose stream was given up, read back from the temp files), then the
+ * directory digest over header + JSON with its own digits still zero. */
 static nf_status fill_checksums(nf_writer *w, nf_error *err)
 {
     uint8_t *buf = malloc(READBACK_CHUNK);

@@ -221,6 +221,7 @@ typedef struct runner {
     unsigned running;
     nf_status status;
     nf_error error;
+    atomic_bool failed; /* status != NF_OK, for the workers' unlocked check */
 } runner;
 
 static void fail(runner *r, nf_status st, const nf_error *e)
@@ -231,6 +232,7 @@ static void fail(runner *r, nf_status st, const nf_error *e)
         r->error = *e;
     }
     pthread_mutex_unlock(&r->lock);
+    atomic_store(&r->failed, true);
 }
 
 /* Cuts every tensor object into jobs (nvfp4: multiples of 128 rows, restarting at each member,
@@ -297,6 +299,7 @@ static void job_finished(runner *r, const job *j, const nf_errstats *st)
         } else if (r->status == NF_OK) {
             r->status = NF_ERR_NOMEM;
             nf_error_set(&r->error, NF_ERR_NOMEM, "out of memory");
+            atomic_store(&r->failed, true);
         }
     }
     if (--run->pending == 0) {
@@ -385,7 +388,7 @@ static void *worker(void *arg)
         goto out;
     }
     for (;;) {
-        if (r->status != NF_OK || (r->cancel && *r->cancel)) break;
+        if (atomic_load(&r->failed) || (r->cancel && *r->cancel)) break;
         size_t i = atomic_fetch_add(&r->next, 1);
         if (i >= r->njobs) break;
         job j = job_at(r, i);
