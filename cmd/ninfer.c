@@ -1,5 +1,5 @@
 /* ninfer: git-style dispatcher.  `ninfer verify ...` runs `ninfer-verify ...`, looked up first
- * beside this executable, then on PATH. */
+ * beside this executable, then on PATH; every program of the build is a command. */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -9,13 +9,12 @@
 
 #include <ninfer/ninfer.h>
 
+/* The commands: the build's list of programs (NINFER_PROGRAMS in CMakeLists.txt). */
 static const struct command {
     const char *name;
     const char *summary;
 } commands[] = {
-    {"dequant", "write a tensor's values (raw, .npy, text) or every tensor as safetensors"},
-    {"inspect", "show an artifact's files, objects, bindings, geometry and words"},
-    {"verify", "check structure, words and checksums of artifacts (exit status for CI)"},
+#include "ninfer_commands.h"
 };
 
 static void usage(FILE *out)

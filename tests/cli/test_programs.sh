@@ -61,6 +61,14 @@ contains "$work/out" "inspect"
 expect_exit 0 "$bin/ninfer" verify "$data/upstream/direct.ninfer"
 expect_exit 2 "$bin/ninfer" frobnicate
 expect_exit 0 "$bin/ninfer" inspect --version
+# every program the build installs is a command of the dispatcher, listed in its --help
+"$bin/ninfer" --help >"$work/commands" 2>&1
+for p in "$bin"/ninfer-*; do
+    name=${p##*/ninfer-}
+    case "$name" in gen-checkpoint | demo-sample) continue ;; esac # build helpers, not installed
+    expect_exit 0 "$bin/ninfer" "$name" --version
+    grep -q "^  $name " "$work/commands" && ok || bad "ninfer --help does not list '$name'"
+done
 
 # golden outputs on upstream artifacts
 golden inspect_container_small 0 "$bin/ninfer-inspect" container_small.ninfer
