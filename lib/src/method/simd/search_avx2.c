@@ -27,10 +27,21 @@ static void search_lsq(const nf_search_shape *sh, const struct search_lanes *b, 
 static void search_exact(const nf_search_shape *sh, const nf_search_group *g, const double *s, const float *inv,
                          size_t m, double *e);
 AVX2_INLINE void search_codes(const nf_search_shape *sh, const nf_search_group *g, float inv, int8_t *q);
+#define SEARCH_HAVE_VECTOR_ROWS 1
+AVX2_INLINE void search_scaled_round(const double *v, double r, uint16_t *w);
+AVX2_INLINE void search_step_row(const uint16_t *v, int n, uint16_t *w);
+AVX2_INLINE void search_validate(struct search_cands *C, size_t j, const uint16_t *canonical, bool neg);
+AVX2_INLINE void search_unlist(struct search_cands *C, size_t j, const uint16_t *canonical);
+AVX2_INLINE void search_select(struct search_cands *C, const uint8_t *list, size_t m, double rho, float *thr,
+                               uint8_t *first, uint16_t *extra);
 
 #define SEARCH_BATCH_FN search_batch_avx2
 #define SEARCH_ATTR AVX2_ATTR
 #include "method/simd/search_algo.inc"
+
+/* The low and high 4 lanes of a binary32 vector, widened exactly to binary64. */
+AVX2_INLINE __m256d lo4(__m256 v) { return _mm256_cvtps_pd(_mm256_castps256_ps128(v)); }
+AVX2_INLINE __m256d hi4(__m256 v) { return _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)); }
 
 /* ---------------------------------------------------------------- batch layout */
 
@@ -89,19 +100,123 @@ AVX2_INLINE void search_transpose(const nf_search_shape *sh, const nf_search_gro
 /* round_candidate of 8 lanes: a NaN becomes +infinity (the reference's early exit gives it the
  * infinite word), VCVTPD2PS (round to nearest even; |c| beyond binary32 becomes infinity,
  * which binary16 keeps), VCVTPS2PH imm8 = 0, then, where a zero magnitude appears, the
- * reference's fix-up of a nonzero candidate rounding to zero. */
-AVX2_INLINE void search_round(const double *c, uint16_t *w)
+ * reference's fix-up of a nonzero candidate rounding to zero (the sign is kept by the
+ * conversions, so the word becomes h | 1). */
+AVX2_INLINE __m128i round8(__m256d c0, __m256d c1)
 {
-    const __m256d inf = _mm256_set1_pd(INFINITY);
-    __m256d c0 = _mm256_load_pd(c), c1 = _mm256_load_pd(c + 4);
+    const __m256d inf = _mm256_set1_pd(INFINITY), zero = _mm256_setzero_pd();
     c0 = _mm256_blendv_pd(c0, inf, _mm256_cmp_pd(c0, c0, _CMP_UNORD_Q));
     c1 = _mm256_blendv_pd(c1, inf, _mm256_cmp_pd(c1, c1, _CMP_UNORD_Q));
     __m128i h = _mm256_cvtps_ph(_mm256_set_m128(_mm256_cvtpd_ps(c1), _mm256_cvtpd_ps(c0)), 0);
-    _mm_store_si128((__m128i *)(void *)w, h);
     __m128i z = _mm_cmpeq_epi16(_mm_and_si128(h, _mm_set1_epi16(0x7FFF)), _mm_setzero_si128());
-    if (_mm_movemask_epi8(z))
-        for (size_t l = 0; l < 8; l++)
-            if ((w[l] & 0x7FFFu) == 0 && c[l] != 0.0) w[l] = (uint16_t)(w[l] | 1u);
+    if (_mm_movemask_epi8(z)) {
+        /* nonzero candidates as 16-bit lane masks: the low halves of the 64-bit compare masks */
+        __m256i n0 = _mm256_castpd_si256(_mm256_cmp_pd(c0, zero, _CMP_NEQ_UQ));
+        __m256i n1 = _mm256_castpd_si256(_mm256_cmp_pd(c1, zero, _CMP_NEQ_UQ));
+        const __m256i pick = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
+        __m128i a = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(n0, pick));
+        __m128i b = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(n1, pick));
+        __m128i nz = _mm_packs_epi32(a, b);
+        h = _mm_or_si128(h, _mm_and_si128(_mm_and_si128(z, nz), _mm_set1_epi16(1)));
+    }
+    return h;
+}
+
+AVX2_INLINE void search_round(const double *c, uint16_t *w)
+{
+    _mm_store_si128((__m128i *)(void *)w, round8(_mm256_load_pd(c), _mm256_load_pd(c + 4)));
+}
+
+AVX2_INLINE void search_scaled_round(const double *v, double r, uint16_t *w)
+{
+    const __m256d rv = _mm256_set1_pd(r);
+    __m128i h = round8(_mm256_mul_pd(_mm256_load_pd(v), rv), _mm256_mul_pd(_mm256_load_pd(v + 4), rv));
+    _mm_store_si128((__m128i *)(void *)w, h);
+}
+
+/* step_word: the magnitude m + n kept where m != 0 and m + n lies in [1, 0x7BFF], else 0
+ * (m + n - 1 <= 0x7BFE unsigned, as max_epu16 tests it) */
+AVX2_INLINE void search_step_row(const uint16_t *v, int n, uint16_t *w)
+{
+    __m128i x = _mm_load_si128((const __m128i *)(const void *)v);
+    __m128i mag = _mm_and_si128(x, _mm_set1_epi16(0x7FFF));
+    __m128i m = _mm_add_epi16(mag, _mm_set1_epi16((short)n));
+    __m128i m1 = _mm_sub_epi16(m, _mm_set1_epi16(1));
+    __m128i in = _mm_cmpeq_epi16(_mm_max_epu16(m1, _mm_set1_epi16(0x7BFE)), _mm_set1_epi16(0x7BFE));
+    __m128i ok = _mm_andnot_si128(_mm_cmpeq_epi16(mag, _mm_setzero_si128()), in);
+    __m128i r = _mm_or_si128(_mm_and_si128(x, _mm_set1_epi16((short)0x8000)), m);
+    _mm_store_si128((__m128i *)(void *)w, _mm_and_si128(ok, r));
+}
+
+/* valid = nonzero magnitude, not infinite or NaN, positive unless negative scales */
+AVX2_INLINE void search_validate(search_cands *C, size_t j, const uint16_t *canonical, bool neg)
+{
+    __m128i w = _mm_load_si128((const __m128i *)(const void *)C->word[j]);
+    __m128i bad = _mm_cmpeq_epi16(_mm_and_si128(w, _mm_set1_epi16(0x7FFF)), _mm_setzero_si128());
+    const __m128i e = _mm_set1_epi16(0x7C00);
+    bad = _mm_or_si128(bad, _mm_cmpeq_epi16(_mm_and_si128(w, e), e));
+    if (!neg) bad = _mm_or_si128(bad, _mm_srai_epi16(w, 15));
+    __m128i cw = _mm_load_si128((const __m128i *)(const void *)canonical);
+    _mm_store_si128((__m128i *)(void *)C->ok[j], _mm_xor_si128(bad, _mm_set1_epi16(-1)));
+    _mm_store_si128((__m128i *)(void *)C->ew[j], _mm_blendv_epi8(w, cw, bad));
+    C->any[j] = _mm_movemask_epi8(bad) != 0xFFFF;
+}
+
+/* search_algo.inc's search_unlist: one comparison per first-round row */
+AVX2_INLINE void search_unlist(search_cands *C, size_t j, const uint16_t *canonical)
+{
+    __m128i w = _mm_load_si128((const __m128i *)(const void *)C->word[j]), listed = _mm_setzero_si128();
+    for (size_t k = 0; k < SC_FIRST; k++)
+        listed = _mm_or_si128(listed, _mm_cmpeq_epi16(_mm_load_si128((const __m128i *)(const void *)C->word[k]), w));
+    __m128i ok = _mm_andnot_si128(listed, _mm_load_si128((const __m128i *)(const void *)C->ok[j]));
+    __m128i cw = _mm_load_si128((const __m128i *)(const void *)canonical);
+    _mm_store_si128((__m128i *)(void *)C->ok[j], ok);
+    _mm_store_si128((__m128i *)(void *)C->ew[j], _mm_blendv_epi8(cw, w, ok));
+    C->any[j] = _mm_movemask_epi8(ok) != 0;
+}
+
+/* search_algo.inc's search_select, 8 lanes per operation (words widened to 32-bit lanes). */
+AVX2_INLINE void search_select(search_cands *C, const uint8_t *list, size_t m, double rho, float *thr,
+                               uint8_t *first, uint16_t *extra)
+{
+    const __m256 inf = _mm256_set1_ps(INFINITY);
+    __m256 amin = inf;
+    for (size_t i = 0; i < m; i++) {
+        size_t j = list[i];
+        __m256 ok = _mm256_castsi256_ps(
+            _mm256_cvtepi16_epi32(_mm_load_si128((const __m128i *)(const void *)C->ok[j])));
+        __m256 a = _mm256_blendv_ps(inf, _mm256_load_ps(C->a[j]), ok);
+        _mm256_store_ps(C->a[j], a);
+        amin = _mm256_min_ps(amin, a);
+    }
+    /* search_threshold lane-wise: the same binary64 operations */
+    const __m256d up = _mm256_set1_pd(1.0 + rho), down = _mm256_set1_pd(1.0 - rho), tiny = _mm256_set1_pd(0x1p-100),
+                  widen = _mm256_set1_pd(1.0 + 0x1p-22);
+    __m256d t0 = _mm256_add_pd(_mm256_mul_pd(lo4(amin), up), tiny);
+    __m256d t1 = _mm256_add_pd(_mm256_mul_pd(hi4(amin), up), tiny);
+    t0 = _mm256_mul_pd(_mm256_div_pd(_mm256_add_pd(t0, tiny), down), widen);
+    t1 = _mm256_mul_pd(_mm256_div_pd(_mm256_add_pd(t1, tiny), down), widen);
+    __m256 th = _mm256_set_m128(_mm256_cvtpd_ps(t1), _mm256_cvtpd_ps(t0));
+    _mm256_store_ps(thr, th);
+    __m256i fst = _mm256_set1_epi32(0xFF), fw = _mm256_setzero_si256(), more = fw, none = _mm256_set1_epi32(-1);
+    for (size_t i = 0; i < m; i++) {
+        size_t j = list[i];
+        __m256i sv = _mm256_castps_si256(_mm256_cmp_ps(_mm256_load_ps(C->a[j]), th, _CMP_LE_OQ));
+        __m256i ew = _mm256_cvtepu16_epi32(_mm_load_si128((const __m128i *)(const void *)C->ew[j]));
+        __m256i diff = _mm256_xor_si256(_mm256_cmpeq_epi32(ew, fw), _mm256_set1_epi32(-1));
+        more = _mm256_or_si256(more, _mm256_andnot_si256(none, _mm256_and_si256(sv, diff)));
+        __m256i now = _mm256_and_si256(sv, none);
+        fst = _mm256_blendv_epi8(fst, _mm256_set1_epi32((int)j), now);
+        fw = _mm256_blendv_epi8(fw, ew, now);
+        none = _mm256_andnot_si256(now, none);
+    }
+    _Alignas(32) int32_t f[8], e[8];
+    _mm256_store_si256((__m256i *)(void *)f, fst);
+    _mm256_store_si256((__m256i *)(void *)e, more);
+    for (size_t l = 0; l < 8; l++) {
+        first[l] = (uint8_t)f[l];
+        extra[l] = (uint16_t)(e[l] != 0);
+    }
 }
 
 /* sf = the binary16 value (VCVTPH2PS is exact), inv = f32(1 / sf). */
@@ -127,8 +242,6 @@ AVX2_INLINE __m256 code8(__m256 x, __m256 inv, __m256 qmin, __m256 qmax, int cla
     return _mm256_sub_ps(_mm256_add_ps(n, magic), magic);
 }
 
-AVX2_INLINE __m256d lo4(__m256 v) { return _mm256_cvtps_pd(_mm256_castps256_ps128(v)); }
-AVX2_INLINE __m256d hi4(__m256 v) { return _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)); }
 
 /* ---------------------------------------------------------------- screening */
 

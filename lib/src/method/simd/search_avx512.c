@@ -34,10 +34,24 @@ static void search_lsq(const nf_search_shape *sh, const struct search_lanes *b, 
 static void search_exact(const nf_search_shape *sh, const nf_search_group *g, const double *s, const float *inv,
                          size_t m, double *e);
 AVX512_INLINE void search_codes(const nf_search_shape *sh, const nf_search_group *g, float inv, int8_t *q);
+#define SEARCH_HAVE_VECTOR_ROWS 1
+AVX512_INLINE void search_scaled_round(const double *v, double r, uint16_t *w);
+AVX512_INLINE void search_step_row(const uint16_t *v, int n, uint16_t *w);
+AVX512_INLINE void search_validate(struct search_cands *C, size_t j, const uint16_t *canonical, bool neg);
+AVX512_INLINE void search_unlist(struct search_cands *C, size_t j, const uint16_t *canonical);
+AVX512_INLINE void search_select(struct search_cands *C, const uint8_t *list, size_t m, double rho, float *thr,
+                                 uint8_t *first, uint16_t *extra);
 
 #define SEARCH_BATCH_FN search_batch_avx512
 #define SEARCH_ATTR AVX512_ATTR
 #include "method/simd/search_algo.inc"
+
+/* The low and high 8 lanes of a binary32 vector, widened exactly to binary64. */
+AVX512_INLINE __m512d lo8(__m512 v) { return _mm512_cvtps_pd(_mm512_castps512_ps256(v)); }
+AVX512_INLINE __m512d hi8(__m512 v)
+{
+    return _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+}
 
 /* ---------------------------------------------------------------- batch layout */
 
@@ -107,10 +121,9 @@ AVX512_INLINE void search_transpose(const nf_search_shape *sh, const nf_search_g
 /* round_candidate of 16 lanes: a NaN becomes +infinity (the reference's early exit gives it
  * the infinite word), VCVTPD2PS and VCVTPS2PH imm8 = 0, then the fix-up of a nonzero candidate
  * that rounds to a zero magnitude: the sign is kept by the conversions, so it becomes h | 1. */
-AVX512_INLINE void search_round(const double *c, uint16_t *w)
+AVX512_INLINE __m256i round16(__m512d c0, __m512d c1)
 {
     const __m512d inf = _mm512_set1_pd(INFINITY), zero = _mm512_setzero_pd();
-    __m512d c0 = _mm512_load_pd(c), c1 = _mm512_load_pd(c + 8);
     c0 = _mm512_mask_blend_pd(_mm512_cmp_pd_mask(c0, c0, _CMP_UNORD_Q), c0, inf);
     c1 = _mm512_mask_blend_pd(_mm512_cmp_pd_mask(c1, c1, _CMP_UNORD_Q), c1, inf);
     /* (VINSERTF64X4: AVX-512 F; the binary32 form is DQ) */
@@ -120,8 +133,99 @@ AVX512_INLINE void search_round(const double *c, uint16_t *w)
     __mmask16 nz = (__mmask16)(_mm512_cmp_pd_mask(c0, zero, _CMP_NEQ_UQ) |
                                (unsigned)_mm512_cmp_pd_mask(c1, zero, _CMP_NEQ_UQ) << 8);
     __mmask16 zm = _mm256_testn_epi16_mask(h, _mm256_set1_epi16(0x7FFF));
-    h = _mm256_mask_blend_epi16((__mmask16)(zm & nz), h, _mm256_or_si256(h, _mm256_set1_epi16(1)));
+    return _mm256_mask_blend_epi16((__mmask16)(zm & nz), h, _mm256_or_si256(h, _mm256_set1_epi16(1)));
+}
+
+AVX512_INLINE void search_round(const double *c, uint16_t *w)
+{
+    _mm256_store_si256((__m256i *)(void *)w, round16(_mm512_load_pd(c), _mm512_load_pd(c + 8)));
+}
+
+AVX512_INLINE void search_scaled_round(const double *v, double r, uint16_t *w)
+{
+    const __m512d rv = _mm512_set1_pd(r);
+    __m256i h = round16(_mm512_mul_pd(_mm512_load_pd(v), rv), _mm512_mul_pd(_mm512_load_pd(v + 8), rv));
     _mm256_store_si256((__m256i *)(void *)w, h);
+}
+
+/* step_word: the magnitude m + n kept where m != 0 and m + n lies in [1, 0x7BFF], else 0 */
+AVX512_INLINE void search_step_row(const uint16_t *v, int n, uint16_t *w)
+{
+    __m256i x = _mm256_load_si256((const __m256i *)(const void *)v);
+    __m256i mag = _mm256_and_si256(x, _mm256_set1_epi16(0x7FFF));
+    __m256i m = _mm256_add_epi16(mag, _mm256_set1_epi16((short)n)); /* modulo 2^16 */
+    __mmask16 ok = _mm256_test_epi16_mask(mag, mag) &
+                   _mm256_cmple_epu16_mask(_mm256_sub_epi16(m, _mm256_set1_epi16(1)), _mm256_set1_epi16(0x7BFE));
+    __m256i r = _mm256_or_si256(_mm256_and_si256(x, _mm256_set1_epi16((short)0x8000)), m);
+    _mm256_store_si256((__m256i *)(void *)w, _mm256_maskz_mov_epi16(ok, r));
+}
+
+/* search_algo.inc's search_unlist: one comparison per first-round row */
+AVX512_INLINE void search_unlist(search_cands *C, size_t j, const uint16_t *canonical)
+{
+    __m256i w = _mm256_load_si256((const __m256i *)(const void *)C->word[j]);
+    __mmask16 listed = 0;
+    for (size_t k = 0; k < SC_FIRST; k++)
+        listed |= _mm256_cmpeq_epi16_mask(_mm256_load_si256((const __m256i *)(const void *)C->word[k]), w);
+    __mmask16 ok = (__mmask16)(_mm256_test_epi16_mask(_mm256_load_si256((const __m256i *)(const void *)C->ok[j]),
+                                                      _mm256_set1_epi16(-1)) & ~listed);
+    _mm256_store_si256((__m256i *)(void *)C->ok[j], _mm256_maskz_mov_epi16(ok, _mm256_set1_epi16(-1)));
+    __m256i cw = _mm256_load_si256((const __m256i *)(const void *)canonical);
+    _mm256_store_si256((__m256i *)(void *)C->ew[j], _mm256_mask_blend_epi16(ok, cw, w));
+    C->any[j] = ok != 0;
+}
+
+/* valid = nonzero magnitude, not infinite or NaN, positive unless negative scales */
+AVX512_INLINE void search_validate(search_cands *C, size_t j, const uint16_t *canonical, bool neg)
+{
+    __m256i w = _mm256_load_si256((const __m256i *)(const void *)C->word[j]);
+    __mmask16 good = _mm256_test_epi16_mask(w, _mm256_set1_epi16(0x7FFF));
+    good &= _mm256_cmpneq_epi16_mask(_mm256_and_si256(w, _mm256_set1_epi16(0x7C00)), _mm256_set1_epi16(0x7C00));
+    if (!neg) good &= _mm256_testn_epi16_mask(w, _mm256_set1_epi16((short)0x8000));
+    _mm256_store_si256((__m256i *)(void *)C->ok[j], _mm256_maskz_mov_epi16(good, _mm256_set1_epi16(-1)));
+    __m256i cw = _mm256_load_si256((const __m256i *)(const void *)canonical);
+    _mm256_store_si256((__m256i *)(void *)C->ew[j], _mm256_mask_blend_epi16(good, cw, w));
+    C->any[j] = good != 0;
+}
+
+/* search_algo.inc's search_select, 16 lanes per operation. */
+AVX512_INLINE void search_select(search_cands *C, const uint8_t *list, size_t m, double rho, float *thr,
+                                 uint8_t *first, uint16_t *extra)
+{
+    const __m512 inf = _mm512_set1_ps(INFINITY);
+    __m512 amin = inf;
+    for (size_t i = 0; i < m; i++) {
+        size_t j = list[i];
+        __mmask16 ok = _mm256_test_epi16_mask(_mm256_load_si256((const __m256i *)(const void *)C->ok[j]),
+                                              _mm256_set1_epi16(-1));
+        __m512 a = _mm512_mask_blend_ps(ok, inf, _mm512_load_ps(C->a[j]));
+        _mm512_store_ps(C->a[j], a);
+        amin = _mm512_min_ps(amin, a);
+    }
+    /* search_threshold lane-wise: the same binary64 operations */
+    const __m512d up = _mm512_set1_pd(1.0 + rho), down = _mm512_set1_pd(1.0 - rho), tiny = _mm512_set1_pd(0x1p-100),
+                  widen = _mm512_set1_pd(1.0 + 0x1p-22);
+    __m512d t0 = _mm512_add_pd(_mm512_mul_pd(lo8(amin), up), tiny);
+    __m512d t1 = _mm512_add_pd(_mm512_mul_pd(hi8(amin), up), tiny);
+    t0 = _mm512_mul_pd(_mm512_div_pd(_mm512_add_pd(t0, tiny), down), widen);
+    t1 = _mm512_mul_pd(_mm512_div_pd(_mm512_add_pd(t1, tiny), down), widen);
+    __m512 th = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(_mm512_cvtpd_ps(t0))),
+                                                    _mm256_castps_pd(_mm512_cvtpd_ps(t1)), 1));
+    _mm512_store_ps(thr, th);
+    __m256i fst = _mm256_set1_epi16(0xFF) /* none yet */, fw = _mm256_setzero_si256();
+    __mmask16 more = 0, none = 0xFFFF;
+    for (size_t i = 0; i < m; i++) {
+        size_t j = list[i];
+        __mmask16 sv = _mm512_cmp_ps_mask(_mm512_load_ps(C->a[j]), th, _CMP_LE_OQ);
+        __m256i ew = _mm256_load_si256((const __m256i *)(const void *)C->ew[j]);
+        more |= (__mmask16)(sv & ~none & _mm256_cmpneq_epi16_mask(ew, fw));
+        __mmask16 now = sv & none;
+        fst = _mm256_mask_mov_epi16(fst, now, _mm256_set1_epi16((short)j));
+        fw = _mm256_mask_mov_epi16(fw, now, ew);
+        none &= (__mmask16)~now;
+    }
+    _mm_store_si128((__m128i *)(void *)first, _mm256_cvtepi16_epi8(fst));
+    _mm256_store_si256((__m256i *)(void *)extra, _mm256_maskz_mov_epi16(more, _mm256_set1_epi16(1)));
 }
 
 /* sf = the binary16 value (VCVTPH2PS is exact), inv = f32(1 / sf). */
@@ -147,11 +251,6 @@ AVX512_INLINE __m512 code16(__m512 x, __m512 inv, __m512 qmin, __m512 qmax, int 
     return _mm512_sub_ps(_mm512_add_ps(n, magic), magic);
 }
 
-AVX512_INLINE __m512d lo8(__m512 v) { return _mm512_cvtps_pd(_mm512_castps512_ps256(v)); }
-AVX512_INLINE __m512d hi8(__m512 v)
-{
-    return _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
-}
 
 /* ---------------------------------------------------------------- screening */
 
