@@ -24,6 +24,8 @@ static void search_screen(const nf_search_shape *sh, const struct search_lanes *
                           const uint8_t *list, size_t m);
 static void search_lsq(const nf_search_shape *sh, const struct search_lanes *b, const float *inv, double *num,
                        double *den);
+static void search_refit_screen(const nf_search_shape *sh, const struct search_lanes *b, struct search_cands *C,
+                                const float *binv, const uint8_t *list, size_t m, uint16_t (*same)[SEARCH_L]);
 static void search_exact(const nf_search_shape *sh, const nf_search_group *g, const double *s, const float *inv,
                          size_t m, double *e);
 AVX2_INLINE void search_codes(const nf_search_shape *sh, const nf_search_group *g, float inv, int8_t *q);
@@ -313,6 +315,60 @@ static AVX2_ATTR void search_screen(const nf_search_shape *sh, const search_lane
     const screen_fn *f = fns[b->weighted];
     for (int c = 0; c < 4; c++)
         for (size_t i = 0; i < nb[c]; i += 4) f[c](sh, b, C, bucket[c] + i, (int)(nb[c] - i < 4 ? nb[c] - i : 4));
+}
+
+/* The refit rows (nc of them): screen_n's sums, and whether each row's codes are those of binv
+ * (the first round's best) in every element. */
+AVX2_INLINE void refit_n(const nf_search_shape *sh, const search_lanes *b, search_cands *C, const float *binv,
+                         const uint8_t *js, int nc, uint16_t (*same)[SEARCH_L], bool weighted)
+{
+    const __m256 qmin = _mm256_set1_ps(sh->qmin), qmax = _mm256_set1_ps(sh->qmax), ib = _mm256_load_ps(binv);
+    __m256 acc[3], diff[3];
+    const float *s[3], *iv[3];
+    for (int c = 0; c < nc; c++) {
+        s[c] = C->sf[js[c]];
+        iv[c] = C->inv[js[c]];
+        acc[c] = diff[c] = _mm256_setzero_ps();
+    }
+    for (size_t k = 0; k < b->G; k++) {
+        __m256 x = _mm256_load_ps(b->x[k]);
+        __m256 w = weighted ? _mm256_load_ps(b->w[k]) : x;
+        __m256 qb = code8(x, ib, qmin, qmax, CLAMP_LO | CLAMP_HI);
+        for (int c = 0; c < nc; c++) {
+            __m256 q = code8(x, _mm256_load_ps(iv[c]), qmin, qmax, CLAMP_LO | CLAMP_HI);
+            __m256 r = _mm256_sub_ps(x, _mm256_mul_ps(_mm256_load_ps(s[c]), q));
+            acc[c] = _mm256_add_ps(acc[c], _mm256_mul_ps(weighted ? _mm256_mul_ps(w, r) : r, r));
+            diff[c] = _mm256_or_ps(diff[c], _mm256_cmp_ps(q, qb, _CMP_NEQ_UQ));
+        }
+    }
+    for (int c = 0; c < nc; c++) {
+        _mm256_store_ps(C->a[js[c]], acc[c]);
+        int d = _mm256_movemask_ps(diff[c]);
+        for (size_t l = 0; l < 8; l++) same[js[c] - SC_REFIT][l] = (uint16_t)!((d >> l) & 1);
+    }
+}
+
+#define REFIT_DEF(name, weighted)                                                                                      \
+    static __attribute__((noinline)) AVX2_ATTR void name(const nf_search_shape *sh, const search_lanes *b,           \
+                                                         search_cands *C, const float *binv, const uint8_t *js,      \
+                                                         size_t nc, uint16_t (*same)[SEARCH_L])                      \
+    {                                                                                                                  \
+        switch (nc) {                                                                                                  \
+        case 1: refit_n(sh, b, C, binv, js, 1, same, weighted); break;                                                 \
+        case 2: refit_n(sh, b, C, binv, js, 2, same, weighted); break;                                                 \
+        default: refit_n(sh, b, C, binv, js, 3, same, weighted); break;                                                \
+        }                                                                                                              \
+    }
+REFIT_DEF(refit_plain, false)
+REFIT_DEF(refit_weighted, true)
+
+static AVX2_ATTR void search_refit_screen(const nf_search_shape *sh, const search_lanes *b, search_cands *C,
+                                          const float *binv, const uint8_t *list, size_t m,
+                                          uint16_t (*same)[SEARCH_L])
+{
+    if (!m) return;
+    if (b->weighted) refit_weighted(sh, b, C, binv, list, m, same);
+    else refit_plain(sh, b, C, binv, list, m, same);
 }
 
 /* ---------------------------------------------------------------- least squares */

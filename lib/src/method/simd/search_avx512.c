@@ -31,6 +31,8 @@ static void search_screen(const nf_search_shape *sh, const struct search_lanes *
                           const uint8_t *list, size_t m);
 static void search_lsq(const nf_search_shape *sh, const struct search_lanes *b, const float *inv, double *num,
                        double *den);
+static void search_refit_screen(const nf_search_shape *sh, const struct search_lanes *b, struct search_cands *C,
+                                const float *binv, const uint8_t *list, size_t m, uint16_t (*same)[SEARCH_L]);
 static void search_exact(const nf_search_shape *sh, const nf_search_group *g, const double *s, const float *inv,
                          size_t m, double *e);
 AVX512_INLINE void search_codes(const nf_search_shape *sh, const nf_search_group *g, float inv, int8_t *q);
@@ -322,6 +324,61 @@ static AVX512_ATTR void search_screen(const nf_search_shape *sh, const search_la
     const screen_fn *f = fns[b->weighted];
     for (int c = 0; c < 4; c++)
         for (size_t i = 0; i < nb[c]; i += 4) f[c](sh, b, C, bucket[c] + i, (int)(nb[c] - i < 4 ? nb[c] - i : 4));
+}
+
+/* The refit rows (nc of them): screen_n's sums, and whether each row's codes are those of binv
+ * (the first round's best) in every element. */
+AVX512_INLINE void refit_n(const nf_search_shape *sh, const search_lanes *b, search_cands *C, const float *binv,
+                           const uint8_t *js, int nc, uint16_t (*same)[SEARCH_L], bool weighted)
+{
+    const __m512 qmin = _mm512_set1_ps(sh->qmin), qmax = _mm512_set1_ps(sh->qmax), ib = _mm512_load_ps(binv);
+    __m512 s[3], iv[3], acc[3];
+    __mmask16 diff[3];
+    for (int c = 0; c < nc; c++) {
+        s[c] = _mm512_load_ps(C->sf[js[c]]);
+        iv[c] = _mm512_load_ps(C->inv[js[c]]);
+        acc[c] = _mm512_setzero_ps();
+        diff[c] = 0;
+    }
+    for (size_t k = 0; k < b->G; k++) {
+        __m512 x = _mm512_load_ps(b->x[k]);
+        __m512 w = weighted ? _mm512_load_ps(b->w[k]) : x;
+        __m512 qb = code16(x, ib, qmin, qmax, CLAMP_LO | CLAMP_HI);
+        for (int c = 0; c < nc; c++) {
+            __m512 q = code16(x, iv[c], qmin, qmax, CLAMP_LO | CLAMP_HI);
+            __m512 r = _mm512_fnmadd_ps(s[c], q, x);
+            acc[c] = _mm512_fmadd_ps(weighted ? _mm512_mul_ps(w, r) : r, r, acc[c]);
+            diff[c] |= _mm512_cmp_ps_mask(q, qb, _CMP_NEQ_UQ);
+        }
+    }
+    for (int c = 0; c < nc; c++) {
+        _mm512_store_ps(C->a[js[c]], acc[c]);
+        _mm256_store_si256((__m256i *)(void *)same[js[c] - SC_REFIT],
+                           _mm256_maskz_mov_epi16((__mmask16)~diff[c], _mm256_set1_epi16(1)));
+    }
+}
+
+#define REFIT_DEF(name, weighted)                                                                                      \
+    static __attribute__((noinline)) AVX512_ATTR void name(const nf_search_shape *sh, const search_lanes *b,         \
+                                                           search_cands *C, const float *binv, const uint8_t *js,    \
+                                                           size_t nc, uint16_t (*same)[SEARCH_L])                    \
+    {                                                                                                                  \
+        switch (nc) {                                                                                                  \
+        case 1: refit_n(sh, b, C, binv, js, 1, same, weighted); break;                                                 \
+        case 2: refit_n(sh, b, C, binv, js, 2, same, weighted); break;                                                 \
+        default: refit_n(sh, b, C, binv, js, 3, same, weighted); break;                                                \
+        }                                                                                                              \
+    }
+REFIT_DEF(refit_plain, false)
+REFIT_DEF(refit_weighted, true)
+
+static AVX512_ATTR void search_refit_screen(const nf_search_shape *sh, const search_lanes *b, search_cands *C,
+                                            const float *binv, const uint8_t *list, size_t m,
+                                            uint16_t (*same)[SEARCH_L])
+{
+    if (!m) return;
+    if (b->weighted) refit_weighted(sh, b, C, binv, list, m, same);
+    else refit_plain(sh, b, C, binv, list, m, same);
 }
 
 /* ---------------------------------------------------------------- least squares */

@@ -15,6 +15,8 @@ static void search_screen(const nf_search_shape *sh, const struct search_lanes *
                           const uint8_t *list, size_t m);
 static void search_lsq(const nf_search_shape *sh, const struct search_lanes *b, const float *inv, double *num,
                        double *den);
+static void search_refit_screen(const nf_search_shape *sh, const struct search_lanes *b, struct search_cands *C,
+                                const float *binv, const uint8_t *list, size_t m, uint16_t (*same)[SEARCH_L]);
 static void search_exact(const nf_search_shape *sh, const nf_search_group *g, const double *s, const float *inv,
                          size_t m, double *e);
 static void search_codes(const nf_search_shape *sh, const nf_search_group *g, float inv, int8_t *q);
@@ -86,6 +88,23 @@ static void search_screen(const nf_search_shape *sh, const search_lanes *b, sear
         size_t j = list[i];
         if (b->weighted) screen_one(sh, b, C->sf[j], C->inv[j], C->a[j], true);
         else screen_one(sh, b, C->sf[j], C->inv[j], C->a[j], false);
+    }
+}
+
+static void search_refit_screen(const nf_search_shape *sh, const search_lanes *b, search_cands *C, const float *binv,
+                                const uint8_t *list, size_t m, uint16_t (*same)[SEARCH_L])
+{
+    search_screen(sh, b, C, list, m);
+    for (size_t i = 0; i < m; i++) {
+        const float *inv = C->inv[list[i]];
+        uint16_t *eq = same[list[i] - SC_REFIT];
+        for (size_t l = 0; l < SEARCH_L; l++) eq[l] = 1;
+        for (size_t k = 0; k < b->G; k++)
+            for (size_t l = 0; l < SEARCH_L; l++) {
+                float x = b->x[k][l];
+                bool differ = code_f(x, inv[l], sh->qmin, sh->qmax) != code_f(x, binv[l], sh->qmin, sh->qmax);
+                eq[l] = (uint16_t)(differ ? 0 : eq[l]);
+            }
     }
 }
 

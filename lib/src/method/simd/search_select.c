@@ -14,3 +14,7 @@ const nf_search_kernel *nf_search_kernel_active(void)
 #endif
     return &nf_search_portable;
 }
+
+static _Thread_local nf_search_stats stats;
+
+nf_search_stats *nf_search_stats_local(void) { return &stats; }

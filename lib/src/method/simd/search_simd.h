@@ -120,6 +120,19 @@ extern const nf_search_kernel nf_search_avx512;
 /* The kernel of the active level (common/cpu.h); never NULL. */
 const nf_search_kernel *nf_search_kernel_active(void);
 
+/* How often the kernels of this thread took each path (for the tests, which show with them that
+ * every path is exercised; reset by assigning zeros). */
+typedef struct nf_search_stats {
+    uint64_t batches;       /* batch passes (SEARCH_L lanes each) */
+    uint64_t groups;        /* groups searched */
+    uint64_t unscreened;    /* groups outside the screening range (exact errors throughout) */
+    uint64_t first_exact;   /* groups whose first round needed exact errors */
+    uint64_t second_same;   /* second-round comparisons decided by the same-codes difference */
+    uint64_t second_bounds; /* second-round comparisons decided by the screening bounds */
+    uint64_t second_exact;  /* groups whose second round needed exact errors */
+} nf_search_stats;
+nf_search_stats *nf_search_stats_local(void);
+
 /* The range the screening bound is proven for (search_algo.inc, search_rho): 2^-30 <= amax <=
  * 2^30 and every weight at most 2^30; wmax_bits is the largest |weight| as a binary32 word (0
  * without importance). */
