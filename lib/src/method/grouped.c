@@ -429,6 +429,12 @@ nf_status nf_grouped_search_rows(const nf_format *fmt, const nf_method_params *p
         if (k % G) memcpy(wtail, imp + (groups - 1) * G, (k % G) * sizeof *wtail);
         weights_screenable = nf_search_screenable(1.0f, amax_word_n(imp, k));
     }
+    /* the kernel's loading where it has one (little-endian floating-point bytes) */
+    bool fast_load = false;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    fast_load = kern->load != NULL;
+#endif
+    size_t esize = nf_src_type_size(src->type);
     search_queues Q;
     Q.nfree = SEARCH_SLOTS;
     for (unsigned i = 0; i < SEARCH_SLOTS; i++) Q.free_slot[i] = i;
@@ -440,8 +446,16 @@ nf_status nf_grouped_search_rows(const nf_format *fmt, const nf_method_params *p
             unsigned si = Q.free_slot[Q.nfree - 1]; /* a queue that fills is flushed at once */
             float *x = Q.x[si];
             float amax;
-            size_t bad;
-            size_t n = load_group(src, &g, k, r, gi, x, &amax, &bad);
+            size_t bad, n;
+            if (fast_load) {
+                size_t c0 = gi * G;
+                n = k - c0 < G ? k - c0 : G;
+                uint32_t m = kern->load((const uint8_t *)src->data + ((size_t)r * k + c0) * esize, src->type, n, x);
+                memcpy(&amax, &m, sizeof m);
+                bad = m < 0x7F800000u ? n : nf_method_first_nonfinite(x, n);
+            } else {
+                n = load_group(src, &g, k, r, gi, x, &amax, &bad);
+            }
             if (bad < n) return nonfinite_error(err, src, r, gi * G + bad, x[bad]);
             if (amax == 0.0f) {
                 scales[gi] = 0x0000;

@@ -494,6 +494,75 @@ static AVX2_ATTR float extreme_avx2(const float *x, size_t n, float amax)
     return x[i];
 }
 
-const nf_search_kernel nf_search_avx2 = {search_batch_avx2, extreme_avx2};
+/* ---------------------------------------------------------------- loading */
+
+/* 8 values widened exactly (VCVTPH2PS is exact for every finite binary16, BF16 is a shift). */
+AVX2_INLINE __m256 widen8(const uint8_t *p, nf_src_type type)
+{
+    if (type == NF_SRC_F32) return _mm256_loadu_ps((const float *)(const void *)p);
+    __m128i h = _mm_loadu_si128((const __m128i *)(const void *)p);
+    if (type == NF_SRC_F16) return _mm256_cvtph_ps(h);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+/* The last n % 8 values one at a time (the reference's conversions), and their largest |x| word. */
+static __attribute__((noinline)) uint32_t load_tail(const uint8_t *p, nf_src_type type, size_t n, float *x)
+{
+    uint32_t best = 0;
+    for (size_t i = 0; i < n; i++) {
+        const uint8_t *q = p + i * (type == NF_SRC_F32 ? 4 : 2);
+        uint32_t b;
+        if (type == NF_SRC_F32) memcpy(&b, q, sizeof b);
+        else if (type == NF_SRC_BF16) b = (uint32_t)(q[0] | q[1] << 8) << 16;
+        else {
+            float f = nf_f16_to_f32((uint16_t)(q[0] | q[1] << 8));
+            memcpy(&b, &f, sizeof b);
+        }
+        memcpy(&x[i], &b, sizeof b);
+        b &= 0x7FFFFFFFu;
+        best = b > best ? b : best;
+    }
+    return best;
+}
+
+AVX2_INLINE uint32_t load_n(const uint8_t *p, nf_src_type type, size_t esize, size_t n, float *x)
+{
+    const __m256i mag = _mm256_set1_epi32(0x7FFFFFFF);
+    __m256i mx = _mm256_setzero_si256();
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = widen8(p + i * esize, type);
+        _mm256_storeu_ps(x + i, v);
+        mx = _mm256_max_epu32(mx, _mm256_and_si256(_mm256_castps_si256(v), mag));
+    }
+    _Alignas(32) uint32_t m[8];
+    _mm256_store_si256((__m256i *)(void *)m, mx);
+    uint32_t best = 0;
+    for (size_t l = 0; l < 8; l++) best = m[l] > best ? m[l] : best;
+    if (i < n) {
+        uint32_t t = load_tail(p + i * esize, type, n - i, x + i);
+        best = t > best ? t : best;
+    }
+    return best;
+}
+
+/* The layouts' group sizes as constants, so that the loops unroll. */
+AVX2_INLINE uint32_t load_type(const uint8_t *p, nf_src_type type, size_t esize, size_t n, float *x)
+{
+    if (n == 64) return load_n(p, type, esize, 64, x);
+    if (n == 32) return load_n(p, type, esize, 32, x);
+    return load_n(p, type, esize, n, x);
+}
+
+static AVX2_ATTR uint32_t load_avx2(const uint8_t *p, nf_src_type type, size_t n, float *x)
+{
+    switch (type) {
+    case NF_SRC_F32: return load_type(p, NF_SRC_F32, 4, n, x);
+    case NF_SRC_F16: return load_type(p, NF_SRC_F16, 2, n, x);
+    default: return load_type(p, NF_SRC_BF16, 2, n, x);
+    }
+}
+
+const nf_search_kernel nf_search_avx2 = {search_batch_avx2, extreme_avx2, load_avx2};
 
 #endif

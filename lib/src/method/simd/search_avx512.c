@@ -504,6 +504,49 @@ static AVX512_ATTR float extreme_avx512(const float *x, size_t n, float amax)
     return x[0]; /* not reached: some lane holds amax */
 }
 
-const nf_search_kernel nf_search_avx512 = {search_batch_avx512, extreme_avx512};
+/* ---------------------------------------------------------------- loading */
+
+/* 16 values widened exactly (VCVTPH2PS is exact for every finite binary16, BF16 is a shift);
+ * masked-off lanes read nothing and come out +0. */
+AVX512_INLINE __m512 widen16(const uint8_t *p, __mmask16 k, nf_src_type type)
+{
+    if (type == NF_SRC_F32) return _mm512_maskz_loadu_ps(k, p);
+    __m256i h = _mm256_maskz_loadu_epi16(k, p);
+    if (type == NF_SRC_F16) return _mm512_cvtph_ps(h);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+AVX512_INLINE uint32_t load_n(const uint8_t *p, nf_src_type type, size_t esize, size_t n, float *x)
+{
+    const __m512i mag = _mm512_set1_epi32(0x7FFFFFFF);
+    __m512i mx = _mm512_setzero_si512();
+    for (size_t i = 0; i < n; i += 16) {
+        size_t left = n - i;
+        __mmask16 k = (__mmask16)(left >= 16 ? 0xFFFFu : (1u << left) - 1u);
+        __m512 v = widen16(p + i * esize, k, type);
+        _mm512_mask_storeu_ps(x + i, k, v);
+        mx = _mm512_max_epu32(mx, _mm512_and_si512(_mm512_castps_si512(v), mag));
+    }
+    return (uint32_t)_mm512_reduce_max_epu32(mx);
+}
+
+/* The layouts' group sizes as constants, so that the loops unroll. */
+AVX512_INLINE uint32_t load_type(const uint8_t *p, nf_src_type type, size_t esize, size_t n, float *x)
+{
+    if (n == 64) return load_n(p, type, esize, 64, x);
+    if (n == 32) return load_n(p, type, esize, 32, x);
+    return load_n(p, type, esize, n, x);
+}
+
+static AVX512_ATTR uint32_t load_avx512(const uint8_t *p, nf_src_type type, size_t n, float *x)
+{
+    switch (type) {
+    case NF_SRC_F32: return load_type(p, NF_SRC_F32, 4, n, x);
+    case NF_SRC_F16: return load_type(p, NF_SRC_F16, 2, n, x);
+    default: return load_type(p, NF_SRC_BF16, 2, n, x);
+    }
+}
+
+const nf_search_kernel nf_search_avx512 = {search_batch_avx512, extreme_avx512, load_avx512};
 
 #endif

@@ -177,4 +177,4 @@ static float extreme_portable(const float *x, size_t n, float amax)
     return x[k];
 }
 
-const nf_search_kernel nf_search_portable = {search_batch_portable, extreme_portable};
+const nf_search_kernel nf_search_portable = {search_batch_portable, extreme_portable, NULL};

@@ -106,9 +106,15 @@ typedef void (*nf_search_batch_fn)(const nf_search_shape *sh, const nf_search_gr
 /* x[k] of the first k < n with |x[k]| = amax (which some k holds). */
 typedef float (*nf_search_extreme_fn)(const float *x, size_t n, float amax);
 
+/* n values of type F32, F16 or BF16 (little-endian bytes at any alignment) at p, widened exactly
+ * to binary32 into x[0..n) (a signaling NaN may come out quiet); returns the largest |x| as a
+ * binary32 word (>= 0x7F800000 when some value is not finite). */
+typedef uint32_t (*nf_search_load_fn)(const uint8_t *p, nf_src_type type, size_t n, float *x);
+
 typedef struct nf_search_kernel {
     nf_search_batch_fn batch;
     nf_search_extreme_fn extreme;
+    nf_search_load_fn load; /* NULL: grouped.c's own loading */
 } nf_search_kernel;
 
 /* Portable C (the scalar level). */
