@@ -13,6 +13,7 @@
 #define AVX2_ATTR __attribute__((target("avx2,f16c")))
 #define AVX2_INLINE static inline __attribute__((always_inline, target("avx2,f16c")))
 #define SEARCH_L 8u
+#define SEARCH_BETA 0.0 /* the screening's codes and residuals are the reference's */
 
 struct search_lanes;
 struct search_cands;
@@ -34,8 +35,9 @@ AVX2_INLINE void search_scaled_round(const double *v, double r, uint16_t *w);
 AVX2_INLINE void search_step_row(const uint16_t *v, int n, uint16_t *w);
 AVX2_INLINE void search_validate(struct search_cands *C, size_t j, const uint16_t *canonical, bool neg);
 AVX2_INLINE void search_unlist(struct search_cands *C, size_t j, const uint16_t *canonical);
-AVX2_INLINE void search_select(struct search_cands *C, const uint8_t *list, size_t m, double rho, float *thr,
-                               uint8_t *first, uint16_t *extra);
+AVX2_INLINE void search_amin(struct search_cands *C, const uint8_t *list, size_t m, float *amin);
+AVX2_INLINE void search_survivors(const struct search_cands *C, const uint8_t *list, size_t m, const float *thr,
+                                  uint8_t *first, uint16_t *extra);
 
 #define SEARCH_BATCH_FN search_batch_avx2
 #define SEARCH_ATTR AVX2_ATTR
@@ -85,18 +87,20 @@ AVX2_INLINE void search_transpose(const nf_search_shape *sh, const nf_search_gro
     const float *src[8];
     for (int l = 0; l < 8; l++) src[l] = g[l]->x;
     transpose_rows(src, b->G, b->x);
-    __m256 hi = _mm256_setzero_ps(), lo = hi;
-    for (size_t k = 0; k < b->G; k++) {
-        __m256 v = _mm256_load_ps(b->x[k]);
-        hi = _mm256_max_ps(hi, v);
-        lo = _mm256_min_ps(lo, v);
-    }
-    _mm256_store_ps(b->xmax, hi);
-    _mm256_store_ps(b->xmin, lo);
     if (b->weighted) {
         for (int l = 0; l < 8; l++) src[l] = g[l]->wf;
         transpose_rows(src, b->G, b->w);
     }
+    __m256 hi = _mm256_setzero_ps(), lo = hi, xx = hi;
+    for (size_t k = 0; k < b->G; k++) {
+        __m256 v = _mm256_load_ps(b->x[k]);
+        hi = _mm256_max_ps(hi, v);
+        lo = _mm256_min_ps(lo, v);
+        xx = _mm256_add_ps(xx, _mm256_mul_ps(b->weighted ? _mm256_mul_ps(_mm256_load_ps(b->w[k]), v) : v, v));
+    }
+    _mm256_store_ps(b->xmax, hi);
+    _mm256_store_ps(b->xmin, lo);
+    _mm256_store_ps(b->xx, xx);
 }
 
 /* round_candidate of 8 lanes: a NaN becomes +infinity (the reference's early exit gives it the
@@ -177,29 +181,27 @@ AVX2_INLINE void search_unlist(search_cands *C, size_t j, const uint16_t *canoni
     C->any[j] = _mm_movemask_epi8(ok) != 0;
 }
 
-/* search_algo.inc's search_select, 8 lanes per operation (words widened to 32-bit lanes). */
-AVX2_INLINE void search_select(search_cands *C, const uint8_t *list, size_t m, double rho, float *thr,
-                               uint8_t *first, uint16_t *extra)
+/* search_algo.inc's search_amin and search_survivors, 8 lanes per operation (words widened
+ * to 32-bit lanes). */
+AVX2_INLINE void search_amin(search_cands *C, const uint8_t *list, size_t m, float *amin)
 {
     const __m256 inf = _mm256_set1_ps(INFINITY);
-    __m256 amin = inf;
+    __m256 lo = inf;
     for (size_t i = 0; i < m; i++) {
         size_t j = list[i];
         __m256 ok = _mm256_castsi256_ps(
             _mm256_cvtepi16_epi32(_mm_load_si128((const __m128i *)(const void *)C->ok[j])));
         __m256 a = _mm256_blendv_ps(inf, _mm256_load_ps(C->a[j]), ok);
         _mm256_store_ps(C->a[j], a);
-        amin = _mm256_min_ps(amin, a);
+        lo = _mm256_min_ps(lo, a);
     }
-    /* search_threshold lane-wise: the same binary64 operations */
-    const __m256d up = _mm256_set1_pd(1.0 + rho), down = _mm256_set1_pd(1.0 - rho), tiny = _mm256_set1_pd(0x1p-100),
-                  widen = _mm256_set1_pd(1.0 + 0x1p-22);
-    __m256d t0 = _mm256_add_pd(_mm256_mul_pd(lo4(amin), up), tiny);
-    __m256d t1 = _mm256_add_pd(_mm256_mul_pd(hi4(amin), up), tiny);
-    t0 = _mm256_mul_pd(_mm256_div_pd(_mm256_add_pd(t0, tiny), down), widen);
-    t1 = _mm256_mul_pd(_mm256_div_pd(_mm256_add_pd(t1, tiny), down), widen);
-    __m256 th = _mm256_set_m128(_mm256_cvtpd_ps(t1), _mm256_cvtpd_ps(t0));
-    _mm256_store_ps(thr, th);
+    _mm256_store_ps(amin, lo);
+}
+
+AVX2_INLINE void search_survivors(const search_cands *C, const uint8_t *list, size_t m, const float *thr,
+                                  uint8_t *first, uint16_t *extra)
+{
+    const __m256 th = _mm256_load_ps(thr);
     __m256i fst = _mm256_set1_epi32(0xFF), fw = _mm256_setzero_si256(), more = fw, none = _mm256_set1_epi32(-1);
     for (size_t i = 0; i < m; i++) {
         size_t j = list[i];

@@ -20,6 +20,8 @@
 #define AVX512_ATTR __attribute__((target(TARGET)))
 #define AVX512_INLINE static inline __attribute__((always_inline, target(TARGET)))
 #define SEARCH_L 16u
+/* The screening's codes are rounded from the exact product (screen_n below). */
+#define SEARCH_BETA 0x1.1p-22
 
 struct search_lanes;
 struct search_cands;
@@ -41,8 +43,9 @@ AVX512_INLINE void search_scaled_round(const double *v, double r, uint16_t *w);
 AVX512_INLINE void search_step_row(const uint16_t *v, int n, uint16_t *w);
 AVX512_INLINE void search_validate(struct search_cands *C, size_t j, const uint16_t *canonical, bool neg);
 AVX512_INLINE void search_unlist(struct search_cands *C, size_t j, const uint16_t *canonical);
-AVX512_INLINE void search_select(struct search_cands *C, const uint8_t *list, size_t m, double rho, float *thr,
-                                 uint8_t *first, uint16_t *extra);
+AVX512_INLINE void search_amin(struct search_cands *C, const uint8_t *list, size_t m, float *amin);
+AVX512_INLINE void search_survivors(const struct search_cands *C, const uint8_t *list, size_t m, const float *thr,
+                                    uint8_t *first, uint16_t *extra);
 
 #define SEARCH_BATCH_FN search_batch_avx512
 #define SEARCH_ATTR AVX512_ATTR
@@ -106,18 +109,20 @@ AVX512_INLINE void search_transpose(const nf_search_shape *sh, const nf_search_g
     const float *src[16];
     for (int l = 0; l < 16; l++) src[l] = g[l]->x;
     transpose_rows(src, b->G, b->x);
-    __m512 hi = _mm512_setzero_ps(), lo = hi;
-    for (size_t k = 0; k < b->G; k++) {
-        __m512 v = _mm512_load_ps(b->x[k]);
-        hi = _mm512_max_ps(hi, v);
-        lo = _mm512_min_ps(lo, v);
-    }
-    _mm512_store_ps(b->xmax, hi);
-    _mm512_store_ps(b->xmin, lo);
     if (b->weighted) {
         for (int l = 0; l < 16; l++) src[l] = g[l]->wf;
         transpose_rows(src, b->G, b->w);
     }
+    __m512 hi = _mm512_setzero_ps(), lo = hi, xx = hi;
+    for (size_t k = 0; k < b->G; k++) {
+        __m512 v = _mm512_load_ps(b->x[k]);
+        hi = _mm512_max_ps(hi, v);
+        lo = _mm512_min_ps(lo, v);
+        xx = _mm512_fmadd_ps(b->weighted ? _mm512_mul_ps(_mm512_load_ps(b->w[k]), v) : v, v, xx);
+    }
+    _mm512_store_ps(b->xmax, hi);
+    _mm512_store_ps(b->xmin, lo);
+    _mm512_store_ps(b->xx, xx);
 }
 
 /* round_candidate of 16 lanes: a NaN becomes +infinity (the reference's early exit gives it
@@ -190,30 +195,26 @@ AVX512_INLINE void search_validate(search_cands *C, size_t j, const uint16_t *ca
     C->any[j] = good != 0;
 }
 
-/* search_algo.inc's search_select, 16 lanes per operation. */
-AVX512_INLINE void search_select(search_cands *C, const uint8_t *list, size_t m, double rho, float *thr,
-                                 uint8_t *first, uint16_t *extra)
+/* search_algo.inc's search_amin and search_survivors, 16 lanes per operation. */
+AVX512_INLINE void search_amin(search_cands *C, const uint8_t *list, size_t m, float *amin)
 {
     const __m512 inf = _mm512_set1_ps(INFINITY);
-    __m512 amin = inf;
+    __m512 lo = inf;
     for (size_t i = 0; i < m; i++) {
         size_t j = list[i];
         __mmask16 ok = _mm256_test_epi16_mask(_mm256_load_si256((const __m256i *)(const void *)C->ok[j]),
                                               _mm256_set1_epi16(-1));
         __m512 a = _mm512_mask_blend_ps(ok, inf, _mm512_load_ps(C->a[j]));
         _mm512_store_ps(C->a[j], a);
-        amin = _mm512_min_ps(amin, a);
+        lo = _mm512_min_ps(lo, a);
     }
-    /* search_threshold lane-wise: the same binary64 operations */
-    const __m512d up = _mm512_set1_pd(1.0 + rho), down = _mm512_set1_pd(1.0 - rho), tiny = _mm512_set1_pd(0x1p-100),
-                  widen = _mm512_set1_pd(1.0 + 0x1p-22);
-    __m512d t0 = _mm512_add_pd(_mm512_mul_pd(lo8(amin), up), tiny);
-    __m512d t1 = _mm512_add_pd(_mm512_mul_pd(hi8(amin), up), tiny);
-    t0 = _mm512_mul_pd(_mm512_div_pd(_mm512_add_pd(t0, tiny), down), widen);
-    t1 = _mm512_mul_pd(_mm512_div_pd(_mm512_add_pd(t1, tiny), down), widen);
-    __m512 th = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(_mm512_cvtpd_ps(t0))),
-                                                    _mm256_castps_pd(_mm512_cvtpd_ps(t1)), 1));
-    _mm512_store_ps(thr, th);
+    _mm512_store_ps(amin, lo);
+}
+
+AVX512_INLINE void search_survivors(const search_cands *C, const uint8_t *list, size_t m, const float *thr,
+                                    uint8_t *first, uint16_t *extra)
+{
+    const __m512 th = _mm512_load_ps(thr);
     __m256i fst = _mm256_set1_epi16(0xFF) /* none yet */, fw = _mm256_setzero_si256();
     __mmask16 more = 0, none = 0xFFFF;
     for (size_t i = 0; i < m; i++) {
@@ -257,11 +258,29 @@ AVX512_INLINE __m512 code16(__m512 x, __m512 inv, __m512 qmin, __m512 qmax, int 
 /* ---------------------------------------------------------------- screening */
 
 /* nc (1..4) candidates over all 16 lanes: binary32, r = x - s q fused (s q is exact), the
- * square added fused; the codes are the reference's. */
+ * square added fused.  The codes q' are rounded from the exact product: t = x * inv + 1.5 * 2^23
+ * in one rounding (VFMADD; the sum lies in (2^23, 2^24) where the spacing is 1, so t - 1.5 * 2^23
+ * is x * inv rounded to nearest even; the clamps act on t, at 1.5 * 2^23 + qmin or + qmax).  q'
+ * differs from the reference's q = clamp(rne(f32(x * inv))) only where the rounding of x * inv to
+ * binary32 reaches or crosses a point k + 1/2, |p - (k + 1/2)| <= |p| 2^-24 for p = x * inv;
+ * with y = x / s, |y - p| <= |y| 2^-24 (inv is within 2^-24 of 1 / s), so y is within
+ * 2.0001 |y| 2^-24 of k + 1/2 and | |x - s q'| - |x - s q| | = 2 s |y - (k + 1/2)| <=
+ * 2.0001 |x| 2^-23 < SEARCH_BETA |x| (search_algo.inc's bound).  Both clamped codes are q's
+ * neighbours k, k + 1 then, or equal. */
+AVX512_INLINE __m512 fcode16(__m512 x, __m512 inv, __m512 lo, __m512 hi, int clamp)
+{
+    const __m512 magic = _mm512_set1_ps(12582912.0f);
+    __m512 t = _mm512_fmadd_ps(x, inv, magic);
+    if (clamp & CLAMP_LO) t = _mm512_max_ps(t, lo);
+    if (clamp & CLAMP_HI) t = _mm512_min_ps(t, hi);
+    return _mm512_sub_ps(t, magic);
+}
+
 AVX512_INLINE void screen_n(const nf_search_shape *sh, const search_lanes *b, search_cands *C, const uint8_t *js,
                             int nc, int clamp, bool weighted)
 {
-    const __m512 qmin = _mm512_set1_ps(sh->qmin), qmax = _mm512_set1_ps(sh->qmax);
+    /* 1.5 * 2^23 + qmin and + qmax: exact integers */
+    const __m512 qmin = _mm512_set1_ps(12582912.0f + sh->qmin), qmax = _mm512_set1_ps(12582912.0f + sh->qmax);
     __m512 s[4], iv[4], acc[4];
     for (int c = 0; c < nc; c++) {
         s[c] = _mm512_load_ps(C->sf[js[c]]);
@@ -272,7 +291,7 @@ AVX512_INLINE void screen_n(const nf_search_shape *sh, const search_lanes *b, se
         __m512 x = _mm512_load_ps(b->x[k]);
         __m512 w = weighted ? _mm512_load_ps(b->w[k]) : x;
         for (int c = 0; c < nc; c++) {
-            __m512 q = code16(x, iv[c], qmin, qmax, clamp);
+            __m512 q = fcode16(x, iv[c], qmin, qmax, clamp);
             __m512 r = _mm512_fnmadd_ps(s[c], q, x);
             acc[c] = _mm512_fmadd_ps(weighted ? _mm512_mul_ps(w, r) : r, r, acc[c]);
         }

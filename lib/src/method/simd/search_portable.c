@@ -5,6 +5,7 @@
 #include "method/simd/search_simd.h"
 
 #define SEARCH_L 8u
+#define SEARCH_BETA 0.0 /* the screening's codes and residuals are the reference's */
 
 struct search_lanes;
 struct search_cands;
@@ -28,7 +29,7 @@ static void search_codes(const nf_search_shape *sh, const nf_search_group *g, fl
 static void search_transpose(const nf_search_shape *sh, const nf_search_group *const *g, search_lanes *b)
 {
     (void)sh;
-    for (size_t l = 0; l < SEARCH_L; l++) b->xmax[l] = b->xmin[l] = 0.0f;
+    for (size_t l = 0; l < SEARCH_L; l++) b->xmax[l] = b->xmin[l] = b->xx[l] = 0.0f;
     for (size_t k = 0; k < b->G; k++)
         for (size_t l = 0; l < SEARCH_L; l++) {
             float v = g[l]->x[k];
@@ -39,6 +40,11 @@ static void search_transpose(const nf_search_shape *sh, const nf_search_group *c
     if (b->weighted)
         for (size_t k = 0; k < b->G; k++)
             for (size_t l = 0; l < SEARCH_L; l++) b->w[k][l] = g[l]->wf[k];
+    for (size_t k = 0; k < b->G; k++)
+        for (size_t l = 0; l < SEARCH_L; l++) {
+            float v = b->x[k][l];
+            b->xx[l] += (b->weighted ? b->w[k][l] * v : v) * v;
+        }
 }
 
 static void search_round(const double *c, uint16_t *w)
