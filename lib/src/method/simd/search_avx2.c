@@ -38,6 +38,10 @@ AVX2_INLINE void search_unlist(struct search_cands *C, size_t j, const uint16_t 
 AVX2_INLINE void search_amin(struct search_cands *C, const uint8_t *list, size_t m, float *amin);
 AVX2_INLINE void search_survivors(const struct search_cands *C, const uint8_t *list, size_t m, const float *thr,
                                   uint8_t *first, uint16_t *extra);
+AVX2_INLINE void search_bounds(const float *a, double rho, const double *eta, double *lo, double *hi);
+AVX2_INLINE void search_thresholds(const float *amin, double rho, const double *eta, float *thr);
+AVX2_INLINE void search_same_lanes(const float *si, const double *sc, const double *num, const double *den,
+                                   const double *sum_up, int8_t *d);
 
 #define SEARCH_BATCH_FN search_batch_avx2
 #define SEARCH_ATTR AVX2_ATTR
@@ -220,6 +224,63 @@ AVX2_INLINE void search_survivors(const search_cands *C, const uint8_t *list, si
     for (size_t l = 0; l < 8; l++) {
         first[l] = (uint8_t)f[l];
         extra[l] = (uint16_t)(e[l] != 0);
+    }
+}
+
+/* search_algo.inc's search_lo / search_hi, search_threshold and search_same_codes, the same
+ * binary64 operations 4 lanes at a time. */
+AVX2_INLINE void search_bounds(const float *a, double rho, const double *eta, double *lo, double *hi)
+{
+    const __m256 av = _mm256_load_ps(a);
+    const __m256d up = _mm256_set1_pd(1.0 + rho), down = _mm256_set1_pd(1.0 - rho), tiny = _mm256_set1_pd(0x1p-100),
+                  out = _mm256_set1_pd(1.0 + 0x1p-50), in = _mm256_set1_pd(1.0 - 0x1p-50), zero = _mm256_setzero_pd();
+    for (int h = 0; h < 2; h++) {
+        __m256d x = h ? hi4(av) : lo4(av), e = _mm256_load_pd(eta + 4 * h);
+        __m256d t = _mm256_add_pd(_mm256_sqrt_pd(_mm256_mul_pd(x, up)), e);
+        _mm256_store_pd(hi + 4 * h, _mm256_add_pd(_mm256_mul_pd(_mm256_mul_pd(t, t), out), tiny));
+        __m256d u = _mm256_sub_pd(_mm256_sqrt_pd(_mm256_mul_pd(x, down)), e);
+        __m256d l = _mm256_sub_pd(_mm256_mul_pd(_mm256_mul_pd(u, u), in), tiny);
+        _mm256_store_pd(lo + 4 * h, _mm256_blendv_pd(_mm256_sub_pd(zero, tiny), l, _mm256_cmp_pd(u, zero, _CMP_GT_OQ)));
+    }
+}
+
+AVX2_INLINE void search_thresholds(const float *amin, double rho, const double *eta, float *thr)
+{
+    _Alignas(32) double lo[8], hi[8];
+    search_bounds(amin, rho, eta, lo, hi);
+    const __m256d tiny = _mm256_set1_pd(0x1p-100), down = _mm256_set1_pd(1.0 - rho),
+                  widen = _mm256_set1_pd(1.0 + 0x1p-22);
+    __m128 r[2];
+    for (int h = 0; h < 2; h++) {
+        __m256d t = _mm256_add_pd(_mm256_sqrt_pd(_mm256_add_pd(_mm256_load_pd(hi + 4 * h), tiny)),
+                                  _mm256_load_pd(eta + 4 * h));
+        r[h] = _mm256_cvtpd_ps(_mm256_mul_pd(_mm256_div_pd(_mm256_mul_pd(t, t), down), widen));
+    }
+    _mm256_store_ps(thr, _mm256_set_m128(r[1], r[0]));
+}
+
+AVX2_INLINE __m256d abs4(__m256d v) { return _mm256_andnot_pd(_mm256_set1_pd(-0.0), v); }
+
+AVX2_INLINE void search_same_lanes(const float *si, const double *sc, const double *num, const double *den,
+                                   const double *sum_up, int8_t *d)
+{
+    const __m256 sv = _mm256_load_ps(si);
+    const __m256d two = _mm256_set1_pd(2.0), c43 = _mm256_set1_pd(0x1p-43), c51 = _mm256_set1_pd(0x1p-51),
+                  c44 = _mm256_set1_pd(0x1p-44), tiny = _mm256_set1_pd(0x1p-999), zero = _mm256_setzero_pd();
+    for (int h = 0; h < 2; h++) {
+        __m256d a = h ? hi4(sv) : lo4(sv), c = _mm256_load_pd(sc + 4 * h);
+        __m256d n = _mm256_load_pd(num + 4 * h), dn = _mm256_load_pd(den + 4 * h);
+        __m256d sigma = _mm256_add_pd(a, c), delta = _mm256_sub_pd(a, c);
+        __m256d R = _mm256_sub_pd(_mm256_mul_pd(sigma, dn), _mm256_mul_pd(two, n)), D = _mm256_mul_pd(delta, R);
+        __m256d err = _mm256_mul_pd(
+            abs4(delta), _mm256_add_pd(_mm256_mul_pd(_mm256_add_pd(_mm256_mul_pd(abs4(sigma), dn),
+                                                                   _mm256_mul_pd(two, abs4(n))),
+                                                     c43),
+                                       _mm256_mul_pd(abs4(R), c51)));
+        __m256d K = _mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(_mm256_load_pd(sum_up + 4 * h), c44), err), tiny);
+        int better = _mm256_movemask_pd(_mm256_cmp_pd(D, _mm256_sub_pd(zero, K), _CMP_LT_OQ));
+        int worse = _mm256_movemask_pd(_mm256_cmp_pd(D, K, _CMP_GE_OQ));
+        for (int l = 0; l < 4; l++) d[4 * h + l] = (int8_t)((better >> l) & 1 ? 1 : (worse >> l) & 1 ? 0 : -1);
     }
 }
 

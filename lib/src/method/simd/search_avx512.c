@@ -46,6 +46,10 @@ AVX512_INLINE void search_unlist(struct search_cands *C, size_t j, const uint16_
 AVX512_INLINE void search_amin(struct search_cands *C, const uint8_t *list, size_t m, float *amin);
 AVX512_INLINE void search_survivors(const struct search_cands *C, const uint8_t *list, size_t m, const float *thr,
                                     uint8_t *first, uint16_t *extra);
+AVX512_INLINE void search_bounds(const float *a, double rho, const double *eta, double *lo, double *hi);
+AVX512_INLINE void search_thresholds(const float *amin, double rho, const double *eta, float *thr);
+AVX512_INLINE void search_same_lanes(const float *si, const double *sc, const double *num, const double *den,
+                                     const double *sum_up, int8_t *d);
 
 #define SEARCH_BATCH_FN search_batch_avx512
 #define SEARCH_ATTR AVX512_ATTR
@@ -229,6 +233,66 @@ AVX512_INLINE void search_survivors(const search_cands *C, const uint8_t *list, 
     }
     _mm_store_si128((__m128i *)(void *)first, _mm256_cvtepi16_epi8(fst));
     _mm256_store_si256((__m256i *)(void *)extra, _mm256_maskz_mov_epi16(more, _mm256_set1_epi16(1)));
+}
+
+/* search_algo.inc's search_lo / search_hi, search_threshold and search_same_codes, the same
+ * binary64 operations 8 lanes at a time. */
+AVX512_INLINE void search_bounds(const float *a, double rho, const double *eta, double *lo, double *hi)
+{
+    const __m512 av = _mm512_load_ps(a);
+    const __m512d up = _mm512_set1_pd(1.0 + rho), down = _mm512_set1_pd(1.0 - rho), tiny = _mm512_set1_pd(0x1p-100),
+                  out = _mm512_set1_pd(1.0 + 0x1p-50), in = _mm512_set1_pd(1.0 - 0x1p-50), zero = _mm512_setzero_pd();
+    for (int h = 0; h < 2; h++) {
+        __m512d x = h ? hi8(av) : lo8(av), e = _mm512_load_pd(eta + 8 * h);
+        __m512d t = _mm512_add_pd(_mm512_sqrt_pd(_mm512_mul_pd(x, up)), e);
+        _mm512_store_pd(hi + 8 * h, _mm512_add_pd(_mm512_mul_pd(_mm512_mul_pd(t, t), out), tiny));
+        __m512d u = _mm512_sub_pd(_mm512_sqrt_pd(_mm512_mul_pd(x, down)), e);
+        __m512d l = _mm512_sub_pd(_mm512_mul_pd(_mm512_mul_pd(u, u), in), tiny);
+        _mm512_store_pd(lo + 8 * h,
+                        _mm512_mask_blend_pd(_mm512_cmp_pd_mask(u, zero, _CMP_GT_OQ), _mm512_sub_pd(zero, tiny), l));
+    }
+}
+
+AVX512_INLINE void search_thresholds(const float *amin, double rho, const double *eta, float *thr)
+{
+    _Alignas(64) double lo[16], hi[16];
+    search_bounds(amin, rho, eta, lo, hi);
+    const __m512d tiny = _mm512_set1_pd(0x1p-100), down = _mm512_set1_pd(1.0 - rho),
+                  widen = _mm512_set1_pd(1.0 + 0x1p-22);
+    __m256 r[2];
+    for (int h = 0; h < 2; h++) {
+        __m512d t = _mm512_add_pd(_mm512_sqrt_pd(_mm512_add_pd(_mm512_load_pd(hi + 8 * h), tiny)),
+                                  _mm512_load_pd(eta + 8 * h));
+        r[h] = _mm512_cvtpd_ps(_mm512_mul_pd(_mm512_div_pd(_mm512_mul_pd(t, t), down), widen));
+    }
+    _mm512_store_ps(thr, _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(r[0])),
+                                                             _mm256_castps_pd(r[1]), 1)));
+}
+
+AVX512_INLINE void search_same_lanes(const float *si, const double *sc, const double *num, const double *den,
+                                     const double *sum_up, int8_t *d)
+{
+    const __m512 sv = _mm512_load_ps(si);
+    const __m512d two = _mm512_set1_pd(2.0), c43 = _mm512_set1_pd(0x1p-43), c51 = _mm512_set1_pd(0x1p-51),
+                  c44 = _mm512_set1_pd(0x1p-44), tiny = _mm512_set1_pd(0x1p-999), zero = _mm512_setzero_pd();
+    __mmask16 better = 0, worse = 0;
+    for (int h = 0; h < 2; h++) {
+        __m512d a = h ? hi8(sv) : lo8(sv), c = _mm512_load_pd(sc + 8 * h);
+        __m512d n = _mm512_load_pd(num + 8 * h), dn = _mm512_load_pd(den + 8 * h);
+        __m512d sigma = _mm512_add_pd(a, c), delta = _mm512_sub_pd(a, c);
+        __m512d R = _mm512_sub_pd(_mm512_mul_pd(sigma, dn), _mm512_mul_pd(two, n)), D = _mm512_mul_pd(delta, R);
+        __m512d err = _mm512_mul_pd(
+            _mm512_abs_pd(delta),
+            _mm512_add_pd(_mm512_mul_pd(_mm512_add_pd(_mm512_mul_pd(_mm512_abs_pd(sigma), dn),
+                                                      _mm512_mul_pd(two, _mm512_abs_pd(n))),
+                                        c43),
+                          _mm512_mul_pd(_mm512_abs_pd(R), c51)));
+        __m512d K = _mm512_add_pd(_mm512_add_pd(_mm512_mul_pd(_mm512_load_pd(sum_up + 8 * h), c44), err), tiny);
+        better |= (__mmask16)(_mm512_cmp_pd_mask(D, _mm512_sub_pd(zero, K), _CMP_LT_OQ) << (8 * h));
+        worse |= (__mmask16)(_mm512_cmp_pd_mask(D, K, _CMP_GE_OQ) << (8 * h));
+    }
+    __m128i r = _mm_mask_mov_epi8(_mm_set1_epi8(-1), worse, _mm_setzero_si128());
+    _mm_store_si128((__m128i *)(void *)d, _mm_mask_mov_epi8(r, better, _mm_set1_epi8(1)));
 }
 
 /* sf = the binary16 value (VCVTPH2PS is exact), inv = f32(1 / sf). */
