@@ -418,6 +418,7 @@ nf_status nf_grouped_search_rows(const nf_format *fmt, const nf_method_params *p
                                 .qmin = g.qmin,
                                 .qmax = g.qmax,
                                 .qmin_d = g.qmin_d,
+                                .denominator = g.denominator,
                                 .denominator_d = g.qmax_d,
                                 .negative_scales = params && params->negative_scales};
     const nf_search_kernel *kern = nf_search_kernel_active();
@@ -445,16 +446,18 @@ nf_status nf_grouped_search_rows(const nf_format *fmt, const nf_method_params *p
         for (size_t gi = 0; gi < groups; gi++) {
             unsigned si = Q.free_slot[Q.nfree - 1]; /* a queue that fills is flushed at once */
             float *x = Q.x[si];
-            float amax;
+            float amax, extreme = 0.0f;
             size_t bad, n;
             if (fast_load) {
                 size_t c0 = gi * G;
                 n = k - c0 < G ? k - c0 : G;
-                uint32_t m = kern->load((const uint8_t *)src->data + ((size_t)r * k + c0) * esize, src->type, n, x);
+                uint32_t m = kern->load((const uint8_t *)src->data + ((size_t)r * k + c0) * esize, src->type, n, x,
+                                        &extreme);
                 memcpy(&amax, &m, sizeof m);
                 bad = m < 0x7F800000u ? n : nf_method_first_nonfinite(x, n);
             } else {
                 n = load_group(src, &g, k, r, gi, x, &amax, &bad);
+                if (bad == n && amax > 0.0f) extreme = kern->extreme(x, n, amax);
             }
             if (bad < n) return nonfinite_error(err, src, r, gi * G + bad, x[bad]);
             if (amax == 0.0f) {
@@ -462,12 +465,13 @@ nf_status nf_grouped_search_rows(const nf_format *fmt, const nf_method_params *p
                 memset(codes + gi * G, 0, n);
                 continue;
             }
-            uint16_t word;
-            if (!absmax_scale(amax, &g, &word)) return overflow_error(err, src, r, gi, n, &g, amax);
+            /* absmax_scale's refusal: f32(amax / qmax) rounds to the binary16 infinity exactly
+             * from 65520 up (the tie above 65504 goes to the even word, infinity); the word
+             * itself is formed by the kernel */
+            if (!(amax / g.denominator < 65520.0f)) return overflow_error(err, src, r, gi, n, &g, amax);
             if (n < G) memset(x + n, 0, (G - n) * sizeof *x);
             const float *wf = imp ? (n < G ? wtail : imp + gi * G) : NULL;
             bool screen = nf_search_screenable(amax, weights_screenable ? 0 : amax_word(wf, n));
-            float extreme = kern->extreme(x, n, amax);
             int qi = !screen ? SEARCH_UNSCREENED
                              : !sh.negative_scales && extreme > 0.0f ? SEARCH_NEGATIVE_FULL : SEARCH_COMPETING;
             Q.nfree--;
@@ -477,7 +481,6 @@ nf_status nf_grouped_search_rows(const nf_format *fmt, const nf_method_params *p
                                                        .n = n,
                                                        .amax = amax,
                                                        .extreme = extreme,
-                                                       .canonical = word,
                                                        .word = &scales[gi],
                                                        .q = codes + gi * G};
             if (Q.count[qi] == NF_SEARCH_BATCH) search_flush(&Q, qi, kern, &sh);

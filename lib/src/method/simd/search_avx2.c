@@ -39,6 +39,7 @@ AVX2_INLINE void search_amin(struct search_cands *C, const uint8_t *list, size_t
 AVX2_INLINE void search_survivors(const struct search_cands *C, const uint8_t *list, size_t m, const float *thr,
                                   uint8_t *first, uint16_t *extra);
 AVX2_INLINE void search_bounds(const float *a, double rho, const double *eta, double *lo, double *hi);
+AVX2_INLINE void search_canonical(const float *amax, float den, uint16_t *w);
 AVX2_INLINE void search_thresholds(const float *amin, double rho, const double *eta, float *thr);
 AVX2_INLINE void search_same_lanes(const float *si, const double *sc, const double *num, const double *den,
                                    const double *sum_up, int8_t *d);
@@ -225,6 +226,15 @@ AVX2_INLINE void search_survivors(const search_cands *C, const uint8_t *list, si
         first[l] = (uint8_t)f[l];
         extra[l] = (uint16_t)(e[l] != 0);
     }
+}
+
+/* absmax_scale lane-wise: VDIVPS (correctly rounded, as the binary32 division), VCVTPS2PH
+ * imm8 = 0 (nf_f32_to_f16 for these finite positive values), 0 made 0x0001. */
+AVX2_INLINE void search_canonical(const float *amax, float den, uint16_t *w)
+{
+    __m128i h = _mm256_cvtps_ph(_mm256_div_ps(_mm256_load_ps(amax), _mm256_set1_ps(den)), 0);
+    __m128i z = _mm_cmpeq_epi16(h, _mm_setzero_si128());
+    _mm_store_si128((__m128i *)(void *)w, _mm_or_si128(h, _mm_and_si128(z, _mm_set1_epi16(1))));
 }
 
 /* search_algo.inc's search_lo / search_hi, search_threshold and search_same_codes, the same
@@ -588,7 +598,7 @@ static __attribute__((noinline)) uint32_t load_tail(const uint8_t *p, nf_src_typ
     return best;
 }
 
-AVX2_INLINE uint32_t load_n(const uint8_t *p, nf_src_type type, size_t esize, size_t n, float *x)
+AVX2_INLINE uint32_t load_n(const uint8_t *p, nf_src_type type, size_t esize, size_t n, float *x, float *extreme)
 {
     const __m256i mag = _mm256_set1_epi32(0x7FFFFFFF);
     __m256i mx = _mm256_setzero_si256();
@@ -606,23 +616,28 @@ AVX2_INLINE uint32_t load_n(const uint8_t *p, nf_src_type type, size_t esize, si
         uint32_t t = load_tail(p + i * esize, type, n - i, x + i);
         best = t > best ? t : best;
     }
+    if (best - 1u < 0x7F7FFFFFu) { /* finite and nonzero */
+        float a;
+        memcpy(&a, &best, sizeof a);
+        *extreme = extreme_avx2(x, n, a);
+    }
     return best;
 }
 
 /* The layouts' group sizes as constants, so that the loops unroll. */
-AVX2_INLINE uint32_t load_type(const uint8_t *p, nf_src_type type, size_t esize, size_t n, float *x)
+AVX2_INLINE uint32_t load_type(const uint8_t *p, nf_src_type type, size_t esize, size_t n, float *x, float *extreme)
 {
-    if (n == 64) return load_n(p, type, esize, 64, x);
-    if (n == 32) return load_n(p, type, esize, 32, x);
-    return load_n(p, type, esize, n, x);
+    if (n == 64) return load_n(p, type, esize, 64, x, extreme);
+    if (n == 32) return load_n(p, type, esize, 32, x, extreme);
+    return load_n(p, type, esize, n, x, extreme);
 }
 
-static AVX2_ATTR uint32_t load_avx2(const uint8_t *p, nf_src_type type, size_t n, float *x)
+static AVX2_ATTR uint32_t load_avx2(const uint8_t *p, nf_src_type type, size_t n, float *x, float *extreme)
 {
     switch (type) {
-    case NF_SRC_F32: return load_type(p, NF_SRC_F32, 4, n, x);
-    case NF_SRC_F16: return load_type(p, NF_SRC_F16, 2, n, x);
-    default: return load_type(p, NF_SRC_BF16, 2, n, x);
+    case NF_SRC_F32: return load_type(p, NF_SRC_F32, 4, n, x, extreme);
+    case NF_SRC_F16: return load_type(p, NF_SRC_F16, 2, n, x, extreme);
+    default: return load_type(p, NF_SRC_BF16, 2, n, x, extreme);
     }
 }
 

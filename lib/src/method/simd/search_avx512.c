@@ -47,6 +47,7 @@ AVX512_INLINE void search_amin(struct search_cands *C, const uint8_t *list, size
 AVX512_INLINE void search_survivors(const struct search_cands *C, const uint8_t *list, size_t m, const float *thr,
                                     uint8_t *first, uint16_t *extra);
 AVX512_INLINE void search_bounds(const float *a, double rho, const double *eta, double *lo, double *hi);
+AVX512_INLINE void search_canonical(const float *amax, float den, uint16_t *w);
 AVX512_INLINE void search_thresholds(const float *amin, double rho, const double *eta, float *thr);
 AVX512_INLINE void search_same_lanes(const float *si, const double *sc, const double *num, const double *den,
                                      const double *sum_up, int8_t *d);
@@ -233,6 +234,15 @@ AVX512_INLINE void search_survivors(const search_cands *C, const uint8_t *list, 
     }
     _mm_store_si128((__m128i *)(void *)first, _mm256_cvtepi16_epi8(fst));
     _mm256_store_si256((__m256i *)(void *)extra, _mm256_maskz_mov_epi16(more, _mm256_set1_epi16(1)));
+}
+
+/* absmax_scale lane-wise: VDIVPS (correctly rounded, as the binary32 division), VCVTPS2PH
+ * imm8 = 0 (nf_f32_to_f16 for these finite positive values), 0 made 0x0001. */
+AVX512_INLINE void search_canonical(const float *amax, float den, uint16_t *w)
+{
+    __m256i h = _mm512_cvtps_ph(_mm512_div_ps(_mm512_load_ps(amax), _mm512_set1_ps(den)), 0);
+    h = _mm256_mask_mov_epi16(h, _mm256_testn_epi16_mask(h, h), _mm256_set1_epi16(1));
+    _mm256_store_si256((__m256i *)(void *)w, h);
 }
 
 /* search_algo.inc's search_lo / search_hi, search_threshold and search_same_codes, the same
@@ -599,34 +609,51 @@ AVX512_INLINE __m512 widen16(const uint8_t *p, __mmask16 k, nf_src_type type)
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
-AVX512_INLINE uint32_t load_n(const uint8_t *p, nf_src_type type, size_t esize, size_t n, float *x)
+/* The values widened and stored, amax, and the first value of magnitude amax: with n a constant
+ * up to 128 every vector stays in a register for the second look. */
+AVX512_INLINE uint32_t load_n(const uint8_t *p, nf_src_type type, size_t esize, size_t n, float *x, float *extreme)
 {
     const __m512i mag = _mm512_set1_epi32(0x7FFFFFFF);
     __m512i mx = _mm512_setzero_si512();
-    for (size_t i = 0; i < n; i += 16) {
-        size_t left = n - i;
+    __m512i v[NF_METHOD_MAX_GROUP / 16];
+    size_t nv = (n + 15) / 16;
+    for (size_t i = 0; i < nv; i++) {
+        size_t left = n - 16 * i;
         __mmask16 k = (__mmask16)(left >= 16 ? 0xFFFFu : (1u << left) - 1u);
-        __m512 v = widen16(p + i * esize, k, type);
-        _mm512_mask_storeu_ps(x + i, k, v);
-        mx = _mm512_max_epu32(mx, _mm512_and_si512(_mm512_castps_si512(v), mag));
+        __m512 f = widen16(p + 16 * i * esize, k, type);
+        _mm512_mask_storeu_ps(x + 16 * i, k, f);
+        v[i] = _mm512_and_si512(_mm512_castps_si512(f), mag);
+        mx = _mm512_max_epu32(mx, v[i]);
     }
-    return (uint32_t)_mm512_reduce_max_epu32(mx);
+    uint32_t m = (uint32_t)_mm512_reduce_max_epu32(mx);
+    if (m - 1u < 0x7F7FFFFFu) { /* finite and nonzero */
+        const __m512i a = _mm512_set1_epi32((int)m);
+        for (size_t i = 0; i < nv; i++) {
+            __mmask16 hit = _mm512_cmpeq_epi32_mask(v[i], a);
+            if (hit) {
+                *extreme = x[16 * i + (size_t)__builtin_ctz(hit)];
+                break;
+            }
+        }
+    }
+    return m;
 }
 
 /* The layouts' group sizes as constants, so that the loops unroll. */
-AVX512_INLINE uint32_t load_type(const uint8_t *p, nf_src_type type, size_t esize, size_t n, float *x)
+AVX512_INLINE uint32_t load_type(const uint8_t *p, nf_src_type type, size_t esize, size_t n, float *x,
+                                 float *extreme)
 {
-    if (n == 64) return load_n(p, type, esize, 64, x);
-    if (n == 32) return load_n(p, type, esize, 32, x);
-    return load_n(p, type, esize, n, x);
+    if (n == 64) return load_n(p, type, esize, 64, x, extreme);
+    if (n == 32) return load_n(p, type, esize, 32, x, extreme);
+    return load_n(p, type, esize, n, x, extreme);
 }
 
-static AVX512_ATTR uint32_t load_avx512(const uint8_t *p, nf_src_type type, size_t n, float *x)
+static AVX512_ATTR uint32_t load_avx512(const uint8_t *p, nf_src_type type, size_t n, float *x, float *extreme)
 {
     switch (type) {
-    case NF_SRC_F32: return load_type(p, NF_SRC_F32, 4, n, x);
-    case NF_SRC_F16: return load_type(p, NF_SRC_F16, 2, n, x);
-    default: return load_type(p, NF_SRC_BF16, 2, n, x);
+    case NF_SRC_F32: return load_type(p, NF_SRC_F32, 4, n, x, extreme);
+    case NF_SRC_F16: return load_type(p, NF_SRC_F16, 2, n, x, extreme);
+    default: return load_type(p, NF_SRC_BF16, 2, n, x, extreme);
     }
 }
 

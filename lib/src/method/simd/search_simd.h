@@ -83,11 +83,14 @@ typedef struct nf_search_shape {
     size_t group;          /* G: every x and wf below is readable and zero-padded up to G */
     float qmin, qmax;      /* legal code interval, as floats for the clamp */
     double qmin_d;         /* code_min */
-    double denominator_d;  /* encoder qmax */
+    float denominator;     /* encoder qmax */
+    double denominator_d;  /* the same */
     bool negative_scales;
 } nf_search_shape;
 
-/* One group with amax > 0, after the baseline (the grouped_absmax word). */
+/* One group with amax > 0 whose baseline word (the grouped_absmax one, f16(f32(amax / qmax)),
+ * 0x0001 when that is 0) is finite, as the driver has checked (amax / qmax < 65520); the
+ * kernels form the word themselves, lane-wise, by the same operations. */
 typedef struct nf_search_group {
     const float *x;        /* G values: the group's n finite values, then zeros */
     const float *wf;       /* G importance weights (n given, then zeros), or NULL (all 1); all
@@ -95,7 +98,6 @@ typedef struct nf_search_group {
     size_t n;              /* 1..G */
     float amax;            /* max |x| > 0 */
     float extreme;         /* x[k] of the first k with |x[k]| = amax (design.md decision 13) */
-    uint16_t canonical;    /* the baseline word */
     uint16_t *word;        /* out: the chosen word */
     int8_t *q;             /* out: its n codes */
 } nf_search_group;
@@ -108,8 +110,9 @@ typedef float (*nf_search_extreme_fn)(const float *x, size_t n, float amax);
 
 /* n values of type F32, F16 or BF16 (little-endian bytes at any alignment) at p, widened exactly
  * to binary32 into x[0..n) (a signaling NaN may come out quiet); returns the largest |x| as a
- * binary32 word (>= 0x7F800000 when some value is not finite). */
-typedef uint32_t (*nf_search_load_fn)(const uint8_t *p, nf_src_type type, size_t n, float *x);
+ * binary32 word (>= 0x7F800000 when some value is not finite) and, when that is finite and
+ * nonzero, sets *extreme as nf_search_extreme_fn would. */
+typedef uint32_t (*nf_search_load_fn)(const uint8_t *p, nf_src_type type, size_t n, float *x, float *extreme);
 
 typedef struct nf_search_kernel {
     nf_search_batch_fn batch;
