@@ -627,14 +627,13 @@ AVX512_INLINE uint32_t load_n(const uint8_t *p, nf_src_type type, size_t esize, 
     }
     uint32_t m = (uint32_t)_mm512_reduce_max_epu32(mx);
     if (m - 1u < 0x7F7FFFFFu) { /* finite and nonzero */
+        /* every lane's hit in one bit mask (no branch per vector: the first hit's place varies) */
         const __m512i a = _mm512_set1_epi32((int)m);
-        for (size_t i = 0; i < nv; i++) {
-            __mmask16 hit = _mm512_cmpeq_epi32_mask(v[i], a);
-            if (hit) {
-                *extreme = x[16 * i + (size_t)__builtin_ctz(hit)];
-                break;
-            }
-        }
+        uint64_t hits[NF_METHOD_MAX_GROUP / 64] = {0};
+        for (size_t i = 0; i < nv; i++) hits[i / 4] |= (uint64_t)_mm512_cmpeq_epi32_mask(v[i], a) << (16 * (i % 4));
+        size_t at = 0;
+        while (!hits[at / 64]) at += 64;
+        *extreme = x[at + (size_t)__builtin_ctzll(hits[at / 64])];
     }
     return m;
 }
