@@ -38,9 +38,7 @@ AVX2_INLINE void search_unlist(struct search_cands *C, size_t j, const uint16_t 
 AVX2_INLINE void search_amin(struct search_cands *C, const uint8_t *list, size_t m, float *amin);
 AVX2_INLINE void search_survivors(const struct search_cands *C, const uint8_t *list, size_t m, const float *thr,
                                   uint8_t *first, uint16_t *extra);
-AVX2_INLINE void search_bounds(const float *a, double rho, const double *eta, double *lo, double *hi);
 AVX2_INLINE void search_canonical(const float *amax, float den, uint16_t *w);
-AVX2_INLINE void search_thresholds(const float *amin, double rho, const double *eta, float *thr);
 AVX2_INLINE void search_same_lanes(const float *si, const double *sc, const double *num, const double *den,
                                    const double *sum_up, int8_t *d);
 
@@ -237,38 +235,7 @@ AVX2_INLINE void search_canonical(const float *amax, float den, uint16_t *w)
     _mm_store_si128((__m128i *)(void *)w, _mm_or_si128(h, _mm_and_si128(z, _mm_set1_epi16(1))));
 }
 
-/* search_algo.inc's search_lo / search_hi, search_threshold and search_same_codes, the same
- * binary64 operations 4 lanes at a time. */
-AVX2_INLINE void search_bounds(const float *a, double rho, const double *eta, double *lo, double *hi)
-{
-    const __m256 av = _mm256_load_ps(a);
-    const __m256d up = _mm256_set1_pd(1.0 + rho), down = _mm256_set1_pd(1.0 - rho), tiny = _mm256_set1_pd(0x1p-100),
-                  out = _mm256_set1_pd(1.0 + 0x1p-50), in = _mm256_set1_pd(1.0 - 0x1p-50), zero = _mm256_setzero_pd();
-    for (int h = 0; h < 2; h++) {
-        __m256d x = h ? hi4(av) : lo4(av), e = _mm256_load_pd(eta + 4 * h);
-        __m256d t = _mm256_add_pd(_mm256_sqrt_pd(_mm256_mul_pd(x, up)), e);
-        _mm256_store_pd(hi + 4 * h, _mm256_add_pd(_mm256_mul_pd(_mm256_mul_pd(t, t), out), tiny));
-        __m256d u = _mm256_sub_pd(_mm256_sqrt_pd(_mm256_mul_pd(x, down)), e);
-        __m256d l = _mm256_sub_pd(_mm256_mul_pd(_mm256_mul_pd(u, u), in), tiny);
-        _mm256_store_pd(lo + 4 * h, _mm256_blendv_pd(_mm256_sub_pd(zero, tiny), l, _mm256_cmp_pd(u, zero, _CMP_GT_OQ)));
-    }
-}
-
-AVX2_INLINE void search_thresholds(const float *amin, double rho, const double *eta, float *thr)
-{
-    _Alignas(32) double lo[8], hi[8];
-    search_bounds(amin, rho, eta, lo, hi);
-    const __m256d tiny = _mm256_set1_pd(0x1p-100), down = _mm256_set1_pd(1.0 - rho),
-                  widen = _mm256_set1_pd(1.0 + 0x1p-22);
-    __m128 r[2];
-    for (int h = 0; h < 2; h++) {
-        __m256d t = _mm256_add_pd(_mm256_sqrt_pd(_mm256_add_pd(_mm256_load_pd(hi + 4 * h), tiny)),
-                                  _mm256_load_pd(eta + 4 * h));
-        r[h] = _mm256_cvtpd_ps(_mm256_mul_pd(_mm256_div_pd(_mm256_mul_pd(t, t), down), widen));
-    }
-    _mm256_store_ps(thr, _mm256_set_m128(r[1], r[0]));
-}
-
+/* search_algo.inc's search_same_codes, the same binary64 operations 4 lanes at a time. */
 AVX2_INLINE __m256d abs4(__m256d v) { return _mm256_andnot_pd(_mm256_set1_pd(-0.0), v); }
 
 AVX2_INLINE void search_same_lanes(const float *si, const double *sc, const double *num, const double *den,

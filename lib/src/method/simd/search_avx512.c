@@ -46,9 +46,7 @@ AVX512_INLINE void search_unlist(struct search_cands *C, size_t j, const uint16_
 AVX512_INLINE void search_amin(struct search_cands *C, const uint8_t *list, size_t m, float *amin);
 AVX512_INLINE void search_survivors(const struct search_cands *C, const uint8_t *list, size_t m, const float *thr,
                                     uint8_t *first, uint16_t *extra);
-AVX512_INLINE void search_bounds(const float *a, double rho, const double *eta, double *lo, double *hi);
 AVX512_INLINE void search_canonical(const float *amax, float den, uint16_t *w);
-AVX512_INLINE void search_thresholds(const float *amin, double rho, const double *eta, float *thr);
 AVX512_INLINE void search_same_lanes(const float *si, const double *sc, const double *num, const double *den,
                                      const double *sum_up, int8_t *d);
 
@@ -245,40 +243,7 @@ AVX512_INLINE void search_canonical(const float *amax, float den, uint16_t *w)
     _mm256_store_si256((__m256i *)(void *)w, h);
 }
 
-/* search_algo.inc's search_lo / search_hi, search_threshold and search_same_codes, the same
- * binary64 operations 8 lanes at a time. */
-AVX512_INLINE void search_bounds(const float *a, double rho, const double *eta, double *lo, double *hi)
-{
-    const __m512 av = _mm512_load_ps(a);
-    const __m512d up = _mm512_set1_pd(1.0 + rho), down = _mm512_set1_pd(1.0 - rho), tiny = _mm512_set1_pd(0x1p-100),
-                  out = _mm512_set1_pd(1.0 + 0x1p-50), in = _mm512_set1_pd(1.0 - 0x1p-50), zero = _mm512_setzero_pd();
-    for (int h = 0; h < 2; h++) {
-        __m512d x = h ? hi8(av) : lo8(av), e = _mm512_load_pd(eta + 8 * h);
-        __m512d t = _mm512_add_pd(_mm512_sqrt_pd(_mm512_mul_pd(x, up)), e);
-        _mm512_store_pd(hi + 8 * h, _mm512_add_pd(_mm512_mul_pd(_mm512_mul_pd(t, t), out), tiny));
-        __m512d u = _mm512_sub_pd(_mm512_sqrt_pd(_mm512_mul_pd(x, down)), e);
-        __m512d l = _mm512_sub_pd(_mm512_mul_pd(_mm512_mul_pd(u, u), in), tiny);
-        _mm512_store_pd(lo + 8 * h,
-                        _mm512_mask_blend_pd(_mm512_cmp_pd_mask(u, zero, _CMP_GT_OQ), _mm512_sub_pd(zero, tiny), l));
-    }
-}
-
-AVX512_INLINE void search_thresholds(const float *amin, double rho, const double *eta, float *thr)
-{
-    _Alignas(64) double lo[16], hi[16];
-    search_bounds(amin, rho, eta, lo, hi);
-    const __m512d tiny = _mm512_set1_pd(0x1p-100), down = _mm512_set1_pd(1.0 - rho),
-                  widen = _mm512_set1_pd(1.0 + 0x1p-22);
-    __m256 r[2];
-    for (int h = 0; h < 2; h++) {
-        __m512d t = _mm512_add_pd(_mm512_sqrt_pd(_mm512_add_pd(_mm512_load_pd(hi + 8 * h), tiny)),
-                                  _mm512_load_pd(eta + 8 * h));
-        r[h] = _mm512_cvtpd_ps(_mm512_mul_pd(_mm512_div_pd(_mm512_mul_pd(t, t), down), widen));
-    }
-    _mm512_store_ps(thr, _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(r[0])),
-                                                             _mm256_castps_pd(r[1]), 1)));
-}
-
+/* search_algo.inc's search_same_codes, the same binary64 operations 8 lanes at a time. */
 AVX512_INLINE void search_same_lanes(const float *si, const double *sc, const double *num, const double *den,
                                      const double *sum_up, int8_t *d)
 {
