@@ -480,6 +480,16 @@ static void batch_shapes(nf_simd_level level)
     cr_assert(st->batches * (level == NF_SIMD_AVX512 ? 16u : 8u) > st->groups);
 }
 
+/* AVX2's unscaled screening form, which real groups never need (search_avx2.c), for every
+ * candidate. */
+Test(search_fast, avx2_unscaled_shapes)
+{
+    require(NF_SIMD_AVX2);
+    nf_search_scaled_limit = 0.0f;
+    batch_shapes(NF_SIMD_AVX2);
+    nf_search_scaled_limit = 0x1p20f;
+}
+
 Test(search_fast, scalar_batch_shapes) { batch_shapes(NF_SIMD_SCALAR); }
 Test(search_fast, avx2_batch_shapes) { batch_shapes(NF_SIMD_AVX2); }
 Test(search_fast, avx512_batch_shapes) { batch_shapes(NF_SIMD_AVX512); }

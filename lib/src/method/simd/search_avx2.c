@@ -13,7 +13,8 @@
 #define AVX2_ATTR __attribute__((target("avx2,f16c")))
 #define AVX2_INLINE static inline __attribute__((always_inline, target("avx2,f16c")))
 #define SEARCH_L 8u
-#define SEARCH_BETA 0.0 /* the screening's codes and residuals are the reference's */
+/* The screening's residuals are s (u - q) with u = f32(x * inv) (screen_n below). */
+#define SEARCH_BETA 0x1.1p-23
 
 struct search_lanes;
 struct search_cands;
@@ -287,11 +288,20 @@ AVX2_INLINE __m256 code8(__m256 x, __m256 inv, __m256 qmin, __m256 qmax, int cla
 
 /* ---------------------------------------------------------------- screening */
 
-/* nc (1..4) candidates over all 8 lanes: binary32, unfused; the codes are the reference's. */
+/* nc (1..4) candidates over all 8 lanes: binary32, unfused; the codes are the reference's.
+ * Scaled (the usual form): with u = f32(x * inv) and its code q, the sum of w (u - q)^2 times
+ * s^2 (exact: 22 significant bits).  s (u - q) is within |x| 2^-23 (1 + 2^-25) < SEARCH_BETA |x|
+ * of the reference's residual x - s q (u is x / s within two roundings of a relative 2^-24:
+ * inv's and the product's); u - q rounds at most once, and so does the final scaling, within
+ * the n + 5 roundings search_algo.inc allows.  Used only where every |u| < 2^20
+ * (nf_search_scaled_limit; search_screen checks), so that no sum overflows: |u - q| < 2^21 + 1,
+ * w (u - q)^2 < 2^72, the sum of at most 128 terms times s^2 < 2^32 below 2^111.  Otherwise
+ * r = x - s q (s q exact) as the reference. */
 AVX2_INLINE void screen_n(const nf_search_shape *sh, const search_lanes *b, search_cands *C, const uint8_t *js,
-                          int nc, int clamp, bool weighted)
+                          int nc, int clamp, bool scaled, bool weighted)
 {
     const __m256 qmin = _mm256_set1_ps(sh->qmin), qmax = _mm256_set1_ps(sh->qmax);
+    const __m256 magic = _mm256_set1_ps(12582912.0f);
     __m256 acc[4];
     const float *s[4], *iv[4];
     for (int c = 0; c < nc; c++) {
@@ -303,57 +313,74 @@ AVX2_INLINE void screen_n(const nf_search_shape *sh, const search_lanes *b, sear
         __m256 x = _mm256_load_ps(b->x[k]);
         __m256 w = weighted ? _mm256_load_ps(b->w[k]) : x;
         for (int c = 0; c < nc; c++) {
-            __m256 q = code8(x, _mm256_load_ps(iv[c]), qmin, qmax, clamp);
-            __m256 r = _mm256_sub_ps(x, _mm256_mul_ps(_mm256_load_ps(s[c]), q));
+            __m256 u = _mm256_mul_ps(x, _mm256_load_ps(iv[c]));
+            __m256 n = u;
+            if (clamp & CLAMP_LO) n = _mm256_max_ps(n, qmin);
+            if (clamp & CLAMP_HI) n = _mm256_min_ps(n, qmax);
+            __m256 q = _mm256_sub_ps(_mm256_add_ps(n, magic), magic);
+            __m256 r = scaled ? _mm256_sub_ps(u, q) : _mm256_sub_ps(x, _mm256_mul_ps(_mm256_load_ps(s[c]), q));
             acc[c] = _mm256_add_ps(acc[c], _mm256_mul_ps(weighted ? _mm256_mul_ps(w, r) : r, r));
         }
     }
-    for (int c = 0; c < nc; c++) _mm256_store_ps(C->a[js[c]], acc[c]);
+    for (int c = 0; c < nc; c++) {
+        __m256 a = acc[c];
+        if (scaled) {
+            __m256 sv = _mm256_load_ps(s[c]);
+            a = _mm256_mul_ps(a, _mm256_mul_ps(sv, sv));
+        }
+        _mm256_store_ps(C->a[js[c]], a);
+    }
 }
 
-#define SCREEN_DEF(name, clamp, weighted)                                                                              \
+#define SCREEN_DEF(name, clamp, scaled, weighted)                                                                      \
     static __attribute__((noinline)) AVX2_ATTR void name(const nf_search_shape *sh, const search_lanes *b,           \
                                                          search_cands *C, const uint8_t *js, int nc)                 \
     {                                                                                                                  \
         switch (nc) {                                                                                                  \
-        case 1: screen_n(sh, b, C, js, 1, clamp, weighted); break;                                                     \
-        case 2: screen_n(sh, b, C, js, 2, clamp, weighted); break;                                                     \
-        case 3: screen_n(sh, b, C, js, 3, clamp, weighted); break;                                                     \
-        default: screen_n(sh, b, C, js, 4, clamp, weighted); break;                                                    \
+        case 1: screen_n(sh, b, C, js, 1, clamp, scaled, weighted); break;                                             \
+        case 2: screen_n(sh, b, C, js, 2, clamp, scaled, weighted); break;                                             \
+        case 3: screen_n(sh, b, C, js, 3, clamp, scaled, weighted); break;                                             \
+        default: screen_n(sh, b, C, js, 4, clamp, scaled, weighted); break;                                            \
         }                                                                                                              \
     }
-SCREEN_DEF(screen_p0, 0, false)
-SCREEN_DEF(screen_p1, 1, false)
-SCREEN_DEF(screen_p2, 2, false)
-SCREEN_DEF(screen_p3, 3, false)
-SCREEN_DEF(screen_w0, 0, true)
-SCREEN_DEF(screen_w1, 1, true)
-SCREEN_DEF(screen_w2, 2, true)
-SCREEN_DEF(screen_w3, 3, true)
+SCREEN_DEF(screen_p0, 0, true, false)
+SCREEN_DEF(screen_p1, 1, true, false)
+SCREEN_DEF(screen_p2, 2, true, false)
+SCREEN_DEF(screen_p3, 3, true, false)
+SCREEN_DEF(screen_w0, 0, true, true)
+SCREEN_DEF(screen_w1, 1, true, true)
+SCREEN_DEF(screen_w2, 2, true, true)
+SCREEN_DEF(screen_w3, 3, true, true)
+SCREEN_DEF(screen_pr, 3, false, false)
+SCREEN_DEF(screen_wr, 3, false, true)
 
 typedef void (*screen_fn)(const nf_search_shape *, const search_lanes *, search_cands *, const uint8_t *, int);
 
 /* The candidates sorted by the clamps they need in some lane (search_simd.h: every code lies
- * between those of xmin and xmax), then 4 at a time. */
+ * between those of xmin and xmax; the same bounds give the largest |u|), then 4 at a time. */
 static AVX2_ATTR void search_screen(const nf_search_shape *sh, const search_lanes *b, search_cands *C,
                                     const uint8_t *list, size_t m)
 {
-    static const screen_fn fns[2][4] = {{screen_p0, screen_p1, screen_p2, screen_p3},
-                                        {screen_w0, screen_w1, screen_w2, screen_w3}};
+    /* the clamps each candidate needs in some lane, or (bucket 4) the unscaled form */
+    static const screen_fn fns[2][5] = {{screen_p0, screen_p1, screen_p2, screen_p3, screen_pr},
+                                        {screen_w0, screen_w1, screen_w2, screen_w3, screen_wr}};
     const __m256 xmax = _mm256_load_ps(b->xmax), xmin = _mm256_load_ps(b->xmin);
     const __m256 hi_lim = _mm256_set1_ps(sh->qmax + 0.5f), lo_lim = _mm256_set1_ps(sh->qmin - 0.5f);
-    uint8_t bucket[4][SC_ALL];
-    size_t nb[4] = {0, 0, 0, 0};
+    const __m256 big = _mm256_set1_ps(nf_search_scaled_limit), mag = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+    uint8_t bucket[5][SC_ALL];
+    size_t nb[5] = {0, 0, 0, 0, 0};
     for (size_t i = 0; i < m; i++) {
         __m256 iv = _mm256_load_ps(C->inv[list[i]]);
         __m256 p = _mm256_mul_ps(xmax, iv), q = _mm256_mul_ps(xmin, iv);
         __m256 hi = _mm256_max_ps(p, q), lo = _mm256_min_ps(p, q);
         int clamp = (_mm256_movemask_ps(_mm256_cmp_ps(lo, lo_lim, _CMP_LE_OQ)) ? CLAMP_LO : 0) |
                     (_mm256_movemask_ps(_mm256_cmp_ps(hi, hi_lim, _CMP_GE_OQ)) ? CLAMP_HI : 0);
+        __m256 far = _mm256_max_ps(_mm256_and_ps(hi, mag), _mm256_and_ps(lo, mag));
+        if (_mm256_movemask_ps(_mm256_cmp_ps(far, big, _CMP_GE_OQ))) clamp = 4;
         bucket[clamp][nb[clamp]++] = list[i];
     }
     const screen_fn *f = fns[b->weighted];
-    for (int c = 0; c < 4; c++)
+    for (int c = 0; c < 5; c++)
         for (size_t i = 0; i < nb[c]; i += 4) f[c](sh, b, C, bucket[c] + i, (int)(nb[c] - i < 4 ? nb[c] - i : 4));
 }
 

@@ -15,6 +15,8 @@ const nf_search_kernel *nf_search_kernel_active(void)
     return &nf_search_portable;
 }
 
+float nf_search_scaled_limit = 0x1p20f;
+
 static _Thread_local nf_search_stats stats;
 
 nf_search_stats *nf_search_stats_local(void) { return &stats; }

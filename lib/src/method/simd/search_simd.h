@@ -142,6 +142,11 @@ typedef struct nf_search_stats {
 } nf_search_stats;
 nf_search_stats *nf_search_stats_local(void);
 
+/* The AVX2 screening sums scaled residuals only where every |x * inv| is below this (search_avx2.c);
+ * 2^20 unless a test lowers it, to run the unscaled form (a test hook like nf_simd_force: not
+ * to be changed while encoders run). */
+extern float nf_search_scaled_limit;
+
 /* The range the screening bound is proven for (search_algo.inc, search_rho): 2^-30 <= amax <=
  * 2^30 and every weight at most 2^30; wmax_bits is the largest |weight| as a binary32 word (0
  * without importance). */
