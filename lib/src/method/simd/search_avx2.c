@@ -440,13 +440,16 @@ static AVX2_ATTR void search_refit_screen(const nf_search_shape *sh, const searc
 
 /* ---------------------------------------------------------------- least squares */
 
-/* The reference's sums lane by lane, k ascending, in binary64: two vectors of 4. */
+/* The reference's sums lane by lane, k ascending, in binary64: two vectors of 4.  Without
+ * importance the reference's denominator sums q * q, integers below 2^14 with sums below 2^21:
+ * exact in any order, in binary32 too, so it is formed there. */
 AVX2_INLINE void lsq_lanes(const nf_search_shape *sh, const search_lanes *b, const float *inv, double *num,
                            double *den, bool weighted)
 {
     const __m256 qmin = _mm256_set1_ps(sh->qmin), qmax = _mm256_set1_ps(sh->qmax);
     const __m256 iv = _mm256_load_ps(inv);
     __m256d n0 = _mm256_setzero_pd(), n1 = n0, d0 = n0, d1 = n0;
+    __m256 df = _mm256_setzero_ps();
     for (size_t k = 0; k < b->G; k++) {
         __m256 xf = _mm256_load_ps(b->x[k]);
         __m256 qf = code8(xf, iv, qmin, qmax, CLAMP_LO | CLAMP_HI);
@@ -461,9 +464,12 @@ AVX2_INLINE void lsq_lanes(const nf_search_shape *sh, const search_lanes *b, con
         } else {
             n0 = _mm256_add_pd(n0, _mm256_mul_pd(x0, q0));
             n1 = _mm256_add_pd(n1, _mm256_mul_pd(x1, q1));
-            d0 = _mm256_add_pd(d0, _mm256_mul_pd(q0, q0));
-            d1 = _mm256_add_pd(d1, _mm256_mul_pd(q1, q1));
+            df = _mm256_add_ps(df, _mm256_mul_ps(qf, qf));
         }
+    }
+    if (!weighted) {
+        d0 = lo4(df);
+        d1 = hi4(df);
     }
     _mm256_store_pd(num, n0);
     _mm256_store_pd(num + 4, n1);

@@ -441,13 +441,16 @@ static AVX512_ATTR void search_refit_screen(const nf_search_shape *sh, const sea
 
 /* ---------------------------------------------------------------- least squares */
 
-/* The reference's sums lane by lane, k ascending, in binary64 without FMA: two vectors of 8. */
+/* The reference's sums lane by lane, k ascending, in binary64 without FMA: two vectors of 8.
+ * Without importance the reference's denominator sums q * q, integers below 2^14 with sums
+ * below 2^21: exact in any order, in binary32 too (FMA or not), so it is formed there. */
 AVX512_INLINE void lsq_lanes(const nf_search_shape *sh, const search_lanes *b, const float *inv, double *num,
                              double *den, bool weighted)
 {
     const __m512 qmin = _mm512_set1_ps(sh->qmin), qmax = _mm512_set1_ps(sh->qmax);
     const __m512 iv = _mm512_load_ps(inv);
     __m512d n0 = _mm512_setzero_pd(), n1 = n0, d0 = n0, d1 = n0;
+    __m512 df = _mm512_setzero_ps();
     for (size_t k = 0; k < b->G; k++) {
         __m512 xf = _mm512_load_ps(b->x[k]);
         __m512 qf = code16(xf, iv, qmin, qmax, CLAMP_LO | CLAMP_HI);
@@ -462,9 +465,12 @@ AVX512_INLINE void lsq_lanes(const nf_search_shape *sh, const search_lanes *b, c
         } else {
             n0 = _mm512_add_pd(n0, _mm512_mul_pd(x0, q0));
             n1 = _mm512_add_pd(n1, _mm512_mul_pd(x1, q1));
-            d0 = _mm512_add_pd(d0, _mm512_mul_pd(q0, q0));
-            d1 = _mm512_add_pd(d1, _mm512_mul_pd(q1, q1));
+            df = _mm512_fmadd_ps(qf, qf, df);
         }
+    }
+    if (!weighted) {
+        d0 = lo8(df);
+        d1 = hi8(df);
     }
     _mm512_store_pd(num, n0);
     _mm512_store_pd(num + 8, n1);
