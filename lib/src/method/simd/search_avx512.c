@@ -61,6 +61,16 @@ AVX512_INLINE __m512d hi8(__m512 v)
     return _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
 }
 
+/* VCVTPS2PH imm8 = 0: round to nearest even (the -O0 macro form of the intrinsic trips
+ * -Wsign-conversion). */
+AVX512_INLINE __m256i to_half(__m512 f)
+{
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wsign-conversion"
+    return _mm512_cvtps_ph(f, 0);
+#pragma GCC diagnostic pop
+}
+
 /* ---------------------------------------------------------------- batch layout */
 
 /* 16 rows of 16 floats (r[l] = lane l's elements k0..k0+15) to 16 columns (out[k] = element
@@ -139,7 +149,7 @@ AVX512_INLINE __m256i round16(__m512d c0, __m512d c1)
     /* (VINSERTF64X4: AVX-512 F; the binary32 form is DQ) */
     __m512 f = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(_mm512_cvtpd_ps(c0))),
                                                    _mm256_castps_pd(_mm512_cvtpd_ps(c1)), 1));
-    __m256i h = _mm512_cvtps_ph(f, 0);
+    __m256i h = to_half(f);
     __mmask16 nz = (__mmask16)(_mm512_cmp_pd_mask(c0, zero, _CMP_NEQ_UQ) |
                                (unsigned)_mm512_cmp_pd_mask(c1, zero, _CMP_NEQ_UQ) << 8);
     __mmask16 zm = _mm256_testn_epi16_mask(h, _mm256_set1_epi16(0x7FFF));
@@ -238,7 +248,7 @@ AVX512_INLINE void search_survivors(const search_cands *C, const uint8_t *list, 
  * imm8 = 0 (nf_f32_to_f16 for these finite positive values), 0 made 0x0001. */
 AVX512_INLINE void search_canonical(const float *amax, float den, uint16_t *w)
 {
-    __m256i h = _mm512_cvtps_ph(_mm512_div_ps(_mm512_load_ps(amax), _mm512_set1_ps(den)), 0);
+    __m256i h = to_half(_mm512_div_ps(_mm512_load_ps(amax), _mm512_set1_ps(den)));
     h = _mm256_mask_mov_epi16(h, _mm256_testn_epi16_mask(h, h), _mm256_set1_epi16(1));
     _mm256_store_si256((__m256i *)(void *)w, h);
 }
