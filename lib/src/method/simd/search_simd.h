@@ -20,12 +20,17 @@
  *
  * The schedule (search_algo.inc, shared by the variants) and why each step cannot change a word:
  *
+ *   - Baseline.  The driver refuses a group whose absmax scale overflows exactly when the
+ *     reference does (f32(amax / qmax) >= 65520 is what rounds to the binary16 infinity: the tie
+ *     above 65504 goes to the even word); the kernels form the word lane-wise by the same
+ *     binary32 division and binary16 rounding.
  *   - Candidates.  Per lane, in the reference's order: the baseline, steps 1-4, step 5 (66 in
  *     the first round), computed with the reference's binary64 operations; the rounding to a
  *     binary16 word is the reference's round_candidate (see the vector kernels below).  The
  *     least-squares sums of step 5 and step 6 are the reference's own: each lane adds
- *     (w x) q and (w q) q in binary64, k ascending, without FMA; padding lanes add +0, which
- *     leaves a sum that starts at +0 unchanged.
+ *     (w x) q and (w q) q in binary64, k ascending, without FMA, with the reference's codes;
+ *     padding lanes add +0, which leaves a sum that starts at +0 unchanged.  (Without importance
+ *     the denominator sums squares of integers, exactly in any precision that holds 2^21.)
  *   - Selection.  consider() keeps a candidate when its error is strictly below the best so far.
  *     Over a list evaluated first and compared afterwards in the same order that is the same
  *     choice: the first candidate with the least error.  Only step 6 (the refit of the best
@@ -33,31 +38,44 @@
  *   - Skipped candidates.  An invalid word (zero, infinite or NaN, negative without
  *     negative_scales) never competes; a word equal to one listed earlier has the same codes
  *     and error (both are functions of the word), so it is never strictly below the best at its
- *     turn.  So the refit candidates equal to a first-round word are skipped, and step 1's ratio
- *     1.00 is skipped for good: (amax / qmax) * 1 in binary64, rounded to binary32, is the
- *     binary32 quotient amax / qmax (a binary64 quotient of binary32 operands rounds again to
- *     the correctly rounded binary32 one, 53 >= 2 * 24 + 2), so its word is the baseline's.
- *   - Screening.  Each candidate's error is first summed in binary32 (any order, FMA allowed;
- *     the codes are the reference's, see below), which lies within a proven relative and
- *     absolute bound of the exact sum, and so of the reference's binary64 sum (the bound is
- *     derived at search_rho in search_algo.inc; groups outside its range, amax or a weight above
- *     2^30 or amax below 2^-30, are not screened: every candidate gets its exact error).  A
- *     candidate whose lower bound exceeds the least upper bound is strictly worse than the
- *     candidate holding that bound and is never chosen; search_algo.inc tests this against one
- *     binary32 threshold per lane, derived so that it only ever keeps more candidates.  When
- *     the survivors of a lane are one word (nearly always), it is the lane's first-round best.
- *     Otherwise the lane's distinct survivors get the reference's error exactly: for each
- *     element k ascending, code = clamp(x * inv) rounded to nearest even in binary32,
- *     r = x - s * q and e += (w * r) * r (r * r without importance) in binary64, no FMA (or one
- *     where it provably rounds the same: s * q is exact), and they are compared in the
- *     reference's order.  The second round decides by the bounds where they separate, and
- *     otherwise by exact errors again.
- *   - Codes.  The screening's codes are the reference's: u = f32(x * inv), clamped to
- *     [qmin, qmax] and rounded by adding and subtracting 1.5 * 2^23, as nf_grouped_code does.
- *     A clamp is left out of a candidate's pass only where no lane can need it: u is monotone
- *     in x (for either sign of inv), so every u lies between f32(xmin * inv) and
- *     f32(xmax * inv); when those lie strictly inside (qmin - 0.5, qmax + 0.5) for every lane,
- *     clamping cannot change any rounded code, and |u| < 2^22 keeps the rounding trick exact.
+ *     turn.  So a candidate row is skipped where every competing word of it repeats an earlier
+ *     row's (step 2 rows equal to step 1 rows: (amax / qmax) r_i = (amax / |qmin|) r_j exactly
+ *     for some ratio pairs), the refit candidates equal to a first-round word are skipped, and
+ *     step 1's ratio 1.00 is skipped for good: (amax / qmax) * 1 in binary64, rounded to
+ *     binary32, is the binary32 quotient amax / qmax (a binary64 quotient of binary32 operands
+ *     rounds again to the correctly rounded binary32 one, 53 >= 2 * 24 + 2), so its word is the
+ *     baseline's.
+ *   - Screening.  Each candidate's error is first summed in binary32 (any order, FMA allowed),
+ *     with residuals that may differ from the reference's by a proven amount (see Codes), and
+ *     the result lies within proven bounds, linear in the screened sum, of the exact sum and of
+ *     the reference's binary64 sum (derived at search_rho in search_algo.inc; groups outside the
+ *     range of the proof, amax or a weight above 2^30 or amax below 2^-30, are not screened:
+ *     every candidate gets its exact error).  A candidate whose lower bound exceeds the least
+ *     upper bound is strictly worse than the candidate holding that bound and is never chosen;
+ *     search_algo.inc tests this against one binary32 threshold per lane, derived so that it
+ *     only ever keeps more candidates.  When the survivors of a lane are one word (nearly
+ *     always), it is the lane's first-round best.  Otherwise the lane's distinct survivors get
+ *     the reference's error exactly: for each element k ascending, code = clamp(x * inv) rounded
+ *     to nearest even in binary32, r = x - s * q and e += (w * r) * r (r * r without importance)
+ *     in binary64, no FMA (or one where it provably rounds the same: s * q is exact), and they
+ *     are compared in the reference's order.
+ *   - Second round.  In the reference's order, each refit candidate is compared with the current
+ *     best: where both have the codes of the first round's best (checked element by element with
+ *     the reference's codes), by the exact difference of their errors, a closed form in that
+ *     round's least-squares sums with a proven error bound (search_same_codes); else by the
+ *     screening bounds where they separate; otherwise by exact errors again.
+ *   - Codes.  The codes of the final word, of the least-squares sums, of the second round's
+ *     same-codes check and of every exact error are the reference's: u = f32(x * inv), clamped
+ *     to [qmin, qmax] and rounded by adding and subtracting 1.5 * 2^23, as nf_grouped_code does.
+ *     The screening may differ: the AVX-512 kernel rounds x * inv + 1.5 * 2^23 in one FMA (its
+ *     codes then differ only at ties, where both residuals are as large within 2.0001 |x| 2^-23),
+ *     the AVX2 kernel sums (u - q)^2 scaled by s^2 (residuals within 1.0001 |x| 2^-23), the
+ *     portable one the reference's residuals; each variant's SEARCH_BETA states its margin,
+ *     which the bounds carry.  A clamp is left out of a candidate's screening only where no lane
+ *     can need it: u is monotone in x (for either sign of inv), so every u (and every exact
+ *     product x * inv) lies between those of xmin and xmax; when f32(xmin * inv) and
+ *     f32(xmax * inv) lie strictly inside (qmin - 0.5, qmax + 0.5) for every lane, clamping cannot
+ *     change any rounded code, and |u| < 2^22 keeps the rounding trick exact.
  *
  * The vector kernels round candidates lane-wise with the hardware conversions (VCVTPD2PS, then
  * VCVTPS2PH with imm8 = 0: round to nearest even, overflow to infinity and subnormal results
