@@ -108,15 +108,17 @@ AVX2_INLINE void search_transpose(const nf_search_shape *sh, const nf_search_gro
 }
 
 /* round_candidate of 8 lanes: a NaN becomes +infinity (the reference's early exit gives it the
- * infinite word), VCVTPD2PS (round to nearest even; |c| beyond binary32 becomes infinity,
+ * infinite word; only a least-squares quotient can be NaN, so the scaled rows skip this), VCVTPD2PS (round to nearest even; |c| beyond binary32 becomes infinity,
  * which binary16 keeps), VCVTPS2PH imm8 = 0, then, where a zero magnitude appears, the
  * reference's fix-up of a nonzero candidate rounding to zero (the sign is kept by the
  * conversions, so the word becomes h | 1). */
-AVX2_INLINE __m128i round8(__m256d c0, __m256d c1)
+AVX2_INLINE __m128i round8(__m256d c0, __m256d c1, bool may_nan)
 {
     const __m256d inf = _mm256_set1_pd(INFINITY), zero = _mm256_setzero_pd();
-    c0 = _mm256_blendv_pd(c0, inf, _mm256_cmp_pd(c0, c0, _CMP_UNORD_Q));
-    c1 = _mm256_blendv_pd(c1, inf, _mm256_cmp_pd(c1, c1, _CMP_UNORD_Q));
+    if (may_nan) {
+        c0 = _mm256_blendv_pd(c0, inf, _mm256_cmp_pd(c0, c0, _CMP_UNORD_Q));
+        c1 = _mm256_blendv_pd(c1, inf, _mm256_cmp_pd(c1, c1, _CMP_UNORD_Q));
+    }
     __m128i h = _mm256_cvtps_ph(_mm256_set_m128(_mm256_cvtpd_ps(c1), _mm256_cvtpd_ps(c0)), 0);
     __m128i z = _mm_cmpeq_epi16(_mm_and_si128(h, _mm_set1_epi16(0x7FFF)), _mm_setzero_si128());
     if (_mm_movemask_epi8(z)) {
@@ -134,13 +136,14 @@ AVX2_INLINE __m128i round8(__m256d c0, __m256d c1)
 
 AVX2_INLINE void search_round(const double *c, uint16_t *w)
 {
-    _mm_store_si128((__m128i *)(void *)w, round8(_mm256_load_pd(c), _mm256_load_pd(c + 4)));
+    _mm_store_si128((__m128i *)(void *)w, round8(_mm256_load_pd(c), _mm256_load_pd(c + 4), true));
 }
 
+/* v: finite or infinite values (step 1-3 bases, the fit's value), r > 0: never NaN. */
 AVX2_INLINE void search_scaled_round(const double *v, double r, uint16_t *w)
 {
     const __m256d rv = _mm256_set1_pd(r);
-    __m128i h = round8(_mm256_mul_pd(_mm256_load_pd(v), rv), _mm256_mul_pd(_mm256_load_pd(v + 4), rv));
+    __m128i h = round8(_mm256_mul_pd(_mm256_load_pd(v), rv), _mm256_mul_pd(_mm256_load_pd(v + 4), rv), false);
     _mm_store_si128((__m128i *)(void *)w, h);
 }
 

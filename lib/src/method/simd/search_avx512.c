@@ -139,32 +139,39 @@ AVX512_INLINE void search_transpose(const nf_search_shape *sh, const nf_search_g
 }
 
 /* round_candidate of 16 lanes: a NaN becomes +infinity (the reference's early exit gives it
- * the infinite word), VCVTPD2PS and VCVTPS2PH imm8 = 0, then the fix-up of a nonzero candidate
- * that rounds to a zero magnitude: the sign is kept by the conversions, so it becomes h | 1. */
-AVX512_INLINE __m256i round16(__m512d c0, __m512d c1)
+ * the infinite word; only a least-squares quotient can be NaN, so the scaled rows skip this),
+ * VCVTPD2PS and VCVTPS2PH imm8 = 0, then, where a zero magnitude appears, the fix-up of a
+ * nonzero candidate that rounds to it: the sign is kept by the conversions, so it becomes h | 1. */
+AVX512_INLINE __m256i round16(__m512d c0, __m512d c1, bool may_nan)
 {
     const __m512d inf = _mm512_set1_pd(INFINITY), zero = _mm512_setzero_pd();
-    c0 = _mm512_mask_blend_pd(_mm512_cmp_pd_mask(c0, c0, _CMP_UNORD_Q), c0, inf);
-    c1 = _mm512_mask_blend_pd(_mm512_cmp_pd_mask(c1, c1, _CMP_UNORD_Q), c1, inf);
+    if (may_nan) {
+        c0 = _mm512_mask_blend_pd(_mm512_cmp_pd_mask(c0, c0, _CMP_UNORD_Q), c0, inf);
+        c1 = _mm512_mask_blend_pd(_mm512_cmp_pd_mask(c1, c1, _CMP_UNORD_Q), c1, inf);
+    }
     /* (VINSERTF64X4: AVX-512 F; the binary32 form is DQ) */
     __m512 f = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(_mm512_cvtpd_ps(c0))),
                                                    _mm256_castps_pd(_mm512_cvtpd_ps(c1)), 1));
     __m256i h = to_half(f);
-    __mmask16 nz = (__mmask16)(_mm512_cmp_pd_mask(c0, zero, _CMP_NEQ_UQ) |
-                               (unsigned)_mm512_cmp_pd_mask(c1, zero, _CMP_NEQ_UQ) << 8);
     __mmask16 zm = _mm256_testn_epi16_mask(h, _mm256_set1_epi16(0x7FFF));
-    return _mm256_mask_blend_epi16((__mmask16)(zm & nz), h, _mm256_or_si256(h, _mm256_set1_epi16(1)));
+    if (zm) {
+        __mmask16 nz = (__mmask16)(_mm512_cmp_pd_mask(c0, zero, _CMP_NEQ_UQ) |
+                                   (unsigned)_mm512_cmp_pd_mask(c1, zero, _CMP_NEQ_UQ) << 8);
+        h = _mm256_mask_blend_epi16((__mmask16)(zm & nz), h, _mm256_or_si256(h, _mm256_set1_epi16(1)));
+    }
+    return h;
 }
 
 AVX512_INLINE void search_round(const double *c, uint16_t *w)
 {
-    _mm256_store_si256((__m256i *)(void *)w, round16(_mm512_load_pd(c), _mm512_load_pd(c + 8)));
+    _mm256_store_si256((__m256i *)(void *)w, round16(_mm512_load_pd(c), _mm512_load_pd(c + 8), true));
 }
 
+/* v: finite or infinite values (step 1-3 bases, the fit's value), r > 0: never NaN. */
 AVX512_INLINE void search_scaled_round(const double *v, double r, uint16_t *w)
 {
     const __m512d rv = _mm512_set1_pd(r);
-    __m256i h = round16(_mm512_mul_pd(_mm512_load_pd(v), rv), _mm512_mul_pd(_mm512_load_pd(v + 8), rv));
+    __m256i h = round16(_mm512_mul_pd(_mm512_load_pd(v), rv), _mm512_mul_pd(_mm512_load_pd(v + 8), rv), false);
     _mm256_store_si256((__m256i *)(void *)w, h);
 }
 
