@@ -25,9 +25,10 @@ AVX2_INLINE void search_prep(const uint16_t *w, float *sf, float *inv);
 static void search_screen(const nf_search_shape *sh, const struct search_lanes *b, struct search_cands *C,
                           const uint8_t *list, size_t m);
 static void search_lsq(const nf_search_shape *sh, const struct search_lanes *b, const float *inv, double *num,
-                       double *den);
+                       double *den, float (*q)[SEARCH_L]);
 static void search_refit_screen(const nf_search_shape *sh, const struct search_lanes *b, struct search_cands *C,
-                                const float *binv, const uint8_t *list, size_t m, uint16_t (*same)[SEARCH_L]);
+                                const float (*qb)[SEARCH_L], const uint8_t *list, size_t m,
+                                uint16_t (*same)[SEARCH_L]);
 static void search_exact(const nf_search_shape *sh, const nf_search_group *g, const double *s, const float *inv,
                          size_t m, double *e);
 AVX2_INLINE void search_codes(const nf_search_shape *sh, const nf_search_group *g, float inv, int8_t *q);
@@ -387,12 +388,12 @@ static AVX2_ATTR void search_screen(const nf_search_shape *sh, const search_lane
         for (size_t i = 0; i < nb[c]; i += 4) f[c](sh, b, C, bucket[c] + i, (int)(nb[c] - i < 4 ? nb[c] - i : 4));
 }
 
-/* The refit rows (nc of them): screen_n's sums, and whether each row's codes are those of binv
- * (the first round's best) in every element. */
-AVX2_INLINE void refit_n(const nf_search_shape *sh, const search_lanes *b, search_cands *C, const float *binv,
+/* The refit rows (nc of them): screen_n's sums, and whether each row's codes are qb (the first
+ * round's best's) in every element. */
+AVX2_INLINE void refit_n(const nf_search_shape *sh, const search_lanes *b, search_cands *C, const float (*qb)[SEARCH_L],
                          const uint8_t *js, int nc, uint16_t (*same)[SEARCH_L], bool weighted)
 {
-    const __m256 qmin = _mm256_set1_ps(sh->qmin), qmax = _mm256_set1_ps(sh->qmax), ib = _mm256_load_ps(binv);
+    const __m256 qmin = _mm256_set1_ps(sh->qmin), qmax = _mm256_set1_ps(sh->qmax);
     __m256 acc[3], diff[3];
     const float *s[3], *iv[3];
     for (int c = 0; c < nc; c++) {
@@ -403,12 +404,12 @@ AVX2_INLINE void refit_n(const nf_search_shape *sh, const search_lanes *b, searc
     for (size_t k = 0; k < b->G; k++) {
         __m256 x = _mm256_load_ps(b->x[k]);
         __m256 w = weighted ? _mm256_load_ps(b->w[k]) : x;
-        __m256 qb = code8(x, ib, qmin, qmax, CLAMP_LO | CLAMP_HI);
+        __m256 qk = _mm256_load_ps(qb[k]);
         for (int c = 0; c < nc; c++) {
             __m256 q = code8(x, _mm256_load_ps(iv[c]), qmin, qmax, CLAMP_LO | CLAMP_HI);
             __m256 r = _mm256_sub_ps(x, _mm256_mul_ps(_mm256_load_ps(s[c]), q));
             acc[c] = _mm256_add_ps(acc[c], _mm256_mul_ps(weighted ? _mm256_mul_ps(w, r) : r, r));
-            diff[c] = _mm256_or_ps(diff[c], _mm256_cmp_ps(q, qb, _CMP_NEQ_UQ));
+            diff[c] = _mm256_or_ps(diff[c], _mm256_cmp_ps(q, qk, _CMP_NEQ_UQ));
         }
     }
     for (int c = 0; c < nc; c++) {
@@ -420,25 +421,25 @@ AVX2_INLINE void refit_n(const nf_search_shape *sh, const search_lanes *b, searc
 
 #define REFIT_DEF(name, weighted)                                                                                      \
     static __attribute__((noinline)) AVX2_ATTR void name(const nf_search_shape *sh, const search_lanes *b,           \
-                                                         search_cands *C, const float *binv, const uint8_t *js,      \
+                                                         search_cands *C, const float (*qb)[SEARCH_L], const uint8_t *js,      \
                                                          size_t nc, uint16_t (*same)[SEARCH_L])                      \
     {                                                                                                                  \
         switch (nc) {                                                                                                  \
-        case 1: refit_n(sh, b, C, binv, js, 1, same, weighted); break;                                                 \
-        case 2: refit_n(sh, b, C, binv, js, 2, same, weighted); break;                                                 \
-        default: refit_n(sh, b, C, binv, js, 3, same, weighted); break;                                                \
+        case 1: refit_n(sh, b, C, qb, js, 1, same, weighted); break;                                                 \
+        case 2: refit_n(sh, b, C, qb, js, 2, same, weighted); break;                                                 \
+        default: refit_n(sh, b, C, qb, js, 3, same, weighted); break;                                                \
         }                                                                                                              \
     }
 REFIT_DEF(refit_plain, false)
 REFIT_DEF(refit_weighted, true)
 
 static AVX2_ATTR void search_refit_screen(const nf_search_shape *sh, const search_lanes *b, search_cands *C,
-                                          const float *binv, const uint8_t *list, size_t m,
+                                          const float (*qb)[SEARCH_L], const uint8_t *list, size_t m,
                                           uint16_t (*same)[SEARCH_L])
 {
     if (!m) return;
-    if (b->weighted) refit_weighted(sh, b, C, binv, list, m, same);
-    else refit_plain(sh, b, C, binv, list, m, same);
+    if (b->weighted) refit_weighted(sh, b, C, qb, list, m, same);
+    else refit_plain(sh, b, C, qb, list, m, same);
 }
 
 /* ---------------------------------------------------------------- least squares */
@@ -447,7 +448,7 @@ static AVX2_ATTR void search_refit_screen(const nf_search_shape *sh, const searc
  * importance the reference's denominator sums q * q, integers below 2^14 with sums below 2^21:
  * exact in any order, in binary32 too, so it is formed there. */
 AVX2_INLINE void lsq_lanes(const nf_search_shape *sh, const search_lanes *b, const float *inv, double *num,
-                           double *den, bool weighted)
+                           double *den, float (*q)[SEARCH_L], bool weighted)
 {
     const __m256 qmin = _mm256_set1_ps(sh->qmin), qmax = _mm256_set1_ps(sh->qmax);
     const __m256 iv = _mm256_load_ps(inv);
@@ -456,6 +457,7 @@ AVX2_INLINE void lsq_lanes(const nf_search_shape *sh, const search_lanes *b, con
     for (size_t k = 0; k < b->G; k++) {
         __m256 xf = _mm256_load_ps(b->x[k]);
         __m256 qf = code8(xf, iv, qmin, qmax, CLAMP_LO | CLAMP_HI);
+        if (q) _mm256_store_ps(q[k], qf);
         __m256d x0 = lo4(xf), x1 = hi4(xf), q0 = lo4(qf), q1 = hi4(qf);
         if (weighted) {
             __m256 wf = _mm256_load_ps(b->w[k]);
@@ -481,10 +483,10 @@ AVX2_INLINE void lsq_lanes(const nf_search_shape *sh, const search_lanes *b, con
 }
 
 static AVX2_ATTR void search_lsq(const nf_search_shape *sh, const search_lanes *b, const float *inv, double *num,
-                                 double *den)
+                                 double *den, float (*q)[SEARCH_L])
 {
-    if (b->weighted) lsq_lanes(sh, b, inv, num, den, true);
-    else lsq_lanes(sh, b, inv, num, den, false);
+    if (b->weighted) lsq_lanes(sh, b, inv, num, den, q, true);
+    else lsq_lanes(sh, b, inv, num, den, q, false);
 }
 
 /* ---------------------------------------------------------------- exact errors of one group */

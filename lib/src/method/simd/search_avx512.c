@@ -32,9 +32,10 @@ AVX512_INLINE void search_prep(const uint16_t *w, float *sf, float *inv);
 static void search_screen(const nf_search_shape *sh, const struct search_lanes *b, struct search_cands *C,
                           const uint8_t *list, size_t m);
 static void search_lsq(const nf_search_shape *sh, const struct search_lanes *b, const float *inv, double *num,
-                       double *den);
+                       double *den, float (*q)[SEARCH_L]);
 static void search_refit_screen(const nf_search_shape *sh, const struct search_lanes *b, struct search_cands *C,
-                                const float *binv, const uint8_t *list, size_t m, uint16_t (*same)[SEARCH_L]);
+                                const float (*qb)[SEARCH_L], const uint8_t *list, size_t m,
+                                uint16_t (*same)[SEARCH_L]);
 static void search_exact(const nf_search_shape *sh, const nf_search_group *g, const double *s, const float *inv,
                          size_t m, double *e);
 AVX512_INLINE void search_codes(const nf_search_shape *sh, const nf_search_group *g, float inv, int8_t *q);
@@ -401,12 +402,12 @@ static AVX512_ATTR void search_screen(const nf_search_shape *sh, const search_la
         for (size_t i = 0; i < nb[c]; i += 4) f[c](sh, b, C, bucket[c] + i, (int)(nb[c] - i < 4 ? nb[c] - i : 4));
 }
 
-/* The refit rows (nc of them): screen_n's sums, and whether each row's codes are those of binv
- * (the first round's best) in every element. */
-AVX512_INLINE void refit_n(const nf_search_shape *sh, const search_lanes *b, search_cands *C, const float *binv,
+/* The refit rows (nc of them): screen_n's sums, and whether each row's codes are qb (the first
+ * round's best's) in every element. */
+AVX512_INLINE void refit_n(const nf_search_shape *sh, const search_lanes *b, search_cands *C, const float (*qb)[SEARCH_L],
                            const uint8_t *js, int nc, uint16_t (*same)[SEARCH_L], bool weighted)
 {
-    const __m512 qmin = _mm512_set1_ps(sh->qmin), qmax = _mm512_set1_ps(sh->qmax), ib = _mm512_load_ps(binv);
+    const __m512 qmin = _mm512_set1_ps(sh->qmin), qmax = _mm512_set1_ps(sh->qmax);
     __m512 s[3], iv[3], acc[3];
     __mmask16 diff[3];
     for (int c = 0; c < nc; c++) {
@@ -418,12 +419,12 @@ AVX512_INLINE void refit_n(const nf_search_shape *sh, const search_lanes *b, sea
     for (size_t k = 0; k < b->G; k++) {
         __m512 x = _mm512_load_ps(b->x[k]);
         __m512 w = weighted ? _mm512_load_ps(b->w[k]) : x;
-        __m512 qb = code16(x, ib, qmin, qmax, CLAMP_LO | CLAMP_HI);
+        __m512 qk = _mm512_load_ps(qb[k]);
         for (int c = 0; c < nc; c++) {
             __m512 q = code16(x, iv[c], qmin, qmax, CLAMP_LO | CLAMP_HI);
             __m512 r = _mm512_fnmadd_ps(s[c], q, x);
             acc[c] = _mm512_fmadd_ps(weighted ? _mm512_mul_ps(w, r) : r, r, acc[c]);
-            diff[c] |= _mm512_cmp_ps_mask(q, qb, _CMP_NEQ_UQ);
+            diff[c] |= _mm512_cmp_ps_mask(q, qk, _CMP_NEQ_UQ);
         }
     }
     for (int c = 0; c < nc; c++) {
@@ -435,25 +436,25 @@ AVX512_INLINE void refit_n(const nf_search_shape *sh, const search_lanes *b, sea
 
 #define REFIT_DEF(name, weighted)                                                                                      \
     static __attribute__((noinline)) AVX512_ATTR void name(const nf_search_shape *sh, const search_lanes *b,         \
-                                                           search_cands *C, const float *binv, const uint8_t *js,    \
+                                                           search_cands *C, const float (*qb)[SEARCH_L], const uint8_t *js,    \
                                                            size_t nc, uint16_t (*same)[SEARCH_L])                    \
     {                                                                                                                  \
         switch (nc) {                                                                                                  \
-        case 1: refit_n(sh, b, C, binv, js, 1, same, weighted); break;                                                 \
-        case 2: refit_n(sh, b, C, binv, js, 2, same, weighted); break;                                                 \
-        default: refit_n(sh, b, C, binv, js, 3, same, weighted); break;                                                \
+        case 1: refit_n(sh, b, C, qb, js, 1, same, weighted); break;                                                 \
+        case 2: refit_n(sh, b, C, qb, js, 2, same, weighted); break;                                                 \
+        default: refit_n(sh, b, C, qb, js, 3, same, weighted); break;                                                \
         }                                                                                                              \
     }
 REFIT_DEF(refit_plain, false)
 REFIT_DEF(refit_weighted, true)
 
 static AVX512_ATTR void search_refit_screen(const nf_search_shape *sh, const search_lanes *b, search_cands *C,
-                                            const float *binv, const uint8_t *list, size_t m,
+                                            const float (*qb)[SEARCH_L], const uint8_t *list, size_t m,
                                             uint16_t (*same)[SEARCH_L])
 {
     if (!m) return;
-    if (b->weighted) refit_weighted(sh, b, C, binv, list, m, same);
-    else refit_plain(sh, b, C, binv, list, m, same);
+    if (b->weighted) refit_weighted(sh, b, C, qb, list, m, same);
+    else refit_plain(sh, b, C, qb, list, m, same);
 }
 
 /* ---------------------------------------------------------------- least squares */
@@ -462,7 +463,7 @@ static AVX512_ATTR void search_refit_screen(const nf_search_shape *sh, const sea
  * Without importance the reference's denominator sums q * q, integers below 2^14 with sums
  * below 2^21: exact in any order, in binary32 too (FMA or not), so it is formed there. */
 AVX512_INLINE void lsq_lanes(const nf_search_shape *sh, const search_lanes *b, const float *inv, double *num,
-                             double *den, bool weighted)
+                             double *den, float (*q)[SEARCH_L], bool weighted)
 {
     const __m512 qmin = _mm512_set1_ps(sh->qmin), qmax = _mm512_set1_ps(sh->qmax);
     const __m512 iv = _mm512_load_ps(inv);
@@ -471,6 +472,7 @@ AVX512_INLINE void lsq_lanes(const nf_search_shape *sh, const search_lanes *b, c
     for (size_t k = 0; k < b->G; k++) {
         __m512 xf = _mm512_load_ps(b->x[k]);
         __m512 qf = code16(xf, iv, qmin, qmax, CLAMP_LO | CLAMP_HI);
+        if (q) _mm512_store_ps(q[k], qf);
         __m512d x0 = lo8(xf), x1 = hi8(xf), q0 = lo8(qf), q1 = hi8(qf);
         if (weighted) {
             __m512 wf = _mm512_load_ps(b->w[k]);
@@ -496,10 +498,10 @@ AVX512_INLINE void lsq_lanes(const nf_search_shape *sh, const search_lanes *b, c
 }
 
 static AVX512_ATTR void search_lsq(const nf_search_shape *sh, const search_lanes *b, const float *inv, double *num,
-                                   double *den)
+                                   double *den, float (*q)[SEARCH_L])
 {
-    if (b->weighted) lsq_lanes(sh, b, inv, num, den, true);
-    else lsq_lanes(sh, b, inv, num, den, false);
+    if (b->weighted) lsq_lanes(sh, b, inv, num, den, q, true);
+    else lsq_lanes(sh, b, inv, num, den, q, false);
 }
 
 /* ---------------------------------------------------------------- exact errors of one group */

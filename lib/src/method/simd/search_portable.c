@@ -15,9 +15,10 @@ static void search_prep(const uint16_t *w, float *sf, float *inv);
 static void search_screen(const nf_search_shape *sh, const struct search_lanes *b, struct search_cands *C,
                           const uint8_t *list, size_t m);
 static void search_lsq(const nf_search_shape *sh, const struct search_lanes *b, const float *inv, double *num,
-                       double *den);
+                       double *den, float (*q)[SEARCH_L]);
 static void search_refit_screen(const nf_search_shape *sh, const struct search_lanes *b, struct search_cands *C,
-                                const float *binv, const uint8_t *list, size_t m, uint16_t (*same)[SEARCH_L]);
+                                const float (*qb)[SEARCH_L], const uint8_t *list, size_t m,
+                                uint16_t (*same)[SEARCH_L]);
 static void search_exact(const nf_search_shape *sh, const nf_search_group *g, const double *s, const float *inv,
                          size_t m, double *e);
 static void search_codes(const nf_search_shape *sh, const nf_search_group *g, float inv, int8_t *q);
@@ -97,8 +98,9 @@ static void search_screen(const nf_search_shape *sh, const search_lanes *b, sear
     }
 }
 
-static void search_refit_screen(const nf_search_shape *sh, const search_lanes *b, search_cands *C, const float *binv,
-                                const uint8_t *list, size_t m, uint16_t (*same)[SEARCH_L])
+static void search_refit_screen(const nf_search_shape *sh, const search_lanes *b, search_cands *C,
+                                const float (*qb)[SEARCH_L], const uint8_t *list, size_t m,
+                                uint16_t (*same)[SEARCH_L])
 {
     search_screen(sh, b, C, list, m);
     for (size_t i = 0; i < m; i++) {
@@ -108,7 +110,7 @@ static void search_refit_screen(const nf_search_shape *sh, const search_lanes *b
         for (size_t k = 0; k < b->G; k++)
             for (size_t l = 0; l < SEARCH_L; l++) {
                 float x = b->x[k][l];
-                bool differ = code_f(x, inv[l], sh->qmin, sh->qmax) != code_f(x, binv[l], sh->qmin, sh->qmax);
+                bool differ = code_f(x, inv[l], sh->qmin, sh->qmax) != qb[k][l];
                 eq[l] = (uint16_t)(differ ? 0 : eq[l]);
             }
     }
@@ -116,13 +118,15 @@ static void search_refit_screen(const nf_search_shape *sh, const search_lanes *b
 
 /* The least-squares sums of the reference, lane by lane in its order (k ascending). */
 NF_METHOD_INLINE void lsq_lanes(const nf_search_shape *sh, const search_lanes *b, const float *inv, double *num,
-                                double *den, bool weighted)
+                                double *den, float (*qout)[SEARCH_L], bool weighted)
 {
     double nv[SEARCH_L] = {0}, dv[SEARCH_L] = {0};
     for (size_t k = 0; k < b->G; k++)
         for (size_t l = 0; l < SEARCH_L; l++) {
             double x = (double)b->x[k][l];
-            double q = (double)code_f(b->x[k][l], inv[l], sh->qmin, sh->qmax);
+            float qf = code_f(b->x[k][l], inv[l], sh->qmin, sh->qmax);
+            double q = (double)qf;
+            if (qout) qout[k][l] = qf;
             if (weighted) {
                 double w = (double)b->w[k][l];
                 nv[l] += (w * x) * q;
@@ -136,10 +140,17 @@ NF_METHOD_INLINE void lsq_lanes(const nf_search_shape *sh, const search_lanes *b
     memcpy(den, dv, sizeof dv);
 }
 
-static void search_lsq(const nf_search_shape *sh, const search_lanes *b, const float *inv, double *num, double *den)
+static void search_lsq(const nf_search_shape *sh, const search_lanes *b, const float *inv, double *num, double *den,
+                       float (*q)[SEARCH_L])
 {
-    if (b->weighted) lsq_lanes(sh, b, inv, num, den, true);
-    else lsq_lanes(sh, b, inv, num, den, false);
+    /* the four cases apart, so that each loop is simple enough to vectorize */
+    if (b->weighted) {
+        if (q) lsq_lanes(sh, b, inv, num, den, q, true);
+        else lsq_lanes(sh, b, inv, num, den, NULL, true);
+    } else {
+        if (q) lsq_lanes(sh, b, inv, num, den, q, false);
+        else lsq_lanes(sh, b, inv, num, den, NULL, false);
+    }
 }
 
 /* The reference's group_error of 8 candidates side by side. */
