@@ -646,6 +646,6 @@ static AVX2_ATTR uint32_t load_avx2(const uint8_t *p, nf_src_type type, size_t n
     }
 }
 
-const nf_search_kernel nf_search_avx2 = {search_batch_avx2, extreme_avx2, load_avx2};
+const nf_search_kernel nf_search_avx2 = {search_batch_avx2, extreme_avx2, load_avx2, SEARCH_L};
 
 #endif

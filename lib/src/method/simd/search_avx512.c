@@ -646,6 +646,6 @@ static AVX512_ATTR uint32_t load_avx512(const uint8_t *p, nf_src_type type, size
     }
 }
 
-const nf_search_kernel nf_search_avx512 = {search_batch_avx512, extreme_avx512, load_avx512};
+const nf_search_kernel nf_search_avx512 = {search_batch_avx512, extreme_avx512, load_avx512, SEARCH_L};
 
 #endif

@@ -1,10 +1,10 @@
 /* grouped_search fast path in portable C (search_simd.h): the batch schedule of search_algo.inc
- * with plain loops over 8 groups side by side (the compiler may vectorize the lane loops;
+ * with plain loops over 16 groups side by side (the compiler may vectorize the lane loops;
  * every lane's arithmetic is the reference's, in the reference's order where it matters). */
 #include "method/method_impl.h"
 #include "method/simd/search_simd.h"
 
-#define SEARCH_L 8u
+#define SEARCH_L 16u
 #define SEARCH_BETA 0.0 /* the screening's codes and residuals are the reference's */
 
 struct search_lanes;
@@ -194,4 +194,4 @@ static float extreme_portable(const float *x, size_t n, float amax)
     return x[k];
 }
 
-const nf_search_kernel nf_search_portable = {search_batch_portable, extreme_portable, NULL};
+const nf_search_kernel nf_search_portable = {search_batch_portable, extreme_portable, NULL, SEARCH_L};

@@ -6,8 +6,8 @@
  * word and codes bit for bit for every input; tests/unit/test_method_search_fast.c compares
  * them on many random chunks for every variant.
  *
- * Layout.  A batch is transposed: one vector lane per group (16 in the AVX-512 kernel, 8 in the
- * AVX2 and portable ones), element k of every group in one vector.  Everything per candidate
+ * Layout.  A batch is transposed: one vector lane per group (16 in the AVX-512 and portable
+ * kernels, 8 in the AVX2 one), element k of every group in one vector.  Everything per candidate
  * (its binary64 value, the rounding to binary16, validity, the reciprocal, the screening sum,
  * the choice) is then one vector operation for all the groups of the batch, and every lane
  * sums its own terms in the reference's order (k ascending) where the order matters.  The
@@ -136,6 +136,7 @@ typedef struct nf_search_kernel {
     nf_search_batch_fn batch;
     nf_search_extreme_fn extreme;
     nf_search_load_fn load; /* NULL: grouped.c's own loading */
+    size_t lanes;           /* groups side by side in one pass (a batch takes one or two) */
 } nf_search_kernel;
 
 /* Portable C (the scalar level). */
