@@ -274,6 +274,7 @@ static void random_battery(nf_simd_level level)
 {
     require(level);
     compared_groups = searched_groups = compared_errors = 0;
+    *nf_search_stats_local() = (nf_search_stats){0};
     for (int round = 0; round < 24; round++)
         for (int fi = 0; fi < 4; fi++)
             for (int ti = 0; ti < 3; ti++)
@@ -294,6 +295,14 @@ static void random_battery(nf_simd_level level)
     cr_log_info("%s: %lu groups (%lu with a nonzero scale) identical to the reference, %lu refusals identical",
                 nf_simd_level_name(level), (unsigned long)compared_groups, (unsigned long)searched_groups,
                 (unsigned long)compared_errors);
+    const nf_search_stats *st = nf_search_stats_local();
+    cr_log_info("%s: paths: %lu batches, %lu groups, %lu unscreened, first round exact %lu, second round same-codes %lu "
+                "bounds %lu exact %lu", nf_simd_level_name(level), (unsigned long)st->batches, (unsigned long)st->groups,
+                (unsigned long)st->unscreened, (unsigned long)st->first_exact, (unsigned long)st->second_same,
+                (unsigned long)st->second_bounds, (unsigned long)st->second_exact);
+    /* every path of the schedule was taken */
+    cr_assert(st->unscreened > 0 && st->first_exact > 0 && st->second_same > 0 && st->second_bounds > 0 &&
+              st->second_exact > 0);
     cr_assert(searched_groups > 10000);
 }
 
@@ -391,3 +400,214 @@ static void boundary(nf_simd_level level)
 Test(search_fast, scalar_boundary) { boundary(NF_SIMD_SCALAR); }
 Test(search_fast, avx2_boundary) { boundary(NF_SIMD_AVX2); }
 Test(search_fast, avx512_boundary) { boundary(NF_SIMD_AVX512); }
+
+/* ------------------------------------------------------------------ batches */
+
+/* One F32 chunk of rows x k values v (and importance imp of k entries, or none) at every level
+ * against the reference. */
+static nf_status f32_chunk(nf_simd_level level, nf_format_id id, const float *v, uint64_t rows, uint64_t k,
+                           const float *imp, bool neg, const char *what)
+{
+    size_t n = (size_t)(rows * k);
+    uint8_t *data = malloc(4 * n + 1);
+    for (size_t i = 0; i < n; i++) put_value(data, NF_SRC_F32, i, v[i]);
+    nf_method_params p = {.negative_scales = neg, .importance = imp, .importance_len = imp ? k : 0};
+    nf_src_rows src = {.name = "b", .type = NF_SRC_F32, .data = data, .first_row = 7, .rows = rows, .cols = k};
+    nf_status st = check_same(level, id, &p, &src, what);
+    free(data);
+    return st;
+}
+
+/* Group kinds for the batch shapes: which queue a group goes to (search_simd.h) depends on the
+ * sign of its extreme, on negative_scales and on the screening range. */
+enum { SHAPE_ZERO, SHAPE_POSITIVE, SHAPE_NEGATIVE, SHAPE_UNSCREENED, SHAPE_COUNT };
+
+static void fill_shape(float *v, size_t n, int kind)
+{
+    double scale = ldexp(1.0, (int)below(8) - 4);
+    for (size_t i = 0; i < n; i++) v[i] = kind == SHAPE_ZERO ? 0.0f : (float)(scale * uniform());
+    if (kind == SHAPE_ZERO) return;
+    size_t at = below((unsigned)n);
+    if (kind == SHAPE_UNSCREENED) {
+        /* amax below 2^-30: the exact path throughout */
+        for (size_t i = 0; i < n; i++) v[i] = (float)ldexp(v[i], -34);
+        return;
+    }
+    v[at] = (float)(kind == SHAPE_POSITIVE ? 2.0 * scale : -2.0 * scale);
+}
+
+/* Batches of every fill: chunks whose groups of each kind number 0..40 in patterns that cross
+ * rows, leave partial batches of every size behind, mix groups with amax = 0 among the others,
+ * and end rows with partial groups; q4 (G = 64) and q8 (G = 32), with and without importance and
+ * negative scales. */
+static void batch_shapes(nf_simd_level level)
+{
+    require(level);
+    compared_groups = 0;
+    *nf_search_stats_local() = (nf_search_stats){0};
+    static const uint64_t ks[] = {64, 192, 1088, 40, 97, 161};
+    static const uint64_t rowss[] = {1, 2, 3, 5, 17};
+    static const nf_format_id ids[2] = {NF_FMT_Q4_G64_FP16, NF_FMT_Q8_G32_FP16};
+    for (int trial = 0; trial < 120; trial++) {
+        uint64_t k = ks[trial % 6], rows = rowss[(trial / 6) % 5];
+        nf_format_id id = ids[(trial / 30) % 2];
+        size_t g = nf_format_by_id(id)->group_size;
+        float *v = malloc((size_t)(rows * k) * sizeof *v);
+        /* a pattern of kinds per trial: one kind only, two alternating, or all at random */
+        int mode = trial % 4;
+        size_t gi = 0;
+        for (uint64_t r = 0; r < rows; r++)
+            for (size_t c0 = 0; c0 < k; c0 += g, gi++) {
+                int kind = mode == 0 ? SHAPE_POSITIVE : mode == 1 ? (int)(gi % 2) + SHAPE_POSITIVE
+                           : mode == 2 ? (int)(gi % 3) : (int)below(SHAPE_COUNT);
+                fill_shape(v + r * k + c0, k - c0 < g ? (size_t)(k - c0) : g, kind);
+            }
+        float *imp = NULL;
+        if (trial & 1) {
+            imp = malloc((size_t)k * sizeof *imp);
+            fill_importance(imp, (size_t)k, IMP_UNIFORM);
+        }
+        cr_assert_eq(f32_chunk(level, id, v, rows, k, imp, (trial & 2) != 0, "batch shape"), NF_OK);
+        free(imp);
+        free(v);
+    }
+    const nf_search_stats *st = nf_search_stats_local();
+    cr_log_info("%s: %lu groups in batch shapes identical to the reference (%lu searched in %lu passes)",
+                nf_simd_level_name(level), (unsigned long)compared_groups, (unsigned long)st->groups,
+                (unsigned long)st->batches);
+    /* the shapes did leave partial passes behind and did use the unscreened queue */
+    cr_assert(st->groups > 1000 && st->unscreened > 100);
+    cr_assert(st->batches * nf_search_kernel_active()->lanes > st->groups);
+}
+
+/* AVX2's unscaled screening form, which real groups never need (search_avx2.c), for every
+ * candidate. */
+Test(search_fast, avx2_unscaled_shapes)
+{
+    require(NF_SIMD_AVX2);
+    nf_search_scaled_limit = 0.0f;
+    batch_shapes(NF_SIMD_AVX2);
+    nf_search_scaled_limit = 0x1p20f;
+}
+
+Test(search_fast, scalar_batch_shapes) { batch_shapes(NF_SIMD_SCALAR); }
+Test(search_fast, avx2_batch_shapes) { batch_shapes(NF_SIMD_AVX2); }
+Test(search_fast, avx512_batch_shapes) { batch_shapes(NF_SIMD_AVX512); }
+
+/* The edges of the screening range (nf_search_screenable): amax 2^-30 exactly and just below it,
+ * weights 2^30 exactly and just above it (in a full group and in a partial last group), beside
+ * ordinary groups in the same rows, so that a batch holds groups of both kinds around it. */
+static void screening_edges(nf_simd_level level)
+{
+    require(level);
+    *nf_search_stats_local() = (nf_search_stats){0};
+    const uint64_t k = 64 * 5 + 9;
+    float v[2 * (64 * 5 + 9)], imp[64 * 5 + 9];
+    for (int trial = 0; trial < 40; trial++) {
+        for (size_t i = 0; i < 2 * k; i++) v[i] = (float)uniform();
+        /* group 0 of each row: amax exactly 2^-30 (row 0) or just below it (row 1) */
+        float edge[2] = {0x1p-30f, nextafterf(0x1p-30f, 0.0f)};
+        for (int r = 0; r < 2; r++) {
+            for (size_t i = 0; i < 64; i++) v[r * k + i] = edge[r] * (float)uniform();
+            v[r * k + below(64)] = trial & 1 ? -edge[r] : edge[r];
+        }
+        for (size_t i = 0; i < k; i++) imp[i] = 0.5f + (float)(rng32() >> 8) / 16777216.0f;
+        imp[64 + below(64)] = 0x1p30f;                        /* group 1: screened */
+        imp[128 + below(64)] = nextafterf(0x1p30f, INFINITY); /* group 2: not */
+        imp[320 + below(9)] = trial & 2 ? 0x1p30f : 0x1p31f;  /* the partial group */
+        for (int withimp = 0; withimp < 2; withimp++)
+            cr_assert_eq(f32_chunk(level, NF_FMT_Q4_G64_FP16, v, 2, k, withimp ? imp : NULL, (trial & 4) != 0,
+                                   "screening edge"),
+                         NF_OK);
+    }
+    const nf_search_stats *st = nf_search_stats_local();
+    /* per chunk outside the range: row 1's group 0; with importance also group 2 of both rows,
+     * and the partial groups when their weight is 2^31 (half the trials) */
+    cr_assert_eq(st->unscreened, 40 * 1 + 20 * 3 + 20 * 5, "%lu groups unscreened", (unsigned long)st->unscreened);
+}
+
+Test(search_fast, scalar_screening_edges) { screening_edges(NF_SIMD_SCALAR); }
+Test(search_fast, avx2_screening_edges) { screening_edges(NF_SIMD_AVX2); }
+Test(search_fast, avx512_screening_edges) { screening_edges(NF_SIMD_AVX512); }
+
+/* The overflow check (amax / qmax < 65520): amax = 65520 qmax exactly is refused, the float below
+ * it searched, in rows with other groups before and after, for every format and sign. */
+static void overflow_edges(nf_simd_level level)
+{
+    require(level);
+    compared_errors = 0;
+    for (int fi = 0; fi < 4; fi++) {
+        const nf_format *f = nf_format_by_id(grouped_ids[fi]);
+        size_t g = f->group_size, k = 3 * g;
+        float top = 65520.0f * (float)f->encoder_qmax; /* exact: at most 23 significant bits */
+        for (int trial = 0; trial < 8; trial++) {
+            float v[3 * 64];
+            for (size_t i = 0; i < k; i++) v[i] = (float)uniform() * 1000.0f;
+            float a = trial & 1 ? top : nextafterf(top, 0.0f);
+            for (size_t i = g; i < 2 * g; i++) v[i] = a * (float)uniform();
+            v[g + below((unsigned)g)] = trial & 2 ? -a : a;
+            nf_status st = f32_chunk(level, grouped_ids[fi], v, 1, k, NULL, (trial & 4) != 0, "overflow edge");
+            cr_assert_eq(st, trial & 1 ? NF_ERR_INVALID : NF_OK, "%s amax %.9g", f->name, (double)a);
+        }
+    }
+    cr_assert_eq(compared_errors, 4 * 4);
+}
+
+Test(search_fast, scalar_overflow_edges) { overflow_edges(NF_SIMD_SCALAR); }
+Test(search_fast, avx2_overflow_edges) { overflow_edges(NF_SIMD_AVX2); }
+Test(search_fast, avx512_overflow_edges) { overflow_edges(NF_SIMD_AVX512); }
+
+/* Exact ties between distinct words: x = m q for small integer codes q, m halfway between two
+ * binary16 values s1 < s2 (12 significant bits, exact in binary32).  Both words give the codes q
+ * and the same real error (m - s1)^2 sum w q^2 = (s2 - m)^2 sum w q^2, so only the reference's
+ * binary64 rounding decides between them: neither the screening nor the same-codes difference
+ * (which is exactly 0) can, and the exact comparison runs.  With max |q| = 7 the baseline is one
+ * of the two words and a fit step the other (a first-round tie); with max |q| = 6 the baseline
+ * is elsewhere, the least-squares refit of the codes q is m, rounded to one of the two words,
+ * and its step the other (a second-round tie).  And half-integer products: values (k + 1/2) s
+ * for the baseline scale s, where the binary32 product x * inv may land on the half-integer
+ * (rounding to even) while the exact product lies beside it, so that codes rounded from the
+ * exact product (AVX-512's screening) differ from the reference's, which the output must still
+ * have (the groups are built so that s is chosen). */
+static void ties(nf_simd_level level)
+{
+    require(level);
+    *nf_search_stats_local() = (nf_search_stats){0};
+    compared_groups = 0;
+    for (int trial = 0; trial < 600; trial++) {
+        size_t n = 8 + below(57);
+        float v[64];
+        uint16_t w = (uint16_t)(0x0800u + below(0x6800u)); /* normal words, s2 normal too */
+        double s1 = nf_f16_to_f32(w), s2 = nf_f16_to_f32((uint16_t)(w + 1));
+        float m = (float)((s1 + s2) / 2);
+        int kind = trial % 3, top = kind == 0 ? 7 : 6;
+        float imp[64];
+        for (size_t i = 0; i < n; i++) imp[i] = (float)(1 + below(3));
+        if (kind == 2) {
+            /* +-6 s and +-7 s for the baseline scale s = s1 (amax = 7 s1), and one value s / 2:
+             * its binary32 product lands on 1/2 (the reference's code 0) while the exact one
+             * may lie above it (code 1); code 0 adds nothing to the least-squares sums, so the
+             * refit is s, and a neighbouring scale gains less on s / 2 than it loses on the
+             * others, so s is chosen */
+            double sg = trial & 1 ? 1.0 : -1.0;
+            for (size_t i = 0; i < n; i++) v[i] = (float)(s1 * (6 + below(2)) * (rng32() & 1 ? 1 : -1));
+            size_t a = below((unsigned)n), b = (a + 1 + below((unsigned)n - 1)) % n;
+            v[a] = (float)(7.0 * s1 * sg);
+            v[b] = (float)(0.5 * s1 * (rng32() & 1 ? 1 : -1));
+        } else {
+            for (size_t i = 0; i < n; i++) v[i] = m * (float)((int)below((unsigned)(2 * top + 1)) - top);
+            v[below((unsigned)n)] = m * (float)(trial & 1 ? top : -top);
+        }
+        cr_assert_eq(f32_chunk(level, NF_FMT_Q4_G64_FP16, v, 1, n, trial & 4 ? imp : NULL, (trial & 8) != 0, "ties"),
+                     NF_OK);
+    }
+    const nf_search_stats *st = nf_search_stats_local();
+    cr_log_info("%s: %lu tie groups identical to the reference (first round exact %lu, second round exact %lu)",
+                nf_simd_level_name(level), (unsigned long)compared_groups, (unsigned long)st->first_exact,
+                (unsigned long)st->second_exact);
+    cr_assert(st->first_exact > 100 && st->second_exact > 50);
+}
+
+Test(search_fast, scalar_ties) { ties(NF_SIMD_SCALAR); }
+Test(search_fast, avx2_ties) { ties(NF_SIMD_AVX2); }
+Test(search_fast, avx512_ties) { ties(NF_SIMD_AVX512); }

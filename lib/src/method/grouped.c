@@ -395,56 +395,31 @@ nf_status nf_grouped_search_rows_reference(const nf_format *fmt, const nf_method
     return NF_OK;
 }
 
-/* The state of one group for nf_grouped_search_rows: its values, weights and baseline. */
-typedef struct search_slot {
-    float x[NF_METHOD_MAX_GROUP];
-    double w[NF_METHOD_MAX_GROUP];
-    int8_t canonical_q[NF_METHOD_MAX_GROUP];
-    nf_search_group sg;
-} search_slot;
+/* The pending groups of nf_grouped_search_rows (search_simd.h): three queues of up to
+ * NF_SEARCH_BATCH groups (full-range candidates competing, full-range candidates all negative
+ * and not competing, outside the screening range), whose values live in a pool of slots. */
+enum { SEARCH_COMPETING, SEARCH_NEGATIVE_FULL, SEARCH_UNSCREENED, SEARCH_QUEUES };
+#define SEARCH_SLOTS (SEARCH_QUEUES * NF_SEARCH_BATCH)
 
-/* Loads group gi of row r into slot and forms its baseline: NF_OK with *searched telling whether
- * the group needs the search (amax > 0; otherwise its words are written here), or the
- * reference's error for the group. */
-static nf_status search_load(const nf_src_rows *src, const grouped_spec *g, size_t k, uint64_t r, size_t gi,
-                             const nf_method_params *params, search_slot *slot, int8_t *codes, uint16_t *scale,
-                             bool *searched, nf_error *err)
+typedef struct search_queues {
+    float x[SEARCH_SLOTS][NF_METHOD_MAX_GROUP]; /* a group's values, zero-padded up to G */
+    unsigned free_slot[SEARCH_SLOTS];
+    size_t nfree;
+    nf_search_group g[SEARCH_QUEUES][NF_SEARCH_BATCH];
+    unsigned slot[SEARCH_QUEUES][NF_SEARCH_BATCH];
+    size_t count[SEARCH_QUEUES];
+} search_queues;
+
+static void search_flush(search_queues *Q, int qi, const nf_search_kernel *kern, const nf_search_shape *sh)
 {
-    float amax;
-    size_t bad;
-    size_t n = load_group(src, g, k, r, gi, slot->x, &amax, &bad);
-    if (bad < n) return nonfinite_error(err, src, r, gi * g->group + bad, slot->x[bad]);
-    uint16_t word;
-    if (!absmax_group(slot->x, n, amax, g, &word, slot->canonical_q)) return overflow_error(err, src, r, gi, n, g, amax);
-    *searched = amax > 0.0f;
-    if (!*searched) {
-        *scale = word;
-        memcpy(codes, slot->canonical_q, n);
-        return NF_OK;
-    }
-    const float *imp = params ? params->importance : NULL;
-    nf_search_group *sg = &slot->sg;
-    *sg = (nf_search_group){.x = slot->x,
-                            .n = n,
-                            .amax = amax,
-                            .qmin = g->qmin,
-                            .qmax = g->qmax,
-                            .qmin_d = g->qmin_d,
-                            .denominator_d = g->qmax_d,
-                            .negative_scales = params && params->negative_scales,
-                            .canonical = word,
-                            .canonical_q = slot->canonical_q};
-    if (imp) {
-        /* importance of the group's logical lanes; padding lanes would weigh 0 */
-        for (size_t i = 0; i < n; i++) slot->w[i] = (double)imp[gi * g->group + i];
-        sg->w = slot->w;
-        sg->wf = imp + gi * g->group;
-    }
-    return NF_OK;
+    if (!Q->count[qi]) return;
+    kern->batch(sh, Q->g[qi], Q->count[qi], qi != SEARCH_UNSCREENED);
+    for (size_t i = 0; i < Q->count[qi]; i++) Q->free_slot[Q->nfree++] = Q->slot[qi][i];
+    Q->count[qi] = 0;
 }
 
 /* The fast path (search_simd.h): the reference's checks, errors and baseline, group by group in
- * order, and the search of each group with amax > 0 by the active kernel. */
+ * order; the groups with amax > 0 are searched by the active kernel in batches. */
 nf_status nf_grouped_search_rows(const nf_format *fmt, const nf_method_params *params, const nf_src_rows *src,
                                  nf_words *out, nf_error *err)
 {
@@ -458,17 +433,80 @@ nf_status nf_grouped_search_rows(const nf_format *fmt, const nf_method_params *p
             return st;
         }
     }
-    size_t groups = (k + g.group - 1) / g.group;
-    search_slot slot;
-    nf_search_group_fn kernel = nf_search_group_kernel();
+    size_t G = g.group, groups = (k + G - 1) / G;
+    const float *imp = params ? params->importance : NULL;
+    const nf_search_shape sh = {.group = G,
+                                .qmin = g.qmin,
+                                .qmax = g.qmax,
+                                .qmin_d = g.qmin_d,
+                                .denominator = g.denominator,
+                                .denominator_d = g.qmax_d,
+                                .negative_scales = params && params->negative_scales};
+    const nf_search_kernel *kern = nf_search_kernel_active();
+    /* The weights of a partial last group, zero-padded; whether every weight is in the
+     * screening range (else each group's are checked). */
+    float wtail[NF_METHOD_MAX_GROUP] = {0};
+    bool weights_screenable = true;
+    if (imp) {
+        if (k % G) memcpy(wtail, imp + (groups - 1) * G, (k % G) * sizeof *wtail);
+        weights_screenable = nf_search_screenable(1.0f, amax_word_n(imp, k));
+    }
+    /* the kernel's loading where it has one (little-endian floating-point bytes) */
+    bool fast_load = false;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    fast_load = kern->load != NULL;
+#endif
+    size_t esize = nf_src_type_size(src->type);
+    search_queues Q;
+    Q.nfree = SEARCH_SLOTS;
+    for (unsigned i = 0; i < SEARCH_SLOTS; i++) Q.free_slot[i] = i;
+    for (int qi = 0; qi < SEARCH_QUEUES; qi++) Q.count[qi] = 0;
     for (uint64_t r = 0; r < src->rows; r++) {
         int8_t *codes = out->codes + (size_t)r * k;
         uint16_t *scales = out->scales + (size_t)r * groups;
         for (size_t gi = 0; gi < groups; gi++) {
-            bool searched = false;
-            NF_TRY(search_load(src, &g, k, r, gi, params, &slot, codes + gi * g.group, &scales[gi], &searched, err));
-            if (searched) scales[gi] = kernel(&slot.sg, codes + gi * g.group);
+            unsigned si = Q.free_slot[Q.nfree - 1]; /* a queue that fills is flushed at once */
+            float *x = Q.x[si];
+            float amax, extreme = 0.0f;
+            size_t bad, n;
+            if (fast_load) {
+                size_t c0 = gi * G;
+                n = k - c0 < G ? k - c0 : G;
+                uint32_t m = kern->load((const uint8_t *)src->data + ((size_t)r * k + c0) * esize, src->type, n, x,
+                                        &extreme);
+                memcpy(&amax, &m, sizeof m);
+                bad = m < 0x7F800000u ? n : nf_method_first_nonfinite(x, n);
+            } else {
+                n = load_group(src, &g, k, r, gi, x, &amax, &bad);
+                if (bad == n && amax > 0.0f) extreme = kern->extreme(x, n, amax);
+            }
+            if (bad < n) return nonfinite_error(err, src, r, gi * G + bad, x[bad]);
+            if (amax == 0.0f) {
+                scales[gi] = 0x0000;
+                memset(codes + gi * G, 0, n);
+                continue;
+            }
+            /* absmax_scale's refusal: f32(amax / qmax) rounds to the binary16 infinity exactly
+             * from 65520 up (the tie above 65504 goes to the even word, infinity); the word
+             * itself is formed by the kernel */
+            if (!(amax / g.denominator < 65520.0f)) return overflow_error(err, src, r, gi, n, &g, amax);
+            if (n < G) memset(x + n, 0, (G - n) * sizeof *x);
+            const float *wf = imp ? (n < G ? wtail : imp + gi * G) : NULL;
+            bool screen = nf_search_screenable(amax, weights_screenable ? 0 : amax_word(wf, n));
+            int qi = !screen ? SEARCH_UNSCREENED
+                             : !sh.negative_scales && extreme > 0.0f ? SEARCH_NEGATIVE_FULL : SEARCH_COMPETING;
+            Q.nfree--;
+            Q.slot[qi][Q.count[qi]] = si;
+            Q.g[qi][Q.count[qi]++] = (nf_search_group){.x = x,
+                                                       .wf = wf,
+                                                       .n = n,
+                                                       .amax = amax,
+                                                       .extreme = extreme,
+                                                       .word = &scales[gi],
+                                                       .q = codes + gi * G};
+            if (Q.count[qi] == NF_SEARCH_BATCH) search_flush(&Q, qi, kern, &sh);
         }
     }
+    for (int qi = 0; qi < SEARCH_QUEUES; qi++) search_flush(&Q, qi, kern, &sh);
     return NF_OK;
 }

@@ -1,12 +1,14 @@
-/* grouped_search fast path for AVX-512 F + BW + VL (search_simd.h): candidates side by side, 16
- * per binary32 vector for the codes and 8 per binary64 vector for the error, 32 per pass over
- * the group.
+/* grouped_search fast path for AVX-512 F + BW + VL (search_simd.h): 16 groups side by side,
+ * one per binary32 lane (two binary64 vectors of 8 where the reference's binary64 sums are
+ * formed); the exact errors of the few candidates a group needs them for take the candidates
+ * side by side instead, 8 per binary64 vector.
  *
  * One fused operation, which provably rounds as the reference's two: r = x - s * q as
  * VFNMADD (-(s * q) + x, one rounding).  s * q is exact in binary64 (s is a binary16 value: 11
  * significant bits, exponent >= -24; q an integer of magnitude <= 128: at most 19 significant
  * bits, magnitude < 2^23), so the reference's product rounds to itself and its subtraction is
- * the only rounding, as in the fused form.  Everything else rounds on its own. */
+ * the only rounding, as in the fused form.  The least-squares sums and everything else round
+ * on their own.  The binary32 screening sums may fuse (search_algo.inc). */
 #include "method/method_impl.h"
 #include "method/simd/search_simd.h"
 
@@ -17,321 +19,633 @@
 #define TARGET "avx512f,avx512bw,avx512vl,avx2,f16c,fma"
 #define AVX512_ATTR __attribute__((target(TARGET)))
 #define AVX512_INLINE static inline __attribute__((always_inline, target(TARGET)))
-#define SEARCH_LANES 96u
+#define SEARCH_L 16u
+/* The screening's codes are rounded from the exact product (screen_n below). */
+#define SEARCH_BETA 0x1.1p-22
 
-AVX512_INLINE void search_round(const double *c, size_t m, uint16_t *words);
-AVX512_INLINE void search_prep(const uint16_t *words, size_t m, double *s, float *sf, float *inv);
-AVX512_INLINE void search_screen(const nf_search_group *g, const float *sf, const float *inv, size_t m, double *a);
-AVX512_INLINE void search_lsq_sums(const nf_search_group *g, const double *xd, const int8_t *q, double *num,
-                                   double *den);
-AVX512_INLINE void search_eval(const nf_search_group *g, const double *xd, const double *s, const float *inv,
-                               size_t m, double *e);
-AVX512_INLINE void search_codes(const nf_search_group *g, float inv, int8_t *q);
+struct search_lanes;
+struct search_cands;
+AVX512_INLINE void search_transpose(const nf_search_shape *sh, const nf_search_group *const *g,
+                                    struct search_lanes *b);
+AVX512_INLINE void search_round(const double *c, uint16_t *w);
+AVX512_INLINE void search_prep(const uint16_t *w, float *sf, float *inv);
+static void search_screen(const nf_search_shape *sh, const struct search_lanes *b, struct search_cands *C,
+                          const uint8_t *list, size_t m);
+static void search_lsq(const nf_search_shape *sh, const struct search_lanes *b, const float *inv, double *num,
+                       double *den, float (*q)[SEARCH_L]);
+static void search_refit_screen(const nf_search_shape *sh, const struct search_lanes *b, struct search_cands *C,
+                                const float (*qb)[SEARCH_L], const uint8_t *list, size_t m,
+                                uint16_t (*same)[SEARCH_L]);
+static void search_exact(const nf_search_shape *sh, const nf_search_group *g, const double *s, const float *inv,
+                         size_t m, double *e);
+AVX512_INLINE void search_codes(const nf_search_shape *sh, const nf_search_group *g, float inv, int8_t *q);
+#define SEARCH_HAVE_VECTOR_ROWS 1
+AVX512_INLINE void search_scaled_round(const double *v, double r, uint16_t *w);
+AVX512_INLINE void search_step_row(const uint16_t *v, int n, uint16_t *w);
+AVX512_INLINE void search_validate(struct search_cands *C, size_t j, const uint16_t *canonical, bool neg);
+AVX512_INLINE void search_unlist(struct search_cands *C, size_t j, const uint16_t *canonical);
+AVX512_INLINE void search_amin(struct search_cands *C, const uint8_t *list, size_t m, float *amin);
+AVX512_INLINE void search_survivors(const struct search_cands *C, const uint8_t *list, size_t m, const float *thr,
+                                    uint8_t *first, uint16_t *extra);
+AVX512_INLINE void search_canonical(const float *amax, float den, uint16_t *w);
+AVX512_INLINE void search_same_lanes(const float *si, const double *sc, const double *num, const double *den,
+                                     const double *sum_up, int8_t *d);
 
-/* Does words[0..m) hold the valid (nonzero) word w?  The list is zero up to SEARCH_LANES. */
-#define SEARCH_HAVE_SEEN 1
-AVX512_INLINE bool search_seen(const uint16_t *words, size_t m, uint16_t w)
-{
-    __m512i v = _mm512_set1_epi16((short)w);
-    __mmask32 f = 0;
-    for (size_t i = 0; i < m; i += 32) f |= _mm512_cmpeq_epi16_mask(_mm512_loadu_si512(words + i), v);
-    return f != 0;
-}
-
-#define SEARCH_FN nf_search_group_avx512
+#define SEARCH_BATCH_FN search_batch_avx512
 #define SEARCH_ATTR AVX512_ATTR
 #include "method/simd/search_algo.inc"
 
-/* round_candidate of 8 lanes at once (as search_avx2.c's, 8 wide). */
-AVX512_INLINE void search_round(const double *c, size_t m, uint16_t *words)
+/* The low and high 8 lanes of a binary32 vector, widened exactly to binary64. */
+AVX512_INLINE __m512d lo8(__m512 v) { return _mm512_cvtps_pd(_mm512_castps512_ps256(v)); }
+AVX512_INLINE __m512d hi8(__m512 v)
 {
-    const __m128i mag = _mm_set1_epi16(0x7FFF);
-    for (size_t i = 0; i < m; i += 8) {
-        __mmask8 k = (__mmask8)(m - i >= 8 ? 0xFFu : (1u << (m - i)) - 1u);
-        __m128i h = _mm256_cvtps_ph(_mm512_cvtpd_ps(_mm512_maskz_loadu_pd(k, c + i)), 0);
-        _mm_mask_storeu_epi16(words + i, k, h);
-        if (_mm_mask_testn_epi16_mask(k, h, mag)) /* a zero magnitude: the reference's fix-up */
-            for (size_t j = i; j < i + 8 && j < m; j++)
-                if ((words[j] & 0x7FFFu) == 0 && c[j] != 0.0) words[j] = (uint16_t)(c[j] < 0.0 ? 0x8001u : 0x0001u);
-    }
+    return _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
 }
 
-/* s = f16 value, exactly in binary64; inv = f32(1 / value); padding lanes get the word of 1.0. */
-AVX512_INLINE void search_prep(const uint16_t *words, size_t m, double *s, float *sf, float *inv)
+/* VCVTPS2PH imm8 = 0: round to nearest even (the -O0 macro form of the intrinsic trips
+ * -Wsign-conversion). */
+AVX512_INLINE __m256i to_half(__m512 f)
 {
-    const __m512 one = _mm512_set1_ps(1.0f);
-    for (size_t i = 0; i < m; i += 16) {
-        size_t left = m - i;
-        __mmask16 k = (__mmask16)(left >= 16 ? 0xFFFFu : (1u << left) - 1u);
-        __m256i h = _mm256_mask_loadu_epi16(_mm256_set1_epi16(0x3C00), k, words + i);
-        __m512 v = _mm512_cvtph_ps(h);
-        _mm512_storeu_ps(inv + i, _mm512_div_ps(one, v));
-        _mm512_storeu_ps(sf + i, v);
-        _mm512_storeu_pd(s + i, _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
-        _mm512_storeu_pd(s + i + 8, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))));
-    }
-}
-
-/* The code of 16 lanes as floats (see search_avx2.c's code8; VRNDSCALEPS imm8 = 8 is round
- * to nearest even without exceptions). */
-AVX512_INLINE __m512 code16(__m512 xb, __m512 inv, __m512 qmin, __m512 qmax)
-{
-    __m512 p = _mm512_mul_ps(xb, inv);
-    p = _mm512_min_ps(_mm512_max_ps(p, qmin), qmax);
-    /* the -O0 macro form of the intrinsic trips -Wsign-conversion */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wsign-conversion"
-    p = _mm512_roundscale_ps(p, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    return _mm512_cvtps_ph(f, 0);
 #pragma GCC diagnostic pop
-    return p;
 }
 
-AVX512_INLINE __m512d lo8(__m512 q) { return _mm512_cvtps_pd(_mm512_castps512_ps256(q)); }
-AVX512_INLINE __m512d hi8(__m512 q)
+/* ---------------------------------------------------------------- batch layout */
+
+/* 16 rows of 16 floats (r[l] = lane l's elements k0..k0+15) to 16 columns (out[k] = element
+ * k0 + k of every lane): unpack pairs, then pairs of pairs, then 128-bit blocks. */
+AVX512_INLINE void transpose16(__m512 r[16], float *out /* 16 x 16, row k at out + 16 k */)
 {
-    return _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(q), 1)));
+    __m512 t[16], u[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    /* t[2p] = rows 2p, 2p+1 interleaved at elements 0,1 | 4,5 | 8,9 | 12,13; t[2p+1] at 2,3 ... */
+    for (int i = 0; i < 16; i += 4) {
+        __m512d a = _mm512_castps_pd(t[i]), b = _mm512_castps_pd(t[i + 2]);
+        __m512d c = _mm512_castps_pd(t[i + 1]), d = _mm512_castps_pd(t[i + 3]);
+        u[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));     /* rows i..i+3, elements 0,4,8,12 */
+        u[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b)); /* 1,5,9,13 */
+        u[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(c, d)); /* 2,6,10,14 */
+        u[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(c, d)); /* 3,7,11,15 */
+    }
+    /* u[4p + e]: rows 4p..4p+3 of elements e, e+4, e+8, e+12 in its four 128-bit blocks */
+    for (int e = 0; e < 4; e++) {
+        __m512 v0 = _mm512_shuffle_f32x4(u[e], u[4 + e], 0x44);
+        __m512 v1 = _mm512_shuffle_f32x4(u[e], u[4 + e], 0xEE);
+        __m512 v2 = _mm512_shuffle_f32x4(u[8 + e], u[12 + e], 0x44);
+        __m512 v3 = _mm512_shuffle_f32x4(u[8 + e], u[12 + e], 0xEE);
+        _mm512_store_ps(out + 16 * e, _mm512_shuffle_f32x4(v0, v2, 0x88));
+        _mm512_store_ps(out + 16 * (e + 4), _mm512_shuffle_f32x4(v0, v2, 0xDD));
+        _mm512_store_ps(out + 16 * (e + 8), _mm512_shuffle_f32x4(v1, v3, 0x88));
+        _mm512_store_ps(out + 16 * (e + 12), _mm512_shuffle_f32x4(v1, v3, 0xDD));
+    }
 }
+
+AVX512_INLINE void transpose_rows(const float *const *src, size_t G, float (*dst)[SEARCH_L])
+{
+    size_t k = 0;
+    for (; k + 16 <= G; k += 16) {
+        __m512 r[16];
+        for (int l = 0; l < 16; l++) r[l] = _mm512_loadu_ps(src[l] + k);
+        transpose16(r, dst[k]);
+    }
+    for (; k < G; k++)
+        for (size_t l = 0; l < 16; l++) dst[k][l] = src[l][k];
+}
+
+AVX512_INLINE void search_transpose(const nf_search_shape *sh, const nf_search_group *const *g, search_lanes *b)
+{
+    (void)sh;
+    const float *src[16];
+    for (int l = 0; l < 16; l++) src[l] = g[l]->x;
+    transpose_rows(src, b->G, b->x);
+    if (b->weighted) {
+        for (int l = 0; l < 16; l++) src[l] = g[l]->wf;
+        transpose_rows(src, b->G, b->w);
+    }
+    __m512 hi = _mm512_setzero_ps(), lo = hi, xx = hi;
+    for (size_t k = 0; k < b->G; k++) {
+        __m512 v = _mm512_load_ps(b->x[k]);
+        hi = _mm512_max_ps(hi, v);
+        lo = _mm512_min_ps(lo, v);
+        xx = _mm512_fmadd_ps(b->weighted ? _mm512_mul_ps(_mm512_load_ps(b->w[k]), v) : v, v, xx);
+    }
+    _mm512_store_ps(b->xmax, hi);
+    _mm512_store_ps(b->xmin, lo);
+    _mm512_store_ps(b->xx, xx);
+}
+
+/* round_candidate of 16 lanes: a NaN becomes +infinity (the reference's early exit gives it
+ * the infinite word; only a least-squares quotient can be NaN, so the scaled rows skip this),
+ * VCVTPD2PS and VCVTPS2PH imm8 = 0, then, where a zero magnitude appears, the fix-up of a
+ * nonzero candidate that rounds to it: the sign is kept by the conversions, so it becomes h | 1. */
+AVX512_INLINE __m256i round16(__m512d c0, __m512d c1, bool may_nan)
+{
+    const __m512d inf = _mm512_set1_pd(INFINITY), zero = _mm512_setzero_pd();
+    if (may_nan) {
+        c0 = _mm512_mask_blend_pd(_mm512_cmp_pd_mask(c0, c0, _CMP_UNORD_Q), c0, inf);
+        c1 = _mm512_mask_blend_pd(_mm512_cmp_pd_mask(c1, c1, _CMP_UNORD_Q), c1, inf);
+    }
+    /* (VINSERTF64X4: AVX-512 F; the binary32 form is DQ) */
+    __m512 f = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(_mm512_cvtpd_ps(c0))),
+                                                   _mm256_castps_pd(_mm512_cvtpd_ps(c1)), 1));
+    __m256i h = to_half(f);
+    __mmask16 zm = _mm256_testn_epi16_mask(h, _mm256_set1_epi16(0x7FFF));
+    if (zm) {
+        __mmask16 nz = (__mmask16)(_mm512_cmp_pd_mask(c0, zero, _CMP_NEQ_UQ) |
+                                   (unsigned)_mm512_cmp_pd_mask(c1, zero, _CMP_NEQ_UQ) << 8);
+        h = _mm256_mask_blend_epi16((__mmask16)(zm & nz), h, _mm256_or_si256(h, _mm256_set1_epi16(1)));
+    }
+    return h;
+}
+
+AVX512_INLINE void search_round(const double *c, uint16_t *w)
+{
+    _mm256_store_si256((__m256i *)(void *)w, round16(_mm512_load_pd(c), _mm512_load_pd(c + 8), true));
+}
+
+/* v: finite or infinite values (step 1-3 bases, the fit's value), r > 0: never NaN. */
+AVX512_INLINE void search_scaled_round(const double *v, double r, uint16_t *w)
+{
+    const __m512d rv = _mm512_set1_pd(r);
+    __m256i h = round16(_mm512_mul_pd(_mm512_load_pd(v), rv), _mm512_mul_pd(_mm512_load_pd(v + 8), rv), false);
+    _mm256_store_si256((__m256i *)(void *)w, h);
+}
+
+/* step_word: the magnitude m + n kept where m != 0 and m + n lies in [1, 0x7BFF], else 0 */
+AVX512_INLINE void search_step_row(const uint16_t *v, int n, uint16_t *w)
+{
+    __m256i x = _mm256_load_si256((const __m256i *)(const void *)v);
+    __m256i mag = _mm256_and_si256(x, _mm256_set1_epi16(0x7FFF));
+    __m256i m = _mm256_add_epi16(mag, _mm256_set1_epi16((short)n)); /* modulo 2^16 */
+    __mmask16 ok = _mm256_test_epi16_mask(mag, mag) &
+                   _mm256_cmple_epu16_mask(_mm256_sub_epi16(m, _mm256_set1_epi16(1)), _mm256_set1_epi16(0x7BFE));
+    __m256i r = _mm256_or_si256(_mm256_and_si256(x, _mm256_set1_epi16((short)0x8000)), m);
+    _mm256_store_si256((__m256i *)(void *)w, _mm256_maskz_mov_epi16(ok, r));
+}
+
+/* search_algo.inc's search_unlist: one comparison per first-round row */
+AVX512_INLINE void search_unlist(search_cands *C, size_t j, const uint16_t *canonical)
+{
+    __m256i w = _mm256_load_si256((const __m256i *)(const void *)C->word[j]);
+    __mmask16 listed = 0;
+    for (size_t k = 0; k < SC_FIRST; k++)
+        listed |= _mm256_cmpeq_epi16_mask(_mm256_load_si256((const __m256i *)(const void *)C->word[k]), w);
+    __mmask16 ok = (__mmask16)(_mm256_test_epi16_mask(_mm256_load_si256((const __m256i *)(const void *)C->ok[j]),
+                                                      _mm256_set1_epi16(-1)) & ~listed);
+    _mm256_store_si256((__m256i *)(void *)C->ok[j], _mm256_maskz_mov_epi16(ok, _mm256_set1_epi16(-1)));
+    __m256i cw = _mm256_load_si256((const __m256i *)(const void *)canonical);
+    _mm256_store_si256((__m256i *)(void *)C->ew[j], _mm256_mask_blend_epi16(ok, cw, w));
+    C->any[j] = ok != 0;
+}
+
+/* valid = nonzero magnitude, not infinite or NaN, positive unless negative scales */
+AVX512_INLINE void search_validate(search_cands *C, size_t j, const uint16_t *canonical, bool neg)
+{
+    __m256i w = _mm256_load_si256((const __m256i *)(const void *)C->word[j]);
+    __mmask16 good = _mm256_test_epi16_mask(w, _mm256_set1_epi16(0x7FFF));
+    good &= _mm256_cmpneq_epi16_mask(_mm256_and_si256(w, _mm256_set1_epi16(0x7C00)), _mm256_set1_epi16(0x7C00));
+    if (!neg) good &= _mm256_testn_epi16_mask(w, _mm256_set1_epi16((short)0x8000));
+    _mm256_store_si256((__m256i *)(void *)C->ok[j], _mm256_maskz_mov_epi16(good, _mm256_set1_epi16(-1)));
+    __m256i cw = _mm256_load_si256((const __m256i *)(const void *)canonical);
+    _mm256_store_si256((__m256i *)(void *)C->ew[j], _mm256_mask_blend_epi16(good, cw, w));
+    C->any[j] = good != 0;
+}
+
+/* search_algo.inc's search_amin and search_survivors, 16 lanes per operation. */
+AVX512_INLINE void search_amin(search_cands *C, const uint8_t *list, size_t m, float *amin)
+{
+    const __m512 inf = _mm512_set1_ps(INFINITY);
+    __m512 lo = inf;
+    for (size_t i = 0; i < m; i++) {
+        size_t j = list[i];
+        __mmask16 ok = _mm256_test_epi16_mask(_mm256_load_si256((const __m256i *)(const void *)C->ok[j]),
+                                              _mm256_set1_epi16(-1));
+        __m512 a = _mm512_mask_blend_ps(ok, inf, _mm512_load_ps(C->a[j]));
+        _mm512_store_ps(C->a[j], a);
+        lo = _mm512_min_ps(lo, a);
+    }
+    _mm512_store_ps(amin, lo);
+}
+
+AVX512_INLINE void search_survivors(const search_cands *C, const uint8_t *list, size_t m, const float *thr,
+                                    uint8_t *first, uint16_t *extra)
+{
+    const __m512 th = _mm512_load_ps(thr);
+    __m256i fst = _mm256_set1_epi16(0xFF) /* none yet */, fw = _mm256_setzero_si256();
+    __mmask16 more = 0, none = 0xFFFF;
+    for (size_t i = 0; i < m; i++) {
+        size_t j = list[i];
+        __mmask16 sv = _mm512_cmp_ps_mask(_mm512_load_ps(C->a[j]), th, _CMP_LE_OQ);
+        __m256i ew = _mm256_load_si256((const __m256i *)(const void *)C->ew[j]);
+        more |= (__mmask16)(sv & ~none & _mm256_cmpneq_epi16_mask(ew, fw));
+        __mmask16 now = sv & none;
+        fst = _mm256_mask_mov_epi16(fst, now, _mm256_set1_epi16((short)j));
+        fw = _mm256_mask_mov_epi16(fw, now, ew);
+        none &= (__mmask16)~now;
+    }
+    _mm_store_si128((__m128i *)(void *)first, _mm256_cvtepi16_epi8(fst));
+    _mm256_store_si256((__m256i *)(void *)extra, _mm256_maskz_mov_epi16(more, _mm256_set1_epi16(1)));
+}
+
+/* absmax_scale lane-wise: VDIVPS (correctly rounded, as the binary32 division), VCVTPS2PH
+ * imm8 = 0 (nf_f32_to_f16 for these finite positive values), 0 made 0x0001. */
+AVX512_INLINE void search_canonical(const float *amax, float den, uint16_t *w)
+{
+    __m256i h = to_half(_mm512_div_ps(_mm512_load_ps(amax), _mm512_set1_ps(den)));
+    h = _mm256_mask_mov_epi16(h, _mm256_testn_epi16_mask(h, h), _mm256_set1_epi16(1));
+    _mm256_store_si256((__m256i *)(void *)w, h);
+}
+
+/* search_algo.inc's search_same_codes, the same binary64 operations 8 lanes at a time. */
+AVX512_INLINE void search_same_lanes(const float *si, const double *sc, const double *num, const double *den,
+                                     const double *sum_up, int8_t *d)
+{
+    const __m512 sv = _mm512_load_ps(si);
+    const __m512d two = _mm512_set1_pd(2.0), c43 = _mm512_set1_pd(0x1p-43), c51 = _mm512_set1_pd(0x1p-51),
+                  c44 = _mm512_set1_pd(0x1p-44), tiny = _mm512_set1_pd(0x1p-999), zero = _mm512_setzero_pd();
+    __mmask16 better = 0, worse = 0;
+    for (int h = 0; h < 2; h++) {
+        __m512d a = h ? hi8(sv) : lo8(sv), c = _mm512_load_pd(sc + 8 * h);
+        __m512d n = _mm512_load_pd(num + 8 * h), dn = _mm512_load_pd(den + 8 * h);
+        __m512d sigma = _mm512_add_pd(a, c), delta = _mm512_sub_pd(a, c);
+        __m512d R = _mm512_sub_pd(_mm512_mul_pd(sigma, dn), _mm512_mul_pd(two, n)), D = _mm512_mul_pd(delta, R);
+        __m512d err = _mm512_mul_pd(
+            _mm512_abs_pd(delta),
+            _mm512_add_pd(_mm512_mul_pd(_mm512_add_pd(_mm512_mul_pd(_mm512_abs_pd(sigma), dn),
+                                                      _mm512_mul_pd(two, _mm512_abs_pd(n))),
+                                        c43),
+                          _mm512_mul_pd(_mm512_abs_pd(R), c51)));
+        __m512d K = _mm512_add_pd(_mm512_add_pd(_mm512_mul_pd(_mm512_load_pd(sum_up + 8 * h), c44), err), tiny);
+        better |= (__mmask16)(_mm512_cmp_pd_mask(D, _mm512_sub_pd(zero, K), _CMP_LT_OQ) << (8 * h));
+        worse |= (__mmask16)(_mm512_cmp_pd_mask(D, K, _CMP_GE_OQ) << (8 * h));
+    }
+    __m128i r = _mm_mask_mov_epi8(_mm_set1_epi8(-1), worse, _mm_setzero_si128());
+    _mm_store_si128((__m128i *)(void *)d, _mm_mask_mov_epi8(r, better, _mm_set1_epi8(1)));
+}
+
+/* sf = the binary16 value (VCVTPH2PS is exact), inv = f32(1 / sf). */
+AVX512_INLINE void search_prep(const uint16_t *w, float *sf, float *inv)
+{
+    __m512 v = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(const void *)w));
+    _mm512_store_ps(sf, v);
+    _mm512_store_ps(inv, _mm512_div_ps(_mm512_set1_ps(1.0f), v));
+}
+
+/* ---------------------------------------------------------------- codes */
+
+/* clamp(x * inv) rounded to nearest even (the reference's nf_grouped_code): the clamps that
+ * can matter (CLAMP_LO, CLAMP_HI; search_simd.h), then + 1.5 * 2^23 - 1.5 * 2^23. */
+#define CLAMP_LO 1
+#define CLAMP_HI 2
+AVX512_INLINE __m512 code16(__m512 x, __m512 inv, __m512 qmin, __m512 qmax, int clamp)
+{
+    const __m512 magic = _mm512_set1_ps(12582912.0f);
+    __m512 n = _mm512_mul_ps(x, inv);
+    if (clamp & CLAMP_LO) n = _mm512_max_ps(n, qmin);
+    if (clamp & CLAMP_HI) n = _mm512_min_ps(n, qmax);
+    return _mm512_sub_ps(_mm512_add_ps(n, magic), magic);
+}
+
+
+/* ---------------------------------------------------------------- screening */
+
+/* nc (1..4) candidates over all 16 lanes: binary32, r = x - s q fused (s q is exact), the
+ * square added fused.  The codes q' are rounded from the exact product: t = x * inv + 1.5 * 2^23
+ * in one rounding (VFMADD; the sum lies in (2^23, 2^24) where the spacing is 1, so t - 1.5 * 2^23
+ * is x * inv rounded to nearest even; the clamps act on t, at 1.5 * 2^23 + qmin or + qmax).  q'
+ * differs from the reference's q = clamp(rne(f32(x * inv))) only where the rounding of x * inv to
+ * binary32 reaches or crosses a point k + 1/2, |p - (k + 1/2)| <= |p| 2^-24 for p = x * inv;
+ * with y = x / s, |y - p| <= |y| 2^-24 (inv is within 2^-24 of 1 / s), so y is within
+ * 2.0001 |y| 2^-24 of k + 1/2 and | |x - s q'| - |x - s q| | = 2 s |y - (k + 1/2)| <=
+ * 2.0001 |x| 2^-23 < SEARCH_BETA |x| (search_algo.inc's bound).  Both clamped codes are q's
+ * neighbours k, k + 1 then, or equal. */
+AVX512_INLINE __m512 fcode16(__m512 x, __m512 inv, __m512 lo, __m512 hi, int clamp)
+{
+    const __m512 magic = _mm512_set1_ps(12582912.0f);
+    __m512 t = _mm512_fmadd_ps(x, inv, magic);
+    if (clamp & CLAMP_LO) t = _mm512_max_ps(t, lo);
+    if (clamp & CLAMP_HI) t = _mm512_min_ps(t, hi);
+    return _mm512_sub_ps(t, magic);
+}
+
+AVX512_INLINE void screen_n(const nf_search_shape *sh, const search_lanes *b, search_cands *C, const uint8_t *js,
+                            int nc, int clamp, bool weighted)
+{
+    /* 1.5 * 2^23 + qmin and + qmax: exact integers */
+    const __m512 qmin = _mm512_set1_ps(12582912.0f + sh->qmin), qmax = _mm512_set1_ps(12582912.0f + sh->qmax);
+    __m512 s[4], iv[4], acc[4];
+    for (int c = 0; c < nc; c++) {
+        s[c] = _mm512_load_ps(C->sf[js[c]]);
+        iv[c] = _mm512_load_ps(C->inv[js[c]]);
+        acc[c] = _mm512_setzero_ps();
+    }
+    for (size_t k = 0; k < b->G; k++) {
+        __m512 x = _mm512_load_ps(b->x[k]);
+        __m512 w = weighted ? _mm512_load_ps(b->w[k]) : x;
+        for (int c = 0; c < nc; c++) {
+            __m512 q = fcode16(x, iv[c], qmin, qmax, clamp);
+            __m512 r = _mm512_fnmadd_ps(s[c], q, x);
+            acc[c] = _mm512_fmadd_ps(weighted ? _mm512_mul_ps(w, r) : r, r, acc[c]);
+        }
+    }
+    for (int c = 0; c < nc; c++) _mm512_store_ps(C->a[js[c]], acc[c]);
+}
+
+#define SCREEN_DEF(name, clamp, weighted)                                                                              \
+    static __attribute__((noinline)) AVX512_ATTR void name(const nf_search_shape *sh, const search_lanes *b,         \
+                                                           search_cands *C, const uint8_t *js, int nc)               \
+    {                                                                                                                  \
+        switch (nc) {                                                                                                  \
+        case 1: screen_n(sh, b, C, js, 1, clamp, weighted); break;                                                     \
+        case 2: screen_n(sh, b, C, js, 2, clamp, weighted); break;                                                     \
+        case 3: screen_n(sh, b, C, js, 3, clamp, weighted); break;                                                     \
+        default: screen_n(sh, b, C, js, 4, clamp, weighted); break;                                                    \
+        }                                                                                                              \
+    }
+SCREEN_DEF(screen_p0, 0, false)
+SCREEN_DEF(screen_p1, 1, false)
+SCREEN_DEF(screen_p2, 2, false)
+SCREEN_DEF(screen_p3, 3, false)
+SCREEN_DEF(screen_w0, 0, true)
+SCREEN_DEF(screen_w1, 1, true)
+SCREEN_DEF(screen_w2, 2, true)
+SCREEN_DEF(screen_w3, 3, true)
+
+typedef void (*screen_fn)(const nf_search_shape *, const search_lanes *, search_cands *, const uint8_t *, int);
+
+/* The candidates sorted by the clamps they need in some lane (search_simd.h: every code lies
+ * between those of xmin and xmax), then 4 at a time. */
+static AVX512_ATTR void search_screen(const nf_search_shape *sh, const search_lanes *b, search_cands *C,
+                                      const uint8_t *list, size_t m)
+{
+    static const screen_fn fns[2][4] = {{screen_p0, screen_p1, screen_p2, screen_p3},
+                                        {screen_w0, screen_w1, screen_w2, screen_w3}};
+    const __m512 xmax = _mm512_load_ps(b->xmax), xmin = _mm512_load_ps(b->xmin);
+    const __m512 hi_lim = _mm512_set1_ps(sh->qmax + 0.5f), lo_lim = _mm512_set1_ps(sh->qmin - 0.5f);
+    uint8_t bucket[4][SC_ALL];
+    size_t nb[4] = {0, 0, 0, 0};
+    for (size_t i = 0; i < m; i++) {
+        __m512 iv = _mm512_load_ps(C->inv[list[i]]);
+        __m512 p = _mm512_mul_ps(xmax, iv), q = _mm512_mul_ps(xmin, iv);
+        __m512 hi = _mm512_max_ps(p, q), lo = _mm512_min_ps(p, q);
+        int clamp = (_mm512_cmp_ps_mask(lo, lo_lim, _CMP_LE_OQ) ? CLAMP_LO : 0) |
+                    (_mm512_cmp_ps_mask(hi, hi_lim, _CMP_GE_OQ) ? CLAMP_HI : 0);
+        bucket[clamp][nb[clamp]++] = list[i];
+    }
+    const screen_fn *f = fns[b->weighted];
+    for (int c = 0; c < 4; c++)
+        for (size_t i = 0; i < nb[c]; i += 4) f[c](sh, b, C, bucket[c] + i, (int)(nb[c] - i < 4 ? nb[c] - i : 4));
+}
+
+/* The refit rows (nc of them): screen_n's sums, and whether each row's codes are qb (the first
+ * round's best's) in every element. */
+AVX512_INLINE void refit_n(const nf_search_shape *sh, const search_lanes *b, search_cands *C, const float (*qb)[SEARCH_L],
+                           const uint8_t *js, int nc, uint16_t (*same)[SEARCH_L], bool weighted)
+{
+    const __m512 qmin = _mm512_set1_ps(sh->qmin), qmax = _mm512_set1_ps(sh->qmax);
+    __m512 s[3], iv[3], acc[3];
+    __mmask16 diff[3];
+    for (int c = 0; c < nc; c++) {
+        s[c] = _mm512_load_ps(C->sf[js[c]]);
+        iv[c] = _mm512_load_ps(C->inv[js[c]]);
+        acc[c] = _mm512_setzero_ps();
+        diff[c] = 0;
+    }
+    for (size_t k = 0; k < b->G; k++) {
+        __m512 x = _mm512_load_ps(b->x[k]);
+        __m512 w = weighted ? _mm512_load_ps(b->w[k]) : x;
+        __m512 qk = _mm512_load_ps(qb[k]);
+        for (int c = 0; c < nc; c++) {
+            __m512 q = code16(x, iv[c], qmin, qmax, CLAMP_LO | CLAMP_HI);
+            __m512 r = _mm512_fnmadd_ps(s[c], q, x);
+            acc[c] = _mm512_fmadd_ps(weighted ? _mm512_mul_ps(w, r) : r, r, acc[c]);
+            diff[c] |= _mm512_cmp_ps_mask(q, qk, _CMP_NEQ_UQ);
+        }
+    }
+    for (int c = 0; c < nc; c++) {
+        _mm512_store_ps(C->a[js[c]], acc[c]);
+        _mm256_store_si256((__m256i *)(void *)same[js[c] - SC_REFIT],
+                           _mm256_maskz_mov_epi16((__mmask16)~diff[c], _mm256_set1_epi16(1)));
+    }
+}
+
+#define REFIT_DEF(name, weighted)                                                                                      \
+    static __attribute__((noinline)) AVX512_ATTR void name(const nf_search_shape *sh, const search_lanes *b,         \
+                                                           search_cands *C, const float (*qb)[SEARCH_L], const uint8_t *js,    \
+                                                           size_t nc, uint16_t (*same)[SEARCH_L])                    \
+    {                                                                                                                  \
+        switch (nc) {                                                                                                  \
+        case 1: refit_n(sh, b, C, qb, js, 1, same, weighted); break;                                                 \
+        case 2: refit_n(sh, b, C, qb, js, 2, same, weighted); break;                                                 \
+        default: refit_n(sh, b, C, qb, js, 3, same, weighted); break;                                                \
+        }                                                                                                              \
+    }
+REFIT_DEF(refit_plain, false)
+REFIT_DEF(refit_weighted, true)
+
+static AVX512_ATTR void search_refit_screen(const nf_search_shape *sh, const search_lanes *b, search_cands *C,
+                                            const float (*qb)[SEARCH_L], const uint8_t *list, size_t m,
+                                            uint16_t (*same)[SEARCH_L])
+{
+    if (!m) return;
+    if (b->weighted) refit_weighted(sh, b, C, qb, list, m, same);
+    else refit_plain(sh, b, C, qb, list, m, same);
+}
+
+/* ---------------------------------------------------------------- least squares */
+
+/* The reference's sums lane by lane, k ascending, in binary64 without FMA: two vectors of 8.
+ * Without importance the reference's denominator sums q * q, integers below 2^14 with sums
+ * below 2^21: exact in any order, in binary32 too (FMA or not), so it is formed there. */
+AVX512_INLINE void lsq_lanes(const nf_search_shape *sh, const search_lanes *b, const float *inv, double *num,
+                             double *den, float (*q)[SEARCH_L], bool weighted)
+{
+    const __m512 qmin = _mm512_set1_ps(sh->qmin), qmax = _mm512_set1_ps(sh->qmax);
+    const __m512 iv = _mm512_load_ps(inv);
+    __m512d n0 = _mm512_setzero_pd(), n1 = n0, d0 = n0, d1 = n0;
+    __m512 df = _mm512_setzero_ps();
+    for (size_t k = 0; k < b->G; k++) {
+        __m512 xf = _mm512_load_ps(b->x[k]);
+        __m512 qf = code16(xf, iv, qmin, qmax, CLAMP_LO | CLAMP_HI);
+        if (q) _mm512_store_ps(q[k], qf);
+        __m512d x0 = lo8(xf), x1 = hi8(xf), q0 = lo8(qf), q1 = hi8(qf);
+        if (weighted) {
+            __m512 wf = _mm512_load_ps(b->w[k]);
+            __m512d w0 = lo8(wf), w1 = hi8(wf);
+            n0 = _mm512_add_pd(n0, _mm512_mul_pd(_mm512_mul_pd(w0, x0), q0));
+            n1 = _mm512_add_pd(n1, _mm512_mul_pd(_mm512_mul_pd(w1, x1), q1));
+            d0 = _mm512_add_pd(d0, _mm512_mul_pd(_mm512_mul_pd(w0, q0), q0));
+            d1 = _mm512_add_pd(d1, _mm512_mul_pd(_mm512_mul_pd(w1, q1), q1));
+        } else {
+            n0 = _mm512_add_pd(n0, _mm512_mul_pd(x0, q0));
+            n1 = _mm512_add_pd(n1, _mm512_mul_pd(x1, q1));
+            df = _mm512_fmadd_ps(qf, qf, df);
+        }
+    }
+    if (!weighted) {
+        d0 = lo8(df);
+        d1 = hi8(df);
+    }
+    _mm512_store_pd(num, n0);
+    _mm512_store_pd(num + 8, n1);
+    _mm512_store_pd(den, d0);
+    _mm512_store_pd(den + 8, d1);
+}
+
+static AVX512_ATTR void search_lsq(const nf_search_shape *sh, const search_lanes *b, const float *inv, double *num,
+                                   double *den, float (*q)[SEARCH_L])
+{
+    if (b->weighted) lsq_lanes(sh, b, inv, num, den, q, true);
+    else lsq_lanes(sh, b, inv, num, den, q, false);
+}
+
+/* ---------------------------------------------------------------- exact errors of one group */
 
 /* e += (w * r) * r, or r * r, with r = x - s * q (exact product: one rounding, fused or not) */
-AVX512_INLINE __m512d term(__m512d e, __m512d xdb, __m512d wb, __m512d s, __m512d q, bool weighted)
+AVX512_INLINE __m512d term(__m512d e, __m512d xd, __m512d wd, __m512d s, __m512d q, bool weighted)
 {
-    __m512d r = _mm512_fnmadd_pd(s, q, xdb);
-    __m512d wr = weighted ? _mm512_mul_pd(wb, r) : r;
+    __m512d r = _mm512_fnmadd_pd(s, q, xd);
+    __m512d wr = weighted ? _mm512_mul_pd(wd, r) : r;
     return _mm512_add_pd(e, _mm512_mul_pd(wr, r));
 }
 
-/* 32 lanes over the whole group. */
-AVX512_INLINE void eval32(const nf_search_group *g, const double *xd, const double *s, const float *inv, double *e,
-                          bool weighted)
+/* 32 candidates (4 vectors of 8) over the group's n elements, k ascending. */
+AVX512_INLINE void exact32(const nf_search_shape *sh, const nf_search_group *g, const double *s, const float *inv,
+                           double *e, int nv, bool weighted)
 {
-    const __m512 qmin = _mm512_set1_ps(g->qmin), qmax = _mm512_set1_ps(g->qmax);
+    const __m512 qmin = _mm512_set1_ps(sh->qmin), qmax = _mm512_set1_ps(sh->qmax);
     __m512 ia = _mm512_loadu_ps(inv), ib = _mm512_loadu_ps(inv + 16);
-    __m512d s0 = _mm512_loadu_pd(s), s1 = _mm512_loadu_pd(s + 8), s2 = _mm512_loadu_pd(s + 16),
-            s3 = _mm512_loadu_pd(s + 24);
-    __m512d e0 = _mm512_setzero_pd(), e1 = e0, e2 = e0, e3 = e0;
-    const float *x = g->x;
-    const double *w = g->w;
+    __m512d sv[4], ev[4];
+    for (int v = 0; v < nv; v++) {
+        sv[v] = _mm512_loadu_pd(s + 8 * v);
+        ev[v] = _mm512_setzero_pd();
+    }
     for (size_t k = 0; k < g->n; k++) {
-        __m512 xb = _mm512_set1_ps(x[k]);
-        __m512d xdb = _mm512_set1_pd(xd[k]);
-        __m512d wb = weighted ? _mm512_set1_pd(w[k]) : xdb;
-        __m512 qa = code16(xb, ia, qmin, qmax), qb = code16(xb, ib, qmin, qmax);
-        e0 = term(e0, xdb, wb, s0, lo8(qa), weighted);
-        e1 = term(e1, xdb, wb, s1, hi8(qa), weighted);
-        e2 = term(e2, xdb, wb, s2, lo8(qb), weighted);
-        e3 = term(e3, xdb, wb, s3, hi8(qb), weighted);
-    }
-    _mm512_storeu_pd(e, e0);
-    _mm512_storeu_pd(e + 8, e1);
-    _mm512_storeu_pd(e + 16, e2);
-    _mm512_storeu_pd(e + 24, e3);
-}
-
-/* 16 lanes over the whole group. */
-AVX512_INLINE void eval16(const nf_search_group *g, const double *xd, const double *s, const float *inv, double *e,
-                          bool weighted)
-{
-    const __m512 qmin = _mm512_set1_ps(g->qmin), qmax = _mm512_set1_ps(g->qmax);
-    __m512 ia = _mm512_loadu_ps(inv);
-    __m512d s0 = _mm512_loadu_pd(s), s1 = _mm512_loadu_pd(s + 8);
-    __m512d e0 = _mm512_setzero_pd(), e1 = e0;
-    const float *x = g->x;
-    const double *w = g->w;
-    for (size_t k = 0; k < g->n; k++) {
-        __m512 xb = _mm512_set1_ps(x[k]);
-        __m512d xdb = _mm512_set1_pd(xd[k]);
-        __m512d wb = weighted ? _mm512_set1_pd(w[k]) : xdb;
-        __m512 qa = code16(xb, ia, qmin, qmax);
-        e0 = term(e0, xdb, wb, s0, lo8(qa), weighted);
-        e1 = term(e1, xdb, wb, s1, hi8(qa), weighted);
-    }
-    _mm512_storeu_pd(e, e0);
-    _mm512_storeu_pd(e + 8, e1);
-}
-
-/* 8 lanes over the whole group (the codes in a 256-bit vector). */
-AVX512_INLINE void eval8(const nf_search_group *g, const double *xd, const double *s, const float *inv, double *e,
-                         bool weighted)
-{
-    const __m256 qmin = _mm256_set1_ps(g->qmin), qmax = _mm256_set1_ps(g->qmax);
-    __m256 ia = _mm256_loadu_ps(inv);
-    __m512d s0 = _mm512_loadu_pd(s);
-    __m512d e0 = _mm512_setzero_pd();
-    const float *x = g->x;
-    const double *w = g->w;
-    for (size_t k = 0; k < g->n; k++) {
-        __m256 p = _mm256_mul_ps(_mm256_set1_ps(x[k]), ia);
-        p = _mm256_min_ps(_mm256_max_ps(p, qmin), qmax);
-        p = _mm256_round_ps(p, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        __m512d xdb = _mm512_set1_pd(xd[k]);
-        __m512d wb = weighted ? _mm512_set1_pd(w[k]) : xdb;
-        e0 = term(e0, xdb, wb, s0, _mm512_cvtps_pd(p), weighted);
-    }
-    _mm512_storeu_pd(e, e0);
-}
-
-AVX512_INLINE void eval_all(const nf_search_group *g, const double *xd, const double *s, const float *inv,
-                                 size_t m, double *e, bool weighted)
-{
-    size_t j = 0;
-    for (; j + 16 < m; j += 32) eval32(g, xd, s + j, inv + j, e + j, weighted);
-    if (j + 8 < m) eval16(g, xd, s + j, inv + j, e + j, weighted);
-    else if (j < m) eval8(g, xd, s + j, inv + j, e + j, weighted);
-}
-
-static __attribute__((noinline)) AVX512_ATTR void eval_weighted(const nf_search_group *g, const double *xd, const double *s,
-                                                         const float *inv, size_t m, double *e)
-{
-    eval_all(g, xd, s, inv, m, e, true);
-}
-
-static __attribute__((noinline)) AVX512_ATTR void eval_plain(const nf_search_group *g, const double *xd, const double *s,
-                                                      const float *inv, size_t m, double *e)
-{
-    eval_all(g, xd, s, inv, m, e, false);
-}
-
-AVX512_INLINE void search_eval(const nf_search_group *g, const double *xd, const double *s, const float *inv,
-                               size_t m, double *e)
-{
-    if (g->w) eval_weighted(g, xd, s, inv, m, e);
-    else eval_plain(g, xd, s, inv, m, e);
-}
-
-/* Screening sums (search_algo.inc): binary32, fused, two accumulators per vector (even and odd
- * k), 16 lanes per vector; the codes are the reference's. */
-AVX512_INLINE __m512 sterm(__m512 acc, __m512 xb, __m512 wb, __m512 s, __m512 inv, __m512 qmin, __m512 qmax,
-                           bool weighted)
-{
-    __m512 q = code16(xb, inv, qmin, qmax);
-    __m512 r = _mm512_fnmadd_ps(s, q, xb);
-    __m512 wr = weighted ? _mm512_mul_ps(wb, r) : r;
-    return _mm512_fmadd_ps(wr, r, acc);
-}
-
-AVX512_INLINE void screen_blocks(const nf_search_group *g, const float *sf, const float *inv, double *a, size_t nb,
-                                 bool weighted)
-{
-    const __m512 qmin = _mm512_set1_ps(g->qmin), qmax = _mm512_set1_ps(g->qmax);
-    __m512 s[4], iv[4], acc0[4], acc1[4];
-#pragma GCC unroll 4
-    for (size_t b = 0; b < nb; b++) {
-        s[b] = _mm512_loadu_ps(sf + 16 * b);
-        iv[b] = _mm512_loadu_ps(inv + 16 * b);
-        acc0[b] = acc1[b] = _mm512_setzero_ps();
-    }
-    const float *x = g->x, *w = g->wf;
-    size_t n = g->n, k = 0;
-    for (; k + 2 <= n; k += 2) {
-        __m512 x0 = _mm512_set1_ps(x[k]), x1 = _mm512_set1_ps(x[k + 1]);
-        __m512 w0 = weighted ? _mm512_set1_ps(w[k]) : x0, w1 = weighted ? _mm512_set1_ps(w[k + 1]) : x1;
-#pragma GCC unroll 4
-        for (size_t b = 0; b < nb; b++) {
-            acc0[b] = sterm(acc0[b], x0, w0, s[b], iv[b], qmin, qmax, weighted);
-            acc1[b] = sterm(acc1[b], x1, w1, s[b], iv[b], qmin, qmax, weighted);
+        __m512 xb = _mm512_set1_ps(g->x[k]);
+        __m512d xd = _mm512_set1_pd((double)g->x[k]);
+        __m512d wd = weighted ? _mm512_set1_pd((double)g->wf[k]) : xd;
+        __m512 qa = code16(xb, ia, qmin, qmax, CLAMP_LO | CLAMP_HI);
+        ev[0] = term(ev[0], xd, wd, sv[0], lo8(qa), weighted);
+        if (nv > 1) ev[1] = term(ev[1], xd, wd, sv[1], hi8(qa), weighted);
+        if (nv > 2) {
+            __m512 qb = code16(xb, ib, qmin, qmax, CLAMP_LO | CLAMP_HI);
+            ev[2] = term(ev[2], xd, wd, sv[2], lo8(qb), weighted);
+            if (nv > 3) ev[3] = term(ev[3], xd, wd, sv[3], hi8(qb), weighted);
         }
     }
-    if (k < n) {
-        __m512 x0 = _mm512_set1_ps(x[k]);
-        __m512 w0 = weighted ? _mm512_set1_ps(w[k]) : x0;
-#pragma GCC unroll 4
-        for (size_t b = 0; b < nb; b++) acc0[b] = sterm(acc0[b], x0, w0, s[b], iv[b], qmin, qmax, weighted);
-    }
-#pragma GCC unroll 4
-    for (size_t b = 0; b < nb; b++) {
-        __m512 t = _mm512_add_ps(acc0[b], acc1[b]);
-        _mm512_storeu_pd(a + 16 * b, lo8(t));
-        _mm512_storeu_pd(a + 16 * b + 8, hi8(t));
-    }
+    for (int v = 0; v < nv; v++) _mm512_storeu_pd(e + 8 * v, ev[v]);
 }
 
-AVX512_INLINE void screen_all(const nf_search_group *g, const float *sf, const float *inv, size_t m, double *a,
-                                   bool weighted)
+AVX512_INLINE void exact_all(const nf_search_shape *sh, const nf_search_group *g, const double *s, const float *inv,
+                             size_t m, double *e, bool weighted)
 {
-    /* up to 4 blocks of 16 per pass over the group (the lists hold at most 66 candidates) */
-    for (size_t j = 0; j < m; j += 64) {
-        switch ((m - j + 15) / 16) {
-        case 1: screen_blocks(g, sf + j, inv + j, a + j, 1, weighted); break;
-        case 2: screen_blocks(g, sf + j, inv + j, a + j, 2, weighted); break;
-        case 3: screen_blocks(g, sf + j, inv + j, a + j, 3, weighted); break;
-        default: screen_blocks(g, sf + j, inv + j, a + j, 4, weighted); break;
-        }
+    for (size_t j = 0; j < m; j += 32) {
+        size_t left = m - j;
+        if (left > 24) exact32(sh, g, s + j, inv + j, e + j, 4, weighted);
+        else if (left > 16) exact32(sh, g, s + j, inv + j, e + j, 3, weighted);
+        else if (left > 8) exact32(sh, g, s + j, inv + j, e + j, 2, weighted);
+        else exact32(sh, g, s + j, inv + j, e + j, 1, weighted);
     }
 }
 
-/* One instance each with and without importance, so that the flag folds away. */
-static __attribute__((noinline)) AVX512_ATTR void screen_weighted(const nf_search_group *g, const float *sf,
-                                                           const float *inv, size_t m, double *a)
+static AVX512_ATTR void search_exact(const nf_search_shape *sh, const nf_search_group *g, const double *s,
+                                     const float *inv, size_t m, double *e)
 {
-    screen_all(g, sf, inv, m, a, true);
+    if (g->wf) exact_all(sh, g, s, inv, m, e, true);
+    else exact_all(sh, g, s, inv, m, e, false);
 }
 
-static __attribute__((noinline)) AVX512_ATTR void screen_plain(const nf_search_group *g, const float *sf, const float *inv,
-                                                        size_t m, double *a)
-{
-    screen_all(g, sf, inv, m, a, false);
-}
+/* ---------------------------------------------------------------- codes of one group */
 
-/* A few candidates (the second round's): the group's elements side by side instead, 16 per
- * vector, one candidate after another, then a horizontal sum (any order is fine, see
- * search_algo.inc); lanes past n load as 0 and add 0. */
-static AVX512_ATTR void screen_few(const nf_search_group *g, const float *sf, const float *inv, size_t m, double *a)
+AVX512_INLINE void search_codes(const nf_search_shape *sh, const nf_search_group *g, float inv, int8_t *q)
 {
-    const __m512 qmin = _mm512_set1_ps(g->qmin), qmax = _mm512_set1_ps(g->qmax);
-    const float *x = g->x, *w = g->wf;
-    size_t n = g->n;
-    for (size_t j = 0; j < m; j++) {
-        __m512 s = _mm512_set1_ps(sf[j]), iv = _mm512_set1_ps(inv[j]), acc = _mm512_setzero_ps();
-        for (size_t i = 0; i < n; i += 16) {
-            size_t left = n - i;
-            __mmask16 k = (__mmask16)(left >= 16 ? 0xFFFFu : (1u << left) - 1u);
-            __m512 xv = _mm512_maskz_loadu_ps(k, x + i);
-            __m512 wv = w ? _mm512_maskz_loadu_ps(k, w + i) : xv;
-            acc = sterm(acc, xv, wv, s, iv, qmin, qmax, w != NULL);
-        }
-        a[j] = (double)_mm512_reduce_add_ps(acc);
-    }
-}
-
-AVX512_INLINE void search_screen(const nf_search_group *g, const float *sf, const float *inv, size_t m, double *a)
-{
-    if (m <= 4) screen_few(g, sf, inv, m, a);
-    else if (g->wf) screen_weighted(g, sf, inv, m, a);
-    else screen_plain(g, sf, inv, m, a);
-}
-
-/* The least-squares sums, 8 lanes, then a horizontal sum (search_algo.inc: any order). */
-AVX512_INLINE void search_lsq_sums(const nf_search_group *g, const double *xd, const int8_t *q, double *num,
-                                   double *den)
-{
-    __m512d nv = _mm512_setzero_pd(), dv = nv;
-    for (size_t i = 0; i < g->n; i += 8) {
-        size_t left = g->n - i;
-        __mmask8 k = (__mmask8)(left >= 8 ? 0xFFu : (1u << left) - 1u);
-        __m512d x = _mm512_maskz_loadu_pd(k, xd + i);
-        __m512d c = _mm512_cvtepi32_pd(_mm256_cvtepi8_epi32(_mm_maskz_loadu_epi8(k, q + i)));
-        if (g->w) {
-            __m512d w = _mm512_maskz_loadu_pd(k, g->w + i);
-            nv = _mm512_add_pd(nv, _mm512_mul_pd(_mm512_mul_pd(w, x), c));
-            dv = _mm512_add_pd(dv, _mm512_mul_pd(_mm512_mul_pd(w, c), c));
-        } else {
-            nv = _mm512_add_pd(nv, _mm512_mul_pd(x, c));
-            dv = _mm512_add_pd(dv, _mm512_mul_pd(c, c));
-        }
-    }
-    *num = _mm512_reduce_add_pd(nv);
-    *den = _mm512_reduce_add_pd(dv);
-}
-
-AVX512_INLINE void search_codes(const nf_search_group *g, float inv, int8_t *q)
-{
-    const __m512 qmin = _mm512_set1_ps(g->qmin), qmax = _mm512_set1_ps(g->qmax), vi = _mm512_set1_ps(inv);
+    const __m512 qmin = _mm512_set1_ps(sh->qmin), qmax = _mm512_set1_ps(sh->qmax), vi = _mm512_set1_ps(inv);
     for (size_t i = 0; i < g->n; i += 16) {
         size_t left = g->n - i;
         __mmask16 k = (__mmask16)(left >= 16 ? 0xFFFFu : (1u << left) - 1u);
-        __m512 c = code16(_mm512_maskz_loadu_ps(k, g->x + i), vi, qmin, qmax);
+        __m512 c = code16(_mm512_maskz_loadu_ps(k, g->x + i), vi, qmin, qmax, CLAMP_LO | CLAMP_HI);
         _mm_mask_storeu_epi8(q + i, k, _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(c)));
     }
 }
+
+/* The first |x[k]| = amax, 16 lanes at a time (a masked load for the tail). */
+static AVX512_ATTR float extreme_avx512(const float *x, size_t n, float amax)
+{
+    const __m512 a = _mm512_set1_ps(amax);
+    for (size_t i = 0; i < n; i += 16) {
+        size_t left = n - i;
+        __mmask16 k = (__mmask16)(left >= 16 ? 0xFFFFu : (1u << left) - 1u);
+        __m512 v = _mm512_maskz_loadu_ps(k, x + i);
+        __mmask16 hit = _mm512_mask_cmp_ps_mask(k, _mm512_abs_ps(v), a, _CMP_EQ_OQ);
+        if (hit) return x[i + (size_t)__builtin_ctz(hit)];
+    }
+    return x[0]; /* not reached: some lane holds amax */
+}
+
+/* ---------------------------------------------------------------- loading */
+
+/* 16 values widened exactly (VCVTPH2PS is exact for every finite binary16, BF16 is a shift);
+ * masked-off lanes read nothing and come out +0. */
+AVX512_INLINE __m512 widen16(const uint8_t *p, __mmask16 k, nf_src_type type)
+{
+    if (type == NF_SRC_F32) return _mm512_maskz_loadu_ps(k, p);
+    __m256i h = _mm256_maskz_loadu_epi16(k, p);
+    if (type == NF_SRC_F16) return _mm512_cvtph_ps(h);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+/* The values widened and stored, amax, and the first value of magnitude amax: with n a constant
+ * up to 128 every vector stays in a register for the second look. */
+AVX512_INLINE uint32_t load_n(const uint8_t *p, nf_src_type type, size_t esize, size_t n, float *x, float *extreme)
+{
+    const __m512i mag = _mm512_set1_epi32(0x7FFFFFFF);
+    __m512i mx = _mm512_setzero_si512();
+    __m512i v[NF_METHOD_MAX_GROUP / 16];
+    size_t nv = (n + 15) / 16;
+    for (size_t i = 0; i < nv; i++) {
+        size_t left = n - 16 * i;
+        __mmask16 k = (__mmask16)(left >= 16 ? 0xFFFFu : (1u << left) - 1u);
+        __m512 f = widen16(p + 16 * i * esize, k, type);
+        _mm512_mask_storeu_ps(x + 16 * i, k, f);
+        v[i] = _mm512_and_si512(_mm512_castps_si512(f), mag);
+        mx = _mm512_max_epu32(mx, v[i]);
+    }
+    uint32_t m = (uint32_t)_mm512_reduce_max_epu32(mx);
+    if (m - 1u < 0x7F7FFFFFu) { /* finite and nonzero */
+        /* every lane's hit in one bit mask (no branch per vector: the first hit's place varies) */
+        const __m512i a = _mm512_set1_epi32((int)m);
+        uint64_t hits[NF_METHOD_MAX_GROUP / 64] = {0};
+        for (size_t i = 0; i < nv; i++) hits[i / 4] |= (uint64_t)_mm512_cmpeq_epi32_mask(v[i], a) << (16 * (i % 4));
+        size_t at = 0;
+        while (!hits[at / 64]) at += 64;
+        *extreme = x[at + (size_t)__builtin_ctzll(hits[at / 64])];
+    }
+    return m;
+}
+
+/* The layouts' group sizes as constants, so that the loops unroll. */
+AVX512_INLINE uint32_t load_type(const uint8_t *p, nf_src_type type, size_t esize, size_t n, float *x,
+                                 float *extreme)
+{
+    if (n == 64) return load_n(p, type, esize, 64, x, extreme);
+    if (n == 32) return load_n(p, type, esize, 32, x, extreme);
+    return load_n(p, type, esize, n, x, extreme);
+}
+
+static AVX512_ATTR uint32_t load_avx512(const uint8_t *p, nf_src_type type, size_t n, float *x, float *extreme)
+{
+    switch (type) {
+    case NF_SRC_F32: return load_type(p, NF_SRC_F32, 4, n, x, extreme);
+    case NF_SRC_F16: return load_type(p, NF_SRC_F16, 2, n, x, extreme);
+    default: return load_type(p, NF_SRC_BF16, 2, n, x, extreme);
+    }
+}
+
+const nf_search_kernel nf_search_avx512 = {search_batch_avx512, extreme_avx512, load_avx512, SEARCH_L};
 
 #endif

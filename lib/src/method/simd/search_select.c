@@ -3,14 +3,20 @@
 
 #include "common/cpu.h"
 
-nf_search_group_fn nf_search_group_kernel(void)
+const nf_search_kernel *nf_search_kernel_active(void)
 {
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
     switch (nf_simd_active()) {
-    case NF_SIMD_AVX512: return nf_search_group_avx512;
-    case NF_SIMD_AVX2: return nf_search_group_avx2;
+    case NF_SIMD_AVX512: return &nf_search_avx512;
+    case NF_SIMD_AVX2: return &nf_search_avx2;
     default: break;
     }
 #endif
-    return nf_search_group_portable;
+    return &nf_search_portable;
 }
+
+float nf_search_scaled_limit = 0x1p20f;
+
+static _Thread_local nf_search_stats stats;
+
+nf_search_stats *nf_search_stats_local(void) { return &stats; }
