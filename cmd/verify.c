@@ -144,7 +144,7 @@ static json_t *report_json(const char *path, const nf_verify_report *r)
                                                   p->object ? json_string(p->object) : json_null(),
                                                   "check", p->check, "message", p->message));
     }
-    return json_pack("{s:s,s:b,s:I,s:I,s:o}", "file", path, "valid", r->valid, "objects_checked",
+    return json_pack("{s:o,s:b,s:I,s:I,s:o}", "file", nf_cli_json_cstr(path), "valid", r->valid, "objects_checked",
                      (json_int_t)r->objects_checked, "checksums_checked", (json_int_t)r->checksums_checked,
                      "problems", problems);
 }
@@ -154,7 +154,7 @@ static void print_human(const nf_cli *cli, const char *path, const nf_verify_rep
 {
     if (r->valid) {
         if (cli->verbosity < 0) return;
-        printf("%s: valid (%llu objects; checked structure", path, (unsigned long long)r->objects_checked);
+        printf("%s: valid (%llu objects; checked structure", nf_cli_name(path).s, (unsigned long long)r->objects_checked);
         if (level >= NF_VERIFY_WORDS) printf(", words");
         if (level >= NF_VERIFY_CHECKSUMS) {
             if (r->checksums_checked)
@@ -162,17 +162,19 @@ static void print_human(const nf_cli *cli, const char *path, const nf_verify_rep
             else
                 printf("; no checksums recorded");
         }
-        if (against) printf("; every object re-derived from %s", against);
+        if (against) printf("; every object re-derived from %s", nf_cli_name(against).s);
         printf(")\n");
         return;
     }
-    printf("%s: INVALID: %zu problem%s\n", path, r->count, r->count == 1 ? "" : "s");
+    /* One line per problem whatever the names hold: the id escaped, and the message (whose
+     * names the library escaped) made one line (ninfer/escape.h). */
+    printf("%s: INVALID: %zu problem%s\n", nf_cli_name(path).s, r->count, r->count == 1 ? "" : "s");
     for (size_t i = 0; i < r->count; i++) {
         const nf_problem *p = &r->problems[i];
         if (p->object)
-            printf("  object '%s': %s: %s\n", p->object, p->check, p->message);
+            printf("  object '%s': %s: %s\n", nf_cli_name(p->object).s, p->check, nf_cli_line(p->message).s);
         else
-            printf("  %s: %s\n", p->check, p->message);
+            printf("  %s: %s\n", p->check, nf_cli_line(p->message).s);
     }
 }
 

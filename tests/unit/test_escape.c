@@ -73,7 +73,7 @@ Test(escape, cut_marks_the_cut)
     cr_assert_str_eq(nf_escape("\n\n\n\n", 4, 0, buf, sizeof buf), "\\n\\n...");
     /* a multi-byte character is never split */
     cr_assert_str_eq(nf_escape("abc\xe4\xb8\xadxyz", 9, 0, buf, sizeof buf), "abc...");
-    char big[400];
+    char big[1000];
     memset(big, 'x', sizeof big);
     nf_escaped e = nf_esc((char[]){'a', 0});
     cr_assert_str_eq(e.s, "a");

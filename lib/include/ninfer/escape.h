@@ -35,10 +35,10 @@ extern "C" {
  * is cut at a character boundary and "..." appended.  Returns buf. */
 const char *nf_escape(const char *s, size_t len, unsigned flags, char *buf, size_t size);
 
-/* An escaped copy of a NUL-terminated string that fits a message: names longer than about 200
+/* An escaped copy of a NUL-terminated string that fits a message: names longer than about 500
  * bytes are cut.  For printf arguments: printf("object '%s'", nf_esc(id).s).  NULL gives
  * "(null)". */
-#define NF_ESCAPED_MAX 256
+#define NF_ESCAPED_MAX 512
 typedef struct nf_escaped {
     char s[NF_ESCAPED_MAX];
 } nf_escaped;

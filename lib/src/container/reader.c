@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include <ninfer/container.h>
+#include <ninfer/escape.h>
 
 #include "common/checked.h"
 #include "common/io.h"
@@ -107,44 +108,44 @@ static nf_status open_entry(nf_artifact *a, part_state *entry, nf_error *err)
 {
     const char *path = a->path;
     int fd = nf_io_open(path, O_RDONLY | O_NONBLOCK, 0); /* a FIFO must not block the open */
-    if (fd < 0) return nf_error_errno(err, errno, "%s: cannot open", path);
+    if (fd < 0) return nf_error_errno(err, errno, "%s: cannot open", nf_esc(path).s);
     entry->fd = fd;
     struct stat st;
     int e = nf_io_fstat(fd, &st);
-    if (e) return nf_error_errno(err, e, "%s: cannot stat", path);
-    if (S_ISDIR(st.st_mode)) return nf_error_errno(err, EISDIR, "%s", path);
+    if (e) return nf_error_errno(err, e, "%s: cannot stat", nf_esc(path).s);
+    if (S_ISDIR(st.st_mode)) return nf_error_errno(err, EISDIR, "%s", nf_esc(path).s);
     if (!S_ISREG(st.st_mode)) /* a device or FIFO: a system-level mistake, not an artifact */
-        return nf_error_set(err, NF_ERR_IO, "%s: not a regular file", path);
+        return nf_error_set(err, NF_ERR_IO, "%s: not a regular file", nf_esc(path).s);
     uint64_t size = (uint64_t)st.st_size;
     entry->size = size;
     if (size < NF_HEADER_BYTES)
         return nf_error_set(err, NF_ERR_INVALID, "%s: the entry file is %llu bytes, shorter than its 32-byte header",
-                            path, (unsigned long long)size);
+                            nf_esc(path).s, (unsigned long long)size);
     if ((e = nf_io_pread_full(fd, a->header, NF_HEADER_BYTES, 0)) != 0)
-        return nf_error_errno(err, e, "%s: cannot read the header", path);
+        return nf_error_errno(err, e, "%s: cannot read the header", nf_esc(path).s);
     if (memcmp(a->header, NF_MAGIC_ENTRY, NF_MAGIC_BYTES) != 0) {
         if (memcmp(a->header, NF_MAGIC_ENTRY_V2, NF_MAGIC_BYTES) == 0)
             return nf_error_set(err, NF_ERR_INVALID, "%s: container v2 (magic NINFER\\0\\2): upgrade the artifact to "
-                                "container v3", path);
+                                "container v3", nf_esc(path).s);
         if (memcmp(a->header, NF_MAGIC_ENTRY_V1, NF_MAGIC_BYTES) == 0)
             return nf_error_set(err, NF_ERR_INVALID, "%s: container v1 (magic NINFER\\0\\1) is not supported; "
-                                "upgrade the artifact to container v3", path);
+                                "upgrade the artifact to container v3", nf_esc(path).s);
         char hex[17];
         hex_bytes(a->header, NF_MAGIC_BYTES, hex);
-        return nf_error_set(err, NF_ERR_INVALID, "%s: bad magic %s, expected 4e494e4645520003 (NINFER\\0\\3)", path, hex);
+        return nf_error_set(err, NF_ERR_INVALID, "%s: bad magic %s, expected 4e494e4645520003 (NINFER\\0\\3)", nf_esc(path).s, hex);
     }
     uint64_t jb = rd_u64le(a->header + 8);
     if (jb == 0 || jb > size - NF_HEADER_BYTES)
-        return nf_error_set(err, NF_ERR_INVALID, "%s: json_bytes %llu outside (0, file size - 32 = %llu]", path,
+        return nf_error_set(err, NF_ERR_INVALID, "%s: json_bytes %llu outside (0, file size - 32 = %llu]", nf_esc(path).s,
                             (unsigned long long)jb, (unsigned long long)(size - NF_HEADER_BYTES));
     if (jb > NF_MAX_JSON_BYTES)
-        return nf_error_set(err, NF_ERR_INVALID, "%s: json_bytes %llu exceeds the reader's limit of %llu", path,
+        return nf_error_set(err, NF_ERR_INVALID, "%s: json_bytes %llu exceeds the reader's limit of %llu", nf_esc(path).s,
                             (unsigned long long)jb, (unsigned long long)NF_MAX_JSON_BYTES);
     a->json_bytes = jb;
     a->json = malloc((size_t)jb + 1);
-    if (!a->json) return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory for the directory", path);
+    if (!a->json) return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory for the directory", nf_esc(path).s);
     if ((e = nf_io_pread_full(fd, a->json, (size_t)jb, NF_HEADER_BYTES)) != 0)
-        return nf_error_errno(err, e, "%s: cannot read the directory", path);
+        return nf_error_errno(err, e, "%s: cannot read the directory", nf_esc(path).s);
     a->json[jb] = 0;
     return NF_OK;
 }
@@ -154,7 +155,7 @@ nf_status nf_artifact_open(const char *path, nf_read_mode mode, nf_artifact **ou
     if (!path || !out) return nf_error_set(err, NF_ERR_USAGE, "nf_artifact_open: NULL argument");
     *out = NULL;
     nf_artifact *a = calloc(1, sizeof *a);
-    if (!a) return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", path);
+    if (!a) return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", nf_esc(path).s);
     pthread_mutex_init(&a->lock, NULL);
     a->mode = mode;
     a->path = strdup(path);
@@ -163,7 +164,7 @@ nf_status nf_artifact_open(const char *path, nf_read_mode mode, nf_artifact **ou
     a->prefix = malloc(plen + 1);
     if (!a->path || !a->prefix) {
         nf_artifact_close(a);
-        return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", path);
+        return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", nf_esc(path).s);
     }
     memcpy(a->prefix, path, plen);
     a->prefix[plen] = '\0';
@@ -173,17 +174,17 @@ nf_status nf_artifact_open(const char *path, nf_read_mode mode, nf_artifact **ou
     nf_status st = open_entry(a, &entry, err);
     if (st == NF_OK) {
         st = nf_dir_parse(a->json, (size_t)a->json_bytes, a->entry_name, &a->root, &a->dir, err);
-        if (st != NF_OK) nf_error_prefix(err, "%s", path);
+        if (st != NF_OK) nf_error_prefix(err, "%s", nf_esc(path).s);
     }
     if (st == NF_OK) {
         uint64_t expect;
         if (!nf_align_up_u64(NF_HEADER_BYTES + a->json_bytes, NF_PAGE_BYTES, &a->entry_payload_start) ||
             !nf_add_u64(a->entry_payload_start, a->dir.files[0].payload_bytes, &expect)) {
-            st = nf_error_set(err, NF_ERR_INVALID, "%s: the entry file size overflows U64", path);
+            st = nf_error_set(err, NF_ERR_INVALID, "%s: the entry file size overflows U64", nf_esc(path).s);
         } else if (expect != entry.size) {
             st = nf_error_set(err, NF_ERR_INVALID,
                               "%s: the entry file is %llu bytes, expected %llu (payload start %llu + "
-                              "files[0].payload_bytes %llu)", path, (unsigned long long)entry.size,
+                              "files[0].payload_bytes %llu)", nf_esc(path).s, (unsigned long long)entry.size,
                               (unsigned long long)expect, (unsigned long long)a->entry_payload_start,
                               (unsigned long long)a->dir.files[0].payload_bytes);
         }
@@ -191,7 +192,7 @@ nf_status nf_artifact_open(const char *path, nf_read_mode mode, nf_artifact **ou
     if (st == NF_OK) {
         a->parts = calloc(a->dir.nfiles, sizeof *a->parts);
         a->octx = calloc(a->dir.nobjects, sizeof *a->octx);
-        if (!a->parts || !a->octx) st = nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", path);
+        if (!a->parts || !a->octx) st = nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", nf_esc(path).s);
     }
     if (st != NF_OK) {
         if (entry.fd >= 0) nf_io_close(entry.fd);
@@ -255,9 +256,9 @@ static nf_status open_part_locked(nf_artifact *a, size_t i, nf_error *err)
     if (fd < 0) {
         int e = errno;
         if (e == ENOENT || e == ENOTDIR)
-            st = nf_error_set(err, NF_ERR_INVALID, "%s: missing part file %s (files[%zu])", a->path, path, i);
+            st = nf_error_set(err, NF_ERR_INVALID, "%s: missing part file %s (files[%zu])", nf_esc(a->path).s, nf_esc(path).s, i);
         else
-            st = nf_error_errno(err, e, "%s: cannot open part file %s", a->path, path);
+            st = nf_error_errno(err, e, "%s: cannot open part file %s", nf_esc(a->path).s, nf_esc(path).s);
         free(path);
         return st;
     }
@@ -266,31 +267,31 @@ static nf_status open_part_locked(nf_artifact *a, size_t i, nf_error *err)
     uint64_t expect = NF_PAGE_BYTES + f->payload_bytes; /* payload_bytes <= total - 1: no overflow */
     int e = nf_io_fstat(fd, &sb);
     if (e) {
-        st = nf_error_errno(err, e, "%s: cannot stat part file %s", a->path, path);
+        st = nf_error_errno(err, e, "%s: cannot stat part file %s", nf_esc(a->path).s, nf_esc(path).s);
     } else if (!S_ISREG(sb.st_mode)) {
-        st = nf_error_set(err, NF_ERR_INVALID, "%s: part %s (files[%zu]) is not a regular file", a->path, path, i);
+        st = nf_error_set(err, NF_ERR_INVALID, "%s: part %s (files[%zu]) is not a regular file", nf_esc(a->path).s, nf_esc(path).s, i);
     } else if ((uint64_t)sb.st_size < NF_HEADER_BYTES) {
-        st = nf_error_set(err, NF_ERR_INVALID, "%s: part %s is %llu bytes, shorter than its 32-byte header", a->path,
-                          path, (unsigned long long)sb.st_size);
+        st = nf_error_set(err, NF_ERR_INVALID, "%s: part %s is %llu bytes, shorter than its 32-byte header", nf_esc(a->path).s,
+                          nf_esc(path).s, (unsigned long long)sb.st_size);
     } else if ((e = nf_io_pread_full(fd, hdr, sizeof hdr, 0)) != 0) {
-        st = nf_error_errno(err, e, "%s: cannot read the header of part %s", a->path, path);
+        st = nf_error_errno(err, e, "%s: cannot read the header of part %s", nf_esc(a->path).s, nf_esc(path).s);
     } else if (memcmp(hdr, NF_MAGIC_PART, NF_MAGIC_BYTES) != 0) {
         char hex[17];
         hex_bytes(hdr, NF_MAGIC_BYTES, hex);
         st = nf_error_set(err, NF_ERR_INVALID, "%s: continuation header of %s does not belong to this entry: magic %s, "
-                          "expected 4e494e5052540003 (NINPRT\\0\\3)", a->path, path, hex);
+                          "expected 4e494e5052540003 (NINPRT\\0\\3)", nf_esc(a->path).s, nf_esc(path).s, hex);
     } else if (rd_u64le(hdr + 8) != i) {
         st = nf_error_set(err, NF_ERR_INVALID, "%s: continuation header of %s does not belong to this entry: "
-                          "part_index %llu, expected %zu", a->path, path, (unsigned long long)rd_u64le(hdr + 8), i);
+                          "part_index %llu, expected %zu", nf_esc(a->path).s, nf_esc(path).s, (unsigned long long)rd_u64le(hdr + 8), i);
     } else if (memcmp(hdr + 16, a->header + 16, NF_ARTIFACT_ID_BYTES) != 0) {
         char got[33], want[33];
         hex_bytes(hdr + 16, NF_ARTIFACT_ID_BYTES, got);
         hex_bytes(a->header + 16, NF_ARTIFACT_ID_BYTES, want);
         st = nf_error_set(err, NF_ERR_INVALID, "%s: continuation header of %s does not belong to this entry: "
-                          "artifact_id %s, the entry's is %s", a->path, path, got, want);
+                          "artifact_id %s, the entry's is %s", nf_esc(a->path).s, nf_esc(path).s, got, want);
     } else if ((uint64_t)sb.st_size != expect) {
         st = nf_error_set(err, NF_ERR_INVALID, "%s: part %s is %llu bytes, expected %llu (4096 + payload_bytes %llu)",
-                          a->path, path, (unsigned long long)sb.st_size, (unsigned long long)expect,
+                          nf_esc(a->path).s, nf_esc(path).s, (unsigned long long)sb.st_size, (unsigned long long)expect,
                           (unsigned long long)f->payload_bytes);
     }
     free(path);
@@ -308,7 +309,7 @@ static nf_status open_part_locked(nf_artifact *a, size_t i, nf_error *err)
 nf_status nf_artifact_open_part(nf_artifact *a, size_t index, nf_error *err)
 {
     if (index >= a->dir.nfiles)
-        return nf_error_set(err, NF_ERR_USAGE, "%s: no file %zu (the artifact has %zu)", a->path, index, a->dir.nfiles);
+        return nf_error_set(err, NF_ERR_USAGE, "%s: no file %zu (the artifact has %zu)", nf_esc(a->path).s, index, a->dir.nfiles);
     if (__atomic_load_n(&a->parts[index].opened, __ATOMIC_ACQUIRE)) return NF_OK;
     pthread_mutex_lock(&a->lock);
     nf_status st = a->parts[index].opened ? NF_OK : open_part_locked(a, index, err);
@@ -333,7 +334,7 @@ nf_status nf_artifact_read(nf_artifact *a, uint64_t offset, void *buf, size_t le
 {
     uint64_t end;
     if (!nf_add_u64(offset, (uint64_t)len, &end) || end > a->dir.total_payload)
-        return nf_error_set(err, NF_ERR_INVALID, "%s: range [%llu, %llu%s) outside the payload (%llu bytes)", a->path,
+        return nf_error_set(err, NF_ERR_INVALID, "%s: range [%llu, %llu%s) outside the payload (%llu bytes)", nf_esc(a->path).s,
                             (unsigned long long)offset, (unsigned long long)(offset + (uint64_t)len),
                             end < offset ? " + 2^64" : "", (unsigned long long)a->dir.total_payload);
     uint8_t *dst = buf;
@@ -352,8 +353,8 @@ nf_status nf_artifact_read(nf_artifact *a, uint64_t offset, void *buf, size_t le
         } else {
             int e = nf_io_pread_full(p->fd, dst, n, at);
             if (e) {
-                return nf_error_errno(err, e, "%s: cannot read %zu bytes at offset %llu of %s", a->path, n,
-                                      (unsigned long long)at, i == 0 ? a->path : f->path);
+                return nf_error_errno(err, e, "%s: cannot read %zu bytes at offset %llu of %s", nf_esc(a->path).s, n,
+                                      (unsigned long long)at, i == 0 ? nf_esc(a->path).s : nf_esc(f->path).s);
             }
         }
         dst += n;
@@ -373,16 +374,16 @@ nf_status nf_artifact_read_file(nf_artifact *a, size_t index, uint64_t offset, v
     const char *name = index == 0 ? a->path : a->dir.files[index].path;
     uint64_t end;
     if (!nf_add_u64(offset, (uint64_t)len, &end) || end > p->size)
-        return nf_error_set(err, NF_ERR_INVALID, "%s: range [%llu, %llu) outside %s (%llu bytes)", a->path,
-                            (unsigned long long)offset, (unsigned long long)(offset + (uint64_t)len), name,
+        return nf_error_set(err, NF_ERR_INVALID, "%s: range [%llu, %llu) outside %s (%llu bytes)", nf_esc(a->path).s,
+                            (unsigned long long)offset, (unsigned long long)(offset + (uint64_t)len), nf_esc(name).s,
                             (unsigned long long)p->size);
     if (p->map) {
         memcpy(buf, p->map + offset, len);
         return NF_OK;
     }
     int e = nf_io_pread_full(p->fd, buf, len, offset);
-    if (e) return nf_error_errno(err, e, "%s: cannot read %zu bytes at offset %llu of %s", a->path, len,
-                                 (unsigned long long)offset, name);
+    if (e) return nf_error_errno(err, e, "%s: cannot read %zu bytes at offset %llu of %s", nf_esc(a->path).s, len,
+                                 (unsigned long long)offset, nf_esc(name).s);
     return NF_OK;
 }
 
@@ -395,33 +396,33 @@ nf_status nf_artifact_check_object(const nf_artifact *a, const nf_object *o, nf_
     if (o->kind == NF_OBJECT_RESOURCE) {
         if (!o->layout || !o->layout->resource_encoding)
             return nf_error_set(err, NF_ERR_INVALID, "object '%s': unknown resource encoding '%s' (only raw_bytes_v1 "
-                                "is interpretable)", o->id, o->layout_name);
+                                "is interpretable)", nf_esc(o->id).s, nf_esc(o->layout_name).s);
         nf_status st = nf_geometry_resource(g, o->bytes, err);
-        if (st != NF_OK) nf_error_prefix(err, "object '%s'", o->id);
+        if (st != NF_OK) nf_error_prefix(err, "object '%s'", nf_esc(o->id).s);
         return st;
     }
-    if (!o->format) return nf_error_set(err, NF_ERR_INVALID, "object '%s': unknown format '%s'", o->id, o->format_name);
-    if (!o->layout) return nf_error_set(err, NF_ERR_INVALID, "object '%s': unknown layout '%s'", o->id, o->layout_name);
+    if (!o->format) return nf_error_set(err, NF_ERR_INVALID, "object '%s': unknown format '%s'", nf_esc(o->id).s, nf_esc(o->format_name).s);
+    if (!o->layout) return nf_error_set(err, NF_ERR_INVALID, "object '%s': unknown layout '%s'", nf_esc(o->id).s, nf_esc(o->layout_name).s);
     if (o->layout->resource_encoding)
         return nf_error_set(err, NF_ERR_INVALID, "object '%s': '%s' is a resource encoding, not a tensor layout",
-                            o->id, o->layout_name);
+                            nf_esc(o->id).s, nf_esc(o->layout_name).s);
     if (!nf_layout_accepts(o->layout, o->format))
-        return nf_error_set(err, NF_ERR_INVALID, "object '%s': layout '%s' does not accept format '%s'", o->id,
-                            o->layout_name, o->format_name);
+        return nf_error_set(err, NF_ERR_INVALID, "object '%s': layout '%s' does not accept format '%s'", nf_esc(o->id).s,
+                            nf_esc(o->layout_name).s, nf_esc(o->format_name).s);
     if (o->divisors > 1 && o->format->category != NF_CAT_NVFP4)
         return nf_error_set(err, NF_ERR_INVALID, "object '%s': divisors %llu: only nvfp4 stores more than one divisor",
-                            o->id, (unsigned long long)o->divisors);
+                            nf_esc(o->id).s, (unsigned long long)o->divisors);
     nf_status st = nf_geometry_init(g, o->layout, o->format, o->rank, o->shape, o->divisors, err);
     if (st != NF_OK) {
-        nf_error_prefix(err, "object '%s'", o->id);
+        nf_error_prefix(err, "object '%s'", nf_esc(o->id).s);
         return st;
     }
     if (g->bytes != o->bytes)
-        return nf_error_set(err, NF_ERR_INVALID, "object '%s': bytes %llu != encoded size %llu of %s %s", o->id,
-                            (unsigned long long)o->bytes, (unsigned long long)g->bytes, o->format_name, o->layout_name);
+        return nf_error_set(err, NF_ERR_INVALID, "object '%s': bytes %llu != encoded size %llu of %s %s", nf_esc(o->id).s,
+                            (unsigned long long)o->bytes, (unsigned long long)g->bytes, nf_esc(o->format_name).s, nf_esc(o->layout_name).s);
     uint64_t align = o->layout->alignment ? o->layout->alignment : NF_TENSOR_ALIGNMENT;
     if (o->offset % align != 0)
-        return nf_error_set(err, NF_ERR_INVALID, "object '%s': offset %llu is not %llu-aligned", o->id,
+        return nf_error_set(err, NF_ERR_INVALID, "object '%s': offset %llu is not %llu-aligned", nf_esc(o->id).s,
                             (unsigned long long)o->offset, (unsigned long long)align);
     return NF_OK;
 }
@@ -433,7 +434,7 @@ static nf_status object_read(void *ctx, uint64_t offset, void *buf, size_t len, 
     if (!c) return nf_error_set(err, NF_ERR_USAGE, "object reader: the object is not part of this artifact");
     if (!nf_add_u64(offset, (uint64_t)len, &end) || end > c->o->bytes)
         return nf_error_set(err, NF_ERR_INVALID, "object '%s': read of %zu bytes at %llu beyond its %llu bytes",
-                            c->o->id, len, (unsigned long long)offset, (unsigned long long)c->o->bytes);
+                            nf_esc(c->o->id).s, len, (unsigned long long)offset, (unsigned long long)c->o->bytes);
     return nf_artifact_read(c->a, c->o->offset + offset, buf, len, err);
 }
 
