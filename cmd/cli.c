@@ -86,6 +86,39 @@ static int short_to_id(const nf_option *t, int c)
     return -1;
 }
 
+/* The usage error of an option getopt refused, naming it as the user typed it.  getopt's optopt
+ * is the short option character (1..255) for a short option, the option's id (>= 1000) for a
+ * long option given a value it does not take, and 0 for an unknown or ambiguous long option;
+ * a long option has advanced optind past its argv element, a short one inside a cluster
+ * ("-qZ") may not have, so a short option is named by its character alone. */
+static int bad_option(const nf_cli *cli, bool missing_value, int argc, char **argv, const struct option *lo)
+{
+    const char *arg = optind >= 1 && optind <= argc ? argv[optind - 1] : "";
+    int oc = optopt;
+    if (oc < 0 && oc >= -128) oc += 256; /* a byte above 0x7f, stored through a signed char */
+    if (oc > 0 && oc < 256) {
+        char shown[8];
+        nf_escape((const char[]){(char)(unsigned char)oc}, 1, 0, shown, sizeof shown);
+        if (missing_value) return nf_cli_usage(cli, "option '-%s' needs a value", shown);
+        return nf_cli_usage(cli, "unknown option '-%s'", shown);
+    }
+    if (missing_value) return nf_cli_usage(cli, "option '%s' needs a value", nf_cli_name(arg).s);
+    if (oc != 0) return nf_cli_usage(cli, "option '%s' takes no value", nf_cli_name(arg).s);
+    /* an unknown long option, or a prefix of several (getopt_long accepts a unique prefix) */
+    if (strncmp(arg, "--", 2) == 0 && arg[2]) {
+        size_t n = strcspn(arg + 2, "="), hits = 0;
+        char names[256] = "";
+        for (size_t i = 0; lo[i].name; i++)
+            if (strncmp(lo[i].name, arg + 2, n) == 0) {
+                size_t used = strlen(names);
+                snprintf(names + used, sizeof names - used, "%s--%s", hits ? ", " : "", lo[i].name);
+                hits++;
+            }
+        if (hits > 1) return nf_cli_usage(cli, "option '%s' is ambiguous (%s)", nf_cli_name(arg).s, names);
+    }
+    return nf_cli_usage(cli, "unknown option '%s'", nf_cli_name(arg).s);
+}
+
 int nf_cli_parse(nf_cli *cli, const nf_program *prog, int argc, char **argv, nf_option_handler handler,
                  void *ctx, bool *done)
 {
@@ -116,15 +149,8 @@ int nf_cli_parse(nf_cli *cli, const nf_program *prog, int argc, char **argv, nf_
             cli->positional[cli->npositional++] = optarg;
             continue;
         }
-        if (c == '?') {
-            if (optopt)
-                status = nf_cli_usage(cli, "unknown option '-%c'", optopt);
-            else
-                status = nf_cli_usage(cli, "unknown option '%s'", argv[optind - 1]);
-            break;
-        }
-        if (c == ':') {
-            status = nf_cli_usage(cli, "option '%s' needs a value", argv[optind - 1]);
+        if (c == '?' || c == ':') {
+            status = bad_option(cli, c == ':', argc, argv, lo);
             break;
         }
         int id = c;

@@ -118,6 +118,20 @@ static nf_status open_entry(nf_artifact *a, part_state *entry, nf_error *err)
         return nf_error_set(err, NF_ERR_IO, "%s: not a regular file", nf_esc(path).s);
     uint64_t size = (uint64_t)st.st_size;
     entry->size = size;
+    if (size < NF_HEADER_BYTES) {
+        /* A file of /proc or /sys says it is regular and 0 bytes long, then reads fail
+         * (/proc/self/mem) or return text: not a file of ours, and not an invalid artifact
+         * either, so a system error like a device (design.md section 2: exit 3).  A file that
+         * reads back exactly its size is a short artifact (invalid, exit 1). */
+        uint8_t probe[NF_HEADER_BYTES + 1];
+        size_t got = 0;
+        if ((e = nf_io_pread_some(fd, probe, sizeof probe, 0, &got)) != 0)
+            return nf_error_errno(err, e, "%s: cannot read", nf_esc(path).s);
+        if (got != size)
+            return nf_error_set(err, NF_ERR_IO, "%s: not a regular file (it reports %llu bytes and reads %s%zu: a "
+                                "pseudo-file such as /proc's)", nf_esc(path).s, (unsigned long long)size,
+                                got == sizeof probe ? "at least " : "", got);
+    }
     if (size < NF_HEADER_BYTES)
         return nf_error_set(err, NF_ERR_INVALID, "%s: the entry file is %llu bytes, shorter than its 32-byte header",
                             nf_esc(path).s, (unsigned long long)size);
