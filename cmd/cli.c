@@ -86,6 +86,39 @@ static int short_to_id(const nf_option *t, int c)
     return -1;
 }
 
+/* The usage error of an option getopt refused, naming it as the user typed it.  getopt's optopt
+ * is the short option character (1..255) for a short option, the option's id (>= 1000) for a
+ * long option given a value it does not take, and 0 for an unknown or ambiguous long option;
+ * a long option has advanced optind past its argv element, a short one inside a cluster
+ * ("-qZ") may not have, so a short option is named by its character alone. */
+static int bad_option(const nf_cli *cli, bool missing_value, int argc, char **argv, const struct option *lo)
+{
+    const char *arg = optind >= 1 && optind <= argc ? argv[optind - 1] : "";
+    int oc = optopt;
+    if (oc < 0 && oc >= -128) oc += 256; /* a byte above 0x7f, stored through a signed char */
+    if (oc > 0 && oc < 256) {
+        char shown[8];
+        nf_escape((const char[]){(char)(unsigned char)oc}, 1, 0, shown, sizeof shown);
+        if (missing_value) return nf_cli_usage(cli, "option '-%s' needs a value", shown);
+        return nf_cli_usage(cli, "unknown option '-%s'", shown);
+    }
+    if (missing_value) return nf_cli_usage(cli, "option '%s' needs a value", nf_cli_name(arg).s);
+    if (oc != 0) return nf_cli_usage(cli, "option '%s' takes no value", nf_cli_name(arg).s);
+    /* an unknown long option, or a prefix of several (getopt_long accepts a unique prefix) */
+    if (strncmp(arg, "--", 2) == 0 && arg[2]) {
+        size_t n = strcspn(arg + 2, "="), hits = 0;
+        char names[256] = "";
+        for (size_t i = 0; lo[i].name; i++)
+            if (strncmp(lo[i].name, arg + 2, n) == 0) {
+                size_t used = strlen(names);
+                snprintf(names + used, sizeof names - used, "%s--%s", hits ? ", " : "", lo[i].name);
+                hits++;
+            }
+        if (hits > 1) return nf_cli_usage(cli, "option '%s' is ambiguous (%s)", nf_cli_name(arg).s, names);
+    }
+    return nf_cli_usage(cli, "unknown option '%s'", nf_cli_name(arg).s);
+}
+
 int nf_cli_parse(nf_cli *cli, const nf_program *prog, int argc, char **argv, nf_option_handler handler,
                  void *ctx, bool *done)
 {
@@ -116,15 +149,8 @@ int nf_cli_parse(nf_cli *cli, const nf_program *prog, int argc, char **argv, nf_
             cli->positional[cli->npositional++] = optarg;
             continue;
         }
-        if (c == '?') {
-            if (optopt)
-                status = nf_cli_usage(cli, "unknown option '-%c'", optopt);
-            else
-                status = nf_cli_usage(cli, "unknown option '%s'", argv[optind - 1]);
-            break;
-        }
-        if (c == ':') {
-            status = nf_cli_usage(cli, "option '%s' needs a value", argv[optind - 1]);
+        if (c == '?' || c == ':') {
+            status = bad_option(cli, c == ':', argc, argv, lo);
             break;
         }
         int id = c;
@@ -171,10 +197,23 @@ void nf_cli_free(nf_cli *cli)
     cli->positional = NULL;
 }
 
+/* Every message goes through nf_escape once more before it reaches the terminal
+ * (ninfer/escape.h): names are escaped where they are put into a message (then the only
+ * control bytes left are our own line breaks between the items of a list), and this pass
+ * turns any control byte a caller left in (an unescaped name) into an escape.  Backslashes
+ * are kept: they are the escapes already made.  A line break is kept, but the line after it is
+ * indented (lists already are), so that no text in a message can start a line of its own. */
 static void vmessage(const nf_cli *cli, const char *level, const char *fmt, va_list ap)
 {
+    char raw[4 * NF_ERROR_MESSAGE_MAX], shown[4 * 4 * NF_ERROR_MESSAGE_MAX];
+    int n = vsnprintf(raw, sizeof raw, fmt, ap);
+    size_t len = n < 0 ? 0 : (size_t)n >= sizeof raw ? sizeof raw - 1 : (size_t)n;
+    nf_escape(raw, len, NF_ESCAPE_KEEP_BACKSLASH | NF_ESCAPE_KEEP_NEWLINE, shown, sizeof shown);
     fprintf(stderr, "%s: %s: ", cli->prog, level);
-    vfprintf(stderr, fmt, ap);
+    for (const char *p = shown; *p; p++) {
+        fputc(*p, stderr);
+        if (*p == '\n' && strncmp(p + 1, "  ", 2) != 0) fputs("  ", stderr);
+    }
     fputc('\n', stderr);
 }
 
@@ -219,6 +258,74 @@ void nf_cli_info(const nf_cli *cli, const char *fmt, ...)
     vmessage(cli, "info", fmt, ap);
     va_end(ap);
 }
+
+nf_cli_text nf_cli_name(const char *s)
+{
+    nf_cli_text t;
+    nf_escape(s, s ? strlen(s) : 0, 0, t.s, sizeof t.s);
+    return t;
+}
+
+nf_cli_text nf_cli_line(const char *s)
+{
+    nf_cli_text t;
+    nf_escape(s, s ? strlen(s) : 0, NF_ESCAPE_KEEP_BACKSLASH, t.s, sizeof t.s);
+    return t;
+}
+
+/* Length of the strict UTF-8 sequence at p (n bytes left), 0 when none starts there. */
+static size_t utf8_len(const unsigned char *p, size_t n)
+{
+    unsigned char c = p[0];
+    if (c < 0x80) return 1;
+    size_t need;
+    unsigned char lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF) {
+        need = 1;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        need = 2;
+        if (c == 0xE0) lo = 0xA0;
+        if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        need = 3;
+        if (c == 0xF0) lo = 0x90;
+        if (c == 0xF4) hi = 0x8F;
+    } else {
+        return 0;
+    }
+    if (n <= need || p[1] < lo || p[1] > hi) return 0;
+    for (size_t i = 2; i <= need; i++)
+        if ((p[i] & 0xC0) != 0x80) return 0;
+    return need + 1;
+}
+
+json_t *nf_cli_json_text(const char *s, size_t len)
+{
+    json_t *j = json_stringn(s, len);
+    if (j) return j;
+    if (len > (SIZE_MAX - 1) / 3) return json_null();
+    char *buf = malloc(len * 3 + 1);
+    if (!buf) return json_null();
+    const unsigned char *p = (const unsigned char *)s;
+    size_t o = 0;
+    for (size_t i = 0; i < len;) {
+        size_t k = utf8_len(p + i, len - i);
+        if (k) {
+            memcpy(buf + o, p + i, k);
+            o += k;
+            i += k;
+        } else {
+            memcpy(buf + o, "\xEF\xBF\xBD", 3);
+            o += 3;
+            i++;
+        }
+    }
+    j = json_stringn(buf, o);
+    free(buf);
+    return j ? j : json_null();
+}
+
+json_t *nf_cli_json_cstr(const char *s) { return s ? nf_cli_json_text(s, strlen(s)) : json_null(); }
 
 bool nf_cli_parse_u64(const char *text, uint64_t *out)
 {

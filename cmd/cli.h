@@ -10,6 +10,8 @@
 
 #include <ninfer/error.h>
 
+struct json_t;
+
 enum { NF_EXIT_OK = 0, NF_EXIT_INVALID = 1, NF_EXIT_USAGE = 2, NF_EXIT_SYSTEM = 3 };
 
 typedef enum nf_arg_kind { NF_ARG_NONE, NF_ARG_REQUIRED, NF_ARG_OPTIONAL } nf_arg_kind;
@@ -73,13 +75,29 @@ int nf_cli_usage(const nf_cli *cli, const char *fmt, ...) __attribute__((format(
 void nf_cli_warn(const nf_cli *cli, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void nf_cli_info(const nf_cli *cli, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Strings from files (object ids, tensor names, part paths, keys, values) and paths shown to
+ * people go through nf_escape (ninfer/escape.h), the one rule of every program:
+ * nf_cli_name for a name (control bytes, invalid UTF-8, C1 and bidi controls, backslashes
+ * escaped; long ones cut with "..."), nf_cli_line for a message that already holds escaped
+ * names (backslashes kept; a newline escaped, so it stays one line).  For printf arguments:
+ * printf("object '%s'", nf_cli_name(id).s).  JSON output never uses them: it keeps the exact
+ * strings (nf_cli_json_text for bytes that may not be UTF-8). */
+typedef struct nf_cli_text {
+    char s[4 * 1024 + 16];
+} nf_cli_text;
+nf_cli_text nf_cli_name(const char *s);
+nf_cli_text nf_cli_line(const char *s);
+/* A JSON string of bytes that need not be UTF-8 (a path given on the command line, a GGUF
+ * name): exact when they are UTF-8, else every invalid byte replaced by U+FFFD (never NULL). */
+struct json_t *nf_cli_json_text(const char *s, size_t len);
+struct json_t *nf_cli_json_cstr(const char *s);
+
 /* Parse "A:B" (either side may be empty: ":B", "A:", ":") into [a, b) with defaults 0 and
  * limit; false when malformed. */
 bool nf_cli_parse_range(const char *text, uint64_t *a, uint64_t *b, bool *has_a, bool *has_b);
 bool nf_cli_parse_u64(const char *text, uint64_t *out);
 
 /* Write a jansson value to stdout as indented JSON followed by a newline. */
-struct json_t;
 int nf_cli_print_json(const nf_cli *cli, struct json_t *value);
 
 #endif

@@ -10,7 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <ninfer/ninfer.h>
 
@@ -193,7 +196,7 @@ static void print_files(const nf_artifact *a)
     printf("files (%zu)\n  %-4s %-40s %16s\n", nf_artifact_file_count(a), "#", "path", "payload_bytes");
     for (size_t i = 0; i < nf_artifact_file_count(a); i++) {
         const nf_file_entry *f = nf_artifact_file(a, i);
-        printf("  %-4zu %-40s %16" PRIu64 "\n", i, f->path ? f->path : "(entry)", f->payload_bytes);
+        printf("  %-4zu %-40s %16" PRIu64 "\n", i, f->path ? nf_cli_name(f->path).s : "(entry)", f->payload_bytes);
     }
 }
 
@@ -208,11 +211,12 @@ static void print_objects(const nf_artifact *a)
             shape_text(o, shape, sizeof shape);
             char extra[48] = "";
             if (o->divisors > 1) snprintf(extra, sizeof extra, "  (%" PRIu64 " divisors)", o->divisors);
-            printf("  %-32s %-22s %-26s %-16s %12" PRIu64 " %12" PRIu64 " %9.3f%s\n", o->id, o->format_name,
-                   o->layout_name, shape, o->offset, o->bytes, bits_per_weight(o), extra);
+            printf("  %-32s %-22s %-26s %-16s %12" PRIu64 " %12" PRIu64 " %9.3f%s\n", nf_cli_name(o->id).s,
+                   nf_cli_name(o->format_name).s, nf_cli_name(o->layout_name).s, shape, o->offset, o->bytes,
+                   bits_per_weight(o), extra);
         } else {
-            printf("  %-32s %-22s %-26s %-16s %12" PRIu64 " %12" PRIu64 " %9s\n", o->id, "(resource)",
-                   o->layout_name, "-", o->offset, o->bytes, "-");
+            printf("  %-32s %-22s %-26s %-16s %12" PRIu64 " %12" PRIu64 " %9s\n", nf_cli_name(o->id).s, "(resource)",
+                   nf_cli_name(o->layout_name).s, "-", o->offset, o->bytes, "-");
         }
     }
 }
@@ -221,16 +225,16 @@ static void print_binding(const char *name, const json_t *b)
 {
     json_t *obj = json_object_get(b, "object");
     if (obj) {
-        printf("  %s -> %s\n", name, json_string_value(obj));
+        printf("  %s -> %s\n", nf_cli_name(name).s, nf_cli_name(json_string_value(obj)).s);
         return;
     }
-    printf("  %s ->", name);
+    printf("  %s ->", nf_cli_name(name).s);
     size_t i;
     json_t *part;
     json_array_foreach(json_object_get(b, "parts"), i, part) {
         json_t *r = json_object_get(part, "range");
         printf("%s %s[%" JSON_INTEGER_FORMAT ":%" JSON_INTEGER_FORMAT "]", i ? " +" : "",
-               json_string_value(json_object_get(part, "object")), json_integer_value(json_array_get(r, 0)),
+               nf_cli_name(json_string_value(json_object_get(part, "object"))).s, json_integer_value(json_array_get(r, 0)),
                json_integer_value(json_array_get(r, 1)));
     }
     printf("\n");
@@ -253,15 +257,16 @@ static void print_uses(const nf_artifact *a)
     json_t *use;
     json_array_foreach((json_t *)u, i, use) {
         json_t *pol = json_object_get(use, "activation_policy");
-        printf("  %s <- %s  %s", json_string_value(json_object_get(use, "parameter")),
-               json_string_value(json_object_get(use, "input")), pol ? json_string_value(pol) : "(default)");
+        printf("  %s <- %s  %s", nf_cli_name(json_string_value(json_object_get(use, "parameter"))).s,
+               nf_cli_name(json_string_value(json_object_get(use, "input"))).s,
+               pol ? nf_cli_name(json_string_value(pol)).s : "(default)");
         json_t *aux = json_object_get(use, "auxiliaries");
         if (aux) {
             const char *role;
             json_t *bind;
             json_object_foreach(aux, role, bind) {
                 json_t *obj = json_object_get(bind, "object");
-                printf("  %s=%s", role, obj ? json_string_value(obj) : "(parts)");
+                printf("  %s=%s", nf_cli_name(role).s, obj ? nf_cli_name(json_string_value(obj)).s : "(parts)");
             }
         }
         printf("\n");
@@ -280,9 +285,10 @@ static void print_totals(const nf_artifact *a)
         json_int_t by = json_integer_value(json_object_get(t, "bytes"));
         if (el > 0)
             printf("  %-22s %8" JSON_INTEGER_FORMAT " %16" JSON_INTEGER_FORMAT " %16" JSON_INTEGER_FORMAT " %9.3f\n",
-                   key, json_integer_value(json_object_get(t, "objects")), el, by, (double)by * 8.0 / (double)el);
+                   nf_cli_name(key).s, json_integer_value(json_object_get(t, "objects")), el, by,
+                   (double)by * 8.0 / (double)el);
         else
-            printf("  %-22s %8" JSON_INTEGER_FORMAT " %16s %16" JSON_INTEGER_FORMAT " %9s\n", key,
+            printf("  %-22s %8" JSON_INTEGER_FORMAT " %16s %16" JSON_INTEGER_FORMAT " %9s\n", nf_cli_name(key).s,
                    json_integer_value(json_object_get(t, "objects")), "-", by, "-");
     }
     json_decref(doc);
@@ -297,7 +303,7 @@ static void print_summary(const nf_artifact *a, const inspect_opts *o)
         const json_t *meta = member(a, "metadata");
         const json_t *name = meta ? json_object_get(meta, "name") : NULL;
         printf("artifact      %s\n", id);
-        if (name) printf("name          %s\n", json_string_value(name));
+        if (json_is_string(name)) printf("name          %s\n", nf_cli_name(json_string_value(name)).s);
         printf("directory     %" PRIu64 " bytes of JSON\n", nf_artifact_json_bytes(a));
         printf("payload       %" PRIu64 " bytes in %zu file%s (entry payload at %" PRIu64 ")\n",
                nf_artifact_payload_bytes(a), nf_artifact_file_count(a), nf_artifact_file_count(a) == 1 ? "" : "s",
@@ -306,7 +312,7 @@ static void print_summary(const nf_artifact *a, const inspect_opts *o)
         printf("components   ");
         const char *cname;
         json_t *c;
-        json_object_foreach((json_t *)comps, cname, c) printf(" %s", cname);
+        json_object_foreach((json_t *)comps, cname, c) printf(" %s", nf_cli_name(cname).s);
         printf("\n\n");
     }
     if (all || o->files) {
@@ -417,25 +423,29 @@ static nf_status collect_stats(nf_artifact *a, const nf_object *o, const nf_geom
  * "FILE: object 'ID': ": only the missing part is added, so the object is named once. */
 static int report_object_error(const nf_cli *cli, const nf_artifact *a, const nf_object *o, nf_error *err)
 {
-    const char *path = nf_artifact_path(a);
-    char head[NF_ERROR_MESSAGE_MAX];
-    snprintf(head, sizeof head, "%s: object '%s': ", path, o->id);
-    size_t path_len = strlen(path) + 2;
+    /* The library names the object and the file escaped (nf_esc), so the same forms are
+     * compared here. */
+    nf_escaped path = nf_esc(nf_artifact_path(a)), id = nf_esc(o->id);
+    char head[2 * NF_ESCAPED_MAX + 16];
+    snprintf(head, sizeof head, "%s: object '%s': ", path.s, id.s);
+    size_t path_len = strlen(path.s) + 2;
     if (strncmp(err->message, head, strlen(head)) == 0) return nf_cli_report(cli, err);
     if (strncmp(err->message, head + path_len, strlen(head + path_len)) == 0)
-        nf_error_prefix(err, "%s", path);
+        nf_error_prefix(err, "%s", path.s);
     else
-        nf_error_prefix(err, "%s: object '%s'", path, o->id);
+        nf_error_prefix(err, "%s: object '%s'", path.s, id.s);
     return nf_cli_report(cli, err);
 }
 
 static int inspect_tensor(const nf_cli *cli, nf_artifact *a, const inspect_opts *opts)
 {
     const nf_object *o = nf_artifact_find(a, opts->tensor);
-    if (!o) return nf_cli_error(cli, NF_ERR_INVALID, "%s: no object '%s'", nf_artifact_path(a), opts->tensor);
+    if (!o)
+        return nf_cli_error(cli, NF_ERR_INVALID, "%s: no object '%s'", nf_cli_name(nf_artifact_path(a)).s,
+                            nf_cli_name(opts->tensor).s);
     if (o->kind != NF_OBJECT_TENSOR)
-        return nf_cli_error(cli, NF_ERR_INVALID, "%s: object '%s' is a resource, not a tensor", nf_artifact_path(a),
-                            o->id);
+        return nf_cli_error(cli, NF_ERR_INVALID, "%s: object '%s' is a resource, not a tensor",
+                            nf_cli_name(nf_artifact_path(a)).s, nf_cli_name(o->id).s);
     nf_geometry g;
     nf_error err;
     if (nf_artifact_check_object(a, o, &g, &err) != NF_OK) return report_object_error(cli, a, o, &err);
@@ -466,7 +476,8 @@ static int inspect_tensor(const nf_cli *cli, nf_artifact *a, const inspect_opts 
     }
     char shape[128];
     shape_text(o, shape, sizeof shape);
-    printf("object        %s\nformat        %s\nlayout        %s\n", o->id, o->format_name, o->layout_name);
+    printf("object        %s\nformat        %s\nlayout        %s\n", nf_cli_name(o->id).s, o->format->name,
+           o->layout->name);
     printf("shape         %s  (%" PRIu64 " rows x %" PRIu64 " cols, %" PRIu64 " elements)\n", shape, g.rows, g.cols,
            g.elements);
     printf("offset        %" PRIu64 "\nbytes         %" PRIu64 "  (%.4f bits/weight)\n", o->offset, o->bytes,
@@ -619,10 +630,12 @@ static json_t *words_doc(const nf_object *o, const words_view *v)
 static int inspect_words(const nf_cli *cli, nf_artifact *a, const inspect_opts *opts)
 {
     const nf_object *o = nf_artifact_find(a, opts->words);
-    if (!o) return nf_cli_error(cli, NF_ERR_INVALID, "%s: no object '%s'", nf_artifact_path(a), opts->words);
+    if (!o)
+        return nf_cli_error(cli, NF_ERR_INVALID, "%s: no object '%s'", nf_cli_name(nf_artifact_path(a)).s,
+                            nf_cli_name(opts->words).s);
     if (o->kind != NF_OBJECT_TENSOR)
-        return nf_cli_error(cli, NF_ERR_INVALID, "%s: object '%s' is a resource, not a tensor", nf_artifact_path(a),
-                            o->id);
+        return nf_cli_error(cli, NF_ERR_INVALID, "%s: object '%s' is a resource, not a tensor",
+                            nf_cli_name(nf_artifact_path(a)).s, nf_cli_name(o->id).s);
     nf_geometry g;
     nf_error err;
     if (nf_artifact_check_object(a, o, &g, &err) != NF_OK) return report_object_error(cli, a, o, &err);
@@ -650,8 +663,8 @@ static int inspect_words(const nf_cli *cli, nf_artifact *a, const inspect_opts *
     if (nf_words_alloc(&w, &g, chunk, &err) != NF_OK) return report_object_error(cli, a, o, &err);
     json_t *doc = cli->json ? words_doc(o, &v) : NULL;
     if (!cli->json) {
-        printf("%s  %s  rows %" PRIu64 ":%" PRIu64 "  cols %" PRIu64 ":%" PRIu64 "  (words as stored)\n", o->id,
-               o->format_name, v.r0, v.r1, v.c0, v.c1);
+        printf("%s  %s  rows %" PRIu64 ":%" PRIu64 "  cols %" PRIu64 ":%" PRIu64 "  (words as stored)\n",
+               nf_cli_name(o->id).s, o->format->name, v.r0, v.r1, v.c0, v.c1);
     }
     int rc = NF_EXIT_OK;
     bool divisors_done = false;
@@ -792,46 +805,43 @@ static void json_set_key(json_t *obj, const char *key, json_t *value)
     free(c);
 }
 
-/* s[0..len) for a terminal: valid UTF-8 as is; control bytes and invalid bytes escaped (\n, \t,
- * \r, \xNN); with `quoted` also '"' and '\', inside double quotes.  After max_chars characters
- * (0: no limit) or when buf is full the rest is cut and "..." appended.  size >= 16. */
+/* s[0..len) for a terminal, escaped by nf_escape (ninfer/escape.h: the rule every program
+ * uses); with `quoted` inside double quotes, a '"' shown as \".  After max_chars characters (0:
+ * no limit) or when buf is full the rest is cut and "..." appended.  size >= 16. */
 static const char *display_text(const char *s, size_t len, size_t max_chars, bool quoted, char *buf, size_t size)
 {
     const unsigned char *p = (const unsigned char *)s;
-    size_t o = 0, chars = 0, i = 0;
-    if (quoted) buf[o++] = '"';
-    while (i < len) {
-        /* one step writes at most 4 bytes; keep room for '"', "..." and the NUL */
-        if ((max_chars && chars == max_chars) || o + 12 > size) break;
-        size_t k = utf8_seq(p + i, len - i);
-        unsigned char c = p[i];
-        if (k == 1 && (c < 0x20 || c == 0x7f)) {
-            const char *e = c == '\n' ? "\\n" : c == '\t' ? "\\t" : c == '\r' ? "\\r" : NULL;
-            if (e) {
-                memcpy(buf + o, e, 2);
-                o += 2;
-            } else {
-                o += (size_t)snprintf(buf + o, size - o, "\\x%02x", c);
+    size_t cut = len, chars = 0;
+    if (max_chars)
+        for (size_t i = 0, k; i < len; i += k, chars++) {
+            if (chars == max_chars) {
+                cut = i;
+                break;
             }
-        } else if (k == 1 && quoted && (c == '"' || c == '\\')) {
-            buf[o++] = '\\';
-            buf[o++] = (char)c;
-        } else if (k == 0) {
-            o += (size_t)snprintf(buf + o, size - o, "\\x%02x", c);
-            k = 1;
-        } else {
-            memcpy(buf + o, p + i, k);
-            o += k;
+            k = utf8_seq(p + i, len - i);
+            if (k == 0) k = 1;
         }
-        i += k;
-        chars++;
+    /* escaped text first, then the quotes (escapes never produce a '"') */
+    char *tmp = malloc(size);
+    if (!tmp) {
+        snprintf(buf, size, "?");
+        return buf;
+    }
+    nf_escape(s, cut, 0, tmp, quoted ? size / 2 - 4 : size - 4);
+    size_t o = 0;
+    if (quoted) buf[o++] = '"';
+    for (const char *t = tmp; *t && o + 6 < size; t++) {
+        if (quoted && *t == '"') buf[o++] = '\\';
+        buf[o++] = *t;
     }
     if (quoted) buf[o++] = '"';
-    if (i < len) {
+    size_t tl = strlen(tmp);
+    if (cut < len && !(tl >= 3 && strcmp(tmp + tl - 3, "...") == 0)) {
         memcpy(buf + o, "...", 3);
         o += 3;
     }
     buf[o] = '\0';
+    free(tmp);
     return buf;
 }
 
@@ -1221,10 +1231,12 @@ static nf_status collect_source_stats(const nf_source *s, const nf_source_tensor
     if (chunk > t->rows) chunk = t->rows;
     if (chunk * cols > SIZE_MAX / sizeof(float))
         return nf_error_set(err, NF_ERR_NOMEM, "%s: tensor '%s': a row of %" PRIu64 " values does not fit in memory",
-                            nf_source_path(s), t->name, cols);
+                            nf_esc(nf_source_path(s)).s, nf_esc(t->name).s, cols);
     size_t len = (size_t)(chunk * cols);
     float *values = malloc(len * sizeof *values);
-    if (!values) return nf_error_set(err, NF_ERR_NOMEM, "%s: tensor '%s': out of memory", nf_source_path(s), t->name);
+    if (!values)
+        return nf_error_set(err, NF_ERR_NOMEM, "%s: tensor '%s': out of memory", nf_esc(nf_source_path(s)).s,
+                            nf_esc(t->name).s);
     nf_status st = NF_OK;
     for (uint64_t r = 0; st == NF_OK && r < t->rows; r += chunk) {
         uint64_t r1 = r + chunk < t->rows ? r + chunk : t->rows;
@@ -1238,7 +1250,9 @@ static nf_status collect_source_stats(const nf_source *s, const nf_source_tensor
 static int inspect_source_tensor(const nf_cli *cli, const nf_source *s, const inspect_opts *opts)
 {
     const nf_source_tensor *t = nf_source_find(s, opts->tensor);
-    if (!t) return nf_cli_error(cli, NF_ERR_INVALID, "%s: no tensor '%s'", nf_source_path(s), opts->tensor);
+    if (!t)
+        return nf_cli_error(cli, NF_ERR_INVALID, "%s: no tensor '%s'", nf_cli_name(nf_source_path(s)).s,
+                            nf_cli_name(opts->tensor).s);
     bool gguf = nf_source_kind_of(s) == NF_SOURCE_GGUF;
     value_stats vs;
     stats_init(&vs);
@@ -1247,7 +1261,8 @@ static int inspect_source_tensor(const nf_cli *cli, const nf_source *s, const in
             return nf_cli_error(cli, NF_ERR_INVALID,
                                 "%s: tensor '%s': --stats cannot read %s values: the source reader has no conversion "
                                 "of this %s to binary32",
-                                nf_source_path(s), t->name, t->type_name, gguf ? "ggml type" : "dtype");
+                                nf_cli_name(nf_source_path(s)).s, nf_cli_name(t->name).s, t->type_name,
+                                gguf ? "ggml type" : "dtype");
         nf_error err;
         if (collect_source_stats(s, t, &vs, &err) != NF_OK) return nf_cli_report(cli, &err);
     }
@@ -1290,23 +1305,44 @@ static int inspect_source_tensor(const nf_cli *cli, const nf_source *s, const in
 }
 
 /* ---- dispatch */
-typedef enum path_kind { PATH_UNREADABLE, PATH_ARTIFACT, PATH_CHECKPOINT } path_kind;
+typedef enum path_kind { PATH_UNREADABLE, PATH_ARTIFACT, PATH_CHECKPOINT, PATH_NOT_A_FILE } path_kind;
 
 /* Decided by content, not by name: a regular file starting with "NINFER\0" is an artifact
  * (whatever its version byte: the artifact reader explains old versions); any other file or a
  * directory is a checkpoint.  A path that cannot be examined is left to the source reader,
- * whose message names it. */
-static path_kind classify_path(const char *path)
+ * whose message names it.  What is neither a regular file nor a directory (a device, a FIFO, a
+ * socket), and a pseudo-file of /proc or /sys (regular and 0 bytes by stat, yet reads fail or
+ * return text), is refused here as a system error, with the status ninfer-verify and
+ * ninfer-dequant give it (design.md section 2: exit 3); *err says why. */
+static path_kind classify_path(const char *path, nf_error *err)
 {
     struct stat st;
     if (stat(path, &st) != 0) return PATH_UNREADABLE;
-    if (!S_ISREG(st.st_mode)) return PATH_CHECKPOINT;
-    FILE *f = fopen(path, "rb");
-    if (!f) return PATH_UNREADABLE;
-    unsigned char magic[7];
-    size_t n = fread(magic, 1, sizeof magic, f);
-    fclose(f);
-    return n == sizeof magic && memcmp(magic, "NINFER\0", sizeof magic) == 0 ? PATH_ARTIFACT : PATH_CHECKPOINT;
+    if (S_ISDIR(st.st_mode)) return PATH_CHECKPOINT;
+    if (!S_ISREG(st.st_mode)) {
+        nf_error_set(err, NF_ERR_IO, "%s: not a regular file (a device, FIFO or socket)", nf_esc(path).s);
+        return PATH_NOT_A_FILE;
+    }
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return PATH_UNREADABLE;
+    unsigned char head[64];
+    ssize_t n;
+    do {
+        n = pread(fd, head, sizeof head, 0);
+    } while (n < 0 && errno == EINTR);
+    int e = errno;
+    close(fd);
+    if (n < 0) {
+        nf_error_errno(err, e, "%s: cannot read", nf_esc(path).s);
+        return PATH_NOT_A_FILE;
+    }
+    if ((uint64_t)st.st_size < sizeof head && (uint64_t)n != (uint64_t)st.st_size) {
+        nf_error_set(err, NF_ERR_IO, "%s: not a regular file (it reports %llu bytes and reads %s%zd: a "
+                     "pseudo-file such as /proc's)", nf_esc(path).s, (unsigned long long)st.st_size,
+                     (size_t)n == sizeof head ? "at least " : "", n);
+        return PATH_NOT_A_FILE;
+    }
+    return n >= 7 && memcmp(head, "NINFER\0", 7) == 0 ? PATH_ARTIFACT : PATH_CHECKPOINT;
 }
 
 /* The views that exist only for artifacts. */
@@ -1314,16 +1350,16 @@ static int source_usage(const nf_cli *cli, const inspect_opts *o, const char *pa
 {
     if (o->words)
         return nf_cli_usage(cli, "--words prints the stored words of a .ninfer object, and %s is a checkpoint, not "
-                                 "an artifact: use --tensor NAME [--stats] to look at one of its tensors", path);
+                                 "an artifact: use --tensor NAME [--stats] to look at one of its tensors", nf_cli_name(path).s);
     if (o->objects)
         return nf_cli_usage(cli, "--objects lists the objects of a .ninfer artifact, and %s is a checkpoint: its "
-                                 "tensors are listed by the summary (or one by --tensor NAME)", path);
+                                 "tensors are listed by the summary (or one by --tensor NAME)", nf_cli_name(path).s);
     if (o->bindings)
         return nf_cli_usage(cli, "--bindings lists the bindings of a .ninfer artifact, and %s is a checkpoint, "
-                                 "which has none", path);
+                                 "which has none", nf_cli_name(path).s);
     if (o->uses)
         return nf_cli_usage(cli, "--uses lists the uses of a .ninfer artifact, and %s is a checkpoint, which has "
-                                 "none", path);
+                                 "none", nf_cli_name(path).s);
     return NF_EXIT_OK;
 }
 
@@ -1336,7 +1372,7 @@ static int inspect_source(const nf_cli *cli, const char *path, path_kind kind, c
     if (nf_source_open(path, &s, &err) != NF_OK) {
         size_t len = strlen(path);
         if (err.status == NF_ERR_INVALID && kind == PATH_CHECKPOINT && len > 7 && strcmp(path + len - 7, ".ninfer") == 0)
-            nf_error_prefix(&err, "%s: no NINFER\\0\\3 magic, so read as a checkpoint", path);
+            nf_error_prefix(&err, "%s: no NINFER\\0\\3 magic, so read as a checkpoint", nf_esc(path).s);
         return nf_cli_report(cli, &err);
     }
     if (kind != PATH_CHECKPOINT) rc = source_usage(cli, opts, path);
@@ -1377,7 +1413,12 @@ int main(int argc, char **argv)
         rc = nf_cli_usage(&cli, "--rows and --cols go with --words ID");
         goto out;
     }
-    path_kind kind = classify_path(cli.positional[0]);
+    nf_error cerr;
+    path_kind kind = classify_path(cli.positional[0], &cerr);
+    if (kind == PATH_NOT_A_FILE) {
+        rc = nf_cli_report(&cli, &cerr);
+        goto out;
+    }
     if (kind != PATH_ARTIFACT) {
         rc = inspect_source(&cli, cli.positional[0], kind, &opts);
         goto out;

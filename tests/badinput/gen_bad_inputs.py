@@ -309,7 +309,9 @@ def st_cases():
           st_file(b"{" + b",".join(b'"%x":{}' % i for i in range(n)) + b"}"), "mem")
     scase("too_many_metadata_entries", ["more than 65536 __metadata__ entries"],
           st_file(b'{"__metadata__":{' + b",".join(b'"%x":""' % i for i in range(70000)) + b"}}"), "mem")
-    scase("fifo", ["fifo.safetensors", "not a regular file"], None, fname="fifo.safetensors")
+    # not a file of ours: a system error (exit 3) in every program, as ninfer-verify has it (M2)
+    case("st_fifo", 3, ["fifo.safetensors", "not a regular file"], "ninfer-inspect", ["fifo.safetensors"],
+         {"fifo.safetensors": None})
 
 
 def st_index_cases():
@@ -693,6 +695,29 @@ def quick_cases():
     qcase("empty_file", ["empty"], "empty.safetensors", b"")
 
 
+# ================================================================ trust boundaries (artifacts and their values)
+# GGUF blocks whose binary16 scale is NaN or infinite (docs/formats.md 8.1): ggml's
+# ggml_validate_row_data refuses them, so do the import and ninfer-verify.
+def art_cases():
+    q4k = open(os.path.join(DATA, "gguf", "q4_k.qbytes"), "rb").read()[:144]
+    bad_dmin = q4k[:2] + struct.pack("<H", 0x7E00) + q4k[4:]          # block 0: dmin NaN
+    recipe = ("recipe: 1\nsources:\n  base: bad.gguf\ndefaults: {format: fp32}\nrules:\n  - match: blk.0.w\n"
+              "    format: gguf_q4_k\n    method: import_encoded\n")
+    case("art_gguf_import_nan_dmin", 1, ["blk.0.w", "row 1 block 0", "Q4_K scale dmin 0x7E00 is NaN, not finite"],
+         "ninfer-convert", ["-r", "r.yaml", "-o", "{out}.ninfer", "-j", "1", "--progress=never"],
+         {"bad.gguf": gguf([ARCH], [("blk.0.w", [256, 2], 12, q4k + bad_dmin)]), "r.yaml": recipe})
+    # the same block in an artifact (written by hand: our writer refuses it): a words problem
+    payload = q4k + bad_dmin
+    root = {"components": {"text": {"config": {}}},
+            "objects": [{"id": "blk.0.w", "shape": [2, 256], "format": "gguf_q4_k", "layout": "gguf_blocks_v1",
+                         "offset": 0, "bytes": 288, "kind": "tensor"}],
+            "bindings": {"blk.0.w": {"object": "blk.0.w"}}, "uses": [], "metadata": {}, "provenance": {},
+            "files": [{"path": None, "payload_bytes": 288}]}
+    case("art_gguf_verify_nan_dmin", 1, ["bad.ninfer", "object 'blk.0.w': words: row 1 block 0",
+                                         "Q4_K scale dmin 0x7e00 at byte offset 146 is NaN, not finite"],
+         "ninfer-verify", ["bad.ninfer"], {"bad.ninfer": entry_bytes(root, payload)})
+
+
 def main():
     if os.path.exists(OUT):
         shutil.rmtree(OUT)
@@ -703,6 +728,7 @@ def main():
     container_cases()
     recipe_cases()
     quick_cases()
+    art_cases()
     with open(os.path.join(OUT, "cases.tsv"), "w") as f:
         for c in CASES:
             f.write("\t".join(c) + "\n")

@@ -245,7 +245,8 @@ for name, vals in ts:
 open(sys.argv[1], 'wb').write(out)
 PY
 MODEL_DIR=$work/ckim run 0 "$bin/ninfer-convert" -r "$top/recipes/q4-imatrix.yaml" -o "$work/r/im.ninfer"
-MODEL_DIR=$work/ckim run 0 "$bin/ninfer-verify" "$work/r/im.ninfer" --against "$work/ckim"
+# an importance matrix is a source of its own: re-derived with the recipe that names it
+MODEL_DIR=$work/ckim run 0 "$bin/ninfer-verify" "$work/r/im.ninfer" --against "$work/ckim" --recipe "$top/recipes/q4-imatrix.yaml"
 MODEL_GGUF=$data/gguf/q4_k.gguf run 0 "$bin/ninfer-convert" -r "$top/recipes/import-gguf.yaml" -o "$work/r/gg.ninfer"
 rm -f "$work"/r/*
 

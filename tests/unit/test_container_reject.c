@@ -203,7 +203,7 @@ FILE_MUT(entry_shorter_than_header, "shorter than its 32-byte header", 0, {
     rewrite(p, 0, NULL, 0, -(long)n + 20);
 })
 FILE_MUT(wrong_part_index, "part_index 2, expected 1", SPLIT, rewrite(part1.s, 8, "\x02\0\0\0\0\0\0\0", 8, 0))
-FILE_MUT(part_bad_magic, "does not belong to this entry: magic", SPLIT, rewrite(part1.s, 0, "NINFER", 6, 0))
+FILE_MUT(part_bad_magic, "not a .ninfer part (bad magic)", SPLIT, rewrite(part1.s, 0, "NINFER", 6, 0))
 FILE_MUT(truncated_part, "a.ninfer.part-0002 is", SPLIT, rewrite(part2.s, 0, NULL, 0, -1))
 FILE_MUT(missing_part, "missing part file", SPLIT, cr_assert_eq(unlink(part2.s), 0))
 

@@ -92,6 +92,25 @@ static inline uint8_t random_fp8_code(rng *r)
     }
 }
 
+/* Make a random ggml block legal: its binary16 scale fields (spec/ggml-blocks.md: d, dmin at
+ * these byte offsets; IQ1_M's d in the top nibbles of its scale words at 48..55) lose the top
+ * bit of their exponent, so none is NaN or infinite (docs/formats.md 8.1). */
+static inline void legal_ggml_block(const nf_format *f, uint8_t *b)
+{
+    int d = 0, dmin = -1;
+    switch (f->id) {
+    case NF_FMT_GGUF_Q2_K: d = 80; dmin = 82; break;
+    case NF_FMT_GGUF_Q4_K:
+    case NF_FMT_GGUF_Q5_K: dmin = 2; break;
+    case NF_FMT_GGUF_Q3_K: d = 108; break;
+    case NF_FMT_GGUF_Q6_K: d = 208; break;
+    case NF_FMT_GGUF_IQ1_M: b[55] &= (uint8_t)~0x40u; return; /* d bit 14 is bit 14 of the word at 54 */
+    default: break;
+    }
+    b[d + 1] &= (uint8_t)~0x40u;
+    if (dmin >= 0) b[dmin + 1] &= (uint8_t)~0x40u;
+}
+
 /* Fill rows [0, w->rows) of w (absolute rows from first_row) with random legal words. */
 static inline void random_words(rng *r, const nf_geometry *g, nf_words *w)
 {
@@ -99,6 +118,8 @@ static inline void random_words(rng *r, const nf_geometry *g, nf_words *w)
     uint64_t k = g->cols;
     if (g->layout->id == NF_LAYOUT_GGUF_BLOCKS_V1 || g->layout->id == NF_LAYOUT_RAW_BYTES_V1) {
         for (uint64_t i = 0; i < w->rows * g->row_bytes; i++) w->blocks[i] = (uint8_t)rng_next(r);
+        if (f && f->category == NF_CAT_GGUF)
+            for (uint64_t i = 0; i < w->rows * g->row_bytes; i += f->block_bytes) legal_ggml_block(f, w->blocks + i);
         return;
     }
     switch (f->category) {

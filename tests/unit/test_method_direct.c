@@ -55,10 +55,10 @@ static uint32_t f16_to_f32_oracle(uint16_t h)
 Test(cast_direct, f32_to_bf16_rounds_to_nearest_even)
 {
     static const uint64_t in[] = {0x3F808000, 0x3F818000, 0x3F808001, 0x80000000, 0x00000001, 0x007FFFFF,
-                                  0x80012345, 0x7F7F0000, 0xC2F7FFFF, 0x7F7FFFFF, 0x7F800000, 0xFF800000,
+                                  0x80012345, 0x7F7F0000, 0xC2F7FFFF, 0x7F7F7FFF, 0x7F800000, 0xFF800000,
                                   0x7F800001, 0xFFC12345, 0x7FFFFFFF, 0x3F7FFFFF};
     static const uint16_t want[] = {0x3F80, 0x3F82, 0x3F81, 0x8000, 0x0000, 0x0080, 0x8001, 0x7F7F,
-                                    0xC2F8, 0x7F80, 0x7F80, 0xFF80, 0x7FC0, 0x7FC0, 0x7FC0, 0x3F80};
+                                    0xC2F8, 0x7F7F, 0x7F80, 0xFF80, 0x7FC0, 0x7FC0, 0x7FC0, 0x3F80};
     enum { N = sizeof in / sizeof in[0] };
     uint16_t out[N];
     nf_error err = {0};
@@ -76,12 +76,47 @@ Test(cast_direct, f32_to_bf16_random_words)
     for (size_t i = 0; i < N; i++) {
         s = s * 6364136223846793005ull + 1442695040888963407ull;
         in[i] = (uint32_t)(s >> 32);
+        /* a finite value that rounds to infinity is refused (below): keep this row convertible */
+        if ((in[i] & 0x7FFFFFFFu) >= 0x7F7F8000u && (in[i] & 0x7FFFFFFFu) < 0x7F800000u) in[i] &= 0xBFFFFFFFu;
     }
     nf_error err = {0};
     cr_assert_eq(cast(NF_FMT_BF16, NF_SRC_F32, in, N, out, NULL, &err), NF_OK, "%s", err.message);
     for (size_t i = 0; i < N; i++) cr_assert_eq(out[i], bf16_oracle((uint32_t)in[i]), "0x%08lx", (unsigned long)in[i]);
     free(in);
     free(out);
+}
+
+/* Finding F4: FLT_MAX cast to bf16 became +inf, with exit 0 and a valid artifact.  A finite
+ * source value whose nearest bfloat16 is an infinity (|x| >= 0x7F7F8000, the midpoint above
+ * the largest finite bf16 0x7F7F) is refused like a scale overflow, naming tensor, row and
+ * column; the largest value below the midpoint becomes 0x7F7F; infinities and NaN of the
+ * source are not values that overflow, and keep their meaning (docs/methods.md). */
+Test(cast_direct, f32_to_bf16_refuses_a_finite_value_that_rounds_to_infinity)
+{
+    static const uint64_t over[] = {0x7F7F8000, 0x7F7FFFFF, 0xFF7F8000, 0xFF7FFFFF, 0x7F7FC000};
+    for (size_t k = 0; k < sizeof over / sizeof over[0]; k++) {
+        uint64_t in[4] = {0x3F800000, 0x40000000, over[k], 0x7F800000};
+        uint16_t out[4];
+        nf_error err = {0};
+        cr_assert_eq(cast(NF_FMT_BF16, NF_SRC_F32, in, 4, out, NULL, &err), NF_ERR_INVALID, "0x%08llx",
+                     (unsigned long long)over[k]);
+        cr_expect(strstr(err.message, "tensor 't'") != NULL || strstr(err.message, "t:") != NULL, "%s", err.message);
+        cr_expect(strstr(err.message, "row 9 col 2") != NULL, "%s", err.message);
+        cr_expect(strstr(err.message, "overflows bfloat16") != NULL, "%s", err.message);
+    }
+    uint64_t edge[4] = {0x7F7F7FFF, 0xFF7F7FFF, 0x7F800000, 0xFFC00000};
+    uint16_t out[4];
+    nf_error err = {0};
+    cr_assert_eq(cast(NF_FMT_BF16, NF_SRC_F32, edge, 4, out, NULL, &err), NF_OK, "%s", err.message);
+    cr_expect_eq(out[0], 0x7F7F);
+    cr_expect_eq(out[1], 0xFF7F);
+    cr_expect_eq(out[2], 0x7F80);
+    cr_expect_eq(out[3], 0x7FC0);
+    /* to fp32 nothing rounds: FLT_MAX stays FLT_MAX */
+    uint32_t o32[1];
+    uint64_t fmax[1] = {0x7F7FFFFF};
+    cr_assert_eq(cast(NF_FMT_FP32, NF_SRC_F32, fmax, 1, NULL, o32, &err), NF_OK, "%s", err.message);
+    cr_expect_eq(o32[0], 0x7F7FFFFFu);
 }
 
 Test(cast_direct, f16_and_bf16_to_bf16)

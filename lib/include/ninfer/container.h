@@ -88,7 +88,10 @@ const nf_file_entry *nf_artifact_file(const nf_artifact *a, size_t index);
 /* Read logical payload bytes [offset, offset + len) across files (container.md 2.8 step 5);
  * a missing, foreign or wrongly sized part is NF_ERR_INVALID naming the part. */
 nf_status nf_artifact_read(nf_artifact *a, uint64_t offset, void *buf, size_t len, nf_error *err);
-/* Open and check part i now (header, index, artifact_id, size). */
+/* Open and check part i now (header, index, artifact_id, size).  The reader keeps at most a
+ * small fixed number of parts open at once (whatever the part count and the thread count): a
+ * part it closed is reopened when a read needs it and checked again, including that it is still
+ * the file checked first, so a part replaced while the artifact is open is NF_ERR_INVALID. */
 nf_status nf_artifact_open_part(nf_artifact *a, size_t index, nf_error *err);
 /* Per-object check (container.md 2.8 step 6): known format and layout, accepted pair, shape,
  * divisors, bytes == encoded size, alignment; resources: encoding raw_bytes_v1.  Fills *g for a

@@ -3,6 +3,7 @@
 #define NINFER_NINFER_H
 
 #include <ninfer/error.h>
+#include <ninfer/escape.h>
 #include <ninfer/format.h>
 #include <ninfer/layout.h>
 #include <ninfer/stats.h>

@@ -24,6 +24,12 @@
  * near them: upstream directories are kilobytes to a few megabytes. */
 #define NF_MAX_JSON_BYTES ((uint64_t)64 << 20) /* jansson needs ~20x the text in memory */
 #define NF_MAX_FILES 100000u
+/* Continuation parts the reader keeps open at once (reader.c): the least recently used one is
+ * closed to open another, and reopened (and checked again) when a read needs it.  A descriptor
+ * per part made a valid artifact of a few hundred parts fail under `ulimit -n 64` (finding F8);
+ * with this bound any part count up to NF_MAX_FILES works with the entry, the cache and a few
+ * descriptors of the program's own. */
+#define NF_OPEN_PARTS_MAX 16u
 /* Pre-scan caps of the JSON directory (directory.c, finding C2): nesting, objects + arrays, and
  * values (members and elements); they bound jansson's tree at about 1 GB. */
 #define NF_MAX_JSON_DEPTH 900u /* json_emit.c refuses deeper values too */

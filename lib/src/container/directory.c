@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <ninfer/escape.h>
 #include <ninfer/format.h>
 #include <ninfer/layout.h>
 
@@ -43,8 +44,9 @@ static void pathf(char *buf, size_t n, const char *fmt, ...)
 
 static nf_status nomem(nf_error *err) { return nf_error_set(err, NF_ERR_NOMEM, "directory: out of memory"); }
 
-/* A string quoted for a message: 'text', at most ~60 bytes, control characters and quotes
- * escaped so hostile names cannot garble the terminal or the message. */
+/* A string quoted for a message: 'text', escaped by nf_escape (ninfer/escape.h: the rule of
+ * every program) so hostile names cannot garble the terminal or the message, cut after about
+ * 60 bytes. */
 typedef struct quoted {
     char s[96];
 } quoted;
@@ -52,20 +54,9 @@ typedef struct quoted {
 static quoted quote_n(const char *s, size_t len)
 {
     quoted q;
-    size_t o = 0;
-    q.s[o++] = '\'';
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (o > 64) {
-            memcpy(q.s + o, "...", 3);
-            o += 3;
-            break;
-        }
-        if (c < 0x20 || c == 0x7F || c == '\'' || c == '\\')
-            o += (size_t)snprintf(q.s + o, sizeof q.s - o, "\\x%02x", c);
-        else
-            q.s[o++] = (char)c;
-    }
+    q.s[0] = '\'';
+    nf_escape(s, len, 0, q.s + 1, 72);
+    size_t o = strlen(q.s);
     q.s[o++] = '\'';
     q.s[o] = '\0';
     return q;
@@ -184,7 +175,7 @@ static nf_status parse_json(const uint8_t *json, size_t len, json_t **out, nf_er
     enum json_error_code code = json_error_code(&je);
     if (code == json_error_out_of_memory) return nomem(err);
     if (code == json_error_duplicate_key)
-        return fail(err, "directory: duplicate JSON member (%s) at line %d, column %d", je.text, je.line, je.column);
+        return fail(err, "directory: duplicate JSON member (%s) at line %d, column %d", nf_esc(je.text).s, je.line, je.column);
     /* Name the literal Python refuses (parse_constant) rather than a generic token error: jansson
      * stops at or just after its first character. */
     static const char *const literals[] = {"-Infinity", "Infinity", "NaN", NULL};
@@ -200,7 +191,7 @@ static nf_status parse_json(const uint8_t *json, size_t len, json_t **out, nf_er
     if (code == json_error_numeric_overflow)
         return fail(err, "directory: number out of range at line %d, column %d (%s); integers above 2^63-1 are "
                     "not supported", je.line, je.column, je.text);
-    return fail(err, "directory is not valid JSON: %s at line %d, column %d (byte %d)", je.text, je.line, je.column,
+    return fail(err, "directory is not valid JSON: %s at line %d, column %d (byte %d)", nf_esc(je.text).s, je.line, je.column,
                 je.position);
 }
 

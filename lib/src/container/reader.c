@@ -4,6 +4,14 @@
  * through pread or a read-only mapping.  Per-object checks are deferred to
  * nf_artifact_check_object so that an artifact holding an unknown format still opens.
  *
+ * Open parts are a bounded cache (NF_OPEN_PARTS_MAX, container_internal.h; finding F8): the
+ * entry stays open, at most that many continuation parts hold a descriptor at once, the least
+ * recently used idle one is closed to open another, and a closed part is reopened on demand
+ * and checked again like the first time, plus that it is still the file first checked (same
+ * device and inode): a part replaced while the artifact is open is an error, never mixed data.
+ * A mapped part (NF_READ_MMAP) keeps its mapping and no descriptor.  Reads hold a part only
+ * for the duration of one pread; a reader that finds every cached part busy waits for one.
+ *
  * Status classes (design.md decision 18): the entry failing to open or read is NF_ERR_IO; every
  * contract violation, including a missing or foreign part, is NF_ERR_INVALID. */
 #include <errno.h>
@@ -16,16 +24,21 @@
 #include <sys/stat.h>
 
 #include <ninfer/container.h>
+#include <ninfer/escape.h>
 
 #include "common/checked.h"
 #include "common/io.h"
 #include "container/container_internal.h"
 
 typedef struct part_state {
-    int fd;           /* -1 until opened */
-    const uint8_t *map; /* whole file, NF_READ_MMAP only (NULL: use pread) */
-    uint64_t size;
-    bool opened;
+    int fd;             /* -1 when not open (a continuation part is opened on demand, closed by the cache) */
+    const uint8_t *map; /* whole file, NF_READ_MMAP only (NULL: use pread); no descriptor is kept */
+    uint64_t size;      /* exact file size, set by the first successful check */
+    bool checked;       /* opened and checked at least once */
+    dev_t dev;          /* the file that first check found: a reopen must find the same one */
+    ino_t ino;
+    unsigned users;     /* reads in progress through fd (under the artifact's lock) */
+    uint64_t stamp;     /* last use, for the least recently used choice */
 } part_state;
 
 typedef struct object_ctx {
@@ -46,7 +59,11 @@ struct nf_artifact {
     nf_dir dir;
     part_state *parts;
     object_ctx *octx;
-    pthread_mutex_t lock; /* lazy part opening may happen from several reader threads */
+    pthread_mutex_t lock; /* the part cache is shared by every reader thread */
+    pthread_cond_t idle;  /* signalled when a cached part has no reader left */
+    size_t open_list[NF_OPEN_PARTS_MAX]; /* continuation parts holding a descriptor */
+    size_t nopen;
+    uint64_t clock;
 };
 
 static uint64_t rd_u64le(const uint8_t *p)
@@ -92,6 +109,7 @@ void nf_artifact_close(nf_artifact *a)
             if (a->parts[i].fd >= 0) nf_io_close(a->parts[i].fd);
         }
     }
+    pthread_cond_destroy(&a->idle);
     pthread_mutex_destroy(&a->lock);
     free(a->parts);
     free(a->octx);
@@ -107,44 +125,59 @@ static nf_status open_entry(nf_artifact *a, part_state *entry, nf_error *err)
 {
     const char *path = a->path;
     int fd = nf_io_open(path, O_RDONLY | O_NONBLOCK, 0); /* a FIFO must not block the open */
-    if (fd < 0) return nf_error_errno(err, errno, "%s: cannot open", path);
+    if (fd < 0) return nf_error_errno(err, errno, "%s: cannot open", nf_esc(path).s);
     entry->fd = fd;
     struct stat st;
     int e = nf_io_fstat(fd, &st);
-    if (e) return nf_error_errno(err, e, "%s: cannot stat", path);
-    if (S_ISDIR(st.st_mode)) return nf_error_errno(err, EISDIR, "%s", path);
+    if (e) return nf_error_errno(err, e, "%s: cannot stat", nf_esc(path).s);
+    if (S_ISDIR(st.st_mode)) return nf_error_errno(err, EISDIR, "%s", nf_esc(path).s);
     if (!S_ISREG(st.st_mode)) /* a device or FIFO: a system-level mistake, not an artifact */
-        return nf_error_set(err, NF_ERR_IO, "%s: not a regular file", path);
+        return nf_error_set(err, NF_ERR_IO, "%s: not a regular file", nf_esc(path).s);
     uint64_t size = (uint64_t)st.st_size;
     entry->size = size;
+    if (size < NF_HEADER_BYTES) {
+        /* A file of /proc or /sys says it is regular and 0 bytes long, then reads fail
+         * (/proc/self/mem) or return text: not a file of ours, and not an invalid artifact
+         * either, so a system error like a device (design.md section 2: exit 3).  A file that
+         * reads back exactly its size is a short artifact (invalid, exit 1). */
+        uint8_t probe[NF_HEADER_BYTES + 1];
+        size_t got = 0;
+        if ((e = nf_io_pread_some(fd, probe, sizeof probe, 0, &got)) != 0)
+            return nf_error_errno(err, e, "%s: cannot read", nf_esc(path).s);
+        if (got != size)
+            return nf_error_set(err, NF_ERR_IO, "%s: not a regular file (it reports %llu bytes and reads %s%zu: a "
+                                "pseudo-file such as /proc's)", nf_esc(path).s, (unsigned long long)size,
+                                got == sizeof probe ? "at least " : "", got);
+    }
     if (size < NF_HEADER_BYTES)
         return nf_error_set(err, NF_ERR_INVALID, "%s: the entry file is %llu bytes, shorter than its 32-byte header",
-                            path, (unsigned long long)size);
+                            nf_esc(path).s, (unsigned long long)size);
     if ((e = nf_io_pread_full(fd, a->header, NF_HEADER_BYTES, 0)) != 0)
-        return nf_error_errno(err, e, "%s: cannot read the header", path);
+        return nf_error_errno(err, e, "%s: cannot read the header", nf_esc(path).s);
     if (memcmp(a->header, NF_MAGIC_ENTRY, NF_MAGIC_BYTES) != 0) {
         if (memcmp(a->header, NF_MAGIC_ENTRY_V2, NF_MAGIC_BYTES) == 0)
             return nf_error_set(err, NF_ERR_INVALID, "%s: container v2 (magic NINFER\\0\\2): upgrade the artifact to "
-                                "container v3", path);
+                                "container v3", nf_esc(path).s);
         if (memcmp(a->header, NF_MAGIC_ENTRY_V1, NF_MAGIC_BYTES) == 0)
             return nf_error_set(err, NF_ERR_INVALID, "%s: container v1 (magic NINFER\\0\\1) is not supported; "
-                                "upgrade the artifact to container v3", path);
-        char hex[17];
-        hex_bytes(a->header, NF_MAGIC_BYTES, hex);
-        return nf_error_set(err, NF_ERR_INVALID, "%s: bad magic %s, expected 4e494e4645520003 (NINFER\\0\\3)", path, hex);
+                                "upgrade the artifact to container v3", nf_esc(path).s);
+        /* M4: the bytes of a file that is not what it claims to be are not shown (it may be a
+         * symlink to anything). */
+        return nf_error_set(err, NF_ERR_INVALID, "%s: not a .ninfer artifact (bad magic; expected 4e494e4645520003, "
+                            "NINFER\\0\\3)", nf_esc(path).s);
     }
     uint64_t jb = rd_u64le(a->header + 8);
     if (jb == 0 || jb > size - NF_HEADER_BYTES)
-        return nf_error_set(err, NF_ERR_INVALID, "%s: json_bytes %llu outside (0, file size - 32 = %llu]", path,
+        return nf_error_set(err, NF_ERR_INVALID, "%s: json_bytes %llu outside (0, file size - 32 = %llu]", nf_esc(path).s,
                             (unsigned long long)jb, (unsigned long long)(size - NF_HEADER_BYTES));
     if (jb > NF_MAX_JSON_BYTES)
-        return nf_error_set(err, NF_ERR_INVALID, "%s: json_bytes %llu exceeds the reader's limit of %llu", path,
+        return nf_error_set(err, NF_ERR_INVALID, "%s: json_bytes %llu exceeds the reader's limit of %llu", nf_esc(path).s,
                             (unsigned long long)jb, (unsigned long long)NF_MAX_JSON_BYTES);
     a->json_bytes = jb;
     a->json = malloc((size_t)jb + 1);
-    if (!a->json) return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory for the directory", path);
+    if (!a->json) return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory for the directory", nf_esc(path).s);
     if ((e = nf_io_pread_full(fd, a->json, (size_t)jb, NF_HEADER_BYTES)) != 0)
-        return nf_error_errno(err, e, "%s: cannot read the directory", path);
+        return nf_error_errno(err, e, "%s: cannot read the directory", nf_esc(path).s);
     a->json[jb] = 0;
     return NF_OK;
 }
@@ -154,8 +187,9 @@ nf_status nf_artifact_open(const char *path, nf_read_mode mode, nf_artifact **ou
     if (!path || !out) return nf_error_set(err, NF_ERR_USAGE, "nf_artifact_open: NULL argument");
     *out = NULL;
     nf_artifact *a = calloc(1, sizeof *a);
-    if (!a) return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", path);
+    if (!a) return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", nf_esc(path).s);
     pthread_mutex_init(&a->lock, NULL);
+    pthread_cond_init(&a->idle, NULL);
     a->mode = mode;
     a->path = strdup(path);
     const char *slash = strrchr(path, '/');
@@ -163,7 +197,7 @@ nf_status nf_artifact_open(const char *path, nf_read_mode mode, nf_artifact **ou
     a->prefix = malloc(plen + 1);
     if (!a->path || !a->prefix) {
         nf_artifact_close(a);
-        return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", path);
+        return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", nf_esc(path).s);
     }
     memcpy(a->prefix, path, plen);
     a->prefix[plen] = '\0';
@@ -173,17 +207,17 @@ nf_status nf_artifact_open(const char *path, nf_read_mode mode, nf_artifact **ou
     nf_status st = open_entry(a, &entry, err);
     if (st == NF_OK) {
         st = nf_dir_parse(a->json, (size_t)a->json_bytes, a->entry_name, &a->root, &a->dir, err);
-        if (st != NF_OK) nf_error_prefix(err, "%s", path);
+        if (st != NF_OK) nf_error_prefix(err, "%s", nf_esc(path).s);
     }
     if (st == NF_OK) {
         uint64_t expect;
         if (!nf_align_up_u64(NF_HEADER_BYTES + a->json_bytes, NF_PAGE_BYTES, &a->entry_payload_start) ||
             !nf_add_u64(a->entry_payload_start, a->dir.files[0].payload_bytes, &expect)) {
-            st = nf_error_set(err, NF_ERR_INVALID, "%s: the entry file size overflows U64", path);
+            st = nf_error_set(err, NF_ERR_INVALID, "%s: the entry file size overflows U64", nf_esc(path).s);
         } else if (expect != entry.size) {
             st = nf_error_set(err, NF_ERR_INVALID,
                               "%s: the entry file is %llu bytes, expected %llu (payload start %llu + "
-                              "files[0].payload_bytes %llu)", path, (unsigned long long)entry.size,
+                              "files[0].payload_bytes %llu)", nf_esc(path).s, (unsigned long long)entry.size,
                               (unsigned long long)expect, (unsigned long long)a->entry_payload_start,
                               (unsigned long long)a->dir.files[0].payload_bytes);
         }
@@ -191,7 +225,7 @@ nf_status nf_artifact_open(const char *path, nf_read_mode mode, nf_artifact **ou
     if (st == NF_OK) {
         a->parts = calloc(a->dir.nfiles, sizeof *a->parts);
         a->octx = calloc(a->dir.nobjects, sizeof *a->octx);
-        if (!a->parts || !a->octx) st = nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", path);
+        if (!a->parts || !a->octx) st = nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", nf_esc(path).s);
     }
     if (st != NF_OK) {
         if (entry.fd >= 0) nf_io_close(entry.fd);
@@ -200,7 +234,7 @@ nf_status nf_artifact_open(const char *path, nf_read_mode mode, nf_artifact **ou
     }
     for (size_t i = 0; i < a->dir.nfiles; i++) a->parts[i].fd = -1;
     a->parts[0] = entry;
-    a->parts[0].opened = true;
+    a->parts[0].checked = true;
     if (mode == NF_READ_MMAP) try_map(&a->parts[0]);
     for (size_t i = 0; i < a->dir.nobjects; i++) {
         a->octx[i].a = a;
@@ -242,6 +276,9 @@ const nf_file_entry *nf_artifact_file(const nf_artifact *a, size_t index)
 }
 
 /* ---------------------------------------------------------------- parts (2.8 step 4) */
+/* Open part i and check it (a->lock held; the cache has room): magic, index, artifact id,
+ * exact size, and on a reopen that it is the file the first check found.  On success the part
+ * holds a descriptor (in the open list) or a mapping. */
 static nf_status open_part_locked(nf_artifact *a, size_t i, nf_error *err)
 {
     part_state *p = &a->parts[i];
@@ -250,70 +287,143 @@ static nf_status open_part_locked(nf_artifact *a, size_t i, nf_error *err)
     char *path = malloc(need);
     if (!path) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
     snprintf(path, need, "%s%s", a->prefix, f->path);
+    nf_escaped shown = nf_esc(path), entry = nf_esc(a->path);
     nf_status st = NF_OK;
     int fd = nf_io_open(path, O_RDONLY | O_NONBLOCK, 0); /* a FIFO must not block the open */
+    free(path);
     if (fd < 0) {
         int e = errno;
         if (e == ENOENT || e == ENOTDIR)
-            st = nf_error_set(err, NF_ERR_INVALID, "%s: missing part file %s (files[%zu])", a->path, path, i);
-        else
-            st = nf_error_errno(err, e, "%s: cannot open part file %s", a->path, path);
-        free(path);
-        return st;
+            return nf_error_set(err, NF_ERR_INVALID, "%s: missing part file %s (files[%zu])", entry.s, shown.s, i);
+        return nf_error_errno(err, e, "%s: cannot open part file %s", entry.s, shown.s);
     }
     struct stat sb;
     uint8_t hdr[NF_HEADER_BYTES];
     uint64_t expect = NF_PAGE_BYTES + f->payload_bytes; /* payload_bytes <= total - 1: no overflow */
     int e = nf_io_fstat(fd, &sb);
     if (e) {
-        st = nf_error_errno(err, e, "%s: cannot stat part file %s", a->path, path);
+        st = nf_error_errno(err, e, "%s: cannot stat part file %s", entry.s, shown.s);
     } else if (!S_ISREG(sb.st_mode)) {
-        st = nf_error_set(err, NF_ERR_INVALID, "%s: part %s (files[%zu]) is not a regular file", a->path, path, i);
+        st = nf_error_set(err, NF_ERR_INVALID, "%s: part %s (files[%zu]) is not a regular file", entry.s, shown.s, i);
     } else if ((uint64_t)sb.st_size < NF_HEADER_BYTES) {
-        st = nf_error_set(err, NF_ERR_INVALID, "%s: part %s is %llu bytes, shorter than its 32-byte header", a->path,
-                          path, (unsigned long long)sb.st_size);
+        st = nf_error_set(err, NF_ERR_INVALID, "%s: part %s is %llu bytes, shorter than its 32-byte header", entry.s,
+                          shown.s, (unsigned long long)sb.st_size);
     } else if ((e = nf_io_pread_full(fd, hdr, sizeof hdr, 0)) != 0) {
-        st = nf_error_errno(err, e, "%s: cannot read the header of part %s", a->path, path);
+        st = nf_error_errno(err, e, "%s: cannot read the header of part %s", entry.s, shown.s);
     } else if (memcmp(hdr, NF_MAGIC_PART, NF_MAGIC_BYTES) != 0) {
-        char hex[17];
-        hex_bytes(hdr, NF_MAGIC_BYTES, hex);
-        st = nf_error_set(err, NF_ERR_INVALID, "%s: continuation header of %s does not belong to this entry: magic %s, "
-                          "expected 4e494e5052540003 (NINPRT\\0\\3)", a->path, path, hex);
+        /* M4: a file that is not a part is not shown, not even its first bytes (a part name
+         * may be a symlink to anything). */
+        st = nf_error_set(err, NF_ERR_INVALID, "%s: %s: not a .ninfer part (bad magic): its continuation header does "
+                          "not belong to this entry (expected the magic NINPRT\\0\\3)", entry.s, shown.s);
     } else if (rd_u64le(hdr + 8) != i) {
         st = nf_error_set(err, NF_ERR_INVALID, "%s: continuation header of %s does not belong to this entry: "
-                          "part_index %llu, expected %zu", a->path, path, (unsigned long long)rd_u64le(hdr + 8), i);
+                          "part_index %llu, expected %zu", entry.s, shown.s, (unsigned long long)rd_u64le(hdr + 8), i);
     } else if (memcmp(hdr + 16, a->header + 16, NF_ARTIFACT_ID_BYTES) != 0) {
         char got[33], want[33];
         hex_bytes(hdr + 16, NF_ARTIFACT_ID_BYTES, got);
         hex_bytes(a->header + 16, NF_ARTIFACT_ID_BYTES, want);
         st = nf_error_set(err, NF_ERR_INVALID, "%s: continuation header of %s does not belong to this entry: "
-                          "artifact_id %s, the entry's is %s", a->path, path, got, want);
+                          "artifact_id %s, the entry's is %s", entry.s, shown.s, got, want);
     } else if ((uint64_t)sb.st_size != expect) {
         st = nf_error_set(err, NF_ERR_INVALID, "%s: part %s is %llu bytes, expected %llu (4096 + payload_bytes %llu)",
-                          a->path, path, (unsigned long long)sb.st_size, (unsigned long long)expect,
+                          entry.s, shown.s, (unsigned long long)sb.st_size, (unsigned long long)expect,
                           (unsigned long long)f->payload_bytes);
+    } else if (p->checked && (sb.st_dev != p->dev || sb.st_ino != p->ino)) {
+        st = nf_error_set(err, NF_ERR_INVALID, "%s: part %s (files[%zu]) was replaced while the artifact was open "
+                          "(another file than the one checked first)", entry.s, shown.s, i);
     }
-    free(path);
     if (st != NF_OK) {
         nf_io_close(fd);
         return st;
     }
+    if (!p->checked) {
+        p->dev = sb.st_dev;
+        p->ino = sb.st_ino;
+        p->size = expect;
+        p->checked = true;
+    }
     p->fd = fd;
-    p->size = expect;
     if (a->mode == NF_READ_MMAP) try_map(p);
-    __atomic_store_n(&p->opened, true, __ATOMIC_RELEASE);
+    if (p->map) { /* the mapping keeps the file; the descriptor is not needed */
+        nf_io_close(fd);
+        p->fd = -1;
+        return NF_OK;
+    }
+    a->open_list[a->nopen++] = i;
     return NF_OK;
+}
+
+/* Closes the least recently used cached part that no read is using; false when all are busy. */
+static bool evict_idle_locked(nf_artifact *a)
+{
+    size_t best = SIZE_MAX;
+    for (size_t k = 0; k < a->nopen; k++) {
+        const part_state *p = &a->parts[a->open_list[k]];
+        if (p->users == 0 && (best == SIZE_MAX || p->stamp < a->parts[a->open_list[best]].stamp)) best = k;
+    }
+    if (best == SIZE_MAX) return false;
+    part_state *p = &a->parts[a->open_list[best]];
+    nf_io_close(p->fd);
+    p->fd = -1;
+    a->open_list[best] = a->open_list[--a->nopen];
+    return true;
+}
+
+/* A part ready for one read: *map (a mapping) or *fd (a descriptor held until part_release).
+ * The entry is always open. */
+static nf_status part_acquire(nf_artifact *a, size_t i, int *fd, const uint8_t **map, nf_error *err)
+{
+    *fd = -1;
+    *map = NULL;
+    if (i == 0) {
+        *fd = a->parts[0].fd;
+        *map = a->parts[0].map;
+        return NF_OK;
+    }
+    pthread_mutex_lock(&a->lock);
+    nf_status st = NF_OK;
+    for (;;) {
+        part_state *p = &a->parts[i];
+        if (p->map) {
+            *map = p->map;
+            break;
+        }
+        if (p->fd >= 0) {
+            p->users++;
+            p->stamp = ++a->clock;
+            *fd = p->fd;
+            break;
+        }
+        if (a->nopen >= NF_OPEN_PARTS_MAX && !evict_idle_locked(a)) {
+            /* every cached part is being read: one is released after its pread */
+            pthread_cond_wait(&a->idle, &a->lock);
+            continue;
+        }
+        if ((st = open_part_locked(a, i, err)) != NF_OK) break;
+    }
+    pthread_mutex_unlock(&a->lock);
+    return st;
+}
+
+static void part_release(nf_artifact *a, size_t i, int fd)
+{
+    if (i == 0 || fd < 0) return;
+    pthread_mutex_lock(&a->lock);
+    part_state *p = &a->parts[i];
+    if (p->users && --p->users == 0) pthread_cond_broadcast(&a->idle);
+    pthread_mutex_unlock(&a->lock);
 }
 
 nf_status nf_artifact_open_part(nf_artifact *a, size_t index, nf_error *err)
 {
     if (index >= a->dir.nfiles)
-        return nf_error_set(err, NF_ERR_USAGE, "%s: no file %zu (the artifact has %zu)", a->path, index, a->dir.nfiles);
-    if (__atomic_load_n(&a->parts[index].opened, __ATOMIC_ACQUIRE)) return NF_OK;
-    pthread_mutex_lock(&a->lock);
-    nf_status st = a->parts[index].opened ? NF_OK : open_part_locked(a, index, err);
-    pthread_mutex_unlock(&a->lock);
-    return st;
+        return nf_error_set(err, NF_ERR_USAGE, "%s: no file %zu (the artifact has %zu)", nf_esc(a->path).s, index,
+                            a->dir.nfiles);
+    int fd;
+    const uint8_t *map;
+    NF_TRY(part_acquire(a, index, &fd, &map, err));
+    part_release(a, index, fd);
+    return NF_OK;
 }
 
 /* ---------------------------------------------------------------- range reads (2.8 step 5) */
@@ -333,7 +443,7 @@ nf_status nf_artifact_read(nf_artifact *a, uint64_t offset, void *buf, size_t le
 {
     uint64_t end;
     if (!nf_add_u64(offset, (uint64_t)len, &end) || end > a->dir.total_payload)
-        return nf_error_set(err, NF_ERR_INVALID, "%s: range [%llu, %llu%s) outside the payload (%llu bytes)", a->path,
+        return nf_error_set(err, NF_ERR_INVALID, "%s: range [%llu, %llu%s) outside the payload (%llu bytes)", nf_esc(a->path).s,
                             (unsigned long long)offset, (unsigned long long)(offset + (uint64_t)len),
                             end < offset ? " + 2^64" : "", (unsigned long long)a->dir.total_payload);
     uint8_t *dst = buf;
@@ -344,16 +454,18 @@ nf_status nf_artifact_read(nf_artifact *a, uint64_t offset, void *buf, size_t le
         uint64_t seg_end = f->logical_start + f->payload_bytes;
         uint64_t hi = end < seg_end ? end : seg_end;
         size_t n = (size_t)(hi - pos); /* <= len */
-        NF_TRY(nf_artifact_open_part(a, i, err));
-        part_state *p = &a->parts[i];
+        int fd;
+        const uint8_t *map;
+        NF_TRY(part_acquire(a, i, &fd, &map, err));
         uint64_t at = (i == 0 ? a->entry_payload_start : NF_PAGE_BYTES) + (pos - f->logical_start);
-        if (p->map) {
-            memcpy(dst, p->map + at, n);
+        if (map) {
+            memcpy(dst, map + at, n);
         } else {
-            int e = nf_io_pread_full(p->fd, dst, n, at);
+            int e = nf_io_pread_full(fd, dst, n, at);
+            part_release(a, i, fd);
             if (e) {
-                return nf_error_errno(err, e, "%s: cannot read %zu bytes at offset %llu of %s", a->path, n,
-                                      (unsigned long long)at, i == 0 ? a->path : f->path);
+                return nf_error_errno(err, e, "%s: cannot read %zu bytes at offset %llu of %s", nf_esc(a->path).s, n,
+                                      (unsigned long long)at, i == 0 ? nf_esc(a->path).s : nf_esc(f->path).s);
             }
         }
         dst += n;
@@ -368,21 +480,29 @@ nf_status nf_artifact_read(nf_artifact *a, uint64_t offset, void *buf, size_t le
  * entry's JSON, the zero tail [32, 4096) of a continuation header).  Opens a part first. */
 nf_status nf_artifact_read_file(nf_artifact *a, size_t index, uint64_t offset, void *buf, size_t len, nf_error *err)
 {
-    NF_TRY(nf_artifact_open_part(a, index, err));
-    part_state *p = &a->parts[index];
+    if (index >= a->dir.nfiles)
+        return nf_error_set(err, NF_ERR_USAGE, "%s: no file %zu (the artifact has %zu)", nf_esc(a->path).s, index,
+                            a->dir.nfiles);
+    int fd;
+    const uint8_t *map;
+    NF_TRY(part_acquire(a, index, &fd, &map, err));
+    uint64_t size = a->parts[index].size; /* set by the part's first check, never changed */
     const char *name = index == 0 ? a->path : a->dir.files[index].path;
     uint64_t end;
-    if (!nf_add_u64(offset, (uint64_t)len, &end) || end > p->size)
-        return nf_error_set(err, NF_ERR_INVALID, "%s: range [%llu, %llu) outside %s (%llu bytes)", a->path,
-                            (unsigned long long)offset, (unsigned long long)(offset + (uint64_t)len), name,
-                            (unsigned long long)p->size);
-    if (p->map) {
-        memcpy(buf, p->map + offset, len);
+    if (!nf_add_u64(offset, (uint64_t)len, &end) || end > size) {
+        part_release(a, index, fd);
+        return nf_error_set(err, NF_ERR_INVALID, "%s: range [%llu, %llu) outside %s (%llu bytes)", nf_esc(a->path).s,
+                            (unsigned long long)offset, (unsigned long long)(offset + (uint64_t)len), nf_esc(name).s,
+                            (unsigned long long)size);
+    }
+    if (map) {
+        memcpy(buf, map + offset, len);
         return NF_OK;
     }
-    int e = nf_io_pread_full(p->fd, buf, len, offset);
-    if (e) return nf_error_errno(err, e, "%s: cannot read %zu bytes at offset %llu of %s", a->path, len,
-                                 (unsigned long long)offset, name);
+    int e = nf_io_pread_full(fd, buf, len, offset);
+    part_release(a, index, fd);
+    if (e) return nf_error_errno(err, e, "%s: cannot read %zu bytes at offset %llu of %s", nf_esc(a->path).s, len,
+                                 (unsigned long long)offset, nf_esc(name).s);
     return NF_OK;
 }
 
@@ -395,33 +515,33 @@ nf_status nf_artifact_check_object(const nf_artifact *a, const nf_object *o, nf_
     if (o->kind == NF_OBJECT_RESOURCE) {
         if (!o->layout || !o->layout->resource_encoding)
             return nf_error_set(err, NF_ERR_INVALID, "object '%s': unknown resource encoding '%s' (only raw_bytes_v1 "
-                                "is interpretable)", o->id, o->layout_name);
+                                "is interpretable)", nf_esc(o->id).s, nf_esc(o->layout_name).s);
         nf_status st = nf_geometry_resource(g, o->bytes, err);
-        if (st != NF_OK) nf_error_prefix(err, "object '%s'", o->id);
+        if (st != NF_OK) nf_error_prefix(err, "object '%s'", nf_esc(o->id).s);
         return st;
     }
-    if (!o->format) return nf_error_set(err, NF_ERR_INVALID, "object '%s': unknown format '%s'", o->id, o->format_name);
-    if (!o->layout) return nf_error_set(err, NF_ERR_INVALID, "object '%s': unknown layout '%s'", o->id, o->layout_name);
+    if (!o->format) return nf_error_set(err, NF_ERR_INVALID, "object '%s': unknown format '%s'", nf_esc(o->id).s, nf_esc(o->format_name).s);
+    if (!o->layout) return nf_error_set(err, NF_ERR_INVALID, "object '%s': unknown layout '%s'", nf_esc(o->id).s, nf_esc(o->layout_name).s);
     if (o->layout->resource_encoding)
         return nf_error_set(err, NF_ERR_INVALID, "object '%s': '%s' is a resource encoding, not a tensor layout",
-                            o->id, o->layout_name);
+                            nf_esc(o->id).s, nf_esc(o->layout_name).s);
     if (!nf_layout_accepts(o->layout, o->format))
-        return nf_error_set(err, NF_ERR_INVALID, "object '%s': layout '%s' does not accept format '%s'", o->id,
-                            o->layout_name, o->format_name);
+        return nf_error_set(err, NF_ERR_INVALID, "object '%s': layout '%s' does not accept format '%s'", nf_esc(o->id).s,
+                            nf_esc(o->layout_name).s, nf_esc(o->format_name).s);
     if (o->divisors > 1 && o->format->category != NF_CAT_NVFP4)
         return nf_error_set(err, NF_ERR_INVALID, "object '%s': divisors %llu: only nvfp4 stores more than one divisor",
-                            o->id, (unsigned long long)o->divisors);
+                            nf_esc(o->id).s, (unsigned long long)o->divisors);
     nf_status st = nf_geometry_init(g, o->layout, o->format, o->rank, o->shape, o->divisors, err);
     if (st != NF_OK) {
-        nf_error_prefix(err, "object '%s'", o->id);
+        nf_error_prefix(err, "object '%s'", nf_esc(o->id).s);
         return st;
     }
     if (g->bytes != o->bytes)
-        return nf_error_set(err, NF_ERR_INVALID, "object '%s': bytes %llu != encoded size %llu of %s %s", o->id,
-                            (unsigned long long)o->bytes, (unsigned long long)g->bytes, o->format_name, o->layout_name);
+        return nf_error_set(err, NF_ERR_INVALID, "object '%s': bytes %llu != encoded size %llu of %s %s", nf_esc(o->id).s,
+                            (unsigned long long)o->bytes, (unsigned long long)g->bytes, nf_esc(o->format_name).s, nf_esc(o->layout_name).s);
     uint64_t align = o->layout->alignment ? o->layout->alignment : NF_TENSOR_ALIGNMENT;
     if (o->offset % align != 0)
-        return nf_error_set(err, NF_ERR_INVALID, "object '%s': offset %llu is not %llu-aligned", o->id,
+        return nf_error_set(err, NF_ERR_INVALID, "object '%s': offset %llu is not %llu-aligned", nf_esc(o->id).s,
                             (unsigned long long)o->offset, (unsigned long long)align);
     return NF_OK;
 }
@@ -433,7 +553,7 @@ static nf_status object_read(void *ctx, uint64_t offset, void *buf, size_t len, 
     if (!c) return nf_error_set(err, NF_ERR_USAGE, "object reader: the object is not part of this artifact");
     if (!nf_add_u64(offset, (uint64_t)len, &end) || end > c->o->bytes)
         return nf_error_set(err, NF_ERR_INVALID, "object '%s': read of %zu bytes at %llu beyond its %llu bytes",
-                            c->o->id, len, (unsigned long long)offset, (unsigned long long)c->o->bytes);
+                            nf_esc(c->o->id).s, len, (unsigned long long)offset, (unsigned long long)c->o->bytes);
     return nf_artifact_read(c->a, c->o->offset + offset, buf, len, err);
 }
 

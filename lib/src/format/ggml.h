@@ -3,6 +3,7 @@
 #ifndef NINFER_FORMAT_GGML_H
 #define NINFER_FORMAT_GGML_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <ninfer/error.h>
@@ -12,6 +13,27 @@
  * k / block_values consecutive blocks. */
 nf_status nf_ggml_dequant_row(const nf_format *fmt, const uint8_t *blocks, uint64_t k, float *out,
                               nf_error *err);
+
+/* A binary16 scale field of a gguf_* block that is NaN or infinite (ggml_validate.c; ggml's
+ * ggml_validate_row_data refuses such a block). */
+typedef struct nf_ggml_bad_scale {
+    uint64_t block;    /* index of the block among those scanned */
+    const char *field; /* "d" or "dmin" */
+    unsigned offset;   /* byte offset of the field in the block (IQ1_M: 48, its first scale word) */
+    uint16_t word;     /* the binary16 pattern (IQ1_M: gathered from the four nibbles) */
+} nf_ggml_bad_scale;
+
+/* The first block of blocks[from, n) (consecutive blocks of fmt) with a non-finite scale
+ * field: true and *bad filled, or false when there is none (or fmt is not gguf_*). */
+bool nf_ggml_find_nonfinite_scale(const nf_format *fmt, const uint8_t *blocks, uint64_t from, uint64_t n,
+                                  nf_ggml_bad_scale *bad);
+/* ggml's name of a gguf_* format's block type ("Q4_K"); "?" for another format. */
+const char *nf_ggml_block_name(const nf_format *fmt);
+/* "NaN", "+infinity", "-infinity" for a non-finite binary16 pattern, NULL otherwise. */
+const char *nf_ggml_f16_nonfinite_name(uint16_t h);
+/* Test hook: when false, nf_ggml_find_nonfinite_scale skips its branch-free prescan of runs of
+ * blocks and examines every block the exact way.  Default true; tests compare the two. */
+extern bool nf_ggml_scan_fast;
 
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
 /* SIMD block dequantizers (simd/ggml_kquant_simd.c) of the AVX2 and AVX-512 levels

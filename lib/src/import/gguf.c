@@ -7,6 +7,7 @@
  * its quartet bit order. */
 #include <string.h>
 
+#include "format/ggml.h"
 #include "import/import_impl.h"
 
 /* The one source each non-gguf_* target takes. */
@@ -194,7 +195,19 @@ nf_status nf_import_gguf_rows(const nf_import *imp, const nf_import_chunk *c, nf
     const uint8_t *src = c->data;
     uint64_t k = imp->cols;
     if (imp->kind == NF_IMPORT_GGUF_BLOCKS) {
-        /* Nothing in a block is interpreted: ggml's blocks are the target's words. */
+        /* ggml's blocks are the target's words, copied as they are; only a NaN or infinite
+         * binary16 scale (d, dmin) is refused, as ggml's ggml_validate_row_data does: such a
+         * block decodes to NaN or infinities, the usual way a broken quantized checkpoint
+         * shows (docs/formats.md 8.1). */
+        uint64_t per_row = imp->cols / imp->target->block_values;
+        nf_ggml_bad_scale bad;
+        if (nf_ggml_find_nonfinite_scale(imp->target, src, 0, c->rows * per_row, &bad))
+            return nf_import_fail(err, NF_ERR_INVALID, imp->name,
+                                  "row %" PRIu64 " block %" PRIu64 ": %s scale %s 0x%04X is %s, not finite: ggml's "
+                                  "ggml_validate_row_data refuses such a block (its values would be NaN or infinite)",
+                                  c->first_row + bad.block / per_row, bad.block % per_row,
+                                  nf_ggml_block_name(imp->target), bad.field, bad.word,
+                                  nf_ggml_f16_nonfinite_name(bad.word));
         memcpy(out->blocks + out_row * imp->row_bytes, src, (size_t)(c->rows * imp->row_bytes));
         return NF_OK;
     }

@@ -25,7 +25,8 @@ nf_status nf_import_fail(nf_error *err, nf_status status, const char *name, cons
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
-    return nf_error_set(err, status, "%s: %s", name ? name : "(unnamed tensor)", what);
+    /* the name comes from the checkpoint: escaped (ninfer/escape.h) */
+    return nf_error_set(err, status, "%s: %s", name ? nf_esc(name).s : "(unnamed tensor)", what);
 }
 
 const char *nf_import_f16_problem(uint16_t h)
@@ -155,7 +156,7 @@ nf_status nf_import_geometry(const nf_import *imp, nf_geometry *g, nf_error *err
         return nf_import_nvfp4_stack(imp, 1, g, err);
     uint64_t shape[2] = {imp->rows, imp->cols};
     nf_status st = nf_geometry_init(g, nf_layout_default_for(imp->target), imp->target, 2, shape, 1, err);
-    if (st != NF_OK) nf_error_prefix(err, "%s", imp->name ? imp->name : "(unnamed tensor)");
+    if (st != NF_OK) nf_error_prefix(err, "%s", imp->name ? nf_esc(imp->name).s : "(unnamed tensor)");
     return st;
 }
 

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <ninfer/escape.h>
 #include <ninfer/import.h>
 
 #include "common/checked.h"

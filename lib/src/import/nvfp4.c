@@ -125,7 +125,7 @@ static nf_status check_stack(const nf_import *src, size_t count, uint64_t *rows,
         if (src[i].cols != src[0].cols)
             return nf_import_fail(err, NF_ERR_INVALID, src[i].name,
                                   "K = %" PRIu64 " differs from K = %" PRIu64 " of '%s': stacked rows need one K", src[i].cols,
-                                  src[0].cols, src[0].name);
+                                  src[0].cols, nf_esc(src[0].name).s);
         if (!nf_add_u64(total, src[i].rows, &total))
             return nf_error_set(err, NF_ERR_INVALID, "nvfp4 parent: the row count overflows");
         if (src[i].divisor != src[0].divisor) *differ = true;
@@ -138,7 +138,8 @@ static nf_status check_stack(const nf_import *src, size_t count, uint64_t *rows,
                                       "has %" PRIu64 " rows: an nvfp4 parent of sources with different divisors (0x%08X "
                                       "here, 0x%08X in '%s') needs every source to have the same row count, a multiple "
                                       "of 128 (%" PRIu64 " rows in '%s')",
-                                      src[i].rows, src[i].divisor, src[0].divisor, src[0].name, src[0].rows, src[0].name);
+                                      src[i].rows, src[i].divisor, src[0].divisor, nf_esc(src[0].name).s, src[0].rows,
+                                      nf_esc(src[0].name).s);
         }
     }
     *rows = total;
@@ -156,9 +157,9 @@ nf_status nf_import_nvfp4_stack(const nf_import *src, size_t count, nf_geometry 
     nf_status st = nf_geometry_init(g, nf_layout_default_for(fmt), fmt, 2, shape, differ ? (uint64_t)count : 1, err);
     if (st != NF_OK) {
         if (count == 1)
-            nf_error_prefix(err, "%s", src[0].name);
+            nf_error_prefix(err, "%s", nf_esc(src[0].name).s);
         else
-            nf_error_prefix(err, "nvfp4 parent of %zu sources ('%s' first)", count, src[0].name);
+            nf_error_prefix(err, "nvfp4 parent of %zu sources ('%s' first)", count, nf_esc(src[0].name).s);
     }
     return st;
 }

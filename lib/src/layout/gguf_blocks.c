@@ -1,6 +1,8 @@
 /* gguf_blocks_v1 (layouts.md 3.6) and the raw_bytes_v1 resource encoding: rows of opaque bytes
- * copied verbatim.  ggml blocks carry their own scales, which are ggml's business, so there are
- * no word rules; a resource is a single row of `bytes` bytes. */
+ * copied verbatim; a resource is a single row of `bytes` bytes.  ggml blocks carry their own
+ * scales, which are ggml's business, with one word rule: no binary16 scale field (d, dmin) is
+ * NaN or infinite, as ggml's ggml_validate_row_data has it (docs/formats.md 8.1); the fields
+ * are found by format/ggml_validate.c. */
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -55,10 +57,40 @@ static nf_status blocks_decode_f32(const nf_geometry *g, const nf_byte_reader *s
     return st;
 }
 
+/* Word check of a whole gguf_* object (ninfer-verify's words level): the rows are read in
+ * bounded chunks, each chunk scanned for non-finite scale fields by the branch-free prescan of
+ * nf_ggml_find_nonfinite_scale (a chunk without one costs a load and a few operations per
+ * block), and every bad block is reported with its row, block, field and byte offset. */
+static nf_status blocks_check(const nf_geometry *g, const nf_byte_reader *src, nf_problems *p, nf_error *err)
+{
+    uint64_t rb = g->row_bytes, per_row = g->cols / g->format->block_values;
+    uint64_t chunk = nf_layout_chunk_rows(rb, g->rows);
+    uint8_t *buf = nf_layout_malloc(chunk * rb, err);
+    if (!buf) return NF_ERR_NOMEM;
+    nf_status st = NF_OK;
+    for (uint64_t r = 0; r < g->rows && st == NF_OK; r += chunk) {
+        uint64_t n = g->rows - r < chunk ? g->rows - r : chunk;
+        st = nf_layout_read(src, r * rb, buf, n * rb, err);
+        nf_ggml_bad_scale bad;
+        for (uint64_t from = 0; st == NF_OK && nf_ggml_find_nonfinite_scale(g->format, buf, from, n * per_row, &bad);
+             from = bad.block + 1) {
+            uint64_t row = r + bad.block / per_row;
+            nf_problem(p,
+                       "row %" PRIu64 " block %" PRIu64 ": %s scale %s 0x%04x at byte offset %" PRIu64
+                       " is %s, not finite (ggml's ggml_validate_row_data refuses the block)",
+                       row, bad.block % per_row, nf_ggml_block_name(g->format), bad.field, bad.word,
+                       r * rb + bad.block * g->format->block_bytes + bad.offset, nf_ggml_f16_nonfinite_name(bad.word));
+        }
+    }
+    free(buf);
+    return st;
+}
+
 const nf_layout_ops nf_layout_ops_gguf = {
     .encode_rows = blocks_encode_rows,
     .decode_rows = blocks_decode_rows,
     .decode_f32 = blocks_decode_f32,
+    .check = blocks_check,
 };
 
 const nf_layout_ops nf_layout_ops_raw = {

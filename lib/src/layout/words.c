@@ -289,8 +289,17 @@ nf_status nf_words_check(const nf_geometry *g, const nf_words *w, uint64_t first
         return check_nvfp4(g, w, first_row, err);
     case NF_CAT_FP8_ROW: return w->rows ? check_fp8(g, w, first_row, err) : NF_OK;
     case NF_CAT_DIRECT: /* every direct word is valid (tensor-formats: all 2^16 / 2^32 words) */
-    case NF_CAT_GGUF:   /* ggml's blocks, kept byte for byte */
         break;
+    case NF_CAT_GGUF: { /* ggml's blocks, kept byte for byte, but no NaN or infinite scale (docs/formats.md 8.1) */
+        uint64_t per_row = g->cols / g->format->block_values;
+        nf_ggml_bad_scale bad;
+        if (nf_ggml_find_nonfinite_scale(g->format, w->blocks, 0, w->rows * per_row, &bad))
+            return nf_error_set(err, NF_ERR_INVALID, "row %" PRIu64 " block %" PRIu64 ": %s scale %s 0x%04x is %s, not "
+                                "finite (ggml's ggml_validate_row_data refuses the block)",
+                                first_row + bad.block / per_row, bad.block % per_row, nf_ggml_block_name(g->format),
+                                bad.field, bad.word, nf_ggml_f16_nonfinite_name(bad.word));
+        break;
+    }
     }
     return NF_OK;
 }

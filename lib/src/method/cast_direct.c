@@ -4,7 +4,15 @@
  * to nearest even and turns every NaN into the canonical 0x7FC0; widening to FP32 is exact;
  * float -> int32 truncates toward zero; int32 refuses values outside [-2^31, 2^31 - 1].  A
  * source of the target's own type is copied word for word (tensor-formats.txt: "persistence
- * from the same source type is bitwise identity"), NaN payloads included. */
+ * from the same source type is bitwise identity"), NaN payloads included.
+ *
+ * One departure from torch (finding F4, docs/methods.md): a finite source value whose nearest
+ * bfloat16 is an infinity (|x| at or above 0x7F7F8000, the midpoint past the largest finite
+ * bf16) is refused, naming tensor, row and column, like a scale that overflows binary16 in the
+ * grouped methods; torch would store +-inf silently and the artifact would still verify.  An
+ * infinity or NaN of the source is not an overflow: it is stored as such (and the conversion
+ * report counts it under values_not_compared).  There is no recipe parameter to allow the
+ * overflow: a model that needs +-inf for FLT_MAX is better stored as fp32. */
 #include <inttypes.h>
 
 #include "method/method_impl.h"
@@ -23,7 +31,7 @@ static uint32_t float_word(nf_src_type t, const uint8_t *p)
     }
 }
 
-static nf_status to_bf16(const nf_src_rows *src, size_t k, nf_words *out)
+static nf_status to_bf16(const nf_src_rows *src, size_t k, nf_words *out, nf_error *err)
 {
     const uint8_t *base = src->data;
     size_t esize = nf_src_type_size(src->type);
@@ -35,9 +43,18 @@ static nf_status to_bf16(const nf_src_rows *src, size_t k, nf_words *out)
             continue;
         }
         for (size_t c = 0; c < k; c++) {
-            uint32_t bits = float_word(src->type, row + c * esize);
-            if ((bits & 0x7FFFFFFFu) > 0x7F800000u) dst[c] = BF16_CANONICAL_NAN;
-            else dst[c] = nf_f32_to_bf16(nf_f32_from_bits(bits));
+            uint32_t bits = float_word(src->type, row + c * esize), mag = bits & 0x7FFFFFFFu;
+            if (mag > 0x7F800000u) {
+                dst[c] = BF16_CANONICAL_NAN;
+            } else if (mag >= 0x7F7F8000u && mag < 0x7F800000u) {
+                /* only F32 sources come this far: F16 widens to at most 65504 */
+                return nf_method_row_error(err, NF_ERR_INVALID, src, r,
+                                           " col %zu: source value %.9g overflows bfloat16 (it rounds to %sinfinity; "
+                                           "the largest finite bfloat16 is 3.38953139e+38)",
+                                           c, (double)nf_f32_from_bits(bits), bits >> 31 ? "-" : "+");
+            } else {
+                dst[c] = nf_f32_to_bf16(nf_f32_from_bits(bits));
+            }
         }
     }
     return NF_OK;
@@ -148,6 +165,6 @@ nf_status nf_cast_direct_rows(const nf_format *fmt, const nf_src_rows *src, nf_w
         return nf_method_error(err, NF_ERR_INVALID, src,
                                "cast_direct does not convert an integer source (%s) to %s; use int32",
                                nf_src_type_name(src->type), fmt->name);
-    if (fmt->id == NF_FMT_BF16) return to_bf16(src, k, out);
+    if (fmt->id == NF_FMT_BF16) return to_bf16(src, k, out, err);
     return to_fp32(src, k, out);
 }

@@ -50,8 +50,9 @@ static nf_status add_problem(nf_verify_report *r, const char *object, const char
      * (nf_artifact_check_object's do) would otherwise name it twice in ninfer-verify's output. */
     const char *text = msg;
     if (object) {
-        size_t n = strlen(object);
-        if (strncmp(text, "object '", 8) == 0 && strncmp(text + 8, object, n) == 0 && strncmp(text + 8 + n, "': ", 3) == 0)
+        nf_escaped shown = nf_esc(object); /* messages name objects escaped (ninfer/escape.h) */
+        size_t n = strlen(shown.s);
+        if (strncmp(text, "object '", 8) == 0 && strncmp(text + 8, shown.s, n) == 0 && strncmp(text + 8 + n, "': ", 3) == 0)
             text += 11 + n;
     }
     nf_problem *p = &r->problems[r->count];
@@ -235,10 +236,10 @@ static nf_status check_zero_bytes(nf_artifact *a, size_t file, uint64_t from, ui
             if (file == 0)
                 return add_problem(r, NULL, "words",
                                    "entry file %s: byte %llu (between the JSON directory and the payload) is 0x%02x, "
-                                   "expected 0x00", nf_artifact_path(a), (unsigned long long)(from + i), buf[i]);
+                                   "expected 0x00", nf_esc(nf_artifact_path(a)).s, (unsigned long long)(from + i), buf[i]);
             return add_problem(r, NULL, "words",
                                "part file %s: byte %llu (continuation header bytes [32, 4096)) is 0x%02x, expected "
-                               "0x00", nf_artifact_file(a, file)->path, (unsigned long long)(from + i), buf[i]);
+                               "0x00", nf_esc(nf_artifact_file(a, file)->path).s, (unsigned long long)(from + i), buf[i]);
         }
         from += n;
     }
@@ -394,7 +395,7 @@ static nf_status check_checksums(nf_artifact *a, unsigned threads, bool require,
         if (strcmp(key, "algorithm") != 0 && strcmp(key, "objects") != 0 && strcmp(key, "directory") != 0)
             NF_TRY(add_problem(r, NULL, "checksums",
                                "metadata.checksums has an unknown member '%s' (its members are algorithm, objects "
-                               "and directory)", key));
+                               "and directory)", nf_esc(key).s));
     }
     json_t *alg = json_object_get(sums, "algorithm");
     json_t *objs = json_object_get(sums, "objects");
@@ -407,7 +408,7 @@ static nf_status check_checksums(nf_artifact *a, unsigned threads, bool require,
                            json_type_name(alg)));
     else if (strcmp(json_string_value(alg), "xxh3-128") != 0)
         NF_TRY(add_problem(r, NULL, "checksums", "metadata.checksums.algorithm '%s' is not supported (only xxh3-128)",
-                           json_string_value(alg)));
+                           nf_esc(json_string_value(alg)).s));
     else
         alg_ok = true;
     if (objs && !json_is_object(objs)) {
@@ -447,7 +448,8 @@ static nf_status check_checksums(nf_artifact *a, unsigned threads, bool require,
         char q[48];
         if (!e->o) {
             st = add_problem(r, NULL, "checksums",
-                             "metadata.checksums.objects names '%s', which is not an object of the artifact", e->id);
+                             "metadata.checksums.objects names '%s', which is not an object of the artifact",
+                             nf_esc(e->id).s);
             continue;
         }
         if (!json_is_string(e->value)) {
