@@ -390,6 +390,12 @@ static nf_status write_npy_header(nf_out *out, const char *descr, const uint64_t
     return nf_out_write(out, "\n", 1, err);
 }
 
+static int refuse_terminal(const nf_cli *cli)
+{
+    return nf_cli_error(cli, NF_ERR_USAGE,
+                        "refusing to write binary data to a terminal: give -o OUT, --format text, or a pipe");
+}
+
 static int dequant_one(const nf_cli *cli, nf_artifact *a, const char *id, const dq_opts *opts)
 {
     const nf_object *o = nf_artifact_find(a, id);
@@ -415,11 +421,12 @@ static int dequant_one(const nf_cli *cli, nf_artifact *a, const char *id, const 
             return nf_cli_error(cli, NF_ERR_USAGE, "--rows %" PRIu64 ":%" PRIu64 " is not within 0:%" PRIu64, job.r0,
                                 job.r1, g.rows);
     }
-    if (opts->format != FMT_TEXT && !opts->zstd && nf_out_is_terminal(opts->output))
-        return nf_cli_error(cli, NF_ERR_USAGE,
-                            "refusing to write binary data to a terminal: give -o OUT, --format text, or a pipe");
     nf_out *out;
     if (nf_out_open(opts->output, opts->zstd, &out, &err) != NF_OK) return nf_cli_report(cli, &err);
+    if (opts->format != FMT_TEXT && !opts->zstd && nf_out_terminal(out)) {
+        nf_out_abort(out);
+        return refuse_terminal(cli);
+    }
     nf_status st = NF_OK;
     if (opts->format == FMT_NPY) {
         uint64_t shape[NF_MAX_RANK];
@@ -488,6 +495,12 @@ static int dequant_all(const nf_cli *cli, nf_artifact *a, const dq_opts *opts)
         free(text);
         return nf_cli_report(cli, &err);
     }
+    if (!opts->zstd && nf_out_terminal(out)) {
+        nf_out_abort(out);
+        free(geo);
+        free(text);
+        return refuse_terminal(cli);
+    }
     uint8_t prefix[8];
     put_le(prefix, (uint32_t)padded, 4);
     put_le(prefix + 4, (uint32_t)((uint64_t)padded >> 32), 4);
@@ -546,8 +559,8 @@ int main(int argc, char **argv)
             rc = nf_cli_usage(&cli, "--all takes one FILE and no object ID");
             goto out;
         }
-        if (!opts.output || strcmp(opts.output, "-") == 0) {
-            rc = nf_cli_usage(&cli, "--all needs -o OUT.safetensors");
+        if (!opts.output) {
+            rc = nf_cli_usage(&cli, "--all needs -o OUT.safetensors (or -o - for standard output)");
             goto out;
         }
         if (opts.to == TO_NATIVE || opts.format != FMT_RAW || opts.has_rows) {

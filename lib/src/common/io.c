@@ -135,6 +135,60 @@ int nf_io_link_beside(const char *target, const char *suffix, char **path_out)
     return EEXIST;
 }
 
+long nf_io_beside_pid(const char *tail, const char **suffix)
+{
+    const char *dot = strchr(tail, '.');
+    if (!dot || dot == tail || dot - tail > 10) return -1;
+    for (const char *p = tail; p < dot; p++)
+        if (*p < '0' || *p > '9') return -1;
+    const char *x = dot + 1;
+    for (int i = 0; i < 6; i++) {
+        char c = x[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))) return -1;
+    }
+    long pid = strtol(tail, NULL, 10);
+    if (pid <= 0) return -1;
+    *suffix = x + 6;
+    return pid;
+}
+
+/* Is byte c a UTF-8 continuation byte (10xxxxxx)? */
+static int continuation(unsigned char c) { return (c & 0xC0) == 0x80; }
+
+const char *nf_io_msg_path(const char *path, char *buf)
+{
+    size_t n = strlen(path);
+    if (n <= NF_IO_MSG_PATH) return path;
+    /* more of the end than of the start: the file name is what tells outputs apart */
+    size_t head = (NF_IO_MSG_PATH - 3) / 3, tail = NF_IO_MSG_PATH - 3 - head;
+    while (head > 0 && continuation((unsigned char)path[head])) head--;
+    size_t t0 = n - tail;
+    while (t0 < n && continuation((unsigned char)path[t0])) t0++;
+    memcpy(buf, path, head);
+    memcpy(buf + head, "...", 3);
+    memcpy(buf + head + 3, path + t0, n - t0);
+    buf[head + 3 + (n - t0)] = '\0';
+    return buf;
+}
+
+char *nf_io_msg_path_dup(const char *path)
+{
+    char buf[NF_IO_MSG_PATH + 1];
+    return strdup(nf_io_msg_path(path, buf));
+}
+
+const char *nf_io_kind_name(mode_t mode)
+{
+    if (S_ISREG(mode)) return "a regular file";
+    if (S_ISLNK(mode)) return "a symbolic link";
+    if (S_ISFIFO(mode)) return "a FIFO";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+    if (S_ISDIR(mode)) return "a directory";
+    if (S_ISSOCK(mode)) return "a socket";
+    return "a special file";
+}
+
 int nf_io_close(int fd) { return close(fd); }
 
 int nf_io_pread_full(int fd, void *buf, size_t len, uint64_t offset)

@@ -36,6 +36,25 @@ int nf_io_mkstemp_beside_as(const char *dest, const char *suffix, char **path_ou
  * value.  A link fault point.  The writer sets replaced files aside this way (suffix ".old"):
  * such a name never exists without the complete old file behind it. */
 int nf_io_link_beside(const char *target, const char *suffix, char **path_out);
+/* The inverse of the naming above, for finding the files of killed runs: `tail` is what follows
+ * ".<base>." in a directory entry, "<pid>.XXXXXX<suffix>".  Returns the pid (> 0) and points
+ * *suffix at what follows the six random characters, or returns -1 when tail is not of that
+ * form.  cmd/output.c (nf_stale_find) reads names through this, so the writer and the finder
+ * cannot drift apart. */
+long nf_io_beside_pid(const char *tail, const char **suffix);
+
+/* A path as error messages show it: the path itself when it has at most NF_IO_MSG_PATH bytes,
+ * else its first and last bytes around "...", cut at UTF-8 character boundaries, so that a
+ * message naming a few long paths keeps its reason within NF_ERROR_MESSAGE_MAX (finding M8).
+ * Returns path or buf (which must hold NF_IO_MSG_PATH + 1 bytes). */
+#define NF_IO_MSG_PATH 240
+const char *nf_io_msg_path(const char *path, char *buf);
+/* The same, malloc'ed (NULL on ENOMEM). */
+char *nf_io_msg_path_dup(const char *path);
+
+/* "a FIFO", "a symbolic link", "a directory", ... for a message about a file of that st_mode. */
+const char *nf_io_kind_name(mode_t mode);
+
 int nf_io_close(int fd);
 int nf_io_pread_full(int fd, void *buf, size_t len, uint64_t offset);
 /* One pread (EINTR retried): *got receives the byte count, 0 at end of file. */

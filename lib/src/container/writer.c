@@ -626,14 +626,20 @@ static nf_status create_files(nf_writer *w, const uint64_t *segs, size_t n, nf_e
         }
         if (!f->dest) return nomem(err);
     }
-    /* 2.7 step 5: refuse existing destinations before creating anything. */
-    if (!w->opt.overwrite) {
-        for (size_t i = 0; i < n; i++) {
-            struct stat sb;
-            int e = nf_io_lstat(w->files[i].dest, &sb);
-            if (e == 0) return nf_error_errno(err, EEXIST, "%s: refusing to overwrite", w->files[i].dest);
-            if (e != ENOENT) return nf_error_errno(err, e, "%s", w->files[i].dest);
-        }
+    /* 2.7 step 5: refuse existing destinations before creating anything.  One that is not a
+     * regular file is never replaced, overwrite or not (design.md 7): publishing renames a file
+     * over the name, which would replace a FIFO, a device node or a symbolic link (not write
+     * into it or through it); an artifact cannot be streamed. */
+    for (size_t i = 0; i < n; i++) {
+        struct stat sb;
+        int e = nf_io_lstat(w->files[i].dest, &sb);
+        if (e == 0 && !S_ISREG(sb.st_mode))
+            return nf_error_set(err, NF_ERR_USAGE, "%s is %s, not a regular file: an artifact is published by "
+                                "renaming its files into place, which would replace it; give another output name",
+                                w->files[i].dest, nf_io_kind_name(sb.st_mode));
+        if (e == 0 && !w->opt.overwrite)
+            return nf_error_errno(err, EEXIST, "%s: refusing to overwrite", w->files[i].dest);
+        if (e != 0 && e != ENOENT) return nf_error_errno(err, e, "%s", w->files[i].dest);
     }
     for (size_t i = 0; i < n; i++) {
         wfile *f = &w->files[i];

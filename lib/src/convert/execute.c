@@ -638,6 +638,27 @@ static nf_status refuse_inputs(const nf_plan *p, const char *path, nf_error *err
     return NF_OK;
 }
 
+/* Before anything is written: no output is an input, and the report (when there is one) is no
+ * special file (design.md 7: never replaced; it is published by rename like the artifact), nor
+ * an existing file without force. */
+static nf_status prepare_outputs(const nf_plan *p, const nf_convert_options *opt, const char *report_path,
+                                 nf_error *err)
+{
+    NF_TRY(refuse_inputs(p, opt->output, err));
+    if (!opt->report) return NF_OK;
+    NF_TRY(refuse_inputs(p, report_path, err));
+    struct stat sb;
+    int e = nf_io_lstat(report_path, &sb);
+    if (e == 0 && !S_ISREG(sb.st_mode))
+        return nf_error_set(err, NF_ERR_USAGE, "%s is %s, not a regular file: the report is published by rename, "
+                            "which would replace it; give another output name, or --no-report",
+                            report_path, nf_io_kind_name(sb.st_mode));
+    if (e == 0 && !opt->force)
+        return nf_error_set(err, NF_ERR_IO, "%s exists (use --force to replace it)", report_path);
+    if (e != 0 && e != ENOENT) return nf_error_errno(err, e, "%s", report_path);
+    return NF_OK;
+}
+
 static nf_status write_resources(nf_plan *p, nf_writer *w, nf_error *err)
 {
     uint8_t buf[65536];
@@ -684,23 +705,29 @@ static nf_status write_tails(nf_plan *p, nf_writer *w, nf_error *err)
 
 nf_status nf_plan_execute(nf_plan *p, const nf_convert_options *opt, nf_error *err)
 {
-    char report_path[4096];
-    snprintf(report_path, sizeof report_path, "%s.conversion.json", opt->output);
-    NF_TRY(refuse_inputs(p, opt->output, err));
-    if (opt->report) {
-        NF_TRY(refuse_inputs(p, report_path, err));
-        struct stat sb;
-        if (!opt->force && stat(report_path, &sb) == 0)
-            return nf_error_set(err, NF_ERR_IO, "%s exists (use --force to replace it)", report_path);
+    size_t rlen = strlen(opt->output) + sizeof ".conversion.json";
+    char *report_path = malloc(rlen);
+    if (!report_path) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    snprintf(report_path, rlen, "%s.conversion.json", opt->output);
+    nf_status st = prepare_outputs(p, opt, report_path, err);
+    if (st != NF_OK) {
+        free(report_path);
+        return st;
     }
-    /* --force --no-report removes the report of the artifact it replaces, unless that is an input. */
+    /* --force --no-report removes the report of the artifact it replaces, unless that is an input
+     * or not a regular file (never replaced, design.md 7). */
     nf_error ignore;
-    bool replace_report = opt->force && (opt->report || refuse_inputs(p, report_path, &ignore) == NF_OK);
+    struct stat rsb;
+    bool report_regular = nf_io_lstat(report_path, &rsb) != 0 || S_ISREG(rsb.st_mode);
+    bool replace_report = opt->force && report_regular &&
+                          (opt->report || refuse_inputs(p, report_path, &ignore) == NF_OK);
     nf_writer_options wo = {opt->has_max_file_bytes ? opt->max_file_bytes : p->recipe->max_file_bytes,
                             opt->artifact_id, opt->force, true};
     nf_writer *w = NULL;
-    NF_TRY(nf_writer_create(opt->output, &wo, &w, err));
-    nf_status st = NF_OK;
+    if ((st = nf_writer_create(opt->output, &wo, &w, err)) != NF_OK) {
+        free(report_path);
+        return st;
+    }
     runner r = {0};
     sink s = {0};
     char *report_tmp = NULL;
@@ -769,6 +796,7 @@ nf_status nf_plan_execute(nf_plan *p, const nf_convert_options *opt, nf_error *e
     json_decref(report);
     runner_free(&r);
     nf_writer_free(w);
+    free(report_path);
     return st;
 }
 
