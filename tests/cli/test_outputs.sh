@@ -211,5 +211,31 @@ contains "$work/err" "too small"
 check test ! -e "$d/m.ninfer"
 no_temps "$d"
 
+# ---------------------------------------------------------------- long output paths (M8)
+# A message names the path and keeps its reason, however long the path (messages are at most
+# 1024 bytes: a long path is shortened in the middle).
+long=$d
+for _ in 1 2 3 4 5 6 7; do long=$long/$(printf 'x%.0s' $(seq 1 200)); done
+mkdir -p "$long"
+gone=$long/missing/m.ninfer
+run 3 conv -o "$gone"
+contains "$work/err" "No such file or directory"
+contains "$work/err" "missing/m.ninfer"
+run 3 conv -o "$gone" --force --max-file-bytes 400000
+contains "$work/err" "No such file or directory"
+run 3 dq "$id" -o "$long/missing/v.f32"
+contains "$work/err" "No such file or directory"
+contains "$work/err" "missing/v.f32"
+run 0 conv -o "$long/m.ninfer"
+run 3 conv -o "$long/m.ninfer"
+contains "$work/err" "exists (use --force to replace it)"
+rm -f "$long/m.ninfer.conversion.json"
+run 3 conv -o "$long/m.ninfer" --no-report
+contains "$work/err" "refusing to overwrite: File exists"
+mkfifo "$long/m.ninfer.part-0001"
+run 2 conv -o "$long/m.ninfer" --force --max-file-bytes 400000
+contains "$work/err" "a FIFO, not a regular file"
+no_temps "$long"
+
 printf '%d passed, %d failed\n' "$pass" "$fail"
 [ "$fail" -eq 0 ]

@@ -58,6 +58,10 @@
 #define PARK_BUDGET ((uint64_t)8 << 20)
 #define DIGEST_LOCKS 64u
 #define CHECKSUM_ZEROS "00000000000000000000000000000000"
+/* A path as messages show it (common/io.h, nf_io_msg_path): a long one is shortened in the
+ * middle, so the message keeps its reason (finding M8).  The buffer is a compound literal: it
+ * lives until the end of the enclosing block, past the nf_error_* call it is an argument of. */
+#define MP(path) nf_io_msg_path((path), (char[NF_IO_MSG_PATH + 1]){0})
 
 typedef struct interval {
     uint64_t a, b;
@@ -282,7 +286,7 @@ uint64_t nf_writer_object_offset(const nf_writer *w, size_t index)
 static nf_status check_planning(nf_writer *w, const char *what, nf_error *err)
 {
     if (w->state != W_PLANNING)
-        return nf_error_set(err, NF_ERR_USAGE, "%s: %s after nf_writer_begin", w->path, what);
+        return nf_error_set(err, NF_ERR_USAGE, "%s: %s after nf_writer_begin", MP(w->path), what);
     return NF_OK;
 }
 
@@ -291,17 +295,17 @@ static nf_status add_object(nf_writer *w, const char *id, bool tensor, uint64_t 
                             const nf_geometry *g, size_t *index, nf_error *err)
 {
     NF_TRY(check_planning(w, "adding an object", err));
-    if (!id || !*id) return nf_error_set(err, NF_ERR_INVALID, "%s: an object id must be a non-empty string", w->path);
+    if (!id || !*id) return nf_error_set(err, NF_ERR_INVALID, "%s: an object id must be a non-empty string", MP(w->path));
     size_t bad;
     if (!nf_utf8_valid((const uint8_t *)id, strlen(id), &bad))
-        return nf_error_set(err, NF_ERR_INVALID, "%s: object id is not valid UTF-8 (byte %zu)", w->path, bad);
-    if (bytes == 0) return nf_error_set(err, NF_ERR_INVALID, "%s: object '%s' has no bytes", w->path, id);
+        return nf_error_set(err, NF_ERR_INVALID, "%s: object id is not valid UTF-8 (byte %zu)", MP(w->path), bad);
+    if (bytes == 0) return nf_error_set(err, NF_ERR_INVALID, "%s: object '%s' has no bytes", MP(w->path), id);
     if (nf_strset_find(&w->ids, id, NULL, NULL))
-        return nf_error_set(err, NF_ERR_INVALID, "%s: duplicate object id '%s'", w->path, id);
+        return nf_error_set(err, NF_ERR_INVALID, "%s: duplicate object id '%s'", MP(w->path), id);
     uint64_t offset, end;
     if (!nf_align_up_u64(w->payload_end, align, &offset) || !nf_add_u64(offset, bytes, &end) || end > JSON_INT_MAX)
         return nf_error_set(err, NF_ERR_INVALID, "%s: object '%s' (%llu bytes) does not fit: the payload would exceed "
-                            "2^63-1 bytes", w->path, id, (unsigned long long)bytes);
+                            "2^63-1 bytes", MP(w->path), id, (unsigned long long)bytes);
     if (w->nobjs == w->capobjs) {
         size_t cap = w->capobjs ? w->capobjs * 2 : 16;
         wobj *objs = realloc(w->objs, cap * sizeof *objs);
@@ -330,23 +334,23 @@ static nf_status add_object(nf_writer *w, const char *id, bool tensor, uint64_t 
 nf_status nf_writer_add_tensor(nf_writer *w, const char *id, const nf_geometry *g, size_t *index, nf_error *err)
 {
     if (!g || !g->layout || !g->format)
-        return nf_error_set(err, NF_ERR_USAGE, "%s: object '%s': no geometry", w->path, id ? id : "");
+        return nf_error_set(err, NF_ERR_USAGE, "%s: object '%s': no geometry", MP(w->path), id ? id : "");
     if (g->layout->resource_encoding)
         return nf_error_set(err, NF_ERR_USAGE, "%s: object '%s': %s is a resource encoding; use "
-                            "nf_writer_add_resource", w->path, id ? id : "", g->layout->name);
+                            "nf_writer_add_resource", MP(w->path), id ? id : "", g->layout->name);
     /* Recompute the geometry: the plan must hold what a reader will accept, whatever the
      * caller filled in by hand. */
     nf_geometry chk;
     nf_status st = nf_geometry_init(&chk, g->layout, g->format, g->rank, g->shape, g->divisors, err);
-    if (st != NF_OK) return nf_error_prefix(err, "%s: object '%s'", w->path, id ? id : "");
+    if (st != NF_OK) return nf_error_prefix(err, "%s: object '%s'", MP(w->path), id ? id : "");
     if (chk.bytes != g->bytes)
         return nf_error_set(err, NF_ERR_INVALID, "%s: object '%s': geometry says %llu bytes, encoded size is %llu",
-                            w->path, id ? id : "", (unsigned long long)g->bytes, (unsigned long long)chk.bytes);
+                            MP(w->path), id ? id : "", (unsigned long long)g->bytes, (unsigned long long)chk.bytes);
     for (uint32_t k = 0; k < chk.rank; k++)
         if (chk.shape[k] > JSON_INT_MAX)
-            return nf_error_set(err, NF_ERR_INVALID, "%s: object '%s': shape[%u] exceeds 2^63-1", w->path, id, k);
+            return nf_error_set(err, NF_ERR_INVALID, "%s: object '%s': shape[%u] exceeds 2^63-1", MP(w->path), id, k);
     if (chk.divisors > JSON_INT_MAX)
-        return nf_error_set(err, NF_ERR_INVALID, "%s: object '%s': divisors exceed 2^63-1", w->path, id);
+        return nf_error_set(err, NF_ERR_INVALID, "%s: object '%s': divisors exceed 2^63-1", MP(w->path), id);
     uint64_t align = chk.layout->alignment ? chk.layout->alignment : NF_TENSOR_ALIGNMENT;
     return add_object(w, id, true, chk.bytes, align, &chk, index, err);
 }
@@ -364,12 +368,12 @@ nf_status nf_writer_set_member(nf_writer *w, const char *member, struct json_t *
         if (member && strcmp(member, MEMBER_NAMES[i]) == 0) m = i;
     if (st == NF_OK && m < 0)
         st = nf_error_set(err, NF_ERR_USAGE, "%s: '%s' is not a settable directory member (components, bindings, "
-                          "uses, metadata, provenance)", w->path, member ? member : "(null)");
-    if (st == NF_OK && !value) st = nf_error_set(err, NF_ERR_USAGE, "%s: %s: no value", w->path, member);
+                          "uses, metadata, provenance)", MP(w->path), member ? member : "(null)");
+    if (st == NF_OK && !value) st = nf_error_set(err, NF_ERR_USAGE, "%s: %s: no value", MP(w->path), member);
     if (st == NF_OK) {
         bool ok = m == M_USES ? json_is_array(value) : json_is_object(value);
         if (!ok)
-            st = nf_error_set(err, NF_ERR_INVALID, "%s: %s must be an %s", w->path, member,
+            st = nf_error_set(err, NF_ERR_INVALID, "%s: %s must be an %s", MP(w->path), member,
                               m == M_USES ? "array" : "object");
     }
     if (st != NF_OK) {
@@ -504,7 +508,7 @@ static nf_status emit_with_files(nf_writer *w, json_t *root, const uint64_t *seg
     w->nsum_pos = 0;
     w->dir_sum_seen = false;
     nf_status st = nf_json_emit(root, text, placeholder_hook, w, err);
-    if (st != NF_OK) nf_error_prefix(err, "%s: directory", w->path);
+    if (st != NF_OK) nf_error_prefix(err, "%s: directory", MP(w->path));
     return st;
 }
 
@@ -518,13 +522,13 @@ static nf_status layout_directory(nf_writer *w, json_t *root, nf_buf *text, uint
     NF_TRY(emit_with_files(w, root, &single, 1, text, err));
     uint64_t reserve;
     if (!nf_align_up_u64(NF_HEADER_BYTES + (uint64_t)text->len, NF_PAGE_BYTES, &reserve))
-        return nf_error_set(err, NF_ERR_INVALID, "%s: directory too large", w->path);
+        return nf_error_set(err, NF_ERR_INVALID, "%s: directory too large", MP(w->path));
     reserve -= NF_HEADER_BYTES;
     for (int round = 0; round < 64; round++) {
         free(*segs);
         *segs = NULL;
         nf_status st = nf_split_plan(w->payload_end, NF_HEADER_BYTES + reserve, w->opt.max_file_bytes, segs, n, err);
-        if (st != NF_OK) return nf_error_prefix(err, "%s", w->path);
+        if (st != NF_OK) return nf_error_prefix(err, "%s", MP(w->path));
         NF_TRY(emit_with_files(w, root, *segs, *n, text, err));
         if ((uint64_t)text->len <= reserve) {
             w->json_bytes = reserve;
@@ -532,10 +536,10 @@ static nf_status layout_directory(nf_writer *w, json_t *root, nf_buf *text, uint
             return NF_OK;
         }
         if (!nf_align_up_u64(NF_HEADER_BYTES + (uint64_t)text->len, NF_PAGE_BYTES, &reserve))
-            return nf_error_set(err, NF_ERR_INVALID, "%s: directory too large", w->path);
+            return nf_error_set(err, NF_ERR_INVALID, "%s: directory too large", MP(w->path));
         reserve -= NF_HEADER_BYTES;
     }
-    return nf_error_set(err, NF_ERR_INVALID, "%s: the directory reserve does not converge", w->path);
+    return nf_error_set(err, NF_ERR_INVALID, "%s: the directory reserve does not converge", MP(w->path));
 }
 
 /* ---------------------------------------------------------------- cleanup */
@@ -614,7 +618,7 @@ static nf_status create_files(nf_writer *w, const uint64_t *segs, size_t n, nf_e
         start += segs[i];
         uint64_t head = i ? NF_PAGE_BYTES : w->entry_payload_start;
         if (!nf_add_u64(head, segs[i], &f->size) || f->size > JSON_INT_MAX)
-            return nf_error_set(err, NF_ERR_INVALID, "%s: file %zu would exceed 2^63-1 bytes", w->path, i);
+            return nf_error_set(err, NF_ERR_INVALID, "%s: file %zu would exceed 2^63-1 bytes", MP(w->path), i);
         if (i == 0) {
             f->dest = strdup(w->path);
         } else {
@@ -636,19 +640,19 @@ static nf_status create_files(nf_writer *w, const uint64_t *segs, size_t n, nf_e
         if (e == 0 && !S_ISREG(sb.st_mode))
             return nf_error_set(err, NF_ERR_USAGE, "%s is %s, not a regular file: an artifact is published by "
                                 "renaming its files into place, which would replace it; give another output name",
-                                w->files[i].dest, nf_io_kind_name(sb.st_mode));
+                                MP(w->files[i].dest), nf_io_kind_name(sb.st_mode));
         if (e == 0 && !w->opt.overwrite)
-            return nf_error_errno(err, EEXIST, "%s: refusing to overwrite", w->files[i].dest);
-        if (e != 0 && e != ENOENT) return nf_error_errno(err, e, "%s", w->files[i].dest);
+            return nf_error_errno(err, EEXIST, "%s: refusing to overwrite", MP(w->files[i].dest));
+        if (e != 0 && e != ENOENT) return nf_error_errno(err, e, "%s", MP(w->files[i].dest));
     }
     for (size_t i = 0; i < n; i++) {
         wfile *f = &w->files[i];
         f->fd = nf_io_mkstemp_beside(f->dest, &f->temp);
-        if (f->fd < 0) return nf_error_errno(err, errno, "%s: cannot create a temp file", f->dest);
+        if (f->fd < 0) return nf_error_errno(err, errno, "%s: cannot create a temp file", MP(f->dest));
         f->temp_exists = true;
         int e = nf_io_fchmod(f->fd, w->file_mode);
         if (!e) e = nf_io_allocate(f->fd, f->size);
-        if (e) return nf_error_errno(err, e, "%s: cannot size the temp file %s", f->dest, f->temp);
+        if (e) return nf_error_errno(err, e, "%s: cannot size the temp file %s", MP(f->dest), MP(f->temp));
         if (i == 0) {
             e = nf_io_pwrite_full(f->fd, w->image.data, w->image.len, 0);
         } else {
@@ -658,7 +662,7 @@ static nf_status create_files(nf_writer *w, const uint64_t *segs, size_t n, nf_e
             memcpy(hdr + 16, w->id, NF_ARTIFACT_ID_BYTES);
             e = nf_io_pwrite_full(f->fd, hdr, sizeof hdr, 0);
         }
-        if (e) return nf_error_errno(err, e, "%s: cannot write the header to %s", f->dest, f->temp);
+        if (e) return nf_error_errno(err, e, "%s: cannot write the header to %s", MP(f->dest), MP(f->temp));
     }
     return NF_OK;
 }
@@ -666,7 +670,7 @@ static nf_status create_files(nf_writer *w, const uint64_t *segs, size_t n, nf_e
 nf_status nf_writer_begin(nf_writer *w, nf_error *err)
 {
     NF_TRY(check_planning(w, "nf_writer_begin", err));
-    if (w->nobjs == 0) return nf_error_set(err, NF_ERR_INVALID, "%s: objects must not be empty", w->path);
+    if (w->nobjs == 0) return nf_error_set(err, NF_ERR_INVALID, "%s: objects must not be empty", MP(w->path));
     if (w->opt.checksums) {
         w->ph_object = json_string(CHECKSUM_ZEROS);
         w->ph_directory = json_string(CHECKSUM_ZEROS);
@@ -682,7 +686,7 @@ nf_status nf_writer_begin(nf_writer *w, nf_error *err)
     if (st == NF_OK) st = layout_directory(w, root, &text, &segs, &n, err);
     if (st == NF_OK && w->opt.checksums && (w->nsum_pos != w->nobjs || !w->dir_sum_seen))
         st = nf_error_set(err, NF_ERR_INVALID, "%s: metadata.checksums placeholders were not emitted as planned",
-                          w->path);
+                          MP(w->path));
     if (st == NF_OK) {
         /* Never write what our own reader would refuse (references, proposal, names, ...). */
         json_t *check = NULL;
@@ -692,7 +696,7 @@ nf_status nf_writer_begin(nf_writer *w, nf_error *err)
             nf_dir_free(&dir);
             json_decref(check);
         } else {
-            nf_error_prefix(err, "%s: the directory to write is invalid", w->path);
+            nf_error_prefix(err, "%s: the directory to write is invalid", MP(w->path));
         }
     }
     json_decref(root);
@@ -857,8 +861,8 @@ static nf_status digest_finish(nf_writer *w, size_t index, nf_error *err)
         int e = route(w, o->offset + d->hashed, buf, n, false, &bad);
         if (e) {
             free(buf);
-            return nf_error_errno(err, e, "%s: object '%s': cannot read back %s for its checksum", w->path, o->id,
-                                  w->files[bad].temp);
+            return nf_error_errno(err, e, "%s: object '%s': cannot read back %s for its checksum", MP(w->path), o->id,
+                                  MP(w->files[bad].temp));
         }
         digest_hash(d, buf, n);
         digest_drain(w, d);
@@ -926,14 +930,14 @@ nf_status nf_writer_write(nf_writer *w, size_t index, uint64_t offset, const voi
         if (st != NF_OK) return st;
     }
     if (w->state != W_BEGUN)
-        return nf_error_set(err, NF_ERR_USAGE, "%s: nf_writer_write %s", w->path,
+        return nf_error_set(err, NF_ERR_USAGE, "%s: nf_writer_write %s", MP(w->path),
                             w->state == W_PLANNING ? "before nf_writer_begin" : "after the writer finished or failed");
-    if (index >= w->nobjs) return nf_error_set(err, NF_ERR_USAGE, "%s: no object %zu", w->path, index);
+    if (index >= w->nobjs) return nf_error_set(err, NF_ERR_USAGE, "%s: no object %zu", MP(w->path), index);
     wobj *o = &w->objs[index];
     uint64_t end;
     if (!nf_add_u64(offset, (uint64_t)len, &end) || end > o->bytes)
         return nf_error_set(err, NF_ERR_INVALID, "%s: object '%s': write of %zu bytes at %llu beyond its %llu bytes",
-                            w->path, o->id, len, (unsigned long long)offset, (unsigned long long)o->bytes);
+                            MP(w->path), o->id, len, (unsigned long long)offset, (unsigned long long)o->bytes);
     if (len == 0) return NF_OK;
     pthread_mutex_lock(&w->lock);
     interval clash;
@@ -943,7 +947,7 @@ nf_status nf_writer_write(nf_writer *w, size_t index, uint64_t offset, const voi
     if (c > 0) {
         uint64_t lo = offset > clash.a ? offset : clash.a, hi = end < clash.b ? end : clash.b;
         return nf_error_set(err, NF_ERR_INVALID, "%s: object '%s': bytes [%llu, %llu) written twice (duplicate output "
-                            "coverage)", w->path, o->id, (unsigned long long)lo, (unsigned long long)hi);
+                            "coverage)", MP(w->path), o->id, (unsigned long long)lo, (unsigned long long)hi);
     }
     size_t bad = 0;
     int e = route(w, o->offset + offset, (void *)(uintptr_t)data, len, true, &bad);
@@ -962,8 +966,8 @@ nf_status nf_writer_write(nf_writer *w, size_t index, uint64_t offset, const voi
     if (e) {
         /* Other threads may still be writing: only mark the writer dead; nf_writer_free
          * removes the files. */
-        nf_status st = nf_error_errno(&local, e, "%s: object '%s': cannot write %zu bytes to %s", w->path, o->id,
-                                      len, w->files[bad].temp);
+        nf_status st = nf_error_errno(&local, e, "%s: object '%s': cannot write %zu bytes to %s", MP(w->path), o->id,
+                                      len, MP(w->files[bad].temp));
         pthread_mutex_lock(&w->lock);
         if (w->failure.status == NF_OK) w->failure = local;
         w->state = W_FAILED;
@@ -996,7 +1000,7 @@ static nf_status check_coverage(nf_writer *w, nf_error *err)
             }
         }
         return nf_error_set(err, NF_ERR_INVALID, "%s: object '%s': bytes [%llu, %llu) of %llu were never written "
-                            "(missing output coverage)", w->path, o->id, (unsigned long long)a, (unsigned long long)b,
+                            "(missing output coverage)", MP(w->path), o->id, (unsigned long long)a, (unsigned long long)b,
                             (unsigned long long)o->bytes);
     }
     return NF_OK;
@@ -1027,8 +1031,8 @@ static nf_status fill_checksums(nf_writer *w, nf_error *err)
             if (e) {
                 nf_xxh3_stream_final(s, hex);
                 free(buf);
-                return nf_error_errno(err, e, "%s: object '%s': cannot read back %s for its checksum", w->path, o->id,
-                                      w->files[bad].temp);
+                return nf_error_errno(err, e, "%s: object '%s': cannot read back %s for its checksum", MP(w->path), o->id,
+                                      MP(w->files[bad].temp));
             }
             nf_xxh3_stream_update(s, buf, n);
             pos += n;
@@ -1040,7 +1044,7 @@ static nf_status fill_checksums(nf_writer *w, nf_error *err)
     nf_xxh3_128_hex(w->image.data, w->image.len, hex);
     memcpy(w->image.data + NF_HEADER_BYTES + w->dir_sum_pos, hex, 32);
     int e = nf_io_pwrite_full(w->files[0].fd, w->image.data, w->image.len, 0);
-    if (e) return nf_error_errno(err, e, "%s: cannot write the checksums to %s", w->path, w->files[0].temp);
+    if (e) return nf_error_errno(err, e, "%s: cannot write the checksums to %s", MP(w->path), MP(w->files[0].temp));
     return NF_OK;
 }
 
@@ -1048,11 +1052,11 @@ static nf_status sync_directory(nf_writer *w, nf_error *err)
 {
     const char *dir = *w->prefix ? w->prefix : ".";
     int fd = nf_io_open(dir, O_RDONLY | O_DIRECTORY, 0);
-    if (fd < 0) return nf_error_errno(err, errno, "%s: cannot open the directory to sync it", dir);
+    if (fd < 0) return nf_error_errno(err, errno, "%s: cannot open the directory to sync it", MP(dir));
     int e = nf_io_fdatasync(fd);
     nf_io_close(fd);
     /* Some file systems cannot sync a directory; the files themselves are synced. */
-    if (e && e != EINVAL && e != ENOTSUP) return nf_error_errno(err, e, "%s: cannot sync the directory", dir);
+    if (e && e != EINVAL && e != ENOTSUP) return nf_error_errno(err, e, "%s: cannot sync the directory", MP(dir));
     return NF_OK;
 }
 
@@ -1066,12 +1070,12 @@ static nf_status set_aside(wfile *f, bool keep, nf_error *err)
     int e = nf_io_lstat(f->dest, &sb);
     /* nothing to keep (a directory: the rename of the new file fails) */
     if (e == ENOENT || (e == 0 && S_ISDIR(sb.st_mode))) return NF_OK;
-    if (e) return nf_error_errno(err, e, "%s", f->dest);
+    if (e) return nf_error_errno(err, e, "%s", MP(f->dest));
     e = nf_io_link_beside(f->dest, ".old", &f->backup);
-    if (e) return nf_error_errno(err, e, "%s: cannot set the old file aside", f->dest);
+    if (e) return nf_error_errno(err, e, "%s: cannot set the old file aside", MP(f->dest));
     f->backed_up = true;
     if (!keep && (e = nf_io_unlink(f->dest)) != 0)
-        return nf_error_errno(err, e, "%s: cannot set the old file aside (kept as %s)", f->dest, f->backup);
+        return nf_error_errno(err, e, "%s: cannot set the old file aside (kept as %s)", MP(f->dest), MP(f->backup));
     return NF_OK;
 }
 
@@ -1084,13 +1088,13 @@ static nf_status find_surplus(nf_writer *w, nf_error *err)
     struct stat sb;
     int e = nf_io_lstat(w->path, &sb);
     if (e == ENOENT || (e == 0 && !S_ISREG(sb.st_mode))) return NF_OK;
-    if (e) return nf_error_errno(err, e, "%s", w->path);
+    if (e) return nf_error_errno(err, e, "%s", MP(w->path));
     nf_artifact *a = NULL;
     nf_error local;
     nf_status st = nf_artifact_open(w->path, NF_READ_PREAD, &a, &local);
     if (st == NF_ERR_IO || st == NF_ERR_NOMEM) {
         if (err) *err = local;
-        return nf_error_prefix(err, "%s: cannot read the artifact being replaced", w->path);
+        return nf_error_prefix(err, "%s: cannot read the artifact being replaced", MP(w->path));
     }
     if (st != NF_OK) return NF_OK;
     size_t n = nf_artifact_file_count(a);
@@ -1129,14 +1133,14 @@ static nf_status publish_files(nf_writer *w, nf_error *err)
         wfile *f = &w->files[i];
         struct stat sb;
         int e = nf_io_fstat(f->fd, &sb);
-        if (e) return nf_error_errno(err, e, "%s: cannot stat %s", f->dest, f->temp);
+        if (e) return nf_error_errno(err, e, "%s: cannot stat %s", MP(f->dest), MP(f->temp));
         if ((uint64_t)sb.st_size != f->size)
-            return nf_error_set(err, NF_ERR_IO, "%s: temp file %s is %llu bytes, expected %llu", f->dest, f->temp,
+            return nf_error_set(err, NF_ERR_IO, "%s: temp file %s is %llu bytes, expected %llu", MP(f->dest), MP(f->temp),
                                 (unsigned long long)sb.st_size, (unsigned long long)f->size);
-        if ((e = nf_io_fdatasync(f->fd)) != 0) return nf_error_errno(err, e, "%s: cannot sync %s", f->dest, f->temp);
+        if ((e = nf_io_fdatasync(f->fd)) != 0) return nf_error_errno(err, e, "%s: cannot sync %s", MP(f->dest), MP(f->temp));
         e = nf_io_close(f->fd) == 0 ? 0 : errno;
         f->fd = -1;
-        if (e) return nf_error_errno(err, e, "%s: cannot close %s", f->dest, f->temp);
+        if (e) return nf_error_errno(err, e, "%s: cannot close %s", MP(f->dest), MP(f->temp));
     }
     if (w->opt.overwrite) NF_TRY(find_surplus(w, err));
     /* Overwriting a split artifact: the old entry goes out of the way before any part is
@@ -1148,12 +1152,12 @@ static nf_status publish_files(nf_writer *w, nf_error *err)
         if (w->opt.overwrite) {
             if (!f->backed_up) NF_TRY(set_aside(f, w->nfiles == 1, err));
             int e = nf_io_rename(f->temp, f->dest);
-            if (e) return nf_error_errno(err, e, "%s: cannot publish %s", f->dest, f->temp);
+            if (e) return nf_error_errno(err, e, "%s: cannot publish %s", MP(f->dest), MP(f->temp));
             f->temp_exists = false;
             f->published = true;
         } else {
             int e = nf_io_link(f->temp, f->dest);
-            if (e) return nf_error_errno(err, e, "%s: cannot publish %s", f->dest, f->temp);
+            if (e) return nf_error_errno(err, e, "%s: cannot publish %s", MP(f->dest), MP(f->temp));
             f->published = true;
         }
     }
@@ -1164,18 +1168,18 @@ static nf_status publish_files(nf_writer *w, nf_error *err)
         struct stat sb;
         int e = nf_io_lstat(s->dest, &sb);
         if (e == ENOENT || (e == 0 && !S_ISREG(sb.st_mode))) continue;
-        if (e) return nf_error_errno(err, e, "%s", s->dest);
+        if (e) return nf_error_errno(err, e, "%s", MP(s->dest));
         if ((e = nf_io_link_beside(s->dest, ".old", &s->backup)) != 0)
-            return nf_error_errno(err, e, "%s: cannot set the old part aside", s->dest);
+            return nf_error_errno(err, e, "%s: cannot set the old part aside", MP(s->dest));
         s->backed_up = true;
         if ((e = nf_io_unlink(s->dest)) != 0)
-            return nf_error_errno(err, e, "%s: cannot remove the old part (kept as %s)", s->dest, s->backup);
+            return nf_error_errno(err, e, "%s: cannot remove the old part (kept as %s)", MP(s->dest), MP(s->backup));
     }
     for (size_t i = 0; i < w->nfiles; i++) {
         wfile *f = &w->files[i];
         if (!f->temp_exists) continue;
         int e = nf_io_unlink(f->temp);
-        if (e) return nf_error_errno(err, e, "%s: cannot remove the temp file %s", f->dest, f->temp);
+        if (e) return nf_error_errno(err, e, "%s: cannot remove the temp file %s", MP(f->dest), MP(f->temp));
         f->temp_exists = false;
     }
     return sync_directory(w, err);
@@ -1184,7 +1188,7 @@ static nf_status publish_files(nf_writer *w, nf_error *err)
 nf_status nf_writer_publish(nf_writer *w, nf_error *err)
 {
     if (w->state != W_BEGUN)
-        return nf_error_set(err, NF_ERR_USAGE, "%s: nf_writer_publish %s", w->path,
+        return nf_error_set(err, NF_ERR_USAGE, "%s: nf_writer_publish %s", MP(w->path),
                             w->state == W_PLANNING ? "before nf_writer_begin" : "after the writer published or failed");
     nf_status st = publish_files(w, err);
     if (st != NF_OK) return fail_and_abort(w, st);
@@ -1200,7 +1204,7 @@ nf_status nf_writer_publish(nf_writer *w, nf_error *err)
 nf_status nf_writer_commit(nf_writer *w, nf_error *err)
 {
     if (w->state != W_PUBLISHED)
-        return nf_error_set(err, NF_ERR_USAGE, "%s: nf_writer_commit %s", w->path,
+        return nf_error_set(err, NF_ERR_USAGE, "%s: nf_writer_commit %s", MP(w->path),
                             w->state == W_FINISHED ? "twice" : "before a successful nf_writer_publish");
     for (size_t i = 0; i < w->nfiles; i++) {
         wfile *f = &w->files[i];
@@ -1224,7 +1228,7 @@ void nf_writer_abort(nf_writer *w)
 nf_status nf_writer_finish(nf_writer *w, nf_error *err)
 {
     if (w->state != W_BEGUN)
-        return nf_error_set(err, NF_ERR_USAGE, "%s: nf_writer_finish %s", w->path,
+        return nf_error_set(err, NF_ERR_USAGE, "%s: nf_writer_finish %s", MP(w->path),
                             w->state == W_PLANNING ? "before nf_writer_begin" : "after the writer finished or failed");
     NF_TRY(nf_writer_publish(w, err));
     return nf_writer_commit(w, err);

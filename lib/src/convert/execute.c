@@ -24,6 +24,8 @@
 #include "stats/stats.h"
 
 #define DEFAULT_CHUNK_VALUES ((uint64_t)1 << 18)
+/* A path as messages show it: shortened in the middle when long (common/io.h, finding M8). */
+#define MP(path) nf_io_msg_path((path), (char[NF_IO_MSG_PATH + 1]){0})
 
 /* ---------------------------------------------------------------- source rows -> words */
 /* ---------------------------------------------------------------- represented values */
@@ -547,7 +549,7 @@ static nf_status write_report(const char *path, json_t *doc, char **tmp_out, nf_
 {
     char *tmp = NULL;
     int fd = nf_io_mkstemp_beside(path, &tmp);
-    if (fd < 0) return nf_error_errno(err, errno, "cannot create a temp file for %s", path);
+    if (fd < 0) return nf_error_errno(err, errno, "cannot create a temp file for %s", MP(path));
     char *text = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
     nf_status st = NF_OK;
     int e = 0;
@@ -555,7 +557,7 @@ static nf_status write_report(const char *path, json_t *doc, char **tmp_out, nf_
         st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
     else if ((e = nf_io_write_full(fd, text, strlen(text))) != 0 || (e = nf_io_write_full(fd, "\n", 1)) != 0 ||
              (e = nf_io_fchmod(fd, 0644)) != 0 || (e = nf_io_fdatasync(fd)) != 0)
-        st = nf_error_errno(err, e, "cannot write %s", tmp);
+        st = nf_error_errno(err, e, "cannot write %s", MP(tmp));
     nf_io_close(fd);
     free(text);
     if (st != NF_OK) {
@@ -589,14 +591,14 @@ static nf_status publish_report(const char *path, const char *tmp, bool force, c
     *backup = NULL;
     struct stat sb;
     int e = nf_io_lstat(path, &sb);
-    if (e && e != ENOENT) return nf_error_errno(err, e, "%s", path);
+    if (e && e != ENOENT) return nf_error_errno(err, e, "%s", MP(path));
     bool exists = e == 0 && !S_ISDIR(sb.st_mode);
     if (!tmp && !(exists && force)) return NF_OK;
     if (exists && force && (e = nf_io_link_beside(path, ".old", backup)) != 0)
-        return nf_error_errno(err, e, "%s: cannot set the old report aside", path);
-    if (tmp && (e = nf_io_rename(tmp, path)) != 0) return nf_error_errno(err, e, "cannot publish %s", path);
+        return nf_error_errno(err, e, "%s: cannot set the old report aside", MP(path));
+    if (tmp && (e = nf_io_rename(tmp, path)) != 0) return nf_error_errno(err, e, "cannot publish %s", MP(path));
     if (!tmp && (e = nf_io_unlink(path)) != 0)
-        return nf_error_errno(err, e, "%s: cannot remove the report of the artifact being replaced", path);
+        return nf_error_errno(err, e, "%s: cannot remove the report of the artifact being replaced", MP(path));
     return NF_OK;
 }
 
@@ -611,30 +613,30 @@ static bool same_file(const char *a, const char *b)
 static nf_status refuse_inputs(const nf_plan *p, const char *path, nf_error *err)
 {
     if (p->recipe->path && same_file(path, p->recipe->path))
-        return nf_error_set(err, NF_ERR_USAGE, "%s is the recipe: refusing to overwrite an input", path);
+        return nf_error_set(err, NF_ERR_USAGE, "%s is the recipe: refusing to overwrite an input", MP(path));
     for (size_t i = 0; i < p->nsources; i++) {
         if (same_file(path, p->sources[i].path))
-            return nf_error_set(err, NF_ERR_USAGE, "%s is source '%s': refusing to overwrite an input", path,
+            return nf_error_set(err, NF_ERR_USAGE, "%s is source '%s': refusing to overwrite an input", MP(path),
                                 p->sources[i].name);
         const nf_source *s = p->sources[i].src;
         for (size_t f = 0; s && f < nf_source_file_count(s); f++)
             if (same_file(path, nf_source_file_path(s, f)))
                 return nf_error_set(err, NF_ERR_USAGE, "%s is a file of source '%s': refusing to overwrite an input",
-                                    path, p->sources[i].name);
+                                    MP(path), p->sources[i].name);
         const char *index = s ? nf_source_index_path(s) : NULL;
         if (index && same_file(path, index))
             return nf_error_set(err, NF_ERR_USAGE, "%s is the index of source '%s': refusing to overwrite an input",
-                                path, p->sources[i].name);
+                                MP(path), p->sources[i].name);
         for (size_t c = 0; s && c < nf_source_companion_count(s); c++) {
             const char *name = NULL, *cpath = nf_source_companion_at(s, c, &name);
             if (cpath && same_file(path, cpath))
                 return nf_error_set(err, NF_ERR_USAGE, "%s is %s of source '%s': refusing to overwrite an input",
-                                    path, name ? name : "a companion file", p->sources[i].name);
+                                    MP(path), name ? name : "a companion file", p->sources[i].name);
         }
     }
     for (size_t i = 0; i < p->nobjects; i++)
         if (p->objects[i].kind == NF_OBJECT_RESOURCE && same_file(path, p->objects[i].path))
-            return nf_error_set(err, NF_ERR_USAGE, "%s is a resource file: refusing to overwrite an input", path);
+            return nf_error_set(err, NF_ERR_USAGE, "%s is a resource file: refusing to overwrite an input", MP(path));
     return NF_OK;
 }
 
@@ -652,10 +654,10 @@ static nf_status prepare_outputs(const nf_plan *p, const nf_convert_options *opt
     if (e == 0 && !S_ISREG(sb.st_mode))
         return nf_error_set(err, NF_ERR_USAGE, "%s is %s, not a regular file: the report is published by rename, "
                             "which would replace it; give another output name, or --no-report",
-                            report_path, nf_io_kind_name(sb.st_mode));
+                            MP(report_path), nf_io_kind_name(sb.st_mode));
     if (e == 0 && !opt->force)
-        return nf_error_set(err, NF_ERR_IO, "%s exists (use --force to replace it)", report_path);
-    if (e != 0 && e != ENOENT) return nf_error_errno(err, e, "%s", report_path);
+        return nf_error_set(err, NF_ERR_IO, "%s exists (use --force to replace it)", MP(report_path));
+    if (e != 0 && e != ENOENT) return nf_error_errno(err, e, "%s", MP(report_path));
     return NF_OK;
 }
 
@@ -666,16 +668,16 @@ static nf_status write_resources(nf_plan *p, nf_writer *w, nf_error *err)
         const plan_object *o = &p->objects[i];
         if (o->kind != NF_OBJECT_RESOURCE) continue;
         int fd = nf_io_open(o->path, O_RDONLY, 0);
-        if (fd < 0) return nf_error_errno(err, errno, "cannot open %s", o->path);
+        if (fd < 0) return nf_error_errno(err, errno, "cannot open %s", MP(o->path));
         struct stat sb;
         int e = nf_io_fstat(fd, &sb);
-        nf_status st = e ? nf_error_errno(err, e, "cannot stat %s", o->path) : NF_OK;
+        nf_status st = e ? nf_error_errno(err, e, "cannot stat %s", MP(o->path)) : NF_OK;
         if (st == NF_OK && (uint64_t)sb.st_size != o->bytes)
-            st = nf_error_set(err, NF_ERR_IO, "%s changed size while converting", o->path);
+            st = nf_error_set(err, NF_ERR_IO, "%s changed size while converting", MP(o->path));
         for (uint64_t pos = 0; st == NF_OK && pos < o->bytes;) {
             size_t n = o->bytes - pos < sizeof buf ? (size_t)(o->bytes - pos) : sizeof buf;
             if ((e = nf_io_pread_full(fd, buf, n, pos)) != 0)
-                st = nf_error_errno(err, e, "cannot read %s", o->path);
+                st = nf_error_errno(err, e, "cannot read %s", MP(o->path));
             else
                 st = nf_writer_write(w, o->writer_index, pos, buf, n, err);
             pos += n;
