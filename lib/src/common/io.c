@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <unistd.h>
 
@@ -41,6 +42,10 @@ static int fault(nf_io_op op)
     if (at != 0 && n == at) {
         int e = __atomic_load_n(&g_fault.errnum[op], __ATOMIC_RELAXED);
         if (e == NF_IO_FAULT_KILL) raise(SIGKILL); /* a crash at exactly this point */
+        if (e == NF_IO_FAULT_STOP) {                /* a pause at exactly this point */
+            raise(SIGSTOP);
+            return 0;
+        }
         return e ? e : -1;
     }
     return 0;
@@ -150,6 +155,70 @@ long nf_io_beside_pid(const char *tail, const char **suffix)
     if (pid <= 0) return -1;
     *suffix = x + 6;
     return pid;
+}
+
+int nf_io_lock_beside(const char *dest, int *fd_out, char **path_out)
+{
+    *fd_out = -1;
+    *path_out = NULL;
+    const char *slash = strrchr(dest, '/');
+    size_t dir_len = slash ? (size_t)(slash - dest) + 1 : 0;
+    const char *base = slash ? slash + 1 : dest;
+    size_t need = dir_len + 1 + strlen(base) + sizeof ".lock";
+    char *p = malloc(need);
+    if (!p) return ENOMEM;
+    snprintf(p, need, "%.*s.%s.lock", (int)dir_len, dest, base);
+    /* A holder removes the lock file before it lets go of the lock (nf_io_unlock), so a file this
+     * process opened can be one that is no longer the lock once it is ours: then again. */
+    for (int attempt = 0; attempt < 1000; attempt++) {
+        struct stat a, b;
+        /* nothing but a regular file is ever opened as the lock (a device node could do
+         * something on open) */
+        if (lstat(p, &a) == 0 && !S_ISREG(a.st_mode)) {
+            free(p);
+            return S_ISLNK(a.st_mode) ? ELOOP : EINVAL;
+        }
+        int fd = nf_io_open(p, O_RDONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK, 0666);
+        if (fd < 0) {
+            int e = errno;
+            free(p);
+            return e;
+        }
+        if (fstat(fd, &a) != 0 || !S_ISREG(a.st_mode)) {
+            int e = S_ISREG(a.st_mode) ? errno : EINVAL;
+            close(fd);
+            free(p);
+            return e;
+        }
+        int r;
+        do {
+            r = flock(fd, LOCK_EX | LOCK_NB);
+        } while (r != 0 && errno == EINTR);
+        if (r != 0) {
+            int e = errno == EAGAIN ? EWOULDBLOCK : errno;
+            close(fd);
+            free(p);
+            return e;
+        }
+        if (lstat(p, &b) == 0 && b.st_dev == a.st_dev && b.st_ino == a.st_ino) {
+            *fd_out = fd;
+            *path_out = p;
+            return 0;
+        }
+        close(fd);
+    }
+    free(p);
+    return EWOULDBLOCK;
+}
+
+void nf_io_unlock(int fd, const char *path)
+{
+    if (fd < 0) return;
+    struct stat a, b;
+    /* only the file this lock is (another may have replaced the name by hand) */
+    if (path && fstat(fd, &a) == 0 && lstat(path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+        (void)unlink(path);
+    close(fd);
 }
 
 /* Is byte c a UTF-8 continuation byte (10xxxxxx)? */

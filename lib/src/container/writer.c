@@ -2,9 +2,12 @@
  *
  * plan (add_*)  -> objects laid out in the given order, tensors 256-aligned, resources packed;
  * begin         -> directory JSON in upstream member order, compact, padded with spaces to the
- *                  reserve, file table per the split policy; destinations refused if they
- *                  exist; one temp file per destination in the destination directory, truncated
- *                  to its final size (gaps read as zero), headers and JSON written;
+ *                  reserve, file table per the split policy; destinations refused if they are
+ *                  not regular files, or exist (unless overwriting); the output's lock taken
+ *                  (".<name>.lock", held until the commit or the rollback: one writer per
+ *                  output, design.md 7); one temp file per destination in the destination
+ *                  directory, truncated to its final size (gaps read as zero), headers and JSON
+ *                  written;
  * write         -> positional writes routed across files; each object byte exactly once; with
  *                  checksums, each object's digest is streamed as its bytes arrive (pieces
  *                  that arrive ahead of the digest are copied aside within a bounded budget,
@@ -150,6 +153,11 @@ struct nf_writer {
     size_t nsum_pos;
     size_t dir_sum_pos;
     bool dir_sum_seen;
+    /* the output's lock (common/io.h, nf_io_lock_beside): held from before the first temp file
+     * until the commit or the rollback, so that two writers of one output never publish a
+     * mixed set (design.md 7) */
+    int lock_fd;
+    char *lock_path;
     pthread_mutex_t lock; /* coverage bookkeeping: writes may come from several threads */
     wdigest *dig;         /* checksums: one per object (from begin) */
     pthread_mutex_t dig_lock[DIGEST_LOCKS]; /* object i's digest under dig_lock[i % DIGEST_LOCKS] */
@@ -250,6 +258,7 @@ nf_status nf_writer_create(const char *path, const nf_writer_options *opt, nf_wr
     pthread_mutex_init(&w->lock, NULL);
     for (unsigned i = 0; i < DIGEST_LOCKS; i++) pthread_mutex_init(&w->dig_lock[i], NULL);
     w->state = W_PLANNING;
+    w->lock_fd = -1;
     if (opt) w->opt = *opt;
     w->opt.artifact_id = NULL; /* copied below; the caller's buffer need not outlive create */
     w->path = strdup(path);
@@ -562,6 +571,8 @@ static bool restore_backup(const char *dest, const char *backup)
  * old one back over the new, or the new one removed), the old surplus parts back, the temps,
  * and the old entry last: at every instant the entry path holds the complete new artifact,
  * nothing, or the complete old one.  A single-file artifact is put back by one rename. */
+static void release_lock(nf_writer *w);
+
 static void abort_files(nf_writer *w)
 {
     for (size_t i = 0; i < w->nfiles; i++) {
@@ -594,6 +605,7 @@ static void abort_files(nf_writer *w)
             f->published = false;
         }
     }
+    release_lock(w);
 }
 
 static nf_status fail_and_abort(nf_writer *w, nf_status st)
@@ -601,6 +613,41 @@ static nf_status fail_and_abort(nf_writer *w, nf_status st)
     abort_files(w);
     w->state = W_FAILED;
     return st;
+}
+
+/* ---------------------------------------------------------------- the lock */
+/* The output's lock file ".<entry name>.lock" beside the entry (common/io.h): created and locked
+ * without waiting, never through a symbolic link.  Another writer holding it is a system error
+ * (exit 3: try again later); a lock file that is not a regular file is the caller's to remove. */
+static nf_status take_lock(nf_writer *w, nf_error *err)
+{
+    int e = nf_io_lock_beside(w->path, &w->lock_fd, &w->lock_path);
+    if (!e) return NF_OK;
+    size_t need = strlen(w->prefix) + strlen(w->entry_name) + sizeof "..lock";
+    char *lp = malloc(need);
+    if (!lp) return nomem(err);
+    snprintf(lp, need, "%s.%s.lock", w->prefix, w->entry_name);
+    nf_status st;
+    struct stat sb;
+    if (e == EWOULDBLOCK)
+        st = nf_error_set(err, NF_ERR_IO, "%s: another process is writing this output (it holds the lock file %s); "
+                          "try again when it has finished", MP(w->path), MP(lp));
+    else if ((e == ELOOP || e == EINVAL) && nf_io_lstat(lp, &sb) == 0 && !S_ISREG(sb.st_mode))
+        st = nf_error_set(err, NF_ERR_USAGE, "%s: the lock file %s is %s, not a regular file: remove it", MP(w->path),
+                          MP(lp), nf_io_kind_name(sb.st_mode));
+    else
+        st = nf_error_errno(err, e, "%s: cannot lock the output (lock file %s)", MP(w->path), MP(lp));
+    free(lp);
+    return st;
+}
+
+/* Let go of the lock (the lock file is removed first, see common/io.h). */
+static void release_lock(nf_writer *w)
+{
+    nf_io_unlock(w->lock_fd, w->lock_path);
+    w->lock_fd = -1;
+    free(w->lock_path);
+    w->lock_path = NULL;
 }
 
 /* ---------------------------------------------------------------- begin */
@@ -641,9 +688,16 @@ static nf_status create_files(nf_writer *w, const uint64_t *segs, size_t n, nf_e
             return nf_error_set(err, NF_ERR_USAGE, "%s is %s, not a regular file: an artifact is published by "
                                 "renaming its files into place, which would replace it; give another output name",
                                 MP(w->files[i].dest), nf_io_kind_name(sb.st_mode));
-        if (e == 0 && !w->opt.overwrite)
-            return nf_error_errno(err, EEXIST, "%s: refusing to overwrite", MP(w->files[i].dest));
         if (e != 0 && e != ENOENT) return nf_error_errno(err, e, "%s", MP(w->files[i].dest));
+    }
+    /* From here on another writer of this output is refused until this one commits or rolls
+     * back, and what the destinations are cannot change under it through another writer. */
+    NF_TRY(take_lock(w, err));
+    for (size_t i = 0; i < n && !w->opt.overwrite; i++) {
+        struct stat sb;
+        int e = nf_io_lstat(w->files[i].dest, &sb);
+        if (e == 0) return nf_error_errno(err, EEXIST, "%s: refusing to overwrite", MP(w->files[i].dest));
+        if (e != ENOENT) return nf_error_errno(err, e, "%s", MP(w->files[i].dest));
     }
     for (size_t i = 0; i < n; i++) {
         wfile *f = &w->files[i];
@@ -1214,6 +1268,7 @@ nf_status nf_writer_commit(nf_writer *w, nf_error *err)
         wsurplus *s = &w->surplus[i];
         if (s->backed_up && nf_io_unlink(s->backup) == 0) s->backed_up = false;
     }
+    release_lock(w);
     w->state = W_FINISHED;
     return NF_OK;
 }
@@ -1238,6 +1293,7 @@ void nf_writer_free(nf_writer *w)
 {
     if (!w) return;
     if (w->state != W_FINISHED) abort_files(w);
+    release_lock(w);
     for (size_t i = 0; i < w->nfiles; i++) {
         free(w->files[i].dest);
         free(w->files[i].temp);
