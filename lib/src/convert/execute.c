@@ -4,6 +4,7 @@
  * comparison with an existing artifact (verify --against).  Each chunk owns disjoint output
  * bytes, so the result is the same for any thread count or chunk size; the report's statistics
  * are summed exactly across chunks (stats/stats.h), so they are the same too. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -602,53 +603,155 @@ static nf_status publish_report(const char *path, const char *tmp, bool force, c
     return NF_OK;
 }
 
-/* ---------------------------------------------------------------- execute */
-static bool same_file(const char *a, const char *b)
+/* ---------------------------------------------------------------- inputs and outputs */
+/* Every file the conversion reads, by identity (device and inode, following links), with what
+ * it is for messages. */
+typedef struct input_file {
+    dev_t dev;
+    ino_t ino;
+    char what[160];
+} input_file;
+
+typedef struct input_set {
+    input_file *v;
+    size_t n, cap;
+    bool nomem;
+} input_set;
+
+static void add_input(input_set *in, const char *path, const char *what)
 {
-    struct stat sa, sb;
-    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    struct stat sb;
+    if (!path || stat(path, &sb) != 0) return; /* not a file (stdin, "(quick mode)"): nothing to protect */
+    if (in->n == in->cap) {
+        size_t cap = in->cap ? in->cap * 2 : 16;
+        input_file *v = realloc(in->v, cap * sizeof *v);
+        if (!v) {
+            in->nomem = true;
+            return;
+        }
+        in->v = v;
+        in->cap = cap;
+    }
+    input_file *f = &in->v[in->n++];
+    f->dev = sb.st_dev;
+    f->ino = sb.st_ino;
+    snprintf(f->what, sizeof f->what, "%s", what);
 }
 
-/* The output (or its report) must never be one of the inputs, --force or not. */
-static nf_status refuse_inputs(const nf_plan *p, const char *path, nf_error *err)
+static nf_status collect_inputs(const nf_plan *p, input_set *in, nf_error *err)
 {
-    if (p->recipe->path && same_file(path, p->recipe->path))
-        return nf_error_set(err, NF_ERR_USAGE, "%s is the recipe: refusing to overwrite an input", MP(path));
+    char what[160];
+    add_input(in, p->recipe->path, "the recipe");
     for (size_t i = 0; i < p->nsources; i++) {
-        if (same_file(path, p->sources[i].path))
-            return nf_error_set(err, NF_ERR_USAGE, "%s is source '%s': refusing to overwrite an input", MP(path),
-                                p->sources[i].name);
+        const char *name = p->sources[i].name;
+        snprintf(what, sizeof what, "source '%s'", name);
+        add_input(in, p->sources[i].path, what);
         const nf_source *s = p->sources[i].src;
-        for (size_t f = 0; s && f < nf_source_file_count(s); f++)
-            if (same_file(path, nf_source_file_path(s, f)))
-                return nf_error_set(err, NF_ERR_USAGE, "%s is a file of source '%s': refusing to overwrite an input",
-                                    MP(path), p->sources[i].name);
-        const char *index = s ? nf_source_index_path(s) : NULL;
-        if (index && same_file(path, index))
-            return nf_error_set(err, NF_ERR_USAGE, "%s is the index of source '%s': refusing to overwrite an input",
-                                MP(path), p->sources[i].name);
+        snprintf(what, sizeof what, "a file of source '%s'", name);
+        for (size_t f = 0; s && f < nf_source_file_count(s); f++) add_input(in, nf_source_file_path(s, f), what);
+        snprintf(what, sizeof what, "the index of source '%s'", name);
+        add_input(in, s ? nf_source_index_path(s) : NULL, what);
         for (size_t c = 0; s && c < nf_source_companion_count(s); c++) {
-            const char *name = NULL, *cpath = nf_source_companion_at(s, c, &name);
-            if (cpath && same_file(path, cpath))
-                return nf_error_set(err, NF_ERR_USAGE, "%s is %s of source '%s': refusing to overwrite an input",
-                                    MP(path), name ? name : "a companion file", p->sources[i].name);
+            const char *cname = NULL, *cpath = nf_source_companion_at(s, c, &cname);
+            snprintf(what, sizeof what, "%s of source '%s'", cname ? cname : "a companion file", name);
+            add_input(in, cpath, what);
         }
     }
     for (size_t i = 0; i < p->nobjects; i++)
-        if (p->objects[i].kind == NF_OBJECT_RESOURCE && same_file(path, p->objects[i].path))
-            return nf_error_set(err, NF_ERR_USAGE, "%s is a resource file: refusing to overwrite an input", MP(path));
+        if (p->objects[i].kind == NF_OBJECT_RESOURCE) add_input(in, p->objects[i].path, "a resource file");
+    if (in->nomem) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
     return NF_OK;
+}
+
+static const input_file *input_of(const input_set *in, const char *path)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0) return NULL;
+    for (size_t i = 0; i < in->n; i++)
+        if (in->v[i].dev == sb.st_dev && in->v[i].ino == sb.st_ino) return &in->v[i];
+    return NULL;
+}
+
+/* What `name` (an entry of OUT's directory) is to a conversion to OUT whose base name is base, or
+ * NULL when the run never creates, replaces or removes that name: the entry, the report (when
+ * one is written), a part ("<base>.part-" and 4 or more digits: this run's, or one of the
+ * artifact being replaced that --force removes), the lock file, and the temp and set-aside names
+ * of the entry, its parts and its report (common/io.h; --remove-stale removes stale ones). */
+static const char *output_role(const char *name, const char *base, bool report)
+{
+    size_t bl = strlen(base);
+    const char *rest = NULL;
+    bool dotted = name[0] == '.' && strncmp(name + 1, base, bl) == 0;
+    if (dotted) rest = name + 1 + bl;
+    else if (strncmp(name, base, bl) == 0) rest = name + bl;
+    else return NULL;
+    size_t digits = 0;
+    if (strncmp(rest, ".part-", 6) == 0)
+        while (rest[6 + digits] >= '0' && rest[6 + digits] <= '9') digits++;
+    if (!dotted) {
+        if (!*rest) return "the artifact";
+        if (report && strcmp(rest, ".conversion.json") == 0) return "the report";
+        if (digits >= 4 && !rest[6 + digits]) return "a part name";
+        return NULL;
+    }
+    if (strcmp(rest, ".lock") == 0) return "the lock file";
+    if (digits >= 4) rest += 6 + digits;
+    else if (strncmp(rest, ".conversion.json.", 17) == 0) rest += 16;
+    const char *suffix = NULL;
+    if (*rest == '.' && nf_io_beside_pid(rest + 1, &suffix) > 0 && (!strcmp(suffix, ".tmp") || !strcmp(suffix, ".old")))
+        return "a temp or set-aside file name";
+    return NULL;
+}
+
+/* No input is ever replaced, --force or not (design.md 7, finding F1): no file the run creates,
+ * replaces or removes for OUT (every name output_role knows, found in OUT's directory) may be an
+ * input, by its name or as another link to the same file. */
+static nf_status refuse_inputs(const input_set *in, const char *output, bool report, nf_error *err)
+{
+    const char *slash = strrchr(output, '/');
+    const char *base = slash ? slash + 1 : output;
+    size_t dl = slash ? (size_t)(slash - output) + 1 : 0;
+    char *dir = dl ? strndup(output, dl) : strdup("./");
+    if (!dir) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    DIR *d = opendir(dir);
+    nf_status st = NF_OK;
+    if (!d) {
+        if (errno != ENOENT && errno != ENOTDIR) st = nf_error_errno(err, errno, "cannot list %s", MP(dir));
+        free(dir);
+        return st; /* no directory: nothing in it to replace (creating the files fails later) */
+    }
+    struct dirent *e;
+    while (st == NF_OK && (e = readdir(d)) != NULL) {
+        const char *role = output_role(e->d_name, base, report);
+        if (!role) continue;
+        size_t need = strlen(dir) + strlen(e->d_name) + 1;
+        char *path = malloc(need);
+        if (!path) {
+            st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+            break;
+        }
+        snprintf(path, need, "%s%s", dl ? dir : "", e->d_name);
+        const input_file *f = input_of(in, path);
+        if (f && strcmp(role, "the artifact") == 0)
+            st = nf_error_set(err, NF_ERR_USAGE, "%s is %s: refusing to overwrite an input", MP(path), f->what);
+        else if (f)
+            st = nf_error_set(err, NF_ERR_USAGE, "%s is %s: refusing to overwrite an input (a conversion to %s "
+                              "writes, replaces or removes %s)", MP(path), f->what, MP(output), role);
+        free(path);
+    }
+    closedir(d);
+    free(dir);
+    return st;
 }
 
 /* Before anything is written: no output is an input, and the report (when there is one) is no
  * special file (design.md 7: never replaced; it is published by rename like the artifact), nor
  * an existing file without force. */
-static nf_status prepare_outputs(const nf_plan *p, const nf_convert_options *opt, const char *report_path,
+static nf_status prepare_outputs(const input_set *in, const nf_convert_options *opt, const char *report_path,
                                  nf_error *err)
 {
-    NF_TRY(refuse_inputs(p, opt->output, err));
+    NF_TRY(refuse_inputs(in, opt->output, opt->report, err));
     if (!opt->report) return NF_OK;
-    NF_TRY(refuse_inputs(p, report_path, err));
     struct stat sb;
     int e = nf_io_lstat(report_path, &sb);
     if (e == 0 && !S_ISREG(sb.st_mode))
@@ -711,18 +814,19 @@ nf_status nf_plan_execute(nf_plan *p, const nf_convert_options *opt, nf_error *e
     char *report_path = malloc(rlen);
     if (!report_path) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
     snprintf(report_path, rlen, "%s.conversion.json", opt->output);
-    nf_status st = prepare_outputs(p, opt, report_path, err);
+    input_set in = {0};
+    nf_status st = collect_inputs(p, &in, err);
+    if (st == NF_OK) st = prepare_outputs(&in, opt, report_path, err);
+    /* --force --no-report removes the report of the artifact it replaces, unless that is an input
+     * or not a regular file (never replaced, design.md 7). */
+    struct stat rsb;
+    bool report_regular = nf_io_lstat(report_path, &rsb) != 0 || S_ISREG(rsb.st_mode);
+    bool replace_report = opt->force && report_regular && (opt->report || !input_of(&in, report_path));
+    free(in.v);
     if (st != NF_OK) {
         free(report_path);
         return st;
     }
-    /* --force --no-report removes the report of the artifact it replaces, unless that is an input
-     * or not a regular file (never replaced, design.md 7). */
-    nf_error ignore;
-    struct stat rsb;
-    bool report_regular = nf_io_lstat(report_path, &rsb) != 0 || S_ISREG(rsb.st_mode);
-    bool replace_report = opt->force && report_regular &&
-                          (opt->report || refuse_inputs(p, report_path, &ignore) == NF_OK);
     nf_writer_options wo = {opt->has_max_file_bytes ? opt->max_file_bytes : p->recipe->max_file_bytes,
                             opt->artifact_id, opt->force, true};
     nf_writer *w = NULL;
