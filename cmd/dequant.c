@@ -1,8 +1,10 @@
 /* ninfer-dequant: the represented values of one tensor (raw / .npy / text), its stored words
  * (--to native), or every tensor of an artifact as a safetensors checkpoint (--all), streamed
  * in bounded row chunks (design.md section 2). */
+#include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +16,7 @@
 #include "cli.h"
 #include "output.h"
 
-enum { OPT_OUTPUT = NF_OPT_PROGRAM, OPT_TO, OPT_FORMAT, OPT_ROWS, OPT_ZSTD, OPT_ALL, OPT_THREADS };
+enum { OPT_OUTPUT = NF_OPT_PROGRAM, OPT_TO, OPT_FORMAT, OPT_ROWS, OPT_ZSTD, OPT_ALL, OPT_THREADS, OPT_REMOVE_STALE };
 
 static const nf_option options[] = {
     {"output", 'o', NF_ARG_REQUIRED, OPT_OUTPUT, "OUT", "write to OUT (replaced atomically); default stdout"},
@@ -27,6 +29,8 @@ static const nf_option options[] = {
     {"all", 0, NF_ARG_NONE, OPT_ALL, NULL, "every tensor object into one safetensors file (needs -o)"},
     {"threads", 'j', NF_ARG_REQUIRED, OPT_THREADS, "N",
      "decode row chunks on N threads (default: every core); the output is the same for any N"},
+    {"remove-stale", 0, NF_ARG_NONE, OPT_REMOVE_STALE, NULL,
+     "remove the temp files killed runs left for OUT (alone with -o: only that)"},
     {NULL, 0, NF_ARG_NONE, 0, NULL, NULL},
 };
 
@@ -34,12 +38,15 @@ static const nf_program program = {
     "ninfer-dequant",
     "ninfer-dequant FILE ID [-o OUT] [--to f32|f16|bf16|native] [--format raw|npy|text]\n"
     "                      [--rows A:B] [--zstd[=LEVEL]] [--threads N]\n"
-    "       ninfer-dequant FILE --all -o OUT.safetensors [--to f32|bf16|f16] [--threads N]",
+    "       ninfer-dequant FILE --all -o OUT.safetensors [--to f32|bf16|f16] [--threads N]\n"
+    "       ninfer-dequant -o OUT --remove-stale",
     "Write the represented values of a tensor object in C order of its logical shape: exactly the\n"
     "spec's binary32 reconstruction (ggml's dequantization for gguf_* formats), optionally rounded\n"
     "to f16 or bf16 (nearest, ties to even).  --to native writes the stored words of a direct\n"
     "tensor (bf16/fp32/int32) and refuses quantized formats.  --all writes every tensor object as\n"
-    "a safetensors checkpoint named by object ID.  Tensors are streamed in bounded row chunks.",
+    "a safetensors checkpoint named by object ID.  Tensors are streamed in bounded row chunks.\n"
+    "Ctrl-C (SIGINT, SIGTERM, SIGHUP) stops a run without leaving a temp file (exit 3); temp files\n"
+    "that a killed run (SIGKILL) could not remove are reported, and removed with --remove-stale.",
     options,
     "  ninfer-dequant model.ninfer lm_head.weight --format npy -o lm_head.npy\n"
     "  ninfer-dequant model.ninfer lm_head.weight --format text --rows 0:2\n"
@@ -54,7 +61,7 @@ typedef struct dq_opts {
     const char *output;
     value_type to;
     out_format format;
-    bool has_rows, has_a, has_b, all;
+    bool has_rows, has_a, has_b, all, remove_stale;
     uint64_t a, b;
     int zstd;
     unsigned threads; /* 0: every core */
@@ -91,6 +98,7 @@ static int on_option(void *ctx, nf_cli *cli, int id, const char *arg)
         break;
     }
     case OPT_ALL: o->all = true; break;
+    case OPT_REMOVE_STALE: o->remove_stale = true; break;
     case OPT_THREADS: {
         uint64_t v;
         if (!nf_cli_parse_u64(arg, &v) || v == 0 || v > 1024)
@@ -328,6 +336,10 @@ static nf_status stream_rows(const rows_job *job, unsigned threads, nf_out *out,
     }
     if (st == NF_OK && workers == 0) {
         for (uint64_t c = 0; st == NF_OK && c < p.nchunks; c++) {
+            if (nf_out_cancelled()) {
+                st = nf_error_set(err, NF_ERR_IO, "interrupted");
+                break;
+            }
             slot_range(&p, c, &p.slots[0]);
             decode_slot(job, &p.slots[0]);
             st = write_slot(job, &p.slots[0], eb, out, err);
@@ -344,7 +356,7 @@ static nf_status stream_rows(const rows_job *job, unsigned threads, nf_out *out,
             pthread_mutex_lock(&p.lock);
             while (p.decoded[c % p.nslots] != c + 1) pthread_cond_wait(&p.cond, &p.lock);
             pthread_mutex_unlock(&p.lock);
-            st = write_slot(job, s, eb, out, err);
+            st = nf_out_cancelled() ? nf_error_set(err, NF_ERR_IO, "interrupted") : write_slot(job, s, eb, out, err);
             pthread_mutex_lock(&p.lock);
             p.written = c + 1;
             pthread_cond_broadcast(&p.cond);
@@ -543,6 +555,43 @@ static bool output_is_input(const nf_artifact *a, const char *output)
     return false;
 }
 
+/* Temp files that a killed run (SIGKILL: nothing can clean up) left for OUT, beside the file a
+ * run replaces (OUT, or the end of its links; cmd/output.h): those whose process is gone are
+ * named in a warning, or removed with --remove-stale, as ninfer-convert does for its outputs
+ * (docs/ninfer-dequant.md, "Interrupted runs").  Returns NF_EXIT_OK, or NF_EXIT_SYSTEM when a
+ * removal fails (or, with --remove-stale, the directory cannot be listed). */
+static int handle_stale(const nf_cli *cli, const dq_opts *o)
+{
+    char *target = o->output ? nf_out_atomic_target(o->output) : NULL;
+    if (!target) return NF_EXIT_OK; /* standard output or a stream: no temp files */
+    nf_stale *st = NULL;
+    size_t n = 0;
+    nf_error err;
+    int rc = NF_EXIT_OK;
+    if (nf_stale_find(target, false, &st, &n, &err) != NF_OK) {
+        if (o->remove_stale) rc = nf_cli_report(cli, &err);
+        else nf_cli_warn(cli, "cannot look for stale temp files: %s", err.message);
+        n = 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (st[i].kind != NF_STALE_TEMP) continue;
+        if (!o->remove_stale) {
+            nf_cli_warn(cli, "%s: temp file of an interrupted run (process %ld is gone); --remove-stale removes it",
+                        st[i].path, st[i].pid);
+        } else if (unlink(st[i].path) == 0 || errno == ENOENT) {
+            if (cli->verbosity >= 0)
+                fprintf(stderr, "%s: removed stale temp file %s (process %ld is gone)\n", cli->prog, st[i].path,
+                        st[i].pid);
+        } else {
+            rc = nf_cli_error(cli, NF_ERR_IO, "%s: cannot remove the stale temp file: %s", st[i].path,
+                              strerror(errno));
+        }
+    }
+    nf_stale_free(st, n);
+    free(target);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     nf_cli cli;
@@ -550,6 +599,13 @@ int main(int argc, char **argv)
     bool done = false;
     int rc = nf_cli_parse(&cli, &program, argc, argv, on_option, &opts, &done);
     if (rc != NF_EXIT_OK || done) goto out;
+    /* before any output exists: Ctrl-C then stops the run cleanly (temp file removed, exit 3) */
+    nf_out_catch_signals();
+    if (opts.remove_stale && cli.npositional == 0) { /* cleanup only */
+        rc = opts.output ? handle_stale(&cli, &opts)
+                         : nf_cli_usage(&cli, "--remove-stale needs -o OUT (the output whose stale temp files to remove)");
+        goto out;
+    }
     if (!opts.threads) {
         long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
         opts.threads = ncpu > 0 ? (unsigned)(ncpu < 1024 ? ncpu : 1024) : 1u;
@@ -580,6 +636,10 @@ int main(int argc, char **argv)
     }
     if (output_is_input(a, opts.output)) {
         rc = nf_cli_usage(&cli, "-o %s is a file of the artifact being read", opts.output);
+        nf_artifact_close(a);
+        goto out;
+    }
+    if ((rc = handle_stale(&cli, &opts)) != NF_EXIT_OK) {
         nf_artifact_close(a);
         goto out;
     }

@@ -50,14 +50,15 @@ static void on_signal(int sig)
 void nf_out_catch_signals(void)
 {
     /* no SA_RESTART: a write or open blocked on a FIFO or a pipe returns EINTR, and the loops
-     * below see the flag */
-    struct sigaction sa;
+     * below see the flag.  A signal ignored when the program started stays ignored (nohup, a
+     * shell's background job): whoever ignored it meant it. */
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    struct sigaction sa, old;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN) sigaction(sigs[i], &sa, NULL);
 }
 
 bool nf_out_cancelled(void) { return g_cancel != 0; }
