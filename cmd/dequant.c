@@ -462,6 +462,29 @@ static int dequant_one(const nf_cli *cli, nf_artifact *a, const char *id, const 
 }
 
 /* ---------------------------------------------------------------- --all */
+/* Every cap a reader enforces is checked by the writer (design.md 7): a safetensors file holds
+ * its metadata under the name "__metadata__", so a tensor of that name would replace it (and a
+ * reader refuses the file); safetensors readers (ours: lib/src/source, NF_SOURCE_MAX_*) take
+ * names of at most 1024 bytes and at most 2^20 tensors.  Such an artifact is refused rather than
+ * renamed: the names are what tools match tensors by (docs/ninfer-dequant.md). */
+static int check_safetensors_name(const nf_cli *cli, const nf_artifact *a, const char *id, size_t count)
+{
+    if (strcmp(id, "__metadata__") == 0)
+        return nf_cli_error(cli, NF_ERR_INVALID, "%s: object '__metadata__': safetensors reserves that name for the "
+                            "file's metadata, so --all cannot write the object under its ID; dequantize it alone "
+                            "(ninfer-dequant FILE __metadata__ -o OUT)", nf_artifact_path(a));
+    size_t len = strlen(id);
+    if (len > NF_SOURCE_MAX_NAME_BYTES)
+        return nf_cli_error(cli, NF_ERR_INVALID, "%s: object '%.64s...': its ID is %zu bytes, longer than a safetensors "
+                            "reader takes (%u bytes, NF_SOURCE_MAX_NAME_BYTES); dequantize it alone",
+                            nf_artifact_path(a), id, len, NF_SOURCE_MAX_NAME_BYTES);
+    if (count > NF_SOURCE_MAX_TENSORS)
+        return nf_cli_error(cli, NF_ERR_INVALID, "%s: more than %u tensor objects, more than a safetensors reader takes "
+                            "(NF_SOURCE_MAX_TENSORS); dequantize them one at a time", nf_artifact_path(a),
+                            NF_SOURCE_MAX_TENSORS);
+    return NF_EXIT_OK;
+}
+
 static int dequant_all(const nf_cli *cli, nf_artifact *a, const dq_opts *opts)
 {
     nf_error err;
@@ -478,9 +501,11 @@ static int dequant_all(const nf_cli *cli, nf_artifact *a, const dq_opts *opts)
     json_object_set_new(json_object_get(header, "__metadata__"), "ninfer_artifact_id", json_string(idhex));
     uint64_t offset = 0;
     int rc = NF_EXIT_OK;
+    size_t tensors = 0;
     for (size_t i = 0; i < n && rc == NF_EXIT_OK; i++) {
         const nf_object *o = nf_artifact_object(a, i);
         if (o->kind != NF_OBJECT_TENSOR) continue;
+        if ((rc = check_safetensors_name(cli, a, o->id, ++tensors)) != NF_EXIT_OK) break;
         if (nf_artifact_check_object(a, o, &geo[i], &err) != NF_OK) {
             prefix_object(&err, nf_artifact_path(a), o->id);
             rc = nf_cli_report(cli, &err);
@@ -501,6 +526,13 @@ static int dequant_all(const nf_cli *cli, nf_artifact *a, const dq_opts *opts)
         return rc != NF_EXIT_OK ? rc : nf_cli_error(cli, NF_ERR_NOMEM, "out of memory");
     }
     size_t len = strlen(text), padded = (len + 7) / 8 * 8; /* keep the data 8-byte aligned */
+    if (padded > NF_ST_MAX_HEADER_BYTES) {
+        free(geo);
+        free(text);
+        return nf_cli_error(cli, NF_ERR_INVALID, "%s: the safetensors header for %zu tensors would be %zu bytes, more "
+                            "than a safetensors reader takes (%u, NF_ST_MAX_HEADER_BYTES); dequantize the tensors "
+                            "one at a time", nf_artifact_path(a), tensors, padded, NF_ST_MAX_HEADER_BYTES);
+    }
     nf_out *out;
     if (nf_out_open(opts->output, opts->zstd, &out, &err) != NF_OK) {
         free(geo);
