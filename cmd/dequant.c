@@ -348,8 +348,11 @@ static nf_status stream_rows(const rows_job *job, unsigned threads, nf_out *out,
         pthread_mutex_init(&p.lock, NULL);
         pthread_cond_init(&p.cond, NULL);
         size_t started = 0;
+        sigset_t saved;
+        nf_out_block_signals(&saved); /* the workers never take Ctrl-C: the writer (this thread) does */
         for (; started < workers; started++)
             if (pthread_create(&tids[started], NULL, decode_worker, &p) != 0) break;
+        nf_out_restore_signals(&saved);
         if (started == 0) st = nf_error_set(err, NF_ERR_NOMEM, "cannot start a decoding thread");
         for (uint64_t c = 0; st == NF_OK && c < p.nchunks; c++) {
             dq_slot *s = &p.slots[c % p.nslots];

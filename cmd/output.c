@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -62,6 +63,18 @@ void nf_out_catch_signals(void)
 }
 
 bool nf_out_cancelled(void) { return g_cancel != 0; }
+
+void nf_out_block_signals(sigset_t *saved)
+{
+    sigset_t block;
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &block, saved);
+}
+
+void nf_out_restore_signals(const sigset_t *saved) { pthread_sigmask(SIG_SETMASK, saved, NULL); }
 
 static nf_status interrupted(nf_error *err) { return nf_error_set(err, NF_ERR_IO, "interrupted"); }
 

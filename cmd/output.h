@@ -4,6 +4,7 @@
 #ifndef NINFER_CMD_OUTPUT_H
 #define NINFER_CMD_OUTPUT_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -45,6 +46,10 @@ char *nf_out_atomic_target(const char *path);
  * publish, and the program's loops poll nf_out_cancelled() to stop and clean up. */
 void nf_out_catch_signals(void);
 bool nf_out_cancelled(void);
+/* Threads a program starts between these two calls have the three signals blocked, so that they
+ * reach the thread that writes (whose blocked write then returns EINTR) rather than a worker. */
+void nf_out_block_signals(sigset_t *saved);
+void nf_out_restore_signals(const sigset_t *saved);
 
 /* What an interrupted ninfer-convert (SIGKILL, power loss: nothing can clean up) may leave for
  * the artifact `dest`, in dest's directory (B: dest's base name):

@@ -32,9 +32,10 @@ mkdir "$d"
 stopped_run() {
     ( exec "$bin/ninfer-dequant" "$art" "$@" 2>"$work/err" ) &
     pid=$!
-    while kill -0 $pid 2>/dev/null && [ -z "$(temps "$d")" ]; do :; done
+    mine() { ls -A "$d" | grep -qE "^\.all\.safetensors\.$pid\.......\.tmp$"; }
+    while kill -0 $pid 2>/dev/null && ! mine; do :; done
     kill -STOP $pid 2>/dev/null
-    if [ -n "$(ls -A "$d" | grep -E "^\.all\.safetensors\.$pid\.......\.tmp$")" ]; then return; fi
+    if mine; then return; fi
     kill -CONT $pid 2>/dev/null
     wait $pid 2>/dev/null
     pid=0
@@ -66,7 +67,7 @@ mkfifo "$d/fifo"
 sleep 1000 >"$d/fifo" &  # a writer so that the reader below never sees end of file early
 holder=$!
 exec 7<"$d/fifo"         # the reader: opened, never read, so the dequant blocks in write()
-( exec "$bin/ninfer-dequant" "$art" lm_head.weight -o "$d/fifo" --threads 2 2>"$work/err" ) &
+( exec 7<&- "$bin/ninfer-dequant" "$art" lm_head.weight -o "$d/fifo" --threads 2 2>"$work/err" ) &
 pid=$!
 # once it has the FIFO open (its signal handlers are in place by then)
 while kill -0 $pid 2>/dev/null && ! ls -l /proc/$pid/fd 2>/dev/null | grep -qF -- "$d/fifo"; do :; done
@@ -79,12 +80,22 @@ kill $holder 2>/dev/null
 wait $holder 2>/dev/null
 rm -f "$d/fifo"
 
+# killed_run: a run killed with SIGKILL while its temp file is there (a few attempts); pid as
+# stopped_run sets it
+killed_run() {
+    for attempt in 1 2 3 4 5; do
+        stopped_run --all -o "$d/all.safetensors" --threads 1
+        [ $pid -ne 0 ] || continue
+        kill -KILL $pid
+        wait $pid 2>/dev/null
+        return
+    done
+}
+
 # SIGKILL: the temp file stays; the next run warns about it; --remove-stale removes it
-stopped_run --all -o "$d/all.safetensors" --threads 1
+killed_run
 if [ $pid -ne 0 ]; then
     stale=$(temps "$d")
-    kill -KILL $pid
-    wait $pid 2>/dev/null
     check test -n "$stale"
     live=".all.safetensors.$$.AbCd12.tmp" # this shell is alive: never reported nor removed
     touch "$d/$live" "$d/.other.safetensors.$pid.AbCd12.tmp" "$d/notes.txt"
@@ -101,8 +112,8 @@ if [ $pid -ne 0 ]; then
     done
     for f in "$live" ".other.safetensors.$pid.AbCd12.tmp" notes.txt all.safetensors; do check test -e "$d/$f"; done
     # with a tensor to write, it removes and then writes
-    stopped_run --all -o "$d/all.safetensors" --threads 1
-    [ $pid -ne 0 ] && { kill -KILL $pid; wait $pid 2>/dev/null; }
+    killed_run
+    check test $pid -ne 0
     run 0 "$bin/ninfer-dequant" "$art" model.norm.weight -o "$d/all.safetensors" --remove-stale
     contains "$work/err" "removed stale temp file"
     check test "$(temps "$d" | tr ' ' '\n' | grep '^\.all' | tr '\n' ' ')" = "$live "
