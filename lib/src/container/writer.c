@@ -70,10 +70,17 @@ typedef struct interval {
     uint64_t a, b;
 } interval;
 
+/* One planned object: what its directory record needs (not its whole nf_geometry: a writer of
+ * hundreds of thousands of objects keeps this per object), and which of its bytes are written. */
 typedef struct wobj {
     char *id;
     bool tensor;
-    nf_geometry g;
+    bool complete;   /* every byte written (cov freed) */
+    uint32_t rank;
+    const nf_layout *layout;
+    const nf_format *format;
+    uint64_t *shape; /* rank entries (NULL for rank 0) */
+    uint64_t divisors;
     uint64_t offset, bytes;
     interval *cov; /* sorted, disjoint, non-adjacent intervals written so far */
     size_t ncov, capcov;
@@ -146,13 +153,10 @@ struct nf_writer {
     uint64_t json_bytes;
     uint64_t entry_payload_start;
     nf_buf image; /* header + padded JSON: the entry's first 32 + json_bytes bytes */
-    /* checksum placeholders: the shared string node every object digest starts as, the
-     * directory's own node, and where the emitter put them in the JSON text */
-    json_t *ph_object, *ph_directory;
+    /* where the checksum placeholders (32 zeros) of each object and of the directory are in
+     * the JSON text */
     size_t *sum_pos;
-    size_t nsum_pos;
     size_t dir_sum_pos;
-    bool dir_sum_seen;
     /* the output's lock (common/io.h, nf_io_lock_beside): held from before the first temp file
      * until the commit or the rollback, so that two writers of one output never publish a
      * mixed set (design.md 7) */
@@ -325,13 +329,20 @@ static nf_status add_object(nf_writer *w, const char *id, bool tensor, uint64_t 
     wobj *o = &w->objs[w->nobjs];
     memset(o, 0, sizeof *o);
     o->id = strdup(id);
-    if (!o->id) return nomem(err);
-    if (nf_strset_insert(&w->ids, o->id, NULL, w->nobjs, NULL) < 0) {
+    if (g && g->rank) o->shape = malloc(g->rank * sizeof *o->shape);
+    if (!o->id || (g && g->rank && !o->shape) || nf_strset_insert(&w->ids, o->id, NULL, w->nobjs, NULL) < 0) {
         free(o->id);
+        free(o->shape);
         return nomem(err);
     }
     o->tensor = tensor;
-    if (g) o->g = *g;
+    if (g) {
+        o->rank = g->rank;
+        o->layout = g->layout;
+        o->format = g->format;
+        o->divisors = g->divisors;
+        if (g->rank) memcpy(o->shape, g->shape, g->rank * sizeof *o->shape);
+    }
     o->offset = offset;
     o->bytes = bytes;
     if (index) *index = w->nobjs;
@@ -395,18 +406,11 @@ nf_status nf_writer_set_member(nf_writer *w, const char *member, struct json_t *
 }
 
 /* ---------------------------------------------------------------- directory */
-static void placeholder_hook(void *ctx, const json_t *node, size_t pos)
-{
-    nf_writer *w = ctx;
-    if (node == w->ph_object) {
-        if (w->nsum_pos < w->nobjs) w->sum_pos[w->nsum_pos] = pos;
-        w->nsum_pos++;
-    } else if (node == w->ph_directory) {
-        w->dir_sum_pos = pos;
-        w->dir_sum_seen = true;
-    }
-}
-
+/* The directory is emitted member by member, an object record at a time (never one JSON tree of
+ * every object, nor a checksum map of every ID: those cost about 1 KB of memory per object), in
+ * upstream member order (2.7 step 2): components, objects, bindings, uses, metadata, provenance,
+ * files.  Python's compact json.dumps of the whole root is exactly the concatenation of the
+ * members' own compact texts, so the bytes are the same as one nf_json_emit of the root. */
 static json_t *object_json(const wobj *o)
 {
     json_t *d = json_object();
@@ -414,14 +418,14 @@ static json_t *object_json(const wobj *o)
     int bad = json_object_set_new(d, "id", json_string(o->id));
     if (o->tensor) {
         json_t *shape = json_array();
-        for (uint32_t k = 0; shape && k < o->g.rank; k++)
-            bad |= json_array_append_new(shape, json_integer((json_int_t)o->g.shape[k]));
+        for (uint32_t k = 0; shape && k < o->rank; k++)
+            bad |= json_array_append_new(shape, json_integer((json_int_t)o->shape[k]));
         bad |= json_object_set_new(d, "shape", shape);
-        bad |= json_object_set_new(d, "format", json_string(o->g.format->name));
-        bad |= json_object_set_new(d, "layout", json_string(o->g.layout->name));
+        bad |= json_object_set_new(d, "format", json_string(o->format->name));
+        bad |= json_object_set_new(d, "layout", json_string(o->layout->name));
         bad |= json_object_set_new(d, "offset", json_integer((json_int_t)o->offset));
         bad |= json_object_set_new(d, "bytes", json_integer((json_int_t)o->bytes));
-        if (o->g.divisors != 1) bad |= json_object_set_new(d, "divisors", json_integer((json_int_t)o->g.divisors));
+        if (o->divisors != 1) bad |= json_object_set_new(d, "divisors", json_integer((json_int_t)o->divisors));
         bad |= json_object_set_new(d, "kind", json_string("tensor"));
     } else {
         bad |= json_object_set_new(d, "encoding", json_string("raw_bytes_v1"));
@@ -456,89 +460,161 @@ static json_t *files_json(const nf_writer *w, const uint64_t *segs, size_t n)
     return files;
 }
 
-/* Root members in upstream order: components, objects, bindings, uses, metadata, provenance,
- * then files (2.7 step 2).  metadata gains checksum placeholders when asked for. */
-static nf_status build_root(nf_writer *w, json_t **out, nf_error *err)
+/* The reader refuses more than NF_MAX_JSON_BYTES of directory (reader.c): so does the writer,
+ * before anything is created (design.md 7: every cap a reader enforces is checked by the writer
+ * before publishing; finding F11). */
+static nf_status too_big(uint64_t bytes, bool more, nf_error *err)
 {
-    json_t *root = json_object();
-    json_t *objects = json_array();
-    json_t *meta = NULL;
-    if (!root || !objects) goto oom;
-    for (size_t i = 0; i < w->nobjs; i++)
-        if (json_array_append_new(objects, object_json(&w->objs[i]))) goto oom;
+    return nf_error_set(err, NF_ERR_INVALID, "%s%llu bytes of JSON, beyond the reader's cap of %llu bytes "
+                        "(NF_MAX_JSON_BYTES, 64 MiB): write fewer objects, or less metadata, provenance or "
+                        "component config", more ? "more than " : "", (unsigned long long)bytes,
+                        (unsigned long long)NF_MAX_JSON_BYTES);
+}
+
+static nf_status put_text(nf_buf *t, const char *s, nf_error *err)
+{
+    return nf_buf_append(t, s, strlen(s)) ? NF_OK : nomem(err);
+}
+
+/* A member name or object ID as a JSON string, Python's way (the emitter's escapes). */
+static nf_status put_key(nf_buf *t, const char *key, nf_error *err)
+{
+    json_t *k = json_string(key);
+    if (!k) {
+        size_t bad = 0;
+        nf_utf8_valid((const uint8_t *)key, strlen(key), &bad);
+        return nf_error_set(err, NF_ERR_INVALID, "JSON member name is not valid UTF-8 (byte %zu)", bad);
+    }
+    nf_status st = nf_json_emit(k, t, NULL, NULL, err);
+    json_decref(k);
+    return st;
+}
+
+/* A 32-digit checksum placeholder; *pos gets the offset of its first digit. */
+static nf_status put_placeholder(nf_buf *t, size_t *pos, nf_error *err)
+{
+    NF_TRY(put_text(t, "\"", err));
+    *pos = t->len;
+    return put_text(t, CHECKSUM_ZEROS "\"", err);
+}
+
+/* metadata.checksums: {"algorithm":"xxh3-128","objects":{"<id>":"<zeros>",...},"directory":"<zeros>"}. */
+static nf_status put_checksums(nf_writer *w, nf_buf *t, nf_error *err)
+{
+    NF_TRY(put_text(t, "{\"algorithm\":\"xxh3-128\",\"objects\":{", err));
+    for (size_t i = 0; i < w->nobjs; i++) {
+        if (i) NF_TRY(put_text(t, ",", err));
+        NF_TRY(put_key(t, w->objs[i].id, err));
+        NF_TRY(put_text(t, ":", err));
+        NF_TRY(put_placeholder(t, &w->sum_pos[i], err));
+        if (t->len > NF_MAX_JSON_BYTES) return too_big(t->len, true, err);
+    }
+    NF_TRY(put_text(t, "},\"directory\":", err));
+    NF_TRY(put_placeholder(t, &w->dir_sum_pos, err));
+    return put_text(t, "}", err);
+}
+
+/* The caller's metadata with "checksums" added (last) or, when the caller has one, replacing it
+ * where it stands (as jansson's json_object_set would). */
+static nf_status put_metadata(nf_writer *w, nf_buf *t, nf_error *err)
+{
+    NF_TRY(put_text(t, "{", err));
+    const char *key;
+    json_t *val;
+    bool first = true, seen = false;
+    json_object_foreach(w->members[M_METADATA], key, val) {
+        if (!first) NF_TRY(put_text(t, ",", err));
+        first = false;
+        NF_TRY(put_key(t, key, err));
+        NF_TRY(put_text(t, ":", err));
+        if (w->opt.checksums && strcmp(key, "checksums") == 0) {
+            seen = true;
+            NF_TRY(put_checksums(w, t, err));
+        } else {
+            NF_TRY(nf_json_emit(val, t, NULL, NULL, err));
+        }
+    }
+    if (w->opt.checksums && !seen) {
+        NF_TRY(put_text(t, first ? "\"checksums\":" : ",\"checksums\":", err));
+        NF_TRY(put_checksums(w, t, err));
+    }
+    return put_text(t, "}", err);
+}
+
+/* Everything before the file table: "{" and the members before "files", with their commas. */
+static nf_status emit_prefix(nf_writer *w, nf_buf *t, nf_error *err)
+{
     for (int m = 0; m < M_COUNT; m++) {
         if (w->members[m]) continue;
         if (m == M_COMPONENTS)
             w->members[m] = json_pack("{s:{s:{}}}", "text", "config");
         else
             w->members[m] = m == M_USES ? json_array() : json_object();
-        if (!w->members[m]) goto oom;
+        if (!w->members[m]) return nomem(err);
     }
-    meta = json_copy(w->members[M_METADATA]); /* shallow: the caller's object stays untouched */
-    if (!meta) goto oom;
-    if (w->opt.checksums) {
-        json_t *sums = json_object();
-        if (!sums || json_object_set_new(meta, "checksums", sums)) goto oom; /* meta owns sums */
-        json_t *objmap = json_object();
-        if (!objmap || json_object_set_new(sums, "algorithm", json_string("xxh3-128")) ||
-            json_object_set_new(sums, "objects", objmap))
-            goto oom;
-        for (size_t i = 0; i < w->nobjs; i++)
-            if (json_object_set(objmap, w->objs[i].id, w->ph_object)) goto oom;
-        if (json_object_set(sums, "directory", w->ph_directory)) goto oom;
+    NF_TRY(put_text(t, "{\"components\":", err));
+    NF_TRY(nf_json_emit(w->members[M_COMPONENTS], t, NULL, NULL, err));
+    NF_TRY(put_text(t, ",\"objects\":[", err));
+    for (size_t i = 0; i < w->nobjs; i++) {
+        if (i) NF_TRY(put_text(t, ",", err));
+        json_t *o = object_json(&w->objs[i]);
+        if (!o) return nomem(err);
+        nf_status st = nf_json_emit(o, t, NULL, NULL, err);
+        json_decref(o);
+        NF_TRY(st);
+        /* stop growing as soon as the text is beyond what a reader takes */
+        if (t->len > NF_MAX_JSON_BYTES) return too_big(t->len, true, err);
     }
-    /* json_object_set_new takes the reference even when it fails. */
-    if (json_object_set(root, "components", w->members[M_COMPONENTS])) goto oom;
-    int r = json_object_set_new(root, "objects", objects);
-    objects = NULL;
-    if (r || json_object_set(root, "bindings", w->members[M_BINDINGS]) ||
-        json_object_set(root, "uses", w->members[M_USES]))
-        goto oom;
-    r = json_object_set_new(root, "metadata", meta);
-    meta = NULL;
-    if (r || json_object_set(root, "provenance", w->members[M_PROVENANCE])) goto oom;
-    *out = root;
+    NF_TRY(put_text(t, "],\"bindings\":", err));
+    NF_TRY(nf_json_emit(w->members[M_BINDINGS], t, NULL, NULL, err));
+    NF_TRY(put_text(t, ",\"uses\":", err));
+    NF_TRY(nf_json_emit(w->members[M_USES], t, NULL, NULL, err));
+    NF_TRY(put_text(t, ",\"metadata\":", err));
+    NF_TRY(put_metadata(w, t, err));
+    NF_TRY(put_text(t, ",\"provenance\":", err));
+    NF_TRY(nf_json_emit(w->members[M_PROVENANCE], t, NULL, NULL, err));
+    if (t->len > NF_MAX_JSON_BYTES) return too_big(t->len, true, err);
     return NF_OK;
-oom:
-    json_decref(objects);
-    json_decref(meta);
-    json_decref(root);
-    return nomem(err);
 }
 
-/* JSON text of root with the given file table (replacing any previous one, keeping `files` the
- * last member). */
-static nf_status emit_with_files(nf_writer *w, json_t *root, const uint64_t *segs, size_t n, nf_buf *text,
+/* The text: the prefix (t->len = prefix bytes) followed by the given file table and "}". */
+static nf_status emit_with_files(nf_writer *w, nf_buf *t, size_t prefix, const uint64_t *segs, size_t n,
                                  nf_error *err)
 {
+    t->len = prefix;
     json_t *files = files_json(w, segs, n);
-    if (!files || json_object_set_new(root, "files", files)) return nomem(err);
-    text->len = 0;
-    w->nsum_pos = 0;
-    w->dir_sum_seen = false;
-    nf_status st = nf_json_emit(root, text, placeholder_hook, w, err);
-    if (st != NF_OK) nf_error_prefix(err, "%s: directory", MP(w->path));
+    if (!files) return nomem(err);
+    nf_status st = put_text(t, ",\"files\":", err);
+    if (st == NF_OK) st = nf_json_emit(files, t, NULL, NULL, err);
+    json_decref(files);
+    if (st == NF_OK) st = put_text(t, "}", err);
     return st;
 }
 
 /* 2.7 step 4: reserve = align_up(32 + len(single-file JSON), 4096) - 32, then grow until the
  * JSON with its real file table fits.  Leaves the final text in *text and the file table in
- * segs and n. */
-static nf_status layout_directory(nf_writer *w, json_t *root, nf_buf *text, uint64_t **segs, size_t *n,
-                                  nf_error *err)
+ * segs and n.  A directory beyond the reader's cap is refused here. */
+static nf_status layout_directory(nf_writer *w, nf_buf *text, uint64_t **segs, size_t *n, nf_error *err)
 {
+    nf_status st = emit_prefix(w, text, err);
+    if (st != NF_OK) return nf_error_prefix(err, "%s: directory", MP(w->path));
+    size_t prefix = text->len;
     uint64_t single = w->payload_end;
-    NF_TRY(emit_with_files(w, root, &single, 1, text, err));
+    NF_TRY(emit_with_files(w, text, prefix, &single, 1, err));
     uint64_t reserve;
     if (!nf_align_up_u64(NF_HEADER_BYTES + (uint64_t)text->len, NF_PAGE_BYTES, &reserve))
         return nf_error_set(err, NF_ERR_INVALID, "%s: directory too large", MP(w->path));
     reserve -= NF_HEADER_BYTES;
     for (int round = 0; round < 64; round++) {
+        if (reserve > NF_MAX_JSON_BYTES) {
+            too_big(reserve, false, err);
+            return nf_error_prefix(err, "%s: directory", MP(w->path));
+        }
         free(*segs);
         *segs = NULL;
-        nf_status st = nf_split_plan(w->payload_end, NF_HEADER_BYTES + reserve, w->opt.max_file_bytes, segs, n, err);
+        st = nf_split_plan(w->payload_end, NF_HEADER_BYTES + reserve, w->opt.max_file_bytes, segs, n, err);
         if (st != NF_OK) return nf_error_prefix(err, "%s", MP(w->path));
-        NF_TRY(emit_with_files(w, root, *segs, *n, text, err));
+        NF_TRY(emit_with_files(w, text, prefix, *segs, *n, err));
         if ((uint64_t)text->len <= reserve) {
             w->json_bytes = reserve;
             w->entry_payload_start = NF_HEADER_BYTES + reserve;
@@ -726,21 +802,14 @@ nf_status nf_writer_begin(nf_writer *w, nf_error *err)
     NF_TRY(check_planning(w, "nf_writer_begin", err));
     if (w->nobjs == 0) return nf_error_set(err, NF_ERR_INVALID, "%s: objects must not be empty", MP(w->path));
     if (w->opt.checksums) {
-        w->ph_object = json_string(CHECKSUM_ZEROS);
-        w->ph_directory = json_string(CHECKSUM_ZEROS);
         w->sum_pos = calloc(w->nobjs, sizeof *w->sum_pos);
         w->dig = calloc(w->nobjs, sizeof *w->dig);
-        if (!w->ph_object || !w->ph_directory || !w->sum_pos || !w->dig) return nomem(err);
+        if (!w->sum_pos || !w->dig) return nomem(err);
     }
-    json_t *root = NULL;
     nf_buf text = {0};
     uint64_t *segs = NULL;
     size_t n = 0;
-    nf_status st = build_root(w, &root, err);
-    if (st == NF_OK) st = layout_directory(w, root, &text, &segs, &n, err);
-    if (st == NF_OK && w->opt.checksums && (w->nsum_pos != w->nobjs || !w->dir_sum_seen))
-        st = nf_error_set(err, NF_ERR_INVALID, "%s: metadata.checksums placeholders were not emitted as planned",
-                          MP(w->path));
+    nf_status st = layout_directory(w, &text, &segs, &n, err);
     if (st == NF_OK) {
         /* Never write what our own reader would refuse (references, proposal, names, ...). */
         json_t *check = NULL;
@@ -753,7 +822,6 @@ nf_status nf_writer_begin(nf_writer *w, nf_error *err)
             nf_error_prefix(err, "%s: the directory to write is invalid", MP(w->path));
         }
     }
-    json_decref(root);
     if (st == NF_OK) {
         /* The entry image: header, then the JSON padded with spaces to json_bytes (2.7 step 4). */
         uint8_t hdr[NF_HEADER_BYTES];
@@ -781,6 +849,10 @@ nf_status nf_writer_begin(nf_writer *w, nf_error *err)
 /* Record [a, b) as written; 1 if any byte of it was written before, -1 on ENOMEM. */
 static int cover(wobj *o, uint64_t a, uint64_t b, interval *clash)
 {
+    if (o->complete) {
+        *clash = (interval){0, o->bytes};
+        return 1;
+    }
     size_t lo = 0, hi = o->ncov;
     while (lo < hi) { /* first interval ending after a */
         size_t mid = lo + (hi - lo) / 2;
@@ -814,6 +886,12 @@ static int cover(wobj *o, uint64_t a, uint64_t b, interval *clash)
         o->cov[i].a = a;
         o->cov[i].b = b;
         o->ncov++;
+    }
+    if (o->ncov == 1 && o->cov[0].a == 0 && o->cov[0].b == o->bytes) { /* done: no list to keep */
+        free(o->cov);
+        o->cov = NULL;
+        o->ncov = o->capcov = 0;
+        o->complete = true;
     }
     return 0;
 }
@@ -1043,7 +1121,7 @@ static nf_status check_coverage(nf_writer *w, nf_error *err)
 {
     for (size_t i = 0; i < w->nobjs; i++) {
         const wobj *o = &w->objs[i];
-        if (o->ncov == 1 && o->cov[0].a == 0 && o->cov[0].b == o->bytes) continue;
+        if (o->complete) continue;
         uint64_t a = 0, b = o->bytes;
         if (o->ncov > 0) {
             if (o->cov[0].a > 0) {
@@ -1307,13 +1385,12 @@ void nf_writer_free(nf_writer *w)
     free(w->surplus);
     for (size_t i = 0; i < w->nobjs; i++) {
         free(w->objs[i].id);
+        free(w->objs[i].shape);
         free(w->objs[i].cov);
     }
     free(w->objs);
     nf_strset_free(&w->ids);
     for (int m = 0; m < M_COUNT; m++) json_decref(w->members[m]);
-    json_decref(w->ph_object);
-    json_decref(w->ph_directory);
     free(w->sum_pos);
     digest_free(w);
     nf_buf_free(&w->image);
