@@ -544,23 +544,105 @@ static json_t *object_report(const nf_plan *p, const nf_errstats_summary *st, si
     return rec;
 }
 
-/* The report goes to a temp file beside its destination (renamed once the artifact is
- * published), through the I/O shim like every other file the library writes. */
-static nf_status write_report(const char *path, json_t *doc, char **tmp_out, nf_error *err)
+/* The report's members before "objects": output, name, recipe, and the provenance without its
+ * per-object records (each object's record below carries its method, parameters and sources, the
+ * same as the artifact's provenance.objects: the report need not hold them twice). */
+static json_t *report_head(const nf_plan *p, const nf_convert_options *opt)
+{
+    json_t *prov = json_copy(p->provenance); /* shallow: the plan's tree is untouched */
+    if (!prov) return NULL;
+    json_object_del(prov, "objects");
+    return json_pack("{s:s,s:o,s:o,s:o}", "output", opt->output, "name",
+                     p->recipe->output_name ? json_string(p->recipe->output_name) : json_null(), "recipe",
+                     p->recipe->path ? json_string(p->recipe->path) : json_null(), "provenance", prov);
+}
+
+/* Bytes on their way to the report's temp file, in 1 MiB writes (through the I/O shim). */
+typedef struct report_out {
+    int fd;
+    int e; /* the first write error */
+    char *buf;
+    size_t len;
+} report_out;
+
+#define REPORT_BUFFER ((size_t)1 << 20)
+
+static void report_flush(report_out *o)
+{
+    if (!o->e && o->len) o->e = nf_io_write_full(o->fd, o->buf, o->len);
+    o->len = 0;
+}
+
+static void report_put(report_out *o, const char *s, size_t n)
+{
+    if (o->e) return;
+    if (o->len + n > REPORT_BUFFER) report_flush(o);
+    if (n > REPORT_BUFFER) {
+        if (!o->e) o->e = nf_io_write_full(o->fd, s, n);
+        return;
+    }
+    memcpy(o->buf + o->len, s, n);
+    o->len += n;
+}
+
+/* JSON text of v as the report writes it: compact, members in order, binary64 figures exact. */
+static char *report_text(const json_t *v)
+{
+    return json_dumps(v, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17) | JSON_ENCODE_ANY);
+}
+
+/* The report, streamed to a temp file beside its destination (renamed once the artifact is
+ * published): head's members, then "objects" with one compact record per line, built one at a
+ * time (memory does not grow with the number of objects), then tail's members:
+ *   {"output":...,"name":...,"recipe":...,"provenance":{...},"objects":[
+ *   {"object":...},
+ *   ...
+ *   ],"artifact_id":...,"threads":...,"chunk_values":...}
+ * Through the I/O shim like every other file the library writes. */
+static nf_status write_report(const nf_plan *p, const runner *r, const char *path, const json_t *head,
+                              const json_t *tail, char **tmp_out, nf_error *err)
 {
     char *tmp = NULL;
     int fd = nf_io_mkstemp_beside(path, &tmp);
     if (fd < 0) return nf_error_errno(err, errno, "cannot create a temp file for %s", MP(path));
-    char *text = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
-    nf_status st = NF_OK;
-    int e = 0;
-    if (!text)
-        st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
-    else if ((e = nf_io_write_full(fd, text, strlen(text))) != 0 || (e = nf_io_write_full(fd, "\n", 1)) != 0 ||
-             (e = nf_io_fchmod(fd, 0644)) != 0 || (e = nf_io_fdatasync(fd)) != 0)
-        st = nf_error_errno(err, e, "cannot write %s", MP(tmp));
-    nf_io_close(fd);
+    report_out o = {fd, 0, malloc(REPORT_BUFFER), 0};
+    nf_status st = o.buf ? NF_OK : nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    char *text = st == NF_OK ? report_text(head) : NULL;
+    if (st == NF_OK && !text) st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    if (st == NF_OK) {
+        report_put(&o, text, strlen(text) - 1); /* without its closing brace */
+        report_put(&o, ",\"objects\":[\n", 13);
+    }
     free(text);
+    bool first = true;
+    for (size_t i = 0; st == NF_OK && i < p->nobjects; i++) {
+        if (p->objects[i].kind != NF_OBJECT_TENSOR) continue;
+        json_t *rec = object_report(p, &r->objs[i].sum, i);
+        text = rec ? report_text(rec) : NULL;
+        json_decref(rec);
+        if (!text) {
+            st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+            break;
+        }
+        if (!first) report_put(&o, ",\n", 2);
+        first = false;
+        report_put(&o, text, strlen(text));
+        free(text);
+    }
+    text = st == NF_OK ? report_text(tail) : NULL;
+    if (st == NF_OK && !text) st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    if (st == NF_OK) {
+        report_put(&o, first ? "]," : "\n],", first ? 2 : 3);
+        report_put(&o, text + 1, strlen(text) - 1); /* without its opening brace */
+        report_put(&o, "\n", 1);
+        report_flush(&o);
+    }
+    free(text);
+    int e = o.e;
+    if (st == NF_OK && !e && (e = nf_io_fchmod(fd, 0644)) == 0) e = nf_io_fdatasync(fd);
+    if (st == NF_OK && e) st = nf_error_errno(err, e, "cannot write %s", MP(tmp));
+    free(o.buf);
+    nf_io_close(fd);
     if (st != NF_OK) {
         nf_io_unlink(tmp);
         free(tmp);
@@ -863,19 +945,16 @@ nf_status nf_plan_execute(nf_plan *p, const nf_convert_options *opt, nf_error *e
         st = run_jobs(&r, thread_count(opt->threads), opt, err);
         pthread_mutex_destroy(&r.lock);
     }
-    json_t *report = NULL;
     if (st == NF_OK && opt->report) {
         char id[33];
         nf_writer_id_hex(w, id);
-        json_t *objs = json_array();
-        for (size_t i = 0; i < p->nobjects; i++)
-            if (p->objects[i].kind == NF_OBJECT_TENSOR) json_array_append_new(objs, object_report(p, &r.objs[i].sum, i));
-        report = json_pack("{s:s,s:o,s:s,s:O,s:o,s:s,s:I,s:I}", "output", opt->output, "name",
-                           p->recipe->output_name ? json_string(p->recipe->output_name) : json_null(), "recipe",
-                           p->recipe->path, "provenance", p->provenance, "objects", objs, "artifact_id", id,
-                           "threads", (json_int_t)thread_count(opt->threads), "chunk_values",
-                           (json_int_t)chunk_values);
-        st = report ? write_report(report_path, report, &report_tmp, err) : nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        json_t *head = report_head(p, opt);
+        json_t *tail = json_pack("{s:s,s:I,s:I}", "artifact_id", id, "threads", (json_int_t)thread_count(opt->threads),
+                                 "chunk_values", (json_int_t)chunk_values);
+        st = head && tail ? write_report(p, &r, report_path, head, tail, &report_tmp, err)
+                          : nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        json_decref(head);
+        json_decref(tail);
     }
     if (st == NF_OK && opt->cancel && *opt->cancel) st = nf_error_set(err, NF_ERR_IO, "interrupted");
     /* Publication of the set (artifact and report) as one: the artifact is published with the
@@ -899,7 +978,6 @@ nf_status nf_plan_execute(nf_plan *p, const nf_convert_options *opt, nf_error *e
     free(report_backup);
     if (report_tmp && st != NF_OK) nf_io_unlink(report_tmp);
     free(report_tmp);
-    json_decref(report);
     runner_free(&r);
     nf_writer_free(w);
     free(report_path);
