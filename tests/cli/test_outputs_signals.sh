@@ -69,8 +69,13 @@ holder=$!
 exec 7<"$d/fifo"         # the reader: opened, never read, so the dequant blocks in write()
 ( exec 7<&- "$bin/ninfer-dequant" "$art" lm_head.weight -o "$d/fifo" --threads 2 2>"$work/err" ) &
 pid=$!
-# once it has the FIFO open (its signal handlers are in place by then)
-while kill -0 $pid 2>/dev/null && ! ls -l /proc/$pid/fd 2>/dev/null | grep -qF -- "$d/fifo"; do :; done
+# once ninfer-dequant itself (not the subshell before its exec) has the FIFO open: its signal
+# handlers are in place by then
+opened() {
+    [ "$(readlink /proc/$pid/exe 2>/dev/null)" = "$(readlink -f "$bin/ninfer-dequant")" ] &&
+        ls -l /proc/$pid/fd 2>/dev/null | grep -qF -- "$d/fifo"
+}
+while kill -0 $pid 2>/dev/null && ! opened; do :; done
 kill -INT $pid
 wait $pid
 check test $? -eq 3
