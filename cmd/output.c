@@ -79,11 +79,6 @@ void nf_out_restore_signals(const sigset_t *saved) { pthread_sigmask(SIG_SETMASK
 static nf_status interrupted(nf_error *err) { return nf_error_set(err, NF_ERR_IO, "interrupted"); }
 
 /* ---------------------------------------------------------------- streams */
-bool nf_out_is_terminal(const char *path)
-{
-    return (!path || strcmp(path, "-") == 0) && isatty(STDOUT_FILENO);
-}
-
 bool nf_out_terminal(const nf_out *o) { return o && o->fd >= 0 && isatty(o->fd); }
 
 static const char *out_name(const nf_out *o, char *buf)

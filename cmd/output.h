@@ -32,8 +32,6 @@ nf_status nf_out_printf(nf_out *o, nf_error *err, const char *fmt, ...) __attrib
 nf_status nf_out_commit(nf_out *o, nf_error *err);
 /* Drop everything written (the temp file is removed; a stream keeps what it got).  Frees o. */
 void nf_out_abort(nf_out *o);
-/* Would output go to a terminal?  (before opening: NULL or "-" on a terminal) */
-bool nf_out_is_terminal(const char *path);
 /* Does the opened output go to a terminal (standard output, or a terminal device named by -o)? */
 bool nf_out_terminal(const nf_out *o);
 /* The regular file nf_out_open would replace through a temp file beside it (path, or the end of
