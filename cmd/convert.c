@@ -121,8 +121,12 @@ static int on_option(void *ctx, nf_cli *cli, int id, const char *arg)
         o->threads = (unsigned)v;
         break;
     case OPT_MAX_FILE_BYTES:
-        if (!nf_cli_parse_u64(arg, &o->max_file_bytes))
-            return nf_cli_usage(cli, "--max-file-bytes takes a byte count, not '%s'", arg);
+        /* Every file needs a 4096-byte header page and one page of payload (container.md 2.5):
+         * a smaller limit suits no artifact at all.  One the entry's own directory does not fit
+         * in is judged with the plan (invalid input, exit 1). */
+        if (!nf_cli_parse_u64(arg, &o->max_file_bytes) || (o->max_file_bytes > 0 && o->max_file_bytes < 8192))
+            return nf_cli_usage(cli, "--max-file-bytes takes 0 (one file) or a byte count of at least 8192 (a "
+                                "4096-byte header page and one page of payload per file), not '%s'", arg);
         o->has_max_file_bytes = true;
         break;
     case OPT_CHUNK_VALUES:
@@ -317,7 +321,7 @@ static int handle_stale(const nf_cli *cli, const convert_opts *o)
     nf_stale *st = NULL;
     size_t n = 0;
     nf_error err;
-    if (nf_stale_find(o->output, &st, &n, &err) != NF_OK) {
+    if (nf_stale_find(o->output, true, &st, &n, &err) != NF_OK) {
         if (o->remove_stale) return nf_cli_report(cli, &err);
         nf_cli_warn(cli, "cannot look for stale temp files: %s", err.message); /* the conversion can still run */
         return NF_EXIT_OK;
@@ -400,6 +404,21 @@ static int handle_stale(const nf_cli *cli, const convert_opts *o)
     return rc;
 }
 
+/* What -o may name (docs/ninfer-convert.md, "Outputs"): a file name.  An artifact is an entry,
+ * its parts and its report, published together by rename, so it cannot be streamed: "-" is
+ * refused here, and an existing output that is not a regular file by the writer (exit 2). */
+static int check_output(const nf_cli *cli, const char *out)
+{
+    if (strcmp(out, "-") == 0)
+        return nf_cli_usage(cli, "-o -: an artifact (an entry, its parts and its report, published by rename) "
+                            "cannot be written to standard output; give a file name");
+    const char *slash = strrchr(out, '/');
+    const char *base = slash ? slash + 1 : out;
+    if (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
+        return nf_cli_usage(cli, "-o '%s': give the artifact's file name (e.g. -o model.ninfer)", out);
+    return NF_EXIT_OK;
+}
+
 /* SOURCE_DATE_EPOCH: an artifact id that depends only on the inputs, for reproducible builds. */
 static void derived_id(const nf_plan *plan, const char *epoch, uint8_t out[16])
 {
@@ -440,6 +459,7 @@ int main(int argc, char **argv)
         rc = nf_cli_usage(&cli, "-o OUT.ninfer is required");
         goto out;
     }
+    if ((rc = check_output(&cli, opts.output)) != NF_EXIT_OK) goto out;
     if (opts.remove_stale && !quick && !opts.recipe) { /* cleanup only */
         if (opts.format || opts.method || opts.nrules || opts.nsources) {
             rc = nf_cli_usage(&cli, "-o OUT --remove-stale alone removes stale files; give a recipe to convert");

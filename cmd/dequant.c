@@ -1,8 +1,10 @@
 /* ninfer-dequant: the represented values of one tensor (raw / .npy / text), its stored words
  * (--to native), or every tensor of an artifact as a safetensors checkpoint (--all), streamed
  * in bounded row chunks (design.md section 2). */
+#include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +16,7 @@
 #include "cli.h"
 #include "output.h"
 
-enum { OPT_OUTPUT = NF_OPT_PROGRAM, OPT_TO, OPT_FORMAT, OPT_ROWS, OPT_ZSTD, OPT_ALL, OPT_THREADS };
+enum { OPT_OUTPUT = NF_OPT_PROGRAM, OPT_TO, OPT_FORMAT, OPT_ROWS, OPT_ZSTD, OPT_ALL, OPT_THREADS, OPT_REMOVE_STALE };
 
 static const nf_option options[] = {
     {"output", 'o', NF_ARG_REQUIRED, OPT_OUTPUT, "OUT", "write to OUT (replaced atomically); default stdout"},
@@ -27,6 +29,8 @@ static const nf_option options[] = {
     {"all", 0, NF_ARG_NONE, OPT_ALL, NULL, "every tensor object into one safetensors file (needs -o)"},
     {"threads", 'j', NF_ARG_REQUIRED, OPT_THREADS, "N",
      "decode row chunks on N threads (default: every core); the output is the same for any N"},
+    {"remove-stale", 0, NF_ARG_NONE, OPT_REMOVE_STALE, NULL,
+     "remove the temp files killed runs left for OUT (alone with -o: only that)"},
     {NULL, 0, NF_ARG_NONE, 0, NULL, NULL},
 };
 
@@ -34,12 +38,15 @@ static const nf_program program = {
     "ninfer-dequant",
     "ninfer-dequant FILE ID [-o OUT] [--to f32|f16|bf16|native] [--format raw|npy|text]\n"
     "                      [--rows A:B] [--zstd[=LEVEL]] [--threads N]\n"
-    "       ninfer-dequant FILE --all -o OUT.safetensors [--to f32|bf16|f16] [--threads N]",
+    "       ninfer-dequant FILE --all -o OUT.safetensors [--to f32|bf16|f16] [--threads N]\n"
+    "       ninfer-dequant -o OUT --remove-stale",
     "Write the represented values of a tensor object in C order of its logical shape: exactly the\n"
     "spec's binary32 reconstruction (ggml's dequantization for gguf_* formats), optionally rounded\n"
     "to f16 or bf16 (nearest, ties to even).  --to native writes the stored words of a direct\n"
     "tensor (bf16/fp32/int32) and refuses quantized formats.  --all writes every tensor object as\n"
-    "a safetensors checkpoint named by object ID.  Tensors are streamed in bounded row chunks.",
+    "a safetensors checkpoint named by object ID.  Tensors are streamed in bounded row chunks.\n"
+    "Ctrl-C (SIGINT, SIGTERM, SIGHUP) stops a run without leaving a temp file (exit 3); temp files\n"
+    "that a killed run (SIGKILL) could not remove are reported, and removed with --remove-stale.",
     options,
     "  ninfer-dequant model.ninfer lm_head.weight --format npy -o lm_head.npy\n"
     "  ninfer-dequant model.ninfer lm_head.weight --format text --rows 0:2\n"
@@ -54,7 +61,7 @@ typedef struct dq_opts {
     const char *output;
     value_type to;
     out_format format;
-    bool has_rows, has_a, has_b, all;
+    bool has_rows, has_a, has_b, all, remove_stale;
     uint64_t a, b;
     int zstd;
     unsigned threads; /* 0: every core */
@@ -91,6 +98,7 @@ static int on_option(void *ctx, nf_cli *cli, int id, const char *arg)
         break;
     }
     case OPT_ALL: o->all = true; break;
+    case OPT_REMOVE_STALE: o->remove_stale = true; break;
     case OPT_THREADS: {
         uint64_t v;
         if (!nf_cli_parse_u64(arg, &v) || v == 0 || v > 1024)
@@ -330,8 +338,11 @@ static nf_status stream_rows(const rows_job *job, unsigned threads, nf_out *out,
     if (st == NF_OK && workers > 0) {
         pthread_mutex_init(&p.lock, NULL);
         pthread_cond_init(&p.cond, NULL);
+        sigset_t saved;
+        nf_out_block_signals(&saved); /* the workers never take Ctrl-C: the writer (this thread) does */
         for (; started < workers; started++)
             if (pthread_create(&tids[started], NULL, decode_worker, &p) != 0) break;
+        nf_out_restore_signals(&saved);
         if (started == 0) { /* no thread could start: the calling thread does it all */
             pthread_cond_destroy(&p.cond);
             pthread_mutex_destroy(&p.lock);
@@ -339,6 +350,10 @@ static nf_status stream_rows(const rows_job *job, unsigned threads, nf_out *out,
     }
     if (st == NF_OK && started == 0) {
         for (uint64_t c = 0; st == NF_OK && c < p.nchunks; c++) {
+            if (nf_out_cancelled()) {
+                st = nf_error_set(err, NF_ERR_IO, "interrupted");
+                break;
+            }
             slot_range(&p, c, &p.slots[0]);
             decode_slot(job, &p.slots[0]);
             st = write_slot(job, &p.slots[0], eb, out, err);
@@ -349,7 +364,7 @@ static nf_status stream_rows(const rows_job *job, unsigned threads, nf_out *out,
             pthread_mutex_lock(&p.lock);
             while (p.decoded[c % p.nslots] != c + 1) pthread_cond_wait(&p.cond, &p.lock);
             pthread_mutex_unlock(&p.lock);
-            st = write_slot(job, s, eb, out, err);
+            st = nf_out_cancelled() ? nf_error_set(err, NF_ERR_IO, "interrupted") : write_slot(job, s, eb, out, err);
             pthread_mutex_lock(&p.lock);
             p.written = c + 1;
             pthread_cond_broadcast(&p.cond);
@@ -395,6 +410,12 @@ static nf_status write_npy_header(nf_out *out, const char *descr, const uint64_t
     return nf_out_write(out, "\n", 1, err);
 }
 
+static int refuse_terminal(const nf_cli *cli)
+{
+    return nf_cli_error(cli, NF_ERR_USAGE,
+                        "refusing to write binary data to a terminal: give -o OUT, --format text, or a pipe");
+}
+
 static int dequant_one(const nf_cli *cli, nf_artifact *a, const char *id, const dq_opts *opts)
 {
     const nf_object *o = nf_artifact_find(a, id);
@@ -420,11 +441,12 @@ static int dequant_one(const nf_cli *cli, nf_artifact *a, const char *id, const 
             return nf_cli_error(cli, NF_ERR_USAGE, "--rows %" PRIu64 ":%" PRIu64 " is not within 0:%" PRIu64, job.r0,
                                 job.r1, g.rows);
     }
-    if (opts->format != FMT_TEXT && !opts->zstd && nf_out_is_terminal(opts->output))
-        return nf_cli_error(cli, NF_ERR_USAGE,
-                            "refusing to write binary data to a terminal: give -o OUT, --format text, or a pipe");
     nf_out *out;
     if (nf_out_open(opts->output, opts->zstd, &out, &err) != NF_OK) return nf_cli_report(cli, &err);
+    if (opts->format != FMT_TEXT && !opts->zstd && nf_out_terminal(out)) {
+        nf_out_abort(out);
+        return refuse_terminal(cli);
+    }
     nf_status st = NF_OK;
     if (opts->format == FMT_NPY) {
         uint64_t shape[NF_MAX_RANK];
@@ -448,6 +470,29 @@ static int dequant_one(const nf_cli *cli, nf_artifact *a, const char *id, const 
 }
 
 /* ---------------------------------------------------------------- --all */
+/* Every cap a reader enforces is checked by the writer (design.md 7): a safetensors file holds
+ * its metadata under the name "__metadata__", so a tensor of that name would replace it (and a
+ * reader refuses the file); safetensors readers (ours: lib/src/source, NF_SOURCE_MAX_*) take
+ * names of at most 1024 bytes and at most 2^20 tensors.  Such an artifact is refused rather than
+ * renamed: the names are what tools match tensors by (docs/ninfer-dequant.md). */
+static int check_safetensors_name(const nf_cli *cli, const nf_artifact *a, const char *id, size_t count)
+{
+    if (strcmp(id, "__metadata__") == 0)
+        return nf_cli_error(cli, NF_ERR_INVALID, "%s: object '__metadata__': safetensors reserves that name for the "
+                            "file's metadata, so --all cannot write the object under its ID; dequantize it alone "
+                            "(ninfer-dequant FILE __metadata__ -o OUT)", nf_artifact_path(a));
+    size_t len = strlen(id);
+    if (len > NF_SOURCE_MAX_NAME_BYTES)
+        return nf_cli_error(cli, NF_ERR_INVALID, "%s: object '%.64s...': its ID is %zu bytes, longer than a safetensors "
+                            "reader takes (%u bytes, NF_SOURCE_MAX_NAME_BYTES); dequantize it alone",
+                            nf_artifact_path(a), id, len, NF_SOURCE_MAX_NAME_BYTES);
+    if (count > NF_SOURCE_MAX_TENSORS)
+        return nf_cli_error(cli, NF_ERR_INVALID, "%s: more than %u tensor objects, more than a safetensors reader takes "
+                            "(NF_SOURCE_MAX_TENSORS); dequantize them one at a time", nf_artifact_path(a),
+                            NF_SOURCE_MAX_TENSORS);
+    return NF_EXIT_OK;
+}
+
 static int dequant_all(const nf_cli *cli, nf_artifact *a, const dq_opts *opts)
 {
     nf_error err;
@@ -464,9 +509,11 @@ static int dequant_all(const nf_cli *cli, nf_artifact *a, const dq_opts *opts)
     json_object_set_new(json_object_get(header, "__metadata__"), "ninfer_artifact_id", json_string(idhex));
     uint64_t offset = 0;
     int rc = NF_EXIT_OK;
+    size_t tensors = 0;
     for (size_t i = 0; i < n && rc == NF_EXIT_OK; i++) {
         const nf_object *o = nf_artifact_object(a, i);
         if (o->kind != NF_OBJECT_TENSOR) continue;
+        if ((rc = check_safetensors_name(cli, a, o->id, ++tensors)) != NF_EXIT_OK) break;
         if (nf_artifact_check_object(a, o, &geo[i], &err) != NF_OK) {
             prefix_object(&err, nf_artifact_path(a), o->id);
             rc = nf_cli_report(cli, &err);
@@ -487,11 +534,24 @@ static int dequant_all(const nf_cli *cli, nf_artifact *a, const dq_opts *opts)
         return rc != NF_EXIT_OK ? rc : nf_cli_error(cli, NF_ERR_NOMEM, "out of memory");
     }
     size_t len = strlen(text), padded = (len + 7) / 8 * 8; /* keep the data 8-byte aligned */
+    if (padded > NF_ST_MAX_HEADER_BYTES) {
+        free(geo);
+        free(text);
+        return nf_cli_error(cli, NF_ERR_INVALID, "%s: the safetensors header for %zu tensors would be %zu bytes, more "
+                            "than a safetensors reader takes (%u, NF_ST_MAX_HEADER_BYTES); dequantize the tensors "
+                            "one at a time", nf_artifact_path(a), tensors, padded, NF_ST_MAX_HEADER_BYTES);
+    }
     nf_out *out;
     if (nf_out_open(opts->output, opts->zstd, &out, &err) != NF_OK) {
         free(geo);
         free(text);
         return nf_cli_report(cli, &err);
+    }
+    if (!opts->zstd && nf_out_terminal(out)) {
+        nf_out_abort(out);
+        free(geo);
+        free(text);
+        return refuse_terminal(cli);
     }
     uint8_t prefix[8];
     put_le(prefix, (uint32_t)padded, 4);
@@ -535,6 +595,43 @@ static bool output_is_input(const nf_artifact *a, const char *output)
     return false;
 }
 
+/* Temp files that a killed run (SIGKILL: nothing can clean up) left for OUT, beside the file a
+ * run replaces (OUT, or the end of its links; cmd/output.h): those whose process is gone are
+ * named in a warning, or removed with --remove-stale, as ninfer-convert does for its outputs
+ * (docs/ninfer-dequant.md, "Interrupted runs").  Returns NF_EXIT_OK, or NF_EXIT_SYSTEM when a
+ * removal fails (or, with --remove-stale, the directory cannot be listed). */
+static int handle_stale(const nf_cli *cli, const dq_opts *o)
+{
+    char *target = o->output ? nf_out_atomic_target(o->output) : NULL;
+    if (!target) return NF_EXIT_OK; /* standard output or a stream: no temp files */
+    nf_stale *st = NULL;
+    size_t n = 0;
+    nf_error err;
+    int rc = NF_EXIT_OK;
+    if (nf_stale_find(target, false, &st, &n, &err) != NF_OK) {
+        if (o->remove_stale) rc = nf_cli_report(cli, &err);
+        else nf_cli_warn(cli, "cannot look for stale temp files: %s", err.message);
+        n = 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (st[i].kind != NF_STALE_TEMP) continue;
+        if (!o->remove_stale) {
+            nf_cli_warn(cli, "%s: temp file of an interrupted run (process %ld is gone); --remove-stale removes it",
+                        st[i].path, st[i].pid);
+        } else if (unlink(st[i].path) == 0 || errno == ENOENT) {
+            if (cli->verbosity >= 0)
+                fprintf(stderr, "%s: removed stale temp file %s (process %ld is gone)\n", cli->prog, st[i].path,
+                        st[i].pid);
+        } else {
+            rc = nf_cli_error(cli, NF_ERR_IO, "%s: cannot remove the stale temp file: %s", st[i].path,
+                              strerror(errno));
+        }
+    }
+    nf_stale_free(st, n);
+    free(target);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     nf_cli cli;
@@ -542,6 +639,13 @@ int main(int argc, char **argv)
     bool done = false;
     int rc = nf_cli_parse(&cli, &program, argc, argv, on_option, &opts, &done);
     if (rc != NF_EXIT_OK || done) goto out;
+    /* before any output exists: Ctrl-C then stops the run cleanly (temp file removed, exit 3) */
+    nf_out_catch_signals();
+    if (opts.remove_stale && cli.npositional == 0) { /* cleanup only */
+        rc = opts.output ? handle_stale(&cli, &opts)
+                         : nf_cli_usage(&cli, "--remove-stale needs -o OUT (the output whose stale temp files to remove)");
+        goto out;
+    }
     if (!opts.threads) {
         long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
         opts.threads = ncpu > 0 ? (unsigned)(ncpu < 1024 ? ncpu : 1024) : 1u;
@@ -551,8 +655,8 @@ int main(int argc, char **argv)
             rc = nf_cli_usage(&cli, "--all takes one FILE and no object ID");
             goto out;
         }
-        if (!opts.output || strcmp(opts.output, "-") == 0) {
-            rc = nf_cli_usage(&cli, "--all needs -o OUT.safetensors");
+        if (!opts.output) {
+            rc = nf_cli_usage(&cli, "--all needs -o OUT.safetensors (or -o - for standard output)");
             goto out;
         }
         if (opts.to == TO_NATIVE || opts.format != FMT_RAW || opts.has_rows) {
@@ -572,6 +676,10 @@ int main(int argc, char **argv)
     }
     if (output_is_input(a, opts.output)) {
         rc = nf_cli_usage(&cli, "-o %s is a file of the artifact being read", opts.output);
+        nf_artifact_close(a);
+        goto out;
+    }
+    if ((rc = handle_stale(&cli, &opts)) != NF_EXIT_OK) {
         nf_artifact_close(a);
         goto out;
     }

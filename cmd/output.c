@@ -1,10 +1,11 @@
 /* Program output streams (see output.h). */
-#define _GNU_SOURCE /* mkostemps */
+#define _GNU_SOURCE
 #include "output.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -14,13 +15,23 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include "common/io.h"
+
 #define BUFFER_BYTES ((size_t)1 << 18)
+
+/* How the bytes reach the destination (docs/ninfer-dequant.md, "Outputs"). */
+typedef enum out_kind {
+    OUT_STDOUT, /* standard output: "-", no -o, or a path naming the file standard output is */
+    OUT_ATOMIC, /* a regular file (new or replaced): a temp file beside it, renamed over it */
+    OUT_DIRECT  /* a FIFO or a device node: opened and written into, never replaced */
+} out_kind;
 
 struct nf_out {
     int fd;
-    bool is_stdout;
-    char *path;     /* destination */
-    char *tmp;      /* temp file beside it */
+    out_kind kind;
+    char *path;     /* the destination as named (messages: shortened, see common/io.h) */
+    char *target;   /* OUT_ATOMIC: the file replaced (path, or the end of its symbolic links) */
+    char *tmp;      /* OUT_ATOMIC: the temp file beside target */
     ZSTD_CCtx *zc;
     unsigned char *buf; /* pending plain bytes */
     size_t used;
@@ -28,19 +39,63 @@ struct nf_out {
     size_t zcap;
 };
 
-bool nf_out_is_terminal(const char *path)
+/* ---------------------------------------------------------------- interruption */
+static volatile sig_atomic_t g_cancel;
+
+static void on_signal(int sig)
 {
-    return (!path || strcmp(path, "-") == 0) && isatty(STDOUT_FILENO);
+    (void)sig;
+    g_cancel = 1;
+}
+
+void nf_out_catch_signals(void)
+{
+    /* no SA_RESTART: a write or open blocked on a FIFO or a pipe returns EINTR, and the loops
+     * below see the flag.  A signal ignored when the program started stays ignored (nohup, a
+     * shell's background job): whoever ignored it meant it. */
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN) sigaction(sigs[i], &sa, NULL);
+}
+
+bool nf_out_cancelled(void) { return g_cancel != 0; }
+
+void nf_out_block_signals(sigset_t *saved)
+{
+    sigset_t block;
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &block, saved);
+}
+
+void nf_out_restore_signals(const sigset_t *saved) { pthread_sigmask(SIG_SETMASK, saved, NULL); }
+
+static nf_status interrupted(nf_error *err) { return nf_error_set(err, NF_ERR_IO, "interrupted"); }
+
+/* ---------------------------------------------------------------- streams */
+bool nf_out_terminal(const nf_out *o) { return o && o->fd >= 0 && isatty(o->fd); }
+
+static const char *out_name(const nf_out *o, char *buf)
+{
+    return o->kind == OUT_STDOUT && !o->path ? "standard output" : nf_io_msg_path(o->path, buf);
 }
 
 static nf_status write_fd(nf_out *o, const void *data, size_t len, nf_error *err)
 {
     const unsigned char *p = data;
     while (len > 0) {
+        if (g_cancel) return interrupted(err);
         ssize_t n = write(o->fd, p, len);
         if (n < 0) {
             if (errno == EINTR) continue;
-            return nf_error_errno(err, errno, "cannot write %s", o->is_stdout ? "standard output" : o->path);
+            char m[NF_IO_MSG_PATH + 1];
+            return nf_error_errno(err, errno, "cannot write %s", out_name(o, m));
         }
         p += n;
         len -= (size_t)n;
@@ -72,18 +127,123 @@ static nf_status drain(nf_out *o, bool end, nf_error *err)
 static void release(nf_out *o)
 {
     if (!o) return;
-    if (!o->is_stdout && o->fd >= 0) close(o->fd);
+    if (o->kind != OUT_STDOUT && o->fd >= 0) close(o->fd);
     ZSTD_freeCCtx(o->zc);
     free(o->buf);
     free(o->zbuf);
     free(o->path);
+    free(o->target);
     free(o->tmp);
     free(o);
+}
+
+static bool same_inode(const struct stat *a, const struct stat *b)
+{
+    return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
+/* Where `path` leads (design.md 7: an output path that exists and is not a regular file is
+ * written into or refused, never replaced):
+ *  - absent: a new regular file (OUT_ATOMIC at path);
+ *  - the file that standard output is (e.g. a link to /proc/self/fd/1, /dev/stdout): standard
+ *    output itself, as "-" (the shell's open file, its offset and O_APPEND, are kept);
+ *  - a regular file, or a symbolic link (chain) ending at one: that file is replaced atomically
+ *    (OUT_ATOMIC at the link's final target, the links stay), as cp and dd write through links;
+ *  - a FIFO or a device node (also through links): OUT_DIRECT;
+ *  - a directory, a socket, a dangling link: refused, NF_ERR_USAGE naming path. */
+static nf_status resolve(const char *path, out_kind *kind, char **target, struct stat *st, nf_error *err)
+{
+    char m[NF_IO_MSG_PATH + 1];
+    const char *mp = nf_io_msg_path(path, m);
+    *target = NULL;
+    struct stat lst;
+    if (lstat(path, &lst) != 0) {
+        if (errno != ENOENT) return nf_error_errno(err, errno, "%s", mp);
+        *kind = OUT_ATOMIC;
+        *target = strdup(path);
+        memset(st, 0, sizeof *st);
+        return *target ? NF_OK : nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    }
+    if (stat(path, st) != 0) {
+        if (errno == ENOENT && S_ISLNK(lst.st_mode))
+            return nf_error_set(err, NF_ERR_USAGE, "%s is a symbolic link to a file that does not exist: not "
+                                "writing through it (name the target itself, or remove the link)", mp);
+        return nf_error_errno(err, errno, "%s", mp);
+    }
+    struct stat so;
+    if (fstat(STDOUT_FILENO, &so) == 0 && same_inode(st, &so)) {
+        *kind = OUT_STDOUT;
+        return NF_OK;
+    }
+    if (S_ISDIR(st->st_mode)) return nf_error_set(err, NF_ERR_USAGE, "%s is a directory: give a file name", mp);
+    if (S_ISSOCK(st->st_mode)) return nf_error_set(err, NF_ERR_USAGE, "%s is a socket: not written", mp);
+    if (!S_ISREG(st->st_mode)) {
+        *kind = OUT_DIRECT;
+        return NF_OK;
+    }
+    *kind = OUT_ATOMIC;
+    *target = S_ISLNK(lst.st_mode) ? realpath(path, NULL) : strdup(path);
+    if (!*target) return nf_error_errno(err, errno, "%s: cannot resolve the symbolic link", mp);
+    return NF_OK;
+}
+
+char *nf_out_atomic_target(const char *path)
+{
+    if (!path || !*path || strcmp(path, "-") == 0) return NULL;
+    out_kind kind;
+    char *target = NULL;
+    struct stat st;
+    if (resolve(path, &kind, &target, &st, NULL) != NF_OK || kind != OUT_ATOMIC) {
+        free(target);
+        return NULL;
+    }
+    return target;
+}
+
+/* A FIFO or device node, opened for writing (a FIFO: once it has a reader, as `>` in a shell).
+ * O_NOCTTY: a terminal named by -o never becomes the controlling terminal. */
+static nf_status open_direct(nf_out *o, const struct stat *seen, nf_error *err)
+{
+    char m[NF_IO_MSG_PATH + 1];
+    const char *mp = nf_io_msg_path(o->path, m);
+    for (;;) {
+        if (g_cancel) return interrupted(err);
+        o->fd = open(o->path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+        if (o->fd >= 0) break;
+        if (errno != EINTR) return nf_error_errno(err, errno, "cannot open %s", mp);
+    }
+    struct stat st;
+    if (fstat(o->fd, &st) != 0) return nf_error_errno(err, errno, "cannot stat %s", mp);
+    /* replaced between the look and the open: never write into a regular file in place */
+    if (!same_inode(&st, seen) || S_ISREG(st.st_mode))
+        return nf_error_set(err, NF_ERR_IO, "%s changed while it was opened", mp);
+    return NF_OK;
+}
+
+/* A temp file beside the target (the naming of common/io.c, which nf_stale_find reads back),
+ * with the mode the target has, or 0666 less the umask for a new file (as cp does). */
+static nf_status open_atomic(nf_out *o, const struct stat *seen, nf_error *err)
+{
+    char m[NF_IO_MSG_PATH + 1];
+    o->fd = nf_io_mkstemp_beside(o->target, &o->tmp);
+    if (o->fd < 0) return nf_error_errno(err, errno, "cannot create %s", nf_io_msg_path(o->path, m));
+    mode_t mode;
+    if (seen->st_mode) {
+        mode = seen->st_mode & 0777;
+    } else {
+        mode_t mask = umask(0);
+        umask(mask);
+        mode = 0666 & ~mask;
+    }
+    (void)fchmod(o->fd, mode);
+    return NF_OK;
 }
 
 nf_status nf_out_open(const char *path, int zstd_level, nf_out **out, nf_error *err)
 {
     *out = NULL;
+    if (path && !*path)
+        return nf_error_set(err, NF_ERR_USAGE, "-o needs a file name (or - for standard output), not ''");
     nf_out *o = calloc(1, sizeof *o);
     if (!o) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
     o->fd = -1;
@@ -100,34 +260,22 @@ nf_status nf_out_open(const char *path, int zstd_level, nf_out **out, nf_error *
             return nf_error_set(err, NF_ERR_USAGE, "zstd level %d: %s", zstd_level, ZSTD_getErrorName(r));
         }
     }
+    struct stat seen;
+    nf_status st = NF_OK;
     if (!path || strcmp(path, "-") == 0) {
-        o->is_stdout = true;
-        o->fd = STDOUT_FILENO;
-        *out = o;
-        return NF_OK;
+        o->kind = OUT_STDOUT;
+    } else if (!(o->path = strdup(path))) {
+        goto nomem;
+    } else {
+        st = resolve(path, &o->kind, &o->target, &seen, err);
+        if (st == NF_OK && o->kind == OUT_DIRECT) st = open_direct(o, &seen, err);
+        if (st == NF_OK && o->kind == OUT_ATOMIC) st = open_atomic(o, &seen, err);
     }
-    o->path = strdup(path);
-    const char *slash = strrchr(path, '/');
-    size_t dir_len = slash ? (size_t)(slash - path) + 1 : 0;
-    /* the naming scheme of the library's temp files (common/io.c): ".<base>.<pid>.XXXXXX.tmp" */
-    char pid[24];
-    snprintf(pid, sizeof pid, "%ld", (long)getpid());
-    size_t need = strlen(path) + strlen(pid) + sizeof "...XXXXXX.tmp";
-    o->tmp = malloc(need);
-    if (!o->path || !o->tmp) goto nomem;
-    snprintf(o->tmp, need, "%.*s.%s.%s.XXXXXX.tmp", (int)dir_len, path, slash ? slash + 1 : path, pid);
-    o->fd = mkostemps(o->tmp, 4, O_CLOEXEC);
-    if (o->fd < 0) {
-        nf_status st = nf_error_errno(err, errno, "cannot create %s", path);
-        free(o->tmp);
-        o->tmp = NULL;
+    if (st != NF_OK) {
         release(o);
         return st;
     }
-    /* Like any new file: 0666 less the umask (mkstemp makes it 0600). */
-    mode_t mask = umask(0);
-    umask(mask);
-    (void)fchmod(o->fd, 0666 & ~mask);
+    if (o->kind == OUT_STDOUT) o->fd = STDOUT_FILENO;
     *out = o;
     return NF_OK;
 nomem:
@@ -168,14 +316,24 @@ nf_status nf_out_printf(nf_out *o, nf_error *err, const char *fmt, ...)
 
 nf_status nf_out_commit(nf_out *o, nf_error *err)
 {
+    char m[NF_IO_MSG_PATH + 1];
     nf_status st = drain(o, true, err);
-    if (st == NF_OK && !o->is_stdout) {
-        if (fsync(o->fd) != 0) st = nf_error_errno(err, errno, "cannot sync %s", o->path);
-        if (close(o->fd) != 0 && st == NF_OK) st = nf_error_errno(err, errno, "cannot write %s", o->path);
+    if (o->kind == OUT_ATOMIC) {
+        const char *mp = nf_io_msg_path(o->path, m);
+        if (st == NF_OK && fsync(o->fd) != 0) st = nf_error_errno(err, errno, "cannot sync %s", mp);
+        if (close(o->fd) != 0 && st == NF_OK) st = nf_error_errno(err, errno, "cannot write %s", mp);
         o->fd = -1;
-        if (st == NF_OK && rename(o->tmp, o->path) != 0)
-            st = nf_error_errno(err, errno, "cannot publish %s", o->path);
+        /* the last moment a signal can still stop the publication */
+        if (st == NF_OK && g_cancel) st = interrupted(err);
+        if (st == NF_OK && rename(o->tmp, o->target) != 0) st = nf_error_errno(err, errno, "cannot publish %s", mp);
         if (st != NF_OK) unlink(o->tmp);
+    } else if (o->kind == OUT_DIRECT) {
+        const char *mp = nf_io_msg_path(o->path, m);
+        /* a device's data reaches it; a FIFO or terminal cannot be synced (EINVAL) */
+        if (st == NF_OK && fsync(o->fd) != 0 && errno != EINVAL && errno != EROFS && errno != ENOTSUP)
+            st = nf_error_errno(err, errno, "cannot sync %s", mp);
+        if (close(o->fd) != 0 && st == NF_OK) st = nf_error_errno(err, errno, "cannot write %s", mp);
+        o->fd = -1;
     }
     release(o);
     return st;
@@ -184,23 +342,16 @@ nf_status nf_out_commit(nf_out *o, nf_error *err)
 void nf_out_abort(nf_out *o)
 {
     if (!o) return;
-    if (!o->is_stdout) {
+    if (o->kind == OUT_ATOMIC) {
         if (o->fd >= 0) close(o->fd);
         o->fd = -1;
         unlink(o->tmp);
     }
+    /* a stream (standard output, a FIFO, a device) cannot take back what it was given */
     release(o);
 }
 
 /* ---------------------------------------------------------------- stale files of killed runs */
-static bool all_digits(const char *s, size_t n)
-{
-    if (n == 0) return false;
-    for (size_t i = 0; i < n; i++)
-        if (s[i] < '0' || s[i] > '9') return false;
-    return true;
-}
-
 /* Length of a ".part-NNNN" (4 or more digits) prefix of s, or 0. */
 static size_t part_suffix(const char *s)
 {
@@ -211,25 +362,21 @@ static size_t part_suffix(const char *s)
 }
 
 /* rest = "[.part-NNNN | .conversion.json].<pid>.XXXXXX.tmp" (or ".old" for a file set aside):
- * the pid, or -1; *backup tells the suffix. */
-static long temp_pid(const char *rest, bool *backup)
+ * the pid, or -1; *backup tells the suffix, *plain whether it is a temp of dest itself (no part
+ * or report infix).  The "<pid>.XXXXXX<suffix>" tail is read by common/io.c, which names them. */
+static long temp_pid(const char *rest, bool *backup, bool *plain)
 {
     size_t skip = part_suffix(rest);
     if (!skip && strncmp(rest, ".conversion.json.", 17) == 0) skip = 16;
+    *plain = skip == 0;
     rest += skip;
     if (*rest != '.') return -1;
-    rest++;
-    const char *dot = strchr(rest, '.');
-    if (!dot || dot - rest > 10 || !all_digits(rest, (size_t)(dot - rest))) return -1;
-    const char *x = dot + 1;
-    for (int i = 0; i < 6; i++) {
-        char c = x[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))) return -1;
-    }
-    *backup = strcmp(x + 6, ".old") == 0;
-    if (strcmp(x + 6, ".tmp") != 0 && !*backup) return -1;
-    long pid = strtol(rest, NULL, 10);
-    return pid > 0 ? pid : -1;
+    const char *suffix = NULL;
+    long pid = nf_io_beside_pid(rest + 1, &suffix);
+    if (pid < 0) return -1;
+    *backup = strcmp(suffix, ".old") == 0;
+    if (strcmp(suffix, ".tmp") != 0 && !*backup) return -1;
+    return pid;
 }
 
 /* Is process pid running on this host?  EPERM: it exists but belongs to someone else. */
@@ -260,7 +407,7 @@ static bool push_stale(nf_stale **v, size_t *n, size_t *cap, const char *dir, co
     return true;
 }
 
-nf_status nf_stale_find(const char *dest, nf_stale **out, size_t *count, nf_error *err)
+nf_status nf_stale_find(const char *dest, bool artifact, nf_stale **out, size_t *count, nf_error *err)
 {
     *out = NULL;
     *count = 0;
@@ -284,9 +431,9 @@ nf_status nf_stale_find(const char *dest, nf_stale **out, size_t *count, nf_erro
     while (ok && (e = readdir(d)) != NULL) {
         const char *name = e->d_name;
         if (name[0] == '.' && strncmp(name + 1, base, blen) == 0) {
-            bool backup = false;
-            long pid = temp_pid(name + 1 + blen, &backup);
-            if (pid < 0) continue;
+            bool backup = false, plain = false;
+            long pid = temp_pid(name + 1 + blen, &backup, &plain);
+            if (pid < 0 || (!artifact && (backup || !plain))) continue;
             if (process_alive(pid)) {
                 live_temp = true;
                 continue;
@@ -301,7 +448,7 @@ nf_status nf_stale_find(const char *dest, nf_stale **out, size_t *count, nf_erro
             bool regular = lstat(full, &sb) == 0 && S_ISREG(sb.st_mode);
             free(full);
             if (regular) ok = push_stale(&v, &n, &cap, dir, name, pid, backup ? NF_STALE_BACKUP : NF_STALE_TEMP);
-        } else if (!entry_exists && strncmp(name, base, blen) == 0) {
+        } else if (artifact && !entry_exists && strncmp(name, base, blen) == 0) {
             size_t k = part_suffix(name + blen);
             if (k && name[blen + k] == '\0')
                 ok = push_stale(&parts, &nparts, &capparts, dir, name, 0, NF_STALE_ORPHAN_PART);

@@ -1,9 +1,10 @@
-/* Program output streams: stdout or a file published atomically (a temp file beside the
- * destination, renamed over it when complete, removed on failure), optionally compressed with
- * zstd as it is written. */
+/* Program output streams: stdout, a FIFO or device written into, or a file published
+ * atomically (a temp file beside the destination, renamed over it when complete, removed on
+ * failure), optionally compressed with zstd as it is written. */
 #ifndef NINFER_CMD_OUTPUT_H
 #define NINFER_CMD_OUTPUT_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -11,17 +12,42 @@
 
 typedef struct nf_out nf_out;
 
-/* path NULL or "-": stdout.  zstd_level 0: no compression.  A file is created with a temporary
- * name and only appears at `path` on nf_out_commit. */
+/* OUT for a program that writes one stream (ninfer-dequant); docs/ninfer-dequant.md "Outputs",
+ * design.md 7: an output path that exists and is not a regular file is written into or refused,
+ * never replaced.
+ *  - NULL or "-": standard output; so is a path that names the file standard output already is
+ *    (a link to /proc/self/fd/1, /dev/stdout);
+ *  - a new name, or a regular file: a temp file beside it (common/io.c's naming), renamed over
+ *    it by nf_out_commit, removed by nf_out_abort: nothing partial is ever seen at path;
+ *  - a symbolic link (chain) to a regular file: the same at the link's final target (the links
+ *    stay), like cp and dd writing through a link;
+ *  - a FIFO or a device node, directly or through links: opened (a FIFO: once it has a reader)
+ *    and written into; nothing to take back on failure;
+ *  - "", a directory, a socket or a dangling link: NF_ERR_USAGE naming the path.
+ * zstd_level 0: no compression. */
 nf_status nf_out_open(const char *path, int zstd_level, nf_out **out, nf_error *err);
 nf_status nf_out_write(nf_out *o, const void *data, size_t len, nf_error *err);
 nf_status nf_out_printf(nf_out *o, nf_error *err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Flush, finish the zstd frame, sync and publish.  Frees o whatever happens. */
 nf_status nf_out_commit(nf_out *o, nf_error *err);
-/* Drop everything written (the temp file is removed).  Frees o. */
+/* Drop everything written (the temp file is removed; a stream keeps what it got).  Frees o. */
 void nf_out_abort(nf_out *o);
-/* Would output go to a terminal? */
-bool nf_out_is_terminal(const char *path);
+/* Does the opened output go to a terminal (standard output, or a terminal device named by -o)? */
+bool nf_out_terminal(const nf_out *o);
+/* The regular file nf_out_open would replace through a temp file beside it (path, or the end of
+ * its links), malloc'ed; NULL when path is a stream or is refused.  Stale temp files of path are
+ * beside it. */
+char *nf_out_atomic_target(const char *path);
+
+/* SIGINT, SIGTERM and SIGHUP set a flag (as in ninfer-convert) instead of killing the process:
+ * the writes of an nf_out stop with "interrupted" (NF_ERR_IO, exit 3), nf_out_commit does not
+ * publish, and the program's loops poll nf_out_cancelled() to stop and clean up. */
+void nf_out_catch_signals(void);
+bool nf_out_cancelled(void);
+/* Threads a program starts between these two calls have the three signals blocked, so that they
+ * reach the thread that writes (whose blocked write then returns EINTR) rather than a worker. */
+void nf_out_block_signals(sigset_t *saved);
+void nf_out_restore_signals(const sigset_t *saved);
 
 /* What an interrupted ninfer-convert (SIGKILL, power loss: nothing can clean up) may leave for
  * the artifact `dest`, in dest's directory (B: dest's base name):
@@ -41,7 +67,9 @@ typedef struct nf_stale {
     nf_stale_kind kind;
 } nf_stale;
 
-nf_status nf_stale_find(const char *dest, nf_stale **out, size_t *count, nf_error *err);
+/* artifact false: only the temp files of dest itself (".<B>.<pid>.XXXXXX.tmp", what
+ * nf_out_open leaves when killed), no part, report, set-aside or orphan-part files. */
+nf_status nf_stale_find(const char *dest, bool artifact, nf_stale **out, size_t *count, nf_error *err);
 void nf_stale_free(nf_stale *s, size_t n);
 
 #endif

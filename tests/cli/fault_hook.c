@@ -8,7 +8,9 @@
  *                              OP: open, read, write, sync, link (link and rename), unlink;
  *                              ERR: EIO, ENOSPC, EMFILE, ENOMEM, EACCES, short (a short write:
  *                              half the bytes land, then ENOSPC), SIGKILL (the process
- *                              kills itself at that call: a crash point) or a decimal errno.
+ *                              kills itself at that call: a crash point), SIGSTOP (it stops
+ *                              itself there and goes on normally once continued: a test runs
+ *                              another process at exactly that point) or a decimal errno.
  *   NINFER_IO_COUNTS=FILE      at exit, write the calls made per OP to FILE, one "OP N" a line.
  *
  * A malformed NINFER_IO_FAULT aborts the program (status 125) so a typo cannot make a test pass
@@ -39,7 +41,7 @@ static int parse_errno(const char *s)
         const char *name;
         int value;
     } names[] = {{"EIO", EIO}, {"ENOSPC", ENOSPC}, {"EMFILE", EMFILE}, {"ENOMEM", ENOMEM}, {"EACCES", EACCES},
-                 {"short", 0}, {"SIGKILL", NF_IO_FAULT_KILL}};
+                 {"short", 0}, {"SIGKILL", NF_IO_FAULT_KILL}, {"SIGSTOP", NF_IO_FAULT_STOP}};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(s, names[i].name) == 0) return names[i].value;
     char *end;

@@ -834,7 +834,8 @@ Test(container_write, misuse_and_invalid_plans)
     OK(nf_writer_begin(w, &err));
     size_t count;
     tc_listing(dir, &count);
-    cr_assert_eq(count, 1, "one temp file while writing");
+    cr_assert_eq(count, 2, "one temp file and the output's lock file while writing");
+    cr_assert(tc_exists(tc_join(dir, ".m.ninfer.lock").s), "the lock file: %s", tc_listing(dir, &count));
     cr_assert(!tc_exists(out.s), "nothing published before finish");
     cr_assert_eq(nf_writer_add_resource(w, "late", 5, &i, &err), NF_ERR_USAGE, "plan frozen");
     cr_assert_eq(nf_writer_begin(w, &err), NF_ERR_USAGE);

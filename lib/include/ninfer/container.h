@@ -126,8 +126,10 @@ nf_status nf_writer_add_resource(nf_writer *w, const char *id, uint64_t bytes, s
  * writer).  Defaults: components {"text":{"config":{}}}, bindings {}, uses [], metadata {},
  * provenance {}. */
 nf_status nf_writer_set_member(nf_writer *w, const char *member, struct json_t *value, nf_error *err);
-/* Freeze the plan: build the directory, lay out files, refuse existing destinations, create
- * the temp files and write headers and JSON. */
+/* Freeze the plan: build the directory, lay out files, refuse destinations that are not regular
+ * files (NF_ERR_USAGE) or exist (without overwrite), take the output's lock (".<name>.lock"
+ * beside the entry, held until commit or rollback; NF_ERR_IO when another writer holds it),
+ * create the temp files and write headers and JSON. */
 nf_status nf_writer_begin(nf_writer *w, nf_error *err);
 /* Offset of a planned object in the logical payload (valid after add_*). */
 uint64_t nf_writer_object_offset(const nf_writer *w, size_t index);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <unistd.h>
 
@@ -41,6 +42,10 @@ static int fault(nf_io_op op)
     if (at != 0 && n == at) {
         int e = __atomic_load_n(&g_fault.errnum[op], __ATOMIC_RELAXED);
         if (e == NF_IO_FAULT_KILL) raise(SIGKILL); /* a crash at exactly this point */
+        if (e == NF_IO_FAULT_STOP) {                /* a pause at exactly this point */
+            raise(SIGSTOP);
+            return 0;
+        }
         return e ? e : -1;
     }
     return 0;
@@ -133,6 +138,124 @@ int nf_io_link_beside(const char *target, const char *suffix, char **path_out)
     }
     free(p);
     return EEXIST;
+}
+
+long nf_io_beside_pid(const char *tail, const char **suffix)
+{
+    const char *dot = strchr(tail, '.');
+    if (!dot || dot == tail || dot - tail > 10) return -1;
+    for (const char *p = tail; p < dot; p++)
+        if (*p < '0' || *p > '9') return -1;
+    const char *x = dot + 1;
+    for (int i = 0; i < 6; i++) {
+        char c = x[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))) return -1;
+    }
+    long pid = strtol(tail, NULL, 10);
+    if (pid <= 0) return -1;
+    *suffix = x + 6;
+    return pid;
+}
+
+int nf_io_lock_beside(const char *dest, int *fd_out, char **path_out)
+{
+    *fd_out = -1;
+    *path_out = NULL;
+    const char *slash = strrchr(dest, '/');
+    size_t dir_len = slash ? (size_t)(slash - dest) + 1 : 0;
+    const char *base = slash ? slash + 1 : dest;
+    size_t need = dir_len + 1 + strlen(base) + sizeof ".lock";
+    char *p = malloc(need);
+    if (!p) return ENOMEM;
+    snprintf(p, need, "%.*s.%s.lock", (int)dir_len, dest, base);
+    /* A holder removes the lock file before it lets go of the lock (nf_io_unlock), so a file this
+     * process opened can be one that is no longer the lock once it is ours: then again. */
+    for (int attempt = 0; attempt < 1000; attempt++) {
+        struct stat a, b;
+        /* nothing but a regular file is ever opened as the lock (a device node could do
+         * something on open) */
+        if (lstat(p, &a) == 0 && !S_ISREG(a.st_mode)) {
+            free(p);
+            return S_ISLNK(a.st_mode) ? ELOOP : EINVAL;
+        }
+        int fd = nf_io_open(p, O_RDONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK, 0666);
+        if (fd < 0) {
+            int e = errno;
+            free(p);
+            return e;
+        }
+        if (fstat(fd, &a) != 0 || !S_ISREG(a.st_mode)) {
+            int e = S_ISREG(a.st_mode) ? errno : EINVAL;
+            close(fd);
+            free(p);
+            return e;
+        }
+        int r;
+        do {
+            r = flock(fd, LOCK_EX | LOCK_NB);
+        } while (r != 0 && errno == EINTR);
+        if (r != 0) {
+            int e = errno == EAGAIN ? EWOULDBLOCK : errno;
+            close(fd);
+            free(p);
+            return e;
+        }
+        if (lstat(p, &b) == 0 && b.st_dev == a.st_dev && b.st_ino == a.st_ino) {
+            *fd_out = fd;
+            *path_out = p;
+            return 0;
+        }
+        close(fd);
+    }
+    free(p);
+    return EWOULDBLOCK;
+}
+
+void nf_io_unlock(int fd, const char *path)
+{
+    if (fd < 0) return;
+    struct stat a, b;
+    /* only the file this lock is (another may have replaced the name by hand) */
+    if (path && fstat(fd, &a) == 0 && lstat(path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+        (void)unlink(path);
+    close(fd);
+}
+
+/* Is byte c a UTF-8 continuation byte (10xxxxxx)? */
+static int continuation(unsigned char c) { return (c & 0xC0) == 0x80; }
+
+const char *nf_io_msg_path(const char *path, char *buf)
+{
+    size_t n = strlen(path);
+    if (n <= NF_IO_MSG_PATH) return path;
+    /* more of the end than of the start: the file name is what tells outputs apart */
+    size_t head = (NF_IO_MSG_PATH - 3) / 3, tail = NF_IO_MSG_PATH - 3 - head;
+    while (head > 0 && continuation((unsigned char)path[head])) head--;
+    size_t t0 = n - tail;
+    while (t0 < n && continuation((unsigned char)path[t0])) t0++;
+    memcpy(buf, path, head);
+    memcpy(buf + head, "...", 3);
+    memcpy(buf + head + 3, path + t0, n - t0);
+    buf[head + 3 + (n - t0)] = '\0';
+    return buf;
+}
+
+char *nf_io_msg_path_dup(const char *path)
+{
+    char buf[NF_IO_MSG_PATH + 1];
+    return strdup(nf_io_msg_path(path, buf));
+}
+
+const char *nf_io_kind_name(mode_t mode)
+{
+    if (S_ISREG(mode)) return "a regular file";
+    if (S_ISLNK(mode)) return "a symbolic link";
+    if (S_ISFIFO(mode)) return "a FIFO";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+    if (S_ISDIR(mode)) return "a directory";
+    if (S_ISSOCK(mode)) return "a socket";
+    return "a special file";
 }
 
 int nf_io_close(int fd) { return close(fd); }

@@ -36,6 +36,41 @@ int nf_io_mkstemp_beside_as(const char *dest, const char *suffix, char **path_ou
  * value.  A link fault point.  The writer sets replaced files aside this way (suffix ".old"):
  * such a name never exists without the complete old file behind it. */
 int nf_io_link_beside(const char *target, const char *suffix, char **path_out);
+/* The inverse of the naming above, for finding the files of killed runs: `tail` is what follows
+ * ".<base>." in a directory entry, "<pid>.XXXXXX<suffix>".  Returns the pid (> 0) and points
+ * *suffix at what follows the six random characters, or returns -1 when tail is not of that
+ * form.  cmd/output.c (nf_stale_find) reads names through this, so the writer and the finder
+ * cannot drift apart. */
+long nf_io_beside_pid(const char *tail, const char **suffix);
+
+/* One lock per output (design.md 7, "One lock per output").  The lock file of `dest` is
+ * ".<base>.lock" in dest's directory; nf_io_lock_beside creates it if needed (0666 less the
+ * umask; never through a symbolic link) and takes an exclusive flock(2) on it without waiting.
+ * Returns 0 with *fd and *path_out (malloc'ed) set, or an errno value: EWOULDBLOCK when another
+ * open file (another process, or another writer of this one) holds the lock, ELOOP when the lock
+ * file is a symbolic link, EINVAL when it is not a regular file, else what open/flock said.  An
+ * open fault point.  The lock file exists only while it is held: nf_io_unlock removes it (while
+ * still holding the lock) and closes it; a run killed with SIGKILL leaves it behind, unlocked
+ * (the kernel drops a dead process's locks), and the next writer of dest takes it over.  A
+ * locker that opened a lock file just removed by its holder sees the name gone (or naming
+ * another file) once it holds the lock, and starts again. */
+int nf_io_lock_beside(const char *dest, int *fd, char **path_out);
+/* Removes the lock file (if it is still the one fd holds) and closes fd.  Not a fault point:
+ * failing to remove it is harmless (the next writer takes it over).  fd < 0: nothing. */
+void nf_io_unlock(int fd, const char *path);
+
+/* A path as error messages show it: the path itself when it has at most NF_IO_MSG_PATH bytes,
+ * else its first and last bytes around "...", cut at UTF-8 character boundaries, so that a
+ * message naming a few long paths keeps its reason within NF_ERROR_MESSAGE_MAX (finding M8).
+ * Returns path or buf (which must hold NF_IO_MSG_PATH + 1 bytes). */
+#define NF_IO_MSG_PATH 240
+const char *nf_io_msg_path(const char *path, char *buf);
+/* The same, malloc'ed (NULL on ENOMEM). */
+char *nf_io_msg_path_dup(const char *path);
+
+/* "a FIFO", "a symbolic link", "a directory", ... for a message about a file of that st_mode. */
+const char *nf_io_kind_name(mode_t mode);
+
 int nf_io_close(int fd);
 int nf_io_pread_full(int fd, void *buf, size_t len, uint64_t offset);
 /* One pread (EINTR retried): *got receives the byte count, 0 at end of file. */
@@ -60,8 +95,11 @@ int nf_io_fchmod(int fd, mode_t mode);
  * tests/cli/fault_hook.c): make the n-th call (1-based, counted from now) of `op` fail
  * with errnum; n = 0 disarms.  NF_IO_WRITE with errnum 0 simulates a short write (ENOSPC on
  * the remainder); errnum NF_IO_FAULT_KILL makes the process kill itself with SIGKILL at that call
- * instead (crash-point tests: what a crash at each step leaves behind). */
+ * instead (crash-point tests: what a crash at each step leaves behind); NF_IO_FAULT_STOP makes it
+ * stop itself with SIGSTOP there and, once continued, make the call normally (a test runs another
+ * process at exactly that step, e.g. a second writer of the same output). */
 #define NF_IO_FAULT_KILL (-9)
+#define NF_IO_FAULT_STOP (-19)
 void nf_io_fault_arm(nf_io_op op, uint64_t n, int errnum);
 void nf_io_fault_reset(void);
 uint64_t nf_io_calls(nf_io_op op);

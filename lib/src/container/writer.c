@@ -2,9 +2,12 @@
  *
  * plan (add_*)  -> objects laid out in the given order, tensors 256-aligned, resources packed;
  * begin         -> directory JSON in upstream member order, compact, padded with spaces to the
- *                  reserve, file table per the split policy; destinations refused if they
- *                  exist; one temp file per destination in the destination directory, truncated
- *                  to its final size (gaps read as zero), headers and JSON written;
+ *                  reserve, file table per the split policy; destinations refused if they are
+ *                  not regular files, or exist (unless overwriting); the output's lock taken
+ *                  (".<name>.lock", held until the commit or the rollback: one writer per
+ *                  output, design.md 7); one temp file per destination in the destination
+ *                  directory, truncated to its final size (gaps read as zero), headers and JSON
+ *                  written;
  * write         -> positional writes routed across files; each object byte exactly once; with
  *                  checksums, each object's digest is streamed as its bytes arrive (pieces
  *                  that arrive ahead of the digest are copied aside within a bounded budget,
@@ -58,15 +61,26 @@
 #define PARK_BUDGET ((uint64_t)8 << 20)
 #define DIGEST_LOCKS 64u
 #define CHECKSUM_ZEROS "00000000000000000000000000000000"
+/* A path as messages show it (common/io.h, nf_io_msg_path): a long one is shortened in the
+ * middle, so the message keeps its reason (finding M8).  The buffer is a compound literal: it
+ * lives until the end of the enclosing block, past the nf_error_* call it is an argument of. */
+#define MP(path) nf_io_msg_path((path), (char[NF_IO_MSG_PATH + 1]){0})
 
 typedef struct interval {
     uint64_t a, b;
 } interval;
 
+/* One planned object: what its directory record needs (not its whole nf_geometry: a writer of
+ * hundreds of thousands of objects keeps this per object), and which of its bytes are written. */
 typedef struct wobj {
     char *id;
     bool tensor;
-    nf_geometry g;
+    bool complete;   /* every byte written (cov freed) */
+    uint32_t rank;
+    const nf_layout *layout;
+    const nf_format *format;
+    uint64_t *shape; /* rank entries (NULL for rank 0) */
+    uint64_t divisors;
     uint64_t offset, bytes;
     interval *cov; /* sorted, disjoint, non-adjacent intervals written so far */
     size_t ncov, capcov;
@@ -139,13 +153,15 @@ struct nf_writer {
     uint64_t json_bytes;
     uint64_t entry_payload_start;
     nf_buf image; /* header + padded JSON: the entry's first 32 + json_bytes bytes */
-    /* checksum placeholders: the shared string node every object digest starts as, the
-     * directory's own node, and where the emitter put them in the JSON text */
-    json_t *ph_object, *ph_directory;
+    /* where the checksum placeholders (32 zeros) of each object and of the directory are in
+     * the JSON text */
     size_t *sum_pos;
-    size_t nsum_pos;
     size_t dir_sum_pos;
-    bool dir_sum_seen;
+    /* the output's lock (common/io.h, nf_io_lock_beside): held from before the first temp file
+     * until the commit or the rollback, so that two writers of one output never publish a
+     * mixed set (design.md 7) */
+    int lock_fd;
+    char *lock_path;
     pthread_mutex_t lock; /* coverage bookkeeping: writes may come from several threads */
     wdigest *dig;         /* checksums: one per object (from begin) */
     pthread_mutex_t dig_lock[DIGEST_LOCKS]; /* object i's digest under dig_lock[i % DIGEST_LOCKS] */
@@ -246,6 +262,7 @@ nf_status nf_writer_create(const char *path, const nf_writer_options *opt, nf_wr
     pthread_mutex_init(&w->lock, NULL);
     for (unsigned i = 0; i < DIGEST_LOCKS; i++) pthread_mutex_init(&w->dig_lock[i], NULL);
     w->state = W_PLANNING;
+    w->lock_fd = -1;
     if (opt) w->opt = *opt;
     w->opt.artifact_id = NULL; /* copied below; the caller's buffer need not outlive create */
     w->path = strdup(path);
@@ -282,7 +299,7 @@ uint64_t nf_writer_object_offset(const nf_writer *w, size_t index)
 static nf_status check_planning(nf_writer *w, const char *what, nf_error *err)
 {
     if (w->state != W_PLANNING)
-        return nf_error_set(err, NF_ERR_USAGE, "%s: %s after nf_writer_begin", w->path, what);
+        return nf_error_set(err, NF_ERR_USAGE, "%s: %s after nf_writer_begin", MP(w->path), what);
     return NF_OK;
 }
 
@@ -291,17 +308,17 @@ static nf_status add_object(nf_writer *w, const char *id, bool tensor, uint64_t 
                             const nf_geometry *g, size_t *index, nf_error *err)
 {
     NF_TRY(check_planning(w, "adding an object", err));
-    if (!id || !*id) return nf_error_set(err, NF_ERR_INVALID, "%s: an object id must be a non-empty string", w->path);
+    if (!id || !*id) return nf_error_set(err, NF_ERR_INVALID, "%s: an object id must be a non-empty string", MP(w->path));
     size_t bad;
     if (!nf_utf8_valid((const uint8_t *)id, strlen(id), &bad))
-        return nf_error_set(err, NF_ERR_INVALID, "%s: object id is not valid UTF-8 (byte %zu)", w->path, bad);
-    if (bytes == 0) return nf_error_set(err, NF_ERR_INVALID, "%s: object '%s' has no bytes", w->path, id);
+        return nf_error_set(err, NF_ERR_INVALID, "%s: object id is not valid UTF-8 (byte %zu)", MP(w->path), bad);
+    if (bytes == 0) return nf_error_set(err, NF_ERR_INVALID, "%s: object '%s' has no bytes", MP(w->path), id);
     if (nf_strset_find(&w->ids, id, NULL, NULL))
-        return nf_error_set(err, NF_ERR_INVALID, "%s: duplicate object id '%s'", w->path, id);
+        return nf_error_set(err, NF_ERR_INVALID, "%s: duplicate object id '%s'", MP(w->path), id);
     uint64_t offset, end;
     if (!nf_align_up_u64(w->payload_end, align, &offset) || !nf_add_u64(offset, bytes, &end) || end > JSON_INT_MAX)
         return nf_error_set(err, NF_ERR_INVALID, "%s: object '%s' (%llu bytes) does not fit: the payload would exceed "
-                            "2^63-1 bytes", w->path, id, (unsigned long long)bytes);
+                            "2^63-1 bytes", MP(w->path), id, (unsigned long long)bytes);
     if (w->nobjs == w->capobjs) {
         size_t cap = w->capobjs ? w->capobjs * 2 : 16;
         wobj *objs = realloc(w->objs, cap * sizeof *objs);
@@ -312,13 +329,20 @@ static nf_status add_object(nf_writer *w, const char *id, bool tensor, uint64_t 
     wobj *o = &w->objs[w->nobjs];
     memset(o, 0, sizeof *o);
     o->id = strdup(id);
-    if (!o->id) return nomem(err);
-    if (nf_strset_insert(&w->ids, o->id, NULL, w->nobjs, NULL) < 0) {
+    if (g && g->rank) o->shape = malloc(g->rank * sizeof *o->shape);
+    if (!o->id || (g && g->rank && !o->shape) || nf_strset_insert(&w->ids, o->id, NULL, w->nobjs, NULL) < 0) {
         free(o->id);
+        free(o->shape);
         return nomem(err);
     }
     o->tensor = tensor;
-    if (g) o->g = *g;
+    if (g) {
+        o->rank = g->rank;
+        o->layout = g->layout;
+        o->format = g->format;
+        o->divisors = g->divisors;
+        if (g->rank) memcpy(o->shape, g->shape, g->rank * sizeof *o->shape);
+    }
     o->offset = offset;
     o->bytes = bytes;
     if (index) *index = w->nobjs;
@@ -330,23 +354,23 @@ static nf_status add_object(nf_writer *w, const char *id, bool tensor, uint64_t 
 nf_status nf_writer_add_tensor(nf_writer *w, const char *id, const nf_geometry *g, size_t *index, nf_error *err)
 {
     if (!g || !g->layout || !g->format)
-        return nf_error_set(err, NF_ERR_USAGE, "%s: object '%s': no geometry", w->path, id ? id : "");
+        return nf_error_set(err, NF_ERR_USAGE, "%s: object '%s': no geometry", MP(w->path), id ? id : "");
     if (g->layout->resource_encoding)
         return nf_error_set(err, NF_ERR_USAGE, "%s: object '%s': %s is a resource encoding; use "
-                            "nf_writer_add_resource", w->path, id ? id : "", g->layout->name);
+                            "nf_writer_add_resource", MP(w->path), id ? id : "", g->layout->name);
     /* Recompute the geometry: the plan must hold what a reader will accept, whatever the
      * caller filled in by hand. */
     nf_geometry chk;
     nf_status st = nf_geometry_init(&chk, g->layout, g->format, g->rank, g->shape, g->divisors, err);
-    if (st != NF_OK) return nf_error_prefix(err, "%s: object '%s'", w->path, id ? id : "");
+    if (st != NF_OK) return nf_error_prefix(err, "%s: object '%s'", MP(w->path), id ? id : "");
     if (chk.bytes != g->bytes)
         return nf_error_set(err, NF_ERR_INVALID, "%s: object '%s': geometry says %llu bytes, encoded size is %llu",
-                            w->path, id ? id : "", (unsigned long long)g->bytes, (unsigned long long)chk.bytes);
+                            MP(w->path), id ? id : "", (unsigned long long)g->bytes, (unsigned long long)chk.bytes);
     for (uint32_t k = 0; k < chk.rank; k++)
         if (chk.shape[k] > JSON_INT_MAX)
-            return nf_error_set(err, NF_ERR_INVALID, "%s: object '%s': shape[%u] exceeds 2^63-1", w->path, id, k);
+            return nf_error_set(err, NF_ERR_INVALID, "%s: object '%s': shape[%u] exceeds 2^63-1", MP(w->path), id, k);
     if (chk.divisors > JSON_INT_MAX)
-        return nf_error_set(err, NF_ERR_INVALID, "%s: object '%s': divisors exceed 2^63-1", w->path, id);
+        return nf_error_set(err, NF_ERR_INVALID, "%s: object '%s': divisors exceed 2^63-1", MP(w->path), id);
     uint64_t align = chk.layout->alignment ? chk.layout->alignment : NF_TENSOR_ALIGNMENT;
     return add_object(w, id, true, chk.bytes, align, &chk, index, err);
 }
@@ -364,12 +388,12 @@ nf_status nf_writer_set_member(nf_writer *w, const char *member, struct json_t *
         if (member && strcmp(member, MEMBER_NAMES[i]) == 0) m = i;
     if (st == NF_OK && m < 0)
         st = nf_error_set(err, NF_ERR_USAGE, "%s: '%s' is not a settable directory member (components, bindings, "
-                          "uses, metadata, provenance)", w->path, member ? member : "(null)");
-    if (st == NF_OK && !value) st = nf_error_set(err, NF_ERR_USAGE, "%s: %s: no value", w->path, member);
+                          "uses, metadata, provenance)", MP(w->path), member ? member : "(null)");
+    if (st == NF_OK && !value) st = nf_error_set(err, NF_ERR_USAGE, "%s: %s: no value", MP(w->path), member);
     if (st == NF_OK) {
         bool ok = m == M_USES ? json_is_array(value) : json_is_object(value);
         if (!ok)
-            st = nf_error_set(err, NF_ERR_INVALID, "%s: %s must be an %s", w->path, member,
+            st = nf_error_set(err, NF_ERR_INVALID, "%s: %s must be an %s", MP(w->path), member,
                               m == M_USES ? "array" : "object");
     }
     if (st != NF_OK) {
@@ -382,18 +406,11 @@ nf_status nf_writer_set_member(nf_writer *w, const char *member, struct json_t *
 }
 
 /* ---------------------------------------------------------------- directory */
-static void placeholder_hook(void *ctx, const json_t *node, size_t pos)
-{
-    nf_writer *w = ctx;
-    if (node == w->ph_object) {
-        if (w->nsum_pos < w->nobjs) w->sum_pos[w->nsum_pos] = pos;
-        w->nsum_pos++;
-    } else if (node == w->ph_directory) {
-        w->dir_sum_pos = pos;
-        w->dir_sum_seen = true;
-    }
-}
-
+/* The directory is emitted member by member, an object record at a time (never one JSON tree of
+ * every object, nor a checksum map of every ID: those cost about 1 KB of memory per object), in
+ * upstream member order (2.7 step 2): components, objects, bindings, uses, metadata, provenance,
+ * files.  Python's compact json.dumps of the whole root is exactly the concatenation of the
+ * members' own compact texts, so the bytes are the same as one nf_json_emit of the root. */
 static json_t *object_json(const wobj *o)
 {
     json_t *d = json_object();
@@ -401,14 +418,14 @@ static json_t *object_json(const wobj *o)
     int bad = json_object_set_new(d, "id", json_string(o->id));
     if (o->tensor) {
         json_t *shape = json_array();
-        for (uint32_t k = 0; shape && k < o->g.rank; k++)
-            bad |= json_array_append_new(shape, json_integer((json_int_t)o->g.shape[k]));
+        for (uint32_t k = 0; shape && k < o->rank; k++)
+            bad |= json_array_append_new(shape, json_integer((json_int_t)o->shape[k]));
         bad |= json_object_set_new(d, "shape", shape);
-        bad |= json_object_set_new(d, "format", json_string(o->g.format->name));
-        bad |= json_object_set_new(d, "layout", json_string(o->g.layout->name));
+        bad |= json_object_set_new(d, "format", json_string(o->format->name));
+        bad |= json_object_set_new(d, "layout", json_string(o->layout->name));
         bad |= json_object_set_new(d, "offset", json_integer((json_int_t)o->offset));
         bad |= json_object_set_new(d, "bytes", json_integer((json_int_t)o->bytes));
-        if (o->g.divisors != 1) bad |= json_object_set_new(d, "divisors", json_integer((json_int_t)o->g.divisors));
+        if (o->divisors != 1) bad |= json_object_set_new(d, "divisors", json_integer((json_int_t)o->divisors));
         bad |= json_object_set_new(d, "kind", json_string("tensor"));
     } else {
         bad |= json_object_set_new(d, "encoding", json_string("raw_bytes_v1"));
@@ -443,99 +460,171 @@ static json_t *files_json(const nf_writer *w, const uint64_t *segs, size_t n)
     return files;
 }
 
-/* Root members in upstream order: components, objects, bindings, uses, metadata, provenance,
- * then files (2.7 step 2).  metadata gains checksum placeholders when asked for. */
-static nf_status build_root(nf_writer *w, json_t **out, nf_error *err)
+/* The reader refuses more than NF_MAX_JSON_BYTES of directory (reader.c): so does the writer,
+ * before anything is created (design.md 7: every cap a reader enforces is checked by the writer
+ * before publishing; finding F11). */
+static nf_status too_big(uint64_t bytes, bool more, nf_error *err)
 {
-    json_t *root = json_object();
-    json_t *objects = json_array();
-    json_t *meta = NULL;
-    if (!root || !objects) goto oom;
-    for (size_t i = 0; i < w->nobjs; i++)
-        if (json_array_append_new(objects, object_json(&w->objs[i]))) goto oom;
+    return nf_error_set(err, NF_ERR_INVALID, "%s%llu bytes of JSON, beyond the reader's cap of %llu bytes "
+                        "(NF_MAX_JSON_BYTES, 64 MiB): write fewer objects, or less metadata, provenance or "
+                        "component config", more ? "more than " : "", (unsigned long long)bytes,
+                        (unsigned long long)NF_MAX_JSON_BYTES);
+}
+
+static nf_status put_text(nf_buf *t, const char *s, nf_error *err)
+{
+    return nf_buf_append(t, s, strlen(s)) ? NF_OK : nomem(err);
+}
+
+/* A member name or object ID as a JSON string, Python's way (the emitter's escapes). */
+static nf_status put_key(nf_buf *t, const char *key, nf_error *err)
+{
+    json_t *k = json_string(key);
+    if (!k) {
+        size_t bad = 0;
+        nf_utf8_valid((const uint8_t *)key, strlen(key), &bad);
+        return nf_error_set(err, NF_ERR_INVALID, "JSON member name is not valid UTF-8 (byte %zu)", bad);
+    }
+    nf_status st = nf_json_emit(k, t, NULL, NULL, err);
+    json_decref(k);
+    return st;
+}
+
+/* A 32-digit checksum placeholder; *pos gets the offset of its first digit. */
+static nf_status put_placeholder(nf_buf *t, size_t *pos, nf_error *err)
+{
+    NF_TRY(put_text(t, "\"", err));
+    *pos = t->len;
+    return put_text(t, CHECKSUM_ZEROS "\"", err);
+}
+
+/* metadata.checksums: {"algorithm":"xxh3-128","objects":{"<id>":"<zeros>",...},"directory":"<zeros>"}. */
+static nf_status put_checksums(nf_writer *w, nf_buf *t, nf_error *err)
+{
+    NF_TRY(put_text(t, "{\"algorithm\":\"xxh3-128\",\"objects\":{", err));
+    for (size_t i = 0; i < w->nobjs; i++) {
+        if (i) NF_TRY(put_text(t, ",", err));
+        NF_TRY(put_key(t, w->objs[i].id, err));
+        NF_TRY(put_text(t, ":", err));
+        NF_TRY(put_placeholder(t, &w->sum_pos[i], err));
+        if (t->len > NF_MAX_JSON_BYTES) return too_big(t->len, true, err);
+    }
+    NF_TRY(put_text(t, "},\"directory\":", err));
+    NF_TRY(put_placeholder(t, &w->dir_sum_pos, err));
+    return put_text(t, "}", err);
+}
+
+/* The caller's metadata with "checksums" added (last) or, when the caller has one, replacing it
+ * where it stands (as jansson's json_object_set would). */
+static nf_status put_metadata(nf_writer *w, nf_buf *t, nf_error *err)
+{
+    NF_TRY(put_text(t, "{", err));
+    const char *key;
+    json_t *val;
+    bool first = true, seen = false;
+    json_object_foreach(w->members[M_METADATA], key, val) {
+        if (!first) NF_TRY(put_text(t, ",", err));
+        first = false;
+        NF_TRY(put_key(t, key, err));
+        NF_TRY(put_text(t, ":", err));
+        if (w->opt.checksums && strcmp(key, "checksums") == 0) {
+            seen = true;
+            NF_TRY(put_checksums(w, t, err));
+        } else {
+            NF_TRY(nf_json_emit(val, t, NULL, NULL, err));
+        }
+    }
+    if (w->opt.checksums && !seen) {
+        NF_TRY(put_text(t, first ? "\"checksums\":" : ",\"checksums\":", err));
+        NF_TRY(put_checksums(w, t, err));
+    }
+    return put_text(t, "}", err);
+}
+
+/* Everything before the file table: "{" and the members before "files", with their commas. */
+static nf_status emit_prefix(nf_writer *w, nf_buf *t, nf_error *err)
+{
     for (int m = 0; m < M_COUNT; m++) {
         if (w->members[m]) continue;
         if (m == M_COMPONENTS)
             w->members[m] = json_pack("{s:{s:{}}}", "text", "config");
         else
             w->members[m] = m == M_USES ? json_array() : json_object();
-        if (!w->members[m]) goto oom;
+        if (!w->members[m]) return nomem(err);
     }
-    meta = json_copy(w->members[M_METADATA]); /* shallow: the caller's object stays untouched */
-    if (!meta) goto oom;
-    if (w->opt.checksums) {
-        json_t *sums = json_object();
-        if (!sums || json_object_set_new(meta, "checksums", sums)) goto oom; /* meta owns sums */
-        json_t *objmap = json_object();
-        if (!objmap || json_object_set_new(sums, "algorithm", json_string("xxh3-128")) ||
-            json_object_set_new(sums, "objects", objmap))
-            goto oom;
-        for (size_t i = 0; i < w->nobjs; i++)
-            if (json_object_set(objmap, w->objs[i].id, w->ph_object)) goto oom;
-        if (json_object_set(sums, "directory", w->ph_directory)) goto oom;
+    NF_TRY(put_text(t, "{\"components\":", err));
+    NF_TRY(nf_json_emit(w->members[M_COMPONENTS], t, NULL, NULL, err));
+    NF_TRY(put_text(t, ",\"objects\":[", err));
+    for (size_t i = 0; i < w->nobjs; i++) {
+        if (i) NF_TRY(put_text(t, ",", err));
+        json_t *o = object_json(&w->objs[i]);
+        if (!o) return nomem(err);
+        nf_status st = nf_json_emit(o, t, NULL, NULL, err);
+        json_decref(o);
+        NF_TRY(st);
+        /* stop growing as soon as the text is beyond what a reader takes */
+        if (t->len > NF_MAX_JSON_BYTES) return too_big(t->len, true, err);
     }
-    /* json_object_set_new takes the reference even when it fails. */
-    if (json_object_set(root, "components", w->members[M_COMPONENTS])) goto oom;
-    int r = json_object_set_new(root, "objects", objects);
-    objects = NULL;
-    if (r || json_object_set(root, "bindings", w->members[M_BINDINGS]) ||
-        json_object_set(root, "uses", w->members[M_USES]))
-        goto oom;
-    r = json_object_set_new(root, "metadata", meta);
-    meta = NULL;
-    if (r || json_object_set(root, "provenance", w->members[M_PROVENANCE])) goto oom;
-    *out = root;
+    NF_TRY(put_text(t, "],\"bindings\":", err));
+    NF_TRY(nf_json_emit(w->members[M_BINDINGS], t, NULL, NULL, err));
+    NF_TRY(put_text(t, ",\"uses\":", err));
+    NF_TRY(nf_json_emit(w->members[M_USES], t, NULL, NULL, err));
+    NF_TRY(put_text(t, ",\"metadata\":", err));
+    NF_TRY(put_metadata(w, t, err));
+    NF_TRY(put_text(t, ",\"provenance\":", err));
+    NF_TRY(nf_json_emit(w->members[M_PROVENANCE], t, NULL, NULL, err));
+    if (t->len > NF_MAX_JSON_BYTES) return too_big(t->len, true, err);
     return NF_OK;
-oom:
-    json_decref(objects);
-    json_decref(meta);
-    json_decref(root);
-    return nomem(err);
 }
 
-/* JSON text of root with the given file table (replacing any previous one, keeping `files` the
- * last member). */
-static nf_status emit_with_files(nf_writer *w, json_t *root, const uint64_t *segs, size_t n, nf_buf *text,
+/* The text: the prefix (t->len = prefix bytes) followed by the given file table and "}". */
+static nf_status emit_with_files(nf_writer *w, nf_buf *t, size_t prefix, const uint64_t *segs, size_t n,
                                  nf_error *err)
 {
+    t->len = prefix;
     json_t *files = files_json(w, segs, n);
-    if (!files || json_object_set_new(root, "files", files)) return nomem(err);
-    text->len = 0;
-    w->nsum_pos = 0;
-    w->dir_sum_seen = false;
-    nf_status st = nf_json_emit(root, text, placeholder_hook, w, err);
-    if (st != NF_OK) nf_error_prefix(err, "%s: directory", w->path);
+    if (!files) return nomem(err);
+    nf_status st = put_text(t, ",\"files\":", err);
+    if (st == NF_OK) st = nf_json_emit(files, t, NULL, NULL, err);
+    json_decref(files);
+    if (st == NF_OK) st = put_text(t, "}", err);
     return st;
 }
 
 /* 2.7 step 4: reserve = align_up(32 + len(single-file JSON), 4096) - 32, then grow until the
  * JSON with its real file table fits.  Leaves the final text in *text and the file table in
- * segs and n. */
-static nf_status layout_directory(nf_writer *w, json_t *root, nf_buf *text, uint64_t **segs, size_t *n,
-                                  nf_error *err)
+ * segs and n.  A directory beyond the reader's cap is refused here. */
+static nf_status layout_directory(nf_writer *w, nf_buf *text, uint64_t **segs, size_t *n, nf_error *err)
 {
+    nf_status st = emit_prefix(w, text, err);
+    if (st != NF_OK) return nf_error_prefix(err, "%s: directory", MP(w->path));
+    size_t prefix = text->len;
     uint64_t single = w->payload_end;
-    NF_TRY(emit_with_files(w, root, &single, 1, text, err));
+    NF_TRY(emit_with_files(w, text, prefix, &single, 1, err));
     uint64_t reserve;
     if (!nf_align_up_u64(NF_HEADER_BYTES + (uint64_t)text->len, NF_PAGE_BYTES, &reserve))
-        return nf_error_set(err, NF_ERR_INVALID, "%s: directory too large", w->path);
+        return nf_error_set(err, NF_ERR_INVALID, "%s: directory too large", MP(w->path));
     reserve -= NF_HEADER_BYTES;
     for (int round = 0; round < 64; round++) {
+        if (reserve > NF_MAX_JSON_BYTES) {
+            too_big(reserve, false, err);
+            return nf_error_prefix(err, "%s: directory", MP(w->path));
+        }
         free(*segs);
         *segs = NULL;
-        nf_status st = nf_split_plan(w->payload_end, NF_HEADER_BYTES + reserve, w->opt.max_file_bytes, segs, n, err);
-        if (st != NF_OK) return nf_error_prefix(err, "%s", w->path);
-        NF_TRY(emit_with_files(w, root, *segs, *n, text, err));
+        st = nf_split_plan(w->payload_end, NF_HEADER_BYTES + reserve, w->opt.max_file_bytes, segs, n, err);
+        if (st != NF_OK) return nf_error_prefix(err, "%s", MP(w->path));
+        NF_TRY(emit_with_files(w, text, prefix, *segs, *n, err));
         if ((uint64_t)text->len <= reserve) {
             w->json_bytes = reserve;
             w->entry_payload_start = NF_HEADER_BYTES + reserve;
             return NF_OK;
         }
         if (!nf_align_up_u64(NF_HEADER_BYTES + (uint64_t)text->len, NF_PAGE_BYTES, &reserve))
-            return nf_error_set(err, NF_ERR_INVALID, "%s: directory too large", w->path);
+            return nf_error_set(err, NF_ERR_INVALID, "%s: directory too large", MP(w->path));
         reserve -= NF_HEADER_BYTES;
     }
-    return nf_error_set(err, NF_ERR_INVALID, "%s: the directory reserve does not converge", w->path);
+    return nf_error_set(err, NF_ERR_INVALID, "%s: the directory reserve does not converge", MP(w->path));
 }
 
 /* ---------------------------------------------------------------- cleanup */
@@ -558,6 +647,8 @@ static bool restore_backup(const char *dest, const char *backup)
  * old one back over the new, or the new one removed), the old surplus parts back, the temps,
  * and the old entry last: at every instant the entry path holds the complete new artifact,
  * nothing, or the complete old one.  A single-file artifact is put back by one rename. */
+static void release_lock(nf_writer *w);
+
 static void abort_files(nf_writer *w)
 {
     for (size_t i = 0; i < w->nfiles; i++) {
@@ -590,6 +681,7 @@ static void abort_files(nf_writer *w)
             f->published = false;
         }
     }
+    release_lock(w);
 }
 
 static nf_status fail_and_abort(nf_writer *w, nf_status st)
@@ -597,6 +689,41 @@ static nf_status fail_and_abort(nf_writer *w, nf_status st)
     abort_files(w);
     w->state = W_FAILED;
     return st;
+}
+
+/* ---------------------------------------------------------------- the lock */
+/* The output's lock file ".<entry name>.lock" beside the entry (common/io.h): created and locked
+ * without waiting, never through a symbolic link.  Another writer holding it is a system error
+ * (exit 3: try again later); a lock file that is not a regular file is the caller's to remove. */
+static nf_status take_lock(nf_writer *w, nf_error *err)
+{
+    int e = nf_io_lock_beside(w->path, &w->lock_fd, &w->lock_path);
+    if (!e) return NF_OK;
+    size_t need = strlen(w->prefix) + strlen(w->entry_name) + sizeof "..lock";
+    char *lp = malloc(need);
+    if (!lp) return nomem(err);
+    snprintf(lp, need, "%s.%s.lock", w->prefix, w->entry_name);
+    nf_status st;
+    struct stat sb;
+    if (e == EWOULDBLOCK)
+        st = nf_error_set(err, NF_ERR_IO, "%s: another process is writing this output (it holds the lock file %s); "
+                          "try again when it has finished", MP(w->path), MP(lp));
+    else if ((e == ELOOP || e == EINVAL) && nf_io_lstat(lp, &sb) == 0 && !S_ISREG(sb.st_mode))
+        st = nf_error_set(err, NF_ERR_USAGE, "%s: the lock file %s is %s, not a regular file: remove it", MP(w->path),
+                          MP(lp), nf_io_kind_name(sb.st_mode));
+    else
+        st = nf_error_errno(err, e, "%s: cannot lock the output (lock file %s)", MP(w->path), MP(lp));
+    free(lp);
+    return st;
+}
+
+/* Let go of the lock (the lock file is removed first, see common/io.h). */
+static void release_lock(nf_writer *w)
+{
+    nf_io_unlock(w->lock_fd, w->lock_path);
+    w->lock_fd = -1;
+    free(w->lock_path);
+    w->lock_path = NULL;
 }
 
 /* ---------------------------------------------------------------- begin */
@@ -614,7 +741,7 @@ static nf_status create_files(nf_writer *w, const uint64_t *segs, size_t n, nf_e
         start += segs[i];
         uint64_t head = i ? NF_PAGE_BYTES : w->entry_payload_start;
         if (!nf_add_u64(head, segs[i], &f->size) || f->size > JSON_INT_MAX)
-            return nf_error_set(err, NF_ERR_INVALID, "%s: file %zu would exceed 2^63-1 bytes", w->path, i);
+            return nf_error_set(err, NF_ERR_INVALID, "%s: file %zu would exceed 2^63-1 bytes", MP(w->path), i);
         if (i == 0) {
             f->dest = strdup(w->path);
         } else {
@@ -626,23 +753,36 @@ static nf_status create_files(nf_writer *w, const uint64_t *segs, size_t n, nf_e
         }
         if (!f->dest) return nomem(err);
     }
-    /* 2.7 step 5: refuse existing destinations before creating anything. */
-    if (!w->opt.overwrite) {
-        for (size_t i = 0; i < n; i++) {
-            struct stat sb;
-            int e = nf_io_lstat(w->files[i].dest, &sb);
-            if (e == 0) return nf_error_errno(err, EEXIST, "%s: refusing to overwrite", w->files[i].dest);
-            if (e != ENOENT) return nf_error_errno(err, e, "%s", w->files[i].dest);
-        }
+    /* 2.7 step 5: refuse existing destinations before creating anything.  One that is not a
+     * regular file is never replaced, overwrite or not (design.md 7): publishing renames a file
+     * over the name, which would replace a FIFO, a device node or a symbolic link (not write
+     * into it or through it); an artifact cannot be streamed. */
+    for (size_t i = 0; i < n; i++) {
+        struct stat sb;
+        int e = nf_io_lstat(w->files[i].dest, &sb);
+        if (e == 0 && !S_ISREG(sb.st_mode))
+            return nf_error_set(err, NF_ERR_USAGE, "%s is %s, not a regular file: an artifact is published by "
+                                "renaming its files into place, which would replace it; give another output name",
+                                MP(w->files[i].dest), nf_io_kind_name(sb.st_mode));
+        if (e != 0 && e != ENOENT) return nf_error_errno(err, e, "%s", MP(w->files[i].dest));
+    }
+    /* From here on another writer of this output is refused until this one commits or rolls
+     * back, and what the destinations are cannot change under it through another writer. */
+    NF_TRY(take_lock(w, err));
+    for (size_t i = 0; i < n && !w->opt.overwrite; i++) {
+        struct stat sb;
+        int e = nf_io_lstat(w->files[i].dest, &sb);
+        if (e == 0) return nf_error_errno(err, EEXIST, "%s: refusing to overwrite", MP(w->files[i].dest));
+        if (e != ENOENT) return nf_error_errno(err, e, "%s", MP(w->files[i].dest));
     }
     for (size_t i = 0; i < n; i++) {
         wfile *f = &w->files[i];
         f->fd = nf_io_mkstemp_beside(f->dest, &f->temp);
-        if (f->fd < 0) return nf_error_errno(err, errno, "%s: cannot create a temp file", f->dest);
+        if (f->fd < 0) return nf_error_errno(err, errno, "%s: cannot create a temp file", MP(f->dest));
         f->temp_exists = true;
         int e = nf_io_fchmod(f->fd, w->file_mode);
         if (!e) e = nf_io_allocate(f->fd, f->size);
-        if (e) return nf_error_errno(err, e, "%s: cannot size the temp file %s", f->dest, f->temp);
+        if (e) return nf_error_errno(err, e, "%s: cannot size the temp file %s", MP(f->dest), MP(f->temp));
         if (i == 0) {
             e = nf_io_pwrite_full(f->fd, w->image.data, w->image.len, 0);
         } else {
@@ -652,7 +792,7 @@ static nf_status create_files(nf_writer *w, const uint64_t *segs, size_t n, nf_e
             memcpy(hdr + 16, w->id, NF_ARTIFACT_ID_BYTES);
             e = nf_io_pwrite_full(f->fd, hdr, sizeof hdr, 0);
         }
-        if (e) return nf_error_errno(err, e, "%s: cannot write the header to %s", f->dest, f->temp);
+        if (e) return nf_error_errno(err, e, "%s: cannot write the header to %s", MP(f->dest), MP(f->temp));
     }
     return NF_OK;
 }
@@ -660,23 +800,16 @@ static nf_status create_files(nf_writer *w, const uint64_t *segs, size_t n, nf_e
 nf_status nf_writer_begin(nf_writer *w, nf_error *err)
 {
     NF_TRY(check_planning(w, "nf_writer_begin", err));
-    if (w->nobjs == 0) return nf_error_set(err, NF_ERR_INVALID, "%s: objects must not be empty", w->path);
+    if (w->nobjs == 0) return nf_error_set(err, NF_ERR_INVALID, "%s: objects must not be empty", MP(w->path));
     if (w->opt.checksums) {
-        w->ph_object = json_string(CHECKSUM_ZEROS);
-        w->ph_directory = json_string(CHECKSUM_ZEROS);
         w->sum_pos = calloc(w->nobjs, sizeof *w->sum_pos);
         w->dig = calloc(w->nobjs, sizeof *w->dig);
-        if (!w->ph_object || !w->ph_directory || !w->sum_pos || !w->dig) return nomem(err);
+        if (!w->sum_pos || !w->dig) return nomem(err);
     }
-    json_t *root = NULL;
     nf_buf text = {0};
     uint64_t *segs = NULL;
     size_t n = 0;
-    nf_status st = build_root(w, &root, err);
-    if (st == NF_OK) st = layout_directory(w, root, &text, &segs, &n, err);
-    if (st == NF_OK && w->opt.checksums && (w->nsum_pos != w->nobjs || !w->dir_sum_seen))
-        st = nf_error_set(err, NF_ERR_INVALID, "%s: metadata.checksums placeholders were not emitted as planned",
-                          w->path);
+    nf_status st = layout_directory(w, &text, &segs, &n, err);
     if (st == NF_OK) {
         /* Never write what our own reader would refuse (references, proposal, names, ...). */
         json_t *check = NULL;
@@ -686,10 +819,9 @@ nf_status nf_writer_begin(nf_writer *w, nf_error *err)
             nf_dir_free(&dir);
             json_decref(check);
         } else {
-            nf_error_prefix(err, "%s: the directory to write is invalid", w->path);
+            nf_error_prefix(err, "%s: the directory to write is invalid", MP(w->path));
         }
     }
-    json_decref(root);
     if (st == NF_OK) {
         /* The entry image: header, then the JSON padded with spaces to json_bytes (2.7 step 4). */
         uint8_t hdr[NF_HEADER_BYTES];
@@ -717,6 +849,10 @@ nf_status nf_writer_begin(nf_writer *w, nf_error *err)
 /* Record [a, b) as written; 1 if any byte of it was written before, -1 on ENOMEM. */
 static int cover(wobj *o, uint64_t a, uint64_t b, interval *clash)
 {
+    if (o->complete) {
+        *clash = (interval){0, o->bytes};
+        return 1;
+    }
     size_t lo = 0, hi = o->ncov;
     while (lo < hi) { /* first interval ending after a */
         size_t mid = lo + (hi - lo) / 2;
@@ -750,6 +886,12 @@ static int cover(wobj *o, uint64_t a, uint64_t b, interval *clash)
         o->cov[i].a = a;
         o->cov[i].b = b;
         o->ncov++;
+    }
+    if (o->ncov == 1 && o->cov[0].a == 0 && o->cov[0].b == o->bytes) { /* done: no list to keep */
+        free(o->cov);
+        o->cov = NULL;
+        o->ncov = o->capcov = 0;
+        o->complete = true;
     }
     return 0;
 }
@@ -864,8 +1006,8 @@ static nf_status digest_finish(nf_writer *w, size_t index, nf_error *err)
         int e = route(w, o->offset + d->hashed, buf, n, false, &bad);
         if (e) {
             free(buf);
-            return nf_error_errno(err, e, "%s: object '%s': cannot read back %s for its checksum", w->path, o->id,
-                                  w->files[bad].temp);
+            return nf_error_errno(err, e, "%s: object '%s': cannot read back %s for its checksum", MP(w->path), o->id,
+                                  MP(w->files[bad].temp));
         }
         digest_hash(d, buf, n);
         digest_drain(w, d);
@@ -946,14 +1088,14 @@ nf_status nf_writer_write(nf_writer *w, size_t index, uint64_t offset, const voi
         if (st != NF_OK) return st;
     }
     if (w->state != W_BEGUN)
-        return nf_error_set(err, NF_ERR_USAGE, "%s: nf_writer_write %s", w->path,
+        return nf_error_set(err, NF_ERR_USAGE, "%s: nf_writer_write %s", MP(w->path),
                             w->state == W_PLANNING ? "before nf_writer_begin" : "after the writer finished or failed");
-    if (index >= w->nobjs) return nf_error_set(err, NF_ERR_USAGE, "%s: no object %zu", w->path, index);
+    if (index >= w->nobjs) return nf_error_set(err, NF_ERR_USAGE, "%s: no object %zu", MP(w->path), index);
     wobj *o = &w->objs[index];
     uint64_t end;
     if (!nf_add_u64(offset, (uint64_t)len, &end) || end > o->bytes)
         return nf_error_set(err, NF_ERR_INVALID, "%s: object '%s': write of %zu bytes at %llu beyond its %llu bytes",
-                            w->path, o->id, len, (unsigned long long)offset, (unsigned long long)o->bytes);
+                            MP(w->path), o->id, len, (unsigned long long)offset, (unsigned long long)o->bytes);
     if (len == 0) return NF_OK;
     pthread_mutex_lock(&w->lock);
     interval clash;
@@ -963,13 +1105,13 @@ nf_status nf_writer_write(nf_writer *w, size_t index, uint64_t offset, const voi
     if (c > 0) {
         uint64_t lo = offset > clash.a ? offset : clash.a, hi = end < clash.b ? end : clash.b;
         return nf_error_set(err, NF_ERR_INVALID, "%s: object '%s': bytes [%llu, %llu) written twice (duplicate output "
-                            "coverage)", w->path, o->id, (unsigned long long)lo, (unsigned long long)hi);
+                            "coverage)", MP(w->path), o->id, (unsigned long long)lo, (unsigned long long)hi);
     }
     size_t bad = 0;
     int e = route(w, o->offset + offset, (void *)(uintptr_t)data, len, true, &bad);
     nf_error local;
-    if (e) return write_failed(w, nf_error_errno(&local, e, "%s: object '%s': cannot write %zu bytes to %s", w->path,
-                                                 o->id, len, w->files[bad].temp),
+    if (e) return write_failed(w, nf_error_errno(&local, e, "%s: object '%s': cannot write %zu bytes to %s",
+                                                 MP(w->path), o->id, len, MP(w->files[bad].temp)),
                                &local, err);
     if (w->dig) {
         nf_status st = digest_piece(w, index, offset, data, len, &local);
@@ -989,7 +1131,7 @@ static nf_status check_coverage(nf_writer *w, nf_error *err)
 {
     for (size_t i = 0; i < w->nobjs; i++) {
         const wobj *o = &w->objs[i];
-        if (o->ncov == 1 && o->cov[0].a == 0 && o->cov[0].b == o->bytes) continue;
+        if (o->complete) continue;
         uint64_t a = 0, b = o->bytes;
         if (o->ncov > 0) {
             if (o->cov[0].a > 0) {
@@ -1000,7 +1142,7 @@ static nf_status check_coverage(nf_writer *w, nf_error *err)
             }
         }
         return nf_error_set(err, NF_ERR_INVALID, "%s: object '%s': bytes [%llu, %llu) of %llu were never written "
-                            "(missing output coverage)", w->path, o->id, (unsigned long long)a, (unsigned long long)b,
+                            "(missing output coverage)", MP(w->path), o->id, (unsigned long long)a, (unsigned long long)b,
                             (unsigned long long)o->bytes);
     }
     return NF_OK;
@@ -1032,8 +1174,8 @@ static nf_status fill_checksums(nf_writer *w, nf_error *err)
             if (e) {
                 nf_xxh3_stream_final(s, hex);
                 free(buf);
-                return nf_error_errno(err, e, "%s: object '%s': cannot read back %s for its checksum", w->path, o->id,
-                                      w->files[bad].temp);
+                return nf_error_errno(err, e, "%s: object '%s': cannot read back %s for its checksum", MP(w->path), o->id,
+                                      MP(w->files[bad].temp));
             }
             nf_xxh3_stream_update(s, buf, n);
             pos += n;
@@ -1045,7 +1187,7 @@ static nf_status fill_checksums(nf_writer *w, nf_error *err)
     nf_xxh3_128_hex(w->image.data, w->image.len, hex);
     memcpy(w->image.data + NF_HEADER_BYTES + w->dir_sum_pos, hex, 32);
     int e = nf_io_pwrite_full(w->files[0].fd, w->image.data, w->image.len, 0);
-    if (e) return nf_error_errno(err, e, "%s: cannot write the checksums to %s", w->path, w->files[0].temp);
+    if (e) return nf_error_errno(err, e, "%s: cannot write the checksums to %s", MP(w->path), MP(w->files[0].temp));
     return NF_OK;
 }
 
@@ -1053,11 +1195,11 @@ static nf_status sync_directory(nf_writer *w, nf_error *err)
 {
     const char *dir = *w->prefix ? w->prefix : ".";
     int fd = nf_io_open(dir, O_RDONLY | O_DIRECTORY, 0);
-    if (fd < 0) return nf_error_errno(err, errno, "%s: cannot open the directory to sync it", dir);
+    if (fd < 0) return nf_error_errno(err, errno, "%s: cannot open the directory to sync it", MP(dir));
     int e = nf_io_fdatasync(fd);
     nf_io_close(fd);
     /* Some file systems cannot sync a directory; the files themselves are synced. */
-    if (e && e != EINVAL && e != ENOTSUP) return nf_error_errno(err, e, "%s: cannot sync the directory", dir);
+    if (e && e != EINVAL && e != ENOTSUP) return nf_error_errno(err, e, "%s: cannot sync the directory", MP(dir));
     return NF_OK;
 }
 
@@ -1071,12 +1213,12 @@ static nf_status set_aside(wfile *f, bool keep, nf_error *err)
     int e = nf_io_lstat(f->dest, &sb);
     /* nothing to keep (a directory: the rename of the new file fails) */
     if (e == ENOENT || (e == 0 && S_ISDIR(sb.st_mode))) return NF_OK;
-    if (e) return nf_error_errno(err, e, "%s", f->dest);
+    if (e) return nf_error_errno(err, e, "%s", MP(f->dest));
     e = nf_io_link_beside(f->dest, ".old", &f->backup);
-    if (e) return nf_error_errno(err, e, "%s: cannot set the old file aside", f->dest);
+    if (e) return nf_error_errno(err, e, "%s: cannot set the old file aside", MP(f->dest));
     f->backed_up = true;
     if (!keep && (e = nf_io_unlink(f->dest)) != 0)
-        return nf_error_errno(err, e, "%s: cannot set the old file aside (kept as %s)", f->dest, f->backup);
+        return nf_error_errno(err, e, "%s: cannot set the old file aside (kept as %s)", MP(f->dest), MP(f->backup));
     return NF_OK;
 }
 
@@ -1089,13 +1231,13 @@ static nf_status find_surplus(nf_writer *w, nf_error *err)
     struct stat sb;
     int e = nf_io_lstat(w->path, &sb);
     if (e == ENOENT || (e == 0 && !S_ISREG(sb.st_mode))) return NF_OK;
-    if (e) return nf_error_errno(err, e, "%s", w->path);
+    if (e) return nf_error_errno(err, e, "%s", MP(w->path));
     nf_artifact *a = NULL;
     nf_error local;
     nf_status st = nf_artifact_open(w->path, NF_READ_PREAD, &a, &local);
     if (st == NF_ERR_IO || st == NF_ERR_NOMEM) {
         if (err) *err = local;
-        return nf_error_prefix(err, "%s: cannot read the artifact being replaced", w->path);
+        return nf_error_prefix(err, "%s: cannot read the artifact being replaced", MP(w->path));
     }
     if (st != NF_OK) return NF_OK;
     size_t n = nf_artifact_file_count(a);
@@ -1134,14 +1276,14 @@ static nf_status publish_files(nf_writer *w, nf_error *err)
         wfile *f = &w->files[i];
         struct stat sb;
         int e = nf_io_fstat(f->fd, &sb);
-        if (e) return nf_error_errno(err, e, "%s: cannot stat %s", f->dest, f->temp);
+        if (e) return nf_error_errno(err, e, "%s: cannot stat %s", MP(f->dest), MP(f->temp));
         if ((uint64_t)sb.st_size != f->size)
-            return nf_error_set(err, NF_ERR_IO, "%s: temp file %s is %llu bytes, expected %llu", f->dest, f->temp,
+            return nf_error_set(err, NF_ERR_IO, "%s: temp file %s is %llu bytes, expected %llu", MP(f->dest), MP(f->temp),
                                 (unsigned long long)sb.st_size, (unsigned long long)f->size);
-        if ((e = nf_io_fdatasync(f->fd)) != 0) return nf_error_errno(err, e, "%s: cannot sync %s", f->dest, f->temp);
+        if ((e = nf_io_fdatasync(f->fd)) != 0) return nf_error_errno(err, e, "%s: cannot sync %s", MP(f->dest), MP(f->temp));
         e = nf_io_close(f->fd) == 0 ? 0 : errno;
         f->fd = -1;
-        if (e) return nf_error_errno(err, e, "%s: cannot close %s", f->dest, f->temp);
+        if (e) return nf_error_errno(err, e, "%s: cannot close %s", MP(f->dest), MP(f->temp));
     }
     if (w->opt.overwrite) NF_TRY(find_surplus(w, err));
     /* Overwriting a split artifact: the old entry goes out of the way before any part is
@@ -1153,12 +1295,12 @@ static nf_status publish_files(nf_writer *w, nf_error *err)
         if (w->opt.overwrite) {
             if (!f->backed_up) NF_TRY(set_aside(f, w->nfiles == 1, err));
             int e = nf_io_rename(f->temp, f->dest);
-            if (e) return nf_error_errno(err, e, "%s: cannot publish %s", f->dest, f->temp);
+            if (e) return nf_error_errno(err, e, "%s: cannot publish %s", MP(f->dest), MP(f->temp));
             f->temp_exists = false;
             f->published = true;
         } else {
             int e = nf_io_link(f->temp, f->dest);
-            if (e) return nf_error_errno(err, e, "%s: cannot publish %s", f->dest, f->temp);
+            if (e) return nf_error_errno(err, e, "%s: cannot publish %s", MP(f->dest), MP(f->temp));
             f->published = true;
         }
     }
@@ -1169,18 +1311,18 @@ static nf_status publish_files(nf_writer *w, nf_error *err)
         struct stat sb;
         int e = nf_io_lstat(s->dest, &sb);
         if (e == ENOENT || (e == 0 && !S_ISREG(sb.st_mode))) continue;
-        if (e) return nf_error_errno(err, e, "%s", s->dest);
+        if (e) return nf_error_errno(err, e, "%s", MP(s->dest));
         if ((e = nf_io_link_beside(s->dest, ".old", &s->backup)) != 0)
-            return nf_error_errno(err, e, "%s: cannot set the old part aside", s->dest);
+            return nf_error_errno(err, e, "%s: cannot set the old part aside", MP(s->dest));
         s->backed_up = true;
         if ((e = nf_io_unlink(s->dest)) != 0)
-            return nf_error_errno(err, e, "%s: cannot remove the old part (kept as %s)", s->dest, s->backup);
+            return nf_error_errno(err, e, "%s: cannot remove the old part (kept as %s)", MP(s->dest), MP(s->backup));
     }
     for (size_t i = 0; i < w->nfiles; i++) {
         wfile *f = &w->files[i];
         if (!f->temp_exists) continue;
         int e = nf_io_unlink(f->temp);
-        if (e) return nf_error_errno(err, e, "%s: cannot remove the temp file %s", f->dest, f->temp);
+        if (e) return nf_error_errno(err, e, "%s: cannot remove the temp file %s", MP(f->dest), MP(f->temp));
         f->temp_exists = false;
     }
     return sync_directory(w, err);
@@ -1189,7 +1331,7 @@ static nf_status publish_files(nf_writer *w, nf_error *err)
 nf_status nf_writer_publish(nf_writer *w, nf_error *err)
 {
     if (w->state != W_BEGUN)
-        return nf_error_set(err, NF_ERR_USAGE, "%s: nf_writer_publish %s", w->path,
+        return nf_error_set(err, NF_ERR_USAGE, "%s: nf_writer_publish %s", MP(w->path),
                             w->state == W_PLANNING ? "before nf_writer_begin" : "after the writer published or failed");
     nf_status st = publish_files(w, err);
     if (st != NF_OK) return fail_and_abort(w, st);
@@ -1205,7 +1347,7 @@ nf_status nf_writer_publish(nf_writer *w, nf_error *err)
 nf_status nf_writer_commit(nf_writer *w, nf_error *err)
 {
     if (w->state != W_PUBLISHED)
-        return nf_error_set(err, NF_ERR_USAGE, "%s: nf_writer_commit %s", w->path,
+        return nf_error_set(err, NF_ERR_USAGE, "%s: nf_writer_commit %s", MP(w->path),
                             w->state == W_FINISHED ? "twice" : "before a successful nf_writer_publish");
     for (size_t i = 0; i < w->nfiles; i++) {
         wfile *f = &w->files[i];
@@ -1215,6 +1357,7 @@ nf_status nf_writer_commit(nf_writer *w, nf_error *err)
         wsurplus *s = &w->surplus[i];
         if (s->backed_up && nf_io_unlink(s->backup) == 0) s->backed_up = false;
     }
+    release_lock(w);
     w->state = W_FINISHED;
     return NF_OK;
 }
@@ -1229,7 +1372,7 @@ void nf_writer_abort(nf_writer *w)
 nf_status nf_writer_finish(nf_writer *w, nf_error *err)
 {
     if (w->state != W_BEGUN)
-        return nf_error_set(err, NF_ERR_USAGE, "%s: nf_writer_finish %s", w->path,
+        return nf_error_set(err, NF_ERR_USAGE, "%s: nf_writer_finish %s", MP(w->path),
                             w->state == W_PLANNING ? "before nf_writer_begin" : "after the writer finished or failed");
     NF_TRY(nf_writer_publish(w, err));
     return nf_writer_commit(w, err);
@@ -1239,6 +1382,7 @@ void nf_writer_free(nf_writer *w)
 {
     if (!w) return;
     if (w->state != W_FINISHED) abort_files(w);
+    release_lock(w);
     for (size_t i = 0; i < w->nfiles; i++) {
         free(w->files[i].dest);
         free(w->files[i].temp);
@@ -1252,13 +1396,12 @@ void nf_writer_free(nf_writer *w)
     free(w->surplus);
     for (size_t i = 0; i < w->nobjs; i++) {
         free(w->objs[i].id);
+        free(w->objs[i].shape);
         free(w->objs[i].cov);
     }
     free(w->objs);
     nf_strset_free(&w->ids);
     for (int m = 0; m < M_COUNT; m++) json_decref(w->members[m]);
-    json_decref(w->ph_object);
-    json_decref(w->ph_directory);
     free(w->sum_pos);
     digest_free(w);
     nf_buf_free(&w->image);

@@ -4,6 +4,7 @@
  * comparison with an existing artifact (verify --against).  Each chunk owns disjoint output
  * bytes, so the result is the same for any thread count or chunk size; the report's statistics
  * are summed exactly across chunks (stats/stats.h), so they are the same too. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -24,6 +25,8 @@
 #include "stats/stats.h"
 
 #define DEFAULT_CHUNK_VALUES ((uint64_t)1 << 18)
+/* A path as messages show it: shortened in the middle when long (common/io.h, finding M8). */
+#define MP(path) nf_io_msg_path((path), (char[NF_IO_MSG_PATH + 1]){0})
 
 /* ---------------------------------------------------------------- source rows -> words */
 /* ---------------------------------------------------------------- represented values */
@@ -544,23 +547,105 @@ static json_t *object_report(const nf_plan *p, const nf_errstats_summary *st, si
     return rec;
 }
 
-/* The report goes to a temp file beside its destination (renamed once the artifact is
- * published), through the I/O shim like every other file the library writes. */
-static nf_status write_report(const char *path, json_t *doc, char **tmp_out, nf_error *err)
+/* The report's members before "objects": output, name, recipe, and the provenance without its
+ * per-object records (each object's record below carries its method, parameters and sources, the
+ * same as the artifact's provenance.objects: the report need not hold them twice). */
+static json_t *report_head(const nf_plan *p, const nf_convert_options *opt)
+{
+    json_t *prov = json_copy(p->provenance); /* shallow: the plan's tree is untouched */
+    if (!prov) return NULL;
+    json_object_del(prov, "objects");
+    return json_pack("{s:s,s:o,s:o,s:o}", "output", opt->output, "name",
+                     p->recipe->output_name ? json_string(p->recipe->output_name) : json_null(), "recipe",
+                     p->recipe->path ? json_string(p->recipe->path) : json_null(), "provenance", prov);
+}
+
+/* Bytes on their way to the report's temp file, in 1 MiB writes (through the I/O shim). */
+typedef struct report_out {
+    int fd;
+    int e; /* the first write error */
+    char *buf;
+    size_t len;
+} report_out;
+
+#define REPORT_BUFFER ((size_t)1 << 20)
+
+static void report_flush(report_out *o)
+{
+    if (!o->e && o->len) o->e = nf_io_write_full(o->fd, o->buf, o->len);
+    o->len = 0;
+}
+
+static void report_put(report_out *o, const char *s, size_t n)
+{
+    if (o->e) return;
+    if (o->len + n > REPORT_BUFFER) report_flush(o);
+    if (n > REPORT_BUFFER) {
+        if (!o->e) o->e = nf_io_write_full(o->fd, s, n);
+        return;
+    }
+    memcpy(o->buf + o->len, s, n);
+    o->len += n;
+}
+
+/* JSON text of v as the report writes it: compact, members in order, binary64 figures exact. */
+static char *report_text(const json_t *v)
+{
+    return json_dumps(v, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17) | JSON_ENCODE_ANY);
+}
+
+/* The report, streamed to a temp file beside its destination (renamed once the artifact is
+ * published): head's members, then "objects" with one compact record per line, built one at a
+ * time (memory does not grow with the number of objects), then tail's members:
+ *   {"output":...,"name":...,"recipe":...,"provenance":{...},"objects":[
+ *   {"object":...},
+ *   ...
+ *   ],"artifact_id":...,"threads":...,"chunk_values":...}
+ * Through the I/O shim like every other file the library writes. */
+static nf_status write_report(const nf_plan *p, const runner *r, const char *path, const json_t *head,
+                              const json_t *tail, char **tmp_out, nf_error *err)
 {
     char *tmp = NULL;
     int fd = nf_io_mkstemp_beside(path, &tmp);
-    if (fd < 0) return nf_error_errno(err, errno, "cannot create a temp file for %s", path);
-    char *text = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
-    nf_status st = NF_OK;
-    int e = 0;
-    if (!text)
-        st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
-    else if ((e = nf_io_write_full(fd, text, strlen(text))) != 0 || (e = nf_io_write_full(fd, "\n", 1)) != 0 ||
-             (e = nf_io_fchmod(fd, 0644)) != 0 || (e = nf_io_fdatasync(fd)) != 0)
-        st = nf_error_errno(err, e, "cannot write %s", tmp);
-    nf_io_close(fd);
+    if (fd < 0) return nf_error_errno(err, errno, "cannot create a temp file for %s", MP(path));
+    report_out o = {fd, 0, malloc(REPORT_BUFFER), 0};
+    nf_status st = o.buf ? NF_OK : nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    char *text = st == NF_OK ? report_text(head) : NULL;
+    if (st == NF_OK && !text) st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    if (st == NF_OK) {
+        report_put(&o, text, strlen(text) - 1); /* without its closing brace */
+        report_put(&o, ",\"objects\":[\n", 13);
+    }
     free(text);
+    bool first = true;
+    for (size_t i = 0; st == NF_OK && i < p->nobjects; i++) {
+        if (p->objects[i].kind != NF_OBJECT_TENSOR) continue;
+        json_t *rec = object_report(p, &r->objs[i].sum, i);
+        text = rec ? report_text(rec) : NULL;
+        json_decref(rec);
+        if (!text) {
+            st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+            break;
+        }
+        if (!first) report_put(&o, ",\n", 2);
+        first = false;
+        report_put(&o, text, strlen(text));
+        free(text);
+    }
+    text = st == NF_OK ? report_text(tail) : NULL;
+    if (st == NF_OK && !text) st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    if (st == NF_OK) {
+        report_put(&o, first ? "]," : "\n],", first ? 2 : 3);
+        report_put(&o, text + 1, strlen(text) - 1); /* without its opening brace */
+        report_put(&o, "\n", 1);
+        report_flush(&o);
+    }
+    free(text);
+    int e = o.e;
+    if (st == NF_OK && !e && (e = nf_io_fchmod(fd, 0644)) == 0) e = nf_io_fdatasync(fd);
+    if (st == NF_OK && e) st = nf_error_errno(err, e, "cannot write %s", MP(tmp));
+    free(o.buf);
+    nf_io_close(fd);
     if (st != NF_OK) {
         nf_io_unlink(tmp);
         free(tmp);
@@ -592,52 +677,175 @@ static nf_status publish_report(const char *path, const char *tmp, bool force, c
     *backup = NULL;
     struct stat sb;
     int e = nf_io_lstat(path, &sb);
-    if (e && e != ENOENT) return nf_error_errno(err, e, "%s", path);
+    if (e && e != ENOENT) return nf_error_errno(err, e, "%s", MP(path));
     bool exists = e == 0 && !S_ISDIR(sb.st_mode);
     if (!tmp && !(exists && force)) return NF_OK;
     if (exists && force && (e = nf_io_link_beside(path, ".old", backup)) != 0)
-        return nf_error_errno(err, e, "%s: cannot set the old report aside", path);
-    if (tmp && (e = nf_io_rename(tmp, path)) != 0) return nf_error_errno(err, e, "cannot publish %s", path);
+        return nf_error_errno(err, e, "%s: cannot set the old report aside", MP(path));
+    if (tmp && (e = nf_io_rename(tmp, path)) != 0) return nf_error_errno(err, e, "cannot publish %s", MP(path));
     if (!tmp && (e = nf_io_unlink(path)) != 0)
-        return nf_error_errno(err, e, "%s: cannot remove the report of the artifact being replaced", path);
+        return nf_error_errno(err, e, "%s: cannot remove the report of the artifact being replaced", MP(path));
     return NF_OK;
 }
 
-/* ---------------------------------------------------------------- execute */
-static bool same_file(const char *a, const char *b)
+/* ---------------------------------------------------------------- inputs and outputs */
+/* Every file the conversion reads, by identity (device and inode, following links), with what
+ * it is for messages. */
+typedef struct input_file {
+    dev_t dev;
+    ino_t ino;
+    char what[160];
+} input_file;
+
+typedef struct input_set {
+    input_file *v;
+    size_t n, cap;
+    bool nomem;
+} input_set;
+
+static void add_input(input_set *in, const char *path, const char *what)
 {
-    struct stat sa, sb;
-    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    struct stat sb;
+    if (!path || stat(path, &sb) != 0) return; /* not a file (stdin, "(quick mode)"): nothing to protect */
+    if (in->n == in->cap) {
+        size_t cap = in->cap ? in->cap * 2 : 16;
+        input_file *v = realloc(in->v, cap * sizeof *v);
+        if (!v) {
+            in->nomem = true;
+            return;
+        }
+        in->v = v;
+        in->cap = cap;
+    }
+    input_file *f = &in->v[in->n++];
+    f->dev = sb.st_dev;
+    f->ino = sb.st_ino;
+    snprintf(f->what, sizeof f->what, "%s", what);
 }
 
-/* The output (or its report) must never be one of the inputs, --force or not. */
-static nf_status refuse_inputs(const nf_plan *p, const char *path, nf_error *err)
+static nf_status collect_inputs(const nf_plan *p, input_set *in, nf_error *err)
 {
-    if (p->recipe->path && same_file(path, p->recipe->path))
-        return nf_error_set(err, NF_ERR_USAGE, "%s is the recipe: refusing to overwrite an input", path);
+    char what[160];
+    add_input(in, p->recipe->path, "the recipe");
     for (size_t i = 0; i < p->nsources; i++) {
-        if (same_file(path, p->sources[i].path))
-            return nf_error_set(err, NF_ERR_USAGE, "%s is source '%s': refusing to overwrite an input", path,
-                                p->sources[i].name);
+        const char *name = p->sources[i].name;
+        snprintf(what, sizeof what, "source '%s'", name);
+        add_input(in, p->sources[i].path, what);
         const nf_source *s = p->sources[i].src;
-        for (size_t f = 0; s && f < nf_source_file_count(s); f++)
-            if (same_file(path, nf_source_file_path(s, f)))
-                return nf_error_set(err, NF_ERR_USAGE, "%s is a file of source '%s': refusing to overwrite an input",
-                                    path, p->sources[i].name);
-        const char *index = s ? nf_source_index_path(s) : NULL;
-        if (index && same_file(path, index))
-            return nf_error_set(err, NF_ERR_USAGE, "%s is the index of source '%s': refusing to overwrite an input",
-                                path, p->sources[i].name);
+        snprintf(what, sizeof what, "a file of source '%s'", name);
+        for (size_t f = 0; s && f < nf_source_file_count(s); f++) add_input(in, nf_source_file_path(s, f), what);
+        snprintf(what, sizeof what, "the index of source '%s'", name);
+        add_input(in, s ? nf_source_index_path(s) : NULL, what);
         for (size_t c = 0; s && c < nf_source_companion_count(s); c++) {
-            const char *name = NULL, *cpath = nf_source_companion_at(s, c, &name);
-            if (cpath && same_file(path, cpath))
-                return nf_error_set(err, NF_ERR_USAGE, "%s is %s of source '%s': refusing to overwrite an input",
-                                    path, name ? name : "a companion file", p->sources[i].name);
+            const char *cname = NULL, *cpath = nf_source_companion_at(s, c, &cname);
+            snprintf(what, sizeof what, "%s of source '%s'", cname ? cname : "a companion file", name);
+            add_input(in, cpath, what);
         }
     }
     for (size_t i = 0; i < p->nobjects; i++)
-        if (p->objects[i].kind == NF_OBJECT_RESOURCE && same_file(path, p->objects[i].path))
-            return nf_error_set(err, NF_ERR_USAGE, "%s is a resource file: refusing to overwrite an input", path);
+        if (p->objects[i].kind == NF_OBJECT_RESOURCE) add_input(in, p->objects[i].path, "a resource file");
+    if (in->nomem) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    return NF_OK;
+}
+
+static const input_file *input_of(const input_set *in, const char *path)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0) return NULL;
+    for (size_t i = 0; i < in->n; i++)
+        if (in->v[i].dev == sb.st_dev && in->v[i].ino == sb.st_ino) return &in->v[i];
+    return NULL;
+}
+
+/* What `name` (an entry of OUT's directory) is to a conversion to OUT whose base name is base, or
+ * NULL when the run never creates, replaces or removes that name: the entry, the report (when
+ * one is written), a part ("<base>.part-" and 4 or more digits: this run's, or one of the
+ * artifact being replaced that --force removes), the lock file, and the temp and set-aside names
+ * of the entry, its parts and its report (common/io.h; --remove-stale removes stale ones). */
+static const char *output_role(const char *name, const char *base, bool report)
+{
+    size_t bl = strlen(base);
+    const char *rest = NULL;
+    bool dotted = name[0] == '.' && strncmp(name + 1, base, bl) == 0;
+    if (dotted) rest = name + 1 + bl;
+    else if (strncmp(name, base, bl) == 0) rest = name + bl;
+    else return NULL;
+    size_t digits = 0;
+    if (strncmp(rest, ".part-", 6) == 0)
+        while (rest[6 + digits] >= '0' && rest[6 + digits] <= '9') digits++;
+    if (!dotted) {
+        if (!*rest) return "the artifact";
+        if (report && strcmp(rest, ".conversion.json") == 0) return "the report";
+        if (digits >= 4 && !rest[6 + digits]) return "a part name";
+        return NULL;
+    }
+    if (strcmp(rest, ".lock") == 0) return "the lock file";
+    if (digits >= 4) rest += 6 + digits;
+    else if (strncmp(rest, ".conversion.json.", 17) == 0) rest += 16;
+    const char *suffix = NULL;
+    if (*rest == '.' && nf_io_beside_pid(rest + 1, &suffix) > 0 && (!strcmp(suffix, ".tmp") || !strcmp(suffix, ".old")))
+        return "a temp or set-aside file name";
+    return NULL;
+}
+
+/* No input is ever replaced, --force or not (design.md 7, finding F1): no file the run creates,
+ * replaces or removes for OUT (every name output_role knows, found in OUT's directory) may be an
+ * input, by its name or as another link to the same file. */
+static nf_status refuse_inputs(const input_set *in, const char *output, bool report, nf_error *err)
+{
+    const char *slash = strrchr(output, '/');
+    const char *base = slash ? slash + 1 : output;
+    size_t dl = slash ? (size_t)(slash - output) + 1 : 0;
+    char *dir = dl ? strndup(output, dl) : strdup("./");
+    if (!dir) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    DIR *d = opendir(dir);
+    nf_status st = NF_OK;
+    if (!d) {
+        if (errno != ENOENT && errno != ENOTDIR) st = nf_error_errno(err, errno, "cannot list %s", MP(dir));
+        free(dir);
+        return st; /* no directory: nothing in it to replace (creating the files fails later) */
+    }
+    struct dirent *e;
+    while (st == NF_OK && (e = readdir(d)) != NULL) {
+        const char *role = output_role(e->d_name, base, report);
+        if (!role) continue;
+        size_t need = strlen(dir) + strlen(e->d_name) + 1;
+        char *path = malloc(need);
+        if (!path) {
+            st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+            break;
+        }
+        snprintf(path, need, "%s%s", dl ? dir : "", e->d_name);
+        const input_file *f = input_of(in, path);
+        if (f && strcmp(role, "the artifact") == 0)
+            st = nf_error_set(err, NF_ERR_USAGE, "%s is %s: refusing to overwrite an input", MP(path), f->what);
+        else if (f)
+            st = nf_error_set(err, NF_ERR_USAGE, "%s is %s: refusing to overwrite an input (a conversion to %s "
+                              "writes, replaces or removes %s)", MP(path), f->what, MP(output), role);
+        free(path);
+    }
+    closedir(d);
+    free(dir);
+    return st;
+}
+
+/* Before anything is written: no output is an input, and the report (when there is one) is no
+ * special file (design.md 7: never replaced; it is published by rename like the artifact), nor
+ * an existing file without force. */
+static nf_status prepare_outputs(const input_set *in, const nf_convert_options *opt, const char *report_path,
+                                 nf_error *err)
+{
+    NF_TRY(refuse_inputs(in, opt->output, opt->report, err));
+    if (!opt->report) return NF_OK;
+    struct stat sb;
+    int e = nf_io_lstat(report_path, &sb);
+    if (e == 0 && !S_ISREG(sb.st_mode))
+        return nf_error_set(err, NF_ERR_USAGE, "%s is %s, not a regular file: the report is published by rename, "
+                            "which would replace it; give another output name, or --no-report",
+                            MP(report_path), nf_io_kind_name(sb.st_mode));
+    if (e == 0 && !opt->force)
+        return nf_error_set(err, NF_ERR_IO, "%s exists (use --force to replace it)", MP(report_path));
+    if (e != 0 && e != ENOENT) return nf_error_errno(err, e, "%s", MP(report_path));
     return NF_OK;
 }
 
@@ -648,16 +856,16 @@ static nf_status write_resources(nf_plan *p, nf_writer *w, nf_error *err)
         const plan_object *o = &p->objects[i];
         if (o->kind != NF_OBJECT_RESOURCE) continue;
         int fd = nf_io_open(o->path, O_RDONLY, 0);
-        if (fd < 0) return nf_error_errno(err, errno, "cannot open %s", o->path);
+        if (fd < 0) return nf_error_errno(err, errno, "cannot open %s", MP(o->path));
         struct stat sb;
         int e = nf_io_fstat(fd, &sb);
-        nf_status st = e ? nf_error_errno(err, e, "cannot stat %s", o->path) : NF_OK;
+        nf_status st = e ? nf_error_errno(err, e, "cannot stat %s", MP(o->path)) : NF_OK;
         if (st == NF_OK && (uint64_t)sb.st_size != o->bytes)
-            st = nf_error_set(err, NF_ERR_IO, "%s changed size while converting", o->path);
+            st = nf_error_set(err, NF_ERR_IO, "%s changed size while converting", MP(o->path));
         for (uint64_t pos = 0; st == NF_OK && pos < o->bytes;) {
             size_t n = o->bytes - pos < sizeof buf ? (size_t)(o->bytes - pos) : sizeof buf;
             if ((e = nf_io_pread_full(fd, buf, n, pos)) != 0)
-                st = nf_error_errno(err, e, "cannot read %s", o->path);
+                st = nf_error_errno(err, e, "cannot read %s", MP(o->path));
             else
                 st = nf_writer_write(w, o->writer_index, pos, buf, n, err);
             pos += n;
@@ -687,23 +895,30 @@ static nf_status write_tails(nf_plan *p, nf_writer *w, nf_error *err)
 
 nf_status nf_plan_execute(nf_plan *p, const nf_convert_options *opt, nf_error *err)
 {
-    char report_path[4096];
-    snprintf(report_path, sizeof report_path, "%s.conversion.json", opt->output);
-    NF_TRY(refuse_inputs(p, opt->output, err));
-    if (opt->report) {
-        NF_TRY(refuse_inputs(p, report_path, err));
-        struct stat sb;
-        if (!opt->force && stat(report_path, &sb) == 0)
-            return nf_error_set(err, NF_ERR_IO, "%s exists (use --force to replace it)", report_path);
+    size_t rlen = strlen(opt->output) + sizeof ".conversion.json";
+    char *report_path = malloc(rlen);
+    if (!report_path) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    snprintf(report_path, rlen, "%s.conversion.json", opt->output);
+    input_set in = {0};
+    nf_status st = collect_inputs(p, &in, err);
+    if (st == NF_OK) st = prepare_outputs(&in, opt, report_path, err);
+    /* --force --no-report removes the report of the artifact it replaces, unless that is an input
+     * or not a regular file (never replaced, design.md 7). */
+    struct stat rsb;
+    bool report_regular = nf_io_lstat(report_path, &rsb) != 0 || S_ISREG(rsb.st_mode);
+    bool replace_report = opt->force && report_regular && (opt->report || !input_of(&in, report_path));
+    free(in.v);
+    if (st != NF_OK) {
+        free(report_path);
+        return st;
     }
-    /* --force --no-report removes the report of the artifact it replaces, unless that is an input. */
-    nf_error ignore;
-    bool replace_report = opt->force && (opt->report || refuse_inputs(p, report_path, &ignore) == NF_OK);
     nf_writer_options wo = {opt->has_max_file_bytes ? opt->max_file_bytes : p->recipe->max_file_bytes,
                             opt->artifact_id, opt->force, true};
     nf_writer *w = NULL;
-    NF_TRY(nf_writer_create(opt->output, &wo, &w, err));
-    nf_status st = NF_OK;
+    if ((st = nf_writer_create(opt->output, &wo, &w, err)) != NF_OK) {
+        free(report_path);
+        return st;
+    }
     runner r = {0};
     sink s = {0};
     char *report_tmp = NULL;
@@ -733,19 +948,16 @@ nf_status nf_plan_execute(nf_plan *p, const nf_convert_options *opt, nf_error *e
         st = run_jobs(&r, thread_count(opt->threads), opt, err);
         pthread_mutex_destroy(&r.lock);
     }
-    json_t *report = NULL;
     if (st == NF_OK && opt->report) {
         char id[33];
         nf_writer_id_hex(w, id);
-        json_t *objs = json_array();
-        for (size_t i = 0; i < p->nobjects; i++)
-            if (p->objects[i].kind == NF_OBJECT_TENSOR) json_array_append_new(objs, object_report(p, &r.objs[i].sum, i));
-        report = json_pack("{s:s,s:o,s:s,s:O,s:o,s:s,s:I,s:I}", "output", opt->output, "name",
-                           p->recipe->output_name ? json_string(p->recipe->output_name) : json_null(), "recipe",
-                           p->recipe->path, "provenance", p->provenance, "objects", objs, "artifact_id", id,
-                           "threads", (json_int_t)thread_count(opt->threads), "chunk_values",
-                           (json_int_t)chunk_values);
-        st = report ? write_report(report_path, report, &report_tmp, err) : nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        json_t *head = report_head(p, opt);
+        json_t *tail = json_pack("{s:s,s:I,s:I}", "artifact_id", id, "threads", (json_int_t)thread_count(opt->threads),
+                                 "chunk_values", (json_int_t)chunk_values);
+        st = head && tail ? write_report(p, &r, report_path, head, tail, &report_tmp, err)
+                          : nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        json_decref(head);
+        json_decref(tail);
     }
     if (st == NF_OK && opt->cancel && *opt->cancel) st = nf_error_set(err, NF_ERR_IO, "interrupted");
     /* Publication of the set (artifact and report) as one: the artifact is published with the
@@ -769,9 +981,9 @@ nf_status nf_plan_execute(nf_plan *p, const nf_convert_options *opt, nf_error *e
     free(report_backup);
     if (report_tmp && st != NF_OK) nf_io_unlink(report_tmp);
     free(report_tmp);
-    json_decref(report);
     runner_free(&r);
     nf_writer_free(w);
+    free(report_path);
     return st;
 }
 

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# ninfer-convert never publishes an artifact its own readers refuse (design.md 7, "every cap a
+# reader enforces is checked by the writer before publishing"; finding F11): a config.json
+# holding one 70 MB string makes a directory beyond the reader's 64 MiB (NF_MAX_JSON_BYTES): the
+# conversion exits 1 naming the cap, and writes nothing (no temp file, no lock, no report).
+# usage: test_outputs_caps.sh BIN_DIR DATA_DIR
+set -u
+bin=$(cd "$1" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+pass=0
+fail=0
+# shellcheck source=tests/cli/lib.sh
+. "$(dirname "$0")/lib.sh"
+check() { if "$@"; then ok; else bad "check failed: $*"; fi; }
+contains() { if grep -qF -- "$2" "$1"; then ok; else bad "$1 lacks '$2': $(head -c 400 "$1")"; fi; }
+
+ck=$work/ckpt
+"$bin/ninfer-gen-checkpoint" "$ck" --hidden 64 --intermediate 128 --layers 1 --vocab 64 >/dev/null ||
+    { echo "FAIL generator"; exit 1; }
+python3 - "$ck/config.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c['notes'] = 'x' * 70000000
+json.dump(c, open(sys.argv[1], 'w'))
+PY
+mkdir "$work/o"
+for extra in "" "--max-file-bytes 1000000"; do
+    run 1 "$bin/ninfer-convert" "$ck" -o "$work/o/m.ninfer" --format q8_g32_fp16 $extra
+    contains "$work/err" "67108864"
+    contains "$work/err" "m.ninfer"
+    check test -z "$(ls -A "$work/o")"
+done
+
+printf '%d passed, %d failed\n' "$pass" "$fail"
+[ "$fail" -eq 0 ]

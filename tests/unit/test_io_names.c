@@ -1,0 +1,65 @@
+/* Names the I/O shim makes and reads back (lib/src/common/io.h): temp and set-aside names
+ * ".<base>.<pid>.XXXXXX<suffix>" parsed by nf_io_beside_pid (what cmd/output.c's stale finder
+ * and convert's input check read), and paths shortened for messages by nf_io_msg_path (finding
+ * M8: the message keeps its reason; cuts fall on UTF-8 character boundaries). */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/io.h"
+
+Test(io_names, beside_pid_reads_what_mkstemp_beside_makes)
+{
+    char *path = NULL;
+    char tmpl[] = "/tmp/nf-io-names-XXXXXX";
+    char *dir = mkdtemp(tmpl);
+    cr_assert_not_null(dir);
+    char dest[256];
+    snprintf(dest, sizeof dest, "%s/m.ninfer", dir);
+    int fd = nf_io_mkstemp_beside(dest, &path);
+    cr_assert_geq(fd, 0);
+    const char *tail = strrchr(path, '/') + 1 + strlen(".m.ninfer.");
+    const char *suffix = NULL;
+    cr_assert_eq(nf_io_beside_pid(tail, &suffix), (long)getpid(), "%s", path);
+    cr_assert_str_eq(suffix, ".tmp");
+    close(fd);
+    unlink(path);
+    free(path);
+    rmdir(dir);
+    cr_assert_eq(nf_io_beside_pid("123.AbCd12.old", &suffix), 123);
+    cr_assert_str_eq(suffix, ".old");
+    cr_assert_eq(nf_io_beside_pid("12a.AbCd12.tmp", &suffix), -1, "digits only");
+    cr_assert_eq(nf_io_beside_pid(".AbCd12.tmp", &suffix), -1, "a pid");
+    cr_assert_eq(nf_io_beside_pid("0.AbCd12.tmp", &suffix), -1, "pid > 0");
+    cr_assert_eq(nf_io_beside_pid("12.AbC-12.tmp", &suffix), -1, "six letters and digits");
+    cr_assert_eq(nf_io_beside_pid("12345678901.AbCd12.tmp", &suffix), -1, "at most 10 digits");
+}
+
+Test(io_names, msg_path)
+{
+    char buf[NF_IO_MSG_PATH + 1];
+    cr_assert_str_eq(nf_io_msg_path("/short/path", buf), "/short/path");
+    char longp[2000];
+    memset(longp, 'a', sizeof longp);
+    memcpy(longp + sizeof longp - 12, "/m.ninfer.x", 12); /* ends with its NUL */
+    const char *m = nf_io_msg_path(longp, buf);
+    cr_assert_leq(strlen(m), NF_IO_MSG_PATH);
+    cr_assert_not_null(strstr(m, "..."));
+    cr_assert_eq(strncmp(m, "aaaa", 4), 0, "the start is kept");
+    cr_assert_str_eq(m + strlen(m) - 11, "/m.ninfer.x", "the end (the file name) is kept");
+    /* two-byte characters throughout: no cut inside one */
+    char u[2001];
+    for (size_t i = 0; i < 2000; i += 2) {
+        u[i] = (char)0xc3;
+        u[i + 1] = (char)0xa9;
+    }
+    u[2000] = '\0';
+    m = nf_io_msg_path(u, buf);
+    const char *dots = strstr(m, "...");
+    cr_assert_not_null(dots);
+    cr_assert_eq((size_t)(dots - m) % 2, 0, "the head ends on a character boundary");
+    cr_assert_eq(strlen(dots + 3) % 2, 0, "the tail starts on a character boundary");
+    cr_assert_eq((unsigned char)dots[3], 0xc3);
+}
