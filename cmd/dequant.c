@@ -166,16 +166,19 @@ static nf_status write_text_element(nf_out *out, const nf_geometry *g, value_typ
  * object twice: the container's messages already start with "object 'ID': ". */
 static void prefix_object(nf_error *err, const char *path, const char *id)
 {
+    /* names from the artifact are shown escaped (ninfer/escape.h), as the library's messages
+     * show them */
+    nf_cli_text eid = nf_cli_name(id);
     char head[NF_ERROR_MESSAGE_MAX];
-    int n = snprintf(head, sizeof head, "object '%s'", id);
+    int n = snprintf(head, sizeof head, "object '%s'", eid.s);
     bool named = n > 0 && (size_t)n < sizeof head && strncmp(err->message, head, (size_t)n) == 0 &&
                  (err->message[n] == ':' || err->message[n] == '\0');
     if (named) {
-        if (path) nf_error_prefix(err, "%s", path);
+        if (path) nf_error_prefix(err, "%s", nf_cli_name(path).s);
     } else if (path) {
-        nf_error_prefix(err, "%s: object '%s'", path, id);
+        nf_error_prefix(err, "%s: object '%s'", nf_cli_name(path).s, eid.s);
     } else {
-        nf_error_prefix(err, "object '%s'", id);
+        nf_error_prefix(err, "object '%s'", eid.s);
     }
 }
 
@@ -419,9 +422,12 @@ static int refuse_terminal(const nf_cli *cli)
 static int dequant_one(const nf_cli *cli, nf_artifact *a, const char *id, const dq_opts *opts)
 {
     const nf_object *o = nf_artifact_find(a, id);
-    if (!o) return nf_cli_error(cli, NF_ERR_INVALID, "%s: no object '%s'", nf_artifact_path(a), id);
+    if (!o)
+        return nf_cli_error(cli, NF_ERR_INVALID, "%s: no object '%s'", nf_cli_name(nf_artifact_path(a)).s,
+                            nf_cli_name(id).s);
     if (o->kind != NF_OBJECT_TENSOR)
-        return nf_cli_error(cli, NF_ERR_INVALID, "%s: object '%s' is a resource, not a tensor", nf_artifact_path(a), id);
+        return nf_cli_error(cli, NF_ERR_INVALID, "%s: object '%s' is a resource, not a tensor",
+                            nf_cli_name(nf_artifact_path(a)).s, nf_cli_name(id).s);
     nf_geometry g;
     nf_error err;
     if (nf_artifact_check_object(a, o, &g, &err) != NF_OK) {
