@@ -199,12 +199,12 @@ static nf_status make_words(const nf_format *f, const nf_geometry *g, uint64_t r
 {
     uint64_t k = S.cols, n = w->rows;
     uint64_t s = 0xB10Cull ^ (r0 * 0x9E3779B97F4A7C15ull);
-    nf_src_rows bf = {"bench", NF_SRC_BF16, src_bf16 + r0 * k * 2, r0, n, k};
+    nf_src_rows bf = {.name = "bench", .type = NF_SRC_BF16, .data = src_bf16 + r0 * k * 2, .first_row = r0, .rows = n, .cols = k};
     switch (f->category) {
     case NF_CAT_DIRECT:
         if (f->id == NF_FMT_BF16) return nf_cast_direct_rows(f, &bf, w, err);
         if (f->id == NF_FMT_FP32) {
-            nf_src_rows src = {"bench", NF_SRC_F32, src_f32 + r0 * k * 4, r0, n, k};
+            nf_src_rows src = {.name = "bench", .type = NF_SRC_F32, .data = src_f32 + r0 * k * 4, .first_row = r0, .rows = n, .cols = k};
             return nf_cast_direct_rows(f, &src, w, err);
         }
         for (uint64_t i = 0; i < n * k; i++) w->w32[i] = (uint32_t)splitmix(&s); /* int32: any word */
@@ -427,7 +427,7 @@ static void run_encode(const kernel *k, tstate *ts, uint64_t u0, uint64_t u1)
     size_t esize = nf_src_type_size(k->src_type);
     for (uint64_t r = u0; r < u1 && !ts->failed; r += k->grain) {
         uint64_t n = min_u64(k->grain, u1 - r);
-        nf_src_rows src = {k->label, k->src_type, k->src + (size_t)(r * S.cols) * esize, r, n, S.cols};
+        nf_src_rows src = {.name = k->label, .type = k->src_type, .data = k->src + (size_t)(r * S.cols) * esize, .first_row = r, .rows = n, .cols = S.cols};
         ts->w.rows = n;
         nf_errstats *st = k->measured ? ts->stats : NULL;
         if (nf_method_encode_rows_measured(k->method, k->fmt, k->params, &src, &ts->w, st, &ts->err) != NF_OK)

@@ -198,9 +198,16 @@ typedef struct dq_slot {
     float *values;
     uint8_t *bytes;
     uint64_t r0, r1;
+    uint64_t c0, c1;    /* a span of row r0 (rows longer than a chunk), else 0, 0: whole rows */
     nf_status st;
     nf_error err;
 } dq_slot;
+
+/* Values in the slot. */
+static size_t slot_count(const nf_geometry *g, const dq_slot *s)
+{
+    return (size_t)(s->c1 ? s->c1 - s->c0 : (s->r1 - s->r0) * g->cols);
+}
 
 /* Decode rows [s->r0, s->r1) into s->bytes (raw/npy element words, little-endian).  Values come
  * straight from the encoded bytes (nf_layout_decode_rows_f32); f32 raw/npy output is decoded in
@@ -210,12 +217,30 @@ static void decode_slot(const rows_job *job, dq_slot *s)
     const nf_geometry *g = job->g;
     nf_byte_reader reader;
     nf_artifact_object_reader(job->a, job->o, &reader);
-    size_t count = (size_t)((s->r1 - s->r0) * g->cols);
+    size_t count = slot_count(g, s);
+    /* a span is a [1, c1 - c0] tensor of its own, read through the object's reader */
+    nf_colspan sp;
+    nf_colspan_source span_src = {&sp, &reader};
+    nf_byte_reader span_reader;
+    const nf_geometry *dg = g;
+    const nf_byte_reader *rd = &reader;
+    uint64_t r0 = s->r0, r1 = s->r1;
+    if (s->c1) {
+        if ((s->st = nf_colspan_init(&sp, g, s->r0, s->c0, s->c1 - s->c0, &s->err)) != NF_OK) return;
+        nf_colspan_reader(&span_src, &span_reader);
+        dg = &sp.g;
+        rd = &span_reader;
+        r0 = 0;
+        r1 = 1;
+    }
     if (job->to == TO_NATIVE) {
-        s->st = nf_layout_decode_rows(g, &reader, s->r0, s->r1, &s->w, &s->err);
+        nf_words view = s->w;
+        view.rows = r1 - r0;
+        view.cols = dg->cols;
+        s->st = nf_layout_decode_rows(dg, rd, r0, r1, &view, &s->err);
     } else {
         float *values = s->values ? s->values : (float *)(void *)s->bytes; /* f32 in place */
-        s->st = nf_layout_decode_rows_f32(g, &reader, s->r0, s->r1, values, &s->err);
+        s->st = nf_layout_decode_rows_f32(dg, rd, r0, r1, values, &s->err);
     }
     if (s->st != NF_OK || !s->bytes || (!s->values && job->to != TO_NATIVE)) return;
     unsigned eb = element_bytes(g, job->to);
@@ -236,11 +261,12 @@ static bool f32_in_place(const rows_job *job)
 static nf_status text_rows(const rows_job *job, dq_slot *s, nf_out *out, nf_error *err)
 {
     const nf_geometry *g = job->g;
-    size_t count = (size_t)((s->r1 - s->r0) * g->cols);
+    size_t count = slot_count(g, s);
     nf_status st = NF_OK;
     for (size_t i = 0; st == NF_OK && i < count; i++) {
-        st = write_text_element(out, g, job->to, element_word(g, job->to, &s->w, s->values, i), i % g->cols == 0, err);
-        if (st == NF_OK && (i + 1) % g->cols == 0) st = nf_out_write(out, "\n", 1, err);
+        uint64_t col = (s->c0 + i) % g->cols; /* the element's column in its row */
+        st = write_text_element(out, g, job->to, element_word(g, job->to, &s->w, s->values, i), col == 0, err);
+        if (st == NF_OK && col + 1 == g->cols) st = nf_out_write(out, "\n", 1, err);
     }
     return st;
 }
@@ -255,6 +281,7 @@ typedef struct dq_pool {
     dq_slot *slots;
     size_t nslots;
     uint64_t chunk, nchunks;
+    uint64_t span, spans;  /* rows longer than a chunk: columns per span and spans per row */
     pthread_mutex_t lock;
     pthread_cond_t cond;
     uint64_t next;     /* the next chunk a worker takes */
@@ -265,6 +292,14 @@ typedef struct dq_pool {
 
 static void slot_range(const dq_pool *p, uint64_t c, dq_slot *s)
 {
+    if (p->span) { /* chunk c: span c % spans of row c / spans */
+        uint64_t cols = p->job->g->cols;
+        s->r0 = p->job->r0 + c / p->spans;
+        s->r1 = s->r0 + 1;
+        s->c0 = c % p->spans * p->span;
+        s->c1 = s->c0 + p->span < cols ? s->c0 + p->span : cols;
+        return;
+    }
     s->r0 = p->job->r0 + c * p->chunk;
     s->r1 = s->r0 + p->chunk < p->job->r1 ? s->r0 + p->chunk : p->job->r1;
 }
@@ -300,7 +335,7 @@ static nf_status write_slot(const rows_job *job, dq_slot *s, unsigned eb, nf_out
         return s->st;
     }
     if (job->format == FMT_TEXT) return text_rows(job, s, out, err);
-    return nf_out_write(out, s->bytes, (size_t)((s->r1 - s->r0) * job->g->cols) * eb, err);
+    return nf_out_write(out, s->bytes, slot_count(job->g, s) * eb, err);
 }
 
 /* Rows [job->r0, job->r1) in chunks of about 2^18 values (1 MiB of f32, the converter's chunk),
@@ -310,17 +345,26 @@ static nf_status stream_rows(const rows_job *job, unsigned threads, nf_out *out,
 {
     const nf_geometry *g = job->g;
     dq_pool p = {.job = job};
-    p.chunk = nf_geometry_chunk_rows(g, (uint64_t)1 << 18);
-    uint64_t span = job->r1 - job->r0;
-    if (p.chunk > span) p.chunk = span;
-    p.nchunks = p.chunk ? (span + p.chunk - 1) / p.chunk : 0;
+    const uint64_t chunk_values = (uint64_t)1 << 18;
+    p.chunk = nf_geometry_chunk_rows(g, chunk_values);
+    uint64_t nrows = job->r1 - job->r0;
+    if (p.chunk > nrows) p.chunk = nrows;
+    p.nchunks = p.chunk ? (nrows + p.chunk - 1) / p.chunk : 0;
+    if (g->cols > chunk_values && nf_layout_has_colspans(g)) {
+        /* a row longer than a chunk is decoded in spans (docs/ninfer-dequant.md): memory stays
+         * bounded by the chunk whatever the row's length */
+        p.span = chunk_values;
+        p.spans = (g->cols + p.span - 1) / p.span;
+        p.chunk = 1;
+        p.nchunks = nrows * p.spans;
+    }
     if (p.nchunks == 0) return NF_OK;
     size_t workers = threads > 1 ? threads : 0;
     if (workers > p.nchunks) workers = (size_t)p.nchunks;
     /* two slots per worker: one being decoded while the other waits to be written */
     p.nslots = workers ? 2 * workers : 1;
     unsigned eb = element_bytes(g, job->to);
-    size_t n = (size_t)(p.chunk * g->cols);
+    size_t n = (size_t)(p.span ? p.span : p.chunk * g->cols);
     p.slots = calloc(p.nslots, sizeof *p.slots);
     p.decoded = calloc(p.nslots, sizeof *p.decoded);
     pthread_t *tids = calloc(workers ? workers : 1, sizeof *tids);
@@ -330,7 +374,12 @@ static nf_status stream_rows(const rows_job *job, unsigned threads, nf_out *out,
     bool need_values = job->to != TO_NATIVE && !f32_in_place(job);
     for (; st == NF_OK && ready < p.nslots; ready++) {
         dq_slot *s = &p.slots[ready];
-        if (job->to == TO_NATIVE && (st = nf_words_alloc(&s->w, g, p.chunk, err)) != NF_OK) break;
+        if (job->to == TO_NATIVE) {
+            nf_colspan sp; /* a span's words: those of a [1, span] tensor */
+            if (p.span) st = nf_colspan_init(&sp, g, 0, 0, p.span, err);
+            if (st == NF_OK) st = nf_words_alloc(&s->w, p.span ? &sp.g : g, p.chunk, err);
+            if (st != NF_OK) break;
+        }
         s->values = need_values ? malloc(n * sizeof *s->values) : NULL;
         /* on a cache line: whole-line stores when f32 values are decoded into it */
         s->bytes = job->format == FMT_TEXT ? NULL : aligned_alloc(64, (n * eb + 63) / 64 * 64);

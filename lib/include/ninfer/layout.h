@@ -198,6 +198,48 @@ nf_status nf_words_to_f32(const nf_geometry *g, const nf_words *w, uint64_t firs
 nf_status nf_layout_decode_rows_f32(const nf_geometry *g, const nf_byte_reader *src, uint64_t r0, uint64_t r1,
                                     float *out, nf_error *err);
 
+/* ---------------------------------------------------------------- spans of long rows */
+/* Columns [c0, c0 + w) of one row of a tensor, as a [1, w] tensor of its own (same format and
+ * layout), so that a row too long for memory can be encoded or decoded piece by piece with the
+ * calls above and the same results (docs/layouts.md, "Spans of a row").  Every layout keeps a
+ * row's columns in order within each of its planes, so a span's bytes are runs of the whole
+ * object's bytes; the row's scale of the FP8 row layouts is shared by all spans of the row.
+ * c0 is a multiple of NF_COLSPAN_ALIGN, and so is w unless the span ends the row.  nvfp4 (tiles of
+ * 128 rows) and resources have no spans. */
+#define NF_COLSPAN_ALIGN 4096u
+
+typedef struct nf_colspan {
+    nf_geometry g;             /* the span as a [1, w] tensor */
+    const nf_geometry *whole;  /* must outlive the span */
+    uint64_t row, c0;
+} nf_colspan;
+
+/* Does g's layout cut rows into spans? */
+bool nf_layout_has_colspans(const nf_geometry *g);
+nf_status nf_colspan_init(nf_colspan *s, const nf_geometry *whole, uint64_t row, uint64_t c0, uint64_t w, nf_error *err);
+
+/* Bytes [off, off + len) of the span object: the first *run of them (the longest run that stays
+ * contiguous, at least 1 when len > 0) are the whole object's bytes at *whole_off; *shared when
+ * they are bytes of the row that every span of it holds (a row scale).  false for a byte no
+ * plane of the span holds (a gap between planes). */
+bool nf_colspan_map(const nf_colspan *s, uint64_t off, uint64_t len, uint64_t *whole_off, uint64_t *run, bool *shared);
+
+/* Writing a span into the whole object through another writer (nf_colspan_write, ctx an
+ * nf_colspan_sink): each run goes to its place; the shared bytes only from the row's first span
+ * (c0 = 0).  Reading a span from a reader of the whole object: nf_colspan_reader. */
+typedef struct nf_colspan_sink {
+    const nf_colspan *span;
+    nf_write_fn write;
+    void *ctx;
+} nf_colspan_sink;
+nf_status nf_colspan_write(void *sink, uint64_t offset, const void *buf, size_t len, nf_error *err);
+
+typedef struct nf_colspan_source {
+    const nf_colspan *span;
+    const nf_byte_reader *whole;
+} nf_colspan_source;
+void nf_colspan_reader(nf_colspan_source *src, nf_byte_reader *out);
+
 #ifdef __cplusplus
 }
 #endif

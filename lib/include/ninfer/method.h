@@ -93,14 +93,22 @@ const char *nf_src_type_name(nf_src_type type);
 /* Safetensors dtype spelling -> type; false when not one of the above (e.g. "F64"). */
 bool nf_src_type_lookup(const char *name, nf_src_type *out);
 
-/* One chunk of source rows. */
+/* One chunk of source rows, or of columns of them.  A chunk of whole rows leaves the last three
+ * members zero.  A span of a row too long for memory (docs/layouts.md "Spans of a row") sets
+ * first_col to its first column (a multiple of NF_COLSPAN_ALIGN) and row_cols to the row's full
+ * length: every method encodes columns independently of each other except fp8_row_maxabs, whose
+ * row scale comes from the whole row, so its spans also carry row_max (nf_fp8_row_maxabs_max of
+ * all the row's spans). */
 typedef struct nf_src_rows {
     const char *name;   /* tensor name for error messages; NULL for none */
     nf_src_type type;
     const void *data;   /* rows * cols elements, row-major, little-endian, any alignment */
     uint64_t first_row; /* absolute index of data's first row (messages only) */
     uint64_t rows;      /* rows in this chunk (0 is a no-op) */
-    uint64_t cols;      /* K: every row is whole */
+    uint64_t cols;      /* K, or the span's columns */
+    uint64_t first_col; /* absolute index of data's first column (messages; a span's importance is the caller's) */
+    uint64_t row_cols;  /* a span: the row's length; 0: the rows are whole */
+    uint32_t row_max;   /* a span, fp8_row_maxabs: the largest magnitude word of the whole row */
 } nf_src_rows;
 
 /* ---------------------------------------------------------------- parameters */
@@ -170,6 +178,11 @@ nf_status nf_fp8_row_maxabs_rows(const nf_format *fmt, const nf_src_rows *src, n
  * read by grouped_search; the others refuse non-empty parameters. */
 nf_status nf_method_encode_rows(nf_method_id id, const nf_format *fmt, const nf_method_params *params,
                                 const nf_src_rows *src, nf_words *out, nf_error *err);
+
+/* The first pass of fp8_row_maxabs over src (every row of it, or a span of one row): the largest
+ * magnitude word of its values rounded to BF16, for the row_max of the row's spans.  Refuses a
+ * non-finite value or one beyond BF16's range, naming it (the method's own messages). */
+nf_status nf_fp8_row_maxabs_max(const nf_format *fmt, const nf_src_rows *src, uint32_t *max_word, nf_error *err);
 
 /* nf_method_encode_rows, and the error statistics of the rows it encodes added to *stats
  * (ninfer/stats.h): each source value (widened exactly to binary32; integer sources have none,

@@ -118,7 +118,7 @@ nf_status nf_convert_member_rows(const plan_object *o, const plan_member *m, uin
         }
         return NF_OK;
     }
-    nf_src_rows s = {m->t->name, m->src_type, NULL, r0, rows, o->g.cols};
+    nf_src_rows s = {.name = m->t->name, .type = m->src_type, .first_row = r0, .rows = rows, .cols = o->g.cols};
     size_t count = (size_t)(rows * o->g.cols);
     if (m->raw) {
         size_t len = (size_t)(rows * m->t->row_bytes);
@@ -197,6 +197,8 @@ static nf_status compare_write(void *ctx, uint64_t offset, const void *data, siz
  * when the last one does. */
 typedef struct object_run {
     uint64_t chunk_rows;
+    uint64_t span_cols;        /* rows longer than a chunk: a job is one row, encoded in spans of
+                                  this many columns (ninfer/layout.h nf_colspan); 0: whole rows */
     uint64_t pending;          /* jobs not finished (under the runner's lock) */
     bool skip;                 /* compare mode: the object is not re-derived */
     nf_errstats *acc;          /* while jobs are pending (allocated by the first to finish) */
@@ -238,6 +240,18 @@ static void fail(runner *r, nf_status st, const nf_error *e)
     atomic_store(&r->failed, true);
 }
 
+/* Are the object's rows longer than a chunk, and can they be cut into spans?  Every method
+ * encodes a span of a row as it would the whole row (fp8_row_maxabs given the row's maximum);
+ * imported words keep whole rows, as do sources read as binary32 values and nvfp4's tiles. */
+static bool spanned(const plan_object *o, uint64_t chunk_values)
+{
+    if (o->g.cols <= chunk_values || o->g.cols <= NF_COLSPAN_ALIGN) return false;
+    if (o->method == NF_METHOD_IMPORT_ENCODED || !nf_layout_has_colspans(&o->g)) return false;
+    for (size_t k = 0; k < o->nmembers; k++)
+        if (!o->members[k].raw) return false;
+    return true;
+}
+
 /* Cuts every tensor object into jobs (nvfp4: multiples of 128 rows, restarting at each member,
  * as the import module's chunking rule asks). */
 static nf_status plan_jobs(runner *r, nf_error *err)
@@ -257,6 +271,14 @@ static nf_status plan_jobs(runner *r, nf_error *err)
         run->sum = nf_errstats_summarize(&none);
         if (o->kind != NF_OBJECT_TENSOR) continue;
         run->chunk_rows = nf_geometry_chunk_rows(&o->g, r->chunk_values);
+        if (spanned(o, r->chunk_values)) {
+            /* a row longer than a chunk is cut into spans: memory stays bounded by the chunk
+             * whatever the row's length (spans are multiples of NF_COLSPAN_ALIGN columns, the
+             * statistics' block, so the figures do not change either) */
+            run->chunk_rows = 1;
+            run->span_cols = r->chunk_values / NF_COLSPAN_ALIGN * NF_COLSPAN_ALIGN;
+            if (run->span_cols < NF_COLSPAN_ALIGN) run->span_cols = NF_COLSPAN_ALIGN;
+        }
         for (size_t k = 0; k < o->nmembers; k++) run->pending += (o->members[k].rows + run->chunk_rows - 1) / run->chunk_rows;
         total += run->pending;
         if (run->pending == 0) atomic_fetch_add(&r->objects_done, 1);
@@ -357,6 +379,68 @@ static nf_status run_job(runner *r, const job *j, nf_words *w, uint8_t *raw, siz
     return NF_OK;
 }
 
+/* The words of one job of the object: chunk_rows rows, or one span of span_cols columns. */
+static nf_status alloc_words(const nf_geometry *g, const object_run *run, nf_words *w, nf_error *err)
+{
+    if (!run->span_cols) return nf_words_alloc(w, g, run->chunk_rows, err);
+    nf_colspan sp;
+    NF_TRY(nf_colspan_init(&sp, g, 0, 0, run->span_cols, err));
+    return nf_words_alloc(w, &sp.g, 1, err);
+}
+
+/* Row j->r0 of a member whose rows are longer than a chunk, span by span (nf_colspan): each span
+ * read, encoded and measured by the method as a row of its own and written where the whole row
+ * would have it.  fp8_row_maxabs first reads the row once for its maximum. */
+static nf_status run_span_job(runner *r, const job *j, const nf_words *w, uint8_t *raw, size_t raw_len,
+                              compare_ctx *cmp, nf_errstats *st, nf_error *err)
+{
+    const plan_object *o = &r->plan->objects[j->object];
+    const plan_member *m = &o->members[j->member];
+    const nf_source *src = m->source->src;
+    const uint64_t k = o->g.cols, span = r->objs[j->object].span_cols, row = j->r0;
+    const size_t es = nf_src_type_size(m->src_type);
+    nf_src_rows s = {.name = m->t->name, .type = m->src_type, .data = raw, .first_row = row, .rows = 1,
+                     .row_cols = k};
+    if (o->method == NF_METHOD_FP8_ROW_MAXABS) {
+        for (uint64_t c0 = 0; c0 < k; c0 += span) {
+            uint64_t n = k - c0 < span ? k - c0 : span;
+            if (n * es > raw_len) return nf_error_set(err, NF_ERR_USAGE, "span buffer too small");
+            NF_TRY(nf_source_read_bytes(src, m->t, row * m->t->row_bytes + c0 * es, raw, (size_t)(n * es), err));
+            s.cols = n;
+            s.first_col = c0;
+            uint32_t mx;
+            NF_TRY(nf_fp8_row_maxabs_max(o->g.format, &s, &mx, err));
+            s.row_max = mx > s.row_max ? mx : s.row_max;
+        }
+    }
+    for (uint64_t c0 = 0; c0 < k; c0 += span) {
+        uint64_t n = k - c0 < span ? k - c0 : span;
+        if (n * es > raw_len) return nf_error_set(err, NF_ERR_USAGE, "span buffer too small");
+        nf_colspan sp;
+        NF_TRY(nf_colspan_init(&sp, &o->g, m->parent_row0 + row, c0, n, err));
+        NF_TRY(nf_source_read_bytes(src, m->t, row * m->t->row_bytes + c0 * es, raw, (size_t)(n * es), err));
+        s.cols = n;
+        s.first_col = c0;
+        /* the span's importance: its own columns of the tensor's vector */
+        nf_method_params params = o->params;
+        if (params.importance) {
+            params.importance += c0;
+            params.importance_len = n;
+        }
+        nf_words view = *w;
+        view.rows = 1;
+        view.cols = n;
+        NF_TRY(nf_method_encode_rows_measured(o->method, o->g.format, &params, &s, &view, r->stats ? st : NULL, err));
+        nf_writer_sink ws = {r->sink->writer, o->writer_index};
+        if (!r->sink->writer) cmp->object = j->object;
+        nf_colspan_sink to = {&sp, r->sink->writer ? nf_writer_sink_write : compare_write,
+                              r->sink->writer ? (void *)&ws : (void *)cmp};
+        NF_TRY(nf_layout_encode_rows(&sp.g, &view, 0, false, nf_colspan_write, &to, err));
+        atomic_fetch_add(&r->bytes_done, sp.g.bytes);
+    }
+    return NF_OK;
+}
+
 static void *worker(void *arg)
 {
     runner *r = arg;
@@ -365,11 +449,14 @@ static void *worker(void *arg)
     for (size_t i = 0; i < r->plan->nobjects; i++) {
         const plan_object *o = &r->plan->objects[i];
         if (o->kind != NF_OBJECT_TENSOR) continue;
-        uint64_t rows = r->objs[i].chunk_rows;
-        if (rows * o->g.cols > max_values) max_values = rows * o->g.cols;
+        uint64_t rows = r->objs[i].chunk_rows, span = r->objs[i].span_cols;
+        uint64_t cols = span ? span : o->g.cols;
+        if (rows * cols > max_values) max_values = rows * cols;
         for (size_t k = 0; k < o->nmembers; k++) {
             const plan_member *m = &o->members[k];
-            uint64_t rb = o->method == NF_METHOD_IMPORT_ENCODED ? m->imp.row_bytes : m->t->row_bytes;
+            uint64_t rb = o->method == NF_METHOD_IMPORT_ENCODED ? m->imp.row_bytes
+                          : span                                  ? span * nf_src_type_size(m->src_type)
+                                                                  : m->t->row_bytes;
             if (rows * rb > max_raw) max_raw = rows * rb;
             if (o->method == NF_METHOD_IMPORT_ENCODED && rows * m->imp.scale_row_bytes > max_scale)
                 max_scale = rows * m->imp.scale_row_bytes;
@@ -409,10 +496,12 @@ static void *worker(void *arg)
         if (words_object != j.object) {
             nf_words_free(&w);
             words_object = SIZE_MAX;
-            s = nf_words_alloc(&w, &o->g, r->objs[j.object].chunk_rows, &err);
+            s = alloc_words(&o->g, &r->objs[j.object], &w, &err);
             if (s == NF_OK) words_object = j.object;
         }
-        if (s == NF_OK) {
+        if (s == NF_OK && r->objs[j.object].span_cols) {
+            s = run_span_job(r, &j, &w, raw, (size_t)max_raw, &cmp, st, &err);
+        } else if (s == NF_OK) {
             nf_words view = w;
             view.rows = j.r1 - j.r0;
             s = run_job(r, &j, &view, raw, (size_t)max_raw, scales, (size_t)max_scale, values, decoded, &cmp, st, &err);

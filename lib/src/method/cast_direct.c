@@ -51,7 +51,7 @@ static nf_status to_bf16(const nf_src_rows *src, size_t k, nf_words *out, nf_err
                 return nf_method_row_error(err, NF_ERR_INVALID, src, r,
                                            " col %zu: source value %.9g overflows bfloat16 (it rounds to %sinfinity; "
                                            "the largest finite bfloat16 is 3.38953139e+38)",
-                                           c, (double)nf_f32_from_bits(bits), bits >> 31 ? "-" : "+");
+                                           nf_method_col(src, c), (double)nf_f32_from_bits(bits), bits >> 31 ? "-" : "+");
             } else {
                 dst[c] = nf_f32_to_bf16(nf_f32_from_bits(bits));
             }
@@ -120,28 +120,32 @@ static nf_status to_int32(const nf_src_rows *src, size_t k, nf_words *out, nf_er
                 float f = nf_f32_from_bits(float_word(src->type, p));
                 if (!isfinite(f))
                     return nf_method_row_error(err, NF_ERR_INVALID, src, r,
-                                               " col %zu: source value %s cannot become int32", c,
+                                               " col %zu: source value %s cannot become int32", nf_method_col(src, c),
                                                nf_method_nonfinite_name(f));
                 /* Truncation toward zero is exact in binary64; the range test is done there,
                  * before any conversion to an integer type could overflow. */
                 double t = trunc((double)f);
                 if (t < -2147483648.0 || t > 2147483647.0)
                     return nf_method_row_error(err, NF_ERR_INVALID, src, r,
-                                               " col %zu: source value %.9g is outside the int32 range", c, (double)f);
+                                               " col %zu: source value %.9g is outside the int32 range",
+                                               nf_method_col(src, c), (double)f);
                 v = (int64_t)t;
             } else {
                 bool above, bad;
                 v = int_value(src->type, p, &above, &bad);
                 if (bad)
                     return nf_method_row_error(err, NF_ERR_INVALID, src, r,
-                                               " col %zu: BOOL byte 0x%02x is neither 0 nor 1", c, p[0]);
+                                               " col %zu: BOOL byte 0x%02x is neither 0 nor 1", nf_method_col(src, c),
+                                               p[0]);
                 if (above || v < INT32_MIN || v > INT32_MAX) {
                     if (src->type == NF_SRC_U64)
                         return nf_method_row_error(err, NF_ERR_INVALID, src, r,
-                                                   " col %zu: source value %" PRIu64 " is outside the int32 range", c,
+                                                   " col %zu: source value %" PRIu64 " is outside the int32 range",
+                                                   nf_method_col(src, c),
                                                    nf_method_le64(p));
                     return nf_method_row_error(err, NF_ERR_INVALID, src, r,
-                                               " col %zu: source value %" PRId64 " is outside the int32 range", c, v);
+                                               " col %zu: source value %" PRId64 " is outside the int32 range",
+                                               nf_method_col(src, c), v);
                 }
             }
             /* Two's complement word of v (tensor-formats.txt: u = v mod 2^32). */

@@ -70,10 +70,11 @@ static nf_status load_bf16(const nf_src_rows *src, uint64_t r, size_t c0, size_t
         for (size_t i = 0; i < n; i++) {
             if (!isfinite(x[i]))
                 return nf_method_row_error(err, NF_ERR_INVALID, src, r, " col %zu: source value %s is not finite",
-                                           c0 + i, nf_method_nonfinite_name(x[i]));
+                                           nf_method_col(src, c0 + i), nf_method_nonfinite_name(x[i]));
             if (!isfinite(nf_bf16_to_f32(nf_f32_to_bf16(x[i]))))
                 return nf_method_row_error(err, NF_ERR_INVALID, src, r,
-                                           " col %zu: source value %.9g overflows bfloat16", c0 + i, (double)x[i]);
+                                           " col %zu: source value %.9g overflows bfloat16", nf_method_col(src, c0 + i),
+                                           (double)x[i]);
         }
     }
     *max_w = m;
@@ -112,6 +113,24 @@ static nf_status check_args(const nf_format *fmt, const nf_src_rows *src, nf_wor
     return NF_OK;
 }
 
+/* Is src a span of a longer row (ninfer/method.h)? */
+static bool span(const nf_src_rows *src) { return src->row_cols > src->cols; }
+
+/* The first pass of the reference over row r: the largest magnitude word of its BF16 values. */
+static nf_status row_max(const nf_src_rows *src, uint64_t r, size_t k, uint32_t *max_w, nf_error *err)
+{
+    float x[NF_FP8_BLOCK];
+    uint32_t mw = 0;
+    for (size_t c0 = 0; c0 < k; c0 += NF_FP8_BLOCK) {
+        size_t n = k - c0 < NF_FP8_BLOCK ? k - c0 : NF_FP8_BLOCK;
+        uint32_t bm;
+        NF_TRY(load_bf16(src, r, c0, n, x, &bm, err));
+        mw = bm > mw ? bm : mw;
+    }
+    *max_w = mw;
+    return NF_OK;
+}
+
 /* Row r of the chunk by the reference loop.  A row is handled in column blocks so the scratch
  * stays on the stack whatever K is: one pass finds the row maximum, a second one (reloading the
  * block) selects the codes. */
@@ -121,11 +140,10 @@ static nf_status reference_row(const nf_format *fmt, const nf_src_rows *src, uin
     float x[NF_FP8_BLOCK];
     uint8_t *codes = out->codes8 + (size_t)r * k;
     uint32_t mw = 0;
-    for (size_t c0 = 0; c0 < k; c0 += NF_FP8_BLOCK) {
-        size_t n = k - c0 < NF_FP8_BLOCK ? k - c0 : NF_FP8_BLOCK;
-        uint32_t bm;
-        NF_TRY(load_bf16(src, r, c0, n, x, &bm, err));
-        mw = bm > mw ? bm : mw;
+    if (span(src)) {
+        mw = src->row_max; /* the whole row's, from nf_fp8_row_maxabs_max over its spans */
+    } else {
+        NF_TRY(row_max(src, r, k, &mw, err));
     }
     float m = nf_f32_from_bits(mw);
     if (m == 0.0f) { /* zero row: positive-zero codes (even for -0 inputs) and scale */
@@ -161,7 +179,7 @@ static nf_status reference_row(const nf_format *fmt, const nf_src_rows *src, uin
             return nf_method_row_error(err, NF_ERR_INVALID, src, r,
                                        " col %zu: normalized value %.9g * %.9g is not finite (row scale "
                                        "0x%04x is too small for its reciprocal)",
-                                       c0 + bad, (double)x[bad], (double)inv, word);
+                                       nf_method_col(src, c0 + bad), (double)x[bad], (double)inv, word);
         }
         /* Clamp to +-448, nearest E4M3FN with ties to the even code, sign from v's sign bit
          * (so -0 and tiny negatives give 0x80): exactly nf_f32_to_e4m3fn. */
@@ -186,7 +204,8 @@ nf_status nf_fp8_row_maxabs_rows(const nf_format *fmt, const nf_src_rows *src, n
     NF_TRY(check_args(fmt, src, out, &k, err));
     /* The active kernel (method/simd/fp8_simd.h) encodes a row to the reference's words or
      * declines it (a row the reference refuses), and the reference then names the error. */
-    nf_fp8_row_fn kernel = nf_fp8_row_kernel();
+    /* a span of a longer row takes its scale from the whole row: the reference, given row_max */
+    nf_fp8_row_fn kernel = span(src) ? NULL : nf_fp8_row_kernel();
     bool fp16_scale = fmt->scale_type != NF_SCALE_BF16;
     size_t row_bytes = k * nf_src_type_size(src->type);
     for (uint64_t r = 0; r < src->rows; r++) {
@@ -195,5 +214,25 @@ nf_status nf_fp8_row_maxabs_rows(const nf_format *fmt, const nf_src_rows *src, n
             continue;
         NF_TRY(reference_row(fmt, src, r, k, out, err));
     }
+    return NF_OK;
+}
+
+nf_status nf_fp8_row_maxabs_max(const nf_format *fmt, const nf_src_rows *src, uint32_t *max_word, nf_error *err)
+{
+    NF_TRY(nf_method_check_target(NF_METHOD_FP8_ROW_MAXABS, fmt, err));
+    if (!src || !max_word) return nf_error_set(err, NF_ERR_USAGE, "nf_fp8_row_maxabs_max: missing argument");
+    if (src->type != NF_SRC_F32 && src->type != NF_SRC_F16 && src->type != NF_SRC_BF16)
+        return nf_method_error(err, NF_ERR_INVALID, src, "fp8_row_maxabs needs a floating-point source, not %s",
+                               nf_src_type_name(src->type));
+    size_t k;
+    if (!nf_u64_to_size(src->cols, &k) || (src->rows && !src->data))
+        return nf_method_error(err, NF_ERR_USAGE, src, "no source data");
+    uint32_t m = 0;
+    for (uint64_t r = 0; r < src->rows; r++) {
+        uint32_t rm;
+        NF_TRY(row_max(src, r, k, &rm, err));
+        m = rm > m ? rm : m;
+    }
+    *max_word = m;
     return NF_OK;
 }

@@ -104,7 +104,8 @@ static size_t load_group(const nf_src_rows *src, const grouped_spec *g, size_t k
 
 static nf_status nonfinite_error(nf_error *err, const nf_src_rows *src, uint64_t r, size_t col, float v)
 {
-    return nf_method_row_error(err, NF_ERR_INVALID, src, r, " col %zu: source value %s is not finite", col,
+    return nf_method_row_error(err, NF_ERR_INVALID, src, r, " col %zu: source value %s is not finite",
+                               nf_method_col(src, col),
                                nf_method_nonfinite_name(v));
 }
 
@@ -144,11 +145,12 @@ static bool absmax_group(const float *x, size_t n, float amax, const grouped_spe
 static nf_status overflow_error(nf_error *err, const nf_src_rows *src, uint64_t r, size_t gi, size_t n,
                                 const grouped_spec *g, float amax)
 {
-    size_t c0 = gi * g->group;
+    /* a span starts on a group boundary (NF_COLSPAN_ALIGN is a multiple of every group size) */
+    size_t c0 = nf_method_col(src, gi * g->group);
     return nf_method_row_error(err, NF_ERR_INVALID, src, r,
                                " group %zu (cols %zu..%zu): scale amax / qmax = %.9g / %.0f = %.9g overflows binary16",
-                               gi, c0,
-                               c0 + n - 1, (double)amax, (double)g->denominator, (double)(amax / g->denominator));
+                               c0 / g->group, c0, c0 + n - 1, (double)amax, (double)g->denominator,
+                               (double)(amax / g->denominator));
 }
 
 /* Rows of grouped_absmax, measured into st when it is not NULL (method_impl.h). */

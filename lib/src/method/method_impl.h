@@ -32,6 +32,9 @@
  * rest starts with the separator it needs (" col 3: ...", " group 1: ..."). */
 nf_status nf_method_row_error(nf_error *err, nf_status status, const nf_src_rows *src, uint64_t row,
                               const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* Column c of a chunk as the tensor's column, for messages (a span starts at src->first_col). */
+static inline size_t nf_method_col(const nf_src_rows *src, size_t c) { return (size_t)src->first_col + c; }
+
 /* Same without a row: "tensor 'name': <message>". */
 nf_status nf_method_error(nf_error *err, nf_status status, const nf_src_rows *src, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Rows longer than a chunk (docs/ninfer-convert.md, docs/ninfer-dequant.md "Long rows"): a
+# [2, 2^24] BF16 tensor (64 MB) is converted and dequantized in spans of its rows, so the peak
+# RSS stays far below one row's size (a row of 2^24 values is 64 MiB as binary32); the bytes
+# and values are those of the whole rows: a fp32 cast dequantizes to the source values exactly,
+# a q4 conversion is the same artifact whatever --chunk-values, and verify --against passes.
+# usage: test_long_rows.sh BIN_DIR DATA_DIR
+set -u
+bin=$(cd "$1" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+pass=0
+fail=0
+# shellcheck source=tests/cli/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+# the checkpoint: one tensor of 2 rows of 2^24 BF16 values, and config.json
+python3 - "$work/ck" <<'PY'
+import json, os, struct, sys
+d = sys.argv[1]
+os.makedirs(d)
+n = 1 << 24
+rows = 2
+data = bytearray(rows * n * 2)
+x = 12345
+for i in range(0, rows * n, 4096):          # a cheap pattern, varied per block
+    x = (x * 1103515245 + 12345) & 0x7FFFFFFF
+    w = 0x3C00 + (x & 0x3FF) | ((x >> 10) & 1) << 15
+    data[2 * i:2 * i + 8192] = struct.pack('<H', w) * 4096
+hdr = json.dumps({"long.weight": {"dtype": "BF16", "shape": [rows, n], "data_offsets": [0, len(data)]}}).encode()
+hdr += b' ' * (-len(hdr) % 8)
+with open(os.path.join(d, 'model.safetensors'), 'wb') as f:
+    f.write(struct.pack('<Q', len(hdr)) + hdr + data)
+with open(os.path.join(d, 'config.json'), 'w') as f:
+    f.write('{}')
+PY
+# peak RSS (KiB) of a command, from wait4
+rss() {
+    python3 - "$@" <<'PY'
+import os, subprocess, sys
+p = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=open(os.environ.get('ERRFILE', '/dev/null'), 'w'))
+_, status, ru = os.wait4(p.pid, 0)
+print(ru.ru_maxrss if os.waitstatus_to_exitcode(status) == 0 else -1)
+PY
+}
+export ERRFILE=$work/err
+limit=$((40 * 1024)) # KiB: one row alone is 32 MiB of BF16, 64 MiB as binary32
+got=$(rss "$bin/ninfer-convert" "$work/ck" -o "$work/q4.ninfer" --format q4_g64_fp16 --threads 2 --progress=never)
+[ "$got" -gt 0 ] && [ "$got" -lt "$limit" ] && ok || bad "convert q4: peak RSS $got KiB (limit $limit): $(head -c 300 "$work/err")"
+got=$(rss "$bin/ninfer-convert" "$work/ck" -o "$work/f32.ninfer" --format fp32 --threads 2 --progress=never)
+[ "$got" -gt 0 ] && [ "$got" -lt "$limit" ] && ok || bad "convert fp32: peak RSS $got KiB: $(head -c 300 "$work/err")"
+got=$(rss "$bin/ninfer-dequant" "$work/f32.ninfer" long.weight -o "$work/f32.raw" --threads 2)
+[ "$got" -gt 0 ] && [ "$got" -lt "$limit" ] && ok || bad "dequant: peak RSS $got KiB: $(head -c 300 "$work/err")"
+got=$(rss "$bin/ninfer-dequant" "$work/q4.ninfer" --all -o "$work/q4.safetensors")
+[ "$got" -gt 0 ] && [ "$got" -lt "$limit" ] && ok || bad "dequant --all: peak RSS $got KiB: $(head -c 300 "$work/err")"
+# the fp32 cast gives back the source values exactly, in order
+python3 - "$work/ck/model.safetensors" "$work/f32.raw" <<'PY' && ok || bad "fp32 values differ from the source"
+import struct, sys
+src = open(sys.argv[1], 'rb').read()
+h = struct.unpack('<Q', src[:8])[0]
+bf = src[8 + h:]
+f32 = open(sys.argv[2], 'rb').read()
+assert len(f32) == 2 * len(bf), (len(f32), len(bf))
+for i in range(0, len(bf) // 2, 99991):
+    w = struct.unpack_from('<H', bf, 2 * i)[0]
+    assert struct.unpack_from('<I', f32, 4 * i)[0] == w << 16, i
+PY
+# the same artifact whatever the chunk (spans of 4096 columns or of 2^18), and re-derivable
+# (one name in two directories: quick mode names the artifact after its file)
+mkdir "$work/b" "$work/c"
+run 0 "$bin/ninfer-convert" "$work/ck" -o "$work/b/q4.ninfer" --format q4_g64_fp16 --chunk-values 4096 \
+    --artifact-id 0123456789abcdef0123456789abcdef --progress=never
+run 0 "$bin/ninfer-convert" "$work/ck" -o "$work/c/q4.ninfer" --format q4_g64_fp16 --chunk-values 100000000 \
+    --artifact-id 0123456789abcdef0123456789abcdef --progress=never
+same "$work/b/q4.ninfer" "$work/c/q4.ninfer"
+python3 - "$work/b/q4.ninfer.conversion.json" "$work/c/q4.ninfer.conversion.json" <<'PY' && ok || bad "report figures differ"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+assert a['objects'] == b['objects']
+PY
+run 0 "$bin/ninfer-verify" "$work/b/q4.ninfer" --against "$work/ck"
+echo "long rows: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
