@@ -389,14 +389,45 @@ static void print_stats(const value_stats *s)
                stats_rms(s), s->abs_max);
 }
 
+/* About a million values at a time (nvfp4 reads whole 128-row tiles). */
+#define STATS_CHUNK_VALUES ((uint64_t)1 << 20)
+
+/* A row longer than a chunk is decoded span by span (ninfer/layout.h nf_colspan, docs/layouts.md
+ * "Spans of a row"), so memory stays bounded whatever the row's length. */
+static nf_status collect_stats_spans(nf_artifact *a, const nf_object *o, const nf_geometry *g, value_stats *s,
+                                     nf_error *err)
+{
+    nf_byte_reader whole;
+    nf_artifact_object_reader(a, o, &whole);
+    const uint64_t span = STATS_CHUNK_VALUES; /* a multiple of NF_COLSPAN_ALIGN */
+    float *values = malloc((size_t)span * sizeof *values);
+    if (!values) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    nf_status st = NF_OK;
+    for (uint64_t r = 0; st == NF_OK && r < g->rows; r++) {
+        for (uint64_t c0 = 0; st == NF_OK && c0 < g->cols; c0 += span) {
+            uint64_t n = g->cols - c0 < span ? g->cols - c0 : span;
+            nf_colspan sp;
+            st = nf_colspan_init(&sp, g, r, c0, n, err);
+            if (st != NF_OK) break;
+            nf_colspan_source src = {&sp, &whole};
+            nf_byte_reader reader;
+            nf_colspan_reader(&src, &reader);
+            st = nf_layout_decode_rows_f32(&sp.g, &reader, 0, 1, values, err);
+            if (st == NF_OK) stats_add(s, values, n);
+        }
+    }
+    free(values);
+    return st;
+}
+
 static nf_status collect_stats(nf_artifact *a, const nf_object *o, const nf_geometry *g, value_stats *s,
                                nf_error *err)
 {
     stats_init(s);
+    if (g->cols > STATS_CHUNK_VALUES && nf_layout_has_colspans(g)) return collect_stats_spans(a, o, g, s, err);
     nf_byte_reader reader;
     nf_artifact_object_reader(a, o, &reader);
-    /* Bounded chunks: about 1M values at a time (nvfp4 reads whole 128-row tiles). */
-    uint64_t chunk = g->cols ? ((uint64_t)1 << 20) / g->cols : 1;
+    uint64_t chunk = g->cols ? STATS_CHUNK_VALUES / g->cols : 1;
     if (chunk == 0) chunk = 1;
     if (g->format->category == NF_CAT_NVFP4) chunk = (chunk + 127) / 128 * 128;
     if (chunk > g->rows) chunk = g->rows;
@@ -1219,26 +1250,32 @@ static void print_source_summary(const nf_source *s, const inspect_opts *o)
 }
 
 /* ---- --tensor NAME */
-/* Statistics of a tensor's values, read as binary32 in chunks of about a million values (at
- * least one row: the reader converts whole rows). */
+/* Statistics of a tensor's values, read as binary32 in chunks of about a million values: whole
+ * rows, or spans of a row longer than that (nf_source_read_f32_span). */
 static nf_status collect_source_stats(const nf_source *s, const nf_source_tensor *t, value_stats *vs, nf_error *err)
 {
     stats_init(vs);
     if (t->elements == 0) return NF_OK;
     const uint64_t cols = t->row_elements;
-    uint64_t chunk = ((uint64_t)1 << 20) / cols;
-    if (chunk == 0) chunk = 1;
+    uint64_t chunk = STATS_CHUNK_VALUES / cols;
     if (chunk > t->rows) chunk = t->rows;
-    if (chunk * cols > SIZE_MAX / sizeof(float))
-        return nf_error_set(err, NF_ERR_NOMEM, "%s: tensor '%s': a row of %" PRIu64 " values does not fit in memory",
-                            nf_esc(nf_source_path(s)).s, nf_esc(t->name).s, cols);
-    size_t len = (size_t)(chunk * cols);
+    /* a span is whole blocks of the type */
+    size_t len = (size_t)(chunk ? chunk * cols : STATS_CHUNK_VALUES - STATS_CHUNK_VALUES % t->block_values);
     float *values = malloc(len * sizeof *values);
     if (!values)
         return nf_error_set(err, NF_ERR_NOMEM, "%s: tensor '%s': out of memory", nf_esc(nf_source_path(s)).s,
                             nf_esc(t->name).s);
     nf_status st = NF_OK;
-    for (uint64_t r = 0; st == NF_OK && r < t->rows; r += chunk) {
+    if (chunk == 0) {
+        for (uint64_t r = 0; st == NF_OK && r < t->rows; r++) {
+            for (uint64_t c0 = 0; st == NF_OK && c0 < cols; c0 += len) {
+                uint64_t n = cols - c0 < len ? cols - c0 : len;
+                st = nf_source_read_f32_span(s, t, r, c0, n, values, len, err);
+                if (st == NF_OK) stats_add(vs, values, n);
+            }
+        }
+    }
+    for (uint64_t r = 0; chunk && st == NF_OK && r < t->rows; r += chunk) {
         uint64_t r1 = r + chunk < t->rows ? r + chunk : t->rows;
         st = nf_source_read_f32(s, t, r, r1, values, len, err);
         if (st == NF_OK) stats_add(vs, values, (r1 - r) * cols);

@@ -53,6 +53,31 @@ got=$(rss "$bin/ninfer-dequant" "$work/f32.ninfer" long.weight -o "$work/f32.raw
 [ "$got" -gt 0 ] && [ "$got" -lt "$limit" ] && ok || bad "dequant: peak RSS $got KiB: $(head -c 300 "$work/err")"
 got=$(rss "$bin/ninfer-dequant" "$work/q4.ninfer" --all -o "$work/q4.safetensors")
 [ "$got" -gt 0 ] && [ "$got" -lt "$limit" ] && ok || bad "dequant --all: peak RSS $got KiB: $(head -c 300 "$work/err")"
+# inspect --tensor --stats reads long rows in spans too, for artifacts and checkpoints alike
+for f in "$work/q4.ninfer" "$work/f32.ninfer" "$work/ck" "$work/q4.safetensors"; do
+    got=$(rss "$bin/ninfer-inspect" "$f" --tensor long.weight --stats --json)
+    [ "$got" -gt 0 ] && [ "$got" -lt "$limit" ] && ok || bad "inspect --stats $f: peak RSS $got KiB: $(head -c 300 "$work/err")"
+    "$bin/ninfer-inspect" "$f" --tensor long.weight --stats --json >"$work/stats.$(basename "$f").json" 2>"$work/err" ||
+        bad "inspect --stats $f: $(head -c 300 "$work/err")"
+done
+# the same values give the same figures whichever reader and path found them: the fp32 artifact
+# and the checkpoint; the q4 artifact and its dequantized F32 copy.  Count and extremes from the
+# source's own words.
+python3 - "$work" <<'PY' && ok || bad "inspect --stats figures differ"
+import json, os, struct, sys
+w = sys.argv[1]
+st = lambda n: json.load(open(os.path.join(w, 'stats.' + n + '.json')))['stats']
+assert st('f32.ninfer') == st('ck'), (st('f32.ninfer'), st('ck'))
+assert st('q4.ninfer') == st('q4.safetensors'), (st('q4.ninfer'), st('q4.safetensors'))
+src = open(os.path.join(w, 'ck', 'model.safetensors'), 'rb').read()
+h = struct.unpack('<Q', src[:8])[0]
+bf = src[8 + h:]
+vals = [struct.unpack('<f', struct.pack('<I', struct.unpack_from('<H', bf, 2 * i)[0] << 16))[0]
+        for i in range(0, len(bf) // 2, 4096)]
+s = st('ck')
+assert s['finite'] == len(bf) // 2 and s['nan'] == 0 and s['inf'] == 0, s
+assert s['min'] == min(vals) and s['max'] == max(vals) and s['abs_max'] == max(abs(v) for v in vals), s
+PY
 # the fp32 cast gives back the source values exactly, in order
 python3 - "$work/ck/model.safetensors" "$work/f32.raw" <<'PY' && ok || bad "fp32 values differ from the source"
 import struct, sys

@@ -61,6 +61,26 @@ static void expect_values(nf_source *s, const char *tensor, const char *ref, uin
         cr_assert_eq(nf_source_read_f32(s, t, 1, 3, got, 2 * cols, &err), NF_OK, "%s", err.message);
         cr_assert(memcmp(got, want + cols, 2 * cols * 4) == 0, "%s rows [1,3) differ", tensor);
     }
+    /* Spans of a row (nf_source_read_f32_span): every block of every row, then the last two
+     * blocks of a row as one span, read alone give ggml's values; a span starting inside a
+     * block, or a too small buffer, is refused. */
+    const uint64_t bv = t->block_values;
+    for (uint64_t r = 0; r < rows; r++) {
+        for (uint64_t c0 = 0; c0 < cols; c0 += bv) {
+            cr_assert_eq(nf_source_read_f32_span(s, t, r, c0, bv, got, bv, &err), NF_OK, "%s", err.message);
+            cr_assert(memcmp(got, want + r * cols + c0, bv * 4) == 0, "%s row %llu span %llu differs", tensor,
+                      (unsigned long long)r, (unsigned long long)c0);
+        }
+    }
+    if (cols >= 2 * bv) {
+        cr_assert_eq(nf_source_read_f32_span(s, t, rows - 1, cols - 2 * bv, 2 * bv, got, 2 * bv, &err), NF_OK, "%s",
+                     err.message);
+        cr_assert(memcmp(got, want + rows * cols - 2 * bv, 2 * bv * 4) == 0, "%s last span differs", tensor);
+        cr_assert_eq(nf_source_read_f32_span(s, t, 0, 0, 2 * bv, got, 2 * bv - 1, &err), NF_ERR_USAGE);
+    }
+    if (bv > 1) cr_assert_eq(nf_source_read_f32_span(s, t, 0, 1, bv, got, bv, &err), NF_ERR_USAGE);
+    cr_assert_eq(nf_source_read_f32_span(s, t, rows, 0, bv, got, bv, &err), NF_ERR_USAGE);
+    cr_assert_eq(nf_source_read_f32_span(s, t, 0, cols, 1, got, bv, &err), NF_ERR_USAGE);
     free(got);
     free(want);
 }

@@ -195,6 +195,11 @@ nf_status nf_source_read_rows(const nf_source *s, const nf_source_tensor *t, uin
  * readable raw. */
 nf_status nf_source_read_f32(const nf_source *s, const nf_source_tensor *t, uint64_t r0, uint64_t r1,
                              float *out, size_t out_len, nf_error *err);
+/* Values of columns [c0, c0 + n) of one row, converted as nf_source_read_f32 does: for rows too
+ * long to hold at once.  c0 and n are whole blocks of the type (any column for element types);
+ * n may end the row. */
+nf_status nf_source_read_f32_span(const nf_source *s, const nf_source_tensor *t, uint64_t row, uint64_t c0,
+                                  uint64_t n, float *out, size_t out_len, nf_error *err);
 /* A byte reader over the tensor's raw bytes (offsets relative to its first byte), e.g. for the
  * layout module's gatherers.  Valid while s is open. */
 void nf_source_tensor_reader(const nf_source *s, const nf_source_tensor *t, nf_byte_reader *r);

@@ -216,24 +216,12 @@ static nf_status convert(const nf_source *s, const nf_source_tensor *t, conv_kin
                         t->name, t->type_name);
 }
 
-nf_status nf_source_read_f32(const nf_source *s, const nf_source_tensor *t, uint64_t r0, uint64_t r1, float *out,
-                             size_t out_len, nf_error *err)
+/* Values [first, first + nvalues) of the tensor (element indices, both whole blocks). */
+static nf_status read_values(const nf_source *s, const nf_source_tensor *t, conv_kind k, uint64_t first,
+                             uint64_t nvalues, float *out, nf_error *err)
 {
-    if (!owned(s, t)) return not_owned(s, "nf_source_read_f32", err);
-    conv_kind k = conv_of(t);
-    if (k == CONV_NONE || !t->convertible)
-        return nf_error_set(err, NF_ERR_INVALID, "%s: tensor '%s': type %s is not supported for reading values (its "
-                            "bytes can be read raw)", s->files[t->file].path, t->name, t->type_name);
-    NF_TRY(check_rows(s, t, r0, r1, err));
-    uint64_t nvalues = (r1 - r0) * t->row_elements; /* <= elements */
-    if (nvalues > out_len)
-        return nf_error_set(err, NF_ERR_USAGE, "%s: tensor '%s': rows [%llu, %llu) hold %llu values, the buffer %zu",
-                            s->files[t->file].path, t->name, (unsigned long long)r0, (unsigned long long)r1,
-                            (unsigned long long)nvalues, out_len);
-    if (nvalues == 0) return NF_OK;
-    if (!out) return nf_error_set(err, NF_ERR_USAGE, "%s: nf_source_read_f32: NULL buffer", s->path);
     const uint64_t bv = t->block_values, bb = t->block_bytes;
-    uint64_t first_block = r0 * t->row_elements / bv; /* rows are whole blocks (checked) */
+    uint64_t first_block = first / bv;
     uint64_t nblocks = nvalues / bv;
     uint64_t chunk = SRC_READ_CHUNK / bb;
     if (chunk == 0) chunk = 1;
@@ -249,6 +237,52 @@ nf_status nf_source_read_f32(const nf_source *s, const nf_source_tensor *t, uint
     }
     free(raw);
     return rc;
+}
+
+static nf_status check_convertible(const nf_source *s, const nf_source_tensor *t, conv_kind k, nf_error *err)
+{
+    if (k == CONV_NONE || !t->convertible)
+        return nf_error_set(err, NF_ERR_INVALID, "%s: tensor '%s': type %s is not supported for reading values (its "
+                            "bytes can be read raw)", s->files[t->file].path, t->name, t->type_name);
+    return NF_OK;
+}
+
+nf_status nf_source_read_f32(const nf_source *s, const nf_source_tensor *t, uint64_t r0, uint64_t r1, float *out,
+                             size_t out_len, nf_error *err)
+{
+    if (!owned(s, t)) return not_owned(s, "nf_source_read_f32", err);
+    conv_kind k = conv_of(t);
+    NF_TRY(check_convertible(s, t, k, err));
+    NF_TRY(check_rows(s, t, r0, r1, err));
+    uint64_t nvalues = (r1 - r0) * t->row_elements; /* <= elements */
+    if (nvalues > out_len)
+        return nf_error_set(err, NF_ERR_USAGE, "%s: tensor '%s': rows [%llu, %llu) hold %llu values, the buffer %zu",
+                            s->files[t->file].path, t->name, (unsigned long long)r0, (unsigned long long)r1,
+                            (unsigned long long)nvalues, out_len);
+    if (nvalues == 0) return NF_OK;
+    if (!out) return nf_error_set(err, NF_ERR_USAGE, "%s: nf_source_read_f32: NULL buffer", s->path);
+    /* rows are whole blocks (checked when the tensor was read) */
+    return read_values(s, t, k, r0 * t->row_elements, nvalues, out, err);
+}
+
+nf_status nf_source_read_f32_span(const nf_source *s, const nf_source_tensor *t, uint64_t row, uint64_t c0,
+                                  uint64_t n, float *out, size_t out_len, nf_error *err)
+{
+    if (!owned(s, t)) return not_owned(s, "nf_source_read_f32_span", err);
+    conv_kind k = conv_of(t);
+    NF_TRY(check_convertible(s, t, k, err));
+    const uint64_t cols = t->row_elements, bv = t->block_values;
+    if (row >= t->rows || c0 > cols || n > cols - c0 || c0 % bv || (n % bv && c0 + n != cols))
+        return nf_error_set(err, NF_ERR_USAGE, "%s: tensor '%s': columns [%llu, +%llu) of row %llu are not whole "
+                            "blocks of a row of %llu columns in %llu rows", s->files[t->file].path, t->name,
+                            (unsigned long long)c0, (unsigned long long)n, (unsigned long long)row,
+                            (unsigned long long)cols, (unsigned long long)t->rows);
+    if (n > out_len)
+        return nf_error_set(err, NF_ERR_USAGE, "%s: tensor '%s': a span of %llu values, the buffer %zu",
+                            s->files[t->file].path, t->name, (unsigned long long)n, out_len);
+    if (n == 0) return NF_OK;
+    if (!out) return nf_error_set(err, NF_ERR_USAGE, "%s: nf_source_read_f32_span: NULL buffer", s->path);
+    return read_values(s, t, k, row * cols + c0, n, out, err);
 }
 
 /* ---------------------------------------------------------------- byte reader */
