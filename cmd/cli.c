@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <ninfer/ninfer.h>
 
@@ -273,8 +274,7 @@ nf_cli_text nf_cli_line(const char *s)
     return t;
 }
 
-/* Length of the strict UTF-8 sequence at p (n bytes left), 0 when none starts there. */
-static size_t utf8_len(const unsigned char *p, size_t n)
+size_t nf_cli_utf8_seq(const unsigned char *p, size_t n)
 {
     unsigned char c = p[0];
     if (c < 0x80) return 1;
@@ -284,12 +284,12 @@ static size_t utf8_len(const unsigned char *p, size_t n)
         need = 1;
     } else if (c >= 0xE0 && c <= 0xEF) {
         need = 2;
-        if (c == 0xE0) lo = 0xA0;
-        if (c == 0xED) hi = 0x9F;
+        if (c == 0xE0) lo = 0xA0; /* overlong */
+        if (c == 0xED) hi = 0x9F; /* surrogates */
     } else if (c >= 0xF0 && c <= 0xF4) {
         need = 3;
-        if (c == 0xF0) lo = 0x90;
-        if (c == 0xF4) hi = 0x8F;
+        if (c == 0xF0) lo = 0x90; /* overlong */
+        if (c == 0xF4) hi = 0x8F; /* beyond U+10FFFF */
     } else {
         return 0;
     }
@@ -299,17 +299,15 @@ static size_t utf8_len(const unsigned char *p, size_t n)
     return need + 1;
 }
 
-json_t *nf_cli_json_text(const char *s, size_t len)
+char *nf_cli_utf8_clean(const char *s, size_t len, size_t *out_len)
 {
-    json_t *j = json_stringn(s, len);
-    if (j) return j;
-    if (len > (SIZE_MAX - 1) / 3) return json_null();
+    if (len > (SIZE_MAX - 1) / 3) return NULL;
     char *buf = malloc(len * 3 + 1);
-    if (!buf) return json_null();
+    if (!buf) return NULL;
     const unsigned char *p = (const unsigned char *)s;
     size_t o = 0;
     for (size_t i = 0; i < len;) {
-        size_t k = utf8_len(p + i, len - i);
+        size_t k = nf_cli_utf8_seq(p + i, len - i);
         if (k) {
             memcpy(buf + o, p + i, k);
             o += k;
@@ -320,8 +318,19 @@ json_t *nf_cli_json_text(const char *s, size_t len)
             i++;
         }
     }
-    j = json_stringn(buf, o);
-    free(buf);
+    buf[o] = '\0';
+    if (out_len) *out_len = o;
+    return buf;
+}
+
+json_t *nf_cli_json_text(const char *s, size_t len)
+{
+    json_t *j = json_stringn(s, len);
+    if (j) return j;
+    size_t n = 0;
+    char *c = nf_cli_utf8_clean(s, len, &n);
+    j = c ? json_stringn(c, n) : NULL;
+    free(c);
     return j ? j : json_null();
 }
 
@@ -366,4 +375,21 @@ int nf_cli_print_json(const nf_cli *cli, json_t *value)
     fputc('\n', stdout);
     if (fflush(stdout) != 0) return nf_cli_error(cli, NF_ERR_IO, "cannot write to stdout: %s", strerror(errno));
     return NF_EXIT_OK;
+}
+
+int nf_cli_stale_temp(const nf_cli *cli, const char *path, long pid, bool remove, const char *keep_hint)
+{
+    if (!remove) {
+        nf_cli_warn(cli, "%s: temp file of an interrupted run (process %ld is gone); %s", nf_cli_name(path).s, pid,
+                    keep_hint);
+        return NF_EXIT_OK;
+    }
+    if (unlink(path) == 0 || errno == ENOENT) {
+        if (cli->verbosity >= 0)
+            fprintf(stderr, "%s: removed stale temp file %s (process %ld is gone)\n", cli->prog, nf_cli_name(path).s,
+                    pid);
+        return NF_EXIT_OK;
+    }
+    return nf_cli_error(cli, NF_ERR_IO, "%s: cannot remove the stale temp file: %s", nf_cli_name(path).s,
+                        strerror(errno));
 }

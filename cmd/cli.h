@@ -89,6 +89,13 @@ nf_cli_text nf_cli_name(const char *s);
 nf_cli_text nf_cli_line(const char *s);
 /* A JSON string of bytes that need not be UTF-8 (a path given on the command line, a GGUF
  * name): exact when they are UTF-8, else every invalid byte replaced by U+FFFD (never NULL). */
+/* Length of the strict UTF-8 sequence at p (n >= 1 bytes left: no overlong forms, surrogates
+ * or code points beyond U+10FFFF), 0 when none starts there. */
+size_t nf_cli_utf8_seq(const unsigned char *p, size_t n);
+/* A malloc'd, NUL-terminated copy of s[0..len) with every byte that is not part of valid UTF-8
+ * replaced by U+FFFD (names and paths from files need not be UTF-8; JSON strings must be);
+ * *out_len (if given) gets its length.  NULL when out of memory. */
+char *nf_cli_utf8_clean(const char *s, size_t len, size_t *out_len);
 struct json_t *nf_cli_json_text(const char *s, size_t len);
 struct json_t *nf_cli_json_cstr(const char *s);
 
@@ -99,5 +106,10 @@ bool nf_cli_parse_u64(const char *text, uint64_t *out);
 
 /* Write a jansson value to stdout as indented JSON followed by a newline. */
 int nf_cli_print_json(const nf_cli *cli, struct json_t *value);
+
+/* A temp file that an interrupted run (process pid, gone) left at path: named in a warning that
+ * ends with keep_hint, or, with remove, removed (one line on stderr unless quiet).  Returns
+ * NF_EXIT_OK, or the exit status of a removal that failed. */
+int nf_cli_stale_temp(const nf_cli *cli, const char *path, long pid, bool remove, const char *keep_hint);
 
 #endif

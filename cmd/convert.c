@@ -349,7 +349,8 @@ static int handle_stale(const nf_cli *cli, const convert_opts *o)
     for (size_t i = 0; i < n; i++) {
         if (st[i].kind == NF_STALE_ORPHAN_PART) {
             nf_cli_warn(cli, "%s: a part file without its entry %s (an interrupted publication?); remove it, or "
-                        "convert with --force, unless a renamed entry still uses it", st[i].path, o->output);
+                        "convert with --force, unless a renamed entry still uses it", nf_cli_name(st[i].path).s,
+                        nf_cli_name(o->output).s);
         } else if (st[i].kind == NF_STALE_BACKUP) {
             /* ".<name>.<pid>.XXXXXX.old" was <name> */
             char orig[4096];
@@ -365,14 +366,14 @@ static int handle_stale(const nf_cli *cli, const convert_opts *o)
                 /* a second link of a file still in place: no data of its own */
                 if (!remove)
                     nf_cli_warn(cli, "%s: a second link of %s left by an interrupted --force run (process %ld is "
-                                "gone); %s", st[i].path, orig, st[i].pid,
+                                "gone); %s", nf_cli_name(st[i].path).s, nf_cli_name(orig).s, st[i].pid,
                                 o->remove_stale ? "--remove-stale would remove it" : "--remove-stale removes it");
                 else if (unlink(st[i].path) == 0 || errno == ENOENT) {
                     if (cli->verbosity >= 0)
                         fprintf(stderr, "%s: removed stale link %s of %s (process %ld is gone)\n", cli->prog,
-                                st[i].path, orig, st[i].pid);
+                                nf_cli_name(st[i].path).s, nf_cli_name(orig).s, st[i].pid);
                 } else {
-                    rc = nf_cli_error(cli, NF_ERR_IO, "%s: cannot remove the stale link: %s", st[i].path,
+                    rc = nf_cli_error(cli, NF_ERR_IO, "%s: cannot remove the stale link: %s", nf_cli_name(st[i].path).s,
                                       strerror(errno));
                 }
                 continue;
@@ -382,21 +383,16 @@ static int handle_stale(const nf_cli *cli, const convert_opts *o)
             if (restorable)
                 nf_cli_warn(cli, "%s: a file of the artifact that an interrupted --force run (process %ld is gone) "
                             "was replacing, set aside: rename it back to %s to restore that artifact, or remove it",
-                            st[i].path, st[i].pid, orig);
+                            nf_cli_name(st[i].path).s, st[i].pid, nf_cli_name(orig).s);
             else
                 nf_cli_warn(cli, "%s: a file set aside by an interrupted --force run (process %ld is gone) that "
                             "belongs to no artifact to restore (that run had already completed %s and dropped the "
-                            "old entry, or there was none); remove it", st[i].path, st[i].pid, o->output);
-        } else if (!remove) {
-            nf_cli_warn(cli, "%s: temp file of an interrupted run (process %ld is gone); %s", st[i].path, st[i].pid,
-                        o->remove_stale ? "--remove-stale would remove it" : "--remove-stale removes it");
-        } else if (unlink(st[i].path) == 0 || errno == ENOENT) {
-            if (cli->verbosity >= 0)
-                fprintf(stderr, "%s: removed stale temp file %s (process %ld is gone)\n", cli->prog, st[i].path,
-                        st[i].pid);
+                            "old entry, or there was none); remove it", nf_cli_name(st[i].path).s, st[i].pid,
+                            nf_cli_name(o->output).s);
         } else {
-            rc = nf_cli_error(cli, NF_ERR_IO, "%s: cannot remove the stale temp file: %s", st[i].path,
-                              strerror(errno));
+            int r = nf_cli_stale_temp(cli, st[i].path, st[i].pid, remove,
+                                      o->remove_stale ? "--remove-stale would remove it" : "--remove-stale removes it");
+            if (r != NF_EXIT_OK) rc = r;
         }
     }
     free(entry_pids);

@@ -670,17 +670,8 @@ static int handle_stale(const nf_cli *cli, const dq_opts *o)
     }
     for (size_t i = 0; i < n; i++) {
         if (st[i].kind != NF_STALE_TEMP) continue;
-        if (!o->remove_stale) {
-            nf_cli_warn(cli, "%s: temp file of an interrupted run (process %ld is gone); --remove-stale removes it",
-                        st[i].path, st[i].pid);
-        } else if (unlink(st[i].path) == 0 || errno == ENOENT) {
-            if (cli->verbosity >= 0)
-                fprintf(stderr, "%s: removed stale temp file %s (process %ld is gone)\n", cli->prog, st[i].path,
-                        st[i].pid);
-        } else {
-            rc = nf_cli_error(cli, NF_ERR_IO, "%s: cannot remove the stale temp file: %s", st[i].path,
-                              strerror(errno));
-        }
+        int r = nf_cli_stale_temp(cli, st[i].path, st[i].pid, o->remove_stale, "--remove-stale removes it");
+        if (r != NF_EXIT_OK) rc = r;
     }
     nf_stale_free(st, n);
     free(target);

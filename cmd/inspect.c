@@ -747,80 +747,13 @@ enum {
     META_TEXT_CHARS = 100      /* a safetensors __metadata__ value in the summary */
 };
 
-/* Length of the valid UTF-8 sequence starting at p (n bytes left), 0 when none starts there. */
-static size_t utf8_seq(const unsigned char *p, size_t n)
-{
-    unsigned char c = p[0];
-    if (c < 0x80) return 1;
-    size_t need;
-    unsigned char lo = 0x80, hi = 0xBF;
-    if (c >= 0xC2 && c <= 0xDF) {
-        need = 1;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        need = 2;
-        if (c == 0xE0) lo = 0xA0;  /* overlong */
-        if (c == 0xED) hi = 0x9F;  /* surrogates */
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        need = 3;
-        if (c == 0xF0) lo = 0x90;  /* overlong */
-        if (c == 0xF4) hi = 0x8F;  /* beyond U+10FFFF */
-    } else {
-        return 0;
-    }
-    if (n <= need || p[1] < lo || p[1] > hi) return 0;
-    for (size_t i = 2; i <= need; i++)
-        if ((p[i] & 0xC0) != 0x80) return 0;
-    return need + 1;
-}
-
 static bool utf8_valid(const char *s, size_t len)
 {
     const unsigned char *p = (const unsigned char *)s;
     for (size_t i = 0, k; i < len; i += k)
-        if ((k = utf8_seq(p + i, len - i)) == 0) return false;
+        if ((k = nf_cli_utf8_seq(p + i, len - i)) == 0) return false;
     return true;
 }
-
-/* A malloc'd copy of s[0..len) where every byte not part of valid UTF-8 is replaced by U+FFFD
- * (GGUF strings, keys and names and file paths need not be UTF-8; JSON strings must be).
- * NUL-terminated; *out_len gets its length. */
-static char *utf8_clean(const char *s, size_t len, size_t *out_len)
-{
-    if (len > (SIZE_MAX - 1) / 3) return NULL;
-    char *buf = malloc(len * 3 + 1);
-    if (!buf) return NULL;
-    const unsigned char *p = (const unsigned char *)s;
-    size_t o = 0;
-    for (size_t i = 0; i < len;) {
-        size_t k = utf8_seq(p + i, len - i);
-        if (k) {
-            memcpy(buf + o, p + i, k);
-            o += k;
-            i += k;
-        } else {
-            memcpy(buf + o, "\xEF\xBF\xBD", 3);
-            o += 3;
-            i++;
-        }
-    }
-    buf[o] = '\0';
-    if (out_len) *out_len = o;
-    return buf;
-}
-
-/* A JSON string of bytes that may hold NULs or invalid UTF-8 (never NULL). */
-static json_t *json_text(const char *s, size_t len)
-{
-    json_t *j = json_stringn(s, len);
-    if (j) return j;
-    size_t n = 0;
-    char *c = utf8_clean(s, len, &n);
-    j = c ? json_stringn(c, n) : NULL;
-    free(c);
-    return j ? j : json_null();
-}
-
-static json_t *json_cstr(const char *s) { return json_text(s, strlen(s)); }
 
 /* obj[key] = value (stolen), the key made valid UTF-8 first. */
 static void json_set_key(json_t *obj, const char *key, json_t *value)
@@ -830,7 +763,7 @@ static void json_set_key(json_t *obj, const char *key, json_t *value)
         json_object_set_new(obj, key, value);
         return;
     }
-    char *c = utf8_clean(key, len, NULL);
+    char *c = nf_cli_utf8_clean(key, len, NULL);
     if (c) json_object_set_new(obj, c, value);
     else json_decref(value);
     free(c);
@@ -849,7 +782,7 @@ static const char *display_text(const char *s, size_t len, size_t max_chars, boo
                 cut = i;
                 break;
             }
-            k = utf8_seq(p + i, len - i);
+            k = nf_cli_utf8_seq(p + i, len - i);
             if (k == 0) k = 1;
         }
     /* escaped text first, then the quotes (escapes never produce a '"') */
@@ -960,7 +893,7 @@ static json_t *kv_elem_json(const nf_gguf_kv *kv, uint64_t i)
     if (t == NF_GGUF_STRING) {
         const char *str;
         size_t len;
-        return nf_gguf_kv_string(kv, i, &str, &len, &err) == NF_OK ? json_text(str, len) : json_null();
+        return nf_gguf_kv_string(kv, i, &str, &len, &err) == NF_OK ? nf_cli_json_text(str, len) : json_null();
     }
     if (t == NF_GGUF_BOOL) {
         bool b;
@@ -1029,16 +962,16 @@ static json_t *source_files_json(const nf_source *s)
 {
     json_t *files = json_array();
     for (size_t i = 0; i < nf_source_file_count(s); i++)
-        json_array_append_new(files, json_pack("{s:o,s:I}", "path", json_cstr(nf_source_file_path(s, i)), "bytes",
+        json_array_append_new(files, json_pack("{s:o,s:I}", "path", nf_cli_json_cstr(nf_source_file_path(s, i)), "bytes",
                                                (json_int_t)nf_source_file_size(s, i)));
     return files;
 }
 
 static json_t *source_tensor_json(const nf_source *s, const nf_source_tensor *t)
 {
-    return json_pack("{s:o,s:s,s:o,s:I,s:o,s:I}", "name", json_cstr(t->name), "dtype", t->type_name, "shape",
+    return json_pack("{s:o,s:s,s:o,s:I,s:o,s:I}", "name", nf_cli_json_cstr(t->name), "dtype", t->type_name, "shape",
                      dims_json(t->shape, t->rank), "bytes", (json_int_t)t->bytes, "file",
-                     json_cstr(nf_source_file_path(s, t->file)), "offset", (json_int_t)t->offset);
+                     nf_cli_json_cstr(nf_source_file_path(s, t->file)), "offset", (json_int_t)t->offset);
 }
 
 /* safetensors: the __metadata__ strings of every file (a key in several shards: the first
@@ -1057,7 +990,7 @@ static json_t *source_metadata_json(const nf_source *s)
         for (size_t i = 0; i < nf_source_st_metadata_count(s, f); i++) {
             const char *key, *value;
             if (nf_source_st_metadata_at(s, f, i, &key, &value) && !json_object_get(meta, key))
-                json_set_key(meta, key, json_cstr(value));
+                json_set_key(meta, key, nf_cli_json_cstr(value));
         }
     }
     return meta;
@@ -1096,10 +1029,10 @@ static json_t *source_json(const nf_source *s, const inspect_opts *o)
 {
     json_t *doc = json_object();
     json_object_set_new(doc, "kind", json_string(source_kind_name(s)));
-    json_object_set_new(doc, "path", json_cstr(nf_source_path(s)));
+    json_object_set_new(doc, "path", nf_cli_json_cstr(nf_source_path(s)));
     if (nf_source_kind_of(s) == NF_SOURCE_SAFETENSORS) {
         const char *index = nf_source_index_path(s);
-        json_object_set_new(doc, "index", index ? json_cstr(index) : json_null());
+        json_object_set_new(doc, "index", index ? nf_cli_json_cstr(index) : json_null());
     }
     json_object_set_new(doc, "files", source_files_json(s));
     if (o->files) return doc;
@@ -1112,7 +1045,7 @@ static json_t *source_json(const nf_source *s, const inspect_opts *o)
     for (size_t i = 0; i < nf_source_companion_count(s); i++) {
         const char *name = NULL;
         const char *path = nf_source_companion_at(s, i, &name);
-        if (path && name) json_object_set_new(comps, name, json_cstr(path));
+        if (path && name) json_object_set_new(comps, name, nf_cli_json_cstr(path));
     }
     json_object_set_new(doc, "companions", comps);
     if (nf_source_kind_of(s) == NF_SOURCE_GGUF) {
@@ -1305,11 +1238,11 @@ static int inspect_source_tensor(const nf_cli *cli, const nf_source *s, const in
     }
     const char *file = nf_source_file_path(s, t->file);
     if (cli->json) {
-        json_t *doc = json_pack("{s:o,s:s,s:o,s:I,s:I,s:I,s:I,s:f,s:o,s:I,s:b}", "name", json_cstr(t->name), "dtype",
+        json_t *doc = json_pack("{s:o,s:s,s:o,s:I,s:I,s:I,s:I,s:f,s:o,s:I,s:b}", "name", nf_cli_json_cstr(t->name), "dtype",
                                 t->type_name, "shape", dims_json(t->shape, t->rank), "elements",
                                 (json_int_t)t->elements, "rows", (json_int_t)t->rows, "cols",
                                 (json_int_t)t->row_elements, "bytes", (json_int_t)t->bytes, "bits_per_weight",
-                                source_bits_per_weight(t), "file", json_cstr(file), "offset", (json_int_t)t->offset,
+                                source_bits_per_weight(t), "file", nf_cli_json_cstr(file), "offset", (json_int_t)t->offset,
                                 "convertible", t->convertible);
         if (gguf) {
             uint64_t ne[NF_GGUF_MAX_DIMS];

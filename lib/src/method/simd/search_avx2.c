@@ -16,33 +16,9 @@
 /* The screening's residuals are s (u - q) with u = f32(x * inv) (screen_n below). */
 #define SEARCH_BETA 0x1.1p-23
 
-struct search_lanes;
-struct search_cands;
-AVX2_INLINE void search_transpose(const nf_search_shape *sh, const nf_search_group *const *g,
-                                  struct search_lanes *b);
-AVX2_INLINE void search_round(const double *c, uint16_t *w);
-AVX2_INLINE void search_prep(const uint16_t *w, float *sf, float *inv);
-static void search_screen(const nf_search_shape *sh, const struct search_lanes *b, struct search_cands *C,
-                          const uint8_t *list, size_t m);
-static void search_lsq(const nf_search_shape *sh, const struct search_lanes *b, const float *inv, double *num,
-                       double *den, float (*q)[SEARCH_L]);
-static void search_refit_screen(const nf_search_shape *sh, const struct search_lanes *b, struct search_cands *C,
-                                const float (*qb)[SEARCH_L], const uint8_t *list, size_t m,
-                                uint16_t (*same)[SEARCH_L]);
-static void search_exact(const nf_search_shape *sh, const nf_search_group *g, const double *s, const float *inv,
-                         size_t m, double *e);
-AVX2_INLINE void search_codes(const nf_search_shape *sh, const nf_search_group *g, float inv, int8_t *q);
 #define SEARCH_HAVE_VECTOR_ROWS 1
-AVX2_INLINE void search_scaled_round(const double *v, double r, uint16_t *w);
-AVX2_INLINE void search_step_row(const uint16_t *v, int n, uint16_t *w);
-AVX2_INLINE void search_validate(struct search_cands *C, size_t j, const uint16_t *canonical, bool neg);
-AVX2_INLINE void search_unlist(struct search_cands *C, size_t j, const uint16_t *canonical);
-AVX2_INLINE void search_amin(struct search_cands *C, const uint8_t *list, size_t m, float *amin);
-AVX2_INLINE void search_survivors(const struct search_cands *C, const uint8_t *list, size_t m, const float *thr,
-                                  uint8_t *first, uint16_t *extra);
-AVX2_INLINE void search_canonical(const float *amax, float den, uint16_t *w);
-AVX2_INLINE void search_same_lanes(const float *si, const double *sc, const double *num, const double *den,
-                                   const double *sum_up, int8_t *d);
+#define SEARCH_KERNEL_INLINE AVX2_INLINE
+#include "method/simd/search_kernels.inc"
 
 #define SEARCH_BATCH_FN search_batch_avx2
 #define SEARCH_ATTR AVX2_ATTR

@@ -7,21 +7,8 @@
 #define SEARCH_L 16u
 #define SEARCH_BETA 0.0 /* the screening's codes and residuals are the reference's */
 
-struct search_lanes;
-struct search_cands;
-static void search_transpose(const nf_search_shape *sh, const nf_search_group *const *g, struct search_lanes *b);
-static void search_round(const double *c, uint16_t *w);
-static void search_prep(const uint16_t *w, float *sf, float *inv);
-static void search_screen(const nf_search_shape *sh, const struct search_lanes *b, struct search_cands *C,
-                          const uint8_t *list, size_t m);
-static void search_lsq(const nf_search_shape *sh, const struct search_lanes *b, const float *inv, double *num,
-                       double *den, float (*q)[SEARCH_L]);
-static void search_refit_screen(const nf_search_shape *sh, const struct search_lanes *b, struct search_cands *C,
-                                const float (*qb)[SEARCH_L], const uint8_t *list, size_t m,
-                                uint16_t (*same)[SEARCH_L]);
-static void search_exact(const nf_search_shape *sh, const nf_search_group *g, const double *s, const float *inv,
-                         size_t m, double *e);
-static void search_codes(const nf_search_shape *sh, const nf_search_group *g, float inv, int8_t *q);
+#define SEARCH_KERNEL_INLINE static
+#include "method/simd/search_kernels.inc"
 
 #define SEARCH_BATCH_FN search_batch_portable
 #define SEARCH_ATTR
