@@ -804,6 +804,32 @@ static void same_stats(const nf_errstats *a, const nf_errstats *b, const char *w
     cr_assert_eq(memcmp(a->ssx.w, b->ssx.w, sizeof a->ssx.w), 0, "%s: ssx", what);
 }
 
+/* nf_grouped_absmax_rows_measured over rows x k random values: the figures of the scalar
+ * reference over the words it wrote. */
+static void check_measured_rows(const nf_format *f, size_t rows, size_t k, const char *what)
+{
+    float *v = malloc(rows * k * sizeof *v);
+    int8_t *q = malloc(rows * k);
+    uint16_t *sc = malloc(rows * k * 2);
+    cr_assert(v && q && sc);
+    for (size_t i = 0; i < rows * k; i++) v[i] = random_value(0.1);
+    nf_words out = {.rows = rows, .cols = k, .codes = q, .scales = sc};
+    nf_src_rows src = {.type = NF_SRC_F32, .data = v, .rows = rows, .cols = k};
+    nf_errstats got, want;
+    nf_errstats_init(&got);
+    nf_errstats_init(&want);
+    nf_error err;
+    cr_assert_eq(nf_grouped_absmax_rows_measured(f, &src, &out, &got, &err), NF_OK, "%s", err.message);
+    size_t groups = (k + f->group_size - 1) / f->group_size;
+    for (size_t r = 0; r < rows; r++)
+        nf_stats_kernels_scalar.row_grouped(v + r * k, NF_STATS_F32, q + r * k, sc + r * groups, k, f->group_size,
+                                            &want);
+    same_stats(&got, &want, what);
+    free(v);
+    free(q);
+    free(sc);
+}
+
 static void check_measured(nf_simd_level level)
 {
     nf_absmax_row_fn kernel = kernel_of(level);
@@ -854,54 +880,14 @@ static void check_measured(nf_simd_level level)
     for (size_t gi = 0; gi < sizeof odd_groups / sizeof odd_groups[0]; gi++) {
         nf_format f = *nf_format_by_id(NF_FMT_Q8_G32_FP16);
         f.group_size = odd_groups[gi];
-        size_t rows = 2, k = 5000;
-        float *v = malloc(rows * k * sizeof *v);
-        int8_t *q = malloc(rows * k);
-        uint16_t *sc = malloc(rows * k * 2);
-        cr_assert(v && q && sc);
-        for (size_t i = 0; i < rows * k; i++) v[i] = random_value(0.1);
-        nf_words out = {.rows = rows, .cols = k, .codes = q, .scales = sc};
-        nf_src_rows src = {.type = NF_SRC_F32, .data = v, .rows = rows, .cols = k};
-        nf_errstats got, want;
-        nf_errstats_init(&got);
-        nf_errstats_init(&want);
-        nf_error err;
-        cr_assert_eq(nf_grouped_absmax_rows_measured(&f, &src, &out, &got, &err), NF_OK, "%s", err.message);
-        size_t groups = (k + f.group_size - 1) / f.group_size;
-        for (size_t r = 0; r < rows; r++)
-            nf_stats_kernels_scalar.row_grouped(v + r * k, NF_STATS_F32, q + r * k, sc + r * groups, k, f.group_size,
-                                                &want);
         char what[64];
         snprintf(what, sizeof what, "%s group %u", nf_simd_level_name(level), f.group_size);
-        same_stats(&got, &want, what);
-        free(v);
-        free(q);
-        free(sc);
+        check_measured_rows(&f, 2, 5000, what);
     }
     /* the method's measured rows: the figures of the reference over its words, any row count */
     for (int fi = 0; fi < 4; fi++) {
         const nf_format *f = nf_format_by_id(grouped_ids[fi]);
-        size_t rows = 3, k = 5000;
-        float *v = malloc(rows * k * sizeof *v);
-        int8_t *q = malloc(rows * k);
-        uint16_t *sc = malloc(rows * k * 2);
-        cr_assert(v && q && sc);
-        for (size_t i = 0; i < rows * k; i++) v[i] = random_value(0.1);
-        nf_words out = {.rows = rows, .cols = k, .codes = q, .scales = sc};
-        nf_src_rows src = {.type = NF_SRC_F32, .data = v, .rows = rows, .cols = k};
-        nf_errstats got, want;
-        nf_errstats_init(&got);
-        nf_errstats_init(&want);
-        nf_error err;
-        cr_assert_eq(nf_grouped_absmax_rows_measured(f, &src, &out, &got, &err), NF_OK, "%s", err.message);
-        size_t groups = (k + f->group_size - 1) / f->group_size;
-        for (size_t r = 0; r < rows; r++)
-            nf_stats_kernels_scalar.row_grouped(v + r * k, NF_STATS_F32, q + r * k, sc + r * groups, k, f->group_size,
-                                                &want);
-        same_stats(&got, &want, f->name);
-        free(v);
-        free(q);
-        free(sc);
+        check_measured_rows(f, 3, 5000, f->name);
     }
     free(data);
     free(codes);
