@@ -13,17 +13,10 @@
 # that allocates by declared counts cannot pass.  The ulimit run is skipped when the programs
 # are sanitized (ASan reserves terabytes of shadow address space).
 # usage: test_bad_inputs.sh BIN_DIR DATA_DIR [CASE-PATTERN]
-set -u
-bin=$(cd "$1" && pwd)
-data=$(cd "$2" && pwd)
+# shellcheck source=tests/cli/lib.sh
+. "$(dirname "$0")/lib.sh" "$@"
 pattern=${3:-}
 here=$(cd "$(dirname "$0")" && pwd)
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-pass=0
-fail=0
-# shellcheck source=tests/cli/lib.sh
-. "$(dirname "$0")/lib.sh"
 
 python3 "$here/../badinput/gen_bad_inputs.py" "$work/cases" "$data" || { echo "FAIL the generator"; exit 1; }
 

@@ -8,16 +8,10 @@
 #      compilation unit of libninfer.so records -O3 and -g in its DWARF producer string, and
 #      none records -march=native.
 # usage: test_build_flags.sh BIN_DIR DATA_DIR   (BIN_DIR is BUILD/bin, DATA_DIR is tests/data)
-set -u
-bin=$(cd "$1" && pwd)
+# shellcheck source=tests/cli/lib.sh
+. "$(dirname "$0")/lib.sh" "$@"
 build=$(cd "$bin/.." && pwd)
 src=$(cd "$2/../.." && pwd)
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-pass=0
-fail=0
-# shellcheck source=tests/cli/lib.sh
-. "$(dirname "$0")/lib.sh"
 
 cache_value() { sed -n "s/^$2:[A-Z]*=//p" "$1/CMakeCache.txt" 2>/dev/null | head -n 1; }
 
@@ -67,5 +61,4 @@ else
     [ "$native" -eq 0 ] && ok || bad "$native units of libninfer.so are compiled -march=native"
 fi
 
-echo "build flags: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish "build flags"

@@ -4,15 +4,8 @@
 # exit 1 and nothing written; infinities and NaN of the source are stored as such and the
 # conversion report counts them under values_not_compared, never as a finite error.
 # usage: test_cast_overflow.sh BIN_DIR DATA_DIR
-set -u
-bin=$(cd "$1" && pwd)
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-pass=0
-fail=0
 # shellcheck source=tests/cli/lib.sh
-. "$(dirname "$0")/lib.sh"
-contains() { if grep -qF -- "$2" "$1"; then ok; else bad "$1 lacks '$2': $(head -c 300 "$1")"; fi; }
+. "$(dirname "$0")/lib.sh" "$@"
 
 python3 - "$work" <<'PY'
 import json, struct, sys
@@ -64,5 +57,4 @@ run 0 "$bin/ninfer-dequant" "$work/o/nan.ninfer" w.nan --format text
 contains "$work/out" "inf"
 contains "$work/out" "nan"
 
-printf '%d passed, %d failed\n' "$pass" "$fail"
-[ "$fail" -eq 0 ]
+finish "cast overflow"

@@ -6,17 +6,8 @@
 # such as /proc/self/mem is not a file of ours (3), an empty regular file is an invalid one (1),
 # a path that is not UTF-8 is shown escaped and kept in --json.
 # usage: test_cli_contract.sh BIN_DIR DATA_DIR
-set -u
-bin=$(cd "$1" && pwd)
-data=$(cd "$2" && pwd)
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-pass=0
-fail=0
 # shellcheck source=tests/cli/lib.sh
-. "$(dirname "$0")/lib.sh"
-contains() { if grep -qF -- "$2" "$1"; then ok; else bad "$1 lacks '$2': $(head -c 300 "$1")"; fi; }
-lacks() { if grep -qF -- "$2" "$1"; then bad "$1 has '$2': $(head -c 300 "$1")"; else ok; fi; }
+. "$(dirname "$0")/lib.sh" "$@"
 ascii() { if LC_ALL=C grep -q '[^ -~]' "$1"; then bad "$1 holds a byte that is not printable ASCII: $(od -c "$1" | head -3)"; else ok; fi; }
 
 art=$data/upstream/direct.ninfer
@@ -71,5 +62,4 @@ run 3 "$bin/ninfer-verify" "$work/"$'\xff'".missing"; contains "$work/err" '\xff
 run 3 "$bin/ninfer-inspect" "$work/"$'\xff'".missing"; contains "$work/err" '\xff.missing: cannot open: No such file'
 lacks "$work/err" "empty string"
 
-printf '%d passed, %d failed\n' "$pass" "$fail"
-[ "$fail" -eq 0 ]
+finish "cli contract"

@@ -4,18 +4,8 @@
 # inputs, bad recipes, unmatched selectors, shapes a format cannot hold, bad sources), quick
 # mode, GGUF import, the report, and nothing left behind on failure or interruption.
 # usage: test_convert.sh BIN_DIR DATA_DIR
-set -u
-bin=$(cd "$1" && pwd)
-data=$(cd "$2" && pwd)
-top=$(cd "$(dirname "$0")/../.." && pwd)
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-pass=0
-fail=0
 # shellcheck source=tests/cli/lib.sh
-. "$(dirname "$0")/lib.sh"
-check() { if "$@"; then ok; else bad "check failed: $*"; fi; }
-contains() { if grep -qF -- "$2" "$1"; then ok; else bad "$1 lacks '$2': $(head -c 300 "$1")"; fi; }
+. "$(dirname "$0")/lib.sh" "$@"
 empty_dir() { [ -z "$(ls -A "$1")" ]; }
 
 ck=$work/ckpt
@@ -278,5 +268,4 @@ else
 fi
 check test -z "$(find "$work/k" -name '*.tmp' -o -name '.*')"
 
-printf '%d passed, %d failed\n' "$pass" "$fail"
-[ "$fail" -eq 0 ]
+finish "convert"

@@ -2,17 +2,9 @@
 # ninfer-dequant: values of every kind of tensor against the upstream sidecars and ggml's own
 # output, native words, .npy and text formats, --rows windows, zstd, --all safetensors, refusals.
 # usage: test_dequant.sh BIN_DIR DATA_DIR
-set -u
-bin=$(cd "$1" && pwd)
-data=$(cd "$2" && pwd)
-up=$data/upstream
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-pass=0
-fail=0
 # shellcheck source=tests/cli/lib.sh
-. "$(dirname "$0")/lib.sh"
-check() { if "$@"; then ok; else bad "check failed: $*"; fi; }
+. "$(dirname "$0")/lib.sh" "$@"
+up=$data/upstream
 
 # Compare f32 raw output with the sidecar's values (NaN matches NaN; signed zeros exact).
 sidecar_values() { # ARTIFACT ID RAWFILE
@@ -134,5 +126,4 @@ cp "$up"/split.ninfer* "$work/" && rm "$work/split.ninfer.part-0004"
 run 1 "$bin/ninfer-dequant" "$work/split.ninfer" q8 -o "$work/q8.f32"
 check test -z "$(ls -A "$work" | grep -e '\.tmp$' -e '^q8.f32$')"
 
-printf '%d passed, %d failed\n' "$pass" "$fail"
-[ "$fail" -eq 0 ]
+finish "dequant"

@@ -5,9 +5,8 @@
 # tmpfs mounted for the test (root only; skipped, saying why, otherwise or where mounting is not
 # allowed), unmounted at the end.
 # usage: test_disk_full.sh BIN_DIR DATA_DIR
-set -u
-bin=$(cd "$1" && pwd)
-work=$(mktemp -d)
+# shellcheck source=tests/cli/lib.sh
+. "$(dirname "$0")/lib.sh" "$@"
 mnt=$work/small
 mounted=no
 cleanup() {
@@ -15,10 +14,6 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
-pass=0
-fail=0
-# shellcheck source=tests/cli/lib.sh
-. "$(dirname "$0")/lib.sh"
 if [ "$(id -u)" -ne 0 ]; then
     echo "SKIP not root: cannot mount a small tmpfs to fill"
     exit 0
@@ -41,5 +36,4 @@ run 0 "$bin/ninfer-verify" "$mnt/q.ninfer"
 # dequant's f32 output does not fit
 run 3 "$bin/ninfer-dequant" "$mnt/q.ninfer" --all -o "$mnt/all.safetensors"
 [ "$(ls -A "$mnt")" = "q.ninfer" ] && ok || bad "dequant left behind: $(ls -A "$mnt")"
-echo "disk full: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish "disk full"

@@ -11,17 +11,12 @@
 # ninfer-convert linked with tests/cli/fault_hook.c (NINFER_IO_FAULT=OP:N:ERR); the real
 # ninfer-convert ignores that variable, which is checked too.
 # usage: test_faults.sh BIN_DIR DATA_DIR
-set -u
-bin=$(cd "$1" && pwd)
-top=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=tests/cli/lib.sh
+. "$(dirname "$0")/lib.sh" "$@"
 faulty=$bin/../tests/bin/ninfer-convert-faults
 # fsync is what takes time here: use a memory file system when there is one
+rmdir "$work"
 work=$(mktemp -d -p /dev/shm 2>/dev/null || mktemp -d)
-trap 'rm -rf "$work"' EXIT
-pass=0
-fail=0
-# shellcheck source=tests/cli/lib.sh
-. "$(dirname "$0")/lib.sh"
 [ -x "$faulty" ] || { echo "FAIL $faulty is missing (built when NINFER_TESTS=ON)"; exit 1; }
 # Under ASan+UBSan (NINFER_TEST_CFLAGS has -fsanitize) a process start costs ~10x: there the
 # many reads and writes are swept at every 4th call (the opens, syncs, links and unlinks at all).
@@ -177,5 +172,4 @@ echo "--force over an existing artifact and report: $frun faulty runs ($kept suc
 
 echo "fault points: open $(count open), read $(count read), write $(count write), sync $(count sync)," \
     "link $(count link), unlink $(count unlink); $runs faulty runs"
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish "faults"

@@ -5,8 +5,8 @@
 # sanitizers, uses the _FORTIFY_SOURCE checked functions (__*_chk).  Skipped when readelf is
 # missing or the tree was configured with -DNINFER_HARDEN=OFF.
 # usage: test_hardening.sh BIN_DIR DATA_DIR   (BIN_DIR is BUILD/bin)
-set -u
-bin=$(cd "$1" && pwd)
+# shellcheck source=tests/cli/lib.sh
+. "$(dirname "$0")/lib.sh" "$@"
 build=$(cd "$bin/.." && pwd)
 if ! command -v readelf >/dev/null 2>&1; then
     echo "SKIP readelf is not installed (binutils): hardening not checked"
@@ -23,10 +23,6 @@ sanitize=$(cache_value NINFER_SANITIZE)
 fortify=no
 case "$type" in Release | RelWithDebInfo | MinSizeRel) [ "$sanitize" = ON ] || fortify=yes ;; esac
 
-pass=0
-fail=0
-# shellcheck source=tests/cli/lib.sh
-. "$(dirname "$0")/lib.sh"
 
 files=("$bin/ninfer" "$bin/ninfer-convert" "$bin/ninfer-inspect" "$bin/ninfer-verify" "$bin/ninfer-dequant")
 lib=$(ls "$build"/lib/libninfer.so.*.*.* 2>/dev/null | head -n 1)
@@ -49,5 +45,4 @@ if [ "$fortify" = yes ]; then
 else
     echo "note: _FORTIFY_SOURCE not checked ($type build${sanitize:+, NINFER_SANITIZE=$sanitize})"
 fi
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish "hardening"

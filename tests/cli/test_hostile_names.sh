@@ -7,15 +7,8 @@
 # than the line feed (nor invalid UTF-8, nor a C1 or bidi control) reaches stdout or stderr.
 # --json output keeps the exact strings.
 # usage: test_hostile_names.sh BIN_DIR DATA_DIR
-set -u
-bin=$(cd "$1" && pwd)
-data=$(cd "$2" && pwd)
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-pass=0
-fail=0
 # shellcheck source=tests/cli/lib.sh
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib.sh" "$@"
 
 # clean WHAT FILE...: every byte a terminal would act on is escaped, and nothing forges a line.
 clean() {
@@ -153,5 +146,4 @@ clean "inspect gguf --tensor" "$work/out" "$work/err"
 run 1 "$bin/ninfer-inspect" "$work/g.gguf" --tensor $'\x1b[2Jnope'
 clean "inspect gguf unknown tensor" "$work/out" "$work/err"
 
-printf '%d passed, %d failed\n' "$pass" "$fail"
-[ "$fail" -eq 0 ]
+finish "hostile names"

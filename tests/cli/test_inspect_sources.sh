@@ -6,17 +6,10 @@
 # Python, usage errors for artifact-only views, refusals (truncated file, missing path), and the
 # decision by content rather than by file name.
 # usage: test_inspect_sources.sh BIN_DIR DATA_DIR
-set -u
-bin=$(cd "$1" && pwd)
-data=$(cd "$2" && pwd)
-gg=$data/gguf
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-inspect=$bin/ninfer-inspect
-pass=0
-fail=0
 # shellcheck source=tests/cli/lib.sh
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib.sh" "$@"
+gg=$data/gguf
+inspect=$bin/ninfer-inspect
 
 # run STATUS ARGS...: run, keep stdout/stderr in $work/out and $work/err, compare the status.
 # contains FILE TEXT
@@ -394,5 +387,4 @@ run 0 "$bin/ninfer" inspect "$ck" --files
 contains "$work/out" "model.safetensors"
 
 run_checks
-printf '%d passed, %d failed\n' "$pass" "$fail"
-[ "$fail" -eq 0 ]
+finish "inspect sources"

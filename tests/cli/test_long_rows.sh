@@ -5,14 +5,8 @@
 # and values are those of the whole rows: a fp32 cast dequantizes to the source values exactly,
 # a q4 conversion is the same artifact whatever --chunk-values, and verify --against passes.
 # usage: test_long_rows.sh BIN_DIR DATA_DIR
-set -u
-bin=$(cd "$1" && pwd)
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-pass=0
-fail=0
 # shellcheck source=tests/cli/lib.sh
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib.sh" "$@"
 
 # the checkpoint: one tensor of 2 rows of 2^24 BF16 values, and config.json
 python3 - "$work/ck" <<'PY'
@@ -104,5 +98,4 @@ a, b = (json.load(open(p)) for p in sys.argv[1:])
 assert a['objects'] == b['objects']
 PY
 run 0 "$bin/ninfer-verify" "$work/b/q4.ninfer" --against "$work/ck"
-echo "long rows: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish "long rows"

@@ -4,15 +4,8 @@
 # reader keeps a bounded cache of open parts (lib/src/container/reader.c), so every program
 # reads it under that limit, on one thread or several, with the same results as without it.
 # usage: test_many_parts.sh BIN_DIR DATA_DIR
-set -u
-bin=$(cd "$1" && pwd)
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-pass=0
-fail=0
 # shellcheck source=tests/cli/lib.sh
-. "$(dirname "$0")/lib.sh"
-contains() { if grep -qF -- "$2" "$1"; then ok; else bad "$1 lacks '$2': $(head -c 300 "$1")"; fi; }
+. "$(dirname "$0")/lib.sh" "$@"
 
 # Framed by hand (container.md 2.3/2.4): a bf16 tensor w [682, 1024] and a resource r, over the
 # entry's payload page and 341 parts of one page each.
@@ -68,5 +61,4 @@ run 0 "$bin/ninfer-inspect" "$work/all.safetensors" --tensor w --stats
 printf '\x01' | dd of="$work/m.ninfer.part-0341" bs=1 seek=100 conv=notrunc status=none
 run 1 limited "$bin/ninfer-verify" "$m";                     contains "$work/out" "m.ninfer.part-0341"
 
-printf '%d passed, %d failed\n' "$pass" "$fail"
-[ "$fail" -eq 0 ]
+finish "many parts"

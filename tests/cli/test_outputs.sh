@@ -10,16 +10,8 @@
 # for any file) are exit 2 with a clear message.  Every device node, FIFO and link here is the
 # test's own, in its scratch directory: a regression can replace nothing outside it.
 # usage: test_outputs.sh BIN_DIR DATA_DIR
-set -u
-bin=$(cd "$1" && pwd)
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-pass=0
-fail=0
 # shellcheck source=tests/cli/lib.sh
-. "$(dirname "$0")/lib.sh"
-check() { if "$@"; then ok; else bad "check failed: $*"; fi; }
-contains() { if grep -qF -- "$2" "$1"; then ok; else bad "$1 lacks '$2': $(head -c 400 "$1")"; fi; }
+. "$(dirname "$0")/lib.sh" "$@"
 no_temps() { # no_temps DIR: no temp file (".*.tmp") and no lock file is left in DIR
     local left
     left=$(cd "$1" && ls -A | grep -E '\.(tmp|lock)$' | tr '\n' ' ')
@@ -237,5 +229,4 @@ run 2 conv -o "$long/m.ninfer" --force --max-file-bytes 400000
 contains "$work/err" "a FIFO, not a regular file"
 no_temps "$long"
 
-printf '%d passed, %d failed\n' "$pass" "$fail"
-[ "$fail" -eq 0 ]
+finish "outputs"

@@ -4,16 +4,8 @@
 # holding one 70 MB string makes a directory beyond the reader's 64 MiB (NF_MAX_JSON_BYTES): the
 # conversion exits 1 naming the cap, and writes nothing (no temp file, no lock, no report).
 # usage: test_outputs_caps.sh BIN_DIR DATA_DIR
-set -u
-bin=$(cd "$1" && pwd)
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-pass=0
-fail=0
 # shellcheck source=tests/cli/lib.sh
-. "$(dirname "$0")/lib.sh"
-check() { if "$@"; then ok; else bad "check failed: $*"; fi; }
-contains() { if grep -qF -- "$2" "$1"; then ok; else bad "$1 lacks '$2': $(head -c 400 "$1")"; fi; }
+. "$(dirname "$0")/lib.sh" "$@"
 
 ck=$work/ckpt
 "$bin/ninfer-gen-checkpoint" "$ck" --hidden 64 --intermediate 128 --layers 1 --vocab 64 >/dev/null ||
@@ -32,5 +24,4 @@ for extra in "" "--max-file-bytes 1000000"; do
     check test -z "$(ls -A "$work/o")"
 done
 
-printf '%d passed, %d failed\n' "$pass" "$fail"
-[ "$fail" -eq 0 ]
+finish "outputs caps"

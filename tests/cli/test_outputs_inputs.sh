@@ -6,16 +6,8 @@
 # of OUT; by name or as another link to the same file.  The input is left byte for byte, and
 # nothing is published.
 # usage: test_outputs_inputs.sh BIN_DIR DATA_DIR
-set -u
-bin=$(cd "$1" && pwd)
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-pass=0
-fail=0
 # shellcheck source=tests/cli/lib.sh
-. "$(dirname "$0")/lib.sh"
-check() { if "$@"; then ok; else bad "check failed: $*"; fi; }
-contains() { if grep -qF -- "$2" "$1"; then ok; else bad "$1 lacks '$2': $(head -c 400 "$1")"; fi; }
+. "$(dirname "$0")/lib.sh" "$@"
 
 d=$work/d
 mkdir "$d"
@@ -92,5 +84,4 @@ same "$d/m.ninfer.conversion.json" "$work/precious"
 run 2 conv --force
 same "$d/m.ninfer.conversion.json" "$work/precious"
 
-printf '%d passed, %d failed\n' "$pass" "$fail"
-[ "$fail" -eq 0 ]
+finish "outputs inputs"

@@ -6,16 +6,8 @@
 # (each exits 0 or 3, at least one 0; the entry, every part and the report then belong to one
 # artifact), and a lock held by flock(1) around a conversion.
 # usage: test_outputs_lock.sh BIN_DIR DATA_DIR
-set -u
-bin=$(cd "$1" && pwd)
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-pass=0
-fail=0
 # shellcheck source=tests/cli/lib.sh
-. "$(dirname "$0")/lib.sh"
-check() { if "$@"; then ok; else bad "check failed: $*"; fi; }
-contains() { if grep -qF -- "$2" "$1"; then ok; else bad "$1 lacks '$2': $(head -c 400 "$1")"; fi; }
+. "$(dirname "$0")/lib.sh" "$@"
 
 ck=$work/ckpt
 "$bin/ninfer-gen-checkpoint" "$ck" --hidden 512 --intermediate 1536 --layers 4 --vocab 4000 >/dev/null ||
@@ -132,5 +124,4 @@ check test -e "$d/.m.ninfer.lock"
 conv --artifact-id $id_b || bad "the run after the lock was let go failed"
 whole "after a left-over lock file"
 
-printf '%d passed, %d failed\n' "$pass" "$fail"
-[ "$fail" -eq 0 ]
+finish "outputs lock"

@@ -6,15 +6,8 @@
 # shape, bytes and statistics, and they agree with the artifact's own provenance; the report's
 # provenance keeps the converter, the recipe and the sources.
 # usage: test_outputs_report.sh BIN_DIR DATA_DIR
-set -u
-bin=$(cd "$1" && pwd)
-top=$(cd "$(dirname "$0")/../.." && pwd)
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-pass=0
-fail=0
 # shellcheck source=tests/cli/lib.sh
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib.sh" "$@"
 
 ck=$work/ckpt
 "$bin/ninfer-gen-checkpoint" "$ck" >/dev/null || { echo "FAIL generator"; exit 1; }
@@ -45,5 +38,4 @@ assert all(json.loads(l.rstrip(',')) == o for l, o in zip(lines[1:-1], r['object
 assert ': ' not in lines[0] and '\n ' not in text
 PY
 
-printf '%d passed, %d failed\n' "$pass" "$fail"
-[ "$fail" -eq 0 ]
+finish "outputs report"

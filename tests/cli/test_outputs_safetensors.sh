@@ -5,17 +5,8 @@
 # naming it, as are IDs longer than a reader takes (1024 bytes); nothing is written.  The
 # artifacts are upstream's direct.ninfer with an object renamed (re-framed by the helper below).
 # usage: test_outputs_safetensors.sh BIN_DIR DATA_DIR
-set -u
-bin=$(cd "$1" && pwd)
-data=$(cd "$2" && pwd)
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-pass=0
-fail=0
 # shellcheck source=tests/cli/lib.sh
-. "$(dirname "$0")/lib.sh"
-check() { if "$@"; then ok; else bad "check failed: $*"; fi; }
-contains() { if grep -qF -- "$2" "$1"; then ok; else bad "$1 lacks '$2': $(head -c 400 "$1")"; fi; }
+. "$(dirname "$0")/lib.sh" "$@"
 nothing() { check test -z "$(ls -A "$work/o")"; }
 
 rename() { # rename IN OUT OLD-ID NEW-ID: a single-file artifact with one object renamed
@@ -65,5 +56,4 @@ run 0 "$bin/ninfer-dequant" "$up/direct.ninfer" --all -o "$work/o/all.safetensor
 run 0 "$bin/ninfer-inspect" "$work/o/all.safetensors"
 contains "$work/out" "fp32/vector"
 
-printf '%d passed, %d failed\n' "$pass" "$fail"
-[ "$fail" -eq 0 ]
+finish "outputs safetensors"

@@ -8,16 +8,8 @@
 # Each signal is delivered while the run is stopped (SIGSTOP) with its temp file present, so it
 # surely lands before the publication: no timing is asserted.
 # usage: test_outputs_signals.sh BIN_DIR DATA_DIR
-set -u
-bin=$(cd "$1" && pwd)
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-pass=0
-fail=0
 # shellcheck source=tests/cli/lib.sh
-. "$(dirname "$0")/lib.sh"
-check() { if "$@"; then ok; else bad "check failed: $*"; fi; }
-contains() { if grep -qF -- "$2" "$1"; then ok; else bad "$1 lacks '$2': $(head -c 400 "$1")"; fi; }
+. "$(dirname "$0")/lib.sh" "$@"
 temps() { (cd "$1" && ls -A | grep -E '\.tmp$' | tr '\n' ' '); }
 
 "$bin/ninfer-gen-checkpoint" "$work/ck" --hidden 512 --intermediate 1024 --layers 2 --vocab 32000 >/dev/null ||
@@ -130,5 +122,4 @@ else
     bad "the run never stopped with its temp file present"
 fi
 
-printf '%d passed, %d failed\n' "$pass" "$fail"
-[ "$fail" -eq 0 ]
+finish "outputs signals"

@@ -2,17 +2,10 @@
 # Program-level tests: exit statuses, --help/--version, the dispatcher, golden stdout of
 # ninfer-inspect and ninfer-verify on upstream artifacts, and refusals of damaged artifacts.
 # usage: test_programs.sh BIN_DIR DATA_DIR      (UPDATE_GOLDEN=1 rewrites the golden files)
-set -u
-bin=$(cd "$1" && pwd)
-data=$(cd "$2" && pwd)
-golden=$(cd "$(dirname "$0")" && pwd)/golden
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-pass=0
-fail=0
-
 # shellcheck source=tests/cli/lib.sh
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib.sh" "$@"
+golden=$(cd "$(dirname "$0")" && pwd)/golden
+
 
 # expect_exit STATUS PROG ARGS...: run and compare the exit status.
 expect_exit() {
@@ -113,5 +106,4 @@ expect_exit 1 "$bin/ninfer-verify" "$work/magic.ninfer"
 expect_exit 1 "$bin/ninfer-inspect" "$work/magic.ninfer"
 contains "$work/err" "magic.ninfer"
 
-printf '%d passed, %d failed\n' "$pass" "$fail"
-[ "$fail" -eq 0 ]
+finish "programs"

@@ -8,15 +8,8 @@
 # never the temp files of a running conversion, files of other outputs, or orphan parts.
 # NINFER_SIGKILL_SEED=N replays the delays of a failing run.
 # usage: test_sigkill.sh BIN_DIR DATA_DIR
-set -u
-bin=$(cd "$1" && pwd)
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-pass=0
-fail=0
 # shellcheck source=tests/cli/lib.sh
-. "$(dirname "$0")/lib.sh"
-check() { if "$@"; then ok; else bad "check failed: $*"; fi; }
+. "$(dirname "$0")/lib.sh" "$@"
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 temps() { (cd "$1" && ls -A | grep -E '\.tmp$' | sort | tr '\n' ' '); }
 
@@ -341,5 +334,4 @@ echo "crash points: $crashes (outcomes:$crash_outcomes)"
 "$bin/ninfer-convert" -o "$d/m.ninfer" --remove-stale --format q8_g32_fp16 >/dev/null 2>&1
 check test $? -eq 2
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish "sigkill"

@@ -3,15 +3,8 @@
 # status) and the output bytes are the same for every thread count, on a valid artifact, a split
 # one and a damaged one (problems in several objects), with tensors of several row chunks.
 # usage: test_threads.sh BIN_DIR DATA_DIR
-set -u
-bin=$(cd "$1" && pwd)
-top=$(cd "$(dirname "$0")/../.." && pwd)
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-pass=0
-fail=0
 # shellcheck source=tests/cli/lib.sh
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib.sh" "$@"
 
 # gate/up/down are [1152, 1024]: 1.18 M values, two row chunks of dequant's 2^20-value chunks
 ck=$work/ck
@@ -161,5 +154,4 @@ run 2 "$bin/ninfer-verify" --threads 0 "$work/m.ninfer"
 run 2 "$bin/ninfer-verify" --threads x "$work/m.ninfer"
 run 2 "$bin/ninfer-dequant" "$work/m.ninfer" --all -o "$work/x.safetensors" --threads 1025
 
-printf '%d passed, %d failed\n' "$pass" "$fail"
-[ "$fail" -eq 0 ]
+finish "threads"

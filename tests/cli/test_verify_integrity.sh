@@ -6,16 +6,9 @@
 # tail [32, 4096), and that no problem line names its object twice ("object 'x': structure:
 # object 'x': ...") over every ninfer-verify case of the bad-input corpus.
 # usage: test_verify_integrity.sh BIN_DIR DATA_DIR
-set -u
-bin=$(cd "$1" && pwd)
-data=$(cd "$2" && pwd)
-here=$(cd "$(dirname "$0")" && pwd)
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-pass=0
-fail=0
 # shellcheck source=tests/cli/lib.sh
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib.sh" "$@"
+here=$(cd "$(dirname "$0")" && pwd)
 
 # run STATUS ARGS...: run ninfer-verify, compare the exit status; output in $work/log
 run() {
@@ -97,5 +90,4 @@ while IFS=$'\t' read -r -a f; do
 done <"$work/cases/cases.tsv"
 if [ "$n" -lt 50 ]; then bad "only $n ninfer-verify cases in the bad-input corpus"; fi
 
-echo "test_verify_integrity: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish "test_verify_integrity"
