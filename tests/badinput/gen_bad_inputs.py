@@ -691,6 +691,10 @@ def quick_cases():
           st_file({"a": st_entry(), "b": st_entry(off=(12, 20))}, bytes(20)))
     qcase("st_truncated", ["header length"], "bad.safetensors", st_file({"a": st_entry()}, bytes(8))[:20])
     qcase("empty_file", ["empty"], "empty.safetensors", b"")
+    # an F64 value beyond binary32 is named as stored, not as the infinity it would round to (M6)
+    qcase("f64_overflow", ["tensor 'w'", "row 1 column 0", "source value 1e+300 (F64) overflows binary32"],
+          "bad.safetensors", st_file({"w": st_entry("F64", (2, 32), (0, 512))},
+                                     struct.pack("<32d", *[0.5] * 32) + struct.pack("<32d", 1e300, *[0.5] * 31)))
 
 
 def main():

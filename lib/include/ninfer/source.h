@@ -184,7 +184,9 @@ nf_status nf_source_read_rows(const nf_source *s, const nf_source_tensor *t, uin
 /* Values of rows [r0, r1) as binary32: (r1 - r0) * row_elements floats, row-major, into out
  * (out_len floats at least that).  Conversions:
  *   F32: the words as stored (NaN payloads kept).  F16, BF16, F8_E4M3 (E4M3FN), F8_E5M2: exact.
- *   F64: rounded to nearest, ties to even; beyond binary32's range gives +-infinity.
+ *   F64: rounded to nearest, ties to even; a finite value beyond binary32's range is
+ *   NF_ERR_INVALID naming it ("source value 1e+300 (F64) overflows binary32"); infinities and
+ *   NaNs stay what they are.
  *   I8, U8, I16, BOOL: exact (a BOOL byte other than 0 or 1 is NF_ERR_INVALID).
  *   I32, I64: exact when |v| <= 2^24, else nearest binary32, ties to even.
  *   GGUF F32/F16/BF16 and I8/I16/I32/I64/F64 like the above; the 18 imported block types through
