@@ -312,6 +312,18 @@ static nf_status prepare_import(const plan_source *s, const nf_source_tensor *t,
     if (fmt->category == NF_CAT_NVFP4) {
         const nf_source_tensor *scales = NULL, *scalar = NULL, *input = NULL;
         nf_import_kind kind;
+        /* ModelOpt names a weight's codes <p>.weight, compressed-tensors <p>.weight_packed; both
+         * read <p>.weight_scale.  A checkpoint holding both for one <p> would be imported twice,
+         * each time with a scale tensor of unknown convention (finding M9): it is ambiguous,
+         * whichever of the two the rules select. */
+        const nf_source_tensor *other = companion(src, t->name, ".weight", ".weight_packed");
+        if (!other) other = companion(src, t->name, ".weight_packed", ".weight");
+        if (other)
+            return nf_error_set(err, NF_ERR_INVALID,
+                                "tensor '%s' and tensor '%s' both hold NVFP4 codes of one weight (ModelOpt names "
+                                "them <p>.weight, compressed-tensors <p>.weight_packed, and both share "
+                                "<p>.weight_scale): the checkpoint is ambiguous; keep one of the two conventions",
+                                t->name, other->name);
         if ((scales = companion(src, t->name, ".weight_packed", ".weight_scale")) != NULL) {
             kind = NF_IMPORT_NVFP4_COMPRESSED;
             scalar = companion(src, t->name, ".weight_packed", ".weight_global_scale");
