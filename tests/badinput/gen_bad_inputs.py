@@ -633,6 +633,19 @@ def recipe_cases():
     recipe_case("too_many_nodes", ["r.yaml:6:", "more than 200000 YAML nodes"],
                 HEAD + "components:\n  text:\n    config: {x: [" + ",".join(["{}"] * 200001) + "]}\n", flags="mem")
     recipe_case("too_big", ["r.yaml", "16777216"], "recipe: 1\n" + "#" * (16 << 20) + "\n", flags="mem")
+    # the checkpoint's config.json (the component's config): capped and pre-scanned like the index
+    # (F14: 125 MB of "[]," used to cost 5.6 GB and 14 s, even for --dry-run)
+    recipe_case("config_too_many_values", ["ckpt/config.json", "more than 262144 JSON values",
+                                           "the reader's cap for a config.json"],
+                HEAD, extra={"ckpt/config.json": '{"x": [' + ",".join(["0"] * 262200) + "]}"}, flags="mem")
+    recipe_case("config_too_many_containers", ["ckpt/config.json", "more than 65536 JSON objects and arrays"],
+                HEAD, extra={"ckpt/config.json": '{"x": [' + ",".join(["[]"] * 65600) + "]}"}, flags="mem")
+    recipe_case("config_too_deep", ["ckpt/config.json", "nested deeper than 64 levels"],
+                HEAD, extra={"ckpt/config.json": '{"x": ' + "[" * 65 + "]" * 65 + "}"})
+    recipe_case("config_too_big", ["ckpt/config.json", "more than the reader's cap of 16777216"],
+                HEAD, extra={"ckpt/config.json": "{" + " " * (16 << 20) + "}"}, flags="mem")
+    recipe_case("config_malformed", ["ckpt/config.json", "line 1"],
+                HEAD, extra={"ckpt/config.json": '{"hidden_size": 8,'})
 
     # importance matrices, through grouped_search
     W = "model.layers.0.mlp.down_proj.weight"

@@ -57,6 +57,13 @@ extern "C" {
 #define NF_GGUF_MAX_HEADER_BYTES (256u << 20) /* KVs + tensor infos, before the data section */
 #define NF_GGUF_MAX_ALIGNMENT (1u << 24)
 #define NF_GGUF_DEFAULT_ALIGNMENT 32u
+/* A checkpoint's config.json (nf_source_read_config): real ones are kilobytes with a few
+ * hundred values; the caps bound jansson's tree at about 45 MB and keep the config well inside
+ * what a .ninfer directory may hold (docs/security.md 2.1), where it is published. */
+#define NF_SOURCE_MAX_CONFIG_BYTES (16u << 20)
+#define NF_SOURCE_CONFIG_MAX_DEPTH 64u
+#define NF_SOURCE_CONFIG_MAX_CONTAINERS 65536u
+#define NF_SOURCE_CONFIG_MAX_VALUES 262144u
 
 /* ---------------------------------------------------------------- types */
 typedef enum nf_source_kind {
@@ -124,6 +131,7 @@ typedef struct nf_source_tensor {
 } nf_source_tensor;
 
 typedef struct nf_source nf_source;
+struct json_t;
 
 /* ---------------------------------------------------------------- open */
 /* Open `path`:
@@ -167,6 +175,17 @@ const nf_source_tensor *nf_source_find(const nf_source *s, const char *name);
  * when the file is absent (always NULL for GGUF, whose tokenizer lives in its KVs). */
 const char *nf_source_companion(const nf_source *s, const char *name);
 size_t nf_source_companion_count(const nf_source *s);
+
+/* A config.json as the converter takes it (the config of an artifact's component): at most
+ * NF_SOURCE_MAX_CONFIG_BYTES, pre-scanned before it is parsed (nesting at most
+ * NF_SOURCE_CONFIG_MAX_DEPTH, at most NF_SOURCE_CONFIG_MAX_CONTAINERS objects and arrays, at most
+ * NF_SOURCE_CONFIG_MAX_VALUES values), strict JSON with duplicate members refused, and an object.
+ * Every refusal is NF_ERR_INVALID naming the file (`name`) and the cap or position.  The reader
+ * opens `path` without blocking (a FIFO is refused) and checks the size before reading. *out is
+ * a new reference, NULL on failure. */
+nf_status nf_source_parse_config(const void *text, size_t len, const char *name, struct json_t **out,
+                                 nf_error *err);
+nf_status nf_source_read_config(const char *path, struct json_t **out, nf_error *err);
 /* The index-th companion present: *name gets its file name; returns its path (NULL past the end). */
 const char *nf_source_companion_at(const nf_source *s, size_t index, const char **name);
 

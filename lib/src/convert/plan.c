@@ -504,18 +504,10 @@ static json_t *load_config(const plan_source *s, nf_error *err)
         nf_error_set(err, NF_ERR_INVALID, "source '%s' (%s) has no config.json", s->name, s->path);
         return NULL;
     }
-    json_error_t je;
-    json_t *cfg = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
-    if (!cfg) {
-        nf_error_set(err, NF_ERR_INVALID, "%s:%d:%d: %s", path, je.line, je.column, je.text);
-        return NULL;
-    }
-    if (!json_is_object(cfg)) {
-        json_decref(cfg);
-        nf_error_set(err, NF_ERR_INVALID, "%s: not a JSON object", path);
-        return NULL;
-    }
-    return cfg;
+    /* Capped and pre-scanned before it is parsed (docs/security.md 2.2): it becomes the config of
+     * a component of the artifact. */
+    json_t *cfg = NULL;
+    return nf_source_read_config(path, &cfg, err) == NF_OK ? cfg : NULL;
 }
 
 /* Adds a resource object for a file (once per path). */

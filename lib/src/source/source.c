@@ -269,10 +269,14 @@ static bool shard_name_ok(const char *name)
            strcmp(name, "..") != 0;
 }
 
-static nf_status read_index_text(const char *path, char **text, size_t *len, nf_error *err)
+/* The text of a JSON file named by a checkpoint (its index, its config.json): opened without
+ * blocking (see open_file), a regular file of at most `cap` bytes (checked before anything is
+ * read; `what` names the kind of file in the message), NUL-terminated. */
+static nf_status read_json_text(const char *path, uint64_t cap, const char *what, char **text, size_t *len,
+                                nf_error *err)
 {
     *text = NULL;
-    int fd = nf_io_open(path, O_RDONLY | O_NONBLOCK, 0); /* see open_file */
+    int fd = nf_io_open(path, O_RDONLY | O_NONBLOCK, 0);
     if (fd < 0) return nf_error_errno(err, errno, "%s: cannot open", path);
     struct stat st;
     int e = nf_io_fstat(fd, &st);
@@ -281,9 +285,9 @@ static nf_status read_index_text(const char *path, char **text, size_t *len, nf_
         rc = nf_error_errno(err, e, "%s: cannot stat", path);
     } else if (!S_ISREG(st.st_mode)) {
         rc = nf_error_set(err, NF_ERR_INVALID, "%s: not a regular file", path);
-    } else if ((uint64_t)st.st_size > NF_ST_MAX_INDEX_BYTES) {
-        rc = nf_error_set(err, NF_ERR_INVALID, "%s: index is %llu bytes, more than the reader's cap of %u", path,
-                          (unsigned long long)st.st_size, NF_ST_MAX_INDEX_BYTES);
+    } else if ((uint64_t)st.st_size > cap) {
+        rc = nf_error_set(err, NF_ERR_INVALID, "%s: %s is %llu bytes, more than the reader's cap of %llu", path, what,
+                          (unsigned long long)st.st_size, (unsigned long long)cap);
     } else {
         size_t n = (size_t)st.st_size;
         *text = malloc(n + 1);
@@ -304,26 +308,82 @@ static nf_status read_index_text(const char *path, char **text, size_t *len, nf_
     return rc;
 }
 
-/* The pre-scan of common/json_prescan.h before jansson builds the index: a 64 MiB index of
- * "[{},{},...]" under "metadata" would cost 5 GB.  A real index is {"metadata": {...},
- * "weight_map": {name: shard}}: a few containers and one value per tensor. */
+static nf_status read_index_text(const char *path, char **text, size_t *len, nf_error *err)
+{
+    return read_json_text(path, NF_ST_MAX_INDEX_BYTES, "index", text, len, err);
+}
+
+/* The pre-scan of common/json_prescan.h before jansson builds a tree: jansson spends hundreds
+ * of bytes per container and value, so tens of megabytes of "[{},{},...]" would cost gigabytes.
+ * `what` ("an index", "a config.json") and `detail` (what the value cap counts) go into the
+ * messages, which name the file, the byte and the cap. */
+static nf_status json_prescan(const char *path, const char *p, size_t n, const nf_json_caps *caps, const char *what,
+                              const char *detail, nf_error *err)
+{
+    size_t at = 0;
+    switch (nf_json_prescan((const uint8_t *)p, n, caps, &at)) {
+    case NF_JSON_TOO_DEEP:
+        return nf_error_set(err, NF_ERR_INVALID, "%s: byte %zu: JSON nested deeper than %llu levels (the reader's cap "
+                            "for %s)", path, at, (unsigned long long)caps->depth, what);
+    case NF_JSON_TOO_MANY_CONTAINERS:
+        return nf_error_set(err, NF_ERR_INVALID, "%s: byte %zu: more than %llu JSON objects and arrays (the reader's "
+                            "cap for %s)", path, at, (unsigned long long)caps->containers, what);
+    case NF_JSON_TOO_MANY_VALUES:
+        return nf_error_set(err, NF_ERR_INVALID, "%s: byte %zu: more than %llu JSON values (the reader's cap for "
+                            "%s%s)", path, at, (unsigned long long)caps->values, what, detail);
+    default: return NF_OK;
+    }
+}
+
+/* A real index is {"metadata": {...}, "weight_map": {name: shard}}: a few containers and one
+ * value per tensor (a 64 MiB index of "[{},{},...]" under "metadata" used to cost 5 GB). */
 static nf_status index_prescan(const char *path, const char *p, size_t n, nf_error *err)
 {
     static const nf_json_caps caps = {NF_ST_INDEX_MAX_DEPTH, NF_ST_INDEX_MAX_CONTAINERS, NF_ST_INDEX_MAX_VALUES};
-    size_t at = 0;
-    switch (nf_json_prescan((const uint8_t *)p, n, &caps, &at)) {
-    case NF_JSON_TOO_DEEP:
-        return nf_error_set(err, NF_ERR_INVALID, "%s: byte %zu: JSON nested deeper than %u levels (the reader's cap "
-                            "for an index)", path, at, NF_ST_INDEX_MAX_DEPTH);
-    case NF_JSON_TOO_MANY_CONTAINERS:
-        return nf_error_set(err, NF_ERR_INVALID, "%s: byte %zu: more than %u JSON objects and arrays (the reader's "
-                            "cap for an index)", path, at, NF_ST_INDEX_MAX_CONTAINERS);
-    case NF_JSON_TOO_MANY_VALUES:
-        return nf_error_set(err, NF_ERR_INVALID, "%s: byte %zu: more than %u JSON values (the reader's cap for an "
-                            "index: %u tensors plus metadata)", path, at, NF_ST_INDEX_MAX_VALUES,
-                            NF_SOURCE_MAX_TENSORS);
-    default: return NF_OK;
+    char detail[64];
+    snprintf(detail, sizeof detail, ": %u tensors plus metadata", NF_SOURCE_MAX_TENSORS);
+    return json_prescan(path, p, n, &caps, "an index", detail, err);
+}
+
+/* ---------------------------------------------------------------- config.json */
+/* The converter publishes a checkpoint's config.json as the config of a component, and it used
+ * to be read by jansson with no cap at all: 125 MB of "[]," cost 5.6 GB and 14 s, even for
+ * --dry-run (finding F14).  Same treatment as the index: a size cap, then the pre-scan. */
+nf_status nf_source_parse_config(const void *text, size_t len, const char *name, json_t **out, nf_error *err)
+{
+    static const nf_json_caps caps = {NF_SOURCE_CONFIG_MAX_DEPTH, NF_SOURCE_CONFIG_MAX_CONTAINERS,
+                                      NF_SOURCE_CONFIG_MAX_VALUES};
+    if (!out || (!text && len)) return nf_error_set(err, NF_ERR_USAGE, "nf_source_parse_config: NULL argument");
+    *out = NULL;
+    if (!name) name = "config.json";
+    if (!text) text = "";
+    if (len > NF_SOURCE_MAX_CONFIG_BYTES)
+        return nf_error_set(err, NF_ERR_INVALID, "%s: config.json is %zu bytes, more than the reader's cap of %u", name,
+                            len, NF_SOURCE_MAX_CONFIG_BYTES);
+    NF_TRY(json_prescan(name, text, len, &caps, "a config.json", "", err));
+    json_error_t je;
+    json_t *cfg = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    if (!cfg)
+        return nf_error_set(err, NF_ERR_INVALID, "%s: byte %d (line %d, column %d): %s", name, je.position, je.line,
+                            je.column, je.text);
+    if (!json_is_object(cfg)) {
+        json_decref(cfg);
+        return nf_error_set(err, NF_ERR_INVALID, "%s: not a JSON object", name);
     }
+    *out = cfg;
+    return NF_OK;
+}
+
+nf_status nf_source_read_config(const char *path, json_t **out, nf_error *err)
+{
+    if (!path || !out) return nf_error_set(err, NF_ERR_USAGE, "nf_source_read_config: NULL argument");
+    *out = NULL;
+    char *text = NULL;
+    size_t len = 0;
+    NF_TRY(read_json_text(path, NF_SOURCE_MAX_CONFIG_BYTES, "config.json", &text, &len, err));
+    nf_status rc = nf_source_parse_config(text, len, path, out, err);
+    free(text);
+    return rc;
 }
 
 static nf_status open_index(nf_source *s, const char *path, nf_error *err)
