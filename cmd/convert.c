@@ -271,8 +271,8 @@ static void show_progress(void *ctx, const nf_convert_progress *p)
 static void print_plan(const json_t *plan)
 {
     const json_t *objs = json_object_get(plan, "objects");
-    printf("%-40s %-14s %-6s %-21s %-26s %-15s %12s %8s\n", "object", "shape", "dtype", "format", "layout", "method",
-           "bytes", "bits/w");
+    printf("%-40s %-14s %-6s %-21s %-26s %-15s %12s %8s  %s\n", "object", "shape", "dtype", "format", "layout",
+           "method", "bytes", "bits/w", "note");
     size_t i;
     json_t *o;
     json_array_foreach((json_t *)objs, i, o) {
@@ -291,18 +291,38 @@ static void print_plan(const json_t *plan)
             strncat(shape, part, sizeof shape - strlen(shape) - 2);
         }
         strcat(shape, "]");
-        printf("%-40s %-14s %-6s %-21s %-26s %-15s %12" JSON_INTEGER_FORMAT " %8.3f\n",
+        const char *note = json_string_value(json_object_get(o, "note"));
+        printf("%-40s %-14s %-6s %-21s %-26s %-15s %12" JSON_INTEGER_FORMAT " %8.3f%s%s\n",
                json_string_value(json_object_get(o, "id")), shape,
                json_string_value(json_object_get(o, "source_dtype")), json_string_value(json_object_get(o, "format")),
                json_string_value(json_object_get(o, "layout")), json_string_value(json_object_get(o, "method")),
                json_integer_value(json_object_get(o, "bytes")),
-               json_real_value(json_object_get(o, "bits_per_weight")));
+               json_real_value(json_object_get(o, "bits_per_weight")), note ? "  " : "", note ? note : "");
     }
     const json_t *t = json_object_get(plan, "totals");
     printf("total: %" JSON_INTEGER_FORMAT " objects, %" JSON_INTEGER_FORMAT " elements, %" JSON_INTEGER_FORMAT
            " bytes\n",
            json_integer_value(json_object_get(t, "objects")), json_integer_value(json_object_get(t, "elements")),
            json_integer_value(json_object_get(t, "bytes")));
+}
+
+/* One warning line when the plan re-encodes tensors that are already encoded (GGUF blocks, F8
+ * codes): quick mode does it by default, and it is lossy or drops a scale (finding M5); each
+ * object's note says what (--dry-run's note column, "note" in --json). */
+static void warn_reencoded(const nf_cli *cli, const json_t *plan)
+{
+    size_t i, n = 0;
+    json_t *o;
+    const char *first = NULL;
+    json_array_foreach(json_object_get(plan, "objects"), i, o) {
+        const char *note = json_string_value(json_object_get(o, "note"));
+        if (!note) continue;
+        if (!n++) first = json_string_value(json_object_get(o, "id"));
+    }
+    if (n)
+        nf_cli_warn(cli, "%zu tensor%s already encoded in the checkpoint (GGUF blocks, F8 codes) %s encoded again "
+                    "instead of imported: lossy, or without its scale (first: '%s'; see the note column of --dry-run "
+                    "and docs/ninfer-convert.md)", n, n == 1 ? "" : "s", n == 1 ? "is" : "are", first);
 }
 
 /* ---------------------------------------------------------------- stale files */
@@ -495,6 +515,11 @@ int main(int argc, char **argv)
     if (nf_plan_build(recipe, &plan, &err) != NF_OK) {
         rc = nf_cli_report(&cli, &err);
         goto out;
+    }
+    {
+        json_t *d = nf_plan_describe(plan);
+        warn_reencoded(&cli, d);
+        json_decref(d);
     }
     if (opts.dry_run) {
         if ((rc = handle_stale(&cli, &opts)) != NF_EXIT_OK) goto out;

@@ -152,3 +152,81 @@ Test(plan_inputs, nvfp4_modelopt_alone_still_plans)
     nf_recipe_free(r);
     free(src);
 }
+
+/* ---------------------------------------------------------------- M5: re-encoded sources */
+/* The note of the plan's object `id` (NULL when it has none). */
+static const char *note_of(json_t *d, const char *id)
+{
+    size_t i;
+    json_t *o;
+    json_array_foreach(json_object_get(d, "objects"), i, o) {
+        if (strcmp(json_string_value(json_object_get(o, "id")), id) == 0)
+            return json_string_value(json_object_get(o, "note"));
+    }
+    cr_assert_fail("no object %s", id);
+    return NULL;
+}
+
+/* A GGUF block tensor converted by anything but import_encoded is dequantized by ggml's code and
+ * encoded again: the plan says so per object (quick mode does it by default). */
+Test(plan_inputs, gguf_block_tensor_reencoded_has_a_note)
+{
+    static uint8_t q8[2 * 34];
+    static float f[32];
+    sw_gguf_tensor t[3] = {
+        {"blk.0.w", 8 /* Q8_0 */, 2, {32, 2, 0, 0}, q8, sizeof q8},
+        {"blk.1.w", 8, 2, {32, 2, 0, 0}, q8, sizeof q8},
+        {"norm", 0 /* F32 */, 1, {32, 0, 0, 0}, f, sizeof f},
+    };
+    sw_buf b = {0};
+    sw_gguf_file(&b, 32, t, 3);
+    char *path = sw_path(tmp, "m.gguf");
+    cr_assert_eq(sw_write_file(path, b.data, b.len), 0);
+    sw_free(&b);
+    nf_recipe *r = NULL;
+    nf_plan *p = NULL;
+    nf_error err;
+    cr_assert_eq(build(path, "rules:\n  - match: blk.1.w\n    format: gguf_q8_0\n  - match: norm\n    format: fp32\n",
+                       &r, &p, &err),
+                 NF_OK, "%s", err.message);
+    json_t *d = nf_plan_describe(p);
+    const char *n0 = note_of(d, "blk.0.w");
+    cr_assert_not_null(n0, "bf16 from Q8_0 without a note");
+    cr_assert(strstr(n0, "requantized from Q8_0") && strstr(n0, "bf16"), "%s", n0);
+    cr_assert(strstr(n0, "gguf_q8_0"), "the note names the exact import: %s", n0);
+    cr_assert_null(note_of(d, "blk.1.w"), "imported exactly: no note");
+    cr_assert_null(note_of(d, "norm"), "F32 to fp32: no note");
+    json_decref(d);
+    nf_plan_free(p);
+    nf_recipe_free(r);
+    free(path);
+}
+
+/* An F8_E4M3 weight cast to bf16 keeps its codes' values, but not the weight's: its scale
+ * tensor is not applied.  Quantizing the codes again is a requantization. */
+Test(plan_inputs, fp8_weight_reencoded_has_a_note)
+{
+    ckpt c = {0};
+    add(&c, "x.weight", "F8_E4M3", 2, 4, 64, 1);
+    add(&c, "x.weight_scale", "F32", 2, 4, 1, 4);
+    add(&c, "y.weight", "F8_E4M3", 2, 4, 64, 1);
+    add(&c, "z.weight", "BF16", 2, 4, 64, 2);
+    char *src = write_ckpt(&c, "fp8.safetensors");
+    nf_recipe *r = NULL;
+    nf_plan *p = NULL;
+    nf_error err;
+    cr_assert_eq(build(src, "rules:\n  - match: [y.weight, z.weight]\n    format: q8_g32_fp16\n", &r, &p, &err), NF_OK,
+                 "%s", err.message);
+    json_t *d = nf_plan_describe(p);
+    const char *nx = note_of(d, "x.weight");
+    cr_assert_not_null(nx);
+    cr_assert(strstr(nx, "F8_E4M3") && strstr(nx, "'x.weight_scale'") && strstr(nx, "not applied"), "%s", nx);
+    const char *ny = note_of(d, "y.weight");
+    cr_assert(ny && strstr(ny, "requantized from F8_E4M3"), "%s", ny ? ny : "(none)");
+    cr_assert_null(note_of(d, "z.weight"), "BF16 to q8 is the conversion asked for: no note");
+    cr_assert_null(note_of(d, "x.weight_scale"));
+    json_decref(d);
+    nf_plan_free(p);
+    nf_recipe_free(r);
+    free(src);
+}

@@ -43,6 +43,8 @@ typedef struct plan_object {
     plan_member *members;
     size_t nmembers;
     uint32_t *divisors;              /* nvfp4 parents: g.divisors words */
+    char *note;                      /* what the plan does to an already encoded source (NULL: nothing
+                                        to say), e.g. "requantized from Q4_K"; --dry-run shows it */
     /* resource */
     char *path;
     uint64_t bytes;

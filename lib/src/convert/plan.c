@@ -186,6 +186,7 @@ void nf_plan_free(nf_plan *p)
         free(o->source_dtype);
         free(o->members);
         free(o->divisors);
+        free(o->note);
         free(o->path);
     }
     free(p->objects);
@@ -489,6 +490,49 @@ static void plan_tensor(nf_plan *p, const plan_source *s, tensor_plan *tp, probl
     tp->ok = true;
 }
 
+/* ---------------------------------------------------------------- re-encoded sources */
+/* What an object does to a source tensor that is already encoded, when it does not import it
+ * (finding M5: quick mode turns GGUF block tensors into bf16 and F8 weights into bf16 without a
+ * word).  A GGUF block tensor is read through ggml's dequantization and encoded again: lossy
+ * unless the format is fp32, and import_encoded into its gguf_* format keeps the blocks exactly.
+ * An F8 tensor's codes widen exactly to bf16 and fp32, but they are not the weight's values when
+ * a <p>.weight_scale companion exists (it is not applied); any other format quantizes them again.
+ * Writes the note into buf and returns true when there is one. */
+static bool reencode_note(const nf_source *src, const nf_source_tensor *t, const nf_format *fmt, nf_method_id method,
+                          char *buf, size_t size)
+{
+    if (method == NF_METHOD_IMPORT_ENCODED) return false;
+    bool exact_fp32 = fmt->id == NF_FMT_FP32;
+    if (t->ggml_type >= 0 && t->block_values > 1) {
+        int k = snprintf(buf, size, "%s from %s: ggml's dequantized values encoded again as %s",
+                         exact_fp32 ? "dequantized" : "requantized", t->type_name, fmt->name);
+        if (t->format && k > 0 && (size_t)k < size)
+            snprintf(buf + k, size - (size_t)k, " (import_encoded into %s keeps the blocks exactly)", t->format->name);
+        return true;
+    }
+    if (t->dtype == NF_ST_F8_E4M3 || t->dtype == NF_ST_F8_E5M2) {
+        const nf_source_tensor *scale = companion(src, t->name, ".weight", ".weight_scale");
+        bool widened = exact_fp32 || fmt->id == NF_FMT_BF16;
+        if (!widened)
+            snprintf(buf, size, "requantized from %s codes%s%s%s", t->type_name,
+                     scale ? " (their scale tensor '" : "", scale ? scale->name : "", scale ? "' is not applied)" : "");
+        else if (scale)
+            snprintf(buf, size, "%s codes widened to %s; their scale tensor '%s' is not applied (an fp8 row format "
+                     "with import_encoded applies it)", t->type_name, fmt->name, scale->name);
+        else
+            return false;
+        return true;
+    }
+    return false;
+}
+
+static void set_note(plan_object *o, const nf_source *src, const nf_source_tensor *t, problems *probs)
+{
+    char note[NF_ERROR_MESSAGE_MAX / 2];
+    if (!reencode_note(src, t, o->g.format, o->method, note, sizeof note)) return;
+    if (!(o->note = strdup(note))) probs->nomem = true;
+}
+
 /* Geometry of a single-member object: shape as the source's (direct) or [N, K]. */
 static nf_status object_geometry(const tensor_plan *tp, nf_geometry *g, nf_error *err)
 {
@@ -743,6 +787,8 @@ static void add_group(nf_plan *p, size_t cap, const nf_recipe_group *grp, tensor
     }
     if (st != NF_OK)
         add_problem(probs, "%s:%d:%d: groups[%zu]: group '%s': %s", path, gp.line, gp.col, gi, grp->id, e.message);
+    else
+        set_note(o, first->member.source->src, first->t, probs);
 done:
     free(mem);
 }
@@ -772,6 +818,7 @@ static void add_single(nf_plan *p, size_t cap, tensor_plan *tp, problems *probs)
         tensor_problem(probs, p->recipe, tp->c, FIELD_FORMAT, tp->t, e.message);
         return;
     }
+    set_note(o, tp->member.source->src, tp->t, probs);
     if (o->g.format->category == NF_CAT_NVFP4) {
         o->divisors = calloc(1, sizeof *o->divisors);
         if (!o->divisors) probs->nomem = true;
@@ -918,12 +965,13 @@ json_t *nf_plan_describe(const nf_plan *p)
         json_t *srcs = json_array();
         for (size_t k = 0; k < o->nmembers; k++) json_array_append_new(srcs, json_string(o->members[k].t->name));
         double bpw = (double)o->g.bytes * 8.0 / (double)o->g.elements;
-        json_array_append_new(objs, json_pack("{s:s,s:s,s:o,s:o,s:s,s:s,s:s,s:s,s:o,s:I,s:f}", "id", o->id, "kind",
-                                              "tensor", "sources", srcs, "shape", shape, "source_dtype",
-                                              o->source_dtype, "format", o->g.format->name, "layout",
-                                              o->g.layout->name, "method", nf_method_name(o->method), "with",
-                                              o->with ? json_deep_copy(o->with) : json_object(), "bytes",
-                                              (json_int_t)o->g.bytes, "bits_per_weight", bpw));
+        json_t *obj = json_pack("{s:s,s:s,s:o,s:o,s:s,s:s,s:s,s:s,s:o,s:I,s:f}", "id", o->id, "kind", "tensor",
+                                "sources", srcs, "shape", shape, "source_dtype", o->source_dtype, "format",
+                                o->g.format->name, "layout", o->g.layout->name, "method", nf_method_name(o->method),
+                                "with", o->with ? json_deep_copy(o->with) : json_object(), "bytes",
+                                (json_int_t)o->g.bytes, "bits_per_weight", bpw);
+        if (o->note) json_object_set_new(obj, "note", json_string(o->note));
+        json_array_append_new(objs, obj);
         total_elements += o->g.elements;
         json_t *f = json_object_get(per_format, o->g.format->name);
         if (!f) {
