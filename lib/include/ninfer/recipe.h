@@ -9,7 +9,8 @@
  * - A rule's `match` is one selector or a list.  A selector equal to a tensor's name matches
  *   exactly that tensor (an exact name beats a glob); otherwise it is a case-sensitive glob
  *   (fnmatch) or, with the prefix "re:", a POSIX extended regular expression that must match the
- *   whole name.  `when` narrows the matched tensors: rank, dtype (the source's spelling, e.g.
+ *   whole name (matched by the resolver's own automaton, see docs/recipes.md for the subset and
+ *   for what resolution may cost: NF_RECIPE_MAX_MATCH_*).  `when` narrows the matched tensors: rank, dtype (the source's spelling, e.g.
  *   "BF16", "F32", "Q4_K"), min_elements.  A selector that matches no tensor name is an error
  *   unless the rule says `optional: true`.
  * - A method left unset by every rule is the format's natural one: cast_direct for direct
@@ -147,6 +148,29 @@ typedef struct nf_recipe_choice {
  * selector (not optional) listed, each with its position. */
 nf_status nf_recipe_resolve(const nf_recipe *r, const nf_recipe_tensor *tensors, size_t n,
                             nf_recipe_choice *choices, nf_error *err);
+
+/* What resolution may cost (docs/recipes.md, "How rules apply"): a pattern selector (glob or
+ * "re:") is tried on the names that start with its literal prefix; the (selector, name) pairs
+ * are counted before any is tried, and the matchers' steps while they run.  Far above what a real
+ * recipe needs (30 suffix globs against 250,000 tensors are 7.5 million pairs and 420 million
+ * steps), low enough that resolution stays within seconds (about two at the step cap). */
+#define NF_RECIPE_MAX_MATCH_PAIRS ((uint64_t)1 << 27)
+#define NF_RECIPE_MAX_MATCH_STEPS ((uint64_t)1 << 30)
+
+typedef struct nf_recipe_resolve_limits {
+    uint64_t max_pairs, max_steps;  /* 0: the defaults above */
+} nf_recipe_resolve_limits;
+
+typedef struct nf_recipe_resolve_work {
+    uint64_t pairs;                 /* (pattern selector, candidate name) pairs */
+    uint64_t steps;                 /* matcher steps, plus one per selector and per tensor a rule applies to */
+} nf_recipe_resolve_work;
+
+/* nf_recipe_resolve with explicit caps (NULL: the defaults) and, when work is not NULL, what the
+ * resolution cost.  Beyond a cap: NF_ERR_INVALID naming the rule where it was crossed. */
+nf_status nf_recipe_resolve_ex(const nf_recipe *r, const nf_recipe_tensor *tensors, size_t n,
+                               nf_recipe_choice *choices, const nf_recipe_resolve_limits *limits,
+                               nf_recipe_resolve_work *work, nf_error *err);
 
 /* The natural method of a format name (see above); NULL for an unknown format. */
 const char *nf_recipe_default_method(const char *format);

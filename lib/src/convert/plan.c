@@ -10,6 +10,7 @@
 #include <ninfer/ninfer.h>
 
 #include "common/checked.h"
+#include "container/container_internal.h"
 #include "convert/convert_impl.h"
 #include "ninfer_version.h"
 
@@ -668,18 +669,21 @@ static int compare_ptr(const void *a, const void *b)
     uintptr_t x = (uintptr_t) * (const void *const *)a, y = (uintptr_t) * (const void *const *)b;
     return x < y ? -1 : x > y;
 }
-static int group_of(const nf_recipe *r, const char *name, size_t *member)
+/* Group membership and tensor lookups by name are hashed: a recipe may hold up to 200,000 YAML
+ * nodes of group members, and a scan of every group for every tensor (and of every tensor for
+ * every member) would be their product (finding F9). */
+typedef struct name_index {
+    nf_strset members; /* member name -> group index */
+    nf_strset tensors; /* tensor name -> index into the tensor plans */
+} name_index;
+
+static int group_of(const name_index *ix, const char *name)
 {
-    for (size_t g = 0; g < r->ngroups; g++)
-        for (size_t k = 0; k < r->groups[g].nmembers; k++)
-            if (strcmp(r->groups[g].members[k], name) == 0) {
-                *member = k;
-                return (int)g;
-            }
-    return -1;
+    size_t g = 0;
+    return nf_strset_find(&ix->members, name, NULL, &g) ? (int)g : -1;
 }
 
-static void add_group(nf_plan *p, size_t cap, const nf_recipe_group *grp, tensor_plan *tps, size_t n,
+static void add_group(nf_plan *p, size_t cap, const nf_recipe_group *grp, tensor_plan *tps, const name_index *ix,
                       problems *probs)
 {
     const char *path = recipe_label(p->recipe);
@@ -693,8 +697,8 @@ static void add_group(nf_plan *p, size_t cap, const nf_recipe_group *grp, tensor
     }
     bool ok = true;
     for (size_t k = 0; k < grp->nmembers; k++) {
-        for (size_t i = 0; i < n; i++)
-            if (strcmp(tps[i].t->name, grp->members[k]) == 0) mem[k] = &tps[i];
+        size_t ti = 0;
+        if (nf_strset_find(&ix->tensors, grp->members[k], NULL, &ti)) mem[k] = &tps[ti];
         mp = group_pos(grp, k);
         if (!mem[k]) {
             add_problem(probs, "%s:%d:%d: groups[%zu].members[%zu]: group '%s': member '%s' is not a tensor of the "
@@ -863,6 +867,7 @@ nf_status nf_plan_build(const nf_recipe *recipe, nf_plan **out, nf_error *err)
     for (size_t i = 0; i < recipe->ncomponents; i++) cap += recipe->components[i].nresources;
     p->objects = calloc(cap, sizeof *p->objects);
     problems probs = {0};
+    name_index ix = {{0}, {0}};
     if (!rt || !choices || !tps || !consumed || !p->objects) {
         st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
         goto done;
@@ -897,16 +902,22 @@ nf_status nf_plan_build(const nf_recipe *recipe, nf_plan **out, nf_error *err)
     if ((st = build_components(p, cap, err)) != NF_OK) goto done;
     /* Tensor objects in checkpoint order; a group sits where its first member is. */
     bool *group_done = calloc(recipe->ngroups ? recipe->ngroups : 1, sizeof *group_done);
-    if (!group_done) {
+    bool ix_ok = group_done != NULL;
+    for (size_t g = 0; ix_ok && g < recipe->ngroups; g++)
+        for (size_t k = 0; ix_ok && k < recipe->groups[g].nmembers; k++)
+            ix_ok = nf_strset_insert(&ix.members, recipe->groups[g].members[k], NULL, g, NULL) >= 0;
+    for (size_t i = 0; ix_ok && recipe->ngroups && i < n; i++)
+        ix_ok = nf_strset_insert(&ix.tensors, tps[i].t->name, NULL, i, NULL) >= 0;
+    if (!ix_ok) {
+        free(group_done);
         st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
         goto done;
     }
     for (size_t i = 0; i < n; i++) {
         if (choices[i].skip || tps[i].consumed) continue;
-        size_t member;
-        int g = group_of(recipe, tps[i].t->name, &member);
+        int g = group_of(&ix, tps[i].t->name);
         if (g >= 0) {
-            if (!group_done[g]) add_group(p, cap, &recipe->groups[g], tps, n, &probs);
+            if (!group_done[g]) add_group(p, cap, &recipe->groups[g], tps, &ix, &probs);
             group_done[g] = true;
             continue;
         }
@@ -933,6 +944,8 @@ nf_status nf_plan_build(const nf_recipe *recipe, nf_plan **out, nf_error *err)
     build_bindings(p);
     build_provenance(p);
 done:
+    nf_strset_free(&ix.members);
+    nf_strset_free(&ix.tensors);
     free(probs.text);
     free(rt);
     free(choices);

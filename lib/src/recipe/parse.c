@@ -17,6 +17,7 @@
 #include <ninfer/format.h>
 #include <ninfer/layout.h>
 #include <ninfer/method.h>
+#include <ninfer/source.h>
 
 #include "container/container_internal.h"
 #include "recipe/recipe_internal.h"
@@ -27,6 +28,7 @@ typedef struct parser {
     nf_error *err;
     recipe_impl *impl;
     nf_recipe *r;
+    size_t nregex; /* "re:" selectors so far */
 } parser;
 
 #define CTX_MAX 256
@@ -587,11 +589,24 @@ static const char *regex_too_complex(const char *pattern)
     return regex_compile_cost(pattern);
 }
 
-/* A selector: non-empty; "re:" ones must compile as POSIX extended regular expressions. */
+/* A selector: non-empty, at most RECIPE_MAX_SELECTOR_BYTES; "re:" ones must compile as POSIX
+ * extended regular expressions, with glibc (its messages name what is wrong) and with the
+ * resolver's own matcher (lib/src/recipe/match.c: the features a tensor name needs), and there
+ * are at most RECIPE_MAX_REGEX_SELECTORS of them: each is compiled here and again by the
+ * resolver (finding F9, docs/recipes.md). */
+#define RECIPE_MAX_SELECTOR_BYTES 4096u
+#define RECIPE_MAX_REGEX_SELECTORS 4096u
+
 static nf_status add_selector(parser *p, nf_recipe_rule *rule, const ynode *n, const char *ctx)
 {
     const char *s = NULL;
     NF_TRY(get_string(p, n, ctx, "a tensor name, glob or re:REGEX", &s));
+    if (n->len > RECIPE_MAX_SELECTOR_BYTES)
+        return fail(p, n->pos, "%s: selector of %zu bytes, more than the cap of %u (a tensor name has at most %u)", ctx,
+                    n->len, RECIPE_MAX_SELECTOR_BYTES, NF_SOURCE_MAX_NAME_BYTES);
+    if (recipe_is_regex(s) && ++p->nregex > RECIPE_MAX_REGEX_SELECTORS)
+        return fail(p, n->pos, "%s: more than %u regular expression selectors (the cap; a glob or an exact name "
+                    "costs less)", ctx, RECIPE_MAX_REGEX_SELECTORS);
     if (recipe_is_regex(s)) {
         const char *pattern = s + strlen(RECIPE_RE_PREFIX);
         if (!pattern[0]) return fail(p, n->pos, "%s: empty regular expression '%s'", ctx, s);
@@ -605,6 +620,10 @@ static nf_status add_selector(parser *p, nf_recipe_rule *rule, const ynode *n, c
             return fail(p, n->pos, "%s: bad regular expression '%s': %s", ctx, pattern, why);
         }
         regfree(&re);
+        recipe_regex *mine = NULL;
+        const char *why = recipe_regex_compile(pattern, &mine);
+        recipe_regex_free(mine);
+        if (why) return fail(p, n->pos, "%s: regular expression '%s' %s", ctx, pattern, why);
     }
     size_t count = rule->nmatch;
     NF_TRY(grow_one(p, (void **)&rule->match, &count, sizeof *rule->match));

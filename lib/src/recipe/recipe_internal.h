@@ -86,6 +86,26 @@ bool recipe_is_regex(const char *selector);
  * identical name, which the exact lookup already decided. */
 bool recipe_glob_has_meta(const char *selector);
 
+/* Matchers with a counted cost (match.c; docs/recipes.md).  Each adds the work it did to
+ * *steps: a glob at most (pattern length + 1) x (name length + 1), a regular expression at
+ * most (states + 1) x (name length + 1). */
+bool recipe_glob_match(const char *pattern, const char *name, uint64_t *steps); /* fnmatch(p, n, 0) */
+bool recipe_glob_needs_fnmatch(const char *pattern); /* holds [: [= or [. (then fnmatch decides) */
+size_t recipe_glob_prefix_len(const char *pattern); /* literal bytes before the first * ? [ \ */
+
+typedef struct recipe_regex recipe_regex;
+/* The whole-name matcher of a "re:" pattern (without the prefix): NULL and *out set, or the
+ * reason it is refused ("has an unmatched '('", "uses a backslash before a letter ...") to
+ * follow "regular expression 'P' ". */
+const char *recipe_regex_compile(const char *pattern, recipe_regex **out);
+bool recipe_regex_match(recipe_regex *re, const char *name, uint64_t *steps); /* not thread-safe */
+size_t recipe_regex_states(const recipe_regex *re);
+void recipe_regex_free(recipe_regex *re);
+/* The literal text every name the pattern matches starts with (NUL-terminated in buf); its
+ * length.  Empty when unsure (an alternation anywhere). */
+size_t recipe_regex_prefix(const char *pattern, char *buf, size_t size);
+#define RECIPE_RE_PREFIX_MAX 260 /* a pattern is at most 256 bytes (parse.c) */
+
 /* The directory part of a path: "a/b" -> "a", "b" -> ".", "/b" -> "/".  NULL on ENOMEM. */
 char *recipe_dirname(const char *path);
 
