@@ -31,13 +31,18 @@ enum {
     OPT_METHOD,
     OPT_RULE,
     OPT_CHUNK_VALUES,
-    OPT_REMOVE_STALE
+    OPT_REMOVE_STALE,
+    OPT_ALLOW_PATH,
+    OPT_ALLOW_ENV
 };
 
 static const nf_option options[] = {
     {"recipe", 'r', NF_ARG_REQUIRED, OPT_RECIPE, "RECIPE.yaml", "the conversion recipe (design: docs/recipes.md)"},
     {"output", 'o', NF_ARG_REQUIRED, OPT_OUTPUT, "OUT.ninfer", "the artifact to write (required)"},
     {"source", 0, NF_ARG_REQUIRED, OPT_SOURCE, "NAME=PATH", "replace (or add) the recipe's source NAME"},
+    {"allow-path", 0, NF_ARG_REQUIRED, OPT_ALLOW_PATH, "DIR",
+     "let the recipe also read DIR (besides its own directory and --source paths; repeatable)"},
+    {"allow-env", 0, NF_ARG_REQUIRED, OPT_ALLOW_ENV, "NAME", "let ${NAME} in the recipe's paths expand (repeatable)"},
     {"threads", 'j', NF_ARG_REQUIRED, OPT_THREADS, "N", "encoding threads (default: every core)"},
     {"max-file-bytes", 0, NF_ARG_REQUIRED, OPT_MAX_FILE_BYTES, "BYTES",
      "split into parts of at most BYTES each (0: one file; overrides the recipe)"},
@@ -59,7 +64,8 @@ static const nf_option options[] = {
 
 static const nf_program program = {
     "ninfer-convert",
-    "ninfer-convert -r RECIPE.yaml -o OUT.ninfer [--source NAME=PATH]... [--threads N]\n"
+    "ninfer-convert -r RECIPE.yaml -o OUT.ninfer [--source NAME=PATH]... [--allow-path DIR]...\n"
+    "                      [--allow-env NAME]... [--threads N]\n"
     "                      [--max-file-bytes BYTES] [--dry-run] [--force] [--no-report]\n"
     "                      [--remove-stale]\n"
     "       ninfer-convert -o OUT.ninfer --remove-stale\n"
@@ -85,6 +91,8 @@ typedef struct convert_opts {
     size_t nsources;
     const char **rules;
     size_t nrules;
+    const char **allow_paths, **allow_env;
+    size_t nallow_paths, nallow_env;
     unsigned threads;
     bool has_max_file_bytes, dry_run, force, no_report, has_id, remove_stale;
     uint64_t max_file_bytes, chunk_values;
@@ -136,6 +144,14 @@ static int on_option(void *ctx, nf_cli *cli, int id, const char *arg)
     case OPT_ARTIFACT_ID:
         if (!parse_hex_id(arg, o->artifact_id)) return nf_cli_usage(cli, "--artifact-id takes 32 hex digits");
         o->has_id = true;
+        break;
+    case OPT_ALLOW_PATH:
+        if (!arg[0]) return nf_cli_usage(cli, "--allow-path takes a directory");
+        o->allow_paths[o->nallow_paths++] = arg;
+        break;
+    case OPT_ALLOW_ENV:
+        if (!arg[0]) return nf_cli_usage(cli, "--allow-env takes a variable name");
+        o->allow_env[o->nallow_env++] = arg;
         break;
     case OPT_FORMAT: o->format = arg; break;
     case OPT_METHOD: o->method = arg; break;
@@ -448,7 +464,9 @@ int main(int argc, char **argv)
     convert_opts opts = {0};
     opts.sources = calloc((size_t)argc + 1, sizeof *opts.sources);
     opts.rules = calloc((size_t)argc + 1, sizeof *opts.rules);
-    if (!opts.sources || !opts.rules) return NF_EXIT_SYSTEM;
+    opts.allow_paths = calloc((size_t)argc + 1, sizeof *opts.allow_paths);
+    opts.allow_env = calloc((size_t)argc + 1, sizeof *opts.allow_env);
+    if (!opts.sources || !opts.rules || !opts.allow_paths || !opts.allow_env) return NF_EXIT_SYSTEM;
     bool done = false;
     nf_recipe *recipe = NULL;
     nf_plan *plan = NULL;
@@ -485,6 +503,8 @@ int main(int argc, char **argv)
         }
         nf_status st = nf_recipe_parse(text, len, "(quick mode)", NULL, &recipe, &err);
         free(text);
+        /* SOURCE is the command line's: given as --source base=SOURCE would be */
+        if (st == NF_OK) st = nf_recipe_set_source(recipe, "base", cli.positional[0], &err);
         if (st != NF_OK) {
             rc = nf_cli_report(&cli, &err);
             goto out;
@@ -498,7 +518,8 @@ int main(int argc, char **argv)
             rc = nf_cli_usage(&cli, "--format, --method and --rule belong to quick mode (SOURCE --format FORMAT)");
             goto out;
         }
-        if (nf_recipe_load(opts.recipe, &recipe, &err) != NF_OK) {
+        nf_recipe_options ro = {opts.allow_env, opts.nallow_env};
+        if (nf_recipe_load_ex(opts.recipe, &ro, &recipe, &err) != NF_OK) {
             rc = nf_cli_report(&cli, &err);
             goto out;
         }
@@ -508,6 +529,12 @@ int main(int argc, char **argv)
         const char *eq = strchr(opts.sources[i], '=');
         snprintf(name, sizeof name, "%.*s", (int)(eq - opts.sources[i]), opts.sources[i]);
         if (nf_recipe_set_source(recipe, name, eq + 1, &err) != NF_OK) {
+            rc = nf_cli_report(&cli, &err);
+            goto out;
+        }
+    }
+    for (size_t i = 0; i < opts.nallow_paths; i++) {
+        if (nf_recipe_allow_path(recipe, opts.allow_paths[i], &err) != NF_OK) {
             rc = nf_cli_report(&cli, &err);
             goto out;
         }
@@ -581,5 +608,7 @@ out:
     nf_cli_free(&cli);
     free(opts.sources);
     free(opts.rules);
+    free(opts.allow_paths);
+    free(opts.allow_env);
     return rc;
 }

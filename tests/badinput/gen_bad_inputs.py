@@ -41,7 +41,7 @@ CASES = []
 
 
 def case(name, status, needles, prog, args, files, flags="-"):
-    """files: {relative path: bytes | str | None (a FIFO)}."""
+    """files: {relative path: bytes | str | None (a FIFO) | ("symlink", target)}."""
     assert all(c.isalnum() or c in "_-" for c in name), name
     assert not any(c[0] == name for c in CASES), "duplicate case " + name
     d = os.path.join(OUT, name)
@@ -51,6 +51,9 @@ def case(name, status, needles, prog, args, files, flags="-"):
         os.makedirs(os.path.dirname(p), exist_ok=True)
         if data is None:
             os.mkfifo(p)
+            continue
+        if isinstance(data, tuple):
+            os.symlink(data[1], p)
             continue
         with open(p, "wb") as f:
             f.write(data.encode() if isinstance(data, str) else data)
@@ -646,6 +649,24 @@ def recipe_cases():
                 HEAD, extra={"ckpt/config.json": "{" + " " * (16 << 20) + "}"}, flags="mem")
     recipe_case("config_malformed", ["ckpt/config.json", "line 1"],
                 HEAD, extra={"ckpt/config.json": '{"hidden_size": 8,'})
+
+    # what a recipe may read (F2): paths stay inside the recipe's directory unless the command line
+    # allows more; '..', absolute paths and links out are refused naming the key, line and column
+    OUTSIDE = "what the recipe may read"
+    RES = HEAD + "components:\n  text:\n    resources: {s: %s}\n"
+    recipe_case("resource_dotdot", ["r.yaml:6:17: components.text.resources.s: 'base/../../../../../../etc/passwd'",
+                                    "resolves to /etc/passwd", OUTSIDE],
+                RES % "base/../../../../../../etc/passwd")
+    recipe_case("resource_absolute", ["r.yaml:6:17: components.text.resources.s: '/etc/passwd' is outside", OUTSIDE],
+                RES % "/etc/passwd")
+    recipe_case("resource_symlink_out", ["components.text.resources.s: './tok.json' resolves to /etc/passwd", OUTSIDE],
+                RES % "./tok.json", extra={"tok.json": ("symlink", "/etc/passwd")})
+    recipe_case("source_outside", ["r.yaml:3:3: sources.base: '../../../../../../etc' resolves to /etc", OUTSIDE],
+                "recipe: 1\nsources:\n  base: ../../../../../../etc\n")
+    recipe_case("config_symlink_out", ["r.yaml:3:3: sources.base", "ckpt/config.json' resolves to /etc/passwd",
+                                       OUTSIDE], HEAD, extra={"ckpt/config.json": ("symlink", "/etc/passwd")})
+    recipe_case("variable_not_allowed", ["r.yaml:3:3: sources.base: environment variable 'HOME' is not allowed",
+                                         "--allow-env HOME"], "recipe: 1\nsources:\n  base: ${HOME}/ckpt\n")
 
     # importance matrices, through grouped_search
     W = "model.layers.0.mlp.down_proj.weight"

@@ -144,7 +144,8 @@ run 2 "$bin/ninfer-convert" "$ck" -o "$work/q/x.ninfer" --format q9_nonsense
 # GGUF import: blocks byte for byte, values as ggml computes them
 mkdir "$work/g"
 printf 'recipe: 1\nsources:\n  base: %s\ndefaults: {format: fp32}\nrules:\n  - match: blk.0.attn_q.weight\n    format: gguf_q4_k\n    method: import_encoded\n' "$data/gguf/q4_k.gguf" >"$work/g.yaml"
-run 0 "$bin/ninfer-convert" -r "$work/g.yaml" -o "$work/g/g.ninfer"
+# (the checkpoint is outside the recipe's directory: the command line allows it)
+run 0 "$bin/ninfer-convert" -r "$work/g.yaml" -o "$work/g/g.ninfer" --allow-path "$data/gguf"
 run 0 "$bin/ninfer-dequant" "$work/g/g.ninfer" blk.0.attn_q.weight -o "$work/g/q.f32"
 check cmp -s "$work/g/q.f32" "$data/gguf/q4_k.dequant.f32"
 run 0 "$bin/ninfer-verify" "$work/g/g.ninfer" --against "$data/gguf/q4_k.gguf"
@@ -217,8 +218,11 @@ rules:
 run 1 "$bin/ninfer-convert" -r "$work/nv2.yaml" -o "$work/nvout/bad.ninfer"
 
 # the example recipes of recipes/ plan (and convert) on matching checkpoints
-MODEL_DIR=$ck run 0 "$bin/ninfer-convert" -r "$top/recipes/q8-all.yaml" -o "$work/r/x.ninfer" --dry-run
-MODEL_DIR=$ck run 0 "$bin/ninfer-convert" -r "$top/recipes/fp8-rows.yaml" -o "$work/r/x.ninfer" --dry-run
+# (their ${MODEL_DIR} expands when the command line allows it, and names a directory it allows)
+MODEL_DIR=$ck run 0 "$bin/ninfer-convert" -r "$top/recipes/q8-all.yaml" -o "$work/r/x.ninfer" --dry-run \
+    --allow-env MODEL_DIR --allow-path "$ck"
+MODEL_DIR=$ck run 0 "$bin/ninfer-convert" -r "$top/recipes/fp8-rows.yaml" -o "$work/r/x.ninfer" --dry-run \
+    --source base="$ck"
 cp -r "$ck" "$work/ckim"
 python3 - "$work/ckim/imatrix.gguf" <<'PY'
 # a llama-imatrix file for the generated checkpoint: T.in_sum2 (K values) and T.counts (1)
@@ -244,9 +248,15 @@ for name, vals in ts:
     out += d + b'\0' * (-len(d) % 32)
 open(sys.argv[1], 'wb').write(out)
 PY
-MODEL_DIR=$work/ckim run 0 "$bin/ninfer-convert" -r "$top/recipes/q4-imatrix.yaml" -o "$work/r/im.ninfer"
-MODEL_DIR=$work/ckim run 0 "$bin/ninfer-verify" "$work/r/im.ninfer" --against "$work/ckim"
-MODEL_GGUF=$data/gguf/q4_k.gguf run 0 "$bin/ninfer-convert" -r "$top/recipes/import-gguf.yaml" -o "$work/r/gg.ninfer"
+MODEL_DIR=$work/ckim run 0 "$bin/ninfer-convert" -r "$top/recipes/q4-imatrix.yaml" -o "$work/r/im.ninfer" \
+    --allow-env MODEL_DIR --allow-path "$work/ckim"
+# verify --against opens only what its command line names (design.md section 7): the imatrix the
+# artifact's recipe names through ${MODEL_DIR} is not expanded, and says so
+MODEL_DIR=$work/ckim run 1 "$bin/ninfer-verify" "$work/r/im.ninfer" --against "$work/ckim"
+grep -qF "sources.imatrix: environment variable 'MODEL_DIR' is not allowed" "$work/out" && ok ||
+    bad "verify --against: $(head -c 300 "$work/out")"
+MODEL_GGUF=$data/gguf/q4_k.gguf run 0 "$bin/ninfer-convert" -r "$top/recipes/import-gguf.yaml" -o "$work/r/gg.ninfer" \
+    --source base="$data/gguf/q4_k.gguf"
 rm -f "$work"/r/*
 
 # the generator's GGUF form (llama.cpp names, F16 weights, F32 norms): the same values as its

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # What ninfer-convert takes from its inputs (design.md section 7, "Trust boundaries", the input
-# side): re-encoded sources are announced (M5).
+# side): re-encoded sources are announced (M5); a recipe reads only what the command line allows
+# and expands only the variables it allows, never echoing a value (F2).
 # usage: test_convert_inputs.sh BIN_DIR DATA_DIR
 set -u
 bin=$(cd "$1" && pwd)
@@ -36,6 +37,61 @@ run 0 "$bin/ninfer-convert" "$data/gguf/q4_k.gguf" -o "$work/m5/i.ninfer" --form
     --rule 'blk.0.attn_q.weight=gguf_q4_k:import_encoded' --dry-run
 lacks "$work/err" "warning"
 lacks "$work/out" "requantized"
+
+# ---------------------------------------------------------------- F2: what a recipe may read
+f2=$work/f2
+mkdir -p "$f2/r" "$f2/o"
+"$bin/ninfer-gen-checkpoint" "$f2/r/ck" >/dev/null || bad "generator"
+echo "the secret" >"$f2/secret.txt"
+nothing_written() { if [ -z "$(ls -A "$f2/o")" ]; then ok; else bad "files left: $(ls -A "$f2/o")"; fi; }
+recipe() { printf 'recipe: 1\nsources:\n  base: %s\ncomponents:\n  text:\n    resources: {s: "%s"}\n' "$1" "$2" >"$f2/r/r.yaml"; }
+# the reported case: as many '..' as it takes, then an absolute path, then a link
+recipe ./ck 'base/../../../../../../../../etc/passwd'
+run 1 "$bin/ninfer-convert" -r "$f2/r/r.yaml" -o "$f2/o/m.ninfer" --dry-run
+contains "$work/err" "r.yaml:6:17: components.text.resources.s: 'base/../../../../../../../../etc/passwd' resolves to /etc/passwd, outside what the recipe may read"
+contains "$work/err" "--allow-path DIR"
+recipe ./ck "$f2/secret.txt"
+run 1 "$bin/ninfer-convert" -r "$f2/r/r.yaml" -o "$f2/o/m.ninfer"
+contains "$work/err" "components.text.resources.s: '$f2/secret.txt' is outside what the recipe may read"
+nothing_written
+ln -s "$f2/secret.txt" "$f2/r/innocent.txt"
+recipe ./ck ./innocent.txt
+run 1 "$bin/ninfer-convert" -r "$f2/r/r.yaml" -o "$f2/o/m.ninfer"
+contains "$work/err" "'./innocent.txt' resolves to $f2/secret.txt"
+nothing_written
+# --allow-path lets it in: the resource is published
+run 0 "$bin/ninfer-convert" -r "$f2/r/r.yaml" -o "$f2/o/m.ninfer" --allow-path "$f2"
+run 0 "$bin/ninfer-inspect" "$f2/o/m.ninfer" --json
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['components']['text']['resources'] == {'s': 's'}" \
+    "$work/out" && ok || bad "the allowed resource is not in the artifact"
+rm -f "$f2"/o/*
+run 2 "$bin/ninfer-convert" -r "$f2/r/r.yaml" -o "$f2/o/m.ninfer" --allow-path "$f2/nope"
+contains "$work/err" "--allow-path $f2/nope"
+# a source outside: refused, unless --source gives it
+mv "$f2/r/ck" "$f2/ck"
+recipe ../ck base/tokenizer.json
+run 1 "$bin/ninfer-convert" -r "$f2/r/r.yaml" -o "$f2/o/m.ninfer" --dry-run
+contains "$work/err" "r.yaml:3:3: sources.base: '../ck' resolves to $f2/ck, outside"
+run 0 "$bin/ninfer-convert" -r "$f2/r/r.yaml" -o "$f2/o/m.ninfer" --dry-run --source base="$f2/ck"
+# ... and a recipe read from stdin has no directory of its own
+recipe "$f2/ck" base/tokenizer.json
+run 1 "$bin/ninfer-convert" -r - -o "$f2/o/m.ninfer" --dry-run <"$f2/r/r.yaml"
+contains "$work/err" "no directory of its own"
+# ${VAR}: only what --allow-env names, and never its value in a message
+mv "$f2/ck" "$f2/r/ck"
+recipe './${NINFER_T_SECRET}' base/tokenizer.json
+NINFER_T_SECRET=hunter2 run 1 "$bin/ninfer-convert" -r "$f2/r/r.yaml" -o "$f2/o/m.ninfer" --dry-run
+contains "$work/err" "sources.base: environment variable 'NINFER_T_SECRET' is not allowed"
+contains "$work/err" "--allow-env NINFER_T_SECRET"
+lacks "$work/err" "hunter2"
+NINFER_T_SECRET=ck run 0 "$bin/ninfer-convert" -r "$f2/r/r.yaml" -o "$f2/o/m.ninfer" --dry-run --allow-env NINFER_T_SECRET
+# an allowed variable that is unset: the message quotes the path as written
+recipe './${NINFER_T_SECRET}/${NINFER_T_UNSET}' base/tokenizer.json
+NINFER_T_SECRET=hunter2 run 1 env -u NINFER_T_UNSET "$bin/ninfer-convert" -r "$f2/r/r.yaml" -o "$f2/o/m.ninfer" \
+    --dry-run --allow-env NINFER_T_SECRET --allow-env NINFER_T_UNSET
+contains "$work/err" "'NINFER_T_UNSET' is not set (in './\${NINFER_T_SECRET}/\${NINFER_T_UNSET}')"
+lacks "$work/err" "hunter2"
+nothing_written
 
 echo "convert inputs: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -66,10 +66,29 @@ nf_status yn_to_json(const ynode *n, const char *name, json_t **out, nf_error *e
  * the part of each "SOURCE/file" resource after the source name, which --source overrides
  * (nf_recipe_set_source) need to re-resolve the resource against the new source path.
  * nf_recipe_resolve uses the public fields only. */
+/* A place the recipe may read (paths.c): its real path and its lexically normalized absolute
+ * form (the same unless a symbolic link is on the way), so that a path that does not exist yet
+ * can be judged as written. */
+typedef struct recipe_root {
+    char *real;    /* NULL when it could not be resolved */
+    char *lexical;
+    const char *why; /* "the recipe's directory", "--source", "--allow-path" (static) */
+} recipe_root;
+
 typedef struct recipe_impl {
     nf_recipe pub; /* first: a nf_recipe * is a recipe_impl * */
-    char ***res_file; /* [component][resource]: the file part, NULL for plain paths */
+    char ***res_file; /* [component][resource]: the file part, NULL for plain paths (or blocked) */
+    recipe_root *roots;
+    size_t nroots;
 } recipe_impl;
+
+/* Adds a root (paths.c).  must_exist: an unresolvable path is NF_ERR_USAGE (--allow-path);
+ * otherwise it is kept in its lexical form only. */
+nf_status recipe_add_root(recipe_impl *impl, const char *path, const char *why, bool must_exist, nf_error *err);
+void recipe_free_roots(recipe_impl *impl);
+/* The absolute, lexically normalized form of path ("." and ".." resolved as text, no link
+ * followed); NULL on ENOMEM or when the current directory is unknown. */
+char *recipe_lexical_abs(const char *path);
 
 /* ---------------------------------------------------------------- shared checks */
 /* Check method parameters (`with`) against a method (conversion.md 5.2).  Returns true when

@@ -195,6 +195,7 @@ static nf_status add_file(nf_source *s, const char *path, int fd, uint64_t size,
 static nf_status open_file(nf_source *s, const char *path, bool missing_invalid, const char *referrer,
                            nf_error *err)
 {
+    if (s->check) NF_TRY(s->check(s->check_ctx, path, err));
     /* O_NONBLOCK: a FIFO named as a checkpoint must be refused (fstat below), not block open;
      * it changes nothing for the reads of a regular file. */
     int fd = nf_io_open(path, O_RDONLY | O_NONBLOCK, 0);
@@ -308,8 +309,9 @@ static nf_status read_json_text(const char *path, uint64_t cap, const char *what
     return rc;
 }
 
-static nf_status read_index_text(const char *path, char **text, size_t *len, nf_error *err)
+static nf_status read_index_text(const nf_source *s, const char *path, char **text, size_t *len, nf_error *err)
 {
+    if (s->check) NF_TRY(s->check(s->check_ctx, path, err));
     return read_json_text(path, NF_ST_MAX_INDEX_BYTES, "index", text, len, err);
 }
 
@@ -392,7 +394,7 @@ static nf_status open_index(nf_source *s, const char *path, nf_error *err)
     if (!s->index_path) return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", path);
     char *text;
     size_t len = 0;
-    NF_TRY(read_index_text(path, &text, &len, err));
+    NF_TRY(read_index_text(s, path, &text, &len, err));
     nf_status pre = index_prescan(path, text, len, err);
     if (pre != NF_OK) {
         free(text);
@@ -625,10 +627,18 @@ static nf_status parse_single(nf_source *s, nf_error *err)
 
 nf_status nf_source_open(const char *path, nf_source **out, nf_error *err)
 {
+    return nf_source_open_checked(path, NULL, NULL, out, err);
+}
+
+nf_status nf_source_open_checked(const char *path, nf_source_check_fn check, void *ctx, nf_source **out,
+                                 nf_error *err)
+{
     if (!path || !out) return nf_error_set(err, NF_ERR_USAGE, "nf_source_open: NULL argument");
     *out = NULL;
     nf_source *s = source_new(path);
     if (!s) return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", path);
+    s->check = check;
+    s->check_ctx = ctx;
     nf_status rc = NF_OK;
     struct stat st;
     if (stat(path, &st) != 0) {
@@ -657,6 +667,8 @@ nf_status nf_source_open(const char *path, nf_source **out, nf_error *err)
         if (rc == NF_OK) rc = parse_single(s, err);
         if (rc == NF_OK && s->kind == NF_SOURCE_SAFETENSORS) rc = scan_companions(s, path, dir_len_of(path), err);
     }
+    s->check = NULL; /* only while opening: the callback's context need not outlive the call */
+    s->check_ctx = NULL;
     if (rc != NF_OK) {
         nf_source_close(s);
         return rc;

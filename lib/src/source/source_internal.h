@@ -67,6 +67,9 @@ struct nf_source {
     nf_gguf_kv *kvs;
     size_t nkv;
     const nf_gguf_kv **kv_by_key; /* sorted by key */
+    /* nf_source_open_checked: called before each file is opened (NULL: none) */
+    nf_source_check_fn check;
+    void *check_ctx;
 };
 
 /* __metadata__ pairs of one safetensors header (real files hold a handful).  Without it a 100 MB
