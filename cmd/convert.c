@@ -436,26 +436,29 @@ static int handle_stale(const nf_cli *cli, const convert_opts *o)
     return rc;
 }
 
-/* SOURCE_DATE_EPOCH: an artifact id that depends only on the inputs, for reproducible builds. */
-static void derived_id(const nf_plan *plan, const char *epoch, uint8_t out[16])
+/* SOURCE_DATE_EPOCH: an artifact id that depends only on the inputs, for reproducible builds.
+ * It binds the content (finding F13): the plan's content digest covers the plan and every byte
+ * it reads (nf_plan_content_digest), hashed with the epoch and the split setting, which the plan
+ * does not hold.  The same inputs give the same id; other weights under the same names and
+ * shapes give another one, so an entry never accepts the parts of another artifact. */
+static nf_status derived_id(const nf_plan *plan, const char *epoch, const convert_opts *o, uint8_t out[16],
+                            nf_error *err)
 {
-    json_t *d = nf_plan_describe(plan);
-    char *text = json_dumps(d, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    json_decref(d);
-    size_t n = (text ? strlen(text) : 0) + strlen(epoch) + 1;
-    char *all = malloc(n);
+    uint8_t digest[16];
+    NF_TRY(nf_plan_content_digest(plan, digest, err));
+    char text[256];
+    int n = snprintf(text, sizeof text, "ninfer-convert artifact id v2\n%s\n%d %" PRIu64 "\n", epoch,
+                     o->has_max_file_bytes ? 1 : 0, o->max_file_bytes);
+    size_t len = n > 0 && (size_t)n < sizeof text ? (size_t)n : 0;
+    uint8_t all[sizeof text + 16];
+    memcpy(all, text, len);
+    memcpy(all + len, digest, 16);
     char hex[33];
-    if (all) {
-        snprintf(all, n, "%s%s", text ? text : "", epoch);
-        nf_xxh3_128_hex(all, strlen(all), hex);
-    } else {
-        nf_xxh3_128_hex(epoch, strlen(epoch), hex);
-    }
-    free(all);
-    free(text);
+    nf_xxh3_128_hex(all, len + 16, hex);
     parse_hex_id(hex, out);
     out[6] = (uint8_t)((out[6] & 0x0F) | 0x40); /* shaped like a UUIDv4 */
     out[8] = (uint8_t)((out[8] & 0x3F) | 0x80);
+    return NF_OK;
 }
 
 int main(int argc, char **argv)
@@ -561,7 +564,10 @@ int main(int argc, char **argv)
     if ((rc = handle_stale(&cli, &opts)) != NF_EXIT_OK) goto out;
     const char *epoch = getenv("SOURCE_DATE_EPOCH");
     if (!opts.has_id && epoch && *epoch) {
-        derived_id(plan, epoch, opts.artifact_id);
+        if (derived_id(plan, epoch, &opts, opts.artifact_id, &err) != NF_OK) {
+            rc = nf_cli_report(&cli, &err);
+            goto out;
+        }
         opts.has_id = true;
     }
     nf_cli_info(&cli, "kernels: %s", nf_simd_name());

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # What ninfer-convert takes from its inputs (design.md section 7, "Trust boundaries", the input
 # side): re-encoded sources are announced (M5); a recipe reads only what the command line allows
-# and expands only the variables it allows, never echoing a value (F2).
+# and expands only the variables it allows, never echoing a value (F2); with SOURCE_DATE_EPOCH
+# the artifact id binds the weights (F13).
 # usage: test_convert_inputs.sh BIN_DIR DATA_DIR
 set -u
 bin=$(cd "$1" && pwd)
@@ -92,6 +93,35 @@ NINFER_T_SECRET=hunter2 run 1 env -u NINFER_T_UNSET "$bin/ninfer-convert" -r "$f
 contains "$work/err" "'NINFER_T_UNSET' is not set (in './\${NINFER_T_SECRET}/\${NINFER_T_UNSET}')"
 lacks "$work/err" "hunter2"
 nothing_written
+
+# ---------------------------------------------------------------- F13: derived ids bind the content
+# Two checkpoints with the same names, shapes and dtypes and other weights: the ids differ, so an
+# entry of one can never pass with the parts of the other (each part header holds the id).
+f13=$work/f13
+mkdir -p "$f13/o"
+"$bin/ninfer-gen-checkpoint" "$f13/a" --layers 1 --seed 1 >/dev/null || bad "generator"
+"$bin/ninfer-gen-checkpoint" "$f13/b" --layers 1 --seed 2 >/dev/null || bad "generator"
+id_of() { python3 -c "import sys; print(open(sys.argv[1], 'rb').read()[16:32].hex())" "$1"; }
+for x in a b; do
+    SOURCE_DATE_EPOCH=1700000000 run 0 "$bin/ninfer-convert" "$f13/$x" -o "$f13/o/$x.ninfer" --format q8_g32_fp16 \
+        --max-file-bytes 400000 --no-report -q
+done
+if [ "$(id_of "$f13/o/a.ninfer")" != "$(id_of "$f13/o/b.ninfer")" ]; then ok; else bad "the same id for other weights"; fi
+# swapping the parts of b under a's entry is caught without reading a payload byte
+for part in "$f13"/o/b.ninfer.part-*; do cp "$part" "$f13/o/a.ninfer.${part##*.ninfer.}"; done
+run 1 "$bin/ninfer-verify" --quick "$f13/o/a.ninfer"
+contains "$work/out" "does not belong to this entry"
+# the same inputs still give the same bytes
+mkdir "$f13/o2"
+SOURCE_DATE_EPOCH=1700000000 run 0 "$bin/ninfer-convert" "$f13/b" -o "$f13/o2/b.ninfer" --format q8_g32_fp16 \
+    --max-file-bytes 400000 --no-report -q
+same "$f13/o/b.ninfer" "$f13/o2/b.ninfer"
+same "$f13/o/b.ninfer.part-0001" "$f13/o2/b.ninfer.part-0001"
+# and another epoch, another id
+mkdir "$f13/o3"
+SOURCE_DATE_EPOCH=1700000001 run 0 "$bin/ninfer-convert" "$f13/b" -o "$f13/o3/b.ninfer" --format q8_g32_fp16 \
+    --max-file-bytes 400000 --no-report -q
+if [ "$(id_of "$f13/o/b.ninfer")" != "$(id_of "$f13/o3/b.ninfer")" ]; then ok; else bad "the epoch is not in the id"; fi
 
 echo "convert inputs: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -60,6 +60,10 @@ struct nf_plan {
     plan_object *objects;
     size_t nobjects;
     json_t *components, *bindings, *metadata, *provenance;
+    /* companions of the base source that imports read at plan time (scales, scalars), sorted by
+     * address; with the members' tensors, what nf_plan_content_digest reads */
+    const nf_source_tensor **companions;
+    size_t ncompanions;
 };
 
 /* Convert one tensor's words into the rows of a words buffer (execute.c); a method's rows are
