@@ -2,7 +2,8 @@
 # What ninfer-convert takes from its inputs (design.md section 7, "Trust boundaries", the input
 # side): re-encoded sources are announced (M5); a recipe reads only what the command line allows
 # and expands only the variables it allows, never echoing a value (F2); with SOURCE_DATE_EPOCH
-# the artifact id binds the weights (F13).
+# the artifact id binds the weights (F13); a checkpoint of many shards converts under a low limit of
+# open files (F8).
 # usage: test_convert_inputs.sh BIN_DIR DATA_DIR
 set -u
 bin=$(cd "$1" && pwd)
@@ -122,6 +123,37 @@ mkdir "$f13/o3"
 SOURCE_DATE_EPOCH=1700000001 run 0 "$bin/ninfer-convert" "$f13/b" -o "$f13/o3/b.ninfer" --format q8_g32_fp16 \
     --max-file-bytes 400000 --no-report -q
 if [ "$(id_of "$f13/o/b.ninfer")" != "$(id_of "$f13/o3/b.ninfer")" ]; then ok; else bad "the epoch is not in the id"; fi
+
+# ---------------------------------------------------------------- F8: many shards, few descriptors
+# 600 shards (one small tensor each) converted, verified against and dequantized with at most 64
+# open files: the source keeps a bounded cache of open shards and reopens on demand.
+f8=$work/f8
+mkdir -p "$f8/ck" "$f8/o64" "$f8/o1024"
+python3 - "$f8/ck" <<'PY' || bad "the shard writer"
+import json, struct, sys
+d, n = sys.argv[1], 600
+wm = {}
+for i in range(n):
+    name = "model.layers.%d.mlp.w.weight" % i
+    shard = "model-%05d-of-%05d.safetensors" % (i + 1, n)
+    vals = [((i * 31 + j * 7) % 23 - 11) / 8.0 for j in range(2 * 64)]
+    data = b"".join(struct.pack("<f", v)[2:] for v in vals)  # bf16: the high half of exact binary32
+    hdr = json.dumps({name: {"dtype": "BF16", "shape": [2, 64], "data_offsets": [0, len(data)]}}).encode()
+    hdr += b" " * (-len(hdr) % 8)
+    open("%s/%s" % (d, shard), "wb").write(struct.pack("<Q", len(hdr)) + hdr + data)
+    wm[name] = shard
+json.dump({"metadata": {}, "weight_map": wm}, open(d + "/model.safetensors.index.json", "w"))
+PY
+for lim in 64 1024; do
+    (ulimit -n "$lim" && "$bin/ninfer-convert" "$f8/ck" -o "$f8/o$lim/m.ninfer" --format q8_g32_fp16 -j 2 -q \
+        --artifact-id 0123456789abcdef0123456789abcdef) \
+        >"$work/out" 2>"$work/err" && ok || bad "600 shards under ulimit -n $lim: $(head -c 300 "$work/err")"
+done
+(ulimit -n 64 && "$bin/ninfer-verify" "$f8/o64/m.ninfer" --against "$f8/ck") >"$work/out" 2>"$work/err" && ok ||
+    bad "verify --against 600 shards under ulimit -n 64: $(head -c 300 "$work/out" "$work/err")"
+same "$f8/o64/m.ninfer" "$f8/o1024/m.ninfer"
+(ulimit -n 64 && "$bin/ninfer-inspect" "$f8/ck" --tensor model.layers.599.mlp.w.weight --stats) >"$work/out" 2>"$work/err" &&
+    ok || bad "inspect a shard under ulimit -n 64: $(head -c 300 "$work/err")"
 
 echo "convert inputs: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

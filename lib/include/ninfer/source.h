@@ -22,7 +22,11 @@
  * read as `rows` rows of `row_elements` values: the last dimension is a row, every leading
  * dimension multiplies the row count (a rank-0 or rank-1 tensor is one row).
  *
- * An nf_source is immutable after open; reads may run concurrently from several threads.
+ * An nf_source is immutable after open; reads may run concurrently from several threads.  It
+ * keeps at most a quarter of the soft RLIMIT_NOFILE (4 to 64) of its files open and reopens a
+ * closed shard when it is read again, refusing (NF_ERR_IO) a file that is no longer the one first
+ * opened (device, inode, size): any shard count up to NF_SOURCE_MAX_FILES works under
+ * `ulimit -n 64`.
  */
 #ifndef NINFER_SOURCE_H
 #define NINFER_SOURCE_H

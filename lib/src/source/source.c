@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include <jansson.h>
@@ -77,20 +78,119 @@ void src_arena_free(src_arena *a)
 }
 
 /* ---------------------------------------------------------------- files and tensors */
-nf_status src_file_read(const src_file *f, uint64_t off, void *buf, size_t len, nf_error *err)
+/* ---------------------------------------------------------------- fd cache (F8) */
+/* How many descriptors one source keeps open: a quarter of the soft RLIMIT_NOFILE (the program
+ * needs others: its output parts, other sources, stdio), at least 4 and at most 64. */
+static size_t fd_cap_for_process(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return 64;
+    rlim_t q = rl.rlim_cur / 4;
+    return q < 4 ? 4 : q > 64 ? 64 : (size_t)q;
+}
+
+static void fd_list_remove(nf_source *s, size_t at)
+{
+    s->fd_open[at] = s->fd_open[--s->nfd_open];
+}
+
+/* Closes the least recently used open file that no read is using; false when there is none. */
+static bool fd_evict_one(nf_source *s)
+{
+    size_t best = SIZE_MAX;
+    for (size_t i = 0; i < s->nfd_open; i++) {
+        const src_file *f = &s->files[s->fd_open[i]];
+        if (f->users == 0 && (best == SIZE_MAX || f->last_use < s->files[s->fd_open[best]].last_use)) best = i;
+    }
+    if (best == SIZE_MAX) return false;
+    src_file *f = &s->files[s->fd_open[best]];
+    nf_io_close(f->fd);
+    f->fd = -1;
+    fd_list_remove(s, best);
+    return true;
+}
+
+/* Records file index k as open, closing others beyond the cap (the caller holds the lock). */
+static bool fd_track(nf_source *s, size_t k)
+{
+    if (s->nfd_open == s->fd_open_cap) {
+        size_t cap = s->fd_open_cap ? s->fd_open_cap * 2 : 16;
+        size_t *l = realloc(s->fd_open, cap * sizeof *l);
+        if (!l) return false;
+        s->fd_open = l;
+        s->fd_open_cap = cap;
+    }
+    s->files[k].last_use = ++s->fd_clock;
+    s->fd_open[s->nfd_open++] = k;
+    while (s->nfd_open > s->fd_cap && fd_evict_one(s)) {
+    }
+    return true;
+}
+
+/* Opens f again (the lock is held): it must still be the regular file of the first open -- same
+ * device, inode and size -- or the reads would mix two files. */
+static nf_status fd_reopen(nf_source *s, src_file *f, nf_error *err)
+{
+    int fd = -1, e = 0;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        fd = nf_io_open(f->path, O_RDONLY | O_NONBLOCK, 0);
+        e = fd < 0 ? errno : 0;
+        if (fd >= 0 || (e != EMFILE && e != ENFILE) || !fd_evict_one(s)) break;
+    }
+    if (fd < 0) return nf_error_errno(err, e, "%s: cannot open again", f->path);
+    struct stat st;
+    e = nf_io_fstat(fd, &st);
+    if (e) {
+        nf_io_close(fd);
+        return nf_error_errno(err, e, "%s: cannot stat", f->path);
+    }
+    if (!S_ISREG(st.st_mode) || (uint64_t)st.st_dev != f->dev || (uint64_t)st.st_ino != f->ino ||
+        (uint64_t)st.st_size != f->size) {
+        nf_io_close(fd);
+        return nf_error_set(err, NF_ERR_IO, "%s: not the file that was opened before (it was replaced or changed "
+                            "size since the checkpoint was opened)", f->path);
+    }
+    (void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+    f->fd = fd;
+    size_t k = (size_t)(f - s->files);
+    if (!fd_track(s, k)) {
+        nf_io_close(fd);
+        f->fd = -1;
+        return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", f->path);
+    }
+    return NF_OK;
+}
+
+nf_status src_file_read(const src_file *cf, uint64_t off, void *buf, size_t len, nf_error *err)
 {
     uint64_t end;
-    if (!nf_add_u64(off, len, &end) || end > f->size)
+    if (!nf_add_u64(off, len, &end) || end > cf->size)
         return nf_error_set(err, NF_ERR_IO, "%s: read of bytes [%llu, +%zu) past the end of the file (%llu bytes); "
-                            "was it truncated after open?", f->path, (unsigned long long)off, len,
-                            (unsigned long long)f->size);
+                            "was it truncated after open?", cf->path, (unsigned long long)off, len,
+                            (unsigned long long)cf->size);
     if (len == 0) return NF_OK;
-    if (f->mem) {
-        memcpy(buf, f->mem + off, len);
+    if (cf->mem) {
+        memcpy(buf, cf->mem + off, len);
         return NF_OK;
     }
-    int e = nf_io_pread_full(f->fd, buf, len, off);
-    if (e) return nf_error_errno(err, e, "%s: cannot read bytes [%llu, %llu)", f->path, (unsigned long long)off,
+    /* The cache state lives in the source, which is heap-allocated and never const itself: the
+     * public read functions take a const source because reading does not change what it is. */
+    src_file *f = (src_file *)(uintptr_t)cf;
+    nf_source *s = f->owner;
+    pthread_mutex_lock(&s->fd_lock);
+    /* in use first: reopening may close others beyond the cap, never this one */
+    f->users++;
+    nf_status st = f->fd >= 0 ? NF_OK : fd_reopen(s, f, err);
+    int fd = f->fd;
+    if (st == NF_OK) f->last_use = ++s->fd_clock;
+    else f->users--;
+    pthread_mutex_unlock(&s->fd_lock);
+    if (st != NF_OK) return st;
+    int e = nf_io_pread_full(fd, buf, len, off);
+    pthread_mutex_lock(&s->fd_lock);
+    f->users--;
+    pthread_mutex_unlock(&s->fd_lock);
+    if (e) return nf_error_errno(err, e, "%s: cannot read bytes [%llu, %llu)", cf->path, (unsigned long long)off,
                                  (unsigned long long)end);
     return NF_OK;
 }
@@ -172,21 +272,43 @@ static size_t dir_len_of(const char *path)
     return slash ? (size_t)(slash - path) + 1 : 0;
 }
 
-static nf_status add_file(nf_source *s, const char *path, int fd, uint64_t size, nf_error *err)
+static nf_status add_file(nf_source *s, const char *path, int fd, const struct stat *st, uint64_t size,
+                          nf_error *err)
 {
-    if (s->nfiles >= NF_SOURCE_MAX_FILES)
+    if (s->nfiles >= NF_SOURCE_MAX_FILES) {
+        if (fd >= 0) nf_io_close(fd);
         return nf_error_set(err, NF_ERR_INVALID, "%s: more than %u files (the reader's cap)", s->path, NF_SOURCE_MAX_FILES);
+    }
     src_file *f = realloc(s->files, (s->nfiles + 1) * sizeof *f);
-    if (!f) return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", path);
+    if (!f) {
+        if (fd >= 0) nf_io_close(fd);
+        return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", path);
+    }
     s->files = f;
     f = &s->files[s->nfiles];
     memset(f, 0, sizeof *f);
     f->fd = -1;
     f->path = strdup(path);
-    if (!f->path) return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", path);
+    if (!f->path) {
+        if (fd >= 0) nf_io_close(fd);
+        return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", path);
+    }
     f->fd = fd;
     f->size = size;
     s->nfiles++;
+    if (fd >= 0) {
+        f->owner = s;
+        f->dev = (uint64_t)st->st_dev;
+        f->ino = (uint64_t)st->st_ino;
+        pthread_mutex_lock(&s->fd_lock);
+        bool ok = fd_track(s, s->nfiles - 1);
+        pthread_mutex_unlock(&s->fd_lock);
+        if (!ok) {
+            nf_io_close(fd);
+            f->fd = -1;
+            return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", path);
+        }
+    }
     return NF_OK;
 }
 
@@ -219,9 +341,8 @@ static nf_status open_file(nf_source *s, const char *path, bool missing_invalid,
     /* A hint only (its result is ignored): conversion reads each tensor once, front to back in
      * chunks, so a larger kernel readahead window helps cold files on slow disks. */
     (void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-    nf_status rc = add_file(s, path, fd, (uint64_t)st.st_size, err);
-    if (rc != NF_OK) nf_io_close(fd);
-    return rc;
+    /* (add_file owns fd from here: it closes it on failure) */
+    return add_file(s, path, fd, &st, (uint64_t)st.st_size, err);
 }
 
 /* ---------------------------------------------------------------- companions */
@@ -587,10 +708,14 @@ static nf_source *source_new(const char *path)
     nf_source *s = calloc(1, sizeof *s);
     if (!s) return NULL;
     s->path = strdup(path);
-    if (!s->path) {
+    s->fd_lock_ok = pthread_mutex_init(&s->fd_lock, NULL) == 0;
+    if (!s->path || !s->fd_lock_ok) {
+        if (s->fd_lock_ok) pthread_mutex_destroy(&s->fd_lock);
+        free(s->path);
         free(s);
         return NULL;
     }
+    s->fd_cap = fd_cap_for_process();
     return s;
 }
 
@@ -602,6 +727,8 @@ void nf_source_close(nf_source *s)
         free(s->files[i].path);
     }
     free(s->files);
+    free(s->fd_open);
+    if (s->fd_lock_ok) pthread_mutex_destroy(&s->fd_lock);
     free(s->tensors);
     free(s->by_name);
     free(s->kvs);
@@ -688,7 +815,7 @@ nf_status nf_source_open_memory(const void *data, size_t len, nf_source_kind kin
     nf_source *s = source_new(name);
     if (!s) return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", name);
     static const uint8_t empty[1] = {0};
-    nf_status rc = add_file(s, name, -1, len, err);
+    nf_status rc = add_file(s, name, -1, NULL, len, err);
     if (rc == NF_OK) {
         s->files[0].mem = data ? data : empty;
         s->kind = kind == NF_SOURCE_AUTO ? sniff(s->files[0].mem, len) : kind;
