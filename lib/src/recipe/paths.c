@@ -7,6 +7,7 @@
  * reports it missing, as it always did).  Paths the command line names itself are not confined.
  * A check and the open after it are two system calls: a file system changed between them by
  * someone else is outside what this defends (docs/security.md 1.2). */
+#define _XOPEN_SOURCE 700 /* realpath (XSI) */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
