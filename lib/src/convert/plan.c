@@ -255,14 +255,17 @@ static bool used_as_imatrix(const nf_recipe *r, const char *name)
 typedef struct source_check {
     const nf_recipe *r;
     const nf_recipe_source *rs;
+    bool refused; /* the check failed: its message already names the recipe line */
 } source_check;
 
 static nf_status confine_file(void *ctx, const char *file, nf_error *err)
 {
-    const source_check *c = ctx;
+    source_check *c = ctx;
     char key[300];
     snprintf(key, sizeof key, "sources.%s", c->rs->name);
-    return nf_recipe_check_path(c->r, file, key, c->rs->pos, file, err);
+    nf_status st = nf_recipe_check_path(c->r, file, key, c->rs->pos, file, err);
+    c->refused = st != NF_OK;
+    return st;
 }
 
 /* The source's own path: a variable the command line does not allow, or a path outside. */
@@ -294,7 +297,7 @@ static nf_status open_sources(nf_plan *p, nf_error *err)
         const nf_recipe_source *rs = &r->sources[i];
         nf_status st = confine_source(r, rs, err);
         if (st != NF_OK) return st; /* names the recipe line itself */
-        source_check check = {r, rs};
+        source_check check = {r, rs, false};
         if (used_as_imatrix(r, s->name)) {
             st = nf_imatrix_open(s->path, &p->imatrices[i], err);
             struct stat sb;
@@ -302,8 +305,7 @@ static nf_status open_sources(nf_plan *p, nf_error *err)
         } else {
             st = rs->command_line ? nf_source_open(s->path, &s->src, err)
                                   : nf_source_open_checked(s->path, confine_file, &check, &s->src, err);
-            if (st == NF_ERR_INVALID && strstr(err->message, "outside what the recipe may read"))
-                return st; /* the check's message already names the recipe line */
+            if (check.refused) return st;
             if (st == NF_OK)
                 for (size_t f = 0; f < nf_source_file_count(s->src); f++) s->bytes += nf_source_file_size(s->src, f);
         }
@@ -585,8 +587,10 @@ static nf_status object_geometry(const tensor_plan *tp, nf_geometry *g, nf_error
 }
 
 /* ---------------------------------------------------------------- directory members */
-static json_t *load_config(const nf_recipe *r, const plan_source *s, nf_error *err)
+/* *positioned: the error already names the recipe line (a refused path). */
+static json_t *load_config(const nf_recipe *r, const plan_source *s, nf_error *err, bool *positioned)
 {
+    *positioned = false;
     const char *path = s->src ? nf_source_companion(s->src, "config.json") : NULL;
     if (!path) {
         nf_error_set(err, NF_ERR_INVALID, "source '%s' (%s) has no config.json", s->name, s->path);
@@ -595,8 +599,11 @@ static json_t *load_config(const nf_recipe *r, const plan_source *s, nf_error *e
     /* A recipe-named checkpoint's config.json is confined like its other files (it is published). */
     const nf_recipe_source *rs = nf_recipe_find_source(r, s->name);
     if (rs && !rs->command_line) {
-        source_check check = {r, rs};
-        if (confine_file(&check, path, err) != NF_OK) return NULL;
+        source_check check = {r, rs, false};
+        if (confine_file(&check, path, err) != NF_OK) {
+            *positioned = true;
+            return NULL;
+        }
     }
     /* Capped and pre-scanned before it is parsed (docs/security.md 2.2): it becomes the config of
      * a component of the artifact. */
@@ -605,9 +612,11 @@ static json_t *load_config(const nf_recipe *r, const plan_source *s, nf_error *e
 }
 
 /* Adds a resource object for a file (once per path). */
+/* *positioned: the error already names the recipe line. */
 static nf_status add_resource(nf_plan *p, size_t cap, const nf_recipe_resource *res, const char *component,
-                              const char **id_out, nf_error *err)
+                              const char **id_out, bool *positioned, nf_error *err)
 {
+    *positioned = true;
     const char *role = res->role, *path = res->path;
     const nf_recipe *r = p->recipe;
     char key[600];
@@ -619,6 +628,7 @@ static nf_status add_resource(nf_plan *p, size_t cap, const nf_recipe_resource *
                             "--allow-env %s to expand it)", recipe_label(r), res->pos.line, res->pos.col, key,
                             res->blocked ? res->blocked : "?", res->blocked ? res->blocked : "VAR");
     NF_TRY(nf_recipe_check_path(r, path, key, res->pos, res->written, err));
+    *positioned = false;
     for (size_t i = 0; i < p->nobjects; i++)
         if (p->objects[i].kind == NF_OBJECT_RESOURCE && strcmp(p->objects[i].path, path) == 0) {
             *id_out = p->objects[i].id;
@@ -652,7 +662,9 @@ static nf_status build_components(nf_plan *p, size_t cap, nf_error *err)
     if (r->ncomponents == 0) {
         const plan_source *b = base_source(p);
         const char *path = b->src ? nf_source_companion(b->src, "config.json") : NULL;
-        json_t *cfg = path ? load_config(r, b, err) : json_object();
+        bool positioned = false;
+        json_t *cfg = path ? load_config(r, b, err, &positioned) : json_object();
+        if (!cfg && positioned) return err ? err->status : NF_ERR_INVALID;
         if (!cfg) {
             /* the config of the base source: point at the source */
             const nf_recipe_source *rs = nf_recipe_find_source(r, b->name);
@@ -670,7 +682,9 @@ static nf_status build_components(nf_plan *p, size_t cap, nf_error *err)
             if (si == SIZE_MAX)
                 return nf_error_set(err, NF_ERR_INVALID, "%s:%d:%d: component '%s': unknown source '%s'", r->path,
                                     c->pos.line, c->pos.col, c->name, c->config_from);
-            cfg = load_config(r, &p->sources[si], err);
+            bool positioned = false;
+            cfg = load_config(r, &p->sources[si], err, &positioned);
+            if (!cfg && positioned) return err ? err->status : NF_ERR_INVALID;
             if (!cfg) {
                 nf_error_prefix(err, "%s:%d:%d: component '%s': config: {from: %s}", recipe_label(r), c->pos.line,
                                 c->pos.col, c->name, c->config_from);
@@ -684,12 +698,12 @@ static nf_status build_components(nf_plan *p, size_t cap, nf_error *err)
             json_t *res = json_object();
             for (size_t k = 0; k < c->nresources; k++) {
                 const char *id = NULL;
-                nf_status st = add_resource(p, cap, &c->resources[k], c->name, &id, err);
+                bool positioned = false;
+                nf_status st = add_resource(p, cap, &c->resources[k], c->name, &id, &positioned, err);
                 if (st != NF_OK) {
                     json_decref(res);
                     json_decref(comp);
-                    /* (a refusal of the path already names the recipe line) */
-                    if (strncmp(err->message, recipe_label(r), strlen(recipe_label(r))) == 0) return st;
+                    if (positioned) return st;
                     return nf_error_prefix(err, "%s:%d:%d", r->path, c->resources[k].pos.line,
                                            c->resources[k].pos.col);
                 }
