@@ -154,7 +154,8 @@ Test(recipe_match, regexes_agree_with_regexec)
 Test(recipe_match, unsupported_features_refused)
 {
     static const char *const bad[][2] = {
-        {"\\w+", "backslash before a letter"}, {"[[=a=]]", "equivalence class"}, {"[[.a.]]", "collating"},
+        {"\\w+", "backslash before a letter"}, {".*\\>x?", "GNU anchor"}, {"\\<a", "GNU anchor"},
+        {"a\\'", "GNU anchor"}, {"\\`a", "GNU anchor"}, {"[[=a=]]", "equivalence class"}, {"[[.a.]]", "collating"},
         {"a(b", "unmatched '('"}, {"a^b", "'^' other than at its start"}, {"(a|$b){0,2}", "'$' other than"}, {"a)", "unmatched ')'"}, {"*a", "nothing to repeat"}, {"a{2", "malformed bound"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

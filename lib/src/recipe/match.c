@@ -365,6 +365,12 @@ static int ratom(rparser *ps, int depth)
             ps->why = "uses a backslash before a letter or digit (\\w, \\1, ...), which selectors do not support";
             return -1;
         }
+        /* glibc reads these four as anchors (word and buffer boundaries), not as the character:
+         * found by fuzz_recipe_resolve (tests/fuzz/regressions/recipe_resolve) */
+        if (strchr("<>`'", c)) {
+            ps->why = "uses a GNU anchor (\\<, \\>, \\` or \\'), which selectors do not support";
+            return -1;
+        }
         break;
     case ')': ps->why = "has an unmatched ')'"; return -1;
     case '*':
