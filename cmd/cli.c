@@ -393,3 +393,35 @@ int nf_cli_stale_temp(const nf_cli *cli, const char *path, long pid, bool remove
     return nf_cli_error(cli, NF_ERR_IO, "%s: cannot remove the stale temp file: %s", nf_cli_name(path).s,
                         strerror(errno));
 }
+
+bool nf_cli_recipe_args_init(nf_cli_recipe_args *a, int argc)
+{
+    memset(a, 0, sizeof *a);
+    size_t n = (size_t)(argc > 0 ? argc : 0) + 1;
+    a->sources = calloc(n, sizeof *a->sources);
+    a->allow_paths = calloc(n, sizeof *a->allow_paths);
+    a->allow_env = calloc(n, sizeof *a->allow_env);
+    return a->sources && a->allow_paths && a->allow_env;
+}
+
+void nf_cli_recipe_args_free(nf_cli_recipe_args *a)
+{
+    free(a->sources);
+    free(a->allow_paths);
+    free(a->allow_env);
+    memset(a, 0, sizeof *a);
+}
+
+nf_status nf_cli_recipe_apply(nf_recipe *r, const nf_cli_recipe_args *a, nf_error *err)
+{
+    for (size_t i = 0; i < a->nsources; i++) {
+        const char *eq = strchr(a->sources[i], '=');
+        char *name = strndup(a->sources[i], (size_t)(eq - a->sources[i]));
+        if (!name) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        nf_status st = nf_recipe_set_source(r, name, eq + 1, err);
+        free(name);
+        NF_TRY(st);
+    }
+    for (size_t i = 0; i < a->nallow_paths; i++) NF_TRY(nf_recipe_allow_path(r, a->allow_paths[i], err));
+    return NF_OK;
+}

@@ -112,4 +112,19 @@ int nf_cli_print_json(const nf_cli *cli, struct json_t *value);
  * NF_EXIT_OK, or the exit status of a removal that failed. */
 int nf_cli_stale_temp(const nf_cli *cli, const char *path, long pid, bool remove, const char *keep_hint);
 
+/* What the command line lets a recipe read and expand (docs/recipes.md, "What a recipe may
+ * read"): --source NAME=PATH (checked for '=' by the option handler), --allow-path DIR and
+ * --allow-env NAME, in command-line order.  Arrays sized for argc entries. */
+typedef struct nf_cli_recipe_args {
+    const char **sources, **allow_paths, **allow_env;
+    size_t nsources, nallow_paths, nallow_env;
+} nf_cli_recipe_args;
+
+bool nf_cli_recipe_args_init(nf_cli_recipe_args *a, int argc);
+void nf_cli_recipe_args_free(nf_cli_recipe_args *a);
+/* Apply the --source and --allow-path arguments to a loaded recipe (--allow-env is given to
+ * nf_recipe_load_ex: it decides how the recipe's paths expand). */
+struct nf_recipe;
+nf_status nf_cli_recipe_apply(struct nf_recipe *r, const nf_cli_recipe_args *a, nf_error *err);
+
 #endif

@@ -31,13 +31,18 @@ enum {
     OPT_METHOD,
     OPT_RULE,
     OPT_CHUNK_VALUES,
-    OPT_REMOVE_STALE
+    OPT_REMOVE_STALE,
+    OPT_ALLOW_PATH,
+    OPT_ALLOW_ENV
 };
 
 static const nf_option options[] = {
     {"recipe", 'r', NF_ARG_REQUIRED, OPT_RECIPE, "RECIPE.yaml", "the conversion recipe (design: docs/recipes.md)"},
     {"output", 'o', NF_ARG_REQUIRED, OPT_OUTPUT, "OUT.ninfer", "the artifact to write (required)"},
     {"source", 0, NF_ARG_REQUIRED, OPT_SOURCE, "NAME=PATH", "replace (or add) the recipe's source NAME"},
+    {"allow-path", 0, NF_ARG_REQUIRED, OPT_ALLOW_PATH, "DIR",
+     "let the recipe also read DIR (besides its own directory and --source paths; repeatable)"},
+    {"allow-env", 0, NF_ARG_REQUIRED, OPT_ALLOW_ENV, "NAME", "let ${NAME} in the recipe's paths expand (repeatable)"},
     {"threads", 'j', NF_ARG_REQUIRED, OPT_THREADS, "N", "encoding threads (default: every core)"},
     {"max-file-bytes", 0, NF_ARG_REQUIRED, OPT_MAX_FILE_BYTES, "BYTES",
      "split into parts of at most BYTES each (0: one file; overrides the recipe)"},
@@ -59,7 +64,8 @@ static const nf_option options[] = {
 
 static const nf_program program = {
     "ninfer-convert",
-    "ninfer-convert -r RECIPE.yaml -o OUT.ninfer [--source NAME=PATH]... [--threads N]\n"
+    "ninfer-convert -r RECIPE.yaml -o OUT.ninfer [--source NAME=PATH]... [--allow-path DIR]...\n"
+    "                      [--allow-env NAME]... [--threads N]\n"
     "                      [--max-file-bytes BYTES] [--dry-run] [--force] [--no-report]\n"
     "                      [--remove-stale]\n"
     "       ninfer-convert -o OUT.ninfer --remove-stale\n"
@@ -81,10 +87,9 @@ static const nf_program program = {
 
 typedef struct convert_opts {
     const char *recipe, *output, *format, *method;
-    const char **sources;
-    size_t nsources;
     const char **rules;
     size_t nrules;
+    nf_cli_recipe_args ra; /* --source, --allow-path, --allow-env */
     unsigned threads;
     bool has_max_file_bytes, dry_run, force, no_report, has_id, remove_stale;
     uint64_t max_file_bytes, chunk_values;
@@ -113,7 +118,7 @@ static int on_option(void *ctx, nf_cli *cli, int id, const char *arg)
     case OPT_OUTPUT: o->output = arg; break;
     case OPT_SOURCE:
         if (!strchr(arg, '=') || arg[0] == '=') return nf_cli_usage(cli, "--source takes NAME=PATH, not '%s'", arg);
-        o->sources[o->nsources++] = arg;
+        o->ra.sources[o->ra.nsources++] = arg;
         break;
     case OPT_THREADS:
         if (!nf_cli_parse_u64(arg, &v) || v == 0 || v > 1024)
@@ -140,6 +145,14 @@ static int on_option(void *ctx, nf_cli *cli, int id, const char *arg)
     case OPT_ARTIFACT_ID:
         if (!parse_hex_id(arg, o->artifact_id)) return nf_cli_usage(cli, "--artifact-id takes 32 hex digits");
         o->has_id = true;
+        break;
+    case OPT_ALLOW_PATH:
+        if (!arg[0]) return nf_cli_usage(cli, "--allow-path takes a directory");
+        o->ra.allow_paths[o->ra.nallow_paths++] = arg;
+        break;
+    case OPT_ALLOW_ENV:
+        if (!arg[0]) return nf_cli_usage(cli, "--allow-env takes a variable name");
+        o->ra.allow_env[o->ra.nallow_env++] = arg;
         break;
     case OPT_FORMAT: o->format = arg; break;
     case OPT_METHOD: o->method = arg; break;
@@ -275,8 +288,8 @@ static void show_progress(void *ctx, const nf_convert_progress *p)
 static void print_plan(const json_t *plan)
 {
     const json_t *objs = json_object_get(plan, "objects");
-    printf("%-40s %-14s %-6s %-21s %-26s %-15s %12s %8s\n", "object", "shape", "dtype", "format", "layout", "method",
-           "bytes", "bits/w");
+    printf("%-40s %-14s %-6s %-21s %-26s %-15s %12s %8s  %s\n", "object", "shape", "dtype", "format", "layout",
+           "method", "bytes", "bits/w", "note");
     size_t i;
     json_t *o;
     json_array_foreach((json_t *)objs, i, o) {
@@ -295,18 +308,38 @@ static void print_plan(const json_t *plan)
             strncat(shape, part, sizeof shape - strlen(shape) - 2);
         }
         strcat(shape, "]");
-        printf("%-40s %-14s %-6s %-21s %-26s %-15s %12" JSON_INTEGER_FORMAT " %8.3f\n",
+        const char *note = json_string_value(json_object_get(o, "note"));
+        printf("%-40s %-14s %-6s %-21s %-26s %-15s %12" JSON_INTEGER_FORMAT " %8.3f%s%s\n",
                json_string_value(json_object_get(o, "id")), shape,
                json_string_value(json_object_get(o, "source_dtype")), json_string_value(json_object_get(o, "format")),
                json_string_value(json_object_get(o, "layout")), json_string_value(json_object_get(o, "method")),
                json_integer_value(json_object_get(o, "bytes")),
-               json_real_value(json_object_get(o, "bits_per_weight")));
+               json_real_value(json_object_get(o, "bits_per_weight")), note ? "  " : "", note ? note : "");
     }
     const json_t *t = json_object_get(plan, "totals");
     printf("total: %" JSON_INTEGER_FORMAT " objects, %" JSON_INTEGER_FORMAT " elements, %" JSON_INTEGER_FORMAT
            " bytes\n",
            json_integer_value(json_object_get(t, "objects")), json_integer_value(json_object_get(t, "elements")),
            json_integer_value(json_object_get(t, "bytes")));
+}
+
+/* One warning line when the plan re-encodes tensors that are already encoded (GGUF blocks, F8
+ * codes): quick mode does it by default, and it is lossy or drops a scale (finding M5); each
+ * object's note says what (--dry-run's note column, "note" in --json). */
+static void warn_reencoded(const nf_cli *cli, const json_t *plan)
+{
+    size_t i, n = 0;
+    json_t *o;
+    const char *first = NULL;
+    json_array_foreach(json_object_get(plan, "objects"), i, o) {
+        const char *note = json_string_value(json_object_get(o, "note"));
+        if (!note) continue;
+        if (!n++) first = json_string_value(json_object_get(o, "id"));
+    }
+    if (n)
+        nf_cli_warn(cli, "%zu tensor%s already encoded in the checkpoint (GGUF blocks, F8 codes) %s encoded again "
+                    "instead of imported: lossy, or without its scale (first: '%s'; see the note column of --dry-run "
+                    "and docs/ninfer-convert.md)", n, n == 1 ? "" : "s", n == 1 ? "is" : "are", first);
 }
 
 /* ---------------------------------------------------------------- stale files */
@@ -415,35 +448,37 @@ static int check_output(const nf_cli *cli, const char *out)
     return NF_EXIT_OK;
 }
 
-/* SOURCE_DATE_EPOCH: an artifact id that depends only on the inputs, for reproducible builds. */
-static void derived_id(const nf_plan *plan, const char *epoch, uint8_t out[16])
+/* SOURCE_DATE_EPOCH: an artifact id that depends only on the inputs, for reproducible builds.
+ * It binds the content (finding F13): the plan's content digest covers the plan and every byte
+ * it reads (nf_plan_content_digest), hashed with the epoch and the split setting, which the plan
+ * does not hold.  The same inputs give the same id; other weights under the same names and
+ * shapes give another one, so an entry never accepts the parts of another artifact. */
+static nf_status derived_id(const nf_plan *plan, const char *epoch, const convert_opts *o, uint8_t out[16],
+                            nf_error *err)
 {
-    json_t *d = nf_plan_describe(plan);
-    char *text = json_dumps(d, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    json_decref(d);
-    size_t n = (text ? strlen(text) : 0) + strlen(epoch) + 1;
-    char *all = malloc(n);
+    uint8_t digest[16];
+    NF_TRY(nf_plan_content_digest(plan, digest, err));
+    char text[256];
+    int n = snprintf(text, sizeof text, "ninfer-convert artifact id v2\n%s\n%d %" PRIu64 "\n", epoch,
+                     o->has_max_file_bytes ? 1 : 0, o->max_file_bytes);
+    size_t len = n > 0 && (size_t)n < sizeof text ? (size_t)n : 0;
+    uint8_t all[sizeof text + 16];
+    memcpy(all, text, len);
+    memcpy(all + len, digest, 16);
     char hex[33];
-    if (all) {
-        snprintf(all, n, "%s%s", text ? text : "", epoch);
-        nf_xxh3_128_hex(all, strlen(all), hex);
-    } else {
-        nf_xxh3_128_hex(epoch, strlen(epoch), hex);
-    }
-    free(all);
-    free(text);
+    nf_xxh3_128_hex(all, len + 16, hex);
     parse_hex_id(hex, out);
     out[6] = (uint8_t)((out[6] & 0x0F) | 0x40); /* shaped like a UUIDv4 */
     out[8] = (uint8_t)((out[8] & 0x3F) | 0x80);
+    return NF_OK;
 }
 
 int main(int argc, char **argv)
 {
     nf_cli cli;
     convert_opts opts = {0};
-    opts.sources = calloc((size_t)argc + 1, sizeof *opts.sources);
     opts.rules = calloc((size_t)argc + 1, sizeof *opts.rules);
-    if (!opts.sources || !opts.rules) return NF_EXIT_SYSTEM;
+    if (!nf_cli_recipe_args_init(&opts.ra, argc) || !opts.rules) return NF_EXIT_SYSTEM;
     bool done = false;
     nf_recipe *recipe = NULL;
     nf_plan *plan = NULL;
@@ -457,7 +492,7 @@ int main(int argc, char **argv)
     }
     if ((rc = check_output(&cli, opts.output)) != NF_EXIT_OK) goto out;
     if (opts.remove_stale && !quick && !opts.recipe) { /* cleanup only */
-        if (opts.format || opts.method || opts.nrules || opts.nsources) {
+        if (opts.format || opts.method || opts.nrules || opts.ra.nsources) {
             rc = nf_cli_usage(&cli, "-o OUT --remove-stale alone removes stale files; give a recipe to convert");
             goto out;
         }
@@ -481,6 +516,8 @@ int main(int argc, char **argv)
         }
         nf_status st = nf_recipe_parse(text, len, "(quick mode)", NULL, &recipe, &err);
         free(text);
+        /* SOURCE is the command line's: given as --source base=SOURCE would be */
+        if (st == NF_OK) st = nf_recipe_set_source(recipe, "base", cli.positional[0], &err);
         if (st != NF_OK) {
             rc = nf_cli_report(&cli, &err);
             goto out;
@@ -494,23 +531,24 @@ int main(int argc, char **argv)
             rc = nf_cli_usage(&cli, "--format, --method and --rule belong to quick mode (SOURCE --format FORMAT)");
             goto out;
         }
-        if (nf_recipe_load(opts.recipe, &recipe, &err) != NF_OK) {
+        nf_recipe_options ro = {opts.ra.allow_env, opts.ra.nallow_env};
+        if (nf_recipe_load_ex(opts.recipe, &ro, &recipe, &err) != NF_OK) {
             rc = nf_cli_report(&cli, &err);
             goto out;
         }
     }
-    for (size_t i = 0; i < opts.nsources; i++) {
-        char name[256];
-        const char *eq = strchr(opts.sources[i], '=');
-        snprintf(name, sizeof name, "%.*s", (int)(eq - opts.sources[i]), opts.sources[i]);
-        if (nf_recipe_set_source(recipe, name, eq + 1, &err) != NF_OK) {
-            rc = nf_cli_report(&cli, &err);
-            goto out;
-        }
+    if (nf_cli_recipe_apply(recipe, &opts.ra, &err) != NF_OK) {
+        rc = nf_cli_report(&cli, &err);
+        goto out;
     }
     if (nf_plan_build(recipe, &plan, &err) != NF_OK) {
         rc = nf_cli_report(&cli, &err);
         goto out;
+    }
+    {
+        json_t *d = nf_plan_describe(plan);
+        warn_reencoded(&cli, d);
+        json_decref(d);
     }
     if (opts.dry_run) {
         if ((rc = handle_stale(&cli, &opts)) != NF_EXIT_OK) goto out;
@@ -525,7 +563,10 @@ int main(int argc, char **argv)
     if ((rc = handle_stale(&cli, &opts)) != NF_EXIT_OK) goto out;
     const char *epoch = getenv("SOURCE_DATE_EPOCH");
     if (!opts.has_id && epoch && *epoch) {
-        derived_id(plan, epoch, opts.artifact_id);
+        if (derived_id(plan, epoch, &opts, opts.artifact_id, &err) != NF_OK) {
+            rc = nf_cli_report(&cli, &err);
+            goto out;
+        }
         opts.has_id = true;
     }
     nf_cli_info(&cli, "kernels: %s", nf_simd_name());
@@ -570,7 +611,7 @@ out:
     nf_plan_free(plan);
     nf_recipe_free(recipe);
     nf_cli_free(&cli);
-    free(opts.sources);
     free(opts.rules);
+    nf_cli_recipe_args_free(&opts.ra);
     return rc;
 }

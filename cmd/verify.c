@@ -10,7 +10,16 @@
 
 #include "cli.h"
 
-enum { OPT_QUICK = NF_OPT_PROGRAM, OPT_AGAINST, OPT_THREADS, OPT_REQUIRE_CHECKSUMS, OPT_RECIPE };
+enum {
+    OPT_QUICK = NF_OPT_PROGRAM,
+    OPT_AGAINST,
+    OPT_THREADS,
+    OPT_REQUIRE_CHECKSUMS,
+    OPT_RECIPE,
+    OPT_SOURCE,
+    OPT_ALLOW_PATH,
+    OPT_ALLOW_ENV
+};
 
 static const nf_option options[] = {
     {"quick", 0, NF_ARG_NONE, OPT_QUICK, NULL,
@@ -24,6 +33,13 @@ static const nf_option options[] = {
     {"recipe", 0, NF_ARG_REQUIRED, OPT_RECIPE, "R.yaml",
      "with --against: re-derive with this recipe (SOURCE as its base source) instead, resources included; the "
      "recipe recorded in provenance.recipe is only compared with it, never run"},
+    {"source", 0, NF_ARG_REQUIRED, OPT_SOURCE, "NAME=PATH",
+     "with --recipe: replace (or add) the recipe's source NAME, e.g. its imatrix (repeatable)"},
+    {"allow-path", 0, NF_ARG_REQUIRED, OPT_ALLOW_PATH, "DIR",
+     "with --recipe: let the recipe also read DIR (besides its own directory, SOURCE and --source paths; "
+     "repeatable)"},
+    {"allow-env", 0, NF_ARG_REQUIRED, OPT_ALLOW_ENV, "NAME",
+     "with --recipe: let ${NAME} in the recipe's paths expand (repeatable)"},
     {"threads", 'j', NF_ARG_REQUIRED, OPT_THREADS, "N",
      "check objects on N threads (default: every core); the report is the same for any N"},
     {NULL, 0, NF_ARG_NONE, 0, NULL, NULL},
@@ -31,8 +47,9 @@ static const nf_option options[] = {
 
 static const nf_program program = {
     "ninfer-verify",
-    "ninfer-verify FILE... [--json] [--quick | --require-checksums] [--against SOURCE [--recipe R.yaml]]\n"
-    "                     [--threads N]",
+    "ninfer-verify FILE... [--json] [--quick | --require-checksums] [--threads N]\n"
+    "                     [--against SOURCE [--recipe R.yaml [--source NAME=PATH]... [--allow-path DIR]...\n"
+    "                                        [--allow-env NAME]...]]",
     "Check .ninfer artifacts: structure (framing, JSON directory, files, object ranges, encoded\n"
     "sizes, references), words (every code and scale legal for its format, canonical padding, zero\n"
     "gaps between objects, after the JSON directory and in continuation headers) and checksums\n"
@@ -49,14 +66,16 @@ static const nf_program program = {
     "  ninfer-verify --require-checksums model.ninfer   # CI gate: every byte covered\n"
     "  ninfer-verify --json model.ninfer > verdict.json\n"
     "  ninfer-verify model.ninfer --against ./MyModel   # re-derive every tensor\n"
-    "  ninfer-verify model.ninfer --against ./MyModel --recipe recipes/q4-imatrix.yaml\n",
+    "  ninfer-verify model.ninfer --against ./MyModel --recipe recipes/q4-imatrix.yaml \\\n"
+    "      --source imatrix=./imatrix.gguf\n",
 };
 
 typedef struct verify_opts {
     nf_verify_level level;
     const char *against;
     const char *recipe;
-    unsigned threads; /* 0: every core */
+    nf_cli_recipe_args ra; /* with --recipe: --source, --allow-path, --allow-env */
+    unsigned threads;      /* 0: every core */
     bool require_checksums;
 } verify_opts;
 
@@ -68,6 +87,18 @@ static int on_option(void *ctx, nf_cli *cli, int id, const char *arg)
     if (id == OPT_REQUIRE_CHECKSUMS) o->require_checksums = true;
     if (id == OPT_AGAINST) o->against = arg;
     if (id == OPT_RECIPE) o->recipe = arg;
+    if (id == OPT_SOURCE) {
+        if (!strchr(arg, '=') || arg[0] == '=') return nf_cli_usage(cli, "--source takes NAME=PATH, not '%s'", arg);
+        o->ra.sources[o->ra.nsources++] = arg;
+    }
+    if (id == OPT_ALLOW_PATH) {
+        if (!arg[0]) return nf_cli_usage(cli, "--allow-path takes a directory");
+        o->ra.allow_paths[o->ra.nallow_paths++] = arg;
+    }
+    if (id == OPT_ALLOW_ENV) {
+        if (!arg[0]) return nf_cli_usage(cli, "--allow-env takes a variable name");
+        o->ra.allow_env[o->ra.nallow_env++] = arg;
+    }
     if (id == OPT_THREADS) {
         if (!nf_cli_parse_u64(arg, &v) || v == 0 || v > 1024)
             return nf_cli_usage(cli, "--threads takes a number from 1 to 1024, not '%s'", arg);
@@ -298,7 +329,8 @@ static nf_status derive_recipe(nf_artifact *a, const char *source, const nf_sour
         }
     }
     json_decref(used);
-    d->source = (nf_recipe_source){"base", (char *)source, {0, 0}};
+    /* SOURCE is the command line's, as --source base=SOURCE is to convert (docs/recipes.md) */
+    d->source = (nf_recipe_source){.name = "base", .path = (char *)source, .command_line = true};
     d->component = (nf_recipe_component){.name = "text", .config = d->config};
     d->recipe.path = "provenance.objects";
     d->recipe.dir = ".";
@@ -315,8 +347,9 @@ static nf_status derive_recipe(nf_artifact *a, const char *source, const nf_sour
 /* Run the comparison of an artifact found valid.  Returns NF_OK when it ran to a verdict
  * (differences and what cannot be re-derived go into the report); NF_ERR_IO / NF_ERR_NOMEM
  * when SOURCE or the recipe cannot be read (exit 3). */
-static nf_status verify_against(const char *path, const char *source, const char *recipe_path, unsigned threads,
-                                nf_verify_report *r, against_result *res, nf_error *err)
+static nf_status verify_against(const char *path, const char *source, const char *recipe_path,
+                                const nf_cli_recipe_args *ra, unsigned threads, nf_verify_report *r,
+                                against_result *res, nf_error *err)
 {
     nf_artifact *a = NULL;
     NF_TRY(nf_artifact_open(path, NF_READ_PREAD, &a, err));
@@ -327,8 +360,10 @@ static nf_status verify_against(const char *path, const char *source, const char
     memset(&d, 0, sizeof d);
     nf_status st = NF_OK;
     if (recipe_path) {
-        st = nf_recipe_load(recipe_path, &recipe, err);
+        nf_recipe_options ro = {ra->allow_env, ra->nallow_env};
+        st = nf_recipe_load_ex(recipe_path, &ro, &recipe, err);
         if (st == NF_OK) st = nf_recipe_set_source(recipe, "base", source, err);
+        if (st == NF_OK) st = nf_cli_recipe_apply(recipe, ra, err);
         if (st == NF_OK) {
             const json_t *prov = json_object_get(nf_artifact_directory(a), "provenance");
             const json_t *recorded = json_is_object(prov) ? json_object_get(prov, "recipe") : NULL;
@@ -447,75 +482,80 @@ static void print_human(const nf_cli *cli, const char *path, const nf_verify_rep
     }
 }
 
-int main(int argc, char **argv)
+/* Verify every FILE of the command line; the exit status of the whole run. */
+static int verify_files(const nf_cli *cli, const verify_opts *vo)
 {
-    nf_cli cli;
-    verify_opts vo = {NF_VERIFY_CHECKSUMS, NULL, NULL, 0, false};
-    bool done = false;
-    int rc = nf_cli_parse(&cli, &program, argc, argv, on_option, &vo, &done);
-    if (rc != NF_EXIT_OK || done) {
-        nf_cli_free(&cli);
-        return rc;
-    }
-    if (vo.require_checksums && vo.level < NF_VERIFY_CHECKSUMS) {
-        rc = nf_cli_usage(&cli, "--require-checksums needs the checksums level: it cannot be combined with --quick");
-        nf_cli_free(&cli);
-        return rc;
-    }
-    if (vo.recipe && !vo.against) {
-        rc = nf_cli_usage(&cli, "--recipe goes with --against SOURCE (the checkpoint to re-derive the objects from)");
-        nf_cli_free(&cli);
-        return rc;
-    }
-    if (cli.npositional == 0) {
-        rc = nf_cli_usage(&cli, "no artifact given");
-        nf_cli_free(&cli);
-        return rc;
-    }
-    json_t *all = cli.json ? json_array() : NULL;
+    json_t *all = cli->json ? json_array() : NULL;
     bool all_valid = true, system_error = false;
-    for (int i = 0; i < cli.npositional; i++) {
-        const char *path = cli.positional[i];
+    for (int i = 0; i < cli->npositional; i++) {
+        const char *path = cli->positional[i];
         nf_verify_report report;
         nf_error err;
-        nf_verify_options vopt = {vo.level, vo.threads, vo.require_checksums};
+        nf_verify_options vopt = {vo->level, vo->threads, vo->require_checksums};
         against_result res = {0, json_array(), -1};
         bool compared = false;
         nf_status st = nf_verify_artifact_with(path, &vopt, &report, &err);
-        if (st == NF_OK && vo.against && report.valid) {
+        if (st == NF_OK && vo->against && report.valid) {
             compared = true;
-            st = verify_against(path, vo.against, vo.recipe, vo.threads, &report, &res, &err);
+            st = verify_against(path, vo->against, vo->recipe, &vo->ra, vo->threads, &report, &res, &err);
             if (st != NF_OK) nf_verify_report_free(&report);
         }
         if (st != NF_OK) {
-            nf_cli_report(&cli, &err);
+            nf_cli_report(cli, &err);
             system_error = true;
             json_decref(res.not_compared);
             continue;
         }
         all_valid = all_valid && report.valid;
-        if (cli.json)
-            json_array_append_new(all, report_json(path, &report, &vo, compared ? &res : NULL));
+        if (cli->json)
+            json_array_append_new(all, report_json(path, &report, vo, compared ? &res : NULL));
         else
-            print_human(&cli, path, &report, &vo, compared ? &res : NULL);
+            print_human(cli, path, &report, vo, compared ? &res : NULL);
         json_decref(res.not_compared);
         nf_verify_report_free(&report);
     }
-    if (cli.json) {
+    if (cli->json) {
         json_t *out;
-        if (json_array_size(all) == 1 && cli.npositional == 1) {
+        if (json_array_size(all) == 1 && cli->npositional == 1) {
             out = json_incref(json_array_get(all, 0));
         } else {
             out = json_pack("{s:b,s:O}", "valid", all_valid && !system_error, "files", all);
         }
         if (out) {
-            int prc = nf_cli_print_json(&cli, out);
+            int prc = nf_cli_print_json(cli, out);
             if (prc != NF_EXIT_OK) system_error = true;
         }
         json_decref(out);
         json_decref(all);
     }
-    nf_cli_free(&cli);
     if (system_error) return NF_EXIT_SYSTEM;
     return all_valid ? NF_EXIT_OK : NF_EXIT_INVALID;
+}
+
+/* The combinations of options that make no sense: a usage error each. */
+static int check_args(const nf_cli *cli, const verify_opts *vo)
+{
+    if (vo->require_checksums && vo->level < NF_VERIFY_CHECKSUMS)
+        return nf_cli_usage(cli, "--require-checksums needs the checksums level: it cannot be combined with --quick");
+    if (vo->recipe && !vo->against)
+        return nf_cli_usage(cli, "--recipe goes with --against SOURCE (the checkpoint to re-derive the objects from)");
+    if (!vo->recipe && (vo->ra.nsources || vo->ra.nallow_paths || vo->ra.nallow_env))
+        return nf_cli_usage(cli, "--source, --allow-path and --allow-env go with --recipe R.yaml: they say what the "
+                                 "recipe may read and expand");
+    if (cli->npositional == 0) return nf_cli_usage(cli, "no artifact given");
+    return NF_EXIT_OK;
+}
+
+int main(int argc, char **argv)
+{
+    nf_cli cli;
+    verify_opts vo = {.level = NF_VERIFY_CHECKSUMS};
+    if (!nf_cli_recipe_args_init(&vo.ra, argc)) return NF_EXIT_SYSTEM;
+    bool done = false;
+    int rc = nf_cli_parse(&cli, &program, argc, argv, on_option, &vo, &done);
+    if (rc == NF_EXIT_OK && !done) rc = check_args(&cli, &vo);
+    if (rc == NF_EXIT_OK && !done) rc = verify_files(&cli, &vo);
+    nf_cli_free(&cli);
+    nf_cli_recipe_args_free(&vo.ra);
+    return rc;
 }

@@ -41,7 +41,7 @@ CASES = []
 
 
 def case(name, status, needles, prog, args, files, flags="-"):
-    """files: {relative path: bytes | str | None (a FIFO)}."""
+    """files: {relative path: bytes | str | None (a FIFO) | ("symlink", target)}."""
     assert all(c.isalnum() or c in "_-" for c in name), name
     assert not any(c[0] == name for c in CASES), "duplicate case " + name
     d = os.path.join(OUT, name)
@@ -51,6 +51,9 @@ def case(name, status, needles, prog, args, files, flags="-"):
         os.makedirs(os.path.dirname(p), exist_ok=True)
         if data is None:
             os.mkfifo(p)
+            continue
+        if isinstance(data, tuple):
+            os.symlink(data[1], p)
             continue
         with open(p, "wb") as f:
             f.write(data.encode() if isinstance(data, str) else data)
@@ -635,6 +638,37 @@ def recipe_cases():
     recipe_case("too_many_nodes", ["r.yaml:6:", "more than 200000 YAML nodes"],
                 HEAD + "components:\n  text:\n    config: {x: [" + ",".join(["{}"] * 200001) + "]}\n", flags="mem")
     recipe_case("too_big", ["r.yaml", "16777216"], "recipe: 1\n" + "#" * (16 << 20) + "\n", flags="mem")
+    # the checkpoint's config.json (the component's config): capped and pre-scanned like the index
+    # (F14: 125 MB of "[]," used to cost 5.6 GB and 14 s, even for --dry-run)
+    recipe_case("config_too_many_values", ["ckpt/config.json", "more than 262144 JSON values",
+                                           "the reader's cap for a config.json"],
+                HEAD, extra={"ckpt/config.json": '{"x": [' + ",".join(["0"] * 262200) + "]}"}, flags="mem")
+    recipe_case("config_too_many_containers", ["ckpt/config.json", "more than 65536 JSON objects and arrays"],
+                HEAD, extra={"ckpt/config.json": '{"x": [' + ",".join(["[]"] * 65600) + "]}"}, flags="mem")
+    recipe_case("config_too_deep", ["ckpt/config.json", "nested deeper than 64 levels"],
+                HEAD, extra={"ckpt/config.json": '{"x": ' + "[" * 65 + "]" * 65 + "}"})
+    recipe_case("config_too_big", ["ckpt/config.json", "more than the reader's cap of 16777216"],
+                HEAD, extra={"ckpt/config.json": "{" + " " * (16 << 20) + "}"}, flags="mem")
+    recipe_case("config_malformed", ["ckpt/config.json", "line 1"],
+                HEAD, extra={"ckpt/config.json": '{"hidden_size": 8,'})
+
+    # what a recipe may read (F2): paths stay inside the recipe's directory unless the command line
+    # allows more; '..', absolute paths and links out are refused naming the key, line and column
+    OUTSIDE = "what the recipe may read"
+    RES = HEAD + "components:\n  text:\n    resources: {s: %s}\n"
+    recipe_case("resource_dotdot", ["r.yaml:6:17: components.text.resources.s: 'base/../../../../../../etc/passwd'",
+                                    "resolves to /etc/passwd", OUTSIDE],
+                RES % "base/../../../../../../etc/passwd")
+    recipe_case("resource_absolute", ["r.yaml:6:17: components.text.resources.s: '/etc/passwd' is outside", OUTSIDE],
+                RES % "/etc/passwd")
+    recipe_case("resource_symlink_out", ["components.text.resources.s: './tok.json' resolves to /etc/passwd", OUTSIDE],
+                RES % "./tok.json", extra={"tok.json": ("symlink", "/etc/passwd")})
+    recipe_case("source_outside", ["r.yaml:3:3: sources.base: '../../../../../../etc' resolves to /etc", OUTSIDE],
+                "recipe: 1\nsources:\n  base: ../../../../../../etc\n")
+    recipe_case("config_symlink_out", ["r.yaml:3:3: sources.base", "ckpt/config.json' resolves to /etc/passwd",
+                                       OUTSIDE], HEAD, extra={"ckpt/config.json": ("symlink", "/etc/passwd")})
+    recipe_case("variable_not_allowed", ["r.yaml:3:3: sources.base: environment variable 'HOME' is not allowed",
+                                         "--allow-env HOME"], "recipe: 1\nsources:\n  base: ${HOME}/ckpt\n")
 
     # importance matrices, through grouped_search
     W = "model.layers.0.mlp.down_proj.weight"
@@ -693,6 +727,10 @@ def quick_cases():
           st_file({"a": st_entry(), "b": st_entry(off=(12, 20))}, bytes(20)))
     qcase("st_truncated", ["header length"], "bad.safetensors", st_file({"a": st_entry()}, bytes(8))[:20])
     qcase("empty_file", ["empty"], "empty.safetensors", b"")
+    # an F64 value beyond binary32 is named as stored, not as the infinity it would round to (M6)
+    qcase("f64_overflow", ["tensor 'w'", "row 1 column 0", "source value 1e+300 (F64) overflows binary32"],
+          "bad.safetensors", st_file({"w": st_entry("F64", (2, 32), (0, 512))},
+                                     struct.pack("<32d", *[0.5] * 32) + struct.pack("<32d", 1e300, *[0.5] * 31)))
 
 
 # ================================================================ trust boundaries (artifacts and their values)

@@ -134,7 +134,8 @@ run 2 "$bin/ninfer-convert" "$ck" -o "$work/q/x.ninfer" --format q9_nonsense
 # GGUF import: blocks byte for byte, values as ggml computes them
 mkdir "$work/g"
 printf 'recipe: 1\nsources:\n  base: %s\ndefaults: {format: fp32}\nrules:\n  - match: blk.0.attn_q.weight\n    format: gguf_q4_k\n    method: import_encoded\n' "$data/gguf/q4_k.gguf" >"$work/g.yaml"
-run 0 "$bin/ninfer-convert" -r "$work/g.yaml" -o "$work/g/g.ninfer"
+# (the checkpoint is outside the recipe's directory: the command line allows it)
+run 0 "$bin/ninfer-convert" -r "$work/g.yaml" -o "$work/g/g.ninfer" --allow-path "$data/gguf"
 run 0 "$bin/ninfer-dequant" "$work/g/g.ninfer" blk.0.attn_q.weight -o "$work/g/q.f32"
 check cmp -s "$work/g/q.f32" "$data/gguf/q4_k.dequant.f32"
 run 0 "$bin/ninfer-verify" "$work/g/g.ninfer" --against "$data/gguf/q4_k.gguf"
@@ -207,8 +208,11 @@ rules:
 run 1 "$bin/ninfer-convert" -r "$work/nv2.yaml" -o "$work/nvout/bad.ninfer"
 
 # the example recipes of recipes/ plan (and convert) on matching checkpoints
-MODEL_DIR=$ck run 0 "$bin/ninfer-convert" -r "$top/recipes/q8-all.yaml" -o "$work/r/x.ninfer" --dry-run
-MODEL_DIR=$ck run 0 "$bin/ninfer-convert" -r "$top/recipes/fp8-rows.yaml" -o "$work/r/x.ninfer" --dry-run
+# (their ${MODEL_DIR} expands when the command line allows it, and names a directory it allows)
+MODEL_DIR=$ck run 0 "$bin/ninfer-convert" -r "$top/recipes/q8-all.yaml" -o "$work/r/x.ninfer" --dry-run \
+    --allow-env MODEL_DIR --allow-path "$ck"
+MODEL_DIR=$ck run 0 "$bin/ninfer-convert" -r "$top/recipes/fp8-rows.yaml" -o "$work/r/x.ninfer" --dry-run \
+    --source base="$ck"
 cp -r "$ck" "$work/ckim"
 python3 - "$work/ckim/imatrix.gguf" <<'PY'
 # a llama-imatrix file for the generated checkpoint: T.in_sum2 (K values) and T.counts (1)
@@ -234,10 +238,25 @@ for name, vals in ts:
     out += d + b'\0' * (-len(d) % 32)
 open(sys.argv[1], 'wb').write(out)
 PY
-MODEL_DIR=$work/ckim run 0 "$bin/ninfer-convert" -r "$top/recipes/q4-imatrix.yaml" -o "$work/r/im.ninfer"
-# an importance matrix is a source of its own: re-derived with the recipe that names it
-MODEL_DIR=$work/ckim run 0 "$bin/ninfer-verify" "$work/r/im.ninfer" --against "$work/ckim" --recipe "$top/recipes/q4-imatrix.yaml"
-MODEL_GGUF=$data/gguf/q4_k.gguf run 0 "$bin/ninfer-convert" -r "$top/recipes/import-gguf.yaml" -o "$work/r/gg.ninfer"
+MODEL_DIR=$work/ckim run 0 "$bin/ninfer-convert" -r "$top/recipes/q4-imatrix.yaml" -o "$work/r/im.ninfer" \
+    --allow-env MODEL_DIR --allow-path "$work/ckim"
+# an importance matrix is a source of its own: re-derived with the recipe that names it, given
+# with --source (or its ${MODEL_DIR}, when --allow-env allows it)
+run 0 "$bin/ninfer-verify" "$work/r/im.ninfer" --against "$work/ckim" --recipe "$top/recipes/q4-imatrix.yaml" \
+    --source imatrix="$work/ckim/imatrix.gguf"
+MODEL_DIR=$work/ckim run 0 "$bin/ninfer-verify" "$work/r/im.ninfer" --against "$work/ckim" \
+    --recipe "$top/recipes/q4-imatrix.yaml" --allow-env MODEL_DIR --allow-path "$work/ckim"
+# verify opens only what its command line names (design.md section 7): without --allow-env the
+# recipe's ${MODEL_DIR} does not expand, and the message says so
+MODEL_DIR=$work/ckim run 1 "$bin/ninfer-verify" "$work/r/im.ninfer" --against "$work/ckim" \
+    --recipe "$top/recipes/q4-imatrix.yaml"
+contains "$work/out" "sources.imatrix: environment variable 'MODEL_DIR' is not allowed"
+# without --recipe the imatrix of the record is not looked for: the objects it weighted are
+# reported as needing the recipe
+MODEL_DIR=$work/ckim run 1 "$bin/ninfer-verify" "$work/r/im.ninfer" --against "$work/ckim"
+contains "$work/out" "give the recipe and its sources with --recipe"
+MODEL_GGUF=$data/gguf/q4_k.gguf run 0 "$bin/ninfer-convert" -r "$top/recipes/import-gguf.yaml" -o "$work/r/gg.ninfer" \
+    --source base="$data/gguf/q4_k.gguf"
 rm -f "$work"/r/*
 
 # the generator's GGUF form (llama.cpp names, F16 weights, F32 norms): the same values as its

@@ -120,13 +120,15 @@ for name, vals in ts:
 open(sys.argv[1], 'wb').write(out)
 PY
 mkdir "$work/im"
-MODEL_DIR=$ck "$bin/ninfer-convert" -r "$top/recipes/q4-imatrix.yaml" -o "$work/im/im.ninfer" --no-report >/dev/null 2>&1 ||
+MODEL_DIR=$ck "$bin/ninfer-convert" -r "$top/recipes/q4-imatrix.yaml" -o "$work/im/im.ninfer" --no-report \
+    --allow-env MODEL_DIR --allow-path "$ck" >/dev/null 2>&1 ||
     bad "convert with an imatrix"
 run 1 "$bin/ninfer-verify" "$work/im/im.ninfer" --against "$ck"
 contains "$work/out" "cannot be re-derived from $ck alone"
 contains "$work/out" "imatrix"
 contains "$work/out" "--recipe"
-MODEL_DIR=$ck run 0 "$bin/ninfer-verify" "$work/im/im.ninfer" --against "$ck" --recipe "$top/recipes/q4-imatrix.yaml"
+run 0 "$bin/ninfer-verify" "$work/im/im.ninfer" --against "$ck" --recipe "$top/recipes/q4-imatrix.yaml" \
+    --source imatrix="$ck/imatrix.gguf"
 
 # 4. tampered or missing records are found, and names from them are escaped
 edit meth.ninfer 'd["provenance"]["objects"]["lm_head.weight"]["method"] = "grouped_search"'
@@ -150,12 +152,20 @@ contains "$work/out" "not recorded in provenance.objects"
 # 5. usage and system errors
 run 2 "$bin/ninfer-verify" "$work/a/plain.ninfer" --recipe "$recipe"
 contains "$work/err" "--recipe goes with --against"
+for opt in "--source imatrix=$ck/imatrix.gguf" "--allow-path $ck" "--allow-env MODEL_DIR"; do
+    # shellcheck disable=SC2086 # the option and its argument are two words
+    run 2 "$bin/ninfer-verify" "$work/a/plain.ninfer" --against "$ck" $opt
+    contains "$work/err" "go with --recipe"
+done
+run 2 "$bin/ninfer-verify" "$work/a/plain.ninfer" --against "$ck" --recipe "$recipe" --source imatrix
+contains "$work/err" "--source takes NAME=PATH"
 run 3 "$bin/ninfer-verify" "$work/a/plain.ninfer" --against "$work/no-such-checkpoint"
 run 3 "$bin/ninfer-verify" "$work/a/plain.ninfer" --against "$ck" --recipe "$work/no-such.yaml"
 # a GGUF source re-derives its imported blocks
 mkdir "$work/g"
 printf 'recipe: 1\nsources:\n  base: %s\ndefaults: {format: fp32}\nrules:\n  - match: blk.0.attn_q.weight\n    format: gguf_q4_k\n    method: import_encoded\n' "$data/gguf/q4_k.gguf" >"$work/g.yaml"
-"$bin/ninfer-convert" -r "$work/g.yaml" -o "$work/g/g.ninfer" --no-report >/dev/null 2>&1 || bad "convert gguf"
+"$bin/ninfer-convert" -r "$work/g.yaml" -o "$work/g/g.ninfer" --no-report --allow-path "$data/gguf" >/dev/null 2>&1 ||
+    bad "convert gguf"
 run 0 "$bin/ninfer-verify" "$work/g/g.ninfer" --against "$data/gguf/q4_k.gguf"
 
 finish "verify against"

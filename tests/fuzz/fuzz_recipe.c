@@ -5,9 +5,10 @@
  *
  * The text is passed as is (not NUL-terminated).  Relative paths resolve against a directory
  * that does not exist, so nothing the recipe names is ever opened.  `${VAR}` expands from the
- * environment like in the real program (an unset variable is an error the parser reports);
- * the harness sets MODEL_DIR and MODEL_GGUF (the shipped recipes' variables) and
- * NINFER_FUZZ_EMPTY (the empty string). */
+ * environment like in the real program, for the variables the command line allows
+ * (nf_recipe_options): the harness allows and sets MODEL_DIR and MODEL_GGUF (the shipped
+ * recipes' variables) and NINFER_FUZZ_EMPTY (the empty string), and allows HOME; any other
+ * variable leaves its path unexpanded (nf_recipe_source.blocked). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,6 +53,10 @@ static void touch_recipe(const nf_recipe *r)
     for (size_t i = 0; i < r->nsources; i++) {
         fz_consume_str(r->sources[i].name);
         fz_consume_str(r->sources[i].path);
+        fz_consume_str(r->sources[i].written);
+        fz_consume_str(r->sources[i].blocked);
+        /* a path is known, or held back by a variable nobody allowed */
+        if (!r->sources[i].path == !r->sources[i].blocked) abort();
         if (nf_recipe_find_source(r, r->sources[i].name) == NULL) abort();
     }
     for (size_t i = 0; i < r->ncomponents; i++) {
@@ -62,6 +67,8 @@ static void touch_recipe(const nf_recipe *r)
             fz_consume_str(c->resources[k].role);
             fz_consume_str(c->resources[k].source);
             fz_consume_str(c->resources[k].path);
+            fz_consume_str(c->resources[k].written);
+            fz_consume_str(c->resources[k].blocked);
         }
     }
     for (size_t i = 0; i < r->nrules; i++) {
@@ -96,7 +103,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     nf_recipe *r = NULL;
     nf_error err;
     nf_error_clear(&err);
-    nf_status st = nf_recipe_parse((const char *)data, size, "fuzz.yaml", "/nonexistent/ninfer-fuzz", &r, &err);
+    static const char *const allowed[] = {"MODEL_DIR", "MODEL_GGUF", "NINFER_FUZZ_EMPTY", "HOME"};
+    nf_recipe_options opt = {allowed, sizeof allowed / sizeof allowed[0]};
+    nf_status st =
+        nf_recipe_parse_ex((const char *)data, size, "fuzz.yaml", "/nonexistent/ninfer-fuzz", &opt, &r, &err);
     fz_note("nf_recipe_parse", st == NF_OK, err.message);
     if (st != NF_OK) {
         fz_consume_str(err.message);

@@ -19,6 +19,10 @@ documents where each comes from and rebuilds them deterministically:
   gguf                 the smallest ggml-written fixtures of tests/data/gguf, plus generated files
                        holding every KV type (arrays, strings, alignment) and the float/int types
   recipe               recipes/*.yaml plus generated recipes using every section
+  recipe_resolve       the same recipes after a first line spelling a tensor list
+                       (fuzz_recipe_resolve.c), plus recipes of many globs and regular expressions
+  config_json          generated config.json texts: Llama- and Qwen-like, nested, every JSON
+                       type, escapes
   imatrix              generated llama-imatrix GGUF files (T.in_sum2 / T.counts)
 Nothing here is random: the same tree gives the same bytes.
 
@@ -414,6 +418,80 @@ def recipes():
         out("recipe", name, text.encode())
 
 
+# ---------------------------------------------------------------- resolution (F9)
+TENSOR_LINES = [
+    "model.embed_tokens.weight model.layers.#.self_attn.q_proj.weight*4 model.layers.#.self_attn.k_proj.weight*4 "
+    "model.layers.#.self_attn.v_proj.weight*4 model.layers.#.mlp.down_proj.weight*4 model.layers.#.input_layernorm.weight*4 "
+    "model.norm.weight lm_head.weight",
+    "token_embd.weight blk.#.attn_q.weight*6 blk.#.ffn_up_exps.weight*6 blk.#.ffn_gate.weight*6 output_norm.weight",
+    "model.layers.0.mlp.experts.#.gate_proj.weight*64 model.layers.0.mlp.experts.#.up_proj.weight_scale*64",
+    "a*1 a[b] a.b.c weird?name [x]*3 aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa#*8",
+]
+
+RESOLVE_RECIPES = {
+    # single-quoted YAML: a backslash is itself there
+    "globs.yaml": r"""recipe: 1
+rules:
+  - match: ['model.layers.*.self_attn.*_proj.weight', 'blk.?.attn_*', '*[!a-z]norm*', '[[:alpha:]]*.weight']
+    format: q8_g32_fp16
+    optional: true
+  - match: ['*.weight', 'model.layers.[0-3].mlp.*', '\[x\]*', 'a[b]', '*a*a*a*a*b']
+    format: bf16
+    optional: true
+""",
+    "regexes.yaml": r"""recipe: 1
+rules:
+  - match: ['re:blk\.[0-9]+\.ffn_(gate|up)(_exps)?\.weight', 're:.*\.(q|k|v)_proj\.weight']
+    format: q4_g64_fp16
+    optional: true
+  - match: ['re:model\.layers\.[0-9]{1,2}\..*', 're:^a+$', 're:[^.]*\.b\.c', 're:(a|ab)(c|bcd)?x?']
+    format: bf16
+    optional: true
+  - match: 're:.*a.{20}'
+    skip: true
+    optional: true
+""",
+}
+
+
+def recipe_resolve():
+    reset("recipe_resolve")
+    texts = dict(RESOLVE_RECIPES)
+    rdir = os.path.join(ROOT, "recipes")
+    for f in sorted(os.listdir(rdir)):
+        if f.endswith(".yaml"):
+            texts[f] = open(os.path.join(rdir, f)).read()
+    for name, text in EXTRA_RECIPES.items():
+        texts[name] = text
+    for i, (name, text) in enumerate(sorted(texts.items())):
+        line = TENSOR_LINES[i % len(TENSOR_LINES)]
+        out("recipe_resolve", name, (line + "\n" + text).encode())
+
+
+# ---------------------------------------------------------------- config.json (F14)
+CONFIGS = {
+    "llama.json": {"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "intermediate_size": 11008,
+                   "num_attention_heads": 32, "num_hidden_layers": 32, "rms_norm_eps": 1e-05,
+                   "rope_scaling": None, "rope_theta": 10000.0, "tie_word_embeddings": False,
+                   "torch_dtype": "bfloat16", "vocab_size": 32000},
+    "qwen_moe.json": {"architectures": ["Qwen3MoeForCausalLM"], "num_experts": 128, "mlp_only_layers": [],
+                      "quantization_config": {"quant_method": "modelopt", "config_groups": {
+                          "group_0": {"weights": {"num_bits": 4, "type": "float", "group_size": 16}}},
+                          "ignore": ["lm_head", "model.layers.0.mlp.gate"]},
+                      "rope_scaling": {"type": "yarn", "factor": 4.0}},
+    "types.json": {"s": "\u00e9\u4e2d\ud83d\ude00 \"q\" \\ \n", "i": -9223372036854775808, "f": -0.0,
+                   "e": 1.5e300, "t": True, "n": None, "a": [[], {}, [1, [2, [3]]]], "o": {"": {"x": 0}}},
+}
+
+
+def config_json():
+    reset("config_json")
+    for name, obj in CONFIGS.items():
+        out("config_json", name, json.dumps(obj, indent=2, ensure_ascii=(name == "types.json")).encode())
+    out("config_json", "compact.json", b'{"a":[1,2,3],"b":{"c":"d"}}')
+    out("config_json", "padded.json", b' \n\t{ "a" : [ true , false ] }\r\n')
+
+
 if __name__ == "__main__":
     bindir = sys.argv[sys.argv.index("--bin") + 1] if "--bin" in sys.argv else None
     container(bindir)
@@ -422,6 +500,8 @@ if __name__ == "__main__":
     gg()
     imatrix()
     recipes()
+    recipe_resolve()
+    config_json()
     total = 0
     for d, _, files in os.walk(CORPUS):
         total += sum(os.path.getsize(os.path.join(d, f)) for f in files)

@@ -17,7 +17,7 @@ BUILD=${1:-build-fuzz}
 SECONDS_EACH=${2:-60}
 JOBS=${3:-1}
 shift $(( $# < 3 ? $# : 3 ))
-ALL="container_directory container_artifact safetensors safetensors_index gguf recipe imatrix"
+ALL="container_directory container_artifact safetensors safetensors_index gguf recipe imatrix config_json recipe_resolve"
 TARGETS=${*:-$ALL}
 CC_FUZZ=${CC_FUZZ:-clang}
 
@@ -34,7 +34,8 @@ max_len() {
         container_artifact) echo 65536 ;;
         gguf) echo 32768 ;;
         safetensors) echo 16384 ;;
-        recipe|imatrix|safetensors_index) echo 8192 ;;
+        recipe|imatrix|safetensors_index|recipe_resolve) echo 8192 ;;
+        config_json) echo 16384 ;;
         *) echo 4096 ;;
     esac
 }

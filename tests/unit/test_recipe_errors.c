@@ -7,13 +7,19 @@
 
 #include <ninfer/ninfer.h>
 
+/* The variables these tests expand; a recipe expands only what the command line allows
+ * (--allow-env, nf_recipe_options). */
+static const char *const test_env[] = {"NF_RECIPE_TEST_ROOT", "NF_RECIPE_TEST_REL",    "NF_RECIPE_TEST_EMPTY",
+                                       "NF_RECIPE_TEST_UNSET", "NF_RECIPE_TEST_EMPTY2", "HOME"};
+static const nf_recipe_options test_opt = {test_env, sizeof test_env / sizeof test_env[0]};
+
 /* Parses text expecting NF_ERR_INVALID with a message that starts with "recipe.yaml:LINE:COL: "
  * and contains every fragment given. */
 static void expect_error_at(const char *text, size_t len, int line, int col, const char *frag1, const char *frag2)
 {
     nf_error e = {0};
     nf_recipe *r = NULL;
-    nf_status st = nf_recipe_parse(text, len, "recipe.yaml", "/rdir", &r, &e);
+    nf_status st = nf_recipe_parse_ex(text, len, "recipe.yaml", "/rdir", &test_opt, &r, &e);
     cr_assert_eq(st, NF_ERR_INVALID, "status %d for:\n%s\nmessage: %s", st, text, e.message);
     cr_assert_null(r);
     char prefix[64];

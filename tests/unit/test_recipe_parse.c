@@ -8,11 +8,17 @@
 
 #include <ninfer/ninfer.h>
 
+/* The variables these tests expand; a recipe expands only what the command line allows
+ * (--allow-env, nf_recipe_options). */
+static const char *const test_env[] = {"NF_RECIPE_TEST_ROOT", "NF_RECIPE_TEST_REL",    "NF_RECIPE_TEST_EMPTY",
+                                       "NF_RECIPE_TEST_UNSET", "NF_RECIPE_TEST_EMPTY2", "HOME"};
+static const nf_recipe_options test_opt = {test_env, sizeof test_env / sizeof test_env[0]};
+
 static nf_recipe *parse_ok(const char *text)
 {
     nf_error e = {0};
     nf_recipe *r = NULL;
-    nf_status st = nf_recipe_parse(text, strlen(text), "recipe.yaml", "/rdir", &r, &e);
+    nf_status st = nf_recipe_parse_ex(text, strlen(text), "recipe.yaml", "/rdir", &test_opt, &r, &e);
     cr_assert_eq(st, NF_OK, "parse failed: %s", e.message);
     cr_assert_not_null(r);
     return r;

@@ -77,13 +77,13 @@ static void expect_bytes(nf_source *s, const char *name, const void *want, size_
 /* ---------------------------------------------------------------- safetensors */
 static const uint64_t f64_in[6] = {
     0x3FB999999999999Aull, /* 0.1 -> 0x3DCCCCCD */
-    0xFE37E43C8800759Cull, /* -1e300 -> -inf */
+    0xC7EFFFFFEFFFFFFFull, /* just below -(FLT_MAX + half an ulp) -> -FLT_MAX (beyond: refused) */
     0x358DEE7A4AD4B81Full, /* 1e-50 -> +0 */
     0x3FF0000010000000ull, /* 1 + 2^-24: tie -> 1.0 (even) */
     0x3FF0000030000000ull, /* 1 + 3*2^-24: tie -> 1 + 2^-22 (even) */
     0x7FF8000000000000ull, /* NaN */
 };
-static const uint32_t f64_out[6] = {0x3DCCCCCD, 0xFF800000, 0x00000000, 0x3F800000, 0x3F800002, 0x7FC00000};
+static const uint32_t f64_out[6] = {0x3DCCCCCD, 0xFF7FFFFF, 0x00000000, 0x3F800000, 0x3F800002, 0x7FC00000};
 static const uint32_t f32_in[4] = {0x3F800000, 0x7FC12345, 0x80000000, 0x00000001};
 static const uint16_t f16_in[4] = {0x3C00, 0x0001, 0xFC00, 0x7BFF};
 static const uint32_t f16_out[4] = {0x3F800000, 0x33800000, 0xFF800000, 0x477FE000};
@@ -202,6 +202,34 @@ Test(source_roundtrip, safetensors_bad_bool_named_on_read)
 }
 
 /* A tensor larger than the conversion chunk converts in pieces with the same result. */
+/* A finite F64 beyond binary32's range is refused by the reader, naming the value as stored (not
+ * the +-inf it would round to, which is what the encoders used to report: finding M6). */
+static void expect_f64_refused(uint64_t bits, const char *needle)
+{
+    uint64_t v[3] = {0x3FF0000000000000ull, 0x4000000000000000ull, bits}; /* 1, 2, bits */
+    sw_st_tensor t[1] = {{"w64", "F64", 2, {1, 3}, v, sizeof v}};
+    sw_buf b = {0};
+    sw_st_file(&b, t, 1, NULL);
+    nf_source *s = NULL;
+    nf_error err = {0};
+    cr_assert_eq(nf_source_open_memory(b.data, b.len, NF_SOURCE_AUTO, "m", &s, &err), NF_OK, "%s", err.message);
+    float out[3];
+    cr_assert_eq(nf_source_read_f32(s, nf_source_tensor_at(s, 0), 0, 1, out, 3, &err), NF_ERR_INVALID);
+    cr_assert(strstr(err.message, "tensor 'w64': row 0 column 2"), "%s", err.message);
+    cr_assert(strstr(err.message, needle), "'%s' lacks '%s'", err.message, needle);
+    cr_assert_null(strstr(err.message, "inf"), "%s", err.message);
+    nf_source_close(s);
+    sw_free(&b);
+}
+
+Test(source_roundtrip, f64_beyond_binary32_named_on_read)
+{
+    expect_f64_refused(0x7E37E43C8800759Cull, "source value 1e+300 (F64) overflows binary32");
+    expect_f64_refused(0xFE37E43C8800759Cull, "source value -1e+300 (F64) overflows binary32");
+    /* FLT_MAX + half an ulp: the tie rounds to even, which is infinity */
+    expect_f64_refused(0x47EFFFFFF0000000ull, "source value 3.4028235677973366e+38 (F64) overflows binary32");
+}
+
 Test(source_roundtrip, safetensors_large_tensor_in_chunks)
 {
     size_t n = 300000; /* 2.4 MB of F64: three chunks */

@@ -36,6 +36,14 @@ void nf_plan_free(nf_plan *p);
 struct json_t *nf_plan_describe(const nf_plan *p);
 size_t nf_plan_object_count(const nf_plan *p);
 
+/* XXH3-128 of everything the artifact's bytes are made from: the plan (its description, the
+ * components with their configs, bindings, metadata and provenance) and the bytes the plan reads
+ * -- every source tensor of every object, the companions imports read, the imatrix files and the
+ * resources.  Two plans with the same digest produce the same artifact; ninfer-convert derives
+ * the artifact id from it under SOURCE_DATE_EPOCH (docs/ninfer-convert.md).  Reads every byte
+ * once, sequentially. */
+nf_status nf_plan_content_digest(const nf_plan *p, uint8_t out[16], nf_error *err);
+
 typedef struct nf_convert_progress {
     size_t objects_done, objects_total;
     uint64_t bytes_done, bytes_total;   /* encoded output bytes */

@@ -9,14 +9,18 @@
  * - A rule's `match` is one selector or a list.  A selector equal to a tensor's name matches
  *   exactly that tensor (an exact name beats a glob); otherwise it is a case-sensitive glob
  *   (fnmatch) or, with the prefix "re:", a POSIX extended regular expression that must match the
- *   whole name.  `when` narrows the matched tensors: rank, dtype (the source's spelling, e.g.
+ *   whole name (matched by the resolver's own automaton, see docs/recipes.md for the subset and
+ *   for what resolution may cost: NF_RECIPE_MAX_MATCH_*).  `when` narrows the matched tensors: rank, dtype (the source's spelling, e.g.
  *   "BF16", "F32", "Q4_K"), min_elements.  A selector that matches no tensor name is an error
  *   unless the rule says `optional: true`.
  * - A method left unset by every rule is the format's natural one: cast_direct for direct
  *   formats, grouped_absmax for q4/q5/q6/q8, fp8_row_maxabs for fp8 rows, import_encoded for
  *   nvfp4, q2, t2 and gguf_*.
- * - `${VAR}` in source and resource paths expands from the environment (an unset variable is an
- *   error); relative paths are relative to the recipe file's directory.
+ * - `${VAR}` in source and resource paths expands from the environment, for the variables the
+ *   command line allows only (nf_recipe_options; an allowed but unset variable is an error);
+ *   relative paths are relative to the recipe file's directory, and every file opened for the
+ *   recipe must stay inside what the command line allows (nf_recipe_check_path,
+ *   docs/recipes.md "What a recipe may read").
  *
  * Every error is reported as "FILE:LINE:COL: what" (libyaml positions, 1-based). */
 #ifndef NINFER_RECIPE_H
@@ -43,15 +47,23 @@ typedef struct nf_recipe_pos {
 
 typedef struct nf_recipe_source {
     char *name;          /* "base", "imatrix", ... */
-    char *path;          /* expanded, relative to the recipe's directory resolved */
+    char *path;          /* expanded, relative to the recipe's directory resolved; NULL while it
+                            holds a variable the command line does not allow (see blocked) */
     nf_recipe_pos pos;
+    /* added after pos so that code initialising the fields above is unaffected */
+    char *written;       /* the path as the recipe wrote it (${VAR} unexpanded), for messages */
+    char *blocked;       /* the first ${VAR} of it that is not allowed, or NULL */
+    bool command_line;   /* set by nf_recipe_set_source: a path the command line gave */
 } nf_recipe_source;
 
 typedef struct nf_recipe_resource {
     char *role;          /* "tokenizer.json" */
     char *source;        /* "base" for "base/tokenizer.json", NULL for a plain path */
-    char *path;          /* the file: resolved against the source directory or the recipe's */
+    char *path;          /* the file: resolved against the source directory or the recipe's;
+                            NULL while a ${VAR} of it (or of its source) is not allowed */
     nf_recipe_pos pos;
+    char *written;       /* as the recipe wrote it, for messages */
+    char *blocked;       /* the first ${VAR} of its file part that is not allowed, or NULL */
 } nf_recipe_resource;
 
 typedef struct nf_recipe_component {
@@ -109,16 +121,43 @@ typedef struct nf_recipe {
     nf_recipe_pos default_format_pos, default_method_pos; /* defaults.format/method values; {0, 0} absent */
 } nf_recipe;
 
-/* Parse a recipe file ("-" reads stdin; a name ending in ".zst" is decompressed). */
+/* What the command line allows a recipe (design.md section 7, "Trust boundaries"; finding F2).
+ * `${VAR}` in a path expands only the variables named here; a path holding another one stays
+ * unexpanded (nf_recipe_source.blocked) and is an error only if it is used -- a source that
+ * --source replaces never is.  Messages quote paths as written, never a variable's value. */
+typedef struct nf_recipe_options {
+    const char *const *allow_env; /* names of the variables ${VAR} may expand (--allow-env) */
+    size_t nallow_env;
+} nf_recipe_options;
+
+/* Parse a recipe file ("-" reads stdin; a name ending in ".zst" is decompressed).  The file's
+ * directory is where its relative paths resolve and what it may read (nf_recipe_check_path); a
+ * recipe read from stdin has no directory of its own (paths resolve against the current
+ * directory, and only what the command line allows may be read). */
 nf_status nf_recipe_load(const char *path, nf_recipe **out, nf_error *err);
-/* Parse recipe text; `name` is used in messages, `dir` resolves relative paths (may be NULL:
- * the current directory). */
+nf_status nf_recipe_load_ex(const char *path, const nf_recipe_options *opt, nf_recipe **out, nf_error *err);
+/* Parse recipe text; `name` is used in messages, `dir` resolves relative paths and is what the
+ * recipe may read (NULL: paths resolve against the current directory and nothing is allowed but
+ * what nf_recipe_set_source and nf_recipe_allow_path add).  opt NULL: no variable is allowed. */
 nf_status nf_recipe_parse(const char *text, size_t len, const char *name, const char *dir, nf_recipe **out,
                           nf_error *err);
+nf_status nf_recipe_parse_ex(const char *text, size_t len, const char *name, const char *dir,
+                             const nf_recipe_options *opt, nf_recipe **out, nf_error *err);
 void nf_recipe_free(nf_recipe *r);
 
-/* --source NAME=PATH: replace (or add) a source. */
+/* --source NAME=PATH: replace (or add) a source.  The command line names it: its files are not
+ * confined (nf_recipe_check_path), and PATH -- the directory, or for a file the file itself -- is
+ * one of the places the recipe's other paths may point into. */
 nf_status nf_recipe_set_source(nf_recipe *r, const char *name, const char *path, nf_error *err);
+/* --allow-path DIR: the recipe may also read DIR and below (a file: that file).  It must exist
+ * (NF_ERR_USAGE otherwise); it is resolved at once, symbolic links followed. */
+nf_status nf_recipe_allow_path(nf_recipe *r, const char *path, nf_error *err);
+/* May `path` be opened for the recipe?  Its real path (every symbolic link resolved; for a path
+ * that does not exist, its lexically normalized absolute form) must be inside the recipe's
+ * directory, a --source path or an --allow-path directory.  Otherwise NF_ERR_INVALID:
+ * "FILE:LINE:COL: KEY: 'WRITTEN' resolves to REAL, outside ...". */
+nf_status nf_recipe_check_path(const nf_recipe *r, const char *path, const char *key, nf_recipe_pos pos,
+                               const char *written, nf_error *err);
 const nf_recipe_source *nf_recipe_find_source(const nf_recipe *r, const char *name);
 
 /* A tensor of the checkpoint, as the resolver sees it. */
@@ -147,6 +186,29 @@ typedef struct nf_recipe_choice {
  * selector (not optional) listed, each with its position. */
 nf_status nf_recipe_resolve(const nf_recipe *r, const nf_recipe_tensor *tensors, size_t n,
                             nf_recipe_choice *choices, nf_error *err);
+
+/* What resolution may cost (docs/recipes.md, "How rules apply"): a pattern selector (glob or
+ * "re:") is tried on the names that start with its literal prefix; the (selector, name) pairs
+ * are counted before any is tried, and the matchers' steps while they run.  Far above what a real
+ * recipe needs (30 suffix globs against 250,000 tensors are 7.5 million pairs and 420 million
+ * steps), low enough that resolution stays within seconds (about two at the step cap). */
+#define NF_RECIPE_MAX_MATCH_PAIRS ((uint64_t)1 << 27)
+#define NF_RECIPE_MAX_MATCH_STEPS ((uint64_t)1 << 30)
+
+typedef struct nf_recipe_resolve_limits {
+    uint64_t max_pairs, max_steps;  /* 0: the defaults above */
+} nf_recipe_resolve_limits;
+
+typedef struct nf_recipe_resolve_work {
+    uint64_t pairs;                 /* (pattern selector, candidate name) pairs */
+    uint64_t steps;                 /* matcher steps, plus one per selector and per tensor a rule applies to */
+} nf_recipe_resolve_work;
+
+/* nf_recipe_resolve with explicit caps (NULL: the defaults) and, when work is not NULL, what the
+ * resolution cost.  Beyond a cap: NF_ERR_INVALID naming the rule where it was crossed. */
+nf_status nf_recipe_resolve_ex(const nf_recipe *r, const nf_recipe_tensor *tensors, size_t n,
+                               nf_recipe_choice *choices, const nf_recipe_resolve_limits *limits,
+                               nf_recipe_resolve_work *work, nf_error *err);
 
 /* The natural method of a format name (see above); NULL for an unknown format. */
 const char *nf_recipe_default_method(const char *format);

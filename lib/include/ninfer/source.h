@@ -22,7 +22,11 @@
  * read as `rows` rows of `row_elements` values: the last dimension is a row, every leading
  * dimension multiplies the row count (a rank-0 or rank-1 tensor is one row).
  *
- * An nf_source is immutable after open; reads may run concurrently from several threads.
+ * An nf_source is immutable after open; reads may run concurrently from several threads.  It
+ * keeps at most a quarter of the soft RLIMIT_NOFILE (4 to 64) of its files open and reopens a
+ * closed shard when it is read again, refusing (NF_ERR_IO) a file that is no longer the one first
+ * opened (device, inode, size): any shard count up to NF_SOURCE_MAX_FILES works under
+ * `ulimit -n 64`.
  */
 #ifndef NINFER_SOURCE_H
 #define NINFER_SOURCE_H
@@ -57,6 +61,13 @@ extern "C" {
 #define NF_GGUF_MAX_HEADER_BYTES (256u << 20) /* KVs + tensor infos, before the data section */
 #define NF_GGUF_MAX_ALIGNMENT (1u << 24)
 #define NF_GGUF_DEFAULT_ALIGNMENT 32u
+/* A checkpoint's config.json (nf_source_read_config): real ones are kilobytes with a few
+ * hundred values; the caps bound jansson's tree at about 45 MB and keep the config well inside
+ * what a .ninfer directory may hold (docs/security.md 2.1), where it is published. */
+#define NF_SOURCE_MAX_CONFIG_BYTES (16u << 20)
+#define NF_SOURCE_CONFIG_MAX_DEPTH 64u
+#define NF_SOURCE_CONFIG_MAX_CONTAINERS 65536u
+#define NF_SOURCE_CONFIG_MAX_VALUES 262144u
 
 /* ---------------------------------------------------------------- types */
 typedef enum nf_source_kind {
@@ -124,6 +135,7 @@ typedef struct nf_source_tensor {
 } nf_source_tensor;
 
 typedef struct nf_source nf_source;
+struct json_t;
 
 /* ---------------------------------------------------------------- open */
 /* Open `path`:
@@ -136,6 +148,12 @@ typedef struct nf_source nf_source;
  * recorded (nf_source_companion).  A shard named by an index that does not exist makes the
  * checkpoint invalid (NF_ERR_INVALID); a missing `path` is NF_ERR_IO. */
 nf_status nf_source_open(const char *path, nf_source **out, nf_error *err);
+/* The same, calling check(ctx, file, err) before each file the reader opens (the file itself, an
+ * index, every shard): a check that fails stops the open with its error.  The converter uses it
+ * to keep a recipe's checkpoints inside what the command line allows (nf_recipe_check_path). */
+typedef nf_status (*nf_source_check_fn)(void *ctx, const char *file, nf_error *err);
+nf_status nf_source_open_checked(const char *path, nf_source_check_fn check, void *ctx, nf_source **out,
+                                 nf_error *err);
 
 /* Parse a whole safetensors or GGUF file image held in memory (`kind` NF_SOURCE_AUTO decides
  * from the magic).  Same validation as nf_source_open; reads are served from `data`, which
@@ -167,6 +185,17 @@ const nf_source_tensor *nf_source_find(const nf_source *s, const char *name);
  * when the file is absent (always NULL for GGUF, whose tokenizer lives in its KVs). */
 const char *nf_source_companion(const nf_source *s, const char *name);
 size_t nf_source_companion_count(const nf_source *s);
+
+/* A config.json as the converter takes it (the config of an artifact's component): at most
+ * NF_SOURCE_MAX_CONFIG_BYTES, pre-scanned before it is parsed (nesting at most
+ * NF_SOURCE_CONFIG_MAX_DEPTH, at most NF_SOURCE_CONFIG_MAX_CONTAINERS objects and arrays, at most
+ * NF_SOURCE_CONFIG_MAX_VALUES values), strict JSON with duplicate members refused, and an object.
+ * Every refusal is NF_ERR_INVALID naming the file (`name`) and the cap or position.  The reader
+ * opens `path` without blocking (a FIFO is refused) and checks the size before reading. *out is
+ * a new reference, NULL on failure. */
+nf_status nf_source_parse_config(const void *text, size_t len, const char *name, struct json_t **out,
+                                 nf_error *err);
+nf_status nf_source_read_config(const char *path, struct json_t **out, nf_error *err);
 /* The index-th companion present: *name gets its file name; returns its path (NULL past the end). */
 const char *nf_source_companion_at(const nf_source *s, size_t index, const char **name);
 
@@ -184,7 +213,9 @@ nf_status nf_source_read_rows(const nf_source *s, const nf_source_tensor *t, uin
 /* Values of rows [r0, r1) as binary32: (r1 - r0) * row_elements floats, row-major, into out
  * (out_len floats at least that).  Conversions:
  *   F32: the words as stored (NaN payloads kept).  F16, BF16, F8_E4M3 (E4M3FN), F8_E5M2: exact.
- *   F64: rounded to nearest, ties to even; beyond binary32's range gives +-infinity.
+ *   F64: rounded to nearest, ties to even; a finite value beyond binary32's range is
+ *   NF_ERR_INVALID naming it ("source value 1e+300 (F64) overflows binary32"); infinities and
+ *   NaNs stay what they are.
  *   I8, U8, I16, BOOL: exact (a BOOL byte other than 0 or 1 is NF_ERR_INVALID).
  *   I32, I64: exact when |v| <= 2^24, else nearest binary32, ties to even.
  *   GGUF F32/F16/BF16 and I8/I16/I32/I64/F64 like the above; the 18 imported block types through

@@ -43,6 +43,8 @@ typedef struct plan_object {
     plan_member *members;
     size_t nmembers;
     uint32_t *divisors;              /* nvfp4 parents: g.divisors words */
+    char *note;                      /* what the plan does to an already encoded source (NULL: nothing
+                                        to say), e.g. "requantized from Q4_K"; --dry-run shows it */
     /* resource */
     char *path;
     uint64_t bytes;
@@ -58,6 +60,10 @@ struct nf_plan {
     plan_object *objects;
     size_t nobjects;
     json_t *components, *bindings, *metadata, *provenance;
+    /* companions of the base source that imports read at plan time (scales, scalars), sorted by
+     * address; with the members' tensors, what nf_plan_content_digest reads */
+    const nf_source_tensor **companions;
+    size_t ncompanions;
 };
 
 /* Convert one tensor's words into the rows of a words buffer (execute.c); a method's rows are

@@ -1,6 +1,8 @@
 /* Planning a conversion: open the recipe's sources, resolve the rules against the checkpoint's
  * tensors, check every choice, and build the directory members.  Nothing is written here; every
  * problem found is collected so one run reports all of them. */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,8 +10,11 @@
 #include <sys/stat.h>
 
 #include <ninfer/ninfer.h>
+#include <xxhash.h>
 
 #include "common/checked.h"
+#include "common/io.h"
+#include "container/container_internal.h"
 #include "convert/convert_impl.h"
 #include "ninfer_version.h"
 
@@ -186,9 +191,11 @@ void nf_plan_free(nf_plan *p)
         free(o->source_dtype);
         free(o->members);
         free(o->divisors);
+        free(o->note);
         free(o->path);
     }
     free(p->objects);
+    free(p->companions);
     for (size_t i = 0; i < p->nsources; i++) {
         nf_source_close(p->sources[i].src);
         nf_imatrix_close(p->imatrices ? p->imatrices[i] : NULL);
@@ -241,6 +248,41 @@ static bool used_as_imatrix(const nf_recipe *r, const char *name)
     return false;
 }
 
+/* ---------------------------------------------------------------- what the recipe may read */
+/* A source the recipe itself names (not replaced by --source) must be inside what the command
+ * line allows, and so must every file its reader opens and the config.json the plan reads
+ * (docs/recipes.md, "What a recipe may read"; finding F2). */
+typedef struct source_check {
+    const nf_recipe *r;
+    const nf_recipe_source *rs;
+    bool refused; /* the check failed: its message already names the recipe line */
+} source_check;
+
+static nf_status confine_file(void *ctx, const char *file, nf_error *err)
+{
+    source_check *c = ctx;
+    char key[300];
+    snprintf(key, sizeof key, "sources.%s", c->rs->name);
+    nf_status st = nf_recipe_check_path(c->r, file, key, c->rs->pos, file, err);
+    c->refused = st != NF_OK;
+    return st;
+}
+
+/* The source's own path: a variable the command line does not allow, or a path outside. */
+static nf_status confine_source(const nf_recipe *r, const nf_recipe_source *rs, nf_error *err)
+{
+    if (rs->command_line) return NF_OK;
+    char key[300];
+    snprintf(key, sizeof key, "sources.%s", rs->name);
+    if (rs->blocked || !rs->path)
+        return nf_error_set(err, NF_ERR_INVALID,
+                            "%s:%d:%d: %s: environment variable '%s' is not allowed by the command line (give "
+                            "--allow-env %s to expand it, or --source %s=PATH)",
+                            recipe_label(r), rs->pos.line, rs->pos.col, key, rs->blocked ? rs->blocked : "?",
+                            rs->blocked ? rs->blocked : "VAR", rs->name);
+    return nf_recipe_check_path(r, rs->path, key, rs->pos, rs->written, err);
+}
+
 static nf_status open_sources(nf_plan *p, nf_error *err)
 {
     const nf_recipe *r = p->recipe;
@@ -252,13 +294,18 @@ static nf_status open_sources(nf_plan *p, nf_error *err)
         s->name = r->sources[i].name;
         s->path = r->sources[i].path;
         p->nsources++;
-        nf_status st;
+        const nf_recipe_source *rs = &r->sources[i];
+        nf_status st = confine_source(r, rs, err);
+        if (st != NF_OK) return st; /* names the recipe line itself */
+        source_check check = {r, rs, false};
         if (used_as_imatrix(r, s->name)) {
             st = nf_imatrix_open(s->path, &p->imatrices[i], err);
             struct stat sb;
             if (st == NF_OK && stat(s->path, &sb) == 0) s->bytes = (uint64_t)sb.st_size;
         } else {
-            st = nf_source_open(s->path, &s->src, err);
+            st = rs->command_line ? nf_source_open(s->path, &s->src, err)
+                                  : nf_source_open_checked(s->path, confine_file, &check, &s->src, err);
+            if (check.refused) return st;
             if (st == NF_OK)
                 for (size_t f = 0; f < nf_source_file_count(s->src); f++) s->bytes += nf_source_file_size(s->src, f);
         }
@@ -312,6 +359,18 @@ static nf_status prepare_import(const plan_source *s, const nf_source_tensor *t,
     if (fmt->category == NF_CAT_NVFP4) {
         const nf_source_tensor *scales = NULL, *scalar = NULL, *input = NULL;
         nf_import_kind kind;
+        /* ModelOpt names a weight's codes <p>.weight, compressed-tensors <p>.weight_packed; both
+         * read <p>.weight_scale.  A checkpoint holding both for one <p> would be imported twice,
+         * each time with a scale tensor of unknown convention (finding M9): it is ambiguous,
+         * whichever of the two the rules select. */
+        const nf_source_tensor *other = companion(src, t->name, ".weight", ".weight_packed");
+        if (!other) other = companion(src, t->name, ".weight_packed", ".weight");
+        if (other)
+            return nf_error_set(err, NF_ERR_INVALID,
+                                "tensor '%s' and tensor '%s' both hold NVFP4 codes of one weight (ModelOpt names "
+                                "them <p>.weight, compressed-tensors <p>.weight_packed, and both share "
+                                "<p>.weight_scale): the checkpoint is ambiguous; keep one of the two conventions",
+                                t->name, other->name);
         if ((scales = companion(src, t->name, ".weight_packed", ".weight_scale")) != NULL) {
             kind = NF_IMPORT_NVFP4_COMPRESSED;
             scalar = companion(src, t->name, ".weight_packed", ".weight_global_scale");
@@ -477,6 +536,49 @@ static void plan_tensor(nf_plan *p, const plan_source *s, tensor_plan *tp, probl
     tp->ok = true;
 }
 
+/* ---------------------------------------------------------------- re-encoded sources */
+/* What an object does to a source tensor that is already encoded, when it does not import it
+ * (finding M5: quick mode turns GGUF block tensors into bf16 and F8 weights into bf16 without a
+ * word).  A GGUF block tensor is read through ggml's dequantization and encoded again: lossy
+ * unless the format is fp32, and import_encoded into its gguf_* format keeps the blocks exactly.
+ * An F8 tensor's codes widen exactly to bf16 and fp32, but they are not the weight's values when
+ * a <p>.weight_scale companion exists (it is not applied); any other format quantizes them again.
+ * Writes the note into buf and returns true when there is one. */
+static bool reencode_note(const nf_source *src, const nf_source_tensor *t, const nf_format *fmt, nf_method_id method,
+                          char *buf, size_t size)
+{
+    if (method == NF_METHOD_IMPORT_ENCODED) return false;
+    bool exact_fp32 = fmt->id == NF_FMT_FP32;
+    if (t->ggml_type >= 0 && t->block_values > 1) {
+        int k = snprintf(buf, size, "%s from %s: ggml's dequantized values encoded again as %s",
+                         exact_fp32 ? "dequantized" : "requantized", t->type_name, fmt->name);
+        if (t->format && k > 0 && (size_t)k < size)
+            snprintf(buf + k, size - (size_t)k, " (import_encoded into %s keeps the blocks exactly)", t->format->name);
+        return true;
+    }
+    if (t->dtype == NF_ST_F8_E4M3 || t->dtype == NF_ST_F8_E5M2) {
+        const nf_source_tensor *scale = companion(src, t->name, ".weight", ".weight_scale");
+        bool widened = exact_fp32 || fmt->id == NF_FMT_BF16;
+        if (!widened)
+            snprintf(buf, size, "requantized from %s codes%s%s%s", t->type_name,
+                     scale ? " (their scale tensor '" : "", scale ? scale->name : "", scale ? "' is not applied)" : "");
+        else if (scale)
+            snprintf(buf, size, "%s codes widened to %s; their scale tensor '%s' is not applied (an fp8 row format "
+                     "with import_encoded applies it)", t->type_name, fmt->name, scale->name);
+        else
+            return false;
+        return true;
+    }
+    return false;
+}
+
+static void set_note(plan_object *o, const nf_source *src, const nf_source_tensor *t, problems *probs)
+{
+    char note[NF_ERROR_MESSAGE_MAX / 2];
+    if (!reencode_note(src, t, o->g.format, o->method, note, sizeof note)) return;
+    if (!(o->note = strdup(note))) probs->nomem = true;
+}
+
 /* Geometry of a single-member object: shape as the source's (direct) or [N, K]. */
 static nf_status object_geometry(const tensor_plan *tp, nf_geometry *g, nf_error *err)
 {
@@ -485,31 +587,48 @@ static nf_status object_geometry(const tensor_plan *tp, nf_geometry *g, nf_error
 }
 
 /* ---------------------------------------------------------------- directory members */
-static json_t *load_config(const plan_source *s, nf_error *err)
+/* *positioned: the error already names the recipe line (a refused path). */
+static json_t *load_config(const nf_recipe *r, const plan_source *s, nf_error *err, bool *positioned)
 {
+    *positioned = false;
     const char *path = s->src ? nf_source_companion(s->src, "config.json") : NULL;
     if (!path) {
         nf_error_set(err, NF_ERR_INVALID, "source '%s' (%s) has no config.json", s->name, s->path);
         return NULL;
     }
-    json_error_t je;
-    json_t *cfg = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
-    if (!cfg) {
-        nf_error_set(err, NF_ERR_INVALID, "%s:%d:%d: %s", path, je.line, je.column, je.text);
-        return NULL;
+    /* A recipe-named checkpoint's config.json is confined like its other files (it is published). */
+    const nf_recipe_source *rs = nf_recipe_find_source(r, s->name);
+    if (rs && !rs->command_line) {
+        source_check check = {r, rs, false};
+        if (confine_file(&check, path, err) != NF_OK) {
+            *positioned = true;
+            return NULL;
+        }
     }
-    if (!json_is_object(cfg)) {
-        json_decref(cfg);
-        nf_error_set(err, NF_ERR_INVALID, "%s: not a JSON object", path);
-        return NULL;
-    }
-    return cfg;
+    /* Capped and pre-scanned before it is parsed (docs/security.md 2.2): it becomes the config of
+     * a component of the artifact. */
+    json_t *cfg = NULL;
+    return nf_source_read_config(path, &cfg, err) == NF_OK ? cfg : NULL;
 }
 
 /* Adds a resource object for a file (once per path). */
-static nf_status add_resource(nf_plan *p, size_t cap, const char *role, const char *component, const char *path,
-                              const char **id_out, nf_error *err)
+/* *positioned: the error already names the recipe line. */
+static nf_status add_resource(nf_plan *p, size_t cap, const nf_recipe_resource *res, const char *component,
+                              const char **id_out, bool *positioned, nf_error *err)
 {
+    *positioned = true;
+    const char *role = res->role, *path = res->path;
+    const nf_recipe *r = p->recipe;
+    char key[600];
+    snprintf(key, sizeof key, "components.%s.resources.%s", component, role);
+    /* Resource bytes are published in the artifact: the file must be one the recipe may read. */
+    if (res->blocked || !path)
+        return nf_error_set(err, NF_ERR_INVALID,
+                            "%s:%d:%d: %s: environment variable '%s' is not allowed by the command line (give "
+                            "--allow-env %s to expand it)", recipe_label(r), res->pos.line, res->pos.col, key,
+                            res->blocked ? res->blocked : "?", res->blocked ? res->blocked : "VAR");
+    NF_TRY(nf_recipe_check_path(r, path, key, res->pos, res->written, err));
+    *positioned = false;
     for (size_t i = 0; i < p->nobjects; i++)
         if (p->objects[i].kind == NF_OBJECT_RESOURCE && strcmp(p->objects[i].path, path) == 0) {
             *id_out = p->objects[i].id;
@@ -543,7 +662,9 @@ static nf_status build_components(nf_plan *p, size_t cap, nf_error *err)
     if (r->ncomponents == 0) {
         const plan_source *b = base_source(p);
         const char *path = b->src ? nf_source_companion(b->src, "config.json") : NULL;
-        json_t *cfg = path ? load_config(b, err) : json_object();
+        bool positioned = false;
+        json_t *cfg = path ? load_config(r, b, err, &positioned) : json_object();
+        if (!cfg && positioned) return err ? err->status : NF_ERR_INVALID;
         if (!cfg) {
             /* the config of the base source: point at the source */
             const nf_recipe_source *rs = nf_recipe_find_source(r, b->name);
@@ -561,7 +682,9 @@ static nf_status build_components(nf_plan *p, size_t cap, nf_error *err)
             if (si == SIZE_MAX)
                 return nf_error_set(err, NF_ERR_INVALID, "%s:%d:%d: component '%s': unknown source '%s'", r->path,
                                     c->pos.line, c->pos.col, c->name, c->config_from);
-            cfg = load_config(&p->sources[si], err);
+            bool positioned = false;
+            cfg = load_config(r, &p->sources[si], err, &positioned);
+            if (!cfg && positioned) return err ? err->status : NF_ERR_INVALID;
             if (!cfg) {
                 nf_error_prefix(err, "%s:%d:%d: component '%s': config: {from: %s}", recipe_label(r), c->pos.line,
                                 c->pos.col, c->name, c->config_from);
@@ -575,10 +698,12 @@ static nf_status build_components(nf_plan *p, size_t cap, nf_error *err)
             json_t *res = json_object();
             for (size_t k = 0; k < c->nresources; k++) {
                 const char *id = NULL;
-                nf_status st = add_resource(p, cap, c->resources[k].role, c->name, c->resources[k].path, &id, err);
+                bool positioned = false;
+                nf_status st = add_resource(p, cap, &c->resources[k], c->name, &id, &positioned, err);
                 if (st != NF_OK) {
                     json_decref(res);
                     json_decref(comp);
+                    if (positioned) return st;
                     return nf_error_prefix(err, "%s:%d:%d", r->path, c->resources[k].pos.line,
                                            c->resources[k].pos.col);
                 }
@@ -620,18 +745,21 @@ static int compare_ptr(const void *a, const void *b)
     uintptr_t x = (uintptr_t) * (const void *const *)a, y = (uintptr_t) * (const void *const *)b;
     return x < y ? -1 : x > y;
 }
-static int group_of(const nf_recipe *r, const char *name, size_t *member)
+/* Group membership and tensor lookups by name are hashed: a recipe may hold up to 200,000 YAML
+ * nodes of group members, and a scan of every group for every tensor (and of every tensor for
+ * every member) would be their product (finding F9). */
+typedef struct name_index {
+    nf_strset members; /* member name -> group index */
+    nf_strset tensors; /* tensor name -> index into the tensor plans */
+} name_index;
+
+static int group_of(const name_index *ix, const char *name)
 {
-    for (size_t g = 0; g < r->ngroups; g++)
-        for (size_t k = 0; k < r->groups[g].nmembers; k++)
-            if (strcmp(r->groups[g].members[k], name) == 0) {
-                *member = k;
-                return (int)g;
-            }
-    return -1;
+    size_t g = 0;
+    return nf_strset_find(&ix->members, name, NULL, &g) ? (int)g : -1;
 }
 
-static void add_group(nf_plan *p, size_t cap, const nf_recipe_group *grp, tensor_plan *tps, size_t n,
+static void add_group(nf_plan *p, size_t cap, const nf_recipe_group *grp, tensor_plan *tps, const name_index *ix,
                       problems *probs)
 {
     const char *path = recipe_label(p->recipe);
@@ -645,8 +773,8 @@ static void add_group(nf_plan *p, size_t cap, const nf_recipe_group *grp, tensor
     }
     bool ok = true;
     for (size_t k = 0; k < grp->nmembers; k++) {
-        for (size_t i = 0; i < n; i++)
-            if (strcmp(tps[i].t->name, grp->members[k]) == 0) mem[k] = &tps[i];
+        size_t ti = 0;
+        if (nf_strset_find(&ix->tensors, grp->members[k], NULL, &ti)) mem[k] = &tps[ti];
         mp = group_pos(grp, k);
         if (!mem[k]) {
             add_problem(probs, "%s:%d:%d: groups[%zu].members[%zu]: group '%s': member '%s' is not a tensor of the "
@@ -739,6 +867,8 @@ static void add_group(nf_plan *p, size_t cap, const nf_recipe_group *grp, tensor
     }
     if (st != NF_OK)
         add_problem(probs, "%s:%d:%d: groups[%zu]: group '%s': %s", path, gp.line, gp.col, gi, grp->id, e.message);
+    else
+        set_note(o, first->member.source->src, first->t, probs);
 done:
     free(mem);
 }
@@ -768,6 +898,7 @@ static void add_single(nf_plan *p, size_t cap, tensor_plan *tp, problems *probs)
         tensor_problem(probs, p->recipe, tp->c, FIELD_FORMAT, tp->t, e.message);
         return;
     }
+    set_note(o, tp->member.source->src, tp->t, probs);
     if (o->g.format->category == NF_CAT_NVFP4) {
         o->divisors = calloc(1, sizeof *o->divisors);
         if (!o->divisors) probs->nomem = true;
@@ -812,6 +943,7 @@ nf_status nf_plan_build(const nf_recipe *recipe, nf_plan **out, nf_error *err)
     for (size_t i = 0; i < recipe->ncomponents; i++) cap += recipe->components[i].nresources;
     p->objects = calloc(cap, sizeof *p->objects);
     problems probs = {0};
+    name_index ix = {{0}, {0}};
     if (!rt || !choices || !tps || !consumed || !p->objects) {
         st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
         goto done;
@@ -842,20 +974,35 @@ nf_status nf_plan_build(const nf_recipe *recipe, nf_plan **out, nf_error *err)
         st = problems_error(&probs, recipe->path, err);
         goto done;
     }
+    /* the companions the imports read (sorted above), once each, for the content digest */
+    p->companions = malloc(4 * (n ? n : 1) * sizeof *p->companions);
+    if (!p->companions) {
+        st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < 4 * n; i++)
+        if (consumed[i] && (p->ncompanions == 0 || p->companions[p->ncompanions - 1] != consumed[i]))
+            p->companions[p->ncompanions++] = consumed[i];
 
     if ((st = build_components(p, cap, err)) != NF_OK) goto done;
     /* Tensor objects in checkpoint order; a group sits where its first member is. */
     bool *group_done = calloc(recipe->ngroups ? recipe->ngroups : 1, sizeof *group_done);
-    if (!group_done) {
+    bool ix_ok = group_done != NULL;
+    for (size_t g = 0; ix_ok && g < recipe->ngroups; g++)
+        for (size_t k = 0; ix_ok && k < recipe->groups[g].nmembers; k++)
+            ix_ok = nf_strset_insert(&ix.members, recipe->groups[g].members[k], NULL, g, NULL) >= 0;
+    for (size_t i = 0; ix_ok && recipe->ngroups && i < n; i++)
+        ix_ok = nf_strset_insert(&ix.tensors, tps[i].t->name, NULL, i, NULL) >= 0;
+    if (!ix_ok) {
+        free(group_done);
         st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
         goto done;
     }
     for (size_t i = 0; i < n; i++) {
         if (choices[i].skip || tps[i].consumed) continue;
-        size_t member;
-        int g = group_of(recipe, tps[i].t->name, &member);
+        int g = group_of(&ix, tps[i].t->name);
         if (g >= 0) {
-            if (!group_done[g]) add_group(p, cap, &recipe->groups[g], tps, n, &probs);
+            if (!group_done[g]) add_group(p, cap, &recipe->groups[g], tps, &ix, &probs);
             group_done[g] = true;
             continue;
         }
@@ -882,6 +1029,8 @@ nf_status nf_plan_build(const nf_recipe *recipe, nf_plan **out, nf_error *err)
     build_bindings(p);
     build_provenance(p);
 done:
+    nf_strset_free(&ix.members);
+    nf_strset_free(&ix.tensors);
     free(probs.text);
     free(rt);
     free(choices);
@@ -914,12 +1063,13 @@ json_t *nf_plan_describe(const nf_plan *p)
         json_t *srcs = json_array();
         for (size_t k = 0; k < o->nmembers; k++) json_array_append_new(srcs, json_string(o->members[k].t->name));
         double bpw = (double)o->g.bytes * 8.0 / (double)o->g.elements;
-        json_array_append_new(objs, json_pack("{s:s,s:s,s:o,s:o,s:s,s:s,s:s,s:s,s:o,s:I,s:f}", "id", o->id, "kind",
-                                              "tensor", "sources", srcs, "shape", shape, "source_dtype",
-                                              o->source_dtype, "format", o->g.format->name, "layout",
-                                              o->g.layout->name, "method", nf_method_name(o->method), "with",
-                                              o->with ? json_deep_copy(o->with) : json_object(), "bytes",
-                                              (json_int_t)o->g.bytes, "bits_per_weight", bpw));
+        json_t *obj = json_pack("{s:s,s:s,s:o,s:o,s:s,s:s,s:s,s:s,s:o,s:I,s:f}", "id", o->id, "kind", "tensor",
+                                "sources", srcs, "shape", shape, "source_dtype", o->source_dtype, "format",
+                                o->g.format->name, "layout", o->g.layout->name, "method", nf_method_name(o->method),
+                                "with", o->with ? json_deep_copy(o->with) : json_object(), "bytes",
+                                (json_int_t)o->g.bytes, "bits_per_weight", bpw);
+        if (o->note) json_object_set_new(obj, "note", json_string(o->note));
+        json_array_append_new(objs, obj);
         total_elements += o->g.elements;
         json_t *f = json_object_get(per_format, o->g.format->name);
         if (!f) {
@@ -934,4 +1084,124 @@ json_t *nf_plan_describe(const nf_plan *p)
     }
     return json_pack("{s:o,s:{s:I,s:I,s:I,s:o}}", "objects", objs, "totals", "objects", (json_int_t)p->nobjects,
                      "elements", (json_int_t)total_elements, "bytes", (json_int_t)total_bytes, "formats", per_format);
+}
+
+/* ---------------------------------------------------------------- content digest (F13) */
+/* Under SOURCE_DATE_EPOCH the artifact id used to be derived from the plan's description --
+ * names, shapes, formats -- and the epoch alone: two checkpoints with the same names and shapes
+ * got the same id, so an entry of one passed `verify --quick` with the parts of the other and
+ * `dequant --all` read mixed data (finding F13).  The id must bind the content.  The encoded
+ * objects would do, but their digests are known only after the id is written into every part
+ * header; the bytes the plan reads are known before, and hashing them costs one sequential read
+ * of the checkpoint (XXH3 runs far faster than the read; docs/ninfer-convert.md has the figures). */
+#define DIGEST_CHUNK ((size_t)4 << 20)
+
+static void digest_str(XXH3_state_t *h, const char *s)
+{
+    XXH3_128bits_update(h, s, strlen(s) + 1);
+}
+
+static void digest_u64(XXH3_state_t *h, uint64_t v)
+{
+    uint8_t b[8];
+    for (int i = 0; i < 8; i++) b[i] = (uint8_t)(v >> (8 * i));
+    XXH3_128bits_update(h, b, sizeof b);
+}
+
+static bool digest_json(XXH3_state_t *h, const char *what, const json_t *j)
+{
+    char *text = json_dumps(j ? j : json_null(), JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
+    if (!text) return false;
+    digest_str(h, what);
+    digest_str(h, text);
+    free(text);
+    return true;
+}
+
+static nf_status digest_tensor(XXH3_state_t *h, const nf_source *src, const nf_source_tensor *t, uint8_t *buf,
+                               nf_error *err)
+{
+    digest_str(h, t->name);
+    digest_u64(h, t->bytes);
+    for (uint64_t off = 0; off < t->bytes;) {
+        size_t len = t->bytes - off < DIGEST_CHUNK ? (size_t)(t->bytes - off) : DIGEST_CHUNK;
+        NF_TRY(nf_source_read_bytes(src, t, off, buf, len, err));
+        XXH3_128bits_update(h, buf, len);
+        off += len;
+    }
+    return NF_OK;
+}
+
+static nf_status digest_file(XXH3_state_t *h, const char *path, uint8_t *buf, nf_error *err)
+{
+    int fd = nf_io_open(path, O_RDONLY | O_NONBLOCK, 0);
+    if (fd < 0) return nf_error_errno(err, errno, "%s: cannot open", path);
+    struct stat sb;
+    int e = nf_io_fstat(fd, &sb);
+    nf_status st = NF_OK;
+    if (e) st = nf_error_errno(err, e, "%s: cannot stat", path);
+    else if (!S_ISREG(sb.st_mode)) st = nf_error_set(err, NF_ERR_INVALID, "%s: not a regular file", path);
+    digest_str(h, path);
+    uint64_t size = st == NF_OK ? (uint64_t)sb.st_size : 0;
+    digest_u64(h, size);
+    for (uint64_t off = 0; st == NF_OK && off < size;) {
+        size_t len = size - off < DIGEST_CHUNK ? (size_t)(size - off) : DIGEST_CHUNK;
+        if ((e = nf_io_pread_full(fd, buf, len, off)) != 0) st = nf_error_errno(err, e, "%s: cannot read", path);
+        else XXH3_128bits_update(h, buf, len);
+        off += len;
+    }
+    nf_io_close(fd);
+    return st;
+}
+
+nf_status nf_plan_content_digest(const nf_plan *p, uint8_t out[16], nf_error *err)
+{
+    if (!p || !out) return nf_error_set(err, NF_ERR_USAGE, "nf_plan_content_digest: missing argument");
+    XXH3_state_t *h = XXH3_createState();
+    uint8_t *buf = malloc(DIGEST_CHUNK);
+    nf_status st = NF_OK;
+    if (!h || !buf || XXH3_128bits_reset(h) != XXH_OK) {
+        st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    digest_str(h, "ninfer plan content digest v1");
+    json_t *d = nf_plan_describe(p);
+    bool ok = d && digest_json(h, "plan", d) && digest_json(h, "components", p->components) &&
+              digest_json(h, "bindings", p->bindings) && digest_json(h, "metadata", p->metadata) &&
+              digest_json(h, "provenance", p->provenance);
+    json_decref(d);
+    if (!ok) {
+        st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; st == NF_OK && i < p->nobjects; i++) {
+        const plan_object *o = &p->objects[i];
+        digest_str(h, o->id);
+        if (o->kind == NF_OBJECT_RESOURCE) {
+            st = digest_file(h, o->path, buf, err);
+            continue;
+        }
+        for (size_t k = 0; st == NF_OK && k < o->nmembers; k++) {
+            const plan_member *m = &o->members[k];
+            st = digest_tensor(h, m->source->src, m->t, buf, err);
+            if (st == NF_OK && m->scale_t) st = digest_tensor(h, m->source->src, m->scale_t, buf, err);
+        }
+    }
+    const plan_source *base = base_source(p);
+    for (size_t i = 0; st == NF_OK && i < p->ncompanions; i++)
+        st = digest_tensor(h, base->src, p->companions[i], buf, err);
+    for (size_t i = 0; st == NF_OK && i < p->nsources; i++)
+        if (p->imatrices && p->imatrices[i]) {
+            digest_str(h, p->sources[i].name);
+            st = digest_file(h, p->sources[i].path, buf, err);
+        }
+    if (st == NF_OK) {
+        XXH128_canonical_t c;
+        XXH128_canonicalFromHash(&c, XXH3_128bits_digest(h));
+        memcpy(out, c.digest, 16);
+    }
+done:
+    XXH3_freeState(h);
+    free(buf);
+    return st;
 }

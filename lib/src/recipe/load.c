@@ -129,6 +129,11 @@ static bool has_suffix(const char *s, const char *suffix)
 
 nf_status nf_recipe_load(const char *path, nf_recipe **out, nf_error *err)
 {
+    return nf_recipe_load_ex(path, NULL, out, err);
+}
+
+nf_status nf_recipe_load_ex(const char *path, const nf_recipe_options *opt, nf_recipe **out, nf_error *err)
+{
     if (!path || !out) return nf_error_set(err, NF_ERR_USAGE, "nf_recipe_load: missing argument");
     *out = NULL;
     bool is_stdin = !strcmp(path, "-");
@@ -154,7 +159,9 @@ nf_status nf_recipe_load(const char *path, nf_recipe **out, nf_error *err)
         dir = recipe_dirname(path);
         if (!dir) st = nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", name);
     }
-    if (st == NF_OK) st = nf_recipe_parse((const char *)text.data, text.len, name, dir, out, err);
+    /* a recipe read from stdin has no directory of its own: nothing to read but what the command
+     * line gives (docs/recipes.md, "What a recipe may read") */
+    if (st == NF_OK) st = nf_recipe_parse_ex((const char *)text.data, text.len, name, dir, opt, out, err);
     free(dir);
     free(text.data);
     free(raw.data);

@@ -17,16 +17,19 @@
 #include <ninfer/format.h>
 #include <ninfer/layout.h>
 #include <ninfer/method.h>
+#include <ninfer/source.h>
 
 #include "container/container_internal.h"
 #include "recipe/recipe_internal.h"
 
 typedef struct parser {
     const char *name; /* the file as named in messages */
+    const nf_recipe_options *opt; /* what the command line allows (never NULL) */
     const char *dir;  /* NULL or "." = the current directory */
     nf_error *err;
     recipe_impl *impl;
     nf_recipe *r;
+    size_t nregex; /* "re:" selectors so far */
 } parser;
 
 #define CTX_MAX 256
@@ -181,11 +184,24 @@ static bool var_name_char(char c, bool first)
     return c == '_' || isalpha((unsigned char)c) || (!first && isdigit((unsigned char)c));
 }
 
-/* ${VAR} from the environment; a '$' not followed by '{' is kept as written. */
-static nf_status expand_vars(parser *p, const ynode *n, const char *ctx, const char *raw, char **out)
+static bool var_allowed(const parser *p, const char *var)
+{
+    for (size_t i = 0; i < p->opt->nallow_env; i++)
+        if (p->opt->allow_env[i] && strcmp(p->opt->allow_env[i], var) == 0) return true;
+    return false;
+}
+
+/* ${VAR} from the environment, for the variables the command line allows (--allow-env); a '$'
+ * not followed by '{' is kept as written.  A variable that is not allowed leaves the path
+ * unexpanded: *out is NULL and *blocked its name, for the planner to report if the path is
+ * used (finding F2: a recipe could read any variable, a CI secret, and the messages printed the
+ * expanded text).  Messages here quote `raw`, the text as written, never a value. */
+static nf_status expand_vars(parser *p, const ynode *n, const char *ctx, const char *raw, char **out, char **blocked)
 {
     nf_buf b = {0};
     nf_status st = NF_OK;
+    *out = NULL;
+    *blocked = NULL;
     for (const char *s = raw; *s && st == NF_OK;) {
         if (s[0] != '$' || s[1] != '{') {
             if (!nf_buf_putc(&b, *s++)) st = nomem(p);
@@ -211,6 +227,11 @@ static nf_status expand_vars(parser *p, const ynode *n, const char *ctx, const c
         }
         memcpy(var, name, len);
         var[len] = '\0';
+        if (!var_allowed(p, var)) {
+            nf_buf_free(&b);
+            *blocked = strdup(var);
+            return *blocked ? NF_OK : nomem(p);
+        }
         const char *value = getenv(var);
         if (!value) {
             st = fail(p, n->pos, "%s: environment variable '%s' is not set (in '%s')", ctx, var, raw);
@@ -268,6 +289,7 @@ char *recipe_dirname(const char *path)
 static char *source_dir(const char *source_path)
 {
     struct stat st;
+    if (!source_path) return NULL;
     if (stat(source_path, &st) == 0 && !S_ISDIR(st.st_mode)) return recipe_dirname(source_path);
     return strdup(source_path);
 }
@@ -326,20 +348,23 @@ static nf_status parse_sources(parser *p, const ynode *n)
         if (strchr(k->text, '/')) return fail(p, k->pos, "sources: source name '%s' must not contain '/'", k->text);
         const char *raw = NULL;
         NF_TRY(get_string(p, v, ctx, "a path", &raw));
-        char *expanded = NULL;
-        NF_TRY(expand_vars(p, v, ctx, raw, &expanded));
-        char *path = join_path(p->dir, expanded);
+        char *expanded = NULL, *blocked = NULL;
+        NF_TRY(expand_vars(p, v, ctx, raw, &expanded, &blocked));
+        char *path = expanded ? join_path(p->dir, expanded) : NULL;
         free(expanded);
-        if (!path) return nomem(p);
+        if (!path && !blocked) return nomem(p);
         nf_recipe *r = p->r;
         nf_status st = grow_one(p, (void **)&r->sources, &r->nsources, sizeof *r->sources);
         if (st != NF_OK) {
             free(path);
+            free(blocked);
             return st;
         }
         nf_recipe_source *s = &r->sources[r->nsources - 1];
         s->path = path;
+        s->blocked = blocked;
         s->pos = k->pos;
+        NF_TRY(dup_into(p, raw, &s->written));
         NF_TRY(dup_into(p, k->text, &s->name));
     }
     return NF_OK;
@@ -587,11 +612,24 @@ static const char *regex_too_complex(const char *pattern)
     return regex_compile_cost(pattern);
 }
 
-/* A selector: non-empty; "re:" ones must compile as POSIX extended regular expressions. */
+/* A selector: non-empty, at most RECIPE_MAX_SELECTOR_BYTES; "re:" ones must compile as POSIX
+ * extended regular expressions, with glibc (its messages name what is wrong) and with the
+ * resolver's own matcher (lib/src/recipe/match.c: the features a tensor name needs), and there
+ * are at most RECIPE_MAX_REGEX_SELECTORS of them: each is compiled here and again by the
+ * resolver (finding F9, docs/recipes.md). */
+#define RECIPE_MAX_SELECTOR_BYTES 4096u
+#define RECIPE_MAX_REGEX_SELECTORS 4096u
+
 static nf_status add_selector(parser *p, nf_recipe_rule *rule, const ynode *n, const char *ctx)
 {
     const char *s = NULL;
     NF_TRY(get_string(p, n, ctx, "a tensor name, glob or re:REGEX", &s));
+    if (n->len > RECIPE_MAX_SELECTOR_BYTES)
+        return fail(p, n->pos, "%s: selector of %zu bytes, more than the cap of %u (a tensor name has at most %u)", ctx,
+                    n->len, RECIPE_MAX_SELECTOR_BYTES, NF_SOURCE_MAX_NAME_BYTES);
+    if (recipe_is_regex(s) && ++p->nregex > RECIPE_MAX_REGEX_SELECTORS)
+        return fail(p, n->pos, "%s: more than %u regular expression selectors (the cap; a glob or an exact name "
+                    "costs less)", ctx, RECIPE_MAX_REGEX_SELECTORS);
     if (recipe_is_regex(s)) {
         const char *pattern = s + strlen(RECIPE_RE_PREFIX);
         if (!pattern[0]) return fail(p, n->pos, "%s: empty regular expression '%s'", ctx, s);
@@ -605,6 +643,10 @@ static nf_status add_selector(parser *p, nf_recipe_rule *rule, const ynode *n, c
             return fail(p, n->pos, "%s: bad regular expression '%s': %s", ctx, pattern, why);
         }
         regfree(&re);
+        recipe_regex *mine = NULL;
+        const char *why = recipe_regex_compile(pattern, &mine);
+        recipe_regex_free(mine);
+        if (why) return fail(p, n->pos, "%s: regular expression '%s' %s", ctx, pattern, why);
     }
     size_t count = rule->nmatch;
     NF_TRY(grow_one(p, (void **)&rule->match, &count, sizeof *rule->match));
@@ -752,9 +794,11 @@ static nf_status parse_resource(parser *p, nf_recipe_resource *res, char **file_
     NF_TRY(dup_into(p, k->text, &res->role));
     const char *raw = NULL;
     NF_TRY(get_string(p, v, ctx, "SOURCE/file or a path", &raw));
+    NF_TRY(dup_into(p, raw, &res->written));
     if (plain_resource_path(raw)) {
         char *expanded = NULL;
-        NF_TRY(expand_vars(p, v, ctx, raw, &expanded));
+        NF_TRY(expand_vars(p, v, ctx, raw, &expanded, &res->blocked));
+        if (res->blocked) return NF_OK;
         res->path = join_path(p->dir, expanded);
         free(expanded);
         return res->path ? NF_OK : nomem(p);
@@ -777,7 +821,8 @@ static nf_status parse_resource(parser *p, nf_recipe_resource *res, char **file_
     while (*file_raw == '/') file_raw++;
     if (!*file_raw) return fail(p, v->pos, "%s: no file named after '%s/'", ctx, name);
     NF_TRY(dup_into(p, name, &res->source));
-    NF_TRY(expand_vars(p, v, ctx, file_raw, file_out));
+    NF_TRY(expand_vars(p, v, ctx, file_raw, file_out, &res->blocked));
+    if (res->blocked || !src->path) return NF_OK; /* (a blocked source: --source may give it) */
     char *dir = source_dir(src->path);
     if (!dir) return nomem(p);
     res->path = join_path(dir, *file_out);
@@ -988,6 +1033,8 @@ void nf_recipe_free(nf_recipe *r)
     for (size_t i = 0; i < r->nsources; i++) {
         free(r->sources[i].name);
         free(r->sources[i].path);
+        free(r->sources[i].written);
+        free(r->sources[i].blocked);
     }
     free(r->sources);
     free(r->output_name);
@@ -1000,12 +1047,15 @@ void nf_recipe_free(nf_recipe *r)
             free(c->resources[j].role);
             free(c->resources[j].source);
             free(c->resources[j].path);
+            free(c->resources[j].written);
+            free(c->resources[j].blocked);
             if (impl->res_file && impl->res_file[i]) free(impl->res_file[i][j]);
         }
         free(c->resources);
         if (impl->res_file) free(impl->res_file[i]);
     }
     free(impl->res_file);
+    recipe_free_roots(impl);
     free(r->components);
     free(r->default_format);
     free(r->default_method);
@@ -1025,6 +1075,13 @@ void nf_recipe_free(nf_recipe *r)
 nf_status nf_recipe_parse(const char *text, size_t len, const char *name, const char *dir, nf_recipe **out,
                           nf_error *err)
 {
+    return nf_recipe_parse_ex(text, len, name, dir, NULL, out, err);
+}
+
+nf_status nf_recipe_parse_ex(const char *text, size_t len, const char *name, const char *dir,
+                             const nf_recipe_options *opt, nf_recipe **out, nf_error *err)
+{
+    static const nf_recipe_options none = {NULL, 0};
     if (!out) return nf_error_set(err, NF_ERR_USAGE, "nf_recipe_parse: missing output argument");
     *out = NULL;
     if (!text && len) return nf_error_set(err, NF_ERR_USAGE, "nf_recipe_parse: missing text");
@@ -1035,7 +1092,7 @@ nf_status nf_recipe_parse(const char *text, size_t len, const char *name, const 
     recipe_impl *impl = calloc(1, sizeof *impl);
     if (!impl) return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", name);
     nf_recipe *r = &impl->pub;
-    parser p = {.name = name, .dir = dir, .err = err, .impl = impl, .r = r};
+    parser p = {.name = name, .opt = opt ? opt : &none, .dir = dir, .err = err, .impl = impl, .r = r};
     r->path = strdup(name);
     r->dir = strdup(dir ? dir : ".");
     r->default_format = strdup("bf16");
@@ -1043,8 +1100,10 @@ nf_status nf_recipe_parse(const char *text, size_t len, const char *name, const 
         nf_recipe_free(r);
         return nomem(&p);
     }
+    /* What the recipe may read, to begin with: its own directory (docs/recipes.md) */
+    nf_status st = dir ? recipe_add_root(impl, dir, "the recipe's directory", false, err) : NF_OK;
     ynode *root = NULL;
-    nf_status st = yn_parse(text ? text : "", len, name, &root, err);
+    if (st == NF_OK) st = yn_parse(text ? text : "", len, name, &root, err);
     if (st == NF_OK) st = parse_root(&p, root);
     yn_free(root);
     if (st != NF_OK) {
@@ -1067,10 +1126,19 @@ nf_status nf_recipe_set_source(nf_recipe *r, const char *name, const char *path,
      * recipe's, and taken as given (the shell has expanded it). */
     char *copy = strdup(path);
     if (!copy) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    /* The command line names it: the recipe's other paths may point into it (paths.c). */
+    nf_status rst = recipe_add_root(impl, path, "--source", false, err);
+    if (rst != NF_OK) {
+        free(copy);
+        return rst;
+    }
     nf_recipe_source *s = (nf_recipe_source *)find_source(r, name);
     if (s) {
         free(s->path);
+        free(s->blocked);
+        s->blocked = NULL;
         s->path = copy;
+        s->command_line = true;
     } else {
         nf_recipe_source *grown = realloc(r->sources, (r->nsources + 1) * sizeof *grown);
         char *name_copy = strdup(name);
@@ -1081,9 +1149,11 @@ nf_status nf_recipe_set_source(nf_recipe *r, const char *name, const char *path,
             return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
         }
         s = &r->sources[r->nsources++];
+        memset(s, 0, sizeof *s);
         s->name = name_copy;
         s->path = copy;
         s->pos = (nf_recipe_pos){0, 0};
+        s->command_line = true;
     }
     /* Resources named SOURCE/file follow their source to its new place. */
     char *dir = NULL;

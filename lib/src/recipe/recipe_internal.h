@@ -66,10 +66,29 @@ nf_status yn_to_json(const ynode *n, const char *name, json_t **out, nf_error *e
  * the part of each "SOURCE/file" resource after the source name, which --source overrides
  * (nf_recipe_set_source) need to re-resolve the resource against the new source path.
  * nf_recipe_resolve uses the public fields only. */
+/* A place the recipe may read (paths.c): its real path and its lexically normalized absolute
+ * form (the same unless a symbolic link is on the way), so that a path that does not exist yet
+ * can be judged as written. */
+typedef struct recipe_root {
+    char *real;    /* NULL when it could not be resolved */
+    char *lexical;
+    const char *why; /* "the recipe's directory", "--source", "--allow-path" (static) */
+} recipe_root;
+
 typedef struct recipe_impl {
     nf_recipe pub; /* first: a nf_recipe * is a recipe_impl * */
-    char ***res_file; /* [component][resource]: the file part, NULL for plain paths */
+    char ***res_file; /* [component][resource]: the file part, NULL for plain paths (or blocked) */
+    recipe_root *roots;
+    size_t nroots;
 } recipe_impl;
+
+/* Adds a root (paths.c).  must_exist: an unresolvable path is NF_ERR_USAGE (--allow-path);
+ * otherwise it is kept in its lexical form only. */
+nf_status recipe_add_root(recipe_impl *impl, const char *path, const char *why, bool must_exist, nf_error *err);
+void recipe_free_roots(recipe_impl *impl);
+/* The absolute, lexically normalized form of path ("." and ".." resolved as text, no link
+ * followed); NULL on ENOMEM or when the current directory is unknown. */
+char *recipe_lexical_abs(const char *path);
 
 /* ---------------------------------------------------------------- shared checks */
 /* Check method parameters (`with`) against a method (conversion.md 5.2).  Returns true when
@@ -85,6 +104,26 @@ bool recipe_is_regex(const char *selector);
 /* Does a glob selector contain any fnmatch metacharacter?  Without one it matches only the
  * identical name, which the exact lookup already decided. */
 bool recipe_glob_has_meta(const char *selector);
+
+/* Matchers with a counted cost (match.c; docs/recipes.md).  Each adds the work it did to
+ * *steps: a glob at most (pattern length + 1) x (name length + 1), a regular expression at
+ * most (states + 1) x (name length + 1). */
+bool recipe_glob_match(const char *pattern, const char *name, uint64_t *steps); /* fnmatch(p, n, 0) */
+bool recipe_glob_needs_fnmatch(const char *pattern); /* holds [: [= or [. (then fnmatch decides) */
+size_t recipe_glob_prefix_len(const char *pattern); /* literal bytes before the first * ? [ \ */
+
+typedef struct recipe_regex recipe_regex;
+/* The whole-name matcher of a "re:" pattern (without the prefix): NULL and *out set, or the
+ * reason it is refused ("has an unmatched '('", "uses a backslash before a letter ...") to
+ * follow "regular expression 'P' ". */
+const char *recipe_regex_compile(const char *pattern, recipe_regex **out);
+bool recipe_regex_match(recipe_regex *re, const char *name, uint64_t *steps); /* not thread-safe */
+size_t recipe_regex_states(const recipe_regex *re);
+void recipe_regex_free(recipe_regex *re);
+/* The literal text every name the pattern matches starts with (NUL-terminated in buf); its
+ * length.  Empty when unsure (an alternation anywhere). */
+size_t recipe_regex_prefix(const char *pattern, char *buf, size_t size);
+#define RECIPE_RE_PREFIX_MAX 260 /* a pattern is at most 256 bytes (parse.c) */
 
 /* The directory part of a path: "a/b" -> "a", "b" -> ".", "/b" -> "/".  NULL on ENOMEM. */
 char *recipe_dirname(const char *path);

@@ -4,7 +4,9 @@
  * scratch buffer of at most SRC_READ_CHUNK bytes (whole storage blocks), so converting a huge
  * row never allocates more than that.  Nothing here keeps state between calls, which is what
  * makes concurrent reads on one source safe. */
+#include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -131,6 +133,27 @@ static nf_status bad_value(const nf_source *s, const nf_source_tensor *t, uint64
                         t->name, (unsigned long long)row, (unsigned long long)col, what, byte);
 }
 
+/* The shortest %.Ng that reads back as d (15 to 17 significant digits): 1e300 prints as 1e+300. */
+static void format_f64(double d, char *buf, size_t size)
+{
+    for (int digits = 15; digits <= 17; digits++) {
+        snprintf(buf, size, "%.*g", digits, d);
+        if (strtod(buf, NULL) == d) return;
+    }
+}
+
+static nf_status f64_overflow(const nf_source *s, const nf_source_tensor *t, uint64_t element, double d,
+                              nf_error *err)
+{
+    uint64_t row = t->row_elements ? element / t->row_elements : 0;
+    uint64_t col = t->row_elements ? element % t->row_elements : 0;
+    char value[40];
+    format_f64(d, value, sizeof value);
+    return nf_error_set(err, NF_ERR_INVALID, "%s: tensor '%s': row %llu column %llu: source value %s (%s) overflows "
+                        "binary32", s->files[t->file].path, t->name, (unsigned long long)row,
+                        (unsigned long long)col, value, t->type_name);
+}
+
 /* Convert nblocks storage blocks at raw (whose first element is element `first` of the tensor). */
 static nf_status convert(const nf_source *s, const nf_source_tensor *t, conv_kind k, const uint8_t *raw,
                          size_t nblocks, float *out, uint64_t first, nf_error *err)
@@ -152,6 +175,10 @@ static nf_status convert(const nf_source *s, const nf_source_tensor *t, conv_kin
             double d;
             memcpy(&d, &b, sizeof d);
             out[i] = (float)d; /* round to nearest even (the default mode; no -ffast-math) */
+            /* A finite value that rounds to infinity is not a binary32 value: refused here, with the
+             * value as stored, rather than passed on as an infinity that every encoder would then
+             * report as "source value +inf" (finding M6). */
+            if (isinf(out[i]) && !isinf(d)) return f64_overflow(s, t, first + i, d, err);
         }
         return NF_OK;
     case CONV_E4M3:

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include <jansson.h>
@@ -77,20 +78,119 @@ void src_arena_free(src_arena *a)
 }
 
 /* ---------------------------------------------------------------- files and tensors */
-nf_status src_file_read(const src_file *f, uint64_t off, void *buf, size_t len, nf_error *err)
+/* ---------------------------------------------------------------- fd cache (F8) */
+/* How many descriptors one source keeps open: a quarter of the soft RLIMIT_NOFILE (the program
+ * needs others: its output parts, other sources, stdio), at least 4 and at most 64. */
+static size_t fd_cap_for_process(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return 64;
+    rlim_t q = rl.rlim_cur / 4;
+    return q < 4 ? 4 : q > 64 ? 64 : (size_t)q;
+}
+
+static void fd_list_remove(nf_source *s, size_t at)
+{
+    s->fd_open[at] = s->fd_open[--s->nfd_open];
+}
+
+/* Closes the least recently used open file that no read is using; false when there is none. */
+static bool fd_evict_one(nf_source *s)
+{
+    size_t best = SIZE_MAX;
+    for (size_t i = 0; i < s->nfd_open; i++) {
+        const src_file *f = &s->files[s->fd_open[i]];
+        if (f->users == 0 && (best == SIZE_MAX || f->last_use < s->files[s->fd_open[best]].last_use)) best = i;
+    }
+    if (best == SIZE_MAX) return false;
+    src_file *f = &s->files[s->fd_open[best]];
+    nf_io_close(f->fd);
+    f->fd = -1;
+    fd_list_remove(s, best);
+    return true;
+}
+
+/* Records file index k as open, closing others beyond the cap (the caller holds the lock). */
+static bool fd_track(nf_source *s, size_t k)
+{
+    if (s->nfd_open == s->fd_open_cap) {
+        size_t cap = s->fd_open_cap ? s->fd_open_cap * 2 : 16;
+        size_t *l = realloc(s->fd_open, cap * sizeof *l);
+        if (!l) return false;
+        s->fd_open = l;
+        s->fd_open_cap = cap;
+    }
+    s->files[k].last_use = ++s->fd_clock;
+    s->fd_open[s->nfd_open++] = k;
+    while (s->nfd_open > s->fd_cap && fd_evict_one(s)) {
+    }
+    return true;
+}
+
+/* Opens f again (the lock is held): it must still be the regular file of the first open -- same
+ * device, inode and size -- or the reads would mix two files. */
+static nf_status fd_reopen(nf_source *s, src_file *f, nf_error *err)
+{
+    int fd = -1, e = 0;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        fd = nf_io_open(f->path, O_RDONLY | O_NONBLOCK, 0);
+        e = fd < 0 ? errno : 0;
+        if (fd >= 0 || (e != EMFILE && e != ENFILE) || !fd_evict_one(s)) break;
+    }
+    if (fd < 0) return nf_error_errno(err, e, "%s: cannot open again", f->path);
+    struct stat st;
+    e = nf_io_fstat(fd, &st);
+    if (e) {
+        nf_io_close(fd);
+        return nf_error_errno(err, e, "%s: cannot stat", f->path);
+    }
+    if (!S_ISREG(st.st_mode) || (uint64_t)st.st_dev != f->dev || (uint64_t)st.st_ino != f->ino ||
+        (uint64_t)st.st_size != f->size) {
+        nf_io_close(fd);
+        return nf_error_set(err, NF_ERR_IO, "%s: not the file that was opened before (it was replaced or changed "
+                            "size since the checkpoint was opened)", f->path);
+    }
+    (void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+    f->fd = fd;
+    size_t k = (size_t)(f - s->files);
+    if (!fd_track(s, k)) {
+        nf_io_close(fd);
+        f->fd = -1;
+        return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", f->path);
+    }
+    return NF_OK;
+}
+
+nf_status src_file_read(const src_file *cf, uint64_t off, void *buf, size_t len, nf_error *err)
 {
     uint64_t end;
-    if (!nf_add_u64(off, len, &end) || end > f->size)
+    if (!nf_add_u64(off, len, &end) || end > cf->size)
         return nf_error_set(err, NF_ERR_IO, "%s: read of bytes [%llu, +%zu) past the end of the file (%llu bytes); "
-                            "was it truncated after open?", f->path, (unsigned long long)off, len,
-                            (unsigned long long)f->size);
+                            "was it truncated after open?", cf->path, (unsigned long long)off, len,
+                            (unsigned long long)cf->size);
     if (len == 0) return NF_OK;
-    if (f->mem) {
-        memcpy(buf, f->mem + off, len);
+    if (cf->mem) {
+        memcpy(buf, cf->mem + off, len);
         return NF_OK;
     }
-    int e = nf_io_pread_full(f->fd, buf, len, off);
-    if (e) return nf_error_errno(err, e, "%s: cannot read bytes [%llu, %llu)", f->path, (unsigned long long)off,
+    /* The cache state lives in the source, which is heap-allocated and never const itself: the
+     * public read functions take a const source because reading does not change what it is. */
+    src_file *f = (src_file *)(uintptr_t)cf;
+    nf_source *s = f->owner;
+    pthread_mutex_lock(&s->fd_lock);
+    /* in use first: reopening may close others beyond the cap, never this one */
+    f->users++;
+    nf_status st = f->fd >= 0 ? NF_OK : fd_reopen(s, f, err);
+    int fd = f->fd;
+    if (st == NF_OK) f->last_use = ++s->fd_clock;
+    else f->users--;
+    pthread_mutex_unlock(&s->fd_lock);
+    if (st != NF_OK) return st;
+    int e = nf_io_pread_full(fd, buf, len, off);
+    pthread_mutex_lock(&s->fd_lock);
+    f->users--;
+    pthread_mutex_unlock(&s->fd_lock);
+    if (e) return nf_error_errno(err, e, "%s: cannot read bytes [%llu, %llu)", cf->path, (unsigned long long)off,
                                  (unsigned long long)end);
     return NF_OK;
 }
@@ -172,21 +272,43 @@ static size_t dir_len_of(const char *path)
     return slash ? (size_t)(slash - path) + 1 : 0;
 }
 
-static nf_status add_file(nf_source *s, const char *path, int fd, uint64_t size, nf_error *err)
+static nf_status add_file(nf_source *s, const char *path, int fd, const struct stat *st, uint64_t size,
+                          nf_error *err)
 {
-    if (s->nfiles >= NF_SOURCE_MAX_FILES)
+    if (s->nfiles >= NF_SOURCE_MAX_FILES) {
+        if (fd >= 0) nf_io_close(fd);
         return nf_error_set(err, NF_ERR_INVALID, "%s: more than %u files (the reader's cap)", s->path, NF_SOURCE_MAX_FILES);
+    }
     src_file *f = realloc(s->files, (s->nfiles + 1) * sizeof *f);
-    if (!f) return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", path);
+    if (!f) {
+        if (fd >= 0) nf_io_close(fd);
+        return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", path);
+    }
     s->files = f;
     f = &s->files[s->nfiles];
     memset(f, 0, sizeof *f);
     f->fd = -1;
     f->path = strdup(path);
-    if (!f->path) return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", path);
+    if (!f->path) {
+        if (fd >= 0) nf_io_close(fd);
+        return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", path);
+    }
     f->fd = fd;
     f->size = size;
     s->nfiles++;
+    if (fd >= 0) {
+        f->owner = s;
+        f->dev = (uint64_t)st->st_dev;
+        f->ino = (uint64_t)st->st_ino;
+        pthread_mutex_lock(&s->fd_lock);
+        bool ok = fd_track(s, s->nfiles - 1);
+        pthread_mutex_unlock(&s->fd_lock);
+        if (!ok) {
+            nf_io_close(fd);
+            f->fd = -1;
+            return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", path);
+        }
+    }
     return NF_OK;
 }
 
@@ -195,6 +317,7 @@ static nf_status add_file(nf_source *s, const char *path, int fd, uint64_t size,
 static nf_status open_file(nf_source *s, const char *path, bool missing_invalid, const char *referrer,
                            nf_error *err)
 {
+    if (s->check) NF_TRY(s->check(s->check_ctx, path, err));
     /* O_NONBLOCK: a FIFO named as a checkpoint must be refused (fstat below), not block open;
      * it changes nothing for the reads of a regular file. */
     int fd = nf_io_open(path, O_RDONLY | O_NONBLOCK, 0);
@@ -218,9 +341,8 @@ static nf_status open_file(nf_source *s, const char *path, bool missing_invalid,
     /* A hint only (its result is ignored): conversion reads each tensor once, front to back in
      * chunks, so a larger kernel readahead window helps cold files on slow disks. */
     (void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-    nf_status rc = add_file(s, path, fd, (uint64_t)st.st_size, err);
-    if (rc != NF_OK) nf_io_close(fd);
-    return rc;
+    /* (add_file owns fd from here: it closes it on failure) */
+    return add_file(s, path, fd, &st, (uint64_t)st.st_size, err);
 }
 
 /* ---------------------------------------------------------------- companions */
@@ -269,10 +391,14 @@ static bool shard_name_ok(const char *name)
            strcmp(name, "..") != 0;
 }
 
-static nf_status read_index_text(const char *path, char **text, size_t *len, nf_error *err)
+/* The text of a JSON file named by a checkpoint (its index, its config.json): opened without
+ * blocking (see open_file), a regular file of at most `cap` bytes (checked before anything is
+ * read; `what` names the kind of file in the message), NUL-terminated. */
+static nf_status read_json_text(const char *path, uint64_t cap, const char *what, char **text, size_t *len,
+                                nf_error *err)
 {
     *text = NULL;
-    int fd = nf_io_open(path, O_RDONLY | O_NONBLOCK, 0); /* see open_file */
+    int fd = nf_io_open(path, O_RDONLY | O_NONBLOCK, 0);
     if (fd < 0) return nf_error_errno(err, errno, "%s: cannot open", path);
     struct stat st;
     int e = nf_io_fstat(fd, &st);
@@ -281,9 +407,9 @@ static nf_status read_index_text(const char *path, char **text, size_t *len, nf_
         rc = nf_error_errno(err, e, "%s: cannot stat", path);
     } else if (!S_ISREG(st.st_mode)) {
         rc = nf_error_set(err, NF_ERR_INVALID, "%s: not a regular file", path);
-    } else if ((uint64_t)st.st_size > NF_ST_MAX_INDEX_BYTES) {
-        rc = nf_error_set(err, NF_ERR_INVALID, "%s: index is %llu bytes, more than the reader's cap of %u", path,
-                          (unsigned long long)st.st_size, NF_ST_MAX_INDEX_BYTES);
+    } else if ((uint64_t)st.st_size > cap) {
+        rc = nf_error_set(err, NF_ERR_INVALID, "%s: %s is %llu bytes, more than the reader's cap of %llu", path, what,
+                          (unsigned long long)st.st_size, (unsigned long long)cap);
     } else {
         size_t n = (size_t)st.st_size;
         *text = malloc(n + 1);
@@ -304,26 +430,83 @@ static nf_status read_index_text(const char *path, char **text, size_t *len, nf_
     return rc;
 }
 
-/* The pre-scan of common/json_prescan.h before jansson builds the index: a 64 MiB index of
- * "[{},{},...]" under "metadata" would cost 5 GB.  A real index is {"metadata": {...},
- * "weight_map": {name: shard}}: a few containers and one value per tensor. */
+static nf_status read_index_text(const nf_source *s, const char *path, char **text, size_t *len, nf_error *err)
+{
+    if (s->check) NF_TRY(s->check(s->check_ctx, path, err));
+    return read_json_text(path, NF_ST_MAX_INDEX_BYTES, "index", text, len, err);
+}
+
+/* The pre-scan of common/json_prescan.h before jansson builds a tree: jansson spends hundreds
+ * of bytes per container and value, so tens of megabytes of "[{},{},...]" would cost gigabytes.
+ * `what` ("an index", "a config.json") and `detail` (what the value cap counts) go into the
+ * messages, which name the file, the byte and the cap. */
+static nf_status json_prescan(const char *path, const char *p, size_t n, const nf_json_caps *caps, const char *what,
+                              const char *detail, nf_error *err)
+{
+    size_t at = 0;
+    switch (nf_json_prescan((const uint8_t *)p, n, caps, &at)) {
+    case NF_JSON_TOO_DEEP:
+        return nf_error_set(err, NF_ERR_INVALID, "%s: byte %zu: JSON nested deeper than %llu levels (the reader's cap "
+                            "for %s)", path, at, (unsigned long long)caps->depth, what);
+    case NF_JSON_TOO_MANY_CONTAINERS:
+        return nf_error_set(err, NF_ERR_INVALID, "%s: byte %zu: more than %llu JSON objects and arrays (the reader's "
+                            "cap for %s)", path, at, (unsigned long long)caps->containers, what);
+    case NF_JSON_TOO_MANY_VALUES:
+        return nf_error_set(err, NF_ERR_INVALID, "%s: byte %zu: more than %llu JSON values (the reader's cap for "
+                            "%s%s)", path, at, (unsigned long long)caps->values, what, detail);
+    default: return NF_OK;
+    }
+}
+
+/* A real index is {"metadata": {...}, "weight_map": {name: shard}}: a few containers and one
+ * value per tensor (a 64 MiB index of "[{},{},...]" under "metadata" used to cost 5 GB). */
 static nf_status index_prescan(const char *path, const char *p, size_t n, nf_error *err)
 {
     static const nf_json_caps caps = {NF_ST_INDEX_MAX_DEPTH, NF_ST_INDEX_MAX_CONTAINERS, NF_ST_INDEX_MAX_VALUES};
-    size_t at = 0;
-    switch (nf_json_prescan((const uint8_t *)p, n, &caps, &at)) {
-    case NF_JSON_TOO_DEEP:
-        return nf_error_set(err, NF_ERR_INVALID, "%s: byte %zu: JSON nested deeper than %u levels (the reader's cap "
-                            "for an index)", path, at, NF_ST_INDEX_MAX_DEPTH);
-    case NF_JSON_TOO_MANY_CONTAINERS:
-        return nf_error_set(err, NF_ERR_INVALID, "%s: byte %zu: more than %u JSON objects and arrays (the reader's "
-                            "cap for an index)", path, at, NF_ST_INDEX_MAX_CONTAINERS);
-    case NF_JSON_TOO_MANY_VALUES:
-        return nf_error_set(err, NF_ERR_INVALID, "%s: byte %zu: more than %u JSON values (the reader's cap for an "
-                            "index: %u tensors plus metadata)", path, at, NF_ST_INDEX_MAX_VALUES,
-                            NF_SOURCE_MAX_TENSORS);
-    default: return NF_OK;
+    char detail[64];
+    snprintf(detail, sizeof detail, ": %u tensors plus metadata", NF_SOURCE_MAX_TENSORS);
+    return json_prescan(path, p, n, &caps, "an index", detail, err);
+}
+
+/* ---------------------------------------------------------------- config.json */
+/* The converter publishes a checkpoint's config.json as the config of a component, and it used
+ * to be read by jansson with no cap at all: 125 MB of "[]," cost 5.6 GB and 14 s, even for
+ * --dry-run (finding F14).  Same treatment as the index: a size cap, then the pre-scan. */
+nf_status nf_source_parse_config(const void *text, size_t len, const char *name, json_t **out, nf_error *err)
+{
+    static const nf_json_caps caps = {NF_SOURCE_CONFIG_MAX_DEPTH, NF_SOURCE_CONFIG_MAX_CONTAINERS,
+                                      NF_SOURCE_CONFIG_MAX_VALUES};
+    if (!out || (!text && len)) return nf_error_set(err, NF_ERR_USAGE, "nf_source_parse_config: NULL argument");
+    *out = NULL;
+    if (!name) name = "config.json";
+    if (!text) text = "";
+    if (len > NF_SOURCE_MAX_CONFIG_BYTES)
+        return nf_error_set(err, NF_ERR_INVALID, "%s: config.json is %zu bytes, more than the reader's cap of %u", name,
+                            len, NF_SOURCE_MAX_CONFIG_BYTES);
+    NF_TRY(json_prescan(name, text, len, &caps, "a config.json", "", err));
+    json_error_t je;
+    json_t *cfg = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    if (!cfg)
+        return nf_error_set(err, NF_ERR_INVALID, "%s: byte %d (line %d, column %d): %s", name, je.position, je.line,
+                            je.column, je.text);
+    if (!json_is_object(cfg)) {
+        json_decref(cfg);
+        return nf_error_set(err, NF_ERR_INVALID, "%s: not a JSON object", name);
     }
+    *out = cfg;
+    return NF_OK;
+}
+
+nf_status nf_source_read_config(const char *path, json_t **out, nf_error *err)
+{
+    if (!path || !out) return nf_error_set(err, NF_ERR_USAGE, "nf_source_read_config: NULL argument");
+    *out = NULL;
+    char *text = NULL;
+    size_t len = 0;
+    NF_TRY(read_json_text(path, NF_SOURCE_MAX_CONFIG_BYTES, "config.json", &text, &len, err));
+    nf_status rc = nf_source_parse_config(text, len, path, out, err);
+    free(text);
+    return rc;
 }
 
 static nf_status open_index(nf_source *s, const char *path, nf_error *err)
@@ -332,7 +515,7 @@ static nf_status open_index(nf_source *s, const char *path, nf_error *err)
     if (!s->index_path) return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", path);
     char *text;
     size_t len = 0;
-    NF_TRY(read_index_text(path, &text, &len, err));
+    NF_TRY(read_index_text(s, path, &text, &len, err));
     nf_status pre = index_prescan(path, text, len, err);
     if (pre != NF_OK) {
         free(text);
@@ -525,10 +708,14 @@ static nf_source *source_new(const char *path)
     nf_source *s = calloc(1, sizeof *s);
     if (!s) return NULL;
     s->path = strdup(path);
-    if (!s->path) {
+    s->fd_lock_ok = pthread_mutex_init(&s->fd_lock, NULL) == 0;
+    if (!s->path || !s->fd_lock_ok) {
+        if (s->fd_lock_ok) pthread_mutex_destroy(&s->fd_lock);
+        free(s->path);
         free(s);
         return NULL;
     }
+    s->fd_cap = fd_cap_for_process();
     return s;
 }
 
@@ -540,6 +727,8 @@ void nf_source_close(nf_source *s)
         free(s->files[i].path);
     }
     free(s->files);
+    free(s->fd_open);
+    if (s->fd_lock_ok) pthread_mutex_destroy(&s->fd_lock);
     free(s->tensors);
     free(s->by_name);
     free(s->kvs);
@@ -565,10 +754,18 @@ static nf_status parse_single(nf_source *s, nf_error *err)
 
 nf_status nf_source_open(const char *path, nf_source **out, nf_error *err)
 {
+    return nf_source_open_checked(path, NULL, NULL, out, err);
+}
+
+nf_status nf_source_open_checked(const char *path, nf_source_check_fn check, void *ctx, nf_source **out,
+                                 nf_error *err)
+{
     if (!path || !out) return nf_error_set(err, NF_ERR_USAGE, "nf_source_open: NULL argument");
     *out = NULL;
     nf_source *s = source_new(path);
     if (!s) return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", path);
+    s->check = check;
+    s->check_ctx = ctx;
     nf_status rc = NF_OK;
     struct stat st;
     if (stat(path, &st) != 0) {
@@ -597,6 +794,8 @@ nf_status nf_source_open(const char *path, nf_source **out, nf_error *err)
         if (rc == NF_OK) rc = parse_single(s, err);
         if (rc == NF_OK && s->kind == NF_SOURCE_SAFETENSORS) rc = scan_companions(s, path, dir_len_of(path), err);
     }
+    s->check = NULL; /* only while opening: the callback's context need not outlive the call */
+    s->check_ctx = NULL;
     if (rc != NF_OK) {
         nf_source_close(s);
         return rc;
@@ -616,7 +815,7 @@ nf_status nf_source_open_memory(const void *data, size_t len, nf_source_kind kin
     nf_source *s = source_new(name);
     if (!s) return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", name);
     static const uint8_t empty[1] = {0};
-    nf_status rc = add_file(s, name, -1, len, err);
+    nf_status rc = add_file(s, name, -1, NULL, len, err);
     if (rc == NF_OK) {
         s->files[0].mem = data ? data : empty;
         s->kind = kind == NF_SOURCE_AUTO ? sniff(s->files[0].mem, len) : kind;

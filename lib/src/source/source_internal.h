@@ -4,6 +4,7 @@
 #ifndef NINFER_SOURCE_INTERNAL_H
 #define NINFER_SOURCE_INTERNAL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -25,9 +26,15 @@ void src_arena_free(src_arena *a);
 /* ---------------------------------------------------------------- files */
 typedef struct src_file {
     char *path;          /* as used in messages: the path opened (or the memory name) */
-    int fd;              /* -1 for a memory image */
+    int fd;              /* -1 for a memory image, or while the file is closed (fd cache) */
     const uint8_t *mem;  /* memory image, or NULL */
     uint64_t size;
+    /* the fd cache (source.c): who owns the file, what it was at first open (a reopen must find
+     * the same file), reads in progress on fd, and when it was last used */
+    struct nf_source *owner;
+    uint64_t dev, ino;
+    unsigned users;
+    uint64_t last_use;
     /* safetensors __metadata__, in header order */
     size_t nmeta;
     const char **meta_keys;
@@ -67,6 +74,17 @@ struct nf_source {
     nf_gguf_kv *kvs;
     size_t nkv;
     const nf_gguf_kv **kv_by_key; /* sorted by key */
+    /* A bounded cache of open files (finding F8: one descriptor per shard made a 600-shard
+     * checkpoint fail under `ulimit -n 64`): at most fd_cap descriptors stay open; a file is
+     * reopened when read again and checked to be the same file.  The lock makes concurrent reads
+     * safe; fd_open lists the open files (indices into files). */
+    pthread_mutex_t fd_lock;
+    bool fd_lock_ok;
+    size_t *fd_open, nfd_open, fd_open_cap, fd_cap;
+    uint64_t fd_clock;
+    /* nf_source_open_checked: called before each file is opened (NULL: none) */
+    nf_source_check_fn check;
+    void *check_ctx;
 };
 
 /* __metadata__ pairs of one safetensors header (real files hold a handful).  Without it a 100 MB
@@ -80,7 +98,8 @@ struct nf_source {
 #define NF_ST_INDEX_MAX_CONTAINERS 65536u
 #define NF_ST_INDEX_MAX_VALUES (NF_SOURCE_MAX_TENSORS + 65536u)
 
-/* Read [off, off + len) of file f (pread through the I/O shim, or memcpy from the image).
+/* Read [off, off + len) of file f (pread through the I/O shim, or memcpy from the image), opening
+ * it again when the fd cache closed it (a file that is not the one first opened is NF_ERR_IO).
  * Reading past the recorded size is NF_ERR_IO (the file shrank after open). */
 nf_status src_file_read(const src_file *f, uint64_t off, void *buf, size_t len, nf_error *err);
 

@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# What ninfer-convert takes from its inputs (design.md section 7, "Trust boundaries", the input
+# side): re-encoded sources are announced (M5); a recipe reads only what the command line allows
+# and expands only the variables it allows, never echoing a value (F2); with SOURCE_DATE_EPOCH
+# the artifact id binds the weights (F13); a checkpoint of many shards converts under a low limit of
+# open files (F8).
+# usage: test_convert_inputs.sh BIN_DIR DATA_DIR
+set -u
+bin=$(cd "$1" && pwd)
+data=$(cd "$2" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+pass=0
+fail=0
+# shellcheck source=tests/cli/lib.sh
+. "$(dirname "$0")/lib.sh"
+contains() { if grep -qF -- "$2" "$1"; then ok; else bad "$1 lacks '$2': $(head -c 400 "$1")"; fi; }
+lacks() { if grep -qF -- "$2" "$1"; then bad "$1 has '$2': $(head -c 400 "$1")"; else ok; fi; }
+
+# ---------------------------------------------------------------- M5: re-encoded sources
+# quick mode keeps a GGUF block tensor as bf16 (lossy): the plan's note column and one warning say so
+mkdir "$work/m5"
+run 0 "$bin/ninfer-convert" "$data/gguf/q4_k.gguf" -o "$work/m5/q.ninfer" --format q8_g32_fp16 --dry-run
+contains "$work/out" "requantized from Q4_K"
+contains "$work/err" "warning: 1 tensor already encoded in the checkpoint"
+contains "$work/err" "blk.0.attn_q.weight"
+run 0 "$bin/ninfer-convert" "$data/gguf/q4_k.gguf" -o "$work/m5/q.ninfer" --format q8_g32_fp16 --dry-run --json
+python3 - "$work/out" <<'PY' && ok || bad "the JSON plan's notes"
+import json, sys
+d = json.load(open(sys.argv[1]))
+notes = {o['id']: o.get('note') for o in d['objects']}
+assert notes['blk.0.attn_q.weight'].startswith('requantized from Q4_K'), notes
+assert notes['blk.0.ffn_up.weight'] is None, notes
+PY
+# the conversion itself warns too; importing the blocks says nothing
+run 0 "$bin/ninfer-convert" "$data/gguf/q4_k.gguf" -o "$work/m5/q.ninfer" --format q8_g32_fp16
+contains "$work/err" "warning: 1 tensor already encoded"
+run 0 "$bin/ninfer-convert" "$data/gguf/q4_k.gguf" -o "$work/m5/i.ninfer" --format q8_g32_fp16 \
+    --rule 'blk.0.attn_q.weight=gguf_q4_k:import_encoded' --dry-run
+lacks "$work/err" "warning"
+lacks "$work/out" "requantized"
+
+# ---------------------------------------------------------------- F2: what a recipe may read
+f2=$work/f2
+mkdir -p "$f2/r" "$f2/o"
+"$bin/ninfer-gen-checkpoint" "$f2/r/ck" >/dev/null || bad "generator"
+echo "the secret" >"$f2/secret.txt"
+nothing_written() { if [ -z "$(ls -A "$f2/o")" ]; then ok; else bad "files left: $(ls -A "$f2/o")"; fi; }
+recipe() { printf 'recipe: 1\nsources:\n  base: %s\ncomponents:\n  text:\n    resources: {s: "%s"}\n' "$1" "$2" >"$f2/r/r.yaml"; }
+# the reported case: as many '..' as it takes, then an absolute path, then a link
+recipe ./ck 'base/../../../../../../../../etc/passwd'
+run 1 "$bin/ninfer-convert" -r "$f2/r/r.yaml" -o "$f2/o/m.ninfer" --dry-run
+contains "$work/err" "r.yaml:6:17: components.text.resources.s: 'base/../../../../../../../../etc/passwd' resolves to /etc/passwd, outside what the recipe may read"
+contains "$work/err" "--allow-path DIR"
+recipe ./ck "$f2/secret.txt"
+run 1 "$bin/ninfer-convert" -r "$f2/r/r.yaml" -o "$f2/o/m.ninfer"
+contains "$work/err" "components.text.resources.s: '$f2/secret.txt' is outside what the recipe may read"
+nothing_written
+ln -s "$f2/secret.txt" "$f2/r/innocent.txt"
+recipe ./ck ./innocent.txt
+run 1 "$bin/ninfer-convert" -r "$f2/r/r.yaml" -o "$f2/o/m.ninfer"
+contains "$work/err" "'./innocent.txt' resolves to $f2/secret.txt"
+nothing_written
+# --allow-path lets it in: the resource is published
+run 0 "$bin/ninfer-convert" -r "$f2/r/r.yaml" -o "$f2/o/m.ninfer" --allow-path "$f2"
+run 0 "$bin/ninfer-inspect" "$f2/o/m.ninfer" --json
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['components']['text']['resources'] == {'s': 's'}" \
+    "$work/out" && ok || bad "the allowed resource is not in the artifact"
+rm -f "$f2"/o/*
+run 2 "$bin/ninfer-convert" -r "$f2/r/r.yaml" -o "$f2/o/m.ninfer" --allow-path "$f2/nope"
+contains "$work/err" "--allow-path $f2/nope"
+# a source outside: refused, unless --source gives it
+mv "$f2/r/ck" "$f2/ck"
+recipe ../ck base/tokenizer.json
+run 1 "$bin/ninfer-convert" -r "$f2/r/r.yaml" -o "$f2/o/m.ninfer" --dry-run
+contains "$work/err" "r.yaml:3:3: sources.base: '../ck' resolves to $f2/ck, outside"
+run 0 "$bin/ninfer-convert" -r "$f2/r/r.yaml" -o "$f2/o/m.ninfer" --dry-run --source base="$f2/ck"
+# ... and a recipe read from stdin has no directory of its own
+recipe "$f2/ck" base/tokenizer.json
+run 1 "$bin/ninfer-convert" -r - -o "$f2/o/m.ninfer" --dry-run <"$f2/r/r.yaml"
+contains "$work/err" "no directory of its own"
+# ${VAR}: only what --allow-env names, and never its value in a message
+mv "$f2/ck" "$f2/r/ck"
+recipe './${NINFER_T_SECRET}' base/tokenizer.json
+NINFER_T_SECRET=hunter2 run 1 "$bin/ninfer-convert" -r "$f2/r/r.yaml" -o "$f2/o/m.ninfer" --dry-run
+contains "$work/err" "sources.base: environment variable 'NINFER_T_SECRET' is not allowed"
+contains "$work/err" "--allow-env NINFER_T_SECRET"
+lacks "$work/err" "hunter2"
+NINFER_T_SECRET=ck run 0 "$bin/ninfer-convert" -r "$f2/r/r.yaml" -o "$f2/o/m.ninfer" --dry-run --allow-env NINFER_T_SECRET
+# an allowed variable that is unset: the message quotes the path as written
+recipe './${NINFER_T_SECRET}/${NINFER_T_UNSET}' base/tokenizer.json
+NINFER_T_SECRET=hunter2 run 1 env -u NINFER_T_UNSET "$bin/ninfer-convert" -r "$f2/r/r.yaml" -o "$f2/o/m.ninfer" \
+    --dry-run --allow-env NINFER_T_SECRET --allow-env NINFER_T_UNSET
+contains "$work/err" "'NINFER_T_UNSET' is not set (in './\${NINFER_T_SECRET}/\${NINFER_T_UNSET}')"
+lacks "$work/err" "hunter2"
+nothing_written
+
+# ---------------------------------------------------------------- F13: derived ids bind the content
+# Two checkpoints with the same names, shapes and dtypes and other weights: the ids differ, so an
+# entry of one can never pass with the parts of the other (each part header holds the id).
+f13=$work/f13
+mkdir -p "$f13/o"
+"$bin/ninfer-gen-checkpoint" "$f13/a" --layers 1 --seed 1 >/dev/null || bad "generator"
+"$bin/ninfer-gen-checkpoint" "$f13/b" --layers 1 --seed 2 >/dev/null || bad "generator"
+id_of() { python3 -c "import sys; print(open(sys.argv[1], 'rb').read()[16:32].hex())" "$1"; }
+for x in a b; do
+    SOURCE_DATE_EPOCH=1700000000 run 0 "$bin/ninfer-convert" "$f13/$x" -o "$f13/o/$x.ninfer" --format q8_g32_fp16 \
+        --max-file-bytes 400000 --no-report -q
+done
+if [ "$(id_of "$f13/o/a.ninfer")" != "$(id_of "$f13/o/b.ninfer")" ]; then ok; else bad "the same id for other weights"; fi
+# swapping the parts of b under a's entry is caught without reading a payload byte
+for part in "$f13"/o/b.ninfer.part-*; do cp "$part" "$f13/o/a.ninfer.${part##*.ninfer.}"; done
+run 1 "$bin/ninfer-verify" --quick "$f13/o/a.ninfer"
+contains "$work/out" "does not belong to this entry"
+# the same inputs still give the same bytes
+mkdir "$f13/o2"
+SOURCE_DATE_EPOCH=1700000000 run 0 "$bin/ninfer-convert" "$f13/b" -o "$f13/o2/b.ninfer" --format q8_g32_fp16 \
+    --max-file-bytes 400000 --no-report -q
+same "$f13/o/b.ninfer" "$f13/o2/b.ninfer"
+same "$f13/o/b.ninfer.part-0001" "$f13/o2/b.ninfer.part-0001"
+# and another epoch, another id
+mkdir "$f13/o3"
+SOURCE_DATE_EPOCH=1700000001 run 0 "$bin/ninfer-convert" "$f13/b" -o "$f13/o3/b.ninfer" --format q8_g32_fp16 \
+    --max-file-bytes 400000 --no-report -q
+if [ "$(id_of "$f13/o/b.ninfer")" != "$(id_of "$f13/o3/b.ninfer")" ]; then ok; else bad "the epoch is not in the id"; fi
+
+# ---------------------------------------------------------------- F8: many shards, few descriptors
+# 600 shards (one small tensor each) converted, verified against and dequantized with at most 64
+# open files: the source keeps a bounded cache of open shards and reopens on demand.
+f8=$work/f8
+mkdir -p "$f8/ck" "$f8/o64" "$f8/o1024"
+python3 - "$f8/ck" <<'PY' || bad "the shard writer"
+import json, struct, sys
+d, n = sys.argv[1], 600
+wm = {}
+for i in range(n):
+    name = "model.layers.%d.mlp.w.weight" % i
+    shard = "model-%05d-of-%05d.safetensors" % (i + 1, n)
+    vals = [((i * 31 + j * 7) % 23 - 11) / 8.0 for j in range(2 * 64)]
+    data = b"".join(struct.pack("<f", v)[2:] for v in vals)  # bf16: the high half of exact binary32
+    hdr = json.dumps({name: {"dtype": "BF16", "shape": [2, 64], "data_offsets": [0, len(data)]}}).encode()
+    hdr += b" " * (-len(hdr) % 8)
+    open("%s/%s" % (d, shard), "wb").write(struct.pack("<Q", len(hdr)) + hdr + data)
+    wm[name] = shard
+json.dump({"metadata": {}, "weight_map": wm}, open(d + "/model.safetensors.index.json", "w"))
+PY
+for lim in 64 1024; do
+    (ulimit -n "$lim" && "$bin/ninfer-convert" "$f8/ck" -o "$f8/o$lim/m.ninfer" --format q8_g32_fp16 -j 2 -q \
+        --artifact-id 0123456789abcdef0123456789abcdef) \
+        >"$work/out" 2>"$work/err" && ok || bad "600 shards under ulimit -n $lim: $(head -c 300 "$work/err")"
+done
+(ulimit -n 64 && "$bin/ninfer-verify" "$f8/o64/m.ninfer" --against "$f8/ck") >"$work/out" 2>"$work/err" && ok ||
+    bad "verify --against 600 shards under ulimit -n 64: $(head -c 300 "$work/out" "$work/err")"
+same "$f8/o64/m.ninfer" "$f8/o1024/m.ninfer"
+(ulimit -n 64 && "$bin/ninfer-inspect" "$f8/ck" --tensor model.layers.599.mlp.w.weight --stats) >"$work/out" 2>"$work/err" &&
+    ok || bad "inspect a shard under ulimit -n 64: $(head -c 300 "$work/err")"
+
+echo "convert inputs: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
