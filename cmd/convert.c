@@ -295,7 +295,7 @@ static void print_plan(const json_t *plan)
     json_array_foreach((json_t *)objs, i, o) {
         if (strcmp(json_string_value(json_object_get(o, "kind")), "resource") == 0) {
             printf("%-40s %-14s %-6s %-21s %-26s %-15s %12" JSON_INTEGER_FORMAT " %8s\n",
-                   json_string_value(json_object_get(o, "id")), "-", "-", "(resource)", "raw_bytes_v1", "-",
+                   nf_cli_name(json_string_value(json_object_get(o, "id"))).s, "-", "-", "(resource)", "raw_bytes_v1", "-",
                    json_integer_value(json_object_get(o, "bytes")), "-");
             continue;
         }
@@ -310,11 +310,11 @@ static void print_plan(const json_t *plan)
         strcat(shape, "]");
         const char *note = json_string_value(json_object_get(o, "note"));
         printf("%-40s %-14s %-6s %-21s %-26s %-15s %12" JSON_INTEGER_FORMAT " %8.3f%s%s\n",
-               json_string_value(json_object_get(o, "id")), shape,
+               nf_cli_name(json_string_value(json_object_get(o, "id"))).s, shape,
                json_string_value(json_object_get(o, "source_dtype")), json_string_value(json_object_get(o, "format")),
                json_string_value(json_object_get(o, "layout")), json_string_value(json_object_get(o, "method")),
                json_integer_value(json_object_get(o, "bytes")),
-               json_real_value(json_object_get(o, "bits_per_weight")), note ? "  " : "", note ? note : "");
+               json_real_value(json_object_get(o, "bits_per_weight")), note ? "  " : "", note ? nf_cli_line(note).s : "");
     }
     const json_t *t = json_object_get(plan, "totals");
     printf("total: %" JSON_INTEGER_FORMAT " objects, %" JSON_INTEGER_FORMAT " elements, %" JSON_INTEGER_FORMAT

@@ -122,6 +122,15 @@ run 1 "$bin/ninfer-inspect" "$work/a/split.ninfer" --words "o"$'\x1b'"]8;;http:/
 clean "inspect hostile part name" "$work/out" "$work/err"
 run 0 "$bin/ninfer-inspect" "$work/a/split.ninfer" --files; clean "inspect --files hostile part" "$work/out" "$work/err"
 
+# ninfer-convert: the plan (--dry-run), a conversion, and errors naming the tensors
+run 0 "$bin/ninfer-convert" "$work/model.safetensors" -o "$work/a/d.ninfer" --format q8_g32_fp16 --dry-run
+clean "convert --dry-run" "$work/out" "$work/err"
+if grep -qF 'w\nx.ninfer: valid' "$work/out"; then ok; else bad "the escaped id is missing: $(cat "$work/out")"; fi
+run 0 "$bin/ninfer-convert" "$work/model.safetensors" -o "$work/a/d.ninfer" --format q8_g32_fp16 -v
+clean "convert -v" "$work/out" "$work/err"
+run 1 "$bin/ninfer-convert" "$work/model.safetensors" -o "$work/a/e.ninfer" --format q8_g32_fp16 --rule "$E=nope"
+clean "convert bad rule" "$work/out" "$work/err"
+
 # ninfer-dequant
 run 0 "$bin/ninfer-dequant" "$h" "$E" --format text;       clean "dequant text" "$work/err"
 run 1 "$bin/ninfer-dequant" "$h" "$E.nope";                clean "dequant unknown id" "$work/out" "$work/err"
