@@ -214,30 +214,8 @@ MODEL_DIR=$ck run 0 "$bin/ninfer-convert" -r "$top/recipes/q8-all.yaml" -o "$wor
 MODEL_DIR=$ck run 0 "$bin/ninfer-convert" -r "$top/recipes/fp8-rows.yaml" -o "$work/r/x.ninfer" --dry-run \
     --source base="$ck"
 cp -r "$ck" "$work/ckim"
-python3 - "$work/ckim/imatrix.gguf" <<'PY'
-# a llama-imatrix file for the generated checkpoint: T.in_sum2 (K values) and T.counts (1)
-import struct, sys
-H, I, L = 200, 520, 2
-ts = []
-for l in range(L):
-    for t, k in (('attn_q', H), ('attn_k', H), ('attn_v', H), ('attn_output', H), ('ffn_gate', H), ('ffn_up', H),
-                 ('ffn_down', I)):
-        ts.append(('blk.%d.%s.weight.in_sum2' % (l, t), [float(1 + (i % 7)) for i in range(k)]))
-        ts.append(('blk.%d.%s.weight.counts' % (l, t), [3.0]))
-def s(x):
-    b = x.encode()
-    return struct.pack('<Q', len(b)) + b
-out = b'GGUF' + struct.pack('<IQQ', 3, len(ts), 0)
-off = 0
-for name, vals in ts:
-    out += s(name) + struct.pack('<I', 1) + struct.pack('<Q', len(vals)) + struct.pack('<IQ', 0, off)
-    off += (len(vals) * 4 + 31) // 32 * 32
-out += b'\0' * (-len(out) % 32)
-for name, vals in ts:
-    d = struct.pack('<%df' % len(vals), *vals)
-    out += d + b'\0' * (-len(d) % 32)
-open(sys.argv[1], 'wb').write(out)
-PY
+# a llama-imatrix file for the generated checkpoint (its default shape: hidden 200, intermediate 520, 2 layers)
+python3 "$top/tests/cli/gen_imatrix.py" "$work/ckim/imatrix.gguf" 200 520 2 7 3
 MODEL_DIR=$work/ckim run 0 "$bin/ninfer-convert" -r "$top/recipes/q4-imatrix.yaml" -o "$work/r/im.ninfer" \
     --allow-env MODEL_DIR --allow-path "$work/ckim"
 # an importance matrix is a source of its own: re-derived with the recipe that names it, given

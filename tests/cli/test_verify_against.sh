@@ -96,29 +96,7 @@ contains "$work/out" "model.layers.0.self_attn.kv_proj.weight"
 contains "$work/out" "against:"
 
 # 3. what cannot be re-derived from SOURCE alone says why
-python3 - "$ck/imatrix.gguf" <<'PY'
-import struct, sys
-H, I, L = 200, 520, 2
-ts = []
-for l in range(L):
-    for t, k in (('attn_q', H), ('attn_k', H), ('attn_v', H), ('attn_output', H), ('ffn_gate', H), ('ffn_up', H),
-                 ('ffn_down', I)):
-        ts.append(('blk.%d.%s.weight.in_sum2' % (l, t), [float(1 + (i % 5)) for i in range(k)]))
-        ts.append(('blk.%d.%s.weight.counts' % (l, t), [2.0]))
-def s(x):
-    b = x.encode()
-    return struct.pack('<Q', len(b)) + b
-out = b'GGUF' + struct.pack('<IQQ', 3, len(ts), 0)
-off = 0
-for name, vals in ts:
-    out += s(name) + struct.pack('<I', 1) + struct.pack('<Q', len(vals)) + struct.pack('<IQ', 0, off)
-    off += (len(vals) * 4 + 31) // 32 * 32
-out += b'\0' * (-len(out) % 32)
-for name, vals in ts:
-    d = struct.pack('<%df' % len(vals), *vals)
-    out += d + b'\0' * (-len(d) % 32)
-open(sys.argv[1], 'wb').write(out)
-PY
+python3 "$top/tests/cli/gen_imatrix.py" "$ck/imatrix.gguf" 200 520 2 5 2
 mkdir "$work/im"
 MODEL_DIR=$ck "$bin/ninfer-convert" -r "$top/recipes/q4-imatrix.yaml" -o "$work/im/im.ninfer" --no-report \
     --allow-env MODEL_DIR --allow-path "$ck" >/dev/null 2>&1 ||
