@@ -142,6 +142,28 @@ Test(source_fdcache, concurrent_reads_share_the_cache)
     nf_source_close(s);
 }
 
+/* The process has no descriptor to spare beyond the cache's: sixteen readers of 40 shards share the
+ * four the cache holds, closing an unused one or waiting for a busy one, and none fails. */
+Test(source_fdcache, readers_wait_for_a_descriptor_when_none_is_left)
+{
+    nf_source *s = open_checkpoint();
+    int top = 0;
+    for (int fd = 0; fd < 64; fd++)
+        if (fcntl(fd, F_GETFD) != -1) top = fd;
+    struct rlimit rl;
+    cr_assert_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+    rl.rlim_cur = (rlim_t)top + 1; /* no descriptor number above the ones in use */
+    cr_assert_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+    pthread_t th[16];
+    for (int k = 0; k < 16; k++) cr_assert_eq(pthread_create(&th[k], NULL, reader, s), 0);
+    for (int k = 0; k < 16; k++) {
+        void *r = NULL;
+        pthread_join(th[k], &r);
+        cr_assert_null(r, "a reader failed");
+    }
+    nf_source_close(s);
+}
+
 Test(source_fdcache, replaced_shard_is_refused_on_reopen)
 {
     nf_source *s = open_checkpoint();

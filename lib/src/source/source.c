@@ -127,15 +127,32 @@ static bool fd_track(nf_source *s, size_t k)
     return true;
 }
 
+/* Whether a file other than f is being read: its descriptor will be released. */
+static bool fd_other_in_use(const nf_source *s, const src_file *f)
+{
+    for (size_t i = 0; i < s->nfd_open; i++) {
+        const src_file *o = &s->files[s->fd_open[i]];
+        if (o != f && o->users > 0) return true;
+    }
+    return false;
+}
+
 /* Opens f again (the lock is held): it must still be the regular file of the first open -- same
- * device, inode and size -- or the reads would mix two files. */
+ * device, inode and size -- or the reads would mix two files.  Out of descriptors (EMFILE,
+ * ENFILE), it closes an unused cached one and tries again; when every cached one is in use by
+ * other reads (threads reading as many shards at once as the process may open), it waits for
+ * one of them to finish.  Only when no other read holds a descriptor does it give up. */
 static nf_status fd_reopen(nf_source *s, src_file *f, nf_error *err)
 {
     int fd = -1, e = 0;
-    for (int attempt = 0; attempt < 2; attempt++) {
+    for (;;) {
         fd = nf_io_open(f->path, O_RDONLY | O_NONBLOCK, 0);
         e = fd < 0 ? errno : 0;
-        if (fd >= 0 || (e != EMFILE && e != ENFILE) || !fd_evict_one(s)) break;
+        if (fd >= 0 || (e != EMFILE && e != ENFILE)) break;
+        if (fd_evict_one(s)) continue;
+        if (!fd_other_in_use(s, f)) break;
+        pthread_cond_wait(&s->fd_freed, &s->fd_lock);
+        if (f->fd >= 0) return NF_OK; /* another read opened it meanwhile */
     }
     if (fd < 0) return nf_error_errno(err, e, "%s: cannot open again", f->path);
     struct stat st;
@@ -188,7 +205,7 @@ nf_status src_file_read(const src_file *cf, uint64_t off, void *buf, size_t len,
     if (st != NF_OK) return st;
     int e = nf_io_pread_full(fd, buf, len, off);
     pthread_mutex_lock(&s->fd_lock);
-    f->users--;
+    if (--f->users == 0) pthread_cond_broadcast(&s->fd_freed); /* a read waiting in fd_reopen */
     pthread_mutex_unlock(&s->fd_lock);
     if (e) return nf_error_errno(err, e, "%s: cannot read bytes [%llu, %llu)", cf->path, (unsigned long long)off,
                                  (unsigned long long)end);
@@ -709,8 +726,15 @@ static nf_source *source_new(const char *path)
     if (!s) return NULL;
     s->path = strdup(path);
     s->fd_lock_ok = pthread_mutex_init(&s->fd_lock, NULL) == 0;
+    if (s->fd_lock_ok && pthread_cond_init(&s->fd_freed, NULL) != 0) {
+        pthread_mutex_destroy(&s->fd_lock);
+        s->fd_lock_ok = false;
+    }
     if (!s->path || !s->fd_lock_ok) {
-        if (s->fd_lock_ok) pthread_mutex_destroy(&s->fd_lock);
+        if (s->fd_lock_ok) {
+            pthread_cond_destroy(&s->fd_freed);
+            pthread_mutex_destroy(&s->fd_lock);
+        }
         free(s->path);
         free(s);
         return NULL;
@@ -728,7 +752,10 @@ void nf_source_close(nf_source *s)
     }
     free(s->files);
     free(s->fd_open);
-    if (s->fd_lock_ok) pthread_mutex_destroy(&s->fd_lock);
+    if (s->fd_lock_ok) {
+        pthread_cond_destroy(&s->fd_freed);
+        pthread_mutex_destroy(&s->fd_lock);
+    }
     free(s->tensors);
     free(s->by_name);
     free(s->kvs);

@@ -77,8 +77,10 @@ struct nf_source {
     /* A bounded cache of open files (finding F8: one descriptor per shard made a 600-shard
      * checkpoint fail under `ulimit -n 64`): at most fd_cap descriptors stay open; a file is
      * reopened when read again and checked to be the same file.  The lock makes concurrent reads
-     * safe; fd_open lists the open files (indices into files). */
+     * safe; fd_open lists the open files (indices into files).  A read that finds the process out
+     * of descriptors while other reads hold theirs waits on fd_freed for one of them to finish. */
     pthread_mutex_t fd_lock;
+    pthread_cond_t fd_freed;
     bool fd_lock_ok;
     size_t *fd_open, nfd_open, fd_open_cap, fd_cap;
     uint64_t fd_clock;
