@@ -41,8 +41,15 @@ nf_status nf_error_vset(nf_error *err, nf_status status, const char *fmt, va_lis
  * (NF_ERR_NOMEM for ENOMEM). */
 nf_status nf_error_errno(nf_error *err, int errnum, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* Prepends "<context>: " to the recorded message; returns the recorded status. */
-nf_status nf_error_prefix(nf_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Adds a caller's context to a callee's failure: prepends "<context>: " to the message recorded
+ * in err (if non-NULL) and returns status, the callee's status, unchanged -- so that
+ *     if (st != NF_OK) return nf_error_forward(err, st, "object '%s'", id);
+ * keeps an I/O or out-of-memory failure what it is even when the caller passed err == NULL. */
+nf_status nf_error_forward(nf_error *err, nf_status status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Prepends "<context>: " to the recorded message (nothing when err is NULL).  It returns nothing:
+ * with err NULL there is no status to return; use nf_error_forward to return one. */
+void nf_error_prefix(nf_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void nf_error_clear(nf_error *err);
 
 /* Exit status of a program for a status: 0, 1, 2 or 3. */
@@ -54,6 +61,14 @@ const char *nf_status_name(nf_status status);
     do {                                                                                         \
         nf_status nf_try_status_ = (expr);                                                       \
         if (nf_try_status_ != NF_OK) return nf_try_status_;                                      \
+    } while (0)
+
+/* Propagate a failing status unchanged, with the caller's context before the callee's message:
+ *     NF_TRY_CTX(read_row(s, r, buf, err), err, "row %zu", r); */
+#define NF_TRY_CTX(expr, err, ...)                                                               \
+    do {                                                                                         \
+        nf_status nf_try_status_ = (expr);                                                       \
+        if (nf_try_status_ != NF_OK) return nf_error_forward((err), nf_try_status_, __VA_ARGS__); \
     } while (0)
 
 #ifdef __cplusplus

@@ -35,15 +35,12 @@ nf_status nf_error_errno(nf_error *err, int errnum, const char *fmt, ...)
     return nf_error_set(err, status, "%s: %s", what, strerror(errnum));
 }
 
-nf_status nf_error_prefix(nf_error *err, const char *fmt, ...)
+/* "<context>: <message>" in err, cut at the end when too long: the outer context is kept whole,
+ * as it says where the failure was met. */
+static void prefix_message(nf_error *err, const char *fmt, va_list ap)
 {
-    if (!err) return NF_ERR_INVALID;
     char out[NF_ERROR_MESSAGE_MAX];
-    va_list ap;
-    va_start(ap, fmt);
     int n = vsnprintf(out, sizeof out, fmt, ap);
-    va_end(ap);
-    /* Truncation is acceptable: the outer context is the most useful part. */
     size_t used = n < 0 ? 0 : (size_t)n >= sizeof out ? sizeof out - 1 : (size_t)n;
     size_t room = sizeof out - 1 - used;
     const char *sep = ": ";
@@ -56,7 +53,26 @@ nf_status nf_error_prefix(nf_error *err, const char *fmt, ...)
     memcpy(out + used, err->message, old_len);
     out[used + old_len] = '\0';
     memcpy(err->message, out, sizeof out);
-    return err->status;
+}
+
+void nf_error_prefix(nf_error *err, const char *fmt, ...)
+{
+    if (!err) return;
+    va_list ap;
+    va_start(ap, fmt);
+    prefix_message(err, fmt, ap);
+    va_end(ap);
+}
+
+nf_status nf_error_forward(nf_error *err, nf_status status, const char *fmt, ...)
+{
+    if (!err || status == NF_OK) return status;
+    va_list ap;
+    va_start(ap, fmt);
+    prefix_message(err, fmt, ap);
+    va_end(ap);
+    err->status = status;
+    return status;
 }
 
 void nf_error_clear(nf_error *err)

@@ -362,7 +362,7 @@ nf_status nf_writer_add_tensor(nf_writer *w, const char *id, const nf_geometry *
      * caller filled in by hand. */
     nf_geometry chk;
     nf_status st = nf_geometry_init(&chk, g->layout, g->format, g->rank, g->shape, g->divisors, err);
-    if (st != NF_OK) return nf_error_prefix(err, "%s: object '%s'", MP(w->path), id ? id : "");
+    if (st != NF_OK) return nf_error_forward(err, st, "%s: object '%s'", MP(w->path), id ? id : "");
     if (chk.bytes != g->bytes)
         return nf_error_set(err, NF_ERR_INVALID, "%s: object '%s': geometry says %llu bytes, encoded size is %llu",
                             MP(w->path), id ? id : "", (unsigned long long)g->bytes, (unsigned long long)chk.bytes);
@@ -597,7 +597,7 @@ static nf_status emit_with_files(nf_writer *w, nf_buf *t, size_t prefix, const u
 static nf_status layout_directory(nf_writer *w, nf_buf *text, uint64_t **segs, size_t *n, nf_error *err)
 {
     nf_status st = emit_prefix(w, text, err);
-    if (st != NF_OK) return nf_error_prefix(err, "%s: directory", MP(w->path));
+    if (st != NF_OK) return nf_error_forward(err, st, "%s: directory", MP(w->path));
     size_t prefix = text->len;
     uint64_t single = w->payload_end;
     NF_TRY(emit_with_files(w, text, prefix, &single, 1, err));
@@ -607,13 +607,12 @@ static nf_status layout_directory(nf_writer *w, nf_buf *text, uint64_t **segs, s
     reserve -= NF_HEADER_BYTES;
     for (int round = 0; round < 64; round++) {
         if (reserve > NF_MAX_JSON_BYTES) {
-            too_big(reserve, false, err);
-            return nf_error_prefix(err, "%s: directory", MP(w->path));
+            return nf_error_forward(err, too_big(reserve, false, err), "%s: directory", MP(w->path));
         }
         free(*segs);
         *segs = NULL;
         st = nf_split_plan(w->payload_end, NF_HEADER_BYTES + reserve, w->opt.max_file_bytes, segs, n, err);
-        if (st != NF_OK) return nf_error_prefix(err, "%s", MP(w->path));
+        if (st != NF_OK) return nf_error_forward(err, st, "%s", MP(w->path));
         NF_TRY(emit_with_files(w, text, prefix, *segs, *n, err));
         if ((uint64_t)text->len <= reserve) {
             w->json_bytes = reserve;
@@ -1237,7 +1236,7 @@ static nf_status find_surplus(nf_writer *w, nf_error *err)
     nf_status st = nf_artifact_open(w->path, NF_READ_PREAD, &a, &local);
     if (st == NF_ERR_IO || st == NF_ERR_NOMEM) {
         if (err) *err = local;
-        return nf_error_prefix(err, "%s: cannot read the artifact being replaced", MP(w->path));
+        return nf_error_forward(err, st, "%s: cannot read the artifact being replaced", MP(w->path));
     }
     if (st != NF_OK) return NF_OK;
     size_t n = nf_artifact_file_count(a);

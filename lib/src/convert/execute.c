@@ -977,7 +977,7 @@ static nf_status write_tails(nf_plan *p, nf_writer *w, nf_error *err)
         nf_writer_sink ws = {w, o->writer_index};
         nf_status st = nf_layout_encode_tail(&o->g, &words, false, nf_writer_sink_write, &ws, err);
         nf_words_free(&words);
-        if (st != NF_OK) return nf_error_prefix(err, "object '%s'", o->id);
+        if (st != NF_OK) return nf_error_forward(err, st, "object '%s'", o->id);
     }
     return NF_OK;
 }

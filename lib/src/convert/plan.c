@@ -154,11 +154,12 @@ static void tensor_problem(problems *probs, const nf_recipe *r, const nf_recipe_
 }
 
 /* Prefixes "FILE:LINE:COL: source 'NAME'" (a source added by --source has no line). */
-static nf_status source_error(nf_error *err, const nf_recipe *r, const nf_recipe_source *rs)
+static nf_status source_error(nf_error *err, nf_status st, const nf_recipe *r, const nf_recipe_source *rs)
 {
     if (rs->pos.line > 0)
-        return nf_error_prefix(err, "%s:%d:%d: source '%s'", recipe_label(r), rs->pos.line, rs->pos.col, rs->name);
-    return nf_error_prefix(err, "%s: source '%s' (given with --source)", recipe_label(r), rs->name);
+        return nf_error_forward(err, st, "%s:%d:%d: source '%s'", recipe_label(r), rs->pos.line, rs->pos.col,
+                                rs->name);
+    return nf_error_forward(err, st, "%s: source '%s' (given with --source)", recipe_label(r), rs->name);
 }
 
 /* A group's position, or its member k's when known. */
@@ -310,7 +311,7 @@ static nf_status open_sources(nf_plan *p, nf_error *err)
                 for (size_t f = 0; f < nf_source_file_count(s->src); f++) s->bytes += nf_source_file_size(s->src, f);
         }
         if (st != NF_OK)
-            return source_error(err, r, &r->sources[i]);
+            return source_error(err, st, r, &r->sources[i]);
     }
     if (!base_source(p))
         return nf_error_set(err, NF_ERR_INVALID,
@@ -588,27 +589,26 @@ static nf_status object_geometry(const tensor_plan *tp, nf_geometry *g, nf_error
 
 /* ---------------------------------------------------------------- directory members */
 /* *positioned: the error already names the recipe line (a refused path). */
-static json_t *load_config(const nf_recipe *r, const plan_source *s, nf_error *err, bool *positioned)
+static nf_status load_config(const nf_recipe *r, const plan_source *s, json_t **cfg, bool *positioned,
+                             nf_error *err)
 {
     *positioned = false;
+    *cfg = NULL;
     const char *path = s->src ? nf_source_companion(s->src, "config.json") : NULL;
-    if (!path) {
-        nf_error_set(err, NF_ERR_INVALID, "source '%s' (%s) has no config.json", s->name, s->path);
-        return NULL;
-    }
+    if (!path) return nf_error_set(err, NF_ERR_INVALID, "source '%s' (%s) has no config.json", s->name, s->path);
     /* A recipe-named checkpoint's config.json is confined like its other files (it is published). */
     const nf_recipe_source *rs = nf_recipe_find_source(r, s->name);
     if (rs && !rs->command_line) {
         source_check check = {r, rs, false};
-        if (confine_file(&check, path, err) != NF_OK) {
+        nf_status st = confine_file(&check, path, err);
+        if (st != NF_OK) {
             *positioned = true;
-            return NULL;
+            return st;
         }
     }
     /* Capped and pre-scanned before it is parsed (docs/security.md 2.2): it becomes the config of
      * a component of the artifact. */
-    json_t *cfg = NULL;
-    return nf_source_read_config(path, &cfg, err) == NF_OK ? cfg : NULL;
+    return nf_source_read_config(path, cfg, err);
 }
 
 /* Adds a resource object for a file (once per path). */
@@ -663,14 +663,16 @@ static nf_status build_components(nf_plan *p, size_t cap, nf_error *err)
         const plan_source *b = base_source(p);
         const char *path = b->src ? nf_source_companion(b->src, "config.json") : NULL;
         bool positioned = false;
-        json_t *cfg = path ? load_config(r, b, err, &positioned) : json_object();
-        if (!cfg && positioned) return err ? err->status : NF_ERR_INVALID;
-        if (!cfg) {
+        json_t *cfg = NULL;
+        nf_status st = NF_OK;
+        if (path) st = load_config(r, b, &cfg, &positioned, err);
+        else if (!(cfg = json_object())) st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        if (st != NF_OK && !positioned) {
             /* the config of the base source: point at the source */
             const nf_recipe_source *rs = nf_recipe_find_source(r, b->name);
-            if (rs) source_error(err, r, rs);
-            return err ? err->status : NF_ERR_INVALID;
+            if (rs) source_error(err, st, r, rs);
         }
+        NF_TRY(st);
         json_object_set_new(p->components, "text", json_pack("{s:o}", "config", cfg));
         return NF_OK;
     }
@@ -683,13 +685,11 @@ static nf_status build_components(nf_plan *p, size_t cap, nf_error *err)
                 return nf_error_set(err, NF_ERR_INVALID, "%s:%d:%d: component '%s': unknown source '%s'", r->path,
                                     c->pos.line, c->pos.col, c->name, c->config_from);
             bool positioned = false;
-            cfg = load_config(r, &p->sources[si], err, &positioned);
-            if (!cfg && positioned) return err ? err->status : NF_ERR_INVALID;
-            if (!cfg) {
-                nf_error_prefix(err, "%s:%d:%d: component '%s': config: {from: %s}", recipe_label(r), c->pos.line,
-                                c->pos.col, c->name, c->config_from);
-                return err ? err->status : NF_ERR_INVALID;
-            }
+            nf_status st = load_config(r, &p->sources[si], &cfg, &positioned, err);
+            if (st != NF_OK && positioned) return st;
+            if (st != NF_OK)
+                return nf_error_forward(err, st, "%s:%d:%d: component '%s': config: {from: %s}", recipe_label(r),
+                                        c->pos.line, c->pos.col, c->name, c->config_from);
         } else {
             cfg = c->config ? json_deep_copy(c->config) : json_object();
         }
@@ -704,8 +704,8 @@ static nf_status build_components(nf_plan *p, size_t cap, nf_error *err)
                     json_decref(res);
                     json_decref(comp);
                     if (positioned) return st;
-                    return nf_error_prefix(err, "%s:%d:%d", r->path, c->resources[k].pos.line,
-                                           c->resources[k].pos.col);
+                    return nf_error_forward(err, st, "%s:%d:%d", r->path, c->resources[k].pos.line,
+                                            c->resources[k].pos.col);
                 }
                 json_object_set_new(res, c->resources[k].role, json_string(id));
             }

@@ -396,7 +396,7 @@ nf_status nf_words_to_f32(const nf_geometry *g, const nf_words *w, uint64_t firs
     case NF_CAT_GGUF:
         for (uint64_t r = 0; r < w->rows; r++) {
             nf_status st = nf_ggml_dequant_row(f, w->blocks + r * g->row_bytes, g->cols, out + r * k, err);
-            if (st != NF_OK) return nf_error_prefix(err, "row %" PRIu64, first_row + r);
+            if (st != NF_OK) return nf_error_forward(err, st, "row %" PRIu64, first_row + r);
         }
         return NF_OK;
     }

@@ -365,8 +365,8 @@ static nf_status read_tensor_info(gg_cur *c, uint64_t i, uint64_t alignment, uin
     if (!nf_align_up_u64(bytes, alignment, &padded) || !nf_add_u64(offset, padded, expected))
         return gg_fail(c, at, "the data section size overflows U64");
 
-    src_tensor *st = src_add_tensor(c->s, c->f->path, c->err);
-    if (!st) return c->err ? c->err->status : NF_ERR_NOMEM;
+    src_tensor *st;
+    NF_TRY(src_add_tensor(c->s, c->f->path, &st, c->err));
     nf_source_tensor *t = &st->pub;
     st->info_offset = info_at;
     uint64_t *shape = src_arena_alloc(&c->s->arena, (n_dims ? n_dims : 1) * sizeof(uint64_t));

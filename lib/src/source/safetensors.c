@@ -418,11 +418,8 @@ static nf_status parse_header(nf_source *s, size_t fi, const uint8_t *hdr, size_
     }
     for (size_t i = 0; i < count; i++) {
         const st_entry *e = &entries[i];
-        src_tensor *st = src_add_tensor(s, fname, err);
-        if (!st) {
-            rc = err ? err->status : NF_ERR_NOMEM;
-            goto done;
-        }
+        src_tensor *st;
+        if ((rc = src_add_tensor(s, fname, &st, err)) != NF_OK) goto done;
         nf_source_tensor *t = &st->pub;
         uint64_t *shape = src_arena_alloc(&s->arena, (e->rank ? e->rank : 1) * sizeof(uint64_t));
         t->name = src_arena_strndup(&s->arena, e->name, strlen(e->name));

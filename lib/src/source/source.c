@@ -212,20 +212,16 @@ nf_status src_file_read(const src_file *cf, uint64_t off, void *buf, size_t len,
     return NF_OK;
 }
 
-src_tensor *src_add_tensor(nf_source *s, const char *file_name, nf_error *err)
+nf_status src_add_tensor(nf_source *s, const char *file_name, src_tensor **out, nf_error *err)
 {
-    if (s->ntensors >= NF_SOURCE_MAX_TENSORS) {
-        nf_error_set(err, NF_ERR_INVALID, "%s: more than %u tensors in the checkpoint (the reader's cap)", file_name,
-                     NF_SOURCE_MAX_TENSORS);
-        return NULL;
-    }
+    *out = NULL;
+    if (s->ntensors >= NF_SOURCE_MAX_TENSORS)
+        return nf_error_set(err, NF_ERR_INVALID, "%s: more than %u tensors in the checkpoint (the reader's cap)",
+                            file_name, NF_SOURCE_MAX_TENSORS);
     if (s->ntensors == s->tensor_cap) {
         size_t cap = s->tensor_cap ? s->tensor_cap * 2 : 64;
         src_tensor *t = realloc(s->tensors, cap * sizeof *t);
-        if (!t) {
-            nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory for the tensor table", file_name);
-            return NULL;
-        }
+        if (!t) return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory for the tensor table", file_name);
         s->tensors = t;
         s->tensor_cap = cap;
     }
@@ -234,7 +230,8 @@ src_tensor *src_add_tensor(nf_source *s, const char *file_name, nf_error *err)
     t->owner = s;
     t->pub.dtype = NF_ST_NONE;
     t->pub.ggml_type = -1;
-    return t;
+    *out = t;
+    return NF_OK;
 }
 
 static int cmp_tensor_name(const void *a, const void *b)

@@ -105,9 +105,9 @@ struct nf_source {
  * Reading past the recorded size is NF_ERR_IO (the file shrank after open). */
 nf_status src_file_read(const src_file *f, uint64_t off, void *buf, size_t len, nf_error *err);
 
-/* Append a tensor slot (zeroed, owner set); NULL with err set when out of memory or past
- * NF_SOURCE_MAX_TENSORS. */
-src_tensor *src_add_tensor(nf_source *s, const char *file_name, nf_error *err);
+/* Append a tensor slot (zeroed, owner set) in *out; NF_ERR_NOMEM when out of memory,
+ * NF_ERR_INVALID past NF_SOURCE_MAX_TENSORS (*out NULL). */
+nf_status src_add_tensor(nf_source *s, const char *file_name, src_tensor **out, nf_error *err);
 
 /* Parse file `file` of s as safetensors and append its tensors (in offset order). */
 nf_status src_st_parse(nf_source *s, size_t file, nf_error *err);
