@@ -12,7 +12,7 @@
 bool nf_layout_check_fast = true;
 
 /* ---------------------------------------------------------------- helpers */
-void nf_problem(nf_problems *p, const char *fmt, ...)
+void nf_problems_add(nf_problems *p, const char *fmt, ...)
 {
     if (p->count < p->max_reports && p->report) {
         char msg[512];
@@ -214,8 +214,8 @@ nf_status nf_layout_check(const nf_geometry *g, const nf_byte_reader *src, nf_pr
             NF_TRY(nf_layout_read(src, off, buf, len, err));
             for (uint64_t j = 0; j < len; j++)
                 if (buf[j])
-                    nf_problem(&p, "plane gap byte at offset %" PRIu64 " is 0x%02x, expected 0x00", off + j,
-                               buf[j]);
+                    nf_problems_add(&p, "plane gap byte at offset %" PRIu64 " is 0x%02x, expected 0x00", off + j,
+                                    buf[j]);
             off += len;
         }
     }

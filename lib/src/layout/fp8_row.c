@@ -40,23 +40,23 @@ static void fp8_check_row(const nf_geometry *g, uint64_t row, const uint8_t *cod
     if (nf_layout_check_fast && scale_ok && !nf_fp8_row_scale_is_zero(scale) && !fp8_any_nan(codes, g->cols))
         return;
     if (!scale_ok)
-        nf_problem(pr,
-                   "row %" PRIu64 ": scale 0x%04x at byte offset %" PRIu64 " is not a valid %s row scale (negative, -0, "
-                   "infinite or NaN)",
-                   row, scale, scale_at, f->name);
+        nf_problems_add(pr,
+                        "row %" PRIu64 ": scale 0x%04x at byte offset %" PRIu64 " is not a valid %s row scale (negative, -0, "
+                        "infinite or NaN)",
+                        row, scale, scale_at, f->name);
     bool zero_only = scale_ok && nf_fp8_row_scale_is_zero(scale);
     for (uint64_t c = 0; c < g->cols; c++) {
         uint8_t v = codes[c];
         if (!nf_fp8_code_valid(v))
-            nf_problem(pr,
-                       "row %" PRIu64 " col %" PRIu64 ": code 0x%02x at byte offset %" PRIu64
-                       " is NaN (not a valid E4M3FN weight code)",
-                       row, c, v, code_at + c);
+            nf_problems_add(pr,
+                            "row %" PRIu64 " col %" PRIu64 ": code 0x%02x at byte offset %" PRIu64
+                            " is NaN (not a valid E4M3FN weight code)",
+                            row, c, v, code_at + c);
         else if (zero_only && !nf_fp8_code_is_zero(v))
-            nf_problem(pr,
-                       "row %" PRIu64 " col %" PRIu64 ": code 0x%02x at byte offset %" PRIu64
-                       " under a +0 row scale (only 0x00/0x80 allowed)",
-                       row, c, v, code_at + c);
+            nf_problems_add(pr,
+                            "row %" PRIu64 " col %" PRIu64 ": code 0x%02x at byte offset %" PRIu64
+                            " under a +0 row scale (only 0x00/0x80 allowed)",
+                            row, c, v, code_at + c);
     }
 }
 

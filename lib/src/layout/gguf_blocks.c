@@ -75,11 +75,11 @@ static nf_status blocks_check(const nf_geometry *g, const nf_byte_reader *src, n
         for (uint64_t from = 0; st == NF_OK && nf_ggml_find_nonfinite_scale(g->format, buf, from, n * per_row, &bad);
              from = bad.block + 1) {
             uint64_t row = r + bad.block / per_row;
-            nf_problem(p,
-                       "row %" PRIu64 " block %" PRIu64 ": %s scale %s 0x%04x at byte offset %" PRIu64
-                       " is %s, not finite (ggml's ggml_validate_row_data refuses the block)",
-                       row, bad.block % per_row, nf_ggml_block_name(g->format), bad.field, bad.word,
-                       r * rb + bad.block * g->format->block_bytes + bad.offset, nf_ggml_f16_nonfinite_name(bad.word));
+            nf_problems_add(p,
+                            "row %" PRIu64 " block %" PRIu64 ": %s scale %s 0x%04x at byte offset %" PRIu64
+                            " is %s, not finite (ggml's ggml_validate_row_data refuses the block)",
+                            row, bad.block % per_row, nf_ggml_block_name(g->format), bad.field, bad.word,
+                            r * rb + bad.block * g->format->block_bytes + bad.offset, nf_ggml_f16_nonfinite_name(bad.word));
         }
     }
     free(buf);

@@ -27,7 +27,7 @@ typedef struct nf_problems {
 } nf_problems;
 
 /* Count one problem; format and pass it on only while under max_reports. */
-void nf_problem(nf_problems *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void nf_problems_add(nf_problems *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Test hook: when false, nf_layout_check skips its word-at-a-time prescans (which only let
  * clean groups, rows and scale words skip the per-word checks) and examines every word the

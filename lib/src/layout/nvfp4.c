@@ -230,11 +230,11 @@ static nf_status nvfp4_check(const nf_geometry *g, const nf_byte_reader *src, nf
             uint64_t pos = off + j, tile = pos / 512, within = pos % 512;
             uint64_t row = (tile / k_tiles) * 128 + ((within % 16) / 4) * 32 + within / 16;
             uint64_t group = (tile % k_tiles) * 4 + within % 4;
-            nf_problem(pr,
-                       "row %" PRIu64 " group %" PRIu64 " (cols %" PRIu64 "..%" PRIu64 "): scale 0x%02x at byte offset %" PRIu64
-                       " is not a valid nvfp4 scale (%s)",
-                       row, group, group * 16, group * 16 + 15, buf[j], sp->offset + pos,
-                       (buf[j] & 0x80) ? "sign set" : "NaN");
+            nf_problems_add(pr,
+                            "row %" PRIu64 " group %" PRIu64 " (cols %" PRIu64 "..%" PRIu64 "): scale 0x%02x at byte offset %" PRIu64
+                            " is not a valid nvfp4 scale (%s)",
+                            row, group, group * 16, group * 16 + 15, buf[j], sp->offset + pos,
+                            (buf[j] & 0x80) ? "sign set" : "NaN");
         }
     }
     free(buf);
@@ -247,10 +247,10 @@ static nf_status nvfp4_check(const nf_geometry *g, const nf_byte_reader *src, nf
         for (uint64_t j = 0; j < n; j++) {
             uint32_t d = nf_get_le32(dbuf + 4 * j);
             if (!nf_nvfp4_divisor_valid(d))
-                nf_problem(pr,
-                           "divisor %" PRIu64 " (rows %" PRIu64 "..%" PRIu64 ") at byte offset %" PRIu64 ": word 0x%08" PRIx32
-                           " is not a finite binary32 > 0",
-                           i + j, (i + j) * per, (i + j + 1) * per - 1, g->planes[2].offset + 4 * (i + j), d);
+                nf_problems_add(pr,
+                                "divisor %" PRIu64 " (rows %" PRIu64 "..%" PRIu64 ") at byte offset %" PRIu64 ": word 0x%08" PRIx32
+                                " is not a finite binary32 > 0",
+                                i + j, (i + j) * per, (i + j + 1) * per - 1, g->planes[2].offset + 4 * (i + j), d);
         }
         i += n;
     }

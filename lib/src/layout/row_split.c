@@ -272,38 +272,38 @@ static void rs_check_group(const nf_geometry *g, const nf_rs_params *p, uint64_t
     uint64_t k = g->cols, c0 = gi * p->group;
     if (gi >= g->logical_groups) { /* wholly physical group: scale +0 and codes 0 */
         if (scale != 0)
-            nf_problem(pr,
-                       "row %" PRIu64 " group %" PRIu64 ": padding group scale 0x%04x at byte offset %" PRIu64
-                       ", expected 0x0000",
-                       row, gi, scale, scale_at);
+            nf_problems_add(pr,
+                            "row %" PRIu64 " group %" PRIu64 ": padding group scale 0x%04x at byte offset %" PRIu64
+                            ", expected 0x0000",
+                            row, gi, scale, scale_at);
         for (unsigned l = 0; l < p->group; l++)
             if (u[l] != p->zero_u)
-                nf_problem(pr,
-                           "row %" PRIu64 " col %" PRIu64 " (padding group %" PRIu64 "): stored word 0x%02x (code %d), "
-                           "expected 0x%02x (code 0)",
-                           row, c0 + l, gi, u[l], rs_code(p, u[l]), p->zero_u);
+                nf_problems_add(pr,
+                                "row %" PRIu64 " col %" PRIu64 " (padding group %" PRIu64 "): stored word 0x%02x (code %d), "
+                                "expected 0x%02x (code 0)",
+                                row, c0 + l, gi, u[l], rs_code(p, u[l]), p->zero_u);
         return;
     }
     bool scale_ok = nf_grouped_scale_valid(f, scale);
     if (!scale_ok)
-        nf_problem(pr,
-                   "row %" PRIu64 " group %" PRIu64 ": scale 0x%04x at byte offset %" PRIu64 " is not a valid %s scale",
-                   row, gi, scale, scale_at, f->name);
+        nf_problems_add(pr,
+                        "row %" PRIu64 " group %" PRIu64 ": scale 0x%04x at byte offset %" PRIu64 " is not a valid %s scale",
+                        row, gi, scale, scale_at, f->name);
     bool zero_only = scale_ok && nf_grouped_scale_requires_zero_codes(f, scale);
     for (unsigned l = 0; l < p->group; l++) {
         uint64_t col = c0 + l;
         int q = rs_code(p, u[l]);
         if (col >= k) {
             if (u[l] != p->zero_u)
-                nf_problem(pr,
-                           "row %" PRIu64 " col %" PRIu64 ": padding lane holds stored word 0x%02x (code %d), expected "
-                           "0x%02x (code 0)",
-                           row, col, u[l], q, p->zero_u);
+                nf_problems_add(pr,
+                                "row %" PRIu64 " col %" PRIu64 ": padding lane holds stored word 0x%02x (code %d), expected "
+                                "0x%02x (code 0)",
+                                row, col, u[l], q, p->zero_u);
         } else if (!nf_grouped_code_valid(f, q)) {
-            nf_problem(pr, "row %" PRIu64 " col %" PRIu64 ": code %d is not a legal %s code", row, col, q, f->name);
+            nf_problems_add(pr, "row %" PRIu64 " col %" PRIu64 ": code %d is not a legal %s code", row, col, q, f->name);
         } else if (zero_only && q != 0) {
-            nf_problem(pr, "row %" PRIu64 " col %" PRIu64 ": code %d under the +0 scale of group %" PRIu64, row, col,
-                       q, gi);
+            nf_problems_add(pr, "row %" PRIu64 " col %" PRIu64 ": code %d under the +0 scale of group %" PRIu64, row, col,
+                            q, gi);
         }
     }
 }
