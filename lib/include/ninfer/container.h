@@ -15,6 +15,8 @@
 #ifndef NINFER_CONTAINER_H
 #define NINFER_CONTAINER_H
 
+#include <ninfer/export.h>
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -64,46 +66,46 @@ typedef struct nf_artifact nf_artifact;
 
 /* Open an artifact: framing + directory + entry size.  NF_ERR_IO when the entry cannot be read,
  * NF_ERR_INVALID for any contract violation (message names the rule and position). */
-nf_status nf_artifact_open(const char *path, nf_read_mode mode, nf_artifact **out, nf_error *err);
-void nf_artifact_close(nf_artifact *a);
+NF_API nf_status nf_artifact_open(const char *path, nf_read_mode mode, nf_artifact **out, nf_error *err);
+NF_API void nf_artifact_close(nf_artifact *a);
 
-const char *nf_artifact_path(const nf_artifact *a);
-const uint8_t *nf_artifact_id(const nf_artifact *a);          /* 16 bytes */
-void nf_artifact_id_hex(const nf_artifact *a, char out[33]);
-uint64_t nf_artifact_json_bytes(const nf_artifact *a);
-uint64_t nf_artifact_payload_bytes(const nf_artifact *a);     /* total logical payload */
-uint64_t nf_artifact_entry_payload_start(const nf_artifact *a);
+NF_API const char *nf_artifact_path(const nf_artifact *a);
+NF_API const uint8_t *nf_artifact_id(const nf_artifact *a);          /* 16 bytes */
+NF_API void nf_artifact_id_hex(const nf_artifact *a, char out[33]);
+NF_API uint64_t nf_artifact_json_bytes(const nf_artifact *a);
+NF_API uint64_t nf_artifact_payload_bytes(const nf_artifact *a);     /* total logical payload */
+NF_API uint64_t nf_artifact_entry_payload_start(const nf_artifact *a);
 /* The raw JSON text (json_bytes bytes, including padding) and the 32-byte header. */
-const uint8_t *nf_artifact_json_text(const nf_artifact *a);
-const uint8_t *nf_artifact_header(const nf_artifact *a);
+NF_API const uint8_t *nf_artifact_json_text(const nf_artifact *a);
+NF_API const uint8_t *nf_artifact_header(const nf_artifact *a);
 /* The parsed directory root (owned by the artifact). */
-const struct json_t *nf_artifact_directory(const nf_artifact *a);
+NF_API const struct json_t *nf_artifact_directory(const nf_artifact *a);
 
-size_t nf_artifact_object_count(const nf_artifact *a);
-const nf_object *nf_artifact_object(const nf_artifact *a, size_t index);
-const nf_object *nf_artifact_find(const nf_artifact *a, const char *id);
-size_t nf_artifact_file_count(const nf_artifact *a);
-const nf_file_entry *nf_artifact_file(const nf_artifact *a, size_t index);
+NF_API size_t nf_artifact_object_count(const nf_artifact *a);
+NF_API const nf_object *nf_artifact_object(const nf_artifact *a, size_t index);
+NF_API const nf_object *nf_artifact_find(const nf_artifact *a, const char *id);
+NF_API size_t nf_artifact_file_count(const nf_artifact *a);
+NF_API const nf_file_entry *nf_artifact_file(const nf_artifact *a, size_t index);
 
 /* Read logical payload bytes [offset, offset + len) across files (container.md 2.8 step 5);
  * a missing, foreign or wrongly sized part is NF_ERR_INVALID naming the part. */
-nf_status nf_artifact_read(nf_artifact *a, uint64_t offset, void *buf, size_t len, nf_error *err);
+NF_API nf_status nf_artifact_read(nf_artifact *a, uint64_t offset, void *buf, size_t len, nf_error *err);
 /* Open and check part i now (header, index, artifact_id, size).  The reader keeps at most a
  * small fixed number of parts open at once (whatever the part count and the thread count): a
  * part it closed is reopened when a read needs it and checked again, including that it is still
  * the file checked first, so a part replaced while the artifact is open is NF_ERR_INVALID. */
-nf_status nf_artifact_open_part(nf_artifact *a, size_t index, nf_error *err);
+NF_API nf_status nf_artifact_open_part(nf_artifact *a, size_t index, nf_error *err);
 /* Per-object check (container.md 2.8 step 6): known format and layout, accepted pair, shape,
  * divisors, bytes == encoded size, alignment; resources: encoding raw_bytes_v1.  Fills *g for a
  * tensor (may be NULL). */
-nf_status nf_artifact_check_object(const nf_artifact *a, const nf_object *o, nf_geometry *g,
+NF_API nf_status nf_artifact_check_object(const nf_artifact *a, const nf_object *o, nf_geometry *g,
                                    nf_error *err);
 /* A byte reader over one object's bytes (offsets relative to the object). */
-void nf_artifact_object_reader(nf_artifact *a, const nf_object *o, nf_byte_reader *r);
+NF_API void nf_artifact_object_reader(nf_artifact *a, const nf_object *o, nf_byte_reader *r);
 
 /* Parse and check a directory held in memory (the same code nf_artifact_open uses; the fuzz
  * target's entry point).  On success *root owns the parsed JSON (json_decref it). */
-nf_status nf_directory_parse(const uint8_t *json, size_t len, const char *entry_name,
+NF_API nf_status nf_directory_parse(const uint8_t *json, size_t len, const char *entry_name,
                              struct json_t **root, nf_error *err);
 
 /* ---------------------------------------------------------------- writer */
@@ -116,54 +118,54 @@ typedef struct nf_writer_options {
     bool checksums;                 /* add metadata.checksums (objects + directory) */
 } nf_writer_options;
 
-nf_status nf_writer_create(const char *path, const nf_writer_options *opt, nf_writer **out, nf_error *err);
+NF_API nf_status nf_writer_create(const char *path, const nf_writer_options *opt, nf_writer **out, nf_error *err);
 /* Plan objects in order.  *index receives the object's index for nf_writer_write. */
-nf_status nf_writer_add_tensor(nf_writer *w, const char *id, const nf_geometry *g, size_t *index,
+NF_API nf_status nf_writer_add_tensor(nf_writer *w, const char *id, const nf_geometry *g, size_t *index,
                                nf_error *err);
-nf_status nf_writer_add_resource(nf_writer *w, const char *id, uint64_t bytes, size_t *index,
+NF_API nf_status nf_writer_add_resource(nf_writer *w, const char *id, uint64_t bytes, size_t *index,
                                  nf_error *err);
 /* Directory members; each call takes over the caller's reference (json_decref'ed by the
  * writer).  Defaults: components {"text":{"config":{}}}, bindings {}, uses [], metadata {},
  * provenance {}. */
-nf_status nf_writer_set_member(nf_writer *w, const char *member, struct json_t *value, nf_error *err);
+NF_API nf_status nf_writer_set_member(nf_writer *w, const char *member, struct json_t *value, nf_error *err);
 /* Freeze the plan: build the directory, lay out files, refuse destinations that are not regular
  * files (NF_ERR_USAGE) or exist (without overwrite), take the output's lock (".<name>.lock"
  * beside the entry, held until commit or rollback; NF_ERR_IO when another writer holds it),
  * create the temp files and write headers and JSON. */
-nf_status nf_writer_begin(nf_writer *w, nf_error *err);
+NF_API nf_status nf_writer_begin(nf_writer *w, nf_error *err);
 /* Offset of a planned object in the logical payload (valid after add_*). */
-uint64_t nf_writer_object_offset(const nf_writer *w, size_t index);
+NF_API uint64_t nf_writer_object_offset(const nf_writer *w, size_t index);
 /* Write bytes [offset, offset + len) of object `index`; each object byte exactly once
  * ("duplicate output coverage" otherwise). */
-nf_status nf_writer_write(nf_writer *w, size_t index, uint64_t offset, const void *data, size_t len,
+NF_API nf_status nf_writer_write(nf_writer *w, size_t index, uint64_t offset, const void *data, size_t len,
                           nf_error *err);
 /* A write callback (nf_write_fn) bound to one object, for nf_layout_encode_rows. */
 typedef struct nf_writer_sink {
     nf_writer *writer;
     size_t index;
 } nf_writer_sink;
-nf_status nf_writer_sink_write(void *sink, uint64_t offset, const void *buf, size_t len, nf_error *err);
+NF_API nf_status nf_writer_sink_write(void *sink, uint64_t offset, const void *buf, size_t len, nf_error *err);
 /* Check coverage, fill checksums, fdatasync, publish parts then the entry, sync the directory.
  * With overwrite, the files replaced (and the old artifact's parts beyond the new one's last)
  * are kept as ".<name>.<pid>.XXXXXX.old" links until nf_writer_commit; a failure puts them back
  * and removes everything new (the writer is then dead). */
-nf_status nf_writer_publish(nf_writer *w, nf_error *err);
+NF_API nf_status nf_writer_publish(nf_writer *w, nf_error *err);
 /* After a successful publish: remove the kept files (best effort: one that cannot be removed
  * stays under its ".old" name; that is no error).  NF_ERR_USAGE in any other state. */
-nf_status nf_writer_commit(nf_writer *w, nf_error *err);
+NF_API nf_status nf_writer_commit(nf_writer *w, nf_error *err);
 /* publish + commit. */
-nf_status nf_writer_finish(nf_writer *w, nf_error *err);
+NF_API nf_status nf_writer_finish(nf_writer *w, nf_error *err);
 /* Unless committed: remove temp files and everything published, and put every replaced file
  * back (also after a successful publish).  The writer is then dead (only free remains). */
-void nf_writer_abort(nf_writer *w);
+NF_API void nf_writer_abort(nf_writer *w);
 /* nf_writer_abort (if not committed), then free. */
-void nf_writer_free(nf_writer *w);
+NF_API void nf_writer_free(nf_writer *w);
 /* Hex artifact id of the writer (valid after create). */
-void nf_writer_id_hex(const nf_writer *w, char out[33]);
+NF_API void nf_writer_id_hex(const nf_writer *w, char out[33]);
 
 /* ---------------------------------------------------------------- checksums */
 /* XXH3-128 in canonical form: 32 lowercase hex digits, high 64 bits first (xxhsum -H2). */
-void nf_xxh3_128_hex(const void *data, size_t len, char out[33]);
+NF_API void nf_xxh3_128_hex(const void *data, size_t len, char out[33]);
 
 #ifdef __cplusplus
 }

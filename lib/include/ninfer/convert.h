@@ -10,6 +10,8 @@
 #ifndef NINFER_CONVERT_H
 #define NINFER_CONVERT_H
 
+#include <ninfer/export.h>
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -28,13 +30,13 @@ typedef struct nf_plan nf_plan;
 
 /* Open the recipe's sources and resolve and validate everything.  The recipe must outlive the
  * plan. */
-nf_status nf_plan_build(const nf_recipe *recipe, nf_plan **out, nf_error *err);
-void nf_plan_free(nf_plan *p);
+NF_API nf_status nf_plan_build(const nf_recipe *recipe, nf_plan **out, nf_error *err);
+NF_API void nf_plan_free(nf_plan *p);
 
 /* The plan as JSON: {"objects": [{"id", "kind", "sources", "shape", "source_dtype", "format",
  * "layout", "method", "with", "bytes", "bits_per_weight"} ...], "totals": {...}}. */
 struct json_t *nf_plan_describe(const nf_plan *p);
-size_t nf_plan_object_count(const nf_plan *p);
+NF_API size_t nf_plan_object_count(const nf_plan *p);
 
 /* XXH3-128 of everything the artifact's bytes are made from: the plan (its description, the
  * components with their configs, bindings, metadata and provenance) and the bytes the plan reads
@@ -42,7 +44,7 @@ size_t nf_plan_object_count(const nf_plan *p);
  * resources.  Two plans with the same digest produce the same artifact; ninfer-convert derives
  * the artifact id from it under SOURCE_DATE_EPOCH (docs/ninfer-convert.md).  Reads every byte
  * once, sequentially. */
-nf_status nf_plan_content_digest(const nf_plan *p, uint8_t out[16], nf_error *err);
+NF_API nf_status nf_plan_content_digest(const nf_plan *p, uint8_t out[16], nf_error *err);
 
 typedef struct nf_convert_progress {
     size_t objects_done, objects_total;
@@ -66,12 +68,12 @@ typedef struct nf_convert_options {
 } nf_convert_options;
 
 /* Encode every object and publish the artifact (and its report). */
-nf_status nf_plan_execute(nf_plan *p, const nf_convert_options *opt, nf_error *err);
+NF_API nf_status nf_plan_execute(nf_plan *p, const nf_convert_options *opt, nf_error *err);
 
 /* Re-derive every object of the plan and compare with the artifact's bytes: one problem per
  * differing object is passed to report (object id, message).  *differing receives the count. */
 typedef void (*nf_compare_fn)(void *ctx, const char *object, const char *message);
-nf_status nf_plan_compare(nf_plan *p, nf_artifact *a, unsigned threads, nf_compare_fn report, void *ctx,
+NF_API nf_status nf_plan_compare(nf_plan *p, nf_artifact *a, unsigned threads, nf_compare_fn report, void *ctx,
                           size_t *differing, nf_error *err);
 
 #ifdef __cplusplus

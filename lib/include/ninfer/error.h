@@ -10,6 +10,8 @@
 #ifndef NINFER_ERROR_H
 #define NINFER_ERROR_H
 
+#include <ninfer/export.h>
+
 #include <stdarg.h>
 #include <stddef.h>
 
@@ -33,28 +35,28 @@ typedef struct nf_error {
 } nf_error;
 
 /* Records status and a printf-style message in err (if non-NULL); returns status. */
-nf_status nf_error_set(nf_error *err, nf_status status, const char *fmt, ...)
+NF_API nf_status nf_error_set(nf_error *err, nf_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-nf_status nf_error_vset(nf_error *err, nf_status status, const char *fmt, va_list ap)
+NF_API nf_status nf_error_vset(nf_error *err, nf_status status, const char *fmt, va_list ap)
     __attribute__((format(printf, 3, 0)));
 /* Records an errno-based system error: "<what>: <strerror(errnum)>", status NF_ERR_IO
  * (NF_ERR_NOMEM for ENOMEM). */
-nf_status nf_error_errno(nf_error *err, int errnum, const char *fmt, ...)
+NF_API nf_status nf_error_errno(nf_error *err, int errnum, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Adds a caller's context to a callee's failure: prepends "<context>: " to the message recorded
  * in err (if non-NULL) and returns status, the callee's status, unchanged -- so that
  *     if (st != NF_OK) return nf_error_forward(err, st, "object '%s'", id);
  * keeps an I/O or out-of-memory failure what it is even when the caller passed err == NULL. */
-nf_status nf_error_forward(nf_error *err, nf_status status, const char *fmt, ...)
+NF_API nf_status nf_error_forward(nf_error *err, nf_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Prepends "<context>: " to the recorded message (nothing when err is NULL).  It returns nothing:
  * with err NULL there is no status to return; use nf_error_forward to return one. */
-void nf_error_prefix(nf_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void nf_error_clear(nf_error *err);
+NF_API void nf_error_prefix(nf_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+NF_API void nf_error_clear(nf_error *err);
 
 /* Exit status of a program for a status: 0, 1, 2 or 3. */
-int nf_status_exit_code(nf_status status);
-const char *nf_status_name(nf_status status);
+NF_API int nf_status_exit_code(nf_status status);
+NF_API const char *nf_status_name(nf_status status);
 
 /* Propagate a failing status unchanged. */
 #define NF_TRY(expr)                                                                             \

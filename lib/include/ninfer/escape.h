@@ -21,6 +21,8 @@
 #ifndef NINFER_ESCAPE_H
 #define NINFER_ESCAPE_H
 
+#include <ninfer/export.h>
+
 #include <stddef.h>
 
 #ifdef __cplusplus
@@ -33,7 +35,7 @@ extern "C" {
 
 /* Escapes s[0..len) into buf (size bytes, at least 8), always NUL-terminated.  What does not fit
  * is cut at a character boundary and "..." appended.  Returns buf. */
-const char *nf_escape(const char *s, size_t len, unsigned flags, char *buf, size_t size);
+NF_API const char *nf_escape(const char *s, size_t len, unsigned flags, char *buf, size_t size);
 
 /* An escaped copy of a NUL-terminated string that fits a message: names longer than about 500
  * bytes are cut.  For printf arguments: printf("object '%s'", nf_esc(id).s).  NULL gives
@@ -42,7 +44,7 @@ const char *nf_escape(const char *s, size_t len, unsigned flags, char *buf, size
 typedef struct nf_escaped {
     char s[NF_ESCAPED_MAX];
 } nf_escaped;
-nf_escaped nf_esc(const char *s);
+NF_API nf_escaped nf_esc(const char *s);
 
 #ifdef __cplusplus
 }

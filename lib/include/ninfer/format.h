@@ -7,6 +7,8 @@
 #ifndef NINFER_FORMAT_H
 #define NINFER_FORMAT_H
 
+#include <ninfer/export.h>
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -89,71 +91,71 @@ typedef struct nf_format {
 } nf_format;
 
 /* The registry, in nf_format_id order. */
-size_t nf_format_count(void);
-const nf_format *nf_format_at(size_t index);
-const nf_format *nf_format_by_id(nf_format_id id);
+NF_API size_t nf_format_count(void);
+NF_API const nf_format *nf_format_at(size_t index);
+NF_API const nf_format *nf_format_by_id(nf_format_id id);
 /* Lookup by exact canonical name (no aliases, case-sensitive); NULL when unknown. */
-const nf_format *nf_format_lookup(const char *name);
+NF_API const nf_format *nf_format_lookup(const char *name);
 /* Same, as an error naming the unknown format: "unknown format 'q4'". */
-nf_status nf_format_find(const char *name, const nf_format **out, nf_error *err);
+NF_API nf_status nf_format_find(const char *name, const nf_format **out, nf_error *err);
 /* ggml type id -> gguf_* format, NULL if not one of the 18 imported block types. */
-const nf_format *nf_format_by_ggml_type(int ggml_type);
+NF_API const nf_format *nf_format_by_ggml_type(int ggml_type);
 
 /* ---------------------------------------------------------------- exact scalar codecs */
 /* bits <-> binary32 */
-float nf_f32_from_bits(uint32_t bits);
-uint32_t nf_f32_bits(float value);
+NF_API float nf_f32_from_bits(uint32_t bits);
+NF_API uint32_t nf_f32_bits(float value);
 
 /* binary16 -> binary32: exact (subnormals, signed zeros, infinities; NaN keeps sign and payload,
  * shifted into the binary32 payload's high bits). */
-float nf_f16_to_f32(uint16_t h);
+NF_API float nf_f16_to_f32(uint16_t h);
 /* binary32 -> binary16, round to nearest, ties to even; overflow gives infinity; NaN stays NaN
  * (sign kept, payload truncated, quiet bit set). */
-uint16_t nf_f32_to_f16(float f);
+NF_API uint16_t nf_f32_to_f16(float f);
 /* bfloat16 -> binary32: the word in the high 16 bits, exact. */
-float nf_bf16_to_f32(uint16_t b);
+NF_API float nf_bf16_to_f32(uint16_t b);
 /* binary32 -> bfloat16, round to nearest, ties to even; NaN stays NaN (sign and high payload
  * bits kept, quiet bit set). */
-uint16_t nf_f32_to_bf16(float f);
+NF_API uint16_t nf_f32_to_bf16(float f);
 /* E4M3FN -> binary32, exact; 0x7F/0xFF give NaN. */
-float nf_e4m3fn_to_f32(uint8_t w);
+NF_API float nf_e4m3fn_to_f32(uint8_t w);
 /* binary32 -> E4M3FN: clamp to [-448, 448], round to nearest with ties to the even code word,
  * sign from the input's sign bit (so -0 and tiny negatives give 0x80).  NaN gives 0x7F|sign. */
-uint8_t nf_f32_to_e4m3fn(float f);
+NF_API uint8_t nf_f32_to_e4m3fn(float f);
 /* E2M1 (4-bit word, bit 3 = sign) -> binary32, exact. */
-float nf_e2m1_to_f32(uint8_t w);
+NF_API float nf_e2m1_to_f32(uint8_t w);
 
 /* ---------------------------------------------------------------- word validity */
 /* Grouped formats: is the signed logical code q legal?  (Q8 -128 and T2 -2 are not.) */
-bool nf_grouped_code_valid(const nf_format *fmt, int q);
+NF_API bool nf_grouped_code_valid(const nf_format *fmt, int q);
 /* Grouped formats: is the binary16 scale word legal?  Q2: any finite word (incl. -0).  Others:
  * +0 or finite nonzero of either sign; -0, infinities and NaN are not. */
-bool nf_grouped_scale_valid(const nf_format *fmt, uint16_t scale);
+NF_API bool nf_grouped_scale_valid(const nf_format *fmt, uint16_t scale);
 /* Does this scale require every code of its group to be zero?  (+0 for all grouped formats but
  * Q2, where any code is legal under a zero scale.) */
-bool nf_grouped_scale_requires_zero_codes(const nf_format *fmt, uint16_t scale);
+NF_API bool nf_grouped_scale_requires_zero_codes(const nf_format *fmt, uint16_t scale);
 /* NVFP4 block scale: sign clear and not NaN (0x7F); 0x00 allowed. */
-bool nf_nvfp4_scale_valid(uint8_t scale);
+NF_API bool nf_nvfp4_scale_valid(uint8_t scale);
 /* NVFP4 divisor: binary32 finite and > 0. */
-bool nf_nvfp4_divisor_valid(uint32_t bits);
+NF_API bool nf_nvfp4_divisor_valid(uint32_t bits);
 /* FP8 weight code: not NaN (0x7F, 0xFF). */
-bool nf_fp8_code_valid(uint8_t code);
+NF_API bool nf_fp8_code_valid(uint8_t code);
 /* FP8 row scale for fmt (BF16 or FP16 per format): sign clear and finite (+0, subnormals ok). */
-bool nf_fp8_row_scale_valid(const nf_format *fmt, uint16_t scale);
+NF_API bool nf_fp8_row_scale_valid(const nf_format *fmt, uint16_t scale);
 /* Is a positive-zero row scale (then only codes 0x00/0x80 are legal)? */
-bool nf_fp8_row_scale_is_zero(uint16_t scale);
+NF_API bool nf_fp8_row_scale_is_zero(uint16_t scale);
 /* Signed zero E4M3FN code (0x00 or 0x80)? */
-bool nf_fp8_code_is_zero(uint8_t code);
+NF_API bool nf_fp8_code_is_zero(uint8_t code);
 
 /* ---------------------------------------------------------------- reconstruction (oracle) */
 /* Grouped: binary32(f16(scale) * q); q is the signed logical code (for q2: u - 1). */
-float nf_grouped_value(uint16_t scale, int q);
+NF_API float nf_grouped_value(uint16_t scale, int q);
 /* FP8 rows: binary32(e4m3fn(code) * scale32) with the scale decoded per the format. */
-float nf_fp8_row_value(const nf_format *fmt, uint8_t code, uint16_t scale);
+NF_API float nf_fp8_row_value(const nf_format *fmt, uint8_t code, uint16_t scale);
 /* NVFP4: (e2m1(code) * e4m3fn(scale)) / divisor, one rounding (the product is exact). */
-float nf_nvfp4_value(uint8_t code, uint8_t scale, uint32_t divisor_bits);
+NF_API float nf_nvfp4_value(uint8_t code, uint8_t scale, uint32_t divisor_bits);
 /* int32 word as the nearest binary32 (ties to even). */
-float nf_int32_value(uint32_t word);
+NF_API float nf_int32_value(uint32_t word);
 
 #ifdef __cplusplus
 }

@@ -16,6 +16,8 @@
 #ifndef NINFER_IMATRIX_H
 #define NINFER_IMATRIX_H
 
+#include <ninfer/export.h>
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -30,24 +32,24 @@ typedef struct nf_imatrix nf_imatrix;
 /* Open a llama-imatrix GGUF file.  A name ending in ".zst" is decompressed first, to at most 64
  * times the compressed file's size (rounded up to a power of two), but never less than 16 MiB
  * nor more than 1 GiB: a file that would decompress to more is refused without being inflated. */
-nf_status nf_imatrix_open(const char *path, nf_imatrix **out, nf_error *err);
+NF_API nf_status nf_imatrix_open(const char *path, nf_imatrix **out, nf_error *err);
 /* The same from a file image in memory (copied); `name` is used in messages. */
-nf_status nf_imatrix_open_memory(const void *data, size_t len, const char *name, nf_imatrix **out, nf_error *err);
-void nf_imatrix_close(nf_imatrix *m);
+NF_API nf_status nf_imatrix_open_memory(const void *data, size_t len, const char *name, nf_imatrix **out, nf_error *err);
+NF_API void nf_imatrix_close(nf_imatrix *m);
 
-size_t nf_imatrix_count(const nf_imatrix *m);
+NF_API size_t nf_imatrix_count(const nf_imatrix *m);
 /* Entry i: its tensor name T (without ".in_sum2"), length and importance vector. */
-const char *nf_imatrix_name_at(const nf_imatrix *m, size_t i, uint64_t *length, const float **importance);
+NF_API const char *nf_imatrix_name_at(const nf_imatrix *m, size_t i, uint64_t *length, const float **importance);
 
 /* Importance for a source tensor with `cols` input columns: *importance is NULL when the file
  * has no entry for it (by the mapping above); NF_ERR_INVALID when the entry's length is not
  * `cols`.  *matched (may be NULL) receives the entry name that matched. */
-nf_status nf_imatrix_lookup(const nf_imatrix *m, const char *tensor, uint64_t cols, const float **importance,
+NF_API nf_status nf_imatrix_lookup(const nf_imatrix *m, const char *tensor, uint64_t cols, const float **importance,
                             const char **matched, nf_error *err);
 
 /* llama.cpp's GGUF name of a Hugging Face tensor name, written into out; 0 when the name has
  * no GGUF counterpart known here. */
-size_t nf_imatrix_gguf_name(const char *hf_name, char *out, size_t size);
+NF_API size_t nf_imatrix_gguf_name(const char *hf_name, char *out, size_t size);
 
 #ifdef __cplusplus
 }

@@ -52,6 +52,8 @@
 #ifndef NINFER_IMPORT_H
 #define NINFER_IMPORT_H
 
+#include <ninfer/export.h>
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -83,7 +85,7 @@ typedef enum nf_import_kind {
 
 /* "gguf_blocks", "gsq_q2_0", "q8_0", "pq2_0", "nvfp4_modelopt", "nvfp4_compressed_tensors",
  * "fp8_compressed_tensors"; NULL for an out-of-range kind. */
-const char *nf_import_kind_name(nf_import_kind kind);
+NF_API const char *nf_import_kind_name(nf_import_kind kind);
 
 /* One source tensor as its checkpoint declares it (no data).  For an nf_source_tensor t:
  * {t->name, t->type_name, t->ggml_type, t->rank, t->shape}. */
@@ -126,7 +128,7 @@ typedef struct nf_import {
  *   q8_g32_fp16   type 8 (Q8_0), K % 32 == 0;
  *   t2_g128_fp16  type 142 (PQ2_0), K % 128 == 0.
  * Any other target (and a safetensors tensor) is refused. */
-nf_status nf_import_init_gguf(nf_import *imp, const nf_format *target, const nf_import_tensor *blocks,
+NF_API nf_status nf_import_init_gguf(nf_import *imp, const nf_format *target, const nf_import_tensor *blocks,
                               nf_error *err);
 
 /* An NVFP4 matrix of either dialect (NF_IMPORT_NVFP4_MODELOPT or _COMPRESSED):
@@ -144,7 +146,7 @@ nf_status nf_import_init_gguf(nf_import *imp, const nf_format *target, const nf_
  *   rounding innocuous).  m must be finite and > 0, and its reciprocal finite (m below about
  *   2^-128 overflows).
  * d_w must be finite and > 0; the words are otherwise copied as they are. */
-nf_status nf_import_init_nvfp4(nf_import *imp, nf_import_kind dialect, const nf_import_tensor *codes,
+NF_API nf_status nf_import_init_nvfp4(nf_import *imp, nf_import_kind dialect, const nf_import_tensor *codes,
                                const nf_import_tensor *scales, const nf_import_tensor *scalar,
                                const void *scalar_bytes, size_t scalar_len, nf_error *err);
 
@@ -159,7 +161,7 @@ nf_status nf_import_init_nvfp4(nf_import *imp, nf_import_kind dialect, const nf_
  * BF16 row scale: sign clear (negative values and -0 are refused, also before rounding) and
  * finite (an F32 scale whose rounding overflows to infinity is refused); +0 is allowed but then
  * every code of the row must be 0x00 or 0x80. */
-nf_status nf_import_init_fp8(nf_import *imp, const nf_format *target, const nf_import_tensor *codes,
+NF_API nf_status nf_import_init_fp8(nf_import *imp, const nf_format *target, const nf_import_tensor *codes,
                              const nf_import_tensor *scales, const void *tensor_scale_bytes,
                              size_t tensor_scale_len, nf_error *err);
 
@@ -167,16 +169,16 @@ nf_status nf_import_init_fp8(nf_import *imp, const nf_format *target, const nf_i
 /* Geometry of the object holding this one matrix: the target's default layout, shape
  * [rows, cols], one divisor (fails, naming the tensor, when the layout cannot hold the shape,
  * e.g. nvfp4 with N % 128 != 0 or K % 64 != 0). */
-nf_status nf_import_geometry(const nf_import *imp, nf_geometry *g, nf_error *err);
+NF_API nf_status nf_import_geometry(const nf_import *imp, nf_geometry *g, nf_error *err);
 
 /* An nvfp4 parent stacking the rows of sources[0..count) in that order (conversion.md 5.1
  * parent_divisors): shape [sum of N, K] (every K equal); divisors = count when the sources'
  * divisor words are not all identical, which needs every source to have the same N, a multiple
  * of 128 (each divisor covers whole 128-row tiles); else divisors = 1. */
-nf_status nf_import_nvfp4_stack(const nf_import *sources, size_t count, nf_geometry *g, nf_error *err);
+NF_API nf_status nf_import_nvfp4_stack(const nf_import *sources, size_t count, nf_geometry *g, nf_error *err);
 /* The g->divisors divisor words of that parent (g from nf_import_nvfp4_stack for the same
  * sources) into divisors[0..g->divisors), e.g. an nf_words' divisors array. */
-nf_status nf_import_nvfp4_divisors(const nf_import *sources, size_t count, const nf_geometry *g,
+NF_API nf_status nf_import_nvfp4_divisors(const nf_import *sources, size_t count, const nf_geometry *g,
                                    uint32_t *divisors, nf_error *err);
 
 /* ---------------------------------------------------------------- rows */
@@ -205,7 +207,7 @@ typedef struct nf_import_chunk {
  *   PQ2_0  code 11, a -0 or non-finite scale, a +0 scale over a nonzero code;
  *   nvfp4  a scale with its sign set or 0x7F (NaN); every E2M1 code is valid;
  *   fp8    codes 0x7F / 0xFF (NaN), an invalid row scale, a +0 scale over a nonzero code. */
-nf_status nf_import_rows(const nf_import *imp, const nf_import_chunk *chunk, nf_words *out,
+NF_API nf_status nf_import_rows(const nf_import *imp, const nf_import_chunk *chunk, nf_words *out,
                          uint64_t out_row, nf_error *err);
 
 #ifdef __cplusplus

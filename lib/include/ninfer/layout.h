@@ -12,6 +12,8 @@
 #ifndef NINFER_LAYOUT_H
 #define NINFER_LAYOUT_H
 
+#include <ninfer/export.h>
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -45,12 +47,12 @@ typedef struct nf_layout {
     bool resource_encoding; /* raw_bytes_v1 */
 } nf_layout;
 
-size_t nf_layout_count(void);
-const nf_layout *nf_layout_at(size_t index);
-const nf_layout *nf_layout_by_id(nf_layout_id id);
-const nf_layout *nf_layout_lookup(const char *name); /* NULL when unknown */
-bool nf_layout_accepts(const nf_layout *layout, const nf_format *fmt);
-const nf_layout *nf_layout_default_for(const nf_format *fmt);
+NF_API size_t nf_layout_count(void);
+NF_API const nf_layout *nf_layout_at(size_t index);
+NF_API const nf_layout *nf_layout_by_id(nf_layout_id id);
+NF_API const nf_layout *nf_layout_lookup(const char *name); /* NULL when unknown */
+NF_API bool nf_layout_accepts(const nf_layout *layout, const nf_format *fmt);
+NF_API const nf_layout *nf_layout_default_for(const nf_format *fmt);
 
 /* One plane of an encoded tensor, relative to the object's first byte. */
 typedef struct nf_plane {
@@ -83,10 +85,10 @@ typedef struct nf_geometry {
  * accept the format ("layout 'x' does not accept format 'y'"), the shape is not one the layout
  * holds, divisors are not allowed, or a size overflows U64.  For raw_bytes_v1 use
  * nf_geometry_resource(). */
-nf_status nf_geometry_init(nf_geometry *g, const nf_layout *layout, const nf_format *fmt,
+NF_API nf_status nf_geometry_init(nf_geometry *g, const nf_layout *layout, const nf_format *fmt,
                            uint32_t rank, const uint64_t *shape, uint64_t divisors, nf_error *err);
 /* raw_bytes_v1 of `bytes` bytes (>= 1). */
-nf_status nf_geometry_resource(nf_geometry *g, uint64_t bytes, nf_error *err);
+NF_API nf_status nf_geometry_resource(nf_geometry *g, uint64_t bytes, nf_error *err);
 
 /* Logical words of `rows` consecutive rows (layouts.md 3.7).  Only the arrays of the tensor's
  * category are used; all are row-major over the held rows and cover logical columns only
@@ -104,8 +106,8 @@ typedef struct nf_words {
 } nf_words;
 
 /* Allocate the arrays needed for `rows` rows of g's tensor (zero-filled). */
-nf_status nf_words_alloc(nf_words *w, const nf_geometry *g, uint64_t rows, nf_error *err);
-void nf_words_free(nf_words *w);
+NF_API nf_status nf_words_alloc(nf_words *w, const nf_geometry *g, uint64_t rows, nf_error *err);
+NF_API void nf_words_free(nf_words *w);
 
 /* Random access to an object's bytes (offsets relative to the object's first byte). */
 typedef nf_status (*nf_read_fn)(void *ctx, uint64_t offset, void *buf, size_t len, nf_error *err);
@@ -118,7 +120,7 @@ typedef struct nf_memory_source {
     const uint8_t *data;
     uint64_t size;
 } nf_memory_source;
-void nf_byte_reader_memory(nf_byte_reader *r, nf_memory_source *mem, const void *data, uint64_t size);
+NF_API void nf_byte_reader_memory(nf_byte_reader *r, nf_memory_source *mem, const void *data, uint64_t size);
 
 /* Sink for encoded bytes (offsets relative to the object's first byte). */
 typedef nf_status (*nf_write_fn)(void *ctx, uint64_t offset, const void *buf, size_t len, nf_error *err);
@@ -126,25 +128,25 @@ typedef nf_status (*nf_write_fn)(void *ctx, uint64_t offset, const void *buf, si
 /* ---------------------------------------------------------------- encode */
 /* Check that every word of rows [0, w->rows) is legal for the format (codes in range, scale
  * validity, zero-scale rules, divisors).  The first problem is reported with row/column. */
-nf_status nf_words_check(const nf_geometry *g, const nf_words *w, uint64_t first_row, nf_error *err);
+NF_API nf_status nf_words_check(const nf_geometry *g, const nf_words *w, uint64_t first_row, nf_error *err);
 
 /* Encode rows [r0, r0 + w->rows) held in w and write every byte those rows own in every plane
  * (including their padding lanes and padding groups).  nvfp4: r0 and w->rows must be multiples
  * of 128.  Words are checked first unless `unchecked` (tests build invalid artifacts that way). */
-nf_status nf_layout_encode_rows(const nf_geometry *g, const nf_words *w, uint64_t r0, bool unchecked,
+NF_API nf_status nf_layout_encode_rows(const nf_geometry *g, const nf_words *w, uint64_t r0, bool unchecked,
                                 nf_write_fn write, void *ctx, nf_error *err);
 /* Write the bytes no row owns: zero gaps between and after planes, and nvfp4's divisor words
  * (taken from w->divisors).  Together with encode_rows over all rows, every byte of the object
  * is written exactly once. */
-nf_status nf_layout_encode_tail(const nf_geometry *g, const nf_words *w, bool unchecked,
+NF_API nf_status nf_layout_encode_tail(const nf_geometry *g, const nf_words *w, bool unchecked,
                                 nf_write_fn write, void *ctx, nf_error *err);
 /* Whole tensor into out[g->bytes]. */
-nf_status nf_layout_encode(const nf_geometry *g, const nf_words *w, uint8_t *out, nf_error *err);
+NF_API nf_status nf_layout_encode(const nf_geometry *g, const nf_words *w, uint8_t *out, nf_error *err);
 
 /* ---------------------------------------------------------------- decode */
 /* Decode rows [r0, r1) into w (allocated for at least r1 - r0 rows); w->divisors, when non-NULL,
  * receives all divisor words.  Does not validate words (see nf_layout_check). */
-nf_status nf_layout_decode_rows(const nf_geometry *g, const nf_byte_reader *src, uint64_t r0,
+NF_API nf_status nf_layout_decode_rows(const nf_geometry *g, const nf_byte_reader *src, uint64_t r0,
                                 uint64_t r1, nf_words *w, nf_error *err);
 
 /* ---------------------------------------------------------------- validation */
@@ -155,7 +157,7 @@ typedef void (*nf_problem_fn)(void *ctx, const char *message);
  * contents of padding lanes, padding groups and plane gaps.  Each problem is passed to report;
  * *problems receives the count (reports stop after max_reports but counting goes on).  Returns
  * NF_OK when the object could be read, whatever it holds. */
-nf_status nf_layout_check(const nf_geometry *g, const nf_byte_reader *src, nf_problem_fn report,
+NF_API nf_status nf_layout_check(const nf_geometry *g, const nf_byte_reader *src, nf_problem_fn report,
                           void *report_ctx, uint64_t max_reports, uint64_t *problems, nf_error *err);
 
 /* ---------------------------------------------------------------- row views and gathers */
@@ -167,25 +169,25 @@ typedef struct nf_span {
 /* The byte spans holding consecutive rows [r0, r1): one per row-major plane (not one contiguous
  * range).  nvfp4: r0 and r1 must be multiples of 128 (its scale plane is tiled by 128 rows);
  * the divisor plane is not part of a row view. */
-nf_status nf_layout_row_spans(const nf_geometry *g, uint64_t r0, uint64_t r1, nf_span *spans,
+NF_API nf_status nf_layout_row_spans(const nf_geometry *g, uint64_t r0, uint64_t r1, nf_span *spans,
                               uint32_t *nspans, nf_error *err);
 /* The encoded bytes of a standalone tensor holding rows[0..count) of src, in that order (rows
  * may repeat), without re-encoding: *out_g gets its geometry (same format/layout, N = count)
  * and out must hold out_g->bytes (call with out == NULL to get the geometry only).  nvfp4
  * needs count % 128 == 0; its result has one divisor, so all gathered rows must share the same
  * divisor word (scales are un-swizzled and re-swizzled as bytes, nothing is re-encoded). */
-nf_status nf_layout_gather_rows(const nf_geometry *g, const nf_byte_reader *src, const uint64_t *rows,
+NF_API nf_status nf_layout_gather_rows(const nf_geometry *g, const nf_byte_reader *src, const uint64_t *rows,
                                 uint64_t count, nf_geometry *out_g, uint8_t *out, nf_error *err);
 
 /* Rows per bounded chunk of about max_values values, for streaming a tensor: at least 1, at
  * most g->rows, and for nvfp4 a multiple of 128 (its scale plane is tiled by 128 rows). */
-uint64_t nf_geometry_chunk_rows(const nf_geometry *g, uint64_t max_values);
+NF_API uint64_t nf_geometry_chunk_rows(const nf_geometry *g, uint64_t max_values);
 
 /* ---------------------------------------------------------------- values */
 /* Represented values of the rows held in w (whose first row is absolute row `first_row`) as
  * binary32, row-major, logical columns only.  Direct int32 rounds to nearest even.  gguf_*
  * formats are handled by ggml-exact block dequantizers when available (else NF_ERR_INVALID). */
-nf_status nf_words_to_f32(const nf_geometry *g, const nf_words *w, uint64_t first_row, float *out,
+NF_API nf_status nf_words_to_f32(const nf_geometry *g, const nf_words *w, uint64_t first_row, float *out,
                           nf_error *err);
 
 /* Represented values of rows [r0, r1) straight from the encoded bytes into out[(r1 - r0) *
@@ -195,7 +197,7 @@ nf_status nf_words_to_f32(const nf_geometry *g, const nf_words *w, uint64_t firs
  * that stays in L1 while it is converted, so quantized formats cost one pass over the values
  * instead of two.  A failing reader fails the call as it fails nf_layout_decode_rows; for nvfp4
  * and row_scale_v1, whose planes are read in another order, its message may name another read. */
-nf_status nf_layout_decode_rows_f32(const nf_geometry *g, const nf_byte_reader *src, uint64_t r0, uint64_t r1,
+NF_API nf_status nf_layout_decode_rows_f32(const nf_geometry *g, const nf_byte_reader *src, uint64_t r0, uint64_t r1,
                                     float *out, nf_error *err);
 
 /* ---------------------------------------------------------------- spans of long rows */
@@ -215,14 +217,14 @@ typedef struct nf_colspan {
 } nf_colspan;
 
 /* Does g's layout cut rows into spans? */
-bool nf_layout_has_colspans(const nf_geometry *g);
-nf_status nf_colspan_init(nf_colspan *s, const nf_geometry *whole, uint64_t row, uint64_t c0, uint64_t w, nf_error *err);
+NF_API bool nf_layout_has_colspans(const nf_geometry *g);
+NF_API nf_status nf_colspan_init(nf_colspan *s, const nf_geometry *whole, uint64_t row, uint64_t c0, uint64_t w, nf_error *err);
 
 /* Bytes [off, off + len) of the span object: the first *run of them (the longest run that stays
  * contiguous, at least 1 when len > 0) are the whole object's bytes at *whole_off; *shared when
  * they are bytes of the row that every span of it holds (a row scale).  false for a byte no
  * plane of the span holds (a gap between planes). */
-bool nf_colspan_map(const nf_colspan *s, uint64_t off, uint64_t len, uint64_t *whole_off, uint64_t *run, bool *shared);
+NF_API bool nf_colspan_map(const nf_colspan *s, uint64_t off, uint64_t len, uint64_t *whole_off, uint64_t *run, bool *shared);
 
 /* Writing a span into the whole object through another writer (nf_colspan_write, ctx an
  * nf_colspan_sink): each run goes to its place; the shared bytes only from the row's first span
@@ -232,13 +234,13 @@ typedef struct nf_colspan_sink {
     nf_write_fn write;
     void *ctx;
 } nf_colspan_sink;
-nf_status nf_colspan_write(void *sink, uint64_t offset, const void *buf, size_t len, nf_error *err);
+NF_API nf_status nf_colspan_write(void *sink, uint64_t offset, const void *buf, size_t len, nf_error *err);
 
 typedef struct nf_colspan_source {
     const nf_colspan *span;
     const nf_byte_reader *whole;
 } nf_colspan_source;
-void nf_colspan_reader(nf_colspan_source *src, nf_byte_reader *out);
+NF_API void nf_colspan_reader(nf_colspan_source *src, nf_byte_reader *out);
 
 #ifdef __cplusplus
 }

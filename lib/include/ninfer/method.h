@@ -34,6 +34,8 @@
 #ifndef NINFER_METHOD_H
 #define NINFER_METHOD_H
 
+#include <ninfer/export.h>
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -59,13 +61,13 @@ typedef enum nf_method_id {
 } nf_method_id;
 
 /* "grouped_absmax" etc.; NULL for an out-of-range id. */
-const char *nf_method_name(nf_method_id id);
+NF_API const char *nf_method_name(nf_method_id id);
 /* Exact, case-sensitive name -> id; NF_ERR_INVALID "unknown method 'x'" otherwise. */
-nf_status nf_method_find(const char *name, nf_method_id *out, nf_error *err);
+NF_API nf_status nf_method_find(const char *name, nf_method_id *out, nf_error *err);
 /* Does the method target this format (conversion.md 5.2 and design.md decision 5)?
  * NF_ERR_INVALID with the reason otherwise, e.g. "grouped_absmax cannot target q2_g64_fp16:
  * it requires import_encoded (trained GSQ Q2_0 codes)". */
-nf_status nf_method_check_target(nf_method_id id, const nf_format *fmt, nf_error *err);
+NF_API nf_status nf_method_check_target(nf_method_id id, const nf_format *fmt, nf_error *err);
 
 /* ---------------------------------------------------------------- source rows */
 /* Source element types, spelled as safetensors dtypes.  Floating types feed every method;
@@ -87,11 +89,11 @@ typedef enum nf_src_type {
 } nf_src_type;
 
 /* Bytes per element (0 for an out-of-range type). */
-size_t nf_src_type_size(nf_src_type type);
+NF_API size_t nf_src_type_size(nf_src_type type);
 /* "F32", "BF16", "BOOL", ...; NULL for an out-of-range type. */
-const char *nf_src_type_name(nf_src_type type);
+NF_API const char *nf_src_type_name(nf_src_type type);
 /* Safetensors dtype spelling -> type; false when not one of the above (e.g. "F64"). */
-bool nf_src_type_lookup(const char *name, nf_src_type *out);
+NF_API bool nf_src_type_lookup(const char *name, nf_src_type *out);
 
 /* One chunk of source rows, or of columns of them.  A chunk of whole rows leaves the last three
  * members zero.  A span of a row too long for memory (docs/layouts.md "Spans of a row") sets
@@ -123,7 +125,7 @@ typedef struct nf_method_params {
 
 /* Check params against a method and the tensor's K once, before encoding chunks (the row
  * encoders check them too).  NULL params means none. */
-nf_status nf_method_check_params(nf_method_id id, const nf_method_params *params, uint64_t cols,
+NF_API nf_status nf_method_check_params(nf_method_id id, const nf_method_params *params, uint64_t cols,
                                  nf_error *err);
 
 /* ---------------------------------------------------------------- row encoders */
@@ -138,7 +140,7 @@ nf_status nf_method_check_params(nf_method_id id, const nf_method_params *params
  *   and BF16 widen exactly (NaN payloads move to the high fraction bits).  int32: integer
  *   sources must lie in [-2^31, 2^31-1]; floating sources truncate toward zero and must be
  *   finite with the truncated value in range.  Integer sources to bf16/fp32 are refused. */
-nf_status nf_cast_direct_rows(const nf_format *fmt, const nf_src_rows *src, nf_words *out,
+NF_API nf_status nf_cast_direct_rows(const nf_format *fmt, const nf_src_rows *src, nf_words *out,
                               nf_error *err);
 
 /* grouped_absmax (q4/q5/q6/q8; q2 and t2 are refused): per group of G logical values (the last
@@ -147,7 +149,7 @@ nf_status nf_cast_direct_rows(const nf_format *fmt, const nf_src_rows *src, nf_w
  *   scale16 = f16(f32(amax / qmax)), 0 -> 0x0001, infinite -> refused;
  *   inv = f32(1 / scale32); code = clamp(round_half_even(f32(x * inv)), qmin, qmax).
  * Non-finite source values are refused. */
-nf_status nf_grouped_absmax_rows(const nf_format *fmt, const nf_src_rows *src, nf_words *out,
+NF_API nf_status nf_grouped_absmax_rows(const nf_format *fmt, const nf_src_rows *src, nf_words *out,
                                  nf_error *err);
 
 /* grouped_search (q4/q5/q6/q8): the absmax result unless one of 68 further candidate scales, in
@@ -160,7 +162,7 @@ nf_status nf_grouped_absmax_rows(const nf_format *fmt, const nf_src_rows *src, n
  * candidates scale the binary16-rounded fit, as upstream's implementation does.  A group whose
  * importance is all zero keeps the absmax result.  params may be NULL (no importance,
  * positive scales only). */
-nf_status nf_grouped_search_rows(const nf_format *fmt, const nf_method_params *params,
+NF_API nf_status nf_grouped_search_rows(const nf_format *fmt, const nf_method_params *params,
                                  const nf_src_rows *src, nf_words *out, nf_error *err);
 
 /* fp8_row_maxabs (fp8_e4m3fn_row_bf16 / _fp16): every value is first rounded to BF16 (nearest
@@ -171,18 +173,18 @@ nf_status nf_grouped_search_rows(const nf_format *fmt, const nf_method_params *p
  *   inv = f32(1 / scale32); code = E4M3FN(clamp(f32(x * inv), +-448)), nearest with ties to the
  *   even code, sign from x's sign bit (-0 gives 0x80); a non-finite x * inv is refused (a BF16
  *   scale below about 2^-128 has an infinite reciprocal). */
-nf_status nf_fp8_row_maxabs_rows(const nf_format *fmt, const nf_src_rows *src, nf_words *out,
+NF_API nf_status nf_fp8_row_maxabs_rows(const nf_format *fmt, const nf_src_rows *src, nf_words *out,
                                  nf_error *err);
 
 /* Dispatch to one of the four encoders above (import_encoded -> NF_ERR_USAGE).  params is only
  * read by grouped_search; the others refuse non-empty parameters. */
-nf_status nf_method_encode_rows(nf_method_id id, const nf_format *fmt, const nf_method_params *params,
+NF_API nf_status nf_method_encode_rows(nf_method_id id, const nf_format *fmt, const nf_method_params *params,
                                 const nf_src_rows *src, nf_words *out, nf_error *err);
 
 /* The first pass of fp8_row_maxabs over src (every row of it, or a span of one row): the largest
  * magnitude word of its values rounded to BF16, for the row_max of the row's spans.  Refuses a
  * non-finite value or one beyond BF16's range, naming it (the method's own messages). */
-nf_status nf_fp8_row_maxabs_max(const nf_format *fmt, const nf_src_rows *src, uint32_t *max_word, nf_error *err);
+NF_API nf_status nf_fp8_row_maxabs_max(const nf_format *fmt, const nf_src_rows *src, uint32_t *max_word, nf_error *err);
 
 /* nf_method_encode_rows, and the error statistics of the rows it encodes added to *stats
  * (ninfer/stats.h): each source value (widened exactly to binary32; integer sources have none,
@@ -191,14 +193,14 @@ nf_status nf_fp8_row_maxabs_max(const nf_format *fmt, const nf_src_rows *src, ui
  * nf_method_encode_rows.  The figures do not depend on how rows are cut into calls.  On failure
  * *stats may hold part of the chunk's figures: discard it (convert measures each chunk into an
  * accumulator of its own and merges it only when the chunk succeeds). */
-nf_status nf_method_encode_rows_measured(nf_method_id id, const nf_format *fmt, const nf_method_params *params,
+NF_API nf_status nf_method_encode_rows_measured(nf_method_id id, const nf_format *fmt, const nf_method_params *params,
                                          const nf_src_rows *src, nf_words *out, nf_errstats *stats, nf_error *err);
 
 /* The kernel variant the encoders run: "scalar", "avx2" or "avx512" (every variant gives the
  * same words bit for bit).  Chosen once from the CPU's features; the environment variable
  * NINFER_SIMD (scalar | avx2 | avx512) asks for another, the best supported one standing in
  * for a variant the CPU lacks. */
-const char *nf_simd_name(void);
+NF_API const char *nf_simd_name(void);
 
 #ifdef __cplusplus
 }

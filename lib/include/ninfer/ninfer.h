@@ -2,6 +2,8 @@
 #ifndef NINFER_NINFER_H
 #define NINFER_NINFER_H
 
+#include <ninfer/export.h>
+
 #include <ninfer/error.h>
 #include <ninfer/escape.h>
 #include <ninfer/format.h>
@@ -21,7 +23,7 @@ extern "C" {
 #endif
 
 /* "0.1.0": the library's version (same as the programs'). */
-const char *nf_version(void);
+NF_API const char *nf_version(void);
 
 #ifdef __cplusplus
 }

@@ -26,6 +26,8 @@
 #ifndef NINFER_RECIPE_H
 #define NINFER_RECIPE_H
 
+#include <ninfer/export.h>
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -134,31 +136,31 @@ typedef struct nf_recipe_options {
  * directory is where its relative paths resolve and what it may read (nf_recipe_check_path); a
  * recipe read from stdin has no directory of its own (paths resolve against the current
  * directory, and only what the command line allows may be read). */
-nf_status nf_recipe_load(const char *path, nf_recipe **out, nf_error *err);
-nf_status nf_recipe_load_ex(const char *path, const nf_recipe_options *opt, nf_recipe **out, nf_error *err);
+NF_API nf_status nf_recipe_load(const char *path, nf_recipe **out, nf_error *err);
+NF_API nf_status nf_recipe_load_ex(const char *path, const nf_recipe_options *opt, nf_recipe **out, nf_error *err);
 /* Parse recipe text; `name` is used in messages, `dir` resolves relative paths and is what the
  * recipe may read (NULL: paths resolve against the current directory and nothing is allowed but
  * what nf_recipe_set_source and nf_recipe_allow_path add).  opt NULL: no variable is allowed. */
-nf_status nf_recipe_parse(const char *text, size_t len, const char *name, const char *dir, nf_recipe **out,
+NF_API nf_status nf_recipe_parse(const char *text, size_t len, const char *name, const char *dir, nf_recipe **out,
                           nf_error *err);
-nf_status nf_recipe_parse_ex(const char *text, size_t len, const char *name, const char *dir,
+NF_API nf_status nf_recipe_parse_ex(const char *text, size_t len, const char *name, const char *dir,
                              const nf_recipe_options *opt, nf_recipe **out, nf_error *err);
-void nf_recipe_free(nf_recipe *r);
+NF_API void nf_recipe_free(nf_recipe *r);
 
 /* --source NAME=PATH: replace (or add) a source.  The command line names it: its files are not
  * confined (nf_recipe_check_path), and PATH -- the directory, or for a file the file itself -- is
  * one of the places the recipe's other paths may point into. */
-nf_status nf_recipe_set_source(nf_recipe *r, const char *name, const char *path, nf_error *err);
+NF_API nf_status nf_recipe_set_source(nf_recipe *r, const char *name, const char *path, nf_error *err);
 /* --allow-path DIR: the recipe may also read DIR and below (a file: that file).  It must exist
  * (NF_ERR_USAGE otherwise); it is resolved at once, symbolic links followed. */
-nf_status nf_recipe_allow_path(nf_recipe *r, const char *path, nf_error *err);
+NF_API nf_status nf_recipe_allow_path(nf_recipe *r, const char *path, nf_error *err);
 /* May `path` be opened for the recipe?  Its real path (every symbolic link resolved; for a path
  * that does not exist, its lexically normalized absolute form) must be inside the recipe's
  * directory, a --source path or an --allow-path directory.  Otherwise NF_ERR_INVALID:
  * "FILE:LINE:COL: KEY: 'WRITTEN' resolves to REAL, outside ...". */
-nf_status nf_recipe_check_path(const nf_recipe *r, const char *path, const char *key, nf_recipe_pos pos,
+NF_API nf_status nf_recipe_check_path(const nf_recipe *r, const char *path, const char *key, nf_recipe_pos pos,
                                const char *written, nf_error *err);
-const nf_recipe_source *nf_recipe_find_source(const nf_recipe *r, const char *name);
+NF_API const nf_recipe_source *nf_recipe_find_source(const nf_recipe *r, const char *name);
 
 /* A tensor of the checkpoint, as the resolver sees it. */
 typedef struct nf_recipe_tensor {
@@ -184,7 +186,7 @@ typedef struct nf_recipe_choice {
 
 /* Apply defaults and rules to every tensor.  choices has n entries.  Fails with every unmatched
  * selector (not optional) listed, each with its position. */
-nf_status nf_recipe_resolve(const nf_recipe *r, const nf_recipe_tensor *tensors, size_t n,
+NF_API nf_status nf_recipe_resolve(const nf_recipe *r, const nf_recipe_tensor *tensors, size_t n,
                             nf_recipe_choice *choices, nf_error *err);
 
 /* What resolution may cost (docs/recipes.md, "How rules apply"): a pattern selector (glob or
@@ -206,12 +208,12 @@ typedef struct nf_recipe_resolve_work {
 
 /* nf_recipe_resolve with explicit caps (NULL: the defaults) and, when work is not NULL, what the
  * resolution cost.  Beyond a cap: NF_ERR_INVALID naming the rule where it was crossed. */
-nf_status nf_recipe_resolve_ex(const nf_recipe *r, const nf_recipe_tensor *tensors, size_t n,
+NF_API nf_status nf_recipe_resolve_ex(const nf_recipe *r, const nf_recipe_tensor *tensors, size_t n,
                                nf_recipe_choice *choices, const nf_recipe_resolve_limits *limits,
                                nf_recipe_resolve_work *work, nf_error *err);
 
 /* The natural method of a format name (see above); NULL for an unknown format. */
-const char *nf_recipe_default_method(const char *format);
+NF_API const char *nf_recipe_default_method(const char *format);
 
 #ifdef __cplusplus
 }

@@ -31,6 +31,8 @@
 #ifndef NINFER_SOURCE_H
 #define NINFER_SOURCE_H
 
+#include <ninfer/export.h>
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -147,35 +149,35 @@ struct json_t;
  * For safetensors sources the companion files present in the checkpoint's directory are
  * recorded (nf_source_companion).  A shard named by an index that does not exist makes the
  * checkpoint invalid (NF_ERR_INVALID); a missing `path` is NF_ERR_IO. */
-nf_status nf_source_open(const char *path, nf_source **out, nf_error *err);
+NF_API nf_status nf_source_open(const char *path, nf_source **out, nf_error *err);
 /* The same, calling check(ctx, file, err) before each file the reader opens (the file itself, an
  * index, every shard): a check that fails stops the open with its error.  The converter uses it
  * to keep a recipe's checkpoints inside what the command line allows (nf_recipe_check_path). */
 typedef nf_status (*nf_source_check_fn)(void *ctx, const char *file, nf_error *err);
-nf_status nf_source_open_checked(const char *path, nf_source_check_fn check, void *ctx, nf_source **out,
+NF_API nf_status nf_source_open_checked(const char *path, nf_source_check_fn check, void *ctx, nf_source **out,
                                  nf_error *err);
 
 /* Parse a whole safetensors or GGUF file image held in memory (`kind` NF_SOURCE_AUTO decides
  * from the magic).  Same validation as nf_source_open; reads are served from `data`, which
  * must outlive the source.  `name` (may be NULL: "<memory>") is used in messages.  This is the
  * fuzz targets' entry point: any byte string gives NF_OK or NF_ERR_INVALID, never a crash. */
-nf_status nf_source_open_memory(const void *data, size_t len, nf_source_kind kind, const char *name,
+NF_API nf_status nf_source_open_memory(const void *data, size_t len, nf_source_kind kind, const char *name,
                                 nf_source **out, nf_error *err);
 
-void nf_source_close(nf_source *s);
+NF_API void nf_source_close(nf_source *s);
 
 /* ---------------------------------------------------------------- what was opened */
-nf_source_kind nf_source_kind_of(const nf_source *s);
-const char *nf_source_path(const nf_source *s);       /* as given to open */
-const char *nf_source_index_path(const nf_source *s); /* the index read, or NULL */
-size_t nf_source_file_count(const nf_source *s);      /* shards: sorted by file name */
-const char *nf_source_file_path(const nf_source *s, size_t file);
-uint64_t nf_source_file_size(const nf_source *s, size_t file);
+NF_API nf_source_kind nf_source_kind_of(const nf_source *s);
+NF_API const char *nf_source_path(const nf_source *s);       /* as given to open */
+NF_API const char *nf_source_index_path(const nf_source *s); /* the index read, or NULL */
+NF_API size_t nf_source_file_count(const nf_source *s);      /* shards: sorted by file name */
+NF_API const char *nf_source_file_path(const nf_source *s, size_t file);
+NF_API uint64_t nf_source_file_size(const nf_source *s, size_t file);
 
 /* Tensors in file order (shard by shard, by offset); find by exact name (NULL if absent). */
-size_t nf_source_tensor_count(const nf_source *s);
-const nf_source_tensor *nf_source_tensor_at(const nf_source *s, size_t index);
-const nf_source_tensor *nf_source_find(const nf_source *s, const char *name);
+NF_API size_t nf_source_tensor_count(const nf_source *s);
+NF_API const nf_source_tensor *nf_source_tensor_at(const nf_source *s, size_t index);
+NF_API const nf_source_tensor *nf_source_find(const nf_source *s, const char *name);
 
 /* Companion files found in a safetensors checkpoint's directory at open, from the fixed list
  * config.json, generation_config.json, hf_quant_config.json, tokenizer.json,
@@ -183,8 +185,8 @@ const nf_source_tensor *nf_source_find(const nf_source *s, const char *name);
  * vocab.json, merges.txt, chat_template.jinja, chat_template.json, preprocessor_config.json
  * (regular files or links to them).  `name` is one of these; the result is its path, or NULL
  * when the file is absent (always NULL for GGUF, whose tokenizer lives in its KVs). */
-const char *nf_source_companion(const nf_source *s, const char *name);
-size_t nf_source_companion_count(const nf_source *s);
+NF_API const char *nf_source_companion(const nf_source *s, const char *name);
+NF_API size_t nf_source_companion_count(const nf_source *s);
 
 /* A config.json as the converter takes it (the config of an artifact's component): at most
  * NF_SOURCE_MAX_CONFIG_BYTES, pre-scanned before it is parsed (nesting at most
@@ -193,22 +195,22 @@ size_t nf_source_companion_count(const nf_source *s);
  * Every refusal is NF_ERR_INVALID naming the file (`name`) and the cap or position.  The reader
  * opens `path` without blocking (a FIFO is refused) and checks the size before reading. *out is
  * a new reference, NULL on failure. */
-nf_status nf_source_parse_config(const void *text, size_t len, const char *name, struct json_t **out,
+NF_API nf_status nf_source_parse_config(const void *text, size_t len, const char *name, struct json_t **out,
                                  nf_error *err);
-nf_status nf_source_read_config(const char *path, struct json_t **out, nf_error *err);
+NF_API nf_status nf_source_read_config(const char *path, struct json_t **out, nf_error *err);
 /* The index-th companion present: *name gets its file name; returns its path (NULL past the end). */
-const char *nf_source_companion_at(const nf_source *s, size_t index, const char **name);
+NF_API const char *nf_source_companion_at(const nf_source *s, size_t index, const char **name);
 
 /* ---------------------------------------------------------------- reading
  * All offsets and row ranges are checked; `t` must be a tensor of `s` (NF_ERR_USAGE otherwise,
  * and for a too small buffer or r0 > r1 or r1 > t->rows). */
 
 /* Raw bytes [offset, offset + len) of the tensor (offset relative to its first byte). */
-nf_status nf_source_read_bytes(const nf_source *s, const nf_source_tensor *t, uint64_t offset, void *buf,
+NF_API nf_status nf_source_read_bytes(const nf_source *s, const nf_source_tensor *t, uint64_t offset, void *buf,
                                size_t len, nf_error *err);
 /* Raw bytes of rows [r0, r1): (r1 - r0) * row_bytes bytes into buf (buf_len at least that).
  * NF_ERR_INVALID when rows are not whole bytes (use nf_source_read_bytes). */
-nf_status nf_source_read_rows(const nf_source *s, const nf_source_tensor *t, uint64_t r0, uint64_t r1,
+NF_API nf_status nf_source_read_rows(const nf_source *s, const nf_source_tensor *t, uint64_t r0, uint64_t r1,
                               void *buf, size_t buf_len, nf_error *err);
 /* Values of rows [r0, r1) as binary32: (r1 - r0) * row_elements floats, row-major, into out
  * (out_len floats at least that).  Conversions:
@@ -224,16 +226,16 @@ nf_status nf_source_read_rows(const nf_source *s, const nf_source_tensor *t, uin
  * Any other type (F4, F6_*, F8_E8M0, F8_*FNUZ, U16, U32, U64, C64; ggml Q4_1, TQ1_0, ...) is
  * NF_ERR_INVALID naming the type as unsupported (t->convertible is false); its bytes remain
  * readable raw. */
-nf_status nf_source_read_f32(const nf_source *s, const nf_source_tensor *t, uint64_t r0, uint64_t r1,
+NF_API nf_status nf_source_read_f32(const nf_source *s, const nf_source_tensor *t, uint64_t r0, uint64_t r1,
                              float *out, size_t out_len, nf_error *err);
 /* Values of columns [c0, c0 + n) of one row, converted as nf_source_read_f32 does: for rows too
  * long to hold at once.  c0 and n are whole blocks of the type (any column for element types);
  * n may end the row. */
-nf_status nf_source_read_f32_span(const nf_source *s, const nf_source_tensor *t, uint64_t row, uint64_t c0,
+NF_API nf_status nf_source_read_f32_span(const nf_source *s, const nf_source_tensor *t, uint64_t row, uint64_t c0,
                                   uint64_t n, float *out, size_t out_len, nf_error *err);
 /* A byte reader over the tensor's raw bytes (offsets relative to its first byte), e.g. for the
  * layout module's gatherers.  Valid while s is open. */
-void nf_source_tensor_reader(const nf_source *s, const nf_source_tensor *t, nf_byte_reader *r);
+NF_API void nf_source_tensor_reader(const nf_source *s, const nf_source_tensor *t, nf_byte_reader *r);
 
 /* ---------------------------------------------------------------- safetensors
  * Validation follows the upstream reader (checkpoints.md section 1): u64 LE header length N <=
@@ -248,14 +250,14 @@ void nf_source_tensor_reader(const nf_source *s, const nf_source_tensor *t, nf_b
  * NF_SOURCE_MAX_NAME_BYTES bytes.  A sharded index is a JSON object whose "weight_map" maps
  * every tensor to a shard file name in the index's directory (no path separators); every listed
  * tensor must be in its shard, every shard tensor listed, and no name may be in two shards. */
-const char *nf_st_dtype_name(nf_st_dtype dtype);                 /* "BF16"; NULL if out of range */
-bool nf_st_dtype_lookup(const char *name, nf_st_dtype *out);     /* exact, case-sensitive */
-unsigned nf_st_dtype_bits(nf_st_dtype dtype);                    /* 4, 6, 8, 16, 32, 64; 0 if bad */
+NF_API const char *nf_st_dtype_name(nf_st_dtype dtype);                 /* "BF16"; NULL if out of range */
+NF_API bool nf_st_dtype_lookup(const char *name, nf_st_dtype *out);     /* exact, case-sensitive */
+NF_API unsigned nf_st_dtype_bits(nf_st_dtype dtype);                    /* 4, 6, 8, 16, 32, 64; 0 if bad */
 /* `__metadata__` of one file (string -> string), in the header's order. */
-size_t nf_source_st_metadata_count(const nf_source *s, size_t file);
-bool nf_source_st_metadata_at(const nf_source *s, size_t file, size_t index, const char **key,
+NF_API size_t nf_source_st_metadata_count(const nf_source *s, size_t file);
+NF_API bool nf_source_st_metadata_at(const nf_source *s, size_t file, size_t index, const char **key,
                               const char **value);
-const char *nf_source_st_metadata(const nf_source *s, size_t file, const char *key); /* NULL if absent */
+NF_API const char *nf_source_st_metadata(const nf_source *s, size_t file, const char *key); /* NULL if absent */
 
 /* ---------------------------------------------------------------- GGUF
  * Validation follows ggml's gguf.cpp checklist (checkpoints.md section 2), each failure named:
@@ -302,12 +304,12 @@ typedef struct nf_gguf_kv {
 } nf_gguf_kv;
 
 /* For a safetensors source these return 0 and the KV table is empty. */
-uint32_t nf_source_gguf_version(const nf_source *s);     /* 2 or 3 */
-uint64_t nf_source_gguf_alignment(const nf_source *s);   /* general.alignment, or 32 */
-uint64_t nf_source_gguf_data_offset(const nf_source *s); /* file offset of the data section */
-size_t nf_source_gguf_kv_count(const nf_source *s);
-const nf_gguf_kv *nf_source_gguf_kv_at(const nf_source *s, size_t index); /* file order */
-const nf_gguf_kv *nf_source_gguf_kv_find(const nf_source *s, const char *key);
+NF_API uint32_t nf_source_gguf_version(const nf_source *s);     /* 2 or 3 */
+NF_API uint64_t nf_source_gguf_alignment(const nf_source *s);   /* general.alignment, or 32 */
+NF_API uint64_t nf_source_gguf_data_offset(const nf_source *s); /* file offset of the data section */
+NF_API size_t nf_source_gguf_kv_count(const nf_source *s);
+NF_API const nf_gguf_kv *nf_source_gguf_kv_at(const nf_source *s, size_t index); /* file order */
+NF_API const nf_gguf_kv *nf_source_gguf_kv_find(const nf_source *s, const char *key);
 
 /* Typed access; NF_ERR_INVALID naming the key when the stored type does not convert exactly:
  *   uint:  U8/U16/U32/U64, or a signed type holding a value >= 0;
@@ -316,19 +318,19 @@ const nf_gguf_kv *nf_source_gguf_kv_find(const nf_source *s, const char *key);
  *   bool:  BOOL (a byte other than 0 or 1 is refused);
  *   string: STRING; *str is NUL-terminated and *len its byte length (strings may hold NULs).
  * NF_ERR_USAGE for index >= count. */
-nf_status nf_gguf_kv_uint(const nf_gguf_kv *kv, uint64_t index, uint64_t *out, nf_error *err);
-nf_status nf_gguf_kv_int(const nf_gguf_kv *kv, uint64_t index, int64_t *out, nf_error *err);
-nf_status nf_gguf_kv_float(const nf_gguf_kv *kv, uint64_t index, double *out, nf_error *err);
-nf_status nf_gguf_kv_bool(const nf_gguf_kv *kv, uint64_t index, bool *out, nf_error *err);
-nf_status nf_gguf_kv_string(const nf_gguf_kv *kv, uint64_t index, const char **str, size_t *len,
+NF_API nf_status nf_gguf_kv_uint(const nf_gguf_kv *kv, uint64_t index, uint64_t *out, nf_error *err);
+NF_API nf_status nf_gguf_kv_int(const nf_gguf_kv *kv, uint64_t index, int64_t *out, nf_error *err);
+NF_API nf_status nf_gguf_kv_float(const nf_gguf_kv *kv, uint64_t index, double *out, nf_error *err);
+NF_API nf_status nf_gguf_kv_bool(const nf_gguf_kv *kv, uint64_t index, bool *out, nf_error *err);
+NF_API nf_status nf_gguf_kv_string(const nf_gguf_kv *kv, uint64_t index, const char **str, size_t *len,
                             nf_error *err);
 
-const char *nf_gguf_type_name(nf_gguf_type type); /* "u32", "string", "array"; NULL if bad */
+NF_API const char *nf_gguf_type_name(nf_gguf_type type); /* "u32", "string", "array"; NULL if bad */
 /* ggml type name ("Q4_K", "IQ2_XXS", "F32", "PQ2_0"), or NULL when the id is unknown. */
-const char *nf_ggml_type_name(int ggml_type);
+NF_API const char *nf_ggml_type_name(int ggml_type);
 /* Block geometry of a ggml type: false for unknown ids and for types removed from ggml
  * (Q4_2, Q4_0_4_4, ...), which have no block size. */
-bool nf_ggml_type_block(int ggml_type, uint32_t *block_values, uint32_t *block_bytes);
+NF_API bool nf_ggml_type_block(int ggml_type, uint32_t *block_values, uint32_t *block_bytes);
 
 #ifdef __cplusplus
 }

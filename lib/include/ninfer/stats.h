@@ -11,6 +11,8 @@
 #ifndef NINFER_STATS_H
 #define NINFER_STATS_H
 
+#include <ninfer/export.h>
+
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -28,13 +30,13 @@ typedef struct nf_errstats_summary {
 } nf_errstats_summary;
 
 /* A new, empty accumulator (NULL when out of memory). */
-nf_errstats *nf_errstats_new(void);
-void nf_errstats_free(nf_errstats *st);
+NF_API nf_errstats *nf_errstats_new(void);
+NF_API void nf_errstats_free(nf_errstats *st);
 /* Empty it again. */
-void nf_errstats_reset(nf_errstats *st);
+NF_API void nf_errstats_reset(nf_errstats *st);
 /* dst += src: exact, so merging in any order gives the same figures. */
-void nf_errstats_merge(nf_errstats *dst, const nf_errstats *src);
-nf_errstats_summary nf_errstats_summarize(const nf_errstats *st);
+NF_API void nf_errstats_merge(nf_errstats *dst, const nf_errstats *src);
+NF_API nf_errstats_summary nf_errstats_summarize(const nf_errstats *st);
 
 #ifdef __cplusplus
 }
