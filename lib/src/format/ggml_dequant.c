@@ -19,6 +19,7 @@
 
 #include "common/checked.h"
 #include "common/cpu.h"
+#include "common/ggml_types.h"
 #include "format/ggml_tables.h"
 
 /* ---------------------------------------------------------------- field access */
@@ -429,28 +430,30 @@ typedef struct ggml_kind {
     block_fn fn;
 } ggml_kind;
 
-/* Our own copy of each type's geometry (spec/layouts.md 3.6), checked against the registry
- * entry we are given: the block functions above hard-code these sizes, so a disagreement must
- * stop us before we read past a block. */
+/* Each type's geometry from common/ggml_types.h (docs/formats.md section 8), the table the
+ * registry takes its own from; it is still checked against the registry entry we are given:
+ * the block functions above hard-code the block layout, so a disagreement must stop us before
+ * we read past a block. */
+#define KIND(name) NF_GGML_##name, NF_GGML_##name##_VALUES, NF_GGML_##name##_BYTES
 static const ggml_kind KINDS[] = {
-    {NF_FMT_GGUF_Q8_0, 8, 32, 34, deq_q8_0},
-    {NF_FMT_GGUF_Q4_0, 2, 32, 18, deq_q4_0},
-    {NF_FMT_GGUF_Q5_0, 6, 32, 22, deq_q5_0},
-    {NF_FMT_GGUF_Q2_0, 42, 64, 18, deq_q2_0},
-    {NF_FMT_GGUF_Q2_K, 10, 256, 84, deq_q2_k},
-    {NF_FMT_GGUF_Q3_K, 11, 256, 110, deq_q3_k},
-    {NF_FMT_GGUF_Q4_K, 12, 256, 144, deq_q4_k},
-    {NF_FMT_GGUF_Q5_K, 13, 256, 176, deq_q5_k},
-    {NF_FMT_GGUF_Q6_K, 14, 256, 210, deq_q6_k},
-    {NF_FMT_GGUF_IQ2_XXS, 16, 256, 66, deq_iq2_xxs},
-    {NF_FMT_GGUF_IQ2_XS, 17, 256, 74, deq_iq2_xs},
-    {NF_FMT_GGUF_IQ3_XXS, 18, 256, 98, deq_iq3_xxs},
-    {NF_FMT_GGUF_IQ1_S, 19, 256, 50, deq_iq1_s},
-    {NF_FMT_GGUF_IQ4_NL, 20, 32, 18, deq_iq4_nl},
-    {NF_FMT_GGUF_IQ3_S, 21, 256, 110, deq_iq3_s},
-    {NF_FMT_GGUF_IQ2_S, 22, 256, 82, deq_iq2_s},
-    {NF_FMT_GGUF_IQ4_XS, 23, 256, 136, deq_iq4_xs},
-    {NF_FMT_GGUF_IQ1_M, 29, 256, 56, deq_iq1_m},
+    {NF_FMT_GGUF_Q8_0, KIND(Q8_0), deq_q8_0},
+    {NF_FMT_GGUF_Q4_0, KIND(Q4_0), deq_q4_0},
+    {NF_FMT_GGUF_Q5_0, KIND(Q5_0), deq_q5_0},
+    {NF_FMT_GGUF_Q2_0, KIND(Q2_0), deq_q2_0},
+    {NF_FMT_GGUF_Q2_K, KIND(Q2_K), deq_q2_k},
+    {NF_FMT_GGUF_Q3_K, KIND(Q3_K), deq_q3_k},
+    {NF_FMT_GGUF_Q4_K, KIND(Q4_K), deq_q4_k},
+    {NF_FMT_GGUF_Q5_K, KIND(Q5_K), deq_q5_k},
+    {NF_FMT_GGUF_Q6_K, KIND(Q6_K), deq_q6_k},
+    {NF_FMT_GGUF_IQ2_XXS, KIND(IQ2_XXS), deq_iq2_xxs},
+    {NF_FMT_GGUF_IQ2_XS, KIND(IQ2_XS), deq_iq2_xs},
+    {NF_FMT_GGUF_IQ3_XXS, KIND(IQ3_XXS), deq_iq3_xxs},
+    {NF_FMT_GGUF_IQ1_S, KIND(IQ1_S), deq_iq1_s},
+    {NF_FMT_GGUF_IQ4_NL, KIND(IQ4_NL), deq_iq4_nl},
+    {NF_FMT_GGUF_IQ3_S, KIND(IQ3_S), deq_iq3_s},
+    {NF_FMT_GGUF_IQ2_S, KIND(IQ2_S), deq_iq2_s},
+    {NF_FMT_GGUF_IQ4_XS, KIND(IQ4_XS), deq_iq4_xs},
+    {NF_FMT_GGUF_IQ1_M, KIND(IQ1_M), deq_iq1_m},
 };
 
 /* The SIMD block function of the active level for id, NULL for the scalar one. */

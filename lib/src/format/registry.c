@@ -10,6 +10,8 @@
 
 #include <ninfer/format.h>
 
+#include "common/ggml_types.h"
+
 #define LAYOUT_DIRECT "contiguous_le_v1"
 #define LAYOUT_ROW_SPLIT "row_split_k128_v1"
 #define LAYOUT_NVFP4 "block_scale_k16_m128x4_v1"
@@ -41,11 +43,12 @@
     }
 
 /* bits_per_weight is the spec's literal table value; it equals 8 * bytes / values (tested). */
-#define GGUF(id_, short_, type_, values_, bytes_, bpw_)                                            \
+/* type_: ggml's NAME of the block type; its id and geometry come from common/ggml_types.h */
+#define GGUF(id_, short_, type_, bpw_)                                                             \
     {                                                                                              \
-        .id = (id_), .name = "gguf_" short_, .category = NF_CAT_GGUF,                              \
-        .scale_type = NF_SCALE_GGML, .block_values = (values_), .block_bytes = (bytes_),          \
-        .ggml_type = (type_), .bits_per_weight = (bpw_), .default_layout = LAYOUT_GGUF,            \
+        .id = (id_), .name = "gguf_" short_, .category = NF_CAT_GGUF, .scale_type = NF_SCALE_GGML, \
+        .block_values = NF_GGML_##type_##_VALUES, .block_bytes = NF_GGML_##type_##_BYTES,         \
+        .ggml_type = NF_GGML_##type_, .bits_per_weight = (bpw_), .default_layout = LAYOUT_GGUF,    \
         .short_name = (short_)                                                                     \
     }
 
@@ -75,24 +78,24 @@ static const nf_format registry[NF_FMT_COUNT] = {
     FP8_ROW(NF_FMT_FP8_E4M3FN_ROW_BF16, "fp8_e4m3fn_row_bf16", NF_SCALE_BF16, LAYOUT_FP8_BF16),
     FP8_ROW(NF_FMT_FP8_E4M3FN_ROW_FP16, "fp8_e4m3fn_row_fp16", NF_SCALE_FP16, LAYOUT_FP8_FP16),
 
-    GGUF(NF_FMT_GGUF_Q8_0, "q8_0", 8, 32, 34, 8.50),
-    GGUF(NF_FMT_GGUF_Q4_0, "q4_0", 2, 32, 18, 4.50),
-    GGUF(NF_FMT_GGUF_Q5_0, "q5_0", 6, 32, 22, 5.50),
-    GGUF(NF_FMT_GGUF_Q2_0, "q2_0", 42, 64, 18, 2.25),
-    GGUF(NF_FMT_GGUF_Q2_K, "q2_k", 10, 256, 84, 2.625),
-    GGUF(NF_FMT_GGUF_Q3_K, "q3_k", 11, 256, 110, 3.4375),
-    GGUF(NF_FMT_GGUF_Q4_K, "q4_k", 12, 256, 144, 4.50),
-    GGUF(NF_FMT_GGUF_Q5_K, "q5_k", 13, 256, 176, 5.50),
-    GGUF(NF_FMT_GGUF_Q6_K, "q6_k", 14, 256, 210, 6.5625),
-    GGUF(NF_FMT_GGUF_IQ2_XXS, "iq2_xxs", 16, 256, 66, 2.0625),
-    GGUF(NF_FMT_GGUF_IQ2_XS, "iq2_xs", 17, 256, 74, 2.3125),
-    GGUF(NF_FMT_GGUF_IQ3_XXS, "iq3_xxs", 18, 256, 98, 3.0625),
-    GGUF(NF_FMT_GGUF_IQ1_S, "iq1_s", 19, 256, 50, 1.5625),
-    GGUF(NF_FMT_GGUF_IQ4_NL, "iq4_nl", 20, 32, 18, 4.50),
-    GGUF(NF_FMT_GGUF_IQ3_S, "iq3_s", 21, 256, 110, 3.4375),
-    GGUF(NF_FMT_GGUF_IQ2_S, "iq2_s", 22, 256, 82, 2.5625),
-    GGUF(NF_FMT_GGUF_IQ4_XS, "iq4_xs", 23, 256, 136, 4.25),
-    GGUF(NF_FMT_GGUF_IQ1_M, "iq1_m", 29, 256, 56, 1.75),
+    GGUF(NF_FMT_GGUF_Q8_0, "q8_0", Q8_0, 8.50),
+    GGUF(NF_FMT_GGUF_Q4_0, "q4_0", Q4_0, 4.50),
+    GGUF(NF_FMT_GGUF_Q5_0, "q5_0", Q5_0, 5.50),
+    GGUF(NF_FMT_GGUF_Q2_0, "q2_0", Q2_0, 2.25),
+    GGUF(NF_FMT_GGUF_Q2_K, "q2_k", Q2_K, 2.625),
+    GGUF(NF_FMT_GGUF_Q3_K, "q3_k", Q3_K, 3.4375),
+    GGUF(NF_FMT_GGUF_Q4_K, "q4_k", Q4_K, 4.50),
+    GGUF(NF_FMT_GGUF_Q5_K, "q5_k", Q5_K, 5.50),
+    GGUF(NF_FMT_GGUF_Q6_K, "q6_k", Q6_K, 6.5625),
+    GGUF(NF_FMT_GGUF_IQ2_XXS, "iq2_xxs", IQ2_XXS, 2.0625),
+    GGUF(NF_FMT_GGUF_IQ2_XS, "iq2_xs", IQ2_XS, 2.3125),
+    GGUF(NF_FMT_GGUF_IQ3_XXS, "iq3_xxs", IQ3_XXS, 3.0625),
+    GGUF(NF_FMT_GGUF_IQ1_S, "iq1_s", IQ1_S, 1.5625),
+    GGUF(NF_FMT_GGUF_IQ4_NL, "iq4_nl", IQ4_NL, 4.50),
+    GGUF(NF_FMT_GGUF_IQ3_S, "iq3_s", IQ3_S, 3.4375),
+    GGUF(NF_FMT_GGUF_IQ2_S, "iq2_s", IQ2_S, 2.5625),
+    GGUF(NF_FMT_GGUF_IQ4_XS, "iq4_xs", IQ4_XS, 4.25),
+    GGUF(NF_FMT_GGUF_IQ1_M, "iq1_m", IQ1_M, 1.75),
 };
 
 size_t nf_format_count(void) { return sizeof registry / sizeof registry[0]; }

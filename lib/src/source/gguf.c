@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "common/checked.h"
+#include "common/ggml_types.h"
 #include "source/source_internal.h"
 
 /* ---------------------------------------------------------------- ggml types */
@@ -43,21 +44,10 @@ typedef struct ggml_type_info {
     uint32_t block_values, block_bytes; /* 0, 0: removed from ggml */
 } ggml_type_info;
 
-/* ggml.h's enum ggml_type (block sizes from ggml-common.h's block_* structs), plus PrismML's
- * PQ2_0.  Names follow gguf-py's GGMLQuantizationType. */
-static const ggml_type_info ggml_types[] = {
-    {0, "F32", 1, 4},          {1, "F16", 1, 2},          {2, "Q4_0", 32, 18},      {3, "Q4_1", 32, 20},
-    {4, "Q4_2", 0, 0},         {5, "Q4_3", 0, 0},         {6, "Q5_0", 32, 22},      {7, "Q5_1", 32, 24},
-    {8, "Q8_0", 32, 34},       {9, "Q8_1", 32, 36},       {10, "Q2_K", 256, 84},    {11, "Q3_K", 256, 110},
-    {12, "Q4_K", 256, 144},    {13, "Q5_K", 256, 176},    {14, "Q6_K", 256, 210},   {15, "Q8_K", 256, 292},
-    {16, "IQ2_XXS", 256, 66},  {17, "IQ2_XS", 256, 74},   {18, "IQ3_XXS", 256, 98}, {19, "IQ1_S", 256, 50},
-    {20, "IQ4_NL", 32, 18},    {21, "IQ3_S", 256, 110},   {22, "IQ2_S", 256, 82},   {23, "IQ4_XS", 256, 136},
-    {24, "I8", 1, 1},          {25, "I16", 1, 2},         {26, "I32", 1, 4},        {27, "I64", 1, 8},
-    {28, "F64", 1, 8},         {29, "IQ1_M", 256, 56},    {30, "BF16", 1, 2},       {31, "Q4_0_4_4", 0, 0},
-    {32, "Q4_0_4_8", 0, 0},    {33, "Q4_0_8_8", 0, 0},    {34, "TQ1_0", 256, 54},   {35, "TQ2_0", 256, 66},
-    {36, "IQ4_NL_4_4", 0, 0},  {37, "IQ4_NL_4_8", 0, 0},  {38, "IQ4_NL_8_8", 0, 0}, {39, "MXFP4", 32, 17},
-    {40, "NVFP4", 64, 36},     {41, "Q1_0", 128, 18},     {42, "Q2_0", 64, 18},     {142, "PQ2_0", 128, 34},
-};
+/* common/ggml_types.h, the one table of ggml's types */
+#define GGML_TYPE_ROW(id, name, values, bytes) {id, #name, values, bytes},
+static const ggml_type_info ggml_types[] = {NF_GGML_TYPES(GGML_TYPE_ROW)};
+#undef GGML_TYPE_ROW
 #define N_GGML_TYPES (sizeof ggml_types / sizeof ggml_types[0])
 
 static const ggml_type_info *ggml_type_find(int id)
