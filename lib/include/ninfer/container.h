@@ -99,14 +99,14 @@ NF_API nf_status nf_artifact_open_part(nf_artifact *a, size_t index, nf_error *e
  * divisors, bytes == encoded size, alignment; resources: encoding raw_bytes_v1.  Fills *g for a
  * tensor (may be NULL). */
 NF_API nf_status nf_artifact_check_object(const nf_artifact *a, const nf_object *o, nf_geometry *g,
-                                   nf_error *err);
+                                          nf_error *err);
 /* A byte reader over one object's bytes (offsets relative to the object). */
 NF_API void nf_artifact_object_reader(nf_artifact *a, const nf_object *o, nf_byte_reader *r);
 
 /* Parse and check a directory held in memory (the same code nf_artifact_open uses; the fuzz
  * target's entry point).  On success *root owns the parsed JSON (json_decref it). */
 NF_API nf_status nf_directory_parse(const uint8_t *json, size_t len, const char *entry_name,
-                             struct json_t **root, nf_error *err);
+                                    struct json_t **root, nf_error *err);
 
 /* ---------------------------------------------------------------- writer */
 typedef struct nf_writer nf_writer;
@@ -121,9 +121,9 @@ typedef struct nf_writer_options {
 NF_API nf_status nf_writer_create(const char *path, const nf_writer_options *opt, nf_writer **out, nf_error *err);
 /* Plan objects in order.  *index receives the object's index for nf_writer_write. */
 NF_API nf_status nf_writer_add_tensor(nf_writer *w, const char *id, const nf_geometry *g, size_t *index,
-                               nf_error *err);
+                                      nf_error *err);
 NF_API nf_status nf_writer_add_resource(nf_writer *w, const char *id, uint64_t bytes, size_t *index,
-                                 nf_error *err);
+                                        nf_error *err);
 /* Directory members; each call takes over the caller's reference (json_decref'ed by the
  * writer).  Defaults: components {"text":{"config":{}}}, bindings {}, uses [], metadata {},
  * provenance {}. */
@@ -138,7 +138,7 @@ NF_API uint64_t nf_writer_object_offset(const nf_writer *w, size_t index);
 /* Write bytes [offset, offset + len) of object `index`; each object byte exactly once
  * ("duplicate output coverage" otherwise). */
 NF_API nf_status nf_writer_write(nf_writer *w, size_t index, uint64_t offset, const void *data, size_t len,
-                          nf_error *err);
+                                 nf_error *err);
 /* A write callback (nf_write_fn) bound to one object, for nf_layout_encode_rows. */
 typedef struct nf_writer_sink {
     nf_writer *writer;

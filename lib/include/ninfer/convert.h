@@ -74,7 +74,7 @@ NF_API nf_status nf_plan_execute(nf_plan *p, const nf_convert_options *opt, nf_e
  * differing object is passed to report (object id, message).  *differing receives the count. */
 typedef void (*nf_compare_fn)(void *ctx, const char *object, const char *message);
 NF_API nf_status nf_plan_compare(nf_plan *p, nf_artifact *a, unsigned threads, nf_compare_fn report, void *ctx,
-                          size_t *differing, nf_error *err);
+                                 size_t *differing, nf_error *err);
 
 #ifdef __cplusplus
 }

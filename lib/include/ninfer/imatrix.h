@@ -34,7 +34,8 @@ typedef struct nf_imatrix nf_imatrix;
  * nor more than 1 GiB: a file that would decompress to more is refused without being inflated. */
 NF_API nf_status nf_imatrix_open(const char *path, nf_imatrix **out, nf_error *err);
 /* The same from a file image in memory (copied); `name` is used in messages. */
-NF_API nf_status nf_imatrix_open_memory(const void *data, size_t len, const char *name, nf_imatrix **out, nf_error *err);
+NF_API nf_status nf_imatrix_open_memory(const void *data, size_t len, const char *name, nf_imatrix **out,
+                                        nf_error *err);
 NF_API void nf_imatrix_close(nf_imatrix *m);
 
 NF_API size_t nf_imatrix_count(const nf_imatrix *m);
@@ -45,7 +46,7 @@ NF_API const char *nf_imatrix_name_at(const nf_imatrix *m, size_t i, uint64_t *l
  * has no entry for it (by the mapping above); NF_ERR_INVALID when the entry's length is not
  * `cols`.  *matched (may be NULL) receives the entry name that matched. */
 NF_API nf_status nf_imatrix_lookup(const nf_imatrix *m, const char *tensor, uint64_t cols, const float **importance,
-                            const char **matched, nf_error *err);
+                                   const char **matched, nf_error *err);
 
 /* llama.cpp's GGUF name of a Hugging Face tensor name, written into out; 0 when the name has
  * no GGUF counterpart known here. */

@@ -129,7 +129,7 @@ typedef struct nf_import {
  *   t2_g128_fp16  type 142 (PQ2_0), K % 128 == 0.
  * Any other target (and a safetensors tensor) is refused. */
 NF_API nf_status nf_import_init_gguf(nf_import *imp, const nf_format *target, const nf_import_tensor *blocks,
-                              nf_error *err);
+                                     nf_error *err);
 
 /* An NVFP4 matrix of either dialect (NF_IMPORT_NVFP4_MODELOPT or _COMPRESSED):
  *   codes   "<p>.weight" (ModelOpt) / "<p>.weight_packed" (compressed-tensors), U8 [N, K/2], two
@@ -147,8 +147,8 @@ NF_API nf_status nf_import_init_gguf(nf_import *imp, const nf_format *target, co
  *   2^-128 overflows).
  * d_w must be finite and > 0; the words are otherwise copied as they are. */
 NF_API nf_status nf_import_init_nvfp4(nf_import *imp, nf_import_kind dialect, const nf_import_tensor *codes,
-                               const nf_import_tensor *scales, const nf_import_tensor *scalar,
-                               const void *scalar_bytes, size_t scalar_len, nf_error *err);
+                                      const nf_import_tensor *scales, const nf_import_tensor *scalar,
+                                      const void *scalar_bytes, size_t scalar_len, nf_error *err);
 
 /* A compressed-tensors FP8 matrix into `target`, which must be fp8_e4m3fn_row_bf16
  * (fp8_e4m3fn_row_fp16 is not an import_encoded target):
@@ -162,8 +162,8 @@ NF_API nf_status nf_import_init_nvfp4(nf_import *imp, nf_import_kind dialect, co
  * finite (an F32 scale whose rounding overflows to infinity is refused); +0 is allowed but then
  * every code of the row must be 0x00 or 0x80. */
 NF_API nf_status nf_import_init_fp8(nf_import *imp, const nf_format *target, const nf_import_tensor *codes,
-                             const nf_import_tensor *scales, const void *tensor_scale_bytes,
-                             size_t tensor_scale_len, nf_error *err);
+                                    const nf_import_tensor *scales, const void *tensor_scale_bytes,
+                                    size_t tensor_scale_len, nf_error *err);
 
 /* ---------------------------------------------------------------- geometry */
 /* Geometry of the object holding this one matrix: the target's default layout, shape
@@ -179,7 +179,7 @@ NF_API nf_status nf_import_nvfp4_stack(const nf_import *sources, size_t count, n
 /* The g->divisors divisor words of that parent (g from nf_import_nvfp4_stack for the same
  * sources) into divisors[0..g->divisors), e.g. an nf_words' divisors array. */
 NF_API nf_status nf_import_nvfp4_divisors(const nf_import *sources, size_t count, const nf_geometry *g,
-                                   uint32_t *divisors, nf_error *err);
+                                          uint32_t *divisors, nf_error *err);
 
 /* ---------------------------------------------------------------- rows */
 /* One chunk of consecutive source rows [first_row, first_row + rows). */
@@ -208,7 +208,7 @@ typedef struct nf_import_chunk {
  *   nvfp4  a scale with its sign set or 0x7F (NaN); every E2M1 code is valid;
  *   fp8    codes 0x7F / 0xFF (NaN), an invalid row scale, a +0 scale over a nonzero code. */
 NF_API nf_status nf_import_rows(const nf_import *imp, const nf_import_chunk *chunk, nf_words *out,
-                         uint64_t out_row, nf_error *err);
+                                uint64_t out_row, nf_error *err);
 
 #ifdef __cplusplus
 }

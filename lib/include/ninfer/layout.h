@@ -86,7 +86,7 @@ typedef struct nf_geometry {
  * holds, divisors are not allowed, or a size overflows U64.  For raw_bytes_v1 use
  * nf_geometry_resource(). */
 NF_API nf_status nf_geometry_init(nf_geometry *g, const nf_layout *layout, const nf_format *fmt,
-                           uint32_t rank, const uint64_t *shape, uint64_t divisors, nf_error *err);
+                                  uint32_t rank, const uint64_t *shape, uint64_t divisors, nf_error *err);
 /* raw_bytes_v1 of `bytes` bytes (>= 1). */
 NF_API nf_status nf_geometry_resource(nf_geometry *g, uint64_t bytes, nf_error *err);
 
@@ -134,12 +134,12 @@ NF_API nf_status nf_words_check(const nf_geometry *g, const nf_words *w, uint64_
  * (including their padding lanes and padding groups).  nvfp4: r0 and w->rows must be multiples
  * of 128.  Words are checked first unless `unchecked` (tests build invalid artifacts that way). */
 NF_API nf_status nf_layout_encode_rows(const nf_geometry *g, const nf_words *w, uint64_t r0, bool unchecked,
-                                nf_write_fn write, void *ctx, nf_error *err);
+                                       nf_write_fn write, void *ctx, nf_error *err);
 /* Write the bytes no row owns: zero gaps between and after planes, and nvfp4's divisor words
  * (taken from w->divisors).  Together with encode_rows over all rows, every byte of the object
  * is written exactly once. */
 NF_API nf_status nf_layout_encode_tail(const nf_geometry *g, const nf_words *w, bool unchecked,
-                                nf_write_fn write, void *ctx, nf_error *err);
+                                       nf_write_fn write, void *ctx, nf_error *err);
 /* Whole tensor into out[g->bytes]. */
 NF_API nf_status nf_layout_encode(const nf_geometry *g, const nf_words *w, uint8_t *out, nf_error *err);
 
@@ -147,7 +147,7 @@ NF_API nf_status nf_layout_encode(const nf_geometry *g, const nf_words *w, uint8
 /* Decode rows [r0, r1) into w (allocated for at least r1 - r0 rows); w->divisors, when non-NULL,
  * receives all divisor words.  Does not validate words (see nf_layout_check). */
 NF_API nf_status nf_layout_decode_rows(const nf_geometry *g, const nf_byte_reader *src, uint64_t r0,
-                                uint64_t r1, nf_words *w, nf_error *err);
+                                       uint64_t r1, nf_words *w, nf_error *err);
 
 /* ---------------------------------------------------------------- validation */
 /* One problem found by nf_layout_check: message like "row 3 col 17: code -128 is not a legal
@@ -158,7 +158,7 @@ typedef void (*nf_problem_fn)(void *ctx, const char *message);
  * *problems receives the count (reports stop after max_reports but counting goes on).  Returns
  * NF_OK when the object could be read, whatever it holds. */
 NF_API nf_status nf_layout_check(const nf_geometry *g, const nf_byte_reader *src, nf_problem_fn report,
-                          void *report_ctx, uint64_t max_reports, uint64_t *problems, nf_error *err);
+                                 void *report_ctx, uint64_t max_reports, uint64_t *problems, nf_error *err);
 
 /* ---------------------------------------------------------------- row views and gathers */
 typedef struct nf_span {
@@ -170,14 +170,14 @@ typedef struct nf_span {
  * range).  nvfp4: r0 and r1 must be multiples of 128 (its scale plane is tiled by 128 rows);
  * the divisor plane is not part of a row view. */
 NF_API nf_status nf_layout_row_spans(const nf_geometry *g, uint64_t r0, uint64_t r1, nf_span *spans,
-                              uint32_t *nspans, nf_error *err);
+                                     uint32_t *nspans, nf_error *err);
 /* The encoded bytes of a standalone tensor holding rows[0..count) of src, in that order (rows
  * may repeat), without re-encoding: *out_g gets its geometry (same format/layout, N = count)
  * and out must hold out_g->bytes (call with out == NULL to get the geometry only).  nvfp4
  * needs count % 128 == 0; its result has one divisor, so all gathered rows must share the same
  * divisor word (scales are un-swizzled and re-swizzled as bytes, nothing is re-encoded). */
 NF_API nf_status nf_layout_gather_rows(const nf_geometry *g, const nf_byte_reader *src, const uint64_t *rows,
-                                uint64_t count, nf_geometry *out_g, uint8_t *out, nf_error *err);
+                                       uint64_t count, nf_geometry *out_g, uint8_t *out, nf_error *err);
 
 /* Rows per bounded chunk of about max_values values, for streaming a tensor: at least 1, at
  * most g->rows, and for nvfp4 a multiple of 128 (its scale plane is tiled by 128 rows). */
@@ -188,7 +188,7 @@ NF_API uint64_t nf_geometry_chunk_rows(const nf_geometry *g, uint64_t max_values
  * binary32, row-major, logical columns only.  Direct int32 rounds to nearest even.  gguf_*
  * formats are handled by ggml-exact block dequantizers when available (else NF_ERR_INVALID). */
 NF_API nf_status nf_words_to_f32(const nf_geometry *g, const nf_words *w, uint64_t first_row, float *out,
-                          nf_error *err);
+                                 nf_error *err);
 
 /* Represented values of rows [r0, r1) straight from the encoded bytes into out[(r1 - r0) *
  * cols]: exactly nf_layout_decode_rows followed by nf_words_to_f32 (the same binary32 bits, NaN
@@ -198,7 +198,7 @@ NF_API nf_status nf_words_to_f32(const nf_geometry *g, const nf_words *w, uint64
  * instead of two.  A failing reader fails the call as it fails nf_layout_decode_rows; for nvfp4
  * and row_scale_v1, whose planes are read in another order, its message may name another read. */
 NF_API nf_status nf_layout_decode_rows_f32(const nf_geometry *g, const nf_byte_reader *src, uint64_t r0, uint64_t r1,
-                                    float *out, nf_error *err);
+                                           float *out, nf_error *err);
 
 /* ---------------------------------------------------------------- spans of long rows */
 /* Columns [c0, c0 + w) of one row of a tensor, as a [1, w] tensor of its own (same format and
@@ -218,13 +218,15 @@ typedef struct nf_colspan {
 
 /* Does g's layout cut rows into spans? */
 NF_API bool nf_layout_has_colspans(const nf_geometry *g);
-NF_API nf_status nf_colspan_init(nf_colspan *s, const nf_geometry *whole, uint64_t row, uint64_t c0, uint64_t w, nf_error *err);
+NF_API nf_status nf_colspan_init(nf_colspan *s, const nf_geometry *whole, uint64_t row, uint64_t c0, uint64_t w,
+                                 nf_error *err);
 
 /* Bytes [off, off + len) of the span object: the first *run of them (the longest run that stays
  * contiguous, at least 1 when len > 0) are the whole object's bytes at *whole_off; *shared when
  * they are bytes of the row that every span of it holds (a row scale).  false for a byte no
  * plane of the span holds (a gap between planes). */
-NF_API bool nf_colspan_map(const nf_colspan *s, uint64_t off, uint64_t len, uint64_t *whole_off, uint64_t *run, bool *shared);
+NF_API bool nf_colspan_map(const nf_colspan *s, uint64_t off, uint64_t len, uint64_t *whole_off, uint64_t *run,
+                           bool *shared);
 
 /* Writing a span into the whole object through another writer (nf_colspan_write, ctx an
  * nf_colspan_sink): each run goes to its place; the shared bytes only from the row's first span

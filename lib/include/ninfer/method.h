@@ -35,6 +35,7 @@
 #define NINFER_METHOD_H
 
 #include <ninfer/export.h>
+#include <ninfer/simd.h>
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -126,7 +127,7 @@ typedef struct nf_method_params {
 /* Check params against a method and the tensor's K once, before encoding chunks (the row
  * encoders check them too).  NULL params means none. */
 NF_API nf_status nf_method_check_params(nf_method_id id, const nf_method_params *params, uint64_t cols,
-                                 nf_error *err);
+                                        nf_error *err);
 
 /* ---------------------------------------------------------------- row encoders */
 /* Each writes the words of src's rows into out, whose rows/cols must equal src's and which must
@@ -141,7 +142,7 @@ NF_API nf_status nf_method_check_params(nf_method_id id, const nf_method_params 
  *   sources must lie in [-2^31, 2^31-1]; floating sources truncate toward zero and must be
  *   finite with the truncated value in range.  Integer sources to bf16/fp32 are refused. */
 NF_API nf_status nf_cast_direct_rows(const nf_format *fmt, const nf_src_rows *src, nf_words *out,
-                              nf_error *err);
+                                     nf_error *err);
 
 /* grouped_absmax (q4/q5/q6/q8; q2 and t2 are refused): per group of G logical values (the last
  * group of a row holds K mod G of them when G does not divide K):
@@ -150,7 +151,7 @@ NF_API nf_status nf_cast_direct_rows(const nf_format *fmt, const nf_src_rows *sr
  *   inv = f32(1 / scale32); code = clamp(round_half_even(f32(x * inv)), qmin, qmax).
  * Non-finite source values are refused. */
 NF_API nf_status nf_grouped_absmax_rows(const nf_format *fmt, const nf_src_rows *src, nf_words *out,
-                                 nf_error *err);
+                                        nf_error *err);
 
 /* grouped_search (q4/q5/q6/q8): the absmax result unless one of 68 further candidate scales, in
  * conversion.md 5.4's fixed order, has a strictly smaller error
@@ -163,7 +164,7 @@ NF_API nf_status nf_grouped_absmax_rows(const nf_format *fmt, const nf_src_rows 
  * importance is all zero keeps the absmax result.  params may be NULL (no importance,
  * positive scales only). */
 NF_API nf_status nf_grouped_search_rows(const nf_format *fmt, const nf_method_params *params,
-                                 const nf_src_rows *src, nf_words *out, nf_error *err);
+                                        const nf_src_rows *src, nf_words *out, nf_error *err);
 
 /* fp8_row_maxabs (fp8_e4m3fn_row_bf16 / _fp16): every value is first rounded to BF16 (nearest
  * even; a non-finite value, or one that overflows BF16, is refused), then per row:
@@ -174,12 +175,12 @@ NF_API nf_status nf_grouped_search_rows(const nf_format *fmt, const nf_method_pa
  *   even code, sign from x's sign bit (-0 gives 0x80); a non-finite x * inv is refused (a BF16
  *   scale below about 2^-128 has an infinite reciprocal). */
 NF_API nf_status nf_fp8_row_maxabs_rows(const nf_format *fmt, const nf_src_rows *src, nf_words *out,
-                                 nf_error *err);
+                                        nf_error *err);
 
 /* Dispatch to one of the four encoders above (import_encoded -> NF_ERR_USAGE).  params is only
  * read by grouped_search; the others refuse non-empty parameters. */
 NF_API nf_status nf_method_encode_rows(nf_method_id id, const nf_format *fmt, const nf_method_params *params,
-                                const nf_src_rows *src, nf_words *out, nf_error *err);
+                                       const nf_src_rows *src, nf_words *out, nf_error *err);
 
 /* The first pass of fp8_row_maxabs over src (every row of it, or a span of one row): the largest
  * magnitude word of its values rounded to BF16, for the row_max of the row's spans.  Refuses a
@@ -193,14 +194,10 @@ NF_API nf_status nf_fp8_row_maxabs_max(const nf_format *fmt, const nf_src_rows *
  * nf_method_encode_rows.  The figures do not depend on how rows are cut into calls.  On failure
  * *stats may hold part of the chunk's figures: discard it (convert measures each chunk into an
  * accumulator of its own and merges it only when the chunk succeeds). */
-NF_API nf_status nf_method_encode_rows_measured(nf_method_id id, const nf_format *fmt, const nf_method_params *params,
-                                         const nf_src_rows *src, nf_words *out, nf_errstats *stats, nf_error *err);
+NF_API nf_status nf_method_encode_rows_measured(nf_method_id id, const nf_format *fmt,
+                                                const nf_method_params *params, const nf_src_rows *src,
+                                                nf_words *out, nf_errstats *stats, nf_error *err);
 
-/* The kernel variant the encoders run: "scalar", "avx2" or "avx512" (every variant gives the
- * same words bit for bit).  Chosen once from the CPU's features; the environment variable
- * NINFER_SIMD (scalar | avx2 | avx512) asks for another, the best supported one standing in
- * for a variant the CPU lacks. */
-NF_API const char *nf_simd_name(void);
 
 #ifdef __cplusplus
 }

@@ -9,6 +9,7 @@
 #include <ninfer/format.h>
 #include <ninfer/layout.h>
 #include <ninfer/stats.h>
+#include <ninfer/simd.h>
 #include <ninfer/method.h>
 #include <ninfer/container.h>
 #include <ninfer/verify.h>

@@ -142,9 +142,9 @@ NF_API nf_status nf_recipe_load_ex(const char *path, const nf_recipe_options *op
  * recipe may read (NULL: paths resolve against the current directory and nothing is allowed but
  * what nf_recipe_set_source and nf_recipe_allow_path add).  opt NULL: no variable is allowed. */
 NF_API nf_status nf_recipe_parse(const char *text, size_t len, const char *name, const char *dir, nf_recipe **out,
-                          nf_error *err);
+                                 nf_error *err);
 NF_API nf_status nf_recipe_parse_ex(const char *text, size_t len, const char *name, const char *dir,
-                             const nf_recipe_options *opt, nf_recipe **out, nf_error *err);
+                                    const nf_recipe_options *opt, nf_recipe **out, nf_error *err);
 NF_API void nf_recipe_free(nf_recipe *r);
 
 /* --source NAME=PATH: replace (or add) a source.  The command line names it: its files are not
@@ -159,7 +159,7 @@ NF_API nf_status nf_recipe_allow_path(nf_recipe *r, const char *path, nf_error *
  * directory, a --source path or an --allow-path directory.  Otherwise NF_ERR_INVALID:
  * "FILE:LINE:COL: KEY: 'WRITTEN' resolves to REAL, outside ...". */
 NF_API nf_status nf_recipe_check_path(const nf_recipe *r, const char *path, const char *key, nf_recipe_pos pos,
-                               const char *written, nf_error *err);
+                                      const char *written, nf_error *err);
 NF_API const nf_recipe_source *nf_recipe_find_source(const nf_recipe *r, const char *name);
 
 /* A tensor of the checkpoint, as the resolver sees it. */
@@ -187,7 +187,7 @@ typedef struct nf_recipe_choice {
 /* Apply defaults and rules to every tensor.  choices has n entries.  Fails with every unmatched
  * selector (not optional) listed, each with its position. */
 NF_API nf_status nf_recipe_resolve(const nf_recipe *r, const nf_recipe_tensor *tensors, size_t n,
-                            nf_recipe_choice *choices, nf_error *err);
+                                   nf_recipe_choice *choices, nf_error *err);
 
 /* What resolution may cost (docs/recipes.md, "How rules apply"): a pattern selector (glob or
  * "re:") is tried on the names that start with its literal prefix; the (selector, name) pairs
@@ -209,8 +209,8 @@ typedef struct nf_recipe_resolve_work {
 /* nf_recipe_resolve with explicit caps (NULL: the defaults) and, when work is not NULL, what the
  * resolution cost.  Beyond a cap: NF_ERR_INVALID naming the rule where it was crossed. */
 NF_API nf_status nf_recipe_resolve_ex(const nf_recipe *r, const nf_recipe_tensor *tensors, size_t n,
-                               nf_recipe_choice *choices, const nf_recipe_resolve_limits *limits,
-                               nf_recipe_resolve_work *work, nf_error *err);
+                                      nf_recipe_choice *choices, const nf_recipe_resolve_limits *limits,
+                                      nf_recipe_resolve_work *work, nf_error *err);
 
 /* The natural method of a format name (see above); NULL for an unknown format. */
 NF_API const char *nf_recipe_default_method(const char *format);

@@ -155,14 +155,14 @@ NF_API nf_status nf_source_open(const char *path, nf_source **out, nf_error *err
  * to keep a recipe's checkpoints inside what the command line allows (nf_recipe_check_path). */
 typedef nf_status (*nf_source_check_fn)(void *ctx, const char *file, nf_error *err);
 NF_API nf_status nf_source_open_checked(const char *path, nf_source_check_fn check, void *ctx, nf_source **out,
-                                 nf_error *err);
+                                        nf_error *err);
 
 /* Parse a whole safetensors or GGUF file image held in memory (`kind` NF_SOURCE_AUTO decides
  * from the magic).  Same validation as nf_source_open; reads are served from `data`, which
  * must outlive the source.  `name` (may be NULL: "<memory>") is used in messages.  This is the
  * fuzz targets' entry point: any byte string gives NF_OK or NF_ERR_INVALID, never a crash. */
 NF_API nf_status nf_source_open_memory(const void *data, size_t len, nf_source_kind kind, const char *name,
-                                nf_source **out, nf_error *err);
+                                       nf_source **out, nf_error *err);
 
 NF_API void nf_source_close(nf_source *s);
 
@@ -196,7 +196,7 @@ NF_API size_t nf_source_companion_count(const nf_source *s);
  * opens `path` without blocking (a FIFO is refused) and checks the size before reading. *out is
  * a new reference, NULL on failure. */
 NF_API nf_status nf_source_parse_config(const void *text, size_t len, const char *name, struct json_t **out,
-                                 nf_error *err);
+                                        nf_error *err);
 NF_API nf_status nf_source_read_config(const char *path, struct json_t **out, nf_error *err);
 /* The index-th companion present: *name gets its file name; returns its path (NULL past the end). */
 NF_API const char *nf_source_companion_at(const nf_source *s, size_t index, const char **name);
@@ -207,11 +207,11 @@ NF_API const char *nf_source_companion_at(const nf_source *s, size_t index, cons
 
 /* Raw bytes [offset, offset + len) of the tensor (offset relative to its first byte). */
 NF_API nf_status nf_source_read_bytes(const nf_source *s, const nf_source_tensor *t, uint64_t offset, void *buf,
-                               size_t len, nf_error *err);
+                                      size_t len, nf_error *err);
 /* Raw bytes of rows [r0, r1): (r1 - r0) * row_bytes bytes into buf (buf_len at least that).
  * NF_ERR_INVALID when rows are not whole bytes (use nf_source_read_bytes). */
 NF_API nf_status nf_source_read_rows(const nf_source *s, const nf_source_tensor *t, uint64_t r0, uint64_t r1,
-                              void *buf, size_t buf_len, nf_error *err);
+                                     void *buf, size_t buf_len, nf_error *err);
 /* Values of rows [r0, r1) as binary32: (r1 - r0) * row_elements floats, row-major, into out
  * (out_len floats at least that).  Conversions:
  *   F32: the words as stored (NaN payloads kept).  F16, BF16, F8_E4M3 (E4M3FN), F8_E5M2: exact.
@@ -227,12 +227,12 @@ NF_API nf_status nf_source_read_rows(const nf_source *s, const nf_source_tensor 
  * NF_ERR_INVALID naming the type as unsupported (t->convertible is false); its bytes remain
  * readable raw. */
 NF_API nf_status nf_source_read_f32(const nf_source *s, const nf_source_tensor *t, uint64_t r0, uint64_t r1,
-                             float *out, size_t out_len, nf_error *err);
+                                    float *out, size_t out_len, nf_error *err);
 /* Values of columns [c0, c0 + n) of one row, converted as nf_source_read_f32 does: for rows too
  * long to hold at once.  c0 and n are whole blocks of the type (any column for element types);
  * n may end the row. */
 NF_API nf_status nf_source_read_f32_span(const nf_source *s, const nf_source_tensor *t, uint64_t row, uint64_t c0,
-                                  uint64_t n, float *out, size_t out_len, nf_error *err);
+                                         uint64_t n, float *out, size_t out_len, nf_error *err);
 /* A byte reader over the tensor's raw bytes (offsets relative to its first byte), e.g. for the
  * layout module's gatherers.  Valid while s is open. */
 NF_API void nf_source_tensor_reader(const nf_source *s, const nf_source_tensor *t, nf_byte_reader *r);
@@ -256,7 +256,7 @@ NF_API unsigned nf_st_dtype_bits(nf_st_dtype dtype);                    /* 4, 6,
 /* `__metadata__` of one file (string -> string), in the header's order. */
 NF_API size_t nf_source_st_metadata_count(const nf_source *s, size_t file);
 NF_API bool nf_source_st_metadata_at(const nf_source *s, size_t file, size_t index, const char **key,
-                              const char **value);
+                                     const char **value);
 NF_API const char *nf_source_st_metadata(const nf_source *s, size_t file, const char *key); /* NULL if absent */
 
 /* ---------------------------------------------------------------- GGUF
@@ -323,7 +323,7 @@ NF_API nf_status nf_gguf_kv_int(const nf_gguf_kv *kv, uint64_t index, int64_t *o
 NF_API nf_status nf_gguf_kv_float(const nf_gguf_kv *kv, uint64_t index, double *out, nf_error *err);
 NF_API nf_status nf_gguf_kv_bool(const nf_gguf_kv *kv, uint64_t index, bool *out, nf_error *err);
 NF_API nf_status nf_gguf_kv_string(const nf_gguf_kv *kv, uint64_t index, const char **str, size_t *len,
-                            nf_error *err);
+                                   nf_error *err);
 
 NF_API const char *nf_gguf_type_name(nf_gguf_type type); /* "u32", "string", "array"; NULL if bad */
 /* ggml type name ("Q4_K", "IQ2_XXS", "F32", "PQ2_0"), or NULL when the id is unknown. */

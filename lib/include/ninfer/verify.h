@@ -44,7 +44,7 @@ typedef struct nf_verify_report {
  * (then err says why and the report is empty).  A missing or foreign part is a problem of the
  * artifact, not a system error.  NF_ERR_USAGE: require_checksums below the checksums level. */
 NF_API nf_status nf_verify_artifact(const char *path, nf_verify_level level, nf_verify_report *report,
-                             nf_error *err);
+                                    nf_error *err);
 
 /* Options of nf_verify_artifact_with (zero-initialise, then set what you need). */
 typedef struct nf_verify_options {
@@ -64,7 +64,7 @@ typedef struct nf_verify_options {
 /* nf_verify_artifact with options; opt NULL means the defaults.  nf_verify_artifact is this
  * with {level, threads = 1, require_checksums = false}. */
 NF_API nf_status nf_verify_artifact_with(const char *path, const nf_verify_options *opt, nf_verify_report *report,
-                                  nf_error *err);
+                                         nf_error *err);
 NF_API void nf_verify_report_free(nf_verify_report *report);
 
 #ifdef __cplusplus

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <ninfer/method.h>
+#include <ninfer/simd.h>
 
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
 #define NF_CPU_X86 1
