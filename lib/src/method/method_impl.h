@@ -28,6 +28,12 @@
 /* Largest group size of a grouped format (t2's 128): per-group scratch lives on the stack. */
 #define NF_METHOD_MAX_GROUP 128u
 
+/* No parameters given: what every method but grouped_search requires (common.c, dispatch.c). */
+static inline bool nf_method_params_empty(const nf_method_params *p)
+{
+    return !p || (!p->importance && p->importance_len == 0 && !p->negative_scales);
+}
+
 /* Records "tensor 'name': row R <rest>" (or "row R <rest>" without a name) and returns status.
  * rest starts with the separator it needs (" col 3: ...", " group 1: ..."). */
 nf_status nf_method_row_error(nf_error *err, nf_status status, const nf_src_rows *src, uint64_t row,

@@ -104,6 +104,11 @@ struct nf_source {
  * it again when the fd cache closed it (a file that is not the one first opened is NF_ERR_IO).
  * Reading past the recorded size is NF_ERR_IO (the file shrank after open). */
 nf_status src_file_read(const src_file *f, uint64_t off, void *buf, size_t len, nf_error *err);
+/* The descriptor cache (store.c): how many descriptors one source keeps open (a quarter of the
+ * soft RLIMIT_NOFILE, 4 to 64), and file k recorded as open, closing others beyond the cap
+ * (fd_lock held; false when out of memory). */
+size_t src_fd_cap_for_process(void);
+bool src_file_track(nf_source *s, size_t k);
 
 /* Append a tensor slot (zeroed, owner set) in *out; NF_ERR_NOMEM when out of memory,
  * NF_ERR_INVALID past NF_SOURCE_MAX_TENSORS (*out NULL). */

@@ -1,6 +1,9 @@
-/* The method table (conversion.md 5.2), source element types, shared argument checks and error
- * messages, and the dispatcher. */
+/* The methods' shared ground, below the dispatcher (dispatch.c) and the methods that it calls
+ * (cast_direct.c, grouped.c, fp8_row.c, measure.c): method names and targets, source element
+ * types and their loading as binary32, messages that name the tensor, row and column, and the
+ * checks of rows and parameters every method makes. */
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -213,18 +216,13 @@ nf_status nf_method_check_rows(const nf_src_rows *src, const nf_words *out, size
     return NF_OK;
 }
 
-/* ---------------------------------------------------------------- parameters and dispatch */
-
-static bool params_empty(const nf_method_params *p)
-{
-    return !p || (!p->importance && p->importance_len == 0 && !p->negative_scales);
-}
+/* ---------------------------------------------------------------- parameters */
 
 nf_status nf_method_check_params(nf_method_id id, const nf_method_params *params, uint64_t cols, nf_error *err)
 {
     if ((unsigned)id >= NF_METHOD_COUNT) return nf_error_set(err, NF_ERR_USAGE, "method id %d is out of range", (int)id);
     if (id != NF_METHOD_GROUPED_SEARCH) {
-        if (!params_empty(params))
+        if (!nf_method_params_empty(params))
             return nf_error_set(err, NF_ERR_INVALID, "%s takes no parameters", method_names[id]);
         return NF_OK;
     }
@@ -248,37 +246,4 @@ nf_status nf_method_check_params(nf_method_id id, const nf_method_params *params
                                 (double)v);
     }
     return NF_OK;
-}
-
-nf_status nf_method_encode_rows(nf_method_id id, const nf_format *fmt, const nf_method_params *params,
-                                const nf_src_rows *src, nf_words *out, nf_error *err)
-{
-    switch (id) {
-    case NF_METHOD_CAST_DIRECT:
-    case NF_METHOD_GROUPED_ABSMAX:
-    case NF_METHOD_FP8_ROW_MAXABS:
-        if (!params_empty(params))
-            return nf_method_error(err, NF_ERR_INVALID, src, "%s takes no parameters", method_names[id]);
-        if (id == NF_METHOD_CAST_DIRECT) return nf_cast_direct_rows(fmt, src, out, err);
-        if (id == NF_METHOD_GROUPED_ABSMAX) return nf_grouped_absmax_rows(fmt, src, out, err);
-        return nf_fp8_row_maxabs_rows(fmt, src, out, err);
-    case NF_METHOD_GROUPED_SEARCH: return nf_grouped_search_rows(fmt, params, src, out, err);
-    case NF_METHOD_IMPORT_ENCODED:
-        return nf_error_set(err, NF_ERR_USAGE, "import_encoded copies encoded words; it has no row encoder");
-    case NF_METHOD_COUNT: break;
-    }
-    return nf_error_set(err, NF_ERR_USAGE, "method id %d is out of range", (int)id);
-}
-
-nf_status nf_method_encode_rows_measured(nf_method_id id, const nf_format *fmt, const nf_method_params *params,
-                                         const nf_src_rows *src, nf_words *out, nf_errstats *stats, nf_error *err)
-{
-    if (!stats) return nf_method_encode_rows(id, fmt, params, src, out, err);
-    if (id == NF_METHOD_GROUPED_ABSMAX) {
-        if (!params_empty(params))
-            return nf_method_error(err, NF_ERR_INVALID, src, "%s takes no parameters", method_names[id]);
-        return nf_grouped_absmax_rows_measured(fmt, src, out, stats, err);
-    }
-    NF_TRY(nf_method_encode_rows(id, fmt, params, src, out, err));
-    return nf_method_measure_words(fmt, src, out, stats, err);
 }
