@@ -44,7 +44,7 @@ NF_API const char *nf_imatrix_name_at(const nf_imatrix *m, size_t i, uint64_t *l
 
 /* Importance for a source tensor with `cols` input columns: *importance is NULL when the file
  * has no entry for it (by the mapping above); NF_ERR_INVALID when the entry's length is not
- * `cols`.  *matched (may be NULL) receives the entry name that matched. */
+ * `cols` (the message names the file).  *matched (may be NULL) receives the entry name that matched. */
 NF_API nf_status nf_imatrix_lookup(const nf_imatrix *m, const char *tensor, uint64_t cols, const float **importance,
                                    const char **matched, nf_error *err);
 

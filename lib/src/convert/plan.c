@@ -451,13 +451,7 @@ static nf_status method_params(nf_plan *p, const nf_recipe_choice *c, const nf_s
         return nf_error_set(err, NF_ERR_INVALID, "imatrix '%s' is not an imatrix source of the recipe",
                             json_string_value(im));
     const float *imp = NULL;
-    nf_status st = nf_imatrix_lookup(p->imatrices[i], t->name, cols, &imp, NULL, err);
-    if (st != NF_OK) {
-        const char *path = p->sources[i].path;
-        /* the imatrix reader may already have named its file */
-        if (strncmp(err->message, path, strlen(path)) != 0) nf_error_prefix(err, "%s", path);
-        return st;
-    }
+    NF_TRY(nf_imatrix_lookup(p->imatrices[i], t->name, cols, &imp, NULL, err)); /* names its file */
     params->importance = imp;
     params->importance_len = imp ? cols : 0;
     return NF_OK;

@@ -31,6 +31,7 @@ typedef struct entry {
 struct nf_imatrix {
     entry *entries;
     size_t count;
+    char *label; /* the path (or name) it was opened from: its messages name it */
 };
 
 void nf_imatrix_close(nf_imatrix *m)
@@ -41,6 +42,7 @@ void nf_imatrix_close(nf_imatrix *m)
         free(m->entries[i].importance);
     }
     free(m->entries);
+    free(m->label);
     free(m);
 }
 
@@ -97,7 +99,8 @@ static nf_status load(nf_source *src, const char *label, nf_imatrix **out, nf_er
     nf_imatrix *m = calloc(1, sizeof *m);
     size_t total = nf_source_tensor_count(src);
     if (m) m->entries = calloc(total ? total : 1, sizeof *m->entries);
-    if (!m || !m->entries) {
+    if (m) m->label = strdup(label);
+    if (!m || !m->entries || !m->label) {
         nf_imatrix_close(m);
         return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
     }
@@ -310,8 +313,8 @@ nf_status nf_imatrix_lookup(const nf_imatrix *m, const char *tensor, uint64_t co
     if (!e) return NF_OK;
     if (e->length != cols)
         return nf_error_set(err, NF_ERR_INVALID,
-                            "imatrix entry '%s' has %llu values but tensor '%s' has %llu input columns", e->name,
-                            (unsigned long long)e->length, tensor, (unsigned long long)cols);
+                            "%s: imatrix entry '%s' has %llu values but tensor '%s' has %llu input columns",
+                            m->label, e->name, (unsigned long long)e->length, tensor, (unsigned long long)cols);
     *importance = e->importance;
     if (matched) *matched = e->name;
     return NF_OK;
