@@ -610,8 +610,9 @@ nf_status nf_dir_parse(const uint8_t *json, size_t len, const char *entry_name, 
     if (st == NF_OK) st = parse_uses(&ps);
     if (st == NF_OK) st = parse_open_members(&ps);
     if (st != NF_OK) {
-        if (err && st == NF_ERR_INVALID && strncmp(err->message, "directory", 9) != 0)
-            nf_error_prefix(err, "directory");
+        /* the schema checks name the member, this adds where it is (an out-of-memory message
+         * already says "directory: out of memory") */
+        if (st == NF_ERR_INVALID) nf_error_prefix(err, "directory");
         nf_dir_free(dir);
         json_decref(root);
         return st;
