@@ -414,11 +414,17 @@ static void part_release(nf_artifact *a, size_t i, int fd)
     pthread_mutex_unlock(&a->lock);
 }
 
+/* A file index the caller asks for must be one of the directory's files. */
+static nf_status check_file_index(const nf_artifact *a, size_t index, nf_error *err)
+{
+    if (index < a->dir.nfiles) return NF_OK;
+    return nf_error_set(err, NF_ERR_USAGE, "%s: no file %zu (the artifact has %zu)", nf_esc(a->path).s, index,
+                        a->dir.nfiles);
+}
+
 nf_status nf_artifact_open_part(nf_artifact *a, size_t index, nf_error *err)
 {
-    if (index >= a->dir.nfiles)
-        return nf_error_set(err, NF_ERR_USAGE, "%s: no file %zu (the artifact has %zu)", nf_esc(a->path).s, index,
-                            a->dir.nfiles);
+    NF_TRY(check_file_index(a, index, err));
     int fd;
     const uint8_t *map;
     NF_TRY(part_acquire(a, index, &fd, &map, err));
@@ -480,9 +486,7 @@ nf_status nf_artifact_read(nf_artifact *a, uint64_t offset, void *buf, size_t le
  * entry's JSON, the zero tail [32, 4096) of a continuation header).  Opens a part first. */
 nf_status nf_artifact_read_file(nf_artifact *a, size_t index, uint64_t offset, void *buf, size_t len, nf_error *err)
 {
-    if (index >= a->dir.nfiles)
-        return nf_error_set(err, NF_ERR_USAGE, "%s: no file %zu (the artifact has %zu)", nf_esc(a->path).s, index,
-                            a->dir.nfiles);
+    NF_TRY(check_file_index(a, index, err));
     int fd;
     const uint8_t *map;
     NF_TRY(part_acquire(a, index, &fd, &map, err));

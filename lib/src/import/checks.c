@@ -10,14 +10,13 @@
 
 nf_status nf_import_fail(nf_error *err, nf_status status, const char *name, const char *fmt, ...)
 {
-    if (!err) return status;
-    char what[NF_ERROR_MESSAGE_MAX];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
+    nf_error_vset(err, status, fmt, ap);
     va_end(ap);
     /* the name comes from the checkpoint: escaped (ninfer/escape.h) */
-    return nf_error_set(err, status, "%s: %s", name ? nf_esc(name).s : "(unnamed tensor)", what);
+    nf_error_prefix(err, "%s", name ? nf_esc(name).s : "(unnamed tensor)");
+    return status;
 }
 
 const char *nf_import_f16_problem(uint16_t h)

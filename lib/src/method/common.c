@@ -162,37 +162,36 @@ const char *nf_method_nonfinite_name(float v)
     return signbit(v) ? "-inf" : "+inf";
 }
 
-static int name_prefix(char *buf, size_t size, const nf_src_rows *src)
+/* The message of fmt, ap, then "tensor 'NAME': " (when the rows have a name) and lead before it. */
+static nf_status method_verror(nf_error *err, nf_status status, const nf_src_rows *src, const char *lead,
+                               const char *fmt, va_list ap)
 {
-    if (src && src->name) return snprintf(buf, size, "tensor '%s': ", src->name);
-    buf[0] = '\0';
-    return 0;
+    if (!err) return status;
+    char rest[NF_ERROR_MESSAGE_MAX];
+    vsnprintf(rest, sizeof rest, fmt, ap);
+    if (src && src->name) return nf_error_set(err, status, "tensor '%s': %s%s", src->name, lead, rest);
+    return nf_error_set(err, status, "%s%s", lead, rest);
 }
 
 nf_status nf_method_row_error(nf_error *err, nf_status status, const nf_src_rows *src, uint64_t row,
                               const char *fmt, ...)
 {
-    if (!err) return status;
-    char prefix[NF_ERROR_MESSAGE_MAX], rest[NF_ERROR_MESSAGE_MAX];
-    name_prefix(prefix, sizeof prefix, src);
+    char lead[32];
+    snprintf(lead, sizeof lead, "row %" PRIu64, src ? src->first_row + row : row);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(rest, sizeof rest, fmt, ap);
+    nf_status st = method_verror(err, status, src, lead, fmt, ap);
     va_end(ap);
-    uint64_t abs_row = src ? src->first_row + row : row;
-    return nf_error_set(err, status, "%srow %" PRIu64 "%s", prefix, abs_row, rest);
+    return st;
 }
 
 nf_status nf_method_error(nf_error *err, nf_status status, const nf_src_rows *src, const char *fmt, ...)
 {
-    if (!err) return status;
-    char prefix[NF_ERROR_MESSAGE_MAX], rest[NF_ERROR_MESSAGE_MAX];
-    name_prefix(prefix, sizeof prefix, src);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(rest, sizeof rest, fmt, ap);
+    nf_status st = method_verror(err, status, src, "", fmt, ap);
     va_end(ap);
-    return nf_error_set(err, status, "%s%s", prefix, rest);
+    return st;
 }
 
 nf_status nf_method_check_rows(const nf_src_rows *src, const nf_words *out, size_t *row_elems, nf_error *err)
