@@ -9,85 +9,26 @@
 
 #include <ninfer/ninfer.h>
 
+#include "support/plan_ckpt.h"
 #include "support/source_writer.h"
 
-static char *tmp;
-
-static void make_tmp(void)
-{
-    tmp = sw_tempdir();
-    cr_assert_not_null(tmp);
-}
-
-static void remove_tmp(void)
-{
-    if (tmp) sw_rmtree(tmp);
-    free(tmp);
-    tmp = NULL;
-}
-
-TestSuite(convert_plan, .init = make_tmp, .fini = remove_tmp);
-
-/* ---------------------------------------------------------------- checkpoints */
-#define MAX_TENSORS 32
-
-typedef struct ckpt {
-    sw_st_tensor t[MAX_TENSORS];
-    size_t n;
-    void *data[MAX_TENSORS];
-} ckpt;
-
-static void add(ckpt *c, const char *name, const char *dtype, uint32_t rank, uint64_t d0, uint64_t d1, size_t word)
-{
-    cr_assert_lt(c->n, MAX_TENSORS);
-    uint64_t elements = rank == 0 ? 1 : rank == 1 ? d0 : d0 * d1;
-    size_t bytes = (size_t)elements * word;
-    uint8_t *p = malloc(bytes ? bytes : 1);
-    cr_assert_not_null(p);
-    for (size_t i = 0; i < bytes; i++) p[i] = (uint8_t)(0x31 + i * 7 % 61); /* small finite values */
-    c->t[c->n] = (sw_st_tensor){name, dtype, rank, {d0, d1}, p, bytes};
-    c->data[c->n++] = p;
-}
+TestSuite(convert_plan, .init = pc_dir_make, .fini = pc_dir_remove);
 
 /* A ModelOpt NVFP4 weight: <p>.weight U8 [n, k/2], <p>.weight_scale F8_E4M3 [n, k/16],
  * <p>.weight_scale_2 F32 scalar (1.0). */
-static void add_nvfp4(ckpt *c, const char *prefix, uint64_t n, uint64_t k)
+static void add_nvfp4(pc_ckpt *c, const char *prefix, uint64_t n, uint64_t k)
 {
-    static char names[MAX_TENSORS][3][128];
+    static char names[PC_MAX_TENSORS][3][128];
     static size_t used;
-    char(*nm)[128] = names[used++ % MAX_TENSORS];
+    char(*nm)[128] = names[used++ % PC_MAX_TENSORS];
     snprintf(nm[0], 128, "%s.weight", prefix);
     snprintf(nm[1], 128, "%s.weight_scale", prefix);
     snprintf(nm[2], 128, "%s.weight_scale_2", prefix);
-    add(c, nm[0], "U8", 2, n, k / 2, 1);
-    add(c, nm[1], "F8_E4M3", 2, n, k / 16, 1);
-    add(c, nm[2], "F32", 0, 0, 0, 4);
+    pc_add(c, nm[0], "U8", 2, n, k / 2, 1);
+    pc_add(c, nm[1], "F8_E4M3", 2, n, k / 16, 1);
+    pc_add(c, nm[2], "F32", 0, 0, 0, 4);
     uint8_t *one = c->data[c->n - 1];
     one[0] = 0x00, one[1] = 0x00, one[2] = 0x80, one[3] = 0x3F; /* 1.0f */
-}
-
-/* Writes the checkpoint as tmp/NAME and frees its data; returns the path (malloc'ed). */
-static char *write_ckpt(ckpt *c, const char *name)
-{
-    sw_buf b = {0};
-    sw_st_file(&b, c->t, c->n, NULL);
-    char *path = sw_path(tmp, name);
-    cr_assert_eq(sw_write_file(path, b.data, b.len), 0);
-    sw_free(&b);
-    for (size_t i = 0; i < c->n; i++) free(c->data[i]);
-    c->n = 0;
-    return path;
-}
-
-/* Parses "recipe: 1\nsources:\n  base: PATH\n" + body and builds the plan; returns its status
- * (the plan, when built, in *out; else NULL). */
-static nf_status build(const char *source, const char *body, nf_recipe **recipe, nf_plan **out, nf_error *err)
-{
-    char text[4096];
-    snprintf(text, sizeof text, "recipe: 1\nsources:\n  base: %s\n%s", source, body);
-    cr_assert_eq(nf_recipe_parse(text, strlen(text), "plan.yaml", tmp, recipe, err), NF_OK, "%s", err->message);
-    *out = NULL;
-    return nf_plan_build(*recipe, out, err);
 }
 
 static void expect_error(const char *source, const char *body, nf_status status, const char *const *needles,
@@ -96,7 +37,7 @@ static void expect_error(const char *source, const char *body, nf_status status,
     nf_recipe *r = NULL;
     nf_plan *p = NULL;
     nf_error err;
-    nf_status st = build(source, body, &r, &p, &err);
+    nf_status st = pc_build(pc_dir, source, body, &r, &p, &err);
     cr_assert_eq(st, status, "status %s, expected %s: %s", nf_status_name(st), nf_status_name(status),
                  st == NF_OK ? "(planned)" : err.message);
     cr_assert_null(p, "no plan on failure");
@@ -114,14 +55,14 @@ static void expect_error(const char *source, const char *body, nf_status status,
 /* Control: an NVFP4 weight with N % 128 == 0 plans, its companions consumed. */
 Test(convert_plan, nvfp4_with_whole_tiles_plans)
 {
-    ckpt c = {0};
+    pc_ckpt c = {0};
     add_nvfp4(&c, "c", 128, 64);
-    add(&c, "norm.weight", "BF16", 1, 64, 0, 2);
-    char *src = write_ckpt(&c, "ok.safetensors");
+    pc_add(&c, "norm.weight", "BF16", 1, 64, 0, 2);
+    char *src = pc_write(&c, pc_dir, "ok.safetensors");
     nf_recipe *r = NULL;
     nf_plan *p = NULL;
     nf_error err;
-    cr_assert_eq(build(src, "rules:\n  - match: c.weight\n    format: nvfp4\n", &r, &p, &err), NF_OK, "%s",
+    cr_assert_eq(pc_build(pc_dir, src, "rules:\n  - match: c.weight\n    format: nvfp4\n", &r, &p, &err), NF_OK, "%s",
                  err.message);
     json_t *d = nf_plan_describe(p);
     json_t *objs = json_object_get(d, "objects");
@@ -138,12 +79,12 @@ Test(convert_plan, nvfp4_with_whole_tiles_plans)
 
 Test(convert_plan, nvfp4_rows_not_multiple_of_128_lists_every_tensor)
 {
-    ckpt c = {0};
+    pc_ckpt c = {0};
     add_nvfp4(&c, "a", 100, 64);
     add_nvfp4(&c, "b", 60, 128);
     add_nvfp4(&c, "c", 128, 64); /* fine */
-    add(&c, "norm.weight", "BF16", 1, 64, 0, 2);
-    char *src = write_ckpt(&c, "nv.safetensors");
+    pc_add(&c, "norm.weight", "BF16", 1, 64, 0, 2);
+    char *src = pc_write(&c, pc_dir, "nv.safetensors");
     static const char *const needles[] = {"a.weight", "b.weight", "128", "plan.yaml"};
     expect_error(src, "rules:\n  - match: [a.weight, b.weight, c.weight]\n    format: nvfp4\n", NF_ERR_INVALID,
                  needles, 4, 2);
@@ -151,7 +92,7 @@ Test(convert_plan, nvfp4_rows_not_multiple_of_128_lists_every_tensor)
     nf_recipe *r = NULL;
     nf_plan *p = NULL;
     nf_error err;
-    build(src, "rules:\n  - match: [a.weight, b.weight, c.weight]\n    format: nvfp4\n", &r, &p, &err);
+    pc_build(pc_dir, src, "rules:\n  - match: [a.weight, b.weight, c.weight]\n    format: nvfp4\n", &r, &p, &err);
     cr_assert_null(strstr(err.message, "c.weight"), "%s", err.message);
     nf_recipe_free(r);
     free(src);
@@ -160,10 +101,10 @@ Test(convert_plan, nvfp4_rows_not_multiple_of_128_lists_every_tensor)
 /* ---------------------------------------------------------------- grouped formats */
 Test(convert_plan, q4_on_a_rank1_tensor_names_it)
 {
-    ckpt c = {0};
-    add(&c, "w.weight", "BF16", 2, 4, 128, 2);
-    add(&c, "ln.weight", "BF16", 1, 128, 0, 2);
-    char *src = write_ckpt(&c, "r1.safetensors");
+    pc_ckpt c = {0};
+    pc_add(&c, "w.weight", "BF16", 2, 4, 128, 2);
+    pc_add(&c, "ln.weight", "BF16", 1, 128, 0, 2);
+    char *src = pc_write(&c, pc_dir, "r1.safetensors");
     static const char *const needles[] = {"ln.weight", "rank-2"};
     expect_error(src, "rules:\n  - match: \"*\"\n    format: q4_g64_fp16\n", NF_ERR_INVALID, needles, 2, 1);
     free(src);
@@ -171,12 +112,12 @@ Test(convert_plan, q4_on_a_rank1_tensor_names_it)
 
 Test(convert_plan, q4_on_every_rank1_tensor_lists_them_all)
 {
-    ckpt c = {0};
-    add(&c, "w.weight", "BF16", 2, 4, 128, 2);
-    add(&c, "ln1.weight", "BF16", 1, 128, 0, 2);
-    add(&c, "ln2.weight", "F32", 1, 70, 0, 4);
-    add(&c, "ln3.bias", "BF16", 1, 5, 0, 2);
-    char *src = write_ckpt(&c, "r1s.safetensors");
+    pc_ckpt c = {0};
+    pc_add(&c, "w.weight", "BF16", 2, 4, 128, 2);
+    pc_add(&c, "ln1.weight", "BF16", 1, 128, 0, 2);
+    pc_add(&c, "ln2.weight", "F32", 1, 70, 0, 4);
+    pc_add(&c, "ln3.bias", "BF16", 1, 5, 0, 2);
+    char *src = pc_write(&c, pc_dir, "r1s.safetensors");
     static const char *const needles[] = {"ln1.weight", "ln2.weight", "ln3.bias"};
     expect_error(src, "defaults: {format: q4_g64_fp16}\n", NF_ERR_INVALID, needles, 3, 3);
     free(src);
@@ -184,10 +125,10 @@ Test(convert_plan, q4_on_every_rank1_tensor_lists_them_all)
 
 Test(convert_plan, grouped_absmax_on_q2_requires_import_encoded)
 {
-    ckpt c = {0};
-    add(&c, "w.weight", "BF16", 2, 4, 128, 2);
-    add(&c, "v.weight", "BF16", 2, 8, 64, 2);
-    char *src = write_ckpt(&c, "q2.safetensors");
+    pc_ckpt c = {0};
+    pc_add(&c, "w.weight", "BF16", 2, 4, 128, 2);
+    pc_add(&c, "v.weight", "BF16", 2, 8, 64, 2);
+    char *src = pc_write(&c, pc_dir, "q2.safetensors");
     static const char *const needles[] = {"w.weight", "grouped_absmax", "q2_g64_fp16", "import_encoded"};
     expect_error(src, "rules:\n  - match: w.weight\n    format: q2_g64_fp16\n    method: grouped_absmax\n",
                  NF_ERR_INVALID, needles, 4, 1);
@@ -205,12 +146,12 @@ Test(convert_plan, grouped_absmax_on_q2_requires_import_encoded)
  * tensors) in one run, all listed. */
 Test(convert_plan, every_choice_problem_listed_together)
 {
-    ckpt c = {0};
-    add(&c, "a.weight", "BF16", 2, 4, 128, 2);
-    add(&c, "b.weight", "BF16", 2, 4, 128, 2);
-    add(&c, "c.weight", "BF16", 2, 4, 128, 2);
-    add(&c, "d.weight", "BF16", 2, 128, 64, 2);
-    char *src = write_ckpt(&c, "mix.safetensors");
+    pc_ckpt c = {0};
+    pc_add(&c, "a.weight", "BF16", 2, 4, 128, 2);
+    pc_add(&c, "b.weight", "BF16", 2, 4, 128, 2);
+    pc_add(&c, "c.weight", "BF16", 2, 4, 128, 2);
+    pc_add(&c, "d.weight", "BF16", 2, 128, 64, 2);
+    char *src = pc_write(&c, pc_dir, "mix.safetensors");
     static const char *const needles[] = {"a.weight", "q2_g64_fp16", "b.weight", "cast_direct", "c.weight",
                                           "fp8_row_maxabs", "d.weight", "companions"};
     expect_error(src,
@@ -226,14 +167,14 @@ Test(convert_plan, every_choice_problem_listed_together)
 /* A plan that is fine builds and describes what it will write. */
 Test(convert_plan, valid_plan_describes_every_object)
 {
-    ckpt c = {0};
-    add(&c, "w.weight", "BF16", 2, 9, 130, 2);
-    add(&c, "ln.weight", "F32", 1, 130, 0, 4);
-    char *src = write_ckpt(&c, "ok2.safetensors");
+    pc_ckpt c = {0};
+    pc_add(&c, "w.weight", "BF16", 2, 9, 130, 2);
+    pc_add(&c, "ln.weight", "F32", 1, 130, 0, 4);
+    char *src = pc_write(&c, pc_dir, "ok2.safetensors");
     nf_recipe *r = NULL;
     nf_plan *p = NULL;
     nf_error err;
-    cr_assert_eq(build(src,
+    cr_assert_eq(pc_build(pc_dir, src,
                        "rules:\n  - match: w.weight\n    format: q4_g64_fp16\n"
                        "  - match: ln.weight\n    format: fp32\n",
                        &r, &p, &err),
@@ -266,10 +207,10 @@ static void expect_line(const char *source, const char *body, const char *needle
 
 Test(convert_plan, rule_format_problem_names_rule_position_and_tensor)
 {
-    ckpt c = {0};
-    add(&c, "w.weight", "BF16", 2, 4, 128, 2);
-    add(&c, "ln.weight", "BF16", 1, 128, 0, 2);
-    char *src = write_ckpt(&c, "pos1.safetensors");
+    pc_ckpt c = {0};
+    pc_add(&c, "w.weight", "BF16", 2, 4, 128, 2);
+    pc_add(&c, "ln.weight", "BF16", 1, 128, 0, 2);
+    char *src = pc_write(&c, pc_dir, "pos1.safetensors");
     expect_line(src, "rules:\n  - match: \"*\"\n    format: q4_g64_fp16\n",
                 "\n  plan.yaml:6:13: rules[0].format: tensor 'ln.weight' (BF16): ");
     /* the same from the defaults */
@@ -280,9 +221,9 @@ Test(convert_plan, rule_format_problem_names_rule_position_and_tensor)
 
 Test(convert_plan, method_format_mismatch_names_both_lines)
 {
-    ckpt c = {0};
-    add(&c, "w.weight", "BF16", 2, 4, 128, 2);
-    char *src = write_ckpt(&c, "pos2.safetensors");
+    pc_ckpt c = {0};
+    pc_add(&c, "w.weight", "BF16", 2, 4, 128, 2);
+    char *src = pc_write(&c, pc_dir, "pos2.safetensors");
     expect_line(src,
                 "rules:\n  - match: \"*\"\n    format: q2_g64_fp16\n  - match: w.weight\n    method: grouped_absmax\n",
                 "\n  plan.yaml:8:13: rules[1].method: tensor 'w.weight' (BF16): ");
@@ -297,9 +238,9 @@ Test(convert_plan, method_format_mismatch_names_both_lines)
 
 Test(convert_plan, import_problem_names_the_format_line_once)
 {
-    ckpt c = {0};
-    add(&c, "d.weight", "BF16", 2, 128, 64, 2);
-    char *src = write_ckpt(&c, "pos3.safetensors");
+    pc_ckpt c = {0};
+    pc_add(&c, "d.weight", "BF16", 2, 128, 64, 2);
+    char *src = pc_write(&c, pc_dir, "pos3.safetensors");
     /* import_encoded is nvfp4's natural method: the format's line is responsible */
     static const char *const needles[] = {"\n  plan.yaml:6:13: rules[0].format: tensor 'd.weight' (BF16): ",
                                           "companions"};
@@ -307,7 +248,7 @@ Test(convert_plan, import_problem_names_the_format_line_once)
     nf_recipe *r = NULL;
     nf_plan *p = NULL;
     nf_error err;
-    build(src, "rules:\n  - match: d.weight\n    format: nvfp4\n", &r, &p, &err);
+    pc_build(pc_dir, src, "rules:\n  - match: d.weight\n    format: nvfp4\n", &r, &p, &err);
     const char *first = strstr(err.message, "d.weight");
     cr_assert_not_null(first);
     cr_assert_null(strstr(first + 1, "d.weight"), "the tensor is named once: %s", err.message);
@@ -317,11 +258,11 @@ Test(convert_plan, import_problem_names_the_format_line_once)
 
 Test(convert_plan, group_problems_name_group_and_member_positions)
 {
-    ckpt c = {0};
-    add(&c, "a.weight", "BF16", 2, 4, 128, 2);
-    add(&c, "b.weight", "BF16", 2, 4, 128, 2);
-    add(&c, "d.weight", "BF16", 2, 4, 64, 2);
-    char *src = write_ckpt(&c, "pos4.safetensors");
+    pc_ckpt c = {0};
+    pc_add(&c, "a.weight", "BF16", 2, 4, 128, 2);
+    pc_add(&c, "b.weight", "BF16", 2, 4, 128, 2);
+    pc_add(&c, "d.weight", "BF16", 2, 4, 64, 2);
+    char *src = pc_write(&c, pc_dir, "pos4.safetensors");
     expect_line(src, "groups:\n  - id: g\n    members: [a.weight, nope]\n",
                 "\n  plan.yaml:6:25: groups[0].members[1]: group 'g': member 'nope' is not a tensor of the "
                 "checkpoint");
@@ -344,16 +285,16 @@ Test(convert_plan, group_problems_name_group_and_member_positions)
 
 Test(convert_plan, imatrix_problem_names_with_line_tensor_and_file)
 {
-    ckpt c = {0};
-    add(&c, "w.weight", "BF16", 2, 4, 128, 2);
-    char *src = write_ckpt(&c, "pos5.safetensors");
+    pc_ckpt c = {0};
+    pc_add(&c, "w.weight", "BF16", 2, 4, 128, 2);
+    char *src = pc_write(&c, pc_dir, "pos5.safetensors");
     float sum[32], one = 1.0f;
     for (size_t i = 0; i < 32; i++) sum[i] = 1.0f;
     sw_gguf_tensor t[2] = {{"w.weight.in_sum2", 0, 1, {32, 1, 1, 1}, sum, sizeof sum},
                            {"w.weight.counts", 0, 1, {1, 1, 1, 1}, &one, sizeof one}};
     sw_buf b = {0};
     sw_gguf_file(&b, 0, t, 2);
-    char *im = sw_path(tmp, "short.imatrix.gguf");
+    char *im = sw_path(pc_dir, "short.imatrix.gguf");
     cr_assert_eq(sw_write_file(im, b.data, b.len), 0);
     sw_free(&b);
     char body[1024], file_needle[1024];
@@ -372,10 +313,10 @@ Test(convert_plan, imatrix_problem_names_with_line_tensor_and_file)
 
 Test(convert_plan, problem_without_rule_names_the_recipe_and_tensor)
 {
-    ckpt c = {0};
-    add(&c, "w.weight", "BF16", 2, 4, 128, 2);
-    add(&c, "e.weight", "BF16", 2, 0, 4, 2);
-    char *src = write_ckpt(&c, "pos6.safetensors");
+    pc_ckpt c = {0};
+    pc_add(&c, "w.weight", "BF16", 2, 4, 128, 2);
+    pc_add(&c, "e.weight", "BF16", 2, 0, 4, 2);
+    char *src = pc_write(&c, pc_dir, "pos6.safetensors");
     expect_line(src, "", "\n  plan.yaml: (no rule matches the tensor): tensor 'e.weight' (BF16): empty tensors");
     expect_line(src, "rules:\n  - match: e.weight\n    layout: auto\n",
                 "\n  plan.yaml:5:5: rules[0]: tensor 'e.weight' (BF16): empty tensors");
@@ -401,7 +342,7 @@ Test(convert_plan, recipe_keeps_field_positions_and_choice_origins)
                                "    members: [a, b]\n";
     nf_recipe *r = NULL;
     nf_error err;
-    cr_assert_eq(nf_recipe_parse(text, strlen(text), "p.yaml", tmp, &r, &err), NF_OK, "%s", err.message);
+    cr_assert_eq(nf_recipe_parse(text, strlen(text), "p.yaml", pc_dir, &r, &err), NF_OK, "%s", err.message);
     cr_assert_eq(r->default_format_pos.line, 3);
     cr_assert_eq(r->default_format_pos.col, 20);
     cr_assert_eq(r->default_method_pos.line, 3);

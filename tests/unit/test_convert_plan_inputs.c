@@ -11,110 +11,41 @@
 
 #include <ninfer/ninfer.h>
 
+#include "support/plan_ckpt.h"
 #include "support/source_writer.h"
 
-static char *tmp;
+TestSuite(plan_inputs, .init = pc_dir_make, .fini = pc_dir_remove);
 
-static void make_tmp(void)
+static void add_one_f32(pc_ckpt *c, const char *name)
 {
-    tmp = sw_tempdir();
-    cr_assert_not_null(tmp);
-}
-
-static void remove_tmp(void)
-{
-    if (tmp) sw_rmtree(tmp);
-    free(tmp);
-    tmp = NULL;
-}
-
-TestSuite(plan_inputs, .init = make_tmp, .fini = remove_tmp);
-
-/* ---------------------------------------------------------------- checkpoints */
-#define MAX_TENSORS 32
-
-typedef struct ckpt {
-    sw_st_tensor t[MAX_TENSORS];
-    size_t n;
-    void *data[MAX_TENSORS];
-    char names[MAX_TENSORS][128];
-} ckpt;
-
-/* Adds a tensor whose bytes are small finite values shifted by `seed` (two checkpoints that
- * differ only in seed have the same names, shapes and dtypes and different weights). */
-static void add_seeded(ckpt *c, const char *name, const char *dtype, uint32_t rank, uint64_t d0, uint64_t d1,
-                       size_t word, unsigned seed)
-{
-    cr_assert_lt(c->n, MAX_TENSORS);
-    uint64_t elements = rank == 0 ? 1 : rank == 1 ? d0 : d0 * d1;
-    size_t bytes = (size_t)elements * word;
-    uint8_t *p = malloc(bytes ? bytes : 1);
-    cr_assert_not_null(p);
-    for (size_t i = 0; i < bytes; i++) p[i] = (uint8_t)(0x31 + (i * 7 + seed) % 61);
-    snprintf(c->names[c->n], sizeof c->names[0], "%s", name);
-    c->t[c->n] = (sw_st_tensor){c->names[c->n], dtype, rank, {d0, d1}, p, bytes};
-    c->data[c->n++] = p;
-}
-
-static void add(ckpt *c, const char *name, const char *dtype, uint32_t rank, uint64_t d0, uint64_t d1, size_t word)
-{
-    add_seeded(c, name, dtype, rank, d0, d1, word, 0);
-}
-
-static void add_one_f32(ckpt *c, const char *name)
-{
-    add(c, name, "F32", 0, 0, 0, 4);
+    pc_add(c, name, "F32", 0, 0, 0, 4);
     uint8_t *one = c->data[c->n - 1];
     one[0] = 0x00, one[1] = 0x00, one[2] = 0x80, one[3] = 0x3F; /* 1.0f */
-}
-
-/* Writes the checkpoint as tmp/NAME and frees its data; returns the path (malloc'ed). */
-static char *write_ckpt(ckpt *c, const char *name)
-{
-    sw_buf b = {0};
-    sw_st_file(&b, c->t, c->n, NULL);
-    char *path = sw_path(tmp, name);
-    cr_assert_eq(sw_write_file(path, b.data, b.len), 0);
-    sw_free(&b);
-    for (size_t i = 0; i < c->n; i++) free(c->data[i]);
-    c->n = 0;
-    return path;
-}
-
-/* Parses "recipe: 1\nsources:\n  base: PATH\n" + body (the recipe "lives" in tmp) and builds the
- * plan; returns its status (the plan, when built, in *out; else NULL). */
-static nf_status build(const char *source, const char *body, nf_recipe **recipe, nf_plan **out, nf_error *err)
-{
-    char text[4096];
-    snprintf(text, sizeof text, "recipe: 1\nsources:\n  base: %s\n%s", source, body);
-    cr_assert_eq(nf_recipe_parse(text, strlen(text), "plan.yaml", tmp, recipe, err), NF_OK, "%s", err->message);
-    *out = NULL;
-    return nf_plan_build(*recipe, out, err);
 }
 
 /* ---------------------------------------------------------------- M9: both NVFP4 code tensors */
 /* A checkpoint holding <p>.weight (ModelOpt) and <p>.weight_packed (compressed-tensors) for the
  * same weight would be imported twice, once per convention, without a word: refused, naming
  * both tensors, whichever of the two the rules select. */
-static void nvfp4_both_forms(ckpt *c)
+static void nvfp4_both_forms(pc_ckpt *c)
 {
-    add(c, "p.weight", "U8", 2, 128, 32, 1);
-    add(c, "p.weight_scale", "F8_E4M3", 2, 128, 4, 1);
+    pc_add(c, "p.weight", "U8", 2, 128, 32, 1);
+    pc_add(c, "p.weight_scale", "F8_E4M3", 2, 128, 4, 1);
     add_one_f32(c, "p.weight_scale_2");
-    add(c, "p.weight_packed", "U8", 2, 128, 32, 1);
+    pc_add(c, "p.weight_packed", "U8", 2, 128, 32, 1);
     add_one_f32(c, "p.weight_global_scale");
-    add(c, "norm.weight", "BF16", 1, 64, 0, 2);
+    pc_add(c, "norm.weight", "BF16", 1, 64, 0, 2);
 }
 
 static void expect_both_forms_refused(const char *rules)
 {
-    ckpt c = {0};
+    pc_ckpt c = {0};
     nvfp4_both_forms(&c);
-    char *src = write_ckpt(&c, "both.safetensors");
+    char *src = pc_write(&c, pc_dir, "both.safetensors");
     nf_recipe *r = NULL;
     nf_plan *p = NULL;
     nf_error err;
-    nf_status st = build(src, rules, &r, &p, &err);
+    nf_status st = pc_build(pc_dir, src, rules, &r, &p, &err);
     cr_assert_eq(st, NF_ERR_INVALID, "%s", st == NF_OK ? "planned twice" : err.message);
     cr_assert_null(p);
     cr_assert(strstr(err.message, "'p.weight'"), "%s", err.message);
@@ -137,15 +68,15 @@ Test(plan_inputs, nvfp4_weight_packed_alone_refused_when_weight_exists)
 
 Test(plan_inputs, nvfp4_modelopt_alone_still_plans)
 {
-    ckpt c = {0};
-    add(&c, "p.weight", "U8", 2, 128, 32, 1);
-    add(&c, "p.weight_scale", "F8_E4M3", 2, 128, 4, 1);
+    pc_ckpt c = {0};
+    pc_add(&c, "p.weight", "U8", 2, 128, 32, 1);
+    pc_add(&c, "p.weight_scale", "F8_E4M3", 2, 128, 4, 1);
     add_one_f32(&c, "p.weight_scale_2");
-    char *src = write_ckpt(&c, "one.safetensors");
+    char *src = pc_write(&c, pc_dir, "one.safetensors");
     nf_recipe *r = NULL;
     nf_plan *p = NULL;
     nf_error err;
-    cr_assert_eq(build(src, "rules:\n  - match: p.weight\n    format: nvfp4\n", &r, &p, &err), NF_OK, "%s",
+    cr_assert_eq(pc_build(pc_dir, src, "rules:\n  - match: p.weight\n    format: nvfp4\n", &r, &p, &err), NF_OK, "%s",
                  err.message);
     cr_assert_eq(nf_plan_object_count(p), 1);
     nf_plan_free(p);
@@ -180,13 +111,13 @@ Test(plan_inputs, gguf_block_tensor_reencoded_has_a_note)
     };
     sw_buf b = {0};
     sw_gguf_file(&b, 32, t, 3);
-    char *path = sw_path(tmp, "m.gguf");
+    char *path = sw_path(pc_dir, "m.gguf");
     cr_assert_eq(sw_write_file(path, b.data, b.len), 0);
     sw_free(&b);
     nf_recipe *r = NULL;
     nf_plan *p = NULL;
     nf_error err;
-    cr_assert_eq(build(path, "rules:\n  - match: blk.1.w\n    format: gguf_q8_0\n  - match: norm\n    format: fp32\n",
+    cr_assert_eq(pc_build(pc_dir, path, "rules:\n  - match: blk.1.w\n    format: gguf_q8_0\n  - match: norm\n    format: fp32\n",
                        &r, &p, &err),
                  NF_OK, "%s", err.message);
     json_t *d = nf_plan_describe(p);
@@ -206,16 +137,16 @@ Test(plan_inputs, gguf_block_tensor_reencoded_has_a_note)
  * tensor is not applied.  Quantizing the codes again is a requantization. */
 Test(plan_inputs, fp8_weight_reencoded_has_a_note)
 {
-    ckpt c = {0};
-    add(&c, "x.weight", "F8_E4M3", 2, 4, 64, 1);
-    add(&c, "x.weight_scale", "F32", 2, 4, 1, 4);
-    add(&c, "y.weight", "F8_E4M3", 2, 4, 64, 1);
-    add(&c, "z.weight", "BF16", 2, 4, 64, 2);
-    char *src = write_ckpt(&c, "fp8.safetensors");
+    pc_ckpt c = {0};
+    pc_add(&c, "x.weight", "F8_E4M3", 2, 4, 64, 1);
+    pc_add(&c, "x.weight_scale", "F32", 2, 4, 1, 4);
+    pc_add(&c, "y.weight", "F8_E4M3", 2, 4, 64, 1);
+    pc_add(&c, "z.weight", "BF16", 2, 4, 64, 2);
+    char *src = pc_write(&c, pc_dir, "fp8.safetensors");
     nf_recipe *r = NULL;
     nf_plan *p = NULL;
     nf_error err;
-    cr_assert_eq(build(src, "rules:\n  - match: [y.weight, z.weight]\n    format: q8_g32_fp16\n", &r, &p, &err), NF_OK,
+    cr_assert_eq(pc_build(pc_dir, src, "rules:\n  - match: [y.weight, z.weight]\n    format: q8_g32_fp16\n", &r, &p, &err), NF_OK,
                  "%s", err.message);
     json_t *d = nf_plan_describe(p);
     const char *nx = note_of(d, "x.weight");
@@ -239,18 +170,18 @@ Test(plan_inputs, fp8_weight_reencoded_has_a_note)
  * inputs. */
 static void digest_of(unsigned seed, unsigned scale_seed, const char *tok, const char *cfg, uint8_t out[16])
 {
-    ckpt c = {0};
-    add_seeded(&c, "w.weight", "BF16", 2, 4, 64, 2, seed);
-    add(&c, "p.weight", "U8", 2, 128, 32, 1);
-    add_seeded(&c, "p.weight_scale", "F8_E4M3", 2, 128, 4, 1, scale_seed);
+    pc_ckpt c = {0};
+    pc_add_seeded(&c, "w.weight", "BF16", 2, 4, 64, 2, seed);
+    pc_add(&c, "p.weight", "U8", 2, 128, 32, 1);
+    pc_add_seeded(&c, "p.weight_scale", "F8_E4M3", 2, 128, 4, 1, scale_seed);
     add_one_f32(&c, "p.weight_scale_2");
-    char *src = write_ckpt(&c, "d.safetensors");
-    cr_assert_eq(sw_write_text(tmp, "tok.json", tok), 0);
-    cr_assert_eq(sw_write_text(tmp, "config.json", cfg), 0);
+    char *src = pc_write(&c, pc_dir, "d.safetensors");
+    cr_assert_eq(sw_write_text(pc_dir, "tok.json", tok), 0);
+    cr_assert_eq(sw_write_text(pc_dir, "config.json", cfg), 0);
     nf_recipe *r = NULL;
     nf_plan *p = NULL;
     nf_error err;
-    cr_assert_eq(build(src,
+    cr_assert_eq(pc_build(pc_dir, src,
                        "components:\n  text:\n    config: {from: base}\n    resources: {tok: ./tok.json}\n"
                        "rules:\n  - match: w.weight\n    format: q8_g32_fp16\n  - match: p.weight\n    format: nvfp4\n",
                        &r, &p, &err),
