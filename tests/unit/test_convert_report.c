@@ -3,7 +3,7 @@
  *     chunk size and every SIMD variant the CPU has (the summation order of stats/stats.h);
  *   - the figures mean what the report says: values_compared, max_abs_error (exactly the largest
  *     |x - y| between the source values and the values ninfer-dequant would print), rmse and
- *     snr_db (within 1e-12 of a plain binary64 sum computed here), values_not_compared for
+ *     snr_db (rmse within 1e-6 of a plain binary64 sum computed here, relative, snr_db within 1e-5 dB: the report sums in binary32 runs), values_not_compared for
  *     source values that are not finite.
  * The checkpoint has rows longer than a statistics block (4096), F32, F16 and BF16 sources,
  * q4/q5/q8 from grouped_absmax, q4 from grouped_search, fp8 rows, bf16 and fp32 casts. */
@@ -243,14 +243,18 @@ Test(report, figures_mean_what_they_say, .init = setup, .fini = teardown)
         cr_assert_eq(nc ? json_integer_value(nc) : 0, (json_int_t)skipped, "%s", s->name);
         cr_assert_eq(json_real_value(json_object_get(r, "max_abs_error")), maxe, "%s: max %.17g vs %.17g", s->name,
                      json_real_value(json_object_get(r, "max_abs_error")), maxe);
+        /* the report sums in binary32 runs of 8 (docs/ninfer-convert.md, "How the statistics are
+         * summed"): its sums are within 1e-6 of these binary64 ones, relative; its rmse within
+         * half that, its SNR within 10 / ln 10 * 2e-6 dB */
         double rmse = sqrt(sse / (double)count);
-        cr_assert(fabs(json_real_value(json_object_get(r, "rmse")) - rmse) <= 1e-12 * rmse, "%s: rmse", s->name);
+        cr_assert(fabs(json_real_value(json_object_get(r, "rmse")) - rmse) <= 1e-6 * rmse, "%s: rmse %.17g vs %.17g",
+                  s->name, json_real_value(json_object_get(r, "rmse")), rmse);
         json_t *snr = json_object_get(r, "snr_db");
         if (sse == 0.0) {
             cr_assert(json_is_null(snr), "%s: an exact object has snr_db null", s->name);
         } else {
             double want = 10.0 * log10(ssx / sse);
-            cr_assert(fabs(json_real_value(snr) - want) <= 1e-9, "%s: snr %.17g vs %.17g", s->name,
+            cr_assert(fabs(json_real_value(snr) - want) <= 1e-5, "%s: snr %.17g vs %.17g", s->name,
                       json_real_value(snr), want);
         }
     }

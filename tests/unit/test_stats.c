@@ -152,21 +152,45 @@ Test(xsum, order_and_merges_do_not_matter)
 
 /* ---------------------------------------------------------------- the definition */
 /* One block, written from the text of docs/ninfer-convert.md: d = x - y in binary32, compared
- * when finite, lane c mod 16 sums d*d and x*x in binary64, lanes added l + l+8, l + l+4,
- * l + l+2, l + l+1. */
+ * when finite; lane l holds the columns l, l+16, l+32, ... of the block, cut into runs of 8;
+ * a run sums d*d and x*x in binary32 (a product, then an addition), each run's sums are added
+ * to the lane's sums in binary64; if a run's binary32 sum is not finite, every lane sums d*d and
+ * x*x in binary64 instead; lanes added l + l+8, l + l+4, l + l+2, l + l+1. */
 static void definition_block(const float *x, const float *y, size_t n, double *sse, double *ssx, float *max,
                              uint64_t *count)
 {
     double a[16] = {0}, b[16] = {0};
+    bool overflow = false;
     *max = 0.0f;
     *count = 0;
+    for (int lane = 0; lane < 16; lane++)
+        for (size_t start = (size_t)lane; start < n; start += 16 * 8) { /* one run */
+            volatile float ra = 0.0f, rb = 0.0f; /* binary32 each step, whatever the compiler */
+            for (size_t c = start; c < n && c < start + 16 * 8; c += 16) {
+                float d = x[c] - y[c];
+                if (isnan(d) || isinf(d)) continue;
+                volatile float dd = d * d, xx = x[c] * x[c];
+                ra = ra + dd;
+                rb = rb + xx;
+            }
+            if (isinf(ra) || isinf(rb)) overflow = true;
+            a[lane] = a[lane] + (double)ra;
+            b[lane] = b[lane] + (double)rb;
+        }
     for (size_t c = 0; c < n; c++) {
         float d = x[c] - y[c];
         if (isnan(d) || isinf(d)) continue;
-        a[c % 16] = a[c % 16] + (double)d * (double)d;
-        b[c % 16] = b[c % 16] + (double)x[c] * (double)x[c];
         if (fabsf(d) > *max) *max = fabsf(d);
         (*count)++;
+    }
+    if (overflow) {
+        for (int l = 0; l < 16; l++) a[l] = b[l] = 0.0;
+        for (size_t c = 0; c < n; c++) {
+            float d = x[c] - y[c];
+            if (isnan(d) || isinf(d)) continue;
+            a[c % 16] = a[c % 16] + (double)d * (double)d;
+            b[c % 16] = b[c % 16] + (double)x[c] * (double)x[c];
+        }
     }
     for (int h = 8; h >= 1; h /= 2)
         for (int l = 0; l < h; l++) {
@@ -218,6 +242,23 @@ Test(stats, the_reference_follows_the_definition)
             cr_assert_eq(nf_xsum_value(&st.sse), sse, "n %zu: sse %a vs %a", n, nf_xsum_value(&st.sse), sse);
             cr_assert_eq(nf_xsum_value(&st.ssx), ssx, "n %zu", n);
         }
+    /* a run whose binary32 sum overflows (x = 2^70, x*x = 2^140): the block is summed in
+     * binary64, where the square is exact, not reported infinite */
+    for (size_t i = 0; i < 64; i++) x[i] = y[i] = 1.0f;
+    x[16] = y[16] = 0x1p70f;
+    {
+        double sse, ssx;
+        float max;
+        uint64_t count;
+        definition_block(x, y, 64, &sse, &ssx, &max, &count);
+        cr_assert_eq(ssx, 0x1p140, "ssx %a", ssx); /* the 63 ones round away beside 2^140 */
+        cr_assert_eq(sse, 0.0);
+        nf_errstats st;
+        nf_errstats_init(&st);
+        nf_stats_kernels_scalar.row_f32(x, y, 64, &st);
+        cr_assert_eq(nf_xsum_value(&st.ssx), 0x1p140, "ssx %a", nf_xsum_value(&st.ssx));
+        cr_assert_eq(nf_xsum_value(&st.sse), 0.0);
+    }
     /* two blocks: the exact sum of the two block sums, rounded once (= one binary64 addition) */
     size_t n = NF_STATS_BLOCK + 777;
     random_pairs(x, y, n, false);
@@ -275,12 +316,14 @@ Test(stats, row_f32_variants_match_the_reference)
             continue;
         }
         for (size_t li = 0; li < NLENGTHS; li++)
-            for (int specials = 0; specials < 3; specials++)
+            for (int specials = 0; specials < 4; specials++)
                 for (size_t off = 0; off < 2; off++) { /* aligned and misaligned arrays */
                     size_t n = LENGTHS[li];
                     float *xs = x + off, *ys = y + 2 * off;
                     random_pairs(xs, ys, n, specials == 1);
                     if (specials == 2 && n > 1) xs[n / 2] = NAN; /* one bad pair in an otherwise clean row */
+                    /* a finite value whose square is beyond binary32: its block is summed in binary64 */
+                    if (specials == 3) xs[n / 2] = ys[n / 2] = 0x1p70f;
                     nf_errstats a, b;
                     nf_errstats_init(&a);
                     nf_errstats_init(&b);

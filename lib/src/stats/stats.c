@@ -65,26 +65,55 @@ static double reduce_lanes(double *lane)
     return lane[0];
 }
 
-void nf_stats_block_scalar(const float *x, const float *y, size_t n, nf_errstats *st)
+/* A block's lane sums in binary64 with every square exact: the definition's fallback for a block
+ * whose binary32 runs overflow. */
+static void block_sums_binary64(const float *x, const float *y, size_t n, double *se, double *sx)
 {
-    double se[NF_STATS_LANES] = {0}, sx[NF_STATS_LANES] = {0};
-    float mx = 0.0f;
-    size_t compared = 0;
     for (size_t c = 0; c < n; c++) {
         float d = x[c] - y[c];
-        float a = fabsf(d);
-        if (!(a <= FLT_MAX)) continue; /* NaN or infinite: not compared */
+        if (!(fabsf(d) <= FLT_MAX)) continue; /* not compared */
         double dd = (double)d, xd = (double)x[c];
         se[c % NF_STATS_LANES] += dd * dd; /* exact product, one rounding in the sum */
         sx[c % NF_STATS_LANES] += xd * xd;
-        mx = a > mx ? a : mx;
-        compared++;
+    }
+}
+
+void nf_stats_block_scalar(const float *x, const float *y, size_t n, nf_errstats *st)
+{
+    double se[NF_STATS_LANES] = {0}, sx[NF_STATS_LANES] = {0};
+    float re[NF_STATS_LANES] = {0}, rx[NF_STATS_LANES] = {0}; /* the runs in progress */
+    float mx = 0.0f;
+    size_t compared = 0;
+    for (size_t c = 0; c < n; c++) {
+        size_t lane = c % NF_STATS_LANES;
+        float d = x[c] - y[c];
+        float a = fabsf(d);
+        if (a <= FLT_MAX) { /* NaN or infinite: not compared */
+            re[lane] = re[lane] + d * d; /* -ffp-contract=off: two roundings, as the kernels */
+            rx[lane] = rx[lane] + x[c] * x[c];
+            mx = a > mx ? a : mx;
+            compared++;
+        }
+        /* the lane's last column of its run, or of the block: the run ends */
+        if ((c / NF_STATS_LANES) % NF_STATS_RUN == NF_STATS_RUN - 1 || c + NF_STATS_LANES >= n) {
+            se[lane] += (double)re[lane];
+            sx[lane] += (double)rx[lane];
+            re[lane] = rx[lane] = 0.0f;
+        }
+    }
+    double sse = reduce_lanes(se), ssx = reduce_lanes(sx);
+    if (!isfinite(sse) || !isfinite(ssx)) {
+        memset(se, 0, sizeof se);
+        memset(sx, 0, sizeof sx);
+        block_sums_binary64(x, y, n, se, sx);
+        sse = reduce_lanes(se);
+        ssx = reduce_lanes(sx);
     }
     st->skipped += n - compared;
     st->count += compared;
     if (mx > st->max_abs) st->max_abs = mx;
-    nf_xsum_add(&st->sse, reduce_lanes(se));
-    nf_xsum_add(&st->ssx, reduce_lanes(sx));
+    nf_xsum_add(&st->sse, sse);
+    nf_xsum_add(&st->ssx, ssx);
 }
 
 static void row_f32_scalar(const float *x, const float *y, size_t n, nf_errstats *st)

@@ -8,8 +8,13 @@
  *     are finite too); other pairs are counted as not compared;
  *   - max_abs = the largest |d|;
  *   - each row is cut into blocks of NF_STATS_BLOCK columns from its first column; in a block,
- *     column c goes to lane c mod NF_STATS_LANES, and each lane sums d*d and x*x in binary64, in
- *     column order, from +0 (d*d and x*x are exact in binary64: binary32 operands);
+ *     column c goes to lane c mod NF_STATS_LANES, and its columns, in order, into runs of
+ *     NF_STATS_RUN (a lane's j-th column of the block goes to run j / NF_STATS_RUN);
+ *   - a run sums d*d and x*x in binary32 from +0, each product and each addition rounded on its
+ *     own (no fused multiply-add), and each run's sums are added, in order, to its lane's sums
+ *     in binary64, from +0;
+ *   - a block in which a run's binary32 sum is not finite (a square beyond binary32's range) is
+ *     summed in binary64 instead: each lane adds d*d and x*x, exact in binary64, in column order;
  *   - a block's lanes are added pairwise, lane l + lane l+8 for l < 8, then l + l+4, l + l+2,
  *     l + l+1, each sum rounded to binary64;
  *   - the object's sums are the exact sum of its blocks' sums (nf_xsum, a fixed-point
@@ -30,6 +35,7 @@
 
 #define NF_STATS_LANES 16u
 #define NF_STATS_BLOCK 4096u
+#define NF_STATS_RUN 8u
 
 /* ---------------------------------------------------------------- exact sums */
 /* The exact sum of nonnegative binary64 values (and +inf): a 2240-bit fixed-point integer in

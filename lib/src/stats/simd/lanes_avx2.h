@@ -1,7 +1,8 @@
 /* The 16 lanes of the statistics (stats.h) in AVX2 registers, for stats_avx2.c and the
- * grouped_absmax kernel (method/simd/absmax_avx2.c): four vectors of 4 binary64 sums, columns
- * c..c+3, c+4..c+7, c+8..c+11, c+12..c+15 of every 16.  No FMA (the AVX2 level does not promise
- * it): d*d and x*x are exact in binary64, then added, as the reference does. */
+ * grouped_absmax kernel (method/simd/absmax_avx2.c): the binary32 runs in two vectors of 8
+ * (columns c..c+7 and c+8..c+15 of every 16; a product then an addition, as the reference), and
+ * every NF_STATS_RUN steps of 16 columns, and at the end of a block, their widening into four
+ * vectors of 4 binary64 sums: columns c..c+3, c+4..c+7, c+8..c+11, c+12..c+15. */
 #ifndef NINFER_STATS_LANES_AVX2_H
 #define NINFER_STATS_LANES_AVX2_H
 
@@ -14,27 +15,42 @@
 
 typedef struct nf_lanes256 {
     __m256d se[4], sx[4];
+    __m256 re[2], rx[2];
     __m256 mx;
+    unsigned steps; /* steps of 16 columns in the runs */
 } nf_lanes256;
 
 NF_LANES256_INLINE void nf_lanes256_zero(nf_lanes256 *l)
 {
     for (int i = 0; i < 4; i++) l->se[i] = l->sx[i] = _mm256_setzero_pd();
+    l->re[0] = l->re[1] = l->rx[0] = l->rx[1] = _mm256_setzero_ps();
     l->mx = _mm256_setzero_ps();
+    l->steps = 0;
 }
 
-NF_LANES256_INLINE __m256d nf_lanes256_sq_add(__m256d acc, __m256d v) { return _mm256_add_pd(acc, _mm256_mul_pd(v, v)); }
+/* The runs end: added to the binary64 sums, and started again from +0. */
+NF_LANES256_INLINE void nf_lanes256_flush(nf_lanes256 *l)
+{
+    for (int h = 0; h < 2; h++) {
+        l->se[2 * h] = _mm256_add_pd(l->se[2 * h], _mm256_cvtps_pd(_mm256_castps256_ps128(l->re[h])));
+        l->se[2 * h + 1] = _mm256_add_pd(l->se[2 * h + 1], _mm256_cvtps_pd(_mm256_extractf128_ps(l->re[h], 1)));
+        l->sx[2 * h] = _mm256_add_pd(l->sx[2 * h], _mm256_cvtps_pd(_mm256_castps256_ps128(l->rx[h])));
+        l->sx[2 * h + 1] = _mm256_add_pd(l->sx[2 * h + 1], _mm256_cvtps_pd(_mm256_extractf128_ps(l->rx[h], 1)));
+        l->re[h] = l->rx[h] = _mm256_setzero_ps();
+    }
+    l->steps = 0;
+}
 
-/* 8 columns: half 0 for c..c+7 of a 16 (c a multiple of 16), half 1 for c+8..c+15. */
+/* 8 columns: half 0 for c..c+7 of a 16 (c a multiple of 16), half 1 for c+8..c+15; a step of 16
+ * columns ends with its half 1. */
 NF_LANES256_INLINE void nf_lanes256_step8(nf_lanes256 *l, int half, __m256 x, __m256 y)
 {
     const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
     __m256 d = _mm256_sub_ps(x, y);
     l->mx = _mm256_max_ps(_mm256_and_ps(d, abs_mask), l->mx);
-    l->se[2 * half] = nf_lanes256_sq_add(l->se[2 * half], _mm256_cvtps_pd(_mm256_castps256_ps128(d)));
-    l->se[2 * half + 1] = nf_lanes256_sq_add(l->se[2 * half + 1], _mm256_cvtps_pd(_mm256_extractf128_ps(d, 1)));
-    l->sx[2 * half] = nf_lanes256_sq_add(l->sx[2 * half], _mm256_cvtps_pd(_mm256_castps256_ps128(x)));
-    l->sx[2 * half + 1] = nf_lanes256_sq_add(l->sx[2 * half + 1], _mm256_cvtps_pd(_mm256_extractf128_ps(x, 1)));
+    l->re[half] = _mm256_add_ps(l->re[half], _mm256_mul_ps(d, d));
+    l->rx[half] = _mm256_add_ps(l->rx[half], _mm256_mul_ps(x, x));
+    if (half && ++l->steps == NF_STATS_RUN) nf_lanes256_flush(l);
 }
 
 /* l + l+8, l + l+4, l + l+2, l + l+1 (stats.h): lanes 0-3 + 8-11 and 4-7 + 12-15 first. */
@@ -55,10 +71,11 @@ NF_LANES256_INLINE float nf_lanes256_max(__m256 v)
 }
 
 /* As nf_lanes512_finish. */
-NF_LANES256_INLINE bool nf_lanes256_finish(const nf_lanes256 *l, size_t n, nf_errstats *st)
+NF_LANES256_INLINE bool nf_lanes256_finish(nf_lanes256 *l, size_t n, nf_errstats *st)
 {
+    nf_lanes256_flush(l); /* the block's last runs */
     double sse = nf_lanes256_reduce(l->se), ssx = nf_lanes256_reduce(l->sx);
-    if (!isfinite(sse)) return false;
+    if (!isfinite(sse) || !isfinite(ssx)) return false;
     nf_stats_block_done(st, n, sse, ssx, nf_lanes256_max(l->mx));
     return true;
 }
