@@ -2,9 +2,10 @@
  *   - every figure of every object is the same, to the last bit, for any thread count, any
  *     chunk size and every SIMD variant the CPU has (the summation order of stats/stats.h);
  *   - the figures mean what the report says: values_compared, max_abs_error (exactly the largest
- *     |x - y| between the source values and the values ninfer-dequant would print), rmse and
- *     snr_db (rmse within 1e-6 of a plain binary64 sum computed here, relative, snr_db within 1e-5 dB: the report sums in binary32 runs), values_not_compared for
- *     source values that are not finite.
+ *     |x - y| between the source values and the values ninfer-dequant would print), rmse
+ *     within 1e-6 (relative) and snr_db within 1e-5 dB of a plain binary64 sum computed here
+ *     (the report sums in binary32 runs of 8), values_not_compared for source values that are
+ *     not finite.
  * The checkpoint has rows longer than a statistics block (4096), F32, F16 and BF16 sources,
  * q4/q5/q8 from grouped_absmax, q4 from grouped_search, fp8 rows, bf16 and fp32 casts. */
 #include <criterion/criterion.h>
