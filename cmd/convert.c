@@ -343,7 +343,7 @@ static void warn_reencoded(const nf_cli *cli, const json_t *plan)
 }
 
 /* ---------------------------------------------------------------- stale files */
-/* What a killed run left for the output (output.h, nf_stale_find): temp files whose process is
+/* What a killed run left for the output (ninfer/convert.h, nf_stale_find): temp files whose process is
  * gone are reported, or removed with --remove-stale (not under --dry-run).  Files that may be
  * the only copy of data are only reported: a set-aside file of a replaced artifact (a killed
  * --force run), and parts without their entry (a renamed entry may still use them).  Returns

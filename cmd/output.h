@@ -49,27 +49,5 @@ bool nf_out_cancelled(void);
 void nf_out_block_signals(sigset_t *saved);
 void nf_out_restore_signals(const sigset_t *saved);
 
-/* What an interrupted ninfer-convert (SIGKILL, power loss: nothing can clean up) may leave for
- * the artifact `dest`, in dest's directory (B: dest's base name):
- *  - NF_STALE_TEMP: temp files ".<B>.<pid>.XXXXXX.tmp", ".<B>.part-NNNN.<pid>.XXXXXX.tmp" and
- *    ".<B>.conversion.json.<pid>.XXXXXX.tmp" (the naming of common/io.c) whose process <pid>
- *    is no longer running on this host;
- *  - NF_STALE_BACKUP: ".<B>[.part-NNNN].<pid>.XXXXXX.old", a file of the previous artifact that
- *    an overwriting (--force) run set aside and could not put back or remove (process gone);
- *  - NF_STALE_ORPHAN_PART: part files "<B>.part-NNNN" while the entry <B> does not exist and
- *    no live process has a temp file for dest (parts are published before the entry) (pid 0).
- * Only regular files are listed; files of running processes never are. */
-typedef enum nf_stale_kind { NF_STALE_TEMP, NF_STALE_BACKUP, NF_STALE_ORPHAN_PART } nf_stale_kind;
-
-typedef struct nf_stale {
-    char *path;
-    long pid; /* the dead process that made the file; 0 for an orphan part */
-    nf_stale_kind kind;
-} nf_stale;
-
-/* artifact false: only the temp files of dest itself (".<B>.<pid>.XXXXXX.tmp", what
- * nf_out_open leaves when killed), no part, report, set-aside or orphan-part files. */
-nf_status nf_stale_find(const char *dest, bool artifact, nf_stale **out, size_t *count, nf_error *err);
-void nf_stale_free(nf_stale *s, size_t n);
 
 #endif

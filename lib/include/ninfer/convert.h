@@ -76,6 +76,31 @@ typedef void (*nf_compare_fn)(void *ctx, const char *object, const char *message
 NF_API nf_status nf_plan_compare(nf_plan *p, nf_artifact *a, unsigned threads, nf_compare_fn report, void *ctx,
                                  size_t *differing, nf_error *err);
 
+/* ---------------------------------------------------------------- files of killed runs */
+/* What an interrupted conversion (SIGKILL, power loss: nothing can clean up) may leave for
+ * the artifact `dest`, in dest's directory (B: dest's base name):
+ *  - NF_STALE_TEMP: temp files ".<B>.<pid>.XXXXXX.tmp", ".<B>.part-NNNN.<pid>.XXXXXX.tmp" and
+ *    ".<B>.conversion.json.<pid>.XXXXXX.tmp" (the naming of common/io.c) whose process <pid>
+ *    is no longer running on this host;
+ *  - NF_STALE_BACKUP: ".<B>[.part-NNNN].<pid>.XXXXXX.old", a file of the previous artifact that
+ *    an overwriting (--force) run set aside and could not put back or remove (process gone);
+ *  - NF_STALE_ORPHAN_PART: part files "<B>.part-NNNN" while the entry <B> does not exist and
+ *    no live process has a temp file for dest (parts are published before the entry) (pid 0).
+ * Only regular files are listed; files of running processes never are. */
+typedef enum nf_stale_kind { NF_STALE_TEMP, NF_STALE_BACKUP, NF_STALE_ORPHAN_PART } nf_stale_kind;
+
+typedef struct nf_stale {
+    char *path;
+    long pid; /* the dead process that made the file; 0 for an orphan part */
+    nf_stale_kind kind;
+} nf_stale;
+
+/* artifact false: only the temp files of dest itself (".<B>.<pid>.XXXXXX.tmp", what a killed
+ * ninfer-dequant leaves), no part, report, set-aside or orphan-part files. */
+NF_API nf_status nf_stale_find(const char *dest, bool artifact, nf_stale **out, size_t *count,
+                               nf_error *err);
+NF_API void nf_stale_free(nf_stale *s, size_t n);
+
 #ifdef __cplusplus
 }
 #endif

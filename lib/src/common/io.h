@@ -26,8 +26,8 @@ typedef enum nf_io_op {
 int nf_io_open(const char *path, int flags, mode_t mode);
 /* mkstemp in the directory of `dest`, named ".<base>.<pid>.XXXXXX.tmp" (pid: the creating
  * process, in decimal; XXXXXX: mkstemp's six letters and digits); path_out gets the name
- * (malloc'ed).  Returns fd or -1 with errno set.  ninfer-convert finds the temp files of killed
- * runs by this pattern (cmd/output.c, nf_stale_find): keep the two in step. */
+ * (malloc'ed).  Returns fd or -1 with errno set.  nf_stale_find (convert/stale.c) finds the
+ * temp files of killed runs through nf_io_beside_pid, the inverse of this naming. */
 int nf_io_mkstemp_beside(const char *dest, char **path_out);
 /* The same with another suffix than ".tmp". */
 int nf_io_mkstemp_beside_as(const char *dest, const char *suffix, char **path_out);
@@ -39,7 +39,7 @@ int nf_io_link_beside(const char *target, const char *suffix, char **path_out);
 /* The inverse of the naming above, for finding the files of killed runs: `tail` is what follows
  * ".<base>." in a directory entry, "<pid>.XXXXXX<suffix>".  Returns the pid (> 0) and points
  * *suffix at what follows the six random characters, or returns -1 when tail is not of that
- * form.  cmd/output.c (nf_stale_find) reads names through this, so the writer and the finder
+ * form.  nf_stale_find (convert/stale.c) reads names through this, so the writer and the finder
  * cannot drift apart. */
 long nf_io_beside_pid(const char *tail, const char **suffix);
 
