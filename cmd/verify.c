@@ -131,29 +131,8 @@ typedef struct against_result {
     int recipe_same;          /* --recipe: 1 R equals provenance.recipe, 0 differs, -1 not asked */
 } against_result;
 
-static void add_against(nf_verify_report *r, const char *object, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void add_against(nf_verify_report *r, const char *object, const char *fmt, ...)
-{
-    char message[2 * NF_ERROR_MESSAGE_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(message, sizeof message, fmt, ap);
-    va_end(ap);
-    if (r->count == r->capacity) {
-        size_t cap = r->capacity ? r->capacity * 2 : 16;
-        nf_problem *p = realloc(r->problems, cap * sizeof *p);
-        if (!p) return;
-        r->problems = p;
-        r->capacity = cap;
-    }
-    nf_problem *p = &r->problems[r->count++];
-    p->object = object ? strdup(object) : NULL;
-    p->check = strdup("against");
-    p->message = strdup(message);
-    r->valid = false;
-}
+/* A problem of check "against" (the library's report type, nf_verify_report_add). */
+#define add_against(r, object, ...) ((void)nf_verify_report_add((r), (object), "against", __VA_ARGS__))
 
 static void on_difference(void *ctx, const char *object, const char *message)
 {

@@ -29,10 +29,7 @@ static char *dup_or_null(const char *s)
     return p;
 }
 
-static nf_status add_problem(nf_verify_report *r, const char *object, const char *check, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static nf_status add_problem(nf_verify_report *r, const char *object, const char *check, const char *fmt, ...)
+nf_status nf_verify_report_add(nf_verify_report *r, const char *object, const char *check, const char *fmt, ...)
 {
     if (r->count == r->capacity) {
         size_t cap = r->capacity ? r->capacity * 2 : 16;
@@ -163,7 +160,7 @@ typedef struct word_sink {
 static void on_word_problem(void *ctx, const char *message)
 {
     word_sink *s = ctx;
-    if (s->status == NF_OK) s->status = add_problem(s->report, s->object, "words", "%s", message);
+    if (s->status == NF_OK) s->status = nf_verify_report_add(s->report, s->object, "words", "%s", message);
 }
 
 static nf_status check_words(nf_artifact *a, const nf_object *o, const nf_geometry *g, nf_verify_report *r,
@@ -176,14 +173,14 @@ static nf_status check_words(nf_artifact *a, const nf_object *o, const nf_geomet
     nf_error local;
     nf_status st = nf_layout_check(g, &reader, on_word_problem, &sink, WORD_REPORTS_PER_OBJECT, &found, &local);
     if (st == NF_ERR_INVALID) /* unreadable object bytes (e.g. a part went missing) */
-        return add_problem(r, o->id, "structure", "%s", local.message);
+        return nf_verify_report_add(r, o->id, "structure", "%s", local.message);
     if (st != NF_OK) {
         if (err) *err = local;
         return st;
     }
     if (sink.status != NF_OK) return nf_error_set(err, sink.status, "out of memory");
     if (found > WORD_REPORTS_PER_OBJECT)
-        return add_problem(r, o->id, "words", "%llu more word problems not listed",
+        return nf_verify_report_add(r, o->id, "words", "%llu more word problems not listed",
                            (unsigned long long)(found - WORD_REPORTS_PER_OBJECT));
     return NF_OK;
 }
@@ -198,14 +195,14 @@ static nf_status check_gap(nf_artifact *a, uint64_t from, uint64_t to, nf_verify
         size_t n = (to - from) < sizeof buf ? (size_t)(to - from) : sizeof buf;
         nf_error local;
         nf_status st = nf_artifact_read(a, from, buf, n, &local);
-        if (st == NF_ERR_INVALID) return add_problem(r, NULL, "structure", "%s", local.message);
+        if (st == NF_ERR_INVALID) return nf_verify_report_add(r, NULL, "structure", "%s", local.message);
         if (st != NF_OK) {
             if (err) *err = local;
             return st;
         }
         for (size_t i = 0; i < n; i++)
             if (buf[i] != 0)
-                return add_problem(r, NULL, "words",
+                return nf_verify_report_add(r, NULL, "words",
                                    "payload byte %llu between objects is 0x%02x, expected 0x00",
                                    (unsigned long long)(from + i), buf[i]);
         from += n;
@@ -226,7 +223,7 @@ static nf_status check_zero_bytes(nf_artifact *a, size_t file, uint64_t from, ui
         size_t n = (to - from) < sizeof buf ? (size_t)(to - from) : sizeof buf;
         nf_error local;
         nf_status st = nf_artifact_read_file(a, file, from, buf, n, &local);
-        if (st == NF_ERR_INVALID) return add_problem(r, NULL, "structure", "%s", local.message);
+        if (st == NF_ERR_INVALID) return nf_verify_report_add(r, NULL, "structure", "%s", local.message);
         if (st != NF_OK) {
             if (err) *err = local;
             return st;
@@ -234,10 +231,10 @@ static nf_status check_zero_bytes(nf_artifact *a, size_t file, uint64_t from, ui
         for (size_t i = 0; i < n; i++) {
             if (buf[i] == 0) continue;
             if (file == 0)
-                return add_problem(r, NULL, "words",
+                return nf_verify_report_add(r, NULL, "words",
                                    "entry file %s: byte %llu (between the JSON directory and the payload) is 0x%02x, "
                                    "expected 0x00", nf_esc(nf_artifact_path(a)).s, (unsigned long long)(from + i), buf[i]);
-            return add_problem(r, NULL, "words",
+            return nf_verify_report_add(r, NULL, "words",
                                "part file %s: byte %llu (continuation header bytes [32, 4096)) is 0x%02x, expected "
                                "0x00", nf_esc(nf_artifact_file(a, file)->path).s, (unsigned long long)(from + i), buf[i]);
         }
@@ -297,7 +294,7 @@ static nf_status check_directory_checksum(nf_artifact *a, const char *want, nf_v
             at = i + 1;
         }
     if (hits != 1)
-        return add_problem(r, NULL, "checksums",
+        return nf_verify_report_add(r, NULL, "checksums",
                            "the directory checksum %s occurs %zu times in the JSON text, expected once", want, hits);
     size_t total = NF_HEADER_BYTES + json_len;
     uint8_t *copy = malloc(total);
@@ -310,7 +307,7 @@ static nf_status check_directory_checksum(nf_artifact *a, const char *want, nf_v
     free(copy);
     r->checksums_checked++;
     if (strcmp(got, want) != 0)
-        return add_problem(r, NULL, "checksums", "directory checksum is %s, metadata records %s", got, want);
+        return nf_verify_report_add(r, NULL, "checksums", "directory checksum is %s, metadata records %s", got, want);
     return NF_OK;
 }
 
@@ -381,19 +378,19 @@ static nf_status check_checksums(nf_artifact *a, unsigned threads, bool require,
     json_t *sums = meta ? json_object_get(meta, "checksums") : NULL;
     if (!sums) {
         if (!require) return NF_OK;
-        return add_problem(r, NULL, "checksums",
+        return nf_verify_report_add(r, NULL, "checksums",
                            "metadata.checksums is absent: the artifact records no checksums (required by "
                            "--require-checksums)");
     }
     if (!json_is_object(sums))
-        return add_problem(r, NULL, "checksums",
+        return nf_verify_report_add(r, NULL, "checksums",
                            "metadata.checksums is %s, expected an object {\"algorithm\": \"xxh3-128\", "
                            "\"objects\": {...}, \"directory\": \"...\"}", json_type_name(sums));
     const char *key;
     json_t *v;
     json_object_foreach(sums, key, v) {
         if (strcmp(key, "algorithm") != 0 && strcmp(key, "objects") != 0 && strcmp(key, "directory") != 0)
-            NF_TRY(add_problem(r, NULL, "checksums",
+            NF_TRY(nf_verify_report_add(r, NULL, "checksums",
                                "metadata.checksums has an unknown member '%s' (its members are algorithm, objects "
                                "and directory)", nf_esc(key).s));
     }
@@ -402,21 +399,21 @@ static nf_status check_checksums(nf_artifact *a, unsigned threads, bool require,
     json_t *dir = json_object_get(sums, "directory");
     bool alg_ok = false;
     if (!alg)
-        NF_TRY(add_problem(r, NULL, "checksums", "metadata.checksums.algorithm is missing (expected \"xxh3-128\")"));
+        NF_TRY(nf_verify_report_add(r, NULL, "checksums", "metadata.checksums.algorithm is missing (expected \"xxh3-128\")"));
     else if (!json_is_string(alg))
-        NF_TRY(add_problem(r, NULL, "checksums", "metadata.checksums.algorithm is %s, expected the string \"xxh3-128\"",
+        NF_TRY(nf_verify_report_add(r, NULL, "checksums", "metadata.checksums.algorithm is %s, expected the string \"xxh3-128\"",
                            json_type_name(alg)));
     else if (strcmp(json_string_value(alg), "xxh3-128") != 0)
-        NF_TRY(add_problem(r, NULL, "checksums", "metadata.checksums.algorithm '%s' is not supported (only xxh3-128)",
+        NF_TRY(nf_verify_report_add(r, NULL, "checksums", "metadata.checksums.algorithm '%s' is not supported (only xxh3-128)",
                            nf_esc(json_string_value(alg)).s));
     else
         alg_ok = true;
     if (objs && !json_is_object(objs)) {
-        NF_TRY(add_problem(r, NULL, "checksums", "metadata.checksums.objects is %s, expected an object {ID: digest}",
+        NF_TRY(nf_verify_report_add(r, NULL, "checksums", "metadata.checksums.objects is %s, expected an object {ID: digest}",
                            json_type_name(objs)));
         objs = NULL;
     } else if (!objs && require) {
-        NF_TRY(add_problem(r, NULL, "checksums",
+        NF_TRY(nf_verify_report_add(r, NULL, "checksums",
                            "metadata.checksums.objects is absent: no object's bytes are covered (required by "
                            "--require-checksums)"));
     }
@@ -447,25 +444,25 @@ static nf_status check_checksums(nf_artifact *a, unsigned threads, bool require,
         const sum_entry *e = &entries[i];
         char q[48];
         if (!e->o) {
-            st = add_problem(r, NULL, "checksums",
+            st = nf_verify_report_add(r, NULL, "checksums",
                              "metadata.checksums.objects names '%s', which is not an object of the artifact",
                              nf_esc(e->id).s);
             continue;
         }
         if (!json_is_string(e->value)) {
-            st = add_problem(r, e->id, "checksums", "its digest in metadata.checksums.objects is %s, expected a string "
+            st = nf_verify_report_add(r, e->id, "checksums", "its digest in metadata.checksums.objects is %s, expected a string "
                              "of 32 lowercase hex digits", json_type_name(e->value));
             continue;
         }
         if (!is_digest(e->value)) {
             quote_digest(e->value, q);
-            st = add_problem(r, e->id, "checksums",
+            st = nf_verify_report_add(r, e->id, "checksums",
                              "its digest '%s' in metadata.checksums.objects is not 32 lowercase hex digits", q);
             continue;
         }
         if (!e->hash) continue; /* the algorithm is unknown: already reported */
         if (units[i].status == NF_ERR_INVALID) {
-            st = add_problem(r, e->id, "structure", "%s", units[i].err.message);
+            st = nf_verify_report_add(r, e->id, "structure", "%s", units[i].err.message);
             continue;
         }
         if (units[i].status != NF_OK) {
@@ -475,7 +472,7 @@ static nf_status check_checksums(nf_artifact *a, unsigned threads, bool require,
         }
         r->checksums_checked++;
         if (strcmp(units[i].digest, json_string_value(e->value)) != 0)
-            st = add_problem(r, e->id, "checksums", "xxh3-128 of the object is %s, metadata records %s",
+            st = nf_verify_report_add(r, e->id, "checksums", "xxh3-128 of the object is %s, metadata records %s",
                              units[i].digest, json_string_value(e->value));
     }
     free(entries);
@@ -485,23 +482,23 @@ static nf_status check_checksums(nf_artifact *a, unsigned threads, bool require,
         for (size_t i = 0; i < nf_artifact_object_count(a); i++) {
             const nf_object *o = nf_artifact_object(a, i);
             if (!json_object_get(objs, o->id))
-                NF_TRY(add_problem(r, o->id, "checksums",
+                NF_TRY(nf_verify_report_add(r, o->id, "checksums",
                                    "no digest in metadata.checksums.objects: the object's bytes are not covered "
                                    "(required by --require-checksums)"));
         }
     if (!dir) {
         if (!require) return NF_OK;
-        return add_problem(r, NULL, "checksums",
+        return nf_verify_report_add(r, NULL, "checksums",
                            "metadata.checksums.directory is absent: the header and JSON directory are not covered "
                            "(required by --require-checksums)");
     }
     if (!json_is_string(dir))
-        return add_problem(r, NULL, "checksums", "metadata.checksums.directory is %s, expected a string of 32 "
+        return nf_verify_report_add(r, NULL, "checksums", "metadata.checksums.directory is %s, expected a string of 32 "
                            "lowercase hex digits", json_type_name(dir));
     if (!is_digest(dir)) {
         char q[48];
         quote_digest(dir, q);
-        return add_problem(r, NULL, "checksums", "metadata.checksums.directory '%s' is not 32 lowercase hex digits", q);
+        return nf_verify_report_add(r, NULL, "checksums", "metadata.checksums.directory '%s' is not 32 lowercase hex digits", q);
     }
     return alg_ok ? check_directory_checksum(a, json_string_value(dir), r) : NF_OK;
 }
@@ -541,7 +538,7 @@ static nf_status verify_open(nf_artifact *a, const run_opts *ro, nf_verify_repor
         nf_error local;
         nf_status st = nf_artifact_open_part(a, i, &local);
         if (st == NF_ERR_INVALID) {
-            NF_TRY(add_problem(r, NULL, "structure", "%s", local.message));
+            NF_TRY(nf_verify_report_add(r, NULL, "structure", "%s", local.message));
             parts_ok = false;
         } else if (st != NF_OK) {
             if (err) *err = local;
@@ -561,7 +558,7 @@ static nf_status verify_open(nf_artifact *a, const run_opts *ro, nf_verify_repor
         nf_error local;
         r->objects_checked++;
         if (nf_artifact_check_object(a, o, &geo[i], &local) != NF_OK) {
-            if ((st = add_problem(r, o->id, "structure", "%s", local.message)) != NF_OK) goto done;
+            if ((st = nf_verify_report_add(r, o->id, "structure", "%s", local.message)) != NF_OK) goto done;
         } else {
             ok[i] = true;
         }
@@ -610,7 +607,7 @@ static nf_status verify_path(const char *path, const run_opts *ro, nf_verify_rep
     nf_error local;
     nf_status st = nf_artifact_open(path, NF_READ_PREAD, &a, &local);
     if (st == NF_ERR_INVALID) {
-        st = add_problem(report, NULL, "structure", "%s", local.message);
+        st = nf_verify_report_add(report, NULL, "structure", "%s", local.message);
         return st == NF_OK ? NF_OK : nf_error_set(err, st, "out of memory");
     }
     if (st != NF_OK) {
