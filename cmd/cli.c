@@ -367,6 +367,15 @@ bool nf_cli_parse_range(const char *text, uint64_t *a, uint64_t *b, bool *has_a,
     return true;
 }
 
+int nf_cli_parse_threads(const nf_cli *cli, const char *arg, unsigned *threads)
+{
+    uint64_t v;
+    if (!nf_cli_parse_u64(arg, &v) || v == 0 || v > NF_CLI_MAX_THREADS)
+        return nf_cli_usage(cli, "--threads takes a number from 1 to %u, not '%s'", NF_CLI_MAX_THREADS, arg);
+    *threads = (unsigned)v;
+    return NF_EXIT_OK;
+}
+
 int nf_cli_print_json(const nf_cli *cli, json_t *value)
 {
     /* JSON_PRESERVE_ORDER is implied by jansson >= 2.8; keep directory member order. */

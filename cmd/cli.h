@@ -103,6 +103,10 @@ struct json_t *nf_cli_json_cstr(const char *s);
  * limit; false when malformed. */
 bool nf_cli_parse_range(const char *text, uint64_t *a, uint64_t *b, bool *has_a, bool *has_b);
 bool nf_cli_parse_u64(const char *text, uint64_t *out);
+/* --threads N (-j N) of every program: 1 to NF_CLI_MAX_THREADS into *threads, or a usage error
+ * (exit 2) naming the option and the text. */
+#define NF_CLI_MAX_THREADS 1024u
+int nf_cli_parse_threads(const nf_cli *cli, const char *arg, unsigned *threads);
 
 /* Write a jansson value to stdout as indented JSON followed by a newline. */
 int nf_cli_print_json(const nf_cli *cli, struct json_t *value);

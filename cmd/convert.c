@@ -112,7 +112,6 @@ static bool parse_hex_id(const char *s, uint8_t out[16])
 static int on_option(void *ctx, nf_cli *cli, int id, const char *arg)
 {
     convert_opts *o = ctx;
-    uint64_t v;
     switch (id) {
     case OPT_RECIPE: o->recipe = arg; break;
     case OPT_OUTPUT: o->output = arg; break;
@@ -120,11 +119,7 @@ static int on_option(void *ctx, nf_cli *cli, int id, const char *arg)
         if (!strchr(arg, '=') || arg[0] == '=') return nf_cli_usage(cli, "--source takes NAME=PATH, not '%s'", arg);
         o->ra.sources[o->ra.nsources++] = arg;
         break;
-    case OPT_THREADS:
-        if (!nf_cli_parse_u64(arg, &v) || v == 0 || v > 1024)
-            return nf_cli_usage(cli, "--threads takes a number from 1 to 1024, not '%s'", arg);
-        o->threads = (unsigned)v;
-        break;
+    case OPT_THREADS: return nf_cli_parse_threads(cli, arg, &o->threads);
     case OPT_MAX_FILE_BYTES:
         /* Every file needs a 4096-byte header page and one page of payload (container.md 2.5):
          * a smaller limit suits no artifact at all.  One the entry's own directory does not fit

@@ -99,13 +99,7 @@ static int on_option(void *ctx, nf_cli *cli, int id, const char *arg)
     }
     case OPT_ALL: o->all = true; break;
     case OPT_REMOVE_STALE: o->remove_stale = true; break;
-    case OPT_THREADS: {
-        uint64_t v;
-        if (!nf_cli_parse_u64(arg, &v) || v == 0 || v > 1024)
-            return nf_cli_usage(cli, "--threads takes a number from 1 to 1024, not '%s'", arg);
-        o->threads = (unsigned)v;
-        break;
-    }
+    case OPT_THREADS: return nf_cli_parse_threads(cli, arg, &o->threads);
     default: return nf_cli_usage(cli, "unexpected option");
     }
     return NF_EXIT_OK;
@@ -694,7 +688,7 @@ int main(int argc, char **argv)
     }
     if (!opts.threads) {
         long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-        opts.threads = ncpu > 0 ? (unsigned)(ncpu < 1024 ? ncpu : 1024) : 1u;
+        opts.threads = ncpu > 0 ? (unsigned)(ncpu < NF_CLI_MAX_THREADS ? ncpu : NF_CLI_MAX_THREADS) : 1u;
     }
     if (opts.all) {
         if (cli.npositional != 1) {

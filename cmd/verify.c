@@ -82,7 +82,6 @@ typedef struct verify_opts {
 static int on_option(void *ctx, nf_cli *cli, int id, const char *arg)
 {
     verify_opts *o = ctx;
-    uint64_t v;
     if (id == OPT_QUICK) o->level = NF_VERIFY_STRUCTURE;
     if (id == OPT_REQUIRE_CHECKSUMS) o->require_checksums = true;
     if (id == OPT_AGAINST) o->against = arg;
@@ -99,11 +98,7 @@ static int on_option(void *ctx, nf_cli *cli, int id, const char *arg)
         if (!arg[0]) return nf_cli_usage(cli, "--allow-env takes a variable name");
         o->ra.allow_env[o->ra.nallow_env++] = arg;
     }
-    if (id == OPT_THREADS) {
-        if (!nf_cli_parse_u64(arg, &v) || v == 0 || v > 1024)
-            return nf_cli_usage(cli, "--threads takes a number from 1 to 1024, not '%s'", arg);
-        o->threads = (unsigned)v;
-    }
+    if (id == OPT_THREADS) return nf_cli_parse_threads(cli, arg, &o->threads);
     return NF_EXIT_OK;
 }
 
