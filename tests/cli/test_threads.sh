@@ -153,5 +153,10 @@ same "$work/bad1.safetensors" "$work/bad4.safetensors"
 run 2 "$bin/ninfer-verify" --threads 0 "$work/m.ninfer"
 run 2 "$bin/ninfer-verify" --threads x "$work/m.ninfer"
 run 2 "$bin/ninfer-dequant" "$work/m.ninfer" --all -o "$work/x.safetensors" --threads 1025
+contains "$work/err" "--threads takes a number from 1 to 1024, not '1025'"
+run 2 "$bin/ninfer-convert" "$work/m.ninfer" -o "$work/x.ninfer" --format fp32 --threads 1025
+contains "$work/err" "--threads takes a number from 1 to 1024, not '1025'"
+run 2 "$bin/ninfer-verify" -j 1025 "$work/m.ninfer"
+contains "$work/err" "--threads takes a number from 1 to 1024, not '1025'"
 
 finish "threads"
