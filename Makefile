@@ -10,21 +10,30 @@ CMAKE_ARGS ?=
 DEB_PACKAGES := cmake make gcc pkg-config libyaml-dev libjansson-dev libzstd-dev libxxhash-dev \
                 libcriterion-dev python3 zstd
 
-.PHONY: all build deps test test-sanitize demo install clean conformance
+.PHONY: all build deps test check test-sanitize demo install clean conformance FORCE
 
 all: build
 
 deps:
 	@bash scripts/deps.sh $(DEB_PACKAGES)
 
-$(BUILD)/CMakeCache.txt:
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_ARGS)
+# The build directory is configured again whenever CMAKE_ARGS differs from the last configure
+# (the stamp holds them), so `make CMAKE_ARGS=-DNINFER_WERROR=OFF` takes effect.
+$(BUILD)/cmake-args.stamp: FORCE
+	@mkdir -p $(BUILD)
+	@if [ ! -f $(BUILD)/CMakeCache.txt ] || [ "$$(cat $@ 2>/dev/null)" != "$(CMAKE_ARGS)" ]; then \
+		cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_ARGS) && \
+		printf '%s' "$(CMAKE_ARGS)" > $@; \
+	fi
 
-build: $(BUILD)/CMakeCache.txt
+build: $(BUILD)/cmake-args.stamp
 	cmake --build $(BUILD) -j $(JOBS)
 
 test: deps
-	$(MAKE) build
+	$(MAKE) check
+
+# The suite without touching the system's packages (what `make test` runs after deps).
+check: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 test-sanitize: deps
@@ -37,8 +46,11 @@ demo: deps
 	$(MAKE) build
 	@bash scripts/demo.sh $(BUILD)/bin
 
+# make install [PREFIX=/usr/local] [DESTDIR=/staging]: programs, libninfer.a/.so, headers,
+# ninfer.pc and the CMake package (find_package(ninfer)) under $(DESTDIR)$(PREFIX).
+PREFIX ?= /usr/local
 install: build
-	cmake --install $(BUILD)
+	DESTDIR="$(DESTDIR)" cmake --install $(BUILD) --prefix "$(PREFIX)"
 
 # The independent acceptance suite beside this checkout (not part of `make test`).
 conformance: build
