@@ -89,24 +89,25 @@ Test(source_config, nesting_beyond_the_cap_refused)
     free(t);
 }
 
-Test(source_config, containers_beyond_the_cap_refused)
+/* A config of `count` copies of `unit` (wrapped into an object) is refused naming the cap. */
+static void expect_repeated_refused(const char *unit, size_t count, const char *needle)
 {
     size_t len = 0, wlen = 0;
-    char *t = repeated("[]", NF_SOURCE_CONFIG_MAX_CONTAINERS, &len);
+    char *t = repeated(unit, count, &len);
     char *w = wrapped(t, &wlen);
-    expect_text_refused(w, wlen, "more than 65536 JSON objects and arrays");
+    expect_text_refused(w, wlen, needle);
     free(w);
     free(t);
 }
 
+Test(source_config, containers_beyond_the_cap_refused)
+{
+    expect_repeated_refused("[]", NF_SOURCE_CONFIG_MAX_CONTAINERS, "more than 65536 JSON objects and arrays");
+}
+
 Test(source_config, values_beyond_the_cap_refused)
 {
-    size_t len = 0, wlen = 0;
-    char *t = repeated("0", NF_SOURCE_CONFIG_MAX_VALUES, &len);
-    char *w = wrapped(t, &wlen);
-    expect_text_refused(w, wlen, "more than 262144 JSON values");
-    free(w);
-    free(t);
+    expect_repeated_refused("0", NF_SOURCE_CONFIG_MAX_VALUES, "more than 262144 JSON values");
 }
 
 Test(source_config, malformed_duplicate_and_not_object_refused)
