@@ -21,6 +21,7 @@
 
 #include "common/io.h"
 #include "support/source_writer.h"
+#include "support/test_float.h"
 
 /* ---------------------------------------------------------------- small helpers */
 static const uint8_t ARTIFACT_ID[16] = {0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef,
@@ -99,13 +100,6 @@ static float next_value(void)
     return (float)(rng_state >> 8) / (float)(1u << 24) * 4.0f - 2.0f;
 }
 
-static uint32_t f32_bits(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
-}
-
 typedef struct tensor_spec {
     const char *name;
     const char *dtype; /* "BF16" or "F32" */
@@ -151,7 +145,7 @@ static void write_checkpoint(const char *dir)
         uint8_t *p = malloc(bytes);
         cr_assert_not_null(p);
         for (uint64_t k = 0; k < n; k++) {
-            uint32_t w = f32_bits(next_value());
+            uint32_t w = bits_of_f32(next_value());
             if (f32) {
                 for (int b = 0; b < 4; b++) p[4 * k + (uint64_t)b] = (uint8_t)(w >> (8 * b));
             } else {

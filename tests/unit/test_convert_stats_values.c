@@ -9,16 +9,10 @@
 #include <ninfer/ninfer.h>
 
 #include "convert/convert_impl.h"
+#include "support/test_rng.h"
 
-static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+TEST_RNG(0x9E3779B97F4A7C15ull)
 
-static uint32_t rng32(void)
-{
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return (uint32_t)((rng_state * 0x2545F4914F6CDD1Dull) >> 32);
-}
 
 static void fill(void *p, size_t bytes)
 {

@@ -10,12 +10,8 @@
 
 #include <ninfer/format.h>
 
-static uint32_t bits_of(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
+#include "support/test_float.h"
+#include "support/test_rng.h"
 
 static float float_of(uint32_t u)
 {
@@ -24,15 +20,8 @@ static float float_of(uint32_t u)
     return f;
 }
 
-static uint64_t rng_state = 0x243F6A8885A308D3ull;
+TEST_RNG(0x243F6A8885A308D3ull)
 
-static uint32_t rng32(void)
-{
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return (uint32_t)((rng_state * 0x2545F4914F6CDD1Dull) >> 32);
-}
 
 /* An exact nonzero magnitude sig * 2^exp, plus `sticky` when the true value lies strictly
  * between sig and sig + 1 units (then sig must carry well over 24 significant bits). */
@@ -165,7 +154,7 @@ Test(format_reconstruct, grouped_exhaustive)
         for (int q = -128; q <= 127; q++) {
             operand qo = {q < 0, (uint64_t)(q < 0 ? -q : q), 0};
             uint32_t want = exact_product(so, qo);
-            uint32_t got = bits_of(nf_grouped_value((uint16_t)s, q));
+            uint32_t got = bits_of_f32(nf_grouped_value((uint16_t)s, q));
             cr_assert_eq(got, want, "scale %04x q %d: got %08x want %08x", s, q, got, want);
         }
     }
@@ -174,10 +163,10 @@ Test(format_reconstruct, grouped_exhaustive)
 Test(format_reconstruct, grouped_signed_zeros_and_q2_vectors)
 {
     /* code 0 under a negative scale is -0 (design.md 9.14) */
-    cr_assert_eq(bits_of(nf_grouped_value(0xBC00, 0)), 0x80000000u);
-    cr_assert_eq(bits_of(nf_grouped_value(0x8001, 0)), 0x80000000u);
-    cr_assert_eq(bits_of(nf_grouped_value(0x3C00, 0)), 0x00000000u);
-    cr_assert_eq(bits_of(nf_grouped_value(0x0000, 0)), 0x00000000u);
+    cr_assert_eq(bits_of_f32(nf_grouped_value(0xBC00, 0)), 0x80000000u);
+    cr_assert_eq(bits_of_f32(nf_grouped_value(0x8001, 0)), 0x80000000u);
+    cr_assert_eq(bits_of_f32(nf_grouped_value(0x3C00, 0)), 0x00000000u);
+    cr_assert_eq(bits_of_f32(nf_grouped_value(0x0000, 0)), 0x00000000u);
     /* vectors.md 6.1 item 4: Q2 codes -1..2 under scales 3800 BC00 0001 8000 */
     const struct { uint16_t scale; uint32_t want[4]; } v[] = {
         {0x3800, {0xBF000000u, 0x00000000u, 0x3F000000u, 0x3F800000u}}, /* -0.5 0 0.5 1 */
@@ -187,11 +176,11 @@ Test(format_reconstruct, grouped_signed_zeros_and_q2_vectors)
     };
     for (size_t i = 0; i < 4; i++)
         for (int q = -1; q <= 2; q++)
-            cr_assert_eq(bits_of(nf_grouped_value(v[i].scale, q)), v[i].want[q + 1],
+            cr_assert_eq(bits_of_f32(nf_grouped_value(v[i].scale, q)), v[i].want[q + 1],
                          "scale %04x q %d", v[i].scale, q);
     /* Q2 code 0 under -0 is -0; +0 scale times -1 follows IEEE too (-0) */
-    cr_assert_eq(bits_of(nf_grouped_value(0x8000, 0)), 0x80000000u);
-    cr_assert_eq(bits_of(nf_grouped_value(0x0000, -1)), 0x80000000u);
+    cr_assert_eq(bits_of_f32(nf_grouped_value(0x8000, 0)), 0x80000000u);
+    cr_assert_eq(bits_of_f32(nf_grouped_value(0x0000, -1)), 0x80000000u);
     /* extreme legal products are exact */
     cr_assert_eq(nf_grouped_value(0x7BFF, 127), 65504.0f * 127.0f);
     cr_assert_eq(nf_grouped_value(0x7BFF, -127), -8319008.0f);
@@ -226,8 +215,8 @@ static void check_fp8_all(const nf_format *f, int bf16)
                 cr_assert(isnan(got), "%s c %02x s %04x", f->name, c, s);
                 continue;
             }
-            cr_assert_eq(bits_of(got), want, "%s c %02x s %04x: got %08x want %08x", f->name, c,
-                         s, bits_of(got), want);
+            cr_assert_eq(bits_of_f32(got), want, "%s c %02x s %04x: got %08x want %08x", f->name, c,
+                         s, bits_of_f32(got), want);
         }
     }
 }
@@ -254,16 +243,16 @@ Test(format_reconstruct, vectors_fp8_rows)
     const nf_format *h = nf_format_by_id(NF_FMT_FP8_E4M3FN_ROW_FP16);
     for (int r = 0; r < 2; r++)
         for (int k = 0; k < 4; k++) {
-            cr_assert_eq(bits_of(nf_fp8_row_value(b, codes[r][k], bf16_scales[r])), want[r][k],
+            cr_assert_eq(bits_of_f32(nf_fp8_row_value(b, codes[r][k], bf16_scales[r])), want[r][k],
                          "bf16 [%d,%d]", r, k);
-            cr_assert_eq(bits_of(nf_fp8_row_value(h, codes[r][k], f16_scales[r])), want[r][k],
+            cr_assert_eq(bits_of_f32(nf_fp8_row_value(h, codes[r][k], f16_scales[r])), want[r][k],
                          "fp16 [%d,%d]", r, k);
         }
     /* the same 16-bit scale word means different multipliers per format */
     cr_assert_eq(nf_fp8_row_value(b, 0x38, 0x3C00), 0x1p-7f);
     cr_assert_eq(nf_fp8_row_value(h, 0x38, 0x3C00), 1.0f);
     /* a zero scale with a zero code */
-    cr_assert_eq(bits_of(nf_fp8_row_value(b, 0x80, 0x0000)), 0x80000000u);
+    cr_assert_eq(bits_of_f32(nf_fp8_row_value(b, 0x80, 0x0000)), 0x80000000u);
     /* a format that is not an FP8 row format has no FP8 value */
     cr_assert(isnan(nf_fp8_row_value(nf_format_by_id(NF_FMT_Q4_G64_FP16), 0x38, 0x3C00)));
     cr_assert(isnan(nf_fp8_row_value(NULL, 0x38, 0x3C00)));
@@ -328,13 +317,13 @@ Test(format_reconstruct, nvfp4_exhaustive_codes_and_scales)
                     continue;
                 }
                 uint32_t want = nvfp4_oracle((uint8_t)c, (uint8_t)s, d);
-                cr_assert_eq(bits_of(got), want, "c %x s %02x d %08x: got %08x want %08x", c, s,
-                             d, bits_of(got), want);
+                cr_assert_eq(bits_of_f32(got), want, "c %x s %02x d %08x: got %08x want %08x", c, s,
+                             d, bits_of_f32(got), want);
                 /* the wrong formula, multiplying by a rounded reciprocal */
                 float product = float_of(exact_product(e2m1_operand((uint8_t)c),
                                                        e4m3_operand((uint8_t)s)));
                 float wrong = product * recip;
-                if (bits_of(wrong) != want && !recip_differs++) {
+                if (bits_of_f32(wrong) != want && !recip_differs++) {
                     example_c = c;
                     example_s = s;
                     example_d = d;
@@ -351,21 +340,21 @@ Test(format_reconstruct, nvfp4_division_not_reciprocal)
 {
     /* 3 * 1.0 / 3: division gives exactly 1; 3 * round(1/3) = 1.0000000298 rounds to 1 too,
      * but 6 * 448 / 7 = 384 exactly while 2688 * round(1/7) rounds to 384.00003 */
-    cr_assert_eq(bits_of(nf_nvfp4_value(0x5, 0x38, 0x40400000u)), 0x3F800000u);
-    cr_assert_eq(bits_of(nf_nvfp4_value(0x7, 0x7E, 0x40E00000u)), 0x43C00000u);
+    cr_assert_eq(bits_of_f32(nf_nvfp4_value(0x5, 0x38, 0x40400000u)), 0x3F800000u);
+    cr_assert_eq(bits_of_f32(nf_nvfp4_value(0x7, 0x7E, 0x40E00000u)), 0x43C00000u);
     float wrong = 2688.0f * (1.0f / 7.0f);
-    cr_assert_neq(bits_of(wrong), 0x43C00000u, "the reciprocal route rounds twice");
+    cr_assert_neq(bits_of_f32(wrong), 0x43C00000u, "the reciprocal route rounds twice");
     cr_assert_eq(nvfp4_oracle(0x7, 0x7E, 0x40E00000u), 0x43C00000u);
 }
 
 Test(format_reconstruct, nvfp4_signed_zeros_and_vectors)
 {
-    cr_assert_eq(bits_of(nf_nvfp4_value(0x8, 0x38, 0x3F800000u)), 0x80000000u, "-0 code");
-    cr_assert_eq(bits_of(nf_nvfp4_value(0x0, 0x38, 0x3F800000u)), 0x00000000u);
-    cr_assert_eq(bits_of(nf_nvfp4_value(0x1, 0x00, 0x3F800000u)), 0x00000000u, "+0 scale");
-    cr_assert_eq(bits_of(nf_nvfp4_value(0x9, 0x00, 0x3F800000u)), 0x80000000u);
+    cr_assert_eq(bits_of_f32(nf_nvfp4_value(0x8, 0x38, 0x3F800000u)), 0x80000000u, "-0 code");
+    cr_assert_eq(bits_of_f32(nf_nvfp4_value(0x0, 0x38, 0x3F800000u)), 0x00000000u);
+    cr_assert_eq(bits_of_f32(nf_nvfp4_value(0x1, 0x00, 0x3F800000u)), 0x00000000u, "+0 scale");
+    cr_assert_eq(bits_of_f32(nf_nvfp4_value(0x9, 0x00, 0x3F800000u)), 0x80000000u);
     /* divisor 2.5 of vectors.md 6.1 item 7: 6 * 448 / 2.5 = 1075.2 -> nearest binary32 */
-    cr_assert_eq(bits_of(nf_nvfp4_value(0x7, 0x7E, 0x40200000u)), 0x44866666u);
+    cr_assert_eq(bits_of_f32(nf_nvfp4_value(0x7, 0x7E, 0x40200000u)), 0x44866666u);
     cr_assert_eq(nf_nvfp4_value(0xF, 0x38, 0x40000000u), -3.0f);
 }
 
@@ -381,19 +370,19 @@ static uint32_t int32_oracle(uint32_t word)
 Test(format_reconstruct, int32_named_values)
 {
     cr_assert_eq(nf_int32_value(16777216u), 16777216.0f);
-    cr_assert_eq(bits_of(nf_int32_value(16777217u)), 0x4B800000u, "-> 16777216");
-    cr_assert_eq(bits_of(nf_int32_value(16777218u)), 0x4B800001u);
-    cr_assert_eq(bits_of(nf_int32_value(16777219u)), 0x4B800002u, "-> 16777220");
+    cr_assert_eq(bits_of_f32(nf_int32_value(16777217u)), 0x4B800000u, "-> 16777216");
+    cr_assert_eq(bits_of_f32(nf_int32_value(16777218u)), 0x4B800001u);
+    cr_assert_eq(bits_of_f32(nf_int32_value(16777219u)), 0x4B800002u, "-> 16777220");
     cr_assert_eq(nf_int32_value(33554434u), 33554432.0f, "tie to even 2^25");
     cr_assert_eq(nf_int32_value(33554438u), 33554440.0f, "tie to even 2^25 + 8");
     cr_assert_eq(nf_int32_value(33554435u), 33554436.0f);
     cr_assert_eq(nf_int32_value((uint32_t)-16777217), -16777216.0f);
     cr_assert_eq(nf_int32_value((uint32_t)-16777219), -16777220.0f);
-    cr_assert_eq(bits_of(nf_int32_value(0x80000000u)), 0xCF000000u, "INT32_MIN = -2^31 exactly");
-    cr_assert_eq(bits_of(nf_int32_value(0x7FFFFFFFu)), 0x4F000000u, "INT32_MAX rounds to 2^31");
-    cr_assert_eq(bits_of(nf_int32_value(0x80000001u)), 0xCF000000u);
-    cr_assert_eq(bits_of(nf_int32_value(0xFFFFFFFFu)), 0xBF800000u);
-    cr_assert_eq(bits_of(nf_int32_value(0)), 0x00000000u);
+    cr_assert_eq(bits_of_f32(nf_int32_value(0x80000000u)), 0xCF000000u, "INT32_MIN = -2^31 exactly");
+    cr_assert_eq(bits_of_f32(nf_int32_value(0x7FFFFFFFu)), 0x4F000000u, "INT32_MAX rounds to 2^31");
+    cr_assert_eq(bits_of_f32(nf_int32_value(0x80000001u)), 0xCF000000u);
+    cr_assert_eq(bits_of_f32(nf_int32_value(0xFFFFFFFFu)), 0xBF800000u);
+    cr_assert_eq(bits_of_f32(nf_int32_value(0)), 0x00000000u);
     cr_assert_eq(nf_int32_value(1), 1.0f);
 }
 
@@ -402,7 +391,7 @@ Test(format_reconstruct, int32_sweep)
     /* all of [-2^26, 2^26]: exact region and the first two rounding binades */
     for (int64_t v = -(1ll << 26); v <= (1ll << 26); v++) {
         uint32_t w = (uint32_t)(v & 0xFFFFFFFF);
-        uint32_t got = bits_of(nf_int32_value(w));
+        uint32_t got = bits_of_f32(nf_int32_value(w));
         if (got != int32_oracle(w))
             cr_assert_fail("v %lld: got %08x want %08x", (long long)v, got, int32_oracle(w));
     }
@@ -414,13 +403,13 @@ Test(format_reconstruct, int32_sweep)
                 int64_t v = s ? -p : p;
                 if (v < INT32_MIN || v > INT32_MAX) continue;
                 uint32_t w = (uint32_t)(v & 0xFFFFFFFF);
-                cr_assert_eq(bits_of(nf_int32_value(w)), int32_oracle(w), "v %lld",
+                cr_assert_eq(bits_of_f32(nf_int32_value(w)), int32_oracle(w), "v %lld",
                              (long long)v);
             }
         }
     for (int i = 0; i < (1 << 23); i++) {
         uint32_t w = rng32();
-        uint32_t got = bits_of(nf_int32_value(w));
+        uint32_t got = bits_of_f32(nf_int32_value(w));
         if (got != int32_oracle(w))
             cr_assert_fail("w %08x: got %08x want %08x", w, got, int32_oracle(w));
     }

@@ -14,14 +14,10 @@
 
 #include <ninfer/format.h>
 
-/* ------------------------------------------------------------------ helpers */
+#include "support/test_float.h"
+#include "support/test_rng.h"
 
-static uint32_t bits_of(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
+/* ------------------------------------------------------------------ helpers */
 
 static float float_of(uint32_t u)
 {
@@ -30,16 +26,8 @@ static float float_of(uint32_t u)
     return f;
 }
 
-static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+TEST_RNG(0x9E3779B97F4A7C15ull)
 
-static uint32_t rng32(void)
-{
-    /* xorshift64*: reproducible, no libc rand() state shared with anything else. */
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return (uint32_t)((rng_state * 0x2545F4914F6CDD1Dull) >> 32);
-}
 
 /* Picks the word with even last bit when a value sits exactly between two table entries. */
 static unsigned even_of(unsigned a, unsigned b) { return (a & 1u) ? b : a; }
@@ -91,7 +79,7 @@ static void f16_table_init(void)
 
 static uint16_t f16_oracle_encode(float x)
 {
-    uint32_t u = bits_of(x);
+    uint32_t u = bits_of_f32(x);
     uint16_t sign = (u & 0x80000000u) ? 0x8000 : 0;
     if (isnan(x)) return (uint16_t)(sign | 0x7E00u | ((u >> 13) & 0x1FFu));
     double a = fabs((double)x);
@@ -120,7 +108,7 @@ static void bf16_table_init(void)
 
 static uint16_t bf16_oracle_encode(float x)
 {
-    uint32_t u = bits_of(x);
+    uint32_t u = bits_of_f32(x);
     uint16_t sign = (u & 0x80000000u) ? 0x8000 : 0;
     if (isnan(x)) return (uint16_t)((u >> 16) | 0x0040u);
     double a = fabs((double)x);
@@ -151,7 +139,7 @@ static void e4m3_table_init(void)
 
 static uint8_t e4m3_oracle_encode(float x)
 {
-    uint8_t sign = (bits_of(x) & 0x80000000u) ? 0x80 : 0;
+    uint8_t sign = (bits_of_f32(x) & 0x80000000u) ? 0x80 : 0;
     if (isnan(x)) return (uint8_t)(sign | 0x7F);
     double a = fabs((double)x);
     if (a > 448.0) a = 448.0;
@@ -175,7 +163,7 @@ Test(format_scalar, f32_bits_round_trip)
                               0x7F800000u, 0xFF800000u, 0x7FC00001u, 0x7F800001u, 0xFFFFFFFFu};
     for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
         cr_assert_eq(nf_f32_bits(nf_f32_from_bits(words[i])), words[i], "word %08x", words[i]);
-        cr_assert_eq(bits_of(nf_f32_from_bits(words[i])), words[i]);
+        cr_assert_eq(bits_of_f32(nf_f32_from_bits(words[i])), words[i]);
         cr_assert_eq(nf_f32_bits(float_of(words[i])), words[i]);
     }
 }
@@ -185,7 +173,7 @@ Test(format_scalar, f32_bits_round_trip)
 Test(format_scalar, f16_decode_all_words)
 {
     for (uint32_t h = 0; h <= 0xFFFFu; h++) {
-        uint32_t got = bits_of(nf_f16_to_f32((uint16_t)h));
+        uint32_t got = bits_of_f32(nf_f16_to_f32((uint16_t)h));
         uint32_t sign = (h & 0x8000u) << 16;
         if ((h & 0x7C00u) == 0x7C00u) {
             /* infinity or NaN: all-ones exponent, the 10 payload bits on top of the fraction */
@@ -195,14 +183,14 @@ Test(format_scalar, f16_decode_all_words)
             continue;
         }
         float want = (float)f16_oracle_value((uint16_t)h); /* exact */
-        cr_assert_eq(got, bits_of(want), "h=%04x got %08x want %08x", h, got, bits_of(want));
+        cr_assert_eq(got, bits_of_f32(want), "h=%04x got %08x want %08x", h, got, bits_of_f32(want));
     }
 }
 
 Test(format_scalar, f16_decode_spot_values)
 {
-    cr_assert_eq(bits_of(nf_f16_to_f32(0x0000)), 0x00000000u);
-    cr_assert_eq(bits_of(nf_f16_to_f32(0x8000)), 0x80000000u);
+    cr_assert_eq(bits_of_f32(nf_f16_to_f32(0x0000)), 0x00000000u);
+    cr_assert_eq(bits_of_f32(nf_f16_to_f32(0x8000)), 0x80000000u);
     cr_assert_eq(nf_f16_to_f32(0x0001), 0x1p-24f);
     cr_assert_eq(nf_f16_to_f32(0x03FF), 0x3FFp-24f);
     cr_assert_eq(nf_f16_to_f32(0x0400), 0x1p-14f);
@@ -211,18 +199,18 @@ Test(format_scalar, f16_decode_spot_values)
     cr_assert_eq(nf_f16_to_f32(0x3800), 0.5f);
     cr_assert_eq(nf_f16_to_f32(0x3E00), 1.5f);
     cr_assert_eq(nf_f16_to_f32(0x7BFF), 65504.0f);
-    cr_assert_eq(bits_of(nf_f16_to_f32(0x7C00)), 0x7F800000u);
-    cr_assert_eq(bits_of(nf_f16_to_f32(0xFC00)), 0xFF800000u);
-    cr_assert_eq(bits_of(nf_f16_to_f32(0x7E00)), 0x7FC00000u);
-    cr_assert_eq(bits_of(nf_f16_to_f32(0x7C01)), 0x7F802000u, "signaling NaN stays signaling");
-    cr_assert_eq(bits_of(nf_f16_to_f32(0xFFFF)), 0xFFFFE000u);
+    cr_assert_eq(bits_of_f32(nf_f16_to_f32(0x7C00)), 0x7F800000u);
+    cr_assert_eq(bits_of_f32(nf_f16_to_f32(0xFC00)), 0xFF800000u);
+    cr_assert_eq(bits_of_f32(nf_f16_to_f32(0x7E00)), 0x7FC00000u);
+    cr_assert_eq(bits_of_f32(nf_f16_to_f32(0x7C01)), 0x7F802000u, "signaling NaN stays signaling");
+    cr_assert_eq(bits_of_f32(nf_f16_to_f32(0xFFFF)), 0xFFFFE000u);
 }
 
 static void check_f16_encode(float x)
 {
     uint16_t got = nf_f32_to_f16(x);
     uint16_t want = f16_oracle_encode(x);
-    cr_assert_eq(got, want, "f32 %08x (%a): got %04x want %04x", bits_of(x), (double)x, got, want);
+    cr_assert_eq(got, want, "f32 %08x (%a): got %04x want %04x", bits_of_f32(x), (double)x, got, want);
 }
 
 Test(format_scalar, f16_encode_every_value_round_trips)
@@ -373,8 +361,8 @@ Test(format_scalar, f16_and_bf16_match_ggml_fixture)
     cr_assert_eq(read_f32_file("f16.dequant.f32", f16, N), N);
     cr_assert_eq(read_f32_file("bf16.dequant.f32", bf16, N), N);
     for (size_t i = 0; i < N; i++) {
-        cr_assert_eq(bits_of(nf_f16_to_f32(nf_f32_to_f16(src[i]))), bits_of(f16[i]), "f16 %zu", i);
-        cr_assert_eq(bits_of(nf_bf16_to_f32(nf_f32_to_bf16(src[i]))), bits_of(bf16[i]),
+        cr_assert_eq(bits_of_f32(nf_f16_to_f32(nf_f32_to_f16(src[i]))), bits_of_f32(f16[i]), "f16 %zu", i);
+        cr_assert_eq(bits_of_f32(nf_bf16_to_f32(nf_f32_to_bf16(src[i]))), bits_of_f32(bf16[i]),
                      "bf16 %zu", i);
     }
 }
@@ -384,23 +372,23 @@ Test(format_scalar, f16_and_bf16_match_ggml_fixture)
 Test(format_scalar, bf16_decode_all_words)
 {
     for (uint32_t w = 0; w <= 0xFFFFu; w++) {
-        uint32_t got = bits_of(nf_bf16_to_f32((uint16_t)w));
+        uint32_t got = bits_of_f32(nf_bf16_to_f32((uint16_t)w));
         if ((w & 0x7F80u) == 0x7F80u) {
             cr_assert_eq(got >> 16, w, "w=%04x", w);
             cr_assert_eq(got & 0xFFFFu, 0u, "w=%04x", w);
             continue;
         }
         float want = (float)bf16_oracle_value((uint16_t)w);
-        cr_assert_eq(got, bits_of(want), "w=%04x got %08x want %08x", w, got, bits_of(want));
+        cr_assert_eq(got, bits_of_f32(want), "w=%04x got %08x want %08x", w, got, bits_of_f32(want));
     }
-    cr_assert_eq(bits_of(nf_bf16_to_f32(0x7F81)), 0x7F810000u, "signaling NaN kept");
+    cr_assert_eq(bits_of_f32(nf_bf16_to_f32(0x7F81)), 0x7F810000u, "signaling NaN kept");
 }
 
 static void check_bf16_encode(float x)
 {
     uint16_t got = nf_f32_to_bf16(x);
     uint16_t want = bf16_oracle_encode(x);
-    cr_assert_eq(got, want, "f32 %08x (%a): got %04x want %04x", bits_of(x), (double)x, got, want);
+    cr_assert_eq(got, want, "f32 %08x (%a): got %04x want %04x", bits_of_f32(x), (double)x, got, want);
 }
 
 Test(format_scalar, bf16_encode_every_value_round_trips)
@@ -469,15 +457,15 @@ Test(format_scalar, e4m3_decode_all_words)
             cr_assert_eq(signbit(got) != 0, (w & 0x80) != 0, "NaN sign of %02x", w);
             continue;
         }
-        cr_assert_eq(bits_of(got), bits_of((float)want), "w=%02x got %a want %a", w, (double)got,
+        cr_assert_eq(bits_of_f32(got), bits_of_f32((float)want), "w=%02x got %a want %a", w, (double)got,
                      want);
     }
 }
 
 Test(format_scalar, e4m3_decode_spot_values)
 {
-    cr_assert_eq(bits_of(nf_e4m3fn_to_f32(0x00)), 0x00000000u);
-    cr_assert_eq(bits_of(nf_e4m3fn_to_f32(0x80)), 0x80000000u);
+    cr_assert_eq(bits_of_f32(nf_e4m3fn_to_f32(0x00)), 0x00000000u);
+    cr_assert_eq(bits_of_f32(nf_e4m3fn_to_f32(0x80)), 0x80000000u);
     cr_assert_eq(nf_e4m3fn_to_f32(0x01), 0x1p-9f);
     cr_assert_eq(nf_e4m3fn_to_f32(0x07), 0x7p-9f);
     cr_assert_eq(nf_e4m3fn_to_f32(0x08), 0x1p-6f);
@@ -494,7 +482,7 @@ static void check_e4m3_encode(float x)
 {
     uint8_t got = nf_f32_to_e4m3fn(x);
     uint8_t want = e4m3_oracle_encode(x);
-    cr_assert_eq(got, want, "f32 %08x (%a): got %02x want %02x", bits_of(x), (double)x, got, want);
+    cr_assert_eq(got, want, "f32 %08x (%a): got %02x want %02x", bits_of_f32(x), (double)x, got, want);
 }
 
 Test(format_scalar, e4m3_encode_decode_round_trip)
@@ -590,7 +578,7 @@ Test(format_scalar, e2m1_all_words)
     static const float table[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
     for (unsigned w = 0; w < 16; w++) {
         float want = (w & 8) ? -table[w & 7] : table[w & 7];
-        cr_assert_eq(bits_of(nf_e2m1_to_f32((uint8_t)w)), bits_of(want), "w=%x", w);
+        cr_assert_eq(bits_of_f32(nf_e2m1_to_f32((uint8_t)w)), bits_of_f32(want), "w=%x", w);
     }
-    cr_assert_eq(bits_of(nf_e2m1_to_f32(0x8)), 0x80000000u);
+    cr_assert_eq(bits_of_f32(nf_e2m1_to_f32(0x8)), 0x80000000u);
 }

@@ -15,24 +15,11 @@
 
 #include "format/ggml.h"
 #include "format/ggml_tables.h"
+#include "support/test_float.h"
 
 #define ROWS 16
 #define COLS 512
 #define NVALUES (ROWS * COLS)
-
-static uint32_t bits_of(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-
-static float from_bits(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
 
 static uint8_t *slurp(const char *name, size_t *len)
 {
@@ -118,7 +105,7 @@ static fixture load_fixture(nf_format_id id)
     cr_assert_not_null(fx.ref);
     for (size_t i = 0; i < NVALUES; i++) {
         const uint8_t *p = raw + 4 * i; /* the file is little-endian whatever the host is */
-        fx.ref[i] = from_bits((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+        fx.ref[i] = f32_of_bits((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
                               (uint32_t)p[3] << 24);
     }
     free(raw);
@@ -137,7 +124,7 @@ static void assert_same_bits(const char *what, const float *got, const float *wa
 {
     size_t ndiff = 0, first = 0;
     for (size_t i = 0; i < n; i++) {
-        if (bits_of(got[i]) != bits_of(want[i])) {
+        if (bits_of_f32(got[i]) != bits_of_f32(want[i])) {
             if (ndiff++ == 0) first = i;
         }
     }
@@ -145,8 +132,8 @@ static void assert_same_bits(const char *what, const float *got, const float *wa
                  "%s: %zu of %zu values differ; first at index %zu (row %zu col %zu): "
                  "got 0x%08x (%.9g), ggml 0x%08x (%.9g)",
                  what, ndiff, n, base + first, (base + first) / COLS, (base + first) % COLS,
-                 (unsigned)bits_of(got[first]), (double)got[first],
-                 (unsigned)bits_of(want[first]), (double)want[first]);
+                 (unsigned)bits_of_f32(got[first]), (double)got[first],
+                 (unsigned)bits_of_f32(want[first]), (double)want[first]);
 }
 
 /* Every row of <type>.qbytes, one call per row, against ggml's output. */
@@ -268,8 +255,8 @@ Test(ggml_dequant, reads_only_its_blocks)
                 out[0] = out[k + 1] = 12345.0f;
                 nf_error err = {0};
                 cr_assert_eq(nf_ggml_dequant_row(fx.fmt, starts[s], k, out + 1, &err), NF_OK);
-                cr_assert_eq(bits_of(out[0]), bits_of(12345.0f), "%s wrote before out", fx.fmt->name);
-                cr_assert_eq(bits_of(out[k + 1]), bits_of(12345.0f), "%s wrote past out[k]",
+                cr_assert_eq(bits_of_f32(out[0]), bits_of_f32(12345.0f), "%s wrote before out", fx.fmt->name);
+                cr_assert_eq(bits_of_f32(out[k + 1]), bits_of_f32(12345.0f), "%s wrote past out[k]",
                              fx.fmt->name);
                 assert_same_bits(fx.fmt->name, out + 1, fx.ref, k, 0);
             }
@@ -293,7 +280,7 @@ static void expect_refused(const nf_format *fmt, const uint8_t *blocks, uint64_t
     if (needle)
         cr_assert_not_null(strstr(err.message, needle), "message '%s' lacks '%s'", err.message,
                            needle);
-    if (out) cr_assert_eq(bits_of(out[0]), bits_of(before), "output written on error");
+    if (out) cr_assert_eq(bits_of_f32(out[0]), bits_of_f32(before), "output written on error");
     /* A NULL nf_error is allowed and gives the same status. */
     cr_assert_eq(nf_ggml_dequant_row(fmt, blocks, k, out, NULL), want);
 }
@@ -455,10 +442,10 @@ Test(ggml_dequant_rules, signed_zero_from_negative_zero_scale)
     b[3] = 0x88;                  /* elements 1, 17: code 8 (0) */
     float y[32];
     dequant_ok(NF_FMT_GGUF_Q4_0, b, y);
-    cr_assert_eq(bits_of(y[0]), 0x80000000u);  /* (+1) * (-0) */
-    cr_assert_eq(bits_of(y[16]), 0x00000000u); /* (-1) * (-0) */
-    cr_assert_eq(bits_of(y[1]), 0x80000000u);  /* (+0) * (-0) */
-    cr_assert_eq(bits_of(y[17]), 0x80000000u);
+    cr_assert_eq(bits_of_f32(y[0]), 0x80000000u);  /* (+1) * (-0) */
+    cr_assert_eq(bits_of_f32(y[16]), 0x00000000u); /* (-1) * (-0) */
+    cr_assert_eq(bits_of_f32(y[1]), 0x80000000u);  /* (+0) * (-0) */
+    cr_assert_eq(bits_of_f32(y[17]), 0x80000000u);
 }
 
 Test(ggml_dequant_rules, q6_k_scale_before_code)
@@ -472,11 +459,11 @@ Test(ggml_dequant_rules, q6_k_scale_before_code)
     for (unsigned t = 0; t < 32; t++) b[128 + t] = 0x02; /* high2 = 2 for elements t: q = 0 */
     float y[256];
     dequant_ok(NF_FMT_GGUF_Q6_K, b, y);
-    for (unsigned n = 0; n < 16; n++) cr_assert_eq(bits_of(y[n]), 0x80000000u, "y[%u]", n);
+    for (unsigned n = 0; n < 16; n++) cr_assert_eq(bits_of_f32(y[n]), 0x80000000u, "y[%u]", n);
     /* Sub-block 1 has scale 0 and q = 0 (qh bits set above for t = 16..31): +0 * +0 = +0. */
-    cr_assert_eq(bits_of(y[16]), 0x00000000u);
+    cr_assert_eq(bits_of_f32(y[16]), 0x00000000u);
     /* Sub-block 2 has scale 0 and q = -32 (all code bits clear): (1 * +0) * (-32) = -0. */
-    cr_assert_eq(bits_of(y[32]), 0x80000000u);
+    cr_assert_eq(bits_of_f32(y[32]), 0x80000000u);
 }
 
 /* Q4_K's final subtraction is the one rounding step (spec 2.5): one binary32 subtraction of
@@ -494,11 +481,11 @@ Test(ggml_dequant_rules, q4_k_subtraction_rounds_once)
     const double d = 1.0009765625, dmin = 0x1p-24;
     for (unsigned t = 0; t < 32; t++) {
         const float want = (float)((d * 63.0) * (double)(t % 16) - dmin * 1.0);
-        cr_assert_eq(bits_of(y[t]), bits_of(want), "y[%u] = %a, want %a", t, (double)y[t],
+        cr_assert_eq(bits_of_f32(y[t]), bits_of_f32(want), "y[%u] = %a, want %a", t, (double)y[t],
                      (double)want);
     }
     /* q = 0: (+0) - 2^-24. */
-    cr_assert_eq(bits_of(y[0]), bits_of(-0x1p-24f));
+    cr_assert_eq(bits_of_f32(y[0]), bits_of_f32(-0x1p-24f));
 }
 
 /* Non-finite scales follow IEEE rules through the same operation sequence (spec 2.7). */
@@ -525,5 +512,5 @@ Test(ggml_dequant_rules, iq1_m_scattered_scale)
     /* All grid indices 0 -> all -1; delta +0.125 -> value 1 * (-1 + 0.125) = -0.875. */
     float y[256];
     dequant_ok(NF_FMT_GGUF_IQ1_M, b, y);
-    for (unsigned n = 0; n < 256; n++) cr_assert_eq(bits_of(y[n]), bits_of(-0.875f), "y[%u]", n);
+    for (unsigned n = 0; n < 256; n++) cr_assert_eq(bits_of_f32(y[n]), bits_of_f32(-0.875f), "y[%u]", n);
 }

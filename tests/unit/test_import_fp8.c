@@ -13,6 +13,8 @@
 
 #include <ninfer/ninfer.h>
 
+#include "support/test_float.h"
+
 typedef struct rng {
     uint64_t s;
 } rng;
@@ -26,13 +28,6 @@ static uint64_t rng_next(rng *r)
 }
 
 static uint64_t rng_below(rng *r, uint64_t n) { return rng_next(r) % n; }
-
-static uint32_t bits_of(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
 
 static const nf_format *BF16ROW(void) { return nf_format_lookup("fp8_e4m3fn_row_bf16"); }
 
@@ -167,7 +162,7 @@ Test(import_fp8, vector_bf16_per_row)
         float vals[8];
         cr_assert_eq(nf_words_to_f32(&g, &w, 0, vals, &err), NF_OK);
         static const float want[8] = {0.0f, -0.0f, 0.5f, -0.5f, 4.0f, -4.0f, 896.0f, -896.0f};
-        for (int i = 0; i < 8; i++) cr_assert_eq(bits_of(vals[i]), bits_of(want[i]), "value %d", i);
+        for (int i = 0; i < 8; i++) cr_assert_eq(bits_of_f32(vals[i]), bits_of_f32(want[i]), "value %d", i);
         nf_words_free(&w);
         free(s.code_bytes);
     }

@@ -17,6 +17,8 @@
 
 #include <ninfer/ninfer.h>
 
+#include "support/test_float.h"
+
 /* ------------------------------------------------------------------ helpers */
 
 typedef struct rng {
@@ -38,22 +40,6 @@ static const nf_format *F(const char *name)
     const nf_format *f = nf_format_lookup(name);
     cr_assert_not_null(f, "format %s", name);
     return f;
-}
-
-static uint32_t bits_of(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-
-/* binary16 word -> value, by the IEEE definition (finite words only). */
-static float f16_value(uint16_t w)
-{
-    int e = (w >> 10) & 31, m = w & 1023;
-    cr_assert_neq(e, 31, "f16_value of a non-finite word");
-    double v = e == 0 ? ldexp(m, -24) : ldexp(1024 + m, e - 25);
-    return (float)((w & 0x8000) ? -v : v);
 }
 
 static uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
@@ -241,8 +227,10 @@ static void q2_vector(uint64_t k)
             const uint8_t *blk = blocks + (r * nb + j / 64) * 18;
             uint64_t jj = j % 64;
             int u = (blk[2 + jj / 4] >> (2 * (jj % 4))) & 3;
-            float want = f16_value((uint16_t)(blk[0] | blk[1] << 8)) * (float)(u - 1);
-            cr_assert_eq(bits_of(vals[r * k + j]), bits_of(want), "value row %" PRIu64 " col %" PRIu64, r, j);
+            double d = f16_value((uint16_t)(blk[0] | blk[1] << 8)); /* support/test_float.h */
+            cr_assert(isfinite(d), "a non-finite scale in the fixture");
+            float want = (float)d * (float)(u - 1);
+            cr_assert_eq(bits_of_f32(vals[r * k + j]), bits_of_f32(want), "value row %" PRIu64 " col %" PRIu64, r, j);
         }
 
     /* Encoded: base plane = block bytes 2..17 in row order, padding groups 0x55; scale plane =
@@ -479,7 +467,7 @@ static void fixture(const char *stem, const char *target, int type, uint64_t bv,
     for (uint64_t i = 0; i < n * k; i++) {
         uint32_t want;
         memcpy(&want, d + 4 * i, 4);
-        cr_assert_eq(bits_of(vals[i]), want, "%s -> %s: element %" PRIu64 " (row %" PRIu64 " col %" PRIu64 ")", stem,
+        cr_assert_eq(bits_of_f32(vals[i]), want, "%s -> %s: element %" PRIu64 " (row %" PRIu64 " col %" PRIu64 ")", stem,
                      target, i, i / k, i % k);
     }
     check_chunks(&imp, q, &w, 99);

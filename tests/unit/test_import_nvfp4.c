@@ -17,6 +17,8 @@
 
 #include <ninfer/ninfer.h>
 
+#include "support/test_float.h"
+
 /* ------------------------------------------------------------------ helpers */
 
 typedef struct rng {
@@ -32,20 +34,6 @@ static uint64_t rng_next(rng *r)
 }
 
 static uint64_t rng_below(rng *r, uint64_t n) { return rng_next(r) % n; }
-
-static uint32_t bits_of(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-
-static float from_bits(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
 
 static double e2m1(unsigned c)
 {
@@ -207,8 +195,8 @@ Test(import_nvfp4, modelopt_128x64)
             uint8_t b = s->packed[row * 32 + k / 2];
             unsigned c = k % 2 ? b >> 4 : b & 15;
             float prod = (float)(e2m1(c) * e4m3(s->bscale[row * 4 + k / 16]));
-            float want = prod / from_bits(0x3EAAAAABu);
-            cr_assert_eq(bits_of(vals[row * 64 + k]), bits_of(want), "value (%" PRIu64 ",%" PRIu64 ")", row, k);
+            float want = prod / f32_of_bits(0x3EAAAAABu);
+            cr_assert_eq(bits_of_f32(vals[row * 64 + k]), bits_of_f32(want), "value (%" PRIu64 ",%" PRIu64 ")", row, k);
         }
     free(vals);
     free(out);

@@ -21,15 +21,9 @@
 
 #include "common/cpu.h"
 #include "layout/kernels.h"
+#include "support/test_float.h"
 
 static uint64_t compared, objects_run;
-
-static uint32_t bits_of(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
 
 static void require(nf_simd_level level)
 {
@@ -109,11 +103,11 @@ static void compare(const nf_geometry *g, const nf_byte_reader *src, uint64_t r0
     } else {
         uint64_t n = (r1 - r0) * g->cols;
         for (uint64_t i = 0; i < n; i++)
-            if (bits_of(b.values[i]) != bits_of(a.values[i]))
+            if (bits_of_f32(b.values[i]) != bits_of_f32(a.values[i]))
                 cr_assert_fail("%s %s/%s [%" PRIu64 ",%" PRIu64 ") %" PRIu64 "x%" PRIu64 ": value %" PRIu64
                                " (row %" PRIu64 " col %" PRIu64 ") is 0x%08x fused, 0x%08x split",
                                what, ff, fl, r0, r1, g->rows, g->cols, i, r0 + i / g->cols, i % g->cols,
-                               bits_of(b.values[i]), bits_of(a.values[i]));
+                               bits_of_f32(b.values[i]), bits_of_f32(a.values[i]));
         /* and the portable scalar kernels' values (the reference the SIMD variants must equal) */
         nf_simd_level level = nf_simd_active();
         if (level != NF_SIMD_SCALAR) {
@@ -122,15 +116,15 @@ static void compare(const nf_geometry *g, const nf_byte_reader *src, uint64_t r0
             nf_simd_force(level);
             cr_assert_eq(c.st, NF_OK, "%s", c.err.message);
             for (uint64_t i = 0; i < n; i++)
-                if (bits_of(b.values[i]) != bits_of(c.values[i]))
+                if (bits_of_f32(b.values[i]) != bits_of_f32(c.values[i]))
                     cr_assert_fail("%s %s/%s [%" PRIu64 ",%" PRIu64 "): value %" PRIu64 " is 0x%08x fused (%s), "
                                    "0x%08x scalar",
-                                   what, ff, fl, r0, r1, i, bits_of(b.values[i]), nf_simd_level_name(level),
-                                   bits_of(c.values[i]));
+                                   what, ff, fl, r0, r1, i, bits_of_f32(b.values[i]), nf_simd_level_name(level),
+                                   bits_of_f32(c.values[i]));
             free(c.values);
         }
         /* nothing written past the rows asked for */
-        cr_assert_eq(bits_of(b.values[n]), 0x5A5A5A5Au, "%s %s/%s: fused wrote past its output", what, ff, fl);
+        cr_assert_eq(bits_of_f32(b.values[n]), 0x5A5A5A5Au, "%s %s/%s: fused wrote past its output", what, ff, fl);
         compared += n;
     }
     free(a.values);
@@ -319,9 +313,9 @@ static void misaligned(nf_simd_level level)
             nf_error err = {0};
             cr_assert_eq(nf_layout_decode_rows_f32(&g, &src, 0, n, base + off, &err), NF_OK, "%s", err.message);
             for (uint64_t j = 0; j < n * k; j++)
-                if (bits_of(base[off + j]) != bits_of(a.values[j]))
+                if (bits_of_f32(base[off + j]) != bits_of_f32(a.values[j]))
                     cr_assert_fail("%s, output at float offset %u: value %" PRIu64 " is 0x%08x, split 0x%08x", fmts[i],
-                                   off, j, bits_of(base[off + j]), bits_of(a.values[j]));
+                                   off, j, bits_of_f32(base[off + j]), bits_of_f32(a.values[j]));
         }
         free(buf);
         free(a.values);

@@ -21,15 +21,9 @@
 
 #include "common/cpu.h"
 #include "layout/layout_impl.h"
+#include "support/test_float.h"
 
 static uint64_t compared;
-
-static uint32_t bits_of(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
 
 static void require(nf_simd_level level)
 {
@@ -62,9 +56,9 @@ static uint8_t *random_bytes(rng *r, uint64_t n)
 static void same_values(const float *got, const float *want, uint64_t n, const char *what, uint64_t r0)
 {
     for (uint64_t i = 0; i < n; i++)
-        if (bits_of(got[i]) != bits_of(want[i]))
+        if (bits_of_f32(got[i]) != bits_of_f32(want[i]))
             cr_assert_fail("%s (rows from %" PRIu64 "): value %" PRIu64 " is 0x%08x, reference 0x%08x", what, r0, i,
-                           bits_of(got[i]), bits_of(want[i]));
+                           bits_of_f32(got[i]), bits_of_f32(want[i]));
     compared += n;
 }
 
@@ -437,7 +431,7 @@ static void check_alignment(void)
                                                   : nf_f32_from_bits(w.w32[i]);
                     break;
                 }
-                cr_assert_eq(bits_of(want[i]), bits_of(ref), "%s scalar value %" PRIu64, f->name, i);
+                cr_assert_eq(bits_of_f32(want[i]), bits_of_f32(ref), "%s scalar value %" PRIu64, f->name, i);
             }
             for (unsigned off = 0; off < 16; off++) {
                 float *out = buf + off;
@@ -447,9 +441,9 @@ static void check_alignment(void)
                 snprintf(what, sizeof what, "%s [%" PRIu64 ",%" PRIu64 "] output at float %u of a line", f->name, n, k,
                          off);
                 same_values(out, want, n * k, what, 0);
-                for (unsigned j = 0; j < off; j++) cr_assert_eq(bits_of(buf[j]), 0xEEEEEEEEu, "%s: wrote before", what);
+                for (unsigned j = 0; j < off; j++) cr_assert_eq(bits_of_f32(buf[j]), 0xEEEEEEEEu, "%s: wrote before", what);
                 for (unsigned j = 0; j < 16; j++)
-                    cr_assert_eq(bits_of(out[n * k + j]), 0xEEEEEEEEu, "%s: wrote past the end", what);
+                    cr_assert_eq(bits_of_f32(out[n * k + j]), 0xEEEEEEEEu, "%s: wrote past the end", what);
             }
             nf_words_free(&w);
             free(obj);

@@ -11,13 +11,7 @@
 #include <ninfer/ninfer.h>
 
 #include "support/source_writer.h"
-
-static uint32_t bits_of(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
-}
+#include "support/test_float.h"
 
 /* Open the same bytes as a file (in dir) and as a memory image; run check on both. */
 static void both_ways(const sw_buf *b, const char *dir, const char *name, void (*check)(nf_source *))
@@ -46,7 +40,7 @@ static void expect_f32_bits(nf_source *s, const char *name, const uint32_t *want
     nf_error err = {0};
     cr_assert_eq(nf_source_read_f32(s, t, 0, t->rows, out, n, &err), NF_OK, "%s", err.message);
     for (size_t i = 0; i < n; i++)
-        cr_assert_eq(bits_of(out[i]), want[i], "%s[%zu]: 0x%08x, expected 0x%08x", name, i, bits_of(out[i]), want[i]);
+        cr_assert_eq(bits_of_f32(out[i]), want[i], "%s[%zu]: 0x%08x, expected 0x%08x", name, i, bits_of_f32(out[i]), want[i]);
     /* Row by row gives the same values. */
     for (uint64_t r = 0; r < t->rows; r++) {
         float row[64];
@@ -322,7 +316,7 @@ static void check_gguf(nf_source *s)
         expect_bytes(s, t->name, gg_tensors[i].data, gg_tensors[i].bytes);
     }
     uint32_t want[64];
-    for (int i = 0; i < 12; i++) want[i] = bits_of(g_f32[i]);
+    for (int i = 0; i < 12; i++) want[i] = bits_of_f32(g_f32[i]);
     expect_f32_bits(s, "f32", want, 12);
     static const uint32_t f16w[8] = {0x3F800000, 0xBF800000, 0x33800000, 0x7F800000,
                                      0x3F000000, 0x40000000, 0x40400000, 0x40800000};
@@ -340,7 +334,7 @@ static void check_gguf(nf_source *s)
     static const uint32_t f64w[2] = {0x3DCCCCCD, 0x40000000};
     expect_f32_bits(s, "f64", f64w, 2);
     for (int r = 0; r < 2; r++)
-        for (int j = 0; j < 32; j++) want[32 * r + j] = bits_of((float)(j - 16) * (r ? 0.5f : 1.0f));
+        for (int j = 0; j < 32; j++) want[32 * r + j] = bits_of_f32((float)(j - 16) * (r ? 0.5f : 1.0f));
     expect_f32_bits(s, "q8_0", want, 64);
     const nf_source_tensor *q8 = nf_source_find(s, "q8_0");
     cr_assert_not_null(q8->format);
@@ -353,7 +347,7 @@ static void check_gguf(nf_source *s)
     cr_assert(pq->convertible);
     float pv[128];
     cr_assert_eq(nf_source_read_f32(s, pq, 0, 1, pv, 128, &err), NF_OK, "%s", err.message);
-    for (int j = 0; j < 128; j++) cr_assert_eq(bits_of(pv[j]), bits_of((float)(j % 3 - 1) * 2.0f), "pq2 %d", j);
+    for (int j = 0; j < 128; j++) cr_assert_eq(bits_of_f32(pv[j]), bits_of_f32((float)(j % 3 - 1) * 2.0f), "pq2 %d", j);
     const nf_source_tensor *q41 = nf_source_find(s, "q4_1");
     cr_assert(!q41->convertible);
     const nf_source_tensor *cube = nf_source_find(s, "cube");
@@ -362,7 +356,7 @@ static void check_gguf(nf_source *s)
     cr_assert_eq(cube->shape[2], 4);
     cr_assert_eq(cube->rows, 6);
     cr_assert_eq(cube->row_elements, 4);
-    for (int i = 0; i < 24; i++) want[i] = bits_of((float)i);
+    for (int i = 0; i < 24; i++) want[i] = bits_of_f32((float)i);
     expect_f32_bits(s, "cube", want, 24);
 }
 
