@@ -1,4 +1,4 @@
-/* Internal structures of the conversion pipeline, shared by plan.c (resolution, validation,
+/* Internal structures of the conversion pipeline, shared by planner.c (resolution, validation,
  * directory members) and execute.c (row chunks on a thread pool). */
 #ifndef NINFER_CONVERT_IMPL_H
 #define NINFER_CONVERT_IMPL_H

@@ -1,6 +1,6 @@
 /* What killed runs left beside an output (ninfer/convert.h, nf_stale_find): the names are the
  * writer's and the converter's own -- temp files named by common/io.c (nf_io_mkstemp_beside,
- * read back with nf_io_beside_pid), parts ".part-NNNN" (container/plan.c) and the report
+ * read back with nf_io_beside_pid), parts ".part-NNNN" (container/split.c) and the report
  * ".conversion.json" (convert/execute.c) -- so the finder lives in the library beside them. */
 #include <dirent.h>
 #include <errno.h>

@@ -1,4 +1,5 @@
-/* Split policy (container.md 2.5) and continuation file naming (2.2). */
+/* How an artifact is split into files: the split policy (container.md 2.5) and continuation
+ * file naming (2.2). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
