@@ -1,4 +1,5 @@
 /* CPU-feature dispatch (common/cpu.h). */
+#include "common/simd_target.h"
 #include "common/cpu.h"
 
 #include <pthread.h>
@@ -9,7 +10,7 @@
 
 #include <ninfer/simd.h>
 
-#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#if NF_X86_KERNELS
 #define NF_CPU_X86 1
 #include <cpuid.h>
 #else
@@ -39,7 +40,9 @@ static nf_simd_level detect(void)
 #if NF_CPU_X86
     __builtin_cpu_init();
     if (!__builtin_cpu_supports("avx2") || !has_f16c()) return NF_SIMD_SCALAR;
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
+    /* the features of NF_TARGET_AVX512 (common/simd_target.h), every one */
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+        __builtin_cpu_supports("fma"))
         return NF_SIMD_AVX512;
     return NF_SIMD_AVX2;
 #else
@@ -51,7 +54,7 @@ static const char *lacks(nf_simd_level level)
 {
     switch (level) {
     case NF_SIMD_AVX2: return "the CPU lacks AVX2/F16C";
-    case NF_SIMD_AVX512: return "the CPU lacks AVX-512 F/BW/VL";
+    case NF_SIMD_AVX512: return "the CPU lacks AVX-512 F/BW/VL (or FMA)";
     default: return "no such level";
     }
 }

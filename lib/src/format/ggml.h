@@ -3,6 +3,7 @@
 #ifndef NINFER_FORMAT_GGML_H
 #define NINFER_FORMAT_GGML_H
 
+#include "common/simd_target.h"
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -35,7 +36,7 @@ const char *nf_ggml_f16_nonfinite_name(uint16_t h);
  * blocks and examines every block the exact way.  Default true; tests compare the two. */
 extern bool nf_ggml_scan_fast;
 
-#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#if NF_X86_KERNELS
 /* SIMD block dequantizers (simd/ggml_kquant_simd.c) of the AVX2 and AVX-512 levels
  * (common/cpu.h); bit-identical to the scalar ones. */
 #define NF_GGML_KQUANT_DECL(sfx)                                                                    \

@@ -12,6 +12,7 @@
  *     grid values are taken out of table entries by shifting, so the host's byte order and
  *     alignment never matter.
  * Each block decodes on its own from exactly block_bytes bytes. */
+#include "common/simd_target.h"
 #include "format/ggml.h"
 
 #include <stddef.h>
@@ -459,7 +460,7 @@ static const ggml_kind KINDS[] = {
 /* The SIMD block function of the active level for id, NULL for the scalar one. */
 static block_fn simd_fn(nf_format_id id)
 {
-#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#if NF_X86_KERNELS
     switch (nf_simd_active()) {
     case NF_SIMD_AVX512:
         switch (id) {

@@ -22,6 +22,7 @@
 
 #include <ninfer/format.h>
 
+#include "common/simd_target.h"
 #include "layout/layout_impl.h"
 
 /* The nvfp4 value table: entry [s * 16 + c] = (e2m1(c) * e4m3fn(s)) / divisor, for every scale
@@ -95,7 +96,7 @@ typedef struct nf_layout_kernels {
 } nf_layout_kernels;
 
 extern const nf_layout_kernels nf_layout_kernels_scalar;
-#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#if NF_X86_KERNELS
 #define NF_LAYOUT_HAVE_X86_KERNELS 1
 extern const nf_layout_kernels nf_layout_kernels_avx2;
 extern const nf_layout_kernels nf_layout_kernels_avx512;

@@ -27,6 +27,7 @@
 #ifndef NINFER_STATS_STATS_H
 #define NINFER_STATS_STATS_H
 
+#include "common/simd_target.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -84,7 +85,7 @@ typedef struct nf_stats_kernels {
 } nf_stats_kernels;
 
 extern const nf_stats_kernels nf_stats_kernels_scalar;
-#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#if NF_X86_KERNELS
 #define NF_STATS_HAVE_X86_KERNELS 1
 extern const nf_stats_kernels nf_stats_kernels_avx2;
 extern const nf_stats_kernels nf_stats_kernels_avx512;

@@ -10,15 +10,16 @@
  * and every product and difference is a separate IEEE binary32 instruction in the scalar code's
  * operand order (nothing fused, -ffp-contract=off).  tests/unit/test_layout_simd.c compares them
  * with the scalar code bit for bit on random blocks. */
+#include "common/simd_target.h"
 #include "format/ggml.h"
 
-#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#if NF_X86_KERNELS
 
 #include <immintrin.h>
 #include <stdint.h>
 
-#define AVX2_FN __attribute__((target("avx2,f16c")))
-#define AVX2_INLINE static inline __attribute__((always_inline, target("avx2,f16c")))
+#define AVX2_FN NF_AVX2_FN
+#define AVX2_INLINE NF_AVX2_INLINE
 
 static inline float half_at(const uint8_t *p) { return nf_f16_to_f32((uint16_t)(p[0] | (p[1] << 8))); }
 
@@ -70,8 +71,8 @@ static inline void k4_scale_min(const uint8_t *s, unsigned i, unsigned *sc, unsi
 }
 
 
-#define AVX512_INLINE static inline __attribute__((always_inline, target("avx512f,avx512bw,avx512vl,avx2,f16c")))
-#define AVX512_FN __attribute__((target("avx512f,avx512bw,avx512vl,avx2,f16c")))
+#define AVX512_INLINE NF_AVX512_INLINE
+#define AVX512_FN NF_AVX512_FN
 
 /* y[0..16) = (a * F(q)) - m, 16 lanes */
 AVX512_INLINE void store_am512(float *y, __m128i q, float a, float m)

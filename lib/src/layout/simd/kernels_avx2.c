@@ -5,14 +5,15 @@
  * exact operands, in the same operand order); words are unpacked by masks, shifts, byte
  * shuffles and unpacks.  Every loop does whole vectors inside the caller's bounds and leaves the
  * remaining elements to the scalar code, so nothing outside the given arrays is read or written. */
+#include "common/simd_target.h"
 #include "layout/kernels.h"
 
 #if NF_LAYOUT_HAVE_X86_KERNELS
 
 #include <immintrin.h>
 
-#define AVX2_FN __attribute__((target("avx2,f16c")))
-#define AVX2_INLINE static inline __attribute__((always_inline, target("avx2,f16c")))
+#define AVX2_FN NF_AVX2_FN
+#define AVX2_INLINE NF_AVX2_INLINE
 
 AVX2_FN static void bf16_f32_avx2(const uint16_t *w, size_t n, float *out)
 {

@@ -2,14 +2,15 @@
  * vectors through masked loads and stores (a masked-off lane is neither read nor written), the
  * nvfp4 table lookup as one 16-lane permute, and an int32 conversion with the rounding (to
  * nearest even) encoded in the instruction.  Code unpacking is shared with the AVX2 variant. */
+#include "common/simd_target.h"
 #include "layout/kernels.h"
 
 #if NF_LAYOUT_HAVE_X86_KERNELS
 
 #include <immintrin.h>
 
-#define AVX512_FN __attribute__((target("avx512f,avx512bw,avx512vl")))
-#define AVX512_INLINE static inline __attribute__((always_inline, target("avx512f,avx512bw,avx512vl")))
+#define AVX512_FN NF_AVX512_FN
+#define AVX512_INLINE NF_AVX512_INLINE
 
 
 AVX512_INLINE __mmask16 tail16(size_t m) { return (__mmask16)((1u << m) - 1u); }

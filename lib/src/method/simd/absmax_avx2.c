@@ -7,15 +7,16 @@
  * is in L1).  A partial vector (the tail of a row whose K is not a multiple of 8) is read
  * through a zeroed stack copy, so nothing beyond the row is touched, and its codes are written
  * through one too; zero lanes add nothing to amax and their codes are never stored. */
+#include "common/simd_target.h"
 #include "method/simd/absmax_simd.h"
 
-#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#if NF_X86_KERNELS
 
 #include <immintrin.h>
 
 #include "stats/simd/lanes_avx2.h"
 
-#define AVX2_INLINE static inline __attribute__((always_inline, target("avx2,f16c")))
+#define AVX2_INLINE NF_AVX2_INLINE
 #define LANES 8u
 
 /* LANES elements at p widened exactly to binary32. */
@@ -150,7 +151,7 @@ AVX2_INLINE bool block_scales(const uint32_t *amax, float denominator, uint16_t 
 #define ABSMAX_INLINE AVX2_INLINE
 #include "method/simd/absmax_row.inc"
 
-__attribute__((target("avx2,f16c"))) bool nf_absmax_row_avx2(const uint8_t *row, nf_src_type type, size_t k,
+NF_AVX2_FN bool nf_absmax_row_avx2(const uint8_t *row, nf_src_type type, size_t k,
                                                             const nf_absmax_shape *shape, int8_t *codes,
                                                             uint16_t *scales, nf_errstats *st, size_t *measured)
 {

@@ -4,15 +4,16 @@
  * for a partial vector (AVX-512 masked memory accesses never touch, nor fault on, the masked-off
  * elements) and VPMOVDB to narrow int32 lanes to bytes (truncating, which is exact: codes lie in
  * [-128, 127]). */
+#include "common/simd_target.h"
 #include "method/simd/absmax_simd.h"
 
-#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#if NF_X86_KERNELS
 
 #include <immintrin.h>
 
 #include "stats/simd/lanes_avx512.h"
 
-#define AVX512_TARGET "avx512f,avx512bw,avx512vl,avx2,f16c,fma"
+#define AVX512_TARGET NF_TARGET_AVX512
 #define AVX512_INLINE static inline __attribute__((always_inline, target(AVX512_TARGET)))
 #define LANES 16u
 #define ALL16 ((__mmask16)0xFFFFu)

@@ -10,13 +10,14 @@
  * (<= 0xFE) narrow to bytes with unsigned saturating packs, which never saturate.  A partial
  * vector (the tail of a row) is read and written through zeroed stack copies, so nothing beyond
  * the row is touched. */
+#include "common/simd_target.h"
 #include "method/simd/fp8_simd.h"
 
-#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#if NF_X86_KERNELS
 
 #include <immintrin.h>
 
-#define AVX2_INLINE static inline __attribute__((always_inline, target("avx2,f16c")))
+#define AVX2_INLINE NF_AVX2_INLINE
 #define LANES 8u
 
 /* LANES elements at p, widened exactly to binary32 and rounded to BF16 (as binary32 words). */
@@ -149,7 +150,7 @@ AVX2_INLINE bool encode_row(const uint8_t *row, nf_src_type type, size_t esize, 
     return true;
 }
 
-__attribute__((target("avx2,f16c"))) bool nf_fp8_row_avx2(const uint8_t *row, nf_src_type type, size_t k,
+NF_AVX2_FN bool nf_fp8_row_avx2(const uint8_t *row, nf_src_type type, size_t k,
                                                          bool fp16_scale, uint8_t *codes, uint16_t *scale)
 {
     switch (type) {

@@ -4,13 +4,14 @@
  * finite value); the lane select of nf_fp8_e4m3fn_of is a mask blend and the int32 codes narrow to
  * bytes with VPMOVDB (truncation; the codes are <= 0xFE).  A partial vector uses masked loads and
  * stores (BW/VL), which touch nothing beyond the row. */
+#include "common/simd_target.h"
 #include "method/simd/fp8_simd.h"
 
-#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#if NF_X86_KERNELS
 
 #include <immintrin.h>
 
-#define AVX512_TARGET "avx512f,avx512bw,avx512vl"
+#define AVX512_TARGET NF_TARGET_AVX512
 #define AVX512_INLINE static inline __attribute__((always_inline, target(AVX512_TARGET)))
 #define LANES 16u
 

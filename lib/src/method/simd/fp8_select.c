@@ -1,5 +1,6 @@
 /* fp8_row_maxabs kernels (fp8_simd.h): the portable fast kernel and the selection from the active
  * SIMD level. */
+#include "common/simd_target.h"
 #include "method/simd/fp8_simd.h"
 
 #include "common/cpu.h"
@@ -82,7 +83,7 @@ bool nf_fp8_row_scalar(const uint8_t *row, nf_src_type type, size_t k, bool fp16
 
 nf_fp8_row_fn nf_fp8_row_kernel(void)
 {
-#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#if NF_X86_KERNELS
     switch (nf_simd_active()) {
     case NF_SIMD_AVX512: return nf_fp8_row_avx512;
     case NF_SIMD_AVX2: return nf_fp8_row_avx2;

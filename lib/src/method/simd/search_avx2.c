@@ -3,15 +3,16 @@
  * exact errors of the few candidates a group needs them for take the candidates side by side
  * instead, 4 per binary64 vector.  No FMA: every product and sum rounds on its own, as in the
  * reference. */
+#include "common/simd_target.h"
 #include "method/method_impl.h"
 #include "method/simd/search_simd.h"
 
-#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#if NF_X86_KERNELS
 
 #include <immintrin.h>
 
-#define AVX2_ATTR __attribute__((target("avx2,f16c")))
-#define AVX2_INLINE static inline __attribute__((always_inline, target("avx2,f16c")))
+#define AVX2_ATTR NF_AVX2_FN
+#define AVX2_INLINE NF_AVX2_INLINE
 #define SEARCH_L 8u
 /* The screening's residuals are s (u - q) with u = f32(x * inv) (screen_n below). */
 #define SEARCH_BETA 0x1.1p-23

@@ -9,14 +9,15 @@
  * bits, magnitude < 2^23), so the reference's product rounds to itself and its subtraction is
  * the only rounding, as in the fused form.  The least-squares sums and everything else round
  * on their own.  The binary32 screening sums may fuse (search_algo.inc). */
+#include "common/simd_target.h"
 #include "method/method_impl.h"
 #include "method/simd/search_simd.h"
 
-#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#if NF_X86_KERNELS
 
 #include <immintrin.h>
 
-#define TARGET "avx512f,avx512bw,avx512vl,avx2,f16c,fma"
+#define TARGET NF_TARGET_AVX512
 #define AVX512_ATTR __attribute__((target(TARGET)))
 #define AVX512_INLINE static inline __attribute__((always_inline, target(TARGET)))
 #define SEARCH_L 16u

@@ -1,11 +1,12 @@
 /* Kernel selection of grouped_search (search_simd.h) from the active SIMD level. */
+#include "common/simd_target.h"
 #include "method/simd/search_simd.h"
 
 #include "common/cpu.h"
 
 const nf_search_kernel *nf_search_kernel_active(void)
 {
-#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#if NF_X86_KERNELS
     switch (nf_simd_active()) {
     case NF_SIMD_AVX512: return &nf_search_avx512;
     case NF_SIMD_AVX2: return &nf_search_avx2;

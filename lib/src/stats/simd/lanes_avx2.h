@@ -9,9 +9,10 @@
 #include <immintrin.h>
 #include <math.h>
 
+#include "common/simd_target.h"
 #include "stats/stats.h"
 
-#define NF_LANES256_INLINE static inline __attribute__((always_inline, target("avx2,f16c")))
+#define NF_LANES256_INLINE NF_AVX2_INLINE
 
 typedef struct nf_lanes256 {
     __m256d se[4], sx[4];

@@ -10,9 +10,10 @@
 #include <immintrin.h>
 #include <math.h>
 
+#include "common/simd_target.h"
 #include "stats/stats.h"
 
-#define NF_LANES512_TARGET "avx512f,avx512bw,avx512vl,avx2,f16c,fma"
+#define NF_LANES512_TARGET NF_TARGET_AVX512
 #define NF_LANES512_INLINE static inline __attribute__((always_inline, target(NF_LANES512_TARGET)))
 
 typedef struct nf_lanes512 {

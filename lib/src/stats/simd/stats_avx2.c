@@ -1,6 +1,7 @@
 /* Error statistics for AVX2 + F16C (stats.h), through the lanes of lanes_avx2.h.  Tails are
  * copied into zeroed 16-value buffers (x = y = 0 adds +0, which leaves a lane as it is); a block
  * holding a pair that is not compared is summed again by the reference (see stats_avx512.c). */
+#include "common/simd_target.h"
 #include "stats/stats.h"
 
 #if NF_STATS_HAVE_X86_KERNELS
@@ -9,7 +10,7 @@
 
 #include "stats/simd/lanes_avx2.h"
 
-#define AVX2_FN __attribute__((target("avx2,f16c")))
+#define AVX2_FN NF_AVX2_FN
 #define AVX2_INLINE NF_LANES256_INLINE
 
 AVX2_FN static void block_f32(const float *x, const float *y, size_t n, nf_errstats *st)
