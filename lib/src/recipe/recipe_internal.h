@@ -128,4 +128,10 @@ size_t recipe_regex_prefix(const char *pattern, char *buf, size_t size);
 /* The directory part of a path: "a/b" -> "a", "b" -> ".", "/b" -> "/".  NULL on ENOMEM. */
 char *recipe_dirname(const char *path);
 
+/* Why the "re:" pattern would cost glibc's regcomp too much (too long, too many or stacked
+ * repetition operators, large bounds, a back-reference, a compiled size beyond 4096 nodes, a
+ * repeated operand that matches the empty string), or NULL when it may be compiled
+ * (regex_guard.c; docs/recipes.md). */
+const char *nf_recipe_regex_too_complex(const char *pattern);
+
 #endif
