@@ -357,7 +357,7 @@ static int handle_stale(const nf_cli *cli, const convert_opts *o)
     int rc = NF_EXIT_OK;
     bool remove = o->remove_stale && !o->dry_run;
     /* The processes whose set-aside entry ".<B>.<pid>.XXXXXX.old" is still there: the set-aside
-     * entry is removed first when a --force run commits (lib/src/container/writer.c), so the
+     * entry is removed first when a --force run commits (lib/src/container/writer_publish.c), so the
      * other ".old" files of a process without one are leftovers of a replacement that was
      * complete (renaming them back would mix two artifacts). */
     long *entry_pids = calloc(n ? n : 1, sizeof *entry_pids);
