@@ -41,7 +41,7 @@ static const nf_option options[] = {
     {"output", 'o', NF_ARG_REQUIRED, OPT_OUTPUT, "OUT.ninfer", "the artifact to write (required)"},
     {"source", 0, NF_ARG_REQUIRED, OPT_SOURCE, "NAME=PATH", "replace (or add) the recipe's source NAME"},
     {"allow-path", 0, NF_ARG_REQUIRED, OPT_ALLOW_PATH, "DIR",
-     "let the recipe also read DIR (besides its own directory and --source paths; repeatable)"},
+     "let the recipe's resources also come from DIR (besides its own directory and --source paths; repeatable)"},
     {"allow-env", 0, NF_ARG_REQUIRED, OPT_ALLOW_ENV, "NAME", "let ${NAME} in the recipe's paths expand (repeatable)"},
     {"threads", 'j', NF_ARG_REQUIRED, OPT_THREADS, "N", "encoding threads (default: every core)"},
     {"max-file-bytes", 0, NF_ARG_REQUIRED, OPT_MAX_FILE_BYTES, "BYTES",

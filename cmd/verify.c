@@ -36,8 +36,8 @@ static const nf_option options[] = {
     {"source", 0, NF_ARG_REQUIRED, OPT_SOURCE, "NAME=PATH",
      "with --recipe: replace (or add) the recipe's source NAME, e.g. its imatrix (repeatable)"},
     {"allow-path", 0, NF_ARG_REQUIRED, OPT_ALLOW_PATH, "DIR",
-     "with --recipe: let the recipe also read DIR (besides its own directory, SOURCE and --source paths; "
-     "repeatable)"},
+     "with --recipe: let the recipe's resources also come from DIR (besides its own directory, SOURCE and "
+     "--source paths; repeatable)"},
     {"allow-env", 0, NF_ARG_REQUIRED, OPT_ALLOW_ENV, "NAME",
      "with --recipe: let ${NAME} in the recipe's paths expand (repeatable)"},
     {"threads", 'j', NF_ARG_REQUIRED, OPT_THREADS, "N",

@@ -652,8 +652,11 @@ def recipe_cases():
     recipe_case("config_malformed", ["ckpt/config.json", "line 1"],
                 HEAD, extra={"ckpt/config.json": '{"hidden_size": 8,'})
 
-    # what a recipe may read (F2): paths stay inside the recipe's directory unless the command line
-    # allows more; '..', absolute paths and links out are refused naming the key, line and column
+    # what a recipe may read (F2): what it publishes byte for byte (resources) stays inside the
+    # recipe's directory unless the command line allows more; '..', absolute paths and links out
+    # are refused naming the key, line and column.  The checkpoints it names are read wherever they
+    # are, by the strict readers: a directory that is no checkpoint, or a config.json linking to a
+    # file that is no JSON object, is refused as such, and its bytes are not shown
     OUTSIDE = "what the recipe may read"
     RES = HEAD + "components:\n  text:\n    resources: {s: %s}\n"
     recipe_case("resource_dotdot", ["r.yaml:6:17: components.text.resources.s: 'base/../../../../../../etc/passwd'",
@@ -663,10 +666,10 @@ def recipe_cases():
                 RES % "/etc/passwd")
     recipe_case("resource_symlink_out", ["components.text.resources.s: './tok.json' resolves to /etc/passwd", OUTSIDE],
                 RES % "./tok.json", extra={"tok.json": ("symlink", "/etc/passwd")})
-    recipe_case("source_outside", ["r.yaml:3:3: sources.base: '../../../../../../etc' resolves to /etc", OUTSIDE],
+    recipe_case("source_not_a_checkpoint", ["r.yaml:3:3: source 'base'", "no *.safetensors file"],
                 "recipe: 1\nsources:\n  base: ../../../../../../etc\n")
-    recipe_case("config_symlink_out", ["r.yaml:3:3: sources.base", "ckpt/config.json' resolves to /etc/passwd",
-                                       OUTSIDE], HEAD, extra={"ckpt/config.json": ("symlink", "/etc/passwd")})
+    recipe_case("config_symlink_not_json", ["r.yaml:3:3: source 'base'", "ckpt/config.json", "'[' or '{' expected"],
+                HEAD, extra={"ckpt/config.json": ("symlink", "/etc/passwd")})
     recipe_case("variable_not_allowed", ["r.yaml:3:3: sources.base: environment variable 'HOME' is not allowed",
                                          "--allow-env HOME"], "recipe: 1\nsources:\n  base: ${HOME}/ckpt\n")
 

@@ -69,11 +69,16 @@ python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['component
 rm -f "$f2"/o/*
 run 2 "$bin/ninfer-convert" -r "$f2/r/r.yaml" -o "$f2/o/m.ninfer" --allow-path "$f2/nope"
 contains "$work/err" "--allow-path $f2/nope"
-# a source outside: refused, unless --source gives it
+# a checkpoint outside is read wherever it is (the strict readers take only a checkpoint), but
+# naming it does not let the recipe publish its other files: a resource in it needs --source
 mv "$f2/r/ck" "$f2/ck"
+printf 'recipe: 1\nsources:\n  base: ../ck\n' >"$f2/r/r.yaml"
+run 0 "$bin/ninfer-convert" -r "$f2/r/r.yaml" -o "$f2/o/m.ninfer" --dry-run
+printf 'recipe: 1\nsources:\n  base: %s\n' "$f2/ck" >"$f2/r/r.yaml"
+run 0 "$bin/ninfer-convert" -r "$f2/r/r.yaml" -o "$f2/o/m.ninfer" --dry-run
 recipe ../ck base/tokenizer.json
 run 1 "$bin/ninfer-convert" -r "$f2/r/r.yaml" -o "$f2/o/m.ninfer" --dry-run
-contains "$work/err" "r.yaml:3:3: sources.base: '../ck' resolves to $f2/ck, outside"
+contains "$work/err" "r.yaml:6:17: components.text.resources.s: 'base/tokenizer.json' is outside what the recipe may read"
 run 0 "$bin/ninfer-convert" -r "$f2/r/r.yaml" -o "$f2/o/m.ninfer" --dry-run --source base="$f2/ck"
 # ... and a recipe read from stdin has no directory of its own
 recipe "$f2/ck" base/tokenizer.json

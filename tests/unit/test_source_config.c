@@ -155,3 +155,18 @@ Test(source_config, file_reader_caps_size_and_prescans)
     cr_assert(strstr(err.message, "not a regular file"), "%s", err.message);
     free(p);
 }
+
+/* A config.json may be a link to any file: a syntax error names where, never the text there
+ * (jansson's "near '...'" quote is dropped). */
+Test(source_config, syntax_errors_do_not_quote_the_file)
+{
+    const char *text = "root:x:0:0:hunter2:/root:/bin/bash\n";
+    json_t *cfg = NULL;
+    nf_error err;
+    cr_assert_eq(nf_source_parse_config(text, strlen(text), "ck/config.json", &cfg, &err), NF_ERR_INVALID);
+    cr_assert_null(cfg);
+    cr_assert(strstr(err.message, "ck/config.json: byte"), "%s", err.message);
+    cr_assert_null(strstr(err.message, "root"), "%s", err.message);
+    cr_assert_null(strstr(err.message, "hunter2"), "%s", err.message);
+}
+

@@ -18,8 +18,8 @@
  *   nvfp4, q2, t2 and gguf_*.
  * - `${VAR}` in source and resource paths expands from the environment, for the variables the
  *   command line allows only (nf_recipe_options; an allowed but unset variable is an error);
- *   relative paths are relative to the recipe file's directory, and every file opened for the
- *   recipe must stay inside what the command line allows (nf_recipe_check_path,
+ *   relative paths are relative to the recipe file's directory, and every resource (published
+ *   byte for byte) must stay inside what the command line allows (nf_recipe_check_path,
  *   docs/recipes.md "What a recipe may read").
  *
  * Every error is reported as "FILE:LINE:COL: what" (libyaml positions, 1-based). */

@@ -150,12 +150,6 @@ struct json_t;
  * recorded (nf_source_companion).  A shard named by an index that does not exist makes the
  * checkpoint invalid (NF_ERR_INVALID); a missing `path` is NF_ERR_IO. */
 NF_API nf_status nf_source_open(const char *path, nf_source **out, nf_error *err);
-/* The same, calling check(ctx, file, err) before each file the reader opens (the file itself, an
- * index, every shard): a check that fails stops the open with its error.  The converter uses it
- * to keep a recipe's checkpoints inside what the command line allows (nf_recipe_check_path). */
-typedef nf_status (*nf_source_check_fn)(void *ctx, const char *file, nf_error *err);
-NF_API nf_status nf_source_open_checked(const char *path, nf_source_check_fn check, void *ctx, nf_source **out,
-                                        nf_error *err);
 
 /* Parse a whole safetensors or GGUF file image held in memory (`kind` NF_SOURCE_AUTO decides
  * from the magic).  Same validation as nf_source_open; reads are served from `data`, which

@@ -250,38 +250,19 @@ static bool used_as_imatrix(const nf_recipe *r, const char *name)
 }
 
 /* ---------------------------------------------------------------- what the recipe may read */
-/* A source the recipe itself names (not replaced by --source) must be inside what the command
- * line allows, and so must every file its reader opens and the config.json the plan reads
- * (docs/recipes.md, "What a recipe may read"; finding F2). */
-typedef struct source_check {
-    const nf_recipe *r;
-    const nf_recipe_source *rs;
-    bool refused; /* the check failed: its message already names the recipe line */
-} source_check;
-
-static nf_status confine_file(void *ctx, const char *file, nf_error *err)
+/* A source the recipe names is read wherever it is: a checkpoint or an imatrix is parsed by the
+ * strict readers and only tensors become objects.  What the recipe publishes byte for byte -- a
+ * resource -- must be inside what the command line allows (add_resource; docs/recipes.md, "What
+ * a recipe may read"; finding F2).  A source path that holds a variable the command line does
+ * not allow is refused here, naming the variable, never its value. */
+static nf_status check_source_variable(const nf_recipe *r, const nf_recipe_source *rs, nf_error *err)
 {
-    source_check *c = ctx;
-    char key[300];
-    snprintf(key, sizeof key, "sources.%s", c->rs->name);
-    nf_status st = nf_recipe_check_path(c->r, file, key, c->rs->pos, file, err);
-    c->refused = st != NF_OK;
-    return st;
-}
-
-/* The source's own path: a variable the command line does not allow, or a path outside. */
-static nf_status confine_source(const nf_recipe *r, const nf_recipe_source *rs, nf_error *err)
-{
-    if (rs->command_line) return NF_OK;
-    char key[300];
-    snprintf(key, sizeof key, "sources.%s", rs->name);
-    if (rs->blocked || !rs->path)
-        return nf_error_set(err, NF_ERR_INVALID,
-                            "%s:%d:%d: %s: environment variable '%s' is not allowed by the command line (give "
-                            "--allow-env %s to expand it, or --source %s=PATH)",
-                            recipe_label(r), rs->pos.line, rs->pos.col, key, rs->blocked ? rs->blocked : "?",
-                            rs->blocked ? rs->blocked : "VAR", rs->name);
-    return nf_recipe_check_path(r, rs->path, key, rs->pos, rs->written, err);
+    if (rs->command_line || (!rs->blocked && rs->path)) return NF_OK;
+    return nf_error_set(err, NF_ERR_INVALID,
+                        "%s:%d:%d: sources.%s: environment variable '%s' is not allowed by the command line (give "
+                        "--allow-env %s to expand it, or --source %s=PATH)",
+                        recipe_label(r), rs->pos.line, rs->pos.col, rs->name, rs->blocked ? rs->blocked : "?",
+                        rs->blocked ? rs->blocked : "VAR", rs->name);
 }
 
 static nf_status open_sources(nf_plan *p, nf_error *err)
@@ -296,17 +277,14 @@ static nf_status open_sources(nf_plan *p, nf_error *err)
         s->path = r->sources[i].path;
         p->nsources++;
         const nf_recipe_source *rs = &r->sources[i];
-        nf_status st = confine_source(r, rs, err);
+        nf_status st = check_source_variable(r, rs, err);
         if (st != NF_OK) return st; /* names the recipe line itself */
-        source_check check = {r, rs, false};
         if (used_as_imatrix(r, s->name)) {
             st = nf_imatrix_open(s->path, &p->imatrices[i], err);
             struct stat sb;
             if (st == NF_OK && stat(s->path, &sb) == 0) s->bytes = (uint64_t)sb.st_size;
         } else {
-            st = rs->command_line ? nf_source_open(s->path, &s->src, err)
-                                  : nf_source_open_checked(s->path, confine_file, &check, &s->src, err);
-            if (check.refused) return st;
+            st = nf_source_open(s->path, &s->src, err);
             if (st == NF_OK)
                 for (size_t f = 0; f < nf_source_file_count(s->src); f++) s->bytes += nf_source_file_size(s->src, f);
         }
@@ -582,24 +560,11 @@ static nf_status object_geometry(const tensor_plan *tp, nf_geometry *g, nf_error
 }
 
 /* ---------------------------------------------------------------- directory members */
-/* *positioned: the error already names the recipe line (a refused path). */
-static nf_status load_config(const nf_recipe *r, const plan_source *s, json_t **cfg, bool *positioned,
-                             nf_error *err)
+static nf_status load_config(const plan_source *s, json_t **cfg, nf_error *err)
 {
-    *positioned = false;
     *cfg = NULL;
     const char *path = s->src ? nf_source_companion(s->src, "config.json") : NULL;
     if (!path) return nf_error_set(err, NF_ERR_INVALID, "source '%s' (%s) has no config.json", s->name, s->path);
-    /* A recipe-named checkpoint's config.json is confined like its other files (it is published). */
-    const nf_recipe_source *rs = nf_recipe_find_source(r, s->name);
-    if (rs && !rs->command_line) {
-        source_check check = {r, rs, false};
-        nf_status st = confine_file(&check, path, err);
-        if (st != NF_OK) {
-            *positioned = true;
-            return st;
-        }
-    }
     /* Capped and pre-scanned before it is parsed (docs/security.md 2.2): it becomes the config of
      * a component of the artifact. */
     return nf_source_read_config(path, cfg, err);
@@ -656,12 +621,11 @@ static nf_status build_components(nf_plan *p, size_t cap, nf_error *err)
     if (r->ncomponents == 0) {
         const plan_source *b = base_source(p);
         const char *path = b->src ? nf_source_companion(b->src, "config.json") : NULL;
-        bool positioned = false;
         json_t *cfg = NULL;
         nf_status st = NF_OK;
-        if (path) st = load_config(r, b, &cfg, &positioned, err);
+        if (path) st = load_config(b, &cfg, err);
         else if (!(cfg = json_object())) st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
-        if (st != NF_OK && !positioned) {
+        if (st != NF_OK) {
             /* the config of the base source: point at the source */
             const nf_recipe_source *rs = nf_recipe_find_source(r, b->name);
             if (rs) source_error(err, st, r, rs);
@@ -678,9 +642,7 @@ static nf_status build_components(nf_plan *p, size_t cap, nf_error *err)
             if (si == SIZE_MAX)
                 return nf_error_set(err, NF_ERR_INVALID, "%s:%d:%d: component '%s': unknown source '%s'", r->path,
                                     c->pos.line, c->pos.col, c->name, c->config_from);
-            bool positioned = false;
-            nf_status st = load_config(r, &p->sources[si], &cfg, &positioned, err);
-            if (st != NF_OK && positioned) return st;
+            nf_status st = load_config(&p->sources[si], &cfg, err);
             if (st != NF_OK)
                 return nf_error_forward(err, st, "%s:%d:%d: component '%s': config: {from: %s}", recipe_label(r),
                                         c->pos.line, c->pos.col, c->name, c->config_from);

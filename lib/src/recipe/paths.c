@@ -1,7 +1,8 @@
-/* What a recipe may read (design.md section 7, "Trust boundaries"; finding F2): a recipe is
- * someone else's file, so the paths it writes -- its sources, the files of those checkpoints, its
- * imatrix files and resources -- must stay inside its own directory, a source the command line
- * gave (--source) or a directory the command line allows (--allow-path).  The test is made on
+/* What a recipe may publish (docs/recipes.md, "What a recipe may read"; finding F2): a recipe is
+ * someone else's file, so the files it has copied byte for byte into the artifact -- its
+ * resources -- must stay inside its own directory, a source the command line gave (--source) or
+ * a directory the command line allows (--allow-path).  (Its checkpoints and imatrix files are
+ * read wherever they are: the strict readers accept nothing else.)  The test is made on
  * the real path, every symbolic link resolved, so a link cannot lead out either; a path that does
  * not exist is judged in its lexically normalized absolute form (then the open that follows
  * reports it missing, as it always did).  Paths the command line names itself are not confined.

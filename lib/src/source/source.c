@@ -89,7 +89,6 @@ static nf_status add_file(nf_source *s, const char *path, int fd, const struct s
 static nf_status open_file(nf_source *s, const char *path, bool missing_invalid, const char *referrer,
                            nf_error *err)
 {
-    if (s->check) NF_TRY(s->check(s->check_ctx, path, err));
     /* O_NONBLOCK: a FIFO named as a checkpoint must be refused (fstat below), not block open;
      * it changes nothing for the reads of a regular file. */
     int fd = nf_io_open(path, O_RDONLY | O_NONBLOCK, 0);
@@ -202,12 +201,6 @@ static nf_status read_json_text(const char *path, uint64_t cap, const char *what
     return rc;
 }
 
-static nf_status read_index_text(const nf_source *s, const char *path, char **text, size_t *len, nf_error *err)
-{
-    if (s->check) NF_TRY(s->check(s->check_ctx, path, err));
-    return read_json_text(path, NF_ST_MAX_INDEX_BYTES, "index", text, len, err);
-}
-
 /* The pre-scan of common/json_prescan.h before jansson builds a tree: jansson spends hundreds
  * of bytes per container and value, so tens of megabytes of "[{},{},...]" would cost gigabytes.
  * `what` ("an index", "a config.json") and `detail` (what the value cap counts) go into the
@@ -244,6 +237,17 @@ static nf_status index_prescan(const char *path, const char *p, size_t n, nf_err
 /* The converter publishes a checkpoint's config.json as the config of a component, and it used
  * to be read by jansson with no cap at all: 125 MB of "[]," cost 5.6 GB and 14 s, even for
  * --dry-run (finding F14).  Same treatment as the index: a size cap, then the pre-scan. */
+/* A JSON file of a checkpoint that does not parse: where, and jansson's reason without its
+ * "near '...'" quote of the text -- the file may be a link to anything (a config.json pointing
+ * at a private file), and its bytes are not ours to print. */
+static nf_status json_syntax_error(nf_error *err, const char *path, const json_error_t *je)
+{
+    const char *near = strstr(je->text, " near ");
+    int n = near ? (int)(near - je->text) : (int)strlen(je->text);
+    return nf_error_set(err, NF_ERR_INVALID, "%s: byte %d (line %d, column %d): %.*s", path, je->position, je->line,
+                        je->column, n, je->text);
+}
+
 nf_status nf_source_parse_config(const void *text, size_t len, const char *name, json_t **out, nf_error *err)
 {
     static const nf_json_caps caps = {NF_SOURCE_CONFIG_MAX_DEPTH, NF_SOURCE_CONFIG_MAX_CONTAINERS,
@@ -258,9 +262,7 @@ nf_status nf_source_parse_config(const void *text, size_t len, const char *name,
     NF_TRY(json_prescan(name, text, len, &caps, "a config.json", "", err));
     json_error_t je;
     json_t *cfg = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
-    if (!cfg)
-        return nf_error_set(err, NF_ERR_INVALID, "%s: byte %d (line %d, column %d): %s", name, je.position, je.line,
-                            je.column, je.text);
+    if (!cfg) return json_syntax_error(err, name, &je);
     if (!json_is_object(cfg)) {
         json_decref(cfg);
         return nf_error_set(err, NF_ERR_INVALID, "%s: not a JSON object", name);
@@ -287,7 +289,7 @@ static nf_status open_index(nf_source *s, const char *path, nf_error *err)
     if (!s->index_path) return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", path);
     char *text;
     size_t len = 0;
-    NF_TRY(read_index_text(s, path, &text, &len, err));
+    NF_TRY(read_json_text(path, NF_ST_MAX_INDEX_BYTES, "index", &text, &len, err));
     nf_status pre = index_prescan(path, text, len, err);
     if (pre != NF_OK) {
         free(text);
@@ -296,9 +298,7 @@ static nf_status open_index(nf_source *s, const char *path, nf_error *err)
     json_error_t je;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
     free(text);
-    if (!root)
-        return nf_error_set(err, NF_ERR_INVALID, "%s: byte %d (line %d, column %d): %s", path, je.position, je.line,
-                            je.column, je.text);
+    if (!root) return json_syntax_error(err, path, &je);
     nf_status rc = NF_OK;
     const char **shards = NULL;
     json_t *map = json_is_object(root) ? json_object_get(root, "weight_map") : NULL;
@@ -536,18 +536,10 @@ static nf_status parse_single(nf_source *s, nf_error *err)
 
 nf_status nf_source_open(const char *path, nf_source **out, nf_error *err)
 {
-    return nf_source_open_checked(path, NULL, NULL, out, err);
-}
-
-nf_status nf_source_open_checked(const char *path, nf_source_check_fn check, void *ctx, nf_source **out,
-                                 nf_error *err)
-{
     if (!path || !out) return nf_error_set(err, NF_ERR_USAGE, "nf_source_open: NULL argument");
     *out = NULL;
     nf_source *s = source_new(path);
     if (!s) return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", path);
-    s->check = check;
-    s->check_ctx = ctx;
     nf_status rc = NF_OK;
     struct stat st;
     if (stat(path, &st) != 0) {
@@ -576,8 +568,6 @@ nf_status nf_source_open_checked(const char *path, nf_source_check_fn check, voi
         if (rc == NF_OK) rc = parse_single(s, err);
         if (rc == NF_OK && s->kind == NF_SOURCE_SAFETENSORS) rc = scan_companions(s, path, dir_len_of(path), err);
     }
-    s->check = NULL; /* only while opening: the callback's context need not outlive the call */
-    s->check_ctx = NULL;
     if (rc != NF_OK) {
         nf_source_close(s);
         return rc;

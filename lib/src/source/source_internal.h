@@ -84,9 +84,6 @@ struct nf_source {
     bool fd_lock_ok;
     size_t *fd_open, nfd_open, fd_open_cap, fd_cap;
     uint64_t fd_clock;
-    /* nf_source_open_checked: called before each file is opened (NULL: none) */
-    nf_source_check_fn check;
-    void *check_ctx;
 };
 
 /* __metadata__ pairs of one safetensors header (real files hold a handful).  Without it a 100 MB
