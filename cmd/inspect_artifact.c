@@ -302,18 +302,31 @@ static int report_object_error(const nf_cli *cli, const nf_artifact *a, const nf
     return nf_cli_report(cli, err);
 }
 
-static int inspect_tensor(const nf_cli *cli, nf_artifact *a, const inspect_opts *opts)
+/* The tensor object `id` of the artifact, checked, with its geometry; or the exit status of the
+ * message that says why not (no such object, a resource, a check that fails). */
+static int find_tensor(const nf_cli *cli, const nf_artifact *a, const char *id, const nf_object **out,
+                       nf_geometry *g)
 {
-    const nf_object *o = nf_artifact_find(a, opts->tensor);
+    const nf_object *o = nf_artifact_find(a, id);
     if (!o)
         return nf_cli_error(cli, NF_ERR_INVALID, "%s: no object '%s'", nf_cli_name(nf_artifact_path(a)).s,
-                            nf_cli_name(opts->tensor).s);
+                            nf_cli_name(id).s);
     if (o->kind != NF_OBJECT_TENSOR)
         return nf_cli_error(cli, NF_ERR_INVALID, "%s: object '%s' is a resource, not a tensor",
                             nf_cli_name(nf_artifact_path(a)).s, nf_cli_name(o->id).s);
-    nf_geometry g;
     nf_error err;
-    if (nf_artifact_check_object(a, o, &g, &err) != NF_OK) return report_object_error(cli, a, o, &err);
+    if (nf_artifact_check_object(a, o, g, &err) != NF_OK) return report_object_error(cli, a, o, &err);
+    *out = o;
+    return NF_EXIT_OK;
+}
+
+static int inspect_tensor(const nf_cli *cli, nf_artifact *a, const inspect_opts *opts)
+{
+    const nf_object *o;
+    nf_geometry g;
+    int found = find_tensor(cli, a, opts->tensor, &o, &g);
+    if (found != NF_EXIT_OK) return found;
+    nf_error err;
     value_stats s;
     stats_init(&s);
     if (opts->stats && collect_stats(a, o, &g, &s, &err) != NF_OK) return report_object_error(cli, a, o, &err);
@@ -494,16 +507,11 @@ static json_t *words_doc(const nf_object *o, const words_view *v)
 
 static int inspect_words(const nf_cli *cli, nf_artifact *a, const inspect_opts *opts)
 {
-    const nf_object *o = nf_artifact_find(a, opts->words);
-    if (!o)
-        return nf_cli_error(cli, NF_ERR_INVALID, "%s: no object '%s'", nf_cli_name(nf_artifact_path(a)).s,
-                            nf_cli_name(opts->words).s);
-    if (o->kind != NF_OBJECT_TENSOR)
-        return nf_cli_error(cli, NF_ERR_INVALID, "%s: object '%s' is a resource, not a tensor",
-                            nf_cli_name(nf_artifact_path(a)).s, nf_cli_name(o->id).s);
+    const nf_object *o;
     nf_geometry g;
+    int found = find_tensor(cli, a, opts->words, &o, &g);
+    if (found != NF_EXIT_OK) return found;
     nf_error err;
-    if (nf_artifact_check_object(a, o, &g, &err) != NF_OK) return report_object_error(cli, a, o, &err);
     words_view v = {&g, opts->has_row_a ? opts->row_a : 0, opts->has_row_b ? opts->row_b : g.rows,
                     opts->has_col_a ? opts->col_a : 0, opts->has_col_b ? opts->col_b : g.cols, 0, 0, 1};
     if (v.r0 >= v.r1 || v.r1 > g.rows)
