@@ -1,7 +1,8 @@
 /* The artifact writer's state and the functions its three files share (internal to
- * container/): writer.c (planning, begin, routed writes, streaming digests), writer_directory.c
- * (the JSON directory and file table), writer_publish.c (publish, commit, rollback, the
- * output's lock).  The writer's design is described at the top of writer.c. */
+ * container/), which depend on each other one way: writer.c (the entry points: planning, begin,
+ * writes) above writer_directory.c (the JSON directory and file table) and writer_publish.c
+ * (publish, commit, rollback, the output's lock), both above writer_io.c (routing across the
+ * files, streaming digests).  The writer's design is described at the top of writer.c. */
 #ifndef NINFER_CONTAINER_WRITER_INTERNAL_H
 #define NINFER_CONTAINER_WRITER_INTERNAL_H
 
@@ -137,9 +138,15 @@ struct nf_writer {
 };
 
 
-/* writer.c */
+/* writer_io.c: routing across the files, and the objects' streaming digests */
+int nf_wr_cover(wobj *o, uint64_t a, uint64_t b, interval *clash);
+nf_status nf_wr_digest_piece(nf_writer *w, size_t index, uint64_t offset, const void *data, size_t len,
+                             nf_error *err);
 void nf_wr_digest_free(nf_writer *w);
-nf_status nf_wr_nomem(nf_error *err);
+static inline nf_status nf_wr_nomem(nf_error *err)
+{
+    return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+}
 int nf_wr_route(nf_writer *w, uint64_t pos, void *buf, size_t len, bool writing, size_t *failed_file);
 /* writer_directory.c: the directory text and the file table of the whole artifact */
 nf_status nf_wr_layout_directory(nf_writer *w, nf_buf *text, uint64_t **segs, size_t *n, nf_error *err);
