@@ -134,8 +134,8 @@ run 2 "$bin/ninfer-convert" "$ck" -o "$work/q/x.ninfer" --format q9_nonsense
 # GGUF import: blocks byte for byte, values as ggml computes them
 mkdir "$work/g"
 printf 'recipe: 1\nsources:\n  base: %s\ndefaults: {format: fp32}\nrules:\n  - match: blk.0.attn_q.weight\n    format: gguf_q4_k\n    method: import_encoded\n' "$data/gguf/q4_k.gguf" >"$work/g.yaml"
-# (the checkpoint is outside the recipe's directory: the command line allows it)
-run 0 "$bin/ninfer-convert" -r "$work/g.yaml" -o "$work/g/g.ninfer" --allow-path "$data/gguf"
+# (the checkpoint is outside the recipe's directory, named by an absolute path: read wherever it is)
+run 0 "$bin/ninfer-convert" -r "$work/g.yaml" -o "$work/g/g.ninfer"
 run 0 "$bin/ninfer-dequant" "$work/g/g.ninfer" blk.0.attn_q.weight -o "$work/g/q.f32"
 check cmp -s "$work/g/q.f32" "$data/gguf/q4_k.dequant.f32"
 run 0 "$bin/ninfer-verify" "$work/g/g.ninfer" --against "$data/gguf/q4_k.gguf"
@@ -208,22 +208,22 @@ rules:
 run 1 "$bin/ninfer-convert" -r "$work/nv2.yaml" -o "$work/nvout/bad.ninfer"
 
 # the example recipes of recipes/ plan (and convert) on matching checkpoints
-# (their ${MODEL_DIR} expands when the command line allows it, and names a directory it allows)
+# (their ${MODEL_DIR} expands when the command line allows it)
 MODEL_DIR=$ck run 0 "$bin/ninfer-convert" -r "$top/recipes/q8-all.yaml" -o "$work/r/x.ninfer" --dry-run \
-    --allow-env MODEL_DIR --allow-path "$ck"
+    --allow-env MODEL_DIR
 MODEL_DIR=$ck run 0 "$bin/ninfer-convert" -r "$top/recipes/fp8-rows.yaml" -o "$work/r/x.ninfer" --dry-run \
     --source base="$ck"
 cp -r "$ck" "$work/ckim"
 # a llama-imatrix file for the generated checkpoint (its default shape: hidden 200, intermediate 520, 2 layers)
 python3 "$top/tests/cli/gen_imatrix.py" "$work/ckim/imatrix.gguf" 200 520 2 7 3
 MODEL_DIR=$work/ckim run 0 "$bin/ninfer-convert" -r "$top/recipes/q4-imatrix.yaml" -o "$work/r/im.ninfer" \
-    --allow-env MODEL_DIR --allow-path "$work/ckim"
+    --allow-env MODEL_DIR
 # an importance matrix is a source of its own: re-derived with the recipe that names it, given
 # with --source (or its ${MODEL_DIR}, when --allow-env allows it)
 run 0 "$bin/ninfer-verify" "$work/r/im.ninfer" --against "$work/ckim" --recipe "$top/recipes/q4-imatrix.yaml" \
     --source imatrix="$work/ckim/imatrix.gguf"
 MODEL_DIR=$work/ckim run 0 "$bin/ninfer-verify" "$work/r/im.ninfer" --against "$work/ckim" \
-    --recipe "$top/recipes/q4-imatrix.yaml" --allow-env MODEL_DIR --allow-path "$work/ckim"
+    --recipe "$top/recipes/q4-imatrix.yaml" --allow-env MODEL_DIR
 # verify opens only what its command line names (design.md section 7): without --allow-env the
 # recipe's ${MODEL_DIR} does not expand, and the message says so
 MODEL_DIR=$work/ckim run 1 "$bin/ninfer-verify" "$work/r/im.ninfer" --against "$work/ckim" \

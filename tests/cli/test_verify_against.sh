@@ -99,7 +99,7 @@ contains "$work/out" "against:"
 python3 "$top/tests/cli/gen_imatrix.py" "$ck/imatrix.gguf" 200 520 2 5 2
 mkdir "$work/im"
 MODEL_DIR=$ck "$bin/ninfer-convert" -r "$top/recipes/q4-imatrix.yaml" -o "$work/im/im.ninfer" --no-report \
-    --allow-env MODEL_DIR --allow-path "$ck" >/dev/null 2>&1 ||
+    --allow-env MODEL_DIR >/dev/null 2>&1 ||
     bad "convert with an imatrix"
 run 1 "$bin/ninfer-verify" "$work/im/im.ninfer" --against "$ck"
 contains "$work/out" "cannot be re-derived from $ck alone"
@@ -142,7 +142,7 @@ run 3 "$bin/ninfer-verify" "$work/a/plain.ninfer" --against "$ck" --recipe "$wor
 # a GGUF source re-derives its imported blocks
 mkdir "$work/g"
 printf 'recipe: 1\nsources:\n  base: %s\ndefaults: {format: fp32}\nrules:\n  - match: blk.0.attn_q.weight\n    format: gguf_q4_k\n    method: import_encoded\n' "$data/gguf/q4_k.gguf" >"$work/g.yaml"
-"$bin/ninfer-convert" -r "$work/g.yaml" -o "$work/g/g.ninfer" --no-report --allow-path "$data/gguf" >/dev/null 2>&1 ||
+"$bin/ninfer-convert" -r "$work/g.yaml" -o "$work/g/g.ninfer" --no-report >/dev/null 2>&1 ||
     bad "convert gguf"
 run 0 "$bin/ninfer-verify" "$work/g/g.ninfer" --against "$data/gguf/q4_k.gguf"
 
