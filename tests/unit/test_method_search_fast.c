@@ -611,3 +611,46 @@ static void ties(nf_simd_level level)
 Test(search_fast, scalar_ties) { ties(NF_SIMD_SCALAR); }
 Test(search_fast, avx2_ties) { ties(NF_SIMD_AVX2); }
 Test(search_fast, avx512_ties) { ties(NF_SIMD_AVX512); }
+
+/* ------------------------------------------------------------------ the reciprocal */
+
+#include "method/simd/recip_avx512.h"
+
+#if NF_X86_KERNELS
+/* every binary16 word, 16 at a time, through the kernel's reciprocal */
+static NF_AVX512_FN void recip_words(const uint16_t *w, float *v, float *inv)
+{
+    __m512 x = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)w));
+    _mm512_storeu_ps(v, x);
+    _mm512_storeu_ps(inv, nf_recip16_avx512(x));
+}
+#endif
+
+/* recip_avx512.h: f32(1 / v) as the division rounds it, for every binary16 value but 0 and NaN
+ * (the exhaustive domain: 63,486 finite nonzero values and +-infinity). */
+Test(search_fast, avx512_reciprocal_exhaustive)
+{
+#if NF_X86_KERNELS
+    require(NF_SIMD_AVX512);
+    size_t checked = 0;
+    for (uint32_t base = 0; base < 65536; base += 16) {
+        uint16_t w[16];
+        float v[16], inv[16];
+        for (uint32_t i = 0; i < 16; i++) w[i] = (uint16_t)(base + i);
+        recip_words(w, v, inv);
+        for (int i = 0; i < 16; i++) {
+            if (v[i] == 0.0f || isnan(v[i])) continue;
+            float want = 1.0f / v[i];
+            uint32_t a, b;
+            memcpy(&a, &inv[i], 4);
+            memcpy(&b, &want, 4);
+            cr_assert_eq(a, b, "word 0x%04x (%a): 1/v is %a, the kernel gives %a", (unsigned)w[i], (double)v[i],
+                         (double)want, (double)inv[i]);
+            checked++;
+        }
+    }
+    cr_assert_eq(checked, 63488u); /* 2 x (31 x 1024 finite nonzero + infinity) */
+#else
+    cr_skip_test("no x86 kernels in this build: the AVX-512 reciprocal is NOT tested here");
+#endif
+}

@@ -11,6 +11,7 @@
  * on their own.  The binary32 screening sums may fuse (search_algo.inc). */
 #include "common/simd_target.h"
 #include "method/method_impl.h"
+#include "method/simd/recip_avx512.h"
 #include "method/simd/search_simd.h"
 
 #if NF_X86_KERNELS
@@ -25,6 +26,7 @@
 #define SEARCH_BETA 0x1.1p-22
 
 #define SEARCH_HAVE_VECTOR_ROWS 1
+#define SEARCH_HAVE_WX 1
 #define SEARCH_KERNEL_INLINE AVX512_INLINE
 #include "method/simd/search_kernels.inc"
 
@@ -110,6 +112,11 @@ AVX512_INLINE void search_transpose(const nf_search_shape *sh, const nf_search_g
         hi = _mm512_max_ps(hi, v);
         lo = _mm512_min_ps(lo, v);
         xx = _mm512_fmadd_ps(b->weighted ? _mm512_mul_ps(_mm512_load_ps(b->w[k]), v) : v, v, xx);
+        if (b->weighted) {
+            __m512 w = _mm512_load_ps(b->w[k]);
+            _mm512_store_pd(b->wx[k], _mm512_mul_pd(lo8(w), lo8(v)));
+            _mm512_store_pd(b->wx[k] + 8, _mm512_mul_pd(hi8(w), hi8(v)));
+        }
     }
     _mm512_store_ps(b->xmax, hi);
     _mm512_store_ps(b->xmin, lo);
@@ -265,12 +272,12 @@ AVX512_INLINE void search_same_lanes(const float *si, const double *sc, const do
     _mm_store_si128((__m128i *)(void *)d, _mm_mask_mov_epi8(r, better, _mm_set1_epi8(1)));
 }
 
-/* sf = the binary16 value (VCVTPH2PS is exact), inv = f32(1 / sf). */
+/* sf = the binary16 value (VCVTPH2PS is exact), inv = f32(1 / sf) (recip_avx512.h). */
 AVX512_INLINE void search_prep(const uint16_t *w, float *sf, float *inv)
 {
     __m512 v = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(const void *)w));
     _mm512_store_ps(sf, v);
-    _mm512_store_ps(inv, _mm512_div_ps(_mm512_set1_ps(1.0f), v));
+    _mm512_store_ps(inv, nf_recip16_avx512(v));
 }
 
 /* ---------------------------------------------------------------- codes */
@@ -436,7 +443,8 @@ static AVX512_ATTR void search_refit_screen(const nf_search_shape *sh, const sea
 
 /* ---------------------------------------------------------------- least squares */
 
-/* The reference's sums lane by lane, k ascending, in binary64 without FMA: two vectors of 8.
+/* The reference's sums lane by lane, k ascending, in binary64 without FMA: two vectors of 8
+ * (w x, exact, from b->wx).
  * Without importance the reference's denominator sums q * q, integers below 2^14 with sums
  * below 2^21: exact in any order, in binary32 too (FMA or not), so it is formed there. */
 AVX512_INLINE void lsq_lanes(const nf_search_shape *sh, const search_lanes *b, const float *inv, double *num,
@@ -450,17 +458,17 @@ AVX512_INLINE void lsq_lanes(const nf_search_shape *sh, const search_lanes *b, c
         __m512 xf = _mm512_load_ps(b->x[k]);
         __m512 qf = code16(xf, iv, qmin, qmax, CLAMP_LO | CLAMP_HI);
         if (q) _mm512_store_ps(q[k], qf);
-        __m512d x0 = lo8(xf), x1 = hi8(xf), q0 = lo8(qf), q1 = hi8(qf);
+        __m512d q0 = lo8(qf), q1 = hi8(qf);
         if (weighted) {
             __m512 wf = _mm512_load_ps(b->w[k]);
             __m512d w0 = lo8(wf), w1 = hi8(wf);
-            n0 = _mm512_add_pd(n0, _mm512_mul_pd(_mm512_mul_pd(w0, x0), q0));
-            n1 = _mm512_add_pd(n1, _mm512_mul_pd(_mm512_mul_pd(w1, x1), q1));
+            n0 = _mm512_add_pd(n0, _mm512_mul_pd(_mm512_load_pd(b->wx[k]), q0));
+            n1 = _mm512_add_pd(n1, _mm512_mul_pd(_mm512_load_pd(b->wx[k] + 8), q1));
             d0 = _mm512_add_pd(d0, _mm512_mul_pd(_mm512_mul_pd(w0, q0), q0));
             d1 = _mm512_add_pd(d1, _mm512_mul_pd(_mm512_mul_pd(w1, q1), q1));
         } else {
-            n0 = _mm512_add_pd(n0, _mm512_mul_pd(x0, q0));
-            n1 = _mm512_add_pd(n1, _mm512_mul_pd(x1, q1));
+            n0 = _mm512_add_pd(n0, _mm512_mul_pd(lo8(xf), q0));
+            n1 = _mm512_add_pd(n1, _mm512_mul_pd(hi8(xf), q1));
             df = _mm512_fmadd_ps(qf, qf, df);
         }
     }
