@@ -156,24 +156,13 @@ static nf_status write_text_element(nf_out *out, const nf_geometry *g, value_typ
     return NF_OK;
 }
 
-/* Add the artifact path (when given) and "object 'ID'" to a library message, without naming the
- * object twice: the container's messages already start with "object 'ID': ". */
+/* The artifact path (when given) and "object 'ID'" before a library message about the object:
+ * the library leaves both to the caller that chose the object (docs/library.md, "Who names
+ * what"); names from the artifact are shown escaped (ninfer/escape.h), as the library does. */
 static void prefix_object(nf_error *err, const char *path, const char *id)
 {
-    /* names from the artifact are shown escaped (ninfer/escape.h), as the library's messages
-     * show them */
-    nf_cli_text eid = nf_cli_name(id);
-    char head[NF_ERROR_MESSAGE_MAX];
-    int n = snprintf(head, sizeof head, "object '%s'", eid.s);
-    bool named = n > 0 && (size_t)n < sizeof head && strncmp(err->message, head, (size_t)n) == 0 &&
-                 (err->message[n] == ':' || err->message[n] == '\0');
-    if (named) {
-        if (path) nf_error_prefix(err, "%s", nf_cli_name(path).s);
-    } else if (path) {
-        nf_error_prefix(err, "%s: object '%s'", nf_cli_name(path).s, eid.s);
-    } else {
-        nf_error_prefix(err, "object '%s'", eid.s);
-    }
+    if (path) nf_error_prefix(err, "%s: object '%s'", nf_cli_name(path).s, nf_cli_name(id).s);
+    else nf_error_prefix(err, "object '%s'", nf_cli_name(id).s);
 }
 
 /* ---------------------------------------------------------------- streaming one tensor */

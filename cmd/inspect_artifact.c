@@ -283,22 +283,11 @@ static nf_status collect_stats(nf_artifact *a, const nf_object *o, const nf_geom
     return st;
 }
 
-/* Report a library error about object o as "FILE: object 'ID': what".  Library messages about an
- * object (nf_artifact_check_object, the object reader) may already start with "object 'ID': " or
- * "FILE: object 'ID': ": only the missing part is added, so the object is named once. */
+/* Report a library error about object o as "FILE: object 'ID': what": the library leaves the
+ * file and the object to the caller that chose the object (docs/library.md, "Who names what"). */
 static int report_object_error(const nf_cli *cli, const nf_artifact *a, const nf_object *o, nf_error *err)
 {
-    /* The library names the object and the file escaped (nf_esc), so the same forms are
-     * compared here. */
-    nf_escaped path = nf_esc(nf_artifact_path(a)), id = nf_esc(o->id);
-    char head[2 * NF_ESCAPED_MAX + 16];
-    snprintf(head, sizeof head, "%s: object '%s': ", path.s, id.s);
-    size_t path_len = strlen(path.s) + 2;
-    if (strncmp(err->message, head, strlen(head)) == 0) return nf_cli_report(cli, err);
-    if (strncmp(err->message, head + path_len, strlen(head + path_len)) == 0)
-        nf_error_prefix(err, "%s", path.s);
-    else
-        nf_error_prefix(err, "%s: object '%s'", path.s, id.s);
+    nf_error_prefix(err, "%s: object '%s'", nf_esc(nf_artifact_path(a)).s, nf_esc(o->id).s);
     return nf_cli_report(cli, err);
 }
 

@@ -439,6 +439,9 @@ Test(container_reject, unknown_format)
     nf_artifact *a;
     nf_error err;
     cr_assert_eq(nf_artifact_open(f.entry.s, NF_READ_PREAD, &a, &err), NF_OK, "%s", err.message);
+    /* the check names neither the artifact nor the object: its caller does, once */
+    cr_assert_eq(nf_artifact_check_object(a, nf_artifact_find(a, "w.future"), NULL, &err), NF_ERR_INVALID);
+    cr_assert_str_eq(err.message, "unknown format 'future_format'");
     for (size_t i = 0; i + 1 < nf_artifact_object_count(a); i++)
         cr_assert_eq(nf_artifact_check_object(a, nf_artifact_object(a, i), NULL, &err), NF_OK, "%s", err.message);
     uint8_t buf[64];

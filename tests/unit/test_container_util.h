@@ -404,8 +404,12 @@ static inline nf_status tc_structure(const char *path, nf_error *err)
     nf_status st = nf_artifact_open(path, NF_READ_PREAD, &a, err);
     if (st != NF_OK) return st;
     for (size_t i = 1; i < nf_artifact_file_count(a) && st == NF_OK; i++) st = nf_artifact_open_part(a, i, err);
-    for (size_t i = 0; i < nf_artifact_object_count(a) && st == NF_OK; i++)
-        st = nf_artifact_check_object(a, nf_artifact_object(a, i), NULL, err);
+    for (size_t i = 0; i < nf_artifact_object_count(a) && st == NF_OK; i++) {
+        /* the caller that chose the object names it (docs/library.md, "Who names what") */
+        const nf_object *o = nf_artifact_object(a, i);
+        st = nf_artifact_check_object(a, o, NULL, err);
+        if (st != NF_OK) nf_error_prefix(err, "object '%s'", o->id);
+    }
     nf_artifact_close(a);
     return st;
 }

@@ -100,7 +100,9 @@ NF_API nf_status nf_artifact_open_part(nf_artifact *a, size_t index, nf_error *e
  * tensor (may be NULL). */
 NF_API nf_status nf_artifact_check_object(const nf_artifact *a, const nf_object *o, nf_geometry *g,
                                           nf_error *err);
-/* A byte reader over one object's bytes (offsets relative to the object). */
+/* A byte reader over one object's bytes (offsets relative to the object).  Its messages, like
+ * nf_artifact_check_object's, name neither the artifact nor the object: the caller that chose
+ * the object adds "PATH: object 'ID'" (docs/library.md, "Who names what"). */
 NF_API void nf_artifact_object_reader(nf_artifact *a, const nf_object *o, nf_byte_reader *r);
 
 /* Parse and check a directory held in memory (the same code nf_artifact_open uses; the fuzz

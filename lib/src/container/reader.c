@@ -287,50 +287,50 @@ static nf_status open_part_locked(nf_artifact *a, size_t i, nf_error *err)
     char *path = malloc(need);
     if (!path) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
     snprintf(path, need, "%s%s", a->prefix, f->path);
-    nf_escaped shown = nf_esc(path), entry = nf_esc(a->path);
+    nf_escaped shown = nf_esc(path);
     nf_status st = NF_OK;
     int fd = nf_io_open(path, O_RDONLY | O_NONBLOCK, 0); /* a FIFO must not block the open */
     free(path);
     if (fd < 0) {
         int e = errno;
         if (e == ENOENT || e == ENOTDIR)
-            return nf_error_set(err, NF_ERR_INVALID, "%s: missing part file %s (files[%zu])", entry.s, shown.s, i);
-        return nf_error_errno(err, e, "%s: cannot open part file %s", entry.s, shown.s);
+            return nf_error_set(err, NF_ERR_INVALID, "missing part file %s (files[%zu])", shown.s, i);
+        return nf_error_errno(err, e, "cannot open part file %s", shown.s);
     }
     struct stat sb;
     uint8_t hdr[NF_HEADER_BYTES];
     uint64_t expect = NF_PAGE_BYTES + f->payload_bytes; /* payload_bytes <= total - 1: no overflow */
     int e = nf_io_fstat(fd, &sb);
     if (e) {
-        st = nf_error_errno(err, e, "%s: cannot stat part file %s", entry.s, shown.s);
+        st = nf_error_errno(err, e, "cannot stat part file %s", shown.s);
     } else if (!S_ISREG(sb.st_mode)) {
-        st = nf_error_set(err, NF_ERR_INVALID, "%s: part %s (files[%zu]) is not a regular file", entry.s, shown.s, i);
+        st = nf_error_set(err, NF_ERR_INVALID, "part %s (files[%zu]) is not a regular file", shown.s, i);
     } else if ((uint64_t)sb.st_size < NF_HEADER_BYTES) {
-        st = nf_error_set(err, NF_ERR_INVALID, "%s: part %s is %llu bytes, shorter than its 32-byte header", entry.s,
-                          shown.s, (unsigned long long)sb.st_size);
+        st = nf_error_set(err, NF_ERR_INVALID, "part %s is %llu bytes, shorter than its 32-byte header", shown.s,
+                          (unsigned long long)sb.st_size);
     } else if ((e = nf_io_pread_full(fd, hdr, sizeof hdr, 0)) != 0) {
-        st = nf_error_errno(err, e, "%s: cannot read the header of part %s", entry.s, shown.s);
+        st = nf_error_errno(err, e, "cannot read the header of part %s", shown.s);
     } else if (memcmp(hdr, NF_MAGIC_PART, NF_MAGIC_BYTES) != 0) {
         /* M4: a file that is not a part is not shown, not even its first bytes (a part name
          * may be a symlink to anything). */
-        st = nf_error_set(err, NF_ERR_INVALID, "%s: %s: not a .ninfer part (bad magic): its continuation header does "
-                          "not belong to this entry (expected the magic NINPRT\\0\\3)", entry.s, shown.s);
+        st = nf_error_set(err, NF_ERR_INVALID, "%s: not a .ninfer part (bad magic): its continuation header does "
+                          "not belong to this entry (expected the magic NINPRT\\0\\3)", shown.s);
     } else if (rd_u64le(hdr + 8) != i) {
-        st = nf_error_set(err, NF_ERR_INVALID, "%s: continuation header of %s does not belong to this entry: "
-                          "part_index %llu, expected %zu", entry.s, shown.s, (unsigned long long)rd_u64le(hdr + 8), i);
+        st = nf_error_set(err, NF_ERR_INVALID, "continuation header of %s does not belong to this entry: "
+                          "part_index %llu, expected %zu", shown.s, (unsigned long long)rd_u64le(hdr + 8), i);
     } else if (memcmp(hdr + 16, a->header + 16, NF_ARTIFACT_ID_BYTES) != 0) {
         char got[33], want[33];
         hex_bytes(hdr + 16, NF_ARTIFACT_ID_BYTES, got);
         hex_bytes(a->header + 16, NF_ARTIFACT_ID_BYTES, want);
-        st = nf_error_set(err, NF_ERR_INVALID, "%s: continuation header of %s does not belong to this entry: "
-                          "artifact_id %s, the entry's is %s", entry.s, shown.s, got, want);
+        st = nf_error_set(err, NF_ERR_INVALID, "continuation header of %s does not belong to this entry: "
+                          "artifact_id %s, the entry's is %s", shown.s, got, want);
     } else if ((uint64_t)sb.st_size != expect) {
-        st = nf_error_set(err, NF_ERR_INVALID, "%s: part %s is %llu bytes, expected %llu (4096 + payload_bytes %llu)",
-                          entry.s, shown.s, (unsigned long long)sb.st_size, (unsigned long long)expect,
+        st = nf_error_set(err, NF_ERR_INVALID, "part %s is %llu bytes, expected %llu (4096 + payload_bytes %llu)",
+                          shown.s, (unsigned long long)sb.st_size, (unsigned long long)expect,
                           (unsigned long long)f->payload_bytes);
     } else if (p->checked && (sb.st_dev != p->dev || sb.st_ino != p->ino)) {
-        st = nf_error_set(err, NF_ERR_INVALID, "%s: part %s (files[%zu]) was replaced while the artifact was open "
-                          "(another file than the one checked first)", entry.s, shown.s, i);
+        st = nf_error_set(err, NF_ERR_INVALID, "part %s (files[%zu]) was replaced while the artifact was open "
+                          "(another file than the one checked first)", shown.s, i);
     }
     if (st != NF_OK) {
         nf_io_close(fd);
@@ -418,11 +418,19 @@ static void part_release(nf_artifact *a, size_t i, int fd)
 static nf_status check_file_index(const nf_artifact *a, size_t index, nf_error *err)
 {
     if (index < a->dir.nfiles) return NF_OK;
-    return nf_error_set(err, NF_ERR_USAGE, "%s: no file %zu (the artifact has %zu)", nf_esc(a->path).s, index,
-                        a->dir.nfiles);
+    return nf_error_set(err, NF_ERR_USAGE, "no file %zu (the artifact has %zu)", index, a->dir.nfiles);
 }
 
-nf_status nf_artifact_open_part(nf_artifact *a, size_t index, nf_error *err)
+/* The functions below the public entry points word their messages without the artifact's
+ * path: each public function that takes only the artifact adds it once on the way out, and a
+ * read through an object reader leaves it, with the object, to whoever chose the object
+ * (docs/library.md, "Who names what"). */
+static nf_status named(const nf_artifact *a, nf_error *err, nf_status st)
+{
+    return st == NF_OK ? st : nf_error_forward(err, st, "%s", nf_esc(a->path).s);
+}
+
+static nf_status open_part(nf_artifact *a, size_t index, nf_error *err)
 {
     NF_TRY(check_file_index(a, index, err));
     int fd;
@@ -430,6 +438,11 @@ nf_status nf_artifact_open_part(nf_artifact *a, size_t index, nf_error *err)
     NF_TRY(part_acquire(a, index, &fd, &map, err));
     part_release(a, index, fd);
     return NF_OK;
+}
+
+nf_status nf_artifact_open_part(nf_artifact *a, size_t index, nf_error *err)
+{
+    return named(a, err, open_part(a, index, err));
 }
 
 /* ---------------------------------------------------------------- range reads (2.8 step 5) */
@@ -445,11 +458,11 @@ static size_t file_of(const nf_artifact *a, uint64_t x)
     return lo;
 }
 
-nf_status nf_artifact_read(nf_artifact *a, uint64_t offset, void *buf, size_t len, nf_error *err)
+static nf_status payload_read(nf_artifact *a, uint64_t offset, void *buf, size_t len, nf_error *err)
 {
     uint64_t end;
     if (!nf_add_u64(offset, (uint64_t)len, &end) || end > a->dir.total_payload)
-        return nf_error_set(err, NF_ERR_INVALID, "%s: range [%llu, %llu%s) outside the payload (%llu bytes)", nf_esc(a->path).s,
+        return nf_error_set(err, NF_ERR_INVALID, "range [%llu, %llu%s) outside the payload (%llu bytes)",
                             (unsigned long long)offset, (unsigned long long)(offset + (uint64_t)len),
                             end < offset ? " + 2^64" : "", (unsigned long long)a->dir.total_payload);
     uint8_t *dst = buf;
@@ -470,8 +483,8 @@ nf_status nf_artifact_read(nf_artifact *a, uint64_t offset, void *buf, size_t le
             int e = nf_io_pread_full(fd, dst, n, at);
             part_release(a, i, fd);
             if (e) {
-                return nf_error_errno(err, e, "%s: cannot read %zu bytes at offset %llu of %s", nf_esc(a->path).s, n,
-                                      (unsigned long long)at, i == 0 ? nf_esc(a->path).s : nf_esc(f->path).s);
+                return nf_error_errno(err, e, "cannot read %zu bytes at offset %llu of %s", n, (unsigned long long)at,
+                                      i == 0 ? nf_esc(a->path).s : nf_esc(f->path).s);
             }
         }
         dst += n;
@@ -481,10 +494,15 @@ nf_status nf_artifact_read(nf_artifact *a, uint64_t offset, void *buf, size_t le
     return NF_OK;
 }
 
+nf_status nf_artifact_read(nf_artifact *a, uint64_t offset, void *buf, size_t len, nf_error *err)
+{
+    return named(a, err, payload_read(a, offset, buf, len, err));
+}
+
 /* Raw bytes [offset, offset + len) of file `index` itself (0: the entry), not of the logical
  * payload: what verify needs for the bytes that belong to no payload (the zero gap after the
  * entry's JSON, the zero tail [32, 4096) of a continuation header).  Opens a part first. */
-nf_status nf_artifact_read_file(nf_artifact *a, size_t index, uint64_t offset, void *buf, size_t len, nf_error *err)
+static nf_status file_read(nf_artifact *a, size_t index, uint64_t offset, void *buf, size_t len, nf_error *err)
 {
     NF_TRY(check_file_index(a, index, err));
     int fd;
@@ -495,7 +513,7 @@ nf_status nf_artifact_read_file(nf_artifact *a, size_t index, uint64_t offset, v
     uint64_t end;
     if (!nf_add_u64(offset, (uint64_t)len, &end) || end > size) {
         part_release(a, index, fd);
-        return nf_error_set(err, NF_ERR_INVALID, "%s: range [%llu, %llu) outside %s (%llu bytes)", nf_esc(a->path).s,
+        return nf_error_set(err, NF_ERR_INVALID, "range [%llu, %llu) outside %s (%llu bytes)",
                             (unsigned long long)offset, (unsigned long long)(offset + (uint64_t)len), nf_esc(name).s,
                             (unsigned long long)size);
     }
@@ -505,48 +523,48 @@ nf_status nf_artifact_read_file(nf_artifact *a, size_t index, uint64_t offset, v
     }
     int e = nf_io_pread_full(fd, buf, len, offset);
     part_release(a, index, fd);
-    if (e) return nf_error_errno(err, e, "%s: cannot read %zu bytes at offset %llu of %s", nf_esc(a->path).s, len,
+    if (e) return nf_error_errno(err, e, "cannot read %zu bytes at offset %llu of %s", len,
                                  (unsigned long long)offset, nf_esc(name).s);
     return NF_OK;
+}
+
+nf_status nf_artifact_read_file(nf_artifact *a, size_t index, uint64_t offset, void *buf, size_t len, nf_error *err)
+{
+    return named(a, err, file_read(a, index, offset, buf, len, err));
 }
 
 /* ---------------------------------------------------------------- objects (2.8 step 6) */
 nf_status nf_artifact_check_object(const nf_artifact *a, const nf_object *o, nf_geometry *g, nf_error *err)
 {
+    /* the messages say what is wrong inside the object; the caller names the artifact and the
+     * object (docs/library.md, "Who names what") */
     (void)a;
     nf_geometry local;
     if (!g) g = &local;
+    nf_escaped layout = nf_esc(o->layout_name), format = nf_esc(o->format_name);
     if (o->kind == NF_OBJECT_RESOURCE) {
         if (!o->layout || !o->layout->resource_encoding)
-            return nf_error_set(err, NF_ERR_INVALID, "object '%s': unknown resource encoding '%s' (only raw_bytes_v1 "
-                                "is interpretable)", nf_esc(o->id).s, nf_esc(o->layout_name).s);
-        nf_status st = nf_geometry_resource(g, o->bytes, err);
-        if (st != NF_OK) nf_error_prefix(err, "object '%s'", nf_esc(o->id).s);
-        return st;
+            return nf_error_set(err, NF_ERR_INVALID,
+                                "unknown resource encoding '%s' (only raw_bytes_v1 is interpretable)", layout.s);
+        return nf_geometry_resource(g, o->bytes, err);
     }
-    if (!o->format) return nf_error_set(err, NF_ERR_INVALID, "object '%s': unknown format '%s'", nf_esc(o->id).s, nf_esc(o->format_name).s);
-    if (!o->layout) return nf_error_set(err, NF_ERR_INVALID, "object '%s': unknown layout '%s'", nf_esc(o->id).s, nf_esc(o->layout_name).s);
+    if (!o->format) return nf_error_set(err, NF_ERR_INVALID, "unknown format '%s'", format.s);
+    if (!o->layout) return nf_error_set(err, NF_ERR_INVALID, "unknown layout '%s'", layout.s);
     if (o->layout->resource_encoding)
-        return nf_error_set(err, NF_ERR_INVALID, "object '%s': '%s' is a resource encoding, not a tensor layout",
-                            nf_esc(o->id).s, nf_esc(o->layout_name).s);
+        return nf_error_set(err, NF_ERR_INVALID, "'%s' is a resource encoding, not a tensor layout", layout.s);
     if (!nf_layout_accepts(o->layout, o->format))
-        return nf_error_set(err, NF_ERR_INVALID, "object '%s': layout '%s' does not accept format '%s'", nf_esc(o->id).s,
-                            nf_esc(o->layout_name).s, nf_esc(o->format_name).s);
+        return nf_error_set(err, NF_ERR_INVALID, "layout '%s' does not accept format '%s'", layout.s, format.s);
     if (o->divisors > 1 && o->format->category != NF_CAT_NVFP4)
-        return nf_error_set(err, NF_ERR_INVALID, "object '%s': divisors %llu: only nvfp4 stores more than one divisor",
-                            nf_esc(o->id).s, (unsigned long long)o->divisors);
-    nf_status st = nf_geometry_init(g, o->layout, o->format, o->rank, o->shape, o->divisors, err);
-    if (st != NF_OK) {
-        nf_error_prefix(err, "object '%s'", nf_esc(o->id).s);
-        return st;
-    }
+        return nf_error_set(err, NF_ERR_INVALID, "divisors %llu: only nvfp4 stores more than one divisor",
+                            (unsigned long long)o->divisors);
+    NF_TRY(nf_geometry_init(g, o->layout, o->format, o->rank, o->shape, o->divisors, err));
     if (g->bytes != o->bytes)
-        return nf_error_set(err, NF_ERR_INVALID, "object '%s': bytes %llu != encoded size %llu of %s %s", nf_esc(o->id).s,
-                            (unsigned long long)o->bytes, (unsigned long long)g->bytes, nf_esc(o->format_name).s, nf_esc(o->layout_name).s);
+        return nf_error_set(err, NF_ERR_INVALID, "bytes %llu != encoded size %llu of %s %s",
+                            (unsigned long long)o->bytes, (unsigned long long)g->bytes, format.s, layout.s);
     uint64_t align = o->layout->alignment ? o->layout->alignment : NF_TENSOR_ALIGNMENT;
     if (o->offset % align != 0)
-        return nf_error_set(err, NF_ERR_INVALID, "object '%s': offset %llu is not %llu-aligned", nf_esc(o->id).s,
-                            (unsigned long long)o->offset, (unsigned long long)align);
+        return nf_error_set(err, NF_ERR_INVALID, "offset %llu is not %llu-aligned", (unsigned long long)o->offset,
+                            (unsigned long long)align);
     return NF_OK;
 }
 
@@ -556,9 +574,9 @@ static nf_status object_read(void *ctx, uint64_t offset, void *buf, size_t len, 
     uint64_t end;
     if (!c) return nf_error_set(err, NF_ERR_USAGE, "object reader: the object is not part of this artifact");
     if (!nf_add_u64(offset, (uint64_t)len, &end) || end > c->o->bytes)
-        return nf_error_set(err, NF_ERR_INVALID, "object '%s': read of %zu bytes at %llu beyond its %llu bytes",
-                            nf_esc(c->o->id).s, len, (unsigned long long)offset, (unsigned long long)c->o->bytes);
-    return nf_artifact_read(c->a, c->o->offset + offset, buf, len, err);
+        return nf_error_set(err, NF_ERR_INVALID, "read of %zu bytes at %llu beyond the object's %llu bytes",
+                            len, (unsigned long long)offset, (unsigned long long)c->o->bytes);
+    return payload_read(c->a, c->o->offset + offset, buf, len, err);
 }
 
 void nf_artifact_object_reader(nf_artifact *a, const nf_object *o, nf_byte_reader *r)

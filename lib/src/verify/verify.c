@@ -43,19 +43,10 @@ nf_status nf_verify_report_add(nf_verify_report *r, const char *object, const ch
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    /* The object is a field of its own: a library message that starts with "object '<id>': "
-     * (nf_artifact_check_object's do) would otherwise name it twice in ninfer-verify's output. */
-    const char *text = msg;
-    if (object) {
-        nf_escaped shown = nf_esc(object); /* messages name objects escaped (ninfer/escape.h) */
-        size_t n = strlen(shown.s);
-        if (strncmp(text, "object '", 8) == 0 && strncmp(text + 8, shown.s, n) == 0 && strncmp(text + 8 + n, "': ", 3) == 0)
-            text += 11 + n;
-    }
     nf_problem *p = &r->problems[r->count];
     p->object = dup_or_null(object);
     p->check = dup_or_null(check);
-    p->message = dup_or_null(text);
+    p->message = dup_or_null(msg);
     if ((object && !p->object) || !p->check || !p->message) {
         free(p->object);
         free(p->check);
