@@ -1,8 +1,8 @@
-/* Internal interface of the container module: the pieces the reader, the writer and the tests
- * share but that are not part of the public API (split planner, part naming, the JSON emitter
- * that reproduces Python's json.dumps byte for byte, the parsed directory tables, streaming
- * XXH3).  The generic byte buffer, string set and UTF-8 check are common's (common/buf.h,
- * common/strset.h, common/utf8.h). */
+/* Private header of the container module (docs/library.md, "Modules and headers"): the pieces
+ * the reader, the writer and the container tests share but that are not part of the public API
+ * (split planner, part naming, the JSON emitter that reproduces Python's json.dumps byte for
+ * byte, the parsed directory tables, streaming XXH3).  Only lib/src/container includes it;
+ * what other modules need from container is in container/container_module.h. */
 #ifndef NINFER_CONTAINER_INTERNAL_H
 #define NINFER_CONTAINER_INTERNAL_H
 
@@ -17,6 +17,7 @@
 
 #include "common/buf.h"
 #include "common/strset.h"
+#include "container/container_module.h"
 
 #define NF_MAGIC_ENTRY "NINFER\0\3"
 #define NF_MAGIC_ENTRY_V2 "NINFER\0\2"
@@ -82,13 +83,6 @@ typedef struct nf_dir {
 nf_status nf_dir_parse(const uint8_t *json, size_t len, const char *entry_name, json_t **root,
                        nf_dir *dir, nf_error *err);
 void nf_dir_free(nf_dir *dir);
-
-/* ---------------------------------------------------------------- raw file bytes (verify) */
-/* Bytes [offset, offset + len) of file `index` of the artifact (0: the entry file; a part is
- * opened and checked first), as stored, not through the logical payload.  NF_ERR_INVALID for a
- * missing/foreign part or a range beyond the file. */
-nf_status nf_artifact_read_file(nf_artifact *a, size_t index, uint64_t offset, void *buf, size_t len,
-                                nf_error *err);
 
 /* ---------------------------------------------------------------- streaming XXH3-128 */
 typedef struct nf_xxh3_stream nf_xxh3_stream;
