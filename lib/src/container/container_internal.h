@@ -1,7 +1,8 @@
-/* Internal interface of the container module: the pieces the reader, the writer and the tests
- * share but that are not part of the public API (split planner, part naming, the JSON emitter
- * that reproduces Python's json.dumps byte for byte, the parsed directory tables, a small
- * string hash set). */
+/* Private header of the container module (docs/library.md, "Modules and headers"): the pieces
+ * the reader, the writer and the container tests share but that are not part of the public API
+ * (split planner, part naming, the JSON emitter that reproduces Python's json.dumps byte for
+ * byte, the parsed directory tables, streaming XXH3).  Only lib/src/container includes it;
+ * what other modules need from container is in container/container_module.h. */
 #ifndef NINFER_CONTAINER_INTERNAL_H
 #define NINFER_CONTAINER_INTERNAL_H
 
@@ -13,6 +14,10 @@
 
 #include <ninfer/container.h>
 #include <ninfer/error.h>
+
+#include "common/buf.h"
+#include "common/strset.h"
+#include "container/container_module.h"
 
 #define NF_MAGIC_ENTRY "NINFER\0\3"
 #define NF_MAGIC_ENTRY_V2 "NINFER\0\2"
@@ -48,16 +53,6 @@ nf_status nf_split_plan(uint64_t payload_bytes, uint64_t entry_payload_start, ui
 /* "X.ninfer.part-0001": index zero-padded to at least 4 digits; malloc'ed, NULL on ENOMEM. */
 char *nf_part_name(const char *entry_name, size_t index);
 
-/* ---------------------------------------------------------------- growable byte buffer */
-typedef struct nf_buf {
-    char *data;
-    size_t len, cap;
-} nf_buf;
-
-bool nf_buf_append(nf_buf *b, const void *p, size_t n);
-bool nf_buf_putc(nf_buf *b, char c);
-void nf_buf_free(nf_buf *b);
-
 /* ---------------------------------------------------------------- JSON emitter */
 /* Called for every string value (not object keys) as it is emitted; pos is the offset in the
  * output of the string's first character (just after the opening quote). */
@@ -71,25 +66,6 @@ nf_status nf_json_emit(const json_t *v, nf_buf *out, nf_json_string_hook hook, v
                        nf_error *err);
 /* Python's repr(float) for a finite double, NUL-terminated; returns its length (< 32). */
 size_t nf_json_format_real(double v, char out[32]);
-
-/* ---------------------------------------------------------------- string hash set */
-/* Keys are one or two NUL-terminated strings (the pair form serves (parameter, input)); the
- * set stores pointers, so the strings must outlive it. */
-typedef struct nf_strset_slot {
-    const char *a, *b;
-    size_t value;
-} nf_strset_slot;
-
-typedef struct nf_strset {
-    nf_strset_slot *slots;
-    size_t cap, count;
-} nf_strset;
-
-/* Returns 1 when inserted, 0 when the key exists (*existing gets its value if non-NULL), -1 on
- * ENOMEM. */
-int nf_strset_insert(nf_strset *s, const char *a, const char *b, size_t value, size_t *existing);
-bool nf_strset_find(const nf_strset *s, const char *a, const char *b, size_t *value);
-void nf_strset_free(nf_strset *s);
 
 /* ---------------------------------------------------------------- parsed directory */
 typedef struct nf_dir {
@@ -108,23 +84,11 @@ nf_status nf_dir_parse(const uint8_t *json, size_t len, const char *entry_name, 
                        nf_dir *dir, nf_error *err);
 void nf_dir_free(nf_dir *dir);
 
-/* ---------------------------------------------------------------- raw file bytes (verify) */
-/* Bytes [offset, offset + len) of file `index` of the artifact (0: the entry file; a part is
- * opened and checked first), as stored, not through the logical payload.  NF_ERR_INVALID for a
- * missing/foreign part or a range beyond the file. */
-nf_status nf_artifact_read_file(nf_artifact *a, size_t index, uint64_t offset, void *buf, size_t len,
-                                nf_error *err);
-
 /* ---------------------------------------------------------------- streaming XXH3-128 */
 typedef struct nf_xxh3_stream nf_xxh3_stream;
 nf_xxh3_stream *nf_xxh3_stream_new(void); /* NULL on ENOMEM */
 void nf_xxh3_stream_update(nf_xxh3_stream *s, const void *data, size_t len);
 /* Canonical hex digest (as nf_xxh3_128_hex); frees the stream. */
 void nf_xxh3_stream_final(nf_xxh3_stream *s, char out[33]);
-
-/* ---------------------------------------------------------------- misc */
-/* Strict UTF-8 (no overlong forms, no surrogates, <= U+10FFFF).  Returns true when valid;
- * otherwise *bad gets the offset of the first invalid sequence. */
-bool nf_utf8_valid(const uint8_t *s, size_t len, size_t *bad);
 
 #endif

@@ -18,6 +18,7 @@
 
 #include "common/checked.h"
 #include "common/json_prescan.h"
+#include "common/utf8.h"
 #include "container/container_internal.h"
 
 #define WHAT_MAX 256

@@ -37,6 +37,7 @@
  * first (the commit point); failing to remove one is no error of the conversion (the new
  * artifact is complete): the file stays, discoverable by its name (ninfer-convert reports it,
  * see docs/ninfer-convert.md). */
+#include "common/utf8.h"
 #include "container/writer_internal.h"
 
 const char *const nf_wr_member_names[M_COUNT] = {"components", "bindings", "uses", "metadata", "provenance"};

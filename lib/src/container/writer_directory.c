@@ -1,6 +1,7 @@
 /* The artifact writer's JSON directory (writer_internal.h): objects in upstream member order,
  * compact, padded to the reserve, with checksum placeholders patched at publish, and the file
  * table of the split policy; every reader cap is checked before anything is written. */
+#include "common/utf8.h"
 #include "container/writer_internal.h"
 
 /* ---------------------------------------------------------------- directory */

@@ -14,7 +14,7 @@
 
 #include "common/checked.h"
 #include "common/io.h"
-#include "container/container_internal.h"
+#include "common/strset.h"
 #include "convert/convert_impl.h"
 #include "ninfer_version.h"
 

@@ -19,7 +19,8 @@
 #include <ninfer/method.h>
 #include <ninfer/source.h>
 
-#include "container/container_internal.h"
+#include "common/buf.h"
+#include "common/strset.h"
 #include "recipe/recipe_internal.h"
 
 typedef struct parser {

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "container/container_internal.h"
+#include "common/buf.h"
 #include "recipe/recipe_internal.h"
 
 char *recipe_lexical_abs(const char *path)

@@ -14,7 +14,7 @@
 
 #include <ninfer/format.h>
 
-#include "container/container_internal.h"
+#include "common/strset.h"
 #include "recipe/recipe_internal.h"
 
 bool recipe_is_regex(const char *selector)

@@ -16,7 +16,7 @@
 
 #include <yaml.h>
 
-#include "container/container_internal.h"
+#include "common/strset.h"
 #include "recipe/recipe_internal.h"
 
 /* Small mappings are checked for duplicate keys by a linear scan; past this many keys a hash

@@ -12,10 +12,14 @@
 #include <jansson.h>
 #include <xxhash.h>
 
-#include <ninfer/ninfer.h>
+#include <ninfer/container.h>
+#include <ninfer/error.h>
+#include <ninfer/escape.h>
+#include <ninfer/layout.h>
+#include <ninfer/verify.h>
 
 #include "common/checked.h"
-#include "container/container_internal.h"
+#include "container/container_module.h"
 
 #define WORD_REPORTS_PER_OBJECT 20u
 #define HASH_CHUNK ((size_t)1 << 20)

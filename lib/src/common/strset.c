@@ -1,10 +1,11 @@
 /* Open-addressing hash set of one or two strings: object IDs, part paths and (parameter, input)
  * pairs are checked for uniqueness in linear time, so a directory with many objects or parts
  * cannot make the reader quadratic. */
+#include "common/strset.h"
+
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "container/container_internal.h"
 
 static uint64_t hash_str(uint64_t h, const char *s)
 {

@@ -1,0 +1,20 @@
+/* Module interface of container (docs/library.md, "Modules and headers"): what higher modules
+ * may use of container beyond <ninfer/container.h>.  The rest of container's internals are in
+ * container_internal.h, which only lib/src/container includes. */
+#ifndef NINFER_CONTAINER_MODULE_H
+#define NINFER_CONTAINER_MODULE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <ninfer/container.h>
+#include <ninfer/error.h>
+
+/* Bytes [offset, offset + len) of file `index` of the artifact (0: the entry file; a part is
+ * opened and checked first), as stored, not through the logical payload: verify checks with it
+ * that the bytes the payload skips (after the entry's directory, in each part's header) are 0.  NF_ERR_INVALID for a missing/foreign part or a range
+ * beyond the file. */
+nf_status nf_artifact_read_file(nf_artifact *a, size_t index, uint64_t offset, void *buf, size_t len,
+                                nf_error *err);
+
+#endif
