@@ -200,7 +200,7 @@ int nf_cli_print_json(const nf_cli *cli, struct json_t *value);
 int nf_cli_stale_temp(const nf_cli *cli, const char *path, long pid, bool remove, const char *keep_hint);
 
 /* What the command line lets a recipe read and expand (docs/recipes.md, "What a recipe may
- * read"): --source NAME=PATH (checked for '=' by the option handler), --allow-path DIR and
+ * read"): --source NAME=PATH (checked for '=' by its NF_CHECK_KEY_VALUE row), --allow-path DIR and
  * --allow-env NAME, in command-line order.  Arrays sized for argc entries. */
 typedef struct nf_cli_recipe_args {
     const char **sources, **allow_paths, **allow_env;
