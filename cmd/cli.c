@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -11,15 +13,23 @@
 
 #include <ninfer/ninfer.h>
 
+static int on_help(nf_cli *cli, const nf_option *row, void *opts, const char *arg);
+static int on_version(nf_cli *cli, const nf_option *row, void *opts, const char *arg);
+static int on_verbose(nf_cli *cli, const nf_option *row, void *opts, const char *arg);
+
+static const nf_opt_choice progress_modes[] = {
+    {"auto", NF_PROGRESS_AUTO}, {"always", NF_PROGRESS_ALWAYS}, {"never", NF_PROGRESS_NEVER}, {NULL, 0}};
+
+/* The common options of design.md section 2; their fields are nf_cli's. */
 static const nf_option common_options[] = {
-    {"help", 'h', NF_ARG_NONE, NF_OPT_HELP, NULL, "show this help and exit"},
-    {"version", 'V', NF_ARG_NONE, NF_OPT_VERSION, NULL, "show the version and exit"},
-    {"quiet", 'q', NF_ARG_NONE, NF_OPT_QUIET, NULL, "print only errors"},
-    {"verbose", 'v', NF_ARG_NONE, NF_OPT_VERBOSE, NULL, "print more detail"},
-    {"json", 0, NF_ARG_NONE, NF_OPT_JSON, NULL, "machine-readable result on stdout"},
-    {"progress", 0, NF_ARG_REQUIRED, NF_OPT_PROGRESS, "auto|always|never",
-     "progress bars on stderr (default auto: only on a terminal)"},
-    {NULL, 0, NF_ARG_NONE, 0, NULL, NULL},
+    NF_OPT_CALLBACK_ROW(on_help, NF_ARG_NONE, "help", 'h', NULL, "show this help and exit"),
+    NF_OPT_CALLBACK_ROW(on_version, NF_ARG_NONE, "version", 'V', NULL, "show the version and exit"),
+    NF_OPT_SET_ROW(nf_cli, verbosity, -1, "quiet", 'q', "print only errors"),
+    NF_OPT_CALLBACK_ROW(on_verbose, NF_ARG_NONE, "verbose", 'v', NULL, "print more detail"),
+    NF_OPT_FLAG_ROW(nf_cli, json, "json", 0, "machine-readable result on stdout"),
+    NF_OPT_CHOICE_ROW(nf_cli, progress, progress_modes, "progress", 0, "auto|always|never",
+                      "progress bars on stderr (default auto: only on a terminal)"),
+    NF_OPT_END,
 };
 
 static size_t table_len(const nf_option *t)
@@ -61,35 +71,24 @@ static void print_help(const nf_program *prog)
     if (prog->examples) printf("\nexamples:\n%s", prog->examples);
 }
 
-static bool add_getopt_rows(struct option *lo, size_t *n, char *shorts, size_t *ns, const nf_option *t)
+/* getopt_long's rows for every option row; a long option returns NF_CLI_ROW_CODE + its index in
+ * rows[] (above every short option character), a short one its character. */
+#define NF_CLI_ROW_CODE 256
+static void add_getopt_row(struct option *lo, char *shorts, size_t *ns, const nf_option *row, size_t index)
 {
-    for (size_t i = 0; t && t[i].long_name; i++) {
-        int has = t[i].arg == NF_ARG_NONE ? no_argument
-                  : t[i].arg == NF_ARG_REQUIRED ? required_argument : optional_argument;
-        lo[*n] = (struct option){t[i].long_name, has, NULL, t[i].id};
-        (*n)++;
-        if (t[i].short_name) {
-            shorts[(*ns)++] = t[i].short_name;
-            if (t[i].arg == NF_ARG_REQUIRED) shorts[(*ns)++] = ':';
-            if (t[i].arg == NF_ARG_OPTIONAL) {
-                shorts[(*ns)++] = ':';
-                shorts[(*ns)++] = ':';
-            }
-        }
+    int has = row->arg == NF_ARG_NONE ? no_argument : row->arg == NF_ARG_REQUIRED ? required_argument
+                                                                                 : optional_argument;
+    *lo = (struct option){row->long_name, has, NULL, NF_CLI_ROW_CODE + (int)index};
+    if (row->short_name) {
+        shorts[(*ns)++] = row->short_name;
+        if (row->arg != NF_ARG_NONE) shorts[(*ns)++] = ':';
+        if (row->arg == NF_ARG_OPTIONAL) shorts[(*ns)++] = ':';
     }
-    return true;
-}
-
-static int short_to_id(const nf_option *t, int c)
-{
-    for (size_t i = 0; t && t[i].long_name; i++)
-        if (t[i].short_name == c) return t[i].id;
-    return -1;
 }
 
 /* The usage error of an option getopt refused, naming it as the user typed it.  getopt's optopt
- * is the short option character (1..255) for a short option, the option's id (>= 1000) for a
- * long option given a value it does not take, and 0 for an unknown or ambiguous long option;
+ * is the short option character (1..255) for a short option, its code (NF_CLI_ROW_CODE and up)
+ * for a long option given a value it does not take, and 0 for an unknown or ambiguous long option;
  * a long option has advanced optind past its argv element, a short one inside a cluster
  * ("-qZ") may not have, so a short option is named by its character alone. */
 static int bad_option(const nf_cli *cli, bool missing_value, int argc, char **argv, const struct option *lo)
@@ -120,26 +119,132 @@ static int bad_option(const nf_cli *cli, bool missing_value, int argc, char **ar
     return nf_cli_usage(cli, "unknown option '%s'", nf_cli_name(arg).s);
 }
 
-int nf_cli_parse(nf_cli *cli, const nf_program *prog, int argc, char **argv, nf_option_handler handler,
-                 void *ctx, bool *done)
+static int on_help(nf_cli *cli, const nf_option *row, void *opts, const char *arg)
+{
+    (void)row, (void)opts, (void)arg;
+    print_help(cli->program);
+    cli->done = true;
+    return NF_EXIT_OK;
+}
+
+static int on_version(nf_cli *cli, const nf_option *row, void *opts, const char *arg)
+{
+    (void)row, (void)opts, (void)arg;
+    printf("%s (ninfer-tools) %s\n", cli->program->name, nf_version());
+    cli->done = true;
+    return NF_EXIT_OK;
+}
+
+static int on_verbose(nf_cli *cli, const nf_option *row, void *opts, const char *arg)
+{
+    (void)row, (void)opts, (void)arg;
+    cli->verbosity++;
+    return NF_EXIT_OK;
+}
+
+/* "--NAME takes WHAT[ from MIN to MAX], not 'ARG'": the range is shown unless MAX is the
+ * field's largest value (then WHAT says what is accepted, e.g. "a positive count"). */
+static int bad_number(const nf_cli *cli, const nf_option *row, const char *arg)
+{
+    uint64_t top = row->kind == NF_OPT_UINT ? UINT_MAX : UINT64_MAX;
+    const char *what = row->what ? row->what : "a number";
+    if (row->max < top)
+        return nf_cli_usage(cli, "--%s takes %s from %" PRIu64 " to %" PRIu64 ", not '%s'", row->long_name, what,
+                            row->min, row->max, arg);
+    return nf_cli_usage(cli, "--%s takes %s, not '%s'", row->long_name, what, arg);
+}
+
+/* "--NAME takes a, b or c, not 'ARG'" */
+static int bad_choice(const nf_cli *cli, const nf_option *row, const char *arg)
+{
+    char names[256] = "";
+    size_t n = 0;
+    while (row->choices[n].name) n++;
+    for (size_t i = 0; i < n; i++) {
+        size_t used = strlen(names);
+        snprintf(names + used, sizeof names - used, "%s%s", i == 0 ? "" : i + 1 == n ? " or " : ", ",
+                 row->choices[i].name);
+    }
+    return nf_cli_usage(cli, "--%s takes %s, not '%s'", row->long_name, names, arg);
+}
+
+static int check_text(const nf_cli *cli, const nf_option *row, const char *arg)
+{
+    if (row->check == NF_CHECK_NONEMPTY && !arg[0]) return nf_cli_usage(cli, "--%s takes %s", row->long_name, row->what);
+    if (row->check == NF_CHECK_KEY_VALUE && (!strchr(arg, '=') || arg[0] == '='))
+        return nf_cli_usage(cli, "--%s takes %s, not '%s'", row->long_name, row->arg_name, arg);
+    return NF_EXIT_OK;
+}
+
+/* Store the value of one option given (arg NULL when it has none) in its field of base. */
+static int apply_row(nf_cli *cli, const nf_option *row, void *base, const char *arg)
+{
+    char *field = (char *)base + row->offset;
+    int rc;
+    switch (row->kind) {
+    case NF_OPT_FLAG: *(bool *)field = true; break;
+    case NF_OPT_SET: *(int *)field = row->value; break;
+    case NF_OPT_STRING:
+        if ((rc = check_text(cli, row, arg)) != NF_EXIT_OK) return rc;
+        *(const char **)field = arg;
+        break;
+    case NF_OPT_UINT:
+    case NF_OPT_U64: {
+        uint64_t v = row->def;
+        if (arg && (!nf_cli_parse_u64(arg, &v) || v < row->min || v > row->max)) return bad_number(cli, row, arg);
+        if (row->kind == NF_OPT_UINT) *(unsigned *)field = (unsigned)v;
+        else *(uint64_t *)field = v;
+        break;
+    }
+    case NF_OPT_LIST: {
+        if ((rc = check_text(cli, row, arg)) != NF_EXIT_OK) return rc;
+        size_t *count = (size_t *)(void *)((char *)base + row->count_offset);
+        (*(const char ***)field)[(*count)++] = arg;
+        break;
+    }
+    case NF_OPT_CHOICE: {
+        const nf_opt_choice *c = row->choices;
+        while (c->name && strcmp(c->name, arg) != 0) c++;
+        if (!c->name) return bad_choice(cli, row, arg);
+        *(int *)field = c->value;
+        break;
+    }
+    case NF_OPT_SPAN: {
+        nf_cli_span *s = (nf_cli_span *)(void *)field;
+        if (!nf_cli_parse_range(arg, &s->a, &s->b, &s->has_a, &s->has_b))
+            return nf_cli_usage(cli, "--%s takes %s, not '%s'", row->long_name, row->arg_name, arg);
+        s->given = true;
+        break;
+    }
+    case NF_OPT_CALLBACK: return row->callback(cli, row, base, arg);
+    }
+    return NF_EXIT_OK;
+}
+
+int nf_cli_parse(nf_cli *cli, const nf_program *prog, int argc, char **argv, void *opts, bool *done)
 {
     memset(cli, 0, sizeof *cli);
     cli->prog = prog->name;
+    cli->program = prog;
     *done = false;
-    size_t nopts = table_len(prog->options) + table_len(common_options);
+    size_t ncommon = table_len(common_options), nopts = ncommon + table_len(prog->options);
+    const nf_option **rows = calloc(nopts + 1, sizeof *rows);
     struct option *lo = calloc(nopts + 1, sizeof *lo);
     char *shorts = calloc(3 * nopts + 3, 1);
     cli->positional = calloc((size_t)argc + 1, sizeof *cli->positional);
-    if (!lo || !shorts || !cli->positional) {
+    if (!rows || !lo || !shorts || !cli->positional) {
+        free(rows);
         free(lo);
         free(shorts);
         return nf_cli_error(cli, NF_ERR_NOMEM, "out of memory");
     }
-    size_t n = 0, ns = 0;
+    size_t ns = 0;
     shorts[ns++] = '-'; /* return non-options in order, as code 1 */
     shorts[ns++] = ':'; /* report a missing argument as ':' */
-    add_getopt_rows(lo, &n, shorts, &ns, common_options);
-    add_getopt_rows(lo, &n, shorts, &ns, prog->options);
+    for (size_t i = 0; i < nopts; i++) {
+        rows[i] = i < ncommon ? &common_options[i] : &prog->options[i - ncommon];
+        add_getopt_row(&lo[i], shorts, &ns, rows[i], i);
+    }
     int status = NF_EXIT_OK;
     opterr = 0;
     optind = 1;
@@ -154,39 +259,22 @@ int nf_cli_parse(nf_cli *cli, const nf_program *prog, int argc, char **argv, nf_
             status = bad_option(cli, c == ':', argc, argv, lo);
             break;
         }
-        int id = c;
-        if (c < 256) { /* a short option character */
-            int mapped = short_to_id(common_options, c);
-            if (mapped < 0) mapped = short_to_id(prog->options, c);
-            id = mapped;
-        }
-        switch (id) {
-        case NF_OPT_HELP:
-            print_help(prog);
-            *done = true;
-            break;
-        case NF_OPT_VERSION:
-            printf("%s (ninfer-tools) %s\n", prog->name, nf_version());
-            *done = true;
-            break;
-        case NF_OPT_QUIET: cli->verbosity = -1; break;
-        case NF_OPT_VERBOSE: cli->verbosity++; break;
-        case NF_OPT_JSON: cli->json = true; break;
-        case NF_OPT_PROGRESS:
-            if (strcmp(optarg, "auto") == 0) cli->progress = NF_PROGRESS_AUTO;
-            else if (strcmp(optarg, "always") == 0) cli->progress = NF_PROGRESS_ALWAYS;
-            else if (strcmp(optarg, "never") == 0) cli->progress = NF_PROGRESS_NEVER;
-            else status = nf_cli_usage(cli, "--progress takes auto, always or never, not '%s'", optarg);
-            break;
-        default:
-            status = handler ? handler(ctx, cli, id, optarg) : nf_cli_usage(cli, "unexpected option");
+        size_t i = 0;
+        if (c >= NF_CLI_ROW_CODE) i = (size_t)(c - NF_CLI_ROW_CODE);
+        else /* a short option character */
+            while (i < nopts && rows[i]->short_name != c) i++;
+        if (i >= nopts) {
+            status = nf_cli_usage(cli, "unexpected option");
             break;
         }
-        if (status != NF_EXIT_OK || *done) break;
+        status = apply_row(cli, rows[i], i < ncommon ? (void *)cli : opts, optarg);
+        if (status != NF_EXIT_OK || cli->done) break;
     }
+    *done = cli->done;
     /* Anything after "--" is positional. */
     if (status == NF_EXIT_OK && !*done)
         for (int i = optind; i < argc; i++) cli->positional[cli->npositional++] = argv[i];
+    free(rows);
     free(lo);
     free(shorts);
     return status;
@@ -365,15 +453,6 @@ bool nf_cli_parse_range(const char *text, uint64_t *a, uint64_t *b, bool *has_a,
     if (*has_a && !nf_cli_parse_u64(left, a)) return false;
     if (*has_b && !nf_cli_parse_u64(colon + 1, b)) return false;
     return true;
-}
-
-int nf_cli_parse_threads(const nf_cli *cli, const char *arg, unsigned *threads)
-{
-    uint64_t v;
-    if (!nf_cli_parse_u64(arg, &v) || v == 0 || v > NF_CLI_MAX_THREADS)
-        return nf_cli_usage(cli, "--threads takes a number from 1 to %u, not '%s'", NF_CLI_MAX_THREADS, arg);
-    *threads = (unsigned)v;
-    return NF_EXIT_OK;
 }
 
 int nf_cli_print_json(const nf_cli *cli, json_t *value)

@@ -5,6 +5,7 @@
 #define NINFER_CMD_CLI_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -16,27 +17,112 @@ enum { NF_EXIT_OK = 0, NF_EXIT_INVALID = 1, NF_EXIT_USAGE = 2, NF_EXIT_SYSTEM = 
 
 typedef enum nf_arg_kind { NF_ARG_NONE, NF_ARG_REQUIRED, NF_ARG_OPTIONAL } nf_arg_kind;
 
-/* One row of a program's option table.  id is what the program's handler switches on. */
+/* What an option does with its field (the row's binding): the generic parser of cli.c stores
+ * the value, checks it and prints the usage error (exit 2), so that each rule and its message
+ * exist once.  Messages name the option by its long name: "--NAME takes ..., not 'ARG'". */
+typedef enum nf_opt_kind {
+    NF_OPT_FLAG,     /* bool field set true */
+    NF_OPT_SET,      /* int-sized field (an enum) set to .value */
+    NF_OPT_STRING,   /* const char * field = the argument */
+    NF_OPT_UINT,     /* unsigned field, .min to .max */
+    NF_OPT_U64,      /* uint64_t field, .min to .max */
+    NF_OPT_LIST,     /* repeatable: appended to a const char ** array (room for argc entries,
+                      * allocated by the program) whose size_t count is at .count_offset */
+    NF_OPT_CHOICE,   /* int-sized field (an enum) = the .value of the .choices row named */
+    NF_OPT_SPAN,     /* nf_cli_span field: "A:B", either side may be empty */
+    NF_OPT_CALLBACK  /* .callback does it (a rule no other kind states) */
+} nf_opt_kind;
+
+/* Checks on the text of a NF_OPT_STRING or NF_OPT_LIST argument. */
+typedef enum nf_opt_check {
+    NF_CHECK_NONE,
+    NF_CHECK_NONEMPTY,  /* "--NAME takes WHAT" when empty */
+    NF_CHECK_KEY_VALUE  /* KEY=VALUE with a non-empty KEY: "--NAME takes ARG_NAME, not 'ARG'" */
+} nf_opt_check;
+
+/* A name of a NF_OPT_CHOICE option and the value it stores; tables end with name NULL. */
+typedef struct nf_opt_choice {
+    const char *name;
+    int value;
+} nf_opt_choice;
+
+/* The value of a NF_OPT_SPAN option: [a, b) where given, has_a and has_b say which sides were
+ * written (the program supplies the defaults, e.g. 0 and the row count). */
+typedef struct nf_cli_span {
+    uint64_t a, b;
+    bool has_a, has_b, given;
+} nf_cli_span;
+
+struct nf_cli;
+struct nf_option;
+/* field: the program's options struct (the ctx of nf_cli_parse); arg NULL when the option takes
+ * none.  Returns NF_EXIT_OK, or an exit status after printing the problem (nf_cli_usage). */
+typedef int (*nf_opt_callback)(struct nf_cli *cli, const struct nf_option *row, void *opts, const char *arg);
+
+/* One row of a program's option table: the option's names and --help text, and the field of the
+ * program's options struct it sets.  Write rows with the NF_OPT_*_ROW macros below: they take the
+ * offset with offsetof and refuse, at compile time, a field of another type than the kind's. */
 typedef struct nf_option {
     const char *long_name;
     char short_name;          /* 0 if none */
     nf_arg_kind arg;
-    int id;
     const char *arg_name;     /* shown in --help, e.g. "ID" */
     const char *help;
+    nf_opt_kind kind;
+    size_t offset;            /* of the field in the options struct */
+    size_t count_offset;      /* NF_OPT_LIST: of its size_t count */
+    uint64_t min, max;        /* NF_OPT_UINT, NF_OPT_U64: the accepted values */
+    uint64_t def;             /* NF_OPT_UINT, NF_OPT_U64 with NF_ARG_OPTIONAL: the value without one */
+    int value;                /* NF_OPT_SET */
+    const char *what;         /* the accepted text in messages, e.g. "a number" (see cli.c) */
+    nf_opt_check check;
+    const nf_opt_choice *choices;
+    nf_opt_callback callback;
 } nf_option;
 
-/* Ids of the common options.  Programs number theirs from NF_OPT_PROGRAM; ids stay above 255 so
- * they never collide with the short-option characters getopt returns. */
-enum {
-    NF_OPT_HELP = 1000,
-    NF_OPT_VERSION,
-    NF_OPT_QUIET,
-    NF_OPT_VERBOSE,
-    NF_OPT_JSON,
-    NF_OPT_PROGRESS,
-    NF_OPT_PROGRAM = 2000
-};
+/* Compile-time checks of a binding: the offset of `member` in `type`, which must have type T
+ * (_Generic has no association for another type), or be int-sized for enums (whose compatible
+ * integer type is the compiler's choice). */
+#define NF_OPT_FIELD_(type, member, T) _Generic(((type *)0)->member, T: offsetof(type, member))
+#define NF_OPT_INTFIELD_(type, member) \
+    (offsetof(type, member) + 0 * sizeof(char[sizeof(((type *)0)->member) == sizeof(int) ? 1 : -1]))
+
+#define NF_OPT_FLAG_ROW(type, member, lname, sname, help_)                                          \
+    {.long_name = (lname), .short_name = (sname), .arg = NF_ARG_NONE, .help = (help_), .kind = NF_OPT_FLAG, \
+     .offset = NF_OPT_FIELD_(type, member, bool)}
+#define NF_OPT_SET_ROW(type, member, val, lname, sname, help_)                                      \
+    {.long_name = (lname), .short_name = (sname), .arg = NF_ARG_NONE, .help = (help_), .kind = NF_OPT_SET, \
+     .offset = NF_OPT_INTFIELD_(type, member), .value = (int)(val)}
+#define NF_OPT_STRING_ROW(type, member, lname, sname, argname, help_)                               \
+    {.long_name = (lname), .short_name = (sname), .arg = NF_ARG_REQUIRED, .arg_name = (argname),      \
+     .help = (help_), .kind = NF_OPT_STRING, .offset = NF_OPT_FIELD_(type, member, const char *)}
+#define NF_OPT_UINT_ROW(type, member, lo, hi, what_, lname, sname, argname, help_)                   \
+    {.long_name = (lname), .short_name = (sname), .arg = NF_ARG_REQUIRED, .arg_name = (argname),      \
+     .help = (help_), .kind = NF_OPT_UINT, .offset = NF_OPT_FIELD_(type, member, unsigned), .min = (lo), \
+     .max = (hi), .what = (what_)}
+#define NF_OPT_U64_ROW(type, member, lo, hi, what_, lname, sname, argname, help_)                    \
+    {.long_name = (lname), .short_name = (sname), .arg = NF_ARG_REQUIRED, .arg_name = (argname),      \
+     .help = (help_), .kind = NF_OPT_U64, .offset = NF_OPT_FIELD_(type, member, uint64_t), .min = (lo), \
+     .max = (hi), .what = (what_)}
+/* An optional argument: --NAME alone stores dflt, --NAME=N stores N (min to max). */
+#define NF_OPT_UINT_OPTARG_ROW(type, member, lo, hi, dflt, what_, lname, sname, argname, help_)       \
+    {.long_name = (lname), .short_name = (sname), .arg = NF_ARG_OPTIONAL, .arg_name = (argname),      \
+     .help = (help_), .kind = NF_OPT_UINT, .offset = NF_OPT_FIELD_(type, member, unsigned), .min = (lo), \
+     .max = (hi), .def = (dflt), .what = (what_)}
+#define NF_OPT_LIST_ROW(type, member, count, check_, what_, lname, sname, argname, help_)            \
+    {.long_name = (lname), .short_name = (sname), .arg = NF_ARG_REQUIRED, .arg_name = (argname),      \
+     .help = (help_), .kind = NF_OPT_LIST, .offset = NF_OPT_FIELD_(type, member, const char **),     \
+     .count_offset = NF_OPT_FIELD_(type, count, size_t), .check = (check_), .what = (what_)}
+#define NF_OPT_CHOICE_ROW(type, member, table, lname, sname, argname, help_)                        \
+    {.long_name = (lname), .short_name = (sname), .arg = NF_ARG_REQUIRED, .arg_name = (argname),      \
+     .help = (help_), .kind = NF_OPT_CHOICE, .offset = NF_OPT_INTFIELD_(type, member), .choices = (table)}
+#define NF_OPT_SPAN_ROW(type, member, lname, sname, argname, help_)                                 \
+    {.long_name = (lname), .short_name = (sname), .arg = NF_ARG_REQUIRED, .arg_name = (argname),      \
+     .help = (help_), .kind = NF_OPT_SPAN, .offset = NF_OPT_FIELD_(type, member, nf_cli_span)}
+#define NF_OPT_CALLBACK_ROW(fn, argkind, lname, sname, argname, help_)                              \
+    {.long_name = (lname), .short_name = (sname), .arg = (argkind), .arg_name = (argname),            \
+     .help = (help_), .kind = NF_OPT_CALLBACK, .callback = (fn)}
+#define NF_OPT_END {.long_name = NULL}
 
 typedef enum nf_progress_mode { NF_PROGRESS_AUTO, NF_PROGRESS_ALWAYS, NF_PROGRESS_NEVER } nf_progress_mode;
 
@@ -48,6 +134,8 @@ typedef struct nf_cli {
     nf_progress_mode progress;
     char **positional;        /* argv entries that are not options */
     int npositional;
+    const struct nf_program *program; /* for --help and --version */
+    bool done;                /* --help or --version printed: exit 0 */
 } nf_cli;
 
 typedef struct nf_program {
@@ -58,13 +146,10 @@ typedef struct nf_program {
     const char *examples;     /* shown at the end of --help */
 } nf_program;
 
-/* Called for each program option found; return NF_EXIT_OK to go on, or an exit status. */
-typedef int (*nf_option_handler)(void *ctx, nf_cli *cli, int id, const char *arg);
-
-/* Parse argv.  Common options are handled here (--help and --version print and set *done).
- * Returns NF_EXIT_OK, or NF_EXIT_USAGE after printing the problem. */
-int nf_cli_parse(nf_cli *cli, const nf_program *prog, int argc, char **argv, nf_option_handler handler,
-                 void *ctx, bool *done);
+/* Parse argv: every option given sets the field its row binds in opts (the program's options
+ * struct), the common ones fields of cli (--help and --version print and set *done).  Returns
+ * NF_EXIT_OK, or NF_EXIT_USAGE (or a callback's status) after printing the problem. */
+int nf_cli_parse(nf_cli *cli, const nf_program *prog, int argc, char **argv, void *opts, bool *done);
 void nf_cli_free(nf_cli *cli);
 
 /* "ninfer-x: error: <msg>" on stderr; returns the exit status for `status`. */
@@ -103,10 +188,8 @@ struct json_t *nf_cli_json_cstr(const char *s);
  * limit; false when malformed. */
 bool nf_cli_parse_range(const char *text, uint64_t *a, uint64_t *b, bool *has_a, bool *has_b);
 bool nf_cli_parse_u64(const char *text, uint64_t *out);
-/* --threads N (-j N) of every program: 1 to NF_CLI_MAX_THREADS into *threads, or a usage error
- * (exit 2) naming the option and the text. */
+/* The largest --threads N (-j N) of every program (an NF_OPT_UINT row from 1). */
 #define NF_CLI_MAX_THREADS 1024u
-int nf_cli_parse_threads(const nf_cli *cli, const char *arg, unsigned *threads);
 
 /* Write a jansson value to stdout as indented JSON followed by a newline. */
 int nf_cli_print_json(const nf_cli *cli, struct json_t *value);
@@ -117,7 +200,7 @@ int nf_cli_print_json(const nf_cli *cli, struct json_t *value);
 int nf_cli_stale_temp(const nf_cli *cli, const char *path, long pid, bool remove, const char *keep_hint);
 
 /* What the command line lets a recipe read and expand (docs/recipes.md, "What a recipe may
- * read"): --source NAME=PATH (checked for '=' by the option handler), --allow-path DIR and
+ * read"): --source NAME=PATH (checked for '=' by its NF_CHECK_KEY_VALUE row), --allow-path DIR and
  * --allow-env NAME, in command-line order.  Arrays sized for argc entries. */
 typedef struct nf_cli_recipe_args {
     const char **sources, **allow_paths, **allow_env;

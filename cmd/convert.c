@@ -17,74 +17,6 @@
 #include "cli.h"
 #include "output.h"
 
-enum {
-    OPT_RECIPE = NF_OPT_PROGRAM,
-    OPT_OUTPUT,
-    OPT_SOURCE,
-    OPT_THREADS,
-    OPT_MAX_FILE_BYTES,
-    OPT_DRY_RUN,
-    OPT_FORCE,
-    OPT_NO_REPORT,
-    OPT_ARTIFACT_ID,
-    OPT_FORMAT,
-    OPT_METHOD,
-    OPT_RULE,
-    OPT_CHUNK_VALUES,
-    OPT_REMOVE_STALE,
-    OPT_ALLOW_PATH,
-    OPT_ALLOW_ENV
-};
-
-static const nf_option options[] = {
-    {"recipe", 'r', NF_ARG_REQUIRED, OPT_RECIPE, "RECIPE.yaml", "the conversion recipe (design: docs/recipes.md)"},
-    {"output", 'o', NF_ARG_REQUIRED, OPT_OUTPUT, "OUT.ninfer", "the artifact to write (required)"},
-    {"source", 0, NF_ARG_REQUIRED, OPT_SOURCE, "NAME=PATH", "replace (or add) the recipe's source NAME"},
-    {"allow-path", 0, NF_ARG_REQUIRED, OPT_ALLOW_PATH, "DIR",
-     "let the recipe's resources also come from DIR (besides its own directory and --source paths; repeatable)"},
-    {"allow-env", 0, NF_ARG_REQUIRED, OPT_ALLOW_ENV, "NAME", "let ${NAME} in the recipe's paths expand (repeatable)"},
-    {"threads", 'j', NF_ARG_REQUIRED, OPT_THREADS, "N", "encoding threads (default: every core)"},
-    {"max-file-bytes", 0, NF_ARG_REQUIRED, OPT_MAX_FILE_BYTES, "BYTES",
-     "split into parts of at most BYTES each (0: one file; overrides the recipe)"},
-    {"dry-run", 'n', NF_ARG_NONE, OPT_DRY_RUN, NULL, "print the resolved plan and write nothing"},
-    {"force", 'f', NF_ARG_NONE, OPT_FORCE, NULL, "replace an existing output (never an input)"},
-    {"no-report", 0, NF_ARG_NONE, OPT_NO_REPORT, NULL, "do not write OUT.conversion.json"},
-    {"remove-stale", 0, NF_ARG_NONE, OPT_REMOVE_STALE, NULL,
-     "remove temp files of killed runs for OUT (alone with -o: only that)"},
-    {"artifact-id", 0, NF_ARG_REQUIRED, OPT_ARTIFACT_ID, "HEX",
-     "the 16-byte artifact id as 32 hex digits (default: random, or derived from the inputs "
-     "when SOURCE_DATE_EPOCH is set)"},
-    {"format", 0, NF_ARG_REQUIRED, OPT_FORMAT, "FORMAT", "quick mode: the format of every rank-2 float tensor"},
-    {"method", 0, NF_ARG_REQUIRED, OPT_METHOD, "METHOD", "quick mode: the method for --format (default: natural)"},
-    {"rule", 0, NF_ARG_REQUIRED, OPT_RULE, "GLOB=FORMAT[:METHOD]", "quick mode: an override rule (repeatable)"},
-    {"chunk-values", 0, NF_ARG_REQUIRED, OPT_CHUNK_VALUES, "N",
-     "values per encoded row chunk (tuning; the output never depends on it)"},
-    {NULL, 0, NF_ARG_NONE, 0, NULL, NULL},
-};
-
-static const nf_program program = {
-    "ninfer-convert",
-    "ninfer-convert -r RECIPE.yaml -o OUT.ninfer [--source NAME=PATH]... [--allow-path DIR]...\n"
-    "                      [--allow-env NAME]... [--threads N]\n"
-    "                      [--max-file-bytes BYTES] [--dry-run] [--force] [--no-report]\n"
-    "                      [--remove-stale]\n"
-    "       ninfer-convert -o OUT.ninfer --remove-stale\n"
-    "       ninfer-convert SOURCE -o OUT.ninfer --format FORMAT [--method METHOD]\n"
-    "                      [--rule 'GLOB=FORMAT[:METHOD]']...",
-    "Convert a checkpoint (safetensors file, sharded index, checkpoint directory or GGUF) into a\n"
-    ".ninfer artifact following a YAML recipe.  The plan is resolved and checked before anything\n"
-    "is written; the output is published atomically (nothing is left behind on failure or Ctrl-C)\n"
-    "and, unless --no-report, OUT.conversion.json gets per-object error statistics.  Temp files\n"
-    "that a killed run (SIGKILL) could not remove are reported, and removed with --remove-stale.\n"
-    "The second form (quick mode) gives every rank-2 floating-point tensor FORMAT and keeps the\n"
-    "others as bf16, fp32 or int32.",
-    options,
-    "  ninfer-convert -r recipes/q8.yaml -o model.ninfer --source base=./Qwen3-0.6B\n"
-    "  ninfer-convert -r recipe.yaml -o model.ninfer --dry-run\n"
-    "  ninfer-convert model.safetensors -o model.ninfer --format q8_g32_fp16\n"
-    "  ninfer-convert ckpt/ -o m.ninfer --format q4_g64_fp16 --method grouped_search --rule 'lm_head.*=q8_g32_fp16'\n",
-};
-
 typedef struct convert_opts {
     const char *recipe, *output, *format, *method;
     const char **rules;
@@ -109,56 +41,86 @@ static bool parse_hex_id(const char *s, uint8_t out[16])
     return true;
 }
 
-static int on_option(void *ctx, nf_cli *cli, int id, const char *arg)
+static int on_max_file_bytes(nf_cli *cli, const nf_option *row, void *opts, const char *arg)
 {
-    convert_opts *o = ctx;
-    switch (id) {
-    case OPT_RECIPE: o->recipe = arg; break;
-    case OPT_OUTPUT: o->output = arg; break;
-    case OPT_SOURCE:
-        if (!strchr(arg, '=') || arg[0] == '=') return nf_cli_usage(cli, "--source takes NAME=PATH, not '%s'", arg);
-        o->ra.sources[o->ra.nsources++] = arg;
-        break;
-    case OPT_THREADS: return nf_cli_parse_threads(cli, arg, &o->threads);
-    case OPT_MAX_FILE_BYTES:
-        /* Every file needs a 4096-byte header page and one page of payload (container.md 2.5):
-         * a smaller limit suits no artifact at all.  One the entry's own directory does not fit
-         * in is judged with the plan (invalid input, exit 1). */
-        if (!nf_cli_parse_u64(arg, &o->max_file_bytes) || (o->max_file_bytes > 0 && o->max_file_bytes < 8192))
-            return nf_cli_usage(cli, "--max-file-bytes takes 0 (one file) or a byte count of at least 8192 (a "
-                                "4096-byte header page and one page of payload per file), not '%s'", arg);
-        o->has_max_file_bytes = true;
-        break;
-    case OPT_CHUNK_VALUES:
-        if (!nf_cli_parse_u64(arg, &o->chunk_values) || o->chunk_values == 0)
-            return nf_cli_usage(cli, "--chunk-values takes a positive count, not '%s'", arg);
-        break;
-    case OPT_DRY_RUN: o->dry_run = true; break;
-    case OPT_FORCE: o->force = true; break;
-    case OPT_NO_REPORT: o->no_report = true; break;
-    case OPT_REMOVE_STALE: o->remove_stale = true; break;
-    case OPT_ARTIFACT_ID:
-        if (!parse_hex_id(arg, o->artifact_id)) return nf_cli_usage(cli, "--artifact-id takes 32 hex digits");
-        o->has_id = true;
-        break;
-    case OPT_ALLOW_PATH:
-        if (!arg[0]) return nf_cli_usage(cli, "--allow-path takes a directory");
-        o->ra.allow_paths[o->ra.nallow_paths++] = arg;
-        break;
-    case OPT_ALLOW_ENV:
-        if (!arg[0]) return nf_cli_usage(cli, "--allow-env takes a variable name");
-        o->ra.allow_env[o->ra.nallow_env++] = arg;
-        break;
-    case OPT_FORMAT: o->format = arg; break;
-    case OPT_METHOD: o->method = arg; break;
-    case OPT_RULE:
-        if (!strchr(arg, '=') || arg[0] == '=') return nf_cli_usage(cli, "--rule takes GLOB=FORMAT[:METHOD], not '%s'", arg);
-        o->rules[o->nrules++] = arg;
-        break;
-    default: return nf_cli_usage(cli, "unexpected option");
-    }
+    (void)row;
+    convert_opts *o = opts;
+    /* Every file needs a 4096-byte header page and one page of payload (container.md 2.5):
+     * a smaller limit suits no artifact at all.  One the entry's own directory does not fit
+     * in is judged with the plan (invalid input, exit 1). */
+    if (!nf_cli_parse_u64(arg, &o->max_file_bytes) || (o->max_file_bytes > 0 && o->max_file_bytes < 8192))
+        return nf_cli_usage(cli, "--max-file-bytes takes 0 (one file) or a byte count of at least 8192 (a "
+                            "4096-byte header page and one page of payload per file), not '%s'", arg);
+    o->has_max_file_bytes = true;
     return NF_EXIT_OK;
 }
+
+static int on_artifact_id(nf_cli *cli, const nf_option *row, void *opts, const char *arg)
+{
+    (void)row;
+    convert_opts *o = opts;
+    if (!parse_hex_id(arg, o->artifact_id)) return nf_cli_usage(cli, "--artifact-id takes 32 hex digits");
+    o->has_id = true;
+    return NF_EXIT_OK;
+}
+
+static const nf_option options[] = {
+    NF_OPT_STRING_ROW(convert_opts, recipe, "recipe", 'r', "RECIPE.yaml",
+                      "the conversion recipe (design: docs/recipes.md)"),
+    NF_OPT_STRING_ROW(convert_opts, output, "output", 'o', "OUT.ninfer", "the artifact to write (required)"),
+    NF_OPT_LIST_ROW(convert_opts, ra.sources, ra.nsources, NF_CHECK_KEY_VALUE, NULL, "source", 0, "NAME=PATH",
+                    "replace (or add) the recipe's source NAME"),
+    NF_OPT_LIST_ROW(convert_opts, ra.allow_paths, ra.nallow_paths, NF_CHECK_NONEMPTY, "a directory", "allow-path", 0,
+                    "DIR",
+                    "let the recipe's resources also come from DIR (besides its own directory and --source paths; "
+                    "repeatable)"),
+    NF_OPT_LIST_ROW(convert_opts, ra.allow_env, ra.nallow_env, NF_CHECK_NONEMPTY, "a variable name", "allow-env", 0,
+                    "NAME", "let ${NAME} in the recipe's paths expand (repeatable)"),
+    NF_OPT_UINT_ROW(convert_opts, threads, 1, NF_CLI_MAX_THREADS, NULL, "threads", 'j', "N",
+                    "encoding threads (default: every core)"),
+    NF_OPT_CALLBACK_ROW(on_max_file_bytes, NF_ARG_REQUIRED, "max-file-bytes", 0, "BYTES",
+                        "split into parts of at most BYTES each (0: one file; overrides the recipe)"),
+    NF_OPT_FLAG_ROW(convert_opts, dry_run, "dry-run", 'n', "print the resolved plan and write nothing"),
+    NF_OPT_FLAG_ROW(convert_opts, force, "force", 'f', "replace an existing output (never an input)"),
+    NF_OPT_FLAG_ROW(convert_opts, no_report, "no-report", 0, "do not write OUT.conversion.json"),
+    NF_OPT_FLAG_ROW(convert_opts, remove_stale, "remove-stale", 0,
+                    "remove temp files of killed runs for OUT (alone with -o: only that)"),
+    NF_OPT_CALLBACK_ROW(on_artifact_id, NF_ARG_REQUIRED, "artifact-id", 0, "HEX",
+                        "the 16-byte artifact id as 32 hex digits (default: random, or derived from the inputs "
+                        "when SOURCE_DATE_EPOCH is set)"),
+    NF_OPT_STRING_ROW(convert_opts, format, "format", 0, "FORMAT",
+                      "quick mode: the format of every rank-2 float tensor"),
+    NF_OPT_STRING_ROW(convert_opts, method, "method", 0, "METHOD",
+                      "quick mode: the method for --format (default: natural)"),
+    NF_OPT_LIST_ROW(convert_opts, rules, nrules, NF_CHECK_KEY_VALUE, NULL, "rule", 0, "GLOB=FORMAT[:METHOD]",
+                    "quick mode: an override rule (repeatable)"),
+    NF_OPT_U64_ROW(convert_opts, chunk_values, 1, UINT64_MAX, "a positive count", "chunk-values", 0, "N",
+                   "values per encoded row chunk (tuning; the output never depends on it)"),
+    NF_OPT_END,
+};
+
+static const nf_program program = {
+    "ninfer-convert",
+    "ninfer-convert -r RECIPE.yaml -o OUT.ninfer [--source NAME=PATH]... [--allow-path DIR]...\n"
+    "                      [--allow-env NAME]... [--threads N]\n"
+    "                      [--max-file-bytes BYTES] [--dry-run] [--force] [--no-report]\n"
+    "                      [--remove-stale]\n"
+    "       ninfer-convert -o OUT.ninfer --remove-stale\n"
+    "       ninfer-convert SOURCE -o OUT.ninfer --format FORMAT [--method METHOD]\n"
+    "                      [--rule 'GLOB=FORMAT[:METHOD]']...",
+    "Convert a checkpoint (safetensors file, sharded index, checkpoint directory or GGUF) into a\n"
+    ".ninfer artifact following a YAML recipe.  The plan is resolved and checked before anything\n"
+    "is written; the output is published atomically (nothing is left behind on failure or Ctrl-C)\n"
+    "and, unless --no-report, OUT.conversion.json gets per-object error statistics.  Temp files\n"
+    "that a killed run (SIGKILL) could not remove are reported, and removed with --remove-stale.\n"
+    "The second form (quick mode) gives every rank-2 floating-point tensor FORMAT and keeps the\n"
+    "others as bf16, fp32 or int32.",
+    options,
+    "  ninfer-convert -r recipes/q8.yaml -o model.ninfer --source base=./Qwen3-0.6B\n"
+    "  ninfer-convert -r recipe.yaml -o model.ninfer --dry-run\n"
+    "  ninfer-convert model.safetensors -o model.ninfer --format q8_g32_fp16\n"
+    "  ninfer-convert ckpt/ -o m.ninfer --format q4_g64_fp16 --method grouped_search --rule 'lm_head.*=q8_g32_fp16'\n",
+};
 
 /* ---------------------------------------------------------------- quick mode */
 static void put_yaml_string(FILE *f, const char *s)
@@ -478,7 +440,7 @@ int main(int argc, char **argv)
     nf_recipe *recipe = NULL;
     nf_plan *plan = NULL;
     nf_error err;
-    int rc = nf_cli_parse(&cli, &program, argc, argv, on_option, &opts, &done);
+    int rc = nf_cli_parse(&cli, &program, argc, argv, &opts, &done);
     if (rc != NF_EXIT_OK || done) goto out;
     bool quick = cli.npositional > 0;
     if (!opts.output) {

@@ -16,22 +16,38 @@
 #include "cli.h"
 #include "output.h"
 
-enum { OPT_OUTPUT = NF_OPT_PROGRAM, OPT_TO, OPT_FORMAT, OPT_ROWS, OPT_ZSTD, OPT_ALL, OPT_THREADS, OPT_REMOVE_STALE };
+typedef enum value_type { TO_F32, TO_F16, TO_BF16, TO_NATIVE } value_type;
+typedef enum out_format { FMT_RAW, FMT_NPY, FMT_TEXT } out_format;
+
+typedef struct dq_opts {
+    const char *output;
+    value_type to;
+    out_format format;
+    bool all, remove_stale;
+    nf_cli_span rows;
+    unsigned zstd;    /* 0: no compression */
+    unsigned threads; /* 0: every core */
+} dq_opts;
+
+static const nf_opt_choice value_types[] = {
+    {"f32", TO_F32}, {"f16", TO_F16}, {"bf16", TO_BF16}, {"native", TO_NATIVE}, {NULL, 0}};
+static const nf_opt_choice out_formats[] = {{"raw", FMT_RAW}, {"npy", FMT_NPY}, {"text", FMT_TEXT}, {NULL, 0}};
 
 static const nf_option options[] = {
-    {"output", 'o', NF_ARG_REQUIRED, OPT_OUTPUT, "OUT", "write to OUT (replaced atomically); default stdout"},
-    {"to", 0, NF_ARG_REQUIRED, OPT_TO, "f32|f16|bf16|native",
-     "value type (default f32); native: the stored words of a direct tensor"},
-    {"format", 0, NF_ARG_REQUIRED, OPT_FORMAT, "raw|npy|text",
-     "raw little-endian words, a NumPy .npy file, or one text line per row (default raw)"},
-    {"rows", 0, NF_ARG_REQUIRED, OPT_ROWS, "A:B", "only rows A (inclusive) to B (exclusive)"},
-    {"zstd", 0, NF_ARG_OPTIONAL, OPT_ZSTD, "LEVEL", "compress the output with zstd (default level 3)"},
-    {"all", 0, NF_ARG_NONE, OPT_ALL, NULL, "every tensor object into one safetensors file (needs -o)"},
-    {"threads", 'j', NF_ARG_REQUIRED, OPT_THREADS, "N",
-     "decode row chunks on N threads (default: every core); the output is the same for any N"},
-    {"remove-stale", 0, NF_ARG_NONE, OPT_REMOVE_STALE, NULL,
-     "remove the temp files killed runs left for OUT (alone with -o: only that)"},
-    {NULL, 0, NF_ARG_NONE, 0, NULL, NULL},
+    NF_OPT_STRING_ROW(dq_opts, output, "output", 'o', "OUT", "write to OUT (replaced atomically); default stdout"),
+    NF_OPT_CHOICE_ROW(dq_opts, to, value_types, "to", 0, "f32|f16|bf16|native",
+                      "value type (default f32); native: the stored words of a direct tensor"),
+    NF_OPT_CHOICE_ROW(dq_opts, format, out_formats, "format", 0, "raw|npy|text",
+                      "raw little-endian words, a NumPy .npy file, or one text line per row (default raw)"),
+    NF_OPT_SPAN_ROW(dq_opts, rows, "rows", 0, "A:B", "only rows A (inclusive) to B (exclusive)"),
+    NF_OPT_UINT_OPTARG_ROW(dq_opts, zstd, 1, 22, 3, "a level", "zstd", 0, "LEVEL",
+                           "compress the output with zstd (default level 3)"),
+    NF_OPT_FLAG_ROW(dq_opts, all, "all", 0, "every tensor object into one safetensors file (needs -o)"),
+    NF_OPT_UINT_ROW(dq_opts, threads, 1, NF_CLI_MAX_THREADS, NULL, "threads", 'j', "N",
+                    "decode row chunks on N threads (default: every core); the output is the same for any N"),
+    NF_OPT_FLAG_ROW(dq_opts, remove_stale, "remove-stale", 0,
+                    "remove the temp files killed runs left for OUT (alone with -o: only that)"),
+    NF_OPT_END,
 };
 
 static const nf_program program = {
@@ -53,57 +69,6 @@ static const nf_program program = {
     "  ninfer-dequant model.ninfer lm_head.weight --to bf16 --zstd -o lm_head.bf16.zst\n"
     "  ninfer-dequant model.ninfer --all -o model.dequant.safetensors\n",
 };
-
-typedef enum value_type { TO_F32, TO_F16, TO_BF16, TO_NATIVE } value_type;
-typedef enum out_format { FMT_RAW, FMT_NPY, FMT_TEXT } out_format;
-
-typedef struct dq_opts {
-    const char *output;
-    value_type to;
-    out_format format;
-    bool has_rows, has_a, has_b, all, remove_stale;
-    uint64_t a, b;
-    int zstd;
-    unsigned threads; /* 0: every core */
-} dq_opts;
-
-static int on_option(void *ctx, nf_cli *cli, int id, const char *arg)
-{
-    dq_opts *o = ctx;
-    switch (id) {
-    case OPT_OUTPUT: o->output = arg; break;
-    case OPT_TO:
-        if (strcmp(arg, "f32") == 0) o->to = TO_F32;
-        else if (strcmp(arg, "f16") == 0) o->to = TO_F16;
-        else if (strcmp(arg, "bf16") == 0) o->to = TO_BF16;
-        else if (strcmp(arg, "native") == 0) o->to = TO_NATIVE;
-        else return nf_cli_usage(cli, "--to takes f32, f16, bf16 or native, not '%s'", arg);
-        break;
-    case OPT_FORMAT:
-        if (strcmp(arg, "raw") == 0) o->format = FMT_RAW;
-        else if (strcmp(arg, "npy") == 0) o->format = FMT_NPY;
-        else if (strcmp(arg, "text") == 0) o->format = FMT_TEXT;
-        else return nf_cli_usage(cli, "--format takes raw, npy or text, not '%s'", arg);
-        break;
-    case OPT_ROWS:
-        if (!nf_cli_parse_range(arg, &o->a, &o->b, &o->has_a, &o->has_b))
-            return nf_cli_usage(cli, "--rows takes A:B, not '%s'", arg);
-        o->has_rows = true;
-        break;
-    case OPT_ZSTD: {
-        uint64_t level = 3;
-        if (arg && (!nf_cli_parse_u64(arg, &level) || level < 1 || level > 22))
-            return nf_cli_usage(cli, "--zstd takes a level from 1 to 22, not '%s'", arg);
-        o->zstd = (int)level;
-        break;
-    }
-    case OPT_ALL: o->all = true; break;
-    case OPT_REMOVE_STALE: o->remove_stale = true; break;
-    case OPT_THREADS: return nf_cli_parse_threads(cli, arg, &o->threads);
-    default: return nf_cli_usage(cli, "unexpected option");
-    }
-    return NF_EXIT_OK;
-}
 
 /* ---------------------------------------------------------------- element encoding */
 static unsigned element_bytes(const nf_geometry *g, value_type to)
@@ -472,15 +437,15 @@ static int dequant_one(const nf_cli *cli, nf_artifact *a, const char *id, const 
                             "int32) only; use --to f32 for values or ninfer-inspect --words for codes and scales",
                             nf_artifact_path(a), id, g.format->name);
     rows_job job = {a, o, &g, 0, g.rows, opts->to, opts->format};
-    if (opts->has_rows) {
-        job.r0 = opts->has_a ? opts->a : 0;
-        job.r1 = opts->has_b ? opts->b : g.rows;
+    if (opts->rows.given) {
+        job.r0 = opts->rows.has_a ? opts->rows.a : 0;
+        job.r1 = opts->rows.has_b ? opts->rows.b : g.rows;
         if (job.r0 >= job.r1 || job.r1 > g.rows)
             return nf_cli_error(cli, NF_ERR_USAGE, "--rows %" PRIu64 ":%" PRIu64 " is not within 0:%" PRIu64, job.r0,
                                 job.r1, g.rows);
     }
     nf_out *out;
-    if (nf_out_open(opts->output, opts->zstd, &out, &err) != NF_OK) return nf_cli_report(cli, &err);
+    if (nf_out_open(opts->output, (int)opts->zstd, &out, &err) != NF_OK) return nf_cli_report(cli, &err);
     if (opts->format != FMT_TEXT && !opts->zstd && nf_out_terminal(out)) {
         nf_out_abort(out);
         return refuse_terminal(cli);
@@ -490,7 +455,7 @@ static int dequant_one(const nf_cli *cli, nf_artifact *a, const char *id, const 
         uint64_t shape[NF_MAX_RANK];
         uint32_t rank = g.rank;
         memcpy(shape, g.shape, sizeof shape);
-        if (opts->has_rows && rank >= 2) { /* rows of the [rows, cols] view */
+        if (opts->rows.given && rank >= 2) { /* rows of the [rows, cols] view */
             shape[0] = job.r1 - job.r0;
             shape[1] = g.cols;
             rank = 2;
@@ -580,7 +545,7 @@ static int dequant_all(const nf_cli *cli, nf_artifact *a, const dq_opts *opts)
                             "one at a time", nf_artifact_path(a), tensors, padded, NF_ST_MAX_HEADER_BYTES);
     }
     nf_out *out;
-    if (nf_out_open(opts->output, opts->zstd, &out, &err) != NF_OK) {
+    if (nf_out_open(opts->output, (int)opts->zstd, &out, &err) != NF_OK) {
         free(geo);
         free(text);
         return nf_cli_report(cli, &err);
@@ -666,7 +631,7 @@ int main(int argc, char **argv)
     nf_cli cli;
     dq_opts opts = {0};
     bool done = false;
-    int rc = nf_cli_parse(&cli, &program, argc, argv, on_option, &opts, &done);
+    int rc = nf_cli_parse(&cli, &program, argc, argv, &opts, &done);
     if (rc != NF_EXIT_OK || done) goto out;
     /* before any output exists: Ctrl-C then stops the run cleanly (temp file removed, exit 3) */
     nf_out_catch_signals();
@@ -688,7 +653,7 @@ int main(int argc, char **argv)
             rc = nf_cli_usage(&cli, "--all needs -o OUT.safetensors (or -o - for standard output)");
             goto out;
         }
-        if (opts.to == TO_NATIVE || opts.format != FMT_RAW || opts.has_rows) {
+        if (opts.to == TO_NATIVE || opts.format != FMT_RAW || opts.rows.given) {
             rc = nf_cli_usage(&cli, "--all writes safetensors of f32, f16 or bf16 values: no --to native, --format or --rows");
             goto out;
         }

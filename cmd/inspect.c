@@ -14,30 +14,19 @@
 
 #include "inspect.h"
 
-enum {
-    OPT_OBJECTS = NF_OPT_PROGRAM,
-    OPT_BINDINGS,
-    OPT_USES,
-    OPT_FILES,
-    OPT_TENSOR,
-    OPT_STATS,
-    OPT_WORDS,
-    OPT_ROWS,
-    OPT_COLS
-};
-
 static const nf_option options[] = {
-    {"objects", 0, NF_ARG_NONE, OPT_OBJECTS, NULL, "list the objects (artifacts only)"},
-    {"bindings", 0, NF_ARG_NONE, OPT_BINDINGS, NULL, "list the bindings (artifacts only)"},
-    {"uses", 0, NF_ARG_NONE, OPT_USES, NULL, "list the uses (artifacts only)"},
-    {"files", 0, NF_ARG_NONE, OPT_FILES, NULL, "list the files of the artifact or checkpoint"},
-    {"tensor", 't', NF_ARG_REQUIRED, OPT_TENSOR, "ID", "one tensor: object geometry and planes, or checkpoint tensor"},
-    {"stats", 0, NF_ARG_NONE, OPT_STATS, NULL, "with --tensor: statistics of the (represented) values"},
-    {"words", 'w', NF_ARG_REQUIRED, OPT_WORDS, "ID",
-     "logical words of a tensor object: codes, scales, divisors (artifacts only)"},
-    {"rows", 0, NF_ARG_REQUIRED, OPT_ROWS, "A:B", "with --words: rows A (inclusive) to B (exclusive)"},
-    {"cols", 0, NF_ARG_REQUIRED, OPT_COLS, "A:B", "with --words: columns A to B"},
-    {NULL, 0, NF_ARG_NONE, 0, NULL, NULL},
+    NF_OPT_FLAG_ROW(inspect_opts, objects, "objects", 0, "list the objects (artifacts only)"),
+    NF_OPT_FLAG_ROW(inspect_opts, bindings, "bindings", 0, "list the bindings (artifacts only)"),
+    NF_OPT_FLAG_ROW(inspect_opts, uses, "uses", 0, "list the uses (artifacts only)"),
+    NF_OPT_FLAG_ROW(inspect_opts, files, "files", 0, "list the files of the artifact or checkpoint"),
+    NF_OPT_STRING_ROW(inspect_opts, tensor, "tensor", 't', "ID",
+                      "one tensor: object geometry and planes, or checkpoint tensor"),
+    NF_OPT_FLAG_ROW(inspect_opts, stats, "stats", 0, "with --tensor: statistics of the (represented) values"),
+    NF_OPT_STRING_ROW(inspect_opts, words, "words", 'w', "ID",
+                      "logical words of a tensor object: codes, scales, divisors (artifacts only)"),
+    NF_OPT_SPAN_ROW(inspect_opts, rows, "rows", 0, "A:B", "with --words: rows A (inclusive) to B (exclusive)"),
+    NF_OPT_SPAN_ROW(inspect_opts, cols, "cols", 0, "A:B", "with --words: columns A to B"),
+    NF_OPT_END,
 };
 
 static const nf_program program = {
@@ -68,32 +57,6 @@ static const nf_program program = {
     "  ninfer-inspect model.gguf --json | jq '.metadata'\n"
     "  ninfer-inspect checkpoint/ --tensor lm_head.weight --stats\n",
 };
-
-static int on_option(void *ctx, nf_cli *cli, int id, const char *arg)
-{
-    inspect_opts *o = ctx;
-    switch (id) {
-    case OPT_OBJECTS: o->objects = true; break;
-    case OPT_BINDINGS: o->bindings = true; break;
-    case OPT_USES: o->uses = true; break;
-    case OPT_FILES: o->files = true; break;
-    case OPT_STATS: o->stats = true; break;
-    case OPT_TENSOR: o->tensor = arg; break;
-    case OPT_WORDS: o->words = arg; break;
-    case OPT_ROWS:
-        if (!nf_cli_parse_range(arg, &o->row_a, &o->row_b, &o->has_row_a, &o->has_row_b))
-            return nf_cli_usage(cli, "--rows takes A:B, not '%s'", arg);
-        o->has_rows = true;
-        break;
-    case OPT_COLS:
-        if (!nf_cli_parse_range(arg, &o->col_a, &o->col_b, &o->has_col_a, &o->has_col_b))
-            return nf_cli_usage(cli, "--cols takes A:B, not '%s'", arg);
-        o->has_cols = true;
-        break;
-    default: return nf_cli_usage(cli, "unexpected option");
-    }
-    return NF_EXIT_OK;
-}
 
 /* ---------------------------------------------------------------- dispatch */
 /* Decided by content, not by name: a regular file starting with "NINFER\0" is an artifact
@@ -139,7 +102,7 @@ int main(int argc, char **argv)
     nf_cli cli;
     inspect_opts opts = {0};
     bool done = false;
-    int rc = nf_cli_parse(&cli, &program, argc, argv, on_option, &opts, &done);
+    int rc = nf_cli_parse(&cli, &program, argc, argv, &opts, &done);
     if (rc != NF_EXIT_OK || done) goto out;
     if (cli.npositional != 1) {
         rc = nf_cli_usage(&cli, cli.npositional ? "one FILE at a time" : "no FILE given");
@@ -153,7 +116,7 @@ int main(int argc, char **argv)
         rc = nf_cli_usage(&cli, "--stats goes with --tensor ID");
         goto out;
     }
-    if ((opts.has_rows || opts.has_cols) && !opts.words) {
+    if ((opts.rows.given || opts.cols.given) && !opts.words) {
         rc = nf_cli_usage(&cli, "--rows and --cols go with --words ID");
         goto out;
     }

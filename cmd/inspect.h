@@ -16,8 +16,7 @@ typedef struct inspect_opts {
     bool objects, bindings, uses, files, stats;
     const char *tensor;
     const char *words;
-    uint64_t row_a, row_b, col_a, col_b;
-    bool has_row_a, has_row_b, has_col_a, has_col_b, has_rows, has_cols;
+    nf_cli_span rows, cols; /* --rows, --cols */
 } inspect_opts;
 
 /* A shape as a JSON array, and as text "[d0,d1,...]" (`reversed`: the dimensions last first,

@@ -501,8 +501,8 @@ static int inspect_words(const nf_cli *cli, nf_artifact *a, const inspect_opts *
     int found = find_tensor(cli, a, opts->words, &o, &g);
     if (found != NF_EXIT_OK) return found;
     nf_error err;
-    words_view v = {&g, opts->has_row_a ? opts->row_a : 0, opts->has_row_b ? opts->row_b : g.rows,
-                    opts->has_col_a ? opts->col_a : 0, opts->has_col_b ? opts->col_b : g.cols, 0, 0, 1};
+    words_view v = {&g, opts->rows.has_a ? opts->rows.a : 0, opts->rows.has_b ? opts->rows.b : g.rows,
+                    opts->cols.has_a ? opts->cols.a : 0, opts->cols.has_b ? opts->cols.b : g.cols, 0, 0, 1};
     if (v.r0 >= v.r1 || v.r1 > g.rows)
         return nf_cli_error(cli, NF_ERR_USAGE, "--rows %" PRIu64 ":%" PRIu64 " is not within 0:%" PRIu64, v.r0, v.r1,
                             g.rows);

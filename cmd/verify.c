@@ -10,39 +10,39 @@
 
 #include "cli.h"
 
-enum {
-    OPT_QUICK = NF_OPT_PROGRAM,
-    OPT_AGAINST,
-    OPT_THREADS,
-    OPT_REQUIRE_CHECKSUMS,
-    OPT_RECIPE,
-    OPT_SOURCE,
-    OPT_ALLOW_PATH,
-    OPT_ALLOW_ENV
-};
+typedef struct verify_opts {
+    nf_verify_level level;
+    const char *against;
+    const char *recipe;
+    nf_cli_recipe_args ra; /* with --recipe: --source, --allow-path, --allow-env */
+    unsigned threads;      /* 0: every core */
+    bool require_checksums;
+} verify_opts;
 
 static const nf_option options[] = {
-    {"quick", 0, NF_ARG_NONE, OPT_QUICK, NULL,
-     "check structure only (framing, directory, files, object ranges, sizes, references)"},
-    {"require-checksums", 0, NF_ARG_NONE, OPT_REQUIRE_CHECKSUMS, NULL,
-     "invalid unless metadata.checksums has a digest for every object and for the directory (CI gates)"},
-    {"against", 0, NF_ARG_REQUIRED, OPT_AGAINST, "SOURCE",
-     "also re-derive every tensor from SOURCE alone, with the format, method and parameters recorded per object "
-     "in provenance.objects, and compare bit for bit (nothing the artifact names is opened; resources are not "
-     "compared)"},
-    {"recipe", 0, NF_ARG_REQUIRED, OPT_RECIPE, "R.yaml",
-     "with --against: re-derive with this recipe (SOURCE as its base source) instead, resources included; the "
-     "recipe recorded in provenance.recipe is only compared with it, never run"},
-    {"source", 0, NF_ARG_REQUIRED, OPT_SOURCE, "NAME=PATH",
-     "with --recipe: replace (or add) the recipe's source NAME, e.g. its imatrix (repeatable)"},
-    {"allow-path", 0, NF_ARG_REQUIRED, OPT_ALLOW_PATH, "DIR",
-     "with --recipe: let the recipe's resources also come from DIR (besides its own directory, SOURCE and "
-     "--source paths; repeatable)"},
-    {"allow-env", 0, NF_ARG_REQUIRED, OPT_ALLOW_ENV, "NAME",
-     "with --recipe: let ${NAME} in the recipe's paths expand (repeatable)"},
-    {"threads", 'j', NF_ARG_REQUIRED, OPT_THREADS, "N",
-     "check objects on N threads (default: every core); the report is the same for any N"},
-    {NULL, 0, NF_ARG_NONE, 0, NULL, NULL},
+    NF_OPT_SET_ROW(verify_opts, level, NF_VERIFY_STRUCTURE, "quick", 0,
+                   "check structure only (framing, directory, files, object ranges, sizes, references)"),
+    NF_OPT_FLAG_ROW(verify_opts, require_checksums, "require-checksums", 0,
+                    "invalid unless metadata.checksums has a digest for every object and for the directory (CI "
+                    "gates)"),
+    NF_OPT_STRING_ROW(verify_opts, against, "against", 0, "SOURCE",
+                      "also re-derive every tensor from SOURCE alone, with the format, method and parameters recorded "
+                      "per object in provenance.objects, and compare bit for bit (nothing the artifact names is "
+                      "opened; resources are not compared)"),
+    NF_OPT_STRING_ROW(verify_opts, recipe, "recipe", 0, "R.yaml",
+                      "with --against: re-derive with this recipe (SOURCE as its base source) instead, resources "
+                      "included; the recipe recorded in provenance.recipe is only compared with it, never run"),
+    NF_OPT_LIST_ROW(verify_opts, ra.sources, ra.nsources, NF_CHECK_KEY_VALUE, NULL, "source", 0, "NAME=PATH",
+                    "with --recipe: replace (or add) the recipe's source NAME, e.g. its imatrix (repeatable)"),
+    NF_OPT_LIST_ROW(verify_opts, ra.allow_paths, ra.nallow_paths, NF_CHECK_NONEMPTY, "a directory", "allow-path", 0,
+                    "DIR",
+                    "with --recipe: let the recipe's resources also come from DIR (besides its own directory, "
+                    "SOURCE and --source paths; repeatable)"),
+    NF_OPT_LIST_ROW(verify_opts, ra.allow_env, ra.nallow_env, NF_CHECK_NONEMPTY, "a variable name", "allow-env", 0,
+                    "NAME", "with --recipe: let ${NAME} in the recipe's paths expand (repeatable)"),
+    NF_OPT_UINT_ROW(verify_opts, threads, 1, NF_CLI_MAX_THREADS, NULL, "threads", 'j', "N",
+                    "check objects on N threads (default: every core); the report is the same for any N"),
+    NF_OPT_END,
 };
 
 static const nf_program program = {
@@ -69,38 +69,6 @@ static const nf_program program = {
     "  ninfer-verify model.ninfer --against ./MyModel --recipe recipes/q4-imatrix.yaml \\\n"
     "      --source imatrix=./imatrix.gguf\n",
 };
-
-typedef struct verify_opts {
-    nf_verify_level level;
-    const char *against;
-    const char *recipe;
-    nf_cli_recipe_args ra; /* with --recipe: --source, --allow-path, --allow-env */
-    unsigned threads;      /* 0: every core */
-    bool require_checksums;
-} verify_opts;
-
-static int on_option(void *ctx, nf_cli *cli, int id, const char *arg)
-{
-    verify_opts *o = ctx;
-    if (id == OPT_QUICK) o->level = NF_VERIFY_STRUCTURE;
-    if (id == OPT_REQUIRE_CHECKSUMS) o->require_checksums = true;
-    if (id == OPT_AGAINST) o->against = arg;
-    if (id == OPT_RECIPE) o->recipe = arg;
-    if (id == OPT_SOURCE) {
-        if (!strchr(arg, '=') || arg[0] == '=') return nf_cli_usage(cli, "--source takes NAME=PATH, not '%s'", arg);
-        o->ra.sources[o->ra.nsources++] = arg;
-    }
-    if (id == OPT_ALLOW_PATH) {
-        if (!arg[0]) return nf_cli_usage(cli, "--allow-path takes a directory");
-        o->ra.allow_paths[o->ra.nallow_paths++] = arg;
-    }
-    if (id == OPT_ALLOW_ENV) {
-        if (!arg[0]) return nf_cli_usage(cli, "--allow-env takes a variable name");
-        o->ra.allow_env[o->ra.nallow_env++] = arg;
-    }
-    if (id == OPT_THREADS) return nf_cli_parse_threads(cli, arg, &o->threads);
-    return NF_EXIT_OK;
-}
 
 /* ---------------------------------------------------------------- --against
  * design.md section 7: an artifact never makes a program open, stat or expand anything it names,
@@ -526,7 +494,7 @@ int main(int argc, char **argv)
     verify_opts vo = {.level = NF_VERIFY_CHECKSUMS};
     if (!nf_cli_recipe_args_init(&vo.ra, argc)) return NF_EXIT_SYSTEM;
     bool done = false;
-    int rc = nf_cli_parse(&cli, &program, argc, argv, on_option, &vo, &done);
+    int rc = nf_cli_parse(&cli, &program, argc, argv, &vo, &done);
     if (rc == NF_EXIT_OK && !done) rc = check_args(&cli, &vo);
     if (rc == NF_EXIT_OK && !done) rc = verify_files(&cli, &vo);
     nf_cli_free(&cli);
