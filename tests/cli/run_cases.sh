@@ -12,8 +12,9 @@
 #
 # PATTERN selects the cases whose path below cases/ (GROUP/NAME.sh) contains it; with none, all.
 # --set-exact writes the expected files from what the selected cases do now (review the diff
-# with git before committing).  --verbose lists every case run.
-# Exit status: 0 when every selected case matches (or was written), 1 otherwise, 2 usage error.
+# with git before committing); it refuses (and fails) a case whose output names a path above.  --verbose lists every case run.
+# Exit status: 0 when every selected case matches (or, with --set-exact, was written), 1 otherwise,
+# 2 usage error.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
@@ -79,7 +80,15 @@ while IFS= read -r file; do
         ${ASAN_OPTIONS:+ASAN_OPTIONS="$ASAN_OPTIONS"} ${UBSAN_OPTIONS:+UBSAN_OPTIONS="$UBSAN_OPTIONS"} \
         timeout 120 bash "$file" >"$s/stdout" 2>"$s/stderr" </dev/null)
     echo "$?" >"$s/exit"
-    if [ "$set_exact" = 1 ]; then
+    ok=1
+    : >"$s/report"
+    for path in "$s" "$top" "$data"; do
+        if grep -qF -- "$path" "$s/stdout" "$s/stderr"; then
+            echo "  output names $path (use relative paths: data/...)" >>"$s/report"
+            ok=0
+        fi
+    done
+    if [ "$set_exact" = 1 ] && [ "$ok" = 1 ]; then
         for k in stdout stderr exit; do
             if ! cmp -s "$s/$k" "$file.$k.exp"; then
                 cp "$s/$k" "$file.$k.exp"
@@ -87,18 +96,14 @@ while IFS= read -r file; do
                 written=$((written + 1))
             fi
         done
+        rm -rf "$s"
         continue
     fi
-    ok=1
-    for k in exit stdout stderr; do
-        compare "$k" "$file.$k.exp" "$s/$k" >>"$s/report" || ok=0
-    done
-    for path in "$s" "$top" "$data"; do
-        if grep -qF -- "$path" "$s/stdout" "$s/stderr"; then
-            echo "  output names $path (use relative paths: data/...)" >>"$s/report"
-            ok=0
-        fi
-    done
+    if [ "$set_exact" = 0 ]; then
+        for k in exit stdout stderr; do
+            compare "$k" "$file.$k.exp" "$s/$k" >>"$s/report" || ok=0
+        done
+    fi
     if [ "$ok" = 0 ]; then
         failed=$((failed + 1))
         failures+=("$rel")
@@ -113,8 +118,8 @@ if [ "$n" -eq 0 ]; then
     exit 1
 fi
 if [ "$set_exact" = 1 ]; then
-    echo "cases: $n run, $written expected files written"
-    exit 0
+    echo "cases: $n run, $written expected files written, $failed refused"
+else
+    echo "cases: $n run, $((n - failed)) passed, $failed failed"
 fi
-echo "cases: $n run, $((n - failed)) passed, $failed failed"
 [ "$failed" -eq 0 ] || { printf '  failed: %s\n' "${failures[@]}"; exit 1; }
