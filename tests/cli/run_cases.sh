@@ -10,9 +10,11 @@
 # NAME.sh.exit.exp byte for byte; a missing expected file is a failure.  Output that names the
 # scratch directory, the repository or DATA_DIR is a failure too (a case uses relative paths).
 #
-# PATTERN selects the cases whose path below cases/ (GROUP/NAME.sh) contains it; with none, all.
+# PATTERN selects the cases whose path below cases/, written /GROUP/NAME.sh, contains it (so
+# /verify/ is exactly the group verify); with none, all.
 # --set-exact writes the expected files from what the selected cases do now (review the diff
-# with git before committing); it refuses (and fails) a case whose output names a path above.  --verbose lists every case run.
+# with git before committing); it refuses (and fails) a case whose output names a path above.
+# --verbose lists every case run.
 # Exit status: 0 when every selected case matches (or, with --set-exact, was written), 1 otherwise,
 # 2 usage error.
 set -u
@@ -46,7 +48,7 @@ selected() {
     local rel=$1 p
     [ ${#patterns[@]} -eq 0 ] && return 0
     for p in "${patterns[@]}"; do
-        case "$rel" in *"$p"*) return 0 ;; esac
+        case "/$rel" in *"$p"*) return 0 ;; esac
     done
     return 1
 }
