@@ -1,11 +1,10 @@
 #!/usr/bin/env bash
-# Program-level tests: exit statuses, --help/--version, the dispatcher, golden stdout of
-# ninfer-inspect and ninfer-verify on upstream artifacts, and refusals of damaged artifacts.
-# usage: test_programs.sh BIN_DIR DATA_DIR      (UPDATE_GOLDEN=1 rewrites the golden files)
+# Program-level tests: exit statuses, --help/--version, the dispatcher and refusals of damaged
+# artifacts.  (The golden outputs of ninfer-inspect and ninfer-verify on upstream artifacts are
+# cases of tests/cli/cases, run by run_cases.sh.)
+# usage: test_programs.sh BIN_DIR DATA_DIR
 # shellcheck source=tests/cli/lib.sh
 . "$(dirname "$0")/lib.sh" "$@"
-golden=$(cd "$(dirname "$0")" && pwd)/golden
-
 
 # expect_exit STATUS PROG ARGS...: run and compare the exit status.
 expect_exit() {
@@ -13,17 +12,6 @@ expect_exit() {
     "$@" >"$work/out" 2>"$work/err"
     local got=$?
     if [ "$got" -eq "$want" ]; then ok; else bad "$* exited $got, expected $want: $(head -c 300 "$work/err")"; fi
-}
-
-# golden NAME STATUS ARGS...: run inside the upstream data dir (stable relative paths) and
-# compare stdout with golden/NAME.out.
-golden() {
-    local name=$1 want=$2; shift 2
-    (cd "$data/upstream" && "$@") >"$work/$name.out" 2>"$work/$name.err"
-    local got=$?
-    if [ "${UPDATE_GOLDEN:-0}" = 1 ]; then cp "$work/$name.out" "$golden/$name.out"; fi
-    if [ "$got" -ne "$want" ]; then bad "$name: exit $got, expected $want: $(head -c 300 "$work/$name.err")"; return; fi
-    if diff -u "$golden/$name.out" "$work/$name.out" >"$work/diff"; then ok; else bad "$name: stdout differs"; head -40 "$work/diff"; fi
 }
 
 # contains FILE TEXT
@@ -62,22 +50,6 @@ for p in "$bin"/ninfer-*; do
     expect_exit 0 "$bin/ninfer" "$name" --version
     grep -q "^  $name " "$work/commands" && ok || bad "ninfer --help does not list '$name'"
 done
-
-# golden outputs on upstream artifacts
-golden inspect_container_small 0 "$bin/ninfer-inspect" container_small.ninfer
-golden inspect_container_small_json 0 "$bin/ninfer-inspect" container_small.ninfer --json
-golden inspect_model_sections 0 "$bin/ninfer-inspect" model.ninfer --bindings --uses
-golden inspect_split_files 0 "$bin/ninfer-inspect" split.ninfer --files --json
-golden tensor_q5 0 "$bin/ninfer-inspect" row_split.ninfer --tensor q5 --stats
-golden tensor_nvfp4_json 0 "$bin/ninfer-inspect" nvfp4.ninfer --tensor nvfp4/stacked --json
-golden words_direct 0 "$bin/ninfer-inspect" direct.ninfer --words bf16/matrix
-golden words_q2 0 "$bin/ninfer-inspect" row_split.ninfer --words q2 --rows 1:2 --cols 60:65
-golden words_nvfp4 0 "$bin/ninfer-inspect" nvfp4.ninfer --words nvfp4/stacked --rows 127:129 --cols 0:20
-golden words_fp8_json 0 "$bin/ninfer-inspect" fp8_row.ninfer --words fp8/fp16_vector --json
-golden words_gguf 0 "$bin/ninfer-inspect" gguf.ninfer --words gguf/q8_0 --rows 0:1 --cols 0:64
-golden verify_all 0 "$bin/ninfer-verify" container_small.ninfer direct.ninfer row_split.ninfer nvfp4.ninfer \
-    fp8_row.ninfer gguf.ninfer model.ninfer split.ninfer wide_directory.ninfer
-golden verify_json 0 "$bin/ninfer-verify" --json split.ninfer
 
 # damaged artifacts: copies in the work directory
 cp "$data"/upstream/split.ninfer* "$work/"

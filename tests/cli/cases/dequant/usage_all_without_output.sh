@@ -1,0 +1,2 @@
+# usage error (2): --all without -o
+ninfer-dequant data/upstream/direct.ninfer --all

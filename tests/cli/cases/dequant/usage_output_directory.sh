@@ -1,0 +1,2 @@
+# usage error (2): an output that is a directory
+ninfer-dequant data/upstream/direct.ninfer bf16/matrix -o .

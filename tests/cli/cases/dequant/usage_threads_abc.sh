@@ -1,0 +1,2 @@
+# usage error (2): --threads that is not a number
+ninfer-dequant data/upstream/direct.ninfer bf16/matrix --threads abc

@@ -1,0 +1,2 @@
+# usage error (2): no COMMAND (the usage goes to stderr)
+ninfer

@@ -1,0 +1,2 @@
+# usage error (2): an unknown COMMAND
+ninfer frobnicate

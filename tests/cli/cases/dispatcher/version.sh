@@ -1,0 +1,2 @@
+# ninfer --version and a command's --version through it
+ninfer --version && ninfer inspect --version

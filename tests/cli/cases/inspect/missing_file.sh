@@ -1,0 +1,2 @@
+# system error (3): FILE does not exist
+ninfer-inspect missing.ninfer

@@ -1,0 +1,2 @@
+# usage error (2): an option without its value
+ninfer-inspect data/upstream/direct.ninfer --tensor

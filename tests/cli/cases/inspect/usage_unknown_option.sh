@@ -1,0 +1,2 @@
+# usage error (2): an unknown option
+ninfer-inspect --no-such-flag data/upstream/direct.ninfer

@@ -1,0 +1,2 @@
+# usage error (2): --progress with an unknown mode
+ninfer-verify --progress=sometimes data/upstream/direct.ninfer

@@ -1,0 +1,2 @@
+# usage error (2): no FILE
+ninfer-verify

@@ -1,0 +1,2 @@
+# usage error (2): --threads without its value
+ninfer-verify data/upstream/direct.ninfer --threads

@@ -1,0 +1,2 @@
+# usage error (2): --threads 0
+ninfer-verify --threads 0 data/upstream/direct.ninfer
