@@ -1,4 +1,4 @@
-/* ninfer-convert: checkpoint + YAML recipe -> .ninfer artifact (design.md section 2).
+/* ninfer-convert: checkpoint + YAML recipe -> .ninfer artifact (docs/ninfer-convert.md).
  * The whole plan is resolved and validated before any byte is written; encoding streams row
  * chunks on a thread pool into the container writer, which publishes atomically. */
 #include <errno.h>
@@ -121,7 +121,7 @@ static int on_option(void *ctx, nf_cli *cli, int id, const char *arg)
         break;
     case OPT_THREADS: return nf_cli_parse_threads(cli, arg, &o->threads);
     case OPT_MAX_FILE_BYTES:
-        /* Every file needs a 4096-byte header page and one page of payload (container.md 2.5):
+        /* Every file needs a 4096-byte header page and one page of payload (docs/artifact.md 4):
          * a smaller limit suits no artifact at all.  One the entry's own directory does not fit
          * in is judged with the plan (invalid input, exit 1). */
         if (!nf_cli_parse_u64(arg, &o->max_file_bytes) || (o->max_file_bytes > 0 && o->max_file_bytes < 8192))
@@ -319,7 +319,7 @@ static void print_plan(const json_t *plan)
 }
 
 /* One warning line when the plan re-encodes tensors that are already encoded (GGUF blocks, F8
- * codes): quick mode does it by default, and it is lossy or drops a scale (finding M5); each
+ * codes): quick mode does it by default, and it is lossy or drops a scale (docs/security.md 7.1, M5); each
  * object's note says what (--dry-run's note column, "note" in --json). */
 static void warn_reencoded(const nf_cli *cli, const json_t *plan)
 {
@@ -444,7 +444,7 @@ static int check_output(const nf_cli *cli, const char *out)
 }
 
 /* SOURCE_DATE_EPOCH: an artifact id that depends only on the inputs, for reproducible builds.
- * It binds the content (finding F13): the plan's content digest covers the plan and every byte
+ * It binds the content (docs/security.md 7.1, F13): the plan's content digest covers the plan and every byte
  * it reads (nf_plan_content_digest), hashed with the epoch and the split setting, which the plan
  * does not hold.  The same inputs give the same id; other weights under the same names and
  * shapes give another one, so an entry never accepts the parts of another artifact. */

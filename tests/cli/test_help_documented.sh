@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every long option a program's --help names is documented in its manual page
-# (docs/ninfer-PROGRAM.md), and every option row of the manual page names an option --help knows.
+# (docs/ninfer-<program>.md), and every option row of the manual page names an option --help knows.
 # usage: test_help_documented.sh BIN_DIR DATA_DIR
 set -u
 bin=$(cd "$1" && pwd)
