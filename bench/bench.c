@@ -1,6 +1,6 @@
 /* ninfer-bench: micro-benchmarks of libninfer's kernels, and the timing/RSS helper of the
  * end-to-end part (bench/run.sh).  `make bench` only, never part of `make test`: nothing here
- * asserts a time (design.md section 6).
+ * asserts a time (bench/README.md, "Targets").
  *
  *   ninfer-bench [--rows N] [--cols K] [--threads T] [--min-time SECONDS] [--chunk-rows R]
  *                [--filter SUBSTR[,SUBSTR...]] [--rows-only]

@@ -1,5 +1,5 @@
 /* Shared CLI machinery of the ninfer-* programs: declarative option tables, the common flags
- * of design.md section 2 (--help, --version, -q, -v, --json, --progress), message printing in
+ * (--help, --version, -q, -v, --json, --progress; docs/decisions.md, "Exit statuses"), message printing in
  * the form "ninfer-<prog>: error: <what>: <why>", and exit statuses 0/1/2/3. */
 #ifndef NINFER_CMD_CLI_H
 #define NINFER_CMD_CLI_H

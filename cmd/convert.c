@@ -1,4 +1,4 @@
-/* ninfer-convert: checkpoint + YAML recipe -> .ninfer artifact (design.md section 2).
+/* ninfer-convert: checkpoint + YAML recipe -> .ninfer artifact (docs/ninfer-convert.md).
  * The whole plan is resolved and validated before any byte is written; encoding streams row
  * chunks on a thread pool into the container writer, which publishes atomically. */
 #include <errno.h>
@@ -43,15 +43,64 @@ static bool parse_hex_id(const char *s, uint8_t out[16])
 
 static int on_max_file_bytes(nf_cli *cli, const nf_option *row, void *opts, const char *arg)
 {
+<<<<<<< ours
     (void)row;
     convert_opts *o = opts;
-    /* Every file needs a 4096-byte header page and one page of payload (container.md 2.5):
+    /* Every file needs a 4096-byte header page and one page of payload (docs/artifact.md 4):
      * a smaller limit suits no artifact at all.  One the entry's own directory does not fit
      * in is judged with the plan (invalid input, exit 1). */
     if (!nf_cli_parse_u64(arg, &o->max_file_bytes) || (o->max_file_bytes > 0 && o->max_file_bytes < 8192))
         return nf_cli_usage(cli, "--max-file-bytes takes 0 (one file) or a byte count of at least 8192 (a "
                             "4096-byte header page and one page of payload per file), not '%s'", arg);
     o->has_max_file_bytes = true;
+=======
+    convert_opts *o = ctx;
+    switch (id) {
+    case OPT_RECIPE: o->recipe = arg; break;
+    case OPT_OUTPUT: o->output = arg; break;
+    case OPT_SOURCE:
+        if (!strchr(arg, '=') || arg[0] == '=') return nf_cli_usage(cli, "--source takes NAME=PATH, not '%s'", arg);
+        o->ra.sources[o->ra.nsources++] = arg;
+        break;
+    case OPT_THREADS: return nf_cli_parse_threads(cli, arg, &o->threads);
+    case OPT_MAX_FILE_BYTES:
+        /* Every file needs a 4096-byte header page and one page of payload (docs/artifact.md 4):
+         * a smaller limit suits no artifact at all.  One the entry's own directory does not fit
+         * in is judged with the plan (invalid input, exit 1). */
+        if (!nf_cli_parse_u64(arg, &o->max_file_bytes) || (o->max_file_bytes > 0 && o->max_file_bytes < 8192))
+            return nf_cli_usage(cli, "--max-file-bytes takes 0 (one file) or a byte count of at least 8192 (a "
+                                "4096-byte header page and one page of payload per file), not '%s'", arg);
+        o->has_max_file_bytes = true;
+        break;
+    case OPT_CHUNK_VALUES:
+        if (!nf_cli_parse_u64(arg, &o->chunk_values) || o->chunk_values == 0)
+            return nf_cli_usage(cli, "--chunk-values takes a positive count, not '%s'", arg);
+        break;
+    case OPT_DRY_RUN: o->dry_run = true; break;
+    case OPT_FORCE: o->force = true; break;
+    case OPT_NO_REPORT: o->no_report = true; break;
+    case OPT_REMOVE_STALE: o->remove_stale = true; break;
+    case OPT_ARTIFACT_ID:
+        if (!parse_hex_id(arg, o->artifact_id)) return nf_cli_usage(cli, "--artifact-id takes 32 hex digits");
+        o->has_id = true;
+        break;
+    case OPT_ALLOW_PATH:
+        if (!arg[0]) return nf_cli_usage(cli, "--allow-path takes a directory");
+        o->ra.allow_paths[o->ra.nallow_paths++] = arg;
+        break;
+    case OPT_ALLOW_ENV:
+        if (!arg[0]) return nf_cli_usage(cli, "--allow-env takes a variable name");
+        o->ra.allow_env[o->ra.nallow_env++] = arg;
+        break;
+    case OPT_FORMAT: o->format = arg; break;
+    case OPT_METHOD: o->method = arg; break;
+    case OPT_RULE:
+        if (!strchr(arg, '=') || arg[0] == '=') return nf_cli_usage(cli, "--rule takes GLOB=FORMAT[:METHOD], not '%s'", arg);
+        o->rules[o->nrules++] = arg;
+        break;
+    default: return nf_cli_usage(cli, "unexpected option");
+    }
+>>>>>>> theirs
     return NF_EXIT_OK;
 }
 
@@ -281,7 +330,7 @@ static void print_plan(const json_t *plan)
 }
 
 /* One warning line when the plan re-encodes tensors that are already encoded (GGUF blocks, F8
- * codes): quick mode does it by default, and it is lossy or drops a scale (finding M5); each
+ * codes): quick mode does it by default, and it is lossy or drops a scale (docs/security.md 7.1, M5); each
  * object's note says what (--dry-run's note column, "note" in --json). */
 static void warn_reencoded(const nf_cli *cli, const json_t *plan)
 {
@@ -406,7 +455,7 @@ static int check_output(const nf_cli *cli, const char *out)
 }
 
 /* SOURCE_DATE_EPOCH: an artifact id that depends only on the inputs, for reproducible builds.
- * It binds the content (finding F13): the plan's content digest covers the plan and every byte
+ * It binds the content (docs/security.md 7.1, F13): the plan's content digest covers the plan and every byte
  * it reads (nf_plan_content_digest), hashed with the epoch and the split setting, which the plan
  * does not hold.  The same inputs give the same id; other weights under the same names and
  * shapes give another one, so an entry never accepts the parts of another artifact. */

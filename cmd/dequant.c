@@ -1,6 +1,6 @@
 /* ninfer-dequant: the represented values of one tensor (raw / .npy / text), its stored words
  * (--to native), or every tensor of an artifact as a safetensors checkpoint (--all), streamed
- * in bounded row chunks (design.md section 2). */
+ * in bounded row chunks (docs/ninfer-dequant.md). */
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
@@ -473,7 +473,7 @@ static int dequant_one(const nf_cli *cli, nf_artifact *a, const char *id, const 
 }
 
 /* ---------------------------------------------------------------- --all */
-/* Every cap a reader enforces is checked by the writer (design.md 7): a safetensors file holds
+/* Every cap a reader enforces is checked by the writer (docs/security.md 1.3): a safetensors file holds
  * its metadata under the name "__metadata__", so a tensor of that name would replace it (and a
  * reader refuses the file); safetensors readers (ours: lib/src/source, NF_SOURCE_MAX_*) take
  * names of at most 1024 bytes and at most 2^20 tensors.  Such an artifact is refused rather than

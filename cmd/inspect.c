@@ -1,5 +1,5 @@
 /* ninfer-inspect: header, directory, objects, bindings and uses of a .ninfer artifact, the
- * geometry and statistics of one tensor, and its logical words (design.md section 2).  FILE may
+ * geometry and statistics of one tensor, and its logical words (docs/ninfer-inspect.md).  FILE may
  * also be a source checkpoint (safetensors file, index or directory; GGUF file): its files,
  * metadata, companions and tensors, and one tensor's statistics.
  * Reads no payload unless asked (--tensor --stats, --words). */
@@ -65,7 +65,7 @@ static const nf_program program = {
  * whose message names it.  What is neither a regular file nor a directory (a device, a FIFO, a
  * socket), and a pseudo-file of /proc or /sys (regular and 0 bytes by stat, yet reads fail or
  * return text), is refused here as a system error, with the status ninfer-verify and
- * ninfer-dequant give it (design.md section 2: exit 3); *err says why. */
+ * ninfer-dequant give it (docs/decisions.md, "Exit statuses": exit 3); *err says why. */
 static path_kind classify_path(const char *path, nf_error *err)
 {
     struct stat st;

@@ -18,7 +18,7 @@
 #include "inspect.h"
 
 /* ---------------------------------------------------------------- checkpoints
- * FILE may also be a source checkpoint (design.md section 2): a .safetensors file, a sharded
+ * FILE may also be a source checkpoint (docs/ninfer-inspect.md, "Checkpoints"): a .safetensors file, a sharded
  * *.safetensors.index.json, a checkpoint directory or a GGUF file, opened with the library's
  * source reader.  Only headers are parsed; tensor data is read for --tensor --stats alone. */
 

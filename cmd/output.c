@@ -141,7 +141,7 @@ static bool same_inode(const struct stat *a, const struct stat *b)
     return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
 }
 
-/* Where `path` leads (design.md 7: an output path that exists and is not a regular file is
+/* Where `path` leads (docs/security.md 1.3: an output path that exists and is not a regular file is
  * written into or refused, never replaced):
  *  - absent: a new regular file (OUT_ATOMIC at path);
  *  - the file that standard output is (e.g. a link to /proc/self/fd/1, /dev/stdout): standard

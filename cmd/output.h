@@ -13,7 +13,7 @@
 typedef struct nf_out nf_out;
 
 /* OUT for a program that writes one stream (ninfer-dequant); docs/ninfer-dequant.md "Outputs",
- * design.md 7: an output path that exists and is not a regular file is written into or refused,
+ * docs/security.md 1.3: an output path that exists and is not a regular file is written into or refused,
  * never replaced.
  *  - NULL or "-": standard output; so is a path that names the file standard output already is
  *    (a link to /proc/self/fd/1, /dev/stdout);

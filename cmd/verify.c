@@ -1,5 +1,5 @@
 /* ninfer-verify: structural, word-level and checksum validation of .ninfer artifacts, with an
- * exit status for CI (design.md section 2). */
+ * exit status for CI (docs/ninfer-verify.md, "Exit status"). */
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -71,12 +71,12 @@ static const nf_program program = {
 };
 
 /* ---------------------------------------------------------------- --against
- * design.md section 7: an artifact never makes a program open, stat or expand anything it names,
+ * docs/security.md 1.3: an artifact never makes a program open, stat or expand anything it names,
  * and `verify --against` opens only what the command line names.  provenance.recipe is a recipe
  * someone else wrote: executing it would open its sources and resources, expand ${VAR} (and
  * echo the value in a message), stat resource paths (the verdict would tell the artifact's
  * author whether /etc/shadow exists and its size), compile its regular expressions.  So it is
- * never executed (finding F10; docs/ninfer-verify.md):
+ * never executed (docs/security.md 7.1, F10; docs/ninfer-verify.md):
  *   --against SOURCE          every tensor object is re-derived from SOURCE alone, with the format
  *                             and layout of its object record and the method, parameters and
  *                             source tensor names of its provenance.objects record, all taken

@@ -3,7 +3,7 @@
 
 The tables (i-quant grids, sign tables, the IQ4_NL value table) are facts copied verbatim from
 ggml's src/ggml-common.h at ggml-org/ggml d99724f2b141fed9e1a9f402213506c081433465 by the spec
-(spec/ggml-blocks.md section 3).  We keep them as data, convert them mechanically, and record
+(how they are indexed: docs/formats.md 8.3).  We keep them as data, convert them mechanically, and record
 each input file's SHA-256 in the output so a reviewer can check that the C file is exactly the
 spec's data.  The generated file is committed; rerun this script only when the spec changes:
 
@@ -79,7 +79,7 @@ def main():
         " * Constant tables of ggml's i-quant block formats.  Provenance: the values are\n",
         " * ggml's (src/ggml-common.h at ggml-org/ggml "
         "d99724f2b141fed9e1a9f402213506c081433465),\n",
-        " * as transcribed by spec/ggml-blocks.md section 3 into ggml-tables/.\n",
+        " * as transcribed by docs/formats.md 8.3 into ggml-tables/.\n",
         " * Inputs (SHA-256):\n",
     ]
     for stem, _c, _t, _m, _h, _v, digest in loaded:

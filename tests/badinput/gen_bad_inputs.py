@@ -19,8 +19,8 @@ line per case, tab-separated:
   must not exist afterwards (nor any other new file in the case directory).
 
 Modelled on ggml's test-gguf (header, KV, tensor info, data classes) and the rules of
-spec/checkpoints.md (safetensors, GGUF), spec/container.md 2.6/2.8 (.ninfer v3), design.md
-section 3 (recipes) and the llama-imatrix format.  Nothing is random: the same tree gives the
+docs/security.md 2.2-2.3 (safetensors, GGUF), docs/artifact.md 5 and 7 (.ninfer v3), docs/recipes.md
+(recipes) and the llama-imatrix format.  Nothing is random: the same tree gives the
 same bytes.
 """
 import json
@@ -483,7 +483,7 @@ def container_cases():
     rcase("use_duplicate", ["uses[1]"], setp(["uses"], [{"parameter": "direct/bf16", "input": "x"}] * 2))
     rcase("metadata_name_not_id", ["metadata", "name"], setp(["metadata", "name"], ""))
     rcase("metadata_not_object", ["metadata"], setp(["metadata"], []))
-    # pre-scan caps (finding C2 of docs/security.md)
+    # pre-scan caps (docs/security.md 7, C2)
     deep = b"[" * 1000 + b"]" * 1000
     ccase("json_too_deep", ["nesting deeper than 900 levels"],
           {E: entry_bytes(None, payload, aid, text.replace(b'"metadata":{}', b'"metadata":{"x":' + deep + b"}"))})

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# cast_direct to bf16 (finding F4, docs/methods.md): a finite F32 source value that rounds to
+# cast_direct to bf16 (docs/security.md 7.1, F4, docs/methods.md): a finite F32 source value that rounds to
 # infinity (FLT_MAX) is refused like a scale overflow, naming the tensor, row and column, with
 # exit 1 and nothing written; infinities and NaN of the source are stored as such and the
 # conversion report counts them under values_not_compared, never as a finite error.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The CLI contract of design.md section 2 where it met odd input: a usage error names the option
+# The CLI contract of docs/decisions.md, "Exit statuses" where it met odd input: a usage error names the option
 # the user typed (M1: "--json=" and "--help=x" used to print getopt's internal option code as a
 # character), and the exit status says what went wrong (M2: 1 invalid input, 2 usage, 3 system
 # error) the same way in every program, with a true message: a device, a FIFO or a pseudo-file

@@ -224,7 +224,7 @@ run 0 "$bin/ninfer-verify" "$work/r/im.ninfer" --against "$work/ckim" --recipe "
     --source imatrix="$work/ckim/imatrix.gguf"
 MODEL_DIR=$work/ckim run 0 "$bin/ninfer-verify" "$work/r/im.ninfer" --against "$work/ckim" \
     --recipe "$top/recipes/q4-imatrix.yaml" --allow-env MODEL_DIR
-# verify opens only what its command line names (design.md section 7): without --allow-env the
+# verify opens only what its command line names (docs/security.md 1.3): without --allow-env the
 # recipe's ${MODEL_DIR} does not expand, and the message says so
 MODEL_DIR=$work/ckim run 1 "$bin/ninfer-verify" "$work/r/im.ninfer" --against "$work/ckim" \
     --recipe "$top/recipes/q4-imatrix.yaml"

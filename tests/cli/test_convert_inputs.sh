@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What ninfer-convert takes from its inputs (design.md section 7, "Trust boundaries", the input
+# What ninfer-convert takes from its inputs (docs/security.md 1.3, the input
 # side): re-encoded sources are announced (M5); a recipe reads only what the command line allows
 # and expands only the variables it allows, never echoing a value (F2); with SOURCE_DATE_EPOCH
 # the artifact id binds the weights (F13); a checkpoint of many shards converts under a low limit of

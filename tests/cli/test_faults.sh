@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Program-level fault loop (design.md 7, issue 6 "Faults"): a split conversion (entry, parts and
+# Program-level fault loop (docs/security.md 1.3, issue 6 "Faults"): a split conversion (entry, parts and
 # the report) is run once to count its calls of each I/O operation, then once per call with that
 # call failing: the N-th open, read, write, fsync, link/rename and unlink, with EIO, and the
 # writes also with ENOSPC and as a short write.  Every run must exit 3 with a message naming a

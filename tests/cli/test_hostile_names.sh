@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Names from files in human output (design.md section 7, trust boundaries; ninfer/escape.h):
+# Names from files in human output (docs/security.md 1.3; ninfer/escape.h):
 # object ids, tensor names, part paths, GGUF keys and values and file names holding a newline
 # (forging a "valid" line), a carriage return, ESC and OSC sequences, a C1 CSI, a bidi override
 # and bytes that are not UTF-8 are shown escaped by ninfer-inspect, ninfer-verify and

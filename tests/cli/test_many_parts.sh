@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A valid artifact of 341 continuation parts under `ulimit -n 64` (finding F8: one descriptor
+# A valid artifact of 341 continuation parts under `ulimit -n 64` (docs/security.md 7.1, F8: one descriptor
 # stayed open per part, so verify, inspect and dequant failed with "Too many open files"): the
 # reader keeps a bounded cache of open parts (lib/src/container/reader.c), so every program
 # reads it under that limit, on one thread or several, with the same results as without it.
@@ -7,7 +7,7 @@
 # shellcheck source=tests/cli/lib.sh
 . "$(dirname "$0")/lib.sh" "$@"
 
-# Framed by hand (container.md 2.3/2.4): a bf16 tensor w [682, 1024] and a resource r, over the
+# Framed by hand (docs/artifact.md 2-3): a bf16 tensor w [682, 1024] and a resource r, over the
 # entry's payload page and 341 parts of one page each.
 python3 - "$work" <<'PY'
 import json, random, struct, sys

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What happens to each kind of output path (design.md 7, "Trust boundaries": an output path that
+# What happens to each kind of output path (docs/security.md 1.3: an output path that
 # exists and is not a regular file is written into or refused, never replaced; `-o -` is
 # standard output where a stream makes sense).  ninfer-dequant streams into a FIFO, a device
 # node or its own standard output (also through a symbolic link such as one to /proc/self/fd/1),

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ninfer-convert never publishes an artifact its own readers refuse (design.md 7, "every cap a
+# ninfer-convert never publishes an artifact its own readers refuse (docs/security.md 1.3, "every cap a
 # reader enforces is checked by the writer before publishing"; findings F11, F14): a config.json
 # holding one 70 MB string would make a directory beyond the reader's 64 MiB (NF_MAX_JSON_BYTES);
 # it is refused first by the checkpoint reader's 16 MiB cap on config.json: the conversion exits

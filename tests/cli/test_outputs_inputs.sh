@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# No input is ever replaced (design.md 7; finding F1): ninfer-convert refuses (exit 2, naming the
+# No input is ever replaced (docs/security.md 1.3; docs/security.md 7.1, F1): ninfer-convert refuses (exit 2, naming the
 # file and the input it is) an input that is any file the run would create, replace or remove for
 # OUT, not only OUT and its report: a part name (of this run's parts, or beyond them: a part of
 # the artifact being replaced that --force would remove), the lock file, a temp or set-aside name

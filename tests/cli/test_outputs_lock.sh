@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One lock per output (design.md 7; finding F3): concurrent ninfer-convert runs to the same OUT
+# One lock per output (docs/security.md 1.3; docs/security.md 7.1, F3): concurrent ninfer-convert runs to the same OUT
 # never publish a mixed set.  A run holds ".OUT.lock" beside OUT from its first temp file to its
 # last rename (the report included); a second run meanwhile exits 3 naming the lock, and changes
 # nothing.  Real processes: pairs of `--force --max-file-bytes N` conversions started together

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The conversion report is written as it is built, one compact object record per line, and
-# carries no second copy of the per-object provenance (finding F11: a 300,000-tensor conversion
+# carries no second copy of the per-object provenance (docs/security.md 7.1, F11: a 300,000-tensor conversion
 # wrote a 147 MB indented report holding every object's method, parameters and sources twice).
 # Nothing is lost: each record has its sources, method, method_parameters, format, layout,
 # shape, bytes and statistics, and they agree with the artifact's own provenance; the report's

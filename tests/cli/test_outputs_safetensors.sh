@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `ninfer-dequant --all` writes only safetensors files that safetensors readers (ours included)
-# accept (design.md 7: every cap a reader enforces is checked by the writer; finding F6): an
+# accept (docs/security.md 1.3: every cap a reader enforces is checked by the writer; docs/security.md 7.1, F6): an
 # object ID `__metadata__` (the name safetensors reserves for its metadata) is refused, exit 1,
 # naming it, as are IDs longer than a reader takes (1024 bytes); nothing is written.  The
 # artifacts are upstream's direct.ninfer with an object renamed (re-framed by the helper below).

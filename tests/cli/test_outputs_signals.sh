@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ninfer-dequant interrupted (finding F12): SIGINT, SIGTERM and SIGHUP set a flag that the write
+# ninfer-dequant interrupted (docs/security.md 7.1, F12): SIGINT, SIGTERM and SIGHUP set a flag that the write
 # loops check, as in ninfer-convert; the run then removes its temp file, publishes nothing and
 # exits 3 ("interrupted").  A run killed with SIGKILL cannot clean up: the next run for the same
 # OUT names its temp file in a warning, and `ninfer-dequant -o OUT --remove-stale` removes

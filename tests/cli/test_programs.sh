@@ -57,7 +57,7 @@ rm "$work/split.ninfer.part-0002"
 expect_exit 1 "$bin/ninfer-verify" "$work/split.ninfer"
 contains "$work/out" "split.ninfer.part-0002"
 expect_exit 0 "$bin/ninfer-verify" --quick "$data/upstream/split.ninfer"
-# a FIFO where a part should be is refused at once, not waited on (fuzzing finding C1)
+# a FIFO where a part should be is refused at once, not waited on (docs/security.md 7, C1)
 mkfifo "$work/split.ninfer.part-0002"
 expect_exit 1 timeout 10 "$bin/ninfer-verify" --quick "$work/split.ninfer"
 contains "$work/out" "not a regular file"

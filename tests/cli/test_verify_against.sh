@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ninfer-verify --against (finding F10; design.md section 7: "an artifact never makes a program
+# ninfer-verify --against (docs/security.md 7.1, F10; docs/security.md 1.3: "an artifact never makes a program
 # open, stat or expand anything it names; verify --against opens only what the command line
 # names"; docs/ninfer-verify.md).  The recipe recorded in provenance.recipe is data written by
 # whoever made the artifact: it is never executed.  --against SOURCE alone re-derives every

@@ -1,4 +1,4 @@
-/* Fuzz target: a checkpoint's config.json as the converter takes it (finding F14): the text parser
+/* Fuzz target: a checkpoint's config.json as the converter takes it (docs/security.md 7.1, F14): the text parser
  * nf_source_parse_config (size cap, pre-scan, strict jansson parse, an object) and the file
  * reader nf_source_read_config the planner uses, on the same bytes written as config.json in a
  * private directory (fuzz_tmpdir.h).
@@ -8,7 +8,7 @@
  * and fits the .ninfer directory it is published in -- the dump is within NF_MAX_JSON_BYTES and
  * passes the directory's own pre-scan caps with room for the two levels that wrap it
  * (components.NAME.config), since every cap a reader enforces must hold for what the writer
- * publishes (design.md section 7). */
+ * publishes (docs/security.md 1.3). */
 #include <stdlib.h>
 #include <string.h>
 

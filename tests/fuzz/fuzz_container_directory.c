@@ -1,4 +1,4 @@
-/* Fuzz target: the .ninfer JSON directory (container.md 2.6/2.8 step 2) through
+/* Fuzz target: the .ninfer JSON directory (docs/artifact.md 5 and 7 item 2) through
  * nf_directory_parse, the very code nf_artifact_open runs on an entry's JSON text.
  *
  * Input: the JSON text (what an entry holds at bytes [32, 32 + json_bytes)), passed as is (not

@@ -1,4 +1,4 @@
-/* Fuzz target: a GGUF v2/v3 file image (checkpoints.md sections 2 and 6) through
+/* Fuzz target: a GGUF v2/v3 file image (docs/security.md 2.3) through
  * nf_source_open_memory(NF_SOURCE_GGUF); when it opens, every key/value pair is read with
  * every typed getter (first and last element of arrays) and found again by key, and the first
  * tensors are read back as in fuzz_source_common.h (ggml block types through the

@@ -1,4 +1,4 @@
-/* Fuzz target: a recipe's rules resolved against a tensor list the input also chooses (finding F9:
+/* Fuzz target: a recipe's rules resolved against a tensor list the input also chooses (docs/security.md 7.1, F9:
  * what resolution may cost), with the resolver's own matchers held against the C library's.
  *
  * Input: a first line that spells the tensor list, then the recipe's YAML text.  The first line

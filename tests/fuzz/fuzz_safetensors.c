@@ -1,4 +1,4 @@
-/* Fuzz target: a safetensors file image (checkpoints.md section 1) through
+/* Fuzz target: a safetensors file image (docs/security.md 2.2) through
  * nf_source_open_memory(NF_SOURCE_SAFETENSORS); when it opens, its metadata and the first
  * tensors are read back (raw bytes, raw rows, binary32 rows) - see fuzz_source_common.h.  The
  * same bytes written to a file and opened with nf_source_open must give the same answer

@@ -1,5 +1,5 @@
 /* Fuzz target: a sharded safetensors checkpoint's index (`*.safetensors.index.json`,
- * checkpoints.md section 1) through nf_source_open.
+ * docs/security.md 2.2) through nf_source_open.
  *
  * Input: the index's JSON text, written as "model.safetensors.index.json" in a private
  * directory (fuzz_tmpdir.h) that also holds two fixed, valid shards,

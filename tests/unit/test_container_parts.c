@@ -1,4 +1,4 @@
-/* The reader's bounded cache of open parts (finding F8: one descriptor per part made a valid
+/* The reader's bounded cache of open parts (docs/security.md 7.1, F8: one descriptor per part made a valid
  * 341-part artifact fail under `ulimit -n 64`).  At most NF_OPEN_PARTS_MAX continuation parts
  * are open at once whatever the part count, the read mode or the number of reading threads; a
  * part closed by the cache is reopened on demand and checked again (magic, index, artifact id,

@@ -1,4 +1,4 @@
-/* The reader: spec/vectors.md items 1, 2 and 15 read from upstream-written or hand-framed file
+/* The reader: docs/vectors.md items 1, 2 and 15 read from upstream-written or hand-framed file
  * sets, every upstream artifact of tests/data/upstream against its sidecar (ids, sizes, file
  * table, sha256 of every object's bytes), lazy part opening, range-read bounds, both read
  * modes. */
@@ -25,7 +25,7 @@ static void read_ok(nf_artifact *a, uint64_t off, void *buf, size_t len)
     cr_assert_eq(st, NF_OK, "read [%llu, +%zu): %s", (unsigned long long)off, len, err.message);
 }
 
-/* ---------------------------------------------------------------- vectors.md item 1 */
+/* ---------------------------------------------------------------- docs/vectors.md item 1 */
 Test(container_read, item1_upstream_single_file)
 {
     for (size_t m = 0; m < 2; m++) {
@@ -66,7 +66,7 @@ Test(container_read, item1_upstream_single_file)
     }
 }
 
-/* ---------------------------------------------------------------- vectors.md item 2 */
+/* ---------------------------------------------------------------- docs/vectors.md item 2 */
 /* Split 27,610-byte resource, max_file_bytes 12288: hand-framed exactly as the spec lays it
  * out, then read [8120, 25420) in 503-byte chunks. */
 static uint8_t *item2_data(void)
@@ -141,7 +141,7 @@ Test(container_read, part_names_are_taken_from_the_file_table)
 }
 
 /* A missing part only fails when a read needs it (2.8 step 4), and then as an invalid artifact
- * (design.md decision 18), naming the part. */
+ * (docs/decisions.md D18), naming the part. */
 Test(container_read, missing_part_fails_lazily)
 {
     char *dir = tc_tmpdir();
@@ -188,7 +188,7 @@ Test(container_read, entry_io_errors_are_system_errors)
     cr_assert_null(a);
 }
 
-/* ---------------------------------------------------------------- vectors.md item 15 */
+/* ---------------------------------------------------------------- docs/vectors.md item 15 */
 /* The C++ reader fixture (fixture.h @ Z-b76e): unaligned segments 500/780/64, JSON followed by
  * a zero gap (json_bytes = the JSON's length), q5 straddling entry and part 1, an unknown
  * format at the end. */

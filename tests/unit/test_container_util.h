@@ -1,5 +1,5 @@
 /* Shared helpers of the container tests (test_container_*.c): temp directories, whole-file I/O,
- * a deterministic PRNG, hand framing of artifacts exactly as container.md 2.3/2.4 describe
+ * a deterministic PRNG, hand framing of artifacts exactly as docs/artifact.md 2-3 describe
  * (independent of the library's writer), and a small artifact builder whose directory text
  * comes from jansson's own dumper, so that mutations can be applied to the text or to the
  * tree.  Everything is static inline so each test executable takes what it uses. */
@@ -163,7 +163,7 @@ static inline uint64_t tc_below(tc_rng *r, uint64_t n) { return n ? tc_next(r) %
 /* ---------------------------------------------------------------- hand framing */
 typedef enum tc_pad { TC_PAD_SPACES, TC_PAD_ZERO_GAP } tc_pad;
 
-/* Write the file set of an artifact byte by byte as container.md 2.3/2.4 define it.
+/* Write the file set of an artifact byte by byte as docs/artifact.md 2-3 define it.
  * TC_PAD_SPACES: json_bytes = reserve, JSON padded with spaces (the Python writer);
  * TC_PAD_ZERO_GAP: json_bytes = len(JSON), zero bytes up to the page (the C++ fixture).
  * part_names NULL: "<entry>.part-NNNN". */
@@ -202,7 +202,7 @@ static inline void tc_frame(const char *dir, const char *entry_name, const char 
     }
 }
 
-/* container.md 2.5, written again for the tests (the library's planner is tested separately
+/* docs/artifact.md 4, written again for the tests (the library's planner is tested separately
  * against the spec's vectors). */
 static inline size_t tc_split(uint64_t payload, uint64_t eps, uint64_t limit, uint64_t *segs, size_t cap)
 {

@@ -1,6 +1,6 @@
 /* The writer: upstream byte images (every upstream artifact rewritten through our writer is
  * identical byte for byte; a directory with non-ASCII IDs and floats against text written out
- * by hand), vectors.md items 1-3, the JSON reserve across a page boundary, pieces written in
+ * by hand), docs/vectors.md items 1-3, the JSON reserve across a page boundary, pieces written in
  * any order, coverage errors, refusal of existing destinations, fault injection at every
  * write/sync/link/open/read/unlink of a split write (nothing left behind), random round trips
  * across parts, and metadata.checksums against XXH3 computed here with libxxhash directly. */
@@ -183,7 +183,7 @@ Test(container_write, exact_json_text_non_ascii_and_floats)
     free(dir);
 }
 
-/* ---------------------------------------------------------------- vectors.md items 1 and 2 */
+/* ---------------------------------------------------------------- docs/vectors.md items 1 and 2 */
 Test(container_write, item1_single_file)
 {
     char *dir = tc_tmpdir();
@@ -296,7 +296,7 @@ Test(container_write, item2_split)
     free(dir);
 }
 
-/* ---------------------------------------------------------------- vectors.md item 3: planner */
+/* ---------------------------------------------------------------- docs/vectors.md item 3: planner */
 Test(container_write, item3_split_planner_limits)
 {
     uint64_t *s = NULL;
@@ -322,7 +322,7 @@ Test(container_write, item3_split_planner_limits)
     cr_assert_eq(65536 + s[0], 32000000000ull);
     cr_assert_eq(s[1], 4096, "part file 8192 bytes");
     free(s);
-    /* vectors.md item 2 */
+    /* docs/vectors.md item 2 */
     OK(nf_split_plan(27610, 4096, 12288, &s, &n, &err));
     cr_assert_eq(n, 4);
     cr_assert(s[0] == 8192 && s[1] == 8192 && s[2] == 8192 && s[3] == 3034);

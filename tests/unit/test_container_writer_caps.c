@@ -1,4 +1,4 @@
-/* Every cap a reader enforces is checked by the writer before publishing (design.md 7; finding
+/* Every cap a reader enforces is checked by the writer before publishing (docs/security.md 1.3; finding
  * F11): a directory the reader would refuse (more than NF_MAX_JSON_BYTES = 64 MiB of JSON,
  * nesting deeper than NF_MAX_JSON_DEPTH, more files than NF_MAX_FILES) fails nf_writer_begin with
  * NF_ERR_INVALID naming the cap, before any file (temp, lock) is created; a directory just under

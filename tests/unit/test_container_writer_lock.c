@@ -1,4 +1,4 @@
-/* One lock per output (design.md 7, "Trust boundaries"; finding F3): a writer holds the lock
+/* One lock per output (docs/security.md 1.3; docs/security.md 7.1, F3): a writer holds the lock
  * file ".<name>.lock" beside its entry from nf_writer_begin (before its first temp file) until
  * its commit or rollback, so two writers of one output never publish a mixed set: the second
  * one's begin fails (NF_ERR_IO, naming the lock file) and creates nothing.  The lock file is

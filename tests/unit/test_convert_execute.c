@@ -387,7 +387,7 @@ Test(convert, fault_every_read_enomem) { sweep(NF_IO_READ, ENOMEM, 1, 0); }
 Test(convert, fault_every_write_threads) { sweep(NF_IO_WRITE, ENOSPC, 4, 500); }
 Test(convert, fault_every_read_threads) { sweep(NF_IO_READ, EIO, 4, 500); }
 
-/* design.md 7: file I/O behind one shim so that tests can fail the N-th write, fsync or rename.
+/* docs/security.md 1.3: file I/O behind one shim so that tests can fail the N-th write, fsync or rename.
  * The report is a published file too: writing it must add shim calls (its temp file, its
  * write, its sync, its rename), or its failure paths can never be injected. */
 Test(convert, report_publication_goes_through_the_io_shim)

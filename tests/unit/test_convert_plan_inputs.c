@@ -1,4 +1,4 @@
-/* What planning takes from its inputs and how it says so (the input side of design.md section 7,
+/* What planning takes from its inputs and how it says so (the input side of docs/security.md 1.3,
  * "Trust boundaries"): an NVFP4 checkpoint holding both code tensors of one weight is refused
  * (M9); a plan re-encoding an already encoded source says so per object (M5); the content
  * digest that SOURCE_DATE_EPOCH ids are derived from binds the bytes the plan reads (F13).

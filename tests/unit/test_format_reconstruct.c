@@ -1,4 +1,4 @@
-/* Reconstruction of represented values (spec/tensor-formats.txt 3.3, 3.4, 6.2; design.md 9
+/* Reconstruction of represented values (docs/formats.md 5.3, 6.1, 7.1; docs/decisions.md D14
  * items 14-16) against an exact integer oracle: every operand is turned into an integer
  * significand and a power of two, products and quotients are formed on integers, and the one
  * rounding to binary32 is done by round_to_f32 below -- no floating-point arithmetic decides an
@@ -162,12 +162,12 @@ Test(format_reconstruct, grouped_exhaustive)
 
 Test(format_reconstruct, grouped_signed_zeros_and_q2_vectors)
 {
-    /* code 0 under a negative scale is -0 (design.md 9.14) */
+    /* code 0 under a negative scale is -0 (docs/decisions.md D14) */
     cr_assert_eq(bits_of_f32(nf_grouped_value(0xBC00, 0)), 0x80000000u);
     cr_assert_eq(bits_of_f32(nf_grouped_value(0x8001, 0)), 0x80000000u);
     cr_assert_eq(bits_of_f32(nf_grouped_value(0x3C00, 0)), 0x00000000u);
     cr_assert_eq(bits_of_f32(nf_grouped_value(0x0000, 0)), 0x00000000u);
-    /* vectors.md 6.1 item 4: Q2 codes -1..2 under scales 3800 BC00 0001 8000 */
+    /* docs/vectors.md item 4: Q2 codes -1..2 under scales 3800 BC00 0001 8000 */
     const struct { uint16_t scale; uint32_t want[4]; } v[] = {
         {0x3800, {0xBF000000u, 0x00000000u, 0x3F000000u, 0x3F800000u}}, /* -0.5 0 0.5 1 */
         {0xBC00, {0x3F800000u, 0x80000000u, 0xBF800000u, 0xC0000000u}}, /* 1 -0 -1 -2 */
@@ -233,7 +233,7 @@ Test(format_reconstruct, fp8_row_fp16_exhaustive)
 
 Test(format_reconstruct, vectors_fp8_rows)
 {
-    /* vectors.md 6.1 item 8 (BF16 scales 0.5, 2.0) and item 9 (FP16 scales 0.5, 2.0):
+    /* docs/vectors.md item 8 (BF16 scales 0.5, 2.0) and item 9 (FP16 scales 0.5, 2.0):
      * [0, -0, 0.5, -0.5; 4, -4, 896, -896] */
     const uint8_t codes[2][4] = {{0x00, 0x80, 0x38, 0xB8}, {0x40, 0xC0, 0x7E, 0xFE}};
     const uint32_t want[2][4] = {{0x00000000u, 0x80000000u, 0x3F000000u, 0xBF000000u},
@@ -353,7 +353,7 @@ Test(format_reconstruct, nvfp4_signed_zeros_and_vectors)
     cr_assert_eq(bits_of_f32(nf_nvfp4_value(0x0, 0x38, 0x3F800000u)), 0x00000000u);
     cr_assert_eq(bits_of_f32(nf_nvfp4_value(0x1, 0x00, 0x3F800000u)), 0x00000000u, "+0 scale");
     cr_assert_eq(bits_of_f32(nf_nvfp4_value(0x9, 0x00, 0x3F800000u)), 0x80000000u);
-    /* divisor 2.5 of vectors.md 6.1 item 7: 6 * 448 / 2.5 = 1075.2 -> nearest binary32 */
+    /* divisor 2.5 of docs/vectors.md item 7: 6 * 448 / 2.5 = 1075.2 -> nearest binary32 */
     cr_assert_eq(bits_of_f32(nf_nvfp4_value(0x7, 0x7E, 0x40200000u)), 0x44866666u);
     cr_assert_eq(nf_nvfp4_value(0xF, 0x38, 0x40000000u), -3.0f);
 }

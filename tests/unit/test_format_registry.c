@@ -1,5 +1,5 @@
-/* The closed format registry against the spec's tables (spec/tensor-formats.txt section 1,
- * spec/layouts.md sections 3 and 4), transcribed here independently of registry.c. */
+/* The closed format registry against the spec's tables (docs/formats.md 1,
+ * docs/layouts.md 1 and docs/formats.md 1), transcribed here independently of registry.c. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>
@@ -203,7 +203,7 @@ Test(format_registry, nvfp4_and_fp8_properties)
     cr_assert_eq(h->ggml_type, -1);
 }
 
-/* spec/tensor-formats.txt section 1, GGUF table */
+/* docs/formats.md 1, GGUF table */
 static const struct {
     nf_format_id id;
     const char *short_name;

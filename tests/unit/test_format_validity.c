@@ -1,6 +1,6 @@
 /* Word validity of the quantized formats: every predicate of format.h against the spec's rules
- * (spec/tensor-formats.txt 3.3, 3.4, 5; spec/layouts.md 3.3-3.5 and 4) and its vectors
- * (spec/vectors.md 6.1 items 4, 8, 9, 11, 12).
+ * (docs/formats.md 5.4, 6.2, 7.2; docs/layouts.md 5-7 and 4) and its vectors
+ * (docs/vectors.md items 4, 8, 9, 11, 12).
  *
  * The exhaustive checks compare each predicate with one phrased on decoded values (is the value
  * finite, is it a negative zero, ...) rather than on bit masks as the library does. */
@@ -93,7 +93,7 @@ Test(format_validity, grouped_code_named_refusals)
     cr_assert(nf_grouped_code_valid(fmt(NF_FMT_Q8_G32_FP16), -127));
     cr_assert(!nf_grouped_code_valid(fmt(NF_FMT_T2_G128_FP16), -2), "T2 word 0b10");
     cr_assert(!nf_grouped_code_valid(fmt(NF_FMT_T2_G128_FP16), 2));
-    /* vectors.md 6.1 item 4: Q2 codes -2 and 3 refused, -1..2 legal */
+    /* docs/vectors.md item 4: Q2 codes -2 and 3 refused, -1..2 legal */
     cr_assert(!nf_grouped_code_valid(fmt(NF_FMT_Q2_G64_FP16), -2));
     cr_assert(!nf_grouped_code_valid(fmt(NF_FMT_Q2_G64_FP16), 3));
     for (int q = -1; q <= 2; q++) cr_assert(nf_grouped_code_valid(fmt(NF_FMT_Q2_G64_FP16), q));
@@ -149,7 +149,7 @@ Test(format_validity, grouped_scale_named_cases)
     cr_assert(!nf_grouped_scale_valid(q4, 0xFC00));
     cr_assert(!nf_grouped_scale_valid(q4, 0x7E00));
     cr_assert(!nf_grouped_scale_valid(q4, 0xFC01));
-    /* T2 follows the general rule (design.md 9.4) */
+    /* T2 follows the general rule (docs/decisions.md D4) */
     cr_assert(!nf_grouped_scale_valid(t2, 0x8000));
     cr_assert(nf_grouped_scale_requires_zero_codes(t2, 0x0000));
     /* a nonzero scale never requires zero codes, and all-zero codes under it stay legal */
@@ -241,7 +241,7 @@ Test(format_validity, nvfp4_divisors)
     for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
         cr_assert_eq(nf_nvfp4_divisor_valid(words[i]), divisor_oracle(words[i]), "%08x",
                      words[i]);
-    cr_assert(nf_nvfp4_divisor_valid(0x40200000u), "2.5 of vectors.md 6.1 item 7");
+    cr_assert(nf_nvfp4_divisor_valid(0x40200000u), "2.5 of docs/vectors.md item 7");
     cr_assert(!nf_nvfp4_divisor_valid(0x00000000u));
     cr_assert(!nf_nvfp4_divisor_valid(0x7F800000u));
     /* every exponent and sign with a spread of fractions */

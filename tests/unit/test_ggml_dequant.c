@@ -1,7 +1,7 @@
 /* nf_ggml_dequant_row: bit-exact against ggml's own to_float output for all 18 imported block
  * types (tests/data/gguf, see its MANIFEST.md), argument checking, row slicing, no access
  * outside the given blocks, the constant tables, and a few hand-built blocks for the
- * signed-zero / rounding / non-finite rules of spec/ggml-blocks.md 2.5-2.7. */
+ * signed-zero / rounding / non-finite rules of docs/formats.md 8.3. */
 #define _DEFAULT_SOURCE /* MAP_ANONYMOUS for the guard-page test */
 #include <criterion/criterion.h>
 
@@ -362,7 +362,7 @@ Test(ggml_tables, sizes_match_spec)
 #undef COUNT
 }
 
-/* Properties spec/ggml-blocks.md section 3 states for each table. */
+/* Properties docs/formats.md 8.3, "Tables" states for each table. */
 Test(ggml_tables, contents_match_spec)
 {
     for (unsigned j = 0; j < 8; j++) cr_assert_eq(nf_ggml_kmask_iq2xs[j], 1u << j);

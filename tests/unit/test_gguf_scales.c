@@ -1,7 +1,7 @@
 /* GGUF blocks with non-finite scales (docs/formats.md 8.1): a NaN or infinite binary16 d or dmin
  * makes the block's values NaN or infinite, and ggml's ggml_validate_row_data refuses it.  For
  * every one of the 18 imported block types, with the field positions written out here from
- * spec/ggml-blocks.md (sections 4-21, independent of the code under test):
+ * ggml-common.h's block structs (independent of the code under test):
  *   - the real ggml fixtures have no such field;
  *   - each field poisoned with each non-finite pattern, at blocks on either side of the
  *     prescan's run boundaries, is found exactly (block, field, word), by the fast path and the
@@ -151,7 +151,7 @@ Test(gguf_scales, fixtures_are_clean_and_every_field_is_found)
 }
 
 /* The field really is the scale: a block with it infinite dequantizes to some non-finite
- * value (ggml-blocks.md 2.7), and only that block. */
+ * value (docs/formats.md 8.3), and only that block. */
 Test(gguf_scales, the_field_is_the_blocks_scale)
 {
     for (size_t ti = 0; ti < NTYPES; ti++) {

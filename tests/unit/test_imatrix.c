@@ -1,4 +1,4 @@
-/* llama-imatrix GGUF reading: importance = in_sum2 / max(counts, 1) (vectors.md 6.1 item 14's
+/* llama-imatrix GGUF reading: importance = in_sum2 / max(counts, 1) (docs/vectors.md item 14's
  * numbers), the name mapping (exact, then llama.cpp's GGUF name), refusals, .zst input. */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -48,7 +48,7 @@ static const float two = 2.0f;
 
 Test(imatrix, importance_is_in_sum2_over_counts)
 {
-    /* vectors.md 6.1 item 14: 6.0 / 2 -> 3.0, 9.0 / 2 -> 4.5, 4.0 / 2 -> 2.0 */
+    /* docs/vectors.md item 14: 6.0 / 2 -> 3.0, 9.0 / 2 -> 4.5, 4.0 / 2 -> 2.0 */
     const float qkv[3] = {6.0f, 6.0f, 6.0f}, q[2] = {9.0f, 0.0f}, down[4] = {4.0f, 4.0f, 8.0f, 1.0f};
     const float zero = 0.0f;
     vec v[] = {{"blk.0.attn_qkv.weight", qkv, 3, &two, 1},

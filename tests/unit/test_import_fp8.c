@@ -1,7 +1,7 @@
-/* import_encoded of compressed-tensors FP8 rows (checkpoints.md 4, conversion.md 5.6) into
+/* import_encoded of compressed-tensors FP8 rows (docs/methods.md, import_encoded) into
  * fp8_e4m3fn_row_bf16: BF16 and F32 scales per row ([N] and [N,1]) and per tensor, the single
  * RNE rounding of F32 scales to BF16 (expected words from the spec's integer formula
- * (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16, evaluated by hand), vectors.md 6.1 item 8's
+ * (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16, evaluated by hand), docs/vectors.md item 8's
  * bytes and values, refusals, and chunk independence. */
 #include <criterion/criterion.h>
 #include <inttypes.h>
@@ -132,7 +132,7 @@ static void expect_init_refused(const fp8_src *s, nf_status want, const char *ne
 
 /* ------------------------------------------------------------------ vectors */
 
-/* vectors.md 6.1 item 8 through the import: [2,4] codes 00 80 38 B8 / 40 C0 7E FE, BF16 scales
+/* docs/vectors.md item 8 through the import: [2,4] codes 00 80 38 B8 / 40 C0 7E FE, BF16 scales
  * 0x3F00 (0.5) and 0x4000 (2.0) -> 260 bytes and values [0, -0, 0.5, -0.5; 4, -4, 896, -896]. */
 Test(import_fp8, vector_bf16_per_row)
 {

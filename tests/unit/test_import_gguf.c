@@ -1,4 +1,4 @@
-/* import_encoded of GGUF block tensors (conversion.md 5.6): Q2_0 -> q2_g64_fp16 (vectors.md 6.1
+/* import_encoded of GGUF block tensors (docs/methods.md, import_encoded): Q2_0 -> q2_g64_fp16 (docs/vectors.md
  * item 11), Q8_0 -> q8_g32_fp16 (item 12), PQ2_0 -> t2_g128_fp16 (bit remapping), gguf_* byte
  * copies; the real ggml fixtures of tests/data/gguf decoded bit for bit against ggml's own
  * dequantization; refusals with their messages; chunk independence and placement of rows in a
@@ -6,7 +6,7 @@
  *
  * Expected words come from the block bytes through the spec's formulas written out here
  * (element j of a Q2_0 block at bits 2(j%4) of byte 2 + j/4, value d * (u - 1)), expected
- * encoded bytes from layouts.md 3.2's plane formulas: nothing is taken from the code under test. */
+ * encoded bytes from docs/layouts.md 4's plane formulas: nothing is taken from the code under test. */
 #include <criterion/criterion.h>
 #include <inttypes.h>
 #include <math.h>
@@ -234,7 +234,7 @@ static void q2_vector(uint64_t k)
         }
 
     /* Encoded: base plane = block bytes 2..17 in row order, padding groups 0x55; scale plane =
-     * bytes 0..1, padding 0 (layouts.md 3.2). */
+     * bytes 0..1, padding 0 (docs/layouts.md 4). */
     uint64_t gpr = align_up(k, 128) / 64, base_bytes = n * gpr * 16, scale_off = align_up(base_bytes, 256);
     cr_assert_eq(g.bytes, scale_off + n * gpr * 2);
     uint8_t *out = malloc(g.bytes);
@@ -299,7 +299,7 @@ Test(import_q2, refuses_other_types)
     cr_assert_not_null(strstr(err.message, "K = 96"), "%s", err.message);
 }
 
-/* vectors.md item 11, grouped: gate rows [4,5] + [1] and up rows [0,1] packed in one parent ->
+/* docs/vectors.md item 11, grouped: gate rows [4,5] + [1] and up rows [0,1] packed in one parent ->
  * base plane = blocks of gate 4, 5, 1, up 0, 1 (bytes 2..17) in that order. */
 Test(import_q2, grouped_parent)
 {

@@ -1,7 +1,7 @@
-/* import_encoded of NVFP4 checkpoints (checkpoints.md 3-4, conversion.md 5.1 and 5.6): ModelOpt
+/* import_encoded of NVFP4 checkpoints (docs/methods.md, import_encoded; docs/recipes.md): ModelOpt
  * (weight / weight_scale / weight_scale_2, a multiplier inverted to the divisor) and
  * compressed-tensors (weight_packed / weight_scale / weight_global_scale, already a divisor);
- * hand-built [128,64] tensors, the encoded block_scale_k16_m128x4_v1 bytes (vectors.md 6.1
+ * hand-built [128,64] tensors, the encoded block_scale_k16_m128x4_v1 bytes (docs/vectors.md
  * item 7 offsets), stacked parents and their divisor count, refusals, chunk independence.
  *
  * Expected reciprocals were computed outside the library with exact rational arithmetic (1/m
@@ -151,7 +151,7 @@ static void check_words(const src *s, const nf_words *w, uint64_t at)
 Test(import_nvfp4, modelopt_128x64)
 {
     src *s = make_src(NF_IMPORT_NVFP4_MODELOPT, "model.layers.0.mlp.up_proj", 128, 64, 0x40400000u /* 3.0 */, 1);
-    s->packed[0] = 0x10; /* vectors.md item 7: k=0 low nibble 0, k=1 high nibble 1 */
+    s->packed[0] = 0x10; /* docs/vectors.md item 7: k=0 low nibble 0, k=1 high nibble 1 */
     nf_import imp = init_ok(NF_IMPORT_NVFP4_MODELOPT, s);
     cr_assert_eq(imp.kind, NF_IMPORT_NVFP4_MODELOPT);
     cr_assert_eq(imp.rows, 128);
@@ -425,7 +425,7 @@ static void stack_case(uint32_t d0, uint32_t d1, uint64_t want_divisors, uint64_
     check_words(b, &w, 128);
     uint8_t *out = malloc(g.bytes);
     cr_assert_eq(nf_layout_encode(&g, &w, out, &err), NF_OK, "%s", err.message);
-    /* [256,64]: codes 8192, scales at 8192 (1024 bytes), divisors at 9216 (layouts.md 3.3) */
+    /* [256,64]: codes 8192, scales at 8192 (1024 bytes), divisors at 9216 (docs/layouts.md 5) */
     uint32_t first, second;
     memcpy(&first, out + 9216, 4);
     cr_assert_eq(first, imps[0].divisor);

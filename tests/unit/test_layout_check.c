@@ -3,7 +3,7 @@
  * artifacts that check() then finds; report capping keeps counting. */
 #include "test_layout_util.h"
 
-/* Independent setter of one stored lane word of a row_split object (layouts.md 3.2). */
+/* Independent setter of one stored lane word of a row_split object (docs/layouts.md 4). */
 static void set_lane(const nf_geometry *g, uint8_t *bytes, uint64_t row, uint64_t col, unsigned u)
 {
     const nf_format *f = g->format;

@@ -1,5 +1,5 @@
-/* Layout registry, format/layout compatibility, shape rules, every worked size of layouts.md
- * section 3 and vectors.md item 16, row views, and checked-overflow refusals. */
+/* Layout registry, format/layout compatibility, shape rules, every worked size of docs/layouts.md
+ * 3-8 and docs/vectors.md item 16, row views, and checked-overflow refusals. */
 #include "test_layout_util.h"
 
 /* ---------------------------------------------------------------- registry */
@@ -59,7 +59,7 @@ Test(layout_registry, every_format_has_exactly_one_layout)
     cr_assert_null(nf_layout_default_for(NULL));
 }
 
-/* vectors.md item 9: the two FP8 formats each have only their own layout. */
+/* docs/vectors.md item 9: the two FP8 formats each have only their own layout. */
 Test(layout_registry, does_not_accept_messages)
 {
     struct {
@@ -451,7 +451,7 @@ Test(layout_spans, q5_and_q2_row_one)
     cr_assert_eq(nf_layout_row_spans(&g, 2, 1, sp, &n, &err), NF_ERR_INVALID);
 }
 
-/* vectors.md item 16: the doc's Q/K/gate/V code ranges of an fp8 row bf16 [14336,5120] plane. */
+/* docs/vectors.md item 16: the doc's Q/K/gate/V code ranges of an fp8 row bf16 [14336,5120] plane. */
 Test(layout_spans, doc_fp8_ranges)
 {
     nf_geometry g = geo2("fp8_e4m3fn_row_bf16", 14336, 5120, 1);

@@ -56,7 +56,7 @@ static void stored_range(const nf_format *f, int *lo, int *hi)
     *hi = f->code_bias ? w - 1 - f->code_bias : w / 2 - 1;
 }
 
-/* Stored word u of code q (layouts.md 4.3): q + 1 for Q2, q mod 2^b otherwise. */
+/* Stored word u of code q (docs/layouts.md 4.3): q + 1 for Q2, q mod 2^b otherwise. */
 static unsigned ref_u(const nf_format *f, int q)
 {
     if (f->code_bias) return (unsigned)(q + f->code_bias);
@@ -259,7 +259,7 @@ static void check_pack_padding(void)
         int8_t zero = 0;
         packed got = packed_alloc(f, 512);
         cr_assert(run_pack(kern, &p, &zero, 1, 512, lo, hi, &got, f->name));
-        uint8_t fill = f->code_bias ? 0x55 : 0x00; /* layouts.md 4.5 */
+        uint8_t fill = f->code_bias ? 0x55 : 0x00; /* docs/layouts.md 4.5 */
         for (size_t i = 0; i < got.nbase; i++)
             if (got.base[i] != fill) cr_assert_fail("%s: padding base byte %zu is 0x%02x", f->name, i, got.base[i]);
         for (size_t i = 0; i < got.nhigh; i++)

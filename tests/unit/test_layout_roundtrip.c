@@ -41,7 +41,7 @@ static float reference_value(const nf_geometry *g, const nf_words *w, uint64_t r
 
 static bool same_value(float a, float b)
 {
-    if (a != a && b != b) return true; /* NaN payloads may differ (design.md 9.14) */
+    if (a != a && b != b) return true; /* NaN payloads may differ (docs/decisions.md D14) */
     return nf_f32_bits(a) == nf_f32_bits(b);
 }
 

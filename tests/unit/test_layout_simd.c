@@ -6,7 +6,7 @@
  * layout_avx512): the variant is forced with nf_simd_force, objects of random bytes (so every
  * stored word occurs, legal or not: NaN/inf/subnormal scales, illegal codes, odd divisors) are
  * decoded over arbitrary row ranges with nf_layout_decode_rows and turned into values with
- * nf_words_to_f32.  The words are compared with a decoder written here from spec/layouts.md, the
+ * nf_words_to_f32.  The words are compared with a decoder written here from docs/layouts.md, the
  * values with the per-element reference functions of <ninfer/format.h> (nf_grouped_value,
  * nf_nvfp4_value, nf_fp8_row_value, nf_bf16_to_f32, nf_int32_value).  Exhaustive tables cover
  * every scale word of the grouped and FP8 formats and every (scale, code) of nvfp4.  A variant the
@@ -63,7 +63,7 @@ static void same_values(const float *got, const float *want, uint64_t n, const c
 }
 
 /* ------------------------------------------------------------------ references from the spec */
-/* row_split_k128_v1 (layouts.md 3.2): signed logical code at (row, col). */
+/* row_split_k128_v1 (docs/layouts.md 4): signed logical code at (row, col). */
 static int ref_rs_code(const nf_geometry *g, const uint8_t *obj, uint64_t row, uint64_t col)
 {
     const nf_format *f = g->format;

@@ -92,7 +92,7 @@ static inline uint8_t random_fp8_code(rng *r)
     }
 }
 
-/* Make a random ggml block legal: its binary16 scale fields (spec/ggml-blocks.md: d, dmin at
+/* Make a random ggml block legal: its binary16 scale fields (docs/formats.md 8: d, dmin at
  * these byte offsets; IQ1_M's d in the top nibbles of its scale words at 48..55) lose the top
  * bit of their exponent, so none is NaN or infinite (docs/formats.md 8.1). */
 static inline void legal_ggml_block(const nf_format *f, uint8_t *b)

@@ -1,4 +1,4 @@
-/* Known answers of spec/vectors.md section 6.1 items 4-9, 11, 12, 15 and 6.2 (layout level), byte
+/* Known answers of docs/vectors.md items 4-9, 11, 12, 15 and the derived ones (layout level), byte
  * for byte, plus the GGUF Q2_0 fixture moved into row_split planes. */
 #include <math.h>
 

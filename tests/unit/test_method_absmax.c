@@ -1,4 +1,4 @@
-/* grouped_absmax (tensor-formats.txt 7.2, conversion.md 5.3): the known answers of vectors.md
+/* grouped_absmax (docs/formats.md 5.5, docs/methods.md, grouped_absmax): the known answers of docs/vectors.md
  * 6.2, the reciprocal-multiply trap, refusals, and properties on random matrices checked
  * against an oracle written here.
  *
@@ -65,7 +65,7 @@ static nf_status absmax(nf_format_id id, const float *v, uint64_t rows, uint64_t
     return st;
 }
 
-/* The oracle: tensor-formats.txt 7.2 for one group.  Returns false when the scale overflows. */
+/* The oracle: docs/formats.md 5.5 for one group.  Returns false when the scale overflows. */
 static bool oracle_group(const nf_format *f, const float *x, size_t n, uint16_t *scale, int *q)
 {
     float amax = 0.0f;
@@ -91,7 +91,7 @@ static bool oracle_group(const nf_format *f, const float *x, size_t n, uint16_t 
     return true;
 }
 
-/* ------------------------------------------------------------------ vectors.md 6.2 */
+/* ------------------------------------------------------------------ docs/vectors.md, derived vectors */
 
 Test(absmax, q4_k65_row)
 {
@@ -109,7 +109,7 @@ Test(absmax, q4_k65_row)
     for (int i = 8; i < 64; i++) cr_expect_eq(o.w.codes[i], 0);
     cr_expect_eq(o.w.codes[64], -7);
 
-    /* The same words through the row-split layout give vectors.md's 260-byte payload. */
+    /* The same words through the row-split layout give docs/vectors.md's 260-byte payload. */
     const nf_format *f = nf_format_by_id(NF_FMT_Q4_G64_FP16);
     nf_geometry g;
     uint64_t shape[2] = {1, 65};

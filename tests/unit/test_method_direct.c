@@ -1,5 +1,5 @@
-/* cast_direct (conversion.md 5.2) and the method table: names, targets, source types, the
- * dispatcher.  Expected words are literals or come from oracles written here (conversion.md
+/* cast_direct (docs/methods.md) and the method table: names, targets, source types, the
+ * dispatcher.  Expected words are literals or come from oracles written here (docs/methods.md
  * 5.5's BF16 rounding formula, binary16 fields decoded through ldexp). */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -33,7 +33,7 @@ static nf_status cast(nf_format_id fid, nf_src_type type, const uint64_t *words,
     return st;
 }
 
-/* conversion.md 5.5's BF16 rounding formula, with cast_direct's canonical NaN. */
+/* docs/methods.md, fp8_row_maxabs BF16 rounding formula, with cast_direct's canonical NaN. */
 static uint16_t bf16_oracle(uint32_t bits)
 {
     if ((bits & 0x7F800000u) == 0x7F800000u && (bits & 0x007FFFFFu)) return 0x7FC0;
@@ -298,7 +298,7 @@ Test(method_table, names_and_lookup)
 
 Test(method_table, targets)
 {
-    /* expected: which methods accept each format (conversion.md 5.2, design.md decision 5) */
+    /* expected: which methods accept each format (docs/methods.md, docs/decisions.md D5) */
     for (size_t i = 0; i < nf_format_count(); i++) {
         const nf_format *f = nf_format_at(i);
         bool direct = f->category == NF_CAT_DIRECT;

@@ -1,5 +1,5 @@
-/* fp8_row_maxabs (conversion.md 5.5): vectors.md 6.2 rows, the exhaustive E4M3 rounding oracle
- * of vectors.md 6.1 item 10 (upstream's test_fp16_scale_quantizer_against_independent_scalar_
+/* fp8_row_maxabs (docs/methods.md): the derived rows of docs/vectors.md, the exhaustive E4M3 rounding oracle
+ * of docs/vectors.md item 10 (upstream's test_fp16_scale_quantizer_against_independent_scalar_
  * oracle, re-derived), refusals, BF16 pre-rounding and chunk independence.
  *
  * The oracle here decodes E4M3FN and binary16 words through ldexp, rounds to binary16 with
@@ -29,7 +29,7 @@ static double e4(unsigned w)
     return (w & 0x80) ? -v : v;
 }
 
-/* conversion.md 5.5's formula (finite inputs). */
+/* docs/methods.md, fp8_row_maxabs formula (finite inputs). */
 static uint16_t bf16_rne(float f)
 {
     uint32_t b = bits_of_f32(f);
@@ -129,7 +129,7 @@ static nf_status fp8(nf_format_id id, nf_src_type type, const float *v, uint64_t
     return st;
 }
 
-/* ------------------------------------------------------------------ vectors.md 6.2 */
+/* ------------------------------------------------------------------ docs/vectors.md, derived vectors */
 
 static void expect_row(nf_format_id id, const float *v, size_t k, const uint8_t *codes, uint16_t scale)
 {
@@ -166,7 +166,7 @@ Test(fp8, zero_rows_use_positive_zero_codes)
     expect_row(NF_FMT_FP8_E4M3FN_ROW_BF16, z, 6, cz, 0x0000);
 }
 
-/* ------------------------------------------------------------------ vectors.md 6.1 item 10 */
+/* ------------------------------------------------------------------ docs/vectors.md item 10 */
 
 /* Rows: the 127 positive E4M3FN values then the 126 midpoints, times each multiplier and sign,
  * first element -0; an all-zero row; a row of 2^-40.  Every value is exact in BF16. */

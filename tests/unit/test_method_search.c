@@ -1,7 +1,7 @@
-/* grouped_search (conversion.md 5.4): vectors.md 6.1 item 13, refusals, and random groups
+/* grouped_search (docs/methods.md, grouped_search): docs/vectors.md item 13, refusals, and random groups
  * checked two ways: error never above the absmax error (error recomputed here), and words
  * equal to an oracle written here from the spec text (candidate list built up front in
- * conversion.md's order, then evaluated; binary16 rounding by frexp/ldexp). */
+ * docs/methods.md's order, then evaluated; binary16 rounding by frexp/ldexp). */
 #include <criterion/criterion.h>
 #include <float.h>
 #include <math.h>
@@ -61,7 +61,7 @@ static nf_status search(nf_format_id id, const nf_method_params *p, const float 
 
 /* ------------------------------------------------------------------ the oracle */
 
-/* Codes of x for a finite nonzero scale word (tensor-formats.txt 7.2 reciprocal multiply). */
+/* Codes of x for a finite nonzero scale word (docs/formats.md 5.5 reciprocal multiply). */
 static void oracle_codes(const nf_format *f, const float *x, size_t n, uint16_t w, int *q)
 {
     float inv = (float)(1.0 / f16_value(w));
@@ -213,7 +213,7 @@ static void oracle_search(const nf_format *f, const float *x, const float *imp, 
     oracle_search_variant(f, x, imp, n, neg, false, w, q);
 }
 
-/* ------------------------------------------------------------------ vectors.md 6.1 item 13 */
+/* ------------------------------------------------------------------ docs/vectors.md item 13 */
 
 Test(search, negative_scale_uses_the_full_code_range)
 {
@@ -340,7 +340,7 @@ Test(search, refuses_q2_t2_and_non_finite)
 }
 
 /* With +m and -m both largest, the first lane decides the sign of the full-range candidates
- * (design.md decision 13). */
+ * (docs/decisions.md D13). */
 Test(search, extreme_is_the_first_largest_lane)
 {
     nf_method_params p = {.negative_scales = true};

@@ -506,7 +506,7 @@ static void check_page_end(nf_simd_level level)
     free(mem);
 }
 
-/* vectors.md 6.2 and the reciprocal-multiply trap of test_method_absmax.c, under the variant:
+/* docs/vectors.md, derived vectors and the reciprocal-multiply trap of test_method_absmax.c, under the variant:
  * known answers, not only agreement with scalar. */
 static void check_known_answers(nf_simd_level level)
 {

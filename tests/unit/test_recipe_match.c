@@ -1,4 +1,4 @@
-/* The resolver's own matchers (lib/src/recipe/match.c, finding F9) answer exactly what the C
+/* The resolver's own matchers (lib/src/recipe/match.c, docs/security.md 7.1, F9) answer exactly what the C
  * library would -- fnmatch(pattern, name, 0) for globs, regexec of "^(P)$" for "re:" patterns
  * -- and within the work they count: random patterns and names from small alphabets, compared
  * one by one, with the step counts checked against their bounds.  The regular expressions come
@@ -90,7 +90,7 @@ static void check_regex(const char *pat, const char *const *names, size_t n)
 
 /* A random expression of the supported subset, groups nested at most three deep; returns
  * whether it can match the empty string.  A group that can is never repeated (the parser refuses
- * that, and glibc's regcomp can spend minutes on it: finding R1c). */
+ * that, and glibc's regcomp can spend minutes on it: docs/security.md 7, R1c). */
 static bool gen_regex(char *out, size_t size, int depth)
 {
     static const char *const atoms[] = {"a", "b", ".", "[ab]", "[^a]", "[a-c]", "\\.", "x", "[[:digit:]]", "[]a]",

@@ -1,4 +1,4 @@
-/* Recipe parsing (design.md section 3): every construct of the design's example, the shapes the
+/* Recipe parsing (docs/recipes.md): every construct of the design's example, the shapes the
  * conformance suite's emitter writes (double-quoted strings, flow lists, block mappings,
  * comments), the JSON copy kept for provenance, ${VAR} expansion and path resolution. */
 #include <criterion/criterion.h>
@@ -32,7 +32,7 @@ static void assert_json(const json_t *v, const char *expected)
     free(s);
 }
 
-/* The example of design.md section 3, verbatim (comments included). */
+/* The example of docs/recipes.md, verbatim (comments included). */
 static const char design_example[] =
     "recipe: 1                       # schema version\n"
     "sources:\n"

@@ -1,4 +1,4 @@
-/* What a recipe may name (finding F2; docs/recipes.md, "What a recipe may read"): what the
+/* What a recipe may name (docs/security.md 7.1, F2; docs/recipes.md, "What a recipe may read"): what the
  * conversion publishes byte for byte -- a resource -- must resolve, symbolic links followed,
  * inside the recipe's directory, a source the command line gave (--source) or a directory the
  * command line allows (--allow-path); anything else is refused naming the key, line and column.

@@ -25,11 +25,11 @@ Test(recipe_regex, explosive_patterns_are_refused)
         "re:a{1,65}",                     /* a bound above the cap */
         "re:(a{2})(b{2})(c{2})",          /* more than two bounded repetitions */
         "re:(a)\\\\1",                       /* back-references: anchoring renumbers groups */
-        /* '+' copies its operand: 24 nested groups double 24 times (fuzz finding R1b) */
+        /* '+' copies its operand: 24 nested groups double 24 times (docs/security.md 7, R1b) */
         "re:((((((((((((((((((((((((a)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+",
         "re:(((((((((((((x[ab]+)+)+)+)+)+)+)+)+)+)+)+)+)+",
         "re:((((((((a{1,64})+)+)+)+)+)+)+)", /* a bound, then doubled seven times */
-        /* a repeated operand that matches "": epsilon closures explode (fuzz finding R1c) */
+        /* a repeated operand that matches "": epsilon closures explode (docs/security.md 7, R1c) */
         "re:(((((((()+)+)+)+)+)+)#e with fast+)+)+)+)+)+)+)+)+)+)+)-+",
         "re:(a*)+",
         "re:(a|)*",

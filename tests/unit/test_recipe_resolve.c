@@ -1,4 +1,4 @@
-/* Rule resolution (spec/conversion.md 5.1, design.md 3): defaults, rules in order field by
+/* Rule resolution (docs/recipes.md, "Schema" and "How rules apply"): defaults, rules in order field by
  * field, exact names over globs, fnmatch and full-match "re:" selectors, when predicates, skip,
  * natural methods, unmatched selectors, method parameters checked against the final method. */
 #include <criterion/criterion.h>

@@ -1,4 +1,4 @@
-/* What resolving a recipe may cost (finding F9: a 209 KB recipe took 17 s against a 2 MB
+/* What resolving a recipe may cost (docs/security.md 7.1, F9: a 209 KB recipe took 17 s against a 2 MB
  * checkpoint in --dry-run, 150,000 selectors x 20,000 tensors 41 s).  No timing: the resolver
  * reports its work (nf_recipe_resolve_ex), and the tests check that a big recipe of patterns with
  * literal prefixes costs a few candidate names per selector, and that recipes beyond the caps

@@ -1,4 +1,4 @@
-/* A checkpoint's config.json (finding F14): read with a size cap and pre-scanned like the
+/* A checkpoint's config.json (docs/security.md 7.1, F14): read with a size cap and pre-scanned like the
  * safetensors index (lib/src/common/json_prescan.c) before jansson builds anything, so 125 MB of
  * "[]," can no longer cost gigabytes; every refusal names the file and the cap.  Both entry
  * points are checked: the text parser the fuzz target drives and the file reader the planner

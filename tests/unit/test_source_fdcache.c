@@ -1,4 +1,4 @@
-/* The source's bounded cache of open shards (finding F8: one descriptor per shard, so a
+/* The source's bounded cache of open shards (docs/security.md 7.1, F8: one descriptor per shard, so a
  * 600-shard checkpoint failed under `ulimit -n 64`).  With the soft limit lowered in the test
  * process the cache keeps 4 descriptors: a checkpoint of 40 shards opens, every tensor reads back
  * in any order, from several threads, and a shard replaced by another file after the open is

@@ -1,4 +1,4 @@
-/* Handcrafted bad GGUF files, one per failure class of the GGUF bug trail (checkpoints.md
+/* Handcrafted bad GGUF files, one per failure class of the GGUF bug trail (docs/security.md 2.3
  * section 2), in the style of llama.cpp's test-gguf: each test builds its file in memory and
  * checks that opening fails with NF_ERR_INVALID and a message naming the problem, the file and
  * the byte position.  Plus the success variants next to each boundary, and sweeps over every

@@ -197,7 +197,7 @@ Test(source_roundtrip, safetensors_bad_bool_named_on_read)
 
 /* A tensor larger than the conversion chunk converts in pieces with the same result. */
 /* A finite F64 beyond binary32's range is refused by the reader, naming the value as stored (not
- * the +-inf it would round to, which is what the encoders used to report: finding M6). */
+ * the +-inf it would round to, which is what the encoders used to report: docs/security.md 7.1, M6). */
 static void expect_f64_refused(uint64_t bits, const char *needle)
 {
     uint64_t v[3] = {0x3FF0000000000000ull, 0x4000000000000000ull, bits}; /* 1, 2, bits */

@@ -1,4 +1,4 @@
-/* safetensors framing and header rules (checkpoints.md section 1): one handcrafted bad file per
+/* safetensors framing and header rules (docs/security.md 2.2): one handcrafted bad file per
  * rule, each refused with NF_ERR_INVALID and a message naming the file, the tensor and the
  * position; the allowed corner cases (empty tensors, rank 0, padding, JSON order unrelated to
  * offsets, no tensors) accepted; truncation and corruption sweeps never crash. */

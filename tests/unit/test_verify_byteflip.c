@@ -1,4 +1,4 @@
-/* nf_verify_artifact detects every single-byte change of a checksummed artifact (design.md 4:
+/* nf_verify_artifact detects every single-byte change of a checksummed artifact (docs/artifact.md 8:
  * "With both [checksums], ninfer-verify detects any change to any byte of the file set").
  *
  * A small split artifact (entry + one part: header, padded JSON directory with
@@ -15,7 +15,7 @@
  *   be INVALID, for every byte;
  * - with the defaults: the report must be INVALID, or record fewer checksums than the untouched
  *   artifact, and the second case may only come from a change to the member name "checksums"
- *   itself.  metadata is an open object (container.md 2.6), so "chedksums" is an unknown
+ *   itself.  metadata is an open object (docs/artifact.md 5), so "chedksums" is an unknown
  *   metadata member that an upstream writer could have put there, and the artifact then simply
  *   records no checksums; verify says so (checksums_checked 0, "no checksums recorded") rather
  *   than INVALID.  Inside metadata.checksums the schema is closed, so a change to "directory",

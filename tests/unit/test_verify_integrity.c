@@ -1,6 +1,6 @@
 /* The integrity side of nf_verify_artifact: the bytes outside header, JSON and payload (the gap
- * after the JSON directory, container.md 2.3; bytes [32, 4096) of continuation headers, 2.4)
- * must be zero at the words level; metadata.checksums is a closed schema (design.md 4) whose
+ * after the JSON directory, docs/artifact.md 2; bytes [32, 4096) of continuation headers, 2.4)
+ * must be zero at the words level; metadata.checksums is a closed schema (docs/artifact.md 8) whose
  * every defect is a problem naming the member; require_checksums (ninfer-verify
  * --require-checksums) wants a digest for every object and for the directory; and a problem
  * names its object once (the object field), not again at the start of the message. */
@@ -120,7 +120,7 @@ Test(integrity, nonzero_byte_in_a_continuation_header_tail)
     poke(part, 4095, 0x10);
     poke(part, 100, 0x5a); /* the first nonzero byte is the one named */
     nf_verify_report quick = run_with(path, NF_VERIFY_STRUCTURE, false);
-    cr_assert(quick.valid, "readers do not check these bytes (container.md 2.8 item 7): not a structure problem");
+    cr_assert(quick.valid, "readers do not check these bytes (docs/artifact.md 7 item 7): not a structure problem");
     nf_verify_report_free(&quick);
     nf_verify_report r = run_with(path, NF_VERIFY_WORDS, false);
     test_dump_problems(&r);

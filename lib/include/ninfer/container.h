@@ -1,7 +1,7 @@
-/* ninfer/container.h - reader and writer of the .ninfer v3 container (spec/container.md).
+/* ninfer/container.h - reader and writer of the .ninfer v3 container (docs/artifact.md).
  *
  * Reader: header framing, the JSON directory parsed strictly (jansson; duplicate members, NaN,
- * trailing data and bad UTF-8 rejected) and checked against every rule of container.md 2.6 and
+ * trailing data and bad UTF-8 rejected) and checked against every rule of docs/artifact.md 5 and
  * 2.8 at open; continuation parts opened lazily on the first read that needs them; range reads
  * across part boundaries through pread or mmap.  Per-object format/layout/size checks are
  * deferred to nf_artifact_check_object(), so an artifact holding an unknown format still opens.
@@ -87,7 +87,7 @@ NF_API const nf_object *nf_artifact_find(const nf_artifact *a, const char *id);
 NF_API size_t nf_artifact_file_count(const nf_artifact *a);
 NF_API const nf_file_entry *nf_artifact_file(const nf_artifact *a, size_t index);
 
-/* Read logical payload bytes [offset, offset + len) across files (container.md 2.8 step 5);
+/* Read logical payload bytes [offset, offset + len) across files (docs/artifact.md 7 item 5);
  * a missing, foreign or wrongly sized part is NF_ERR_INVALID naming the part. */
 NF_API nf_status nf_artifact_read(nf_artifact *a, uint64_t offset, void *buf, size_t len, nf_error *err);
 /* Open and check part i now (header, index, artifact_id, size).  The reader keeps at most a
@@ -95,7 +95,7 @@ NF_API nf_status nf_artifact_read(nf_artifact *a, uint64_t offset, void *buf, si
  * part it closed is reopened when a read needs it and checked again, including that it is still
  * the file checked first, so a part replaced while the artifact is open is NF_ERR_INVALID. */
 NF_API nf_status nf_artifact_open_part(nf_artifact *a, size_t index, nf_error *err);
-/* Per-object check (container.md 2.8 step 6): known format and layout, accepted pair, shape,
+/* Per-object check (docs/artifact.md 7 item 6): known format and layout, accepted pair, shape,
  * divisors, bytes == encoded size, alignment; resources: encoding raw_bytes_v1.  Fills *g for a
  * tensor (may be NULL). */
 NF_API nf_status nf_artifact_check_object(const nf_artifact *a, const nf_object *o, nf_geometry *g,

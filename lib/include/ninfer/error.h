@@ -5,7 +5,7 @@
  * offset).  Callers add context on the way out with nf_error_prefix(), so a message reads from
  * the outermost context inwards: "a.ninfer: object 'w.q8': row 3 group 1: scale 0x8000 is -0".
  *
- * Statuses map one to one onto the programs' exit codes (design.md section 2).
+ * Statuses map one to one onto the programs' exit codes (docs/decisions.md, "Exit statuses").
  */
 #ifndef NINFER_ERROR_H
 #define NINFER_ERROR_H

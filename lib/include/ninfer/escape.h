@@ -1,4 +1,4 @@
-/* ninfer/escape.h - names from files, made safe to show (design.md section 7, trust boundaries:
+/* ninfer/escape.h - names from files, made safe to show (docs/security.md 1.3:
  * "Names from files are escaped in human output; JSON output stays exact").
  *
  * Object ids, tensor names, part paths, GGUF keys and values are written by someone else.  Shown

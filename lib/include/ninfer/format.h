@@ -1,4 +1,4 @@
-/* ninfer/format.h - the closed registry of the 30 numeric formats (spec/tensor-formats.txt),
+/* ninfer/format.h - the closed registry of the 30 numeric formats (docs/formats.md),
  * exact scalar codecs, word validity and reconstruction to binary32.
  *
  * Everything here is a plain scalar reference: bit manipulation only, no dependence on the

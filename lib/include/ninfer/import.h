@@ -1,4 +1,4 @@
-/* ninfer/import.h - import_encoded (spec/conversion.md 5.2 and 5.6): moves words that a
+/* ninfer/import.h - import_encoded (docs/methods.md): moves words that a
  * checkpoint already holds in quantized form into the logical words of a target format
  * (nf_words of ninfer/layout.h), ready for nf_layout_encode_rows.  Nothing is requantized,
  * rounded or canonicalized, except the two conversions the dialects define: a ModelOpt
@@ -38,7 +38,7 @@
  * sources also needs its divisor words: nf_import_nvfp4_stack() / nf_import_nvfp4_divisors().
  *
  * Errors.  NF_ERR_INVALID for a source that is not what the dialect says, or holds a word
- * outside the target's contract (spec/tensor-formats.txt); the message names the tensor holding
+ * outside the target's contract (docs/formats.md); the message names the tensor holding
  * the word (caller-supplied name), the absolute source row, the column or block and the word:
  *   "blk.0.ffn_up.weight: row 3 block 1: Q8_0 scale 0x8000 is -0, outside the native
  *    q8_g32_fp16 contract".
@@ -66,7 +66,7 @@
 extern "C" {
 #endif
 
-/* ggml type ids of the block sources (spec/layouts.md 3.6; PQ2_0 is PrismML's). */
+/* ggml type ids of the block sources (docs/layouts.md 8; PQ2_0 is PrismML's). */
 #define NF_IMPORT_GGML_Q8_0 8
 #define NF_IMPORT_GGML_Q2_0 42
 #define NF_IMPORT_GGML_PQ2_0 142
@@ -138,7 +138,7 @@ NF_API nf_status nf_import_init_gguf(nf_import *imp, const nf_format *target, co
  *   scales  "<p>.weight_scale", F8_E4M3 [N, K/16], natural row-major order;
  *   scalar  "<p>.weight_scale_2" / "<p>.weight_global_scale", F32 with one element (rank 0 or
  *           every dimension 1); scalar_bytes holds its 4 little-endian bytes (scalar_len == 4).
- * Divisor word d_w (tensor-formats.txt: W = e2m1 * e4m3fn / d_w):
+ * Divisor word d_w (docs/formats.md 6.1: W = e2m1 * e4m3fn / d_w):
  *   compressed-tensors: the stored word itself (its global scale is already a divisor);
  *   ModelOpt: weight_scale_2 m is a multiplier, so d_w = RN32(1 / m), the exact quotient 1 / m
  *   rounded once to binary32, nearest with ties to even (one IEEE binary32 division; equal to
@@ -171,7 +171,7 @@ NF_API nf_status nf_import_init_fp8(nf_import *imp, const nf_format *target, con
  * e.g. nvfp4 with N % 128 != 0 or K % 64 != 0). */
 NF_API nf_status nf_import_geometry(const nf_import *imp, nf_geometry *g, nf_error *err);
 
-/* An nvfp4 parent stacking the rows of sources[0..count) in that order (conversion.md 5.1
+/* An nvfp4 parent stacking the rows of sources[0..count) in that order (docs/recipes.md, "How rules apply"
  * parent_divisors): shape [sum of N, K] (every K equal); divisors = count when the sources'
  * divisor words are not all identical, which needs every source to have the same N, a multiple
  * of 128 (each divisor covers whole 128-row tiles); else divisors = 1. */
@@ -201,7 +201,7 @@ typedef struct nf_import_chunk {
  *   nvfp4   codes8 (E2M1 words 0..15) and scales8 (natural [rows, K/16]); the divisors array
  *           is not touched (nf_import_nvfp4_divisors);
  *   fp8     codes8 (E4M3FN words) and scales (one BF16 word per row).
- * Words outside the target's contract are refused (see each kind above and tensor-formats.txt):
+ * Words outside the target's contract are refused (see each kind above and docs/formats.md 9):
  *   Q2_0   a non-finite scale (+-inf, NaN); every code and finite scale, +-0 included, is kept;
  *   Q8_0   a -0 (0x8000) or non-finite scale, code 0x80 (-128), a +0 scale over a nonzero code;
  *   PQ2_0  code 11, a -0 or non-finite scale, a +0 scale over a nonzero code;

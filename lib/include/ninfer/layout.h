@@ -1,8 +1,8 @@
-/* ninfer/layout.h - the 7 registered storage layouts (spec/layouts.md section 3): format/shape
+/* ninfer/layout.h - the 7 registered storage layouts (docs/layouts.md 1): format/shape
  * compatibility, checked encoded size, plane offsets, encode words -> bytes with canonical
  * padding, decode bytes -> words, word-level validation, row views and row gathers.
  *
- * Layouts only restore words (layouts.md 3.7); nothing here re-encodes or rounds a value.
+ * Layouts only restore words (docs/layouts.md, introduction); nothing here re-encodes or rounds a value.
  * All size and offset arithmetic is checked for U64 overflow.
  *
  * Every tensor is viewed as a matrix of `rows` x `cols`: for the matrix layouts rows = N and
@@ -90,7 +90,7 @@ NF_API nf_status nf_geometry_init(nf_geometry *g, const nf_layout *layout, const
 /* raw_bytes_v1 of `bytes` bytes (>= 1). */
 NF_API nf_status nf_geometry_resource(nf_geometry *g, uint64_t bytes, nf_error *err);
 
-/* Logical words of `rows` consecutive rows (layouts.md 3.7).  Only the arrays of the tensor's
+/* Logical words of `rows` consecutive rows (docs/layouts.md, introduction).  Only the arrays of the tensor's
  * category are used; all are row-major over the held rows and cover logical columns only
  * (padding is never represented). */
 typedef struct nf_words {

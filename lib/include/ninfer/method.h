@@ -1,12 +1,12 @@
-/* ninfer/method.h - the built-in conversion methods (spec/conversion.md 5.2-5.5): encoders that
+/* ninfer/method.h - the built-in conversion methods (docs/methods.md): encoders that
  * turn floating-point (or integer) source rows into the logical words of a format, ready for
  * nf_layout_encode_rows (ninfer/layout.h).
  *
- *   cast_direct     bf16 / fp32 / int32: one word per element (conversion.md 5.2)
- *   grouped_absmax  q4 / q5 / q6 / q8: the canonical reference encoder of tensor-formats.txt
- *                   section 7.2, bit for bit (conversion.md 5.3)
+ *   cast_direct     bf16 / fp32 / int32: one word per element (docs/methods.md)
+ *   grouped_absmax  q4 / q5 / q6 / q8: the canonical reference encoder of docs/formats.md
+ *                   5.5, bit for bit (docs/methods.md, grouped_absmax)
  *   grouped_search  q4 / q5 / q6 / q8: absmax plus 68 candidate scales, importance-weighted
- *                   (conversion.md 5.4)
+ *                   (docs/methods.md, grouped_search)
  *   fp8_row_maxabs  fp8_e4m3fn_row_bf16 / _fp16: BF16-rounded rows, one scale per row (5.5)
  *
  * Chunks.  A call encodes a chunk of consecutive rows [first_row, first_row + rows) of one
@@ -65,7 +65,7 @@ typedef enum nf_method_id {
 NF_API const char *nf_method_name(nf_method_id id);
 /* Exact, case-sensitive name -> id; NF_ERR_INVALID "unknown method 'x'" otherwise. */
 NF_API nf_status nf_method_find(const char *name, nf_method_id *out, nf_error *err);
-/* Does the method target this format (conversion.md 5.2 and design.md decision 5)?
+/* Does the method target this format (docs/methods.md and docs/decisions.md D5)?
  * NF_ERR_INVALID with the reason otherwise, e.g. "grouped_absmax cannot target q2_g64_fp16:
  * it requires import_encoded (trained GSQ Q2_0 codes)". */
 NF_API nf_status nf_method_check_target(nf_method_id id, const nf_format *fmt, nf_error *err);
@@ -136,7 +136,7 @@ NF_API nf_status nf_method_check_params(nf_method_id id, const nf_method_params 
  * per row) for fp8 rows. */
 
 /* cast_direct.  bf16: F32/F16 sources round to nearest even; NaN becomes the canonical quiet
- *   NaN 0x7FC0 whatever its sign and payload (torch's conversion, conversion.md 5.2); a BF16
+ *   NaN 0x7FC0 whatever its sign and payload (torch's conversion, docs/methods.md); a BF16
  *   source is copied word for word (NaN payloads included).  fp32: F32 words are copied, F16
  *   and BF16 widen exactly (NaN payloads move to the high fraction bits).  int32: integer
  *   sources must lie in [-2^31, 2^31-1]; floating sources truncate toward zero and must be
@@ -154,12 +154,12 @@ NF_API nf_status nf_grouped_absmax_rows(const nf_format *fmt, const nf_src_rows 
                                         nf_error *err);
 
 /* grouped_search (q4/q5/q6/q8): the absmax result unless one of 68 further candidate scales, in
- * conversion.md 5.4's fixed order, has a strictly smaller error
+ * docs/methods.md, grouped_search fixed order, has a strictly smaller error
  *   sum_k imp[k] * (x[k] - s * q[k])^2     (binary64, lanes summed in k order)
  * over the group's logical lanes.  Candidates round float64 -> float32 -> binary16, a nonzero
  * candidate that underflows becomes +-2^-24, an overflowing one is dropped, negative ones
  * compete only with params->negative_scales.  The extreme of the full-range candidates is the
- * first lane holding the largest magnitude (design.md decision 13); the fit x2^-1 / x2^1
+ * first lane holding the largest magnitude (docs/decisions.md D13); the fit x2^-1 / x2^1
  * candidates scale the binary16-rounded fit, as upstream's implementation does.  A group whose
  * importance is all zero keeps the absmax result.  params may be NULL (no importance,
  * positive scales only). */

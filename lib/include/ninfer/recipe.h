@@ -1,7 +1,7 @@
-/* ninfer/recipe.h - YAML conversion recipes (design.md section 3): parsing with positions,
+/* ninfer/recipe.h - YAML conversion recipes (docs/recipes.md): parsing with positions,
  * validation, and resolution of the rules against a checkpoint's tensor list.
  *
- * Semantics (spec/conversion.md 5.1):
+ * Semantics (docs/recipes.md, "How rules apply"):
  * - Every tensor starts with the defaults (format `defaults.format`, bf16 when absent; method
  *   `defaults.method` when given).  Rules apply in order; a rule changes only the fields it sets
  *   (format, layout, method, with, skip), so a later rule that sets only `format` keeps an
@@ -123,7 +123,7 @@ typedef struct nf_recipe {
     nf_recipe_pos default_format_pos, default_method_pos; /* defaults.format/method values; {0, 0} absent */
 } nf_recipe;
 
-/* What the command line allows a recipe (design.md section 7, "Trust boundaries"; finding F2).
+/* What the command line allows a recipe (docs/security.md 1.3; docs/security.md 7.1, F2).
  * `${VAR}` in a path expands only the variables named here; a path holding another one stays
  * unexpanded (nf_recipe_source.blocked) and is an error only if it is used -- a source that
  * --source replaces never is.  Messages quote paths as written, never a variable's value. */

@@ -1,4 +1,4 @@
-/* ninfer/source.h - readers of source checkpoints (spec/checkpoints.md sections 1, 2 and 6).
+/* ninfer/source.h - readers of source checkpoints (docs/security.md 2.2 and 2.3).
  *
  * One opaque handle, nf_source, over either
  *   - Hugging Face safetensors: a single file, a sharded checkpoint through its
@@ -78,7 +78,7 @@ typedef enum nf_source_kind {
     NF_SOURCE_GGUF
 } nf_source_kind;
 
-/* safetensors dtypes (checkpoints.md section 1), in the order of nf_st_dtype_name(). */
+/* safetensors dtypes (docs/security.md 2.2), in the order of nf_st_dtype_name(). */
 typedef enum nf_st_dtype {
     NF_ST_NONE = -1, /* not a safetensors tensor */
     NF_ST_BOOL = 0,
@@ -232,7 +232,7 @@ NF_API nf_status nf_source_read_f32_span(const nf_source *s, const nf_source_ten
 NF_API void nf_source_tensor_reader(const nf_source *s, const nf_source_tensor *t, nf_byte_reader *r);
 
 /* ---------------------------------------------------------------- safetensors
- * Validation follows the upstream reader (checkpoints.md section 1): u64 LE header length N <=
+ * Validation follows the upstream reader (docs/security.md 2.2): u64 LE header length N <=
  * NF_ST_MAX_HEADER_BYTES and <= file size - 8; the header a UTF-8 JSON object starting with '{'
  * (right-padding with spaces allowed), duplicate members refused; optional __metadata__ mapping
  * strings to strings; every other member {dtype, shape, data_offsets} and nothing else, a known
@@ -254,7 +254,7 @@ NF_API bool nf_source_st_metadata_at(const nf_source *s, size_t file, size_t ind
 NF_API const char *nf_source_st_metadata(const nf_source *s, size_t file, const char *key); /* NULL if absent */
 
 /* ---------------------------------------------------------------- GGUF
- * Validation follows ggml's gguf.cpp checklist (checkpoints.md section 2), each failure named:
+ * Validation follows ggml's gguf.cpp checklist (docs/security.md 2.3), each failure named:
  * magic; version 2 or 3 (v1 refused; a byte-swapped version gets a big-endian hint); n_tensors
  * and n_kv capped and checked against the bytes left; keys 1..NF_GGUF_MAX_KEY_BYTES bytes,
  * NUL-free, unique; value types 0..12; strings capped and within the file; arrays of a checked

@@ -1,4 +1,4 @@
-/* ninfer/verify.h - artifact verification at three levels (design.md section 2):
+/* ninfer/verify.h - artifact verification at three levels (docs/ninfer-verify.md):
  * structure (framing, directory, files, object ranges, encoded sizes, references), words (every
  * code and scale legal, canonical padding, zero gaps between objects, after the JSON directory
  * and in the continuation headers), checksums (metadata.checksums, xxh3-128, a closed schema).

@@ -43,7 +43,7 @@ int nf_io_link_beside(const char *target, const char *suffix, char **path_out);
  * cannot drift apart. */
 long nf_io_beside_pid(const char *tail, const char **suffix);
 
-/* One lock per output (design.md 7, "One lock per output").  The lock file of `dest` is
+/* One lock per output (docs/security.md 1.3, "One lock per output").  The lock file of `dest` is
  * ".<base>.lock" in dest's directory; nf_io_lock_beside creates it if needed (0666 less the
  * umask; never through a symbolic link) and takes an exclusive flock(2) on it without waiting.
  * Returns 0 with *fd and *path_out (malloc'ed) set, or an errno value: EWOULDBLOCK when another
@@ -61,7 +61,7 @@ void nf_io_unlock(int fd, const char *path);
 
 /* A path as error messages show it: the path itself when it has at most NF_IO_MSG_PATH bytes,
  * else its first and last bytes around "...", cut at UTF-8 character boundaries, so that a
- * message naming a few long paths keeps its reason within NF_ERROR_MESSAGE_MAX (finding M8).
+ * message naming a few long paths keeps its reason within NF_ERROR_MESSAGE_MAX (docs/security.md 7.1, M8).
  * Returns path or buf (which must hold NF_IO_MSG_PATH + 1 bytes). */
 #define NF_IO_MSG_PATH 240
 const char *nf_io_msg_path(const char *path, char *buf);

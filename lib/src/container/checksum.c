@@ -1,4 +1,4 @@
-/* XXH3-128 checksums in the canonical form design.md decision 17 fixes: the 16 bytes of
+/* XXH3-128 checksums in the canonical form docs/decisions.md D17 fixes: the 16 bytes of
  * XXH128_canonicalFromHash (big-endian, high 64 bits first) as 32 lowercase hex digits, which is
  * what `xxhsum -H2` prints.  The system libxxhash does the hashing. */
 #include <xxhash.h>

@@ -31,11 +31,11 @@
 #define NF_MAX_FILES 100000u
 /* Continuation parts the reader keeps open at once (reader.c): the least recently used one is
  * closed to open another, and reopened (and checked again) when a read needs it.  A descriptor
- * per part made a valid artifact of a few hundred parts fail under `ulimit -n 64` (finding F8);
+ * per part made a valid artifact of a few hundred parts fail under `ulimit -n 64` (docs/security.md 7.1, F8);
  * with this bound any part count up to NF_MAX_FILES works with the entry, the cache and a few
  * descriptors of the program's own. */
 #define NF_OPEN_PARTS_MAX 16u
-/* Pre-scan caps of the JSON directory (directory.c, finding C2): nesting, objects + arrays, and
+/* Pre-scan caps of the JSON directory (directory.c, docs/security.md 7, C2): nesting, objects + arrays, and
  * values (members and elements); they bound jansson's tree at about 1 GB. */
 #define NF_MAX_JSON_DEPTH 900u /* json_emit.c refuses deeper values too */
 #define NF_MAX_JSON_CONTAINERS 2000000u
@@ -78,7 +78,7 @@ typedef struct nf_dir {
     nf_strset ids; /* object id -> index */
 } nf_dir;
 
-/* Strict parse (UTF-8, duplicates, NaN, trailing data) and every record rule of container.md
+/* Strict parse (UTF-8, duplicates, NaN, trailing data) and every record rule of docs/artifact.md
  * 2.6 in the reader's order.  Strings in *dir point into *root. */
 nf_status nf_dir_parse(const uint8_t *json, size_t len, const char *entry_name, json_t **root,
                        nf_dir *dir, nf_error *err);

@@ -1,4 +1,4 @@
-/* The JSON directory: strict parse and every record rule of container.md 2.6, checked in the
+/* The JSON directory: strict parse and every record rule of docs/artifact.md 5, checked in the
  * order the upstream readers use (2.8 step 2): files, objects, components, bindings, uses,
  * metadata/provenance.  Messages name the member path ("objects[3] ('w.q8'): ...") so that a
  * user can find the defect in the JSON text.
@@ -139,7 +139,7 @@ static nf_status closed(const json_t *rec, const char *const *required, const ch
 }
 
 /* ---------------------------------------------------------------- strict JSON (2.8 step 2) */
-/* The pre-scan of common/json_prescan.h bounds what jansson would build (finding C2 of
+/* The pre-scan of common/json_prescan.h bounds what jansson would build (docs/security.md 7, C2 of
  * docs/security.md: 64 MiB of "[{},{},...]" used to cost 5 GB).  Real directories hold about 10
  * containers and 25 values per object (a 100,000-object directory: 1 M and 2.5 M), far below the
  * caps; the caps bound the parse at about 1 GB. */

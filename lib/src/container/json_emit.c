@@ -1,6 +1,6 @@
 /* JSON text byte-identical to Python's
  *   json.dumps(v, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
- * which is what the upstream writer stores (container.md 2.7 step 3).  jansson's own dumper
+ * which is what the upstream writer stores (docs/artifact.md 6 item 3).  jansson's own dumper
  * differs (number formatting, escapes), and upstream readers compare nothing byte-wise, but
  * our artifacts must be byte-for-byte what the upstream writer would produce. */
 #include <math.h>

@@ -1,10 +1,10 @@
-/* The artifact reader (container.md 2.8): framing and the whole directory are checked at open;
+/* The artifact reader (docs/artifact.md 7): framing and the whole directory are checked at open;
  * continuation parts are opened lazily, on the first read that needs them, with their header,
  * index, artifact_id and size checked; range reads are routed across the file segments and go
  * through pread or a read-only mapping.  Per-object checks are deferred to
  * nf_artifact_check_object so that an artifact holding an unknown format still opens.
  *
- * Open parts are a bounded cache (NF_OPEN_PARTS_MAX, container_internal.h; finding F8): the
+ * Open parts are a bounded cache (NF_OPEN_PARTS_MAX, container_internal.h; docs/security.md 7.1, F8): the
  * entry stays open, at most that many continuation parts hold a descriptor at once, the least
  * recently used idle one is closed to open another, and a closed part is reopened on demand
  * and checked again like the first time, plus that it is still the file first checked (same
@@ -12,7 +12,7 @@
  * A mapped part (NF_READ_MMAP) keeps its mapping and no descriptor.  Reads hold a part only
  * for the duration of one pread; a reader that finds every cached part busy waits for one.
  *
- * Status classes (design.md decision 18): the entry failing to open or read is NF_ERR_IO; every
+ * Status classes (docs/decisions.md D18): the entry failing to open or read is NF_ERR_IO; every
  * contract violation, including a missing or foreign part, is NF_ERR_INVALID. */
 #include <errno.h>
 #include <fcntl.h>
@@ -138,7 +138,7 @@ static nf_status open_entry(nf_artifact *a, part_state *entry, nf_error *err)
     if (size < NF_HEADER_BYTES) {
         /* A file of /proc or /sys says it is regular and 0 bytes long, then reads fail
          * (/proc/self/mem) or return text: not a file of ours, and not an invalid artifact
-         * either, so a system error like a device (design.md section 2: exit 3).  A file that
+         * either, so a system error like a device (docs/decisions.md, "Exit statuses": exit 3).  A file that
          * reads back exactly its size is a short artifact (invalid, exit 1). */
         uint8_t probe[NF_HEADER_BYTES + 1];
         size_t got = 0;

@@ -1,4 +1,4 @@
-/* How an artifact is split into files: the split policy (container.md 2.5) and continuation
+/* How an artifact is split into files: the split policy (docs/artifact.md 4) and continuation
  * file naming (2.2). */
 #include <stdio.h>
 #include <stdlib.h>

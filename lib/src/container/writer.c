@@ -1,11 +1,11 @@
-/* The artifact writer (container.md 2.7, the upstream Python ArtifactWriter of P-5478).
+/* The artifact writer (docs/artifact.md 6, the upstream Python ArtifactWriter of P-5478).
  *
  * plan (add_*)  -> objects laid out in the given order, tensors 256-aligned, resources packed;
  * begin         -> directory JSON in upstream member order, compact, padded with spaces to the
  *                  reserve, file table per the split policy; destinations refused if they are
  *                  not regular files, or exist (unless overwriting); the output's lock taken
  *                  (".<name>.lock", held until the commit or the rollback: one writer per
- *                  output, design.md 7); one temp file per destination in the destination
+ *                  output, docs/security.md 1.3); one temp file per destination in the destination
  *                  directory, truncated to its final size (gaps read as zero), headers and JSON
  *                  written;
  * write         -> positional writes routed across files; each object byte exactly once; with
@@ -306,7 +306,7 @@ static nf_status create_files(nf_writer *w, const uint64_t *segs, size_t n, nf_e
         if (!f->dest) return nf_wr_nomem(err);
     }
     /* 2.7 step 5: refuse existing destinations before creating anything.  One that is not a
-     * regular file is never replaced, overwrite or not (design.md 7): publishing renames a file
+     * regular file is never replaced, overwrite or not (docs/security.md 1.3): publishing renames a file
      * over the name, which would replace a FIFO, a device node or a symbolic link (not write
      * into it or through it); an artifact cannot be streamed. */
     for (size_t i = 0; i < n; i++) {

@@ -60,8 +60,8 @@ static json_t *files_json(const nf_writer *w, const uint64_t *segs, size_t n)
 }
 
 /* The reader refuses more than NF_MAX_JSON_BYTES of directory (reader.c): so does the writer,
- * before anything is created (design.md 7: every cap a reader enforces is checked by the writer
- * before publishing; finding F11). */
+ * before anything is created (docs/security.md 1.3: every cap a reader enforces is checked by the writer
+ * before publishing; docs/security.md 7.1, F11). */
 static nf_status too_big(uint64_t bytes, bool more, nf_error *err)
 {
     return nf_error_set(err, NF_ERR_INVALID, "%s%llu bytes of JSON, beyond the reader's cap of %llu bytes "

@@ -31,7 +31,7 @@
 #define DIGEST_LOCKS 64u
 #define CHECKSUM_ZEROS "00000000000000000000000000000000"
 /* A path as messages show it (common/io.h, nf_io_msg_path): a long one is shortened in the
- * middle, so the message keeps its reason (finding M8).  The buffer is a compound literal: it
+ * middle, so the message keeps its reason (docs/security.md 7.1, M8).  The buffer is a compound literal: it
  * lives until the end of the enclosing block, past the nf_error_* call it is an argument of. */
 #define MP(path) nf_io_msg_path((path), (char[NF_IO_MSG_PATH + 1]){0})
 
@@ -128,7 +128,7 @@ struct nf_writer {
     size_t dir_sum_pos;
     /* the output's lock (common/io.h, nf_io_lock_beside): held from before the first temp file
      * until the commit or the rollback, so that two writers of one output never publish a
-     * mixed set (design.md 7) */
+     * mixed set (docs/security.md 1.3) */
     int lock_fd;
     char *lock_path;
     pthread_mutex_t lock; /* coverage bookkeeping: writes may come from several threads */

@@ -124,7 +124,7 @@ static nf_status check_coverage(nf_writer *w, nf_error *err)
     return NF_OK;
 }
 
-/* design.md 4: each object's digest from its bytes as written (streamed as they were written,
+/* docs/artifact.md 8: each object's digest from its bytes as written (streamed as they were written,
  * or, for an object whose stream was given up, read back from the temp files), then the
  * directory digest over header + JSON with its own digits still zero. */
 static nf_status fill_checksums(nf_writer *w, nf_error *err)

@@ -25,7 +25,7 @@
 #include "stats/stats.h"
 
 #define DEFAULT_CHUNK_VALUES ((uint64_t)1 << 18)
-/* A path as messages show it: shortened in the middle when long (common/io.h, finding M8). */
+/* A path as messages show it: shortened in the middle when long (common/io.h, docs/security.md 7.1, M8). */
 #define MP(path) nf_io_msg_path((path), (char[NF_IO_MSG_PATH + 1]){0})
 
 /* ---------------------------------------------------------------- source rows -> words */
@@ -877,7 +877,7 @@ static const char *output_role(const char *name, const char *base, bool report)
     return NULL;
 }
 
-/* No input is ever replaced, --force or not (design.md 7, finding F1): no file the run creates,
+/* No input is ever replaced, --force or not (docs/security.md 1.3, docs/security.md 7.1, F1): no file the run creates,
  * replaces or removes for OUT (every name output_role knows, found in OUT's directory) may be an
  * input, by its name or as another link to the same file. */
 static nf_status refuse_inputs(const input_set *in, const char *output, bool report, nf_error *err)
@@ -919,7 +919,7 @@ static nf_status refuse_inputs(const input_set *in, const char *output, bool rep
 }
 
 /* Before anything is written: no output is an input, and the report (when there is one) is no
- * special file (design.md 7: never replaced; it is published by rename like the artifact), nor
+ * special file (docs/security.md 1.3: never replaced; it is published by rename like the artifact), nor
  * an existing file without force. */
 static nf_status prepare_outputs(const input_set *in, const nf_convert_options *opt, const char *report_path,
                                  nf_error *err)
@@ -992,7 +992,7 @@ nf_status nf_plan_execute(nf_plan *p, const nf_convert_options *opt, nf_error *e
     nf_status st = collect_inputs(p, &in, err);
     if (st == NF_OK) st = prepare_outputs(&in, opt, report_path, err);
     /* --force --no-report removes the report of the artifact it replaces, unless that is an input
-     * or not a regular file (never replaced, design.md 7). */
+     * or not a regular file (never replaced, docs/security.md 1.3). */
     struct stat rsb;
     bool report_regular = nf_io_lstat(report_path, &rsb) != 0 || S_ISREG(rsb.st_mode);
     bool replace_report = opt->force && report_regular && (opt->report || !input_of(&in, report_path));

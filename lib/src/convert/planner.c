@@ -253,7 +253,7 @@ static bool used_as_imatrix(const nf_recipe *r, const char *name)
 /* A source the recipe names is read wherever it is: a checkpoint or an imatrix is parsed by the
  * strict readers and only tensors become objects.  What the recipe publishes byte for byte -- a
  * resource -- must be inside what the command line allows (add_resource; docs/recipes.md, "What
- * a recipe may read"; finding F2).  A source path that holds a variable the command line does
+ * a recipe may read"; docs/security.md 7.1, F2).  A source path that holds a variable the command line does
  * not allow is refused here, naming the variable, never its value. */
 static nf_status check_source_variable(const nf_recipe *r, const nf_recipe_source *rs, nf_error *err)
 {
@@ -340,7 +340,7 @@ static nf_status prepare_import(const plan_source *s, const nf_source_tensor *t,
         nf_import_kind kind;
         /* ModelOpt names a weight's codes <p>.weight, compressed-tensors <p>.weight_packed; both
          * read <p>.weight_scale.  A checkpoint holding both for one <p> would be imported twice,
-         * each time with a scale tensor of unknown convention (finding M9): it is ambiguous,
+         * each time with a scale tensor of unknown convention (docs/security.md 7.1, M9): it is ambiguous,
          * whichever of the two the rules select. */
         const nf_source_tensor *other = companion(src, t->name, ".weight", ".weight_packed");
         if (!other) other = companion(src, t->name, ".weight_packed", ".weight");
@@ -511,7 +511,7 @@ static void plan_tensor(nf_plan *p, const plan_source *s, tensor_plan *tp, probl
 
 /* ---------------------------------------------------------------- re-encoded sources */
 /* What an object does to a source tensor that is already encoded, when it does not import it
- * (finding M5: quick mode turns GGUF block tensors into bf16 and F8 weights into bf16 without a
+ * (docs/security.md 7.1, M5: quick mode turns GGUF block tensors into bf16 and F8 weights into bf16 without a
  * word).  A GGUF block tensor is read through ggml's dequantization and encoded again: lossy
  * unless the format is fp32, and import_encoded into its gguf_* format keeps the blocks exactly.
  * An F8 tensor's codes widen exactly to bf16 and fp32, but they are not the weight's values when
@@ -703,7 +703,7 @@ static int compare_ptr(const void *a, const void *b)
 }
 /* Group membership and tensor lookups by name are hashed: a recipe may hold up to 200,000 YAML
  * nodes of group members, and a scan of every group for every tensor (and of every tensor for
- * every member) would be their product (finding F9). */
+ * every member) would be their product (docs/security.md 7.1, F9). */
 typedef struct name_index {
     nf_strset members; /* member name -> group index */
     nf_strset tensors; /* tensor name -> index into the tensor plans */
@@ -1046,7 +1046,7 @@ json_t *nf_plan_describe(const nf_plan *p)
 /* Under SOURCE_DATE_EPOCH the artifact id used to be derived from the plan's description --
  * names, shapes, formats -- and the epoch alone: two checkpoints with the same names and shapes
  * got the same id, so an entry of one passed `verify --quick` with the parts of the other and
- * `dequant --all` read mixed data (finding F13).  The id must bind the content.  The encoded
+ * `dequant --all` read mixed data (docs/security.md 7.1, F13).  The id must bind the content.  The encoded
  * objects would do, but their digests are known only after the id is written into every part
  * header; the bytes the plan reads are known before, and hashing them costs one sequential read
  * of the checkpoint (XXH3 runs far faster than the read; docs/ninfer-convert.md has the figures). */

@@ -1,5 +1,5 @@
 /* ggml block dequantizers for the 18 imported gguf_* formats (internal).  Each reproduces
- * ggml-quants.c's dequantize_row_* bit for bit (spec/ggml-blocks.md, spec/ggml-tables/). */
+ * ggml-quants.c's dequantize_row_* bit for bit (docs/formats.md 8.3). */
 #ifndef NINFER_FORMAT_GGML_H
 #define NINFER_FORMAT_GGML_H
 

@@ -1,6 +1,6 @@
 /* ggml block dequantizers for the 18 imported gguf_* formats.
  *
- * Written from spec/ggml-blocks.md (sections 4-21); each reproduces ggml's dequantize_row_* at
+ * Written from ggml-common.h and docs/formats.md 8.3; each reproduces ggml's dequantize_row_* at
  * ggml-org/ggml d99724f2 bit for bit.  Rules followed throughout, because they are what makes
  * the results bit-exact (spec sections 2.4-2.6):
  *   - every intermediate is a float; each product/sum is its own expression, written in ggml's

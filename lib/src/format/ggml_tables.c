@@ -2,7 +2,7 @@
  *
  * Constant tables of ggml's i-quant block formats.  Provenance: the values are
  * ggml's (src/ggml-common.h at ggml-org/ggml d99724f2b141fed9e1a9f402213506c081433465),
- * as transcribed by spec/ggml-blocks.md section 3 into ggml-tables/.
+ * as transcribed by docs/formats.md 8.3 into ggml-tables/.
  * Inputs (SHA-256):
  *   kmask_iq2xs.txt      fc29ca177c46a4f7cdf9b8379e1f7219512b27e250011f50178f86dc40846891
  *   ksigns_iq2xs.txt     f3be04c5052a08a74ae2a01fe0d7c5269e43918c36e9e229626b4a996671deac

@@ -1,6 +1,6 @@
 /* Constant tables of ggml's i-quant block formats (internal).  Defined in ggml_tables.c, which
- * scripts/gen_ggml_tables.py generates from the spec's ggml-tables/ files (spec/ggml-blocks.md
- * section 3 says how each is indexed).
+ * scripts/gen_ggml_tables.py generates from the spec's ggml-tables/ files (how each
+ * is indexed: docs/formats.md 8.3).
  *
  * Grid entries are kept as the integers the spec lists; value j of an entry is
  * (entry >> 8j) & 0xFF, read by shifting so the host's byte order never matters. */

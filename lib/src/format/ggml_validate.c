@@ -1,10 +1,10 @@
 /* Non-finite scales of ggml blocks (ggml.h).  Every d and dmin field of the 18 gguf_* block
- * types is a binary16 (spec/ggml-blocks.md 2.3); one that is NaN or infinite makes the block's
+ * types is a binary16 (docs/formats.md 8.3); one that is NaN or infinite makes the block's
  * values NaN or infinite, which is how quantized checkpoints most often ship broken, and ggml's
  * own ggml_validate_row_data refuses such a block.  The import refuses them and ninfer-verify
  * reports them as invalid words (docs/formats.md 8.1).
  *
- * Where the fields are (spec/ggml-blocks.md sections 4-21): d at byte 0 of Q8_0, Q4_0, Q5_0,
+ * Where the fields are (ggml-common.h block structs; docs/formats.md 8): d at byte 0 of Q8_0, Q4_0, Q5_0,
  * Q2_0 and of every IQ type but IQ1_M; d and dmin at 0 and 2 of Q4_K and Q5_K, at 80 and 82 of
  * Q2_K; d at 108 of Q3_K and at 208 of Q6_K; IQ1_M's d is the top nibbles of its four scale
  * words at 48..55.  The sub-block scales are small integers and cannot be non-finite.
@@ -41,7 +41,7 @@ static bool layout_of(const nf_format *fmt, scale_layout *l)
 
 static inline uint32_t le16(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8; }
 
-/* IQ1_M: h = nibble 3 of w0 | nibble 3 of w1 << 4 | ... (spec/ggml-blocks.md 21). */
+/* IQ1_M: h = nibble 3 of w0 | nibble 3 of w1 << 4 | ... (ggml's dequantize_row_iq1_m). */
 static inline uint32_t iq1m_d(const uint8_t *b)
 {
     return (le16(b + 48) >> 12) | (le16(b + 50) >> 12) << 4 | (le16(b + 52) >> 12) << 8 | (le16(b + 54) >> 12) << 12;

@@ -1,5 +1,5 @@
 /* Represented values of the quantized and integer formats as binary32: the conformance oracle
- * (spec/tensor-formats.txt sections 3.3, 3.4, 6.2; design.md section 9 items 14-16).
+ * (docs/formats.md 5.3, 6.1, 7.1; docs/decisions.md D14-D16).
  *
  * The grouped, FP8 and NVFP4 equations are single binary32 operations whose operands are exact
  * decodes, so plain float arithmetic under IEEE round-to-nearest-even is the specification

@@ -1,5 +1,5 @@
-/* The closed registry of the 30 numeric formats (spec/tensor-formats.txt section 1,
- * spec/layouts.md sections 3 and 4).
+/* The closed registry of the 30 numeric formats (docs/formats.md 1,
+ * docs/layouts.md 1 and docs/formats.md 1).
  *
  * The table is the single source of every per-format constant; nothing else in the library
  * should spell a group size or a ggml type id.  Its order must match nf_format_id so that

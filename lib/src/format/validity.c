@@ -1,5 +1,5 @@
-/* Word-level validity of the quantized formats (spec/tensor-formats.txt sections 3.3, 3.4 and
- * 5; spec/layouts.md section 4).  Every predicate is total: a NULL or wrong-category format
+/* Word-level validity of the quantized formats (docs/formats.md 5.4, 6.2, 7.2
+ * and 9).  Every predicate is total: a NULL or wrong-category format
  * makes a word invalid rather than crashing, since formats come from untrusted artifacts. */
 #include <ninfer/format.h>
 

@@ -1,4 +1,4 @@
-/* compressed-tensors FP8 rows -> fp8_e4m3fn_row_bf16 (checkpoints.md 4, conversion.md 5.6):
+/* compressed-tensors FP8 rows -> fp8_e4m3fn_row_bf16 (docs/methods.md, import_encoded):
  * E4M3FN codes copied as they are; the row multiplier is the checkpoint's BF16 word, or its F32
  * word rounded to BF16 once (nearest, ties to even); a per-tensor scale repeats on every row. */
 #include <stdio.h>
@@ -128,7 +128,7 @@ nf_status nf_import_fp8_rows(const nf_import *imp, const nf_import_chunk *c, nf_
                 return nf_import_fail(err, NF_ERR_INVALID, imp->name,
                                       "row %" PRIu64 " col %" PRIu64 ": E4M3FN code 0x%02X is NaN, outside the %s contract",
                                       row, j, w, imp->target->name);
-            /* A +0 row scale admits only signed-zero codes (tensor-formats.txt): a nonzero code
+            /* A +0 row scale admits only signed-zero codes (docs/formats.md 7.2): a nonzero code
              * there would claim a value the format cannot represent. */
             if (s == 0 && (w & 0x7F) != 0) {
                 /* Name the source word too: an F32 scale may have been a tiny positive value

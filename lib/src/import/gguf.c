@@ -1,4 +1,4 @@
-/* Imports of GGUF block tensors (conversion.md 5.6, layouts.md 3.6):
+/* Imports of GGUF block tensors (docs/methods.md, import_encoded, docs/layouts.md 8):
  *   any ggml block type -> the gguf_* format of the same type: whole rows copied;
  *   GSQ Q2_0 (42) -> q2_g64_fp16, Q8_0 (8) -> q8_g32_fp16, PQ2_0 (142) -> t2_g128_fp16: each
  *   block split into its scale word and its codes, both kept bit for bit.
@@ -109,7 +109,7 @@ static nf_status bad_scale(const nf_import *imp, uint64_t row, uint64_t block, c
                           block, src, d, why, imp->target->name);
 }
 
-/* Q2_0 -> q2: tensor-formats.txt lets Q2 keep every finite scale word (both zeros and
+/* Q2_0 -> q2: docs/decisions.md D11 lets Q2 keep every finite scale word (both zeros and
  * subnormals included) and every code under any scale, so only non-finite scales are refused. */
 static nf_status q2_row(const nf_import *imp, const uint8_t *src, uint64_t row, int8_t *codes, uint16_t *scales,
                         nf_error *err)
@@ -128,7 +128,7 @@ static nf_status q2_row(const nf_import *imp, const uint8_t *src, uint64_t row, 
     return NF_OK;
 }
 
-/* Q8_0 -> q8: the general grouped rules hold (ambiguities.md 11): no -0 or non-finite scale,
+/* Q8_0 -> q8: the general grouped rules hold (docs/decisions.md D11): no -0 or non-finite scale,
  * no -128, and a +0 scale only over zero codes. */
 static nf_status q8_row(const nf_import *imp, const uint8_t *src, uint64_t row, int8_t *codes, uint16_t *scales,
                         nf_error *err)

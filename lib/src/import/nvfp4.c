@@ -1,4 +1,4 @@
-/* NVFP4 imports (checkpoints.md 3 and 4, conversion.md 5.6): ModelOpt and compressed-tensors
+/* NVFP4 imports (docs/methods.md, import_encoded): ModelOpt and compressed-tensors
  * hold the same codes and block scales; they differ in the tensor-level scalar.  ModelOpt's
  * weight_scale_2 multiplies (w = e2m1 * e4m3 * m), compressed-tensors' weight_global_scale
  * divides (w = e2m1 * e4m3 / g), and nvfp4 stores a divisor d_w, so ModelOpt's is inverted. */
@@ -131,7 +131,7 @@ static nf_status check_stack(const nf_import *src, size_t count, uint64_t *rows,
         if (src[i].divisor != src[0].divisor) *differ = true;
     }
     if (*differ) {
-        /* One divisor word per source, each covering N / divisors rows (layouts.md 3.3). */
+        /* One divisor word per source, each covering N / divisors rows (docs/layouts.md 5). */
         for (size_t i = 0; i < count; i++) {
             if (src[i].rows != src[0].rows || src[i].rows % 128 != 0)
                 return nf_import_fail(err, NF_ERR_INVALID, src[i].name,

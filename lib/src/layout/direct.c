@@ -1,4 +1,4 @@
-/* contiguous_le_v1 (layouts.md 3.1): C-order little-endian words, no padding.  Words are copied
+/* contiguous_le_v1 (docs/layouts.md 3): C-order little-endian words, no padding.  Words are copied
  * bit for bit (NaN payloads, -0, subnormals); there are no word rules to check. */
 #include <stdlib.h>
 

@@ -1,4 +1,4 @@
-/* The FP8 row layouts: row_scale_v1 (layouts.md 3.4: code plane N*K, zeros up to a 256-aligned
+/* The FP8 row layouts: row_scale_v1 (docs/layouts.md 6: code plane N*K, zeros up to a 256-aligned
  * plane of LE BF16 row scales) and row_interleaved_v1 (3.5: each row record is its K codes
  * followed immediately by its LE binary16 scale, no padding anywhere). */
 #include <inttypes.h>
@@ -30,7 +30,7 @@ static bool fp8_any_nan(const uint8_t *codes, uint64_t n)
     return bad != 0;
 }
 
-/* Word rules of one row (tensor-formats: E4M3FN codes not NaN, scale sign-clear and finite, a
+/* Word rules of one row (docs/formats.md 7.2: E4M3FN codes not NaN, scale sign-clear and finite, a
  * +0 scale admits only signed-zero codes).  Every bad code is reported. */
 static void fp8_check_row(const nf_geometry *g, uint64_t row, const uint8_t *codes, uint64_t code_at,
                           uint16_t scale, uint64_t scale_at, nf_problems *pr)

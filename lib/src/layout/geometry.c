@@ -1,4 +1,4 @@
-/* Geometry of every layout (layouts.md 3.1-3.6): shape rules, checked encoded size and the plane
+/* Geometry of every layout (docs/layouts.md 3-8): shape rules, checked encoded size and the plane
  * table; and the row spans of a row range.  Shapes come from untrusted directories, so every
  * size is computed with the checked U64 helpers and an overflow is an error. */
 #include <inttypes.h>

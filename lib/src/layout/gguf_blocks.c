@@ -1,4 +1,4 @@
-/* gguf_blocks_v1 (layouts.md 3.6) and the raw_bytes_v1 resource encoding: rows of opaque bytes
+/* gguf_blocks_v1 (docs/layouts.md 8) and the raw_bytes_v1 resource encoding: rows of opaque bytes
  * copied verbatim; a resource is a single row of `bytes` bytes.  ggml blocks carry their own
  * scales, which are ggml's business, with one word rule: no binary16 scale field (d, dmin) is
  * NaN or infinite, as ggml's ggml_validate_row_data has it (docs/formats.md 8.1); the fields

@@ -29,7 +29,7 @@
  * word s (0..255) and code c (0..15), computed exactly as nf_nvfp4_value does. */
 #define NF_NVFP4_TABLE_SIZE 4096u
 
-/* The word rules of a grouped format (formats.md; format/validity.c) in the form the scan
+/* The word rules of a grouped format (docs/formats.md 5.4; format/validity.c) in the form the scan
  * kernels take them (nf_grouped_rules_for): a code q is legal when code_min <= q <= code_max; a
  * binary16 scale word is valid when it is finite (exponent field not all ones) and is not -0
  * unless neg_zero_ok (Q2 keeps imported -0 scales); a +0 scale requires every code of its group
@@ -82,7 +82,7 @@ typedef struct nf_layout_kernels {
     /* The n scale words against r: NF_SCALES_INVALID when some word is not a valid scale, plus
      * NF_SCALES_ZERO_RULE when some word requires zero codes in its group; 0 when neither. */
     unsigned (*grouped_scales)(const nf_grouped_rules *r, const uint16_t *scales, size_t n);
-    /* Pack one row_split row (layouts.md 4.3-4.5): codes [0, k) and lanes - k padding lanes of
+    /* Pack one row_split row (docs/layouts.md 4.3-4.5): codes [0, k) and lanes - k padding lanes of
      * code 0 (lanes a multiple of 128, >= k: the row's physical lanes, padding groups included)
      * into the row's base bytes (lanes * b' / 8, b' = 2, 4 or 8 stored bits per lane) and, for
      * Q5/Q6, its high bytes (lanes * (b - 4) / 8; the row's groups are contiguous in both planes,

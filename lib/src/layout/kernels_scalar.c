@@ -121,7 +121,7 @@ static void nvfp4_row_scalar(const uint8_t *codes, const uint8_t *scales, size_t
 }
 
 /* Codes [c0, c1) of a row, one at a time; lane c of the row lives at base bit c*b' (b' = 2, 4 or 8
- * stored bits) and, for Q5/Q6, high bit c*(b-4) (layouts.md 3.2: groups are contiguous in both
+ * stored bits) and, for Q5/Q6, high bit c*(b-4) (docs/layouts.md 4: groups are contiguous in both
  * planes). */
 static void rs_unpack_lanes(const nf_rs_params *p, const uint8_t *base, const uint8_t *high, size_t c0, size_t c1,
                             int8_t *codes)
@@ -310,7 +310,7 @@ static inline void pack8_high(unsigned bits, uint64_t x, uint8_t *h)
     }
 }
 
-/* The scalar packer (layouts.md 4.3-4.5), eight lanes at a time as 64-bit words: lane c of the
+/* The scalar packer (docs/layouts.md 4.3-4.5), eight lanes at a time as 64-bit words: lane c of the
  * row (code 0 from k on) has the stored word u = (q + bias) mod 2^b; base byte j holds lanes
  * j*n .. j*n + n - 1 (n = 8 / b' lanes per byte, the lowest lane in the lowest bits); for Q5/Q6
  * the bits of u above bit 3 go to the high plane the same way, b - 4 bits per lane.  The range

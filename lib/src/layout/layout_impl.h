@@ -132,7 +132,7 @@ extern const nf_layout_ops nf_layout_ops_raw;
 /* The operations of g's layout (NULL for a geometry without a layout). */
 const nf_layout_ops *nf_layout_ops_of(const nf_geometry *g);
 
-/* nvfp4 scale plane: offset of natural scale [row, group] inside the plane (layouts.md 3.3). */
+/* nvfp4 scale plane: offset of natural scale [row, group] inside the plane (docs/layouts.md 5). */
 static inline uint64_t nf_nvfp4_swizzle(uint64_t row, uint64_t group, uint64_t k)
 {
     uint64_t k_tiles = k / 64, row_tile = row / 128, row_inner = row % 128;

@@ -1,4 +1,4 @@
-/* block_scale_k16_m128x4_v1 (layouts.md 3.3): row-major packed E2M1 codes (low nibble = smaller
+/* block_scale_k16_m128x4_v1 (docs/layouts.md 5): row-major packed E2M1 codes (low nibble = smaller
  * k), zero bytes up to a 256-aligned scale plane of E4M3FN block scales swizzled in 512-byte
  * tiles of 128 rows x 4 groups, then `divisors` FP32 words.  A 128-row tile of the scale plane
  * is 128 * K/16 contiguous bytes, which is why encodes, row views and gathers work in multiples

@@ -1,4 +1,4 @@
-/* The closed registry of the 7 storage layouts (layouts.md section 3, registry table) and the
+/* The closed registry of the 7 storage layouts (docs/layouts.md 1) and the
  * format/layout compatibility table. */
 #include <string.h>
 
@@ -87,7 +87,7 @@ const nf_layout_ops *nf_layout_ops_of(const nf_geometry *g)
     return NULL;
 }
 
-/* row_split_k128_v1 per-format constants (layouts.md 3.2 table), derived from the format's
+/* row_split_k128_v1 per-format constants (docs/layouts.md 4.1), derived from the format's
  * code width and group size: base packing holds 8 bits per lane for Q8, 2 for Q2/T2 and the
  * low nibble for Q4/Q5/Q6, whose bits above bit 3 go to the high plane. */
 bool nf_rs_params_for(const nf_format *fmt, nf_rs_params *p)

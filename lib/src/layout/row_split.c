@@ -1,4 +1,4 @@
-/* row_split_k128_v1 (layouts.md 3.2): grouped signed codes in a base plane (and, for Q5/Q6, a
+/* row_split_k128_v1 (docs/layouts.md 4): grouped signed codes in a base plane (and, for Q5/Q6, a
  * high-bit plane) plus one binary16 scale per physical group, rows padded to K_pad =
  * align_up(K,128).  Padding lanes hold logical code 0 (Q2: stored word 01), wholly physical
  * groups hold scale 0x0000 and codes 0. */

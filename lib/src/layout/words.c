@@ -1,4 +1,4 @@
-/* Logical words (layouts.md 3.7): allocation, word-level legality and reconstruction to binary32;
+/* Logical words (docs/layouts.md, introduction): allocation, word-level legality and reconstruction to binary32;
  * and the memory byte reader. */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -288,7 +288,7 @@ nf_status nf_words_check(const nf_geometry *g, const nf_words *w, uint64_t first
         if (w->rows == 0 && !w->divisors) return NF_OK;
         return check_nvfp4(g, w, first_row, err);
     case NF_CAT_FP8_ROW: return w->rows ? check_fp8(g, w, first_row, err) : NF_OK;
-    case NF_CAT_DIRECT: /* every direct word is valid (tensor-formats: all 2^16 / 2^32 words) */
+    case NF_CAT_DIRECT: /* every direct word is valid (docs/formats.md 4: all 2^16 / 2^32 words) */
         break;
     case NF_CAT_GGUF: { /* ggml's blocks, kept byte for byte, but no NaN or infinite scale (docs/formats.md 8.1) */
         uint64_t per_row = g->cols / g->format->block_values;
@@ -384,7 +384,7 @@ nf_status nf_words_to_f32(const nf_geometry *g, const nf_words *w, uint64_t firs
         uint64_t per = g->rows / g->divisors;
         size_t spr = k / 16;
         for (size_t r = 0; r < rows; r++) {
-            /* The divisor of the row's own source matrix (layouts.md 3.3). */
+            /* The divisor of the row's own source matrix (docs/layouts.md 5). */
             const float *table = nf_nvfp4_table_cached(kern, w->divisors[(first_row + r) / per]);
             kern->nvfp4_row(w->codes8 + r * k, w->scales8 + r * spr, k, table, out + r * k);
         }

@@ -1,12 +1,12 @@
-/* cast_direct (conversion.md 5.2): one direct word per source element.
+/* cast_direct (docs/methods.md): one direct word per source element.
  *
  * Upstream does `values.to(dtype)` in torch, so its conversions are torch's: FP32 -> BF16 rounds
  * to nearest even and turns every NaN into the canonical 0x7FC0; widening to FP32 is exact;
  * float -> int32 truncates toward zero; int32 refuses values outside [-2^31, 2^31 - 1].  A
- * source of the target's own type is copied word for word (tensor-formats.txt: "persistence
+ * source of the target's own type is copied word for word (docs/formats.md 4: "persistence
  * from the same source type is bitwise identity"), NaN payloads included.
  *
- * One departure from torch (finding F4, docs/methods.md): a finite source value whose nearest
+ * One departure from torch (docs/security.md 7.1, F4, docs/methods.md): a finite source value whose nearest
  * bfloat16 is an infinity (|x| at or above 0x7F7F8000, the midpoint past the largest finite
  * bf16) is refused, naming tensor, row and column, like a scale that overflows binary16 in the
  * grouped methods; torch would store +-inf silently and the artifact would still verify.  An
@@ -148,7 +148,7 @@ static nf_status to_int32(const nf_src_rows *src, size_t k, nf_words *out, nf_er
                                                nf_method_col(src, c), v);
                 }
             }
-            /* Two's complement word of v (tensor-formats.txt: u = v mod 2^32). */
+            /* Two's complement word of v (docs/formats.md 4: u = v mod 2^32). */
             dst[c] = (uint32_t)(int32_t)v;
         }
     }

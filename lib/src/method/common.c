@@ -55,7 +55,7 @@ nf_status nf_method_check_target(nf_method_id id, const nf_format *fmt, nf_error
     case NF_METHOD_GROUPED_SEARCH:
         if (fmt->category != NF_CAT_GROUPED)
             return cannot_target(id, fmt, "it targets the grouped integer formats q4, q5, q6 and q8", err);
-        /* conversion.md 5.2 (q2) and design.md decision 5 (t2): both formats hold trained or
+        /* docs/methods.md (q2) and docs/decisions.md D5 (t2): both formats hold trained or
          * ternary checkpoints whose codes are imported, never requantized. */
         if (fmt->id == NF_FMT_Q2_G64_FP16)
             return cannot_target(id, fmt, "it requires import_encoded (trained GSQ Q2_0 codes)", err);

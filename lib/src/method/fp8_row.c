@@ -1,4 +1,4 @@
-/* fp8_row_maxabs (conversion.md 5.5, tensor-formats.txt "The fp8_row_maxabs producer"): E4M3FN
+/* fp8_row_maxabs (docs/methods.md, fp8_row_maxabs, docs/formats.md 7.3): E4M3FN
  * codes with one BF16 or binary16 multiplier per row.
  *
  * Upstream casts the source to BF16 first (torch `.to(bfloat16)`, nearest even) and quantizes
@@ -18,7 +18,7 @@
 #define E4M3_MAX 448.0f
 #define NF_FP8_BLOCK 256 /* columns handled at a time: the scratch stays on the stack */
 
-/* x[0..n) := BF16(x) with conversion.md 5.5's nearest-even formula (torch's rounding for finite
+/* x[0..n) := BF16(x) with docs/methods.md, fp8_row_maxabs nearest-even formula (torch's rounding for finite
  * values).  Returns the largest magnitude word before rounding in *src_max and after it in the
  * result: a source word >= 0x7F800000 is a non-finite value, a rounded one an overflow of BF16.
  * (The formula is only applied for the result; on a NaN word it could wrap, which is why the

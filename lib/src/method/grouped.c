@@ -1,5 +1,5 @@
-/* grouped_absmax (tensor-formats.txt section 7.2, conversion.md 5.3) and grouped_search
- * (conversion.md 5.4) for q4/q5/q6/q8.
+/* grouped_absmax (docs/formats.md 5.5, docs/methods.md, grouped_absmax) and grouped_search
+ * (docs/methods.md, grouped_search) for q4/q5/q6/q8.
  *
  * Both work one logical group at a time: the group's values are widened to binary32 into a
  * stack buffer and everything else is a pure function of that buffer (and, for the search, the
@@ -111,7 +111,7 @@ static nf_status nonfinite_error(nf_error *err, const nf_src_rows *src, uint64_t
 
 /* The canonical scale word of a group with amax > 0: f16(f32(amax / qmax)), 2^-24 when that
  * underflows to +0; false when it overflows to infinity (amax / qmax >= 65520).  f32(amax /
- * qmax) is the same number as conversion.md's float32(float64(amax) / qmax): the binary64
+ * qmax) is the same number as docs/methods.md's float32(float64(amax) / qmax): the binary64
  * quotient of binary32 operands double-rounds innocuously to binary32. */
 static bool absmax_scale(float amax, const grouped_spec *g, uint16_t *word)
 {
@@ -247,7 +247,7 @@ static double least_squares(const search_group *sg, const int8_t *q)
 }
 
 /* Upstream's _round_scales: float64 -> float32 -> float16, a nonzero candidate that underflows
- * to (either) zero becomes the smallest subnormal of its sign (design.md decision 6), overflow
+ * to (either) zero becomes the smallest subnormal of its sign (docs/decisions.md D6), overflow
  * gives the infinity word which valid() rejects.  Magnitudes >= 65536 are infinite in binary16
  * however they round, and are caught first so the double -> float conversion never overflows. */
 static uint16_t round_candidate(double c)
@@ -296,7 +296,7 @@ static double search_ratio(int i) { return (double)(70 + 2 * i) / 100.0; }
 #define SEARCH_RATIO_COUNT 25
 
 /* The search of one group whose amax > 0 and whose baseline (the absmax result) is in sg.
- * 69 scales in all: the baseline and 68 candidates, in conversion.md 5.4's order. */
+ * 69 scales in all: the baseline and 68 candidates, in docs/methods.md, grouped_search order. */
 static void search(search_group *sg, float amax)
 {
     const grouped_spec *g = sg->g;
@@ -310,7 +310,7 @@ static void search(search_group *sg, float amax)
     for (int i = 0; i < SEARCH_RATIO_COUNT; i++) consider(sg, round_candidate(base * search_ratio(i)));
 
     /* 2. 25 ratios of the full-range scale extreme / qmin; extreme is the signed value of the
-     *    first lane holding the largest magnitude (design.md decision 13), so the candidates are
+     *    first lane holding the largest magnitude (docs/decisions.md D13), so the candidates are
      *    negative when it is positive */
     size_t ext = 0;
     for (size_t i = 1; i < sg->n; i++)

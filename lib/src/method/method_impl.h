@@ -115,7 +115,7 @@ static inline size_t nf_method_first_nonfinite(const float *v, size_t n)
 }
 
 /* ---------------------------------------------------------------- rounding */
-/* code = clamp(round_half_even(f32(x * inv)), qmin, qmax) (tensor-formats.txt 7.2).  The product
+/* code = clamp(round_half_even(f32(x * inv)), qmin, qmax) (docs/formats.md 5.5).  The product
  * is its own binary32 rounding: the spec's reciprocal multiply, never x / scale.
  *
  * The clamp is applied before the integral rounding, which gives the same integer: rounding is
@@ -133,8 +133,8 @@ NF_METHOD_INLINE int8_t nf_grouped_code(float x, float inv, float qmin, float qm
     return (int8_t)(int)r;
 }
 
-/* f32(1 / s) for a finite nonzero scale.  conversion.md writes float32(1 / float64(s)) and
- * tensor-formats.txt round_f32(1.0 / scale32); they are the same number, since a binary64
+/* f32(1 / s) for a finite nonzero scale.  docs/methods.md writes binary32(1 / scale) and docs/formats.md
+ * 5.5 says the same; they are the same number, since a binary64
  * quotient of binary32 operands rounded again to binary32 is the correctly rounded binary32
  * quotient (53 >= 2*24 + 2).  So one binary32 division it is. */
 static inline float nf_recip_f32(float s) { return 1.0f / s; }

@@ -1,4 +1,4 @@
-/* Selector matchers whose cost is counted (docs/recipes.md, "How rules apply"; finding F9).
+/* Selector matchers whose cost is counted (docs/recipes.md, "How rules apply"; docs/security.md 7.1, F9).
  *
  * Resolution used fnmatch and the C library's regexec, whose cost nothing bounded: one selector
  * such as "re:.*a.{60}x" kept glibc's regexec busy for minutes on 20,000 names of 1,000 bytes

@@ -1,4 +1,4 @@
-/* Recipe schema (design.md section 3): the YAML tree is checked against a closed schema at
+/* Recipe schema (docs/recipes.md): the YAML tree is checked against a closed schema at
  * every level and turned into nf_recipe.  Every error names the file, the 1-based line and
  * column of the offending node, the key path ("rules[2].when.rank") and what was expected.
  *
@@ -195,7 +195,7 @@ static bool var_allowed(const parser *p, const char *var)
 /* ${VAR} from the environment, for the variables the command line allows (--allow-env); a '$'
  * not followed by '{' is kept as written.  A variable that is not allowed leaves the path
  * unexpanded: *out is NULL and *blocked its name, for the planner to report if the path is
- * used (finding F2: a recipe could read any variable, a CI secret, and the messages printed the
+ * used (docs/security.md 7.1, F2: a recipe could read any variable, a CI secret, and the messages printed the
  * expanded text).  Messages here quote `raw`, the text as written, never a value. */
 static nf_status expand_vars(parser *p, const ynode *n, const char *ctx, const char *raw, char **out, char **blocked)
 {
@@ -416,7 +416,7 @@ static nf_status parse_defaults(parser *p, const ynode *n)
  * extended regular expressions, with glibc (its messages name what is wrong) and with the
  * resolver's own matcher (lib/src/recipe/match.c: the features a tensor name needs), and there
  * are at most RECIPE_MAX_REGEX_SELECTORS of them: each is compiled here and again by the
- * resolver (finding F9, docs/recipes.md). */
+ * resolver (docs/security.md 7.1, F9, docs/recipes.md). */
 #define RECIPE_MAX_SELECTOR_BYTES 4096u
 #define RECIPE_MAX_REGEX_SELECTORS 4096u
 

@@ -1,4 +1,4 @@
-/* What a recipe may publish (docs/recipes.md, "What a recipe may read"; finding F2): a recipe is
+/* What a recipe may publish (docs/recipes.md, "What a recipe may read"; docs/security.md 7.1, F2): a recipe is
  * someone else's file, so the files it has copied byte for byte into the artifact -- its
  * resources -- must stay inside its own directory, a source the command line gave (--source) or
  * a directory the command line allows (--allow-path).  (Its checkpoints and imatrix files are

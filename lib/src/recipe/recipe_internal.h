@@ -91,7 +91,7 @@ void recipe_free_roots(recipe_impl *impl);
 char *recipe_lexical_abs(const char *path);
 
 /* ---------------------------------------------------------------- shared checks */
-/* Check method parameters (`with`) against a method (conversion.md 5.2).  Returns true when
+/* Check method parameters (`with`) against a method (docs/methods.md).  Returns true when
  * they are acceptable; otherwise writes the reason into why and the index (in object order) of
  * the offending member into *bad_index (so the parser can point at its key or value; *bad_value
  * says which of the two). */

@@ -23,7 +23,7 @@
  *
  * A repeated operand that can match the empty string -- (()+)+, (a*)+, (a|)* -- makes regcomp's
  * epsilon-closure computation explode instead (a 60-byte pattern of nested ()+ ran for over 20 s
- * in calc_eclosure_iter: fuzz finding R1c).  Tensor names never need one: refuse it. */
+ * in calc_eclosure_iter: docs/security.md 7, R1c).  Tensor names never need one: refuse it. */
 #define RECIPE_RE_MAX_NODES 4096ul
 
 typedef struct {

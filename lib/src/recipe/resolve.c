@@ -1,6 +1,6 @@
-/* Rule resolution (spec/conversion.md 5.1): defaults, then every rule in order, field by field.
+/* Rule resolution (docs/recipes.md, "How rules apply"): defaults, then every rule in order, field by field.
  *
- * Cost (finding F9: a 209 KB recipe took 17 s against a 2 MB checkpoint, 150k selectors x 20k
+ * Cost (docs/security.md 7.1, F9: a 209 KB recipe took 17 s against a 2 MB checkpoint, 150k selectors x 20k
  * tensors 41 s, one "re:" selector minutes): an exact selector is one hash lookup (and "an exact
  * name beats a glob" with it); a glob or regular expression is tried only on the names that
  * start with its literal prefix (a binary search in the sorted names), by the counted matchers of
@@ -35,7 +35,7 @@ const char *nf_recipe_default_method(const char *format)
     switch (f->category) {
     case NF_CAT_DIRECT: return "cast_direct";
     case NF_CAT_GROUPED:
-        /* q2 and t2 hold trained codes no built-in encoder reproduces (conversion.md 5.2) */
+        /* q2 and t2 hold trained codes no built-in encoder reproduces (docs/methods.md) */
         return f->id == NF_FMT_Q2_G64_FP16 || f->id == NF_FMT_T2_G128_FP16 ? "import_encoded" : "grouped_absmax";
     case NF_CAT_FP8_ROW: return "fp8_row_maxabs";
     case NF_CAT_NVFP4:

@@ -1,4 +1,4 @@
-/* GGUF v2/v3 parser (spec/checkpoints.md sections 2 and 6).
+/* GGUF v2/v3 parser (docs/security.md 2.3).
  *
  * Little-endian: magic "GGUF", u32 version, u64 n_tensors, u64 n_kv, the key/value pairs, the
  * tensor infos, padding to general.alignment, the data section.  Each class of the GGUF bug

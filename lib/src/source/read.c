@@ -177,7 +177,7 @@ static nf_status convert(const nf_source *s, const nf_source_tensor *t, conv_kin
             out[i] = (float)d; /* round to nearest even (the default mode; no -ffast-math) */
             /* A finite value that rounds to infinity is not a binary32 value: refused here, with the
              * value as stored, rather than passed on as an infinity that every encoder would then
-             * report as "source value +inf" (finding M6). */
+             * report as "source value +inf" (docs/security.md 7.1, M6). */
             if (isinf(out[i]) && !isinf(d)) return f64_overflow(s, t, first + i, d, err);
         }
         return NF_OK;

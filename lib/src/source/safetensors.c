@@ -1,4 +1,4 @@
-/* safetensors header parser (spec/checkpoints.md section 1).
+/* safetensors header parser (docs/security.md 2.2).
  *
  * File = u64 LE header length N, N bytes of UTF-8 JSON (an object, possibly right-padded with
  * spaces), then the data buffer.  The JSON is tokenized by jansson with duplicate members

@@ -236,7 +236,7 @@ static nf_status index_prescan(const char *path, const char *p, size_t n, nf_err
 /* ---------------------------------------------------------------- config.json */
 /* The converter publishes a checkpoint's config.json as the config of a component, and it used
  * to be read by jansson with no cap at all: 125 MB of "[]," cost 5.6 GB and 14 s, even for
- * --dry-run (finding F14).  Same treatment as the index: a size cap, then the pre-scan. */
+ * --dry-run (docs/security.md 7.1, F14).  Same treatment as the index: a size cap, then the pre-scan. */
 /* A JSON file of a checkpoint that does not parse: where, and jansson's reason without its
  * "near '...'" quote of the text -- the file may be a link to anything (a config.json pointing
  * at a private file), and its bytes are not ours to print. */

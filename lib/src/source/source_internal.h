@@ -74,7 +74,7 @@ struct nf_source {
     nf_gguf_kv *kvs;
     size_t nkv;
     const nf_gguf_kv **kv_by_key; /* sorted by key */
-    /* A bounded cache of open files (finding F8: one descriptor per shard made a 600-shard
+    /* A bounded cache of open files (docs/security.md 7.1, F8: one descriptor per shard made a 600-shard
      * checkpoint fail under `ulimit -n 64`): at most fd_cap descriptors stay open; a file is
      * reopened when read again and checked to be the same file.  The lock makes concurrent reads
      * safe; fd_open lists the open files (indices into files).  A read that finds the process out

@@ -1,6 +1,6 @@
 /* A source's storage, below the format parsers (gguf.c, safetensors.c) and the opener that
  * calls them (source.c): the arena of names and shapes, the table of tensors, and the files with
- * their bounded cache of open descriptors (finding F8 of docs/security.md), through which every
+ * their bounded cache of open descriptors (docs/security.md 7.1, F8), through which every
  * read goes. */
 #include <errno.h>
 #include <fcntl.h>

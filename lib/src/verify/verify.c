@@ -1,4 +1,4 @@
-/* Artifact verification (design.md section 2, ninfer-verify): structure, then words, then
+/* Artifact verification (docs/ninfer-verify.md): structure, then words, then
  * checksums.  Each level reports every problem it finds; a level that cannot run because the
  * one before it failed badly (no directory, unreadable parts) is skipped. */
 #include <pthread.h>
@@ -206,7 +206,7 @@ static nf_status check_gap(nf_artifact *a, uint64_t from, uint64_t to, nf_verify
 }
 
 /* The bytes of the file set outside the header, the JSON text and the payload: the gap from
- * the end of the JSON to the entry's payload start (container.md 2.3) and bytes [32, 4096) of
+ * the end of the JSON to the entry's payload start (docs/artifact.md 2) and bytes [32, 4096) of
  * every continuation header (2.4).  The spec has the writer leave them zero and readers ignore
  * them (2.8 item 7), so, like the gaps between objects, they are checked at the words level:
  * this is what lets checksums over the objects and the directory cover every byte. */
@@ -273,7 +273,7 @@ done:
     return st;
 }
 
-/* design.md 4: xxh3-128 of the entry's first 32 + json_bytes bytes with the 32 digits of the
+/* docs/artifact.md 8: xxh3-128 of the entry's first 32 + json_bytes bytes with the 32 digits of the
  * directory checksum replaced by '0'; the digits are found as the only occurrence of the quoted
  * value in the JSON text. */
 static nf_status check_directory_checksum(nf_artifact *a, const char *want, nf_verify_report *r)
@@ -341,7 +341,7 @@ static const char *json_type_name(const json_t *v)
     }
 }
 
-/* design.md decision 17: the canonical form is 32 lowercase hex digits. */
+/* docs/decisions.md D17: the canonical form is 32 lowercase hex digits. */
 static bool is_digest(const json_t *v)
 {
     if (!json_is_string(v) || json_string_length(v) != 32) return false;
@@ -361,7 +361,7 @@ static void quote_digest(const json_t *v, char out[48])
     out[k] = '\0';
 }
 
-/* metadata.checksums is our own record (design.md 4), so its schema is closed even though
+/* metadata.checksums is our own record (docs/artifact.md 8), so its schema is closed even though
  * metadata itself is open: {"algorithm": "xxh3-128", "objects": {ID: DIGEST}, "directory":
  * DIGEST}, DIGEST = 32 lowercase hex digits; objects and directory each optional unless
  * `require` (--require-checksums), which also wants a digest for every object.  A one-byte change

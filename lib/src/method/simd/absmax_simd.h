@@ -1,4 +1,4 @@
-/* SIMD row kernels of grouped_absmax (tensor-formats.txt 7.2, conversion.md 5.3), internal.
+/* SIMD row kernels of grouped_absmax (docs/formats.md 5.5, docs/methods.md, grouped_absmax), internal.
  *
  * A kernel encodes one whole source row of K elements (F32, F16 or BF16 little-endian bytes at
  * any alignment) into K codes and ceil(K/G) scale words, and gives exactly the words of the

@@ -1,4 +1,4 @@
-/* Row kernels of fp8_row_maxabs (conversion.md 5.5, tensor-formats.txt "The fp8_row_maxabs
+/* Row kernels of fp8_row_maxabs (docs/methods.md, fp8_row_maxabs, docs/formats.md 7.3
  * producer"), internal.
  *
  * A kernel encodes one whole source row of K elements (F32, F16 or BF16 little-endian bytes at
@@ -82,7 +82,7 @@ static inline uint8_t nf_fp8_e4m3fn_of(uint32_t vb)
     return (uint8_t)(code | ((vb >> 24) & 0x80u));
 }
 
-/* BF16 rounding of a binary32 word (conversion.md 5.5's formula; for finite values
+/* BF16 rounding of a binary32 word (docs/methods.md, fp8_row_maxabs formula; for finite values
  * nf_f32_to_bf16 << 16). */
 static inline uint32_t nf_fp8_round_bf16_bits(uint32_t b) { return (b + 0x7FFFu + ((b >> 16) & 1u)) & 0xFFFF0000u; }
 

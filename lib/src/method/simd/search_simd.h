@@ -1,4 +1,4 @@
-/* Fast paths of grouped_search (conversion.md 5.4), internal.
+/* Fast paths of grouped_search (docs/methods.md, grouped_search), internal.
  *
  * grouped.c keeps the plain scalar reference (nf_grouped_search_rows_reference: one candidate
  * at a time through consider(), exactly as the method is written down).  The fast paths search
@@ -115,7 +115,7 @@ typedef struct nf_search_group {
                               groups of a call have weights or none has */
     size_t n;              /* 1..G */
     float amax;            /* max |x| > 0 */
-    float extreme;         /* x[k] of the first k with |x[k]| = amax (design.md decision 13) */
+    float extreme;         /* x[k] of the first k with |x[k]| = amax (docs/decisions.md D13) */
     uint16_t *word;        /* out: the chosen word */
     int8_t *q;             /* out: its n codes */
 } nf_search_group;
@@ -174,7 +174,7 @@ static inline bool nf_search_screenable(float amax, uint32_t wmax_bits)
     return amax >= 0x1p-30f && amax <= 0x1p30f && wmax_bits <= 0x4E800000u;
 }
 
-/* The reference: grouped_search one candidate at a time, as conversion.md 5.4 writes it.  Same
+/* The reference: grouped_search one candidate at a time, as docs/methods.md, grouped_search writes it.  Same
  * contract as nf_grouped_search_rows; kept for the tests of the fast paths. */
 nf_status nf_grouped_search_rows_reference(const nf_format *fmt, const nf_method_params *params,
                                            const nf_src_rows *src, nf_words *out, nf_error *err);
