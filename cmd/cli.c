@@ -20,7 +20,8 @@ static int on_verbose(nf_cli *cli, const nf_option *row, void *opts, const char 
 static const nf_opt_choice progress_modes[] = {
     {"auto", NF_PROGRESS_AUTO}, {"always", NF_PROGRESS_ALWAYS}, {"never", NF_PROGRESS_NEVER}, {NULL, 0}};
 
-/* The common options of design.md section 2; their fields are nf_cli's. */
+/* The common options every manual page lists (e.g. docs/ninfer-convert.md, "Options"); their
+ * fields are nf_cli's. */
 static const nf_option common_options[] = {
     NF_OPT_CALLBACK_ROW(on_help, NF_ARG_NONE, "help", 'h', NULL, "show this help and exit"),
     NF_OPT_CALLBACK_ROW(on_version, NF_ARG_NONE, "version", 'V', NULL, "show the version and exit"),

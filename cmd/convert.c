@@ -43,7 +43,6 @@ static bool parse_hex_id(const char *s, uint8_t out[16])
 
 static int on_max_file_bytes(nf_cli *cli, const nf_option *row, void *opts, const char *arg)
 {
-<<<<<<< ours
     (void)row;
     convert_opts *o = opts;
     /* Every file needs a 4096-byte header page and one page of payload (docs/artifact.md 4):
@@ -53,54 +52,6 @@ static int on_max_file_bytes(nf_cli *cli, const nf_option *row, void *opts, cons
         return nf_cli_usage(cli, "--max-file-bytes takes 0 (one file) or a byte count of at least 8192 (a "
                             "4096-byte header page and one page of payload per file), not '%s'", arg);
     o->has_max_file_bytes = true;
-=======
-    convert_opts *o = ctx;
-    switch (id) {
-    case OPT_RECIPE: o->recipe = arg; break;
-    case OPT_OUTPUT: o->output = arg; break;
-    case OPT_SOURCE:
-        if (!strchr(arg, '=') || arg[0] == '=') return nf_cli_usage(cli, "--source takes NAME=PATH, not '%s'", arg);
-        o->ra.sources[o->ra.nsources++] = arg;
-        break;
-    case OPT_THREADS: return nf_cli_parse_threads(cli, arg, &o->threads);
-    case OPT_MAX_FILE_BYTES:
-        /* Every file needs a 4096-byte header page and one page of payload (docs/artifact.md 4):
-         * a smaller limit suits no artifact at all.  One the entry's own directory does not fit
-         * in is judged with the plan (invalid input, exit 1). */
-        if (!nf_cli_parse_u64(arg, &o->max_file_bytes) || (o->max_file_bytes > 0 && o->max_file_bytes < 8192))
-            return nf_cli_usage(cli, "--max-file-bytes takes 0 (one file) or a byte count of at least 8192 (a "
-                                "4096-byte header page and one page of payload per file), not '%s'", arg);
-        o->has_max_file_bytes = true;
-        break;
-    case OPT_CHUNK_VALUES:
-        if (!nf_cli_parse_u64(arg, &o->chunk_values) || o->chunk_values == 0)
-            return nf_cli_usage(cli, "--chunk-values takes a positive count, not '%s'", arg);
-        break;
-    case OPT_DRY_RUN: o->dry_run = true; break;
-    case OPT_FORCE: o->force = true; break;
-    case OPT_NO_REPORT: o->no_report = true; break;
-    case OPT_REMOVE_STALE: o->remove_stale = true; break;
-    case OPT_ARTIFACT_ID:
-        if (!parse_hex_id(arg, o->artifact_id)) return nf_cli_usage(cli, "--artifact-id takes 32 hex digits");
-        o->has_id = true;
-        break;
-    case OPT_ALLOW_PATH:
-        if (!arg[0]) return nf_cli_usage(cli, "--allow-path takes a directory");
-        o->ra.allow_paths[o->ra.nallow_paths++] = arg;
-        break;
-    case OPT_ALLOW_ENV:
-        if (!arg[0]) return nf_cli_usage(cli, "--allow-env takes a variable name");
-        o->ra.allow_env[o->ra.nallow_env++] = arg;
-        break;
-    case OPT_FORMAT: o->format = arg; break;
-    case OPT_METHOD: o->method = arg; break;
-    case OPT_RULE:
-        if (!strchr(arg, '=') || arg[0] == '=') return nf_cli_usage(cli, "--rule takes GLOB=FORMAT[:METHOD], not '%s'", arg);
-        o->rules[o->nrules++] = arg;
-        break;
-    default: return nf_cli_usage(cli, "unexpected option");
-    }
->>>>>>> theirs
     return NF_EXIT_OK;
 }
 

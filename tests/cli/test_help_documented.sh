@@ -1,12 +1,8 @@
 #!/usr/bin/env bash
-<<<<<<< ours
 # Every option a program's --help names (long and short, both printed from the option rows of
-# cmd/cli.h) is documented in its manual page (docs/ninfer-PROGRAM.md), and every option row of
-# the manual page names options --help knows: a documented option that no longer exists fails.
-=======
-# Every long option a program's --help names is documented in its manual page
-# (docs/ninfer-<program>.md), and every option row of the manual page names an option --help knows.
->>>>>>> theirs
+# cmd/cli.h) is documented in its manual page (docs/ninfer-convert.md and its siblings), and
+# every option row of the manual page names options --help knows: a documented option that no
+# longer exists fails.
 # usage: test_help_documented.sh BIN_DIR DATA_DIR
 set -u
 bin=$(cd "$1" && pwd)
