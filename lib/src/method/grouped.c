@@ -167,7 +167,7 @@ static nf_status absmax_rows(const nf_format *fmt, const nf_src_rows *src, nf_wo
      * below, the reference, encodes the row and names the error.  A kernel measures what it
      * encodes; the columns it did not measure (all of them at the scalar level) are measured
      * from the words afterwards, in the same statistics blocks. */
-    nf_absmax_row_fn kernel = nf_absmax_row_kernel();
+    nf_absmax_row_fn kernel = nf_absmax_kernels_active()->row;
     const nf_stats_kernels *sk = st ? nf_stats_kernels_active() : NULL;
     const nf_absmax_shape shape = {.group = g.group, .qmin = g.qmin, .qmax = g.qmax, .denominator = g.denominator};
     size_t esize = nf_src_type_size(src->type), row_bytes = k * esize;
@@ -176,7 +176,7 @@ static nf_status absmax_rows(const nf_format *fmt, const nf_src_rows *src, nf_wo
         uint16_t *scales = out->scales + (size_t)r * groups;
         const uint8_t *row = (const uint8_t *)src->data + (size_t)r * row_bytes;
         size_t measured = 0;
-        if (!kernel || !kernel(row, src->type, k, &shape, codes, scales, st, &measured)) {
+        if (!kernel(row, src->type, k, &shape, codes, scales, st, &measured)) {
             for (size_t gi = 0; gi < groups; gi++) {
                 float amax;
                 size_t bad;

@@ -150,12 +150,14 @@ NF_AVX2_INLINE bool block_scales(const uint32_t *amax, float denominator, uint16
 #define ABSMAX_INLINE NF_AVX2_INLINE
 #include "method/simd/absmax_row.inc"
 
-NF_AVX2_FN bool nf_absmax_row_avx2(const uint8_t *row, nf_src_type type, size_t k,
-                                                            const nf_absmax_shape *shape, int8_t *codes,
-                                                            uint16_t *scales, nf_errstats *st, size_t *measured)
+NF_AVX2_FN static bool absmax_row_avx2(const uint8_t *row, nf_src_type type, size_t k,
+                                     const nf_absmax_shape *shape, int8_t *codes, uint16_t *scales,
+                                     nf_errstats *st, size_t *measured)
 {
     return absmax_row(row, type, k, shape, codes, scales, st, measured);
 }
+
+const nf_absmax_kernels nf_absmax_kernels_avx2 = {.name = "avx2", .row = absmax_row_avx2};
 
 #else
 typedef int nf_absmax_avx2_unused; /* not an x86 GCC/Clang build: no AVX2 kernel */

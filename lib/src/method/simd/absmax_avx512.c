@@ -136,12 +136,14 @@ NF_AVX512_INLINE bool block_scales(const uint32_t *amax, float denominator, uint
 #define ABSMAX_INLINE NF_AVX512_INLINE
 #include "method/simd/absmax_row.inc"
 
-NF_AVX512_FN bool nf_absmax_row_avx512(const uint8_t *row, nf_src_type type, size_t k,
-                                                                const nf_absmax_shape *shape, int8_t *codes,
-                                                                uint16_t *scales, nf_errstats *st, size_t *measured)
+NF_AVX512_FN static bool absmax_row_avx512(const uint8_t *row, nf_src_type type, size_t k,
+                                     const nf_absmax_shape *shape, int8_t *codes, uint16_t *scales,
+                                     nf_errstats *st, size_t *measured)
 {
     return absmax_row(row, type, k, shape, codes, scales, st, measured);
 }
+
+const nf_absmax_kernels nf_absmax_kernels_avx512 = {.name = "avx512", .row = absmax_row_avx512};
 
 #else
 typedef int nf_absmax_avx512_unused; /* not an x86 GCC/Clang build: no AVX-512 kernel */
