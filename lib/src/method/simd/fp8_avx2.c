@@ -149,8 +149,8 @@ NF_AVX2_INLINE bool encode_row(const uint8_t *row, nf_src_type type, size_t esiz
     return true;
 }
 
-NF_AVX2_FN bool nf_fp8_row_avx2(const uint8_t *row, nf_src_type type, size_t k,
-                                                         bool fp16_scale, uint8_t *codes, uint16_t *scale)
+NF_AVX2_FN static bool fp8_row_avx2(const uint8_t *row, nf_src_type type, size_t k, bool fp16_scale,
+                                  uint8_t *codes, uint16_t *scale)
 {
     switch (type) {
     case NF_SRC_F32: return encode_row(row, NF_SRC_F32, 4, k, fp16_scale, codes, scale);
@@ -159,6 +159,8 @@ NF_AVX2_FN bool nf_fp8_row_avx2(const uint8_t *row, nf_src_type type, size_t k,
     default: return false;
     }
 }
+
+const nf_fp8_kernels nf_fp8_kernels_avx2 = {.name = "avx2", .row = fp8_row_avx2};
 
 #else
 typedef int nf_fp8_avx2_unused; /* not an x86 GCC/Clang build: no AVX2 kernel */

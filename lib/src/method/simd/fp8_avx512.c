@@ -110,8 +110,8 @@ NF_AVX512_INLINE bool encode_row(const uint8_t *row, nf_src_type type, size_t es
     return true;
 }
 
-NF_AVX512_FN bool nf_fp8_row_avx512(const uint8_t *row, nf_src_type type, size_t k,
-                                                             bool fp16_scale, uint8_t *codes, uint16_t *scale)
+NF_AVX512_FN static bool fp8_row_avx512(const uint8_t *row, nf_src_type type, size_t k, bool fp16_scale,
+                                  uint8_t *codes, uint16_t *scale)
 {
     switch (type) {
     case NF_SRC_F32: return encode_row(row, NF_SRC_F32, 4, k, fp16_scale, codes, scale);
@@ -120,6 +120,8 @@ NF_AVX512_FN bool nf_fp8_row_avx512(const uint8_t *row, nf_src_type type, size_t
     default: return false;
     }
 }
+
+const nf_fp8_kernels nf_fp8_kernels_avx512 = {.name = "avx512", .row = fp8_row_avx512};
 
 #else
 typedef int nf_fp8_avx512_unused; /* not an x86 GCC/Clang build: no AVX-512 kernel */
