@@ -621,6 +621,7 @@ static NF_AVX2_FN uint32_t load_avx2(const uint8_t *p, nf_src_type type, size_t 
     }
 }
 
-const nf_search_kernel nf_search_avx2 = {search_batch_avx2, extreme_avx2, load_avx2, SEARCH_L};
+const nf_search_kernels nf_search_kernels_avx2 = {
+    .name = "avx2", .batch = search_batch_avx2, .extreme = extreme_avx2, .load = load_avx2, .lanes = SEARCH_L};
 
 #endif

@@ -628,6 +628,7 @@ static NF_AVX512_FN uint32_t load_avx512(const uint8_t *p, nf_src_type type, siz
     }
 }
 
-const nf_search_kernel nf_search_avx512 = {search_batch_avx512, extreme_avx512, load_avx512, SEARCH_L};
+const nf_search_kernels nf_search_kernels_avx512 = {
+    .name = "avx512", .batch = search_batch_avx512, .extreme = extreme_avx512, .load = load_avx512, .lanes = SEARCH_L};
 
 #endif
