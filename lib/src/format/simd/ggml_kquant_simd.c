@@ -262,4 +262,12 @@ NF_AVX512_FN void nf_ggml_deq_q4_k_avx512(const uint8_t *b, float *y) { nf_ggml_
 NF_AVX512_FN void nf_ggml_deq_q5_k_avx512(const uint8_t *b, float *y) { nf_ggml_deq_q5_k_avx512_generic(b, y); }
 NF_AVX512_FN void nf_ggml_deq_q6_k_avx512(const uint8_t *b, float *y) { nf_ggml_deq_q6_k_avx512_generic(b, y); }
 
+#define KQUANT_KERNELS(sfx)                                                                                  \
+    {                                                                                                        \
+        .name = #sfx, .q2_k = nf_ggml_deq_q2_k_##sfx, .q3_k = nf_ggml_deq_q3_k_##sfx,                         \
+        .q4_k = nf_ggml_deq_q4_k_##sfx, .q5_k = nf_ggml_deq_q5_k_##sfx, .q6_k = nf_ggml_deq_q6_k_##sfx,      \
+    }
+const nf_ggml_kernels nf_ggml_kernels_avx2 = KQUANT_KERNELS(avx2);
+const nf_ggml_kernels nf_ggml_kernels_avx512 = KQUANT_KERNELS(avx512);
+
 #endif
