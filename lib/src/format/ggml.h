@@ -57,23 +57,4 @@ extern const nf_ggml_kernels nf_ggml_kernels_avx512;
 const nf_ggml_kernels *nf_ggml_kernels_for(nf_simd_level level);
 const nf_ggml_kernels *nf_ggml_kernels_active(void);
 
-#if NF_X86_KERNELS
-/* The functions of the AVX2 and AVX-512 instances. */
-#define NF_GGML_KQUANT_DECL(sfx)                                                                    \
-    void nf_ggml_deq_q2_k##sfx(const uint8_t *block, float *out);                                   \
-    void nf_ggml_deq_q3_k##sfx(const uint8_t *block, float *out);                                   \
-    void nf_ggml_deq_q4_k##sfx(const uint8_t *block, float *out);                                   \
-    void nf_ggml_deq_q5_k##sfx(const uint8_t *block, float *out);                                   \
-    void nf_ggml_deq_q6_k##sfx(const uint8_t *block, float *out);
-NF_GGML_KQUANT_DECL(_avx2)
-NF_GGML_KQUANT_DECL(_avx512)
-/* the per-element bodies of Q4_K..Q6_K (Q2_K and Q3_K use table lookups instead) */
-void nf_ggml_deq_q4_k_avx2_generic(const uint8_t *block, float *out);
-void nf_ggml_deq_q5_k_avx2_generic(const uint8_t *block, float *out);
-void nf_ggml_deq_q6_k_avx2_generic(const uint8_t *block, float *out);
-void nf_ggml_deq_q4_k_avx512_generic(const uint8_t *block, float *out);
-void nf_ggml_deq_q5_k_avx512_generic(const uint8_t *block, float *out);
-void nf_ggml_deq_q6_k_avx512_generic(const uint8_t *block, float *out);
-#endif
-
 #endif

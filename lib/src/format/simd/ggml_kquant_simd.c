@@ -18,6 +18,23 @@
 #include <immintrin.h>
 #include <stdint.h>
 
+/* The functions of the AVX2 and AVX-512 instances of nf_ggml_kernels (format/ggml.h), which are
+ * their only users. */
+#define NF_GGML_KQUANT_DECL(sfx)                                                                    \
+    void nf_ggml_deq_q2_k##sfx(const uint8_t *block, float *out);                                   \
+    void nf_ggml_deq_q3_k##sfx(const uint8_t *block, float *out);                                   \
+    void nf_ggml_deq_q4_k##sfx(const uint8_t *block, float *out);                                   \
+    void nf_ggml_deq_q5_k##sfx(const uint8_t *block, float *out);                                   \
+    void nf_ggml_deq_q6_k##sfx(const uint8_t *block, float *out);
+NF_GGML_KQUANT_DECL(_avx2)
+NF_GGML_KQUANT_DECL(_avx512)
+/* the per-element bodies of Q4_K..Q6_K (Q2_K and Q3_K use table lookups instead) */
+void nf_ggml_deq_q4_k_avx2_generic(const uint8_t *block, float *out);
+void nf_ggml_deq_q5_k_avx2_generic(const uint8_t *block, float *out);
+void nf_ggml_deq_q6_k_avx2_generic(const uint8_t *block, float *out);
+void nf_ggml_deq_q4_k_avx512_generic(const uint8_t *block, float *out);
+void nf_ggml_deq_q5_k_avx512_generic(const uint8_t *block, float *out);
+void nf_ggml_deq_q6_k_avx512_generic(const uint8_t *block, float *out);
 
 static inline float half_at(const uint8_t *p) { return nf_f16_to_f32((uint16_t)(p[0] | (p[1] << 8))); }
 
