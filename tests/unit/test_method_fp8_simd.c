@@ -46,11 +46,7 @@ static unsigned long compared_rows, refused_rows;
 
 static nf_fp8_row_fn level_kernel(nf_simd_level level)
 {
-    switch (level) {
-    case NF_SIMD_AVX2: return nf_fp8_row_avx2;
-    case NF_SIMD_AVX512: return nf_fp8_row_avx512;
-    default: return nf_fp8_row_scalar;
-    }
+    return nf_fp8_kernels_for(level)->row;
 }
 
 /* Encodes rows x cols elements at data (type t) into format fid with the variant and the

@@ -477,7 +477,7 @@ static void batch_shapes(nf_simd_level level)
                 (unsigned long)st->batches);
     /* the shapes did leave partial passes behind and did use the unscreened queue */
     cr_assert(st->groups > 1000 && st->unscreened > 100);
-    cr_assert(st->batches * nf_search_kernel_active()->lanes > st->groups);
+    cr_assert(st->batches * nf_search_kernels_active()->lanes > st->groups);
 }
 
 /* AVX2's unscaled screening form, which real groups never need (search_avx2.c), for every

@@ -578,12 +578,7 @@ static void check_known_answers(nf_simd_level level)
 /* The row kernel of a vector level (the tests call it directly). */
 static nf_absmax_row_fn kernel_of(nf_simd_level level)
 {
-    nf_absmax_row_fn kernel = NULL;
-#if HAVE_X86
-    kernel = level == NF_SIMD_AVX512 ? nf_absmax_row_avx512 : nf_absmax_row_avx2;
-#else
-    (void)level;
-#endif
+    nf_absmax_row_fn kernel = nf_absmax_kernels_for(level)->row;
     cr_assert(kernel != NULL);
     return kernel;
 }

@@ -279,7 +279,7 @@ Test(stats, the_reference_follows_the_definition)
 static const nf_stats_kernels *variant(nf_simd_level level)
 {
     if (!nf_simd_supported(level)) return NULL;
-#if NF_STATS_HAVE_X86_KERNELS
+#if NF_X86_KERNELS
     if (level == NF_SIMD_AVX2) return &nf_stats_kernels_avx2;
     if (level == NF_SIMD_AVX512) return &nf_stats_kernels_avx512;
 #endif

@@ -12,11 +12,30 @@
  * reason is kept (nf_simd_reason).  Reading the level is cheap and thread-safe.
  *
  * nf_simd_force is a test hook that switches the level in-process; it must not race with
- * encoders running on other threads. */
+ * encoders running on other threads.
+ *
+ * One dispatch structure for every module that has kernels (stats, layout, format/ggml, and the
+ * grouped_absmax, grouped_search and fp8_row_maxabs methods):
+ *   - a kernels table type nf_X_kernels, a struct of function pointers (with its name), in the
+ *     module's header;
+ *   - one const instance per level: nf_X_kernels_scalar (portable C, every entry set: callers
+ *     never test an entry for NULL), nf_X_kernels_avx2 and nf_X_kernels_avx512, the last two
+ *     declared once in the header under `#if NF_X86_KERNELS` and defined in the module's simd/
+ *     files, whose functions take their target attributes from common/simd_target.h only;
+ *   - one selector pair, defined by NF_SIMD_SELECTOR below next to the scalar instance:
+ *     nf_X_kernels_for(level) and nf_X_kernels_active(), never NULL (a level the build lacks
+ *     falls back to scalar).  Callers take the table once per call (or plan) and keep the
+ *     pointer, so a row loop neither reads the level nor switches on it, while nf_simd_force
+ *     takes effect at the next call.
+ * Adding a kernel: add its entry to the module's table, set it in all three instances (the
+ * scalar one first: it is the reference the tests compare the others with bit for bit), and
+ * tests/unit/test_simd_tables.c checks that every entry of every level is set. */
 #ifndef NINFER_COMMON_CPU_H
 #define NINFER_COMMON_CPU_H
 
 #include <stdbool.h>
+
+#include "common/simd_target.h"
 
 typedef enum nf_simd_level {
     NF_SIMD_SCALAR = 0,
@@ -39,5 +58,20 @@ const char *nf_simd_level_name(nf_simd_level level);
 /* Why the active level differs from the one asked for (NINFER_SIMD or nf_simd_force), e.g.
  * "NINFER_SIMD=avx512: the CPU lacks AVX-512 F/BW/VL; using avx2"; "" when it does not. */
 const char *nf_simd_reason(void);
+
+/* The table of `level` among the three instances (scalar for a level out of range); where the
+ * build has no x86 kernels every level has the scalar one. */
+#if NF_X86_KERNELS
+#define NF_SIMD_TABLES(scalar, avx2, avx512) {&(scalar), &(avx2), &(avx512)}
+#else
+#define NF_SIMD_TABLES(scalar, avx2, avx512) {&(scalar), &(scalar), &(scalar)}
+#endif
+#define NF_SIMD_SELECTOR(type, prefix, scalar, avx2, avx512)                                       \
+    const type *prefix##_for(nf_simd_level level)                                                  \
+    {                                                                                              \
+        static const type *const tables[NF_SIMD_LEVEL_COUNT] = NF_SIMD_TABLES(scalar, avx2, avx512); \
+        return (unsigned)level < NF_SIMD_LEVEL_COUNT ? tables[level] : tables[NF_SIMD_SCALAR];     \
+    }                                                                                              \
+    const type *prefix##_active(void) { return prefix##_for(nf_simd_active()); }
 
 #endif

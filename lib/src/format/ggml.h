@@ -3,6 +3,7 @@
 #ifndef NINFER_FORMAT_GGML_H
 #define NINFER_FORMAT_GGML_H
 
+#include "common/cpu.h"
 #include "common/simd_target.h"
 #include <stdbool.h>
 #include <stdint.h>
@@ -36,24 +37,24 @@ const char *nf_ggml_f16_nonfinite_name(uint16_t h);
  * blocks and examines every block the exact way.  Default true; tests compare the two. */
 extern bool nf_ggml_scan_fast;
 
+/* The kernels table of the block dequantizers (common/cpu.h: one dispatch structure): the
+ * k-quants, which have vector versions; the other block types have only their scalar function
+ * (ggml_dequant.c).  The scalar instance holds ggml_dequant.c's dequantizers, the AVX2 and
+ * AVX-512 ones (simd/ggml_kquant_simd.c) are bit-identical to them. */
+typedef void (*nf_ggml_block_fn)(const uint8_t *block, float *out);
+typedef struct nf_ggml_kernels {
+    const char *name;
+    nf_ggml_block_fn q2_k, q3_k, q4_k, q5_k, q6_k;
+} nf_ggml_kernels;
+
+extern const nf_ggml_kernels nf_ggml_kernels_scalar;
 #if NF_X86_KERNELS
-/* SIMD block dequantizers (simd/ggml_kquant_simd.c) of the AVX2 and AVX-512 levels
- * (common/cpu.h); bit-identical to the scalar ones. */
-#define NF_GGML_KQUANT_DECL(sfx)                                                                    \
-    void nf_ggml_deq_q2_k##sfx(const uint8_t *block, float *out);                                   \
-    void nf_ggml_deq_q3_k##sfx(const uint8_t *block, float *out);                                   \
-    void nf_ggml_deq_q4_k##sfx(const uint8_t *block, float *out);                                   \
-    void nf_ggml_deq_q5_k##sfx(const uint8_t *block, float *out);                                   \
-    void nf_ggml_deq_q6_k##sfx(const uint8_t *block, float *out);
-NF_GGML_KQUANT_DECL(_avx2)
-NF_GGML_KQUANT_DECL(_avx512)
-/* the per-element bodies of Q4_K..Q6_K (Q2_K and Q3_K use table lookups instead) */
-void nf_ggml_deq_q4_k_avx2_generic(const uint8_t *block, float *out);
-void nf_ggml_deq_q5_k_avx2_generic(const uint8_t *block, float *out);
-void nf_ggml_deq_q6_k_avx2_generic(const uint8_t *block, float *out);
-void nf_ggml_deq_q4_k_avx512_generic(const uint8_t *block, float *out);
-void nf_ggml_deq_q5_k_avx512_generic(const uint8_t *block, float *out);
-void nf_ggml_deq_q6_k_avx512_generic(const uint8_t *block, float *out);
+extern const nf_ggml_kernels nf_ggml_kernels_avx2;
+extern const nf_ggml_kernels nf_ggml_kernels_avx512;
 #endif
+
+/* The kernels of a level and of the active one (common/cpu.h); never NULL. */
+const nf_ggml_kernels *nf_ggml_kernels_for(nf_simd_level level);
+const nf_ggml_kernels *nf_ggml_kernels_active(void);
 
 #endif

@@ -421,7 +421,7 @@ static void deq_iq4_xs(const uint8_t *b, float *y)
 }
 
 /* ---------------------------------------------------------------- dispatch */
-typedef void (*block_fn)(const uint8_t *block, float *out);
+typedef nf_ggml_block_fn block_fn;
 
 typedef struct ggml_kind {
     nf_format_id id;
@@ -457,35 +457,23 @@ static const ggml_kind KINDS[] = {
     {NF_FMT_GGUF_IQ1_M, KIND(IQ1_M), deq_iq1_m},
 };
 
-/* The SIMD block function of the active level for id, NULL for the scalar one. */
-static block_fn simd_fn(nf_format_id id)
+const nf_ggml_kernels nf_ggml_kernels_scalar = {
+    .name = "scalar", .q2_k = deq_q2_k, .q3_k = deq_q3_k, .q4_k = deq_q4_k, .q5_k = deq_q5_k, .q6_k = deq_q6_k};
+
+NF_SIMD_SELECTOR(nf_ggml_kernels, nf_ggml_kernels, nf_ggml_kernels_scalar, nf_ggml_kernels_avx2,
+                 nf_ggml_kernels_avx512)
+
+/* The block function of a kind at the level of t: t's entry for a k-quant, else the scalar one. */
+static block_fn block_fn_of(const nf_ggml_kernels *t, const ggml_kind *kind)
 {
-#if NF_X86_KERNELS
-    switch (nf_simd_active()) {
-    case NF_SIMD_AVX512:
-        switch (id) {
-        case NF_FMT_GGUF_Q2_K: return nf_ggml_deq_q2_k_avx512;
-        case NF_FMT_GGUF_Q3_K: return nf_ggml_deq_q3_k_avx512;
-        case NF_FMT_GGUF_Q4_K: return nf_ggml_deq_q4_k_avx512;
-        case NF_FMT_GGUF_Q5_K: return nf_ggml_deq_q5_k_avx512;
-        case NF_FMT_GGUF_Q6_K: return nf_ggml_deq_q6_k_avx512;
-        default: return NULL;
-        }
-    case NF_SIMD_AVX2:
-        switch (id) {
-        case NF_FMT_GGUF_Q2_K: return nf_ggml_deq_q2_k_avx2;
-        case NF_FMT_GGUF_Q3_K: return nf_ggml_deq_q3_k_avx2;
-        case NF_FMT_GGUF_Q4_K: return nf_ggml_deq_q4_k_avx2;
-        case NF_FMT_GGUF_Q5_K: return nf_ggml_deq_q5_k_avx2;
-        case NF_FMT_GGUF_Q6_K: return nf_ggml_deq_q6_k_avx2;
-        default: return NULL;
-        }
-    default: return NULL;
+    switch (kind->id) {
+    case NF_FMT_GGUF_Q2_K: return t->q2_k;
+    case NF_FMT_GGUF_Q3_K: return t->q3_k;
+    case NF_FMT_GGUF_Q4_K: return t->q4_k;
+    case NF_FMT_GGUF_Q5_K: return t->q5_k;
+    case NF_FMT_GGUF_Q6_K: return t->q6_k;
+    default: return kind->fn;
     }
-#else
-    (void)id;
-#endif
-    return NULL;
 }
 
 static const ggml_kind *kind_of(nf_format_id id)
@@ -531,8 +519,7 @@ nf_status nf_ggml_dequant_row(const nf_format *fmt, const uint8_t *blocks, uint6
         return nf_error_set(err, NF_ERR_USAGE, "ggml dequantize %s: row length %llu is too large",
                             fmt->name, (unsigned long long)k);
 
-    block_fn fn = simd_fn(kind->id);
-    if (!fn) fn = kind->fn;
+    block_fn fn = block_fn_of(nf_ggml_kernels_active(), kind);
     for (size_t i = 0; i < nb; i++) fn(blocks + i * kind->block_bytes, out + i * kind->block_values);
     return NF_OK;
 }

@@ -22,6 +22,7 @@
 
 #include <ninfer/format.h>
 
+#include "common/cpu.h"
 #include "common/simd_target.h"
 #include "layout/layout_impl.h"
 
@@ -70,7 +71,7 @@ typedef struct nf_layout_kernels {
     /* One row_split row straight from its stored bytes to values (nf_layout_decode_rows_f32):
      * out[c] = nf_grouped_value(scale c / G, code c), c < k, from the row's base and high bytes
      * and its little-endian binary16 scale words.  Returns false, having written nothing, for the
-     * formats it does not handle; those (and all formats when NULL) are done by nf_rs_row_f32,
+     * formats it does not handle (the scalar entry: every format); those are done by nf_rs_row_f32,
      * which unpacks blocks of the row into an L1-resident buffer with rs_unpack_row and converts
      * them with grouped_row. */
     bool (*rs_row_f32)(const nf_rs_params *p, const uint8_t *base, const uint8_t *high, const uint8_t *scales_le,
@@ -95,16 +96,15 @@ typedef struct nf_layout_kernels {
                         uint8_t *base, uint8_t *high);
 } nf_layout_kernels;
 
+/* The instances of the levels (common/cpu.h: one dispatch structure). */
 extern const nf_layout_kernels nf_layout_kernels_scalar;
 #if NF_X86_KERNELS
-#define NF_LAYOUT_HAVE_X86_KERNELS 1
 extern const nf_layout_kernels nf_layout_kernels_avx2;
 extern const nf_layout_kernels nf_layout_kernels_avx512;
-#else
-#define NF_LAYOUT_HAVE_X86_KERNELS 0
 #endif
 
-/* The kernels of the active SIMD level (common/cpu.h). */
+/* The kernels of a level and of the active one (common/cpu.h); never NULL. */
+const nf_layout_kernels *nf_layout_kernels_for(nf_simd_level level);
 const nf_layout_kernels *nf_layout_kernels_active(void);
 
 /* ---------------------------------------------------------------- row -> values, shared by
@@ -146,7 +146,7 @@ void nf_nvfp4_table_scalar(uint32_t divisor_bits, float *table);
 bool nf_codes_within_scalar(const int8_t *codes, size_t n, int lo, int hi);
 unsigned nf_grouped_scales_scalar(const nf_grouped_rules *r, const uint16_t *scales, size_t n);
 
-#if NF_LAYOUT_HAVE_X86_KERNELS
+#if NF_X86_KERNELS
 /* The AVX2 code unpackers, shared by the AVX-512 variant. */
 void nf_rs_unpack_row_avx2(const nf_rs_params *p, const uint8_t *base, const uint8_t *high, size_t k,
                            int8_t *codes);

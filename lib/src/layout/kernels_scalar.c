@@ -345,6 +345,16 @@ static bool rs_pack_row_scalar(const nf_rs_params *p, const int8_t *codes, size_
     return ok;
 }
 
+/* The scalar level has no direct row_split decoder: nf_rs_row_f32 unpacks and converts block by
+ * block with the entries above, which is what it does for the formats the vector decoders
+ * decline too. */
+static bool rs_row_f32_scalar(const nf_rs_params *p, const uint8_t *base, const uint8_t *high,
+                              const uint8_t *scales_le, size_t k, float *out)
+{
+    (void)p, (void)base, (void)high, (void)scales_le, (void)k, (void)out;
+    return false;
+}
+
 const nf_layout_kernels nf_layout_kernels_scalar = {
     .name = "scalar",
     .bf16_f32 = bf16_f32_scalar,
@@ -355,19 +365,11 @@ const nf_layout_kernels nf_layout_kernels_scalar = {
     .nvfp4_row = nvfp4_row_scalar,
     .rs_unpack_row = rs_unpack_row_scalar,
     .nibbles = nibbles_scalar,
+    .rs_row_f32 = rs_row_f32_scalar,
     .codes_within = nf_codes_within_scalar,
     .grouped_scales = nf_grouped_scales_scalar,
     .rs_pack_row = rs_pack_row_scalar,
 };
 
-const nf_layout_kernels *nf_layout_kernels_active(void)
-{
-#if NF_LAYOUT_HAVE_X86_KERNELS
-    switch (nf_simd_active()) {
-    case NF_SIMD_AVX512: return &nf_layout_kernels_avx512;
-    case NF_SIMD_AVX2: return &nf_layout_kernels_avx2;
-    default: break;
-    }
-#endif
-    return &nf_layout_kernels_scalar;
-}
+NF_SIMD_SELECTOR(nf_layout_kernels, nf_layout_kernels, nf_layout_kernels_scalar, nf_layout_kernels_avx2,
+                 nf_layout_kernels_avx512)

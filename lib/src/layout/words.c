@@ -342,7 +342,7 @@ void nf_fp8_row_f32(const nf_layout_kernels *kern, const nf_format *f, const uin
 void nf_rs_row_f32(const nf_layout_kernels *kern, const nf_rs_params *p, const uint8_t *base, const uint8_t *high,
                    const uint8_t *scales_le, size_t k, float *out)
 {
-    if (kern->rs_row_f32 && kern->rs_row_f32(p, base, high, scales_le, k, out)) return;
+    if (kern->rs_row_f32(p, base, high, scales_le, k, out)) return;
     /* Blocks of whole groups: a block starts on a group boundary, which is a byte boundary in
      * both planes (groups are contiguous there). */
     int8_t codes[NF_FUSED_COLS];

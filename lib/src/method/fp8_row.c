@@ -205,12 +205,13 @@ nf_status nf_fp8_row_maxabs_rows(const nf_format *fmt, const nf_src_rows *src, n
     /* The active kernel (method/simd/fp8_simd.h) encodes a row to the reference's words or
      * declines it (a row the reference refuses), and the reference then names the error. */
     /* a span of a longer row takes its scale from the whole row: the reference, given row_max */
-    nf_fp8_row_fn kernel = span(src) ? NULL : nf_fp8_row_kernel();
+    bool whole_rows = !span(src);
+    nf_fp8_row_fn kernel = nf_fp8_kernels_active()->row;
     bool fp16_scale = fmt->scale_type != NF_SCALE_BF16;
     size_t row_bytes = k * nf_src_type_size(src->type);
     for (uint64_t r = 0; r < src->rows; r++) {
-        if (kernel && kernel((const uint8_t *)src->data + (size_t)r * row_bytes, src->type, k, fp16_scale,
-                             out->codes8 + (size_t)r * k, &out->scales[r]))
+        if (whole_rows && kernel((const uint8_t *)src->data + (size_t)r * row_bytes, src->type, k, fp16_scale,
+                                 out->codes8 + (size_t)r * k, &out->scales[r]))
             continue;
         NF_TRY(reference_row(fmt, src, r, k, out, err));
     }

@@ -167,7 +167,7 @@ static nf_status absmax_rows(const nf_format *fmt, const nf_src_rows *src, nf_wo
      * below, the reference, encodes the row and names the error.  A kernel measures what it
      * encodes; the columns it did not measure (all of them at the scalar level) are measured
      * from the words afterwards, in the same statistics blocks. */
-    nf_absmax_row_fn kernel = nf_absmax_row_kernel();
+    nf_absmax_row_fn kernel = nf_absmax_kernels_active()->row;
     const nf_stats_kernels *sk = st ? nf_stats_kernels_active() : NULL;
     const nf_absmax_shape shape = {.group = g.group, .qmin = g.qmin, .qmax = g.qmax, .denominator = g.denominator};
     size_t esize = nf_src_type_size(src->type), row_bytes = k * esize;
@@ -176,7 +176,7 @@ static nf_status absmax_rows(const nf_format *fmt, const nf_src_rows *src, nf_wo
         uint16_t *scales = out->scales + (size_t)r * groups;
         const uint8_t *row = (const uint8_t *)src->data + (size_t)r * row_bytes;
         size_t measured = 0;
-        if (!kernel || !kernel(row, src->type, k, &shape, codes, scales, st, &measured)) {
+        if (!kernel(row, src->type, k, &shape, codes, scales, st, &measured)) {
             for (size_t gi = 0; gi < groups; gi++) {
                 float amax;
                 size_t bad;
@@ -412,7 +412,7 @@ typedef struct search_queues {
     size_t count[SEARCH_QUEUES];
 } search_queues;
 
-static void search_flush(search_queues *Q, int qi, const nf_search_kernel *kern, const nf_search_shape *sh)
+static void search_flush(search_queues *Q, int qi, const nf_search_kernels *kern, const nf_search_shape *sh)
 {
     if (!Q->count[qi]) return;
     kern->batch(sh, Q->g[qi], Q->count[qi], qi != SEARCH_UNSCREENED);
@@ -444,7 +444,7 @@ nf_status nf_grouped_search_rows(const nf_format *fmt, const nf_method_params *p
                                 .denominator = g.denominator,
                                 .denominator_d = g.qmax_d,
                                 .negative_scales = params && params->negative_scales};
-    const nf_search_kernel *kern = nf_search_kernel_active();
+    const nf_search_kernels *kern = nf_search_kernels_active();
     /* The weights of a partial last group, zero-padded; whether every weight is in the
      * screening range (else each group's are checked). */
     float wtail[NF_METHOD_MAX_GROUP] = {0};
@@ -453,10 +453,10 @@ nf_status nf_grouped_search_rows(const nf_format *fmt, const nf_method_params *p
         if (k % G) memcpy(wtail, imp + (groups - 1) * G, (k % G) * sizeof *wtail);
         weights_screenable = nf_search_screenable(1.0f, amax_word_n(imp, k));
     }
-    /* the kernel's loading where it has one (little-endian floating-point bytes) */
+    /* the kernels' loading reads little-endian floating-point bytes */
     bool fast_load = false;
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    fast_load = kern->load != NULL;
+    fast_load = true;
 #endif
     size_t esize = nf_src_type_size(src->type);
     search_queues Q;

@@ -159,14 +159,5 @@ const nf_stats_kernels nf_stats_kernels_scalar = {
     .row_grouped = row_grouped_scalar,
 };
 
-const nf_stats_kernels *nf_stats_kernels_active(void)
-{
-#if NF_STATS_HAVE_X86_KERNELS
-    switch (nf_simd_active()) {
-    case NF_SIMD_AVX512: return &nf_stats_kernels_avx512;
-    case NF_SIMD_AVX2: return &nf_stats_kernels_avx2;
-    default: break;
-    }
-#endif
-    return &nf_stats_kernels_scalar;
-}
+NF_SIMD_SELECTOR(nf_stats_kernels, nf_stats_kernels, nf_stats_kernels_scalar, nf_stats_kernels_avx2,
+                 nf_stats_kernels_avx512)

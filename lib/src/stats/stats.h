@@ -27,6 +27,7 @@
 #ifndef NINFER_STATS_STATS_H
 #define NINFER_STATS_STATS_H
 
+#include "common/cpu.h"
 #include "common/simd_target.h"
 #include <stdbool.h>
 #include <stddef.h>
@@ -84,16 +85,15 @@ typedef struct nf_stats_kernels {
                         size_t n, unsigned group, nf_errstats *st);
 } nf_stats_kernels;
 
+/* The instances of the levels (common/cpu.h: one dispatch structure). */
 extern const nf_stats_kernels nf_stats_kernels_scalar;
 #if NF_X86_KERNELS
-#define NF_STATS_HAVE_X86_KERNELS 1
 extern const nf_stats_kernels nf_stats_kernels_avx2;
 extern const nf_stats_kernels nf_stats_kernels_avx512;
-#else
-#define NF_STATS_HAVE_X86_KERNELS 0
 #endif
 
-/* The kernels of the active SIMD level (common/cpu.h); never NULL. */
+/* The kernels of a level and of the active one (common/cpu.h); never NULL. */
+const nf_stats_kernels *nf_stats_kernels_for(nf_simd_level level);
 const nf_stats_kernels *nf_stats_kernels_active(void);
 
 /* ---------------------------------------------------------------- shared by the variants */

@@ -18,28 +18,43 @@
 #include <immintrin.h>
 #include <stdint.h>
 
-#define AVX2_FN NF_AVX2_FN
-#define AVX2_INLINE NF_AVX2_INLINE
+/* The functions of the AVX2 and AVX-512 instances of nf_ggml_kernels (format/ggml.h), which are
+ * their only users. */
+#define NF_GGML_KQUANT_DECL(sfx)                                                                    \
+    void nf_ggml_deq_q2_k##sfx(const uint8_t *block, float *out);                                   \
+    void nf_ggml_deq_q3_k##sfx(const uint8_t *block, float *out);                                   \
+    void nf_ggml_deq_q4_k##sfx(const uint8_t *block, float *out);                                   \
+    void nf_ggml_deq_q5_k##sfx(const uint8_t *block, float *out);                                   \
+    void nf_ggml_deq_q6_k##sfx(const uint8_t *block, float *out);
+NF_GGML_KQUANT_DECL(_avx2)
+NF_GGML_KQUANT_DECL(_avx512)
+/* the per-element bodies of Q4_K..Q6_K (Q2_K and Q3_K use table lookups instead) */
+void nf_ggml_deq_q4_k_avx2_generic(const uint8_t *block, float *out);
+void nf_ggml_deq_q5_k_avx2_generic(const uint8_t *block, float *out);
+void nf_ggml_deq_q6_k_avx2_generic(const uint8_t *block, float *out);
+void nf_ggml_deq_q4_k_avx512_generic(const uint8_t *block, float *out);
+void nf_ggml_deq_q5_k_avx512_generic(const uint8_t *block, float *out);
+void nf_ggml_deq_q6_k_avx512_generic(const uint8_t *block, float *out);
 
 static inline float half_at(const uint8_t *p) { return nf_f16_to_f32((uint16_t)(p[0] | (p[1] << 8))); }
 
-AVX2_INLINE __m128i load16(const uint8_t *p) { return _mm_loadu_si128((const __m128i *)(const void *)p); }
+NF_AVX2_INLINE __m128i load16(const uint8_t *p) { return _mm_loadu_si128((const __m128i *)(const void *)p); }
 
 /* (x >> shift) & mask in every byte. */
-AVX2_INLINE __m128i bits_at(__m128i x, unsigned shift, int mask)
+NF_AVX2_INLINE __m128i bits_at(__m128i x, unsigned shift, int mask)
 {
     return _mm_and_si128(_mm_srl_epi16(x, _mm_cvtsi32_si128((int)shift)), _mm_set1_epi8((char)mask));
 }
 
 /* 16 signed byte integers -> two vectors of 8 binary32 (exact). */
-AVX2_INLINE void i8_f32(__m128i q, __m256 *lo, __m256 *hi)
+NF_AVX2_INLINE void i8_f32(__m128i q, __m256 *lo, __m256 *hi)
 {
     *lo = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q));
     *hi = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(q, 8)));
 }
 
 /* y[0..16) = (a * F(q)) - m */
-AVX2_INLINE void store_am(float *y, __m128i q, float a, float m)
+NF_AVX2_INLINE void store_am(float *y, __m128i q, float a, float m)
 {
     const __m256 av = _mm256_set1_ps(a), mv = _mm256_set1_ps(m);
     __m256 lo, hi;
@@ -49,7 +64,7 @@ AVX2_INLINE void store_am(float *y, __m128i q, float a, float m)
 }
 
 /* y[0..16) = a * F(q) */
-AVX2_INLINE void store_a(float *y, __m128i q, float a)
+NF_AVX2_INLINE void store_a(float *y, __m128i q, float a)
 {
     const __m256 av = _mm256_set1_ps(a);
     __m256 lo, hi;
@@ -71,18 +86,16 @@ static inline void k4_scale_min(const uint8_t *s, unsigned i, unsigned *sc, unsi
 }
 
 
-#define AVX512_INLINE NF_AVX512_INLINE
-#define AVX512_FN NF_AVX512_FN
 
 /* y[0..16) = (a * F(q)) - m, 16 lanes */
-AVX512_INLINE void store_am512(float *y, __m128i q, float a, float m)
+NF_AVX512_INLINE void store_am512(float *y, __m128i q, float a, float m)
 {
     const __m512 v = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q));
     _mm512_storeu_ps(y, _mm512_sub_ps(_mm512_mul_ps(_mm512_set1_ps(a), v), _mm512_set1_ps(m)));
 }
 
 /* y[0..16) = a * F(q), 16 lanes */
-AVX512_INLINE void store_a512(float *y, __m128i q, float a)
+NF_AVX512_INLINE void store_a512(float *y, __m128i q, float a)
 {
     const __m512 v = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q));
     _mm512_storeu_ps(y, _mm512_mul_ps(_mm512_set1_ps(a), v));
@@ -142,12 +155,12 @@ KQ_FN void nf_ggml_deq_q6_k##KQ_SUFFIX(const uint8_t *b, float *y)              
             }                                                                                                  \
 }
 
-DEFINE_KQUANTS(_avx2_generic, AVX2_FN, store_am, store_a)
-DEFINE_KQUANTS(_avx512_generic, AVX512_FN, store_am512, store_a512)
+DEFINE_KQUANTS(_avx2_generic, NF_AVX2_FN, store_am, store_a)
+DEFINE_KQUANTS(_avx512_generic, NF_AVX512_FN, store_am512, store_a512)
 
 /* AVX2 Q2_K and Q3_K by table lookup, as the AVX-512 ones below: an 8-entry table per sub-block
  * (period 4 for Q2_K, the 8 codes -4..3 for Q3_K), indexed by the low 3 bits of each lane. */
-AVX2_FN void nf_ggml_deq_q2_k_avx2(const uint8_t *b, float *y)
+NF_AVX2_FN void nf_ggml_deq_q2_k_avx2(const uint8_t *b, float *y)
 {
     const float d = half_at(b + 80);
     const float dmin = half_at(b + 82);
@@ -172,7 +185,7 @@ AVX2_FN void nf_ggml_deq_q2_k_avx2(const uint8_t *b, float *y)
         }
 }
 
-AVX2_FN void nf_ggml_deq_q3_k_avx2(const uint8_t *b, float *y)
+NF_AVX2_FN void nf_ggml_deq_q3_k_avx2(const uint8_t *b, float *y)
 {
     const float d = half_at(b + 108);
     const uint8_t *hmask = b, *qs = b + 32, *sc = b + 96;
@@ -197,16 +210,16 @@ AVX2_FN void nf_ggml_deq_q3_k_avx2(const uint8_t *b, float *y)
         }
 }
 
-AVX2_FN void nf_ggml_deq_q4_k_avx2(const uint8_t *b, float *y) { nf_ggml_deq_q4_k_avx2_generic(b, y); }
-AVX2_FN void nf_ggml_deq_q5_k_avx2(const uint8_t *b, float *y) { nf_ggml_deq_q5_k_avx2_generic(b, y); }
-AVX2_FN void nf_ggml_deq_q6_k_avx2(const uint8_t *b, float *y) { nf_ggml_deq_q6_k_avx2_generic(b, y); }
+NF_AVX2_FN void nf_ggml_deq_q4_k_avx2(const uint8_t *b, float *y) { nf_ggml_deq_q4_k_avx2_generic(b, y); }
+NF_AVX2_FN void nf_ggml_deq_q5_k_avx2(const uint8_t *b, float *y) { nf_ggml_deq_q5_k_avx2_generic(b, y); }
+NF_AVX2_FN void nf_ggml_deq_q6_k_avx2(const uint8_t *b, float *y) { nf_ggml_deq_q6_k_avx2_generic(b, y); }
 
 /* AVX-512 Q2_K and Q3_K by table lookup: a sub-block of 16 has only 4 (Q2_K) or 8 (Q3_K)
  * possible codes, so its values are computed once per sub-block, with the scalar code's own
  * operations on the same operands ((dl * F(q)) - ml, and dl * F(q)), into a 16-entry table
  * (period 4 or 8), and each element is one permute of that table by its code bits.  The permute
  * uses the low 4 bits of an index lane; bits above the code's width select the same entry. */
-AVX512_FN void nf_ggml_deq_q2_k_avx512(const uint8_t *b, float *y)
+NF_AVX512_FN void nf_ggml_deq_q2_k_avx512(const uint8_t *b, float *y)
 {
     const float d = half_at(b + 80);
     const float dmin = half_at(b + 82);
@@ -230,7 +243,7 @@ AVX512_FN void nf_ggml_deq_q2_k_avx512(const uint8_t *b, float *y)
         }
 }
 
-AVX512_FN void nf_ggml_deq_q3_k_avx512(const uint8_t *b, float *y)
+NF_AVX512_FN void nf_ggml_deq_q3_k_avx512(const uint8_t *b, float *y)
 {
     const float d = half_at(b + 108);
     const uint8_t *hmask = b, *qs = b + 32;
@@ -262,8 +275,16 @@ AVX512_FN void nf_ggml_deq_q3_k_avx512(const uint8_t *b, float *y)
 }
 
 /* The other AVX-512 k-quants are the generic bodies. */
-AVX512_FN void nf_ggml_deq_q4_k_avx512(const uint8_t *b, float *y) { nf_ggml_deq_q4_k_avx512_generic(b, y); }
-AVX512_FN void nf_ggml_deq_q5_k_avx512(const uint8_t *b, float *y) { nf_ggml_deq_q5_k_avx512_generic(b, y); }
-AVX512_FN void nf_ggml_deq_q6_k_avx512(const uint8_t *b, float *y) { nf_ggml_deq_q6_k_avx512_generic(b, y); }
+NF_AVX512_FN void nf_ggml_deq_q4_k_avx512(const uint8_t *b, float *y) { nf_ggml_deq_q4_k_avx512_generic(b, y); }
+NF_AVX512_FN void nf_ggml_deq_q5_k_avx512(const uint8_t *b, float *y) { nf_ggml_deq_q5_k_avx512_generic(b, y); }
+NF_AVX512_FN void nf_ggml_deq_q6_k_avx512(const uint8_t *b, float *y) { nf_ggml_deq_q6_k_avx512_generic(b, y); }
+
+#define KQUANT_KERNELS(sfx)                                                                                  \
+    {                                                                                                        \
+        .name = #sfx, .q2_k = nf_ggml_deq_q2_k_##sfx, .q3_k = nf_ggml_deq_q3_k_##sfx,                         \
+        .q4_k = nf_ggml_deq_q4_k_##sfx, .q5_k = nf_ggml_deq_q5_k_##sfx, .q6_k = nf_ggml_deq_q6_k_##sfx,      \
+    }
+const nf_ggml_kernels nf_ggml_kernels_avx2 = KQUANT_KERNELS(avx2);
+const nf_ggml_kernels nf_ggml_kernels_avx512 = KQUANT_KERNELS(avx512);
 
 #endif

@@ -8,14 +8,12 @@
 #include "common/simd_target.h"
 #include "layout/kernels.h"
 
-#if NF_LAYOUT_HAVE_X86_KERNELS
+#if NF_X86_KERNELS
 
 #include <immintrin.h>
 
-#define AVX2_FN NF_AVX2_FN
-#define AVX2_INLINE NF_AVX2_INLINE
 
-AVX2_FN static void bf16_f32_avx2(const uint16_t *w, size_t n, float *out)
+NF_AVX2_FN static void bf16_f32_avx2(const uint16_t *w, size_t n, float *out)
 {
     size_t i = 0;
     for (; i + 16 <= n; i += 16) {
@@ -30,7 +28,7 @@ AVX2_FN static void bf16_f32_avx2(const uint16_t *w, size_t n, float *out)
 /* nf_int32_value on 8 lanes: rounding to nearest even done on integers (AVX2 has no conversion
  * with its own rounding mode).  |v| <= 2^24 converts exactly; above, the leading bit position
  * comes from the exact conversion of |v| >> 8 (< 2^24), and the significand is rounded by hand. */
-AVX2_INLINE __m256 int32_lanes(__m256i x)
+NF_AVX2_INLINE __m256 int32_lanes(__m256i x)
 {
     const __m256i one = _mm256_set1_epi32(1);
     const __m256i mag = _mm256_abs_epi32(x); /* INT32_MIN stays 0x80000000 = 2^31 unsigned */
@@ -52,7 +50,7 @@ AVX2_INLINE __m256 int32_lanes(__m256i x)
     return _mm256_blendv_ps(rounded, _mm256_cvtepi32_ps(x), _mm256_castsi256_ps(exact));
 }
 
-AVX2_FN static void int32_f32_avx2(const uint32_t *w, size_t n, float *out)
+NF_AVX2_FN static void int32_f32_avx2(const uint32_t *w, size_t n, float *out)
 {
     size_t i = 0;
     for (; i + 8 <= n; i += 8)
@@ -60,12 +58,12 @@ AVX2_FN static void int32_f32_avx2(const uint32_t *w, size_t n, float *out)
     for (; i < n; i++) out[i] = nf_int32_value(w[i]);
 }
 
-AVX2_INLINE __m256 codes8_f32(const int8_t *p)
+NF_AVX2_INLINE __m256 codes8_f32(const int8_t *p)
 {
     return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p)));
 }
 
-AVX2_FN static void grouped_row_plain(const int8_t *codes, const uint16_t *scales, size_t k, unsigned gs, float *out)
+NF_AVX2_FN static void grouped_row_plain(const int8_t *codes, const uint16_t *scales, size_t k, unsigned gs, float *out)
 {
     for (size_t c0 = 0, gi = 0; c0 < k; c0 += gs, gi++) {
         const float s = nf_k_f16(scales[gi]);
@@ -83,7 +81,7 @@ AVX2_FN static void grouped_row_plain(const int8_t *codes, const uint16_t *scale
 /* As the AVX-512 kernel: with a = floats before the first 32-byte boundary of out (1..7), the
  * stored blocks are [a + 8j, a + 8j + 8); the last block of each group (gs a multiple of 8)
  * takes the next group's scale in its lanes >= 8 - a.  Head and tail are done one by one. */
-AVX2_FN static void grouped_row_avx2(const int8_t *codes, const uint16_t *scales, size_t k, unsigned gs, float *out)
+NF_AVX2_FN static void grouped_row_avx2(const int8_t *codes, const uint16_t *scales, size_t k, unsigned gs, float *out)
 {
     const size_t a = (size_t)(((32u - ((uintptr_t)out & 31u)) & 31u) / 4u);
     if (a == 0 || gs % 8 != 0 || k < 8 || ((uintptr_t)out & 3u)) {
@@ -109,7 +107,7 @@ AVX2_FN static void grouped_row_avx2(const int8_t *codes, const uint16_t *scales
 }
 
 /* E4M3FN words (in 32-bit lanes) -> binary32 words, as nf_e4m3fn_bits. */
-AVX2_INLINE __m256 e4m3_f32(__m256i x)
+NF_AVX2_INLINE __m256 e4m3_f32(__m256i x)
 {
     const __m256i mag = _mm256_and_si256(x, _mm256_set1_epi32(0x7F));
     const __m256i sign = _mm256_slli_epi32(_mm256_and_si256(x, _mm256_set1_epi32(0x80)), 24);
@@ -126,7 +124,7 @@ AVX2_INLINE __m256 e4m3_f32(__m256i x)
 
 /* e4m3(x) * s, where a NaN code gives its own NaN whatever s (nf_fp8_row_value): the multiply
  * alone would leave the choice between two NaNs to the operand order the compiler picks. */
-AVX2_INLINE __m256 fp8_value(__m256i x, __m256 s)
+NF_AVX2_INLINE __m256 fp8_value(__m256i x, __m256 s)
 {
     const __m256 v = e4m3_f32(x);
     const __m256 is_nan = _mm256_castsi256_ps(
@@ -134,7 +132,7 @@ AVX2_INLINE __m256 fp8_value(__m256i x, __m256 s)
     return _mm256_blendv_ps(_mm256_mul_ps(v, s), v, is_nan);
 }
 
-AVX2_FN static void fp8_row_avx2(const uint8_t *codes, size_t k, float s32, float *out)
+NF_AVX2_FN static void fp8_row_avx2(const uint8_t *codes, size_t k, float s32, float *out)
 {
     const __m256 sv = _mm256_set1_ps(s32);
     size_t c = 0;
@@ -149,7 +147,7 @@ AVX2_FN static void fp8_row_avx2(const uint8_t *codes, size_t k, float s32, floa
     }
 }
 
-AVX2_FN static void nvfp4_table_avx2(uint32_t divisor_bits, float *table)
+NF_AVX2_FN static void nvfp4_table_avx2(uint32_t divisor_bits, float *table)
 {
     float e2m1[16], e4m3[256];
     nf_k_opaque_f32(nf_e2m1_bits, e2m1, 16);
@@ -164,14 +162,14 @@ AVX2_FN static void nvfp4_table_avx2(uint32_t divisor_bits, float *table)
 }
 
 /* Eight table entries selected by the low 4 bits of eight code bytes. */
-AVX2_INLINE __m256 lookup16(__m256 lo, __m256 hi, __m128i codes8)
+NF_AVX2_INLINE __m256 lookup16(__m256 lo, __m256 hi, __m128i codes8)
 {
     const __m256i idx = _mm256_cvtepu8_epi32(codes8);
     const __m256 a = _mm256_permutevar8x32_ps(lo, idx), b = _mm256_permutevar8x32_ps(hi, idx);
     return _mm256_blendv_ps(a, b, _mm256_castsi256_ps(_mm256_slli_epi32(idx, 28))); /* bit 3 */
 }
 
-AVX2_FN static void nvfp4_row_avx2(const uint8_t *codes, const uint8_t *scales, size_t k, const float *table,
+NF_AVX2_FN static void nvfp4_row_avx2(const uint8_t *codes, const uint8_t *scales, size_t k, const float *table,
                                    float *out)
 {
     for (size_t g = 0; g < k / 16; g++) {
@@ -184,7 +182,7 @@ AVX2_FN static void nvfp4_row_avx2(const uint8_t *codes, const uint8_t *scales, 
 }
 
 /* 16 bytes -> their 32 nibbles in order (low nibble first), each mapped through lut. */
-AVX2_INLINE __m256i nibbles32(__m128i b, __m128i lut)
+NF_AVX2_INLINE __m256i nibbles32(__m128i b, __m128i lut)
 {
     const __m128i m = _mm_set1_epi8(0x0F);
     const __m128i lo = _mm_shuffle_epi8(lut, _mm_and_si128(b, m));
@@ -194,7 +192,7 @@ AVX2_INLINE __m256i nibbles32(__m128i b, __m128i lut)
 
 /* 16 bytes -> their 64 2-bit fields in order (lowest bits first), each mapped through lut;
  * out[0..3] hold fields 0-15, 16-31, 32-47, 48-63. */
-AVX2_INLINE void quarters64(__m128i b, __m128i lut, __m128i out[4])
+NF_AVX2_INLINE void quarters64(__m128i b, __m128i lut, __m128i out[4])
 {
     const __m128i m = _mm_set1_epi8(0x03);
     const __m128i p0 = _mm_shuffle_epi8(lut, _mm_and_si128(b, m));
@@ -210,14 +208,14 @@ AVX2_INLINE void quarters64(__m128i b, __m128i lut, __m128i out[4])
 }
 
 /* x (stored words of b bits in bytes) -> two's complement codes: (x ^ sign) - sign. */
-AVX2_INLINE __m256i sext(__m256i x, int sign)
+NF_AVX2_INLINE __m256i sext(__m256i x, int sign)
 {
     const __m256i s = _mm256_set1_epi8((char)sign);
     return _mm256_sub_epi8(_mm256_xor_si256(x, s), s);
 }
 
 /* Bit 4 for lane j of 32 lanes from bit j of the 32-bit word h (Q5 high plane). */
-AVX2_INLINE __m256i q5_high(uint32_t h)
+NF_AVX2_INLINE __m256i q5_high(uint32_t h)
 {
     const __m256i rep = _mm256_shuffle_epi8(_mm256_set1_epi32((int)h),
                                             _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2,
@@ -228,7 +226,7 @@ AVX2_INLINE __m256i q5_high(uint32_t h)
 }
 
 /* Bits 4-5 for lane j of 32 lanes from bits 2j, 2j+1 of the 64-bit word h (Q6 high plane). */
-AVX2_INLINE __m256i q6_high(uint64_t h)
+NF_AVX2_INLINE __m256i q6_high(uint64_t h)
 {
     const __m256i rep = _mm256_shuffle_epi8(_mm256_set1_epi64x((long long)h),
                                             _mm256_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4,
@@ -242,7 +240,7 @@ AVX2_INLINE __m256i q6_high(uint64_t h)
     return _mm256_or_si256(r, _mm256_and_si256(_mm256_srli_epi16(rep, 2), m3));
 }
 
-AVX2_FN void nf_rs_unpack_row_avx2(const nf_rs_params *p, const uint8_t *base, const uint8_t *high, size_t k,
+NF_AVX2_FN void nf_rs_unpack_row_avx2(const nf_rs_params *p, const uint8_t *base, const uint8_t *high, size_t k,
                                    int8_t *codes)
 {
     size_t c = 0;
@@ -293,7 +291,7 @@ AVX2_FN void nf_rs_unpack_row_avx2(const nf_rs_params *p, const uint8_t *base, c
     nf_rs_unpack_scalar(p, base, high, c, k, codes);
 }
 
-AVX2_FN void nf_nibbles_avx2(const uint8_t *in, size_t nbytes, uint8_t *out)
+NF_AVX2_FN void nf_nibbles_avx2(const uint8_t *in, size_t nbytes, uint8_t *out)
 {
     const __m128i lut = _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     size_t j = 0;
@@ -309,7 +307,7 @@ AVX2_FN void nf_nibbles_avx2(const uint8_t *in, size_t nbytes, uint8_t *out)
 /* 2-bit row_split rows (Q2, T2) straight to values, as the AVX-512 kernel: per group an
  * 8-entry table with period 4 of s * F(q); 8 lanes are one broadcast 16-bit word shifted by 2j in
  * lane j, whose low 3 bits index the table. */
-AVX2_FN static bool rs_row_f32_avx2(const nf_rs_params *p, const uint8_t *base, const uint8_t *high,
+NF_AVX2_FN static bool rs_row_f32_avx2(const nf_rs_params *p, const uint8_t *base, const uint8_t *high,
                                     const uint8_t *scales_le, size_t k, float *out)
 {
     (void)high;
@@ -342,7 +340,7 @@ AVX2_FN static bool rs_row_f32_avx2(const nf_rs_params *p, const uint8_t *base, 
 }
 
 /* ---------------------------------------------------------------- encode side */
-AVX2_FN static bool codes_within_avx2(const int8_t *codes, size_t n, int lo, int hi)
+NF_AVX2_FN static bool codes_within_avx2(const int8_t *codes, size_t n, int lo, int hi)
 {
     __m256i mn = _mm256_set1_epi8(INT8_MAX), mx = _mm256_set1_epi8(INT8_MIN);
     size_t i = 0;
@@ -364,7 +362,7 @@ AVX2_FN static bool codes_within_avx2(const int8_t *codes, size_t n, int lo, int
     return nf_codes_within_scalar(codes + i, n - i, lo, hi);
 }
 
-AVX2_FN static unsigned grouped_scales_avx2(const nf_grouped_rules *r, const uint16_t *scales, size_t n)
+NF_AVX2_FN static unsigned grouped_scales_avx2(const nf_grouped_rules *r, const uint16_t *scales, size_t n)
 {
     const __m256i exp = _mm256_set1_epi16(0x7C00), negz = _mm256_set1_epi16((short)0x8000);
     const __m256i zero = _mm256_setzero_si256();
@@ -385,14 +383,14 @@ AVX2_FN static unsigned grouped_scales_avx2(const nf_grouped_rules *r, const uin
 
 /* Four 2-bit fields per 32-bit lane -> one byte: bytes x0..x3 (each < 4) of every dword become
  * x0 | x1 << 2 | x2 << 4 | x3 << 6 in its low 16 bits (multiply-adds by 1, 4, 16, 64). */
-AVX2_INLINE __m256i quartets32(__m256i x)
+NF_AVX2_INLINE __m256i quartets32(__m256i x)
 {
     const __m256i t = _mm256_maddubs_epi16(x, _mm256_set1_epi32(0x40100401));
     return _mm256_madd_epi16(t, _mm256_set1_epi16(1));
 }
 
 /* 128 lanes of 2-bit fields (a..d: 32 bytes each, each < 4) -> their 32 packed bytes in order. */
-AVX2_INLINE __m256i quartets128(__m256i a, __m256i b, __m256i c, __m256i d)
+NF_AVX2_INLINE __m256i quartets128(__m256i a, __m256i b, __m256i c, __m256i d)
 {
     /* the packs work within 128-bit halves: bytes come out as dwords a.lo b.lo c.lo d.lo | a.hi ... */
     const __m256i ab = _mm256_packs_epi32(quartets32(a), quartets32(b));
@@ -401,7 +399,7 @@ AVX2_INLINE __m256i quartets128(__m256i a, __m256i b, __m256i c, __m256i d)
 }
 
 /* 64 lanes (a, b) -> 32 base bytes: the low nibbles of lane pairs, the even lane low. */
-AVX2_INLINE __m256i nibble_pairs64(__m256i a, __m256i b)
+NF_AVX2_INLINE __m256i nibble_pairs64(__m256i a, __m256i b)
 {
     const __m256i m = _mm256_set1_epi8(0x0F), w = _mm256_set1_epi16(0x1001);
     const __m256i wa = _mm256_maddubs_epi16(_mm256_and_si256(a, m), w); /* u0 + 16 u1 per 16-bit lane */
@@ -411,7 +409,7 @@ AVX2_INLINE __m256i nibble_pairs64(__m256i a, __m256i b)
 
 /* One block of 128 lanes (codes q; add = the Q2 bias) into base (and high), widening the running
  * minimum and maximum.  `bits` is a constant at every call, so each format gets its own loop. */
-AVX2_INLINE void pack128_avx2(unsigned bits, const int8_t *q, __m256i add, uint8_t *base, uint8_t *high, __m256i *mn,
+NF_AVX2_INLINE void pack128_avx2(unsigned bits, const int8_t *q, __m256i add, uint8_t *base, uint8_t *high, __m256i *mn,
                               __m256i *mx)
 {
     __m256i v[4];
@@ -450,7 +448,7 @@ AVX2_INLINE void pack128_avx2(unsigned bits, const int8_t *q, __m256i add, uint8
 
 /* The row driver: whole blocks straight from the codes; the block holding k (and any block past
  * it) from a copy padded with code 0, so nothing past codes[k) is read. */
-AVX2_INLINE bool pack_row_avx2(unsigned bits, const nf_rs_params *p, const int8_t *codes, size_t k, size_t lanes,
+NF_AVX2_INLINE bool pack_row_avx2(unsigned bits, const nf_rs_params *p, const int8_t *codes, size_t k, size_t lanes,
                                int lo, int hi, uint8_t *base, uint8_t *high)
 {
     const size_t lb = bits == 2 ? 2 : bits == 8 ? 8 : 4, hb = bits == 5 ? 1 : bits == 6 ? 2 : 0;
@@ -471,7 +469,7 @@ AVX2_INLINE bool pack_row_avx2(unsigned bits, const nf_rs_params *p, const int8_
     return _mm256_testz_si256(out, out) != 0;
 }
 
-AVX2_FN static bool rs_pack_row_avx2(const nf_rs_params *p, const int8_t *codes, size_t k, size_t lanes, int lo, int hi,
+NF_AVX2_FN static bool rs_pack_row_avx2(const nf_rs_params *p, const int8_t *codes, size_t k, size_t lanes, int lo, int hi,
                                  uint8_t *base, uint8_t *high)
 {
     switch (p->bits) {

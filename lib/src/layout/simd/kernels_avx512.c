@@ -5,17 +5,15 @@
 #include "common/simd_target.h"
 #include "layout/kernels.h"
 
-#if NF_LAYOUT_HAVE_X86_KERNELS
+#if NF_X86_KERNELS
 
 #include <immintrin.h>
 
-#define AVX512_FN NF_AVX512_FN
-#define AVX512_INLINE NF_AVX512_INLINE
 
 
-AVX512_INLINE __mmask16 tail16(size_t m) { return (__mmask16)((1u << m) - 1u); }
+NF_AVX512_INLINE __mmask16 tail16(size_t m) { return (__mmask16)((1u << m) - 1u); }
 
-AVX512_FN static void bf16_f32_avx512(const uint16_t *w, size_t n, float *out)
+NF_AVX512_FN static void bf16_f32_avx512(const uint16_t *w, size_t n, float *out)
 {
     size_t i = 0;
     for (; i + 32 <= n; i += 32) {
@@ -31,7 +29,7 @@ AVX512_FN static void bf16_f32_avx512(const uint16_t *w, size_t n, float *out)
     }
 }
 
-AVX512_FN static void int32_f32_avx512(const uint32_t *w, size_t n, float *out)
+NF_AVX512_FN static void int32_f32_avx512(const uint32_t *w, size_t n, float *out)
 {
     for (size_t i = 0; i < n; i += 16) {
         size_t m = n - i < 16 ? n - i : 16;
@@ -44,15 +42,15 @@ AVX512_FN static void int32_f32_avx512(const uint32_t *w, size_t n, float *out)
 
 /* Output stores are kept on 64-byte boundaries (a store across two cache lines costs about two):
  * lanes = how many floats precede the first boundary at out (0..15). */
-AVX512_INLINE size_t lanes_to_line(const float *out)
+NF_AVX512_INLINE size_t lanes_to_line(const float *out)
 {
     return (size_t)(((64u - ((uintptr_t)out & 63u)) & 63u) / 4u);
 }
 
-AVX512_INLINE __m512 codes16_f32(__m128i b) { return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b)); }
+NF_AVX512_INLINE __m512 codes16_f32(__m128i b) { return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b)); }
 
 /* One row, unaligned stores (an output already on a line boundary, or an odd group size). */
-AVX512_FN static void grouped_row_plain(const int8_t *codes, const uint16_t *scales, size_t k, unsigned gs,
+NF_AVX512_FN static void grouped_row_plain(const int8_t *codes, const uint16_t *scales, size_t k, unsigned gs,
                                         float *out)
 {
     for (size_t c0 = 0, gi = 0; c0 < k; c0 += gs, gi++) {
@@ -74,7 +72,7 @@ AVX512_FN static void grouped_row_plain(const int8_t *codes, const uint16_t *sca
 /* With a = lanes_to_line(out) > 0, the blocks of 16 stored are [a + 16j, a + 16j + 16): each
  * group of gs (a multiple of 16) has gs/16 - 1 blocks of its own and one that ends in the next
  * group, whose lanes >= 16 - a take the next group's scale. */
-AVX512_FN static void grouped_row_avx512(const int8_t *codes, const uint16_t *scales, size_t k, unsigned gs,
+NF_AVX512_FN static void grouped_row_avx512(const int8_t *codes, const uint16_t *scales, size_t k, unsigned gs,
                                          float *out)
 {
     const size_t a = lanes_to_line(out);
@@ -108,7 +106,7 @@ AVX512_FN static void grouped_row_avx512(const int8_t *codes, const uint16_t *sc
 }
 
 /* E4M3FN words (in 32-bit lanes) -> binary32, as nf_e4m3fn_bits. */
-AVX512_INLINE __m512 e4m3_f32(__m512i x)
+NF_AVX512_INLINE __m512 e4m3_f32(__m512i x)
 {
     const __m512i mag = _mm512_and_si512(x, _mm512_set1_epi32(0x7F));
     const __m512i sign = _mm512_slli_epi32(_mm512_and_si512(x, _mm512_set1_epi32(0x80)), 24);
@@ -122,7 +120,7 @@ AVX512_INLINE __m512 e4m3_f32(__m512i x)
 
 /* e4m3(x) * s, where a NaN code gives its own NaN whatever s (nf_fp8_row_value): the multiply
  * alone would leave the choice between two NaNs to the operand order the compiler picks. */
-AVX512_INLINE __m512 fp8_value(__m512i x, __m512 s)
+NF_AVX512_INLINE __m512 fp8_value(__m512i x, __m512 s)
 {
     const __m512 v = e4m3_f32(x);
     const __m512i low7 = _mm512_set1_epi32(0x7F);
@@ -130,7 +128,7 @@ AVX512_INLINE __m512 fp8_value(__m512i x, __m512 s)
     return _mm512_mask_blend_ps(is_nan, _mm512_mul_ps(v, s), v);
 }
 
-AVX512_FN static void fp8_row_avx512(const uint8_t *codes, size_t k, float s32, float *out)
+NF_AVX512_FN static void fp8_row_avx512(const uint8_t *codes, size_t k, float s32, float *out)
 {
     const __m512 sv = _mm512_set1_ps(s32);
     size_t c = lanes_to_line(out);
@@ -151,7 +149,7 @@ AVX512_FN static void fp8_row_avx512(const uint8_t *codes, size_t k, float s32, 
     }
 }
 
-AVX512_FN static void nvfp4_table_avx512(uint32_t divisor_bits, float *table)
+NF_AVX512_FN static void nvfp4_table_avx512(uint32_t divisor_bits, float *table)
 {
     float e2m1[16], e4m3[256];
     nf_k_opaque_f32(nf_e2m1_bits, e2m1, 16);
@@ -167,7 +165,7 @@ AVX512_FN static void nvfp4_table_avx512(uint32_t divisor_bits, float *table)
 /* With a = lanes_to_line(out) > 0, block j stores [16j + a, 16j + a + 16): lanes < 16 - a from
  * group j's table, the others from group j+1's, in one two-table permute (index bit 4 picks the
  * second table). */
-AVX512_FN static void nvfp4_row_avx512(const uint8_t *codes, const uint8_t *scales, size_t k, const float *table,
+NF_AVX512_FN static void nvfp4_row_avx512(const uint8_t *codes, const uint8_t *scales, size_t k, const float *table,
                                        float *out)
 {
     const size_t ng = k / 16, a = lanes_to_line(out);
@@ -213,7 +211,7 @@ AVX512_FN static void nvfp4_row_avx512(const uint8_t *codes, const uint8_t *scal
  * (the products grouped_row computes) fill a 16-entry table with period 4; 16 lanes of 2-bit
  * words are then one broadcast 32-bit word shifted by 2j in lane j, whose low 4 bits index the
  * table (bits 2 and 3 belong to the next lane and select the same entry). */
-AVX512_FN static bool rs_row_f32_avx512(const nf_rs_params *p, const uint8_t *base, const uint8_t *high,
+NF_AVX512_FN static bool rs_row_f32_avx512(const nf_rs_params *p, const uint8_t *base, const uint8_t *high,
                                         const uint8_t *scales_le, size_t k, float *out)
 {
     (void)high;
@@ -251,9 +249,9 @@ AVX512_FN static bool rs_row_f32_avx512(const nf_rs_params *p, const uint8_t *ba
 
 /* ---------------------------------------------------------------- encode side */
 /* Lanes [0, m) of a 64-lane mask (m <= 64). */
-AVX512_INLINE __mmask64 tail64(size_t m) { return m >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << m) - 1u); }
+NF_AVX512_INLINE __mmask64 tail64(size_t m) { return m >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << m) - 1u); }
 
-AVX512_FN static bool codes_within_avx512(const int8_t *codes, size_t n, int lo, int hi)
+NF_AVX512_FN static bool codes_within_avx512(const int8_t *codes, size_t n, int lo, int hi)
 {
     const __m512i lo8 = _mm512_set1_epi8(nf_k_clamp8(lo)), hi8 = _mm512_set1_epi8(nf_k_clamp8(hi));
     __m512i mn = _mm512_set1_epi8(INT8_MAX), mx = _mm512_set1_epi8(INT8_MIN);
@@ -271,7 +269,7 @@ AVX512_FN static bool codes_within_avx512(const int8_t *codes, size_t n, int lo,
     return (_mm512_cmplt_epi8_mask(mn, lo8) | _mm512_cmpgt_epi8_mask(mx, hi8)) == 0;
 }
 
-AVX512_FN static unsigned grouped_scales_avx512(const nf_grouped_rules *r, const uint16_t *scales, size_t n)
+NF_AVX512_FN static unsigned grouped_scales_avx512(const nf_grouped_rules *r, const uint16_t *scales, size_t n)
 {
     const __m512i exp = _mm512_set1_epi16(0x7C00), negz = _mm512_set1_epi16((short)0x8000);
     const __m512i one = _mm512_set1_epi16(0x3C00); /* 1.0: valid and not zero, for masked-off lanes */
@@ -292,14 +290,14 @@ AVX512_FN static unsigned grouped_scales_avx512(const nf_grouped_rules *r, const
 
 /* 64 lanes of 2-bit fields (bytes < 4) -> their 16 packed bytes, lowest lane in the lowest bits:
  * multiply-adds by 1, 4, 16, 64 put the byte of four lanes in the low bits of their dword. */
-AVX512_INLINE __m128i quartets64(__m512i x)
+NF_AVX512_INLINE __m128i quartets64(__m512i x)
 {
     const __m512i t = _mm512_maddubs_epi16(x, _mm512_set1_epi32(0x40100401));
     return _mm512_cvtepi32_epi8(_mm512_madd_epi16(t, _mm512_set1_epi16(1)));
 }
 
 /* 64 lanes -> 32 base bytes: the low nibbles of lane pairs, the even lane low. */
-AVX512_INLINE __m256i nibble_pairs64(__m512i v)
+NF_AVX512_INLINE __m256i nibble_pairs64(__m512i v)
 {
     const __m512i w = _mm512_maddubs_epi16(_mm512_and_si512(v, _mm512_set1_epi8(0x0F)), _mm512_set1_epi16(0x1001));
     return _mm512_cvtepi16_epi8(w);
@@ -309,7 +307,7 @@ AVX512_INLINE __m256i nibble_pairs64(__m512i v)
  * running minimum and maximum; a partial block (full false) reads only the lanes of masks m0 and
  * m1 and takes code 0 in the others.  `bits` and `full` are constants at every call, so each
  * format gets its own loop. */
-AVX512_INLINE void pack128_avx512(unsigned bits, bool full, const int8_t *q0, const int8_t *q1, __mmask64 m0,
+NF_AVX512_INLINE void pack128_avx512(unsigned bits, bool full, const int8_t *q0, const int8_t *q1, __mmask64 m0,
                                   __mmask64 m1, __m512i add, uint8_t *base, uint8_t *high, __m512i *mn, __m512i *mx)
 {
     __m512i v[2];
@@ -351,7 +349,7 @@ AVX512_INLINE void pack128_avx512(unsigned bits, bool full, const int8_t *q0, co
 
 /* The row driver: whole blocks, then the block holding k through masked loads (code 0 in its
  * padding lanes), then any block past it as all padding. */
-AVX512_INLINE bool pack_row_avx512(unsigned bits, const nf_rs_params *p, const int8_t *codes, size_t k, size_t lanes,
+NF_AVX512_INLINE bool pack_row_avx512(unsigned bits, const nf_rs_params *p, const int8_t *codes, size_t k, size_t lanes,
                                    int lo, int hi, uint8_t *base, uint8_t *high)
 {
     const size_t lb = bits == 2 ? 2 : bits == 8 ? 8 : 4, hb = bits == 5 ? 1 : bits == 6 ? 2 : 0;
@@ -372,7 +370,7 @@ AVX512_INLINE bool pack_row_avx512(unsigned bits, const nf_rs_params *p, const i
             _mm512_cmpgt_epi8_mask(mx, _mm512_set1_epi8(nf_k_clamp8(hi)))) == 0;
 }
 
-AVX512_FN static bool rs_pack_row_avx512(const nf_rs_params *p, const int8_t *codes, size_t k, size_t lanes, int lo,
+NF_AVX512_FN static bool rs_pack_row_avx512(const nf_rs_params *p, const int8_t *codes, size_t k, size_t lanes, int lo,
                                          int hi, uint8_t *base, uint8_t *high)
 {
     switch (p->bits) {

@@ -16,11 +16,10 @@
 
 #include "stats/simd/lanes_avx2.h"
 
-#define AVX2_INLINE NF_AVX2_INLINE
 #define LANES 8u
 
 /* LANES elements at p widened exactly to binary32. */
-AVX2_INLINE __m256 load_full(const uint8_t *p, nf_src_type type)
+NF_AVX2_INLINE __m256 load_full(const uint8_t *p, nf_src_type type)
 {
     if (type == NF_SRC_F32) return _mm256_loadu_ps((const float *)(const void *)p);
     __m128i h = _mm_loadu_si128((const __m128i *)(const void *)p);
@@ -29,14 +28,14 @@ AVX2_INLINE __m256 load_full(const uint8_t *p, nf_src_type type)
 }
 
 /* m < LANES elements at p, the other lanes +0. */
-AVX2_INLINE __m256 load_part(const uint8_t *p, size_t m, nf_src_type type, size_t esize)
+NF_AVX2_INLINE __m256 load_part(const uint8_t *p, size_t m, nf_src_type type, size_t esize)
 {
     uint8_t buf[LANES * 4] = {0};
     memcpy(buf, p, m * esize);
     return load_full(buf, type);
 }
 
-AVX2_INLINE uint32_t hmax_u32(__m256i v)
+NF_AVX2_INLINE uint32_t hmax_u32(__m256i v)
 {
     __m128i a = _mm_max_epu32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
     a = _mm_max_epu32(a, _mm_shuffle_epi32(a, _MM_SHUFFLE(1, 0, 3, 2)));
@@ -46,7 +45,7 @@ AVX2_INLINE uint32_t hmax_u32(__m256i v)
 
 /* clamp(f32(x * inv), qmin, qmax) rounded to nearest even, as int32 lanes.  A plain multiply:
  * the product is rounded to binary32 before the clamp, as the reference's is. */
-AVX2_INLINE __m256 code_float(__m256 x, __m256 inv, __m256 qmin, __m256 qmax)
+NF_AVX2_INLINE __m256 code_float(__m256 x, __m256 inv, __m256 qmin, __m256 qmax)
 {
     __m256 t = _mm256_mul_ps(x, inv);
     t = _mm256_max_ps(t, qmin);
@@ -55,14 +54,14 @@ AVX2_INLINE __m256 code_float(__m256 x, __m256 inv, __m256 qmin, __m256 qmax)
 }
 
 /* Eight int32 lanes in [-128, 127] -> eight bytes in the low half. */
-AVX2_INLINE __m128i narrow8(__m256i q)
+NF_AVX2_INLINE __m128i narrow8(__m256i q)
 {
     __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
     return _mm_packs_epi16(w, w);
 }
 
 /* The largest |x| word of the n values at p (n a constant at the hot call sites). */
-AVX2_INLINE uint32_t group_amax(const uint8_t *p, size_t n, nf_src_type type, size_t esize)
+NF_AVX2_INLINE uint32_t group_amax(const uint8_t *p, size_t n, nf_src_type type, size_t esize)
 {
     const __m256i mag = _mm256_set1_epi32(0x7FFFFFFF);
     size_t full = n / LANES, rest = n % LANES;
@@ -78,12 +77,12 @@ AVX2_INLINE uint32_t group_amax(const uint8_t *p, size_t n, nf_src_type type, si
 
 /* The statistics lanes (lanes_avx2.h) for absmax_row.inc. */
 typedef nf_lanes256 STAT_LANES;
-AVX2_INLINE void stat_zero(STAT_LANES *l) { nf_lanes256_zero(l); }
-AVX2_INLINE bool stat_finish(STAT_LANES *l, size_t n, nf_errstats *st) { return nf_lanes256_finish(l, n, st); }
+NF_AVX2_INLINE void stat_zero(STAT_LANES *l) { nf_lanes256_zero(l); }
+NF_AVX2_INLINE bool stat_finish(STAT_LANES *l, size_t n, nf_errstats *st) { return nf_lanes256_finish(l, n, st); }
 
 /* Codes of 8 values, and with lanes their statistics: vector v of a group (groups start at
  * multiples of 16 columns, so v's parity is its half of the 16 statistics lanes). */
-AVX2_INLINE __m256i codes8(__m256 x, __m256 vinv, __m256 qmin, __m256 qmax, __m256 vs, size_t v, STAT_LANES *lanes)
+NF_AVX2_INLINE __m256i codes8(__m256 x, __m256 vinv, __m256 qmin, __m256 qmax, __m256 vs, size_t v, STAT_LANES *lanes)
 {
     __m256 t = code_float(x, vinv, qmin, qmax);
     if (lanes) nf_lanes256_step8(lanes, (int)(v & 1), x, _mm256_mul_ps(vs, t));
@@ -93,7 +92,7 @@ AVX2_INLINE __m256i codes8(__m256 x, __m256 vinv, __m256 qmin, __m256 qmax, __m2
 /* The codes of the n values at p for the reciprocal inv (n a constant at the hot call sites);
  * with lanes, each value against sval * code (nf_grouped_value).  A partial vector's zero lanes
  * have code 0 and y = 0: they add nothing. */
-AVX2_INLINE void group_codes(const uint8_t *p, size_t n, nf_src_type type, size_t esize, float inv, float sval,
+NF_AVX2_INLINE void group_codes(const uint8_t *p, size_t n, nf_src_type type, size_t esize, float inv, float sval,
                              const nf_absmax_shape *s, int8_t *q, STAT_LANES *lanes)
 {
     const __m256 vinv = _mm256_set1_ps(inv), qmin = _mm256_set1_ps(s->qmin), qmax = _mm256_set1_ps(s->qmax);
@@ -129,7 +128,7 @@ AVX2_INLINE void group_codes(const uint8_t *p, size_t n, nf_src_type type, size_
  * overflow to infinity at 65520 included), 0 -> 0x0001, inv = 1 / f32(word) (VCVTPH2PS is exact,
  * VDIVPS correctly rounded).  Lanes with amax == 0 get word 0 (their inv is unused).  false when
  * a lane's word is infinite. */
-AVX2_INLINE bool block_scales(const uint32_t *amax, float denominator, uint16_t *words, float *inv, float *sval)
+NF_AVX2_INLINE bool block_scales(const uint32_t *amax, float denominator, uint16_t *words, float *inv, float *sval)
 {
     __m256i m = _mm256_loadu_si256((const __m256i *)(const void *)amax);
     __m256 raw = _mm256_div_ps(_mm256_castsi256_ps(m), _mm256_set1_ps(denominator));
@@ -148,15 +147,17 @@ AVX2_INLINE bool block_scales(const uint32_t *amax, float denominator, uint16_t 
     return true;
 }
 
-#define ABSMAX_INLINE AVX2_INLINE
+#define ABSMAX_INLINE NF_AVX2_INLINE
 #include "method/simd/absmax_row.inc"
 
-NF_AVX2_FN bool nf_absmax_row_avx2(const uint8_t *row, nf_src_type type, size_t k,
-                                                            const nf_absmax_shape *shape, int8_t *codes,
-                                                            uint16_t *scales, nf_errstats *st, size_t *measured)
+NF_AVX2_FN static bool absmax_row_avx2(const uint8_t *row, nf_src_type type, size_t k,
+                                     const nf_absmax_shape *shape, int8_t *codes, uint16_t *scales,
+                                     nf_errstats *st, size_t *measured)
 {
     return absmax_row(row, type, k, shape, codes, scales, st, measured);
 }
+
+const nf_absmax_kernels nf_absmax_kernels_avx2 = {.name = "avx2", .row = absmax_row_avx2};
 
 #else
 typedef int nf_absmax_avx2_unused; /* not an x86 GCC/Clang build: no AVX2 kernel */

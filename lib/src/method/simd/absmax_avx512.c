@@ -13,26 +13,24 @@
 
 #include "stats/simd/lanes_avx512.h"
 
-#define AVX512_TARGET NF_TARGET_AVX512
-#define AVX512_INLINE static inline __attribute__((always_inline, target(AVX512_TARGET)))
 #define LANES 16u
 #define ALL16 ((__mmask16)0xFFFFu)
 
-AVX512_INLINE __m512 widen(__m256i h, nf_src_type type)
+NF_AVX512_INLINE __m512 widen(__m256i h, nf_src_type type)
 {
     if (type == NF_SRC_F16) return _mm512_cvtph_ps(h);
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
 /* LANES elements at p widened exactly to binary32. */
-AVX512_INLINE __m512 load_full(const uint8_t *p, nf_src_type type)
+NF_AVX512_INLINE __m512 load_full(const uint8_t *p, nf_src_type type)
 {
     if (type == NF_SRC_F32) return _mm512_loadu_ps(p);
     return widen(_mm256_loadu_si256((const __m256i *)(const void *)p), type);
 }
 
 /* The elements of mask k at p, the other lanes +0. */
-AVX512_INLINE __m512 load_part(const uint8_t *p, __mmask16 k, nf_src_type type)
+NF_AVX512_INLINE __m512 load_part(const uint8_t *p, __mmask16 k, nf_src_type type)
 {
     if (type == NF_SRC_F32) return _mm512_maskz_loadu_ps(k, p);
     return widen(_mm256_maskz_loadu_epi16(k, p), type);
@@ -46,7 +44,7 @@ AVX512_INLINE __m512 load_part(const uint8_t *p, __mmask16 k, nf_src_type type)
  * code's binary32 value is the sum minus 1.5 * 2^23 (exact). */
 #define CODE_MAGIC 12582912.0f
 
-AVX512_INLINE __m512 code_biased(__m512 x, __m512 inv, __m512 qmin, __m512 qmax)
+NF_AVX512_INLINE __m512 code_biased(__m512 x, __m512 inv, __m512 qmin, __m512 qmax)
 {
     __m512 t = _mm512_mul_ps(x, inv);
     t = _mm512_max_ps(t, qmin);
@@ -55,13 +53,13 @@ AVX512_INLINE __m512 code_biased(__m512 x, __m512 inv, __m512 qmin, __m512 qmax)
 }
 
 /* The 16 codes of a biased sum as bytes (VPMOVDB truncates to the low byte). */
-AVX512_INLINE __m128i code_bytes(__m512 biased) { return _mm512_cvtepi32_epi8(_mm512_castps_si512(biased)); }
+NF_AVX512_INLINE __m128i code_bytes(__m512 biased) { return _mm512_cvtepi32_epi8(_mm512_castps_si512(biased)); }
 
 /* The codes' binary32 values. */
-AVX512_INLINE __m512 code_values(__m512 biased) { return _mm512_sub_ps(biased, _mm512_set1_ps(CODE_MAGIC)); }
+NF_AVX512_INLINE __m512 code_values(__m512 biased) { return _mm512_sub_ps(biased, _mm512_set1_ps(CODE_MAGIC)); }
 
 /* The largest |x| word of the n values at p (n a constant at the hot call sites). */
-AVX512_INLINE uint32_t group_amax(const uint8_t *p, size_t n, nf_src_type type, size_t esize)
+NF_AVX512_INLINE uint32_t group_amax(const uint8_t *p, size_t n, nf_src_type type, size_t esize)
 {
     const __m512i mag = _mm512_set1_epi32(0x7FFFFFFF);
     size_t full = n / LANES, rest = n % LANES;
@@ -79,14 +77,14 @@ AVX512_INLINE uint32_t group_amax(const uint8_t *p, size_t n, nf_src_type type, 
 
 /* The statistics lanes (lanes_avx512.h) for absmax_row.inc. */
 typedef nf_lanes512 STAT_LANES;
-AVX512_INLINE void stat_zero(STAT_LANES *l) { nf_lanes512_zero(l); }
-AVX512_INLINE bool stat_finish(STAT_LANES *l, size_t n, nf_errstats *st) { return nf_lanes512_finish(l, n, st); }
+NF_AVX512_INLINE void stat_zero(STAT_LANES *l) { nf_lanes512_zero(l); }
+NF_AVX512_INLINE bool stat_finish(STAT_LANES *l, size_t n, nf_errstats *st) { return nf_lanes512_finish(l, n, st); }
 
 /* The codes of the n values at p for the reciprocal inv (n a constant at the hot call sites);
  * with lanes, each value against sval * code, what its words represent (nf_grouped_value: the
  * code is the integral binary32 t, the product one rounding).  Masked-off lanes of a partial
  * vector hold x = 0, hence code 0 and y = 0: they add nothing. */
-AVX512_INLINE void group_codes(const uint8_t *p, size_t n, nf_src_type type, size_t esize, float inv, float sval,
+NF_AVX512_INLINE void group_codes(const uint8_t *p, size_t n, nf_src_type type, size_t esize, float inv, float sval,
                                const nf_absmax_shape *s, int8_t *q, STAT_LANES *lanes)
 {
     const __m512 vinv = _mm512_set1_ps(inv), qmin = _mm512_set1_ps(s->qmin), qmax = _mm512_set1_ps(s->qmax);
@@ -119,7 +117,7 @@ AVX512_INLINE void group_codes(const uint8_t *p, size_t n, nf_src_type type, siz
  * overflow to infinity at 65520 included), 0 -> 0x0001, inv = 1 / f32(word) (VCVTPH2PS is exact,
  * VDIVPS correctly rounded).  Lanes with amax == 0 get word 0 (their inv is unused).  false when
  * a lane's word is infinite. */
-AVX512_INLINE bool block_scales(const uint32_t *amax, float denominator, uint16_t *words, float *inv, float *sval)
+NF_AVX512_INLINE bool block_scales(const uint32_t *amax, float denominator, uint16_t *words, float *inv, float *sval)
 {
     __m512i m = _mm512_loadu_si512(amax);
     __m512 raw = _mm512_div_ps(_mm512_castsi512_ps(m), _mm512_set1_ps(denominator));
@@ -135,15 +133,17 @@ AVX512_INLINE bool block_scales(const uint32_t *amax, float denominator, uint16_
     return true;
 }
 
-#define ABSMAX_INLINE AVX512_INLINE
+#define ABSMAX_INLINE NF_AVX512_INLINE
 #include "method/simd/absmax_row.inc"
 
-__attribute__((target(AVX512_TARGET))) bool nf_absmax_row_avx512(const uint8_t *row, nf_src_type type, size_t k,
-                                                                const nf_absmax_shape *shape, int8_t *codes,
-                                                                uint16_t *scales, nf_errstats *st, size_t *measured)
+NF_AVX512_FN static bool absmax_row_avx512(const uint8_t *row, nf_src_type type, size_t k,
+                                     const nf_absmax_shape *shape, int8_t *codes, uint16_t *scales,
+                                     nf_errstats *st, size_t *measured)
 {
     return absmax_row(row, type, k, shape, codes, scales, st, measured);
 }
+
+const nf_absmax_kernels nf_absmax_kernels_avx512 = {.name = "avx512", .row = absmax_row_avx512};
 
 #else
 typedef int nf_absmax_avx512_unused; /* not an x86 GCC/Clang build: no AVX-512 kernel */

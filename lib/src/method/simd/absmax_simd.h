@@ -37,6 +37,8 @@
 #include <ninfer/format.h>
 #include <ninfer/method.h>
 
+#include "common/cpu.h"
+#include "common/simd_target.h"
 #include "stats/stats.h"
 
 /* What a kernel needs to know of the format. */
@@ -59,20 +61,29 @@ typedef struct nf_absmax_shape {
 typedef bool (*nf_absmax_row_fn)(const uint8_t *row, nf_src_type type, size_t k, const nf_absmax_shape *shape,
                                  int8_t *codes, uint16_t *scales, nf_errstats *st, size_t *measured);
 
-/* Defined only on x86-64 GCC/Clang builds; call only when common/cpu.h says the CPU has them. */
-bool nf_absmax_row_avx2(const uint8_t *row, nf_src_type type, size_t k, const nf_absmax_shape *shape,
-                        int8_t *codes, uint16_t *scales, nf_errstats *st, size_t *measured);
-bool nf_absmax_row_avx512(const uint8_t *row, nf_src_type type, size_t k, const nf_absmax_shape *shape,
-                          int8_t *codes, uint16_t *scales, nf_errstats *st, size_t *measured);
+/* The kernels table of grouped_absmax (common/cpu.h: one dispatch structure).  The scalar
+ * level's row declines every row (*measured = 0): grouped.c's loop, the reference, then encodes
+ * and measures it, as it does for the rows a vector kernel declines. */
+typedef struct nf_absmax_kernels {
+    const char *name;
+    nf_absmax_row_fn row;
+} nf_absmax_kernels;
+
+extern const nf_absmax_kernels nf_absmax_kernels_scalar;
+#if NF_X86_KERNELS
+extern const nf_absmax_kernels nf_absmax_kernels_avx2;
+extern const nf_absmax_kernels nf_absmax_kernels_avx512;
+#endif
+
+/* The kernels of a level and of the active one (common/cpu.h); never NULL. */
+const nf_absmax_kernels *nf_absmax_kernels_for(nf_simd_level level);
+const nf_absmax_kernels *nf_absmax_kernels_active(void);
 
 /* The statistics' name of a floating-point source type. */
 static inline nf_stats_source nf_absmax_stats_source(nf_src_type t)
 {
     return t == NF_SRC_F32 ? NF_STATS_F32 : t == NF_SRC_F16 ? NF_STATS_F16 : NF_STATS_BF16;
 }
-
-/* The kernel of the active level (common/cpu.h), NULL for the scalar reference. */
-nf_absmax_row_fn nf_absmax_row_kernel(void);
 
 /* The scale of a group whose amax word m satisfies 0 < m < 0x7F800000, exactly as grouped.c's
  * absmax_scale and select_codes compute it (the kernels' lane-wise steps, in scalar form; the

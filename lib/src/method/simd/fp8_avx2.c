@@ -17,11 +17,10 @@
 
 #include <immintrin.h>
 
-#define AVX2_INLINE NF_AVX2_INLINE
 #define LANES 8u
 
 /* LANES elements at p, widened exactly to binary32 and rounded to BF16 (as binary32 words). */
-AVX2_INLINE __m256i load_x(const uint8_t *p, nf_src_type type)
+NF_AVX2_INLINE __m256i load_x(const uint8_t *p, nf_src_type type)
 {
     __m256i b;
     if (type == NF_SRC_BF16)
@@ -36,7 +35,7 @@ AVX2_INLINE __m256i load_x(const uint8_t *p, nf_src_type type)
 }
 
 /* nf_fp8_e4m3fn_of(x * inv) lane-wise, as int32 lanes. */
-AVX2_INLINE __m256i code_lanes(__m256i xb, __m256 inv)
+NF_AVX2_INLINE __m256i code_lanes(__m256i xb, __m256 inv)
 {
     __m256i vb = _mm256_castps_si256(_mm256_mul_ps(_mm256_castsi256_ps(xb), inv));
     __m256i sign = _mm256_and_si256(_mm256_srli_epi32(vb, 24), _mm256_set1_epi32(0x80));
@@ -52,13 +51,13 @@ AVX2_INLINE __m256i code_lanes(__m256i xb, __m256 inv)
     return _mm256_or_si256(_mm256_blendv_epi8(normal, sub, small), sign);
 }
 
-AVX2_INLINE __m128i narrow8(__m256i q)
+NF_AVX2_INLINE __m128i narrow8(__m256i q)
 {
     __m128i w = _mm_packus_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
     return _mm_packus_epi16(w, w);
 }
 
-AVX2_INLINE uint32_t hmax_u16(__m256i v)
+NF_AVX2_INLINE uint32_t hmax_u16(__m256i v)
 {
     __m128i a = _mm_max_epu16(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
     a = _mm_max_epu16(a, _mm_shuffle_epi32(a, _MM_SHUFFLE(1, 0, 3, 2)));
@@ -67,7 +66,7 @@ AVX2_INLINE uint32_t hmax_u16(__m256i v)
     return (uint32_t)_mm_cvtsi128_si32(a) & 0xFFFFu;
 }
 
-AVX2_INLINE uint32_t hmax_u32(__m256i v)
+NF_AVX2_INLINE uint32_t hmax_u32(__m256i v)
 {
     __m128i a = _mm_max_epu32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
     a = _mm_max_epu32(a, _mm_shuffle_epi32(a, _MM_SHUFFLE(1, 0, 3, 2)));
@@ -75,7 +74,7 @@ AVX2_INLINE uint32_t hmax_u32(__m256i v)
     return (uint32_t)_mm_cvtsi128_si32(a);
 }
 
-AVX2_INLINE uint32_t row_max(const uint8_t *row, nf_src_type type, size_t k)
+NF_AVX2_INLINE uint32_t row_max(const uint8_t *row, nf_src_type type, size_t k)
 {
     size_t i = 0;
     if (type == NF_SRC_F32) {
@@ -112,7 +111,7 @@ AVX2_INLINE uint32_t row_max(const uint8_t *row, nf_src_type type, size_t k)
     return m;
 }
 
-AVX2_INLINE void encode(const uint8_t *row, nf_src_type type, size_t esize, size_t k, float inv, uint8_t *codes)
+NF_AVX2_INLINE void encode(const uint8_t *row, nf_src_type type, size_t esize, size_t k, float inv, uint8_t *codes)
 {
     const __m256 vinv = _mm256_set1_ps(inv);
     const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
@@ -137,7 +136,7 @@ AVX2_INLINE void encode(const uint8_t *row, nf_src_type type, size_t esize, size
     }
 }
 
-AVX2_INLINE bool encode_row(const uint8_t *row, nf_src_type type, size_t esize, size_t k, bool fp16_scale,
+NF_AVX2_INLINE bool encode_row(const uint8_t *row, nf_src_type type, size_t esize, size_t k, bool fp16_scale,
                             uint8_t *codes, uint16_t *scale)
 {
     uint32_t mw;
@@ -150,8 +149,8 @@ AVX2_INLINE bool encode_row(const uint8_t *row, nf_src_type type, size_t esize, 
     return true;
 }
 
-NF_AVX2_FN bool nf_fp8_row_avx2(const uint8_t *row, nf_src_type type, size_t k,
-                                                         bool fp16_scale, uint8_t *codes, uint16_t *scale)
+NF_AVX2_FN static bool fp8_row_avx2(const uint8_t *row, nf_src_type type, size_t k, bool fp16_scale,
+                                  uint8_t *codes, uint16_t *scale)
 {
     switch (type) {
     case NF_SRC_F32: return encode_row(row, NF_SRC_F32, 4, k, fp16_scale, codes, scale);
@@ -160,6 +159,8 @@ NF_AVX2_FN bool nf_fp8_row_avx2(const uint8_t *row, nf_src_type type, size_t k,
     default: return false;
     }
 }
+
+const nf_fp8_kernels nf_fp8_kernels_avx2 = {.name = "avx2", .row = fp8_row_avx2};
 
 #else
 typedef int nf_fp8_avx2_unused; /* not an x86 GCC/Clang build: no AVX2 kernel */

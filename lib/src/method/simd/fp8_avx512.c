@@ -11,12 +11,10 @@
 
 #include <immintrin.h>
 
-#define AVX512_TARGET NF_TARGET_AVX512
-#define AVX512_INLINE static inline __attribute__((always_inline, target(AVX512_TARGET)))
 #define LANES 16u
 
 /* Round binary32 words to BF16 by the reference's formula. */
-AVX512_INLINE __m512i round_bf16(__m512i b)
+NF_AVX512_INLINE __m512i round_bf16(__m512i b)
 {
     __m512i odd = _mm512_and_si512(_mm512_srli_epi32(b, 16), _mm512_set1_epi32(1));
     __m512i r = _mm512_add_epi32(_mm512_add_epi32(b, _mm512_set1_epi32(0x7FFF)), odd);
@@ -25,7 +23,7 @@ AVX512_INLINE __m512i round_bf16(__m512i b)
 
 /* The m <= LANES elements at p (m == LANES: a plain load; the other lanes +0), widened and
  * rounded to BF16. */
-AVX512_INLINE __m512i load_x(const uint8_t *p, nf_src_type type, __mmask16 m)
+NF_AVX512_INLINE __m512i load_x(const uint8_t *p, nf_src_type type, __mmask16 m)
 {
     if (type == NF_SRC_F32) return round_bf16(_mm512_castps_si512(_mm512_maskz_loadu_ps(m, p)));
     __m256i h = _mm256_maskz_loadu_epi16(m, p);
@@ -33,7 +31,7 @@ AVX512_INLINE __m512i load_x(const uint8_t *p, nf_src_type type, __mmask16 m)
     return _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16);
 }
 
-AVX512_INLINE __m128i code_bytes(__m512i xb, __m512 inv)
+NF_AVX512_INLINE __m128i code_bytes(__m512i xb, __m512 inv)
 {
     __m512i vb = _mm512_castps_si512(_mm512_mul_ps(_mm512_castsi512_ps(xb), inv));
     __m512i sign = _mm512_and_si512(_mm512_srli_epi32(vb, 24), _mm512_set1_epi32(0x80));
@@ -50,7 +48,7 @@ AVX512_INLINE __m128i code_bytes(__m512i xb, __m512 inv)
     return _mm512_cvtepi32_epi8(code);
 }
 
-AVX512_INLINE uint32_t row_max(const uint8_t *row, nf_src_type type, size_t k)
+NF_AVX512_INLINE uint32_t row_max(const uint8_t *row, nf_src_type type, size_t k)
 {
     size_t i = 0;
     if (type == NF_SRC_F32) {
@@ -83,7 +81,7 @@ AVX512_INLINE uint32_t row_max(const uint8_t *row, nf_src_type type, size_t k)
     return _mm512_reduce_max_epu32(_mm512_max_epu32(lo, hi));
 }
 
-AVX512_INLINE void encode(const uint8_t *row, nf_src_type type, size_t esize, size_t k, float inv, uint8_t *codes)
+NF_AVX512_INLINE void encode(const uint8_t *row, nf_src_type type, size_t esize, size_t k, float inv, uint8_t *codes)
 {
     const __m512 vinv = _mm512_set1_ps(inv);
     size_t i = 0;
@@ -99,7 +97,7 @@ AVX512_INLINE void encode(const uint8_t *row, nf_src_type type, size_t esize, si
     }
 }
 
-AVX512_INLINE bool encode_row(const uint8_t *row, nf_src_type type, size_t esize, size_t k, bool fp16_scale,
+NF_AVX512_INLINE bool encode_row(const uint8_t *row, nf_src_type type, size_t esize, size_t k, bool fp16_scale,
                               uint8_t *codes, uint16_t *scale)
 {
     uint32_t mw;
@@ -112,8 +110,8 @@ AVX512_INLINE bool encode_row(const uint8_t *row, nf_src_type type, size_t esize
     return true;
 }
 
-__attribute__((target(AVX512_TARGET))) bool nf_fp8_row_avx512(const uint8_t *row, nf_src_type type, size_t k,
-                                                             bool fp16_scale, uint8_t *codes, uint16_t *scale)
+NF_AVX512_FN static bool fp8_row_avx512(const uint8_t *row, nf_src_type type, size_t k, bool fp16_scale,
+                                  uint8_t *codes, uint16_t *scale)
 {
     switch (type) {
     case NF_SRC_F32: return encode_row(row, NF_SRC_F32, 4, k, fp16_scale, codes, scale);
@@ -122,6 +120,8 @@ __attribute__((target(AVX512_TARGET))) bool nf_fp8_row_avx512(const uint8_t *row
     default: return false;
     }
 }
+
+const nf_fp8_kernels nf_fp8_kernels_avx512 = {.name = "avx512", .row = fp8_row_avx512};
 
 #else
 typedef int nf_fp8_avx512_unused; /* not an x86 GCC/Clang build: no AVX-512 kernel */

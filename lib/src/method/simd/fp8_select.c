@@ -1,10 +1,6 @@
-/* fp8_row_maxabs kernels (fp8_simd.h): the portable fast kernel and the selection from the active
- * SIMD level. */
-#include "common/simd_target.h"
+/* fp8_row_maxabs kernels (fp8_simd.h): the scalar instance (the portable fast kernel) and the
+ * selector. */
 #include "method/simd/fp8_simd.h"
-
-#include "common/cpu.h"
-
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 
@@ -43,8 +39,8 @@ static inline uint8_t code_of(uint32_t xb, float inv)
     return nf_fp8_e4m3fn_of(vb);
 }
 
-bool nf_fp8_row_scalar(const uint8_t *row, nf_src_type type, size_t k, bool fp16_scale, uint8_t *codes,
-                       uint16_t *scale)
+static bool fp8_row_scalar(const uint8_t *row, nf_src_type type, size_t k, bool fp16_scale, uint8_t *codes,
+                           uint16_t *scale)
 {
     uint32_t mx;
     if (type == NF_SRC_BF16 || type == NF_SRC_F16) mx = max16(row, k, 0x7FFFu);
@@ -81,27 +77,17 @@ bool nf_fp8_row_scalar(const uint8_t *row, nf_src_type type, size_t k, bool fp16
     return true;
 }
 
-nf_fp8_row_fn nf_fp8_row_kernel(void)
-{
-#if NF_X86_KERNELS
-    switch (nf_simd_active()) {
-    case NF_SIMD_AVX512: return nf_fp8_row_avx512;
-    case NF_SIMD_AVX2: return nf_fp8_row_avx2;
-    default: break;
-    }
-#endif
-    return nf_fp8_row_scalar;
-}
-
 #else /* big-endian host: the reference encodes every row */
 
-bool nf_fp8_row_scalar(const uint8_t *row, nf_src_type type, size_t k, bool fp16_scale, uint8_t *codes,
-                       uint16_t *scale)
+static bool fp8_row_scalar(const uint8_t *row, nf_src_type type, size_t k, bool fp16_scale, uint8_t *codes,
+                           uint16_t *scale)
 {
     (void)row, (void)type, (void)k, (void)fp16_scale, (void)codes, (void)scale;
     return false;
 }
 
-nf_fp8_row_fn nf_fp8_row_kernel(void) { return NULL; }
-
 #endif
+
+const nf_fp8_kernels nf_fp8_kernels_scalar = {.name = "scalar", .row = fp8_row_scalar};
+
+NF_SIMD_SELECTOR(nf_fp8_kernels, nf_fp8_kernels, nf_fp8_kernels_scalar, nf_fp8_kernels_avx2, nf_fp8_kernels_avx512)

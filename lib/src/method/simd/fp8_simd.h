@@ -31,23 +31,31 @@
 #include <ninfer/format.h>
 #include <ninfer/method.h>
 
+#include "common/cpu.h"
+#include "common/simd_target.h"
+
 /* row: K elements of type F32, F16 or BF16; codes: K bytes; *scale: the row's word.  fp16_scale
  * selects fp8_e4m3fn_row_fp16's binary16 scale (else BF16). */
 typedef bool (*nf_fp8_row_fn)(const uint8_t *row, nf_src_type type, size_t k, bool fp16_scale, uint8_t *codes,
                               uint16_t *scale);
 
-/* The portable fast kernel (the level NF_SIMD_SCALAR uses). */
-bool nf_fp8_row_scalar(const uint8_t *row, nf_src_type type, size_t k, bool fp16_scale, uint8_t *codes,
-                       uint16_t *scale);
-/* Defined only on x86-64 GCC/Clang builds; call only when common/cpu.h says the CPU has them. */
-bool nf_fp8_row_avx2(const uint8_t *row, nf_src_type type, size_t k, bool fp16_scale, uint8_t *codes,
-                     uint16_t *scale);
-bool nf_fp8_row_avx512(const uint8_t *row, nf_src_type type, size_t k, bool fp16_scale, uint8_t *codes,
-                       uint16_t *scale);
+/* The kernels table of fp8_row_maxabs (common/cpu.h: one dispatch structure).  The scalar
+ * level's row is the portable fast kernel (fp8_select.c); on a big-endian host it declines every
+ * row, and the reference encodes them. */
+typedef struct nf_fp8_kernels {
+    const char *name;
+    nf_fp8_row_fn row;
+} nf_fp8_kernels;
 
-/* The kernel of the active level (common/cpu.h); NULL on a big-endian host (the reference
- * then encodes every row). */
-nf_fp8_row_fn nf_fp8_row_kernel(void);
+extern const nf_fp8_kernels nf_fp8_kernels_scalar;
+#if NF_X86_KERNELS
+extern const nf_fp8_kernels nf_fp8_kernels_avx2;
+extern const nf_fp8_kernels nf_fp8_kernels_avx512;
+#endif
+
+/* The kernels of a level and of the active one (common/cpu.h); never NULL. */
+const nf_fp8_kernels *nf_fp8_kernels_for(nf_simd_level level);
+const nf_fp8_kernels *nf_fp8_kernels_active(void);
 
 /* The reference (today's fp8_row.c loop, kept for the tests and for every row a kernel
  * declines): the same contract as nf_fp8_row_maxabs_rows, without kernels. */

@@ -11,28 +11,26 @@
 
 #include <immintrin.h>
 
-#define AVX2_ATTR NF_AVX2_FN
-#define AVX2_INLINE NF_AVX2_INLINE
 #define SEARCH_L 8u
 /* The screening's residuals are s (u - q) with u = f32(x * inv) (screen_n below). */
 #define SEARCH_BETA 0x1.1p-23
 
 #define SEARCH_HAVE_VECTOR_ROWS 1
-#define SEARCH_KERNEL_INLINE AVX2_INLINE
+#define SEARCH_KERNEL_INLINE NF_AVX2_INLINE
 #include "method/simd/search_kernels.inc"
 
 #define SEARCH_BATCH_FN search_batch_avx2
-#define SEARCH_ATTR AVX2_ATTR
+#define SEARCH_ATTR NF_AVX2_FN
 #include "method/simd/search_algo.inc"
 
 /* The low and high 4 lanes of a binary32 vector, widened exactly to binary64. */
-AVX2_INLINE __m256d lo4(__m256 v) { return _mm256_cvtps_pd(_mm256_castps256_ps128(v)); }
-AVX2_INLINE __m256d hi4(__m256 v) { return _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)); }
+NF_AVX2_INLINE __m256d lo4(__m256 v) { return _mm256_cvtps_pd(_mm256_castps256_ps128(v)); }
+NF_AVX2_INLINE __m256d hi4(__m256 v) { return _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)); }
 
 /* ---------------------------------------------------------------- batch layout */
 
 /* 8 rows of 8 floats to 8 columns: unpack pairs, then pairs of pairs, then 128-bit halves. */
-AVX2_INLINE void transpose8(const __m256 r[8], float *out /* 8 x 8, row k at out + 8 k */)
+NF_AVX2_INLINE void transpose8(const __m256 r[8], float *out /* 8 x 8, row k at out + 8 k */)
 {
     __m256 t[8], u[8];
     for (int i = 0; i < 8; i += 2) {
@@ -51,7 +49,7 @@ AVX2_INLINE void transpose8(const __m256 r[8], float *out /* 8 x 8, row k at out
     }
 }
 
-AVX2_INLINE void transpose_rows(const float *const *src, size_t G, float (*dst)[SEARCH_L])
+NF_AVX2_INLINE void transpose_rows(const float *const *src, size_t G, float (*dst)[SEARCH_L])
 {
     size_t k = 0;
     for (; k + 8 <= G; k += 8) {
@@ -63,7 +61,7 @@ AVX2_INLINE void transpose_rows(const float *const *src, size_t G, float (*dst)[
         for (size_t l = 0; l < 8; l++) dst[k][l] = src[l][k];
 }
 
-AVX2_INLINE void search_transpose(const nf_search_shape *sh, const nf_search_group *const *g, search_lanes *b)
+NF_AVX2_INLINE void search_transpose(const nf_search_shape *sh, const nf_search_group *const *g, search_lanes *b)
 {
     (void)sh;
     const float *src[8];
@@ -90,7 +88,7 @@ AVX2_INLINE void search_transpose(const nf_search_shape *sh, const nf_search_gro
  * which binary16 keeps), VCVTPS2PH imm8 = 0, then, where a zero magnitude appears, the
  * reference's fix-up of a nonzero candidate rounding to zero (the sign is kept by the
  * conversions, so the word becomes h | 1). */
-AVX2_INLINE __m128i round8(__m256d c0, __m256d c1, bool may_nan)
+NF_AVX2_INLINE __m128i round8(__m256d c0, __m256d c1, bool may_nan)
 {
     const __m256d inf = _mm256_set1_pd(INFINITY), zero = _mm256_setzero_pd();
     if (may_nan) {
@@ -112,13 +110,13 @@ AVX2_INLINE __m128i round8(__m256d c0, __m256d c1, bool may_nan)
     return h;
 }
 
-AVX2_INLINE void search_round(const double *c, uint16_t *w)
+NF_AVX2_INLINE void search_round(const double *c, uint16_t *w)
 {
     _mm_store_si128((__m128i *)(void *)w, round8(_mm256_load_pd(c), _mm256_load_pd(c + 4), true));
 }
 
 /* v: finite or infinite values (step 1-3 bases, the fit's value), r > 0: never NaN. */
-AVX2_INLINE void search_scaled_round(const double *v, double r, uint16_t *w)
+NF_AVX2_INLINE void search_scaled_round(const double *v, double r, uint16_t *w)
 {
     const __m256d rv = _mm256_set1_pd(r);
     __m128i h = round8(_mm256_mul_pd(_mm256_load_pd(v), rv), _mm256_mul_pd(_mm256_load_pd(v + 4), rv), false);
@@ -127,7 +125,7 @@ AVX2_INLINE void search_scaled_round(const double *v, double r, uint16_t *w)
 
 /* step_word: the magnitude m + n kept where m != 0 and m + n lies in [1, 0x7BFF], else 0
  * (m + n - 1 <= 0x7BFE unsigned, as max_epu16 tests it) */
-AVX2_INLINE void search_step_row(const uint16_t *v, int n, uint16_t *w)
+NF_AVX2_INLINE void search_step_row(const uint16_t *v, int n, uint16_t *w)
 {
     __m128i x = _mm_load_si128((const __m128i *)(const void *)v);
     __m128i mag = _mm_and_si128(x, _mm_set1_epi16(0x7FFF));
@@ -140,7 +138,7 @@ AVX2_INLINE void search_step_row(const uint16_t *v, int n, uint16_t *w)
 }
 
 /* valid = nonzero magnitude, not infinite or NaN, positive unless negative scales */
-AVX2_INLINE void search_validate(search_cands *C, size_t j, const uint16_t *canonical, bool neg)
+NF_AVX2_INLINE void search_validate(search_cands *C, size_t j, const uint16_t *canonical, bool neg)
 {
     __m128i w = _mm_load_si128((const __m128i *)(const void *)C->word[j]);
     __m128i bad = _mm_cmpeq_epi16(_mm_and_si128(w, _mm_set1_epi16(0x7FFF)), _mm_setzero_si128());
@@ -154,7 +152,7 @@ AVX2_INLINE void search_validate(search_cands *C, size_t j, const uint16_t *cano
 }
 
 /* search_algo.inc's search_unlist: one comparison per first-round row */
-AVX2_INLINE void search_unlist(search_cands *C, size_t j, const uint16_t *canonical)
+NF_AVX2_INLINE void search_unlist(search_cands *C, size_t j, const uint16_t *canonical)
 {
     __m128i w = _mm_load_si128((const __m128i *)(const void *)C->word[j]), listed = _mm_setzero_si128();
     for (size_t k = 0; k < SC_FIRST; k++)
@@ -168,7 +166,7 @@ AVX2_INLINE void search_unlist(search_cands *C, size_t j, const uint16_t *canoni
 
 /* search_algo.inc's search_amin and search_survivors, 8 lanes per operation (words widened
  * to 32-bit lanes). */
-AVX2_INLINE void search_amin(search_cands *C, const uint8_t *list, size_t m, float *amin)
+NF_AVX2_INLINE void search_amin(search_cands *C, const uint8_t *list, size_t m, float *amin)
 {
     const __m256 inf = _mm256_set1_ps(INFINITY);
     __m256 lo = inf;
@@ -183,7 +181,7 @@ AVX2_INLINE void search_amin(search_cands *C, const uint8_t *list, size_t m, flo
     _mm256_store_ps(amin, lo);
 }
 
-AVX2_INLINE void search_survivors(const search_cands *C, const uint8_t *list, size_t m, const float *thr,
+NF_AVX2_INLINE void search_survivors(const search_cands *C, const uint8_t *list, size_t m, const float *thr,
                                   uint8_t *first, uint16_t *extra)
 {
     const __m256 th = _mm256_load_ps(thr);
@@ -210,7 +208,7 @@ AVX2_INLINE void search_survivors(const search_cands *C, const uint8_t *list, si
 
 /* absmax_scale lane-wise: VDIVPS (correctly rounded, as the binary32 division), VCVTPS2PH
  * imm8 = 0 (nf_f32_to_f16 for these finite positive values), 0 made 0x0001. */
-AVX2_INLINE void search_canonical(const float *amax, float den, uint16_t *w)
+NF_AVX2_INLINE void search_canonical(const float *amax, float den, uint16_t *w)
 {
     __m128i h = _mm256_cvtps_ph(_mm256_div_ps(_mm256_load_ps(amax), _mm256_set1_ps(den)), 0);
     __m128i z = _mm_cmpeq_epi16(h, _mm_setzero_si128());
@@ -218,9 +216,9 @@ AVX2_INLINE void search_canonical(const float *amax, float den, uint16_t *w)
 }
 
 /* search_algo.inc's search_same_codes, the same binary64 operations 4 lanes at a time. */
-AVX2_INLINE __m256d abs4(__m256d v) { return _mm256_andnot_pd(_mm256_set1_pd(-0.0), v); }
+NF_AVX2_INLINE __m256d abs4(__m256d v) { return _mm256_andnot_pd(_mm256_set1_pd(-0.0), v); }
 
-AVX2_INLINE void search_same_lanes(const float *si, const double *sc, const double *num, const double *den,
+NF_AVX2_INLINE void search_same_lanes(const float *si, const double *sc, const double *num, const double *den,
                                    const double *sum_up, int8_t *d)
 {
     const __m256 sv = _mm256_load_ps(si);
@@ -244,7 +242,7 @@ AVX2_INLINE void search_same_lanes(const float *si, const double *sc, const doub
 }
 
 /* sf = the binary16 value (VCVTPH2PS is exact), inv = f32(1 / sf). */
-AVX2_INLINE void search_prep(const uint16_t *w, float *sf, float *inv)
+NF_AVX2_INLINE void search_prep(const uint16_t *w, float *sf, float *inv)
 {
     __m256 v = _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(const void *)w));
     _mm256_store_ps(sf, v);
@@ -257,7 +255,7 @@ AVX2_INLINE void search_prep(const uint16_t *w, float *sf, float *inv)
  * can matter (CLAMP_LO, CLAMP_HI; search_simd.h), then + 1.5 * 2^23 - 1.5 * 2^23. */
 #define CLAMP_LO 1
 #define CLAMP_HI 2
-AVX2_INLINE __m256 code8(__m256 x, __m256 inv, __m256 qmin, __m256 qmax, int clamp)
+NF_AVX2_INLINE __m256 code8(__m256 x, __m256 inv, __m256 qmin, __m256 qmax, int clamp)
 {
     const __m256 magic = _mm256_set1_ps(12582912.0f);
     __m256 n = _mm256_mul_ps(x, inv);
@@ -278,7 +276,7 @@ AVX2_INLINE __m256 code8(__m256 x, __m256 inv, __m256 qmin, __m256 qmax, int cla
  * (nf_search_scaled_limit; search_screen checks), so that no sum overflows: |u - q| < 2^21 + 1,
  * w (u - q)^2 < 2^72, the sum of at most 128 terms times s^2 < 2^32 below 2^111.  Otherwise
  * r = x - s q (s q exact) as the reference. */
-AVX2_INLINE void screen_n(const nf_search_shape *sh, const search_lanes *b, search_cands *C, const uint8_t *js,
+NF_AVX2_INLINE void screen_n(const nf_search_shape *sh, const search_lanes *b, search_cands *C, const uint8_t *js,
                           int nc, int clamp, bool scaled, bool weighted)
 {
     const __m256 qmin = _mm256_set1_ps(sh->qmin), qmax = _mm256_set1_ps(sh->qmax);
@@ -314,7 +312,7 @@ AVX2_INLINE void screen_n(const nf_search_shape *sh, const search_lanes *b, sear
 }
 
 #define SCREEN_DEF(name, clamp, scaled, weighted)                                                                      \
-    static __attribute__((noinline)) AVX2_ATTR void name(const nf_search_shape *sh, const search_lanes *b,           \
+    static __attribute__((noinline)) NF_AVX2_FN void name(const nf_search_shape *sh, const search_lanes *b,           \
                                                          search_cands *C, const uint8_t *js, int nc)                 \
     {                                                                                                                  \
         switch (nc) {                                                                                                  \
@@ -339,7 +337,7 @@ typedef void (*screen_fn)(const nf_search_shape *, const search_lanes *, search_
 
 /* The candidates sorted by the clamps they need in some lane (search_simd.h: every code lies
  * between those of xmin and xmax; the same bounds give the largest |u|), then 4 at a time. */
-static AVX2_ATTR void search_screen(const nf_search_shape *sh, const search_lanes *b, search_cands *C,
+static NF_AVX2_FN void search_screen(const nf_search_shape *sh, const search_lanes *b, search_cands *C,
                                     const uint8_t *list, size_t m)
 {
     /* the clamps each candidate needs in some lane, or (bucket 4) the unscaled form */
@@ -367,7 +365,7 @@ static AVX2_ATTR void search_screen(const nf_search_shape *sh, const search_lane
 
 /* The refit rows (nc of them): screen_n's sums, and whether each row's codes are qb (the first
  * round's best's) in every element. */
-AVX2_INLINE void refit_n(const nf_search_shape *sh, const search_lanes *b, search_cands *C, const float (*qb)[SEARCH_L],
+NF_AVX2_INLINE void refit_n(const nf_search_shape *sh, const search_lanes *b, search_cands *C, const float (*qb)[SEARCH_L],
                          const uint8_t *js, int nc, uint16_t (*same)[SEARCH_L], bool weighted)
 {
     const __m256 qmin = _mm256_set1_ps(sh->qmin), qmax = _mm256_set1_ps(sh->qmax);
@@ -397,7 +395,7 @@ AVX2_INLINE void refit_n(const nf_search_shape *sh, const search_lanes *b, searc
 }
 
 #define REFIT_DEF(name, weighted)                                                                                      \
-    static __attribute__((noinline)) AVX2_ATTR void name(const nf_search_shape *sh, const search_lanes *b,           \
+    static __attribute__((noinline)) NF_AVX2_FN void name(const nf_search_shape *sh, const search_lanes *b,           \
                                                          search_cands *C, const float (*qb)[SEARCH_L], const uint8_t *js,      \
                                                          size_t nc, uint16_t (*same)[SEARCH_L])                      \
     {                                                                                                                  \
@@ -410,7 +408,7 @@ AVX2_INLINE void refit_n(const nf_search_shape *sh, const search_lanes *b, searc
 REFIT_DEF(refit_plain, false)
 REFIT_DEF(refit_weighted, true)
 
-static AVX2_ATTR void search_refit_screen(const nf_search_shape *sh, const search_lanes *b, search_cands *C,
+static NF_AVX2_FN void search_refit_screen(const nf_search_shape *sh, const search_lanes *b, search_cands *C,
                                           const float (*qb)[SEARCH_L], const uint8_t *list, size_t m,
                                           uint16_t (*same)[SEARCH_L])
 {
@@ -424,7 +422,7 @@ static AVX2_ATTR void search_refit_screen(const nf_search_shape *sh, const searc
 /* The reference's sums lane by lane, k ascending, in binary64: two vectors of 4.  Without
  * importance the reference's denominator sums q * q, integers below 2^14 with sums below 2^21:
  * exact in any order, in binary32 too, so it is formed there. */
-AVX2_INLINE void lsq_lanes(const nf_search_shape *sh, const search_lanes *b, const float *inv, double *num,
+NF_AVX2_INLINE void lsq_lanes(const nf_search_shape *sh, const search_lanes *b, const float *inv, double *num,
                            double *den, float (*q)[SEARCH_L], bool weighted)
 {
     const __m256 qmin = _mm256_set1_ps(sh->qmin), qmax = _mm256_set1_ps(sh->qmax);
@@ -459,7 +457,7 @@ AVX2_INLINE void lsq_lanes(const nf_search_shape *sh, const search_lanes *b, con
     _mm256_store_pd(den + 4, d1);
 }
 
-static AVX2_ATTR void search_lsq(const nf_search_shape *sh, const search_lanes *b, const float *inv, double *num,
+static NF_AVX2_FN void search_lsq(const nf_search_shape *sh, const search_lanes *b, const float *inv, double *num,
                                  double *den, float (*q)[SEARCH_L])
 {
     if (b->weighted) lsq_lanes(sh, b, inv, num, den, q, true);
@@ -469,7 +467,7 @@ static AVX2_ATTR void search_lsq(const nf_search_shape *sh, const search_lanes *
 /* ---------------------------------------------------------------- exact errors of one group */
 
 /* e += (w * r) * r, or r * r, with r = x - s * q (s * q is exact, then one rounding) */
-AVX2_INLINE __m256d term(__m256d e, __m256d xd, __m256d wd, __m256d s, __m256d q, bool weighted)
+NF_AVX2_INLINE __m256d term(__m256d e, __m256d xd, __m256d wd, __m256d s, __m256d q, bool weighted)
 {
     __m256d r = _mm256_sub_pd(xd, _mm256_mul_pd(s, q));
     __m256d wr = weighted ? _mm256_mul_pd(wd, r) : r;
@@ -477,7 +475,7 @@ AVX2_INLINE __m256d term(__m256d e, __m256d xd, __m256d wd, __m256d s, __m256d q
 }
 
 /* 16 candidates (4 vectors of 4) over the group's n elements, k ascending. */
-AVX2_INLINE void exact16(const nf_search_shape *sh, const nf_search_group *g, const double *s, const float *inv,
+NF_AVX2_INLINE void exact16(const nf_search_shape *sh, const nf_search_group *g, const double *s, const float *inv,
                          double *e, int nv, bool weighted)
 {
     const __m256 qmin = _mm256_set1_ps(sh->qmin), qmax = _mm256_set1_ps(sh->qmax);
@@ -503,7 +501,7 @@ AVX2_INLINE void exact16(const nf_search_shape *sh, const nf_search_group *g, co
     for (int v = 0; v < nv; v++) _mm256_storeu_pd(e + 4 * v, ev[v]);
 }
 
-AVX2_INLINE void exact_all(const nf_search_shape *sh, const nf_search_group *g, const double *s, const float *inv,
+NF_AVX2_INLINE void exact_all(const nf_search_shape *sh, const nf_search_group *g, const double *s, const float *inv,
                            size_t m, double *e, bool weighted)
 {
     for (size_t j = 0; j < m; j += 16) {
@@ -515,7 +513,7 @@ AVX2_INLINE void exact_all(const nf_search_shape *sh, const nf_search_group *g, 
     }
 }
 
-static AVX2_ATTR void search_exact(const nf_search_shape *sh, const nf_search_group *g, const double *s,
+static NF_AVX2_FN void search_exact(const nf_search_shape *sh, const nf_search_group *g, const double *s,
                                    const float *inv, size_t m, double *e)
 {
     if (g->wf) exact_all(sh, g, s, inv, m, e, true);
@@ -524,7 +522,7 @@ static AVX2_ATTR void search_exact(const nf_search_shape *sh, const nf_search_gr
 
 /* ---------------------------------------------------------------- codes of one group */
 
-AVX2_INLINE void search_codes(const nf_search_shape *sh, const nf_search_group *g, float inv, int8_t *q)
+NF_AVX2_INLINE void search_codes(const nf_search_shape *sh, const nf_search_group *g, float inv, int8_t *q)
 {
     const __m256 qmin = _mm256_set1_ps(sh->qmin), qmax = _mm256_set1_ps(sh->qmax), vi = _mm256_set1_ps(inv);
     size_t i = 0;
@@ -537,7 +535,7 @@ AVX2_INLINE void search_codes(const nf_search_shape *sh, const nf_search_group *
 }
 
 /* The first |x[k]| = amax, 8 lanes at a time, then the tail. */
-static AVX2_ATTR float extreme_avx2(const float *x, size_t n, float amax)
+static NF_AVX2_FN float extreme_avx2(const float *x, size_t n, float amax)
 {
     const __m256 a = _mm256_set1_ps(amax), mag = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
     size_t i = 0;
@@ -552,7 +550,7 @@ static AVX2_ATTR float extreme_avx2(const float *x, size_t n, float amax)
 /* ---------------------------------------------------------------- loading */
 
 /* 8 values widened exactly (VCVTPH2PS is exact for every finite binary16, BF16 is a shift). */
-AVX2_INLINE __m256 widen8(const uint8_t *p, nf_src_type type)
+NF_AVX2_INLINE __m256 widen8(const uint8_t *p, nf_src_type type)
 {
     if (type == NF_SRC_F32) return _mm256_loadu_ps((const float *)(const void *)p);
     __m128i h = _mm_loadu_si128((const __m128i *)(const void *)p);
@@ -580,7 +578,7 @@ static __attribute__((noinline)) uint32_t load_tail(const uint8_t *p, nf_src_typ
     return best;
 }
 
-AVX2_INLINE uint32_t load_n(const uint8_t *p, nf_src_type type, size_t esize, size_t n, float *x, float *extreme)
+NF_AVX2_INLINE uint32_t load_n(const uint8_t *p, nf_src_type type, size_t esize, size_t n, float *x, float *extreme)
 {
     const __m256i mag = _mm256_set1_epi32(0x7FFFFFFF);
     __m256i mx = _mm256_setzero_si256();
@@ -607,14 +605,14 @@ AVX2_INLINE uint32_t load_n(const uint8_t *p, nf_src_type type, size_t esize, si
 }
 
 /* The layouts' group sizes as constants, so that the loops unroll. */
-AVX2_INLINE uint32_t load_type(const uint8_t *p, nf_src_type type, size_t esize, size_t n, float *x, float *extreme)
+NF_AVX2_INLINE uint32_t load_type(const uint8_t *p, nf_src_type type, size_t esize, size_t n, float *x, float *extreme)
 {
     if (n == 64) return load_n(p, type, esize, 64, x, extreme);
     if (n == 32) return load_n(p, type, esize, 32, x, extreme);
     return load_n(p, type, esize, n, x, extreme);
 }
 
-static AVX2_ATTR uint32_t load_avx2(const uint8_t *p, nf_src_type type, size_t n, float *x, float *extreme)
+static NF_AVX2_FN uint32_t load_avx2(const uint8_t *p, nf_src_type type, size_t n, float *x, float *extreme)
 {
     switch (type) {
     case NF_SRC_F32: return load_type(p, NF_SRC_F32, 4, n, x, extreme);
@@ -623,6 +621,7 @@ static AVX2_ATTR uint32_t load_avx2(const uint8_t *p, nf_src_type type, size_t n
     }
 }
 
-const nf_search_kernel nf_search_avx2 = {search_batch_avx2, extreme_avx2, load_avx2, SEARCH_L};
+const nf_search_kernels nf_search_kernels_avx2 = {
+    .name = "avx2", .batch = search_batch_avx2, .extreme = extreme_avx2, .load = load_avx2, .lanes = SEARCH_L};
 
 #endif

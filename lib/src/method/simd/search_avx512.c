@@ -18,32 +18,29 @@
 
 #include <immintrin.h>
 
-#define TARGET NF_TARGET_AVX512
-#define AVX512_ATTR __attribute__((target(TARGET)))
-#define AVX512_INLINE static inline __attribute__((always_inline, target(TARGET)))
 #define SEARCH_L 16u
 /* The screening's codes are rounded from the exact product (screen_n below). */
 #define SEARCH_BETA 0x1.1p-22
 
 #define SEARCH_HAVE_VECTOR_ROWS 1
 #define SEARCH_HAVE_WX 1
-#define SEARCH_KERNEL_INLINE AVX512_INLINE
+#define SEARCH_KERNEL_INLINE NF_AVX512_INLINE
 #include "method/simd/search_kernels.inc"
 
 #define SEARCH_BATCH_FN search_batch_avx512
-#define SEARCH_ATTR AVX512_ATTR
+#define SEARCH_ATTR NF_AVX512_FN
 #include "method/simd/search_algo.inc"
 
 /* The low and high 8 lanes of a binary32 vector, widened exactly to binary64. */
-AVX512_INLINE __m512d lo8(__m512 v) { return _mm512_cvtps_pd(_mm512_castps512_ps256(v)); }
-AVX512_INLINE __m512d hi8(__m512 v)
+NF_AVX512_INLINE __m512d lo8(__m512 v) { return _mm512_cvtps_pd(_mm512_castps512_ps256(v)); }
+NF_AVX512_INLINE __m512d hi8(__m512 v)
 {
     return _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
 }
 
 /* VCVTPS2PH imm8 = 0: round to nearest even (the -O0 macro form of the intrinsic trips
  * -Wsign-conversion). */
-AVX512_INLINE __m256i to_half(__m512 f)
+NF_AVX512_INLINE __m256i to_half(__m512 f)
 {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wsign-conversion"
@@ -55,7 +52,7 @@ AVX512_INLINE __m256i to_half(__m512 f)
 
 /* 16 rows of 16 floats (r[l] = lane l's elements k0..k0+15) to 16 columns (out[k] = element
  * k0 + k of every lane): unpack pairs, then pairs of pairs, then 128-bit blocks. */
-AVX512_INLINE void transpose16(__m512 r[16], float *out /* 16 x 16, row k at out + 16 k */)
+NF_AVX512_INLINE void transpose16(__m512 r[16], float *out /* 16 x 16, row k at out + 16 k */)
 {
     __m512 t[16], u[16];
     for (int i = 0; i < 16; i += 2) {
@@ -84,7 +81,7 @@ AVX512_INLINE void transpose16(__m512 r[16], float *out /* 16 x 16, row k at out
     }
 }
 
-AVX512_INLINE void transpose_rows(const float *const *src, size_t G, float (*dst)[SEARCH_L])
+NF_AVX512_INLINE void transpose_rows(const float *const *src, size_t G, float (*dst)[SEARCH_L])
 {
     size_t k = 0;
     for (; k + 16 <= G; k += 16) {
@@ -96,7 +93,7 @@ AVX512_INLINE void transpose_rows(const float *const *src, size_t G, float (*dst
         for (size_t l = 0; l < 16; l++) dst[k][l] = src[l][k];
 }
 
-AVX512_INLINE void search_transpose(const nf_search_shape *sh, const nf_search_group *const *g, search_lanes *b)
+NF_AVX512_INLINE void search_transpose(const nf_search_shape *sh, const nf_search_group *const *g, search_lanes *b)
 {
     (void)sh;
     const float *src[16];
@@ -127,7 +124,7 @@ AVX512_INLINE void search_transpose(const nf_search_shape *sh, const nf_search_g
  * the infinite word; only a least-squares quotient can be NaN, so the scaled rows skip this),
  * VCVTPD2PS and VCVTPS2PH imm8 = 0, then, where a zero magnitude appears, the fix-up of a
  * nonzero candidate that rounds to it: the sign is kept by the conversions, so it becomes h | 1. */
-AVX512_INLINE __m256i round16(__m512d c0, __m512d c1, bool may_nan)
+NF_AVX512_INLINE __m256i round16(__m512d c0, __m512d c1, bool may_nan)
 {
     const __m512d inf = _mm512_set1_pd(INFINITY), zero = _mm512_setzero_pd();
     if (may_nan) {
@@ -147,13 +144,13 @@ AVX512_INLINE __m256i round16(__m512d c0, __m512d c1, bool may_nan)
     return h;
 }
 
-AVX512_INLINE void search_round(const double *c, uint16_t *w)
+NF_AVX512_INLINE void search_round(const double *c, uint16_t *w)
 {
     _mm256_store_si256((__m256i *)(void *)w, round16(_mm512_load_pd(c), _mm512_load_pd(c + 8), true));
 }
 
 /* v: finite or infinite values (step 1-3 bases, the fit's value), r > 0: never NaN. */
-AVX512_INLINE void search_scaled_round(const double *v, double r, uint16_t *w)
+NF_AVX512_INLINE void search_scaled_round(const double *v, double r, uint16_t *w)
 {
     const __m512d rv = _mm512_set1_pd(r);
     __m256i h = round16(_mm512_mul_pd(_mm512_load_pd(v), rv), _mm512_mul_pd(_mm512_load_pd(v + 8), rv), false);
@@ -161,7 +158,7 @@ AVX512_INLINE void search_scaled_round(const double *v, double r, uint16_t *w)
 }
 
 /* step_word: the magnitude m + n kept where m != 0 and m + n lies in [1, 0x7BFF], else 0 */
-AVX512_INLINE void search_step_row(const uint16_t *v, int n, uint16_t *w)
+NF_AVX512_INLINE void search_step_row(const uint16_t *v, int n, uint16_t *w)
 {
     __m256i x = _mm256_load_si256((const __m256i *)(const void *)v);
     __m256i mag = _mm256_and_si256(x, _mm256_set1_epi16(0x7FFF));
@@ -173,7 +170,7 @@ AVX512_INLINE void search_step_row(const uint16_t *v, int n, uint16_t *w)
 }
 
 /* search_algo.inc's search_unlist: one comparison per first-round row */
-AVX512_INLINE void search_unlist(search_cands *C, size_t j, const uint16_t *canonical)
+NF_AVX512_INLINE void search_unlist(search_cands *C, size_t j, const uint16_t *canonical)
 {
     __m256i w = _mm256_load_si256((const __m256i *)(const void *)C->word[j]);
     __mmask16 listed = 0;
@@ -188,7 +185,7 @@ AVX512_INLINE void search_unlist(search_cands *C, size_t j, const uint16_t *cano
 }
 
 /* valid = nonzero magnitude, not infinite or NaN, positive unless negative scales */
-AVX512_INLINE void search_validate(search_cands *C, size_t j, const uint16_t *canonical, bool neg)
+NF_AVX512_INLINE void search_validate(search_cands *C, size_t j, const uint16_t *canonical, bool neg)
 {
     __m256i w = _mm256_load_si256((const __m256i *)(const void *)C->word[j]);
     __mmask16 good = _mm256_test_epi16_mask(w, _mm256_set1_epi16(0x7FFF));
@@ -201,7 +198,7 @@ AVX512_INLINE void search_validate(search_cands *C, size_t j, const uint16_t *ca
 }
 
 /* search_algo.inc's search_amin and search_survivors, 16 lanes per operation. */
-AVX512_INLINE void search_amin(search_cands *C, const uint8_t *list, size_t m, float *amin)
+NF_AVX512_INLINE void search_amin(search_cands *C, const uint8_t *list, size_t m, float *amin)
 {
     const __m512 inf = _mm512_set1_ps(INFINITY);
     __m512 lo = inf;
@@ -216,7 +213,7 @@ AVX512_INLINE void search_amin(search_cands *C, const uint8_t *list, size_t m, f
     _mm512_store_ps(amin, lo);
 }
 
-AVX512_INLINE void search_survivors(const search_cands *C, const uint8_t *list, size_t m, const float *thr,
+NF_AVX512_INLINE void search_survivors(const search_cands *C, const uint8_t *list, size_t m, const float *thr,
                                     uint8_t *first, uint16_t *extra)
 {
     const __m512 th = _mm512_load_ps(thr);
@@ -238,7 +235,7 @@ AVX512_INLINE void search_survivors(const search_cands *C, const uint8_t *list, 
 
 /* absmax_scale lane-wise: VDIVPS (correctly rounded, as the binary32 division), VCVTPS2PH
  * imm8 = 0 (nf_f32_to_f16 for these finite positive values), 0 made 0x0001. */
-AVX512_INLINE void search_canonical(const float *amax, float den, uint16_t *w)
+NF_AVX512_INLINE void search_canonical(const float *amax, float den, uint16_t *w)
 {
     __m256i h = to_half(_mm512_div_ps(_mm512_load_ps(amax), _mm512_set1_ps(den)));
     h = _mm256_mask_mov_epi16(h, _mm256_testn_epi16_mask(h, h), _mm256_set1_epi16(1));
@@ -246,7 +243,7 @@ AVX512_INLINE void search_canonical(const float *amax, float den, uint16_t *w)
 }
 
 /* search_algo.inc's search_same_codes, the same binary64 operations 8 lanes at a time. */
-AVX512_INLINE void search_same_lanes(const float *si, const double *sc, const double *num, const double *den,
+NF_AVX512_INLINE void search_same_lanes(const float *si, const double *sc, const double *num, const double *den,
                                      const double *sum_up, int8_t *d)
 {
     const __m512 sv = _mm512_load_ps(si);
@@ -273,7 +270,7 @@ AVX512_INLINE void search_same_lanes(const float *si, const double *sc, const do
 }
 
 /* sf = the binary16 value (VCVTPH2PS is exact), inv = f32(1 / sf) (recip_avx512.h). */
-AVX512_INLINE void search_prep(const uint16_t *w, float *sf, float *inv)
+NF_AVX512_INLINE void search_prep(const uint16_t *w, float *sf, float *inv)
 {
     __m512 v = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(const void *)w));
     _mm512_store_ps(sf, v);
@@ -286,7 +283,7 @@ AVX512_INLINE void search_prep(const uint16_t *w, float *sf, float *inv)
  * can matter (CLAMP_LO, CLAMP_HI; search_simd.h), then + 1.5 * 2^23 - 1.5 * 2^23. */
 #define CLAMP_LO 1
 #define CLAMP_HI 2
-AVX512_INLINE __m512 code16(__m512 x, __m512 inv, __m512 qmin, __m512 qmax, int clamp)
+NF_AVX512_INLINE __m512 code16(__m512 x, __m512 inv, __m512 qmin, __m512 qmax, int clamp)
 {
     const __m512 magic = _mm512_set1_ps(12582912.0f);
     __m512 n = _mm512_mul_ps(x, inv);
@@ -308,7 +305,7 @@ AVX512_INLINE __m512 code16(__m512 x, __m512 inv, __m512 qmin, __m512 qmax, int 
  * 2.0001 |y| 2^-24 of k + 1/2 and | |x - s q'| - |x - s q| | = 2 s |y - (k + 1/2)| <=
  * 2.0001 |x| 2^-23 < SEARCH_BETA |x| (search_algo.inc's bound).  Both clamped codes are q's
  * neighbours k, k + 1 then, or equal. */
-AVX512_INLINE __m512 fcode16(__m512 x, __m512 inv, __m512 lo, __m512 hi, int clamp)
+NF_AVX512_INLINE __m512 fcode16(__m512 x, __m512 inv, __m512 lo, __m512 hi, int clamp)
 {
     const __m512 magic = _mm512_set1_ps(12582912.0f);
     __m512 t = _mm512_fmadd_ps(x, inv, magic);
@@ -317,7 +314,7 @@ AVX512_INLINE __m512 fcode16(__m512 x, __m512 inv, __m512 lo, __m512 hi, int cla
     return _mm512_sub_ps(t, magic);
 }
 
-AVX512_INLINE void screen_n(const nf_search_shape *sh, const search_lanes *b, search_cands *C, const uint8_t *js,
+NF_AVX512_INLINE void screen_n(const nf_search_shape *sh, const search_lanes *b, search_cands *C, const uint8_t *js,
                             int nc, int clamp, bool weighted)
 {
     /* 1.5 * 2^23 + qmin and + qmax: exact integers */
@@ -341,7 +338,7 @@ AVX512_INLINE void screen_n(const nf_search_shape *sh, const search_lanes *b, se
 }
 
 #define SCREEN_DEF(name, clamp, weighted)                                                                              \
-    static __attribute__((noinline)) AVX512_ATTR void name(const nf_search_shape *sh, const search_lanes *b,         \
+    static __attribute__((noinline)) NF_AVX512_FN void name(const nf_search_shape *sh, const search_lanes *b,         \
                                                            search_cands *C, const uint8_t *js, int nc)               \
     {                                                                                                                  \
         switch (nc) {                                                                                                  \
@@ -364,7 +361,7 @@ typedef void (*screen_fn)(const nf_search_shape *, const search_lanes *, search_
 
 /* The candidates sorted by the clamps they need in some lane (search_simd.h: every code lies
  * between those of xmin and xmax), then 4 at a time. */
-static AVX512_ATTR void search_screen(const nf_search_shape *sh, const search_lanes *b, search_cands *C,
+static NF_AVX512_FN void search_screen(const nf_search_shape *sh, const search_lanes *b, search_cands *C,
                                       const uint8_t *list, size_t m)
 {
     static const screen_fn fns[2][4] = {{screen_p0, screen_p1, screen_p2, screen_p3},
@@ -388,7 +385,7 @@ static AVX512_ATTR void search_screen(const nf_search_shape *sh, const search_la
 
 /* The refit rows (nc of them): screen_n's sums, and whether each row's codes are qb (the first
  * round's best's) in every element. */
-AVX512_INLINE void refit_n(const nf_search_shape *sh, const search_lanes *b, search_cands *C, const float (*qb)[SEARCH_L],
+NF_AVX512_INLINE void refit_n(const nf_search_shape *sh, const search_lanes *b, search_cands *C, const float (*qb)[SEARCH_L],
                            const uint8_t *js, int nc, uint16_t (*same)[SEARCH_L], bool weighted)
 {
     const __m512 qmin = _mm512_set1_ps(sh->qmin), qmax = _mm512_set1_ps(sh->qmax);
@@ -419,7 +416,7 @@ AVX512_INLINE void refit_n(const nf_search_shape *sh, const search_lanes *b, sea
 }
 
 #define REFIT_DEF(name, weighted)                                                                                      \
-    static __attribute__((noinline)) AVX512_ATTR void name(const nf_search_shape *sh, const search_lanes *b,         \
+    static __attribute__((noinline)) NF_AVX512_FN void name(const nf_search_shape *sh, const search_lanes *b,         \
                                                            search_cands *C, const float (*qb)[SEARCH_L], const uint8_t *js,    \
                                                            size_t nc, uint16_t (*same)[SEARCH_L])                    \
     {                                                                                                                  \
@@ -432,7 +429,7 @@ AVX512_INLINE void refit_n(const nf_search_shape *sh, const search_lanes *b, sea
 REFIT_DEF(refit_plain, false)
 REFIT_DEF(refit_weighted, true)
 
-static AVX512_ATTR void search_refit_screen(const nf_search_shape *sh, const search_lanes *b, search_cands *C,
+static NF_AVX512_FN void search_refit_screen(const nf_search_shape *sh, const search_lanes *b, search_cands *C,
                                             const float (*qb)[SEARCH_L], const uint8_t *list, size_t m,
                                             uint16_t (*same)[SEARCH_L])
 {
@@ -447,7 +444,7 @@ static AVX512_ATTR void search_refit_screen(const nf_search_shape *sh, const sea
  * (w x, exact, from b->wx).
  * Without importance the reference's denominator sums q * q, integers below 2^14 with sums
  * below 2^21: exact in any order, in binary32 too (FMA or not), so it is formed there. */
-AVX512_INLINE void lsq_lanes(const nf_search_shape *sh, const search_lanes *b, const float *inv, double *num,
+NF_AVX512_INLINE void lsq_lanes(const nf_search_shape *sh, const search_lanes *b, const float *inv, double *num,
                              double *den, float (*q)[SEARCH_L], bool weighted)
 {
     const __m512 qmin = _mm512_set1_ps(sh->qmin), qmax = _mm512_set1_ps(sh->qmax);
@@ -482,7 +479,7 @@ AVX512_INLINE void lsq_lanes(const nf_search_shape *sh, const search_lanes *b, c
     _mm512_store_pd(den + 8, d1);
 }
 
-static AVX512_ATTR void search_lsq(const nf_search_shape *sh, const search_lanes *b, const float *inv, double *num,
+static NF_AVX512_FN void search_lsq(const nf_search_shape *sh, const search_lanes *b, const float *inv, double *num,
                                    double *den, float (*q)[SEARCH_L])
 {
     if (b->weighted) lsq_lanes(sh, b, inv, num, den, q, true);
@@ -492,7 +489,7 @@ static AVX512_ATTR void search_lsq(const nf_search_shape *sh, const search_lanes
 /* ---------------------------------------------------------------- exact errors of one group */
 
 /* e += (w * r) * r, or r * r, with r = x - s * q (exact product: one rounding, fused or not) */
-AVX512_INLINE __m512d term(__m512d e, __m512d xd, __m512d wd, __m512d s, __m512d q, bool weighted)
+NF_AVX512_INLINE __m512d term(__m512d e, __m512d xd, __m512d wd, __m512d s, __m512d q, bool weighted)
 {
     __m512d r = _mm512_fnmadd_pd(s, q, xd);
     __m512d wr = weighted ? _mm512_mul_pd(wd, r) : r;
@@ -500,7 +497,7 @@ AVX512_INLINE __m512d term(__m512d e, __m512d xd, __m512d wd, __m512d s, __m512d
 }
 
 /* 32 candidates (4 vectors of 8) over the group's n elements, k ascending. */
-AVX512_INLINE void exact32(const nf_search_shape *sh, const nf_search_group *g, const double *s, const float *inv,
+NF_AVX512_INLINE void exact32(const nf_search_shape *sh, const nf_search_group *g, const double *s, const float *inv,
                            double *e, int nv, bool weighted)
 {
     const __m512 qmin = _mm512_set1_ps(sh->qmin), qmax = _mm512_set1_ps(sh->qmax);
@@ -526,7 +523,7 @@ AVX512_INLINE void exact32(const nf_search_shape *sh, const nf_search_group *g, 
     for (int v = 0; v < nv; v++) _mm512_storeu_pd(e + 8 * v, ev[v]);
 }
 
-AVX512_INLINE void exact_all(const nf_search_shape *sh, const nf_search_group *g, const double *s, const float *inv,
+NF_AVX512_INLINE void exact_all(const nf_search_shape *sh, const nf_search_group *g, const double *s, const float *inv,
                              size_t m, double *e, bool weighted)
 {
     for (size_t j = 0; j < m; j += 32) {
@@ -538,7 +535,7 @@ AVX512_INLINE void exact_all(const nf_search_shape *sh, const nf_search_group *g
     }
 }
 
-static AVX512_ATTR void search_exact(const nf_search_shape *sh, const nf_search_group *g, const double *s,
+static NF_AVX512_FN void search_exact(const nf_search_shape *sh, const nf_search_group *g, const double *s,
                                      const float *inv, size_t m, double *e)
 {
     if (g->wf) exact_all(sh, g, s, inv, m, e, true);
@@ -547,7 +544,7 @@ static AVX512_ATTR void search_exact(const nf_search_shape *sh, const nf_search_
 
 /* ---------------------------------------------------------------- codes of one group */
 
-AVX512_INLINE void search_codes(const nf_search_shape *sh, const nf_search_group *g, float inv, int8_t *q)
+NF_AVX512_INLINE void search_codes(const nf_search_shape *sh, const nf_search_group *g, float inv, int8_t *q)
 {
     const __m512 qmin = _mm512_set1_ps(sh->qmin), qmax = _mm512_set1_ps(sh->qmax), vi = _mm512_set1_ps(inv);
     for (size_t i = 0; i < g->n; i += 16) {
@@ -559,7 +556,7 @@ AVX512_INLINE void search_codes(const nf_search_shape *sh, const nf_search_group
 }
 
 /* The first |x[k]| = amax, 16 lanes at a time (a masked load for the tail). */
-static AVX512_ATTR float extreme_avx512(const float *x, size_t n, float amax)
+static NF_AVX512_FN float extreme_avx512(const float *x, size_t n, float amax)
 {
     const __m512 a = _mm512_set1_ps(amax);
     for (size_t i = 0; i < n; i += 16) {
@@ -576,7 +573,7 @@ static AVX512_ATTR float extreme_avx512(const float *x, size_t n, float amax)
 
 /* 16 values widened exactly (VCVTPH2PS is exact for every finite binary16, BF16 is a shift);
  * masked-off lanes read nothing and come out +0. */
-AVX512_INLINE __m512 widen16(const uint8_t *p, __mmask16 k, nf_src_type type)
+NF_AVX512_INLINE __m512 widen16(const uint8_t *p, __mmask16 k, nf_src_type type)
 {
     if (type == NF_SRC_F32) return _mm512_maskz_loadu_ps(k, p);
     __m256i h = _mm256_maskz_loadu_epi16(k, p);
@@ -586,7 +583,7 @@ AVX512_INLINE __m512 widen16(const uint8_t *p, __mmask16 k, nf_src_type type)
 
 /* The values widened and stored, amax, and the first value of magnitude amax: with n a constant
  * up to 128 every vector stays in a register for the second look. */
-AVX512_INLINE uint32_t load_n(const uint8_t *p, nf_src_type type, size_t esize, size_t n, float *x, float *extreme)
+NF_AVX512_INLINE uint32_t load_n(const uint8_t *p, nf_src_type type, size_t esize, size_t n, float *x, float *extreme)
 {
     const __m512i mag = _mm512_set1_epi32(0x7FFFFFFF);
     __m512i mx = _mm512_setzero_si512();
@@ -614,7 +611,7 @@ AVX512_INLINE uint32_t load_n(const uint8_t *p, nf_src_type type, size_t esize, 
 }
 
 /* The layouts' group sizes as constants, so that the loops unroll. */
-AVX512_INLINE uint32_t load_type(const uint8_t *p, nf_src_type type, size_t esize, size_t n, float *x,
+NF_AVX512_INLINE uint32_t load_type(const uint8_t *p, nf_src_type type, size_t esize, size_t n, float *x,
                                  float *extreme)
 {
     if (n == 64) return load_n(p, type, esize, 64, x, extreme);
@@ -622,7 +619,7 @@ AVX512_INLINE uint32_t load_type(const uint8_t *p, nf_src_type type, size_t esiz
     return load_n(p, type, esize, n, x, extreme);
 }
 
-static AVX512_ATTR uint32_t load_avx512(const uint8_t *p, nf_src_type type, size_t n, float *x, float *extreme)
+static NF_AVX512_FN uint32_t load_avx512(const uint8_t *p, nf_src_type type, size_t n, float *x, float *extreme)
 {
     switch (type) {
     case NF_SRC_F32: return load_type(p, NF_SRC_F32, 4, n, x, extreme);
@@ -631,6 +628,7 @@ static AVX512_ATTR uint32_t load_avx512(const uint8_t *p, nf_src_type type, size
     }
 }
 
-const nf_search_kernel nf_search_avx512 = {search_batch_avx512, extreme_avx512, load_avx512, SEARCH_L};
+const nf_search_kernels nf_search_kernels_avx512 = {
+    .name = "avx512", .batch = search_batch_avx512, .extreme = extreme_avx512, .load = load_avx512, .lanes = SEARCH_L};
 
 #endif

@@ -181,4 +181,31 @@ static float extreme_portable(const float *x, size_t n, float amax)
     return x[k];
 }
 
-const nf_search_kernel nf_search_portable = {search_batch_portable, extreme_portable, NULL, SEARCH_L};
+/* The loading of the vector kernels in plain C: each word widened exactly (as grouped.c's own
+ * loading, nf_method_load_f32, widens it), then the largest |x| word over the binary32 words. */
+static uint32_t load_portable(const uint8_t *p, nf_src_type type, size_t n, float *x, float *extreme)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (type == NF_SRC_F32) {
+            memcpy(&x[i], p + 4 * i, sizeof x[i]);
+        } else {
+            uint16_t w;
+            memcpy(&w, p + 2 * i, sizeof w);
+            x[i] = type == NF_SRC_F16 ? nf_f16_to_f32(w) : nf_bf16_to_f32(w);
+        }
+    }
+    uint32_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t b;
+        memcpy(&b, &x[i], sizeof b);
+        b &= 0x7FFFFFFFu;
+        m = b > m ? b : m;
+    }
+    float amax;
+    memcpy(&amax, &m, sizeof amax);
+    if (m < 0x7F800000u && m != 0) *extreme = extreme_portable(x, n, amax);
+    return m;
+}
+
+const nf_search_kernels nf_search_kernels_scalar = {
+    .name = "scalar", .batch = search_batch_portable, .extreme = extreme_portable, .load = load_portable, .lanes = SEARCH_L};

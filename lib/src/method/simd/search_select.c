@@ -1,20 +1,8 @@
-/* Kernel selection of grouped_search (search_simd.h) from the active SIMD level. */
-#include "common/simd_target.h"
+/* The selector of grouped_search's kernels table (search_simd.h). */
 #include "method/simd/search_simd.h"
 
-#include "common/cpu.h"
-
-const nf_search_kernel *nf_search_kernel_active(void)
-{
-#if NF_X86_KERNELS
-    switch (nf_simd_active()) {
-    case NF_SIMD_AVX512: return &nf_search_avx512;
-    case NF_SIMD_AVX2: return &nf_search_avx2;
-    default: break;
-    }
-#endif
-    return &nf_search_portable;
-}
+NF_SIMD_SELECTOR(nf_search_kernels, nf_search_kernels, nf_search_kernels_scalar, nf_search_kernels_avx2,
+                 nf_search_kernels_avx512)
 
 float nf_search_scaled_limit = 0x1p20f;
 

@@ -93,6 +93,9 @@
 #include <ninfer/format.h>
 #include <ninfer/method.h>
 
+#include "common/cpu.h"
+#include "common/simd_target.h"
+
 /* Groups per kernel call at most. */
 #define NF_SEARCH_BATCH 16u
 
@@ -132,21 +135,25 @@ typedef float (*nf_search_extreme_fn)(const float *x, size_t n, float amax);
  * nonzero, sets *extreme as nf_search_extreme_fn would. */
 typedef uint32_t (*nf_search_load_fn)(const uint8_t *p, nf_src_type type, size_t n, float *x, float *extreme);
 
-typedef struct nf_search_kernel {
+/* The kernels table of grouped_search (common/cpu.h: one dispatch structure); the scalar
+ * instance is the portable C of search_portable.c. */
+typedef struct nf_search_kernels {
+    const char *name;
     nf_search_batch_fn batch;
     nf_search_extreme_fn extreme;
-    nf_search_load_fn load; /* NULL: grouped.c's own loading */
+    nf_search_load_fn load; /* used on little-endian hosts (grouped.c loads the groups itself on others) */
     size_t lanes;           /* groups side by side in one pass (a batch takes one or two) */
-} nf_search_kernel;
+} nf_search_kernels;
 
-/* Portable C (the scalar level). */
-extern const nf_search_kernel nf_search_portable;
-/* Defined only on x86-64 GCC/Clang builds; use only when common/cpu.h says the CPU has them. */
-extern const nf_search_kernel nf_search_avx2;
-extern const nf_search_kernel nf_search_avx512;
+extern const nf_search_kernels nf_search_kernels_scalar;
+#if NF_X86_KERNELS
+extern const nf_search_kernels nf_search_kernels_avx2;
+extern const nf_search_kernels nf_search_kernels_avx512;
+#endif
 
-/* The kernel of the active level (common/cpu.h); never NULL. */
-const nf_search_kernel *nf_search_kernel_active(void);
+/* The kernels of a level and of the active one (common/cpu.h); never NULL. */
+const nf_search_kernels *nf_search_kernels_for(nf_simd_level level);
+const nf_search_kernels *nf_search_kernels_active(void);
 
 /* How often the kernels of this thread took each path (for the tests, which show with them that
  * every path is exercised; reset by assigning zeros). */

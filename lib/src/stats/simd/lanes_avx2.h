@@ -12,7 +12,6 @@
 #include "common/simd_target.h"
 #include "stats/stats.h"
 
-#define NF_LANES256_INLINE NF_AVX2_INLINE
 
 typedef struct nf_lanes256 {
     __m256d se[4], sx[4];
@@ -21,7 +20,7 @@ typedef struct nf_lanes256 {
     unsigned steps; /* steps of 16 columns in the runs */
 } nf_lanes256;
 
-NF_LANES256_INLINE void nf_lanes256_zero(nf_lanes256 *l)
+NF_AVX2_INLINE void nf_lanes256_zero(nf_lanes256 *l)
 {
     for (int i = 0; i < 4; i++) l->se[i] = l->sx[i] = _mm256_setzero_pd();
     l->re[0] = l->re[1] = l->rx[0] = l->rx[1] = _mm256_setzero_ps();
@@ -30,7 +29,7 @@ NF_LANES256_INLINE void nf_lanes256_zero(nf_lanes256 *l)
 }
 
 /* The runs end: added to the binary64 sums, and started again from +0. */
-NF_LANES256_INLINE void nf_lanes256_flush(nf_lanes256 *l)
+NF_AVX2_INLINE void nf_lanes256_flush(nf_lanes256 *l)
 {
     for (int h = 0; h < 2; h++) {
         l->se[2 * h] = _mm256_add_pd(l->se[2 * h], _mm256_cvtps_pd(_mm256_castps256_ps128(l->re[h])));
@@ -44,7 +43,7 @@ NF_LANES256_INLINE void nf_lanes256_flush(nf_lanes256 *l)
 
 /* 8 columns: half 0 for c..c+7 of a 16 (c a multiple of 16), half 1 for c+8..c+15; a step of 16
  * columns ends with its half 1. */
-NF_LANES256_INLINE void nf_lanes256_step8(nf_lanes256 *l, int half, __m256 x, __m256 y)
+NF_AVX2_INLINE void nf_lanes256_step8(nf_lanes256 *l, int half, __m256 x, __m256 y)
 {
     const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
     __m256 d = _mm256_sub_ps(x, y);
@@ -55,7 +54,7 @@ NF_LANES256_INLINE void nf_lanes256_step8(nf_lanes256 *l, int half, __m256 x, __
 }
 
 /* l + l+8, l + l+4, l + l+2, l + l+1 (stats.h): lanes 0-3 + 8-11 and 4-7 + 12-15 first. */
-NF_LANES256_INLINE double nf_lanes256_reduce(const __m256d *v)
+NF_AVX2_INLINE double nf_lanes256_reduce(const __m256d *v)
 {
     __m256d a = _mm256_add_pd(v[0], v[2]), b = _mm256_add_pd(v[1], v[3]);
     __m256d u = _mm256_add_pd(a, b);
@@ -63,7 +62,7 @@ NF_LANES256_INLINE double nf_lanes256_reduce(const __m256d *v)
     return _mm_cvtsd_f64(_mm_add_sd(w, _mm_unpackhi_pd(w, w)));
 }
 
-NF_LANES256_INLINE float nf_lanes256_max(__m256 v)
+NF_AVX2_INLINE float nf_lanes256_max(__m256 v)
 {
     __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     m = _mm_max_ps(m, _mm_movehl_ps(m, m));
@@ -72,7 +71,7 @@ NF_LANES256_INLINE float nf_lanes256_max(__m256 v)
 }
 
 /* As nf_lanes512_finish. */
-NF_LANES256_INLINE bool nf_lanes256_finish(nf_lanes256 *l, size_t n, nf_errstats *st)
+NF_AVX2_INLINE bool nf_lanes256_finish(nf_lanes256 *l, size_t n, nf_errstats *st)
 {
     nf_lanes256_flush(l); /* the block's last runs */
     double sse = nf_lanes256_reduce(l->se), ssx = nf_lanes256_reduce(l->sx);

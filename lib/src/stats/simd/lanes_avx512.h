@@ -13,8 +13,6 @@
 #include "common/simd_target.h"
 #include "stats/stats.h"
 
-#define NF_LANES512_TARGET NF_TARGET_AVX512
-#define NF_LANES512_INLINE static inline __attribute__((always_inline, target(NF_LANES512_TARGET)))
 
 typedef struct nf_lanes512 {
     __m512d se0, se1, sx0, sx1;
@@ -22,7 +20,7 @@ typedef struct nf_lanes512 {
     unsigned steps; /* steps in the runs re, rx */
 } nf_lanes512;
 
-NF_LANES512_INLINE void nf_lanes512_zero(nf_lanes512 *l)
+NF_AVX512_INLINE void nf_lanes512_zero(nf_lanes512 *l)
 {
     l->se0 = l->se1 = l->sx0 = l->sx1 = _mm512_setzero_pd();
     l->re = l->rx = l->mx = _mm512_setzero_ps();
@@ -32,7 +30,7 @@ NF_LANES512_INLINE void nf_lanes512_zero(nf_lanes512 *l)
 /* The runs end: added to the binary64 sums, and started again from +0.  The widenings go
  * through memory: VCVTPS2PD from a 256-bit memory operand needs no shuffle, a register
  * operand's upper half an extract and a lane crossing. */
-NF_LANES512_INLINE void nf_lanes512_flush(nf_lanes512 *l)
+NF_AVX512_INLINE void nf_lanes512_flush(nf_lanes512 *l)
 {
     float buf[32] __attribute__((aligned(64)));
     _mm512_store_ps(buf, l->re);
@@ -47,7 +45,7 @@ NF_LANES512_INLINE void nf_lanes512_flush(nf_lanes512 *l)
 }
 
 /* Columns c..c+15 of a block (c a multiple of 16): x the source values, y the represented ones. */
-NF_LANES512_INLINE void nf_lanes512_step(nf_lanes512 *l, __m512 x, __m512 y)
+NF_AVX512_INLINE void nf_lanes512_step(nf_lanes512 *l, __m512 x, __m512 y)
 {
     __m512 d = _mm512_sub_ps(x, y);
     /* max(|d|, mx) keeps mx for a NaN |d|: such a block is summed again by the reference */
@@ -58,7 +56,7 @@ NF_LANES512_INLINE void nf_lanes512_step(nf_lanes512 *l, __m512 x, __m512 y)
 }
 
 /* The pairwise reduction of stats.h: l + l+8 (the two vectors), l + l+4, l + l+2, l + l+1. */
-NF_LANES512_INLINE double nf_lanes512_reduce(__m512d a, __m512d b)
+NF_AVX512_INLINE double nf_lanes512_reduce(__m512d a, __m512d b)
 {
     __m512d t = _mm512_add_pd(a, b);
     __m256d u = _mm256_add_pd(_mm512_castpd512_pd256(t), _mm512_extractf64x4_pd(t, 1));
@@ -70,7 +68,7 @@ NF_LANES512_INLINE double nf_lanes512_reduce(__m512d a, __m512d b)
  * no run overflowed binary32 (either makes a sum not finite); false, adding nothing, otherwise:
  * the caller then sums the block with the reference, which skips the pairs not compared and
  * sums an overflowing block in binary64. */
-NF_LANES512_INLINE bool nf_lanes512_finish(nf_lanes512 *l, size_t n, nf_errstats *st)
+NF_AVX512_INLINE bool nf_lanes512_finish(nf_lanes512 *l, size_t n, nf_errstats *st)
 {
     nf_lanes512_flush(l); /* the block's last runs */
     double sse = nf_lanes512_reduce(l->se0, l->se1), ssx = nf_lanes512_reduce(l->sx0, l->sx1);

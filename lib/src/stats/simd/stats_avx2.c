@@ -4,16 +4,14 @@
 #include "common/simd_target.h"
 #include "stats/stats.h"
 
-#if NF_STATS_HAVE_X86_KERNELS
+#if NF_X86_KERNELS
 
 #include <string.h>
 
 #include "stats/simd/lanes_avx2.h"
 
-#define AVX2_FN NF_AVX2_FN
-#define AVX2_INLINE NF_LANES256_INLINE
 
-AVX2_FN static void block_f32(const float *x, const float *y, size_t n, nf_errstats *st)
+NF_AVX2_FN static void block_f32(const float *x, const float *y, size_t n, nf_errstats *st)
 {
     nf_lanes256 l;
     nf_lanes256_zero(&l);
@@ -34,7 +32,7 @@ AVX2_FN static void block_f32(const float *x, const float *y, size_t n, nf_errst
 
 
 /* 8 source words at p as binary32 (exact widenings). */
-AVX2_INLINE __m256 load_source8(const uint8_t *p, nf_stats_source type)
+NF_AVX2_INLINE __m256 load_source8(const uint8_t *p, nf_stats_source type)
 {
     if (type == NF_STATS_F32) return _mm256_loadu_ps((const float *)(const void *)p);
     __m128i h = _mm_loadu_si128((const __m128i *)(const void *)p);
@@ -43,20 +41,20 @@ AVX2_INLINE __m256 load_source8(const uint8_t *p, nf_stats_source type)
 }
 
 /* y = f16(scale) * q for 8 codes at q (nf_grouped_value). */
-AVX2_INLINE __m256 grouped8(const int8_t *q, __m256 s)
+NF_AVX2_INLINE __m256 grouped8(const int8_t *q, __m256 s)
 {
     __m128i b = _mm_loadl_epi64((const __m128i *)(const void *)q);
     return _mm256_mul_ps(s, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b)));
 }
 
-AVX2_INLINE void grouped_step16(nf_lanes256 *l, const uint8_t *p, size_t es, nf_stats_source type, const int8_t *q,
+NF_AVX2_INLINE void grouped_step16(nf_lanes256 *l, const uint8_t *p, size_t es, nf_stats_source type, const int8_t *q,
                                 __m256 s)
 {
     nf_lanes256_step8(l, 0, load_source8(p, type), grouped8(q, s));
     nf_lanes256_step8(l, 1, load_source8(p + 8 * es, type), grouped8(q + 8, s));
 }
 
-AVX2_INLINE void grouped_block(const uint8_t *p, nf_stats_source type, const int8_t *codes, const uint16_t *scales,
+NF_AVX2_INLINE void grouped_block(const uint8_t *p, nf_stats_source type, const int8_t *codes, const uint16_t *scales,
                                size_t n, unsigned group, nf_errstats *st)
 {
     const size_t es = type == NF_STATS_F32 ? 4 : 2;
@@ -79,8 +77,8 @@ AVX2_INLINE void grouped_block(const uint8_t *p, nf_stats_source type, const int
     if (!nf_lanes256_finish(&l, n, st)) nf_stats_kernels_scalar.row_grouped(p, type, codes, scales, n, group, st);
 }
 
-#define STATS_FN AVX2_FN
-#define STATS_INLINE AVX2_INLINE
+#define STATS_FN NF_AVX2_FN
+#define STATS_INLINE NF_AVX2_INLINE
 #define STATS_KERNELS nf_stats_kernels_avx2
 #define STATS_NAME "avx2"
 #include "stats/simd/stats_rows.inc"

@@ -3,16 +3,14 @@
  * again by the reference, which skips it. */
 #include "stats/stats.h"
 
-#if NF_STATS_HAVE_X86_KERNELS
+#if NF_X86_KERNELS
 
 #include "stats/simd/lanes_avx512.h"
 
-#define AVX512_FN __attribute__((target(NF_LANES512_TARGET)))
-#define AVX512_INLINE NF_LANES512_INLINE
 
-AVX512_INLINE __mmask16 tail16(size_t m) { return (__mmask16)((1u << m) - 1u); }
+NF_AVX512_INLINE __mmask16 tail16(size_t m) { return (__mmask16)((1u << m) - 1u); }
 
-AVX512_FN static void block_f32(const float *x, const float *y, size_t n, nf_errstats *st)
+NF_AVX512_FN static void block_f32(const float *x, const float *y, size_t n, nf_errstats *st)
 {
     nf_lanes512 l;
     nf_lanes512_zero(&l);
@@ -26,7 +24,7 @@ AVX512_FN static void block_f32(const float *x, const float *y, size_t n, nf_err
 
 
 /* 16 source words from p (the first m of them when m < 16; the others read as +0). */
-AVX512_INLINE __m512 load_source(const uint8_t *p, nf_stats_source type, size_t m)
+NF_AVX512_INLINE __m512 load_source(const uint8_t *p, nf_stats_source type, size_t m)
 {
     if (m < 16) {
         __mmask16 k = tail16(m);
@@ -43,11 +41,11 @@ AVX512_INLINE __m512 load_source(const uint8_t *p, nf_stats_source type, size_t 
 
 /* y = f16(scale) * q: the operations of nf_grouped_value (the scale's exact widening, one
  * binary32 product). */
-AVX512_INLINE __m512 grouped16(__m128i q, __m512 s) { return _mm512_mul_ps(s, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q))); }
+NF_AVX512_INLINE __m512 grouped16(__m128i q, __m512 s) { return _mm512_mul_ps(s, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q))); }
 
 /* One block of grouped words (n <= NF_STATS_BLOCK, groups whole but the row's last); type is a
  * constant in each instance below, so the loads are chosen at compile time. */
-AVX512_INLINE void grouped_block(const uint8_t *p, nf_stats_source type, const int8_t *codes, const uint16_t *scales,
+NF_AVX512_INLINE void grouped_block(const uint8_t *p, nf_stats_source type, const int8_t *codes, const uint16_t *scales,
                                  size_t n, unsigned group, nf_errstats *st)
 {
     const size_t es = type == NF_STATS_F32 ? 4 : 2;
@@ -69,8 +67,8 @@ AVX512_INLINE void grouped_block(const uint8_t *p, nf_stats_source type, const i
     if (!nf_lanes512_finish(&l, n, st)) nf_stats_kernels_scalar.row_grouped(p, type, codes, scales, n, group, st);
 }
 
-#define STATS_FN AVX512_FN
-#define STATS_INLINE AVX512_INLINE
+#define STATS_FN NF_AVX512_FN
+#define STATS_INLINE NF_AVX512_INLINE
 #define STATS_KERNELS nf_stats_kernels_avx512
 #define STATS_NAME "avx512"
 #include "stats/simd/stats_rows.inc"

@@ -1,0 +1,104 @@
+/* The one SIMD dispatch structure (common/cpu.h): for every module's kernels table and every
+ * level, the selector returns a table whose entries are all set, the active table follows
+ * nf_simd_force, and a level out of range falls back to scalar.  The bit-for-bit agreement of the
+ * levels is the business of each module's own tests (test_stats, test_layout_simd, ...). */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "common/cpu.h"
+#include "format/ggml.h"
+#include "layout/kernels.h"
+#include "method/simd/absmax_simd.h"
+#include "method/simd/fp8_simd.h"
+#include "method/simd/search_simd.h"
+#include "stats/stats.h"
+
+/* Every function pointer of a table (all its members but the name) is set. */
+#define ENTRY(t, field) cr_assert((t)->field != NULL, "%s: %s has no " #field, what, (t)->name)
+
+static void check_level(nf_simd_level level)
+{
+    const char *what = nf_simd_level_name(level);
+
+    const nf_stats_kernels *st = nf_stats_kernels_for(level);
+    cr_assert(st != NULL);
+    ENTRY(st, row_f32);
+    ENTRY(st, row_grouped);
+
+    const nf_layout_kernels *ly = nf_layout_kernels_for(level);
+    cr_assert(ly != NULL);
+    ENTRY(ly, bf16_f32);
+    ENTRY(ly, int32_f32);
+    ENTRY(ly, grouped_row);
+    ENTRY(ly, fp8_row);
+    ENTRY(ly, nvfp4_table);
+    ENTRY(ly, nvfp4_row);
+    ENTRY(ly, rs_unpack_row);
+    ENTRY(ly, nibbles);
+    ENTRY(ly, rs_row_f32);
+    ENTRY(ly, codes_within);
+    ENTRY(ly, grouped_scales);
+    ENTRY(ly, rs_pack_row);
+
+    const nf_ggml_kernels *gg = nf_ggml_kernels_for(level);
+    cr_assert(gg != NULL);
+    ENTRY(gg, q2_k);
+    ENTRY(gg, q3_k);
+    ENTRY(gg, q4_k);
+    ENTRY(gg, q5_k);
+    ENTRY(gg, q6_k);
+
+    const nf_absmax_kernels *ab = nf_absmax_kernels_for(level);
+    cr_assert(ab != NULL);
+    ENTRY(ab, row);
+
+    const nf_fp8_kernels *f8 = nf_fp8_kernels_for(level);
+    cr_assert(f8 != NULL);
+    ENTRY(f8, row);
+
+    const nf_search_kernels *se = nf_search_kernels_for(level);
+    cr_assert(se != NULL);
+    ENTRY(se, batch);
+    ENTRY(se, extreme);
+    ENTRY(se, load);
+    cr_assert(se->lanes > 0);
+
+    /* each table names its level (scalar where the build lacks the level) */
+    const char *names[] = {st->name, ly->name, gg->name, ab->name, f8->name, se->name};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        cr_assert(names[i] != NULL);
+        if (NF_X86_KERNELS) cr_assert_str_eq(names[i], what);
+        else cr_assert_str_eq(names[i], "scalar");
+    }
+}
+
+Test(simd_tables, every_level_complete)
+{
+    nf_simd_level before = nf_simd_active();
+    for (int lv = 0; lv < NF_SIMD_LEVEL_COUNT; lv++) {
+        nf_simd_level level = (nf_simd_level)lv;
+        check_level(level);
+        if (!nf_simd_supported(level)) continue;
+        /* the active tables are those of the forced level */
+        cr_assert_eq(nf_simd_force(level), level);
+        cr_assert_eq(nf_stats_kernels_active(), nf_stats_kernels_for(level));
+        cr_assert_eq(nf_layout_kernels_active(), nf_layout_kernels_for(level));
+        cr_assert_eq(nf_ggml_kernels_active(), nf_ggml_kernels_for(level));
+        cr_assert_eq(nf_absmax_kernels_active(), nf_absmax_kernels_for(level));
+        cr_assert_eq(nf_fp8_kernels_active(), nf_fp8_kernels_for(level));
+        cr_assert_eq(nf_search_kernels_active(), nf_search_kernels_for(level));
+    }
+    nf_simd_force(before);
+}
+
+Test(simd_tables, out_of_range_is_scalar)
+{
+    nf_simd_level bad = NF_SIMD_LEVEL_COUNT;
+    cr_assert_eq(nf_stats_kernels_for(bad), &nf_stats_kernels_scalar);
+    cr_assert_eq(nf_layout_kernels_for(bad), &nf_layout_kernels_scalar);
+    cr_assert_eq(nf_ggml_kernels_for(bad), &nf_ggml_kernels_scalar);
+    cr_assert_eq(nf_absmax_kernels_for(bad), &nf_absmax_kernels_scalar);
+    cr_assert_eq(nf_fp8_kernels_for(bad), &nf_fp8_kernels_scalar);
+    cr_assert_eq(nf_search_kernels_for(bad), &nf_search_kernels_scalar);
+    cr_assert_eq(nf_stats_kernels_for((nf_simd_level)-1), &nf_stats_kernels_scalar);
+}
