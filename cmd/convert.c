@@ -318,39 +318,21 @@ static int handle_stale(const nf_cli *cli, const convert_opts *o)
     }
     int rc = NF_EXIT_OK;
     bool remove = o->remove_stale && !o->dry_run;
-    /* The processes whose set-aside entry ".<B>.<pid>.XXXXXX.old" is still there: the set-aside
-     * entry is removed first when a --force run commits (lib/src/container/writer_publish.c), so the
-     * other ".old" files of a process without one are leftovers of a replacement that was
-     * complete (renaming them back would mix two artifacts). */
+    /* The processes whose set-aside entry is still there: the set-aside entry is removed first
+     * when a --force run commits (lib/src/container/writer_publish.c), so the other ".old" files
+     * of a process without one are leftovers of a replacement that was complete (renaming them
+     * back would mix two artifacts). */
     long *entry_pids = calloc(n ? n : 1, sizeof *entry_pids);
     size_t nentry = 0;
-    for (size_t i = 0; entry_pids && i < n; i++) {
-        if (st[i].kind != NF_STALE_BACKUP) continue;
-        const char *slash = strrchr(st[i].path, '/');
-        const char *name = slash ? slash + 1 : st[i].path;
-        const char *obase = strrchr(o->output, '/');
-        obase = obase ? obase + 1 : o->output;
-        size_t bl = strlen(obase);
-        /* ".<B>.<pid>.XXXXXX.old": after ".<B>." come only digits up to the next dot */
-        if (name[0] == '.' && strncmp(name + 1, obase, bl) == 0 && name[1 + bl] == '.' &&
-            name[2 + bl] >= '0' && name[2 + bl] <= '9')
-            entry_pids[nentry++] = st[i].pid;
-    }
+    for (size_t i = 0; entry_pids && i < n; i++)
+        if (st[i].kind == NF_STALE_BACKUP && st[i].entry) entry_pids[nentry++] = st[i].pid;
     for (size_t i = 0; i < n; i++) {
         if (st[i].kind == NF_STALE_ORPHAN_PART) {
             nf_cli_warn(cli, "%s: a part file without its entry %s (an interrupted publication?); remove it, or "
                         "convert with --force, unless a renamed entry still uses it", nf_cli_name(st[i].path).s,
                         nf_cli_name(o->output).s);
         } else if (st[i].kind == NF_STALE_BACKUP) {
-            /* ".<name>.<pid>.XXXXXX.old" was <name> */
-            char orig[4096];
-            const char *slash = strrchr(st[i].path, '/');
-            size_t dir_len = slash ? (size_t)(slash - st[i].path) + 1 : 0;
-            snprintf(orig, sizeof orig, "%.*s%s", (int)dir_len, st[i].path, st[i].path + dir_len + 1);
-            for (int dots = 0; dots < 3; dots++) {
-                char *d = strrchr(orig + dir_len, '.');
-                if (d) *d = '\0';
-            }
+            const char *orig = st[i].original;
             struct stat a, b;
             if (stat(st[i].path, &a) == 0 && stat(orig, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
                 /* a second link of a file still in place: no data of its own */

@@ -10,6 +10,7 @@
 #   run STATUS CMD ARGS...   run CMD (stdout in $work/out, stderr in $work/err) and check its exit status
 #   same FILE1 FILE2         check that two files have the same bytes
 #   contains FILE TEXT       check that FILE holds TEXT; lacks FILE TEXT: that it does not
+#   nf_host                  this host's name as temp names carry it
 #   finish NAME              print "NAME: P passed, F failed"; exit status 0 when nothing failed
 set -u
 bin=$(cd "$1" && pwd)
@@ -19,6 +20,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 pass=0
 fail=0
+# this host as temp names carry it (".<name>.<pid>@<host>.XXXXXX.tmp", common/io.h nf_io_host)
+nf_host=$(hostname | tr -c 'A-Za-z0-9\n-' '-' | cut -c1-63)
 ok() { pass=$((pass + 1)); }
 bad() { fail=$((fail + 1)); printf 'FAIL %s\n' "$*"; }
 check() { if "$@"; then ok; else bad "check failed: $*"; fi; }

@@ -24,7 +24,7 @@ mkdir "$d"
 stopped_run() {
     ( exec "$bin/ninfer-dequant" "$art" "$@" 2>"$work/err" ) &
     pid=$!
-    mine() { ls -A "$d" | grep -qE "^\.all\.safetensors\.$pid\.......\.tmp$"; }
+    mine() { ls -A "$d" | grep -qE "^\.all\.safetensors\.$pid@$nf_host\.......\.tmp$"; }
     while kill -0 $pid 2>/dev/null && ! mine; do :; done
     kill -STOP $pid 2>/dev/null
     if mine; then return; fi

@@ -98,14 +98,17 @@ if [ -n "$stale" ]; then ok; else bad "no temp file was left by a run killed mid
 echo "random kills: $kills ($absent absent, $complete complete, $left_temps left temp files); one mid-write kill left: $stale"
 for t in $stale; do
     case "$t" in
-    .m.ninfer.$pid.??????.tmp | .m.ninfer.part-[0-9][0-9][0-9][0-9].$pid.??????.tmp | .m.ninfer.conversion.json.$pid.??????.tmp) ok ;;
-    *) bad "temp file $t does not carry the pattern .<name>.<pid>.XXXXXX.tmp with the killed pid $pid" ;;
+    .m.ninfer.$pid@$nf_host.??????.tmp | .m.ninfer.part-[0-9][0-9][0-9][0-9].$pid@$nf_host.??????.tmp | \
+        .m.ninfer.conversion.json.$pid@$nf_host.??????.tmp) ok ;;
+    *) bad "temp file $t does not carry the pattern .<name>.<pid>@<host>.XXXXXX.tmp with the killed pid $pid" ;;
     esac
 done
 
 # Files --remove-stale must never touch: a temp of another output, a temp-like name without a
-# pid, an unrelated file.
-touch "$d/.other.ninfer.$pid.AbCd12.tmp" "$d/.m.ninfer.Xy12Zw.tmp" "$d/notes.txt"
+# pid, an unrelated file, and a temp of this output made by a process of another host sharing the
+# filesystem (its pid means nothing here).
+foreign=.m.ninfer.part-0001.$pid@$nf_host-elsewhere.AbCd12.tmp
+touch "$d/.other.ninfer.$pid.AbCd12.tmp" "$d/.m.ninfer.Xy12Zw.tmp" "$d/notes.txt" "$d/$foreign"
 
 # the next conversion names each stale temp file in a warning (here a dry run: nothing changes)
 convert "$d" --dry-run >/dev/null 2>"$work/err"
@@ -115,8 +118,9 @@ for t in $stale; do
         bad "the warning does not name $t: $(head -c 400 "$work/err")"
     fi
 done
-for t in $stale .other.ninfer.$pid.AbCd12.tmp .m.ninfer.Xy12Zw.tmp; do check test -e "$d/$t"; done
+for t in $stale .other.ninfer.$pid.AbCd12.tmp .m.ninfer.Xy12Zw.tmp $foreign; do check test -e "$d/$t"; done
 grep -qF -- ".other.ninfer" "$work/err" && bad "a temp file of another output was reported" || ok
+grep -qF -- "$foreign" "$work/err" && bad "a temp file of another host was reported" || ok
 
 # --remove-stale alone: removes exactly the stale temp files of this output and says so
 "$bin/ninfer-convert" -o "$d/m.ninfer" --remove-stale 2>"$work/err"
@@ -130,7 +134,8 @@ done
 check test -e "$d/.other.ninfer.$pid.AbCd12.tmp"
 check test -e "$d/.m.ninfer.Xy12Zw.tmp"
 check test -e "$d/notes.txt"
-rm -f "$d/.other.ninfer.$pid.AbCd12.tmp" "$d/.m.ninfer.Xy12Zw.tmp" "$d/notes.txt"
+check test -e "$d/$foreign"
+rm -f "$d/.other.ninfer.$pid.AbCd12.tmp" "$d/.m.ninfer.Xy12Zw.tmp" "$d/notes.txt" "$d/$foreign"
 # and then the conversion runs (a run killed mid-write published nothing, or all of it)
 if [ -e "$d/m.ninfer" ]; then force=--force; else force=; fi
 convert "$d" $force -q 2>"$work/err" && ok || bad "convert after --remove-stale: $(head -c 300 "$work/err")"
@@ -141,11 +146,11 @@ check test -z "$(temps "$d")"
 d=$work/fake
 mkdir "$d"
 dead=$(sh -c 'echo $$')
-touch "$d/.m.ninfer.part-0002.$dead.Q1w2E3.tmp"
+touch "$d/.m.ninfer.part-0002.$dead@$nf_host.Q1w2E3.tmp"
 convert "$d" --remove-stale 2>"$work/err"
 check test $? -eq 0
 contains_line() { grep -qF -- "$2" "$1" && ok || bad "$1 lacks '$2': $(head -c 300 "$1")"; }
-contains_line "$work/err" "removed stale temp file $d/.m.ninfer.part-0002.$dead.Q1w2E3.tmp (process $dead is gone)"
+contains_line "$work/err" "removed stale temp file $d/.m.ninfer.part-0002.$dead@$nf_host.Q1w2E3.tmp (process $dead is gone)"
 check test -z "$(temps "$d")"
 "$bin/ninfer-verify" -q "$d/m.ninfer" && ok || bad "the artifact converted with --remove-stale does not verify"
 

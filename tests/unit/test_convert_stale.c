@@ -12,6 +12,8 @@
 
 #include <ninfer/ninfer.h>
 
+#include "common/io.h"
+
 #include "support/source_writer.h"
 
 static char *dir;
@@ -58,10 +60,10 @@ Test(stale, finds_what_a_killed_conversion_left)
 {
     long pid = dead_pid();
     char tmp[128], part_tmp[128], report_tmp[128], old[128], dirlike[128];
-    snprintf(tmp, sizeof tmp, ".m.ninfer.%ld.abcDEF.tmp", pid);
+    snprintf(tmp, sizeof tmp, ".m.ninfer.%ld@%s.abcDEF.tmp", pid, nf_io_host());
     snprintf(part_tmp, sizeof part_tmp, ".m.ninfer.part-0001.%ld.a1b2c3.tmp", pid);
     snprintf(report_tmp, sizeof report_tmp, ".m.ninfer.conversion.json.%ld.Zz09aa.tmp", pid);
-    snprintf(old, sizeof old, ".m.ninfer.part-0002.%ld.qwerty.old", pid);
+    snprintf(old, sizeof old, ".m.ninfer.part-0002.%ld@%s.qwerty.old", pid, nf_io_host());
     snprintf(dirlike, sizeof dirlike, ".m.ninfer.%ld.dirdir.tmp", pid);
     touch(tmp);
     touch(part_tmp);
@@ -84,9 +86,35 @@ Test(stale, finds_what_a_killed_conversion_left)
     cr_assert_eq(kind_of(s, n, report_tmp), NF_STALE_TEMP);
     cr_assert_eq(kind_of(s, n, old), NF_STALE_BACKUP);
     cr_assert_eq(kind_of(s, n, "m.ninfer.part-0003"), NF_STALE_ORPHAN_PART);
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         if (s[i].kind != NF_STALE_ORPHAN_PART) cr_assert_eq(s[i].pid, pid);
+        if (s[i].kind != NF_STALE_BACKUP) {
+            cr_assert_null(s[i].original);
+            continue;
+        }
+        /* set aside from the part, not the entry */
+        char *want = sw_path(dir, "m.ninfer.part-0002");
+        cr_assert_str_eq(s[i].original, want);
+        cr_assert(!s[i].entry);
+        free(want);
+    }
     nf_stale_free(s, n);
+    /* a set-aside entry: its original is dest */
+    char entry_old[160];
+    snprintf(entry_old, sizeof entry_old, ".m.ninfer.%ld@%s.EnTrY1.old", pid, nf_io_host());
+    touch(entry_old);
+    cr_assert_eq(nf_stale_find(dest, true, &s, &n, &err), NF_OK, "%s", err.message);
+    bool seen = false;
+    for (size_t i = 0; i < n; i++)
+        if (s[i].kind == NF_STALE_BACKUP && s[i].entry) {
+            cr_assert_str_eq(s[i].original, dest);
+            seen = true;
+        }
+    cr_assert(seen, "the set-aside entry is listed as one");
+    nf_stale_free(s, n);
+    char *eo = sw_path(dir, entry_old);
+    unlink(eo);
+    free(eo);
     /* a single-file output: only its own temp files */
     cr_assert_eq(nf_stale_find(dest, false, &s, &n, &err), NF_OK, "%s", err.message);
     cr_assert_eq(n, 1);
@@ -107,6 +135,32 @@ Test(stale, files_of_a_live_process_are_never_listed)
     nf_error err;
     cr_assert_eq(nf_stale_find(dest, true, &s, &n, &err), NF_OK, "%s", err.message);
     cr_assert_eq(n, 0, "%zu files listed", n);
+    nf_stale_free(s, n);
+    free(dest);
+}
+
+/* A filesystem several hosts share: the files of another host's processes are never listed,
+ * whatever their pid means here, and keep the parts of its publication from being orphans. */
+Test(stale, files_of_another_host_are_never_listed)
+{
+    long pid = dead_pid();
+    char foreign[192], mine[192];
+    snprintf(foreign, sizeof foreign, ".m.ninfer.part-0001.%ld@%s-x.abcdef.tmp", pid, nf_io_host());
+    snprintf(mine, sizeof mine, ".m.ninfer.%ld@%s.abcdef.tmp", pid, nf_io_host());
+    touch(foreign);
+    touch("m.ninfer.part-0002"); /* another host may be publishing: not an orphan */
+    char *dest = sw_path(dir, "m.ninfer");
+    nf_stale *s = NULL;
+    size_t n = 0;
+    nf_error err;
+    cr_assert_eq(nf_stale_find(dest, true, &s, &n, &err), NF_OK, "%s", err.message);
+    cr_assert_eq(n, 0, "%zu files listed", n);
+    nf_stale_free(s, n);
+    /* the same dead pid on this host: stale (the other host's file still is not) */
+    touch(mine);
+    cr_assert_eq(nf_stale_find(dest, true, &s, &n, &err), NF_OK, "%s", err.message);
+    cr_assert_eq(n, 1, "%zu files listed", n);
+    cr_assert_eq(kind_of(s, n, mine), NF_STALE_TEMP);
     nf_stale_free(s, n);
     free(dest);
 }

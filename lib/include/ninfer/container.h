@@ -149,7 +149,7 @@ typedef struct nf_writer_sink {
 NF_API nf_status nf_writer_sink_write(void *sink, uint64_t offset, const void *buf, size_t len, nf_error *err);
 /* Check coverage, fill checksums, fdatasync, publish parts then the entry, sync the directory.
  * With overwrite, the files replaced (and the old artifact's parts beyond the new one's last)
- * are kept as ".<name>.<pid>.XXXXXX.old" links until nf_writer_commit; a failure puts them back
+ * are kept as ".<name>.<pid>@<host>.XXXXXX.old" links until nf_writer_commit; a failure puts them back
  * and removes everything new (the writer is then dead). */
 NF_API nf_status nf_writer_publish(nf_writer *w, nf_error *err);
 /* After a successful publish: remove the kept files (best effort: one that cannot be removed

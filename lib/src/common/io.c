@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,6 +66,36 @@ int nf_io_open(const char *path, int flags, mode_t mode)
     return fd;
 }
 
+/* This host's name as it appears in temp names: letters, digits and '-' (anything else, the
+ * dots of a domain included, becomes '-'), at most NF_IO_HOST_MAX characters; "unknown" when
+ * the name cannot be read.  Read once per process. */
+static char g_host[NF_IO_HOST_MAX + 1];
+static pthread_once_t g_host_once = PTHREAD_ONCE_INIT;
+
+static void read_host(void)
+{
+    char name[256] = {0};
+    if (gethostname(name, sizeof name - 1) != 0 || !name[0]) snprintf(name, sizeof name, "unknown");
+    size_t n = 0;
+    for (; name[n] && n < NF_IO_HOST_MAX; n++) {
+        char c = name[n];
+        g_host[n] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ? c : '-';
+    }
+    g_host[n] = '\0';
+}
+
+const char *nf_io_host(void)
+{
+    pthread_once(&g_host_once, read_host);
+    return g_host;
+}
+
+/* "<pid>@<host>" of this process, the owner part of the names below. */
+static void owner_tag(char out[24 + NF_IO_HOST_MAX + 2])
+{
+    snprintf(out, 24 + NF_IO_HOST_MAX + 2, "%ld@%s", (long)getpid(), nf_io_host());
+}
+
 int nf_io_mkstemp_beside(const char *dest, char **path_out) { return nf_io_mkstemp_beside_as(dest, ".tmp", path_out); }
 
 int nf_io_mkstemp_beside_as(const char *dest, const char *suffix, char **path_out)
@@ -78,10 +109,11 @@ int nf_io_mkstemp_beside_as(const char *dest, const char *suffix, char **path_ou
     const char *slash = strrchr(dest, '/');
     size_t dir_len = slash ? (size_t)(slash - dest) + 1 : 0;
     const char *base = slash ? slash + 1 : dest;
-    /* ".<base>.<pid>.XXXXXX.tmp": the pid lets a later run tell the temp files of a killed
-     * process (which cannot clean up after SIGKILL) from those of one still running. */
-    char pid[24];
-    snprintf(pid, sizeof pid, "%ld", (long)getpid());
+    /* ".<base>.<pid>@<host>.XXXXXX.tmp": the pid and the host let a later run tell the temp files
+     * of a killed process (which cannot clean up after SIGKILL) from those of one still running,
+     * on a filesystem several hosts share (a process of another host is never judged from here). */
+    char pid[24 + NF_IO_HOST_MAX + 2];
+    owner_tag(pid);
     size_t need = dir_len + 1 + strlen(base) + 1 + strlen(pid) + sizeof ".XXXXXX" + strlen(suffix);
     char *p = malloc(need);
     if (!p) {
@@ -108,8 +140,8 @@ int nf_io_link_beside(const char *target, const char *suffix, char **path_out)
     const char *slash = strrchr(target, '/');
     size_t dir_len = slash ? (size_t)(slash - target) + 1 : 0;
     const char *base = slash ? slash + 1 : target;
-    char pid[24];
-    snprintf(pid, sizeof pid, "%ld", (long)getpid());
+    char pid[24 + NF_IO_HOST_MAX + 2];
+    owner_tag(pid);
     size_t need = dir_len + 1 + strlen(base) + 1 + strlen(pid) + sizeof ".XXXXXX" + strlen(suffix);
     char *p = malloc(need);
     if (!p) return ENOMEM;
@@ -140,13 +172,26 @@ int nf_io_link_beside(const char *target, const char *suffix, char **path_out)
     return EEXIST;
 }
 
-long nf_io_beside_pid(const char *tail, const char **suffix)
+long nf_io_beside_pid(const char *tail, const char **suffix, bool *local)
 {
-    const char *dot = strchr(tail, '.');
-    if (!dot || dot == tail || dot - tail > 10) return -1;
-    for (const char *p = tail; p < dot; p++)
-        if (*p < '0' || *p > '9') return -1;
-    const char *x = dot + 1;
+    size_t digits = 0;
+    while (tail[digits] >= '0' && tail[digits] <= '9') digits++;
+    if (digits == 0 || digits > 10) return -1;
+    const char *x = tail + digits;
+    bool here = true; /* the form without a host (earlier versions) is taken for this host's */
+    if (*x == '@') {
+        size_t n = 0;
+        const char *h = x + 1;
+        while ((h[n] >= 'a' && h[n] <= 'z') || (h[n] >= 'A' && h[n] <= 'Z') || (h[n] >= '0' && h[n] <= '9') ||
+               h[n] == '-')
+            n++;
+        if (n == 0 || n > NF_IO_HOST_MAX) return -1;
+        const char *me = nf_io_host();
+        here = strlen(me) == n && memcmp(me, h, n) == 0;
+        x = h + n;
+    }
+    if (*x != '.') return -1;
+    x++;
     for (int i = 0; i < 6; i++) {
         char c = x[i];
         if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))) return -1;
@@ -154,6 +199,7 @@ long nf_io_beside_pid(const char *tail, const char **suffix)
     long pid = strtol(tail, NULL, 10);
     if (pid <= 0) return -1;
     *suffix = x + 6;
+    if (local) *local = here;
     return pid;
 }
 

@@ -7,6 +7,7 @@
 #ifndef NINFER_COMMON_IO_H
 #define NINFER_COMMON_IO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -24,24 +25,30 @@ typedef enum nf_io_op {
 
 /* Returns a file descriptor, or -1 with errno set. */
 int nf_io_open(const char *path, int flags, mode_t mode);
-/* mkstemp in the directory of `dest`, named ".<base>.<pid>.XXXXXX.tmp" (pid: the creating
- * process, in decimal; XXXXXX: mkstemp's six letters and digits); path_out gets the name
- * (malloc'ed).  Returns fd or -1 with errno set.  nf_stale_find (convert/stale.c) finds the
- * temp files of killed runs through nf_io_beside_pid, the inverse of this naming. */
+/* The longest host name kept in temp names (nf_io_host). */
+#define NF_IO_HOST_MAX 63
+/* This host's name as temp names carry it: gethostname's, each character that is not a letter,
+ * digit or '-' made '-', at most NF_IO_HOST_MAX characters ("unknown" when unreadable). */
+const char *nf_io_host(void);
+/* mkstemp in the directory of `dest`, named ".<base>.<pid>@<host>.XXXXXX.tmp" (pid: the creating
+ * process, in decimal; host: nf_io_host(); XXXXXX: mkstemp's six letters and digits); path_out
+ * gets the name (malloc'ed).  Returns fd or -1 with errno set.  nf_stale_find (convert/stale.c)
+ * finds the temp files of killed runs through nf_io_beside_pid, the inverse of this naming. */
 int nf_io_mkstemp_beside(const char *dest, char **path_out);
 /* The same with another suffix than ".tmp". */
 int nf_io_mkstemp_beside_as(const char *dest, const char *suffix, char **path_out);
-/* A second hard link of `target` beside it, named ".<base>.<pid>.XXXXXX<suffix>" (XXXXXX random,
- * retried while the name exists); path_out gets the name (malloc'ed).  Returns 0 or an errno
- * value.  A link fault point.  The writer sets replaced files aside this way (suffix ".old"):
- * such a name never exists without the complete old file behind it. */
+/* A second hard link of `target` beside it, named ".<base>.<pid>@<host>.XXXXXX<suffix>" (XXXXXX
+ * random, retried while the name exists); path_out gets the name (malloc'ed).  Returns 0 or an
+ * errno value.  A link fault point.  The writer sets replaced files aside this way (suffix
+ * ".old"): such a name never exists without the complete old file behind it. */
 int nf_io_link_beside(const char *target, const char *suffix, char **path_out);
 /* The inverse of the naming above, for finding the files of killed runs: `tail` is what follows
- * ".<base>." in a directory entry, "<pid>.XXXXXX<suffix>".  Returns the pid (> 0) and points
- * *suffix at what follows the six random characters, or returns -1 when tail is not of that
- * form.  nf_stale_find (convert/stale.c) reads names through this, so the writer and the finder
- * cannot drift apart. */
-long nf_io_beside_pid(const char *tail, const char **suffix);
+ * ".<base>." in a directory entry, "<pid>@<host>.XXXXXX<suffix>" (or "<pid>.XXXXXX<suffix>", the
+ * names of earlier versions, taken for this host's).  Returns the pid (> 0), points *suffix at
+ * what follows the six random characters and sets *local (if not NULL) to whether the host is
+ * this one; returns -1 when tail is not of that form.  nf_stale_find (convert/stale.c) reads
+ * names through this, so the writer and the finder cannot drift apart. */
+long nf_io_beside_pid(const char *tail, const char **suffix, bool *local);
 
 /* One lock per output (docs/security.md 1.3, "One lock per output").  The lock file of `dest` is
  * ".<base>.lock" in dest's directory; nf_io_lock_beside creates it if needed (0666 less the

@@ -27,7 +27,7 @@
  *
  * Overwriting (opt.overwrite) keeps the files it replaces until the new set is published and
  * the directory synced: each existing destination is first set aside as a second hard link
- * named like the temp files with suffix ".old" (".<name>.<pid>.XXXXXX.old"), so that a failure
+ * named like the temp files with suffix ".old" (".<name>.<pid>@<host>.XXXXXX.old"), so that a failure
  * puts the previous artifact back exactly as it was.  For a split artifact the old entry is set
  * aside first (its name removed before any part is replaced), so that at every instant the
  * entry path holds the complete old artifact, nothing, or the complete new one, never an entry

@@ -179,7 +179,7 @@ static nf_status sync_directory(nf_writer *w, nf_error *err)
     return NF_OK;
 }
 
-/* Overwrite: keep an existing destination as a second hard link ".<name>.<pid>.XXXXXX.old"
+/* Overwrite: keep an existing destination as a second hard link ".<name>.<pid>@<host>.XXXXXX.old"
  * (such a name only ever exists with the complete old file behind it); unless keep, then remove
  * the destination name (for the entry of a split artifact, before any part is replaced).  keep:
  * the rename of the new file over the destination stays one atomic step. */

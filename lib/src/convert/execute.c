@@ -758,7 +758,7 @@ static void restore_file(const char *dest, const char *backup)
 
 /* The report's part of the publication, once the artifact is published (not committed): tmp
  * (NULL under --no-report) renamed to path.  With force, an existing report is first kept as a
- * second link ".<name>.<pid>.XXXXXX.old" (*backup), the writer's naming, so that the caller
+ * second link ".<name>.<pid>@<host>.XXXXXX.old" (*backup), the writer's naming, so that the caller
  * can put it back or drop it with the artifact's; under --no-report it is then removed (it
  * describes the artifact being replaced).  On failure *backup may be set: the caller restores. */
 static nf_status publish_report(const char *path, const char *tmp, bool force, char **backup, nf_error *err)
@@ -872,7 +872,7 @@ static const char *output_role(const char *name, const char *base, bool report)
     if (digits >= 4) rest += 6 + digits;
     else if (strncmp(rest, ".conversion.json.", 17) == 0) rest += 16;
     const char *suffix = NULL;
-    if (*rest == '.' && nf_io_beside_pid(rest + 1, &suffix) > 0 && (!strcmp(suffix, ".tmp") || !strcmp(suffix, ".old")))
+    if (*rest == '.' && nf_io_beside_pid(rest + 1, &suffix, NULL) > 0 && (!strcmp(suffix, ".tmp") || !strcmp(suffix, ".old")))
         return "a temp or set-aside file name";
     return NULL;
 }

@@ -24,10 +24,11 @@ static size_t part_suffix(const char *s)
     return n >= 4 ? 6 + n : 0;
 }
 
-/* rest = "[.part-NNNN | .conversion.json].<pid>.XXXXXX.tmp" (or ".old" for a file set aside):
- * the pid, or -1; *backup tells the suffix, *plain whether it is a temp of dest itself (no part
- * or report infix).  The "<pid>.XXXXXX<suffix>" tail is read by common/io.c, which names them. */
-static long temp_pid(const char *rest, bool *backup, bool *plain)
+/* rest = "[.part-NNNN | .conversion.json].<pid>@<host>.XXXXXX.tmp" (or ".old" for a file set
+ * aside): the pid, or -1; *backup tells the suffix, *plain whether it is a temp of dest itself
+ * (no part or report infix), *local whether its host is this one.  The
+ * "<pid>@<host>.XXXXXX<suffix>" tail is read by common/io.c, which names them. */
+static long temp_pid(const char *rest, bool *backup, bool *plain, bool *local)
 {
     size_t skip = part_suffix(rest);
     if (!skip && strncmp(rest, ".conversion.json.", 17) == 0) skip = 16;
@@ -35,7 +36,7 @@ static long temp_pid(const char *rest, bool *backup, bool *plain)
     rest += skip;
     if (*rest != '.') return -1;
     const char *suffix = NULL;
-    long pid = nf_io_beside_pid(rest + 1, &suffix);
+    long pid = nf_io_beside_pid(rest + 1, &suffix, local);
     if (pid < 0) return -1;
     *backup = strcmp(suffix, ".old") == 0;
     if (strcmp(suffix, ".tmp") != 0 && !*backup) return -1;
@@ -47,6 +48,21 @@ static bool process_alive(long pid)
 {
     if (pid == (long)getpid()) return true;
     return kill((pid_t)pid, 0) == 0 || errno == EPERM;
+}
+
+/* A set-aside name ".<X>.<pid>@<host>.XXXXXX.old" was X: the name without its leading dot and
+ * its last three dot-separated fields (the owner, the six characters, "old"). */
+static char *original_of(const char *dir, const char *name)
+{
+    size_t need = strlen(dir) + strlen(name) + 1;
+    char *p = malloc(need);
+    if (!p) return NULL;
+    snprintf(p, need, "%s%s", dir, name + 1);
+    for (int dots = 0; dots < 3; dots++) {
+        char *d = strrchr(p + strlen(dir), '.');
+        if (d) *d = '\0';
+    }
+    return p;
 }
 
 static bool push_stale(nf_stale **v, size_t *n, size_t *cap, const char *dir, const char *name, long pid,
@@ -66,6 +82,12 @@ static bool push_stale(nf_stale **v, size_t *n, size_t *cap, const char *dir, co
     (*v)[*n].path = path;
     (*v)[*n].pid = pid;
     (*v)[*n].kind = kind;
+    (*v)[*n].original = NULL;
+    (*v)[*n].entry = false;
+    if (kind == NF_STALE_BACKUP && ((*v)[*n].original = original_of(dir, name)) == NULL) {
+        free(path);
+        return false;
+    }
     (*n)++;
     return true;
 }
@@ -94,10 +116,12 @@ nf_status nf_stale_find(const char *dest, bool artifact, nf_stale **out, size_t 
     while (ok && (e = readdir(d)) != NULL) {
         const char *name = e->d_name;
         if (name[0] == '.' && strncmp(name + 1, base, blen) == 0) {
-            bool backup = false, plain = false;
-            long pid = temp_pid(name + 1 + blen, &backup, &plain);
+            bool backup = false, plain = false, local = true;
+            long pid = temp_pid(name + 1 + blen, &backup, &plain, &local);
             if (pid < 0 || (!artifact && (backup || !plain))) continue;
-            if (process_alive(pid)) {
+            /* a process of another host sharing this filesystem cannot be asked from here: its
+             * files count as a live run's, never stale */
+            if (!local || process_alive(pid)) {
                 live_temp = true;
                 continue;
             }
@@ -111,6 +135,7 @@ nf_status nf_stale_find(const char *dest, bool artifact, nf_stale **out, size_t 
             bool regular = lstat(full, &sb) == 0 && S_ISREG(sb.st_mode);
             free(full);
             if (regular) ok = push_stale(&v, &n, &cap, dir, name, pid, backup ? NF_STALE_BACKUP : NF_STALE_TEMP);
+            if (regular && ok && backup && plain) v[n - 1].entry = true;
         } else if (artifact && !entry_exists && strncmp(name, base, blen) == 0) {
             size_t k = part_suffix(name + blen);
             if (k && name[blen + k] == '\0')
@@ -141,6 +166,9 @@ nf_status nf_stale_find(const char *dest, bool artifact, nf_stale **out, size_t 
 
 void nf_stale_free(nf_stale *s, size_t n)
 {
-    for (size_t i = 0; i < n; i++) free(s[i].path);
+    for (size_t i = 0; i < n; i++) {
+        free(s[i].path);
+        free(s[i].original);
+    }
     free(s);
 }
