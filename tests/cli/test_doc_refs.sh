@@ -3,7 +3,12 @@
 # tests, benchmarks and scripts, each NAME.md is a file of the tree (docs/ pages cited with their
 # docs/ path, since a bare "layouts.md 3.2" cannot say whose numbering it uses), each numbered
 # pointer into a docs/ page names a section, decision, vector or finding that page has, and no
-# comment names a document that lives only outside the repository.
+# comment names a document that lives only outside the repository.  The documentation itself
+# (docs/*.md, README.md, bench/README.md, tests/README.md) follows the same rules, except that a
+# docs/ page may name a sibling page bare, as its links do ("[formats.md](formats.md), 5.4" is
+# checked like "docs/formats.md 5.4"); naming upstream projects (ggml, llama.cpp) is of course
+# fine, only the outside design/spec documents and audit ids are refused.  README.md's
+# "Documentation" list must name every docs/*.md page.
 # usage: test_doc_refs.sh BIN_DIR DATA_DIR  (both unused: this test reads the source tree)
 #        test_doc_refs.sh --tree DIR         (check another tree; used to test this test)
 set -u
@@ -17,7 +22,9 @@ import os, re, sys
 self = sys.argv[1]
 roots = ['lib', 'cmd', 'tests', 'bench', 'scripts']
 exts = ('.c', '.h', '.inc', '.sh', '.py', '.cmake', '.txt', '.dict', '.md', '.yaml', '.yml')
-files = ['CMakeLists.txt'] if os.path.exists('CMakeLists.txt') else []
+files = [f for f in ('CMakeLists.txt', 'README.md') if os.path.exists(f)]
+if os.path.isdir('docs'):
+    files += [os.path.join('docs', n) for n in os.listdir('docs') if n.endswith('.md')]
 for r in roots:
     for d, _, names in os.walk(r):
         files += [os.path.join(d, n) for n in names if n.endswith(exts)]
@@ -32,7 +39,14 @@ outside = [
     (re.compile(r'\bdesign decision\b|\bdecision [0-9]+\b'), 'a decision not cited as docs/decisions.md Dn'),
 ]
 ref = re.compile(r'(?<![$}*A-Za-z0-9_./-])([A-Za-z0-9_./-]*[A-Za-z0-9_-]\.md)\b')
-numbered = re.compile(r'\bdocs/([a-z0-9_-]+)\.md,? (D[0-9]+|item [0-9]+|items [0-9]+|[0-9]+(?:\.[0-9]+)?)(?:,? ([FMRC][0-9]+[a-z]?))?')
+numbered = re.compile(r'(?:\bdocs/|(?<![A-Za-z0-9_./-]))([a-z0-9_-]+)\.md(?:#[a-z0-9-]+)?\)?,? (?:sections? )?(D[0-9]+|item [0-9]+|items [0-9]+|[0-9]+(?:\.[0-9]+)?)(?:,? ([FMRC][0-9]+[a-z]?))?')
+# Known problems in pages another branch is rewriting (file, exact text): reported, not failed.
+# Remove an entry once its page no longer holds the text.
+pending = [
+    ('docs/ninfer-verify.md', 'container.md 2.3'),
+    ('docs/ninfer-verify.md', 'design.md 4'),
+    ('docs/ninfer-verify.md', 'design.md section 7'),
+]
 docs = set(os.listdir('docs')) if os.path.isdir('docs') else set()
 tracked = set()
 for d, _, names in os.walk('.'):
@@ -57,7 +71,13 @@ for f in files:
         lines = open(f, encoding='utf-8').read().split('\n')
     except (UnicodeDecodeError, OSError):
         continue
+    in_docs = os.path.dirname(f) == 'docs'
     for n, line in enumerate(lines, 1):
+        held = [t for pf, t in pending if pf == f and t in line]
+        if held:
+            print('PENDING %s:%d: %s (left to the branch rewriting this page)' % (f, n, ', '.join(held)))
+            for t in held:
+                line = line.replace(t, '')
         for pat, what in outside:
             m = pat.search(line)
             if m:
@@ -70,13 +90,16 @@ for f in files:
                 if not (os.path.isfile(p) or os.path.isfile(os.path.join(os.path.dirname(f), p))):
                     fail(f, n, '%s does not exist in the repository' % name)
             elif name in docs:
-                fail(f, n, '%s: cite it as docs/%s' % (name, name))
+                if not in_docs:
+                    fail(f, n, '%s: cite it as docs/%s' % (name, name))
             elif name not in tracked:
                 fail(f, n, '%s does not exist in the repository' % name)
         for m in numbered.finditer(line):
             page, where, finding = m.group(1) + '.md', m.group(2), m.group(3)
             if page not in docs:
                 continue  # reported above
+            if not m.group(0).startswith('docs/') and not in_docs:
+                continue  # a bare name outside docs/ is reported above
             text = doc(page)
             if where.startswith('D'):
                 ok = re.search(r'\*\*' + where + r' ', text)
@@ -88,6 +111,19 @@ for f in files:
                 fail(f, n, 'docs/%s has no %s' % (page, where))
             if finding and not re.search(r'\b' + finding + r'\b', text):
                 fail(f, n, 'docs/%s does not describe %s' % (page, finding))
+# README.md's documentation list names every page of docs/.
+if os.path.exists('README.md') and docs:
+    text = open('README.md', encoding='utf-8').read()
+    m = re.search(r'^## Documentation\n(.*?)(?=^## |\Z)', text, re.M | re.S)
+    if not m:
+        fail('README.md', 1, 'no "## Documentation" section')
+    else:
+        listed = set(re.findall(r'\bdocs/([A-Za-z0-9_.-]+\.md)\b', m.group(1)))
+        line = text[:m.start()].count('\n') + 1
+        for page in sorted(n for n in docs if n.endswith('.md')):
+            checked += 1
+            if page not in listed:
+                fail('README.md', line, 'the Documentation list does not name docs/%s' % page)
 print('%d references checked, %d problems' % (checked, bad))
 if checked == 0:
     print('FAIL no reference found: is the tree right?')
