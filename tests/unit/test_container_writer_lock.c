@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include "common/io.h"
 #include "test_container_util.h"
 
 #define OK(expr)                                                                                         \
@@ -71,6 +72,10 @@ Test(writer_lock, second_writer_refused_while_first_holds)
         cr_assert_not_null(strstr(err.message, "another process is writing"), "%s", err.message);
         cr_assert_not_null(strstr(err.message, ".m.ninfer.lock"), "the message names the lock file: %s",
                            err.message);
+        /* the holder the lock file records: this process, on this host */
+        char who[128];
+        snprintf(who, sizeof who, ", process %ld on host %s)", (long)getpid(), nf_io_host());
+        cr_assert_not_null(strstr(err.message, who), "the message names the holder (%s): %s", who, err.message);
         cr_assert_eq(count_suffix(dir, ".tmp"), temps, "the refused writer created no temp file");
         nf_writer_free(b);
         cr_assert(tc_exists(lock.s), "a refused writer leaves the holder's lock alone");

@@ -224,7 +224,10 @@ int nf_io_lock_beside(const char *dest, int *fd_out, char **path_out)
             free(p);
             return S_ISLNK(a.st_mode) ? ELOOP : EINVAL;
         }
-        int fd = nf_io_open(p, O_RDONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK, 0666);
+        /* read-write to record the holder; a lock file of another user that this one may only
+         * read still locks (flock needs no write access), without the record */
+        int fd = nf_io_open(p, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK, 0666);
+        if (fd < 0 && errno == EACCES) fd = nf_io_open(p, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
         if (fd < 0) {
             int e = errno;
             free(p);
@@ -247,6 +250,12 @@ int nf_io_lock_beside(const char *dest, int *fd_out, char **path_out)
             return e;
         }
         if (lstat(p, &b) == 0 && b.st_dev == a.st_dev && b.st_ino == a.st_ino) {
+            /* "<pid>@<host>\n": who holds it, for the message of a writer refused (best effort:
+             * the lock is the flock, not the text) */
+            char owner[24 + NF_IO_HOST_MAX + 2], line[24 + NF_IO_HOST_MAX + 3];
+            owner_tag(owner);
+            int len = snprintf(line, sizeof line, "%s\n", owner);
+            if (ftruncate(fd, 0) == 0 && len > 0) (void)!pwrite(fd, line, (size_t)len, 0);
             *fd_out = fd;
             *path_out = p;
             return 0;
@@ -255,6 +264,29 @@ int nf_io_lock_beside(const char *dest, int *fd_out, char **path_out)
     }
     free(p);
     return EWOULDBLOCK;
+}
+
+bool nf_io_lock_holder(const char *lock_path, long *pid, char host[NF_IO_HOST_MAX + 1])
+{
+    int fd = nf_io_open(lock_path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
+    if (fd < 0) return false;
+    char buf[24 + NF_IO_HOST_MAX + 4] = {0};
+    ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+    close(fd);
+    if (n <= 0) return false;
+    char *nl = memchr(buf, '\n', (size_t)n);
+    if (!nl) return false;
+    *nl = '\0';
+    /* the form temp names carry, read by the same parser: "<pid>@<host>" then ".XXXXXX" */
+    char probe[sizeof buf + 16];
+    snprintf(probe, sizeof probe, "%s.AAAAAA", buf);
+    const char *suffix;
+    long p = nf_io_beside_pid(probe, &suffix, NULL);
+    const char *at = strchr(buf, '@');
+    if (p <= 0 || !at || *suffix) return false;
+    *pid = p;
+    snprintf(host, NF_IO_HOST_MAX + 1, "%s", at + 1);
+    return true;
 }
 
 void nf_io_unlock(int fd, const char *path)

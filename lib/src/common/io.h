@@ -62,6 +62,9 @@ long nf_io_beside_pid(const char *tail, const char **suffix, bool *local);
  * locker that opened a lock file just removed by its holder sees the name gone (or naming
  * another file) once it holds the lock, and starts again. */
 int nf_io_lock_beside(const char *dest, int *fd, char **path_out);
+/* The holder a lock file records ("<pid>@<host>", written by nf_io_lock_beside once it holds the
+ * lock): false when the file is gone or records nothing readable. */
+bool nf_io_lock_holder(const char *lock_path, long *pid, char host[NF_IO_HOST_MAX + 1]);
 /* Removes the lock file (if it is still the one fd holds) and closes fd.  Not a fault point:
  * failing to remove it is harmless (the next writer takes it over).  fd < 0: nothing. */
 void nf_io_unlock(int fd, const char *path);

@@ -81,9 +81,12 @@ nf_status nf_wr_take_lock(nf_writer *w, nf_error *err)
     snprintf(lp, need, "%s.%s.lock", w->prefix, w->entry_name);
     nf_status st;
     struct stat sb;
+    long pid;
+    char host[NF_IO_HOST_MAX + 1], who[NF_IO_HOST_MAX + 48] = "";
+    if (e == EWOULDBLOCK && nf_io_lock_holder(lp, &pid, host)) snprintf(who, sizeof who, ", process %ld on host %s", pid, host);
     if (e == EWOULDBLOCK)
-        st = nf_error_set(err, NF_ERR_IO, "%s: another process is writing this output (it holds the lock file %s); "
-                          "try again when it has finished", MP(w->path), MP(lp));
+        st = nf_error_set(err, NF_ERR_IO, "%s: another process is writing this output (it holds the lock file %s%s); "
+                          "try again when it has finished", MP(w->path), MP(lp), who);
     else if ((e == ELOOP || e == EINVAL) && nf_io_lstat(lp, &sb) == 0 && !S_ISREG(sb.st_mode))
         st = nf_error_set(err, NF_ERR_USAGE, "%s: the lock file %s is %s, not a regular file: remove it", MP(w->path),
                           MP(lp), nf_io_kind_name(sb.st_mode));
