@@ -127,8 +127,8 @@ typedef struct nf_verify_against_result {
  * res (may be NULL) is filled and then owned by the caller (nf_verify_against_result_free).
  * Returns NF_OK when the comparison ran to a verdict; NF_ERR_IO / NF_ERR_NOMEM when the source
  * or the recipe cannot be read (then err says why, res is empty and the problems added so far
- * stay in r); NF_ERR_USAGE when opts is NULL, has no source, or gives sources, paths or
- * variables without a recipe. */
+ * stay in r); NF_ERR_USAGE when opts is NULL, has no source, gives sources, paths or variables
+ * without a recipe, or allows a path that does not exist (nf_recipe_allow_path). */
 NF_API nf_status nf_verify_against(nf_artifact *a, const nf_verify_against_opts *opts, nf_verify_report *r,
                                    nf_verify_against_result *res, nf_error *err);
 NF_API void nf_verify_against_result_free(nf_verify_against_result *res);

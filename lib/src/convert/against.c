@@ -283,8 +283,8 @@ nf_status nf_verify_against(nf_artifact *a, const nf_verify_against_opts *opts, 
         return nf_error_set(err_out, NF_ERR_USAGE, "nf_verify_against: needs an artifact, a report and a source");
     const char *recipe_path = opts->recipe, *source = opts->source;
     if (!recipe_path && (opts->nsources || opts->nallow_paths || opts->nallow_env))
-        return nf_error_set(err_out, NF_ERR_USAGE, "nf_verify_against: sources, allowed paths and variables go with "
-                                               "a recipe: they say what the recipe may read and expand");
+        return nf_error_set(err_out, NF_ERR_USAGE, "nf_verify_against: sources, allowed paths and variables go "
+                                                   "with a recipe: they say what the recipe may read and expand");
     against_sink sink = {r, NF_OK};
     nf_recipe *recipe = NULL;
     nf_source *src = NULL;
