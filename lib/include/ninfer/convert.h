@@ -1,6 +1,6 @@
 /* ninfer/convert.h - the conversion pipeline: a recipe and its checkpoints -> a resolved,
  * validated plan -> encoded rows on a thread pool -> the container writer (or a comparison
- * against an existing artifact, for ninfer-verify --against).
+ * against an existing artifact, and nf_verify_against on top of it).
  *
  * Planning opens every source, resolves the rules, and checks every choice (format, layout,
  * method, parameters, shapes, imatrix vectors, components and resources) before any byte is
@@ -19,6 +19,7 @@
 #include <ninfer/container.h>
 #include <ninfer/error.h>
 #include <ninfer/recipe.h>
+#include <ninfer/verify.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -75,6 +76,62 @@ NF_API nf_status nf_plan_execute(nf_plan *p, const nf_convert_options *opt, nf_e
 typedef void (*nf_compare_fn)(void *ctx, const char *object, const char *message);
 NF_API nf_status nf_plan_compare(nf_plan *p, nf_artifact *a, unsigned threads, nf_compare_fn report, void *ctx,
                                  size_t *differing, nf_error *err);
+
+/* ---------------------------------------------------------------- verify --against
+ * Re-derive the tensors of an artifact from a checkpoint and compare them bit for bit
+ * (docs/ninfer-verify.md, "Re-deriving with --against"; docs/library.md, "Re-deriving an artifact").  It lives
+ * here, above verify, because it re-derives through the planner above.
+ *
+ * docs/security.md 1.3: an artifact never makes this open, stat or expand anything it names.
+ * Without a recipe every tensor object is re-derived from opts->source alone, with the format
+ * and layout of its object record and the method, parameters and source tensor names of its
+ * provenance.objects record, all taken as data; a record that needs anything but the source (an
+ * importance matrix) is a problem that says so, and resources are not compared.  With
+ * opts->recipe that recipe is planned instead, opts->source as its source "base" (its other
+ * sources and resources are the recipe's: the caller's own file), and every object of the
+ * artifact is compared; provenance.recipe is only compared with it, never run. */
+typedef struct nf_verify_against_source {
+    const char *name; /* a source of the recipe, e.g. "imatrix" */
+    const char *path; /* what it is replaced with (or added as) */
+} nf_verify_against_source;
+
+typedef struct nf_verify_against_opts {
+    const char *source;  /* SOURCE: the checkpoint the objects are re-derived from (required) */
+    const char *recipe;  /* R.yaml, or NULL: re-derive from provenance.objects */
+    /* With recipe only (NF_ERR_USAGE otherwise), in the order ninfer-verify applies them:
+     * sources replaced or added (--source NAME=PATH), directories the recipe may also read
+     * (--allow-path DIR), variables ${VAR} of its paths may expand (--allow-env NAME). */
+    const nf_verify_against_source *sources;
+    size_t nsources;
+    const char *const *allow_paths;
+    size_t nallow_paths;
+    const char *const *allow_env;
+    size_t nallow_env;
+    unsigned threads;    /* 0: every online core; the report is the same for any count */
+} nf_verify_against_opts;
+
+/* What was compared besides the problems (ninfer-verify prints it). */
+typedef struct nf_verify_against_result {
+    size_t objects_rederived;        /* objects of the plan, each compared with the artifact */
+    char **resources_not_compared;   /* ids of resources left out (no recipe), artifact order */
+    size_t nresources_not_compared;
+    int recipe_matches_provenance;   /* with a recipe: 1 it equals provenance.recipe, 0 not;
+                                        -1 without one */
+} nf_verify_against_result;
+
+/* Compare artifact a (opened by the caller; meant for one nf_verify_artifact_with found valid)
+ * with what opts re-derives.  Every difference, every object that cannot be re-derived, every
+ * object the recipe does not produce and every problem of the plan (the recipe, the records or
+ * the source do not fit) is appended to r as a problem of check "against" (r->valid becomes
+ * false); r may already hold problems, and a zeroed report with valid = true starts one.
+ * res (may be NULL) is filled and then owned by the caller (nf_verify_against_result_free).
+ * Returns NF_OK when the comparison ran to a verdict; NF_ERR_IO / NF_ERR_NOMEM when the source
+ * or the recipe cannot be read (then err says why, res is empty and the problems added so far
+ * stay in r); NF_ERR_USAGE when opts is NULL, has no source, gives sources, paths or variables
+ * without a recipe, or allows a path that does not exist (nf_recipe_allow_path). */
+NF_API nf_status nf_verify_against(nf_artifact *a, const nf_verify_against_opts *opts, nf_verify_report *r,
+                                   nf_verify_against_result *res, nf_error *err);
+NF_API void nf_verify_against_result_free(nf_verify_against_result *res);
 
 /* ---------------------------------------------------------------- files of killed runs */
 /* What an interrupted conversion (SIGKILL, power loss: nothing can clean up) may leave for

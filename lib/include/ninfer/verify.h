@@ -68,9 +68,9 @@ NF_API nf_status nf_verify_artifact_with(const char *path, const nf_verify_optio
 NF_API void nf_verify_report_free(nf_verify_report *report);
 /* Adds a problem to a report (and marks it invalid), as the checks above do: object (NULL for
  * the artifact as a whole) and check name ("structure", "words", "checksums", or a caller's own,
- * e.g. ninfer-verify's "against"), and a printf-style message, cut at NF_ERROR_MESSAGE_MAX; a
- * message that starts with "object '<object>': " has that part dropped (the object is a field of
- * its own).  NF_ERR_NOMEM when the problem cannot be stored (the report is unchanged). */
+ * e.g. "against" of nf_verify_against in ninfer/convert.h, which re-derives the objects through
+ * the planner), and a printf-style message, cut at NF_ERROR_MESSAGE_MAX; a message that starts
+ * with "object '<object>': " has that part dropped (the object is a field of its own).  NF_ERR_NOMEM when the problem cannot be stored (the report is unchanged). */
 NF_API nf_status nf_verify_report_add(nf_verify_report *r, const char *object, const char *check, const char *fmt,
                                       ...) __attribute__((format(printf, 4, 5)));
 
