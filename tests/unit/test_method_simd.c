@@ -22,6 +22,7 @@
 #include "support/test_rng.h"
 
 #include "common/cpu.h"
+#include "method/grouped.h"
 #include "method/method_impl.h"
 #include "method/simd/absmax_simd.h"
 

@@ -38,9 +38,13 @@
  * artifact is complete): the file stays, discoverable by its name (ninfer-convert reports it,
  * see docs/ninfer-convert.md). */
 #include "common/utf8.h"
-#include "container/writer_internal.h"
+#include "container/writer_directory.h"
+#include "container/writer_io.h"
+#include "container/writer_publish.h"
+#include "container/writer_state.h"
 
-const char *const nf_wr_member_names[M_COUNT] = {"components", "bindings", "uses", "metadata", "provenance"};
+static const char *const nf_wr_member_names[M_COUNT] = {"components", "bindings", "uses", "metadata",
+                                                        "provenance"};
 
 /* ---------------------------------------------------------------- helpers */
 static void put_u64le(uint8_t *p, uint64_t v)

@@ -1,8 +1,9 @@
-/* The artifact writer's JSON directory (writer_internal.h): objects in upstream member order,
+/* The artifact writer's JSON directory (writer_state.h): objects in upstream member order,
  * compact, padded to the reserve, with checksum placeholders patched at publish, and the file
  * table of the split policy; every reader cap is checked before anything is written. */
 #include "common/utf8.h"
-#include "container/writer_internal.h"
+#include "container/writer_directory.h"
+#include "container/writer_state.h"
 
 /* ---------------------------------------------------------------- directory */
 /* The directory is emitted member by member, an object record at a time (never one JSON tree of

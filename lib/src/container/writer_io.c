@@ -1,9 +1,10 @@
-/* The artifact writer's routed writes and streaming digests (writer_internal.h), below the
+/* The artifact writer's routed writes and streaming digests (writer_state.h), below the
  * writer's entry points (writer.c) and its publish (writer_publish.c): a logical payload range
  * routed across the files, each object byte covered exactly once, and each object's digest
  * streamed as its bytes arrive (pieces ahead of the digest parked within a budget, the rest read
  * back once the object is complete). */
-#include "container/writer_internal.h"
+#include "container/writer_io.h"
+#include "container/writer_state.h"
 
 /* ---------------------------------------------------------------- write */
 /* Record [a, b) as written; 1 if any byte of it was written before, -1 on ENOMEM. */

@@ -1,7 +1,9 @@
-/* The artifact writer's end (writer_internal.h): coverage and checksums, publishing the parts
+/* The artifact writer's end (writer_state.h): coverage and checksums, publishing the parts
  * then the entry, setting aside what is replaced, the commit, and the rollback that puts every
  * replaced file back; and the output's lock held from begin to the commit or the rollback. */
-#include "container/writer_internal.h"
+#include "container/writer_io.h"
+#include "container/writer_publish.h"
+#include "container/writer_state.h"
 
 /* ---------------------------------------------------------------- cleanup */
 /* Put a set-aside file back at dest: dropped when it is a second link of the file still at dest

@@ -6,7 +6,7 @@
 
 #include <ninfer/source.h>
 
-#include "import/import_impl.h"
+#include "import/checks.h"
 
 nf_status nf_import_fail(nf_error *err, nf_status status, const char *name, const char *fmt, ...)
 {

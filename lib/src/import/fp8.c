@@ -4,7 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "import/import_impl.h"
+#include "import/checks.h"
+#include "import/fp8.h"
 
 static const char TARGET_HINT[] = "compressed-tensors FP8 rows import into fp8_e4m3fn_row_bf16 only";
 

@@ -8,7 +8,8 @@
 #include <string.h>
 
 #include "format/ggml.h"
-#include "import/import_impl.h"
+#include "import/checks.h"
+#include "import/gguf.h"
 
 /* The one source each non-gguf_* target takes. */
 typedef struct block_source {

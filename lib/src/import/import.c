@@ -4,7 +4,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "import/import_impl.h"
+#include "import/checks.h"
+#include "import/fp8.h"
+#include "import/gguf.h"
+#include "import/nvfp4.h"
 
 static const char *const kind_names[NF_IMPORT_KIND_COUNT] = {
     "gguf_blocks",    "gsq_q2_0",         "q8_0", "pq2_0", "nvfp4_modelopt", "nvfp4_compressed_tensors",

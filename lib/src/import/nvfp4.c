@@ -6,7 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "import/import_impl.h"
+#include "import/checks.h"
+#include "import/nvfp4.h"
 
 #if !defined(FLT_EVAL_METHOD) || FLT_EVAL_METHOD != 0
 #error "the ModelOpt reciprocal needs binary32 evaluation without excess precision"

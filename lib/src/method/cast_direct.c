@@ -15,6 +15,7 @@
  * overflow: a model that needs +-inf for FLT_MAX is better stored as fp32. */
 #include <inttypes.h>
 
+#include "method/common.h"
 #include "method/method_impl.h"
 
 #define BF16_CANONICAL_NAN 0x7FC0u

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "method/common.h"
 #include "method/method_impl.h"
 
 /* ---------------------------------------------------------------- methods */

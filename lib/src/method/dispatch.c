@@ -1,6 +1,9 @@
 /* The method dispatcher: nf_method_encode_rows and nf_method_encode_rows_measured hand the rows
  * to the method's own file; everything the methods share lives below, in common.c. */
+#include "method/common.h"
 #include "method/method_impl.h"
+#include "method/grouped.h"
+#include "method/measure.h"
 
 nf_status nf_method_encode_rows(nf_method_id id, const nf_format *fmt, const nf_method_params *params,
                                 const nf_src_rows *src, nf_words *out, nf_error *err)

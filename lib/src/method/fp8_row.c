@@ -12,6 +12,7 @@
  * message. */
 #include <inttypes.h>
 
+#include "method/common.h"
 #include "method/method_impl.h"
 #include "method/simd/fp8_simd.h"
 

@@ -8,7 +8,9 @@
  * has zero residual in the search error and zero terms in the least-squares sums). */
 #include <inttypes.h>
 
+#include "method/common.h"
 #include "method/method_impl.h"
+#include "method/grouped.h"
 #include "method/simd/absmax_simd.h"
 #include "method/simd/search_simd.h"
 

@@ -5,7 +5,9 @@
  * rows are widened and reconstructed into two binary32 rows first. */
 #include <stdlib.h>
 
+#include "method/common.h"
 #include "method/method_impl.h"
+#include "method/measure.h"
 #include "method/simd/absmax_simd.h"
 #include "stats/stats.h"
 

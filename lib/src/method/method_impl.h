@@ -1,5 +1,7 @@
-/* Internal interface of the method module: argument checks, source element loading, error
- * messages that name the tensor, and the two rounding primitives every encoder shares.
+/* The method module's shared inline primitives: element loading (little-endian words, BF16),
+ * and the two rounding primitives every encoder shares.  It declares no function of a file of
+ * the module: common.c's checks and messages are in common.h, the dispatcher's calls into
+ * grouped.c and measure.c in grouped.h and measure.h.
  *
  * The encoders lean on the host FPU for binary32/binary64 arithmetic, so this header refuses
  * to build where that arithmetic is not exact IEEE (excess precision).  FMA contraction is
@@ -34,32 +36,8 @@ static inline bool nf_method_params_empty(const nf_method_params *p)
     return !p || (!p->importance && p->importance_len == 0 && !p->negative_scales);
 }
 
-/* Records "tensor 'name': row R <rest>" (or "row R <rest>" without a name) and returns status.
- * rest starts with the separator it needs (" col 3: ...", " group 1: ..."). */
-nf_status nf_method_row_error(nf_error *err, nf_status status, const nf_src_rows *src, uint64_t row,
-                              const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 /* Column c of a chunk as the tensor's column, for messages (a span starts at src->first_col). */
 static inline size_t nf_method_col(const nf_src_rows *src, size_t c) { return (size_t)src->first_col + c; }
-
-/* Same without a row: "tensor 'name': <message>". */
-nf_status nf_method_error(nf_error *err, nf_status status, const nf_src_rows *src, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-/* Checks src (pointer, type, size fits in memory) and that out matches it in rows/cols; out's
- * arrays are checked by each encoder.  *row_elems receives cols as size_t. */
-nf_status nf_method_check_rows(const nf_src_rows *src, const nf_words *out, size_t *row_elems,
-                               nf_error *err);
-
-/* "NaN", "+inf" or "-inf" for a non-finite binary32, for messages. */
-const char *nf_method_nonfinite_name(float v);
-
-/* grouped_absmax measuring as it encodes (the SIMD kernels measure in registers; grouped.c). */
-nf_status nf_grouped_absmax_rows_measured(const nf_format *fmt, const nf_src_rows *src, nf_words *out,
-                                          nf_errstats *st, nf_error *err);
-/* The error statistics of words an encoder wrote for src (measure.c): every value of src
- * against the value its words represent. */
-nf_status nf_method_measure_words(const nf_format *fmt, const nf_src_rows *src, const nf_words *out, nf_errstats *st,
-                                  nf_error *err);
 
 /* ---------------------------------------------------------------- element loading */
 static inline uint16_t nf_method_le16(const uint8_t *p) { return (uint16_t)(p[0] | (unsigned)p[1] << 8); }
@@ -74,10 +52,6 @@ static inline uint64_t nf_method_le64(const uint8_t *p)
     return (uint64_t)nf_method_le32(p) | (uint64_t)nf_method_le32(p + 4) << 32;
 }
 
-/* Row `row` (chunk-relative) of src, columns [c0, c0 + n), widened exactly to binary32 into out.
- * Only for F32/F16/BF16 sources (the caller checked). */
-void nf_method_load_f32(const nf_src_rows *src, uint64_t row, size_t c0, size_t n, float *out);
-
 /* BF16 words (host order, any alignment) -> binary32; restrict lets the loop vectorize. */
 NF_METHOD_INLINE void nf_method_bf16_words_to_f32(const uint8_t *restrict p, size_t n, float *restrict out)
 {
@@ -87,23 +61,6 @@ NF_METHOD_INLINE void nf_method_bf16_words_to_f32(const uint8_t *restrict p, siz
         uint32_t bits = (uint32_t)h << 16;
         memcpy(&out[i], &bits, sizeof bits);
     }
-}
-
-/* Same as nf_method_load_f32, inline: on little-endian hosts F32 and BF16 elements are converted
- * here (with a constant n the loops vectorize); everything else goes to nf_method_load_f32. */
-NF_METHOD_INLINE void nf_method_load_f32_inline(const nf_src_rows *src, uint64_t row, size_t c0, size_t n,
-                                               float *out)
-{
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    if (src->type == NF_SRC_F32 || src->type == NF_SRC_BF16) {
-        size_t esize = src->type == NF_SRC_F32 ? 4 : 2;
-        const uint8_t *p = (const uint8_t *)src->data + ((size_t)row * (size_t)src->cols + c0) * esize;
-        if (esize == 4) memcpy(out, p, n * sizeof(float));
-        else nf_method_bf16_words_to_f32(p, n, out);
-        return;
-    }
-#endif
-    nf_method_load_f32(src, row, c0, n, out);
 }
 
 /* Index of the first non-finite value of v[0..n), or n. */

@@ -35,7 +35,8 @@
 
 #include "common/checked.h"
 #include "common/ggml_types.h"
-#include "source/source_internal.h"
+#include "source/gguf.h"
+#include "source/store.h"
 
 /* ---------------------------------------------------------------- ggml types */
 typedef struct ggml_type_info {

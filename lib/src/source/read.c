@@ -12,7 +12,7 @@
 
 #include "common/checked.h"
 #include "format/ggml.h"
-#include "source/source_internal.h"
+#include "source/store.h"
 
 #define SRC_READ_CHUNK ((size_t)1 << 20)
 

@@ -19,7 +19,8 @@
 #include <jansson.h>
 
 #include "common/checked.h"
-#include "source/source_internal.h"
+#include "source/safetensors.h"
+#include "source/store.h"
 
 typedef struct st_dtype_info {
     const char *name;

@@ -17,7 +17,9 @@
 #include "common/checked.h"
 #include "common/io.h"
 #include "common/json_prescan.h"
-#include "source/source_internal.h"
+#include "source/gguf.h"
+#include "source/safetensors.h"
+#include "source/store.h"
 
 /* ---------------------------------------------------------------- paths */
 static bool ends_with(const char *s, const char *suffix)

@@ -13,7 +13,7 @@
 
 #include "common/checked.h"
 #include "common/io.h"
-#include "source/source_internal.h"
+#include "source/store.h"
 
 /* ---------------------------------------------------------------- arena */
 struct src_chunk {

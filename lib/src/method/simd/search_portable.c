@@ -1,6 +1,7 @@
 /* grouped_search fast path in portable C (search_simd.h): the batch schedule of search_algo.inc
  * with plain loops over 16 groups side by side (the compiler may vectorize the lane loops;
  * every lane's arithmetic is the reference's, in the reference's order where it matters). */
+#include "method/common.h"
 #include "method/method_impl.h"
 #include "method/simd/search_simd.h"
 

@@ -1,10 +1,12 @@
-/* The artifact writer's state and the functions its three files share (internal to
- * container/), which depend on each other one way: writer.c (the entry points: planning, begin,
- * writes) above writer_directory.c (the JSON directory and file table) and writer_publish.c
- * (publish, commit, rollback, the output's lock), both above writer_io.c (routing across the
- * files, streaming digests).  The writer's design is described at the top of writer.c. */
-#ifndef NINFER_CONTAINER_WRITER_INTERNAL_H
-#define NINFER_CONTAINER_WRITER_INTERNAL_H
+/* The artifact writer's state, shared by its four files (internal to container/), which depend
+ * on each other one way: writer.c (the entry points: planning, begin, writes) above
+ * writer_directory.c (the JSON directory and file table) and writer_publish.c (publish, commit,
+ * rollback, the output's lock), both above writer_io.c (routing across the files, streaming
+ * digests).  What each lower file gives the ones above it is declared in its own header
+ * (writer_directory.h, writer_publish.h, writer_io.h); this one declares no function.  The
+ * writer's design is described at the top of writer.c. */
+#ifndef NINFER_CONTAINER_WRITER_STATE_H
+#define NINFER_CONTAINER_WRITER_STATE_H
 
 #include <errno.h>
 #include <fcntl.h>
@@ -99,7 +101,6 @@ typedef struct wdigest {
 enum { W_PLANNING, W_BEGUN, W_PUBLISHED, W_FINISHED, W_FAILED };
 
 enum { M_COMPONENTS, M_BINDINGS, M_USES, M_METADATA, M_PROVENANCE, M_COUNT };
-extern const char *const nf_wr_member_names[M_COUNT]; /* writer.c */
 
 struct nf_writer {
     char *path;
@@ -137,21 +138,10 @@ struct nf_writer {
     _Atomic uint64_t parked_bytes;
 };
 
-
-/* writer_io.c: routing across the files, and the objects' streaming digests */
-int nf_wr_cover(wobj *o, uint64_t a, uint64_t b, interval *clash);
-nf_status nf_wr_digest_piece(nf_writer *w, size_t index, uint64_t offset, const void *data, size_t len,
-                             nf_error *err);
-void nf_wr_digest_free(nf_writer *w);
+/* The out-of-memory failure, as every file of the writer reports it. */
 static inline nf_status nf_wr_nomem(nf_error *err)
 {
     return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
 }
-int nf_wr_route(nf_writer *w, uint64_t pos, void *buf, size_t len, bool writing, size_t *failed_file);
-/* writer_directory.c: the directory text and the file table of the whole artifact */
-nf_status nf_wr_layout_directory(nf_writer *w, nf_buf *text, uint64_t **segs, size_t *n, nf_error *err);
-/* writer_publish.c: the output's lock; a failure of begin rolls everything back */
-nf_status nf_wr_fail_and_abort(nf_writer *w, nf_status st);
-nf_status nf_wr_take_lock(nf_writer *w, nf_error *err);
 
 #endif

@@ -1,8 +1,10 @@
-/* Internal interface of the source module: the nf_source structure shared by the safetensors
- * and GGUF parsers, the reading code and the openers; a bump allocator for the many small
- * strings and shapes a checkpoint header holds. */
-#ifndef NINFER_SOURCE_INTERNAL_H
-#define NINFER_SOURCE_INTERNAL_H
+/* The nf_source structure shared by the safetensors and GGUF parsers, the reading code and the
+ * openers, and what store.c keeps of it: a bump allocator for the many small strings and shapes
+ * a checkpoint header holds, the tensor slots, the name index and the descriptor cache.  The
+ * parsers' entry points are in safetensors.h and gguf.h, so that includes run one way: the
+ * openers (source.c) above the parsers above this store. */
+#ifndef NINFER_SOURCE_STORE_H
+#define NINFER_SOURCE_STORE_H
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -29,7 +31,7 @@ typedef struct src_file {
     int fd;              /* -1 for a memory image, or while the file is closed (fd cache) */
     const uint8_t *mem;  /* memory image, or NULL */
     uint64_t size;
-    /* the fd cache (source.c): who owns the file, what it was at first open (a reopen must find
+    /* the fd cache (store.c): who owns the file, what it was at first open (a reopen must find
      * the same file), reads in progress on fd, and when it was last used */
     struct nf_source *owner;
     uint64_t dev, ino;
@@ -110,11 +112,6 @@ bool src_file_track(nf_source *s, size_t k);
 /* Append a tensor slot (zeroed, owner set) in *out; NF_ERR_NOMEM when out of memory,
  * NF_ERR_INVALID past NF_SOURCE_MAX_TENSORS (*out NULL). */
 nf_status src_add_tensor(nf_source *s, const char *file_name, src_tensor **out, nf_error *err);
-
-/* Parse file `file` of s as safetensors and append its tensors (in offset order). */
-nf_status src_st_parse(nf_source *s, size_t file, nf_error *err);
-/* Parse file 0 of s as GGUF: KVs, tensor infos, data section. */
-nf_status src_gguf_parse(nf_source *s, nf_error *err);
 
 /* Sort s->by_name; fails on a duplicate name (message names both files). */
 nf_status src_index_names(nf_source *s, nf_error *err);

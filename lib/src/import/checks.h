@@ -1,7 +1,10 @@
-/* Internal interface of the import module: the shared checks of source declarations and
- * chunks, message helpers, and the per-dialect row converters the dispatcher calls. */
-#ifndef NINFER_IMPORT_IMPL_H
-#define NINFER_IMPORT_IMPL_H
+/* The import module's shared helpers (checks.c): the checks of source declarations and chunks,
+ * message helpers and little-endian reads, used by the dispatcher (import.c) and the dialects
+ * (gguf.c, nvfp4.c, fp8.c) alike.  Each dialect's row converter is declared in the header of
+ * its own file (gguf.h, nvfp4.h, fp8.h), so that includes run one way: the dispatcher above
+ * the dialects above these helpers. */
+#ifndef NINFER_IMPORT_CHECKS_H
+#define NINFER_IMPORT_CHECKS_H
 
 #include <inttypes.h>
 #include <stdbool.h>
@@ -54,14 +57,5 @@ nf_status nf_import_expect_member(const nf_import_tensor *t, const nf_import_ten
                                   const char *component, const char *what, nf_error *err);
 nf_status nf_import_expect_dtype(const nf_import_tensor *t, const char *dtype, const char *what,
                                  nf_error *err);
-
-/* Row converters: rows [first_row, first_row + rows) of the chunk (already checked against
- * the import, the output and the buffer sizes) into out rows [out_row, ...). */
-nf_status nf_import_gguf_rows(const nf_import *imp, const nf_import_chunk *c, nf_words *out, uint64_t out_row,
-                              nf_error *err);
-nf_status nf_import_nvfp4_rows(const nf_import *imp, const nf_import_chunk *c, nf_words *out, uint64_t out_row,
-                               nf_error *err);
-nf_status nf_import_fp8_rows(const nf_import *imp, const nf_import_chunk *c, nf_words *out, uint64_t out_row,
-                             nf_error *err);
 
 #endif

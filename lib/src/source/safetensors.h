@@ -1,0 +1,12 @@
+/* The safetensors parser (safetensors.c), which the openers (source.c) call. */
+#ifndef NINFER_SOURCE_SAFETENSORS_H
+#define NINFER_SOURCE_SAFETENSORS_H
+
+#include <stddef.h>
+
+#include "source/store.h"
+
+/* Parse file `file` of s as safetensors and append its tensors (in offset order). */
+nf_status src_st_parse(nf_source *s, size_t file, nf_error *err);
+
+#endif
