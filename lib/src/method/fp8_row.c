@@ -41,18 +41,6 @@ static uint32_t round_to_bf16(float *restrict x, size_t n, uint32_t *src_max)
     return mr;
 }
 
-static uint32_t max_word(const float *x, size_t n)
-{
-    uint32_t m = 0;
-    for (size_t i = 0; i < n; i++) {
-        uint32_t b;
-        memcpy(&b, &x[i], sizeof b);
-        b &= 0x7FFFFFFFu;
-        m = b > m ? b : m;
-    }
-    return m;
-}
-
 /* Columns [c0, c0 + n) of source row r widened to binary32 and rounded to BF16 (a BF16 source
  * is exact already); *max_w gets the largest magnitude word of the rounded values.  The first
  * offending column is reported: non-finite, or finite but beyond BF16's range (torch's cast
@@ -62,7 +50,7 @@ static nf_status load_bf16(const nf_src_rows *src, uint64_t r, size_t c0, size_t
 {
     nf_method_load_f32_inline(src, r, c0, n, x);
     uint32_t src_max, m;
-    if (src->type == NF_SRC_BF16) m = src_max = max_word(x, n);
+    if (src->type == NF_SRC_BF16) m = src_max = nf_method_amax_word(x, n);
     else m = round_to_bf16(x, n, &src_max);
     if (src_max >= 0x7F800000u || m >= 0x7F800000u) {
         /* Something is wrong in this block: reload the source values to name the first

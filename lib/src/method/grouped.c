@@ -48,21 +48,6 @@ static nf_status grouped_setup(nf_method_id id, const nf_format *fmt, const nf_s
     return NF_OK;
 }
 
-/* max |x| as a binary32 word: with the sign cleared, the words of non-NaN values order like
- * their magnitudes, and every infinity or NaN word is >= 0x7F800000, so one integer max both
- * finds amax and tells whether the group is finite. */
-NF_METHOD_INLINE uint32_t amax_word_n(const float *x, size_t n)
-{
-    uint32_t m = 0;
-    for (size_t i = 0; i < n; i++) {
-        uint32_t b;
-        memcpy(&b, &x[i], sizeof b);
-        b &= 0x7FFFFFFFu;
-        m = b > m ? b : m;
-    }
-    return m;
-}
-
 /* restrict and the hoisted bounds matter: int8_t stores may alias anything, and without them the
  * loop would not vectorize. */
 NF_METHOD_INLINE void codes_n(const float *restrict x, size_t n, float inv, float qmin, float qmax,
@@ -75,9 +60,9 @@ NF_METHOD_INLINE void codes_n(const float *restrict x, size_t n, float inv, floa
  * under -O2's cost model; partial groups take the generic loop.  Same arithmetic either way. */
 static uint32_t amax_word(const float *x, size_t n)
 {
-    if (n == 64) return amax_word_n(x, 64);
-    if (n == 32) return amax_word_n(x, 32);
-    return amax_word_n(x, n);
+    if (n == 64) return nf_method_amax_word(x, 64);
+    if (n == 32) return nf_method_amax_word(x, 32);
+    return nf_method_amax_word(x, n);
 }
 
 static void codes_for(const float *x, size_t n, float inv, const grouped_spec *g, int8_t *q)
@@ -453,7 +438,7 @@ nf_status nf_grouped_search_rows(const nf_format *fmt, const nf_method_params *p
     bool weights_screenable = true;
     if (imp) {
         if (k % G) memcpy(wtail, imp + (groups - 1) * G, (k % G) * sizeof *wtail);
-        weights_screenable = nf_search_screenable(1.0f, amax_word_n(imp, k));
+        weights_screenable = nf_search_screenable(1.0f, nf_method_amax_word(imp, k));
     }
     /* the kernels' loading reads little-endian floating-point bytes */
     bool fast_load = false;

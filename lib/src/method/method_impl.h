@@ -96,4 +96,20 @@ NF_METHOD_INLINE int8_t nf_grouped_code(float x, float inv, float qmin, float qm
  * quotient (53 >= 2*24 + 2).  So one binary32 division it is. */
 static inline float nf_recip_f32(float s) { return 1.0f / s; }
 
+/* max |x| as a binary32 word: with the sign cleared, the words of non-NaN values order like
+ * their magnitudes, and every infinity or NaN word is >= 0x7F800000, so one integer max both
+ * finds amax and tells whether the values are finite (grouped.c, fp8_row.c and the portable
+ * search kernel share it). */
+NF_METHOD_INLINE uint32_t nf_method_amax_word(const float *x, size_t n)
+{
+    uint32_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t b;
+        memcpy(&b, &x[i], sizeof b);
+        b &= 0x7FFFFFFFu;
+        m = b > m ? b : m;
+    }
+    return m;
+}
+
 #endif

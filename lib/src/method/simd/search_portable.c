@@ -195,13 +195,7 @@ static uint32_t load_portable(const uint8_t *p, nf_src_type type, size_t n, floa
             x[i] = type == NF_SRC_F16 ? nf_f16_to_f32(w) : nf_bf16_to_f32(w);
         }
     }
-    uint32_t m = 0;
-    for (size_t i = 0; i < n; i++) {
-        uint32_t b;
-        memcpy(&b, &x[i], sizeof b);
-        b &= 0x7FFFFFFFu;
-        m = b > m ? b : m;
-    }
+    uint32_t m = nf_method_amax_word(x, n);
     float amax;
     memcpy(&amax, &m, sizeof amax);
     if (m < 0x7F800000u && m != 0) *extreme = extreme_portable(x, n, amax);
