@@ -26,6 +26,11 @@ typedef struct convert_opts {
     bool has_max_file_bytes, dry_run, force, no_report, has_id, remove_stale;
     uint64_t max_file_bytes, chunk_values;
     uint8_t artifact_id[16];
+    /* scale-out (docs/scale-out.md) */
+    const char *plan_out, *plan, *task;
+    unsigned tasks;
+    bool assemble, verify;
+    bool staging; /* --plan: parts without their entry are the tasks' work, not an interrupted publication */
 } convert_opts;
 
 static bool parse_hex_id(const char *s, uint8_t out[16])
@@ -96,6 +101,17 @@ static const nf_option options[] = {
                     "quick mode: an override rule (repeatable)"),
     NF_OPT_U64_ROW(convert_opts, chunk_values, 1, UINT64_MAX, "a positive count", "chunk-values", 0, "N",
                    "values per encoded row chunk (tuning; the output never depends on it)"),
+    NF_OPT_STRING_ROW(convert_opts, plan_out, "plan-out", 0, "PLAN.json",
+                      "scale-out: check everything, convert nothing, write the plan of independent tasks; prints "
+                      "their count"),
+    NF_OPT_UINT_ROW(convert_opts, tasks, 1, 1000000, NULL, "tasks", 0, "N",
+                    "with --plan-out: group the parts into N tasks of near-equal bytes (default: one per part)"),
+    NF_OPT_STRING_ROW(convert_opts, plan, "plan", 0, "PLAN.json", "scale-out: run a task of the plan, or assemble it"),
+    NF_OPT_STRING_ROW(convert_opts, task, "task", 0, "I",
+                      "with --plan: convert task I (0-based), or every task not done yet (all)"),
+    NF_OPT_FLAG_ROW(convert_opts, assemble, "assemble", 0,
+                    "with --plan: check every part against its receipt, write the entry and the report"),
+    NF_OPT_FLAG_ROW(convert_opts, verify, "verify", 0, "with --assemble: also check each part's bytes (rereads them)"),
     NF_OPT_END,
 };
 
@@ -327,6 +343,7 @@ static int handle_stale(const nf_cli *cli, const convert_opts *o)
     for (size_t i = 0; entry_pids && i < n; i++)
         if (st[i].kind == NF_STALE_BACKUP && st[i].entry) entry_pids[nentry++] = st[i].pid;
     for (size_t i = 0; i < n; i++) {
+        if (st[i].kind == NF_STALE_ORPHAN_PART && o->staging) continue;
         if (st[i].kind == NF_STALE_ORPHAN_PART) {
             nf_cli_warn(cli, "%s: a part file without its entry %s (an interrupted publication?); remove it, or "
                         "convert with --force, unless a renamed entry still uses it", nf_cli_name(st[i].path).s,
@@ -412,6 +429,215 @@ static nf_status derived_id(const nf_plan *plan, const char *epoch, const conver
     return NF_OK;
 }
 
+/* The recipe (or quick mode's) and the plan of the parsed options; an exit status. */
+static int build_plan(const nf_cli *cli, convert_opts *opts, nf_recipe **recipe, nf_plan **plan)
+{
+    nf_error err;
+    bool quick = cli->npositional > 0;
+    if (quick) {
+        if (cli->npositional != 1 || opts->recipe || !opts->format)
+            return nf_cli_usage(cli, "quick mode takes one SOURCE and --format FORMAT, and no --recipe");
+        if (!nf_format_lookup(opts->format)) return nf_cli_usage(cli, "unknown format '%s'", opts->format);
+        size_t len = 0;
+        char *text = quick_recipe(cli->positional[0], opts, &len);
+        if (!text) return nf_cli_error(cli, NF_ERR_NOMEM, "out of memory");
+        nf_status st = nf_recipe_parse(text, len, "(quick mode)", NULL, recipe, &err);
+        free(text);
+        /* SOURCE is the command line's: given as --source base=SOURCE would be */
+        if (st == NF_OK) st = nf_recipe_set_source(*recipe, "base", cli->positional[0], &err);
+        if (st != NF_OK) return nf_cli_report(cli, &err);
+    } else {
+        if (!opts->recipe) return nf_cli_usage(cli, "give -r RECIPE.yaml, or SOURCE --format FORMAT (quick mode)");
+        if (opts->format || opts->method || opts->nrules)
+            return nf_cli_usage(cli, "--format, --method and --rule belong to quick mode (SOURCE --format FORMAT)");
+        nf_recipe_options ro = {opts->ra.allow_env, opts->ra.nallow_env};
+        if (nf_recipe_load_ex(opts->recipe, &ro, recipe, &err) != NF_OK) return nf_cli_report(cli, &err);
+    }
+    if (nf_cli_recipe_apply(*recipe, &opts->ra, &err) != NF_OK) return nf_cli_report(cli, &err);
+    if (nf_plan_build(*recipe, plan, &err) != NF_OK) return nf_cli_report(cli, &err);
+    json_t *d = nf_plan_describe(*plan);
+    warn_reencoded(cli, d);
+    json_decref(d);
+    return NF_EXIT_OK;
+}
+
+/* A random artifact id for a plan that is given none (the tasks must agree on one). */
+static bool random_artifact_id(uint8_t out[16])
+{
+    FILE *f = fopen("/dev/urandom", "rb");
+    bool ok = f && fread(out, 1, 16, f) == 16;
+    if (f) fclose(f);
+    out[6] = (uint8_t)((out[6] & 0x0F) | 0x40);
+    out[8] = (uint8_t)((out[8] & 0x3F) | 0x80);
+    return ok;
+}
+
+static nf_convert_options convert_options(const convert_opts *opts, progress_ctx *pc)
+{
+    nf_convert_options co = {opts->output,
+                             opts->threads,
+                             opts->has_max_file_bytes,
+                             opts->max_file_bytes,
+                             opts->force,
+                             !opts->no_report,
+                             opts->has_id ? opts->artifact_id : NULL,
+                             opts->chunk_values,
+                             show_progress,
+                             pc,
+                             &g_cancel};
+    return co;
+}
+
+/* --plan-out: the plan of this command, for tasks to run anywhere (docs/scale-out.md). */
+static int write_plan(const nf_cli *cli, convert_opts *opts, nf_plan *plan, int argc, char **argv)
+{
+    nf_error err;
+    if (!opts->has_id) {
+        if (!random_artifact_id(opts->artifact_id)) return nf_cli_error(cli, NF_ERR_IO, "cannot read /dev/urandom");
+        opts->has_id = true;
+    }
+    /* the command that rebuilds this plan: these arguments, minus what only this run means */
+    json_t *args = json_array();
+    for (int i = 1; args && i < argc; i++) json_array_append_new(args, json_string(argv[i]));
+    json_t *command = json_pack("{s:s,s:o}", "program", "ninfer-convert", "argv", args);
+    progress_ctx pc = {false, false, {0, 0}};
+    nf_convert_options co = convert_options(opts, &pc);
+    size_t ntasks = 0;
+    nf_status st = command ? nf_scaleout_plan(plan, &co, opts->tasks, command, opts->plan_out, &ntasks, &err)
+                           : nf_error_set(&err, NF_ERR_NOMEM, "out of memory");
+    json_decref(command);
+    if (st != NF_OK) return nf_cli_report(cli, &err);
+    if (cli->json) {
+        json_t *doc = json_pack("{s:s,s:s,s:I}", "plan", opts->plan_out, "output", opts->output, "tasks",
+                                (json_int_t)ntasks);
+        int rc = nf_cli_print_json(cli, doc);
+        json_decref(doc);
+        return rc;
+    }
+    printf("%zu\n", ntasks);
+    if (cli->verbosity >= 0)
+        fprintf(stderr, "%s: wrote the plan %s: %zu task%s (run each with --plan %s --task I, I from 0 to %zu, then "
+                "--assemble)\n", cli->prog, nf_cli_name(opts->plan_out).s, ntasks, ntasks == 1 ? "" : "s",
+                nf_cli_name(opts->plan_out).s, ntasks - 1);
+    return NF_EXIT_OK;
+}
+
+/* --plan PLAN (--task I|all | --assemble): the plan's command parsed again, its plan rebuilt,
+ * then the task(s) or the assembly. */
+static int plan_mode(const nf_cli *cli, const convert_opts *given)
+{
+    nf_error err;
+    if (!given->task == !given->assemble)
+        return nf_cli_usage(cli, "--plan takes --task I (or all) or --assemble");
+    if (given->output || given->recipe || cli->npositional || given->format || given->plan_out || given->tasks ||
+        given->ra.nsources || given->ra.nallow_paths || given->ra.nallow_env || given->dry_run)
+        return nf_cli_usage(cli, "with --plan, the plan gives the output, the recipe and the sources; only "
+                            "--threads, --remove-stale, -q, -v, --json and --progress may be added");
+    if (given->verify && !given->assemble) return nf_cli_usage(cli, "--verify belongs to --assemble");
+    size_t task = 0;
+    bool all = given->task && strcmp(given->task, "all") == 0;
+    if (given->task && !all) {
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(given->task, &end, 10);
+        if (!*given->task || *end || errno || given->task[0] == '-')
+            return nf_cli_usage(cli, "--task takes a task number (0-based) or all, not '%s'", given->task);
+        task = (size_t)v;
+    }
+    nf_scaleout *s = NULL;
+    if (nf_scaleout_open(given->plan, &s, &err) != NF_OK) return nf_cli_report(cli, &err);
+    int rc = NF_EXIT_OK;
+    const json_t *argvj = json_object_get(nf_scaleout_command(s), "argv");
+    size_t n = json_array_size(argvj);
+    char **args = calloc(n + 2, sizeof *args);
+    convert_opts opts = {0};
+    opts.rules = calloc(n + 1, sizeof *opts.rules);
+    nf_cli sub;
+    bool sub_parsed = false;
+    nf_recipe *recipe = NULL;
+    nf_plan *plan = NULL;
+    if (!args || !opts.rules || !nf_cli_recipe_args_init(&opts.ra, (int)n + 1)) {
+        rc = nf_cli_error(cli, NF_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    args[0] = (char *)cli->prog;
+    for (size_t i = 0; i < n; i++) {
+        const char *a = json_string_value(json_array_get(argvj, i));
+        if (!a) {
+            rc = nf_cli_error(cli, NF_ERR_INVALID, "%s: command.argv[%zu] is not a string", nf_cli_name(given->plan).s, i);
+            goto out;
+        }
+        args[i + 1] = (char *)a;
+    }
+    /* relative paths of the command are the plan directory's */
+    const char *dir = nf_scaleout_directory(s);
+    if (dir && chdir(dir) != 0) {
+        rc = nf_cli_error(cli, NF_ERR_IO, "%s: cannot change to the plan's directory %s: %s", nf_cli_name(given->plan).s,
+                          nf_cli_name(dir).s, strerror(errno));
+        goto out;
+    }
+    bool done = false;
+    if ((rc = nf_cli_parse(&sub, &program, (int)n + 1, args, &opts, &done)) != NF_EXIT_OK || done) {
+        if (rc == NF_EXIT_OK) rc = NF_EXIT_INVALID;
+        goto out;
+    }
+    sub_parsed = true;
+    sub.verbosity = cli->verbosity;
+    sub.json = cli->json;
+    sub.progress = cli->progress;
+    if (given->threads) opts.threads = given->threads;
+    if (!opts.output || strcmp(opts.output, nf_scaleout_output(s)) != 0) {
+        rc = nf_cli_error(cli, NF_ERR_INVALID, "%s: its command writes another output than its own", nf_cli_name(given->plan).s);
+        goto out;
+    }
+    nf_scaleout_artifact_id(s, opts.artifact_id);
+    opts.has_id = true;
+    if ((rc = build_plan(&sub, &opts, &recipe, &plan)) != NF_EXIT_OK) goto out;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    progress_ctx pc = {false, false, {0, 0}};
+    clock_gettime(CLOCK_MONOTONIC, &pc.start);
+    nf_convert_options co = convert_options(&opts, &pc);
+    opts.remove_stale = given->remove_stale;
+    opts.staging = true;
+    if ((rc = handle_stale(cli, &opts)) != NF_EXIT_OK) goto out;
+    if (given->assemble) {
+        if (nf_scaleout_assemble(plan, s, &co, given->verify, &err) != NF_OK) {
+            rc = nf_cli_report(cli, &err);
+            goto out;
+        }
+        if (cli->verbosity >= 0)
+            fprintf(stderr, "%s: assembled %s (%zu objects) in %.2f s\n", cli->prog, nf_cli_name(opts.output).s,
+                    nf_plan_object_count(plan), seconds_since(&pc.start));
+        goto out;
+    }
+    size_t first = all ? 0 : task, last = all ? nf_scaleout_task_count(s) : task + 1;
+    if (!all && task >= nf_scaleout_task_count(s)) last = first + 1; /* the library names the range */
+    for (size_t t = first; t < last; t++) {
+        bool skipped = false;
+        if (nf_scaleout_task(plan, s, t, &co, &skipped, &err) != NF_OK) {
+            rc = nf_cli_report(cli, &err);
+            goto out;
+        }
+        if (cli->verbosity >= 0)
+            fprintf(stderr, "%s: task %zu of %zu %s\n", cli->prog, t, nf_scaleout_task_count(s),
+                    skipped ? "was done already" : "done");
+    }
+out:
+    nf_plan_free(plan);
+    nf_recipe_free(recipe);
+    if (sub_parsed) nf_cli_free(&sub);
+    free(opts.rules);
+    nf_cli_recipe_args_free(&opts.ra);
+    free(args);
+    nf_scaleout_free(s);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     nf_cli cli;
@@ -424,6 +650,18 @@ int main(int argc, char **argv)
     nf_error err;
     int rc = nf_cli_parse(&cli, &program, argc, argv, &opts, &done);
     if (rc != NF_EXIT_OK || done) goto out;
+    if (opts.plan) {
+        rc = plan_mode(&cli, &opts);
+        goto out;
+    }
+    if (opts.task || opts.assemble || opts.verify) {
+        rc = nf_cli_usage(&cli, "--task, --assemble and --verify belong to --plan PLAN.json");
+        goto out;
+    }
+    if (opts.tasks && !opts.plan_out) {
+        rc = nf_cli_usage(&cli, "--tasks belongs to --plan-out PLAN.json");
+        goto out;
+    }
     bool quick = cli.npositional > 0;
     if (!opts.output) {
         rc = nf_cli_usage(&cli, "-o OUT.ninfer is required");
@@ -438,57 +676,7 @@ int main(int argc, char **argv)
         rc = handle_stale(&cli, &opts);
         goto out;
     }
-    if (quick) {
-        if (cli.npositional != 1 || opts.recipe || !opts.format) {
-            rc = nf_cli_usage(&cli, "quick mode takes one SOURCE and --format FORMAT, and no --recipe");
-            goto out;
-        }
-        if (!nf_format_lookup(opts.format)) {
-            rc = nf_cli_usage(&cli, "unknown format '%s'", opts.format);
-            goto out;
-        }
-        size_t len = 0;
-        char *text = quick_recipe(cli.positional[0], &opts, &len);
-        if (!text) {
-            rc = nf_cli_error(&cli, NF_ERR_NOMEM, "out of memory");
-            goto out;
-        }
-        nf_status st = nf_recipe_parse(text, len, "(quick mode)", NULL, &recipe, &err);
-        free(text);
-        /* SOURCE is the command line's: given as --source base=SOURCE would be */
-        if (st == NF_OK) st = nf_recipe_set_source(recipe, "base", cli.positional[0], &err);
-        if (st != NF_OK) {
-            rc = nf_cli_report(&cli, &err);
-            goto out;
-        }
-    } else {
-        if (!opts.recipe) {
-            rc = nf_cli_usage(&cli, "give -r RECIPE.yaml, or SOURCE --format FORMAT (quick mode)");
-            goto out;
-        }
-        if (opts.format || opts.method || opts.nrules) {
-            rc = nf_cli_usage(&cli, "--format, --method and --rule belong to quick mode (SOURCE --format FORMAT)");
-            goto out;
-        }
-        nf_recipe_options ro = {opts.ra.allow_env, opts.ra.nallow_env};
-        if (nf_recipe_load_ex(opts.recipe, &ro, &recipe, &err) != NF_OK) {
-            rc = nf_cli_report(&cli, &err);
-            goto out;
-        }
-    }
-    if (nf_cli_recipe_apply(recipe, &opts.ra, &err) != NF_OK) {
-        rc = nf_cli_report(&cli, &err);
-        goto out;
-    }
-    if (nf_plan_build(recipe, &plan, &err) != NF_OK) {
-        rc = nf_cli_report(&cli, &err);
-        goto out;
-    }
-    {
-        json_t *d = nf_plan_describe(plan);
-        warn_reencoded(&cli, d);
-        json_decref(d);
-    }
+    if ((rc = build_plan(&cli, &opts, &recipe, &plan)) != NF_EXIT_OK) goto out;
     if (opts.dry_run) {
         if ((rc = handle_stale(&cli, &opts)) != NF_EXIT_OK) goto out;
         json_t *d = nf_plan_describe(plan);
@@ -508,6 +696,10 @@ int main(int argc, char **argv)
         }
         opts.has_id = true;
     }
+    if (opts.plan_out) {
+        rc = write_plan(&cli, &opts, plan, argc, argv);
+        goto out;
+    }
     nf_cli_info(&cli, "kernels: %s", nf_simd_name());
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -519,17 +711,7 @@ int main(int argc, char **argv)
                            (cli.progress == NF_PROGRESS_AUTO && isatty(STDERR_FILENO) && cli.verbosity >= 0),
                        false, {0, 0}};
     clock_gettime(CLOCK_MONOTONIC, &pc.start);
-    nf_convert_options co = {opts.output,
-                             opts.threads,
-                             opts.has_max_file_bytes,
-                             opts.max_file_bytes,
-                             opts.force,
-                             !opts.no_report,
-                             opts.has_id ? opts.artifact_id : NULL,
-                             opts.chunk_values,
-                             show_progress,
-                             &pc,
-                             &g_cancel};
+    nf_convert_options co = convert_options(&opts, &pc);
     if (nf_plan_execute(plan, &co, &err) != NF_OK) {
         rc = nf_cli_report(&cli, &err);
         goto out;

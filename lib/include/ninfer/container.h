@@ -165,6 +165,51 @@ NF_API void nf_writer_free(nf_writer *w);
 /* Hex artifact id of the writer (valid after create). */
 NF_API void nf_writer_id_hex(const nf_writer *w, char out[33]);
 
+/* ---------------------------------------------------------------- scale-out
+ * One artifact written as independent tasks and assembled (docs/scale-out.md).  Every party lays
+ * the same plan out (the same objects, members, options and artifact id give the same layout and
+ * directory); then
+ *  - a task selects its files, begins, writes every selected object (nf_writer_object_selected)
+ *    whole, and stages: its parts are renamed to their final names, the entry (if selected, its
+ *    directory's checksum digits still zero) to a staging name; nf_writer_object_checksum then
+ *    gives the checksums of its objects;
+ *  - the assembler, given every object's checksum, checks the parts (size, header) and the staged
+ *    entry (size, this plan's header and directory), completes the directory and publishes the
+ *    entry (the commit point), under the output's lock.
+ * The files are byte for byte those nf_writer_finish writes for the same plan. */
+/* Freeze the plan without touching the filesystem: the directory and the file table.
+ * nf_writer_begin may follow (it then uses this layout). */
+NF_API nf_status nf_writer_layout(nf_writer *w, nf_error *err);
+typedef struct nf_writer_file {
+    const char *path;       /* the destination (for file 0, the entry) */
+    uint64_t size;          /* its bytes */
+    uint64_t logical_start; /* its payload's first byte in the logical payload */
+    uint64_t payload_bytes;
+} nf_writer_file;
+/* The file table (after nf_writer_layout or begin; 0 files before). */
+NF_API size_t nf_writer_file_count(const nf_writer *w);
+NF_API void nf_writer_file_info(const nf_writer *w, size_t index, nf_writer_file *out);
+NF_API uint64_t nf_writer_object_bytes(const nf_writer *w, size_t index);
+/* XXH3-128 of the laid-out entry header and directory, checksum digits zero: equal for two
+ * writers exactly when they would write the same directory (the plan's fingerprint); valid after
+ * nf_writer_layout, before nf_writer_assemble. */
+NF_API void nf_writer_layout_digest(const nf_writer *w, char out[33]);
+/* Between layout and begin: a task writes the files flagged in files[nf_writer_file_count]. */
+NF_API nf_status nf_writer_select_files(nf_writer *w, const bool *files, nf_error *err);
+/* Has object `index` bytes in a selected file (always true without a selection)? */
+NF_API bool nf_writer_object_selected(const nf_writer *w, size_t index);
+/* A task's end instead of publish: coverage of its objects checked, their checksums formed, its
+ * files synced and renamed into place (the entry to entry_staged), the other temp files removed.
+ * No lock is taken: the tasks of one artifact run at once, and a task run twice writes the same
+ * bytes.  Refused (EEXIST, NF_ERR_IO) at begin when the output's entry exists. */
+NF_API nf_status nf_writer_stage(nf_writer *w, const char *entry_staged, nf_error *err);
+/* After nf_writer_stage: the checksum of a selected object (false otherwise). */
+NF_API bool nf_writer_object_checksum(const nf_writer *w, size_t index, char out[33]);
+/* The assembler (after nf_writer_layout, no selection): checksums[i] is object i's 32 hex
+ * digits.  Takes the output's lock; an existing entry is replaced only with overwrite. */
+NF_API nf_status nf_writer_assemble(nf_writer *w, const char *const *checksums, const char *entry_staged,
+                                    nf_error *err);
+
 /* ---------------------------------------------------------------- checksums */
 /* XXH3-128 in canonical form: 32 lowercase hex digits, high 64 bits first (xxhsum -H2). */
 NF_API void nf_xxh3_128_hex(const void *data, size_t len, char out[33]);

@@ -133,6 +133,42 @@ NF_API nf_status nf_verify_against(nf_artifact *a, const nf_verify_against_opts 
                                    nf_verify_against_result *res, nf_error *err);
 NF_API void nf_verify_against_result_free(nf_verify_against_result *res);
 
+/* ---------------------------------------------------------------- scale-out
+ * One artifact converted as independent tasks on any number of hosts, then assembled
+ * (docs/scale-out.md): byte for byte the artifact nf_plan_execute writes with the same plan,
+ * options and artifact id.  The program records in the plan what rebuilds the nf_plan (its
+ * command line, as `command`); every task and the assembler rebuild it and check it against the
+ * plan (the layout's fingerprint, the input files' fingerprints) before they write. */
+typedef struct nf_scaleout nf_scaleout;
+
+/* Lay p's artifact out (nothing is written but plan_path) and write the plan: the files, their
+ * objects and source byte ranges, `tasks` tasks of near-equal bytes (0: one per file; never more
+ * than the files), fingerprints.  opt->artifact_id is required (a plan fixes it). */
+NF_API nf_status nf_scaleout_plan(nf_plan *p, const nf_convert_options *opt, size_t tasks,
+                                  const struct json_t *command, const char *plan_path, size_t *ntasks, nf_error *err);
+/* Read and check a plan file (untrusted JSON: capped, every member checked). */
+NF_API nf_status nf_scaleout_open(const char *plan_path, nf_scaleout **out, nf_error *err);
+NF_API void nf_scaleout_free(nf_scaleout *s);
+NF_API const struct json_t *nf_scaleout_command(const nf_scaleout *s);
+NF_API size_t nf_scaleout_task_count(const nf_scaleout *s);
+NF_API const char *nf_scaleout_output(const nf_scaleout *s);
+/* The working directory the plan was made in (relative paths of its command are relative to it). */
+NF_API const char *nf_scaleout_directory(const nf_scaleout *s);
+NF_API void nf_scaleout_artifact_id(const nf_scaleout *s, uint8_t out[16]);
+/* Task `task` of the plan, with p rebuilt from its command and opt->output / artifact_id the
+ * plan's: its files written beside the output (temp + rename), then one receipt per file.
+ * *skipped: every file already had a receipt of this plan (nothing done).  NF_ERR_INVALID when
+ * the plan does not match p or the inputs, or for a task out of range; NF_ERR_IO for a failure
+ * worth retrying. */
+NF_API nf_status nf_scaleout_task(nf_plan *p, const nf_scaleout *s, size_t task, const nf_convert_options *opt,
+                                  bool *skipped, nf_error *err);
+/* Every file checked against its receipt and the plan (size, header; with verify, its digest:
+ * the only reread of payload), the checksums and statistics merged, the entry and the report
+ * published; the receipts removed.  A missing or mismatching file is named with the task to
+ * rerun, and nothing is published. */
+NF_API nf_status nf_scaleout_assemble(nf_plan *p, const nf_scaleout *s, const nf_convert_options *opt, bool verify,
+                                      nf_error *err);
+
 /* ---------------------------------------------------------------- files of killed runs */
 /* What an interrupted conversion (SIGKILL, power loss: nothing can clean up) may leave for
  * the artifact `dest`, in dest's directory (B: dest's base name; H: a host name as

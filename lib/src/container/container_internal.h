@@ -84,11 +84,5 @@ nf_status nf_dir_parse(const uint8_t *json, size_t len, const char *entry_name, 
                        nf_dir *dir, nf_error *err);
 void nf_dir_free(nf_dir *dir);
 
-/* ---------------------------------------------------------------- streaming XXH3-128 */
-typedef struct nf_xxh3_stream nf_xxh3_stream;
-nf_xxh3_stream *nf_xxh3_stream_new(void); /* NULL on ENOMEM */
-void nf_xxh3_stream_update(nf_xxh3_stream *s, const void *data, size_t len);
-/* Canonical hex digest (as nf_xxh3_128_hex); frees the stream. */
-void nf_xxh3_stream_final(nf_xxh3_stream *s, char out[33]);
 
 #endif

@@ -17,4 +17,12 @@
 nf_status nf_artifact_read_file(nf_artifact *a, size_t index, uint64_t offset, void *buf, size_t len,
                                 nf_error *err);
 
+/* Streaming XXH3-128 (checksum.c): the writer's object digests, and the scale-out receipts'
+ * digests of whole files (convert/scaleout.c). */
+typedef struct nf_xxh3_stream nf_xxh3_stream;
+nf_xxh3_stream *nf_xxh3_stream_new(void); /* NULL on ENOMEM */
+void nf_xxh3_stream_update(nf_xxh3_stream *s, const void *data, size_t len);
+/* Canonical hex digest (as nf_xxh3_128_hex); frees the stream. */
+void nf_xxh3_stream_final(nf_xxh3_stream *s, char out[33]);
+
 #endif

@@ -175,8 +175,9 @@ uint64_t nf_writer_object_offset(const nf_writer *w, size_t index)
 
 static nf_status check_planning(nf_writer *w, const char *what, nf_error *err)
 {
-    if (w->state != W_PLANNING)
-        return nf_error_set(err, NF_ERR_USAGE, "%s: %s after nf_writer_begin", MP(w->path), what);
+    if (w->state != W_PLANNING || w->laid_out)
+        return nf_error_set(err, NF_ERR_USAGE, "%s: %s after %s", MP(w->path), what,
+                            w->laid_out && w->state == W_PLANNING ? "nf_writer_layout" : "nf_writer_begin");
     return NF_OK;
 }
 
@@ -283,7 +284,8 @@ nf_status nf_writer_set_member(nf_writer *w, const char *member, struct json_t *
 }
 
 /* ---------------------------------------------------------------- begin */
-static nf_status create_files(nf_writer *w, const uint64_t *segs, size_t n, nf_error *err)
+/* The file table: each file's destination, size and payload range (nothing is created). */
+static nf_status plan_files(nf_writer *w, const uint64_t *segs, size_t n, nf_error *err)
 {
     w->files = calloc(n, sizeof *w->files);
     if (!w->files) return nf_wr_nomem(err);
@@ -309,6 +311,19 @@ static nf_status create_files(nf_writer *w, const uint64_t *segs, size_t n, nf_e
         }
         if (!f->dest) return nf_wr_nomem(err);
     }
+    return NF_OK;
+}
+
+static nf_status open_task_files(nf_writer *w, nf_error *err);
+static nf_status create_temps(nf_writer *w, nf_error *err);
+
+/* The destinations checked, the lock taken and the temp files created -- for a task
+ * (w->selected), only those of the files it touches, without the output's lock (tasks of one
+ * artifact run at once; each file has one writer per task, and duplicates of a task write the
+ * same bytes: docs/scale-out.md). */
+static nf_status open_files(nf_writer *w, nf_error *err)
+{
+    size_t n = w->nfiles;
     /* 2.7 step 5: refuse existing destinations before creating anything.  One that is not a
      * regular file is never replaced, overwrite or not (docs/security.md 1.3): publishing renames a file
      * over the name, which would replace a FIFO, a device node or a symbolic link (not write
@@ -322,6 +337,7 @@ static nf_status create_files(nf_writer *w, const uint64_t *segs, size_t n, nf_e
                                 MP(w->files[i].dest), nf_io_kind_name(sb.st_mode));
         if (e != 0 && e != ENOENT) return nf_error_errno(err, e, "%s", MP(w->files[i].dest));
     }
+    if (w->selected) return open_task_files(w, err);
     /* From here on another writer of this output is refused until this one commits or rolls
      * back, and what the destinations are cannot change under it through another writer. */
     NF_TRY(nf_wr_take_lock(w, err));
@@ -331,8 +347,27 @@ static nf_status create_files(nf_writer *w, const uint64_t *segs, size_t n, nf_e
         if (e == 0) return nf_error_errno(err, EEXIST, "%s: refusing to overwrite", MP(w->files[i].dest));
         if (e != ENOENT) return nf_error_errno(err, e, "%s", MP(w->files[i].dest));
     }
-    for (size_t i = 0; i < n; i++) {
+    return create_temps(w, err);
+}
+
+/* A task: its destinations may exist (a rerun replaces what it finds: docs/scale-out.md), the
+ * entry's only as the artifact of another run, which a task never touches. */
+static nf_status open_task_files(nf_writer *w, nf_error *err)
+{
+    /* parts replaced under an existing entry would change that artifact */
+    struct stat sb;
+    if (nf_io_lstat(w->files[0].dest, &sb) == 0)
+        return nf_error_errno(err, EEXIST, "%s: the artifact exists; the tasks of a plan write an output that does "
+                              "not exist yet (remove it first)", MP(w->files[0].dest));
+    return create_temps(w, err);
+}
+
+/* One temp file per destination (a task: per file it touches), sized, its header written. */
+static nf_status create_temps(nf_writer *w, nf_error *err)
+{
+    for (size_t i = 0; i < w->nfiles; i++) {
         wfile *f = &w->files[i];
+        if (w->touched && !w->touched[i]) continue;
         f->fd = nf_io_mkstemp_beside(f->dest, &f->temp);
         if (f->fd < 0) return nf_error_errno(err, errno, "%s: cannot create a temp file", MP(f->dest));
         f->temp_exists = true;
@@ -353,9 +388,10 @@ static nf_status create_files(nf_writer *w, const uint64_t *segs, size_t n, nf_e
     return NF_OK;
 }
 
-nf_status nf_writer_begin(nf_writer *w, nf_error *err)
+/* Freeze the plan: the directory text (checked by our own reader), the entry image and the
+ * file table.  Nothing is created. */
+static nf_status lay_out(nf_writer *w, nf_error *err)
 {
-    NF_TRY(check_planning(w, "nf_writer_begin", err));
     if (w->nobjs == 0) return nf_error_set(err, NF_ERR_INVALID, "%s: objects must not be empty", MP(w->path));
     if (w->opt.checksums) {
         w->sum_pos = calloc(w->nobjs, sizeof *w->sum_pos);
@@ -390,8 +426,29 @@ nf_status nf_writer_begin(nf_writer *w, nf_error *err)
         if (!ok) st = nf_wr_nomem(err);
     }
     nf_buf_free(&text);
-    if (st == NF_OK) st = create_files(w, segs, n, err);
+    if (st == NF_OK) st = plan_files(w, segs, n, err);
     free(segs);
+    if (st == NF_OK) w->laid_out = true;
+    return st;
+}
+
+nf_status nf_writer_layout(nf_writer *w, nf_error *err)
+{
+    NF_TRY(check_planning(w, "nf_writer_layout", err));
+    nf_status st = lay_out(w, err);
+    return st == NF_OK ? st : nf_wr_fail_and_abort(w, st);
+}
+
+nf_status nf_writer_begin(nf_writer *w, nf_error *err)
+{
+    if (!w->laid_out) {
+        NF_TRY(check_planning(w, "nf_writer_begin", err));
+        nf_status st = lay_out(w, err);
+        if (st != NF_OK) return nf_wr_fail_and_abort(w, st);
+    } else if (w->state != W_PLANNING) {
+        return nf_error_set(err, NF_ERR_USAGE, "%s: nf_writer_begin twice", MP(w->path));
+    }
+    nf_status st = open_files(w, err);
     if (st != NF_OK) {
         /* A failed begin is final: whatever was created is removed and the writer is dead
          * (only nf_writer_free remains). */
@@ -399,6 +456,57 @@ nf_status nf_writer_begin(nf_writer *w, nf_error *err)
     }
     w->state = W_BEGUN;
     return NF_OK;
+}
+
+size_t nf_writer_file_count(const nf_writer *w) { return w->laid_out ? w->nfiles : 0; }
+
+void nf_writer_file_info(const nf_writer *w, size_t index, nf_writer_file *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!w->laid_out || index >= w->nfiles) return;
+    const wfile *f = &w->files[index];
+    out->path = f->dest;
+    out->size = f->size;
+    out->logical_start = f->logical_start;
+    out->payload_bytes = f->payload_bytes;
+}
+
+uint64_t nf_writer_object_bytes(const nf_writer *w, size_t index)
+{
+    return index < w->nobjs ? w->objs[index].bytes : 0;
+}
+
+/* Does object o have bytes in file f?  (Objects and files are ranges of the logical payload.) */
+static bool overlaps(const wobj *o, const wfile *f)
+{
+    uint64_t fa = f->logical_start, fb = f->logical_start + f->payload_bytes;
+    return o->bytes > 0 && o->offset < fb && o->offset + o->bytes > fa;
+}
+
+nf_status nf_writer_select_files(nf_writer *w, const bool *files, nf_error *err)
+{
+    if (!w->laid_out || w->state != W_PLANNING || w->selected)
+        return nf_error_set(err, NF_ERR_USAGE, "%s: nf_writer_select_files belongs between nf_writer_layout and "
+                            "nf_writer_begin, once", MP(w->path));
+    w->selected = calloc(w->nfiles, sizeof *w->selected);
+    w->touched = calloc(w->nfiles, sizeof *w->touched);
+    w->objsel = calloc(w->nobjs ? w->nobjs : 1, sizeof *w->objsel);
+    if (!w->selected || !w->touched || !w->objsel) return nf_wr_nomem(err);
+    memcpy(w->selected, files, w->nfiles * sizeof *files);
+    /* a selected object is written whole (its checksum needs every byte): the files it spans
+     * are touched, their temp files hold its bytes outside the selection until the stage */
+    for (size_t i = 0; i < w->nobjs; i++) {
+        const wobj *o = &w->objs[i];
+        for (size_t f = 0; f < w->nfiles && !w->objsel[i]; f++) w->objsel[i] = w->selected[f] && overlaps(o, &w->files[f]);
+        for (size_t f = 0; w->objsel[i] && f < w->nfiles; f++) w->touched[f] = w->touched[f] || overlaps(o, &w->files[f]);
+    }
+    for (size_t f = 0; f < w->nfiles; f++) w->touched[f] = w->touched[f] || w->selected[f];
+    return NF_OK;
+}
+
+bool nf_writer_object_selected(const nf_writer *w, size_t index)
+{
+    return index < w->nobjs && (!w->objsel || w->objsel[index]);
 }
 
 /* ---------------------------------------------------------------- write */
@@ -427,6 +535,8 @@ nf_status nf_writer_write(nf_writer *w, size_t index, uint64_t offset, const voi
         return nf_error_set(err, NF_ERR_USAGE, "%s: nf_writer_write %s", MP(w->path),
                             w->state == W_PLANNING ? "before nf_writer_begin" : "after the writer finished or failed");
     if (index >= w->nobjs) return nf_error_set(err, NF_ERR_USAGE, "%s: no object %zu", MP(w->path), index);
+    if (w->objsel && !w->objsel[index])
+        return nf_error_set(err, NF_ERR_USAGE, "%s: object %zu has no bytes in this task's files", MP(w->path), index);
     wobj *o = &w->objs[index];
     uint64_t end;
     if (!nf_add_u64(offset, (uint64_t)len, &end) || end > o->bytes)

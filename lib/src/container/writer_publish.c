@@ -25,7 +25,6 @@ static bool restore_backup(const char *dest, const char *backup)
  * old one back over the new, or the new one removed), the old surplus parts back, the temps,
  * and the old entry last: at every instant the entry path holds the complete new artifact,
  * nothing, or the complete old one.  A single-file artifact is put back by one rename. */
-static void release_lock(nf_writer *w);
 
 static void abort_files(nf_writer *w)
 {
@@ -59,7 +58,7 @@ static void abort_files(nf_writer *w)
             f->published = false;
         }
     }
-    release_lock(w);
+    nf_wr_release_lock(w);
 }
 
 nf_status nf_wr_fail_and_abort(nf_writer *w, nf_status st)
@@ -99,7 +98,7 @@ nf_status nf_wr_take_lock(nf_writer *w, nf_error *err)
 }
 
 /* Let go of the lock (the lock file is removed first, see common/io.h). */
-static void release_lock(nf_writer *w)
+void nf_wr_release_lock(nf_writer *w)
 {
     nf_io_unlock(w->lock_fd, w->lock_path);
     w->lock_fd = -1;
@@ -108,11 +107,11 @@ static void release_lock(nf_writer *w)
 }
 
 /* ---------------------------------------------------------------- finish */
-static nf_status check_coverage(nf_writer *w, nf_error *err)
+nf_status nf_wr_check_coverage(nf_writer *w, nf_error *err)
 {
     for (size_t i = 0; i < w->nobjs; i++) {
         const wobj *o = &w->objs[i];
-        if (o->complete) continue;
+        if (o->complete || (w->objsel && !w->objsel[i])) continue;
         uint64_t a = 0, b = o->bytes;
         if (o->ncov > 0) {
             if (o->cov[0].a > 0) {
@@ -130,17 +129,20 @@ static nf_status check_coverage(nf_writer *w, nf_error *err)
 }
 
 /* docs/artifact.md 8: each object's digest from its bytes as written (streamed as they were written,
- * or, for an object whose stream was given up, read back from the temp files), then the
- * directory digest over header + JSON with its own digits still zero. */
-static nf_status fill_checksums(nf_writer *w, nf_error *err)
+ * or, for an object whose stream was given up, read back from the temp files), then, with image,
+ * the digests put into the directory and the directory digest over header + JSON with its own
+ * digits still zero, written to the entry's temp file.  A task (w->objsel) digests only its
+ * objects, and leaves the image to the assembler. */
+nf_status nf_wr_fill_checksums(nf_writer *w, bool image, nf_error *err)
 {
     uint8_t *buf = malloc(READBACK_CHUNK);
     if (!buf) return nf_wr_nomem(err);
     char hex[33];
     for (size_t i = 0; i < w->nobjs; i++) {
         const wobj *o = &w->objs[i];
+        if (w->objsel && !w->objsel[i]) continue; /* a task's: only its objects */
         if (w->dig && w->dig[i].done) { /* streamed while it was written */
-            memcpy(w->image.data + NF_HEADER_BYTES + w->sum_pos[i], w->dig[i].hex, 32);
+            if (image) memcpy(w->image.data + NF_HEADER_BYTES + w->sum_pos[i], w->dig[i].hex, 32);
             continue;
         }
         nf_xxh3_stream *s = nf_xxh3_stream_new();
@@ -162,9 +164,14 @@ static nf_status fill_checksums(nf_writer *w, nf_error *err)
             pos += n;
         }
         nf_xxh3_stream_final(s, hex);
-        memcpy(w->image.data + NF_HEADER_BYTES + w->sum_pos[i], hex, 32);
+        if (w->dig) {
+            memcpy(w->dig[i].hex, hex, 33);
+            w->dig[i].done = true;
+        }
+        if (image) memcpy(w->image.data + NF_HEADER_BYTES + w->sum_pos[i], hex, 32);
     }
     free(buf);
+    if (!image) return NF_OK;
     nf_xxh3_128_hex(w->image.data, w->image.len, hex);
     memcpy(w->image.data + NF_HEADER_BYTES + w->dir_sum_pos, hex, 32);
     int e = nf_io_pwrite_full(w->files[0].fd, w->image.data, w->image.len, 0);
@@ -172,7 +179,7 @@ static nf_status fill_checksums(nf_writer *w, nf_error *err)
     return NF_OK;
 }
 
-static nf_status sync_directory(nf_writer *w, nf_error *err)
+nf_status nf_wr_sync_directory(nf_writer *w, nf_error *err)
 {
     const char *dir = *w->prefix ? w->prefix : ".";
     int fd = nf_io_open(dir, O_RDONLY | O_DIRECTORY, 0);
@@ -251,8 +258,8 @@ static nf_status find_surplus(nf_writer *w, nf_error *err)
 
 static nf_status publish_files(nf_writer *w, nf_error *err)
 {
-    NF_TRY(check_coverage(w, err));
-    if (w->opt.checksums) NF_TRY(fill_checksums(w, err));
+    NF_TRY(nf_wr_check_coverage(w, err));
+    if (w->opt.checksums) NF_TRY(nf_wr_fill_checksums(w, true, err));
     for (size_t i = 0; i < w->nfiles; i++) {
         wfile *f = &w->files[i];
         struct stat sb;
@@ -306,7 +313,7 @@ static nf_status publish_files(nf_writer *w, nf_error *err)
         if (e) return nf_error_errno(err, e, "%s: cannot remove the temp file %s", MP(f->dest), MP(f->temp));
         f->temp_exists = false;
     }
-    return sync_directory(w, err);
+    return nf_wr_sync_directory(w, err);
 }
 
 nf_status nf_writer_publish(nf_writer *w, nf_error *err)
@@ -338,7 +345,7 @@ nf_status nf_writer_commit(nf_writer *w, nf_error *err)
         wsurplus *s = &w->surplus[i];
         if (s->backed_up && nf_io_unlink(s->backup) == 0) s->backed_up = false;
     }
-    release_lock(w);
+    nf_wr_release_lock(w);
     w->state = W_FINISHED;
     return NF_OK;
 }
@@ -363,7 +370,7 @@ void nf_writer_free(nf_writer *w)
 {
     if (!w) return;
     if (w->state != W_FINISHED) abort_files(w);
-    release_lock(w);
+    nf_wr_release_lock(w);
     for (size_t i = 0; i < w->nfiles; i++) {
         free(w->files[i].dest);
         free(w->files[i].temp);
@@ -384,6 +391,9 @@ void nf_writer_free(nf_writer *w)
     nf_strset_free(&w->ids);
     for (int m = 0; m < M_COUNT; m++) json_decref(w->members[m]);
     free(w->sum_pos);
+    free(w->selected);
+    free(w->touched);
+    free(w->objsel);
     nf_wr_digest_free(w);
     nf_buf_free(&w->image);
     pthread_mutex_destroy(&w->lock);

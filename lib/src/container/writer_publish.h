@@ -11,5 +11,12 @@
 
 nf_status nf_wr_fail_and_abort(nf_writer *w, nf_status st);
 nf_status nf_wr_take_lock(nf_writer *w, nf_error *err);
+void nf_wr_release_lock(nf_writer *w);
+/* Every byte of each object (of a task's objects) written, or the first gap named. */
+nf_status nf_wr_check_coverage(nf_writer *w, nf_error *err);
+/* The objects' digests (docs/artifact.md 8); with image, into the entry image and its temp file. */
+nf_status nf_wr_fill_checksums(nf_writer *w, bool image, nf_error *err);
+/* fdatasync of the output's directory (where the file system can). */
+nf_status nf_wr_sync_directory(nf_writer *w, nf_error *err);
 
 #endif

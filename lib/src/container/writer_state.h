@@ -133,6 +133,12 @@ struct nf_writer {
     int lock_fd;
     char *lock_path;
     pthread_mutex_t lock; /* coverage bookkeeping: writes may come from several threads */
+    /* scale-out (writer_stage.c, docs/scale-out.md): the file table laid out before begin; a
+     * task's selection of files (and the files and objects it touches); an assembler's state */
+    bool laid_out;
+    bool *selected; /* nfiles flags, or NULL: the whole artifact */
+    bool *touched;  /* nfiles flags (with selected): files holding bytes of a selected object */
+    bool *objsel;   /* nobjs flags (with selected): objects with bytes in a selected file */
     wdigest *dig;         /* checksums: one per object (from begin) */
     pthread_mutex_t dig_lock[DIGEST_LOCKS]; /* object i's digest under dig_lock[i % DIGEST_LOCKS] */
     _Atomic uint64_t parked_bytes;

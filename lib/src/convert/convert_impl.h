@@ -78,4 +78,18 @@ nf_status nf_convert_member_rows(const plan_object *o, const plan_member *m, uin
 nf_status nf_convert_words_values(const nf_geometry *g, const nf_words *w, uint64_t first_row, float *out,
                                   nf_error *err);
 
+/* ---------------------------------------------------------------- scale-out (execute.c)
+ * The pieces scaleout.c assembles into plan, task and assemble (docs/scale-out.md). */
+/* p's writer, every object planned and laid out (nothing created). */
+nf_status nf_convert_writer(nf_plan *p, const nf_convert_options *opt, nf_writer **out, nf_error *err);
+/* A task: w laid out with its selection; its objects encoded, its files staged (the entry to
+ * entry_staged); per plan object, the statistics (sums) and, for the task's objects, the
+ * checksum (checksums[i], "" for the others). */
+nf_status nf_convert_task(nf_plan *p, nf_writer *w, const nf_convert_options *opt, const char *entry_staged,
+                          nf_errstats_summary *sums, char (*checksums)[33], nf_error *err);
+/* The assembler: w laid out, no selection; every object's statistics and checksum (per plan
+ * object); the entry completed and published, then the report (unless !opt->report). */
+nf_status nf_convert_assemble(nf_plan *p, nf_writer *w, const nf_convert_options *opt, const char *entry_staged,
+                              const nf_errstats_summary *sums, const char *const *checksums, nf_error *err);
+
 #endif

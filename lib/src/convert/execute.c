@@ -691,8 +691,8 @@ static char *report_text(const json_t *v)
  *   ...
  *   ],"artifact_id":...,"threads":...,"chunk_values":...}
  * Through the I/O shim like every other file the library writes. */
-static nf_status write_report(const nf_plan *p, const runner *r, const char *path, const json_t *head,
-                              const json_t *tail, char **tmp_out, nf_error *err)
+static nf_status write_report(const nf_plan *p, const nf_errstats_summary *sums, const char *path,
+                              const json_t *head, const json_t *tail, char **tmp_out, nf_error *err)
 {
     char *tmp = NULL;
     int fd = nf_io_mkstemp_beside(path, &tmp);
@@ -709,7 +709,7 @@ static nf_status write_report(const nf_plan *p, const runner *r, const char *pat
     bool first = true;
     for (size_t i = 0; st == NF_OK && i < p->nobjects; i++) {
         if (p->objects[i].kind != NF_OBJECT_TENSOR) continue;
-        json_t *rec = object_report(p, &r->objs[i].sum, i);
+        json_t *rec = object_report(p, &sums[i], i);
         text = rec ? report_text(rec) : NULL;
         json_decref(rec);
         if (!text) {
@@ -943,7 +943,7 @@ static nf_status write_resources(nf_plan *p, nf_writer *w, nf_error *err)
     uint8_t buf[65536];
     for (size_t i = 0; i < p->nobjects; i++) {
         const plan_object *o = &p->objects[i];
-        if (o->kind != NF_OBJECT_RESOURCE) continue;
+        if (o->kind != NF_OBJECT_RESOURCE || !nf_writer_object_selected(w, o->writer_index)) continue;
         int fd = nf_io_open(o->path, O_RDONLY, 0);
         if (fd < 0) return nf_error_errno(err, errno, "cannot open %s", MP(o->path));
         struct stat sb;
@@ -969,7 +969,7 @@ static nf_status write_tails(nf_plan *p, nf_writer *w, nf_error *err)
 {
     for (size_t i = 0; i < p->nobjects; i++) {
         const plan_object *o = &p->objects[i];
-        if (o->kind != NF_OBJECT_TENSOR) continue;
+        if (o->kind != NF_OBJECT_TENSOR || !nf_writer_object_selected(w, o->writer_index)) continue;
         nf_words words;
         NF_TRY(nf_words_alloc(&words, &o->g, 0, err));
         if (o->divisors && words.divisors)
@@ -980,6 +980,92 @@ static nf_status write_tails(nf_plan *p, nf_writer *w, nf_error *err)
         if (st != NF_OK) return nf_error_forward(err, st, "object '%s'", o->id);
     }
     return NF_OK;
+}
+
+/* The writer of p's artifact: every object planned, the directory members set (not laid out). */
+static nf_status plan_writer(nf_plan *p, const nf_convert_options *opt, nf_writer **out, nf_error *err)
+{
+    nf_writer_options wo = {opt->has_max_file_bytes ? opt->max_file_bytes : p->recipe->max_file_bytes,
+                            opt->artifact_id, opt->force, true};
+    nf_writer *w = NULL;
+    NF_TRY(nf_writer_create(opt->output, &wo, &w, err));
+    nf_status st = NF_OK;
+    for (size_t i = 0; st == NF_OK && i < p->nobjects; i++) {
+        plan_object *o = &p->objects[i];
+        st = o->kind == NF_OBJECT_TENSOR ? nf_writer_add_tensor(w, o->id, &o->g, &o->writer_index, err)
+                                         : nf_writer_add_resource(w, o->id, o->bytes, &o->writer_index, err);
+    }
+    if (st == NF_OK) st = nf_writer_set_member(w, "components", json_incref(p->components), err);
+    if (st == NF_OK) st = nf_writer_set_member(w, "bindings", json_incref(p->bindings), err);
+    if (st == NF_OK) st = nf_writer_set_member(w, "metadata", json_deep_copy(p->metadata), err);
+    if (st == NF_OK) st = nf_writer_set_member(w, "provenance", json_incref(p->provenance), err);
+    if (st != NF_OK) {
+        nf_writer_free(w);
+        return st;
+    }
+    *out = w;
+    return NF_OK;
+}
+
+nf_status nf_convert_writer(nf_plan *p, const nf_convert_options *opt, nf_writer **out, nf_error *err)
+{
+    nf_writer *w = NULL;
+    NF_TRY(plan_writer(p, opt, &w, err));
+    nf_status st = nf_writer_layout(w, err);
+    if (st != NF_OK) {
+        nf_writer_free(w);
+        return st;
+    }
+    *out = w;
+    return NF_OK;
+}
+
+/* Every object w wants (all of them, or a task's: nf_writer_object_selected) encoded into the
+ * begun writer: resources, tails, then the row chunks on the thread pool, measured when
+ * opt->report.  r is the caller's (its statistics stay there); s lives as long as r runs. */
+static nf_status encode_into(nf_plan *p, nf_writer *w, const nf_convert_options *opt, runner *r, sink *s,
+                             nf_error *err)
+{
+    NF_TRY(write_resources(p, w, err));
+    NF_TRY(write_tails(p, w, err));
+    r->plan = p;
+    r->chunk_values = opt->chunk_values ? opt->chunk_values : DEFAULT_CHUNK_VALUES;
+    NF_TRY(plan_jobs(r, err));
+    for (size_t i = 0; i < p->nobjects; i++) r->objs[i].skip = !nf_writer_object_selected(w, p->objects[i].writer_index);
+    r->sink = s;
+    s->writer = w;
+    r->stats = opt->report;
+    r->kern = nf_stats_kernels_active();
+    r->cancel = opt->cancel;
+    pthread_mutex_init(&r->lock, NULL);
+    nf_status st = run_jobs(r, thread_count(opt->threads), opt, err);
+    pthread_mutex_destroy(&r->lock);
+    if (st == NF_OK && opt->cancel && *opt->cancel) st = nf_error_set(err, NF_ERR_IO, "interrupted");
+    return st;
+}
+
+/* The objects' statistics in one array (the report's input). */
+static nf_errstats_summary *summaries(const nf_plan *p, const runner *r)
+{
+    nf_errstats_summary *v = calloc(p->nobjects ? p->nobjects : 1, sizeof *v);
+    for (size_t i = 0; v && i < p->nobjects; i++) v[i] = r->objs[i].sum;
+    return v;
+}
+
+/* The report's temp file beside path: its head from the plan and the options, its tail the
+ * artifact id and how the run was made (threads, chunk_values). */
+static nf_status report_temp(nf_plan *p, const nf_convert_options *opt, const char *id_hex,
+                             const nf_errstats_summary *sums, const char *path, char **tmp, nf_error *err)
+{
+    uint64_t chunk_values = opt->chunk_values ? opt->chunk_values : DEFAULT_CHUNK_VALUES;
+    json_t *head = report_head(p, opt);
+    json_t *tail = json_pack("{s:s,s:I,s:I}", "artifact_id", id_hex, "threads", (json_int_t)thread_count(opt->threads),
+                             "chunk_values", (json_int_t)chunk_values);
+    nf_status st = head && tail ? write_report(p, sums, path, head, tail, tmp, err)
+                                : nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    json_decref(head);
+    json_decref(tail);
+    return st;
 }
 
 nf_status nf_plan_execute(nf_plan *p, const nf_convert_options *opt, nf_error *err)
@@ -997,58 +1083,25 @@ nf_status nf_plan_execute(nf_plan *p, const nf_convert_options *opt, nf_error *e
     bool report_regular = nf_io_lstat(report_path, &rsb) != 0 || S_ISREG(rsb.st_mode);
     bool replace_report = opt->force && report_regular && (opt->report || !input_of(&in, report_path));
     free(in.v);
-    if (st != NF_OK) {
-        free(report_path);
-        return st;
-    }
-    nf_writer_options wo = {opt->has_max_file_bytes ? opt->max_file_bytes : p->recipe->max_file_bytes,
-                            opt->artifact_id, opt->force, true};
     nf_writer *w = NULL;
-    if ((st = nf_writer_create(opt->output, &wo, &w, err)) != NF_OK) {
+    if (st == NF_OK) st = plan_writer(p, opt, &w, err);
+    if (st != NF_OK) {
         free(report_path);
         return st;
     }
     runner r = {0};
     sink s = {0};
     char *report_tmp = NULL;
-    for (size_t i = 0; st == NF_OK && i < p->nobjects; i++) {
-        plan_object *o = &p->objects[i];
-        st = o->kind == NF_OBJECT_TENSOR ? nf_writer_add_tensor(w, o->id, &o->g, &o->writer_index, err)
-                                         : nf_writer_add_resource(w, o->id, o->bytes, &o->writer_index, err);
-    }
-    if (st == NF_OK) st = nf_writer_set_member(w, "components", json_incref(p->components), err);
-    if (st == NF_OK) st = nf_writer_set_member(w, "bindings", json_incref(p->bindings), err);
-    if (st == NF_OK) st = nf_writer_set_member(w, "metadata", json_deep_copy(p->metadata), err);
-    if (st == NF_OK) st = nf_writer_set_member(w, "provenance", json_incref(p->provenance), err);
-    if (st == NF_OK) st = nf_writer_begin(w, err);
-    if (st == NF_OK) st = write_resources(p, w, err);
-    if (st == NF_OK) st = write_tails(p, w, err);
-    uint64_t chunk_values = opt->chunk_values ? opt->chunk_values : DEFAULT_CHUNK_VALUES;
-    r.plan = p;
-    r.chunk_values = chunk_values;
-    if (st == NF_OK) st = plan_jobs(&r, err);
-    if (st == NF_OK) {
-        r.sink = &s;
-        s.writer = w;
-        r.stats = opt->report;
-        r.kern = nf_stats_kernels_active();
-        r.cancel = opt->cancel;
-        pthread_mutex_init(&r.lock, NULL);
-        st = run_jobs(&r, thread_count(opt->threads), opt, err);
-        pthread_mutex_destroy(&r.lock);
-    }
+    st = nf_writer_begin(w, err);
+    if (st == NF_OK) st = encode_into(p, w, opt, &r, &s, err);
     if (st == NF_OK && opt->report) {
         char id[33];
         nf_writer_id_hex(w, id);
-        json_t *head = report_head(p, opt);
-        json_t *tail = json_pack("{s:s,s:I,s:I}", "artifact_id", id, "threads", (json_int_t)thread_count(opt->threads),
-                                 "chunk_values", (json_int_t)chunk_values);
-        st = head && tail ? write_report(p, &r, report_path, head, tail, &report_tmp, err)
-                          : nf_error_set(err, NF_ERR_NOMEM, "out of memory");
-        json_decref(head);
-        json_decref(tail);
+        nf_errstats_summary *sums = summaries(p, &r);
+        st = sums ? report_temp(p, opt, id, sums, report_path, &report_tmp, err)
+                  : nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        free(sums);
     }
-    if (st == NF_OK && opt->cancel && *opt->cancel) st = nf_error_set(err, NF_ERR_IO, "interrupted");
     /* Publication of the set (artifact and report) as one: the artifact is published with the
      * files it replaces kept aside, then the report (the one it replaces kept aside too), and
      * only then are the kept files dropped (the writer's commit first: its old entry is the
@@ -1072,6 +1125,71 @@ nf_status nf_plan_execute(nf_plan *p, const nf_convert_options *opt, nf_error *e
     free(report_tmp);
     runner_free(&r);
     nf_writer_free(w);
+    free(report_path);
+    return st;
+}
+
+nf_status nf_convert_task(nf_plan *p, nf_writer *w, const nf_convert_options *opt, const char *entry_staged,
+                          nf_errstats_summary *sums, char (*checksums)[33], nf_error *err)
+{
+    input_set in = {0};
+    nf_status st = collect_inputs(p, &in, err);
+    if (st == NF_OK) st = refuse_inputs(&in, opt->output, false, err);
+    free(in.v);
+    NF_TRY(st);
+    runner r = {0};
+    sink s = {0};
+    st = nf_writer_begin(w, err);
+    if (st == NF_OK) st = encode_into(p, w, opt, &r, &s, err);
+    if (st == NF_OK) st = nf_writer_stage(w, entry_staged, err);
+    for (size_t i = 0; st == NF_OK && i < p->nobjects; i++) {
+        size_t k = p->objects[i].writer_index;
+        sums[i] = r.objs[i].sum;
+        checksums[i][0] = '\0';
+        if (nf_writer_object_selected(w, k) && !nf_writer_object_checksum(w, k, checksums[i]))
+            st = nf_error_set(err, NF_ERR_IO, "object '%s': no checksum was formed", p->objects[i].id);
+    }
+    runner_free(&r);
+    return st;
+}
+
+nf_status nf_convert_assemble(nf_plan *p, nf_writer *w, const nf_convert_options *opt, const char *entry_staged,
+                              const nf_errstats_summary *sums, const char *const *checksums, nf_error *err)
+{
+    size_t rlen = strlen(opt->output) + sizeof ".conversion.json";
+    char *report_path = malloc(rlen);
+    if (!report_path) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    snprintf(report_path, rlen, "%s.conversion.json", opt->output);
+    input_set in = {0};
+    nf_status st = collect_inputs(p, &in, err);
+    if (st == NF_OK) st = refuse_inputs(&in, opt->output, opt->report, err);
+    free(in.v);
+    char *report_tmp = NULL;
+    if (st == NF_OK && opt->report) {
+        char id[33];
+        nf_writer_id_hex(w, id);
+        st = report_temp(p, opt, id, sums, report_path, &report_tmp, err);
+    }
+    const char **by_writer = calloc(p->nobjects ? p->nobjects : 1, sizeof *by_writer);
+    if (st == NF_OK && !by_writer) st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; st == NF_OK && i < p->nobjects; i++) by_writer[p->objects[i].writer_index] = checksums[i];
+    if (st == NF_OK) st = nf_writer_assemble(w, by_writer, entry_staged, err);
+    free(by_writer);
+    /* the entry is the commit point; the report follows it (a failure here leaves the complete
+     * artifact without its report, said so) */
+    if (st == NF_OK && report_tmp) {
+        int e = nf_io_rename(report_tmp, report_path);
+        if (e) st = nf_error_errno(err, e, "%s: the artifact is complete, but its report could not be put in place "
+                                   "from %s", MP(report_path), MP(report_tmp));
+        else {
+            free(report_tmp);
+            report_tmp = NULL;
+        }
+    }
+    if (report_tmp) {
+        if (st != NF_OK) nf_io_unlink(report_tmp);
+        free(report_tmp);
+    }
     free(report_path);
     return st;
 }

@@ -1,0 +1,176 @@
+/* One artifact written as independent tasks (docs/scale-out.md), the writer's part: a task
+ * writes the files selected for it (nf_writer_select_files) and stages them under their final
+ * names -- the entry, whose directory still lacks the checksums, under a staging name -- and an
+ * assembler, with the same plan laid out and every object's checksum, completes the staged
+ * entry's directory and publishes it.  The bytes are those nf_writer_finish would write: the
+ * same layout, the same image, the checksums of the same bytes.
+ *
+ * Below writer.c (which lays out and selects) and beside writer_publish.c (whose coverage,
+ * checksum, lock and directory-sync steps it reuses). */
+#include "container/writer_io.h"
+#include "container/writer_publish.h"
+#include "container/writer_state.h"
+
+/* ---------------------------------------------------------------- the plan's identity */
+void nf_writer_layout_digest(const nf_writer *w, char out[33])
+{
+    /* the entry's header and directory with the checksum digits zero: the artifact id, every
+     * object's record and place, the file table, the members -- everything but the payload */
+    if (!w->laid_out) {
+        out[0] = '\0';
+        return;
+    }
+    nf_xxh3_128_hex(w->image.data, w->image.len, out);
+}
+
+/* ---------------------------------------------------------------- a task */
+nf_status nf_writer_stage(nf_writer *w, const char *entry_staged, nf_error *err)
+{
+    if (w->state != W_BEGUN || !w->selected)
+        return nf_error_set(err, NF_ERR_USAGE, "%s: nf_writer_stage belongs to a writer begun with a selection",
+                            MP(w->path));
+    if (w->selected[0] && !entry_staged)
+        return nf_error_set(err, NF_ERR_USAGE, "%s: the entry is selected: give its staging name", MP(w->path));
+    nf_status st = nf_wr_check_coverage(w, err);
+    if (st == NF_OK && w->opt.checksums) st = nf_wr_fill_checksums(w, false, err);
+    for (size_t i = 0; st == NF_OK && i < w->nfiles; i++) {
+        wfile *f = &w->files[i];
+        if (f->fd < 0) continue;
+        struct stat sb;
+        int e = nf_io_fstat(f->fd, &sb);
+        if (e) {
+            st = nf_error_errno(err, e, "%s: cannot stat %s", MP(f->dest), MP(f->temp));
+        } else if ((uint64_t)sb.st_size != f->size) {
+            st = nf_error_set(err, NF_ERR_IO, "%s: temp file %s is %llu bytes, expected %llu", MP(f->dest),
+                              MP(f->temp), (unsigned long long)sb.st_size, (unsigned long long)f->size);
+        } else if (w->selected[i] && (e = nf_io_fdatasync(f->fd)) != 0) {
+            st = nf_error_errno(err, e, "%s: cannot sync %s", MP(f->dest), MP(f->temp));
+        }
+        int c = nf_io_close(f->fd) == 0 ? 0 : errno;
+        f->fd = -1;
+        if (st == NF_OK && c) st = nf_error_errno(err, c, "%s: cannot close %s", MP(f->dest), MP(f->temp));
+    }
+    /* each selected file renamed into place at once (a rerun's or a duplicate's rename replaces
+     * the same bytes); the bytes of a touched file outside the selection were only there for
+     * the checksums */
+    for (size_t i = 0; st == NF_OK && i < w->nfiles; i++) {
+        wfile *f = &w->files[i];
+        if (!f->temp_exists) continue;
+        int e = w->selected[i] ? nf_io_rename(f->temp, i == 0 ? entry_staged : f->dest) : nf_io_unlink(f->temp);
+        if (e) {
+            st = nf_error_errno(err, e, "%s: cannot %s %s", MP(i == 0 && w->selected[i] ? entry_staged : f->dest),
+                                w->selected[i] ? "put in place" : "remove", MP(f->temp));
+            break;
+        }
+        f->temp_exists = false;
+    }
+    if (st == NF_OK) st = nf_wr_sync_directory(w, err);
+    if (st != NF_OK) return nf_wr_fail_and_abort(w, st);
+    w->state = W_FINISHED;
+    return NF_OK;
+}
+
+bool nf_writer_object_checksum(const nf_writer *w, size_t index, char out[33])
+{
+    if (!w->dig || index >= w->nobjs || !w->dig[index].done) return false;
+    memcpy(out, w->dig[index].hex, 33);
+    return true;
+}
+
+/* ---------------------------------------------------------------- the assembler */
+static void put_u64le(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* Part i as a task left it: a regular file of its size whose header is this artifact's part i. */
+static nf_status check_part(const nf_writer *w, size_t i, nf_error *err)
+{
+    const wfile *f = &w->files[i];
+    struct stat sb;
+    int e = nf_io_lstat(f->dest, &sb);
+    if (e == ENOENT) return nf_error_set(err, NF_ERR_INVALID, "%s: missing (part %zu)", MP(f->dest), i);
+    if (e) return nf_error_errno(err, e, "%s", MP(f->dest));
+    if (!S_ISREG(sb.st_mode))
+        return nf_error_set(err, NF_ERR_INVALID, "%s is %s, not a regular file", MP(f->dest), nf_io_kind_name(sb.st_mode));
+    if ((uint64_t)sb.st_size != f->size)
+        return nf_error_set(err, NF_ERR_INVALID, "%s: %llu bytes, the plan says %llu", MP(f->dest),
+                            (unsigned long long)sb.st_size, (unsigned long long)f->size);
+    uint8_t want[NF_HEADER_BYTES] = {0}, got[NF_HEADER_BYTES];
+    memcpy(want, NF_MAGIC_PART, NF_MAGIC_BYTES);
+    put_u64le(want + 8, (uint64_t)i);
+    memcpy(want + 16, w->id, NF_ARTIFACT_ID_BYTES);
+    int fd = nf_io_open(f->dest, O_RDONLY | O_NOFOLLOW, 0);
+    if (fd < 0) return nf_error_errno(err, errno, "%s: cannot open", MP(f->dest));
+    e = nf_io_pread_full(fd, got, sizeof got, 0);
+    nf_io_close(fd);
+    if (e) return nf_error_errno(err, e, "%s: cannot read its header", MP(f->dest));
+    if (memcmp(got, want, sizeof want) != 0)
+        return nf_error_set(err, NF_ERR_INVALID, "%s: its header is not part %zu of this artifact (another plan's, "
+                            "or another artifact id)", MP(f->dest), i);
+    return NF_OK;
+}
+
+static nf_status assemble(nf_writer *w, const char *const *checksums, const char *entry_staged, nf_error *err)
+{
+    for (size_t i = 1; i < w->nfiles; i++) NF_TRY(check_part(w, i, err));
+    const wfile *entry = &w->files[0];
+    struct stat sb;
+    int e = nf_io_lstat(entry->dest, &sb);
+    if (e == 0 && !S_ISREG(sb.st_mode))
+        return nf_error_set(err, NF_ERR_USAGE, "%s is %s, not a regular file: give another output name",
+                            MP(entry->dest), nf_io_kind_name(sb.st_mode));
+    if (e == 0 && !w->opt.overwrite) return nf_error_errno(err, EEXIST, "%s: refusing to overwrite", MP(entry->dest));
+    if (e != 0 && e != ENOENT) return nf_error_errno(err, e, "%s", MP(entry->dest));
+    /* the staged entry: this plan's image (checksum digits zero) at its head, its size */
+    int fd = nf_io_open(entry_staged, O_RDWR | O_NOFOLLOW, 0);
+    if (fd < 0) {
+        if (errno == ENOENT) return nf_error_set(err, NF_ERR_INVALID, "%s: missing (the entry's payload)", MP(entry_staged));
+        return nf_error_errno(err, errno, "%s: cannot open", MP(entry_staged));
+    }
+    nf_status st = NF_OK;
+    uint8_t *head = malloc(w->image.len);
+    if (!head) st = nf_wr_nomem(err);
+    if (st == NF_OK && (e = nf_io_fstat(fd, &sb)) != 0) st = nf_error_errno(err, e, "%s: cannot stat", MP(entry_staged));
+    if (st == NF_OK && (!S_ISREG(sb.st_mode) || (uint64_t)sb.st_size != entry->size))
+        st = nf_error_set(err, NF_ERR_INVALID, "%s: %llu bytes, the plan says %llu", MP(entry_staged),
+                          (unsigned long long)sb.st_size, (unsigned long long)entry->size);
+    if (st == NF_OK && (e = nf_io_pread_full(fd, head, w->image.len, 0)) != 0)
+        st = nf_error_errno(err, e, "%s: cannot read its directory", MP(entry_staged));
+    if (st == NF_OK && memcmp(head, w->image.data, w->image.len) != 0)
+        st = nf_error_set(err, NF_ERR_INVALID, "%s: its header and directory are not this plan's", MP(entry_staged));
+    free(head);
+    if (st == NF_OK && w->opt.checksums) {
+        for (size_t i = 0; i < w->nobjs; i++)
+            memcpy(w->image.data + NF_HEADER_BYTES + w->sum_pos[i], checksums[i], 32);
+        char hex[33];
+        nf_xxh3_128_hex(w->image.data, w->image.len, hex);
+        memcpy(w->image.data + NF_HEADER_BYTES + w->dir_sum_pos, hex, 32);
+        if ((e = nf_io_pwrite_full(fd, w->image.data, w->image.len, 0)) != 0)
+            st = nf_error_errno(err, e, "%s: cannot write the checksums", MP(entry_staged));
+    }
+    if (st == NF_OK && (e = nf_io_fdatasync(fd)) != 0) st = nf_error_errno(err, e, "%s: cannot sync", MP(entry_staged));
+    if (nf_io_close(fd) != 0 && st == NF_OK) st = nf_error_errno(err, errno, "%s: cannot close", MP(entry_staged));
+    if (st != NF_OK) return st;
+    /* the commit point: the entry appears complete, every part already in place */
+    e = w->opt.overwrite ? nf_io_rename(entry_staged, entry->dest) : nf_io_link(entry_staged, entry->dest);
+    if (e) return nf_error_errno(err, e, "%s: cannot publish %s", MP(entry->dest), MP(entry_staged));
+    if (!w->opt.overwrite) (void)nf_io_unlink(entry_staged);
+    return nf_wr_sync_directory(w, err);
+}
+
+nf_status nf_writer_assemble(nf_writer *w, const char *const *checksums, const char *entry_staged, nf_error *err)
+{
+    if (!w->laid_out || w->state != W_PLANNING || w->selected || !entry_staged)
+        return nf_error_set(err, NF_ERR_USAGE, "%s: nf_writer_assemble belongs to a writer laid out without a "
+                            "selection, with the staged entry's name", MP(w->path));
+    for (size_t i = 0; w->opt.checksums && i < w->nobjs; i++)
+        if (!checksums || !checksums[i] || strlen(checksums[i]) != 32 || strspn(checksums[i], "0123456789abcdef") != 32)
+            return nf_error_set(err, NF_ERR_INVALID, "%s: object '%s': no checksum of 32 hex digits", MP(w->path),
+                                w->objs[i].id);
+    NF_TRY(nf_wr_take_lock(w, err));
+    nf_status st = assemble(w, checksums, entry_staged, err);
+    nf_wr_release_lock(w);
+    w->state = st == NF_OK ? W_FINISHED : W_FAILED;
+    return st;
+}

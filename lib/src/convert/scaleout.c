@@ -1,0 +1,794 @@
+/* One artifact converted as independent tasks (docs/scale-out.md): the plan file, the tasks'
+ * receipts, and the checks that tie them to the sources, the plan and the parts.
+ *
+ *   plan      the writer laid out (nothing created): the file table, each file's objects, the
+ *             tasks (contiguous runs of files of near-equal bytes), the layout's digest (the
+ *             plan's fingerprint) and every input file's fingerprint;
+ *   task      the same plan rebuilt and checked against the file; its files encoded and staged
+ *             (execute.c), then one receipt per file, written last: a file with a receipt that
+ *             matches the plan is done;
+ *   assemble  every receipt checked against the plan and its file (size, header; with verify the
+ *             file's digest), the checksums and statistics merged, the entry completed and
+ *             published, the report written; the receipts and the staged entry removed.
+ *
+ * Plan files and receipts are read as untrusted JSON: size-capped, every member checked. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/io.h"
+#include "container/container_module.h"
+#include "convert/convert_impl.h"
+
+#define PLAN_VERSION 1
+#define PLAN_MAX_BYTES ((uint64_t)1 << 30)   /* a plan of 10^6 objects is ~300 MB */
+#define RECEIPT_MAX_BYTES ((uint64_t)256 << 20)
+#define FINGERPRINT_HEAD ((size_t)1 << 20)  /* each input's first MiB (its header, index or text) */
+#define FINGERPRINT_TAIL ((size_t)64 << 10) /* and its last 64 KiB */
+#define MP(path) nf_io_msg_path((path), (char[NF_IO_MSG_PATH + 1]){0})
+
+struct nf_scaleout {
+    char *path;
+    json_t *root;
+    const json_t *command;
+    char output[4096];
+    char fingerprint[33];
+    uint8_t id[16];
+    size_t nfiles, ntasks;
+    size_t *task_first, *task_end; /* task t holds files [first, end) */
+};
+
+/* ---------------------------------------------------------------- small helpers */
+static nf_status nomem(nf_error *err) { return nf_error_set(err, NF_ERR_NOMEM, "out of memory"); }
+
+static bool is_hex(const char *s, size_t n)
+{
+    return s && strlen(s) == n && strspn(s, "0123456789abcdef") == n;
+}
+
+static void hex_bytes(const uint8_t *p, size_t n, char *out)
+{
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = digits[p[i] >> 4];
+        out[2 * i + 1] = digits[p[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
+/* A whole file of at most cap bytes, NUL-terminated. */
+static nf_status slurp(const char *path, uint64_t cap, char **out, size_t *len, nf_error *err)
+{
+    int fd = nf_io_open(path, O_RDONLY | O_NONBLOCK, 0);
+    if (fd < 0) {
+        if (errno == ENOENT) return nf_error_set(err, NF_ERR_IO, "%s: no such file", MP(path));
+        return nf_error_errno(err, errno, "%s: cannot open", MP(path));
+    }
+    struct stat sb;
+    int e = nf_io_fstat(fd, &sb);
+    nf_status st = NF_OK;
+    if (e) st = nf_error_errno(err, e, "%s: cannot stat", MP(path));
+    else if (!S_ISREG(sb.st_mode)) st = nf_error_set(err, NF_ERR_INVALID, "%s: not a regular file", MP(path));
+    else if ((uint64_t)sb.st_size > cap)
+        st = nf_error_set(err, NF_ERR_INVALID, "%s: %llu bytes, more than the %llu this reader takes", MP(path),
+                          (unsigned long long)sb.st_size, (unsigned long long)cap);
+    char *buf = st == NF_OK ? malloc((size_t)sb.st_size + 1) : NULL;
+    if (st == NF_OK && !buf) st = nomem(err);
+    if (st == NF_OK && (e = nf_io_pread_full(fd, buf, (size_t)sb.st_size, 0)) != 0)
+        st = nf_error_errno(err, e, "%s: cannot read", MP(path));
+    nf_io_close(fd);
+    if (st != NF_OK) {
+        free(buf);
+        return st;
+    }
+    buf[sb.st_size] = '\0';
+    *out = buf;
+    *len = (size_t)sb.st_size;
+    return NF_OK;
+}
+
+static nf_status load_json(const char *path, uint64_t cap, json_t **out, nf_error *err)
+{
+    char *text = NULL;
+    size_t len = 0;
+    NF_TRY(slurp(path, cap, &text, &len, err));
+    json_error_t je;
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    free(text);
+    if (!root) return nf_error_set(err, NF_ERR_INVALID, "%s:%d:%d: not valid JSON (%s)", MP(path), je.line, je.column,
+                                   je.text);
+    if (!json_is_object(root)) {
+        json_decref(root);
+        return nf_error_set(err, NF_ERR_INVALID, "%s: not a JSON object", MP(path));
+    }
+    *out = root;
+    return NF_OK;
+}
+
+/* JSON text to path, atomically: a temp file beside it, synced, renamed over it. */
+static nf_status put_json(const char *path, const json_t *v, nf_error *err)
+{
+    char *text = json_dumps(v, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+    if (!text) return nomem(err);
+    char *tmp = NULL;
+    int fd = nf_io_mkstemp_beside(path, &tmp);
+    nf_status st = NF_OK;
+    if (fd < 0) st = nf_error_errno(err, errno, "%s: cannot create a temp file", MP(path));
+    int e = 0;
+    if (st == NF_OK && ((e = nf_io_write_full(fd, text, strlen(text))) != 0 || (e = nf_io_write_full(fd, "\n", 1)) != 0 ||
+                        (e = nf_io_fchmod(fd, 0644)) != 0 || (e = nf_io_fdatasync(fd)) != 0))
+        st = nf_error_errno(err, e, "%s: cannot write %s", MP(path), MP(tmp));
+    if (fd >= 0) nf_io_close(fd);
+    if (st == NF_OK && (e = nf_io_rename(tmp, path)) != 0) st = nf_error_errno(err, e, "%s: cannot put in place", MP(path));
+    if (st != NF_OK && tmp) nf_io_unlink(tmp);
+    free(tmp);
+    free(text);
+    return st;
+}
+
+/* The paths beside the output: "<OUT>.entry-staged" (the entry's staged file), a file's receipt
+ * "<file>.receipt.json" (the entry's: "<OUT>.entry.receipt.json"). */
+static char *with_suffix(const char *path, const char *suffix)
+{
+    size_t need = strlen(path) + strlen(suffix) + 1;
+    char *p = malloc(need);
+    if (p) snprintf(p, need, "%s%s", path, suffix);
+    return p;
+}
+
+static char *receipt_path(const nf_writer_file *f, size_t index, const char *output)
+{
+    return index == 0 ? with_suffix(output, ".entry.receipt.json") : with_suffix(f->path, ".receipt.json");
+}
+
+/* ---------------------------------------------------------------- fingerprints */
+/* XXH3-128 of bytes [at, at + n) of the file (n clipped to what it holds). */
+static nf_status digest_range(int fd, uint64_t at, size_t n, const char *path, char out[33], nf_error *err)
+{
+    uint8_t *buf = malloc(n ? n : 1);
+    if (!buf) return nomem(err);
+    int e = nf_io_pread_full(fd, buf, n, at);
+    if (e) {
+        free(buf);
+        return nf_error_errno(err, e, "%s: cannot read", MP(path));
+    }
+    nf_xxh3_128_hex(buf, n, out);
+    free(buf);
+    return NF_OK;
+}
+
+/* An input's fingerprint: its size and the digests of its first MiB and last 64 KiB -- what
+ * changes when a checkpoint is rewritten (its header holds every tensor's offsets and dtype),
+ * read in two small pieces (docs/scale-out.md, "What a plan checks"). */
+static nf_status fingerprint(const char *path, json_t **out, nf_error *err)
+{
+    int fd = nf_io_open(path, O_RDONLY | O_NONBLOCK, 0);
+    if (fd < 0) return nf_error_errno(err, errno, "%s: cannot open", MP(path));
+    struct stat sb;
+    int e = nf_io_fstat(fd, &sb);
+    nf_status st = e ? nf_error_errno(err, e, "%s: cannot stat", MP(path)) : NF_OK;
+    char head[33], tail[33];
+    uint64_t size = st == NF_OK ? (uint64_t)sb.st_size : 0;
+    size_t hn = size < FINGERPRINT_HEAD ? (size_t)size : FINGERPRINT_HEAD;
+    size_t tn = size < FINGERPRINT_TAIL ? (size_t)size : FINGERPRINT_TAIL;
+    if (st == NF_OK) st = digest_range(fd, 0, hn, path, head, err);
+    if (st == NF_OK) st = digest_range(fd, size - tn, tn, path, tail, err);
+    nf_io_close(fd);
+    if (st != NF_OK) return st;
+    *out = json_pack("{s:s,s:I,s:s,s:s}", "path", path, "bytes", (json_int_t)size, "head", head, "tail", tail);
+    return *out ? NF_OK : nomem(err);
+}
+
+static bool listed(const json_t *arr, const char *path)
+{
+    size_t i;
+    const json_t *v;
+    json_array_foreach(arr, i, v) if (strcmp(json_string_value(json_object_get(v, "path")), path) == 0) return true;
+    return false;
+}
+
+static nf_status add_input(json_t *arr, const char *path, nf_error *err)
+{
+    struct stat sb;
+    if (!path || stat(path, &sb) != 0 || !S_ISREG(sb.st_mode) || listed(arr, path)) return NF_OK;
+    json_t *fp;
+    NF_TRY(fingerprint(path, &fp, err));
+    return json_array_append_new(arr, fp) == 0 ? NF_OK : nomem(err);
+}
+
+/* Every file the plan reads: the recipe, each source's files, index and companions, the
+ * imatrix files, the resources. */
+static nf_status inputs_of(const nf_plan *p, json_t **out, nf_error *err)
+{
+    json_t *arr = json_array();
+    if (!arr) return nomem(err);
+    nf_status st = add_input(arr, p->recipe->path, err);
+    for (size_t i = 0; st == NF_OK && i < p->nsources; i++) {
+        const nf_source *s = p->sources[i].src;
+        st = add_input(arr, p->sources[i].path, err);
+        for (size_t f = 0; st == NF_OK && s && f < nf_source_file_count(s); f++)
+            st = add_input(arr, nf_source_file_path(s, f), err);
+        if (st == NF_OK && s) st = add_input(arr, nf_source_index_path(s), err);
+        for (size_t c = 0; st == NF_OK && s && c < nf_source_companion_count(s); c++)
+            st = add_input(arr, nf_source_companion_at(s, c, NULL), err);
+    }
+    for (size_t i = 0; st == NF_OK && i < p->nobjects; i++)
+        if (p->objects[i].kind == NF_OBJECT_RESOURCE) st = add_input(arr, p->objects[i].path, err);
+    if (st != NF_OK) {
+        json_decref(arr);
+        return st;
+    }
+    *out = arr;
+    return NF_OK;
+}
+
+/* The inputs as the plan recorded them, unchanged: the first that differs is named. */
+static nf_status check_inputs(const nf_plan *p, const nf_scaleout *s, nf_error *err)
+{
+    json_t *now;
+    NF_TRY(inputs_of(p, &now, err));
+    const json_t *then = json_object_get(s->root, "inputs");
+    nf_status st = NF_OK;
+    size_t i;
+    const json_t *v;
+    json_array_foreach(now, i, v) {
+        const char *path = json_string_value(json_object_get(v, "path"));
+        const json_t *w = NULL;
+        size_t k;
+        const json_t *c;
+        json_array_foreach(then, k, c) if (json_is_string(json_object_get(c, "path")) &&
+                                           strcmp(json_string_value(json_object_get(c, "path")), path) == 0) w = c;
+        if (!w) {
+            st = nf_error_set(err, NF_ERR_INVALID, "%s: %s is read by the plan now, not when it was made", MP(s->path),
+                              MP(path));
+            break;
+        }
+        if (!json_equal((json_t *)v, (json_t *)w)) {
+            st = nf_error_set(err, NF_ERR_INVALID, "%s: %s changed since the plan was made (size or content); make the "
+                              "plan again", MP(s->path), MP(path));
+            break;
+        }
+    }
+    if (st == NF_OK && json_array_size(now) != json_array_size(then))
+        st = nf_error_set(err, NF_ERR_INVALID, "%s: the plan read %zu input files, it reads %zu now", MP(s->path),
+                          json_array_size(then), json_array_size(now));
+    json_decref(now);
+    return st;
+}
+
+/* ---------------------------------------------------------------- the plan */
+/* Tasks: contiguous runs of files, min(n, files) of them, cut where the bytes so far pass the
+ * next multiple of total / n (every task gets at least one file). */
+static void group_tasks(const nf_writer *w, size_t n, size_t *first, size_t *end, size_t *ntasks)
+{
+    size_t nf = nf_writer_file_count(w);
+    if (n == 0 || n > nf) n = nf;
+    uint64_t total = 0;
+    for (size_t i = 0; i < nf; i++) {
+        nf_writer_file f;
+        nf_writer_file_info(w, i, &f);
+        total += f.size;
+    }
+    size_t t = 0, start = 0;
+    uint64_t sum = 0;
+    for (size_t i = 0; i < nf; i++) {
+        nf_writer_file f;
+        nf_writer_file_info(w, i, &f);
+        sum += f.size;
+        size_t left_files = nf - (i + 1), left_tasks = n - (t + 1);
+        /* cut after file i when its share is reached, or when the files left are just enough */
+        double share = (double)total * (double)(t + 1) / (double)n;
+        if (t + 1 < n && ((double)sum >= share || left_files == left_tasks)) {
+            first[t] = start;
+            end[t] = i + 1;
+            t++;
+            start = i + 1;
+        }
+    }
+    first[t] = start;
+    end[t] = nf;
+    *ntasks = t + 1;
+}
+
+nf_status nf_scaleout_plan(nf_plan *p, const nf_convert_options *opt, size_t tasks, const json_t *command,
+                           const char *plan_path, size_t *ntasks, nf_error *err)
+{
+    if (!opt->artifact_id)
+        return nf_error_set(err, NF_ERR_USAGE, "a plan fixes the artifact id: give one (random, given or derived)");
+    nf_writer *w = NULL;
+    NF_TRY(nf_convert_writer(p, opt, &w, err));
+    size_t nf = nf_writer_file_count(w);
+    size_t *first = calloc(nf, sizeof *first), *end = calloc(nf, sizeof *end);
+    json_t *root = NULL, *inputs = NULL;
+    nf_status st = first && end ? NF_OK : nomem(err);
+    size_t nt = 0;
+    if (st == NF_OK) {
+        group_tasks(w, tasks, first, end, &nt);
+        st = inputs_of(p, &inputs, err);
+    }
+    if (st == NF_OK) {
+        char fp[33], id[33];
+        nf_writer_layout_digest(w, fp);
+        hex_bytes(opt->artifact_id, 16, id);
+        char cwd[4096];
+        if (!getcwd(cwd, sizeof cwd)) snprintf(cwd, sizeof cwd, ".");
+        json_t *files = json_array(), *tl = json_array();
+        for (size_t i = 0; files && i < nf; i++) {
+            nf_writer_file f;
+            nf_writer_file_info(w, i, &f);
+            json_t *objs = json_array();
+            for (size_t k = 0; objs && k < p->nobjects; k++) {
+                const plan_object *o = &p->objects[k];
+                uint64_t a = nf_writer_object_offset(w, o->writer_index), b = a + nf_writer_object_bytes(w, o->writer_index);
+                if (a < f.logical_start + f.payload_bytes && b > f.logical_start) json_array_append_new(objs, json_string(o->id));
+            }
+            json_array_append_new(files, json_pack("{s:I,s:s,s:I,s:[I,I],s:o}", "file", (json_int_t)i, "path", f.path,
+                                                   "bytes", (json_int_t)f.size, "payload",
+                                                   (json_int_t)f.logical_start,
+                                                   (json_int_t)(f.logical_start + f.payload_bytes), "objects", objs));
+        }
+        for (size_t t = 0; tl && t < nt; t++) {
+            uint64_t bytes = 0;
+            json_t *fl = json_array();
+            for (size_t i = first[t]; i < end[t]; i++) {
+                nf_writer_file f;
+                nf_writer_file_info(w, i, &f);
+                bytes += f.size;
+                json_array_append_new(fl, json_integer((json_int_t)i));
+            }
+            json_array_append_new(tl, json_pack("{s:I,s:o,s:I}", "task", (json_int_t)t, "files", fl, "bytes",
+                                                (json_int_t)bytes));
+        }
+        json_t *objects = json_array();
+        for (size_t k = 0; objects && k < p->nobjects; k++) {
+            const plan_object *o = &p->objects[k];
+            json_t *srcs = json_array();
+            for (size_t m = 0; srcs && m < o->nmembers; m++) {
+                const plan_member *mb = &o->members[m];
+                json_array_append_new(srcs, json_pack("{s:s,s:s,s:I,s:I}", "tensor", mb->t->name, "file",
+                                                      nf_source_file_path(mb->source->src, mb->t->file), "offset",
+                                                      (json_int_t)mb->t->offset, "bytes", (json_int_t)mb->t->bytes));
+            }
+            json_array_append_new(objects, json_pack("{s:s,s:I,s:I,s:o}", "object", o->id, "offset",
+                                                     (json_int_t)nf_writer_object_offset(w, o->writer_index), "bytes",
+                                                     (json_int_t)nf_writer_object_bytes(w, o->writer_index), "sources",
+                                                     srcs ? srcs : json_array()));
+        }
+        root = json_pack("{s:i,s:s,s:s,s:s,s:s,s:O,s:o,s:o,s:o,s:o}", "ninfer_plan", PLAN_VERSION, "output",
+                         opt->output, "artifact_id", id, "fingerprint", fp, "cwd", cwd, "command", command, "inputs",
+                         inputs, "files", files, "tasks", tl, "objects", objects);
+        inputs = NULL;
+        if (!root) st = nomem(err);
+    }
+    if (st == NF_OK) st = put_json(plan_path, root, err);
+    if (st == NF_OK) *ntasks = nt;
+    json_decref(root);
+    json_decref(inputs);
+    free(first);
+    free(end);
+    nf_writer_free(w);
+    return st;
+}
+
+static const char *str_member(const json_t *o, const char *key) { return json_string_value(json_object_get(o, key)); }
+
+static bool u64_member(const json_t *o, const char *key, uint64_t *out)
+{
+    const json_t *v = json_object_get(o, key);
+    if (!json_is_integer(v) || json_integer_value(v) < 0) return false;
+    *out = (uint64_t)json_integer_value(v);
+    return true;
+}
+
+nf_status nf_scaleout_open(const char *plan_path, nf_scaleout **out, nf_error *err)
+{
+    nf_scaleout *s = calloc(1, sizeof *s);
+    if (!s || !(s->path = strdup(plan_path))) {
+        free(s);
+        return nomem(err);
+    }
+    nf_status st = load_json(plan_path, PLAN_MAX_BYTES, &s->root, err);
+    const json_t *r = s->root;
+    uint64_t version = 0;
+    const char *output = st == NF_OK ? str_member(r, "output") : NULL, *id = output ? str_member(r, "artifact_id") : NULL;
+    const char *fp = id ? str_member(r, "fingerprint") : NULL;
+    if (st == NF_OK && (!u64_member(r, "ninfer_plan", &version) || version != PLAN_VERSION))
+        st = nf_error_set(err, NF_ERR_INVALID, "%s: not a plan of this version (ninfer_plan must be %d)", MP(plan_path),
+                          PLAN_VERSION);
+    if (st == NF_OK && (!output || !*output || strlen(output) >= sizeof s->output || !is_hex(id, 32) || !is_hex(fp, 32) ||
+                        !json_is_object(json_object_get(r, "command")) || !json_is_array(json_object_get(r, "inputs")) ||
+                        !json_is_array(json_object_get(r, "files")) || !json_is_array(json_object_get(r, "tasks"))))
+        st = nf_error_set(err, NF_ERR_INVALID, "%s: a plan needs output, artifact_id (32 hex digits), fingerprint, "
+                          "command, inputs, files and tasks", MP(plan_path));
+    if (st == NF_OK) {
+        snprintf(s->output, sizeof s->output, "%s", output);
+        snprintf(s->fingerprint, sizeof s->fingerprint, "%s", fp);
+        for (int i = 0; i < 16; i++) {
+            unsigned v;
+            sscanf(id + 2 * i, "%2x", &v);
+            s->id[i] = (uint8_t)v;
+        }
+        s->command = json_object_get(r, "command");
+        s->nfiles = json_array_size(json_object_get(r, "files"));
+        s->ntasks = json_array_size(json_object_get(r, "tasks"));
+        s->task_first = calloc(s->ntasks ? s->ntasks : 1, sizeof *s->task_first);
+        s->task_end = calloc(s->ntasks ? s->ntasks : 1, sizeof *s->task_end);
+        if (!s->task_first || !s->task_end) st = nomem(err);
+        if (st == NF_OK && (s->ntasks == 0 || s->nfiles == 0))
+            st = nf_error_set(err, NF_ERR_INVALID, "%s: a plan has files and tasks", MP(plan_path));
+    }
+    /* the tasks: contiguous runs of files covering each file once, in order */
+    size_t next = 0;
+    for (size_t t = 0; st == NF_OK && t < s->ntasks; t++) {
+        const json_t *task = json_array_get(json_object_get(r, "tasks"), t);
+        const json_t *files = json_object_get(task, "files");
+        uint64_t tid = 0;
+        if (!u64_member(task, "task", &tid) || tid != t || !json_is_array(files) || json_array_size(files) == 0) {
+            st = nf_error_set(err, NF_ERR_INVALID, "%s: tasks[%zu] must be task %zu with a list of files", MP(plan_path), t, t);
+            break;
+        }
+        s->task_first[t] = next;
+        for (size_t k = 0; k < json_array_size(files); k++) {
+            const json_t *v = json_array_get(files, k);
+            if (!json_is_integer(v) || json_integer_value(v) != (json_int_t)next) {
+                st = nf_error_set(err, NF_ERR_INVALID, "%s: tasks[%zu].files[%zu] must be file %zu (tasks cover the "
+                                  "files in order)", MP(plan_path), t, k, next);
+                break;
+            }
+            next++;
+        }
+        s->task_end[t] = next;
+    }
+    if (st == NF_OK && next != s->nfiles)
+        st = nf_error_set(err, NF_ERR_INVALID, "%s: the tasks cover %zu of the %zu files", MP(plan_path), next, s->nfiles);
+    if (st != NF_OK) {
+        nf_scaleout_free(s);
+        return st;
+    }
+    *out = s;
+    return NF_OK;
+}
+
+const json_t *nf_scaleout_command(const nf_scaleout *s) { return s->command; }
+size_t nf_scaleout_task_count(const nf_scaleout *s) { return s->ntasks; }
+const char *nf_scaleout_output(const nf_scaleout *s) { return s->output; }
+const char *nf_scaleout_directory(const nf_scaleout *s) { return str_member(s->root, "cwd"); }
+void nf_scaleout_artifact_id(const nf_scaleout *s, uint8_t out[16]) { memcpy(out, s->id, 16); }
+
+void nf_scaleout_free(nf_scaleout *s)
+{
+    if (!s) return;
+    json_decref(s->root);
+    free(s->path);
+    free(s->task_first);
+    free(s->task_end);
+    free(s);
+}
+
+/* The plan rebuilt by this run lays out what the file says: same fingerprint, same files. */
+static nf_status check_layout(const nf_scaleout *s, const nf_writer *w, nf_error *err)
+{
+    char fp[33];
+    nf_writer_layout_digest(w, fp);
+    if (strcmp(fp, s->fingerprint) != 0 || nf_writer_file_count(w) != s->nfiles)
+        return nf_error_set(err, NF_ERR_INVALID, "%s: the recipe, sources or options now give another artifact than "
+                            "the plan's (fingerprint %s, the plan's %s); make the plan again", MP(s->path), fp,
+                            s->fingerprint);
+    return NF_OK;
+}
+
+/* ---------------------------------------------------------------- receipts */
+/* A binary64 exactly, infinities and NaN included (C99 %a). */
+static json_t *exact(double v)
+{
+    char buf[64];
+    snprintf(buf, sizeof buf, "%a", v);
+    return json_string(buf);
+}
+
+static bool exact_value(const json_t *v, double *out)
+{
+    const char *s = json_string_value(v);
+    if (!s || strlen(s) > 40) return false;
+    char *end;
+    *out = strtod(s, &end);
+    return end != s && *end == '\0';
+}
+
+static json_t *stats_json(const nf_errstats_summary *m)
+{
+    return json_pack("{s:I,s:I,s:o,s:o,s:o,s:o,s:o}", "count", (json_int_t)m->count, "skipped", (json_int_t)m->skipped,
+                     "max_abs", exact(m->max_abs), "sse", exact(m->sse), "ssx", exact(m->ssx), "rmse", exact(m->rmse),
+                     "snr_db", exact(m->snr_db));
+}
+
+static bool stats_of(const json_t *j, nf_errstats_summary *m)
+{
+    return json_is_object(j) && u64_member(j, "count", &m->count) && u64_member(j, "skipped", &m->skipped) &&
+           exact_value(json_object_get(j, "max_abs"), &m->max_abs) && exact_value(json_object_get(j, "sse"), &m->sse) &&
+           exact_value(json_object_get(j, "ssx"), &m->ssx) && exact_value(json_object_get(j, "rmse"), &m->rmse) &&
+           exact_value(json_object_get(j, "snr_db"), &m->snr_db);
+}
+
+/* XXH3-128 of a whole file, streamed. */
+static nf_status file_digest(const char *path, char out[33], nf_error *err)
+{
+    int fd = nf_io_open(path, O_RDONLY | O_NONBLOCK, 0);
+    if (fd < 0) return nf_error_errno(err, errno, "%s: cannot open", MP(path));
+    struct stat sb;
+    int e = nf_io_fstat(fd, &sb);
+    size_t chunk = (size_t)1 << 20;
+    uint8_t *buf = malloc(chunk);
+    nf_xxh3_stream *x = nf_xxh3_stream_new();
+    nf_status st = e ? nf_error_errno(err, e, "%s: cannot stat", MP(path)) : buf && x ? NF_OK : nomem(err);
+    for (uint64_t pos = 0; st == NF_OK && pos < (uint64_t)sb.st_size;) {
+        size_t n = (uint64_t)sb.st_size - pos < chunk ? (size_t)((uint64_t)sb.st_size - pos) : chunk;
+        if ((e = nf_io_pread_full(fd, buf, n, pos)) != 0) st = nf_error_errno(err, e, "%s: cannot read", MP(path));
+        else nf_xxh3_stream_update(x, buf, n);
+        pos += n;
+    }
+    nf_io_close(fd);
+    if (x) nf_xxh3_stream_final(x, out);
+    free(buf);
+    return st;
+}
+
+/* Does file i of w hold bytes of plan object k? */
+static bool in_file(const nf_plan *p, const nf_writer *w, size_t k, const nf_writer_file *f)
+{
+    size_t wi = p->objects[k].writer_index;
+    uint64_t a = nf_writer_object_offset(w, wi), b = a + nf_writer_object_bytes(w, wi);
+    return b > a && a < f->logical_start + f->payload_bytes && b > f->logical_start;
+}
+
+static nf_status write_receipt(const nf_plan *p, const nf_scaleout *s, const nf_writer *w, size_t task, size_t i,
+                               const char *staged, const nf_errstats_summary *sums, char (*checksums)[33],
+                               nf_error *err)
+{
+    nf_writer_file f;
+    nf_writer_file_info(w, i, &f);
+    const char *file = i == 0 ? staged : f.path;
+    char digest[33];
+    NF_TRY(file_digest(file, digest, err));
+    json_t *objs = json_array();
+    for (size_t k = 0; objs && k < p->nobjects; k++) {
+        if (!in_file(p, w, k, &f)) continue;
+        json_t *rec = json_pack("{s:s,s:s}", "object", p->objects[k].id, "checksum", checksums[k]);
+        if (rec && p->objects[k].kind == NF_OBJECT_TENSOR) json_object_set_new(rec, "stats", stats_json(&sums[k]));
+        json_array_append_new(objs, rec);
+    }
+    char *rp = receipt_path(&f, i, s->output);
+    json_t *r = json_pack("{s:i,s:s,s:I,s:I,s:s,s:I,s:s,s:o}", "ninfer_receipt", PLAN_VERSION, "plan", s->fingerprint,
+                          "task", (json_int_t)task, "file", (json_int_t)i, "path", file, "bytes", (json_int_t)f.size,
+                          "digest", digest, "objects", objs);
+    nf_status st = r && rp ? put_json(rp, r, err) : nomem(err);
+    json_decref(r);
+    free(rp);
+    return st;
+}
+
+/* Receipt of file i, checked against the plan and the file's size (NULL root when there is
+ * none: *why says what is wrong). */
+static nf_status read_receipt(const nf_scaleout *s, const nf_writer *w, size_t i, json_t **out, char *why, size_t whylen,
+                              nf_error *err)
+{
+    *out = NULL;
+    nf_writer_file f;
+    nf_writer_file_info(w, i, &f);
+    char *rp = receipt_path(&f, i, s->output);
+    if (!rp) return nomem(err);
+    struct stat sb;
+    if (stat(rp, &sb) != 0) {
+        snprintf(why, whylen, "%s: no receipt (%s)", MP(i == 0 ? s->output : f.path), MP(rp));
+        free(rp);
+        return NF_OK;
+    }
+    json_t *r = NULL;
+    nf_error local;
+    nf_status st = load_json(rp, RECEIPT_MAX_BYTES, &r, &local);
+    if (st == NF_ERR_NOMEM || st == NF_ERR_IO) {
+        if (err) *err = local;
+        free(rp);
+        return st;
+    }
+    uint64_t file = 0, bytes = 0;
+    if (st != NF_OK) {
+        snprintf(why, whylen, "%s", local.message);
+    } else if (!str_member(r, "plan") || strcmp(str_member(r, "plan"), s->fingerprint) != 0) {
+        snprintf(why, whylen, "%s: the receipt of another plan", MP(rp));
+    } else if (!u64_member(r, "file", &file) || file != i || !u64_member(r, "bytes", &bytes) || bytes != f.size ||
+               !is_hex(str_member(r, "digest"), 32) || !json_is_array(json_object_get(r, "objects"))) {
+        snprintf(why, whylen, "%s: not the receipt of file %zu of %llu bytes", MP(rp), i, (unsigned long long)f.size);
+    } else {
+        const char *file_path = i == 0 ? NULL : f.path;
+        char *staged = i == 0 ? with_suffix(s->output, ".entry-staged") : NULL;
+        const char *fpath = file_path ? file_path : staged;
+        if (!fpath || stat(fpath, &sb) != 0) snprintf(why, whylen, "%s: missing (its receipt is there)", MP(fpath ? fpath : "?"));
+        else if ((uint64_t)sb.st_size != f.size)
+            snprintf(why, whylen, "%s: %llu bytes, its receipt and the plan say %llu", MP(fpath),
+                     (unsigned long long)sb.st_size, (unsigned long long)f.size);
+        else {
+            *out = r;
+            r = NULL;
+        }
+        free(staged);
+    }
+    json_decref(r);
+    free(rp);
+    return NF_OK;
+}
+
+/* ---------------------------------------------------------------- a task */
+/* The output's entry exists: true (done) when it is this plan's artifact (its id), an error
+ * when another artifact is there. */
+static nf_status published_already(const nf_scaleout *s, bool *done, nf_error *err)
+{
+    *done = false;
+    struct stat sb;
+    if (nf_io_lstat(s->output, &sb) != 0) return NF_OK;
+    uint8_t hdr[32] = {0};
+    int fd = S_ISREG(sb.st_mode) ? nf_io_open(s->output, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0) : -1;
+    bool ours = fd >= 0 && nf_io_pread_full(fd, hdr, sizeof hdr, 0) == 0 && memcmp(hdr, "NINFER\0\3", 8) == 0 &&
+                memcmp(hdr + 16, s->id, 16) == 0;
+    if (fd >= 0) nf_io_close(fd);
+    if (ours) {
+        *done = true;
+        return NF_OK;
+    }
+    return nf_error_set(err, NF_ERR_INVALID, "%s: another artifact (or another file) is there; the tasks of a plan "
+                        "write an output that does not exist yet (remove it first)", MP(s->output));
+}
+
+static nf_status run_task(nf_plan *p, const nf_scaleout *s, size_t task, const nf_convert_options *opt, bool *skipped,
+                          nf_error *err)
+{
+    *skipped = false;
+    bool published = false;
+    NF_TRY(published_already(s, &published, err));
+    if (published) { /* assembled: every task is done */
+        *skipped = true;
+        return NF_OK;
+    }
+    nf_writer *w = NULL;
+    NF_TRY(nf_convert_writer(p, opt, &w, err));
+    nf_status st = check_layout(s, w, err);
+    if (st == NF_OK) st = check_inputs(p, s, err);
+    /* done already: every file of the task has a receipt of this plan and its size */
+    bool done = true;
+    for (size_t i = s->task_first[task]; st == NF_OK && done && i < s->task_end[task]; i++) {
+        json_t *r = NULL;
+        char why[1024];
+        st = read_receipt(s, w, i, &r, why, sizeof why, err);
+        done = r != NULL;
+        json_decref(r);
+    }
+    if (st == NF_OK && done) {
+        *skipped = true;
+        nf_writer_free(w);
+        return NF_OK;
+    }
+    size_t nf = nf_writer_file_count(w);
+    bool *sel = calloc(nf, sizeof *sel);
+    nf_errstats_summary *sums = calloc(p->nobjects ? p->nobjects : 1, sizeof *sums);
+    char(*checksums)[33] = calloc(p->nobjects ? p->nobjects : 1, sizeof *checksums);
+    char *staged = with_suffix(s->output, ".entry-staged");
+    if (st == NF_OK && (!sel || !sums || !checksums || !staged)) st = nomem(err);
+    for (size_t i = s->task_first[task]; st == NF_OK && i < s->task_end[task]; i++) sel[i] = true;
+    if (st == NF_OK) st = nf_writer_select_files(w, sel, err);
+    if (st == NF_OK) st = nf_convert_task(p, w, opt, staged, sums, checksums, err);
+    /* the receipts last: a file with one is done */
+    for (size_t i = s->task_first[task]; st == NF_OK && i < s->task_end[task]; i++)
+        st = write_receipt(p, s, w, task, i, staged, sums, checksums, err);
+    free(sel);
+    free(sums);
+    free(checksums);
+    free(staged);
+    nf_writer_free(w);
+    return st;
+}
+
+nf_status nf_scaleout_task(nf_plan *p, const nf_scaleout *s, size_t task, const nf_convert_options *opt, bool *skipped,
+                           nf_error *err)
+{
+    if (task >= s->ntasks)
+        return nf_error_set(err, NF_ERR_INVALID, "%s: no task %zu (the plan has tasks 0 to %zu)", MP(s->path), task,
+                            s->ntasks - 1);
+    nf_status st = run_task(p, s, task, opt, skipped, err);
+    return st == NF_OK ? st : nf_error_forward(err, st, "task %zu", task);
+}
+
+/* ---------------------------------------------------------------- assemble */
+/* The task that writes file i. */
+static size_t task_of(const nf_scaleout *s, size_t i)
+{
+    for (size_t t = 0; t < s->ntasks; t++)
+        if (i >= s->task_first[t] && i < s->task_end[t]) return t;
+    return 0;
+}
+
+nf_status nf_scaleout_assemble(nf_plan *p, const nf_scaleout *s, const nf_convert_options *opt, bool verify,
+                               nf_error *err)
+{
+    nf_writer *w = NULL;
+    NF_TRY(nf_convert_writer(p, opt, &w, err));
+    nf_status st = check_layout(s, w, err);
+    size_t n = p->nobjects;
+    nf_errstats_summary *sums = calloc(n ? n : 1, sizeof *sums);
+    char(*sum_hex)[33] = calloc(n ? n : 1, sizeof *sum_hex);
+    const char **checksums = calloc(n ? n : 1, sizeof *checksums);
+    bool *have = calloc(n ? n : 1, sizeof *have);
+    char *staged = with_suffix(s->output, ".entry-staged");
+    if (st == NF_OK && (!sums || !sum_hex || !checksums || !have || !staged)) st = nomem(err);
+    for (size_t i = 0; st == NF_OK && i < s->nfiles; i++) {
+        json_t *r = NULL;
+        char why[1024] = "";
+        st = read_receipt(s, w, i, &r, why, sizeof why, err);
+        if (st == NF_OK && !r) {
+            st = nf_error_set(err, NF_ERR_INVALID, "%s; rerun task %zu", why, task_of(s, i));
+            break;
+        }
+        if (st == NF_OK && verify) {
+            nf_writer_file f;
+            nf_writer_file_info(w, i, &f);
+            char d[33];
+            st = file_digest(i == 0 ? staged : f.path, d, err);
+            if (st == NF_OK && strcmp(d, str_member(r, "digest")) != 0)
+                st = nf_error_set(err, NF_ERR_INVALID, "%s: its bytes are not those its receipt records; rerun task %zu",
+                                  MP(i == 0 ? staged : f.path), task_of(s, i));
+        }
+        /* every object's checksum and statistics: from each receipt that lists it, all agreeing */
+        const json_t *objs = r ? json_object_get(r, "objects") : NULL;
+        for (size_t k = 0; st == NF_OK && k < json_array_size(objs); k++) {
+            const json_t *o = json_array_get(objs, k);
+            const char *id = str_member(o, "object"), *sum = str_member(o, "checksum");
+            size_t idx = n;
+            for (size_t q = 0; id && q < n; q++)
+                if (strcmp(p->objects[q].id, id) == 0) {
+                    idx = q;
+                    break;
+                }
+            nf_errstats_summary m = {0};
+            bool tensor = idx < n && p->objects[idx].kind == NF_OBJECT_TENSOR;
+            if (idx == n || !is_hex(sum, 32) || (tensor && !stats_of(json_object_get(o, "stats"), &m))) {
+                st = nf_error_set(err, NF_ERR_INVALID, "receipt of file %zu: objects[%zu] is not an object of the plan "
+                                  "with a checksum%s; rerun task %zu", i, k, tensor ? " and statistics" : "", task_of(s, i));
+                break;
+            }
+            if (have[idx] && (strcmp(sum_hex[idx], sum) != 0 || memcmp(&sums[idx], &m, sizeof m) != 0)) {
+                st = nf_error_set(err, NF_ERR_INVALID, "object '%s': the receipts of two files disagree on it; rerun task "
+                                  "%zu", id, task_of(s, i));
+                break;
+            }
+            memcpy(sum_hex[idx], sum, 33);
+            sums[idx] = m;
+            have[idx] = true;
+        }
+        json_decref(r);
+    }
+    for (size_t k = 0; st == NF_OK && k < n; k++) {
+        if (!have[k]) st = nf_error_set(err, NF_ERR_INVALID, "object '%s': no receipt lists it", p->objects[k].id);
+        checksums[k] = sum_hex[k];
+    }
+    if (st == NF_OK) st = nf_convert_assemble(p, w, opt, staged, sums, checksums, err);
+    /* published: the receipts have done their work (best effort) */
+    for (size_t i = 0; st == NF_OK && i < s->nfiles; i++) {
+        nf_writer_file f;
+        nf_writer_file_info(w, i, &f);
+        char *rp = receipt_path(&f, i, s->output);
+        if (rp) nf_io_unlink(rp);
+        free(rp);
+    }
+    free(sums);
+    free(sum_hex);
+    free(checksums);
+    free(have);
+    free(staged);
+    nf_writer_free(w);
+    return st;
+}

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# Scale-out (docs/scale-out.md): plan -> tasks (any order, any grouping, killed, duplicated) ->
+# assemble gives byte for byte the files of one run of the same command, and every refusal says
+# what to rerun, exits 1 and publishes nothing.
+. "$(dirname "$0")/lib.sh" "$@"
+
+conv=$bin/ninfer-convert
+mkdir "$work/w" && cd "$work/w" || exit 1 # ($work/out and $work/err are run's)
+"$bin/ninfer-gen-checkpoint" ck --hidden 256 --kv-hidden 256 --intermediate 512 --layers 2 --vocab 64 >/dev/null
+id=00112233445566778899aabbccddeeff
+args=(ck -o out/m.ninfer --format q8_g32_fp16 --max-file-bytes 40000 --artifact-id $id)
+
+# the reference: one run, set aside
+mkdir out
+"$conv" "${args[@]}" -q || bad "the one-machine run failed"
+mv out ref
+nfiles=$(ls ref | grep -c '^m.ninfer')
+same_as_ref() { # LABEL: out/ holds exactly ref/'s files, byte for byte
+    local d=0
+    for f in ref/*; do cmp -s "$f" "out/${f#ref/}" || { d=1; bad "$1: out/${f#ref/} differs from the one-machine run"; }; done
+    [ "$(ls out | sort)" = "$(ls ref | sort)" ] || { d=1; bad "$1: out/ holds $(ls out | tr '\n' ' '), not $(ls ref | tr '\n' ' ')"; }
+    [ $d -eq 0 ] && ok
+}
+
+# 7 tasks in a scrambled order, one thread each; then assemble
+mkdir out
+run 0 "$conv" "${args[@]}" --plan-out plan.json --tasks 7
+check test "$(cat "$work/out")" = 7
+for t in 6 3 0 5 1 4 2; do run 0 "$conv" --plan plan.json --task $t -j 1 -q; done
+ls out | grep -q '^m.ninfer$' && bad "the entry exists before --assemble" || ok
+run 0 "$conv" --plan plan.json --assemble --verify -q
+same_as_ref "7 tasks"
+
+# one task per part (the default), all on this machine; --json gives the count
+rm -rf out && mkdir out
+run 0 "$conv" "${args[@]}" --plan-out plan.json --json
+check python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["tasks"] == int(sys.argv[2]), d' "$work/out" $((nfiles - 1))
+run 0 "$conv" --plan plan.json --task all -q
+run 0 "$conv" --plan plan.json --task all
+contains "$work/err" "task 0 of $((nfiles - 1)) was done already"
+run 0 "$conv" --plan plan.json --assemble -q
+same_as_ref "--task all"
+# more tasks than parts: one per part
+run 0 "$conv" "${args[@]}" -o out2/m.ninfer --plan-out plan2.json --tasks 1000000
+check test "$(cat "$work/out")" = $((nfiles - 1))
+
+# refusals: exit 1, a message naming the task to rerun, nothing published
+rm -rf out && mkdir out
+run 0 "$conv" "${args[@]}" --plan-out plan.json --tasks 3 -q
+run 1 "$conv" --plan plan.json --task 3
+contains "$work/err" "no task 3 (the plan has tasks 0 to 2)"
+run 2 "$conv" --plan plan.json --task x
+run 2 "$conv" --plan plan.json --task 0 -o elsewhere.ninfer
+run 0 "$conv" --plan plan.json --task 0 -q
+run 0 "$conv" --plan plan.json --task 2 -q
+run 1 "$conv" --plan plan.json --assemble
+contains "$work/err" "rerun task 1"
+check test ! -e out/m.ninfer
+# a task killed at any point leaves nothing a rerun takes for done
+( "$conv" --plan plan.json --task 1 -j 1 -q & p=$!; sleep 0.05; kill -KILL $p; wait $p ) 2>/dev/null
+run 0 "$conv" --plan plan.json --task 1 --remove-stale -q
+check test -z "$(ls -A out | grep '\.tmp$')"
+# a receipt that lies about its part: refused; --verify reads the bytes
+cp out/m.ninfer.part-0001.receipt.json lie.json
+python3 - out/m.ninfer.part-0001.receipt.json <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1])); r["bytes"] += 1; json.dump(r, open(sys.argv[1], "w"))
+PY
+run 1 "$conv" --plan plan.json --assemble
+contains "$work/err" "not the receipt of file 1"
+cp lie.json out/m.ninfer.part-0001.receipt.json
+printf 'X' | dd of=out/m.ninfer.part-0001 bs=1 seek=5000 conv=notrunc 2>/dev/null
+run 1 "$conv" --plan plan.json --assemble --verify
+contains "$work/err" "its bytes are not those its receipt records; rerun task"
+check test ! -e out/m.ninfer
+rm out/m.ninfer.part-0001.receipt.json
+run 0 "$conv" --plan plan.json --task all # redoes the task of the part without a receipt
+lacks "$work/err" "without its entry" # the parts of a plan in progress are no interrupted publication
+# a part of another artifact (another id): refused by its header
+run 0 "$conv" "${args[@]}" -o other/m.ninfer --artifact-id ffeeddccbbaa99887766554433221100 --plan-out other.json --tasks 3 -q
+mkdir -p other
+run 0 "$conv" --plan other.json --task all -q
+cp out/m.ninfer.part-0002 keep.part
+cp other/m.ninfer.part-0002 out/m.ninfer.part-0002
+run 1 "$conv" --plan plan.json --assemble
+contains "$work/err" "is not part 2 of this artifact"
+cp keep.part out/m.ninfer.part-0002
+# two runs of one task at once: both finish, the bytes are the same
+for i in $(python3 -c 'import json; print(*json.load(open("plan.json"))["tasks"][1]["files"])'); do
+    rm out/m.ninfer.part-$(printf %04d $i).receipt.json
+done
+"$conv" --plan plan.json --task 1 -q & p1=$!
+"$conv" --plan plan.json --task 1 -q & p2=$!
+wait $p1 && wait $p2 && ok || bad "two concurrent runs of task 2 did not both succeed"
+run 0 "$conv" --plan plan.json --assemble -q
+same_as_ref "killed, lied to, duplicated"
+# once assembled, a task run again (a requeued array task) has nothing to do; another artifact
+# in the output's place is refused
+run 0 "$conv" --plan plan.json --task 0
+contains "$work/err" "task 0 of 3 was done already"
+run 0 "$conv" "${args[@]}" --artifact-id ffeeddccbbaa99887766554433221100 --plan-out plan3.json -q
+run 1 "$conv" --plan plan3.json --task 0
+contains "$work/err" "another artifact (or another file) is there"
+
+# sources changed after the plan: a task refuses to run
+rm -rf out && mkdir out
+run 0 "$conv" "${args[@]}" --plan-out plan.json -q
+cp ck/model.safetensors ck.orig
+printf '\001' | dd of=ck/model.safetensors bs=1 seek=$(( $(stat -c %s ck/model.safetensors) - 10 )) conv=notrunc 2>/dev/null
+run 1 "$conv" --plan plan.json --task 0
+contains "$work/err" "changed since the plan was made"
+cp ck.orig ck/model.safetensors
+# the plan is untrusted input too
+printf '{"ninfer_plan": 1, "output": "x"}' >bad.json
+run 1 "$conv" --plan bad.json --task 0
+printf 'not json' >bad.json
+run 1 "$conv" --plan bad.json --assemble
+contains "$work/err" "bad.json:1:"
+finish test_scaleout
