@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "common/io.h"
+#include "common/strset.h"
 #include "container/container_module.h"
 #include "convert/convert_impl.h"
 
@@ -725,6 +726,9 @@ nf_status nf_scaleout_assemble(nf_plan *p, const nf_scaleout *s, const nf_conver
     bool *have = calloc(n ? n : 1, sizeof *have);
     char *staged = with_suffix(s->output, ".entry-staged");
     if (st == NF_OK && (!sums || !sum_hex || !checksums || !have || !staged)) st = nomem(err);
+    nf_strset ids = {0}; /* object id -> plan index: receipts name objects by id */
+    for (size_t k = 0; st == NF_OK && k < n; k++)
+        if (nf_strset_insert(&ids, p->objects[k].id, NULL, k, NULL) < 0) st = nomem(err);
     for (size_t i = 0; st == NF_OK && i < s->nfiles; i++) {
         json_t *r = NULL;
         char why[1024] = "";
@@ -748,11 +752,7 @@ nf_status nf_scaleout_assemble(nf_plan *p, const nf_scaleout *s, const nf_conver
             const json_t *o = json_array_get(objs, k);
             const char *id = str_member(o, "object"), *sum = str_member(o, "checksum");
             size_t idx = n;
-            for (size_t q = 0; id && q < n; q++)
-                if (strcmp(p->objects[q].id, id) == 0) {
-                    idx = q;
-                    break;
-                }
+            if (!id || !nf_strset_find(&ids, id, NULL, &idx)) idx = n;
             nf_errstats_summary m = {0};
             bool tensor = idx < n && p->objects[idx].kind == NF_OBJECT_TENSOR;
             if (idx == n || !is_hex(sum, 32) || (tensor && !stats_of(json_object_get(o, "stats"), &m))) {
@@ -784,6 +784,7 @@ nf_status nf_scaleout_assemble(nf_plan *p, const nf_scaleout *s, const nf_conver
         if (rp) nf_io_unlink(rp);
         free(rp);
     }
+    nf_strset_free(&ids);
     free(sums);
     free(sum_hex);
     free(checksums);
