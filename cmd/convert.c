@@ -577,11 +577,14 @@ static int plan_mode(const nf_cli *cli, const convert_opts *given)
         goto out;
     }
     bool done = false;
-    if ((rc = nf_cli_parse(&sub, &program, (int)n + 1, args, &opts, &done)) != NF_EXIT_OK || done) {
-        if (rc == NF_EXIT_OK) rc = NF_EXIT_INVALID;
+    rc = nf_cli_parse(&sub, &program, (int)n + 1, args, &opts, &done);
+    sub_parsed = true;
+    if (rc != NF_EXIT_OK || done) {
+        /* a plan whose command is no conversion: the plan is what is invalid */
+        rc = nf_cli_error(cli, NF_ERR_INVALID, "%s: its command is not one ninfer-convert runs",
+                          nf_cli_name(given->plan).s);
         goto out;
     }
-    sub_parsed = true;
     sub.verbosity = cli->verbosity;
     sub.json = cli->json;
     sub.progress = cli->progress;

@@ -22,6 +22,11 @@ same_as_ref() { # LABEL: out/ holds exactly ref/'s files, byte for byte
     [ $d -eq 0 ] && ok
 }
 
+# a plan checks what a run checks: an existing output is refused (its tasks could not write it)
+run 3 "$conv" "${args[@]}" -o ref/m.ninfer --plan-out refplan.json
+contains "$work/err" "exists"
+check test ! -e refplan.json
+
 # 7 tasks in a scrambled order, one thread each; then assemble
 mkdir out
 run 0 "$conv" "${args[@]}" --plan-out plan.json --tasks 7
@@ -47,6 +52,7 @@ check test "$(cat "$work/out")" = $((nfiles - 1))
 # refusals: exit 1, a message naming the task to rerun, nothing published
 rm -rf out && mkdir out
 run 0 "$conv" "${args[@]}" --plan-out plan.json --tasks 3 -q
+run 0 "$conv" "${args[@]}" --artifact-id ffeeddccbbaa99887766554433221100 --plan-out plan3.json -q # (below)
 run 1 "$conv" --plan plan.json --task 3
 contains "$work/err" "no task 3 (the plan has tasks 0 to 2)"
 run 2 "$conv" --plan plan.json --task x
@@ -98,7 +104,6 @@ same_as_ref "killed, lied to, duplicated"
 # in the output's place is refused
 run 0 "$conv" --plan plan.json --task 0
 contains "$work/err" "task 0 of 3 was done already"
-run 0 "$conv" "${args[@]}" --artifact-id ffeeddccbbaa99887766554433221100 --plan-out plan3.json -q
 run 1 "$conv" --plan plan3.json --task 0
 contains "$work/err" "another artifact (or another file) is there"
 

@@ -80,6 +80,9 @@ nf_status nf_convert_words_values(const nf_geometry *g, const nf_words *w, uint6
 
 /* ---------------------------------------------------------------- scale-out (execute.c)
  * The pieces scaleout.c assembles into plan, task and assemble (docs/scale-out.md). */
+/* What a run checks of its outputs before it writes (the output is no input, the report's
+ * place), and that the output does not exist yet: a plan's tasks never write under an artifact. */
+nf_status nf_convert_check_outputs(const nf_plan *p, const nf_convert_options *opt, nf_error *err);
 /* p's writer, every object planned and laid out (nothing created). */
 nf_status nf_convert_writer(nf_plan *p, const nf_convert_options *opt, nf_writer **out, nf_error *err);
 /* A task: w laid out with its selection; its objects encoded, its files staged (the entry to

@@ -1007,6 +1007,24 @@ static nf_status plan_writer(nf_plan *p, const nf_convert_options *opt, nf_write
     return NF_OK;
 }
 
+nf_status nf_convert_check_outputs(const nf_plan *p, const nf_convert_options *opt, nf_error *err)
+{
+    size_t rlen = strlen(opt->output) + sizeof ".conversion.json";
+    char *report_path = malloc(rlen);
+    if (!report_path) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    snprintf(report_path, rlen, "%s.conversion.json", opt->output);
+    input_set in = {0};
+    nf_status st = collect_inputs(p, &in, err);
+    if (st == NF_OK) st = prepare_outputs(&in, opt, report_path, err);
+    free(in.v);
+    free(report_path);
+    struct stat sb;
+    if (st == NF_OK && nf_io_lstat(opt->output, &sb) == 0)
+        st = nf_error_errno(err, EEXIST, "%s: the tasks of a plan write an output that does not exist yet; remove it "
+                            "first", MP(opt->output));
+    return st;
+}
+
 nf_status nf_convert_writer(nf_plan *p, const nf_convert_options *opt, nf_writer **out, nf_error *err)
 {
     nf_writer *w = NULL;

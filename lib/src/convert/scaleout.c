@@ -302,6 +302,7 @@ nf_status nf_scaleout_plan(nf_plan *p, const nf_convert_options *opt, size_t tas
 {
     if (!opt->artifact_id)
         return nf_error_set(err, NF_ERR_USAGE, "a plan fixes the artifact id: give one (random, given or derived)");
+    NF_TRY(nf_convert_check_outputs(p, opt, err));
     nf_writer *w = NULL;
     NF_TRY(nf_convert_writer(p, opt, &w, err));
     size_t nf = nf_writer_file_count(w);
