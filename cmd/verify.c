@@ -1,5 +1,6 @@
 /* ninfer-verify: structural, word-level and checksum validation of .ninfer artifacts, with an
  * exit status for CI (docs/ninfer-verify.md, "Exit status"). */
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,13 @@ typedef struct verify_opts {
     nf_cli_recipe_args ra; /* with --recipe: --source, --allow-path, --allow-env */
     unsigned threads;      /* 0: every core */
     bool require_checksums;
+    const char *plan, *task; /* --plan PLAN.json --task I|all (docs/ninfer-verify.md, "One task of a plan") */
+    /* resolved from them: the plan, the task (all: every task), the ids of its objects */
+    nf_scaleout *scaleout;
+    bool all_tasks;
+    size_t task_index;
+    const char **ids;
+    size_t nids;
 } verify_opts;
 
 static const nf_option options[] = {
@@ -39,6 +47,11 @@ static const nf_option options[] = {
                     "SOURCE and --source paths; repeatable)"),
     NF_OPT_LIST_ROW(verify_opts, ra.allow_env, ra.nallow_env, NF_CHECK_NONEMPTY, "a variable name", "allow-env", 0,
                     "NAME", "with --recipe: let ${NAME} in the recipe's paths expand (repeatable)"),
+    NF_OPT_STRING_ROW(verify_opts, plan, "plan", 0, "PLAN.json",
+                      "with --against and --task: the scale-out plan the artifact was converted by"),
+    NF_OPT_STRING_ROW(verify_opts, task, "task", 0, "I",
+                      "with --plan: re-derive only the objects of task I (0-based; structure of the whole artifact, "
+                      "no words or checksums levels), or of every task (all: the usual levels too)"),
     NF_OPT_UINT_ROW(verify_opts, threads, 1, NF_CLI_MAX_THREADS, NULL, "threads", 'j', "N",
                     "check objects on N threads (default: every core); the report is the same for any N"),
     NF_OPT_END,
@@ -48,7 +61,8 @@ static const nf_program program = {
     "ninfer-verify",
     "ninfer-verify FILE... [--json] [--quick | --require-checksums] [--threads N]\n"
     "                     [--against SOURCE [--recipe R.yaml [--source NAME=PATH]... [--allow-path DIR]...\n"
-    "                                        [--allow-env NAME]...]]",
+    "                                        [--allow-env NAME]...]\n"
+    "                                       [--plan PLAN.json --task I|all]]",
     "Check .ninfer artifacts: structure (framing, JSON directory, files, object ranges, encoded\n"
     "sizes, references), words (every code and scale legal for its format, canonical padding, zero\n"
     "gaps between objects, after the JSON directory and in continuation headers) and checksums\n"
@@ -66,7 +80,8 @@ static const nf_program program = {
     "  ninfer-verify --json model.ninfer > verdict.json\n"
     "  ninfer-verify model.ninfer --against ./MyModel   # re-derive every tensor\n"
     "  ninfer-verify model.ninfer --against ./MyModel --recipe recipes/q4-imatrix.yaml \\\n"
-    "      --source imatrix=./imatrix.gguf\n",
+    "      --source imatrix=./imatrix.gguf\n"
+    "  ninfer-verify out/model.ninfer --against ./MyModel --plan plan.json --task 17   # one task's objects\n",
 };
 
 /* ---------------------------------------------------------------- --against
@@ -122,8 +137,21 @@ static nf_status verify_against(const char *path, const verify_opts *vo, nf_veri
             .allow_env = vo->ra.allow_env,
             .nallow_env = vo->ra.nallow_env,
             .threads = vo->threads,
+            .objects = vo->scaleout ? vo->ids : NULL,
+            .nobjects = vo->nids,
         };
-        st = nf_verify_against(a, &o, r, res, err);
+        if (vo->scaleout) { /* the plan of another artifact would name other objects' bytes */
+            uint8_t id[16];
+            char want[33], have[33];
+            nf_scaleout_artifact_id(vo->scaleout, id);
+            for (int i = 0; i < 16; i++) snprintf(want + 2 * i, 3, "%02x", id[i]);
+            nf_artifact_id_hex(a, have);
+            if (strcmp(want, have) != 0)
+                st = nf_verify_report_add(r, NULL, "against", "the artifact's id %s is not the plan's %s (%s is the "
+                                          "plan of another artifact)", have, want, nf_cli_name(vo->plan).s);
+        }
+        if (st == NF_OK) st = nf_verify_against(a, &o, r, res, err);
+        else nf_error_set(err, st, "out of memory");
         nf_artifact_close(a);
     }
     sources_free(sources, vo->ra.nsources);
@@ -142,6 +170,10 @@ static json_t *against_json(const verify_opts *vo, const nf_verify_against_resul
                           (json_int_t)res->objects_rederived, "resources_not_compared", ids);
     if (j && vo->recipe)
         json_object_set_new(j, "recipe_matches_provenance", json_boolean(res->recipe_matches_provenance == 1));
+    if (j && vo->scaleout) {
+        json_object_set_new(j, "plan", nf_cli_json_cstr(vo->plan));
+        json_object_set_new(j, "task", vo->all_tasks ? json_string("all") : json_integer((json_int_t)vo->task_index));
+    }
     return j;
 }
 
@@ -183,6 +215,10 @@ static void print_human(const nf_cli *cli, const char *path, const nf_verify_rep
             size_t skipped = res->nresources_not_compared;
             printf("; %zu tensors re-derived from %s", res->objects_rederived, nf_cli_name(vo->against).s);
             if (skipped) printf(", %zu resource%s not compared", skipped, skipped == 1 ? "" : "s");
+        }
+        if (res && vo->scaleout) {
+            if (vo->all_tasks) printf(", every task of %s", nf_cli_name(vo->plan).s);
+            else printf(", task %zu of %s", vo->task_index, nf_cli_name(vo->plan).s);
         }
         printf(")\n");
         return;
@@ -260,6 +296,52 @@ static int check_args(const nf_cli *cli, const verify_opts *vo)
         return nf_cli_usage(cli, "--source, --allow-path and --allow-env go with --recipe R.yaml: they say what the "
                                  "recipe may read and expand");
     if (cli->npositional == 0) return nf_cli_usage(cli, "no artifact given");
+    if ((vo->plan || vo->task) && !(vo->plan && vo->task && vo->against))
+        return nf_cli_usage(cli, "--plan PLAN.json and --task I (or all) go together, with --against SOURCE");
+    if (vo->plan && cli->npositional != 1)
+        return nf_cli_usage(cli, "--plan goes with one artifact (the plan's)");
+    if (vo->task && strcmp(vo->task, "all") != 0) {
+        char *end = NULL;
+        errno = 0;
+        unsigned long long v = strtoull(vo->task, &end, 10);
+        if (!*vo->task || *end || errno || vo->task[0] == '-' || vo->task[0] == '+' || v > SIZE_MAX)
+            return nf_cli_usage(cli, "--task takes a task number (0-based) or all, not '%s'", nf_cli_name(vo->task).s);
+        if (vo->require_checksums)
+            return nf_cli_usage(cli, "--require-checksums needs the checksums level, which --task I does not run "
+                                     "(verify the whole artifact once, or use --task all)");
+    }
+    return NF_EXIT_OK;
+}
+
+/* --plan PLAN --task I|all: the plan read, the ids of the task's objects (every task's for all);
+ * a task I checks the structure of the whole artifact and re-derives its objects only. */
+static int resolve_task(const nf_cli *cli, verify_opts *vo)
+{
+    nf_error err;
+    if (nf_scaleout_open(vo->plan, &vo->scaleout, &err) != NF_OK) return nf_cli_report(cli, &err);
+    vo->all_tasks = strcmp(vo->task, "all") == 0;
+    if (!vo->all_tasks) {
+        vo->task_index = (size_t)strtoull(vo->task, NULL, 10);
+        vo->level = NF_VERIFY_STRUCTURE;
+        if (nf_scaleout_task_objects(vo->scaleout, vo->task_index, &vo->ids, &vo->nids, &err) != NF_OK)
+            return nf_cli_report(cli, &err);
+        return NF_EXIT_OK;
+    }
+    for (size_t t = 0; t < nf_scaleout_task_count(vo->scaleout); t++) {
+        const char **ids = NULL;
+        size_t n = 0;
+        if (nf_scaleout_task_objects(vo->scaleout, t, &ids, &n, &err) != NF_OK) return nf_cli_report(cli, &err);
+        const char **all = realloc(vo->ids, (vo->nids + n + 1) * sizeof *all);
+        if (!all) {
+            free(ids);
+            return nf_cli_error(cli, NF_ERR_NOMEM, "out of memory");
+        }
+        /* an object spanning two tasks is listed twice: nf_verify_against takes each id once */
+        memcpy(all + vo->nids, ids, n * sizeof *ids);
+        vo->ids = all;
+        vo->nids += n;
+        free(ids);
+    }
     return NF_EXIT_OK;
 }
 
@@ -271,7 +353,10 @@ int main(int argc, char **argv)
     bool done = false;
     int rc = nf_cli_parse(&cli, &program, argc, argv, &vo, &done);
     if (rc == NF_EXIT_OK && !done) rc = check_args(&cli, &vo);
+    if (rc == NF_EXIT_OK && !done && vo.plan) rc = resolve_task(&cli, &vo);
     if (rc == NF_EXIT_OK && !done) rc = verify_files(&cli, &vo);
+    free(vo.ids);
+    nf_scaleout_free(vo.scaleout);
     nf_cli_free(&cli);
     nf_cli_recipe_args_free(&vo.ra);
     return rc;

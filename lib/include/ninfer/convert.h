@@ -108,6 +108,12 @@ typedef struct nf_verify_against_opts {
     const char *const *allow_env;
     size_t nallow_env;
     unsigned threads;    /* 0: every online core; the report is the same for any count */
+    /* Only these objects (ids of the artifact; e.g. one scale-out task's, nf_scaleout_task_objects):
+     * NULL re-derives every object; otherwise only the nobjects ids listed (0 of them: none) are
+     * re-derived and compared, an id the artifact has not is a problem, and the artifact's other
+     * objects are neither compared nor reported.  Added last, after threads. */
+    const char *const *objects;
+    size_t nobjects;
 } nf_verify_against_opts;
 
 /* What was compared besides the problems (ninfer-verify prints it). */
@@ -168,6 +174,13 @@ NF_API nf_status nf_scaleout_task(nf_plan *p, const nf_scaleout *s, size_t task,
  * rerun, and nothing is published. */
 NF_API nf_status nf_scaleout_assemble(nf_plan *p, const nf_scaleout *s, const nf_convert_options *opt, bool verify,
                                       nf_error *err);
+/* The object ids with bytes in the files of task `task` (the union of their "objects" in the
+ * plan, each once, in the plan's order): *ids is a malloc'd array of *nids strings borrowed from
+ * s (valid until nf_scaleout_free; free the array only).  NF_ERR_INVALID for a task out of range
+ * or a file without a list of ids.  For nf_verify_against_opts.objects (ninfer-verify --plan
+ * --task, docs/ninfer-verify.md). */
+NF_API nf_status nf_scaleout_task_objects(const nf_scaleout *s, size_t task, const char ***ids, size_t *nids,
+                                          nf_error *err);
 
 /* ---------------------------------------------------------------- files of killed runs */
 /* What an interrupted conversion (SIGKILL, power loss: nothing can clean up) may leave for

@@ -28,6 +28,8 @@
 
 #include <ninfer/ninfer.h>
 
+#include "convert/convert_impl.h"
+
 /* Problems of check "against" go to the report; the first one that cannot be stored makes the
  * whole call NF_ERR_NOMEM (a report missing a problem would be a wrong verdict). */
 typedef struct against_sink {
@@ -83,6 +85,30 @@ static void derived_free(derived *d)
     free(d->groups);
     json_decref(d->config);
 }
+
+/* opts->objects as a set of ids (*out NULL: every object), each id the artifact has not a
+ * problem.  The ids are borrowed (json_object_set only copies keys). */
+static nf_status filter_of(nf_artifact *a, const nf_verify_against_opts *o, json_t **out, against_sink *s,
+                           nf_error *err)
+{
+    *out = NULL;
+    if (!o->objects) return NF_OK;
+    json_t *want = json_object();
+    if (!want) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < o->nobjects; i++) {
+        const char *id = o->objects[i];
+        if (!id || json_object_get(want, id)) continue;
+        if (json_object_set_new(want, id, json_true()) != 0) {
+            json_decref(want);
+            return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        }
+        if (!nf_artifact_find(a, id)) add_against(s, id, "asked for, but the artifact has no such object");
+    }
+    *out = want;
+    return NF_OK;
+}
+
+static bool wanted(const json_t *want, const char *id) { return !want || json_object_get(want, id) != NULL; }
 
 /* Can this record be re-derived from SOURCE alone?  NULL when yes, else why not (into why). */
 static const char *record_problem(const nf_object *o, const json_t *rec, const nf_source *src, const char *source,
@@ -150,8 +176,8 @@ static const char *record_problem(const nf_object *o, const json_t *rec, const n
  * tensors (checked above), so none is read as a glob or a regular expression; nothing holds a
  * path but the command line's SOURCE, and the one component has an empty literal config, so no
  * config.json or resource is read either. */
-static nf_status derive_recipe(nf_artifact *a, const char *source, const nf_source *src, derived *d,
-                               against_sink *s, nf_error *err)
+static nf_status derive_recipe(nf_artifact *a, const char *source, const nf_source *src, const json_t *want,
+                               derived *d, against_sink *s, nf_error *err)
 {
     memset(d, 0, sizeof *d);
     const json_t *prov = json_object_get(nf_artifact_directory(a), "provenance");
@@ -178,7 +204,7 @@ static nf_status derive_recipe(nf_artifact *a, const char *source, const nf_sour
     d->recipe.nrules = 1;
     for (size_t i = 0; i < n; i++) {
         const nf_object *o = nf_artifact_object(a, i);
-        if (o->kind != NF_OBJECT_TENSOR) continue;
+        if (o->kind != NF_OBJECT_TENSOR || !wanted(want, o->id)) continue;
         const json_t *rec = objs ? json_object_get(objs, o->id) : NULL;
         char why[4 * NF_ERROR_MESSAGE_MAX];
         if (!json_is_object(rec)) {
@@ -291,7 +317,12 @@ nf_status nf_verify_against(nf_artifact *a, const nf_verify_against_opts *opts, 
     nf_plan *plan = NULL;
     derived d;
     memset(&d, 0, sizeof d);
-    nf_status st = NF_OK;
+    json_t *want = NULL;
+    nf_status st = filter_of(a, opts, &want, &sink, err);
+    if (st != NF_OK) {
+        if (err_out) *err_out = local;
+        return st;
+    }
     if (recipe_path) {
         st = load_recipe(opts, &recipe, err);
         if (st == NF_OK) {
@@ -302,14 +333,24 @@ nf_status nf_verify_against(nf_artifact *a, const nf_verify_against_opts *opts, 
     } else {
         /* the source opened here first: the records' tensor names are looked up among its tensors */
         st = nf_source_open(source, &src, err);
-        if (st == NF_OK) st = derive_recipe(a, source, src, &d, &sink, err);
+        if (st == NF_OK) st = derive_recipe(a, source, src, want, &d, &sink, err);
     }
     const nf_recipe *use = recipe_path ? recipe : &d.recipe;
     if (st == NF_OK && (recipe_path || d.recipe.nrules > 1)) st = nf_plan_build(use, &plan, err);
     if (st == NF_OK && plan) {
         size_t differing = 0;
-        st = nf_plan_compare(plan, a, opts->threads, on_difference, &sink, &differing, err);
-        res.objects_rederived = nf_plan_object_count(plan);
+        /* the asked-for objects the artifact has (one it has not is a problem already) */
+        bool *only = want ? calloc(plan->nobjects ? plan->nobjects : 1, sizeof *only) : NULL;
+        if (want && !only) st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        res.objects_rederived = want ? 0 : nf_plan_object_count(plan);
+        for (size_t k = 0; only && k < plan->nobjects; k++) {
+            const char *id = plan->objects[k].id;
+            only[k] = wanted(want, id) && nf_artifact_find(a, id);
+            res.objects_rederived += only[k];
+        }
+        if (st == NF_OK)
+            st = nf_convert_compare_some(plan, a, opts->threads, only, on_difference, &sink, &differing, err);
+        free(only);
         /* what the artifact holds and the plan does not produce */
         json_t *desc = nf_plan_describe(plan);
         json_t *made = json_object();
@@ -323,7 +364,7 @@ nf_status nf_verify_against(nf_artifact *a, const nf_verify_against_opts *opts, 
         }
         for (i = 0; st == NF_OK && i < nf_artifact_object_count(a); i++) {
             const nf_object *o = nf_artifact_object(a, i);
-            if (json_object_get(made, o->id)) continue;
+            if (json_object_get(made, o->id) || !wanted(want, o->id)) continue;
             if (o->kind == NF_OBJECT_RESOURCE && !recipe_path)
                 st = note_not_compared(&res, o->id, err);
             else if (recipe_path)
@@ -334,7 +375,7 @@ nf_status nf_verify_against(nf_artifact *a, const nf_verify_against_opts *opts, 
         json_decref(desc);
     } else if (st == NF_OK && !recipe_path) {
         for (size_t i = 0; st == NF_OK && i < nf_artifact_object_count(a); i++)
-            if (nf_artifact_object(a, i)->kind == NF_OBJECT_RESOURCE)
+            if (nf_artifact_object(a, i)->kind == NF_OBJECT_RESOURCE && wanted(want, nf_artifact_object(a, i)->id))
                 st = note_not_compared(&res, nf_artifact_object(a, i)->id, err);
     }
     if (st == NF_ERR_INVALID) { /* the recipe, the records or the source do not fit: a verdict */
@@ -345,6 +386,7 @@ nf_status nf_verify_against(nf_artifact *a, const nf_verify_against_opts *opts, 
     nf_plan_free(plan);
     nf_recipe_free(recipe);
     derived_free(&d);
+    json_decref(want);
     nf_source_close(src);
     if (st != NF_OK || !res_out) {
         if (st != NF_OK && err_out) *err_out = local;

@@ -78,6 +78,11 @@ nf_status nf_convert_member_rows(const plan_object *o, const plan_member *m, uin
 nf_status nf_convert_words_values(const nf_geometry *g, const nf_words *w, uint64_t first_row, float *out,
                                   nf_error *err);
 
+/* nf_plan_compare of the plan objects i with only[i] (only NULL: every object); the others are
+ * neither re-derived nor reported (execute.c; for nf_verify_against_opts.objects). */
+nf_status nf_convert_compare_some(nf_plan *p, nf_artifact *a, unsigned threads, const bool *only, nf_compare_fn report,
+                                  void *ctx, size_t *differing, nf_error *err);
+
 /* ---------------------------------------------------------------- scale-out (execute.c)
  * The pieces scaleout.c assembles into plan, task and assemble (docs/scale-out.md). */
 /* What a run checks of its outputs before it writes (the output is no input, the report's

@@ -1215,6 +1215,12 @@ nf_status nf_convert_assemble(nf_plan *p, nf_writer *w, const nf_convert_options
 nf_status nf_plan_compare(nf_plan *p, nf_artifact *a, unsigned threads, nf_compare_fn report, void *ctx,
                           size_t *differing, nf_error *err)
 {
+    return nf_convert_compare_some(p, a, threads, NULL, report, ctx, differing, err);
+}
+
+nf_status nf_convert_compare_some(nf_plan *p, nf_artifact *a, unsigned threads, const bool *only, nf_compare_fn report,
+                                  void *ctx, size_t *differing, nf_error *err)
+{
     *differing = 0;
     sink s = {0};
     s.artifact = a;
@@ -1233,6 +1239,7 @@ nf_status nf_plan_compare(nf_plan *p, nf_artifact *a, unsigned threads, nf_compa
     bool *usable = calloc(p->nobjects ? p->nobjects : 1, sizeof *usable);
     if (!usable) st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
     for (size_t i = 0; st == NF_OK && i < p->nobjects; i++) {
+        if (only && !only[i]) continue; /* not asked for: neither re-derived nor reported */
         const plan_object *o = &p->objects[i];
         const nf_object *t = nf_artifact_find(a, o->id);
         char msg[512];

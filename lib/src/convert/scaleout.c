@@ -794,3 +794,45 @@ nf_status nf_scaleout_assemble(nf_plan *p, const nf_scaleout *s, const nf_conver
     nf_writer_free(w);
     return st;
 }
+
+/* ---------------------------------------------------------------- a task's objects
+ * The ids with bytes in task `task`'s files (the union of their "objects", each once, in the
+ * plan's order), for ninfer-verify --plan --task (docs/ninfer-verify.md, "One task of a plan"). */
+nf_status nf_scaleout_task_objects(const nf_scaleout *s, size_t task, const char ***ids, size_t *nids, nf_error *err)
+{
+    *ids = NULL;
+    *nids = 0;
+    if (task >= s->ntasks)
+        return nf_error_set(err, NF_ERR_INVALID, "%s: no task %zu (the plan has tasks 0 to %zu)", MP(s->path), task,
+                            s->ntasks - 1);
+    const json_t *files = json_object_get(s->root, "files");
+    size_t cap = 0;
+    for (size_t i = s->task_first[task]; i < s->task_end[task]; i++)
+        cap += json_array_size(json_object_get(json_array_get(files, i), "objects"));
+    const char **out = calloc(cap ? cap : 1, sizeof *out);
+    json_t *seen = json_object();
+    nf_status st = out && seen ? NF_OK : nomem(err);
+    size_t n = 0;
+    for (size_t i = s->task_first[task]; st == NF_OK && i < s->task_end[task]; i++) {
+        const json_t *objs = json_object_get(json_array_get(files, i), "objects");
+        if (!json_is_array(objs)) {
+            st = nf_error_set(err, NF_ERR_INVALID, "%s: files[%zu] has no list of objects", MP(s->path), i);
+            break;
+        }
+        for (size_t k = 0; st == NF_OK && k < json_array_size(objs); k++) {
+            const char *id = json_string_value(json_array_get(objs, k));
+            if (!id) st = nf_error_set(err, NF_ERR_INVALID, "%s: files[%zu].objects[%zu] is not an object id", MP(s->path), i, k);
+            else if (json_object_get(seen, id)) continue;
+            else if (json_object_set_new(seen, id, json_true()) != 0) st = nomem(err);
+            else out[n++] = id;
+        }
+    }
+    json_decref(seen);
+    if (st != NF_OK) {
+        free(out);
+        return st;
+    }
+    *ids = out;
+    *nids = n;
+    return NF_OK;
+}

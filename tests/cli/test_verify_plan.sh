@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# ninfer-verify ART --against SRC --plan PLAN.json --task I (docs/ninfer-verify.md, "One task of a
+# plan"): each task re-derives only the objects with bytes in its files, so a changed source
+# tensor is reported by exactly the task(s) holding its object, and the others stay valid.
+. "$(dirname "$0")/lib.sh" "$@"
+
+conv=$bin/ninfer-convert
+ver=$bin/ninfer-verify
+mkdir "$work/w" && cd "$work/w" || exit 1
+"$bin/ninfer-gen-checkpoint" ck --hidden 256 --kv-hidden 256 --intermediate 512 --layers 2 --vocab 64 >/dev/null
+args=(ck -o out/m.ninfer --format q8_g32_fp16 --max-file-bytes 40000 --artifact-id 00112233445566778899aabbccddeeff)
+mkdir out
+run 0 "$conv" "${args[@]}" --plan-out plan.json --tasks 4 -q
+run 0 "$conv" --plan plan.json --task all -q
+run 0 "$conv" --plan plan.json --assemble -q
+check test -e out/m.ninfer
+
+# every task valid; the counts of re-derived tensors are the task's objects
+for t in 0 1 2 3; do
+    run 0 "$ver" out/m.ninfer --against ck --plan plan.json --task $t
+    n=$(python3 -c 'import json,sys; p=json.load(open("plan.json")); t=p["tasks"][int(sys.argv[1])]
+print(len({o for f in t["files"] for o in p["files"][f]["objects"]}))' $t)
+    contains "$work/out" "checked structure; $n tensors re-derived from ck, task $t of plan.json)"
+done
+run 0 "$ver" out/m.ninfer --against ck --plan plan.json --task all
+contains "$work/out" "checked structure, words, 22 checksums; 21 tensors re-derived from ck, every task of plan.json)"
+run 0 "$ver" out/m.ninfer --against ck --plan plan.json --task 1 --json
+check python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); a=d["against"]
+assert d["valid"] and a["plan"] == "plan.json" and a["task"] == 1, d' "$work/out"
+
+# change the values of one source tensor in place (its halves swapped: same size, same ends of
+# the file, so only a comparison with the source catches it); ID one object within a task, ID2
+# one that spans two tasks
+tasks_of() { # OBJECT: the tasks whose files hold it
+    python3 -c 'import json,sys; p=json.load(open("plan.json"))
+print(" ".join(str(t["task"]) for t in p["tasks"] if any(sys.argv[1] in p["files"][f]["objects"] for f in t["files"])))' "$1"
+}
+spoil() { # OBJECT: swap the halves of its source bytes in ck/model.safetensors
+    python3 - "$1" <<'PY'
+import json, sys
+p = json.load(open("plan.json"))
+src = next(o for o in p["objects"] if o["object"] == sys.argv[1])["sources"][0]
+with open(src["file"], "r+b") as f:
+    f.seek(src["offset"]); b = f.read(src["bytes"]); h = len(b) // 2
+    f.seek(src["offset"]); f.write(b[h:] + b[:h])
+PY
+}
+for id in model.layers.0.self_attn.k_proj.weight model.layers.0.mlp.gate_proj.weight; do
+    cp ck/model.safetensors saved.safetensors
+    spoil $id
+    holders=" $(tasks_of $id) "
+    [ "$id" = model.layers.0.mlp.gate_proj.weight ] && { [ $(echo $holders | wc -w) -eq 2 ] && ok || bad "$id spans no two tasks: $holders"; }
+    for t in 0 1 2 3; do
+        case "$holders" in
+        *" $t "*)
+            run 1 "$ver" out/m.ninfer --against ck --plan plan.json --task $t
+            contains "$work/out" "out/m.ninfer: INVALID: 1 problem"
+            contains "$work/out" "object '$id': against: re-derived bytes differ from the artifact's"
+            ;;
+        *) run 0 "$ver" out/m.ninfer --against ck --plan plan.json --task $t ;;
+        esac
+    done
+    run 1 "$ver" out/m.ninfer --against ck --plan plan.json --task all # reported once
+    contains "$work/out" "out/m.ninfer: INVALID: 1 problem"
+    cp saved.safetensors ck/model.safetensors
+done
+run 0 "$ver" out/m.ninfer --against ck --plan plan.json --task all
+
+# a task out of range, a plan of another artifact: invalid (1); a plan that cannot be read: 3
+run 1 "$ver" out/m.ninfer --against ck --plan plan.json --task 4
+contains "$work/err" "plan.json: no task 4 (the plan has tasks 0 to 3)"
+run 0 "$conv" "${args[@]}" -o other/m.ninfer --artifact-id ffeeddccbbaa99887766554433221100 --plan-out other.json --tasks 4 -q
+run 1 "$ver" out/m.ninfer --against ck --plan other.json --task 0
+contains "$work/out" "against: the artifact's id 00112233445566778899aabbccddeeff is not the plan's ffeeddccbbaa99887766554433221100"
+run 3 "$ver" out/m.ninfer --against ck --plan missing.json --task 0
+printf 'not json' >bad.json
+run 1 "$ver" out/m.ninfer --against ck --plan bad.json --task 0
+# usage errors (2)
+run 2 "$ver" out/m.ninfer --against ck --plan plan.json
+run 2 "$ver" out/m.ninfer --against ck --task 0
+run 2 "$ver" out/m.ninfer --plan plan.json --task 0
+run 2 "$ver" out/m.ninfer --against ck --plan plan.json --task x
+run 2 "$ver" out/m.ninfer --against ck --plan plan.json --task -1
+run 2 "$ver" out/m.ninfer --against ck --plan plan.json --task 0 --require-checksums
+run 2 "$ver" out/m.ninfer out/m.ninfer --against ck --plan plan.json --task 0
+finish test_verify_plan
