@@ -8,7 +8,11 @@
  *
  * usage: ninfer-gen-checkpoint DIR [--hidden H] [--kv-hidden H] [--intermediate I] [--layers L]
  *                              [--vocab V] [--dtype bf16|f16|f32] [--seed S] [--gguf]
- * (--gguf: DIR/model.gguf, the norms in F32 as llama.cpp keeps them) */
+ *                              [--experts E] [--shards N] [--sparse]
+ * (--gguf: DIR/model.gguf, the norms in F32 as llama.cpp keeps them; --experts: a router and E
+ * experts of width I in place of each layer's MLP; --shards: N safetensors files with a
+ * model.safetensors.index.json; --sparse: real headers, the data left as holes (a checkpoint of
+ * terabytes that takes a few MB of disk, for planning at scale: bench/README.md)) */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -16,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <ninfer/ninfer.h>
 
@@ -86,14 +91,15 @@ static int write_values(FILE *f, const tensor *t, gen *g, uint8_t *buf, size_t b
 }
 
 /* ---------------------------------------------------------------- safetensors */
-static int write_safetensors(const char *dir, tensor *ts, size_t n, uint64_t seed)
+/* Tensors [first, end) as one safetensors file; sparse: the data section a hole of its size. */
+static int write_shard(const char *path, tensor *ts, size_t first, size_t end, gen *g, bool sparse)
 {
-    size_t hcap = 256 + n * 200, hlen = 0;
+    size_t hcap = 256 + (end - first) * 200, hlen = 0;
     char *header = malloc(hcap);
     if (!header) return 3;
     hlen += (size_t)snprintf(header + hlen, hcap - hlen, "{\"__metadata__\":{\"format\":\"pt\"}");
     uint64_t off = 0;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = first; i < end; i++) {
         uint64_t bytes = elements(&ts[i]) * DTYPES[ts[i].type].bytes;
         const char *st = DTYPES[ts[i].type].st;
         if (ts[i].cols)
@@ -110,8 +116,6 @@ static int write_safetensors(const char *dir, tensor *ts, size_t n, uint64_t see
     }
     hlen += (size_t)snprintf(header + hlen, hcap - hlen, "}");
     while (hlen % 8) header[hlen++] = ' ';
-    char path[4096];
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
     FILE *f = fopen(path, "wb");
     if (!f) {
         fprintf(stderr, "ninfer-gen-checkpoint: error: cannot create %s: %s\n", path, strerror(errno));
@@ -122,16 +126,67 @@ static int write_safetensors(const char *dir, tensor *ts, size_t n, uint64_t see
     for (int i = 0; i < 8; i++) len8[i] = (uint8_t)((uint64_t)hlen >> (8 * i));
     int bad = write_all(f, len8, 8) || write_all(f, header, hlen);
     free(header);
-    size_t block = 1 << 16;
-    uint8_t *buf = malloc(block * 4);
-    gen g = {seed};
-    for (size_t i = 0; i < n && !bad && buf; i++) bad = write_values(f, &ts[i], &g, buf, block);
-    free(buf);
+    if (sparse) {
+        /* the data: a hole of its size (reads as zeros, takes no blocks) */
+        bad = bad || fflush(f) != 0 || ftruncate(fileno(f), (off_t)(8 + hlen + off)) != 0;
+    } else {
+        size_t block = 1 << 16;
+        uint8_t *buf = malloc(block * 4);
+        bad = bad || !buf;
+        for (size_t i = first; i < end && !bad; i++) bad = write_values(f, &ts[i], g, buf, block);
+        free(buf);
+    }
     if (fclose(f) != 0 || bad) {
         fprintf(stderr, "ninfer-gen-checkpoint: error: cannot write %s\n", path);
         return 3;
     }
     return 0;
+}
+
+/* One file model.safetensors, or `shards` files model-NNNNN-of-MMMMM.safetensors of near-equal
+ * bytes (whole tensors, in order) and the index that maps every tensor to its file.  The values
+ * are the same sequence either way. */
+static int write_safetensors(const char *dir, tensor *ts, size_t n, uint64_t seed, uint64_t shards, bool sparse)
+{
+    gen g = {seed};
+    char path[4096];
+    if (shards <= 1) {
+        snprintf(path, sizeof path, "%s/model.safetensors", dir);
+        return write_shard(path, ts, 0, n, &g, sparse);
+    }
+    if (shards > n) shards = n;
+    uint64_t total = 0;
+    for (size_t i = 0; i < n; i++) total += elements(&ts[i]) * DTYPES[ts[i].type].bytes;
+    snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
+    FILE *ix = fopen(path, "wb");
+    if (!ix) {
+        fprintf(stderr, "ninfer-gen-checkpoint: error: cannot create %s: %s\n", path, strerror(errno));
+        return 3;
+    }
+    fprintf(ix, "{\"metadata\": {\"total_size\": %" PRIu64 "}, \"weight_map\": {", total);
+    int rc = 0;
+    uint64_t sum = 0;
+    size_t first = 0;
+    for (uint64_t k = 0; k < shards && rc == 0; k++) {
+        /* shard k ends where the bytes so far reach (k + 1) / shards of the total, leaving at
+         * least one tensor for each shard after it */
+        size_t end = first;
+        do sum += elements(&ts[end]) * DTYPES[ts[end].type].bytes, end++;
+        while (end < n - (shards - 1 - k) && (k + 1 == shards || (double)sum < (double)total * (double)(k + 1) / (double)shards));
+        if (k + 1 == shards) end = n;
+        char name[64];
+        snprintf(name, sizeof name, "model-%05" PRIu64 "-of-%05" PRIu64 ".safetensors", k + 1, shards);
+        snprintf(path, sizeof path, "%s/%s", dir, name);
+        rc = write_shard(path, ts, first, end, &g, sparse);
+        for (size_t i = first; i < end; i++) fprintf(ix, "%s\"%s\": \"%s\"", i ? ", " : "", ts[i].name, name);
+        first = end;
+    }
+    fprintf(ix, "}}\n");
+    if (fclose(ix) != 0 && rc == 0) {
+        fprintf(stderr, "ninfer-gen-checkpoint: error: cannot write %s\n", path);
+        rc = 3;
+    }
+    return rc;
 }
 
 /* ---------------------------------------------------------------- GGUF */
@@ -272,15 +327,16 @@ static int write_gguf(const char *dir, tensor *ts, size_t n, uint64_t seed, uint
 static int usage(void)
 {
     fprintf(stderr, "usage: ninfer-gen-checkpoint DIR [--hidden H] [--kv-hidden H] [--intermediate I] "
-                    "[--layers L] [--vocab V] [--dtype bf16|f16|f32] [--seed S] [--gguf]\n");
+                    "[--layers L] [--vocab V] [--dtype bf16|f16|f32] [--seed S] [--gguf] [--experts E] "
+                    "[--shards N] [--sparse]\n");
     return 2;
 }
 
 int main(int argc, char **argv)
 {
     const char *dir = NULL, *dtype_name = "bf16";
-    bool gguf = false;
-    uint64_t hidden = 200, kv_hidden = 0, inter = 520, layers = 2, vocab = 1000, seed = 2026;
+    bool gguf = false, sparse = false;
+    uint64_t hidden = 200, kv_hidden = 0, inter = 520, layers = 2, vocab = 1000, seed = 2026, experts = 0, shards = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         uint64_t *target = NULL;
@@ -290,7 +346,12 @@ int main(int argc, char **argv)
         else if (strcmp(a, "--layers") == 0) target = &layers;
         else if (strcmp(a, "--vocab") == 0) target = &vocab;
         else if (strcmp(a, "--seed") == 0) target = &seed;
-        else if (strcmp(a, "--gguf") == 0) {
+        else if (strcmp(a, "--experts") == 0) target = &experts;
+        else if (strcmp(a, "--shards") == 0) target = &shards;
+        else if (strcmp(a, "--sparse") == 0) {
+            sparse = true;
+            continue;
+        } else if (strcmp(a, "--gguf") == 0) {
             gguf = true;
             continue;
         } else if (strcmp(a, "--dtype") == 0 && i + 1 < argc) {
@@ -313,13 +374,19 @@ int main(int argc, char **argv)
             dt = (dtype)t;
             known = true;
         }
-    if (!dir || !known || hidden == 0 || inter == 0 || vocab == 0) return usage();
+    if (!dir || !known || hidden == 0 || inter == 0 || vocab == 0 || shards == 0 || experts > 65536 ||
+        layers > 65536)
+        return usage();
+    if (gguf && (experts || shards > 1 || sparse)) {
+        fprintf(stderr, "ninfer-gen-checkpoint: error: --experts, --shards and --sparse write safetensors, not --gguf\n");
+        return 2;
+    }
     if (kv_hidden == 0) kv_hidden = hidden / 4 ? hidden / 4 : 1;
     if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
         fprintf(stderr, "ninfer-gen-checkpoint: error: cannot create %s: %s\n", dir, strerror(errno));
         return 3;
     }
-    size_t cap = 3 + 9 * (size_t)layers, n = 0;
+    size_t cap = 3 + (10 + 3 * (size_t)experts) * (size_t)layers, n = 0;
     tensor *ts = calloc(cap, sizeof *ts);
     if (!ts) return 3;
     ts[n++] = (tensor){"model.embed_tokens.weight", "token_embd.weight", vocab, hidden, 2, dt, 0};
@@ -337,7 +404,9 @@ int main(int argc, char **argv)
                          {"mlp.gate_proj.weight", "ffn_gate.weight", 3, 0},
                          {"mlp.up_proj.weight", "ffn_up.weight", 3, 0},
                          {"mlp.down_proj.weight", "ffn_down.weight", 4, 0}};
-        for (size_t k = 0; k < sizeof per_layer / sizeof per_layer[0]; k++) {
+        /* with experts: the router and E experts in place of the MLP's three matrices */
+        size_t kinds = sizeof per_layer / sizeof per_layer[0] - (experts ? 3 : 0);
+        for (size_t k = 0; k < kinds; k++) {
             tensor *t = &ts[n++];
             snprintf(t->name, sizeof t->name, "model.layers.%" PRIu64 ".%s", l, per_layer[k].name);
             snprintf(t->gguf_name, sizeof t->gguf_name, "blk.%" PRIu64 ".%s", l, per_layer[k].gguf);
@@ -351,6 +420,20 @@ int main(int argc, char **argv)
             default: t->rows = hidden, t->cols = inter; break;
             }
         }
+        if (experts) {
+            tensor *t = &ts[n++];
+            *t = (tensor){.rows = experts, .cols = hidden, .kind = 0, .type = dt, .name = {0}};
+            snprintf(t->name, sizeof t->name, "model.layers.%" PRIu64 ".mlp.gate.weight", l);
+        }
+        for (uint64_t e = 0; e < experts; e++) {
+            static const char *const proj[] = {"gate_proj", "up_proj", "down_proj"};
+            for (int k = 0; k < 3; k++) {
+                tensor *t = &ts[n++];
+                *t = (tensor){.rows = k < 2 ? inter : hidden, .cols = k < 2 ? hidden : inter, .kind = 0, .type = dt};
+                snprintf(t->name, sizeof t->name, "model.layers.%" PRIu64 ".mlp.experts.%" PRIu64 ".%s.weight", l, e,
+                         proj[k]);
+            }
+        }
     }
     ts[n++] = (tensor){"model.norm.weight", "output_norm.weight", hidden, 0, 1, dt, 0};
     ts[n++] = (tensor){"lm_head.weight", "output.weight", vocab, hidden, 0, dt, 0};
@@ -359,7 +442,8 @@ int main(int argc, char **argv)
             if (ts[i].kind == 1) ts[i].type = DT_F32; /* llama.cpp keeps the norms in F32 */
     uint64_t weight_bytes = 0;
     for (size_t i = 0; i < n; i++) weight_bytes += elements(&ts[i]) * DTYPES[ts[i].type].bytes;
-    int rc = gguf ? write_gguf(dir, ts, n, seed, hidden, inter, layers, kv_hidden) : write_safetensors(dir, ts, n, seed);
+    int rc = gguf ? write_gguf(dir, ts, n, seed, hidden, inter, layers, kv_hidden)
+                  : write_safetensors(dir, ts, n, seed, shards, sparse);
     free(ts);
     if (rc) return rc;
     if (gguf) {
@@ -376,14 +460,15 @@ int main(int argc, char **argv)
             "  \"hidden_size\": %" PRIu64 ",\n  \"intermediate_size\": %" PRIu64 ",\n"
             "  \"num_hidden_layers\": %" PRIu64 ",\n  \"num_key_value_heads\": %" PRIu64 ",\n"
             "  \"vocab_size\": %" PRIu64 ",\n  \"rms_norm_eps\": 1e-06,\n  \"rope_theta\": 10000.0,\n"
-            "  \"torch_dtype\": \"%s\"\n}\n",
-            hidden, inter, layers, kv_hidden, vocab, DTYPES[dt].torch);
+            "  \"num_local_experts\": %" PRIu64 ",\n  \"torch_dtype\": \"%s\"\n}\n",
+            hidden, inter, layers, kv_hidden, vocab, experts, DTYPES[dt].torch);
     fclose(f);
     snprintf(path, sizeof path, "%s/tokenizer.json", dir);
     f = fopen(path, "wb");
     if (!f) return 3;
     fputs("{\"version\": \"1.0\", \"model\": {\"type\": \"BPE\", \"vocab\": {\"<s>\": 0, \"</s>\": 1}}}\n", f);
     fclose(f);
-    printf("wrote %s (%zu tensors, %" PRIu64 " bytes of %s weights)\n", dir, n, weight_bytes, DTYPES[dt].name);
+    printf("wrote %s (%zu tensors, %" PRIu64 " bytes of %s weights%s)\n", dir, n, weight_bytes, DTYPES[dt].name,
+           sparse ? ", the data as holes" : "");
     return 0;
 }
