@@ -42,7 +42,7 @@ static nf_simd_level detect(void)
     if (!__builtin_cpu_supports("avx2") || !has_f16c()) return NF_SIMD_SCALAR;
     /* the features of NF_TARGET_AVX512 (common/simd_target.h), every one */
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-        __builtin_cpu_supports("fma"))
+        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("fma"))
         return NF_SIMD_AVX512;
     return NF_SIMD_AVX2;
 #else

@@ -4,7 +4,7 @@
  *
  *   NF_X86_KERNELS       1 where the x86 kernels are compiled (GCC or Clang on x86), else 0
  *   NF_TARGET_AVX2       the features of the avx2 level: AVX2 and F16C
- *   NF_TARGET_AVX512     those of the avx512 level: AVX-512 F/BW/VL, with AVX2, F16C and FMA
+ *   NF_TARGET_AVX512     those of the avx512 level: AVX-512 F/BW/VL/DQ, with AVX2, F16C and FMA
  *                        (common/cpu.c checks each of them before it chooses the level)
  *   NF_AVX2_FN / NF_AVX512_FN           a function compiled for the level
  *   NF_AVX2_INLINE / NF_AVX512_INLINE   a helper inlined into such functions */
@@ -18,7 +18,7 @@
 #endif
 
 #define NF_TARGET_AVX2 "avx2,f16c"
-#define NF_TARGET_AVX512 "avx512f,avx512bw,avx512vl,avx2,f16c,fma"
+#define NF_TARGET_AVX512 "avx512f,avx512bw,avx512vl,avx512dq,avx2,f16c,fma"
 
 #define NF_AVX2_FN __attribute__((target(NF_TARGET_AVX2)))
 #define NF_AVX2_INLINE static inline __attribute__((always_inline, target(NF_TARGET_AVX2)))
