@@ -429,6 +429,17 @@ static nf_status derived_id(const nf_plan *plan, const char *epoch, const conver
     return NF_OK;
 }
 
+/* SIGINT, SIGTERM and SIGHUP stop the run (g_cancel): nothing is published, the temp files go. */
+static void catch_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+}
+
 /* The recipe (or quick mode's) and the plan of the parsed options; an exit status. */
 static int build_plan(const nf_cli *cli, convert_opts *opts, nf_recipe **recipe, nf_plan **plan)
 {
@@ -596,12 +607,7 @@ static int plan_mode(const nf_cli *cli, const convert_opts *given)
     nf_scaleout_artifact_id(s, opts.artifact_id);
     opts.has_id = true;
     if ((rc = build_plan(&sub, &opts, &recipe, &plan)) != NF_EXIT_OK) goto out;
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
+    catch_signals();
     progress_ctx pc = {false, false, {0, 0}};
     clock_gettime(CLOCK_MONOTONIC, &pc.start);
     nf_convert_options co = convert_options(&opts, &pc);
@@ -704,12 +710,7 @@ int main(int argc, char **argv)
         goto out;
     }
     nf_cli_info(&cli, "kernels: %s", nf_simd_name());
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
+    catch_signals();
     progress_ctx pc = {cli.progress == NF_PROGRESS_ALWAYS ||
                            (cli.progress == NF_PROGRESS_AUTO && isatty(STDERR_FILENO) && cli.verbosity >= 0),
                        false, {0, 0}};

@@ -26,6 +26,7 @@
 #include <ninfer/container.h>
 #include <ninfer/escape.h>
 
+#include "common/hex.h"
 #include "common/checked.h"
 #include "common/io.h"
 #include "container/container_internal.h"
@@ -71,16 +72,6 @@ static uint64_t rd_u64le(const uint8_t *p)
     uint64_t v = 0;
     for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
     return v;
-}
-
-static void hex_bytes(const uint8_t *p, size_t n, char *out)
-{
-    static const char hex[] = "0123456789abcdef";
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = hex[p[i] >> 4];
-        out[2 * i + 1] = hex[p[i] & 15];
-    }
-    out[2 * n] = '\0';
 }
 
 static void unmap(part_state *p)
@@ -247,7 +238,7 @@ nf_status nf_artifact_open(const char *path, nf_read_mode mode, nf_artifact **ou
 /* ---------------------------------------------------------------- accessors */
 const char *nf_artifact_path(const nf_artifact *a) { return a->path; }
 const uint8_t *nf_artifact_id(const nf_artifact *a) { return a->header + 16; }
-void nf_artifact_id_hex(const nf_artifact *a, char out[33]) { hex_bytes(a->header + 16, NF_ARTIFACT_ID_BYTES, out); }
+void nf_artifact_id_hex(const nf_artifact *a, char out[33]) { nf_hex_bytes(a->header + 16, NF_ARTIFACT_ID_BYTES, out); }
 uint64_t nf_artifact_json_bytes(const nf_artifact *a) { return a->json_bytes; }
 uint64_t nf_artifact_payload_bytes(const nf_artifact *a) { return a->dir.total_payload; }
 uint64_t nf_artifact_entry_payload_start(const nf_artifact *a) { return a->entry_payload_start; }
@@ -320,8 +311,8 @@ static nf_status open_part_locked(nf_artifact *a, size_t i, nf_error *err)
                           "part_index %llu, expected %zu", shown.s, (unsigned long long)rd_u64le(hdr + 8), i);
     } else if (memcmp(hdr + 16, a->header + 16, NF_ARTIFACT_ID_BYTES) != 0) {
         char got[33], want[33];
-        hex_bytes(hdr + 16, NF_ARTIFACT_ID_BYTES, got);
-        hex_bytes(a->header + 16, NF_ARTIFACT_ID_BYTES, want);
+        nf_hex_bytes(hdr + 16, NF_ARTIFACT_ID_BYTES, got);
+        nf_hex_bytes(a->header + 16, NF_ARTIFACT_ID_BYTES, want);
         st = nf_error_set(err, NF_ERR_INVALID, "continuation header of %s does not belong to this entry: "
                           "artifact_id %s, the entry's is %s", shown.s, got, want);
     } else if ((uint64_t)sb.st_size != expect) {

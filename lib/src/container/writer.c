@@ -37,6 +37,7 @@
  * first (the commit point); failing to remove one is no error of the conversion (the new
  * artifact is complete): the file stays, discoverable by its name (ninfer-convert reports it,
  * see docs/ninfer-convert.md). */
+#include "common/hex.h"
 #include "common/utf8.h"
 #include "container/writer_directory.h"
 #include "container/writer_io.h"
@@ -50,16 +51,6 @@ static const char *const nf_wr_member_names[M_COUNT] = {"components", "bindings"
 static void put_u64le(uint8_t *p, uint64_t v)
 {
     for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void hex_bytes(const uint8_t *p, size_t n, char *out)
-{
-    static const char hex[] = "0123456789abcdef";
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = hex[p[i] >> 4];
-        out[2 * i + 1] = hex[p[i] & 15];
-    }
-    out[2 * n] = '\0';
 }
 
 
@@ -166,7 +157,7 @@ nf_status nf_writer_create(const char *path, const nf_writer_options *opt, nf_wr
     return NF_OK;
 }
 
-void nf_writer_id_hex(const nf_writer *w, char out[33]) { hex_bytes(w->id, NF_ARTIFACT_ID_BYTES, out); }
+void nf_writer_id_hex(const nf_writer *w, char out[33]) { nf_hex_bytes(w->id, NF_ARTIFACT_ID_BYTES, out); }
 
 uint64_t nf_writer_object_offset(const nf_writer *w, size_t index)
 {

@@ -1007,12 +1007,19 @@ static nf_status plan_writer(nf_plan *p, const nf_convert_options *opt, nf_write
     return NF_OK;
 }
 
+/* "<OUT>.conversion.json", the report's place (malloc'ed; NULL when out of memory). */
+static char *report_path_of(const char *output)
+{
+    size_t rlen = strlen(output) + sizeof ".conversion.json";
+    char *path = malloc(rlen);
+    if (path) snprintf(path, rlen, "%s.conversion.json", output);
+    return path;
+}
+
 nf_status nf_convert_check_outputs(const nf_plan *p, const nf_convert_options *opt, nf_error *err)
 {
-    size_t rlen = strlen(opt->output) + sizeof ".conversion.json";
-    char *report_path = malloc(rlen);
+    char *report_path = report_path_of(opt->output);
     if (!report_path) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
-    snprintf(report_path, rlen, "%s.conversion.json", opt->output);
     input_set in = {0};
     nf_status st = collect_inputs(p, &in, err);
     if (st == NF_OK) st = prepare_outputs(&in, opt, report_path, err);
@@ -1088,10 +1095,8 @@ static nf_status report_temp(nf_plan *p, const nf_convert_options *opt, const ch
 
 nf_status nf_plan_execute(nf_plan *p, const nf_convert_options *opt, nf_error *err)
 {
-    size_t rlen = strlen(opt->output) + sizeof ".conversion.json";
-    char *report_path = malloc(rlen);
+    char *report_path = report_path_of(opt->output);
     if (!report_path) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
-    snprintf(report_path, rlen, "%s.conversion.json", opt->output);
     input_set in = {0};
     nf_status st = collect_inputs(p, &in, err);
     if (st == NF_OK) st = prepare_outputs(&in, opt, report_path, err);
@@ -1174,10 +1179,8 @@ nf_status nf_convert_task(nf_plan *p, nf_writer *w, const nf_convert_options *op
 nf_status nf_convert_assemble(nf_plan *p, nf_writer *w, const nf_convert_options *opt, const char *entry_staged,
                               const nf_errstats_summary *sums, const char *const *checksums, nf_error *err)
 {
-    size_t rlen = strlen(opt->output) + sizeof ".conversion.json";
-    char *report_path = malloc(rlen);
+    char *report_path = report_path_of(opt->output);
     if (!report_path) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
-    snprintf(report_path, rlen, "%s.conversion.json", opt->output);
     input_set in = {0};
     nf_status st = collect_inputs(p, &in, err);
     if (st == NF_OK) st = refuse_inputs(&in, opt->output, opt->report, err);

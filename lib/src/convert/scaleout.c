@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/hex.h"
 #include "common/io.h"
 #include "common/strset.h"
 #include "container/container_module.h"
@@ -51,16 +52,6 @@ static nf_status nomem(nf_error *err) { return nf_error_set(err, NF_ERR_NOMEM, "
 static bool is_hex(const char *s, size_t n)
 {
     return s && strlen(s) == n && strspn(s, "0123456789abcdef") == n;
-}
-
-static void hex_bytes(const uint8_t *p, size_t n, char *out)
-{
-    static const char digits[] = "0123456789abcdef";
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = digits[p[i] >> 4];
-        out[2 * i + 1] = digits[p[i] & 15];
-    }
-    out[2 * n] = '\0';
 }
 
 /* A whole file of at most cap bytes, NUL-terminated. */
@@ -317,7 +308,7 @@ nf_status nf_scaleout_plan(nf_plan *p, const nf_convert_options *opt, size_t tas
     if (st == NF_OK) {
         char fp[33], id[33];
         nf_writer_layout_digest(w, fp);
-        hex_bytes(opt->artifact_id, 16, id);
+        nf_hex_bytes(opt->artifact_id, 16, id);
         char cwd[4096];
         if (!getcwd(cwd, sizeof cwd)) snprintf(cwd, sizeof cwd, ".");
         json_t *files = json_array(), *tl = json_array();
