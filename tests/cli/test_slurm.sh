@@ -50,6 +50,7 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
+trap "exit 143" INT TERM HUP # (the EXIT trap runs then too)
 skip() { echo "SKIP $*"; exit 0; }
 
 # ---------------------------------------------------------------- the cluster
