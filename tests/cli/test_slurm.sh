@@ -61,9 +61,19 @@ have() { for c in munged mungekey slurmctld slurmd sbatch scontrol scancel setpr
 if ! have; then
     command -v apt-get >/dev/null || skip "slurm-wlm and munge are not installed, and there is no apt-get"
     echo "test_slurm: installing slurm-wlm and munge with apt-get"
+    # The packages' own services must not start (this test starts, and stops, only its own
+    # daemons): without a policy-rc.d, one that refuses every start, for the install only.
+    policy=
+    if [ ! -e /usr/sbin/policy-rc.d ]; then
+        policy=/usr/sbin/policy-rc.d
+        printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod 755 "$policy"
+    fi
     inst() { DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends slurm-wlm munge >"$work/apt.log" 2>&1; }
-    inst || { apt-get update -q >>"$work/apt.log" 2>&1 && inst; } ||
+    inst || { apt-get update -q >>"$work/apt.log" 2>&1 && inst; } || {
+        [ -n "$policy" ] && rm -f "$policy"
         skip "apt-get install slurm-wlm munge failed: $(tail -n 3 "$work/apt.log" | tr '\n' ' ')"
+    }
+    [ -n "$policy" ] && rm -f "$policy"
     have || skip "slurm-wlm and munge installed, but a program is missing"
 fi
 id munge >/dev/null 2>&1 || skip "no user munge (the munge package makes it)"
