@@ -459,9 +459,11 @@ int main(int argc, char **argv)
             "{\n  \"architectures\": [\"LlamaForCausalLM\"],\n  \"model_type\": \"llama\",\n"
             "  \"hidden_size\": %" PRIu64 ",\n  \"intermediate_size\": %" PRIu64 ",\n"
             "  \"num_hidden_layers\": %" PRIu64 ",\n  \"num_key_value_heads\": %" PRIu64 ",\n"
-            "  \"vocab_size\": %" PRIu64 ",\n  \"rms_norm_eps\": 1e-06,\n  \"rope_theta\": 10000.0,\n"
-            "  \"num_local_experts\": %" PRIu64 ",\n  \"torch_dtype\": \"%s\"\n}\n",
-            hidden, inter, layers, kv_hidden, vocab, experts, DTYPES[dt].torch);
+            "  \"vocab_size\": %" PRIu64 ",\n  \"rms_norm_eps\": 1e-06,\n  \"rope_theta\": 10000.0,\n",
+            hidden, inter, layers, kv_hidden, vocab);
+    /* only a mixture of experts says how many: a dense checkpoint stays what it always was */
+    if (experts) fprintf(f, "  \"num_local_experts\": %" PRIu64 ",\n", experts);
+    fprintf(f, "  \"torch_dtype\": \"%s\"\n}\n", DTYPES[dt].torch);
     fclose(f);
     snprintf(path, sizeof path, "%s/tokenizer.json", dir);
     f = fopen(path, "wb");
