@@ -74,6 +74,13 @@ r = json.load(open(sys.argv[1])); r["bytes"] += 1; json.dump(r, open(sys.argv[1]
 PY
 run 1 "$conv" --plan plan.json --assemble
 contains "$work/err" "not the receipt of file 1"
+# one that leaves out an object of its file
+python3 - lie.json out/m.ninfer.part-0001.receipt.json <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1])); r["objects"] = r["objects"][:-1]; json.dump(r, open(sys.argv[2], "w"))
+PY
+run 1 "$conv" --plan plan.json --assemble
+contains "$work/err" "the file holds"
 cp lie.json out/m.ninfer.part-0001.receipt.json
 printf 'X' | dd of=out/m.ninfer.part-0001 bs=1 seek=5000 conv=notrunc 2>/dev/null
 run 1 "$conv" --plan plan.json --assemble --verify

@@ -738,8 +738,16 @@ nf_status nf_scaleout_assemble(nf_plan *p, const nf_scaleout *s, const nf_conver
                 st = nf_error_set(err, NF_ERR_INVALID, "%s: its bytes are not those its receipt records; rerun task %zu",
                                   MP(i == 0 ? staged : f.path), task_of(s, i));
         }
-        /* every object's checksum and statistics: from each receipt that lists it, all agreeing */
+        /* every object's checksum and statistics: from each receipt that lists it, all agreeing;
+         * a receipt lists exactly the objects with bytes in its file */
         const json_t *objs = r ? json_object_get(r, "objects") : NULL;
+        nf_writer_file fi;
+        nf_writer_file_info(w, i, &fi);
+        size_t held = 0;
+        for (size_t k = 0; st == NF_OK && r && k < n; k++) held += in_file(p, w, k, &fi);
+        if (st == NF_OK && r && json_array_size(objs) != held)
+            st = nf_error_set(err, NF_ERR_INVALID, "receipt of file %zu lists %zu objects, the file holds %zu; rerun "
+                              "task %zu", i, json_array_size(objs), held, task_of(s, i));
         for (size_t k = 0; st == NF_OK && k < json_array_size(objs); k++) {
             const json_t *o = json_array_get(objs, k);
             const char *id = str_member(o, "object"), *sum = str_member(o, "checksum");
@@ -747,9 +755,10 @@ nf_status nf_scaleout_assemble(nf_plan *p, const nf_scaleout *s, const nf_conver
             if (!id || !nf_strset_find(&ids, id, NULL, &idx)) idx = n;
             nf_errstats_summary m = {0};
             bool tensor = idx < n && p->objects[idx].kind == NF_OBJECT_TENSOR;
-            if (idx == n || !is_hex(sum, 32) || (tensor && !stats_of(json_object_get(o, "stats"), &m))) {
+            if (idx == n || !in_file(p, w, idx, &fi) || !is_hex(sum, 32) ||
+                (tensor && !stats_of(json_object_get(o, "stats"), &m))) {
                 st = nf_error_set(err, NF_ERR_INVALID, "receipt of file %zu: objects[%zu] is not an object of the plan "
-                                  "with a checksum%s; rerun task %zu", i, k, tensor ? " and statistics" : "", task_of(s, i));
+                                  "in that file with a checksum%s; rerun task %zu", i, k, tensor ? " and statistics" : "", task_of(s, i));
                 break;
             }
             if (have[idx] && (strcmp(sum_hex[idx], sum) != 0 || memcmp(&sums[idx], &m, sizeof m) != 0)) {
