@@ -180,6 +180,11 @@ NF_API void nf_writer_id_hex(const nf_writer *w, char out[33]);
 /* Freeze the plan without touching the filesystem: the directory and the file table.
  * nf_writer_begin may follow (it then uses this layout). */
 NF_API nf_status nf_writer_layout(nf_writer *w, nf_error *err);
+/* The same, where an earlier layout of the same plan was checked: when the layout's digest
+ * (nf_writer_layout_digest) is `fingerprint`, the directory is not parsed again (a scale-out
+ * task or assembler: the plan's maker checked it, and the parse is the largest memory of a
+ * layout of 10^5 objects); otherwise as nf_writer_layout. */
+NF_API nf_status nf_writer_layout_known(nf_writer *w, const char *fingerprint, nf_error *err);
 typedef struct nf_writer_file {
     const char *path;       /* the destination (for file 0, the entry) */
     uint64_t size;          /* its bytes */

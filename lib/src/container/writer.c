@@ -381,7 +381,10 @@ static nf_status create_temps(nf_writer *w, nf_error *err)
 
 /* Freeze the plan: the directory text (checked by our own reader), the entry image and the
  * file table.  Nothing is created. */
-static nf_status lay_out(nf_writer *w, nf_error *err)
+/* Freeze the plan: the directory text (checked by our own reader, unless its image has the
+ * digest `known`: one an earlier layout of the same plan checked), the entry image and the file
+ * table.  Nothing is created. */
+static nf_status lay_out(nf_writer *w, const char *known, nf_error *err)
 {
     if (w->nobjs == 0) return nf_error_set(err, NF_ERR_INVALID, "%s: objects must not be empty", MP(w->path));
     if (w->opt.checksums) {
@@ -394,6 +397,19 @@ static nf_status lay_out(nf_writer *w, nf_error *err)
     size_t n = 0;
     nf_status st = nf_wr_layout_directory(w, &text, &segs, &n, err);
     if (st == NF_OK) {
+        /* The entry image: header, then the JSON padded with spaces to json_bytes (2.7 step 4). */
+        uint8_t hdr[NF_HEADER_BYTES];
+        memcpy(hdr, NF_MAGIC_ENTRY, NF_MAGIC_BYTES);
+        put_u64le(hdr + 8, w->json_bytes);
+        memcpy(hdr + 16, w->id, NF_ARTIFACT_ID_BYTES);
+        size_t pad = (size_t)w->json_bytes - text.len;
+        bool ok = nf_buf_append(&w->image, hdr, sizeof hdr) && nf_buf_append(&w->image, text.data, text.len);
+        for (size_t i = 0; ok && i < pad; i++) ok = nf_buf_putc(&w->image, ' ');
+        if (!ok) st = nf_wr_nomem(err);
+    }
+    char digest[33] = "";
+    if (st == NF_OK && known) nf_xxh3_128_hex(w->image.data, w->image.len, digest);
+    if (st == NF_OK && !(known && strcmp(digest, known) == 0)) {
         /* Never write what our own reader would refuse (references, proposal, names, ...). */
         json_t *check = NULL;
         nf_dir dir;
@@ -405,17 +421,6 @@ static nf_status lay_out(nf_writer *w, nf_error *err)
             nf_error_prefix(err, "%s: the directory to write is invalid", MP(w->path));
         }
     }
-    if (st == NF_OK) {
-        /* The entry image: header, then the JSON padded with spaces to json_bytes (2.7 step 4). */
-        uint8_t hdr[NF_HEADER_BYTES];
-        memcpy(hdr, NF_MAGIC_ENTRY, NF_MAGIC_BYTES);
-        put_u64le(hdr + 8, w->json_bytes);
-        memcpy(hdr + 16, w->id, NF_ARTIFACT_ID_BYTES);
-        size_t pad = (size_t)w->json_bytes - text.len;
-        bool ok = nf_buf_append(&w->image, hdr, sizeof hdr) && nf_buf_append(&w->image, text.data, text.len);
-        for (size_t i = 0; ok && i < pad; i++) ok = nf_buf_putc(&w->image, ' ');
-        if (!ok) st = nf_wr_nomem(err);
-    }
     nf_buf_free(&text);
     if (st == NF_OK) st = plan_files(w, segs, n, err);
     free(segs);
@@ -423,10 +428,12 @@ static nf_status lay_out(nf_writer *w, nf_error *err)
     return st;
 }
 
-nf_status nf_writer_layout(nf_writer *w, nf_error *err)
+nf_status nf_writer_layout(nf_writer *w, nf_error *err) { return nf_writer_layout_known(w, NULL, err); }
+
+nf_status nf_writer_layout_known(nf_writer *w, const char *fingerprint, nf_error *err)
 {
     NF_TRY(check_planning(w, "nf_writer_layout", err));
-    nf_status st = lay_out(w, err);
+    nf_status st = lay_out(w, fingerprint, err);
     return st == NF_OK ? st : nf_wr_fail_and_abort(w, st);
 }
 
@@ -434,7 +441,7 @@ nf_status nf_writer_begin(nf_writer *w, nf_error *err)
 {
     if (!w->laid_out) {
         NF_TRY(check_planning(w, "nf_writer_begin", err));
-        nf_status st = lay_out(w, err);
+        nf_status st = lay_out(w, NULL, err);
         if (st != NF_OK) return nf_wr_fail_and_abort(w, st);
     } else if (w->state != W_PLANNING) {
         return nf_error_set(err, NF_ERR_USAGE, "%s: nf_writer_begin twice", MP(w->path));

@@ -1032,11 +1032,12 @@ nf_status nf_convert_check_outputs(const nf_plan *p, const nf_convert_options *o
     return st;
 }
 
-nf_status nf_convert_writer(nf_plan *p, const nf_convert_options *opt, nf_writer **out, nf_error *err)
+nf_status nf_convert_writer(nf_plan *p, const nf_convert_options *opt, const char *fingerprint, nf_writer **out,
+                            nf_error *err)
 {
     nf_writer *w = NULL;
     NF_TRY(plan_writer(p, opt, &w, err));
-    nf_status st = nf_writer_layout(w, err);
+    nf_status st = nf_writer_layout_known(w, fingerprint, err);
     if (st != NF_OK) {
         nf_writer_free(w);
         return st;

@@ -295,7 +295,7 @@ nf_status nf_scaleout_plan(nf_plan *p, const nf_convert_options *opt, size_t tas
         return nf_error_set(err, NF_ERR_USAGE, "a plan fixes the artifact id: give one (random, given or derived)");
     NF_TRY(nf_convert_check_outputs(p, opt, err));
     nf_writer *w = NULL;
-    NF_TRY(nf_convert_writer(p, opt, &w, err));
+    NF_TRY(nf_convert_writer(p, opt, NULL, &w, err));
     size_t nf = nf_writer_file_count(w);
     size_t *first = calloc(nf, sizeof *first), *end = calloc(nf, sizeof *end);
     json_t *root = NULL, *inputs = NULL;
@@ -649,7 +649,7 @@ static nf_status run_task(nf_plan *p, const nf_scaleout *s, size_t task, const n
         return NF_OK;
     }
     nf_writer *w = NULL;
-    NF_TRY(nf_convert_writer(p, opt, &w, err));
+    NF_TRY(nf_convert_writer(p, opt, s->fingerprint, &w, err));
     nf_status st = check_layout(s, w, err);
     if (st == NF_OK) st = check_inputs(p, s, err);
     /* done already: every file of the task has a receipt of this plan and its size */
@@ -709,7 +709,7 @@ nf_status nf_scaleout_assemble(nf_plan *p, const nf_scaleout *s, const nf_conver
                                nf_error *err)
 {
     nf_writer *w = NULL;
-    NF_TRY(nf_convert_writer(p, opt, &w, err));
+    NF_TRY(nf_convert_writer(p, opt, s->fingerprint, &w, err));
     nf_status st = check_layout(s, w, err);
     size_t n = p->nobjects;
     nf_errstats_summary *sums = calloc(n ? n : 1, sizeof *sums);
