@@ -407,6 +407,9 @@ nf_status nf_scaleout_open(const char *plan_path, nf_scaleout **out, nf_error *e
             sscanf(id + 2 * i, "%2x", &v);
             s->id[i] = (uint8_t)v;
         }
+        /* the objects' records (offsets, source ranges) are for people and schedulers; a task
+         * and the assembler rebuild them from the plan itself: the tree's largest member, freed */
+        json_object_del(s->root, "objects");
         s->command = json_object_get(r, "command");
         s->nfiles = json_array_size(json_object_get(r, "files"));
         s->ntasks = json_array_size(json_object_get(r, "tasks"));
