@@ -125,6 +125,9 @@ cp ck.orig ck/model.safetensors
 # the plan is untrusted input too
 printf '{"ninfer_plan": 1, "output": "x"}' >bad.json
 run 1 "$conv" --plan bad.json --task 0
+python3 -c 'print("{\"ninfer_plan\": 1, \"x\": " + "[" * 9 + "]" * 9 + "}")' >bad.json
+run 1 "$conv" --plan bad.json --task 0
+contains "$work/err" "nested deeper than 8 levels"
 printf 'not json' >bad.json
 run 1 "$conv" --plan bad.json --assemble
 contains "$work/err" "bad.json:1:"

@@ -24,6 +24,7 @@
 
 #include "common/hex.h"
 #include "common/io.h"
+#include "common/json_prescan.h"
 #include "common/strset.h"
 #include "container/container_module.h"
 #include "convert/convert_impl.h"
@@ -85,11 +86,26 @@ static nf_status slurp(const char *path, uint64_t cap, char **out, size_t *len, 
     return NF_OK;
 }
 
+/* What jansson may build of a plan or a receipt (common/json_prescan.h: it spends hundreds of
+ * bytes per container and value, so the byte cap alone would let a file cost gigabytes).  A plan
+ * holds 3 containers and about 13 values per object, a receipt 2 and 10: these caps admit
+ * 10^6 objects. */
+static const nf_json_caps scaleout_caps = {8, 4000000, 30000000};
+
 static nf_status load_json(const char *path, uint64_t cap, json_t **out, nf_error *err)
 {
     char *text = NULL;
     size_t len = 0;
     NF_TRY(slurp(path, cap, &text, &len, err));
+    size_t at = 0;
+    nf_json_excess x = nf_json_prescan((const uint8_t *)text, len, &scaleout_caps, &at);
+    if (x != NF_JSON_WITHIN) {
+        free(text);
+        return nf_error_set(err, NF_ERR_INVALID, "%s: byte %zu: %s (the cap for a plan or a receipt)", MP(path), at,
+                            x == NF_JSON_TOO_DEEP              ? "JSON nested deeper than 8 levels"
+                            : x == NF_JSON_TOO_MANY_CONTAINERS ? "more than 4,000,000 JSON objects and arrays"
+                                                               : "more than 30,000,000 JSON values");
+    }
     json_error_t je;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
     free(text);
