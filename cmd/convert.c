@@ -472,17 +472,6 @@ static int build_plan(const nf_cli *cli, convert_opts *opts, nf_recipe **recipe,
     return NF_EXIT_OK;
 }
 
-/* A random artifact id for a plan that is given none (the tasks must agree on one). */
-static bool random_artifact_id(uint8_t out[16])
-{
-    FILE *f = fopen("/dev/urandom", "rb");
-    bool ok = f && fread(out, 1, 16, f) == 16;
-    if (f) fclose(f);
-    out[6] = (uint8_t)((out[6] & 0x0F) | 0x40);
-    out[8] = (uint8_t)((out[8] & 0x3F) | 0x80);
-    return ok;
-}
-
 static nf_convert_options convert_options(const convert_opts *opts, progress_ctx *pc)
 {
     nf_convert_options co = {opts->output,
@@ -503,11 +492,8 @@ static nf_convert_options convert_options(const convert_opts *opts, progress_ctx
 static int write_plan(const nf_cli *cli, convert_opts *opts, nf_plan *plan, int argc, char **argv)
 {
     nf_error err;
-    if (!opts->has_id) {
-        if (!random_artifact_id(opts->artifact_id)) return nf_cli_error(cli, NF_ERR_IO, "cannot read /dev/urandom");
-        opts->has_id = true;
-    }
-    /* the command that rebuilds this plan: these arguments, minus what only this run means */
+    /* the command that rebuilds this plan: these arguments as given (a task reads them again and
+     * ignores --plan-out and --tasks; the plan holds the artifact id, random when none is given) */
     json_t *args = json_array();
     for (int i = 1; args && i < argc; i++) json_array_append_new(args, json_string(argv[i]));
     json_t *command = json_pack("{s:s,s:o}", "program", "ninfer-convert", "argv", args);

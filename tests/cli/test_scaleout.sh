@@ -122,6 +122,14 @@ printf '\001' | dd of=ck/model.safetensors bs=1 seek=$(( $(stat -c %s ck/model.s
 run 1 "$conv" --plan plan.json --task 0
 contains "$work/err" "changed since the plan was made"
 cp ck.orig ck/model.safetensors
+# no --artifact-id: the plan draws one, and every task and the entry carry it
+rm -rf out && mkdir out
+run 0 "$conv" ck -o out/m.ninfer --format q8_g32_fp16 --max-file-bytes 40000 --plan-out plan.json --tasks 2 -q
+pid_=$(python3 -c 'import json; print(json.load(open("plan.json"))["artifact_id"])')
+run 0 "$conv" --plan plan.json --task all -q
+run 0 "$conv" --plan plan.json --assemble -q
+run 0 "$bin/ninfer-inspect" out/m.ninfer --json
+check python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["artifact_id"] == sys.argv[2]' "$work/out" "$pid_"
 # the plan is untrusted input too
 printf '{"ninfer_plan": 1, "output": "x"}' >bad.json
 run 1 "$conv" --plan bad.json --task 0

@@ -149,7 +149,8 @@ typedef struct nf_scaleout nf_scaleout;
 
 /* Lay p's artifact out (nothing is written but plan_path) and write the plan: the files, their
  * objects and source byte ranges, `tasks` tasks of near-equal bytes (0: one per file; never more
- * than the files), fingerprints.  opt->artifact_id is required (a plan fixes it). */
+ * than the files), fingerprints, and the artifact id every task will use: opt->artifact_id, or a
+ * random one drawn now. */
 NF_API nf_status nf_scaleout_plan(nf_plan *p, const nf_convert_options *opt, size_t tasks,
                                   const struct json_t *command, const char *plan_path, size_t *ntasks, nf_error *err);
 /* Read and check a plan file (untrusted JSON: capped, every member checked). */

@@ -22,7 +22,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/hex.h"
 #include "common/io.h"
 #include "common/json_prescan.h"
 #include "common/strset.h"
@@ -307,8 +306,6 @@ static void group_tasks(const nf_writer *w, size_t n, size_t *first, size_t *end
 nf_status nf_scaleout_plan(nf_plan *p, const nf_convert_options *opt, size_t tasks, const json_t *command,
                            const char *plan_path, size_t *ntasks, nf_error *err)
 {
-    if (!opt->artifact_id)
-        return nf_error_set(err, NF_ERR_USAGE, "a plan fixes the artifact id: give one (random, given or derived)");
     NF_TRY(nf_convert_check_outputs(p, opt, err));
     nf_writer *w = NULL;
     NF_TRY(nf_convert_writer(p, opt, NULL, &w, err));
@@ -324,7 +321,7 @@ nf_status nf_scaleout_plan(nf_plan *p, const nf_convert_options *opt, size_t tas
     if (st == NF_OK) {
         char fp[33], id[33];
         nf_writer_layout_digest(w, fp);
-        nf_hex_bytes(opt->artifact_id, 16, id);
+        nf_writer_id_hex(w, id); /* given, or the writer's random one: the plan fixes it for every task */
         char cwd[4096];
         if (!getcwd(cwd, sizeof cwd)) snprintf(cwd, sizeof cwd, ".");
         json_t *files = json_array(), *tl = json_array();
