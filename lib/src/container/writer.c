@@ -369,9 +369,7 @@ static nf_status create_temps(nf_writer *w, nf_error *err)
             e = nf_io_pwrite_full(f->fd, w->image.data, w->image.len, 0);
         } else {
             uint8_t hdr[NF_HEADER_BYTES];
-            memcpy(hdr, NF_MAGIC_PART, NF_MAGIC_BYTES);
-            put_u64le(hdr + 8, (uint64_t)i);
-            memcpy(hdr + 16, w->id, NF_ARTIFACT_ID_BYTES);
+            nf_wr_part_header(w, i, hdr);
             e = nf_io_pwrite_full(f->fd, hdr, sizeof hdr, 0);
         }
         if (e) return nf_error_errno(err, e, "%s: cannot write the header to %s", MP(f->dest), MP(f->temp));

@@ -78,11 +78,6 @@ bool nf_writer_object_checksum(const nf_writer *w, size_t index, char out[33])
 }
 
 /* ---------------------------------------------------------------- the assembler */
-static void put_u64le(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-
 /* Part i as a task left it: a regular file of its size whose header is this artifact's part i. */
 static nf_status check_part(const nf_writer *w, size_t i, nf_error *err)
 {
@@ -96,10 +91,8 @@ static nf_status check_part(const nf_writer *w, size_t i, nf_error *err)
     if ((uint64_t)sb.st_size != f->size)
         return nf_error_set(err, NF_ERR_INVALID, "%s: %llu bytes, the plan says %llu", MP(f->dest),
                             (unsigned long long)sb.st_size, (unsigned long long)f->size);
-    uint8_t want[NF_HEADER_BYTES] = {0}, got[NF_HEADER_BYTES];
-    memcpy(want, NF_MAGIC_PART, NF_MAGIC_BYTES);
-    put_u64le(want + 8, (uint64_t)i);
-    memcpy(want + 16, w->id, NF_ARTIFACT_ID_BYTES);
+    uint8_t want[NF_HEADER_BYTES], got[NF_HEADER_BYTES];
+    nf_wr_part_header(w, i, want);
     int fd = nf_io_open(f->dest, O_RDONLY | O_NOFOLLOW, 0);
     if (fd < 0) return nf_error_errno(err, errno, "%s: cannot open", MP(f->dest));
     e = nf_io_pread_full(fd, got, sizeof got, 0);

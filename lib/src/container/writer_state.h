@@ -144,6 +144,15 @@ struct nf_writer {
     _Atomic uint64_t parked_bytes;
 };
 
+/* Part i's continuation header (docs/artifact.md 3): magic, index, artifact id -- what a writer
+ * writes at a part's start and what an assembler finds there. */
+static inline void nf_wr_part_header(const nf_writer *w, size_t i, uint8_t hdr[NF_HEADER_BYTES])
+{
+    memcpy(hdr, NF_MAGIC_PART, NF_MAGIC_BYTES);
+    for (int b = 0; b < 8; b++) hdr[8 + b] = (uint8_t)((uint64_t)i >> (8 * b));
+    memcpy(hdr + 16, w->id, NF_ARTIFACT_ID_BYTES);
+}
+
 /* The out-of-memory failure, as every file of the writer reports it. */
 static inline nf_status nf_wr_nomem(nf_error *err)
 {
