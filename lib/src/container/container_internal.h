@@ -19,11 +19,8 @@
 #include "common/strset.h"
 #include "container/container_module.h"
 
-#define NF_MAGIC_ENTRY "NINFER\0\3"
 #define NF_MAGIC_ENTRY_V2 "NINFER\0\2"
 #define NF_MAGIC_ENTRY_V1 "NINFER\0\1"
-#define NF_MAGIC_PART "NINPRT\0\3"
-#define NF_MAGIC_BYTES 8u
 
 /* Caps that keep hostile inputs from turning into huge allocations.  No legal artifact comes
  * near them: upstream directories are kilobytes to a few megabytes. */

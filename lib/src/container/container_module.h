@@ -10,6 +10,12 @@
 #include <ninfer/container.h>
 #include <ninfer/error.h>
 
+/* The magics of an entry and of a part (docs/artifact.md 2 and 3): the first 8 bytes of each
+ * file, which a scale-out task reads to tell this plan's published entry (convert/scaleout.c). */
+#define NF_MAGIC_ENTRY "NINFER\0\3"
+#define NF_MAGIC_PART "NINPRT\0\3"
+#define NF_MAGIC_BYTES 8u
+
 /* Bytes [offset, offset + len) of file `index` of the artifact (0: the entry file; a part is
  * opened and checked first), as stored, not through the logical payload: verify checks with it
  * that the bytes the payload skips (after the entry's directory, in each part's header) are 0.  NF_ERR_INVALID for a missing/foreign part or a range

@@ -643,7 +643,8 @@ static nf_status published_already(const nf_scaleout *s, bool *done, nf_error *e
     if (nf_io_lstat(s->output, &sb) != 0) return NF_OK;
     uint8_t hdr[32] = {0};
     int fd = S_ISREG(sb.st_mode) ? nf_io_open(s->output, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0) : -1;
-    bool ours = fd >= 0 && nf_io_pread_full(fd, hdr, sizeof hdr, 0) == 0 && memcmp(hdr, "NINFER\0\3", 8) == 0 &&
+    bool ours = fd >= 0 && nf_io_pread_full(fd, hdr, sizeof hdr, 0) == 0 &&
+                memcmp(hdr, NF_MAGIC_ENTRY, NF_MAGIC_BYTES) == 0 &&
                 memcmp(hdr + 16, s->id, 16) == 0;
     if (fd >= 0) nf_io_close(fd);
     if (ours) {
