@@ -33,8 +33,18 @@ run 0 "$conv" "${args[@]}" --plan-out plan.json --tasks 7
 check test "$(cat "$work/out")" = 7
 for t in 6 3 0 5 1 4 2; do run 0 "$conv" --plan plan.json --task $t -j 1 -q; done
 ls out | grep -q '^m.ninfer$' && bad "the entry exists before --assemble" || ok
+# an assembly that fails at each of its syncs in turn (the report's, the entry's, the directory's
+# after the commit point) exits 3, and the next run finishes it; one more has nothing to do
+faulty=$bin/../tests/bin/ninfer-convert-faults
+if [ -x "$faulty" ]; then
+    for n in 1 2 3; do run 3 env NINFER_IO_FAULT=sync:$n:EIO "$faulty" --plan plan.json --assemble -q; done
+else
+    echo "SKIP the failing assemblies: no $faulty"
+fi
 run 0 "$conv" --plan plan.json --assemble --verify -q
 same_as_ref "7 tasks"
+run 0 "$conv" --plan plan.json --assemble -q
+same_as_ref "assembled twice"
 
 # one task per part (the default), all on this machine; --json gives the count
 rm -rf out && mkdir out

@@ -115,39 +115,59 @@ static nf_status assemble(nf_writer *w, const char *const *checksums, const char
                             MP(entry->dest), nf_io_kind_name(sb.st_mode));
     if (e == 0 && !w->opt.overwrite) return nf_error_errno(err, EEXIST, "%s: refusing to overwrite", MP(entry->dest));
     if (e != 0 && e != ENOENT) return nf_error_errno(err, e, "%s", MP(entry->dest));
-    /* the staged entry: this plan's image (checksum digits zero) at its head, its size */
-    int fd = nf_io_open(entry_staged, O_RDWR | O_NOFOLLOW, 0);
-    if (fd < 0) {
-        if (errno == ENOENT) return nf_error_set(err, NF_ERR_INVALID, "%s: missing (the entry's payload)", MP(entry_staged));
-        return nf_error_errno(err, errno, "%s: cannot open", MP(entry_staged));
+    /* the staged entry: this plan's image at its head -- its checksum digits zero as a task left
+     * them, or already these checksums, as an assembly that failed after writing them left them
+     * (a retry resumes it) -- and its size */
+    uint8_t *zero = malloc(w->image.len), *head = malloc(w->image.len);
+    if (!zero || !head) {
+        free(zero);
+        free(head);
+        return nf_wr_nomem(err);
     }
-    nf_status st = NF_OK;
-    uint8_t *head = malloc(w->image.len);
-    if (!head) st = nf_wr_nomem(err);
-    if (st == NF_OK && (e = nf_io_fstat(fd, &sb)) != 0) st = nf_error_errno(err, e, "%s: cannot stat", MP(entry_staged));
-    if (st == NF_OK && (!S_ISREG(sb.st_mode) || (uint64_t)sb.st_size != entry->size))
-        st = nf_error_set(err, NF_ERR_INVALID, "%s: %llu bytes, the plan says %llu", MP(entry_staged),
-                          (unsigned long long)sb.st_size, (unsigned long long)entry->size);
-    if (st == NF_OK && (e = nf_io_pread_full(fd, head, w->image.len, 0)) != 0)
-        st = nf_error_errno(err, e, "%s: cannot read its directory", MP(entry_staged));
-    if (st == NF_OK && memcmp(head, w->image.data, w->image.len) != 0)
-        st = nf_error_set(err, NF_ERR_INVALID, "%s: its header and directory are not this plan's", MP(entry_staged));
-    free(head);
-    if (st == NF_OK && w->opt.checksums) {
+    memcpy(zero, w->image.data, w->image.len);
+    if (w->opt.checksums) {
         for (size_t i = 0; i < w->nobjs; i++)
             memcpy(w->image.data + NF_HEADER_BYTES + w->sum_pos[i], checksums[i], 32);
         char hex[33];
         nf_xxh3_128_hex(w->image.data, w->image.len, hex);
         memcpy(w->image.data + NF_HEADER_BYTES + w->dir_sum_pos, hex, 32);
-        if ((e = nf_io_pwrite_full(fd, w->image.data, w->image.len, 0)) != 0)
-            st = nf_error_errno(err, e, "%s: cannot write the checksums", MP(entry_staged));
     }
+    nf_status st = NF_OK;
+    int fd = nf_io_open(entry_staged, O_RDWR | O_NOFOLLOW, 0);
+    if (fd < 0)
+        st = errno == ENOENT ? nf_error_set(err, NF_ERR_INVALID, "%s: missing (the entry's payload)", MP(entry_staged))
+                             : nf_error_errno(err, errno, "%s: cannot open", MP(entry_staged));
+    struct stat fsb;
+    if (st == NF_OK && (e = nf_io_fstat(fd, &fsb)) != 0) st = nf_error_errno(err, e, "%s: cannot stat", MP(entry_staged));
+    if (st == NF_OK && (!S_ISREG(fsb.st_mode) || (uint64_t)fsb.st_size != entry->size))
+        st = nf_error_set(err, NF_ERR_INVALID, "%s: %llu bytes, the plan says %llu", MP(entry_staged),
+                          (unsigned long long)fsb.st_size, (unsigned long long)entry->size);
+    if (st == NF_OK && (e = nf_io_pread_full(fd, head, w->image.len, 0)) != 0)
+        st = nf_error_errno(err, e, "%s: cannot read its directory", MP(entry_staged));
+    if (st == NF_OK && memcmp(head, zero, w->image.len) != 0 && memcmp(head, w->image.data, w->image.len) != 0)
+        st = nf_error_set(err, NF_ERR_INVALID, "%s: its header and directory are not this plan's", MP(entry_staged));
+    free(zero);
+    free(head);
+    if (st == NF_OK && w->opt.checksums && (e = nf_io_pwrite_full(fd, w->image.data, w->image.len, 0)) != 0)
+        st = nf_error_errno(err, e, "%s: cannot write the checksums", MP(entry_staged));
     if (st == NF_OK && (e = nf_io_fdatasync(fd)) != 0) st = nf_error_errno(err, e, "%s: cannot sync", MP(entry_staged));
-    if (nf_io_close(fd) != 0 && st == NF_OK) st = nf_error_errno(err, errno, "%s: cannot close", MP(entry_staged));
+    /* the commit point: the entry appears complete, every part already in place -- the very file
+     * completed here: a duplicate task may rename a fresh staged entry over the name meanwhile
+     * (tasks take no lock), which must not be what appears */
+    struct stat now;
+    if (st == NF_OK && (nf_io_lstat(entry_staged, &now) != 0 || now.st_ino != fsb.st_ino || now.st_dev != fsb.st_dev))
+        st = nf_error_set(err, NF_ERR_IO, "%s: a task put another staged entry in place while it was assembled; run "
+                          "--assemble again", MP(entry_staged));
+    if (st == NF_OK && (e = w->opt.overwrite ? nf_io_rename(entry_staged, entry->dest)
+                                             : nf_io_link(entry_staged, entry->dest)) != 0)
+        st = nf_error_errno(err, e, "%s: cannot publish %s", MP(entry->dest), MP(entry_staged));
+    if (st == NF_OK && (nf_io_lstat(entry->dest, &now) != 0 || now.st_ino != fsb.st_ino || now.st_dev != fsb.st_dev)) {
+        if (!w->opt.overwrite) (void)nf_io_unlink(entry->dest); /* ours: link refuses an existing name */
+        st = nf_error_set(err, NF_ERR_IO, "%s: a task put another staged entry in place while it was assembled; run "
+                          "--assemble again", MP(entry_staged));
+    }
+    if (fd >= 0 && nf_io_close(fd) != 0 && st == NF_OK) st = nf_error_errno(err, errno, "%s: cannot close", MP(entry_staged));
     if (st != NF_OK) return st;
-    /* the commit point: the entry appears complete, every part already in place */
-    e = w->opt.overwrite ? nf_io_rename(entry_staged, entry->dest) : nf_io_link(entry_staged, entry->dest);
-    if (e) return nf_error_errno(err, e, "%s: cannot publish %s", MP(entry->dest), MP(entry_staged));
     if (!w->opt.overwrite) (void)nf_io_unlink(entry_staged);
     return nf_wr_sync_directory(w, err);
 }

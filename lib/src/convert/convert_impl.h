@@ -98,8 +98,10 @@ nf_status nf_convert_writer(nf_plan *p, const nf_convert_options *opt, const cha
 nf_status nf_convert_task(nf_plan *p, nf_writer *w, const nf_convert_options *opt, const char *entry_staged,
                           nf_errstats_summary *sums, char (*checksums)[33], nf_error *err);
 /* The assembler: w laid out, no selection; every object's statistics and checksum (per plan
- * object); the entry completed and published, then the report (unless !opt->report). */
+ * object); the entry completed and published (unless published: an earlier run did, and failed
+ * after), then the report (unless !opt->report). */
 nf_status nf_convert_assemble(nf_plan *p, nf_writer *w, const nf_convert_options *opt, const char *entry_staged,
-                              const nf_errstats_summary *sums, const char *const *checksums, nf_error *err);
+                              const nf_errstats_summary *sums, const char *const *checksums, bool published,
+                              nf_error *err);
 
 #endif

@@ -1178,7 +1178,8 @@ nf_status nf_convert_task(nf_plan *p, nf_writer *w, const nf_convert_options *op
 }
 
 nf_status nf_convert_assemble(nf_plan *p, nf_writer *w, const nf_convert_options *opt, const char *entry_staged,
-                              const nf_errstats_summary *sums, const char *const *checksums, nf_error *err)
+                              const nf_errstats_summary *sums, const char *const *checksums, bool published,
+                              nf_error *err)
 {
     char *report_path = report_path_of(opt->output);
     if (!report_path) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
@@ -1195,7 +1196,10 @@ nf_status nf_convert_assemble(nf_plan *p, nf_writer *w, const nf_convert_options
     const char **by_writer = calloc(p->nobjects ? p->nobjects : 1, sizeof *by_writer);
     if (st == NF_OK && !by_writer) st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
     for (size_t i = 0; st == NF_OK && i < p->nobjects; i++) by_writer[p->objects[i].writer_index] = checksums[i];
-    if (st == NF_OK) st = nf_writer_assemble(w, by_writer, entry_staged, err);
+    if (st == NF_OK && !published) st = nf_writer_assemble(w, by_writer, entry_staged, err);
+    /* published (by a run that failed after its commit point): the staged name is a second link
+     * of the entry, no longer needed */
+    if (st == NF_OK && published) (void)nf_io_unlink(entry_staged);
     free(by_writer);
     /* the entry is the commit point; the report follows it (a failure here leaves the complete
      * artifact without its report, said so) */

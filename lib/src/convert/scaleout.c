@@ -525,8 +525,8 @@ static bool stats_of(const json_t *j, nf_errstats_summary *m)
            exact_value(json_object_get(j, "snr_db"), &m->snr_db);
 }
 
-/* XXH3-128 of a whole file, streamed. */
-static nf_status file_digest(const char *path, char out[33], nf_error *err)
+/* XXH3-128 of bytes [from, end) of a file, streamed. */
+static nf_status file_digest(const char *path, uint64_t from, char out[33], nf_error *err)
 {
     int fd = nf_io_open(path, O_RDONLY | O_NONBLOCK, 0);
     if (fd < 0) return nf_error_errno(err, errno, "%s: cannot open", MP(path));
@@ -536,7 +536,7 @@ static nf_status file_digest(const char *path, char out[33], nf_error *err)
     uint8_t *buf = malloc(chunk);
     nf_xxh3_stream *x = nf_xxh3_stream_new();
     nf_status st = e ? nf_error_errno(err, e, "%s: cannot stat", MP(path)) : buf && x ? NF_OK : nomem(err);
-    for (uint64_t pos = 0; st == NF_OK && pos < (uint64_t)sb.st_size;) {
+    for (uint64_t pos = from; st == NF_OK && pos < (uint64_t)sb.st_size;) {
         size_t n = (uint64_t)sb.st_size - pos < chunk ? (size_t)((uint64_t)sb.st_size - pos) : chunk;
         if ((e = nf_io_pread_full(fd, buf, n, pos)) != 0) st = nf_error_errno(err, e, "%s: cannot read", MP(path));
         else nf_xxh3_stream_update(x, buf, n);
@@ -564,7 +564,8 @@ static nf_status write_receipt(const nf_plan *p, const nf_scaleout *s, const nf_
     nf_writer_file_info(w, i, &f);
     const char *file = i == 0 ? staged : f.path;
     char digest[33];
-    NF_TRY(file_digest(file, digest, err));
+    /* the entry's file from its payload on: its directory gets the checksums at assembly */
+    NF_TRY(file_digest(file, f.size - f.payload_bytes, digest, err));
     json_t *objs = json_array();
     for (size_t k = 0; objs && k < p->nobjects; k++) {
         if (!in_file(p, w, k, &f)) continue;
@@ -584,8 +585,8 @@ static nf_status write_receipt(const nf_plan *p, const nf_scaleout *s, const nf_
 
 /* Receipt of file i, checked against the plan and the file's size (NULL root when there is
  * none: *why says what is wrong). */
-static nf_status read_receipt(const nf_scaleout *s, const nf_writer *w, size_t i, json_t **out, char *why, size_t whylen,
-                              nf_error *err)
+static nf_status read_receipt(const nf_scaleout *s, const nf_writer *w, size_t i, bool published, json_t **out,
+                              char *why, size_t whylen, nf_error *err)
 {
     *out = NULL;
     nf_writer_file f;
@@ -616,8 +617,9 @@ static nf_status read_receipt(const nf_scaleout *s, const nf_writer *w, size_t i
         snprintf(why, whylen, "%s: not the receipt of file %zu of %llu bytes", MP(rp), i, (unsigned long long)f.size);
     } else {
         const char *file_path = i == 0 ? NULL : f.path;
-        char *staged = i == 0 ? with_suffix(s->output, ".entry-staged") : NULL;
-        const char *fpath = file_path ? file_path : staged;
+        /* the entry's file: staged, or once published the entry itself */
+        char *staged = i == 0 && !published ? with_suffix(s->output, ".entry-staged") : NULL;
+        const char *fpath = file_path ? file_path : staged ? staged : s->output;
         if (!fpath || stat(fpath, &sb) != 0) snprintf(why, whylen, "%s: missing (its receipt is there)", MP(fpath ? fpath : "?"));
         else if ((uint64_t)sb.st_size != f.size)
             snprintf(why, whylen, "%s: %llu bytes, its receipt and the plan say %llu", MP(fpath),
@@ -674,7 +676,7 @@ static nf_status run_task(nf_plan *p, const nf_scaleout *s, size_t task, const n
     for (size_t i = s->task_first[task]; st == NF_OK && done && i < s->task_end[task]; i++) {
         json_t *r = NULL;
         char why[1024];
-        st = read_receipt(s, w, i, &r, why, sizeof why, err);
+        st = read_receipt(s, w, i, published, &r, why, sizeof why, err);
         done = r != NULL;
         json_decref(r);
     }
@@ -725,6 +727,10 @@ static size_t task_of(const nf_scaleout *s, size_t i)
 nf_status nf_scaleout_assemble(nf_plan *p, const nf_scaleout *s, const nf_convert_options *opt, bool verify,
                                nf_error *err)
 {
+    /* assembled already (this plan's entry in place): a run after one whose last steps failed
+     * finishes them from the receipts left; one after a complete run has nothing to do */
+    bool published = false;
+    NF_TRY(published_already(s, &published, err));
     nf_writer *w = NULL;
     NF_TRY(nf_convert_writer(p, opt, s->fingerprint, &w, err));
     nf_status st = check_layout(s, w, err);
@@ -741,7 +747,17 @@ nf_status nf_scaleout_assemble(nf_plan *p, const nf_scaleout *s, const nf_conver
     for (size_t i = 0; st == NF_OK && i < s->nfiles; i++) {
         json_t *r = NULL;
         char why[1024] = "";
-        st = read_receipt(s, w, i, &r, why, sizeof why, err);
+        st = read_receipt(s, w, i, published, &r, why, sizeof why, err);
+        if (st == NF_OK && !r && published) { /* a complete earlier run removed them */
+            nf_strset_free(&ids);
+            free(sums);
+            free(sum_hex);
+            free(checksums);
+            free(have);
+            free(staged);
+            nf_writer_free(w);
+            return NF_OK;
+        }
         if (st == NF_OK && !r) {
             st = nf_error_set(err, NF_ERR_INVALID, "%s; rerun task %zu", why, task_of(s, i));
             break;
@@ -750,7 +766,7 @@ nf_status nf_scaleout_assemble(nf_plan *p, const nf_scaleout *s, const nf_conver
             nf_writer_file f;
             nf_writer_file_info(w, i, &f);
             char d[33];
-            st = file_digest(i == 0 ? staged : f.path, d, err);
+            st = file_digest(i == 0 && !published ? staged : f.path, f.size - f.payload_bytes, d, err);
             if (st == NF_OK && strcmp(d, str_member(r, "digest")) != 0)
                 st = nf_error_set(err, NF_ERR_INVALID, "%s: its bytes are not those its receipt records; rerun task %zu",
                                   MP(i == 0 ? staged : f.path), task_of(s, i));
@@ -793,7 +809,7 @@ nf_status nf_scaleout_assemble(nf_plan *p, const nf_scaleout *s, const nf_conver
         if (!have[k]) st = nf_error_set(err, NF_ERR_INVALID, "object '%s': no receipt lists it", p->objects[k].id);
         checksums[k] = sum_hex[k];
     }
-    if (st == NF_OK) st = nf_convert_assemble(p, w, opt, staged, sums, checksums, err);
+    if (st == NF_OK) st = nf_convert_assemble(p, w, opt, staged, sums, checksums, published, err);
     /* published: the receipts have done their work (best effort) */
     for (size_t i = 0; st == NF_OK && i < s->nfiles; i++) {
         nf_writer_file f;
