@@ -526,8 +526,10 @@ static int plan_mode(const nf_cli *cli, const convert_opts *given)
     nf_error err;
     if (!given->task == !given->assemble)
         return nf_cli_usage(cli, "--plan takes --task I (or all) or --assemble");
-    if (given->output || given->recipe || cli->npositional || given->format || given->plan_out || given->tasks ||
-        given->ra.nsources || given->ra.nallow_paths || given->ra.nallow_env || given->dry_run)
+    if (given->output || given->recipe || cli->npositional || given->format || given->method || given->nrules ||
+        given->plan_out || given->tasks || given->ra.nsources || given->ra.nallow_paths || given->ra.nallow_env ||
+        given->dry_run || given->force || given->no_report || given->has_id || given->has_max_file_bytes ||
+        given->chunk_values)
         return nf_cli_usage(cli, "with --plan, the plan gives the output, the recipe and the sources; only "
                             "--threads, --remove-stale, -q, -v, --json and --progress may be added");
     if (given->verify && !given->assemble) return nf_cli_usage(cli, "--verify belongs to --assemble");
@@ -594,7 +596,9 @@ static int plan_mode(const nf_cli *cli, const convert_opts *given)
     opts.has_id = true;
     if ((rc = build_plan(&sub, &opts, &recipe, &plan)) != NF_EXIT_OK) goto out;
     catch_signals();
-    progress_ctx pc = {false, false, {0, 0}};
+    progress_ctx pc = {cli->progress == NF_PROGRESS_ALWAYS ||
+                           (cli->progress == NF_PROGRESS_AUTO && isatty(STDERR_FILENO) && cli->verbosity >= 0),
+                       false, {0, 0}};
     clock_gettime(CLOCK_MONOTONIC, &pc.start);
     nf_convert_options co = convert_options(&opts, &pc);
     opts.remove_stale = given->remove_stale;
@@ -605,22 +609,39 @@ static int plan_mode(const nf_cli *cli, const convert_opts *given)
             rc = nf_cli_report(cli, &err);
             goto out;
         }
-        if (cli->verbosity >= 0)
+        if (cli->json) {
+            json_t *doc = json_pack("{s:s,s:s,s:I,s:f}", "plan", given->plan, "output", opts.output, "objects",
+                                    (json_int_t)nf_plan_object_count(plan), "seconds", seconds_since(&pc.start));
+            rc = nf_cli_print_json(cli, doc);
+            json_decref(doc);
+        } else if (cli->verbosity >= 0) {
             fprintf(stderr, "%s: assembled %s (%zu objects) in %.2f s\n", cli->prog, nf_cli_name(opts.output).s,
                     nf_plan_object_count(plan), seconds_since(&pc.start));
+        }
         goto out;
     }
-    size_t first = all ? 0 : task, last = all ? nf_scaleout_task_count(s) : task + 1;
-    if (!all && task >= nf_scaleout_task_count(s)) last = first + 1; /* the library names the range */
+    size_t first = all ? 0 : task, last = all ? nf_scaleout_task_count(s) : task + 1; /* (out of range: the
+                                                                                        library names it) */
+    json_t *done_list = cli->json ? json_array() : NULL;
     for (size_t t = first; t < last; t++) {
         bool skipped = false;
         if (nf_scaleout_task(plan, s, t, &co, &skipped, &err) != NF_OK) {
+            json_decref(done_list);
             rc = nf_cli_report(cli, &err);
             goto out;
         }
-        if (cli->verbosity >= 0)
+        if (done_list)
+            json_array_append_new(done_list, json_pack("{s:I,s:s}", "task", (json_int_t)t, "status",
+                                                       skipped ? "done already" : "done"));
+        else if (cli->verbosity >= 0)
             fprintf(stderr, "%s: task %zu of %zu %s\n", cli->prog, t, nf_scaleout_task_count(s),
                     skipped ? "was done already" : "done");
+    }
+    if (done_list) {
+        json_t *doc = json_pack("{s:s,s:s,s:I,s:o}", "plan", given->plan, "output", opts.output, "task_count",
+                                (json_int_t)nf_scaleout_task_count(s), "tasks", done_list);
+        rc = nf_cli_print_json(cli, doc);
+        json_decref(doc);
     }
 out:
     nf_plan_free(plan);

@@ -67,7 +67,11 @@ run 1 "$conv" --plan plan.json --task 3
 contains "$work/err" "no task 3 (the plan has tasks 0 to 2)"
 run 2 "$conv" --plan plan.json --task x
 run 2 "$conv" --plan plan.json --task 0 -o elsewhere.ninfer
-run 0 "$conv" --plan plan.json --task 0 -q
+for extra in --force --no-report "--artifact-id $id" "--max-file-bytes 0" "--chunk-values 7" "--rule x=bf16"; do
+    run 2 "$conv" --plan plan.json --task 0 $extra # the plan's command decides these
+done
+run 0 "$conv" --plan plan.json --task 0 --json
+check python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["task_count"] == 3 and d["tasks"] == [{"task": 0, "status": "done"}], d' "$work/out"
 run 0 "$conv" --plan plan.json --task 2 -q
 run 1 "$conv" --plan plan.json --assemble
 contains "$work/err" "rerun task 1"
