@@ -131,6 +131,15 @@ contains "$work/err" "another artifact (or another file) is there"
 # sources changed after the plan: a task refuses to run
 rm -rf out && mkdir out
 run 0 "$conv" "${args[@]}" --plan-out plan.json -q
+# (first: the report's place is checked as a run checks it -- a FIFO there is never replaced)
+run 0 "$conv" --plan plan.json --task all -q
+mkfifo out/m.ninfer.conversion.json
+run 2 "$conv" --plan plan.json --assemble
+contains "$work/err" "not a regular file"
+check test ! -e out/m.ninfer
+rm out/m.ninfer.conversion.json
+rm -rf out && mkdir out
+run 0 "$conv" "${args[@]}" --plan-out plan.json -q
 cp ck/model.safetensors ck.orig
 printf '\001' | dd of=ck/model.safetensors bs=1 seek=$(( $(stat -c %s ck/model.safetensors) - 10 )) conv=notrunc 2>/dev/null
 run 1 "$conv" --plan plan.json --task 0

@@ -377,8 +377,6 @@ static nf_status create_temps(nf_writer *w, nf_error *err)
     return NF_OK;
 }
 
-/* Freeze the plan: the directory text (checked by our own reader), the entry image and the
- * file table.  Nothing is created. */
 /* Freeze the plan: the directory text (checked by our own reader, unless its image has the
  * digest `known`: one an earlier layout of the same plan checked), the entry image and the file
  * table.  Nothing is created. */

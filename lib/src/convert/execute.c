@@ -1183,9 +1183,14 @@ nf_status nf_convert_assemble(nf_plan *p, nf_writer *w, const nf_convert_options
 {
     char *report_path = report_path_of(opt->output);
     if (!report_path) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    /* the report's place as a run checks it (never an input, never a non-regular file, an
+     * existing one only with --force) -- except the report an interrupted assembly of this very
+     * artifact may have put there */
+    nf_convert_options ro = *opt;
+    if (published) ro.force = true;
     input_set in = {0};
     nf_status st = collect_inputs(p, &in, err);
-    if (st == NF_OK) st = refuse_inputs(&in, opt->output, opt->report, err);
+    if (st == NF_OK) st = prepare_outputs(&in, &ro, report_path, err);
     free(in.v);
     char *report_tmp = NULL;
     if (st == NF_OK && opt->report) {

@@ -366,11 +366,23 @@ nf_status nf_scaleout_plan(nf_plan *p, const nf_convert_options *opt, size_t tas
                                                      (json_int_t)nf_writer_object_bytes(w, o->writer_index), "sources",
                                                      srcs ? srcs : json_array()));
         }
-        root = json_pack("{s:i,s:s,s:s,s:s,s:s,s:O,s:o,s:o,s:o,s:o}", "ninfer_plan", PLAN_VERSION, "output",
-                         opt->output, "artifact_id", id, "fingerprint", fp, "cwd", cwd, "command", command, "inputs",
-                         inputs, "files", files, "tasks", tl, "objects", objects);
-        inputs = NULL;
-        if (!root) st = nomem(err);
+        /* every json_* call above may have failed for memory: the plan is complete or not written */
+        bool whole = files && tl && objects && json_array_size(files) == nf && json_array_size(tl) == nt &&
+                     json_array_size(objects) == p->nobjects;
+        for (size_t i = 0; whole && i < nf; i++) whole = json_object_get(json_array_get(files, i), "objects") != NULL;
+        if (!whole) {
+            json_decref(files);
+            json_decref(tl);
+            json_decref(objects);
+            files = tl = objects = NULL;
+            st = nomem(err);
+        }
+        if (st == NF_OK)
+            root = json_pack("{s:i,s:s,s:s,s:s,s:s,s:O,s:o,s:o,s:o,s:o}", "ninfer_plan", PLAN_VERSION, "output",
+                             opt->output, "artifact_id", id, "fingerprint", fp, "cwd", cwd, "command", command,
+                             "inputs", inputs, "files", files, "tasks", tl, "objects", objects);
+        if (st == NF_OK) inputs = NULL; /* (taken by root, or freed with it) */
+        if (st == NF_OK && !root) st = nomem(err);
     }
     if (st == NF_OK) st = put_json(plan_path, root, err);
     if (st == NF_OK) *ntasks = nt;
@@ -408,10 +420,11 @@ nf_status nf_scaleout_open(const char *plan_path, nf_scaleout **out, nf_error *e
         st = nf_error_set(err, NF_ERR_INVALID, "%s: not a plan of this version (ninfer_plan must be %d)", MP(plan_path),
                           PLAN_VERSION);
     if (st == NF_OK && (!output || !*output || strlen(output) >= sizeof s->output || !is_hex(id, 32) || !is_hex(fp, 32) ||
+                        !json_is_string(json_object_get(r, "cwd")) ||
                         !json_is_object(json_object_get(r, "command")) || !json_is_array(json_object_get(r, "inputs")) ||
                         !json_is_array(json_object_get(r, "files")) || !json_is_array(json_object_get(r, "tasks"))))
         st = nf_error_set(err, NF_ERR_INVALID, "%s: a plan needs output, artifact_id (32 hex digits), fingerprint, "
-                          "command, inputs, files and tasks", MP(plan_path));
+                          "cwd, command, inputs, files and tasks", MP(plan_path));
     if (st == NF_OK) {
         snprintf(s->output, sizeof s->output, "%s", output);
         snprintf(s->fingerprint, sizeof s->fingerprint, "%s", fp);
