@@ -161,5 +161,6 @@ run 1 "$conv" --plan bad.json --task 0
 contains "$work/err" "nested deeper than 8 levels"
 printf 'not json' >bad.json
 run 1 "$conv" --plan bad.json --assemble
-contains "$work/err" "bad.json:1:"
+contains "$work/err" "bad.json: byte 3 (line 1, column 3)"
+lacks "$work/err" "near" # the file's bytes are not quoted (docs/security.md 1.3)
 finish test_scaleout

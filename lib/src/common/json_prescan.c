@@ -2,6 +2,7 @@
 #include "common/json_prescan.h"
 
 #include <stdbool.h>
+#include <string.h>
 
 nf_json_excess nf_json_prescan(const uint8_t *p, size_t n, const nf_json_caps *caps, size_t *at)
 {
@@ -35,4 +36,30 @@ nf_json_excess nf_json_prescan(const uint8_t *p, size_t n, const nf_json_caps *c
         }
     }
     return NF_JSON_WITHIN;
+}
+
+nf_status nf_json_prescan_check(const char *path, const char *p, size_t n, const nf_json_caps *caps, const char *what,
+                                const char *detail, nf_error *err)
+{
+    size_t at = 0;
+    switch (nf_json_prescan((const uint8_t *)p, n, caps, &at)) {
+    case NF_JSON_TOO_DEEP:
+        return nf_error_set(err, NF_ERR_INVALID, "%s: byte %zu: JSON nested deeper than %llu levels (the reader's cap "
+                            "for %s)", path, at, (unsigned long long)caps->depth, what);
+    case NF_JSON_TOO_MANY_CONTAINERS:
+        return nf_error_set(err, NF_ERR_INVALID, "%s: byte %zu: more than %llu JSON objects and arrays (the reader's "
+                            "cap for %s)", path, at, (unsigned long long)caps->containers, what);
+    case NF_JSON_TOO_MANY_VALUES:
+        return nf_error_set(err, NF_ERR_INVALID, "%s: byte %zu: more than %llu JSON values (the reader's cap for "
+                            "%s%s)", path, at, (unsigned long long)caps->values, what, detail);
+    default: return NF_OK;
+    }
+}
+
+nf_status nf_json_syntax_error(nf_error *err, const char *path, const json_error_t *je)
+{
+    const char *near = strstr(je->text, " near ");
+    int n = near ? (int)(near - je->text) : (int)strlen(je->text);
+    return nf_error_set(err, NF_ERR_INVALID, "%s: byte %d (line %d, column %d): %.*s", path, je->position, je->line,
+                        je->column, n, je->text);
 }

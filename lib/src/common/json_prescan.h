@@ -9,6 +9,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
+#include <ninfer/error.h>
+
 typedef struct nf_json_caps {
     uint64_t depth;      /* deepest nesting of objects and arrays */
     uint64_t containers; /* objects and arrays in all */
@@ -25,5 +29,16 @@ typedef enum nf_json_excess {
 /* Which cap the n bytes at p exceed first, and the byte offset where (*at); NF_JSON_WITHIN when
  * none. */
 nf_json_excess nf_json_prescan(const uint8_t *p, size_t n, const nf_json_caps *caps, size_t *at);
+
+/* The pre-scan as a reader's check: NF_OK within the caps, else NF_ERR_INVALID naming the file
+ * (path), the byte, the cap and what it is for: `what` ("an index", "a config.json", "a plan")
+ * and `detail` (what the value cap counts, or ""). */
+nf_status nf_json_prescan_check(const char *path, const char *p, size_t n, const nf_json_caps *caps, const char *what,
+                                const char *detail, nf_error *err);
+
+/* A JSON file that does not parse: where, and jansson's reason without its "near '...'" quote
+ * of the text -- the file may be a link to anything (a config.json pointing at a private file),
+ * and its bytes are not ours to print (docs/security.md 1.3).  NF_ERR_INVALID. */
+nf_status nf_json_syntax_error(nf_error *err, const char *path, const json_error_t *je);
 
 #endif

@@ -96,20 +96,15 @@ static nf_status load_json(const char *path, uint64_t cap, json_t **out, nf_erro
     char *text = NULL;
     size_t len = 0;
     NF_TRY(slurp(path, cap, &text, &len, err));
-    size_t at = 0;
-    nf_json_excess x = nf_json_prescan((const uint8_t *)text, len, &scaleout_caps, &at);
-    if (x != NF_JSON_WITHIN) {
+    nf_status st = nf_json_prescan_check(MP(path), text, len, &scaleout_caps, "a plan or a receipt", "", err);
+    if (st != NF_OK) {
         free(text);
-        return nf_error_set(err, NF_ERR_INVALID, "%s: byte %zu: %s (the cap for a plan or a receipt)", MP(path), at,
-                            x == NF_JSON_TOO_DEEP              ? "JSON nested deeper than 8 levels"
-                            : x == NF_JSON_TOO_MANY_CONTAINERS ? "more than 4,000,000 JSON objects and arrays"
-                                                               : "more than 30,000,000 JSON values");
+        return st;
     }
     json_error_t je;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
     free(text);
-    if (!root) return nf_error_set(err, NF_ERR_INVALID, "%s:%d:%d: not valid JSON (%s)", MP(path), je.line, je.column,
-                                   je.text);
+    if (!root) return nf_json_syntax_error(err, MP(path), &je);
     if (!json_is_object(root)) {
         json_decref(root);
         return nf_error_set(err, NF_ERR_INVALID, "%s: not a JSON object", MP(path));

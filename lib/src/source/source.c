@@ -203,28 +203,6 @@ static nf_status read_json_text(const char *path, uint64_t cap, const char *what
     return rc;
 }
 
-/* The pre-scan of common/json_prescan.h before jansson builds a tree: jansson spends hundreds
- * of bytes per container and value, so tens of megabytes of "[{},{},...]" would cost gigabytes.
- * `what` ("an index", "a config.json") and `detail` (what the value cap counts) go into the
- * messages, which name the file, the byte and the cap. */
-static nf_status json_prescan(const char *path, const char *p, size_t n, const nf_json_caps *caps, const char *what,
-                              const char *detail, nf_error *err)
-{
-    size_t at = 0;
-    switch (nf_json_prescan((const uint8_t *)p, n, caps, &at)) {
-    case NF_JSON_TOO_DEEP:
-        return nf_error_set(err, NF_ERR_INVALID, "%s: byte %zu: JSON nested deeper than %llu levels (the reader's cap "
-                            "for %s)", path, at, (unsigned long long)caps->depth, what);
-    case NF_JSON_TOO_MANY_CONTAINERS:
-        return nf_error_set(err, NF_ERR_INVALID, "%s: byte %zu: more than %llu JSON objects and arrays (the reader's "
-                            "cap for %s)", path, at, (unsigned long long)caps->containers, what);
-    case NF_JSON_TOO_MANY_VALUES:
-        return nf_error_set(err, NF_ERR_INVALID, "%s: byte %zu: more than %llu JSON values (the reader's cap for "
-                            "%s%s)", path, at, (unsigned long long)caps->values, what, detail);
-    default: return NF_OK;
-    }
-}
-
 /* A real index is {"metadata": {...}, "weight_map": {name: shard}}: a few containers and one
  * value per tensor (a 64 MiB index of "[{},{},...]" under "metadata" used to cost 5 GB). */
 static nf_status index_prescan(const char *path, const char *p, size_t n, nf_error *err)
@@ -232,24 +210,13 @@ static nf_status index_prescan(const char *path, const char *p, size_t n, nf_err
     static const nf_json_caps caps = {NF_ST_INDEX_MAX_DEPTH, NF_ST_INDEX_MAX_CONTAINERS, NF_ST_INDEX_MAX_VALUES};
     char detail[64];
     snprintf(detail, sizeof detail, ": %u tensors plus metadata", NF_SOURCE_MAX_TENSORS);
-    return json_prescan(path, p, n, &caps, "an index", detail, err);
+    return nf_json_prescan_check(path, p, n, &caps, "an index", detail, err);
 }
 
 /* ---------------------------------------------------------------- config.json */
 /* The converter publishes a checkpoint's config.json as the config of a component, and it used
  * to be read by jansson with no cap at all: 125 MB of "[]," cost 5.6 GB and 14 s, even for
  * --dry-run (docs/security.md 7.1, F14).  Same treatment as the index: a size cap, then the pre-scan. */
-/* A JSON file of a checkpoint that does not parse: where, and jansson's reason without its
- * "near '...'" quote of the text -- the file may be a link to anything (a config.json pointing
- * at a private file), and its bytes are not ours to print. */
-static nf_status json_syntax_error(nf_error *err, const char *path, const json_error_t *je)
-{
-    const char *near = strstr(je->text, " near ");
-    int n = near ? (int)(near - je->text) : (int)strlen(je->text);
-    return nf_error_set(err, NF_ERR_INVALID, "%s: byte %d (line %d, column %d): %.*s", path, je->position, je->line,
-                        je->column, n, je->text);
-}
-
 nf_status nf_source_parse_config(const void *text, size_t len, const char *name, json_t **out, nf_error *err)
 {
     static const nf_json_caps caps = {NF_SOURCE_CONFIG_MAX_DEPTH, NF_SOURCE_CONFIG_MAX_CONTAINERS,
@@ -261,10 +228,10 @@ nf_status nf_source_parse_config(const void *text, size_t len, const char *name,
     if (len > NF_SOURCE_MAX_CONFIG_BYTES)
         return nf_error_set(err, NF_ERR_INVALID, "%s: config.json is %zu bytes, more than the reader's cap of %u", name,
                             len, NF_SOURCE_MAX_CONFIG_BYTES);
-    NF_TRY(json_prescan(name, text, len, &caps, "a config.json", "", err));
+    NF_TRY(nf_json_prescan_check(name, text, len, &caps, "a config.json", "", err));
     json_error_t je;
     json_t *cfg = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
-    if (!cfg) return json_syntax_error(err, name, &je);
+    if (!cfg) return nf_json_syntax_error(err, name, &je);
     if (!json_is_object(cfg)) {
         json_decref(cfg);
         return nf_error_set(err, NF_ERR_INVALID, "%s: not a JSON object", name);
@@ -300,7 +267,7 @@ static nf_status open_index(nf_source *s, const char *path, nf_error *err)
     json_error_t je;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
     free(text);
-    if (!root) return json_syntax_error(err, path, &je);
+    if (!root) return nf_json_syntax_error(err, path, &je);
     nf_status rc = NF_OK;
     const char **shards = NULL;
     json_t *map = json_is_object(root) ? json_object_get(root, "weight_map") : NULL;
