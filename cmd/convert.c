@@ -14,6 +14,8 @@
 
 #include <ninfer/ninfer.h>
 
+#include "common/hex.h"
+
 #include "cli.h"
 #include "output.h"
 
@@ -33,18 +35,6 @@ typedef struct convert_opts {
     bool staging; /* --plan: parts without their entry are the tasks' work, not an interrupted publication */
 } convert_opts;
 
-static bool parse_hex_id(const char *s, uint8_t out[16])
-{
-    if (strlen(s) != 32) return false;
-    for (int i = 0; i < 16; i++) {
-        unsigned v;
-        char pair[3] = {s[2 * i], s[2 * i + 1], 0};
-        if (!strchr("0123456789abcdefABCDEF", pair[0]) || !strchr("0123456789abcdefABCDEF", pair[1])) return false;
-        if (sscanf(pair, "%2x", &v) != 1) return false;
-        out[i] = (uint8_t)v;
-    }
-    return true;
-}
 
 static int on_max_file_bytes(nf_cli *cli, const nf_option *row, void *opts, const char *arg)
 {
@@ -64,7 +54,7 @@ static int on_artifact_id(nf_cli *cli, const nf_option *row, void *opts, const c
 {
     (void)row;
     convert_opts *o = opts;
-    if (!parse_hex_id(arg, o->artifact_id)) return nf_cli_usage(cli, "--artifact-id takes 32 hex digits");
+    if (!nf_hex_parse(arg, o->artifact_id, 16)) return nf_cli_usage(cli, "--artifact-id takes 32 hex digits");
     o->has_id = true;
     return NF_EXIT_OK;
 }
@@ -423,7 +413,7 @@ static nf_status derived_id(const nf_plan *plan, const char *epoch, const conver
     memcpy(all + len, digest, 16);
     char hex[33];
     nf_xxh3_128_hex(all, len + 16, hex);
-    parse_hex_id(hex, out);
+    nf_hex_parse(hex, out, 16);
     out[6] = (uint8_t)((out[6] & 0x0F) | 0x40); /* shaped like a UUIDv4 */
     out[8] = (uint8_t)((out[8] & 0x3F) | 0x80);
     return NF_OK;

@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/hex.h"
 #include "common/io.h"
 #include "common/json_prescan.h"
 #include "common/strset.h"
@@ -423,11 +424,7 @@ nf_status nf_scaleout_open(const char *plan_path, nf_scaleout **out, nf_error *e
     if (st == NF_OK) {
         snprintf(s->output, sizeof s->output, "%s", output);
         snprintf(s->fingerprint, sizeof s->fingerprint, "%s", fp);
-        for (int i = 0; i < 16; i++) {
-            unsigned v;
-            sscanf(id + 2 * i, "%2x", &v);
-            s->id[i] = (uint8_t)v;
-        }
+        nf_hex_parse(id, s->id, 16); /* (is_hex above) */
         /* the objects' records (offsets, source ranges) are for people and schedulers; a task
          * and the assembler rebuild them from the plan itself: the tree's largest member, freed */
         json_object_del(s->root, "objects");
