@@ -31,6 +31,17 @@ check test ! -e refplan.json
 mkdir out
 run 0 "$conv" "${args[@]}" --plan-out plan.json --tasks 7
 check test "$(cat "$work/out")" = 7
+# each file lists exactly the objects whose bytes overlap its payload range (computed here from
+# the plan's offsets, independently of the library's search)
+check python3 -c '
+import json
+d = json.load(open("plan.json"))
+for f in d["files"]:
+    a, b = f["payload"]
+    want = [o["object"] for o in d["objects"] if o["offset"] < b and o["offset"] + o["bytes"] > a]
+    assert f["objects"] == want, (f["file"], f["objects"], want)
+assert max(sum(o["object"] in f["objects"] for f in d["files"]) for o in d["objects"]) > 2  # some span 3+ files
+'
 for t in 6 3 0 5 1 4 2; do run 0 "$conv" --plan plan.json --task $t -j 1 -q; done
 ls out | grep -q '^m.ninfer$' && bad "the entry exists before --assemble" || ok
 # an assembly that fails at each of its syncs in turn (the report's, the entry's, the directory's

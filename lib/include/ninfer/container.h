@@ -199,6 +199,9 @@ NF_API uint64_t nf_writer_object_bytes(const nf_writer *w, size_t index);
  * writers exactly when they would write the same directory (the plan's fingerprint); valid after
  * nf_writer_layout, before nf_writer_assemble. */
 NF_API void nf_writer_layout_digest(const nf_writer *w, char out[33]);
+/* The objects with bytes in file `index`: indices [*first, *end) (objects lie in the payload in
+ * the order they were planned), found by binary search. */
+NF_API void nf_writer_file_objects(const nf_writer *w, size_t index, size_t *first, size_t *end);
 /* Between layout and begin: a task writes the files flagged in files[nf_writer_file_count]. */
 NF_API nf_status nf_writer_select_files(nf_writer *w, const bool *files, nf_error *err);
 /* Has object `index` bytes in a selected file (always true without a selection)? */

@@ -470,11 +470,41 @@ uint64_t nf_writer_object_bytes(const nf_writer *w, size_t index)
     return index < w->nobjs ? w->objs[index].bytes : 0;
 }
 
-/* Does object o have bytes in file f?  (Objects and files are ranges of the logical payload.) */
-static bool overlaps(const wobj *o, const wfile *f)
+/* The first object whose bytes end after logical byte x: objects are laid out in order, each
+ * after the one before, so their ends ascend. */
+static size_t first_object_ending_after(const nf_writer *w, uint64_t x)
 {
+    size_t lo = 0, hi = w->nobjs;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (w->objs[mid].offset + w->objs[mid].bytes > x) hi = mid;
+        else lo = mid + 1;
+    }
+    return lo;
+}
+
+/* The file holding logical byte x (x below the payload's end). */
+static size_t file_holding(const nf_writer *w, uint64_t x)
+{
+    size_t lo = 0, hi = w->nfiles;
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (w->files[mid].logical_start <= x) lo = mid;
+        else hi = mid;
+    }
+    return lo;
+}
+
+void nf_writer_file_objects(const nf_writer *w, size_t index, size_t *first, size_t *end)
+{
+    *first = *end = 0;
+    if (!w->laid_out || index >= w->nfiles) return;
+    const wfile *f = &w->files[index];
     uint64_t fa = f->logical_start, fb = f->logical_start + f->payload_bytes;
-    return o->bytes > 0 && o->offset < fb && o->offset + o->bytes > fa;
+    size_t k = first_object_ending_after(w, fa), e = k;
+    while (e < w->nobjs && w->objs[e].offset < fb) e++;
+    *first = k;
+    *end = e;
 }
 
 nf_status nf_writer_select_files(nf_writer *w, const bool *files, nf_error *err)
@@ -489,12 +519,19 @@ nf_status nf_writer_select_files(nf_writer *w, const bool *files, nf_error *err)
     memcpy(w->selected, files, w->nfiles * sizeof *files);
     /* a selected object is written whole (its checksum needs every byte): the files it spans
      * are touched, their temp files hold its bytes outside the selection until the stage */
-    for (size_t i = 0; i < w->nobjs; i++) {
-        const wobj *o = &w->objs[i];
-        for (size_t f = 0; f < w->nfiles && !w->objsel[i]; f++) w->objsel[i] = w->selected[f] && overlaps(o, &w->files[f]);
-        for (size_t f = 0; w->objsel[i] && f < w->nfiles; f++) w->touched[f] = w->touched[f] || overlaps(o, &w->files[f]);
+    for (size_t f = 0; f < w->nfiles; f++) {
+        if (!w->selected[f]) continue;
+        w->touched[f] = true;
+        size_t first, end;
+        nf_writer_file_objects(w, f, &first, &end);
+        for (size_t i = first; i < end; i++) {
+            if (w->objsel[i]) continue;
+            w->objsel[i] = true;
+            const wobj *o = &w->objs[i];
+            size_t last = file_holding(w, o->offset + o->bytes - 1);
+            for (size_t g = file_holding(w, o->offset); g <= last; g++) w->touched[g] = true;
+        }
     }
-    for (size_t f = 0; f < w->nfiles; f++) w->touched[f] = w->touched[f] || w->selected[f];
     return NF_OK;
 }
 

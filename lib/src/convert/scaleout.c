@@ -325,11 +325,9 @@ nf_status nf_scaleout_plan(nf_plan *p, const nf_convert_options *opt, size_t tas
             nf_writer_file f;
             nf_writer_file_info(w, i, &f);
             json_t *objs = json_array();
-            for (size_t k = 0; objs && k < p->nobjects; k++) {
-                const plan_object *o = &p->objects[k];
-                uint64_t a = nf_writer_object_offset(w, o->writer_index), b = a + nf_writer_object_bytes(w, o->writer_index);
-                if (a < f.logical_start + f.payload_bytes && b > f.logical_start) json_array_append_new(objs, json_string(o->id));
-            }
+            size_t ofirst, oend;
+            nf_writer_file_objects(w, i, &ofirst, &oend);
+            for (size_t k = ofirst; objs && k < oend; k++) json_array_append_new(objs, json_string(p->objects[k].id));
             json_array_append_new(files, json_pack("{s:I,s:s,s:I,s:[I,I],s:o}", "file", (json_int_t)i, "path", f.path,
                                                    "bytes", (json_int_t)f.size, "payload",
                                                    (json_int_t)f.logical_start,
@@ -553,13 +551,8 @@ static nf_status file_digest(const char *path, uint64_t from, char out[33], nf_e
     return st;
 }
 
-/* Does file i of w hold bytes of plan object k? */
-static bool in_file(const nf_plan *p, const nf_writer *w, size_t k, const nf_writer_file *f)
-{
-    size_t wi = p->objects[k].writer_index;
-    uint64_t a = nf_writer_object_offset(w, wi), b = a + nf_writer_object_bytes(w, wi);
-    return b > a && a < f->logical_start + f->payload_bytes && b > f->logical_start;
-}
+/* (The writer holds the plan's objects in the plan's order: writer index k is plan object k,
+ * execute.c's plan_writer; nf_writer_file_objects gives a file's objects by those indices.) */
 
 static nf_status write_receipt(const nf_plan *p, const nf_scaleout *s, const nf_writer *w, size_t task, size_t i,
                                const char *staged, const nf_errstats_summary *sums, char (*checksums)[33],
@@ -572,8 +565,9 @@ static nf_status write_receipt(const nf_plan *p, const nf_scaleout *s, const nf_
     /* the entry's file from its payload on: its directory gets the checksums at assembly */
     NF_TRY(file_digest(file, f.size - f.payload_bytes, digest, err));
     json_t *objs = json_array();
-    for (size_t k = 0; objs && k < p->nobjects; k++) {
-        if (!in_file(p, w, k, &f)) continue;
+    size_t first, end;
+    nf_writer_file_objects(w, i, &first, &end);
+    for (size_t k = first; objs && k < end; k++) {
         json_t *rec = json_pack("{s:s,s:s}", "object", p->objects[k].id, "checksum", checksums[k]);
         if (rec && p->objects[k].kind == NF_OBJECT_TENSOR) json_object_set_new(rec, "stats", stats_json(&sums[k]));
         json_array_append_new(objs, rec);
@@ -779,10 +773,9 @@ nf_status nf_scaleout_assemble(nf_plan *p, const nf_scaleout *s, const nf_conver
         /* every object's checksum and statistics: from each receipt that lists it, all agreeing;
          * a receipt lists exactly the objects with bytes in its file */
         const json_t *objs = r ? json_object_get(r, "objects") : NULL;
-        nf_writer_file fi;
-        nf_writer_file_info(w, i, &fi);
-        size_t held = 0;
-        for (size_t k = 0; st == NF_OK && r && k < n; k++) held += in_file(p, w, k, &fi);
+        size_t held_first, held_end;
+        nf_writer_file_objects(w, i, &held_first, &held_end);
+        size_t held = held_end - held_first;
         if (st == NF_OK && r && json_array_size(objs) != held)
             st = nf_error_set(err, NF_ERR_INVALID, "receipt of file %zu lists %zu objects, the file holds %zu; rerun "
                               "task %zu", i, json_array_size(objs), held, task_of(s, i));
@@ -793,7 +786,7 @@ nf_status nf_scaleout_assemble(nf_plan *p, const nf_scaleout *s, const nf_conver
             if (!id || !nf_strset_find(&ids, id, NULL, &idx)) idx = n;
             nf_errstats_summary m = {0};
             bool tensor = idx < n && p->objects[idx].kind == NF_OBJECT_TENSOR;
-            if (idx == n || !in_file(p, w, idx, &fi) || !is_hex(sum, 32) ||
+            if (idx == n || idx < held_first || idx >= held_end || !is_hex(sum, 32) ||
                 (tensor && !stats_of(json_object_get(o, "stats"), &m))) {
                 st = nf_error_set(err, NF_ERR_INVALID, "receipt of file %zu: objects[%zu] is not an object of the plan "
                                   "in that file with a checksum%s; rerun task %zu", i, k, tensor ? " and statistics" : "", task_of(s, i));
