@@ -431,7 +431,7 @@ static void catch_signals(void)
 }
 
 /* The recipe (or quick mode's) and the plan of the parsed options; an exit status. */
-static int build_plan(const nf_cli *cli, convert_opts *opts, nf_recipe **recipe, nf_plan **plan)
+static int build_plan(const nf_cli *cli, convert_opts *opts, bool warn, nf_recipe **recipe, nf_plan **plan)
 {
     nf_error err;
     bool quick = cli->npositional > 0;
@@ -456,9 +456,12 @@ static int build_plan(const nf_cli *cli, convert_opts *opts, nf_recipe **recipe,
     }
     if (nf_cli_recipe_apply(*recipe, &opts->ra, &err) != NF_OK) return nf_cli_report(cli, &err);
     if (nf_plan_build(*recipe, plan, &err) != NF_OK) return nf_cli_report(cli, &err);
-    json_t *d = nf_plan_describe(*plan);
-    warn_reencoded(cli, d);
-    json_decref(d);
+    if (warn) { /* (a plan's tasks and its assembler leave it to the plan's maker: the
+                 * description of 10^5 objects is a large tree to build again in every task) */
+        json_t *d = nf_plan_describe(*plan);
+        warn_reencoded(cli, d);
+        json_decref(d);
+    }
     return NF_EXIT_OK;
 }
 
@@ -584,7 +587,7 @@ static int plan_mode(const nf_cli *cli, const convert_opts *given)
     }
     nf_scaleout_artifact_id(s, opts.artifact_id);
     opts.has_id = true;
-    if ((rc = build_plan(&sub, &opts, &recipe, &plan)) != NF_EXIT_OK) goto out;
+    if ((rc = build_plan(&sub, &opts, false, &recipe, &plan)) != NF_EXIT_OK) goto out;
     catch_signals();
     progress_ctx pc = {cli->progress == NF_PROGRESS_ALWAYS ||
                            (cli->progress == NF_PROGRESS_AUTO && isatty(STDERR_FILENO) && cli->verbosity >= 0),
@@ -682,7 +685,7 @@ int main(int argc, char **argv)
         rc = handle_stale(&cli, &opts);
         goto out;
     }
-    if ((rc = build_plan(&cli, &opts, &recipe, &plan)) != NF_EXIT_OK) goto out;
+    if ((rc = build_plan(&cli, &opts, true, &recipe, &plan)) != NF_EXIT_OK) goto out;
     if (opts.dry_run) {
         if ((rc = handle_stale(&cli, &opts)) != NF_EXIT_OK) goto out;
         json_t *d = nf_plan_describe(plan);
