@@ -25,7 +25,7 @@ typedef struct convert_opts {
     size_t nrules;
     nf_cli_recipe_args ra; /* --source, --allow-path, --allow-env */
     unsigned threads;
-    bool has_max_file_bytes, dry_run, force, no_report, has_id, remove_stale;
+    bool has_max_file_bytes, dry_run, force, no_report, has_id, remove_stale, requantize;
     uint64_t max_file_bytes, chunk_values;
     uint8_t artifact_id[16];
     /* scale-out (docs/scale-out.md) */
@@ -89,6 +89,9 @@ static const nf_option options[] = {
                       "quick mode: the method for --format (default: natural)"),
     NF_OPT_LIST_ROW(convert_opts, rules, nrules, NF_CHECK_KEY_VALUE, NULL, "rule", 0, "GLOB=FORMAT[:METHOD]",
                     "quick mode: an override rule (repeatable)"),
+    NF_OPT_FLAG_ROW(convert_opts, requantize, "requantize", 0,
+                    "quick mode: give quantized weights (FP8, INT4, NVFP4 checkpoints) FORMAT from their values "
+                    "instead of importing them as they are"),
     NF_OPT_U64_ROW(convert_opts, chunk_values, 1, UINT64_MAX, "a positive count", "chunk-values", 0, "N",
                    "values per encoded row chunk (tuning; the output never depends on it)"),
     NF_OPT_STRING_ROW(convert_opts, plan_out, "plan-out", 0, "PLAN.json",
@@ -113,7 +116,7 @@ static const nf_program program = {
     "                      [--remove-stale]\n"
     "       ninfer-convert -o OUT.ninfer --remove-stale\n"
     "       ninfer-convert SOURCE -o OUT.ninfer --format FORMAT [--method METHOD]\n"
-    "                      [--rule 'GLOB=FORMAT[:METHOD]']...",
+    "                      [--rule 'GLOB=FORMAT[:METHOD]']... [--requantize]",
     "Convert a checkpoint (safetensors file, sharded index, checkpoint directory or GGUF) into a\n"
     ".ninfer artifact following a YAML recipe.  The plan is resolved and checked before anything\n"
     "is written; the output is published atomically (nothing is left behind on failure or Ctrl-C)\n"
@@ -138,14 +141,16 @@ static void put_yaml_string(FILE *f, const char *s)
     json_decref(j);
 }
 
-static void put_rule(FILE *f, const char *match, const char *dtype, int rank, const char *format, const char *method,
-                     bool optional)
+/* One rule: `quantized` -1 no such predicate, 0 / 1 when.quantized false / true; format NULL
+ * leaves it to the defaults (import_encoded then picks the format holding the words). */
+static void put_rule(FILE *f, const char *match, const char *dtype, int rank, int quantized, const char *format,
+                     const char *method, bool optional)
 {
     fputs("  - match: ", f);
     put_yaml_string(f, match);
     fputs("\n", f);
     if (optional) fputs("    optional: true\n", f);
-    if (dtype || rank >= 0) {
+    if (dtype || rank >= 0 || quantized >= 0) {
         fputs("    when:\n", f);
         if (dtype) {
             fputs("      dtype: ", f);
@@ -153,10 +158,13 @@ static void put_rule(FILE *f, const char *match, const char *dtype, int rank, co
             fputs("\n", f);
         }
         if (rank >= 0) fprintf(f, "      rank: %d\n", rank);
+        if (quantized >= 0) fprintf(f, "      quantized: %s\n", quantized ? "true" : "false");
     }
-    fputs("    format: ", f);
-    put_yaml_string(f, format);
-    fputs("\n", f);
+    if (format) {
+        fputs("    format: ", f);
+        put_yaml_string(f, format);
+        fputs("\n", f);
+    }
     if (method) {
         fputs("    method: ", f);
         put_yaml_string(f, method);
@@ -185,11 +193,16 @@ static char *quick_recipe(const char *source, const convert_opts *o, size_t *len
     } keep[] = {{"BF16", "bf16"}, {"F32", "fp32"}, {"F16", "fp32"}, {"F64", "fp32"}, {"F8_E4M3", "bf16"},
                 {"F8_E5M2", "bf16"}, {"I8", "int32"}, {"I16", "int32"}, {"I32", "int32"}, {"I64", "int32"},
                 {"U8", "int32"}, {"U16", "int32"}, {"U32", "int32"}, {"BOOL", "int32"}};
+    const char *method = o->method ? o->method : nf_recipe_default_method(o->format);
     for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++)
-        put_rule(f, "*", keep[i].dtype, -1, keep[i].format, "cast_direct", true);
+        put_rule(f, "*", keep[i].dtype, -1, 0, keep[i].format, "cast_direct", true);
     static const char *floats[] = {"BF16", "F32", "F16", "F64"};
     for (size_t i = 0; i < sizeof floats / sizeof floats[0]; i++)
-        put_rule(f, "*", floats[i], 2, o->format, o->method ? o->method : nf_recipe_default_method(o->format), true);
+        put_rule(f, "*", floats[i], 2, 0, o->format, method, true);
+    /* Quantized weights of a checkpoint dialect (docs/dialects.md): imported as they are into the
+     * format that holds their words, or, with --requantize, given FORMAT from their values. */
+    if (o->requantize) put_rule(f, "*", NULL, -1, 1, o->format, method, true);
+    else put_rule(f, "*", NULL, -1, 1, NULL, "import_encoded", true);
     for (size_t i = 0; i < o->nrules; i++) {
         char glob[1024];
         snprintf(glob, sizeof glob, "%s", o->rules[i]);
@@ -197,7 +210,7 @@ static char *quick_recipe(const char *source, const convert_opts *o, size_t *len
         *eq = '\0';
         char *fmt = eq + 1, *colon = strchr(fmt, ':');
         if (colon) *colon = '\0';
-        put_rule(f, glob, NULL, -1, fmt, colon ? colon + 1 : nf_recipe_default_method(fmt), false);
+        put_rule(f, glob, NULL, -1, -1, fmt, colon ? colon + 1 : nf_recipe_default_method(fmt), false);
     }
     if (fclose(f) != 0) {
         free(text);
@@ -296,7 +309,8 @@ static void warn_reencoded(const nf_cli *cli, const json_t *plan)
     const char *first = NULL;
     json_array_foreach(json_object_get(plan, "objects"), i, o) {
         const char *note = json_string_value(json_object_get(o, "note"));
-        if (!note) continue;
+        /* a quantized weight's import, or the requantizing a rule or --requantize asked for */
+        if (!note || json_object_get(o, "dialect")) continue;
         if (!n++) first = json_string_value(json_object_get(o, "id"));
     }
     if (n)
@@ -449,8 +463,9 @@ static int build_plan(const nf_cli *cli, convert_opts *opts, bool warn, nf_recip
         if (st != NF_OK) return nf_cli_report(cli, &err);
     } else {
         if (!opts->recipe) return nf_cli_usage(cli, "give -r RECIPE.yaml, or SOURCE --format FORMAT (quick mode)");
-        if (opts->format || opts->method || opts->nrules)
-            return nf_cli_usage(cli, "--format, --method and --rule belong to quick mode (SOURCE --format FORMAT)");
+        if (opts->format || opts->method || opts->nrules || opts->requantize)
+            return nf_cli_usage(cli, "--format, --method, --rule and --requantize belong to quick mode (SOURCE --format "
+                                "FORMAT)");
         nf_recipe_options ro = {opts->ra.allow_env, opts->ra.nallow_env};
         if (nf_recipe_load_ex(opts->recipe, &ro, recipe, &err) != NF_OK) return nf_cli_report(cli, &err);
     }

@@ -21,7 +21,7 @@
 # shellcheck source=tests/cli/lib.sh
 . "$(dirname "$0")/lib.sh" "$@"
 
-order="common format layout stats method container source import imatrix verify recipe convert"
+order="common format layout stats method container source import imatrix verify recipe dialect convert"
 interfaces="format/ggml.h stats/stats.h stats/simd/lanes_avx2.h stats/simd/lanes_avx512.h
 container/container_module.h"
 

@@ -77,7 +77,7 @@ static size_t make_tensors(const uint8_t *data, size_t size, size_t *n)
             uint32_t rank = 1 + h % 3;
             uint64_t elements = 1;
             for (uint32_t d = 0; d < rank; d++) elements *= shapes[rank - 1][d];
-            tensors[*n] = (nf_recipe_tensor){nm, dtypes[(h / 3) % 7], rank, shapes[rank - 1], elements};
+            tensors[*n] = (nf_recipe_tensor){nm, dtypes[(h / 3) % 7], rank, shapes[rank - 1], elements, false};
             (*n)++;
         }
     }

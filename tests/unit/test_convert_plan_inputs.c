@@ -133,9 +133,10 @@ Test(plan_inputs, gguf_block_tensor_reencoded_has_a_note)
     free(path);
 }
 
-/* An F8_E4M3 weight cast to bf16 keeps its codes' values, but not the weight's: its scale
- * tensor is not applied.  Quantizing the codes again is a requantization. */
-Test(plan_inputs, fp8_weight_reencoded_has_a_note)
+/* An F8_E4M3 weight with a weight_scale is a quantized weight (docs/dialects.md): turning it into
+ * another format requantizes its values, which only a rule naming the method may ask for; an F8
+ * tensor without a scale is a tensor of its own, whose codes a q8 format quantizes again. */
+Test(plan_inputs, fp8_weight_requantized_only_when_a_rule_names_the_method)
 {
     pc_ckpt c = {0};
     pc_add(&c, "x.weight", "F8_E4M3", 2, 4, 64, 1);
@@ -146,16 +147,32 @@ Test(plan_inputs, fp8_weight_reencoded_has_a_note)
     nf_recipe *r = NULL;
     nf_plan *p = NULL;
     nf_error err;
-    cr_assert_eq(pc_build(pc_dir, src, "rules:\n  - match: [y.weight, z.weight]\n    format: q8_g32_fp16\n", &r, &p, &err), NF_OK,
-                 "%s", err.message);
+    /* the defaults' bf16 with the natural cast_direct: refused, naming the tensor and both ways */
+    cr_assert_eq(pc_build(pc_dir, src, "rules:\n  - match: [y.weight, z.weight]\n    format: q8_g32_fp16\n", &r, &p,
+                          &err), NF_ERR_INVALID);
+    cr_assert(strstr(err.message, "'x.weight'") && strstr(err.message, "compressed_tensors_fp8") &&
+              strstr(err.message, "import_encoded") && strstr(err.message, "--requantize"), "%s", err.message);
+    nf_recipe_free(r);
+    r = NULL;
+    cr_assert_eq(pc_build(pc_dir, src,
+                          "rules:\n  - match: [y.weight, z.weight]\n    format: q8_g32_fp16\n"
+                          "  - match: x.weight\n    format: bf16\n    method: cast_direct\n", &r, &p, &err),
+                 NF_OK, "%s", err.message);
     json_t *d = nf_plan_describe(p);
     const char *nx = note_of(d, "x.weight");
-    cr_assert_not_null(nx);
-    cr_assert(strstr(nx, "F8_E4M3") && strstr(nx, "'x.weight_scale'") && strstr(nx, "not applied"), "%s", nx);
+    cr_assert(nx && strstr(nx, "compressed_tensors_fp8") && strstr(nx, "requantized from its values"), "%s",
+              nx ? nx : "(none)");
     const char *ny = note_of(d, "y.weight");
     cr_assert(ny && strstr(ny, "requantized from F8_E4M3"), "%s", ny ? ny : "(none)");
     cr_assert_null(note_of(d, "z.weight"), "BF16 to q8 is the conversion asked for: no note");
-    cr_assert_null(note_of(d, "x.weight_scale"));
+    size_t i;
+    json_t *o;
+    json_array_foreach(json_object_get(d, "objects"), i, o) {
+        const char *id = json_string_value(json_object_get(o, "id"));
+        cr_assert(strcmp(id, "x.weight_scale") != 0, "a companion is never an object");
+        if (!strcmp(id, "x.weight"))
+            cr_assert_str_eq(json_string_value(json_object_get(o, "handling")), "requantized");
+    }
     json_decref(d);
     nf_plan_free(p);
     nf_recipe_free(r);

@@ -17,6 +17,7 @@
 #include <ninfer/import.h>
 #include <ninfer/imatrix.h>
 #include <ninfer/recipe.h>
+#include <ninfer/dialect.h>
 #include <ninfer/convert.h>
 
 #ifdef __cplusplus

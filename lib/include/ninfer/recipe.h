@@ -93,6 +93,9 @@ typedef struct nf_recipe_rule {
     /* Where the rule sets each field (the value's position), {0, 0} when it does not; added
      * after `pos` so that code initialising the fields above is unaffected. */
     nf_recipe_pos format_pos, layout_pos, method_pos, with_pos;
+    /* when.quantized: -1 no predicate, 1 only weights a checkpoint dialect stores quantized
+     * (docs/dialects.md), 0 only the others.  Added last. */
+    int when_quantized;
 } nf_recipe_rule;
 
 typedef struct nf_recipe_group {
@@ -121,6 +124,10 @@ typedef struct nf_recipe {
     size_t ngroups;
     struct json_t *json;          /* the whole recipe as JSON (for provenance) */
     nf_recipe_pos default_format_pos, default_method_pos; /* defaults.format/method values; {0, 0} absent */
+    /* defaults.activation_scales: "keep" makes the activation scales of quantized weights
+     * (input_scale, input_global_scale; docs/dialects.md) tensors the rules see; "drop" (the
+     * default) leaves them out.  Added last. */
+    bool keep_activation_scales;
 } nf_recipe;
 
 /* What the command line allows a recipe (docs/security.md 1.3; docs/security.md 7.1, F2).
@@ -169,6 +176,8 @@ typedef struct nf_recipe_tensor {
     uint32_t rank;
     const uint64_t *shape;
     uint64_t elements;
+    bool quantized;               /* a weight its checkpoint stores quantized (when.quantized);
+                                     dtype is then its codes tensor's, shape the weight's [N, K] */
 } nf_recipe_tensor;
 
 /* What the rules chose for one tensor. */
@@ -211,6 +220,15 @@ typedef struct nf_recipe_resolve_work {
 NF_API nf_status nf_recipe_resolve_ex(const nf_recipe *r, const nf_recipe_tensor *tensors, size_t n,
                                       nf_recipe_choice *choices, const nf_recipe_resolve_limits *limits,
                                       nf_recipe_resolve_work *work, nf_error *err);
+
+/* One selector as a rule's `match` holds it (an exact name, a glob, or "re:" and a regular
+ * expression of the resolver's subset), for other lists of names that follow the same syntax
+ * (a quantized checkpoint's ignore list, docs/dialects.md).  Compile fails with NF_ERR_INVALID
+ * saying why; a compiled selector is not thread-safe. */
+typedef struct nf_recipe_selector nf_recipe_selector;
+NF_API nf_status nf_recipe_selector_compile(const char *selector, nf_recipe_selector **out, nf_error *err);
+NF_API bool nf_recipe_selector_match(nf_recipe_selector *sel, const char *name);
+NF_API void nf_recipe_selector_free(nf_recipe_selector *sel);
 
 /* The natural method of a format name (see above); NULL for an unknown format. */
 NF_API const char *nf_recipe_default_method(const char *format);

@@ -172,6 +172,9 @@ NF_API uint64_t nf_source_file_size(const nf_source *s, size_t file);
 NF_API size_t nf_source_tensor_count(const nf_source *s);
 NF_API const nf_source_tensor *nf_source_tensor_at(const nf_source *s, size_t index);
 NF_API const nf_source_tensor *nf_source_find(const nf_source *s, const char *name);
+/* The index of t in file order (nf_source_tensor_at(s, i) == t), or SIZE_MAX when t is not one
+ * of s's tensors. */
+NF_API size_t nf_source_tensor_index(const nf_source *s, const nf_source_tensor *t);
 
 /* Companion files found in a safetensors checkpoint's directory at open, from the fixed list
  * config.json, generation_config.json, hf_quant_config.json, tokenizer.json,

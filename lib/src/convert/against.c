@@ -199,7 +199,7 @@ static nf_status derive_recipe(nf_artifact *a, const char *source, const nf_sour
         return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
     }
     d->selectors[0] = "*";
-    d->rules[0] = (nf_recipe_rule){.match = (char **)&d->selectors[0], .nmatch = 1, .when_rank = -1, .skip = 1,
+    d->rules[0] = (nf_recipe_rule){.match = (char **)&d->selectors[0], .nmatch = 1, .when_rank = -1, .when_quantized = -1, .skip = 1,
                                    .optional = true, .pos = {1, 1}};
     d->recipe.nrules = 1;
     for (size_t i = 0; i < n; i++) {
@@ -225,6 +225,7 @@ static nf_status derive_recipe(nf_artifact *a, const char *source, const nf_sour
             rule->match = (char **)&d->selectors[d->recipe.nrules];
             rule->nmatch = 1;
             rule->when_rank = -1;
+            rule->when_quantized = -1;
             rule->format = (char *)o->format->name;
             rule->layout = (char *)o->layout->name;
             rule->method = (char *)json_string_value(json_object_get(rec, "method"));

@@ -6,6 +6,7 @@
 #include <jansson.h>
 
 #include <ninfer/convert.h>
+#include <ninfer/dialect.h>
 #include <ninfer/imatrix.h>
 #include <ninfer/import.h>
 #include <ninfer/method.h>
@@ -17,6 +18,7 @@ typedef struct plan_source {
     const char *path;
     nf_source *src;         /* NULL for sources that are not checkpoints (an imatrix) */
     uint64_t bytes;         /* sum of its files' sizes */
+    nf_dialects *dialects;  /* its quantized weights (docs/dialects.md), with src */
 } plan_source;
 
 /* Rows of one source tensor feeding rows of a parent object. */
@@ -25,6 +27,8 @@ typedef struct plan_member {
     const nf_source_tensor *t;       /* values, codes or blocks */
     const nf_source_tensor *scale_t; /* import: the scale tensor (nvfp4, fp8 per row), else NULL */
     nf_import imp;                   /* import_encoded only */
+    const nf_qweight *q;             /* a quantized weight whose values a method reads (requantized),
+                                        or NULL: the values are the tensor's own */
     bool raw;                        /* method reads raw words of src_type (else binary32 values) */
     nf_src_type src_type;
     uint64_t rows;                   /* source rows (matrix view) */
@@ -45,6 +49,8 @@ typedef struct plan_object {
     uint32_t *divisors;              /* nvfp4 parents: g.divisors words */
     char *note;                      /* what the plan does to an already encoded source (NULL: nothing
                                         to say), e.g. "requantized from Q4_K"; --dry-run shows it */
+    char *dialect;                   /* a quantized source weight: nf_qweight_describe (NULL: none) */
+    bool requantized;                /* ... whose values a method encodes (else it is imported) */
     /* resource */
     char *path;
     uint64_t bytes;

@@ -125,6 +125,9 @@ nf_status nf_convert_member_rows(const plan_object *o, const plan_member *m, uin
         if (len > raw_len) return nf_error_set(err, NF_ERR_USAGE, "chunk buffer too small");
         NF_TRY(nf_source_read_rows(src, m->t, r0, r1, raw_buf, len, err));
         s.data = raw_buf;
+    } else if (m->q) {
+        NF_TRY(nf_qweight_read_f32(src, m->q, r0, r1, values, count, err));
+        s.data = values;
     } else {
         NF_TRY(nf_source_read_f32(src, m->t, r0, r1, values, count, err));
         s.data = values;

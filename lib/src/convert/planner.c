@@ -193,11 +193,13 @@ void nf_plan_free(nf_plan *p)
         free(o->members);
         free(o->divisors);
         free(o->note);
+        free(o->dialect);
         free(o->path);
     }
     free(p->objects);
     free(p->companions);
     for (size_t i = 0; i < p->nsources; i++) {
+        nf_dialects_free(p->sources[i].dialects);
         nf_source_close(p->sources[i].src);
         nf_imatrix_close(p->imatrices ? p->imatrices[i] : NULL);
     }
@@ -287,6 +289,9 @@ static nf_status open_sources(nf_plan *p, nf_error *err)
             st = nf_source_open(s->path, &s->src, err);
             if (st == NF_OK)
                 for (size_t f = 0; f < nf_source_file_count(s->src); f++) s->bytes += nf_source_file_size(s->src, f);
+            /* its quantized weights and their companions (docs/dialects.md); a problem names the
+             * checkpoint's file and tensor or key */
+            if (st == NF_OK) st = nf_dialects_scan(s->src, &s->dialects, err);
         }
         if (st != NF_OK)
             return source_error(err, st, r, &r->sources[i]);
@@ -317,6 +322,49 @@ static const nf_source_tensor *companion(const nf_source *src, const char *name,
     return nf_source_find(src, buf);
 }
 
+/* The format that holds a quantized weight's words exactly (import_encoded, docs/dialects.md), or
+ * NULL when none does. */
+static const char *import_target(const nf_qweight *q)
+{
+    if (q->dialect == NF_DIALECT_CT_NVFP4 || q->dialect == NF_DIALECT_MODELOPT_NVFP4) return "nvfp4";
+    bool rows = !strcmp(q->strategy, "tensor") || !strcmp(q->strategy, "channel");
+    if ((q->dialect == NF_DIALECT_CT_FP8 || q->dialect == NF_DIALECT_MODELOPT_FP8) && rows &&
+        q->codes_kind == NF_QCODES_E4M3 && (q->scale->dtype == NF_ST_F32 || q->scale->dtype == NF_ST_BF16))
+        return "fp8_e4m3fn_row_bf16";
+    return NULL;
+}
+
+/* The format import_encoded puts a tensor in when no rule chose one: the one holding its words
+ * (a quantized weight's, a GGUF block tensor's gguf_*), or NULL. */
+static const char *natural_import_format(const nf_source_tensor *t, const nf_qweight *q)
+{
+    if (q) return import_target(q);
+    if (t->ggml_type >= 0 && t->block_values > 1 && t->format) return t->format->name;
+    return NULL;
+}
+
+/* A quantized weight imports only into the format that holds its words (docs/dialects.md). */
+static nf_status check_quantized_import(const nf_source_tensor *t, const nf_qweight *q, const nf_format *fmt,
+                                        nf_error *err)
+{
+    const char *target = import_target(q);
+    char what[NF_ERROR_MESSAGE_MAX / 4];
+    nf_qweight_describe(q, what, sizeof what);
+    if (!target)
+        return nf_error_set(err, NF_ERR_INVALID,
+                            "tensor '%s': stored quantized (%s): no format holds its words exactly, so "
+                            "import_encoded cannot keep them; requantize it from its values with a rule that names "
+                            "the method (e.g. `method: grouped_absmax`), or --requantize in quick mode",
+                            t->name, what);
+    if (strcmp(target, fmt->name) != 0)
+        return nf_error_set(err, NF_ERR_INVALID,
+                            "tensor '%s': stored quantized (%s): import_encoded keeps its words in %s, not %s; or "
+                            "requantize it from its values with a rule that names the method, or --requantize in "
+                            "quick mode",
+                            t->name, what, target, fmt->name);
+    return NF_OK;
+}
+
 /* Reads a tensor-level scalar (4 bytes of an F32 tensor, or 2 of a BF16 one). */
 static nf_status read_scalar(const nf_source *src, const nf_source_tensor *t, void *buf, size_t *len, nf_error *err)
 {
@@ -329,12 +377,13 @@ static nf_status read_scalar(const nf_source *src, const nf_source_tensor *t, vo
 
 /* Prepare member m for import_encoded into fmt.  *consumed receives up to 4 companion tensors
  * that the import reads, so that they are not converted on their own. */
-static nf_status prepare_import(const plan_source *s, const nf_source_tensor *t, const nf_format *fmt,
-                                plan_member *m, const nf_source_tensor **consumed, nf_error *err)
+static nf_status prepare_import(const plan_source *s, const nf_source_tensor *t, const nf_qweight *q,
+                                const nf_format *fmt, plan_member *m, const nf_source_tensor **consumed, nf_error *err)
 {
     const nf_source *src = s->src;
     nf_import_tensor it = import_tensor(t);
     if (t->ggml_type >= 0) return nf_import_init_gguf(&m->imp, fmt, &it, err);
+    if (q) NF_TRY(check_quantized_import(t, q, fmt, err));
     if (fmt->category == NF_CAT_NVFP4) {
         const nf_source_tensor *scales = NULL, *scalar = NULL, *input = NULL;
         nf_import_kind kind;
@@ -401,6 +450,7 @@ static nf_status prepare_import(const plan_source *s, const nf_source_tensor *t,
 /* ---------------------------------------------------------------- one tensor object */
 typedef struct tensor_plan {
     const nf_source_tensor *t;
+    const nf_qweight *q;             /* t is the codes tensor of this quantized weight, or NULL */
     const nf_recipe_choice *c;
     const nf_format *fmt;
     const nf_layout *layout;
@@ -442,7 +492,11 @@ static void plan_tensor(nf_plan *p, const plan_source *s, tensor_plan *tp, probl
     const nf_recipe_choice *c = tp->c;
     const nf_recipe *r = p->recipe;
     nf_error e;
-    if (nf_format_find(c->format, &tp->fmt, &e) != NF_OK) {
+    /* import_encoded with no rule choosing the format: the format that holds the words */
+    const char *format = c->format;
+    if (c->format_rule < 0 && c->method && !strcmp(c->method, "import_encoded") && natural_import_format(t, tp->q))
+        format = natural_import_format(t, tp->q);
+    if (nf_format_find(format, &tp->fmt, &e) != NF_OK) {
         tensor_problem(probs, r, c, FIELD_FORMAT, t, e.message);
         return;
     }
@@ -455,6 +509,10 @@ static void plan_tensor(nf_plan *p, const plan_source *s, tensor_plan *tp, probl
     }
     if (nf_method_find(c->method, &tp->method, &e) != NF_OK) {
         tensor_problem(probs, r, c, FIELD_METHOD, t, e.message);
+        return;
+    }
+    if (tp->q && tp->method == NF_METHOD_IMPORT_ENCODED && check_quantized_import(t, tp->q, tp->fmt, &e) != NF_OK) {
+        tensor_problem(probs, r, c, FIELD_METHOD, t, without_tensor(e.message, t->name));
         return;
     }
     if (nf_method_check_target(tp->method, tp->fmt, &e) != NF_OK) {
@@ -479,12 +537,43 @@ static void plan_tensor(nf_plan *p, const plan_source *s, tensor_plan *tp, probl
     m->source = s;
     m->t = t;
     if (tp->method == NF_METHOD_IMPORT_ENCODED) {
-        if (prepare_import(s, t, tp->fmt, m, consumed, &e) != NF_OK) {
+        if (prepare_import(s, t, tp->q, tp->fmt, m, consumed, &e) != NF_OK) {
             tensor_problem(probs, r, c, FIELD_METHOD, t, e.message);
             return;
         }
         tp->rows = m->imp.rows;
         tp->cols = m->imp.cols;
+    } else if (tp->q) {
+        /* requantizing a quantized weight from its values: only when a rule names the method
+         * (docs/dialects.md, "Imported or requantized") */
+        const nf_qweight *q = tp->q;
+        if (c->method_rule < 0) {
+            char what[NF_ERROR_MESSAGE_MAX / 4];
+            nf_qweight_describe(q, what, sizeof what);
+            const char *target = import_target(q);
+            snprintf(e.message, sizeof e.message,
+                     "stored quantized (%s): %s by %s would requantize it, and no rule names that method; %s%s%s "
+                     "permit requantizing with a rule that names the method (e.g. `method: %s`), or --requantize in "
+                     "quick mode",
+                     what, tp->fmt->name, nf_method_name(tp->method), target ? "import it exactly (`method: import_encoded`, into " : "no format holds its words exactly;",
+                     target ? target : "", target ? "), or" : "", nf_method_name(tp->method));
+            tensor_problem(probs, r, c, FIELD_METHOD, t, e.message);
+            return;
+        }
+        tp->rows = q->shape[0];
+        tp->cols = q->shape[1];
+        m->q = q;
+        m->raw = false;
+        m->src_type = NF_SRC_F32;
+        consumed[0] = q->scale;
+        consumed[1] = q->global;
+        consumed[2] = q->zero_point;
+        consumed[3] = q->shape_tensor;
+        if (method_params(p, c, t, tp->cols, &tp->params, &e) != NF_OK ||
+            nf_method_check_params(tp->method, &tp->params, tp->cols, &e) != NF_OK) {
+            tensor_problem(probs, r, c, c->with ? FIELD_WITH : FIELD_METHOD, t, e.message);
+            return;
+        }
     } else {
         if (t->elements == 0) {
             tensor_problem(probs, r, c, FIELD_RULE, t, "empty tensors cannot be stored");
@@ -545,9 +634,21 @@ static bool reencode_note(const nf_source *src, const nf_source_tensor *t, const
     return false;
 }
 
-static void set_note(plan_object *o, const nf_source *src, const nf_source_tensor *t, problems *probs)
+static void set_note(plan_object *o, const nf_source *src, const nf_source_tensor *t, const nf_qweight *q,
+                     problems *probs)
 {
     char note[NF_ERROR_MESSAGE_MAX / 2];
+    if (q) {
+        /* a quantized weight: imported word for word, or requantized from its values -- which a
+         * rule asked for (plan_tensor) */
+        char what[NF_ERROR_MESSAGE_MAX / 4];
+        nf_qweight_describe(q, what, sizeof what);
+        o->requantized = o->method != NF_METHOD_IMPORT_ENCODED;
+        snprintf(note, sizeof note, "%s; %s", what,
+                 o->requantized ? "requantized from its values" : "imported as it is");
+        if (!(o->dialect = strdup(what)) || !(o->note = strdup(note))) probs->nomem = true;
+        return;
+    }
     if (!reencode_note(src, t, o->g.format, o->method, note, sizeof note)) return;
     if (!(o->note = strdup(note))) probs->nomem = true;
 }
@@ -556,6 +657,7 @@ static void set_note(plan_object *o, const nf_source *src, const nf_source_tenso
 static nf_status object_geometry(const tensor_plan *tp, nf_geometry *g, nf_error *err)
 {
     if (tp->method == NF_METHOD_IMPORT_ENCODED) return nf_import_geometry(&tp->member.imp, g, err);
+    if (tp->q) return nf_geometry_init(g, tp->layout, tp->fmt, 2, tp->q->shape, 1, err);
     return nf_geometry_init(g, tp->layout, tp->fmt, tp->t->rank, tp->t->shape, 1, err);
 }
 
@@ -736,6 +838,11 @@ static void add_group(nf_plan *p, size_t cap, const nf_recipe_group *grp, tensor
             add_problem(probs, "%s:%d:%d: groups[%zu].members[%zu]: group '%s': member '%s' is not a tensor of the "
                         "checkpoint", path, mp.line, mp.col, gi, k, grp->id, grp->members[k]);
             ok = false;
+        } else if (mem[k]->consumed) {
+            add_problem(probs, "%s:%d:%d: groups[%zu].members[%zu]: group '%s': member '%s' is a companion that an "
+                        "import or a quantized weight reads (a scale), not a tensor of its own", path, mp.line,
+                        mp.col, gi, k, grp->id, grp->members[k]);
+            ok = false;
         } else if (mem[k]->c->skip) {
             /* (checked first: a skipped tensor is never planned, so it is not ok either) */
             char where[NF_ERROR_MESSAGE_MAX / 4];
@@ -824,7 +931,7 @@ static void add_group(nf_plan *p, size_t cap, const nf_recipe_group *grp, tensor
     if (st != NF_OK)
         add_problem(probs, "%s:%d:%d: groups[%zu]: group '%s': %s", path, gp.line, gp.col, gi, grp->id, e.message);
     else
-        set_note(o, first->member.source->src, first->t, probs);
+        set_note(o, first->member.source->src, first->t, first->q, probs);
 done:
     free(mem);
 }
@@ -854,7 +961,7 @@ static void add_single(nf_plan *p, size_t cap, tensor_plan *tp, problems *probs)
         tensor_problem(probs, p->recipe, tp->c, FIELD_FORMAT, tp->t, e.message);
         return;
     }
-    set_note(o, tp->member.source->src, tp->t, probs);
+    set_note(o, tp->member.source->src, tp->t, tp->q, probs);
     if (o->g.format->category == NF_CAT_NVFP4) {
         o->divisors = calloc(1, sizeof *o->divisors);
         if (!o->divisors) probs->nomem = true;
@@ -892,51 +999,72 @@ nf_status nf_plan_build(const nf_recipe *recipe, nf_plan **out, nf_error *err)
     const plan_source *base = base_source(p);
     size_t n = nf_source_tensor_count(base->src);
     nf_recipe_tensor *rt = calloc(n ? n : 1, sizeof *rt);
-    nf_recipe_choice *choices = calloc(n ? n : 1, sizeof *choices);
+    nf_recipe_choice *choices = calloc(2 * (n ? n : 1), sizeof *choices); /* [n, 2n): the visible ones' */
+    size_t *visible = calloc(n ? n : 1, sizeof *visible);
     tensor_plan *tps = calloc(n ? n : 1, sizeof *tps);
-    const nf_source_tensor **consumed = calloc(4 * (n ? n : 1), sizeof *consumed);
+    const nf_source_tensor **consumed = calloc(8 * (n ? n : 1), sizeof *consumed);
     size_t cap = n + 64 + 16;
     for (size_t i = 0; i < recipe->ncomponents; i++) cap += recipe->components[i].nresources;
     p->objects = calloc(cap, sizeof *p->objects);
     problems probs = {0};
     name_index ix = {{0}, {0}};
-    if (!rt || !choices || !tps || !consumed || !p->objects) {
+    if (!rt || !choices || !visible || !tps || !consumed || !p->objects) {
         st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
         goto done;
     }
+    /* The tensors the rules see (docs/dialects.md): a quantized weight as one tensor [N, K] under
+     * its codes tensor's name, never its companions, and activation scales only when the recipe
+     * keeps them. */
+    size_t nv = 0;
     for (size_t i = 0; i < n; i++) {
         const nf_source_tensor *t = nf_source_tensor_at(base->src, i);
-        rt[i] = (nf_recipe_tensor){t->name, t->type_name, t->rank, t->shape, t->elements};
+        const nf_qweight *q = NULL;
+        nf_qrole role = nf_dialects_role(base->dialects, t, &q);
+        tps[i].t = t;
+        if (role == NF_QROLE_COMPANION || (role == NF_QROLE_ACTIVATION && !recipe->keep_activation_scales)) {
+            tps[i].consumed = true;
+            continue;
+        }
+        if (role == NF_QROLE_WEIGHT) {
+            tps[i].q = q;
+            rt[nv] = (nf_recipe_tensor){t->name, t->type_name, 2, q->shape, q->shape[0] * q->shape[1], true};
+        } else {
+            rt[nv] = (nf_recipe_tensor){t->name, t->type_name, t->rank, t->shape, t->elements, false};
+        }
+        visible[nv++] = i;
     }
-    if ((st = nf_recipe_resolve(recipe, rt, n, choices, err)) != NF_OK) goto done;
+    if ((st = nf_recipe_resolve(recipe, rt, nv, choices + n, err)) != NF_OK) goto done;
+    for (size_t i = 0; i < n; i++) choices[i] = (nf_recipe_choice){.skip = true, .rule = -1};
+    for (size_t j = 0; j < nv; j++) choices[visible[j]] = choices[n + j];
 
     /* Imports first, so that the companions they consume are known (sorted for lookups). */
     for (size_t pass = 0; pass < 2; pass++) {
         if (pass == 1) qsort(consumed, 4 * n, sizeof *consumed, compare_ptr);
         for (size_t i = 0; i < n; i++) {
-            tps[i].t = nf_source_tensor_at(base->src, i);
             tps[i].c = &choices[i];
-            if (choices[i].skip) continue;
+            if (choices[i].skip || tps[i].consumed) continue;
             bool is_import = choices[i].method && strcmp(choices[i].method, "import_encoded") == 0;
             if ((pass == 0) != is_import) continue;
             if (pass == 1 && bsearch(&tps[i].t, consumed, 4 * n, sizeof *consumed, compare_ptr)) {
                 tps[i].consumed = true;
                 continue;
             }
-            plan_tensor(p, base, &tps[i], &probs, consumed + 4 * i);
+            /* the second pass's companions (a requantized weight's) go after the sorted ones */
+            plan_tensor(p, base, &tps[i], &probs, consumed + 4 * (pass * n + i));
         }
     }
+    qsort(consumed, 8 * n, sizeof *consumed, compare_ptr);
     if (probs.count || probs.nomem) {
         st = problems_error(&probs, recipe->path, err);
         goto done;
     }
     /* the companions the imports read (sorted above), once each, for the content digest */
-    p->companions = malloc(4 * (n ? n : 1) * sizeof *p->companions);
+    p->companions = malloc(8 * (n ? n : 1) * sizeof *p->companions);
     if (!p->companions) {
         st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
         goto done;
     }
-    for (size_t i = 0; i < 4 * n; i++)
+    for (size_t i = 0; i < 8 * n; i++)
         if (consumed[i] && (p->ncompanions == 0 || p->companions[p->ncompanions - 1] != consumed[i]))
             p->companions[p->ncompanions++] = consumed[i];
 
@@ -990,6 +1118,7 @@ done:
     free(probs.text);
     free(rt);
     free(choices);
+    free(visible);
     free(tps);
     free(consumed);
     if (st != NF_OK) goto fail;
@@ -1025,6 +1154,10 @@ json_t *nf_plan_describe(const nf_plan *p)
                                 "with", o->with ? json_deep_copy(o->with) : json_object(), "bytes",
                                 (json_int_t)o->g.bytes, "bits_per_weight", bpw);
         if (o->note) json_object_set_new(obj, "note", json_string(o->note));
+        if (o->dialect) {
+            json_object_set_new(obj, "dialect", json_string(o->dialect));
+            json_object_set_new(obj, "handling", json_string(o->requantized ? "requantized" : "imported"));
+        }
         json_array_append_new(objs, obj);
         total_elements += o->g.elements;
         json_t *f = json_object_get(per_format, o->g.format->name);

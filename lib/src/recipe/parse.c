@@ -392,7 +392,7 @@ static nf_status parse_output(parser *p, const ynode *n)
 
 static nf_status parse_defaults(parser *p, const ynode *n)
 {
-    static const char *const keys[] = {"format", "method", NULL};
+    static const char *const keys[] = {"format", "method", "activation_scales", NULL};
     NF_TRY(want_map(p, n, "defaults"));
     for (size_t i = 0; i < n->n; i++) {
         const ynode *k = yn_key(n, i), *v = yn_val(n, i);
@@ -405,6 +405,12 @@ static nf_status parse_defaults(parser *p, const ynode *n)
         } else if (!strcmp(k->text, "method")) {
             NF_TRY(get_method(p, v, "defaults.method", &p->r->default_method));
             p->r->default_method_pos = v->pos;
+        } else if (!strcmp(k->text, "activation_scales")) {
+            const char *s = NULL;
+            NF_TRY(get_string(p, v, "defaults.activation_scales", "keep or drop", &s));
+            if (strcmp(s, "keep") != 0 && strcmp(s, "drop") != 0)
+                return fail(p, v->pos, "defaults.activation_scales: '%s' is neither keep nor drop", s);
+            p->r->keep_activation_scales = strcmp(s, "keep") == 0;
         } else {
             return unknown_key(p, k, "defaults", keys);
         }
@@ -471,7 +477,7 @@ static nf_status parse_match(parser *p, nf_recipe_rule *rule, const ynode *n, co
 
 static nf_status parse_when(parser *p, nf_recipe_rule *rule, const ynode *n, const char *rctx)
 {
-    static const char *const keys[] = {"rank", "dtype", "min_elements", NULL};
+    static const char *const keys[] = {"rank", "dtype", "min_elements", "quantized", NULL};
     char ctx[CTX_MAX + 16];
     snprintf(ctx, sizeof ctx, "%s.when", rctx);
     NF_TRY(want_map(p, n, ctx));
@@ -490,6 +496,10 @@ static nf_status parse_when(parser *p, nf_recipe_rule *rule, const ynode *n, con
             NF_TRY(dup_into(p, s, &rule->when_dtype));
         } else if (!strcmp(k->text, "min_elements")) {
             NF_TRY(get_u64(p, v, kctx, &rule->when_min_elements));
+        } else if (!strcmp(k->text, "quantized")) {
+            bool b = false;
+            NF_TRY(get_bool(p, v, kctx, &b));
+            rule->when_quantized = b ? 1 : 0;
         } else {
             return unknown_key(p, k, ctx, keys);
         }
@@ -517,6 +527,7 @@ static nf_status parse_rule(parser *p, nf_recipe_rule *rule, const ynode *n, siz
     char ctx[CTX_MAX];
     snprintf(ctx, sizeof ctx, "rules[%zu]", index);
     rule->when_rank = -1;
+    rule->when_quantized = -1;
     rule->skip = -1;
     rule->pos = n->pos;
     NF_TRY(want_map(p, n, ctx));

@@ -274,6 +274,7 @@ static bool when_holds(const nf_recipe_rule *rule, const nf_recipe_tensor *t)
     if (rule->when_rank >= 0 && t->rank != (uint32_t)rule->when_rank) return false;
     if (rule->when_dtype && (!t->dtype || strcmp(t->dtype, rule->when_dtype) != 0)) return false;
     if (rule->when_min_elements && t->elements < rule->when_min_elements) return false;
+    if (rule->when_quantized >= 0 && t->quantized != (rule->when_quantized == 1)) return false;
     return true;
 }
 

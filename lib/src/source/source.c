@@ -590,6 +590,15 @@ const nf_source_tensor *nf_source_tensor_at(const nf_source *s, size_t index)
     return index < s->ntensors ? &s->tensors[index].pub : NULL;
 }
 
+size_t nf_source_tensor_index(const nf_source *s, const nf_source_tensor *t)
+{
+    if (!s || !t || s->ntensors == 0) return SIZE_MAX;
+    uintptr_t base = (uintptr_t)s->tensors, p = (uintptr_t)t;
+    if (p < base || p >= base + s->ntensors * sizeof(src_tensor) || (p - base) % sizeof(src_tensor) != 0)
+        return SIZE_MAX;
+    return (size_t)((p - base) / sizeof(src_tensor));
+}
+
 const nf_source_tensor *nf_source_find(const nf_source *s, const char *name)
 {
     if (!name || !s->by_name) return NULL;

@@ -1,0 +1,138 @@
+/* ninfer/dialect.h - quantized checkpoints as sources (docs/dialects.md).
+ *
+ * The largest checkpoints ship quantized: DeepSeek-V3 block-scaled FP8, compressed-tensors
+ * (llm-compressor) FP8, packed INT4/INT8 and NVFP4, NVIDIA ModelOpt FP8 and NVFP4.  Each stores
+ * one weight as a codes tensor and companions (scales, a global scale, zero points, the
+ * unpadded shape, activation scales).  nf_dialects_scan() reads a safetensors checkpoint's
+ * declarations -- config.json `quantization_config`, ModelOpt's hf_quant_config.json, the
+ * companion names and their dtypes and shapes, found in any shard -- and identifies every
+ * quantized weight with its dialect; nf_qweight_read_f32() gives the weight's represented
+ * values in binary32, row by row with bounded memory.
+ *
+ * Values.  Every value is the dialect's exact real value rounded once to binary32 (nearest,
+ * ties to even):
+ *   FP8 (DeepSeek, compressed-tensors, ModelOpt)   w = code * s
+ *   packed / int8 (compressed-tensors)              w = (q - z) * s     (z = 0 when symmetric)
+ *   NVFP4 ModelOpt                                  w = e2m1 * s * weight_scale_2
+ *   NVFP4 compressed-tensors                        w = e2m1 * s / weight_global_scale
+ * where s is the scale covering the value (by the strategy: one per tensor, per row, per group
+ * of columns of a row, or per block of rows x columns; edge blocks are partial), read exactly
+ * as binary32 from F32, BF16, F16 or E4M3 words.  Every code and scale is checked as it is
+ * read: a NaN or infinite code, a scale that is not finite and > 0 is NF_ERR_INVALID naming the
+ * tensor, the row and column (codes) or the block (scales).
+ *
+ * Who names what (docs/library.md): every message starts with the file holding the tensor at
+ * fault and names the tensor: "ckpt/model-00002.safetensors: tensor 'x.weight_scale_inv': ...";
+ * a problem of a declaration names its file and key ("ckpt/config.json: quantization_config.
+ * weight_block_size: ...").
+ *
+ * A scan is immutable; reads may run concurrently from several threads.  The floating-point
+ * environment must be the default one (round to nearest, no flush-to-zero). */
+#ifndef NINFER_DIALECT_H
+#define NINFER_DIALECT_H
+
+#include <ninfer/export.h>
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <ninfer/error.h>
+#include <ninfer/source.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum nf_dialect_id {
+    NF_DIALECT_NONE = 0,
+    NF_DIALECT_DEEPSEEK_FP8,      /* "deepseek_fp8": <p>.weight F8 + <p>.weight_scale_inv F32 blocks */
+    NF_DIALECT_CT_FP8,            /* "compressed_tensors_fp8": <p>.weight F8 + <p>.weight_scale */
+    NF_DIALECT_CT_INT,            /* "compressed_tensors_int": <p>.weight_packed I32 (or <p>.weight I8)
+                                     + <p>.weight_scale [+ <p>.weight_zero_point, <p>.weight_shape] */
+    NF_DIALECT_CT_NVFP4,          /* "compressed_tensors_nvfp4": <p>.weight_packed U8 + weight_scale
+                                     F8_E4M3 + weight_global_scale (a divisor) */
+    NF_DIALECT_MODELOPT_FP8,      /* "modelopt_fp8": <p>.weight F8 + <p>.weight_scale */
+    NF_DIALECT_MODELOPT_NVFP4,    /* "modelopt_nvfp4": <p>.weight U8 + weight_scale F8_E4M3 +
+                                     weight_scale_2 (a multiplier) */
+    NF_DIALECT_COUNT
+} nf_dialect_id;
+
+/* "deepseek_fp8", ...; "none" for NF_DIALECT_NONE; NULL out of range. */
+NF_API const char *nf_dialect_name(nf_dialect_id id);
+
+typedef enum nf_qcodes {
+    NF_QCODES_E4M3,        /* one E4M3FN byte per value */
+    NF_QCODES_E5M2,        /* one E5M2 byte per value */
+    NF_QCODES_E2M1,        /* two E2M1 codes per byte, the lower column in the low nibble */
+    NF_QCODES_INT_PACKED,  /* 32/bits offset-binary codes per little-endian int32, lowest first */
+    NF_QCODES_INT8         /* one int8 per value */
+} nf_qcodes;
+
+typedef enum nf_qglobal {
+    NF_QGLOBAL_NONE,
+    NF_QGLOBAL_MUL,        /* ModelOpt weight_scale_2 */
+    NF_QGLOBAL_DIV         /* compressed-tensors weight_global_scale */
+} nf_qglobal;
+
+/* One quantized weight.  Tensors are the source's (valid while it is open). */
+typedef struct nf_qweight {
+    nf_dialect_id dialect;
+    const char *strategy;                  /* "tensor", "channel", "group" or "block" */
+    const nf_source_tensor *codes;         /* <p>.weight or <p>.weight_packed: the weight's name */
+    const nf_source_tensor *scale;         /* <p>.weight_scale or <p>.weight_scale_inv */
+    const nf_source_tensor *global;        /* weight_scale_2 / weight_global_scale, or NULL */
+    const nf_source_tensor *zero_point;    /* or NULL (symmetric) */
+    const nf_source_tensor *shape_tensor;  /* <p>.weight_shape, or NULL */
+    const nf_source_tensor *activation[2]; /* <p>.input_scale, <p>.input_global_scale (or NULL) */
+    nf_qcodes codes_kind;
+    unsigned bits;                         /* bits per code: 8, 4 (packed: 4 or 8) */
+    uint64_t shape[2];                     /* the weight [N, K] */
+    uint64_t block_rows, block_cols;       /* values one scale covers (edge blocks: fewer) */
+    uint64_t scale_rows, scale_cols;       /* the scale grid, ceil(N / block_rows) x ceil(K / block_cols) */
+    bool zero_point_packed;                /* zero points in int32 words packed along the rows */
+    nf_qglobal global_op;
+    uint32_t global_bits;                  /* the global scale's binary32 word */
+} nf_qweight;
+
+/* What a tensor of the checkpoint is. */
+typedef enum nf_qrole {
+    NF_QROLE_PLAIN,        /* a tensor of its own */
+    NF_QROLE_WEIGHT,       /* the codes tensor of a quantized weight: the weight itself */
+    NF_QROLE_COMPANION,    /* a weight's scale, global scale, zero points or shape: part of it */
+    NF_QROLE_ACTIVATION    /* an activation scale (input_scale, input_global_scale) of a module */
+} nf_qrole;
+
+typedef struct nf_dialects nf_dialects;
+
+/* Scan an open source.  A GGUF source, or a safetensors checkpoint with no quantization
+ * declaration and no companion tensor, gives an empty scan.  NF_ERR_INVALID for a declaration or
+ * a weight that is not what a dialect says (missing or misshapen companions, wrong dtypes, a
+ * global scale that is not finite and > 0, conflicting markers, a companion without its
+ * weight), naming the file, the tensor or key; every weight's problems are checked, the first
+ * is reported. */
+NF_API nf_status nf_dialects_scan(const nf_source *src, nf_dialects **out, nf_error *err);
+NF_API void nf_dialects_free(nf_dialects *d);
+
+/* What declared the quantization: "config.json quantization_config (compressed-tensors)",
+ * "hf_quant_config.json (ModelOpt NVFP4)", ..., or "companion tensor names" when nothing but
+ * the names did; NULL for an empty scan. */
+NF_API const char *nf_dialects_declared(const nf_dialects *d);
+NF_API size_t nf_dialects_weight_count(const nf_dialects *d);
+NF_API const nf_qweight *nf_dialects_weight_at(const nf_dialects *d, size_t index);
+/* The role of one of the source's tensors; *weight (may be NULL) gets the weight it belongs to
+ * (WEIGHT, COMPANION; ACTIVATION when its module's weight is quantized, else NULL). */
+NF_API nf_qrole nf_dialects_role(const nf_dialects *d, const nf_source_tensor *t, const nf_qweight **weight);
+
+/* "deepseek_fp8, block 128x128 F32 scales", "modelopt_nvfp4, group 16 F8_E4M3 scales x
+ * weight_scale_2" -- for plans and messages. */
+NF_API void nf_qweight_describe(const nf_qweight *q, char *buf, size_t size);
+
+/* Values of rows [r0, r1) as binary32, (r1 - r0) * K floats into out (out_len at least that). */
+NF_API nf_status nf_qweight_read_f32(const nf_source *src, const nf_qweight *q, uint64_t r0, uint64_t r1, float *out,
+                                     size_t out_len, nf_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,366 @@
+/* A checkpoint's quantization declaration (docs/dialects.md, "Declarations"): config.json
+ * `quantization_config` with quant_method fp8 (DeepSeek), compressed-tensors or modelopt, and
+ * ModelOpt's hf_quant_config.json.  Only what the values depend on is kept -- block sizes, the
+ * compressed-tensors weight schemes and their targets, ModelOpt's algorithm -- and the lists of
+ * modules left unquantized.  Every problem names the file and the key. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "dialect/dialect_internal.h"
+
+static nf_status bad(nf_error *err, const decl *d, const char *key, const char *fmt, const char *detail)
+{
+    return nf_error_set(err, NF_ERR_INVALID, "%s: %s: %s%s", d->path, key, fmt, detail ? detail : "");
+}
+
+/* ---------------------------------------------------------------- module lists */
+static nf_status list_add(decl_list *l, const char *name, bool allow_class, nf_error *err, const decl *d,
+                          const char *key)
+{
+    if (!name[0]) return bad(err, d, key, "an empty module name", NULL);
+    /* A class name (no dot, a capital first letter: "Linear") stands for every module of the
+     * class; without the model's code every quantized module is taken to be one. */
+    if (allow_class && !strchr(name, '.') && name[0] >= 'A' && name[0] <= 'Z' && strncmp(name, "re:", 3) != 0) {
+        l->any_class = true;
+        return NF_OK;
+    }
+    bool pattern = strncmp(name, "re:", 3) == 0 || strpbrk(name, "*?[") != NULL;
+    if (pattern) {
+        if (l->npatterns >= DIALECT_MAX_IGNORE_PATTERNS)
+            return nf_error_set(err, NF_ERR_INVALID, "%s: %s: more than %u patterns (the cap)", d->path, key,
+                                DIALECT_MAX_IGNORE_PATTERNS);
+        nf_recipe_selector *sel = NULL;
+        nf_error e;
+        nf_status st = nf_recipe_selector_compile(name, &sel, &e);
+        if (st != NF_OK) return nf_error_set(err, st, "%s: %s: '%.200s': %s", d->path, key, name, e.message);
+        nf_recipe_selector **grown = realloc(l->patterns, (l->npatterns + 1) * sizeof *grown);
+        if (!grown) {
+            nf_recipe_selector_free(sel);
+            return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        }
+        l->patterns = grown;
+        l->patterns[l->npatterns++] = sel;
+        return NF_OK;
+    }
+    if (l->nnames >= DIALECT_MAX_IGNORE)
+        return nf_error_set(err, NF_ERR_INVALID, "%s: %s: more than %u names (the cap)", d->path, key,
+                            DIALECT_MAX_IGNORE);
+    char **grown = realloc(l->names, (l->nnames + 1) * sizeof *grown);
+    if (!grown) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    l->names = grown;
+    if (!(l->names[l->nnames] = strdup(name))) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    if (nf_strset_insert(&l->exact, l->names[l->nnames], NULL, 0, NULL) < 0) {
+        free(l->names[l->nnames]);
+        return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    }
+    l->nnames++;
+    return NF_OK;
+}
+
+/* A JSON list of module names (or absent) into l. */
+static nf_status read_list(const json_t *v, decl_list *l, bool allow_class, const decl *d, const char *key,
+                           nf_error *err)
+{
+    if (!v || json_is_null(v)) return NF_OK;
+    if (json_is_string(v)) return list_add(l, json_string_value(v), allow_class, err, d, key);
+    if (!json_is_array(v)) return bad(err, d, key, "expected a list of module names", NULL);
+    size_t i;
+    const json_t *e;
+    json_array_foreach(v, i, e) {
+        char k[1024];
+        snprintf(k, sizeof k, "%s[%zu]", key, i);
+        if (!json_is_string(e)) return bad(err, d, k, "expected a module name (a string)", NULL);
+        NF_TRY(list_add(l, json_string_value(e), allow_class, err, d, k));
+    }
+    return NF_OK;
+}
+
+static void free_list(decl_list *l)
+{
+    nf_strset_free(&l->exact);
+    for (size_t i = 0; i < l->nnames; i++) free(l->names[i]);
+    free(l->names);
+    for (size_t i = 0; i < l->npatterns; i++) nf_recipe_selector_free(l->patterns[i]);
+    free(l->patterns);
+    memset(l, 0, sizeof *l);
+}
+
+int dialect_list_match(const decl_list *l, const char *module)
+{
+    if (nf_strset_find(&l->exact, module, NULL, NULL)) return 3;
+    for (size_t i = 0; i < l->npatterns; i++)
+        if (nf_recipe_selector_match(l->patterns[i], module)) return 2;
+    return l->any_class ? 1 : 0;
+}
+
+/* ---------------------------------------------------------------- values */
+static nf_status get_uint(const json_t *o, const char *name, uint64_t max, uint64_t *out, bool *present, const decl *d,
+                          const char *ctx, nf_error *err)
+{
+    const json_t *v = json_object_get(o, name);
+    *present = v && !json_is_null(v);
+    if (!*present) return NF_OK;
+    char key[1024];
+    snprintf(key, sizeof key, "%s.%s", ctx, name);
+    if (!json_is_integer(v) || json_integer_value(v) < 1 || (uint64_t)json_integer_value(v) > max) {
+        char why[64];
+        snprintf(why, sizeof why, "%llu", (unsigned long long)max);
+        return bad(err, d, key, "expected an integer from 1 to ", why);
+    }
+    *out = (uint64_t)json_integer_value(v);
+    return NF_OK;
+}
+
+static nf_status get_str(const json_t *o, const char *name, const char **out, const decl *d, const char *ctx,
+                         nf_error *err)
+{
+    const json_t *v = json_object_get(o, name);
+    *out = NULL;
+    if (!v || json_is_null(v)) return NF_OK;
+    if (!json_is_string(v)) {
+        char key[1024];
+        snprintf(key, sizeof key, "%s.%s", ctx, name);
+        return bad(err, d, key, "expected a string", NULL);
+    }
+    *out = json_string_value(v);
+    return NF_OK;
+}
+
+/* [rows, cols] of a block structure: a list of two integers (or "RxC", as some exports write). */
+static nf_status get_block(const json_t *v, uint64_t block[2], const decl *d, const char *key, nf_error *err)
+{
+    if (json_is_array(v) && json_array_size(v) == 2) {
+        for (size_t i = 0; i < 2; i++) {
+            const json_t *e = json_array_get(v, i);
+            if (!json_is_integer(e) || json_integer_value(e) < 1 || json_integer_value(e) > DIALECT_MAX_BLOCK)
+                return bad(err, d, key, "expected two block sizes from 1 to 1048576", NULL);
+            block[i] = (uint64_t)json_integer_value(e);
+        }
+        return NF_OK;
+    }
+    unsigned long long r = 0, c = 0;
+    char tail;
+    if (json_is_string(v) && sscanf(json_string_value(v), "%llux%llu%c", &r, &c, &tail) == 2 && r >= 1 && c >= 1 &&
+        r <= DIALECT_MAX_BLOCK && c <= DIALECT_MAX_BLOCK) {
+        block[0] = r;
+        block[1] = c;
+        return NF_OK;
+    }
+    return bad(err, d, key, "expected a block size [rows, cols]", NULL);
+}
+
+/* ---------------------------------------------------------------- compressed-tensors */
+static nf_status read_scheme(const char *gname, const json_t *g, ct_scheme *s, const decl *d, nf_error *err)
+{
+    char ctx[128];
+    snprintf(ctx, sizeof ctx, "quantization_config.config_groups.%.64s", gname);
+    snprintf(s->name, sizeof s->name, "%.63s", gname);
+    s->symmetric = -1;
+    if (!json_is_object(g)) return bad(err, d, ctx, "expected an object", NULL);
+    char key[512];
+    snprintf(key, sizeof key, "%s.targets", ctx);
+    NF_TRY(read_list(json_object_get(g, "targets"), &s->targets, true, d, key, err));
+    if (s->targets.nnames + s->targets.npatterns > DIALECT_MAX_TARGETS)
+        return bad(err, d, key, "more than 4096 targets (the cap)", NULL);
+    const json_t *w = json_object_get(g, "weights");
+    snprintf(key, sizeof key, "%s.weights", ctx);
+    if (!json_is_object(w)) return bad(err, d, key, "expected the weights' scheme (an object)", NULL);
+    const char *type = NULL, *strategy = NULL;
+    NF_TRY(get_str(w, "type", &type, d, key, err));
+    if (!type || (strcmp(type, "float") != 0 && strcmp(type, "int") != 0)) {
+        char k2[640];
+        snprintf(k2, sizeof k2, "%s.type", key);
+        return bad(err, d, k2, "expected \"float\" or \"int\"", NULL);
+    }
+    s->is_float = strcmp(type, "float") == 0;
+    bool present;
+    uint64_t bits = 0;
+    NF_TRY(get_uint(w, "num_bits", 8, &bits, &present, d, key, err));
+    if (!present) {
+        char k2[640];
+        snprintf(k2, sizeof k2, "%s.num_bits", key);
+        return bad(err, d, k2, "missing: the bits of a code", NULL);
+    }
+    s->num_bits = (unsigned)bits;
+    NF_TRY(get_str(w, "strategy", &strategy, d, key, err));
+    if (strategy) {
+        static const char *const known[] = {"tensor", "channel", "group", "block", "tensor_group", NULL};
+        bool ok = false;
+        for (size_t i = 0; known[i]; i++) ok = ok || strcmp(strategy, known[i]) == 0;
+        char k2[640];
+        snprintf(k2, sizeof k2, "%s.strategy", key);
+        if (!ok) return bad(err, d, k2, "not a strategy of a supported dialect (tensor, channel, group, block, "
+                            "tensor_group): ", strategy);
+        snprintf(s->strategy, sizeof s->strategy, "%s", strategy);
+    }
+    NF_TRY(get_uint(w, "group_size", DIALECT_MAX_BLOCK, &s->group_size, &present, d, key, err));
+    const json_t *bs = json_object_get(w, "block_structure");
+    if (bs && !json_is_null(bs)) {
+        char k2[640];
+        snprintf(k2, sizeof k2, "%s.block_structure", key);
+        NF_TRY(get_block(bs, s->block, d, k2, err));
+    }
+    const json_t *sym = json_object_get(w, "symmetric");
+    if (sym && !json_is_null(sym)) {
+        if (!json_is_boolean(sym)) {
+            char k2[640];
+            snprintf(k2, sizeof k2, "%s.symmetric", key);
+            return bad(err, d, k2, "expected true or false", NULL);
+        }
+        s->symmetric = json_is_true(sym);
+    }
+    if (!strcmp(s->strategy, "group") && !s->group_size) {
+        char k2[640];
+        snprintf(k2, sizeof k2, "%s.group_size", key);
+        return bad(err, d, k2, "missing: strategy group needs it", NULL);
+    }
+    if (!strcmp(s->strategy, "block") && !s->block[0]) {
+        char k2[640];
+        snprintf(k2, sizeof k2, "%s.block_structure", key);
+        return bad(err, d, k2, "missing: strategy block needs it", NULL);
+    }
+    return NF_OK;
+}
+
+static nf_status read_ct(const json_t *q, decl *d, nf_error *err)
+{
+    d->kind = DECL_CT;
+    const char *format = NULL;
+    NF_TRY(get_str(q, "format", &format, d, "quantization_config", err));
+    snprintf(d->what, sizeof d->what, "config.json quantization_config (compressed-tensors%s%.40s)",
+             format ? ", " : "", format ? format : "");
+    const json_t *groups = json_object_get(q, "config_groups");
+    if (!json_is_object(groups) || json_object_size(groups) == 0)
+        return bad(err, d, "quantization_config.config_groups", "expected at least one group (an object)", NULL);
+    if (json_object_size(groups) > DIALECT_MAX_GROUPS)
+        return bad(err, d, "quantization_config.config_groups", "more than 64 groups (the cap)", NULL);
+    d->schemes = calloc(json_object_size(groups), sizeof *d->schemes);
+    if (!d->schemes) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    const char *name;
+    const json_t *g;
+    json_object_foreach((json_t *)groups, name, g) NF_TRY(read_scheme(name, g, &d->schemes[d->nschemes++], d, err));
+    return read_list(json_object_get(q, "ignore"), &d->ignore, false, d, "quantization_config.ignore", err);
+}
+
+/* ---------------------------------------------------------------- DeepSeek / fine-grained FP8 */
+static nf_status read_deepseek(const json_t *q, decl *d, nf_error *err)
+{
+    d->kind = DECL_DEEPSEEK;
+    const char *fmt = NULL;
+    NF_TRY(get_str(q, "fmt", &fmt, d, "quantization_config", err));
+    if (fmt && strcmp(fmt, "e4m3") != 0 && strcmp(fmt, "e5m2") != 0)
+        return bad(err, d, "quantization_config.fmt", "expected e4m3 or e5m2, not ", fmt);
+    d->e5m2 = fmt && !strcmp(fmt, "e5m2");
+    const json_t *bs = json_object_get(q, "weight_block_size");
+    if (bs && !json_is_null(bs)) {
+        NF_TRY(get_block(bs, d->block, d, "quantization_config.weight_block_size", err));
+        d->has_block = true;
+    }
+    snprintf(d->what, sizeof d->what, "config.json quantization_config (fp8, block-scaled%s)", d->e5m2 ? ", e5m2" : "");
+    NF_TRY(read_list(json_object_get(q, "modules_to_not_convert"), &d->ignore, false, d,
+                     "quantization_config.modules_to_not_convert", err));
+    return read_list(json_object_get(q, "ignored_layers"), &d->ignore, false, d, "quantization_config.ignored_layers",
+                     err);
+}
+
+/* ---------------------------------------------------------------- ModelOpt */
+static nf_status read_modelopt(const json_t *q, decl *d, const char *ctx, const char *algo_key, nf_error *err)
+{
+    const char *algo = NULL;
+    NF_TRY(get_str(q, algo_key, &algo, d, ctx, err));
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", ctx, algo_key);
+    if (!algo) return bad(err, d, key, "missing: the quantization algorithm", NULL);
+    static const char *const known[] = {"FP8", "FP8_PER_CHANNEL_PER_TOKEN", "FP8_PB_WO", "NVFP4", NULL};
+    bool ok = false;
+    for (size_t i = 0; known[i]; i++) ok = ok || strcmp(algo, known[i]) == 0;
+    if (!ok)
+        return bad(err, d, key, "not an algorithm of a supported dialect (FP8, FP8_PER_CHANNEL_PER_TOKEN, FP8_PB_WO, "
+                   "NVFP4): ", algo);
+    if (d->kind == DECL_MODELOPT && strcmp(d->algo, algo) != 0) {
+        char why[160];
+        snprintf(why, sizeof why, "%s, but the other ModelOpt declaration says %s: conflicting dialect markers", algo,
+                 d->algo);
+        return bad(err, d, key, why, NULL);
+    }
+    d->kind = DECL_MODELOPT;
+    snprintf(d->algo, sizeof d->algo, "%s", algo);
+    bool present;
+    uint64_t group = 0;
+    NF_TRY(get_uint(q, "group_size", DIALECT_MAX_BLOCK, &group, &present, d, ctx, err));
+    if (present && !strcmp(algo, "NVFP4") && group != 16) {
+        snprintf(key, sizeof key, "%s.group_size", ctx);
+        return bad(err, d, key, "NVFP4 blocks are 16 values", NULL);
+    }
+    snprintf(key, sizeof key, "%s.exclude_modules", ctx);
+    NF_TRY(read_list(json_object_get(q, "exclude_modules"), &d->ignore, false, d, key, err));
+    snprintf(key, sizeof key, "%s.ignore", ctx);
+    return read_list(json_object_get(q, "ignore"), &d->ignore, false, d, key, err);
+}
+
+/* ---------------------------------------------------------------- the files */
+static nf_status set_path(decl *d, const char *path)
+{
+    free(d->path);
+    d->path = strdup(path);
+    return d->path ? NF_OK : NF_ERR_NOMEM;
+}
+
+nf_status dialect_read_decl(const nf_source *src, decl *d, nf_error *err)
+{
+    memset(d, 0, sizeof *d);
+    const char *cfg_path = nf_source_companion(src, "config.json");
+    const char *hf_path = nf_source_companion(src, "hf_quant_config.json");
+    json_t *cfg = NULL, *hf = NULL;
+    nf_status st = NF_OK;
+    if (cfg_path) st = nf_source_read_config(cfg_path, &cfg, err);
+    if (st == NF_OK && hf_path) st = nf_source_read_config(hf_path, &hf, err);
+    const json_t *q = cfg ? json_object_get(cfg, "quantization_config") : NULL;
+    if (st == NF_OK && q && !json_is_null(q)) {
+        if (set_path(d, cfg_path) != NF_OK) st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        const char *method = NULL;
+        if (st == NF_OK && !json_is_object(q)) st = bad(err, d, "quantization_config", "expected an object", NULL);
+        if (st == NF_OK) st = get_str(q, "quant_method", &method, d, "quantization_config", err);
+        if (st == NF_OK && !method)
+            st = bad(err, d, "quantization_config.quant_method", "missing: which quantization the checkpoint holds",
+                     NULL);
+        if (st == NF_OK) {
+            if (!strcmp(method, "fp8")) st = read_deepseek(q, d, err);
+            else if (!strcmp(method, "compressed-tensors")) st = read_ct(q, d, err);
+            else if (!strcmp(method, "modelopt")) {
+                st = read_modelopt(q, d, "quantization_config", "quant_algo", err);
+                if (st == NF_OK)
+                    snprintf(d->what, sizeof d->what, "config.json quantization_config (ModelOpt %s)", d->algo);
+            } else
+                st = bad(err, d, "quantization_config.quant_method",
+                         "not a supported dialect (fp8, compressed-tensors, modelopt; docs/dialects.md): ", method);
+        }
+    }
+    if (st == NF_OK && hf) {
+        if (d->kind != DECL_NONE && d->kind != DECL_MODELOPT)
+            st = nf_error_set(err, NF_ERR_INVALID,
+                              "%s: ModelOpt's declaration, but %s declares %s: conflicting dialect markers", hf_path,
+                              d->path, d->what);
+        const json_t *hq = json_object_get(hf, "quantization");
+        if (st == NF_OK && set_path(d, hf_path) != NF_OK) st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        if (st == NF_OK && !json_is_object(hq)) st = bad(err, d, "quantization", "expected an object", NULL);
+        if (st == NF_OK) st = read_modelopt(hq, d, "quantization", "quant_algo", err);
+        if (st == NF_OK) snprintf(d->what, sizeof d->what, "hf_quant_config.json (ModelOpt %s)", d->algo);
+    }
+    json_decref(cfg);
+    json_decref(hf);
+    if (st != NF_OK) dialect_free_decl(d);
+    return st;
+}
+
+void dialect_free_decl(decl *d)
+{
+    for (size_t i = 0; i < d->nschemes; i++) free_list(&d->schemes[i].targets);
+    free(d->schemes);
+    free_list(&d->ignore);
+    free(d->path);
+    memset(d, 0, sizeof *d);
+}

@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# Quantized checkpoints as sources (docs/dialects.md): every dialect's values, bit for bit those
+# an oracle written from the dialect definitions computes (tests/cli/gen_dialects.py); companions
+# never objects of their own; importing exactly where a format holds the words, requantizing only
+# when asked (--requantize, or a rule naming the method), refused otherwise naming the tensor, its
+# dialect and both ways forward; `ninfer-verify --against` re-derives; scales in another shard.
+# usage: test_dialects.sh BIN_DIR DATA_DIR
+# shellcheck source=tests/cli/lib.sh
+. "$(dirname "$0")/lib.sh" "$@"
+
+python3 "$top/tests/cli/gen_dialects.py" "$work/d" || { bad "gen_dialects.py failed"; finish dialects; exit 1; }
+cases="deepseek ct_fp8 modelopt_fp8 ct_int modelopt_nvfp4 ct_nvfp4"
+
+# ---------------------------------------------------------------- values, bit for bit
+for c in $cases; do
+    run 0 "$bin/ninfer-convert" "$work/d/$c" -o "$work/$c.ninfer" --format fp32 --requantize --threads 2
+    run 0 "$bin/ninfer-verify" "$work/$c.ninfer" --against "$work/d/$c"
+    contains "$work/out" "valid"
+done
+while read -r c w n k dialect; do
+    run 0 "$bin/ninfer-dequant" "$work/$c.ninfer" "$w" -o "$work/$c.$w.f32"
+    same "$work/$c.$w.f32" "$work/d/$c/expected/$w.f32"
+    # the same values on one thread, in chunks of one row
+    run 0 "$bin/ninfer-convert" "$work/d/$c" -o "$work/$c.1.ninfer" --format fp32 --requantize --threads 1 \
+        --chunk-values 1 --force --no-report
+    run 0 "$bin/ninfer-dequant" "$work/$c.1.ninfer" "$w" -o "$work/$c.$w.1.f32"
+    same "$work/$c.$w.1.f32" "$work/d/$c/expected/$w.f32"
+    # the plan names the dialect and says the weight is requantized
+    run 0 "$bin/ninfer-convert" "$work/d/$c" -o "$work/x.ninfer" --format q8_g32_fp16 --requantize --dry-run --json
+    python3 - "$work/out" "$w" "$dialect" "$n" "$k" <<'PY' && ok || bad "$c $w: --dry-run --json"
+import json, sys
+plan = json.load(open(sys.argv[1]))
+o = [o for o in plan['objects'] if o['id'] == sys.argv[2]][0]
+assert o['dialect'].startswith(sys.argv[3] + ':'), o
+assert o['handling'] == 'requantized' and o['format'] == 'q8_g32_fp16', o
+assert o['shape'] == [int(sys.argv[4]), int(sys.argv[5])], o
+PY
+done <"$work/d/cases.txt"
+
+# ---------------------------------------------------------------- companions are never objects
+for c in $cases; do
+    "$bin/ninfer-inspect" "$work/$c.ninfer" --json >"$work/$c.json"
+    python3 - "$work/$c.json" <<'PY' && ok || bad "$c: a companion became an object"
+import json, sys
+ids = [o['id'] for o in json.load(open(sys.argv[1]))['objects']]
+comp = ('weight_scale', 'weight_scale_inv', 'weight_scale_2', 'weight_global_scale', 'weight_zero_point',
+        'weight_shape', 'input_scale', 'input_global_scale')
+assert not [i for i in ids if i.rsplit('.', 1)[-1] in comp], ids
+PY
+done
+
+# ---------------------------------------------------------------- imported exactly by default
+# NVFP4 into nvfp4 and compressed-tensors / ModelOpt FP8 per row or per tensor into
+# fp8_e4m3fn_row_bf16: quick mode imports them as they are
+run 0 "$bin/ninfer-convert" "$work/d/modelopt_nvfp4" -o "$work/i1.ninfer" --format q4_g64_fp16 --dry-run --json
+python3 - "$work/out" <<'PY' && ok || bad "modelopt_nvfp4 imported"
+import json, sys
+o = json.load(open(sys.argv[1]))['objects'][0]
+assert o['format'] == 'nvfp4' and o['method'] == 'import_encoded' and o['handling'] == 'imported', o
+PY
+run 0 "$bin/ninfer-convert" "$work/d/ct_nvfp4" -o "$work/i2.ninfer" --format q4_g64_fp16
+run 0 "$bin/ninfer-dequant" "$work/i2.ninfer" model.layers.0.mlp.gate_proj.weight_packed -o "$work/i2.f32"
+same "$work/i2.f32" "$work/d/ct_nvfp4/expected/model.layers.0.mlp.gate_proj.weight_packed.f32"
+run 0 "$bin/ninfer-verify" "$work/i2.ninfer" --against "$work/d/ct_nvfp4"
+run 0 "$bin/ninfer-convert" "$work/d/modelopt_fp8" -o "$work/i3.ninfer" --format q8_g32_fp16 --dry-run
+contains "$work/out" "fp8_e4m3fn_row_bf16"
+contains "$work/out" "imported as it is"
+
+# ---------------------------------------------------------------- refused without permission
+# DeepSeek's 128x128 blocks, compressed-tensors groups and blocks, packed integers: no format
+# holds their words, so quick mode needs --requantize; nothing is written
+for c in deepseek ct_int; do
+    run 1 "$bin/ninfer-convert" "$work/d/$c" -o "$work/r/$c.ninfer" --format q8_g32_fp16
+    contains "$work/err" "stored quantized"
+    contains "$work/err" "--requantize"
+    contains "$work/err" "names the method"
+    check test ! -e "$work/r"
+done
+contains "$work/err" "compressed_tensors_int"
+run 1 "$bin/ninfer-convert" "$work/d/deepseek" -o "$work/r/x.ninfer" --format q8_g32_fp16
+contains "$work/err" "'model.layers.0.mlp.down_proj.weight'"
+contains "$work/err" "deepseek_fp8"
+contains "$work/err" "model.layers.1.self_attn.o_proj.weight" # every such tensor is listed
+# a recipe: the natural method of a format is no permission; a rule naming it is
+printf 'recipe: 1\nsources:\n  base: %s\ndefaults: {format: q8_g32_fp16}\n' "$work/d/deepseek" >"$work/r1.yaml"
+run 1 "$bin/ninfer-convert" -r "$work/r1.yaml" -o "$work/r1.ninfer"
+contains "$work/err" "no format holds its words exactly"
+printf 'recipe: 1\nsources:\n  base: %s\ndefaults: {format: q8_g32_fp16}\nrules:\n  - match: "*"\n    when: {quantized: true}\n    method: grouped_absmax\n' \
+    "$work/d/deepseek" >"$work/r2.yaml"
+run 0 "$bin/ninfer-convert" -r "$work/r2.yaml" -o "$work/r2.ninfer"
+run 0 "$bin/ninfer-verify" "$work/r2.ninfer" --against "$work/d/deepseek"
+# import_encoded into a format that does not hold the words names the one that does
+printf 'recipe: 1\nsources:\n  base: %s\nrules:\n  - match: "*"\n    when: {quantized: true}\n    format: q8_g32_fp16\n    method: import_encoded\n' \
+    "$work/d/ct_nvfp4" >"$work/r3.yaml"
+run 1 "$bin/ninfer-convert" -r "$work/r3.yaml" -o "$work/r3.ninfer"
+contains "$work/err" "keeps its words in nvfp4"
+# a rule naming a companion matches nothing: it is not a tensor of its own
+printf 'recipe: 1\nsources:\n  base: %s\nrules:\n  - match: model.layers.0.mlp.gate_proj.weight_scale\n    format: fp32\n' \
+    "$work/d/ct_fp8" >"$work/r4.yaml"
+run 1 "$bin/ninfer-convert" -r "$work/r4.yaml" -o "$work/r4.ninfer"
+contains "$work/err" "model.layers.0.mlp.gate_proj.weight_scale"
+
+# ---------------------------------------------------------------- activation scales
+# dropped by default, kept as tensors of their own when the recipe asks
+printf 'recipe: 1\nsources:\n  base: %s\ndefaults: {format: fp32, activation_scales: keep}\nrules:\n  - match: "*"\n    when: {quantized: true}\n    method: import_encoded\n' \
+    "$work/d/ct_fp8" >"$work/a.yaml"
+run 1 "$bin/ninfer-convert" -r "$work/a.yaml" -o "$work/a.ninfer" --dry-run
+contains "$work/err" "model.layers.0.mlp.down_proj.weight" # group scales: no import
+printf 'recipe: 1\nsources:\n  base: %s\ndefaults: {format: fp32, activation_scales: keep}\nrules:\n  - match: "*"\n    when: {quantized: true}\n    method: cast_direct\n' \
+    "$work/d/ct_fp8" >"$work/a.yaml"
+run 0 "$bin/ninfer-convert" -r "$work/a.yaml" -o "$work/a.ninfer" --dry-run
+contains "$work/out" "model.layers.0.mlp.gate_proj.input_scale"
+sed -i 's/activation_scales: keep/activation_scales: drop/' "$work/a.yaml"
+run 0 "$bin/ninfer-convert" -r "$work/a.yaml" -o "$work/a.ninfer" --dry-run
+lacks "$work/out" "input_scale"
+
+finish dialects
