@@ -114,4 +114,20 @@ sed -i 's/activation_scales: keep/activation_scales: drop/' "$work/a.yaml"
 run 0 "$bin/ninfer-convert" -r "$work/a.yaml" -o "$work/a.ninfer" --dry-run
 lacks "$work/out" "input_scale"
 
+# ---------------------------------------------------------------- scale-out
+# plan -> tasks (in reverse order) -> assemble gives the bytes of one run (scales read from the
+# other shard by the task that needs them)
+id=0123456789abcdef0123456789abcdef
+run 0 "$bin/ninfer-convert" "$work/d/deepseek" -o "$work/so1.ninfer" --format q8_g32_fp16 --requantize \
+    --artifact-id $id --max-file-bytes 65536
+mkdir "$work/so"
+run 0 "$bin/ninfer-convert" "$work/d/deepseek" -o "$work/so/so1.ninfer" --format q8_g32_fp16 --requantize \
+    --artifact-id $id --max-file-bytes 65536 --plan-out "$work/so.json" --tasks 2
+run 0 "$bin/ninfer-convert" --plan "$work/so.json" --task 1
+run 0 "$bin/ninfer-convert" --plan "$work/so.json" --task 0
+run 0 "$bin/ninfer-convert" --plan "$work/so.json" --assemble
+same "$work/so1.ninfer" "$work/so/so1.ninfer"
+same "$work/so1.ninfer.part-0001" "$work/so/so1.ninfer.part-0001"
+run 0 "$bin/ninfer-verify" "$work/so/so1.ninfer" --against "$work/d/deepseek" --plan "$work/so.json" --task all
+
 finish dialects
