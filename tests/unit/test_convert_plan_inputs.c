@@ -224,3 +224,31 @@ Test(plan_inputs, content_digest_binds_the_bytes_read)
     digest_of(0, 0, "{}", "{\"h\": 2}", cfg);
     cr_assert_arr_neq(a, cfg, 16, "another config");
 }
+
+/* A requantized quantized weight reads its companions when it is encoded (docs/dialects.md):
+ * the digest binds them too. */
+static void fp8_digest_of(unsigned scale_seed, uint8_t out[16])
+{
+    pc_ckpt c = {0};
+    pc_add(&c, "q.weight", "F8_E4M3", 2, 4, 64, 1);
+    pc_add_seeded(&c, "q.weight_scale_inv", "F32", 2, 1, 1, 4, scale_seed);
+    char *src = pc_write(&c, pc_dir, "ds.safetensors");
+    nf_recipe *r = NULL;
+    nf_plan *p = NULL;
+    nf_error err;
+    cr_assert_eq(pc_build(pc_dir, src, "rules:\n  - match: q.weight\n    format: q8_g32_fp16\n    method: grouped_absmax\n",
+                          &r, &p, &err),
+                 NF_OK, "%s", err.message);
+    cr_assert_eq(nf_plan_content_digest(p, out, &err), NF_OK, "%s", err.message);
+    nf_plan_free(p);
+    nf_recipe_free(r);
+    free(src);
+}
+
+Test(plan_inputs, content_digest_binds_a_requantized_weights_scales)
+{
+    uint8_t a[16], b[16];
+    fp8_digest_of(0, a);
+    fp8_digest_of(1, b);
+    cr_assert_arr_neq(a, b, 16, "another weight_scale_inv");
+}

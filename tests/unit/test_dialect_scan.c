@@ -1,0 +1,170 @@
+/* ninfer/dialect.h: roles of every tensor, the weight's geometry, declarations deciding what the
+ * names alone cannot, the checks of scales and codes as rows are read, and the bounds of a read
+ * (docs/dialects.md).  The values themselves are checked against an independent oracle by
+ * tests/cli/test_dialects.sh. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ninfer/ninfer.h>
+
+#include "support/source_writer.h"
+
+static char *dir;
+static void make_dir(void) { dir = sw_tempdir(); }
+static void remove_dir(void)
+{
+    sw_rmtree(dir);
+    free(dir);
+}
+TestSuite(dialect, .init = make_dir, .fini = remove_dir);
+
+/* A checkpoint directory: model.safetensors of the tensors and, when given, config.json. */
+static nf_source *open_ckpt(const sw_st_tensor *t, size_t n, const char *config)
+{
+    sw_buf b = {0};
+    sw_st_file(&b, t, n, NULL);
+    char *path = sw_path(dir, "model.safetensors");
+    cr_assert_eq(sw_write_file(path, b.data, b.len), 0);
+    free(path);
+    sw_free(&b);
+    char *cfg = sw_path(dir, "config.json");
+    remove(cfg);
+    free(cfg);
+    if (config) cr_assert_eq(sw_write_text(dir, "config.json", config), 0);
+    nf_source *s = NULL;
+    nf_error err;
+    cr_assert_eq(nf_source_open(dir, &s, &err), NF_OK, "%s", err.message);
+    return s;
+}
+
+static const float half = 0.5f;
+
+Test(dialect, roles_geometry_and_values_of_a_deepseek_weight)
+{
+    /* [3, 130]: K crosses a 128-column block; codes 0x38 = 1.0 */
+    uint8_t codes[3 * 130];
+    memset(codes, 0x38, sizeof codes);
+    codes[129] = 0x40; /* 2.0 in the second block */
+    float scales[2] = {0.5f, 4.0f};
+    uint16_t norm[4] = {0x3F80, 0x3F80, 0x3F80, 0x3F80};
+    sw_st_tensor t[] = {
+        {"m.w.weight", "F8_E4M3", 2, {3, 130}, codes, sizeof codes},
+        {"m.w.weight_scale_inv", "F32", 2, {1, 2}, scales, sizeof scales},
+        {"m.norm", "BF16", 1, {4}, norm, sizeof norm},
+    };
+    nf_source *s = open_ckpt(t, 3, "{\"quantization_config\": {\"quant_method\": \"fp8\", \"fmt\": \"e4m3\", "
+                                   "\"weight_block_size\": [128, 128]}}");
+    nf_dialects *d = NULL;
+    nf_error err;
+    cr_assert_eq(nf_dialects_scan(s, &d, &err), NF_OK, "%s", err.message);
+    cr_assert_eq(nf_dialects_weight_count(d), 1);
+    cr_assert(strstr(nf_dialects_declared(d), "fp8"), "%s", nf_dialects_declared(d));
+    const nf_qweight *q = nf_dialects_weight_at(d, 0), *owner = NULL;
+    cr_assert_eq(q->dialect, NF_DIALECT_DEEPSEEK_FP8);
+    cr_assert_str_eq(q->strategy, "block");
+    cr_assert(q->shape[0] == 3 && q->shape[1] == 130 && q->scale_rows == 1 && q->scale_cols == 2);
+    cr_assert_eq(nf_dialects_role(d, nf_source_find(s, "m.w.weight"), &owner), NF_QROLE_WEIGHT);
+    cr_assert_eq(owner, q);
+    cr_assert_eq(nf_dialects_role(d, nf_source_find(s, "m.w.weight_scale_inv"), &owner), NF_QROLE_COMPANION);
+    cr_assert_eq(owner, q);
+    cr_assert_eq(nf_dialects_role(d, nf_source_find(s, "m.norm"), &owner), NF_QROLE_PLAIN);
+    cr_assert_null(owner);
+    char what[160];
+    nf_qweight_describe(q, what, sizeof what);
+    cr_assert_str_eq(what, "deepseek_fp8: E4M3 codes, F32 block 128x128 scales");
+    float v[3 * 130];
+    cr_assert_eq(nf_qweight_read_f32(s, q, 0, 3, v, 3 * 130, &err), NF_OK, "%s", err.message);
+    cr_assert(v[0] == half && v[127] == half && v[128] == 4.0f && v[129] == 8.0f && v[130] == half);
+    /* rows past the end and a short buffer are the caller's mistakes */
+    cr_assert_eq(nf_qweight_read_f32(s, q, 2, 4, v, 3 * 130, &err), NF_ERR_USAGE);
+    cr_assert_eq(nf_qweight_read_f32(s, q, 0, 3, v, 10, &err), NF_ERR_USAGE);
+    nf_dialects_free(d);
+    nf_source_close(s);
+}
+
+Test(dialect, a_zero_block_scale_and_a_nan_code_are_named)
+{
+    uint8_t codes[2 * 16];
+    memset(codes, 0x38, sizeof codes);
+    float scales[2] = {1.0f, 0.0f}; /* channel: row 1's scale is zero */
+    sw_st_tensor t[] = {
+        {"a.weight", "F8_E4M3", 2, {2, 16}, codes, sizeof codes},
+        {"a.weight_scale", "F32", 2, {2, 1}, scales, sizeof scales},
+    };
+    nf_source *s = open_ckpt(t, 2, NULL);
+    nf_dialects *d = NULL;
+    nf_error err;
+    cr_assert_eq(nf_dialects_scan(s, &d, &err), NF_OK, "%s", err.message);
+    cr_assert_str_eq(nf_dialects_declared(d), "companion tensor names");
+    const nf_qweight *q = nf_dialects_weight_at(d, 0);
+    cr_assert_eq(q->dialect, NF_DIALECT_CT_FP8);
+    cr_assert_str_eq(q->strategy, "channel");
+    float v[32];
+    cr_assert_eq(nf_qweight_read_f32(s, q, 0, 1, v, 32, &err), NF_OK, "%s", err.message);
+    cr_assert_eq(nf_qweight_read_f32(s, q, 0, 2, v, 32, &err), NF_ERR_INVALID);
+    cr_assert(strstr(err.message, "model.safetensors: tensor 'a.weight_scale': block (1, 0) (rows 1..1, cols 0..15)") &&
+              strstr(err.message, "is zero"), "%s", err.message);
+    nf_dialects_free(d);
+    nf_source_close(s);
+
+    codes[5] = 0x7F;
+    scales[1] = 1.0f;
+    s = open_ckpt(t, 2, NULL);
+    cr_assert_eq(nf_dialects_scan(s, &d, &err), NF_OK, "%s", err.message);
+    cr_assert_eq(nf_qweight_read_f32(s, nf_dialects_weight_at(d, 0), 0, 2, v, 32, &err), NF_ERR_INVALID);
+    cr_assert(strstr(err.message, "tensor 'a.weight': row 0 col 5: E4M3 code 0x7F is NaN"), "%s", err.message);
+    nf_dialects_free(d);
+    nf_source_close(s);
+}
+
+Test(dialect, the_declaration_decides_what_names_cannot)
+{
+    /* [4, 64] with scales [4, 2]: a group size of 32 by the shape; the declaration says 64
+     * columns per group would need [4, 1] -- a conflict named by the scale tensor */
+    uint8_t codes[4 * 64];
+    memset(codes, 0x38, sizeof codes);
+    float scales[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+    sw_st_tensor t[] = {
+        {"x.weight", "F8_E4M3", 2, {4, 64}, codes, sizeof codes},
+        {"x.weight_scale", "F32", 2, {4, 2}, scales, sizeof scales},
+    };
+    nf_source *s = open_ckpt(t, 2, NULL);
+    nf_dialects *d = NULL;
+    nf_error err;
+    cr_assert_eq(nf_dialects_scan(s, &d, &err), NF_OK, "%s", err.message);
+    cr_assert_eq(nf_dialects_weight_at(d, 0)->block_cols, 32);
+    nf_dialects_free(d);
+    nf_source_close(s);
+    s = open_ckpt(t, 2,
+                  "{\"quantization_config\": {\"quant_method\": \"compressed-tensors\", \"config_groups\": {\"g\": "
+                  "{\"targets\": [\"Linear\"], \"weights\": {\"num_bits\": 8, \"type\": \"float\", \"strategy\": "
+                  "\"group\", \"group_size\": 64}}}}}");
+    cr_assert_eq(nf_dialects_scan(s, &d, &err), NF_ERR_INVALID);
+    cr_assert(strstr(err.message, "tensor 'x.weight_scale': shape [4,2] is not the [4,1] scales of group"),
+              "%s", err.message);
+    nf_source_close(s);
+    /* the same weight in a checkpoint that says GPTQ: refused, not read as plain tensors */
+    s = open_ckpt(t, 2, "{\"quantization_config\": {\"quant_method\": \"gptq\"}}");
+    cr_assert_eq(nf_dialects_scan(s, &d, &err), NF_ERR_INVALID);
+    cr_assert(strstr(err.message, "config.json: quantization_config.quant_method: not a supported dialect") &&
+              strstr(err.message, "gptq"), "%s", err.message);
+    nf_source_close(s);
+}
+
+Test(dialect, gguf_and_plain_checkpoints_scan_empty)
+{
+    uint16_t w[4] = {0x3F80, 0, 0, 0};
+    sw_st_tensor t[] = {{"p.weight", "BF16", 2, {2, 2}, w, sizeof w}};
+    nf_source *s = open_ckpt(t, 1, "{\"model_type\": \"llama\"}");
+    nf_dialects *d = NULL;
+    nf_error err;
+    cr_assert_eq(nf_dialects_scan(s, &d, &err), NF_OK, "%s", err.message);
+    cr_assert_eq(nf_dialects_weight_count(d), 0);
+    cr_assert_null(nf_dialects_declared(d));
+    cr_assert_eq(nf_dialects_role(d, nf_source_find(s, "p.weight"), NULL), NF_QROLE_PLAIN);
+    nf_dialects_free(d);
+    nf_source_close(s);
+}
