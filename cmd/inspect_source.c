@@ -309,7 +309,52 @@ static json_t *source_totals_json(const nf_source *s)
     return totals;
 }
 
-static json_t *source_json(const nf_source *s, const inspect_opts *o)
+/* ---- quantized weights (docs/dialects.md) */
+static json_t *qweight_json(const nf_qweight *q)
+{
+    char what[256];
+    nf_qweight_describe(q, what, sizeof what);
+    json_t *comps = json_array();
+    const nf_source_tensor *c[] = {q->scale, q->global, q->zero_point, q->shape_tensor, q->activation[0],
+                                   q->activation[1]};
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
+        if (c[i]) json_array_append_new(comps, nf_cli_json_cstr(c[i]->name));
+    return json_pack("{s:o,s:s,s:s,s:s,s:o,s:o}", "name", nf_cli_json_cstr(q->codes->name), "dialect",
+                     nf_dialect_name(q->dialect), "strategy", q->strategy, "description", what, "shape",
+                     dims_json(q->shape, 2), "companions", comps);
+}
+
+static json_t *quantized_json(const nf_dialects *d)
+{
+    json_t *weights = json_array();
+    for (size_t i = 0; i < nf_dialects_weight_count(d); i++)
+        json_array_append_new(weights, qweight_json(nf_dialects_weight_at(d, i)));
+    const char *decl = nf_dialects_declared(d);
+    return json_pack("{s:o,s:o}", "declared", decl ? json_string(decl) : json_null(), "weights", weights);
+}
+
+static void print_quantized(const nf_dialects *d)
+{
+    size_t n = nf_dialects_weight_count(d);
+    const char *decl = nf_dialects_declared(d);
+    printf("quantized weights (%zu)%s%s\n", n, decl ? ", declared by " : "", decl ? decl : "");
+    static char name[TEXT_BUF];
+    int width = 4;
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strlen(display_cstr(nf_dialects_weight_at(d, i)->codes->name, name, sizeof name));
+        if (len > (size_t)width) width = len > 60 ? 60 : (int)len;
+    }
+    if (n) printf("  %-*s %-20s %s\n", width, "name", "shape", "dialect");
+    for (size_t i = 0; i < n; i++) {
+        const nf_qweight *q = nf_dialects_weight_at(d, i);
+        char shape[64], what[256];
+        dims_text(q->shape, 2, false, shape, sizeof shape);
+        nf_qweight_describe(q, what, sizeof what);
+        printf("  %-*s %-20s %s\n", width, display_cstr(q->codes->name, name, sizeof name), shape, what);
+    }
+}
+
+static json_t *source_json(const nf_source *s, const nf_dialects *d, const inspect_opts *o)
 {
     json_t *doc = json_object();
     json_object_set_new(doc, "kind", json_string(source_kind_name(s)));
@@ -332,6 +377,7 @@ static json_t *source_json(const nf_source *s, const inspect_opts *o)
         if (path && name) json_object_set_new(comps, name, nf_cli_json_cstr(path));
     }
     json_object_set_new(doc, "companions", comps);
+    if (d) json_object_set_new(doc, "quantized", quantized_json(d));
     if (nf_source_kind_of(s) == NF_SOURCE_GGUF) {
         json_t *types = json_object();
         for (size_t i = 0; i < nf_source_gguf_kv_count(s); i++) {
@@ -433,7 +479,7 @@ static void print_source_totals(const nf_source *s)
     json_decref(totals);
 }
 
-static void print_source_summary(const nf_source *s, const inspect_opts *o)
+static void print_source_summary(const nf_source *s, const nf_dialects *d, const inspect_opts *o)
 {
     char path[TEXT_BUF];
     if (!o->files) {
@@ -463,12 +509,37 @@ static void print_source_summary(const nf_source *s, const inspect_opts *o)
     }
     print_source_tensors(s);
     printf("\n");
+    if (d && nf_source_kind_of(s) == NF_SOURCE_SAFETENSORS) {
+        print_quantized(d);
+        printf("\n");
+    }
     print_source_totals(s);
 }
 
 /* ---- --tensor NAME */
 /* Statistics of a tensor's values, read as binary32 in chunks of about a million values: whole
  * rows, or spans of a row longer than that (nf_source_read_f32_span). */
+/* A quantized weight's values (its dialect's, docs/dialects.md), a chunk of rows at a time. */
+static nf_status collect_qweight_stats(const nf_source *s, const nf_qweight *q, value_stats *vs, nf_error *err)
+{
+    stats_init(vs);
+    uint64_t cols = q->shape[1], chunk = STATS_CHUNK_VALUES / cols ? STATS_CHUNK_VALUES / cols : 1;
+    /* chunk * cols <= max(STATS_CHUNK_VALUES, cols): a row longer than memory fails the malloc */
+    if (cols > SIZE_MAX / sizeof(float))
+        return nf_error_set(err, NF_ERR_NOMEM, "tensor '%s': rows too long", nf_esc(q->codes->name).s);
+    size_t len = (size_t)(chunk * cols);
+    float *values = malloc(len * sizeof *values);
+    if (!values) return nf_error_set(err, NF_ERR_NOMEM, "tensor '%s': out of memory", nf_esc(q->codes->name).s);
+    nf_status st = NF_OK;
+    for (uint64_t r = 0; st == NF_OK && r < q->shape[0]; r += chunk) {
+        uint64_t r1 = r + chunk < q->shape[0] ? r + chunk : q->shape[0];
+        st = nf_qweight_read_f32(s, q, r, r1, values, len, err);
+        if (st == NF_OK) stats_add(vs, values, (r1 - r) * cols);
+    }
+    free(values);
+    return st;
+}
+
 static nf_status collect_source_stats(const nf_source *s, const nf_source_tensor *t, value_stats *vs, nf_error *err)
 {
     stats_init(vs);
@@ -501,16 +572,21 @@ static nf_status collect_source_stats(const nf_source *s, const nf_source_tensor
     return st;
 }
 
-static int inspect_source_tensor(const nf_cli *cli, const nf_source *s, const inspect_opts *opts)
+static int inspect_source_tensor(const nf_cli *cli, const nf_source *s, const nf_dialects *d, const inspect_opts *opts)
 {
     const nf_source_tensor *t = nf_source_find(s, opts->tensor);
     if (!t)
         return nf_cli_error(cli, NF_ERR_INVALID, "%s: no tensor '%s'", nf_cli_name(nf_source_path(s)).s,
                             nf_cli_name(opts->tensor).s);
     bool gguf = nf_source_kind_of(s) == NF_SOURCE_GGUF;
+    const nf_qweight *q = NULL;
+    nf_qrole role = nf_dialects_role(d, t, &q);
     value_stats vs;
     stats_init(&vs);
-    if (opts->stats) {
+    if (opts->stats && role == NF_QROLE_WEIGHT) {
+        nf_error err;
+        if (collect_qweight_stats(s, q, &vs, &err) != NF_OK) return nf_cli_report(cli, &err);
+    } else if (opts->stats) {
         if (!t->convertible)
             return nf_cli_error(cli, NF_ERR_INVALID,
                                 "%s: tensor '%s': --stats cannot read %s values: the source reader has no conversion "
@@ -536,6 +612,8 @@ static int inspect_source_tensor(const nf_cli *cli, const nf_source *s, const in
             json_object_set_new(doc, "block_values", json_integer((json_int_t)t->block_values));
             json_object_set_new(doc, "block_bytes", json_integer((json_int_t)t->block_bytes));
         }
+        if (role == NF_QROLE_WEIGHT) json_object_set_new(doc, "quantized", qweight_json(q));
+        else if (q) json_object_set_new(doc, "companion_of", nf_cli_json_cstr(q->codes->name));
         if (opts->stats) json_object_set_new(doc, "stats", stats_json(&vs));
         int rc = nf_cli_print_json(cli, doc);
         json_decref(doc);
@@ -554,6 +632,14 @@ static int inspect_source_tensor(const nf_cli *cli, const nf_source *s, const in
     printf("file          %s\n", display_cstr(file, name, sizeof name));
     printf("offset        %" PRIu64 "\nbytes         %" PRIu64 "  (%.4f bits/weight)\n", t->offset, t->bytes,
            source_bits_per_weight(t));
+    if (role == NF_QROLE_WEIGHT) {
+        char what[256];
+        nf_qweight_describe(q, what, sizeof what);
+        dims_text(q->shape, 2, false, shape, sizeof shape);
+        printf("quantized     %s; the weight %s%s\n", what, shape, opts->stats ? " (statistics of its values)" : "");
+    } else if (q) {
+        printf("companion of  %s\n", display_cstr(q->codes->name, name, sizeof name));
+    }
     if (opts->stats) print_stats(&vs);
     return NF_EXIT_OK;
 }
@@ -590,15 +676,22 @@ int inspect_source(const nf_cli *cli, const char *path, path_kind kind, const in
         return nf_cli_report(cli, &err);
     }
     if (kind != PATH_CHECKPOINT) rc = source_usage(cli, opts, path);
+    /* its quantized weights (docs/dialects.md): a declaration or weight that is not what its
+     * dialect says is reported after the views that do not need it (exit 1) */
+    nf_dialects *d = NULL;
+    nf_error derr;
+    bool scanned = rc == NF_EXIT_OK && nf_dialects_scan(s, &d, &derr) == NF_OK;
     if (rc == NF_EXIT_OK && opts->tensor) {
-        rc = inspect_source_tensor(cli, s, opts);
+        rc = scanned ? inspect_source_tensor(cli, s, d, opts) : nf_cli_report(cli, &derr);
     } else if (rc == NF_EXIT_OK && cli->json) {
-        json_t *doc = source_json(s, opts);
+        json_t *doc = source_json(s, d, opts);
         rc = nf_cli_print_json(cli, doc);
         json_decref(doc);
     } else if (rc == NF_EXIT_OK) {
-        print_source_summary(s, opts);
+        print_source_summary(s, d, opts);
     }
+    if (rc == NF_EXIT_OK && !scanned && !opts->files) rc = nf_cli_report(cli, &derr);
+    nf_dialects_free(d);
     nf_source_close(s);
     return rc;
 }

@@ -114,6 +114,32 @@ sed -i 's/activation_scales: keep/activation_scales: drop/' "$work/a.yaml"
 run 0 "$bin/ninfer-convert" -r "$work/a.yaml" -o "$work/a.ninfer" --dry-run
 lacks "$work/out" "input_scale"
 
+# ---------------------------------------------------------------- ninfer-inspect of a checkpoint
+run 0 "$bin/ninfer-inspect" "$work/d/ct_int"
+contains "$work/out" "quantized weights (2), declared by config.json quantization_config (compressed-tensors"
+contains "$work/out" "compressed_tensors_int: int4 codes, BF16 group 32 scales, zero points"
+run 0 "$bin/ninfer-inspect" "$work/d/deepseek" --json
+python3 - "$work/out" <<'PY' && ok || bad "inspect --json quantized"
+import json, sys
+q = json.load(open(sys.argv[1]))['quantized']
+w = {x['name']: x for x in q['weights']}
+d = w['model.layers.0.mlp.down_proj.weight']
+assert d['dialect'] == 'deepseek_fp8' and d['shape'] == [200, 300], d
+assert d['companions'] == ['model.layers.0.mlp.down_proj.weight_scale_inv'], d
+PY
+# --stats of a quantized weight: its values' statistics (abs max of the oracle's values)
+run 0 "$bin/ninfer-inspect" "$work/d/modelopt_nvfp4" --tensor model.layers.0.mlp.gate_proj.weight --stats --json
+python3 - "$work/out" "$work/d/modelopt_nvfp4/expected/model.layers.0.mlp.gate_proj.weight.f32" <<'PY' && ok || bad "inspect --stats of a quantized weight"
+import json, struct, sys
+doc = json.load(open(sys.argv[1]))
+raw = open(sys.argv[2], 'rb').read()
+vals = struct.unpack('<%df' % (len(raw) // 4), raw)
+assert doc['quantized']['dialect'] == 'modelopt_nvfp4', doc
+assert doc['stats']['abs_max'] == max(abs(v) for v in vals), (doc['stats'], max(abs(v) for v in vals))
+PY
+run 0 "$bin/ninfer-inspect" "$work/d/modelopt_nvfp4" --tensor model.layers.0.mlp.gate_proj.weight_scale_2
+contains "$work/out" "companion of  model.layers.0.mlp.gate_proj.weight"
+
 # ---------------------------------------------------------------- scale-out
 # plan -> tasks (in reverse order) -> assemble gives the bytes of one run (scales read from the
 # other shard by the task that needs them)
