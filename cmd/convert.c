@@ -123,7 +123,9 @@ static const nf_program program = {
     "and, unless --no-report, OUT.conversion.json gets per-object error statistics.  Temp files\n"
     "that a killed run (SIGKILL) could not remove are reported, and removed with --remove-stale.\n"
     "The second form (quick mode) gives every rank-2 floating-point tensor FORMAT and keeps the\n"
-    "others as bf16, fp32 or int32.",
+    "others as bf16, fp32 or int32; the quantized weights of an FP8, INT4 or NVFP4 checkpoint are\n"
+    "imported as they are where a format holds them, and need --requantize otherwise\n"
+    "(docs/dialects.md).",
     options,
     "  ninfer-convert -r recipes/q8.yaml -o model.ninfer --source base=./Qwen3-0.6B\n"
     "  ninfer-convert -r recipe.yaml -o model.ninfer --dry-run\n"

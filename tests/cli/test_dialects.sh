@@ -100,6 +100,13 @@ printf 'recipe: 1\nsources:\n  base: %s\nrules:\n  - match: model.layers.0.mlp.g
 run 1 "$bin/ninfer-convert" -r "$work/r4.yaml" -o "$work/r4.ninfer"
 contains "$work/err" "model.layers.0.mlp.gate_proj.weight_scale"
 
+# every method takes the values: searched q4 scales, fp8 rows, absmax q5; re-derived by verify
+printf 'recipe: 1\nsources:\n  base: %s\nrules:\n  - match: "*mlp*"\n    when: {quantized: true}\n    format: q4_g64_fp16\n    method: grouped_search\n  - match: "*self_attn*"\n    format: fp8_e4m3fn_row_bf16\n    method: fp8_row_maxabs\n  - match: lm_head.weight\n    format: q5_g64_fp16\n    method: grouped_absmax\n' \
+    "$work/d/ct_fp8" >"$work/m.yaml"
+run 0 "$bin/ninfer-convert" -r "$work/m.yaml" -o "$work/m.ninfer"
+run 0 "$bin/ninfer-verify" "$work/m.ninfer" --against "$work/d/ct_fp8"
+run 0 "$bin/ninfer-verify" "$work/m.ninfer" --against "$work/d/ct_fp8" --recipe "$work/m.yaml"
+
 # ---------------------------------------------------------------- activation scales
 # dropped by default, kept as tensors of their own when the recipe asks
 printf 'recipe: 1\nsources:\n  base: %s\ndefaults: {format: fp32, activation_scales: keep}\nrules:\n  - match: "*"\n    when: {quantized: true}\n    method: import_encoded\n' \
