@@ -509,7 +509,7 @@ static void print_source_summary(const nf_source *s, const nf_dialects *d, const
     }
     print_source_tensors(s);
     printf("\n");
-    if (d && nf_source_kind_of(s) == NF_SOURCE_SAFETENSORS) {
+    if (d && (nf_dialects_weight_count(d) || nf_dialects_declared(d))) {
         print_quantized(d);
         printf("\n");
     }

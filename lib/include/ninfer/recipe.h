@@ -93,8 +93,8 @@ typedef struct nf_recipe_rule {
     /* Where the rule sets each field (the value's position), {0, 0} when it does not; added
      * after `pos` so that code initialising the fields above is unaffected. */
     nf_recipe_pos format_pos, layout_pos, method_pos, with_pos;
-    /* when.quantized: -1 no predicate, 1 only weights a checkpoint dialect stores quantized
-     * (docs/dialects.md), 0 only the others.  Added last. */
+    /* when.quantized: -1 no predicate; 1 only the weights a checkpoint stores quantized, in one
+     * of the dialects of docs/dialects.md; 0 only the others.  Added last. */
     int when_quantized;
 } nf_recipe_rule;
 
