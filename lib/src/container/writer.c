@@ -392,6 +392,11 @@ static nf_status lay_out(nf_writer *w, const char *known, nf_error *err)
     uint64_t *segs = NULL;
     size_t n = 0;
     nf_status st = nf_wr_layout_directory(w, &text, &segs, &n, err);
+    /* the members are in the text now: their trees (10^5 provenance records) are not needed */
+    for (int m = 0; m < M_COUNT; m++) {
+        json_decref(w->members[m]);
+        w->members[m] = NULL;
+    }
     if (st == NF_OK) {
         /* The entry image: header, then the JSON padded with spaces to json_bytes (2.7 step 4). */
         uint8_t hdr[NF_HEADER_BYTES];
@@ -403,13 +408,18 @@ static nf_status lay_out(nf_writer *w, const char *known, nf_error *err)
         for (size_t i = 0; ok && i < pad; i++) ok = nf_buf_putc(&w->image, ' ');
         if (!ok) st = nf_wr_nomem(err);
     }
+    /* The image holds the text (after the header): one copy of a directory of 10^5 objects is
+     * tens of MB (docs/scale-out.md, the coordinator's memory), so the check reads it there. */
+    size_t text_len = text.len;
+    nf_buf_free(&text);
+    const char *json_text = st == NF_OK ? w->image.data + NF_HEADER_BYTES : NULL;
     char digest[33] = "";
     if (st == NF_OK && known) nf_xxh3_128_hex(w->image.data, w->image.len, digest);
     if (st == NF_OK && !(known && strcmp(digest, known) == 0)) {
         /* Never write what our own reader would refuse (references, proposal, names, ...). */
         json_t *check = NULL;
         nf_dir dir;
-        st = nf_dir_parse((const uint8_t *)text.data, text.len, w->entry_name, &check, &dir, err);
+        st = nf_dir_parse((const uint8_t *)json_text, text_len, w->entry_name, &check, &dir, err);
         if (st == NF_OK) {
             nf_dir_free(&dir);
             json_decref(check);
@@ -417,7 +427,6 @@ static nf_status lay_out(nf_writer *w, const char *known, nf_error *err)
             nf_error_prefix(err, "%s: the directory to write is invalid", MP(w->path));
         }
     }
-    nf_buf_free(&text);
     if (st == NF_OK) st = plan_files(w, segs, n, err);
     free(segs);
     if (st == NF_OK) w->laid_out = true;

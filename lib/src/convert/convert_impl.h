@@ -95,9 +95,11 @@ nf_status nf_convert_compare_some(nf_plan *p, nf_artifact *a, unsigned threads, 
  * place), and that the output does not exist yet: a plan's tasks never write under an artifact. */
 nf_status nf_convert_check_outputs(const nf_plan *p, const nf_convert_options *opt, nf_error *err);
 /* p's writer, every object planned and laid out (nothing created); fingerprint: a plan's, whose
- * directory its maker checked (nf_writer_layout_known), or NULL. */
-nf_status nf_convert_writer(nf_plan *p, const nf_convert_options *opt, const char *fingerprint, nf_writer **out,
-                            nf_error *err);
+ * directory its maker checked (nf_writer_layout_known), or NULL.  hand_over: the plan's
+ * directory trees (components, bindings, metadata, provenance) go to the writer, which frees
+ * them once laid out; p has none left after (for a caller that writes no report). */
+nf_status nf_convert_writer(nf_plan *p, const nf_convert_options *opt, const char *fingerprint, bool hand_over,
+                            nf_writer **out, nf_error *err);
 /* A task: w laid out with its selection; its objects encoded, its files staged (the entry to
  * entry_staged); per plan object, the statistics (sums) and, for the task's objects, the
  * checksum (checksums[i], "" for the others). */

@@ -1035,11 +1035,20 @@ nf_status nf_convert_check_outputs(const nf_plan *p, const nf_convert_options *o
     return st;
 }
 
-nf_status nf_convert_writer(nf_plan *p, const nf_convert_options *opt, const char *fingerprint, nf_writer **out,
-                            nf_error *err)
+nf_status nf_convert_writer(nf_plan *p, const nf_convert_options *opt, const char *fingerprint, bool hand_over,
+                            nf_writer **out, nf_error *err)
 {
     nf_writer *w = NULL;
     NF_TRY(plan_writer(p, opt, &w, err));
+    if (hand_over) {
+        /* the writer holds the directory's trees now, and drops them once they are text: at
+         * 10^5 objects they are a large part of the coordinator's memory (docs/scale-out.md) */
+        json_t **trees[] = {&p->components, &p->bindings, &p->metadata, &p->provenance};
+        for (size_t i = 0; i < sizeof trees / sizeof trees[0]; i++) {
+            json_decref(*trees[i]);
+            *trees[i] = NULL;
+        }
+    }
     nf_status st = nf_writer_layout_known(w, fingerprint, err);
     if (st != NF_OK) {
         nf_writer_free(w);
