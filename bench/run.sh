@@ -7,7 +7,9 @@
 #      400 MB of BF16 safetensors, and the same values as an F16 GGUF, llama.cpp's usual input),
 #      files in a temp dir in /dev/shm: ninfer-convert with bench/q4q8.yaml and in quick mode
 #      (--format q4/q5/q6/q8, q4 with grouped_search), each with the report and with
-#      --no-report, run in turn; ninfer-verify (full); ninfer-dequant --all beside `dd bs=1M`
+#      --no-report, run in turn; the same shape and values as DeepSeek FP8 and compressed-tensors
+#      int4 checkpoints requantized to q8/q4, each in turn with the BF16 checkpoint (the ratio
+#      quantized/BF16); ninfer-verify (full); ninfer-dequant --all beside `dd bs=1M`
 #      writing as many bytes to the same filesystem.  Every row is the median of BENCH_REPEAT
 #      (default 3) interleaved runs, with the range; 1 thread and all threads.  The temp dir is
 #      deleted afterwards.
@@ -53,20 +55,29 @@ shape="--hidden $H --kv-hidden $KV --intermediate $I --layers $L --vocab $V"
 "$bin/ninfer-gen-checkpoint" "$tmp/checkpoint" $shape >/dev/null
 # shellcheck disable=SC2086
 "$bin/ninfer-gen-checkpoint" "$tmp/gguf" $shape --gguf --dtype f16 >/dev/null
+# the same values with the projections quantized: DeepSeek FP8, compressed-tensors int4
+qdialects="deepseek_fp8 compressed_tensors_int"
+for d in $qdialects; do
+    # shellcheck disable=SC2086
+    "$bin/ninfer-gen-checkpoint" "$tmp/$d" $shape --dialect "$d" >/dev/null
+done
+qbytes() { stat -c %s "$tmp/$1/model.safetensors"; }
 weights=$((2 * V * H + L * (2 * H + 2 * H * H + 2 * KV * H + 3 * I * H) + H))
 src_bytes=$((2 * weights))
 gguf_bytes=$(stat -c %s "$tmp/gguf/model.gguf")
 art="$tmp/bench.ninfer"
 # the inputs in the page cache before the first timed run
-cat "$tmp/checkpoint/model.safetensors" "$tmp/gguf/model.gguf" >/dev/null
+cat "$tmp/checkpoint/model.safetensors" "$tmp/gguf/model.gguf" "$tmp"/*/model.safetensors >/dev/null
 ex() { "$bin/ninfer-bench" exec --repeat "$repeat" --log "$tmp/log" "$@"; }
 tcounts=$(printf '%s\n' 1 "$threads" | sort -nu)
 
 printf '\nend to end: checkpoint of %d weights (q/k/v/o [%d,%d], gate/up [%d,%d], down [%d,%d]) as BF16\n' \
     "$weights" $H $H $I $H $H $I
-printf 'safetensors (%s MB) and as F16 GGUF (%s MB, F32 norms); files in %s; median of %d interleaved runs\n' \
+printf 'safetensors (%s MB), as F16 GGUF (%s MB, F32 norms), and with the projections as deepseek_fp8 (%s MB) and\n' \
     "$(awk -v b="$src_bytes" 'BEGIN { printf "%.1f", b / 1e6 }')" "$(awk -v b="$gguf_bytes" 'BEGIN { printf "%.1f", b / 1e6 }')" \
-    "$BENCH_TMPDIR" "$repeat"
+    "$(awk -v b="$(qbytes deepseek_fp8)" 'BEGIN { printf "%.1f", b / 1e6 }')"
+printf 'compressed_tensors_int (%s MB); files in %s; median of %d interleaved runs\n' \
+    "$(awk -v b="$(qbytes compressed_tensors_int)" 'BEGIN { printf "%.1f", b / 1e6 }')" "$BENCH_TMPDIR" "$repeat"
 printf 'and their range; in = checkpoint bytes for convert, artifact bytes for verify and dequant, output bytes for\n'
 printf 'dd; peak RSS = the largest ru_maxrss of the runs; the ratio rows divide the two rows above, run by run\n'
 printf 'load average at start: %s\n' "$(cat /proc/loadavg)"
@@ -103,6 +114,21 @@ for f in q4_g64_fp16 q5_g64_fp16 q6_g64_fp16 q8_g32_fp16 "q4_g64_fp16 grouped_se
         ex --label "convert GGUF --format $1${2:+ -m ${2#grouped_}} -j $t" --bytes "$gguf_bytes" --weights "$weights" -- \
             "$bin/ninfer-convert" "$tmp/gguf/model.gguf" -o "$tmp/g.ninfer" --format "$1" ${2:+--method "$2"} \
             --threads "$t" --force --progress=never
+    done
+done
+
+# quantized sources of the same shape and values (issue 16): DeepSeek FP8 (128x128 block scales)
+# and compressed-tensors int4 (groups of 128), each requantized, in turn with the BF16 checkpoint
+printf '%s\n' "quantized checkpoints of the same shape and values, --requantize, each in turn with the BF16 one (the report on):"
+for d in $qdialects; do
+    for f in q8_g32_fp16 q4_g64_fp16; do
+        for t in $tcounts; do
+            ex --ratio --label "convert $d --format $f -j $t" --bytes "$(qbytes "$d")" --weights "$weights" -- \
+                "$bin/ninfer-convert" "$tmp/$d" -o "$tmp/d.ninfer" --format "$f" --requantize --threads "$t" --force \
+                --progress=never --next --label "convert BF16 --format $f -j $t" --bytes "$src_bytes" \
+                --weights "$weights" -- "$bin/ninfer-convert" "$tmp/checkpoint" -o "$tmp/d.ninfer" --format "$f" \
+                --threads "$t" --force --progress=never
+        done
     done
 done
 

@@ -265,6 +265,37 @@ def main():
     lines += ['ct_int %s.weight_packed %d %d compressed_tensors_int' % (p4, n, k),
               'ct_int %s.weight_packed %d %d compressed_tensors_int' % (p8, n8, k8)]
 
+    # pack-quantized widths and groups that do not fall on word or byte boundaries: int4
+    # asymmetric in groups of 7 over K = 45 (groups starting mid-byte, an odd last column), int3
+    # per row (ten codes per word, two bits unused), int2 symmetric groups of 24 over K = 50
+    d = os.path.join(out, 'ct_int_odd')
+    tensors, groups = [], {}
+    for i, (p, n, k, bits, g, sym) in enumerate([('model.layers.0.mlp.down_proj', 9, 45, 4, 7, False),
+                                                 ('model.layers.0.mlp.up_proj', 5, 37, 3, 0, True),
+                                                 ('model.layers.0.mlp.gate_proj', 6, 50, 2, 24, True)]):
+        G = -(-k // g) if g else 1
+        lo, hi = -(1 << (bits - 1)), 1 << (bits - 1)
+        q = [rnd.randrange(lo, hi) for _ in range(n * k)]
+        z = [rnd.randrange(lo, hi) if not sym else 0 for _ in range(n * G)]
+        s = [bf16_value(bf16_bits(rnd.uniform(0.01, 0.1))) for _ in range(n * G)]
+        packed, wpr = pack_rows(q, n, k, bits)
+        gs = g or k
+        tensors += [(p + '.weight_packed', 'I32', [n, wpr], packed),
+                    (p + '.weight_scale', 'BF16', [n, G], struct.pack('<%dH' % len(s), *[bf16_bits(v) for v in s])),
+                    (p + '.weight_shape', 'I64', [2], struct.pack('<2q', n, k))]
+        if not sym:
+            zp, zrows = pack_cols_dim0(z, n, G, bits)
+            tensors.append((p + '.weight_zero_point', 'I32', [zrows, G], zp))
+        wdef = {'num_bits': bits, 'type': 'int', 'symmetric': sym, 'strategy': 'group' if g else 'channel'}
+        if g:
+            wdef['group_size'] = g
+        groups['group_%d' % i] = {'targets': ['re:.*' + p.split('.')[-1] + '$'], 'weights': wdef}
+        put_expected(d, p + '.weight_packed',
+                     [f32((q[r * k + c] - z[r * G + c // gs]) * s[r * G + c // gs]) for r in range(n) for c in range(k)])
+        lines.append('ct_int_odd %s.weight_packed %d %d compressed_tensors_int' % (p, n, k))
+    write_ckpt(d, [tensors], config={'quantization_config': {
+        'quant_method': 'compressed-tensors', 'format': 'pack-quantized', 'config_groups': groups}})
+
     # NVFP4, both conventions for the global scale: ModelOpt multiplies by weight_scale_2,
     # compressed-tensors divides by weight_global_scale
     for case, modelopt in (('modelopt_nvfp4', True), ('ct_nvfp4', False)):

@@ -148,6 +148,52 @@ static nf_status bad_code(nf_error *err, const nf_source *src, const nf_qweight 
     return fail_at(err, src, q->codes, msg);
 }
 
+/* Packed integer codes [c0, c1) of a row into out[c0..c1): code c is the bits-wide field
+ * (c % per) * bits of little-endian word c / per, offset-binary; its value (code - offset - z)
+ * * s, the integer exact, then one binary32 multiplication.  Never a division per value (a
+ * 64-bit c / per and c % per per value was most of the time of reading int4 checkpoints):
+ * 8-bit fields of little-endian words are the bytes in column order, 4-bit fields the bytes'
+ * nibbles, low nibble first (loops the compiler vectorizes); other widths load each word once
+ * and shift along it. */
+static inline void decode_packed(const uint8_t *codes, uint64_t c0, uint64_t c1, unsigned bits, int32_t z, float s,
+                                 float *out)
+{
+    const unsigned per = 32 / bits;
+    const uint32_t mask = (1u << bits) - 1;
+    const int32_t offset = 1 << (bits - 1), base = offset + z;
+    uint64_t c = c0;
+    if (bits == 8) {
+        for (; c < c1; c++) out[c] = (float)((int32_t)codes[c] - base) * s;
+        return;
+    }
+    if (bits == 4) {
+        if (c < c1 && (c & 1)) {
+            out[c] = (float)((int32_t)(codes[c / 2] >> 4) - base) * s;
+            c++;
+        }
+        const uint64_t pairs = (c1 - c) / 2;
+        const uint8_t *p = codes + c / 2;
+        float *o = out + c;
+        for (uint64_t b = 0; b < pairs; b++) {
+            o[2 * b] = (float)((int32_t)(p[b] & 15) - base) * s;
+            o[2 * b + 1] = (float)((int32_t)(p[b] >> 4) - base) * s;
+        }
+        c += 2 * pairs;
+        if (c < c1) out[c] = (float)((int32_t)(codes[c / 2] & 15) - base) * s;
+        return;
+    }
+    uint64_t wi = c0 / per;
+    unsigned pos = (unsigned)(c0 % per);
+    while (c < c1) {
+        uint32_t w = le32(codes + wi * 4) >> (pos * bits);
+        uint64_t m = per - pos < c1 - c ? per - pos : c1 - c;
+        for (uint64_t i = 0; i < m; i++, w >>= bits) out[c + i] = (float)((int32_t)(w & mask) - base) * s;
+        c += m;
+        wi++;
+        pos = 0;
+    }
+}
+
 /* One row: codes (the row's bytes), its scale row and zero-point row, into out[0..K). */
 static nf_status decode_row(const nf_source *src, const nf_qweight *q, uint64_t row, const uint8_t *codes,
                             const float *scales, const int32_t *zps, const float *table, float *out, nf_error *err)
@@ -176,14 +222,7 @@ static nf_status decode_row(const nf_source *src, const nf_qweight *q, uint64_t 
             }
             break;
         case NF_QCODES_INT_PACKED: {
-            const unsigned bits = q->bits, per = 32 / bits;
-            const uint32_t mask = (1u << bits) - 1;
-            const int32_t offset = 1 << (bits - 1), z = zps ? zps[j] : 0;
-            for (uint64_t c = c0; c < c1; c++) {
-                uint32_t w = le32(codes + (c / per) * 4);
-                int32_t v = (int32_t)((w >> ((c % per) * bits)) & mask) - offset;
-                out[c] = (float)(v - z) * s;
-            }
+            decode_packed(codes, c0, c1, q->bits, zps ? zps[j] : 0, s, out);
             break;
         }
         case NF_QCODES_INT8: {
