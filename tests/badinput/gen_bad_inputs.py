@@ -978,6 +978,12 @@ def dialect_cases():
     dcase("companion_alone_undeclared", [QF, "tensor '%s.weight_zero_point'" % QP,
                                          "a companion of the weight '%s', which is in no shard" % QW],
           [(QP + ".weight_zero_point", "I32", [1, 2], le32s(0, 0))])
+    # a companion of a weight whose dtype no dialect's codes have: the weight is there, but not codes
+    dcase("bf16_weight_with_scale", [QF, "tensor '%s.weight_scale'" % QP, "a companion of the weight '%s'" % QW,
+                                     "BF16", "no dialect's codes"],
+          [(QW, "BF16", [4, 8], bytes(64)), (QP + ".weight_scale", "F32", [], le32s(0x3F800000))])
+    dcase("f32_weight_with_scale_inv", [QF, SI, "a companion of the weight '%s'" % QW, "F32", "no dialect's codes"],
+          [(QW, "F32", [4, 8], bytes(128)), (QW + "_scale_inv", "F32", [2, 2], le32s(*[0x3F000000] * 4))], DS_Q)
     dcase("packed_without_scale", [QF, "tensor '%s.weight_packed'" % QP, "packed codes without %s.weight_scale" % QP],
           ct_int_tensors(scales=None, zero=None, with_shape=False), ct_int_q())
     dcase("asymmetric_without_zero_point", [QF, "tensor '%s.weight_packed'" % QP, "group 'group_0' of " + QCFG,

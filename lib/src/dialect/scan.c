@@ -450,10 +450,20 @@ static nf_status resolve_module(nf_dialects *d, const module *m, nf_error *err)
     bool has_quant = t[C_SCALE] || t[C_SCALE_INV] || t[C_SCALE_2] || t[C_GLOBAL] || t[C_ZERO] || t[C_SHAPE];
     const nf_source_tensor *w = t[C_WEIGHT], *p = t[C_PACKED];
     if (!w && !p) {
-        for (int c = C_SCALE; c <= C_SHAPE; c++)
-            if (t[c])
-                return fail_t(err, d->src, t[c], "a companion of the weight '%s.weight', which is in no shard of the "
-                              "checkpoint", m->name);
+        for (int c = C_SCALE; c <= C_SHAPE; c++) {
+            if (!t[c]) continue;
+            /* a <p>.weight of another dtype was no module entry: it is there, but not codes */
+            char wname[2048];
+            const nf_source_tensor *plain = NULL;
+            if ((size_t)snprintf(wname, sizeof wname, "%s.weight", m->name) < sizeof wname)
+                plain = nf_source_find(d->src, wname);
+            if (plain)
+                return fail_t(err, d->src, t[c], "a companion of the weight '%s', which is %s: no dialect's codes are "
+                              "%s (F8_E4M3, F8_E5M2, U8, I8, or I32 weight_packed)", plain->name, plain->type_name,
+                              plain->type_name);
+            return fail_t(err, d->src, t[c], "a companion of the weight '%s.weight', which is in no shard of the "
+                          "checkpoint", m->name);
+        }
         for (int c = C_IN_SCALE; c <= C_IN_GLOBAL; c++)
             if (t[c]) d->role[m->index[c]] = NF_QROLE_ACTIVATION;
         return NF_OK;
