@@ -1044,6 +1044,10 @@ def dialect_cases():
     dcase("no_scheme_targets_module", [QF, "tensor '%s'" % QW, "no group of " + QCFG, "targets module '%s'" % QP],
           ct_fp8_tensors(), {**CT_FP8_Q, "config_groups": {"group_0": {
               "targets": ["re:.*q_proj$"], "weights": {"num_bits": 8, "type": "float", "strategy": "channel"}}}})
+    dcase("deepseek_e5m2_without_fmt", [QF, "tensor '%s'" % QW, "dtype F8_E5M2", QCFG, "declares no fmt",
+                                        "e4m3 unless fmt says e5m2"],
+          ds_tensors(codes=bytes(c & 0x7B for c in DS_CODES), codes_dtype="F8_E5M2"),
+          {k: v for k, v in DS_Q.items() if k != "fmt"})
     dcase("deepseek_fmt_contradicts", [QF, "tensor '%s'" % QW, "dtype F8_E5M2", "declares fmt e4m3"],
           ds_tensors(codes=bytes(c & 0x7B for c in DS_CODES), codes_dtype="F8_E5M2"), DS_Q)
     # ---- declarations

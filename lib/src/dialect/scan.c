@@ -250,9 +250,13 @@ static nf_status fp8_weight(nf_dialects *d, const module *m, nf_qweight *q, nf_e
     static const int extra[] = {C_SCALE_2, C_GLOBAL, C_ZERO, C_SHAPE, -1};
     NF_TRY(unexpected(d, m, q, extra, err));
     if (q->dialect == NF_DIALECT_DEEPSEEK_FP8) {
-        if (d->decl.kind == DECL_DEEPSEEK && d->decl.e5m2 != (q->codes_kind == NF_QCODES_E5M2))
+        if (d->decl.kind == DECL_DEEPSEEK && d->decl.e5m2 != (q->codes_kind == NF_QCODES_E5M2)) {
+            if (!d->decl.has_fmt)
+                return fail_t(err, d->src, c, "dtype %s, but %s declares no fmt: quant_method fp8 codes are e4m3 "
+                              "unless fmt says e5m2", c->type_name, d->decl.path);
             return fail_t(err, d->src, c, "dtype %s, but %s declares fmt %s", c->type_name, d->decl.path,
                           d->decl.e5m2 ? "e5m2" : "e4m3");
+        }
         uint64_t br = d->decl.has_block ? d->decl.block[0] : 128, bc = d->decl.has_block ? d->decl.block[1] : 128;
         return set_grid(d, q, "block", br, bc, err);
     }
