@@ -1101,6 +1101,10 @@ def dialect_cases():
     dcase("weight_shape_dtype", [QF, "tensor '%s.weight_shape'" % QP, "F32 [2]", "two integers"],
           [t if not t[0].endswith("weight_shape") else (t[0], "F32", [2], f32(4, 16)) for t in ct_int_tensors()],
           ct_int_q())
+    # compressed-tensors NVFP4 with a weight_shape: it must be the codes' [N, 2 * bytes]
+    dcase("ct_nvfp4_weight_shape", [QF, "tensor '%s.weight_shape'" % QP, "[128,100]",
+                                    "'%s.weight_packed' holds [128,64]" % QP],
+          nv_tensors(False) + [(QP + ".weight_shape", "I64", [2], struct.pack("<2q", 128, 100))], CT_NV_Q)
     dcase("zero_point_shape", [QF, "tensor '%s.weight_zero_point'" % QP, "I32 [2,2]",
                                "zero points of the [4,2] scale grid", "[1,2]"],
           ct_int_tensors(zero=le32s(0, 0, 0, 0), zero_shape=(2, 2)), ct_int_q())

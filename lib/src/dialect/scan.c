@@ -278,6 +278,8 @@ static nf_status fp8_weight(nf_dialects *d, const module *m, nf_qweight *q, nf_e
     return infer_grid(d, q, err);
 }
 
+static nf_status read_weight_shape(const nf_dialects *d, const nf_source_tensor *t, uint64_t out[2], nf_error *err);
+
 static nf_status nvfp4_weight(nf_dialects *d, const module *m, nf_qweight *q, nf_error *err)
 {
     const nf_source_tensor *c = q->codes, *s = q->scale;
@@ -302,6 +304,16 @@ static nf_status nvfp4_weight(nf_dialects *d, const module *m, nf_qweight *q, nf
     static const int extra_mo[] = {C_GLOBAL, C_ZERO, C_SHAPE, -1};
     static const int extra_ct[] = {C_SCALE_2, C_ZERO, -1};
     NF_TRY(unexpected(d, m, q, modelopt ? extra_mo : extra_ct, err));
+    if (m->t[C_SHAPE]) { /* compressed-tensors' unpadded shape: NVFP4 codes are never padded */
+        uint64_t ws[2];
+        q->shape_tensor = m->t[C_SHAPE];
+        NF_TRY(read_weight_shape(d, m->t[C_SHAPE], ws, err));
+        if (ws[0] != q->shape[0] || ws[1] != q->shape[1])
+            return fail_t(err, d->src, m->t[C_SHAPE],
+                          "[%" PRIu64 ",%" PRIu64 "], but '%s' holds [%" PRIu64 ",%" PRIu64 "] NVFP4 values (two "
+                          "codes per byte)",
+                          ws[0], ws[1], c->name, q->shape[0], q->shape[1]);
+    }
     if (d->decl.kind == DECL_CT) {
         const ct_scheme *sc;
         NF_TRY(ct_scheme_of(d, m, c, &sc, err));
