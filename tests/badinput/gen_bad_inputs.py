@@ -968,6 +968,15 @@ def dialect_cases():
           ct_fp8_tensors(scale=le32s(0x3E800000, 0x3F000000, 0x7FC00000, 0x40000000)), CT_FP8_Q, requantize=False)
     dcase("ct_fp8_import_scale_negative", ["%s.weight_scale: row 3" % QP, "F32 scale 0xC0000000 is negative"],
           ct_fp8_tensors(scale=le32s(0x3E800000, 0x3F000000, 0x3F800000, 0xC0000000)), CT_FP8_Q, requantize=False)
+    # ModelOpt FP8 per tensor: the one scale read as a value (requantize) and by the import when
+    # the plan is made (whose message names neither the file nor a position the user wrote)
+    mo8 = [(QW, "F8_E4M3", [4, 16], CT_FP8_CODES), (QP + ".weight_scale", "F32", [], le32s(0x7FC00000))]
+    mo8_hf = json.dumps({"quantization": {"quant_algo": "FP8"}})
+    dcase("modelopt_fp8_scale_nan", [QF, "tensor '%s.weight_scale'" % QP, "block (0, 0) (rows 0..3, cols 0..15)",
+                                     "scale 0x7FC00000 is not finite"], mo8, hf=mo8_hf)
+    dcase("modelopt_fp8_import_scale_nan", ["tensor '%s' (F8_E4M3)" % QW,
+                                            "%s.weight_scale: F32 scale 0x7FC00000 is NaN" % QP],
+          mo8, hf=mo8_hf, requantize=False)
     dcase("ct_fp8_scale_zero", [QF, "tensor '%s.weight_scale'" % QP, "block (1, 0) (rows 1..1, cols 0..15)",
                                 "scale 0x00000000 is zero"],
           ct_fp8_tensors(scale=le32s(0x3E800000, 0, 0x3F800000, 0x40000000)), CT_FP8_Q)
