@@ -894,14 +894,14 @@ def dialect_cases():
     dcase("ds_scale_dtype", [QF, SI, "dtype I32", "must be F32, BF16 or F16"],
           ds_tensors(scale=le32s(*[1] * 4), scale_dtype="I32"), DS_Q)
     blk = "block (1, 0) (rows 2..3, cols 0..3)"
-    for what, word, why in (("nan", 0x7FC00000, "0x7FC00000 is not finite"), ("inf", 0x7F800000, "0x7F800000 is not finite"),
+    for what, word, why in (("nan", 0x7FC00000, "0x7FC00000 is NaN"), ("inf", 0x7F800000, "0x7F800000 is infinite"),
                             ("zero", 0x00000000, "0x00000000 is zero"), ("neg0", 0x80000000, "0x80000000 is -0"),
                             ("negative", 0xBF000000, "0xBF000000 is negative")):
         dcase("ds_scale_" + what, [QF, SI, blk, "scale " + why, "must be finite and > 0"],
               ds_tensors(scale=le32s(0x3F000000, 0x3F000000, word, 0x3F000000)), DS_Q)
     # ---- compressed-tensors int4 group 8: BF16 group scales (scale (2, 1) covers row 2, cols 8..15)
     grp = "block (2, 1) (rows 2..2, cols 8..15)"
-    for what, word, why in (("nan", 0x7FC0, "0x7FC0 is not finite"), ("inf", 0xFF80, "0xFF80 is not finite"),
+    for what, word, why in (("nan", 0x7FC0, "0x7FC0 is NaN"), ("inf", 0xFF80, "0xFF80 is infinite"),
                             ("zero", 0x0000, "0x0000 is zero"), ("neg0", 0x8000, "0x8000 is -0"),
                             ("negative", 0xBF80, "0xBF80 is negative")):
         sc = list(CT_SCALES)
@@ -918,7 +918,7 @@ def dialect_cases():
         dcase("%s_nvfp4_scale_zero" % tag, [QF, "tensor '%s.weight_scale'" % QP, "block (37, 2) (rows 37..37, cols 32..47)",
                                             "scale 0x00 is zero", "a %s scale must be finite and > 0" % dname],
               nv_tensors(mo, scales=with_byte(NV_SCALES, 37 * 4 + 2, 0x00)), **cfg)
-        dcase("%s_nvfp4_scale_nan" % tag, [QF, "tensor '%s.weight_scale'" % QP, "block (37, 2)", "scale 0x7F is not finite"],
+        dcase("%s_nvfp4_scale_nan" % tag, [QF, "tensor '%s.weight_scale'" % QP, "block (37, 2)", "scale 0x7F is NaN"],
               nv_tensors(mo, scales=with_byte(NV_SCALES, 37 * 4 + 2, 0x7F)), **cfg)
         dcase("%s_nvfp4_scale_negative" % tag, [QF, "tensor '%s.weight_scale'" % QP, "block (37, 2)",
                                                 "scale 0xB8 is negative"],
@@ -973,7 +973,7 @@ def dialect_cases():
     mo8 = [(QW, "F8_E4M3", [4, 16], CT_FP8_CODES), (QP + ".weight_scale", "F32", [], le32s(0x7FC00000))]
     mo8_hf = json.dumps({"quantization": {"quant_algo": "FP8"}})
     dcase("modelopt_fp8_scale_nan", [QF, "tensor '%s.weight_scale'" % QP, "block (0, 0) (rows 0..3, cols 0..15)",
-                                     "scale 0x7FC00000 is not finite"], mo8, hf=mo8_hf)
+                                     "scale 0x7FC00000 is NaN"], mo8, hf=mo8_hf)
     dcase("modelopt_fp8_import_scale_nan", ["tensor '%s' (F8_E4M3)" % QW,
                                             "%s.weight_scale: F32 scale 0x7FC00000 is NaN" % QP],
           mo8, hf=mo8_hf, requantize=False)
@@ -1009,7 +1009,7 @@ def dialect_cases():
           None, DS_Q, extra={"ckpt/model.safetensors.index.json": idx,
                              "ckpt/" + s1: qst([t for t in ds_tensors() if not t[0].endswith("_scale_inv")]),
                              "ckpt/" + s2: qst([(QW + "_scale_inv", "F32", [1, 2], le32s(0x3F000000, 0x3F000000))])})
-    dcase("sharded_scale_nan", ["ckpt/" + s2, SI, "block (0, 1) (rows 0..1, cols 4..7)", "is not finite"],
+    dcase("sharded_scale_nan", ["ckpt/" + s2, SI, "block (0, 1) (rows 0..1, cols 4..7)", "scale 0x7FC00001 is NaN"],
           None, DS_Q, extra={"ckpt/model.safetensors.index.json": idx,
                              "ckpt/" + s1: qst([t for t in ds_tensors() if not t[0].endswith("_scale_inv")]),
                              "ckpt/" + s2: qst([(QW + "_scale_inv", "F32", [2, 2],
