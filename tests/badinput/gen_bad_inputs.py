@@ -20,7 +20,8 @@ line per case, tab-separated:
 
 Modelled on ggml's test-gguf (header, KV, tensor info, data classes) and the rules of
 docs/security.md 2.2-2.3 (safetensors, GGUF), docs/artifact.md 5 and 7 (.ninfer v3), docs/recipes.md
-(recipes) and the llama-imatrix format.  Nothing is random: the same tree gives the
+(recipes), the llama-imatrix format and docs/dialects.md "Bad input" (quantized checkpoints: every
+dialect's companions, scales, codes and declarations).  Nothing is random: the same tree gives the
 same bytes.
 """
 import json
@@ -759,6 +760,378 @@ def art_cases():
          "ninfer-verify", ["bad.ninfer"], {"bad.ninfer": entry_bytes(root, payload)})
 
 
+
+# ================================================================ quantized checkpoints (docs/dialects.md, "Bad input")
+# Small checkpoints of every dialect (the byte layouts of tests/cli/gen_dialects.py) with one
+# thing wrong each, converted in quick mode with --requantize (every quantized weight's values
+# are read: the scan's checks when the plan is made, the codes' and block scales' as they are
+# read) and, for the weights a format holds exactly, without it (the import reads the words).
+def qst(tensors):
+    """a safetensors file of (name, dtype, shape, raw bytes) tensors, laid out in order."""
+    header, data = {}, b""
+    for name, dtype, shape, raw in tensors:
+        header[name] = st_entry(dtype, shape, (len(data), len(data) + len(raw)))
+        data += raw
+    return st_file(header, data)
+
+
+def le32s(*words):
+    return struct.pack("<%dI" % len(words), *words)
+
+
+def le16s(*words):
+    return struct.pack("<%dH" % len(words), *words)
+
+
+QF = "ckpt/model.safetensors"
+QCFG = "ckpt/config.json"
+QHF = "ckpt/hf_quant_config.json"
+QP = "model.layers.0.mlp.down_proj"  # the quantized module of every case
+QW = QP + ".weight"
+
+
+def qconfig(q):
+    return json.dumps({"model_type": "dialect-test", "quantization_config": q})
+
+
+# DeepSeek-V3 (quant_method fp8): E4M3 codes [4, 8] in 2x4 blocks, F32 scales [2, 2]
+DS_Q = {"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic", "weight_block_size": [2, 4]}
+DS_CODES = bytes((0x28 + 3 * i) % 0x7E for i in range(32))
+
+
+def ds_tensors(scale=le32s(*[0x3F000000] * 4), scale_dtype="F32", scale_shape=(2, 2), codes=DS_CODES,
+               codes_dtype="F8_E4M3"):
+    ts = [(QW, codes_dtype, [4, 8], codes)]
+    if scale is not None:
+        ts.append((QW + "_scale_inv", scale_dtype, list(scale_shape), scale))
+    return ts + [("model.norm.weight", "F32", [4], f32(1, 1, 1, 1))]
+
+
+# compressed-tensors pack-quantized int4, group 8, asymmetric: codes I32 [4, 2] (K = 16),
+# BF16 scales [4, 2], zero points packed along the rows I32 [1, 2], weight_shape I64 [2]
+def ct_int_q(weights=None, **extra):
+    w = {"num_bits": 4, "type": "int", "symmetric": False, "strategy": "group", "group_size": 8}
+    w.update(weights or {})
+    q = {"quant_method": "compressed-tensors", "format": "pack-quantized",
+         "config_groups": {"group_0": {"targets": ["Linear"], "weights": w}}, "ignore": ["lm_head"]}
+    q.update(extra)
+    return q
+
+
+CT_SCALES = [0x3C00, 0x3C80, 0x3D00, 0x3D80, 0x3E00, 0x3E80, 0x3F00, 0x3F80]  # BF16, row-major [4, 2]
+
+
+def ct_int_tensors(scales=CT_SCALES, zero=le32s(0x00008888, 0x00009999), zero_dtype="I32", zero_shape=(1, 2),
+                   shape=(4, 16), packed_cols=2, scale_shape=(4, 2), with_shape=True):
+    ts = [(QP + ".weight_packed", "I32", [4, packed_cols], le32s(*[0x89ABCDEF] * (4 * packed_cols)))]
+    if scales is not None:
+        ts.append((QP + ".weight_scale", "BF16", list(scale_shape), le16s(*scales)))
+    if zero is not None:
+        ts.append((QP + ".weight_zero_point", zero_dtype, list(zero_shape), zero))
+    if with_shape:
+        ts.append((QP + ".weight_shape", "I64", [2], struct.pack("<2q", *shape)))
+    return ts
+
+
+# NVFP4, ModelOpt (weight U8 + weight_scale_2, hf_quant_config.json) and compressed-tensors
+# (weight_packed U8 + weight_global_scale): [128, 64] so that the nvfp4 format holds it exactly
+NV_N, NV_K = 128, 64
+NV_CODES = bytes((17 * i + 3) & 0xFF for i in range(NV_N * NV_K // 2))
+NV_SCALES = bytes(0x30 + (i % 16) for i in range(NV_N * NV_K // 16))
+MO_HF = json.dumps({"producer": {"name": "modelopt"}, "quantization": {"quant_algo": "NVFP4", "group_size": 16,
+                                                                      "exclude_modules": ["lm_head"]}})
+CT_NV_Q = {"quant_method": "compressed-tensors", "format": "nvfp4-pack-quantized", "config_groups": {
+    "group_0": {"targets": ["Linear"], "weights": {"num_bits": 4, "type": "float", "symmetric": True,
+                                                  "strategy": "tensor_group", "group_size": 16}}}}
+
+
+def nv_tensors(modelopt, scales=NV_SCALES, global_word=None, with_global=True):
+    codes = QW if modelopt else QP + ".weight_packed"
+    ts = [(codes, "U8", [NV_N, NV_K // 2], NV_CODES), (QP + ".weight_scale", "F8_E4M3", [NV_N, NV_K // 16], scales)]
+    if with_global:
+        if modelopt:
+            ts.append((QP + ".weight_scale_2", "F32", [], le32s(0x3B800000 if global_word is None else global_word)))
+        else:
+            ts.append((QP + ".weight_global_scale", "F32", [1], le32s(0x44800000 if global_word is None else global_word)))
+    return ts
+
+
+# compressed-tensors FP8 per channel (F32 [4, 1]): imported exactly into fp8_e4m3fn_row_bf16
+CT_FP8_Q = {"quant_method": "compressed-tensors", "format": "float-quantized", "config_groups": {
+    "group_0": {"targets": ["Linear"], "weights": {"num_bits": 8, "type": "float", "symmetric": True,
+                                                  "strategy": "channel"}}}}
+CT_FP8_CODES = bytes((0x20 + 5 * i) % 0x7E for i in range(64))
+
+
+def ct_fp8_tensors(scale=le32s(0x3E800000, 0x3F000000, 0x3F800000, 0x40000000), codes=CT_FP8_CODES):
+    return [(QW, "F8_E4M3", [4, 16], codes), (QP + ".weight_scale", "F32", [4, 1], scale)]
+
+
+def with_byte(b, i, v):
+    b = bytearray(b)
+    b[i] = v
+    return bytes(b)
+
+
+def dialect_cases():
+    def dcase(name, needles, tensors, config=None, hf=None, requantize=True, extra=None):
+        files = {QF: qst(tensors)} if tensors is not None else {}
+        if config is not None:
+            files[QCFG] = config if isinstance(config, str) else qconfig(config)
+        if hf is not None:
+            files[QHF] = hf
+        files.update(extra or {})
+        args = ["ckpt", "-o", "{out}.ninfer", "--format", "fp32"] + (["--requantize"] if requantize else []) + \
+               ["-j", "1", "--progress=never"]
+        case("dialect_" + name, 1, needles, "ninfer-convert", args, files)
+
+    SI = "tensor '%s_scale_inv'" % QW
+    # ---- DeepSeek FP8: the scale
+    dcase("ds_missing_scale", [QF, "tensor '%s'" % QW, "%s.weight_scale_inv is in no shard" % QP, QCFG],
+          ds_tensors(scale=None), DS_Q)
+    dcase("ds_scale_shape", [QF, SI, "shape [3,2] is not the [2,2] scales of block quantization"],
+          ds_tensors(scale=le32s(*[0x3F000000] * 6), scale_shape=(3, 2)), DS_Q)
+    dcase("ds_scale_dtype", [QF, SI, "dtype I32", "must be F32, BF16 or F16"],
+          ds_tensors(scale=le32s(*[1] * 4), scale_dtype="I32"), DS_Q)
+    blk = "block (1, 0) (rows 2..3, cols 0..3)"
+    for what, word, why in (("nan", 0x7FC00000, "0x7FC00000 is NaN"), ("inf", 0x7F800000, "0x7F800000 is infinite"),
+                            ("zero", 0x00000000, "0x00000000 is zero"), ("neg0", 0x80000000, "0x80000000 is -0"),
+                            ("negative", 0xBF000000, "0xBF000000 is negative")):
+        dcase("ds_scale_" + what, [QF, SI, blk, "scale " + why, "must be finite and > 0"],
+              ds_tensors(scale=le32s(0x3F000000, 0x3F000000, word, 0x3F000000)), DS_Q)
+    # ---- compressed-tensors int4 group 8: BF16 group scales (scale (2, 1) covers row 2, cols 8..15)
+    grp = "block (2, 1) (rows 2..2, cols 8..15)"
+    for what, word, why in (("nan", 0x7FC0, "0x7FC0 is NaN"), ("inf", 0xFF80, "0xFF80 is infinite"),
+                            ("zero", 0x0000, "0x0000 is zero"), ("neg0", 0x8000, "0x8000 is -0"),
+                            ("negative", 0xBF80, "0xBF80 is negative")):
+        sc = list(CT_SCALES)
+        sc[5] = word
+        dcase("ct_group_scale_" + what, [QF, "tensor '%s.weight_scale'" % QP, grp, "scale " + why,
+                                         "compressed_tensors_int scale must be finite and > 0"],
+              ct_int_tensors(scales=sc), ct_int_q())
+    # ---- NVFP4 E4M3 block scales, read as values (requantize) and as words (import)
+    for mo in (True, False):
+        tag = "modelopt" if mo else "ct"
+        cfg = dict(hf=MO_HF) if mo else dict(config=CT_NV_Q)
+        dname = "modelopt_nvfp4" if mo else "compressed_tensors_nvfp4"
+        # block (37, 2): row 37, cols 32..47
+        dcase("%s_nvfp4_scale_zero" % tag, [QF, "tensor '%s.weight_scale'" % QP, "block (37, 2) (rows 37..37, cols 32..47)",
+                                            "scale 0x00 is zero", "a %s scale must be finite and > 0" % dname],
+              nv_tensors(mo, scales=with_byte(NV_SCALES, 37 * 4 + 2, 0x00)), **cfg)
+        dcase("%s_nvfp4_scale_nan" % tag, [QF, "tensor '%s.weight_scale'" % QP, "block (37, 2)", "scale 0x7F is NaN"],
+              nv_tensors(mo, scales=with_byte(NV_SCALES, 37 * 4 + 2, 0x7F)), **cfg)
+        dcase("%s_nvfp4_scale_negative" % tag, [QF, "tensor '%s.weight_scale'" % QP, "block (37, 2)",
+                                                "scale 0xB8 is negative"],
+              nv_tensors(mo, scales=with_byte(NV_SCALES, 37 * 4 + 2, 0xB8)), **cfg)
+        # the import (nvfp4 holds these words): a NaN or -0 block scale word.  (The import's
+        # messages name the tensor, not its file; a 0x00 block scale, refused above, is imported.)
+        dcase("%s_nvfp4_import_scale_nan" % tag, ["%s.weight_scale: row 37 group 2 (cols 32..47)" % QP, "NVFP4 scale 0x7F is NaN"],
+              nv_tensors(mo, scales=with_byte(NV_SCALES, 37 * 4 + 2, 0x7F)), requantize=False, **cfg)
+        dcase("%s_nvfp4_import_scale_neg0" % tag, ["%s.weight_scale: row 37 group 2 (cols 32..47)" % QP, "NVFP4 scale 0x80 is -0"],
+              nv_tensors(mo, scales=with_byte(NV_SCALES, 37 * 4 + 2, 0x80)), requantize=False, **cfg)
+    # ---- global scales (read when the plan is made)
+    G2, GG = "tensor '%s.weight_scale_2'" % QP, "tensor '%s.weight_global_scale'" % QP
+    for what, word, why in (("nan", 0x7FC00000, "NaN"), ("inf", 0x7F800000, "infinite"), ("zero", 0, "zero"),
+                            ("neg0", 0x80000000, "zero"), ("negative", 0xC0000000, "negative")):
+        dcase("modelopt_scale_2_" + what, [QF, G2, "weight_scale_2 0x%08X is %s" % (word, why), "finite and > 0"],
+              nv_tensors(True, global_word=word), hf=MO_HF)
+        dcase("ct_global_scale_" + what, [QF, GG, "weight_global_scale 0x%08X is %s" % (word, why), "finite and > 0"],
+              nv_tensors(False, global_word=word), CT_NV_Q)
+    dcase("modelopt_scale_2_missing", [QF, "tensor '%s'" % QW, "%s.weight_scale_2 is in no shard" % QP],
+          nv_tensors(True, with_global=False), hf=MO_HF)
+    dcase("ct_global_scale_missing", [QF, "tensor '%s.weight_packed'" % QP, "%s.weight_global_scale is in no shard" % QP],
+          nv_tensors(False, with_global=False), CT_NV_Q)
+    dcase("modelopt_scale_2_dtype", [QF, G2, "dtype BF16", "weight_scale_2 must be F32"],
+          [t if not t[0].endswith("_scale_2") else (t[0], "BF16", [2], le16s(0x3F80, 0x3F80)) for t in nv_tensors(True)],
+          hf=MO_HF)
+    dcase("ct_global_scale_shape", [QF, GG, "shape [2]", "weight_global_scale is one value"],
+          [t if not t[0].endswith("_global_scale") else (t[0], "F32", [2], le32s(0x44800000, 0x44800000))
+           for t in nv_tensors(False)], CT_NV_Q)
+    dcase("nvfp4_scale_dtype", [QF, "tensor '%s.weight_scale'" % QP, "dtype F32", "NVFP4 block scales are F8_E4M3"],
+          [t if not t[0].endswith(".weight_scale") else (t[0], "F32", [NV_N, NV_K // 16], bytes(4 * len(NV_SCALES)))
+           for t in nv_tensors(True)], hf=MO_HF)
+    # ---- FP8 codes: NaN (E4M3 0x7F, 0xFF) and infinite (E5M2 0x7C), named with row and column
+    dcase("ds_code_nan", [QF, "tensor '%s'" % QW, "row 3 col 5", "E4M3 code 0x7F is NaN"],
+          ds_tensors(codes=with_byte(DS_CODES, 3 * 8 + 5, 0x7F)), DS_Q)
+    dcase("ds_code_negative_nan", [QF, "tensor '%s'" % QW, "row 0 col 7", "E4M3 code 0xFF is NaN"],
+          ds_tensors(codes=with_byte(DS_CODES, 7, 0xFF)), DS_Q)
+    dcase("ds_code_e5m2_inf", [QF, "tensor '%s'" % QW, "row 2 col 1", "E5M2 code 0xFC is infinite"],
+          ds_tensors(codes=with_byte(bytes(c & 0x7B for c in DS_CODES), 2 * 8 + 1, 0xFC), codes_dtype="F8_E5M2"),
+          dict(DS_Q, fmt="e5m2"))
+    dcase("ct_fp8_code_nan", [QF, "tensor '%s'" % QW, "row 1 col 9", "E4M3 code 0x7F is NaN"],
+          ct_fp8_tensors(codes=with_byte(CT_FP8_CODES, 16 + 9, 0x7F)), CT_FP8_Q)
+    # the same through the import into fp8_e4m3fn_row_bf16, and its per-row scales (the import's
+    # messages name the tensor, not its file)
+    dcase("ct_fp8_import_code_nan", ["%s: row 1 col 9" % QW, "E4M3FN code 0x7F is NaN"],
+          ct_fp8_tensors(codes=with_byte(CT_FP8_CODES, 16 + 9, 0x7F)), CT_FP8_Q, requantize=False)
+    dcase("ct_fp8_import_scale_nan", ["%s.weight_scale: row 2" % QP, "F32 scale 0x7FC00000 is NaN"],
+          ct_fp8_tensors(scale=le32s(0x3E800000, 0x3F000000, 0x7FC00000, 0x40000000)), CT_FP8_Q, requantize=False)
+    dcase("ct_fp8_import_scale_negative", ["%s.weight_scale: row 3" % QP, "F32 scale 0xC0000000 is negative"],
+          ct_fp8_tensors(scale=le32s(0x3E800000, 0x3F000000, 0x3F800000, 0xC0000000)), CT_FP8_Q, requantize=False)
+    # ModelOpt FP8 per tensor: the one scale read as a value (requantize) and by the import when
+    # the plan is made (whose message names neither the file nor a position the user wrote)
+    mo8 = [(QW, "F8_E4M3", [4, 16], CT_FP8_CODES), (QP + ".weight_scale", "F32", [], le32s(0x7FC00000))]
+    mo8_hf = json.dumps({"quantization": {"quant_algo": "FP8"}})
+    dcase("modelopt_fp8_scale_nan", [QF, "tensor '%s.weight_scale'" % QP, "block (0, 0) (rows 0..3, cols 0..15)",
+                                     "scale 0x7FC00000 is NaN"], mo8, hf=mo8_hf)
+    dcase("modelopt_fp8_import_scale_nan", ["tensor '%s' (F8_E4M3)" % QW,
+                                            "%s.weight_scale: F32 scale 0x7FC00000 is NaN" % QP],
+          mo8, hf=mo8_hf, requantize=False)
+    dcase("ct_fp8_scale_zero", [QF, "tensor '%s.weight_scale'" % QP, "block (1, 0) (rows 1..1, cols 0..15)",
+                                "scale 0x00000000 is zero"],
+          ct_fp8_tensors(scale=le32s(0x3E800000, 0, 0x3F800000, 0x40000000)), CT_FP8_Q)
+    # ---- a companion without its weight; a weight without its companions
+    dcase("companion_alone", [QF, SI, "a companion of the weight '%s', which is in no shard" % QW],
+          [(QW + "_scale_inv", "F32", [2, 2], le32s(*[0x3F000000] * 4)), ("model.norm.weight", "F32", [4], f32(1, 1, 1, 1))],
+          DS_Q)
+    dcase("companion_alone_undeclared", [QF, "tensor '%s.weight_zero_point'" % QP,
+                                         "a companion of the weight '%s', which is in no shard" % QW],
+          [(QP + ".weight_zero_point", "I32", [1, 2], le32s(0, 0))])
+    # a companion of a weight whose dtype no dialect's codes have: the weight is there, but not codes
+    dcase("bf16_weight_with_scale", [QF, "tensor '%s.weight_scale'" % QP, "a companion of the weight '%s'" % QW,
+                                     "BF16", "no dialect's codes"],
+          [(QW, "BF16", [4, 8], bytes(64)), (QP + ".weight_scale", "F32", [], le32s(0x3F800000))])
+    dcase("f32_weight_with_scale_inv", [QF, SI, "a companion of the weight '%s'" % QW, "F32", "no dialect's codes"],
+          [(QW, "F32", [4, 8], bytes(128)), (QW + "_scale_inv", "F32", [2, 2], le32s(*[0x3F000000] * 4))], DS_Q)
+    dcase("packed_without_scale", [QF, "tensor '%s.weight_packed'" % QP, "packed codes without %s.weight_scale" % QP],
+          ct_int_tensors(scales=None, zero=None, with_shape=False), ct_int_q())
+    dcase("asymmetric_without_zero_point", [QF, "tensor '%s.weight_packed'" % QP, "group 'group_0' of " + QCFG,
+                                            "declares asymmetric weights", "%s.weight_zero_point is in no shard" % QP],
+          ct_int_tensors(zero=None), ct_int_q())
+    # ---- sharded: the scale's shard is missing
+    s1, s2 = "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"
+    idx = json.dumps({"metadata": {}, "weight_map": {QW: s1, "model.norm.weight": s1, QW + "_scale_inv": s2}})
+    dcase("sharded_scale_shard_missing", ["ckpt/model.safetensors.index.json", s2, "missing"],
+          None, DS_Q, extra={"ckpt/model.safetensors.index.json": idx,
+                             "ckpt/" + s1: qst([t for t in ds_tensors() if not t[0].endswith("_scale_inv")])})
+    # the scale in the second shard, with the wrong shape: named in its own file
+    dcase("sharded_scale_shape", ["ckpt/" + s2, SI, "shape [1,2] is not the [2,2] scales"],
+          None, DS_Q, extra={"ckpt/model.safetensors.index.json": idx,
+                             "ckpt/" + s1: qst([t for t in ds_tensors() if not t[0].endswith("_scale_inv")]),
+                             "ckpt/" + s2: qst([(QW + "_scale_inv", "F32", [1, 2], le32s(0x3F000000, 0x3F000000))])})
+    dcase("sharded_scale_nan", ["ckpt/" + s2, SI, "block (0, 1) (rows 0..1, cols 4..7)", "scale 0x7FC00001 is NaN"],
+          None, DS_Q, extra={"ckpt/model.safetensors.index.json": idx,
+                             "ckpt/" + s1: qst([t for t in ds_tensors() if not t[0].endswith("_scale_inv")]),
+                             "ckpt/" + s2: qst([(QW + "_scale_inv", "F32", [2, 2],
+                                                 le32s(0x3F000000, 0x7FC00001, 0x3F000000, 0x3F000000))])})
+    # ---- conflicting markers
+    dcase("scale_and_scale_inv", [QF, SI, "'%s.weight_scale' scales the same weight" % QP, "conflicting dialect markers"],
+          ds_tensors() + [(QP + ".weight_scale", "F32", [], le32s(0x3F000000))])
+    dcase("weight_and_weight_packed", [QF, "tensor '%s'" % QW, "'%s.weight_packed' holds the codes of the same weight" % QP],
+          [(QW, "U8", [NV_N, NV_K // 2], NV_CODES)] + nv_tensors(False), CT_NV_Q)
+    dcase("ct_declared_scale_inv", [QF, SI, "the companions of a deepseek_fp8 weight", QCFG,
+                                    "compressed-tensors", "conflicting dialect markers"],
+          ds_tensors(), ct_int_q())
+    dcase("deepseek_declared_weight_scale", [QF, "tensor '%s.weight_scale'" % QP, "compressed_tensors_fp8 weight", QCFG,
+                                             "conflicting dialect markers"],
+          ct_fp8_tensors(), DS_Q)
+    dcase("hf_nvfp4_config_fp8", [QHF, QCFG, "ModelOpt's declaration", "fp8, block-scaled", "conflicting dialect markers"],
+          nv_tensors(True), DS_Q, hf=MO_HF)
+    dcase("modelopt_algos_differ", [QHF, "quantization.quant_algo", "NVFP4, but the other ModelOpt declaration says FP8",
+                                    "conflicting dialect markers"],
+          nv_tensors(True), {"quant_method": "modelopt", "quant_algo": "FP8"}, hf=MO_HF)
+    dcase("nvfp4_under_modelopt_fp8", [QF, "tensor '%s'" % QW, "NVFP4 codes", "declares ModelOpt FP8",
+                                       "conflicting dialect markers"],
+          nv_tensors(True), hf=MO_HF.replace('"NVFP4", "group_size": 16', '"FP8"'))
+    dcase("symmetric_with_zero_point", [QF, "tensor '%s.weight_zero_point'" % QP, "group 'group_0' of " + QCFG,
+                                        "declares symmetric weights: a zero point contradicts it"],
+          ct_int_tensors(), ct_int_q({"symmetric": True}))
+    dcase("scheme_int_codes_fp8", [QF, "tensor '%s'" % QW, "FP8 codes, but group 'group_0' of " + QCFG,
+                                   "declares int 8-bit weights"],
+          ct_fp8_tensors(), ct_int_q({"num_bits": 8, "strategy": "channel", "symmetric": True}))
+    dcase("scheme_float_codes_int", [QF, "tensor '%s.weight_packed'" % QP, "integer codes, but group 'group_0'",
+                                     "declares float weights"],
+          ct_int_tensors(), CT_FP8_Q)
+    dcase("scheme_bits_nvfp4", [QF, "tensor '%s.weight_packed'" % QP, "NVFP4 codes, but group 'group_0'",
+                                "declares float 8-bit weights"],
+          nv_tensors(False), CT_FP8_Q)
+    dcase("ignored_module_has_scale", [QF, "tensor '%s'" % QW, "module '%s' is left unquantized" % QP, QCFG,
+                                       "ignore list", "conflicting dialect markers"],
+          ct_fp8_tensors(), dict(CT_FP8_Q, ignore=["re:.*down_proj"]))
+    dcase("ignored_module_has_scale_deepseek", [QF, "tensor '%s'" % QW, "module '%s' is left unquantized" % QP],
+          ds_tensors(), dict(DS_Q, modules_to_not_convert=[QP]))
+    dcase("no_scheme_targets_module", [QF, "tensor '%s'" % QW, "no group of " + QCFG, "targets module '%s'" % QP],
+          ct_fp8_tensors(), {**CT_FP8_Q, "config_groups": {"group_0": {
+              "targets": ["re:.*q_proj$"], "weights": {"num_bits": 8, "type": "float", "strategy": "channel"}}}})
+    dcase("deepseek_e5m2_without_fmt", [QF, "tensor '%s'" % QW, "dtype F8_E5M2", QCFG, "declares no fmt",
+                                        "e4m3 unless fmt says e5m2"],
+          ds_tensors(codes=bytes(c & 0x7B for c in DS_CODES), codes_dtype="F8_E5M2"),
+          {k: v for k, v in DS_Q.items() if k != "fmt"})
+    dcase("deepseek_fmt_contradicts", [QF, "tensor '%s'" % QW, "dtype F8_E5M2", "declares fmt e4m3"],
+          ds_tensors(codes=bytes(c & 0x7B for c in DS_CODES), codes_dtype="F8_E5M2"), DS_Q)
+    # ---- declarations
+    dcase("quant_method_gptq", [QCFG, "quantization_config.quant_method", "not a supported dialect", "gptq"],
+          ds_tensors(), {"quant_method": "gptq", "bits": 4, "group_size": 128})
+    dcase("quant_method_missing", [QCFG, "quantization_config.quant_method", "missing"], ds_tensors(), {"bits": 4})
+    dcase("quant_algo_w4a8_awq", [QHF, "quantization.quant_algo", "not an algorithm of a supported dialect", "W4A8_AWQ"],
+          nv_tensors(True), hf=MO_HF.replace('"NVFP4"', '"W4A8_AWQ"'))
+    dcase("config_quant_algo_w4a8_awq", [QCFG, "quantization_config.quant_algo", "W4A8_AWQ"],
+          nv_tensors(True), {"quant_method": "modelopt", "quant_algo": "W4A8_AWQ"})
+    dcase("num_bits_string", [QCFG, "quantization_config.config_groups.group_0.weights.num_bits",
+                              "expected an integer from 1 to 8"],
+          ct_int_tensors(), ct_int_q({"num_bits": "4"}))
+    dcase("num_bits_missing", [QCFG, "quantization_config.config_groups.group_0.weights.num_bits", "missing"],
+          ct_int_tensors(), {**ct_int_q(), "config_groups": {"group_0": {"targets": ["Linear"], "weights": {
+              "type": "int", "symmetric": False, "strategy": "group", "group_size": 8}}}})
+    dcase("weight_block_size_zero", [QCFG, "quantization_config.weight_block_size", "expected two block sizes"],
+          ds_tensors(), dict(DS_Q, weight_block_size=[0, 128]))
+    dcase("weight_block_size_one", [QCFG, "quantization_config.weight_block_size", "expected a block size"],
+          ds_tensors(), dict(DS_Q, weight_block_size=[128]))
+    dcase("config_groups_empty", [QCFG, "quantization_config.config_groups", "expected at least one group"],
+          ct_int_tensors(), ct_int_q(config_groups={}))
+    dcase("strategy_unknown", [QCFG, "quantization_config.config_groups.group_0.weights.strategy", "row"],
+          ct_int_tensors(), ct_int_q({"strategy": "row"}))
+    dcase("group_size_missing", [QCFG, "quantization_config.config_groups.group_0.weights.group_size",
+                                 "strategy group needs it"],
+          ct_int_tensors(), {**ct_int_q(), "config_groups": {"group_0": {"targets": ["Linear"], "weights": {
+              "num_bits": 4, "type": "int", "symmetric": False, "strategy": "group"}}}})
+    dcase("quantization_config_not_object", [QCFG, "quantization_config", "expected an object"],
+          ds_tensors(), qconfig("fp8"))
+    dcase("fmt_unknown", [QCFG, "quantization_config.fmt", "e3m4"], ds_tensors(), dict(DS_Q, fmt="e3m4"))
+    dcase("ignore_not_list", [QCFG, "quantization_config.ignore", "expected a list of module names"],
+          ct_int_tensors(), ct_int_q(ignore=7))
+    dcase("hf_quantization_missing", [QHF, "quantization", "expected an object"], nv_tensors(True), hf='{"producer": {}}')
+    dcase("hf_nvfp4_group_size", [QHF, "quantization.group_size", "NVFP4 blocks are 16 values"],
+          nv_tensors(True), hf=MO_HF.replace('"group_size": 16', '"group_size": 32'))
+    dcase("hf_not_json", [QHF], nv_tensors(True), hf='{"quantization": ')
+    # ---- packed integers: width, weight_shape, zero points
+    dcase("packed_width_unknown", [QF, "tensor '%s.weight_packed'" % QP, "packed integer codes of unknown width"],
+          ct_int_tensors(zero=None, with_shape=False))
+    # K = 4 fills one word at 4 bits and at 8 bits alike
+    dcase("packed_width_ambiguous", [QF, "tensor '%s.weight_packed'" % QP, "does not tell 4 from 8 bits"],
+          ct_int_tensors(zero=None, shape=(4, 4), packed_cols=1, scales=[0x3F80] * 4, scale_shape=(4, 1)))
+    dcase("weight_shape_contradicts_columns", [QF, "tensor '%s.weight_packed'" % QP,
+                                               "2 int32 words per row do not hold K = 100 4-bit codes"],
+          ct_int_tensors(shape=(4, 100)), ct_int_q())
+    dcase("weight_shape_rows", [QF, "tensor '%s.weight_shape'" % QP, "N = 5", "has 4 rows"],
+          ct_int_tensors(shape=(5, 16)), ct_int_q())
+    dcase("weight_shape_negative", [QF, "tensor '%s.weight_shape'" % QP, "dimension 1 is -16"],
+          ct_int_tensors(shape=(4, -16)), ct_int_q())
+    dcase("weight_shape_dtype", [QF, "tensor '%s.weight_shape'" % QP, "F32 [2]", "two integers"],
+          [t if not t[0].endswith("weight_shape") else (t[0], "F32", [2], f32(4, 16)) for t in ct_int_tensors()],
+          ct_int_q())
+    # compressed-tensors NVFP4 with a weight_shape: it must be the codes' [N, 2 * bytes]
+    dcase("ct_nvfp4_weight_shape", [QF, "tensor '%s.weight_shape'" % QP, "[128,100]",
+                                    "'%s.weight_packed' holds [128,64]" % QP],
+          nv_tensors(False) + [(QP + ".weight_shape", "I64", [2], struct.pack("<2q", 128, 100))], CT_NV_Q)
+    dcase("zero_point_shape", [QF, "tensor '%s.weight_zero_point'" % QP, "I32 [2,2]",
+                               "zero points of the [4,2] scale grid", "[1,2]"],
+          ct_int_tensors(zero=le32s(0, 0, 0, 0), zero_shape=(2, 2)), ct_int_q())
+    dcase("zero_point_dtype", [QF, "tensor '%s.weight_zero_point'" % QP, "F32 [1,2]"],
+          ct_int_tensors(zero=f32(0, 0), zero_dtype="F32"), ct_int_q())
+    dcase("group_scale_shape", [QF, "tensor '%s.weight_scale'" % QP, "shape [4,4] is not the [4,2] scales of group"],
+          ct_int_tensors(scales=[0x3F80] * 16, scale_shape=(4, 4)), ct_int_q())
+    dcase("scale_layout_undeclared", [QF, "tensor '%s.weight_scale'" % QP, "shape [4,3] fits no scale layout",
+                                      "no declaration gives one"],
+          ct_fp8_tensors(scale=le32s(*[0x3F800000] * 12))[:1] + [(QP + ".weight_scale", "F32", [4, 3],
+                                                                  le32s(*[0x3F800000] * 12))])
+    dcase("int_scale_dtype", [QF, "tensor '%s.weight_scale'" % QP, "dtype I8", "must be F32, BF16 or F16"],
+          [t if not t[0].endswith("weight_scale") else (t[0], "I8", [4, 2], bytes(8)) for t in ct_int_tensors()],
+          ct_int_q())
+    dcase("codes_dtype_unknown", [QF, "tensor '%s.weight_packed'" % QP, "dtype I16", "packed codes are U8 (NVFP4) or I32"],
+          [(QP + ".weight_packed", "I16", [4, 4], bytes(32)), (QP + ".weight_scale", "F32", [4, 1], f32(1, 1, 1, 1))])
+
+
 def main():
     if os.path.exists(OUT):
         shutil.rmtree(OUT)
@@ -770,6 +1143,7 @@ def main():
     recipe_cases()
     quick_cases()
     art_cases()
+    dialect_cases()
     with open(os.path.join(OUT, "cases.tsv"), "w") as f:
         for c in CASES:
             f.write("\t".join(c) + "\n")

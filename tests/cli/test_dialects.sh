@@ -37,6 +37,25 @@ assert o['shape'] == [int(sys.argv[4]), int(sys.argv[5])], o
 PY
 done <"$work/d/cases.txt"
 
+# a compressed-tensors NVFP4 weight may carry its weight_shape: when it is the codes' [N, K] the
+# values are the same (a contradicting one is a bad input, tests/badinput/gen_bad_inputs.py)
+cp -r "$work/d/ct_nvfp4" "$work/ct_nvfp4_ws"
+python3 - "$work/ct_nvfp4_ws/model.safetensors" <<'PY' && ok || bad "ct_nvfp4 with weight_shape: generator"
+import json, struct, sys
+b = open(sys.argv[1], 'rb').read()
+n = struct.unpack('<Q', b[:8])[0]
+h, data = json.loads(b[8:8 + n]), b[8 + n:]
+h['model.layers.0.mlp.gate_proj.weight_shape'] = {'dtype': 'I64', 'shape': [2], 'data_offsets': [len(data), len(data) + 16]}
+data += struct.pack('<2q', 128, 64)
+hb = json.dumps(h).encode()
+open(sys.argv[1], 'wb').write(struct.pack('<Q', len(hb)) + hb + data)
+PY
+run 0 "$bin/ninfer-convert" "$work/ct_nvfp4_ws" -o "$work/ws.ninfer" --format fp32 --requantize
+run 0 "$bin/ninfer-dequant" "$work/ws.ninfer" model.layers.0.mlp.gate_proj.weight_packed -o "$work/ws.f32"
+same "$work/ws.f32" "$work/d/ct_nvfp4/expected/model.layers.0.mlp.gate_proj.weight_packed.f32"
+run 0 "$bin/ninfer-convert" "$work/ct_nvfp4_ws" -o "$work/ws2.ninfer" --format q4_g64_fp16
+run 0 "$bin/ninfer-verify" "$work/ws2.ninfer" --against "$work/ct_nvfp4_ws"
+
 # ---------------------------------------------------------------- companions are never objects
 for c in $cases; do
     "$bin/ninfer-inspect" "$work/$c.ninfer" --json >"$work/$c.json"

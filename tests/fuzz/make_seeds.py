@@ -24,6 +24,11 @@ documents where each comes from and rebuilds them deterministically:
   config_json          generated config.json texts: Llama- and Qwen-like, nested, every JSON
                        type, escapes
   imatrix              generated llama-imatrix GGUF files (T.in_sum2 / T.counts)
+  dialects             quantized checkpoints framed as fuzz_dialects.c reads them (config.json,
+                       "\xffHF\n" hf_quant_config.json, "\xffST\n" safetensors): a small valid one
+                       of every dialect and strategy in tests/cli/gen_dialects.py's byte layouts,
+                       declared and undeclared, plus broken ones (a NaN scale or code, a missing
+                       or doubled scale, conflicting or unsupported declarations)
 Nothing here is random: the same tree gives the same bytes.
 
 Files named fuzz-<sha1> are not generated here: they are small inputs the fuzzers found (mostly
@@ -492,6 +497,142 @@ def config_json():
     out("config_json", "padded.json", b' \n\t{ "a" : [ true , false ] }\r\n')
 
 
+# ---------------------------------------------------------------- quantized checkpoints
+sys.path.insert(0, os.path.join(ROOT, "tests", "cli"))
+sys.dont_write_bytecode = True  # gen_dialects is imported from the tree: leave no __pycache__ there
+
+
+def dialect_seed(config=None, hf=None, tensors=None):
+    """The framing of fuzz_dialects.c: CONFIG ["\xffHF\n" HF] "\xffST\n" SAFETENSORS."""
+    import gen_dialects as gd
+    b = json.dumps(config).encode() if config is not None else b""
+    if hf is not None:
+        b += b"\xffHF\n" + json.dumps(hf).encode()
+    if tensors is not None:
+        b += b"\xffST\n" + gd.st_bytes(tensors)
+    return b
+
+
+def dialects():
+    import random
+    import gen_dialects as gd
+    reset("dialects")
+    rnd = random.Random(7)
+    P = "model.layers.0.mlp.down_proj"
+    ds_q = {"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic", "weight_block_size": [8, 16]}
+    # DeepSeek: 8x16 blocks with partial edge blocks, an F32 scale grid [3, 3]
+    codes, scales, (sr, sc), _ = gd.fp8_case(rnd, 20, 40, 8, 16)
+    ds = [(P + ".weight", "F8_E4M3", [20, 40], codes), (P + ".weight_scale_inv", "F32", [sr, sc], scales),
+          gd.bf16_tensor("model.norm.weight", 1, 8, rnd)]
+    out("dialects", "deepseek.bin", dialect_seed({"quantization_config": ds_q}, tensors=ds))
+    # undeclared weight_scale_inv: the default 128x128 blocks; E5M2 under fmt e5m2
+    codes, scales, (sr, sc), _ = gd.fp8_case(rnd, 9, 24, 128, 128)
+    out("dialects", "deepseek_undeclared.bin",
+        dialect_seed(tensors=[(P + ".weight", "F8_E4M3", [9, 24], codes), (P + ".weight_scale_inv", "F32", [sr, sc], scales)]))
+    codes, scales, (sr, sc), _ = gd.fp8_case(rnd, 16, 16, 8, 16, e5m2=True)
+    out("dialects", "deepseek_e5m2.bin", dialect_seed({"quantization_config": dict(ds_q, fmt="e5m2")}, tensors=[
+        (P + ".weight", "F8_E5M2", [16, 16], codes), (P + ".weight_scale_inv", "F32", [sr, sc], scales)]))
+    # compressed-tensors FP8: channel (with input_scale), tensor (BF16), group 8 (F16), block 4x8
+    groups, ts = {}, []
+    for i, (p, n, k, strat, br, bc, sdt) in enumerate([
+            ("model.layers.0.mlp.gate_proj", 6, 16, "channel", 1, 16, "F32"),
+            ("model.layers.0.mlp.up_proj", 5, 16, "tensor", 5, 16, "BF16"),
+            ("model.layers.0.mlp.down_proj", 3, 24, "group", 1, 8, "F16"),
+            ("model.layers.0.self_attn.q_proj", 10, 20, "block", 4, 8, "F32")]):
+        codes, scales, (sr, sc), _ = gd.fp8_case(rnd, n, k, br, bc, sdt)
+        ts += [(p + ".weight", "F8_E4M3", [n, k], codes), (p + ".weight_scale", sdt, [] if strat == "tensor" else [sr, sc], scales)]
+        if strat == "channel":
+            ts.append((p + ".input_scale", "F32", [1], struct.pack("<f", 0.25)))
+        w = {"num_bits": 8, "type": "float", "symmetric": True, "strategy": strat}
+        if strat == "group":
+            w["group_size"] = 8
+        if strat == "block":
+            w["block_structure"] = [4, 8]
+        groups["group_%d" % i] = {"targets": ["re:.*" + p.split(".")[-1] + "$"], "weights": w}
+    ts.append(gd.bf16_tensor("lm_head.weight", 2, 8, rnd))
+    ct_fp8 = {"quant_method": "compressed-tensors", "format": "float-quantized", "config_groups": groups,
+              "ignore": ["lm_head"]}
+    out("dialects", "ct_fp8.bin", dialect_seed({"quantization_config": ct_fp8}, tensors=ts))
+    # without the declaration the scale shapes tell the strategy (4x8 blocks they cannot)
+    out("dialects", "ct_fp8_undeclared.bin", dialect_seed(tensors=[t for t in ts if "q_proj" not in t[0]]))
+    # compressed-tensors packed int4 asymmetric group 8 (K = 20: padded words, an edge group,
+    # zero points packed along the rows), int8 symmetric channel, an I8 weight with I8 zero points
+    n, k, g = 6, 20, 8
+    G = -(-k // g)
+    q = [rnd.randrange(-8, 8) for _ in range(n * k)]
+    z = [rnd.randrange(-8, 8) for _ in range(n * G)]
+    sc = [gd.bf16_bits(rnd.uniform(0.01, 0.1)) for _ in range(n * G)]
+    packed, wpr = gd.pack_rows(q, n, k, 4)
+    zp, zrows = gd.pack_cols_dim0(z, n, G, 4)
+    ts = [(P + ".weight_packed", "I32", [n, wpr], packed), (P + ".weight_scale", "BF16", [n, G], struct.pack("<%dH" % len(sc), *sc)),
+          (P + ".weight_zero_point", "I32", [zrows, G], zp), (P + ".weight_shape", "I64", [2], struct.pack("<2q", n, k))]
+    q8 = [rnd.randrange(-128, 128) for _ in range(4 * 12)]
+    packed8, wpr8 = gd.pack_rows(q8, 4, 12, 8)
+    U = "model.layers.0.mlp.up_proj"
+    ts += [(U + ".weight_packed", "I32", [4, wpr8], packed8), (U + ".weight_scale", "F32", [4, 1], f32(0.01, 0.02, 0.03, 0.04)),
+           (U + ".weight_shape", "I64", [2], struct.pack("<2q", 4, 12))]
+    Q = "model.layers.0.self_attn.q_proj"
+    ts += [(Q + ".weight", "I8", [3, 8], bytes(rnd.randrange(256) for _ in range(24))),
+           (Q + ".weight_scale", "F32", [3, 1], f32(0.5, 0.25, 0.125)),
+           (Q + ".weight_zero_point", "I8", [3, 1], bytes([1, 0xFF, 3]))]
+    ct_int = {"quant_method": "compressed-tensors", "format": "pack-quantized", "config_groups": {
+        "group_0": {"targets": ["re:.*down_proj$"], "weights": {"num_bits": 4, "type": "int", "symmetric": False,
+                                                              "strategy": "group", "group_size": g}},
+        "group_1": {"targets": ["re:.*up_proj$"], "weights": {"num_bits": 8, "type": "int", "symmetric": True,
+                                                            "strategy": "channel"}},
+        "group_2": {"targets": [Q], "weights": {"num_bits": 8, "type": "int", "symmetric": False, "strategy": "channel"}}},
+        "ignore": ["lm_head", "re:.*vision.*"]}
+    out("dialects", "ct_int.bin", dialect_seed({"quantization_config": ct_int}, tensors=ts))
+    # undeclared: weight_shape tells the packed width (8 bits: 3 words for K = 12), the I8 weight
+    out("dialects", "ct_int_undeclared.bin", dialect_seed(tensors=ts[4:]))
+    # NVFP4: ModelOpt (hf_quant_config.json, weight_scale_2) and compressed-tensors (weight_global_scale)
+    n, k = 8, 32
+    nib = [rnd.randrange(16) for _ in range(n * k)]
+    codes = bytes(nib[2 * i] | nib[2 * i + 1] << 4 for i in range(n * k // 2))
+    bs = bytes(gd.e4m3_nearest_code(rnd.uniform(0.05, 2.0)) for _ in range(n * k // 16))
+    mo = [(P + ".weight", "U8", [n, k // 2], codes), (P + ".weight_scale", "F8_E4M3", [n, k // 16], bs),
+          (P + ".weight_scale_2", "F32", [], struct.pack("<f", 0.003)), (P + ".input_scale", "F32", [], struct.pack("<f", 0.125))]
+    mo_hf = {"producer": {"name": "modelopt"}, "quantization": {"quant_algo": "NVFP4", "group_size": 16,
+                                                                "exclude_modules": ["lm_head"]}}
+    out("dialects", "modelopt_nvfp4.bin", dialect_seed({"model_type": "llama"}, mo_hf, mo))
+    out("dialects", "modelopt_nvfp4_undeclared.bin", dialect_seed(tensors=mo))
+    ctn = [(P + ".weight_packed", "U8", [n, k // 2], codes), (P + ".weight_scale", "F8_E4M3", [n, k // 16], bs),
+           (P + ".weight_global_scale", "F32", [1], struct.pack("<f", 448.0)),
+           (P + ".input_global_scale", "F32", [1], struct.pack("<f", 300.0))]
+    ct_nv = {"quant_method": "compressed-tensors", "format": "nvfp4-pack-quantized", "config_groups": {
+        "group_0": {"targets": ["Linear"], "weights": {"num_bits": 4, "type": "float", "symmetric": True,
+                                                      "strategy": "tensor_group", "group_size": 16}}}}
+    out("dialects", "ct_nvfp4.bin", dialect_seed({"quantization_config": ct_nv}, tensors=ctn))
+    # ModelOpt FP8: per tensor (hf_quant_config.json), per channel and 128x128 blocks (config.json)
+    codes, scales, _, _ = gd.fp8_case(rnd, 6, 16, 6, 16)
+    mo8 = [(P + ".weight", "F8_E4M3", [6, 16], codes), (P + ".weight_scale", "F32", [], scales),
+           (P + ".input_scale", "F32", [], struct.pack("<f", 0.5))]
+    out("dialects", "modelopt_fp8.bin", dialect_seed(None, {"quantization": {"quant_algo": "FP8"}}, mo8))
+    codes, scales, (sr, sc), _ = gd.fp8_case(rnd, 6, 16, 1, 16)
+    out("dialects", "modelopt_fp8_channel.bin", dialect_seed(
+        {"quantization_config": {"quant_method": "modelopt", "quant_algo": "FP8_PER_CHANNEL_PER_TOKEN"}},
+        tensors=[(P + ".weight", "F8_E4M3", [6, 16], codes), (P + ".weight_scale", "F32", [sr, sc], scales)]))
+    codes, scales, (sr, sc), _ = gd.fp8_case(rnd, 6, 16, 128, 128)
+    out("dialects", "modelopt_fp8_pb_wo.bin", dialect_seed(
+        {"quantization_config": {"quant_method": "modelopt", "quant_algo": "FP8_PB_WO", "ignore": ["*lm_head*"]}},
+        tensors=[(P + ".weight", "F8_E4M3", [6, 16], codes), (P + ".weight_scale", "F32", [sr, sc], scales)]))
+    # broken: a NaN block scale, a NaN code, a missing scale, two scales of one weight, a companion
+    # alone, gptq, ModelOpt's declaration against an fp8 one, config.json alone, nothing at all
+    nan_scale = list(ds)
+    nan_scale[1] = (nan_scale[1][0], "F32", [3, 3], nan_scale[1][3][:16] + struct.pack("<I", 0x7FC00000) + nan_scale[1][3][20:])
+    out("dialects", "bad_nan_scale.bin", dialect_seed({"quantization_config": ds_q}, tensors=nan_scale))
+    nan_code = list(ds)
+    nan_code[0] = (P + ".weight", "F8_E4M3", [20, 40], ds[0][3][:333] + b"" + ds[0][3][334:])
+    out("dialects", "bad_nan_code.bin", dialect_seed({"quantization_config": ds_q}, tensors=nan_code))
+    out("dialects", "bad_missing_scale.bin", dialect_seed({"quantization_config": ds_q}, tensors=[ds[0], ds[2]]))
+    out("dialects", "bad_two_scales.bin", dialect_seed(tensors=ds + [(P + ".weight_scale", "F32", [], f32(1.0))]))
+    out("dialects", "bad_companion_alone.bin", dialect_seed({"quantization_config": ds_q}, tensors=ds[1:]))
+    out("dialects", "bad_gptq.bin", dialect_seed({"quantization_config": {"quant_method": "gptq", "bits": 4}}, tensors=ds))
+    out("dialects", "bad_markers.bin", dialect_seed({"quantization_config": ds_q}, mo_hf, mo))
+    out("dialects", "config_only.bin", dialect_seed({"quantization_config": ct_int}))
+    out("dialects", "empty.bin", b"")
+
+
 if __name__ == "__main__":
     bindir = sys.argv[sys.argv.index("--bin") + 1] if "--bin" in sys.argv else None
     container(bindir)
@@ -502,6 +643,7 @@ if __name__ == "__main__":
     recipes()
     recipe_resolve()
     config_json()
+    dialects()
     total = 0
     for d, _, files in os.walk(CORPUS):
         total += sum(os.path.getsize(os.path.join(d, f)) for f in files)

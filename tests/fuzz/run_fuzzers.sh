@@ -17,7 +17,7 @@ BUILD=${1:-build-fuzz}
 SECONDS_EACH=${2:-60}
 JOBS=${3:-1}
 shift $(( $# < 3 ? $# : 3 ))
-ALL="container_directory container_artifact safetensors safetensors_index gguf recipe imatrix config_json recipe_resolve scaleout_plan"
+ALL="container_directory container_artifact safetensors safetensors_index gguf recipe imatrix config_json recipe_resolve scaleout_plan dialects"
 TARGETS=${*:-$ALL}
 CC_FUZZ=${CC_FUZZ:-clang}
 
@@ -37,6 +37,7 @@ max_len() {
         recipe|imatrix|safetensors_index|recipe_resolve) echo 8192 ;;
         config_json) echo 16384 ;;
         scaleout_plan) echo 65536 ;;
+        dialects) echo 16384 ;;
         *) echo 4096 ;;
     esac
 }

@@ -254,6 +254,7 @@ static nf_status read_deepseek(const json_t *q, decl *d, nf_error *err)
     if (fmt && strcmp(fmt, "e4m3") != 0 && strcmp(fmt, "e5m2") != 0)
         return bad(err, d, "quantization_config.fmt", "expected e4m3 or e5m2, not ", fmt);
     d->e5m2 = fmt && !strcmp(fmt, "e5m2");
+    d->has_fmt = fmt != NULL;
     const json_t *bs = json_object_get(q, "weight_block_size");
     if (bs && !json_is_null(bs)) {
         NF_TRY(get_block(bs, d->block, d, "quantization_config.weight_block_size", err));

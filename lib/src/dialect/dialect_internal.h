@@ -59,6 +59,7 @@ typedef struct decl {
     bool has_block;
     uint64_t block[2];
     bool e5m2;               /* fmt: e5m2 */
+    bool has_fmt;            /* fmt given (else e4m3) */
     /* DECL_CT */
     ct_scheme *schemes;
     size_t nschemes;

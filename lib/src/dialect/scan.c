@@ -250,9 +250,13 @@ static nf_status fp8_weight(nf_dialects *d, const module *m, nf_qweight *q, nf_e
     static const int extra[] = {C_SCALE_2, C_GLOBAL, C_ZERO, C_SHAPE, -1};
     NF_TRY(unexpected(d, m, q, extra, err));
     if (q->dialect == NF_DIALECT_DEEPSEEK_FP8) {
-        if (d->decl.kind == DECL_DEEPSEEK && d->decl.e5m2 != (q->codes_kind == NF_QCODES_E5M2))
+        if (d->decl.kind == DECL_DEEPSEEK && d->decl.e5m2 != (q->codes_kind == NF_QCODES_E5M2)) {
+            if (!d->decl.has_fmt)
+                return fail_t(err, d->src, c, "dtype %s, but %s declares no fmt: quant_method fp8 codes are e4m3 "
+                              "unless fmt says e5m2", c->type_name, d->decl.path);
             return fail_t(err, d->src, c, "dtype %s, but %s declares fmt %s", c->type_name, d->decl.path,
                           d->decl.e5m2 ? "e5m2" : "e4m3");
+        }
         uint64_t br = d->decl.has_block ? d->decl.block[0] : 128, bc = d->decl.has_block ? d->decl.block[1] : 128;
         return set_grid(d, q, "block", br, bc, err);
     }
@@ -273,6 +277,8 @@ static nf_status fp8_weight(nf_dialects *d, const module *m, nf_qweight *q, nf_e
     }
     return infer_grid(d, q, err);
 }
+
+static nf_status read_weight_shape(const nf_dialects *d, const nf_source_tensor *t, uint64_t out[2], nf_error *err);
 
 static nf_status nvfp4_weight(nf_dialects *d, const module *m, nf_qweight *q, nf_error *err)
 {
@@ -298,6 +304,16 @@ static nf_status nvfp4_weight(nf_dialects *d, const module *m, nf_qweight *q, nf
     static const int extra_mo[] = {C_GLOBAL, C_ZERO, C_SHAPE, -1};
     static const int extra_ct[] = {C_SCALE_2, C_ZERO, -1};
     NF_TRY(unexpected(d, m, q, modelopt ? extra_mo : extra_ct, err));
+    if (m->t[C_SHAPE]) { /* compressed-tensors' unpadded shape: NVFP4 codes are never padded */
+        uint64_t ws[2];
+        q->shape_tensor = m->t[C_SHAPE];
+        NF_TRY(read_weight_shape(d, m->t[C_SHAPE], ws, err));
+        if (ws[0] != q->shape[0] || ws[1] != q->shape[1])
+            return fail_t(err, d->src, m->t[C_SHAPE],
+                          "[%" PRIu64 ",%" PRIu64 "], but '%s' holds [%" PRIu64 ",%" PRIu64 "] NVFP4 values (two "
+                          "codes per byte)",
+                          ws[0], ws[1], c->name, q->shape[0], q->shape[1]);
+    }
     if (d->decl.kind == DECL_CT) {
         const ct_scheme *sc;
         NF_TRY(ct_scheme_of(d, m, c, &sc, err));
@@ -450,10 +466,20 @@ static nf_status resolve_module(nf_dialects *d, const module *m, nf_error *err)
     bool has_quant = t[C_SCALE] || t[C_SCALE_INV] || t[C_SCALE_2] || t[C_GLOBAL] || t[C_ZERO] || t[C_SHAPE];
     const nf_source_tensor *w = t[C_WEIGHT], *p = t[C_PACKED];
     if (!w && !p) {
-        for (int c = C_SCALE; c <= C_SHAPE; c++)
-            if (t[c])
-                return fail_t(err, d->src, t[c], "a companion of the weight '%s.weight', which is in no shard of the "
-                              "checkpoint", m->name);
+        for (int c = C_SCALE; c <= C_SHAPE; c++) {
+            if (!t[c]) continue;
+            /* a <p>.weight of another dtype was no module entry: it is there, but not codes */
+            char wname[2048];
+            const nf_source_tensor *plain = NULL;
+            if ((size_t)snprintf(wname, sizeof wname, "%s.weight", m->name) < sizeof wname)
+                plain = nf_source_find(d->src, wname);
+            if (plain)
+                return fail_t(err, d->src, t[c], "a companion of the weight '%s', which is %s: no dialect's codes are "
+                              "%s (F8_E4M3, F8_E5M2, U8, I8, or I32 weight_packed)", plain->name, plain->type_name,
+                              plain->type_name);
+            return fail_t(err, d->src, t[c], "a companion of the weight '%s.weight', which is in no shard of the "
+                          "checkpoint", m->name);
+        }
         for (int c = C_IN_SCALE; c <= C_IN_GLOBAL; c++)
             if (t[c]) d->role[m->index[c]] = NF_QROLE_ACTIVATION;
         return NF_OK;

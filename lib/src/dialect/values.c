@@ -51,34 +51,38 @@ static size_t scale_size(const nf_source_tensor *t)
 /* The scale word w of the scale tensor's dtype as binary32, or NULL's why it is refused. */
 static const char *scale_value(nf_st_dtype dtype, uint32_t w, float *out)
 {
-    bool nonfinite, negative, zero;
+    bool nonfinite, nan, negative, zero;
     switch (dtype) {
     case NF_ST_F32:
         nonfinite = (w & 0x7F800000u) == 0x7F800000u;
+        nan = nonfinite && (w & 0x007FFFFFu);
         negative = w & 0x80000000u;
         zero = (w & 0x7FFFFFFFu) == 0;
         *out = f32_of(w);
         break;
     case NF_ST_BF16:
         nonfinite = (w & 0x7F80u) == 0x7F80u;
+        nan = nonfinite && (w & 0x007Fu);
         negative = w & 0x8000u;
         zero = (w & 0x7FFFu) == 0;
         *out = nf_bf16_to_f32((uint16_t)w);
         break;
     case NF_ST_F16:
         nonfinite = (w & 0x7C00u) == 0x7C00u;
+        nan = nonfinite && (w & 0x03FFu);
         negative = w & 0x8000u;
         zero = (w & 0x7FFFu) == 0;
         *out = nf_f16_to_f32((uint16_t)w);
         break;
     default: /* E4M3FN */
         nonfinite = (w & 0x7Fu) == 0x7Fu;
+        nan = nonfinite; /* E4M3FN has no infinity */
         negative = w & 0x80u;
         zero = (w & 0x7Fu) == 0;
         *out = nf_e4m3fn_to_f32((uint8_t)w);
         break;
     }
-    if (nonfinite) return "not finite";
+    if (nonfinite) return nan ? "NaN" : "infinite";
     if (zero) return negative ? "-0" : "zero";
     if (negative) return "negative";
     return NULL;
