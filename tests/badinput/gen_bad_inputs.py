@@ -923,11 +923,11 @@ def dialect_cases():
         dcase("%s_nvfp4_scale_negative" % tag, [QF, "tensor '%s.weight_scale'" % QP, "block (37, 2)",
                                                 "scale 0xB8 is negative"],
               nv_tensors(mo, scales=with_byte(NV_SCALES, 37 * 4 + 2, 0xB8)), **cfg)
-        # the import (nvfp4 holds these words): a NaN or -0 block scale word.  (The import's
-        # messages name the tensor, not its file; a 0x00 block scale, refused above, is imported.)
-        dcase("%s_nvfp4_import_scale_nan" % tag, ["%s.weight_scale: row 37 group 2 (cols 32..47)" % QP, "NVFP4 scale 0x7F is NaN"],
+        # the import (nvfp4 holds these words): a NaN or -0 block scale word, named with the
+        # checkpoint.  (A 0x00 block scale, refused above, is imported: the nvfp4 contract admits it.)
+        dcase("%s_nvfp4_import_scale_nan" % tag, ["ckpt: %s.weight_scale: row 37 group 2 (cols 32..47)" % QP, "NVFP4 scale 0x7F is NaN"],
               nv_tensors(mo, scales=with_byte(NV_SCALES, 37 * 4 + 2, 0x7F)), requantize=False, **cfg)
-        dcase("%s_nvfp4_import_scale_neg0" % tag, ["%s.weight_scale: row 37 group 2 (cols 32..47)" % QP, "NVFP4 scale 0x80 is -0"],
+        dcase("%s_nvfp4_import_scale_neg0" % tag, ["ckpt: %s.weight_scale: row 37 group 2 (cols 32..47)" % QP, "NVFP4 scale 0x80 is -0"],
               nv_tensors(mo, scales=with_byte(NV_SCALES, 37 * 4 + 2, 0x80)), requantize=False, **cfg)
     # ---- global scales (read when the plan is made)
     G2, GG = "tensor '%s.weight_scale_2'" % QP, "tensor '%s.weight_global_scale'" % QP
@@ -960,22 +960,22 @@ def dialect_cases():
           dict(DS_Q, fmt="e5m2"))
     dcase("ct_fp8_code_nan", [QF, "tensor '%s'" % QW, "row 1 col 9", "E4M3 code 0x7F is NaN"],
           ct_fp8_tensors(codes=with_byte(CT_FP8_CODES, 16 + 9, 0x7F)), CT_FP8_Q)
-    # the same through the import into fp8_e4m3fn_row_bf16, and its per-row scales (the import's
-    # messages name the tensor, not its file)
-    dcase("ct_fp8_import_code_nan", ["%s: row 1 col 9" % QW, "E4M3FN code 0x7F is NaN"],
+    # the same through the import into fp8_e4m3fn_row_bf16, and its per-row scales (named with
+    # the checkpoint)
+    dcase("ct_fp8_import_code_nan", ["ckpt: %s: row 1 col 9" % QW, "E4M3FN code 0x7F is NaN"],
           ct_fp8_tensors(codes=with_byte(CT_FP8_CODES, 16 + 9, 0x7F)), CT_FP8_Q, requantize=False)
-    dcase("ct_fp8_import_scale_nan", ["%s.weight_scale: row 2" % QP, "F32 scale 0x7FC00000 is NaN"],
+    dcase("ct_fp8_import_scale_nan", ["ckpt: %s.weight_scale: row 2" % QP, "F32 scale 0x7FC00000 is NaN"],
           ct_fp8_tensors(scale=le32s(0x3E800000, 0x3F000000, 0x7FC00000, 0x40000000)), CT_FP8_Q, requantize=False)
-    dcase("ct_fp8_import_scale_negative", ["%s.weight_scale: row 3" % QP, "F32 scale 0xC0000000 is negative"],
+    dcase("ct_fp8_import_scale_negative", ["ckpt: %s.weight_scale: row 3" % QP, "F32 scale 0xC0000000 is negative"],
           ct_fp8_tensors(scale=le32s(0x3E800000, 0x3F000000, 0x3F800000, 0xC0000000)), CT_FP8_Q, requantize=False)
     # ModelOpt FP8 per tensor: the one scale read as a value (requantize) and by the import when
-    # the plan is made (whose message names neither the file nor a position the user wrote)
+    # the plan is made (named with the checkpoint; quick mode's rule positions are its own)
     mo8 = [(QW, "F8_E4M3", [4, 16], CT_FP8_CODES), (QP + ".weight_scale", "F32", [], le32s(0x7FC00000))]
     mo8_hf = json.dumps({"quantization": {"quant_algo": "FP8"}})
     dcase("modelopt_fp8_scale_nan", [QF, "tensor '%s.weight_scale'" % QP, "block (0, 0) (rows 0..3, cols 0..15)",
                                      "scale 0x7FC00000 is NaN"], mo8, hf=mo8_hf)
     dcase("modelopt_fp8_import_scale_nan", ["tensor '%s' (F8_E4M3)" % QW,
-                                            "%s.weight_scale: F32 scale 0x7FC00000 is NaN" % QP],
+                                            "ckpt: %s.weight_scale: F32 scale 0x7FC00000 is NaN" % QP],
           mo8, hf=mo8_hf, requantize=False)
     dcase("ct_fp8_scale_zero", [QF, "tensor '%s.weight_scale'" % QP, "block (1, 0) (rows 1..1, cols 0..15)",
                                 "scale 0x00000000 is zero"],

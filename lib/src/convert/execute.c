@@ -108,7 +108,8 @@ nf_status nf_convert_member_rows(const plan_object *o, const plan_member *m, uin
             chunk.scales = scale_buf;
             chunk.scales_len = slen;
         }
-        NF_TRY(nf_import_rows(imp, &chunk, words, words_row, err));
+        /* the import names the tensor and the word; the checkpoint is named here */
+        NF_TRY_CTX(nf_import_rows(imp, &chunk, words, words_row, err), err, "%s", nf_source_path(src));
         /* GGUF sources have values of their own (ggml's dequantization) to compare with. */
         if (values) {
             if (m->t->ggml_type >= 0 && m->t->convertible)

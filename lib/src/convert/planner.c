@@ -538,7 +538,11 @@ static void plan_tensor(nf_plan *p, const plan_source *s, tensor_plan *tp, probl
     m->t = t;
     if (tp->method == NF_METHOD_IMPORT_ENCODED) {
         if (prepare_import(s, t, tp->q, tp->fmt, m, consumed, &e) != NF_OK) {
-            tensor_problem(probs, r, c, FIELD_METHOD, t, e.message);
+            /* a companion the import read (a scale) may be what is wrong: name the checkpoint */
+            char what[NF_ERROR_MESSAGE_MAX];
+            snprintf(what, sizeof what, "%s: %.*s", nf_source_path(s->src), (int)(sizeof what / 2),
+                     without_tensor(e.message, t->name));
+            tensor_problem(probs, r, c, FIELD_METHOD, t, what);
             return;
         }
         tp->rows = m->imp.rows;
