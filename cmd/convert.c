@@ -26,6 +26,7 @@ typedef struct convert_opts {
     nf_cli_recipe_args ra; /* --source, --allow-path, --allow-env */
     unsigned threads;
     bool has_max_file_bytes, dry_run, force, no_report, has_id, remove_stale, requantize;
+    char **rule_labels; /* quick mode: "--rule 'GLOB=FORMAT'" per --rule, for messages (freed by main) */
     uint64_t max_file_bytes, chunk_values;
     uint8_t artifact_id[16];
     /* scale-out (docs/scale-out.md) */
@@ -174,6 +175,17 @@ static void put_rule(FILE *f, const char *match, const char *dtype, int rank, in
     }
 }
 
+/* Quick mode's rules, in order: what it keeps as it is (by source dtype), the floats it gives
+ * --format, the quantized weights' rule, then each --rule. */
+static const struct {
+    const char *dtype, *format;
+} quick_keep[] = {{"BF16", "bf16"}, {"F32", "fp32"}, {"F16", "fp32"}, {"F64", "fp32"}, {"F8_E4M3", "bf16"},
+                  {"F8_E5M2", "bf16"}, {"I8", "int32"}, {"I16", "int32"}, {"I32", "int32"}, {"I64", "int32"},
+                  {"U8", "int32"}, {"U16", "int32"}, {"U32", "int32"}, {"BOOL", "int32"}};
+#define QUICK_KEEP (sizeof quick_keep / sizeof quick_keep[0])
+static const char *const quick_floats[] = {"BF16", "F32", "F16", "F64"};
+#define QUICK_FLOATS (sizeof quick_floats / sizeof quick_floats[0])
+
 /* The recipe quick mode stands for, as YAML text (the same parser and rules as a file). */
 static char *quick_recipe(const char *source, const convert_opts *o, size_t *len)
 {
@@ -190,17 +202,9 @@ static char *quick_recipe(const char *source, const convert_opts *o, size_t *len
     if (dot && dot != name) *dot = '\0';
     put_yaml_string(f, name);
     fputs("\ndefaults:\n  format: \"bf16\"\nrules:\n", f);
-    static const struct {
-        const char *dtype, *format;
-    } keep[] = {{"BF16", "bf16"}, {"F32", "fp32"}, {"F16", "fp32"}, {"F64", "fp32"}, {"F8_E4M3", "bf16"},
-                {"F8_E5M2", "bf16"}, {"I8", "int32"}, {"I16", "int32"}, {"I32", "int32"}, {"I64", "int32"},
-                {"U8", "int32"}, {"U16", "int32"}, {"U32", "int32"}, {"BOOL", "int32"}};
     const char *method = o->method ? o->method : nf_recipe_default_method(o->format);
-    for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++)
-        put_rule(f, "*", keep[i].dtype, -1, 0, keep[i].format, "cast_direct", true);
-    static const char *floats[] = {"BF16", "F32", "F16", "F64"};
-    for (size_t i = 0; i < sizeof floats / sizeof floats[0]; i++)
-        put_rule(f, "*", floats[i], 2, 0, o->format, method, true);
+    for (size_t i = 0; i < QUICK_KEEP; i++) put_rule(f, "*", quick_keep[i].dtype, -1, 0, quick_keep[i].format, "cast_direct", true);
+    for (size_t i = 0; i < QUICK_FLOATS; i++) put_rule(f, "*", quick_floats[i], 2, 0, o->format, method, true);
     /* Quantized weights of a checkpoint dialect (docs/dialects.md): imported as they are into the
      * format that holds their words, or, with --requantize, given FORMAT from their values. */
     if (o->requantize) put_rule(f, "*", NULL, -1, 1, o->format, method, true);
@@ -219,6 +223,34 @@ static char *quick_recipe(const char *source, const convert_opts *o, size_t *len
         return NULL;
     }
     return text;
+}
+
+/* Messages name what the command line said, not lines of the recipe quick mode wrote: one label
+ * per rule of quick_recipe, in its order (the keep rules, the float rules, the quantized weights'
+ * rule, then each --rule). */
+static void label_quick_rules(nf_recipe *r, const convert_opts *o)
+{
+    static char format_label[200];
+    static const char keep_label[] = "quick mode (the tensors it keeps as they are)";
+    static const char import_label[] = "quick mode (quantized weights imported as they are; --requantize gives "
+                                       "them --format)";
+    static const char requant_label[] = "quick mode (--requantize: quantized weights given --format)";
+    snprintf(format_label, sizeof format_label, "quick mode (--format %.64s%s%.64s for rank-2 float tensors)",
+             o->format, o->method ? " --method " : "", o->method ? o->method : "");
+    r->defaults_label = "quick mode (bf16 for the other tensors)";
+    size_t i = 0;
+    for (; i < r->nrules && i < QUICK_KEEP; i++) r->rules[i].label = keep_label;
+    for (; i < r->nrules && i < QUICK_KEEP + QUICK_FLOATS; i++) r->rules[i].label = format_label;
+    if (i < r->nrules) r->rules[i++].label = o->requantize ? requant_label : import_label;
+    for (size_t k = 0; i < r->nrules && k < o->nrules && o->rule_labels; i++, k++)
+        r->rules[i].label = o->rule_labels[k];
+}
+
+static void free_rule_labels(convert_opts *o)
+{
+    for (size_t k = 0; o->rule_labels && k < o->nrules; k++) free(o->rule_labels[k]);
+    free(o->rule_labels);
+    o->rule_labels = NULL;
 }
 
 /* ---------------------------------------------------------------- progress and signals */
@@ -460,6 +492,14 @@ static int build_plan(const nf_cli *cli, convert_opts *opts, bool warn, nf_recip
         if (!text) return nf_cli_error(cli, NF_ERR_NOMEM, "out of memory");
         nf_status st = nf_recipe_parse(text, len, "(quick mode)", NULL, recipe, &err);
         free(text);
+        if (st == NF_OK && opts->nrules && !opts->rule_labels && (opts->rule_labels = calloc(opts->nrules, sizeof(char *))))
+            for (size_t k = 0; k < opts->nrules; k++)
+            {
+                int n = snprintf(NULL, 0, "--rule '%s'", nf_cli_line(opts->rules[k]).s);
+                if (n > 0 && (opts->rule_labels[k] = malloc((size_t)n + 1)) != NULL)
+                    snprintf(opts->rule_labels[k], (size_t)n + 1, "--rule '%s'", nf_cli_line(opts->rules[k]).s);
+            }
+        if (st == NF_OK) label_quick_rules(*recipe, opts);
         /* SOURCE is the command line's: given as --source base=SOURCE would be */
         if (st == NF_OK) st = nf_recipe_set_source(*recipe, "base", cli->positional[0], &err);
         if (st != NF_OK) return nf_cli_report(cli, &err);
@@ -656,6 +696,7 @@ static int plan_mode(const nf_cli *cli, const convert_opts *given)
 out:
     nf_plan_free(plan);
     nf_recipe_free(recipe);
+    free_rule_labels(&opts);
     if (sub_parsed) nf_cli_free(&sub);
     free(opts.rules);
     nf_cli_recipe_args_free(&opts.ra);
@@ -752,6 +793,7 @@ int main(int argc, char **argv)
 out:
     nf_plan_free(plan);
     nf_recipe_free(recipe);
+    free_rule_labels(&opts);
     nf_cli_free(&cli);
     free(opts.rules);
     nf_cli_recipe_args_free(&opts.ra);

@@ -100,6 +100,11 @@ run 1 "$bin/ninfer-convert" "$work/d/deepseek" -o "$work/r/x.ninfer" --format q8
 contains "$work/err" "'model.layers.0.mlp.down_proj.weight'"
 contains "$work/err" "deepseek_fp8"
 contains "$work/err" "model.layers.1.self_attn.o_proj.weight" # every such tensor is listed
+# quick mode's problems name the command line's part, not a line of the recipe it stands for
+contains "$work/err" "quick mode (quantized weights imported as they are; --requantize gives them --format): tensor"
+lacks "$work/err" "(quick mode):1"
+run 1 "$bin/ninfer-convert" "$work/d/ct_fp8" -o "$work/r/x.ninfer" --format q8_g32_fp16 --rule 'nothere.*=fp32'
+contains "$work/err" "--rule 'nothere.*=fp32': selector 'nothere.*' matches no tensor"
 # a recipe: the natural method of a format is no permission; a rule naming it is
 printf 'recipe: 1\nsources:\n  base: %s\ndefaults: {format: q8_g32_fp16}\n' "$work/d/deepseek" >"$work/r1.yaml"
 run 1 "$bin/ninfer-convert" -r "$work/r1.yaml" -o "$work/r1.ninfer"

@@ -96,6 +96,10 @@ typedef struct nf_recipe_rule {
     /* when.quantized: -1 no predicate; 1 only the weights a checkpoint stores quantized, in one
      * of the dialects of docs/dialects.md; 0 only the others.  Added last. */
     int when_quantized;
+    /* Where a rule the command line made came from ("--rule 'lm_head.*=q8_g32_fp16'"), named in
+     * messages in place of "FILE:LINE:COL: rules[i]"; NULL for a recipe's own rule.  Borrowed:
+     * it must outlive the recipe (quick mode's rules, cmd/convert.c). */
+    const char *label;
 } nf_recipe_rule;
 
 typedef struct nf_recipe_group {
@@ -128,6 +132,9 @@ typedef struct nf_recipe {
      * (input_scale, input_global_scale; docs/dialects.md) tensors the rules see; "drop" (the
      * default) leaves them out.  Added last. */
     bool keep_activation_scales;
+    /* Named in messages in place of "FILE:LINE:COL: defaults.format" (and .method) when the
+     * command line made the recipe, like nf_recipe_rule.label; NULL otherwise.  Borrowed. */
+    const char *defaults_label;
 } nf_recipe;
 
 /* What the command line allows a recipe (docs/security.md 1.3; docs/security.md 7.1, F2).

@@ -91,8 +91,10 @@ static void choice_origin(const nf_recipe *r, const nf_recipe_choice *c, choice_
             break;
         }
         if (r->default_method) {
-            snprintf(buf, size, "%s:%d:%d: defaults.method", path, r->default_method_pos.line,
-                     r->default_method_pos.col);
+            if (r->defaults_label) snprintf(buf, size, "%s", r->defaults_label);
+            else
+                snprintf(buf, size, "%s:%d:%d: defaults.method", path, r->default_method_pos.line,
+                         r->default_method_pos.col);
             return;
         }
         /* the format's natural method */
@@ -114,8 +116,10 @@ static void choice_origin(const nf_recipe *r, const nf_recipe_choice *c, choice_
             break;
         }
         if (r->default_format_pos.line > 0) {
-            snprintf(buf, size, "%s:%d:%d: defaults.format", path, r->default_format_pos.line,
-                     r->default_format_pos.col);
+            if (r->defaults_label) snprintf(buf, size, "%s", r->defaults_label);
+            else
+                snprintf(buf, size, "%s:%d:%d: defaults.format", path, r->default_format_pos.line,
+                         r->default_format_pos.col);
             return;
         }
         /* the default format bf16 */
@@ -127,6 +131,10 @@ static void choice_origin(const nf_recipe *r, const nf_recipe_choice *c, choice_
             break;
         }
         snprintf(buf, size, "%s: (no rule matches the tensor)", path);
+        return;
+    }
+    if (r->rules[ri].label) {
+        snprintf(buf, size, "%s", r->rules[ri].label);
         return;
     }
     if (pos.line <= 0) pos = r->rules[ri].pos;

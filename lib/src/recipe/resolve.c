@@ -145,8 +145,11 @@ static void collect(resolver *rs, size_t idx, uint32_t rule_stamp)
 static void note_unmatched(resolver *rs, const nf_recipe_rule *rule, size_t ri, const char *selector)
 {
     char entry[400];
-    int k = snprintf(entry, sizeof entry, "%s%s:%d:%d: selector '%s' (rules[%zu]) matches no tensor",
-                     rs->unmatched ? "; " : "", label(rs->r), rule->pos.line, rule->pos.col, selector, ri);
+    int k = rule->label ? snprintf(entry, sizeof entry, "%s%s: selector '%s' matches no tensor",
+                                   rs->unmatched ? "; " : "", rule->label, selector)
+                        : snprintf(entry, sizeof entry, "%s%s:%d:%d: selector '%s' (rules[%zu]) matches no tensor",
+                                   rs->unmatched ? "; " : "", label(rs->r), rule->pos.line, rule->pos.col, selector,
+                                   ri);
     rs->unmatched++;
     size_t len = k < 0 ? 0 : (size_t)k >= sizeof entry ? sizeof entry - 1 : (size_t)k;
     /* keep room for the "; and N more" tail */
