@@ -48,43 +48,27 @@ static size_t scale_size(const nf_source_tensor *t)
     return t->dtype == NF_ST_F32 ? 4 : t->dtype == NF_ST_F8_E4M3 ? 1 : 2;
 }
 
+/* The bit fields of a scale word: its sign, its exponent (all ones: not finite, except for
+ * E4M3FN, whose only such words are NaN) and its mantissa. */
+typedef struct scale_bits {
+    uint32_t sign, exponent, mantissa;
+    bool has_infinity;
+} scale_bits;
+
 /* The scale word w of the scale tensor's dtype as binary32, or NULL's why it is refused. */
 static const char *scale_value(nf_st_dtype dtype, uint32_t w, float *out)
 {
-    bool nonfinite, nan, negative, zero;
-    switch (dtype) {
-    case NF_ST_F32:
-        nonfinite = (w & 0x7F800000u) == 0x7F800000u;
-        nan = nonfinite && (w & 0x007FFFFFu);
-        negative = w & 0x80000000u;
-        zero = (w & 0x7FFFFFFFu) == 0;
-        *out = f32_of(w);
-        break;
-    case NF_ST_BF16:
-        nonfinite = (w & 0x7F80u) == 0x7F80u;
-        nan = nonfinite && (w & 0x007Fu);
-        negative = w & 0x8000u;
-        zero = (w & 0x7FFFu) == 0;
-        *out = nf_bf16_to_f32((uint16_t)w);
-        break;
-    case NF_ST_F16:
-        nonfinite = (w & 0x7C00u) == 0x7C00u;
-        nan = nonfinite && (w & 0x03FFu);
-        negative = w & 0x8000u;
-        zero = (w & 0x7FFFu) == 0;
-        *out = nf_f16_to_f32((uint16_t)w);
-        break;
-    default: /* E4M3FN */
-        nonfinite = (w & 0x7Fu) == 0x7Fu;
-        nan = nonfinite; /* E4M3FN has no infinity */
-        negative = w & 0x80u;
-        zero = (w & 0x7Fu) == 0;
-        *out = nf_e4m3fn_to_f32((uint8_t)w);
-        break;
-    }
-    if (nonfinite) return nan ? "NaN" : "infinite";
-    if (zero) return negative ? "-0" : "zero";
-    if (negative) return "negative";
+    static const scale_bits f32 = {0x80000000u, 0x7F800000u, 0x007FFFFFu, true},
+                            bf16 = {0x8000u, 0x7F80u, 0x007Fu, true}, f16 = {0x8000u, 0x7C00u, 0x03FFu, true},
+                            e4m3 = {0x80u, 0x7Fu, 0u, false}; /* E4M3FN: 0x7F / 0xFF are its NaNs */
+    const scale_bits *b = dtype == NF_ST_F32 ? &f32 : dtype == NF_ST_BF16 ? &bf16 : dtype == NF_ST_F16 ? &f16 : &e4m3;
+    *out = dtype == NF_ST_F32    ? f32_of(w)
+           : dtype == NF_ST_BF16 ? nf_bf16_to_f32((uint16_t)w)
+           : dtype == NF_ST_F16  ? nf_f16_to_f32((uint16_t)w)
+                                 : nf_e4m3fn_to_f32((uint8_t)w);
+    if ((w & b->exponent) == b->exponent) return b->has_infinity && !(w & b->mantissa) ? "infinite" : "NaN";
+    if ((w & (b->exponent | b->mantissa)) == 0) return w & b->sign ? "-0" : "zero";
+    if (w & b->sign) return "negative";
     return NULL;
 }
 
