@@ -183,12 +183,6 @@ static char *xstrdup(const char *s)
     return s ? strdup(s) : NULL;
 }
 
-static bool ends_with(const char *s, const char *suffix)
-{
-    size_t n = strlen(s), k = strlen(suffix);
-    return n >= k && strcmp(s + n - k, suffix) == 0;
-}
-
 size_t nf_plan_object_count(const nf_plan *p) { return p->nobjects; }
 
 void nf_plan_free(nf_plan *p)
@@ -318,18 +312,6 @@ static nf_import_tensor import_tensor(const nf_source_tensor *t)
     return (nf_import_tensor){t->name, t->type_name, t->ggml_type, t->rank, t->shape};
 }
 
-/* "<p>.<suffix>" of the tensor named "<p>.<own>", or NULL. */
-static const nf_source_tensor *companion(const nf_source *src, const char *name, const char *own, const char *suffix)
-{
-    if (!ends_with(name, own)) return NULL;
-    size_t stem = strlen(name) - strlen(own);
-    char buf[2048];
-    if (stem + strlen(suffix) + 1 > sizeof buf) return NULL;
-    memcpy(buf, name, stem);
-    strcpy(buf + stem, suffix);
-    return nf_source_find(src, buf);
-}
-
 /* The format that holds a quantized weight's words exactly (import_encoded, docs/dialects.md), or
  * NULL when none does. */
 static const char *import_target(const nf_qweight *q)
@@ -383,76 +365,37 @@ static nf_status read_scalar(const nf_source *src, const nf_source_tensor *t, vo
     return nf_source_read_bytes(src, t, 0, buf, *len, err);
 }
 
-/* Prepare member m for import_encoded into fmt.  *consumed receives up to 4 companion tensors
- * that the import reads, so that they are not converted on their own. */
+/* Prepare member m for import_encoded into fmt (checked against the weight's dialect by
+ * check_quantized_import first).  A safetensors source imports only a quantized weight, whose
+ * companions the dialect scan found (docs/dialects.md). */
 static nf_status prepare_import(const plan_source *s, const nf_source_tensor *t, const nf_qweight *q,
-                                const nf_format *fmt, plan_member *m, const nf_source_tensor **consumed, nf_error *err)
+                                const nf_format *fmt, plan_member *m, nf_error *err)
 {
     const nf_source *src = s->src;
     nf_import_tensor it = import_tensor(t);
     if (t->ggml_type >= 0) return nf_import_init_gguf(&m->imp, fmt, &it, err);
-    if (q) NF_TRY(check_quantized_import(t, q, fmt, err));
+    if (!q)
+        return nf_error_set(err, NF_ERR_INVALID,
+                            "tensor '%s': import_encoded needs a GGUF block tensor or a quantized weight with its "
+                            "companions (its scales, docs/dialects.md), and this %s tensor has none: no import into %s",
+                            t->name, t->type_name, fmt->name);
+    nf_import_tensor is = import_tensor(q->scale);
+    uint8_t bytes[4];
+    size_t len = 0;
     if (fmt->category == NF_CAT_NVFP4) {
-        const nf_source_tensor *scales = NULL, *scalar = NULL, *input = NULL;
-        nf_import_kind kind;
-        /* ModelOpt names a weight's codes <p>.weight, compressed-tensors <p>.weight_packed; both
-         * read <p>.weight_scale.  A checkpoint holding both for one <p> would be imported twice,
-         * each time with a scale tensor of unknown convention (docs/security.md 7.1, M9): it is ambiguous,
-         * whichever of the two the rules select. */
-        const nf_source_tensor *other = companion(src, t->name, ".weight", ".weight_packed");
-        if (!other) other = companion(src, t->name, ".weight_packed", ".weight");
-        if (other)
-            return nf_error_set(err, NF_ERR_INVALID,
-                                "tensor '%s' and tensor '%s' both hold NVFP4 codes of one weight (ModelOpt names "
-                                "them <p>.weight, compressed-tensors <p>.weight_packed, and both share "
-                                "<p>.weight_scale): the checkpoint is ambiguous; keep one of the two conventions",
-                                t->name, other->name);
-        if ((scales = companion(src, t->name, ".weight_packed", ".weight_scale")) != NULL) {
-            kind = NF_IMPORT_NVFP4_COMPRESSED;
-            scalar = companion(src, t->name, ".weight_packed", ".weight_global_scale");
-            input = companion(src, t->name, ".weight_packed", ".input_global_scale");
-        } else if ((scales = companion(src, t->name, ".weight", ".weight_scale")) != NULL) {
-            kind = NF_IMPORT_NVFP4_MODELOPT;
-            scalar = companion(src, t->name, ".weight", ".weight_scale_2");
-            input = companion(src, t->name, ".weight", ".input_scale");
-        } else {
-            return nf_error_set(err, NF_ERR_INVALID,
-                                "tensor '%s': nvfp4 import needs its companions: <p>.weight_scale and "
-                                "<p>.weight_scale_2 (ModelOpt) or <p>.weight_packed, <p>.weight_scale and "
-                                "<p>.weight_global_scale (compressed-tensors)",
-                                t->name);
-        }
-        if (!scalar)
-            return nf_error_set(err, NF_ERR_INVALID, "tensor '%s': its %s is missing", t->name,
-                                kind == NF_IMPORT_NVFP4_MODELOPT ? "weight_scale_2" : "weight_global_scale");
-        uint8_t bytes[4];
-        size_t len = 0;
-        NF_TRY(read_scalar(src, scalar, bytes, &len, err));
-        nf_import_tensor is = import_tensor(scales), ic = import_tensor(scalar);
+        nf_import_tensor ic = import_tensor(q->global);
+        NF_TRY(read_scalar(src, q->global, bytes, &len, err));
+        nf_import_kind kind = q->dialect == NF_DIALECT_MODELOPT_NVFP4 ? NF_IMPORT_NVFP4_MODELOPT : NF_IMPORT_NVFP4_COMPRESSED;
         NF_TRY(nf_import_init_nvfp4(&m->imp, kind, &it, &is, &ic, bytes, len, err));
-        m->scale_t = scales;
-        consumed[0] = scales;
-        consumed[1] = scalar;
-        consumed[2] = input;
+        m->scale_t = q->scale;
         return NF_OK;
     }
-    if (fmt->category == NF_CAT_FP8_ROW) {
-        const nf_source_tensor *scales = companion(src, t->name, ".weight", ".weight_scale");
-        if (!scales)
-            return nf_error_set(err, NF_ERR_INVALID, "tensor '%s': fp8 import needs <p>.weight_scale", t->name);
-        uint8_t bytes[4];
-        size_t len = 0;
-        bool per_tensor = scales->elements == 1;
-        if (per_tensor) NF_TRY(read_scalar(src, scales, bytes, &len, err));
-        nf_import_tensor is = import_tensor(scales);
-        NF_TRY(nf_import_init_fp8(&m->imp, fmt, &it, &is, per_tensor ? bytes : NULL, len, err));
-        if (!per_tensor) m->scale_t = scales;
-        consumed[0] = scales;
-        consumed[1] = companion(src, t->name, ".weight", ".input_scale");
-        return NF_OK;
-    }
-    return nf_error_set(err, NF_ERR_INVALID, "tensor '%s' (%s): import_encoded has no import into %s", t->name,
-                        t->type_name, fmt->name);
+    /* fp8 rows: a per-tensor scale is read now, per-row scales with each chunk */
+    bool per_tensor = q->scale->elements == 1;
+    if (per_tensor) NF_TRY(read_scalar(src, q->scale, bytes, &len, err));
+    NF_TRY(nf_import_init_fp8(&m->imp, fmt, &it, &is, per_tensor ? bytes : NULL, len, err));
+    if (!per_tensor) m->scale_t = q->scale;
+    return NF_OK;
 }
 
 /* ---------------------------------------------------------------- one tensor object */
@@ -467,7 +410,7 @@ typedef struct tensor_plan {
     plan_member member;
     uint64_t rows, cols;
     bool ok;
-    bool consumed;
+    bool consumed;                   /* a companion of a quantized weight: never a tensor of its own */
     int group;                       /* index into recipe groups, -1 */
 } tensor_plan;
 
@@ -494,16 +437,15 @@ static nf_status method_params(nf_plan *p, const nf_recipe_choice *c, const nf_s
 }
 
 static void plan_tensor(nf_plan *p, const plan_source *s, tensor_plan *tp, problems *probs,
-                        const nf_source_tensor **consumed)
+                        const nf_source_tensor **companions)
 {
     const nf_source_tensor *t = tp->t;
     const nf_recipe_choice *c = tp->c;
     const nf_recipe *r = p->recipe;
     nf_error e;
     /* import_encoded with no rule choosing the format: the format that holds the words */
-    const char *format = c->format;
-    if (c->format_rule < 0 && c->method && !strcmp(c->method, "import_encoded") && natural_import_format(t, tp->q))
-        format = natural_import_format(t, tp->q);
+    const char *format = c->format, *natural = natural_import_format(t, tp->q);
+    if (c->format_rule < 0 && c->method && !strcmp(c->method, "import_encoded") && natural) format = natural;
     if (nf_format_find(format, &tp->fmt, &e) != NF_OK) {
         tensor_problem(probs, r, c, FIELD_FORMAT, t, e.message);
         return;
@@ -545,7 +487,7 @@ static void plan_tensor(nf_plan *p, const plan_source *s, tensor_plan *tp, probl
     m->source = s;
     m->t = t;
     if (tp->method == NF_METHOD_IMPORT_ENCODED) {
-        if (prepare_import(s, t, tp->q, tp->fmt, m, consumed, &e) != NF_OK) {
+        if (prepare_import(s, t, tp->q, tp->fmt, m, &e) != NF_OK) {
             /* a companion the import read (a scale) may be what is wrong: name the checkpoint */
             char what[NF_ERROR_MESSAGE_MAX];
             snprintf(what, sizeof what, "%s: %.*s", nf_source_path(s->src), (int)(sizeof what / 2),
@@ -577,10 +519,6 @@ static void plan_tensor(nf_plan *p, const plan_source *s, tensor_plan *tp, probl
         m->q = q;
         m->raw = false;
         m->src_type = NF_SRC_F32;
-        consumed[0] = q->scale;
-        consumed[1] = q->global;
-        consumed[2] = q->zero_point;
-        consumed[3] = q->shape_tensor;
         if (method_params(p, c, t, tp->cols, &tp->params, &e) != NF_OK ||
             nf_method_check_params(tp->method, &tp->params, tp->cols, &e) != NF_OK) {
             tensor_problem(probs, r, c, c->with ? FIELD_WITH : FIELD_METHOD, t, e.message);
@@ -607,19 +545,26 @@ static void plan_tensor(nf_plan *p, const plan_source *s, tensor_plan *tp, probl
         }
     }
     m->rows = tp->rows;
+    if (tp->q) {
+        /* the companions its words or values are read with (the content digest reads them) */
+        companions[0] = tp->q->scale;
+        companions[1] = tp->q->global;
+        companions[2] = tp->q->zero_point;
+        companions[3] = tp->q->shape_tensor;
+    }
     tp->ok = true;
 }
 
 /* ---------------------------------------------------------------- re-encoded sources */
 /* What an object does to a source tensor that is already encoded, when it does not import it
- * (docs/security.md 7.1, M5: quick mode turns GGUF block tensors into bf16 and F8 weights into bf16 without a
- * word).  A GGUF block tensor is read through ggml's dequantization and encoded again: lossy
- * unless the format is fp32, and import_encoded into its gguf_* format keeps the blocks exactly.
- * An F8 tensor's codes widen exactly to bf16 and fp32, but they are not the weight's values when
- * a <p>.weight_scale companion exists (it is not applied); any other format quantizes them again.
- * Writes the note into buf and returns true when there is one. */
-static bool reencode_note(const nf_source *src, const nf_source_tensor *t, const nf_format *fmt, nf_method_id method,
-                          char *buf, size_t size)
+ * (docs/security.md 7.1, M5: quick mode turned GGUF block tensors into bf16 without a word).  A
+ * GGUF block tensor is read through ggml's dequantization and encoded again: lossy unless the
+ * format is fp32, and import_encoded into its gguf_* format keeps the blocks exactly.  An F8
+ * tensor without a scale (an F8 weight with one is a quantized weight, whose note set_note
+ * writes) widens exactly to bf16 and fp32; any other format quantizes its codes again.  Writes
+ * the note into buf and returns true when there is one. */
+static bool reencode_note(const nf_source_tensor *t, const nf_format *fmt, nf_method_id method, char *buf,
+                          size_t size)
 {
     if (method == NF_METHOD_IMPORT_ENCODED) return false;
     bool exact_fp32 = fmt->id == NF_FMT_FP32;
@@ -630,24 +575,14 @@ static bool reencode_note(const nf_source *src, const nf_source_tensor *t, const
             snprintf(buf + k, size - (size_t)k, " (import_encoded into %s keeps the blocks exactly)", t->format->name);
         return true;
     }
-    if (t->dtype == NF_ST_F8_E4M3 || t->dtype == NF_ST_F8_E5M2) {
-        const nf_source_tensor *scale = companion(src, t->name, ".weight", ".weight_scale");
-        bool widened = exact_fp32 || fmt->id == NF_FMT_BF16;
-        if (!widened)
-            snprintf(buf, size, "requantized from %s codes%s%s%s", t->type_name,
-                     scale ? " (their scale tensor '" : "", scale ? scale->name : "", scale ? "' is not applied)" : "");
-        else if (scale)
-            snprintf(buf, size, "%s codes widened to %s; their scale tensor '%s' is not applied (an fp8 row format "
-                     "with import_encoded applies it)", t->type_name, fmt->name, scale->name);
-        else
-            return false;
+    if ((t->dtype == NF_ST_F8_E4M3 || t->dtype == NF_ST_F8_E5M2) && !exact_fp32 && fmt->id != NF_FMT_BF16) {
+        snprintf(buf, size, "requantized from %s codes", t->type_name);
         return true;
     }
     return false;
 }
 
-static void set_note(plan_object *o, const nf_source *src, const nf_source_tensor *t, const nf_qweight *q,
-                     problems *probs)
+static void set_note(plan_object *o, const nf_source_tensor *t, const nf_qweight *q, problems *probs)
 {
     char note[NF_ERROR_MESSAGE_MAX / 2];
     if (q) {
@@ -661,7 +596,7 @@ static void set_note(plan_object *o, const nf_source *src, const nf_source_tenso
         if (!(o->dialect = strdup(what)) || !(o->note = strdup(note))) probs->nomem = true;
         return;
     }
-    if (!reencode_note(src, t, o->g.format, o->method, note, sizeof note)) return;
+    if (!reencode_note(t, o->g.format, o->method, note, sizeof note)) return;
     if (!(o->note = strdup(note))) probs->nomem = true;
 }
 
@@ -851,21 +786,17 @@ static void add_group(nf_plan *p, size_t cap, const nf_recipe_group *grp, tensor
                         "checkpoint", path, mp.line, mp.col, gi, k, grp->id, grp->members[k]);
             ok = false;
         } else if (mem[k]->consumed) {
-            add_problem(probs, "%s:%d:%d: groups[%zu].members[%zu]: group '%s': member '%s' is a companion that an "
-                        "import or a quantized weight reads (a scale), not a tensor of its own", path, mp.line,
-                        mp.col, gi, k, grp->id, grp->members[k]);
+            /* (checked first: a companion is skipped too) */
+            add_problem(probs, "%s:%d:%d: groups[%zu].members[%zu]: group '%s': member '%s' is a companion of a "
+                        "quantized weight (a scale), not a tensor of its own", path, mp.line, mp.col, gi, k, grp->id,
+                        grp->members[k]);
             ok = false;
         } else if (mem[k]->c->skip) {
-            /* (checked first: a skipped tensor is never planned, so it is not ok either) */
+            /* (checked before ok: a skipped tensor is never planned, so it is not ok either) */
             char where[NF_ERROR_MESSAGE_MAX / 4];
             choice_origin(p->recipe, mem[k]->c, FIELD_RULE, where, sizeof where);
             add_problem(probs, "%s:%d:%d: groups[%zu].members[%zu]: group '%s': member '%s' is skipped by the rules "
                         "(last matched by %s)", path, mp.line, mp.col, gi, k, grp->id, grp->members[k], where);
-            ok = false;
-        } else if (mem[k]->consumed) {
-            add_problem(probs, "%s:%d:%d: groups[%zu].members[%zu]: group '%s': member '%s' is a companion that an "
-                        "import reads (a scale), not a tensor of its own", path, mp.line, mp.col, gi, k, grp->id,
-                        grp->members[k]);
             ok = false;
         } else if (!mem[k]->ok) {
             ok = false; /* its own problem is already listed */
@@ -943,7 +874,7 @@ static void add_group(nf_plan *p, size_t cap, const nf_recipe_group *grp, tensor
     if (st != NF_OK)
         add_problem(probs, "%s:%d:%d: groups[%zu]: group '%s': %s", path, gp.line, gp.col, gi, grp->id, e.message);
     else
-        set_note(o, first->member.source->src, first->t, first->q, probs);
+        set_note(o, first->t, first->q, probs);
 done:
     free(mem);
 }
@@ -973,7 +904,7 @@ static void add_single(nf_plan *p, size_t cap, tensor_plan *tp, problems *probs)
         tensor_problem(probs, p->recipe, tp->c, FIELD_FORMAT, tp->t, e.message);
         return;
     }
-    set_note(o, tp->member.source->src, tp->t, tp->q, probs);
+    set_note(o, tp->t, tp->q, probs);
     if (o->g.format->category == NF_CAT_NVFP4) {
         o->divisors = calloc(1, sizeof *o->divisors);
         if (!o->divisors) probs->nomem = true;
@@ -1014,7 +945,7 @@ nf_status nf_plan_build(const nf_recipe *recipe, nf_plan **out, nf_error *err)
     nf_recipe_choice *choices = calloc(2 * (n ? n : 1), sizeof *choices); /* [n, 2n): the visible ones' */
     size_t *visible = calloc(n ? n : 1, sizeof *visible);
     tensor_plan *tps = calloc(n ? n : 1, sizeof *tps);
-    const nf_source_tensor **consumed = calloc(8 * (n ? n : 1), sizeof *consumed);
+    const nf_source_tensor **consumed = calloc(4 * (n ? n : 1), sizeof *consumed); /* 4 per tensor */
     size_t cap = n + 64 + 16;
     for (size_t i = 0; i < recipe->ncomponents; i++) cap += recipe->components[i].nresources;
     p->objects = calloc(cap, sizeof *p->objects);
@@ -1049,34 +980,22 @@ nf_status nf_plan_build(const nf_recipe *recipe, nf_plan **out, nf_error *err)
     for (size_t i = 0; i < n; i++) choices[i] = (nf_recipe_choice){.skip = true, .rule = -1};
     for (size_t j = 0; j < nv; j++) choices[visible[j]] = choices[n + j];
 
-    /* Imports first, so that the companions they consume are known (sorted for lookups). */
-    for (size_t pass = 0; pass < 2; pass++) {
-        if (pass == 1) qsort(consumed, 4 * n, sizeof *consumed, compare_ptr);
-        for (size_t i = 0; i < n; i++) {
-            tps[i].c = &choices[i];
-            if (choices[i].skip || tps[i].consumed) continue;
-            bool is_import = choices[i].method && strcmp(choices[i].method, "import_encoded") == 0;
-            if ((pass == 0) != is_import) continue;
-            if (pass == 1 && bsearch(&tps[i].t, consumed, 4 * n, sizeof *consumed, compare_ptr)) {
-                tps[i].consumed = true;
-                continue;
-            }
-            /* the second pass's companions (a requantized weight's) go after the sorted ones */
-            plan_tensor(p, base, &tps[i], &probs, consumed + 4 * (pass * n + i));
-        }
+    for (size_t i = 0; i < n; i++) {
+        tps[i].c = &choices[i];
+        if (!choices[i].skip && !tps[i].consumed) plan_tensor(p, base, &tps[i], &probs, consumed + 4 * i);
     }
-    qsort(consumed, 8 * n, sizeof *consumed, compare_ptr);
     if (probs.count || probs.nomem) {
         st = problems_error(&probs, recipe->path, err);
         goto done;
     }
-    /* the companions the imports read (sorted above), once each, for the content digest */
-    p->companions = malloc(8 * (n ? n : 1) * sizeof *p->companions);
+    /* the companions the quantized weights are read with, once each, for the content digest */
+    qsort(consumed, 4 * n, sizeof *consumed, compare_ptr);
+    p->companions = malloc(4 * (n ? n : 1) * sizeof *p->companions);
     if (!p->companions) {
         st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
         goto done;
     }
-    for (size_t i = 0; i < 8 * n; i++)
+    for (size_t i = 0; i < 4 * n; i++)
         if (consumed[i] && (p->ncompanions == 0 || p->companions[p->ncompanions - 1] != consumed[i]))
             p->companions[p->ncompanions++] = consumed[i];
 
