@@ -334,7 +334,7 @@ static void print_plan(const json_t *plan)
 }
 
 /* One warning line when the plan re-encodes tensors that are already encoded (GGUF blocks, F8
- * codes): quick mode does it by default, and it is lossy or drops a scale (docs/security.md 7.1, M5); each
+ * codes without a scale): quick mode does it by default, and it is lossy (docs/security.md 7.1, M5); each
  * object's note says what (--dry-run's note column, "note" in --json). */
 static void warn_reencoded(const nf_cli *cli, const json_t *plan)
 {
@@ -349,8 +349,8 @@ static void warn_reencoded(const nf_cli *cli, const json_t *plan)
     }
     if (n)
         nf_cli_warn(cli, "%zu tensor%s already encoded in the checkpoint (GGUF blocks, F8 codes) %s encoded again "
-                    "instead of imported: lossy, or without its scale (first: '%s'; see the note column of --dry-run "
-                    "and docs/ninfer-convert.md)", n, n == 1 ? "" : "s", n == 1 ? "is" : "are", first);
+                    "instead of imported: lossy (first: '%s'; see the note column of --dry-run and "
+                    "docs/ninfer-convert.md)", n, n == 1 ? "" : "s", n == 1 ? "is" : "are", first);
 }
 
 /* ---------------------------------------------------------------- stale files */

@@ -62,6 +62,11 @@ static int cmp_entry(const void *a, const void *b)
     return x->comp - y->comp;
 }
 
+static bool same_stem(const entry *a, const entry *b)
+{
+    return a->stem == b->stem && memcmp(a->name, b->name, a->stem) == 0;
+}
+
 typedef struct module {
     char *name;                       /* the module ("model.layers.0.mlp.down_proj") */
     const nf_source_tensor *t[C_COUNT];
@@ -461,8 +466,6 @@ static nf_status check_decl_kind(const nf_dialects *d, const nf_qweight *q, nf_e
 static nf_status resolve_module(nf_dialects *d, const module *m, nf_error *err)
 {
     const nf_source_tensor *const *t = m->t;
-    size_t nt = nf_source_tensor_count(d->src);
-    (void)nt;
     bool has_quant = t[C_SCALE] || t[C_SCALE_INV] || t[C_SCALE_2] || t[C_GLOBAL] || t[C_ZERO] || t[C_SHAPE];
     const nf_source_tensor *w = t[C_WEIGHT], *p = t[C_PACKED];
     if (!w && !p) {
@@ -581,17 +584,15 @@ nf_status nf_dialects_scan(const nf_source *src, nf_dialects **out, nf_error *er
         es[ne++] = (entry){t->name, (size_t)(dot - t->name), c, i};
     }
     if (st == NF_OK) qsort(es, ne, sizeof *es, cmp_entry);
-    /* one module per run of entries with the same stem; the weights are at most one per module */
+    /* one module per run of entries with the same stem, at most one weight each */
     size_t nmod = 0;
-    for (size_t i = 0; i < ne; i++)
-        if (i == 0 || cmp_entry(&(entry){es[i].name, es[i].stem, 0, 0}, &(entry){es[i - 1].name, es[i - 1].stem, 0, 0}))
-            nmod++;
+    for (size_t i = 0; i < ne; i++) nmod += i == 0 || !same_stem(&es[i], &es[i - 1]);
     if (st == NF_OK && !(d->weights = calloc(nmod ? nmod : 1, sizeof *d->weights)))
         st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
     for (size_t i = 0; st == NF_OK && i < ne;) {
         size_t j = i;
         module m = {0};
-        while (j < ne && es[j].stem == es[i].stem && memcmp(es[j].name, es[i].name, es[i].stem) == 0) {
+        while (j < ne && same_stem(&es[j], &es[i])) {
             m.t[es[j].comp] = nf_source_tensor_at(src, es[j].index);
             m.index[es[j].comp] = es[j].index;
             j++;
