@@ -315,10 +315,11 @@ static json_t *qweight_json(const nf_qweight *q)
     char what[256];
     nf_qweight_describe(q, what, sizeof what);
     json_t *comps = json_array();
-    const nf_source_tensor *c[] = {q->scale, q->global, q->zero_point, q->shape_tensor, q->activation[0],
-                                   q->activation[1]};
-    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
-        if (c[i]) json_array_append_new(comps, nf_cli_json_cstr(c[i]->name));
+    const nf_source_tensor *c[NF_QWEIGHT_MAX_READS + 2];
+    size_t n = nf_qweight_companions(q, c);
+    for (size_t i = 0; i < 2; i++)
+        if (q->activation[i]) c[n++] = q->activation[i];
+    for (size_t i = 0; i < n; i++) json_array_append_new(comps, nf_cli_json_cstr(c[i]->name));
     return json_pack("{s:o,s:s,s:s,s:s,s:o,s:o}", "name", nf_cli_json_cstr(q->codes->name), "dialect",
                      nf_dialect_name(q->dialect), "strategy", q->strategy, "description", what, "shape",
                      dims_json(q->shape, 2), "companions", comps);

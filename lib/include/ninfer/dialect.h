@@ -124,6 +124,12 @@ NF_API const nf_qweight *nf_dialects_weight_at(const nf_dialects *d, size_t inde
  * (WEIGHT, COMPANION; ACTIVATION when its module's weight is quantized, else NULL). */
 NF_API nf_qrole nf_dialects_role(const nf_dialects *d, const nf_source_tensor *t, const nf_qweight **weight);
 
+/* The companions a weight's values (and, for the dialects import_encoded takes, its words) are
+ * read with -- scale, global scale, zero points, weight_shape, those it has -- into out; their
+ * count (at most NF_QWEIGHT_MAX_READS).  Activation scales are not among them. */
+#define NF_QWEIGHT_MAX_READS 4
+NF_API size_t nf_qweight_companions(const nf_qweight *q, const nf_source_tensor *out[NF_QWEIGHT_MAX_READS]);
+
 /* "deepseek_fp8, block 128x128 F32 scales", "modelopt_nvfp4, group 16 F8_E4M3 scales x
  * weight_scale_2" -- for plans and messages. */
 NF_API void nf_qweight_describe(const nf_qweight *q, char *buf, size_t size);

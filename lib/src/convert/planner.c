@@ -545,13 +545,8 @@ static void plan_tensor(nf_plan *p, const plan_source *s, tensor_plan *tp, probl
         }
     }
     m->rows = tp->rows;
-    if (tp->q) {
-        /* the companions its words or values are read with (the content digest reads them) */
-        companions[0] = tp->q->scale;
-        companions[1] = tp->q->global;
-        companions[2] = tp->q->zero_point;
-        companions[3] = tp->q->shape_tensor;
-    }
+    /* the companions its words or values are read with (the content digest reads them) */
+    if (tp->q) nf_qweight_companions(tp->q, companions);
     tp->ok = true;
 }
 
@@ -945,7 +940,8 @@ nf_status nf_plan_build(const nf_recipe *recipe, nf_plan **out, nf_error *err)
     nf_recipe_choice *choices = calloc(2 * (n ? n : 1), sizeof *choices); /* [n, 2n): the visible ones' */
     size_t *visible = calloc(n ? n : 1, sizeof *visible);
     tensor_plan *tps = calloc(n ? n : 1, sizeof *tps);
-    const nf_source_tensor **consumed = calloc(4 * (n ? n : 1), sizeof *consumed); /* 4 per tensor */
+    /* NF_QWEIGHT_MAX_READS per tensor */
+    const nf_source_tensor **consumed = calloc(NF_QWEIGHT_MAX_READS * (n ? n : 1), sizeof *consumed);
     size_t cap = n + 64 + 16;
     for (size_t i = 0; i < recipe->ncomponents; i++) cap += recipe->components[i].nresources;
     p->objects = calloc(cap, sizeof *p->objects);
@@ -982,20 +978,21 @@ nf_status nf_plan_build(const nf_recipe *recipe, nf_plan **out, nf_error *err)
 
     for (size_t i = 0; i < n; i++) {
         tps[i].c = &choices[i];
-        if (!choices[i].skip && !tps[i].consumed) plan_tensor(p, base, &tps[i], &probs, consumed + 4 * i);
+        if (!choices[i].skip && !tps[i].consumed)
+            plan_tensor(p, base, &tps[i], &probs, consumed + NF_QWEIGHT_MAX_READS * i);
     }
     if (probs.count || probs.nomem) {
         st = problems_error(&probs, recipe->path, err);
         goto done;
     }
     /* the companions the quantized weights are read with, once each, for the content digest */
-    qsort(consumed, 4 * n, sizeof *consumed, compare_ptr);
-    p->companions = malloc(4 * (n ? n : 1) * sizeof *p->companions);
+    qsort(consumed, NF_QWEIGHT_MAX_READS * n, sizeof *consumed, compare_ptr);
+    p->companions = malloc(NF_QWEIGHT_MAX_READS * (n ? n : 1) * sizeof *p->companions);
     if (!p->companions) {
         st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
         goto done;
     }
-    for (size_t i = 0; i < 4 * n; i++)
+    for (size_t i = 0; i < NF_QWEIGHT_MAX_READS * n; i++)
         if (consumed[i] && (p->ncompanions == 0 || p->companions[p->ncompanions - 1] != consumed[i]))
             p->companions[p->ncompanions++] = consumed[i];
 

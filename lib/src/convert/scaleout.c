@@ -353,19 +353,13 @@ nf_status nf_scaleout_plan(nf_plan *p, const nf_convert_options *opt, size_t tas
                 const plan_member *mb = &o->members[m];
                 /* the member's tensor, and the companions a quantized weight's values are read with
                  * (docs/dialects.md): every byte range the task reads for the object */
-                const nf_source_tensor *read[5] = {mb->t};
-                if (mb->q) {
-                    read[1] = mb->q->scale;
-                    read[2] = mb->q->global;
-                    read[3] = mb->q->zero_point;
-                    read[4] = mb->q->shape_tensor;
-                }
-                for (size_t r = 0; r < 5; r++)
-                    if (read[r])
-                        json_array_append_new(srcs, json_pack("{s:s,s:s,s:I,s:I}", "tensor", read[r]->name, "file",
-                                                              nf_source_file_path(mb->source->src, read[r]->file),
-                                                              "offset", (json_int_t)read[r]->offset, "bytes",
-                                                              (json_int_t)read[r]->bytes));
+                const nf_source_tensor *read[1 + NF_QWEIGHT_MAX_READS] = {mb->t};
+                size_t nread = 1 + (mb->q ? nf_qweight_companions(mb->q, read + 1) : 0);
+                for (size_t r = 0; r < nread; r++)
+                    json_array_append_new(srcs, json_pack("{s:s,s:s,s:I,s:I}", "tensor", read[r]->name, "file",
+                                                          nf_source_file_path(mb->source->src, read[r]->file),
+                                                          "offset", (json_int_t)read[r]->offset, "bytes",
+                                                          (json_int_t)read[r]->bytes));
             }
             json_array_append_new(objects, json_pack("{s:s,s:I,s:I,s:o}", "object", o->id, "offset",
                                                      (json_int_t)nf_writer_object_offset(w, o->writer_index), "bytes",

@@ -642,6 +642,15 @@ nf_qrole nf_dialects_role(const nf_dialects *d, const nf_source_tensor *t, const
     return (nf_qrole)d->role[i];
 }
 
+size_t nf_qweight_companions(const nf_qweight *q, const nf_source_tensor *out[NF_QWEIGHT_MAX_READS])
+{
+    const nf_source_tensor *all[NF_QWEIGHT_MAX_READS] = {q->scale, q->global, q->zero_point, q->shape_tensor};
+    size_t n = 0;
+    for (size_t i = 0; i < NF_QWEIGHT_MAX_READS; i++)
+        if (all[i]) out[n++] = all[i];
+    return n;
+}
+
 void nf_qweight_describe(const nf_qweight *q, char *buf, size_t size)
 {
     if (!q || !buf || !size) return;
