@@ -65,6 +65,8 @@ nf_status nf_json_emit(const json_t *v, nf_buf *out, nf_json_string_hook hook, v
 size_t nf_json_format_real(double v, char out[32]);
 
 /* ---------------------------------------------------------------- parsed directory */
+struct nf_dir_chunk; /* the directory's own copies of its strings (directory.c) */
+
 typedef struct nf_dir {
     nf_object *objects;
     uint64_t *elements; /* elements(shape) of each object (1 for a resource) */
@@ -73,12 +75,18 @@ typedef struct nf_dir {
     size_t nfiles;
     uint64_t total_payload;
     nf_strset ids; /* object id -> index */
+    struct nf_dir_chunk *strings;
 } nf_dir;
 
 /* Strict parse (UTF-8, duplicates, NaN, trailing data) and every record rule of docs/artifact.md
- * 2.6 in the reader's order.  Strings in *dir point into *root. */
+ * 2.6 in the reader's order.  The strings of *dir are its own (they outlive *root). */
 nf_status nf_dir_parse(const uint8_t *json, size_t len, const char *entry_name, json_t **root,
                        nf_dir *dir, nf_error *err);
+/* The same verdict and the same rules without the whole tree: each record parsed alone
+ * (common/json_walk.h), so that checking a directory of 10^5 objects costs a few MiB, not
+ * hundreds (the writer's check of what it writes, writer.c).  `piece`: values of at most so
+ * many bytes are parsed whole (0: the default, 64 KiB); the tests make it small. */
+nf_status nf_dir_check(const uint8_t *json, size_t len, const char *entry_name, size_t piece, nf_error *err);
 void nf_dir_free(nf_dir *dir);
 
 

@@ -18,6 +18,7 @@
 
 #include "common/checked.h"
 #include "common/json_prescan.h"
+#include "common/json_walk.h"
 #include "common/utf8.h"
 #include "container/container_internal.h"
 
@@ -160,47 +161,100 @@ static nf_status prescan_json(const uint8_t *p, size_t n, nf_error *err)
     }
 }
 
-static nf_status parse_json(const uint8_t *json, size_t len, json_t **out, nf_error *err)
+/* UTF-8 and the pre-scan: what both parses check before jansson sees the text. */
+static nf_status text_checks(const uint8_t *json, size_t len, nf_error *err)
 {
     size_t bad;
     if (!nf_utf8_valid(json, len, &bad))
         return fail(err, "directory is not UTF-8: invalid byte sequence at JSON byte %zu (0x%02x)", bad,
                     json[bad]);
-    NF_TRY(prescan_json(json, len, err));
-    json_error_t je;
-    json_t *v = json_loadb((const char *)json, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL | JSON_DECODE_ANY, &je);
-    if (v) {
-        *out = v;
-        return NF_OK;
-    }
-    enum json_error_code code = json_error_code(&je);
+    return prescan_json(json, len, err);
+}
+
+/* jansson's refusal of the text, as the message of the reader. */
+static nf_status syntax_error(const uint8_t *json, size_t len, const json_error_t *je, nf_error *err)
+{
+    enum json_error_code code = json_error_code(je);
     if (code == json_error_out_of_memory) return nomem(err);
     if (code == json_error_duplicate_key)
-        return fail(err, "directory: duplicate JSON member (%s) at line %d, column %d", nf_esc(je.text).s, je.line, je.column);
+        return fail(err, "directory: duplicate JSON member (%s) at line %d, column %d", nf_esc(je->text).s, je->line,
+                    je->column);
     /* Name the literal Python refuses (parse_constant) rather than a generic token error: jansson
      * stops at or just after its first character. */
     static const char *const literals[] = {"-Infinity", "Infinity", "NaN", NULL};
-    size_t at = je.position > 0 ? (size_t)je.position : 0;
+    size_t at = je->position > 0 ? (size_t)je->position : 0;
     for (size_t p = at > 12 ? at - 12 : 0; p <= at && p < len; p++)
         for (const char *const *l = literals; *l; l++)
             if (len - p >= strlen(*l) && memcmp(json + p, *l, strlen(*l)) == 0)
-                return fail(err, "directory: JSON literal %s is not allowed (line %d, column %d)", *l, je.line,
-                            je.column);
+                return fail(err, "directory: JSON literal %s is not allowed (line %d, column %d)", *l, je->line,
+                            je->column);
     if (code == json_error_end_of_input_expected)
-        return fail(err, "directory: trailing data after the JSON value at line %d, column %d (byte %d)", je.line,
-                    je.column, je.position);
+        return fail(err, "directory: trailing data after the JSON value at line %d, column %d (byte %d)", je->line,
+                    je->column, je->position);
     if (code == json_error_numeric_overflow)
         return fail(err, "directory: number out of range at line %d, column %d (%s); integers above 2^63-1 are "
-                    "not supported", je.line, je.column, je.text);
-    return fail(err, "directory is not valid JSON: %s at line %d, column %d (byte %d)", nf_esc(je.text).s, je.line, je.column,
-                je.position);
+                    "not supported", je->line, je->column, je->text);
+    return fail(err, "directory is not valid JSON: %s at line %d, column %d (byte %d)", nf_esc(je->text).s, je->line,
+                je->column, je->position);
+}
+
+#define PARSE_FLAGS (JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL)
+
+static nf_status parse_json(const uint8_t *json, size_t len, json_t **out, nf_error *err)
+{
+    NF_TRY(text_checks(json, len, err));
+    json_error_t je;
+    json_t *v = json_loadb((const char *)json, len, PARSE_FLAGS | JSON_DECODE_ANY, &je);
+    if (!v) return syntax_error(json, len, &je, err);
+    *out = v;
+    return NF_OK;
+}
+
+/* ---------------------------------------------------------------- the directory's strings */
+/* Copies of the ids, names and paths *dir points to, in chunks: one allocation per 64 KiB, not
+ * one per string (10^5 objects hold 3 * 10^5 strings). */
+struct nf_dir_chunk {
+    struct nf_dir_chunk *next;
+    size_t used, cap;
+    char data[];
+};
+
+#define DIR_CHUNK ((size_t)64 << 10)
+
+static const char *keep(nf_dir *dir, const char *s, size_t len)
+{
+    struct nf_dir_chunk *c = dir->strings;
+    if (!c || c->cap - c->used < len + 1) {
+        size_t cap = len + 1 > DIR_CHUNK ? len + 1 : DIR_CHUNK;
+        c = malloc(sizeof *c + cap);
+        if (!c) return NULL;
+        c->next = dir->strings;
+        c->used = 0;
+        c->cap = cap;
+        dir->strings = c;
+    }
+    char *p = c->data + c->used;
+    memcpy(p, s, len);
+    p[len] = '\0';
+    c->used += len + 1;
+    return p;
 }
 
 /* ---------------------------------------------------------------- record rules (2.6) */
+/* The rules read the text a record at a time: each record (an object, a binding, the files
+ * table, the components) is parsed alone and dropped, so they hold the tree of one record, for
+ * the reader (which has the whole tree as well) and for the writer's check alike. */
+enum { R_COMPONENTS, R_OBJECTS, R_BINDINGS, R_USES, R_FILES, R_METADATA, R_PROVENANCE, R_COUNT };
+static const char *const ROOT_MEMBERS[] = {"components", "objects", "bindings", "uses", "files", "metadata",
+                                           "provenance", NULL};
+
 typedef struct parse_state {
     nf_dir *dir;
-    const json_t *root;
-    const json_t *bindings;
+    const char *text;
+    size_t len;
+    nf_jw_span member[R_COUNT];
+    bool has[R_COUNT];
+    nf_strset bound; /* the bindings' names (copies in dir->strings) */
     nf_error *err;
 } parse_state;
 
@@ -221,20 +275,62 @@ static const char *const USE_REQ[] = {"parameter", "input", NULL};
 static const char *const USE_OPT[] = {"activation_policy", "auxiliaries", NULL};
 static const char *const NONE[] = {NULL};
 
+/* One span of the text as a tree (the text passed the whole check: only memory can fail). */
+static nf_status piece(parse_state *ps, nf_jw_span s, json_t **out)
+{
+    json_error_t je;
+    *out = nf_jw_parse(ps->text, ps->len, s, PARSE_FLAGS, &je);
+    return *out ? NF_OK : syntax_error((const uint8_t *)ps->text, ps->len, &je, ps->err);
+}
+
+/* A member name (a string token) decoded. */
+static nf_status name_of(parse_state *ps, nf_jw_span key, json_t **out) { return piece(ps, key, out); }
+
+static char first_byte(const parse_state *ps, int m) { return ps->text[ps->member[m].at]; }
+
+/* The root's members located, and the root judged as a closed record. */
+static nf_status parse_root(parse_state *ps)
+{
+    size_t at = nf_jw_space(ps->text, ps->len, 0);
+    json_t *standin = ps->text[at] == '{' ? json_object() : json_null(); /* the names, for closed() */
+    if (!standin) return nomem(ps->err);
+    nf_status st = NF_OK;
+    if (ps->text[at] == '{') {
+        nf_jw_items it;
+        nf_jw_items_open(&it, ps->text, ps->len, at);
+        nf_jw_span key, value;
+        while (st == NF_OK && nf_jw_items_next(&it, &key, &value) == 1) {
+            json_t *k;
+            if ((st = name_of(ps, key, &k)) != NF_OK) break;
+            const char *name = json_string_value(k);
+            for (int m = 0; m < R_COUNT; m++)
+                if (strcmp(name, ROOT_MEMBERS[m]) == 0) {
+                    ps->member[m] = value;
+                    ps->has[m] = true;
+                }
+            if (json_object_set_new(standin, name, json_null()) != 0) st = nomem(ps->err);
+            json_decref(k);
+        }
+    }
+    if (st == NF_OK) st = closed(standin, ROOT_REQ, ROOT_OPT, "root", ps->err);
+    json_decref(standin);
+    return st;
+}
+
 static nf_status parse_files(parse_state *ps, const char *entry_name)
 {
     nf_error *err = ps->err;
     nf_dir *dir = ps->dir;
-    const json_t *files = json_object_get(ps->root, "files");
-    if (!json_is_array(files) || json_array_size(files) == 0) return fail(err, "files must be a non-empty array");
-    size_t n = json_array_size(files);
-    if (n > NF_MAX_FILES)
-        return fail(err, "files: %zu entries exceed the reader's limit of %u files", n, NF_MAX_FILES);
-    dir->files = calloc(n, sizeof *dir->files);
-    if (!dir->files) return nomem(err);
-    dir->nfiles = n;
+    json_t *files;
+    NF_TRY(piece(ps, ps->member[R_FILES], &files));
     nf_strset paths = {0};
     nf_status st = NF_OK;
+    size_t n = json_is_array(files) ? json_array_size(files) : 0;
+    if (n == 0) st = fail(err, "files must be a non-empty array");
+    else if (n > NF_MAX_FILES)
+        st = fail(err, "files: %zu entries exceed the reader's limit of %u files", n, NF_MAX_FILES);
+    if (st == NF_OK && !(dir->files = calloc(n, sizeof *dir->files))) st = nomem(err);
+    if (st == NF_OK) dir->nfiles = n;
     uint64_t total = 0;
     for (size_t i = 0; i < n && st == NF_OK; i++) {
         char what[WHAT_MAX];
@@ -269,6 +365,10 @@ static nf_status parse_files(parse_state *ps, const char *entry_name)
             st = fail(err, "%s.path %s names the entry file itself", what, quote(s).s);
             break;
         }
+        if (!(s = keep(dir, s, len))) {
+            st = nomem(err);
+            break;
+        }
         size_t first = 0;
         int r = nf_strset_insert(&paths, s, NULL, i, &first);
         if (r < 0) {
@@ -279,6 +379,7 @@ static nf_status parse_files(parse_state *ps, const char *entry_name)
         dir->files[i].path = s;
     }
     nf_strset_free(&paths);
+    json_decref(files);
     if (st != NF_OK) return st;
     uint64_t start = 0;
     for (size_t i = 0; i < n; i++) {
@@ -308,82 +409,106 @@ static nf_status parse_shape(const json_t *shape, nf_object *o, uint64_t *elemen
     return NF_OK;
 }
 
+/* A string member of a record, copied into the directory's strings. */
+static nf_status keep_member(parse_state *ps, const json_t *v, const char **out)
+{
+    return (*out = keep(ps->dir, json_string_value(v), json_string_length(v))) ? NF_OK : nomem(ps->err);
+}
+
+/* objects[i]: its record rules, and its place after the object before it (ending at *prev_end). */
+static nf_status parse_object(parse_state *ps, size_t i, const json_t *jo, uint64_t *prev_end)
+{
+    nf_error *err = ps->err;
+    nf_dir *dir = ps->dir;
+    nf_object *o = &dir->objects[i];
+    char what[WHAT_MAX];
+    /* Name the object by its id in every message when it has a usable one. */
+    const json_t *jid = json_is_object(jo) ? json_object_get(jo, "id") : NULL;
+    if (is_id(jid))
+        pathf(what, sizeof what, "objects[%zu] (%s)", i, quote(json_string_value(jid)).s);
+    else
+        pathf(what, sizeof what, "objects[%zu]", i);
+    if (!json_is_object(jo)) return fail(err, "%s must be an object", what);
+    const json_t *kind = json_object_get(jo, "kind");
+    const char *ks = json_is_string(kind) ? json_string_value(kind) : "";
+    if (json_is_string(kind) && strcmp(ks, "tensor") == 0 && json_string_length(kind) == 6) {
+        NF_TRY(closed(jo, TENSOR_REQ, TENSOR_OPT, what, err));
+        o->kind = NF_OBJECT_TENSOR;
+        NF_TRY(parse_shape(json_object_get(jo, "shape"), o, &dir->elements[i], what, err));
+        const json_t *f = json_object_get(jo, "format"), *l = json_object_get(jo, "layout");
+        if (!is_id(f)) return fail(err, "%s: format must be an ID (got %s)", what, show(f).s);
+        if (!is_id(l)) return fail(err, "%s: layout must be an ID (got %s)", what, show(l).s);
+        NF_TRY(keep_member(ps, f, &o->format_name));
+        NF_TRY(keep_member(ps, l, &o->layout_name));
+        o->format = nf_format_lookup(o->format_name);
+        o->layout = nf_layout_lookup(o->layout_name);
+        o->divisors = 1;
+        const json_t *dv = json_object_get(jo, "divisors");
+        if (dv) {
+            if (!get_pos_u64(dv, &o->divisors))
+                return fail(err, "%s: divisors must be a PositiveU64 (got %s)", what, show(dv).s);
+            o->has_divisors = true;
+        }
+    } else if (json_is_string(kind) && strcmp(ks, "resource") == 0 && json_string_length(kind) == 8) {
+        NF_TRY(closed(jo, RESOURCE_REQ, NONE, what, err));
+        o->kind = NF_OBJECT_RESOURCE;
+        const json_t *e = json_object_get(jo, "encoding");
+        if (!is_id(e)) return fail(err, "%s: encoding must be an ID (got %s)", what, show(e).s);
+        NF_TRY(keep_member(ps, e, &o->layout_name));
+        o->layout = nf_layout_lookup(o->layout_name);
+        o->divisors = 1;
+        dir->elements[i] = 1;
+    } else {
+        return fail(err, "%s: kind must be \"tensor\" or \"resource\" (got %s)", what, show(kind).s);
+    }
+    if (!is_id(jid)) return fail(err, "%s: id must be an ID (a non-empty string without NUL; got %s)", what,
+                                 show(jid).s);
+    NF_TRY(keep_member(ps, jid, &o->id));
+    const json_t *off = json_object_get(jo, "offset"), *by = json_object_get(jo, "bytes");
+    if (!get_u64(off, &o->offset)) return fail(err, "%s: offset must be a U64 (got %s)", what, show(off).s);
+    if (!get_pos_u64(by, &o->bytes)) return fail(err, "%s: bytes must be a PositiveU64 (got %s)", what, show(by).s);
+    size_t first = 0;
+    int r = nf_strset_insert(&dir->ids, o->id, NULL, i, &first);
+    if (r < 0) return nomem(err);
+    if (r == 0) return fail(err, "%s: duplicate object id (objects[%zu] has it too)", what, first);
+    if (o->offset < *prev_end)
+        return fail(err, "%s: offset %llu overlaps the previous object (which ends at %llu); objects must be "
+                    "sorted by offset and must not overlap", what, (unsigned long long)o->offset,
+                    (unsigned long long)*prev_end);
+    uint64_t end;
+    if (!nf_add_u64(o->offset, o->bytes, &end)) return fail(err, "%s: offset + bytes overflows U64", what);
+    if (end > dir->total_payload)
+        return fail(err, "%s: ends at %llu, beyond the payload (%llu bytes)", what, (unsigned long long)end,
+                    (unsigned long long)dir->total_payload);
+    *prev_end = end;
+    return NF_OK;
+}
+
 static nf_status parse_objects(parse_state *ps)
 {
     nf_error *err = ps->err;
     nf_dir *dir = ps->dir;
-    const json_t *objects = json_object_get(ps->root, "objects");
-    if (!json_is_array(objects) || json_array_size(objects) == 0)
-        return fail(err, "objects must be a non-empty array");
-    size_t n = json_array_size(objects);
+    nf_jw_span s = ps->member[R_OBJECTS];
+    nf_jw_items it;
+    nf_jw_span key, value;
+    size_t n = 0;
+    if (first_byte(ps, R_OBJECTS) == '[') { /* counted first: the tables are allocated once */
+        nf_jw_items_open(&it, ps->text, s.end, s.at);
+        while (nf_jw_items_next(&it, &key, &value) == 1) n++;
+    }
+    if (n == 0) return fail(err, "objects must be a non-empty array");
     dir->objects = calloc(n, sizeof *dir->objects);
     dir->elements = calloc(n, sizeof *dir->elements);
     if (!dir->objects || !dir->elements) return nomem(err);
     dir->nobjects = n;
     uint64_t prev_end = 0;
-    for (size_t i = 0; i < n; i++) {
-        const json_t *jo = json_array_get(objects, i);
-        nf_object *o = &dir->objects[i];
-        char what[WHAT_MAX];
-        /* Name the object by its id in every message when it has a usable one. */
-        const json_t *jid = json_is_object(jo) ? json_object_get(jo, "id") : NULL;
-        if (is_id(jid))
-            pathf(what, sizeof what, "objects[%zu] (%s)", i, quote(json_string_value(jid)).s);
-        else
-            pathf(what, sizeof what, "objects[%zu]", i);
-        if (!json_is_object(jo)) return fail(err, "%s must be an object", what);
-        const json_t *kind = json_object_get(jo, "kind");
-        const char *ks = json_is_string(kind) ? json_string_value(kind) : "";
-        if (json_is_string(kind) && strcmp(ks, "tensor") == 0 && json_string_length(kind) == 6) {
-            NF_TRY(closed(jo, TENSOR_REQ, TENSOR_OPT, what, err));
-            o->kind = NF_OBJECT_TENSOR;
-            NF_TRY(parse_shape(json_object_get(jo, "shape"), o, &dir->elements[i], what, err));
-            const json_t *f = json_object_get(jo, "format"), *l = json_object_get(jo, "layout");
-            if (!is_id(f)) return fail(err, "%s: format must be an ID (got %s)", what, show(f).s);
-            if (!is_id(l)) return fail(err, "%s: layout must be an ID (got %s)", what, show(l).s);
-            o->format_name = json_string_value(f);
-            o->layout_name = json_string_value(l);
-            o->format = nf_format_lookup(o->format_name);
-            o->layout = nf_layout_lookup(o->layout_name);
-            o->divisors = 1;
-            const json_t *dv = json_object_get(jo, "divisors");
-            if (dv) {
-                if (!get_pos_u64(dv, &o->divisors))
-                    return fail(err, "%s: divisors must be a PositiveU64 (got %s)", what, show(dv).s);
-                o->has_divisors = true;
-            }
-        } else if (json_is_string(kind) && strcmp(ks, "resource") == 0 && json_string_length(kind) == 8) {
-            NF_TRY(closed(jo, RESOURCE_REQ, NONE, what, err));
-            o->kind = NF_OBJECT_RESOURCE;
-            const json_t *e = json_object_get(jo, "encoding");
-            if (!is_id(e)) return fail(err, "%s: encoding must be an ID (got %s)", what, show(e).s);
-            o->layout_name = json_string_value(e);
-            o->layout = nf_layout_lookup(o->layout_name);
-            o->divisors = 1;
-            dir->elements[i] = 1;
-        } else {
-            return fail(err, "%s: kind must be \"tensor\" or \"resource\" (got %s)", what, show(kind).s);
-        }
-        if (!is_id(jid)) return fail(err, "%s: id must be an ID (a non-empty string without NUL; got %s)", what,
-                                     show(jid).s);
-        o->id = json_string_value(jid);
-        const json_t *off = json_object_get(jo, "offset"), *by = json_object_get(jo, "bytes");
-        if (!get_u64(off, &o->offset)) return fail(err, "%s: offset must be a U64 (got %s)", what, show(off).s);
-        if (!get_pos_u64(by, &o->bytes)) return fail(err, "%s: bytes must be a PositiveU64 (got %s)", what, show(by).s);
-        size_t first = 0;
-        int r = nf_strset_insert(&dir->ids, o->id, NULL, i, &first);
-        if (r < 0) return nomem(err);
-        if (r == 0) return fail(err, "%s: duplicate object id (objects[%zu] has it too)", what, first);
-        if (o->offset < prev_end)
-            return fail(err, "%s: offset %llu overlaps the previous object (which ends at %llu); objects must be "
-                        "sorted by offset and must not overlap", what, (unsigned long long)o->offset,
-                        (unsigned long long)prev_end);
-        uint64_t end;
-        if (!nf_add_u64(o->offset, o->bytes, &end)) return fail(err, "%s: offset + bytes overflows U64", what);
-        if (end > dir->total_payload)
-            return fail(err, "%s: ends at %llu, beyond the payload (%llu bytes)", what, (unsigned long long)end,
-                        (unsigned long long)dir->total_payload);
-        prev_end = end;
+    nf_jw_items_open(&it, ps->text, s.end, s.at);
+    for (size_t i = 0; i < n && nf_jw_items_next(&it, &key, &value) == 1; i++) {
+        json_t *jo;
+        NF_TRY(piece(ps, value, &jo));
+        nf_status st = parse_object(ps, i, jo, &prev_end);
+        json_decref(jo);
+        NF_TRY(st);
     }
     return NF_OK;
 }
@@ -433,78 +558,131 @@ static nf_status parse_binding(parse_state *ps, const json_t *b, const char *wha
     return NF_OK;
 }
 
-static nf_status parse_components(parse_state *ps)
+/* components[name].resources: roles naming resource objects. */
+static nf_status parse_component_resources(parse_state *ps, const json_t *c, const char *what)
 {
     nf_error *err = ps->err;
-    const json_t *components = json_object_get(ps->root, "components");
-    if (!json_is_object(components) || json_object_size(components) == 0)
-        return fail(err, "components must be a non-empty object");
-    const char *name;
-    json_t *c;
-    json_object_foreach((json_t *)components, name, c) {
-        char what[WHAT_MAX];
-        pathf(what, sizeof what, "components[%s]", quote(name).s);
-        if (!is_id_key(name)) return fail(err, "%s: a component name must be an ID (non-empty)", what);
-        NF_TRY(closed(c, COMPONENT_REQ, COMPONENT_OPT, what, err));
-        if (!json_is_object(json_object_get(c, "config"))) return fail(err, "%s.config must be an object", what);
-        const json_t *target = json_object_get(c, "target");
-        if (target && (!is_id(target) || strcmp(json_string_value(target), name) == 0 ||
-                       !json_object_get(components, json_string_value(target))))
-            return fail(err, "%s.target %s must name another component", what, show(target).s);
-        const json_t *res = json_object_get(c, "resources");
-        if (res) {
-            if (!json_is_object(res)) return fail(err, "%s.resources must be an object", what);
-            const char *role;
-            json_t *oid;
-            json_object_foreach((json_t *)res, role, oid) {
-                char rw[WHAT_MAX];
-                pathf(rw, sizeof rw, "%s.resources[%s]", what, quote(role).s);
-                if (!is_id_key(role)) return fail(err, "%s: a role must be an ID (non-empty)", rw);
-                size_t index;
-                if (!json_is_string(oid) || !nf_strset_find(&ps->dir->ids, json_string_value(oid), NULL, &index) ||
-                    json_string_length(oid) != strlen(json_string_value(oid)))
-                    return fail(err, "%s: %s names no object (must be a resource object)", rw, show(oid).s);
-                if (ps->dir->objects[index].kind != NF_OBJECT_RESOURCE)
-                    return fail(err, "%s: %s is a tensor, not a resource object", rw, show(oid).s);
-            }
-        }
-        const json_t *p = json_object_get(c, "proposal");
-        if (p) {
-            if (strcmp(name, "text") != 0)
-                return fail(err, "%s: proposal is only allowed on component 'text'", what);
-            char pw[WHAT_MAX];
-            pathf(pw, sizeof pw, "%s.proposal", what);
-            if (!json_is_object(p)) return fail(err, "%s must be an object", pw);
-            const json_t *domain = json_object_get(p, "domain");
-            if (json_is_string(domain) && strcmp(json_string_value(domain), "full") == 0 &&
-                json_string_length(domain) == 4) {
-                NF_TRY(closed(p, PROPOSAL_FULL, NONE, pw, err));
-            } else {
-                NF_TRY(closed(p, PROPOSAL_INDEXED, NONE, pw, err));
-                uint64_t rows;
-                if (!json_is_string(domain) || strcmp(json_string_value(domain), "indexed") != 0 ||
-                    json_string_length(domain) != 7)
-                    return fail(err, "%s.domain must be \"full\" or \"indexed\" (got %s)", pw, show(domain).s);
-                if (!get_pos_u64(json_object_get(p, "rows"), &rows))
-                    return fail(err, "%s.rows must be a PositiveU64 (got %s)", pw, show(json_object_get(p, "rows")).s);
-            }
-        }
+    const json_t *res = json_object_get(c, "resources");
+    if (!res) return NF_OK;
+    if (!json_is_object(res)) return fail(err, "%s.resources must be an object", what);
+    const char *role;
+    json_t *oid;
+    json_object_foreach((json_t *)res, role, oid) {
+        char rw[WHAT_MAX];
+        pathf(rw, sizeof rw, "%s.resources[%s]", what, quote(role).s);
+        if (!is_id_key(role)) return fail(err, "%s: a role must be an ID (non-empty)", rw);
+        size_t index;
+        if (!json_is_string(oid) || !nf_strset_find(&ps->dir->ids, json_string_value(oid), NULL, &index) ||
+            json_string_length(oid) != strlen(json_string_value(oid)))
+            return fail(err, "%s: %s names no object (must be a resource object)", rw, show(oid).s);
+        if (ps->dir->objects[index].kind != NF_OBJECT_RESOURCE)
+            return fail(err, "%s: %s is a tensor, not a resource object", rw, show(oid).s);
     }
     return NF_OK;
 }
 
+/* components[name].proposal: only on 'text', {"domain": "full"} or {"domain": "indexed", "rows": N}. */
+static nf_status parse_proposal(parse_state *ps, const char *name, const json_t *c, const char *what)
+{
+    nf_error *err = ps->err;
+    const json_t *p = json_object_get(c, "proposal");
+    if (!p) return NF_OK;
+    if (strcmp(name, "text") != 0) return fail(err, "%s: proposal is only allowed on component 'text'", what);
+    char pw[WHAT_MAX];
+    pathf(pw, sizeof pw, "%s.proposal", what);
+    if (!json_is_object(p)) return fail(err, "%s must be an object", pw);
+    const json_t *domain = json_object_get(p, "domain");
+    if (json_is_string(domain) && strcmp(json_string_value(domain), "full") == 0 && json_string_length(domain) == 4)
+        return closed(p, PROPOSAL_FULL, NONE, pw, err);
+    NF_TRY(closed(p, PROPOSAL_INDEXED, NONE, pw, err));
+    uint64_t rows;
+    if (!json_is_string(domain) || strcmp(json_string_value(domain), "indexed") != 0 ||
+        json_string_length(domain) != 7)
+        return fail(err, "%s.domain must be \"full\" or \"indexed\" (got %s)", pw, show(domain).s);
+    if (!get_pos_u64(json_object_get(p, "rows"), &rows))
+        return fail(err, "%s.rows must be a PositiveU64 (got %s)", pw, show(json_object_get(p, "rows")).s);
+    return NF_OK;
+}
+
+static nf_status parse_components(parse_state *ps)
+{
+    json_t *components;
+    NF_TRY(piece(ps, ps->member[R_COMPONENTS], &components));
+    nf_error *err = ps->err;
+    nf_status st = NF_OK;
+    if (!json_is_object(components) || json_object_size(components) == 0)
+        st = fail(err, "components must be a non-empty object");
+    const char *name;
+    json_t *c;
+    json_object_foreach(st == NF_OK ? components : NULL, name, c) {
+        char what[WHAT_MAX];
+        pathf(what, sizeof what, "components[%s]", quote(name).s);
+        if (!is_id_key(name)) {
+            st = fail(err, "%s: a component name must be an ID (non-empty)", what);
+            break;
+        }
+        if ((st = closed(c, COMPONENT_REQ, COMPONENT_OPT, what, err)) != NF_OK) break;
+        if (!json_is_object(json_object_get(c, "config"))) {
+            st = fail(err, "%s.config must be an object", what);
+            break;
+        }
+        const json_t *target = json_object_get(c, "target");
+        if (target && (!is_id(target) || strcmp(json_string_value(target), name) == 0 ||
+                       !json_object_get(components, json_string_value(target)))) {
+            st = fail(err, "%s.target %s must name another component", what, show(target).s);
+            break;
+        }
+        if ((st = parse_component_resources(ps, c, what)) != NF_OK) break;
+        if ((st = parse_proposal(ps, name, c, what)) != NF_OK) break;
+    }
+    json_decref(components);
+    return st;
+}
+
 static nf_status parse_bindings(parse_state *ps)
 {
-    const json_t *bindings = json_object_get(ps->root, "bindings");
-    if (!json_is_object(bindings)) return fail(ps->err, "bindings must be an object");
-    ps->bindings = bindings;
-    const char *name;
-    json_t *b;
-    json_object_foreach((json_t *)bindings, name, b) {
+    if (first_byte(ps, R_BINDINGS) != '{') return fail(ps->err, "bindings must be an object");
+    nf_jw_items it;
+    nf_jw_span key, value;
+    nf_jw_items_open(&it, ps->text, ps->member[R_BINDINGS].end, ps->member[R_BINDINGS].at);
+    while (nf_jw_items_next(&it, &key, &value) == 1) {
+        json_t *k, *b;
+        NF_TRY(name_of(ps, key, &k));
+        const char *name = keep(ps->dir, json_string_value(k), json_string_length(k));
+        json_decref(k);
+        if (!name || nf_strset_insert(&ps->bound, name, NULL, 0, NULL) < 0) return nomem(ps->err);
         char what[WHAT_MAX];
         pathf(what, sizeof what, "bindings[%s]", quote(name).s);
         if (!is_id_key(name)) return fail(ps->err, "%s: a binding name must be an ID (non-empty)", what);
-        NF_TRY(parse_binding(ps, b, what));
+        NF_TRY(piece(ps, value, &b));
+        nf_status st = parse_binding(ps, b, what);
+        json_decref(b);
+        NF_TRY(st);
+    }
+    return NF_OK;
+}
+
+/* uses[i]'s optional members: activation_policy and auxiliaries (role -> binding). */
+static nf_status parse_use_extras(parse_state *ps, const json_t *u, const char *what)
+{
+    nf_error *err = ps->err;
+    const json_t *pol = json_object_get(u, "activation_policy");
+    if (pol) {
+        const char *s = json_is_string(pol) ? json_string_value(pol) : "";
+        if (!json_is_string(pol) || json_string_length(pol) != strlen(s) ||
+            (strcmp(s, "A16Only") != 0 && strcmp(s, "AllowA8") != 0 && strcmp(s, "AllowA4") != 0))
+            return fail(err, "%s: activation_policy %s is not one of A16Only, AllowA8, AllowA4", what, show(pol).s);
+    }
+    const json_t *aux = json_object_get(u, "auxiliaries");
+    if (!aux) return NF_OK;
+    if (!json_is_object(aux)) return fail(err, "%s.auxiliaries must be an object", what);
+    const char *role;
+    json_t *b;
+    json_object_foreach((json_t *)aux, role, b) {
+        char aw[WHAT_MAX];
+        pathf(aw, sizeof aw, "%s.auxiliaries[%s]", what, quote(role).s);
+        if (!is_id_key(role)) return fail(err, "%s: a role must be an ID (non-empty)", aw);
+        NF_TRY(parse_binding(ps, b, aw));
     }
     return NF_OK;
 }
@@ -512,18 +690,18 @@ static nf_status parse_bindings(parse_state *ps)
 static nf_status parse_uses(parse_state *ps)
 {
     nf_error *err = ps->err;
-    const json_t *uses = json_object_get(ps->root, "uses");
-    if (!json_is_array(uses)) return fail(err, "uses must be an array");
+    json_t *uses;
+    NF_TRY(piece(ps, ps->member[R_USES], &uses));
     nf_strset pairs = {0};
-    nf_status st = NF_OK;
-    for (size_t i = 0; i < json_array_size(uses) && st == NF_OK; i++) {
+    nf_status st = json_is_array(uses) ? NF_OK : fail(err, "uses must be an array");
+    for (size_t i = 0; st == NF_OK && i < json_array_size(uses); i++) {
         char what[WHAT_MAX];
         pathf(what, sizeof what, "uses[%zu]", i);
         const json_t *u = json_array_get(uses, i);
         if ((st = closed(u, USE_REQ, USE_OPT, what, err)) != NF_OK) break;
         const json_t *param = json_object_get(u, "parameter"), *input = json_object_get(u, "input");
         if (!json_is_string(param) || json_string_length(param) != strlen(json_string_value(param)) ||
-            !json_object_get(ps->bindings, json_string_value(param))) {
+            !nf_strset_find(&ps->bound, json_string_value(param), NULL, NULL)) {
             st = fail(err, "%s: parameter %s is not bound (not a key of bindings)", what, show(param).s);
             break;
         }
@@ -542,46 +720,34 @@ static nf_status parse_uses(parse_state *ps)
                       show(param).s, show(input).s, first);
             break;
         }
-        const json_t *pol = json_object_get(u, "activation_policy");
-        if (pol) {
-            const char *s = json_is_string(pol) ? json_string_value(pol) : "";
-            if (!json_is_string(pol) || json_string_length(pol) != strlen(s) ||
-                (strcmp(s, "A16Only") != 0 && strcmp(s, "AllowA8") != 0 && strcmp(s, "AllowA4") != 0)) {
-                st = fail(err, "%s: activation_policy %s is not one of A16Only, AllowA8, AllowA4", what, show(pol).s);
-                break;
-            }
-        }
-        const json_t *aux = json_object_get(u, "auxiliaries");
-        if (aux) {
-            if (!json_is_object(aux)) {
-                st = fail(err, "%s.auxiliaries must be an object", what);
-                break;
-            }
-            const char *role;
-            json_t *b;
-            json_object_foreach((json_t *)aux, role, b) {
-                char aw[WHAT_MAX];
-                pathf(aw, sizeof aw, "%s.auxiliaries[%s]", what, quote(role).s);
-                if (!is_id_key(role)) {
-                    st = fail(err, "%s: a role must be an ID (non-empty)", aw);
-                    break;
-                }
-                if ((st = parse_binding(ps, b, aw)) != NF_OK) break;
-            }
-        }
+        st = parse_use_extras(ps, u, what);
     }
     nf_strset_free(&pairs);
+    json_decref(uses);
     return st;
 }
 
+/* metadata and provenance are open; metadata.name, when present, is an ID. */
 static nf_status parse_open_members(parse_state *ps)
 {
-    const json_t *meta = json_object_get(ps->root, "metadata");
-    const json_t *prov = json_object_get(ps->root, "provenance");
-    if (meta && !json_is_object(meta)) return fail(ps->err, "metadata must be an object");
-    if (prov && !json_is_object(prov)) return fail(ps->err, "provenance must be an object");
-    const json_t *name = meta ? json_object_get(meta, "name") : NULL;
-    if (name && !is_id(name)) return fail(ps->err, "metadata.name must be an ID (got %s)", show(name).s);
+    if (ps->has[R_METADATA] && first_byte(ps, R_METADATA) != '{') return fail(ps->err, "metadata must be an object");
+    if (ps->has[R_PROVENANCE] && first_byte(ps, R_PROVENANCE) != '{')
+        return fail(ps->err, "provenance must be an object");
+    if (!ps->has[R_METADATA]) return NF_OK;
+    nf_jw_items it;
+    nf_jw_span key, value;
+    nf_jw_items_open(&it, ps->text, ps->member[R_METADATA].end, ps->member[R_METADATA].at);
+    while (nf_jw_items_next(&it, &key, &value) == 1) {
+        json_t *k, *name;
+        NF_TRY(name_of(ps, key, &k));
+        bool is_name = strcmp(json_string_value(k), "name") == 0;
+        json_decref(k);
+        if (!is_name) continue;
+        NF_TRY(piece(ps, value, &name));
+        nf_status st = is_id(name) ? NF_OK : fail(ps->err, "metadata.name must be an ID (got %s)", show(name).s);
+        json_decref(name);
+        return st;
+    }
     return NF_OK;
 }
 
@@ -592,7 +758,34 @@ void nf_dir_free(nf_dir *dir)
     free(dir->elements);
     free(dir->files);
     nf_strset_free(&dir->ids);
+    while (dir->strings) {
+        struct nf_dir_chunk *next = dir->strings->next;
+        free(dir->strings);
+        dir->strings = next;
+    }
     memset(dir, 0, sizeof *dir);
+}
+
+/* The record rules on text whose syntax passed, in the reader's order. */
+static nf_status parse_records(const uint8_t *json, size_t len, const char *entry_name, nf_dir *dir, nf_error *err)
+{
+    memset(dir, 0, sizeof *dir);
+    parse_state ps = {.dir = dir, .text = (const char *)json, .len = len, .err = err};
+    nf_status st = parse_root(&ps);
+    if (st == NF_OK) st = parse_files(&ps, entry_name);
+    if (st == NF_OK) st = parse_objects(&ps);
+    if (st == NF_OK) st = parse_components(&ps);
+    if (st == NF_OK) st = parse_bindings(&ps);
+    if (st == NF_OK) st = parse_uses(&ps);
+    if (st == NF_OK) st = parse_open_members(&ps);
+    nf_strset_free(&ps.bound);
+    if (st != NF_OK) {
+        /* the schema checks name the member, this adds where it is (an out-of-memory message
+         * already says "directory: out of memory") */
+        if (st == NF_ERR_INVALID) nf_error_prefix(err, "directory");
+        nf_dir_free(dir);
+    }
+    return st;
 }
 
 nf_status nf_dir_parse(const uint8_t *json, size_t len, const char *entry_name, json_t **root_out,
@@ -602,23 +795,26 @@ nf_status nf_dir_parse(const uint8_t *json, size_t len, const char *entry_name, 
     *root_out = NULL;
     json_t *root = NULL;
     NF_TRY(parse_json(json, len, &root, err));
-    parse_state ps = {dir, root, NULL, err};
-    nf_status st = closed(root, ROOT_REQ, ROOT_OPT, "root", err);
-    if (st == NF_OK) st = parse_files(&ps, entry_name);
-    if (st == NF_OK) st = parse_objects(&ps);
-    if (st == NF_OK) st = parse_components(&ps);
-    if (st == NF_OK) st = parse_bindings(&ps);
-    if (st == NF_OK) st = parse_uses(&ps);
-    if (st == NF_OK) st = parse_open_members(&ps);
+    nf_status st = parse_records(json, len, entry_name, dir, err);
     if (st != NF_OK) {
-        /* the schema checks name the member, this adds where it is (an out-of-memory message
-         * already says "directory: out of memory") */
-        if (st == NF_ERR_INVALID) nf_error_prefix(err, "directory");
-        nf_dir_free(dir);
         json_decref(root);
         return st;
     }
     *root_out = root;
+    return NF_OK;
+}
+
+#define CHECK_PIECE ((size_t)64 << 10)
+
+nf_status nf_dir_check(const uint8_t *json, size_t len, const char *entry_name, size_t piece_bytes, nf_error *err)
+{
+    NF_TRY(text_checks(json, len, err));
+    json_error_t je;
+    if (!nf_jw_validate((const char *)json, len, PARSE_FLAGS, piece_bytes ? piece_bytes : CHECK_PIECE, &je))
+        return syntax_error(json, len, &je, err);
+    nf_dir dir;
+    NF_TRY(parse_records(json, len, entry_name, &dir, err));
+    nf_dir_free(&dir);
     return NF_OK;
 }
 

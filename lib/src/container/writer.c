@@ -397,35 +397,41 @@ static nf_status lay_out(nf_writer *w, const char *known, nf_error *err)
         json_decref(w->members[m]);
         w->members[m] = NULL;
     }
-    if (st == NF_OK) {
-        /* The entry image: header, then the JSON padded with spaces to json_bytes (2.7 step 4). */
-        uint8_t hdr[NF_HEADER_BYTES];
-        memcpy(hdr, NF_MAGIC_ENTRY, NF_MAGIC_BYTES);
-        put_u64le(hdr + 8, w->json_bytes);
-        memcpy(hdr + 16, w->id, NF_ARTIFACT_ID_BYTES);
-        size_t pad = (size_t)w->json_bytes - text.len;
-        bool ok = nf_buf_append(&w->image, hdr, sizeof hdr) && nf_buf_append(&w->image, text.data, text.len);
-        for (size_t i = 0; ok && i < pad; i++) ok = nf_buf_putc(&w->image, ' ');
-        if (!ok) st = nf_wr_nomem(err);
-    }
-    /* The image holds the text (after the header): one copy of a directory of 10^5 objects is
-     * tens of MB (docs/scale-out.md, the coordinator's memory), so the check reads it there. */
     size_t text_len = text.len;
+    if (st == NF_OK) {
+        /* The entry image: header, then the JSON padded with spaces to json_bytes (2.7 step 4),
+         * made in the text's own buffer (one copy of a directory of 10^5 objects is tens of MB:
+         * docs/scale-out.md, the coordinator's memory). */
+        size_t pad = (size_t)w->json_bytes - text_len;
+        bool ok = true;
+        for (size_t i = 0; ok && i < NF_HEADER_BYTES + pad; i++) ok = nf_buf_putc(&text, ' ');
+        if (ok) {
+            memmove(text.data + NF_HEADER_BYTES, text.data, text_len);
+            memset(text.data + NF_HEADER_BYTES + text_len, ' ', pad);
+            memcpy(text.data, NF_MAGIC_ENTRY, NF_MAGIC_BYTES);
+            put_u64le((uint8_t *)text.data + 8, w->json_bytes);
+            memcpy(text.data + 16, w->id, NF_ARTIFACT_ID_BYTES);
+            char *exact = realloc(text.data, text.len); /* (the growth's spare capacity back) */
+            if (exact) {
+                text.data = exact;
+                text.cap = text.len;
+            }
+            nf_buf_free(&w->image);
+            w->image = text;
+            text = (nf_buf){0};
+        } else {
+            st = nf_wr_nomem(err);
+        }
+    }
     nf_buf_free(&text);
     const char *json_text = st == NF_OK ? w->image.data + NF_HEADER_BYTES : NULL;
     char digest[33] = "";
     if (st == NF_OK && known) nf_xxh3_128_hex(w->image.data, w->image.len, digest);
     if (st == NF_OK && !(known && strcmp(digest, known) == 0)) {
-        /* Never write what our own reader would refuse (references, proposal, names, ...). */
-        json_t *check = NULL;
-        nf_dir dir;
-        st = nf_dir_parse((const uint8_t *)json_text, text_len, w->entry_name, &check, &dir, err);
-        if (st == NF_OK) {
-            nf_dir_free(&dir);
-            json_decref(check);
-        } else {
-            nf_error_prefix(err, "%s: the directory to write is invalid", MP(w->path));
-        }
+        /* Never write what our own reader would refuse (references, proposal, names, ...): its
+         * verdict, a record at a time (a tree of the whole directory is 5x its text). */
+        st = nf_dir_check((const uint8_t *)json_text, text_len, w->entry_name, 0, err);
+        if (st != NF_OK) nf_error_prefix(err, "%s: the directory to write is invalid", MP(w->path));
     }
     if (st == NF_OK) st = plan_files(w, segs, n, err);
     free(segs);
