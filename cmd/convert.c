@@ -336,21 +336,22 @@ static void print_plan(const json_t *plan)
 /* One warning line when the plan re-encodes tensors that are already encoded (GGUF blocks, F8
  * codes without a scale): quick mode does it by default, and it is lossy (docs/security.md 7.1, M5); each
  * object's note says what (--dry-run's note column, "note" in --json). */
-static void warn_reencoded(const nf_cli *cli, const json_t *plan)
+static void warn_reencoded(const nf_cli *cli, const nf_plan *plan)
 {
-    size_t i, n = 0;
-    json_t *o;
-    const char *first = NULL;
-    json_array_foreach(json_object_get(plan, "objects"), i, o) {
+    size_t n = 0;
+    char *first = NULL;
+    for (size_t i = 0; i < nf_plan_object_count(plan); i++) {
+        json_t *o = nf_plan_describe_object(plan, i); /* one at a time: a plan may hold 10^5 */
         const char *note = json_string_value(json_object_get(o, "note"));
         /* a quantized weight's import, or the requantizing a rule or --requantize asked for */
-        if (!note || json_object_get(o, "dialect")) continue;
-        if (!n++) first = json_string_value(json_object_get(o, "id"));
+        if (note && !json_object_get(o, "dialect") && !n++) first = strdup(json_string_value(json_object_get(o, "id")));
+        json_decref(o);
     }
     if (n)
         nf_cli_warn(cli, "%zu tensor%s already encoded in the checkpoint (GGUF blocks, F8 codes) %s encoded again "
                     "instead of imported: lossy (first: '%s'; see the note column of --dry-run and "
-                    "docs/ninfer-convert.md)", n, n == 1 ? "" : "s", n == 1 ? "is" : "are", first);
+                    "docs/ninfer-convert.md)", n, n == 1 ? "" : "s", n == 1 ? "is" : "are", first ? first : "?");
+    free(first);
 }
 
 /* ---------------------------------------------------------------- stale files */
@@ -513,12 +514,7 @@ static int build_plan(const nf_cli *cli, convert_opts *opts, bool warn, nf_recip
     }
     if (nf_cli_recipe_apply(*recipe, &opts->ra, &err) != NF_OK) return nf_cli_report(cli, &err);
     if (nf_plan_build(*recipe, plan, &err) != NF_OK) return nf_cli_report(cli, &err);
-    if (warn) { /* (a plan's tasks and its assembler leave it to the plan's maker: the
-                 * description of 10^5 objects is a large tree to build again in every task) */
-        json_t *d = nf_plan_describe(*plan);
-        warn_reencoded(cli, d);
-        json_decref(d);
-    }
+    if (warn) warn_reencoded(cli, *plan); /* (a plan's tasks and its assembler leave it to its maker) */
     return NF_EXIT_OK;
 }
 

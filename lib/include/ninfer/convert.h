@@ -37,6 +37,9 @@ NF_API void nf_plan_free(nf_plan *p);
 /* The plan as JSON: {"objects": [{"id", "kind", "sources", "shape", "source_dtype", "format",
  * "layout", "method", "with", "bytes", "bits_per_weight"} ...], "totals": {...}}. */
 struct json_t *nf_plan_describe(const nf_plan *p);
+/* objects[i] of that description alone (NULL past the end or without memory): a caller looking at
+ * every object holds one record at a time, not the tree of 10^5 (docs/scale-out.md). */
+struct json_t *nf_plan_describe_object(const nf_plan *p, size_t i);
 NF_API size_t nf_plan_object_count(const nf_plan *p);
 
 /* XXH3-128 of everything the artifact's bytes are made from: the plan (its description, the

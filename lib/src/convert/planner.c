@@ -1058,6 +1058,31 @@ fail:
 }
 
 /* ---------------------------------------------------------------- describe (--dry-run) */
+json_t *nf_plan_describe_object(const nf_plan *p, size_t i)
+{
+    if (!p || i >= p->nobjects) return NULL;
+    const plan_object *o = &p->objects[i];
+    if (o->kind == NF_OBJECT_RESOURCE)
+        return json_pack("{s:s,s:s,s:s,s:I}", "id", o->id, "kind", "resource", "path", o->path, "bytes",
+                         (json_int_t)o->bytes);
+    json_t *shape = json_array();
+    for (uint32_t d = 0; d < o->g.rank; d++) json_array_append_new(shape, json_integer((json_int_t)o->g.shape[d]));
+    json_t *srcs = json_array();
+    for (size_t k = 0; k < o->nmembers; k++) json_array_append_new(srcs, json_string(o->members[k].t->name));
+    double bpw = (double)o->g.bytes * 8.0 / (double)o->g.elements;
+    json_t *obj = json_pack("{s:s,s:s,s:o,s:o,s:s,s:s,s:s,s:s,s:o,s:I,s:f}", "id", o->id, "kind", "tensor", "sources",
+                            srcs, "shape", shape, "source_dtype", o->source_dtype, "format", o->g.format->name,
+                            "layout", o->g.layout->name, "method", nf_method_name(o->method), "with",
+                            o->with ? json_deep_copy(o->with) : json_object(), "bytes", (json_int_t)o->g.bytes,
+                            "bits_per_weight", bpw);
+    if (obj && o->note) json_object_set_new(obj, "note", json_string(o->note));
+    if (obj && o->dialect) {
+        json_object_set_new(obj, "dialect", json_string(o->dialect));
+        json_object_set_new(obj, "handling", json_string(o->requantized ? "requantized" : "imported"));
+    }
+    return obj;
+}
+
 json_t *nf_plan_describe(const nf_plan *p)
 {
     json_t *objs = json_array();
@@ -1066,27 +1091,8 @@ json_t *nf_plan_describe(const nf_plan *p)
     for (size_t i = 0; i < p->nobjects; i++) {
         const plan_object *o = &p->objects[i];
         total_bytes += o->kind == NF_OBJECT_TENSOR ? o->g.bytes : o->bytes;
-        if (o->kind == NF_OBJECT_RESOURCE) {
-            json_array_append_new(objs, json_pack("{s:s,s:s,s:s,s:I}", "id", o->id, "kind", "resource", "path",
-                                                  o->path, "bytes", (json_int_t)o->bytes));
-            continue;
-        }
-        json_t *shape = json_array();
-        for (uint32_t d = 0; d < o->g.rank; d++) json_array_append_new(shape, json_integer((json_int_t)o->g.shape[d]));
-        json_t *srcs = json_array();
-        for (size_t k = 0; k < o->nmembers; k++) json_array_append_new(srcs, json_string(o->members[k].t->name));
-        double bpw = (double)o->g.bytes * 8.0 / (double)o->g.elements;
-        json_t *obj = json_pack("{s:s,s:s,s:o,s:o,s:s,s:s,s:s,s:s,s:o,s:I,s:f}", "id", o->id, "kind", "tensor",
-                                "sources", srcs, "shape", shape, "source_dtype", o->source_dtype, "format",
-                                o->g.format->name, "layout", o->g.layout->name, "method", nf_method_name(o->method),
-                                "with", o->with ? json_deep_copy(o->with) : json_object(), "bytes",
-                                (json_int_t)o->g.bytes, "bits_per_weight", bpw);
-        if (o->note) json_object_set_new(obj, "note", json_string(o->note));
-        if (o->dialect) {
-            json_object_set_new(obj, "dialect", json_string(o->dialect));
-            json_object_set_new(obj, "handling", json_string(o->requantized ? "requantized" : "imported"));
-        }
-        json_array_append_new(objs, obj);
+        json_array_append_new(objs, nf_plan_describe_object(p, i));
+        if (o->kind == NF_OBJECT_RESOURCE) continue;
         total_elements += o->g.elements;
         json_t *f = json_object_get(per_format, o->g.format->name);
         if (!f) {
