@@ -130,6 +130,20 @@ NF_API nf_status nf_writer_add_resource(nf_writer *w, const char *id, uint64_t b
  * writer).  Defaults: components {"text":{"config":{}}}, bindings {}, uses [], metadata {},
  * provenance {}. */
 NF_API nf_status nf_writer_set_member(nf_writer *w, const char *member, struct json_t *value, nf_error *err);
+/* The members of a directory member's object, one at a time: member i's name in *key (valid
+ * until the next call) and its value in *value (a new reference the writer releases), or *value
+ * NULL after the last.  Called with i = 0, 1, ... while the directory is written. */
+typedef nf_status (*nf_writer_records_fn)(void *ctx, size_t i, const char **key, struct json_t **value,
+                                          nf_error *err);
+/* A member too large to hold as one tree (10^5 records; docs/scale-out.md): components,
+ * bindings or provenance made of the members of `head` (taken over as by nf_writer_set_member;
+ * NULL for none) followed by the members `next` yields -- under the name `records_key` (one
+ * more member, last) or, when it is NULL, directly.  ctx must outlive the layout
+ * (nf_writer_begin).  The text is the same as of the whole tree set with nf_writer_set_member;
+ * a name that repeats is refused when the directory is checked. */
+NF_API nf_status nf_writer_set_member_records(nf_writer *w, const char *member, struct json_t *head,
+                                              const char *records_key, nf_writer_records_fn next, void *ctx,
+                                              nf_error *err);
 /* Freeze the plan: build the directory, lay out files, refuse destinations that are not regular
  * files (NF_ERR_USAGE) or exist (without overwrite), take the output's lock (".<name>.lock"
  * beside the entry, held until commit or rollback; NF_ERR_IO when another writer holds it),

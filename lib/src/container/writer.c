@@ -249,15 +249,31 @@ nf_status nf_writer_add_resource(nf_writer *w, const char *id, uint64_t bytes, s
     return add_object(w, id, false, bytes, 1, NULL, index, err);
 }
 
+/* The index of a settable member, or -1 (NF_ERR_USAGE in *st). */
+static int member_index(nf_writer *w, const char *member, nf_status *st, nf_error *err)
+{
+    *st = check_planning(w, "setting a directory member", err);
+    int m = -1;
+    for (int i = 0; i < M_COUNT && *st == NF_OK; i++)
+        if (member && strcmp(member, nf_wr_member_names[i]) == 0) m = i;
+    if (*st == NF_OK && m < 0)
+        *st = nf_error_set(err, NF_ERR_USAGE, "%s: '%s' is not a settable directory member (components, bindings, "
+                           "uses, metadata, provenance)", MP(w->path), member ? member : "(null)");
+    return *st == NF_OK ? m : -1;
+}
+
+static void clear_records(nf_writer *w, int m)
+{
+    free(w->records[m].key);
+    w->records[m].key = NULL;
+    w->records[m].next = NULL;
+    w->records[m].ctx = NULL;
+}
+
 nf_status nf_writer_set_member(nf_writer *w, const char *member, struct json_t *value, nf_error *err)
 {
-    nf_status st = check_planning(w, "setting a directory member", err);
-    int m = -1;
-    for (int i = 0; i < M_COUNT && st == NF_OK; i++)
-        if (member && strcmp(member, nf_wr_member_names[i]) == 0) m = i;
-    if (st == NF_OK && m < 0)
-        st = nf_error_set(err, NF_ERR_USAGE, "%s: '%s' is not a settable directory member (components, bindings, "
-                          "uses, metadata, provenance)", MP(w->path), member ? member : "(null)");
+    nf_status st;
+    int m = member_index(w, member, &st, err);
     if (st == NF_OK && !value) st = nf_error_set(err, NF_ERR_USAGE, "%s: %s: no value", MP(w->path), member);
     if (st == NF_OK) {
         bool ok = m == M_USES ? json_is_array(value) : json_is_object(value);
@@ -271,6 +287,37 @@ nf_status nf_writer_set_member(nf_writer *w, const char *member, struct json_t *
     }
     json_decref(w->members[m]);
     w->members[m] = value;
+    clear_records(w, m);
+    return NF_OK;
+}
+
+nf_status nf_writer_set_member_records(nf_writer *w, const char *member, struct json_t *head, const char *records_key,
+                                       nf_writer_records_fn next, void *ctx, nf_error *err)
+{
+    nf_status st;
+    int m = member_index(w, member, &st, err);
+    if (st == NF_OK && (m == M_USES || m == M_METADATA))
+        st = nf_error_set(err, NF_ERR_USAGE, "%s: %s cannot be set a record at a time (components, bindings, "
+                          "provenance can)", MP(w->path), member);
+    if (st == NF_OK && !next) st = nf_error_set(err, NF_ERR_USAGE, "%s: %s: no records function", MP(w->path), member);
+    if (st == NF_OK && !head && !(head = json_object())) st = nf_wr_nomem(err);
+    if (st == NF_OK && !json_is_object(head))
+        st = nf_error_set(err, NF_ERR_INVALID, "%s: %s must be an object", MP(w->path), member);
+    if (st == NF_OK && records_key && json_object_get(head, records_key))
+        st = nf_error_set(err, NF_ERR_USAGE, "%s: %s: the head has a member '%s' already", MP(w->path), member,
+                          records_key);
+    char *key = NULL;
+    if (st == NF_OK && records_key && !(key = strdup(records_key))) st = nf_wr_nomem(err);
+    if (st != NF_OK) {
+        json_decref(head);
+        return st;
+    }
+    json_decref(w->members[m]);
+    w->members[m] = head;
+    clear_records(w, m);
+    w->records[m].next = next;
+    w->records[m].ctx = ctx;
+    w->records[m].key = key;
     return NF_OK;
 }
 
@@ -396,6 +443,7 @@ static nf_status lay_out(nf_writer *w, const char *known, nf_error *err)
     for (int m = 0; m < M_COUNT; m++) {
         json_decref(w->members[m]);
         w->members[m] = NULL;
+        clear_records(w, m);
     }
     size_t text_len = text.len;
     if (st == NF_OK) {

@@ -141,6 +141,46 @@ static nf_status put_metadata(nf_writer *w, nf_buf *t, nf_error *err)
     return put_text(t, "}", err);
 }
 
+/* A member's text: its tree, or its head's members and then its records, one at a time
+ * (nf_writer_set_member_records): the same text as of the whole tree. */
+static nf_status put_member(nf_writer *w, int m, nf_buf *t, nf_error *err)
+{
+    if (!w->records[m].next) return nf_json_emit(w->members[m], t, NULL, NULL, err);
+    NF_TRY(put_text(t, "{", err));
+    const char *key;
+    json_t *val;
+    bool first = true;
+    json_object_foreach(w->members[m], key, val) {
+        if (!first) NF_TRY(put_text(t, ",", err));
+        first = false;
+        NF_TRY(put_key(t, key, err));
+        NF_TRY(put_text(t, ":", err));
+        NF_TRY(nf_json_emit(val, t, NULL, NULL, err));
+    }
+    if (w->records[m].key) {
+        if (!first) NF_TRY(put_text(t, ",", err));
+        NF_TRY(put_key(t, w->records[m].key, err));
+        NF_TRY(put_text(t, ":{", err));
+        first = true;
+    }
+    for (size_t i = 0;; i++) {
+        const char *k = NULL;
+        json_t *v = NULL;
+        NF_TRY(w->records[m].next(w->records[m].ctx, i, &k, &v, err));
+        if (!v) break;
+        nf_status st = first ? NF_OK : put_text(t, ",", err);
+        first = false;
+        if (st == NF_OK) st = k ? put_key(t, k, err) : nf_error_set(err, NF_ERR_USAGE, "a record without a name");
+        if (st == NF_OK) st = put_text(t, ":", err);
+        if (st == NF_OK) st = nf_json_emit(v, t, NULL, NULL, err);
+        json_decref(v);
+        NF_TRY(st);
+        /* stop growing as soon as the text is beyond what a reader takes */
+        if (t->len > NF_MAX_JSON_BYTES) return too_big(t->len, true, err);
+    }
+    return put_text(t, w->records[m].key ? "}}" : "}", err);
+}
+
 /* Everything before the file table: "{" and the members before "files", with their commas. */
 static nf_status emit_prefix(nf_writer *w, nf_buf *t, nf_error *err)
 {
@@ -153,7 +193,7 @@ static nf_status emit_prefix(nf_writer *w, nf_buf *t, nf_error *err)
         if (!w->members[m]) return nf_wr_nomem(err);
     }
     NF_TRY(put_text(t, "{\"components\":", err));
-    NF_TRY(nf_json_emit(w->members[M_COMPONENTS], t, NULL, NULL, err));
+    NF_TRY(put_member(w, M_COMPONENTS, t, err));
     NF_TRY(put_text(t, ",\"objects\":[", err));
     for (size_t i = 0; i < w->nobjs; i++) {
         if (i) NF_TRY(put_text(t, ",", err));
@@ -166,13 +206,13 @@ static nf_status emit_prefix(nf_writer *w, nf_buf *t, nf_error *err)
         if (t->len > NF_MAX_JSON_BYTES) return too_big(t->len, true, err);
     }
     NF_TRY(put_text(t, "],\"bindings\":", err));
-    NF_TRY(nf_json_emit(w->members[M_BINDINGS], t, NULL, NULL, err));
+    NF_TRY(put_member(w, M_BINDINGS, t, err));
     NF_TRY(put_text(t, ",\"uses\":", err));
     NF_TRY(nf_json_emit(w->members[M_USES], t, NULL, NULL, err));
     NF_TRY(put_text(t, ",\"metadata\":", err));
     NF_TRY(put_metadata(w, t, err));
     NF_TRY(put_text(t, ",\"provenance\":", err));
-    NF_TRY(nf_json_emit(w->members[M_PROVENANCE], t, NULL, NULL, err));
+    NF_TRY(put_member(w, M_PROVENANCE, t, err));
     if (t->len > NF_MAX_JSON_BYTES) return too_big(t->len, true, err);
     return NF_OK;
 }

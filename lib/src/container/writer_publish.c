@@ -389,7 +389,10 @@ void nf_writer_free(nf_writer *w)
     }
     free(w->objs);
     nf_strset_free(&w->ids);
-    for (int m = 0; m < M_COUNT; m++) json_decref(w->members[m]);
+    for (int m = 0; m < M_COUNT; m++) {
+        json_decref(w->members[m]);
+        free(w->records[m].key);
+    }
     free(w->sum_pos);
     free(w->selected);
     free(w->touched);

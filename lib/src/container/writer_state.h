@@ -114,6 +114,11 @@ struct nf_writer {
     nf_strset ids;
     uint64_t payload_end;
     json_t *members[M_COUNT];
+    struct {
+        nf_writer_records_fn next; /* NULL: the member is members[m] alone */
+        void *ctx;
+        char *key;
+    } records[M_COUNT]; /* nf_writer_set_member_records */
     _Atomic int state;
     nf_error failure; /* the first write error, returned again to every later write (under lock) */
     wfile *files;

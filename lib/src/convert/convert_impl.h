@@ -58,6 +58,12 @@ typedef struct plan_object {
     size_t writer_index;
 } plan_object;
 
+/* A cursor over the records of bindings or provenance.objects. */
+typedef struct nf_plan_records {
+    const nf_plan *p;
+    size_t object, member;
+} nf_plan_records;
+
 struct nf_plan {
     const nf_recipe *recipe;
     plan_source *sources;
@@ -65,7 +71,11 @@ struct nf_plan {
     nf_imatrix **imatrices;          /* one per source (loaded when a rule uses it), else NULL */
     plan_object *objects;
     size_t nobjects;
-    json_t *components, *bindings, *metadata, *provenance;
+    /* the directory's members; bindings and provenance.objects (a record per object, 10^5 of
+     * them) are never one tree: nf_plan_binding_record and nf_plan_provenance_record make them a
+     * record at a time, provenance holds the rest (docs/scale-out.md, the coordinator's memory) */
+    json_t *components, *metadata, *provenance;
+    nf_plan_records binding_records, provenance_records; /* the writer's cursors (plan_writer) */
     /* companions of the base source that imports read at plan time (scales, scalars), sorted by
      * address; with the members' tensors, what nf_plan_content_digest reads */
     const nf_source_tensor **companions;
@@ -94,12 +104,16 @@ nf_status nf_convert_compare_some(nf_plan *p, nf_artifact *a, unsigned threads, 
 /* What a run checks of its outputs before it writes (the output is no input, the report's
  * place), and that the output does not exist yet: a plan's tasks never write under an artifact. */
 nf_status nf_convert_check_outputs(const nf_plan *p, const nf_convert_options *opt, nf_error *err);
+
+/* The members of bindings, and of provenance.objects, in order (nf_writer_records_fn over an
+ * nf_plan_records with its plan set: i = 0 starts again). */
+nf_status nf_plan_binding_record(void *records, size_t i, const char **key, json_t **value, nf_error *err);
+nf_status nf_plan_provenance_record(void *records, size_t i, const char **key, json_t **value, nf_error *err);
+
 /* p's writer, every object planned and laid out (nothing created); fingerprint: a plan's, whose
- * directory its maker checked (nf_writer_layout_known), or NULL.  hand_over: the plan's
- * directory trees (components, bindings, metadata, provenance) go to the writer, which frees
- * them once laid out; p has none left after (for a caller that writes no report). */
-nf_status nf_convert_writer(nf_plan *p, const nf_convert_options *opt, const char *fingerprint, bool hand_over,
-                            nf_writer **out, nf_error *err);
+ * directory its maker checked (nf_writer_layout_known), or NULL. */
+nf_status nf_convert_writer(nf_plan *p, const nf_convert_options *opt, const char *fingerprint, nf_writer **out,
+                            nf_error *err);
 /* A task: w laid out with its selection; its objects encoded, its files staged (the entry to
  * entry_staged); per plan object, the statistics (sums) and, for the task's objects, the
  * checksum (checksums[i], "" for the others). */

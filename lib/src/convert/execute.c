@@ -1000,9 +1000,14 @@ static nf_status plan_writer(nf_plan *p, const nf_convert_options *opt, nf_write
                                          : nf_writer_add_resource(w, o->id, o->bytes, &o->writer_index, err);
     }
     if (st == NF_OK) st = nf_writer_set_member(w, "components", json_incref(p->components), err);
-    if (st == NF_OK) st = nf_writer_set_member(w, "bindings", json_incref(p->bindings), err);
+    p->binding_records = (nf_plan_records){p, 0, 0};
+    p->provenance_records = (nf_plan_records){p, 0, 0};
+    if (st == NF_OK)
+        st = nf_writer_set_member_records(w, "bindings", NULL, NULL, nf_plan_binding_record, &p->binding_records, err);
     if (st == NF_OK) st = nf_writer_set_member(w, "metadata", json_deep_copy(p->metadata), err);
-    if (st == NF_OK) st = nf_writer_set_member(w, "provenance", json_incref(p->provenance), err);
+    if (st == NF_OK)
+        st = nf_writer_set_member_records(w, "provenance", json_incref(p->provenance), "objects",
+                                          nf_plan_provenance_record, &p->provenance_records, err);
     if (st != NF_OK) {
         nf_writer_free(w);
         return st;
@@ -1036,20 +1041,11 @@ nf_status nf_convert_check_outputs(const nf_plan *p, const nf_convert_options *o
     return st;
 }
 
-nf_status nf_convert_writer(nf_plan *p, const nf_convert_options *opt, const char *fingerprint, bool hand_over,
-                            nf_writer **out, nf_error *err)
+nf_status nf_convert_writer(nf_plan *p, const nf_convert_options *opt, const char *fingerprint, nf_writer **out,
+                            nf_error *err)
 {
     nf_writer *w = NULL;
     NF_TRY(plan_writer(p, opt, &w, err));
-    if (hand_over) {
-        /* the writer holds the directory's trees now, and drops them once they are text: at
-         * 10^5 objects they are a large part of the coordinator's memory (docs/scale-out.md) */
-        json_t **trees[] = {&p->components, &p->bindings, &p->metadata, &p->provenance};
-        for (size_t i = 0; i < sizeof trees / sizeof trees[0]; i++) {
-            json_decref(*trees[i]);
-            *trees[i] = NULL;
-        }
-    }
     nf_status st = nf_writer_layout_known(w, fingerprint, err);
     if (st != NF_OK) {
         nf_writer_free(w);

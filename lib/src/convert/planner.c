@@ -208,7 +208,6 @@ void nf_plan_free(nf_plan *p)
     free(p->sources);
     free(p->imatrices);
     json_decref(p->components);
-    json_decref(p->bindings);
     json_decref(p->metadata);
     json_decref(p->provenance);
     free(p);
@@ -716,6 +715,8 @@ static nf_status build_components(nf_plan *p, size_t cap, nf_error *err)
     return NF_OK;
 }
 
+/* provenance: the converter, the recipe and the sources; its "objects" (a record per tensor,
+ * nf_plan_provenance_record) are added a record at a time by whoever writes it. */
 static void build_provenance(nf_plan *p)
 {
     const nf_recipe *r = p->recipe;
@@ -723,20 +724,36 @@ static void build_provenance(nf_plan *p)
     for (size_t i = 0; i < p->nsources; i++)
         json_object_set_new(sources, p->sources[i].name,
                             json_pack("{s:s,s:I}", "path", p->sources[i].path, "bytes", (json_int_t)p->sources[i].bytes));
-    json_t *objects = json_object();
-    for (size_t i = 0; i < p->nobjects; i++) {
-        const plan_object *o = &p->objects[i];
-        if (o->kind != NF_OBJECT_TENSOR) continue;
-        json_t *srcs = json_array();
-        for (size_t k = 0; k < o->nmembers; k++) json_array_append_new(srcs, json_string(o->members[k].t->name));
-        json_t *rec = json_pack("{s:s,s:o,s:o}", "method", nf_method_name(o->method), "with",
-                                o->with ? json_deep_copy(o->with) : json_object(), "sources", srcs);
-        json_object_set_new(objects, o->id, rec);
-    }
-    p->provenance = json_pack("{s:s,s:O,s:o,s:o}", "converter", "ninfer-tools " NINFER_VERSION_STRING, "recipe",
-                              r->json ? r->json : json_null(), "sources", sources, "objects", objects);
+    p->provenance = json_pack("{s:s,s:O,s:o}", "converter", "ninfer-tools " NINFER_VERSION_STRING, "recipe",
+                              r->json ? r->json : json_null(), "sources", sources);
     p->metadata = json_object();
     if (r->output_name) json_object_set_new(p->metadata, "name", json_string(r->output_name));
+}
+
+nf_status nf_plan_provenance_record(void *records, size_t i, const char **key, json_t **value, nf_error *err)
+{
+    nf_plan_records *c = records;
+    const nf_plan *p = c->p;
+    if (i == 0) c->object = 0;
+    *value = NULL;
+    while (c->object < p->nobjects && p->objects[c->object].kind != NF_OBJECT_TENSOR) c->object++;
+    if (c->object == p->nobjects) return NF_OK;
+    const plan_object *o = &p->objects[c->object++];
+    json_t *srcs = json_array();
+    for (size_t k = 0; srcs && k < o->nmembers; k++)
+        if (json_array_append_new(srcs, json_string(o->members[k].t->name)) != 0) {
+            json_decref(srcs);
+            srcs = NULL;
+        }
+    json_t *with = o->with ? json_deep_copy(o->with) : json_object();
+    if (!srcs || !with) {
+        json_decref(srcs);
+        json_decref(with);
+        return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    }
+    *key = o->id;
+    *value = json_pack("{s:s,s:o,s:o}", "method", nf_method_name(o->method), "with", with, "sources", srcs);
+    return *value ? NF_OK : nf_error_set(err, NF_ERR_NOMEM, "out of memory");
 }
 
 /* ---------------------------------------------------------------- build */
@@ -907,23 +924,32 @@ static void add_single(nf_plan *p, size_t cap, tensor_plan *tp, problems *probs)
     }
 }
 
-static void build_bindings(nf_plan *p)
+/* bindings: each tensor object bound under its id, or its members (a fused object's, or one
+ * renamed) each under its source name as a part of the object's elements. */
+nf_status nf_plan_binding_record(void *records, size_t i, const char **key, json_t **value, nf_error *err)
 {
-    p->bindings = json_object();
-    for (size_t i = 0; i < p->nobjects; i++) {
-        const plan_object *o = &p->objects[i];
-        if (o->kind != NF_OBJECT_TENSOR) continue;
-        if (o->nmembers == 1 && strcmp(o->members[0].t->name, o->id) == 0) {
-            json_object_set_new(p->bindings, o->id, json_pack("{s:s}", "object", o->id));
-            continue;
+    nf_plan_records *c = records;
+    const nf_plan *p = c->p;
+    if (i == 0) c->object = c->member = 0;
+    *value = NULL;
+    while (c->object < p->nobjects && p->objects[c->object].kind != NF_OBJECT_TENSOR) c->object++;
+    if (c->object == p->nobjects) return NF_OK;
+    const plan_object *o = &p->objects[c->object];
+    if (o->nmembers == 1 && strcmp(o->members[0].t->name, o->id) == 0) {
+        c->object++;
+        *key = o->id;
+        *value = json_pack("{s:s}", "object", o->id);
+    } else {
+        const plan_member *m = &o->members[c->member];
+        if (++c->member == o->nmembers) {
+            c->member = 0;
+            c->object++;
         }
-        for (size_t k = 0; k < o->nmembers; k++) {
-            const plan_member *m = &o->members[k];
-            json_int_t a = (json_int_t)(m->parent_row0 * o->g.cols), b = (json_int_t)((m->parent_row0 + m->rows) * o->g.cols);
-            json_object_set_new(p->bindings, m->t->name,
-                                json_pack("{s:[{s:s,s:[I,I]}]}", "parts", "object", o->id, "range", a, b));
-        }
+        json_int_t a = (json_int_t)(m->parent_row0 * o->g.cols), b = (json_int_t)((m->parent_row0 + m->rows) * o->g.cols);
+        *key = m->t->name;
+        *value = json_pack("{s:[{s:s,s:[I,I]}]}", "parts", "object", o->id, "range", a, b);
     }
+    return *value ? NF_OK : nf_error_set(err, NF_ERR_NOMEM, "out of memory");
 }
 
 nf_status nf_plan_build(const nf_recipe *recipe, nf_plan **out, nf_error *err)
@@ -1038,7 +1064,6 @@ nf_status nf_plan_build(const nf_recipe *recipe, nf_plan **out, nf_error *err)
         st = nf_error_set(err, NF_ERR_INVALID, "%s: the rules leave no tensor to convert", recipe->path);
         goto done;
     }
-    build_bindings(p);
     build_provenance(p);
 done:
     nf_strset_free(&ix.members);
@@ -1131,14 +1156,70 @@ static void digest_u64(XXH3_state_t *h, uint64_t v)
     XXH3_128bits_update(h, b, sizeof b);
 }
 
+#define DIGEST_DUMPS (JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY)
+
 static bool digest_json(XXH3_state_t *h, const char *what, const json_t *j)
 {
-    char *text = json_dumps(j ? j : json_null(), JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
+    char *text = json_dumps(j ? j : json_null(), DIGEST_DUMPS);
     if (!text) return false;
     digest_str(h, what);
     digest_str(h, text);
     free(text);
     return true;
+}
+
+/* The compact text of one value, without its NUL. */
+static bool digest_text(XXH3_state_t *h, const json_t *j)
+{
+    char *text = json_dumps(j, DIGEST_DUMPS);
+    if (!text) return false;
+    XXH3_128bits_update(h, text, strlen(text));
+    free(text);
+    return true;
+}
+
+static bool digest_member(XXH3_state_t *h, bool *first, const char *key, const json_t *value)
+{
+    json_t *k = json_string(key);
+    bool ok = k && (*first || (XXH3_128bits_update(h, ",", 1), true)) && digest_text(h, k) &&
+              (XXH3_128bits_update(h, ":", 1), true) && digest_text(h, value);
+    json_decref(k);
+    *first = false;
+    return ok;
+}
+
+/* digest_json of the member head and its records (nf_plan_*_record) as one object -- under
+ * records_key, or directly when it is NULL: the compact text of a whole tree is the
+ * concatenation of its members' texts, so the digest is that of the tree, never built. */
+static nf_status digest_records(XXH3_state_t *h, const char *what, const json_t *head, const char *records_key,
+                                nf_status (*next)(void *, size_t, const char **, json_t **, nf_error *),
+                                const nf_plan *p, nf_error *err)
+{
+    nf_plan_records cursor = {p, 0, 0};
+    digest_str(h, what);
+    XXH3_128bits_update(h, "{", 1);
+    bool first = true, ok = true;
+    const char *key;
+    json_t *val;
+    json_object_foreach((json_t *)head, key, val) ok = ok && digest_member(h, &first, key, val);
+    if (ok && records_key) {
+        json_t *k = json_string(records_key);
+        ok = k && (first || (XXH3_128bits_update(h, ",", 1), true)) && digest_text(h, k);
+        json_decref(k);
+        XXH3_128bits_update(h, ":{", 2);
+        first = true;
+    }
+    for (size_t i = 0; ok; i++) {
+        const char *k = NULL;
+        json_t *v = NULL;
+        NF_TRY(next(&cursor, i, &k, &v, err));
+        if (!v) break;
+        ok = digest_member(h, &first, k, v);
+        json_decref(v);
+    }
+    if (!ok) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    XXH3_128bits_update(h, records_key ? "}}" : "}", records_key ? 3 : 2); /* with the text's NUL */
+    return NF_OK;
 }
 
 static nf_status digest_tensor(XXH3_state_t *h, const nf_source *src, const nf_source_tensor *t, uint8_t *buf,
@@ -1189,14 +1270,18 @@ nf_status nf_plan_content_digest(const nf_plan *p, uint8_t out[16], nf_error *er
     }
     digest_str(h, "ninfer plan content digest v1");
     json_t *d = nf_plan_describe(p);
-    bool ok = d && digest_json(h, "plan", d) && digest_json(h, "components", p->components) &&
-              digest_json(h, "bindings", p->bindings) && digest_json(h, "metadata", p->metadata) &&
-              digest_json(h, "provenance", p->provenance);
+    bool ok = d && digest_json(h, "plan", d) && digest_json(h, "components", p->components);
     json_decref(d);
     if (!ok) {
         st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
         goto done;
     }
+    /* (in the order of the members before the records were streamed: the digest, and so the
+     * ids derived from it, did not change) */
+    st = digest_records(h, "bindings", NULL, NULL, nf_plan_binding_record, p, err);
+    if (st == NF_OK && !digest_json(h, "metadata", p->metadata)) st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    if (st == NF_OK) st = digest_records(h, "provenance", p->provenance, "objects", nf_plan_provenance_record, p, err);
+    if (st != NF_OK) goto done;
     for (size_t i = 0; st == NF_OK && i < p->nobjects; i++) {
         const plan_object *o = &p->objects[i];
         digest_str(h, o->id);

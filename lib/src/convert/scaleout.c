@@ -304,7 +304,7 @@ nf_status nf_scaleout_plan(nf_plan *p, const nf_convert_options *opt, size_t tas
 {
     NF_TRY(nf_convert_check_outputs(p, opt, err));
     nf_writer *w = NULL;
-    NF_TRY(nf_convert_writer(p, opt, NULL, true, &w, err));
+    NF_TRY(nf_convert_writer(p, opt, NULL, &w, err));
     size_t nf = nf_writer_file_count(w);
     size_t *first = calloc(nf, sizeof *first), *end = calloc(nf, sizeof *end);
     json_t *root = NULL, *inputs = NULL;
@@ -673,7 +673,7 @@ static nf_status run_task(nf_plan *p, const nf_scaleout *s, size_t task, const n
         return NF_OK;
     }
     nf_writer *w = NULL;
-    NF_TRY(nf_convert_writer(p, opt, s->fingerprint, false, &w, err));
+    NF_TRY(nf_convert_writer(p, opt, s->fingerprint, &w, err));
     nf_status st = check_layout(s, w, err);
     if (st == NF_OK) st = check_inputs(p, s, err);
     /* done already: every file of the task has a receipt of this plan and its size */
@@ -737,7 +737,7 @@ nf_status nf_scaleout_assemble(nf_plan *p, const nf_scaleout *s, const nf_conver
     bool published = false;
     NF_TRY(published_already(s, &published, err));
     nf_writer *w = NULL;
-    NF_TRY(nf_convert_writer(p, opt, s->fingerprint, false, &w, err));
+    NF_TRY(nf_convert_writer(p, opt, s->fingerprint, &w, err));
     nf_status st = check_layout(s, w, err);
     size_t n = p->nobjects;
     nf_errstats_summary *sums = calloc(n ? n : 1, sizeof *sums);
