@@ -33,6 +33,7 @@ static void same_verdict(const char *t, size_t n, size_t piece)
     cr_assert_eq(b.line, a.line, "piece %zu: '%.*s': line %d, jansson's %d", piece, (int)n, t, b.line, a.line);
     cr_assert_eq(b.column, a.column, "piece %zu: '%.*s': column %d, jansson's %d", piece, (int)n, t, b.column,
                  a.column);
+    cr_assert_str_eq(b.text, a.text, "piece %zu: '%.*s'", piece, (int)n, t);
 }
 
 static const char *const SEEDS[] = {
@@ -78,6 +79,9 @@ Test(json_walk, duplicate_and_nul_names_in_walked_objects)
     static const char *const texts[] = {
         "{\"a\":1,\"b\":{\"c\":1,\"c\":2}}", "{\"a\":1,\"\\u0061\":2}", "{\"a\":{\"\\u0000\":1}}",
         "{\"a\":[{\"b\":1},{\"b\":1,\"b\":1}]}", "[{\"a\":1},\n{\"a\":1,\n  \"a\":3}]",
+        /* names of 18 to 21 bytes with their quotes: jansson quotes only tokens of up to 20 */
+        "{\"abcdefghijklmnop\":1,\"abcdefghijklmnop\":2}", "{\"abcdefghijklmnopq\":1,\"abcdefghijklmnopq\":2}",
+        "{\"abcdefghijklmnopqr\":1,\"abcdefghijklmnopqr\":2}", "{\"x\":{\"\\u0000bcdefghijklmn\":1}}",
     };
     for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++)
         for (size_t pi = 0; pi < sizeof PIECES / sizeof PIECES[0]; pi++)

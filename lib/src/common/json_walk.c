@@ -131,7 +131,10 @@ static void set_error(json_error_t *je, const char *t, size_t at, enum json_erro
     line_col(t, at, &je->line, &je->column);
     je->position = (int)at;
     size_t nn = near.end - near.at;
-    snprintf(je->text, sizeof je->text - 1, "%s near '%.*s'", what, nn > 80 ? 80 : (int)nn, t + near.at);
+    if (nn <= 20) /* jansson quotes the token it stopped at when it is short */
+        snprintf(je->text, sizeof je->text - 1, "%s near '%.*s'", what, (int)nn, t + near.at);
+    else
+        snprintf(je->text, sizeof je->text - 1, "%s", what);
     je->text[JSON_ERROR_TEXT_LENGTH - 1] = (char)code;
 }
 
