@@ -46,7 +46,54 @@ static void write_obj(nf_writer *w, size_t index, const void *data, size_t len)
 }
 
 /* ---------------------------------------------------------------- upstream byte images */
-static void rewrite_upstream(const char *name)
+/* Members given a record at a time (nf_writer_set_member_records): the members of an object,
+ * from a cursor that starts again at i = 0. */
+typedef struct records_of {
+    const json_t *object;
+    void *iter;
+} records_of;
+
+static nf_status next_record(void *ctx, size_t i, const char **key, json_t **value, nf_error *err)
+{
+    (void)err;
+    records_of *r = ctx;
+    r->iter = i == 0 ? json_object_iter((json_t *)r->object) : json_object_iter_next((json_t *)r->object, r->iter);
+    *value = r->iter ? json_incref(json_object_iter_value(r->iter)) : NULL;
+    *key = r->iter ? json_object_iter_key(r->iter) : NULL;
+    return NF_OK;
+}
+
+/* mode 0: each member as one tree; 1: components, bindings and provenance as records only;
+ * 2: as a head of every member but the last and, when the last is an object, its members as
+ * records under its name. */
+static void set_members(nf_writer *w, const json_t *root, int mode, records_of *rec)
+{
+    nf_error err;
+    static const char *const members[] = {"components", "bindings", "uses", "metadata", "provenance"};
+    for (size_t m = 0; m < 5; m++) {
+        json_t *v = json_object_get(root, members[m]);
+        if (!v) continue;
+        bool by_records = mode && (m == 0 || m == 1 || m == 4);
+        if (!by_records) {
+            OK(nf_writer_set_member(w, members[m], json_deep_copy(v), &err));
+            continue;
+        }
+        json_t *head = json_object();
+        const char *last = NULL, *k;
+        json_t *x;
+        json_object_foreach(v, k, x) last = k;
+        rec[m].object = v;
+        if (mode == 2 && last && json_is_object(json_object_get(v, last))) {
+            json_object_foreach(v, k, x) if (strcmp(k, last) != 0) json_object_set(head, k, x);
+            rec[m].object = json_object_get(v, last);
+        } else {
+            last = NULL;
+        }
+        OK(nf_writer_set_member_records(w, members[m], head, last, next_record, &rec[m], &err));
+    }
+}
+
+static void rewrite_upstream(const char *name, int mode)
 {
     char src[512];
     tc_sprintf(src, sizeof src, TC_UPSTREAM "%s.ninfer", name);
@@ -78,12 +125,8 @@ static void rewrite_upstream(const char *name)
         cr_assert_eq(index, i);
         cr_assert_eq(nf_writer_object_offset(w, i), o->offset, "%s: planned offset of %s", name, o->id);
     }
-    const json_t *root = nf_artifact_directory(a);
-    static const char *const members[] = {"components", "bindings", "uses", "metadata", "provenance"};
-    for (size_t m = 0; m < 5; m++) {
-        json_t *v = json_object_get(root, members[m]);
-        if (v) OK(nf_writer_set_member(w, members[m], json_deep_copy(v), &err));
-    }
+    records_of rec[5] = {{0}};
+    set_members(w, nf_artifact_directory(a), mode, rec);
     OK(nf_writer_begin(w, &err));
     for (size_t i = 0; i < nf_artifact_object_count(a); i++) {
         const nf_object *o = nf_artifact_object(a, i);
@@ -122,7 +165,56 @@ Test(container_write, upstream_artifacts_rewritten_byte_for_byte)
 {
     static const char *const names[] = {"container_small", "direct", "fp8_row", "gguf", "model",
                                         "nvfp4", "row_split", "split", "wide_directory"};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) rewrite_upstream(names[i]);
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) rewrite_upstream(names[i], 0);
+}
+
+/* The same bytes when the members come a record at a time (the scale-out coordinator's way). */
+Test(container_write, upstream_artifacts_rewritten_with_members_as_records)
+{
+    static const char *const names[] = {"container_small", "direct", "fp8_row", "gguf", "model",
+                                        "nvfp4", "row_split", "split", "wide_directory"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        rewrite_upstream(names[i], 1);
+        rewrite_upstream(names[i], 2);
+    }
+}
+
+Test(container_write, member_records_usage)
+{
+    char *dir = tc_tmpdir();
+    tc_path out = tc_join(dir, "a.ninfer");
+    nf_writer *w = create(out.s, 0, false, ID);
+    nf_error err;
+    json_t *empty = json_object();
+    records_of rec = {empty, NULL};
+    cr_assert_eq(nf_writer_set_member_records(w, "uses", NULL, NULL, next_record, &rec, &err), NF_ERR_USAGE);
+    cr_assert_eq(nf_writer_set_member_records(w, "metadata", NULL, NULL, next_record, &rec, &err), NF_ERR_USAGE);
+    cr_assert_eq(nf_writer_set_member_records(w, "bindings", NULL, NULL, NULL, &rec, &err), NF_ERR_USAGE);
+    cr_assert_eq(nf_writer_set_member_records(w, "provenance", json_pack("{s:{}}", "objects"), "objects", next_record,
+                                              &rec, &err),
+                 NF_ERR_USAGE);
+    cr_assert_not_null(strstr(err.message, "the head has a member 'objects' already"), "%s", err.message);
+    cr_assert_eq(nf_writer_set_member_records(w, "provenance", json_array(), NULL, next_record, &rec, &err),
+                 NF_ERR_INVALID);
+    /* a record name that repeats a head member: refused by the directory check, nothing created */
+    json_t *dup = json_pack("{s:{s:s}}", "w", "object", "w");
+    rec.object = dup;
+    uint64_t shape[1] = {4};
+    nf_geometry g = geo("fp32", shape, 1);
+    size_t index;
+    OK(nf_writer_add_tensor(w, "w", &g, &index, &err));
+    OK(nf_writer_set_member_records(w, "bindings", json_pack("{s:{s:s}}", "w", "object", "w"), NULL, next_record, &rec,
+                                    &err));
+    cr_assert_eq(nf_writer_begin(w, &err), NF_ERR_INVALID);
+    cr_assert_not_null(strstr(err.message, "duplicate JSON member"), "%s", err.message);
+    nf_writer_free(w);
+    size_t count;
+    tc_listing(dir, &count);
+    cr_assert_eq(count, 0, "nothing left: %s", tc_listing(dir, &count));
+    json_decref(dup);
+    json_decref(empty);
+    tc_rmtree(dir);
+    free(dir);
 }
 
 /* A directory with non-ASCII IDs, escapes and floats in config: the text the upstream writer
