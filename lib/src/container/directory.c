@@ -255,6 +255,9 @@ typedef struct parse_state {
     nf_jw_span member[R_COUNT];
     bool has[R_COUNT];
     nf_strset bound; /* the bindings' names (copies in dir->strings) */
+    bool whole;      /* dir->objects holds every record (the reader's), else one (the check's) */
+    uint8_t *kind;   /* each object's nf_object_kind and id: what the later rules look up */
+    const char **id;
     nf_error *err;
 } parse_state;
 
@@ -415,12 +418,24 @@ static nf_status keep_member(parse_state *ps, const json_t *v, const char **out)
     return (*out = keep(ps->dir, json_string_value(v), json_string_length(v))) ? NF_OK : nomem(ps->err);
 }
 
+/* A format or layout name: the registry's own string when it is that very name (10^5 objects
+ * share a handful of names), else a copy. */
+static nf_status keep_name(parse_state *ps, const json_t *v, const char *registered, const char **out)
+{
+    if (registered && strcmp(registered, json_string_value(v)) == 0) {
+        *out = registered;
+        return NF_OK;
+    }
+    return keep_member(ps, v, out);
+}
+
 /* objects[i]: its record rules, and its place after the object before it (ending at *prev_end). */
 static nf_status parse_object(parse_state *ps, size_t i, const json_t *jo, uint64_t *prev_end)
 {
     nf_error *err = ps->err;
     nf_dir *dir = ps->dir;
-    nf_object *o = &dir->objects[i];
+    nf_object *o = ps->whole ? &dir->objects[i] : dir->objects; /* (the check's one scratch record) */
+    memset(o, 0, sizeof *o);
     char what[WHAT_MAX];
     /* Name the object by its id in every message when it has a usable one. */
     const json_t *jid = json_is_object(jo) ? json_object_get(jo, "id") : NULL;
@@ -438,10 +453,10 @@ static nf_status parse_object(parse_state *ps, size_t i, const json_t *jo, uint6
         const json_t *f = json_object_get(jo, "format"), *l = json_object_get(jo, "layout");
         if (!is_id(f)) return fail(err, "%s: format must be an ID (got %s)", what, show(f).s);
         if (!is_id(l)) return fail(err, "%s: layout must be an ID (got %s)", what, show(l).s);
-        NF_TRY(keep_member(ps, f, &o->format_name));
-        NF_TRY(keep_member(ps, l, &o->layout_name));
-        o->format = nf_format_lookup(o->format_name);
-        o->layout = nf_layout_lookup(o->layout_name);
+        o->format = nf_format_lookup(json_string_value(f));
+        o->layout = nf_layout_lookup(json_string_value(l));
+        NF_TRY(keep_name(ps, f, o->format ? o->format->name : NULL, &o->format_name));
+        NF_TRY(keep_name(ps, l, o->layout ? o->layout->name : NULL, &o->layout_name));
         o->divisors = 1;
         const json_t *dv = json_object_get(jo, "divisors");
         if (dv) {
@@ -454,8 +469,8 @@ static nf_status parse_object(parse_state *ps, size_t i, const json_t *jo, uint6
         o->kind = NF_OBJECT_RESOURCE;
         const json_t *e = json_object_get(jo, "encoding");
         if (!is_id(e)) return fail(err, "%s: encoding must be an ID (got %s)", what, show(e).s);
-        NF_TRY(keep_member(ps, e, &o->layout_name));
-        o->layout = nf_layout_lookup(o->layout_name);
+        o->layout = nf_layout_lookup(json_string_value(e));
+        NF_TRY(keep_name(ps, e, o->layout ? o->layout->name : NULL, &o->layout_name));
         o->divisors = 1;
         dir->elements[i] = 1;
     } else {
@@ -481,6 +496,8 @@ static nf_status parse_object(parse_state *ps, size_t i, const json_t *jo, uint6
         return fail(err, "%s: ends at %llu, beyond the payload (%llu bytes)", what, (unsigned long long)end,
                     (unsigned long long)dir->total_payload);
     *prev_end = end;
+    ps->kind[i] = (uint8_t)o->kind;
+    ps->id[i] = o->id;
     return NF_OK;
 }
 
@@ -497,9 +514,11 @@ static nf_status parse_objects(parse_state *ps)
         while (nf_jw_items_next(&it, &key, &value) == 1) n++;
     }
     if (n == 0) return fail(err, "objects must be a non-empty array");
-    dir->objects = calloc(n, sizeof *dir->objects);
+    dir->objects = calloc(ps->whole ? n : 1, sizeof *dir->objects);
     dir->elements = calloc(n, sizeof *dir->elements);
-    if (!dir->objects || !dir->elements) return nomem(err);
+    ps->kind = calloc(n, sizeof *ps->kind);
+    ps->id = calloc(n, sizeof *ps->id);
+    if (!dir->objects || !dir->elements || !ps->kind || !ps->id) return nomem(err);
     dir->nobjects = n;
     uint64_t prev_end = 0;
     nf_jw_items_open(&it, ps->text, s.end, s.at);
@@ -520,7 +539,7 @@ static nf_status binding_tensor(parse_state *ps, const json_t *ref, const char *
     if (!json_is_string(ref) || !nf_strset_find(&dir->ids, json_string_value(ref), NULL, index) ||
         json_string_length(ref) != strlen(json_string_value(ref)))
         return fail(ps->err, "%s: %s names no object", what, show(ref).s);
-    if (dir->objects[*index].kind != NF_OBJECT_TENSOR)
+    if (ps->kind[*index] != NF_OBJECT_TENSOR)
         return fail(ps->err, "%s: %s is a resource, not a tensor object", what, show(ref).s);
     return NF_OK;
 }
@@ -553,7 +572,7 @@ static nf_status parse_binding(parse_state *ps, const json_t *b, const char *wha
         if (!(r0 < r1 && r1 <= elements))
             return fail(err, "%s.range [%llu, %llu] is empty or outside the %llu elements of %s", pw,
                         (unsigned long long)r0, (unsigned long long)r1, (unsigned long long)elements,
-                        quote(ps->dir->objects[index].id).s);
+                        quote(ps->id[index]).s);
     }
     return NF_OK;
 }
@@ -575,7 +594,7 @@ static nf_status parse_component_resources(parse_state *ps, const json_t *c, con
         if (!json_is_string(oid) || !nf_strset_find(&ps->dir->ids, json_string_value(oid), NULL, &index) ||
             json_string_length(oid) != strlen(json_string_value(oid)))
             return fail(err, "%s: %s names no object (must be a resource object)", rw, show(oid).s);
-        if (ps->dir->objects[index].kind != NF_OBJECT_RESOURCE)
+        if (ps->kind[index] != NF_OBJECT_RESOURCE)
             return fail(err, "%s: %s is a tensor, not a resource object", rw, show(oid).s);
     }
     return NF_OK;
@@ -767,10 +786,11 @@ void nf_dir_free(nf_dir *dir)
 }
 
 /* The record rules on text whose syntax passed, in the reader's order. */
-static nf_status parse_records(const uint8_t *json, size_t len, const char *entry_name, nf_dir *dir, nf_error *err)
+static nf_status parse_records(const uint8_t *json, size_t len, const char *entry_name, bool whole, nf_dir *dir,
+                               nf_error *err)
 {
     memset(dir, 0, sizeof *dir);
-    parse_state ps = {.dir = dir, .text = (const char *)json, .len = len, .err = err};
+    parse_state ps = {.dir = dir, .text = (const char *)json, .len = len, .whole = whole, .err = err};
     nf_status st = parse_root(&ps);
     if (st == NF_OK) st = parse_files(&ps, entry_name);
     if (st == NF_OK) st = parse_objects(&ps);
@@ -779,6 +799,8 @@ static nf_status parse_records(const uint8_t *json, size_t len, const char *entr
     if (st == NF_OK) st = parse_uses(&ps);
     if (st == NF_OK) st = parse_open_members(&ps);
     nf_strset_free(&ps.bound);
+    free(ps.kind);
+    free(ps.id);
     if (st != NF_OK) {
         /* the schema checks name the member, this adds where it is (an out-of-memory message
          * already says "directory: out of memory") */
@@ -795,7 +817,7 @@ nf_status nf_dir_parse(const uint8_t *json, size_t len, const char *entry_name, 
     *root_out = NULL;
     json_t *root = NULL;
     NF_TRY(parse_json(json, len, &root, err));
-    nf_status st = parse_records(json, len, entry_name, dir, err);
+    nf_status st = parse_records(json, len, entry_name, true, dir, err);
     if (st != NF_OK) {
         json_decref(root);
         return st;
@@ -813,7 +835,7 @@ nf_status nf_dir_check(const uint8_t *json, size_t len, const char *entry_name, 
     if (!nf_jw_validate((const char *)json, len, PARSE_FLAGS, piece_bytes ? piece_bytes : CHECK_PIECE, &je))
         return syntax_error(json, len, &je, err);
     nf_dir dir;
-    NF_TRY(parse_records(json, len, entry_name, &dir, err));
+    NF_TRY(parse_records(json, len, entry_name, false, &dir, err));
     nf_dir_free(&dir);
     return NF_OK;
 }
