@@ -48,7 +48,7 @@ static const char *const SEEDS[] = {
  * it and inserted before it. */
 Test(json_walk, validate_agrees_with_jansson_one_edit_from_seeds)
 {
-    static const char alphabet[] = "{}[]\":,0a\\ -.\nu";
+    static const char alphabet[] = "{}[]\":,0a\\ -.\nu\0"; /* the NUL too: jansson reads "2\0" as 2 */
     for (size_t s = 0; s < sizeof SEEDS / sizeof SEEDS[0]; s++) {
         const char *seed = SEEDS[s];
         size_t n = strlen(seed);
@@ -59,7 +59,7 @@ Test(json_walk, validate_agrees_with_jansson_one_edit_from_seeds)
                 memcpy(buf, seed, at); /* deleted */
                 memcpy(buf + at, seed + at + 1, n - at - 1);
                 same_verdict(buf, n - 1, PIECES[pi]);
-                for (const char *c = alphabet; *c; c++) {
+                for (const char *c = alphabet; c < alphabet + sizeof alphabet - 1; c++) {
                     memcpy(buf, seed, n); /* replaced */
                     buf[at] = *c;
                     same_verdict(buf, n, PIECES[pi]);
@@ -151,10 +151,10 @@ Test(json_walk, directory_check_agrees_with_the_parse)
     nf_error err;
     cr_assert_eq(nf_dir_check((const uint8_t *)DIRECTORY, n, "a.ninfer", 1, &err), NF_OK, "%s", err.message);
     /* every single-byte edit; and random multi-byte edits */
-    static const char alphabet[] = "{}[]\":,0a\\ 9tx";
+    static const char alphabet[] = "{}[]\":,0a\\ 9tx\0";
     uint8_t *buf = malloc(n + 8);
     for (size_t at = 0; at < n; at++)
-        for (const char *c = alphabet; *c; c++) {
+        for (const char *c = alphabet; c < alphabet + sizeof alphabet - 1; c++) {
             memcpy(buf, DIRECTORY, n);
             buf[at] = (uint8_t)*c;
             same_directory_verdict(buf, n);

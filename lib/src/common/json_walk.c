@@ -34,7 +34,8 @@ bool nf_jw_value_end(const char *t, size_t n, size_t i, size_t *end)
     if (t[i] == '"') return string_end(t, n, i, end);
     if (t[i] != '{' && t[i] != '[') {
         size_t j = i;
-        while (j < n && !is_space(t[j]) && !strchr(",:]}", t[j])) j++;
+        /* (a NUL is part of the token, as jansson reads "2\0" as 2) */
+        while (j < n && !is_space(t[j]) && t[j] != ',' && t[j] != ':' && t[j] != ']' && t[j] != '}') j++;
         *end = j;
         return j > i;
     }
