@@ -98,39 +98,43 @@ int nf_jw_items_next(nf_jw_items *it, nf_jw_span *key, nf_jw_span *value)
 }
 
 /* ---------------------------------------------------------------- positions */
-/* Line (from 1) and column of byte at, as jansson counts them: columns in characters (UTF-8
- * lead bytes), the first character of a line column 1. */
-static void line_col(const char *t, size_t at, int *line, int *col)
+/* Line (from 1), column and position of byte at, as jansson counts them: columns in characters
+ * (UTF-8 lead bytes), the first character of a line column 1; and a NUL is not counted at all
+ * (jansson reads "2\0" as 2 and its position and column lose a byte for each such NUL: text
+ * it accepts has NULs nowhere else). */
+static void line_col(const char *t, size_t at, int *line, int *col, int *pos)
 {
-    int l = 1, c = 0;
+    int l = 1, c = 0, lost = 0;
     for (size_t i = 0; i < at; i++) {
         if (t[i] == '\n') {
             l++;
             c = 0;
+        } else if (t[i] == '\0') {
+            lost++;
         } else if (((unsigned char)t[i] & 0xc0) != 0x80) {
             c++;
         }
     }
     *line = l;
     *col = c;
+    *pos = (int)at - lost;
 }
 
 /* An error of a parse that began at byte `at`, made absolute. */
 static void shift_error(const char *t, size_t at, json_error_t *je)
 {
-    int line, col;
-    line_col(t, at, &line, &col);
+    int line, col, pos;
+    line_col(t, at, &line, &col, &pos);
     if (je->line == 1) je->column += col;
     je->line += line - 1;
-    je->position += (int)at;
+    je->position += pos;
 }
 
 static void set_error(json_error_t *je, const char *t, size_t at, enum json_error_code code, const char *what,
                       nf_jw_span near)
 {
     memset(je, 0, sizeof *je);
-    line_col(t, at, &je->line, &je->column);
-    je->position = (int)at;
+    line_col(t, at, &je->line, &je->column, &je->position);
     size_t nn = near.end - near.at;
     if (nn <= 20) /* jansson quotes the token it stopped at when it is short */
         snprintf(je->text, sizeof je->text - 1, "%s near '%.*s'", what, (int)nn, t + near.at);
