@@ -86,6 +86,11 @@ Test(json_walk, duplicate_and_nul_names_in_walked_objects)
     for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++)
         for (size_t pi = 0; pi < sizeof PIECES / sizeof PIECES[0]; pi++)
             same_verdict(texts[i], strlen(texts[i]), PIECES[pi]);
+    /* a scalar followed at once by another token: where jansson stops */
+    static const char *const adjacent[] = {"3\"\\\r", "[1\"a\"]", "{\"a\":1\"b\"}", "[0[1]]", "[true{}]", "tru\"e\""};
+    for (size_t i = 0; i < sizeof adjacent / sizeof adjacent[0]; i++)
+        for (size_t pi = 0; pi < sizeof PIECES / sizeof PIECES[0]; pi++)
+            same_verdict(adjacent[i], strlen(adjacent[i]), PIECES[pi]);
     /* a NUL after a number is read as nothing, and jansson's positions after it lose a byte */
     static const char after_nul[] = "[{\"a\":1\0},\n {\"b\":[2\0,3]},{\"c\":1 2}]";
     for (size_t pi = 0; pi < sizeof PIECES / sizeof PIECES[0]; pi++) same_verdict(after_nul, sizeof after_nul - 1, PIECES[pi]);

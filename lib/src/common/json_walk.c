@@ -34,8 +34,9 @@ bool nf_jw_value_end(const char *t, size_t n, size_t i, size_t *end)
     if (t[i] == '"') return string_end(t, n, i, end);
     if (t[i] != '{' && t[i] != '[') {
         size_t j = i;
-        /* (a NUL is part of the token, as jansson reads "2\0" as 2) */
-        while (j < n && !is_space(t[j]) && t[j] != ',' && t[j] != ':' && t[j] != ']' && t[j] != '}') j++;
+        /* up to the next byte that begins or ends another token (a NUL is part of this one, as
+         * jansson reads "2\0" as 2): what follows is then judged where jansson judges it */
+        while (j < n && !is_space(t[j]) && !memchr(",:[]{}\"", t[j], 7)) j++;
         *end = j;
         return j > i;
     }

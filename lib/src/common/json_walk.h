@@ -26,7 +26,7 @@ size_t nf_jw_space(const char *t, size_t n, size_t i);
 
 /* The end of the value starting at t[i], judged by its tokens only: a string ends after its
  * closing quote, an object or array after its matching bracket (outside strings), anything
- * else before the next whitespace or , : ] }.  false when the text ends first. */
+ * else before the next whitespace or , : [ ] { } ".  false when the text ends first. */
 bool nf_jw_value_end(const char *t, size_t n, size_t i, size_t *end);
 
 typedef struct nf_jw_items {
