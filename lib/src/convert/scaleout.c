@@ -299,6 +299,157 @@ static void group_tasks(const nf_writer *w, size_t n, size_t *first, size_t *end
     *ntasks = t + 1;
 }
 
+/* The plan file on its way to its temp file: the text of one small tree at a time (a plan of
+ * 10^5 objects is tens of MB of text, and as one tree hundreds of MiB), in 1 MiB writes through
+ * the I/O shim.  The bytes are those json_dumps gives for the whole tree (compact, members in
+ * order): each piece is dumped with the same flags, and what joins the pieces is written here. */
+#define PLAN_BUFFER ((size_t)1 << 20)
+#define PLAN_JSON_FLAGS (JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17) | JSON_ENCODE_ANY)
+
+typedef struct plan_out {
+    int fd;
+    int e;       /* the first write error */
+    bool nomem;  /* a piece could not be built or dumped */
+    char *buf;
+    size_t len;
+} plan_out;
+
+static void out_flush(plan_out *o)
+{
+    if (!o->e && o->len) o->e = nf_io_write_full(o->fd, o->buf, o->len);
+    o->len = 0;
+}
+
+static void out_put(plan_out *o, const char *s, size_t n)
+{
+    if (o->e || o->nomem) return;
+    if (o->len + n > PLAN_BUFFER) out_flush(o);
+    if (n > PLAN_BUFFER) {
+        if (!o->e) o->e = nf_io_write_full(o->fd, s, n);
+        return;
+    }
+    memcpy(o->buf + o->len, s, n);
+    o->len += n;
+}
+
+static void out_str(plan_out *o, const char *s) { out_put(o, s, strlen(s)); }
+
+/* v's text (v consumed; NULL: it could not be built).  without_close: the text without its
+ * last byte (an object's '}', for members that follow it).  Dumped with json_dumpb into room of
+ * the size it counts first, not with json_dumps: jansson does not check the writes of an
+ * object's keys, so json_dumps out of memory can return a text with a key left out, while
+ * writes into room that is there cannot fail. */
+static void out_json(plan_out *o, json_t *v, bool without_close)
+{
+    size_t n = v && !o->e && !o->nomem ? json_dumpb(v, NULL, 0, PLAN_JSON_FLAGS) : 0;
+    if (n > PLAN_BUFFER - o->len) out_flush(o);
+    bool in_buf = n <= PLAN_BUFFER;
+    char *at = n == 0 || o->e ? NULL : in_buf ? o->buf + o->len : malloc(n);
+    if (at && json_dumpb(v, at, n, PLAN_JSON_FLAGS) == n) {
+        size_t keep = n - (without_close ? 1 : 0);
+        if (in_buf) o->len += keep;
+        else o->e = nf_io_write_full(o->fd, at, keep);
+    } else if (!o->e) {
+        o->nomem = true;
+    }
+    if (!in_buf) free(at);
+    json_decref(v);
+}
+
+/* A list whose every append is checked (NULL once one failed). */
+static json_t *append(json_t *arr, json_t *v)
+{
+    if (arr && v && json_array_append_new(arr, v) == 0) return arr;
+    if (!arr) json_decref(v);
+    json_decref(arr);
+    return NULL;
+}
+
+/* files[i]: its index, path, bytes, range of the logical payload and the ids of the objects with
+ * bytes in it. */
+static json_t *file_record(const nf_plan *p, const nf_writer *w, size_t i)
+{
+    nf_writer_file f;
+    nf_writer_file_info(w, i, &f);
+    json_t *objs = json_array();
+    size_t ofirst, oend;
+    nf_writer_file_objects(w, i, &ofirst, &oend);
+    for (size_t k = ofirst; objs && k < oend; k++) objs = append(objs, json_string(p->objects[k].id));
+    if (!objs) return NULL;
+    return json_pack("{s:I,s:s,s:I,s:[I,I],s:o}", "file", (json_int_t)i, "path", f.path, "bytes", (json_int_t)f.size,
+                     "payload", (json_int_t)f.logical_start, (json_int_t)(f.logical_start + f.payload_bytes),
+                     "objects", objs);
+}
+
+/* tasks[t]: its files [first, end) and their bytes. */
+static json_t *task_record(const nf_writer *w, size_t t, size_t first, size_t end)
+{
+    uint64_t bytes = 0;
+    json_t *fl = json_array();
+    for (size_t i = first; fl && i < end; i++) {
+        nf_writer_file f;
+        nf_writer_file_info(w, i, &f);
+        bytes += f.size;
+        fl = append(fl, json_integer((json_int_t)i));
+    }
+    if (!fl) return NULL;
+    return json_pack("{s:I,s:o,s:I}", "task", (json_int_t)t, "files", fl, "bytes", (json_int_t)bytes);
+}
+
+/* objects[k]: its place in the payload and every byte range a task reads for it: the member's
+ * tensor, and the companions a quantized weight's values are read with (docs/dialects.md). */
+static json_t *object_record(const nf_plan *p, const nf_writer *w, size_t k)
+{
+    const plan_object *o = &p->objects[k];
+    json_t *srcs = json_array();
+    for (size_t m = 0; srcs && m < o->nmembers; m++) {
+        const plan_member *mb = &o->members[m];
+        const nf_source_tensor *read[1 + NF_QWEIGHT_MAX_READS] = {mb->t};
+        size_t nread = 1 + (mb->q ? nf_qweight_companions(mb->q, read + 1) : 0);
+        for (size_t r = 0; srcs && r < nread; r++)
+            srcs = append(srcs, json_pack("{s:s,s:s,s:I,s:I}", "tensor", read[r]->name, "file",
+                                          nf_source_file_path(mb->source->src, read[r]->file), "offset",
+                                          (json_int_t)read[r]->offset, "bytes", (json_int_t)read[r]->bytes));
+    }
+    if (!srcs) return NULL;
+    return json_pack("{s:s,s:I,s:I,s:o}", "object", o->id, "offset",
+                     (json_int_t)nf_writer_object_offset(w, o->writer_index), "bytes",
+                     (json_int_t)nf_writer_object_bytes(w, o->writer_index), "sources", srcs);
+}
+
+/* The plan's text: its head members as one small tree, then files, tasks and objects one record
+ * at a time, then the closing brace and a newline. */
+static void emit_plan(plan_out *o, const nf_plan *p, const nf_writer *w, const nf_convert_options *opt,
+                      const json_t *command, json_t *inputs, const size_t *first, const size_t *end, size_t nt)
+{
+    char fp[33], id[33];
+    nf_writer_layout_digest(w, fp);
+    nf_writer_id_hex(w, id); /* given, or the writer's random one: the plan fixes it for every task */
+    char cwd[4096];
+    if (!getcwd(cwd, sizeof cwd)) snprintf(cwd, sizeof cwd, ".");
+    out_json(o, json_pack("{s:i,s:s,s:s,s:s,s:s,s:O,s:O}", "ninfer_plan", PLAN_VERSION, "output", opt->output,
+                          "artifact_id", id, "fingerprint", fp, "cwd", cwd, "command", command, "inputs", inputs),
+             true);
+    size_t nf = nf_writer_file_count(w);
+    out_str(o, ",\"files\":[");
+    for (size_t i = 0; i < nf && !o->e && !o->nomem; i++) {
+        if (i) out_str(o, ",");
+        out_json(o, file_record(p, w, i), false);
+    }
+    out_str(o, "],\"tasks\":[");
+    for (size_t t = 0; t < nt && !o->e && !o->nomem; t++) {
+        if (t) out_str(o, ",");
+        out_json(o, task_record(w, t, first[t], end[t]), false);
+    }
+    out_str(o, "],\"objects\":[");
+    for (size_t k = 0; k < p->nobjects && !o->e && !o->nomem; k++) {
+        if (k) out_str(o, ",");
+        out_json(o, object_record(p, w, k), false);
+    }
+    out_str(o, "]}\n");
+    out_flush(o);
+}
+
 nf_status nf_scaleout_plan(nf_plan *p, const nf_convert_options *opt, size_t tasks, const json_t *command,
                            const char *plan_path, size_t *ntasks, nf_error *err)
 {
@@ -307,86 +458,35 @@ nf_status nf_scaleout_plan(nf_plan *p, const nf_convert_options *opt, size_t tas
     NF_TRY(nf_convert_writer(p, opt, NULL, &w, err));
     size_t nf = nf_writer_file_count(w);
     size_t *first = calloc(nf, sizeof *first), *end = calloc(nf, sizeof *end);
-    json_t *root = NULL, *inputs = NULL;
+    json_t *inputs = NULL;
     nf_status st = first && end ? NF_OK : nomem(err);
     size_t nt = 0;
     if (st == NF_OK) {
         group_tasks(w, tasks, first, end, &nt);
         st = inputs_of(p, &inputs, err);
     }
+    /* written streaming to a temp file beside the plan, synced, renamed over it: complete, or
+     * not there at all */
+    char *tmp = NULL;
+    plan_out o = {-1, 0, false, NULL, 0};
+    if (st == NF_OK && !(o.buf = malloc(PLAN_BUFFER))) st = nomem(err);
+    if (st == NF_OK && (o.fd = nf_io_mkstemp_beside(plan_path, &tmp)) < 0)
+        st = nf_error_errno(err, errno, "%s: cannot create a temp file", MP(plan_path));
     if (st == NF_OK) {
-        char fp[33], id[33];
-        nf_writer_layout_digest(w, fp);
-        nf_writer_id_hex(w, id); /* given, or the writer's random one: the plan fixes it for every task */
-        char cwd[4096];
-        if (!getcwd(cwd, sizeof cwd)) snprintf(cwd, sizeof cwd, ".");
-        json_t *files = json_array(), *tl = json_array();
-        for (size_t i = 0; files && i < nf; i++) {
-            nf_writer_file f;
-            nf_writer_file_info(w, i, &f);
-            json_t *objs = json_array();
-            size_t ofirst, oend;
-            nf_writer_file_objects(w, i, &ofirst, &oend);
-            for (size_t k = ofirst; objs && k < oend; k++) json_array_append_new(objs, json_string(p->objects[k].id));
-            json_array_append_new(files, json_pack("{s:I,s:s,s:I,s:[I,I],s:o}", "file", (json_int_t)i, "path", f.path,
-                                                   "bytes", (json_int_t)f.size, "payload",
-                                                   (json_int_t)f.logical_start,
-                                                   (json_int_t)(f.logical_start + f.payload_bytes), "objects", objs));
-        }
-        for (size_t t = 0; tl && t < nt; t++) {
-            uint64_t bytes = 0;
-            json_t *fl = json_array();
-            for (size_t i = first[t]; i < end[t]; i++) {
-                nf_writer_file f;
-                nf_writer_file_info(w, i, &f);
-                bytes += f.size;
-                json_array_append_new(fl, json_integer((json_int_t)i));
-            }
-            json_array_append_new(tl, json_pack("{s:I,s:o,s:I}", "task", (json_int_t)t, "files", fl, "bytes",
-                                                (json_int_t)bytes));
-        }
-        json_t *objects = json_array();
-        for (size_t k = 0; objects && k < p->nobjects; k++) {
-            const plan_object *o = &p->objects[k];
-            json_t *srcs = json_array();
-            for (size_t m = 0; srcs && m < o->nmembers; m++) {
-                const plan_member *mb = &o->members[m];
-                /* the member's tensor, and the companions a quantized weight's values are read with
-                 * (docs/dialects.md): every byte range the task reads for the object */
-                const nf_source_tensor *read[1 + NF_QWEIGHT_MAX_READS] = {mb->t};
-                size_t nread = 1 + (mb->q ? nf_qweight_companions(mb->q, read + 1) : 0);
-                for (size_t r = 0; r < nread; r++)
-                    json_array_append_new(srcs, json_pack("{s:s,s:s,s:I,s:I}", "tensor", read[r]->name, "file",
-                                                          nf_source_file_path(mb->source->src, read[r]->file),
-                                                          "offset", (json_int_t)read[r]->offset, "bytes",
-                                                          (json_int_t)read[r]->bytes));
-            }
-            json_array_append_new(objects, json_pack("{s:s,s:I,s:I,s:o}", "object", o->id, "offset",
-                                                     (json_int_t)nf_writer_object_offset(w, o->writer_index), "bytes",
-                                                     (json_int_t)nf_writer_object_bytes(w, o->writer_index), "sources",
-                                                     srcs ? srcs : json_array()));
-        }
-        /* every json_* call above may have failed for memory: the plan is complete or not written */
-        bool whole = files && tl && objects && json_array_size(files) == nf && json_array_size(tl) == nt &&
-                     json_array_size(objects) == p->nobjects;
-        for (size_t i = 0; whole && i < nf; i++) whole = json_object_get(json_array_get(files, i), "objects") != NULL;
-        if (!whole) {
-            json_decref(files);
-            json_decref(tl);
-            json_decref(objects);
-            files = tl = objects = NULL;
-            st = nomem(err);
-        }
-        if (st == NF_OK)
-            root = json_pack("{s:i,s:s,s:s,s:s,s:s,s:O,s:o,s:o,s:o,s:o}", "ninfer_plan", PLAN_VERSION, "output",
-                             opt->output, "artifact_id", id, "fingerprint", fp, "cwd", cwd, "command", command,
-                             "inputs", inputs, "files", files, "tasks", tl, "objects", objects);
-        if (st == NF_OK) inputs = NULL; /* (taken by root, or freed with it) */
-        if (st == NF_OK && !root) st = nomem(err);
+        emit_plan(&o, p, w, opt, command, inputs, first, end, nt);
+        int e = o.e;
+        if (!e && !o.nomem && (e = nf_io_fchmod(o.fd, 0644)) == 0) e = nf_io_fdatasync(o.fd);
+        if (o.nomem && !e) st = nomem(err);
+        else if (e) st = nf_error_errno(err, e, "%s: cannot write %s", MP(plan_path), MP(tmp));
     }
-    if (st == NF_OK) st = put_json(plan_path, root, err);
+    if (o.fd >= 0) nf_io_close(o.fd);
+    int e = 0;
+    if (st == NF_OK && (e = nf_io_rename(tmp, plan_path)) != 0)
+        st = nf_error_errno(err, e, "%s: cannot put in place", MP(plan_path));
+    if (st != NF_OK && tmp) nf_io_unlink(tmp);
     if (st == NF_OK) *ntasks = nt;
-    json_decref(root);
+    free(tmp);
+    free(o.buf);
     json_decref(inputs);
     free(first);
     free(end);
