@@ -114,17 +114,38 @@ static nf_status load_json(const char *path, uint64_t cap, json_t **out, nf_erro
     return NF_OK;
 }
 
+/* JSON text of v, compact, members in order, and a newline (malloc'ed; *len its bytes).  Dumped
+ * with json_dumpb into room of the size it counts first: out of memory, json_dumps may return a
+ * text with an object's key left out (jansson does not check those writes), and writes into
+ * room that is there cannot fail. */
+static char *json_text(const json_t *v, size_t *len)
+{
+    size_t flags = JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17);
+    size_t n = json_dumpb(v, NULL, 0, flags);
+    char *text = n && n < SIZE_MAX ? malloc(n + 1) : NULL;
+    if (text && json_dumpb(v, text, n, flags) != n) {
+        free(text);
+        text = NULL;
+    }
+    if (text) {
+        text[n] = '\n';
+        *len = n + 1;
+    }
+    return text;
+}
+
 /* JSON text to path, atomically: a temp file beside it, synced, renamed over it. */
 static nf_status put_json(const char *path, const json_t *v, nf_error *err)
 {
-    char *text = json_dumps(v, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+    size_t len = 0;
+    char *text = json_text(v, &len);
     if (!text) return nomem(err);
     char *tmp = NULL;
     int fd = nf_io_mkstemp_beside(path, &tmp);
     nf_status st = NF_OK;
     if (fd < 0) st = nf_error_errno(err, errno, "%s: cannot create a temp file", MP(path));
     int e = 0;
-    if (st == NF_OK && ((e = nf_io_write_full(fd, text, strlen(text))) != 0 || (e = nf_io_write_full(fd, "\n", 1)) != 0 ||
+    if (st == NF_OK && ((e = nf_io_write_full(fd, text, len)) != 0 ||
                         (e = nf_io_fchmod(fd, 0644)) != 0 || (e = nf_io_fdatasync(fd)) != 0))
         st = nf_error_errno(err, e, "%s: cannot write %s", MP(path), MP(tmp));
     if (fd >= 0) nf_io_close(fd);
