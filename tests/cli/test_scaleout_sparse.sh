@@ -34,4 +34,40 @@ run 0 "$conv" --plan plan.json --assemble
 contains "$work/err" "assembled out/m.ninfer (97 objects)"
 check test -f out/m.ninfer.conversion.json
 check test -z "$(ls out | grep receipt)"
+
+# a directory of more than 2 MiB (4,632 tensors): the assembler compares the staged entry with the
+# plan's image a MiB at a time, as the tasks left it and, after an assembly that failed once the
+# checksums were in, with the checksums; a byte changed past the second MiB is found either way
+run 0 "$bin/ninfer-gen-checkpoint" big --hidden 64 --layers 3 --experts 512 --intermediate 32 --vocab 64 --shards 2 \
+    --sparse
+mkdir bo
+run 0 "$conv" -r "$top/bench/scaleout-1t.yaml" --source base=big -o bo/m.ninfer --max-file-bytes 4000000 \
+    --artifact-id 00112233445566778899aabbccddeeff --plan-out big.json --tasks 512
+run 0 "$conv" --plan big.json --task 0 -q
+run 0 python3 "$top/bench/scaleout_standins.py" big.json
+check python3 -c 'import struct,sys; assert struct.unpack("<Q", open(sys.argv[1], "rb").read(16)[8:])[0] > 2300000' \
+    bo/m.ninfer.entry-staged
+cp bo/m.ninfer.entry-staged staged.keep
+printf 'X' | dd of=bo/m.ninfer.entry-staged bs=1 seek=2250000 conv=notrunc 2>/dev/null
+run 1 "$conv" --plan big.json --assemble
+contains "$work/err" "its header and directory are not this plan's"
+check test ! -e bo/m.ninfer
+cp staged.keep bo/m.ninfer.entry-staged
+faulty=$bin/../tests/bin/ninfer-convert-faults
+if [ -x "$faulty" ]; then
+    # the second sync is the staged entry's, its checksums written
+    run 3 env NINFER_IO_FAULT=sync:2:EIO "$faulty" --plan big.json --assemble -q
+    check test ! -e bo/m.ninfer
+    check test -n "$(cmp bo/m.ninfer.entry-staged staged.keep 2>&1)"
+    cp bo/m.ninfer.entry-staged staged.filled
+    printf 'X' | dd of=bo/m.ninfer.entry-staged bs=1 seek=2250000 conv=notrunc 2>/dev/null
+    run 1 "$conv" --plan big.json --assemble
+    contains "$work/err" "its header and directory are not this plan's"
+    cp staged.filled bo/m.ninfer.entry-staged
+else
+    echo "SKIP the failing assembly: no $faulty"
+fi
+run 0 "$conv" --plan big.json --assemble
+contains "$work/err" "assembled bo/m.ninfer (4633 objects)"
+run 0 "$bin/ninfer-verify" bo/m.ninfer --quick -q
 finish test_scaleout_sparse

@@ -104,6 +104,21 @@ static nf_status check_part(const nf_writer *w, size_t i, nf_error *err)
     return NF_OK;
 }
 
+/* Whether the file's first image.len bytes are the image's, read ASSEMBLE_CHUNK bytes at a time
+ * into chunk (a directory of 10^5 objects is tens of MB: no second copy of it); *e: a read error. */
+#define ASSEMBLE_CHUNK ((size_t)1 << 20)
+
+static bool head_is_image(int fd, const nf_buf *image, uint8_t *chunk, int *e)
+{
+    *e = 0;
+    for (size_t at = 0; at < image->len; at += ASSEMBLE_CHUNK) {
+        size_t n = image->len - at < ASSEMBLE_CHUNK ? image->len - at : ASSEMBLE_CHUNK;
+        if ((*e = nf_io_pread_full(fd, chunk, n, at)) != 0) return false;
+        if (memcmp(chunk, image->data + at, n) != 0) return false;
+    }
+    return true;
+}
+
 static nf_status assemble(nf_writer *w, const char *const *checksums, const char *entry_staged, nf_error *err)
 {
     for (size_t i = 1; i < w->nfiles; i++) NF_TRY(check_part(w, i, err));
@@ -117,21 +132,10 @@ static nf_status assemble(nf_writer *w, const char *const *checksums, const char
     if (e != 0 && e != ENOENT) return nf_error_errno(err, e, "%s", MP(entry->dest));
     /* the staged entry: this plan's image at its head -- its checksum digits zero as a task left
      * them, or already these checksums, as an assembly that failed after writing them left them
-     * (a retry resumes it) -- and its size */
-    uint8_t *zero = malloc(w->image.len), *head = malloc(w->image.len);
-    if (!zero || !head) {
-        free(zero);
-        free(head);
-        return nf_wr_nomem(err);
-    }
-    memcpy(zero, w->image.data, w->image.len);
-    if (w->opt.checksums) {
-        for (size_t i = 0; i < w->nobjs; i++)
-            memcpy(w->image.data + NF_HEADER_BYTES + w->sum_pos[i], checksums[i], 32);
-        char hex[33];
-        nf_xxh3_128_hex(w->image.data, w->image.len, hex);
-        memcpy(w->image.data + NF_HEADER_BYTES + w->dir_sum_pos, hex, 32);
-    }
+     * (a retry resumes it) -- and its size.  Compared with the image as laid out, then with the
+     * checksums filled in when that differs: the image is held once. */
+    uint8_t *chunk = malloc(ASSEMBLE_CHUNK);
+    if (!chunk) return nf_wr_nomem(err);
     nf_status st = NF_OK;
     int fd = nf_io_open(entry_staged, O_RDWR | O_NOFOLLOW, 0);
     if (fd < 0)
@@ -142,12 +146,20 @@ static nf_status assemble(nf_writer *w, const char *const *checksums, const char
     if (st == NF_OK && (!S_ISREG(fsb.st_mode) || (uint64_t)fsb.st_size != entry->size))
         st = nf_error_set(err, NF_ERR_INVALID, "%s: %llu bytes, the plan says %llu", MP(entry_staged),
                           (unsigned long long)fsb.st_size, (unsigned long long)entry->size);
-    if (st == NF_OK && (e = nf_io_pread_full(fd, head, w->image.len, 0)) != 0)
-        st = nf_error_errno(err, e, "%s: cannot read its directory", MP(entry_staged));
-    if (st == NF_OK && memcmp(head, zero, w->image.len) != 0 && memcmp(head, w->image.data, w->image.len) != 0)
+    bool as_laid_out = st == NF_OK && head_is_image(fd, &w->image, chunk, &e);
+    if (st == NF_OK && e) st = nf_error_errno(err, e, "%s: cannot read its directory", MP(entry_staged));
+    if (st == NF_OK && w->opt.checksums) {
+        for (size_t i = 0; i < w->nobjs; i++)
+            memcpy(w->image.data + NF_HEADER_BYTES + w->sum_pos[i], checksums[i], 32);
+        char hex[33];
+        nf_xxh3_128_hex(w->image.data, w->image.len, hex);
+        memcpy(w->image.data + NF_HEADER_BYTES + w->dir_sum_pos, hex, 32);
+    }
+    bool filled = st == NF_OK && !as_laid_out && w->opt.checksums && head_is_image(fd, &w->image, chunk, &e);
+    if (st == NF_OK && e) st = nf_error_errno(err, e, "%s: cannot read its directory", MP(entry_staged));
+    if (st == NF_OK && !as_laid_out && !filled)
         st = nf_error_set(err, NF_ERR_INVALID, "%s: its header and directory are not this plan's", MP(entry_staged));
-    free(zero);
-    free(head);
+    free(chunk);
     if (st == NF_OK && w->opt.checksums && (e = nf_io_pwrite_full(fd, w->image.data, w->image.len, 0)) != 0)
         st = nf_error_errno(err, e, "%s: cannot write the checksums", MP(entry_staged));
     if (st == NF_OK && (e = nf_io_fdatasync(fd)) != 0) st = nf_error_errno(err, e, "%s: cannot sync", MP(entry_staged));
