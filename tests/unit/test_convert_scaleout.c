@@ -469,4 +469,28 @@ Test(scaleout, open_refuses_what_is_not_a_plan)
     write_text(g_plan, "{\"ninfer_plan\":1}", 17);
     cr_assert_eq(nf_scaleout_open(g_plan, &s, &err), NF_ERR_INVALID);
     cr_assert(strstr(err.message, "a plan needs output"), "%s", err.message);
+    /* files without their lists of objects */
+    size_t len;
+    char *t = edited("\"objects\":[\"", "\"objectz\":[\"", &len);
+    cr_assert_eq(nf_scaleout_open(g_plan, &s, &err), NF_ERR_INVALID, "opened");
+    cr_assert(strstr(err.message, "files[0] has no list of objects"), "%s", err.message);
+    free(t);
+}
+
+Test(scaleout, open_refuses_a_file_listing_what_is_not_an_id)
+{
+    size_t len;
+    nf_error err;
+    nf_scaleout *s = NULL;
+    char *t = edited("\"objects\":[\"", "\"objects\":[7,\"", &len);
+    cr_assert_eq(nf_scaleout_open(g_plan, &s, &err), NF_ERR_INVALID, "opened");
+    cr_assert(strstr(err.message, "files[0].objects[0] is not an object id"), "%s", err.message);
+    cr_assert(strstr(err.message, g_plan), "%s", err.message);
+    free(t);
+    /* a syntax error later in the text is named first, as when the whole text was parsed */
+    t = edited("\"objects\":[\"", "\"objects\":[7,\"", &len);
+    t[len - 2] = ',';
+    write_text(g_plan, t, len);
+    refused_as_jansson_refuses(t, len);
+    free(t);
 }

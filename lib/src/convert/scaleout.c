@@ -22,8 +22,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/buf.h"
 #include "common/hex.h"
 #include "common/io.h"
+#include "common/json_cursor.h"
 #include "common/json_prescan.h"
 #include "common/strset.h"
 #include "container/container_module.h"
@@ -36,19 +38,32 @@
 #define FINGERPRINT_TAIL ((size_t)64 << 10) /* and its last 64 KiB */
 #define MP(path) nf_io_msg_path((path), (char[NF_IO_MSG_PATH + 1]){0})
 
+/* A file's run of ids in nf_scaleout.ids: n of them from byte at. */
+typedef struct id_run {
+    size_t at, n;
+} id_run;
+
 struct nf_scaleout {
     char *path;
-    json_t *root;
+    json_t *root; /* the plan's members but "objects", and its files without their "objects" */
     const json_t *command;
     char output[4096];
     char fingerprint[33];
     uint8_t id[16];
     size_t nfiles, ntasks;
     size_t *task_first, *task_end; /* task t holds files [first, end) */
+    /* files[i].objects, for nf_scaleout_task_objects: the ids NUL-terminated, file after file,
+     * in one block (10^5 of them as JSON strings are several times their bytes) */
+    char *ids;
+    id_run *file_ids; /* file i's */
 };
 
 /* ---------------------------------------------------------------- small helpers */
 static nf_status nomem(nf_error *err) { return nf_error_set(err, NF_ERR_NOMEM, "out of memory"); }
+static nf_status nomem_reading(const char *path, nf_error *err)
+{
+    return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", MP(path));
+}
 
 static bool is_hex(const char *s, size_t n)
 {
@@ -118,7 +133,7 @@ static nf_status load_json(const char *path, uint64_t cap, json_t **out, nf_erro
  * with json_dumpb into room of the size it counts first: out of memory, json_dumps may return a
  * text with an object's key left out (jansson does not check those writes), and writes into
  * room that is there cannot fail. */
-static char *json_text(const json_t *v, size_t *len)
+static char *compact_text(const json_t *v, size_t *len)
 {
     size_t flags = JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17);
     size_t n = json_dumpb(v, NULL, 0, flags);
@@ -138,7 +153,7 @@ static char *json_text(const json_t *v, size_t *len)
 static nf_status put_json(const char *path, const json_t *v, nf_error *err)
 {
     size_t len = 0;
-    char *text = json_text(v, &len);
+    char *text = compact_text(v, &len);
     if (!text) return nomem(err);
     char *tmp = NULL;
     int fd = nf_io_mkstemp_beside(path, &tmp);
@@ -525,6 +540,136 @@ static bool u64_member(const json_t *o, const char *key, uint64_t *out)
     return true;
 }
 
+/* ---------------------------------------------------------------- reading the plan
+ * The plan's text is walked member by member (common/json_cursor.h), so that its largest member,
+ * "objects" (10^5 records with their source ranges, most of the text), is never held whole:
+ * a task and the assembler rebuild those records from the plan itself, and the records are for
+ * people and schedulers.  Each record is still read -- a malformed one, or one with a duplicate
+ * key, is refused as when the whole text was parsed -- and dropped.  Likewise each file's list of
+ * object ids is kept as one block of text, not as JSON strings.  What the cursor refuses is
+ * named as jansson names it for the whole text: byte, line, column and reason. */
+typedef struct plan_reader {
+    nf_json_cursor c;
+    nf_buf ids, index;      /* the ids of files[].objects, and an id_run per file */
+    size_t bad_file, bad_id; /* the first file without a list of ids, or with a non-id in it */
+} plan_reader;
+
+/* "objects": each record read and dropped (anything else there: read and dropped whole). */
+static void skip_records(plan_reader *r)
+{
+    if (nf_json_cursor_peek(&r->c) != '[') {
+        json_decref(nf_json_cursor_value(&r->c, JSON_REJECT_DUPLICATES));
+        return;
+    }
+    for (int more = nf_json_cursor_open(&r->c, '['); more == 1; more = nf_json_cursor_next(&r->c, ']')) {
+        json_t *rec = nf_json_cursor_value(&r->c, JSON_REJECT_DUPLICATES);
+        if (!rec) return;
+        json_decref(rec);
+    }
+}
+
+/* One file record: its ids into r->ids (the first problem noted, the walk goes on: a syntax
+ * error later in the text is what the reader names first), the record kept without them. */
+static bool take_ids(plan_reader *r, json_t *file, size_t i)
+{
+    id_run run = {r->ids.len, 0};
+    json_t *objs = json_object_get(file, "objects");
+    if (!json_is_array(objs) && r->bad_file == SIZE_MAX) r->bad_file = i;
+    for (size_t k = 0; json_is_array(objs) && k < json_array_size(objs); k++) {
+        const char *id = json_string_value(json_array_get(objs, k));
+        if (!id) {
+            if (r->bad_file == SIZE_MAX) {
+                r->bad_file = i;
+                r->bad_id = k;
+            }
+            break;
+        }
+        if (!nf_buf_append(&r->ids, id, strlen(id) + 1)) return false;
+        run.n++;
+    }
+    json_object_del(file, "objects");
+    return nf_buf_append(&r->index, &run, sizeof run);
+}
+
+/* "files": each record read on its own, its ids taken out. */
+static json_t *read_files(plan_reader *r)
+{
+    if (nf_json_cursor_peek(&r->c) != '[') return nf_json_cursor_value(&r->c, JSON_REJECT_DUPLICATES);
+    json_t *files = json_array();
+    int more = files ? nf_json_cursor_open(&r->c, '[') : -1;
+    for (size_t i = 0; more == 1; i++, more = nf_json_cursor_next(&r->c, ']')) {
+        json_t *file = nf_json_cursor_value(&r->c, JSON_REJECT_DUPLICATES);
+        if (!file) break;
+        if (!take_ids(r, file, i) || json_array_append_new(files, file) != 0) {
+            r->c.failed = r->c.nomem = true;
+            break;
+        }
+    }
+    if (!files) r->c.failed = r->c.nomem = true;
+    if (r->c.failed) {
+        json_decref(files);
+        return NULL;
+    }
+    return files;
+}
+
+/* The plan file's root object (without "objects"), s->ids and s->file_ids. */
+static nf_status load_plan(nf_scaleout *s, const char *path, nf_error *err)
+{
+    char *text = NULL;
+    size_t len = 0;
+    NF_TRY(slurp(path, PLAN_MAX_BYTES, &text, &len, err));
+    nf_status st = nf_json_prescan_check(MP(path), text, len, &scaleout_caps, "a plan or a receipt", "", err);
+    plan_reader r = {.bad_file = SIZE_MAX, .bad_id = SIZE_MAX};
+    if (st == NF_OK) nf_json_cursor_init(&r.c, text, len); /* (len <= PLAN_MAX_BYTES < INT_MAX) */
+    if (st == NF_OK && nf_json_cursor_peek(&r.c) != '{') {
+        /* not an object: what jansson says of the whole text (a syntax error, or another value) */
+        json_error_t je;
+        json_t *v = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+        st = v ? nf_error_set(err, NF_ERR_INVALID, "%s: not a JSON object", MP(path))
+               : nf_json_syntax_error(err, MP(path), &je);
+        json_decref(v);
+    }
+    json_t *root = NULL, *seen = NULL;
+    if (st == NF_OK && (!(root = json_object()) || !(seen = json_object()))) st = nomem_reading(path, err);
+    int more = st == NF_OK ? nf_json_cursor_open(&r.c, '{') : -1;
+    while (st == NF_OK && more == 1) {
+        json_t *key = NULL, *v = NULL;
+        if (!nf_json_cursor_key(&r.c, seen, &key)) break;
+        const char *name = json_string_value(key);
+        if (strcmp(name, "objects") == 0) {
+            skip_records(&r);
+        } else {
+            v = strcmp(name, "files") == 0 ? read_files(&r) : nf_json_cursor_value(&r.c, JSON_REJECT_DUPLICATES);
+            if (v && json_object_set_new(root, name, v) != 0) r.c.failed = r.c.nomem = true;
+        }
+        json_decref(key);
+        more = r.c.failed ? -1 : nf_json_cursor_next(&r.c, '}');
+    }
+    if (st == NF_OK && more == 0) nf_json_cursor_end(&r.c);
+    if (st == NF_OK && r.c.failed)
+        st = r.c.nomem ? nomem_reading(path, err) : nf_json_syntax_error(err, MP(path), &r.c.error);
+    if (st == NF_OK && r.bad_file != SIZE_MAX)
+        st = r.bad_id == SIZE_MAX
+                 ? nf_error_set(err, NF_ERR_INVALID, "%s: files[%zu] has no list of objects", MP(path), r.bad_file)
+                 : nf_error_set(err, NF_ERR_INVALID, "%s: files[%zu].objects[%zu] is not an object id", MP(path),
+                                r.bad_file, r.bad_id);
+    json_decref(seen);
+    free(text);
+    if (st != NF_OK) {
+        json_decref(root);
+        nf_buf_free(&r.ids);
+        nf_buf_free(&r.index);
+        return st;
+    }
+    s->root = root;
+    /* (the block grew by doubling: its last half may be unused) */
+    s->ids = r.ids.len ? realloc(r.ids.data, r.ids.len) : NULL;
+    if (!s->ids) s->ids = r.ids.data;
+    s->file_ids = (id_run *)r.index.data;
+    return NF_OK;
+}
+
 nf_status nf_scaleout_open(const char *plan_path, nf_scaleout **out, nf_error *err)
 {
     nf_scaleout *s = calloc(1, sizeof *s);
@@ -532,7 +677,7 @@ nf_status nf_scaleout_open(const char *plan_path, nf_scaleout **out, nf_error *e
         free(s);
         return nomem(err);
     }
-    nf_status st = load_json(plan_path, PLAN_MAX_BYTES, &s->root, err);
+    nf_status st = load_plan(s, plan_path, err);
     const json_t *r = s->root;
     uint64_t version = 0;
     const char *output = st == NF_OK ? str_member(r, "output") : NULL, *id = output ? str_member(r, "artifact_id") : NULL;
@@ -550,15 +695,12 @@ nf_status nf_scaleout_open(const char *plan_path, nf_scaleout **out, nf_error *e
         snprintf(s->output, sizeof s->output, "%s", output);
         snprintf(s->fingerprint, sizeof s->fingerprint, "%s", fp);
         nf_hex_parse(id, s->id, 16); /* (is_hex above) */
-        /* the objects' records (offsets, source ranges) are for people and schedulers; a task
-         * and the assembler rebuild them from the plan itself: the tree's largest member, freed */
-        json_object_del(s->root, "objects");
         s->command = json_object_get(r, "command");
         s->nfiles = json_array_size(json_object_get(r, "files"));
         s->ntasks = json_array_size(json_object_get(r, "tasks"));
         s->task_first = calloc(s->ntasks ? s->ntasks : 1, sizeof *s->task_first);
         s->task_end = calloc(s->ntasks ? s->ntasks : 1, sizeof *s->task_end);
-        if (!s->task_first || !s->task_end) st = nomem(err);
+        if (!s->task_first || !s->task_end) st = nomem_reading(plan_path, err);
         if (st == NF_OK && (s->ntasks == 0 || s->nfiles == 0))
             st = nf_error_set(err, NF_ERR_INVALID, "%s: a plan has files and tasks", MP(plan_path));
     }
@@ -604,6 +746,8 @@ void nf_scaleout_free(nf_scaleout *s)
 {
     if (!s) return;
     json_decref(s->root);
+    free(s->ids);
+    free(s->file_ids);
     free(s->path);
     free(s->task_first);
     free(s->task_end);
@@ -963,33 +1107,25 @@ nf_status nf_scaleout_task_objects(const nf_scaleout *s, size_t task, const char
     if (task >= s->ntasks)
         return nf_error_set(err, NF_ERR_INVALID, "%s: no task %zu (the plan has tasks 0 to %zu)", MP(s->path), task,
                             s->ntasks - 1);
-    const json_t *files = json_object_get(s->root, "files");
     size_t cap = 0;
-    for (size_t i = s->task_first[task]; i < s->task_end[task]; i++)
-        cap += json_array_size(json_object_get(json_array_get(files, i), "objects"));
+    for (size_t i = s->task_first[task]; i < s->task_end[task]; i++) cap += s->file_ids[i].n; /* (< the text's bytes) */
     const char **out = calloc(cap ? cap : 1, sizeof *out);
-    json_t *seen = json_object();
-    nf_status st = out && seen ? NF_OK : nomem(err);
+    if (!out) return nomem(err);
+    nf_strset seen = {0}; /* an object spanning two files is listed by both */
     size_t n = 0;
-    for (size_t i = s->task_first[task]; st == NF_OK && i < s->task_end[task]; i++) {
-        const json_t *objs = json_object_get(json_array_get(files, i), "objects");
-        if (!json_is_array(objs)) {
-            st = nf_error_set(err, NF_ERR_INVALID, "%s: files[%zu] has no list of objects", MP(s->path), i);
-            break;
-        }
-        for (size_t k = 0; st == NF_OK && k < json_array_size(objs); k++) {
-            const char *id = json_string_value(json_array_get(objs, k));
-            if (!id) st = nf_error_set(err, NF_ERR_INVALID, "%s: files[%zu].objects[%zu] is not an object id", MP(s->path), i, k);
-            else if (json_object_get(seen, id)) continue;
-            else if (json_object_set_new(seen, id, json_true()) != 0) st = nomem(err);
-            else out[n++] = id;
+    for (size_t i = s->task_first[task]; i < s->task_end[task]; i++) {
+        const char *id = s->ids + s->file_ids[i].at;
+        for (size_t k = 0; k < s->file_ids[i].n; k++, id += strlen(id) + 1) {
+            int added = nf_strset_insert(&seen, id, NULL, 0, NULL);
+            if (added < 0) {
+                nf_strset_free(&seen);
+                free(out);
+                return nomem(err);
+            }
+            if (added) out[n++] = id;
         }
     }
-    json_decref(seen);
-    if (st != NF_OK) {
-        free(out);
-        return st;
-    }
+    nf_strset_free(&seen);
     *ids = out;
     *nids = n;
     return NF_OK;
