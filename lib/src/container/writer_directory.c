@@ -53,6 +53,7 @@ static json_t *files_json(const nf_writer *w, const uint64_t *segs, size_t n)
         }
         free(name);
         if (bad || json_array_append_new(files, f)) {
+            if (bad) json_decref(f); /* (json_array_append_new takes f even when it fails) */
             json_decref(files);
             return NULL;
         }
