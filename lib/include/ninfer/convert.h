@@ -181,8 +181,8 @@ NF_API nf_status nf_scaleout_assemble(nf_plan *p, const nf_scaleout *s, const nf
 /* The object ids with bytes in the files of task `task` (the union of their "objects" in the
  * plan, each once, in the plan's order): *ids is a malloc'd array of *nids strings borrowed from
  * s (valid until nf_scaleout_free; free the array only).  NF_ERR_INVALID for a task out of range
- * or a file without a list of ids.  For nf_verify_against_opts.objects (ninfer-verify --plan
- * --task, docs/ninfer-verify.md). */
+ * (a file without a list of ids is refused by nf_scaleout_open).  For
+ * nf_verify_against_opts.objects (ninfer-verify --plan --task, docs/ninfer-verify.md). */
 NF_API nf_status nf_scaleout_task_objects(const nf_scaleout *s, size_t task, const char ***ids, size_t *nids,
                                           nf_error *err);
 
