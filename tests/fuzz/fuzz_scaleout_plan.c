@@ -1,6 +1,7 @@
 /* Fuzz target: a scale-out plan file (docs/scale-out.md, "What a plan trusts") through
  * nf_scaleout_open, read from a file of this process's private directory (fuzz_tmpdir.h); when
- * it opens, every accessor is asked, and the tasks must cover the files once, in order. */
+ * it opens, every accessor is asked (every task's object ids too), and the tasks must cover the
+ * files once, in order. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,6 +34,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint8_t id[16];
     nf_scaleout_artifact_id(s, id);
     fz_consume(id, sizeof id);
+    /* every task's object ids (the files' lists, kept apart from the plan's tree) */
+    for (size_t t = 0; t < nf_scaleout_task_count(s); t++) {
+        const char **ids = NULL;
+        size_t n = 0;
+        if (nf_scaleout_task_objects(s, t, &ids, &n, &err) != NF_OK) abort(); /* (opened: every list checked) */
+        for (size_t k = 0; k < n; k++) fz_consume_str(ids[k]);
+        free(ids);
+    }
+    const char **ids = NULL;
+    size_t n = 0;
+    if (nf_scaleout_task_objects(s, nf_scaleout_task_count(s), &ids, &n, &err) != NF_ERR_INVALID) abort();
     nf_scaleout_free(s);
     return 0;
 }
