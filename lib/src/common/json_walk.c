@@ -1,6 +1,7 @@
 /* The JSON walk of json_walk.h. */
 #include "common/json_walk.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -275,4 +276,19 @@ bool nf_jw_validate(const char *t, size_t n, size_t flags, size_t piece, json_er
         return true;
     }
     return validate_value(t, n, (nf_jw_span){at, end}, flags, piece, je);
+}
+
+/* ---------------------------------------------------------------- dumping */
+char *nf_jw_dump(const json_t *v, size_t flags, size_t extra, size_t *len)
+{
+    size_t n = v ? json_dumpb(v, NULL, 0, flags) : 0;
+    if (n == 0 || n > SIZE_MAX - 1 - extra) return NULL;
+    char *text = malloc(n + 1 + extra);
+    if (text && json_dumpb(v, text, n, flags) != n) {
+        free(text);
+        return NULL;
+    }
+    if (text) text[n] = '\0';
+    if (text && len) *len = n;
+    return text;
 }

@@ -8,7 +8,8 @@
  *   nf_jw_parse       one span parsed by jansson, its error positions made absolute;
  *   nf_jw_validate    jansson's verdict on a whole text (syntax, duplicate names, NUL in names)
  *                     in bounded memory: values longer than `piece` bytes are walked, the
- *                     others parsed whole. */
+ *                     others parsed whole;
+ *   nf_jw_dump        a value's text, never one with a member left out. */
 #ifndef NINFER_COMMON_JSON_WALK_H
 #define NINFER_COMMON_JSON_WALK_H
 
@@ -53,5 +54,11 @@ json_t *nf_jw_parse(const char *t, size_t n, nf_jw_span s, size_t flags, json_er
  * jansson would: the same position for every error jansson finds in a value it parses, the
  * same code and position for a duplicate or NUL name in a walked object. */
 bool nf_jw_validate(const char *t, size_t n, size_t flags, size_t piece, json_error_t *je);
+
+/* The other way: v's text (json_dumpb flags), NUL-terminated and malloc'ed, with `extra` spare
+ * bytes after the NUL; *len its length (may be NULL); NULL without memory.  Dumped into room
+ * counted first: json_dumps, out of memory, can return a text with an object's key left out
+ * (docs/security.md 1.2). */
+char *nf_jw_dump(const json_t *v, size_t flags, size_t extra, size_t *len);
 
 #endif

@@ -21,6 +21,7 @@
 
 #include "common/checked.h"
 #include "common/io.h"
+#include "common/json_walk.h"
 #include "convert/convert_impl.h"
 #include "stats/stats.h"
 
@@ -684,7 +685,7 @@ static void report_put(report_out *o, const char *s, size_t n)
 /* JSON text of v as the report writes it: compact, members in order, binary64 figures exact. */
 static char *report_text(const json_t *v)
 {
-    return json_dumps(v, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17) | JSON_ENCODE_ANY);
+    return nf_jw_dump(v, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17) | JSON_ENCODE_ANY, 0, NULL);
 }
 
 /* The report, streamed to a temp file beside its destination (renamed once the artifact is

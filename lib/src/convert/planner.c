@@ -14,6 +14,7 @@
 
 #include "common/checked.h"
 #include "common/io.h"
+#include "common/json_walk.h"
 #include "common/strset.h"
 #include "convert/convert_impl.h"
 #include "ninfer_version.h"
@@ -1160,7 +1161,7 @@ static void digest_u64(XXH3_state_t *h, uint64_t v)
 
 static bool digest_json(XXH3_state_t *h, const char *what, const json_t *j)
 {
-    char *text = json_dumps(j ? j : json_null(), DIGEST_DUMPS);
+    char *text = nf_jw_dump(j ? j : json_null(), DIGEST_DUMPS, 0, NULL);
     if (!text) return false;
     digest_str(h, what);
     digest_str(h, text);
@@ -1171,7 +1172,7 @@ static bool digest_json(XXH3_state_t *h, const char *what, const json_t *j)
 /* The compact text of one value, without its NUL. */
 static bool digest_text(XXH3_state_t *h, const json_t *j)
 {
-    char *text = json_dumps(j, DIGEST_DUMPS);
+    char *text = nf_jw_dump(j, DIGEST_DUMPS, 0, NULL);
     if (!text) return false;
     XXH3_128bits_update(h, text, strlen(text));
     free(text);

@@ -27,6 +27,7 @@
 #include "common/io.h"
 #include "common/json_cursor.h"
 #include "common/json_prescan.h"
+#include "common/json_walk.h"
 #include "common/strset.h"
 #include "container/container_module.h"
 #include "convert/convert_impl.h"
@@ -129,23 +130,12 @@ static nf_status load_json(const char *path, uint64_t cap, json_t **out, nf_erro
     return NF_OK;
 }
 
-/* JSON text of v, compact, members in order, and a newline (malloc'ed; *len its bytes).  Dumped
- * with json_dumpb into room of the size it counts first: out of memory, json_dumps may return a
- * text with an object's key left out (jansson does not check those writes), and writes into
- * room that is there cannot fail. */
+/* JSON text of v, compact, members in order, and a newline (malloc'ed; *len its bytes; dumped
+ * whole or not at all: common/json_walk.h). */
 static char *compact_text(const json_t *v, size_t *len)
 {
-    size_t flags = JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17);
-    size_t n = json_dumpb(v, NULL, 0, flags);
-    char *text = n && n < SIZE_MAX ? malloc(n + 1) : NULL;
-    if (text && json_dumpb(v, text, n, flags) != n) {
-        free(text);
-        text = NULL;
-    }
-    if (text) {
-        text[n] = '\n';
-        *len = n + 1;
-    }
+    char *text = nf_jw_dump(v, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17), 1, len);
+    if (text) text[(*len)++] = '\n';
     return text;
 }
 
