@@ -25,7 +25,6 @@
 #include "common/buf.h"
 #include "common/hex.h"
 #include "common/io.h"
-#include "common/json_cursor.h"
 #include "common/json_prescan.h"
 #include "common/json_walk.h"
 #include "common/strset.h"
@@ -531,35 +530,22 @@ static bool u64_member(const json_t *o, const char *key, uint64_t *out)
 }
 
 /* ---------------------------------------------------------------- reading the plan
- * The plan's text is walked member by member (common/json_cursor.h), so that its largest member,
- * "objects" (10^5 records with their source ranges, most of the text), is never held whole:
- * a task and the assembler rebuild those records from the plan itself, and the records are for
- * people and schedulers.  Each record is still read -- a malformed one, or one with a duplicate
- * key, is refused as when the whole text was parsed -- and dropped.  Likewise each file's list of
- * object ids is kept as one block of text, not as JSON strings.  What the cursor refuses is
- * named as jansson names it for the whole text: byte, line, column and reason. */
+ * The plan's text is judged whole by jansson's rules a record at a time and then walked member
+ * by member (common/json_walk.h), so that its largest member, "objects" (10^5 records with their
+ * source ranges, most of the text), is never held as a tree: a task and the assembler rebuild
+ * those records from the plan itself, and the records are for people and schedulers.  Each
+ * file's list of object ids is kept as one block of text, not as JSON strings.  What is refused
+ * is named as jansson names it for the whole text: byte, line, column and reason. */
+#define PLAN_PIECE ((size_t)64 << 10) /* values of at most this many bytes are parsed whole */
+
 typedef struct plan_reader {
-    nf_json_cursor c;
-    nf_buf ids, index;      /* the ids of files[].objects, and an id_run per file */
+    const char *text;
+    size_t len;
+    nf_buf ids, index;       /* the ids of files[].objects, and an id_run per file */
     size_t bad_file, bad_id; /* the first file without a list of ids, or with a non-id in it */
 } plan_reader;
 
-/* "objects": each record read and dropped (anything else there: read and dropped whole). */
-static void skip_records(plan_reader *r)
-{
-    if (nf_json_cursor_peek(&r->c) != '[') {
-        json_decref(nf_json_cursor_value(&r->c, JSON_REJECT_DUPLICATES));
-        return;
-    }
-    for (int more = nf_json_cursor_open(&r->c, '['); more == 1; more = nf_json_cursor_next(&r->c, ']')) {
-        json_t *rec = nf_json_cursor_value(&r->c, JSON_REJECT_DUPLICATES);
-        if (!rec) return;
-        json_decref(rec);
-    }
-}
-
-/* One file record: its ids into r->ids (the first problem noted, the walk goes on: a syntax
- * error later in the text is what the reader names first), the record kept without them. */
+/* One file record: its ids into r->ids (the first problem noted), the record kept without them. */
 static bool take_ids(plan_reader *r, json_t *file, size_t i)
 {
     id_run run = {r->ids.len, 0};
@@ -581,24 +567,27 @@ static bool take_ids(plan_reader *r, json_t *file, size_t i)
     return nf_buf_append(&r->index, &run, sizeof run);
 }
 
-/* "files": each record read on its own, its ids taken out. */
-static json_t *read_files(plan_reader *r)
+/* A value of the (valid) text as a tree: NULL only without memory. */
+static json_t *value_of(const plan_reader *r, nf_jw_span v)
 {
-    if (nf_json_cursor_peek(&r->c) != '[') return nf_json_cursor_value(&r->c, JSON_REJECT_DUPLICATES);
+    json_error_t je;
+    return nf_jw_parse(r->text, r->len, v, JSON_REJECT_DUPLICATES, &je);
+}
+
+/* "files": each record read on its own, its ids taken out (NULL: no memory). */
+static json_t *read_files(plan_reader *r, nf_jw_span v)
+{
+    if (r->text[v.at] != '[') return value_of(r, v);
     json_t *files = json_array();
-    int more = files ? nf_json_cursor_open(&r->c, '[') : -1;
-    for (size_t i = 0; more == 1; i++, more = nf_json_cursor_next(&r->c, ']')) {
-        json_t *file = nf_json_cursor_value(&r->c, JSON_REJECT_DUPLICATES);
-        if (!file) break;
-        if (!take_ids(r, file, i) || json_array_append_new(files, file) != 0) {
-            r->c.failed = r->c.nomem = true;
-            break;
+    nf_jw_items it;
+    nf_jw_span key, value;
+    nf_jw_items_open(&it, r->text, v.end, v.at);
+    for (size_t i = 0; files && nf_jw_items_next(&it, &key, &value) == 1; i++) {
+        json_t *file = value_of(r, value);
+        if (!file || !take_ids(r, file, i) || json_array_append_new(files, file) != 0) {
+            json_decref(files);
+            files = NULL;
         }
-    }
-    if (!files) r->c.failed = r->c.nomem = true;
-    if (r->c.failed) {
-        json_decref(files);
-        return NULL;
     }
     return files;
 }
@@ -610,41 +599,40 @@ static nf_status load_plan(nf_scaleout *s, const char *path, nf_error *err)
     size_t len = 0;
     NF_TRY(slurp(path, PLAN_MAX_BYTES, &text, &len, err));
     nf_status st = nf_json_prescan_check(MP(path), text, len, &scaleout_caps, "a plan or a receipt", "", err);
-    plan_reader r = {.bad_file = SIZE_MAX, .bad_id = SIZE_MAX};
-    if (st == NF_OK) nf_json_cursor_init(&r.c, text, len); /* (len <= PLAN_MAX_BYTES < INT_MAX) */
-    if (st == NF_OK && nf_json_cursor_peek(&r.c) != '{') {
+    plan_reader r = {.text = text, .len = len, .bad_file = SIZE_MAX, .bad_id = SIZE_MAX};
+    size_t at = nf_jw_space(text, len, 0);
+    json_error_t je;
+    if (st == NF_OK && (at == len || text[at] != '{')) {
         /* not an object: what jansson says of the whole text (a syntax error, or another value) */
-        json_error_t je;
         json_t *v = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
         st = v ? nf_error_set(err, NF_ERR_INVALID, "%s: not a JSON object", MP(path))
                : nf_json_syntax_error(err, MP(path), &je);
         json_decref(v);
+    } else if (st == NF_OK && !nf_jw_validate(text, len, JSON_REJECT_DUPLICATES, PLAN_PIECE, &je)) {
+        st = json_error_code(&je) == json_error_out_of_memory ? nomem_reading(path, err)
+                                                               : nf_json_syntax_error(err, MP(path), &je);
     }
-    json_t *root = NULL, *seen = NULL;
-    if (st == NF_OK && (!(root = json_object()) || !(seen = json_object()))) st = nomem_reading(path, err);
-    int more = st == NF_OK ? nf_json_cursor_open(&r.c, '{') : -1;
-    while (st == NF_OK && more == 1) {
-        json_t *key = NULL, *v = NULL;
-        if (!nf_json_cursor_key(&r.c, seen, &key)) break;
-        const char *name = json_string_value(key);
-        if (strcmp(name, "objects") == 0) {
-            skip_records(&r);
-        } else {
-            v = strcmp(name, "files") == 0 ? read_files(&r) : nf_json_cursor_value(&r.c, JSON_REJECT_DUPLICATES);
-            if (v && json_object_set_new(root, name, v) != 0) r.c.failed = r.c.nomem = true;
+    json_t *root = st == NF_OK ? json_object() : NULL;
+    if (st == NF_OK && !root) st = nomem_reading(path, err);
+    nf_jw_items it;
+    nf_jw_span key, value;
+    if (st == NF_OK) nf_jw_items_open(&it, text, len, at);
+    while (st == NF_OK && nf_jw_items_next(&it, &key, &value) == 1) {
+        json_t *k = value_of(&r, key), *v = NULL;
+        const char *name = json_string_value(k);
+        if (name && strcmp(name, "objects") == 0) { /* (judged above; not kept) */
+            json_decref(k);
+            continue;
         }
-        json_decref(key);
-        more = r.c.failed ? -1 : nf_json_cursor_next(&r.c, '}');
+        if (name) v = strcmp(name, "files") == 0 ? read_files(&r, value) : value_of(&r, value);
+        if (!v || json_object_set_new(root, name, v) != 0) st = nomem_reading(path, err);
+        json_decref(k);
     }
-    if (st == NF_OK && more == 0) nf_json_cursor_end(&r.c);
-    if (st == NF_OK && r.c.failed)
-        st = r.c.nomem ? nomem_reading(path, err) : nf_json_syntax_error(err, MP(path), &r.c.error);
     if (st == NF_OK && r.bad_file != SIZE_MAX)
         st = r.bad_id == SIZE_MAX
                  ? nf_error_set(err, NF_ERR_INVALID, "%s: files[%zu] has no list of objects", MP(path), r.bad_file)
                  : nf_error_set(err, NF_ERR_INVALID, "%s: files[%zu].objects[%zu] is not an object id", MP(path),
                                 r.bad_file, r.bad_id);
-    json_decref(seen);
     free(text);
     if (st != NF_OK) {
         json_decref(root);
