@@ -91,8 +91,8 @@ static const nf_option options[] = {
     NF_OPT_LIST_ROW(convert_opts, rules, nrules, NF_CHECK_KEY_VALUE, NULL, "rule", 0, "GLOB=FORMAT[:METHOD]",
                     "quick mode: an override rule (repeatable)"),
     NF_OPT_FLAG_ROW(convert_opts, requantize, "requantize", 0,
-                    "quick mode: give quantized weights (FP8, INT4, NVFP4 checkpoints) FORMAT from their values "
-                    "instead of importing them as they are"),
+                    "quick mode: give quantized weights (FP8, INT4, NVFP4 checkpoints, GGUF blocks) FORMAT from their "
+                    "values instead of importing them as they are"),
     NF_OPT_U64_ROW(convert_opts, chunk_values, 1, UINT64_MAX, "a positive count", "chunk-values", 0, "N",
                    "values per encoded row chunk (tuning; the output never depends on it)"),
     NF_OPT_STRING_ROW(convert_opts, plan_out, "plan-out", 0, "PLAN.json",
@@ -124,9 +124,9 @@ static const nf_program program = {
     "and, unless --no-report, OUT.conversion.json gets per-object error statistics.  Temp files\n"
     "that a killed run (SIGKILL) could not remove are reported, and removed with --remove-stale.\n"
     "The second form (quick mode) gives every rank-2 floating-point tensor FORMAT and keeps the\n"
-    "others as bf16, fp32 or int32; the quantized weights of an FP8, INT4 or NVFP4 checkpoint are\n"
-    "imported as they are where a format holds them, and need --requantize otherwise\n"
-    "(docs/dialects.md).",
+    "others as bf16, fp32 or int32; GGUF block tensors and the quantized weights of an FP8, INT4\n"
+    "or NVFP4 checkpoint are imported as they are where a format holds them, and need --requantize\n"
+    "otherwise (docs/dialects.md).",
     options,
     "  ninfer-convert -r recipes/q8.yaml -o model.ninfer --source base=./Qwen3-0.6B\n"
     "  ninfer-convert -r recipe.yaml -o model.ninfer --dry-run\n"
@@ -343,8 +343,12 @@ static void warn_reencoded(const nf_cli *cli, const nf_plan *plan)
     for (size_t i = 0; i < nf_plan_object_count(plan); i++) {
         json_t *o = nf_plan_describe_object(plan, i); /* one at a time: a plan may hold 10^5 */
         const char *note = json_string_value(json_object_get(o, "note"));
-        /* a quantized weight's import, or the requantizing a rule or --requantize asked for */
-        if (note && !json_object_get(o, "dialect") && !n++) first = strdup(json_string_value(json_object_get(o, "id")));
+        /* not a quantized weight's import or the requantizing a rule or --requantize asked for,
+         * nor a GGUF tensor's blocks imported as they are */
+        const char *method = json_string_value(json_object_get(o, "method"));
+        bool imported = method && !strcmp(method, "import_encoded");
+        if (note && !imported && !json_object_get(o, "dialect") && !n++)
+            first = strdup(json_string_value(json_object_get(o, "id")));
         json_decref(o);
     }
     if (n)

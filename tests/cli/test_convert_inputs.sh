@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What ninfer-convert takes from its inputs (docs/security.md 1.3, the input
-# side): re-encoded sources are announced (M5); a recipe reads only what the command line allows
+# side): GGUF blocks are imported in quick mode and re-encoded sources announced (M5); a recipe reads only what the command line allows
 # and expands only the variables it allows, never echoing a value (F2); with SOURCE_DATE_EPOCH
 # the artifact id binds the weights (F13); a checkpoint of many shards converts under a low limit of
 # open files (F8).
@@ -18,22 +18,37 @@ contains() { if grep -qF -- "$2" "$1"; then ok; else bad "$1 lacks '$2': $(head 
 lacks() { if grep -qF -- "$2" "$1"; then bad "$1 has '$2': $(head -c 400 "$1")"; else ok; fi; }
 
 # ---------------------------------------------------------------- M5: re-encoded sources
-# quick mode keeps a GGUF block tensor as bf16 (lossy): the plan's note column and one warning say so
+# quick mode imports a GGUF block tensor as it is (its gguf_* format); the note column says so, and
+# no warning: nothing is lossy
 mkdir "$work/m5"
 run 0 "$bin/ninfer-convert" "$data/gguf/q4_k.gguf" -o "$work/m5/q.ninfer" --format q8_g32_fp16 --dry-run
-contains "$work/out" "requantized from Q4_K"
-contains "$work/err" "warning: 1 tensor already encoded in the checkpoint"
-contains "$work/err" "blk.0.attn_q.weight"
+contains "$work/out" "GGUF Q4_K blocks imported as they are"
+contains "$work/out" "gguf_q4_k"
+lacks "$work/err" "warning"
 run 0 "$bin/ninfer-convert" "$data/gguf/q4_k.gguf" -o "$work/m5/q.ninfer" --format q8_g32_fp16 --dry-run --json
 python3 - "$work/out" <<'PY' && ok || bad "the JSON plan's notes"
 import json, sys
 d = json.load(open(sys.argv[1]))
-notes = {o['id']: o.get('note') for o in d['objects']}
-assert notes['blk.0.attn_q.weight'].startswith('requantized from Q4_K'), notes
-assert notes['blk.0.ffn_up.weight'] is None, notes
+objs = {o['id']: o for o in d['objects']}
+q = objs['blk.0.attn_q.weight']
+assert q['note'] == 'GGUF Q4_K blocks imported as they are', q
+assert (q['format'], q['method']) == ('gguf_q4_k', 'import_encoded'), q
+assert objs['blk.0.ffn_up.weight'].get('note') is None, objs
+assert objs['blk.0.ffn_up.weight']['format'] == 'q8_g32_fp16', objs
 PY
-# the conversion itself warns too; importing the blocks says nothing
+# the words are the file's blocks, byte for byte (verify re-derives them from the checkpoint)
 run 0 "$bin/ninfer-convert" "$data/gguf/q4_k.gguf" -o "$work/m5/q.ninfer" --format q8_g32_fp16
+lacks "$work/err" "warning"
+run 0 "$bin/ninfer-verify" "$work/m5/q.ninfer" --against "$data/gguf/q4_k.gguf"
+# requantizing them takes --requantize (or a rule naming the tensor): lossy, said in the note
+# column and in one warning
+run 0 "$bin/ninfer-convert" "$data/gguf/q4_k.gguf" -o "$work/m5/r.ninfer" --format q8_g32_fp16 --requantize --dry-run
+contains "$work/out" "requantized from Q4_K"
+contains "$work/err" "warning: 1 tensor already encoded in the checkpoint"
+contains "$work/err" "blk.0.attn_q.weight"
+run 0 "$bin/ninfer-convert" "$data/gguf/q4_k.gguf" -o "$work/m5/r.ninfer" --format q8_g32_fp16 \
+    --rule 'blk.0.attn_q.weight=bf16' --dry-run
+contains "$work/out" "requantized from Q4_K"
 contains "$work/err" "warning: 1 tensor already encoded"
 run 0 "$bin/ninfer-convert" "$data/gguf/q4_k.gguf" -o "$work/m5/i.ninfer" --format q8_g32_fp16 \
     --rule 'blk.0.attn_q.weight=gguf_q4_k:import_encoded' --dry-run

@@ -324,12 +324,15 @@ static const char *import_target(const nf_qweight *q)
     return NULL;
 }
 
+/* A GGUF tensor of ggml blocks (Q4_K, IQ2_XXS, ...), whose gguf_* format holds its words. */
+static bool gguf_blocks(const nf_source_tensor *t) { return t->ggml_type >= 0 && t->block_values > 1 && t->format; }
+
 /* The format import_encoded puts a tensor in when no rule chose one: the one holding its words
  * (a quantized weight's, a GGUF block tensor's gguf_*), or NULL. */
 static const char *natural_import_format(const nf_source_tensor *t, const nf_qweight *q)
 {
     if (q) return import_target(q);
-    if (t->ggml_type >= 0 && t->block_values > 1 && t->format) return t->format->name;
+    if (gguf_blocks(t)) return t->format->name;
     return NULL;
 }
 
@@ -591,7 +594,12 @@ static void set_note(plan_object *o, const nf_source_tensor *t, const nf_qweight
         if (!(o->dialect = strdup(what)) || !(o->note = strdup(note))) probs->nomem = true;
         return;
     }
-    if (!reencode_note(t, o->g.format, o->method, note, sizeof note)) return;
+    if (gguf_blocks(t) && o->method == NF_METHOD_IMPORT_ENCODED) {
+        /* --dry-run and the plan say so (issue: quick mode imports GGUF blocks by default) */
+        snprintf(note, sizeof note, "GGUF %s blocks imported as they are", t->type_name);
+    } else if (!reencode_note(t, o->g.format, o->method, note, sizeof note)) {
+        return;
+    }
     if (!(o->note = strdup(note))) probs->nomem = true;
 }
 
@@ -995,7 +1003,8 @@ nf_status nf_plan_build(const nf_recipe *recipe, nf_plan **out, nf_error *err)
             tps[i].q = q;
             rt[nv] = (nf_recipe_tensor){t->name, t->type_name, 2, q->shape, q->shape[0] * q->shape[1], true};
         } else {
-            rt[nv] = (nf_recipe_tensor){t->name, t->type_name, t->rank, t->shape, t->elements, false};
+            /* (a GGUF block tensor is stored quantized too: `when: {quantized: true}` sees it) */
+            rt[nv] = (nf_recipe_tensor){t->name, t->type_name, t->rank, t->shape, t->elements, gguf_blocks(t)};
         }
         visible[nv++] = i;
     }
