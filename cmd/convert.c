@@ -25,7 +25,7 @@ typedef struct convert_opts {
     size_t nrules;
     nf_cli_recipe_args ra; /* --source, --allow-path, --allow-env */
     unsigned threads;
-    bool has_max_file_bytes, dry_run, force, no_report, has_id, remove_stale, requantize;
+    bool has_max_file_bytes, dry_run, force, no_report, has_id, remove_stale, requantize, no_resources;
     char **rule_labels; /* quick mode: "--rule 'GLOB=FORMAT'" per --rule, for messages (freed by main) */
     uint64_t max_file_bytes, chunk_values;
     uint8_t artifact_id[16];
@@ -93,6 +93,8 @@ static const nf_option options[] = {
     NF_OPT_FLAG_ROW(convert_opts, requantize, "requantize", 0,
                     "quick mode: give quantized weights (FP8, INT4, NVFP4 checkpoints, GGUF blocks) FORMAT from their "
                     "values instead of importing them as they are"),
+    NF_OPT_FLAG_ROW(convert_opts, no_resources, "no-resources", 0,
+                    "quick mode: leave out the tokenizer and generation files it keeps beside the weights"),
     NF_OPT_U64_ROW(convert_opts, chunk_values, 1, UINT64_MAX, "a positive count", "chunk-values", 0, "N",
                    "values per encoded row chunk (tuning; the output never depends on it)"),
     NF_OPT_STRING_ROW(convert_opts, plan_out, "plan-out", 0, "PLAN.json",
@@ -117,7 +119,7 @@ static const nf_program program = {
     "                      [--remove-stale]\n"
     "       ninfer-convert -o OUT.ninfer --remove-stale\n"
     "       ninfer-convert SOURCE -o OUT.ninfer --format FORMAT [--method METHOD]\n"
-    "                      [--rule 'GLOB=FORMAT[:METHOD]']... [--requantize]",
+    "                      [--rule 'GLOB=FORMAT[:METHOD]']... [--requantize] [--no-resources]",
     "Convert a checkpoint (safetensors file, sharded index, checkpoint directory or GGUF) into a\n"
     ".ninfer artifact following a YAML recipe.  The plan is resolved and checked before anything\n"
     "is written; the output is published atomically (nothing is left behind on failure or Ctrl-C)\n"
@@ -186,8 +188,65 @@ static const struct {
 static const char *const quick_floats[] = {"BF16", "F32", "F16", "F64"};
 #define QUICK_FLOATS (sizeof quick_floats / sizeof quick_floats[0])
 
+/* The files a runtime needs beside the weights of a Hugging Face checkpoint: quick mode keeps
+ * them as resources of the text component, each one at most QUICK_RESOURCE_MAX bytes
+ * (docs/ninfer-convert.md, "Quick mode's resources"); config.json is the component's config. */
+static const char *const quick_resources[] = {
+    "tokenizer.json",     "tokenizer.model",     "tokenizer_config.json", "special_tokens_map.json",
+    "added_tokens.json",  "vocab.json",          "merges.txt",            "generation_config.json",
+    "chat_template.jinja", "chat_template.json", "preprocessor_config.json",
+};
+#define QUICK_RESOURCES (sizeof quick_resources / sizeof quick_resources[0])
+#define QUICK_RESOURCE_MAX ((uint64_t)256 << 20)
+
+/* The directory whose files stand beside a source's weights: the source itself, or the
+ * directory of a safetensors file or index; none for GGUF (its tokenizer is in the file). */
+static bool quick_source_dir(const char *source, char *dir, size_t size)
+{
+    struct stat sb;
+    if (stat(source, &sb) != 0) return false;
+    if (S_ISDIR(sb.st_mode)) return (size_t)snprintf(dir, size, "%s", source) < size;
+    size_t n = strlen(source);
+    if (n >= 5 && strcmp(source + n - 5, ".gguf") == 0) return false;
+    const char *slash = strrchr(source, '/');
+    if (!slash) return (size_t)snprintf(dir, size, ".") < size;
+    return (size_t)snprintf(dir, size, "%.*s", (int)(slash - source) + (slash == source), source) < size;
+}
+
+/* The resources quick mode keeps, as the components of its recipe (nothing when there are
+ * none).  A file over the cap is refused (*too_big gets its path), never embedded. */
+static void put_quick_components(FILE *f, const char *source, const convert_opts *o, char *too_big, size_t size)
+{
+    char dir[4096];
+    if (o->no_resources || !quick_source_dir(source, dir, sizeof dir)) return;
+    bool any = false, config = false;
+    char path[8192];
+    struct stat sb;
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    config = stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+    for (size_t i = 0; i < QUICK_RESOURCES; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, quick_resources[i]);
+        if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size == 0) continue;
+        if ((uint64_t)sb.st_size > QUICK_RESOURCE_MAX) {
+            if (!*too_big) snprintf(too_big, size, "%s", path);
+            continue;
+        }
+        if (!any) fputs(config ? "components:\n  text:\n    config: {from: base}\n    resources:\n"
+                               : "components:\n  text:\n    config: {}\n    resources:\n",
+                        f);
+        any = true;
+        char ref[128]; /* SOURCE/file: the source's directory, wherever --source or a plan puts it */
+        snprintf(ref, sizeof ref, "base/%s", quick_resources[i]);
+        fputs("      ", f);
+        put_yaml_string(f, quick_resources[i]);
+        fputs(": ", f);
+        put_yaml_string(f, ref);
+        fputs("\n", f);
+    }
+}
+
 /* The recipe quick mode stands for, as YAML text (the same parser and rules as a file). */
-static char *quick_recipe(const char *source, const convert_opts *o, size_t *len)
+static char *quick_recipe(const char *source, const convert_opts *o, size_t *len, char *too_big, size_t size)
 {
     char *text = NULL;
     FILE *f = open_memstream(&text, len);
@@ -201,7 +260,9 @@ static char *quick_recipe(const char *source, const convert_opts *o, size_t *len
     char *dot = strstr(name, ".ninfer");
     if (dot && dot != name) *dot = '\0';
     put_yaml_string(f, name);
-    fputs("\ndefaults:\n  format: \"bf16\"\nrules:\n", f);
+    fputs("\n", f);
+    put_quick_components(f, source, o, too_big, size);
+    fputs("defaults:\n  format: \"bf16\"\nrules:\n", f);
     const char *method = o->method ? o->method : nf_recipe_default_method(o->format);
     for (size_t i = 0; i < QUICK_KEEP; i++) put_rule(f, "*", quick_keep[i].dtype, -1, 0, quick_keep[i].format, "cast_direct", true);
     for (size_t i = 0; i < QUICK_FLOATS; i++) put_rule(f, "*", quick_floats[i], 2, 0, o->format, method, true);
@@ -493,8 +554,15 @@ static int build_plan(const nf_cli *cli, convert_opts *opts, bool warn, nf_recip
             return nf_cli_usage(cli, "quick mode takes one SOURCE and --format FORMAT, and no --recipe");
         if (!nf_format_lookup(opts->format)) return nf_cli_usage(cli, "unknown format '%s'", opts->format);
         size_t len = 0;
-        char *text = quick_recipe(cli->positional[0], opts, &len);
+        char too_big[8192] = "";
+        char *text = quick_recipe(cli->positional[0], opts, &len, too_big, sizeof too_big);
         if (!text) return nf_cli_error(cli, NF_ERR_NOMEM, "out of memory");
+        if (*too_big) {
+            free(text);
+            return nf_cli_error(cli, NF_ERR_INVALID, "%s: more than the %llu MiB quick mode keeps as a resource; "
+                                "give --no-resources, or a recipe", nf_cli_line(too_big).s,
+                                (unsigned long long)(QUICK_RESOURCE_MAX >> 20));
+        }
         nf_status st = nf_recipe_parse(text, len, "(quick mode)", NULL, recipe, &err);
         free(text);
         if (st == NF_OK && opts->nrules && !opts->rule_labels && (opts->rule_labels = calloc(opts->nrules, sizeof(char *))))
@@ -507,12 +575,17 @@ static int build_plan(const nf_cli *cli, convert_opts *opts, bool warn, nf_recip
         if (st == NF_OK) label_quick_rules(*recipe, opts);
         /* SOURCE is the command line's: given as --source base=SOURCE would be */
         if (st == NF_OK) st = nf_recipe_set_source(*recipe, "base", cli->positional[0], &err);
+        /* and so are the files beside a safetensors file that quick mode keeps (its own recipe
+         * names nothing else there) */
+        char dir[4096];
+        if (st == NF_OK && !opts->no_resources && quick_source_dir(cli->positional[0], dir, sizeof dir))
+            st = nf_recipe_allow_path(*recipe, dir, &err);
         if (st != NF_OK) return nf_cli_report(cli, &err);
     } else {
         if (!opts->recipe) return nf_cli_usage(cli, "give -r RECIPE.yaml, or SOURCE --format FORMAT (quick mode)");
-        if (opts->format || opts->method || opts->nrules || opts->requantize)
-            return nf_cli_usage(cli, "--format, --method, --rule and --requantize belong to quick mode (SOURCE --format "
-                                "FORMAT)");
+        if (opts->format || opts->method || opts->nrules || opts->requantize || opts->no_resources)
+            return nf_cli_usage(cli, "--format, --method, --rule, --requantize and --no-resources belong to quick mode "
+                                "(SOURCE --format FORMAT)");
         nf_recipe_options ro = {opts->ra.allow_env, opts->ra.nallow_env};
         if (nf_recipe_load_ex(opts->recipe, &ro, recipe, &err) != NF_OK) return nf_cli_report(cli, &err);
     }

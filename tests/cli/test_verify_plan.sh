@@ -8,7 +8,8 @@ conv=$bin/ninfer-convert
 ver=$bin/ninfer-verify
 mkdir "$work/w" && cd "$work/w" || exit 1
 "$bin/ninfer-gen-checkpoint" ck --hidden 256 --kv-hidden 256 --intermediate 512 --layers 2 --vocab 64 >/dev/null
-args=(ck -o out/m.ninfer --format q8_g32_fp16 --max-file-bytes 40000 --artifact-id 00112233445566778899aabbccddeeff)
+# (--no-resources: every object a tensor, so a task's objects are the tensors it re-derives)
+args=(ck -o out/m.ninfer --format q8_g32_fp16 --no-resources --max-file-bytes 40000 --artifact-id 00112233445566778899aabbccddeeff)
 mkdir out
 run 0 "$conv" "${args[@]}" --plan-out plan.json --tasks 4 -q
 run 0 "$conv" --plan plan.json --task all -q
