@@ -389,13 +389,20 @@ static json_t *source_json(const nf_source *s, const nf_dialects *d, const inspe
     return doc;
 }
 
-static void print_source_files(const nf_source *s)
+static bool print_source_files(const nf_source *s)
 {
     char path[TEXT_BUF];
-    printf("files (%zu)\n  %-4s %-56s %16s\n", nf_source_file_count(s), "#", "path", "bytes");
-    for (size_t i = 0; i < nf_source_file_count(s); i++)
-        printf("  %-4zu %-56s %16" PRIu64 "\n", i, display_cstr(nf_source_file_path(s, i), path, sizeof path),
-               nf_source_file_size(s, i));
+    printf("files (%zu)\n", nf_source_file_count(s));
+    nf_table t;
+    nf_table_init(&t, "  ", "llr", (const char *[]){"#", "path", "bytes"});
+    for (size_t i = 0; i < nf_source_file_count(s); i++) {
+        nf_table_cell(&t, "%zu", i);
+        nf_table_cell(&t, "%s", display_cstr(nf_source_file_path(s, i), path, sizeof path));
+        nf_table_cell(&t, "%" PRIu64, nf_source_file_size(s, i));
+    }
+    bool ok = nf_table_print(&t, stdout);
+    nf_table_free(&t);
+    return ok;
 }
 
 static void print_source_metadata(const nf_source *s)
@@ -498,8 +505,8 @@ static bool print_source_summary(const nf_source *s, const nf_dialects *d, const
                    nf_source_gguf_version(s), nf_source_gguf_alignment(s), nf_source_gguf_data_offset(s));
         printf("\n");
     }
-    print_source_files(s);
-    if (o->files) return true;
+    bool files_ok = print_source_files(s);
+    if (o->files || !files_ok) return files_ok;
     printf("\n");
     print_source_metadata(s);
     printf("\n");
