@@ -18,6 +18,7 @@
 
 #include "cli.h"
 #include "output.h"
+#include "table.h"
 
 typedef struct convert_opts {
     const char *recipe, *output, *format, *method;
@@ -356,18 +357,27 @@ static void show_progress(void *ctx, const nf_convert_progress *p)
 }
 
 /* ---------------------------------------------------------------- dry run */
-static void print_plan(const json_t *plan)
+/* Every column as wide as its widest cell (table.h): ids, dtypes (a GGUF's IQ2_XXS) and
+ * shapes have no bound, and fixed widths let a long one push the rest of its line out of line. */
+static int print_plan(const nf_cli *cli, const json_t *plan)
 {
     const json_t *objs = json_object_get(plan, "objects");
-    printf("%-40s %-14s %-6s %-21s %-26s %-15s %12s %8s  %s\n", "object", "shape", "dtype", "format", "layout",
-           "method", "bytes", "bits/w", "note");
+    nf_table t;
+    nf_table_init(&t, "", "llllllrrl",
+                  (const char *[]){"object", "shape", "dtype", "format", "layout", "method", "bytes", "bits/w", "note"});
     size_t i;
     json_t *o;
     json_array_foreach((json_t *)objs, i, o) {
+        nf_table_cell(&t, "%s", nf_cli_name(json_string_value(json_object_get(o, "id"))).s);
         if (strcmp(json_string_value(json_object_get(o, "kind")), "resource") == 0) {
-            printf("%-40s %-14s %-6s %-21s %-26s %-15s %12" JSON_INTEGER_FORMAT " %8s\n",
-                   nf_cli_name(json_string_value(json_object_get(o, "id"))).s, "-", "-", "(resource)", "raw_bytes_v1", "-",
-                   json_integer_value(json_object_get(o, "bytes")), "-");
+            nf_table_cell(&t, "-");
+            nf_table_cell(&t, "-");
+            nf_table_cell(&t, "(resource)");
+            nf_table_cell(&t, "raw_bytes_v1");
+            nf_table_cell(&t, "-");
+            nf_table_cell(&t, "%" JSON_INTEGER_FORMAT, json_integer_value(json_object_get(o, "bytes")));
+            nf_table_cell(&t, "-");
+            nf_table_cell(&t, "%s", "");
             continue;
         }
         char shape[64] = "[";
@@ -380,18 +390,24 @@ static void print_plan(const json_t *plan)
         }
         strcat(shape, "]");
         const char *note = json_string_value(json_object_get(o, "note"));
-        printf("%-40s %-14s %-6s %-21s %-26s %-15s %12" JSON_INTEGER_FORMAT " %8.3f%s%s\n",
-               nf_cli_name(json_string_value(json_object_get(o, "id"))).s, shape,
-               json_string_value(json_object_get(o, "source_dtype")), json_string_value(json_object_get(o, "format")),
-               json_string_value(json_object_get(o, "layout")), json_string_value(json_object_get(o, "method")),
-               json_integer_value(json_object_get(o, "bytes")),
-               json_real_value(json_object_get(o, "bits_per_weight")), note ? "  " : "", note ? nf_cli_line(note).s : "");
+        nf_table_cell(&t, "%s", shape);
+        nf_table_cell(&t, "%s", nf_cli_name(json_string_value(json_object_get(o, "source_dtype"))).s);
+        nf_table_cell(&t, "%s", nf_cli_name(json_string_value(json_object_get(o, "format"))).s);
+        nf_table_cell(&t, "%s", nf_cli_name(json_string_value(json_object_get(o, "layout"))).s);
+        nf_table_cell(&t, "%s", nf_cli_name(json_string_value(json_object_get(o, "method"))).s);
+        nf_table_cell(&t, "%" JSON_INTEGER_FORMAT, json_integer_value(json_object_get(o, "bytes")));
+        nf_table_cell(&t, "%.3f", json_real_value(json_object_get(o, "bits_per_weight")));
+        nf_table_cell(&t, "%s", note ? nf_cli_line(note).s : "");
     }
-    const json_t *t = json_object_get(plan, "totals");
+    bool printed = nf_table_print(&t, stdout);
+    nf_table_free(&t);
+    if (!printed) return nf_cli_error(cli, NF_ERR_NOMEM, "out of memory for the plan's table");
+    const json_t *tot = json_object_get(plan, "totals");
     printf("total: %" JSON_INTEGER_FORMAT " objects, %" JSON_INTEGER_FORMAT " elements, %" JSON_INTEGER_FORMAT
            " bytes\n",
-           json_integer_value(json_object_get(t, "objects")), json_integer_value(json_object_get(t, "elements")),
-           json_integer_value(json_object_get(t, "bytes")));
+           json_integer_value(json_object_get(tot, "objects")), json_integer_value(json_object_get(tot, "elements")),
+           json_integer_value(json_object_get(tot, "bytes")));
+    return NF_EXIT_OK;
 }
 
 /* One warning line when the plan re-encodes tensors that are already encoded (GGUF blocks, F8
@@ -823,7 +839,7 @@ int main(int argc, char **argv)
         if (cli.json)
             rc = nf_cli_print_json(&cli, d);
         else
-            print_plan(d);
+            rc = print_plan(&cli, d);
         json_decref(d);
         goto out;
     }

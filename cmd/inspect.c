@@ -19,6 +19,8 @@ static const nf_option options[] = {
     NF_OPT_FLAG_ROW(inspect_opts, bindings, "bindings", 0, "list the bindings (artifacts only)"),
     NF_OPT_FLAG_ROW(inspect_opts, uses, "uses", 0, "list the uses (artifacts only)"),
     NF_OPT_FLAG_ROW(inspect_opts, files, "files", 0, "list the files of the artifact or checkpoint"),
+    NF_OPT_FLAG_ROW(inspect_opts, summary, "summary", 0,
+                    "one screen: totals per format, bits/weight, methods (artifacts only)"),
     NF_OPT_STRING_ROW(inspect_opts, tensor, "tensor", 't', "ID",
                       "one tensor: object geometry and planes, or checkpoint tensor"),
     NF_OPT_FLAG_ROW(inspect_opts, stats, "stats", 0, "with --tensor: statistics of the (represented) values"),
@@ -32,6 +34,7 @@ static const nf_option options[] = {
 static const nf_program program = {
     "ninfer-inspect",
     "ninfer-inspect FILE [--json] [--objects] [--bindings] [--uses] [--files]\n"
+    "       ninfer-inspect FILE --summary [--json]\n"
     "       ninfer-inspect FILE --tensor ID [--stats] [--json]\n"
     "       ninfer-inspect FILE --words ID [--rows A:B] [--cols A:B] [--json]\n"
     "       ninfer-inspect CHECKPOINT [--json] [--files]\n"
@@ -39,7 +42,9 @@ static const nf_program program = {
     "Show what a .ninfer artifact holds: its files, objects (format, layout, shape, bytes,\n"
     "bits/weight), totals per format, components, bindings and uses.  --tensor shows one tensor's\n"
     "geometry and planes; --words prints its logical words as stored.  Only the header and the\n"
-    "JSON directory are read unless --stats or --words asks for payload.\n"
+    "JSON directory are read unless --stats or --words asks for payload.  --summary fits one\n"
+    "screen: totals per format, bits per weight of the artifact and of its tensors, and the\n"
+    "methods that made the tensors (from provenance).\n"
     "\n"
     "FILE may also be a source CHECKPOINT: a .safetensors file, a *.safetensors.index.json, a\n"
     "checkpoint directory or a .gguf file (told apart by content: a file starting with NINFER\\0\n"
@@ -110,6 +115,11 @@ int main(int argc, char **argv)
     }
     if (opts.tensor && opts.words) {
         rc = nf_cli_usage(&cli, "--tensor and --words are separate views; give one");
+        goto out;
+    }
+    if (opts.summary && (opts.tensor || opts.words || opts.objects || opts.bindings || opts.uses || opts.files)) {
+        rc = nf_cli_usage(&cli, "--summary is a view of its own; give it without --tensor, --words, --objects, "
+                                "--bindings, --uses and --files");
         goto out;
     }
     if (opts.stats && !opts.tensor) {

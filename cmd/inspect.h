@@ -13,7 +13,7 @@
 #include "cli.h"
 
 typedef struct inspect_opts {
-    bool objects, bindings, uses, files, stats;
+    bool objects, bindings, uses, files, stats, summary;
     const char *tensor;
     const char *words;
     nf_cli_span rows, cols; /* --rows, --cols */

@@ -17,6 +17,8 @@
 
 #include "cli.h"
 #include "inspect.h"
+#include "numtext.h"
+#include "table.h"
 
 /* ---------------------------------------------------------------- helpers */
 static json_t *shape_json(const nf_object *o) { return dims_json(o->shape, o->rank); }
@@ -33,6 +35,13 @@ static uint64_t elements_of(const nf_object *o)
 static double bits_per_weight(const nf_object *o)
 {
     return o->kind == NF_OBJECT_TENSOR ? (double)o->bytes * 8.0 / (double)elements_of(o) : 0.0;
+}
+
+/* An int32 word's two's-complement value (the conversion of a uint32_t above INT32_MAX to int32_t
+ * is implementation-defined, so it is spelt out). */
+static int32_t int32_of(uint32_t word)
+{
+    return word <= (uint32_t)INT32_MAX ? (int32_t)word : (int32_t)(word - 0x80000000u) - INT32_MAX - 1;
 }
 
 static const json_t *member(const nf_artifact *a, const char *name)
@@ -83,34 +92,57 @@ static json_t *summary_json(const nf_artifact *a, const inspect_opts *o)
     return doc;
 }
 
-static void print_files(const nf_artifact *a)
+/* The tables below size every column from its cells (table.h): ids, format and layout names
+ * come from the file and have no bound. */
+static bool print_files(const nf_artifact *a)
 {
-    printf("files (%zu)\n  %-4s %-40s %16s\n", nf_artifact_file_count(a), "#", "path", "payload_bytes");
+    printf("files (%zu)\n", nf_artifact_file_count(a));
+    nf_table t;
+    nf_table_init(&t, "  ", "llr", (const char *[]){"#", "path", "payload_bytes"});
     for (size_t i = 0; i < nf_artifact_file_count(a); i++) {
         const nf_file_entry *f = nf_artifact_file(a, i);
-        printf("  %-4zu %-40s %16" PRIu64 "\n", i, f->path ? nf_cli_name(f->path).s : "(entry)", f->payload_bytes);
+        nf_table_cell(&t, "%zu", i);
+        nf_table_cell(&t, "%s", f->path ? nf_cli_name(f->path).s : "(entry)");
+        nf_table_cell(&t, "%" PRIu64, f->payload_bytes);
     }
+    bool ok = nf_table_print(&t, stdout);
+    nf_table_free(&t);
+    return ok;
 }
 
-static void print_objects(const nf_artifact *a)
+static bool print_objects(const nf_artifact *a)
 {
-    printf("objects (%zu)\n  %-32s %-22s %-26s %-16s %12s %12s %9s\n", nf_artifact_object_count(a), "id",
-           "format", "layout", "shape", "offset", "bytes", "bits/w");
+    printf("objects (%zu)\n", nf_artifact_object_count(a));
+    nf_table t;
+    nf_table_init(&t, "  ", "llllrrrl",
+                  (const char *[]){"id", "format", "layout", "shape", "offset", "bytes", "bits/w", ""});
     for (size_t i = 0; i < nf_artifact_object_count(a); i++) {
         const nf_object *o = nf_artifact_object(a, i);
-        char shape[128];
+        nf_table_cell(&t, "%s", nf_cli_name(o->id).s);
         if (o->kind == NF_OBJECT_TENSOR) {
+            char shape[128];
             shape_text(o, shape, sizeof shape);
-            char extra[48] = "";
-            if (o->divisors > 1) snprintf(extra, sizeof extra, "  (%" PRIu64 " divisors)", o->divisors);
-            printf("  %-32s %-22s %-26s %-16s %12" PRIu64 " %12" PRIu64 " %9.3f%s\n", nf_cli_name(o->id).s,
-                   nf_cli_name(o->format_name).s, nf_cli_name(o->layout_name).s, shape, o->offset, o->bytes,
-                   bits_per_weight(o), extra);
+            nf_table_cell(&t, "%s", nf_cli_name(o->format_name).s);
+            nf_table_cell(&t, "%s", nf_cli_name(o->layout_name).s);
+            nf_table_cell(&t, "%s", shape);
+            nf_table_cell(&t, "%" PRIu64, o->offset);
+            nf_table_cell(&t, "%" PRIu64, o->bytes);
+            nf_table_cell(&t, "%.3f", bits_per_weight(o));
+            if (o->divisors > 1) nf_table_cell(&t, "(%" PRIu64 " divisors)", o->divisors);
+            else nf_table_cell(&t, "%s", "");
         } else {
-            printf("  %-32s %-22s %-26s %-16s %12" PRIu64 " %12" PRIu64 " %9s\n", nf_cli_name(o->id).s, "(resource)",
-                   nf_cli_name(o->layout_name).s, "-", o->offset, o->bytes, "-");
+            nf_table_cell(&t, "%s", "(resource)");
+            nf_table_cell(&t, "%s", nf_cli_name(o->layout_name).s);
+            nf_table_cell(&t, "%s", "-");
+            nf_table_cell(&t, "%" PRIu64, o->offset);
+            nf_table_cell(&t, "%" PRIu64, o->bytes);
+            nf_table_cell(&t, "%s", "-");
+            nf_table_cell(&t, "%s", "");
         }
     }
+    bool ok = nf_table_print(&t, stdout);
+    nf_table_free(&t);
+    return ok;
 }
 
 static void print_binding(const char *name, const json_t *b)
@@ -165,29 +197,40 @@ static void print_uses(const nf_artifact *a)
     }
 }
 
-static void print_totals(const nf_artifact *a)
+static bool print_totals(const nf_artifact *a)
 {
     json_t *doc = summary_json(a, &(inspect_opts){0});
     json_t *totals = json_object_get(doc, "totals");
-    printf("totals per format\n  %-22s %8s %16s %16s %9s\n", "format", "objects", "elements", "bytes", "bits/w");
+    printf("totals per format\n");
+    nf_table t;
+    nf_table_init(&t, "  ", "lrrrr", (const char *[]){"format", "objects", "elements", "bytes", "bits/w"});
     const char *key;
-    json_t *t;
-    json_object_foreach(totals, key, t) {
-        json_int_t el = json_integer_value(json_object_get(t, "elements"));
-        json_int_t by = json_integer_value(json_object_get(t, "bytes"));
-        if (el > 0)
-            printf("  %-22s %8" JSON_INTEGER_FORMAT " %16" JSON_INTEGER_FORMAT " %16" JSON_INTEGER_FORMAT " %9.3f\n",
-                   nf_cli_name(key).s, json_integer_value(json_object_get(t, "objects")), el, by,
-                   (double)by * 8.0 / (double)el);
-        else
-            printf("  %-22s %8" JSON_INTEGER_FORMAT " %16s %16" JSON_INTEGER_FORMAT " %9s\n", nf_cli_name(key).s,
-                   json_integer_value(json_object_get(t, "objects")), "-", by, "-");
+    json_t *tot;
+    json_object_foreach(totals, key, tot) {
+        json_int_t el = json_integer_value(json_object_get(tot, "elements"));
+        json_int_t by = json_integer_value(json_object_get(tot, "bytes"));
+        nf_table_cell(&t, "%s", nf_cli_name(key).s);
+        nf_table_cell(&t, "%" JSON_INTEGER_FORMAT, json_integer_value(json_object_get(tot, "objects")));
+        if (el > 0) {
+            nf_table_cell(&t, "%" JSON_INTEGER_FORMAT, el);
+            nf_table_cell(&t, "%" JSON_INTEGER_FORMAT, by);
+            nf_table_cell(&t, "%.3f", (double)by * 8.0 / (double)el);
+        } else {
+            nf_table_cell(&t, "%s", "-");
+            nf_table_cell(&t, "%" JSON_INTEGER_FORMAT, by);
+            nf_table_cell(&t, "%s", "-");
+        }
     }
+    bool ok = nf_table_print(&t, stdout);
+    nf_table_free(&t);
     json_decref(doc);
+    return ok;
 }
 
-static void print_summary(const nf_artifact *a, const inspect_opts *o)
+/* false when a table could not be held (out of memory) */
+static bool print_summary(const nf_artifact *a, const inspect_opts *o)
 {
+    bool ok = true;
     bool all = !(o->objects || o->bindings || o->uses || o->files);
     if (all) {
         char id[33];
@@ -208,15 +251,15 @@ static void print_summary(const nf_artifact *a, const inspect_opts *o)
         printf("\n\n");
     }
     if (all || o->files) {
-        print_files(a);
+        ok = print_files(a) && ok;
         printf("\n");
     }
     if (all || o->objects) {
-        print_objects(a);
+        ok = print_objects(a) && ok;
         printf("\n");
     }
     if (all) {
-        print_totals(a);
+        ok = print_totals(a) && ok;
         printf("\n");
     }
     if (all || o->bindings) {
@@ -224,8 +267,154 @@ static void print_summary(const nf_artifact *a, const inspect_opts *o)
         printf("\n");
     }
     if (all || o->uses) print_uses(a);
+    return ok;
 }
 
+
+/* ---------------------------------------------------------------- --summary
+ * One screen whatever the artifact's size (docs/ninfer-inspect.md, "--summary"): the default
+ * view lists every object, so a model of 10^4 tensors needs pages before its totals.  Only the
+ * header and the directory are read. */
+typedef struct artifact_sums {
+    uint64_t tensors, resources, weights, tensor_bytes, resource_bytes, file_bytes;
+    uint64_t recorded; /* tensors with a provenance.objects record */
+} artifact_sums;
+
+static void sum_artifact(const nf_artifact *a, artifact_sums *t)
+{
+    memset(t, 0, sizeof *t);
+    for (size_t i = 0; i < nf_artifact_object_count(a); i++) {
+        const nf_object *o = nf_artifact_object(a, i);
+        if (o->kind == NF_OBJECT_TENSOR) {
+            t->tensors++;
+            t->weights += elements_of(o);
+            t->tensor_bytes += o->bytes;
+        } else {
+            t->resources++;
+            t->resource_bytes += o->bytes;
+        }
+    }
+    /* the files' sizes as the reader checks them (docs/artifact.md): the entry holds its header,
+     * the directory and the gap before its payload; a part is 4096 bytes of header and gap, then
+     * its payload */
+    t->file_bytes = nf_artifact_entry_payload_start(a) + nf_artifact_payload_bytes(a);
+    if (nf_artifact_file_count(a) > 1) t->file_bytes += 4096u * (uint64_t)(nf_artifact_file_count(a) - 1);
+    const json_t *prov = json_object_get(member(a, "provenance"), "objects");
+    for (size_t i = 0; i < nf_artifact_object_count(a); i++) {
+        const nf_object *o = nf_artifact_object(a, i);
+        if (o->kind == NF_OBJECT_TENSOR && json_is_object(json_object_get(prov, o->id))) t->recorded++;
+    }
+}
+
+static double bits_of(uint64_t bytes, uint64_t weights) { return weights ? (double)bytes * 8.0 / (double)weights : 0.0; }
+
+/* {METHOD: {"tensors", "weights", "bytes"}} over the tensors provenance.objects records, in order
+ * of first appearance; a record without a string method counts as "(unknown)". */
+static json_t *methods_json(const nf_artifact *a)
+{
+    json_t *by = json_object();
+    const json_t *prov = json_object_get(member(a, "provenance"), "objects");
+    for (size_t i = 0; i < nf_artifact_object_count(a); i++) {
+        const nf_object *o = nf_artifact_object(a, i);
+        const json_t *rec = o->kind == NF_OBJECT_TENSOR ? json_object_get(prov, o->id) : NULL;
+        if (!json_is_object(rec)) continue;
+        const char *m = json_string_value(json_object_get(rec, "method"));
+        if (!m) m = "(unknown)";
+        json_t *e = json_object_get(by, m);
+        if (!e) {
+            e = json_pack("{s:I,s:I,s:I}", "tensors", (json_int_t)0, "weights", (json_int_t)0, "bytes", (json_int_t)0);
+            json_object_set_new(by, m, e);
+        }
+        json_object_set_new(e, "tensors", json_integer(json_integer_value(json_object_get(e, "tensors")) + 1));
+        json_object_set_new(e, "weights", json_integer(json_integer_value(json_object_get(e, "weights")) +
+                                                       (json_int_t)elements_of(o)));
+        json_object_set_new(e, "bytes", json_integer(json_integer_value(json_object_get(e, "bytes")) +
+                                                     (json_int_t)o->bytes));
+    }
+    return by;
+}
+
+static json_t *summary_only_json(const nf_artifact *a)
+{
+    artifact_sums t;
+    sum_artifact(a, &t);
+    char id[33];
+    nf_artifact_id_hex(a, id);
+    json_t *full = summary_json(a, &(inspect_opts){0});
+    json_t *formats = json_object();
+    const char *key;
+    json_t *v;
+    json_object_foreach(json_object_get(full, "totals"), key, v) {
+        json_int_t el = json_integer_value(json_object_get(v, "elements"));
+        json_int_t by = json_integer_value(json_object_get(v, "bytes"));
+        json_t *f = json_pack("{s:O,s:I,s:I}", "objects", json_object_get(v, "objects"), "weights", el, "bytes", by);
+        if (el > 0) json_object_set_new(f, "bits_per_weight", json_real(bits_of((uint64_t)by, (uint64_t)el)));
+        json_object_set_new(formats, key, f);
+    }
+    json_decref(full);
+    const json_t *meta = member(a, "metadata");
+    const json_t *name = meta ? json_object_get(meta, "name") : NULL;
+    json_t *doc = json_pack("{s:s,s:O,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "artifact_id", id, "name",
+                            json_is_string(name) ? name : json_null(), "files", (json_int_t)nf_artifact_file_count(a),
+                            "file_bytes", (json_int_t)t.file_bytes, "tensors", (json_int_t)t.tensors, "resources",
+                            (json_int_t)t.resources, "weights", (json_int_t)t.weights, "tensor_bytes",
+                            (json_int_t)t.tensor_bytes, "resource_bytes", (json_int_t)t.resource_bytes,
+                            "json_bytes", (json_int_t)nf_artifact_json_bytes(a));
+    json_object_set_new(doc, "bits_per_weight",
+                        json_pack("{s:f,s:f}", "artifact", bits_of(t.file_bytes, t.weights), "tensors",
+                                  bits_of(t.tensor_bytes, t.weights)));
+    json_object_set_new(doc, "formats", formats);
+    json_object_set_new(doc, "provenance", json_pack("{s:I,s:o,s:n}", "recorded", (json_int_t)t.recorded, "methods",
+                                                     methods_json(a), "source_dtypes"));
+    return doc;
+}
+
+static bool print_summary_only(const nf_artifact *a)
+{
+    artifact_sums t;
+    sum_artifact(a, &t);
+    char id[33];
+    nf_artifact_id_hex(a, id);
+    const json_t *meta = member(a, "metadata");
+    const json_t *name = meta ? json_object_get(meta, "name") : NULL;
+    printf("artifact      %s\n", id);
+    if (json_is_string(name)) printf("name          %s\n", nf_cli_name(json_string_value(name)).s);
+    printf("files         %zu, %" PRIu64 " bytes (directory %" PRIu64 " bytes of JSON)\n", nf_artifact_file_count(a),
+           t.file_bytes, nf_artifact_json_bytes(a));
+    printf("objects       %" PRIu64 " tensor%s (%" PRIu64 " weights, %" PRIu64 " bytes), %" PRIu64 " resource%s (%" PRIu64
+           " bytes)\n",
+           t.tensors, t.tensors == 1 ? "" : "s", t.weights, t.tensor_bytes, t.resources, t.resources == 1 ? "" : "s",
+           t.resource_bytes);
+    if (t.weights)
+        printf("bits/weight   %.3f the whole artifact (every byte of its files), %.3f its tensors\n",
+               bits_of(t.file_bytes, t.weights), bits_of(t.tensor_bytes, t.weights));
+    else
+        printf("bits/weight   - (no weights)\n");
+    printf("\n");
+    bool ok = print_totals(a);
+    printf("\nprovenance    %" PRIu64 " of %" PRIu64 " tensor%s recorded\n", t.recorded, t.tensors,
+           t.tensors == 1 ? "" : "s");
+    json_t *methods = methods_json(a);
+    if (json_object_size(methods)) {
+        nf_table m;
+        nf_table_init(&m, "  ", "lrrr", (const char *[]){"method", "tensors", "weights", "bytes"});
+        const char *key;
+        json_t *v;
+        json_object_foreach(methods, key, v) {
+            nf_table_cell(&m, "%s", nf_cli_name(key).s);
+            nf_table_cell(&m, "%" JSON_INTEGER_FORMAT, json_integer_value(json_object_get(v, "tensors")));
+            nf_table_cell(&m, "%" JSON_INTEGER_FORMAT, json_integer_value(json_object_get(v, "weights")));
+            nf_table_cell(&m, "%" JSON_INTEGER_FORMAT, json_integer_value(json_object_get(v, "bytes")));
+        }
+        ok = nf_table_print(&m, stdout) && ok;
+        nf_table_free(&m);
+    }
+    json_decref(methods);
+    /* provenance.objects holds method, parameters and source tensor names only: a count per
+     * source dtype needs the checkpoint (ninfer-convert --dry-run shows each tensor's dtype) */
+    printf("  source dtypes: not recorded in the directory\n");
+    return ok;
+}
 
 /* ---------------------------------------------------------------- --tensor */
 static nf_status collect_stats_spans(nf_artifact *a, const nf_object *o, const nf_geometry *g, value_stats *s,
@@ -376,9 +565,13 @@ static json_t *row_words_json(const words_view *v, const nf_words *w, uint64_t i
     json_t *codes = json_array();
     switch (g->format->category) {
     case NF_CAT_DIRECT:
-        for (uint64_t c = v->c0; c < v->c1; c++)
-            json_array_append_new(codes, json_integer(g->format->word_bytes == 2 ? (json_int_t)w->w16[i * cols + c]
-                                                                                 : (json_int_t)w->w32[i * cols + c]));
+        for (uint64_t c = v->c0; c < v->c1; c++) {
+            /* an int32 word is a two's-complement integer: its value, not its bits read unsigned */
+            json_int_t word = g->format->word_bytes == 2 ? (json_int_t)w->w16[i * cols + c]
+                              : g->format->id == NF_FMT_INT32 ? (json_int_t)int32_of(w->w32[i * cols + c])
+                                                              : (json_int_t)w->w32[i * cols + c];
+            json_array_append_new(codes, json_integer(word));
+        }
         json_array_append_new(json_object_get(doc, "words"), codes);
         return doc;
     case NF_CAT_GROUPED:
@@ -429,18 +622,22 @@ static void print_row_words(const words_view *v, const nf_words *w, uint64_t i, 
         for (uint64_t c = v->c0; c < v->c1; c++) {
             if (g->format->word_bytes == 2)
                 printf(" 0x%04x", w->w16[i * cols + c]);
+            else if (g->format->id == NF_FMT_INT32)
+                printf(" 0x%08x (%" PRId32 ")", w->w32[i * cols + c], int32_of(w->w32[i * cols + c]));
             else
                 printf(" 0x%08x", w->w32[i * cols + c]);
         }
         printf("\n");
         return;
-    case NF_CAT_FP8_ROW:
-        printf("row %" PRIu64 ": scale 0x%04x (%.9g)  codes", row, w->scales[i],
-               (double)(g->format->scale_type == NF_SCALE_BF16 ? nf_bf16_to_f32(w->scales[i])
-                                                               : nf_f16_to_f32(w->scales[i])));
+    case NF_CAT_FP8_ROW: {
+        char value[NF_NUM_TEXT];
+        if (g->format->scale_type == NF_SCALE_BF16) nf_num_shortest_bf16(w->scales[i], value, sizeof value);
+        else nf_num_shortest_f16(w->scales[i], value, sizeof value);
+        printf("row %" PRIu64 ": scale 0x%04x (%s)  codes", row, w->scales[i], value);
         for (uint64_t c = v->c0; c < v->c1; c++) printf(" 0x%02x", w->codes8[i * cols + c]);
         printf("\n");
         return;
+    }
     case NF_CAT_GROUPED:
     case NF_CAT_NVFP4:
         printf("row %" PRIu64 "\n", row);
@@ -449,11 +646,15 @@ static void print_row_words(const words_view *v, const nf_words *w, uint64_t i, 
             uint64_t b = (k + 1) * v->group < v->c1 ? (k + 1) * v->group : v->c1;
             if (g->format->category == NF_CAT_GROUPED) {
                 uint16_t s = w->scales[i * g->logical_groups + k];
-                printf("  group %-4" PRIu64 " scale 0x%04x (%.9g)  codes", k, s, (double)nf_f16_to_f32(s));
+                char value[NF_NUM_TEXT];
+                printf("  group %-4" PRIu64 " scale 0x%04x (%s)  codes", k, s,
+                       nf_num_shortest_f16(s, value, sizeof value));
                 for (uint64_t c = a; c < b; c++) printf(" %d", w->codes[i * cols + c]);
             } else {
                 uint8_t s = w->scales8[i * (cols / 16) + k];
-                printf("  group %-4" PRIu64 " scale 0x%02x (%.9g)  codes", k, s, (double)nf_e4m3fn_to_f32(s));
+                char value[NF_NUM_TEXT]; /* E4M3FN values are exact in binary32 */
+                printf("  group %-4" PRIu64 " scale 0x%02x (%s)  codes", k, s,
+                       nf_num_shortest_f32(nf_e4m3fn_to_f32(s), value, sizeof value));
                 for (uint64_t c = a; c < b; c++) printf(" 0x%x", w->codes8[i * cols + c]);
             }
             printf("\n");
@@ -544,8 +745,11 @@ static int inspect_words(const nf_cli *cli, nf_artifact *a, const inspect_opts *
                 json_object_set_new(doc, "divisors", d);
             } else {
                 printf("divisors:");
-                for (uint64_t k = 0; k < g.divisors; k++)
-                    printf(" 0x%08x (%.9g)", w.divisors[k], (double)nf_f32_from_bits(w.divisors[k]));
+                for (uint64_t k = 0; k < g.divisors; k++) {
+                    char value[NF_NUM_TEXT];
+                    printf(" 0x%08x (%s)", w.divisors[k],
+                           nf_num_shortest_f32(nf_f32_from_bits(w.divisors[k]), value, sizeof value));
+                }
                 printf("\n");
             }
         }
@@ -576,13 +780,18 @@ int inspect_artifact(const nf_cli *cli, const char *path, const inspect_opts *op
         rc = inspect_tensor(cli, a, opts);
     } else if (opts->words) {
         rc = inspect_words(cli, a, opts);
+    } else if (opts->summary && cli->json) {
+        json_t *doc = summary_only_json(a);
+        rc = nf_cli_print_json(cli, doc);
+        json_decref(doc);
+    } else if (opts->summary) {
+        rc = print_summary_only(a) ? NF_EXIT_OK : nf_cli_error(cli, NF_ERR_NOMEM, "out of memory for a table");
     } else if (cli->json) {
         json_t *doc = summary_json(a, opts);
         rc = nf_cli_print_json(cli, doc);
         json_decref(doc);
     } else {
-        print_summary(a, opts);
-        rc = NF_EXIT_OK;
+        rc = print_summary(a, opts) ? NF_EXIT_OK : nf_cli_error(cli, NF_ERR_NOMEM, "out of memory for a table");
     }
     nf_artifact_close(a);
     return rc;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "inspect.h"
+#include "numtext.h"
 
 json_t *dims_json(const uint64_t *dims, uint32_t rank)
 {
@@ -67,9 +68,13 @@ void print_stats(const value_stats *s)
 {
     printf("stats\n  finite %" PRIu64 "  zeros %" PRIu64 "  nan %" PRIu64 "  inf %" PRIu64 "\n", s->count, s->zeros,
            s->nans, s->infs);
+    /* min, max and abs max are values of the tensor (binary32): the shortest decimal that reads
+     * back to each; mean and rms are binary64 sums, shown to 9 digits */
+    char mn[NF_NUM_TEXT], mx[NF_NUM_TEXT], am[NF_NUM_TEXT];
     if (s->count)
-        printf("  min %.9g  max %.9g  mean %.9g  rms %.9g  abs max %.9g\n", s->min, s->max, stats_mean(s),
-               stats_rms(s), s->abs_max);
+        printf("  min %s  max %s  mean %.9g  rms %.9g  abs max %s\n", nf_num_shortest_f32((float)s->min, mn, sizeof mn),
+               nf_num_shortest_f32((float)s->max, mx, sizeof mx), stats_mean(s), stats_rms(s),
+               nf_num_shortest_f32((float)s->abs_max, am, sizeof am));
 }
 
 

@@ -16,6 +16,8 @@
 
 #include "cli.h"
 #include "inspect.h"
+#include "numtext.h"
+#include "table.h"
 
 /* ---------------------------------------------------------------- checkpoints
  * FILE may also be a source checkpoint (docs/ninfer-inspect.md, "Checkpoints"): a .safetensors file, a sharded
@@ -120,22 +122,13 @@ static bool gguf_type_signed(nf_gguf_type t)
     return t == NF_GGUF_I8 || t == NF_GGUF_I16 || t == NF_GGUF_I32 || t == NF_GGUF_I64;
 }
 
-/* The shortest decimal that reads back as the same binary32 (`single`) or binary64 value, so
- * that an f32 KV holding 0.02f shows as 0.02 rather than its exact widening 0.0199999995.... */
+/* The shortest decimal that reads back as the same binary32 (`single`) or binary64 value
+ * (numtext.h), so that an f32 KV holding 0.02f shows as 0.02 rather than its exact widening
+ * 0.0199999995.... */
 static void shortest_real(double v, bool single, char *buf, size_t size)
 {
-    if (isnan(v)) {
-        snprintf(buf, size, "nan");
-        return;
-    }
-    if (isinf(v)) {
-        snprintf(buf, size, "%s", v < 0 ? "-inf" : "inf");
-        return;
-    }
-    for (int prec = single ? 6 : 15; prec <= (single ? 9 : 17); prec++) {
-        snprintf(buf, size, "%.*g", prec, v);
-        if (single ? strtof(buf, NULL) == (float)v : strtod(buf, NULL) == v) return;
-    }
+    if (single) nf_num_shortest_f32((float)v, buf, size);
+    else nf_num_shortest_f64(v, buf, size);
 }
 
 /* Element i of a KV (0 for a scalar) as text; strings quoted and cut after max_chars. */
@@ -396,13 +389,20 @@ static json_t *source_json(const nf_source *s, const nf_dialects *d, const inspe
     return doc;
 }
 
-static void print_source_files(const nf_source *s)
+static bool print_source_files(const nf_source *s)
 {
     char path[TEXT_BUF];
-    printf("files (%zu)\n  %-4s %-56s %16s\n", nf_source_file_count(s), "#", "path", "bytes");
-    for (size_t i = 0; i < nf_source_file_count(s); i++)
-        printf("  %-4zu %-56s %16" PRIu64 "\n", i, display_cstr(nf_source_file_path(s, i), path, sizeof path),
-               nf_source_file_size(s, i));
+    printf("files (%zu)\n", nf_source_file_count(s));
+    nf_table t;
+    nf_table_init(&t, "  ", "llr", (const char *[]){"#", "path", "bytes"});
+    for (size_t i = 0; i < nf_source_file_count(s); i++) {
+        nf_table_cell(&t, "%zu", i);
+        nf_table_cell(&t, "%s", display_cstr(nf_source_file_path(s, i), path, sizeof path));
+        nf_table_cell(&t, "%" PRIu64, nf_source_file_size(s, i));
+    }
+    bool ok = nf_table_print(&t, stdout);
+    nf_table_free(&t);
+    return ok;
 }
 
 static void print_source_metadata(const nf_source *s)
@@ -436,29 +436,34 @@ static void print_source_metadata(const nf_source *s)
     json_decref(meta);
 }
 
-static void print_source_tensors(const nf_source *s)
+/* Both tables size their columns from the cells (table.h): names, dtypes (a GGUF's IQ2_XXS) and
+ * shapes have no fixed bound. */
+static bool print_source_tensors(const nf_source *s)
 {
     size_t n = nf_source_tensor_count(s);
     bool sharded = nf_source_file_count(s) > 1;
     static char name[TEXT_BUF];
-    int width = 4;
+    printf("tensors (%zu)\n", n);
+    nf_table t;
+    if (sharded) nf_table_init(&t, "  ", "lllrrr", (const char *[]){"name", "dtype", "shape", "file", "offset", "bytes"});
+    else nf_table_init(&t, "  ", "lllrr", (const char *[]){"name", "dtype", "shape", "offset", "bytes"});
     for (size_t i = 0; i < n; i++) {
-        size_t len = strlen(display_cstr(nf_source_tensor_at(s, i)->name, name, sizeof name));
-        if (len > (size_t)width) width = len > 60 ? 60 : (int)len;
+        const nf_source_tensor *te = nf_source_tensor_at(s, i);
+        char shape[160];
+        dims_text(te->shape, te->rank, false, shape, sizeof shape);
+        nf_table_cell(&t, "%s", display_cstr(te->name, name, sizeof name));
+        nf_table_cell(&t, "%s", te->type_name);
+        nf_table_cell(&t, "%s", shape);
+        if (sharded) nf_table_cell(&t, "%zu", te->file);
+        nf_table_cell(&t, "%" PRIu64, te->offset);
+        nf_table_cell(&t, "%" PRIu64, te->bytes);
     }
-    printf("tensors (%zu)\n  %-*s %-8s %-20s %s%14s %14s\n", n, width, "name", "dtype", "shape",
-           sharded ? " file " : "", "offset", "bytes");
-    for (size_t i = 0; i < n; i++) {
-        const nf_source_tensor *t = nf_source_tensor_at(s, i);
-        char shape[160], file[16] = "";
-        dims_text(t->shape, t->rank, false, shape, sizeof shape);
-        if (sharded) snprintf(file, sizeof file, "%5zu ", t->file);
-        printf("  %-*s %-8s %-20s %s%14" PRIu64 " %14" PRIu64 "\n", width, display_cstr(t->name, name, sizeof name),
-               t->type_name, shape, file, t->offset, t->bytes);
-    }
+    bool ok = nf_table_print(&t, stdout);
+    nf_table_free(&t);
+    return ok;
 }
 
-static void print_source_totals(const nf_source *s)
+static bool print_source_totals(const nf_source *s)
 {
     json_t *totals = source_totals_json(s);
     json_int_t n = json_integer_value(json_object_get(totals, "tensors"));
@@ -466,21 +471,28 @@ static void print_source_totals(const nf_source *s)
            " bytes\n",
            n, n == 1 ? "" : "s", json_integer_value(json_object_get(totals, "elements")),
            json_integer_value(json_object_get(totals, "bytes")));
-    printf("  %-10s %8s %16s %16s %9s\n", "dtype", "tensors", "elements", "bytes", "bits/w");
+    nf_table t;
+    nf_table_init(&t, "  ", "lrrrr", (const char *[]){"dtype", "tensors", "elements", "bytes", "bits/w"});
     const char *key;
     json_t *d;
     json_object_foreach(json_object_get(totals, "dtypes"), key, d) {
         json_int_t el = json_integer_value(json_object_get(d, "elements"));
         json_int_t by = json_integer_value(json_object_get(d, "bytes"));
-        printf("  %-10s %8" JSON_INTEGER_FORMAT " %16" JSON_INTEGER_FORMAT " %16" JSON_INTEGER_FORMAT, key,
-               json_integer_value(json_object_get(d, "tensors")), el, by);
-        if (el > 0) printf(" %9.3f\n", (double)by * 8.0 / (double)el);
-        else printf(" %9s\n", "-");
+        nf_table_cell(&t, "%s", key);
+        nf_table_cell(&t, "%" JSON_INTEGER_FORMAT, json_integer_value(json_object_get(d, "tensors")));
+        nf_table_cell(&t, "%" JSON_INTEGER_FORMAT, el);
+        nf_table_cell(&t, "%" JSON_INTEGER_FORMAT, by);
+        if (el > 0) nf_table_cell(&t, "%.3f", (double)by * 8.0 / (double)el);
+        else nf_table_cell(&t, "-");
     }
+    bool ok = nf_table_print(&t, stdout);
+    nf_table_free(&t);
     json_decref(totals);
+    return ok;
 }
 
-static void print_source_summary(const nf_source *s, const nf_dialects *d, const inspect_opts *o)
+/* false when a table could not be held (out of memory) */
+static bool print_source_summary(const nf_source *s, const nf_dialects *d, const inspect_opts *o)
 {
     char path[TEXT_BUF];
     if (!o->files) {
@@ -493,8 +505,8 @@ static void print_source_summary(const nf_source *s, const nf_dialects *d, const
                    nf_source_gguf_version(s), nf_source_gguf_alignment(s), nf_source_gguf_data_offset(s));
         printf("\n");
     }
-    print_source_files(s);
-    if (o->files) return;
+    bool files_ok = print_source_files(s);
+    if (o->files || !files_ok) return files_ok;
     printf("\n");
     print_source_metadata(s);
     printf("\n");
@@ -508,13 +520,13 @@ static void print_source_summary(const nf_source *s, const nf_dialects *d, const
         }
         printf("\n");
     }
-    print_source_tensors(s);
+    bool ok = print_source_tensors(s);
     printf("\n");
     if (d && (nf_dialects_weight_count(d) || nf_dialects_declared(d))) {
         print_quantized(d);
         printf("\n");
     }
-    print_source_totals(s);
+    return print_source_totals(s) && ok;
 }
 
 /* ---- --tensor NAME */
@@ -658,6 +670,9 @@ static int source_usage(const nf_cli *cli, const inspect_opts *o, const char *pa
     if (o->bindings)
         return nf_cli_usage(cli, "--bindings lists the bindings of a .ninfer artifact, and %s is a checkpoint, "
                                  "which has none", nf_cli_name(path).s);
+    if (o->summary)
+        return nf_cli_usage(cli, "--summary totals the objects of a .ninfer artifact, and %s is a checkpoint: its "
+                                 "summary ends with the totals per dtype", nf_cli_name(path).s);
     if (o->uses)
         return nf_cli_usage(cli, "--uses lists the uses of a .ninfer artifact, and %s is a checkpoint, which has "
                                  "none", nf_cli_name(path).s);
@@ -688,8 +703,8 @@ int inspect_source(const nf_cli *cli, const char *path, path_kind kind, const in
         json_t *doc = source_json(s, d, opts);
         rc = nf_cli_print_json(cli, doc);
         json_decref(doc);
-    } else if (rc == NF_EXIT_OK) {
-        print_source_summary(s, d, opts);
+    } else if (rc == NF_EXIT_OK && !print_source_summary(s, d, opts)) {
+        rc = nf_cli_error(cli, NF_ERR_NOMEM, "out of memory for a table");
     }
     if (rc == NF_EXIT_OK && !scanned && !opts->files) rc = nf_cli_report(cli, &derr);
     nf_dialects_free(d);

@@ -19,10 +19,12 @@ printf '\nper-tensor error of the conversion (%s):\n' "$out/demo.ninfer.conversi
 python3 - "$out/demo.ninfer.conversion.json" <<'PY'
 import json, sys
 rep = json.load(open(sys.argv[1]))
-w = max([len('object')] + [len(o['object']) for o in rep['objects']])
-print('%-*s %-21s %-15s %12s %12s %8s' % (w, 'object', 'format', 'method', 'max_abs_err', 'rmse', 'snr_db'))
-for o in rep['objects']:
-    snr = o.get('snr_db')
-    print('%-*s %-21s %-15s %12.3g %12.3g %8s' % (w, o['object'], o['format'], o['method'],
-          o.get('max_abs_error', 0.0), o.get('rmse', 0.0), 'exact' if snr is None else '%.1f' % snr))
+# every column as wide as its widest cell, header included (as ninfer-inspect's tables)
+head = ('object', 'format', 'method', 'max_abs_err', 'rmse', 'snr_db')
+rows = [(o['object'], o['format'], o['method'], '%.3g' % o.get('max_abs_error', 0.0),
+         '%.3g' % o.get('rmse', 0.0), 'exact' if o.get('snr_db') is None else '%.1f' % o['snr_db'])
+        for o in rep['objects']]
+w = [max(len(r[i]) for r in [head] + rows) for i in range(len(head))]
+for r in [head] + rows:
+    print('  '.join(c.ljust(w[i]) if i < 3 else c.rjust(w[i]) for i, c in enumerate(r)))
 PY
