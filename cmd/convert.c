@@ -95,7 +95,8 @@ static const nf_option options[] = {
                     "quick mode: give quantized weights (FP8, INT4, NVFP4 checkpoints, GGUF blocks) FORMAT from their "
                     "values instead of importing them as they are"),
     NF_OPT_FLAG_ROW(convert_opts, no_resources, "no-resources", 0,
-                    "quick mode: leave out the tokenizer and generation files it keeps beside the weights"),
+                    "quick mode: leave out the tokenizer and generation files it keeps beside the weights, and a "
+                    "GGUF's metadata"),
     NF_OPT_U64_ROW(convert_opts, chunk_values, 1, UINT64_MAX, "a positive count", "chunk-values", 0, "N",
                    "values per encoded row chunk (tuning; the output never depends on it)"),
     NF_OPT_STRING_ROW(convert_opts, plan_out, "plan-out", 0, "PLAN.json",
@@ -200,6 +201,16 @@ static const char *const quick_resources[] = {
 #define QUICK_RESOURCES (sizeof quick_resources / sizeof quick_resources[0])
 #define QUICK_RESOURCE_MAX ((uint64_t)256 << 20)
 
+/* A GGUF file, by its magic (the source reader decides the same way). */
+static bool quick_is_gguf(const char *source)
+{
+    char magic[4] = "";
+    FILE *f = fopen(source, "rb");
+    bool gguf = f && fread(magic, 1, 4, f) == 4 && memcmp(magic, "GGUF", 4) == 0;
+    if (f) fclose(f);
+    return gguf;
+}
+
 /* The directory whose files stand beside a source's weights: the source itself, or the
  * directory of a safetensors file or index; none for GGUF (its tokenizer is in the file). */
 static bool quick_source_dir(const char *source, char *dir, size_t size)
@@ -207,8 +218,7 @@ static bool quick_source_dir(const char *source, char *dir, size_t size)
     struct stat sb;
     if (stat(source, &sb) != 0) return false;
     if (S_ISDIR(sb.st_mode)) return (size_t)snprintf(dir, size, "%s", source) < size;
-    size_t n = strlen(source);
-    if (n >= 5 && strcmp(source + n - 5, ".gguf") == 0) return false;
+    if (quick_is_gguf(source)) return false;
     const char *slash = strrchr(source, '/');
     if (!slash) return (size_t)snprintf(dir, size, ".") < size;
     return (size_t)snprintf(dir, size, "%.*s", (int)(slash - source) + (slash == source), source) < size;
@@ -263,7 +273,9 @@ static char *quick_recipe(const char *source, const convert_opts *o, size_t *len
     put_yaml_string(f, name);
     fputs("\n", f);
     put_quick_components(f, source, o, too_big, size);
-    fputs("defaults:\n  format: \"bf16\"\nrules:\n", f);
+    fputs(o->no_resources && quick_is_gguf(source) ? "defaults:\n  format: \"bf16\"\n  gguf_metadata: drop\nrules:\n"
+                          : "defaults:\n  format: \"bf16\"\nrules:\n",
+          f);
     const char *method = o->method ? o->method : nf_recipe_default_method(o->format);
     for (size_t i = 0; i < QUICK_KEEP; i++) put_rule(f, "*", quick_keep[i].dtype, -1, 0, quick_keep[i].format, "cast_direct", true);
     for (size_t i = 0; i < QUICK_FLOATS; i++) put_rule(f, "*", quick_floats[i], 2, 0, o->format, method, true);

@@ -55,6 +55,75 @@ run 0 "$bin/ninfer-convert" "$data/gguf/q4_k.gguf" -o "$work/m5/i.ninfer" --form
 lacks "$work/err" "warning"
 lacks "$work/out" "requantized"
 
+# ---------------------------------------------------------------- a GGUF's metadata
+# every key/value pair, with its type, as the resource gguf_metadata.json of the text component
+# (checked against a reader of the GGUF header written here from the format), the hyperparameters
+# with a config.json name as the text config; --no-resources leaves both out
+mkdir "$work/meta"
+for g in all_types q4_k; do
+    run 0 "$bin/ninfer-convert" "$data/gguf/$g.gguf" -o "$work/meta/$g.ninfer" --format q8_g32_fp16 -q --no-report
+    python3 - "$data/gguf/$g.gguf" "$work/meta/$g.ninfer" <<'PY' && ok || bad "$g: gguf_metadata.json is not the file's key/value pairs"
+import json, math, struct, sys
+g = open(sys.argv[1], 'rb').read()
+pos = 24
+def take(fmt):
+    global pos
+    v = struct.unpack_from('<' + fmt, g, pos); pos += struct.calcsize('<' + fmt); return v[0]
+def string():
+    global pos
+    n = take('Q'); s = g[pos:pos + n]; pos += n; return s
+names = {0: 'u8', 1: 'i8', 2: 'u16', 3: 'i16', 4: 'u32', 5: 'i32', 6: 'f32', 7: 'bool', 8: 'string', 10: 'u64', 11: 'i64', 12: 'f64'}
+fmts = {0: 'B', 1: 'b', 2: 'H', 3: 'h', 4: 'I', 5: 'i', 6: 'f', 7: 'B', 10: 'Q', 11: 'q', 12: 'd'}
+def value(t):
+    if t == 8:
+        s = string()
+        try: return s.decode('utf-8')
+        except UnicodeDecodeError: return {'hex': s.hex()}
+    v = take(fmts[t])
+    if t == 7: return bool(v)
+    if t in (6, 12):
+        if math.isnan(v): return 'NaN'
+        if math.isinf(v): return 'Infinity' if v > 0 else '-Infinity'
+    if t == 10 and v > 2**63 - 1: return str(v)
+    return v
+want = {}
+n_kv = struct.unpack_from('<Q', g, 16)[0]
+for _ in range(n_kv):
+    key = string().decode(); t = take('I')
+    if t == 9:
+        et = take('I'); n = take('Q')
+        want[key] = {'type': 'array', 'element_type': names[et], 'value': [value(et) for _ in range(n)]}
+    else:
+        want[key] = {'type': names[t], 'value': value(t)}
+a = open(sys.argv[2], 'rb').read()
+jb = struct.unpack_from('<Q', a, 8)[0]
+d = json.loads(a[32:32 + jb])
+o = [x for x in d['objects'] if x['id'] == 'gguf_metadata.json'][0]
+got = json.loads(a[32 + jb + o['offset']:32 + jb + o['offset'] + o['bytes']])
+assert list(got) == list(want), (list(got), list(want))
+for k in want:
+    w, h = want[k], got[k]
+    assert w['type'] == h['type'] and w.get('element_type') == h.get('element_type'), k
+    if w['type'] == 'f32':  # stored binary32, written as the binary64 of the same value
+        assert struct.pack('<f', h['value']) == struct.pack('<f', w['value']), k
+    else:
+        assert h['value'] == w['value'], (k, h, w)
+text = d['components']['text']
+assert text['resources'] == {'gguf_metadata.json': 'gguf_metadata.json'}, text
+arch = want['general.architecture']['value']
+assert text['config']['model_type'] == arch, text
+for suffix, key in (('embedding_length', 'hidden_size'), ('block_count', 'num_hidden_layers'), ('context_length', 'max_position_embeddings')):
+    if arch + '.' + suffix in want:
+        assert text['config'][key] == want[arch + '.' + suffix]['value'], (key, text)
+PY
+done
+run 0 "$bin/ninfer-convert" "$data/gguf/q4_k.gguf" -o "$work/meta/n.ninfer" --format q8_g32_fp16 --no-resources --dry-run
+lacks "$work/out" "gguf_metadata.json"
+# a recipe with its own components decides its resources; defaults.gguf_metadata: drop says none
+printf 'recipe: 1\nsources:\n  base: %s\ndefaults: {format: fp32, gguf_metadata: drop}\n' "$data/gguf/q4_k.gguf" >"$work/meta/r.yaml"
+run 0 "$bin/ninfer-convert" -r "$work/meta/r.yaml" -o "$work/meta/r.ninfer" --dry-run --allow-path "$data"
+lacks "$work/out" "gguf_metadata.json"
+
 # ---------------------------------------------------------------- F2: what a recipe may read
 f2=$work/f2
 mkdir -p "$f2/r" "$f2/o"

@@ -135,6 +135,10 @@ typedef struct nf_recipe {
     /* Named in messages in place of "FILE:LINE:COL: defaults.format" (and .method) when the
      * command line made the recipe, like nf_recipe_rule.label; NULL otherwise.  Borrowed. */
     const char *defaults_label;
+    /* defaults.gguf_metadata: "drop" leaves out what a recipe without components keeps of a
+     * GGUF source: its key/value pairs as the resource gguf_metadata.json and its
+     * hyperparameters as the text config ("keep", the default; docs/ninfer-convert.md). */
+    bool drop_gguf_metadata;
 } nf_recipe;
 
 /* What the command line allows a recipe (docs/security.md 1.3; docs/security.md 7.1, F2).

@@ -52,8 +52,9 @@ typedef struct plan_object {
     char *dialect;                   /* a quantized source weight: nf_qweight_describe (NULL: none) */
     bool requantized;                /* ... whose values a method encodes (else it is imported) */
     /* resource */
-    char *path;
+    char *path;                      /* its file, or what made `data` (said in messages) */
     uint64_t bytes;
+    uint8_t *data;                   /* made by the plan (a GGUF's metadata), else NULL: read path */
     /* execution */
     size_t writer_index;
 } plan_object;
@@ -104,6 +105,11 @@ nf_status nf_convert_compare_some(nf_plan *p, nf_artifact *a, unsigned threads, 
 /* What a run checks of its outputs before it writes (the output is no input, the report's
  * place), and that the output does not exist yet: a plan's tasks never write under an artifact. */
 nf_status nf_convert_check_outputs(const nf_plan *p, const nf_convert_options *opt, nf_error *err);
+
+/* A GGUF source's metadata (gguf_meta.c): every key/value pair as JSON text, malloc'ed; the
+ * hyperparameters that have a config.json name, as a config (an empty one when none). */
+nf_status nf_gguf_metadata_text(const nf_source *s, uint8_t **out, size_t *len, nf_error *err);
+json_t *nf_gguf_hparams_config(const nf_source *s);
 
 /* The members of bindings, and of provenance.objects, in order (nf_writer_records_fn over an
  * nf_plan_records with its plan set: i = 0 starts again). */

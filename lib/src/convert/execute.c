@@ -949,6 +949,10 @@ static nf_status write_resources(nf_plan *p, nf_writer *w, nf_error *err)
     for (size_t i = 0; i < p->nobjects; i++) {
         const plan_object *o = &p->objects[i];
         if (o->kind != NF_OBJECT_RESOURCE || !nf_writer_object_selected(w, o->writer_index)) continue;
+        if (o->data) { /* made by the plan */
+            NF_TRY(nf_writer_write(w, o->writer_index, 0, o->data, (size_t)o->bytes, err));
+            continue;
+        }
         int fd = nf_io_open(o->path, O_RDONLY, 0);
         if (fd < 0) return nf_error_errno(err, errno, "cannot open %s", MP(o->path));
         struct stat sb;

@@ -198,6 +198,7 @@ void nf_plan_free(nf_plan *p)
         free(o->note);
         free(o->dialect);
         free(o->path);
+        free(o->data);
     }
     free(p->objects);
     free(p->companions);
@@ -666,6 +667,38 @@ static nf_status add_resource(nf_plan *p, size_t cap, const nf_recipe_resource *
     return NF_OK;
 }
 
+/* A GGUF source without a recipe's components: its hyperparameters as the text config (beside
+ * what config.json says, which wins) and its key/value pairs as the resource gguf_metadata.json. */
+static nf_status keep_gguf_metadata(nf_plan *p, size_t cap, const plan_source *b, json_t *text, nf_error *err)
+{
+    json_t *hp = nf_gguf_hparams_config(b->src), *cfg = json_object_get(text, "config");
+    if (!hp) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    const char *k;
+    json_t *v;
+    json_object_foreach(hp, k, v) if (!json_object_get(cfg, k)) json_object_set(cfg, k, v);
+    json_decref(hp);
+    uint8_t *data = NULL;
+    size_t len = 0;
+    NF_TRY(nf_gguf_metadata_text(b->src, &data, &len, err));
+    plan_object *o = new_object(p, cap);
+    char what[4200];
+    snprintf(what, sizeof what, "(the metadata of %s)", b->path);
+    if (o) {
+        o->kind = NF_OBJECT_RESOURCE;
+        o->id = xstrdup("gguf_metadata.json");
+        o->path = xstrdup(what);
+        o->bytes = len;
+        o->data = data;
+    }
+    if (!o || !o->id || !o->path) {
+        if (!o) free(data);
+        return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    }
+    json_t *res = json_pack("{s:s}", "gguf_metadata.json", o->id);
+    if (!res || json_object_set_new(text, "resources", res) != 0) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    return NF_OK;
+}
+
 static nf_status build_components(nf_plan *p, size_t cap, nf_error *err)
 {
     const nf_recipe *r = p->recipe;
@@ -683,7 +716,11 @@ static nf_status build_components(nf_plan *p, size_t cap, nf_error *err)
             if (rs) source_error(err, st, r, rs);
         }
         NF_TRY(st);
-        json_object_set_new(p->components, "text", json_pack("{s:o}", "config", cfg));
+        json_t *text = json_pack("{s:o}", "config", cfg);
+        if (!text || json_object_set_new(p->components, "text", text) != 0)
+            return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        if (b->src && nf_source_kind_of(b->src) == NF_SOURCE_GGUF && !r->drop_gguf_metadata)
+            NF_TRY(keep_gguf_metadata(p, cap, b, text, err));
         return NF_OK;
     }
     for (size_t i = 0; i < r->ncomponents; i++) {
@@ -1296,7 +1333,12 @@ nf_status nf_plan_content_digest(const nf_plan *p, uint8_t out[16], nf_error *er
         const plan_object *o = &p->objects[i];
         digest_str(h, o->id);
         if (o->kind == NF_OBJECT_RESOURCE) {
-            st = digest_file(h, o->path, buf, err);
+            if (o->data) { /* (made from the source, whose bytes the digest reads: its text too) */
+                digest_u64(h, o->bytes);
+                XXH3_128bits_update(h, o->data, (size_t)o->bytes);
+            } else {
+                st = digest_file(h, o->path, buf, err);
+            }
             continue;
         }
         for (size_t k = 0; st == NF_OK && k < o->nmembers; k++) {

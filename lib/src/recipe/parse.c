@@ -392,7 +392,7 @@ static nf_status parse_output(parser *p, const ynode *n)
 
 static nf_status parse_defaults(parser *p, const ynode *n)
 {
-    static const char *const keys[] = {"format", "method", "activation_scales", NULL};
+    static const char *const keys[] = {"format", "method", "activation_scales", "gguf_metadata", NULL};
     NF_TRY(want_map(p, n, "defaults"));
     for (size_t i = 0; i < n->n; i++) {
         const ynode *k = yn_key(n, i), *v = yn_val(n, i);
@@ -411,6 +411,12 @@ static nf_status parse_defaults(parser *p, const ynode *n)
             if (strcmp(s, "keep") != 0 && strcmp(s, "drop") != 0)
                 return fail(p, v->pos, "defaults.activation_scales: '%s' is neither keep nor drop", s);
             p->r->keep_activation_scales = strcmp(s, "keep") == 0;
+        } else if (!strcmp(k->text, "gguf_metadata")) {
+            const char *s = NULL;
+            NF_TRY(get_string(p, v, "defaults.gguf_metadata", "keep or drop", &s));
+            if (strcmp(s, "keep") != 0 && strcmp(s, "drop") != 0)
+                return fail(p, v->pos, "defaults.gguf_metadata: '%s' is neither keep nor drop", s);
+            p->r->drop_gguf_metadata = strcmp(s, "drop") == 0;
         } else {
             return unknown_key(p, k, "defaults", keys);
         }

@@ -1,0 +1,170 @@
+/* A GGUF file's metadata kept in the artifact (docs/ninfer-convert.md, "GGUF metadata"): every
+ * key/value pair with its type as the resource gguf_metadata.json of the text component, and
+ * the hyperparameters that have a config.json equivalent as the component's config.  Without
+ * them a runtime has neither the tokenizer (tokenizer.ggml.*, arrays of 10^5 strings in real
+ * files) nor the chat template nor the architecture's sizes. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/json_walk.h"
+#include "common/utf8.h"
+#include "convert/convert_impl.h"
+
+static nf_status nomem(nf_error *err) { return nf_error_set(err, NF_ERR_NOMEM, "out of memory"); }
+
+/* Element i of kv as JSON: integers exactly (u64 beyond 2^63-1 as a decimal string, which
+ * jansson cannot hold as a number), floats as numbers or "NaN" / "Infinity" / "-Infinity"
+ * (JSON has no such numbers), strings as text, or {"hex": ...} when they are not UTF-8. */
+static json_t *element(const nf_gguf_kv *kv, uint64_t i, nf_error *err)
+{
+    switch (kv->elem_type) {
+    case NF_GGUF_U8:
+    case NF_GGUF_U16:
+    case NF_GGUF_U32:
+    case NF_GGUF_U64: {
+        uint64_t u;
+        if (nf_gguf_kv_uint(kv, i, &u, err) != NF_OK) return NULL;
+        if (u > (uint64_t)INT64_MAX) {
+            char text[24];
+            snprintf(text, sizeof text, "%llu", (unsigned long long)u);
+            return json_string(text);
+        }
+        return json_integer((json_int_t)u);
+    }
+    case NF_GGUF_I8:
+    case NF_GGUF_I16:
+    case NF_GGUF_I32:
+    case NF_GGUF_I64: {
+        int64_t v;
+        return nf_gguf_kv_int(kv, i, &v, err) == NF_OK ? json_integer((json_int_t)v) : NULL;
+    }
+    case NF_GGUF_F32:
+    case NF_GGUF_F64: {
+        double d;
+        if (nf_gguf_kv_float(kv, i, &d, err) != NF_OK) return NULL;
+        if (isnan(d)) return json_string("NaN");
+        if (isinf(d)) return json_string(d > 0 ? "Infinity" : "-Infinity");
+        return json_real(d);
+    }
+    case NF_GGUF_BOOL: {
+        bool b;
+        return nf_gguf_kv_bool(kv, i, &b, err) == NF_OK ? json_boolean(b) : NULL;
+    }
+    case NF_GGUF_STRING: {
+        const char *s;
+        size_t len;
+        if (nf_gguf_kv_string(kv, i, &s, &len, err) != NF_OK) return NULL;
+        size_t bad;
+        if (nf_utf8_valid((const uint8_t *)s, len, &bad)) return json_stringn(s, len);
+        char *hex = malloc(2 * len + 1);
+        if (!hex) return NULL;
+        for (size_t k = 0; k < len; k++) snprintf(hex + 2 * k, 3, "%02x", (unsigned char)s[k]);
+        json_t *v = json_pack("{s:s}", "hex", hex);
+        free(hex);
+        return v;
+    }
+    default: return NULL; /* (nested arrays are refused by the reader) */
+    }
+}
+
+/* {"type": T, "value": V} or, for an array, {"type": "array", "element_type": T, "value": [...]}. */
+static json_t *pair(const nf_gguf_kv *kv, nf_error *err)
+{
+    bool array = kv->type == NF_GGUF_ARRAY;
+    json_t *value = array ? json_array() : NULL;
+    for (uint64_t i = 0; array && value && i < kv->count; i++) {
+        json_t *e = element(kv, i, err);
+        if (!e || json_array_append_new(value, e) != 0) {
+            json_decref(value);
+            return NULL;
+        }
+    }
+    if (!array) value = element(kv, 0, err);
+    if (!value) return NULL;
+    return array ? json_pack("{s:s,s:s,s:o}", "type", "array", "element_type", nf_gguf_type_name(kv->elem_type), "value",
+                             value)
+                 : json_pack("{s:s,s:o}", "type", nf_gguf_type_name(kv->type), "value", value);
+}
+
+nf_status nf_gguf_metadata_text(const nf_source *s, uint8_t **out, size_t *len, nf_error *err)
+{
+    json_t *all = json_object();
+    if (!all) return nomem(err);
+    nf_status st = NF_OK;
+    for (size_t i = 0; st == NF_OK && i < nf_source_gguf_kv_count(s); i++) {
+        const nf_gguf_kv *kv = nf_source_gguf_kv_at(s, i);
+        size_t bad;
+        if (!nf_utf8_valid((const uint8_t *)kv->key, strlen(kv->key), &bad)) {
+            st = nf_error_set(err, NF_ERR_INVALID, "%s: the metadata key at byte %llu is not UTF-8 (byte %zu of it)",
+                              nf_source_path(s), (unsigned long long)kv->file_offset, bad);
+            break;
+        }
+        nf_error e;
+        nf_error_clear(&e);
+        json_t *v = pair(kv, &e);
+        if (!v) {
+            st = e.message[0] ? nf_error_set(err, NF_ERR_INVALID, "%s: metadata key '%s': %s", nf_source_path(s), kv->key,
+                                             e.message)
+                              : nomem(err);
+        } else if (json_object_set_new(all, kv->key, v) != 0) {
+            st = nomem(err);
+        }
+    }
+    char *text = st == NF_OK ? nf_jw_dump(all, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17), 1, len)
+                             : NULL;
+    json_decref(all);
+    if (st == NF_OK && !text) st = nomem(err);
+    if (st != NF_OK) return st;
+    text[(*len)++] = '\n';
+    *out = (uint8_t *)text;
+    return NF_OK;
+}
+
+/* GGUF hyperparameter -> config.json key, for "<arch>.<suffix>" (llama.cpp's names on the left,
+ * Hugging Face's on the right; docs/ninfer-convert.md has the table). */
+static const struct {
+    const char *suffix, *key;
+} hparams[] = {
+    {"context_length", "max_position_embeddings"},
+    {"embedding_length", "hidden_size"},
+    {"block_count", "num_hidden_layers"},
+    {"feed_forward_length", "intermediate_size"},
+    {"attention.head_count", "num_attention_heads"},
+    {"attention.head_count_kv", "num_key_value_heads"},
+    {"attention.layer_norm_rms_epsilon", "rms_norm_eps"},
+    {"attention.layer_norm_epsilon", "layer_norm_eps"},
+    {"attention.key_length", "head_dim"},
+    {"rope.freq_base", "rope_theta"},
+    {"expert_count", "num_local_experts"},
+    {"expert_used_count", "num_experts_per_tok"},
+    {"vocab_size", "vocab_size"},
+};
+
+json_t *nf_gguf_hparams_config(const nf_source *s)
+{
+    json_t *cfg = json_object();
+    const nf_gguf_kv *arch = nf_source_gguf_kv_find(s, "general.architecture");
+    const char *name = NULL;
+    size_t len = 0;
+    nf_error e;
+    if (!cfg || !arch || nf_gguf_kv_string(arch, 0, &name, &len, &e) != NF_OK || len == 0 || len > 64 ||
+        memchr(name, '\0', len))
+        return cfg;
+    json_object_set_new(cfg, "model_type", json_stringn(name, len));
+    for (size_t i = 0; i < sizeof hparams / sizeof hparams[0]; i++) {
+        char key[160];
+        snprintf(key, sizeof key, "%s.%s", name, hparams[i].suffix);
+        const nf_gguf_kv *kv = nf_source_gguf_kv_find(s, key);
+        if (!kv || kv->type == NF_GGUF_ARRAY) continue; /* (per-layer arrays have no single value) */
+        json_t *v = element(kv, 0, &e);
+        if (v && (json_is_integer(v) || json_is_real(v))) json_object_set_new(cfg, hparams[i].key, v);
+        else json_decref(v);
+    }
+    /* the vocabulary's size when the architecture does not say it: the tokenizer's tokens */
+    const nf_gguf_kv *tokens = nf_source_gguf_kv_find(s, "tokenizer.ggml.tokens");
+    if (!json_object_get(cfg, "vocab_size") && tokens && tokens->type == NF_GGUF_ARRAY)
+        json_object_set_new(cfg, "vocab_size", json_integer((json_int_t)tokens->count));
+    return cfg;
+}
