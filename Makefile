@@ -8,7 +8,7 @@ JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
 
 DEB_PACKAGES := cmake make gcc pkg-config libyaml-dev libjansson-dev libzstd-dev libxxhash-dev \
-                libcriterion-dev python3 zstd
+                libcriterion-dev python3 zstd groff-base man-db mandoc
 
 .PHONY: all build deps test check test-sanitize demo install clean conformance FORCE
 
