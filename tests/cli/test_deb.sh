@@ -39,11 +39,14 @@ dpkg-deb --contents "$deb" | awk '{print $6}' | sed 's|^\./|/|' >"$work/contents
 has() { if grep -qxF -- "$1" "$work/contents"; then ok; else bad "the package lacks $1"; fi; }
 commands=$("$bin/ninfer" --help | sed -n '/^commands:/,/^$/s/^  \([a-z][a-z0-9-]*\) .*/\1/p')
 has /usr/bin/ninfer
-has /usr/share/man/man1/ninfer.1.gz
+# a build configured with -DNINFER_MANPAGES=OFF packages none
+man=1
+grep -qx 'NINFER_MANPAGES:BOOL=OFF' "$build/CMakeCache.txt" && man=0
+[ $man -eq 1 ] && has /usr/share/man/man1/ninfer.1.gz
 has /usr/share/bash-completion/completions/ninfer
 for c in $commands; do
     has /usr/bin/ninfer-$c
-    has /usr/share/man/man1/ninfer-$c.1.gz
+    [ $man -eq 1 ] && has /usr/share/man/man1/ninfer-$c.1.gz
     has /usr/share/bash-completion/completions/ninfer-$c
 done
 for h in "$top"/lib/include/ninfer/*.h; do has "/usr/include/ninfer/$(basename "$h")"; done
@@ -81,7 +84,7 @@ else
         for p in ninfer $(for c in $commands; do echo ninfer-$c; done); do
             if out=$(/usr/bin/$p --version 2>&1); then ok; else bad "/usr/bin/$p --version: $out"; fi
         done
-        if command -v man >/dev/null; then
+        if [ $man -eq 1 ] && command -v man >/dev/null; then
             where=$(env -u MANPATH man -w ninfer-convert 2>&1)
             [ "$where" = /usr/share/man/man1/ninfer-convert.1.gz ] && ok || bad "man -w ninfer-convert: $where"
         fi
