@@ -8,7 +8,8 @@ JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
 
 DEB_PACKAGES := cmake make gcc pkg-config libyaml-dev libjansson-dev libzstd-dev libxxhash-dev \
-                libcriterion-dev python3 zstd groff-base man-db mandoc
+                libcriterion-dev python3 zstd groff-base man-db mandoc \
+                bash-completion
 
 .PHONY: all build deps test check test-sanitize demo install deb clean conformance FORCE
 

@@ -166,4 +166,7 @@ _ninfer_complete()
     return 0
 }
 
-complete -F _ninfer_complete ninfer ninfer-convert ninfer-inspect ninfer-verify ninfer-dequant
+# the programs of today, and any ninfer-* on PATH (a program added later, whose link to this
+# file bash-completion follows, needs no change here)
+complete -F _ninfer_complete ninfer ninfer-convert ninfer-inspect ninfer-verify ninfer-dequant \
+    $(compgen -c ninfer- 2>/dev/null | sort -u)

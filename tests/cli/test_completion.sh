@@ -85,6 +85,11 @@ only "ninfer-verify $work/dir/m" "$work/dir/model.ninfer"
 only "ninfer inspect $work/dir/s" "$work/dir/sub"
 only "ninfer-convert --allow-path $work/dir/" "$work/dir/sub"
 only "ninfer-convert --source base=$work/dir/mo" "$work/dir/model.ninfer"   # after the "="
+# sourcing registers the function for ninfer and every ninfer-* program on PATH
+reg=$(bash -c '. "$1"; complete -p' x "$script")
+for p in ninfer ninfer-convert ninfer-inspect ninfer-verify ninfer-dequant ninfer-gen-checkpoint; do
+    if printf '%s\n' "$reg" | grep -qx "complete -F _ninfer_complete $p"; then ok; else bad "no completion for $p"; fi
+done
 # a caller that sets only COMP_WORDS and COMP_CWORD
 got=$(bash -c '. "$1"; COMP_WORDS=(ninfer-convert --format q8_g); COMP_CWORD=2; _ninfer_complete; printf "%s\n" "${COMPREPLY[@]}"' x "$script")
 [ "$got" = q8_g32_fp16 ] && ok || bad "COMP_WORDS alone: '$got'"
@@ -102,4 +107,14 @@ for p in convert inspect verify dequant; do
     else bad "$cdir/ninfer-$p is not a link to ninfer"; fi
 done
 check cmp -s "$cdir/ninfer" "$script"
+# bash-completion's own loader finds it there (XDG_DATA_DIRS is where it looks besides /usr)
+bc=/usr/share/bash-completion/bash_completion
+if [ -f "$bc" ]; then
+    for p in ninfer ninfer-convert ninfer-dequant; do
+        got=$(XDG_DATA_DIRS=$prefix/share bash -c '. "$1" >/dev/null 2>&1; __load_completion "$2"; complete -p "$2"' x "$bc" "$p" 2>&1)
+        [ "$got" = "complete -F _ninfer_complete $p" ] && ok || bad "bash-completion loads for $p: '$got'"
+    done
+else
+    echo "SKIP bash-completion's loader: the bash-completion package is not installed"
+fi
 finish "completion"
