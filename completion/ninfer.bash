@@ -96,8 +96,13 @@ _ninfer_complete()
         cur=${COMP_WORDS[COMP_CWORD]}
     fi
     prev=${words[-1]:-}
-    # quotes the user opened are not part of the names compared
-    cur=${cur#\'} cur=${cur#\"}
+    # a quote the user opened is not part of the names compared; inside it bash does not break
+    # the word at '=' or ':', so the whole word is replaced (below)
+    local quoted=0
+    if [[ $cur == [\'\"]* ]]; then
+        quoted=1
+        cur=${cur:1}
+    fi
 
     local cmd=("${words[0]:-ninfer}") key conv
     local base=${cmd[0]##*/}
@@ -157,7 +162,7 @@ _ninfer_complete()
             break
         fi
     done
-    [[ -n ${COMP_LINE+set} ]] || cut=0
+    [[ -n ${COMP_LINE+set} && $quoted -eq 0 ]] || cut=0
     COMPREPLY=()
     local w
     while IFS= read -r w; do

@@ -63,6 +63,9 @@ only "ninfer-convert --format=q8_g" q8_g32_fp16
 # --rule GLOB=FORMAT[:METHOD]: formats after '=', methods after ':'
 only "ninfer-convert --rule lm_head.*=q8_g" q8_g32_fp16
 only "ninfer-convert --rule lm_head.*=q4_g64_fp16:grouped_s" grouped_search
+# in an open quote bash does not break at '=' or ':': the whole word (without the quote) is replaced
+only "ninfer-convert --rule 'lm_head.*=q8_g" "lm_head.*=q8_g32_fp16"
+only "ninfer-convert --rule \"x=q4_g64_fp16:grouped_a" "x=q4_g64_fp16:grouped_absmax"
 only "ninfer-dequant m.ninfer w --to " f32 f16 bf16 native
 only "ninfer-dequant m.ninfer w --format n" npy
 only "ninfer verify --progress a" auto always
