@@ -8,9 +8,10 @@ JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
 
 DEB_PACKAGES := cmake make gcc pkg-config libyaml-dev libjansson-dev libzstd-dev libxxhash-dev \
-                libcriterion-dev python3 zstd
+                libcriterion-dev python3 zstd groff-base man-db mandoc \
+                bash-completion
 
-.PHONY: all build deps test check test-sanitize demo install clean conformance FORCE
+.PHONY: all build deps test check test-sanitize demo install deb clean conformance FORCE
 
 all: build
 
@@ -47,10 +48,18 @@ demo: deps
 	@bash scripts/demo.sh $(BUILD)/bin
 
 # make install [PREFIX=/usr/local] [DESTDIR=/staging]: programs, libninfer.a/.so, headers,
-# ninfer.pc and the CMake package (find_package(ninfer)) under $(DESTDIR)$(PREFIX).
+# ninfer.pc, the CMake package (find_package(ninfer)), man pages and bash completion under
+# $(DESTDIR)$(PREFIX).
 PREFIX ?= /usr/local
 install: build
 	DESTDIR="$(DESTDIR)" cmake --install $(BUILD) --prefix "$(PREFIX)"
+
+# make deb [DEB_DIR=dir]: the Debian package ninfer-tools_VERSION_ARCH.deb (everything `make
+# install` puts under /usr, man pages and bash completion included) in $(DEB_DIR), built with
+# dpkg-deb from a staged install (scripts/mkdeb.sh).
+DEB_DIR ?= $(BUILD)
+deb: build
+	@bash scripts/mkdeb.sh $(BUILD) $(DEB_DIR)
 
 # The independent acceptance suite beside this checkout (not part of `make test`).
 conformance: build

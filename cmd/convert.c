@@ -61,6 +61,24 @@ static int on_artifact_id(nf_cli *cli, const nf_option *row, void *opts, const c
     return NF_EXIT_OK;
 }
 
+/* --list-formats, --list-methods: the registry's names, one a line, for shell completion
+ * (completion/ninfer.bash) and scripts; printed like --help (exit 0, nothing converted). */
+static int on_list_formats(nf_cli *cli, const nf_option *row, void *opts, const char *arg)
+{
+    (void)row, (void)opts, (void)arg;
+    for (size_t i = 0; i < nf_format_count(); i++) printf("%s\n", nf_format_at(i)->name);
+    cli->done = true;
+    return NF_EXIT_OK;
+}
+
+static int on_list_methods(nf_cli *cli, const nf_option *row, void *opts, const char *arg)
+{
+    (void)row, (void)opts, (void)arg;
+    for (unsigned i = 0; i < NF_METHOD_COUNT; i++) printf("%s\n", nf_method_name((nf_method_id)i));
+    cli->done = true;
+    return NF_EXIT_OK;
+}
+
 static const nf_option options[] = {
     NF_OPT_STRING_ROW(convert_opts, recipe, "recipe", 'r', "RECIPE.yaml",
                       "the conversion recipe (design: docs/recipes.md)"),
@@ -110,6 +128,10 @@ static const nf_option options[] = {
     NF_OPT_FLAG_ROW(convert_opts, assemble, "assemble", 0,
                     "with --plan: check every part against its receipt, write the entry and the report"),
     NF_OPT_FLAG_ROW(convert_opts, verify, "verify", 0, "with --assemble: also check each part's bytes (rereads them)"),
+    NF_OPT_CALLBACK_ROW(on_list_formats, NF_ARG_NONE, "list-formats", 0, NULL,
+                        "print the name of every format, one a line, and exit"),
+    NF_OPT_CALLBACK_ROW(on_list_methods, NF_ARG_NONE, "list-methods", 0, NULL,
+                        "print the name of every method, one a line, and exit"),
     NF_OPT_END,
 };
 
