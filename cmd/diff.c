@@ -91,6 +91,7 @@ typedef struct pair {
     const nf_object *a, *b;     /* b: B an artifact */
     const nf_source_tensor *t;  /* B a checkpoint */
     unsigned changes;
+    bool not_compared;          /* a resource of A against a checkpoint: no tensor to compare */
     const char *no_stats;       /* why no statistics are given, or NULL */
     bool want_bytes, want_stats;
     nf_geometry ga, gb;
@@ -132,6 +133,7 @@ typedef struct diff_run {
     size_t njob_pairs;
     int phase;              /* 0: bytes (one job per pair), 1: values (one job per chunk) */
     size_t buf_values;      /* floats per value buffer */
+    size_t not_compared;    /* resources of A against a checkpoint */
 } diff_run;
 
 /* About 2^18 values (1 MiB of f32) per chunk, ninfer-convert's and ninfer-dequant's chunk; a
@@ -198,6 +200,12 @@ static nf_status classify_pair(diff_run *r, pair *p, nf_error *err)
 {
     const nf_object *a = p->a;
     nf_errstats_init(&p->acc);
+    if (r->src && a && a->kind == NF_OBJECT_RESOURCE && !p->t) {
+        /* a checkpoint holds tensors; its companion files (tokenizer.json, ...) are the
+         * recipe's to map onto resources, so a resource has nothing to be compared with */
+        p->not_compared = true;
+        return NF_OK;
+    }
     if (!a || (!p->b && !p->t)) {
         p->changes = a ? CH_REMOVED : CH_ADDED;
         return NF_OK;
@@ -667,15 +675,20 @@ static void print_human(const diff_run *r, size_t nchanged, size_t nadded, size_
         }
     }
     for (size_t i = 0; i < r->nkeys; i++) printf("directory %s: %s\n", r->keys[i].path, r->keys[i].change);
-    size_t compared = r->npairs - nadded - nremoved;
+    size_t compared = r->npairs - nadded - nremoved - r->not_compared;
+    char skipped[64] = "";
+    if (r->not_compared)
+        snprintf(skipped, sizeof skipped, "; %zu resource%s not compared", r->not_compared, r->not_compared == 1 ? "" : "s");
     if (nchanged + nadded + nremoved + r->nkeys == 0) {
-        printf("%s and %s: same (%zu objects compared)\n", nf_cli_name(r->path_a).s, nf_cli_name(r->path_b).s, compared);
+        printf("%s and %s: same (%zu object%s compared%s)\n", nf_cli_name(r->path_a).s, nf_cli_name(r->path_b).s,
+               compared, compared == 1 ? "" : "s", skipped);
         return;
     }
     printf("%s and %s: different: %zu object%s changed, %zu only in A, %zu only in B, %zu directory key%s "
-           "differ%s (%zu objects compared)\n",
+           "differ%s (%zu object%s compared%s)\n",
            nf_cli_name(r->path_a).s, nf_cli_name(r->path_b).s, nchanged, nchanged == 1 ? "" : "s", nremoved, nadded,
-           r->nkeys, r->nkeys == 1 ? "" : "s", r->nkeys == 1 ? "s" : "", compared);
+           r->nkeys, r->nkeys == 1 ? "" : "s", r->nkeys == 1 ? "s" : "", compared,
+           compared == 1 ? "" : "s", skipped);
 }
 
 /* A JSON number, or null for what is undefined (JSON has no NaN). */
@@ -717,19 +730,22 @@ static json_t *pair_json(const pair *p)
 
 static int print_json(const diff_run *r, size_t nchanged, size_t nadded, size_t nremoved)
 {
-    json_t *objects = json_array(), *keys = json_array();
+    json_t *objects = json_array(), *keys = json_array(), *skipped = json_array();
+    for (size_t i = 0; skipped && i < r->npairs; i++)
+        if (r->pairs[i].not_compared) json_array_append_new(skipped, nf_cli_json_cstr(r->pairs[i].id));
     for (size_t i = 0; objects && i < r->npairs; i++)
         if (r->pairs[i].changes) json_array_append_new(objects, pair_json(&r->pairs[i]));
     for (size_t i = 0; keys && i < r->nkeys; i++)
         json_array_append_new(keys, json_pack("{s:s,s:O,s:s}", "path", r->keys[i].path, "keys", r->keys[i].keys,
                                               "change", r->keys[i].change));
     bool same = nchanged + nadded + nremoved + r->nkeys == 0;
-    json_t *j = json_pack("{s:o,s:o,s:s,s:b,s:{s:I,s:I,s:I,s:I,s:I},s:o,s:o}", "a", nf_cli_json_cstr(r->path_a), "b",
-                          nf_cli_json_cstr(r->path_b), "b_kind", r->b ? "artifact" : "checkpoint", "same", same,
-                          "summary", "objects_compared", (json_int_t)(r->npairs - nadded - nremoved),
+    json_t *j = json_pack("{s:o,s:o,s:s,s:b,s:{s:I,s:I,s:I,s:I,s:I},s:o,s:o,s:o}", "a", nf_cli_json_cstr(r->path_a),
+                          "b", nf_cli_json_cstr(r->path_b), "b_kind", r->b ? "artifact" : "checkpoint", "same", same,
+                          "summary", "objects_compared",
+                          (json_int_t)(r->npairs - nadded - nremoved - r->not_compared),
                           "objects_changed", (json_int_t)nchanged, "only_in_a", (json_int_t)nremoved, "only_in_b",
                           (json_int_t)nadded, "directory_keys", (json_int_t)r->nkeys, "objects", objects,
-                          "directory", keys);
+                          "directory", keys, "resources_not_compared", skipped);
     if (!j) return nf_cli_error(r->cli, NF_ERR_NOMEM, "out of memory");
     int rc = nf_cli_print_json(r->cli, j);
     json_decref(j);
@@ -763,7 +779,8 @@ static int diff(const nf_cli *cli, const diff_opts *o)
         size_t nchanged = 0, nadded = 0, nremoved = 0;
         for (size_t i = 0; i < r.npairs; i++) {
             unsigned c = r.pairs[i].changes;
-            if (c & CH_ADDED) nadded++;
+            if (r.pairs[i].not_compared) r.not_compared++;
+            else if (c & CH_ADDED) nadded++;
             else if (c & CH_REMOVED) nremoved++;
             else if (c) nchanged++;
         }
