@@ -40,13 +40,15 @@ static const nf_program program = {
     "metadata, provenance) and the artifact id are compared key by key.  When B is a checkpoint\n"
     "(a safetensors file or directory, a sharded index, a .gguf file), each tensor object's\n"
     "values are compared with the source tensor of the same name (the source as the reference:\n"
-    "the figures of ninfer-convert's report).  Exit status: 0 same,\n"
-    "1 different (or an input is invalid: then an error on stderr), 2 usage error, 3 system error.",
+    "the figures of ninfer-convert's report).",
     options,
     "  ninfer-diff a.ninfer b.ninfer              # exit 0 when the same, 1 when not\n"
     "  ninfer-diff q8.ninfer q4.ninfer --json > diff.json\n"
     "  ninfer-diff model.ninfer ./MyModel         # every tensor against its source tensor\n"
     "  ninfer diff -q a.ninfer b.ninfer && echo same\n",
+    /* like cmp and diff: 1 is "different"; an invalid input is 1 too, as in every program
+     * (docs/decisions.md, "Exit statuses"), told apart by its error on stderr and no summary */
+    "0 same, 1 different (or an invalid input: an error on stderr), 2 usage error, 3 system error",
 };
 
 /* ---------------------------------------------------------------- inputs */
