@@ -92,6 +92,7 @@ typedef struct pair {
     const char *id;
     const nf_object *a, *b;     /* b: B an artifact */
     const nf_source_tensor *t;  /* B a checkpoint */
+    const nf_qweight *q;        /* t is a quantized weight of a dialect: its values are q's */
     unsigned changes;
     bool not_compared;          /* a resource of A against a checkpoint: no tensor to compare */
     const char *no_stats;       /* why no statistics are given, or NULL */
@@ -120,6 +121,7 @@ typedef struct diff_run {
     const char *path_a, *path_b;
     nf_artifact *a, *b;
     nf_source *src;
+    nf_dialects *dialects;      /* of src: quantized weights read as ninfer-convert reads them */
     pair *pairs;
     size_t npairs;
     key_diff *keys;
@@ -171,7 +173,8 @@ static nf_status plan_chunks(diff_run *r, pair *p, nf_error *err)
 {
     const nf_geometry *g = &p->ga;
     uint64_t rows = g->rows, cols = g->cols;
-    bool spans_ok = nf_layout_has_colspans(g) && (!p->b || nf_layout_has_colspans(&p->gb));
+    /* a dialect's weight is read by whole rows (nf_qweight_read_f32 has no spans) */
+    bool spans_ok = nf_layout_has_colspans(g) && (!p->b || nf_layout_has_colspans(&p->gb)) && !p->q;
     if (cols > CHUNK_VALUES && spans_ok) {
         p->span = CHUNK_VALUES;
         p->spans = cols / CHUNK_VALUES + (cols % CHUNK_VALUES != 0);
@@ -220,10 +223,11 @@ static nf_status classify_pair(diff_run *r, pair *p, nf_error *err)
         if (a->kind != NF_OBJECT_TENSOR) {
             p->changes = CH_KIND;
             p->no_stats = "a resource in A, a tensor in B";
-        } else if (!shape_equal(a->rank, a->shape, p->t->rank, p->t->shape)) {
+        } else if (p->q ? !shape_equal(a->rank, a->shape, 2, p->q->shape)
+                        : !shape_equal(a->rank, a->shape, p->t->rank, p->t->shape)) {
             p->changes = CH_SHAPE;
             p->no_stats = "the shapes differ";
-        } else if (!p->t->convertible) {
+        } else if (!p->q && !p->t->convertible) {
             p->changes = CH_VALUES;
             p->no_stats = "the source type cannot be read as values";
         } else {
@@ -335,6 +339,7 @@ static void compare_values(diff_run *r, pair *p, uint64_t k, worker_bufs *w)
     if (st == NF_OK) {
         side = r->path_b;
         if (p->b) st = decode_artifact(r->b, p->b, &p->gb, p, r0, r1, c0, n, w->vb, &err);
+        else if (p->q) st = nf_qweight_read_f32(r->src, p->q, r0, r1, w->vb, (size_t)n, &err);
         else if (p->span) st = nf_source_read_f32_span(r->src, p->t, r0, c0, n, w->vb, (size_t)n, &err);
         else st = nf_source_read_f32(r->src, p->t, r0, r1, w->vb, (size_t)n, &err);
     }
@@ -550,6 +555,7 @@ static nf_status make_pairs(diff_run *r, nf_error *err)
         p->id = p->a->id;
         if (r->b) p->b = nf_artifact_find(r->b, p->id);
         else if (p->a->kind == NF_OBJECT_TENSOR) p->t = nf_source_find(r->src, p->id);
+        if (p->t && nf_dialects_role(r->dialects, p->t, &p->q) != NF_QROLE_WEIGHT) p->q = NULL;
     }
     for (size_t i = 0; i < nb; i++) {
         const char *id;
@@ -560,6 +566,9 @@ static nf_status make_pairs(diff_run *r, nf_error *err)
             r->pairs[r->npairs].b = NULL;
         } else {
             const nf_source_tensor *t = nf_source_tensor_at(r->src, i);
+            /* a quantized weight's scales and zero points are part of it, not tensors of their
+             * own (the weight is named after its codes tensor, as ninfer-convert names it) */
+            if (nf_dialects_role(r->dialects, t, NULL) == NF_QROLE_COMPANION) continue;
             const nf_object *o = nf_artifact_find(r->a, t->name);
             if (o && o->kind == NF_OBJECT_TENSOR) continue;
             if (o) continue; /* a resource of A by that name: its pair says so */
@@ -646,6 +655,7 @@ static void change_text(const diff_run *r, const pair *p, char *out, size_t n)
         char sa[256], sb[256];
         shape_text(p->a->rank, p->a->shape, sa, sizeof sa);
         if (p->b) shape_text(p->b->rank, p->b->shape, sb, sizeof sb);
+        else if (p->q) shape_text(2, p->q->shape, sb, sizeof sb);
         else shape_text(p->t->rank, p->t->shape, sb, sizeof sb);
         APPEND("shape %s -> %s", sa, sb);
     }
@@ -769,7 +779,8 @@ static int diff(const nf_cli *cli, const diff_opts *o)
     nf_status st = nf_artifact_open(r.path_a, NF_READ_PREAD, &r.a, &err);
     if (st == NF_OK) {
         if (classify(r.path_b) == PATH_ARTIFACT) st = nf_artifact_open(r.path_b, NF_READ_PREAD, &r.b, &err);
-        else st = nf_source_open(r.path_b, &r.src, &err);
+        else if ((st = nf_source_open(r.path_b, &r.src, &err)) == NF_OK)
+            st = nf_dialects_scan(r.src, &r.dialects, &err);
     }
     if (st == NF_OK) st = make_pairs(&r, &err);
     if (st == NF_OK && r.b) st = diff_directory(&r, &err);
@@ -807,6 +818,7 @@ static int diff(const nf_cli *cli, const diff_opts *o)
     free(r.job_end);
     nf_artifact_close(r.a);
     nf_artifact_close(r.b);
+    nf_dialects_free(r.dialects);
     nf_source_close(r.src);
     pthread_mutex_destroy(&r.lock);
     return rc;

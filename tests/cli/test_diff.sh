@@ -174,6 +174,28 @@ contains "$work/out" "same"
 run 1 "$bin/ninfer-diff" "$a" "$work/ckg/model.gguf"          # GGUF names: nothing in common
 contains "$work/out" "only in B"
 
+# --- quantized checkpoints (docs/dialects.md): a weight is its dialect's values, under its codes
+# tensor's name; its scales are part of it, never tensors only in B
+"$bin/ninfer-gen-checkpoint" "$work/ckn" --layers 1 --vocab 300 --dialect compressed_tensors_nvfp4 >/dev/null \
+    || bad "generator nvfp4"
+"$bin/ninfer-convert" "$work/ckn" -o "$work/n.ninfer" --format bf16 --force >/dev/null 2>&1 || bad "convert nvfp4"
+run 0 "$bin/ninfer-diff" "$work/n.ninfer" "$work/ckn"       # imported exactly: the same values
+contains "$work/out" "same (12 objects compared)"
+"$bin/ninfer-gen-checkpoint" "$work/ckd" --layers 1 --vocab 300 --dialect deepseek_fp8 >/dev/null || bad "generator fp8"
+"$bin/ninfer-convert" "$work/ckd" -o "$work/d.ninfer" --format q8_g32_fp16 --requantize --force >/dev/null 2>&1 \
+    || bad "convert fp8"
+run 1 "$bin/ninfer-diff" --json "$work/d.ninfer" "$work/ckd"
+python3 - "$work/out" "$work/d.ninfer.conversion.json" <<'PY' && ok || bad "dialect weights: not the report's figures"
+import json, sys
+d = json.load(open(sys.argv[1]))
+rep = {o['object']: o for o in json.load(open(sys.argv[2]))['objects']}
+assert d['summary']['only_in_b'] == 0 and d['summary']['only_in_a'] == 0, d['summary']
+assert sum(1 for o in d['objects'] if o['id'].endswith('proj.weight')) == 7, d['objects']
+for o in d['objects']:
+    s, c = o['statistics'], rep[o['id']]
+    assert (s['max_abs'], s['rmse'], s['snr_db']) == (c['max_abs_error'], c['rmse'], c['snr_db']), (o, c)
+PY
+
 # --- rows longer than a chunk (2^18 values): compared in spans, the same figures as the report's
 python3 - "$work/lr" <<'PY'
 import json, os, random, struct, sys
