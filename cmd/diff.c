@@ -97,16 +97,15 @@ typedef struct pair {
     bool not_compared;          /* a resource of A against a checkpoint: no tensor to compare */
     const char *no_stats;       /* why no statistics are given, or NULL */
     bool want_bytes, want_stats;
-    nf_geometry ga, gb;
+    uint64_t rows, cols;        /* of A's tensor (the geometries are recomputed where needed:
+                                 * a pair stays small for artifacts of 10^5 objects) */
     /* the value chunks: rows [k * chunk, ...) or, for rows longer than a chunk, spans of `span`
      * columns, `spans` per row */
     uint64_t chunk, span, spans, nchunks;
-    nf_errstats acc;            /* merged under the pool's lock: exact, so any order */
+    nf_errstats *acc;           /* while its chunks run; merged under the pool's lock: exact,
+                                 * so in any order */
     nf_errstats_summary sum;
     bool have_sum;
-    nf_status st;               /* the first failure, named by its chunk */
-    uint64_t fail_chunk;
-    nf_error err;
 } pair;
 
 /* One entry of the directory comparison: a path of keys and what happened to it. */
@@ -138,7 +137,36 @@ typedef struct diff_run {
     int phase;              /* 0: bytes (one job per pair), 1: values (one job per chunk) */
     size_t buf_values;      /* floats per value buffer */
     size_t not_compared;    /* resources of A against a checkpoint */
+    /* the first failure in (pair, chunk) order, whichever thread met it first */
+    nf_status fail_st;
+    size_t fail_pair;
+    uint64_t fail_chunk;
+    nf_error fail_err;
 } diff_run;
+
+/* Keep the failure of chunk k of pair pi when it comes before the one kept (call under the
+ * lock): the error reported does not depend on the thread count. */
+static void record_failure(diff_run *r, size_t pi, uint64_t k, nf_status st, const nf_error *err, const char *side)
+{
+    if (r->fail_st != NF_OK && (r->fail_pair < pi || (r->fail_pair == pi && r->fail_chunk <= k))) return;
+    r->fail_st = st;
+    r->fail_pair = pi;
+    r->fail_chunk = k;
+    r->fail_err = *err;
+    if (side) nf_error_prefix(&r->fail_err, "%s: object '%s'", nf_cli_name(side).s, nf_cli_name(r->pairs[pi].id).s);
+}
+
+/* The geometries of a tensor pair (B's only when B is an artifact), as the records were checked
+ * by classify_pair. */
+static nf_status geometries(const diff_run *r, const pair *p, nf_geometry *ga, nf_geometry *gb, nf_error *err)
+{
+    nf_status st = nf_artifact_check_object(r->a, p->a, ga, err);
+    if (st != NF_OK) return nf_error_forward(err, st, "%s: object '%s'", nf_cli_name(r->path_a).s, nf_cli_name(p->id).s);
+    if (!p->b) return NF_OK;
+    st = nf_artifact_check_object(r->b, p->b, gb, err);
+    if (st != NF_OK) return nf_error_forward(err, st, "%s: object '%s'", nf_cli_name(r->path_b).s, nf_cli_name(p->id).s);
+    return NF_OK;
+}
 
 /* About 2^18 values (1 MiB of f32) per chunk, ninfer-convert's and ninfer-dequant's chunk; a
  * multiple of NF_STATS_BLOCK, so that a span starts a statistics block as a whole row does. */
@@ -171,10 +199,14 @@ static bool same_name(const char *x, const char *y)
  * by 128 rows; then whole rows, as ninfer-dequant reads them). */
 static nf_status plan_chunks(diff_run *r, pair *p, nf_error *err)
 {
-    const nf_geometry *g = &p->ga;
+    nf_geometry ga, gb;
+    NF_TRY(geometries(r, p, &ga, &gb, err));
+    const nf_geometry *g = &ga;
     uint64_t rows = g->rows, cols = g->cols;
+    p->rows = rows;
+    p->cols = cols;
     /* a dialect's weight is read by whole rows (nf_qweight_read_f32 has no spans) */
-    bool spans_ok = nf_layout_has_colspans(g) && (!p->b || nf_layout_has_colspans(&p->gb)) && !p->q;
+    bool spans_ok = nf_layout_has_colspans(g) && (!p->b || nf_layout_has_colspans(&gb)) && !p->q;
     if (cols > CHUNK_VALUES && spans_ok) {
         p->span = CHUNK_VALUES;
         p->spans = cols / CHUNK_VALUES + (cols % CHUNK_VALUES != 0);
@@ -183,7 +215,7 @@ static nf_status plan_chunks(diff_run *r, pair *p, nf_error *err)
             return nf_error_set(err, NF_ERR_INVALID, "object '%s': too many chunks", nf_cli_name(p->id).s);
     } else {
         uint64_t ca = nf_geometry_chunk_rows(g, CHUNK_VALUES);
-        uint64_t cb = p->b ? nf_geometry_chunk_rows(&p->gb, CHUNK_VALUES) : ca;
+        uint64_t cb = p->b ? nf_geometry_chunk_rows(&gb, CHUNK_VALUES) : ca;
         /* both sides read the same rows: the larger chunk, rounded up to a multiple of the
          * smaller (only nvfp4 constrains its chunks, to multiples of 128 rows) */
         uint64_t lo = ca < cb ? ca : cb;
@@ -204,7 +236,7 @@ static nf_status plan_chunks(diff_run *r, pair *p, nf_error *err)
 static nf_status classify_pair(diff_run *r, pair *p, nf_error *err)
 {
     const nf_object *a = p->a;
-    nf_errstats_init(&p->acc);
+    nf_geometry ga, gb;
     if (r->src && a && a->kind == NF_OBJECT_RESOURCE && !p->t) {
         /* a checkpoint holds tensors; its companion files (tokenizer.json, ...) are the
          * recipe's to map onto resources, so a resource has nothing to be compared with */
@@ -216,7 +248,7 @@ static nf_status classify_pair(diff_run *r, pair *p, nf_error *err)
         return NF_OK;
     }
     if (a->kind == NF_OBJECT_TENSOR) {
-        nf_status st = nf_artifact_check_object(r->a, a, &p->ga, err);
+        nf_status st = nf_artifact_check_object(r->a, a, &ga, err);
         if (st != NF_OK) return nf_error_forward(err, st, "%s: object '%s'", nf_cli_name(r->path_a).s, nf_cli_name(p->id).s);
     }
     if (p->t) { /* against a checkpoint: values only */
@@ -231,13 +263,13 @@ static nf_status classify_pair(diff_run *r, pair *p, nf_error *err)
             p->changes = CH_VALUES;
             p->no_stats = "the source type cannot be read as values";
         } else {
-            p->want_stats = p->ga.elements > 0;
+            p->want_stats = ga.elements > 0;
         }
         return p->want_stats ? plan_chunks(r, p, err) : NF_OK;
     }
     const nf_object *b = p->b;
     if (b->kind == NF_OBJECT_TENSOR) {
-        nf_status st = nf_artifact_check_object(r->b, b, &p->gb, err);
+        nf_status st = nf_artifact_check_object(r->b, b, &gb, err);
         if (st != NF_OK) return nf_error_forward(err, st, "%s: object '%s'", nf_cli_name(r->path_b).s, nf_cli_name(p->id).s);
     }
     if (a->kind != b->kind) {
@@ -262,7 +294,7 @@ static nf_status classify_pair(diff_run *r, pair *p, nf_error *err)
     if (p->changes || a->bytes != b->bytes || a->divisors != b->divisors) {
         /* another encoding of the same shape: the words differ, the values may not */
         p->changes |= CH_WORDS;
-        p->want_stats = p->ga.elements > 0;
+        p->want_stats = ga.elements > 0;
     } else {
         p->want_bytes = true;
     }
@@ -276,26 +308,30 @@ typedef struct worker_bufs {
 } worker_bufs;
 
 /* Phase 0: the stored bytes of a pair, chunk by chunk (never a whole object in memory). */
-static void compare_bytes(diff_run *r, pair *p, worker_bufs *w)
+static void compare_bytes(diff_run *r, size_t pi, worker_bufs *w)
 {
+    pair *p = &r->pairs[pi];
     uint64_t total = p->a->bytes, off = 0;
+    nf_error err;
     while (off < total) {
         size_t n = total - off < CHUNK_BYTES ? (size_t)(total - off) : CHUNK_BYTES;
-        nf_status st = nf_artifact_read(r->a, p->a->offset + off, w->ba, n, &p->err);
-        if (st != NF_OK) {
-            nf_error_prefix(&p->err, "%s: object '%s'", nf_cli_name(r->path_a).s, nf_cli_name(p->id).s);
-            p->st = st;
-            return;
+        const char *side = r->path_a;
+        nf_status st = nf_artifact_read(r->a, p->a->offset + off, w->ba, n, &err);
+        if (st == NF_OK) {
+            side = r->path_b;
+            st = nf_artifact_read(r->b, p->b->offset + off, w->bb, n, &err);
         }
-        if ((st = nf_artifact_read(r->b, p->b->offset + off, w->bb, n, &p->err)) != NF_OK) {
-            nf_error_prefix(&p->err, "%s: object '%s'", nf_cli_name(r->path_b).s, nf_cli_name(p->id).s);
-            p->st = st;
+        if (st != NF_OK) {
+            pthread_mutex_lock(&r->lock);
+            record_failure(r, pi, 0, st, &err, side);
+            pthread_mutex_unlock(&r->lock);
             return;
         }
         if (memcmp(w->ba, w->bb, n) != 0) {
             p->changes |= CH_WORDS;
-            /* the same format, layout and shape with other words: the values are compared too */
-            if (p->a->kind == NF_OBJECT_TENSOR && p->ga.elements > 0) p->want_stats = true;
+            /* the same format, layout and shape with other words: the values are compared too
+             * (a tensor's bytes are positive, so it has elements) */
+            if (p->a->kind == NF_OBJECT_TENSOR) p->want_stats = true;
             return;
         }
         off += n;
@@ -320,9 +356,10 @@ static nf_status decode_artifact(nf_artifact *a, const nf_object *o, const nf_ge
 
 /* Phase 1: the values of chunk k of a pair, A against B, into a local accumulator merged into
  * the pair's (an exact merge: the figures do not depend on which thread ran which chunk). */
-static void compare_values(diff_run *r, pair *p, uint64_t k, worker_bufs *w)
+static void compare_values(diff_run *r, size_t pi, uint64_t k, worker_bufs *w)
 {
-    uint64_t cols = p->ga.cols, r0, r1, c0 = 0, n;
+    pair *p = &r->pairs[pi];
+    uint64_t cols = p->cols, r0, r1, c0 = 0, n;
     if (p->span) {
         r0 = k / p->spans;
         r1 = r0 + 1;
@@ -330,15 +367,20 @@ static void compare_values(diff_run *r, pair *p, uint64_t k, worker_bufs *w)
         n = cols - c0 < p->span ? cols - c0 : p->span;
     } else {
         r0 = k * p->chunk;
-        r1 = p->ga.rows - r0 < p->chunk ? p->ga.rows : r0 + p->chunk;
+        r1 = p->rows - r0 < p->chunk ? p->rows : r0 + p->chunk;
         n = (r1 - r0) * cols; /* bounded by buf_values (plan_chunks) */
     }
     nf_error err;
-    nf_status st = decode_artifact(r->a, p->a, &p->ga, p, r0, r1, c0, n, w->va, &err);
-    const char *side = r->path_a;
+    nf_geometry ga, gb;
+    const char *side = NULL; /* geometries() names the file and object itself */
+    nf_status st = geometries(r, p, &ga, &gb, &err);
+    if (st == NF_OK) {
+        side = r->path_a;
+        st = decode_artifact(r->a, p->a, &ga, p, r0, r1, c0, n, w->va, &err);
+    }
     if (st == NF_OK) {
         side = r->path_b;
-        if (p->b) st = decode_artifact(r->b, p->b, &p->gb, p, r0, r1, c0, n, w->vb, &err);
+        if (p->b) st = decode_artifact(r->b, p->b, &gb, p, r0, r1, c0, n, w->vb, &err);
         else if (p->q) st = nf_qweight_read_f32(r->src, p->q, r0, r1, w->vb, (size_t)n, &err);
         else if (p->span) st = nf_source_read_f32_span(r->src, p->t, r0, c0, n, w->vb, (size_t)n, &err);
         else st = nf_source_read_f32(r->src, p->t, r0, r1, w->vb, (size_t)n, &err);
@@ -354,14 +396,8 @@ static void compare_values(diff_run *r, pair *p, uint64_t k, worker_bufs *w)
         for (uint64_t i = 0; i < nrows; i++) r->kern->row_f32(x + i * len, y + i * len, (size_t)len, &local);
     }
     pthread_mutex_lock(&r->lock);
-    if (st == NF_OK) {
-        nf_errstats_merge(&p->acc, &local);
-    } else if (p->st == NF_OK || k < p->fail_chunk) { /* the first failing chunk, whatever the threads */
-        p->st = st;
-        p->fail_chunk = k;
-        p->err = err;
-        nf_error_prefix(&p->err, "%s: object '%s'", nf_cli_name(side).s, nf_cli_name(p->id).s);
-    }
+    if (st == NF_OK) nf_errstats_merge(p->acc, &local);
+    else record_failure(r, pi, k, st, &err, side);
     pthread_mutex_unlock(&r->lock);
 }
 
@@ -396,15 +432,16 @@ static void *worker(void *arg)
             pi = r->job_pair[lo];
             k = j - (lo ? r->job_end[lo - 1] : 0);
         }
-        pair *p = &r->pairs[pi];
         if (!ok) {
+            nf_error e;
+            nf_error_set(&e, NF_ERR_NOMEM, "out of memory");
             pthread_mutex_lock(&r->lock);
-            if (p->st == NF_OK) p->st = nf_error_set(&p->err, NF_ERR_NOMEM, "out of memory");
+            record_failure(r, pi, k, NF_ERR_NOMEM, &e, NULL);
             pthread_mutex_unlock(&r->lock);
             continue;
         }
-        if (r->phase == 0) compare_bytes(r, p, &w);
-        else compare_values(r, p, k, &w);
+        if (r->phase == 0) compare_bytes(r, pi, &w);
+        else compare_values(r, pi, k, &w);
     }
     free(w.ba);
     free(w.bb);
@@ -597,11 +634,10 @@ static nf_status run_phases(diff_run *r, nf_error *err)
         if (r->pairs[i].want_bytes) r->job_pair[r->njobs++] = i;
     r->phase = 0;
     NF_TRY(run_pool(r, err));
-    for (size_t i = 0; i < r->npairs; i++)
-        if (r->pairs[i].st != NF_OK) {
-            *err = r->pairs[i].err;
-            return r->pairs[i].st;
-        }
+    if (r->fail_st != NF_OK) {
+        *err = r->fail_err;
+        return r->fail_st;
+    }
     /* phase 1: the values of the pairs whose words differ, one job per chunk */
     r->njob_pairs = 0;
     uint64_t total = 0;
@@ -610,6 +646,8 @@ static nf_status run_phases(diff_run *r, nf_error *err)
         if (!p->want_stats) continue;
         if (!p->nchunks && !p->chunk) NF_TRY(plan_chunks(r, p, err)); /* found by phase 0 */
         if (!p->nchunks) continue;
+        if (!(p->acc = malloc(sizeof *p->acc))) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        nf_errstats_init(p->acc);
         if (!nf_add_u64(total, p->nchunks, &total)) return nf_error_set(err, NF_ERR_INVALID, "too many chunks");
         r->job_pair[r->njob_pairs] = i;
         r->job_end[r->njob_pairs++] = total;
@@ -617,15 +655,17 @@ static nf_status run_phases(diff_run *r, nf_error *err)
     r->njobs = total;
     r->phase = 1;
     NF_TRY(run_pool(r, err));
+    if (r->fail_st != NF_OK) {
+        *err = r->fail_err;
+        return r->fail_st;
+    }
     for (size_t i = 0; i < r->npairs; i++) {
         pair *p = &r->pairs[i];
-        if (p->st != NF_OK) {
-            *err = p->err;
-            return p->st;
-        }
-        if (!p->want_stats) continue;
-        p->sum = nf_errstats_summarize(&p->acc);
+        if (!p->acc) continue;
+        p->sum = nf_errstats_summarize(p->acc);
         p->have_sum = true;
+        free(p->acc);
+        p->acc = NULL;
         /* against a checkpoint the values are what is compared: any difference, or a pair
          * that could not be compared (a NaN), is a change */
         if (p->t && (p->sum.max_abs != 0 || p->sum.skipped != 0)) p->changes |= CH_VALUES;
@@ -813,6 +853,7 @@ static int diff(const nf_cli *cli, const diff_opts *o)
         json_decref(r.keys[i].keys);
     }
     free(r.keys);
+    for (size_t i = 0; i < r.npairs; i++) free(r.pairs[i].acc);
     free(r.pairs);
     free(r.job_pair);
     free(r.job_end);
