@@ -558,7 +558,7 @@ static nf_status diff_directory(diff_run *r, nf_error *err)
     if (!empty) st = NF_ERR_NOMEM;
     for (size_t i = 0; st == NF_OK && i < sizeof members / sizeof members[0]; i++) {
         const json_t *x = json_object_get(da, members[i]), *y = json_object_get(db, members[i]);
-        bool open = i >= 4;
+        bool open = i >= 4; /* metadata and provenance: the open objects of the schema */
         if (open) {
             if (!x) x = empty;
             if (!y) y = empty;
@@ -675,7 +675,7 @@ static nf_status run_phases(diff_run *r, nf_error *err)
 
 /* ---------------------------------------------------------------- output */
 /* "format q8_g32_fp16 -> q4_g64_fp16, words" */
-static void change_text(const diff_run *r, const pair *p, char *out, size_t n)
+static void change_text(const pair *p, char *out, size_t n)
 {
     size_t k = 0;
     out[0] = '\0';
@@ -703,7 +703,6 @@ static void change_text(const diff_run *r, const pair *p, char *out, size_t n)
     if (p->changes & CH_VALUES) APPEND("values");
     if (p->no_stats && !(p->changes & (CH_ADDED | CH_REMOVED))) APPEND("no statistics: %s", p->no_stats);
 #undef APPEND
-    (void)r;
 }
 
 static void print_human(const diff_run *r, size_t nchanged, size_t nadded, size_t nremoved)
@@ -714,7 +713,7 @@ static void print_human(const diff_run *r, size_t nchanged, size_t nadded, size_
             const pair *p = &r->pairs[i];
             if (!p->changes) continue;
             char what[1024];
-            change_text(r, p, what, sizeof what);
+            change_text(p, what, sizeof what);
             if (p->have_sum && p->sum.count) {
                 char snr[32];
                 if (p->sum.sse == 0) snprintf(snr, sizeof snr, "exact");
