@@ -68,7 +68,8 @@ static void print_help(const nf_program *prog)
     print_option_rows(prog->options);
     printf("\ncommon options:\n");
     print_option_rows(common_options);
-    printf("\nexit status: 0 success, 1 invalid input, 2 usage error, 3 system error\n");
+    printf("\nexit status: %s\n",
+           prog->exit_status ? prog->exit_status : "0 success, 1 invalid input, 2 usage error, 3 system error");
     if (prog->examples) printf("\nexamples:\n%s", prog->examples);
 }
 

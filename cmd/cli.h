@@ -144,6 +144,8 @@ typedef struct nf_program {
     const char *description;  /* one paragraph */
     const nf_option *options; /* program options, terminated by a row with long_name NULL */
     const char *examples;     /* shown at the end of --help */
+    const char *exit_status;  /* the --help line when not the usual "0 success, 1 invalid input, ..."
+                                 (ninfer-diff: 1 means different); NULL: the usual */
 } nf_program;
 
 /* Parse argv: every option given sets the field its row binds in opts (the program's options

@@ -158,6 +158,7 @@ static const nf_program program = {
     "  ninfer-convert -r recipe.yaml -o model.ninfer --dry-run\n"
     "  ninfer-convert model.safetensors -o model.ninfer --format q8_g32_fp16\n"
     "  ninfer-convert ckpt/ -o m.ninfer --format q4_g64_fp16 --method grouped_search --rule 'lm_head.*=q8_g32_fp16'\n",
+    NULL, /* the usual exit statuses */
 };
 
 /* ---------------------------------------------------------------- quick mode */

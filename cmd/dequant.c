@@ -68,6 +68,7 @@ static const nf_program program = {
     "  ninfer-dequant model.ninfer lm_head.weight --format text --rows 0:2\n"
     "  ninfer-dequant model.ninfer lm_head.weight --to bf16 --zstd -o lm_head.bf16.zst\n"
     "  ninfer-dequant model.ninfer --all -o model.dequant.safetensors\n",
+    NULL, /* the usual exit statuses */
 };
 
 /* ---------------------------------------------------------------- element encoding */

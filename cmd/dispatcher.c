@@ -23,7 +23,7 @@ static void usage(FILE *out)
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
     fprintf(out, "\n`ninfer COMMAND --help` shows a command's options.\n"
-                 "exit status: 0 success, 1 invalid input, 2 usage error, 3 system error\n");
+                 "exit status: 0 success, 1 invalid input (diff: different), 2 usage error, 3 system error\n");
 }
 
 static const struct command *find(const char *name)

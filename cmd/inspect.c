@@ -61,6 +61,7 @@ static const nf_program program = {
     "  ninfer-inspect checkpoint/                       # safetensors directory, index or file\n"
     "  ninfer-inspect model.gguf --json | jq '.metadata'\n"
     "  ninfer-inspect checkpoint/ --tensor lm_head.weight --stats\n",
+    NULL, /* the usual exit statuses */
 };
 
 /* ---------------------------------------------------------------- dispatch */

@@ -82,6 +82,7 @@ static const nf_program program = {
     "  ninfer-verify model.ninfer --against ./MyModel --recipe recipes/q4-imatrix.yaml \\\n"
     "      --source imatrix=./imatrix.gguf\n"
     "  ninfer-verify out/model.ninfer --against ./MyModel --plan plan.json --task 17   # one task's objects\n",
+    NULL, /* the usual exit statuses */
 };
 
 /* ---------------------------------------------------------------- --against

@@ -13,7 +13,7 @@ ascii() { if LC_ALL=C grep -q '[^ -~]' "$1"; then bad "$1 holds a byte that is n
 art=$data/upstream/direct.ninfer
 
 # M1: the option as typed
-for p in inspect verify dequant convert; do
+for p in inspect verify dequant convert diff; do
     run 2 "$bin/ninfer-$p" --json= "$art";   contains "$work/err" "'--json='"; contains "$work/err" "takes no value"; ascii "$work/err"
     run 2 "$bin/ninfer-$p" --help=x;         contains "$work/err" "'--help=x'"; ascii "$work/err"
     run 2 "$bin/ninfer-$p" --no-such "$art"; contains "$work/err" "unknown option '--no-such'"; ascii "$work/err"
@@ -29,8 +29,8 @@ run 0 "$bin/ninfer-verify" --thr 1 "$art"               # an unambiguous prefix 
 
 # M2: what is not a file of ours is a system error (3) in every program
 mkfifo "$work/fifo.ninfer"
-for p in inspect verify dequant; do
-    id=(); [ $p = dequant ] && id=(x)
+for p in inspect verify dequant diff; do
+    id=(); [ $p = dequant ] && id=(x); [ $p = diff ] && id=("$art")
     for f in /dev/null "$work/fifo.ninfer"; do
         run 3 timeout 20 "$bin/ninfer-$p" "$f" "${id[@]}"; contains "$work/err" "not a regular file"
     done

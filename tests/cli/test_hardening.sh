@@ -24,7 +24,7 @@ fortify=no
 case "$type" in Release | RelWithDebInfo | MinSizeRel) [ "$sanitize" = ON ] || fortify=yes ;; esac
 
 
-files=("$bin/ninfer" "$bin/ninfer-convert" "$bin/ninfer-inspect" "$bin/ninfer-verify" "$bin/ninfer-dequant")
+files=("$bin/ninfer" "$bin/ninfer-convert" "$bin/ninfer-inspect" "$bin/ninfer-verify" "$bin/ninfer-dequant" "$bin/ninfer-diff")
 lib=$(ls "$build"/lib/libninfer.so.*.*.* 2>/dev/null | head -n 1)
 [ -n "$lib" ] && files+=("$lib") || bad "no shared library under $build/lib"
 chk_total=0

@@ -9,7 +9,7 @@ bin=$(cd "$1" && pwd)
 top=$(cd "$(dirname "$0")/../.." && pwd)
 pass=0
 fail=0
-for p in convert inspect verify dequant; do
+for p in convert inspect verify dequant diff; do
     help=$("$bin/ninfer-$p" --help) || { echo "FAIL ninfer-$p --help exits non-zero"; fail=$((fail + 1)); continue; }
     doc="$top/docs/ninfer-$p.md"
     for opt in $(printf '%s\n' "$help" | grep -oE -- '--[a-z][a-z0-9-]*' | sort -u); do

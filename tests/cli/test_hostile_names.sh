@@ -2,8 +2,8 @@
 # Names from files in human output (docs/security.md 1.3; ninfer/escape.h):
 # object ids, tensor names, part paths, GGUF keys and values and file names holding a newline
 # (forging a "valid" line), a carriage return, ESC and OSC sequences, a C1 CSI, a bidi override
-# and bytes that are not UTF-8 are shown escaped by ninfer-inspect, ninfer-verify and
-# ninfer-dequant: no output line starts with the forged verdict, and no control byte other
+# and bytes that are not UTF-8 are shown escaped by ninfer-inspect, ninfer-verify,
+# ninfer-dequant and ninfer-diff: no output line starts with the forged verdict, and no control byte other
 # than the line feed (nor invalid UTF-8, nor a C1 or bidi control) reaches stdout or stderr.
 # --json output keeps the exact strings.
 # usage: test_hostile_names.sh BIN_DIR DATA_DIR
@@ -136,6 +136,36 @@ run 0 "$bin/ninfer-dequant" "$h" "$E" --format text;       clean "dequant text" 
 run 1 "$bin/ninfer-dequant" "$h" "$E.nope";                clean "dequant unknown id" "$work/out" "$work/err"
 run 1 "$bin/ninfer-dequant" "$work/a/split.ninfer" --all -o "$work/a/all.safetensors"
 clean "dequant --all hostile part" "$work/out" "$work/err"
+
+# ninfer-diff: hostile ids as objects that changed, and in messages naming an object or a part;
+# --json keeps them exact
+"$bin/ninfer-convert" "$work/model.safetensors" -o "$work/a/h4.ninfer" --format q4_g64_fp16 >/dev/null 2>&1 ||
+    bad "convert of the hostile checkpoint to q4 failed"
+run 1 "$bin/ninfer-diff" "$h" "$work/a/h4.ninfer";          clean "diff" "$work/out" "$work/err"
+run 1 "$bin/ninfer-diff" "$h" "$work/model.safetensors";    clean "diff against the checkpoint" "$work/out" "$work/err"
+run 1 "$bin/ninfer-diff" "$work/a/bad.ninfer" "$h";         clean "diff hostile objects" "$work/out" "$work/err"
+run 1 "$bin/ninfer-diff" "$work/a/split.ninfer" "$h";       clean "diff hostile part" "$work/out" "$work/err"
+# half the names: objects only in A, and bindings[ID] / provenance.objects[ID] keys removed
+python3 - "$work/model.safetensors" "$work/half.safetensors" <<'PY'
+import json, struct, sys
+b = open(sys.argv[1], 'rb').read(); n = struct.unpack('<Q', b[:8])[0]; hdr = json.loads(b[8:8 + n]); data = b[8 + n:]
+out, blob = {}, b''
+for k in list(hdr)[::2]:
+    lo, hi = hdr[k]['data_offsets']
+    out[k] = dict(hdr[k], data_offsets=[len(blob), len(blob) + hi - lo]); blob += data[lo:hi]
+h = json.dumps(out).encode(); h += b' ' * (-len(h) % 8)
+open(sys.argv[2], 'wb').write(struct.pack('<Q', len(h)) + h + blob)
+PY
+"$bin/ninfer-convert" "$work/half.safetensors" -o "$work/a/half.ninfer" --format q8_g32_fp16 >/dev/null 2>&1 ||
+    bad "convert of half the hostile checkpoint failed"
+run 1 "$bin/ninfer-diff" "$h" "$work/a/half.ninfer";        clean "diff removed ids" "$work/out" "$work/err"
+contains "$work/out" 'directory bindings[esc\x1b[31mred\x1b]0;title\x07]: removed'
+"$bin/ninfer-diff" --json "$h" "$work/a/h4.ninfer" >"$work/d.json" 2>/dev/null
+python3 - "$work/d.json" "$work/names.json" <<'PY' && ok || bad "diff --json ids are not exact"
+import json, sys
+d = json.load(open(sys.argv[1])); names = json.load(open(sys.argv[2]))
+assert sorted(o['id'] for o in d['objects']) == sorted(names), d['objects']
+PY
 
 # A GGUF checkpoint whose tensor name, key and string value are not UTF-8 and hold controls.
 python3 - "$work/g.gguf" <<'PY'

@@ -8,7 +8,7 @@ build=$(cd "$1/.." && pwd)
 prefix=$(mktemp -d)
 trap 'rm -rf "$prefix"' EXIT
 cmake --install "$build" --prefix "$prefix" >/dev/null
-for f in bin/ninfer bin/ninfer-inspect bin/ninfer-verify include/ninfer/ninfer.h; do
+for f in bin/ninfer bin/ninfer-inspect bin/ninfer-verify bin/ninfer-diff include/ninfer/ninfer.h; do
     test -e "$prefix/$f" || { echo "FAIL missing $f"; exit 1; }
 done
 pc=$(find "$prefix" -name ninfer.pc | head -n 1)

@@ -53,7 +53,7 @@ static const nf_option rows[] = {
     NF_OPT_END,
 };
 
-static const nf_program prog = {"ninfer-test", "ninfer-test [OPTIONS] ARG...", "A test program.", rows, NULL};
+static const nf_program prog = {"ninfer-test", "ninfer-test [OPTIONS] ARG...", "A test program.", rows, NULL, NULL};
 
 static char err_text[4096], out_text[8192];
 static t_opts o;
