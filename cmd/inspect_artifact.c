@@ -227,18 +227,24 @@ static bool print_totals(const nf_artifact *a)
     return ok;
 }
 
+/* The first lines of both summaries: the artifact id and, when the directory has one, its name. */
+static void print_identity(const nf_artifact *a)
+{
+    char id[33];
+    nf_artifact_id_hex(a, id);
+    const json_t *meta = member(a, "metadata");
+    const json_t *name = meta ? json_object_get(meta, "name") : NULL;
+    printf("artifact      %s\n", id);
+    if (json_is_string(name)) printf("name          %s\n", nf_cli_name(json_string_value(name)).s);
+}
+
 /* false when a table could not be held (out of memory) */
 static bool print_summary(const nf_artifact *a, const inspect_opts *o)
 {
     bool ok = true;
     bool all = !(o->objects || o->bindings || o->uses || o->files);
     if (all) {
-        char id[33];
-        nf_artifact_id_hex(a, id);
-        const json_t *meta = member(a, "metadata");
-        const json_t *name = meta ? json_object_get(meta, "name") : NULL;
-        printf("artifact      %s\n", id);
-        if (json_is_string(name)) printf("name          %s\n", nf_cli_name(json_string_value(name)).s);
+        print_identity(a);
         printf("directory     %" PRIu64 " bytes of JSON\n", nf_artifact_json_bytes(a));
         printf("payload       %" PRIu64 " bytes in %zu file%s (entry payload at %" PRIu64 ")\n",
                nf_artifact_payload_bytes(a), nf_artifact_file_count(a), nf_artifact_file_count(a) == 1 ? "" : "s",
@@ -373,12 +379,7 @@ static bool print_summary_only(const nf_artifact *a)
 {
     artifact_sums t;
     sum_artifact(a, &t);
-    char id[33];
-    nf_artifact_id_hex(a, id);
-    const json_t *meta = member(a, "metadata");
-    const json_t *name = meta ? json_object_get(meta, "name") : NULL;
-    printf("artifact      %s\n", id);
-    if (json_is_string(name)) printf("name          %s\n", nf_cli_name(json_string_value(name)).s);
+    print_identity(a);
     printf("files         %zu, %" PRIu64 " bytes (directory %" PRIu64 " bytes of JSON)\n", nf_artifact_file_count(a),
            t.file_bytes, nf_artifact_json_bytes(a));
     printf("objects       %" PRIu64 " tensor%s (%" PRIu64 " weights, %" PRIu64 " bytes), %" PRIu64 " resource%s (%" PRIu64

@@ -467,3 +467,35 @@ int nf_io_unlink(const char *path)
     if (e) return e > 0 ? e : EIO;
     return unlink(path) == 0 ? 0 : errno;
 }
+
+/* ---------------------------------------------------------------- buffered output */
+bool nf_io_out_init(nf_io_out *o, int fd, size_t cap)
+{
+    *o = (nf_io_out){fd, 0, malloc(cap ? cap : 1), 0, cap};
+    return o->buf != NULL;
+}
+
+void nf_io_out_flush(nf_io_out *o)
+{
+    if (!o->e && o->len) o->e = nf_io_write_full(o->fd, o->buf, o->len);
+    o->len = 0;
+}
+
+void nf_io_out_put(nf_io_out *o, const void *s, size_t n)
+{
+    if (o->e) return;
+    if (n > o->cap - o->len) nf_io_out_flush(o);
+    if (n > o->cap) { /* (larger than the buffer: written as it is) */
+        if (!o->e) o->e = nf_io_write_full(o->fd, s, n);
+        return;
+    }
+    memcpy(o->buf + o->len, s, n);
+    o->len += n;
+}
+
+void nf_io_out_free(nf_io_out *o)
+{
+    free(o->buf);
+    o->buf = NULL;
+    o->len = o->cap = 0;
+}

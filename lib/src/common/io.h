@@ -101,6 +101,21 @@ int nf_io_unlink(const char *path);
 int nf_io_lstat(const char *path, struct stat *st);
 int nf_io_fchmod(int fd, mode_t mode);
 
+/* Bytes on their way to a file descriptor, in writes of up to `cap` bytes through the shim (the
+ * report and the scale-out plan, a record at a time): the first write error is kept in e, and
+ * every put after it is dropped. */
+typedef struct nf_io_out {
+    int fd;
+    int e; /* the first write error (an errno value), or 0 */
+    char *buf;
+    size_t len, cap;
+} nf_io_out;
+
+bool nf_io_out_init(nf_io_out *o, int fd, size_t cap); /* false without memory */
+void nf_io_out_put(nf_io_out *o, const void *s, size_t n);
+void nf_io_out_flush(nf_io_out *o);
+void nf_io_out_free(nf_io_out *o);
+
 /* Fault injection (tests only; the installed programs never arm it, see
  * tests/cli/fault_hook.c): make the n-th call (1-based, counted from now) of `op` fail
  * with errnum; n = 0 disarms.  NF_IO_WRITE with errnum 0 simulates a short write (ENOSPC on

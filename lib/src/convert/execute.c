@@ -654,33 +654,7 @@ static json_t *report_head(const nf_plan *p, const nf_convert_options *opt)
                      p->recipe->path ? json_string(p->recipe->path) : json_null(), "provenance", prov);
 }
 
-/* Bytes on their way to the report's temp file, in 1 MiB writes (through the I/O shim). */
-typedef struct report_out {
-    int fd;
-    int e; /* the first write error */
-    char *buf;
-    size_t len;
-} report_out;
-
-#define REPORT_BUFFER ((size_t)1 << 20)
-
-static void report_flush(report_out *o)
-{
-    if (!o->e && o->len) o->e = nf_io_write_full(o->fd, o->buf, o->len);
-    o->len = 0;
-}
-
-static void report_put(report_out *o, const char *s, size_t n)
-{
-    if (o->e) return;
-    if (o->len + n > REPORT_BUFFER) report_flush(o);
-    if (n > REPORT_BUFFER) {
-        if (!o->e) o->e = nf_io_write_full(o->fd, s, n);
-        return;
-    }
-    memcpy(o->buf + o->len, s, n);
-    o->len += n;
-}
+#define REPORT_BUFFER ((size_t)1 << 20) /* the report goes out in writes of 1 MiB */
 
 /* JSON text of v as the report writes it: compact, members in order, binary64 figures exact. */
 static char *report_text(const json_t *v)
@@ -702,13 +676,13 @@ static nf_status write_report(const nf_plan *p, const nf_errstats_summary *sums,
     char *tmp = NULL;
     int fd = nf_io_mkstemp_beside(path, &tmp);
     if (fd < 0) return nf_error_errno(err, errno, "cannot create a temp file for %s", MP(path));
-    report_out o = {fd, 0, malloc(REPORT_BUFFER), 0};
-    nf_status st = o.buf ? NF_OK : nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    nf_io_out o;
+    nf_status st = nf_io_out_init(&o, fd, REPORT_BUFFER) ? NF_OK : nf_error_set(err, NF_ERR_NOMEM, "out of memory");
     char *text = st == NF_OK ? report_text(head) : NULL;
     if (st == NF_OK && !text) st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
     if (st == NF_OK) {
-        report_put(&o, text, strlen(text) - 1); /* without its closing brace */
-        report_put(&o, ",\"objects\":[\n", 13);
+        nf_io_out_put(&o, text, strlen(text) - 1); /* without its closing brace */
+        nf_io_out_put(&o, ",\"objects\":[\n", 13);
     }
     free(text);
     bool first = true;
@@ -721,24 +695,24 @@ static nf_status write_report(const nf_plan *p, const nf_errstats_summary *sums,
             st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
             break;
         }
-        if (!first) report_put(&o, ",\n", 2);
+        if (!first) nf_io_out_put(&o, ",\n", 2);
         first = false;
-        report_put(&o, text, strlen(text));
+        nf_io_out_put(&o, text, strlen(text));
         free(text);
     }
     text = st == NF_OK ? report_text(tail) : NULL;
     if (st == NF_OK && !text) st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
     if (st == NF_OK) {
-        report_put(&o, first ? "]," : "\n],", first ? 2 : 3);
-        report_put(&o, text + 1, strlen(text) - 1); /* without its opening brace */
-        report_put(&o, "\n", 1);
-        report_flush(&o);
+        nf_io_out_put(&o, first ? "]," : "\n],", first ? 2 : 3);
+        nf_io_out_put(&o, text + 1, strlen(text) - 1); /* without its opening brace */
+        nf_io_out_put(&o, "\n", 1);
+        nf_io_out_flush(&o);
     }
     free(text);
     int e = o.e;
     if (st == NF_OK && !e && (e = nf_io_fchmod(fd, 0644)) == 0) e = nf_io_fdatasync(fd);
     if (st == NF_OK && e) st = nf_error_errno(err, e, "cannot write %s", MP(tmp));
-    free(o.buf);
+    nf_io_out_free(&o);
     nf_io_close(fd);
     if (st != NF_OK) {
         nf_io_unlink(tmp);

@@ -332,29 +332,13 @@ static void group_tasks(const nf_writer *w, size_t n, size_t *first, size_t *end
 #define PLAN_JSON_FLAGS (JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17) | JSON_ENCODE_ANY)
 
 typedef struct plan_out {
-    int fd;
-    int e;       /* the first write error */
-    bool nomem;  /* a piece could not be built or dumped */
-    char *buf;
-    size_t len;
+    nf_io_out out; /* its first write error in out.e */
+    bool nomem;    /* a piece could not be built or dumped */
 } plan_out;
-
-static void out_flush(plan_out *o)
-{
-    if (!o->e && o->len) o->e = nf_io_write_full(o->fd, o->buf, o->len);
-    o->len = 0;
-}
 
 static void out_put(plan_out *o, const char *s, size_t n)
 {
-    if (o->e || o->nomem) return;
-    if (o->len + n > PLAN_BUFFER) out_flush(o);
-    if (n > PLAN_BUFFER) {
-        if (!o->e) o->e = nf_io_write_full(o->fd, s, n);
-        return;
-    }
-    memcpy(o->buf + o->len, s, n);
-    o->len += n;
+    if (!o->nomem) nf_io_out_put(&o->out, s, n);
 }
 
 static void out_str(plan_out *o, const char *s) { out_put(o, s, strlen(s)); }
@@ -366,15 +350,16 @@ static void out_str(plan_out *o, const char *s) { out_put(o, s, strlen(s)); }
  * writes into room that is there cannot fail. */
 static void out_json(plan_out *o, json_t *v, bool without_close)
 {
-    size_t n = v && !o->e && !o->nomem ? json_dumpb(v, NULL, 0, PLAN_JSON_FLAGS) : 0;
-    if (n > PLAN_BUFFER - o->len) out_flush(o);
-    bool in_buf = n <= PLAN_BUFFER;
-    char *at = n == 0 || o->e ? NULL : in_buf ? o->buf + o->len : malloc(n);
+    nf_io_out *b = &o->out;
+    size_t n = v && !b->e && !o->nomem ? json_dumpb(v, NULL, 0, PLAN_JSON_FLAGS) : 0;
+    if (n > b->cap - b->len) nf_io_out_flush(b);
+    bool in_buf = n <= b->cap;
+    char *at = n == 0 || b->e ? NULL : in_buf ? b->buf + b->len : malloc(n);
     if (at && json_dumpb(v, at, n, PLAN_JSON_FLAGS) == n) {
         size_t keep = n - (without_close ? 1 : 0);
-        if (in_buf) o->len += keep;
-        else o->e = nf_io_write_full(o->fd, at, keep);
-    } else if (!o->e) {
+        if (in_buf) b->len += keep;
+        else b->e = nf_io_write_full(b->fd, at, keep);
+    } else if (!b->e) {
         o->nomem = true;
     }
     if (!in_buf) free(at);
@@ -457,22 +442,22 @@ static void emit_plan(plan_out *o, const nf_plan *p, const nf_writer *w, const n
              true);
     size_t nf = nf_writer_file_count(w);
     out_str(o, ",\"files\":[");
-    for (size_t i = 0; i < nf && !o->e && !o->nomem; i++) {
+    for (size_t i = 0; i < nf && !o->out.e && !o->nomem; i++) {
         if (i) out_str(o, ",");
         out_json(o, file_record(p, w, i), false);
     }
     out_str(o, "],\"tasks\":[");
-    for (size_t t = 0; t < nt && !o->e && !o->nomem; t++) {
+    for (size_t t = 0; t < nt && !o->out.e && !o->nomem; t++) {
         if (t) out_str(o, ",");
         out_json(o, task_record(w, t, first[t], end[t]), false);
     }
     out_str(o, "],\"objects\":[");
-    for (size_t k = 0; k < p->nobjects && !o->e && !o->nomem; k++) {
+    for (size_t k = 0; k < p->nobjects && !o->out.e && !o->nomem; k++) {
         if (k) out_str(o, ",");
         out_json(o, object_record(p, w, k), false);
     }
     out_str(o, "]}\n");
-    out_flush(o);
+    nf_io_out_flush(&o->out);
 }
 
 nf_status nf_scaleout_plan(nf_plan *p, const nf_convert_options *opt, size_t tasks, const json_t *command,
@@ -493,25 +478,25 @@ nf_status nf_scaleout_plan(nf_plan *p, const nf_convert_options *opt, size_t tas
     /* written streaming to a temp file beside the plan, synced, renamed over it: complete, or
      * not there at all */
     char *tmp = NULL;
-    plan_out o = {-1, 0, false, NULL, 0};
-    if (st == NF_OK && !(o.buf = malloc(PLAN_BUFFER))) st = nomem(err);
-    if (st == NF_OK && (o.fd = nf_io_mkstemp_beside(plan_path, &tmp)) < 0)
+    plan_out o = {{-1, 0, NULL, 0, 0}, false};
+    if (st == NF_OK && !nf_io_out_init(&o.out, -1, PLAN_BUFFER)) st = nomem(err);
+    if (st == NF_OK && (o.out.fd = nf_io_mkstemp_beside(plan_path, &tmp)) < 0)
         st = nf_error_errno(err, errno, "%s: cannot create a temp file", MP(plan_path));
     if (st == NF_OK) {
         emit_plan(&o, p, w, opt, command, inputs, first, end, nt);
-        int e = o.e;
-        if (!e && !o.nomem && (e = nf_io_fchmod(o.fd, 0644)) == 0) e = nf_io_fdatasync(o.fd);
+        int e = o.out.e;
+        if (!e && !o.nomem && (e = nf_io_fchmod(o.out.fd, 0644)) == 0) e = nf_io_fdatasync(o.out.fd);
         if (o.nomem && !e) st = nomem(err);
         else if (e) st = nf_error_errno(err, e, "%s: cannot write %s", MP(plan_path), MP(tmp));
     }
-    if (o.fd >= 0) nf_io_close(o.fd);
+    if (o.out.fd >= 0) nf_io_close(o.out.fd);
     int e = 0;
     if (st == NF_OK && (e = nf_io_rename(tmp, plan_path)) != 0)
         st = nf_error_errno(err, e, "%s: cannot put in place", MP(plan_path));
     if (st != NF_OK && tmp) nf_io_unlink(tmp);
     if (st == NF_OK) *ntasks = nt;
     free(tmp);
-    free(o.buf);
+    nf_io_out_free(&o.out);
     json_decref(inputs);
     free(first);
     free(end);
