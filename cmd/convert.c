@@ -247,6 +247,32 @@ static bool quick_source_dir(const char *source, char *dir, size_t size)
     return (size_t)snprintf(dir, size, "%.*s", (int)(slash - source) + (slash == source), source) < size;
 }
 
+/* A Hugging Face hub cache holds a snapshot's files (models--ORG--NAME/snapshots/REV/FILE) as
+ * links to the same model's content-addressed blobs (models--ORG--NAME/blobs/HASH): such a link
+ * is the checkpoint's own file, and the one place outside the directory a kept resource may come
+ * from.  Any other link out of it is refused as a recipe's would be (docs/security.md 7.1, F2):
+ * --allow-path or --no-resources decides. */
+static nf_status allow_hub_blobs(nf_recipe *r, const char *dir, nf_error *err)
+{
+    char *real = realpath(dir, NULL);
+    char blobs[4200];
+    const char *snap = real ? strrchr(real, '/') : NULL; /* .../snapshots/REV */
+    size_t at = snap ? (size_t)(snap - real) : 0;
+    bool hub = snap && at >= 10 && strncmp(real + at - 10, "/snapshots", 10) == 0;
+    if (hub) snprintf(blobs, sizeof blobs, "%.*s/blobs/", (int)(at - 10), real);
+    nf_status st = NF_OK;
+    for (size_t i = 0; hub && st == NF_OK && i < QUICK_RESOURCES; i++) {
+        char path[8192];
+        snprintf(path, sizeof path, "%s/%s", dir, quick_resources[i]);
+        char *target = realpath(path, NULL);
+        if (target && strncmp(target, blobs, strlen(blobs)) == 0 && !strchr(target + strlen(blobs), '/'))
+            st = nf_recipe_allow_path(r, target, err);
+        free(target);
+    }
+    free(real);
+    return st;
+}
+
 /* The resources quick mode keeps, as the components of its recipe (nothing when there are
  * none).  A file over the cap is refused (*too_big gets its path), never embedded. */
 static void put_quick_components(FILE *f, const char *source, const convert_opts *o, char *too_big, size_t size)
@@ -629,8 +655,10 @@ static int build_plan(const nf_cli *cli, convert_opts *opts, bool warn, nf_recip
         /* and so are the files beside a safetensors file that quick mode keeps (its own recipe
          * names nothing else there) */
         char dir[4096];
-        if (st == NF_OK && !opts->no_resources && quick_source_dir(cli->positional[0], dir, sizeof dir))
+        if (st == NF_OK && !opts->no_resources && quick_source_dir(cli->positional[0], dir, sizeof dir)) {
             st = nf_recipe_allow_path(*recipe, dir, &err);
+            if (st == NF_OK) st = allow_hub_blobs(*recipe, dir, &err);
+        }
         if (st != NF_OK) return nf_cli_report(cli, &err);
     } else {
         if (!opts->recipe) return nf_cli_usage(cli, "give -r RECIPE.yaml, or SOURCE --format FORMAT (quick mode)");

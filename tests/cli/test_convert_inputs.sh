@@ -55,6 +55,47 @@ run 0 "$bin/ninfer-convert" "$data/gguf/q4_k.gguf" -o "$work/m5/i.ninfer" --form
 lacks "$work/err" "warning"
 lacks "$work/out" "requantized"
 
+# ---------------------------------------------------------------- quick mode's resources
+# the tokenizer and generation files beside a checkpoint are kept as resources of the text
+# component (also from a Hugging Face hub cache, whose snapshot files link to the model's
+# blobs); a link out of the directory anywhere else is refused, never embedded (F2)
+qr=$work/qr
+mkdir -p "$qr/o"
+"$bin/ninfer-gen-checkpoint" "$qr/ck" >/dev/null || bad "generator"
+printf '{"bos_token_id": 1}\n' >"$qr/ck/generation_config.json"
+run 0 "$bin/ninfer-convert" "$qr/ck" -o "$qr/o/a.ninfer" --format q8_g32_fp16 --dry-run
+contains "$work/out" "tokenizer.json"
+contains "$work/out" "generation_config.json"
+run 0 "$bin/ninfer-convert" "$qr/ck/model.safetensors" -o "$qr/o/a.ninfer" --format q8_g32_fp16 --dry-run
+contains "$work/out" "tokenizer.json"
+run 0 "$bin/ninfer-convert" "$qr/ck" -o "$qr/o/a.ninfer" --format q8_g32_fp16 --no-resources --dry-run
+lacks "$work/out" "tokenizer.json"
+hub=$qr/hub/models--org--m
+mkdir -p "$hub/blobs" "$hub/snapshots/0123abc"
+for f in config.json model.safetensors tokenizer.json generation_config.json; do
+    h=$(sha1sum "$qr/ck/$f" | cut -c1-40)
+    cp "$qr/ck/$f" "$hub/blobs/$h"
+    ln -s "../../blobs/$h" "$hub/snapshots/0123abc/$f"
+done
+run 0 "$bin/ninfer-convert" "$hub/snapshots/0123abc" -o "$qr/o/h.ninfer" --format q8_g32_fp16 -q --no-report
+python3 - "$qr/o/h.ninfer" "$qr/ck/tokenizer.json" <<'PY' && ok || bad "the hub cache's tokenizer.json is not the resource"
+import json, struct, sys
+a = open(sys.argv[1], 'rb').read(); jb = struct.unpack_from('<Q', a, 8)[0]; d = json.loads(a[32:32 + jb])
+o = [x for x in d['objects'] if x['id'] == 'tokenizer.json'][0]
+assert a[32 + jb + o['offset']:32 + jb + o['offset'] + o['bytes']] == open(sys.argv[2], 'rb').read()
+assert d['components']['text']['resources']['tokenizer.json'] == 'tokenizer.json', d['components']
+PY
+echo "secret" >"$qr/secret"
+ln -sf "$qr/secret" "$hub/snapshots/0123abc/tokenizer.json"
+run 1 "$bin/ninfer-convert" "$hub/snapshots/0123abc" -o "$qr/o/s.ninfer" --format q8_g32_fp16
+contains "$work/err" "outside what the recipe may read"
+check test ! -e "$qr/o/s.ninfer"
+run 0 "$bin/ninfer-convert" "$hub/snapshots/0123abc" -o "$qr/o/s.ninfer" --format q8_g32_fp16 --no-resources -q
+truncate -s $((256 * 1024 * 1024 + 1)) "$qr/ck/tokenizer.model"
+run 1 "$bin/ninfer-convert" "$qr/ck" -o "$qr/o/b.ninfer" --format q8_g32_fp16
+contains "$work/err" "more than the 256 MiB quick mode keeps as a resource"
+rm -f "$qr/ck/tokenizer.model"
+
 # ---------------------------------------------------------------- a GGUF's metadata
 # every key/value pair, with its type, as the resource gguf_metadata.json of the text component
 # (checked against a reader of the GGUF header written here from the format), the hyperparameters
