@@ -206,6 +206,46 @@ static bool malformed(const char *t, size_t n, size_t at, size_t flags, json_err
     return false;
 }
 
+/* malformed() for an element of an array after its first: jansson's message from a parse of
+ * "[0 " followed by the text from the separator before the element, so that only the element
+ * jansson stops in is built, not the elements before it (a late error in 10^6 records). */
+typedef struct elem_feed {
+    const char *t;
+    size_t at, n;
+    bool head;
+} elem_feed;
+
+static size_t feed_elem(void *buf, size_t size, void *data)
+{
+    elem_feed *f = data;
+    if (f->head) {
+        f->head = false;
+        memcpy(buf, "[0 ", 3);
+        return 3;
+    }
+    size_t k = f->n - f->at < size ? f->n - f->at : size;
+    memcpy(buf, f->t + f->at, k);
+    f->at += k;
+    return k;
+}
+
+static bool malformed_element(const char *t, size_t n, size_t sep, size_t flags, json_error_t *je)
+{
+    elem_feed f = {t, sep, n, true};
+    json_t *v = json_load_callback(feed_elem, &f, flags | JSON_DECODE_ANY | JSON_DISABLE_EOF_CHECK, je);
+    if (v) {
+        json_decref(v);
+        set_error(je, t, sep, json_error_invalid_syntax, "unexpected token", (nf_jw_span){sep, sep + 1});
+        return false;
+    }
+    int line, col, pos;
+    line_col(t, sep, &line, &col, &pos);
+    if (je->line == 1) je->column += col - 3;
+    je->line += line - 1;
+    je->position += pos - 3;
+    return false;
+}
+
 static bool validate_value(const char *t, size_t n, nf_jw_span v, size_t flags, size_t piece, json_error_t *je);
 
 static bool validate_items(const char *t, size_t n, size_t at, size_t flags, size_t piece, json_error_t *je)
@@ -216,14 +256,17 @@ static bool validate_items(const char *t, size_t n, size_t at, size_t flags, siz
     bool ok = true;
     for (;;) {
         nf_jw_span key, value;
+        /* where this item begins: the '[' or '{', or the separator after the item before it */
+        size_t sep = it.started ? nf_jw_space(t, n, it.pos) : at;
         int r = nf_jw_items_next(&it, &key, &value);
         if (r == 0) break;
         if (r < 0) {
-            ok = malformed(t, n, at, flags, je);
+            ok = !it.object && sep != at ? malformed_element(t, n, sep, flags, je) : malformed(t, n, at, flags, je);
             break;
         }
         if (it.object) {
-            json_t *k = nf_jw_parse(t, n, key, flags & JSON_ALLOW_NUL, je);
+            /* (as jansson's parse_object: the name decoded with its NULs, then refused for them) */
+            json_t *k = nf_jw_parse(t, n, key, JSON_ALLOW_NUL, je);
             if (!k) {
                 ok = false;
                 break;
@@ -248,7 +291,10 @@ static bool validate_items(const char *t, size_t n, size_t at, size_t flags, siz
         if (!(ok = validate_value(t, n, value, flags, piece, je))) {
             /* a piece jansson refused alone: its message as a whole parse gives it (where a
              * token ends may differ, "0[" alone is trailing data, in a container a syntax error) */
-            if (!walked && json_error_code(je) != json_error_out_of_memory) malformed(t, n, at, flags, je);
+            if (!walked && json_error_code(je) != json_error_out_of_memory) {
+                if (!it.object && sep != at) malformed_element(t, n, sep, flags, je);
+                else malformed(t, n, at, flags, je);
+            }
             break;
         }
     }
@@ -264,12 +310,74 @@ static bool validate_value(const char *t, size_t n, nf_jw_span v, size_t flags, 
     return x != NULL;
 }
 
+/* Whether brackets (outside strings) nest deeper than jansson parses (JSON_PARSER_MAX_DEPTH):
+ * the pieces' parses each count from 0, and the walk recurses once per level. */
+static bool too_deep(const char *t, size_t n)
+{
+    size_t depth = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (t[i] == '"') {
+            if (!string_end(t, n, i, &i)) return false;
+            i--;
+        } else if (t[i] == '{' || t[i] == '[') {
+            if (++depth > JSON_PARSER_MAX_DEPTH) return true;
+        } else if ((t[i] == '}' || t[i] == ']') && depth) {
+            depth--;
+        }
+    }
+    return false;
+}
+
+/* What follows a valid value (text [end, n) that is not all whitespace): jansson's own
+ * "end of file expected" and position, from a parse of "[]" followed by that text (the value
+ * itself, already judged, is not parsed again, nor held as a tree; jansson reads one token of
+ * what follows). */
+typedef struct tail_feed {
+    const char *t;
+    size_t at, n;
+    bool head;
+} tail_feed;
+
+static size_t feed_tail(void *buf, size_t size, void *data)
+{
+    tail_feed *f = data;
+    if (f->head) {
+        f->head = false;
+        memcpy(buf, "[]", 2);
+        return 2;
+    }
+    size_t k = f->n - f->at < size ? f->n - f->at : size;
+    memcpy(buf, f->t + f->at, k);
+    f->at += k;
+    return k;
+}
+
+static bool trailing(const char *t, size_t n, size_t end, size_t flags, json_error_t *je)
+{
+    tail_feed f = {t, end, n, true};
+    json_t *v = json_load_callback(feed_tail, &f, flags | JSON_DECODE_ANY, je);
+    if (v) { /* (not reached: the text after the value is not all whitespace) */
+        json_decref(v);
+        set_error(je, t, end, json_error_end_of_input_expected, "end of file expected", (nf_jw_span){end, end});
+        return false;
+    }
+    int line, col, pos;
+    line_col(t, end, &line, &col, &pos);
+    if (je->line == 1) je->column += col - 2;
+    je->line += line - 1;
+    je->position += pos - 2;
+    return false;
+}
+
 bool nf_jw_validate(const char *t, size_t n, size_t flags, size_t piece, json_error_t *je)
 {
     flags &= JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL;
     size_t at = nf_jw_space(t, n, 0), end = 0;
-    /* a text that is not one delimited value, or has more after it: jansson's own message */
-    if (!nf_jw_value_end(t, n, at, &end) || nf_jw_space(t, n, end) != n) {
+    /* a text that is not one delimited value, or has more after it, or nests beyond jansson's
+     * depth: jansson's own message */
+    if (nf_jw_value_end(t, n, at, &end) && nf_jw_space(t, n, end) != n && !too_deep(t, n))
+        return validate_value(t, n, (nf_jw_span){at, end}, flags, piece, je) && trailing(t, n, end, flags, je);
+    if (!nf_jw_value_end(t, n, at, &end) || nf_jw_space(t, n, end) != n || too_deep(t, n)) {
         json_t *v = json_loadb(t, n, flags | JSON_DECODE_ANY, je);
         if (!v) return false;
         json_decref(v); /* (a token nf_jw_value_end misjudges would land here: accept as jansson does) */

@@ -52,7 +52,9 @@ json_t *nf_jw_parse(const char *t, size_t n, nf_jw_span s, size_t flags, json_er
  * JSON_REJECT_DUPLICATES and JSON_ALLOW_NUL), holding at most the tree of one value of about
  * `piece` bytes at a time plus the names of the walked objects.  On refusal *je says where as
  * jansson would: the same position for every error jansson finds in a value it parses, the
- * same code and position for a duplicate or NUL name in a walked object. */
+ * same code and position for a duplicate or NUL name in a walked object.  A refused text costs
+ * no more than an accepted one when what is wrong is data after the value or an element of a
+ * walked array; an error among a walked object's members is judged by a parse of that object. */
 bool nf_jw_validate(const char *t, size_t n, size_t flags, size_t piece, json_error_t *je);
 
 /* The other way: v's text (json_dumpb flags), NUL-terminated and malloc'ed, with `extra` spare

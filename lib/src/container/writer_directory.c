@@ -167,7 +167,11 @@ static nf_status put_member(nf_writer *w, int m, nf_buf *t, nf_error *err)
     for (size_t i = 0;; i++) {
         const char *k = NULL;
         json_t *v = NULL;
-        NF_TRY(w->records[m].next(w->records[m].ctx, i, &k, &v, err));
+        nf_status cs = w->records[m].next(w->records[m].ctx, i, &k, &v, err);
+        if (cs != NF_OK) {
+            json_decref(v); /* (a value yielded with a failure is the writer's to release too) */
+            return cs;
+        }
         if (!v) break;
         nf_status st = first ? NF_OK : put_text(t, ",", err);
         first = false;
