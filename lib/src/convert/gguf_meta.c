@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/buf.h"
 #include "common/json_walk.h"
 #include "common/utf8.h"
 #include "convert/convert_impl.h"
@@ -69,30 +70,54 @@ static json_t *element(const nf_gguf_kv *kv, uint64_t i, nf_error *err)
     }
 }
 
-/* {"type": T, "value": V} or, for an array, {"type": "array", "element_type": T, "value": [...]}. */
-static json_t *pair(const nf_gguf_kv *kv, nf_error *err)
+#define METADATA_MAX ((size_t)256 << 20) /* the text's cap, as quick mode's other resources */
+#define METADATA_DUMP (JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17) | JSON_ENCODE_ANY)
+
+/* v's compact text appended (v consumed); false without memory. */
+static bool put_json(nf_buf *b, json_t *v)
+{
+    size_t len = 0;
+    char *text = v ? nf_jw_dump(v, METADATA_DUMP, 0, &len) : NULL;
+    json_decref(v);
+    bool ok = text && nf_buf_append(b, text, len);
+    free(text);
+    return ok;
+}
+
+static bool put_text(nf_buf *b, const char *s) { return nf_buf_append(b, s, strlen(s)); }
+
+/* KEY:{"type":T,"value":V} or, for an array, KEY:{"type":"array","element_type":T,"value":[...]},
+ * written an element at a time: an array of 2^26 values is its text, never a tree of 2^26
+ * values (docs/security.md: no input makes a reader allocate far more than its size).
+ * NF_ERR_INVALID for a value the accessors refuse or text beyond the cap. */
+static nf_status put_pair(nf_buf *b, const nf_source *s, const nf_gguf_kv *kv, nf_error *err)
 {
     bool array = kv->type == NF_GGUF_ARRAY;
-    json_t *value = array ? json_array() : NULL;
-    for (uint64_t i = 0; array && value && i < kv->count; i++) {
-        json_t *e = element(kv, i, err);
-        if (!e || json_array_append_new(value, e) != 0) {
-            json_decref(value);
-            return NULL;
-        }
+    bool ok = put_json(b, json_string(kv->key)) && put_text(b, ":{\"type\":") &&
+              put_json(b, json_string(nf_gguf_type_name(kv->type)));
+    if (ok && array)
+        ok = put_text(b, ",\"element_type\":") && put_json(b, json_string(nf_gguf_type_name(kv->elem_type)));
+    ok = ok && put_text(b, array ? ",\"value\":[" : ",\"value\":");
+    for (uint64_t i = 0; ok && i < kv->count; i++) {
+        nf_error e;
+        nf_error_clear(&e);
+        json_t *v = element(kv, i, &e);
+        if (!v && e.message[0])
+            return nf_error_set(err, NF_ERR_INVALID, "%s: metadata key '%s': %s", nf_source_path(s), kv->key, e.message);
+        ok = (i == 0 || put_text(b, ",")) && put_json(b, v);
+        if (ok && b->len > METADATA_MAX)
+            return nf_error_set(err, NF_ERR_INVALID, "%s: its metadata is more than %zu MiB as JSON (at key '%s'); "
+                                "leave it out with --no-resources or defaults: {gguf_metadata: drop}",
+                                nf_source_path(s), METADATA_MAX >> 20, kv->key);
     }
-    if (!array) value = element(kv, 0, err);
-    if (!value) return NULL;
-    return array ? json_pack("{s:s,s:s,s:o}", "type", "array", "element_type", nf_gguf_type_name(kv->elem_type), "value",
-                             value)
-                 : json_pack("{s:s,s:o}", "type", nf_gguf_type_name(kv->type), "value", value);
+    ok = ok && put_text(b, array ? "]}" : "}");
+    return ok ? NF_OK : nomem(err);
 }
 
 nf_status nf_gguf_metadata_text(const nf_source *s, uint8_t **out, size_t *len, nf_error *err)
 {
-    json_t *all = json_object();
-    if (!all) return nomem(err);
-    nf_status st = NF_OK;
+    nf_buf b = {0};
+    nf_status st = put_text(&b, "{") ? NF_OK : nomem(err);
     for (size_t i = 0; st == NF_OK && i < nf_source_gguf_kv_count(s); i++) {
         const nf_gguf_kv *kv = nf_source_gguf_kv_at(s, i);
         size_t bad;
@@ -101,24 +126,16 @@ nf_status nf_gguf_metadata_text(const nf_source *s, uint8_t **out, size_t *len, 
                               nf_source_path(s), (unsigned long long)kv->file_offset, bad);
             break;
         }
-        nf_error e;
-        nf_error_clear(&e);
-        json_t *v = pair(kv, &e);
-        if (!v) {
-            st = e.message[0] ? nf_error_set(err, NF_ERR_INVALID, "%s: metadata key '%s': %s", nf_source_path(s), kv->key,
-                                             e.message)
-                              : nomem(err);
-        } else if (json_object_set_new(all, kv->key, v) != 0) {
-            st = nomem(err);
-        }
+        if (i && !put_text(&b, ",")) st = nomem(err);
+        if (st == NF_OK) st = put_pair(&b, s, kv, err);
     }
-    char *text = st == NF_OK ? nf_jw_dump(all, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17), 1, len)
-                             : NULL;
-    json_decref(all);
-    if (st == NF_OK && !text) st = nomem(err);
-    if (st != NF_OK) return st;
-    text[(*len)++] = '\n';
-    *out = (uint8_t *)text;
+    if (st == NF_OK && !put_text(&b, "}\n")) st = nomem(err);
+    if (st != NF_OK) {
+        nf_buf_free(&b);
+        return st;
+    }
+    *out = (uint8_t *)b.data;
+    *len = b.len;
     return NF_OK;
 }
 
