@@ -206,22 +206,23 @@ static bool malformed(const char *t, size_t n, size_t at, size_t flags, json_err
     return false;
 }
 
-/* malformed() for an element of an array after its first: jansson's message from a parse of
- * "[0 " followed by the text from the separator before the element, so that only the element
- * jansson stops in is built, not the elements before it (a late error in 10^6 records). */
-typedef struct elem_feed {
-    const char *t;
+/* jansson's refusal of `prefix` followed by the text from byte `at` on, with its position made
+ * one of the whole text: the prefix stands for what is already judged (so jansson builds no tree
+ * of it), a message past it is where jansson stops in the text.  Accepted (not expected of the
+ * callers' texts): an error at `at` named `what`. */
+typedef struct prefixed_feed {
+    const char *prefix, *t;
     size_t at, n;
-    bool head;
-} elem_feed;
+} prefixed_feed;
 
-static size_t feed_elem(void *buf, size_t size, void *data)
+static size_t feed_prefixed(void *buf, size_t size, void *data)
 {
-    elem_feed *f = data;
-    if (f->head) {
-        f->head = false;
-        memcpy(buf, "[0 ", 3);
-        return 3;
+    prefixed_feed *f = data;
+    if (f->prefix) {
+        size_t k = strlen(f->prefix); /* (2 or 3 bytes: jansson asks for far more) */
+        memcpy(buf, f->prefix, k);
+        f->prefix = NULL;
+        return k;
     }
     size_t k = f->n - f->at < size ? f->n - f->at : size;
     memcpy(buf, f->t + f->at, k);
@@ -229,21 +230,32 @@ static size_t feed_elem(void *buf, size_t size, void *data)
     return k;
 }
 
-static bool malformed_element(const char *t, size_t n, size_t sep, size_t flags, json_error_t *je)
+static bool refused_after(const char *prefix, const char *t, size_t n, size_t at, size_t flags, enum json_error_code code,
+                          const char *what, json_error_t *je)
 {
-    elem_feed f = {t, sep, n, true};
-    json_t *v = json_load_callback(feed_elem, &f, flags | JSON_DECODE_ANY | JSON_DISABLE_EOF_CHECK, je);
+    prefixed_feed f = {prefix, t, at, n};
+    int plen = (int)strlen(prefix);
+    json_t *v = json_load_callback(feed_prefixed, &f, flags, je);
     if (v) {
         json_decref(v);
-        set_error(je, t, sep, json_error_invalid_syntax, "unexpected token", (nf_jw_span){sep, sep + 1});
+        set_error(je, t, at, code, what, (nf_jw_span){at, at + (at < n)});
         return false;
     }
     int line, col, pos;
-    line_col(t, sep, &line, &col, &pos);
-    if (je->line == 1) je->column += col - 3;
+    line_col(t, at, &line, &col, &pos);
+    if (je->line == 1) je->column += col - plen;
     je->line += line - 1;
-    je->position += pos - 3;
+    je->position += pos - plen;
     return false;
+}
+
+/* malformed() for an element of an array after its first: "[0 " and the text from the separator
+ * before the element, so that only the element jansson stops in is built, not the elements
+ * before it (a late error in 10^6 records). */
+static bool malformed_element(const char *t, size_t n, size_t sep, size_t flags, json_error_t *je)
+{
+    return refused_after("[0 ", t, n, sep, flags | JSON_DECODE_ANY | JSON_DISABLE_EOF_CHECK, json_error_invalid_syntax,
+                         "unexpected token", je);
 }
 
 static bool validate_value(const char *t, size_t n, nf_jw_span v, size_t flags, size_t piece, json_error_t *je);
@@ -329,44 +341,12 @@ static bool too_deep(const char *t, size_t n)
 }
 
 /* What follows a valid value (text [end, n) that is not all whitespace): jansson's own
- * "end of file expected" and position, from a parse of "[]" followed by that text (the value
- * itself, already judged, is not parsed again, nor held as a tree; jansson reads one token of
- * what follows). */
-typedef struct tail_feed {
-    const char *t;
-    size_t at, n;
-    bool head;
-} tail_feed;
-
-static size_t feed_tail(void *buf, size_t size, void *data)
-{
-    tail_feed *f = data;
-    if (f->head) {
-        f->head = false;
-        memcpy(buf, "[]", 2);
-        return 2;
-    }
-    size_t k = f->n - f->at < size ? f->n - f->at : size;
-    memcpy(buf, f->t + f->at, k);
-    f->at += k;
-    return k;
-}
-
+ * "end of file expected" and position, from "[]" and that text (the value, already judged, is not
+ * parsed again, nor held as a tree; jansson reads one token of what follows). */
 static bool trailing(const char *t, size_t n, size_t end, size_t flags, json_error_t *je)
 {
-    tail_feed f = {t, end, n, true};
-    json_t *v = json_load_callback(feed_tail, &f, flags | JSON_DECODE_ANY, je);
-    if (v) { /* (not reached: the text after the value is not all whitespace) */
-        json_decref(v);
-        set_error(je, t, end, json_error_end_of_input_expected, "end of file expected", (nf_jw_span){end, end});
-        return false;
-    }
-    int line, col, pos;
-    line_col(t, end, &line, &col, &pos);
-    if (je->line == 1) je->column += col - 2;
-    je->line += line - 1;
-    je->position += pos - 2;
-    return false;
+    return refused_after("[]", t, n, end, flags | JSON_DECODE_ANY, json_error_end_of_input_expected,
+                         "end of file expected", je);
 }
 
 bool nf_jw_validate(const char *t, size_t n, size_t flags, size_t piece, json_error_t *je)
