@@ -1,6 +1,7 @@
 /* ninfer-convert: checkpoint + YAML recipe -> .ninfer artifact (docs/ninfer-convert.md).
  * The whole plan is resolved and validated before any byte is written; encoding streams row
  * chunks on a thread pool into the container writer, which publishes atomically. */
+#define _XOPEN_SOURCE 700 /* realpath (XSI): quick mode's hub-cache links */
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
