@@ -286,9 +286,6 @@ static nf_status piece(parse_state *ps, nf_jw_span s, json_t **out)
     return *out ? NF_OK : syntax_error((const uint8_t *)ps->text, ps->len, &je, ps->err);
 }
 
-/* A member name (a string token) decoded. */
-static nf_status name_of(parse_state *ps, nf_jw_span key, json_t **out) { return piece(ps, key, out); }
-
 static char first_byte(const parse_state *ps, int m) { return ps->text[ps->member[m].at]; }
 
 /* The root's members located, and the root judged as a closed record. */
@@ -304,7 +301,7 @@ static nf_status parse_root(parse_state *ps)
         nf_jw_span key, value;
         while (st == NF_OK && nf_jw_items_next(&it, &key, &value) == 1) {
             json_t *k;
-            if ((st = name_of(ps, key, &k)) != NF_OK) break;
+            if ((st = piece(ps, key, &k)) != NF_OK) break;
             const char *name = json_string_value(k);
             for (int m = 0; m < R_COUNT; m++)
                 if (strcmp(name, ROOT_MEMBERS[m]) == 0) {
@@ -666,7 +663,7 @@ static nf_status parse_bindings(parse_state *ps)
     nf_jw_items_open(&it, ps->text, ps->member[R_BINDINGS].end, ps->member[R_BINDINGS].at);
     while (nf_jw_items_next(&it, &key, &value) == 1) {
         json_t *k, *b;
-        NF_TRY(name_of(ps, key, &k));
+        NF_TRY(piece(ps, key, &k));
         const char *name = keep(ps->dir, json_string_value(k), json_string_length(k));
         json_decref(k);
         if (!name || nf_strset_insert(&ps->bound, name, NULL, 0, NULL) < 0) return nomem(ps->err);
@@ -758,7 +755,7 @@ static nf_status parse_open_members(parse_state *ps)
     nf_jw_items_open(&it, ps->text, ps->member[R_METADATA].end, ps->member[R_METADATA].at);
     while (nf_jw_items_next(&it, &key, &value) == 1) {
         json_t *k, *name;
-        NF_TRY(name_of(ps, key, &k));
+        NF_TRY(piece(ps, key, &k));
         bool is_name = strcmp(json_string_value(k), "name") == 0;
         json_decref(k);
         if (!is_name) continue;

@@ -390,6 +390,17 @@ static nf_status parse_output(parser *p, const ynode *n)
     return NF_OK;
 }
 
+/* A `keep` or `drop` value: *keep true for keep. */
+static nf_status get_keep(parser *p, const ynode *v, const char *ctx, bool *keep)
+{
+    const char *s = NULL;
+    NF_TRY(get_string(p, v, ctx, "keep or drop", &s));
+    if (strcmp(s, "keep") != 0 && strcmp(s, "drop") != 0)
+        return fail(p, v->pos, "%s: '%s' is neither keep nor drop", ctx, s);
+    *keep = strcmp(s, "keep") == 0;
+    return NF_OK;
+}
+
 static nf_status parse_defaults(parser *p, const ynode *n)
 {
     static const char *const keys[] = {"format", "method", "activation_scales", "gguf_metadata", NULL};
@@ -406,17 +417,11 @@ static nf_status parse_defaults(parser *p, const ynode *n)
             NF_TRY(get_method(p, v, "defaults.method", &p->r->default_method));
             p->r->default_method_pos = v->pos;
         } else if (!strcmp(k->text, "activation_scales")) {
-            const char *s = NULL;
-            NF_TRY(get_string(p, v, "defaults.activation_scales", "keep or drop", &s));
-            if (strcmp(s, "keep") != 0 && strcmp(s, "drop") != 0)
-                return fail(p, v->pos, "defaults.activation_scales: '%s' is neither keep nor drop", s);
-            p->r->keep_activation_scales = strcmp(s, "keep") == 0;
+            NF_TRY(get_keep(p, v, "defaults.activation_scales", &p->r->keep_activation_scales));
         } else if (!strcmp(k->text, "gguf_metadata")) {
-            const char *s = NULL;
-            NF_TRY(get_string(p, v, "defaults.gguf_metadata", "keep or drop", &s));
-            if (strcmp(s, "keep") != 0 && strcmp(s, "drop") != 0)
-                return fail(p, v->pos, "defaults.gguf_metadata: '%s' is neither keep nor drop", s);
-            p->r->drop_gguf_metadata = strcmp(s, "drop") == 0;
+            bool keep = true;
+            NF_TRY(get_keep(p, v, "defaults.gguf_metadata", &keep));
+            p->r->drop_gguf_metadata = !keep;
         } else {
             return unknown_key(p, k, "defaults", keys);
         }
