@@ -222,22 +222,7 @@ PY
 
 # --- bounded memory: a [4, 2^22] tensor (16 Mi values: 64 MiB as binary32, 32 MiB as bf16) is
 # compared in chunks and spans, never whole: the peak RSS stays far below one object
-python3 - "$work/big" <<'PY'
-import json, os, struct, sys
-d = sys.argv[1]
-os.makedirs(d)
-rows, n = 4, 1 << 22
-data = bytearray(rows * n * 2)
-x = 12345
-for i in range(0, rows * n, 4096):          # a cheap pattern, varied per block
-    x = (x * 1103515245 + 12345) & 0x7FFFFFFF
-    w = 0x3C00 + (x & 0x3FF) | ((x >> 10) & 1) << 15
-    data[2 * i:2 * i + 8192] = struct.pack('<H', w) * 4096
-hdr = json.dumps({"big.weight": {"dtype": "BF16", "shape": [rows, n], "data_offsets": [0, len(data)]}}).encode()
-hdr += b' ' * (-len(hdr) % 8)
-open(os.path.join(d, 'model.safetensors'), 'wb').write(struct.pack('<Q', len(hdr)) + hdr + data)
-open(os.path.join(d, 'config.json'), 'w').write('{}')
-PY
+python3 "$(dirname "$0")/gen_long_rows.py" "$work/big" big.weight 4 "$((1 << 22))" || bad "the checkpoint generator"
 "$bin/ninfer-convert" "$work/big" -o "$work/b8.ninfer" --format q8_g32_fp16 --force >/dev/null 2>&1 || bad "convert b8"
 "$bin/ninfer-convert" "$work/big" -o "$work/bb.ninfer" --format bf16 --force >/dev/null 2>&1 || bad "convert bb"
 cp "$work/bb.ninfer" "$work/bb2.ninfer"

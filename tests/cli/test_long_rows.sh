@@ -9,25 +9,7 @@
 . "$(dirname "$0")/lib.sh" "$@"
 
 # the checkpoint: one tensor of 2 rows of 2^24 BF16 values, and config.json
-python3 - "$work/ck" <<'PY'
-import json, os, struct, sys
-d = sys.argv[1]
-os.makedirs(d)
-n = 1 << 24
-rows = 2
-data = bytearray(rows * n * 2)
-x = 12345
-for i in range(0, rows * n, 4096):          # a cheap pattern, varied per block
-    x = (x * 1103515245 + 12345) & 0x7FFFFFFF
-    w = 0x3C00 + (x & 0x3FF) | ((x >> 10) & 1) << 15
-    data[2 * i:2 * i + 8192] = struct.pack('<H', w) * 4096
-hdr = json.dumps({"long.weight": {"dtype": "BF16", "shape": [rows, n], "data_offsets": [0, len(data)]}}).encode()
-hdr += b' ' * (-len(hdr) % 8)
-with open(os.path.join(d, 'model.safetensors'), 'wb') as f:
-    f.write(struct.pack('<Q', len(hdr)) + hdr + data)
-with open(os.path.join(d, 'config.json'), 'w') as f:
-    f.write('{}')
-PY
+python3 "$(dirname "$0")/gen_long_rows.py" "$work/ck" long.weight 2 "$((1 << 24))" || bad "the checkpoint generator"
 # peak RSS (KiB) of a command, from wait4
 rss() {
     python3 - "$@" <<'PY'
