@@ -1,0 +1,467 @@
+/* The budget's allocation (docs/recipes.md, "Budgets"): a multiple-choice knapsack, solved in
+ * four steps.
+ *
+ * 1. Each item's choices lose the dominated ones (another as small and as good, one of the two
+ *    strictly); the rest, by bytes, fall in error.  Their lower convex hull is the item's curve
+ *    of error versus bytes.
+ * 2. The greedy on the hulls: every item starts at its smallest choice; the hull steps of every
+ *    item, steepest error decrease per byte first, are taken while they fit.  The first step that
+ *    does not fit fixes the Lagrange multiplier lambda (its decrease per byte) and the linear
+ *    relaxation's optimum (the allocation so far plus that step's fitting fraction), a lower bound
+ *    of every allocation within the capacity; later steps of other items are still taken when
+ *    they fit.  The result is the incumbent.
+ * 3. Reduction: with r = error + lambda * bytes, L = sum of each item's least r - lambda * C is a
+ *    lower bound too, and one with item i at choice k is L + r(i,k) - min r(i).  A choice whose
+ *    bound exceeds the incumbent's error cannot be in a better allocation: it is dropped.  The
+ *    incumbent's own choices always stay (their bound is at most its error).
+ * 4. Branch and bound, depth first, over the items left with more than one choice: a node is cut
+ *    when the bytes cannot fit or its Lagrangian bound cannot beat the best allocation found.
+ *    A search that ends proves the best allocation optimal (up to a relative 1e-12: allocations
+ *    closer than that to the best count as ties); one stopped at the node limit keeps the best
+ *    found, never worse than the greedy's, and the relaxation's bound says how far it may be.
+ * Only the inputs decide anything: no clock, no threads. */
+#include "budget/solve.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/checked.h"
+
+#define DEFAULT_NODE_LIMIT ((uint64_t)1 << 22)
+#define TIE 1e-12 /* relative: a bound this close to the best cannot beat it */
+
+typedef struct item_state {
+    size_t *nd;          /* non-dominated choices, bytes ascending */
+    size_t nnd;
+    size_t *hull;        /* positions in nd of the hull's points */
+    size_t nhull;
+    size_t *kept;        /* after reduction, by reduced cost */
+    size_t nkept;
+    double minr;
+    uint64_t minbytes;   /* least bytes among kept */
+} item_state;
+
+typedef struct step {
+    size_t item, h;      /* hull point h -> h + 1 */
+    double slope;        /* error change per byte (< 0) */
+} step;
+
+/* Sort keys (qsort has no context argument: each sort copies what it compares). */
+typedef struct key {
+    double a;            /* error, or reduced cost */
+    uint64_t bytes;
+    size_t index;
+} key;
+
+static int cmp_bytes_first(const void *x, const void *y)
+{
+    const key *p = x, *q = y;
+    if (p->bytes != q->bytes) return p->bytes < q->bytes ? -1 : 1;
+    if (p->a != q->a) return p->a < q->a ? -1 : 1;
+    return p->index < q->index ? -1 : p->index > q->index;
+}
+
+static int cmp_cost_first(const void *x, const void *y)
+{
+    const key *p = x, *q = y;
+    if (p->a != q->a) return p->a < q->a ? -1 : 1;
+    if (p->bytes != q->bytes) return p->bytes < q->bytes ? -1 : 1;
+    return p->index < q->index ? -1 : p->index > q->index;
+}
+
+static int cmp_step(const void *a, const void *b)
+{
+    const step *x = a, *y = b;
+    if (x->slope != y->slope) return x->slope < y->slope ? -1 : 1;
+    if (x->item != y->item) return x->item < y->item ? -1 : 1;
+    return x->h < y->h ? -1 : x->h > y->h;
+}
+
+static double reduced(const nf_budget_choice *c, double lambda) { return c->error + lambda * (double)c->bytes; }
+
+/* ---------------------------------------------------------------- checks */
+static nf_status check_items(const nf_budget_item *items, size_t n, nf_error *err)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (items[i].nchoices == 0 || !items[i].choices)
+            return nf_error_set(err, NF_ERR_INVALID, "budget: item %zu has no choice", i);
+        for (size_t k = 0; k < items[i].nchoices; k++) {
+            double e = items[i].choices[k].error;
+            if (!isfinite(e) || e < 0)
+                return nf_error_set(err, NF_ERR_INVALID, "budget: item %zu choice %zu: error %g is not a finite "
+                                    "number >= 0", i, k, e);
+        }
+    }
+    return NF_OK;
+}
+
+nf_status nf_budget_range(const nf_budget_item *items, size_t n, uint64_t *min_bytes, uint64_t *max_bytes,
+                          nf_error *err)
+{
+    uint64_t lo = 0, hi = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (items[i].nchoices == 0 || !items[i].choices)
+            return nf_error_set(err, NF_ERR_INVALID, "budget: item %zu has no choice", i);
+        uint64_t a = UINT64_MAX, b = 0;
+        for (size_t k = 0; k < items[i].nchoices; k++) {
+            uint64_t v = items[i].choices[k].bytes;
+            a = v < a ? v : a;
+            b = v > b ? v : b;
+        }
+        if (!nf_add_u64(lo, a, &lo) || !nf_add_u64(hi, b, &hi))
+            return nf_error_set(err, NF_ERR_INVALID, "budget: the choices' bytes add up to more than 2^64");
+    }
+    *min_bytes = lo;
+    *max_bytes = hi;
+    return NF_OK;
+}
+
+/* ---------------------------------------------------------------- steps 1 and 2 */
+/* The non-dominated choices and their lower convex hull. */
+static bool curve(const nf_budget_item *it, item_state *s)
+{
+    size_t n = it->nchoices;
+    key *order = malloc(n * sizeof *order);
+    s->nd = malloc(n * sizeof *s->nd);
+    s->hull = malloc(n * sizeof *s->hull);
+    s->kept = malloc(n * sizeof *s->kept);
+    if (!order || !s->nd || !s->hull || !s->kept) {
+        free(order);
+        return false;
+    }
+    for (size_t k = 0; k < n; k++) order[k] = (key){it->choices[k].error, it->choices[k].bytes, k};
+    qsort(order, n, sizeof *order, cmp_bytes_first);
+    for (size_t k = 0; k < n; k++) {
+        /* by bytes, then error: a choice is kept only when it is better than every smaller one */
+        if (s->nnd == 0 || order[k].a < it->choices[s->nd[s->nnd - 1]].error) s->nd[s->nnd++] = order[k].index;
+    }
+    free(order);
+    const nf_budget_choice *c = it->choices;
+    for (size_t k = 0; k < s->nnd; k++) {
+        /* drop the last point while it lies on or above the chord from the one before it */
+        while (s->nhull >= 2) {
+            const nf_budget_choice *a = &c[s->nd[s->hull[s->nhull - 2]]], *b = &c[s->nd[s->hull[s->nhull - 1]]],
+                                   *p = &c[s->nd[k]];
+            double lhs = (b->error - a->error) * (double)(p->bytes - a->bytes);
+            double rhs = (p->error - a->error) * (double)(b->bytes - a->bytes);
+            if (lhs < rhs) break; /* b strictly below the chord a-p */
+            s->nhull--;
+        }
+        s->hull[s->nhull++] = k;
+    }
+    return true;
+}
+
+static double hull_slope(const nf_budget_item *it, const item_state *s, size_t h)
+{
+    const nf_budget_choice *a = &it->choices[s->nd[s->hull[h]]], *b = &it->choices[s->nd[s->hull[h + 1]]];
+    return (b->error - a->error) / (double)(b->bytes - a->bytes);
+}
+
+/* The greedy: pick[i] (a choice index), lambda and the relaxation's bound. */
+static bool greedy(const nf_budget_item *items, size_t n, item_state *st, uint64_t cap, size_t *pick, double *lambda,
+                   double *lp, bool *all_fit)
+{
+    size_t nsteps = 0;
+    for (size_t i = 0; i < n; i++) nsteps += st[i].nhull - 1;
+    step *steps = malloc((nsteps ? nsteps : 1) * sizeof *steps);
+    bool *blocked = calloc(n ? n : 1, sizeof *blocked);
+    size_t *at = calloc(n ? n : 1, sizeof *at);
+    if (!steps || !blocked || !at) {
+        free(steps);
+        free(blocked);
+        free(at);
+        return false;
+    }
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        for (size_t h = 0; h + 1 < st[i].nhull; h++) steps[m++] = (step){i, h, hull_slope(&items[i], &st[i], h)};
+    qsort(steps, m, sizeof *steps, cmp_step);
+    uint64_t bytes = 0;
+    double error = 0;
+    for (size_t i = 0; i < n; i++) {
+        const nf_budget_choice *c = &items[i].choices[st[i].nd[st[i].hull[0]]];
+        bytes += c->bytes; /* <= cap: checked by the caller */
+        error += c->error;
+    }
+    *all_fit = true;
+    *lambda = 0;
+    for (size_t k = 0; k < m; k++) {
+        const step *sp = &steps[k];
+        if (blocked[sp->item] || at[sp->item] != sp->h) continue;
+        const nf_budget_item *it = &items[sp->item];
+        const nf_budget_choice *a = &it->choices[st[sp->item].nd[st[sp->item].hull[sp->h]]];
+        const nf_budget_choice *b = &it->choices[st[sp->item].nd[st[sp->item].hull[sp->h + 1]]];
+        uint64_t db = b->bytes - a->bytes;
+        if (cap - bytes >= db) {
+            bytes += db;
+            error += b->error - a->error;
+            at[sp->item]++;
+            continue;
+        }
+        if (*all_fit) { /* the first that does not fit: the relaxation's optimum takes part of it */
+            *all_fit = false;
+            *lambda = -sp->slope;
+            *lp = error + (b->error - a->error) * ((double)(cap - bytes) / (double)db);
+        }
+        blocked[sp->item] = true;
+    }
+    if (*all_fit) *lp = error;
+    for (size_t i = 0; i < n; i++) pick[i] = st[i].nd[st[i].hull[at[i]]];
+    free(steps);
+    free(blocked);
+    free(at);
+    return true;
+}
+
+/* ---------------------------------------------------------------- steps 3 and 4 */
+typedef struct search {
+    const nf_budget_item *items;
+    item_state *st;
+    size_t *core;        /* items with more than one kept choice, in search order */
+    size_t ncore;
+    uint64_t *suf_bytes; /* [ncore + 1]: least bytes of core[d..] */
+    double *suf_r;       /* [ncore + 1]: least reduced cost of core[d..] */
+    double lambda;
+    uint64_t cap;
+    size_t *best, *cur;  /* per item */
+    double best_error;
+    uint64_t nodes, limit;
+} search;
+
+/* The kept choices by reduced cost (the search tries the most promising first). */
+static bool sort_kept(const nf_budget_item *it, item_state *is, double lambda)
+{
+    key *k = malloc((is->nkept ? is->nkept : 1) * sizeof *k);
+    if (!k) return false;
+    for (size_t j = 0; j < is->nkept; j++)
+        k[j] = (key){reduced(&it->choices[is->kept[j]], lambda), it->choices[is->kept[j]].bytes, is->kept[j]};
+    qsort(k, is->nkept, sizeof *k, cmp_cost_first);
+    for (size_t j = 0; j < is->nkept; j++) is->kept[j] = k[j].index;
+    free(k);
+    return true;
+}
+
+/* The core's order: the items with the most choices first (they split the search most). */
+static bool sort_core(const item_state *st, search *s)
+{
+    key *k = malloc((s->ncore ? s->ncore : 1) * sizeof *k);
+    if (!k) return false;
+    for (size_t j = 0; j < s->ncore; j++) k[j] = (key){-(double)st[s->core[j]].nkept, 0, s->core[j]};
+    qsort(k, s->ncore, sizeof *k, cmp_cost_first);
+    for (size_t j = 0; j < s->ncore; j++) s->core[j] = k[j].index;
+    free(k);
+    return true;
+}
+
+/* Depth first over core items; true when it ran to the end. */
+static bool branch(search *s, uint64_t fixed_bytes, double fixed_error, double fixed_r)
+{
+    size_t d = 0;
+    size_t *ptr = calloc(s->ncore + 1, sizeof *ptr);
+    uint64_t *bytes = calloc(s->ncore + 1, sizeof *bytes);
+    double *error = calloc(s->ncore + 1, sizeof *error), *rsum = calloc(s->ncore + 1, sizeof *rsum);
+    if (!ptr || !bytes || !error || !rsum) {
+        free(ptr);
+        free(bytes);
+        free(error);
+        free(rsum);
+        return false;
+    }
+    bytes[0] = fixed_bytes;
+    error[0] = fixed_error;
+    rsum[0] = fixed_r;
+    bool done = true;
+    for (;;) {
+        if (d == s->ncore) { /* a full allocation that fits */
+            if (error[d] < s->best_error * (1 - TIE)) {
+                s->best_error = error[d];
+                for (size_t k = 0; k < s->ncore; k++) s->best[s->core[k]] = s->cur[s->core[k]];
+            }
+            if (d == 0) break;
+            d--;
+            continue;
+        }
+        size_t i = s->core[d];
+        const item_state *is = &s->st[i];
+        if (ptr[d] == is->nkept) { /* every choice of this item tried */
+            ptr[d] = 0;
+            if (d == 0) break;
+            d--;
+            continue;
+        }
+        if (++s->nodes > s->limit) {
+            done = false;
+            break;
+        }
+        size_t k = is->kept[ptr[d]++];
+        const nf_budget_choice *c = &s->items[i].choices[k];
+        uint64_t nb;
+        if (!nf_add_u64(bytes[d], c->bytes, &nb) || nb > s->cap || s->cap - nb < s->suf_bytes[d + 1]) continue;
+        double r = rsum[d] + reduced(c, s->lambda);
+        double bound = r + s->suf_r[d + 1] - s->lambda * (double)s->cap;
+        if (bound >= s->best_error * (1 - TIE)) {
+            /* the kept choices are by reduced cost: the later ones cannot do better */
+            ptr[d] = is->nkept;
+            continue;
+        }
+        s->cur[i] = k;
+        bytes[d + 1] = nb;
+        error[d + 1] = error[d] + c->error;
+        rsum[d + 1] = r;
+        d++;
+    }
+    free(ptr);
+    free(bytes);
+    free(error);
+    free(rsum);
+    return done;
+}
+
+static size_t runner_up(const nf_budget_item *it, size_t pick, double lambda)
+{
+    size_t best = SIZE_MAX;
+    for (size_t k = 0; k < it->nchoices; k++) {
+        if (k == pick) continue;
+        if (best == SIZE_MAX) {
+            best = k;
+            continue;
+        }
+        double rk = reduced(&it->choices[k], lambda), rb = reduced(&it->choices[best], lambda);
+        if (rk < rb || (rk == rb && it->choices[k].bytes < it->choices[best].bytes)) best = k;
+    }
+    return best;
+}
+
+/* ---------------------------------------------------------------- the solver */
+void nf_budget_solution_free(nf_budget_solution *s)
+{
+    if (!s) return;
+    free(s->pick);
+    free(s->runner_up);
+    memset(s, 0, sizeof *s);
+}
+
+static void free_states(item_state *st, size_t n)
+{
+    for (size_t i = 0; st && i < n; i++) {
+        free(st[i].nd);
+        free(st[i].hull);
+        free(st[i].kept);
+    }
+    free(st);
+}
+
+nf_status nf_budget_solve(const nf_budget_item *items, size_t n, uint64_t capacity, uint64_t node_limit,
+                          nf_budget_solution *out, nf_error *err)
+{
+    memset(out, 0, sizeof *out);
+    uint64_t lo = 0, hi = 0;
+    NF_TRY(check_items(items, n, err));
+    NF_TRY(nf_budget_range(items, n, &lo, &hi, err));
+    if (capacity < lo)
+        return nf_error_set(err, NF_ERR_INVALID, "budget: %llu bytes are below the least allocation (%llu to %llu bytes)",
+                            (unsigned long long)capacity, (unsigned long long)lo, (unsigned long long)hi);
+    item_state *st = calloc(n ? n : 1, sizeof *st);
+    out->pick = calloc(n ? n : 1, sizeof *out->pick);
+    out->runner_up = calloc(n ? n : 1, sizeof *out->runner_up);
+    search s = {.items = items, .st = st, .cap = capacity, .limit = node_limit ? node_limit : DEFAULT_NODE_LIMIT};
+    bool ok = st && out->pick && out->runner_up;
+    for (size_t i = 0; ok && i < n; i++) ok = curve(&items[i], &st[i]);
+    double lp = 0;
+    bool all_fit = true;
+    if (ok) ok = greedy(items, n, st, capacity, out->pick, &s.lambda, &lp, &all_fit);
+    if (!ok) goto nomem;
+    uint64_t bytes = 0;
+    double error = 0;
+    for (size_t i = 0; i < n; i++) {
+        bytes += items[i].choices[out->pick[i]].bytes;
+        error += items[i].choices[out->pick[i]].error;
+    }
+    out->exact = true;
+    if (!all_fit) {
+        /* step 3: reduction against the greedy's allocation */
+        double L = -s.lambda * (double)capacity;
+        for (size_t i = 0; i < n; i++) {
+            st[i].minr = INFINITY;
+            for (size_t k = 0; k < st[i].nnd; k++) {
+                double r = reduced(&items[i].choices[st[i].nd[k]], s.lambda);
+                st[i].minr = r < st[i].minr ? r : st[i].minr;
+            }
+            L += st[i].minr;
+        }
+        double slack = fabs(error) * TIE;
+        for (size_t i = 0; i < n; i++) {
+            st[i].minbytes = UINT64_MAX;
+            for (size_t k = 0; k < st[i].nnd; k++) {
+                size_t c = st[i].nd[k];
+                bool keep = c == out->pick[i] ||
+                            L + (reduced(&items[i].choices[c], s.lambda) - st[i].minr) <= error + slack;
+                if (!keep) continue;
+                st[i].kept[st[i].nkept++] = c;
+                if (items[i].choices[c].bytes < st[i].minbytes) st[i].minbytes = items[i].choices[c].bytes;
+            }
+            if (!sort_kept(&items[i], &st[i], s.lambda)) goto nomem;
+        }
+        /* step 4 */
+        s.core = malloc((n ? n : 1) * sizeof *s.core);
+        s.suf_bytes = calloc(n + 1, sizeof *s.suf_bytes);
+        s.suf_r = calloc(n + 1, sizeof *s.suf_r);
+        s.best = malloc((n ? n : 1) * sizeof *s.best);
+        s.cur = malloc((n ? n : 1) * sizeof *s.cur);
+        if (!s.core || !s.suf_bytes || !s.suf_r || !s.best || !s.cur) goto nomem_search;
+        uint64_t fixed_bytes = 0;
+        double fixed_error = 0, fixed_r = 0;
+        for (size_t i = 0; i < n; i++) {
+            s.best[i] = s.cur[i] = out->pick[i];
+            if (st[i].nkept > 1) {
+                s.core[s.ncore++] = i;
+                continue;
+            }
+            s.cur[i] = st[i].kept[0];
+            fixed_bytes += items[i].choices[s.cur[i]].bytes;
+            fixed_error += items[i].choices[s.cur[i]].error;
+            fixed_r += reduced(&items[i].choices[s.cur[i]], s.lambda);
+        }
+        if (!sort_core(st, &s)) goto nomem_search;
+        for (size_t d = s.ncore; d-- > 0;) {
+            const item_state *is = &st[s.core[d]];
+            s.suf_bytes[d] = s.suf_bytes[d + 1] + is->minbytes;
+            s.suf_r[d] = s.suf_r[d + 1] + reduced(&items[s.core[d]].choices[is->kept[0]], s.lambda);
+        }
+        s.best_error = error;
+        bool done = fixed_bytes <= capacity ? branch(&s, fixed_bytes, fixed_error, fixed_r) : true;
+        for (size_t i = 0; i < n; i++) out->pick[i] = s.best[i];
+        out->exact = done;
+        out->nodes = s.nodes;
+        free(s.core);
+        free(s.suf_bytes);
+        free(s.suf_r);
+        free(s.best);
+        free(s.cur);
+        bytes = 0;
+        error = 0;
+        for (size_t i = 0; i < n; i++) {
+            bytes += items[i].choices[out->pick[i]].bytes;
+            error += items[i].choices[out->pick[i]].error;
+        }
+        if (L > lp) lp = L; /* both are lower bounds: the larger says more */
+    }
+    out->bytes = bytes;
+    out->error = error;
+    out->lower_bound = out->exact ? error : (lp < error ? lp : error);
+    for (size_t i = 0; i < n; i++) out->runner_up[i] = runner_up(&items[i], out->pick[i], s.lambda);
+    free_states(st, n);
+    return NF_OK;
+nomem_search:
+    free(s.core);
+    free(s.suf_bytes);
+    free(s.suf_r);
+    free(s.best);
+    free(s.cur);
+nomem:
+    free_states(st, n);
+    nf_budget_solution_free(out);
+    return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+}

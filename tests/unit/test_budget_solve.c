@@ -1,0 +1,193 @@
+/* The budget's allocation (lib/src/budget/solve.h, docs/recipes.md "Budgets"): against a brute
+ * force over every allocation of small random instances, at every capacity of their range;
+ * refusals; determinism; the node limit's fallback. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "budget/solve.h"
+#include "support/test_rng.h"
+
+TEST_RNG(0x9E3779B97F4A7C15ull)
+
+/* The least error of any allocation within cap (INFINITY: none fits), by enumeration. */
+static double brute_force(const nf_budget_item *items, size_t n, uint64_t cap)
+{
+    size_t idx[8] = {0};
+    double best = INFINITY;
+    for (;;) {
+        uint64_t b = 0;
+        double e = 0;
+        for (size_t i = 0; i < n; i++) {
+            b += items[i].choices[idx[i]].bytes;
+            e += items[i].choices[idx[i]].error;
+        }
+        if (b <= cap && e < best) best = e;
+        size_t i = 0;
+        while (i < n && ++idx[i] == items[i].nchoices) idx[i++] = 0;
+        if (i == n) break;
+    }
+    return best;
+}
+
+typedef struct instance {
+    nf_budget_choice c[8][8];
+    nf_budget_item items[8];
+    size_t n;
+} instance;
+
+/* Random curves: sometimes convex like quantization, sometimes anything (ties, duplicates,
+ * dominated points). */
+static void random_instance(instance *in)
+{
+    in->n = 1 + rng32() % 6;
+    for (size_t i = 0; i < in->n; i++) {
+        size_t m = 1 + rng32() % 8;
+        bool shaped = rng32() % 2;
+        double scale = 1 + rng32() % 100;
+        for (size_t k = 0; k < m; k++) {
+            if (shaped) {
+                in->c[i][k].bytes = (k + 1) * (10 + rng32() % 50);
+                in->c[i][k].error = scale * ldexp(1.0, -2 * (int)k) * (1 + 0.1 * uniform());
+            } else {
+                in->c[i][k].bytes = 1 + rng32() % (rng32() % 2 ? 1000 : 10);
+                in->c[i][k].error = rng32() % 4 == 0 ? (double)(rng32() % 5) : 100 * (uniform() + 1);
+            }
+            if (k && rng32() % 8 == 0) in->c[i][k] = in->c[i][k - 1]; /* a duplicate */
+        }
+        in->items[i] = (nf_budget_item){in->c[i], m};
+    }
+}
+
+static double total_error(const instance *in, const nf_budget_solution *s, uint64_t *bytes)
+{
+    double e = 0;
+    *bytes = 0;
+    for (size_t i = 0; i < in->n; i++) {
+        cr_assert_lt(s->pick[i], in->items[i].nchoices);
+        e += in->items[i].choices[s->pick[i]].error;
+        *bytes += in->items[i].choices[s->pick[i]].bytes;
+    }
+    return e;
+}
+
+Test(budget_solve, equals_brute_force_on_small_instances)
+{
+    size_t inexact = 0;
+    for (int t = 0; t < 3000; t++) {
+        instance in;
+        random_instance(&in);
+        uint64_t lo, hi;
+        cr_assert_eq(nf_budget_range(in.items, in.n, &lo, &hi, NULL), NF_OK);
+        for (int j = 0; j < 6; j++) {
+            uint64_t cap = j == 0 ? lo : j == 5 ? hi + 7 : lo + rng32() % (hi - lo + 1);
+            nf_budget_solution s;
+            nf_error e;
+            cr_assert_eq(nf_budget_solve(in.items, in.n, cap, 0, &s, &e), NF_OK, "%s", e.message);
+            uint64_t bytes;
+            double err = total_error(&in, &s, &bytes);
+            double opt = brute_force(in.items, in.n, cap);
+            cr_assert_leq(bytes, cap);
+            cr_assert_eq(bytes, s.bytes);
+            cr_assert(fabs(err - s.error) <= 1e-12 * (1 + err));
+            cr_assert(s.exact, "instance %d: not proven with the default node limit", t);
+            cr_assert(err <= opt + 1e-9 * (1 + opt), "instance %d cap %llu: %.17g > brute force %.17g", t,
+                      (unsigned long long)cap, err, opt);
+            cr_assert(s.lower_bound <= err + 1e-9 * (1 + err));
+            for (size_t i = 0; i < in.n; i++)
+                cr_assert(in.items[i].nchoices == 1 ? s.runner_up[i] == SIZE_MAX
+                                                    : s.runner_up[i] < in.items[i].nchoices &&
+                                                          s.runner_up[i] != s.pick[i]);
+            nf_budget_solution_free(&s);
+            /* stopped after one node: still an allocation that fits, and a true lower bound */
+            cr_assert_eq(nf_budget_solve(in.items, in.n, cap, 1, &s, &e), NF_OK);
+            err = total_error(&in, &s, &bytes);
+            cr_assert_leq(bytes, cap);
+            cr_assert(s.lower_bound <= opt + 1e-9 * (1 + opt), "bound %.17g above the optimum %.17g", s.lower_bound,
+                      opt);
+            inexact += !s.exact;
+            nf_budget_solution_free(&s);
+        }
+    }
+    cr_assert_gt(inexact, 0, "the node limit never stopped a search: the fallback is untested");
+}
+
+Test(budget_solve, everything_fits_takes_the_least_error)
+{
+    nf_budget_choice a[3] = {{10, 5.0}, {20, 1.0}, {30, 2.0}}, b[2] = {{5, 1.0}, {6, 0.5}};
+    nf_budget_item items[2] = {{a, 3}, {b, 2}};
+    nf_budget_solution s;
+    cr_assert_eq(nf_budget_solve(items, 2, 1000, 0, &s, NULL), NF_OK);
+    cr_assert_eq(s.pick[0], 1);
+    cr_assert_eq(s.pick[1], 1);
+    cr_assert(s.exact);
+    cr_assert_eq(s.error, 1.5);
+    nf_budget_solution_free(&s);
+}
+
+Test(budget_solve, refusals)
+{
+    nf_budget_choice a[2] = {{10, 5.0}, {20, 1.0}};
+    nf_budget_item items[2] = {{a, 2}, {a, 2}};
+    nf_budget_solution s;
+    nf_error e;
+    cr_assert_eq(nf_budget_solve(items, 2, 19, 0, &s, &e), NF_ERR_INVALID);
+    cr_assert(strstr(e.message, "20 to 40 bytes"), "%s", e.message);
+    nf_budget_choice big[1] = {{UINT64_MAX - 5, 1.0}};
+    nf_budget_item over[2] = {{big, 1}, {big, 1}};
+    cr_assert_eq(nf_budget_solve(over, 2, UINT64_MAX, 0, &s, &e), NF_ERR_INVALID);
+    cr_assert(strstr(e.message, "2^64"), "%s", e.message);
+    nf_budget_choice bad[1] = {{1, NAN}}, neg[1] = {{1, -1.0}};
+    nf_budget_item nan_item[1] = {{bad, 1}}, neg_item[1] = {{neg, 1}}, none[1] = {{a, 0}};
+    cr_assert_eq(nf_budget_solve(nan_item, 1, 10, 0, &s, &e), NF_ERR_INVALID);
+    cr_assert_eq(nf_budget_solve(neg_item, 1, 10, 0, &s, &e), NF_ERR_INVALID);
+    cr_assert_eq(nf_budget_solve(none, 1, 10, 0, &s, &e), NF_ERR_INVALID);
+    cr_assert_eq(nf_budget_solve(NULL, 0, 0, 0, &s, &e), NF_OK); /* nothing to allocate */
+    cr_assert(s.exact);
+    nf_budget_solution_free(&s);
+}
+
+/* A model-shaped instance: 400 tensors, 8 candidates each (bytes ~ bits, error ~ 4^-bits, the
+ * two methods a few percent apart): the allocation fits, is the same twice, and is no worse than
+ * any uniform choice that fits. */
+Test(budget_solve, model_sized_and_deterministic)
+{
+    enum { N = 400, M = 8 };
+    static nf_budget_choice c[N][M];
+    nf_budget_item items[N];
+    const double bits[4] = {4.25, 5.25, 6.25, 8.5};
+    for (size_t i = 0; i < N; i++) {
+        uint64_t elems = (uint64_t)(1 + rng32() % 8) << 20;
+        double scale = ldexp(1.0 + uniform(), (int)(rng32() % 8));
+        for (size_t k = 0; k < M; k++) {
+            double b = bits[k / 2];
+            c[i][k].bytes = (uint64_t)(b * (double)elems / 8);
+            c[i][k].error = scale * (double)elems * pow(4.0, -b) * (k % 2 ? 0.93 + 0.02 * uniform() : 1.0);
+        }
+        items[i] = (nf_budget_item){c[i], M};
+    }
+    uint64_t lo, hi;
+    cr_assert_eq(nf_budget_range(items, N, &lo, &hi, NULL), NF_OK);
+    for (int j = 1; j < 8; j++) {
+        uint64_t cap = lo + (hi - lo) * (uint64_t)j / 8;
+        nf_budget_solution s, again;
+        cr_assert_eq(nf_budget_solve(items, N, cap, 0, &s, NULL), NF_OK);
+        cr_assert_eq(nf_budget_solve(items, N, cap, 0, &again, NULL), NF_OK);
+        cr_assert_leq(s.bytes, cap);
+        cr_assert_eq(memcmp(s.pick, again.pick, N * sizeof *s.pick), 0);
+        cr_assert(s.lower_bound <= s.error);
+        for (size_t k = 0; k < M; k++) {
+            uint64_t ub = 0;
+            double ue = 0;
+            for (size_t i = 0; i < N; i++) {
+                ub += c[i][k].bytes;
+                ue += c[i][k].error;
+            }
+            if (ub <= cap) cr_assert(s.error <= ue, "uniform candidate %zu beats the allocation", k);
+        }
+        nf_budget_solution_free(&s);
+        nf_budget_solution_free(&again);
+    }
+}
