@@ -4,6 +4,7 @@
 #define _XOPEN_SOURCE 700 /* realpath (XSI): quick mode's hub-cache links */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
@@ -23,6 +24,8 @@
 
 typedef struct convert_opts {
     const char *recipe, *output, *format, *method;
+    bool has_target_bpw;   /* --target-bpw X: quick mode's budget (docs/recipes.md, "Budgets") */
+    double target_bpw;
     const char **rules;
     size_t nrules;
     nf_cli_recipe_args ra; /* --source, --allow-path, --allow-env */
@@ -50,6 +53,19 @@ static int on_max_file_bytes(nf_cli *cli, const nf_option *row, void *opts, cons
         return nf_cli_usage(cli, "--max-file-bytes takes 0 (one file) or a byte count of at least 8192 (a "
                             "4096-byte header page and one page of payload per file), not '%s'", arg);
     o->has_max_file_bytes = true;
+    return NF_EXIT_OK;
+}
+
+static int on_target_bpw(nf_cli *cli, const nf_option *row, void *opts, const char *arg)
+{
+    (void)row;
+    convert_opts *o = opts;
+    char *end = NULL;
+    double v = strtod(arg, &end);
+    if (!*arg || !end || *end || !isfinite(v) || !(v > 0) || v > 64)
+        return nf_cli_usage(cli, "--target-bpw takes a number of bits per weight above 0 (e.g. 4.5), not '%s'", arg);
+    o->target_bpw = v;
+    o->has_target_bpw = true;
     return NF_EXIT_OK;
 }
 
@@ -106,8 +122,11 @@ static const nf_option options[] = {
                         "when SOURCE_DATE_EPOCH is set)"),
     NF_OPT_STRING_ROW(convert_opts, format, "format", 0, "FORMAT",
                       "quick mode: the format of every rank-2 float tensor"),
+    NF_OPT_CALLBACK_ROW(on_target_bpw, NF_ARG_REQUIRED, "target-bpw", 0, "X",
+                        "quick mode, in place of --format: give each rank-2 float tensor the q4/q5/q6/q8 format and "
+                        "method with the least error such that they average X bits per weight"),
     NF_OPT_STRING_ROW(convert_opts, method, "method", 0, "METHOD",
-                      "quick mode: the method for --format (default: natural)"),
+                      "quick mode: the method for --format (default: natural), or the only one --target-bpw tries"),
     NF_OPT_LIST_ROW(convert_opts, rules, nrules, NF_CHECK_KEY_VALUE, NULL, "rule", 0, "GLOB=FORMAT[:METHOD]",
                     "quick mode: an override rule (repeatable)"),
     NF_OPT_FLAG_ROW(convert_opts, requantize, "requantize", 0,
@@ -144,7 +163,8 @@ static const nf_program program = {
     "                      [--remove-stale]\n"
     "       ninfer-convert -o OUT.ninfer --remove-stale\n"
     "       ninfer-convert SOURCE -o OUT.ninfer --format FORMAT [--method METHOD]\n"
-    "                      [--rule 'GLOB=FORMAT[:METHOD]']... [--requantize] [--no-resources]",
+    "                      [--rule 'GLOB=FORMAT[:METHOD]']... [--requantize] [--no-resources]\n"
+    "       ninfer-convert SOURCE -o OUT.ninfer --target-bpw X [--method METHOD] [--rule ...]",
     "Convert a checkpoint (safetensors file, sharded index, checkpoint directory or GGUF) into a\n"
     ".ninfer artifact following a YAML recipe.  The plan is resolved and checked before anything\n"
     "is written; the output is published atomically (nothing is left behind on failure or Ctrl-C)\n"
@@ -158,7 +178,8 @@ static const nf_program program = {
     "  ninfer-convert -r recipes/q8.yaml -o model.ninfer --source base=./Qwen3-0.6B\n"
     "  ninfer-convert -r recipe.yaml -o model.ninfer --dry-run\n"
     "  ninfer-convert model.safetensors -o model.ninfer --format q8_g32_fp16\n"
-    "  ninfer-convert ckpt/ -o m.ninfer --format q4_g64_fp16 --method grouped_search --rule 'lm_head.*=q8_g32_fp16'\n",
+    "  ninfer-convert ckpt/ -o m.ninfer --format q4_g64_fp16 --method grouped_search --rule 'lm_head.*=q8_g32_fp16'\n"
+    "  ninfer-convert ckpt/ -o m.ninfer --target-bpw 4.8 --dry-run\n",
     NULL, /* the usual exit statuses */
 };
 
@@ -323,12 +344,15 @@ static char *quick_recipe(const char *source, const convert_opts *o, size_t *len
     put_yaml_string(f, name);
     fputs("\n", f);
     put_quick_components(f, source, o, too_big, size);
+    /* --target-bpw: the budget chooses the floats' format (and method, unless --method) */
+    if (o->has_target_bpw) fprintf(f, "budget:\n  bits_per_weight: %.17g\n", o->target_bpw);
     fputs(o->no_resources && quick_is_gguf(source) ? "defaults:\n  format: \"bf16\"\n  gguf_metadata: drop\nrules:\n"
                           : "defaults:\n  format: \"bf16\"\nrules:\n",
           f);
-    const char *method = o->method ? o->method : nf_recipe_default_method(o->format);
+    const char *format = o->has_target_bpw ? NF_RECIPE_BUDGET : o->format;
+    const char *method = o->method ? o->method : o->has_target_bpw ? NULL : nf_recipe_default_method(o->format);
     for (size_t i = 0; i < QUICK_KEEP; i++) put_rule(f, "*", quick_keep[i].dtype, -1, 0, quick_keep[i].format, "cast_direct", true);
-    for (size_t i = 0; i < QUICK_FLOATS; i++) put_rule(f, "*", quick_floats[i], 2, 0, o->format, method, true);
+    for (size_t i = 0; i < QUICK_FLOATS; i++) put_rule(f, "*", quick_floats[i], 2, 0, format, method, true);
     /* Quantized weights of a checkpoint dialect (docs/dialects.md): imported as they are into the
      * format that holds their words, or, with --requantize, given FORMAT from their values. */
     if (o->requantize) put_rule(f, "*", NULL, -1, 1, o->format, method, true);
@@ -359,8 +383,11 @@ static void label_quick_rules(nf_recipe *r, const convert_opts *o)
     static const char import_label[] = "quick mode (quantized weights imported as they are; --requantize gives "
                                        "them --format)";
     static const char requant_label[] = "quick mode (--requantize: quantized weights given --format)";
-    snprintf(format_label, sizeof format_label, "quick mode (--format %.64s%s%.64s for rank-2 float tensors)",
-             o->format, o->method ? " --method " : "", o->method ? o->method : "");
+    char what[96];
+    if (o->has_target_bpw) snprintf(what, sizeof what, "--target-bpw %g", o->target_bpw);
+    else snprintf(what, sizeof what, "--format %.64s", o->format);
+    snprintf(format_label, sizeof format_label, "quick mode (%s%s%.64s for rank-2 float tensors)", what,
+             o->method ? " --method " : "", o->method ? o->method : "");
     r->defaults_label = "quick mode (bf16 for the other tensors)";
     size_t i = 0;
     for (; i < r->nrules && i < QUICK_KEEP; i++) r->rules[i].label = keep_label;
@@ -419,6 +446,66 @@ static void show_progress(void *ctx, const nf_convert_progress *p)
 }
 
 /* ---------------------------------------------------------------- dry run */
+/* The budget's allocation (docs/recipes.md, "Budgets"): per tensor its pick and the runner-up,
+ * then what the budget used. */
+static int print_budget(const nf_cli *cli, const json_t *b)
+{
+    nf_table t;
+    nf_table_init(&t, "", "lllrrrllrr",
+                  (const char *[]){"tensor", "format", "method", "bytes", "est. error", "rows", "runner-up",
+                                   "method", "bytes", "est. error"});
+    size_t i;
+    json_t *a;
+    json_array_foreach(json_object_get(b, "allocation"), i, a) {
+        nf_table_cell(&t, "%s", nf_cli_name(json_string_value(json_object_get(a, "tensor"))).s);
+        nf_table_cell(&t, "%s", json_string_value(json_object_get(a, "format")));
+        nf_table_cell(&t, "%s", json_string_value(json_object_get(a, "method")));
+        nf_table_cell(&t, "%" JSON_INTEGER_FORMAT, json_integer_value(json_object_get(a, "bytes")));
+        nf_table_cell(&t, "%.6g", json_real_value(json_object_get(a, "estimated_error")));
+        nf_table_cell(&t, "%" JSON_INTEGER_FORMAT "/%" JSON_INTEGER_FORMAT,
+                      json_integer_value(json_object_get(a, "rows_measured")),
+                      json_integer_value(json_object_get(a, "rows")));
+        const json_t *r = json_object_get(a, "runner_up");
+        if (json_is_object(r)) {
+            nf_table_cell(&t, "%s", json_string_value(json_object_get(r, "format")));
+            nf_table_cell(&t, "%s", json_string_value(json_object_get(r, "method")));
+            nf_table_cell(&t, "%" JSON_INTEGER_FORMAT, json_integer_value(json_object_get(r, "bytes")));
+            nf_table_cell(&t, "%.6g", json_real_value(json_object_get(r, "estimated_error")));
+        } else {
+            for (int k = 0; k < 4; k++) nf_table_cell(&t, "-");
+        }
+    }
+    printf("\nbudget allocation:\n");
+    bool printed = nf_table_print(&t, stdout);
+    nf_table_free(&t);
+    if (!printed) return nf_cli_error(cli, NF_ERR_NOMEM, "out of memory for the budget's table");
+    const json_t *lim = json_object_get(b, "budget");
+    const json_t *bpw = json_object_get(lim, "bits_per_weight");
+    char given[64];
+    if (bpw) snprintf(given, sizeof given, "%g bits per weight", json_real_value(bpw));
+    else snprintf(given, sizeof given, "%" JSON_INTEGER_FORMAT " bytes", json_integer_value(json_object_get(lim, "bytes")));
+    const json_t *w = json_object_get(b, "weights");
+    printf("budget: %s; used %" JSON_INTEGER_FORMAT " of %" JSON_INTEGER_FORMAT " bytes over %" JSON_INTEGER_FORMAT
+           " tensors (%.4f bits per weight; all tensors %" JSON_INTEGER_FORMAT " bytes)\n",
+           given, json_integer_value(json_object_get(b, "used_bytes")),
+           json_integer_value(json_object_get(b, "capacity_bytes")), json_integer_value(json_object_get(b, "tensors")),
+           json_real_value(json_object_get(b, "bits_per_weight")), json_integer_value(json_object_get(b, "tensor_bytes")));
+    double est = json_real_value(json_object_get(b, "estimated_error"));
+    double lb = json_real_value(json_object_get(b, "lower_bound"));
+    if (json_is_true(json_object_get(b, "optimal")))
+        printf("estimated weighted squared error %.6g: the least of any allocation within the budget\n", est);
+    else
+        printf("estimated weighted squared error %.6g: at most %.3g above the least (search stopped at its node "
+               "limit)\n", est, est - lb);
+    json_int_t rows = json_integer_value(json_object_get(json_object_get(b, "sampling"), "rows_per_tensor"));
+    char rule[64] = "every row";
+    if (rows) snprintf(rule, sizeof rule, "at most %" JSON_INTEGER_FORMAT " rows a tensor, evenly spaced", rows);
+    printf("weights: %s%s%s; measured on %s\n", json_is_string(w) ? "uniform" : "the importance of imatrix '",
+           json_is_string(w) ? "" : json_string_value(json_object_get(w, "imatrix")), json_is_string(w) ? "" : "'",
+           rule);
+    return NF_EXIT_OK;
+}
+
 /* Every column as wide as its widest cell (table.h): ids, dtypes (a GGUF's IQ2_XXS) and
  * shapes have no bound, and fixed widths let a long one push the rest of its line out of line. */
 static int print_plan(const nf_cli *cli, const json_t *plan)
@@ -469,7 +556,8 @@ static int print_plan(const nf_cli *cli, const json_t *plan)
            " bytes\n",
            json_integer_value(json_object_get(tot, "objects")), json_integer_value(json_object_get(tot, "elements")),
            json_integer_value(json_object_get(tot, "bytes")));
-    return NF_EXIT_OK;
+    const json_t *budget = json_object_get(plan, "budget");
+    return budget ? print_budget(cli, budget) : NF_EXIT_OK;
 }
 
 /* One warning line when the plan re-encodes tensors that are already encoded (GGUF blocks, F8
@@ -628,9 +716,14 @@ static int build_plan(const nf_cli *cli, convert_opts *opts, bool warn, nf_recip
     nf_error err;
     bool quick = cli->npositional > 0;
     if (quick) {
-        if (cli->npositional != 1 || opts->recipe || !opts->format)
-            return nf_cli_usage(cli, "quick mode takes one SOURCE and --format FORMAT, and no --recipe");
-        if (!nf_format_lookup(opts->format)) return nf_cli_usage(cli, "unknown format '%s'", opts->format);
+        if (cli->npositional != 1 || opts->recipe || !opts->format == !opts->has_target_bpw)
+            return nf_cli_usage(cli, "quick mode takes one SOURCE and --format FORMAT or --target-bpw X, and no "
+                                "--recipe");
+        if (opts->format && !nf_format_lookup(opts->format))
+            return nf_cli_usage(cli, "unknown format '%s'", opts->format);
+        if (opts->has_target_bpw && opts->requantize)
+            return nf_cli_usage(cli, "--target-bpw chooses formats for tensors of floating-point values: quantized "
+                                "weights are imported (give --format FORMAT --requantize to requantize them)");
         size_t len = 0;
         char too_big[8192] = "";
         char *text = quick_recipe(cli->positional[0], opts, &len, too_big, sizeof too_big);
@@ -663,14 +756,16 @@ static int build_plan(const nf_cli *cli, convert_opts *opts, bool warn, nf_recip
         if (st != NF_OK) return nf_cli_report(cli, &err);
     } else {
         if (!opts->recipe) return nf_cli_usage(cli, "give -r RECIPE.yaml, or SOURCE --format FORMAT (quick mode)");
-        if (opts->format || opts->method || opts->nrules || opts->requantize || opts->no_resources)
-            return nf_cli_usage(cli, "--format, --method, --rule, --requantize and --no-resources belong to quick mode "
-                                "(SOURCE --format FORMAT)");
+        if (opts->format || opts->has_target_bpw || opts->method || opts->nrules || opts->requantize ||
+            opts->no_resources)
+            return nf_cli_usage(cli, "--format, --target-bpw, --method, --rule, --requantize and --no-resources belong "
+                                "to quick mode (SOURCE --format FORMAT)");
         nf_recipe_options ro = {opts->ra.allow_env, opts->ra.nallow_env};
         if (nf_recipe_load_ex(opts->recipe, &ro, recipe, &err) != NF_OK) return nf_cli_report(cli, &err);
     }
     if (nf_cli_recipe_apply(*recipe, &opts->ra, &err) != NF_OK) return nf_cli_report(cli, &err);
-    if (nf_plan_build(*recipe, plan, &err) != NF_OK) return nf_cli_report(cli, &err);
+    nf_plan_build_options bo = {opts->threads};
+    if (nf_plan_build_ex(*recipe, &bo, plan, &err) != NF_OK) return nf_cli_report(cli, &err);
     if (warn) warn_reencoded(cli, *plan); /* (a plan's tasks and its assembler leave it to its maker) */
     return NF_EXIT_OK;
 }

@@ -32,6 +32,13 @@ typedef struct nf_plan nf_plan;
 /* Open the recipe's sources and resolve and validate everything.  The recipe must outlive the
  * plan. */
 NF_API nf_status nf_plan_build(const nf_recipe *recipe, nf_plan **out, nf_error *err);
+/* How a plan is built: the threads of a budget's measuring pass (docs/recipes.md, "Budgets"; 0:
+ * every online core; the plan is the same for any count). */
+typedef struct nf_plan_build_options {
+    unsigned threads;
+} nf_plan_build_options;
+NF_API nf_status nf_plan_build_ex(const nf_recipe *recipe, const nf_plan_build_options *opt, nf_plan **out,
+                                  nf_error *err);
 NF_API void nf_plan_free(nf_plan *p);
 
 /* The plan as JSON: {"objects": [{"id", "kind", "sources", "shape", "source_dtype", "format",

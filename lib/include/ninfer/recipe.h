@@ -110,6 +110,26 @@ typedef struct nf_recipe_group {
     nf_recipe_pos *member_pos;    /* nmembers positions of the member names, or NULL (unknown) */
 } nf_recipe_group;
 
+/* The recipe's `budget:` (docs/recipes.md, "Budgets"): the tensors a rule gives `format: budget`
+ * get, each, one of the candidate (format, method) pairs, chosen by the planner so that the
+ * weights fit the budget with the least importance-weighted squared error. */
+#define NF_RECIPE_BUDGET "budget"      /* the format (and method) name a rule leaves to the budget */
+#define NF_RECIPE_BUDGET_SAMPLE_ROWS 64u /* budget.sample_rows when absent */
+
+typedef struct nf_recipe_budget {
+    bool set;                     /* the recipe has a budget section */
+    double bits_per_weight;       /* > 0: bits per weight over the tensors left to it; else 0 */
+    uint64_t bytes;               /* > 0: the bytes of every tensor object of the artifact; else 0 */
+    char **formats;               /* candidate formats; NULL/0: q4, q5, q6 and q8 */
+    size_t nformats;
+    char **methods;               /* candidate methods; NULL/0: grouped_absmax and grouped_search */
+    size_t nmethods;
+    char *imatrix;                /* the source whose importance weighs the error (and feeds
+                                     grouped_search), or NULL: every input channel weighs 1 */
+    uint64_t sample_rows;         /* rows measured per tensor for the estimates; 0: every row */
+    nf_recipe_pos pos, imatrix_pos, limit_pos; /* the section, budget.imatrix, the budget's value */
+} nf_recipe_budget;
+
 typedef struct nf_recipe {
     char *path;                   /* the recipe file ("<memory>" when parsed from text) */
     char *dir;                    /* its directory, for relative paths */
@@ -139,6 +159,8 @@ typedef struct nf_recipe {
      * GGUF source: its key/value pairs as the resource gguf_metadata.json and its
      * hyperparameters as the text config ("keep", the default; docs/ninfer-convert.md). */
     bool drop_gguf_metadata;
+    /* budget: (docs/recipes.md, "Budgets").  Added last. */
+    nf_recipe_budget budget;
 } nf_recipe;
 
 /* What the command line allows a recipe (docs/security.md 1.3; docs/security.md 7.1, F2).

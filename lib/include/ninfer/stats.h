@@ -27,6 +27,9 @@ typedef struct nf_errstats nf_errstats;
 typedef struct nf_errstats_summary {
     uint64_t count, skipped;
     double max_abs, sse, ssx, rmse, snr_db;
+    /* an object a budget chose (docs/recipes.md, "Budgets"): its importance-weighted squared
+     * error, summed as the budget measures it; 0 for the others */
+    double wse;
 } nf_errstats_summary;
 
 /* A new, empty accumulator (NULL when out of memory). */

@@ -12,6 +12,8 @@
 #include <ninfer/method.h>
 #include <ninfer/source.h>
 
+#include "budget/solve.h"
+
 /* An opened source of the recipe. */
 typedef struct plan_source {
     const char *name;       /* recipe name ("base") */
@@ -35,6 +37,56 @@ typedef struct plan_member {
     uint64_t parent_row0;            /* where they land in the parent */
 } plan_member;
 
+/* ---------------------------------------------------------------- the budget (budget.c)
+ * docs/recipes.md, "Budgets": the tensors a rule leaves to the budget get one candidate each. */
+typedef struct plan_candidate {
+    const nf_format *fmt;
+    const nf_layout *layout;         /* the format's default */
+    nf_method_id method;
+    json_t *with;                    /* grouped_search's parameters (owned), or NULL */
+} plan_candidate;
+
+/* One candidate of one tensor: what the object would be with it. */
+typedef struct plan_option {
+    size_t cand;                     /* into plan_budget.cands */
+    nf_method_params params;
+    const json_t *with;              /* the candidate's, or the rule's (borrowed) */
+    uint64_t bytes;                  /* the object's bytes */
+    double error;                    /* estimated weighted squared error (budget.c) */
+} plan_option;
+
+typedef struct plan_budget_item {
+    const plan_source *source;
+    const nf_source_tensor *t;
+    size_t object;                   /* its plan object */
+    uint64_t rows, cols;             /* the matrix view */
+    uint64_t sampled;                /* rows measured */
+    const float *weights;            /* importance per input channel, or NULL (uniform) */
+    plan_option *opts;
+    size_t nopts;
+    size_t pick, runner_up;          /* into opts; runner_up SIZE_MAX: none */
+} plan_budget_item;
+
+typedef struct plan_budget {
+    plan_candidate *cands;
+    size_t ncands;
+    plan_budget_item *items;         /* checkpoint order */
+    size_t nitems;
+    uint64_t elements;               /* of the items */
+    uint64_t fixed_bytes;            /* of the other tensor objects (a bytes budget counts them) */
+    uint64_t capacity;               /* bytes the items may have */
+    uint64_t min_bytes, max_bytes;   /* what the items can have */
+    const char *imatrix;             /* the weighing source's name, or NULL: uniform */
+    nf_budget_solution sol;
+} plan_budget;
+
+/* Measures every item's options on its sampled rows (threads: 0 every core; the figures do not
+ * depend on it) and solves the allocation: picks, runners-up, sol. */
+nf_status nf_budget_allocate(plan_budget *b, const nf_recipe_budget *rb, unsigned threads, nf_error *err);
+/* The "budget" member of --dry-run's description (the allocation table, budget used). */
+json_t *nf_budget_describe(const plan_budget *b, const nf_recipe_budget *rb);
+void nf_budget_free(plan_budget *b);
+
 typedef struct plan_object {
     char *id;
     nf_object_kind kind;
@@ -57,6 +109,7 @@ typedef struct plan_object {
     uint8_t *data;                   /* made by the plan (a GGUF's metadata), else NULL: read path */
     /* execution */
     size_t writer_index;
+    const plan_budget_item *budget;  /* the budget chose it (its report adds the weighted error), or NULL */
 } plan_object;
 
 /* A cursor over the records of bindings or provenance.objects. */
@@ -81,6 +134,7 @@ struct nf_plan {
      * address; with the members' tensors, what nf_plan_content_digest reads */
     const nf_source_tensor **companions;
     size_t ncompanions;
+    plan_budget *budget;             /* the recipe's budget, or NULL */
 };
 
 /* Convert one tensor's words into the rows of a words buffer (execute.c); a method's rows are

@@ -23,6 +23,7 @@
 #include "common/io.h"
 #include "common/json_walk.h"
 #include "convert/convert_impl.h"
+#include "budget/werror.h"
 #include "stats/stats.h"
 
 #define DEFAULT_CHUNK_VALUES ((uint64_t)1 << 18)
@@ -355,6 +356,18 @@ static nf_status import_stats(const runner *r, const plan_object *o, const nf_wo
     return NF_OK;
 }
 
+/* An object the budget chose: the weighted squared error of its rows (budget/werror.h), the
+ * figure the budget estimated (docs/recipes.md, "Budgets"). */
+static nf_status budget_error(const plan_object *o, const plan_member *m, const job *j, const nf_words *w,
+                              uint64_t parent_r0, float *values, float *decoded, nf_errstats *st, nf_error *err)
+{
+    size_t count = (size_t)((j->r1 - j->r0) * o->g.cols);
+    if (m->raw) NF_TRY(nf_source_read_f32(m->source->src, m->t, j->r0, j->r1, values, count, err));
+    NF_TRY(nf_convert_words_values(&o->g, w, parent_r0, decoded, err));
+    nf_budget_werror_rows(values, decoded, j->r1 - j->r0, o->g.cols, 0, o->budget->weights, &st->wse);
+    return NF_OK;
+}
+
 static nf_status run_job(runner *r, const job *j, nf_words *w, uint8_t *raw, size_t raw_len, uint8_t *scales,
                          size_t scale_len, float *values, float *decoded, compare_ctx *cmp, nf_errstats *st,
                          nf_error *err)
@@ -373,6 +386,7 @@ static nf_status run_job(runner *r, const job *j, nf_words *w, uint8_t *raw, siz
     view.rows = rows;
     if (o->divisors && view.divisors) memcpy(view.divisors, o->divisors, (size_t)o->g.divisors * sizeof *o->divisors);
     if (r->stats && import) NF_TRY(import_stats(r, o, &view, parent_r0, values, decoded, st, err));
+    if (r->stats && o->budget) NF_TRY(budget_error(o, m, j, &view, parent_r0, values, decoded, st, err));
     if (r->sink->writer) {
         nf_writer_sink ws = {r->sink->writer, o->writer_index};
         NF_TRY(nf_layout_encode_rows(&o->g, &view, parent_r0, false, nf_writer_sink_write, &ws, err));
@@ -397,7 +411,8 @@ static nf_status alloc_words(const nf_geometry *g, const object_run *run, nf_wor
  * read, encoded and measured by the method as a row of its own and written where the whole row
  * would have it.  fp8_row_maxabs first reads the row once for its maximum. */
 static nf_status run_span_job(runner *r, const job *j, const nf_words *w, uint8_t *raw, size_t raw_len,
-                              compare_ctx *cmp, nf_errstats *st, nf_error *err)
+                              float *values, float *decoded, size_t nvalues, compare_ctx *cmp, nf_errstats *st,
+                              nf_error *err)
 {
     const plan_object *o = &r->plan->objects[j->object];
     const plan_member *m = &o->members[j->member];
@@ -436,6 +451,11 @@ static nf_status run_span_job(runner *r, const job *j, const nf_words *w, uint8_
         view.rows = 1;
         view.cols = n;
         NF_TRY(nf_method_encode_rows_measured(o->method, o->g.format, &params, &s, &view, r->stats ? st : NULL, err));
+        if (r->stats && o->budget) { /* the budget's figure of the span's columns */
+            NF_TRY(nf_source_read_f32_span(src, m->t, row, c0, n, values, nvalues, err));
+            NF_TRY(nf_convert_words_values(&sp.g, &view, 0, decoded, err));
+            nf_budget_werror_rows(values, decoded, 1, n, c0, o->budget->weights, &st->wse);
+        }
         nf_writer_sink ws = {r->sink->writer, o->writer_index};
         if (!r->sink->writer) cmp->object = j->object;
         nf_colspan_sink to = {&sp, r->sink->writer ? nf_writer_sink_write : compare_write,
@@ -505,7 +525,7 @@ static void *worker(void *arg)
             if (s == NF_OK) words_object = j.object;
         }
         if (s == NF_OK && r->objs[j.object].span_cols) {
-            s = run_span_job(r, &j, &w, raw, (size_t)max_raw, &cmp, st, &err);
+            s = run_span_job(r, &j, &w, raw, (size_t)max_raw, values, decoded, nv, &cmp, st, &err);
         } else if (s == NF_OK) {
             nf_words view = w;
             view.rows = j.r1 - j.r0;
@@ -638,6 +658,13 @@ static json_t *object_report(const nf_plan *p, const nf_errstats_summary *st, si
         /* SNR in dB; an exact object has no finite SNR: null */
         json_object_set_new(rec, "snr_db", figure(st->snr_db));
     }
+    if (o->budget) { /* chosen by the budget: the error it estimated, and the one measured */
+        const plan_budget_item *it = o->budget;
+        json_object_set_new(rec, "budget",
+                            json_pack("{s:f,s:o,s:I,s:s}", "estimated_error", it->opts[it->pick].error,
+                                      "weighted_error", figure(st->wse), "rows_measured", (json_int_t)it->sampled,
+                                      "weights", it->weights ? "imatrix" : "uniform"));
+    }
     return rec;
 }
 
@@ -660,6 +687,24 @@ static json_t *report_head(const nf_plan *p, const nf_convert_options *opt)
 static char *report_text(const json_t *v)
 {
     return nf_jw_dump(v, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17) | JSON_ENCODE_ANY, 0, NULL);
+}
+
+/* The report's last members: tail's, and with a budget its summary (docs/recipes.md, "Budgets"):
+ * the allocation's figures, the estimate and the measured weighted error in total (each
+ * object's record has its own). */
+static json_t *report_tail(const nf_plan *p, const nf_errstats_summary *sums, const json_t *tail)
+{
+    json_t *end = json_copy((json_t *)tail);
+    if (!end || !p->budget) return end;
+    json_t *b = nf_budget_describe(p->budget, &p->recipe->budget);
+    double measured = 0;
+    for (size_t k = 0; k < p->budget->nitems; k++) measured += sums[p->budget->items[k].object].wse;
+    if (!b || json_object_del(b, "allocation") != 0 ||
+        json_object_set_new(b, "weighted_error", json_real(measured)) != 0 || json_object_set_new(end, "budget", b)) {
+        json_decref(end);
+        return NULL;
+    }
+    return end;
 }
 
 /* The report, streamed to a temp file beside its destination (renamed once the artifact is
@@ -700,7 +745,9 @@ static nf_status write_report(const nf_plan *p, const nf_errstats_summary *sums,
         nf_io_out_put(&o, text, strlen(text));
         free(text);
     }
-    text = st == NF_OK ? report_text(tail) : NULL;
+    json_t *end = st == NF_OK ? report_tail(p, sums, tail) : NULL;
+    text = end ? report_text(end) : NULL;
+    json_decref(end);
     if (st == NF_OK && !text) st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
     if (st == NF_OK) {
         nf_io_out_put(&o, first ? "]," : "\n],", first ? 2 : 3);

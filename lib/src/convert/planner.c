@@ -3,6 +3,8 @@
  * problem found is collected so one run reports all of them. */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -202,6 +204,7 @@ void nf_plan_free(nf_plan *p)
     }
     free(p->objects);
     free(p->companions);
+    nf_budget_free(p->budget);
     for (size_t i = 0; i < p->nsources; i++) {
         nf_dialects_free(p->sources[i].dialects);
         nf_source_close(p->sources[i].src);
@@ -247,6 +250,7 @@ static size_t source_index(const nf_plan *p, const char *name)
 /* Is source `name` used as an imatrix by some rule's with? */
 static bool used_as_imatrix(const nf_recipe *r, const char *name)
 {
+    if (r->budget.set && r->budget.imatrix && !strcmp(r->budget.imatrix, name)) return true;
     for (size_t i = 0; i < r->nrules; i++) {
         json_t *im = r->rules[i].with ? json_object_get(r->rules[i].with, "imatrix") : NULL;
         if (json_is_string(im) && strcmp(json_string_value(im), name) == 0) return true;
@@ -416,6 +420,8 @@ typedef struct tensor_plan {
     bool ok;
     bool consumed;                   /* a companion of a quantized weight: never a tensor of its own */
     int group;                       /* index into recipe groups, -1 */
+    bool budget;                     /* a rule left it to the budget (planned first with a stand-in) */
+    size_t object;                   /* its single object (add_single), SIZE_MAX: none */
 } tensor_plan;
 
 /* Method parameters from `with`: imatrix (a source name) and negative_scales.  An imatrix problem
@@ -958,6 +964,7 @@ static void add_single(nf_plan *p, size_t cap, tensor_plan *tp, problems *probs)
         return;
     }
     o->members[0] = tp->member;
+    tp->object = p->nobjects - 1;
     if (object_geometry(tp, &o->g, &e) != NF_OK) {
         tensor_problem(probs, p->recipe, tp->c, FIELD_FORMAT, tp->t, e.message);
         return;
@@ -969,6 +976,276 @@ static void add_single(nf_plan *p, size_t cap, tensor_plan *tp, problems *probs)
         else o->divisors[0] = tp->member.imp.divisor;
     }
 }
+
+/* ---------------------------------------------------------------- the budget
+ * docs/recipes.md, "Budgets".  A tensor a rule gives `format: budget` is planned first with a
+ * stand-in (its first candidate), so that every other check and its object's place happen as for
+ * any tensor; once every object is known, budget.c measures the candidates and solves the
+ * allocation, and each such object is planned again with its pick. */
+static const char *const budget_default_formats[] = {"q4_g64_fp16", "q5_g64_fp16", "q6_g64_fp16", "q8_g32_fp16"};
+static const char *const budget_default_methods[] = {"grouped_absmax", "grouped_search"};
+
+static bool is_budget(const nf_recipe_choice *c) { return c->format && !strcmp(c->format, NF_RECIPE_BUDGET); }
+
+/* The candidates: every (format, method) of the lists that the method can produce, formats
+ * first (q4 absmax, q4 search, q5 absmax, ...). */
+static nf_status budget_candidates(nf_plan *p, nf_error *err)
+{
+    const nf_recipe_budget *rb = &p->recipe->budget;
+    const char *const *formats = rb->nformats ? (const char *const *)rb->formats : budget_default_formats;
+    const char *const *methods = rb->nmethods ? (const char *const *)rb->methods : budget_default_methods;
+    size_t nf = rb->nformats ? rb->nformats : 4, nm = rb->nmethods ? rb->nmethods : 2;
+    plan_budget *b = p->budget = calloc(1, sizeof *p->budget);
+    if (!b || !(b->cands = calloc(nf * nm, sizeof *b->cands))) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    b->imatrix = rb->imatrix;
+    for (size_t i = 0; i < nf; i++)
+        for (size_t j = 0; j < nm; j++) {
+            plan_candidate c = {0};
+            if (nf_format_find(formats[i], &c.fmt, NULL) != NF_OK || nf_method_find(methods[j], &c.method, NULL) != NF_OK ||
+                c.method == NF_METHOD_IMPORT_ENCODED || nf_method_check_target(c.method, c.fmt, NULL) != NF_OK)
+                continue;
+            if (!(c.layout = nf_layout_default_for(c.fmt))) continue;
+            if (c.method == NF_METHOD_GROUPED_SEARCH && rb->imatrix &&
+                !(c.with = json_pack("{s:s}", "imatrix", rb->imatrix)))
+                return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+            b->cands[b->ncands++] = c;
+        }
+    if (b->ncands == 0)
+        return nf_error_set(err, NF_ERR_INVALID,
+                            "%s:%d:%d: budget: no method of budget.methods produces a format of budget.formats (e.g. "
+                            "grouped_absmax produces q4_g64_fp16 ... q8_g32_fp16)",
+                            recipe_label(p->recipe), rb->pos.line, rb->pos.col);
+    if (rb->imatrix) {
+        size_t i = source_index(p, rb->imatrix);
+        if (i == SIZE_MAX || !p->imatrices[i])
+            return nf_error_set(err, NF_ERR_INVALID, "%s:%d:%d: budget.imatrix: '%s' is not a source of the recipe",
+                                recipe_label(p->recipe), rb->imatrix_pos.line, rb->imatrix_pos.col, rb->imatrix);
+    }
+    return NF_OK;
+}
+
+/* May candidate k serve the tensor of choice c?  A rule naming a method narrows them to it. */
+static bool budget_allows(const nf_plan *p, const nf_recipe_choice *c, size_t k)
+{
+    nf_method_id m;
+    if (c->method_rule < 0) return true;
+    return nf_method_find(c->method, &m, NULL) == NF_OK && m == p->budget->cands[k].method;
+}
+
+/* What the budget may choose for: a tensor of floating-point values with rank >= 2 (a matrix
+ * view), not stored quantized; NULL when it may, else why not. */
+static const char *budget_unfit(const tensor_plan *tp)
+{
+    static const char *const floats[] = {"F32", "F16", "BF16", "F64"};
+    if (tp->q || gguf_blocks(tp->t))
+        return "is stored quantized: the budget chooses only for tensors of floating-point values (import it, or "
+               "give it a format)";
+    bool f = false;
+    for (size_t i = 0; i < sizeof floats / sizeof floats[0]; i++) f = f || !strcmp(tp->t->type_name, floats[i]);
+    if (!f || !tp->t->convertible) return "is not of floating-point values: the budget cannot choose for it";
+    if (tp->t->rank < 2 || tp->t->elements == 0)
+        return "is not a matrix (rank 2 or more): the budget's formats need one (give it a format, e.g. fp32)";
+    return NULL;
+}
+
+/* Before planning: each tensor left to the budget gets its first allowed candidate as a
+ * stand-in (its rule's with kept, else the candidate's). */
+static void budget_stand_in(nf_plan *p, tensor_plan *tp, nf_recipe_choice *c, problems *probs)
+{
+    const char *why = budget_unfit(tp);
+    if (why) {
+        tensor_problem(probs, p->recipe, c, FIELD_FORMAT, tp->t, why);
+        return;
+    }
+    for (size_t k = 0; k < p->budget->ncands; k++) {
+        if (!budget_allows(p, c, k)) continue;
+        const plan_candidate *cd = &p->budget->cands[k];
+        c->format = cd->fmt->name;
+        c->method = nf_method_name(cd->method);
+        if (c->with_rule < 0) c->with = cd->with;
+        tp->budget = true;
+        return;
+    }
+    tensor_problem(probs, p->recipe, c, FIELD_METHOD, tp->t,
+                   "left to the budget, with a method that is none of the budget's candidates (budget.methods)");
+}
+
+/* One item's options: each allowed candidate whose layout holds the tensor, with its bytes and
+ * its method's parameters. */
+static void budget_options(nf_plan *p, const tensor_plan *tp, plan_budget_item *it, problems *probs)
+{
+    plan_budget *b = p->budget;
+    nf_error e;
+    if (!(it->opts = calloc(b->ncands, sizeof *it->opts))) {
+        probs->nomem = true;
+        return;
+    }
+    for (size_t k = 0; k < b->ncands; k++) {
+        if (!budget_allows(p, tp->c, k)) continue;
+        const plan_candidate *cd = &b->cands[k];
+        plan_option *op = &it->opts[it->nopts];
+        nf_geometry g;
+        if (nf_geometry_init(&g, cd->layout, cd->fmt, tp->t->rank, tp->t->shape, 1, &e) != NF_OK) continue;
+        nf_recipe_choice c = *tp->c;
+        c.with = tp->c->with_rule >= 0 && cd->method == NF_METHOD_GROUPED_SEARCH ? tp->c->with : cd->with;
+        if (cd->method != NF_METHOD_GROUPED_SEARCH) c.with = NULL;
+        if (method_params(p, &c, tp->t, tp->cols, &op->params, &e) != NF_OK ||
+            nf_method_check_params(cd->method, &op->params, tp->cols, &e) != NF_OK) {
+            tensor_problem(probs, p->recipe, tp->c, c.with ? FIELD_WITH : FIELD_METHOD, tp->t, e.message);
+            return;
+        }
+        op->cand = k;
+        op->with = c.with;
+        op->bytes = g.bytes;
+        it->nopts++;
+    }
+    if (it->nopts == 0)
+        tensor_problem(probs, p->recipe, tp->c, FIELD_FORMAT, tp->t, "no candidate format of the budget holds its shape");
+}
+
+/* After the objects: the items, what they may take, and the capacity. */
+static nf_status budget_items(nf_plan *p, tensor_plan *tps, size_t n, const name_index *ix, problems *probs,
+                              nf_error *err)
+{
+    plan_budget *b = p->budget;
+    const nf_recipe *r = p->recipe;
+    const nf_recipe_budget *rb = &r->budget;
+    size_t count = 0;
+    for (size_t i = 0; i < n; i++) count += tps[i].budget && tps[i].ok;
+    if (count == 0)
+        return nf_error_set(err, NF_ERR_INVALID,
+                            "%s:%d:%d: budget: no tensor is left to it: give the tensors it chooses for `format: "
+                            "budget` in a rule",
+                            recipe_label(r), rb->pos.line, rb->pos.col);
+    if (!(b->items = calloc(count, sizeof *b->items))) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    size_t imi = rb->imatrix ? source_index(p, rb->imatrix) : SIZE_MAX;
+    for (size_t i = 0; i < n; i++) {
+        tensor_plan *tp = &tps[i];
+        if (!tp->budget || !tp->ok) continue;
+        if (group_of(ix, tp->t->name) >= 0 || tp->object == SIZE_MAX) {
+            tensor_problem(probs, r, tp->c, FIELD_FORMAT, tp->t,
+                           "is a member of a group: the budget chooses for single tensors (give the group a format)");
+            continue;
+        }
+        plan_budget_item *it = &b->items[b->nitems++];
+        it->source = tp->member.source;
+        it->t = tp->t;
+        it->object = tp->object;
+        it->rows = tp->rows;
+        it->cols = tp->cols;
+        it->runner_up = SIZE_MAX;
+        if (imi != SIZE_MAX) {
+            nf_error e;
+            if (nf_imatrix_lookup(p->imatrices[imi], tp->t->name, tp->cols, &it->weights, NULL, &e) != NF_OK) {
+                tensor_problem(probs, r, tp->c, FIELD_FORMAT, tp->t, e.message);
+                continue;
+            }
+        }
+        if (!nf_add_u64(b->elements, tp->t->elements, &b->elements))
+            return nf_error_set(err, NF_ERR_INVALID, "budget: the tensors left to it hold more than 2^64 values");
+        budget_options(p, tp, it, probs);
+    }
+    if (probs->count || probs->nomem) return NF_OK;
+    uint64_t all = 0, items = 0;
+    for (size_t i = 0; i < p->nobjects; i++)
+        if (p->objects[i].kind == NF_OBJECT_TENSOR && !nf_add_u64(all, p->objects[i].g.bytes, &all))
+            return nf_error_set(err, NF_ERR_INVALID, "budget: the tensor objects hold more than 2^64 bytes");
+    for (size_t k = 0; k < b->nitems; k++) items += p->objects[b->items[k].object].g.bytes; /* <= all */
+    b->fixed_bytes = all - items;
+    return NF_OK;
+}
+
+/* The figure a budget is given in: bits per weight over the items, or bytes of every tensor. */
+static double budget_figure(const plan_budget *b, const nf_recipe_budget *rb, uint64_t item_bytes)
+{
+    if (rb->bytes) return (double)b->fixed_bytes + (double)item_bytes;
+    return 8.0 * (double)item_bytes / (double)b->elements;
+}
+
+/* The bytes the items may have, or the refusal naming the range the budget can reach. */
+static nf_status budget_capacity(nf_plan *p, nf_error *err)
+{
+    plan_budget *b = p->budget;
+    const nf_recipe *r = p->recipe;
+    const nf_recipe_budget *rb = &r->budget;
+    nf_budget_item *view = calloc(b->nitems ? b->nitems : 1, sizeof *view);
+    nf_budget_choice **ch = calloc(b->nitems ? b->nitems : 1, sizeof *ch);
+    nf_status st = view && ch ? NF_OK : nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; st == NF_OK && i < b->nitems; i++) {
+        if (!(ch[i] = calloc(b->items[i].nopts, sizeof **ch))) st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        for (size_t k = 0; st == NF_OK && k < b->items[i].nopts; k++) ch[i][k].bytes = b->items[i].opts[k].bytes;
+        if (st == NF_OK) view[i] = (nf_budget_item){ch[i], b->items[i].nopts};
+    }
+    if (st == NF_OK) st = nf_budget_range(view, b->nitems, &b->min_bytes, &b->max_bytes, err);
+    for (size_t i = 0; ch && i < b->nitems; i++) free(ch[i]);
+    free(ch);
+    free(view);
+    if (st != NF_OK) return st;
+    bool low, high;
+    if (rb->bytes) {
+        low = rb->bytes < b->fixed_bytes || rb->bytes - b->fixed_bytes < b->min_bytes;
+        high = !low && rb->bytes - b->fixed_bytes > b->max_bytes;
+        b->capacity = low ? 0 : rb->bytes - b->fixed_bytes;
+    } else {
+        double cap = floor(rb->bits_per_weight * (double)b->elements / 8.0);
+        low = cap < (double)b->min_bytes;
+        high = cap > (double)b->max_bytes;
+        b->capacity = low || high ? 0 : (uint64_t)cap;
+    }
+    if (!low && !high) return NF_OK;
+    const char *unit = rb->bytes ? "bytes" : "bits per weight";
+    char lo[64], hi[64], given[64];
+    if (rb->bytes) {
+        snprintf(lo, sizeof lo, "%.0f", budget_figure(b, rb, b->min_bytes));
+        snprintf(hi, sizeof hi, "%.0f", budget_figure(b, rb, b->max_bytes));
+        snprintf(given, sizeof given, "%" PRIu64, rb->bytes);
+    } else {
+        /* the bounds rounded outwards, so that a figure inside them is reachable */
+        snprintf(lo, sizeof lo, "%.4f", ceil(budget_figure(b, rb, b->min_bytes) * 1e4) / 1e4);
+        snprintf(hi, sizeof hi, "%.4f", floor(budget_figure(b, rb, b->max_bytes) * 1e4) / 1e4);
+        snprintf(given, sizeof given, "%g", rb->bits_per_weight);
+    }
+    char fixed[96] = "";
+    if (rb->bytes) snprintf(fixed, sizeof fixed, " (the other tensor objects take %" PRIu64 ")", b->fixed_bytes);
+    return nf_error_set(err, NF_ERR_INVALID,
+                        "%s:%d:%d: budget: %s %s is %s what the candidates reach with the %zu tensor%s left to the "
+                        "budget: %s to %s %s%s",
+                        recipe_label(r), rb->limit_pos.line, rb->limit_pos.col, given, unit, low ? "below" : "above",
+                        b->nitems, b->nitems == 1 ? "" : "s", lo, hi, unit, fixed);
+}
+
+/* After the allocation: each item's object planned again with its pick. */
+static void budget_patch(nf_plan *p, tensor_plan *tps, size_t n, problems *probs)
+{
+    plan_budget *b = p->budget;
+    size_t k = 0;
+    for (size_t i = 0; i < n && k < b->nitems; i++) {
+        if (!tps[i].budget || tps[i].t != b->items[k].t) continue;
+        plan_budget_item *it = &b->items[k++];
+        const plan_option *op = &it->opts[it->pick];
+        const plan_candidate *cd = &b->cands[op->cand];
+        nf_recipe_choice c = *tps[i].c;
+        c.format = cd->fmt->name;
+        c.method = nf_method_name(cd->method);
+        c.with = op->with;
+        tensor_plan tp = tps[i];
+        tp.c = &c;
+        tp.ok = false;
+        memset(&tp.member, 0, sizeof tp.member);
+        const nf_source_tensor *companions[NF_QWEIGHT_MAX_READS] = {0};
+        plan_tensor(p, it->source, &tp, probs, companions);
+        if (!tp.ok) continue;
+        plan_object *o = &p->objects[it->object];
+        nf_error e;
+        o->method = tp.method;
+        o->params = tp.params;
+        o->with = c.with;
+        o->members[0] = tp.member;
+        o->budget = it;
+        if (object_geometry(&tp, &o->g, &e) != NF_OK) tensor_problem(probs, p->recipe, &c, FIELD_FORMAT, tp.t, e.message);
+    }
+}
+
 
 /* bindings: each tensor object bound under its id, or its members (a fused object's, or one
  * renamed) each under its source name as a part of the object's elements. */
@@ -999,6 +1276,11 @@ nf_status nf_plan_binding_record(void *records, size_t i, const char **key, json
 }
 
 nf_status nf_plan_build(const nf_recipe *recipe, nf_plan **out, nf_error *err)
+{
+    return nf_plan_build_ex(recipe, NULL, out, err);
+}
+
+nf_status nf_plan_build_ex(const nf_recipe *recipe, const nf_plan_build_options *opt, nf_plan **out, nf_error *err)
 {
     *out = NULL;
     nf_plan *p = calloc(1, sizeof *p);
@@ -1032,6 +1314,7 @@ nf_status nf_plan_build(const nf_recipe *recipe, nf_plan **out, nf_error *err)
         const nf_qweight *q = NULL;
         nf_qrole role = nf_dialects_role(base->dialects, t, &q);
         tps[i].t = t;
+        tps[i].object = SIZE_MAX;
         if (role == NF_QROLE_COMPANION || (role == NF_QROLE_ACTIVATION && !recipe->keep_activation_scales)) {
             tps[i].consumed = true;
             continue;
@@ -1049,10 +1332,20 @@ nf_status nf_plan_build(const nf_recipe *recipe, nf_plan **out, nf_error *err)
     for (size_t i = 0; i < n; i++) choices[i] = (nf_recipe_choice){.skip = true, .rule = -1};
     for (size_t j = 0; j < nv; j++) choices[visible[j]] = choices[n + j];
 
+    if (recipe->budget.set && (st = budget_candidates(p, err)) != NF_OK) goto done;
     for (size_t i = 0; i < n; i++) {
         tps[i].c = &choices[i];
-        if (!choices[i].skip && !tps[i].consumed)
-            plan_tensor(p, base, &tps[i], &probs, consumed + NF_QWEIGHT_MAX_READS * i);
+        if (choices[i].skip || tps[i].consumed) continue;
+        if (is_budget(&choices[i])) {
+            if (!p->budget) {
+                tensor_problem(&probs, recipe, &choices[i], FIELD_FORMAT, tps[i].t,
+                               "format 'budget' needs a `budget:` section (bits_per_weight or bytes)");
+                continue;
+            }
+            budget_stand_in(p, &tps[i], &choices[i], &probs);
+            if (!tps[i].budget) continue;
+        }
+        plan_tensor(p, base, &tps[i], &probs, consumed + NF_QWEIGHT_MAX_READS * i);
     }
     if (probs.count || probs.nomem) {
         st = problems_error(&probs, recipe->path, err);
@@ -1105,6 +1398,21 @@ nf_status nf_plan_build(const nf_recipe *recipe, nf_plan **out, nf_error *err)
         st = problems_error(&probs, recipe->path, err);
         goto done;
     }
+    if (p->budget) {
+        if ((st = budget_items(p, tps, n, &ix, &probs, err)) != NF_OK) goto done;
+        if (probs.count || probs.nomem) {
+            st = problems_error(&probs, recipe->path, err);
+            goto done;
+        }
+        if ((st = budget_capacity(p, err)) != NF_OK ||
+            (st = nf_budget_allocate(p->budget, &recipe->budget, opt ? opt->threads : 0, err)) != NF_OK)
+            goto done;
+        budget_patch(p, tps, n, &probs);
+        if (probs.count || probs.nomem) {
+            st = problems_error(&probs, recipe->path, err);
+            goto done;
+        }
+    }
     bool any_tensor = false;
     for (size_t i = 0; i < p->nobjects; i++) any_tensor = any_tensor || p->objects[i].kind == NF_OBJECT_TENSOR;
     if (!any_tensor) {
@@ -1148,6 +1456,7 @@ json_t *nf_plan_describe_object(const nf_plan *p, size_t i)
                             o->with ? json_deep_copy(o->with) : json_object(), "bytes", (json_int_t)o->g.bytes,
                             "bits_per_weight", bpw);
     if (obj && o->note) json_object_set_new(obj, "note", json_string(o->note));
+    if (obj && o->budget) json_object_set_new(obj, "budget", json_true()); /* chosen by it: "budget" has the rest */
     if (obj && o->dialect) {
         json_object_set_new(obj, "dialect", json_string(o->dialect));
         json_object_set_new(obj, "handling", json_string(o->requantized ? "requantized" : "imported"));
@@ -1177,8 +1486,11 @@ json_t *nf_plan_describe(const nf_plan *p)
         json_object_set_new(f, "bytes",
                             json_integer(json_integer_value(json_object_get(f, "bytes")) + (json_int_t)o->g.bytes));
     }
-    return json_pack("{s:o,s:{s:I,s:I,s:I,s:o}}", "objects", objs, "totals", "objects", (json_int_t)p->nobjects,
-                     "elements", (json_int_t)total_elements, "bytes", (json_int_t)total_bytes, "formats", per_format);
+    json_t *d = json_pack("{s:o,s:{s:I,s:I,s:I,s:o}}", "objects", objs, "totals", "objects", (json_int_t)p->nobjects,
+                          "elements", (json_int_t)total_elements, "bytes", (json_int_t)total_bytes, "formats",
+                          per_format);
+    if (d && p->budget) json_object_set_new(d, "budget", nf_budget_describe(p->budget, &p->recipe->budget));
+    return d;
 }
 
 /* ---------------------------------------------------------------- content digest (F13) */

@@ -7,6 +7,7 @@
  * other surprise) and `sources:` (read before the sections that refer to sources by name). */
 #include <ctype.h>
 #include <limits.h>
+#include <math.h>
 #include <regex.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -148,6 +149,14 @@ static nf_status get_format(parser *p, const ynode *n, const char *ctx, char **o
     NF_TRY(get_string(p, n, ctx, "a format name (e.g. q4_g64_fp16)", &s));
     if (!nf_format_lookup(s)) return fail(p, n->pos, "%s: unknown format '%s'", ctx, s);
     return dup_into(p, s, out);
+}
+
+/* A rule's format: a format name, or `budget` (the budget chooses, docs/recipes.md "Budgets"). */
+static nf_status get_rule_format(parser *p, const ynode *n, const char *ctx, char **out)
+{
+    if (n->kind == YN_SCALAR && n->type == YS_STRING && !strcmp(n->text, NF_RECIPE_BUDGET))
+        return dup_into(p, n->text, out);
+    return get_format(p, n, ctx, out);
 }
 
 static nf_status get_method(parser *p, const ynode *n, const char *ctx, char **out)
@@ -554,7 +563,7 @@ static nf_status parse_rule(parser *p, nf_recipe_rule *rule, const ynode *n, siz
         } else if (!strcmp(k->text, "when")) {
             NF_TRY(parse_when(p, rule, v, ctx));
         } else if (!strcmp(k->text, "format")) {
-            NF_TRY(get_format(p, v, kctx, &rule->format));
+            NF_TRY(get_rule_format(p, v, kctx, &rule->format));
             rule->format_pos = v->pos;
         } else if (!strcmp(k->text, "layout")) {
             NF_TRY(get_layout(p, v, kctx, &rule->layout));
@@ -807,10 +816,93 @@ static nf_status parse_groups(parser *p, const ynode *n)
     return st;
 }
 
+/* ---------------------------------------------------------------- budget */
+/* A list of names, each checked by get (a format or a method), into a fresh array. */
+static nf_status get_name_list(parser *p, const ynode *n, const char *ctx,
+                               nf_status (*get)(parser *, const ynode *, const char *, char **), char ***out,
+                               size_t *count)
+{
+    NF_TRY(want_seq(p, n, ctx));
+    if (n->n == 0) return fail(p, n->pos, "%s: expected at least one name, got an empty list", ctx);
+    *out = calloc(n->n, sizeof **out);
+    if (!*out) return nomem(p);
+    for (size_t i = 0; i < n->n; i++) {
+        char ictx[CTX_MAX + 32];
+        snprintf(ictx, sizeof ictx, "%s[%zu]", ctx, i);
+        NF_TRY(get(p, n->items[i], ictx, &(*out)[i]));
+        *count = i + 1;
+        for (size_t j = 0; j < i; j++)
+            if (!strcmp((*out)[j], (*out)[i])) return fail(p, n->items[i]->pos, "%s: '%s' is listed twice", ictx, (*out)[i]);
+    }
+    return NF_OK;
+}
+
+/* bits_per_weight: a number > 0 (an integer is one too). */
+static nf_status get_positive_number(parser *p, const ynode *n, const char *ctx, double *out)
+{
+    if (n->kind == YN_SCALAR && n->type == YS_INT && !n->int_overflow) {
+        *out = (double)n->ival;
+    } else if (n->kind == YN_SCALAR && n->type == YS_FLOAT) {
+        char *end = NULL;
+        *out = strtod(n->text, &end);
+        if (!end || *end) return expected(p, n, ctx, "a positive number");
+    } else {
+        return expected(p, n, ctx, "a positive number");
+    }
+    if (!(*out > 0) || !isfinite(*out)) return fail(p, n->pos, "%s: %s is not a positive number", ctx, n->text);
+    return NF_OK;
+}
+
+static nf_status parse_budget(parser *p, const ynode *n)
+{
+    static const char *const keys[] = {"bits_per_weight", "bytes", "formats", "methods", "imatrix", "sample_rows",
+                                       NULL};
+    nf_recipe_budget *b = &p->r->budget;
+    NF_TRY(want_map(p, n, "budget"));
+    b->set = true;
+    b->pos = n->pos;
+    b->sample_rows = NF_RECIPE_BUDGET_SAMPLE_ROWS;
+    const ynode *limit = NULL;
+    for (size_t i = 0; i < n->n; i++) {
+        const ynode *k = yn_key(n, i), *v = yn_val(n, i);
+        char kctx[CTX_MAX];
+        snprintf(kctx, sizeof kctx, "budget.%s", k->text);
+        if (!strcmp(k->text, "bits_per_weight") || !strcmp(k->text, "bytes")) {
+            if (limit)
+                return fail(p, k->pos, "budget: both bits_per_weight and bytes are given (line %d): the budget is one "
+                            "of them", limit->pos.line);
+            limit = k;
+            b->limit_pos = v->pos;
+            if (!strcmp(k->text, "bytes")) {
+                NF_TRY(get_u64(p, v, kctx, &b->bytes));
+                if (b->bytes == 0) return fail(p, v->pos, "%s: expected a positive number of bytes, got 0", kctx);
+            } else {
+                NF_TRY(get_positive_number(p, v, kctx, &b->bits_per_weight));
+            }
+        } else if (!strcmp(k->text, "formats")) {
+            NF_TRY(get_name_list(p, v, kctx, get_format, &b->formats, &b->nformats));
+        } else if (!strcmp(k->text, "methods")) {
+            NF_TRY(get_name_list(p, v, kctx, get_method, &b->methods, &b->nmethods));
+        } else if (!strcmp(k->text, "imatrix")) {
+            const char *s = NULL;
+            NF_TRY(get_string(p, v, kctx, "a source name", &s)); /* (--source may add it: the planner checks) */
+            NF_TRY(dup_into(p, s, &b->imatrix));
+            b->imatrix_pos = v->pos;
+        } else if (!strcmp(k->text, "sample_rows")) {
+            NF_TRY(get_u64(p, v, kctx, &b->sample_rows));
+        } else {
+            return unknown_key(p, k, "budget", keys);
+        }
+    }
+    if (!limit)
+        return fail(p, n->pos, "budget: missing the budget: bits_per_weight (e.g. 4.5) or bytes (e.g. 4000000000)");
+    return NF_OK;
+}
+
 static nf_status parse_root(parser *p, const ynode *root)
 {
-    static const char *const keys[] = {"recipe",   "sources", "output", "components",
-                                       "defaults", "rules",   "groups", NULL};
+    static const char *const keys[] = {"recipe", "sources", "output", "components", "defaults",
+                                       "rules",  "groups",  "budget", NULL};
     if (!root) return fail(p, (nf_recipe_pos){1, 1}, "empty recipe: expected a mapping starting with 'recipe: 1'");
     if (root->kind != YN_MAP) return expected(p, root, "recipe file", "a mapping starting with 'recipe: 1'");
     NF_TRY(parse_version(p, root));
@@ -830,6 +922,7 @@ static nf_status parse_root(parser *p, const ynode *root)
         else if (!strcmp(k, "rules")) NF_TRY(parse_rules(p, v));
         else if (!strcmp(k, "components")) NF_TRY(parse_components(p, v));
         else if (!strcmp(k, "groups")) NF_TRY(parse_groups(p, v));
+        else if (!strcmp(k, "budget")) NF_TRY(parse_budget(p, v));
     }
     return yn_to_json(root, p->name, &p->r->json, p->err);
 }
@@ -881,6 +974,11 @@ void nf_recipe_free(nf_recipe *r)
     free(r->components);
     free(r->default_format);
     free(r->default_method);
+    for (size_t i = 0; i < r->budget.nformats; i++) free(r->budget.formats[i]);
+    free(r->budget.formats);
+    for (size_t i = 0; i < r->budget.nmethods; i++) free(r->budget.methods[i]);
+    free(r->budget.methods);
+    free(r->budget.imatrix);
     for (size_t i = 0; i < r->nrules; i++) free_rule(&r->rules[i]);
     free(r->rules);
     for (size_t i = 0; i < r->ngroups; i++) {

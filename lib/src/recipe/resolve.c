@@ -350,6 +350,13 @@ static nf_status run(resolver *rs, nf_recipe_choice *choices)
     }
     for (size_t i = 0; i < rs->n; i++) {
         nf_recipe_choice *c = &choices[i];
+        /* a tensor left to the budget gets its method from it too, unless the rule that left it
+         * or a later one names a method (which narrows the candidates to it, docs/recipes.md
+         * "Budgets") */
+        if (!strcmp(c->format, NF_RECIPE_BUDGET) && c->method_rule < c->format_rule) {
+            c->method = NF_RECIPE_BUDGET;
+            c->method_rule = -1;
+        }
         if (!c->method) c->method = r->default_method ? r->default_method : nf_recipe_default_method(c->format);
         if (!c->method)
             return nf_error_set(rs->err, NF_ERR_INVALID, "%s: tensor '%s': unknown format '%s' has no method",

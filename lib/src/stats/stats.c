@@ -33,6 +33,7 @@ void nf_errstats_init(nf_errstats *st)
     st->max_abs = 0.0f;
     nf_xsum_init(&st->sse);
     nf_xsum_init(&st->ssx);
+    nf_xsum_init(&st->wse);
 }
 
 void nf_errstats_merge(nf_errstats *dst, const nf_errstats *src)
@@ -42,12 +43,13 @@ void nf_errstats_merge(nf_errstats *dst, const nf_errstats *src)
     if (src->max_abs > dst->max_abs) dst->max_abs = src->max_abs;
     nf_xsum_merge(&dst->sse, &src->sse);
     nf_xsum_merge(&dst->ssx, &src->ssx);
+    nf_xsum_merge(&dst->wse, &src->wse);
 }
 
 nf_errstats_summary nf_errstats_summarize(const nf_errstats *st)
 {
     nf_errstats_summary s = {st->count, st->skipped, (double)st->max_abs, nf_xsum_value(&st->sse),
-                             nf_xsum_value(&st->ssx), NAN, NAN};
+                             nf_xsum_value(&st->ssx), NAN, NAN, nf_xsum_value(&st->wse)};
     if (s.count) {
         s.rmse = sqrt(s.sse / (double)s.count);
         /* an exact object (no error) or an all-zero source has no finite SNR */

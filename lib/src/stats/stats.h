@@ -64,6 +64,7 @@ struct nf_errstats {
     uint64_t skipped;   /* pairs not compared: x - y is not a finite binary32 */
     float max_abs;      /* max |x - y| over the compared pairs (+0 when none) */
     nf_xsum sse, ssx;   /* sum of (x - y)^2 and of x^2 over the compared pairs */
+    nf_xsum wse;        /* an object the budget chose: its weighted squared error (budget/werror.h) */
 };
 
 /* An accumulator in place (on the stack, in a struct): empty. */

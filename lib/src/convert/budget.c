@@ -1,0 +1,257 @@
+/* The budget's measuring pass and allocation (docs/recipes.md, "Budgets").
+ *
+ * For every tensor left to the budget (an item) and every candidate it may take (an option),
+ * the error is measured with the real encoder on the real weights: the sampled rows are read as
+ * the conversion reads them, encoded, decoded, and compared with the budget's weighted squared
+ * error (budget/werror.h).  The sample is the same for every option of a tensor, and the rule
+ * that picks it depends only on the tensor's rows and budget.sample_rows, so the figures -- and
+ * the allocation solved from them (budget/solve.h) -- do not depend on the thread count.
+ *
+ * The sampling rule: a tensor of N rows with S = min(N, sample_rows) (S = N when sample_rows is
+ * 0) measures rows floor((2i + 1) N / (2S)) for i < S, evenly spaced, and estimates the tensor's
+ * error as the sample's times N / S; with S = N the estimate is the exact figure. */
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "budget/werror.h"
+#include "common/checked.h"
+#include "convert/convert_impl.h"
+
+/* ---------------------------------------------------------------- sampling */
+static uint64_t sample_count(const plan_budget_item *it, uint64_t sample_rows)
+{
+    return sample_rows == 0 || sample_rows >= it->rows ? it->rows : sample_rows;
+}
+
+/* (2i + 1) N: i < N < 2^63 (rows of a tensor), so the product fits in 128 bits */
+__extension__ typedef unsigned __int128 u128;
+
+static uint64_t sample_row(uint64_t i, uint64_t s, uint64_t rows)
+{
+    return (uint64_t)(((2 * (u128)i + 1) * rows) / (2 * (u128)s));
+}
+
+/* ---------------------------------------------------------------- one item */
+/* The words of one row for each option, and the row's values (x) and represented values (y). */
+typedef struct scratch {
+    float *x, *y;
+    size_t cols;
+} scratch;
+
+static nf_status scratch_fit(scratch *sc, uint64_t cols, nf_error *err)
+{
+    if (cols <= sc->cols) return NF_OK;
+    size_t n;
+    if (!nf_u64_to_size(cols, &n) || n > SIZE_MAX / sizeof(float))
+        return nf_error_set(err, NF_ERR_NOMEM, "out of memory (a row of %llu values)", (unsigned long long)cols);
+    float *x = realloc(sc->x, n * sizeof *x);
+    if (x) sc->x = x;
+    float *y = x ? realloc(sc->y, n * sizeof *y) : NULL;
+    if (y) sc->y = y;
+    if (!x || !y) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    sc->cols = n;
+    return NF_OK;
+}
+
+/* The option's error on the sampled rows, summed exactly (acc[k] for option k). */
+static nf_status measure_item(const plan_budget *b, plan_budget_item *it, uint64_t sample_rows, scratch *sc,
+                              nf_error *err)
+{
+    NF_TRY(scratch_fit(sc, it->cols, err));
+    uint64_t s = sample_count(it, sample_rows);
+    nf_xsum *acc = calloc(it->nopts, sizeof *acc);
+    nf_geometry *g = calloc(it->nopts, sizeof *g);
+    nf_words *w = calloc(it->nopts, sizeof *w);
+    nf_status st = acc && g && w ? NF_OK : nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    uint64_t shape[2] = {1, it->cols};
+    for (size_t k = 0; st == NF_OK && k < it->nopts; k++) {
+        const plan_candidate *cd = &b->cands[it->opts[k].cand];
+        nf_xsum_init(&acc[k]);
+        st = nf_geometry_init(&g[k], cd->layout, cd->fmt, 2, shape, 1, err);
+        if (st == NF_OK) st = nf_words_alloc(&w[k], &g[k], 1, err);
+    }
+    const nf_source *src = it->source->src;
+    for (uint64_t i = 0; st == NF_OK && i < s; i++) {
+        uint64_t r = sample_row(i, s, it->rows);
+        st = nf_source_read_f32(src, it->t, r, r + 1, sc->x, (size_t)it->cols, err);
+        if (st != NF_OK) {
+            nf_error_prefix(err, "%s", nf_source_path(src));
+            break;
+        }
+        nf_src_rows rows = {.name = it->t->name, .type = NF_SRC_F32, .data = sc->x, .first_row = r, .rows = 1,
+                            .cols = it->cols};
+        for (size_t k = 0; st == NF_OK && k < it->nopts; k++) {
+            const plan_candidate *cd = &b->cands[it->opts[k].cand];
+            w[k].rows = 1;
+            st = nf_method_encode_rows(cd->method, cd->fmt, &it->opts[k].params, &rows, &w[k], err);
+            if (st == NF_OK) st = nf_convert_words_values(&g[k], &w[k], 0, sc->y, err);
+            if (st == NF_OK) nf_budget_werror_rows(sc->x, sc->y, 1, it->cols, 0, it->weights, &acc[k]);
+            else nf_error_prefix(err, "%s: measuring %s by %s", nf_source_path(src), cd->fmt->name,
+                                 nf_method_name(cd->method));
+        }
+    }
+    for (size_t k = 0; st == NF_OK && k < it->nopts; k++) {
+        double e = nf_xsum_value(&acc[k]);
+        it->opts[k].error = s == it->rows ? e : e * ((double)it->rows / (double)s);
+        if (!isfinite(it->opts[k].error))
+            st = nf_error_set(err, NF_ERR_INVALID, "tensor '%s': its weighted squared error by %s is beyond binary64",
+                              it->t->name, b->cands[it->opts[k].cand].fmt->name);
+    }
+    it->sampled = s;
+    for (size_t k = 0; w && k < it->nopts; k++) nf_words_free(&w[k]);
+    free(w);
+    free(g);
+    free(acc);
+    return st;
+}
+
+/* ---------------------------------------------------------------- the measuring pass */
+typedef struct pass {
+    plan_budget *b;
+    uint64_t sample_rows;
+    atomic_size_t next;
+    pthread_mutex_t lock;
+    size_t failed;        /* the first failing item (the message is the same on any thread count) */
+    nf_error error;
+} pass;
+
+static void *measure_worker(void *arg)
+{
+    pass *ps = arg;
+    scratch sc = {0};
+    for (;;) {
+        size_t i = atomic_fetch_add(&ps->next, 1);
+        if (i >= ps->b->nitems) break;
+        pthread_mutex_lock(&ps->lock);
+        bool past = i > ps->failed;
+        pthread_mutex_unlock(&ps->lock);
+        if (past) break; /* items are taken in order: every later one is past the failure too */
+        nf_error e;
+        if (measure_item(ps->b, &ps->b->items[i], ps->sample_rows, &sc, &e) != NF_OK) {
+            pthread_mutex_lock(&ps->lock);
+            if (i < ps->failed) {
+                ps->failed = i;
+                ps->error = e;
+            }
+            pthread_mutex_unlock(&ps->lock);
+        }
+    }
+    free(sc.x);
+    free(sc.y);
+    return NULL;
+}
+
+static nf_status measure_all(plan_budget *b, uint64_t sample_rows, unsigned threads, nf_error *err)
+{
+    if (threads == 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = n > 0 ? (unsigned)n : 1u;
+    }
+    if (threads > b->nitems) threads = b->nitems ? (unsigned)b->nitems : 1u;
+    pass ps = {.b = b, .sample_rows = sample_rows, .failed = SIZE_MAX};
+    atomic_init(&ps.next, 0);
+    pthread_mutex_init(&ps.lock, NULL);
+    pthread_t *tids = calloc(threads, sizeof *tids);
+    unsigned started = 0;
+    for (; tids && started < threads; started++)
+        if (pthread_create(&tids[started], NULL, measure_worker, &ps) != 0) break;
+    if (started == 0) measure_worker(&ps); /* no thread to spare: measure here */
+    for (unsigned i = 0; i < started; i++) pthread_join(tids[i], NULL);
+    free(tids);
+    pthread_mutex_destroy(&ps.lock);
+    if (ps.failed != SIZE_MAX) {
+        if (err) *err = ps.error;
+        return ps.error.status;
+    }
+    return NF_OK;
+}
+
+/* ---------------------------------------------------------------- allocation */
+nf_status nf_budget_allocate(plan_budget *b, const nf_recipe_budget *rb, unsigned threads, nf_error *err)
+{
+    NF_TRY(measure_all(b, rb->sample_rows, threads, err));
+    nf_budget_item *items = calloc(b->nitems ? b->nitems : 1, sizeof *items);
+    nf_budget_choice *choices = NULL;
+    size_t total = 0;
+    for (size_t i = 0; i < b->nitems; i++) total += b->items[i].nopts;
+    if (items) choices = calloc(total ? total : 1, sizeof *choices);
+    nf_status st = items && choices ? NF_OK : nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    for (size_t i = 0, at = 0; st == NF_OK && i < b->nitems; i++) {
+        const plan_budget_item *it = &b->items[i];
+        items[i] = (nf_budget_item){choices + at, it->nopts};
+        for (size_t k = 0; k < it->nopts; k++, at++) choices[at] = (nf_budget_choice){it->opts[k].bytes, it->opts[k].error};
+    }
+    if (st == NF_OK) st = nf_budget_solve(items, b->nitems, b->capacity, 0, &b->sol, err);
+    for (size_t i = 0; st == NF_OK && i < b->nitems; i++) {
+        b->items[i].pick = b->sol.pick[i];
+        b->items[i].runner_up = b->sol.runner_up[i];
+    }
+    free(choices);
+    free(items);
+    return st;
+}
+
+/* ---------------------------------------------------------------- description */
+static json_t *option_json(const plan_budget *b, const plan_budget_item *it, size_t k)
+{
+    if (k >= it->nopts) return json_null();
+    const plan_option *op = &it->opts[k];
+    const plan_candidate *cd = &b->cands[op->cand];
+    return json_pack("{s:s,s:s,s:I,s:f,s:f}", "format", cd->fmt->name, "method", nf_method_name(cd->method), "bytes",
+                     (json_int_t)op->bytes, "bits_per_weight",
+                     8.0 * (double)op->bytes / (double)(it->rows * it->cols), "estimated_error", op->error);
+}
+
+json_t *nf_budget_describe(const plan_budget *b, const nf_recipe_budget *rb)
+{
+    json_t *alloc = json_array(), *cands = json_array();
+    for (size_t k = 0; k < b->ncands; k++) {
+        json_t *c = json_pack("{s:s,s:s}", "format", b->cands[k].fmt->name, "method", nf_method_name(b->cands[k].method));
+        json_array_append_new(cands, c);
+    }
+    uint64_t used = 0;
+    for (size_t i = 0; i < b->nitems; i++) {
+        const plan_budget_item *it = &b->items[i];
+        used += it->opts[it->pick].bytes;
+        json_t *rec = option_json(b, it, it->pick);
+        json_object_set_new(rec, "tensor", json_string(it->t->name));
+        json_object_set_new(rec, "rows", json_integer((json_int_t)it->rows));
+        json_object_set_new(rec, "rows_measured", json_integer((json_int_t)it->sampled));
+        json_object_set_new(rec, "weights", json_string(it->weights ? "imatrix" : "uniform"));
+        json_object_set_new(rec, "runner_up", option_json(b, it, it->runner_up));
+        json_array_append_new(alloc, rec);
+    }
+    json_t *limit = rb->bytes ? json_pack("{s:I}", "bytes", (json_int_t)rb->bytes)
+                              : json_pack("{s:f}", "bits_per_weight", rb->bits_per_weight);
+    json_t *sampling = json_pack("{s:I,s:s}", "rows_per_tensor", (json_int_t)rb->sample_rows, "rule",
+                                 rb->sample_rows ? "rows floor((2i+1)N/(2S)), i < S = min(N, rows_per_tensor); error "
+                                                   "scaled by N/S"
+                                                 : "every row");
+    json_t *d = json_pack("{s:o,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:o,s:o,s:o,s:f,s:f,s:b,s:o}", "budget", limit,
+                          "candidates", cands, "tensors", (json_int_t)b->nitems, "elements", (json_int_t)b->elements,
+                          "capacity_bytes", (json_int_t)b->capacity, "used_bytes", (json_int_t)used,
+                          "other_tensor_bytes", (json_int_t)b->fixed_bytes, "tensor_bytes",
+                          (json_int_t)(b->fixed_bytes + used), "bits_per_weight",
+                          b->elements ? 8.0 * (double)used / (double)b->elements : 0.0, "reachable",
+                          json_pack("{s:I,s:I}", "min_bytes", (json_int_t)b->min_bytes, "max_bytes",
+                                    (json_int_t)b->max_bytes),
+                          "weights", b->imatrix ? json_pack("{s:s}", "imatrix", b->imatrix) : json_string("uniform"),
+                          "sampling", sampling, "estimated_error", b->sol.error, "lower_bound", b->sol.lower_bound,
+                          "optimal", b->sol.exact, "allocation", alloc);
+    return d;
+}
+
+void nf_budget_free(plan_budget *b)
+{
+    if (!b) return;
+    for (size_t k = 0; k < b->ncands; k++) json_decref(b->cands[k].with);
+    free(b->cands);
+    for (size_t i = 0; i < b->nitems; i++) free(b->items[i].opts);
+    free(b->items);
+    nf_budget_solution_free(&b->sol);
+    free(b);
+}
