@@ -223,6 +223,9 @@ json_t *nf_budget_describe(const plan_budget *b, const nf_recipe_budget *rb)
         json_object_set_new(rec, "rows_measured", json_integer((json_int_t)it->sampled));
         json_object_set_new(rec, "weights", json_string(it->weights ? "imatrix" : "uniform"));
         json_object_set_new(rec, "runner_up", option_json(b, it, it->runner_up));
+        json_t *opts = json_array(); /* every candidate measured, for scripts that check the choice */
+        for (size_t k = 0; k < it->nopts; k++) json_array_append_new(opts, option_json(b, it, k));
+        json_object_set_new(rec, "options", opts);
         json_array_append_new(alloc, rec);
     }
     json_t *limit = rb->bytes ? json_pack("{s:I}", "bytes", (json_int_t)rb->bytes)

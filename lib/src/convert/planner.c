@@ -1201,8 +1201,11 @@ static nf_status budget_capacity(nf_plan *p, nf_error *err)
         snprintf(given, sizeof given, "%" PRIu64, rb->bytes);
     } else {
         /* the bounds rounded outwards, so that a figure inside them is reachable */
-        snprintf(lo, sizeof lo, "%.4f", ceil(budget_figure(b, rb, b->min_bytes) * 1e4) / 1e4);
-        snprintf(hi, sizeof hi, "%.4f", floor(budget_figure(b, rb, b->max_bytes) * 1e4) / 1e4);
+        double l = ceil(budget_figure(b, rb, b->min_bytes) * 1e4) / 1e4;
+        double h = floor(budget_figure(b, rb, b->max_bytes) * 1e4) / 1e4;
+        if (h < l) h = l; /* one size only: its figure, rounded up */
+        snprintf(lo, sizeof lo, "%.4f", l);
+        snprintf(hi, sizeof hi, "%.4f", h);
         snprintf(given, sizeof given, "%g", rb->bits_per_weight);
     }
     char fixed[96] = "";
