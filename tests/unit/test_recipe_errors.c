@@ -414,7 +414,7 @@ Test(recipe_errors, errors_name_the_file)
     const char *t = "recipe: 1\nbogus: 1\n";
     cr_assert_eq(nf_recipe_parse(t, strlen(t), "conf/my recipe.yaml", NULL, &r, &e), NF_ERR_INVALID);
     cr_assert_str_eq(e.message, "conf/my recipe.yaml:2:1: unknown top-level key 'bogus' (expected one of: recipe, "
-                                "sources, output, components, defaults, rules, groups)");
+                                "sources, output, components, defaults, rules, groups, budget)");
     cr_assert_eq(nf_recipe_parse(t, strlen(t), NULL, NULL, &r, &e), NF_ERR_INVALID);
     cr_assert(!strncmp(e.message, "<memory>:2:1: ", 14), "%s", e.message);
 }

@@ -114,7 +114,7 @@ typedef struct nf_recipe_group {
  * get, each, one of the candidate (format, method) pairs, chosen by the planner so that the
  * weights fit the budget with the least importance-weighted squared error. */
 #define NF_RECIPE_BUDGET "budget"      /* the format (and method) name a rule leaves to the budget */
-#define NF_RECIPE_BUDGET_SAMPLE_ROWS 64u /* budget.sample_rows when absent */
+#define NF_RECIPE_BUDGET_SAMPLE_ROWS 128u /* budget.sample_rows when absent */
 
 typedef struct nf_recipe_budget {
     bool set;                     /* the recipe has a budget section */
