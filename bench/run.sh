@@ -117,6 +117,18 @@ for f in q4_g64_fp16 q5_g64_fp16 q6_g64_fp16 q8_g32_fp16 "q4_g64_fp16 grouped_se
     done
 done
 
+# a budget (docs/recipes.md, "Budgets"): the measuring pass alone (--dry-run: the plan and every
+# candidate measured on the sampled rows) in turn with the whole conversion it plans (which
+# measures too); the ratio row is measuring over the whole, so 0.5 means as long as the rest
+printf '%s\n' "a budget's measuring pass (--dry-run) in turn with its whole conversion (the report on):"
+for t in $tcounts; do
+    ex --ratio --label "measure --target-bpw 5 -j $t (--dry-run)" --bytes "$src_bytes" --weights "$weights" -- \
+        "$bin/ninfer-convert" "$tmp/checkpoint" -o "$tmp/b.ninfer" --target-bpw 5 --threads "$t" --dry-run \
+        --progress=never --next --label "convert --target-bpw 5 -j $t" --bytes "$src_bytes" --weights "$weights" -- \
+        "$bin/ninfer-convert" "$tmp/checkpoint" -o "$tmp/b.ninfer" --target-bpw 5 --threads "$t" --force \
+        --progress=never
+done
+
 # quantized sources of the same shape and values (issue 16): DeepSeek FP8 (128x128 block scales)
 # and compressed-tensors int4 (groups of 128), each requantized, in turn with the BF16 checkpoint
 printf '%s\n' "quantized checkpoints of the same shape and values, --requantize, each in turn with the BF16 one (the report on):"

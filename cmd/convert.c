@@ -39,6 +39,7 @@ typedef struct convert_opts {
     unsigned tasks;
     bool assemble, verify;
     bool staging; /* --plan: parts without their entry are the tasks' work, not an interrupted publication */
+    const json_t *budget_figures; /* --plan: the plan's measured budget figures (nf_scaleout_budget) */
 } convert_opts;
 
 
@@ -764,7 +765,7 @@ static int build_plan(const nf_cli *cli, convert_opts *opts, bool warn, nf_recip
         if (nf_recipe_load_ex(opts->recipe, &ro, recipe, &err) != NF_OK) return nf_cli_report(cli, &err);
     }
     if (nf_cli_recipe_apply(*recipe, &opts->ra, &err) != NF_OK) return nf_cli_report(cli, &err);
-    nf_plan_build_options bo = {opts->threads};
+    nf_plan_build_options bo = {opts->threads, opts->budget_figures};
     if (nf_plan_build_ex(*recipe, &bo, plan, &err) != NF_OK) return nf_cli_report(cli, &err);
     if (warn) warn_reencoded(cli, *plan); /* (a plan's tasks and its assembler leave it to its maker) */
     return NF_EXIT_OK;
@@ -892,6 +893,7 @@ static int plan_mode(const nf_cli *cli, const convert_opts *given)
     }
     nf_scaleout_artifact_id(s, opts.artifact_id);
     opts.has_id = true;
+    opts.budget_figures = nf_scaleout_budget(s);
     if ((rc = build_plan(&sub, &opts, false, &recipe, &plan)) != NF_EXIT_OK) goto out;
     catch_signals();
     progress_ctx pc = {cli->progress == NF_PROGRESS_ALWAYS ||

@@ -157,6 +157,41 @@ import json
 d = json.load(open('$work/out'))
 assert [a['tensor'] for a in d['budget']['allocation']] == ['blk.1.attn.weight', 'blk.1.ffn.weight']"
 
+# Scale-out: the plan records the measured figures; its tasks and assembler solve the same
+# allocation without measuring, and the artifact is the one of a single run.
+cat >"$work/ck/sp.yaml" <<'Y'
+recipe: 1
+sources: {base: ., imatrix: imatrix.gguf}
+defaults: {format: fp32}
+budget: {bits_per_weight: 5.5, imatrix: imatrix, sample_rows: 16}
+output: {max_file_bytes: 16384}
+rules:
+  - {match: "*", when: {rank: 2}, format: budget}
+Y
+id=0123456789abcdef0123456789abcdef
+mkdir "$work/one" "$work/many"
+run 0 "$bin/ninfer-convert" -r "$work/ck/sp.yaml" -o "$work/one/m.ninfer" --artifact-id $id
+run 0 "$bin/ninfer-convert" -r "$work/ck/sp.yaml" -o "$work/many/m.ninfer" --artifact-id $id --plan-out "$work/plan.json"
+contains "$work/plan.json" '"budget":{"rows_measured":[16,16,16,16],"errors":[['
+run 0 "$bin/ninfer-convert" --plan "$work/plan.json" --task all
+run 0 "$bin/ninfer-convert" --plan "$work/plan.json" --assemble --verify
+for f in m.ninfer m.ninfer.part-0001 m.ninfer.part-0002 m.ninfer.conversion.json; do
+    [ "$f" = m.ninfer.conversion.json ] || same "$work/one/$f" "$work/many/$f"
+done
+check python3 -c "
+import json
+a, b = (json.load(open('$work/%s/m.ninfer.conversion.json' % d)) for d in ('one', 'many'))
+assert a['budget'] == b['budget'] and a['budget']['weighted_error'] > 0
+assert [o.get('budget') for o in a['objects']] == [o.get('budget') for o in b['objects']]"
+python3 - "$work/plan.json" "$work/bad.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+p['budget']['errors'][1] = p['budget']['errors'][1][:3]
+json.dump(p, open(sys.argv[2], 'w'))
+PY
+run 1 "$bin/ninfer-convert" --plan "$work/bad.json" --task 0
+contains "$work/err" "the plan's budget figures of tensor 'blk.0.ffn.weight' are not this plan's"
+
 # Refusals: a clear error naming the reachable range, nothing written.
 recipe r.yaml "{bits_per_weight: 3}"
 run 1 "$bin/ninfer-convert" -r "$work/ck/r.yaml" -o "$work/no.ninfer"

@@ -36,6 +36,9 @@ NF_API nf_status nf_plan_build(const nf_recipe *recipe, nf_plan **out, nf_error 
  * every online core; the plan is the same for any count). */
 typedef struct nf_plan_build_options {
     unsigned threads;
+    /* A scale-out plan's measured figures (nf_scaleout_budget): used in place of the measuring
+     * pass, after a check that they belong to this plan; NULL measures. */
+    const struct json_t *budget_figures;
 } nf_plan_build_options;
 NF_API nf_status nf_plan_build_ex(const nf_recipe *recipe, const nf_plan_build_options *opt, nf_plan **out,
                                   nf_error *err);
@@ -167,6 +170,9 @@ NF_API nf_status nf_scaleout_plan(nf_plan *p, const nf_convert_options *opt, siz
 NF_API nf_status nf_scaleout_open(const char *plan_path, nf_scaleout **out, nf_error *err);
 NF_API void nf_scaleout_free(nf_scaleout *s);
 NF_API const struct json_t *nf_scaleout_command(const nf_scaleout *s);
+/* The budget's measured figures the plan's maker recorded (docs/scale-out.md), or NULL: a task
+ * and the assembler solve the same allocation without measuring again. */
+NF_API const struct json_t *nf_scaleout_budget(const nf_scaleout *s);
 NF_API size_t nf_scaleout_task_count(const nf_scaleout *s);
 NF_API const char *nf_scaleout_output(const nf_scaleout *s);
 /* The working directory the plan was made in (relative paths of its command are relative to it). */

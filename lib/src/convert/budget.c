@@ -171,9 +171,54 @@ static nf_status measure_all(plan_budget *b, uint64_t sample_rows, unsigned thre
 }
 
 /* ---------------------------------------------------------------- allocation */
-nf_status nf_budget_allocate(plan_budget *b, const nf_recipe_budget *rb, unsigned threads, nf_error *err)
+/* ---------------------------------------------------------------- a plan's figures */
+json_t *nf_budget_figures(const plan_budget *b)
 {
-    NF_TRY(measure_all(b, rb->sample_rows, threads, err));
+    json_t *rows = json_array(), *errors = json_array();
+    for (size_t i = 0; i < b->nitems; i++) {
+        const plan_budget_item *it = &b->items[i];
+        json_t *e = json_array();
+        for (size_t k = 0; k < it->nopts; k++) json_array_append_new(e, json_real(it->opts[k].error));
+        json_array_append_new(errors, e);
+        json_array_append_new(rows, json_integer((json_int_t)it->sampled));
+    }
+    return json_pack("{s:o,s:o}", "rows_measured", rows, "errors", errors);
+}
+
+/* The figures of a plan's maker in place of a measuring pass: one list per item, one finite
+ * error >= 0 per option, and the rows this plan would measure. */
+static nf_status take_figures(plan_budget *b, const json_t *f, uint64_t sample_rows, nf_error *err)
+{
+    const json_t *rows = json_object_get(f, "rows_measured"), *errors = json_object_get(f, "errors");
+    if (!json_is_array(rows) || !json_is_array(errors) || json_array_size(rows) != b->nitems ||
+        json_array_size(errors) != b->nitems)
+        return nf_error_set(err, NF_ERR_INVALID, "the plan's budget figures are not those of this plan's %zu tensors",
+                            b->nitems);
+    for (size_t i = 0; i < b->nitems; i++) {
+        plan_budget_item *it = &b->items[i];
+        const json_t *e = json_array_get(errors, i), *r = json_array_get(rows, i);
+        if (!json_is_array(e) || json_array_size(e) != it->nopts || !json_is_integer(r) ||
+            json_integer_value(r) != (json_int_t)sample_count(it, sample_rows))
+            return nf_error_set(err, NF_ERR_INVALID, "the plan's budget figures of tensor '%s' are not this plan's",
+                                it->t->name);
+        it->sampled = sample_count(it, sample_rows);
+        for (size_t k = 0; k < it->nopts; k++) {
+            const json_t *v = json_array_get(e, k);
+            double x = json_is_real(v) ? json_real_value(v) : json_is_integer(v) ? (double)json_integer_value(v) : NAN;
+            if (!isfinite(x) || x < 0)
+                return nf_error_set(err, NF_ERR_INVALID, "the plan's budget figure %zu of tensor '%s' is not a finite "
+                                    "number >= 0", k, it->t->name);
+            it->opts[k].error = x;
+        }
+    }
+    return NF_OK;
+}
+
+nf_status nf_budget_allocate(plan_budget *b, const nf_recipe_budget *rb, unsigned threads, const json_t *figures,
+                             nf_error *err)
+{
+    if (figures) NF_TRY(take_figures(b, figures, rb->sample_rows, err));
+    else NF_TRY(measure_all(b, rb->sample_rows, threads, err));
     nf_budget_item *items = calloc(b->nitems ? b->nitems : 1, sizeof *items);
     nf_budget_choice *choices = NULL;
     size_t total = 0;

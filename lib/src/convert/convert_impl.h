@@ -81,8 +81,12 @@ typedef struct plan_budget {
 } plan_budget;
 
 /* Measures every item's options on its sampled rows (threads: 0 every core; the figures do not
- * depend on it) and solves the allocation: picks, runners-up, sol. */
-nf_status nf_budget_allocate(plan_budget *b, const nf_recipe_budget *rb, unsigned threads, nf_error *err);
+ * depend on it) -- or takes them from figures, a plan's (nf_budget_figures of its maker), checked
+ * against the items -- and solves the allocation: picks, runners-up, sol. */
+nf_status nf_budget_allocate(plan_budget *b, const nf_recipe_budget *rb, unsigned threads, const json_t *figures,
+                             nf_error *err);
+/* The measured figures, for a scale-out plan: {"rows_measured": [...], "errors": [[...], ...]}. */
+json_t *nf_budget_figures(const plan_budget *b);
 /* The "budget" member of --dry-run's description (the allocation table, budget used). */
 json_t *nf_budget_describe(const plan_budget *b, const nf_recipe_budget *rb);
 void nf_budget_free(plan_budget *b);

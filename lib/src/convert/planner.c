@@ -1408,7 +1408,8 @@ nf_status nf_plan_build_ex(const nf_recipe *recipe, const nf_plan_build_options 
             goto done;
         }
         if ((st = budget_capacity(p, err)) != NF_OK ||
-            (st = nf_budget_allocate(p->budget, &recipe->budget, opt ? opt->threads : 0, err)) != NF_OK)
+            (st = nf_budget_allocate(p->budget, &recipe->budget, opt ? opt->threads : 0,
+                                      opt ? opt->budget_figures : NULL, err)) != NF_OK)
             goto done;
         budget_patch(p, tps, n, &probs);
         if (probs.count || probs.nomem) {

@@ -456,7 +456,12 @@ static void emit_plan(plan_out *o, const nf_plan *p, const nf_writer *w, const n
         if (k) out_str(o, ",");
         out_json(o, object_record(p, w, k), false);
     }
-    out_str(o, "]}\n");
+    out_str(o, "]");
+    if (p->budget) { /* the measured figures: the tasks and the assembler solve, not measure */
+        out_str(o, ",\"budget\":");
+        out_json(o, nf_budget_figures(p->budget), false);
+    }
+    out_str(o, "}\n");
     nf_io_out_flush(&o->out);
 }
 
@@ -700,6 +705,7 @@ nf_status nf_scaleout_open(const char *plan_path, nf_scaleout **out, nf_error *e
 }
 
 const json_t *nf_scaleout_command(const nf_scaleout *s) { return s->command; }
+const json_t *nf_scaleout_budget(const nf_scaleout *s) { return json_object_get(s->root, "budget"); }
 size_t nf_scaleout_task_count(const nf_scaleout *s) { return s->ntasks; }
 const char *nf_scaleout_output(const nf_scaleout *s) { return s->output; }
 const char *nf_scaleout_directory(const nf_scaleout *s) { return str_member(s->root, "cwd"); }
@@ -749,9 +755,12 @@ static bool exact_value(const json_t *v, double *out)
 
 static json_t *stats_json(const nf_errstats_summary *m)
 {
-    return json_pack("{s:I,s:I,s:o,s:o,s:o,s:o,s:o}", "count", (json_int_t)m->count, "skipped", (json_int_t)m->skipped,
-                     "max_abs", exact(m->max_abs), "sse", exact(m->sse), "ssx", exact(m->ssx), "rmse", exact(m->rmse),
-                     "snr_db", exact(m->snr_db));
+    json_t *j = json_pack("{s:I,s:I,s:o,s:o,s:o,s:o,s:o}", "count", (json_int_t)m->count, "skipped",
+                          (json_int_t)m->skipped, "max_abs", exact(m->max_abs), "sse", exact(m->sse), "ssx",
+                          exact(m->ssx), "rmse", exact(m->rmse), "snr_db", exact(m->snr_db));
+    /* an object a budget chose: its weighted error (docs/recipes.md, "Budgets") */
+    if (j && m->wse != 0) json_object_set_new(j, "wse", exact(m->wse));
+    return j;
 }
 
 static bool stats_of(const json_t *j, nf_errstats_summary *m)
@@ -759,7 +768,8 @@ static bool stats_of(const json_t *j, nf_errstats_summary *m)
     return json_is_object(j) && u64_member(j, "count", &m->count) && u64_member(j, "skipped", &m->skipped) &&
            exact_value(json_object_get(j, "max_abs"), &m->max_abs) && exact_value(json_object_get(j, "sse"), &m->sse) &&
            exact_value(json_object_get(j, "ssx"), &m->ssx) && exact_value(json_object_get(j, "rmse"), &m->rmse) &&
-           exact_value(json_object_get(j, "snr_db"), &m->snr_db);
+           exact_value(json_object_get(j, "snr_db"), &m->snr_db) &&
+           (!json_object_get(j, "wse") || exact_value(json_object_get(j, "wse"), &m->wse));
 }
 
 /* XXH3-128 of bytes [from, end) of a file, streamed. */
