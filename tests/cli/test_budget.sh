@@ -192,6 +192,22 @@ PY
 run 1 "$bin/ninfer-convert" --plan "$work/bad.json" --task 0
 contains "$work/err" "the plan's budget figures of tensor 'blk.0.ffn.weight' are not this plan's"
 
+# recipes/budget-imatrix.yaml on a Llama-shaped checkpoint with an imatrix; verify --against
+# re-derives the artifact from the recipe (measuring again gives the same allocation).
+"$bin/ninfer-gen-checkpoint" "$work/llama" >/dev/null
+python3 "$top/tests/cli/gen_imatrix.py" "$work/llama/imatrix.gguf" 200 520 2 7 3
+MODEL_DIR=$work/llama run 0 "$bin/ninfer-convert" -r "$top/recipes/budget-imatrix.yaml" -o "$work/bi.ninfer" \
+    --allow-env MODEL_DIR
+contains "$work/err" "wrote"
+MODEL_DIR=$work/llama run 0 "$bin/ninfer-verify" "$work/bi.ninfer" --against "$work/llama" \
+    --recipe "$top/recipes/budget-imatrix.yaml" --allow-env MODEL_DIR
+check python3 -c "
+import json
+r = json.load(open('$work/bi.ninfer.conversion.json'))
+b = r['budget']
+assert b['weights'] == {'imatrix': 'imatrix'} and b['tensors'] == 14 and b['bits_per_weight'] <= 5.5
+assert {o['format'] for o in r['objects'] if o['object'] == 'lm_head.weight'} == {'q8_g32_fp16'}"
+
 # Refusals: a clear error naming the reachable range, nothing written.
 recipe r.yaml "{bits_per_weight: 3}"
 run 1 "$bin/ninfer-convert" -r "$work/ck/r.yaml" -o "$work/no.ninfer"
