@@ -12,6 +12,9 @@ import random
 import struct
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gen_imatrix import write_imatrix  # noqa: E402  (the same llama-imatrix writer)
+
 MATRICES = [  # name, rows, cols, scale, distribution
     ('blk.0.attn.weight', 48, 256, 1.0, 'gauss'),
     ('blk.0.ffn.weight', 40, 192, 8.0, 'gauss'),
@@ -26,29 +29,6 @@ def values(rng, n, scale, dist):
     if dist == 'uniform':
         return [rng.uniform(-scale, scale) for _ in range(n)]
     return [scale * rng.gauss(0, 1) ** 3 for _ in range(n)]  # heavy tails
-
-
-def gguf_string(x):
-    b = x.encode()
-    return struct.pack('<Q', len(b)) + b
-
-
-def write_imatrix(path, vectors):
-    ts = []
-    for name, vec in vectors:
-        ts.append((name + '.in_sum2', vec))
-        ts.append((name + '.counts', [1.0]))
-    out = b'GGUF' + struct.pack('<IQQ', 3, len(ts), 0)
-    off = 0
-    for name, vals in ts:
-        out += gguf_string(name) + struct.pack('<I', 1) + struct.pack('<Q', len(vals)) + struct.pack('<IQ', 0, off)
-        off += (len(vals) * 4 + 31) // 32 * 32
-    out += b'\0' * (-len(out) % 32)
-    for name, vals in ts:
-        d = struct.pack('<%df' % len(vals), *vals)
-        out += d + b'\0' * (-len(d) % 32)
-    with open(path, 'wb') as f:
-        f.write(out)
 
 
 def main(d):

@@ -13,13 +13,12 @@ def gguf_string(x):
     return struct.pack('<Q', len(b)) + b
 
 
-def main(out_path, hidden, inter, layers, period, count):
-    ts = []
-    for layer in range(layers):
-        for t, k in (('attn_q', hidden), ('attn_k', hidden), ('attn_v', hidden), ('attn_output', hidden),
-                     ('ffn_gate', hidden), ('ffn_up', hidden), ('ffn_down', inter)):
-            ts.append(('blk.%d.%s.weight.in_sum2' % (layer, t), [float(1 + (i % period)) for i in range(k)]))
-            ts.append(('blk.%d.%s.weight.counts' % (layer, t), [count]))
+def write_imatrix(out_path, vectors):
+    """vectors: (tensor name, importance list) pairs; each gets T.in_sum2 and T.counts (1)."""
+    write_entries(out_path, [e for name, vec in vectors for e in ((name + '.in_sum2', vec), (name + '.counts', [1.0]))])
+
+
+def write_entries(out_path, ts):
     out = b'GGUF' + struct.pack('<IQQ', 3, len(ts), 0)
     off = 0
     for name, vals in ts:   # one F32 vector each (type 0), 32-byte aligned
@@ -31,6 +30,16 @@ def main(out_path, hidden, inter, layers, period, count):
         out += d + b'\0' * (-len(d) % 32)
     with open(out_path, 'wb') as f:
         f.write(out)
+
+
+def main(out_path, hidden, inter, layers, period, count):
+    ts = []
+    for layer in range(layers):
+        for t, k in (('attn_q', hidden), ('attn_k', hidden), ('attn_v', hidden), ('attn_output', hidden),
+                     ('ffn_gate', hidden), ('ffn_up', hidden), ('ffn_down', inter)):
+            ts.append(('blk.%d.%s.weight.in_sum2' % (layer, t), [float(1 + (i % period)) for i in range(k)]))
+            ts.append(('blk.%d.%s.weight.counts' % (layer, t), [count]))
+    write_entries(out_path, ts)
 
 
 if __name__ == '__main__':

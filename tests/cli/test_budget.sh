@@ -209,32 +209,25 @@ assert b['weights'] == {'imatrix': 'imatrix'} and b['tensors'] == 14 and b['bits
 assert {o['format'] for o in r['objects'] if o['object'] == 'lm_head.weight'} == {'q8_g32_fp16'}"
 
 # Refusals: a clear error naming the reachable range, nothing written.
-recipe r.yaml "{bits_per_weight: 3}"
-run 1 "$bin/ninfer-convert" -r "$work/ck/r.yaml" -o "$work/no.ninfer"
-contains "$work/err" "r.yaml:4:27: budget: 3 bits per weight is below what the candidates reach with the 4 tensors left to the budget: 4.7358 to 9.4714 bits per weight"
-recipe r.yaml "{bits_per_weight: 12}"
-run 1 "$bin/ninfer-convert" -r "$work/ck/r.yaml" -o "$work/no.ninfer"
-contains "$work/err" "budget: 12 bits per weight is above what the candidates reach"
-recipe r.yaml "{bytes: 1000}"
-run 1 "$bin/ninfer-convert" -r "$work/ck/r.yaml" -o "$work/no.ninfer"
-contains "$work/err" "budget: 1000 bytes is below what the candidates reach"
-contains "$work/err" "(the other tensor objects take 1024)"
+refused() { # refused BUDGET-MAPPING TEXT...: the recipe with that budget fails (exit 1) saying each TEXT
+    recipe r.yaml "$1"
+    shift
+    run 1 "$bin/ninfer-convert" -r "$work/ck/r.yaml" -o "$work/no.ninfer"
+    for text in "$@"; do contains "$work/err" "$text"; done
+}
+refused "{bits_per_weight: 3}" "r.yaml:4:27: budget: 3 bits per weight is below what the candidates reach with the 4 tensors left to the budget: 4.7358 to 9.4714 bits per weight"
+refused "{bits_per_weight: 12}" "budget: 12 bits per weight is above what the candidates reach"
+refused "{bytes: 1000}" "budget: 1000 bytes is below what the candidates reach" "(the other tensor objects take 1024)"
 [ ! -e "$work/no.ninfer" ] && [ ! -e "$work/no.ninfer.conversion.json" ] && ok || bad "a refused budget wrote something"
-recipe r.yaml "{bits_per_weight: 5, bytes: 30000}"
-run 1 "$bin/ninfer-convert" -r "$work/ck/r.yaml" -o "$work/no.ninfer"
-contains "$work/err" "both bits_per_weight and bytes are given"
-recipe r.yaml "{sample_rows: 3}"
-run 1 "$bin/ninfer-convert" -r "$work/ck/r.yaml" -o "$work/no.ninfer"
-contains "$work/err" "budget: missing the budget: bits_per_weight"
+refused "{bits_per_weight: 5, bytes: 30000}" "both bits_per_weight and bytes are given"
+refused "{sample_rows: 3}" "budget: missing the budget: bits_per_weight"
+refused "{bits_per_weight: 5, imatrix: nosuch}" "budget.imatrix: 'nosuch' is not a source of the recipe"
 recipe r.yaml "{bits_per_weight: 4.7358, formats: [q4_g64_fp16, nvfp4], methods: [grouped_absmax]}"
 run 0 "$bin/ninfer-convert" -r "$work/ck/r.yaml" -o "$work/no.ninfer" -n --json
 check python3 -c "
 import json
 d = json.load(open('$work/out'))['budget']
 assert d['candidates'] == [{'format': 'q4_g64_fp16', 'method': 'grouped_absmax'}]"
-recipe r.yaml "{bits_per_weight: 5, imatrix: nosuch}"
-run 1 "$bin/ninfer-convert" -r "$work/ck/r.yaml" -o "$work/no.ninfer"
-contains "$work/err" "budget.imatrix: 'nosuch' is not a source of the recipe"
 printf 'recipe: 1\nsources: {base: .}\nrules:\n  - {match: "*", format: budget}\n' >"$work/ck/nb.yaml"
 run 1 "$bin/ninfer-convert" -r "$work/ck/nb.yaml" -o "$work/no.ninfer"
 contains "$work/err" "format 'budget' needs a \`budget:\` section"
