@@ -16,9 +16,11 @@
  *    incumbent's own choices always stay (their bound is at most its error).
  * 4. Branch and bound, depth first, over the items left with more than one choice: a node is cut
  *    when the bytes cannot fit or its Lagrangian bound cannot beat the best allocation found.
- *    A search that ends proves the best allocation optimal (up to a relative 1e-12: allocations
- *    closer than that to the best count as ties); one stopped at the node limit keeps the best
- *    found, never worse than the greedy's, and the relaxation's bound says how far it may be.
+ *    A search that ends proves the best allocation optimal (up to 1e-12 of the bounds' magnitude,
+ *    the errors plus lambda times the bytes: allocations closer than that count as ties, so
+ *    rounding neither drops a better allocation nor lets ties multiply the nodes); one stopped at
+ *    the node limit keeps the best found, never worse than the greedy's, and reports the larger
+ *    of the two lower bounds (the relaxation's and L), so the gap is known.
  * Only the inputs decide anything: no clock, no threads. */
 #include "budget/solve.h"
 
@@ -29,7 +31,11 @@
 #include "common/checked.h"
 
 #define DEFAULT_NODE_LIMIT ((uint64_t)1 << 22)
-#define TIE 1e-12 /* relative: a bound this close to the best cannot beat it */
+/* Relative to the size of the terms a bound adds up (the errors and lambda * bytes): bounds and
+ * errors are sums of doubles, so two allocations closer than this are ties, a choice is dropped
+ * only when its bound exceeds the incumbent by more than this (rounding never drops a choice of
+ * a better allocation), and a node is cut when it cannot improve by more than this. */
+#define TIE 1e-12
 
 typedef struct item_state {
     size_t *nd;          /* non-dominated choices, bytes ascending */
@@ -80,6 +86,21 @@ static int cmp_step(const void *a, const void *b)
 
 static double reduced(const nf_budget_choice *c, double lambda) { return c->error + lambda * (double)c->bytes; }
 
+/* Error change per byte from a to b (b has more bytes: the non-dominated choices are strictly
+ * increasing in bytes). */
+static double slope(const nf_budget_choice *a, const nf_budget_choice *b)
+{
+    return (b->error - a->error) / (double)(b->bytes - a->bytes);
+}
+
+/* malloc of count elements, NULL when count * size overflows (as when out of memory). */
+static void *alloc_array(size_t count, size_t size)
+{
+    size_t total;
+    if (__builtin_mul_overflow(count ? count : 1, size, &total)) return NULL;
+    return malloc(total);
+}
+
 /* ---------------------------------------------------------------- checks */
 static nf_status check_items(const nf_budget_item *items, size_t n, nf_error *err)
 {
@@ -122,10 +143,10 @@ nf_status nf_budget_range(const nf_budget_item *items, size_t n, uint64_t *min_b
 static bool curve(const nf_budget_item *it, item_state *s)
 {
     size_t n = it->nchoices;
-    key *order = malloc(n * sizeof *order);
-    s->nd = malloc(n * sizeof *s->nd);
-    s->hull = malloc(n * sizeof *s->hull);
-    s->kept = malloc(n * sizeof *s->kept);
+    key *order = alloc_array(n, sizeof *order);
+    s->nd = alloc_array(n, sizeof *s->nd);
+    s->hull = alloc_array(n, sizeof *s->hull);
+    s->kept = alloc_array(n, sizeof *s->kept);
     if (!order || !s->nd || !s->hull || !s->kept) {
         free(order);
         return false;
@@ -139,13 +160,15 @@ static bool curve(const nf_budget_item *it, item_state *s)
     free(order);
     const nf_budget_choice *c = it->choices;
     for (size_t k = 0; k < s->nnd; k++) {
-        /* drop the last point while it lies on or above the chord from the one before it */
+        /* Drop the last point while the step into the new one is not strictly less steep than the
+         * step into the last one (the last lies on or above the chord).  The test compares the very
+         * slopes the greedy sorts by, so an item's steps come out of the sort in hull order even
+         * when rounding makes nearly collinear points disagree with exact arithmetic: a step taken
+         * out of order would be lost and the relaxation's bound would no longer be a bound. */
         while (s->nhull >= 2) {
             const nf_budget_choice *a = &c[s->nd[s->hull[s->nhull - 2]]], *b = &c[s->nd[s->hull[s->nhull - 1]]],
                                    *p = &c[s->nd[k]];
-            double lhs = (b->error - a->error) * (double)(p->bytes - a->bytes);
-            double rhs = (p->error - a->error) * (double)(b->bytes - a->bytes);
-            if (lhs < rhs) break; /* b strictly below the chord a-p */
+            if (slope(a, b) < slope(b, p)) break;
             s->nhull--;
         }
         s->hull[s->nhull++] = k;
@@ -155,8 +178,7 @@ static bool curve(const nf_budget_item *it, item_state *s)
 
 static double hull_slope(const nf_budget_item *it, const item_state *s, size_t h)
 {
-    const nf_budget_choice *a = &it->choices[s->nd[s->hull[h]]], *b = &it->choices[s->nd[s->hull[h + 1]]];
-    return (b->error - a->error) / (double)(b->bytes - a->bytes);
+    return slope(&it->choices[s->nd[s->hull[h]]], &it->choices[s->nd[s->hull[h + 1]]]);
 }
 
 /* The greedy: pick[i] (a choice index), lambda and the relaxation's bound. */
@@ -165,7 +187,7 @@ static bool greedy(const nf_budget_item *items, size_t n, item_state *st, uint64
 {
     size_t nsteps = 0;
     for (size_t i = 0; i < n; i++) nsteps += st[i].nhull - 1;
-    step *steps = malloc((nsteps ? nsteps : 1) * sizeof *steps);
+    step *steps = alloc_array(nsteps, sizeof *steps);
     bool *blocked = calloc(n ? n : 1, sizeof *blocked);
     size_t *at = calloc(n ? n : 1, sizeof *at);
     if (!steps || !blocked || !at) {
@@ -224,6 +246,7 @@ typedef struct search {
     uint64_t *suf_bytes; /* [ncore + 1]: least bytes of core[d..] */
     double *suf_r;       /* [ncore + 1]: least reduced cost of core[d..] */
     double lambda;
+    double scale;        /* lambda * C + the items' least reduced costs: the bounds' magnitude */
     uint64_t cap;
     size_t *best, *cur;  /* per item */
     double best_error;
@@ -233,7 +256,7 @@ typedef struct search {
 /* The kept choices by reduced cost (the search tries the most promising first). */
 static bool sort_kept(const nf_budget_item *it, item_state *is, double lambda)
 {
-    key *k = malloc((is->nkept ? is->nkept : 1) * sizeof *k);
+    key *k = alloc_array(is->nkept, sizeof *k);
     if (!k) return false;
     for (size_t j = 0; j < is->nkept; j++)
         k[j] = (key){reduced(&it->choices[is->kept[j]], lambda), it->choices[is->kept[j]].bytes, is->kept[j]};
@@ -243,23 +266,48 @@ static bool sort_kept(const nf_budget_item *it, item_state *is, double lambda)
     return true;
 }
 
-/* The core's order: the items with the most choices first (they split the search most). */
-static bool sort_core(const item_state *st, search *s)
+typedef struct core_key {
+    size_t nkept;
+    double spread;       /* greatest minus least reduced cost among the kept */
+    size_t index;
+} core_key;
+
+static int cmp_core(const void *x, const void *y)
 {
-    key *k = malloc((s->ncore ? s->ncore : 1) * sizeof *k);
+    const core_key *p = x, *q = y;
+    if (p->nkept != q->nkept) return p->nkept > q->nkept ? -1 : 1;
+    if (p->spread != q->spread) return p->spread > q->spread ? -1 : 1;
+    return p->index < q->index ? -1 : p->index > q->index;
+}
+
+/* The core's order: the items with the most choices first, then the widest spread of reduced
+ * cost (they split the search most, and their choice moves the bound most, so cuts come early);
+ * the item index settles ties, so the order depends on nothing but the items. */
+static bool sort_core(const nf_budget_item *items, const item_state *st, search *s)
+{
+    core_key *k = alloc_array(s->ncore, sizeof *k);
     if (!k) return false;
-    for (size_t j = 0; j < s->ncore; j++) k[j] = (key){-(double)st[s->core[j]].nkept, 0, s->core[j]};
-    qsort(k, s->ncore, sizeof *k, cmp_cost_first);
+    for (size_t j = 0; j < s->ncore; j++) {
+        const item_state *is = &st[s->core[j]];
+        /* kept is by reduced cost: its first and last are the least and the greatest */
+        double lo = reduced(&items[s->core[j]].choices[is->kept[0]], s->lambda);
+        double hi = reduced(&items[s->core[j]].choices[is->kept[is->nkept - 1]], s->lambda);
+        k[j] = (core_key){is->nkept, hi - lo, s->core[j]};
+    }
+    qsort(k, s->ncore, sizeof *k, cmp_core);
     for (size_t j = 0; j < s->ncore; j++) s->core[j] = k[j].index;
     free(k);
     return true;
 }
 
+/* How much less than the best an allocation must have to count as better (see TIE). */
+static double tie(const search *s) { return TIE * (s->best_error + s->scale); }
+
 /* Depth first over core items; true when it ran to the end. */
 static bool branch(search *s, uint64_t fixed_bytes, double fixed_error, double fixed_r)
 {
     size_t d = 0;
-    size_t *ptr = calloc(s->ncore + 1, sizeof *ptr);
+    size_t *ptr = calloc(s->ncore + 1, sizeof *ptr); /* the next kept choice to try, per depth */
     uint64_t *bytes = calloc(s->ncore + 1, sizeof *bytes);
     double *error = calloc(s->ncore + 1, sizeof *error), *rsum = calloc(s->ncore + 1, sizeof *rsum);
     if (!ptr || !bytes || !error || !rsum) {
@@ -275,7 +323,7 @@ static bool branch(search *s, uint64_t fixed_bytes, double fixed_error, double f
     bool done = true;
     for (;;) {
         if (d == s->ncore) { /* a full allocation that fits */
-            if (error[d] < s->best_error * (1 - TIE)) {
+            if (error[d] < s->best_error - tie(s)) {
                 s->best_error = error[d];
                 for (size_t k = 0; k < s->ncore; k++) s->best[s->core[k]] = s->cur[s->core[k]];
             }
@@ -301,7 +349,7 @@ static bool branch(search *s, uint64_t fixed_bytes, double fixed_error, double f
         if (!nf_add_u64(bytes[d], c->bytes, &nb) || nb > s->cap || s->cap - nb < s->suf_bytes[d + 1]) continue;
         double r = rsum[d] + reduced(c, s->lambda);
         double bound = r + s->suf_r[d + 1] - s->lambda * (double)s->cap;
-        if (bound >= s->best_error * (1 - TIE)) {
+        if (bound >= s->best_error - tie(s)) {
             /* the kept choices are by reduced cost: the later ones cannot do better */
             ptr[d] = is->nkept;
             continue;
@@ -357,6 +405,7 @@ nf_status nf_budget_solve(const nf_budget_item *items, size_t n, uint64_t capaci
                           nf_budget_solution *out, nf_error *err)
 {
     memset(out, 0, sizeof *out);
+    if (n && !items) return nf_error_set(err, NF_ERR_INVALID, "budget: %zu items given as none", n);
     uint64_t lo = 0, hi = 0;
     NF_TRY(check_items(items, n, err));
     NF_TRY(nf_budget_range(items, n, &lo, &hi, err));
@@ -382,16 +431,18 @@ nf_status nf_budget_solve(const nf_budget_item *items, size_t n, uint64_t capaci
     out->exact = true;
     if (!all_fit) {
         /* step 3: reduction against the greedy's allocation */
-        double L = -s.lambda * (double)capacity;
+        double sum_minr = 0;
         for (size_t i = 0; i < n; i++) {
             st[i].minr = INFINITY;
             for (size_t k = 0; k < st[i].nnd; k++) {
                 double r = reduced(&items[i].choices[st[i].nd[k]], s.lambda);
                 st[i].minr = r < st[i].minr ? r : st[i].minr;
             }
-            L += st[i].minr;
+            sum_minr += st[i].minr;
         }
-        double slack = fabs(error) * TIE;
+        double L = sum_minr - s.lambda * (double)capacity;
+        s.scale = sum_minr + s.lambda * (double)capacity;
+        double slack = TIE * (error + s.scale);
         for (size_t i = 0; i < n; i++) {
             st[i].minbytes = UINT64_MAX;
             for (size_t k = 0; k < st[i].nnd; k++) {
@@ -405,11 +456,11 @@ nf_status nf_budget_solve(const nf_budget_item *items, size_t n, uint64_t capaci
             if (!sort_kept(&items[i], &st[i], s.lambda)) goto nomem;
         }
         /* step 4 */
-        s.core = malloc((n ? n : 1) * sizeof *s.core);
+        s.core = alloc_array(n, sizeof *s.core);
         s.suf_bytes = calloc(n + 1, sizeof *s.suf_bytes);
         s.suf_r = calloc(n + 1, sizeof *s.suf_r);
-        s.best = malloc((n ? n : 1) * sizeof *s.best);
-        s.cur = malloc((n ? n : 1) * sizeof *s.cur);
+        s.best = alloc_array(n, sizeof *s.best);
+        s.cur = alloc_array(n, sizeof *s.cur);
         if (!s.core || !s.suf_bytes || !s.suf_r || !s.best || !s.cur) goto nomem_search;
         uint64_t fixed_bytes = 0;
         double fixed_error = 0, fixed_r = 0;
@@ -424,7 +475,7 @@ nf_status nf_budget_solve(const nf_budget_item *items, size_t n, uint64_t capaci
             fixed_error += items[i].choices[s.cur[i]].error;
             fixed_r += reduced(&items[i].choices[s.cur[i]], s.lambda);
         }
-        if (!sort_core(st, &s)) goto nomem_search;
+        if (!sort_core(items, st, &s)) goto nomem_search;
         for (size_t d = s.ncore; d-- > 0;) {
             const item_state *is = &st[s.core[d]];
             s.suf_bytes[d] = s.suf_bytes[d + 1] + is->minbytes;
