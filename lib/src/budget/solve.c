@@ -303,8 +303,9 @@ static bool sort_core(const nf_budget_item *items, const item_state *st, search 
 /* How much less than the best an allocation must have to count as better (see TIE). */
 static double tie(const search *s) { return TIE * (s->best_error + s->scale); }
 
-/* Depth first over core items; true when it ran to the end. */
-static bool branch(search *s, uint64_t fixed_bytes, double fixed_error, double fixed_r)
+/* Depth first over the core items with an explicit stack (depth d holds core[d]'s next choice);
+ * *done when it ran to the end rather than to the node limit.  False when out of memory. */
+static bool branch(search *s, uint64_t fixed_bytes, double fixed_error, double fixed_r, bool *done)
 {
     size_t d = 0;
     size_t *ptr = calloc(s->ncore + 1, sizeof *ptr); /* the next kept choice to try, per depth */
@@ -320,7 +321,7 @@ static bool branch(search *s, uint64_t fixed_bytes, double fixed_error, double f
     bytes[0] = fixed_bytes;
     error[0] = fixed_error;
     rsum[0] = fixed_r;
-    bool done = true;
+    *done = true;
     for (;;) {
         if (d == s->ncore) { /* a full allocation that fits */
             if (error[d] < s->best_error - tie(s)) {
@@ -340,7 +341,8 @@ static bool branch(search *s, uint64_t fixed_bytes, double fixed_error, double f
             continue;
         }
         if (++s->nodes > s->limit) {
-            done = false;
+            s->nodes--; /* the node not visited */
+            *done = false;
             break;
         }
         size_t k = is->kept[ptr[d]++];
@@ -364,7 +366,7 @@ static bool branch(search *s, uint64_t fixed_bytes, double fixed_error, double f
     free(bytes);
     free(error);
     free(rsum);
-    return done;
+    return true;
 }
 
 static size_t runner_up(const nf_budget_item *it, size_t pick, double lambda)
@@ -401,6 +403,93 @@ static void free_states(item_state *st, size_t n)
     free(st);
 }
 
+/* The bytes and error of an allocation. */
+static void totals(const nf_budget_item *items, size_t n, const size_t *pick, uint64_t *bytes, double *error)
+{
+    *bytes = 0; /* no overflow: at most the range's maximum, checked */
+    *error = 0;
+    for (size_t i = 0; i < n; i++) {
+        *bytes += items[i].choices[pick[i]].bytes;
+        *error += items[i].choices[pick[i]].error;
+    }
+}
+
+/* Step 3: each item's kept choices (by reduced cost), those whose Lagrangian bound does not
+ * exceed the incumbent's error; sets L (the Lagrangian bound) and s->scale. */
+static bool reduce(const nf_budget_item *items, size_t n, item_state *st, const size_t *pick, double error,
+                   search *s, double *L)
+{
+    double sum_minr = 0;
+    for (size_t i = 0; i < n; i++) {
+        st[i].minr = INFINITY;
+        for (size_t k = 0; k < st[i].nnd; k++) {
+            double r = reduced(&items[i].choices[st[i].nd[k]], s->lambda);
+            st[i].minr = r < st[i].minr ? r : st[i].minr;
+        }
+        sum_minr += st[i].minr;
+    }
+    *L = sum_minr - s->lambda * (double)s->cap;
+    s->scale = sum_minr + s->lambda * (double)s->cap;
+    double slack = TIE * (error + s->scale); /* conservative: rounding never drops a better choice */
+    for (size_t i = 0; i < n; i++) {
+        st[i].minbytes = UINT64_MAX;
+        for (size_t k = 0; k < st[i].nnd; k++) {
+            size_t c = st[i].nd[k];
+            bool keep = c == pick[i] || *L + (reduced(&items[i].choices[c], s->lambda) - st[i].minr) <= error + slack;
+            if (!keep) continue;
+            st[i].kept[st[i].nkept++] = c;
+            if (items[i].choices[c].bytes < st[i].minbytes) st[i].minbytes = items[i].choices[c].bytes;
+        }
+        if (!sort_kept(&items[i], &st[i], s->lambda)) return false;
+    }
+    return true;
+}
+
+static void free_search(search *s)
+{
+    free(s->core);
+    free(s->suf_bytes);
+    free(s->suf_r);
+    free(s->best);
+    free(s->cur);
+}
+
+/* Step 4: the items of one kept choice are fixed, the others searched; pick becomes the best
+ * allocation found.  False when out of memory. */
+static bool search_core(const nf_budget_item *items, size_t n, search *s, size_t *pick, double error, bool *done)
+{
+    const item_state *st = s->st;
+    s->core = alloc_array(n, sizeof *s->core);
+    s->suf_bytes = calloc(n + 1, sizeof *s->suf_bytes);
+    s->suf_r = calloc(n + 1, sizeof *s->suf_r);
+    s->best = alloc_array(n, sizeof *s->best);
+    s->cur = alloc_array(n, sizeof *s->cur);
+    if (!s->core || !s->suf_bytes || !s->suf_r || !s->best || !s->cur) return false;
+    uint64_t fixed_bytes = 0;
+    double fixed_error = 0, fixed_r = 0;
+    for (size_t i = 0; i < n; i++) {
+        s->best[i] = s->cur[i] = pick[i];
+        if (st[i].nkept > 1) {
+            s->core[s->ncore++] = i;
+            continue;
+        }
+        /* the one kept choice is the incumbent's (reduce keeps it), so the sums cannot overflow */
+        fixed_bytes += items[i].choices[pick[i]].bytes;
+        fixed_error += items[i].choices[pick[i]].error;
+        fixed_r += reduced(&items[i].choices[pick[i]], s->lambda);
+    }
+    if (!sort_core(items, st, s)) return false;
+    for (size_t d = s->ncore; d-- > 0;) {
+        const item_state *is = &st[s->core[d]];
+        s->suf_bytes[d] = s->suf_bytes[d + 1] + is->minbytes;
+        s->suf_r[d] = s->suf_r[d + 1] + reduced(&items[s->core[d]].choices[is->kept[0]], s->lambda);
+    }
+    s->best_error = error;
+    if (!branch(s, fixed_bytes, fixed_error, fixed_r, done)) return false;
+    memcpy(pick, s->best, n * sizeof *pick);
+    return true;
+}
+
 nf_status nf_budget_solve(const nf_budget_item *items, size_t n, uint64_t capacity, uint64_t node_limit,
                           nf_budget_solution *out, nf_error *err)
 {
@@ -422,81 +511,20 @@ nf_status nf_budget_solve(const nf_budget_item *items, size_t n, uint64_t capaci
     bool all_fit = true;
     if (ok) ok = greedy(items, n, st, capacity, out->pick, &s.lambda, &lp, &all_fit);
     if (!ok) goto nomem;
-    uint64_t bytes = 0;
-    double error = 0;
-    for (size_t i = 0; i < n; i++) {
-        bytes += items[i].choices[out->pick[i]].bytes;
-        error += items[i].choices[out->pick[i]].error;
-    }
+    uint64_t bytes;
+    double error;
+    totals(items, n, out->pick, &bytes, &error);
     out->exact = true;
+    /* Everything fits: each item at its least error (its hull's last point) is optimal, and the
+     * multiplier stays 0. */
     if (!all_fit) {
-        /* step 3: reduction against the greedy's allocation */
-        double sum_minr = 0;
-        for (size_t i = 0; i < n; i++) {
-            st[i].minr = INFINITY;
-            for (size_t k = 0; k < st[i].nnd; k++) {
-                double r = reduced(&items[i].choices[st[i].nd[k]], s.lambda);
-                st[i].minr = r < st[i].minr ? r : st[i].minr;
-            }
-            sum_minr += st[i].minr;
-        }
-        double L = sum_minr - s.lambda * (double)capacity;
-        s.scale = sum_minr + s.lambda * (double)capacity;
-        double slack = TIE * (error + s.scale);
-        for (size_t i = 0; i < n; i++) {
-            st[i].minbytes = UINT64_MAX;
-            for (size_t k = 0; k < st[i].nnd; k++) {
-                size_t c = st[i].nd[k];
-                bool keep = c == out->pick[i] ||
-                            L + (reduced(&items[i].choices[c], s.lambda) - st[i].minr) <= error + slack;
-                if (!keep) continue;
-                st[i].kept[st[i].nkept++] = c;
-                if (items[i].choices[c].bytes < st[i].minbytes) st[i].minbytes = items[i].choices[c].bytes;
-            }
-            if (!sort_kept(&items[i], &st[i], s.lambda)) goto nomem;
-        }
-        /* step 4 */
-        s.core = alloc_array(n, sizeof *s.core);
-        s.suf_bytes = calloc(n + 1, sizeof *s.suf_bytes);
-        s.suf_r = calloc(n + 1, sizeof *s.suf_r);
-        s.best = alloc_array(n, sizeof *s.best);
-        s.cur = alloc_array(n, sizeof *s.cur);
-        if (!s.core || !s.suf_bytes || !s.suf_r || !s.best || !s.cur) goto nomem_search;
-        uint64_t fixed_bytes = 0;
-        double fixed_error = 0, fixed_r = 0;
-        for (size_t i = 0; i < n; i++) {
-            s.best[i] = s.cur[i] = out->pick[i];
-            if (st[i].nkept > 1) {
-                s.core[s.ncore++] = i;
-                continue;
-            }
-            s.cur[i] = st[i].kept[0];
-            fixed_bytes += items[i].choices[s.cur[i]].bytes;
-            fixed_error += items[i].choices[s.cur[i]].error;
-            fixed_r += reduced(&items[i].choices[s.cur[i]], s.lambda);
-        }
-        if (!sort_core(items, st, &s)) goto nomem_search;
-        for (size_t d = s.ncore; d-- > 0;) {
-            const item_state *is = &st[s.core[d]];
-            s.suf_bytes[d] = s.suf_bytes[d + 1] + is->minbytes;
-            s.suf_r[d] = s.suf_r[d + 1] + reduced(&items[s.core[d]].choices[is->kept[0]], s.lambda);
-        }
-        s.best_error = error;
-        bool done = fixed_bytes <= capacity ? branch(&s, fixed_bytes, fixed_error, fixed_r) : true;
-        for (size_t i = 0; i < n; i++) out->pick[i] = s.best[i];
-        out->exact = done;
+        double L;
+        ok = reduce(items, n, st, out->pick, error, &s, &L) &&
+             search_core(items, n, &s, out->pick, error, &out->exact);
+        free_search(&s);
+        if (!ok) goto nomem;
         out->nodes = s.nodes;
-        free(s.core);
-        free(s.suf_bytes);
-        free(s.suf_r);
-        free(s.best);
-        free(s.cur);
-        bytes = 0;
-        error = 0;
-        for (size_t i = 0; i < n; i++) {
-            bytes += items[i].choices[out->pick[i]].bytes;
-            error += items[i].choices[out->pick[i]].error;
-        }
+        totals(items, n, out->pick, &bytes, &error);
         if (L > lp) lp = L; /* both are lower bounds: the larger says more */
     }
     out->bytes = bytes;
@@ -505,12 +533,6 @@ nf_status nf_budget_solve(const nf_budget_item *items, size_t n, uint64_t capaci
     for (size_t i = 0; i < n; i++) out->runner_up[i] = runner_up(&items[i], out->pick[i], s.lambda);
     free_states(st, n);
     return NF_OK;
-nomem_search:
-    free(s.core);
-    free(s.suf_bytes);
-    free(s.suf_r);
-    free(s.best);
-    free(s.cur);
 nomem:
     free_states(st, n);
     nf_budget_solution_free(out);
