@@ -41,7 +41,8 @@ typedef struct instance {
 } instance;
 
 /* Random curves: sometimes convex like quantization, sometimes (nearly) collinear with large
- * bytes (where rounding decides the hull), sometimes anything (ties, duplicates, dominated
+ * bytes (where rounding decides the hull), sometimes shifted by 2^42 bytes (where a bound's
+ * lambda * bytes dwarfs the errors it must tell apart), sometimes anything (ties, duplicates, dominated
  * points). */
 static void random_instance(instance *in)
 {
@@ -66,6 +67,8 @@ static void random_instance(instance *in)
             }
             if (k && rng32() % 8 == 0) in->c[i][k] = in->c[i][k - 1]; /* a duplicate */
         }
+        if (rng32() % 8 == 0) /* a huge item: lambda * bytes dwarfs the errors */
+            for (size_t k = 0; k < m; k++) in->c[i][k].bytes += (uint64_t)1 << 42;
         in->items[i] = (nf_budget_item){in->c[i], m};
     }
 }

@@ -11,7 +11,8 @@
  *    of every allocation within the capacity; later steps of other items are still taken when
  *    they fit.  The result is the incumbent.
  * 3. Reduction: with r = error + lambda * bytes, L = sum of each item's least r - lambda * C is a
- *    lower bound too, and one with item i at choice k is L + r(i,k) - min r(i).  A choice whose
+ *    lower bound too (computed with each item's least bytes taken out of r and their sum out of
+ *    C, the same value without the cancellation), and one with item i at choice k is L + r(i,k) - min r(i).  A choice whose
  *    bound exceeds the incumbent's error cannot be in a better allocation: it is dropped.  The
  *    incumbent's own choices always stay (their bound is at most its error).
  * 4. Branch and bound, depth first, over the items left with more than one choice: a node is cut
@@ -39,6 +40,7 @@
 
 typedef struct item_state {
     size_t *nd;          /* non-dominated choices, bytes ascending */
+    uint64_t base;       /* the least bytes of any choice (nd[0]'s) */
     size_t nnd;
     size_t *hull;        /* positions in nd of the hull's points */
     size_t nhull;
@@ -84,7 +86,14 @@ static int cmp_step(const void *a, const void *b)
     return x->h < y->h ? -1 : x->h > y->h;
 }
 
-static double reduced(const nf_budget_choice *c, double lambda) { return c->error + lambda * (double)c->bytes; }
+/* The reduced cost error + lambda * bytes, less lambda times the item's least bytes (base): the
+ * same within an item up to a constant, but the bounds then add up lambda times the bytes above
+ * each item's least and subtract lambda times the capacity above the range's least, so a huge
+ * item does not cancel catastrophically against the capacity and drown the small ones' errors. */
+static double reduced(const nf_budget_choice *c, uint64_t base, double lambda)
+{
+    return c->error + lambda * (double)(c->bytes - base);
+}
 
 /* Error change per byte from a to b (b has more bytes: the non-dominated choices are strictly
  * increasing in bytes). */
@@ -158,6 +167,7 @@ static bool curve(const nf_budget_item *it, item_state *s)
         if (s->nnd == 0 || order[k].a < it->choices[s->nd[s->nnd - 1]].error) s->nd[s->nnd++] = order[k].index;
     }
     free(order);
+    s->base = it->choices[s->nd[0]].bytes;
     const nf_budget_choice *c = it->choices;
     for (size_t k = 0; k < s->nnd; k++) {
         /* Drop the last point while the step into the new one is not strictly less steep than the
@@ -246,7 +256,8 @@ typedef struct search {
     uint64_t *suf_bytes; /* [ncore + 1]: least bytes of core[d..] */
     double *suf_r;       /* [ncore + 1]: least reduced cost of core[d..] */
     double lambda;
-    double scale;        /* lambda * C + the items' least reduced costs: the bounds' magnitude */
+    double lambda_spare; /* lambda * (C - the range's least): what a bound subtracts */
+    double scale;        /* lambda_spare + the items' least reduced costs: the bounds' magnitude */
     uint64_t cap;
     size_t *best, *cur;  /* per item */
     double best_error;
@@ -259,7 +270,8 @@ static bool sort_kept(const nf_budget_item *it, item_state *is, double lambda)
     key *k = alloc_array(is->nkept, sizeof *k);
     if (!k) return false;
     for (size_t j = 0; j < is->nkept; j++)
-        k[j] = (key){reduced(&it->choices[is->kept[j]], lambda), it->choices[is->kept[j]].bytes, is->kept[j]};
+        k[j] = (key){reduced(&it->choices[is->kept[j]], is->base, lambda), it->choices[is->kept[j]].bytes,
+                     is->kept[j]};
     qsort(k, is->nkept, sizeof *k, cmp_cost_first);
     for (size_t j = 0; j < is->nkept; j++) is->kept[j] = k[j].index;
     free(k);
@@ -290,8 +302,8 @@ static bool sort_core(const nf_budget_item *items, const item_state *st, search 
     for (size_t j = 0; j < s->ncore; j++) {
         const item_state *is = &st[s->core[j]];
         /* kept is by reduced cost: its first and last are the least and the greatest */
-        double lo = reduced(&items[s->core[j]].choices[is->kept[0]], s->lambda);
-        double hi = reduced(&items[s->core[j]].choices[is->kept[is->nkept - 1]], s->lambda);
+        double lo = reduced(&items[s->core[j]].choices[is->kept[0]], is->base, s->lambda);
+        double hi = reduced(&items[s->core[j]].choices[is->kept[is->nkept - 1]], is->base, s->lambda);
         k[j] = (core_key){is->nkept, hi - lo, s->core[j]};
     }
     qsort(k, s->ncore, sizeof *k, cmp_core);
@@ -349,8 +361,8 @@ static bool branch(search *s, uint64_t fixed_bytes, double fixed_error, double f
         const nf_budget_choice *c = &s->items[i].choices[k];
         uint64_t nb;
         if (!nf_add_u64(bytes[d], c->bytes, &nb) || nb > s->cap || s->cap - nb < s->suf_bytes[d + 1]) continue;
-        double r = rsum[d] + reduced(c, s->lambda);
-        double bound = r + s->suf_r[d + 1] - s->lambda * (double)s->cap;
+        double r = rsum[d] + reduced(c, is->base, s->lambda);
+        double bound = r + s->suf_r[d + 1] - s->lambda_spare;
         if (bound >= s->best_error - tie(s)) {
             /* the kept choices are by reduced cost: the later ones cannot do better */
             ptr[d] = is->nkept;
@@ -369,7 +381,7 @@ static bool branch(search *s, uint64_t fixed_bytes, double fixed_error, double f
     return true;
 }
 
-static size_t runner_up(const nf_budget_item *it, size_t pick, double lambda)
+static size_t runner_up(const nf_budget_item *it, uint64_t base, size_t pick, double lambda)
 {
     size_t best = SIZE_MAX;
     for (size_t k = 0; k < it->nchoices; k++) {
@@ -378,7 +390,7 @@ static size_t runner_up(const nf_budget_item *it, size_t pick, double lambda)
             best = k;
             continue;
         }
-        double rk = reduced(&it->choices[k], lambda), rb = reduced(&it->choices[best], lambda);
+        double rk = reduced(&it->choices[k], base, lambda), rb = reduced(&it->choices[best], base, lambda);
         if (rk < rb || (rk == rb && it->choices[k].bytes < it->choices[best].bytes)) best = k;
     }
     return best;
@@ -420,22 +432,26 @@ static bool reduce(const nf_budget_item *items, size_t n, item_state *st, const 
                    search *s, double *L)
 {
     double sum_minr = 0;
+    uint64_t least = 0; /* the range's least: no overflow, checked */
     for (size_t i = 0; i < n; i++) {
+        least += st[i].base;
         st[i].minr = INFINITY;
         for (size_t k = 0; k < st[i].nnd; k++) {
-            double r = reduced(&items[i].choices[st[i].nd[k]], s->lambda);
+            double r = reduced(&items[i].choices[st[i].nd[k]], st[i].base, s->lambda);
             st[i].minr = r < st[i].minr ? r : st[i].minr;
         }
         sum_minr += st[i].minr;
     }
-    *L = sum_minr - s->lambda * (double)s->cap;
-    s->scale = sum_minr + s->lambda * (double)s->cap;
+    s->lambda_spare = s->lambda * (double)(s->cap - least); /* cap >= least: checked by the caller */
+    *L = sum_minr - s->lambda_spare;
+    s->scale = sum_minr + s->lambda_spare;
     double slack = TIE * (error + s->scale); /* conservative: rounding never drops a better choice */
     for (size_t i = 0; i < n; i++) {
         st[i].minbytes = UINT64_MAX;
         for (size_t k = 0; k < st[i].nnd; k++) {
             size_t c = st[i].nd[k];
-            bool keep = c == pick[i] || *L + (reduced(&items[i].choices[c], s->lambda) - st[i].minr) <= error + slack;
+            double bound = *L + (reduced(&items[i].choices[c], st[i].base, s->lambda) - st[i].minr);
+            bool keep = c == pick[i] || bound <= error + slack;
             if (!keep) continue;
             st[i].kept[st[i].nkept++] = c;
             if (items[i].choices[c].bytes < st[i].minbytes) st[i].minbytes = items[i].choices[c].bytes;
@@ -476,13 +492,13 @@ static bool search_core(const nf_budget_item *items, size_t n, search *s, size_t
         /* the one kept choice is the incumbent's (reduce keeps it), so the sums cannot overflow */
         fixed_bytes += items[i].choices[pick[i]].bytes;
         fixed_error += items[i].choices[pick[i]].error;
-        fixed_r += reduced(&items[i].choices[pick[i]], s->lambda);
+        fixed_r += reduced(&items[i].choices[pick[i]], st[i].base, s->lambda);
     }
     if (!sort_core(items, st, s)) return false;
     for (size_t d = s->ncore; d-- > 0;) {
         const item_state *is = &st[s->core[d]];
         s->suf_bytes[d] = s->suf_bytes[d + 1] + is->minbytes;
-        s->suf_r[d] = s->suf_r[d + 1] + reduced(&items[s->core[d]].choices[is->kept[0]], s->lambda);
+        s->suf_r[d] = s->suf_r[d + 1] + reduced(&items[s->core[d]].choices[is->kept[0]], is->base, s->lambda);
     }
     s->best_error = error;
     if (!branch(s, fixed_bytes, fixed_error, fixed_r, done)) return false;
@@ -530,7 +546,7 @@ nf_status nf_budget_solve(const nf_budget_item *items, size_t n, uint64_t capaci
     out->bytes = bytes;
     out->error = error;
     out->lower_bound = out->exact ? error : (lp < error ? lp : error);
-    for (size_t i = 0; i < n; i++) out->runner_up[i] = runner_up(&items[i], out->pick[i], s.lambda);
+    for (size_t i = 0; i < n; i++) out->runner_up[i] = runner_up(&items[i], st[i].base, out->pick[i], s.lambda);
     free_states(st, n);
     return NF_OK;
 nomem:
