@@ -11,17 +11,21 @@
  *    of every allocation within the capacity; later steps of other items are still taken when
  *    they fit.  The result is the incumbent.
  * 3. Reduction: with r = error + lambda * bytes, L = sum of each item's least r - lambda * C is a
- *    lower bound too (computed with each item's least bytes taken out of r and their sum out of
- *    C, the same value without the cancellation), and one with item i at choice k is L + r(i,k) - min r(i).  A choice whose
- *    bound exceeds the incumbent's error cannot be in a better allocation: it is dropped.  The
+ *    lower bound too, and one with item i at choice k is L + r(i,k) - min r(i).  (Each r is
+ *    computed less lambda times its item's least bytes, and C less their sum: the same values,
+ *    without a huge item's lambda * bytes cancelling against the capacity.)  A choice whose bound
+ *    exceeds the incumbent's error cannot be in a better allocation: it is dropped.  The
  *    incumbent's own choices always stay (their bound is at most its error).
- * 4. Branch and bound, depth first, over the items left with more than one choice: a node is cut
- *    when the bytes cannot fit or its Lagrangian bound cannot beat the best allocation found.
+ * 4. Branch and bound, depth first with an explicit stack, over the items left with more than
+ *    one choice (most choices first, then the widest spread of r), each item's choices by r: a
+ *    node is cut when the bytes cannot fit (the rest at their least) or its Lagrangian bound (the
+ *    fixed choices' r, the rest's least r, less lambda * C) cannot beat the best allocation found.
  *    A search that ends proves the best allocation optimal (up to 1e-12 of the bounds' magnitude,
- *    the errors plus lambda times the bytes: allocations closer than that count as ties, so
- *    rounding neither drops a better allocation nor lets ties multiply the nodes); one stopped at
- *    the node limit keeps the best found, never worse than the greedy's, and reports the larger
- *    of the two lower bounds (the relaxation's and L), so the gap is known.
+ *    the errors plus lambda times the bytes above each item's least: allocations closer than that
+ *    count as ties, so rounding neither drops a better allocation nor lets ties multiply the
+ *    nodes); one stopped at the node limit keeps the best found, never worse than the greedy's,
+ *    and reports the larger of the two lower bounds (the relaxation's and L), so the gap is known.
+ * An item's runner-up is its other choice of least r (then fewer bytes, then lower index).
  * Only the inputs decide anything: no clock, no threads. */
 #include "budget/solve.h"
 
@@ -515,7 +519,8 @@ nf_status nf_budget_solve(const nf_budget_item *items, size_t n, uint64_t capaci
     NF_TRY(check_items(items, n, err));
     NF_TRY(nf_budget_range(items, n, &lo, &hi, err));
     if (capacity < lo)
-        return nf_error_set(err, NF_ERR_INVALID, "budget: %llu bytes are below the least allocation (%llu to %llu bytes)",
+        return nf_error_set(err, NF_ERR_INVALID,
+                            "budget: %llu bytes are below the least allocation (%llu to %llu bytes)",
                             (unsigned long long)capacity, (unsigned long long)lo, (unsigned long long)hi);
     item_state *st = calloc(n ? n : 1, sizeof *st);
     out->pick = calloc(n ? n : 1, sizeof *out->pick);
