@@ -63,7 +63,7 @@ static int on_target_bpw(nf_cli *cli, const nf_option *row, void *opts, const ch
     convert_opts *o = opts;
     char *end = NULL;
     double v = strtod(arg, &end);
-    if (!*arg || !end || *end || !isfinite(v) || !(v > 0) || v > 64)
+    if (!*arg || !end || *end || !isfinite(v) || !(v > 0))
         return nf_cli_usage(cli, "--target-bpw takes a number of bits per weight above 0 (e.g. 4.5), not '%s'", arg);
     o->target_bpw = v;
     o->has_target_bpw = true;
@@ -390,6 +390,9 @@ static void label_quick_rules(nf_recipe *r, const convert_opts *o)
     snprintf(format_label, sizeof format_label, "quick mode (%s%s%.64s for rank-2 float tensors)", what,
              o->method ? " --method " : "", o->method ? o->method : "");
     r->defaults_label = "quick mode (bf16 for the other tensors)";
+    static char budget_label[96];
+    snprintf(budget_label, sizeof budget_label, "quick mode (--target-bpw %g)", o->target_bpw);
+    if (o->has_target_bpw) r->budget.label = budget_label;
     size_t i = 0;
     for (; i < r->nrules && i < QUICK_KEEP; i++) r->rules[i].label = keep_label;
     for (; i < r->nrules && i < QUICK_KEEP + QUICK_FLOATS; i++) r->rules[i].label = format_label;

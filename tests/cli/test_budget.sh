@@ -191,6 +191,42 @@ json.dump(p, open(sys.argv[2], 'w'))
 PY
 run 1 "$bin/ninfer-convert" --plan "$work/bad.json" --task 0
 contains "$work/err" "the plan's budget figures of tensor 'blk.0.ffn.weight' are not this plan's"
+# a receipt's weighted error: finite, >= 0, on the budget's objects only (else the task is rerun)
+mkdir "$work/again"
+run 0 "$bin/ninfer-convert" -r "$work/ck/sp.yaml" -o "$work/again/m.ninfer" --plan-out "$work/plan2.json"
+run 0 "$bin/ninfer-convert" --plan "$work/plan2.json" --task all
+receipt=$(grep -l '"object":"norm.weight"' "$work"/again/*receipt* | head -1) # with an object the budget did not choose
+cp "$receipt" "$work/receipt.keep"
+for wse in nan inf -0x1p+0 missing other; do
+    python3 - "$work/receipt.keep" "$receipt" "$wse" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+objs = r['objects']
+budget = [o for o in objs if o['stats']['wse'] != '0x0p+0']
+other = [o for o in objs if o['stats']['wse'] == '0x0p+0']
+if sys.argv[3] == 'missing':
+    del budget[0]['stats']['wse']
+elif sys.argv[3] == 'other':
+    other[0]['stats']['wse'] = '0x1p+0'
+else:
+    budget[0]['stats']['wse'] = sys.argv[3]
+json.dump(r, open(sys.argv[2], 'w'))
+PY
+    run 1 "$bin/ninfer-convert" --plan "$work/plan2.json" --assemble
+    contains "$work/err" "is not an object of the plan in that file with a checksum and statistics; rerun task"
+done
+cp "$work/receipt.keep" "$receipt"
+run 0 "$bin/ninfer-convert" --plan "$work/plan2.json" --assemble
+
+# A rule's with applies to the grouped_search candidates of the tensors it leaves to the budget.
+printf 'recipe: 1\nsources: {base: ., imatrix: imatrix.gguf}\ndefaults: {format: fp32}\nbudget: {bits_per_weight: 6, sample_rows: 0}\nrules:\n  - {match: "*", when: {rank: 2}, format: budget, with: {imatrix: imatrix}}\n' >"$work/ck/w.yaml"
+run 0 "$bin/ninfer-convert" -r "$work/ck/w.yaml" -o "$work/w.ninfer" -n --json
+check python3 -c "
+import json
+d = json.load(open('$work/out'))
+srch = [o for o in d['objects'] if o.get('method') == 'grouped_search']
+absm = [o for o in d['objects'] if o.get('method') == 'grouped_absmax']
+assert all(o['with'] == {'imatrix': 'imatrix'} for o in srch) and all(o['with'] == {} for o in absm)"
 
 # recipes/budget-imatrix.yaml on a Llama-shaped checkpoint with an imatrix; verify --against
 # re-derives the artifact from the recipe (measuring again gives the same allocation).
@@ -237,6 +273,11 @@ contains "$work/err" "tensor 'norm.weight' (F32): is not a matrix"
 printf 'recipe: 1\nsources: {base: .}\nbudget: {bits_per_weight: 5}\n' >"$work/ck/none.yaml"
 run 1 "$bin/ninfer-convert" -r "$work/ck/none.yaml" -o "$work/no.ninfer"
 contains "$work/err" "budget: no tensor is left to it"
+# quick mode's refusals name the command line, not the recipe it writes
+run 1 "$bin/ninfer-convert" "$work/ck" -o "$work/no.ninfer" --target-bpw 100
+contains "$work/err" "quick mode (--target-bpw 100): 100 bits per weight is above what the candidates reach"
+run 1 "$bin/ninfer-convert" "$work/ck" -o "$work/no.ninfer" --target-bpw 6 --rule '*=fp32'
+contains "$work/err" "quick mode (--target-bpw 6): no tensor is left to it (no rank-2 floating-point tensor that a --rule does not pin)"
 run 2 "$bin/ninfer-convert" "$work/ck" -o "$work/no.ninfer" --target-bpw 5 --format q4_g64_fp16
 run 2 "$bin/ninfer-convert" "$work/ck" -o "$work/no.ninfer" --target-bpw -1
 run 2 "$bin/ninfer-convert" "$work/ck" -o "$work/no.ninfer" --target-bpw 5 --requantize

@@ -128,6 +128,9 @@ typedef struct nf_recipe_budget {
                                      grouped_search), or NULL: every input channel weighs 1 */
     uint64_t sample_rows;         /* rows measured per tensor for the estimates; 0: every row */
     nf_recipe_pos pos, imatrix_pos, limit_pos; /* the section, budget.imatrix, the budget's value */
+    /* Named in messages in place of "FILE:LINE:COL: budget" when the command line made the
+     * budget ("quick mode (--target-bpw 4.5)"), like nf_recipe_rule.label; NULL otherwise. */
+    const char *label;
 } nf_recipe_budget;
 
 typedef struct nf_recipe {

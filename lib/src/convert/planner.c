@@ -1043,8 +1043,8 @@ static const char *budget_unfit(const tensor_plan *tp)
     bool f = false;
     for (size_t i = 0; i < sizeof floats / sizeof floats[0]; i++) f = f || !strcmp(tp->t->type_name, floats[i]);
     if (!f || !tp->t->convertible) return "is not of floating-point values: the budget cannot choose for it";
-    if (tp->t->rank < 2 || tp->t->elements == 0)
-        return "is not a matrix (rank 2 or more): the budget's formats need one (give it a format, e.g. fp32)";
+    if (tp->t->rank != 2 || tp->t->elements == 0)
+        return "is not a matrix (rank 2): the budget's formats need one (give it a format, e.g. fp32)";
     return NULL;
 }
 
@@ -1062,7 +1062,8 @@ static void budget_stand_in(nf_plan *p, tensor_plan *tp, nf_recipe_choice *c, pr
         const plan_candidate *cd = &p->budget->cands[k];
         c->format = cd->fmt->name;
         c->method = nf_method_name(cd->method);
-        if (c->with_rule < 0) c->with = cd->with;
+        /* a rule's with is for the grouped_search candidates (budget_options) */
+        if (c->with_rule < 0 || cd->method != NF_METHOD_GROUPED_SEARCH) c->with = cd->with;
         tp->budget = true;
         return;
     }
@@ -1087,7 +1088,9 @@ static void budget_options(nf_plan *p, const tensor_plan *tp, plan_budget_item *
         nf_geometry g;
         if (nf_geometry_init(&g, cd->layout, cd->fmt, tp->t->rank, tp->t->shape, 1, &e) != NF_OK) continue;
         nf_recipe_choice c = *tp->c;
-        c.with = tp->c->with_rule >= 0 && cd->method == NF_METHOD_GROUPED_SEARCH ? tp->c->with : cd->with;
+        /* the rule's with (the stand-in's choice may have dropped it, budget_stand_in) */
+        const json_t *rule_with = tp->c->with_rule >= 0 ? p->recipe->rules[tp->c->with_rule].with : NULL;
+        c.with = rule_with && cd->method == NF_METHOD_GROUPED_SEARCH ? rule_with : cd->with;
         if (cd->method != NF_METHOD_GROUPED_SEARCH) c.with = NULL;
         if (method_params(p, &c, tp->t, tp->cols, &op->params, &e) != NF_OK ||
             nf_method_check_params(cd->method, &op->params, tp->cols, &e) != NF_OK) {
@@ -1103,6 +1106,13 @@ static void budget_options(nf_plan *p, const tensor_plan *tp, plan_budget_item *
         tensor_problem(probs, p->recipe, tp->c, FIELD_FORMAT, tp->t, "no candidate format of the budget holds its shape");
 }
 
+/* Where a budget's message points: the recipe line, or what the command line said (quick mode). */
+static void budget_where(const nf_recipe *r, nf_recipe_pos pos, char *buf, size_t size)
+{
+    if (r->budget.label) snprintf(buf, size, "%s", r->budget.label);
+    else snprintf(buf, size, "%s:%d:%d: budget", recipe_label(r), pos.line, pos.col);
+}
+
 /* After the objects: the items, what they may take, and the capacity. */
 static nf_status budget_items(nf_plan *p, tensor_plan *tps, size_t n, const name_index *ix, problems *probs,
                               nf_error *err)
@@ -1112,11 +1122,14 @@ static nf_status budget_items(nf_plan *p, tensor_plan *tps, size_t n, const name
     const nf_recipe_budget *rb = &r->budget;
     size_t count = 0;
     for (size_t i = 0; i < n; i++) count += tps[i].budget && tps[i].ok;
-    if (count == 0)
+    if (count == 0) {
+        char where[NF_ERROR_MESSAGE_MAX / 4];
+        budget_where(r, rb->pos, where, sizeof where);
         return nf_error_set(err, NF_ERR_INVALID,
-                            "%s:%d:%d: budget: no tensor is left to it: give the tensors it chooses for `format: "
-                            "budget` in a rule",
-                            recipe_label(r), rb->pos.line, rb->pos.col);
+                            "%s: no tensor is left to it (%s)", where,
+                            rb->label ? "no rank-2 floating-point tensor that a --rule does not pin"
+                                      : "give the tensors it chooses for `format: budget` in a rule");
+    }
     if (!(b->items = calloc(count, sizeof *b->items))) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
     size_t imi = rb->imatrix ? source_index(p, rb->imatrix) : SIZE_MAX;
     for (size_t i = 0; i < n; i++) {
@@ -1210,11 +1223,13 @@ static nf_status budget_capacity(nf_plan *p, nf_error *err)
     }
     char fixed[96] = "";
     if (rb->bytes) snprintf(fixed, sizeof fixed, " (the other tensor objects take %" PRIu64 ")", b->fixed_bytes);
+    char where[NF_ERROR_MESSAGE_MAX / 4];
+    budget_where(r, rb->limit_pos, where, sizeof where);
     return nf_error_set(err, NF_ERR_INVALID,
-                        "%s:%d:%d: budget: %s %s is %s what the candidates reach with the %zu tensor%s left to the "
-                        "budget: %s to %s %s%s",
-                        recipe_label(r), rb->limit_pos.line, rb->limit_pos.col, given, unit, low ? "below" : "above",
-                        b->nitems, b->nitems == 1 ? "" : "s", lo, hi, unit, fixed);
+                        "%s: %s %s is %s what the candidates reach with the %zu tensor%s left to the budget: %s to %s "
+                        "%s%s",
+                        where, given, unit, low ? "below" : "above", b->nitems, b->nitems == 1 ? "" : "s", lo, hi,
+                        unit, fixed);
 }
 
 /* After the allocation: each item's object planned again with its pick. */

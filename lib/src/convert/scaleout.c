@@ -758,18 +758,23 @@ static json_t *stats_json(const nf_errstats_summary *m)
     json_t *j = json_pack("{s:I,s:I,s:o,s:o,s:o,s:o,s:o}", "count", (json_int_t)m->count, "skipped",
                           (json_int_t)m->skipped, "max_abs", exact(m->max_abs), "sse", exact(m->sse), "ssx",
                           exact(m->ssx), "rmse", exact(m->rmse), "snr_db", exact(m->snr_db));
-    /* an object a budget chose: its weighted error (docs/recipes.md, "Budgets") */
-    if (j && m->wse != 0) json_object_set_new(j, "wse", exact(m->wse));
+    /* the weighted error of an object a budget chose (docs/recipes.md, "Budgets"), 0 for others */
+    if (j) json_object_set_new(j, "wse", exact(m->wse));
     return j;
 }
 
-static bool stats_of(const json_t *j, nf_errstats_summary *m)
+/* A receipt's figures of one object; budget: a budget chose it, so its weighted error is a
+ * finite number >= 0 (else it is 0 or absent: the figure is the budget's only). */
+static bool stats_of(const json_t *j, bool budget, nf_errstats_summary *m)
 {
+    double w = 0;
+    const json_t *wse = json_object_get(j, "wse");
+    if ((wse || budget) && (!exact_value(wse, &w) || !isfinite(w) || w < 0 || (!budget && w != 0))) return false;
+    m->wse = w;
     return json_is_object(j) && u64_member(j, "count", &m->count) && u64_member(j, "skipped", &m->skipped) &&
            exact_value(json_object_get(j, "max_abs"), &m->max_abs) && exact_value(json_object_get(j, "sse"), &m->sse) &&
            exact_value(json_object_get(j, "ssx"), &m->ssx) && exact_value(json_object_get(j, "rmse"), &m->rmse) &&
-           exact_value(json_object_get(j, "snr_db"), &m->snr_db) &&
-           (!json_object_get(j, "wse") || exact_value(json_object_get(j, "wse"), &m->wse));
+           exact_value(json_object_get(j, "snr_db"), &m->snr_db);
 }
 
 /* XXH3-128 of bytes [from, end) of a file, streamed. */
@@ -1031,7 +1036,7 @@ nf_status nf_scaleout_assemble(nf_plan *p, const nf_scaleout *s, const nf_conver
             nf_errstats_summary m = {0};
             bool tensor = idx < n && p->objects[idx].kind == NF_OBJECT_TENSOR;
             if (idx == n || idx < held_first || idx >= held_end || !is_hex(sum, 32) ||
-                (tensor && !stats_of(json_object_get(o, "stats"), &m))) {
+                (tensor && !stats_of(json_object_get(o, "stats"), p->objects[idx].budget != NULL, &m))) {
                 st = nf_error_set(err, NF_ERR_INVALID, "receipt of file %zu: objects[%zu] is not an object of the plan "
                                   "in that file with a checksum%s; rerun task %zu", i, k, tensor ? " and statistics" : "", task_of(s, i));
                 break;

@@ -72,7 +72,8 @@ bool recipe_check_with(const char *method, const json_t *with, char *why, size_t
         return false;
     }
     if (json_object_size(with) == 0 || !method) return true;
-    bool search = !strcmp(method, "grouped_search");
+    /* a tensor left to the budget: its with is for its grouped_search candidates */
+    bool search = !strcmp(method, "grouped_search") || !strcmp(method, NF_RECIPE_BUDGET);
     size_t i = 0;
     const char *key;
     json_t *v;
