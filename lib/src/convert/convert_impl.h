@@ -1,5 +1,6 @@
 /* Internal structures of the conversion pipeline, shared by planner.c (resolution, validation,
- * directory members) and execute.c (row chunks on a thread pool). */
+ * directory members), budget.c (a budget's measuring pass and allocation) and execute.c (row
+ * chunks on a thread pool). */
 #ifndef NINFER_CONVERT_IMPL_H
 #define NINFER_CONVERT_IMPL_H
 
@@ -149,7 +150,8 @@ nf_status nf_convert_member_rows(const plan_object *o, const plan_member *m, uin
                                  nf_error *err);
 
 /* The represented values of words, bit for bit those of nf_words_to_f32, with fast loops for the
- * grouped, FP8-row and direct bf16/fp32 formats (execute.c, for the report's statistics). */
+ * grouped, FP8-row and direct bf16/fp32 formats (values.c; for the report's statistics and the
+ * budget's measuring pass). */
 nf_status nf_convert_words_values(const nf_geometry *g, const nf_words *w, uint64_t first_row, float *out,
                                   nf_error *err);
 
