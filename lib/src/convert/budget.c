@@ -214,23 +214,47 @@ static nf_status take_figures(plan_budget *b, const json_t *f, uint64_t sample_r
     return NF_OK;
 }
 
+/* The items as the solver takes them (budget/solve.h): bytes and estimates, one array of all. */
+static nf_status solver_view(const plan_budget *b, nf_budget_item **items, nf_budget_choice **choices, nf_error *err)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < b->nitems; i++) total += b->items[i].nopts;
+    *items = calloc(b->nitems ? b->nitems : 1, sizeof **items);
+    *choices = calloc(total ? total : 1, sizeof **choices);
+    if (!*items || !*choices) {
+        free(*items);
+        free(*choices);
+        return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    }
+    for (size_t i = 0, at = 0; i < b->nitems; i++) {
+        const plan_budget_item *it = &b->items[i];
+        (*items)[i] = (nf_budget_item){*choices + at, it->nopts};
+        for (size_t k = 0; k < it->nopts; k++, at++)
+            (*choices)[at] = (nf_budget_choice){it->opts[k].bytes, it->opts[k].error};
+    }
+    return NF_OK;
+}
+
+nf_status nf_budget_reach(plan_budget *b, nf_error *err)
+{
+    nf_budget_item *items;
+    nf_budget_choice *choices;
+    NF_TRY(solver_view(b, &items, &choices, err));
+    nf_status st = nf_budget_range(items, b->nitems, &b->min_bytes, &b->max_bytes, err);
+    free(choices);
+    free(items);
+    return st;
+}
+
 nf_status nf_budget_allocate(plan_budget *b, const nf_recipe_budget *rb, unsigned threads, const json_t *figures,
                              nf_error *err)
 {
     if (figures) NF_TRY(take_figures(b, figures, rb->sample_rows, err));
     else NF_TRY(measure_all(b, rb->sample_rows, threads, err));
-    nf_budget_item *items = calloc(b->nitems ? b->nitems : 1, sizeof *items);
-    nf_budget_choice *choices = NULL;
-    size_t total = 0;
-    for (size_t i = 0; i < b->nitems; i++) total += b->items[i].nopts;
-    if (items) choices = calloc(total ? total : 1, sizeof *choices);
-    nf_status st = items && choices ? NF_OK : nf_error_set(err, NF_ERR_NOMEM, "out of memory");
-    for (size_t i = 0, at = 0; st == NF_OK && i < b->nitems; i++) {
-        const plan_budget_item *it = &b->items[i];
-        items[i] = (nf_budget_item){choices + at, it->nopts};
-        for (size_t k = 0; k < it->nopts; k++, at++) choices[at] = (nf_budget_choice){it->opts[k].bytes, it->opts[k].error};
-    }
-    if (st == NF_OK) st = nf_budget_solve(items, b->nitems, b->capacity, 0, &b->sol, err);
+    nf_budget_item *items;
+    nf_budget_choice *choices;
+    NF_TRY(solver_view(b, &items, &choices, err));
+    nf_status st = nf_budget_solve(items, b->nitems, b->capacity, 0, &b->sol, err);
     for (size_t i = 0; st == NF_OK && i < b->nitems; i++) {
         b->items[i].pick = b->sol.pick[i];
         b->items[i].runner_up = b->sol.runner_up[i];

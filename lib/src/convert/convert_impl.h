@@ -81,6 +81,8 @@ typedef struct plan_budget {
     nf_budget_solution sol;
 } plan_budget;
 
+/* The least and the most bytes the items can have (min_bytes, max_bytes), before measuring. */
+nf_status nf_budget_reach(plan_budget *b, nf_error *err);
 /* Measures every item's options on its sampled rows (threads: 0 every core; the figures do not
  * depend on it) -- or takes them from figures, a plan's (nf_budget_figures of its maker), checked
  * against the items -- and solves the allocation: picks, runners-up, sol. */

@@ -1181,19 +1181,7 @@ static nf_status budget_capacity(nf_plan *p, nf_error *err)
     plan_budget *b = p->budget;
     const nf_recipe *r = p->recipe;
     const nf_recipe_budget *rb = &r->budget;
-    nf_budget_item *view = calloc(b->nitems ? b->nitems : 1, sizeof *view);
-    nf_budget_choice **ch = calloc(b->nitems ? b->nitems : 1, sizeof *ch);
-    nf_status st = view && ch ? NF_OK : nf_error_set(err, NF_ERR_NOMEM, "out of memory");
-    for (size_t i = 0; st == NF_OK && i < b->nitems; i++) {
-        if (!(ch[i] = calloc(b->items[i].nopts, sizeof **ch))) st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
-        for (size_t k = 0; st == NF_OK && k < b->items[i].nopts; k++) ch[i][k].bytes = b->items[i].opts[k].bytes;
-        if (st == NF_OK) view[i] = (nf_budget_item){ch[i], b->items[i].nopts};
-    }
-    if (st == NF_OK) st = nf_budget_range(view, b->nitems, &b->min_bytes, &b->max_bytes, err);
-    for (size_t i = 0; ch && i < b->nitems; i++) free(ch[i]);
-    free(ch);
-    free(view);
-    if (st != NF_OK) return st;
+    NF_TRY(nf_budget_reach(b, err));
     bool low, high;
     if (rb->bytes) {
         low = rb->bytes < b->fixed_bytes || rb->bytes - b->fixed_bytes < b->min_bytes;
