@@ -504,9 +504,11 @@ static int print_budget(const nf_cli *cli, const json_t *b)
     json_int_t rows = json_integer_value(json_object_get(json_object_get(b, "sampling"), "rows_per_tensor"));
     char rule[64] = "every row";
     if (rows) snprintf(rule, sizeof rule, "at most %" JSON_INTEGER_FORMAT " rows a tensor, evenly spaced", rows);
-    printf("weights: %s%s%s; measured on %s\n", json_is_string(w) ? "uniform" : "the importance of imatrix '",
-           json_is_string(w) ? "" : json_string_value(json_object_get(w, "imatrix")), json_is_string(w) ? "" : "'",
-           rule);
+    char weights[160] = "uniform";
+    if (!json_is_string(w))
+        snprintf(weights, sizeof weights, "the importance of imatrix '%.120s'",
+                 nf_cli_name(json_string_value(json_object_get(w, "imatrix"))).s);
+    printf("weights: %s; measured on %s\n", weights, rule);
     return NF_EXIT_OK;
 }
 
