@@ -22,7 +22,7 @@ deps:
 # (the stamp holds them), so `make CMAKE_ARGS=-DNINFER_WERROR=OFF` takes effect.
 $(BUILD)/cmake-args.stamp: FORCE
 	@mkdir -p $(BUILD)
-	@if [ ! -f $(BUILD)/CMakeCache.txt ] || [ "$$(cat $@ 2>/dev/null)" != "$(CMAKE_ARGS)" ]; then \
+	@if [ ! -f $(BUILD)/CMakeCache.txt ] || [ ! -f $@ ] || [ "$$(cat $@ 2>/dev/null)" != "$(CMAKE_ARGS)" ]; then \
 		cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_ARGS) && \
 		printf '%s' "$(CMAKE_ARGS)" > $@; \
 	fi
