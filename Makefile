@@ -43,8 +43,10 @@ test-sanitize: deps
 	cd $(BUILD_SAN) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		ctest --output-on-failure -j $(JOBS)
 
-demo: deps
-	$(MAKE) build
+# The demo builds only the programs it runs (not the test suite).
+DEMO_TARGETS := ninfer-gen-checkpoint ninfer-convert ninfer-inspect ninfer-verify
+demo: deps $(BUILD)/cmake-args.stamp
+	cmake --build $(BUILD) -j $(JOBS) --target $(DEMO_TARGETS)
 	@bash scripts/demo.sh $(BUILD)/bin
 
 # make install [PREFIX=/usr/local] [DESTDIR=/staging]: programs, libninfer.a/.so, headers,

@@ -20,7 +20,8 @@
 static const char *const level_names[NF_SIMD_LEVEL_COUNT] = {"scalar", "avx2", "avx512"};
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
-static nf_simd_level best_level = NF_SIMD_SCALAR;
+static nf_simd_level cpu_level = NF_SIMD_SCALAR;  /* what the CPU (and OS) support */
+static nf_simd_level best_level = NF_SIMD_SCALAR; /* cpu_level, or the lower NINFER_SIMD level */
 static _Atomic int active_level = NF_SIMD_SCALAR;
 static char reason[192];
 
@@ -52,6 +53,7 @@ static nf_simd_level detect(void)
 
 static const char *lacks(nf_simd_level level)
 {
+    if ((int)level >= 0 && level <= cpu_level) return "NINFER_SIMD rules it out";
     switch (level) {
     case NF_SIMD_AVX2: return "the CPU lacks AVX2/F16C";
     case NF_SIMD_AVX512: return "the CPU lacks AVX-512 F/BW/VL (or FMA)";
@@ -76,9 +78,13 @@ static nf_simd_level resolve(nf_simd_level want, const char *asked_by)
     return best_level;
 }
 
+/* NINFER_SIMD=L makes the process behave as on a CPU whose best level is L (when the CPU has
+ * L): the kernels run at L and every level above it counts as unsupported, so a run on an
+ * AVX-512 machine checks exactly what an AVX2-only user gets, variant tests skipping included. */
 static void init(void)
 {
-    best_level = detect();
+    cpu_level = detect();
+    best_level = cpu_level;
     nf_simd_level level = best_level;
     reason[0] = '\0';
     const char *env = getenv("NINFER_SIMD");
@@ -89,6 +95,9 @@ static void init(void)
         if (found < 0) {
             snprintf(reason, sizeof reason, "NINFER_SIMD=%.40s is not scalar, avx2 or avx512; using %s", env,
                      level_names[best_level]);
+        } else if ((nf_simd_level)found <= cpu_level) {
+            best_level = (nf_simd_level)found;
+            level = best_level;
         } else {
             char asked[64];
             snprintf(asked, sizeof asked, "NINFER_SIMD=%s", level_names[found]);
@@ -102,6 +111,12 @@ nf_simd_level nf_simd_active(void)
 {
     pthread_once(&init_once, init);
     return (nf_simd_level)atomic_load_explicit(&active_level, memory_order_acquire);
+}
+
+nf_simd_level nf_simd_cpu_level(void)
+{
+    pthread_once(&init_once, init);
+    return cpu_level;
 }
 
 nf_simd_level nf_simd_best(void)

@@ -7,9 +7,12 @@
  *   NF_SIMD_AVX512  AVX-512 F + BW + VL (x86-64)
  *
  * The level is chosen once, on first use: the best one the CPU (and OS) supports, unless the
- * environment variable NINFER_SIMD names another (`scalar`, `avx2` or `avx512`).  A requested
- * level the CPU lacks, or an unknown name, falls back to the best available level and the
- * reason is kept (nf_simd_reason).  Reading the level is cheap and thread-safe.
+ * environment variable NINFER_SIMD names another (`scalar`, `avx2` or `avx512`).  A level the
+ * CPU has becomes the process's ceiling: it runs as on a CPU whose best level is that one
+ * (nf_simd_best and nf_simd_supported say so), which is how CI runs the whole suite on the
+ * paths an AVX2-only or scalar user gets.  A requested level the CPU lacks, or an unknown
+ * name, falls back to the best available level and the reason is kept (nf_simd_reason).
+ * Reading the level is cheap and thread-safe.
  *
  * nf_simd_force is a test hook that switches the level in-process; it must not race with
  * encoders running on other threads.
@@ -46,9 +49,12 @@ typedef enum nf_simd_level {
 
 /* The level the kernels use now (resolved on the first call). */
 nf_simd_level nf_simd_active(void);
-/* The best level this CPU supports (scalar off x86-64 or without compiler support). */
+/* The best level this process may use: the CPU's, or the lower one NINFER_SIMD named (scalar
+ * off x86-64 or without compiler support). */
 nf_simd_level nf_simd_best(void);
-/* Does the CPU support this level? */
+/* The best level the CPU (and OS) support, whatever NINFER_SIMD says. */
+nf_simd_level nf_simd_cpu_level(void);
+/* May this process use this level (the CPU has it and NINFER_SIMD does not rule it out)? */
 bool nf_simd_supported(nf_simd_level level);
 /* Switches the active level to `level`, or to the best supported one when the CPU lacks it (the
  * reason is then kept); returns the level now active.  An out-of-range level counts as lacking. */
