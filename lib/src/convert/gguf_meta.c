@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <ninfer/escape.h>
+
 #include "common/buf.h"
 #include "common/json_walk.h"
 #include "common/utf8.h"
@@ -136,6 +138,24 @@ nf_status nf_gguf_metadata_text(const nf_source *s, uint8_t **out, size_t *len, 
     }
     *out = (uint8_t *)b.data;
     *len = b.len;
+    return NF_OK;
+}
+
+nf_status nf_gguf_check_names(const nf_source *s, nf_error *err)
+{
+    /* A GGUF string is bytes with a length (ggml's names are char[64]); an object id is a JSON
+     * string, UTF-8 (docs/artifact.md).  The planner would otherwise lose the tensor: jansson
+     * makes no string of it, so --dry-run's table and --json dropped it and the budget's table
+     * printed "(null)".  Refused rather than renamed: a made-up id matches no recipe rule and
+     * no runtime's name for the tensor. */
+    for (size_t i = 0; i < nf_source_tensor_count(s); i++) {
+        const nf_source_tensor *t = nf_source_tensor_at(s, i);
+        size_t bad;
+        if (nf_utf8_valid((const uint8_t *)t->name, strlen(t->name), &bad)) continue;
+        return nf_error_set(err, NF_ERR_INVALID, "%s: tensor %zu ('%s'): its name is not UTF-8 (byte %zu of it), and an "
+                            "artifact's object names are; rename the tensor in the file", nf_source_file_path(s, t->file),
+                            i, nf_esc(t->name).s, bad);
+    }
     return NF_OK;
 }
 
