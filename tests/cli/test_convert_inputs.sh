@@ -165,6 +165,35 @@ printf 'recipe: 1\nsources:\n  base: %s\ndefaults: {format: fp32, gguf_metadata:
 run 0 "$bin/ninfer-convert" -r "$work/meta/r.yaml" -o "$work/meta/r.ninfer" --dry-run --allow-path "$data"
 lacks "$work/out" "gguf_metadata.json"
 
+# ---------------------------------------------------------------- a GGUF tensor name not UTF-8
+# (issue 23 item 12: the tensor vanished from --dry-run's table and --json, the budget's table
+# printed "(null)", the conversion failed in the writer naming no tensor) refused at planning,
+# naming the file, the tensor's index and its escaped name; nothing written
+u8=$work/u8
+mkdir -p "$u8/o"
+python3 - "$u8/g.gguf" <<'PY'
+import struct, sys
+def s(x): return struct.pack('<Q', len(x)) + x
+names = [b'a.weight', b'blk.\xff\x1b[2J\nname.weight']
+out = b'GGUF' + struct.pack('<IQQ', 3, len(names), 1) + s(b'general.architecture') + struct.pack('<I', 8) + s(b'llama')
+for i, n in enumerate(names):
+    out += s(n) + struct.pack('<IQQIQ', 2, 64, 4, 0, i * 64 * 4 * 4)
+out += b'\0' * (-len(out) % 32)
+out += struct.pack('<%df' % (2 * 64 * 4), *[((i * 7) % 23 - 11) / 16 for i in range(2 * 64 * 4)])
+open(sys.argv[1], 'wb').write(out)
+PY
+for args in "--format q8_g32_fp16 --dry-run" "--format q8_g32_fp16 --dry-run --json" "--target-bpw 9 --dry-run" \
+    "--target-bpw 9 --dry-run --json" "--format q8_g32_fp16" "--target-bpw 9"; do
+    # shellcheck disable=SC2086
+    run 1 "$bin/ninfer-convert" "$u8/g.gguf" -o "$u8/o/m.ninfer" $args
+    contains "$work/err" 'g.gguf: tensor 1 ('"'"'blk.\xff\x1b[2J\nname.weight'"'"'): its name is not UTF-8 (byte 4 of it)'
+    lacks "$work/err" $'\x1b'
+    [ -s "$work/out" ] && bad "$args: printed $(head -c 300 "$work/out")" || ok
+    [ -z "$(ls -A "$u8/o")" ] && ok || bad "$args: files left: $(ls -A "$u8/o")"
+done
+# the other tools still read it (its name shown escaped: tests/cli/test_hostile_names.sh)
+run 0 "$bin/ninfer-inspect" "$u8/g.gguf"
+
 # ---------------------------------------------------------------- F2: what a recipe may read
 f2=$work/f2
 mkdir -p "$f2/r" "$f2/o"

@@ -3,6 +3,7 @@
 # stayed open per part, so verify, inspect and dequant failed with "Too many open files"): the
 # reader keeps a bounded cache of open parts (lib/src/container/reader.c), so every program
 # reads it under that limit, on one thread or several, with the same results as without it.
+# The writer too: a conversion into more parts than that limit writes the same bytes (below).
 # usage: test_many_parts.sh BIN_DIR DATA_DIR
 # shellcheck source=tests/cli/lib.sh
 . "$(dirname "$0")/lib.sh" "$@"
@@ -60,5 +61,38 @@ run 0 "$bin/ninfer-inspect" "$work/all.safetensors" --tensor w --stats
 # a damaged last part is still found under the limit
 printf '\x01' | dd of="$work/m.ninfer.part-0341" bs=1 seek=100 conv=notrunc status=none
 run 1 limited "$bin/ninfer-verify" "$m";                     contains "$work/out" "m.ninfer.part-0341"
+
+# Writing: a conversion into more parts than the soft RLIMIT_NOFILE (issue 23 item 10,
+# docs/security.md 7.2: one descriptor per temp file, "Too many open files", exit 3) keeps a
+# bounded cache of the temp files' descriptors (lib/src/container/writer_io.c), on one thread
+# or several, and writes the same bytes as without the limit.
+"$bin/ninfer-gen-checkpoint" "$work/ck" --hidden 256 --intermediate 1024 --layers 1 --vocab 512 >/dev/null ||
+    bad "gen-checkpoint"
+id=0123456789abcdef0123456789abcdef
+# the same files with the same bytes in two directories
+same_dir() {
+    local diff
+    diff=$(cd "$1" && for f in * .[!.]*; do [ -e "$f" ] || continue; cmp -s "$f" "$2/$f" || printf '%s ' "$f"; done)
+    if [ -z "$diff" ] && [ "$(ls -A "$1" | wc -l)" -eq "$(ls -A "$2" | wc -l)" ]; then ok
+    else bad "$3: $2 differs from $1: ${diff:0:300} ($(ls -A "$2" | wc -l) files)"; fi
+}
+conv() { "$bin/ninfer-convert" "$work/ck" --format bf16 --max-file-bytes 32768 --artifact-id $id --no-report -q "$@"; }
+mkdir -p "$work/ref" "$work/lim"
+run 0 conv -o "$work/ref/m.ninfer"
+nparts=$(find "$work/ref" -name 'm.ninfer.part-*' | wc -l)
+[ "$nparts" -gt 64 ] && ok || bad "the reference has $nparts parts, not more than 64"
+for t in 1 4; do
+    rm -f "$work/lim"/*
+    run 0 limited conv -o "$work/lim/m.ninfer" --threads $t
+    same_dir "$work/ref" "$work/lim" "--threads $t"
+done
+run 0 limited "$bin/ninfer-verify" "$work/lim/m.ninfer"; contains "$work/out" "valid ("
+# replacing it under the limit (its parts set aside, then dropped), and with fewer parts
+run 0 limited conv -o "$work/lim/m.ninfer" --force --threads 4
+same_dir "$work/ref" "$work/lim" "--force"
+run 0 limited "$bin/ninfer-convert" "$work/ck" --format q8_g32_fp16 --max-file-bytes 65536 --artifact-id $id \
+    --no-report -q -o "$work/lim/m.ninfer" --force
+run 0 limited "$bin/ninfer-verify" "$work/lim/m.ninfer"; contains "$work/out" "valid ("
+[ -z "$(find "$work/lim" -name '.*')" ] && ok || bad "--force: left $(find "$work/lim" -name '.*')"
 
 finish "many parts"

@@ -128,6 +128,8 @@ nf_status nf_writer_create(const char *path, const nf_writer_options *opt, nf_wr
     nf_writer *w = calloc(1, sizeof *w);
     if (!w) return nf_wr_nomem(err);
     pthread_mutex_init(&w->lock, NULL);
+    pthread_mutex_init(&w->fd_lock, NULL);
+    pthread_cond_init(&w->fd_idle, NULL);
     for (unsigned i = 0; i < DIGEST_LOCKS; i++) pthread_mutex_init(&w->dig_lock[i], NULL);
     w->state = W_PLANNING;
     w->lock_fd = -1;
@@ -349,7 +351,7 @@ static nf_status plan_files(nf_writer *w, const uint64_t *segs, size_t n, nf_err
         }
         if (!f->dest) return nf_wr_nomem(err);
     }
-    return NF_OK;
+    return nf_wr_fd_init(w, err);
 }
 
 static nf_status open_task_files(nf_writer *w, nf_error *err);
@@ -400,26 +402,35 @@ static nf_status open_task_files(nf_writer *w, nf_error *err)
     return create_temps(w, err);
 }
 
-/* One temp file per destination (a task: per file it touches), sized, its header written. */
+/* One temp file per destination (a task: per file it touches), sized, its header written, its
+ * descriptor given to the cache (writer_io.c), which may close it until it is written. */
 static nf_status create_temps(nf_writer *w, nf_error *err)
 {
     for (size_t i = 0; i < w->nfiles; i++) {
         wfile *f = &w->files[i];
         if (w->touched && !w->touched[i]) continue;
-        f->fd = nf_io_mkstemp_beside(f->dest, &f->temp);
-        if (f->fd < 0) return nf_error_errno(err, errno, "%s: cannot create a temp file", MP(f->dest));
+        int fd = nf_io_mkstemp_beside(f->dest, &f->temp);
+        if (fd < 0) return nf_error_errno(err, errno, "%s: cannot create a temp file", MP(f->dest));
         f->temp_exists = true;
-        int e = nf_io_fchmod(f->fd, w->file_mode);
-        if (!e) e = nf_io_allocate(f->fd, f->size);
-        if (e) return nf_error_errno(err, e, "%s: cannot size the temp file %s", MP(f->dest), MP(f->temp));
+        int e = nf_io_fchmod(fd, w->file_mode);
+        if (!e) e = nf_io_allocate(fd, f->size);
+        if (e) {
+            nf_io_close(fd);
+            return nf_error_errno(err, e, "%s: cannot size the temp file %s", MP(f->dest), MP(f->temp));
+        }
         if (i == 0) {
-            e = nf_io_pwrite_full(f->fd, w->image.data, w->image.len, 0);
+            e = nf_io_pwrite_full(fd, w->image.data, w->image.len, 0);
         } else {
             uint8_t hdr[NF_HEADER_BYTES];
             nf_wr_part_header(w, i, hdr);
-            e = nf_io_pwrite_full(f->fd, hdr, sizeof hdr, 0);
+            e = nf_io_pwrite_full(fd, hdr, sizeof hdr, 0);
         }
-        if (e) return nf_error_errno(err, e, "%s: cannot write the header to %s", MP(f->dest), MP(f->temp));
+        if (e) {
+            nf_io_close(fd);
+            return nf_error_errno(err, e, "%s: cannot write the header to %s", MP(f->dest), MP(f->temp));
+        }
+        if ((e = nf_wr_fd_adopt(w, i, fd)) != 0)
+            return nf_error_errno(err, e, "%s: cannot stat the temp file %s", MP(f->dest), MP(f->temp));
     }
     return NF_OK;
 }

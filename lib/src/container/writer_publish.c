@@ -28,13 +28,7 @@ static bool restore_backup(const char *dest, const char *backup)
 
 static void abort_files(nf_writer *w)
 {
-    for (size_t i = 0; i < w->nfiles; i++) {
-        wfile *f = &w->files[i];
-        if (f->fd >= 0) {
-            nf_io_close(f->fd);
-            f->fd = -1;
-        }
-    }
+    for (size_t i = 0; i < w->nfiles; i++) (void)nf_wr_fd_close(w, i);
     wfile *entry = w->nfiles ? &w->files[0] : NULL;
     if (entry && w->nfiles > 1 && entry->published && nf_io_unlink(entry->dest) == 0) entry->published = false;
     for (size_t k = 1; k <= w->nfiles; k++) {
@@ -174,9 +168,37 @@ nf_status nf_wr_fill_checksums(nf_writer *w, bool image, nf_error *err)
     if (!image) return NF_OK;
     nf_xxh3_128_hex(w->image.data, w->image.len, hex);
     memcpy(w->image.data + NF_HEADER_BYTES + w->dir_sum_pos, hex, 32);
-    int e = nf_io_pwrite_full(w->files[0].fd, w->image.data, w->image.len, 0);
+    int fd = -1;
+    int e = nf_wr_fd_acquire(w, 0, &fd);
+    if (!e) {
+        e = nf_io_pwrite_full(fd, w->image.data, w->image.len, 0);
+        nf_wr_fd_release(w, 0);
+    }
     if (e) return nf_error_errno(err, e, "%s: cannot write the checksums to %s", MP(w->path), MP(w->files[0].temp));
     return NF_OK;
+}
+
+/* Temp file i checked (its size) and synced, its descriptor closed for good (reopened from the
+ * cache if it was closed: the data of a file is synced through any descriptor of it). */
+nf_status nf_wr_sync_file(nf_writer *w, size_t i, nf_error *err)
+{
+    wfile *f = &w->files[i];
+    int fd = -1;
+    int e = nf_wr_fd_acquire(w, i, &fd);
+    if (e) return nf_error_errno(err, e, "%s: cannot reopen %s", MP(f->dest), MP(f->temp));
+    struct stat sb;
+    nf_status st = NF_OK;
+    if ((e = nf_io_fstat(fd, &sb)) != 0)
+        st = nf_error_errno(err, e, "%s: cannot stat %s", MP(f->dest), MP(f->temp));
+    else if ((uint64_t)sb.st_size != f->size)
+        st = nf_error_set(err, NF_ERR_IO, "%s: temp file %s is %llu bytes, expected %llu", MP(f->dest), MP(f->temp),
+                          (unsigned long long)sb.st_size, (unsigned long long)f->size);
+    else if ((!w->selected || w->selected[i]) && (e = nf_io_fdatasync(fd)) != 0)
+        st = nf_error_errno(err, e, "%s: cannot sync %s", MP(f->dest), MP(f->temp));
+    nf_wr_fd_release(w, i);
+    e = nf_wr_fd_close(w, i);
+    if (st == NF_OK && e) st = nf_error_errno(err, e, "%s: cannot close %s", MP(f->dest), MP(f->temp));
+    return st;
 }
 
 nf_status nf_wr_sync_directory(nf_writer *w, nf_error *err)
@@ -260,19 +282,7 @@ static nf_status publish_files(nf_writer *w, nf_error *err)
 {
     NF_TRY(nf_wr_check_coverage(w, err));
     if (w->opt.checksums) NF_TRY(nf_wr_fill_checksums(w, true, err));
-    for (size_t i = 0; i < w->nfiles; i++) {
-        wfile *f = &w->files[i];
-        struct stat sb;
-        int e = nf_io_fstat(f->fd, &sb);
-        if (e) return nf_error_errno(err, e, "%s: cannot stat %s", MP(f->dest), MP(f->temp));
-        if ((uint64_t)sb.st_size != f->size)
-            return nf_error_set(err, NF_ERR_IO, "%s: temp file %s is %llu bytes, expected %llu", MP(f->dest), MP(f->temp),
-                                (unsigned long long)sb.st_size, (unsigned long long)f->size);
-        if ((e = nf_io_fdatasync(f->fd)) != 0) return nf_error_errno(err, e, "%s: cannot sync %s", MP(f->dest), MP(f->temp));
-        e = nf_io_close(f->fd) == 0 ? 0 : errno;
-        f->fd = -1;
-        if (e) return nf_error_errno(err, e, "%s: cannot close %s", MP(f->dest), MP(f->temp));
-    }
+    for (size_t i = 0; i < w->nfiles; i++) NF_TRY(nf_wr_sync_file(w, i, err));
     if (w->opt.overwrite) NF_TRY(find_surplus(w, err));
     /* Overwriting a split artifact: the old entry goes out of the way before any part is
      * replaced (see the top of this file). */
@@ -399,7 +409,10 @@ void nf_writer_free(nf_writer *w)
     free(w->objsel);
     nf_wr_digest_free(w);
     nf_buf_free(&w->image);
+    free(w->fd_open);
     pthread_mutex_destroy(&w->lock);
+    pthread_mutex_destroy(&w->fd_lock);
+    pthread_cond_destroy(&w->fd_idle);
     for (unsigned i = 0; i < DIGEST_LOCKS; i++) pthread_mutex_destroy(&w->dig_lock[i]);
     free(w->prefix);
     free(w->path);

@@ -16,6 +16,9 @@ void nf_wr_release_lock(nf_writer *w);
 nf_status nf_wr_check_coverage(nf_writer *w, nf_error *err);
 /* The objects' digests (docs/artifact.md 8); with image, into the entry image and its temp file. */
 nf_status nf_wr_fill_checksums(nf_writer *w, bool image, nf_error *err);
+/* Temp file i's size checked, its data synced (a task: only a selected file's), its descriptor
+ * closed. */
+nf_status nf_wr_sync_file(nf_writer *w, size_t i, nf_error *err);
 /* fdatasync of the output's directory (where the file system can). */
 nf_status nf_wr_sync_directory(nf_writer *w, nf_error *err);
 

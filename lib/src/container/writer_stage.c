@@ -33,23 +33,9 @@ nf_status nf_writer_stage(nf_writer *w, const char *entry_staged, nf_error *err)
         return nf_error_set(err, NF_ERR_USAGE, "%s: the entry is selected: give its staging name", MP(w->path));
     nf_status st = nf_wr_check_coverage(w, err);
     if (st == NF_OK && w->opt.checksums) st = nf_wr_fill_checksums(w, false, err);
-    for (size_t i = 0; st == NF_OK && i < w->nfiles; i++) {
-        wfile *f = &w->files[i];
-        if (f->fd < 0) continue;
-        struct stat sb;
-        int e = nf_io_fstat(f->fd, &sb);
-        if (e) {
-            st = nf_error_errno(err, e, "%s: cannot stat %s", MP(f->dest), MP(f->temp));
-        } else if ((uint64_t)sb.st_size != f->size) {
-            st = nf_error_set(err, NF_ERR_IO, "%s: temp file %s is %llu bytes, expected %llu", MP(f->dest),
-                              MP(f->temp), (unsigned long long)sb.st_size, (unsigned long long)f->size);
-        } else if (w->selected[i] && (e = nf_io_fdatasync(f->fd)) != 0) {
-            st = nf_error_errno(err, e, "%s: cannot sync %s", MP(f->dest), MP(f->temp));
-        }
-        int c = nf_io_close(f->fd) == 0 ? 0 : errno;
-        f->fd = -1;
-        if (st == NF_OK && c) st = nf_error_errno(err, c, "%s: cannot close %s", MP(f->dest), MP(f->temp));
-    }
+    /* (a touched file outside the selection is checked, not synced: it is removed below) */
+    for (size_t i = 0; st == NF_OK && i < w->nfiles; i++)
+        if (w->files[i].temp_exists) st = nf_wr_sync_file(w, i, err);
     /* each selected file renamed into place at once (a rerun's or a duplicate's rename replaces
      * the same bytes); the bytes of a touched file outside the selection were only there for
      * the checksums */

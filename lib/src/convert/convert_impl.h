@@ -172,6 +172,10 @@ nf_status nf_convert_check_outputs(const nf_plan *p, const nf_convert_options *o
  * hyperparameters that have a config.json name, as a config (an empty one when none). */
 nf_status nf_gguf_metadata_text(const nf_source *s, uint8_t **out, size_t *len, nf_error *err);
 json_t *nf_gguf_hparams_config(const nf_source *s);
+/* Every tensor name of a source is UTF-8, as an object id must be (docs/artifact.md): a GGUF
+ * name that is not refuses the source, naming its file, the tensor's index and the escaped name
+ * (docs/ninfer-convert.md, "GGUF metadata"). */
+nf_status nf_gguf_check_names(const nf_source *s, nf_error *err);
 
 /* The members of bindings, and of provenance.objects, in order (nf_writer_records_fn over an
  * nf_plan_records with its plan set: i = 0 starts again). */

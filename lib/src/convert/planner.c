@@ -296,6 +296,7 @@ static nf_status open_sources(nf_plan *p, nf_error *err)
             st = nf_source_open(s->path, &s->src, err);
             if (st == NF_OK)
                 for (size_t f = 0; f < nf_source_file_count(s->src); f++) s->bytes += nf_source_file_size(s->src, f);
+            if (st == NF_OK) st = nf_gguf_check_names(s->src, err); /* (object ids are UTF-8) */
             /* its quantized weights and their companions (docs/dialects.md); a problem names the
              * checkpoint's file and tensor or key */
             if (st == NF_OK) st = nf_dialects_scan(s->src, &s->dialects, err);
