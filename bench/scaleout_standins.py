@@ -53,6 +53,9 @@ def main():
     if 0 not in have:
         sys.exit("scaleout_standins.py: no receipt of the entry (file 0): run its task first, "
                  "ninfer-convert --plan %s --task %d" % (plan_path, task_of[0]))
+    # the plan's inputs as the real receipts bind them (docs/scale-out.md, "What a receipt binds")
+    with open(receipt_path(output, plan["files"][0])) as fh:
+        inputs = json.load(fh)["inputs"]
     zero = "0x0p+0"
     written = 0
     for f in plan["files"]:
@@ -69,7 +72,7 @@ def main():
                               "stats": {"count": 1, "skipped": 0, "max_abs": zero, "sse": zero,
                                         "ssx": zero, "rmse": zero, "snr_db": "inf"}}
             objs.append(known[oid])
-        r = {"ninfer_receipt": 1, "plan": fp, "task": task_of[i], "file": i, "path": f["path"],
+        r = {"ninfer_receipt": 1, "plan": fp, "inputs": inputs, "task": task_of[i], "file": i, "path": f["path"],
              "bytes": f["bytes"], "digest": hashlib.md5(f["path"].encode()).hexdigest(),
              "objects": objs}
         with open(receipt_path(output, f), "w") as fh:

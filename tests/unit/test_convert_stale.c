@@ -72,12 +72,14 @@ Test(stale, finds_what_a_killed_conversion_left)
     touch("m.ninfer.part-0003");          /* a part without its entry */
     touch(".other.ninfer.1.abcdef.tmp");  /* another output's */
     touch(".m.ninfer.12x.abcdef.tmp");    /* not a pid */
-    char receipt_tmp[160], entry_receipt_tmp[160];
+    char receipt_tmp[160], entry_receipt_tmp[160], staged_link[160];
     snprintf(receipt_tmp, sizeof receipt_tmp, ".m.ninfer.part-0004.receipt.json.%ld@%s.Rc0001.tmp", pid, nf_io_host());
     snprintf(entry_receipt_tmp, sizeof entry_receipt_tmp, ".m.ninfer.entry.receipt.json.%ld@%s.Rc0002.tmp", pid,
              nf_io_host());
+    snprintf(staged_link, sizeof staged_link, ".m.ninfer.entry-staged.%ld@%s.StG001.tmp", pid, nf_io_host());
     touch(receipt_tmp);       /* a scale-out task's receipts (docs/scale-out.md) */
     touch(entry_receipt_tmp);
+    touch(staged_link);       /* an assembler's own link of the staged entry (docs/scale-out.md) */
     char *d = sw_path(dir, dirlike);
     cr_assert_eq(mkdir(d, 0700), 0); /* named like a temp file, but a directory */
     free(d);
@@ -86,7 +88,8 @@ Test(stale, finds_what_a_killed_conversion_left)
     size_t n = 0;
     nf_error err;
     cr_assert_eq(nf_stale_find(dest, true, &s, &n, &err), NF_OK, "%s", err.message);
-    cr_assert_eq(n, 7, "%zu files listed", n);
+    cr_assert_eq(n, 8, "%zu files listed", n);
+    cr_assert_eq(kind_of(s, n, staged_link), NF_STALE_TEMP);
     cr_assert_eq(kind_of(s, n, tmp), NF_STALE_TEMP);
     cr_assert_eq(kind_of(s, n, receipt_tmp), NF_STALE_TEMP);
     cr_assert_eq(kind_of(s, n, entry_receipt_tmp), NF_STALE_TEMP);

@@ -222,13 +222,16 @@ NF_API nf_status nf_writer_select_files(nf_writer *w, const bool *files, nf_erro
 NF_API bool nf_writer_object_selected(const nf_writer *w, size_t index);
 /* A task's end instead of publish: coverage of its objects checked, their checksums formed, its
  * files synced and renamed into place (the entry to entry_staged), the other temp files removed.
- * No lock is taken: the tasks of one artifact run at once, and a task run twice writes the same
- * bytes.  Refused (EEXIST, NF_ERR_IO) at begin when the output's entry exists. */
+ * The output's lock is held shared from begin until nf_writer_free: the tasks of one artifact run
+ * at once (a task run twice writes the same bytes), and no writer or assembler publishes the
+ * output meanwhile.  Refused (EEXIST, NF_ERR_IO) at begin when the output's entry exists. */
 NF_API nf_status nf_writer_stage(nf_writer *w, const char *entry_staged, nf_error *err);
 /* After nf_writer_stage: the checksum of a selected object (false otherwise). */
 NF_API bool nf_writer_object_checksum(const nf_writer *w, size_t index, char out[33]);
 /* The assembler (after nf_writer_layout, no selection): checksums[i] is object i's 32 hex
- * digits.  Takes the output's lock; an existing entry is replaced only with overwrite. */
+ * digits.  Takes the output's lock; an existing entry is replaced only with overwrite.  The file
+ * checked, completed and published is the staged entry as linked to a name of this process's own
+ * first, whatever is renamed over entry_staged meanwhile. */
 NF_API nf_status nf_writer_assemble(nf_writer *w, const char *const *checksums, const char *entry_staged,
                                     nf_error *err);
 

@@ -203,7 +203,7 @@ long nf_io_beside_pid(const char *tail, const char **suffix, bool *local)
     return pid;
 }
 
-int nf_io_lock_beside(const char *dest, int *fd_out, char **path_out)
+int nf_io_lock_beside(const char *dest, bool shared, int *fd_out, char **path_out)
 {
     *fd_out = -1;
     *path_out = NULL;
@@ -241,7 +241,7 @@ int nf_io_lock_beside(const char *dest, int *fd_out, char **path_out)
         }
         int r;
         do {
-            r = flock(fd, LOCK_EX | LOCK_NB);
+            r = flock(fd, (shared ? LOCK_SH : LOCK_EX) | LOCK_NB);
         } while (r != 0 && errno == EINTR);
         if (r != 0) {
             int e = errno == EAGAIN ? EWOULDBLOCK : errno;
@@ -293,8 +293,15 @@ void nf_io_unlock(int fd, const char *path)
 {
     if (fd < 0) return;
     struct stat a, b;
-    /* only the file this lock is (another may have replaced the name by hand) */
-    if (path && fstat(fd, &a) == 0 && lstat(path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+    /* only the file this lock is (another may have replaced the name by hand), and only when no
+     * other holder shares it: the lock made exclusive (a shared holder's is given up in the
+     * attempt, which is what this call does anyway); a locker waiting for it finds the name
+     * gone and starts again */
+    int r;
+    do {
+        r = flock(fd, LOCK_EX | LOCK_NB);
+    } while (r != 0 && errno == EINTR);
+    if (r == 0 && path && fstat(fd, &a) == 0 && lstat(path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
         (void)unlink(path);
     close(fd);
 }

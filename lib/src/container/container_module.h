@@ -4,6 +4,7 @@
 #ifndef NINFER_CONTAINER_MODULE_H
 #define NINFER_CONTAINER_MODULE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -22,6 +23,18 @@
  * beyond the file. */
 nf_status nf_artifact_read_file(nf_artifact *a, size_t index, uint64_t offset, void *buf, size_t len,
                                 nf_error *err);
+
+/* Scale-out (docs/scale-out.md, "The output's lock"): the output's lock taken now and held until
+ * nf_writer_free -- shared by a task (with the plan's other tasks; never with a run or an
+ * assembler, which take it exclusively), exclusive for an assembler -- so that what it finds at
+ * the output stays true while it works.  Exit-3 errors as nf_writer_begin's when it is held. */
+nf_status nf_writer_hold_lock(nf_writer *w, bool shared, nf_error *err);
+/* Is the file at path this laid-out writer's complete entry: a regular file of the entry's size
+ * whose header and directory are the layout's but for the checksum digits, and whose directory
+ * checksum is its own (what an assembler or a run publishes, never a staged entry); without
+ * checksums, the layout's bytes.  A missing file (or a symbolic link) is not; before assembly
+ * (nf_writer_assemble fills the layout in). */
+nf_status nf_writer_entry_complete(const nf_writer *w, const char *path, bool *complete, nf_error *err);
 
 /* Streaming XXH3-128 (checksum.c): the writer's object digests, and the scale-out receipts'
  * digests of whole files (convert/scaleout.c). */

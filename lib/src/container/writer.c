@@ -358,7 +358,7 @@ static nf_status open_task_files(nf_writer *w, nf_error *err);
 static nf_status create_temps(nf_writer *w, nf_error *err);
 
 /* The destinations checked, the lock taken and the temp files created -- for a task
- * (w->selected), only those of the files it touches, without the output's lock (tasks of one
+ * (w->selected), only those of the files it touches, with the output's lock shared (tasks of one
  * artifact run at once; each file has one writer per task, and duplicates of a task write the
  * same bytes: docs/scale-out.md). */
 static nf_status open_files(nf_writer *w, nf_error *err)
@@ -380,7 +380,7 @@ static nf_status open_files(nf_writer *w, nf_error *err)
     if (w->selected) return open_task_files(w, err);
     /* From here on another writer of this output is refused until this one commits or rolls
      * back, and what the destinations are cannot change under it through another writer. */
-    NF_TRY(nf_wr_take_lock(w, err));
+    NF_TRY(nf_wr_take_lock(w, false, err));
     for (size_t i = 0; i < n && !w->opt.overwrite; i++) {
         struct stat sb;
         int e = nf_io_lstat(w->files[i].dest, &sb);
@@ -391,9 +391,13 @@ static nf_status open_files(nf_writer *w, nf_error *err)
 }
 
 /* A task: its destinations may exist (a rerun replaces what it finds: docs/scale-out.md), the
- * entry's only as the artifact of another run, which a task never touches. */
+ * entry's only as the artifact of another run, which a task never touches.  The output's lock
+ * is held shared (with the plan's other tasks) from here until nf_writer_free: no run or
+ * assembler publishes the entry while a task may still rename its parts (docs/scale-out.md,
+ * "The output's lock"), so the look at the entry below holds until then. */
 static nf_status open_task_files(nf_writer *w, nf_error *err)
 {
+    NF_TRY(nf_wr_take_lock(w, true, err));
     /* parts replaced under an existing entry would change that artifact */
     struct stat sb;
     if (nf_io_lstat(w->files[0].dest, &sb) == 0)

@@ -65,10 +65,13 @@ nf_status nf_wr_fail_and_abort(nf_writer *w, nf_status st)
 /* ---------------------------------------------------------------- the lock */
 /* The output's lock file ".<entry name>.lock" beside the entry (common/io.h): created and locked
  * without waiting, never through a symbolic link.  Another writer holding it is a system error
- * (exit 3: try again later); a lock file that is not a regular file is the caller's to remove. */
-nf_status nf_wr_take_lock(nf_writer *w, nf_error *err)
+ * (exit 3: try again later); a lock file that is not a regular file is the caller's to remove.
+ * Shared: a scale-out task's, held with the plan's other tasks, never with a publisher
+ * (docs/scale-out.md, "The output's lock"). */
+nf_status nf_wr_take_lock(nf_writer *w, bool shared, nf_error *err)
 {
-    int e = nf_io_lock_beside(w->path, &w->lock_fd, &w->lock_path);
+    if (w->lock_fd >= 0) return NF_OK;
+    int e = nf_io_lock_beside(w->path, shared, &w->lock_fd, &w->lock_path);
     if (!e) return NF_OK;
     size_t need = strlen(w->prefix) + strlen(w->entry_name) + sizeof "..lock";
     char *lp = malloc(need);
@@ -94,6 +97,7 @@ nf_status nf_wr_take_lock(nf_writer *w, nf_error *err)
 /* Let go of the lock (the lock file is removed first, see common/io.h). */
 void nf_wr_release_lock(nf_writer *w)
 {
+    if (w->lock_kept) return;
     nf_io_unlock(w->lock_fd, w->lock_path);
     w->lock_fd = -1;
     free(w->lock_path);
@@ -101,6 +105,13 @@ void nf_wr_release_lock(nf_writer *w)
 }
 
 /* ---------------------------------------------------------------- finish */
+nf_status nf_writer_hold_lock(nf_writer *w, bool shared, nf_error *err)
+{
+    NF_TRY(nf_wr_take_lock(w, shared, err));
+    w->lock_kept = true;
+    return NF_OK;
+}
+
 nf_status nf_wr_check_coverage(nf_writer *w, nf_error *err)
 {
     for (size_t i = 0; i < w->nobjs; i++) {
@@ -380,6 +391,7 @@ void nf_writer_free(nf_writer *w)
 {
     if (!w) return;
     if (w->state != W_FINISHED) abort_files(w);
+    w->lock_kept = false;
     nf_wr_release_lock(w);
     for (size_t i = 0; i < w->nfiles; i++) {
         free(w->files[i].dest);

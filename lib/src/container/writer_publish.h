@@ -10,7 +10,10 @@
 #include "container/writer_state.h"
 
 nf_status nf_wr_fail_and_abort(nf_writer *w, nf_status st);
-nf_status nf_wr_take_lock(nf_writer *w, nf_error *err);
+/* The output's lock, exclusive or shared (a scale-out task's); nothing to do when this writer
+ * holds it already. */
+nf_status nf_wr_take_lock(nf_writer *w, bool shared, nf_error *err);
+/* Let go of the lock, unless nf_writer_hold_lock keeps it until nf_writer_free. */
 void nf_wr_release_lock(nf_writer *w);
 /* Every byte of each object (of a task's objects) written, or the first gap named. */
 nf_status nf_wr_check_coverage(nf_writer *w, nf_error *err);

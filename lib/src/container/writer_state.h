@@ -141,6 +141,9 @@ struct nf_writer {
      * mixed set (docs/security.md 1.3) */
     int lock_fd;
     char *lock_path;
+    /* taken by nf_writer_hold_lock: held until nf_writer_free (a scale-out task's, shared, or
+     * assembler's, exclusive, from its first look at the output to its last file) */
+    bool lock_kept;
     pthread_mutex_t lock; /* coverage bookkeeping: writes may come from several threads */
     /* scale-out (writer_stage.c, docs/scale-out.md): the file table laid out before begin; a
      * task's selection of files (and the files and objects it touches); an assembler's state */

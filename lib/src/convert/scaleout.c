@@ -49,6 +49,7 @@ struct nf_scaleout {
     const json_t *command;
     char output[4096];
     char fingerprint[33];
+    char inputs[33]; /* the digest of the plan's inputs (inputs_digest): what a receipt binds */
     uint8_t id[16];
     size_t nfiles, ntasks;
     size_t *task_first, *task_end; /* task t holds files [first, end) */
@@ -638,6 +639,20 @@ static nf_status load_plan(nf_scaleout *s, const char *path, nf_error *err)
     return NF_OK;
 }
 
+/* The XXH3-128 of the plan's "inputs" as compact JSON with sorted keys (one text for one list,
+ * however the file lays it out): with the fingerprint, what a receipt is bound to -- the plan made
+ * again after a source changed has the same fingerprint and other inputs (docs/scale-out.md,
+ * "What a receipt binds"). */
+static nf_status inputs_digest(const json_t *inputs, const char *path, char out[33], nf_error *err)
+{
+    size_t len = 0;
+    char *text = nf_jw_dump(inputs, JSON_COMPACT | JSON_SORT_KEYS, 0, &len);
+    if (!text) return nomem_reading(path, err);
+    nf_xxh3_128_hex(text, len, out);
+    free(text);
+    return NF_OK;
+}
+
 nf_status nf_scaleout_open(const char *plan_path, nf_scaleout **out, nf_error *err)
 {
     nf_scaleout *s = calloc(1, sizeof *s);
@@ -663,6 +678,7 @@ nf_status nf_scaleout_open(const char *plan_path, nf_scaleout **out, nf_error *e
         snprintf(s->output, sizeof s->output, "%s", output);
         snprintf(s->fingerprint, sizeof s->fingerprint, "%s", fp);
         nf_hex_parse(id, s->id, 16); /* (is_hex above) */
+        st = inputs_digest(json_object_get(r, "inputs"), plan_path, s->inputs, err);
         s->command = json_object_get(r, "command");
         s->nfiles = json_array_size(json_object_get(r, "files"));
         s->ntasks = json_array_size(json_object_get(r, "tasks"));
@@ -822,8 +838,8 @@ static nf_status write_receipt(const nf_plan *p, const nf_scaleout *s, const nf_
         json_array_append_new(objs, rec);
     }
     char *rp = receipt_path(&f, i, s->output);
-    json_t *r = json_pack("{s:i,s:s,s:I,s:I,s:s,s:I,s:s,s:o}", "ninfer_receipt", PLAN_VERSION, "plan", s->fingerprint,
-                          "task", (json_int_t)task, "file", (json_int_t)i, "path", file, "bytes", (json_int_t)f.size,
+    json_t *r = json_pack("{s:i,s:s,s:s,s:I,s:I,s:s,s:I,s:s,s:o}", "ninfer_receipt", PLAN_VERSION, "plan",
+                          s->fingerprint, "inputs", s->inputs, "task", (json_int_t)task, "file", (json_int_t)i, "path", file, "bytes", (json_int_t)f.size,
                           "digest", digest, "objects", objs);
     nf_status st = r && rp ? put_json(rp, r, err) : nomem(err);
     json_decref(r);
@@ -858,8 +874,11 @@ static nf_status read_receipt(const nf_scaleout *s, const nf_writer *w, size_t i
     uint64_t file = 0, bytes = 0;
     if (st != NF_OK) {
         snprintf(why, whylen, "%s", local.message);
-    } else if (!str_member(r, "plan") || strcmp(str_member(r, "plan"), s->fingerprint) != 0) {
-        snprintf(why, whylen, "%s: the receipt of another plan", MP(rp));
+    } else if (!str_member(r, "plan") || strcmp(str_member(r, "plan"), s->fingerprint) != 0 ||
+               !str_member(r, "inputs") || strcmp(str_member(r, "inputs"), s->inputs) != 0) {
+        /* another layout, or the same from other inputs (a plan made again after a source
+         * changed), or a receipt of a version that did not bind them */
+        snprintf(why, whylen, "%s: made by another plan (another artifact, or other inputs)", MP(rp));
     } else if (!u64_member(r, "file", &file) || file != i || !u64_member(r, "bytes", &bytes) || bytes != f.size ||
                !is_hex(str_member(r, "digest"), 32) || !json_is_array(json_object_get(r, "objects"))) {
         snprintf(why, whylen, "%s: not the receipt of file %zu of %llu bytes", MP(rp), i, (unsigned long long)f.size);
@@ -884,23 +903,37 @@ static nf_status read_receipt(const nf_scaleout *s, const nf_writer *w, size_t i
 }
 
 /* ---------------------------------------------------------------- a task */
-/* The output's entry exists: true (done) when it is this plan's artifact (its id), an error
- * when another artifact is there. */
-static nf_status published_already(const nf_scaleout *s, bool *done, nf_error *err)
+/* What is at the output's entry, under the output's lock (the tasks' shared, the assembler's
+ * exclusive: docs/scale-out.md, "The output's lock").  This plan's artifact is its complete entry
+ * (nf_writer_entry_complete: the layout, every checksum filled in and the directory's own), never
+ * a file that only carries the plan's artifact id -- a staged entry put there, or a publication
+ * cut short. */
+typedef enum out_state { OUT_NONE, OUT_OURS, OUT_OTHER } out_state;
+
+static nf_status output_state(const nf_scaleout *s, const nf_writer *w, out_state *state, nf_error *err)
 {
-    *done = false;
+    *state = OUT_NONE;
     struct stat sb;
     if (nf_io_lstat(s->output, &sb) != 0) return NF_OK;
+    bool complete = false;
+    NF_TRY(nf_writer_entry_complete(w, s->output, &complete, err));
+    *state = complete ? OUT_OURS : OUT_OTHER;
+    return NF_OK;
+}
+
+/* An output's entry that is not this plan's complete artifact: refused, said whether it carries
+ * this plan's id (a staged entry or a mixed publication, not an artifact) or not. */
+static nf_status other_output(const nf_scaleout *s, nf_error *err)
+{
     uint8_t hdr[32] = {0};
-    int fd = S_ISREG(sb.st_mode) ? nf_io_open(s->output, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0) : -1;
-    bool ours = fd >= 0 && nf_io_pread_full(fd, hdr, sizeof hdr, 0) == 0 &&
-                memcmp(hdr, NF_MAGIC_ENTRY, NF_MAGIC_BYTES) == 0 &&
-                memcmp(hdr + 16, s->id, 16) == 0;
+    int fd = nf_io_open(s->output, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
+    bool our_id = fd >= 0 && nf_io_pread_full(fd, hdr, sizeof hdr, 0) == 0 &&
+                  memcmp(hdr, NF_MAGIC_ENTRY, NF_MAGIC_BYTES) == 0 && memcmp(hdr + 16, s->id, 16) == 0;
     if (fd >= 0) nf_io_close(fd);
-    if (ours) {
-        *done = true;
-        return NF_OK;
-    }
+    if (our_id)
+        return nf_error_set(err, NF_ERR_INVALID, "%s: carries this plan's artifact id but is not this plan's complete "
+                            "artifact (its directory lacks the checksums: a staged entry, or a publication cut short); "
+                            "remove it, rerun the tasks that lack a receipt, and --assemble again", MP(s->output));
     return nf_error_set(err, NF_ERR_INVALID, "%s: another artifact (or another file) is there; the tasks of a plan "
                         "write an output that does not exist yet (remove it first)", MP(s->output));
 }
@@ -909,22 +942,28 @@ static nf_status run_task(nf_plan *p, const nf_scaleout *s, size_t task, const n
                           nf_error *err)
 {
     *skipped = false;
-    bool published = false;
-    NF_TRY(published_already(s, &published, err));
-    if (published) { /* assembled: every task is done */
-        *skipped = true;
-        return NF_OK;
-    }
     nf_writer *w = NULL;
     NF_TRY(nf_convert_writer(p, opt, s->fingerprint, &w, err));
-    nf_status st = check_layout(s, w, err);
+    /* shared with the other tasks until the last receipt is written: no run or assembler
+     * publishes the output meanwhile, so no part of a published artifact is ever replaced */
+    out_state out = OUT_NONE;
+    nf_status st = nf_writer_hold_lock(w, true, err);
+    if (st == NF_OK) st = output_state(s, w, &out, err);
+    if (st == NF_OK && out == OUT_OURS) { /* assembled: every task is done */
+        *skipped = true;
+        nf_writer_free(w);
+        return NF_OK;
+    }
+    if (st == NF_OK) st = check_layout(s, w, err);
     if (st == NF_OK) st = check_inputs(p, s, err);
-    /* done already: every file of the task has a receipt of this plan and its size */
+    if (st == NF_OK && out == OUT_OTHER) st = other_output(s, err);
+    /* done already: every file of the task has a receipt of this plan (its fingerprint and
+     * inputs) and its size */
     bool done = true;
     for (size_t i = s->task_first[task]; st == NF_OK && done && i < s->task_end[task]; i++) {
         json_t *r = NULL;
         char why[1024];
-        st = read_receipt(s, w, i, published, &r, why, sizeof why, err);
+        st = read_receipt(s, w, i, false, &r, why, sizeof why, err);
         done = r != NULL;
         json_decref(r);
     }
@@ -975,13 +1014,18 @@ static size_t task_of(const nf_scaleout *s, size_t i)
 nf_status nf_scaleout_assemble(nf_plan *p, const nf_scaleout *s, const nf_convert_options *opt, bool verify,
                                nf_error *err)
 {
-    /* assembled already (this plan's entry in place): a run after one whose last steps failed
-     * finishes them from the receipts left; one after a complete run has nothing to do */
-    bool published = false;
-    NF_TRY(published_already(s, &published, err));
     nf_writer *w = NULL;
     NF_TRY(nf_convert_writer(p, opt, s->fingerprint, &w, err));
-    nf_status st = check_layout(s, w, err);
+    /* exclusive, from the first look at the output to the last receipt removed: no task renames
+     * a part, and no other run publishes, meanwhile */
+    out_state out = OUT_NONE;
+    nf_status st = nf_writer_hold_lock(w, false, err);
+    if (st == NF_OK) st = output_state(s, w, &out, err);
+    if (st == NF_OK) st = check_layout(s, w, err);
+    if (st == NF_OK && out == OUT_OTHER) st = other_output(s, err);
+    /* assembled already (this plan's complete entry in place): a run after one whose last steps
+     * failed finishes them from the receipts left; one after a complete run has nothing to do */
+    bool published = out == OUT_OURS;
     size_t n = p->nobjects;
     nf_errstats_summary *sums = calloc(n ? n : 1, sizeof *sums);
     char(*sum_hex)[33] = calloc(n ? n : 1, sizeof *sum_hex);

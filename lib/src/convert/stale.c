@@ -24,8 +24,9 @@ static size_t part_suffix(const char *s)
     return n >= 4 ? 6 + n : 0;
 }
 
-/* rest = "[.part-NNNN[.receipt.json] | .entry.receipt.json | .conversion.json].<pid>@<host>.XXXXXX.tmp"
- * (or ".old" for a file set aside; the receipts are a scale-out task's, docs/scale-out.md): the
+/* rest = "[.part-NNNN[.receipt.json] | .entry.receipt.json | .entry-staged | .conversion.json]
+ * .<pid>@<host>.XXXXXX.tmp" (or ".old" for a file set aside; the receipts are a scale-out task's,
+ * the staged entry's name an assembler's own link of it, docs/scale-out.md): the
  * pid, or -1; *backup tells the suffix, *plain whether it is a temp of dest itself (no part,
  * receipt or report infix), *local whether its host is this one.  The
  * "<pid>@<host>.XXXXXX<suffix>" tail is read by common/io.c, which names them. */
@@ -35,6 +36,7 @@ static long temp_pid(const char *rest, bool *backup, bool *plain, bool *local)
     if (skip && strncmp(rest + skip, ".receipt.json.", 14) == 0) skip += 13;
     if (!skip && strncmp(rest, ".conversion.json.", 17) == 0) skip = 16;
     if (!skip && strncmp(rest, ".entry.receipt.json.", 20) == 0) skip = 19;
+    if (!skip && strncmp(rest, ".entry-staged.", 14) == 0) skip = 13;
     *plain = skip == 0;
     rest += skip;
     if (*rest != '.') return -1;

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# Scale-out trust (docs/scale-out.md, "What a receipt binds", "The output's lock"):
+#   1. a receipt names the plan's inputs: after a source changed, the plan made again with the
+#      same command and artifact id (same fingerprint) redoes every task, and what it assembles is
+#      the new weights' (ninfer-verify --against); a receipt without that binding is another plan's;
+#   2. a task holds the output's lock (shared with the other tasks): a one-machine --force run
+#      cannot publish OUT under a task still running (it exits 3), so no part of a published
+#      artifact is ever replaced by a task;
+#   3. --assemble publishes the very file it checked and completed: a fresh staged entry put in
+#      place meanwhile (as a duplicate task 0 does) is never what appears at OUT, and an OUT with
+#      the plan's id but not its complete entry is never taken for published.
+# The races are made deterministic with the test copy of ninfer-convert, which stops itself
+# (SIGSTOP) at its N-th link/rename call (tests/cli/fault_hook.c).
+. "$(dirname "$0")/lib.sh" "$@"
+
+conv=$bin/ninfer-convert
+verify=$bin/ninfer-verify
+faulty=$bin/../tests/bin/ninfer-convert-faults
+[ -x "$faulty" ] || { echo "FAIL $faulty is missing (built when NINFER_TESTS=ON)"; exit 1; }
+mkdir "$work/w" && cd "$work/w" || exit 1
+"$bin/ninfer-gen-checkpoint" ck --hidden 256 --kv-hidden 256 --intermediate 512 --layers 2 --vocab 64 >/dev/null ||
+    { echo "FAIL gen-checkpoint"; exit 1; }
+id=00112233445566778899aabbccddeeff
+base=(ck -o out/m.ninfer --format q8_g32_fp16 --max-file-bytes 40000)
+args=("${base[@]}" --artifact-id $id)
+
+# until process $1 has stopped itself (true) or ended (false); no time limit is asserted
+stopped() {
+    while kill -0 "$1" 2>/dev/null && ! ps -o stat= -p "$1" | grep -q '^T'; do sleep 0.01; done
+    ps -o stat= -p "$1" 2>/dev/null | grep -q '^T'
+}
+
+# ---------------------------------------------------------------- 1. receipts bind the inputs
+mkdir out
+run 0 "$conv" "${args[@]}" --plan-out plan.json --tasks 3 -q
+run 0 "$conv" --plan plan.json --task all -q
+# the weights change: the last 8 KiB of the checkpoint (its last tensor's values) negated
+python3 - ck/model.safetensors <<'PY'
+import sys
+p = sys.argv[1]
+b = bytearray(open(p, "rb").read())
+for i in range(len(b) - 8192 + 1, len(b), 2):  # the high byte of each bf16 (little endian)
+    b[i] ^= 0x80
+open(p, "wb").write(b)
+PY
+run 1 "$conv" --plan plan.json --task 0
+contains "$work/err" "changed since the plan was made"
+# made again, as examples/parallel.sh advises: the same command and artifact id, so the same
+# fingerprint -- and other inputs: no receipt of the old plan counts
+run 0 "$conv" "${args[@]}" --plan-out plan.json --tasks 3 -q
+run 0 "$conv" --plan plan.json --task all
+lacks "$work/err" "done already"
+# a receipt without the binding (an older version's) is another plan's: refused, its task named
+python3 - out/m.ninfer.part-0001.receipt.json <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1])); r.pop("inputs", None); json.dump(r, open(sys.argv[1], "w"))
+PY
+run 1 "$conv" --plan plan.json --assemble
+contains "$work/err" "made by another plan"
+contains "$work/err" "rerun task 0"
+check test ! -e out/m.ninfer
+run 0 "$conv" --plan plan.json --task all -q
+run 0 "$conv" --plan plan.json --assemble -q
+run 0 "$verify" out/m.ninfer --require-checksums
+run 0 "$verify" out/m.ninfer --against ck # the new weights, not the old plan's parts
+
+# ---------------------------------------------------------------- 2. a task holds the lock
+rm -rf out && mkdir out
+run 0 "$conv" "${args[@]}" --plan-out plan.json --tasks 2 -q
+# task 1 stops at its first rename (its first part into place); a one-machine --force run of
+# another artifact to the same output meanwhile; then the task goes on
+( export NINFER_IO_FAULT=link:1:SIGSTOP; exec "$faulty" --plan plan.json --task 1 -j 1 -q 2>"$work/err_t" ) &
+pt=$!
+if stopped $pt; then
+    ok
+    "$conv" "${base[@]}" --artifact-id ffeeddccbbaa99887766554433221100 --force -q 2>"$work/err_f"
+    rf=$?
+    kill -CONT $pt
+    wait $pt
+    rt=$?
+    check test "$rt" -eq 0
+    check test "$rf" -eq 3
+    contains "$work/err_f" "another process is writing"
+    # whatever is at OUT now is a whole artifact
+    if [ -e out/m.ninfer ]; then run 0 "$verify" out/m.ninfer --require-checksums; fi
+else
+    wait $pt
+    bad "task 1 did not stop at its first rename: exit $?: $(head -c 300 "$work/err_t")"
+fi
+# a task is refused (exit 3: retry) while a one-machine run holds the lock (flock(1) stands in)
+flock out/.m.ninfer.lock "$conv" --plan plan.json --task 0 -q 2>"$work/err"
+check test $? -eq 3
+contains "$work/err" "another process is writing"
+
+# ---------------------------------------------------------------- 3. --force assemble
+rm -rf out && mkdir out
+run 0 "$conv" "${args[@]}" --force --plan-out plan.json --tasks 3 -q
+run 0 "$conv" --plan plan.json --task all -q
+cp out/m.ninfer.entry-staged fresh.entry # what a duplicate task 0 puts in place: no checksums
+cp -a out done
+# an OUT with the plan's id that is not its complete entry is not taken for published: not by
+# a task (done already) nor by the assembler (assembled)
+cp fresh.entry out/m.ninfer
+run 1 "$conv" --plan plan.json --task 0
+contains "$work/err" "not this plan's complete artifact"
+run 1 "$conv" --plan plan.json --assemble
+contains "$work/err" "not this plan's complete artifact"
+check test -e out/m.ninfer.part-0001.receipt.json
+# the assembler stopped at each of its link/rename calls in turn while a fresh staged entry is
+# renamed over the staged name (as a duplicate task 0 does, past the lock: another host whose
+# file system ignores it); then it goes on, and a rerun if it failed: OUT is complete
+for n in 1 2 3 4 5; do
+    rm -rf out && cp -a done out
+    ( export NINFER_IO_FAULT=link:$n:SIGSTOP; exec "$faulty" --plan plan.json --assemble -q 2>"$work/err_a" ) &
+    pa=$!
+    if ! stopped $pa; then
+        wait $pa
+        break
+    fi
+    cp fresh.entry out/dup.tmp && mv out/dup.tmp out/m.ninfer.entry-staged
+    kill -CONT $pa
+    wait $pa || "$conv" --plan plan.json --assemble -q 2>"$work/err" ||
+        bad "link call $n: the rerun of --assemble failed: $(head -c 300 "$work/err")"
+    run 0 "$conv" --plan plan.json --assemble -q
+    run 0 "$verify" out/m.ninfer --require-checksums
+    check test ! -e out/m.ninfer.part-0001.receipt.json
+done
+check test "$n" -ge 2 # (it stopped at least once)
+
+finish test_scaleout_trust
