@@ -6,7 +6,6 @@
 #include <inttypes.h>
 #include <math.h>
 #include <jansson.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +19,7 @@
 
 #include "cli.h"
 #include "output.h"
+#include "signals.h"
 #include "table.h"
 
 typedef struct convert_opts {
@@ -408,15 +408,7 @@ static void free_rule_labels(convert_opts *o)
     o->rule_labels = NULL;
 }
 
-/* ---------------------------------------------------------------- progress and signals */
-static volatile int g_cancel;
-
-static void on_signal(int sig)
-{
-    (void)sig;
-    g_cancel = 1;
-}
-
+/* ---------------------------------------------------------------- progress */
 typedef struct progress_ctx {
     bool enabled;
     bool ended; /* the final line (all objects) is out */
@@ -705,17 +697,6 @@ static nf_status derived_id(const nf_plan *plan, const char *epoch, const conver
     return NF_OK;
 }
 
-/* SIGINT, SIGTERM and SIGHUP stop the run (g_cancel): nothing is published, the temp files go. */
-static void catch_signals(void)
-{
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
-}
-
 /* The recipe (or quick mode's) and the plan of the parsed options; an exit status. */
 static int build_plan(const nf_cli *cli, convert_opts *opts, bool warn, nf_recipe **recipe, nf_plan **plan)
 {
@@ -788,7 +769,7 @@ static nf_convert_options convert_options(const convert_opts *opts, progress_ctx
                              opts->chunk_values,
                              show_progress,
                              pc,
-                             &g_cancel};
+                             nf_sig_flag()};
     return co;
 }
 
@@ -803,6 +784,8 @@ static int write_plan(const nf_cli *cli, convert_opts *opts, nf_plan *plan, int 
     json_t *command = json_pack("{s:s,s:o}", "program", "ninfer-convert", "argv", args);
     progress_ctx pc = {false, false, {0, 0}};
     nf_convert_options co = convert_options(opts, &pc);
+    /* SIGINT, SIGTERM, SIGHUP: the plan's temp file goes, no plan is put in place (docs/security.md) */
+    nf_sig_catch();
     size_t ntasks = 0;
     nf_status st = command ? nf_scaleout_plan(plan, &co, opts->tasks, command, opts->plan_out, &ntasks, &err)
                            : nf_error_set(&err, NF_ERR_NOMEM, "out of memory");
@@ -900,7 +883,7 @@ static int plan_mode(const nf_cli *cli, const convert_opts *given)
     opts.has_id = true;
     opts.budget_figures = nf_scaleout_budget(s);
     if ((rc = build_plan(&sub, &opts, false, &recipe, &plan)) != NF_EXIT_OK) goto out;
-    catch_signals();
+    nf_sig_catch(); /* SIGINT, SIGTERM, SIGHUP stop the run: nothing published, no temp file left */
     progress_ctx pc = {cli->progress == NF_PROGRESS_ALWAYS ||
                            (cli->progress == NF_PROGRESS_AUTO && isatty(STDERR_FILENO) && cli->verbosity >= 0),
                        false, {0, 0}};
@@ -1023,7 +1006,7 @@ int main(int argc, char **argv)
         goto out;
     }
     nf_cli_info(&cli, "kernels: %s", nf_simd_name());
-    catch_signals();
+    nf_sig_catch(); /* SIGINT, SIGTERM, SIGHUP stop the run: nothing published, no temp file left */
     progress_ctx pc = {cli.progress == NF_PROGRESS_ALWAYS ||
                            (cli.progress == NF_PROGRESS_AUTO && isatty(STDERR_FILENO) && cli.verbosity >= 0),
                        false, {0, 0}};

@@ -495,6 +495,10 @@ nf_status nf_scaleout_plan(nf_plan *p, const nf_convert_options *opt, size_t tas
         else if (e) st = nf_error_errno(err, e, "%s: cannot write %s", MP(plan_path), MP(tmp));
     }
     if (o.out.fd >= 0) nf_io_close(o.out.fd);
+    /* the last moment a signal (opt->cancel) can still stop it: the temp file goes, nothing is put
+     * in place (docs/security.md 7.1, F12) */
+    if (st == NF_OK && opt->cancel && *opt->cancel)
+        st = nf_error_set(err, NF_ERR_IO, "%s: interrupted", MP(plan_path));
     int e = 0;
     if (st == NF_OK && (e = nf_io_rename(tmp, plan_path)) != 0)
         st = nf_error_errno(err, e, "%s: cannot put in place", MP(plan_path));
