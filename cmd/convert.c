@@ -1025,8 +1025,8 @@ int main(int argc, char **argv)
         json_decref(doc);
         json_decref(d);
     } else if (cli.verbosity >= 0) {
-        fprintf(stderr, "%s: wrote %s (%zu objects) in %.2f s\n", cli.prog, opts.output, nf_plan_object_count(plan),
-                secs);
+        fprintf(stderr, "%s: wrote %s (%zu objects) in %.2f s\n", cli.prog, nf_cli_name(opts.output).s,
+                nf_plan_object_count(plan), secs);
     }
 out:
     nf_plan_free(plan);
