@@ -413,6 +413,21 @@ char *nf_cli_utf8_clean(const char *s, size_t len, size_t *out_len)
     return buf;
 }
 
+bool nf_cli_utf8_valid(const char *s, size_t *bad)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t len = strlen(s);
+    for (size_t i = 0; i < len;) {
+        size_t k = nf_cli_utf8_seq(p + i, len - i);
+        if (!k) {
+            if (bad) *bad = i;
+            return false;
+        }
+        i += k;
+    }
+    return true;
+}
+
 json_t *nf_cli_json_text(const char *s, size_t len)
 {
     json_t *j = json_stringn(s, len);

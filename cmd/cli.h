@@ -183,6 +183,9 @@ size_t nf_cli_utf8_seq(const unsigned char *p, size_t n);
  * replaced by U+FFFD (names and paths from files need not be UTF-8; JSON strings must be);
  * *out_len (if given) gets its length.  NULL when out of memory. */
 char *nf_cli_utf8_clean(const char *s, size_t len, size_t *out_len);
+/* Is the NUL-terminated s strict UTF-8 (nf_cli_utf8_seq)?  When not, *bad (if given) gets the
+ * offset of the first byte that starts no valid sequence. */
+bool nf_cli_utf8_valid(const char *s, size_t *bad);
 struct json_t *nf_cli_json_text(const char *s, size_t len);
 struct json_t *nf_cli_json_cstr(const char *s);
 

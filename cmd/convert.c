@@ -672,6 +672,17 @@ static int check_output(const nf_cli *cli, const char *out)
     return NF_EXIT_OK;
 }
 
+/* Text the artifact's report, its provenance or a plan records as JSON strings must be UTF-8
+ * (docs/ninfer-convert.md, "Outputs"): any other is refused at once (exit 2), naming the first
+ * byte that is not, before anything is read or written.  why: what records it. */
+static int check_utf8(const nf_cli *cli, const char *what, const char *text, const char *why)
+{
+    size_t bad = 0;
+    if (nf_cli_utf8_valid(text, &bad)) return NF_EXIT_OK;
+    return nf_cli_usage(cli, "%s '%s' is not UTF-8 (byte 0x%02x at offset %zu): %s", what, nf_cli_name(text).s,
+                        (unsigned)(unsigned char)text[bad], bad, why);
+}
+
 /* SOURCE_DATE_EPOCH: an artifact id that depends only on the inputs, for reproducible builds.
  * It binds the content (docs/security.md 7.1, F13): the plan's content digest covers the plan and every byte
  * it reads (nf_plan_content_digest), hashed with the epoch and the split setting, which the plan
@@ -706,6 +717,9 @@ static int build_plan(const nf_cli *cli, convert_opts *opts, bool warn, nf_recip
         if (cli->npositional != 1 || opts->recipe || !opts->format == !opts->has_target_bpw)
             return nf_cli_usage(cli, "quick mode takes one SOURCE and --format FORMAT or --target-bpw X, and no "
                                 "--recipe");
+        int rc = check_utf8(cli, "SOURCE", cli->positional[0], "quick mode's recipe and the artifact's provenance "
+                            "record it as text; give a path that is (e.g. a symbolic link with a UTF-8 name)");
+        if (rc != NF_EXIT_OK) return rc;
         if (opts->format && !nf_format_lookup(opts->format))
             return nf_cli_usage(cli, "unknown format '%s'", opts->format);
         if (opts->has_target_bpw && opts->requantize)
@@ -972,7 +986,17 @@ int main(int argc, char **argv)
         rc = nf_cli_usage(&cli, "-o OUT.ninfer is required");
         goto out;
     }
-    if ((rc = check_output(&cli, opts.output)) != NF_EXIT_OK) goto out;
+    if ((rc = check_output(&cli, opts.output)) != NF_EXIT_OK ||
+        (rc = check_utf8(&cli, "-o", opts.output, "its report and a plan record the output's name as JSON text; give "
+                         "a name that is")) != NF_EXIT_OK)
+        goto out;
+    for (int i = 1; opts.plan_out && i < argc; i++) {
+        char what[64];
+        snprintf(what, sizeof what, "argument %d", i);
+        if ((rc = check_utf8(&cli, what, argv[i], "--plan-out records the command in the plan as JSON text, for the "
+                             "tasks to run it again; give arguments that are")) != NF_EXIT_OK)
+            goto out;
+    }
     if (opts.remove_stale && !quick && !opts.recipe) { /* cleanup only */
         if (opts.format || opts.method || opts.nrules || opts.ra.nsources) {
             rc = nf_cli_usage(&cli, "-o OUT --remove-stale alone removes stale files; give a recipe to convert");
