@@ -234,7 +234,8 @@ int nf_cli_parse(nf_cli *cli, const nf_program *prog, int argc, char **argv, voi
     struct option *lo = calloc(nopts + 1, sizeof *lo);
     char *shorts = calloc(3 * nopts + 3, 1);
     cli->positional = calloc((size_t)argc + 1, sizeof *cli->positional);
-    if (!rows || !lo || !shorts || !cli->positional) {
+    cli->given = calloc((size_t)argc + 1, sizeof *cli->given);
+    if (!rows || !lo || !shorts || !cli->positional || !cli->given) {
         free(rows);
         free(lo);
         free(shorts);
@@ -269,6 +270,7 @@ int nf_cli_parse(nf_cli *cli, const nf_program *prog, int argc, char **argv, voi
             status = nf_cli_usage(cli, "unexpected option");
             break;
         }
+        if (i >= ncommon) cli->given[cli->ngiven++] = rows[i];
         status = apply_row(cli, rows[i], i < ncommon ? (void *)cli : opts, optarg);
         if (status != NF_EXIT_OK || cli->done) break;
     }
@@ -286,6 +288,9 @@ void nf_cli_free(nf_cli *cli)
 {
     free(cli->positional);
     cli->positional = NULL;
+    free(cli->given);
+    cli->given = NULL;
+    cli->ngiven = 0;
 }
 
 /* Every message goes through nf_escape once more before it reaches the terminal

@@ -84,4 +84,38 @@ run 2 "$ver" out/m.ninfer --against ck --plan plan.json --task x
 run 2 "$ver" out/m.ninfer --against ck --plan plan.json --task -1
 run 2 "$ver" out/m.ninfer --against ck --plan plan.json --task 0 --require-checksums
 run 2 "$ver" out/m.ninfer out/m.ninfer --against ck --plan plan.json --task 0
+
+# ninfer-convert --plan: a task may add only what docs/scale-out.md lists; the plan gives everything
+# else, and every other option of --help is a usage error (2), never ignored (issue 23, item 7:
+# --requantize, --no-resources and --target-bpw were).  The refusal comes from the option table,
+# so a new option is refused until it is marked as allowed with --plan.
+declare -A value=([recipe]=r.yaml [output]=x.ninfer [source]=base=ck [allow-path]=. [allow-env]=HOME
+    [threads]=1 [max-file-bytes]=8192 [artifact-id]=ffeeddccbbaa99887766554433221100 [format]=q8_g32_fp16
+    [target-bpw]=4.5 [method]=grouped_absmax [rule]='*=q8_g32_fp16' [chunk-values]=1000 [plan-out]=p2.json
+    [tasks]=2 [plan]=plan.json [task]=all [progress]=never)
+allowed=" threads remove-stale quiet verbose json progress plan task help version list-formats list-methods "
+"$conv" --help >help.txt
+# "  -o, --output OUT.ninfer   help" / "      --requantize   help": the name, and whether it takes a
+# value (an ARG in capitals, or a|b|c; the help text starts in lower case)
+python3 -c 'import re,sys
+for line in open(sys.argv[1]):
+    m = re.match(r"^\s+(?:-\w, )?--([a-z][a-z-]*)(\S*)( [A-Z]\S*| [a-z]+[|]\S*)?", line)
+    if m: print(m.group(1), "arg" if (m.group(3) or m.group(2)) else "flag")' help.txt >options.txt
+check test "$(wc -l <options.txt)" -ge 30
+while read -r name kind; do
+    a=(--"$name")
+    if [ "$kind" = arg ]; then
+        [ -n "${value[$name]+x}" ] || { bad "no test value for --$name: add one to value[] above"; continue; }
+        a=(--"$name" "${value[$name]}")
+    fi
+    case "$allowed" in
+    *" $name "*) run 0 "$conv" --plan plan.json --task all -q "${a[@]}" ;;
+    *)
+        run 2 "$conv" --plan plan.json --task all -q "${a[@]}"
+        case $name in assemble | verify) ;; *) contains "$work/err" "--$name: with --plan" ;; esac
+        ;;
+    esac
+done <options.txt
+grep -qx 'requantize flag' options.txt && ok || bad "--requantize is not among the options of --help"
+
 finish test_verify_plan
