@@ -1112,3 +1112,15 @@ nf_status nf_scaleout_task_objects(const nf_scaleout *s, size_t task, const char
     *nids = n;
     return NF_OK;
 }
+
+/* A task's files (nf_scaleout_open checked that the tasks cover every file once, in order). */
+nf_status nf_scaleout_task_files(const nf_scaleout *s, size_t task, size_t *first, size_t *end, nf_error *err)
+{
+    *first = *end = 0;
+    if (task >= s->ntasks)
+        return nf_error_set(err, NF_ERR_INVALID, "%s: no task %zu (the plan has tasks 0 to %zu)", MP(s->path), task,
+                            s->ntasks - 1);
+    *first = s->task_first[task];
+    *end = s->task_end[task];
+    return NF_OK;
+}
