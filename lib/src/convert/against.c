@@ -28,6 +28,7 @@
 
 #include <ninfer/ninfer.h>
 
+#include "common/checked.h"
 #include "convert/convert_impl.h"
 
 /* Problems of check "against" go to the report; the first one that cannot be stored makes the
@@ -127,10 +128,13 @@ static nf_status filter_files(nf_artifact *a, const nf_verify_against_opts *o, j
                     o->files_end - 1, nf - 1);
     } else {
         const nf_file_entry *f = nf_artifact_file(a, o->files_first), *l = nf_artifact_file(a, o->files_end - 1);
-        uint64_t fa = f->logical_start, fb = l->logical_start + l->payload_bytes;
+        uint64_t fa = f->logical_start, fb;
+        if (!nf_add_u64(l->logical_start, l->payload_bytes, &fb)) fb = UINT64_MAX; /* (checked by the reader) */
         for (size_t i = 0; i < nf_artifact_object_count(a); i++) {
             const nf_object *ob = nf_artifact_object(a, i);
-            if (ob->offset + ob->bytes > fa && ob->offset < fb && wanted(*want, ob->id) &&
+            /* ob->offset + ob->bytes > fa, without the sum */
+            bool ends_after = ob->offset >= fa ? ob->bytes > 0 || ob->offset > fa : fa - ob->offset < ob->bytes;
+            if (ends_after && ob->offset < fb && wanted(*want, ob->id) &&
                 json_object_set_new(in, ob->id, json_true()) != 0) {
                 json_decref(in);
                 return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
