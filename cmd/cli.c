@@ -234,7 +234,8 @@ int nf_cli_parse(nf_cli *cli, const nf_program *prog, int argc, char **argv, voi
     struct option *lo = calloc(nopts + 1, sizeof *lo);
     char *shorts = calloc(3 * nopts + 3, 1);
     cli->positional = calloc((size_t)argc + 1, sizeof *cli->positional);
-    if (!rows || !lo || !shorts || !cli->positional) {
+    cli->given = calloc((size_t)argc + 1, sizeof *cli->given);
+    if (!rows || !lo || !shorts || !cli->positional || !cli->given) {
         free(rows);
         free(lo);
         free(shorts);
@@ -269,6 +270,7 @@ int nf_cli_parse(nf_cli *cli, const nf_program *prog, int argc, char **argv, voi
             status = nf_cli_usage(cli, "unexpected option");
             break;
         }
+        if (i >= ncommon) cli->given[cli->ngiven++] = rows[i];
         status = apply_row(cli, rows[i], i < ncommon ? (void *)cli : opts, optarg);
         if (status != NF_EXIT_OK || cli->done) break;
     }
@@ -286,6 +288,9 @@ void nf_cli_free(nf_cli *cli)
 {
     free(cli->positional);
     cli->positional = NULL;
+    free(cli->given);
+    cli->given = NULL;
+    cli->ngiven = 0;
 }
 
 /* Every message goes through nf_escape once more before it reaches the terminal
@@ -411,6 +416,21 @@ char *nf_cli_utf8_clean(const char *s, size_t len, size_t *out_len)
     buf[o] = '\0';
     if (out_len) *out_len = o;
     return buf;
+}
+
+bool nf_cli_utf8_valid(const char *s, size_t *bad)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t len = strlen(s);
+    for (size_t i = 0; i < len;) {
+        size_t k = nf_cli_utf8_seq(p + i, len - i);
+        if (!k) {
+            if (bad) *bad = i;
+            return false;
+        }
+        i += k;
+    }
+    return true;
 }
 
 json_t *nf_cli_json_text(const char *s, size_t len)

@@ -61,7 +61,8 @@ typedef int (*nf_opt_callback)(struct nf_cli *cli, const struct nf_option *row, 
 
 /* One row of a program's option table: the option's names and --help text, and the field of the
  * program's options struct it sets.  Write rows with the NF_OPT_*_ROW macros below: they take the
- * offset with offsetof and refuse, at compile time, a field of another type than the kind's. */
+ * offset with offsetof and refuse, at compile time, a field of another type than the kind's (a
+ * row with tags: NF_OPT_TAGGED with the same arguments given to NF_OPT_*_FIELDS). */
 typedef struct nf_option {
     const char *long_name;
     char short_name;          /* 0 if none */
@@ -78,6 +79,8 @@ typedef struct nf_option {
     nf_opt_check check;
     const nf_opt_choice *choices;
     nf_opt_callback callback;
+    unsigned tags;            /* the program's own marks of the option (0 unless a row sets them with
+                               * NF_OPT_TAGGED; e.g. ninfer-convert's: allowed with --plan) */
 } nf_option;
 
 /* Compile-time checks of a binding: the offset of `member` in `type`, which must have type T
@@ -87,41 +90,63 @@ typedef struct nf_option {
 #define NF_OPT_INTFIELD_(type, member) \
     (offsetof(type, member) + 0 * sizeof(char[sizeof(((type *)0)->member) == sizeof(int) ? 1 : -1]))
 
-#define NF_OPT_FLAG_ROW(type, member, lname, sname, help_)                                          \
-    {.long_name = (lname), .short_name = (sname), .arg = NF_ARG_NONE, .help = (help_), .kind = NF_OPT_FLAG, \
-     .offset = NF_OPT_FIELD_(type, member, bool)}
-#define NF_OPT_SET_ROW(type, member, val, lname, sname, help_)                                      \
-    {.long_name = (lname), .short_name = (sname), .arg = NF_ARG_NONE, .help = (help_), .kind = NF_OPT_SET, \
-     .offset = NF_OPT_INTFIELD_(type, member), .value = (int)(val)}
-#define NF_OPT_STRING_ROW(type, member, lname, sname, argname, help_)                               \
-    {.long_name = (lname), .short_name = (sname), .arg = NF_ARG_REQUIRED, .arg_name = (argname),      \
-     .help = (help_), .kind = NF_OPT_STRING, .offset = NF_OPT_FIELD_(type, member, const char *)}
-#define NF_OPT_UINT_ROW(type, member, lo, hi, what_, lname, sname, argname, help_)                   \
-    {.long_name = (lname), .short_name = (sname), .arg = NF_ARG_REQUIRED, .arg_name = (argname),      \
-     .help = (help_), .kind = NF_OPT_UINT, .offset = NF_OPT_FIELD_(type, member, unsigned), .min = (lo), \
-     .max = (hi), .what = (what_)}
-#define NF_OPT_U64_ROW(type, member, lo, hi, what_, lname, sname, argname, help_)                    \
-    {.long_name = (lname), .short_name = (sname), .arg = NF_ARG_REQUIRED, .arg_name = (argname),      \
-     .help = (help_), .kind = NF_OPT_U64, .offset = NF_OPT_FIELD_(type, member, uint64_t), .min = (lo), \
-     .max = (hi), .what = (what_)}
+#define NF_OPT_FLAG_FIELDS(type, member, lname, sname, help_)                                          \
+    .long_name = (lname), .short_name = (sname), .arg = NF_ARG_NONE, .help = (help_), .kind = NF_OPT_FLAG, \
+    .offset = NF_OPT_FIELD_(type, member, bool)
+#define NF_OPT_FLAG_ROW(type, member, lname, sname, help_) \
+    {NF_OPT_FLAG_FIELDS(type, member, lname, sname, help_)}
+#define NF_OPT_SET_FIELDS(type, member, val, lname, sname, help_)                                      \
+    .long_name = (lname), .short_name = (sname), .arg = NF_ARG_NONE, .help = (help_), .kind = NF_OPT_SET, \
+    .offset = NF_OPT_INTFIELD_(type, member), .value = (int)(val)
+#define NF_OPT_SET_ROW(type, member, val, lname, sname, help_) \
+    {NF_OPT_SET_FIELDS(type, member, val, lname, sname, help_)}
+#define NF_OPT_STRING_FIELDS(type, member, lname, sname, argname, help_)                               \
+    .long_name = (lname), .short_name = (sname), .arg = NF_ARG_REQUIRED, .arg_name = (argname),      \
+    .help = (help_), .kind = NF_OPT_STRING, .offset = NF_OPT_FIELD_(type, member, const char *)
+#define NF_OPT_STRING_ROW(type, member, lname, sname, argname, help_) \
+    {NF_OPT_STRING_FIELDS(type, member, lname, sname, argname, help_)}
+#define NF_OPT_UINT_FIELDS(type, member, lo, hi, what_, lname, sname, argname, help_)                   \
+    .long_name = (lname), .short_name = (sname), .arg = NF_ARG_REQUIRED, .arg_name = (argname),      \
+    .help = (help_), .kind = NF_OPT_UINT, .offset = NF_OPT_FIELD_(type, member, unsigned), .min = (lo), \
+    .max = (hi), .what = (what_)
+#define NF_OPT_UINT_ROW(type, member, lo, hi, what_, lname, sname, argname, help_) \
+    {NF_OPT_UINT_FIELDS(type, member, lo, hi, what_, lname, sname, argname, help_)}
+#define NF_OPT_U64_FIELDS(type, member, lo, hi, what_, lname, sname, argname, help_)                    \
+    .long_name = (lname), .short_name = (sname), .arg = NF_ARG_REQUIRED, .arg_name = (argname),      \
+    .help = (help_), .kind = NF_OPT_U64, .offset = NF_OPT_FIELD_(type, member, uint64_t), .min = (lo), \
+    .max = (hi), .what = (what_)
+#define NF_OPT_U64_ROW(type, member, lo, hi, what_, lname, sname, argname, help_) \
+    {NF_OPT_U64_FIELDS(type, member, lo, hi, what_, lname, sname, argname, help_)}
 /* An optional argument: --NAME alone stores dflt, --NAME=N stores N (min to max). */
-#define NF_OPT_UINT_OPTARG_ROW(type, member, lo, hi, dflt, what_, lname, sname, argname, help_)       \
-    {.long_name = (lname), .short_name = (sname), .arg = NF_ARG_OPTIONAL, .arg_name = (argname),      \
-     .help = (help_), .kind = NF_OPT_UINT, .offset = NF_OPT_FIELD_(type, member, unsigned), .min = (lo), \
-     .max = (hi), .def = (dflt), .what = (what_)}
-#define NF_OPT_LIST_ROW(type, member, count, check_, what_, lname, sname, argname, help_)            \
-    {.long_name = (lname), .short_name = (sname), .arg = NF_ARG_REQUIRED, .arg_name = (argname),      \
-     .help = (help_), .kind = NF_OPT_LIST, .offset = NF_OPT_FIELD_(type, member, const char **),     \
-     .count_offset = NF_OPT_FIELD_(type, count, size_t), .check = (check_), .what = (what_)}
-#define NF_OPT_CHOICE_ROW(type, member, table, lname, sname, argname, help_)                        \
-    {.long_name = (lname), .short_name = (sname), .arg = NF_ARG_REQUIRED, .arg_name = (argname),      \
-     .help = (help_), .kind = NF_OPT_CHOICE, .offset = NF_OPT_INTFIELD_(type, member), .choices = (table)}
-#define NF_OPT_SPAN_ROW(type, member, lname, sname, argname, help_)                                 \
-    {.long_name = (lname), .short_name = (sname), .arg = NF_ARG_REQUIRED, .arg_name = (argname),      \
-     .help = (help_), .kind = NF_OPT_SPAN, .offset = NF_OPT_FIELD_(type, member, nf_cli_span)}
-#define NF_OPT_CALLBACK_ROW(fn, argkind, lname, sname, argname, help_)                              \
-    {.long_name = (lname), .short_name = (sname), .arg = (argkind), .arg_name = (argname),            \
-     .help = (help_), .kind = NF_OPT_CALLBACK, .callback = (fn)}
+#define NF_OPT_UINT_OPTARG_FIELDS(type, member, lo, hi, dflt, what_, lname, sname, argname, help_)       \
+    .long_name = (lname), .short_name = (sname), .arg = NF_ARG_OPTIONAL, .arg_name = (argname),      \
+    .help = (help_), .kind = NF_OPT_UINT, .offset = NF_OPT_FIELD_(type, member, unsigned), .min = (lo), \
+    .max = (hi), .def = (dflt), .what = (what_)
+#define NF_OPT_UINT_OPTARG_ROW(type, member, lo, hi, dflt, what_, lname, sname, argname, help_) \
+    {NF_OPT_UINT_OPTARG_FIELDS(type, member, lo, hi, dflt, what_, lname, sname, argname, help_)}
+#define NF_OPT_LIST_FIELDS(type, member, count, check_, what_, lname, sname, argname, help_)            \
+    .long_name = (lname), .short_name = (sname), .arg = NF_ARG_REQUIRED, .arg_name = (argname),      \
+    .help = (help_), .kind = NF_OPT_LIST, .offset = NF_OPT_FIELD_(type, member, const char **),     \
+    .count_offset = NF_OPT_FIELD_(type, count, size_t), .check = (check_), .what = (what_)
+#define NF_OPT_LIST_ROW(type, member, count, check_, what_, lname, sname, argname, help_) \
+    {NF_OPT_LIST_FIELDS(type, member, count, check_, what_, lname, sname, argname, help_)}
+#define NF_OPT_CHOICE_FIELDS(type, member, table, lname, sname, argname, help_)                        \
+    .long_name = (lname), .short_name = (sname), .arg = NF_ARG_REQUIRED, .arg_name = (argname),      \
+    .help = (help_), .kind = NF_OPT_CHOICE, .offset = NF_OPT_INTFIELD_(type, member), .choices = (table)
+#define NF_OPT_CHOICE_ROW(type, member, table, lname, sname, argname, help_) \
+    {NF_OPT_CHOICE_FIELDS(type, member, table, lname, sname, argname, help_)}
+#define NF_OPT_SPAN_FIELDS(type, member, lname, sname, argname, help_)                                 \
+    .long_name = (lname), .short_name = (sname), .arg = NF_ARG_REQUIRED, .arg_name = (argname),      \
+    .help = (help_), .kind = NF_OPT_SPAN, .offset = NF_OPT_FIELD_(type, member, nf_cli_span)
+#define NF_OPT_SPAN_ROW(type, member, lname, sname, argname, help_) \
+    {NF_OPT_SPAN_FIELDS(type, member, lname, sname, argname, help_)}
+#define NF_OPT_CALLBACK_FIELDS(fn, argkind, lname, sname, argname, help_)                              \
+    .long_name = (lname), .short_name = (sname), .arg = (argkind), .arg_name = (argname),            \
+    .help = (help_), .kind = NF_OPT_CALLBACK, .callback = (fn)
+#define NF_OPT_CALLBACK_ROW(fn, argkind, lname, sname, argname, help_) \
+    {NF_OPT_CALLBACK_FIELDS(fn, argkind, lname, sname, argname, help_)}
+/* A row with tags: NF_OPT_TAGGED(TAGS, NF_OPT_FLAG_FIELDS(...)) in place of NF_OPT_FLAG_ROW(...). */
+#define NF_OPT_TAGGED(tags_, fields) {fields, .tags = (tags_)}
 #define NF_OPT_END {.long_name = NULL}
 
 typedef enum nf_progress_mode { NF_PROGRESS_AUTO, NF_PROGRESS_ALWAYS, NF_PROGRESS_NEVER } nf_progress_mode;
@@ -136,6 +161,10 @@ typedef struct nf_cli {
     int npositional;
     const struct nf_program *program; /* for --help and --version */
     bool done;                /* --help or --version printed: exit 0 */
+    const struct nf_option **given; /* the rows of the program's own options given, in command-line
+                                     * order (once per time given): what a program refuses in a mode
+                                     * is decided from them (e.g. by their tags) */
+    size_t ngiven;
 } nf_cli;
 
 typedef struct nf_program {
@@ -183,6 +212,9 @@ size_t nf_cli_utf8_seq(const unsigned char *p, size_t n);
  * replaced by U+FFFD (names and paths from files need not be UTF-8; JSON strings must be);
  * *out_len (if given) gets its length.  NULL when out of memory. */
 char *nf_cli_utf8_clean(const char *s, size_t len, size_t *out_len);
+/* Is the NUL-terminated s strict UTF-8 (nf_cli_utf8_seq)?  When not, *bad (if given) gets the
+ * offset of the first byte that starts no valid sequence. */
+bool nf_cli_utf8_valid(const char *s, size_t *bad);
 struct json_t *nf_cli_json_text(const char *s, size_t len);
 struct json_t *nf_cli_json_cstr(const char *s);
 

@@ -6,7 +6,6 @@
 #include <inttypes.h>
 #include <math.h>
 #include <jansson.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +19,7 @@
 
 #include "cli.h"
 #include "output.h"
+#include "signals.h"
 #include "table.h"
 
 typedef struct convert_opts {
@@ -97,6 +97,12 @@ static int on_list_methods(nf_cli *cli, const nf_option *row, void *opts, const 
     return NF_EXIT_OK;
 }
 
+/* Option rows tagged PLAN_OK may be added to --plan PLAN.json (docs/scale-out.md): the plan gives
+ * everything else, and plan_mode refuses every other option given (exit 2), so that a new option
+ * is refused there until its row says otherwise.  The common options (-q, -v, --json,
+ * --progress, --help, --version) are always allowed. */
+#define PLAN_OK 1u
+
 static const nf_option options[] = {
     NF_OPT_STRING_ROW(convert_opts, recipe, "recipe", 'r', "RECIPE.yaml",
                       "the conversion recipe (design: docs/recipes.md)"),
@@ -109,15 +115,15 @@ static const nf_option options[] = {
                     "repeatable)"),
     NF_OPT_LIST_ROW(convert_opts, ra.allow_env, ra.nallow_env, NF_CHECK_NONEMPTY, "a variable name", "allow-env", 0,
                     "NAME", "let ${NAME} in the recipe's paths expand (repeatable)"),
-    NF_OPT_UINT_ROW(convert_opts, threads, 1, NF_CLI_MAX_THREADS, NULL, "threads", 'j', "N",
-                    "encoding threads (default: every core)"),
+    NF_OPT_TAGGED(PLAN_OK, NF_OPT_UINT_FIELDS(convert_opts, threads, 1, NF_CLI_MAX_THREADS, NULL, "threads", 'j',
+                                              "N", "encoding threads (default: every core)")),
     NF_OPT_CALLBACK_ROW(on_max_file_bytes, NF_ARG_REQUIRED, "max-file-bytes", 0, "BYTES",
                         "split into parts of at most BYTES each (0: one file; overrides the recipe)"),
     NF_OPT_FLAG_ROW(convert_opts, dry_run, "dry-run", 'n', "print the resolved plan and write nothing"),
     NF_OPT_FLAG_ROW(convert_opts, force, "force", 'f', "replace an existing output (never an input)"),
     NF_OPT_FLAG_ROW(convert_opts, no_report, "no-report", 0, "do not write OUT.conversion.json"),
-    NF_OPT_FLAG_ROW(convert_opts, remove_stale, "remove-stale", 0,
-                    "remove temp files of killed runs for OUT (alone with -o: only that)"),
+    NF_OPT_TAGGED(PLAN_OK, NF_OPT_FLAG_FIELDS(convert_opts, remove_stale, "remove-stale", 0,
+                                              "remove temp files of killed runs for OUT (alone with -o: only that)")),
     NF_OPT_CALLBACK_ROW(on_artifact_id, NF_ARG_REQUIRED, "artifact-id", 0, "HEX",
                         "the 16-byte artifact id as 32 hex digits (default: random, or derived from the inputs "
                         "when SOURCE_DATE_EPOCH is set)"),
@@ -143,16 +149,20 @@ static const nf_option options[] = {
                       "their count"),
     NF_OPT_UINT_ROW(convert_opts, tasks, 1, 1000000, NULL, "tasks", 0, "N",
                     "with --plan-out: group the parts into N tasks of near-equal bytes (default: one per part)"),
-    NF_OPT_STRING_ROW(convert_opts, plan, "plan", 0, "PLAN.json", "scale-out: run a task of the plan, or assemble it"),
-    NF_OPT_STRING_ROW(convert_opts, task, "task", 0, "I",
-                      "with --plan: convert task I (0-based), or every task not done yet (all)"),
-    NF_OPT_FLAG_ROW(convert_opts, assemble, "assemble", 0,
-                    "with --plan: check every part against its receipt, write the entry and the report"),
-    NF_OPT_FLAG_ROW(convert_opts, verify, "verify", 0, "with --assemble: also check each part's bytes (rereads them)"),
-    NF_OPT_CALLBACK_ROW(on_list_formats, NF_ARG_NONE, "list-formats", 0, NULL,
-                        "print the name of every format, one a line, and exit"),
-    NF_OPT_CALLBACK_ROW(on_list_methods, NF_ARG_NONE, "list-methods", 0, NULL,
-                        "print the name of every method, one a line, and exit"),
+    NF_OPT_TAGGED(PLAN_OK, NF_OPT_STRING_FIELDS(convert_opts, plan, "plan", 0, "PLAN.json",
+                                                "scale-out: run a task of the plan, or assemble it")),
+    NF_OPT_TAGGED(PLAN_OK, NF_OPT_STRING_FIELDS(convert_opts, task, "task", 0, "I",
+                                                "with --plan: convert task I (0-based), or every task not done yet "
+                                                "(all)")),
+    NF_OPT_TAGGED(PLAN_OK, NF_OPT_FLAG_FIELDS(convert_opts, assemble, "assemble", 0,
+                                              "with --plan: check every part against its receipt, write the entry "
+                                              "and the report")),
+    NF_OPT_TAGGED(PLAN_OK, NF_OPT_FLAG_FIELDS(convert_opts, verify, "verify", 0,
+                                              "with --assemble: also check each part's bytes (rereads them)")),
+    NF_OPT_TAGGED(PLAN_OK, NF_OPT_CALLBACK_FIELDS(on_list_formats, NF_ARG_NONE, "list-formats", 0, NULL,
+                                                  "print the name of every format, one a line, and exit")),
+    NF_OPT_TAGGED(PLAN_OK, NF_OPT_CALLBACK_FIELDS(on_list_methods, NF_ARG_NONE, "list-methods", 0, NULL,
+                                                  "print the name of every method, one a line, and exit")),
     NF_OPT_END,
 };
 
@@ -408,15 +418,7 @@ static void free_rule_labels(convert_opts *o)
     o->rule_labels = NULL;
 }
 
-/* ---------------------------------------------------------------- progress and signals */
-static volatile int g_cancel;
-
-static void on_signal(int sig)
-{
-    (void)sig;
-    g_cancel = 1;
-}
-
+/* ---------------------------------------------------------------- progress */
 typedef struct progress_ctx {
     bool enabled;
     bool ended; /* the final line (all objects) is out */
@@ -680,6 +682,17 @@ static int check_output(const nf_cli *cli, const char *out)
     return NF_EXIT_OK;
 }
 
+/* Text the artifact's report, its provenance or a plan records as JSON strings must be UTF-8
+ * (docs/ninfer-convert.md, "Outputs"): any other is refused at once (exit 2), naming the first
+ * byte that is not, before anything is read or written.  why: what records it. */
+static int check_utf8(const nf_cli *cli, const char *what, const char *text, const char *why)
+{
+    size_t bad = 0;
+    if (nf_cli_utf8_valid(text, &bad)) return NF_EXIT_OK;
+    return nf_cli_usage(cli, "%s '%s' is not UTF-8 (byte 0x%02x at offset %zu): %s", what, nf_cli_name(text).s,
+                        (unsigned)(unsigned char)text[bad], bad, why);
+}
+
 /* SOURCE_DATE_EPOCH: an artifact id that depends only on the inputs, for reproducible builds.
  * It binds the content (docs/security.md 7.1, F13): the plan's content digest covers the plan and every byte
  * it reads (nf_plan_content_digest), hashed with the epoch and the split setting, which the plan
@@ -705,17 +718,6 @@ static nf_status derived_id(const nf_plan *plan, const char *epoch, const conver
     return NF_OK;
 }
 
-/* SIGINT, SIGTERM and SIGHUP stop the run (g_cancel): nothing is published, the temp files go. */
-static void catch_signals(void)
-{
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
-}
-
 /* The recipe (or quick mode's) and the plan of the parsed options; an exit status. */
 static int build_plan(const nf_cli *cli, convert_opts *opts, bool warn, nf_recipe **recipe, nf_plan **plan)
 {
@@ -725,6 +727,9 @@ static int build_plan(const nf_cli *cli, convert_opts *opts, bool warn, nf_recip
         if (cli->npositional != 1 || opts->recipe || !opts->format == !opts->has_target_bpw)
             return nf_cli_usage(cli, "quick mode takes one SOURCE and --format FORMAT or --target-bpw X, and no "
                                 "--recipe");
+        int rc = check_utf8(cli, "SOURCE", cli->positional[0], "quick mode's recipe and the artifact's provenance "
+                            "record it as text; give a path that is (e.g. a symbolic link with a UTF-8 name)");
+        if (rc != NF_EXIT_OK) return rc;
         if (opts->format && !nf_format_lookup(opts->format))
             return nf_cli_usage(cli, "unknown format '%s'", opts->format);
         if (opts->has_target_bpw && opts->requantize)
@@ -788,7 +793,7 @@ static nf_convert_options convert_options(const convert_opts *opts, progress_ctx
                              opts->chunk_values,
                              show_progress,
                              pc,
-                             &g_cancel};
+                             nf_sig_flag()};
     return co;
 }
 
@@ -803,6 +808,8 @@ static int write_plan(const nf_cli *cli, convert_opts *opts, nf_plan *plan, int 
     json_t *command = json_pack("{s:s,s:o}", "program", "ninfer-convert", "argv", args);
     progress_ctx pc = {false, false, {0, 0}};
     nf_convert_options co = convert_options(opts, &pc);
+    /* SIGINT, SIGTERM, SIGHUP: the plan's temp file goes, no plan is put in place (docs/security.md) */
+    nf_sig_catch();
     size_t ntasks = 0;
     nf_status st = command ? nf_scaleout_plan(plan, &co, opts->tasks, command, opts->plan_out, &ntasks, &err)
                            : nf_error_set(&err, NF_ERR_NOMEM, "out of memory");
@@ -828,27 +835,35 @@ static int write_plan(const nf_cli *cli, convert_opts *opts, nf_plan *plan, int 
 static int plan_mode(const nf_cli *cli, const convert_opts *given)
 {
     nf_error err;
+    for (size_t i = 0; i < cli->ngiven; i++) /* (docs/scale-out.md: what a task may add) */
+        if (!(cli->given[i]->tags & PLAN_OK))
+            return nf_cli_usage(cli, "--%s: with --plan, the plan gives the output, the recipe, the sources and "
+                                "every option of the conversion; only --threads, --remove-stale, -q, -v, --json and "
+                                "--progress may be added", cli->given[i]->long_name);
+    if (cli->npositional)
+        return nf_cli_usage(cli, "'%s': with --plan, the plan gives the sources", nf_cli_name(cli->positional[0]).s);
     if (!given->task == !given->assemble)
         return nf_cli_usage(cli, "--plan takes --task I (or all) or --assemble");
-    if (given->output || given->recipe || cli->npositional || given->format || given->method || given->nrules ||
-        given->plan_out || given->tasks || given->ra.nsources || given->ra.nallow_paths || given->ra.nallow_env ||
-        given->dry_run || given->force || given->no_report || given->has_id || given->has_max_file_bytes ||
-        given->chunk_values)
-        return nf_cli_usage(cli, "with --plan, the plan gives the output, the recipe and the sources; only "
-                            "--threads, --remove-stale, -q, -v, --json and --progress may be added");
     if (given->verify && !given->assemble) return nf_cli_usage(cli, "--verify belongs to --assemble");
     size_t task = 0;
-    bool all = given->task && strcmp(given->task, "all") == 0;
+    bool all = given->task && strcmp(given->task, "all") == 0, beyond = false;
     if (given->task && !all) {
-        char *end;
+        if (!*given->task || strspn(given->task, "0123456789") != strlen(given->task))
+            return nf_cli_usage(cli, "--task takes a task number (0-based) or all, not '%s'",
+                                nf_cli_name(given->task).s);
         errno = 0;
-        unsigned long long v = strtoull(given->task, &end, 10);
-        if (!*given->task || *end || errno || given->task[0] == '-')
-            return nf_cli_usage(cli, "--task takes a task number (0-based) or all, not '%s'", given->task);
+        unsigned long long v = strtoull(given->task, NULL, 10);
+        beyond = errno == ERANGE || v > SIZE_MAX; /* a number, out of range like any other (below) */
         task = (size_t)v;
     }
     nf_scaleout *s = NULL;
     if (nf_scaleout_open(given->plan, &s, &err) != NF_OK) return nf_cli_report(cli, &err);
+    if (given->task && !all && (beyond || task >= nf_scaleout_task_count(s))) {
+        int bad = nf_cli_error(cli, NF_ERR_INVALID, "%s: no task %s (the plan has tasks 0 to %zu)",
+                               nf_cli_name(given->plan).s, nf_cli_name(given->task).s, nf_scaleout_task_count(s) - 1);
+        nf_scaleout_free(s);
+        return bad;
+    }
     int rc = NF_EXIT_OK;
     const json_t *argvj = json_object_get(nf_scaleout_command(s), "argv");
     size_t n = json_array_size(argvj);
@@ -900,7 +915,7 @@ static int plan_mode(const nf_cli *cli, const convert_opts *given)
     opts.has_id = true;
     opts.budget_figures = nf_scaleout_budget(s);
     if ((rc = build_plan(&sub, &opts, false, &recipe, &plan)) != NF_EXIT_OK) goto out;
-    catch_signals();
+    nf_sig_catch(); /* SIGINT, SIGTERM, SIGHUP stop the run: nothing published, no temp file left */
     progress_ctx pc = {cli->progress == NF_PROGRESS_ALWAYS ||
                            (cli->progress == NF_PROGRESS_AUTO && isatty(STDERR_FILENO) && cli->verbosity >= 0),
                        false, {0, 0}};
@@ -925,8 +940,7 @@ static int plan_mode(const nf_cli *cli, const convert_opts *given)
         }
         goto out;
     }
-    size_t first = all ? 0 : task, last = all ? nf_scaleout_task_count(s) : task + 1; /* (out of range: the
-                                                                                        library names it) */
+    size_t first = all ? 0 : task, last = all ? nf_scaleout_task_count(s) : task + 1; /* (task < the count) */
     json_t *done_list = cli->json ? json_array() : NULL;
     for (size_t t = first; t < last; t++) {
         bool skipped = false;
@@ -989,7 +1003,17 @@ int main(int argc, char **argv)
         rc = nf_cli_usage(&cli, "-o OUT.ninfer is required");
         goto out;
     }
-    if ((rc = check_output(&cli, opts.output)) != NF_EXIT_OK) goto out;
+    if ((rc = check_output(&cli, opts.output)) != NF_EXIT_OK ||
+        (rc = check_utf8(&cli, "-o", opts.output, "its report and a plan record the output's name as JSON text; give "
+                         "a name that is")) != NF_EXIT_OK)
+        goto out;
+    for (int i = 1; opts.plan_out && i < argc; i++) {
+        char what[64];
+        snprintf(what, sizeof what, "argument %d", i);
+        if ((rc = check_utf8(&cli, what, argv[i], "--plan-out records the command in the plan as JSON text, for the "
+                             "tasks to run it again; give arguments that are")) != NF_EXIT_OK)
+            goto out;
+    }
     if (opts.remove_stale && !quick && !opts.recipe) { /* cleanup only */
         if (opts.format || opts.method || opts.nrules || opts.ra.nsources) {
             rc = nf_cli_usage(&cli, "-o OUT --remove-stale alone removes stale files; give a recipe to convert");
@@ -1023,7 +1047,7 @@ int main(int argc, char **argv)
         goto out;
     }
     nf_cli_info(&cli, "kernels: %s", nf_simd_name());
-    catch_signals();
+    nf_sig_catch(); /* SIGINT, SIGTERM, SIGHUP stop the run: nothing published, no temp file left */
     progress_ctx pc = {cli.progress == NF_PROGRESS_ALWAYS ||
                            (cli.progress == NF_PROGRESS_AUTO && isatty(STDERR_FILENO) && cli.verbosity >= 0),
                        false, {0, 0}};
@@ -1042,8 +1066,8 @@ int main(int argc, char **argv)
         json_decref(doc);
         json_decref(d);
     } else if (cli.verbosity >= 0) {
-        fprintf(stderr, "%s: wrote %s (%zu objects) in %.2f s\n", cli.prog, opts.output, nf_plan_object_count(plan),
-                secs);
+        fprintf(stderr, "%s: wrote %s (%zu objects) in %.2f s\n", cli.prog, nf_cli_name(opts.output).s,
+                nf_plan_object_count(plan), secs);
     }
 out:
     nf_plan_free(plan);

@@ -15,6 +15,7 @@
 
 #include "cli.h"
 #include "output.h"
+#include "signals.h"
 
 typedef enum value_type { TO_F32, TO_F16, TO_BF16, TO_NATIVE } value_type;
 typedef enum out_format { FMT_RAW, FMT_NPY, FMT_TEXT } out_format;
@@ -340,10 +341,10 @@ static nf_status stream_rows(const rows_job *job, unsigned threads, nf_out *out,
         pthread_mutex_init(&p.lock, NULL);
         pthread_cond_init(&p.cond, NULL);
         sigset_t saved;
-        nf_out_block_signals(&saved); /* the workers never take Ctrl-C: the writer (this thread) does */
+        nf_sig_block(&saved); /* the workers never take Ctrl-C: the writer (this thread) does */
         for (; started < workers; started++)
             if (pthread_create(&tids[started], NULL, decode_worker, &p) != 0) break;
-        nf_out_restore_signals(&saved);
+        nf_sig_restore(&saved);
         if (started == 0) { /* no thread could start: the calling thread does it all */
             pthread_cond_destroy(&p.cond);
             pthread_mutex_destroy(&p.lock);
@@ -351,7 +352,7 @@ static nf_status stream_rows(const rows_job *job, unsigned threads, nf_out *out,
     }
     if (st == NF_OK && started == 0) {
         for (uint64_t c = 0; st == NF_OK && c < p.nchunks; c++) {
-            if (nf_out_cancelled()) {
+            if (nf_sig_cancelled()) {
                 st = nf_error_set(err, NF_ERR_IO, "interrupted");
                 break;
             }
@@ -365,7 +366,7 @@ static nf_status stream_rows(const rows_job *job, unsigned threads, nf_out *out,
             pthread_mutex_lock(&p.lock);
             while (p.decoded[c % p.nslots] != c + 1) pthread_cond_wait(&p.cond, &p.lock);
             pthread_mutex_unlock(&p.lock);
-            st = nf_out_cancelled() ? nf_error_set(err, NF_ERR_IO, "interrupted") : write_slot(job, s, eb, out, err);
+            st = nf_sig_cancelled() ? nf_error_set(err, NF_ERR_IO, "interrupted") : write_slot(job, s, eb, out, err);
             pthread_mutex_lock(&p.lock);
             p.written = c + 1;
             pthread_cond_broadcast(&p.cond);
@@ -635,7 +636,7 @@ int main(int argc, char **argv)
     int rc = nf_cli_parse(&cli, &program, argc, argv, &opts, &done);
     if (rc != NF_EXIT_OK || done) goto out;
     /* before any output exists: Ctrl-C then stops the run cleanly (temp file removed, exit 3) */
-    nf_out_catch_signals();
+    nf_sig_catch();
     if (opts.remove_stale && cli.npositional == 0) { /* cleanup only */
         rc = opts.output ? handle_stale(&cli, &opts)
                          : nf_cli_usage(&cli, "--remove-stale needs -o OUT (the output whose stale temp files to remove)");

@@ -4,8 +4,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +13,7 @@
 #include <zstd.h>
 
 #include "common/io.h"
+#include "signals.h"
 
 #define BUFFER_BYTES ((size_t)1 << 18)
 
@@ -38,43 +37,8 @@ struct nf_out {
     size_t zcap;
 };
 
-/* ---------------------------------------------------------------- interruption */
-static volatile sig_atomic_t g_cancel;
-
-static void on_signal(int sig)
-{
-    (void)sig;
-    g_cancel = 1;
-}
-
-void nf_out_catch_signals(void)
-{
-    /* no SA_RESTART: a write or open blocked on a FIFO or a pipe returns EINTR, and the loops
-     * below see the flag.  A signal ignored when the program started stays ignored (nohup, a
-     * shell's background job): whoever ignored it meant it. */
-    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
-    struct sigaction sa, old;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
-        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN) sigaction(sigs[i], &sa, NULL);
-}
-
-bool nf_out_cancelled(void) { return g_cancel != 0; }
-
-void nf_out_block_signals(sigset_t *saved)
-{
-    sigset_t block;
-    sigemptyset(&block);
-    sigaddset(&block, SIGINT);
-    sigaddset(&block, SIGTERM);
-    sigaddset(&block, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &block, saved);
-}
-
-void nf_out_restore_signals(const sigset_t *saved) { pthread_sigmask(SIG_SETMASK, saved, NULL); }
-
+/* ---------------------------------------------------------------- interruption
+ * The program's signal policy (signals.h): a write stops with "interrupted" once a signal came. */
 static nf_status interrupted(nf_error *err) { return nf_error_set(err, NF_ERR_IO, "interrupted"); }
 
 /* ---------------------------------------------------------------- streams */
@@ -89,7 +53,7 @@ static nf_status write_fd(nf_out *o, const void *data, size_t len, nf_error *err
 {
     const unsigned char *p = data;
     while (len > 0) {
-        if (g_cancel) return interrupted(err);
+        if (nf_sig_cancelled()) return interrupted(err);
         ssize_t n = write(o->fd, p, len);
         if (n < 0) {
             if (errno == EINTR) continue;
@@ -206,7 +170,7 @@ static nf_status open_direct(nf_out *o, const struct stat *seen, nf_error *err)
     char m[NF_IO_MSG_PATH + 1];
     const char *mp = nf_io_msg_path(o->path, m);
     for (;;) {
-        if (g_cancel) return interrupted(err);
+        if (nf_sig_cancelled()) return interrupted(err);
         o->fd = open(o->path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
         if (o->fd >= 0) break;
         if (errno != EINTR) return nf_error_errno(err, errno, "cannot open %s", mp);
@@ -323,7 +287,7 @@ nf_status nf_out_commit(nf_out *o, nf_error *err)
         if (close(o->fd) != 0 && st == NF_OK) st = nf_error_errno(err, errno, "cannot write %s", mp);
         o->fd = -1;
         /* the last moment a signal can still stop the publication */
-        if (st == NF_OK && g_cancel) st = interrupted(err);
+        if (st == NF_OK && nf_sig_cancelled()) st = interrupted(err);
         if (st == NF_OK && rename(o->tmp, o->target) != 0) st = nf_error_errno(err, errno, "cannot publish %s", mp);
         if (st != NF_OK) unlink(o->tmp);
     } else if (o->kind == OUT_DIRECT) {

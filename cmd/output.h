@@ -4,7 +4,6 @@
 #ifndef NINFER_CMD_OUTPUT_H
 #define NINFER_CMD_OUTPUT_H
 
-#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -39,15 +38,8 @@ bool nf_out_terminal(const nf_out *o);
  * beside it. */
 char *nf_out_atomic_target(const char *path);
 
-/* SIGINT, SIGTERM and SIGHUP set a flag (as in ninfer-convert) instead of killing the process:
- * the writes of an nf_out stop with "interrupted" (NF_ERR_IO, exit 3), nf_out_commit does not
- * publish, and the program's loops poll nf_out_cancelled() to stop and clean up. */
-void nf_out_catch_signals(void);
-bool nf_out_cancelled(void);
-/* Threads a program starts between these two calls have the three signals blocked, so that they
- * reach the thread that writes (whose blocked write then returns EINTR) rather than a worker. */
-void nf_out_block_signals(sigset_t *saved);
-void nf_out_restore_signals(const sigset_t *saved);
-
+/* Interruption is the program's signal policy (signals.h): once nf_sig_catch has run, a signal
+ * makes the writes of an nf_out stop with "interrupted" (NF_ERR_IO, exit 3), and nf_out_commit
+ * does not publish. */
 
 #endif

@@ -18,12 +18,10 @@ typedef struct verify_opts {
     unsigned threads;      /* 0: every core */
     bool require_checksums;
     const char *plan, *task; /* --plan PLAN.json --task I|all (docs/ninfer-verify.md, "One task of a plan") */
-    /* resolved from them: the plan, the task (all: every task), the ids of its objects */
+    /* resolved from them: the plan, the task (all: every task), its files (files_end 0: all) */
     nf_scaleout *scaleout;
     bool all_tasks;
-    size_t task_index;
-    const char **ids;
-    size_t nids;
+    size_t task_index, files_first, files_end;
 } verify_opts;
 
 static const nf_option options[] = {
@@ -138,8 +136,8 @@ static nf_status verify_against(const char *path, const verify_opts *vo, nf_veri
             .allow_env = vo->ra.allow_env,
             .nallow_env = vo->ra.nallow_env,
             .threads = vo->threads,
-            .objects = vo->scaleout ? vo->ids : NULL,
-            .nobjects = vo->nids,
+            .files_first = vo->files_first,
+            .files_end = vo->files_end,
         };
         if (vo->scaleout) { /* the plan of another artifact would name other objects' bytes */
             uint8_t id[16];
@@ -302,10 +300,8 @@ static int check_args(const nf_cli *cli, const verify_opts *vo)
     if (vo->plan && cli->npositional != 1)
         return nf_cli_usage(cli, "--plan goes with one artifact (the plan's)");
     if (vo->task && strcmp(vo->task, "all") != 0) {
-        char *end = NULL;
-        errno = 0;
-        unsigned long long v = strtoull(vo->task, &end, 10);
-        if (!*vo->task || *end || errno || vo->task[0] == '-' || vo->task[0] == '+' || v > SIZE_MAX)
+        /* digits only; a number too large for a task index is out of range (exit 1, resolve_task) */
+        if (!*vo->task || strspn(vo->task, "0123456789") != strlen(vo->task))
             return nf_cli_usage(cli, "--task takes a task number (0-based) or all, not '%s'", nf_cli_name(vo->task).s);
         if (vo->require_checksums)
             return nf_cli_usage(cli, "--require-checksums needs the checksums level, which --task I does not run "
@@ -314,35 +310,26 @@ static int check_args(const nf_cli *cli, const verify_opts *vo)
     return NF_EXIT_OK;
 }
 
-/* --plan PLAN --task I|all: the plan read, the ids of the task's objects (every task's for all);
- * a task I checks the structure of the whole artifact and re-derives its objects only. */
+/* --plan PLAN --task I|all: the plan read, and task I's files, whose objects the artifact's own
+ * directory gives (nf_verify_against_opts.files_first/_end), never the plan's lists of ids,
+ * which could leave objects out; every task is every file, so all compares every object.  A
+ * task I checks the structure of the whole artifact and re-derives its objects only. */
 static int resolve_task(const nf_cli *cli, verify_opts *vo)
 {
     nf_error err;
     if (nf_scaleout_open(vo->plan, &vo->scaleout, &err) != NF_OK) return nf_cli_report(cli, &err);
     vo->all_tasks = strcmp(vo->task, "all") == 0;
-    if (!vo->all_tasks) {
-        vo->task_index = (size_t)strtoull(vo->task, NULL, 10);
-        vo->level = NF_VERIFY_STRUCTURE;
-        if (nf_scaleout_task_objects(vo->scaleout, vo->task_index, &vo->ids, &vo->nids, &err) != NF_OK)
-            return nf_cli_report(cli, &err);
-        return NF_EXIT_OK;
-    }
-    for (size_t t = 0; t < nf_scaleout_task_count(vo->scaleout); t++) {
-        const char **ids = NULL;
-        size_t n = 0;
-        if (nf_scaleout_task_objects(vo->scaleout, t, &ids, &n, &err) != NF_OK) return nf_cli_report(cli, &err);
-        const char **all = realloc(vo->ids, (vo->nids + n + 1) * sizeof *all);
-        if (!all) {
-            free(ids);
-            return nf_cli_error(cli, NF_ERR_NOMEM, "out of memory");
-        }
-        /* an object spanning two tasks is listed twice: nf_verify_against takes each id once */
-        memcpy(all + vo->nids, ids, n * sizeof *ids);
-        vo->ids = all;
-        vo->nids += n;
-        free(ids);
-    }
+    if (vo->all_tasks) return NF_EXIT_OK;
+    errno = 0;
+    unsigned long long v = strtoull(vo->task, NULL, 10);
+    size_t n = nf_scaleout_task_count(vo->scaleout);
+    if (errno == ERANGE || v >= n) /* every index out of range alike (docs/ninfer-verify.md) */
+        return nf_cli_error(cli, NF_ERR_INVALID, "%s: no task %s (the plan has tasks 0 to %zu)",
+                            nf_cli_name(vo->plan).s, nf_cli_name(vo->task).s, n - 1);
+    vo->task_index = (size_t)v;
+    vo->level = NF_VERIFY_STRUCTURE;
+    if (nf_scaleout_task_files(vo->scaleout, vo->task_index, &vo->files_first, &vo->files_end, &err) != NF_OK)
+        return nf_cli_report(cli, &err);
     return NF_EXIT_OK;
 }
 
@@ -356,7 +343,6 @@ int main(int argc, char **argv)
     if (rc == NF_EXIT_OK && !done) rc = check_args(&cli, &vo);
     if (rc == NF_EXIT_OK && !done && vo.plan) rc = resolve_task(&cli, &vo);
     if (rc == NF_EXIT_OK && !done) rc = verify_files(&cli, &vo);
-    free(vo.ids);
     nf_scaleout_free(vo.scaleout);
     nf_cli_free(&cli);
     nf_cli_recipe_args_free(&vo.ra);

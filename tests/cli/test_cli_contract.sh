@@ -62,4 +62,32 @@ run 3 "$bin/ninfer-verify" "$work/"$'\xff'".missing"; contains "$work/err" '\xff
 run 3 "$bin/ninfer-inspect" "$work/"$'\xff'".missing"; contains "$work/err" '\xff.missing: cannot open: No such file'
 lacks "$work/err" "empty string"
 
+# ninfer-convert: an output name that is not UTF-8 cannot be written in the artifact's directory, its
+# plan or its report (JSON text): refused at once (2), naming the byte, before anything is read or
+# written (it used to encode everything and then fail with "out of memory", 3: a retry status).  The
+# same for a quick-mode SOURCE (it said "expected a path, got an empty string") and for any argument
+# --plan-out records in the plan's command (issue 23, item 11).
+"$bin/ninfer-gen-checkpoint" "$work/ck" --hidden 64 --intermediate 128 --layers 1 --vocab 64 >/dev/null ||
+    bad "gen-checkpoint failed"
+mkdir "$work/o"
+for args in "-o $work/o/"$'\xff'"x.ninfer --format q8_g32_fp16" \
+            "-o $work/o/"$'\xff'"x.ninfer --format q8_g32_fp16 --plan-out $work/o/p.json" \
+            "-o $work/o/"$'\xc3'".ninfer --format q8_g32_fp16 --plan-out $work/o/p.json"; do
+    # shellcheck disable=SC2086 # (word splitting wanted: no spaces in $work)
+    run 2 "$bin/ninfer-convert" "$work/ck" $args
+    contains "$work/err" "is not UTF-8 (byte 0x"
+    lacks "$work/err" "out of memory"
+    check test -z "$(ls -A "$work/o")"
+done
+contains "$work/err" "(byte 0xc3 at offset"
+run 2 "$bin/ninfer-convert" "$work/ck" -o "$work/o/m.ninfer" --format q8_g32_fp16 --plan-out "$work/o/p"$'\xfe'".json"
+contains "$work/err" "is not UTF-8 (byte 0xfe at offset"
+check test -z "$(ls -A "$work/o")"
+cp -r "$work/ck" "$work/ck"$'\xfe'
+run 2 "$bin/ninfer-convert" "$work/ck"$'\xfe' -o "$work/o/m.ninfer" --format q8_g32_fp16
+contains "$work/err" 'ck\xfe'
+contains "$work/err" "is not UTF-8 (byte 0xfe at offset"
+lacks "$work/err" "empty string"
+check test -z "$(ls -A "$work/o")"
+
 finish "cli contract"

@@ -130,6 +130,10 @@ run 0 "$bin/ninfer-convert" "$work/model.safetensors" -o "$work/a/d.ninfer" --fo
 clean "convert -v" "$work/out" "$work/err"
 run 1 "$bin/ninfer-convert" "$work/model.safetensors" -o "$work/a/e.ninfer" --format q8_g32_fp16 --rule "$E=nope"
 clean "convert bad rule" "$work/out" "$work/err"
+# an output path with control bytes: the closing "wrote OUT" line shows it escaped (issue 23, item 15)
+run 0 "$bin/ninfer-convert" "$work/model.safetensors" -o "$work/a/$E.ninfer" --format q8_g32_fp16 --no-report
+clean "convert hostile -o" "$work/out" "$work/err"
+contains "$work/err" 'wrote '"$work"'/a/esc\x1b[31mred\x1b]0;title\x07.ninfer ('
 
 # ninfer-dequant
 run 0 "$bin/ninfer-dequant" "$h" "$E" --format text;       clean "dequant text" "$work/err"

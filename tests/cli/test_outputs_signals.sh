@@ -122,4 +122,79 @@ else
     bad "the run never stopped with its temp file present"
 fi
 
+# One signal policy for every program (cmd/signals.c, docs/security.md 7.1 F12): a signal ignored
+# when the program starts stays ignored, so `nohup ninfer-convert ...` survives a hang-up (it used
+# to install its handler over the ignored SIGHUP and exit 3; issue 23, item 14).  The test copy of
+# ninfer-convert stops itself at a write (its handlers are in place by then: the run is
+# encoding); the signal is sent while it is stopped, so no timing is asserted.
+faulty=$bin/../tests/bin/ninfer-convert-faults
+# stopped_at OP:N ARGS...: start the test copy of ninfer-convert (SIGHUP ignored when $ignore_hup
+# is yes) and wait until it has stopped itself at call N of OP; sets pid (0: it ended first)
+stopped_at() {
+    local fault=$1; shift
+    if [ "$ignore_hup" = yes ]; then
+        ( trap '' HUP; NINFER_IO_FAULT=$fault:SIGSTOP exec "$faulty" "$@" 2>"$work/err" ) &
+    else
+        ( NINFER_IO_FAULT=$fault:SIGSTOP exec "$faulty" "$@" 2>"$work/err" ) &
+    fi
+    pid=$!
+    while kill -0 $pid 2>/dev/null && ! ps -o stat= -p $pid | grep -q '^T'; do sleep 0.01; done
+    ps -o stat= -p $pid | grep -q '^T' || { wait $pid; pid=0; }
+}
+# (stopped in the middle of its writes: encoding, before the publication)
+mkdir "$work/h"
+NINFER_IO_COUNTS=$work/counts "$faulty" "$work/ck" -o "$work/h/m.ninfer" --format q8_g32_fp16 --no-report -q -j 1 ||
+    bad "counting run failed"
+writes=$(awk '$1 == "write" { print $2 }' "$work/counts")
+for ignore_hup in yes no; do
+    rm -rf "$work/h" && mkdir "$work/h"
+    stopped_at write:$((writes / 2)) "$work/ck" -o "$work/h/m.ninfer" --format q8_g32_fp16 --no-report -q -j 1
+    if [ $pid -ne 0 ]; then
+        kill -HUP $pid
+        kill -CONT $pid
+        wait $pid
+        rc=$?
+        if [ $ignore_hup = yes ]; then
+            check test $rc -eq 0
+            check test -e "$work/h/m.ninfer"
+        else
+            check test $rc -eq 3
+            contains "$work/err" "interrupted"
+            check test ! -e "$work/h/m.ninfer"
+        fi
+        check test -z "$(temps "$work/h")"
+    else
+        bad "convert (SIGHUP ignored: $ignore_hup) never stopped at write $((writes / 2))"
+    fi
+done
+# the same policy in ninfer-dequant
+( trap '' HUP; exec "$bin/ninfer-dequant" "$art" --all -o "$d/all.safetensors" --threads 1 2>"$work/err" ) &
+pid=$!
+# (signalled once it is ninfer-dequant, which inherited the ignored SIGHUP; before, the subshell
+# may not have ignored it yet)
+while kill -0 $pid 2>/dev/null && [ "$(readlink /proc/$pid/exe 2>/dev/null)" != "$(readlink -f "$bin/ninfer-dequant")" ]; do :; done
+while kill -0 $pid 2>/dev/null; do kill -HUP $pid 2>/dev/null; sleep 0.01; done
+wait $pid
+check test $? -eq 0
+
+# --plan-out interrupted (SIGTERM, SIGINT) leaves no temp file beside the plan, and no plan (issue 23,
+# item 6): the run stops at the plan's sync, is signalled, and exits 3 with its temp file removed
+for sig in TERM INT; do
+    ignore_hup=no
+    rm -rf "$work/p" && mkdir "$work/p"
+    stopped_at sync:1 "$work/ck" -o "$work/p/m.ninfer" --format q8_g32_fp16 --plan-out "$work/p/plan.json"
+    if [ $pid -ne 0 ]; then
+        check test -n "$(temps "$work/p")" # (the plan's temp file, stopped at its sync)
+        kill -$sig $pid
+        kill -CONT $pid
+        wait $pid
+        check test $? -eq 3
+        contains "$work/err" "interrupted"
+        check test -z "$(temps "$work/p")"
+        check test ! -e "$work/p/plan.json"
+    else
+        bad "--plan-out never stopped at its first sync"
+    fi
+done
+
 finish "outputs signals"

@@ -46,10 +46,23 @@ with open(src["file"], "r+b") as f:
     f.seek(src["offset"]); f.write(b[h:] + b[:h])
 PY
 }
+# a plan whose files[].objects lists are empty: a task's objects come from the artifact's own
+# directory and the plan's task -> files map, so these lists can hide no object (issue 23, item 4)
+python3 -c 'import json; p=json.load(open("plan.json"))
+for f in p["files"]: f["objects"] = []
+json.dump(p, open("empty.json", "w"))'
+run 0 "$ver" out/m.ninfer --against ck --plan empty.json --task all
+contains "$work/out" "21 tensors re-derived from ck, every task of empty.json)"
 for id in model.layers.0.self_attn.k_proj.weight model.layers.0.mlp.gate_proj.weight; do
     cp ck/model.safetensors saved.safetensors
     spoil $id
     holders=" $(tasks_of $id) "
+    run 1 "$ver" out/m.ninfer --against ck --plan empty.json --task all
+    contains "$work/out" "object '$id': against: re-derived bytes differ from the artifact's"
+    for t in $holders; do
+        run 1 "$ver" out/m.ninfer --against ck --plan empty.json --task $t
+        contains "$work/out" "object '$id': against: re-derived bytes differ from the artifact's"
+    done
     [ "$id" = model.layers.0.mlp.gate_proj.weight ] && { [ $(echo $holders | wc -w) -eq 2 ] && ok || bad "$id spans no two tasks: $holders"; }
     for t in 0 1 2 3; do
         case "$holders" in
@@ -70,6 +83,16 @@ run 0 "$ver" out/m.ninfer --against ck --plan plan.json --task all
 # a task out of range, a plan of another artifact: invalid (1); a plan that cannot be read: 3
 run 1 "$ver" out/m.ninfer --against ck --plan plan.json --task 4
 contains "$work/err" "plan.json: no task 4 (the plan has tasks 0 to 3)"
+# every index out of range is invalid (1), in ninfer-convert too: the largest size_t (task + 1 wrapped
+# to 0 and ran nothing, exit 0) and a number past it (issue 23, item 5)
+for t in 4 18446744073709551615 18446744073709551616 99999999999999999999999; do
+    run 1 "$ver" out/m.ninfer --against ck --plan plan.json --task $t
+    contains "$work/err" "plan.json: no task $t (the plan has tasks 0 to 3)"
+    run 1 "$conv" --plan plan.json --task $t
+    contains "$work/err" "plan.json: no task $t (the plan has tasks 0 to 3)"
+done
+run 2 "$conv" --plan plan.json --task +1
+run 2 "$conv" --plan plan.json --task ''
 run 0 "$conv" "${args[@]}" -o other/m.ninfer --artifact-id ffeeddccbbaa99887766554433221100 --plan-out other.json --tasks 4 -q
 run 1 "$ver" out/m.ninfer --against ck --plan other.json --task 0
 contains "$work/out" "against: the artifact's id 00112233445566778899aabbccddeeff is not the plan's ffeeddccbbaa99887766554433221100"
@@ -84,4 +107,38 @@ run 2 "$ver" out/m.ninfer --against ck --plan plan.json --task x
 run 2 "$ver" out/m.ninfer --against ck --plan plan.json --task -1
 run 2 "$ver" out/m.ninfer --against ck --plan plan.json --task 0 --require-checksums
 run 2 "$ver" out/m.ninfer out/m.ninfer --against ck --plan plan.json --task 0
+
+# ninfer-convert --plan: a task may add only what docs/scale-out.md lists; the plan gives everything
+# else, and every other option of --help is a usage error (2), never ignored (issue 23, item 7:
+# --requantize, --no-resources and --target-bpw were).  The refusal comes from the option table,
+# so a new option is refused until it is marked as allowed with --plan.
+declare -A value=([recipe]=r.yaml [output]=x.ninfer [source]=base=ck [allow-path]=. [allow-env]=HOME
+    [threads]=1 [max-file-bytes]=8192 [artifact-id]=ffeeddccbbaa99887766554433221100 [format]=q8_g32_fp16
+    [target-bpw]=4.5 [method]=grouped_absmax [rule]='*=q8_g32_fp16' [chunk-values]=1000 [plan-out]=p2.json
+    [tasks]=2 [plan]=plan.json [task]=all [progress]=never)
+allowed=" threads remove-stale quiet verbose json progress plan task help version list-formats list-methods "
+"$conv" --help >help.txt
+# "  -o, --output OUT.ninfer   help" / "      --requantize   help": the name, and whether it takes a
+# value (an ARG in capitals, or a|b|c; the help text starts in lower case)
+python3 -c 'import re,sys
+for line in open(sys.argv[1]):
+    m = re.match(r"^\s+(?:-\w, )?--([a-z][a-z-]*)(\S*)( [A-Z]\S*| [a-z]+[|]\S*)?", line)
+    if m: print(m.group(1), "arg" if (m.group(3) or m.group(2)) else "flag")' help.txt >options.txt
+check test "$(wc -l <options.txt)" -ge 30
+while read -r name kind; do
+    a=(--"$name")
+    if [ "$kind" = arg ]; then
+        [ -n "${value[$name]+x}" ] || { bad "no test value for --$name: add one to value[] above"; continue; }
+        a=(--"$name" "${value[$name]}")
+    fi
+    case "$allowed" in
+    *" $name "*) run 0 "$conv" --plan plan.json --task all -q "${a[@]}" ;;
+    *)
+        run 2 "$conv" --plan plan.json --task all -q "${a[@]}"
+        case $name in assemble | verify) ;; *) contains "$work/err" "--$name: with --plan" ;; esac
+        ;;
+    esac
+done <options.txt
+grep -qx 'requantize flag' options.txt && ok || bad "--requantize is not among the options of --help"
+
 finish test_verify_plan

@@ -127,6 +127,12 @@ typedef struct nf_verify_against_opts {
      * objects are neither compared nor reported.  Added last, after threads. */
     const char *const *objects;
     size_t nobjects;
+    /* Only the objects with bytes in the artifact's files [files_first, files_end), as the
+     * artifact's own directory lays them out (its files' logical ranges and its objects' offsets:
+     * e.g. a scale-out task's files, nf_scaleout_task_files), so that no list of ids can leave one
+     * out; files_end 0: no such restriction.  With objects too, an object must be in both.  A
+     * range the artifact's file table does not hold is a problem.  Added last, after objects. */
+    size_t files_first, files_end;
 } nf_verify_against_opts;
 
 /* What was compared besides the problems (ninfer-verify prints it). */
@@ -198,6 +204,11 @@ NF_API nf_status nf_scaleout_assemble(nf_plan *p, const nf_scaleout *s, const nf
  * nf_verify_against_opts.objects (ninfer-verify --plan --task, docs/ninfer-verify.md). */
 NF_API nf_status nf_scaleout_task_objects(const nf_scaleout *s, size_t task, const char ***ids, size_t *nids,
                                           nf_error *err);
+/* The files of task `task`: [*first, *end) of the plan's files (the artifact's file indices), for
+ * nf_verify_against_opts.files_first / files_end (ninfer-verify --plan --task: the task's
+ * objects from the artifact's own directory, not the plan's lists).  NF_ERR_INVALID for a task
+ * out of range. */
+NF_API nf_status nf_scaleout_task_files(const nf_scaleout *s, size_t task, size_t *first, size_t *end, nf_error *err);
 
 /* ---------------------------------------------------------------- files of killed runs */
 /* What an interrupted conversion (SIGKILL, power loss: nothing can clean up) may leave for

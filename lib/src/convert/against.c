@@ -28,6 +28,7 @@
 
 #include <ninfer/ninfer.h>
 
+#include "common/checked.h"
 #include "convert/convert_impl.h"
 
 /* Problems of check "against" go to the report; the first one that cannot be stored makes the
@@ -109,6 +110,41 @@ static nf_status filter_of(nf_artifact *a, const nf_verify_against_opts *o, json
 }
 
 static bool wanted(const json_t *want, const char *id) { return !want || json_object_get(want, id) != NULL; }
+
+/* opts->files_first/files_end: of the set *want (NULL: every object), only the objects with
+ * bytes in those files of the artifact, as its own directory lays them out (a file holds the
+ * logical payload [logical_start, logical_start + payload_bytes); an object the bytes [offset,
+ * offset + bytes)): the rule by which the writer gives each file its objects
+ * (nf_writer_file_objects), so a plan's lists of ids are never trusted for it. */
+static nf_status filter_files(nf_artifact *a, const nf_verify_against_opts *o, json_t **want, against_sink *s,
+                              nf_error *err)
+{
+    if (!o->files_end) return NF_OK;
+    size_t nf = nf_artifact_file_count(a);
+    json_t *in = json_object();
+    if (!in) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    if (o->files_first >= o->files_end || o->files_end > nf) {
+        add_against(s, NULL, "files %zu to %zu asked for, but the artifact has files 0 to %zu", o->files_first,
+                    o->files_end - 1, nf - 1);
+    } else {
+        const nf_file_entry *f = nf_artifact_file(a, o->files_first), *l = nf_artifact_file(a, o->files_end - 1);
+        uint64_t fa = f->logical_start, fb;
+        if (!nf_add_u64(l->logical_start, l->payload_bytes, &fb)) fb = UINT64_MAX; /* (checked by the reader) */
+        for (size_t i = 0; i < nf_artifact_object_count(a); i++) {
+            const nf_object *ob = nf_artifact_object(a, i);
+            /* ob->offset + ob->bytes > fa, without the sum */
+            bool ends_after = ob->offset >= fa ? ob->bytes > 0 || ob->offset > fa : fa - ob->offset < ob->bytes;
+            if (ends_after && ob->offset < fb && wanted(*want, ob->id) &&
+                json_object_set_new(in, ob->id, json_true()) != 0) {
+                json_decref(in);
+                return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+            }
+        }
+    }
+    json_decref(*want);
+    *want = in;
+    return NF_OK;
+}
 
 /* Can this record be re-derived from SOURCE alone?  NULL when yes, else why not (into why). */
 static const char *record_problem(const nf_object *o, const json_t *rec, const nf_source *src, const char *source,
@@ -320,6 +356,7 @@ nf_status nf_verify_against(nf_artifact *a, const nf_verify_against_opts *opts, 
     memset(&d, 0, sizeof d);
     json_t *want = NULL;
     nf_status st = filter_of(a, opts, &want, &sink, err);
+    if (st == NF_OK) st = filter_files(a, opts, &want, &sink, err);
     if (st != NF_OK) {
         if (err_out) *err_out = local;
         return st;

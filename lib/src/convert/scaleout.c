@@ -496,6 +496,10 @@ nf_status nf_scaleout_plan(nf_plan *p, const nf_convert_options *opt, size_t tas
         else if (e) st = nf_error_errno(err, e, "%s: cannot write %s", MP(plan_path), MP(tmp));
     }
     if (o.out.fd >= 0) nf_io_close(o.out.fd);
+    /* the last moment a signal (opt->cancel) can still stop it: the temp file goes, nothing is put
+     * in place (docs/security.md 7.1, F12) */
+    if (st == NF_OK && opt->cancel && *opt->cancel)
+        st = nf_error_set(err, NF_ERR_IO, "%s: interrupted", MP(plan_path));
     int e = 0;
     if (st == NF_OK && (e = nf_io_rename(tmp, plan_path)) != 0)
         st = nf_error_errno(err, e, "%s: cannot put in place", MP(plan_path));
@@ -1150,5 +1154,17 @@ nf_status nf_scaleout_task_objects(const nf_scaleout *s, size_t task, const char
     nf_strset_free(&seen);
     *ids = out;
     *nids = n;
+    return NF_OK;
+}
+
+/* A task's files (nf_scaleout_open checked that the tasks cover every file once, in order). */
+nf_status nf_scaleout_task_files(const nf_scaleout *s, size_t task, size_t *first, size_t *end, nf_error *err)
+{
+    *first = *end = 0;
+    if (task >= s->ntasks)
+        return nf_error_set(err, NF_ERR_INVALID, "%s: no task %zu (the plan has tasks 0 to %zu)", MP(s->path), task,
+                            s->ntasks - 1);
+    *first = s->task_first[task];
+    *end = s->task_end[task];
     return NF_OK;
 }
