@@ -205,8 +205,8 @@ static nf_status plan_chunks(diff_run *r, pair *p, nf_error *err)
     uint64_t rows = g->rows, cols = g->cols;
     p->rows = rows;
     p->cols = cols;
-    /* a dialect's weight is read by whole rows (nf_qweight_read_f32 has no spans) */
-    bool spans_ok = nf_layout_has_colspans(g) && (!p->b || nf_layout_has_colspans(&gb)) && !p->q;
+    /* a dialect's weight is read by spans too (nf_qweight_read_f32_span, docs/dialects.md "Values") */
+    bool spans_ok = nf_layout_has_colspans(g) && (!p->b || nf_layout_has_colspans(&gb));
     if (cols > CHUNK_VALUES && spans_ok) {
         p->span = CHUNK_VALUES;
         p->spans = cols / CHUNK_VALUES + (cols % CHUNK_VALUES != 0);
@@ -381,6 +381,7 @@ static void compare_values(diff_run *r, size_t pi, uint64_t k, worker_bufs *w)
     if (st == NF_OK) {
         side = r->path_b;
         if (p->b) st = decode_artifact(r->b, p->b, &gb, p, r0, r1, c0, n, w->vb, &err);
+        else if (p->q && p->span) st = nf_qweight_read_f32_span(r->src, p->q, r0, c0, n, w->vb, (size_t)n, &err);
         else if (p->q) st = nf_qweight_read_f32(r->src, p->q, r0, r1, w->vb, (size_t)n, &err);
         else if (p->span) st = nf_source_read_f32_span(r->src, p->t, r0, c0, n, w->vb, (size_t)n, &err);
         else st = nf_source_read_f32(r->src, p->t, r0, r1, w->vb, (size_t)n, &err);

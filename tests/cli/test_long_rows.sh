@@ -4,19 +4,22 @@
 # RSS stays far below one row's size (a row of 2^24 values is 64 MiB as binary32); the bytes
 # and values are those of the whole rows: a fp32 cast dequantizes to the source values exactly,
 # a q4 conversion is the same artifact whatever --chunk-values, and verify --against passes.
+# The same for a quantized checkpoint's weight (docs/dialects.md "Values": requantized by
+# convert, re-derived by verify --against, compared by diff): under the limit, with the
+# whole rows' bytes and figures.
 # usage: test_long_rows.sh BIN_DIR DATA_DIR
 # shellcheck source=tests/cli/lib.sh
 . "$(dirname "$0")/lib.sh" "$@"
 
 # the checkpoint: one tensor of 2 rows of 2^24 BF16 values, and config.json
 python3 "$(dirname "$0")/gen_long_rows.py" "$work/ck" long.weight 2 "$((1 << 24))" || bad "the checkpoint generator"
-# peak RSS (KiB) of a command, from wait4
+# peak RSS (KiB) of a command, from wait4; -1 unless it exits with $STATUS (default 0)
 rss() {
     python3 - "$@" <<'PY'
 import os, subprocess, sys
 p = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=open(os.environ.get('ERRFILE', '/dev/null'), 'w'))
 _, status, ru = os.wait4(p.pid, 0)
-print(ru.ru_maxrss if os.waitstatus_to_exitcode(status) == 0 else -1)
+print(ru.ru_maxrss if os.waitstatus_to_exitcode(status) == int(os.environ.get('STATUS', '0')) else -1)
 PY
 }
 export ERRFILE=$work/err
@@ -87,4 +90,55 @@ a, b = (json.load(open(p)) for p in sys.argv[1:])
 assert a['objects'] == b['objects']
 PY
 run 0 "$bin/ninfer-verify" "$work/b/q4.ninfer" --against "$work/ck"
+
+# --- quantized checkpoints' weights (docs/dialects.md "Values"): requantized, re-derived and
+# compared span by span, so the peak RSS stays under the same limit; the bytes and figures are
+# those of whole rows (--chunk-values 100000000: one job per row).
+gen() { python3 "$(dirname "$0")/gen_long_rows.py" "$@" || bad "the checkpoint generator: $*"; }
+gen "$work/ds" model.layers.0.mlp.down_proj.weight 2 "$((1 << 24))" deepseek_fp8
+gen "$work/ct" model.layers.0.mlp.down_proj.weight_packed 2 "$((1 << 24))" ct_int4
+# convert: deepseek FP8 blocks to fp8 rows (the row's maximum first, over its spans); int4 packed
+# codes with packed zero points to q4
+got=$(rss "$bin/ninfer-convert" "$work/ds" -o "$work/ds.ninfer" --format fp8_e4m3fn_row_bf16 --requantize --threads 2 \
+    --artifact-id 0123456789abcdef0123456789abcdef --progress=never)
+[ "$got" -gt 0 ] && [ "$got" -lt "$limit" ] && ok || bad "convert deepseek_fp8: peak RSS $got KiB: $(head -c 300 "$work/err")"
+got=$(rss "$bin/ninfer-convert" "$work/ct" -o "$work/ct.ninfer" --format q4_g64_fp16 --requantize --threads 2 \
+    --artifact-id 0123456789abcdef0123456789abcdef --progress=never)
+[ "$got" -gt 0 ] && [ "$got" -lt "$limit" ] && ok || bad "convert ct_int4: peak RSS $got KiB: $(head -c 300 "$work/err")"
+# the same artifacts and reports with whole rows, and with spans of 4096 columns
+mkdir "$work/whole" "$work/small"
+for c in ds:fp8_e4m3fn_row_bf16 ct:q4_g64_fp16; do
+    n=${c%%:*}
+    run 0 "$bin/ninfer-convert" "$work/$n" -o "$work/whole/$n.ninfer" --format "${c#*:}" --requantize --chunk-values 100000000 \
+        --artifact-id 0123456789abcdef0123456789abcdef --progress=never
+    same "$work/$n.ninfer" "$work/whole/$n.ninfer"
+    python3 - "$work/$n.ninfer.conversion.json" "$work/whole/$n.ninfer.conversion.json" <<'PY' && ok || bad "$n: report figures differ"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+assert a['objects'] == b['objects'], (a['objects'], b['objects'])
+PY
+done
+run 0 "$bin/ninfer-convert" "$work/ct" -o "$work/small/ct.ninfer" --format q4_g64_fp16 --requantize --chunk-values 4096 \
+    --artifact-id 0123456789abcdef0123456789abcdef --progress=never
+same "$work/ct.ninfer" "$work/small/ct.ninfer"
+# verify --against re-derives them span by span
+for n in ds ct; do
+    got=$(rss "$bin/ninfer-verify" "$work/$n.ninfer" --against "$work/$n" --threads 2)
+    [ "$got" -gt 0 ] && [ "$got" -lt "$limit" ] && ok || bad "verify --against $n: peak RSS $got KiB: $(head -c 300 "$work/err")"
+done
+# diff against the checkpoint reads the weight's values span by span; its figures are the
+# report's of the whole-row conversion
+for n in ds ct; do
+    got=$(STATUS=1 rss "$bin/ninfer-diff" "$work/$n.ninfer" "$work/$n" --threads 2 -q) # 1: the values differ
+    [ "$got" -gt 0 ] && [ "$got" -lt "$limit" ] && ok || bad "diff $n: peak RSS $got KiB: $(head -c 300 "$work/err")"
+    "$bin/ninfer-diff" "$work/$n.ninfer" "$work/$n" --threads 2 --json >"$work/diff.$n.json" 2>"$work/err"
+    [ $? -eq 1 ] && ok || bad "diff $n: $(head -c 300 "$work/err")"
+    python3 - "$work/diff.$n.json" "$work/whole/$n.ninfer.conversion.json" <<'PY' && ok || bad "diff $n: figures differ from the report's"
+import json, sys
+d, r = (json.load(open(p)) for p in sys.argv[1:])
+s, o = d['objects'][0]['statistics'], r['objects'][0]
+assert (s['count'], s['max_abs'], s['rmse'], s['snr_db']) == (o['values_compared'], o['max_abs_error'], o['rmse'], o['snr_db']), (s, o)
+PY
+done
+
 finish "long rows"

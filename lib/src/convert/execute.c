@@ -187,14 +187,16 @@ static void fail(runner *r, nf_status st, const nf_error *e)
 }
 
 /* Are the object's rows longer than a chunk, and can they be cut into spans?  Every method
- * encodes a span of a row as it would the whole row (fp8_row_maxabs given the row's maximum);
- * imported words keep whole rows, as do sources read as binary32 values and nvfp4's tiles. */
+ * encodes a span of a row as it would the whole row (fp8_row_maxabs given the row's maximum),
+ * from raw words or from a dialect's values (nf_qweight_read_f32_span, docs/dialects.md
+ * "Values"); imported words keep whole rows, as do other sources read as binary32 values and
+ * nvfp4's tiles. */
 static bool spanned(const plan_object *o, uint64_t chunk_values)
 {
     if (o->g.cols <= chunk_values || o->g.cols <= NF_COLSPAN_ALIGN) return false;
     if (o->method == NF_METHOD_IMPORT_ENCODED || !nf_layout_has_colspans(&o->g)) return false;
     for (size_t k = 0; k < o->nmembers; k++)
-        if (!o->members[k].raw) return false;
+        if (!o->members[k].raw && !o->members[k].q) return false;
     return true;
 }
 
@@ -347,6 +349,23 @@ static nf_status alloc_words(const nf_geometry *g, const object_run *run, nf_wor
     return nf_words_alloc(w, &sp.g, 1, err);
 }
 
+/* Columns [c0, c0 + n) of row `row` of a member as the method reads them: raw words into raw, or
+ * a dialect's values into values (s->data set to the one read). */
+static nf_status read_span(const plan_member *m, uint64_t row, uint64_t c0, uint64_t n, uint8_t *raw, size_t raw_len,
+                           float *values, size_t nvalues, nf_src_rows *s, nf_error *err)
+{
+    const size_t es = nf_src_type_size(m->src_type);
+    s->cols = n;
+    s->first_col = c0;
+    if (m->q) {
+        s->data = values;
+        return nf_qweight_read_f32_span(m->source->src, m->q, row, c0, n, values, nvalues, err);
+    }
+    if (n * es > raw_len) return nf_error_set(err, NF_ERR_USAGE, "span buffer too small");
+    s->data = raw;
+    return nf_source_read_bytes(m->source->src, m->t, row * m->t->row_bytes + c0 * es, raw, (size_t)(n * es), err);
+}
+
 /* Row j->r0 of a member whose rows are longer than a chunk, span by span (nf_colspan): each span
  * read, encoded and measured by the method as a row of its own and written where the whole row
  * would have it.  fp8_row_maxabs first reads the row once for its maximum. */
@@ -358,16 +377,12 @@ static nf_status run_span_job(runner *r, const job *j, const nf_words *w, uint8_
     const plan_member *m = &o->members[j->member];
     const nf_source *src = m->source->src;
     const uint64_t k = o->g.cols, span = r->objs[j->object].span_cols, row = j->r0;
-    const size_t es = nf_src_type_size(m->src_type);
     nf_src_rows s = {.name = m->t->name, .type = m->src_type, .data = raw, .first_row = row, .rows = 1,
                      .row_cols = k};
     if (o->method == NF_METHOD_FP8_ROW_MAXABS) {
         for (uint64_t c0 = 0; c0 < k; c0 += span) {
             uint64_t n = k - c0 < span ? k - c0 : span;
-            if (n * es > raw_len) return nf_error_set(err, NF_ERR_USAGE, "span buffer too small");
-            NF_TRY(nf_source_read_bytes(src, m->t, row * m->t->row_bytes + c0 * es, raw, (size_t)(n * es), err));
-            s.cols = n;
-            s.first_col = c0;
+            NF_TRY(read_span(m, row, c0, n, raw, raw_len, values, nvalues, &s, err));
             uint32_t mx;
             NF_TRY(nf_fp8_row_maxabs_max(o->g.format, &s, &mx, err));
             s.row_max = mx > s.row_max ? mx : s.row_max;
@@ -375,12 +390,9 @@ static nf_status run_span_job(runner *r, const job *j, const nf_words *w, uint8_
     }
     for (uint64_t c0 = 0; c0 < k; c0 += span) {
         uint64_t n = k - c0 < span ? k - c0 : span;
-        if (n * es > raw_len) return nf_error_set(err, NF_ERR_USAGE, "span buffer too small");
         nf_colspan sp;
         NF_TRY(nf_colspan_init(&sp, &o->g, m->parent_row0 + row, c0, n, err));
-        NF_TRY(nf_source_read_bytes(src, m->t, row * m->t->row_bytes + c0 * es, raw, (size_t)(n * es), err));
-        s.cols = n;
-        s.first_col = c0;
+        NF_TRY(read_span(m, row, c0, n, raw, raw_len, values, nvalues, &s, err));
         /* the span's importance: its own columns of the tensor's vector */
         nf_method_params params = o->params;
         if (params.importance) {
@@ -392,7 +404,7 @@ static nf_status run_span_job(runner *r, const job *j, const nf_words *w, uint8_
         view.cols = n;
         NF_TRY(nf_method_encode_rows_measured(o->method, o->g.format, &params, &s, &view, r->stats ? st : NULL, err));
         if (r->stats && o->budget) { /* the budget's figure of the span's columns */
-            NF_TRY(nf_source_read_f32_span(src, m->t, row, c0, n, values, nvalues, err));
+            if (!m->q) NF_TRY(nf_source_read_f32_span(src, m->t, row, c0, n, values, nvalues, err));
             NF_TRY(nf_convert_words_values(&sp.g, &view, 0, decoded, err));
             nf_budget_werror_rows(values, decoded, 1, n, c0, o->budget->weights, &st->wse);
         }
