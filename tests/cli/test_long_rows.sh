@@ -5,8 +5,8 @@
 # and values are those of the whole rows: a fp32 cast dequantizes to the source values exactly,
 # a q4 conversion is the same artifact whatever --chunk-values, and verify --against passes.
 # The same for a quantized checkpoint's weight (docs/dialects.md "Values": requantized by
-# convert, re-derived by verify --against, compared by diff): under the limit, with the
-# whole rows' bytes and figures.
+# convert, re-derived by verify --against, compared by diff) and for a budget's measuring pass
+# (docs/recipes.md "Budgets", --dry-run): under the limit, with the whole rows' bytes and figures.
 # usage: test_long_rows.sh BIN_DIR DATA_DIR
 # shellcheck source=tests/cli/lib.sh
 . "$(dirname "$0")/lib.sh" "$@"
@@ -141,4 +141,31 @@ assert (s['count'], s['max_abs'], s['rmse'], s['snr_db']) == (o['values_compared
 PY
 done
 
+# --- a budget's measuring pass (docs/recipes.md "Budgets") measures long rows span by span: the
+# dry run stays under the limit, and its estimates (every row measured) are to the bit the
+# weighted errors the conversion then measures over whole rows (--chunk-values 100000000), for a
+# grouped format and for fp8 rows (whose spans need the row's maximum first)
+budget_recipe() { # FILE BUDGET FORMATS
+    printf '%s\n' "recipe: 1" "sources: {base: $work/ck}" "defaults: {format: fp32}" \
+        "budget: {$2, sample_rows: 0, formats: [$3], methods: [grouped_absmax, fp8_row_maxabs]}" \
+        "rules:" "  - {match: \"*\", format: budget}" >"$1"
+}
+budget_recipe "$work/b6.yaml" "bits_per_weight: 6" "q4_g64_fp16, fp8_e4m3fn_row_bf16"
+got=$(rss "$bin/ninfer-convert" -r "$work/b6.yaml" -o "$work/b6.ninfer" --dry-run --json --threads 2)
+[ "$got" -gt 0 ] && [ "$got" -lt "$limit" ] && ok || bad "budget --dry-run: peak RSS $got KiB: $(head -c 300 "$work/err")"
+run 0 "$bin/ninfer-convert" -r "$work/b6.yaml" -o "$work/b6.ninfer" --dry-run --json
+# the fp8 option's bytes: a budget of fp8 rows alone
+most=$(python3 -c 'import json,sys; print(max(o["bytes"] for a in json.load(open(sys.argv[1]))["budget"]["allocation"] for o in a["options"]))' "$work/out") ||
+    bad "the dry run's options"
+budget_recipe "$work/b8.yaml" "bytes: $most" "fp8_e4m3fn_row_bf16"
+for b in b6 b8; do
+    run 0 "$bin/ninfer-convert" -r "$work/$b.yaml" -o "$work/$b.ninfer" --chunk-values 100000000 --progress=never
+    python3 - "$work/$b.ninfer.conversion.json" "$b" <<'PY' && ok || bad "$b: the budget's estimate differs from the measured error"
+import json, sys
+o = json.load(open(sys.argv[1]))['objects'][0]
+assert o['format'] == {'b6': 'q4_g64_fp16', 'b8': 'fp8_e4m3fn_row_bf16'}[sys.argv[2]], o
+b = o['budget']
+assert b['estimated_error'] == b['weighted_error'] and b['weighted_error'] > 0, b
+PY
+done
 finish "long rows"
