@@ -5,8 +5,9 @@
 # and values are those of the whole rows: a fp32 cast dequantizes to the source values exactly,
 # a q4 conversion is the same artifact whatever --chunk-values, and verify --against passes.
 # The same for a quantized checkpoint's weight (docs/dialects.md "Values": requantized by
-# convert, re-derived by verify --against, compared by diff) and for a budget's measuring pass
-# (docs/recipes.md "Budgets", --dry-run): under the limit, with the whole rows' bytes and figures.
+# convert, re-derived by verify --against, compared by diff), for a budget's measuring pass
+# (docs/recipes.md "Budgets", --dry-run) and for nvfp4 objects (spans of 128-row bands: import,
+# dequant, diff, verify --against): under the limit, with the whole rows' bytes and figures.
 # usage: test_long_rows.sh BIN_DIR DATA_DIR
 # shellcheck source=tests/cli/lib.sh
 . "$(dirname "$0")/lib.sh" "$@"
@@ -168,4 +169,55 @@ b = o['budget']
 assert b['estimated_error'] == b['weighted_error'] and b['weighted_error'] > 0, b
 PY
 done
+
+# --- nvfp4 (tiles of 128 rows, docs/layouts.md section 12): a [128, 2^20] ModelOpt NVFP4 weight
+# (a sparse checkpoint) is imported, dequantized, compared and re-derived in spans of its 128-row
+# band, under the limit; the import is the same artifact and report as with whole bands (on a
+# [256, 16384] weight in spans of 4096 columns), the values are the checkpoint's (diff: the same;
+# sampled against the definition e2m1 x e4m3 x weight_scale_2)
+gen "$work/nv" model.layers.0.mlp.down_proj.weight 128 "$((1 << 20))" modelopt_nvfp4
+got=$(rss "$bin/ninfer-convert" "$work/nv" -o "$work/nv.ninfer" --format q4_g64_fp16 --threads 2 \
+    --artifact-id 0123456789abcdef0123456789abcdef --progress=never)
+[ "$got" -gt 0 ] && [ "$got" -lt "$limit" ] && ok || bad "convert (import) nvfp4: peak RSS $got KiB: $(head -c 300 "$work/err")"
+gen "$work/nvs" model.layers.0.mlp.down_proj.weight 256 16384 modelopt_nvfp4
+run 0 "$bin/ninfer-convert" "$work/nvs" -o "$work/small/nvs.ninfer" --format q4_g64_fp16 --chunk-values 4096 \
+    --artifact-id 0123456789abcdef0123456789abcdef --progress=never
+run 0 "$bin/ninfer-convert" "$work/nvs" -o "$work/whole/nvs.ninfer" --format q4_g64_fp16 --chunk-values 100000000 \
+    --artifact-id 0123456789abcdef0123456789abcdef --progress=never
+same "$work/small/nvs.ninfer" "$work/whole/nvs.ninfer"
+run 0 "$bin/ninfer-verify" "$work/small/nvs.ninfer" --against "$work/nvs"
+python3 - "$work/small/nvs.ninfer.conversion.json" "$work/whole/nvs.ninfer.conversion.json" <<'PY' && ok || bad "nvs: report figures differ"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+assert a['objects'] == b['objects'] and a['objects'][0]['format'] == 'nvfp4', (a['objects'], b['objects'])
+PY
+got=$(rss "$bin/ninfer-dequant" "$work/nv.ninfer" model.layers.0.mlp.down_proj.weight -o "$work/nv.raw" --threads 2)
+[ "$got" -gt 0 ] && [ "$got" -lt "$limit" ] && ok || bad "dequant nvfp4: peak RSS $got KiB: $(head -c 300 "$work/err")"
+got=$(rss "$bin/ninfer-diff" "$work/nv.ninfer" "$work/nv" --threads 2 -q)
+[ "$got" -gt 0 ] && [ "$got" -lt "$limit" ] && ok || bad "diff nvfp4 (the same values): peak RSS $got KiB: $(head -c 300 "$work/err")"
+got=$(rss "$bin/ninfer-verify" "$work/nv.ninfer" --against "$work/nv" --threads 2)
+[ "$got" -gt 0 ] && [ "$got" -lt "$limit" ] && ok || bad "verify --against nvfp4: peak RSS $got KiB: $(head -c 300 "$work/err")"
+python3 - "$work/nv/model.safetensors" "$work/nv.raw" <<'PY' && ok || bad "nvfp4 values differ from the definition"
+import json, struct, sys
+src = open(sys.argv[1], 'rb').read()
+h = struct.unpack('<Q', src[:8])[0]
+hdr = json.loads(src[8:8 + h])
+t = lambda n: src[8 + h + hdr[n]['data_offsets'][0]:8 + h + hdr[n]['data_offsets'][1]]
+codes, scales = t('model.layers.0.mlp.down_proj.weight'), t('model.layers.0.mlp.down_proj.weight_scale')
+out = open(sys.argv[2], 'rb').read()
+K = 1 << 20
+assert len(out) == 4 * 128 * K
+E2M1 = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]
+def e4m3(c):
+    e, m = (c >> 3) & 15, c & 7
+    return (m * 2.0 ** -9) if e == 0 else (1 + m / 8) * 2.0 ** (e - 7)
+# every 64 KiB of codes starts a nonzero run (gen_long_rows.py); bytes in and past the runs
+for b in list(range(0, len(codes), 65536 * 7 + 4093)) + list(range(5000, len(codes), 65536 * 11 + 17)):
+    for c in (2 * (b % (K // 2)), 2 * (b % (K // 2)) + 1):
+        r = b // (K // 2)
+        nib = codes[b] >> 4 if c & 1 else codes[b] & 15
+        v = (-1 if nib & 8 else 1) * E2M1[nib & 7] * e4m3(scales[r * (K // 16) + c // 16]) * 0.0078125
+        got = struct.unpack_from('<f', out, 4 * (r * K + c))[0]
+        assert got == v, (r, c, got, v)
+PY
 finish "long rows"
