@@ -168,7 +168,8 @@ static void decode_slot(const rows_job *job, dq_slot *s)
     nf_byte_reader reader;
     nf_artifact_object_reader(job->a, job->o, &reader);
     size_t count = slot_count(g, s);
-    /* a span is a [1, c1 - c0] tensor of its own, read through the object's reader */
+    /* a span is a [1, c1 - c0] tensor of its own, read through the object's reader (nvfp4: a
+     * [128, c1 - c0] piece of the row's 128-row band, of which the row is decoded) */
     nf_colspan sp;
     nf_colspan_source span_src = {&sp, &reader};
     nf_byte_reader span_reader;
@@ -176,12 +177,13 @@ static void decode_slot(const rows_job *job, dq_slot *s)
     const nf_byte_reader *rd = &reader;
     uint64_t r0 = s->r0, r1 = s->r1;
     if (s->c1) {
-        if ((s->st = nf_colspan_init(&sp, g, s->r0, s->c0, s->c1 - s->c0, &s->err)) != NF_OK) return;
+        const uint64_t band = nf_layout_colspan_rows(g);
+        if ((s->st = nf_colspan_init(&sp, g, s->r0 - s->r0 % band, s->c0, s->c1 - s->c0, &s->err)) != NF_OK) return;
         nf_colspan_reader(&span_src, &span_reader);
         dg = &sp.g;
         rd = &span_reader;
-        r0 = 0;
-        r1 = 1;
+        r0 = s->r0 % band;
+        r1 = r0 + 1;
     }
     if (job->to == TO_NATIVE) {
         nf_words view = s->w;
@@ -300,10 +302,12 @@ static nf_status stream_rows(const rows_job *job, unsigned threads, nf_out *out,
     uint64_t nrows = job->r1 - job->r0;
     if (p.chunk > nrows) p.chunk = nrows;
     p.nchunks = p.chunk ? (nrows + p.chunk - 1) / p.chunk : 0;
-    if (g->cols > chunk_values && nf_layout_has_colspans(g)) {
+    /* (nvfp4's whole-row chunks are bands of 128 rows: spans when a band exceeds a chunk) */
+    if (nf_layout_colspan_rows(g) && g->cols > chunk_values / nf_layout_colspan_rows(g)) {
         /* a row longer than a chunk is decoded in spans (docs/ninfer-dequant.md): memory stays
-         * bounded by the chunk whatever the row's length */
-        p.span = chunk_values;
+         * bounded by the chunk whatever the row's length (nvfp4: spans of its 128-row bands,
+         * one row of each decoded in turn, so the output stays in row order) */
+        p.span = chunk_values < g->cols ? chunk_values : g->cols;
         p.spans = (g->cols + p.span - 1) / p.span;
         p.chunk = 1;
         p.nchunks = nrows * p.spans;

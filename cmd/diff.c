@@ -195,8 +195,8 @@ static bool same_name(const char *x, const char *y)
 }
 
 /* Chunking of a pair's values: rows in chunks of about CHUNK_VALUES values, or spans of a row
- * when a row is longer and both sides can be read by spans (nvfp4 cannot: its scales are tiled
- * by 128 rows; then whole rows, as ninfer-dequant reads them). */
+ * when a row is longer and both sides can be read by spans (nvfp4, whose scales are tiled by 128
+ * rows, by spans of a 128-row band, one row decoded at a time, as ninfer-dequant reads them). */
 static nf_status plan_chunks(diff_run *r, pair *p, nf_error *err)
 {
     nf_geometry ga, gb;
@@ -205,11 +205,14 @@ static nf_status plan_chunks(diff_run *r, pair *p, nf_error *err)
     uint64_t rows = g->rows, cols = g->cols;
     p->rows = rows;
     p->cols = cols;
-    /* a dialect's weight is read by whole rows (nf_qweight_read_f32 has no spans) */
-    bool spans_ok = nf_layout_has_colspans(g) && (!p->b || nf_layout_has_colspans(&gb)) && !p->q;
-    if (cols > CHUNK_VALUES && spans_ok) {
-        p->span = CHUNK_VALUES;
-        p->spans = cols / CHUNK_VALUES + (cols % CHUNK_VALUES != 0);
+    /* a dialect's weight is read by spans too (nf_qweight_read_f32_span, docs/dialects.md "Values") */
+    bool spans_ok = nf_layout_colspan_rows(g) && (!p->b || nf_layout_colspan_rows(&gb));
+    /* whole-row chunks hold a band of 128 rows when either side is nvfp4 */
+    uint64_t band = spans_ok ? nf_layout_colspan_rows(g) : 1;
+    if (p->b && spans_ok && nf_layout_colspan_rows(&gb) > band) band = nf_layout_colspan_rows(&gb);
+    if (cols > CHUNK_VALUES / band && spans_ok) {
+        p->span = cols < CHUNK_VALUES ? cols : CHUNK_VALUES;
+        p->spans = cols / p->span + (cols % p->span != 0);
         p->chunk = 1;
         if (!nf_mul_u64(rows, p->spans, &p->nchunks))
             return nf_error_set(err, NF_ERR_INVALID, "object '%s': too many chunks", nf_cli_name(p->id).s);
@@ -345,13 +348,15 @@ static nf_status decode_artifact(nf_artifact *a, const nf_object *o, const nf_ge
     nf_byte_reader reader;
     nf_artifact_object_reader(a, o, &reader);
     if (!p->span) return nf_layout_decode_rows_f32(g, &reader, r0, r1, out, err);
-    /* a span is a [1, n] tensor of its own, read through the object's reader */
+    /* a span is a [1, n] tensor of its own, read through the object's reader (nvfp4: a [128, n]
+     * piece of the row's band, of which row r0 is decoded) */
+    const uint64_t band = nf_layout_colspan_rows(g);
     nf_colspan sp;
     nf_colspan_source span_src = {&sp, &reader};
     nf_byte_reader span_reader;
-    NF_TRY(nf_colspan_init(&sp, g, r0, c0, n, err));
+    NF_TRY(nf_colspan_init(&sp, g, r0 - r0 % band, c0, n, err));
     nf_colspan_reader(&span_src, &span_reader);
-    return nf_layout_decode_rows_f32(&sp.g, &span_reader, 0, 1, out, err);
+    return nf_layout_decode_rows_f32(&sp.g, &span_reader, r0 % band, r0 % band + 1, out, err);
 }
 
 /* Phase 1: the values of chunk k of a pair, A against B, into a local accumulator merged into
@@ -381,6 +386,7 @@ static void compare_values(diff_run *r, size_t pi, uint64_t k, worker_bufs *w)
     if (st == NF_OK) {
         side = r->path_b;
         if (p->b) st = decode_artifact(r->b, p->b, &gb, p, r0, r1, c0, n, w->vb, &err);
+        else if (p->q && p->span) st = nf_qweight_read_f32_span(r->src, p->q, r0, c0, n, w->vb, (size_t)n, &err);
         else if (p->q) st = nf_qweight_read_f32(r->src, p->q, r0, r1, w->vb, (size_t)n, &err);
         else if (p->span) st = nf_source_read_f32_span(r->src, p->t, r0, c0, n, w->vb, (size_t)n, &err);
         else st = nf_source_read_f32(r->src, p->t, r0, r1, w->vb, (size_t)n, &err);

@@ -1,27 +1,136 @@
 #!/usr/bin/env python3
-"""A checkpoint of one long BF16 tensor for the bounded-memory tests (test_long_rows.sh,
-test_diff.sh): DIR/model.safetensors holding NAME [ROWS, COLS] and an empty DIR/config.json.
+"""A checkpoint of one long tensor for the bounded-memory tests (test_long_rows.sh,
+test_diff.sh): DIR/model.safetensors holding NAME [ROWS, COLS] and DIR/config.json.
 
-usage: gen_long_rows.py DIR NAME ROWS COLS
+usage: gen_long_rows.py DIR NAME ROWS COLS [DIALECT]
 
-The values are a cheap pattern of normal bf16 numbers near 1, varied per block of 4096, so that
-encoders and statistics see more than one value without the generator costing seconds."""
+Without DIALECT, NAME is a BF16 tensor (an empty config.json).  With one, NAME is the codes
+tensor of a quantized weight of that dialect (docs/dialects.md) with its companions, declared in
+config.json or hf_quant_config.json:
+
+  deepseek_fp8     NAME = P.weight F8_E4M3, P.weight_scale_inv F32 over 128x128 blocks
+  ct_int4          NAME = P.weight_packed I32 (int4, asymmetric, groups of 128), P.weight_scale
+                   BF16, P.weight_zero_point I32 packed along the rows, P.weight_shape
+  modelopt_nvfp4   NAME = P.weight U8 (two E2M1 codes a byte), P.weight_scale F8_E4M3 per 16,
+                   P.weight_scale_2 F32
+
+The values are a cheap pattern, varied per block of 4096 bytes, so that encoders and statistics
+see more than one value without the generator costing seconds.  Codes of nvfp4 weights are
+written sparsely (a 4 KiB block of every 64 KiB; the rest is a hole of zero codes), so a large
+weight costs little disk."""
 import json
 import os
 import struct
 import sys
 
-d, name, rows, cols = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-os.makedirs(d)
-data = bytearray(rows * cols * 2)
-x = 12345
-for i in range(0, rows * cols, 4096):
-    x = (x * 1103515245 + 12345) & 0x7FFFFFFF
-    w = 0x3C00 + (x & 0x3FF) | ((x >> 10) & 1) << 15
-    data[2 * i:2 * i + 8192] = struct.pack('<H', w) * 4096
-hdr = json.dumps({name: {"dtype": "BF16", "shape": [rows, cols], "data_offsets": [0, len(data)]}}).encode()
-hdr += b' ' * (-len(hdr) % 8)
-with open(os.path.join(d, 'model.safetensors'), 'wb') as f:
-    f.write(struct.pack('<Q', len(hdr)) + hdr + data)
-with open(os.path.join(d, 'config.json'), 'w') as f:
-    f.write('{}')
+BLOCK = 4096
+
+
+class Pattern:
+    """A deterministic generator of one small number per block."""
+
+    def __init__(self, seed):
+        self.x = seed
+
+    def next(self):
+        self.x = (self.x * 1103515245 + 12345) & 0x7FFFFFFF
+        return self.x
+
+
+def dense(nbytes, word, seed, block=BLOCK):
+    """nbytes of blocks of `block` bytes, each one repeated word(x) (bytes) of a new x."""
+    out, p = bytearray(nbytes), Pattern(seed)
+    for i in range(0, nbytes, block):
+        w = word(p.next())
+        out[i:i + block] = (w * (block // len(w)))[:min(block, nbytes - i)]
+    return bytes(out)
+
+
+def write(d, tensors, config=None, hf_quant=None):
+    """tensors: (name, dtype, shape, nbytes, data) with data bytes, or a list of (offset, bytes)
+    runs over zeros (a sparse file)."""
+    os.makedirs(d)
+    hdr, off = {}, 0
+    for name, dtype, shape, nbytes, _ in tensors:
+        hdr[name] = {'dtype': dtype, 'shape': shape, 'data_offsets': [off, off + nbytes]}
+        off += nbytes
+    h = json.dumps(hdr).encode()
+    h += b' ' * (-len(h) % 8)
+    with open(os.path.join(d, 'model.safetensors'), 'wb') as f:
+        f.write(struct.pack('<Q', len(h)) + h)
+        base = f.tell()
+        for name, _, _, nbytes, data in tensors:
+            start = base + hdr[name]['data_offsets'][0]
+            if isinstance(data, (bytes, bytearray)):
+                f.seek(start)
+                f.write(data)
+            else:
+                for o, run in data:
+                    f.seek(start + o)
+                    f.write(run)
+        f.truncate(base + off)
+    with open(os.path.join(d, 'config.json'), 'w') as f:
+        json.dump(config or {}, f)
+    if hf_quant:
+        with open(os.path.join(d, 'hf_quant_config.json'), 'w') as f:
+            json.dump(hf_quant, f)
+
+
+def prefix(name, suffix):
+    if not name.endswith(suffix):
+        sys.exit('gen_long_rows.py: NAME must end with %s for this dialect' % suffix)
+    return name[:-len(suffix)]
+
+
+def main():
+    d, name, rows, cols = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    dialect = sys.argv[5] if len(sys.argv) > 5 else None
+    cdiv = lambda a, b: -(-a // b)
+    if dialect is None:
+        # normal bf16 numbers near 1, either sign, per block of 4096 values
+        data = dense(rows * cols * 2, lambda x: struct.pack('<H', 0x3C00 + (x & 0x3FF) | ((x >> 10) & 1) << 15), 12345,
+                     2 * BLOCK)
+        write(d, [(name, 'BF16', [rows, cols], len(data), data)])
+    elif dialect == 'deepseek_fp8':
+        p = prefix(name, '.weight')
+        codes = dense(rows * cols, lambda x: bytes([0x28 + (x & 0x3F) | ((x >> 6) & 1) << 7, 0x30 + (x >> 8 & 7)]), 7)
+        sr, sc = cdiv(rows, 128), cdiv(cols, 128)
+        scales = dense(sr * sc * 4, lambda x: struct.pack('<f', (1 + (x & 0xFF) / 256.0) * 2.0 ** -6), 8)
+        write(d, [(name, 'F8_E4M3', [rows, cols], len(codes), codes),
+                  (p + '.weight_scale_inv', 'F32', [sr, sc], len(scales), scales)],
+              config={'quantization_config': {'quant_method': 'fp8', 'fmt': 'e4m3', 'activation_scheme': 'dynamic',
+                                              'weight_block_size': [128, 128]}})
+    elif dialect == 'ct_int4':
+        p = prefix(name, '.weight_packed')
+        if cols % 8:
+            sys.exit('gen_long_rows.py: ct_int4 needs COLS a multiple of 8')
+        g = cdiv(cols, 128)
+        packed = dense(rows * cols // 2, lambda x: struct.pack('<I', x * 2654435761 & 0xFFFFFFFF), 9)
+        scales = dense(rows * g * 2, lambda x: struct.pack('<H', 0x3C00 + (x & 0x7F)), 10)
+        zp = dense(cdiv(rows, 8) * g * 4, lambda x: struct.pack('<I', x * 40503 & 0xFFFFFFFF), 11)
+        write(d, [(name, 'I32', [rows, cols // 8], len(packed), packed),
+                  (p + '.weight_scale', 'BF16', [rows, g], len(scales), scales),
+                  (p + '.weight_zero_point', 'I32', [cdiv(rows, 8), g], len(zp), zp),
+                  (p + '.weight_shape', 'I64', [2], 16, struct.pack('<2q', rows, cols))],
+              config={'quantization_config': {
+                  'quant_method': 'compressed-tensors', 'format': 'pack-quantized', 'config_groups': {
+                      'group_0': {'targets': ['Linear'],
+                                  'weights': {'num_bits': 4, 'type': 'int', 'symmetric': False, 'strategy': 'group',
+                                              'group_size': 128}}}}})
+    elif dialect == 'modelopt_nvfp4':
+        p = prefix(name, '.weight')
+        if cols % 64:
+            sys.exit('gen_long_rows.py: modelopt_nvfp4 needs COLS a multiple of 64')
+        nbytes, pat = rows * cols // 2, Pattern(12)
+        runs = [(o, bytes([pat.next() & 0xFF]) * BLOCK) for o in range(0, nbytes, 16 * BLOCK)]
+        scales = dense(rows * cols // 16, lambda x: bytes([0x30 + (x & 0x1F)]), 13)
+        write(d, [(name, 'U8', [rows, cols // 2], nbytes, runs),
+                  (p + '.weight_scale', 'F8_E4M3', [rows, cols // 16], len(scales), scales),
+                  (p + '.weight_scale_2', 'F32', [], 4, struct.pack('<f', 0.0078125))],
+              hf_quant={'producer': {'name': 'modelopt'},
+                        'quantization': {'quant_algo': 'NVFP4', 'group_size': 16}})
+    else:
+        sys.exit('gen_long_rows.py: unknown dialect ' + dialect)
+
+
+main()

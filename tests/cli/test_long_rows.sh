@@ -4,19 +4,23 @@
 # RSS stays far below one row's size (a row of 2^24 values is 64 MiB as binary32); the bytes
 # and values are those of the whole rows: a fp32 cast dequantizes to the source values exactly,
 # a q4 conversion is the same artifact whatever --chunk-values, and verify --against passes.
+# The same for a quantized checkpoint's weight (docs/dialects.md "Values": requantized by
+# convert, re-derived by verify --against, compared by diff), for a budget's measuring pass
+# (docs/recipes.md "Budgets", --dry-run) and for nvfp4 objects (spans of 128-row bands: import,
+# dequant, diff, verify --against): under the limit, with the whole rows' bytes and figures.
 # usage: test_long_rows.sh BIN_DIR DATA_DIR
 # shellcheck source=tests/cli/lib.sh
 . "$(dirname "$0")/lib.sh" "$@"
 
 # the checkpoint: one tensor of 2 rows of 2^24 BF16 values, and config.json
 python3 "$(dirname "$0")/gen_long_rows.py" "$work/ck" long.weight 2 "$((1 << 24))" || bad "the checkpoint generator"
-# peak RSS (KiB) of a command, from wait4
+# peak RSS (KiB) of a command, from wait4; -1 unless it exits with $STATUS (default 0)
 rss() {
     python3 - "$@" <<'PY'
 import os, subprocess, sys
 p = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=open(os.environ.get('ERRFILE', '/dev/null'), 'w'))
 _, status, ru = os.wait4(p.pid, 0)
-print(ru.ru_maxrss if os.waitstatus_to_exitcode(status) == 0 else -1)
+print(ru.ru_maxrss if os.waitstatus_to_exitcode(status) == int(os.environ.get('STATUS', '0')) else -1)
 PY
 }
 export ERRFILE=$work/err
@@ -87,4 +91,133 @@ a, b = (json.load(open(p)) for p in sys.argv[1:])
 assert a['objects'] == b['objects']
 PY
 run 0 "$bin/ninfer-verify" "$work/b/q4.ninfer" --against "$work/ck"
+
+# --- quantized checkpoints' weights (docs/dialects.md "Values"): requantized, re-derived and
+# compared span by span, so the peak RSS stays under the same limit; the bytes and figures are
+# those of whole rows (--chunk-values 100000000: one job per row).
+gen() { python3 "$(dirname "$0")/gen_long_rows.py" "$@" || bad "the checkpoint generator: $*"; }
+gen "$work/ds" model.layers.0.mlp.down_proj.weight 2 "$((1 << 24))" deepseek_fp8
+gen "$work/ct" model.layers.0.mlp.down_proj.weight_packed 2 "$((1 << 24))" ct_int4
+# convert: deepseek FP8 blocks to fp8 rows (the row's maximum first, over its spans); int4 packed
+# codes with packed zero points to q4
+got=$(rss "$bin/ninfer-convert" "$work/ds" -o "$work/ds.ninfer" --format fp8_e4m3fn_row_bf16 --requantize --threads 2 \
+    --artifact-id 0123456789abcdef0123456789abcdef --progress=never)
+[ "$got" -gt 0 ] && [ "$got" -lt "$limit" ] && ok || bad "convert deepseek_fp8: peak RSS $got KiB: $(head -c 300 "$work/err")"
+got=$(rss "$bin/ninfer-convert" "$work/ct" -o "$work/ct.ninfer" --format q4_g64_fp16 --requantize --threads 2 \
+    --artifact-id 0123456789abcdef0123456789abcdef --progress=never)
+[ "$got" -gt 0 ] && [ "$got" -lt "$limit" ] && ok || bad "convert ct_int4: peak RSS $got KiB: $(head -c 300 "$work/err")"
+# the same artifacts and reports with whole rows, and with spans of 4096 columns
+mkdir "$work/whole" "$work/small"
+for c in ds:fp8_e4m3fn_row_bf16 ct:q4_g64_fp16; do
+    n=${c%%:*}
+    run 0 "$bin/ninfer-convert" "$work/$n" -o "$work/whole/$n.ninfer" --format "${c#*:}" --requantize --chunk-values 100000000 \
+        --artifact-id 0123456789abcdef0123456789abcdef --progress=never
+    same "$work/$n.ninfer" "$work/whole/$n.ninfer"
+    python3 - "$work/$n.ninfer.conversion.json" "$work/whole/$n.ninfer.conversion.json" <<'PY' && ok || bad "$n: report figures differ"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+assert a['objects'] == b['objects'], (a['objects'], b['objects'])
+PY
+done
+run 0 "$bin/ninfer-convert" "$work/ct" -o "$work/small/ct.ninfer" --format q4_g64_fp16 --requantize --chunk-values 4096 \
+    --artifact-id 0123456789abcdef0123456789abcdef --progress=never
+same "$work/ct.ninfer" "$work/small/ct.ninfer"
+# verify --against re-derives them span by span
+for n in ds ct; do
+    got=$(rss "$bin/ninfer-verify" "$work/$n.ninfer" --against "$work/$n" --threads 2)
+    [ "$got" -gt 0 ] && [ "$got" -lt "$limit" ] && ok || bad "verify --against $n: peak RSS $got KiB: $(head -c 300 "$work/err")"
+done
+# diff against the checkpoint reads the weight's values span by span; its figures are the
+# report's of the whole-row conversion
+for n in ds ct; do
+    got=$(STATUS=1 rss "$bin/ninfer-diff" "$work/$n.ninfer" "$work/$n" --threads 2 -q) # 1: the values differ
+    [ "$got" -gt 0 ] && [ "$got" -lt "$limit" ] && ok || bad "diff $n: peak RSS $got KiB: $(head -c 300 "$work/err")"
+    "$bin/ninfer-diff" "$work/$n.ninfer" "$work/$n" --threads 2 --json >"$work/diff.$n.json" 2>"$work/err"
+    [ $? -eq 1 ] && ok || bad "diff $n: $(head -c 300 "$work/err")"
+    python3 - "$work/diff.$n.json" "$work/whole/$n.ninfer.conversion.json" <<'PY' && ok || bad "diff $n: figures differ from the report's"
+import json, sys
+d, r = (json.load(open(p)) for p in sys.argv[1:])
+s, o = d['objects'][0]['statistics'], r['objects'][0]
+assert (s['count'], s['max_abs'], s['rmse'], s['snr_db']) == (o['values_compared'], o['max_abs_error'], o['rmse'], o['snr_db']), (s, o)
+PY
+done
+
+# --- a budget's measuring pass (docs/recipes.md "Budgets") measures long rows span by span: the
+# dry run stays under the limit, and its estimates (every row measured) are to the bit the
+# weighted errors the conversion then measures over whole rows (--chunk-values 100000000), for a
+# grouped format and for fp8 rows (whose spans need the row's maximum first)
+budget_recipe() { # FILE BUDGET FORMATS
+    printf '%s\n' "recipe: 1" "sources: {base: $work/ck}" "defaults: {format: fp32}" \
+        "budget: {$2, sample_rows: 0, formats: [$3], methods: [grouped_absmax, fp8_row_maxabs]}" \
+        "rules:" "  - {match: \"*\", format: budget}" >"$1"
+}
+budget_recipe "$work/b6.yaml" "bits_per_weight: 6" "q4_g64_fp16, fp8_e4m3fn_row_bf16"
+got=$(rss "$bin/ninfer-convert" -r "$work/b6.yaml" -o "$work/b6.ninfer" --dry-run --json --threads 2)
+[ "$got" -gt 0 ] && [ "$got" -lt "$limit" ] && ok || bad "budget --dry-run: peak RSS $got KiB: $(head -c 300 "$work/err")"
+run 0 "$bin/ninfer-convert" -r "$work/b6.yaml" -o "$work/b6.ninfer" --dry-run --json
+# the fp8 option's bytes: a budget of fp8 rows alone
+most=$(python3 -c 'import json,sys; print(max(o["bytes"] for a in json.load(open(sys.argv[1]))["budget"]["allocation"] for o in a["options"]))' "$work/out") ||
+    bad "the dry run's options"
+budget_recipe "$work/b8.yaml" "bytes: $most" "fp8_e4m3fn_row_bf16"
+for b in b6 b8; do
+    run 0 "$bin/ninfer-convert" -r "$work/$b.yaml" -o "$work/$b.ninfer" --chunk-values 100000000 --progress=never
+    python3 - "$work/$b.ninfer.conversion.json" "$b" <<'PY' && ok || bad "$b: the budget's estimate differs from the measured error"
+import json, sys
+o = json.load(open(sys.argv[1]))['objects'][0]
+assert o['format'] == {'b6': 'q4_g64_fp16', 'b8': 'fp8_e4m3fn_row_bf16'}[sys.argv[2]], o
+b = o['budget']
+assert b['estimated_error'] == b['weighted_error'] and b['weighted_error'] > 0, b
+PY
+done
+
+# --- nvfp4 (tiles of 128 rows, docs/layouts.md section 12): a [128, 2^20] ModelOpt NVFP4 weight
+# (a sparse checkpoint) is imported, dequantized, compared and re-derived in spans of its 128-row
+# band, under the limit; the import is the same artifact and report as with whole bands (on a
+# [256, 16384] weight in spans of 4096 columns), the values are the checkpoint's (diff: the same;
+# sampled against the definition e2m1 x e4m3 x weight_scale_2)
+gen "$work/nv" model.layers.0.mlp.down_proj.weight 128 "$((1 << 20))" modelopt_nvfp4
+got=$(rss "$bin/ninfer-convert" "$work/nv" -o "$work/nv.ninfer" --format q4_g64_fp16 --threads 2 \
+    --artifact-id 0123456789abcdef0123456789abcdef --progress=never)
+[ "$got" -gt 0 ] && [ "$got" -lt "$limit" ] && ok || bad "convert (import) nvfp4: peak RSS $got KiB: $(head -c 300 "$work/err")"
+gen "$work/nvs" model.layers.0.mlp.down_proj.weight 256 16384 modelopt_nvfp4
+run 0 "$bin/ninfer-convert" "$work/nvs" -o "$work/small/nvs.ninfer" --format q4_g64_fp16 --chunk-values 4096 \
+    --artifact-id 0123456789abcdef0123456789abcdef --progress=never
+run 0 "$bin/ninfer-convert" "$work/nvs" -o "$work/whole/nvs.ninfer" --format q4_g64_fp16 --chunk-values 100000000 \
+    --artifact-id 0123456789abcdef0123456789abcdef --progress=never
+same "$work/small/nvs.ninfer" "$work/whole/nvs.ninfer"
+run 0 "$bin/ninfer-verify" "$work/small/nvs.ninfer" --against "$work/nvs"
+python3 - "$work/small/nvs.ninfer.conversion.json" "$work/whole/nvs.ninfer.conversion.json" <<'PY' && ok || bad "nvs: report figures differ"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+assert a['objects'] == b['objects'] and a['objects'][0]['format'] == 'nvfp4', (a['objects'], b['objects'])
+PY
+got=$(rss "$bin/ninfer-dequant" "$work/nv.ninfer" model.layers.0.mlp.down_proj.weight -o "$work/nv.raw" --threads 2)
+[ "$got" -gt 0 ] && [ "$got" -lt "$limit" ] && ok || bad "dequant nvfp4: peak RSS $got KiB: $(head -c 300 "$work/err")"
+got=$(rss "$bin/ninfer-diff" "$work/nv.ninfer" "$work/nv" --threads 2 -q)
+[ "$got" -gt 0 ] && [ "$got" -lt "$limit" ] && ok || bad "diff nvfp4 (the same values): peak RSS $got KiB: $(head -c 300 "$work/err")"
+got=$(rss "$bin/ninfer-verify" "$work/nv.ninfer" --against "$work/nv" --threads 2)
+[ "$got" -gt 0 ] && [ "$got" -lt "$limit" ] && ok || bad "verify --against nvfp4: peak RSS $got KiB: $(head -c 300 "$work/err")"
+python3 - "$work/nv/model.safetensors" "$work/nv.raw" <<'PY' && ok || bad "nvfp4 values differ from the definition"
+import json, struct, sys
+src = open(sys.argv[1], 'rb').read()
+h = struct.unpack('<Q', src[:8])[0]
+hdr = json.loads(src[8:8 + h])
+t = lambda n: src[8 + h + hdr[n]['data_offsets'][0]:8 + h + hdr[n]['data_offsets'][1]]
+codes, scales = t('model.layers.0.mlp.down_proj.weight'), t('model.layers.0.mlp.down_proj.weight_scale')
+out = open(sys.argv[2], 'rb').read()
+K = 1 << 20
+assert len(out) == 4 * 128 * K
+E2M1 = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]
+def e4m3(c):
+    e, m = (c >> 3) & 15, c & 7
+    return (m * 2.0 ** -9) if e == 0 else (1 + m / 8) * 2.0 ** (e - 7)
+# every 64 KiB of codes starts a nonzero run (gen_long_rows.py); bytes in and past the runs
+for b in list(range(0, len(codes), 65536 * 7 + 4093)) + list(range(5000, len(codes), 65536 * 11 + 17)):
+    for c in (2 * (b % (K // 2)), 2 * (b % (K // 2)) + 1):
+        r = b // (K // 2)
+        nib = codes[b] >> 4 if c & 1 else codes[b] & 15
+        v = (-1 if nib & 8 else 1) * E2M1[nib & 7] * e4m3(scales[r * (K // 16) + c // 16]) * 0.0078125
+        got = struct.unpack_from('<f', out, 4 * (r * K + c))[0]
+        assert got == v, (r, c, got, v)
+PY
 finish "long rows"

@@ -195,7 +195,7 @@ Test(gguf_scales, import_refuses_naming_tensor_row_and_block)
         cr_assert_eq(nf_import_geometry(&imp, &g, &err), NF_OK, "%s", err.message);
         nf_words w;
         cr_assert_eq(nf_words_alloc(&w, &g, ROWS, &err), NF_OK);
-        nf_import_chunk c = {0, ROWS, q, len, NULL, 0};
+        nf_import_chunk c = {0, ROWS, q, len, NULL, 0, 0};
         cr_assert_eq(nf_import_rows(&imp, &c, &w, 0, &err), NF_OK, "%s: %s", t->stem, err.message);
         int f = t->dmin >= 0 ? 1 : 0;
         unsigned per_row = COLS / t->qk;

@@ -3,7 +3,8 @@
  * multiples of NF_COLSPAN_ALIGN columns, the last span of a row shorter, with its padding) gives
  * the whole encoding's bytes, every byte written exactly once (the shared row scale by the first
  * span only); and each span decoded through a reader of the whole object gives the values of
- * its columns of the whole decode.  Refusals: misaligned spans, nvfp4. */
+ * its columns of the whole decode; nvfp4's spans of 128-row bands likewise decode to the whole
+ * decode's values, divisors included.  Refusals: misaligned spans, an nvfp4 span off a band. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,7 +134,47 @@ Test(colspan, refusals)
     cr_assert_eq(nf_colspan_init(&sp, &g, 0, 2 * NF_COLSPAN_ALIGN, 2 * NF_COLSPAN_ALIGN, &err), NF_ERR_USAGE,
                  "past the row's end");
     cr_assert_eq(nf_colspan_init(&sp, &g, 1, 2 * NF_COLSPAN_ALIGN, NF_COLSPAN_ALIGN, &err), NF_OK, "%s", err.message);
-    nf_geometry n = geo2("nvfp4", 128, 2 * NF_COLSPAN_ALIGN, 1);
+    nf_geometry n = geo2("nvfp4", 256, 2 * NF_COLSPAN_ALIGN, 1);
     cr_assert(!nf_layout_has_colspans(&n));
-    cr_assert_eq(nf_colspan_init(&sp, &n, 0, 0, NF_COLSPAN_ALIGN, &err), NF_ERR_USAGE);
+    cr_assert_eq(nf_layout_colspan_rows(&n), 128);
+    cr_assert_eq(nf_colspan_init(&sp, &n, 1, 0, NF_COLSPAN_ALIGN, &err), NF_ERR_USAGE, "a row inside a band");
+    cr_assert_eq(nf_colspan_init(&sp, &n, 128, 0, NF_COLSPAN_ALIGN, &err), NF_OK, "%s", err.message);
+    cr_assert_eq(sp.g.rows, 128);
+}
+
+/* nvfp4 (docs/layouts.md section 12): a span of a 128-row band, read through a reader of the
+ * whole object, decodes row by row to the whole decode's values at its columns, each band with
+ * its own divisor. */
+Test(colspan, nvfp4_bands)
+{
+    rng rg = {20261202};
+    nf_geometry g = geo2("nvfp4", 256, 2 * NF_COLSPAN_ALIGN + 64, 2);
+    nf_error err;
+    nf_words all;
+    cr_assert_eq(nf_words_alloc(&all, &g, g.rows, &err), NF_OK, "%s", err.message);
+    random_words(&rg, &g, &all);
+    uint8_t *whole = encode_all(&g, &all);
+    nf_memory_source mem;
+    nf_byte_reader whole_reader;
+    nf_byte_reader_memory(&whole_reader, &mem, whole, g.bytes);
+    float *want = malloc((size_t)g.cols * sizeof *want), *got = malloc((size_t)g.cols * sizeof *got);
+    for (uint64_t r = 0; r < g.rows; r += 37) {
+        cr_assert_eq(nf_layout_decode_rows_f32(&g, &whole_reader, r, r + 1, want, &err), NF_OK, "%s", err.message);
+        for (uint64_t c0 = 0, w; c0 < g.cols; c0 += w) {
+            w = g.cols - c0 < NF_COLSPAN_ALIGN ? g.cols - c0 : NF_COLSPAN_ALIGN;
+            nf_colspan sp;
+            cr_assert_eq(nf_colspan_init(&sp, &g, r - r % 128, c0, w, &err), NF_OK, "%s", err.message);
+            nf_colspan_source src = {&sp, &whole_reader};
+            nf_byte_reader rd;
+            nf_colspan_reader(&src, &rd);
+            cr_assert_eq(nf_layout_decode_rows_f32(&sp.g, &rd, r % 128, r % 128 + 1, got, &err), NF_OK, "%s",
+                         err.message);
+            cr_assert_eq(memcmp(got, want + c0, (size_t)w * sizeof *got), 0, "row %llu col %llu: values differ",
+                         (unsigned long long)r, (unsigned long long)c0);
+        }
+    }
+    free(whole);
+    free(want);
+    free(got);
+    nf_words_free(&all);
 }

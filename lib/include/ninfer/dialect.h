@@ -137,6 +137,11 @@ NF_API void nf_qweight_describe(const nf_qweight *q, char *buf, size_t size);
 /* Values of rows [r0, r1) as binary32, (r1 - r0) * K floats into out (out_len at least that). */
 NF_API nf_status nf_qweight_read_f32(const nf_source *src, const nf_qweight *q, uint64_t r0, uint64_t r1, float *out,
                                      size_t out_len, nf_error *err);
+/* Values of columns [c0, c0 + n) of one row, n floats into out (out_len at least n): the values
+ * nf_qweight_read_f32 gives there, bit for bit, reading only those columns' codes and the scales
+ * that cover them, so a row longer than memory is read span by span (docs/dialects.md "Values"). */
+NF_API nf_status nf_qweight_read_f32_span(const nf_source *src, const nf_qweight *q, uint64_t row, uint64_t c0,
+                                          uint64_t n, float *out, size_t out_len, nf_error *err);
 
 #ifdef __cplusplus
 }

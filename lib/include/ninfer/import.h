@@ -192,6 +192,10 @@ typedef struct nf_import_chunk {
     const void *scales;  /* scale tensor bytes of these rows: rows * scale_row_bytes bytes
                             (NULL when scale_row_bytes == 0) */
     size_t scales_len;   /* at least rows * scale_row_bytes */
+    uint64_t first_col;  /* nvfp4: the absolute column of the chunk's first column when it is a
+                            span of the rows (an import of that span's columns: cols, row_bytes
+                            and scale_row_bytes the span's; docs/layouts.md section 12), for
+                            messages; 0 for whole rows */
 } nf_import_chunk;
 
 /* Convert the chunk's rows into rows [out_row, out_row + chunk->rows) of out, whose cols must be

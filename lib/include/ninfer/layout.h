@@ -207,17 +207,21 @@ NF_API nf_status nf_layout_decode_rows_f32(const nf_geometry *g, const nf_byte_r
  * row's columns in order within each of its planes, so a span's bytes are runs of the whole
  * object's bytes; the row's scale of the FP8 row layouts is shared by all spans of the row.
  * c0 is a multiple of NF_COLSPAN_ALIGN, and so is w unless the span ends the row.  nvfp4 (tiles of
- * 128 rows) and resources have no spans. */
+ * 128 rows) has spans of a band: columns [c0, c0 + w) of rows [row, row + 128), row a multiple of
+ * 128, as a [128, w] tensor with one divisor (the band's, shared by its spans); decoding row i of
+ * it gives row `row + i`'s values there.  Resources have no spans. */
 #define NF_COLSPAN_ALIGN 4096u
 
 typedef struct nf_colspan {
-    nf_geometry g;             /* the span as a [1, w] tensor */
+    nf_geometry g;             /* the span as a [1, w] tensor ([128, w]: nvfp4) */
     const nf_geometry *whole;  /* must outlive the span */
     uint64_t row, c0;
 } nf_colspan;
 
-/* Does g's layout cut rows into spans? */
+/* Does g's layout cut rows into spans of one row? */
 NF_API bool nf_layout_has_colspans(const nf_geometry *g);
+/* The rows a span of g holds: 1 (nf_layout_has_colspans), 128 (nvfp4's bands), 0 (no spans). */
+NF_API uint64_t nf_layout_colspan_rows(const nf_geometry *g);
 NF_API nf_status nf_colspan_init(nf_colspan *s, const nf_geometry *whole, uint64_t row, uint64_t c0, uint64_t w,
                                  nf_error *err);
 

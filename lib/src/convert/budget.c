@@ -9,7 +9,13 @@
  *
  * The sampling rule: a tensor of N rows with S = min(N, sample_rows) (S = N when sample_rows is
  * 0) measures rows floor((2i + 1) N / (2S)) for i < S, evenly spaced, and estimates the tensor's
- * error as the sample's times N / S; with S = N the estimate is the exact figure. */
+ * error as the sample's times N / S; with S = N the estimate is the exact figure.
+ *
+ * A sampled row longer than SPAN_VALUES is measured span by span (docs/layouts.md section 12), as
+ * the conversion encodes it (execute.c), so memory stays bounded whatever the row's length: each
+ * option encodes a span as it would the whole row there (fp8_row_maxabs given the row's maximum),
+ * and the error's blocks start at a span's first column (budget/werror.h), so the figures are the
+ * whole rows' to the bit. */
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -20,6 +26,9 @@
 #include "budget/werror.h"
 #include "common/checked.h"
 #include "convert/convert_impl.h"
+
+/* Values of a row measured at once: a multiple of NF_COLSPAN_ALIGN (the conversion's chunk). */
+#define SPAN_VALUES ((uint64_t)1 << 18)
 
 /* ---------------------------------------------------------------- sampling */
 static uint64_t sample_count(const plan_budget_item *it, uint64_t sample_rows)
@@ -57,42 +66,118 @@ static nf_status scratch_fit(scratch *sc, uint64_t cols, nf_error *err)
     return NF_OK;
 }
 
+/* The columns of a row measured at once: spans of SPAN_VALUES when the row is longer and every
+ * option's layout can be cut into spans, else the whole row. */
+static uint64_t measure_span(const plan_budget_item *it, const nf_geometry *g)
+{
+    if (it->cols <= SPAN_VALUES) return it->cols;
+    for (size_t k = 0; k < it->nopts; k++)
+        if (!nf_layout_has_colspans(&g[k])) return it->cols;
+    return SPAN_VALUES;
+}
+
+/* The largest magnitude word of row r for each fp8_row_maxabs option (max[k]), read span by
+ * span: the row scale its spans need (ninfer/method.h, nf_src_rows.row_max). */
+static nf_status row_maxima(const plan_budget *b, const plan_budget_item *it, uint64_t r, uint64_t span, scratch *sc,
+                            uint32_t *max, nf_error *err)
+{
+    bool any = false;
+    for (size_t k = 0; k < it->nopts; k++) {
+        max[k] = 0;
+        any = any || b->cands[it->opts[k].cand].method == NF_METHOD_FP8_ROW_MAXABS;
+    }
+    for (uint64_t c0 = 0; any && c0 < it->cols; c0 += span) {
+        uint64_t n = it->cols - c0 < span ? it->cols - c0 : span;
+        NF_TRY(nf_source_read_f32_span(it->source->src, it->t, r, c0, n, sc->x, sc->cols, err));
+        nf_src_rows rows = {.name = it->t->name, .type = NF_SRC_F32, .data = sc->x, .first_row = r, .rows = 1,
+                            .cols = n, .first_col = c0, .row_cols = it->cols};
+        for (size_t k = 0; k < it->nopts; k++) {
+            const plan_candidate *cd = &b->cands[it->opts[k].cand];
+            uint32_t mx;
+            if (cd->method != NF_METHOD_FP8_ROW_MAXABS) continue;
+            NF_TRY(nf_fp8_row_maxabs_max(cd->fmt, &rows, &mx, err));
+            if (mx > max[k]) max[k] = mx;
+        }
+    }
+    return NF_OK;
+}
+
+/* Columns [c0, c0 + n) of sampled row r (the whole row, or a span of it) by every option into
+ * acc[k]: read, encoded, decoded and compared. */
+static nf_status measure_cols(const plan_budget *b, const plan_budget_item *it, uint64_t r, uint64_t c0, uint64_t n,
+                              const nf_geometry *g, nf_words *w, const uint32_t *max, scratch *sc, nf_xsum *acc,
+                              nf_error *err)
+{
+    const nf_source *src = it->source->src;
+    const bool whole = n == it->cols;
+    nf_status st = whole ? nf_source_read_f32(src, it->t, r, r + 1, sc->x, (size_t)n, err)
+                         : nf_source_read_f32_span(src, it->t, r, c0, n, sc->x, sc->cols, err);
+    if (st != NF_OK) {
+        nf_error_prefix(err, "%s", nf_source_path(src));
+        return st;
+    }
+    nf_src_rows rows = {.name = it->t->name, .type = NF_SRC_F32, .data = sc->x, .first_row = r, .rows = 1, .cols = n};
+    if (!whole) {
+        rows.first_col = c0;
+        rows.row_cols = it->cols;
+    }
+    for (size_t k = 0; k < it->nopts; k++) {
+        const plan_candidate *cd = &b->cands[it->opts[k].cand];
+        nf_method_params params = it->opts[k].params;
+        nf_colspan sp;
+        const nf_geometry *gk = &g[k];
+        nf_words view = w[k];
+        view.rows = 1;
+        if (!whole) { /* the span as a row of its own: its columns of the importance, its geometry */
+            NF_TRY(nf_colspan_init(&sp, &g[k], 0, c0, n, err));
+            gk = &sp.g;
+            view.cols = n;
+            rows.row_max = max[k];
+            if (params.importance) {
+                params.importance += c0;
+                params.importance_len = n;
+            }
+        }
+        st = nf_method_encode_rows(cd->method, cd->fmt, &params, &rows, &view, err);
+        if (st == NF_OK) st = nf_convert_words_values(gk, &view, 0, sc->y, err);
+        if (st != NF_OK) {
+            nf_error_prefix(err, "%s: measuring %s by %s", nf_source_path(src), cd->fmt->name, nf_method_name(cd->method));
+            return st;
+        }
+        nf_budget_werror_rows(sc->x, sc->y, 1, n, c0, it->weights, &acc[k]);
+    }
+    return NF_OK;
+}
+
 /* The option's error on the sampled rows, summed exactly (acc[k] for option k). */
 static nf_status measure_item(const plan_budget *b, plan_budget_item *it, uint64_t sample_rows, scratch *sc,
                               nf_error *err)
 {
-    NF_TRY(scratch_fit(sc, it->cols, err));
     uint64_t s = sample_count(it, sample_rows);
     nf_xsum *acc = calloc(it->nopts, sizeof *acc);
     nf_geometry *g = calloc(it->nopts, sizeof *g);
     nf_words *w = calloc(it->nopts, sizeof *w);
-    nf_status st = acc && g && w ? NF_OK : nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    uint32_t *max = calloc(it->nopts, sizeof *max);
+    nf_status st = acc && g && w && max ? NF_OK : nf_error_set(err, NF_ERR_NOMEM, "out of memory");
     uint64_t shape[2] = {1, it->cols};
     for (size_t k = 0; st == NF_OK && k < it->nopts; k++) {
         const plan_candidate *cd = &b->cands[it->opts[k].cand];
         nf_xsum_init(&acc[k]);
         st = nf_geometry_init(&g[k], cd->layout, cd->fmt, 2, shape, 1, err);
-        if (st == NF_OK) st = nf_words_alloc(&w[k], &g[k], 1, err);
     }
-    const nf_source *src = it->source->src;
+    const uint64_t span = st == NF_OK ? measure_span(it, g) : it->cols;
+    for (size_t k = 0; st == NF_OK && k < it->nopts; k++) { /* the words of one span (or row) */
+        nf_colspan sp;
+        if (span < it->cols) st = nf_colspan_init(&sp, &g[k], 0, 0, span, err);
+        if (st == NF_OK) st = nf_words_alloc(&w[k], span < it->cols ? &sp.g : &g[k], 1, err);
+    }
+    if (st == NF_OK) st = scratch_fit(sc, span, err);
     for (uint64_t i = 0; st == NF_OK && i < s; i++) {
         uint64_t r = sample_row(i, s, it->rows);
-        st = nf_source_read_f32(src, it->t, r, r + 1, sc->x, (size_t)it->cols, err);
-        if (st != NF_OK) {
-            nf_error_prefix(err, "%s", nf_source_path(src));
-            break;
-        }
-        nf_src_rows rows = {.name = it->t->name, .type = NF_SRC_F32, .data = sc->x, .first_row = r, .rows = 1,
-                            .cols = it->cols};
-        for (size_t k = 0; st == NF_OK && k < it->nopts; k++) {
-            const plan_candidate *cd = &b->cands[it->opts[k].cand];
-            w[k].rows = 1;
-            st = nf_method_encode_rows(cd->method, cd->fmt, &it->opts[k].params, &rows, &w[k], err);
-            if (st == NF_OK) st = nf_convert_words_values(&g[k], &w[k], 0, sc->y, err);
-            if (st == NF_OK) nf_budget_werror_rows(sc->x, sc->y, 1, it->cols, 0, it->weights, &acc[k]);
-            else nf_error_prefix(err, "%s: measuring %s by %s", nf_source_path(src), cd->fmt->name,
-                                 nf_method_name(cd->method));
-        }
+        if (span < it->cols) st = row_maxima(b, it, r, span, sc, max, err);
+        if (st != NF_OK) nf_error_prefix(err, "%s", nf_source_path(it->source->src));
+        for (uint64_t c0 = 0; st == NF_OK && c0 < it->cols; c0 += span)
+            st = measure_cols(b, it, r, c0, it->cols - c0 < span ? it->cols - c0 : span, g, w, max, sc, acc, err);
     }
     for (size_t k = 0; st == NF_OK && k < it->nopts; k++) {
         double e = nf_xsum_value(&acc[k]);
@@ -106,6 +191,7 @@ static nf_status measure_item(const plan_budget *b, plan_budget_item *it, uint64
     free(w);
     free(g);
     free(acc);
+    free(max);
     return st;
 }
 

@@ -42,7 +42,7 @@ nf_status nf_convert_member_rows(const plan_object *o, const plan_member *m, uin
         size_t len = (size_t)(rows * imp->row_bytes);
         if (len > raw_len) return nf_error_set(err, NF_ERR_USAGE, "chunk buffer too small");
         NF_TRY(nf_source_read_bytes(src, m->t, r0 * imp->row_bytes, raw_buf, len, err));
-        nf_import_chunk chunk = {r0, rows, raw_buf, len, NULL, 0};
+        nf_import_chunk chunk = {r0, rows, raw_buf, len, NULL, 0, 0};
         if (imp->scale_row_bytes && m->scale_t) {
             size_t slen = (size_t)(rows * imp->scale_row_bytes);
             if (slen > scale_len) return nf_error_set(err, NF_ERR_USAGE, "chunk buffer too small");
@@ -186,15 +186,34 @@ static void fail(runner *r, nf_status st, const nf_error *e)
     atomic_store(&r->failed, true);
 }
 
+/* An nvfp4 object imported from NVFP4 checkpoints: its 128-row bands are imported span by span
+ * (nf_colspan of a band; every row and group of a chunk is imported on its own, ninfer/import.h,
+ * so a span's words are the whole rows' at its columns). */
+static bool nvfp4_band_spans(const plan_object *o)
+{
+    if (o->method != NF_METHOD_IMPORT_ENCODED || nf_layout_colspan_rows(&o->g) != 128) return false;
+    for (size_t k = 0; k < o->nmembers; k++) {
+        const plan_member *m = &o->members[k];
+        if ((m->imp.kind != NF_IMPORT_NVFP4_MODELOPT && m->imp.kind != NF_IMPORT_NVFP4_COMPRESSED) || !m->scale_t ||
+            m->rows % 128 || m->parent_row0 % 128)
+            return false;
+    }
+    return o->divisors != NULL;
+}
+
 /* Are the object's rows longer than a chunk, and can they be cut into spans?  Every method
- * encodes a span of a row as it would the whole row (fp8_row_maxabs given the row's maximum);
- * imported words keep whole rows, as do sources read as binary32 values and nvfp4's tiles. */
+ * encodes a span of a row as it would the whole row (fp8_row_maxabs given the row's maximum),
+ * from raw words or from a dialect's values (nf_qweight_read_f32_span, docs/dialects.md
+ * "Values"); imported words keep whole rows, as do other sources read as binary32 values and
+ * nvfp4's tiles. */
 static bool spanned(const plan_object *o, uint64_t chunk_values)
 {
+    /* nvfp4: a job of whole rows is a band of 128 of them */
+    if (nvfp4_band_spans(o)) return o->g.cols > chunk_values / 128 && o->g.cols > NF_COLSPAN_ALIGN;
     if (o->g.cols <= chunk_values || o->g.cols <= NF_COLSPAN_ALIGN) return false;
     if (o->method == NF_METHOD_IMPORT_ENCODED || !nf_layout_has_colspans(&o->g)) return false;
     for (size_t k = 0; k < o->nmembers; k++)
-        if (!o->members[k].raw) return false;
+        if (!o->members[k].raw && !o->members[k].q) return false;
     return true;
 }
 
@@ -221,8 +240,9 @@ static nf_status plan_jobs(runner *r, nf_error *err)
             /* a row longer than a chunk is cut into spans: memory stays bounded by the chunk
              * whatever the row's length (spans are multiples of NF_COLSPAN_ALIGN columns, the
              * statistics' block, so the figures do not change either) */
-            run->chunk_rows = 1;
-            run->span_cols = r->chunk_values / NF_COLSPAN_ALIGN * NF_COLSPAN_ALIGN;
+            uint64_t band = nf_layout_colspan_rows(&o->g); /* nvfp4: a job is a band of 128 rows */
+            run->chunk_rows = band;
+            run->span_cols = r->chunk_values / band / NF_COLSPAN_ALIGN * NF_COLSPAN_ALIGN;
             if (run->span_cols < NF_COLSPAN_ALIGN) run->span_cols = NF_COLSPAN_ALIGN;
         }
         for (size_t k = 0; k < o->nmembers; k++) run->pending += (o->members[k].rows + run->chunk_rows - 1) / run->chunk_rows;
@@ -338,13 +358,92 @@ static nf_status run_job(runner *r, const job *j, nf_words *w, uint8_t *raw, siz
     return NF_OK;
 }
 
-/* The words of one job of the object: chunk_rows rows, or one span of span_cols columns. */
+/* The words of one job of the object: chunk_rows rows, or one span of span_cols columns (of a
+ * row, or of an nvfp4 band). */
 static nf_status alloc_words(const nf_geometry *g, const object_run *run, nf_words *w, nf_error *err)
 {
     if (!run->span_cols) return nf_words_alloc(w, g, run->chunk_rows, err);
     nf_colspan sp;
     NF_TRY(nf_colspan_init(&sp, g, 0, 0, run->span_cols, err));
-    return nf_words_alloc(w, &sp.g, 1, err);
+    return nf_words_alloc(w, &sp.g, sp.g.rows, err);
+}
+
+/* Columns [c0, c0 + n) of rows [r0, r0 + rows) of an import's source tensor of row_bytes a row
+ * (cols / row_bytes columns a byte: 2 for nvfp4's codes, 16 for its scales, which divide c0 and
+ * n): one read a row. */
+static nf_status read_band_span(const nf_source *src, const nf_source_tensor *t, uint64_t row_bytes, uint64_t cols,
+                                uint64_t r0, uint64_t rows, uint64_t c0, uint64_t n, uint8_t *out, size_t len,
+                                nf_error *err)
+{
+    const uint64_t per = cols / row_bytes, span = n / per;
+    if (rows * span > len) return nf_error_set(err, NF_ERR_USAGE, "span buffer too small");
+    for (uint64_t i = 0; i < rows; i++)
+        NF_TRY(nf_source_read_bytes(src, t, (r0 + i) * row_bytes + c0 / per, out + i * span, (size_t)span, err));
+    return NF_OK;
+}
+
+/* A band of 128 rows of an nvfp4 import (nvfp4_band_spans), span by span: each span's codes and
+ * scales read, imported as a [128, n] matrix of its own, measured as whole rows are (no values of
+ * its own: its statistics count every value as not compared, docs/ninfer-convert.md) and written
+ * where the whole band would have it (nf_colspan).  The divisor words are the object's tail. */
+static nf_status run_import_span_job(runner *r, const job *j, const nf_words *w, uint8_t *raw, size_t raw_len,
+                                     uint8_t *scales, size_t scale_len, float *values, float *decoded, size_t nvalues,
+                                     compare_ctx *cmp, nf_errstats *st, nf_error *err)
+{
+    const plan_object *o = &r->plan->objects[j->object];
+    const plan_member *m = &o->members[j->member];
+    const nf_source *src = m->source->src;
+    const uint64_t k = o->g.cols, span = r->objs[j->object].span_cols, rows = j->r1 - j->r0;
+    const uint64_t band0 = m->parent_row0 + j->r0;
+    for (uint64_t c0 = 0; c0 < k; c0 += span) {
+        uint64_t n = k - c0 < span ? k - c0 : span;
+        nf_colspan sp;
+        NF_TRY(nf_colspan_init(&sp, &o->g, band0, c0, n, err));
+        nf_import imp = m->imp;
+        imp.cols = n;
+        imp.row_bytes = n / (k / m->imp.row_bytes);
+        imp.scale_row_bytes = n / (k / m->imp.scale_row_bytes);
+        NF_TRY(read_band_span(src, m->t, m->imp.row_bytes, k, j->r0, rows, c0, n, raw, raw_len, err));
+        NF_TRY(read_band_span(src, m->scale_t, m->imp.scale_row_bytes, k, j->r0, rows, c0, n, scales, scale_len, err));
+        nf_import_chunk chunk = {j->r0, rows, raw, (size_t)(rows * imp.row_bytes), scales,
+                                 (size_t)(rows * imp.scale_row_bytes), c0};
+        nf_words view = *w;
+        view.rows = rows;
+        view.cols = n;
+        NF_TRY_CTX(nf_import_rows(&imp, &chunk, &view, 0, err), err, "%s", nf_source_path(src));
+        if (view.divisors) view.divisors[0] = o->divisors[band0 / (o->g.rows / o->g.divisors)];
+        if (r->stats) {
+            size_t count = (size_t)(rows * n);
+            if (count > nvalues) return nf_error_set(err, NF_ERR_USAGE, "span buffer too small");
+            for (size_t i = 0; i < count; i++) values[i] = NAN;
+            NF_TRY(nf_convert_words_values(&sp.g, &view, 0, decoded, err));
+            for (uint64_t i = 0; i < rows; i++) r->kern->row_f32(values + i * n, decoded + i * n, (size_t)n, st);
+        }
+        nf_writer_sink ws = {r->sink->writer, o->writer_index};
+        if (!r->sink->writer) cmp->object = j->object;
+        nf_colspan_sink to = {&sp, r->sink->writer ? nf_writer_sink_write : compare_write,
+                              r->sink->writer ? (void *)&ws : (void *)cmp};
+        NF_TRY(nf_layout_encode_rows(&sp.g, &view, 0, false, nf_colspan_write, &to, err));
+        atomic_fetch_add(&r->bytes_done, sp.g.bytes);
+    }
+    return NF_OK;
+}
+
+/* Columns [c0, c0 + n) of row `row` of a member as the method reads them: raw words into raw, or
+ * a dialect's values into values (s->data set to the one read). */
+static nf_status read_span(const plan_member *m, uint64_t row, uint64_t c0, uint64_t n, uint8_t *raw, size_t raw_len,
+                           float *values, size_t nvalues, nf_src_rows *s, nf_error *err)
+{
+    const size_t es = nf_src_type_size(m->src_type);
+    s->cols = n;
+    s->first_col = c0;
+    if (m->q) {
+        s->data = values;
+        return nf_qweight_read_f32_span(m->source->src, m->q, row, c0, n, values, nvalues, err);
+    }
+    if (n * es > raw_len) return nf_error_set(err, NF_ERR_USAGE, "span buffer too small");
+    s->data = raw;
+    return nf_source_read_bytes(m->source->src, m->t, row * m->t->row_bytes + c0 * es, raw, (size_t)(n * es), err);
 }
 
 /* Row j->r0 of a member whose rows are longer than a chunk, span by span (nf_colspan): each span
@@ -358,16 +457,12 @@ static nf_status run_span_job(runner *r, const job *j, const nf_words *w, uint8_
     const plan_member *m = &o->members[j->member];
     const nf_source *src = m->source->src;
     const uint64_t k = o->g.cols, span = r->objs[j->object].span_cols, row = j->r0;
-    const size_t es = nf_src_type_size(m->src_type);
     nf_src_rows s = {.name = m->t->name, .type = m->src_type, .data = raw, .first_row = row, .rows = 1,
                      .row_cols = k};
     if (o->method == NF_METHOD_FP8_ROW_MAXABS) {
         for (uint64_t c0 = 0; c0 < k; c0 += span) {
             uint64_t n = k - c0 < span ? k - c0 : span;
-            if (n * es > raw_len) return nf_error_set(err, NF_ERR_USAGE, "span buffer too small");
-            NF_TRY(nf_source_read_bytes(src, m->t, row * m->t->row_bytes + c0 * es, raw, (size_t)(n * es), err));
-            s.cols = n;
-            s.first_col = c0;
+            NF_TRY(read_span(m, row, c0, n, raw, raw_len, values, nvalues, &s, err));
             uint32_t mx;
             NF_TRY(nf_fp8_row_maxabs_max(o->g.format, &s, &mx, err));
             s.row_max = mx > s.row_max ? mx : s.row_max;
@@ -375,12 +470,9 @@ static nf_status run_span_job(runner *r, const job *j, const nf_words *w, uint8_
     }
     for (uint64_t c0 = 0; c0 < k; c0 += span) {
         uint64_t n = k - c0 < span ? k - c0 : span;
-        if (n * es > raw_len) return nf_error_set(err, NF_ERR_USAGE, "span buffer too small");
         nf_colspan sp;
         NF_TRY(nf_colspan_init(&sp, &o->g, m->parent_row0 + row, c0, n, err));
-        NF_TRY(nf_source_read_bytes(src, m->t, row * m->t->row_bytes + c0 * es, raw, (size_t)(n * es), err));
-        s.cols = n;
-        s.first_col = c0;
+        NF_TRY(read_span(m, row, c0, n, raw, raw_len, values, nvalues, &s, err));
         /* the span's importance: its own columns of the tensor's vector */
         nf_method_params params = o->params;
         if (params.importance) {
@@ -392,7 +484,7 @@ static nf_status run_span_job(runner *r, const job *j, const nf_words *w, uint8_
         view.cols = n;
         NF_TRY(nf_method_encode_rows_measured(o->method, o->g.format, &params, &s, &view, r->stats ? st : NULL, err));
         if (r->stats && o->budget) { /* the budget's figure of the span's columns */
-            NF_TRY(nf_source_read_f32_span(src, m->t, row, c0, n, values, nvalues, err));
+            if (!m->q) NF_TRY(nf_source_read_f32_span(src, m->t, row, c0, n, values, nvalues, err));
             NF_TRY(nf_convert_words_values(&sp.g, &view, 0, decoded, err));
             nf_budget_werror_rows(values, decoded, 1, n, c0, o->budget->weights, &st->wse);
         }
@@ -419,12 +511,15 @@ static void *worker(void *arg)
         if (rows * cols > max_values) max_values = rows * cols;
         for (size_t k = 0; k < o->nmembers; k++) {
             const plan_member *m = &o->members[k];
-            uint64_t rb = o->method == NF_METHOD_IMPORT_ENCODED ? m->imp.row_bytes
-                          : span                                  ? span * nf_src_type_size(m->src_type)
-                                                                  : m->t->row_bytes;
+            const bool import = o->method == NF_METHOD_IMPORT_ENCODED;
+            /* an import's span: nvfp4's, 2 columns a code byte and 16 a scale byte */
+            uint64_t rb = import && span ? span / (o->g.cols / m->imp.row_bytes)
+                          : import       ? m->imp.row_bytes
+                          : span         ? span * nf_src_type_size(m->src_type)
+                                         : m->t->row_bytes;
+            uint64_t sb = import && span ? span / (o->g.cols / m->imp.scale_row_bytes) : m->imp.scale_row_bytes;
             if (rows * rb > max_raw) max_raw = rows * rb;
-            if (o->method == NF_METHOD_IMPORT_ENCODED && rows * m->imp.scale_row_bytes > max_scale)
-                max_scale = rows * m->imp.scale_row_bytes;
+            if (import && rows * sb > max_scale) max_scale = rows * sb;
         }
     }
     size_t nv = (size_t)max_values;
@@ -464,7 +559,10 @@ static void *worker(void *arg)
             s = alloc_words(&o->g, &r->objs[j.object], &w, &err);
             if (s == NF_OK) words_object = j.object;
         }
-        if (s == NF_OK && r->objs[j.object].span_cols) {
+        if (s == NF_OK && r->objs[j.object].span_cols && o->method == NF_METHOD_IMPORT_ENCODED) {
+            s = run_import_span_job(r, &j, &w, raw, (size_t)max_raw, scales, (size_t)max_scale, values, decoded, nv,
+                                    &cmp, st, &err);
+        } else if (s == NF_OK && r->objs[j.object].span_cols) {
             s = run_span_job(r, &j, &w, raw, (size_t)max_raw, values, decoded, nv, &cmp, st, &err);
         } else if (s == NF_OK) {
             nf_words view = w;

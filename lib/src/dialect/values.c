@@ -72,19 +72,21 @@ static const char *scale_value(nf_st_dtype dtype, uint32_t w, float *out)
     return NULL;
 }
 
-/* Scale rows [sa, sb) of the grid as binary32, each checked (finite and > 0). */
-static nf_status read_scales(const nf_source *src, const nf_qweight *q, uint64_t sa, uint64_t sb, uint8_t *raw,
-                             float *out, nf_error *err)
+/* count scale words of the grid from block (br, bc) on, in row-major order (whole scale rows,
+ * or a run of one row's columns: a span of a row, docs/dialects.md "Values"), as binary32, each
+ * checked (finite and > 0). */
+static nf_status read_scales(const nf_source *src, const nf_qweight *q, uint64_t br0, uint64_t bc0, size_t count,
+                             uint8_t *raw, float *out, nf_error *err)
 {
     const nf_source_tensor *t = q->scale;
-    size_t es = scale_size(t), count = (size_t)((sb - sa) * q->scale_cols);
-    NF_TRY(nf_source_read_bytes(src, t, sa * q->scale_cols * es, raw, count * es, err));
+    size_t es = scale_size(t);
+    NF_TRY(nf_source_read_bytes(src, t, (br0 * q->scale_cols + bc0) * es, raw, count * es, err));
     for (size_t i = 0; i < count; i++) {
         const uint8_t *p = raw + i * es;
         uint32_t w = es == 4 ? le32(p) : es == 2 ? (uint32_t)(p[0] | p[1] << 8) : p[0];
         const char *why = scale_value(t->dtype, w, &out[i]);
         if (why) {
-            uint64_t br = sa + i / q->scale_cols, bc = i % q->scale_cols;
+            uint64_t br = br0 + (bc0 + i) / q->scale_cols, bc = (bc0 + i) % q->scale_cols;
             uint64_t r1 = (br + 1) * q->block_rows, c1 = (bc + 1) * q->block_cols;
             char msg[NF_ERROR_MESSAGE_MAX / 2];
             snprintf(msg, sizeof msg,
@@ -98,15 +100,17 @@ static nf_status read_scales(const nf_source *src, const nf_qweight *q, uint64_t
     return NF_OK;
 }
 
-/* Zero points of scale rows [sa, sb) as integers (already minus the offset). */
-static nf_status read_zero_points(const nf_source *src, const nf_qweight *q, uint64_t sa, uint64_t sb, uint8_t *raw,
-                                  int32_t *out, nf_error *err)
+/* Zero points of scale rows [sa, sb), columns [g0, g1) (every column, or one row's run: a span),
+ * as integers (already minus the offset), row-major. */
+static nf_status read_zero_points(const nf_source *src, const nf_qweight *q, uint64_t sa, uint64_t sb, uint64_t g0,
+                                  uint64_t g1, uint8_t *raw, int32_t *out, nf_error *err)
 {
     const nf_source_tensor *t = q->zero_point;
-    uint64_t sc = q->scale_cols;
+    uint64_t sc = q->scale_cols, gn = g1 - g0;
     if (!q->zero_point_packed) {
-        size_t count = (size_t)((sb - sa) * sc);
-        NF_TRY(nf_source_read_bytes(src, t, sa * sc, raw, count, err));
+        /* a run of the I8 grid: whole rows, or columns of one row */
+        size_t count = (size_t)((sb - sa) * gn);
+        NF_TRY(nf_source_read_bytes(src, t, sa * sc + g0, raw, count, err));
         for (size_t i = 0; i < count; i++) out[i] = (int8_t)raw[i];
         return NF_OK;
     }
@@ -116,11 +120,12 @@ static nf_status read_zero_points(const nf_source *src, const nf_qweight *q, uin
     uint32_t mask = bits == 32 ? 0xFFFFFFFFu : (1u << bits) - 1;
     int32_t offset = 1 << (bits - 1);
     uint64_t wa = sa / per, wb = (sb - 1) / per + 1;
-    NF_TRY(nf_source_read_bytes(src, t, wa * sc * 4, raw, (size_t)((wb - wa) * sc * 4), err));
+    for (uint64_t wr = wa; wr < wb; wr++) /* the words of columns [g0, g1) of each word row */
+        NF_TRY(nf_source_read_bytes(src, t, (wr * sc + g0) * 4, raw + (wr - wa) * gn * 4, (size_t)(gn * 4), err));
     for (uint64_t r = sa; r < sb; r++)
-        for (uint64_t g = 0; g < sc; g++) {
-            uint32_t w = le32(raw + ((r / per - wa) * sc + g) * 4);
-            out[(r - sa) * sc + g] = (int32_t)((w >> ((r % per) * bits)) & mask) - offset;
+        for (uint64_t g = 0; g < gn; g++) {
+            uint32_t w = le32(raw + ((r / per - wa) * gn + g) * 4);
+            out[(r - sa) * gn + g] = (int32_t)((w >> ((r % per) * bits)) & mask) - offset;
         }
     return NF_OK;
 }
@@ -136,7 +141,8 @@ static nf_status bad_code(nf_error *err, const nf_source *src, const nf_qweight 
     return fail_at(err, src, q->codes, msg);
 }
 
-/* Packed integer codes [c0, c1) of a row into out[c0..c1): code c is the bits-wide field
+/* Packed integer codes [c0, c1) of a row into out[0..c1 - c0) (c counted from the first column
+ * of `codes`, a multiple of per): code c is the bits-wide field
  * (c % per) * bits of little-endian word c / per, offset-binary; its value (code - offset - z)
  * * s, the integer exact, then one binary32 multiplication.  Never a division per value (a
  * 64-bit c / per and c % per per value was most of the time of reading int4 checkpoints):
@@ -151,23 +157,23 @@ static inline void decode_packed(const uint8_t *codes, uint64_t c0, uint64_t c1,
     const int32_t offset = 1 << (bits - 1), base = offset + z;
     uint64_t c = c0;
     if (bits == 8) {
-        for (; c < c1; c++) out[c] = (float)((int32_t)codes[c] - base) * s;
+        for (; c < c1; c++) out[c - c0] = (float)((int32_t)codes[c] - base) * s;
         return;
     }
     if (bits == 4) {
         if (c < c1 && (c & 1)) {
-            out[c] = (float)((int32_t)(codes[c / 2] >> 4) - base) * s;
+            out[c - c0] = (float)((int32_t)(codes[c / 2] >> 4) - base) * s;
             c++;
         }
         const uint64_t pairs = (c1 - c) / 2;
         const uint8_t *p = codes + c / 2;
-        float *o = out + c;
+        float *o = out + (c - c0);
         for (uint64_t b = 0; b < pairs; b++) {
             o[2 * b] = (float)((int32_t)(p[b] & 15) - base) * s;
             o[2 * b + 1] = (float)((int32_t)(p[b] >> 4) - base) * s;
         }
         c += 2 * pairs;
-        if (c < c1) out[c] = (float)((int32_t)(codes[c / 2] & 15) - base) * s;
+        if (c < c1) out[c - c0] = (float)((int32_t)(codes[c / 2] & 15) - base) * s;
         return;
     }
     uint64_t wi = c0 / per;
@@ -175,52 +181,65 @@ static inline void decode_packed(const uint8_t *codes, uint64_t c0, uint64_t c1,
     while (c < c1) {
         uint32_t w = le32(codes + wi * 4) >> (pos * bits);
         uint64_t m = per - pos < c1 - c ? per - pos : c1 - c;
-        for (uint64_t i = 0; i < m; i++, w >>= bits) out[c + i] = (float)((int32_t)(w & mask) - base) * s;
+        for (uint64_t i = 0; i < m; i++, w >>= bits) out[c - c0 + i] = (float)((int32_t)(w & mask) - base) * s;
         c += m;
         wi++;
         pos = 0;
     }
 }
 
-/* One row: codes (the row's bytes), its scale row and zero-point row, into out[0..K). */
+/* Columns [ca, cb) of one row (the whole row, or a span of it) into out[0..cb - ca): codes holds
+ * the row's codes from column cbase on (cbase <= ca, on a byte or word of the codes), scales and
+ * zps the scale and zero-point row's blocks from ca / block_cols on. */
 static nf_status decode_row(const nf_source *src, const nf_qweight *q, uint64_t row, const uint8_t *codes,
-                            const float *scales, const int32_t *zps, const float *table, float *out, nf_error *err)
+                            uint64_t cbase, uint64_t ca, uint64_t cb, const float *scales, const int32_t *zps,
+                            const float *table, float *out, nf_error *err)
 {
-    const uint64_t k = q->shape[1], bc = q->block_cols;
+    const uint64_t bc = q->block_cols, ja = ca / bc;
     const float g = f32_of(q->global_bits);
-    for (uint64_t j = 0, c0 = 0; c0 < k; j++, c0 += bc) {
-        const uint64_t c1 = c0 + bc < k ? c0 + bc : k;
-        const float s = scales[j];
+    for (uint64_t j = ja, c0 = ca; c0 < cb; j++, c0 = j * bc) {
+        const uint64_t c1 = (j + 1) * bc < cb ? (j + 1) * bc : cb;
+        const float s = scales[j - ja];
         switch (q->codes_kind) {
         case NF_QCODES_E4M3:
         case NF_QCODES_E5M2: {
             const uint8_t nan_mask = q->codes_kind == NF_QCODES_E4M3 ? 0x7F : 0x7C;
             for (uint64_t c = c0; c < c1; c++) {
-                uint8_t w = codes[c];
+                uint8_t w = codes[c - cbase];
                 if ((w & nan_mask) == nan_mask) return bad_code(err, src, q, row, c, w);
-                out[c] = table[w] * s;
+                out[c - ca] = table[w] * s;
             }
             break;
         }
         case NF_QCODES_E2M1:
             for (uint64_t c = c0; c < c1; c++) {
-                uint8_t b = codes[c / 2];
+                uint8_t b = codes[(c - cbase) / 2]; /* cbase even: c's nibble is c & 1 */
                 float v = table[(c & 1) ? b >> 4 : b & 0x0F] * s; /* exact: see the top of the file */
-                out[c] = q->global_op == NF_QGLOBAL_MUL ? v * g : q->global_op == NF_QGLOBAL_DIV ? v / g : v;
+                out[c - ca] = q->global_op == NF_QGLOBAL_MUL ? v * g : q->global_op == NF_QGLOBAL_DIV ? v / g : v;
             }
             break;
         case NF_QCODES_INT_PACKED: {
-            decode_packed(codes, c0, c1, q->bits, zps ? zps[j] : 0, s, out);
+            decode_packed(codes, c0 - cbase, c1 - cbase, q->bits, zps ? zps[j - ja] : 0, s, out + (c0 - ca));
             break;
         }
         case NF_QCODES_INT8: {
-            const int32_t z = zps ? zps[j] : 0;
-            for (uint64_t c = c0; c < c1; c++) out[c] = (float)((int32_t)(int8_t)codes[c] - z) * s;
+            const int32_t z = zps ? zps[j - ja] : 0;
+            for (uint64_t c = c0; c < c1; c++) out[c - ca] = (float)((int32_t)(int8_t)codes[c - cbase] - z) * s;
             break;
         }
         }
     }
     return NF_OK;
+}
+
+/* The binary32 value of each code byte (E4M3, E5M2) or nibble (E2M1); integer codes need none. */
+static void code_table(const nf_qweight *q, float table[256])
+{
+    for (unsigned c = 0; c < 256; c++)
+        table[c] = q->codes_kind == NF_QCODES_E4M3   ? nf_e4m3fn_to_f32((uint8_t)c)
+                   : q->codes_kind == NF_QCODES_E5M2 ? nf_f16_to_f32((uint16_t)(c << 8))
+                   : q->codes_kind == NF_QCODES_E2M1 ? nf_e2m1_to_f32((uint8_t)(c & 15))
+                                                     : 0.0f;
 }
 
 nf_status nf_qweight_read_f32(const nf_source *src, const nf_qweight *q, uint64_t r0, uint64_t r1, float *out,
@@ -250,23 +269,83 @@ nf_status nf_qweight_read_f32(const nf_source *src, const nf_qweight *q, uint64_
     nf_status st = NF_OK;
     if (!codes || !raw || !scales || (q->zero_point && !zps)) st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
     float table[256];
-    for (unsigned c = 0; c < 256; c++)
-        table[c] = q->codes_kind == NF_QCODES_E4M3   ? nf_e4m3fn_to_f32((uint8_t)c)
-                   : q->codes_kind == NF_QCODES_E5M2 ? nf_f16_to_f32((uint16_t)(c << 8))
-                   : q->codes_kind == NF_QCODES_E2M1 ? nf_e2m1_to_f32((uint8_t)(c & 15))
-                                                     : 0.0f;
+    code_table(q, table);
     for (uint64_t a = r0; st == NF_OK && a < r1; a += piece) {
         uint64_t b = a + piece < r1 ? a + piece : r1;
         uint64_t sa = a / q->block_rows, sb = (b - 1) / q->block_rows + 1;
         st = nf_source_read_rows(src, q->codes, a, b, codes, (size_t)(piece * row_bytes), err);
-        if (st == NF_OK) st = read_scales(src, q, sa, sb, raw, scales, err);
-        if (st == NF_OK && q->zero_point) st = read_zero_points(src, q, sa, sb, raw, zps, err);
+        if (st == NF_OK) st = read_scales(src, q, sa, 0, (size_t)((sb - sa) * sc), raw, scales, err);
+        if (st == NF_OK && q->zero_point) st = read_zero_points(src, q, sa, sb, 0, sc, raw, zps, err);
         for (uint64_t r = a; st == NF_OK && r < b; r++) {
             uint64_t s = r / q->block_rows - sa;
-            st = decode_row(src, q, r, codes + (r - a) * row_bytes, scales + s * sc, zps ? zps + s * sc : NULL, table,
-                            out + (r - r0) * k, err);
+            st = decode_row(src, q, r, codes + (r - a) * row_bytes, 0, 0, k, scales + s * sc, zps ? zps + s * sc : NULL,
+                            table, out + (r - r0) * k, err);
         }
     }
+    free(codes);
+    free(raw);
+    free(scales);
+    free(zps);
+    return st;
+}
+
+/* The codes of columns [c0, c1) of a row lie in bytes [*b0, *b1) of the row, from column *cbase
+ * on: a byte per code, two per byte (E2M1), or 32 / bits per little-endian int32 word. */
+static void code_bytes(const nf_qweight *q, uint64_t c0, uint64_t c1, uint64_t *cbase, uint64_t *b0, uint64_t *b1)
+{
+    if (q->codes_kind == NF_QCODES_E2M1) {
+        *cbase = c0 & ~(uint64_t)1;
+        *b0 = *cbase / 2;
+        *b1 = (c1 + 1) / 2;
+    } else if (q->codes_kind == NF_QCODES_INT_PACKED) {
+        const uint64_t per = 32 / q->bits;
+        *cbase = c0 / per * per;
+        *b0 = c0 / per * 4;
+        *b1 = (c1 + per - 1) / per * 4;
+    } else {
+        *cbase = c0;
+        *b0 = c0;
+        *b1 = c1;
+    }
+}
+
+/* A span of a row (docs/layouts.md section 12, docs/dialects.md "Values"): only the span's codes
+ * and the scale (zero-point) blocks that cover it are read, so memory is the span's, not the
+ * row's; the values are those nf_qweight_read_f32 gives at those columns, bit for bit (the same
+ * decode_row on the same codes and scales). */
+nf_status nf_qweight_read_f32_span(const nf_source *src, const nf_qweight *q, uint64_t row, uint64_t c0, uint64_t n,
+                                   float *out, size_t out_len, nf_error *err)
+{
+    if (!src || !q || (!out && n)) return nf_error_set(err, NF_ERR_USAGE, "nf_qweight_read_f32_span: missing argument");
+    const uint64_t k = q->shape[1];
+    uint64_t c1;
+    if (row >= q->shape[0] || !nf_add_u64(c0, n, &c1) || c1 > k)
+        return nf_error_set(err, NF_ERR_USAGE,
+                            "tensor '%s': row %" PRIu64 " columns [%" PRIu64 ", +%" PRIu64 ") outside its [%" PRIu64
+                            ", %" PRIu64 "]",
+                            q->codes->name, row, c0, n, q->shape[0], k);
+    if (n > out_len)
+        return nf_error_set(err, NF_ERR_USAGE, "tensor '%s': %" PRIu64 " values do not fit in %zu", q->codes->name, n,
+                            out_len);
+    if (n == 0) return NF_OK;
+    uint64_t cbase, b0, b1;
+    code_bytes(q, c0, c1, &cbase, &b0, &b1);
+    /* the scale row of the row, and its blocks over the span */
+    const uint64_t br = row / q->block_rows, ja = c0 / q->block_cols, jb = (c1 - 1) / q->block_cols + 1;
+    size_t nb = (size_t)(jb - ja);
+    uint8_t *codes = malloc((size_t)(b1 - b0) + 1);
+    uint8_t *raw = malloc(nb * 4 + 4);
+    float *scales = malloc(nb * sizeof *scales);
+    int32_t *zps = q->zero_point ? malloc(nb * sizeof *zps) : NULL;
+    nf_status st = NF_OK;
+    if (!codes || !raw || !scales || (q->zero_point && !zps)) st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    float table[256];
+    code_table(q, table);
+    if (st == NF_OK)
+        st = nf_source_read_bytes(src, q->codes, row * q->codes->row_bytes + b0, codes, (size_t)(b1 - b0), err);
+    if (st == NF_OK) st = read_scales(src, q, br, ja, nb, raw, scales, err);
+    if (st == NF_OK && q->zero_point) st = read_zero_points(src, q, br, br + 1, ja, jb, raw, zps, err);
+    if (st == NF_OK) st = decode_row(src, q, row, codes, cbase, c0, c1, scales, zps, table, out, err);
     free(codes);
     free(raw);
     free(scales);

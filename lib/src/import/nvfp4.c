@@ -196,7 +196,8 @@ nf_status nf_import_nvfp4_rows(const nf_import *imp, const nf_import_chunk *c, n
                 return nf_import_fail(err, NF_ERR_INVALID, imp->scale_name,
                                       "row %" PRIu64 " group %" PRIu64 " (cols %" PRIu64 "..%" PRIu64
                                       "): NVFP4 scale 0x%02X is %s, outside the nvfp4 contract (sign clear, not 0x7F)",
-                                      c->first_row + r, g, g * 16, g * 16 + 15, s,
+                                      c->first_row + r, c->first_col / 16 + g, c->first_col + g * 16,
+                                      c->first_col + g * 16 + 15, s,
                                       (s & 0x7F) == 0x7F ? "NaN" : s == 0x80 ? "-0" : "negative");
             dst_s[g] = s;
         }

@@ -3,7 +3,9 @@
  * columns in order within each plane, at a fixed number of bytes per column unit (a column, a
  * group of row_split, a ggml block), so a span is one run per plane: the same bytes the whole
  * row would have there, padding included (a span ends at the row's end or on a multiple of
- * NF_COLSPAN_ALIGN, which every group and block size divides). */
+ * NF_COLSPAN_ALIGN, which every group and block size divides).  nvfp4's spans are [128, w]
+ * pieces of a 128-row tile band: a run of codes per row, one run of scale tiles (a band's tiles
+ * of 64 columns are 512 contiguous bytes each) and the band's divisor word. */
 #include <inttypes.h>
 
 #include "layout/layout_impl.h"
@@ -21,20 +23,27 @@ bool nf_layout_has_colspans(const nf_geometry *g)
     }
 }
 
+uint64_t nf_layout_colspan_rows(const nf_geometry *g)
+{
+    if (nf_layout_has_colspans(g)) return 1;
+    return g && g->layout && g->format && g->layout->id == NF_LAYOUT_BLOCK_SCALE_K16_M128X4_V1 ? 128 : 0;
+}
+
 nf_status nf_colspan_init(nf_colspan *s, const nf_geometry *whole, uint64_t row, uint64_t c0, uint64_t w, nf_error *err)
 {
     if (!s || !whole) return nf_error_set(err, NF_ERR_USAGE, "nf_colspan_init: missing argument");
-    if (!nf_layout_has_colspans(whole))
+    const uint64_t band = nf_layout_colspan_rows(whole);
+    if (!band)
         return nf_error_set(err, NF_ERR_USAGE, "layout %s has no spans of rows",
                             whole->layout ? whole->layout->name : "(none)");
     uint64_t end;
-    if (row >= whole->rows || w == 0 || !nf_add_u64(c0, w, &end) || end > whole->cols || c0 % NF_COLSPAN_ALIGN != 0 ||
+    if (row >= whole->rows || row % band != 0 || w == 0 || !nf_add_u64(c0, w, &end) || end > whole->cols || c0 % NF_COLSPAN_ALIGN != 0 ||
         (end != whole->cols && w % NF_COLSPAN_ALIGN != 0))
         return nf_error_set(err, NF_ERR_USAGE,
                             "span of row %" PRIu64 " cols [%" PRIu64 ", +%" PRIu64 ") does not fit a [%" PRIu64 ", %" PRIu64
                             "] tensor in multiples of %u columns",
                             row, c0, w, whole->rows, whole->cols, NF_COLSPAN_ALIGN);
-    const uint64_t shape[2] = {1, w};
+    const uint64_t shape[2] = {band, w};
     NF_TRY(nf_geometry_init(&s->g, whole->layout, whole->format, 2, shape, 1, err));
     s->whole = whole;
     s->row = row;
@@ -84,6 +93,18 @@ bool nf_colspan_map(const nf_colspan *s, uint64_t off, uint64_t len, uint64_t *w
         break;
     case NF_LAYOUT_GGUF_BLOCKS_V1:
         *whole_off = row_start + s->c0 / g->format->block_values * g->format->block_bytes + rel;
+        break;
+    case NF_LAYOUT_BLOCK_SCALE_K16_M128X4_V1:
+        if (p == 0) { /* codes: row i of the band, w / 2 bytes from column c0 on */
+            uint64_t rb = g->cols / 2, i = rel / rb, j = rel % rb;
+            *whole_off = pw->offset + (s->row + i) * (wg->cols / 2) + s->c0 / 2 + j;
+            left = rb - j;
+        } else if (p == 1) { /* scales: the band's tiles from column c0 on (docs/layouts.md 5.2) */
+            *whole_off = pw->offset + (s->row / 128 * (wg->cols / 64) + s->c0 / 64) * 512 + rel;
+        } else { /* the band's divisor word (a divisor covers whole bands), shared */
+            *whole_off = pw->offset + s->row / (wg->rows / wg->divisors) * 4 + rel;
+            *shared = true;
+        }
         break;
     default: /* contiguous: a fixed number of bytes per column */
         *whole_off = row_start + s->c0 * (pw->row_bytes / wg->cols) + rel;
