@@ -1,7 +1,7 @@
 /* ggml_quantize (docs/methods.md "ggml_quantize"): the blocks of every supported type compared
  * byte for byte with the bytes ggml itself wrote for tests/data/gguf/source.f32
  * (tests/data/gguf/MANIFEST.md: ggml_quantize_chunk without an importance matrix for these
- * types), plus the refusals (row length, non-finite values, overflowing scales, parameters) and
+ * types; tests/data/gguf/extra for the importance paths and unusual rows), plus the refusals (row length, non-finite values, overflowing scales, parameters) and
  * properties of the importance path that the fixtures do not cover byte for byte. */
 #include <criterion/criterion.h>
 
@@ -203,8 +203,7 @@ static double sq_error(const qtype *t, const float *x, const uint8_t *blocks, co
 }
 
 /* With the fixtures' importance vector: deterministic, every block valid (finite scales), and
- * the importance-weighted error within a small factor of the path without it.  (Byte identity of
- * this path is checked only where tests/data/gguf holds ggml's bytes for it.) */
+ * the importance-weighted error within a small factor of the path without it. */
 Test(ggml_quant, importance_path_properties)
 {
     float *x = source();
@@ -237,34 +236,49 @@ Test(ggml_quant, importance_path_properties)
     free(x);
 }
 
-/* Rows of every kind: all zero, one outlier, subnormals, a huge dynamic range.  Each encodes
- * (both paths), deterministically, to blocks with finite scales. */
-Test(ggml_quant, special_rows)
+/* ggml's bytes for its importance paths and for rows of every kind (all zero, an outlier,
+ * subnormals, a huge dynamic range, -0.0), made by ggml itself (tests/data/gguf/README.md,
+ * "Extra vectors"). */
+static void expect_extra(const qtype *t, const char *variant, const float *x, uint64_t rows, const float *imp)
 {
-    static float x[6 * COLS], imp[COLS];
-    for (int c = 0; c < COLS; c++) {
-        imp[c] = 1.0f + (float)(c % 3);
-        x[0 * COLS + c] = 0.0f;
-        x[1 * COLS + c] = c == 100 ? 50.0f : 0.001f * (float)(c % 11 - 5);
-        x[2 * COLS + c] = (c % 2 ? 1.0f : -1.0f) * 1e-40f * (float)(c % 9);
-        x[3 * COLS + c] = (c % 2 ? 1.0f : -1.0f) * powf(10.0f, (float)(c % 16) - 12.0f);
-        x[4 * COLS + c] = c % 32 == 0 ? -0.0f : 1e-3f;
-        x[5 * COLS + c] = 1000.0f * sinf((float)c);
+    char name[96];
+    snprintf(name, sizeof name, "extra/%s.%s.qbytes", t->stem, variant);
+    size_t len;
+    uint8_t *want = slurp(name, &len);
+    cr_assert_eq(len, rows * row_bytes(t, COLS), "%s", name);
+    uint8_t *got = calloc(1, len);
+    nf_error err = {0};
+    cr_assert_eq(encode(t, x, 0, rows, COLS, imp, got, &err), NF_OK, "%s: %s", name, err.message);
+    size_t first = len;
+    for (size_t b = 0; b < len && first == len; b++)
+        if (got[b] != want[b]) first = b;
+    cr_expect_eq(first, len, "%s: first differing byte %zu (row %zu, block %zu, byte %zu)", name, first,
+                 first / row_bytes(t, COLS), first % row_bytes(t, COLS) / t->bb, first % t->bb);
+    free(got);
+    free(want);
+}
+
+Test(ggml_quant, same_bytes_as_ggml_with_importance)
+{
+    float *x = source();
+    size_t len;
+    float *imp = (float *)slurp("imatrix.f32", &len);
+    cr_assert_eq(len, sizeof(float) * COLS);
+    for (size_t i = 0; i < NTYPES; i++) expect_extra(&TYPES[i], "imatrix", x, ROWS, imp);
+    free(imp);
+    free(x);
+}
+
+Test(ggml_quant, same_bytes_as_ggml_special_rows)
+{
+    size_t len;
+    float *x = (float *)slurp("extra/special.f32", &len);
+    cr_assert_eq(len, sizeof(float) * 6 * COLS);
+    float *imp = (float *)slurp("imatrix.f32", &len);
+    for (size_t i = 0; i < NTYPES; i++) {
+        expect_extra(&TYPES[i], "special", x, 6, NULL);
+        expect_extra(&TYPES[i], "special.imatrix", x, 6, imp);
     }
-    for (size_t i = 0; i < NTYPES; i++)
-        for (int withimp = 0; withimp < 2; withimp++) {
-            const qtype *t = &TYPES[i];
-            size_t n = 6 * row_bytes(t, COLS);
-            uint8_t *a = calloc(1, n), *b = calloc(1, n);
-            nf_error err = {0};
-            cr_assert_eq(encode(t, x, 0, 6, COLS, withimp ? imp : NULL, a, &err), NF_OK, "%s: %s", t->stem,
-                         err.message);
-            cr_assert_eq(encode(t, x, 0, 6, COLS, withimp ? imp : NULL, b, &err), NF_OK);
-            cr_expect_eq(memcmp(a, b, n), 0, "%s", t->stem);
-            nf_ggml_bad_scale bad;
-            cr_expect(!nf_ggml_find_nonfinite_scale(nf_format_by_id(t->id), a, 0, 6 * COLS / t->qk, &bad), "%s",
-                      t->stem);
-            free(a);
-            free(b);
-        }
+    free(imp);
+    free(x);
 }
