@@ -308,7 +308,8 @@ Test(method_table, targets)
                       f->id == NF_FMT_Q2_G64_FP16 || f->id == NF_FMT_Q8_G32_FP16 || f->category == NF_CAT_GGUF;
         bool ggml = f->id == NF_FMT_GGUF_Q8_0 || f->id == NF_FMT_GGUF_Q4_0 || f->id == NF_FMT_GGUF_Q5_0 ||
                     f->id == NF_FMT_GGUF_Q2_K || f->id == NF_FMT_GGUF_Q3_K || f->id == NF_FMT_GGUF_Q4_K ||
-                    f->id == NF_FMT_GGUF_Q5_K || f->id == NF_FMT_GGUF_Q6_K;
+                    f->id == NF_FMT_GGUF_Q5_K || f->id == NF_FMT_GGUF_Q6_K || f->id == NF_FMT_GGUF_IQ4_NL ||
+                    f->id == NF_FMT_GGUF_IQ4_XS;
         bool want[NF_METHOD_COUNT] = {direct, quant, quant, fp8, import, ggml};
         for (int m = 0; m < NF_METHOD_COUNT; m++) {
             nf_error err = {0};

@@ -5,6 +5,7 @@
  * properties of the importance path that the fixtures do not cover byte for byte. */
 #include <criterion/criterion.h>
 
+#include <stdbool.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -47,7 +48,10 @@ static const qtype TYPES[] = {
     {NF_FMT_GGUF_Q8_0, "q8_0", 32, 34},   {NF_FMT_GGUF_Q4_0, "q4_0", 32, 18},   {NF_FMT_GGUF_Q5_0, "q5_0", 32, 22},
     {NF_FMT_GGUF_Q2_K, "q2_k", 256, 84},  {NF_FMT_GGUF_Q3_K, "q3_k", 256, 110}, {NF_FMT_GGUF_Q4_K, "q4_k", 256, 144},
     {NF_FMT_GGUF_Q5_K, "q5_k", 256, 176}, {NF_FMT_GGUF_Q6_K, "q6_k", 256, 210},
+    /* MANIFEST.md: ggml wrote the IQ fixtures with imatrix.f32 */
+    {NF_FMT_GGUF_IQ4_NL, "iq4_nl", 32, 18},  {NF_FMT_GGUF_IQ4_XS, "iq4_xs", 256, 136},
 };
+static bool is_iq(const qtype *t) { return t->stem[0] == 'i'; }
 #define NTYPES (sizeof TYPES / sizeof TYPES[0])
 
 static float *source(void)
@@ -73,6 +77,8 @@ static size_t row_bytes(const qtype *t, uint64_t cols) { return (size_t)(cols / 
 Test(ggml_quant, same_bytes_as_ggml)
 {
     float *x = source();
+    size_t ilen;
+    float *imatrix = (float *)slurp("imatrix.f32", &ilen);
     for (size_t i = 0; i < NTYPES; i++) {
         char name[64];
         snprintf(name, sizeof name, "%s.qbytes", TYPES[i].stem);
@@ -81,7 +87,8 @@ Test(ggml_quant, same_bytes_as_ggml)
         cr_assert_eq(len, ROWS * row_bytes(&TYPES[i], COLS), "%s", name);
         uint8_t *got = calloc(1, len);
         nf_error err = {0};
-        cr_assert_eq(encode(&TYPES[i], x, 0, ROWS, COLS, NULL, got, &err), NF_OK, "%s: %s", name, err.message);
+        cr_assert_eq(encode(&TYPES[i], x, 0, ROWS, COLS, is_iq(&TYPES[i]) ? imatrix : NULL, got, &err), NF_OK, "%s: %s",
+                     name, err.message);
         size_t first = len;
         for (size_t b = 0; b < len && first == len; b++)
             if (got[b] != want[b]) first = b;
@@ -92,6 +99,7 @@ Test(ggml_quant, same_bytes_as_ggml)
         free(got);
         free(want);
     }
+    free(imatrix);
     free(x);
 }
 
@@ -165,6 +173,8 @@ Test(ggml_quant, refuses_scales_beyond_binary16)
 Test(ggml_quant, targets_and_parameters)
 {
     nf_error err = {0};
+    cr_assert_eq(nf_method_check_target(NF_METHOD_GGML_QUANTIZE, nf_format_by_id(NF_FMT_GGUF_Q2_0), NULL),
+                 NF_ERR_INVALID);
     cr_assert_eq(nf_method_check_target(NF_METHOD_GGML_QUANTIZE, nf_format_by_id(NF_FMT_GGUF_IQ2_XXS), &err),
                  NF_ERR_INVALID);
     cr_expect(strstr(err.message, "ggml_quantize cannot target gguf_iq2_xxs"), "%s", err.message);
@@ -224,7 +234,9 @@ Test(ggml_quant, importance_path_properties)
                   t->stem);
         double ew = sq_error(t, x, a, imp), ep = sq_error(t, x, plain, imp);
         cr_expect(ew <= 1.25 * ep, "%s: weighted error %g with importance, %g without", t->stem, ew, ep);
-        if (t->id != NF_FMT_GGUF_Q8_0) /* Q8_0 ignores it, as ggml does */
+        if (is_iq(t)) /* the IQ4 types' plain path weighs by x^2 instead */
+            cr_expect_neq(memcmp(a, plain, n), 0, "%s: importance changed nothing", t->stem);
+        else if (t->id != NF_FMT_GGUF_Q8_0) /* Q8_0 ignores it, as ggml does */
             cr_expect_neq(memcmp(a, plain, n), 0, "%s: importance changed nothing", t->stem);
         else
             cr_expect_eq(memcmp(a, plain, n), 0, "q8_0 must ignore the importance");
@@ -258,13 +270,16 @@ static void expect_extra(const qtype *t, const char *variant, const float *x, ui
     free(want);
 }
 
-Test(ggml_quant, same_bytes_as_ggml_with_importance)
+Test(ggml_quant, same_bytes_as_ggml_other_path)
 {
     float *x = source();
     size_t len;
     float *imp = (float *)slurp("imatrix.f32", &len);
     cr_assert_eq(len, sizeof(float) * COLS);
-    for (size_t i = 0; i < NTYPES; i++) expect_extra(&TYPES[i], "imatrix", x, ROWS, imp);
+    for (size_t i = 0; i < NTYPES; i++) {
+        if (is_iq(&TYPES[i])) expect_extra(&TYPES[i], "plain", x, ROWS, NULL); /* the fixture is the imatrix one */
+        else expect_extra(&TYPES[i], "imatrix", x, ROWS, imp);
+    }
     free(imp);
     free(x);
 }

@@ -8,7 +8,8 @@
  *   grouped_search  q4 / q5 / q6 / q8: absmax plus 68 candidate scales, importance-weighted
  *                   (docs/methods.md, grouped_search)
  *   fp8_row_maxabs  fp8_e4m3fn_row_bf16 / _fp16: BF16-rounded rows, one scale per row (5.5)
- *   ggml_quantize   gguf_q8_0 / q4_0 / q5_0 / q2_k ... q6_k: the bytes ggml's quantizer writes
+ *   ggml_quantize   gguf_q8_0 / q4_0 / q5_0 / q2_k ... q6_k / iq4_nl / iq4_xs: the bytes ggml's
+ *                   quantizer writes
  *                   (docs/methods.md, ggml_quantize)
  *
  * Chunks.  A call encodes a chunk of consecutive rows [first_row, first_row + rows) of one
@@ -182,7 +183,7 @@ NF_API nf_status nf_fp8_row_maxabs_rows(const nf_format *fmt, const nf_src_rows 
                                         nf_error *err);
 
 /* ggml_quantize (gguf_q8_0, gguf_q4_0, gguf_q5_0, gguf_q2_k, gguf_q3_k, gguf_q4_k, gguf_q5_k,
- *   gguf_q6_k): the blocks ggml_quantize_chunk writes for the same binary32 values, byte for
+ *   gguf_q6_k, gguf_iq4_nl, gguf_iq4_xs): the blocks ggml_quantize_chunk writes for the same binary32 values, byte for
  *   byte (docs/methods.md names the ggml version).  out->blocks receives rows * (cols / block
  *   values) blocks.  params->importance, when given, takes ggml's importance path (Q8_0 ignores
  *   it, as ggml does); negative_scales is refused.  A row length (or span) that is not a
