@@ -854,7 +854,7 @@ static nf_status gq_load(const nf_src_rows *src, uint64_t r, size_t c0, size_t n
     nf_method_load_f32(src, r, c0, n, x);
     size_t bad = nf_method_first_nonfinite(x, n);
     if (bad < n)
-        return nf_method_row_error(err, NF_ERR_INVALID, src, r, "col %" PRIu64 ": source value %s is not finite",
+        return nf_method_row_error(err, NF_ERR_INVALID, src, r, " col %" PRIu64 ": source value %s is not finite",
                                    (uint64_t)nf_method_col(src, c0 + bad), nf_method_nonfinite_name(x[bad]));
     return NF_OK;
 }
@@ -868,11 +868,26 @@ static nf_status gq_check_scales(const nf_format *fmt, const nf_src_rows *src, u
     if (!nf_ggml_find_nonfinite_scale(fmt, blk, 0, 1, &bad)) return NF_OK;
     const char *what = nf_ggml_f16_nonfinite_name(bad.word);
     return nf_method_row_error(err, NF_ERR_INVALID, src, r,
-                               "block %" PRIu64 " (cols %" PRIu64 "..%" PRIu64 "): %s scale %s would be %s: the "
+                               " block %" PRIu64 " (cols %" PRIu64 "..%" PRIu64 "): %s scale %s would be %s: the "
                                "values are too large for binary16",
                                (uint64_t)(c0 / fmt->block_values), (uint64_t)nf_method_col(src, c0),
                                (uint64_t)nf_method_col(src, c0 + fmt->block_values - 1), nf_ggml_block_name(fmt),
                                bad.field, what ? what : "not finite");
+}
+
+/* A value of 2^64 or more: ggml squares the values for its weights, the square is infinite, and
+ * ggml then writes a block of zero scales (Q3_K, Q6_K, ...) or an infinite one.  No gguf_* block
+ * holds such a value (the largest is below 2^32), so the method refuses it as too large. */
+static nf_status gq_check_range(const nf_format *fmt, const nf_src_rows *src, uint64_t r, size_t c0, const float *x,
+                                nf_error *err)
+{
+    for (size_t j = 0; j < fmt->block_values; j++)
+        if (fabsf(x[j]) >= 18446744073709551616.0f)
+            return nf_method_row_error(err, NF_ERR_INVALID, src, r,
+                                       " col %" PRIu64 ": source value %g is too large for %s (its square overflows "
+                                       "binary32 in ggml's weights; blocks hold magnitudes below 2^32)",
+                                       (uint64_t)nf_method_col(src, c0 + j), (double)x[j], fmt->name);
+    return NF_OK;
 }
 
 static nf_status gq_encode_row(const nf_format *fmt, const gq_type *t, const float *imp, const nf_src_rows *src,
@@ -892,6 +907,7 @@ static nf_status gq_encode_row(const nf_format *fmt, const gq_type *t, const flo
     }
     for (size_t c0 = 0, blk = 0; c0 < k; c0 += bv, blk++) {
         NF_TRY(gq_load(src, r, c0, bv, x, err));
+        NF_TRY(gq_check_range(fmt, src, r, c0, x, err));
         uint8_t *b = out + blk * bb;
         t->encode(x, imp ? imp + c0 : NULL, sigma2, b);
         NF_TRY(gq_check_scales(fmt, src, r, c0, b, err));
