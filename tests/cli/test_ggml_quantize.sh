@@ -2,8 +2,8 @@
 # ggml_quantize (docs/methods.md): a checkpoint holding tests/data/gguf/source.f32 converted to
 # gguf_* blocks by a recipe rule and by quick mode; ninfer-verify accepts the artifact, its object
 # holds exactly ggml's bytes (tests/data/gguf/<t>.qbytes, written by ggml itself) and decodes to
-# ggml's dequantized values.  Row lengths off the block and NaN sources are refused with exit 1,
-# naming the tensor, and nothing is written.
+# ggml's dequantized values.  Row lengths off the block (the planner, before any work) and NaN
+# sources (the method) are refused with exit 1, naming the tensor, and nothing is written.
 # usage: test_ggml_quantize.sh BIN_DIR DATA_DIR
 # shellcheck source=tests/cli/lib.sh
 . "$(dirname "$0")/lib.sh" "$@"
@@ -55,14 +55,17 @@ done
 # quick mode
 run 0 "$bin/ninfer-convert" "$work/ck" -o "$work/o/quick.ninfer" --format gguf_q4_k --method ggml_quantize
 check_ggml "$work/o/quick.ninfer" w q4_k
-run 0 "$bin/ninfer-inspect" "$work/o/quick.ninfer"
-contains "$work/out" "ggml_quantize"
+python3 - "$work/o/quick.ninfer.conversion.json" <<'PY' && ok || bad "the report does not name ggml_quantize for w"
+import json, sys
+o = [x for x in json.load(open(sys.argv[1]))['objects'] if x['object'] == 'w'][0]
+assert o['method'] == 'ggml_quantize' and o['format'] == 'gguf_q4_k', o
+PY
 
 # refusals: exit 1, the tensor named, nothing written
 mkdir "$work/o2"
 run 1 "$bin/ninfer-convert" "$work/odd" -o "$work/o2/odd.ninfer" --format gguf_q4_0 --method ggml_quantize
 contains "$work/err" "w.odd"
-contains "$work/err" "row length 500 is not a multiple of gguf_q4_0's block of 32 values"
+contains "$work/err" "format 'gguf_q4_0' needs K % 32 == 0 (whole ggml blocks per row), got K=500"
 run 1 "$bin/ninfer-convert" "$work/nan" -o "$work/o2/nan.ninfer" --format gguf_q6_k --method ggml_quantize
 contains "$work/err" "w.nan"
 contains "$work/err" "row 3 col 300: source value NaN is not finite"
