@@ -61,6 +61,33 @@ o = [x for x in json.load(open(sys.argv[1]))['objects'] if x['object'] == 'w'][0
 assert o['method'] == 'ggml_quantize' and o['format'] == 'gguf_q4_k', o
 PY
 
+# the artifact re-derives from its checkpoint, bit for bit
+run 0 "$bin/ninfer-verify" "$work/o/quick.ninfer" --against "$work/ck"
+
+# with an importance matrix (llama-imatrix's file holding imatrix.f32 for w, counts 1): ggml's
+# importance path, whose bytes ggml wrote into tests/data/gguf/extra (its README)
+python3 - "$work/ck/imatrix.gguf" "$data/gguf/imatrix.f32" "$top/tests/cli" <<'PY'
+import struct, sys
+sys.path.insert(0, sys.argv[3])
+from gen_imatrix import write_imatrix
+raw = open(sys.argv[2], 'rb').read()
+write_imatrix(sys.argv[1], [('w', list(struct.unpack('<512f', raw)))])
+PY
+printf 'recipe: 1\nsources:\n  base: %s\n  im: %s\ndefaults: {format: fp32}\nrules:\n  - match: w\n    format: gguf_q5_k\n    method: ggml_quantize\n    with: {imatrix: im}\n' \
+    "$work/ck" "$work/ck/imatrix.gguf" >"$work/im.yaml"
+run 0 "$bin/ninfer-convert" -r "$work/im.yaml" -o "$work/o/im.ninfer"
+run 0 "$bin/ninfer-verify" "$work/o/im.ninfer"
+python3 - "$work/o/im.ninfer" "$data/gguf/extra/q5_k.imatrix.qbytes" <<'PY' && ok || bad "im.ninfer does not hold ggml's q5_k imatrix bytes"
+import sys
+art, want = open(sys.argv[1], 'rb').read(), open(sys.argv[2], 'rb').read()
+at = art.find(want)
+assert at >= 0 and at % 256 == 0, at
+PY
+# ggml_quantize takes imatrix only
+sed 's/with: {imatrix: im}/with: {imatrix: im, negative_scales: true}/' "$work/im.yaml" >"$work/neg.yaml"
+run 1 "$bin/ninfer-convert" -r "$work/neg.yaml" -o "$work/o/neg.ninfer"
+contains "$work/err" "unknown parameter 'negative_scales' of ggml_quantize (expected imatrix)"
+
 # refusals: exit 1, the tensor named, nothing written
 mkdir "$work/o2"
 run 1 "$bin/ninfer-convert" "$work/odd" -o "$work/o2/odd.ninfer" --format gguf_q4_0 --method ggml_quantize
