@@ -8,6 +8,9 @@
  *   grouped_search  q4 / q5 / q6 / q8: absmax plus 68 candidate scales, importance-weighted
  *                   (docs/methods.md, grouped_search)
  *   fp8_row_maxabs  fp8_e4m3fn_row_bf16 / _fp16: BF16-rounded rows, one scale per row (5.5)
+ *   ggml_quantize   gguf_q8_0 / q4_0 / q5_0 / q2_k ... q6_k / iq4_nl / iq4_xs: the bytes ggml's
+ *                   quantizer writes
+ *                   (docs/methods.md, ggml_quantize)
  *
  * Chunks.  A call encodes a chunk of consecutive rows [first_row, first_row + rows) of one
  * [N,K] matrix (a direct tensor is viewed as rows x last dimension, as layout.h does).  Every
@@ -58,6 +61,7 @@ typedef enum nf_method_id {
     NF_METHOD_FP8_ROW_MAXABS,
     NF_METHOD_IMPORT_ENCODED, /* named for recipes and target checks; copies words, so it has
                                  no row encoder here */
+    NF_METHOD_GGML_QUANTIZE,  /* gguf_* blocks with ggml's own bytes (docs/methods.md) */
     NF_METHOD_COUNT
 } nf_method_id;
 
@@ -115,7 +119,8 @@ typedef struct nf_src_rows {
 } nf_src_rows;
 
 /* ---------------------------------------------------------------- parameters */
-/* Parameters of grouped_search; the other methods take none (zero-initialised or NULL). */
+/* Parameters of grouped_search and (importance only) ggml_quantize; the other methods take none
+ * (zero-initialised or NULL). */
 typedef struct nf_method_params {
     /* One weight per input channel (column), K binary32 values, finite and >= 0 (the
      * importance-matrix vector of the tensor).  NULL: every channel weighs 1. */
@@ -177,8 +182,19 @@ NF_API nf_status nf_grouped_search_rows(const nf_format *fmt, const nf_method_pa
 NF_API nf_status nf_fp8_row_maxabs_rows(const nf_format *fmt, const nf_src_rows *src, nf_words *out,
                                         nf_error *err);
 
-/* Dispatch to one of the four encoders above (import_encoded -> NF_ERR_USAGE).  params is only
- * read by grouped_search; the others refuse non-empty parameters. */
+/* ggml_quantize (gguf_q8_0, gguf_q4_0, gguf_q5_0, gguf_q2_k, gguf_q3_k, gguf_q4_k, gguf_q5_k,
+ *   gguf_q6_k, gguf_iq4_nl, gguf_iq4_xs): the blocks ggml_quantize_chunk writes for the same binary32 values, byte for
+ *   byte (docs/methods.md names the ggml version).  out->blocks receives rows * (cols / block
+ *   values) blocks.  params->importance, when given, takes ggml's importance path (Q8_0 ignores
+ *   it, as ggml does); negative_scales is refused.  A row length (or span) that is not a
+ *   multiple of the block's values, a non-finite source value, and a block whose d or dmin would
+ *   overflow binary16 are refused with the tensor, row and column or block.  Q4_0 and Q5_0 with
+ *   importance weigh by the whole row, so they refuse a span of a row (NF_ERR_USAGE). */
+NF_API nf_status nf_ggml_quantize_rows(const nf_format *fmt, const nf_method_params *params, const nf_src_rows *src,
+                                       nf_words *out, nf_error *err);
+
+/* Dispatch to one of the five encoders above (import_encoded -> NF_ERR_USAGE).  params is only
+ * read by grouped_search and ggml_quantize; the others refuse non-empty parameters. */
 NF_API nf_status nf_method_encode_rows(nf_method_id id, const nf_format *fmt, const nf_method_params *params,
                                        const nf_src_rows *src, nf_words *out, nf_error *err);
 

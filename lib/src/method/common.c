@@ -19,6 +19,7 @@ static const char *const method_names[NF_METHOD_COUNT] = {
     [NF_METHOD_GROUPED_SEARCH] = "grouped_search",
     [NF_METHOD_FP8_ROW_MAXABS] = "fp8_row_maxabs",
     [NF_METHOD_IMPORT_ENCODED] = "import_encoded",
+    [NF_METHOD_GGML_QUANTIZE] = "ggml_quantize",
 };
 
 const char *nf_method_name(nf_method_id id)
@@ -79,6 +80,26 @@ nf_status nf_method_check_target(nf_method_id id, const nf_format *fmt, nf_error
             return cannot_target(id, fmt,
                                  "it targets nvfp4, fp8_e4m3fn_row_bf16, t2_g128_fp16, q2_g64_fp16, "
                                  "q8_g32_fp16 and the gguf_* formats",
+                                 err);
+        }
+    case NF_METHOD_GGML_QUANTIZE:
+        /* the block types whose ggml encoder is reproduced byte for byte (docs/methods.md,
+         * ggml_quantize); the IQ types are not (yet) */
+        switch (fmt->id) {
+        case NF_FMT_GGUF_Q8_0:
+        case NF_FMT_GGUF_Q4_0:
+        case NF_FMT_GGUF_Q5_0:
+        case NF_FMT_GGUF_Q2_K:
+        case NF_FMT_GGUF_Q3_K:
+        case NF_FMT_GGUF_Q4_K:
+        case NF_FMT_GGUF_Q5_K:
+        case NF_FMT_GGUF_Q6_K:
+        case NF_FMT_GGUF_IQ4_NL:
+        case NF_FMT_GGUF_IQ4_XS: return NF_OK;
+        default:
+            return cannot_target(id, fmt,
+                                 "it targets gguf_q8_0, gguf_q4_0, gguf_q5_0, gguf_q2_k, gguf_q3_k, gguf_q4_k, "
+                                 "gguf_q5_k, gguf_q6_k, gguf_iq4_nl and gguf_iq4_xs",
                                  err);
         }
     case NF_METHOD_COUNT: break;
@@ -221,11 +242,13 @@ nf_status nf_method_check_rows(const nf_src_rows *src, const nf_words *out, size
 nf_status nf_method_check_params(nf_method_id id, const nf_method_params *params, uint64_t cols, nf_error *err)
 {
     if ((unsigned)id >= NF_METHOD_COUNT) return nf_error_set(err, NF_ERR_USAGE, "method id %d is out of range", (int)id);
-    if (id != NF_METHOD_GROUPED_SEARCH) {
+    if (id != NF_METHOD_GROUPED_SEARCH && id != NF_METHOD_GGML_QUANTIZE) {
         if (!nf_method_params_empty(params))
             return nf_error_set(err, NF_ERR_INVALID, "%s takes no parameters", method_names[id]);
         return NF_OK;
     }
+    if (id == NF_METHOD_GGML_QUANTIZE && params && params->negative_scales)
+        return nf_error_set(err, NF_ERR_INVALID, "ggml_quantize takes only imatrix, not negative_scales");
     if (!params || !params->importance) {
         if (params && params->importance_len != 0)
             return nf_error_set(err, NF_ERR_USAGE, "importance length %" PRIu64 " given without values",

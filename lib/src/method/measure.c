@@ -5,6 +5,7 @@
  * rows are widened and reconstructed into two binary32 rows first. */
 #include <stdlib.h>
 
+#include "format/ggml.h"
 #include "method/common.h"
 #include "method/method_impl.h"
 #include "method/measure.h"
@@ -32,6 +33,10 @@ static void represented_row(const nf_format *f, const nf_words *w, size_t r, siz
         for (size_t c = 0; c < k; c++) y[c] = table[w->codes8[r * k + c]];
         return;
     }
+    case NF_CAT_GGUF: /* ggml_quantize: ggml's own dequantization of the row's blocks */
+        if (nf_ggml_dequant_row(f, w->blocks + r * (k / f->block_values * f->block_bytes), k, y, NULL) == NF_OK) return;
+        for (size_t c = 0; c < k; c++) y[c] = nf_f32_from_bits(0x7FC00000u);
+        return;
     default: /* no method writes other formats */
         for (size_t c = 0; c < k; c++) y[c] = nf_f32_from_bits(0x7FC00000u);
         return;

@@ -74,14 +74,17 @@ bool recipe_check_with(const char *method, const json_t *with, char *why, size_t
     if (json_object_size(with) == 0 || !method) return true;
     /* a tensor left to the budget: its with is for its grouped_search candidates */
     bool search = !strcmp(method, "grouped_search") || !strcmp(method, NF_RECIPE_BUDGET);
+    /* ggml_quantize takes only an importance matrix (docs/methods.md, ggml_quantize) */
+    bool ggml = !strcmp(method, "ggml_quantize");
     size_t i = 0;
     const char *key;
     json_t *v;
     json_object_foreach((json_t *)with, key, v) {
         *bad_index = i++;
         char got[96];
-        if (!search) {
-            snprintf(why, why_size, "method %s takes no parameters, got '%s'", method, key);
+        if (!search && !(ggml && !strcmp(key, "imatrix"))) {
+            if (ggml) snprintf(why, why_size, "unknown parameter '%s' of ggml_quantize (expected imatrix)", key);
+            else snprintf(why, why_size, "method %s takes no parameters, got '%s'", method, key);
             return false;
         }
         if (!strcmp(key, "imatrix")) {

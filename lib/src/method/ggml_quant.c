@@ -1,0 +1,949 @@
+/* ggml_quantize (docs/methods.md "ggml_quantize"): binary32 source rows into the gguf_* block
+ * formats, giving the bytes ggml's own quantizer writes for them (ggml_quantize_chunk, which
+ * llama-quantize calls) at the ggml version docs/methods.md names.
+ *
+ * Every choice below -- the order of each binary32 operation, the integer conversions, which
+ * path runs with and without an importance vector -- is the one ggml makes, because the point of
+ * the method is the same bytes (docs/methods.md lists the facts per type).  The arithmetic is
+ * plain binary32 without contraction (-ffp-contract=off, docs/library.md "Build flags"), as in
+ * ggml's portable build.  Scalar C only; a faster variant must give the same bytes.
+ *
+ * Layering: below the dispatcher (dispatch.c); uses common.c's checks and messages and the
+ * format module's interface (format/ggml.h) for the non-finite scale check. */
+#include <inttypes.h>
+#include <math.h>
+#include <string.h>
+
+#include "format/ggml.h"
+#include "method/common.h"
+#include "method/method_impl.h"
+
+#define GQ_SUPER 256u          /* values of a k-quant super-block (ggml's QK_K) */
+#define GQ_ZERO_EPS 1e-15f     /* below this a group's largest magnitude counts as all zero */
+
+/* ---------------------------------------------------------------- ggml's scalar primitives */
+
+/* ggml's round-to-integer: add 1.5 * 2^23 and read the low mantissa bits.  For |f| < 2^22 it is
+ * round to nearest, ties to even; beyond that it gives what the bits give, as ggml does (its
+ * range assert is compiled out), so the bytes match for any input. */
+static inline int gq_nearest(float f)
+{
+    float v = f + 12582912.0f;
+    int32_t i;
+    memcpy(&i, &v, sizeof i);
+    return (i & 0x007FFFFF) - 0x00400000;
+}
+
+/* float -> int8 as x86-64 converts it (cvttss2si, then the low byte): truncation toward zero,
+ * and 0 for NaN or a value outside int32 (the "integer indefinite" 0x80000000).  ggml's Q4_0 and
+ * Q5_0 reference encoders convert with a plain cast; with a tiny scale the product can be
+ * infinite, and the byte ggml then stores is this one. */
+static inline int gq_trunc_i8(float f)
+{
+    int32_t i = (f > -2147483904.0f && f < 2147483648.0f) ? (int32_t)f : INT32_MIN;
+    return (int8_t)(uint8_t)((uint32_t)i & 0xFFu);
+}
+
+static inline int gq_min(int a, int b) { return a < b ? a : b; }
+static inline int gq_max(int a, int b) { return a > b ? a : b; }
+static inline int gq_clamp(int v, int lo, int hi) { return gq_max(lo, gq_min(hi, v)); }
+
+/* A binary16 field of a block, little-endian. */
+static inline void gq_put_f16(uint8_t *p, float f)
+{
+    uint16_t h = nf_f32_to_f16(f);
+    p[0] = (uint8_t)(h & 0xFFu);
+    p[1] = (uint8_t)(h >> 8);
+}
+
+static inline float gq_get_f16(const uint8_t *p) { return nf_f16_to_f32((uint16_t)(p[0] | (unsigned)p[1] << 8)); }
+
+static inline float gq_f(int v) { return (float)v; }
+
+/* ---------------------------------------------------------------- ggml's scale searches */
+
+/* Symmetric codes l in [-nmax, nmax) for n values, weighted least squares over 18 trial inverse
+ * scales around -nmax / max (ggml's make_qx_quants, rmse_type 1).  L receives l + nmax; the
+ * return is the scale.  Weights qw, or x^2 when NULL.  An all-zero group gives L = 0, scale 0. */
+static float gq_fit_signed(int n, int nmax, const float *x, int8_t *L, const float *qw)
+{
+    float max = 0.0f, amax = 0.0f;
+    for (int i = 0; i < n; i++) {
+        float ax = fabsf(x[i]);
+        if (ax > amax) {
+            amax = ax;
+            max = x[i];
+        }
+    }
+    if (amax < GQ_ZERO_EPS) {
+        memset(L, 0, (size_t)n);
+        return 0.0f;
+    }
+    float iscale = gq_f(-nmax) / max;
+    float sumlx = 0.0f, suml2 = 0.0f;
+    for (int i = 0; i < n; i++) {
+        int l = gq_clamp(gq_nearest(iscale * x[i]), -nmax, nmax - 1);
+        L[i] = (int8_t)(l + nmax);
+        float w = qw ? qw[i] : x[i] * x[i];
+        sumlx += w * x[i] * gq_f(l);
+        suml2 += w * gq_f(l) * gq_f(l);
+    }
+    float scale = suml2 != 0.0f ? sumlx / suml2 : 0.0f;
+    float best = scale * sumlx;
+    for (int is = -9; is <= 9; is++) {
+        if (is == 0) continue;
+        iscale = -(gq_f(nmax) + 0.1f * gq_f(is)) / max;
+        sumlx = suml2 = 0.0f;
+        for (int i = 0; i < n; i++) {
+            int l = gq_clamp(gq_nearest(iscale * x[i]), -nmax, nmax - 1);
+            float w = qw ? qw[i] : x[i] * x[i];
+            sumlx += w * x[i] * gq_f(l);
+            suml2 += w * gq_f(l) * gq_f(l);
+        }
+        if (suml2 > 0.0f && sumlx * sumlx > best * suml2) {
+            for (int i = 0; i < n; i++) L[i] = (int8_t)(nmax + gq_clamp(gq_nearest(iscale * x[i]), -nmax, nmax - 1));
+            scale = sumlx / suml2;
+            best = scale * sumlx;
+        }
+    }
+    return scale;
+}
+
+/* Q3_K's codes without an importance vector (ggml's make_q3_quants with do_rmse): the codes of
+ * -nmax / max, then up to 5 sweeps that move single codes while the x^2-weighted fit improves.
+ * L receives l + nmax, except that an all-zero group leaves L = 0 (as ggml does). */
+static float gq_fit_q3(int n, int nmax, const float *x, int8_t *L)
+{
+    float max = 0.0f, amax = 0.0f;
+    for (int i = 0; i < n; i++) {
+        float ax = fabsf(x[i]);
+        if (ax > amax) {
+            amax = ax;
+            max = x[i];
+        }
+    }
+    if (amax < GQ_ZERO_EPS) {
+        memset(L, 0, (size_t)n);
+        return 0.0f;
+    }
+    float iscale = gq_f(-nmax) / max;
+    float sumlx = 0.0f, suml2 = 0.0f;
+    for (int i = 0; i < n; i++) {
+        int l = gq_clamp(gq_nearest(iscale * x[i]), -nmax, nmax - 1);
+        L[i] = (int8_t)l;
+        float w = x[i] * x[i];
+        sumlx += w * x[i] * gq_f(l);
+        suml2 += w * gq_f(l) * gq_f(l);
+    }
+    for (int itry = 0; itry < 5; itry++) {
+        int changed = 0;
+        for (int i = 0; i < n; i++) {
+            float w = x[i] * x[i];
+            float slx = sumlx - w * x[i] * gq_f(L[i]);
+            if (slx > 0.0f) {
+                float sl2 = suml2 - w * gq_f(L[i]) * gq_f(L[i]);
+                int nl = gq_clamp(gq_nearest(x[i] * sl2 / slx), -nmax, nmax - 1);
+                if (nl != L[i]) {
+                    slx += w * x[i] * gq_f(nl);
+                    sl2 += w * gq_f(nl) * gq_f(nl);
+                    if (sl2 > 0.0f && slx * slx * suml2 > sumlx * sumlx * sl2) {
+                        L[i] = (int8_t)nl;
+                        sumlx = slx;
+                        suml2 = sl2;
+                        changed++;
+                    }
+                }
+            }
+        }
+        if (!changed) break;
+    }
+    for (int i = 0; i < n; i++) L[i] = (int8_t)(L[i] + nmax);
+    return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
+}
+
+/* Codes l in [0, nmax] with a scale and a minimum, x ~ scale * l - the_min (ggml's
+ * make_qkx2_quants; its make_qkx3_quants is the same computation for the non-NULL weights every
+ * caller here passes): the codes of the full range, then nstep + 1 trial inverse scales
+ * (rmin + rdelta * is + nmax) / (max - min), each refitted by weighted least squares and kept
+ * when its error (absolute with use_mad, else squared) is strictly smaller.  n <= 32. */
+static float gq_fit_min(int n, int nmax, const float *x, const float *w, uint8_t *L, float *the_min, float rmin,
+                        float rdelta, int nstep, bool use_mad)
+{
+    uint8_t Laux[32];
+    float min = x[0], max = x[0];
+    float sum_w = w[0];
+    float sum_x = sum_w * x[0];
+    for (int i = 1; i < n; i++) {
+        if (x[i] < min) min = x[i];
+        if (x[i] > max) max = x[i];
+        sum_w += w[i];
+        sum_x += w[i] * x[i];
+    }
+    if (min > 0.0f) min = 0.0f;
+    if (max <= min) {
+        memset(L, 0, (size_t)n);
+        *the_min = -min;
+        return 0.0f;
+    }
+    float iscale = gq_f(nmax) / (max - min);
+    float scale = 1 / iscale;
+    float best = 0.0f;
+    for (int i = 0; i < n; i++) {
+        L[i] = (uint8_t)gq_clamp(gq_nearest(iscale * (x[i] - min)), 0, nmax);
+        float diff = scale * gq_f(L[i]) + min - x[i];
+        diff = use_mad ? fabsf(diff) : diff * diff;
+        best += w[i] * diff;
+    }
+    for (int is = 0; is <= nstep; is++) {
+        iscale = (rmin + rdelta * gq_f(is) + gq_f(nmax)) / (max - min);
+        float sum_l = 0.0f, sum_l2 = 0.0f, sum_xl = 0.0f;
+        for (int i = 0; i < n; i++) {
+            int l = gq_clamp(gq_nearest(iscale * (x[i] - min)), 0, nmax);
+            Laux[i] = (uint8_t)l;
+            sum_l += w[i] * gq_f(l);
+            sum_l2 += w[i] * gq_f(l) * gq_f(l);
+            sum_xl += w[i] * gq_f(l) * x[i];
+        }
+        float D = sum_w * sum_l2 - sum_l * sum_l;
+        if (!(D > 0.0f)) continue;
+        float this_scale = (sum_w * sum_xl - sum_x * sum_l) / D;
+        float this_min = (sum_l2 * sum_x - sum_l * sum_xl) / D;
+        if (this_min > 0.0f) {
+            this_min = 0.0f;
+            this_scale = sum_xl / sum_l2;
+        }
+        float cur = 0.0f;
+        for (int i = 0; i < n; i++) {
+            float diff = this_scale * gq_f(Laux[i]) + this_min - x[i];
+            diff = use_mad ? fabsf(diff) : diff * diff;
+            cur += w[i] * diff;
+        }
+        if (cur < best) {
+            memcpy(L, Laux, (size_t)n);
+            best = cur;
+            scale = this_scale;
+            min = this_min;
+        }
+    }
+    *the_min = -min;
+    return scale;
+}
+
+/* Non-negative codes in [0, nmax] for the sub-block scales or minima of a super-block with the
+ * importance path (ggml's make_qp_quants): the best of 9 inverse scales around nmax / max by
+ * weighted error, then up to 5 sweeps moving single codes.  L is stored as ggml stores it, in a
+ * byte (a negative code wraps). */
+static float gq_fit_positive(int n, int nmax, const float *x, uint8_t *L, const float *qw)
+{
+    float max = 0.0f;
+    for (int i = 0; i < n; i++) max = max > x[i] ? max : x[i];
+    if (max < GQ_ZERO_EPS) {
+        memset(L, 0, (size_t)n);
+        return 0.0f;
+    }
+    float iscale = gq_f(nmax) / max;
+    for (int i = 0; i < n; i++) L[i] = (uint8_t)gq_nearest(iscale * x[i]);
+    float scale = 1 / iscale;
+    float best_mse = 0.0f;
+    for (int i = 0; i < n; i++) {
+        float diff = x[i] - scale * gq_f(L[i]);
+        best_mse += qw[i] * diff * diff;
+    }
+    for (int is = -4; is <= 4; is++) {
+        if (is == 0) continue;
+        float iscale_is = (0.1f * gq_f(is) + gq_f(nmax)) / max;
+        float scale_is = 1 / iscale_is;
+        float mse = 0.0f;
+        for (int i = 0; i < n; i++) {
+            int l = gq_min(nmax, gq_nearest(iscale_is * x[i]));
+            float diff = x[i] - scale_is * gq_f(l);
+            mse += qw[i] * diff * diff;
+        }
+        if (mse < best_mse) {
+            best_mse = mse;
+            iscale = iscale_is;
+        }
+    }
+    float sumlx = 0.0f, suml2 = 0.0f;
+    for (int i = 0; i < n; i++) {
+        int l = gq_min(nmax, gq_nearest(iscale * x[i]));
+        L[i] = (uint8_t)l;
+        sumlx += qw[i] * x[i] * gq_f(l);
+        suml2 += qw[i] * gq_f(l) * gq_f(l);
+    }
+    for (int itry = 0; itry < 5; itry++) {
+        int changed = 0;
+        for (int i = 0; i < n; i++) {
+            float w = qw[i];
+            float slx = sumlx - w * x[i] * gq_f(L[i]);
+            float sl2 = suml2 - w * gq_f(L[i]) * gq_f(L[i]);
+            if (slx > 0.0f && sl2 > 0.0f) {
+                int nl = gq_min(nmax, gq_nearest(x[i] * sl2 / slx));
+                if (nl != (int)L[i]) {
+                    slx += w * x[i] * gq_f(nl);
+                    sl2 += w * gq_f(nl) * gq_f(nl);
+                    if (slx * slx * suml2 > sumlx * sumlx * sl2) {
+                        L[i] = (uint8_t)nl;
+                        sumlx = slx;
+                        suml2 = sl2;
+                        changed++;
+                    }
+                }
+            }
+        }
+        if (!changed) break;
+    }
+    return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
+}
+
+/* ---------------------------------------------------------------- one encoder per block type */
+/* Each encodes one block from x (its values), qw (its importance values, or NULL for the path
+ * without an importance vector) and sigma2 (Q4_0 / Q5_0 with importance: the row's mean square,
+ * which ggml computes over the whole row). */
+typedef void (*gq_block_fn)(const float *x, const float *qw, float sigma2, uint8_t *blk);
+
+/* Q8_0, 34 bytes: d, 32 int8 codes; d = amax / 127, codes roundf(x * (1 / d)).  ggml ignores the
+ * importance vector for Q8_0. */
+static void enc_q8_0(const float *x, const float *qw, float sigma2, uint8_t *b)
+{
+    (void)qw;
+    (void)sigma2;
+    float amax = 0.0f;
+    for (int j = 0; j < 32; j++) {
+        float a = fabsf(x[j]);
+        amax = amax > a ? amax : a;
+    }
+    float d = amax / 127.0f;
+    float id = d != 0.0f ? 1.0f / d : 0.0f;
+    gq_put_f16(b, d);
+    for (int j = 0; j < 32; j++) b[2 + j] = (uint8_t)gq_trunc_i8(roundf(x[j] * id));
+}
+
+/* The signed value of largest magnitude, the first one on a tie (Q4_0 / Q5_0). */
+static float gq_extreme(const float *x, int n)
+{
+    float amax = 0.0f, max = 0.0f;
+    for (int j = 0; j < n; j++) {
+        if (amax < fabsf(x[j])) {
+            amax = fabsf(x[j]);
+            max = x[j];
+        }
+    }
+    return max;
+}
+
+/* Q4_0, 18 bytes: d, 16 bytes of nibbles (value j low, j + 16 high).  Without importance:
+ * d = extreme / -8, code = min(15, trunc(x * (1 / d) + 8.5)).  With it: gq_fit_signed with
+ * weights qw * sqrt(sigma2 + x^2). */
+static void enc_q4_0(const float *x, const float *qw, float sigma2, uint8_t *b)
+{
+    int L[32];
+    if (!qw) {
+        float d = gq_extreme(x, 32) / -8.0f;
+        float id = d != 0.0f ? 1.0f / d : 0.0f;
+        gq_put_f16(b, d);
+        for (int j = 0; j < 32; j++) L[j] = gq_min(15, gq_trunc_i8(x[j] * id + 8.5f));
+    } else {
+        float w[32];
+        int8_t l8[32];
+        for (int j = 0; j < 32; j++) w[j] = qw[j] * sqrtf(sigma2 + x[j] * x[j]);
+        gq_put_f16(b, gq_fit_signed(32, 8, x, l8, w));
+        for (int j = 0; j < 32; j++) L[j] = l8[j];
+    }
+    /* unmasked, as ggml ORs the two codes (both are in [0, 15] for finite products) */
+    for (int j = 0; j < 16; j++) b[2 + j] = (uint8_t)((unsigned)L[j] | (unsigned)L[j + 16] << 4);
+}
+
+/* Q5_0, 22 bytes: d, qh (the fifth bits, u32 little-endian: bit j of value j), 16 bytes of
+ * nibbles.  As Q4_0 with -16, 16.5, 31 and nmax 16. */
+static void enc_q5_0(const float *x, const float *qw, float sigma2, uint8_t *b)
+{
+    int L[32];
+    if (!qw) {
+        float d = gq_extreme(x, 32) / -16.0f;
+        float id = d != 0.0f ? 1.0f / d : 0.0f;
+        gq_put_f16(b, d);
+        for (int j = 0; j < 32; j++) L[j] = gq_min(31, gq_trunc_i8(x[j] * id + 16.5f));
+    } else {
+        float w[32];
+        int8_t l8[32];
+        for (int j = 0; j < 32; j++) w[j] = qw[j] * sqrtf(sigma2 + x[j] * x[j]);
+        gq_put_f16(b, gq_fit_signed(32, 16, x, l8, w));
+        for (int j = 0; j < 32; j++) L[j] = l8[j];
+    }
+    uint32_t qh = 0;
+    for (int j = 0; j < 16; j++) {
+        unsigned lo = (unsigned)L[j] & 0xFFu, hi = (unsigned)L[j + 16] & 0xFFu;
+        b[6 + j] = (uint8_t)((lo & 0xFu) | (hi & 0xFu) << 4);
+        qh |= ((lo & 0x10u) >> 4) << j;
+        qh |= ((hi & 0x10u) >> 4) << (j + 16);
+    }
+    for (int i = 0; i < 4; i++) b[2 + i] = (uint8_t)(qh >> (8 * i));
+}
+
+/* 2-bit codes of a super-block, four 32-value quarters per 128 into one byte (Q2_K, Q3_K). */
+static void gq_pack_2bit(const uint8_t *L, uint8_t *qs)
+{
+    for (unsigned j = 0; j < GQ_SUPER; j += 128)
+        for (unsigned l = 0; l < 32; l++)
+            qs[j / 4 + l] = (uint8_t)(L[j + l] | L[j + l + 32] << 2 | L[j + l + 64] << 4 | L[j + l + 96] << 6);
+}
+
+/* Q2_K and Q4_K/Q5_K's last step: codes again from the stored d, dmin and 4- or 6-bit sub-block
+ * scale and minimum, l = nearest((x + dm) / d) in [0, nmax]; a zero d keeps the fit's codes. */
+static void gq_requant_min(const float *x, int n, float d, float dm, int nmax, uint8_t *L)
+{
+    if (d == 0.0f) return;
+    for (int i = 0; i < n; i++) L[i] = (uint8_t)gq_clamp(gq_nearest((x[i] + dm) / d), 0, nmax);
+}
+
+/* Q2_K, 84 bytes: scales[16] (low nibble scale, high nibble minimum), qs[64], d, dmin. */
+static void enc_q2_k(const float *x, const float *qw, float sigma2, uint8_t *b)
+{
+    (void)sigma2;
+    uint8_t L[GQ_SUPER], *sc = b, *qs = b + 16;
+    float scales[16], mins[16], w[16];
+    if (!qw) {
+        float max_scale = 0.0f, max_min = 0.0f;
+        for (int j = 0; j < 16; j++) {
+            for (int l = 0; l < 16; l++) w[l] = fabsf(x[16 * j + l]);
+            scales[j] = gq_fit_min(16, 3, x + 16 * j, w, L + 16 * j, &mins[j], -0.5f, 0.1f, 15, true);
+            if (scales[j] > max_scale) max_scale = scales[j];
+            if (mins[j] > max_min) max_min = mins[j];
+        }
+        if (max_scale > 0.0f) {
+            float iscale = 15.0f / max_scale;
+            for (int j = 0; j < 16; j++) sc[j] = (uint8_t)gq_nearest(iscale * scales[j]);
+            gq_put_f16(b + 80, max_scale / 15.0f);
+        } else {
+            memset(sc, 0, 16);
+            gq_put_f16(b + 80, 0.0f);
+        }
+        if (max_min > 0.0f) {
+            float iscale = 15.0f / max_min;
+            for (int j = 0; j < 16; j++) sc[j] = (uint8_t)(sc[j] | (unsigned)gq_nearest(iscale * mins[j]) << 4);
+            gq_put_f16(b + 82, max_min / 15.0f);
+        } else {
+            gq_put_f16(b + 82, 0.0f);
+        }
+    } else {
+        /* ggml's importance path: weights qw * sqrt(mean square + x^2), the 16 scales and minima
+         * fitted as 4-bit codes (gq_fit_positive) weighted by each sub-block's weight sum. */
+        float sumx2 = 0.0f, sw[16];
+        uint8_t Ls[16], Lm[16];
+        for (unsigned j = 0; j < GQ_SUPER; j++) sumx2 += x[j] * x[j];
+        float s2 = sumx2 / 256.0f;
+        for (int j = 0; j < 16; j++) {
+            sw[j] = 0.0f;
+            for (int l = 0; l < 16; l++) w[l] = qw[16 * j + l] * sqrtf(s2 + x[16 * j + l] * x[16 * j + l]);
+            for (int l = 0; l < 16; l++) sw[j] += w[l];
+            scales[j] = gq_fit_min(16, 3, x + 16 * j, w, L + 16 * j, &mins[j], -0.9f, 0.05f, 36, false);
+        }
+        gq_put_f16(b + 80, gq_fit_positive(16, 15, scales, Ls, sw));
+        gq_put_f16(b + 82, gq_fit_positive(16, 15, mins, Lm, sw));
+        for (int j = 0; j < 16; j++) sc[j] = (uint8_t)(Ls[j] | Lm[j] << 4);
+    }
+    float d = gq_get_f16(b + 80), dmin = gq_get_f16(b + 82);
+    for (int j = 0; j < 16; j++)
+        gq_requant_min(x + 16 * j, 16, d * gq_f(sc[j] & 0xF), dmin * gq_f(sc[j] >> 4), 3, L + 16 * j);
+    gq_pack_2bit(L, qs);
+}
+
+/* Q3_K's 6-bit sub-block scale j of its 12 packed bytes, minus 32. */
+static int gq_q3_scale(const uint8_t *s, int j)
+{
+    int lo = j < 8 ? s[j] & 0xF : s[j - 8] >> 4;
+    return (lo | ((s[8 + j % 4] >> (2 * (j / 4))) & 3) << 4) - 32;
+}
+
+/* Q3_K, 110 bytes: hmask[32], qs[64], scales[12] (16 six-bit values), d. */
+static void enc_q3_k(const float *x, const float *qw, float sigma2, uint8_t *b)
+{
+    (void)sigma2;
+    int8_t L[GQ_SUPER];
+    uint8_t *hmask = b, *qs = b + 32, *sc = b + 96, *dp = b + 108;
+    float scales[16];
+    memset(sc, 0, 12);
+    int ls[16];
+    if (!qw) {
+        float max_scale = 0.0f, amax = 0.0f;
+        for (int j = 0; j < 16; j++) {
+            scales[j] = gq_fit_q3(16, 4, x + 16 * j, L + 16 * j);
+            if (fabsf(scales[j]) > amax) {
+                amax = fabsf(scales[j]);
+                max_scale = scales[j];
+            }
+        }
+        if (max_scale != 0.0f) {
+            float iscale = -32.0f / max_scale;
+            /* ggml keeps the rounded value in an int8_t before clamping */
+            for (int j = 0; j < 16; j++) ls[j] = gq_clamp((int8_t)(uint8_t)gq_nearest(iscale * scales[j]), -32, 31) + 32;
+            gq_put_f16(dp, 1 / iscale);
+        } else {
+            for (int j = 0; j < 16; j++) ls[j] = -1; /* no scale bits stored */
+            gq_put_f16(dp, 0.0f);
+        }
+    } else {
+        float sumx2 = 0.0f, w[16], sw[16];
+        int8_t Ls[16];
+        for (unsigned j = 0; j < GQ_SUPER; j++) sumx2 += x[j] * x[j];
+        float s2 = 2 * sumx2 / 256.0f;
+        for (int j = 0; j < 16; j++) {
+            for (int l = 0; l < 16; l++) w[l] = qw[16 * j + l] * sqrtf(s2 + x[16 * j + l] * x[16 * j + l]);
+            float sumw = 0.0f;
+            for (int l = 0; l < 16; l++) sumw += w[l];
+            sw[j] = sumw;
+            scales[j] = gq_fit_signed(16, 4, x + 16 * j, L + 16 * j, w);
+        }
+        float d_block = gq_fit_signed(16, 32, scales, Ls, sw);
+        for (int j = 0; j < 16; j++) ls[j] = Ls[j];
+        gq_put_f16(dp, d_block);
+    }
+    for (int j = 0; j < 16; j++) {
+        if (ls[j] < 0) continue;
+        unsigned l = (unsigned)ls[j];
+        if (j < 8) sc[j] = (uint8_t)(l & 0xF);
+        else sc[j - 8] = (uint8_t)(sc[j - 8] | (l & 0xF) << 4);
+        sc[j % 4 + 8] = (uint8_t)(sc[j % 4 + 8] | (l >> 4) << (2 * (j / 4)));
+    }
+    float dall = gq_get_f16(dp);
+    for (int j = 0; j < 16; j++) {
+        float d = dall * gq_f(gq_q3_scale(sc, j));
+        if (d == 0.0f) continue;
+        for (int i = 0; i < 16; i++) L[16 * j + i] = (int8_t)(gq_clamp(gq_nearest(x[16 * j + i] / d), -4, 3) + 4);
+    }
+    memset(hmask, 0, 32);
+    uint8_t u[GQ_SUPER];
+    for (unsigned j = 0; j < GQ_SUPER; j++) {
+        int l = L[j];
+        if (l > 3) {
+            hmask[j % 32] = (uint8_t)(hmask[j % 32] | 1u << (j / 32));
+            l -= 4;
+        }
+        u[j] = (uint8_t)l;
+    }
+    gq_pack_2bit(u, qs);
+}
+
+/* The 12 bytes of Q4_K / Q5_K's eight 6-bit scales and minima. */
+static void gq_pack_k4(const uint8_t *ls, const uint8_t *lm, uint8_t *s)
+{
+    for (int j = 0; j < 8; j++) {
+        if (j < 4) {
+            s[j] = ls[j];
+            s[j + 4] = lm[j];
+        } else {
+            s[j + 4] = (uint8_t)((ls[j] & 0xF) | (lm[j] & 0xF) << 4);
+            s[j - 4] = (uint8_t)(s[j - 4] | (ls[j] >> 4) << 6);
+            s[j] = (uint8_t)(s[j] | (lm[j] >> 4) << 6);
+        }
+    }
+}
+
+static void gq_unpack_k4(int j, const uint8_t *q, int *d, int *m)
+{
+    if (j < 4) {
+        *d = q[j] & 63;
+        *m = q[j + 4] & 63;
+    } else {
+        *d = (q[j + 4] & 0xF) | (q[j - 4] >> 6) << 4;
+        *m = (q[j + 4] >> 4) | (q[j] >> 6) << 4;
+    }
+}
+
+/* Q4_K and Q5_K share everything up to the codes: eight 32-value sub-blocks with a scale and a
+ * minimum each, both quantized to 6 bits under the super-block's d and dmin (bytes 0..3), the
+ * 12 scale bytes at 4.  nmax is 15 or 31; the fit's trial parameters differ per type. */
+typedef struct gq_kmin {
+    int nmax;
+    float rmin, rdelta;
+    int nstep;
+    bool clamp_fitted; /* Q5_K clamps the fitted 6-bit codes to 63; ggml's Q4_K does not */
+} gq_kmin;
+
+static void gq_encode_kmin(const float *x, const float *qw, const gq_kmin *k, uint8_t *b, uint8_t *L)
+{
+    float scales[8], mins[8], w[32];
+    uint8_t ls[8], lm[8];
+    if (!qw) {
+        float max_scale = 0.0f, max_min = 0.0f;
+        for (int j = 0; j < 8; j++) {
+            float sum_x2 = 0.0f;
+            for (int l = 0; l < 32; l++) sum_x2 += x[32 * j + l] * x[32 * j + l];
+            float av_x = sqrtf(sum_x2 / 32.0f);
+            for (int l = 0; l < 32; l++) w[l] = av_x + fabsf(x[32 * j + l]);
+            scales[j] = gq_fit_min(32, k->nmax, x + 32 * j, w, L + 32 * j, &mins[j], k->rmin, k->rdelta, k->nstep, false);
+            if (scales[j] > max_scale) max_scale = scales[j];
+            if (mins[j] > max_min) max_min = mins[j];
+        }
+        float inv_scale = max_scale > 0.0f ? 63.0f / max_scale : 0.0f;
+        float inv_min = max_min > 0.0f ? 63.0f / max_min : 0.0f;
+        for (int j = 0; j < 8; j++) {
+            ls[j] = (uint8_t)gq_min(63, (uint8_t)gq_nearest(inv_scale * scales[j]));
+            lm[j] = (uint8_t)gq_min(63, (uint8_t)gq_nearest(inv_min * mins[j]));
+        }
+        gq_put_f16(b, max_scale / 63.0f);
+        gq_put_f16(b + 2, max_min / 63.0f);
+    } else {
+        /* the importance path: weights qw * sqrt(2 * mean square + x^2), the fit with 37
+         * trials from -0.9, and the scales and minima fitted as 6-bit codes */
+        float sum_x2 = 0.0f, sw[8];
+        for (unsigned l = 0; l < GQ_SUPER; l++) sum_x2 += x[l] * x[l];
+        float s2 = 2 * sum_x2 / 256.0f;
+        for (int j = 0; j < 8; j++) {
+            for (int l = 0; l < 32; l++) w[l] = qw[32 * j + l] * sqrtf(s2 + x[32 * j + l] * x[32 * j + l]);
+            float sumw = 0.0f;
+            for (int l = 0; l < 32; l++) sumw += w[l];
+            sw[j] = sumw;
+            scales[j] = gq_fit_min(32, k->nmax, x + 32 * j, w, L + 32 * j, &mins[j], -0.9f, 0.05f, 36, false);
+        }
+        float d_block = gq_fit_positive(8, 63, scales, ls, sw);
+        float m_block = gq_fit_positive(8, 63, mins, lm, sw);
+        for (int j = 0; j < 8 && k->clamp_fitted; j++) {
+            ls[j] = (uint8_t)gq_min(63, ls[j]);
+            lm[j] = (uint8_t)gq_min(63, lm[j]);
+        }
+        gq_put_f16(b, d_block);
+        gq_put_f16(b + 2, m_block);
+    }
+    gq_pack_k4(ls, lm, b + 4);
+    float d = gq_get_f16(b), dmin = gq_get_f16(b + 2);
+    for (int j = 0; j < 8; j++) {
+        int sc, m;
+        gq_unpack_k4(j, b + 4, &sc, &m);
+        gq_requant_min(x + 32 * j, 32, d * gq_f(sc), dmin * gq_f(m), k->nmax, L + 32 * j);
+    }
+}
+
+/* Q4_K, 144 bytes: d, dmin, scales[12], qs[128] (values l and l + 32 of each 64 in a byte). */
+static void enc_q4_k(const float *x, const float *qw, float sigma2, uint8_t *b)
+{
+    (void)sigma2;
+    static const gq_kmin k = {15, -1.0f, 0.1f, 20, false};
+    uint8_t L[GQ_SUPER];
+    gq_encode_kmin(x, qw, &k, b, L);
+    uint8_t *q = b + 16;
+    for (unsigned j = 0; j < GQ_SUPER; j += 64, q += 32)
+        for (unsigned l = 0; l < 32; l++) q[l] = (uint8_t)(L[j + l] | L[j + l + 32] << 4);
+}
+
+/* Q5_K, 176 bytes: d, dmin, scales[12], qh[32] (fifth bits), qs[128] (low nibbles). */
+static void enc_q5_k(const float *x, const float *qw, float sigma2, uint8_t *b)
+{
+    (void)sigma2;
+    static const gq_kmin k = {31, -0.5f, 0.1f, 15, true};
+    uint8_t L[GQ_SUPER];
+    gq_encode_kmin(x, qw, &k, b, L);
+    uint8_t *qh = b + 16, *ql = b + 48;
+    memset(qh, 0, 32);
+    unsigned m1 = 1, m2 = 2;
+    for (unsigned n = 0; n < GQ_SUPER; n += 64, m1 <<= 2, m2 <<= 2, ql += 32) {
+        for (unsigned j = 0; j < 32; j++) {
+            unsigned l1 = L[n + j], l2 = L[n + j + 32];
+            if (l1 > 15) {
+                l1 -= 16;
+                qh[j] = (uint8_t)(qh[j] | m1);
+            }
+            if (l2 > 15) {
+                l2 -= 16;
+                qh[j] = (uint8_t)(qh[j] | m2);
+            }
+            ql[j] = (uint8_t)(l1 | l2 << 4);
+        }
+    }
+}
+
+/* Q6_K, 210 bytes: ql[128], qh[64], int8 scales[16], d.  Both paths fit each 16 values with
+ * gq_fit_signed (nmax 32), weighted by x^2 or by the importance values themselves. */
+static void enc_q6_k(const float *x, const float *qw, float sigma2, uint8_t *b)
+{
+    (void)sigma2;
+    int8_t L[GQ_SUPER];
+    float scales[16], max_scale = 0.0f, max_abs = 0.0f;
+    for (int ib = 0; ib < 16; ib++) {
+        scales[ib] = gq_fit_signed(16, 32, x + 16 * ib, L + 16 * ib, qw ? qw + 16 * ib : NULL);
+        if (fabsf(scales[ib]) > max_abs) {
+            max_abs = fabsf(scales[ib]);
+            max_scale = scales[ib];
+        }
+    }
+    if (max_abs < GQ_ZERO_EPS) {
+        memset(b, 0, 210);
+        return;
+    }
+    float iscale = -128.0f / max_scale;
+    int8_t *sc = (int8_t *)(b + 192);
+    gq_put_f16(b + 208, 1 / iscale);
+    for (int ib = 0; ib < 16; ib++) sc[ib] = (int8_t)gq_min(127, gq_nearest(iscale * scales[ib]));
+    float dall = gq_get_f16(b + 208);
+    for (int j = 0; j < 16; j++) {
+        float d = dall * gq_f(sc[j]);
+        if (d == 0.0f) continue;
+        for (int i = 0; i < 16; i++) L[16 * j + i] = (int8_t)(gq_clamp(gq_nearest(x[16 * j + i] / d), -32, 31) + 32);
+    }
+    uint8_t *ql = b, *qh = b + 128;
+    for (unsigned j = 0; j < GQ_SUPER; j += 128, ql += 64, qh += 32) {
+        for (unsigned l = 0; l < 32; l++) {
+            unsigned q1 = (uint8_t)L[j + l], q2 = (uint8_t)L[j + l + 32], q3 = (uint8_t)L[j + l + 64],
+                     q4 = (uint8_t)L[j + l + 96];
+            ql[l] = (uint8_t)((q1 & 0xF) | (q3 & 0xF) << 4);
+            ql[l + 32] = (uint8_t)((q2 & 0xF) | (q4 & 0xF) << 4);
+            qh[l] = (uint8_t)((q1 >> 4) | (q2 >> 4) << 2 | (q3 >> 4) << 4 | (q4 >> 4) << 6);
+        }
+    }
+}
+
+
+/* IQ4_NL / IQ4_XS: 4-bit indices into ggml's non-linear table of 16 values (its kvalues_iq4nl). */
+static const int8_t gq_iq4_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+/* Index of the table value nearest x (ggml's best_index_int8: bisection, the upper one on a tie). */
+static int gq_iq4_index(float x)
+{
+    const int8_t *v = gq_iq4_values;
+    if (x <= gq_f(v[0])) return 0;
+    if (x >= gq_f(v[15])) return 15;
+    int lo = 0, hi = 15;
+    while (hi - lo > 1) {
+        int mid = (lo + hi) / 2;
+        if (x < gq_f(v[mid])) hi = mid;
+        else lo = mid;
+    }
+    return x - gq_f(v[hi - 1]) < gq_f(v[hi]) - x ? hi - 1 : hi;
+}
+
+/* The scale of one 32-value sub-block (ggml's quantize_row_iq4_nl_impl, ntry 7, which
+ * ggml_quantize_chunk uses with and without importance): indices of -max / -127, their weighted
+ * least-squares scale, and 15 more trial inverse scales (t - 127) / max kept when the fit
+ * improves.  L receives the first trial's indices; 0 for an all-zero sub-block (L untouched). */
+static float gq_iq4_scale(const float *x, const float *w, uint8_t *L)
+{
+    float amax = 0.0f, max = 0.0f;
+    for (int j = 0; j < 32; j++) {
+        float ax = fabsf(x[j]);
+        if (ax > amax) {
+            amax = ax;
+            max = x[j];
+        }
+    }
+    if (amax < GQ_ZERO_EPS) return 0.0f;
+    float d = -max / gq_f(gq_iq4_values[0]);
+    float id = 1 / d;
+    float sumqx = 0.0f, sumq2 = 0.0f;
+    for (int j = 0; j < 32; j++) {
+        int l = gq_iq4_index(id * x[j]);
+        L[j] = (uint8_t)l;
+        float q = gq_f(gq_iq4_values[l]);
+        sumqx += w[j] * q * x[j];
+        sumq2 += w[j] * q * q;
+    }
+    d = sumq2 > 0.0f ? sumqx / sumq2 : 0.0f;
+    float best = d * sumqx;
+    for (int itry = -7; itry <= 7; itry++) {
+        id = gq_f(itry + gq_iq4_values[0]) / max;
+        sumqx = sumq2 = 0.0f;
+        for (int j = 0; j < 32; j++) {
+            float q = gq_f(gq_iq4_values[gq_iq4_index(id * x[j])]);
+            sumqx += w[j] * q * x[j];
+            sumq2 += w[j] * q * q;
+        }
+        if (sumq2 > 0.0f && sumqx * sumqx > best * sumq2) {
+            d = sumqx / sumq2;
+            best = d * sumqx;
+        }
+    }
+    return d;
+}
+
+/* Weights of a sub-block: qw * sqrt(sigma2 + x^2) with importance, x^2 without. */
+static void gq_iq4_weights(const float *x, const float *qw, float sigma2, float *w)
+{
+    for (int j = 0; j < 32; j++) w[j] = qw ? qw[j] * sqrtf(sigma2 + x[j] * x[j]) : x[j] * x[j];
+}
+
+/* sigma2 of a super-block of n values: 2 * mean square, summed and scaled as ggml does. */
+static float gq_iq4_sigma2(const float *x, int n)
+{
+    float s = 0.0f;
+    for (int j = 0; j < n; j++) s += x[j] * x[j];
+    return s * (2.0f / gq_f(n));
+}
+
+static void gq_iq4_pack(const uint8_t *L, int n, uint8_t *q4)
+{
+    for (int i = 0; i < n / 32; i++)
+        for (int j = 0; j < 16; j++) q4[16 * i + j] = (uint8_t)(L[32 * i + j] | L[32 * i + 16 + j] << 4);
+}
+
+/* IQ4_NL, 18 bytes: d, 16 bytes of indices; d = the sub-block's scale, indices again from 1/d. */
+static void enc_iq4_nl(const float *x, const float *qw, float sigma2, uint8_t *b)
+{
+    (void)sigma2;
+    float w[32];
+    uint8_t L[32];
+    gq_iq4_weights(x, qw, gq_iq4_sigma2(x, 32), w);
+    float d = gq_iq4_scale(x, w, L);
+    gq_put_f16(b, d);
+    float id = d != 0.0f ? 1 / d : 0.0f;
+    for (int j = 0; j < 32; j++) L[j] = (uint8_t)gq_iq4_index(id * x[j]);
+    gq_iq4_pack(L, 32, b + 2);
+}
+
+/* IQ4_XS, 136 bytes: d, scales_h (u16: the high 2 bits of eight 6-bit scales), scales_l[4]
+ * (their low nibbles), 128 bytes of indices.  d = -(the scale of largest magnitude) / 32; each
+ * sub-block's scale is rounded to l in [-32, 31] and its indices chosen again from 1 / (d * l). */
+static void enc_iq4_xs(const float *x, const float *qw, float sigma2, uint8_t *b)
+{
+    (void)sigma2;
+    float w[32], scales[8], max_scale = 0.0f, amax_scale = 0.0f;
+    uint8_t L[GQ_SUPER];
+    float s2 = gq_iq4_sigma2(x, (int)GQ_SUPER);
+    for (int ib = 0; ib < 8; ib++) {
+        gq_iq4_weights(x + 32 * ib, qw ? qw + 32 * ib : NULL, s2, w);
+        scales[ib] = gq_iq4_scale(x + 32 * ib, w, L + 32 * ib);
+        if (fabsf(scales[ib]) > amax_scale) {
+            amax_scale = fabsf(scales[ib]);
+            max_scale = scales[ib];
+        }
+    }
+    float d = -max_scale / 32.0f;
+    gq_put_f16(b, d);
+    float id = d != 0.0f ? 1 / d : 0.0f;
+    unsigned sh = 0;
+    uint8_t *sl = b + 4;
+    memset(sl, 0, 4);
+    for (int ib = 0; ib < 8; ib++) {
+        int l = gq_clamp(gq_nearest(id * scales[ib]), -32, 31);
+        float dl = d * gq_f(l);
+        float idl = dl != 0.0f ? 1 / dl : 0.0f;
+        for (int j = 0; j < 32; j++) L[32 * ib + j] = (uint8_t)gq_iq4_index(idl * x[32 * ib + j]);
+        unsigned u = (unsigned)(l + 32);
+        sl[ib / 2] = (uint8_t)(sl[ib / 2] | (u & 0xFu) << (4 * (ib % 2)));
+        sh |= (u >> 4) << (2 * (ib % 8));
+    }
+    b[2] = (uint8_t)(sh & 0xFFu);
+    b[3] = (uint8_t)(sh >> 8);
+    gq_iq4_pack(L, (int)GQ_SUPER, b + 8);
+}
+
+/* ---------------------------------------------------------------- rows */
+
+typedef struct gq_type {
+    nf_format_id fmt;
+    gq_block_fn encode;
+    bool row_sigma; /* with importance, ggml weighs by the mean square of the whole row */
+} gq_type;
+
+static const gq_type gq_types[] = {
+    {NF_FMT_GGUF_Q8_0, enc_q8_0, false}, {NF_FMT_GGUF_Q4_0, enc_q4_0, true}, {NF_FMT_GGUF_Q5_0, enc_q5_0, true},
+    {NF_FMT_GGUF_Q2_K, enc_q2_k, false}, {NF_FMT_GGUF_Q3_K, enc_q3_k, false}, {NF_FMT_GGUF_Q4_K, enc_q4_k, false},
+    {NF_FMT_GGUF_Q5_K, enc_q5_k, false}, {NF_FMT_GGUF_Q6_K, enc_q6_k, false},
+    {NF_FMT_GGUF_IQ4_NL, enc_iq4_nl, false}, {NF_FMT_GGUF_IQ4_XS, enc_iq4_xs, false},
+};
+
+static const gq_type *gq_type_of(const nf_format *fmt)
+{
+    for (size_t i = 0; i < sizeof gq_types / sizeof gq_types[0]; i++)
+        if (gq_types[i].fmt == fmt->id) return &gq_types[i];
+    return NULL;
+}
+
+/* Load block values, refusing a non-finite one with its row and column. */
+static nf_status gq_load(const nf_src_rows *src, uint64_t r, size_t c0, size_t n, float *x, nf_error *err)
+{
+    nf_method_load_f32(src, r, c0, n, x);
+    size_t bad = nf_method_first_nonfinite(x, n);
+    if (bad < n)
+        return nf_method_row_error(err, NF_ERR_INVALID, src, r, " col %" PRIu64 ": source value %s is not finite",
+                                   (uint64_t)nf_method_col(src, c0 + bad), nf_method_nonfinite_name(x[bad]));
+    return NF_OK;
+}
+
+/* ggml would store an infinite (or NaN) d or dmin for a block whose values are too large for
+ * binary16; the gguf_* formats refuse such a block (docs/formats.md 8.1), so the method does. */
+static nf_status gq_check_scales(const nf_format *fmt, const nf_src_rows *src, uint64_t r, size_t c0,
+                                 const uint8_t *blk, nf_error *err)
+{
+    nf_ggml_bad_scale bad;
+    if (!nf_ggml_find_nonfinite_scale(fmt, blk, 0, 1, &bad)) return NF_OK;
+    const char *what = nf_ggml_f16_nonfinite_name(bad.word);
+    return nf_method_row_error(err, NF_ERR_INVALID, src, r,
+                               " block %" PRIu64 " (cols %" PRIu64 "..%" PRIu64 "): %s scale %s would be %s: the "
+                               "values are too large for binary16",
+                               (uint64_t)(c0 / fmt->block_values), (uint64_t)nf_method_col(src, c0),
+                               (uint64_t)nf_method_col(src, c0 + fmt->block_values - 1), nf_ggml_block_name(fmt),
+                               bad.field, what ? what : "not finite");
+}
+
+/* A value of 2^64 or more: ggml squares the values for its weights, the square is infinite, and
+ * ggml then writes a block of zero scales (Q3_K, Q6_K, ...) or an infinite one.  No gguf_* block
+ * holds such a value (the largest is below 2^32), so the method refuses it as too large. */
+static nf_status gq_check_range(const nf_format *fmt, const nf_src_rows *src, uint64_t r, size_t c0, const float *x,
+                                nf_error *err)
+{
+    for (size_t j = 0; j < fmt->block_values; j++)
+        if (fabsf(x[j]) >= 18446744073709551616.0f)
+            return nf_method_row_error(err, NF_ERR_INVALID, src, r,
+                                       " col %" PRIu64 ": source value %g is too large for %s (its square overflows "
+                                       "binary32 in ggml's weights; blocks hold magnitudes below 2^32)",
+                                       (uint64_t)nf_method_col(src, c0 + j), (double)x[j], fmt->name);
+    return NF_OK;
+}
+
+static nf_status gq_encode_row(const nf_format *fmt, const gq_type *t, const float *imp, const nf_src_rows *src,
+                               uint64_t r, size_t k, uint8_t *out, nf_error *err)
+{
+    float x[GQ_SUPER];
+    const size_t bv = fmt->block_values, bb = fmt->block_bytes;
+    float sigma2 = 0.0f;
+    if (imp && t->row_sigma) {
+        /* ggml sums x^2 over the row in column order, then divides by the row length */
+        float sum = 0.0f;
+        for (size_t c0 = 0; c0 < k; c0 += bv) {
+            NF_TRY(gq_load(src, r, c0, bv, x, err));
+            for (size_t j = 0; j < bv; j++) sum += x[j] * x[j];
+        }
+        sigma2 = sum / (float)k;
+    }
+    for (size_t c0 = 0, blk = 0; c0 < k; c0 += bv, blk++) {
+        NF_TRY(gq_load(src, r, c0, bv, x, err));
+        NF_TRY(gq_check_range(fmt, src, r, c0, x, err));
+        uint8_t *b = out + blk * bb;
+        t->encode(x, imp ? imp + c0 : NULL, sigma2, b);
+        NF_TRY(gq_check_scales(fmt, src, r, c0, b, err));
+    }
+    return NF_OK;
+}
+
+nf_status nf_ggml_quantize_rows(const nf_format *fmt, const nf_method_params *params, const nf_src_rows *src,
+                                nf_words *out, nf_error *err)
+{
+    NF_TRY(nf_method_check_target(NF_METHOD_GGML_QUANTIZE, fmt, err));
+    size_t k;
+    NF_TRY(nf_method_check_rows(src, out, &k, err));
+    NF_TRY(nf_method_check_params(NF_METHOD_GGML_QUANTIZE, params, src->cols, err));
+    if (src->type != NF_SRC_F32 && src->type != NF_SRC_F16 && src->type != NF_SRC_BF16)
+        return nf_method_error(err, NF_ERR_INVALID, src, "ggml_quantize needs a floating-point source, not %s",
+                               nf_src_type_name(src->type));
+    const gq_type *t = gq_type_of(fmt);
+    if (!t) return nf_error_set(err, NF_ERR_USAGE, "ggml_quantize has no encoder for %s", fmt->name);
+    const unsigned bv = fmt->block_values;
+    uint64_t row_len = src->row_cols ? src->row_cols : src->cols;
+    if (row_len % bv != 0 || src->cols % bv != 0 || src->first_col % bv != 0)
+        return nf_method_error(err, NF_ERR_INVALID, src,
+                               "row length %" PRIu64 " is not a multiple of %s's block of %u values (ggml "
+                               "quantizes whole blocks)",
+                               row_len, fmt->name, bv);
+    const float *imp = params ? params->importance : NULL;
+    if (imp && t->row_sigma && src->row_cols && src->row_cols != src->cols)
+        return nf_method_error(err, NF_ERR_USAGE, src,
+                               "%s with an importance vector needs whole rows (ggml weighs by the mean square of "
+                               "the row), not a span of %" PRIu64 " of its %" PRIu64 " columns",
+                               fmt->name, src->cols, src->row_cols);
+    if (src->rows > 0 && !out->blocks)
+        return nf_method_error(err, NF_ERR_USAGE, src, "output words lack the blocks array of %s", fmt->name);
+    const size_t row_bytes = k / bv * fmt->block_bytes;
+    for (uint64_t r = 0; r < src->rows; r++)
+        NF_TRY(gq_encode_row(fmt, t, imp, src, r, k, out->blocks + (size_t)r * row_bytes, err));
+    return NF_OK;
+}

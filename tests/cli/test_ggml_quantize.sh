@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# ggml_quantize (docs/methods.md): a checkpoint holding tests/data/gguf/source.f32 converted to
+# gguf_* blocks by a recipe rule and by quick mode; ninfer-verify accepts the artifact, its object
+# holds exactly ggml's bytes (tests/data/gguf/<t>.qbytes, written by ggml itself) and decodes to
+# ggml's dequantized values.  Row lengths off the block (the planner, before any work) and NaN
+# sources (the method) are refused with exit 1, naming the tensor, and nothing is written.
+# usage: test_ggml_quantize.sh BIN_DIR DATA_DIR
+# shellcheck source=tests/cli/lib.sh
+. "$(dirname "$0")/lib.sh" "$@"
+
+python3 - "$work" "$data/gguf" <<'PY'
+import json, os, struct, sys
+work, gg = sys.argv[1], sys.argv[2]
+src = open(gg + '/source.f32', 'rb').read()
+def st(path, tensors):
+    hdr, blob = {}, b''
+    for name, shape, raw in tensors:
+        hdr[name] = {'dtype': 'F32', 'shape': shape, 'data_offsets': [len(blob), len(blob) + len(raw)]}
+        blob += raw
+    h = json.dumps(hdr).encode()
+    h += b' ' * (-len(h) % 8)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    open(path, 'wb').write(struct.pack('<Q', len(h)) + h + blob)
+norm = struct.pack('<4f', 1, 1, 1, 1)
+st(work + '/ck/model.safetensors', [('w', [16, 512], src), ('norm', [4], norm)])
+# 500 columns: not a multiple of any block
+st(work + '/odd/model.safetensors', [('w.odd', [2, 500], src[:2 * 500 * 4])])
+# a NaN at row 3, col 300
+nan = bytearray(src)
+nan[(3 * 512 + 300) * 4:(3 * 512 + 300) * 4 + 4] = struct.pack('<I', 0x7FC00000)
+st(work + '/nan/model.safetensors', [('w.nan', [16, 512], bytes(nan))])
+PY
+
+# object bytes of OBJ in the artifact == ggml's bytes, values == ggml's dequantization
+check_ggml() { # ARTIFACT OBJ TYPE
+    run 0 "$bin/ninfer-verify" "$1"
+    run 0 "$bin/ninfer-dequant" "$1" "$2" -o "$work/deq.f32"
+    same "$work/deq.f32" "$data/gguf/$3.dequant.f32"
+    python3 - "$1" "$data/gguf/$3.qbytes" <<'PY' && ok || bad "$1: object $2 does not hold ggml's $3 bytes"
+import sys
+art, want = open(sys.argv[1], 'rb').read(), open(sys.argv[2], 'rb').read()
+at = art.find(want)
+assert at >= 0 and at % 256 == 0, at
+PY
+}
+
+mkdir "$work/o"
+for t in q8_0 q4_0 q5_0 q2_k q3_k q4_k q5_k q6_k; do
+    printf 'recipe: 1\nsources:\n  base: %s\ndefaults: {format: fp32}\nrules:\n  - match: w\n    format: gguf_%s\n    method: ggml_quantize\n' \
+        "$work/ck" "$t" >"$work/r.yaml"
+    run 0 "$bin/ninfer-convert" -r "$work/r.yaml" -o "$work/o/$t.ninfer"
+    check_ggml "$work/o/$t.ninfer" w "$t"
+done
+
+# quick mode
+run 0 "$bin/ninfer-convert" "$work/ck" -o "$work/o/quick.ninfer" --format gguf_q4_k --method ggml_quantize
+check_ggml "$work/o/quick.ninfer" w q4_k
+python3 - "$work/o/quick.ninfer.conversion.json" <<'PY' && ok || bad "the report does not name ggml_quantize for w"
+import json, sys
+o = [x for x in json.load(open(sys.argv[1]))['objects'] if x['object'] == 'w'][0]
+assert o['method'] == 'ggml_quantize' and o['format'] == 'gguf_q4_k', o
+PY
+
+# the artifact re-derives from its checkpoint, bit for bit
+run 0 "$bin/ninfer-verify" "$work/o/quick.ninfer" --against "$work/ck"
+
+# with an importance matrix (llama-imatrix's file holding imatrix.f32 for w, counts 1): ggml's
+# importance path, whose bytes ggml wrote into tests/data/gguf/extra (its README)
+python3 - "$work/ck/imatrix.gguf" "$data/gguf/imatrix.f32" "$top/tests/cli" <<'PY'
+import struct, sys
+sys.path.insert(0, sys.argv[3])
+from gen_imatrix import write_imatrix
+raw = open(sys.argv[2], 'rb').read()
+write_imatrix(sys.argv[1], [('w', list(struct.unpack('<512f', raw)))])
+PY
+printf 'recipe: 1\nsources:\n  base: %s\n  im: %s\ndefaults: {format: fp32}\nrules:\n  - match: w\n    format: gguf_q5_k\n    method: ggml_quantize\n    with: {imatrix: im}\n' \
+    "$work/ck" "$work/ck/imatrix.gguf" >"$work/im.yaml"
+run 0 "$bin/ninfer-convert" -r "$work/im.yaml" -o "$work/o/im.ninfer"
+run 0 "$bin/ninfer-verify" "$work/o/im.ninfer"
+python3 - "$work/o/im.ninfer" "$data/gguf/extra/q5_k.imatrix.qbytes" <<'PY' && ok || bad "im.ninfer does not hold ggml's q5_k imatrix bytes"
+import sys
+art, want = open(sys.argv[1], 'rb').read(), open(sys.argv[2], 'rb').read()
+at = art.find(want)
+assert at >= 0 and at % 256 == 0, at
+PY
+# ggml_quantize takes imatrix only
+sed 's/with: {imatrix: im}/with: {imatrix: im, negative_scales: true}/' "$work/im.yaml" >"$work/neg.yaml"
+run 1 "$bin/ninfer-convert" -r "$work/neg.yaml" -o "$work/o/neg.ninfer"
+contains "$work/err" "unknown parameter 'negative_scales' of ggml_quantize (expected imatrix)"
+
+# refusals: exit 1, the tensor named, nothing written
+mkdir "$work/o2"
+run 1 "$bin/ninfer-convert" "$work/odd" -o "$work/o2/odd.ninfer" --format gguf_q4_0 --method ggml_quantize
+contains "$work/err" "w.odd"
+contains "$work/err" "format 'gguf_q4_0' needs K % 32 == 0 (whole ggml blocks per row), got K=500"
+run 1 "$bin/ninfer-convert" "$work/nan" -o "$work/o2/nan.ninfer" --format gguf_q6_k --method ggml_quantize
+contains "$work/err" "w.nan"
+contains "$work/err" "row 3 col 300: source value NaN is not finite"
+if [ -z "$(ls -A "$work/o2")" ]; then ok; else bad "a refused conversion left files: $(ls -A "$work/o2")"; fi
+# a type ggml_quantize does not produce
+run 1 "$bin/ninfer-convert" "$work/ck" -o "$work/o2/iq.ninfer" --format gguf_iq2_xxs --method ggml_quantize
+contains "$work/err" "ggml_quantize cannot target gguf_iq2_xxs"
+
+finish "ggml_quantize"
