@@ -168,3 +168,44 @@ Test(dialect, gguf_and_plain_checkpoints_scan_empty)
     nf_dialects_free(d);
     nf_source_close(s);
 }
+
+/* Issue 23 item 9: a code and a scale both finite whose product overflows binary32 is refused
+ * naming the row, column, code and scale (docs/dialects.md "Bad input"), never read as +inf. */
+Test(dialect, a_value_that_overflows_binary32_is_refused)
+{
+    uint8_t codes[2 * 16];
+    memset(codes, 0x38, sizeof codes); /* 1.0 */
+    codes[16 + 3] = 0x7E;              /* 448 in row 1 */
+    float scales[2] = {3e38f, 3e38f};  /* channel: 1.0 x 3e38 fits, 448 x 3e38 does not */
+    sw_st_tensor t[] = {
+        {"a.weight", "F8_E4M3", 2, {2, 16}, codes, sizeof codes},
+        {"a.weight_scale", "F32", 2, {2, 1}, scales, sizeof scales},
+    };
+    nf_source *s = open_ckpt(t, 2, NULL);
+    nf_dialects *d = NULL;
+    nf_error err;
+    cr_assert_eq(nf_dialects_scan(s, &d, &err), NF_OK, "%s", err.message);
+    float v[32];
+    cr_assert_eq(nf_qweight_read_f32(s, nf_dialects_weight_at(d, 0), 0, 1, v, 32, &err), NF_OK, "%s", err.message);
+    cr_assert_eq(nf_qweight_read_f32(s, nf_dialects_weight_at(d, 0), 0, 2, v, 32, &err), NF_ERR_INVALID);
+    cr_assert(strstr(err.message, "model.safetensors: tensor 'a.weight': row 1 col 3: E4M3 code 0x7E x scale 3.00000001e+38 "
+                                  "(0x7F61B1E6) overflows binary32"),
+              "%s", err.message);
+    nf_dialects_free(d);
+    nf_source_close(s);
+
+    /* int8 codes (compressed-tensors): (q - z) x scale likewise */
+    int8_t q8[2 * 4] = {1, 2, 3, 4, 5, 6, -128, 7};
+    float s8[2] = {1e37f, 1e37f};
+    sw_st_tensor t8[] = {
+        {"b.weight", "I8", 2, {2, 4}, q8, sizeof q8},
+        {"b.weight_scale", "F32", 2, {2, 1}, s8, sizeof s8},
+    };
+    s = open_ckpt(t8, 2, NULL);
+    cr_assert_eq(nf_dialects_scan(s, &d, &err), NF_OK, "%s", err.message);
+    cr_assert_eq(nf_qweight_read_f32(s, nf_dialects_weight_at(d, 0), 0, 2, v, 32, &err), NF_ERR_INVALID);
+    cr_assert(strstr(err.message, "tensor 'b.weight': row 1 col 2: integer code -128 (q - z) x scale 9.99999993e+36"),
+              "%s", err.message);
+    nf_dialects_free(d);
+    nf_source_close(s);
+}
