@@ -1060,7 +1060,8 @@ def dialect_cases():
     dcase("deepseek_fmt_contradicts", [QF, "tensor '%s'" % QW, "dtype F8_E5M2", "declares fmt e4m3"],
           ds_tensors(codes=bytes(c & 0x7B for c in DS_CODES), codes_dtype="F8_E5M2"), DS_Q)
     # ---- declarations
-    dcase("quant_method_gptq", [QCFG, "quantization_config.quant_method", "not a supported dialect", "gptq"],
+    dcase("quant_method_gptq", [QCFG, "quantization_config.quant_method", "GPTQ (quant_method 'gptq', 4-bit, group 128",
+                                "not read yet"],
           ds_tensors(), {"quant_method": "gptq", "bits": 4, "group_size": 128})
     dcase("quant_method_missing", [QCFG, "quantization_config.quant_method", "missing"], ds_tensors(), {"bits": 4})
     dcase("quant_algo_w4a8_awq", [QHF, "quantization.quant_algo", "not an algorithm of a supported dialect", "W4A8_AWQ"],
