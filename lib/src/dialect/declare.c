@@ -413,17 +413,22 @@ static bool is_mlx(const json_t *q)
            (json_is_integer(json_object_get(q, "bits")) && json_is_integer(json_object_get(q, "group_size")));
 }
 
-/* The path of file `name` beside the checkpoint's weights (where its config.json is: the shards
- * of an index lie in the index's directory), when it is a regular file or a link to one. */
+/* The path of file `name` beside the checkpoint's weights -- in the directory given, or in the
+ * directory of the file or index given, where its config.json is found -- when it is a regular
+ * file or a link to one.  A source parsed from memory has no directory. */
 static bool beside(const nf_source *src, const char *name, char *path, size_t size)
 {
-    const char *first = nf_source_file_count(src) ? nf_source_file_path(src, 0) : NULL;
-    if (!first) return false;
-    const char *slash = strrchr(first, '/');
-    int len = slash ? (int)(slash - first) : 1;
-    if ((size_t)snprintf(path, size, "%.*s/%s", len, slash ? first : ".", name) >= size) return false;
+    const char *given = nf_source_path(src);
     struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode); /* stat: hub snapshots are links into blobs/ */
+    if (!given || stat(given, &st) != 0) return false;
+    const char *slash = strrchr(given, '/');
+    int n;
+    size_t len = strlen(given);
+    while (len > 1 && given[len - 1] == '/') len--; /* "ckpt/" names ckpt/quantize_config.json */
+    if (S_ISDIR(st.st_mode)) n = snprintf(path, size, "%.*s/%s", (int)len, given, name);
+    else if (slash) n = snprintf(path, size, "%.*s/%s", (int)(slash - given), given, name);
+    else n = snprintf(path, size, "%s", name);
+    return n >= 0 && (size_t)n < size && stat(path, &st) == 0 && S_ISREG(st.st_mode); /* hub snapshots: links */
 }
 
 /* The declarations of producers no dialect covers, in config.json (quantization_config,
