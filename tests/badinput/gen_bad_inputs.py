@@ -1190,6 +1190,11 @@ def quantized_refusal_cases():
     rcase("ct_mxfp4", [QCFG, "quantization_config.format: MXFP4 (compressed-tensors mxfp4-pack-quantized"],
           [(QP + ".weight_packed", "U8", [2, 16], bytes(32)), (QP + ".weight_scale", "U8", [2, 1], bytes(2))],
           {QCFG: qconfig(dict(ct, format="mxfp4-pack-quantized"))})
+    # the same without a format: the E8M0 scales per 32 values say MXFP4, not a broken NVFP4
+    rcase("ct_mxfp4_no_format", [QF, "tensor '%s.weight_scale'" % QP, "MXFP4 (E2M1 codes, two per U8, with U8 E8M0 "
+                                 "scales per 32 values"],
+          [(QP + ".weight_packed", "U8", [2, 16], bytes(32)), (QP + ".weight_scale", "U8", [2, 1], bytes(2))],
+          {QCFG: qconfig(ct)})
     rcase("ct_sparse24", [QCFG, "quantization_config.sparsity_config: 2:4 sparse (compressed-tensors "
                           "sparse-24-bitmask"],
           [(QP + ".compressed", "BF16", [2, 2], bytes(8)), (QP + ".bitmask", "U8", [2, 1], bytes(2))],

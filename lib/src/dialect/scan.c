@@ -299,6 +299,16 @@ static nf_status nvfp4_weight(nf_dialects *d, const module *m, nf_qweight *q, nf
     if (q->shape[1] % 16)
         return fail_t(err, d->src, c, "K = %" PRIu64 " (two codes per byte) is not a multiple of 16, the NVFP4 block",
                       q->shape[1]);
+    if ((s->dtype == NF_ST_U8 || s->dtype == NF_ST_F8_E8M0) && s->rank == 2 && s->shape[0] == q->shape[0] &&
+        s->shape[1] == (q->shape[1] + 31) / 32) {
+        /* E8M0 scales per 32 values: MXFP4 (compressed-tensors mxfp4-pack-quantized) even when no
+         * format says so, not a broken NVFP4 weight (docs/dialects.md) */
+        char where[2048], how[256];
+        snprintf(where, sizeof where, "%s: tensor '%s'", file_of(d->src, s), nf_esc(s->name).s);
+        snprintf(how, sizeof how, "E2M1 codes, two per U8, with %s E8M0 scales per 32 values, recognised by the "
+                 "tensors", s->type_name);
+        return dialect_not_read(err, where, "MXFP4", how);
+    }
     if (s->dtype != NF_ST_F8_E4M3)
         return fail_t(err, d->src, s, "dtype %s: NVFP4 block scales are F8_E4M3", s->type_name);
     const nf_source_tensor *g = modelopt ? m->t[C_SCALE_2] : m->t[C_GLOBAL];
