@@ -330,11 +330,12 @@ static void bits_group(const json_t *o, const char *bits_key, const char *group_
 static const char *foreign_method(const char *method, const json_t *q)
 {
     static const char *const known[][2] = {
-        {"gptq", "GPTQ"},       {"awq", "AWQ"},          {"exl2", "EXL2"}, {"hqq", "HQQ"},
-        {"mxfp4", "MXFP4"}, {"aqlm", "AQLM"},  {"quanto", "Quanto"},         {"eetq", "EETQ"},
-        {"fbgemm_fp8", "FBGEMM FP8"}, {"torchao", "torchao"}, {"bitnet", "BitNet"},    {"vptq", "VPTQ"},
-        {"higgs", "HIGGS"},     {"spqr", "SpQR"},        {"fp_quant", "FP-Quant"},     {"auto-round", "AutoRound"},
-        {"intel/auto-round", "AutoRound"}, {"quark", "Quark"},
+        {"gptq", "GPTQ"},           {"awq", "AWQ"},         {"exl2", "EXL2"},
+        {"hqq", "HQQ"},             {"mxfp4", "MXFP4"},     {"aqlm", "AQLM"},
+        {"quanto", "Quanto"},       {"eetq", "EETQ"},       {"fbgemm_fp8", "FBGEMM FP8"},
+        {"torchao", "torchao"},     {"bitnet", "BitNet"},   {"vptq", "VPTQ"},
+        {"higgs", "HIGGS"},         {"spqr", "SpQR"},       {"fp_quant", "FP-Quant"},
+        {"auto-round", "AutoRound"}, {"intel/auto-round", "AutoRound"}, {"quark", "Quark"},
     };
     if (!strcmp(method, "fp8") || !strcmp(method, "compressed-tensors") || !strcmp(method, "modelopt")) return NULL;
     if (!strcmp(method, "bitsandbytes")) {
@@ -409,8 +410,8 @@ static nf_status ct_foreign(const json_t *q, const char *path, nf_error *err)
  * per-group scales and biases. */
 static bool is_mlx(const json_t *q)
 {
-    return json_is_object(q) && !json_object_get(q, "quant_method") &&
-           (json_is_integer(json_object_get(q, "bits")) && json_is_integer(json_object_get(q, "group_size")));
+    return json_is_object(q) && !json_object_get(q, "quant_method") && json_is_integer(json_object_get(q, "bits")) &&
+           json_is_integer(json_object_get(q, "group_size"));
 }
 
 /* The path of file `name` beside the checkpoint's weights -- in the directory given, or in the
