@@ -1060,7 +1060,8 @@ def dialect_cases():
     dcase("deepseek_fmt_contradicts", [QF, "tensor '%s'" % QW, "dtype F8_E5M2", "declares fmt e4m3"],
           ds_tensors(codes=bytes(c & 0x7B for c in DS_CODES), codes_dtype="F8_E5M2"), DS_Q)
     # ---- declarations
-    dcase("quant_method_gptq", [QCFG, "quantization_config.quant_method", "not a supported dialect", "gptq"],
+    dcase("quant_method_gptq", [QCFG, "quantization_config.quant_method", "GPTQ (quant_method 'gptq', 4-bit, group 128",
+                                "not read yet"],
           ds_tensors(), {"quant_method": "gptq", "bits": 4, "group_size": 128})
     dcase("quant_method_missing", [QCFG, "quantization_config.quant_method", "missing"], ds_tensors(), {"bits": 4})
     dcase("quant_algo_w4a8_awq", [QHF, "quantization.quant_algo", "not an algorithm of a supported dialect", "W4A8_AWQ"],
@@ -1132,6 +1133,77 @@ def dialect_cases():
           [(QP + ".weight_packed", "I16", [4, 4], bytes(32)), (QP + ".weight_scale", "F32", [4, 1], f32(1, 1, 1, 1))])
 
 
+# Quantized checkpoints of producers no dialect reads (docs/dialects.md, "Quantized checkpoints
+# not read yet"): refused before anything is planned, naming the file, the key or tensor, the
+# format and what to do -- in quick mode and --dry-run alike (full layouts: tests/cli/gen_quantized.py).
+def quantized_refusal_cases():
+    def rcase(name, needles, tensors, files=None, dry=False):
+        fs = {QF: qst(tensors), QCFG: json.dumps({"model_type": "llama"})}
+        fs.update(files or {})
+        args = ["ckpt", "-o", "{out}.ninfer", "--format", "q4_g64_fp16"] + (["--dry-run"] if dry else []) + \
+               ["-j", "1", "--progress=never"]
+        case("refuse_" + name, 1, needles + ["not read yet", "convert from the BF16 release"], "ninfer-convert", args, fs)
+
+    gptq = [(QP + ".qweight", "I32", [2, 8], bytes(64)), (QP + ".qzeros", "I32", [1, 1], bytes(4)),
+            (QP + ".scales", "F16", [1, 8], le16s(*[0x3C00] * 8)), (QP + ".g_idx", "I32", [16], bytes(64))]
+    rcase("gptq_quantize_config", ["ckpt/quantize_config.json", "GPTQ (AutoGPTQ, 4-bit, group 16, declared in "
+                                   "quantize_config.json)"], gptq,
+          {"ckpt/quantize_config.json": json.dumps({"bits": 4, "group_size": 16, "desc_act": False, "sym": True})})
+    rcase("gptq_tensors_dry_run", [QF, "tensor '%s." % QP, "GPTQ (AutoGPTQ / GPTQModel"], gptq, dry=True)
+    awq = [(QP + ".qweight", "I32", [16, 1], bytes(64)), (QP + ".qzeros", "I32", [1, 1], bytes(4)),
+           (QP + ".scales", "F16", [1, 8], le16s(*[0x3C00] * 8))]
+    rcase("awq_quant_config", ["ckpt/quant_config.json", "AWQ (AutoAWQ GEMM, 4-bit, group 16, declared in "
+                               "quant_config.json)"], awq,
+          {"ckpt/quant_config.json": json.dumps({"zero_point": True, "q_group_size": 16, "w_bit": 4,
+                                                 "version": "GEMM"})})
+    rcase("awq_tensors", [QF, "AWQ (AutoAWQ int codes"], awq)
+    rcase("exl2_tensors", [QF, "tensor '%s.q_" % QP, "EXL2 (exllamav2"],
+          [(QP + ".q_weight", "I32", [2, 8], bytes(64)), (QP + ".q_invperm", "I16", [16], bytes(32)),
+           (QP + ".q_scale", "I32", [1, 1], bytes(4))])
+    rcase("mxfp4_original", [QF, "tensor 'block.0.mlp.mlp1_weight.blocks'", "MXFP4 (gpt-oss, OpenAI's original/"],
+          [("block.0.mlp.mlp1_weight.blocks", "U8", [1, 2, 1, 16], bytes(32)),
+           ("block.0.mlp.mlp1_weight.scales", "U8", [1, 2, 1], bytes([127, 127]))], dry=True)
+    rcase("mxfp4_hf", [QF, "MXFP4 (gpt-oss, Hugging Face layout"],
+          [("model.layers.0.mlp.experts.down_proj_blocks", "U8", [1, 2, 1, 16], bytes(32)),
+           ("model.layers.0.mlp.experts.down_proj_scales", "U8", [1, 2, 1], bytes([127, 127]))])
+    mlx = [(QW, "U32", [2, 2], bytes(16)), (QP + ".scales", "BF16", [2, 1], le16s(0x3F80, 0x3F80)),
+           (QP + ".biases", "BF16", [2, 1], le16s(0, 0))]
+    rcase("mlx_quantization", [QCFG, "quantization: MLX affine (mlx-lm, 4-bit, group 16"], mlx,
+          {QCFG: json.dumps({"model_type": "llama", "quantization": {"group_size": 16, "bits": 4}})}, dry=True)
+    rcase("mlx_quantization_config", [QCFG, "quantization_config: MLX affine"], mlx,
+          {QCFG: json.dumps({"model_type": "llama", "quantization_config": {"group_size": 16, "bits": 4}})})
+    rcase("mlx_tensors", [QF, "tensor '%s'" % QW, "MLX affine (mlx-lm"], mlx)
+    rcase("bnb4_tensors", [QF, "bitsandbytes 4-bit NF4"],
+          [(QW, "U8", [8, 1], bytes(8)), (QW + ".absmax", "F32", [1], f32(1)),
+           (QW + ".quant_state.bitsandbytes__nf4", "U8", [2], b"{}")])
+    rcase("bnb8_tensors", [QF, "tensor '%s.SCB'" % QP, "bitsandbytes 8-bit LLM.int8"],
+          [(QW, "I8", [2, 4], bytes(8)), (QP + ".SCB", "F32", [2], f32(1, 1))])
+    rcase("hqq_tensors", [QF, "tensor '%s.W_q'" % QP, "HQQ"],
+          [(QP + ".W_q", "U8", [2, 2], bytes(4)), (QP + ".zero", "F16", [2, 1], le16s(0, 0)),
+           (QP + ".scale", "F16", [2, 1], le16s(0x3C00, 0x3C00))])
+    rcase("bitsandbytes_declared", [QCFG, "quantization_config.quant_method", "bitsandbytes 4-bit FP4"], mlx,
+          {QCFG: qconfig({"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "fp4"})})
+    rcase("unknown_quant_method", [QCFG, "an unknown quantization (quant_method 'w\\x01q'"], mlx,
+          {QCFG: qconfig({"quant_method": "w\u0001q"})})
+    ct = {"quant_method": "compressed-tensors", "config_groups": {"group_0": {"targets": ["Linear"], "weights": {
+        "num_bits": 4, "type": "float", "symmetric": True, "strategy": "group", "group_size": 32}}}}
+    rcase("ct_mxfp4", [QCFG, "quantization_config.format: MXFP4 (compressed-tensors mxfp4-pack-quantized"],
+          [(QP + ".weight_packed", "U8", [2, 16], bytes(32)), (QP + ".weight_scale", "U8", [2, 1], bytes(2))],
+          {QCFG: qconfig(dict(ct, format="mxfp4-pack-quantized"))})
+    # the same without a format: the E8M0 scales per 32 values say MXFP4, not a broken NVFP4
+    rcase("ct_mxfp4_no_format", [QF, "tensor '%s.weight_scale'" % QP, "MXFP4 (E2M1 codes, two per U8, with U8 E8M0 "
+                                 "scales per 32 values"],
+          [(QP + ".weight_packed", "U8", [2, 16], bytes(32)), (QP + ".weight_scale", "U8", [2, 1], bytes(2))],
+          {QCFG: qconfig(ct)})
+    rcase("ct_sparse24", [QCFG, "quantization_config.sparsity_config: 2:4 sparse (compressed-tensors "
+                          "sparse-24-bitmask"],
+          [(QP + ".compressed", "BF16", [2, 2], bytes(8)), (QP + ".bitmask", "U8", [2, 1], bytes(2))],
+          {QCFG: qconfig({"quant_method": "compressed-tensors", "sparsity_config": {"format": "sparse-24-bitmask"}})})
+    rcase("sparsity_config_top", [QCFG, "sparse (compressed-tensors sparse-bitmask"],
+          [(QP + ".compressed", "BF16", [2, 2], bytes(8)), (QP + ".bitmask", "U8", [2, 1], bytes(2))],
+          {QCFG: json.dumps({"model_type": "llama", "sparsity_config": {"format": "sparse-bitmask"}})})
+
+
 def main():
     if os.path.exists(OUT):
         shutil.rmtree(OUT)
@@ -1144,6 +1216,7 @@ def main():
     quick_cases()
     art_cases()
     dialect_cases()
+    quantized_refusal_cases()
     with open(os.path.join(OUT, "cases.tsv"), "w") as f:
         for c in CASES:
             f.write("\t".join(c) + "\n")

@@ -187,4 +187,40 @@ same "$work/so1.ninfer" "$work/so/so1.ninfer"
 same "$work/so1.ninfer.part-0001" "$work/so/so1.ninfer.part-0001"
 run 0 "$bin/ninfer-verify" "$work/so/so1.ninfer" --against "$work/d/deepseek" --plan "$work/so.json" --task all
 
+# ---------------------------------------------------------------- values that overflow binary32
+# E4M3 448 x an F32 channel scale of 3e38 (both finite): refused, naming the row, column, code
+# and scale, when the values are read (--requantize, verify --against) and when the rows are
+# imported as they are -- never +inf (issue 23 item 9)
+mkdir -p "$work/ov"
+python3 - "$work/ov/model.safetensors" <<'PY' && ok || bad "overflow checkpoint: generator"
+import json, struct, sys
+codes = bytearray([0x38] * 32)  # [2, 16] of 1.0
+codes[16 + 3] = 0x7E            # 448 at row 1, col 3
+hdr = {'m.weight': {'dtype': 'F8_E4M3', 'shape': [2, 16], 'data_offsets': [0, 32]},
+       'm.weight_scale': {'dtype': 'F32', 'shape': [2, 1], 'data_offsets': [32, 40]}}
+h = json.dumps(hdr).encode()
+h += b' ' * (-len(h) % 8)
+open(sys.argv[1], 'wb').write(struct.pack('<Q', len(h)) + h + bytes(codes) + struct.pack('<2f', 3e38, 3e38))
+PY
+mkdir -p "$work/ovo"
+run 1 "$bin/ninfer-convert" "$work/ov" -o "$work/ovo/a.ninfer" --format fp32 --requantize
+contains "$work/err" "model.safetensors: tensor 'm.weight': row 1 col 3: E4M3 code 0x7E x scale 3.00000001e+38 (0x7F61B1E6) overflows binary32"
+run 1 "$bin/ninfer-convert" "$work/ov" -o "$work/ovo/b.ninfer" --format fp8_e4m3fn_row_bf16
+contains "$work/err" "row 1 col 3: E4M3 code 0x7E x row scale BF16 0x7F62"
+contains "$work/err" "overflows binary32"
+check test -z "$(ls -A "$work/ovo")"
+# an artifact whose words are the same (row 1's 448 lowered to 1.0) is not re-derived from it
+python3 - "$work/ov/model.safetensors" "$work/ov2/model.safetensors" <<'PY' && ok || bad "overflow: the finite twin"
+import os, sys
+b = bytearray(open(sys.argv[1], 'rb').read())
+i = b.rindex(bytes([0x7E]), 0, len(b) - 8)
+b[i] = 0x38
+os.makedirs(os.path.dirname(sys.argv[2]))
+open(sys.argv[2], 'wb').write(bytes(b))
+PY
+run 0 "$bin/ninfer-convert" "$work/ov2" -o "$work/ov2.ninfer" --format fp32 --requantize
+run 1 "$bin/ninfer-verify" "$work/ov2.ninfer" --against "$work/ov"
+contains "$work/out" "row 1 col 3: E4M3 code 0x7E x scale"
+lacks "$work/out" "valid ("
+
 finish dialects

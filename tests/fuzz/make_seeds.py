@@ -631,6 +631,20 @@ def dialects():
     out("dialects", "bad_markers.bin", dialect_seed({"quantization_config": ds_q}, mo_hf, mo))
     out("dialects", "config_only.bin", dialect_seed({"quantization_config": ct_int}))
     out("dialects", "empty.bin", b"")
+    # quantized checkpoints no dialect reads (docs/dialects.md, "Quantized checkpoints not read
+    # yet"): declared (MLX without quant_method, a compressed-tensors sparsity_config) or by tensors
+    gptq = [(P + ".qweight", "I32", [2, 8], bytes(64)), (P + ".scales", "F16", [1, 8], bytes(16)),
+            (P + ".g_idx", "I32", [16], bytes(64))]
+    out("dialects", "refused_gptq_tensors.bin", dialect_seed(tensors=gptq))
+    mlx = [(P + ".weight", "U32", [2, 2], bytes(16)), (P + ".scales", "BF16", [2, 1], bytes(4)),
+           (P + ".biases", "BF16", [2, 1], bytes(4))]
+    out("dialects", "refused_mlx.bin", dialect_seed({"quantization_config": {"group_size": 64, "bits": 4}}, tensors=mlx))
+    out("dialects", "refused_mlx_tensors.bin", dialect_seed(tensors=mlx))
+    out("dialects", "refused_mxfp4_blocks.bin", dialect_seed(tensors=[
+        ("block.0.mlp.mlp1_weight.blocks", "U8", [1, 2, 1, 16], bytes(32)),
+        ("block.0.mlp.mlp1_weight.scales", "U8", [1, 2, 1], bytes(2))]))
+    out("dialects", "refused_ct_sparse.bin", dialect_seed({"quantization_config": {
+        "quant_method": "compressed-tensors", "sparsity_config": {"format": "sparse-24-bitmask"}}}, tensors=mlx))
 
 
 if __name__ == "__main__":

@@ -149,8 +149,9 @@ Test(dialect, the_declaration_decides_what_names_cannot)
     /* the same weight in a checkpoint that says GPTQ: refused, not read as plain tensors */
     s = open_ckpt(t, 2, "{\"quantization_config\": {\"quant_method\": \"gptq\"}}");
     cr_assert_eq(nf_dialects_scan(s, &d, &err), NF_ERR_INVALID);
-    cr_assert(strstr(err.message, "config.json: quantization_config.quant_method: not a supported dialect") &&
-              strstr(err.message, "gptq"), "%s", err.message);
+    cr_assert(strstr(err.message, "config.json: quantization_config.quant_method: GPTQ (quant_method 'gptq', "
+                                  "declared in config.json quantization_config): not read yet") &&
+              strstr(err.message, "convert from the BF16 release"), "%s", err.message);
     nf_source_close(s);
 }
 
@@ -166,5 +167,99 @@ Test(dialect, gguf_and_plain_checkpoints_scan_empty)
     cr_assert_null(nf_dialects_declared(d));
     cr_assert_eq(nf_dialects_role(d, nf_source_find(s, "p.weight"), NULL), NF_QROLE_PLAIN);
     nf_dialects_free(d);
+    nf_source_close(s);
+}
+
+/* Issue 23 item 9: a code and a scale both finite whose product overflows binary32 is refused
+ * naming the row, column, code and scale (docs/dialects.md "Bad input"), never read as +inf. */
+Test(dialect, a_value_that_overflows_binary32_is_refused)
+{
+    uint8_t codes[2 * 16];
+    memset(codes, 0x38, sizeof codes); /* 1.0 */
+    codes[16 + 3] = 0x7E;              /* 448 in row 1 */
+    float scales[2] = {3e38f, 3e38f};  /* channel: 1.0 x 3e38 fits, 448 x 3e38 does not */
+    sw_st_tensor t[] = {
+        {"a.weight", "F8_E4M3", 2, {2, 16}, codes, sizeof codes},
+        {"a.weight_scale", "F32", 2, {2, 1}, scales, sizeof scales},
+    };
+    nf_source *s = open_ckpt(t, 2, NULL);
+    nf_dialects *d = NULL;
+    nf_error err;
+    cr_assert_eq(nf_dialects_scan(s, &d, &err), NF_OK, "%s", err.message);
+    float v[32];
+    cr_assert_eq(nf_qweight_read_f32(s, nf_dialects_weight_at(d, 0), 0, 1, v, 32, &err), NF_OK, "%s", err.message);
+    cr_assert_eq(nf_qweight_read_f32(s, nf_dialects_weight_at(d, 0), 0, 2, v, 32, &err), NF_ERR_INVALID);
+    cr_assert(strstr(err.message, "model.safetensors: tensor 'a.weight': row 1 col 3: E4M3 code 0x7E x scale 3.00000001e+38 "
+                                  "(0x7F61B1E6) overflows binary32"),
+              "%s", err.message);
+    nf_dialects_free(d);
+    nf_source_close(s);
+
+    /* int8 codes (compressed-tensors): (q - z) x scale likewise */
+    int8_t q8[2 * 4] = {1, 2, 3, 4, 5, 6, -128, 7};
+    float s8[2] = {1e37f, 1e37f};
+    sw_st_tensor t8[] = {
+        {"b.weight", "I8", 2, {2, 4}, q8, sizeof q8},
+        {"b.weight_scale", "F32", 2, {2, 1}, s8, sizeof s8},
+    };
+    s = open_ckpt(t8, 2, NULL);
+    cr_assert_eq(nf_dialects_scan(s, &d, &err), NF_OK, "%s", err.message);
+    cr_assert_eq(nf_qweight_read_f32(s, nf_dialects_weight_at(d, 0), 0, 2, v, 32, &err), NF_ERR_INVALID);
+    cr_assert(strstr(err.message, "tensor 'b.weight': row 1 col 2: integer code -128 (q - z) x scale 9.99999993e+36"),
+              "%s", err.message);
+    nf_dialects_free(d);
+    nf_source_close(s);
+}
+
+/* Issue 23: quantized checkpoints of producers no dialect reads are refused by the scan itself,
+ * declared or recognised by their tensors (docs/dialects.md, "Quantized checkpoints not read
+ * yet"); a dense sparsity_config changes nothing. */
+Test(dialect, checkpoints_no_dialect_reads_are_refused_by_the_scan)
+{
+    uint32_t packed[4] = {0};
+    uint16_t half_scales[2] = {0x3F80, 0x3F80};
+    sw_st_tensor mlx[] = {
+        {"p.weight", "U32", 2, {2, 2}, packed, sizeof packed},
+        {"p.scales", "BF16", 2, {2, 1}, half_scales, sizeof half_scales},
+        {"p.biases", "BF16", 2, {2, 1}, half_scales, sizeof half_scales},
+    };
+    nf_dialects *d = NULL;
+    nf_error err;
+    /* current mlx-lm: quantization_config without quant_method is MLX, not "quant_method: missing" */
+    nf_source *s = open_ckpt(mlx, 3, "{\"quantization_config\": {\"group_size\": 64, \"bits\": 4}}");
+    cr_assert_eq(nf_dialects_scan(s, &d, &err), NF_ERR_INVALID);
+    cr_assert(strstr(err.message, "config.json: quantization_config: MLX affine (mlx-lm, 4-bit, group 64, declared in "
+                                  "config.json quantization_config without a quant_method): not read yet"),
+              "%s", err.message);
+    nf_source_close(s);
+    /* no declaration: the U32 weight with scales and biases */
+    s = open_ckpt(mlx, 3, NULL);
+    cr_assert_eq(nf_dialects_scan(s, &d, &err), NF_ERR_INVALID);
+    cr_assert(strstr(err.message, "model.safetensors: tensor 'p.weight': MLX affine"), "%s", err.message);
+    nf_source_close(s);
+    /* GPTQ's qweight packs along K: as many columns as its scales */
+    int32_t qw[2 * 4] = {0};
+    uint16_t sc[4] = {0x3C00, 0x3C00, 0x3C00, 0x3C00};
+    sw_st_tensor gptq[] = {
+        {"q.qweight", "I32", 2, {2, 4}, qw, sizeof qw},
+        {"q.scales", "F16", 2, {1, 4}, sc, sizeof sc},
+    };
+    s = open_ckpt(gptq, 2, NULL);
+    cr_assert_eq(nf_dialects_scan(s, &d, &err), NF_ERR_INVALID);
+    cr_assert(strstr(err.message, "tensor 'q.qweight': GPTQ (AutoGPTQ / GPTQModel") &&
+              strstr(err.message, "convert from the BF16 release of the model"), "%s", err.message);
+    nf_source_close(s);
+    /* a dense sparsity_config stores the weights as they are: a plain checkpoint */
+    uint16_t w[4] = {0x3F80, 0, 0, 0};
+    sw_st_tensor plain[] = {{"p.weight", "BF16", 2, {2, 2}, w, sizeof w}};
+    s = open_ckpt(plain, 1, "{\"sparsity_config\": {\"format\": \"dense\"}}");
+    cr_assert_eq(nf_dialects_scan(s, &d, &err), NF_OK, "%s", err.message);
+    cr_assert_eq(nf_dialects_weight_count(d), 0);
+    nf_dialects_free(d);
+    nf_source_close(s);
+    s = open_ckpt(plain, 1, "{\"sparsity_config\": {\"format\": \"sparse-24-bitmask\"}}");
+    cr_assert_eq(nf_dialects_scan(s, &d, &err), NF_ERR_INVALID);
+    cr_assert(strstr(err.message, "config.json: sparsity_config: 2:4 sparse (compressed-tensors sparse-24-bitmask"),
+              "%s", err.message);
     nf_source_close(s);
 }

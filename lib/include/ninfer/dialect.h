@@ -110,7 +110,12 @@ typedef struct nf_dialects nf_dialects;
  * a weight that is not what a dialect says (missing or misshapen companions, wrong dtypes, a
  * global scale that is not finite and > 0, conflicting markers, a companion without its
  * weight), naming the file, the tensor or key; every weight's problems are checked, the first
- * is reported. */
+ * is reported.  NF_ERR_INVALID too for a quantized checkpoint of a producer no dialect reads
+ * (GPTQ, AWQ, EXL2, MXFP4, MLX, bitsandbytes, HQQ, compressed-tensors MXFP4 and sparse:
+ * docs/dialects.md, "Quantized checkpoints not read yet"), declared -- config.json
+ * quantization_config, quantization or sparsity_config, quantize_config.json, quant_config.json
+ * -- or recognised by its tensors' names and dtypes: "FILE: KEY or tensor 'NAME': FORMAT (HOW):
+ * not read yet, ...; convert from the BF16 release of the model". */
 NF_API nf_status nf_dialects_scan(const nf_source *src, nf_dialects **out, nf_error *err);
 NF_API void nf_dialects_free(nf_dialects *d);
 

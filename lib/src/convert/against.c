@@ -371,6 +371,12 @@ nf_status nf_verify_against(nf_artifact *a, const nf_verify_against_opts *opts, 
     } else {
         /* the source opened here first: the records' tensor names are looked up among its tensors */
         st = nf_source_open(source, &src, err);
+        /* a checkpoint the planner would refuse (a quantized one no dialect reads, a malformed
+         * declaration: docs/dialects.md) is refused with its message even when none of its
+         * tensors' names is the artifact's, and no plan is built */
+        nf_dialects *dl = NULL;
+        if (st == NF_OK) st = nf_dialects_scan(src, &dl, err);
+        nf_dialects_free(dl);
         if (st == NF_OK) st = derive_recipe(a, source, src, want, &d, &sink, err);
     }
     const nf_recipe *use = recipe_path ? recipe : &d.recipe;

@@ -6,8 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <jansson.h>
+
+#include <ninfer/escape.h>
 
 #include "dialect/dialect_internal.h"
 
@@ -302,6 +305,197 @@ static nf_status read_modelopt(const json_t *q, decl *d, const char *ctx, const 
     return read_list(json_object_get(q, "ignore"), &d->ignore, false, d, key, err);
 }
 
+/* ---------------------------------------------------------------- formats not read yet */
+nf_status dialect_not_read(nf_error *err, const char *where, const char *format, const char *how)
+{
+    return nf_error_set(err, NF_ERR_INVALID,
+                        "%s: %s (%s): not read yet, its weights are no dialect ninfer-tools reads (docs/dialects.md, "
+                        "\"Quantized checkpoints not read yet\"); convert from the BF16 release of the model",
+                        where, format, how);
+}
+
+/* ", 4-bit, group 128" from a declaration's integer keys (absent ones left out). */
+static void bits_group(const json_t *o, const char *bits_key, const char *group_key, char *buf, size_t size)
+{
+    const json_t *b = json_object_get(o, bits_key), *g = json_object_get(o, group_key);
+    size_t used = 0;
+    buf[0] = '\0';
+    if (json_is_number(b)) used += (size_t)snprintf(buf, size, ", %g-bit", json_number_value(b));
+    if (json_is_integer(g) && used < size)
+        snprintf(buf + used, size - used, ", group %lld", (long long)json_integer_value(g));
+}
+
+/* config.json quantization_config.quant_method of a producer no dialect covers: the format's
+ * name; NULL for the methods declare.c reads (fp8, compressed-tensors, modelopt). */
+static const char *foreign_method(const char *method, const json_t *q)
+{
+    static const char *const known[][2] = {
+        {"gptq", "GPTQ"},           {"awq", "AWQ"},         {"exl2", "EXL2"},
+        {"hqq", "HQQ"},             {"mxfp4", "MXFP4"},     {"aqlm", "AQLM"},
+        {"quanto", "Quanto"},       {"eetq", "EETQ"},       {"fbgemm_fp8", "FBGEMM FP8"},
+        {"torchao", "torchao"},     {"bitnet", "BitNet"},   {"vptq", "VPTQ"},
+        {"higgs", "HIGGS"},         {"spqr", "SpQR"},       {"fp_quant", "FP-Quant"},
+        {"auto-round", "AutoRound"}, {"intel/auto-round", "AutoRound"}, {"quark", "Quark"},
+    };
+    if (!strcmp(method, "fp8") || !strcmp(method, "compressed-tensors") || !strcmp(method, "modelopt")) return NULL;
+    if (!strcmp(method, "bitsandbytes")) {
+        const json_t *four = json_object_get(q, "load_in_4bit"), *type = json_object_get(q, "bnb_4bit_quant_type");
+        if (json_is_true(four) || json_is_true(json_object_get(q, "_load_in_4bit")))
+            return json_is_string(type) && !strcmp(json_string_value(type), "fp4") ? "bitsandbytes 4-bit FP4"
+                                                                                   : "bitsandbytes 4-bit NF4";
+        return "bitsandbytes 8-bit LLM.int8";
+    }
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (!strcmp(method, known[i][0])) return known[i][1];
+    return "";
+}
+
+/* A compressed-tensors format (quantization_config.format, a group's format, sparsity_config.
+ * format) that no dialect here reads, by name; NULL for the ones read and for "dense". */
+static const char *foreign_ct_format(const char *format)
+{
+    if (!strcmp(format, "mxfp4-pack-quantized")) return "MXFP4";
+    if (!strcmp(format, "sparse-24-bitmask")) return "2:4 sparse";
+    if (!strcmp(format, "sparse-bitmask")) return "sparse";
+    if (!strcmp(format, "marlin-24")) return "2:4 sparse GPTQ";
+    return NULL;
+}
+
+/* A compressed-tensors sparsity_config at `key` that is not dense: the weights are stored
+ * compressed (values and a bitmask), which no dialect reads. */
+static nf_status sparsity_foreign(const json_t *sp, const char *path, const char *key, nf_error *err)
+{
+    if (!sp || json_is_null(sp)) return NF_OK;
+    const json_t *f = json_object_get(sp, "format");
+    const char *fs = json_is_string(f) ? json_string_value(f) : "";
+    if (!strcmp(fs, "dense")) return NF_OK; /* weights stored as they are: plain values */
+    const char *name = foreign_ct_format(fs);
+    char where[2048], how[1024];
+    snprintf(how, sizeof how, "compressed-tensors %s, declared in config.json %s", nf_esc(fs[0] ? fs : "(no format)").s,
+             key);
+    snprintf(where, sizeof where, "%s: %s", path, key);
+    return dialect_not_read(err, where, name ? name : "sparse", how);
+}
+
+/* The formats of a compressed-tensors declaration no dialect reads: its quantization format, a
+ * group's, and a sparsity_config that is not dense (2:4 sparse weights are stored compressed). */
+static nf_status ct_foreign(const json_t *q, const char *path, nf_error *err)
+{
+    char where[2048], how[1024];
+    const json_t *f = json_object_get(q, "format");
+    const char *name = json_is_string(f) ? foreign_ct_format(json_string_value(f)) : NULL;
+    if (name) {
+        snprintf(where, sizeof where, "%s: quantization_config.format", path);
+        snprintf(how, sizeof how, "compressed-tensors %s, declared in config.json quantization_config",
+                 json_string_value(f));
+        return dialect_not_read(err, where, name, how);
+    }
+    const json_t *groups = json_object_get(q, "config_groups");
+    const char *gname;
+    const json_t *g;
+    if (json_is_object(groups))
+        json_object_foreach((json_t *)groups, gname, g) {
+            f = json_object_get(g, "format");
+            if (!json_is_string(f) || !(name = foreign_ct_format(json_string_value(f)))) continue;
+            snprintf(where, sizeof where, "%s: quantization_config.config_groups.%s.format", path, nf_esc(gname).s);
+            snprintf(how, sizeof how, "compressed-tensors %s, declared in config.json quantization_config",
+                     json_string_value(f));
+            return dialect_not_read(err, where, name, how);
+        }
+    return sparsity_foreign(json_object_get(q, "sparsity_config"), path, "quantization_config.sparsity_config", err);
+}
+
+/* MLX (mlx-lm): a `quantization` object, and since 2024 the same in `quantization_config`,
+ * with bits and group_size but no quant_method: affine 2- to 8-bit codes in U32 words, with
+ * per-group scales and biases. */
+static bool is_mlx(const json_t *q)
+{
+    return json_is_object(q) && !json_object_get(q, "quant_method") && json_is_integer(json_object_get(q, "bits")) &&
+           json_is_integer(json_object_get(q, "group_size"));
+}
+
+/* The path of file `name` beside the checkpoint's weights -- in the directory given, or in the
+ * directory of the file or index given, where its config.json is found -- when it is a regular
+ * file or a link to one.  A source parsed from memory has no directory. */
+static bool beside(const nf_source *src, const char *name, char *path, size_t size)
+{
+    const char *given = nf_source_path(src);
+    struct stat st;
+    if (!given || stat(given, &st) != 0) return false;
+    const char *slash = strrchr(given, '/');
+    int n;
+    size_t len = strlen(given);
+    while (len > 1 && given[len - 1] == '/') len--; /* "ckpt/" names ckpt/quantize_config.json */
+    if (S_ISDIR(st.st_mode)) n = snprintf(path, size, "%.*s/%s", (int)len, given, name);
+    else if (slash) n = snprintf(path, size, "%.*s/%s", (int)(slash - given), given, name);
+    else n = snprintf(path, size, "%s", name);
+    return n >= 0 && (size_t)n < size && stat(path, &st) == 0 && S_ISREG(st.st_mode); /* hub snapshots: links */
+}
+
+/* The declarations of producers no dialect covers, in config.json (quantization_config,
+ * quantization, sparsity_config), AutoGPTQ's quantize_config.json and AutoAWQ's
+ * quant_config.json: any of them refuses the checkpoint (docs/dialects.md). */
+static nf_status foreign_decl(const nf_source *src, const json_t *cfg, const char *cfg_path, nf_error *err)
+{
+    char where[2048], how[1024], detail[64];
+    const json_t *q = cfg ? json_object_get(cfg, "quantization_config") : NULL;
+    if (json_is_object(q)) {
+        const json_t *m = json_object_get(q, "quant_method");
+        if (is_mlx(q)) {
+            bits_group(q, "bits", "group_size", detail, sizeof detail);
+            snprintf(where, sizeof where, "%s: quantization_config", cfg_path);
+            snprintf(how, sizeof how, "mlx-lm%s, declared in config.json quantization_config without a quant_method",
+                     detail);
+            return dialect_not_read(err, where, "MLX affine", how);
+        }
+        const char *name = json_is_string(m) ? foreign_method(json_string_value(m), q) : NULL;
+        if (name) {
+            bits_group(q, json_object_get(q, "w_bit") ? "w_bit" : "bits",
+                       json_object_get(q, "q_group_size") ? "q_group_size" : "group_size", detail, sizeof detail);
+            snprintf(where, sizeof where, "%s: quantization_config.quant_method", cfg_path);
+            snprintf(how, sizeof how, "quant_method '%s'%s, declared in config.json quantization_config",
+                     nf_esc(json_string_value(m)).s, detail);
+            return dialect_not_read(err, where, name[0] ? name : "an unknown quantization", how);
+        }
+        if (json_is_string(m) && !strcmp(json_string_value(m), "compressed-tensors")) NF_TRY(ct_foreign(q, cfg_path, err));
+    }
+    const json_t *mq = cfg ? json_object_get(cfg, "quantization") : NULL;
+    if ((!q || json_is_null(q)) && is_mlx(mq)) {
+        bits_group(mq, "bits", "group_size", detail, sizeof detail);
+        snprintf(where, sizeof where, "%s: quantization", cfg_path);
+        snprintf(how, sizeof how, "mlx-lm%s, declared in config.json quantization", detail);
+        return dialect_not_read(err, where, "MLX affine", how);
+    }
+    if (cfg) NF_TRY(sparsity_foreign(json_object_get(cfg, "sparsity_config"), cfg_path, "sparsity_config", err));
+    /* AutoGPTQ (<= 0.4) and AutoAWQ (before 2023-10-31) declared their format in a file of its own */
+    static const char *const files[][3] = {
+        {"quantize_config.json", "GPTQ", "AutoGPTQ"},
+        {"quant_config.json", "AWQ", "AutoAWQ"},
+    };
+    for (size_t i = 0; i < 2; i++) {
+        char path[4096];
+        if (!beside(src, files[i][0], path, sizeof path)) continue;
+        json_t *j = NULL;
+        NF_TRY(nf_source_read_config(path, &j, err));
+        const json_t *m = json_object_get(j, "quant_method");
+        const char *name = files[i][1];
+        if (json_is_string(m) && strcmp(json_string_value(m), "gptq") != 0) {
+            const char *other = foreign_method(json_string_value(m), j);
+            if (other && other[0]) name = other;
+        }
+        if (i == 1 && json_is_string(json_object_get(j, "version")))
+            snprintf(detail, sizeof detail, " %.32s", nf_esc(json_string_value(json_object_get(j, "version"))).s);
+        else
+            detail[0] = '\0';
+        char bg[64];
+        bits_group(j, i == 1 ? "w_bit" : "bits", i == 1 ? "q_group_size" : "group_size", bg, sizeof bg);
+        snprintf(how, sizeof how, "%s%s%s, declared in %s", files[i][2], detail, bg, files[i][0]);
+        json_decref(j);
+        return dialect_not_read(err, path, name, how);
+    }
+    return NF_OK;
+}
+
 /* ---------------------------------------------------------------- the files */
 static nf_status set_path(decl *d, const char *path)
 {
@@ -320,6 +514,7 @@ nf_status dialect_read_decl(const nf_source *src, decl *d, nf_error *err)
     if (cfg_path) st = nf_source_read_config(cfg_path, &cfg, err);
     if (st == NF_OK && hf_path) st = nf_source_read_config(hf_path, &hf, err);
     const json_t *q = cfg ? json_object_get(cfg, "quantization_config") : NULL;
+    if (st == NF_OK) st = foreign_decl(src, cfg, cfg_path, err);
     if (st == NF_OK && q && !json_is_null(q)) {
         if (set_path(d, cfg_path) != NF_OK) st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
         const char *method = NULL;

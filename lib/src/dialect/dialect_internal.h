@@ -73,6 +73,11 @@ typedef struct decl {
  * zeroed first.  NF_ERR_INVALID names the file and key. */
 nf_status dialect_read_decl(const nf_source *src, decl *d, nf_error *err);
 void dialect_free_decl(decl *d);
+/* A quantized checkpoint of a producer no dialect reads (docs/dialects.md, "Quantized checkpoints
+ * not read yet"): NF_ERR_INVALID "WHERE: FORMAT (HOW): not read yet, ...; convert from the BF16
+ * release of the model".  where: the file (and key, or tensor); how: the producer, its
+ * parameters and what declared or showed it. */
+nf_status dialect_not_read(nf_error *err, const char *where, const char *format, const char *how);
 /* Is module (a weight's name without ".weight") in list l?  level: 3 exact, 2 pattern, 1 class. */
 int dialect_list_match(const decl_list *l, const char *module);
 

@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <ninfer/escape.h>
+
 #include "common/checked.h"
 #include "dialect/dialect_internal.h"
 
@@ -297,6 +299,16 @@ static nf_status nvfp4_weight(nf_dialects *d, const module *m, nf_qweight *q, nf
     if (q->shape[1] % 16)
         return fail_t(err, d->src, c, "K = %" PRIu64 " (two codes per byte) is not a multiple of 16, the NVFP4 block",
                       q->shape[1]);
+    if ((s->dtype == NF_ST_U8 || s->dtype == NF_ST_F8_E8M0) && s->rank == 2 && s->shape[0] == q->shape[0] &&
+        s->shape[1] == (q->shape[1] + 31) / 32) {
+        /* E8M0 scales per 32 values: MXFP4 (compressed-tensors mxfp4-pack-quantized) even when no
+         * format says so, not a broken NVFP4 weight (docs/dialects.md) */
+        char where[2048], how[256];
+        snprintf(where, sizeof where, "%s: tensor '%s'", file_of(d->src, s), nf_esc(s->name).s);
+        snprintf(how, sizeof how, "E2M1 codes, two per U8, with %s E8M0 scales per 32 values, recognised by the "
+                 "tensors", s->type_name);
+        return dialect_not_read(err, where, "MXFP4", how);
+    }
     if (s->dtype != NF_ST_F8_E4M3)
         return fail_t(err, d->src, s, "dtype %s: NVFP4 block scales are F8_E4M3", s->type_name);
     const nf_source_tensor *g = modelopt ? m->t[C_SCALE_2] : m->t[C_GLOBAL];
@@ -549,6 +561,110 @@ static nf_status resolve_module(nf_dialects *d, const module *m, nf_error *err)
     return NF_OK;
 }
 
+/* ---------------------------------------------------------------- layouts not read yet */
+#define ANY_DTYPE (-1)
+/* The tensor `prefix` + `last` (prefix: a name up to and including its last dot), of dtype
+ * `dtype` unless it is ANY_DTYPE. */
+static const nf_source_tensor *sibling(const nf_source *src, const char *prefix, size_t plen, const char *last,
+                                       int dtype)
+{
+    char name[2048];
+    if ((size_t)snprintf(name, sizeof name, "%.*s%s", (int)plen, prefix, last) >= sizeof name) return NULL;
+    const nf_source_tensor *t = nf_source_find(src, name);
+    return t && (dtype == ANY_DTYPE || (int)t->dtype == dtype) ? t : NULL;
+}
+
+/* The quantized format tensor t shows by its name, dtype and siblings, of a producer no dialect
+ * reads (docs/dialects.md, "Quantized checkpoints not read yet"), with how it was recognised;
+ * false for any other tensor.  A checkpoint needs no declaration to be one of these: the
+ * packed codes would become int32 objects and the scales weights of their own. */
+static bool foreign_layout(const nf_source *src, const nf_source_tensor *t, const char **format, char *how,
+                           size_t size)
+{
+    const char *name = t->name, *dot = strrchr(name, '.');
+    const char *last = dot ? dot + 1 : name;
+    size_t plen = dot ? (size_t)(dot + 1 - name) : 0;
+    size_t llen = strlen(last);
+    if (!strcmp(last, "qweight") || !strcmp(last, "qzeros") || !strcmp(last, "g_idx")) {
+        /* GPTQ packs along K ([K/8, N], scales [K/g, N]), AWQ along N ([K, N/8]); g_idx is GPTQ's */
+        const nf_source_tensor *qw = sibling(src, name, plen, "qweight", ANY_DTYPE),
+                               *sc = sibling(src, name, plen, "scales", ANY_DTYPE);
+        bool gptq = sibling(src, name, plen, "g_idx", ANY_DTYPE) ||
+                    (qw && sc && qw->rank == 2 && sc->rank == 2 && qw->shape[1] == sc->shape[1]);
+        bool awq = !gptq && qw && sc && qw->rank == 2 && sc->rank == 2 && qw->shape[1] < sc->shape[1];
+        *format = gptq ? "GPTQ" : awq ? "AWQ" : "GPTQ or AWQ";
+        snprintf(how, size, "%s int codes packed in int32 qweight with qzeros and scales%s, recognised by the "
+                 "tensor names", gptq ? "AutoGPTQ / GPTQModel" : awq ? "AutoAWQ" : "AutoGPTQ or AutoAWQ",
+                 gptq ? " and g_idx" : "");
+        return true;
+    }
+    if (t->dtype == NF_ST_U8 && llen > 7 && !strcmp(last + llen - 7, "_blocks")) {
+        char scales[512];
+        snprintf(scales, sizeof scales, "%.*s_scales", (int)(llen - 7), last);
+        if (!sibling(src, name, plen, scales, NF_ST_U8)) return false;
+        *format = "MXFP4";
+        snprintf(how, size, "gpt-oss, Hugging Face layout: FP4 codes in U8 '%.200s', E8M0 scales in U8 '%.200s', recognised by the "
+                 "tensor names", nf_esc(last).s, nf_esc(scales).s);
+        return true;
+    }
+    if (t->dtype == NF_ST_U8 && !strcmp(last, "blocks") && sibling(src, name, plen, "scales", NF_ST_U8)) {
+        *format = "MXFP4";
+        snprintf(how, size, "gpt-oss, OpenAI's original/ layout: FP4 codes in U8 '.blocks', E8M0 scales in U8 '.scales', "
+                 "recognised by the tensor names");
+        return true;
+    }
+    if (!strcmp(last, "q_weight") || !strcmp(last, "q_invperm") || !strcmp(last, "q_scale")) {
+        *format = "EXL2";
+        snprintf(how, size, "exllamav2: q_weight, q_invperm, q_scale, q_scale_max and q_groups, recognised by the "
+                 "tensor names (config.json says nothing unless converted with -cf)");
+        return true;
+    }
+    /* bitsandbytes 4-bit: <p>.weight U8 [N*K/2, 1] with weight.absmax, weight.quant_map and
+     * weight.quant_state.bitsandbytes__nf4 (or __fp4) */
+    const char *w = strstr(name, ".weight.");
+    if (w && (!strcmp(w, ".weight.absmax") || !strcmp(w, ".weight.quant_map") || !strcmp(w, ".weight.nested_absmax") ||
+              !strcmp(w, ".weight.nested_quant_map") || !strncmp(w, ".weight.quant_state.", 20))) {
+        size_t wl = (size_t)(w - name) + 8; /* up to "weight." */
+        bool fp4 = sibling(src, name, wl, "quant_state.bitsandbytes__fp4", ANY_DTYPE) != NULL;
+        *format = fp4 ? "bitsandbytes 4-bit FP4" : "bitsandbytes 4-bit NF4";
+        snprintf(how, size, "U8 weight with weight.absmax and weight.quant_state, recognised by the tensor names");
+        return true;
+    }
+    if (!strcmp(last, "SCB")) {
+        *format = "bitsandbytes 8-bit LLM.int8";
+        snprintf(how, size, "I8 weight with per-row SCB scales, recognised by the tensor names");
+        return true;
+    }
+    if (!strcmp(last, "weight") && t->dtype == NF_ST_U32 && sibling(src, name, plen, "scales", ANY_DTYPE) &&
+        sibling(src, name, plen, "biases", ANY_DTYPE)) {
+        *format = "MLX affine";
+        snprintf(how, size, "mlx-lm: codes packed in U32 weight with scales and biases per group, recognised by the "
+                 "tensor names");
+        return true;
+    }
+    if (!strcmp(last, "W_q") && sibling(src, name, plen, "zero", ANY_DTYPE)) {
+        *format = "HQQ";
+        snprintf(how, size, "W_q codes with zero and scale, recognised by the tensor names");
+        return true;
+    }
+    return false;
+}
+
+/* The first tensor (in file order) of a quantized layout no dialect reads: refused. */
+static nf_status refuse_foreign_layouts(const nf_source *src, nf_error *err)
+{
+    size_t n = nf_source_tensor_count(src);
+    for (size_t i = 0; i < n; i++) {
+        const nf_source_tensor *t = nf_source_tensor_at(src, i);
+        const char *format = NULL;
+        char how[1024], where[2048];
+        if (!foreign_layout(src, t, &format, how, sizeof how)) continue;
+        snprintf(where, sizeof where, "%s: tensor '%s'", file_of(src, t), nf_esc(t->name).s);
+        return dialect_not_read(err, where, format, how);
+    }
+    return NF_OK;
+}
+
 /* ---------------------------------------------------------------- scan */
 static int comp_of(const char *last)
 {
@@ -572,6 +688,7 @@ nf_status nf_dialects_scan(const nf_source *src, nf_dialects **out, nf_error *er
     if (!d->role || !d->owner || !es) st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
     for (size_t i = 0; st == NF_OK && i < n; i++) d->owner[i] = UINT32_MAX;
     if (st == NF_OK && nf_source_kind_of(src) == NF_SOURCE_SAFETENSORS) st = dialect_read_decl(src, &d->decl, err);
+    if (st == NF_OK && nf_source_kind_of(src) == NF_SOURCE_SAFETENSORS) st = refuse_foreign_layouts(src, err);
     size_t ne = 0;
     for (size_t i = 0; st == NF_OK && nf_source_kind_of(src) == NF_SOURCE_SAFETENSORS && i < n; i++) {
         const nf_source_tensor *t = nf_source_tensor_at(src, i);

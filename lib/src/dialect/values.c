@@ -10,6 +10,7 @@
  * contraction (-ffp-contract=off), checked below. */
 #include <float.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -188,6 +189,57 @@ static inline void decode_packed(const uint8_t *codes, uint64_t c0, uint64_t c1,
     }
 }
 
+/* A value of a block that is not finite although its code and scale are: the exact product
+ * (quotient) exceeds binary32, e.g. E4M3 448 x scale 3e38.  Refused like an F64 source value
+ * that overflows binary32 (ninfer/source.h), naming the row, column, code and scale
+ * (docs/dialects.md "Bad input"), rather than read as +-inf. */
+static nf_status value_overflow(nf_error *err, const nf_source *src, const nf_qweight *q, uint64_t row, uint64_t col,
+                                const uint8_t *codes, uint64_t cbase, float s, int32_t z)
+{
+    const uint64_t rc = col - cbase; /* col's place in codes (cbase on a byte or word of them) */
+    char code[64];
+    switch (q->codes_kind) {
+    case NF_QCODES_E4M3:
+    case NF_QCODES_E5M2:
+        snprintf(code, sizeof code, "%s code 0x%02X", q->codes_kind == NF_QCODES_E5M2 ? "E5M2" : "E4M3", codes[rc]);
+        break;
+    case NF_QCODES_E2M1:
+        snprintf(code, sizeof code, "E2M1 code 0x%X", (unsigned)((col & 1) ? codes[rc / 2] >> 4 : codes[rc / 2] & 15));
+        break;
+    default: { /* the integer q - z: the code's field read again, as decode_packed does */
+        int64_t v;
+        if (q->codes_kind == NF_QCODES_INT8) {
+            v = (int64_t)(int8_t)codes[rc] - z;
+        } else {
+            /* as decode_packed reads them: 8-bit codes by byte, 4-bit by nibble (cbase may sit on
+             * any byte), other widths by little-endian word (cbase on a word) */
+            uint32_t field;
+            if (q->bits == 8) field = codes[rc];
+            else if (q->bits == 4) field = (rc & 1) ? codes[rc / 2] >> 4 : codes[rc / 2] & 15u;
+            else {
+                unsigned per = 32 / q->bits;
+                field = (le32(codes + (rc / per) * 4) >> ((rc % per) * q->bits)) & ((1u << q->bits) - 1);
+            }
+            v = (int64_t)field - (1 << (q->bits - 1)) - z;
+        }
+        snprintf(code, sizeof code, "integer code %" PRId64 " (q - z)", v);
+        break;
+    }
+    }
+    uint32_t sw, gw = q->global_bits;
+    memcpy(&sw, &s, sizeof sw);
+    char global[96] = "";
+    if (q->global_op != NF_QGLOBAL_NONE)
+        snprintf(global, sizeof global, " %s %s %.9g (0x%08" PRIX32 ")", q->global_op == NF_QGLOBAL_MUL ? "x" : "/",
+                 q->global_op == NF_QGLOBAL_MUL ? "weight_scale_2" : "weight_global_scale", (double)f32_of(gw), gw);
+    char msg[NF_ERROR_MESSAGE_MAX / 2];
+    snprintf(msg, sizeof msg,
+             "row %" PRIu64 " col %" PRIu64 ": %s x scale %.9g (0x%08" PRIX32 ")%s overflows binary32: a %s value "
+             "must be finite",
+             row, col, code, (double)s, sw, global, nf_dialect_name(q->dialect));
+    return fail_at(err, src, q->codes, msg);
+}
+
 /* Columns [ca, cb) of one row (the whole row, or a span of it) into out[0..cb - ca): codes holds
  * the row's codes from column cbase on (cbase <= ca, on a byte or word of the codes), scales and
  * zps the scale and zero-point row's blocks from ca / block_cols on. */
@@ -228,6 +280,11 @@ static nf_status decode_row(const nf_source *src, const nf_qweight *q, uint64_t 
             break;
         }
         }
+        /* codes and scales are finite (checked above and in read_scales); their product may
+         * still overflow */
+        for (uint64_t c = c0; c < c1; c++)
+            if (!isfinite(out[c - ca]))
+                return value_overflow(err, src, q, row, c, codes, cbase, s, zps ? zps[j - ja] : 0);
     }
     return NF_OK;
 }

@@ -1,6 +1,8 @@
 /* compressed-tensors FP8 rows -> fp8_e4m3fn_row_bf16 (docs/methods.md, import_encoded):
  * E4M3FN codes copied as they are; the row multiplier is the checkpoint's BF16 word, or its F32
  * word rounded to BF16 once (nearest, ties to even); a per-tensor scale repeats on every row. */
+#include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -123,12 +125,22 @@ nf_status nf_import_fp8_rows(const nf_import *imp, const nf_import_chunk *c, nf_
         out->scales[out_row + r] = s;
         const uint8_t *src = codes + r * k;
         uint8_t *dst = out->codes8 + (out_row + r) * k;
+        /* A row whose multiplier times 448 (the largest code) is not finite may hold values that
+         * overflow binary32: the dialect defines none, so such a value is refused as reading the
+         * weight's values refuses it (docs/dialects.md "Bad input"). */
+        const float sf = nf_bf16_to_f32(s);
+        const bool may_overflow = !isfinite(448.0f * sf);
         for (uint64_t j = 0; j < k; j++) {
             uint8_t w = src[j];
             if ((w & 0x7F) == 0x7F)
                 return nf_import_fail(err, NF_ERR_INVALID, imp->name,
                                       "row %" PRIu64 " col %" PRIu64 ": E4M3FN code 0x%02X is NaN, outside the %s contract",
                                       row, j, w, imp->target->name);
+            if (may_overflow && !isfinite(nf_e4m3fn_to_f32(w) * sf))
+                return nf_import_fail(err, NF_ERR_INVALID, imp->name,
+                                      "row %" PRIu64 " col %" PRIu64 ": E4M3 code 0x%02X x row scale BF16 0x%04X "
+                                      "(%.9g) overflows binary32: a value must be finite",
+                                      row, j, w, s, (double)sf);
             /* A +0 row scale admits only signed-zero codes (docs/formats.md 7.2): a nonzero code
              * there would claim a value the format cannot represent. */
             if (s == 0 && (w & 0x7F) != 0) {
