@@ -187,6 +187,12 @@ Test(import_fp8, f32_per_row_rounding)
         fp8_src s;
         make(&s, n, 48, "F32", rank, 2);
         for (uint64_t i = 0; i < n; i++) put_scale(&s, i, f32[i][0]);
+        /* under the largest finite multiplier only codes of magnitude <= 1.0 (0x38) keep the
+         * values finite; larger ones are refused as overflowing binary32 (fp8_overflow_refused) */
+        for (uint64_t j = 0; j < 48; j++) {
+            uint8_t *c = &s.code_bytes[5 * 48 + j];
+            *c = (uint8_t)((*c & 0x80) | ((*c & 0x7F) % 0x39));
+        }
         nf_import imp = init_ok(&s);
         cr_assert(imp.scale_f32);
         cr_assert_eq(imp.scale_row_bytes, 4);
@@ -257,6 +263,25 @@ Test(import_fp8, refuses_nan_codes)
         expect_rows_refused(&s, "model.layers.2.mlp.down_proj.weight: row 2 col 9", word);
         free(s.code_bytes);
     }
+}
+
+/* A finite code times a finite row multiplier whose product overflows binary32 (448 x 0x7F7F) is
+ * refused naming row, column, code and multiplier (docs/dialects.md "Bad input"); the largest
+ * code that stays finite under it (1.0, 0x38) is not. */
+Test(import_fp8, fp8_overflow_refused)
+{
+    fp8_src s;
+    make(&s, 4, 16, "BF16", 1, 5);
+    for (uint64_t i = 0; i < 4 * 16; i++)
+        s.code_bytes[i] = (uint8_t)((s.code_bytes[i] & 0x80) | ((s.code_bytes[i] & 0x7F) % 0x39));
+    for (int r = 0; r < 4; r++) put_scale(&s, (uint64_t)r, 0x7F7F);
+    nf_import imp = init_ok(&s);
+    nf_geometry g;
+    nf_words w = import_whole(&imp, &s, &g); /* every value finite: accepted */
+    nf_words_free(&w);
+    s.code_bytes[3 * 16 + 11] = 0xFE; /* -448 */
+    expect_rows_refused(&s, "model.layers.2.mlp.down_proj.weight: row 3 col 11", "E4M3 code 0xFE x row scale BF16 0x7F7F");
+    free(s.code_bytes);
 }
 
 Test(import_fp8, refuses_bad_row_scales)
