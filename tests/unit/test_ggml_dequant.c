@@ -16,28 +16,11 @@
 #include "format/ggml.h"
 #include "format/ggml_tables.h"
 #include "support/test_float.h"
+#include "support/test_data.h"
 
 #define ROWS 16
 #define COLS 512
 #define NVALUES (ROWS * COLS)
-
-static uint8_t *slurp(const char *name, size_t *len)
-{
-    char path[1024];
-    snprintf(path, sizeof path, "%s/gguf/%s", NINFER_TEST_DATA, name);
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "cannot open %s", path);
-    cr_assert_eq(fseek(f, 0, SEEK_END), 0);
-    long n = ftell(f);
-    cr_assert_geq(n, 0);
-    rewind(f);
-    uint8_t *buf = malloc((size_t)n + 1);
-    cr_assert_not_null(buf);
-    cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n, "short read of %s", path);
-    fclose(f);
-    *len = (size_t)n;
-    return buf;
-}
 
 /* Geometry of each type as MANIFEST.md lists it, independent of the registry under test. */
 typedef struct fixture_type {
@@ -95,11 +78,11 @@ static fixture load_fixture(nf_format_id id)
     char name[64];
     size_t n;
     snprintf(name, sizeof name, "%s.qbytes", t->stem);
-    fx.q = slurp(name, &n);
+    fx.q = nf_test_data(&n, "gguf/%s", name);
     cr_assert_eq(n, ROWS * fx.row_bytes, "%s: %zu bytes, expected %zu", name, n,
                  ROWS * fx.row_bytes);
     snprintf(name, sizeof name, "%s.dequant.f32", t->stem);
-    uint8_t *raw = slurp(name, &n);
+    uint8_t *raw = nf_test_data(&n, "gguf/%s", name);
     cr_assert_eq(n, (size_t)NVALUES * 4, "%s: %zu bytes", name, n);
     fx.ref = malloc(sizeof(float) * NVALUES);
     cr_assert_not_null(fx.ref);

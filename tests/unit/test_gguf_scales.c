@@ -21,6 +21,7 @@
 #include <ninfer/ninfer.h>
 
 #include "format/ggml.h"
+#include "support/test_data.h"
 
 /* layout_impl.h's test hook (that header clashes with verify.h's nf_problem) */
 extern bool nf_layout_check_fast;
@@ -50,22 +51,6 @@ static const block_type TYPES[] = {
 
 static const uint16_t NONFINITE[] = {0x7C00, 0xFC00, 0x7E00, 0x7C01, 0xFFFF, 0x7DFF};
 static const uint16_t FINITE[] = {0x7BFF, 0xFBFF, 0x0000, 0x8000, 0x0001, 0x3C00};
-
-static uint8_t *slurp(const char *stem, size_t *len)
-{
-    char path[1024];
-    snprintf(path, sizeof path, "%s/gguf/%s.qbytes", NINFER_TEST_DATA, stem);
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "cannot open %s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    rewind(f);
-    uint8_t *buf = malloc((size_t)n);
-    cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    *len = (size_t)n;
-    return buf;
-}
 
 /* Set field f (0: d, 1: dmin) of block b to h.  IQ1_M's d is the top nibble of each of its four
  * scale words at 48, 50, 52, 54 (nibble i = bits 4i..4i+3 of h); the other bits stay. */
@@ -115,7 +100,7 @@ Test(gguf_scales, fixtures_are_clean_and_every_field_is_found)
     for (size_t ti = 0; ti < NTYPES; ti++) {
         const block_type *t = &TYPES[ti];
         size_t len;
-        uint8_t *q = slurp(t->stem, &len);
+        uint8_t *q = nf_test_data(&len, "gguf/%s.qbytes", t->stem);
         uint64_t n = (uint64_t)ROWS * (COLS / t->qk);
         cr_assert_eq(len, n * t->bb, "%s", t->stem);
         nf_ggml_bad_scale bad;
@@ -157,7 +142,7 @@ Test(gguf_scales, the_field_is_the_blocks_scale)
     for (size_t ti = 0; ti < NTYPES; ti++) {
         const block_type *t = &TYPES[ti];
         size_t len;
-        uint8_t *q = slurp(t->stem, &len);
+        uint8_t *q = nf_test_data(&len, "gguf/%s.qbytes", t->stem);
         unsigned per_row = COLS / t->qk;
         for (int f = 0; f < (t->dmin >= 0 ? 2 : 1); f++) {
             uint8_t *row = malloc(per_row * t->bb);
@@ -185,7 +170,7 @@ Test(gguf_scales, import_refuses_naming_tensor_row_and_block)
     for (size_t ti = 0; ti < NTYPES; ti++) {
         const block_type *t = &TYPES[ti];
         size_t len;
-        uint8_t *q = slurp(t->stem, &len);
+        uint8_t *q = nf_test_data(&len, "gguf/%s.qbytes", t->stem);
         uint64_t shape[2] = {ROWS, COLS};
         nf_import_tensor it = {"blk.0.attn_q.weight", t->ggml_name, fmt_of(t)->ggml_type, 2, shape};
         nf_import imp;
@@ -252,7 +237,7 @@ Test(gguf_scales, verify_reports_every_bad_block)
     for (size_t ti = 0; ti < NTYPES; ti++) {
         const block_type *t = &TYPES[ti];
         size_t len;
-        uint8_t *q = slurp(t->stem, &len);
+        uint8_t *q = nf_test_data(&len, "gguf/%s.qbytes", t->stem);
         nf_geometry g;
         nf_error err;
         uint64_t shape[2] = {ROWS, COLS};

@@ -18,6 +18,7 @@
 #include <ninfer/ninfer.h>
 
 #include "support/test_float.h"
+#include "support/test_data.h"
 
 /* ------------------------------------------------------------------ helpers */
 
@@ -43,24 +44,6 @@ static const nf_format *F(const char *name)
 }
 
 static uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
-
-static uint8_t *slurp(const char *name, size_t *len)
-{
-    char path[1024];
-    snprintf(path, sizeof path, "%s/gguf/%s", NINFER_TEST_DATA, name);
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "cannot open %s", path);
-    cr_assert_eq(fseek(f, 0, SEEK_END), 0);
-    long n = ftell(f);
-    cr_assert_geq(n, 0);
-    rewind(f);
-    uint8_t *buf = malloc((size_t)n + 1);
-    cr_assert_not_null(buf);
-    cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n, "short read of %s", path);
-    fclose(f);
-    *len = (size_t)n;
-    return buf;
-}
 
 /* A GGUF tensor declaration [n, k] (shape must outlive the import's use of it). */
 static nf_import_tensor gguf2(const char *name, int type, uint64_t shape[2], uint64_t n, uint64_t k)
@@ -450,7 +433,7 @@ static void fixture(const char *stem, const char *target, int type, uint64_t bv,
     snprintf(qname, sizeof qname, "%s.qbytes", stem);
     snprintf(dname, sizeof dname, "%s.dequant.f32", stem);
     size_t qlen, dlen;
-    uint8_t *q = slurp(qname, &qlen), *d = slurp(dname, &dlen);
+    uint8_t *q = nf_test_data(&qlen, "gguf/%s", qname), *d = nf_test_data(&dlen, "gguf/%s", dname);
     const uint64_t n = 16, k = 512;
     cr_assert_eq(qlen, n * (k / bv) * bb);
     cr_assert_eq(dlen, n * k * 4);
@@ -488,7 +471,7 @@ Test(import_fixture, iq2_xxs_to_gguf) { fixture("iq2_xxs", "gguf_iq2_xxs", 16, 2
 Test(import_gguf, copies_rows_and_refuses_other_types)
 {
     size_t qlen;
-    uint8_t *q = slurp("q4_k.qbytes", &qlen);
+    uint8_t *q = nf_test_data(&qlen, "gguf/q4_k.qbytes");
     uint64_t shape[2];
     nf_import_tensor t = gguf2("blk.1.ffn_down.weight", 12, shape, 16, 512);
     nf_import imp = init_ok("gguf_q4_k", &t);

@@ -7,20 +7,7 @@
 #include <math.h>
 
 #include "test_layout_util.h"
-
-static uint8_t *slurp(const char *path, size_t *size)
-{
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "open %s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *buf = malloc((size_t)n + 1);
-    cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    *size = (size_t)n;
-    return buf;
-}
+#include "support/test_data.h"
 
 static uint64_t juint(const json_t *o, const char *key)
 {
@@ -112,7 +99,7 @@ static nf_words expected_words(const nf_geometry *g, const json_t *o, const char
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", dir, json_string_value(json_object_get(o, "source")));
         size_t size;
-        uint8_t *blocks = slurp(path, &size);
+        uint8_t *blocks = nf_test_read_file(path, &size);
         cr_assert_eq(size, g->bytes);
         memcpy(w.blocks, blocks, size);
         free(blocks);
@@ -151,7 +138,7 @@ static int artifact(const char *name)
     snprintf(path, sizeof path, "%s/%s.ninfer", dir, name);
     snprintf(side, sizeof side, "%s/%s.ninfer.expected.json", dir, name);
     size_t fsize;
-    uint8_t *file = slurp(path, &fsize);
+    uint8_t *file = nf_test_read_file(path, &fsize);
     json_error_t jerr;
     json_t *root = json_load_file(side, 0, &jerr);
     cr_assert_not_null(root, "%s: %s", side, jerr.text);
@@ -230,9 +217,9 @@ Test(layout_upstream, gguf_fixture_values)
         char path[2048];
         size_t qn, dn;
         snprintf(path, sizeof path, "%s/gguf/%s.qbytes", NINFER_TEST_DATA, f->short_name);
-        uint8_t *q = slurp(path, &qn);
+        uint8_t *q = nf_test_read_file(path, &qn);
         snprintf(path, sizeof path, "%s/gguf/%s.dequant.f32", NINFER_TEST_DATA, f->short_name);
-        uint8_t *deq = slurp(path, &dn);
+        uint8_t *deq = nf_test_read_file(path, &dn);
         nf_geometry g = geo2(f->name, 16, 512, 1);
         cr_assert_eq(g.bytes, qn, "%s", f->name);
         cr_assert_eq(dn, 16 * 512 * 4);

@@ -3,6 +3,7 @@
 #include <math.h>
 
 #include "test_layout_util.h"
+#include "support/test_data.h"
 
 /* Full expected image: zeros except the given (offset, bytes) pieces. */
 typedef struct piece {
@@ -383,29 +384,14 @@ Test(layout_vectors, item9_fp8_row_fp16_interleaved)
 }
 
 /* ---------------------------------------------------------------- item 11: Q2 import pieces */
-static uint8_t *slurp(const char *name, size_t *size)
-{
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", NINFER_TEST_DATA, name);
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "open %s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *buf = malloc((size_t)n);
-    cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    *size = (size_t)n;
-    return buf;
-}
 
 /* ggml Q2_0 blocks [16,512] -> q2_g64_fp16 words -> row_split: the base plane is the blocks'
  * bytes 2..17 in row order, and the values equal ggml's dequantization bit for bit. */
 Test(layout_vectors, item11_q2_from_gguf_blocks)
 {
     size_t qn, dn;
-    uint8_t *q = slurp("gguf/q2_0.qbytes", &qn);
-    uint8_t *deq = slurp("gguf/q2_0.dequant.f32", &dn);
+    uint8_t *q = nf_test_data(&qn, "gguf/q2_0.qbytes");
+    uint8_t *deq = nf_test_data(&dn, "gguf/q2_0.dequant.f32");
     cr_assert_eq(qn, 2304);
     cr_assert_eq(dn, 16 * 512 * 4);
     nf_geometry g = geo2("q2_g64_fp16", 16, 512, 1);

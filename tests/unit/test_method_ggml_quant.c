@@ -15,27 +15,10 @@
 #include <ninfer/method.h>
 
 #include "format/ggml.h"
+#include "support/test_data.h"
 
 #define ROWS 16
 #define COLS 512
-
-static uint8_t *slurp(const char *name, size_t *len)
-{
-    char path[1024];
-    snprintf(path, sizeof path, "%s/gguf/%s", NINFER_TEST_DATA, name);
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "cannot open %s", path);
-    cr_assert_eq(fseek(f, 0, SEEK_END), 0);
-    long n = ftell(f);
-    cr_assert_geq(n, 0);
-    rewind(f);
-    uint8_t *buf = malloc((size_t)n + 1);
-    cr_assert_not_null(buf);
-    cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n, "short read of %s", path);
-    fclose(f);
-    *len = (size_t)n;
-    return buf;
-}
 
 /* Geometry as MANIFEST.md lists it, independent of the registry. */
 typedef struct qtype {
@@ -57,7 +40,7 @@ static bool is_iq(const qtype *t) { return t->stem[0] == 'i'; }
 static float *source(void)
 {
     size_t len;
-    float *x = (float *)slurp("source.f32", &len);
+    float *x = (float *)nf_test_data(&len, "gguf/source.f32");
     cr_assert_eq(len, sizeof(float) * ROWS * COLS);
     return x;
 }
@@ -78,12 +61,12 @@ Test(ggml_quant, same_bytes_as_ggml)
 {
     float *x = source();
     size_t ilen;
-    float *imatrix = (float *)slurp("imatrix.f32", &ilen);
+    float *imatrix = (float *)nf_test_data(&ilen, "gguf/imatrix.f32");
     for (size_t i = 0; i < NTYPES; i++) {
         char name[64];
         snprintf(name, sizeof name, "%s.qbytes", TYPES[i].stem);
         size_t len;
-        uint8_t *want = slurp(name, &len);
+        uint8_t *want = nf_test_data(&len, "gguf/%s", name);
         cr_assert_eq(len, ROWS * row_bytes(&TYPES[i], COLS), "%s", name);
         uint8_t *got = calloc(1, len);
         nf_error err = {0};
@@ -224,7 +207,7 @@ Test(ggml_quant, importance_path_properties)
 {
     float *x = source();
     size_t len;
-    float *imp = (float *)slurp("imatrix.f32", &len);
+    float *imp = (float *)nf_test_data(&len, "gguf/imatrix.f32");
     cr_assert_eq(len, sizeof(float) * COLS);
     for (size_t i = 0; i < NTYPES; i++) {
         const qtype *t = &TYPES[i];
@@ -262,7 +245,7 @@ static void expect_extra(const qtype *t, const char *variant, const float *x, ui
     char name[96];
     snprintf(name, sizeof name, "extra/%s.%s.qbytes", t->stem, variant);
     size_t len;
-    uint8_t *want = slurp(name, &len);
+    uint8_t *want = nf_test_data(&len, "gguf/%s", name);
     cr_assert_eq(len, rows * row_bytes(t, COLS), "%s", name);
     uint8_t *got = calloc(1, len);
     nf_error err = {0};
@@ -280,7 +263,7 @@ Test(ggml_quant, same_bytes_as_ggml_other_path)
 {
     float *x = source();
     size_t len;
-    float *imp = (float *)slurp("imatrix.f32", &len);
+    float *imp = (float *)nf_test_data(&len, "gguf/imatrix.f32");
     cr_assert_eq(len, sizeof(float) * COLS);
     for (size_t i = 0; i < NTYPES; i++) {
         if (is_iq(&TYPES[i])) expect_extra(&TYPES[i], "plain", x, ROWS, NULL); /* the fixture is the imatrix one */
@@ -293,9 +276,9 @@ Test(ggml_quant, same_bytes_as_ggml_other_path)
 Test(ggml_quant, same_bytes_as_ggml_special_rows)
 {
     size_t len;
-    float *x = (float *)slurp("extra/special.f32", &len);
+    float *x = (float *)nf_test_data(&len, "gguf/extra/special.f32");
     cr_assert_eq(len, sizeof(float) * 6 * COLS);
-    float *imp = (float *)slurp("imatrix.f32", &len);
+    float *imp = (float *)nf_test_data(&len, "gguf/imatrix.f32");
     for (size_t i = 0; i < NTYPES; i++) {
         expect_extra(&TYPES[i], "special", x, 6, NULL);
         expect_extra(&TYPES[i], "special.imatrix", x, 6, imp);
