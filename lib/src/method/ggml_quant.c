@@ -62,19 +62,25 @@ static inline float gq_f(int v) { return (float)v; }
 
 /* ---------------------------------------------------------------- ggml's scale searches */
 
+/* The signed value of largest magnitude, the first one on a tie (every search starts from it). */
+static float gq_extreme(const float *x, int n)
+{
+    float amax = 0.0f, max = 0.0f;
+    for (int j = 0; j < n; j++) {
+        if (amax < fabsf(x[j])) {
+            amax = fabsf(x[j]);
+            max = x[j];
+        }
+    }
+    return max;
+}
+
 /* Symmetric codes l in [-nmax, nmax) for n values, weighted least squares over 18 trial inverse
  * scales around -nmax / max (ggml's make_qx_quants, rmse_type 1).  L receives l + nmax; the
  * return is the scale.  Weights qw, or x^2 when NULL.  An all-zero group gives L = 0, scale 0. */
 static float gq_fit_signed(int n, int nmax, const float *x, int8_t *L, const float *qw)
 {
-    float max = 0.0f, amax = 0.0f;
-    for (int i = 0; i < n; i++) {
-        float ax = fabsf(x[i]);
-        if (ax > amax) {
-            amax = ax;
-            max = x[i];
-        }
-    }
+    const float max = gq_extreme(x, n), amax = fabsf(max);
     if (amax < GQ_ZERO_EPS) {
         memset(L, 0, (size_t)n);
         return 0.0f;
@@ -114,14 +120,7 @@ static float gq_fit_signed(int n, int nmax, const float *x, int8_t *L, const flo
  * L receives l + nmax, except that an all-zero group leaves L = 0 (as ggml does). */
 static float gq_fit_q3(int n, int nmax, const float *x, int8_t *L)
 {
-    float max = 0.0f, amax = 0.0f;
-    for (int i = 0; i < n; i++) {
-        float ax = fabsf(x[i]);
-        if (ax > amax) {
-            amax = ax;
-            max = x[i];
-        }
-    }
+    const float max = gq_extreme(x, n), amax = fabsf(max);
     if (amax < GQ_ZERO_EPS) {
         memset(L, 0, (size_t)n);
         return 0.0f;
@@ -317,19 +316,6 @@ static void enc_q8_0(const float *x, const float *qw, float sigma2, uint8_t *b)
     float id = d != 0.0f ? 1.0f / d : 0.0f;
     gq_put_f16(b, d);
     for (int j = 0; j < 32; j++) b[2 + j] = (uint8_t)gq_trunc_i8(roundf(x[j] * id));
-}
-
-/* The signed value of largest magnitude, the first one on a tie (Q4_0 / Q5_0). */
-static float gq_extreme(const float *x, int n)
-{
-    float amax = 0.0f, max = 0.0f;
-    for (int j = 0; j < n; j++) {
-        if (amax < fabsf(x[j])) {
-            amax = fabsf(x[j]);
-            max = x[j];
-        }
-    }
-    return max;
 }
 
 /* Q4_0, 18 bytes: d, 16 bytes of nibbles (value j low, j + 16 high).  Without importance:
@@ -718,14 +704,7 @@ static int gq_iq4_index(float x)
  * improves.  L receives the first trial's indices; 0 for an all-zero sub-block (L untouched). */
 static float gq_iq4_scale(const float *x, const float *w, uint8_t *L)
 {
-    float amax = 0.0f, max = 0.0f;
-    for (int j = 0; j < 32; j++) {
-        float ax = fabsf(x[j]);
-        if (ax > amax) {
-            amax = ax;
-            max = x[j];
-        }
-    }
+    const float max = gq_extreme(x, 32), amax = fabsf(max);
     if (amax < GQ_ZERO_EPS) return 0.0f;
     float d = -max / gq_f(gq_iq4_values[0]);
     float id = 1 / d;
