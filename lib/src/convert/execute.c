@@ -382,6 +382,20 @@ static nf_status read_band_span(const nf_source *src, const nf_source_tensor *t,
     return NF_OK;
 }
 
+/* The words of one span where the whole rows would have them: to the writer, or to the
+ * comparison of verify --against. */
+static nf_status put_span(runner *r, const job *j, const nf_colspan *sp, const nf_words *view, compare_ctx *cmp,
+                          nf_error *err)
+{
+    nf_writer_sink ws = {r->sink->writer, r->plan->objects[j->object].writer_index};
+    if (!r->sink->writer) cmp->object = j->object;
+    nf_colspan_sink to = {sp, r->sink->writer ? nf_writer_sink_write : compare_write,
+                          r->sink->writer ? (void *)&ws : (void *)cmp};
+    NF_TRY(nf_layout_encode_rows(&sp->g, view, 0, false, nf_colspan_write, &to, err));
+    atomic_fetch_add(&r->bytes_done, sp->g.bytes);
+    return NF_OK;
+}
+
 /* A band of 128 rows of an nvfp4 import (nvfp4_band_spans), span by span: each span's codes and
  * scales read, imported as a [128, n] matrix of its own, measured as whole rows are (no values of
  * its own: its statistics count every value as not compared, docs/ninfer-convert.md) and written
@@ -419,12 +433,7 @@ static nf_status run_import_span_job(runner *r, const job *j, const nf_words *w,
             NF_TRY(nf_convert_words_values(&sp.g, &view, 0, decoded, err));
             for (uint64_t i = 0; i < rows; i++) r->kern->row_f32(values + i * n, decoded + i * n, (size_t)n, st);
         }
-        nf_writer_sink ws = {r->sink->writer, o->writer_index};
-        if (!r->sink->writer) cmp->object = j->object;
-        nf_colspan_sink to = {&sp, r->sink->writer ? nf_writer_sink_write : compare_write,
-                              r->sink->writer ? (void *)&ws : (void *)cmp};
-        NF_TRY(nf_layout_encode_rows(&sp.g, &view, 0, false, nf_colspan_write, &to, err));
-        atomic_fetch_add(&r->bytes_done, sp.g.bytes);
+        NF_TRY(put_span(r, j, &sp, &view, cmp, err));
     }
     return NF_OK;
 }
@@ -488,12 +497,7 @@ static nf_status run_span_job(runner *r, const job *j, const nf_words *w, uint8_
             NF_TRY(nf_convert_words_values(&sp.g, &view, 0, decoded, err));
             nf_budget_werror_rows(values, decoded, 1, n, c0, o->budget->weights, &st->wse);
         }
-        nf_writer_sink ws = {r->sink->writer, o->writer_index};
-        if (!r->sink->writer) cmp->object = j->object;
-        nf_colspan_sink to = {&sp, r->sink->writer ? nf_writer_sink_write : compare_write,
-                              r->sink->writer ? (void *)&ws : (void *)cmp};
-        NF_TRY(nf_layout_encode_rows(&sp.g, &view, 0, false, nf_colspan_write, &to, err));
-        atomic_fetch_add(&r->bytes_done, sp.g.bytes);
+        NF_TRY(put_span(r, j, &sp, &view, cmp, err));
     }
     return NF_OK;
 }
