@@ -318,45 +318,40 @@ static void enc_q8_0(const float *x, const float *qw, float sigma2, uint8_t *b)
     for (int j = 0; j < 32; j++) b[2 + j] = (uint8_t)gq_trunc_i8(roundf(x[j] * id));
 }
 
-/* Q4_0, 18 bytes: d, 16 bytes of nibbles (value j low, j + 16 high).  Without importance:
- * d = extreme / -8, code = min(15, trunc(x * (1 / d) + 8.5)).  With it: gq_fit_signed with
- * weights qw * sqrt(sigma2 + x^2). */
-static void enc_q4_0(const float *x, const float *qw, float sigma2, uint8_t *b)
+/* The scale (written to b) and codes L in [0, 2 nmax) of a Q4_0 (nmax 8) or Q5_0 (nmax 16)
+ * block.  Without importance: d = extreme / -nmax, code = min(2 nmax - 1, trunc(x * (1 / d) +
+ * nmax + 0.5)).  With it: gq_fit_signed with weights qw * sqrt(sigma2 + x^2). */
+static void gq_codes_x0(const float *x, const float *qw, float sigma2, int nmax, uint8_t *b, int *L)
 {
-    int L[32];
     if (!qw) {
-        float d = gq_extreme(x, 32) / -8.0f;
+        float d = gq_extreme(x, 32) / -gq_f(nmax);
         float id = d != 0.0f ? 1.0f / d : 0.0f;
         gq_put_f16(b, d);
-        for (int j = 0; j < 32; j++) L[j] = gq_min(15, gq_trunc_i8(x[j] * id + 8.5f));
+        for (int j = 0; j < 32; j++) L[j] = gq_min(2 * nmax - 1, gq_trunc_i8(x[j] * id + (gq_f(nmax) + 0.5f)));
     } else {
         float w[32];
         int8_t l8[32];
         for (int j = 0; j < 32; j++) w[j] = qw[j] * sqrtf(sigma2 + x[j] * x[j]);
-        gq_put_f16(b, gq_fit_signed(32, 8, x, l8, w));
+        gq_put_f16(b, gq_fit_signed(32, nmax, x, l8, w));
         for (int j = 0; j < 32; j++) L[j] = l8[j];
     }
+}
+
+/* Q4_0, 18 bytes: d, 16 bytes of nibbles (value j low, j + 16 high); gq_codes_x0 with nmax 8. */
+static void enc_q4_0(const float *x, const float *qw, float sigma2, uint8_t *b)
+{
+    int L[32];
+    gq_codes_x0(x, qw, sigma2, 8, b, L);
     /* unmasked, as ggml ORs the two codes (both are in [0, 15] for finite products) */
     for (int j = 0; j < 16; j++) b[2 + j] = (uint8_t)((unsigned)L[j] | (unsigned)L[j + 16] << 4);
 }
 
 /* Q5_0, 22 bytes: d, qh (the fifth bits, u32 little-endian: bit j of value j), 16 bytes of
- * nibbles.  As Q4_0 with -16, 16.5, 31 and nmax 16. */
+ * nibbles; gq_codes_x0 with nmax 16. */
 static void enc_q5_0(const float *x, const float *qw, float sigma2, uint8_t *b)
 {
     int L[32];
-    if (!qw) {
-        float d = gq_extreme(x, 32) / -16.0f;
-        float id = d != 0.0f ? 1.0f / d : 0.0f;
-        gq_put_f16(b, d);
-        for (int j = 0; j < 32; j++) L[j] = gq_min(31, gq_trunc_i8(x[j] * id + 16.5f));
-    } else {
-        float w[32];
-        int8_t l8[32];
-        for (int j = 0; j < 32; j++) w[j] = qw[j] * sqrtf(sigma2 + x[j] * x[j]);
-        gq_put_f16(b, gq_fit_signed(32, 16, x, l8, w));
-        for (int j = 0; j < 32; j++) L[j] = l8[j];
-    }
+    gq_codes_x0(x, qw, sigma2, 16, b, L);
     uint32_t qh = 0;
     for (int j = 0; j < 16; j++) {
         unsigned lo = (unsigned)L[j] & 0xFFu, hi = (unsigned)L[j + 16] & 0xFFu;
