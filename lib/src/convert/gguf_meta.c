@@ -99,27 +99,29 @@ static bool reserve(nf_buf *b, size_t n)
 
 static bool put_text(nf_buf *b, const char *s) { return nf_buf_append(b, s, strlen(s)); }
 
-/* u in decimal at o; returns the end (at most 20 bytes written). */
+/* u in decimal at o; returns the end (at most 20 bytes written).  The digits go straight to
+ * their places, two at a time, with fixed-size copies only (a copy of variable length was a
+ * library call per element, a quarter of the time of a large array). */
 static char *put_digits(char *o, uint64_t u)
 {
     static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
                                 "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
                                 "8081828384858687888990919293949596979899";
-    char t[20];
-    size_t n = sizeof t;
+    unsigned n = 1;
+    for (uint64_t v = u; v >= 10; v /= 10) n++;
+    char *end = o + n, *p = end;
     while (u >= 100) {
-        n -= 2;
-        memcpy(t + n, pairs + 2 * (u % 100), 2);
+        p -= 2;
+        memcpy(p, pairs + 2 * (u % 100), 2);
         u /= 100;
     }
     if (u >= 10) {
-        n -= 2;
-        memcpy(t + n, pairs + 2 * u, 2);
+        p -= 2;
+        memcpy(p, pairs + 2 * u, 2);
     } else {
-        t[--n] = (char)('0' + u);
+        *--p = (char)('0' + u);
     }
-    memcpy(o, t + n, sizeof t - n);
-    return o + (sizeof t - n);
+    return end;
 }
 
 /* A double as jansson's dump with JSON_REAL_PRECISION(17) (its jsonp_dtostr; the programs never
