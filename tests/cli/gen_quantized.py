@@ -287,6 +287,17 @@ def main():
          'sparse-24-bitmask, declared in config.json quantization_config.sparsity_config)',
          not_read])
 
+    # ---- not quantized: an ordinary checkpoint whose tensors are named like one companion of a
+    # layout (an attention q_scale beside FP8 k/v scales, a lone g_idx, SCB or absmax beside a
+    # BF16 weight, F32 .blocks/.scales) is no such layout: it converts (OUT_DIR/lookalikes)
+    a = 'model.layers.0.self_attn.'
+    write(os.path.join(out, 'lookalikes'), {'config.json': LLAMA, 'model.safetensors': st_bytes(plain('BF16') + [
+        t(a + 'q_proj.weight', 'BF16', [H, H]), t(a + 'q_scale', 'F32', []), t(a + 'k_scale', 'F32', []),
+        t(a + 'q_invperm', 'F32', [H]), t(a + 'o_proj.g_idx', 'I32', [H], struct.pack('<%di' % H, *range(H))),
+        t(a + 'o_proj.qzeros', 'F32', [H]), t(a + 'o_proj.weight', 'BF16', [H, H]), t(a + 'o_proj.SCB', 'F32', [H]),
+        t(a + 'k_proj.weight', 'BF16', [H, H]), t(a + 'k_proj.weight.absmax', 'F32', [H]),
+        t('model.layers.0.mlp.blocks', 'F32', [H]), t('model.layers.0.mlp.scales', 'F32', [H])])})
+
     with open(os.path.join(out, 'cases.tsv'), 'w') as f:
         for c in cases:
             f.write('\t'.join(c) + '\n')

@@ -63,6 +63,13 @@ while IFS=$'\t' read -r name path needles; do
 done <"$work/q/cases.tsv"
 check test "$ncases" -eq 21
 
+# ---------------------------------------------------------------- look-alikes are not refused
+# a tensor named like one companion of a layout, without the layout's codes, is an ordinary tensor
+run 0 "$bin/ninfer-convert" "$work/q/lookalikes" -o "$work/look.ninfer" --format q8_g32_fp16 --no-resources
+run 0 "$bin/ninfer-convert" "$work/q/lookalikes" -o "$work/look2.ninfer" --format q8_g32_fp16 --dry-run
+run 0 "$bin/ninfer-inspect" "$work/q/lookalikes"
+run 0 "$bin/ninfer-verify" "$work/look.ninfer" --against "$work/q/lookalikes"
+
 # ---------------------------------------------------------------- the dialects read still are
 # current compressed-tensors and DeepSeek FP8 (ninfer-gen-checkpoint) convert as before; a
 # dense sparsity_config stores the weights as they are

@@ -585,10 +585,12 @@ static bool foreign_layout(const nf_source *src, const nf_source_tensor *t, cons
     const char *last = dot ? dot + 1 : name;
     size_t plen = dot ? (size_t)(dot + 1 - name) : 0;
     size_t llen = strlen(last);
-    if (!strcmp(last, "qweight") || !strcmp(last, "qzeros") || !strcmp(last, "g_idx")) {
+    /* Each layout is recognised by its codes tensor together with a companion, never by a name
+     * alone: an ordinary checkpoint may hold a tensor named like one companion (an attention
+     * `q_scale` beside FP8 k/v scales, say), and must not be refused for it. */
+    if (!strcmp(last, "qweight") && t->dtype == NF_ST_I32 && sibling(src, name, plen, "scales", ANY_DTYPE)) {
         /* GPTQ packs along K ([K/8, N], scales [K/g, N]), AWQ along N ([K, N/8]); g_idx is GPTQ's */
-        const nf_source_tensor *qw = sibling(src, name, plen, "qweight", ANY_DTYPE),
-                               *sc = sibling(src, name, plen, "scales", ANY_DTYPE);
+        const nf_source_tensor *qw = t, *sc = sibling(src, name, plen, "scales", ANY_DTYPE);
         bool gptq = sibling(src, name, plen, "g_idx", ANY_DTYPE) ||
                     (qw && sc && qw->rank == 2 && sc->rank == 2 && qw->shape[1] == sc->shape[1]);
         bool awq = !gptq && qw && sc && qw->rank == 2 && sc->rank == 2 && qw->shape[1] < sc->shape[1];
@@ -613,7 +615,8 @@ static bool foreign_layout(const nf_source *src, const nf_source_tensor *t, cons
                  "recognised by the tensor names");
         return true;
     }
-    if (!strcmp(last, "q_weight") || !strcmp(last, "q_invperm") || !strcmp(last, "q_scale")) {
+    if (!strcmp(last, "q_weight") && (sibling(src, name, plen, "q_scale", ANY_DTYPE) ||
+                                      sibling(src, name, plen, "q_invperm", ANY_DTYPE))) {
         *format = "EXL2";
         snprintf(how, size, "exllamav2: q_weight, q_invperm, q_scale, q_scale_max and q_groups, recognised by the "
                  "tensor names (config.json says nothing unless converted with -cf)");
@@ -625,12 +628,13 @@ static bool foreign_layout(const nf_source *src, const nf_source_tensor *t, cons
     if (w && (!strcmp(w, ".weight.absmax") || !strcmp(w, ".weight.quant_map") || !strcmp(w, ".weight.nested_absmax") ||
               !strcmp(w, ".weight.nested_quant_map") || !strncmp(w, ".weight.quant_state.", 20))) {
         size_t wl = (size_t)(w - name) + 8; /* up to "weight." */
+        if (!sibling(src, name, (size_t)(w - name) + 1, "weight", NF_ST_U8)) return false;
         bool fp4 = sibling(src, name, wl, "quant_state.bitsandbytes__fp4", ANY_DTYPE) != NULL;
         *format = fp4 ? "bitsandbytes 4-bit FP4" : "bitsandbytes 4-bit NF4";
         snprintf(how, size, "U8 weight with weight.absmax and weight.quant_state, recognised by the tensor names");
         return true;
     }
-    if (!strcmp(last, "SCB")) {
+    if (!strcmp(last, "SCB") && sibling(src, name, plen, "weight", NF_ST_I8)) {
         *format = "bitsandbytes 8-bit LLM.int8";
         snprintf(how, size, "I8 weight with per-row SCB scales, recognised by the tensor names");
         return true;
