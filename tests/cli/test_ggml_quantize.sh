@@ -83,6 +83,32 @@ art, want = open(sys.argv[1], 'rb').read(), open(sys.argv[2], 'rb').read()
 at = art.find(want)
 assert at >= 0 and at % 256 == 0, at
 PY
+# rows longer than a chunk are encoded in spans: q4_0 and q5_0 with importance weigh by the
+# whole row's mean square, which a first pass over the row's spans sums in column order, so any
+# --chunk-values gives the bytes of whole rows (a row of 8192: spans of 4096)
+python3 - "$work/long" "$data/gguf" "$top/tests/cli" <<'PY'
+import json, os, struct, sys
+out, gg = sys.argv[1], sys.argv[2]
+sys.path.insert(0, sys.argv[3])
+from gen_imatrix import write_imatrix
+src = open(gg + '/source.f32', 'rb').read()  # 16 x 512 -> 1 x 8192
+imp = list(struct.unpack('<512f', open(gg + '/imatrix.f32', 'rb').read())) * 16
+h = json.dumps({'w': {'dtype': 'F32', 'shape': [1, 8192], 'data_offsets': [0, len(src)]}}).encode()
+h += b' ' * (-len(h) % 8)
+os.makedirs(out)
+open(out + '/model.safetensors', 'wb').write(struct.pack('<Q', len(h)) + h + src)
+write_imatrix(out + '/imatrix.gguf', [('w', imp)])
+PY
+for t in q4_0 q5_0; do
+    sed "s|$work/ck/imatrix.gguf|$work/long/imatrix.gguf|; s|$work/ck|$work/long|; s/gguf_q5_k/gguf_$t/" "$work/im.yaml" >"$work/long.yaml"
+    run 0 "$bin/ninfer-convert" -r "$work/long.yaml" -o "$work/o/long-$t.ninfer" \
+        --artifact-id 0123456789abcdef0123456789abcdef
+    run 0 "$bin/ninfer-convert" -r "$work/long.yaml" -o "$work/o/long-$t-spans.ninfer" --chunk-values 4096 \
+        --artifact-id 0123456789abcdef0123456789abcdef
+    same "$work/o/long-$t.ninfer" "$work/o/long-$t-spans.ninfer"
+    run 0 "$bin/ninfer-verify" "$work/o/long-$t-spans.ninfer" --against "$work/long" --recipe "$work/long.yaml"
+done
+
 # ggml_quantize takes imatrix only
 sed 's/with: {imatrix: im}/with: {imatrix: im, negative_scales: true}/' "$work/im.yaml" >"$work/neg.yaml"
 run 1 "$bin/ninfer-convert" -r "$work/neg.yaml" -o "$work/o/neg.ninfer"

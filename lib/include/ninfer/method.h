@@ -105,7 +105,9 @@ NF_API bool nf_src_type_lookup(const char *name, nf_src_type *out);
  * first_col to its first column (a multiple of NF_COLSPAN_ALIGN) and row_cols to the row's full
  * length: every method encodes columns independently of each other except fp8_row_maxabs, whose
  * row scale comes from the whole row, so its spans also carry row_max (nf_fp8_row_maxabs_max of
- * all the row's spans). */
+ * all the row's spans), and ggml_quantize into gguf_q4_0 / gguf_q5_0 with an importance vector,
+ * whose weights use the mean square of the whole row, so its spans carry row_sum2
+ * (nf_ggml_quantize_row_sum2 of all the row's spans, in column order). */
 typedef struct nf_src_rows {
     const char *name;   /* tensor name for error messages; NULL for none */
     nf_src_type type;
@@ -116,6 +118,8 @@ typedef struct nf_src_rows {
     uint64_t first_col; /* absolute index of data's first column (messages; a span's importance is the caller's) */
     uint64_t row_cols;  /* a span: the row's length; 0: the rows are whole */
     uint32_t row_max;   /* a span, fp8_row_maxabs: the largest magnitude word of the whole row */
+    float row_sum2;     /* a span, ggml_quantize (has_row_sum2 set): the whole row's sum of x^2 */
+    bool has_row_sum2;
 } nf_src_rows;
 
 /* ---------------------------------------------------------------- parameters */
@@ -192,6 +196,11 @@ NF_API nf_status nf_fp8_row_maxabs_rows(const nf_format *fmt, const nf_src_rows 
  *   importance weigh by the whole row, so they refuse a span of a row (NF_ERR_USAGE). */
 NF_API nf_status nf_ggml_quantize_rows(const nf_format *fmt, const nf_method_params *params, const nf_src_rows *src,
                                        nf_words *out, nf_error *err);
+/* The first pass of ggml_quantize over a span of one row (src->rows 1): adds the span's x^2 to
+ * *sum2 in column order, as ggml sums the whole row, for the row_sum2 of the row's spans (the
+ * spans given in column order).  Nothing for the formats whose weights do not use it. */
+NF_API nf_status nf_ggml_quantize_row_sum2(const nf_format *fmt, const nf_src_rows *src, float *sum2,
+                                           nf_error *err);
 
 /* Dispatch to one of the five encoders above (import_encoded -> NF_ERR_USAGE).  params is only
  * read by grouped_search and ggml_quantize; the others refuse non-empty parameters. */

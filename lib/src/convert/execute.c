@@ -457,7 +457,8 @@ static nf_status read_span(const plan_member *m, uint64_t row, uint64_t c0, uint
 
 /* Row j->r0 of a member whose rows are longer than a chunk, span by span (nf_colspan): each span
  * read, encoded and measured by the method as a row of its own and written where the whole row
- * would have it.  fp8_row_maxabs first reads the row once for its maximum. */
+ * would have it.  fp8_row_maxabs first reads the row once for its maximum, and ggml_quantize with
+ * an importance vector once for its sum of squares (gguf_q4_0, gguf_q5_0). */
 static nf_status run_span_job(runner *r, const job *j, const nf_words *w, uint8_t *raw, size_t raw_len,
                               float *values, float *decoded, size_t nvalues, compare_ctx *cmp, nf_errstats *st,
                               nf_error *err)
@@ -476,6 +477,16 @@ static nf_status run_span_job(runner *r, const job *j, const nf_words *w, uint8_
             NF_TRY(nf_fp8_row_maxabs_max(o->g.format, &s, &mx, err));
             s.row_max = mx > s.row_max ? mx : s.row_max;
         }
+    }
+    if (o->method == NF_METHOD_GGML_QUANTIZE && o->params.importance) { /* the row's x^2, in column order */
+        float sum2 = 0.0f;
+        for (uint64_t c0 = 0; c0 < k; c0 += span) {
+            uint64_t n = k - c0 < span ? k - c0 : span;
+            NF_TRY(read_span(m, row, c0, n, raw, raw_len, values, nvalues, &s, err));
+            NF_TRY(nf_ggml_quantize_row_sum2(o->g.format, &s, &sum2, err));
+        }
+        s.row_sum2 = sum2;
+        s.has_row_sum2 = true;
     }
     for (uint64_t c0 = 0; c0 < k; c0 += span) {
         uint64_t n = k - c0 < span ? k - c0 : span;

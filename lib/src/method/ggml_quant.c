@@ -864,6 +864,17 @@ static nf_status gq_check_range(const nf_format *fmt, const nf_src_rows *src, ui
     return NF_OK;
 }
 
+/* Adds the x^2 of the k values of row r of src to *sum, in column order. */
+static nf_status gq_sum2(const nf_src_rows *src, uint64_t r, size_t k, size_t bv, float *sum, nf_error *err)
+{
+    float x[GQ_SUPER];
+    for (size_t c0 = 0; c0 < k; c0 += bv) {
+        NF_TRY(gq_load(src, r, c0, bv, x, err));
+        for (size_t j = 0; j < bv; j++) *sum += x[j] * x[j];
+    }
+    return NF_OK;
+}
+
 static nf_status gq_encode_row(const nf_format *fmt, const gq_type *t, const float *imp, const nf_src_rows *src,
                                uint64_t r, size_t k, uint8_t *out, nf_error *err)
 {
@@ -871,13 +882,12 @@ static nf_status gq_encode_row(const nf_format *fmt, const gq_type *t, const flo
     const size_t bv = fmt->block_values, bb = fmt->block_bytes;
     float sigma2 = 0.0f;
     if (imp && t->row_sigma) {
-        /* ggml sums x^2 over the row in column order, then divides by the row length */
+        /* ggml sums x^2 over the row in column order, then divides by the row length; a span
+         * has the whole row's sum from its first pass */
         float sum = 0.0f;
-        for (size_t c0 = 0; c0 < k; c0 += bv) {
-            NF_TRY(gq_load(src, r, c0, bv, x, err));
-            for (size_t j = 0; j < bv; j++) sum += x[j] * x[j];
-        }
-        sigma2 = sum / (float)k;
+        if (src->has_row_sum2) sum = src->row_sum2;
+        else NF_TRY(gq_sum2(src, r, k, bv, &sum, err));
+        sigma2 = sum / (float)(src->row_cols ? src->row_cols : k);
     }
     for (size_t c0 = 0, blk = 0; c0 < k; c0 += bv, blk++) {
         NF_TRY(gq_load(src, r, c0, bv, x, err));
@@ -909,10 +919,11 @@ nf_status nf_ggml_quantize_rows(const nf_format *fmt, const nf_method_params *pa
                                "quantizes whole blocks)",
                                row_len, fmt->name, bv);
     const float *imp = params ? params->importance : NULL;
-    if (imp && t->row_sigma && src->row_cols && src->row_cols != src->cols)
+    if (imp && t->row_sigma && src->row_cols && src->row_cols != src->cols && !src->has_row_sum2)
         return nf_method_error(err, NF_ERR_USAGE, src,
                                "%s with an importance vector needs whole rows (ggml weighs by the mean square of "
-                               "the row), not a span of %" PRIu64 " of its %" PRIu64 " columns",
+                               "the row), or the row's row_sum2, not a span of %" PRIu64 " of its %" PRIu64
+                               " columns",
                                fmt->name, src->cols, src->row_cols);
     if (src->rows > 0 && !out->blocks)
         return nf_method_error(err, NF_ERR_USAGE, src, "output words lack the blocks array of %s", fmt->name);
@@ -920,4 +931,15 @@ nf_status nf_ggml_quantize_rows(const nf_format *fmt, const nf_method_params *pa
     for (uint64_t r = 0; r < src->rows; r++)
         NF_TRY(gq_encode_row(fmt, t, imp, src, r, k, out->blocks + (size_t)r * row_bytes, err));
     return NF_OK;
+}
+
+nf_status nf_ggml_quantize_row_sum2(const nf_format *fmt, const nf_src_rows *src, float *sum2, nf_error *err)
+{
+    NF_TRY(nf_method_check_target(NF_METHOD_GGML_QUANTIZE, fmt, err));
+    const gq_type *t = gq_type_of(fmt);
+    if (!t || !t->row_sigma) return NF_OK;
+    const unsigned bv = fmt->block_values;
+    if (!src || !sum2 || src->rows != 1 || src->cols % bv != 0)
+        return nf_error_set(err, NF_ERR_USAGE, "nf_ggml_quantize_row_sum2: one row of whole %u-value blocks", bv);
+    return gq_sum2(src, 0, (size_t)src->cols, bv, sum2, err);
 }
