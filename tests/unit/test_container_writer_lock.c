@@ -5,8 +5,11 @@
  * removed when the lock is let go (also when a begin fails later on); a left-over one (a run
  * killed with SIGKILL) is taken over.  A writer in another process (fork) holds it the same way.
  * Destinations that are not regular files are refused before anything is created (F5). */
+#include <pthread.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include "common/io.h"
 #include "test_container_util.h"
@@ -258,6 +261,55 @@ Test(writer_lock, special_destinations_refused)
         size_t n;
         cr_assert_str_eq(tc_listing(dir, &n), "m.ninfer.part-0001", "nothing was created");
         unlink(part.s);
+    }
+    tc_rmtree(dir);
+    free(dir);
+}
+
+/* A holder letting go makes its lock exclusive for an instant (nf_io_unlock), so a scale-out task
+ * taking it shared at that moment used to be refused (exit 3) by a task that was just leaving:
+ * a lock found busy is looked at again for about 0.1 s (NF_IO_LOCK_BUSY_TRIES), so the leaving
+ * holder is waited out, while a holder that stays still refuses. */
+typedef struct leaving {
+    int fd;
+    char *path;
+} leaving;
+
+static void *leave_soon(void *arg)
+{
+    leaving *l = arg;
+    nanosleep(&(struct timespec){0, 20000000}, NULL); /* 20 ms */
+    unlink(l->path);
+    close(l->fd);
+    return NULL;
+}
+
+Test(writer_lock, shared_lock_waits_out_a_leaving_holder)
+{
+    char *dir = tc_tmpdir();
+    char dest[4200], lock[4300];
+    snprintf(dest, sizeof dest, "%s/out.ninfer", dir);
+    snprintf(lock, sizeof lock, "%s/.out.ninfer.lock", dir);
+    for (int stays = 0; stays < 2; stays++) {
+        int hold = open(lock, O_RDWR | O_CREAT, 0644);
+        cr_assert_geq(hold, 0);
+        cr_assert_eq(flock(hold, LOCK_EX), 0);
+        leaving l = {hold, lock};
+        pthread_t th;
+        if (!stays) cr_assert_eq(pthread_create(&th, NULL, leave_soon, &l), 0);
+        int fd = -1;
+        char *path = NULL;
+        int e = nf_io_lock_beside(dest, true, &fd, &path);
+        if (!stays) {
+            pthread_join(th, NULL);
+            cr_assert_eq(e, 0, "a holder leaving within the wait: %s", strerror(e));
+            nf_io_unlock(fd, path);
+            free(path);
+        } else {
+            cr_assert_eq(e, EWOULDBLOCK, "a holder that stays: %s", strerror(e));
+            unlink(lock);
+            close(hold);
+        }
     }
     tc_rmtree(dir);
     free(dir);

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 static struct {
@@ -216,6 +217,7 @@ int nf_io_lock_beside(const char *dest, bool shared, int *fd_out, char **path_ou
     snprintf(p, need, "%.*s.%s.lock", (int)dir_len, dest, base);
     /* A holder removes the lock file before it lets go of the lock (nf_io_unlock), so a file this
      * process opened can be one that is no longer the lock once it is ours: then again. */
+    int busy = 0;
     for (int attempt = 0; attempt < 1000; attempt++) {
         struct stat a, b;
         /* nothing but a regular file is ever opened as the lock (a device node could do
@@ -246,6 +248,15 @@ int nf_io_lock_beside(const char *dest, bool shared, int *fd_out, char **path_ou
         if (r != 0) {
             int e = errno == EAGAIN ? EWOULDBLOCK : errno;
             close(fd);
+            /* A holder letting go makes its lock exclusive for an instant (nf_io_unlock: is it
+             * the last?), so a lock taken shared by another scale-out task can be refused by a
+             * task that is just leaving: look again for a moment (about 0.1 s in all) before
+             * saying the output is busy.  A real holder costs a refused run that moment. */
+            if (e == EWOULDBLOCK && busy < NF_IO_LOCK_BUSY_TRIES) {
+                busy++;
+                nanosleep(&(struct timespec){0, 2000000}, NULL);
+                continue;
+            }
             free(p);
             return e;
         }

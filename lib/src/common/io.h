@@ -52,7 +52,8 @@ long nf_io_beside_pid(const char *tail, const char **suffix, bool *local);
 
 /* One lock per output (docs/security.md 1.3, "One lock per output").  The lock file of `dest` is
  * ".<base>.lock" in dest's directory; nf_io_lock_beside creates it if needed (0666 less the
- * umask; never through a symbolic link) and takes an flock(2) on it without waiting: exclusive
+ * umask; never through a symbolic link) and takes an flock(2) on it without waiting (but for a
+ * moment when it is found busy, NF_IO_LOCK_BUSY_TRIES): exclusive
  * (a writer that publishes), or shared (the tasks of a scale-out plan, which run at once and
  * only keep the publishers out, docs/scale-out.md, "The output's lock").
  * Returns 0 with *fd and *path_out (malloc'ed) set, or an errno value: EWOULDBLOCK when another
@@ -65,6 +66,9 @@ long nf_io_beside_pid(const char *tail, const char **suffix, bool *local);
  * locker that opened a lock file just removed by its holder sees the name gone (or naming
  * another file) once it holds the lock, and starts again. */
 int nf_io_lock_beside(const char *dest, bool shared, int *fd, char **path_out);
+/* A lock found busy is looked at again this many times, 2 ms apart, before EWOULDBLOCK: a
+ * holder's nf_io_unlock holds it exclusively for an instant. */
+#define NF_IO_LOCK_BUSY_TRIES 50
 /* The holder a lock file records ("<pid>@<host>", written by nf_io_lock_beside once it holds the
  * lock): false when the file is gone or records nothing readable. */
 bool nf_io_lock_holder(const char *lock_path, long *pid, char host[NF_IO_HOST_MAX + 1]);
