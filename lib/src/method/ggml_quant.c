@@ -75,6 +75,24 @@ static float gq_extreme(const float *x, int n)
     return max;
 }
 
+/* The weighted sums of the codes of inverse scale iscale: sum w x l and sum w l^2 over the n
+ * values, l = clamp(nearest(iscale x), -nmax, nmax - 1), w = qw or x^2; the codes plus offset go
+ * to L when it is not NULL. */
+static void gq_trial(int n, int nmax, float iscale, const float *x, const float *qw, int8_t *L, int offset,
+                     float *sumlx, float *suml2)
+{
+    float lx = 0.0f, l2 = 0.0f;
+    for (int i = 0; i < n; i++) {
+        int l = gq_clamp(gq_nearest(iscale * x[i]), -nmax, nmax - 1);
+        if (L) L[i] = (int8_t)(l + offset);
+        float w = qw ? qw[i] : x[i] * x[i];
+        lx += w * x[i] * gq_f(l);
+        l2 += w * gq_f(l) * gq_f(l);
+    }
+    *sumlx = lx;
+    *suml2 = l2;
+}
+
 /* Symmetric codes l in [-nmax, nmax) for n values, weighted least squares over 18 trial inverse
  * scales around -nmax / max (ggml's make_qx_quants, rmse_type 1).  L receives l + nmax; the
  * return is the scale.  Weights qw, or x^2 when NULL.  An all-zero group gives L = 0, scale 0. */
@@ -86,26 +104,14 @@ static float gq_fit_signed(int n, int nmax, const float *x, int8_t *L, const flo
         return 0.0f;
     }
     float iscale = gq_f(-nmax) / max;
-    float sumlx = 0.0f, suml2 = 0.0f;
-    for (int i = 0; i < n; i++) {
-        int l = gq_clamp(gq_nearest(iscale * x[i]), -nmax, nmax - 1);
-        L[i] = (int8_t)(l + nmax);
-        float w = qw ? qw[i] : x[i] * x[i];
-        sumlx += w * x[i] * gq_f(l);
-        suml2 += w * gq_f(l) * gq_f(l);
-    }
+    float sumlx, suml2;
+    gq_trial(n, nmax, iscale, x, qw, L, nmax, &sumlx, &suml2);
     float scale = suml2 != 0.0f ? sumlx / suml2 : 0.0f;
     float best = scale * sumlx;
     for (int is = -9; is <= 9; is++) {
         if (is == 0) continue;
         iscale = -(gq_f(nmax) + 0.1f * gq_f(is)) / max;
-        sumlx = suml2 = 0.0f;
-        for (int i = 0; i < n; i++) {
-            int l = gq_clamp(gq_nearest(iscale * x[i]), -nmax, nmax - 1);
-            float w = qw ? qw[i] : x[i] * x[i];
-            sumlx += w * x[i] * gq_f(l);
-            suml2 += w * gq_f(l) * gq_f(l);
-        }
+        gq_trial(n, nmax, iscale, x, qw, NULL, 0, &sumlx, &suml2);
         if (suml2 > 0.0f && sumlx * sumlx > best * suml2) {
             for (int i = 0; i < n; i++) L[i] = (int8_t)(nmax + gq_clamp(gq_nearest(iscale * x[i]), -nmax, nmax - 1));
             scale = sumlx / suml2;
@@ -126,14 +132,8 @@ static float gq_fit_q3(int n, int nmax, const float *x, int8_t *L)
         return 0.0f;
     }
     float iscale = gq_f(-nmax) / max;
-    float sumlx = 0.0f, suml2 = 0.0f;
-    for (int i = 0; i < n; i++) {
-        int l = gq_clamp(gq_nearest(iscale * x[i]), -nmax, nmax - 1);
-        L[i] = (int8_t)l;
-        float w = x[i] * x[i];
-        sumlx += w * x[i] * gq_f(l);
-        suml2 += w * gq_f(l) * gq_f(l);
-    }
+    float sumlx, suml2;
+    gq_trial(n, nmax, iscale, x, NULL, L, 0, &sumlx, &suml2);
     for (int itry = 0; itry < 5; itry++) {
         int changed = 0;
         for (int i = 0; i < n; i++) {
