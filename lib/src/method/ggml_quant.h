@@ -1,0 +1,62 @@
+/* The shared parts of ggml_quantize's block encoders (docs/methods.md "ggml_quantize"): ggml's
+ * scalar primitives, which every encoder must use so that its bytes are ggml's, and the block
+ * encoder type the row driver (ggml_quant.c) calls.  Block encoders of one family of types may
+ * live in their own file (one family per file) and are declared here.
+ *
+ * Internal to the method module: included only by lib/src/method/ggml_quant*.c. */
+#ifndef NF_METHOD_GGML_QUANT_H
+#define NF_METHOD_GGML_QUANT_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "ninfer/format.h"
+
+#define GQ_SUPER 256u          /* values of a k-quant super-block (ggml's QK_K) */
+#define GQ_ZERO_EPS 1e-15f     /* below this a group's largest magnitude counts as all zero */
+
+/* ---------------------------------------------------------------- ggml's scalar primitives */
+
+/* ggml's round-to-integer: add 1.5 * 2^23 and read the low mantissa bits.  For |f| < 2^22 it is
+ * round to nearest, ties to even; beyond that it gives what the bits give, as ggml does (its
+ * range assert is compiled out), so the bytes match for any input. */
+static inline int gq_nearest(float f)
+{
+    float v = f + 12582912.0f;
+    int32_t i;
+    memcpy(&i, &v, sizeof i);
+    return (i & 0x007FFFFF) - 0x00400000;
+}
+
+/* float -> int8 as x86-64 converts it (cvttss2si, then the low byte): truncation toward zero,
+ * and 0 for NaN or a value outside int32 (the "integer indefinite" 0x80000000).  ggml's Q4_0 and
+ * Q5_0 reference encoders convert with a plain cast; with a tiny scale the product can be
+ * infinite, and the byte ggml then stores is this one. */
+static inline int gq_trunc_i8(float f)
+{
+    int32_t i = (f > -2147483904.0f && f < 2147483648.0f) ? (int32_t)f : INT32_MIN;
+    return (int8_t)(uint8_t)((uint32_t)i & 0xFFu);
+}
+
+static inline int gq_min(int a, int b) { return a < b ? a : b; }
+static inline int gq_max(int a, int b) { return a > b ? a : b; }
+static inline int gq_clamp(int v, int lo, int hi) { return gq_max(lo, gq_min(hi, v)); }
+
+/* A binary16 field of a block, little-endian. */
+static inline void gq_put_f16(uint8_t *p, float f)
+{
+    uint16_t h = nf_f32_to_f16(f);
+    p[0] = (uint8_t)(h & 0xFFu);
+    p[1] = (uint8_t)(h >> 8);
+}
+
+static inline float gq_get_f16(const uint8_t *p) { return nf_f16_to_f32((uint16_t)(p[0] | (unsigned)p[1] << 8)); }
+
+static inline float gq_f(int v) { return (float)v; }
+
+/* One block encoder: encodes one block from x (its values), qw (its importance values, or NULL
+ * for the path without an importance vector) and sigma2 (Q4_0 / Q5_0 with importance: the row's
+ * mean square, which ggml computes over the whole row) into blk. */
+typedef void (*gq_block_fn)(const float *x, const float *qw, float sigma2, uint8_t *blk);
+
+#endif
