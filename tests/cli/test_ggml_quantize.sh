@@ -46,12 +46,13 @@ PY
 }
 
 mkdir "$work/o"
-for t in q8_0 q4_0 q5_0 q2_k q3_k q4_k q5_k q6_k; do
+for t in q8_0 q4_0 q5_0 q2_k q3_k q4_k q5_k q6_k q2_0; do
     printf 'recipe: 1\nsources:\n  base: %s\ndefaults: {format: fp32}\nrules:\n  - match: w\n    format: gguf_%s\n    method: ggml_quantize\n' \
         "$work/ck" "$t" >"$work/r.yaml"
     run 0 "$bin/ninfer-convert" -r "$work/r.yaml" -o "$work/o/$t.ninfer"
     check_ggml "$work/o/$t.ninfer" w "$t"
 done
+run 0 "$bin/ninfer-verify" "$work/o/q2_0.ninfer" --against "$work/ck"
 
 # quick mode
 run 0 "$bin/ninfer-convert" "$work/ck" -o "$work/o/quick.ninfer" --format gguf_q4_k --method ggml_quantize

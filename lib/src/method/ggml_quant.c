@@ -273,6 +273,37 @@ static void enc_q8_0(const float *x, const float *qw, float sigma2, uint8_t *b)
     for (int j = 0; j < 32; j++) b[2 + j] = (uint8_t)gq_trunc_i8(roundf(x[j] * id));
 }
 
+/* float -> int as x86-64 converts it (cvttss2si): truncation toward zero, and INT32_MIN for NaN
+ * or a value outside int32.  Q2_0 converts a rounded product that is infinite or NaN when the
+ * block's largest magnitude is so small that its inverse overflows. */
+static int gq_trunc_i32(float f)
+{
+    return (f > -2147483904.0f && f < 2147483648.0f) ? (int)f : INT32_MIN;
+}
+
+/* Q2_0, 18 bytes: d, 16 bytes of 2-bit codes (value j in bits 2 (j % 4) of byte j / 4, code c
+ * meaning (c - 1) d).  d = the block's largest magnitude (binary32, rounded only where stored),
+ * code = clamp((int)roundf(x * (1 / d)) + 1, 0, 3), as ggml's quantize_row_q2_0_ref, which
+ * ggml uses with and without an importance vector (it ignores the vector). */
+static void enc_q2_0(const float *x, const float *qw, float sigma2, uint8_t *b)
+{
+    (void)qw;
+    (void)sigma2;
+    float amax = 0.0f;
+    for (int j = 0; j < 64; j++) {
+        float a = fabsf(x[j]);
+        if (a > amax) amax = a;
+    }
+    float id = amax > 0.0f ? 1.0f / amax : 0.0f;
+    gq_put_f16(b, amax);
+    memset(b + 2, 0, 16);
+    for (int j = 0; j < 64; j++) {
+        /* + 1 after the conversion, as ggml: INT32_MIN + 1 still clamps to 0 */
+        int q = gq_clamp(gq_trunc_i32(roundf(x[j] * id)) + 1, 0, 3);
+        b[2 + j / 4] = (uint8_t)(b[2 + j / 4] | (unsigned)q << (2 * (j % 4)));
+    }
+}
+
 /* The scale (written to b) and codes L in [0, 2 nmax) of a Q4_0 (nmax 8) or Q5_0 (nmax 16)
  * block.  Without importance: d = extreme / -nmax, code = min(2 nmax - 1, trunc(x * (1 / d) +
  * nmax + 0.5)).  With it: gq_fit_signed with weights qw * sqrt(sigma2 + x^2). */
@@ -771,6 +802,7 @@ static const gq_type gq_types[] = {
     {NF_FMT_GGUF_Q5_K, enc_q5_k, false, NULL},      {NF_FMT_GGUF_Q6_K, enc_q6_k, false, NULL},
     {NF_FMT_GGUF_IQ4_NL, enc_iq4_nl, false, NULL},  {NF_FMT_GGUF_IQ4_XS, enc_iq4_xs, false, NULL},
     {NF_FMT_GGUF_IQ3_XXS, NULL, false, nf_gq_enc_iq3_xxs}, {NF_FMT_GGUF_IQ3_S, NULL, false, nf_gq_enc_iq3_s},
+    {NF_FMT_GGUF_Q2_0, enc_q2_0, false, NULL},
 };
 
 static const gq_type *gq_type_of(const nf_format *fmt)
