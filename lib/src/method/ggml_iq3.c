@@ -206,7 +206,7 @@ static bool gq3_fit_group(const gq3_kind *kind, const nf_gq3_grid *g, const floa
 static bool gq3_fit_block(const gq3_kind *kind, const float *x, const float *qw, gq3_fit *fits, float *max_scale)
 {
     const nf_gq3_grid *g = nf_gq3_grid_of(kind->grid);
-    if (!g) return false;
+    if (!g) return false; /* only with broken grid tables, which tests/unit/test_ggml_grid3.c rules out */
     float sumx2 = 0.0f;
     for (unsigned i = 0; i < GQ_SUPER; i++) sumx2 += x[i] * x[i];
     float sigma2 = 2 * sumx2 / gq_f(GQ_SUPER);
