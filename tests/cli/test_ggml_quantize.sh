@@ -2,7 +2,8 @@
 # ggml_quantize (docs/methods.md): a checkpoint holding tests/data/gguf/source.f32 converted to
 # gguf_* blocks by a recipe rule and by quick mode; ninfer-verify accepts the artifact, its object
 # holds exactly ggml's bytes (tests/data/gguf/<t>.qbytes, written by ggml itself) and decodes to
-# ggml's dequantized values.  Row lengths off the block (the planner, before any work) and NaN
+# ggml's dequantized values (the IQ3 types with and without an importance matrix, re-derived by
+# ninfer-verify --against).  Row lengths off the block (the planner, before any work) and NaN
 # sources (the method) are refused with exit 1, naming the tensor, and nothing is written.
 # usage: test_ggml_quantize.sh BIN_DIR DATA_DIR
 # shellcheck source=tests/cli/lib.sh
@@ -45,12 +46,13 @@ PY
 }
 
 mkdir "$work/o"
-for t in q8_0 q4_0 q5_0 q2_k q3_k q4_k q5_k q6_k; do
+for t in q8_0 q4_0 q5_0 q2_k q3_k q4_k q5_k q6_k q2_0; do
     printf 'recipe: 1\nsources:\n  base: %s\ndefaults: {format: fp32}\nrules:\n  - match: w\n    format: gguf_%s\n    method: ggml_quantize\n' \
         "$work/ck" "$t" >"$work/r.yaml"
     run 0 "$bin/ninfer-convert" -r "$work/r.yaml" -o "$work/o/$t.ninfer"
     check_ggml "$work/o/$t.ninfer" w "$t"
 done
+run 0 "$bin/ninfer-verify" "$work/o/q2_0.ninfer" --against "$work/ck"
 
 # quick mode
 run 0 "$bin/ninfer-convert" "$work/ck" -o "$work/o/quick.ninfer" --format gguf_q4_k --method ggml_quantize
@@ -83,6 +85,25 @@ art, want = open(sys.argv[1], 'rb').read(), open(sys.argv[2], 'rb').read()
 at = art.find(want)
 assert at >= 0 and at % 256 == 0, at
 PY
+# the IQ3 types with the importance matrix (as ggml wrote their fixtures, MANIFEST.md) and
+# without it (extra/<t>.plain.qbytes); ninfer-verify --against re-derives each artifact
+holds() { # ARTIFACT BYTES
+    python3 - "$1" "$2" <<'PY' && ok || bad "$1 does not hold the bytes of $2"
+import sys
+art, want = open(sys.argv[1], 'rb').read(), open(sys.argv[2], 'rb').read()
+at = art.find(want)
+assert at >= 0 and at % 256 == 0, at
+PY
+}
+for t in iq3_xxs iq3_s; do
+    sed "s/gguf_q5_k/gguf_$t/" "$work/im.yaml" >"$work/$t.yaml"
+    run 0 "$bin/ninfer-convert" -r "$work/$t.yaml" -o "$work/o/$t.ninfer"
+    check_ggml "$work/o/$t.ninfer" w "$t"
+    run 0 "$bin/ninfer-verify" "$work/o/$t.ninfer" --against "$work/ck" --recipe "$work/$t.yaml"
+    run 0 "$bin/ninfer-convert" "$work/ck" -o "$work/o/$t-plain.ninfer" --format "gguf_$t" --method ggml_quantize
+    holds "$work/o/$t-plain.ninfer" "$data/gguf/extra/$t.plain.qbytes"
+    run 0 "$bin/ninfer-verify" "$work/o/$t-plain.ninfer" --against "$work/ck"
+done
 # rows longer than a chunk are encoded in spans: q4_0 and q5_0 with importance weigh by the
 # whole row's mean square, which a first pass over the row's spans sums in column order, so any
 # --chunk-values gives the bytes of whole rows (a row of 8192: spans of 4096)

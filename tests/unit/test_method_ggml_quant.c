@@ -30,9 +30,10 @@ typedef struct qtype {
 static const qtype TYPES[] = {
     {NF_FMT_GGUF_Q8_0, "q8_0", 32, 34},   {NF_FMT_GGUF_Q4_0, "q4_0", 32, 18},   {NF_FMT_GGUF_Q5_0, "q5_0", 32, 22},
     {NF_FMT_GGUF_Q2_K, "q2_k", 256, 84},  {NF_FMT_GGUF_Q3_K, "q3_k", 256, 110}, {NF_FMT_GGUF_Q4_K, "q4_k", 256, 144},
-    {NF_FMT_GGUF_Q5_K, "q5_k", 256, 176}, {NF_FMT_GGUF_Q6_K, "q6_k", 256, 210},
+    {NF_FMT_GGUF_Q5_K, "q5_k", 256, 176}, {NF_FMT_GGUF_Q6_K, "q6_k", 256, 210}, {NF_FMT_GGUF_Q2_0, "q2_0", 64, 18},
     /* MANIFEST.md: ggml wrote the IQ fixtures with imatrix.f32 */
     {NF_FMT_GGUF_IQ4_NL, "iq4_nl", 32, 18},  {NF_FMT_GGUF_IQ4_XS, "iq4_xs", 256, 136},
+    {NF_FMT_GGUF_IQ3_XXS, "iq3_xxs", 256, 98}, {NF_FMT_GGUF_IQ3_S, "iq3_s", 256, 110},
 };
 static bool is_iq(const qtype *t) { return t->stem[0] == 'i'; }
 #define NTYPES (sizeof TYPES / sizeof TYPES[0])
@@ -159,10 +160,32 @@ Test(ggml_quant, refuses_scales_beyond_binary16)
     }
 }
 
+/* Finite values below 2^64 on which ggml's IQ3 grid search overflows binary32: ggml's encoder
+ * stops with an assertion (iq3_find_best_neighbour finds no point; checked on ggml d99724f2 with
+ * these values), so the method refuses the block. */
+Test(ggml_quant, refuses_blocks_ggml_stops_on)
+{
+    static float x[2 * 256];
+    uint8_t blocks[2 * 110];
+    for (size_t i = 0; i < NTYPES; i++) {
+        const qtype *t = &TYPES[i];
+        if (strncmp(t->stem, "iq3", 3) != 0) continue;
+        for (size_t j = 0; j < 512; j++) x[j] = j < 256 ? 0.01f : 1e15f * sinf(0.7f * (float)(j - 256));
+        nf_error err = {0};
+        cr_assert_eq(encode(t, x, 4, 1, 512, NULL, blocks, &err), NF_ERR_INVALID, "%s", t->stem);
+        char want[160];
+        snprintf(want, sizeof want,
+                 "tensor 'w': row 4 block 1 (cols 256..511): the values are too large for gguf_%s: ggml's search "
+                 "overflows binary32",
+                 t->stem);
+        cr_expect(strstr(err.message, want), "%s: %s", t->stem, err.message);
+    }
+}
+
 Test(ggml_quant, targets_and_parameters)
 {
     nf_error err = {0};
-    cr_assert_eq(nf_method_check_target(NF_METHOD_GGML_QUANTIZE, nf_format_by_id(NF_FMT_GGUF_Q2_0), NULL),
+    cr_assert_eq(nf_method_check_target(NF_METHOD_GGML_QUANTIZE, nf_format_by_id(NF_FMT_Q2_G64_FP16), NULL),
                  NF_ERR_INVALID);
     cr_assert_eq(nf_method_check_target(NF_METHOD_GGML_QUANTIZE, nf_format_by_id(NF_FMT_GGUF_IQ2_XXS), &err),
                  NF_ERR_INVALID);
@@ -223,12 +246,12 @@ Test(ggml_quant, importance_path_properties)
                   t->stem);
         double ew = sq_error(t, x, a, imp), ep = sq_error(t, x, plain, imp);
         cr_expect(ew <= 1.25 * ep, "%s: weighted error %g with importance, %g without", t->stem, ew, ep);
-        if (is_iq(t)) /* the IQ4 types' plain path weighs by x^2 instead */
+        if (is_iq(t)) /* the IQ types' plain path weighs by x^2 instead */
             cr_expect_neq(memcmp(a, plain, n), 0, "%s: importance changed nothing", t->stem);
-        else if (t->id != NF_FMT_GGUF_Q8_0) /* Q8_0 ignores it, as ggml does */
+        else if (t->id != NF_FMT_GGUF_Q8_0 && t->id != NF_FMT_GGUF_Q2_0) /* they ignore it, as ggml does */
             cr_expect_neq(memcmp(a, plain, n), 0, "%s: importance changed nothing", t->stem);
         else
-            cr_expect_eq(memcmp(a, plain, n), 0, "q8_0 must ignore the importance");
+            cr_expect_eq(memcmp(a, plain, n), 0, "%s must ignore the importance", t->stem);
         free(a);
         free(b);
         free(plain);

@@ -33,6 +33,11 @@ bool nf_ggml_find_nonfinite_scale(const nf_format *fmt, const uint8_t *blocks, u
 const char *nf_ggml_block_name(const nf_format *fmt);
 /* "NaN", "+infinity", "-infinity" for a non-finite binary16 pattern, NULL otherwise. */
 const char *nf_ggml_f16_nonfinite_name(uint16_t h);
+/* The grid of 4-value points of IQ3_XXS (NF_FMT_GGUF_IQ3_XXS, 256 entries) or IQ3_S
+ * (NF_FMT_GGUF_IQ3_S, 512 entries) that the dequantizers read (value j of an entry is its byte
+ * j, docs/formats.md 8.3), with its entry count in *n; NULL for any other format.  The encoders
+ * of method/ggml_grid3.c build their index from it, so the grids exist once. */
+const uint32_t *nf_ggml_grid4_of(nf_format_id id, unsigned *n);
 /* Test hook: when false, nf_ggml_find_nonfinite_scale skips its branch-free prescan of runs of
  * blocks and examines every block the exact way.  Default true; tests compare the two. */
 extern bool nf_ggml_scan_fast;

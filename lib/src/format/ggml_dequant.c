@@ -523,3 +523,12 @@ nf_status nf_ggml_dequant_row(const nf_format *fmt, const uint8_t *blocks, uint6
     for (size_t i = 0; i < nb; i++) fn(blocks + i * kind->block_bytes, out + i * kind->block_values);
     return NF_OK;
 }
+
+const uint32_t *nf_ggml_grid4_of(nf_format_id id, unsigned *n)
+{
+    switch (id) {
+    case NF_FMT_GGUF_IQ3_XXS: *n = NF_GGML_IQ3XXS_GRID_SIZE; return nf_ggml_iq3xxs_grid;
+    case NF_FMT_GGUF_IQ3_S: *n = NF_GGML_IQ3S_GRID_SIZE; return nf_ggml_iq3s_grid;
+    default: *n = 0; return NULL;
+    }
+}

@@ -273,6 +273,37 @@ static void enc_q8_0(const float *x, const float *qw, float sigma2, uint8_t *b)
     for (int j = 0; j < 32; j++) b[2 + j] = (uint8_t)gq_trunc_i8(roundf(x[j] * id));
 }
 
+/* float -> int as x86-64 converts it (cvttss2si): truncation toward zero, and INT32_MIN for NaN
+ * or a value outside int32.  Q2_0 converts a rounded product that is infinite or NaN when the
+ * block's largest magnitude is so small that its inverse overflows. */
+static int gq_trunc_i32(float f)
+{
+    return (f > -2147483904.0f && f < 2147483648.0f) ? (int)f : INT32_MIN;
+}
+
+/* Q2_0, 18 bytes: d, 16 bytes of 2-bit codes (value j in bits 2 (j % 4) of byte j / 4, code c
+ * meaning (c - 1) d).  d = the block's largest magnitude (binary32, rounded only where stored),
+ * code = clamp((int)roundf(x * (1 / d)) + 1, 0, 3), as ggml's quantize_row_q2_0_ref, which
+ * ggml uses with and without an importance vector (it ignores the vector). */
+static void enc_q2_0(const float *x, const float *qw, float sigma2, uint8_t *b)
+{
+    (void)qw;
+    (void)sigma2;
+    float amax = 0.0f;
+    for (int j = 0; j < 64; j++) {
+        float a = fabsf(x[j]);
+        if (a > amax) amax = a;
+    }
+    float id = amax > 0.0f ? 1.0f / amax : 0.0f;
+    gq_put_f16(b, amax);
+    memset(b + 2, 0, 16);
+    for (int j = 0; j < 64; j++) {
+        /* + 1 after the conversion, as ggml: INT32_MIN + 1 still clamps to 0 */
+        int q = gq_clamp(gq_trunc_i32(roundf(x[j] * id)) + 1, 0, 3);
+        b[2 + j / 4] = (uint8_t)(b[2 + j / 4] | (unsigned)q << (2 * (j % 4)));
+    }
+}
+
 /* The scale (written to b) and codes L in [0, 2 nmax) of a Q4_0 (nmax 8) or Q5_0 (nmax 16)
  * block.  Without importance: d = extreme / -nmax, code = min(2 nmax - 1, trunc(x * (1 / d) +
  * nmax + 0.5)).  With it: gq_fit_signed with weights qw * sqrt(sigma2 + x^2). */
@@ -761,13 +792,17 @@ typedef struct gq_type {
     nf_format_id fmt;
     gq_block_fn encode;
     bool row_sigma; /* with importance, ggml weighs by the mean square of the whole row */
+    gq_block_try_fn try_encode; /* instead of encode, for a type whose ggml encoder can stop */
 } gq_type;
 
 static const gq_type gq_types[] = {
-    {NF_FMT_GGUF_Q8_0, enc_q8_0, false}, {NF_FMT_GGUF_Q4_0, enc_q4_0, true}, {NF_FMT_GGUF_Q5_0, enc_q5_0, true},
-    {NF_FMT_GGUF_Q2_K, enc_q2_k, false}, {NF_FMT_GGUF_Q3_K, enc_q3_k, false}, {NF_FMT_GGUF_Q4_K, enc_q4_k, false},
-    {NF_FMT_GGUF_Q5_K, enc_q5_k, false}, {NF_FMT_GGUF_Q6_K, enc_q6_k, false},
-    {NF_FMT_GGUF_IQ4_NL, enc_iq4_nl, false}, {NF_FMT_GGUF_IQ4_XS, enc_iq4_xs, false},
+    {NF_FMT_GGUF_Q8_0, enc_q8_0, false, NULL},      {NF_FMT_GGUF_Q4_0, enc_q4_0, true, NULL},
+    {NF_FMT_GGUF_Q5_0, enc_q5_0, true, NULL},       {NF_FMT_GGUF_Q2_K, enc_q2_k, false, NULL},
+    {NF_FMT_GGUF_Q3_K, enc_q3_k, false, NULL},      {NF_FMT_GGUF_Q4_K, enc_q4_k, false, NULL},
+    {NF_FMT_GGUF_Q5_K, enc_q5_k, false, NULL},      {NF_FMT_GGUF_Q6_K, enc_q6_k, false, NULL},
+    {NF_FMT_GGUF_IQ4_NL, enc_iq4_nl, false, NULL},  {NF_FMT_GGUF_IQ4_XS, enc_iq4_xs, false, NULL},
+    {NF_FMT_GGUF_IQ3_XXS, NULL, false, nf_gq_enc_iq3_xxs}, {NF_FMT_GGUF_IQ3_S, NULL, false, nf_gq_enc_iq3_s},
+    {NF_FMT_GGUF_Q2_0, enc_q2_0, false, NULL},
 };
 
 static const gq_type *gq_type_of(const nf_format *fmt)
@@ -819,6 +854,17 @@ static nf_status gq_check_range(const nf_format *fmt, const nf_src_rows *src, ui
     return NF_OK;
 }
 
+/* A block ggml's encoder would stop on (gq_block_try_fn): its values are finite and below 2^64,
+ * but the sums of ggml's search overflow binary32, so ggml has no bytes for it. */
+static nf_status gq_refuse_block(const nf_format *fmt, const nf_src_rows *src, uint64_t r, size_t c0, nf_error *err)
+{
+    return nf_method_row_error(err, NF_ERR_INVALID, src, r,
+                               " block %" PRIu64 " (cols %" PRIu64 "..%" PRIu64 "): the values are too large for "
+                               "%s: ggml's search overflows binary32 on them (its encoder stops with an assertion)",
+                               (uint64_t)(c0 / fmt->block_values), (uint64_t)nf_method_col(src, c0),
+                               (uint64_t)nf_method_col(src, c0 + fmt->block_values - 1), fmt->name);
+}
+
 /* Adds the x^2 of the k values of row r of src to *sum, in column order. */
 static nf_status gq_sum2(const nf_src_rows *src, uint64_t r, size_t k, size_t bv, float *sum, nf_error *err)
 {
@@ -848,7 +894,8 @@ static nf_status gq_encode_row(const nf_format *fmt, const gq_type *t, const flo
         NF_TRY(gq_load(src, r, c0, bv, x, err));
         NF_TRY(gq_check_range(fmt, src, r, c0, x, err));
         uint8_t *b = out + blk * bb;
-        t->encode(x, imp ? imp + c0 : NULL, sigma2, b);
+        if (t->encode) t->encode(x, imp ? imp + c0 : NULL, sigma2, b);
+        else if (!t->try_encode(x, imp ? imp + c0 : NULL, sigma2, b)) return gq_refuse_block(fmt, src, r, c0, err);
         NF_TRY(gq_check_scales(fmt, src, r, c0, b, err));
     }
     return NF_OK;

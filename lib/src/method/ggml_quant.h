@@ -3,10 +3,12 @@
  * encoder type the row driver (ggml_quant.c) calls.  Block encoders of one family of types may
  * live in their own file (one family per file) and are declared here.
  *
- * Internal to the method module: included only by lib/src/method/ggml_quant*.c. */
+ * Internal to the method module: included only by lib/src/method/ggml_quant*.c and the files of
+ * a family's encoders (ggml_iq3.c). */
 #ifndef NF_METHOD_GGML_QUANT_H
 #define NF_METHOD_GGML_QUANT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -58,5 +60,16 @@ static inline float gq_f(int v) { return (float)v; }
  * for the path without an importance vector) and sigma2 (Q4_0 / Q5_0 with importance: the row's
  * mean square, which ggml computes over the whole row) into blk. */
 typedef void (*gq_block_fn)(const float *x, const float *qw, float sigma2, uint8_t *blk);
+
+/* A block encoder for a type whose ggml encoder can stop the program on finite input (an
+ * assertion): the same arguments, and false, with blk unspecified, for a block where ggml's
+ * encoder would stop; the row driver refuses that block. */
+typedef bool (*gq_block_try_fn)(const float *x, const float *qw, float sigma2, uint8_t *blk);
+
+/* IQ3_XXS (98 bytes) and IQ3_S (110 bytes), ggml_iq3.c: false when the weighted distances of
+ * ggml's grid search overflow binary32 (ggml's iq3_find_best_neighbour finds no point) or a
+ * group's scale is NaN. */
+bool nf_gq_enc_iq3_xxs(const float *x, const float *qw, float sigma2, uint8_t *blk);
+bool nf_gq_enc_iq3_s(const float *x, const float *qw, float sigma2, uint8_t *blk);
 
 #endif
