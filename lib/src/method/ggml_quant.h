@@ -59,4 +59,25 @@ static inline float gq_f(int v) { return (float)v; }
  * mean square, which ggml computes over the whole row) into blk. */
 typedef void (*gq_block_fn)(const float *x, const float *qw, float sigma2, uint8_t *blk);
 
+/* What a block encoder that can fail reports. */
+typedef enum gq_fail {
+    GQ_OK,
+    GQ_NO_MEMORY,     /* a table it needs (ggml_grid.h) could not be built */
+    GQ_NEEDS_IMATRIX, /* the type is quantized only with an importance vector */
+    GQ_GGML_ABORTS    /* ggml aborts on this block (its search ends off the grid or at a NaN scale) */
+} gq_fail;
+
+/* A block encoder that can fail, with the arguments of gq_block_fn. */
+typedef gq_fail (*gq_block_try_fn)(const float *x, const float *qw, float sigma2, uint8_t *blk);
+
+/* ---------------------------------------------------------------- shared searches (ggml_quant.c) */
+
+/* ggml's make_qp_quants: non-negative codes in [0, nmax] into L and their scale. */
+float gq_fit_positive(int n, int nmax, const float *x, uint8_t *L, const float *qw);
+
+/* ---------------------------------------------------------------- families in their own files */
+
+/* ggml_iq2.c: IQ2_XXS, IQ2_XS (importance vector required) and IQ2_S. */
+gq_fail nf_ggml_enc_iq2_xxs(const float *x, const float *qw, float sigma2, uint8_t *blk);
+
 #endif
