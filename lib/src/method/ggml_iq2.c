@@ -230,3 +230,129 @@ gq_fail nf_ggml_enc_iq2_xxs(const float *x, const float *qw, float sigma2, uint8
     return GQ_OK;
 }
 
+/* ---------------------------------------------------------------- IQ2_XS and IQ2_S */
+
+/* What differs between IQ2_XS and IQ2_S in their groups of 16. */
+typedef struct iq2_kind {
+    bool parity;     /* 7 sign bits and a flip (IQ2_XS) or 8 sign bits (IQ2_S) */
+    unsigned smask;  /* the sign bits kept */
+    float eps;       /* a group whose largest magnitude is below this is all zero */
+} iq2_kind;
+
+/* One group of 16: its scale (0 for a zero group), its 2 grid indices and sign bytes. */
+static gq_fail iq2_pair_group(const nf_ggml_grid *g, const iq2_kind *kind, const float *xb, const float *w,
+                              float *out_scale, int32_t *index, unsigned *signs)
+{
+    float waux[16], xval[16];
+    int8_t L[16] = {0}, Laux[16];
+    bool on[2] = {true, true}, on_aux[2];
+    for (int i = 0; i < 16; i++) waux[i] = sqrtf(w[i]);
+    for (int k = 0; k < 2; k++) signs[k] = iq2_signs(xb + 8 * k, w + 8 * k, kind->parity, xval + 8 * k) & kind->smask;
+    float max = xval[0];
+    for (int i = 1; i < 16; i++) max = iq2_max(max, xval[i]);
+    *out_scale = 0.0f;
+    if (max < kind->eps) {
+        signs[0] = signs[1] = 0; /* ggml stores nothing for a zero group */
+        return GQ_OK;
+    }
+    float best = 0.0f;
+    float scale = max / gq_f(2 * IQ2_MAXQ - 1);
+    for (int is = -9; is <= 9; is++) {
+        float id = (gq_f(2 * IQ2_MAXQ - 1) + gq_f(is) * 0.1f) / max;
+        float this_scale = 1 / id;
+        for (int k = 0; k < 2; k++)
+            if (!iq2_point(g, xval + 8 * k, waux + 8 * k, id, this_scale, Laux + 8 * k, &on_aux[k]))
+                return GQ_GGML_ABORTS;
+        float sumqx, sumq2;
+        iq2_sums(16, w, xval, Laux, &sumqx, &sumq2);
+        if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
+            scale = sumqx / sumq2;
+            best = scale * sumqx;
+            memcpy(L, Laux, sizeof L);
+            on[0] = on_aux[0];
+            on[1] = on_aux[1];
+        }
+    }
+    if ((!on[0] || !on[1]) && scale > 0) {
+        /* only the points the search had to move off are rounded again, at the best scale */
+        float id = 1 / scale;
+        bool on_now;
+        for (int k = 0; k < 2; k++)
+            if (!on[k] && !iq2_point(g, xval + 8 * k, waux + 8 * k, id, scale, L + 8 * k, &on_now))
+                return GQ_GGML_ABORTS;
+        float sumqx, sumq2;
+        iq2_sums(16, w, xval, L, &sumqx, &sumq2);
+        if (sumq2 > 0) scale = sumqx / sumq2;
+    }
+    if (scale < 0) {
+        scale = -scale;
+        for (int k = 0; k < 2; k++) signs[k] = ~signs[k] & kind->smask;
+    }
+    for (int k = 0; k < 2; k++) {
+        index[k] = iq2_index(g, L + 8 * k);
+        if (index[k] < 0) return GQ_GGML_ABORTS;
+    }
+    if (!(scale >= 0)) return GQ_GGML_ABORTS;
+    *out_scale = scale;
+    return GQ_OK;
+}
+
+/* The 16 group scales of a super-block of IQ2_XS or IQ2_S (weights w: imp * sqrt(s2 + x^2),
+ * or without imp IQ2_S's s2 / 4 + x^2), their grid indices and sign bytes; *max_scale the
+ * largest scale. */
+static gq_fail iq2_pair_groups(const nf_ggml_grid *g, const iq2_kind *kind, const float *x, const float *qw,
+                               float s2, float *scales, int32_t *index, unsigned *signs, float *max_scale)
+{
+    float w[16];
+    *max_scale = 0.0f;
+    for (int ib = 0; ib < 16; ib++) {
+        const float *xb = x + 16 * ib;
+        if (qw)
+            for (int i = 0; i < 16; i++) w[i] = qw[16 * ib + i] * sqrtf(s2 + xb[i] * xb[i]);
+        else
+            for (int i = 0; i < 16; i++) w[i] = 0.25f * s2 + xb[i] * xb[i];
+        index[2 * ib] = index[2 * ib + 1] = 0;
+        signs[2 * ib] = signs[2 * ib + 1] = 0;
+        gq_fail st = iq2_pair_group(g, kind, xb, w, &scales[ib], index + 2 * ib, signs + 2 * ib);
+        if (st != GQ_OK) return st;
+        *max_scale = iq2_max(*max_scale, scales[ib]);
+    }
+    return GQ_OK;
+}
+
+/* The 4-bit code of each group scale under d, two per byte (low nibble first) into s. */
+static void iq2_scale_codes(const float *scales, float d, uint8_t *s)
+{
+    float id = 1 / d;
+    for (int ib = 0; ib < 16; ib++) {
+        unsigned l = (unsigned)gq_clamp(gq_nearest(0.5f * (id * scales[ib] - 1)), 0, 15);
+        s[ib / 2] = (uint8_t)(ib % 2 ? s[ib / 2] | l << 4 : l);
+    }
+}
+
+/* IQ2_XS, 74 bytes: d, 32 little-endian words (a 9-bit grid index and 7 sign bits per 8
+ * values), 8 bytes of two 4-bit scale codes.  ggml quantizes it only with an importance
+ * vector. */
+gq_fail nf_ggml_enc_iq2_xs(const float *x, const float *qw, float sigma2, uint8_t *b)
+{
+    (void)sigma2;
+    static const iq2_kind kind = {true, 127u, IQ2_XXS_EPS};
+    const nf_ggml_grid *g = nf_ggml_grid_get(NF_GGML_GRID8_IQ2XS);
+    if (!g) return GQ_NO_MEMORY;
+    if (!qw) return GQ_NEEDS_IMATRIX;
+    float scales[16], max_scale;
+    int32_t index[32];
+    unsigned signs[32];
+    gq_fail st = iq2_pair_groups(g, &kind, x, qw, iq2_sigma2(x, 1.0f), scales, index, signs, &max_scale);
+    if (st != GQ_OK) return st;
+    memset(b, 0, 74);
+    if (max_scale == 0.0f) return GQ_OK;
+    gq_put_f16(b, max_scale / 31);
+    for (int j = 0; j < 32; j++) {
+        unsigned q = (unsigned)index[j] | signs[j] << 9;
+        b[2 + 2 * j] = (uint8_t)(q & 0xFFu);
+        b[3 + 2 * j] = (uint8_t)(q >> 8);
+    }
+    iq2_scale_codes(scales, max_scale / 31, b + 66);
+    return GQ_OK;
+}

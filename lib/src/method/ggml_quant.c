@@ -776,6 +776,7 @@ static const gq_type gq_types[] = {
     {NF_FMT_GGUF_IQ4_NL, enc_iq4_nl, false, NULL},
     {NF_FMT_GGUF_IQ4_XS, enc_iq4_xs, false, NULL},
     {NF_FMT_GGUF_IQ2_XXS, NULL, false, nf_ggml_enc_iq2_xxs},
+    {NF_FMT_GGUF_IQ2_XS, NULL, false, nf_ggml_enc_iq2_xs},
 };
 
 static const gq_type *gq_type_of(const nf_format *fmt)
