@@ -293,6 +293,7 @@ Test(ggml_quant, same_bytes_as_ggml_special_rows)
 static const qtype IQ2[] = {
     {NF_FMT_GGUF_IQ2_XXS, "iq2_xxs", 256, 66},
     {NF_FMT_GGUF_IQ2_XS, "iq2_xs", 256, 74},
+    {NF_FMT_GGUF_IQ2_S, "iq2_s", 256, 82},
 };
 #define NIQ2 (sizeof IQ2 / sizeof IQ2[0])
 static bool iq2_needs_imatrix(const qtype *t) { return t->id != NF_FMT_GGUF_IQ2_S; }
@@ -341,6 +342,7 @@ static void expect_iq2(const qtype *t)
 
 Test(ggml_quant, iq2_xxs_same_bytes_as_ggml) { expect_iq2(&IQ2[0]); }
 Test(ggml_quant, iq2_xs_same_bytes_as_ggml) { expect_iq2(&IQ2[1]); }
+Test(ggml_quant, iq2_s_same_bytes_as_ggml) { expect_iq2(&IQ2[2]); }
 
 /* ggml_quantize_requires_imatrix: IQ2_XXS and IQ2_XS without an importance vector are a usage
  * error naming the tensor and the type, before anything is encoded; IQ2_S is not. */

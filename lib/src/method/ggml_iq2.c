@@ -356,3 +356,31 @@ gq_fail nf_ggml_enc_iq2_xs(const float *x, const float *qw, float sigma2, uint8_
     iq2_scale_codes(scales, max_scale / 31, b + 66);
     return GQ_OK;
 }
+
+/* IQ2_S, 82 bytes: d (stored times 0.9875), the low 8 bits of the 32 grid indices, 32 sign
+ * bytes, 8 bytes of the indices' top 2 bits (four per byte), 8 bytes of two 4-bit scale codes.
+ * Without an importance vector the weights are mean square / 2 + x^2 (ggml's sigma2 of IQ2_S is
+ * twice the mean square). */
+gq_fail nf_ggml_enc_iq2_s(const float *x, const float *qw, float sigma2, uint8_t *b)
+{
+    (void)sigma2;
+    static const iq2_kind kind = {false, 255u, IQ2_S_EPS};
+    const nf_ggml_grid *g = nf_ggml_grid_get(NF_GGML_GRID8_IQ2S);
+    if (!g) return GQ_NO_MEMORY;
+    float scales[16], max_scale;
+    int32_t index[32];
+    unsigned signs[32];
+    gq_fail st = iq2_pair_groups(g, &kind, x, qw, iq2_sigma2(x, 2.0f), scales, index, signs, &max_scale);
+    if (st != GQ_OK) return st;
+    memset(b, 0, 82);
+    for (int j = 0; j < 32; j++) {
+        b[2 + j] = (uint8_t)(index[j] & 0xFF);
+        b[34 + j] = (uint8_t)signs[j];
+        b[66 + j / 4] = (uint8_t)(b[66 + j / 4] | (unsigned)(index[j] >> 8) << 2 * (j % 4));
+    }
+    if (max_scale == 0.0f) return GQ_OK;
+    float d = max_scale / 31;
+    gq_put_f16(b, d * 0.9875f);
+    iq2_scale_codes(scales, d, b + 74);
+    return GQ_OK;
+}

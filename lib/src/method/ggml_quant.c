@@ -777,6 +777,7 @@ static const gq_type gq_types[] = {
     {NF_FMT_GGUF_IQ4_XS, enc_iq4_xs, false, NULL},
     {NF_FMT_GGUF_IQ2_XXS, NULL, false, nf_ggml_enc_iq2_xxs},
     {NF_FMT_GGUF_IQ2_XS, NULL, false, nf_ggml_enc_iq2_xs},
+    {NF_FMT_GGUF_IQ2_S, NULL, false, nf_ggml_enc_iq2_s},
 };
 
 static const gq_type *gq_type_of(const nf_format *fmt)

@@ -80,5 +80,6 @@ float gq_fit_positive(int n, int nmax, const float *x, uint8_t *L, const float *
 /* ggml_iq2.c: IQ2_XXS, IQ2_XS (importance vector required) and IQ2_S. */
 gq_fail nf_ggml_enc_iq2_xxs(const float *x, const float *qw, float sigma2, uint8_t *blk);
 gq_fail nf_ggml_enc_iq2_xs(const float *x, const float *qw, float sigma2, uint8_t *blk);
+gq_fail nf_ggml_enc_iq2_s(const float *x, const float *qw, float sigma2, uint8_t *blk);
 
 #endif
