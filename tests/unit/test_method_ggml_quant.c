@@ -408,3 +408,25 @@ Test(ggml_quant, iq2_rows)
     free(imp);
     free(x);
 }
+
+/* Values whose block scale overflows binary16, and values below 2^64 whose squares sum past
+ * binary32 (ggml's weights become infinite or NaN, and ggml would store an infinite d or abort):
+ * refused with exit status 1 naming the row and block, never a crash. */
+Test(ggml_quant, iq2_refuses_huge_values)
+{
+    static float x[256], imp[256];
+    uint8_t blocks[82];
+    for (size_t j = 0; j < 256; j++) imp[j] = 1.0f;
+    for (size_t i = 0; i < NIQ2; i++) {
+        for (size_t j = 0; j < 256; j++) x[j] = (j % 2 ? 1.0f : -1.0f) * 1e10f * (float)(j % 5 + 1);
+        nf_error err = {0};
+        cr_assert_eq(encode(&IQ2[i], x, 2, 1, 256, imp, blocks, &err), NF_ERR_INVALID, "%s", IQ2[i].stem);
+        cr_expect(strstr(err.message, "tensor 'w': row 2 block 0 (cols 0..255): ") &&
+                      strstr(err.message, "too large for binary16"),
+                  "%s: %s", IQ2[i].stem, err.message);
+        for (size_t j = 0; j < 256; j++) x[j] = (j % 3 ? 1.0f : -1.0f) * 1.5e19f;
+        cr_assert_eq(encode(&IQ2[i], x, 2, 1, 256, imp, blocks, &err), NF_ERR_INVALID, "%s", IQ2[i].stem);
+        cr_expect(strstr(err.message, "tensor 'w': row 2 block 0 (cols 0..255): "), "%s: %s", IQ2[i].stem,
+                  err.message);
+    }
+}
