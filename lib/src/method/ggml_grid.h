@@ -15,7 +15,7 @@
  *
  * Each grid is built once, at its first use, under pthread_once, and is then read-only and
  * shared by every thread; it belongs to the process and is never freed (its size is fixed:
- * at most about 5 MiB, for the IQ1 grid, see ggml_grid.c).
+ * at most about 3 MiB, for the IQ1 grid, see ggml_grid.c).
  *
  * Internal to the method module: included only by lib/src/method/ggml_*.c. */
 #ifndef NF_METHOD_GGML_GRID_H
