@@ -4,7 +4,8 @@
 # holds exactly ggml's bytes (tests/data/gguf/<t>.qbytes, written by ggml itself) and decodes to
 # ggml's dequantized values (the IQ3 types with and without an importance matrix, re-derived by
 # ninfer-verify --against).  Row lengths off the block (the planner, before any work) and NaN
-# sources (the method) are refused with exit 1, naming the tensor, and nothing is written.
+# sources (the method) are refused with exit 1, naming the tensor, and nothing is written; so is
+# gguf_iq2_xxs / gguf_iq2_xs without an importance vector (ggml requires one).
 # usage: test_ggml_quantize.sh BIN_DIR DATA_DIR
 # shellcheck source=tests/cli/lib.sh
 . "$(dirname "$0")/lib.sh" "$@"
@@ -30,6 +31,7 @@ st(work + '/odd/model.safetensors', [('w.odd', [2, 500], src[:2 * 500 * 4])])
 nan = bytearray(src)
 nan[(3 * 512 + 300) * 4:(3 * 512 + 300) * 4 + 4] = struct.pack('<I', 0x7FC00000)
 st(work + '/nan/model.safetensors', [('w.nan', [16, 512], bytes(nan))])
+st(work + '/nanw/model.safetensors', [('w', [16, 512], bytes(nan))])
 PY
 
 # object bytes of OBJ in the artifact == ggml's bytes, values == ggml's dequantization
@@ -130,6 +132,24 @@ for t in q4_0 q5_0; do
     run 0 "$bin/ninfer-verify" "$work/o/long-$t-spans.ninfer" --against "$work/long" --recipe "$work/long.yaml"
 done
 
+# the iq2 types with the importance matrix, by a rule: ggml's bytes (the fixtures were made with
+# imatrix.f32), and the artifact re-derives from its checkpoint and recipe bit for bit
+for t in iq2_xxs iq2_xs iq2_s; do
+    sed "s/gguf_q5_k/gguf_$t/" "$work/im.yaml" >"$work/$t.yaml"
+    run 0 "$bin/ninfer-convert" -r "$work/$t.yaml" -o "$work/o/$t.ninfer"
+    check_ggml "$work/o/$t.ninfer" w "$t"
+    run 0 "$bin/ninfer-verify" "$work/o/$t.ninfer" --against "$work/ck" --recipe "$work/$t.yaml"
+done
+# iq2_s also without one (quick mode): ggml's bytes of that path (tests/data/gguf/extra)
+run 0 "$bin/ninfer-convert" "$work/ck" -o "$work/o/iq2_s-plain.ninfer" --format gguf_iq2_s --method ggml_quantize
+python3 - "$work/o/iq2_s-plain.ninfer" "$data/gguf/extra/iq2_s.plain.qbytes" <<'PY' && ok || bad "iq2_s-plain.ninfer does not hold ggml's iq2_s bytes"
+import sys
+art, want = open(sys.argv[1], 'rb').read(), open(sys.argv[2], 'rb').read()
+at = art.find(want)
+assert at >= 0 and at % 256 == 0, at
+PY
+run 0 "$bin/ninfer-verify" "$work/o/iq2_s-plain.ninfer" --against "$work/ck"
+
 # ggml_quantize takes imatrix only
 sed 's/with: {imatrix: im}/with: {imatrix: im, negative_scales: true}/' "$work/im.yaml" >"$work/neg.yaml"
 run 1 "$bin/ninfer-convert" -r "$work/neg.yaml" -o "$work/o/neg.ninfer"
@@ -143,9 +163,22 @@ contains "$work/err" "format 'gguf_q4_0' needs K % 32 == 0 (whole ggml blocks pe
 run 1 "$bin/ninfer-convert" "$work/nan" -o "$work/o2/nan.ninfer" --format gguf_q6_k --method ggml_quantize
 contains "$work/err" "w.nan"
 contains "$work/err" "row 3 col 300: source value NaN is not finite"
+run 1 "$bin/ninfer-convert" "$work/odd" -o "$work/o2/odd.ninfer" --format gguf_iq2_s --method ggml_quantize
+contains "$work/err" "format 'gguf_iq2_s' needs K % 256 == 0 (whole ggml blocks per row), got K=500"
+run 1 "$bin/ninfer-convert" -r "$work/iq2_xs.yaml" -o "$work/o2/nan.ninfer" --source base="$work/nanw"
+contains "$work/err" "'w'"
+contains "$work/err" "row 3 col 300: source value NaN is not finite"
+# ggml_quantize_requires_imatrix: iq2_xxs and iq2_xs without an importance vector are refused at
+# planning (exit 1, as every recipe problem), naming the tensor and the type, before anything is
+# written
+for t in iq2_xxs iq2_xs; do
+    run 1 "$bin/ninfer-convert" "$work/ck" -o "$work/o2/$t.ninfer" --format gguf_$t --method ggml_quantize
+    contains "$work/err" "'w'"
+    contains "$work/err" "ggml_quantize into gguf_$t needs an importance vector"
+done
 if [ -z "$(ls -A "$work/o2")" ]; then ok; else bad "a refused conversion left files: $(ls -A "$work/o2")"; fi
-# a type ggml_quantize does not produce
-run 1 "$bin/ninfer-convert" "$work/ck" -o "$work/o2/iq.ninfer" --format gguf_iq2_xxs --method ggml_quantize
-contains "$work/err" "ggml_quantize cannot target gguf_iq2_xxs"
+# a format ggml_quantize does not produce (it produces every gguf_* format)
+run 1 "$bin/ninfer-convert" "$work/ck" -o "$work/o2/q2.ninfer" --format q2_g64_fp16 --method ggml_quantize
+contains "$work/err" "ggml_quantize cannot target q2_g64_fp16"
 
 finish "ggml_quantize"

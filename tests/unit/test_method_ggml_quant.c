@@ -185,11 +185,9 @@ Test(ggml_quant, refuses_blocks_ggml_stops_on)
 Test(ggml_quant, targets_and_parameters)
 {
     nf_error err = {0};
-    cr_assert_eq(nf_method_check_target(NF_METHOD_GGML_QUANTIZE, nf_format_by_id(NF_FMT_Q2_G64_FP16), NULL),
+    cr_assert_eq(nf_method_check_target(NF_METHOD_GGML_QUANTIZE, nf_format_by_id(NF_FMT_Q2_G64_FP16), &err),
                  NF_ERR_INVALID);
-    cr_assert_eq(nf_method_check_target(NF_METHOD_GGML_QUANTIZE, nf_format_by_id(NF_FMT_GGUF_IQ2_XXS), &err),
-                 NF_ERR_INVALID);
-    cr_expect(strstr(err.message, "ggml_quantize cannot target gguf_iq2_xxs"), "%s", err.message);
+    cr_expect(strstr(err.message, "ggml_quantize cannot target q2_g64_fp16"), "%s", err.message);
     cr_assert_eq(nf_method_check_target(NF_METHOD_GGML_QUANTIZE, nf_format_by_id(NF_FMT_Q4_G64_FP16), NULL),
                  NF_ERR_INVALID);
     for (size_t i = 0; i < NTYPES; i++)
@@ -308,4 +306,150 @@ Test(ggml_quant, same_bytes_as_ggml_special_rows)
     }
     free(imp);
     free(x);
+}
+
+/* ---------------------------------------------------------------- IQ2_XXS, IQ2_XS, IQ2_S */
+/* ggml_iq2.c against ggml's bytes: the fixtures <t>.qbytes (made with imatrix.f32), the
+ * special rows with it, and IQ2_S, which ggml also quantizes without one, on both sources
+ * without it (tests/data/gguf/README.md).  IQ2_XXS and IQ2_XS need the importance vector. */
+
+static const qtype IQ2[] = {
+    {NF_FMT_GGUF_IQ2_XXS, "iq2_xxs", 256, 66},
+    {NF_FMT_GGUF_IQ2_XS, "iq2_xs", 256, 74},
+    {NF_FMT_GGUF_IQ2_S, "iq2_s", 256, 82},
+};
+#define NIQ2 (sizeof IQ2 / sizeof IQ2[0])
+static bool iq2_needs_imatrix(const qtype *t) { return t->id != NF_FMT_GGUF_IQ2_S; }
+
+/* The blocks of rows x COLS values x (with imp or not) equal gguf/<path> byte for byte. */
+static void expect_file(const qtype *t, const char *path, const float *x, uint64_t rows, const float *imp)
+{
+    size_t len;
+    uint8_t *want = nf_test_data(&len, "gguf/%s", path);
+    cr_assert_eq(len, rows * row_bytes(t, COLS), "%s", path);
+    uint8_t *got = calloc(1, len);
+    nf_error err = {0};
+    cr_assert_eq(encode(t, x, 0, rows, COLS, imp, got, &err), NF_OK, "%s: %s", path, err.message);
+    size_t first = len;
+    for (size_t b = 0; b < len && first == len; b++)
+        if (got[b] != want[b]) first = b;
+    cr_expect_eq(first, len, "%s: first differing byte %zu (row %zu, block %zu, byte %zu): got 0x%02x, ggml 0x%02x", path,
+                 first, first / row_bytes(t, COLS), first % row_bytes(t, COLS) / t->bb, first % t->bb,
+                 first < len ? got[first] : 0, first < len ? want[first] : 0);
+    free(got);
+    free(want);
+}
+
+static void expect_iq2(const qtype *t)
+{
+    float *x = source();
+    size_t len;
+    float *sp = (float *)nf_test_data(&len, "gguf/extra/special.f32");
+    cr_assert_eq(len, sizeof(float) * 6 * COLS);
+    float *imp = (float *)nf_test_data(&len, "gguf/imatrix.f32");
+    char path[96];
+    snprintf(path, sizeof path, "%s.qbytes", t->stem);
+    expect_file(t, path, x, ROWS, imp);
+    snprintf(path, sizeof path, "extra/%s.special.imatrix.qbytes", t->stem);
+    expect_file(t, path, sp, 6, imp);
+    if (!iq2_needs_imatrix(t)) {
+        snprintf(path, sizeof path, "extra/%s.plain.qbytes", t->stem);
+        expect_file(t, path, x, ROWS, NULL);
+        snprintf(path, sizeof path, "extra/%s.special.qbytes", t->stem);
+        expect_file(t, path, sp, 6, NULL);
+    }
+    free(imp);
+    free(sp);
+    free(x);
+}
+
+Test(ggml_quant, iq2_xxs_same_bytes_as_ggml) { expect_iq2(&IQ2[0]); }
+Test(ggml_quant, iq2_xs_same_bytes_as_ggml) { expect_iq2(&IQ2[1]); }
+Test(ggml_quant, iq2_s_same_bytes_as_ggml) { expect_iq2(&IQ2[2]); }
+
+/* ggml_quantize_requires_imatrix: IQ2_XXS and IQ2_XS without an importance vector are a usage
+ * error naming the tensor and the type, before anything is encoded; IQ2_S is not. */
+Test(ggml_quant, iq2_importance_vector_required)
+{
+    float *x = source();
+    uint8_t blocks[2 * 82];
+    for (size_t i = 0; i < NIQ2; i++) {
+        const nf_format *fmt = nf_format_by_id(IQ2[i].id);
+        nf_error err = {0};
+        cr_expect_eq(nf_method_check_target(NF_METHOD_GGML_QUANTIZE, fmt, &err), NF_OK, "%s", err.message);
+        nf_status st = encode(&IQ2[i], x, 0, 1, COLS, NULL, blocks, &err);
+        nf_status choice = nf_method_check_choice(NF_METHOD_GGML_QUANTIZE, fmt, NULL, NULL);
+        if (!iq2_needs_imatrix(&IQ2[i])) {
+            cr_expect_eq(st, NF_OK, "%s: %s", IQ2[i].stem, err.message);
+            cr_expect_eq(choice, NF_OK);
+            continue;
+        }
+        cr_expect_eq(st, NF_ERR_USAGE, "%s", IQ2[i].stem);
+        cr_expect_eq(choice, NF_ERR_USAGE, "%s", IQ2[i].stem);
+        char want[96];
+        snprintf(want, sizeof want, "tensor 'w': ggml_quantize into gguf_%s needs an importance vector", IQ2[i].stem);
+        cr_expect(strstr(err.message, want), "%s", err.message);
+        /* other methods and an importance vector are fine */
+        float imp[COLS];
+        for (int j = 0; j < COLS; j++) imp[j] = 1.0f;
+        nf_method_params p = {.importance = imp, .importance_len = COLS};
+        cr_expect_eq(nf_method_check_choice(NF_METHOD_GGML_QUANTIZE, fmt, &p, NULL), NF_OK);
+        cr_expect_eq(nf_method_check_choice(NF_METHOD_IMPORT_ENCODED, fmt, NULL, NULL), NF_OK);
+    }
+    free(x);
+}
+
+/* A row length off the 256-value block, a NaN, and cuts of the rows into chunks. */
+Test(ggml_quant, iq2_rows)
+{
+    float *x = source();
+    size_t len;
+    float *imp = (float *)nf_test_data(&len, "gguf/imatrix.f32");
+    for (size_t i = 0; i < NIQ2; i++) {
+        const qtype *t = &IQ2[i];
+        size_t rb = row_bytes(t, COLS);
+        uint8_t *whole = calloc(ROWS, rb), *cut = calloc(ROWS, rb);
+        nf_error err = {0};
+        cr_assert_eq(encode(t, x, 0, 1, 288, imp, whole, &err), NF_ERR_INVALID, "%s", t->stem);
+        char want[128];
+        snprintf(want, sizeof want, "row length 288 is not a multiple of gguf_%s's block of 256 values", t->stem);
+        cr_expect(strstr(err.message, "tensor 'w'") && strstr(err.message, want), "%s", err.message);
+        float row[COLS];
+        memcpy(row, x, sizeof row);
+        row[300] = NAN;
+        cr_assert_eq(encode(t, row, 7, 1, COLS, imp, whole, &err), NF_ERR_INVALID, "%s", t->stem);
+        cr_expect(strstr(err.message, "tensor 'w': row 7 col 300: source value NaN is not finite"), "%s", err.message);
+        cr_assert_eq(encode(t, x, 0, ROWS, COLS, imp, whole, NULL), NF_OK);
+        for (uint64_t r = 0; r < ROWS; r += 5) {
+            uint64_t n = ROWS - r < 5 ? ROWS - r : 5;
+            cr_assert_eq(encode(t, x + r * COLS, r, n, COLS, imp, cut + r * rb, NULL), NF_OK);
+        }
+        cr_expect_eq(memcmp(whole, cut, ROWS * rb), 0, "%s", t->stem);
+        free(whole);
+        free(cut);
+    }
+    free(imp);
+    free(x);
+}
+
+/* Values whose block scale overflows binary16, and values below 2^64 whose squares sum past
+ * binary32 (ggml's weights become infinite or NaN, and ggml would store an infinite d or abort):
+ * refused with exit status 1 naming the row and block, never a crash. */
+Test(ggml_quant, iq2_refuses_huge_values)
+{
+    static float x[256], imp[256];
+    uint8_t blocks[82];
+    for (size_t j = 0; j < 256; j++) imp[j] = 1.0f;
+    for (size_t i = 0; i < NIQ2; i++) {
+        for (size_t j = 0; j < 256; j++) x[j] = (j % 2 ? 1.0f : -1.0f) * 1e10f * (float)(j % 5 + 1);
+        nf_error err = {0};
+        cr_assert_eq(encode(&IQ2[i], x, 2, 1, 256, imp, blocks, &err), NF_ERR_INVALID, "%s", IQ2[i].stem);
+        cr_expect(strstr(err.message, "tensor 'w': row 2 block 0 (cols 0..255): ") &&
+                      strstr(err.message, "too large for binary16"),
+                  "%s: %s", IQ2[i].stem, err.message);
+        for (size_t j = 0; j < 256; j++) x[j] = (j % 3 ? 1.0f : -1.0f) * 1.5e19f;
+        cr_assert_eq(encode(&IQ2[i], x, 2, 1, 256, imp, blocks, &err), NF_ERR_INVALID, "%s", IQ2[i].stem);
+        cr_expect(strstr(err.message, "tensor 'w': row 2 block 0 (cols 0..255): "), "%s: %s", IQ2[i].stem,
+                  err.message);
+    }
 }

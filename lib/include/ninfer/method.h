@@ -137,6 +137,12 @@ typedef struct nf_method_params {
  * encoders check them too).  NULL params means none. */
 NF_API nf_status nf_method_check_params(nf_method_id id, const nf_method_params *params, uint64_t cols,
                                         nf_error *err);
+/* Check that the method with params can encode into fmt, once the two calls above accept them:
+ * ggml_quantize into gguf_iq2_xxs and gguf_iq2_xs needs an importance vector, as ggml's
+ * quantizer does (ggml_quantize_requires_imatrix; docs/methods.md "ggml_quantize").
+ * NF_ERR_USAGE naming the format otherwise. */
+NF_API nf_status nf_method_check_choice(nf_method_id id, const nf_format *fmt, const nf_method_params *params,
+                                        nf_error *err);
 
 /* ---------------------------------------------------------------- row encoders */
 /* Each writes the words of src's rows into out, whose rows/cols must equal src's and which must

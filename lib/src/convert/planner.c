@@ -531,7 +531,8 @@ static void plan_tensor(nf_plan *p, const plan_source *s, tensor_plan *tp, probl
         m->raw = false;
         m->src_type = NF_SRC_F32;
         if (method_params(p, c, t, tp->cols, &tp->params, &e) != NF_OK ||
-            nf_method_check_params(tp->method, &tp->params, tp->cols, &e) != NF_OK) {
+            nf_method_check_params(tp->method, &tp->params, tp->cols, &e) != NF_OK ||
+            nf_method_check_choice(tp->method, tp->fmt, &tp->params, &e) != NF_OK) {
             tensor_problem(probs, r, c, c->with ? FIELD_WITH : FIELD_METHOD, t, e.message);
             return;
         }
@@ -550,7 +551,8 @@ static void plan_tensor(nf_plan *p, const plan_source *s, tensor_plan *tp, probl
         /* Floating-point sources of grouped/fp8 methods are read as binary32 values either way;
          * raw words matter for cast_direct (NaN payloads, integers). */
         if (method_params(p, c, t, tp->cols, &tp->params, &e) != NF_OK ||
-            nf_method_check_params(tp->method, &tp->params, tp->cols, &e) != NF_OK) {
+            nf_method_check_params(tp->method, &tp->params, tp->cols, &e) != NF_OK ||
+            nf_method_check_choice(tp->method, tp->fmt, &tp->params, &e) != NF_OK) {
             tensor_problem(probs, r, c, c->with ? FIELD_WITH : FIELD_METHOD, t, e.message);
             return;
         }
@@ -1094,7 +1096,8 @@ static void budget_options(nf_plan *p, const tensor_plan *tp, plan_budget_item *
         c.with = rule_with && cd->method == NF_METHOD_GROUPED_SEARCH ? rule_with : cd->with;
         if (cd->method != NF_METHOD_GROUPED_SEARCH) c.with = NULL;
         if (method_params(p, &c, tp->t, tp->cols, &op->params, &e) != NF_OK ||
-            nf_method_check_params(cd->method, &op->params, tp->cols, &e) != NF_OK) {
+            nf_method_check_params(cd->method, &op->params, tp->cols, &e) != NF_OK ||
+            nf_method_check_choice(cd->method, cd->fmt, &op->params, &e) != NF_OK) {
             tensor_problem(probs, p->recipe, tp->c, c.with ? FIELD_WITH : FIELD_METHOD, tp->t, e.message);
             return;
         }

@@ -98,12 +98,15 @@ nf_status nf_method_check_target(nf_method_id id, const nf_format *fmt, nf_error
         case NF_FMT_GGUF_IQ4_XS:
         case NF_FMT_GGUF_IQ3_XXS:
         case NF_FMT_GGUF_IQ3_S:
-        case NF_FMT_GGUF_Q2_0: return NF_OK;
+        case NF_FMT_GGUF_Q2_0:
+        case NF_FMT_GGUF_IQ2_XXS:
+        case NF_FMT_GGUF_IQ2_XS:
+        case NF_FMT_GGUF_IQ2_S: return NF_OK;
         default:
             return cannot_target(id, fmt,
-                                 "it targets gguf_q8_0, gguf_q4_0, gguf_q5_0, gguf_q2_k, gguf_q3_k, gguf_q4_k, "
-                                 "gguf_q5_k, gguf_q6_k, gguf_iq4_nl, gguf_iq4_xs, gguf_iq3_xxs, gguf_iq3_s and "
-                                 "gguf_q2_0",
+                                 "it targets gguf_q8_0, gguf_q4_0, gguf_q5_0, gguf_q2_0, gguf_q2_k, gguf_q3_k, "
+                                 "gguf_q4_k, gguf_q5_k, gguf_q6_k, gguf_iq4_nl, gguf_iq4_xs, gguf_iq3_xxs, "
+                                 "gguf_iq3_s, gguf_iq2_xxs, gguf_iq2_xs and gguf_iq2_s",
                                  err);
         }
     case NF_METHOD_COUNT: break;
@@ -273,4 +276,21 @@ nf_status nf_method_check_params(nf_method_id id, const nf_method_params *params
                                 (double)v);
     }
     return NF_OK;
+}
+
+nf_status nf_method_check_choice(nf_method_id id, const nf_format *fmt, const nf_method_params *params, nf_error *err)
+{
+    if (!fmt) return nf_error_set(err, NF_ERR_USAGE, "no format given");
+    if (id != NF_METHOD_GGML_QUANTIZE || (params && params->importance)) return NF_OK;
+    /* ggml_quantize_requires_imatrix: ggml quantizes these types only with an importance vector
+     * (docs/methods.md "ggml_quantize") */
+    switch (fmt->id) {
+    case NF_FMT_GGUF_IQ2_XXS:
+    case NF_FMT_GGUF_IQ2_XS:
+        return nf_error_set(err, NF_ERR_USAGE,
+                            "ggml_quantize into %s needs an importance vector (with: {imatrix: NAME}, and the "
+                            "imatrix must hold the tensor): ggml quantizes %s only with one",
+                            fmt->name, fmt->name);
+    default: return NF_OK;
+    }
 }

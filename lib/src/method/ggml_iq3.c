@@ -228,14 +228,14 @@ static unsigned gq3_scale_code(float id, float scale)
     return (unsigned)gq_clamp(gq_nearest(0.5f * (id * scale - 1)), 0, 15);
 }
 
-bool nf_gq_enc_iq3_xxs(const float *x, const float *qw, float sigma2, uint8_t *b)
+gq_fail nf_ggml_enc_iq3_xxs(const float *x, const float *qw, float sigma2, uint8_t *b)
 {
     (void)sigma2;
     gq3_fit fits[GQ_SUPER / GQ3_GROUP];
     float max_scale;
-    if (!gq3_fit_block(&gq3_xxs, x, qw, fits, &max_scale)) return false;
+    if (!gq3_fit_block(&gq3_xxs, x, qw, fits, &max_scale)) return GQ_GGML_ABORTS;
     memset(b, 0, 98);
-    if (max_scale == 0.0f) return true;
+    if (max_scale == 0.0f) return GQ_OK;
     float d = max_scale / 31;
     gq_put_f16(b, d * 1.0125f); /* ggml's fudge factor */
     float id = 1 / d;
@@ -249,15 +249,15 @@ bool nf_gq_enc_iq3_xxs(const float *x, const float *qw, float sigma2, uint8_t *b
         word |= (uint32_t)gq3_scale_code(id, f->scale) << 28;
         for (unsigned j = 0; j < 4; j++) b[66 + 4 * ib + j] = (uint8_t)(word >> (8 * j));
     }
-    return true;
+    return GQ_OK;
 }
 
-bool nf_gq_enc_iq3_s(const float *x, const float *qw, float sigma2, uint8_t *b)
+gq_fail nf_ggml_enc_iq3_s(const float *x, const float *qw, float sigma2, uint8_t *b)
 {
     (void)sigma2;
     gq3_fit fits[GQ_SUPER / GQ3_GROUP];
     float max_scale;
-    if (!gq3_fit_block(&gq3_s, x, qw, fits, &max_scale)) return false;
+    if (!gq3_fit_block(&gq3_s, x, qw, fits, &max_scale)) return GQ_GGML_ABORTS;
     memset(b, 0, 110);
     uint8_t *qs = b + 2, *qh = b + 66, *signs = b + 74, *scales = b + 106;
     for (unsigned ib = 0; ib < GQ_SUPER / GQ3_GROUP; ib++) {
@@ -272,11 +272,11 @@ bool nf_gq_enc_iq3_s(const float *x, const float *qw, float sigma2, uint8_t *b)
         qs += GQ3_GROUP / 4;
         signs += GQ3_GROUP / 8;
     }
-    if (max_scale == 0.0f) return true;
+    if (max_scale == 0.0f) return GQ_OK;
     float d = max_scale / 31;
     gq_put_f16(b, d * 1.033f); /* ggml's fudge factor */
     float id = 1 / d;
     for (unsigned ib = 0; ib < GQ_SUPER / GQ3_GROUP; ib += 2)
         scales[ib / 2] = (uint8_t)(gq3_scale_code(id, fits[ib].scale) | gq3_scale_code(id, fits[ib + 1].scale) << 4);
-    return true;
+    return GQ_OK;
 }

@@ -190,8 +190,8 @@ static float gq_fit_min(int n, int nmax, const float *x, const float *w, uint8_t
 /* Non-negative codes in [0, nmax] for the sub-block scales or minima of a super-block with the
  * importance path (ggml's make_qp_quants): the best of 9 inverse scales around nmax / max by
  * weighted error, then up to 5 sweeps moving single codes.  L is stored as ggml stores it, in a
- * byte (a negative code wraps). */
-static float gq_fit_positive(int n, int nmax, const float *x, uint8_t *L, const float *qw)
+ * byte (a negative code wraps).  Shared with the i-quants (ggml_quant.h). */
+float gq_fit_positive(int n, int nmax, const float *x, uint8_t *L, const float *qw)
 {
     float max = 0.0f;
     for (int i = 0; i < n; i++) max = max > x[i] ? max : x[i];
@@ -791,17 +791,26 @@ static void enc_iq4_xs(const float *x, const float *qw, float sigma2, uint8_t *b
 typedef struct gq_type {
     nf_format_id fmt;
     gq_block_fn encode;
-    bool row_sigma; /* with importance, ggml weighs by the mean square of the whole row */
-    gq_block_try_fn try_encode; /* instead of encode, for a type whose ggml encoder can stop */
+    bool row_sigma;             /* with importance, ggml weighs by the mean square of the whole row */
+    gq_block_try_fn try_encode; /* instead of encode: an encoder that can fail (ggml_quant.h) */
 } gq_type;
 
 static const gq_type gq_types[] = {
-    {NF_FMT_GGUF_Q8_0, enc_q8_0, false, NULL},      {NF_FMT_GGUF_Q4_0, enc_q4_0, true, NULL},
-    {NF_FMT_GGUF_Q5_0, enc_q5_0, true, NULL},       {NF_FMT_GGUF_Q2_K, enc_q2_k, false, NULL},
-    {NF_FMT_GGUF_Q3_K, enc_q3_k, false, NULL},      {NF_FMT_GGUF_Q4_K, enc_q4_k, false, NULL},
-    {NF_FMT_GGUF_Q5_K, enc_q5_k, false, NULL},      {NF_FMT_GGUF_Q6_K, enc_q6_k, false, NULL},
-    {NF_FMT_GGUF_IQ4_NL, enc_iq4_nl, false, NULL},  {NF_FMT_GGUF_IQ4_XS, enc_iq4_xs, false, NULL},
-    {NF_FMT_GGUF_IQ3_XXS, NULL, false, nf_gq_enc_iq3_xxs}, {NF_FMT_GGUF_IQ3_S, NULL, false, nf_gq_enc_iq3_s},
+    {NF_FMT_GGUF_Q8_0, enc_q8_0, false, NULL},
+    {NF_FMT_GGUF_Q4_0, enc_q4_0, true, NULL},
+    {NF_FMT_GGUF_Q5_0, enc_q5_0, true, NULL},
+    {NF_FMT_GGUF_Q2_K, enc_q2_k, false, NULL},
+    {NF_FMT_GGUF_Q3_K, enc_q3_k, false, NULL},
+    {NF_FMT_GGUF_Q4_K, enc_q4_k, false, NULL},
+    {NF_FMT_GGUF_Q5_K, enc_q5_k, false, NULL},
+    {NF_FMT_GGUF_Q6_K, enc_q6_k, false, NULL},
+    {NF_FMT_GGUF_IQ4_NL, enc_iq4_nl, false, NULL},
+    {NF_FMT_GGUF_IQ4_XS, enc_iq4_xs, false, NULL},
+    {NF_FMT_GGUF_IQ2_XXS, NULL, false, nf_ggml_enc_iq2_xxs},
+    {NF_FMT_GGUF_IQ2_XS, NULL, false, nf_ggml_enc_iq2_xs},
+    {NF_FMT_GGUF_IQ2_S, NULL, false, nf_ggml_enc_iq2_s},
+    {NF_FMT_GGUF_IQ3_XXS, NULL, false, nf_ggml_enc_iq3_xxs},
+    {NF_FMT_GGUF_IQ3_S, NULL, false, nf_ggml_enc_iq3_s},
     {NF_FMT_GGUF_Q2_0, enc_q2_0, false, NULL},
 };
 
@@ -856,15 +865,6 @@ static nf_status gq_check_range(const nf_format *fmt, const nf_src_rows *src, ui
 
 /* A block ggml's encoder would stop on (gq_block_try_fn): its values are finite and below 2^64,
  * but the sums of ggml's search overflow binary32, so ggml has no bytes for it. */
-static nf_status gq_refuse_block(const nf_format *fmt, const nf_src_rows *src, uint64_t r, size_t c0, nf_error *err)
-{
-    return nf_method_row_error(err, NF_ERR_INVALID, src, r,
-                               " block %" PRIu64 " (cols %" PRIu64 "..%" PRIu64 "): the values are too large for "
-                               "%s: ggml's search overflows binary32 on them (its encoder stops with an assertion)",
-                               (uint64_t)(c0 / fmt->block_values), (uint64_t)nf_method_col(src, c0),
-                               (uint64_t)nf_method_col(src, c0 + fmt->block_values - 1), fmt->name);
-}
-
 /* Adds the x^2 of the k values of row r of src to *sum, in column order. */
 static nf_status gq_sum2(const nf_src_rows *src, uint64_t r, size_t k, size_t bv, float *sum, nf_error *err)
 {
@@ -874,6 +874,25 @@ static nf_status gq_sum2(const nf_src_rows *src, uint64_t r, size_t k, size_t bv
         for (size_t j = 0; j < bv; j++) *sum += x[j] * x[j];
     }
     return NF_OK;
+}
+
+/* Runs an encoder that can fail on the block at column c0 of row r, naming the block when ggml
+ * would abort on it. */
+static nf_status gq_try_block(const nf_format *fmt, const gq_type *t, const float *x, const float *qw, float sigma2,
+                              const nf_src_rows *src, uint64_t r, size_t c0, uint8_t *b, nf_error *err)
+{
+    switch (t->try_encode(x, qw, sigma2, b)) {
+    case GQ_OK: return NF_OK;
+    case GQ_NO_MEMORY: return nf_error_set(err, NF_ERR_NOMEM, "out of memory building ggml's grid index of %s", fmt->name);
+    case GQ_NEEDS_IMATRIX: return nf_method_check_choice(NF_METHOD_GGML_QUANTIZE, fmt, NULL, err);
+    case GQ_GGML_ABORTS: break;
+    }
+    return nf_method_row_error(err, NF_ERR_INVALID, src, r,
+                               " block %" PRIu64 " (cols %" PRIu64 "..%" PRIu64 "): the values are too large for "
+                               "%s: ggml's search overflows binary32 on them, or ends off its grid or at a NaN "
+                               "scale (ggml's encoder stops with an assertion, so the block has no bytes)",
+                               (uint64_t)(c0 / fmt->block_values), (uint64_t)nf_method_col(src, c0),
+                               (uint64_t)nf_method_col(src, c0 + fmt->block_values - 1), fmt->name);
 }
 
 static nf_status gq_encode_row(const nf_format *fmt, const gq_type *t, const float *imp, const nf_src_rows *src,
@@ -894,8 +913,8 @@ static nf_status gq_encode_row(const nf_format *fmt, const gq_type *t, const flo
         NF_TRY(gq_load(src, r, c0, bv, x, err));
         NF_TRY(gq_check_range(fmt, src, r, c0, x, err));
         uint8_t *b = out + blk * bb;
-        if (t->encode) t->encode(x, imp ? imp + c0 : NULL, sigma2, b);
-        else if (!t->try_encode(x, imp ? imp + c0 : NULL, sigma2, b)) return gq_refuse_block(fmt, src, r, c0, err);
+        if (t->try_encode) NF_TRY(gq_try_block(fmt, t, x, imp ? imp + c0 : NULL, sigma2, src, r, c0, b, err));
+        else t->encode(x, imp ? imp + c0 : NULL, sigma2, b);
         NF_TRY(gq_check_scales(fmt, src, r, c0, b, err));
     }
     return NF_OK;
@@ -921,6 +940,9 @@ nf_status nf_ggml_quantize_rows(const nf_format *fmt, const nf_method_params *pa
                                "quantizes whole blocks)",
                                row_len, fmt->name, bv);
     const float *imp = params ? params->importance : NULL;
+    nf_error choice;
+    if (nf_method_check_choice(NF_METHOD_GGML_QUANTIZE, fmt, params, &choice) != NF_OK)
+        return nf_method_error(err, NF_ERR_USAGE, src, "%s", choice.message);
     if (imp && t->row_sigma && src->row_cols && src->row_cols != src->cols && !src->has_row_sum2)
         return nf_method_error(err, NF_ERR_USAGE, src,
                                "%s with an importance vector needs whole rows (ggml weighs by the mean square of "

@@ -61,15 +61,33 @@ static inline float gq_f(int v) { return (float)v; }
  * mean square, which ggml computes over the whole row) into blk. */
 typedef void (*gq_block_fn)(const float *x, const float *qw, float sigma2, uint8_t *blk);
 
-/* A block encoder for a type whose ggml encoder can stop the program on finite input (an
- * assertion): the same arguments, and false, with blk unspecified, for a block where ggml's
- * encoder would stop; the row driver refuses that block. */
-typedef bool (*gq_block_try_fn)(const float *x, const float *qw, float sigma2, uint8_t *blk);
+/* What a block encoder that can fail reports. */
+typedef enum gq_fail {
+    GQ_OK,
+    GQ_NO_MEMORY,     /* a table it needs (ggml_grid.h) could not be built */
+    GQ_NEEDS_IMATRIX, /* the type is quantized only with an importance vector */
+    GQ_GGML_ABORTS    /* ggml aborts on this block (its search ends off the grid or at a NaN scale) */
+} gq_fail;
 
-/* IQ3_XXS (98 bytes) and IQ3_S (110 bytes), ggml_iq3.c: false when the weighted distances of
- * ggml's grid search overflow binary32 (ggml's iq3_find_best_neighbour finds no point) or a
- * group's scale is NaN. */
-bool nf_gq_enc_iq3_xxs(const float *x, const float *qw, float sigma2, uint8_t *blk);
-bool nf_gq_enc_iq3_s(const float *x, const float *qw, float sigma2, uint8_t *blk);
+/* A block encoder that can fail, with the arguments of gq_block_fn. */
+typedef gq_fail (*gq_block_try_fn)(const float *x, const float *qw, float sigma2, uint8_t *blk);
+
+/* ---------------------------------------------------------------- shared searches (ggml_quant.c) */
+
+/* ggml's make_qp_quants: non-negative codes in [0, nmax] into L and their scale. */
+float gq_fit_positive(int n, int nmax, const float *x, uint8_t *L, const float *qw);
+
+/* ---------------------------------------------------------------- families in their own files */
+
+/* ggml_iq3.c: IQ3_XXS (98 bytes) and IQ3_S (110 bytes); GQ_GGML_ABORTS when the weighted
+ * distances of ggml's grid search overflow binary32 (ggml's iq3_find_best_neighbour finds no
+ * point) or a group's scale is NaN. */
+gq_fail nf_ggml_enc_iq3_xxs(const float *x, const float *qw, float sigma2, uint8_t *blk);
+gq_fail nf_ggml_enc_iq3_s(const float *x, const float *qw, float sigma2, uint8_t *blk);
+
+/* ggml_iq2.c: IQ2_XXS, IQ2_XS (importance vector required) and IQ2_S. */
+gq_fail nf_ggml_enc_iq2_xxs(const float *x, const float *qw, float sigma2, uint8_t *blk);
+gq_fail nf_ggml_enc_iq2_xs(const float *x, const float *qw, float sigma2, uint8_t *blk);
+gq_fail nf_ggml_enc_iq2_s(const float *x, const float *qw, float sigma2, uint8_t *blk);
 
 #endif
