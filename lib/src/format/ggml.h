@@ -37,6 +37,20 @@ const char *nf_ggml_f16_nonfinite_name(uint16_t h);
  * blocks and examines every block the exact way.  Default true; tests compare the two. */
 extern bool nf_ggml_scan_fast;
 
+/* ggml's grids of 8-value points, as the spec's tables list them (ggml_tables.c, docs/formats.md
+ * 8.3): the points the i-quant encoders search (method/ggml_grid.h).  IQ1_S and IQ1_M share one. */
+typedef enum nf_ggml_grid8 {
+    NF_GGML_GRID8_IQ2XXS, /* 256 points, bytes 0x08 0x19 0x2b */
+    NF_GGML_GRID8_IQ2XS,  /* 512 points, the same bytes */
+    NF_GGML_GRID8_IQ2S,   /* 1024 points, the same bytes */
+    NF_GGML_GRID8_IQ1S,   /* 2048 points, signed bytes -1 0 +1 */
+    NF_GGML_GRID8_COUNT
+} nf_ggml_grid8;
+
+/* The entries of grid g (value j of an entry: (entry >> 8j) & 0xFF) and their number in *size;
+ * NULL (and *size 0) for a g out of range. */
+const uint64_t *nf_ggml_grid8_points(nf_ggml_grid8 g, unsigned *size);
+
 /* The kernels table of the block dequantizers (common/cpu.h: one dispatch structure): the
  * k-quants, which have vector versions; the other block types have only their scalar function
  * (ggml_dequant.c).  The scalar instance holds ggml_dequant.c's dequantizers, the AVX2 and
