@@ -759,16 +759,35 @@ static void enc_iq4_xs(const float *x, const float *qw, float sigma2, uint8_t *b
 
 typedef struct gq_type {
     nf_format_id fmt;
-    gq_block_fn encode;
+    gq_block_fn encode; /* NULL: a type of gq_try_types */
     bool row_sigma; /* with importance, ggml weighs by the mean square of the whole row */
 } gq_type;
+
+/* The types whose encoder may meet an input ggml itself fails on (gq_block_try_fn). */
+typedef struct gq_try_type {
+    nf_format_id fmt;
+    gq_block_try_fn encode;
+    bool needs_imp; /* ggml requires an importance vector (its ggml_quantize_requires_imatrix) */
+} gq_try_type;
 
 static const gq_type gq_types[] = {
     {NF_FMT_GGUF_Q8_0, enc_q8_0, false}, {NF_FMT_GGUF_Q4_0, enc_q4_0, true}, {NF_FMT_GGUF_Q5_0, enc_q5_0, true},
     {NF_FMT_GGUF_Q2_K, enc_q2_k, false}, {NF_FMT_GGUF_Q3_K, enc_q3_k, false}, {NF_FMT_GGUF_Q4_K, enc_q4_k, false},
     {NF_FMT_GGUF_Q5_K, enc_q5_k, false}, {NF_FMT_GGUF_Q6_K, enc_q6_k, false},
     {NF_FMT_GGUF_IQ4_NL, enc_iq4_nl, false}, {NF_FMT_GGUF_IQ4_XS, enc_iq4_xs, false},
+    {NF_FMT_GGUF_IQ1_S, NULL, false},
 };
+
+static const gq_try_type gq_try_types[] = {
+    {NF_FMT_GGUF_IQ1_S, gq_enc_iq1_s, true},
+};
+
+static const gq_try_type *gq_try_type_of(const nf_format *fmt)
+{
+    for (size_t i = 0; i < sizeof gq_try_types / sizeof gq_try_types[0]; i++)
+        if (gq_try_types[i].fmt == fmt->id) return &gq_try_types[i];
+    return NULL;
+}
 
 static const gq_type *gq_type_of(const nf_format *fmt)
 {
@@ -830,11 +849,29 @@ static nf_status gq_sum2(const nf_src_rows *src, uint64_t r, size_t k, size_t bv
     return NF_OK;
 }
 
+/* A block of a type ggml can fail on: its bytes, or the refusal of a block ggml aborts on. */
+static nf_status gq_try_block(const nf_format *fmt, const gq_try_type *t, const float *x, const float *qw,
+                              const nf_src_rows *src, uint64_t r, size_t c0, uint8_t *b, nf_error *err)
+{
+    switch (t->encode(x, qw, 0.0f, b)) {
+    case GQ_DONE: return NF_OK;
+    case GQ_NO_GRID:
+        return nf_error_set(err, NF_ERR_NOMEM, "out of memory building ggml's grid index for %s", fmt->name);
+    case GQ_GGML_ABORTS: break;
+    }
+    return nf_method_row_error(err, NF_ERR_INVALID, src, r,
+                               " block %" PRIu64 " (cols %" PRIu64 "..%" PRIu64 "): ggml's %s search overflows "
+                               "binary32 on these values and importance values (ggml itself aborts on this block)",
+                               (uint64_t)(c0 / fmt->block_values), (uint64_t)nf_method_col(src, c0),
+                               (uint64_t)nf_method_col(src, c0 + fmt->block_values - 1), nf_ggml_block_name(fmt));
+}
+
 static nf_status gq_encode_row(const nf_format *fmt, const gq_type *t, const float *imp, const nf_src_rows *src,
                                uint64_t r, size_t k, uint8_t *out, nf_error *err)
 {
     float x[GQ_SUPER];
     const size_t bv = fmt->block_values, bb = fmt->block_bytes;
+    const gq_try_type *tt = t->encode ? NULL : gq_try_type_of(fmt);
     float sigma2 = 0.0f;
     if (imp && t->row_sigma) {
         /* ggml sums x^2 over the row in column order, then divides by the row length; a span
@@ -848,7 +885,8 @@ static nf_status gq_encode_row(const nf_format *fmt, const gq_type *t, const flo
         NF_TRY(gq_load(src, r, c0, bv, x, err));
         NF_TRY(gq_check_range(fmt, src, r, c0, x, err));
         uint8_t *b = out + blk * bb;
-        t->encode(x, imp ? imp + c0 : NULL, sigma2, b);
+        if (tt) NF_TRY(gq_try_block(fmt, tt, x, imp ? imp + c0 : NULL, src, r, c0, b, err));
+        else t->encode(x, imp ? imp + c0 : NULL, sigma2, b);
         NF_TRY(gq_check_scales(fmt, src, r, c0, b, err));
     }
     return NF_OK;
@@ -874,6 +912,10 @@ nf_status nf_ggml_quantize_rows(const nf_format *fmt, const nf_method_params *pa
                                "quantizes whole blocks)",
                                row_len, fmt->name, bv);
     const float *imp = params ? params->importance : NULL;
+    if (!imp && nf_ggml_quantize_needs_importance(fmt))
+        return nf_method_error(err, NF_ERR_USAGE, src,
+                               "%s needs an importance vector (imatrix): ggml quantizes %s only with one", fmt->name,
+                               nf_ggml_block_name(fmt));
     if (imp && t->row_sigma && src->row_cols && src->row_cols != src->cols && !src->has_row_sum2)
         return nf_method_error(err, NF_ERR_USAGE, src,
                                "%s with an importance vector needs whole rows (ggml weighs by the mean square of "
@@ -886,6 +928,12 @@ nf_status nf_ggml_quantize_rows(const nf_format *fmt, const nf_method_params *pa
     for (uint64_t r = 0; r < src->rows; r++)
         NF_TRY(gq_encode_row(fmt, t, imp, src, r, k, out->blocks + (size_t)r * row_bytes, err));
     return NF_OK;
+}
+
+bool nf_ggml_quantize_needs_importance(const nf_format *fmt)
+{
+    const gq_try_type *t = fmt ? gq_try_type_of(fmt) : NULL;
+    return t && t->needs_imp;
 }
 
 nf_status nf_ggml_quantize_row_sum2(const nf_format *fmt, const nf_src_rows *src, float *sum2, nf_error *err)

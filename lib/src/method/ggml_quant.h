@@ -59,4 +59,17 @@ static inline float gq_f(int v) { return (float)v; }
  * mean square, which ggml computes over the whole row) into blk. */
 typedef void (*gq_block_fn)(const float *x, const float *qw, float sigma2, uint8_t *blk);
 
+/* What a block encoder that may meet an input ggml itself fails on reports. */
+typedef enum gq_result {
+    GQ_DONE,        /* blk holds ggml's bytes */
+    GQ_GGML_ABORTS, /* ggml aborts on this block (an assertion, a grid search finding no point) */
+    GQ_NO_GRID      /* out of memory building the grid index the encoder searches (ggml_grid.h) */
+} gq_result;
+
+/* A block encoder of that kind, with the arguments of gq_block_fn. */
+typedef gq_result (*gq_block_try_fn)(const float *x, const float *qw, float sigma2, uint8_t *blk);
+
+/* IQ1_S (qw required, as ggml requires it): ggml_iq1.c. */
+gq_result gq_enc_iq1_s(const float *x, const float *qw, float sigma2, uint8_t *blk);
+
 #endif
