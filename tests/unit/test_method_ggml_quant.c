@@ -287,15 +287,16 @@ Test(ggml_quant, same_bytes_as_ggml_special_rows)
     free(x);
 }
 
-/* ---------------------------------------------------------------- IQ1_S */
+/* ---------------------------------------------------------------- IQ1_S, IQ1_M */
 
 /* ggml_quantize_requires_imatrix holds for IQ1_S: ggml quantizes it only with an importance
  * vector, so the fixture and every IQ1_S vector are made with imatrix.f32. */
-static const qtype IQ1[] = {{NF_FMT_GGUF_IQ1_S, "iq1_s", 256, 50}};
+static const qtype IQ1[] = {{NF_FMT_GGUF_IQ1_S, "iq1_s", 256, 50}, {NF_FMT_GGUF_IQ1_M, "iq1_m", 256, 56}};
 #define IQ1_S (&IQ1[0])
+#define IQ1_M (&IQ1[1])
 #define NIQ1 (sizeof IQ1 / sizeof IQ1[0])
 
-/* The fixtures of MANIFEST.md (imatrix.f32). */
+/* The fixtures of MANIFEST.md (imatrix.f32), and IQ1_M without importance (extra/). */
 Test(ggml_quant, iq1_same_bytes_as_ggml)
 {
     float *x = source();
@@ -318,12 +319,13 @@ Test(ggml_quant, iq1_same_bytes_as_ggml)
         free(got);
         free(want);
     }
+    expect_extra(IQ1_M, "plain", x, ROWS, NULL);
     free(imp);
     free(x);
 }
 
 /* special.f32 (all zero, an outlier, subnormals, a huge range, -0.0) and iq1.special.f32 (ties
- * the sort must keep in column order, groups below IQ1_S's zero threshold, scales
+ * the sort must keep in column order, groups below IQ1_M's and IQ1_S's zero thresholds, scales
  * that flip sign, sparse groups, values near binary16's limit, a constant row): tests/data/gguf/README.md. */
 Test(ggml_quant, iq1_same_bytes_as_ggml_special_rows)
 {
@@ -336,6 +338,8 @@ Test(ggml_quant, iq1_same_bytes_as_ggml_special_rows)
         char v[64];
         snprintf(v, sizeof v, "%s.imatrix", variants[f]);
         expect_extra(IQ1_S, v, x, 6, imp);
+        expect_extra(IQ1_M, v, x, 6, imp);
+        expect_extra(IQ1_M, variants[f], x, 6, NULL);
         free(x);
     }
     free(imp);
@@ -363,7 +367,7 @@ Test(ggml_quant, iq1_chunks_do_not_matter)
 }
 
 /* IQ1_S without an importance vector is a usage error naming the tensor and the type (ggml
- * asserts one).  A row length off the 256-value block is refused. */
+ * asserts one); IQ1_M takes either.  A row length off the 256-value block is refused. */
 Test(ggml_quant, iq1_refusals)
 {
     float *x = source();
@@ -376,6 +380,7 @@ Test(ggml_quant, iq1_refusals)
                   strstr(err.message, "gguf_iq1_s needs an importance vector (imatrix): ggml quantizes IQ1_S only "
                                       "with one"),
               "%s", err.message);
+    cr_expect_eq(encode(IQ1_M, x, 3, 1, COLS, NULL, blocks, &err), NF_OK, "%s", err.message);
     for (size_t i = 0; i < NIQ1; i++) {
         cr_assert_eq(encode(&IQ1[i], x, 0, 1, 288, imp, blocks, &err), NF_ERR_INVALID, "%s", IQ1[i].stem);
         char want[128];

@@ -187,7 +187,7 @@ NF_API nf_status nf_fp8_row_maxabs_rows(const nf_format *fmt, const nf_src_rows 
                                         nf_error *err);
 
 /* ggml_quantize (gguf_q8_0, gguf_q4_0, gguf_q5_0, gguf_q2_k, gguf_q3_k, gguf_q4_k, gguf_q5_k,
- *   gguf_q6_k, gguf_iq4_nl, gguf_iq4_xs, gguf_iq1_s): the blocks ggml_quantize_chunk writes for the same binary32 values, byte for
+ *   gguf_q6_k, gguf_iq4_nl, gguf_iq4_xs, gguf_iq1_s, gguf_iq1_m): the blocks ggml_quantize_chunk writes for the same binary32 values, byte for
  *   byte (docs/methods.md names the ggml version).  out->blocks receives rows * (cols / block
  *   values) blocks.  params->importance, when given, takes ggml's importance path (Q8_0 ignores
  *   it, as ggml does); negative_scales is refused; gguf_iq1_s without importance is refused

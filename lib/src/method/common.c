@@ -96,11 +96,12 @@ nf_status nf_method_check_target(nf_method_id id, const nf_format *fmt, nf_error
         case NF_FMT_GGUF_Q6_K:
         case NF_FMT_GGUF_IQ4_NL:
         case NF_FMT_GGUF_IQ4_XS:
-        case NF_FMT_GGUF_IQ1_S: return NF_OK;
+        case NF_FMT_GGUF_IQ1_S:
+        case NF_FMT_GGUF_IQ1_M: return NF_OK;
         default:
             return cannot_target(id, fmt,
                                  "it targets gguf_q8_0, gguf_q4_0, gguf_q5_0, gguf_q2_k, gguf_q3_k, gguf_q4_k, "
-                                 "gguf_q5_k, gguf_q6_k, gguf_iq4_nl, gguf_iq4_xs and gguf_iq1_s",
+                                 "gguf_q5_k, gguf_q6_k, gguf_iq4_nl, gguf_iq4_xs, gguf_iq1_s and gguf_iq1_m",
                                  err);
         }
     case NF_METHOD_COUNT: break;

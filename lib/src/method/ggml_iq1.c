@@ -220,3 +220,136 @@ gq_result gq_enc_iq1_s(const float *x, const float *qw, float sigma2, uint8_t *b
     return GQ_DONE;
 }
 
+/* ---------------------------------------------------------------- IQ1_M */
+
+/* The delta values of the two halves of a 16-value group of kind k: bit 1 of k the first half's
+ * sign, bit 0 the second's (0: +delta, x_p; 1: -delta, x_m). */
+static const float *iq1m_values(int kind, int half)
+{
+    int minus = half == 0 ? kind >> 1 : kind & 1;
+    return minus ? iq1_xm : iq1_xp;
+}
+
+/* One group of 16: the best boundaries i1 <= i2 of the sorted values and the kind (the delta
+ * sign of each half), every candidate's sums taken afresh in sorted order, as ggml does.
+ * Returns false when no candidate has a positive sumq2 (ggml then stores the group as zero). */
+static bool iq1m_search(const float *x, const float *w, const int *idx, uint8_t *L, float *scale, int *kind)
+{
+    float best = -3.40282347e38f, s = iq1_amax(x, 16);
+    int b1 = -1, b2 = -1, bk = -1;
+    for (int i1 = 0; i1 <= 16; i1++)
+        for (int i2 = i1; i2 <= 16; i2++) {
+            float sumqx[4] = {0.0f, 0.0f, 0.0f, 0.0f}, sumq2[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+            for (int j = 0; j < 16; j++) {
+                const int i = idx[j], r = j < i1 ? 0 : j < i2 ? 1 : 2;
+                for (int k = 0; k < 4; k++) {
+                    const float v = iq1m_values(k, i < 8 ? 0 : 1)[r];
+                    sumqx[k] += w[i] * v * x[i];
+                    sumq2[k] += w[i] * v * v;
+                }
+            }
+            for (int k = 0; k < 4; k++)
+                if (iq1_better(sumqx[k], sumq2[k], &best, &s)) {
+                    b1 = i1;
+                    b2 = i2;
+                    bk = k;
+                }
+        }
+    if (b1 < 0) return false;
+    for (int j = 0; j < 16; j++) L[idx[j]] = (uint8_t)(j < b1 ? 0 : j < b2 ? 1 : 2);
+    if (s < 0.0f) { /* mirrored codes, both delta signs flipped */
+        for (int j = 0; j < 16; j++) L[j] = (uint8_t)(2 - L[j]);
+        s = -s;
+        bk = 3 - bk;
+    }
+    *scale = s;
+    *kind = bk;
+    return true;
+}
+
+/* The final super-scale of IQ1_M: the least-squares fit of all groups' values to their stored
+ * codes and 3-bit scales l (values xx[level] * (2l + 1)), d when that fit has no positive
+ * sumq2.  qs, qh and the scales ls are the block's. */
+static float iq1m_fit_d(const nf_ggml_grid *grid, const float *x, const float *w, const uint8_t *qs,
+                        const uint8_t *qh, const int *ls, const int *kinds, float d)
+{
+    float sumqx = 0.0f, sumq2 = 0.0f;
+    for (unsigned ib = 0; ib < IQ1_GROUPS_M; ib++) {
+        const float *xb = x + 16 * ib, *wb = w + 16 * ib;
+        const float m = gq_f(2 * ls[ib] + 1);
+        for (unsigned k = 0; k < 2; k++) {
+            const float *xx = iq1m_values(kinds[ib], (int)k);
+            const unsigned point = qs[2 * ib + k] | (((unsigned)qh[ib] >> 4 * k) & 7u) << 8;
+            const uint8_t *lv = grid->level + 8u * point;
+            for (unsigned j = 0; j < 8; j++) {
+                float q = xx[lv[j]] * m;
+                sumqx += wb[8 * k + j] * q * xb[8 * k + j];
+                sumq2 += wb[8 * k + j] * q * q;
+            }
+        }
+    }
+    return sumq2 > 0.0f ? sumqx / sumq2 : d;
+}
+
+/* IQ1_M, 56 bytes: qs[32] (the low 8 bits of the 32 grid indices), qh[16] (per group of 16: the
+ * high 3 bits of its two indices at 0 and 4, their delta signs at 3 and 7), scales (four u16:
+ * the 3-bit group scales at 3 * (ib % 4) of word ib / 4, and the binary16 super-scale's four
+ * nibbles at 12 of words 0..3).  The super-scale is 1.1125 (ggml's constant) times the final
+ * fit of every value to its stored codes (iq1m_fit_d). */
+gq_result gq_enc_iq1_m(const float *x, const float *qw, float sigma2, uint8_t *b)
+{
+    (void)sigma2;
+    const nf_ggml_grid *grid = nf_ggml_grid_get(NF_GGML_GRID8_IQ1S);
+    if (!grid) return GQ_NO_GRID;
+    memset(b, 0, 56);
+    uint8_t *qs = b, *qh = b + 32, *sc = b + 48;
+    float w[GQ_SUPER];
+    iq1_weights(x, qw, iq1_sigma2(x), (int)GQ_SUPER, w);
+    float scales[IQ1_GROUPS_M], max_scale = 0.0f;
+    int kinds[IQ1_GROUPS_M];
+    for (unsigned ib = 0; ib < IQ1_GROUPS_M; ib++) {
+        const float *xb = x + 16 * ib, *wb = w + 16 * ib;
+        int idx[16];
+        uint8_t L[16];
+        scales[ib] = 0.0f;
+        kinds[ib] = 0;
+        if (iq1_amax(xb, 16) < IQ1_EPS_M) continue;
+        iq1_sort(xb, 16, idx);
+        float scale;
+        int kind;
+        if (!iq1m_search(xb, wb, idx, L, &scale, &kind)) continue;
+        const float *xs[2] = {iq1m_values(kind, 0), iq1m_values(kind, 1)};
+        int index[2];
+        bool on_grid = true;
+        for (int k = 0; k < 2; k++) {
+            index[k] = iq1_point(grid, xb + 8 * k, wb + 8 * k, scale, xs[k], L + 8 * k, &on_grid);
+            if (index[k] < 0) return GQ_GGML_ABORTS;
+        }
+        if (!on_grid) scale = iq1_refit(grid, xb, wb, 16, index, xs, scale);
+        qs[2 * ib] = (uint8_t)(index[0] & 0xFF);
+        qs[2 * ib + 1] = (uint8_t)(index[1] & 0xFF);
+        qh[ib] = (uint8_t)(((unsigned)index[0] >> 8) | ((unsigned)index[1] >> 8) << 4);
+        if (!(scale >= 0.0f)) return GQ_GGML_ABORTS; /* NaN: ggml asserts */
+        scales[ib] = scale;
+        kinds[ib] = kind;
+        max_scale = max_scale > scale ? max_scale : scale;
+    }
+    if (max_scale == 0.0f) return GQ_DONE;
+    float d = max_scale / 15.0f;
+    float id = 1 / d;
+    int ls[IQ1_GROUPS_M];
+    unsigned words[4] = {0, 0, 0, 0};
+    for (unsigned ib = 0; ib < IQ1_GROUPS_M; ib++) {
+        ls[ib] = gq_clamp(gq_nearest(0.5f * (id * scales[ib] - 1.0f)), 0, 7);
+        words[ib / 4] |= (unsigned)ls[ib] << 3 * (ib % 4);
+        qh[ib] = (uint8_t)(qh[ib] | (kinds[ib] >> 1) << 3 | (kinds[ib] & 1) << 7);
+    }
+    d = iq1m_fit_d(grid, x, w, qs, qh, ls, kinds, d);
+    const uint16_t h = nf_f32_to_f16(d * 1.1125f);
+    for (unsigned i = 0; i < 4; i++) {
+        words[i] |= ((unsigned)h >> 4 * i & 0xFu) << 12;
+        sc[2 * i] = (uint8_t)(words[i] & 0xFFu);
+        sc[2 * i + 1] = (uint8_t)(words[i] >> 8);
+    }
+    return GQ_DONE;
+}

@@ -775,11 +775,12 @@ static const gq_type gq_types[] = {
     {NF_FMT_GGUF_Q2_K, enc_q2_k, false}, {NF_FMT_GGUF_Q3_K, enc_q3_k, false}, {NF_FMT_GGUF_Q4_K, enc_q4_k, false},
     {NF_FMT_GGUF_Q5_K, enc_q5_k, false}, {NF_FMT_GGUF_Q6_K, enc_q6_k, false},
     {NF_FMT_GGUF_IQ4_NL, enc_iq4_nl, false}, {NF_FMT_GGUF_IQ4_XS, enc_iq4_xs, false},
-    {NF_FMT_GGUF_IQ1_S, NULL, false},
+    {NF_FMT_GGUF_IQ1_S, NULL, false},        {NF_FMT_GGUF_IQ1_M, NULL, false},
 };
 
 static const gq_try_type gq_try_types[] = {
     {NF_FMT_GGUF_IQ1_S, gq_enc_iq1_s, true},
+    {NF_FMT_GGUF_IQ1_M, gq_enc_iq1_m, false},
 };
 
 static const gq_try_type *gq_try_type_of(const nf_format *fmt)

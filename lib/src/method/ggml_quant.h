@@ -69,7 +69,8 @@ typedef enum gq_result {
 /* A block encoder of that kind, with the arguments of gq_block_fn. */
 typedef gq_result (*gq_block_try_fn)(const float *x, const float *qw, float sigma2, uint8_t *blk);
 
-/* IQ1_S (qw required, as ggml requires it): ggml_iq1.c. */
+/* IQ1_S (qw required, as ggml requires it) and IQ1_M (qw optional): ggml_iq1.c. */
 gq_result gq_enc_iq1_s(const float *x, const float *qw, float sigma2, uint8_t *blk);
+gq_result gq_enc_iq1_m(const float *x, const float *qw, float sigma2, uint8_t *blk);
 
 #endif
