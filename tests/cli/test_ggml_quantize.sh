@@ -2,8 +2,9 @@
 # ggml_quantize (docs/methods.md): a checkpoint holding tests/data/gguf/source.f32 converted to
 # gguf_* blocks by a recipe rule and by quick mode; ninfer-verify accepts the artifact, its object
 # holds exactly ggml's bytes (tests/data/gguf/<t>.qbytes, written by ggml itself) and decodes to
-# ggml's dequantized values.  Row lengths off the block (the planner, before any work) and NaN
-# sources (the method) are refused with exit 1, naming the tensor, and nothing is written.
+# ggml's dequantized values.  Row lengths off the block (the planner, before any work), NaN
+# sources (the method) and gguf_iq1_s without an importance vector (the planner) are refused with
+# exit 1, naming the tensor, and nothing is written.
 # usage: test_ggml_quantize.sh BIN_DIR DATA_DIR
 # shellcheck source=tests/cli/lib.sh
 . "$(dirname "$0")/lib.sh" "$@"
@@ -108,6 +109,39 @@ for t in q4_0 q5_0; do
     same "$work/o/long-$t.ninfer" "$work/o/long-$t-spans.ninfer"
     run 0 "$bin/ninfer-verify" "$work/o/long-$t-spans.ninfer" --against "$work/long" --recipe "$work/long.yaml"
 done
+
+# IQ1: gguf_iq1_s with the importance matrix holds ggml's bytes (the fixture iq1_s.qbytes, made
+# with imatrix.f32) and re-derives from its checkpoint; gguf_iq1_m also without one (quick mode)
+sed 's/gguf_q5_k/gguf_iq1_s/' "$work/im.yaml" >"$work/iq1s.yaml"
+run 0 "$bin/ninfer-convert" -r "$work/iq1s.yaml" -o "$work/o/iq1s.ninfer"
+check_ggml "$work/o/iq1s.ninfer" w iq1_s
+run 0 "$bin/ninfer-verify" "$work/o/iq1s.ninfer" --against "$work/ck" --recipe "$work/iq1s.yaml"
+run 0 "$bin/ninfer-convert" "$work/ck" -o "$work/o/iq1m.ninfer" --format gguf_iq1_m --method ggml_quantize
+run 0 "$bin/ninfer-verify" "$work/o/iq1m.ninfer"
+python3 - "$work/o/iq1m.ninfer" "$data/gguf/extra/iq1_m.plain.qbytes" <<'PY' && ok || bad "iq1m.ninfer does not hold ggml's iq1_m bytes"
+import sys
+art, want = open(sys.argv[1], 'rb').read(), open(sys.argv[2], 'rb').read()
+at = art.find(want)
+assert at >= 0 and at % 256 == 0, at
+PY
+run 0 "$bin/ninfer-verify" "$work/o/iq1m.ninfer" --against "$work/ck"
+# ggml quantizes IQ1_S only with an importance vector: refused before any work, naming the
+# tensor and the type (exit 1, as every problem of the plan), also when the imatrix lacks it
+mkdir "$work/o3"
+run 1 "$bin/ninfer-convert" "$work/ck" -o "$work/o3/iq1s.ninfer" --format gguf_iq1_s --method ggml_quantize
+contains "$work/err" "tensor 'w' (F32): ggml_quantize into gguf_iq1_s needs an importance vector, as ggml does, and none is given"
+python3 - "$work/ck/other.imatrix.gguf" "$top/tests/cli" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[2])
+from gen_imatrix import write_imatrix
+write_imatrix(sys.argv[1], [('v', [1.0] * 512)])
+PY
+sed "s|$work/ck/imatrix.gguf|$work/ck/other.imatrix.gguf|" "$work/iq1s.yaml" >"$work/iq1s-other.yaml"
+run 1 "$bin/ninfer-convert" -r "$work/iq1s-other.yaml" -o "$work/o3/iq1s.ninfer"
+contains "$work/err" "tensor 'w' (F32): ggml_quantize into gguf_iq1_s needs an importance vector, as ggml does, and the rule's imatrix has none for this tensor"
+run 1 "$bin/ninfer-convert" "$work/odd" -o "$work/o3/odd.ninfer" --format gguf_iq1_m --method ggml_quantize
+contains "$work/err" "format 'gguf_iq1_m' needs K % 256 == 0 (whole ggml blocks per row), got K=500"
+if [ -z "$(ls -A "$work/o3")" ]; then ok; else bad "a refused conversion left files: $(ls -A "$work/o3")"; fi
 
 # ggml_quantize takes imatrix only
 sed 's/with: {imatrix: im}/with: {imatrix: im, negative_scales: true}/' "$work/im.yaml" >"$work/neg.yaml"

@@ -555,6 +555,16 @@ static void plan_tensor(nf_plan *p, const plan_source *s, tensor_plan *tp, probl
             return;
         }
     }
+    if (tp->method == NF_METHOD_GGML_QUANTIZE && !tp->params.importance && nf_ggml_quantize_needs_importance(tp->fmt)) {
+        /* ggml quantizes this type only with an importance vector (docs/methods.md, ggml_quantize) */
+        bool named = c->with && json_object_get(c->with, "imatrix");
+        snprintf(e.message, sizeof e.message, "ggml_quantize into %s needs an importance vector, as ggml does, %s",
+                 tp->fmt->name,
+                 named ? "and the rule's imatrix has none for this tensor"
+                       : "and none is given: add `with: {imatrix: NAME}` naming an imatrix source");
+        tensor_problem(probs, r, c, c->with ? FIELD_WITH : FIELD_METHOD, t, e.message);
+        return;
+    }
     m->rows = tp->rows;
     /* the companions its words or values are read with (the content digest reads them) */
     if (tp->q) nf_qweight_companions(tp->q, companions);
