@@ -86,7 +86,7 @@ assert at >= 0 and at % 256 == 0, at
 PY
 # rows longer than a chunk are encoded in spans: q4_0 and q5_0 with importance weigh by the
 # whole row's mean square, which a first pass over the row's spans sums in column order, so any
-# --chunk-values gives the bytes of whole rows (a row of 8192: spans of 4096)
+# --chunk-values gives the bytes of whole rows (a row of 8192: spans of 4096); so do iq1_s and iq1_m
 python3 - "$work/long" "$data/gguf" "$top/tests/cli" <<'PY'
 import json, os, struct, sys
 out, gg = sys.argv[1], sys.argv[2]
@@ -100,7 +100,7 @@ os.makedirs(out)
 open(out + '/model.safetensors', 'wb').write(struct.pack('<Q', len(h)) + h + src)
 write_imatrix(out + '/imatrix.gguf', [('w', imp)])
 PY
-for t in q4_0 q5_0; do
+for t in q4_0 q5_0 iq1_s iq1_m; do
     sed "s|$work/ck/imatrix.gguf|$work/long/imatrix.gguf|; s|$work/ck|$work/long|; s/gguf_q5_k/gguf_$t/" "$work/im.yaml" >"$work/long.yaml"
     run 0 "$bin/ninfer-convert" -r "$work/long.yaml" -o "$work/o/long-$t.ninfer" \
         --artifact-id 0123456789abcdef0123456789abcdef
@@ -108,6 +108,16 @@ for t in q4_0 q5_0; do
         --artifact-id 0123456789abcdef0123456789abcdef
     same "$work/o/long-$t.ninfer" "$work/o/long-$t-spans.ninfer"
     run 0 "$bin/ninfer-verify" "$work/o/long-$t-spans.ninfer" --against "$work/long" --recipe "$work/long.yaml"
+done
+# IQ1 weighs by each super-block's own mean square: the row of 8192 holds the blocks of ggml's
+# 16 x 512 fixture (made with imatrix.f32), spans or not
+for t in iq1_s iq1_m; do
+    python3 - "$work/o/long-$t-spans.ninfer" "$data/gguf/$t.qbytes" <<'PY' && ok || bad "long-$t: not ggml's $t bytes"
+import sys
+art, want = open(sys.argv[1], 'rb').read(), open(sys.argv[2], 'rb').read()
+at = art.find(want)
+assert at >= 0 and at % 256 == 0, at
+PY
 done
 
 # IQ1: gguf_iq1_s with the importance matrix holds ggml's bytes (the fixture iq1_s.qbytes, made
