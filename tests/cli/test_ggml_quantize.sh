@@ -5,7 +5,7 @@
 # ggml's dequantized values (the IQ3 types with and without an importance matrix, re-derived by
 # ninfer-verify --against).  Row lengths off the block (the planner, before any work) and NaN
 # sources (the method) are refused with exit 1, naming the tensor, and nothing is written; so is
-# gguf_iq2_xxs / gguf_iq2_xs without an importance vector (ggml requires one).
+# gguf_iq2_xxs / gguf_iq2_xs / gguf_iq1_s without an importance vector (ggml requires one).
 # usage: test_ggml_quantize.sh BIN_DIR DATA_DIR
 # shellcheck source=tests/cli/lib.sh
 . "$(dirname "$0")/lib.sh" "$@"
@@ -108,7 +108,7 @@ for t in iq3_xxs iq3_s; do
 done
 # rows longer than a chunk are encoded in spans: q4_0 and q5_0 with importance weigh by the
 # whole row's mean square, which a first pass over the row's spans sums in column order, so any
-# --chunk-values gives the bytes of whole rows (a row of 8192: spans of 4096)
+# --chunk-values gives the bytes of whole rows (a row of 8192: spans of 4096); so do iq1_s and iq1_m
 python3 - "$work/long" "$data/gguf" "$top/tests/cli" <<'PY'
 import json, os, struct, sys
 out, gg = sys.argv[1], sys.argv[2]
@@ -122,7 +122,7 @@ os.makedirs(out)
 open(out + '/model.safetensors', 'wb').write(struct.pack('<Q', len(h)) + h + src)
 write_imatrix(out + '/imatrix.gguf', [('w', imp)])
 PY
-for t in q4_0 q5_0; do
+for t in q4_0 q5_0 iq1_s iq1_m; do
     sed "s|$work/ck/imatrix.gguf|$work/long/imatrix.gguf|; s|$work/ck|$work/long|; s/gguf_q5_k/gguf_$t/" "$work/im.yaml" >"$work/long.yaml"
     run 0 "$bin/ninfer-convert" -r "$work/long.yaml" -o "$work/o/long-$t.ninfer" \
         --artifact-id 0123456789abcdef0123456789abcdef
@@ -131,6 +131,49 @@ for t in q4_0 q5_0; do
     same "$work/o/long-$t.ninfer" "$work/o/long-$t-spans.ninfer"
     run 0 "$bin/ninfer-verify" "$work/o/long-$t-spans.ninfer" --against "$work/long" --recipe "$work/long.yaml"
 done
+# IQ1 weighs by each super-block's own mean square: the row of 8192 holds the blocks of ggml's
+# 16 x 512 fixture (made with imatrix.f32), spans or not
+for t in iq1_s iq1_m; do
+    python3 - "$work/o/long-$t-spans.ninfer" "$data/gguf/$t.qbytes" <<'PY' && ok || bad "long-$t: not ggml's $t bytes"
+import sys
+art, want = open(sys.argv[1], 'rb').read(), open(sys.argv[2], 'rb').read()
+at = art.find(want)
+assert at >= 0 and at % 256 == 0, at
+PY
+done
+
+# IQ1: gguf_iq1_s with the importance matrix holds ggml's bytes (the fixture iq1_s.qbytes, made
+# with imatrix.f32) and re-derives from its checkpoint; gguf_iq1_m also without one (quick mode)
+sed 's/gguf_q5_k/gguf_iq1_s/' "$work/im.yaml" >"$work/iq1s.yaml"
+run 0 "$bin/ninfer-convert" -r "$work/iq1s.yaml" -o "$work/o/iq1s.ninfer"
+check_ggml "$work/o/iq1s.ninfer" w iq1_s
+run 0 "$bin/ninfer-verify" "$work/o/iq1s.ninfer" --against "$work/ck" --recipe "$work/iq1s.yaml"
+run 0 "$bin/ninfer-convert" "$work/ck" -o "$work/o/iq1m.ninfer" --format gguf_iq1_m --method ggml_quantize
+run 0 "$bin/ninfer-verify" "$work/o/iq1m.ninfer"
+python3 - "$work/o/iq1m.ninfer" "$data/gguf/extra/iq1_m.plain.qbytes" <<'PY' && ok || bad "iq1m.ninfer does not hold ggml's iq1_m bytes"
+import sys
+art, want = open(sys.argv[1], 'rb').read(), open(sys.argv[2], 'rb').read()
+at = art.find(want)
+assert at >= 0 and at % 256 == 0, at
+PY
+run 0 "$bin/ninfer-verify" "$work/o/iq1m.ninfer" --against "$work/ck"
+# ggml quantizes IQ1_S only with an importance vector: refused before any work, naming the
+# tensor and the type (exit 1, as every problem of the plan), also when the imatrix lacks it
+mkdir "$work/o3"
+run 1 "$bin/ninfer-convert" "$work/ck" -o "$work/o3/iq1s.ninfer" --format gguf_iq1_s --method ggml_quantize
+contains "$work/err" "tensor 'w' (F32): ggml_quantize into gguf_iq1_s needs an importance vector, as ggml does, and none is given"
+python3 - "$work/ck/other.imatrix.gguf" "$top/tests/cli" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[2])
+from gen_imatrix import write_imatrix
+write_imatrix(sys.argv[1], [('v', [1.0] * 512)])
+PY
+sed "s|$work/ck/imatrix.gguf|$work/ck/other.imatrix.gguf|" "$work/iq1s.yaml" >"$work/iq1s-other.yaml"
+run 1 "$bin/ninfer-convert" -r "$work/iq1s-other.yaml" -o "$work/o3/iq1s.ninfer"
+contains "$work/err" "tensor 'w' (F32): ggml_quantize into gguf_iq1_s needs an importance vector, as ggml does, and the rule's imatrix has none for this tensor"
+run 1 "$bin/ninfer-convert" "$work/odd" -o "$work/o3/odd.ninfer" --format gguf_iq1_m --method ggml_quantize
+contains "$work/err" "format 'gguf_iq1_m' needs K % 256 == 0 (whole ggml blocks per row), got K=500"
+if [ -z "$(ls -A "$work/o3")" ]; then ok; else bad "a refused conversion left files: $(ls -A "$work/o3")"; fi
 
 # the iq2 types with the importance matrix, by a rule: ggml's bytes (the fixtures were made with
 # imatrix.f32), and the artifact re-derives from its checkpoint and recipe bit for bit

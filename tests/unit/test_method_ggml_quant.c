@@ -401,6 +401,65 @@ Test(ggml_quant, iq2_importance_vector_required)
 
 /* A row length off the 256-value block, a NaN, and cuts of the rows into chunks. */
 Test(ggml_quant, iq2_rows)
+/* ---------------------------------------------------------------- IQ1_S, IQ1_M */
+
+/* ggml_quantize_requires_imatrix holds for IQ1_S: ggml quantizes it only with an importance
+ * vector, so the fixture and every IQ1_S vector are made with imatrix.f32. */
+static const qtype IQ1[] = {{NF_FMT_GGUF_IQ1_S, "iq1_s", 256, 50}, {NF_FMT_GGUF_IQ1_M, "iq1_m", 256, 56}};
+#define IQ1_S (&IQ1[0])
+#define IQ1_M (&IQ1[1])
+#define NIQ1 (sizeof IQ1 / sizeof IQ1[0])
+
+/* The fixtures of MANIFEST.md (imatrix.f32), and IQ1_M without importance (extra/). */
+Test(ggml_quant, iq1_same_bytes_as_ggml)
+{
+    float *x = source();
+    size_t len;
+    float *imp = (float *)nf_test_data(&len, "gguf/imatrix.f32");
+    for (size_t i = 0; i < NIQ1; i++) {
+        size_t n;
+        uint8_t *want = nf_test_data(&n, "gguf/%s.qbytes", IQ1[i].stem);
+        cr_assert_eq(n, ROWS * row_bytes(&IQ1[i], COLS), "%s", IQ1[i].stem);
+        uint8_t *got = calloc(1, n);
+        nf_error err = {0};
+        cr_assert_eq(encode(&IQ1[i], x, 0, ROWS, COLS, imp, got, &err), NF_OK, "%s: %s", IQ1[i].stem, err.message);
+        size_t first = n;
+        for (size_t b = 0; b < n && first == n; b++)
+            if (got[b] != want[b]) first = b;
+        cr_expect_eq(first, n, "%s: first differing byte %zu (row %zu, block %zu, byte %zu): got 0x%02x, ggml 0x%02x",
+                     IQ1[i].stem, first, first / row_bytes(&IQ1[i], COLS),
+                     first % row_bytes(&IQ1[i], COLS) / IQ1[i].bb, first % IQ1[i].bb, first < n ? got[first] : 0,
+                     first < n ? want[first] : 0);
+        free(got);
+        free(want);
+    }
+    expect_extra(IQ1_M, "plain", x, ROWS, NULL);
+    free(imp);
+    free(x);
+}
+
+/* special.f32 (all zero, an outlier, subnormals, a huge range, -0.0) and iq1.special.f32 (ties
+ * the sort must keep in column order, groups below IQ1_M's and IQ1_S's zero thresholds, scales
+ * that flip sign, sparse groups, values near binary16's limit, a constant row): tests/data/gguf/README.md. */
+Test(ggml_quant, iq1_same_bytes_as_ggml_special_rows)
+{
+    size_t len;
+    float *imp = (float *)nf_test_data(&len, "gguf/imatrix.f32");
+    const char *files[] = {"special", "iq1.special"}, *variants[] = {"special", "iq1special"};
+    for (size_t f = 0; f < 2; f++) {
+        float *x = (float *)nf_test_data(&len, "gguf/extra/%s.f32", files[f]);
+        cr_assert_eq(len, sizeof(float) * 6 * COLS);
+        char v[64];
+        snprintf(v, sizeof v, "%s.imatrix", variants[f]);
+        expect_extra(IQ1_S, v, x, 6, imp);
+        expect_extra(IQ1_M, v, x, 6, imp);
+        expect_extra(IQ1_M, variants[f], x, 6, NULL);
+        free(x);
+    }
+    free(imp);
+}
+
+Test(ggml_quant, iq1_chunks_do_not_matter)
 {
     float *x = source();
     size_t len;
@@ -425,6 +484,15 @@ Test(ggml_quant, iq2_rows)
             cr_assert_eq(encode(t, x + r * COLS, r, n, COLS, imp, cut + r * rb, NULL), NF_OK);
         }
         cr_expect_eq(memcmp(whole, cut, ROWS * rb), 0, "%s", t->stem);
+    for (size_t i = 0; i < NIQ1; i++) {
+        size_t rb = row_bytes(&IQ1[i], COLS);
+        uint8_t *whole = calloc(ROWS, rb), *cut = calloc(ROWS, rb);
+        cr_assert_eq(encode(&IQ1[i], x, 0, ROWS, COLS, imp, whole, NULL), NF_OK);
+        for (uint64_t r = 0; r < ROWS; r += 5) {
+            uint64_t n = ROWS - r < 5 ? ROWS - r : 5;
+            cr_assert_eq(encode(&IQ1[i], x + r * COLS, r, n, COLS, imp, cut + r * rb, NULL), NF_OK);
+        }
+        cr_expect_eq(memcmp(whole, cut, ROWS * rb), 0, "%s", IQ1[i].stem);
         free(whole);
         free(cut);
     }
@@ -451,5 +519,60 @@ Test(ggml_quant, iq2_refuses_huge_values)
         cr_assert_eq(encode(&IQ2[i], x, 2, 1, 256, imp, blocks, &err), NF_ERR_INVALID, "%s", IQ2[i].stem);
         cr_expect(strstr(err.message, "tensor 'w': row 2 block 0 (cols 0..255): "), "%s: %s", IQ2[i].stem,
                   err.message);
+/* IQ1_S without an importance vector is a usage error naming the tensor and the type (ggml
+ * asserts one); IQ1_M takes either.  A row length off the 256-value block is refused. */
+Test(ggml_quant, iq1_refusals)
+{
+    float *x = source();
+    size_t len;
+    float *imp = (float *)nf_test_data(&len, "gguf/imatrix.f32");
+    uint8_t blocks[2 * 56];
+    nf_error err = {0};
+    cr_assert_eq(encode(IQ1_S, x, 3, 1, COLS, NULL, blocks, &err), NF_ERR_USAGE);
+    cr_expect(strstr(err.message, "tensor 'w'") &&
+                  strstr(err.message, "gguf_iq1_s needs an importance vector (imatrix): ggml quantizes IQ1_S only "
+                                      "with one"),
+              "%s", err.message);
+    cr_expect_eq(encode(IQ1_M, x, 3, 1, COLS, NULL, blocks, &err), NF_OK, "%s", err.message);
+    for (size_t i = 0; i < NIQ1; i++) {
+        cr_assert_eq(encode(&IQ1[i], x, 0, 1, 288, imp, blocks, &err), NF_ERR_INVALID, "%s", IQ1[i].stem);
+        char want[128];
+        snprintf(want, sizeof want, "row length 288 is not a multiple of gguf_%s's block of 256 values", IQ1[i].stem);
+        cr_expect(strstr(err.message, "tensor 'w'") && strstr(err.message, want), "%s", err.message);
+        cr_expect_eq(nf_method_check_target(NF_METHOD_GGML_QUANTIZE, nf_format_by_id(IQ1[i].id), NULL), NF_OK);
+    }
+    free(imp);
+    free(x);
+}
+
+/* Inputs on which ggml's IQ1 encoders overflow binary32 (an importance value near FLT_MAX, values
+ * whose squares sum past it): where ggml still writes a block (IQ1_S: all zero) the method writes
+ * the same; where ggml aborts (its assertion that the scale is not NaN: checked with ggml
+ * d99724f2's quantize_iq1_s / quantize_iq1_m) the method refuses the block with exit status 1. */
+Test(ggml_quant, iq1_blocks_ggml_aborts_on_are_refused)
+{
+    static float x[256], imp[256];
+    uint8_t blk[56];
+    static const uint8_t zero[56];
+    for (int kase = 0; kase < 3; kase++) {
+        for (int c = 0; c < 256; c++) {
+            x[c] = kase == 0 ? sinf((float)c) : 0.01f * sinf((float)c);
+            imp[c] = kase == 0 ? 3.4e38f : 1.0f;
+        }
+        if (kase == 1) x[10] = 1.5e19f, x[20] = -1.5e19f; /* below 2^64, its square near FLT_MAX */
+        if (kase == 2) x[5] = 2.0f, imp[5] = 3.4e38f;
+        for (size_t i = 0; i < NIQ1; i++) {
+            nf_error err = {0};
+            nf_status st = encode(&IQ1[i], x, 7, 1, 256, imp, blk, &err);
+            if (kase < 2 && IQ1[i].id == NF_FMT_GGUF_IQ1_S) { /* ggml: a block of zeros */
+                cr_expect_eq(st, NF_OK, "case %d %s: %s", kase, IQ1[i].stem, err.message);
+                cr_expect_eq(memcmp(blk, zero, 50), 0, "case %d %s", kase, IQ1[i].stem);
+                continue;
+            }
+            cr_expect_eq(st, NF_ERR_INVALID, "case %d %s", kase, IQ1[i].stem);
+            cr_expect(strstr(err.message, "tensor 'w': row 7 block 0 (cols 0..255): ggml's") &&
+                          strstr(err.message, "ggml itself aborts on this block"),
+                      "case %d %s: %s", kase, IQ1[i].stem, err.message);
+        }
     }
 }

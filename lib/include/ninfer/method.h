@@ -193,12 +193,14 @@ NF_API nf_status nf_fp8_row_maxabs_rows(const nf_format *fmt, const nf_src_rows 
                                         nf_error *err);
 
 /* ggml_quantize (gguf_q8_0, gguf_q4_0, gguf_q5_0, gguf_q2_k, gguf_q3_k, gguf_q4_k, gguf_q5_k,
- *   gguf_q6_k, gguf_iq4_nl, gguf_iq4_xs): the blocks ggml_quantize_chunk writes for the same binary32 values, byte for
+ *   gguf_q6_k, gguf_iq4_nl, gguf_iq4_xs, gguf_iq1_s, gguf_iq1_m): the blocks ggml_quantize_chunk writes for the same binary32 values, byte for
  *   byte (docs/methods.md names the ggml version).  out->blocks receives rows * (cols / block
  *   values) blocks.  params->importance, when given, takes ggml's importance path (Q8_0 ignores
- *   it, as ggml does); negative_scales is refused.  A row length (or span) that is not a
- *   multiple of the block's values, a non-finite source value, and a block whose d or dmin would
- *   overflow binary16 are refused with the tensor, row and column or block.  Q4_0 and Q5_0 with
+ *   it, as ggml does); negative_scales is refused; gguf_iq1_s without importance is refused
+ *   (NF_ERR_USAGE), as ggml refuses it.  A row length (or span) that is not a
+ *   multiple of the block's values, a non-finite source value, a block whose d or dmin would
+ *   overflow binary16, and a block ggml itself aborts on (IQ1) are refused with the tensor, row
+ *   and column or block.  Q4_0 and Q5_0 with
  *   importance weigh by the whole row, so they refuse a span of a row (NF_ERR_USAGE). */
 NF_API nf_status nf_ggml_quantize_rows(const nf_format *fmt, const nf_method_params *params, const nf_src_rows *src,
                                        nf_words *out, nf_error *err);

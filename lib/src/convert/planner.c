@@ -427,6 +427,21 @@ typedef struct tensor_plan {
 
 /* Method parameters from `with`: imatrix (a source name) and negative_scales.  An imatrix problem
  * names the imatrix file. */
+/* nf_method_check_choice, its message saying where the missing importance vector should come
+ * from: ggml quantizes some types only with one (docs/methods.md, ggml_quantize). */
+static nf_status check_choice(const nf_recipe_choice *c, nf_method_id method, const nf_format *fmt,
+                              const nf_method_params *params, nf_error *e)
+{
+    if (nf_method_check_choice(method, fmt, params, e) == NF_OK) return NF_OK;
+    if (method != NF_METHOD_GGML_QUANTIZE || (params && params->importance)) return e->status;
+    bool named = c->with && json_object_get(c->with, "imatrix");
+    snprintf(e->message, sizeof e->message, "ggml_quantize into %s needs an importance vector, as ggml does, %s",
+             fmt->name,
+             named ? "and the rule's imatrix has none for this tensor"
+                   : "and none is given: add `with: {imatrix: NAME}` naming an imatrix source");
+    return e->status;
+}
+
 static nf_status method_params(nf_plan *p, const nf_recipe_choice *c, const nf_source_tensor *t, uint64_t cols,
                                nf_method_params *params, nf_error *err)
 {
@@ -532,7 +547,7 @@ static void plan_tensor(nf_plan *p, const plan_source *s, tensor_plan *tp, probl
         m->src_type = NF_SRC_F32;
         if (method_params(p, c, t, tp->cols, &tp->params, &e) != NF_OK ||
             nf_method_check_params(tp->method, &tp->params, tp->cols, &e) != NF_OK ||
-            nf_method_check_choice(tp->method, tp->fmt, &tp->params, &e) != NF_OK) {
+            check_choice(c, tp->method, tp->fmt, &tp->params, &e) != NF_OK) {
             tensor_problem(probs, r, c, c->with ? FIELD_WITH : FIELD_METHOD, t, e.message);
             return;
         }
@@ -552,7 +567,7 @@ static void plan_tensor(nf_plan *p, const plan_source *s, tensor_plan *tp, probl
          * raw words matter for cast_direct (NaN payloads, integers). */
         if (method_params(p, c, t, tp->cols, &tp->params, &e) != NF_OK ||
             nf_method_check_params(tp->method, &tp->params, tp->cols, &e) != NF_OK ||
-            nf_method_check_choice(tp->method, tp->fmt, &tp->params, &e) != NF_OK) {
+            check_choice(c, tp->method, tp->fmt, &tp->params, &e) != NF_OK) {
             tensor_problem(probs, r, c, c->with ? FIELD_WITH : FIELD_METHOD, t, e.message);
             return;
         }
@@ -1097,7 +1112,7 @@ static void budget_options(nf_plan *p, const tensor_plan *tp, plan_budget_item *
         if (cd->method != NF_METHOD_GROUPED_SEARCH) c.with = NULL;
         if (method_params(p, &c, tp->t, tp->cols, &op->params, &e) != NF_OK ||
             nf_method_check_params(cd->method, &op->params, tp->cols, &e) != NF_OK ||
-            nf_method_check_choice(cd->method, cd->fmt, &op->params, &e) != NF_OK) {
+            check_choice(&c, cd->method, cd->fmt, &op->params, &e) != NF_OK) {
             tensor_problem(probs, p->recipe, tp->c, c.with ? FIELD_WITH : FIELD_METHOD, tp->t, e.message);
             return;
         }

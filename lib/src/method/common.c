@@ -83,32 +83,10 @@ nf_status nf_method_check_target(nf_method_id id, const nf_format *fmt, nf_error
                                  err);
         }
     case NF_METHOD_GGML_QUANTIZE:
-        /* the block types whose ggml encoder is reproduced byte for byte (docs/methods.md,
-         * ggml_quantize); the other IQ types are not (yet) */
-        switch (fmt->id) {
-        case NF_FMT_GGUF_Q8_0:
-        case NF_FMT_GGUF_Q4_0:
-        case NF_FMT_GGUF_Q5_0:
-        case NF_FMT_GGUF_Q2_K:
-        case NF_FMT_GGUF_Q3_K:
-        case NF_FMT_GGUF_Q4_K:
-        case NF_FMT_GGUF_Q5_K:
-        case NF_FMT_GGUF_Q6_K:
-        case NF_FMT_GGUF_IQ4_NL:
-        case NF_FMT_GGUF_IQ4_XS:
-        case NF_FMT_GGUF_IQ3_XXS:
-        case NF_FMT_GGUF_IQ3_S:
-        case NF_FMT_GGUF_Q2_0:
-        case NF_FMT_GGUF_IQ2_XXS:
-        case NF_FMT_GGUF_IQ2_XS:
-        case NF_FMT_GGUF_IQ2_S: return NF_OK;
-        default:
-            return cannot_target(id, fmt,
-                                 "it targets gguf_q8_0, gguf_q4_0, gguf_q5_0, gguf_q2_0, gguf_q2_k, gguf_q3_k, "
-                                 "gguf_q4_k, gguf_q5_k, gguf_q6_k, gguf_iq4_nl, gguf_iq4_xs, gguf_iq3_xxs, "
-                                 "gguf_iq3_s, gguf_iq2_xxs, gguf_iq2_xs and gguf_iq2_s",
-                                 err);
-        }
+        /* every gguf_* block type: each has an encoder reproducing ggml's bytes (docs/methods.md,
+         * ggml_quantize) */
+        if (fmt->category == NF_CAT_GGUF) return NF_OK;
+        return cannot_target(id, fmt, "it targets the gguf_* formats", err);
     case NF_METHOD_COUNT: break;
     }
     return nf_error_set(err, NF_ERR_USAGE, "method id %d is out of range", (int)id);
@@ -287,6 +265,7 @@ nf_status nf_method_check_choice(nf_method_id id, const nf_format *fmt, const nf
     switch (fmt->id) {
     case NF_FMT_GGUF_IQ2_XXS:
     case NF_FMT_GGUF_IQ2_XS:
+    case NF_FMT_GGUF_IQ1_S:
         return nf_error_set(err, NF_ERR_USAGE,
                             "ggml_quantize into %s needs an importance vector (with: {imatrix: NAME}, and the "
                             "imatrix must hold the tensor): ggml quantizes %s only with one",

@@ -812,6 +812,8 @@ static const gq_type gq_types[] = {
     {NF_FMT_GGUF_IQ3_XXS, NULL, false, nf_ggml_enc_iq3_xxs},
     {NF_FMT_GGUF_IQ3_S, NULL, false, nf_ggml_enc_iq3_s},
     {NF_FMT_GGUF_Q2_0, enc_q2_0, false, NULL},
+    {NF_FMT_GGUF_IQ1_S, NULL, false, nf_ggml_enc_iq1_s},
+    {NF_FMT_GGUF_IQ1_M, NULL, false, nf_ggml_enc_iq1_m},
 };
 
 static const gq_type *gq_type_of(const nf_format *fmt)

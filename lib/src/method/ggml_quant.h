@@ -85,6 +85,11 @@ float gq_fit_positive(int n, int nmax, const float *x, uint8_t *L, const float *
 gq_fail nf_ggml_enc_iq3_xxs(const float *x, const float *qw, float sigma2, uint8_t *blk);
 gq_fail nf_ggml_enc_iq3_s(const float *x, const float *qw, float sigma2, uint8_t *blk);
 
+/* ggml_iq1.c: IQ1_S (importance vector required) and IQ1_M; GQ_GGML_ABORTS where ggml aborts
+ * (an assertion, a grid search finding no point). */
+gq_fail nf_ggml_enc_iq1_s(const float *x, const float *qw, float sigma2, uint8_t *blk);
+gq_fail nf_ggml_enc_iq1_m(const float *x, const float *qw, float sigma2, uint8_t *blk);
+
 /* ggml_iq2.c: IQ2_XXS, IQ2_XS (importance vector required) and IQ2_S. */
 gq_fail nf_ggml_enc_iq2_xxs(const float *x, const float *qw, float sigma2, uint8_t *blk);
 gq_fail nf_ggml_enc_iq2_xs(const float *x, const float *qw, float sigma2, uint8_t *blk);
