@@ -401,6 +401,59 @@ Test(ggml_quant, iq2_importance_vector_required)
 
 /* A row length off the 256-value block, a NaN, and cuts of the rows into chunks. */
 Test(ggml_quant, iq2_rows)
+{
+    float *x = source();
+    size_t len;
+    float *imp = (float *)nf_test_data(&len, "gguf/imatrix.f32");
+    for (size_t i = 0; i < NIQ2; i++) {
+        const qtype *t = &IQ2[i];
+        size_t rb = row_bytes(t, COLS);
+        uint8_t *whole = calloc(ROWS, rb), *cut = calloc(ROWS, rb);
+        nf_error err = {0};
+        cr_assert_eq(encode(t, x, 0, 1, 288, imp, whole, &err), NF_ERR_INVALID, "%s", t->stem);
+        char want[128];
+        snprintf(want, sizeof want, "row length 288 is not a multiple of gguf_%s's block of 256 values", t->stem);
+        cr_expect(strstr(err.message, "tensor 'w'") && strstr(err.message, want), "%s", err.message);
+        float row[COLS];
+        memcpy(row, x, sizeof row);
+        row[300] = NAN;
+        cr_assert_eq(encode(t, row, 7, 1, COLS, imp, whole, &err), NF_ERR_INVALID, "%s", t->stem);
+        cr_expect(strstr(err.message, "tensor 'w': row 7 col 300: source value NaN is not finite"), "%s", err.message);
+        cr_assert_eq(encode(t, x, 0, ROWS, COLS, imp, whole, NULL), NF_OK);
+        for (uint64_t r = 0; r < ROWS; r += 5) {
+            uint64_t n = ROWS - r < 5 ? ROWS - r : 5;
+            cr_assert_eq(encode(t, x + r * COLS, r, n, COLS, imp, cut + r * rb, NULL), NF_OK);
+        }
+        cr_expect_eq(memcmp(whole, cut, ROWS * rb), 0, "%s", t->stem);
+        free(whole);
+        free(cut);
+    }
+    free(imp);
+    free(x);
+}
+
+/* Values whose block scale overflows binary16, and values below 2^64 whose squares sum past
+ * binary32 (ggml's weights become infinite or NaN, and ggml would store an infinite d or abort):
+ * refused with exit status 1 naming the row and block, never a crash. */
+Test(ggml_quant, iq2_refuses_huge_values)
+{
+    static float x[256], imp[256];
+    uint8_t blocks[82];
+    for (size_t j = 0; j < 256; j++) imp[j] = 1.0f;
+    for (size_t i = 0; i < NIQ2; i++) {
+        for (size_t j = 0; j < 256; j++) x[j] = (j % 2 ? 1.0f : -1.0f) * 1e10f * (float)(j % 5 + 1);
+        nf_error err = {0};
+        cr_assert_eq(encode(&IQ2[i], x, 2, 1, 256, imp, blocks, &err), NF_ERR_INVALID, "%s", IQ2[i].stem);
+        cr_expect(strstr(err.message, "tensor 'w': row 2 block 0 (cols 0..255): ") &&
+                      strstr(err.message, "too large for binary16"),
+                  "%s: %s", IQ2[i].stem, err.message);
+        for (size_t j = 0; j < 256; j++) x[j] = (j % 3 ? 1.0f : -1.0f) * 1.5e19f;
+        cr_assert_eq(encode(&IQ2[i], x, 2, 1, 256, imp, blocks, &err), NF_ERR_INVALID, "%s", IQ2[i].stem);
+        cr_expect(strstr(err.message, "tensor 'w': row 2 block 0 (cols 0..255): "), "%s: %s", IQ2[i].stem,
+                  err.message);
+    }
+}
+
 /* ---------------------------------------------------------------- IQ1_S, IQ1_M */
 
 /* ggml_quantize_requires_imatrix holds for IQ1_S: ggml quantizes it only with an importance
@@ -464,26 +517,6 @@ Test(ggml_quant, iq1_chunks_do_not_matter)
     float *x = source();
     size_t len;
     float *imp = (float *)nf_test_data(&len, "gguf/imatrix.f32");
-    for (size_t i = 0; i < NIQ2; i++) {
-        const qtype *t = &IQ2[i];
-        size_t rb = row_bytes(t, COLS);
-        uint8_t *whole = calloc(ROWS, rb), *cut = calloc(ROWS, rb);
-        nf_error err = {0};
-        cr_assert_eq(encode(t, x, 0, 1, 288, imp, whole, &err), NF_ERR_INVALID, "%s", t->stem);
-        char want[128];
-        snprintf(want, sizeof want, "row length 288 is not a multiple of gguf_%s's block of 256 values", t->stem);
-        cr_expect(strstr(err.message, "tensor 'w'") && strstr(err.message, want), "%s", err.message);
-        float row[COLS];
-        memcpy(row, x, sizeof row);
-        row[300] = NAN;
-        cr_assert_eq(encode(t, row, 7, 1, COLS, imp, whole, &err), NF_ERR_INVALID, "%s", t->stem);
-        cr_expect(strstr(err.message, "tensor 'w': row 7 col 300: source value NaN is not finite"), "%s", err.message);
-        cr_assert_eq(encode(t, x, 0, ROWS, COLS, imp, whole, NULL), NF_OK);
-        for (uint64_t r = 0; r < ROWS; r += 5) {
-            uint64_t n = ROWS - r < 5 ? ROWS - r : 5;
-            cr_assert_eq(encode(t, x + r * COLS, r, n, COLS, imp, cut + r * rb, NULL), NF_OK);
-        }
-        cr_expect_eq(memcmp(whole, cut, ROWS * rb), 0, "%s", t->stem);
     for (size_t i = 0; i < NIQ1; i++) {
         size_t rb = row_bytes(&IQ1[i], COLS);
         uint8_t *whole = calloc(ROWS, rb), *cut = calloc(ROWS, rb);
@@ -500,25 +533,6 @@ Test(ggml_quant, iq1_chunks_do_not_matter)
     free(x);
 }
 
-/* Values whose block scale overflows binary16, and values below 2^64 whose squares sum past
- * binary32 (ggml's weights become infinite or NaN, and ggml would store an infinite d or abort):
- * refused with exit status 1 naming the row and block, never a crash. */
-Test(ggml_quant, iq2_refuses_huge_values)
-{
-    static float x[256], imp[256];
-    uint8_t blocks[82];
-    for (size_t j = 0; j < 256; j++) imp[j] = 1.0f;
-    for (size_t i = 0; i < NIQ2; i++) {
-        for (size_t j = 0; j < 256; j++) x[j] = (j % 2 ? 1.0f : -1.0f) * 1e10f * (float)(j % 5 + 1);
-        nf_error err = {0};
-        cr_assert_eq(encode(&IQ2[i], x, 2, 1, 256, imp, blocks, &err), NF_ERR_INVALID, "%s", IQ2[i].stem);
-        cr_expect(strstr(err.message, "tensor 'w': row 2 block 0 (cols 0..255): ") &&
-                      strstr(err.message, "too large for binary16"),
-                  "%s: %s", IQ2[i].stem, err.message);
-        for (size_t j = 0; j < 256; j++) x[j] = (j % 3 ? 1.0f : -1.0f) * 1.5e19f;
-        cr_assert_eq(encode(&IQ2[i], x, 2, 1, 256, imp, blocks, &err), NF_ERR_INVALID, "%s", IQ2[i].stem);
-        cr_expect(strstr(err.message, "tensor 'w': row 2 block 0 (cols 0..255): "), "%s: %s", IQ2[i].stem,
-                  err.message);
 /* IQ1_S without an importance vector is a usage error naming the tensor and the type (ggml
  * asserts one); IQ1_M takes either.  A row length off the 256-value block is refused. */
 Test(ggml_quant, iq1_refusals)
@@ -530,8 +544,8 @@ Test(ggml_quant, iq1_refusals)
     nf_error err = {0};
     cr_assert_eq(encode(IQ1_S, x, 3, 1, COLS, NULL, blocks, &err), NF_ERR_USAGE);
     cr_expect(strstr(err.message, "tensor 'w'") &&
-                  strstr(err.message, "gguf_iq1_s needs an importance vector (imatrix): ggml quantizes IQ1_S only "
-                                      "with one"),
+                  strstr(err.message, "ggml_quantize into gguf_iq1_s needs an importance vector") &&
+                  strstr(err.message, "ggml quantizes gguf_iq1_s only with one"),
               "%s", err.message);
     cr_expect_eq(encode(IQ1_M, x, 3, 1, COLS, NULL, blocks, &err), NF_OK, "%s", err.message);
     for (size_t i = 0; i < NIQ1; i++) {
@@ -570,8 +584,8 @@ Test(ggml_quant, iq1_blocks_ggml_aborts_on_are_refused)
                 continue;
             }
             cr_expect_eq(st, NF_ERR_INVALID, "case %d %s", kase, IQ1[i].stem);
-            cr_expect(strstr(err.message, "tensor 'w': row 7 block 0 (cols 0..255): ggml's") &&
-                          strstr(err.message, "ggml itself aborts on this block"),
+            cr_expect(strstr(err.message, "tensor 'w': row 7 block 0 (cols 0..255): the values are too large") &&
+                          strstr(err.message, "ggml's encoder stops with an assertion"),
                       "case %d %s: %s", kase, IQ1[i].stem, err.message);
         }
     }
