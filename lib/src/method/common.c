@@ -20,6 +20,7 @@ static const char *const method_names[NF_METHOD_COUNT] = {
     [NF_METHOD_FP8_ROW_MAXABS] = "fp8_row_maxabs",
     [NF_METHOD_IMPORT_ENCODED] = "import_encoded",
     [NF_METHOD_GGML_QUANTIZE] = "ggml_quantize",
+    [NF_METHOD_NVFP4_QUANTIZE] = "nvfp4_quantize",
 };
 
 const char *nf_method_name(nf_method_id id)
@@ -102,6 +103,9 @@ nf_status nf_method_check_target(nf_method_id id, const nf_format *fmt, nf_error
                                  "gguf_q5_k, gguf_q6_k, gguf_iq4_nl and gguf_iq4_xs",
                                  err);
         }
+    case NF_METHOD_NVFP4_QUANTIZE:
+        if (fmt->category != NF_CAT_NVFP4) return cannot_target(id, fmt, "it targets nvfp4", err);
+        return NF_OK;
     case NF_METHOD_COUNT: break;
     }
     return nf_error_set(err, NF_ERR_USAGE, "method id %d is out of range", (int)id);
