@@ -477,6 +477,25 @@ static void levels_match(nf_simd_level level)
                 free(buf);
             }
         }
+        /* a non-finite element under a given maximum: the kernel declines its row, and the
+         * status and message are the reference's */
+        {
+            size_t at = rng32() % n;
+            uint8_t *bad = malloc(n * es);
+            memcpy(bad, data, n * es);
+            uint32_t inf = type == NF_SRC_F32 ? 0x7F800000u : type == NF_SRC_F16 ? 0xFC00u : 0x7FC1u;
+            for (size_t j = 0; j < es; j++) bad[es * at + j] = (uint8_t)(inf >> (8 * j));
+            nf_src_rows bs = src;
+            bs.data = bad;
+            bs.matrix_max = mw;
+            bs.has_matrix_max = true;
+            nf_error e1 = {0}, e2 = {0};
+            cr_assert_eq(nf_nvfp4_quantize_rows_reference(nvfp4(), NULL, &bs, &wr, &e1), NF_ERR_INVALID);
+            cr_assert_eq(nf_nvfp4_quantize_rows(nvfp4(), NULL, &bs, &wv, &e2), NF_ERR_INVALID);
+            cr_assert_str_eq(e2.message, e1.message);
+            cr_assert(strstr(e1.message, "is not finite") != NULL, "%s", e1.message);
+            free(bad);
+        }
         free(c_ref);
         free(s_ref);
         free(c_var);

@@ -8,9 +8,10 @@
  * then encoded on its own, so neither chunks nor spans change a word.
  *
  * The loop here is the reference, written from docs/methods.md step by step.
- * nf_nvfp4_quantize_rows gives the groups to the kernel of the active SIMD level
+ * nf_nvfp4_quantize_rows gives each row to the kernel of the active SIMD level
  * (method/simd/nvfp4_simd.h: a portable kernel, AVX2 and AVX-512 variants, all giving the
- * reference's words bit for bit, tests/unit/test_method_nvfp4.c). */
+ * reference's words bit for bit, tests/unit/test_method_nvfp4.c); a kernel declines exactly the
+ * rows the reference refuses, which then come here for the message. */
 #include <inttypes.h>
 
 #include "method/common.h"
@@ -38,11 +39,19 @@ static nf_status check_args(const nf_format *fmt, const nf_method_params *params
     return NF_OK;
 }
 
-/* Columns [c0, c0 + n) of row r as binary32 into x, refusing the first non-finite one. */
+/* Columns [c0, c0 + n) of row r as binary32 into x, refusing the first non-finite one.  A whole
+ * block is loaded and scanned with a constant length, so that those loops vectorize. */
 static nf_status load_finite(const nf_src_rows *src, uint64_t r, size_t c0, size_t n, float *x, nf_error *err)
 {
-    nf_method_load_f32_inline(src, r, c0, n, x);
-    if (nf_method_amax_word(x, n) < 0x7F800000u) return NF_OK;
+    uint32_t mw;
+    if (n == NF_NVFP4_BLOCK) {
+        nf_method_load_f32_inline(src, r, c0, NF_NVFP4_BLOCK, x);
+        mw = nf_method_amax_word(x, NF_NVFP4_BLOCK);
+    } else {
+        nf_method_load_f32_inline(src, r, c0, n, x);
+        mw = nf_method_amax_word(x, n);
+    }
+    if (mw < 0x7F800000u) return NF_OK;
     size_t bad = nf_method_first_nonfinite(x, n);
     return nf_method_row_error(err, NF_ERR_INVALID, src, r, " col %zu: source value %s is not finite",
                                nf_method_col(src, c0 + bad), nf_method_nonfinite_name(x[bad]));
@@ -165,15 +174,26 @@ nf_status nf_nvfp4_quantize_rows(const nf_format *fmt, const nf_method_params *p
     NF_TRY(check_args(fmt, params, src, out, &k, err));
     nf_nvfp4_global g = {0.0f, 0.0f, 0};
     NF_TRY(chunk_global(src, &g, err));
+    /* The active kernel (method/simd/nvfp4_simd.h) encodes a row from its source bytes to the
+     * reference's words, or declines a row holding a non-finite value, which the reference then
+     * refuses with its message. */
     nf_nvfp4_groups_fn kernel = nf_nvfp4_kernels_active()->groups;
-    float x[NF_NVFP4_BLOCK];
+    const size_t row_bytes = k * nf_src_type_size(src->type);
     for (uint64_t r = 0; r < src->rows; r++) {
-        for (size_t c0 = 0; c0 < k; c0 += NF_NVFP4_BLOCK) {
-            size_t n = k - c0 < NF_NVFP4_BLOCK ? k - c0 : NF_NVFP4_BLOCK;
-            NF_TRY(load_finite(src, r, c0, n, x, err));
-            size_t at = (size_t)r * k + c0;
-            kernel(x, n / NF_NVFP4_GROUP, &g, out->codes8 + at, out->scales8 + at / NF_NVFP4_GROUP);
-        }
+        size_t at = (size_t)r * k;
+        if (kernel((const uint8_t *)src->data + (size_t)r * row_bytes, src->type, k / NF_NVFP4_GROUP, &g,
+                   out->codes8 + at, out->scales8 + at / NF_NVFP4_GROUP))
+            continue;
+        nf_src_rows one = *src;
+        one.data = (const uint8_t *)src->data + (size_t)r * row_bytes;
+        one.first_row = src->first_row + r;
+        one.rows = 1;
+        nf_words view = *out;
+        view.rows = 1;
+        view.codes8 = out->codes8 + at;
+        view.scales8 = out->scales8 + at / NF_NVFP4_GROUP;
+        view.divisors = NULL;
+        NF_TRY(nf_nvfp4_quantize_rows_reference(fmt, params, &one, &view, err));
     }
     if (out->divisors) out->divisors[0] = g.divisor;
     return NF_OK;

@@ -1,6 +1,7 @@
-/* nvfp4_quantize group kernel for AVX2 (nvfp4_simd.h): a group of 16 binary32 values is two
- * vectors of 8 lanes.  The group's largest magnitude is a VPMAXUD of the sign-cleared words, the
- * scale word comes from nf_nvfp4_scale_of (scalar, once a group), each code from one VDIVPS by the
+/* nvfp4_quantize group kernel for AVX2 + F16C (nvfp4_simd.h): a group of 16 elements is two
+ * vectors of 8 binary32 lanes (BF16 widened by a shift, binary16 by F16C's VCVTPH2PS, exact for
+ * every value).  The group's largest magnitude is a VPMAXUD of the sign-cleared words, the scale
+ * word comes from nf_nvfp4_scale_of (scalar, once a group), each code from one VDIVPS by the
  * group's multiplier (exact IEEE division, as the reference's x / sv) and seven ordered compares
  * against the E2M1 boundaries, whose all-ones masks are subtracted to count them; the sign is a
  * compare y < 0.  The int32 codes (<= 15) narrow to bytes with unsigned saturating packs, which
@@ -11,6 +12,15 @@
 #if NF_X86_KERNELS
 
 #include <immintrin.h>
+
+/* 8 elements at p as binary32. */
+NF_AVX2_INLINE __m256 load8(const uint8_t *p, nf_src_type type)
+{
+    if (type == NF_SRC_F32) return _mm256_loadu_ps((const float *)(const void *)p);
+    __m128i h = _mm_loadu_si128((const __m128i *)(const void *)p);
+    if (type == NF_SRC_F16) return _mm256_cvtph_ps(h);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
 
 NF_AVX2_INLINE __m256i passed(__m256i c, __m256 a, float bound, int pred)
 {
@@ -33,12 +43,6 @@ NF_AVX2_INLINE __m256i code_lanes(__m256 y)
     return _mm256_or_si256(c, _mm256_and_si256(neg, _mm256_set1_epi32(8)));
 }
 
-NF_AVX2_INLINE __m128i narrow8(__m256i q)
-{
-    __m128i w = _mm_packus_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
-    return _mm_packus_epi16(w, w);
-}
-
 NF_AVX2_INLINE uint32_t hmax_u32(__m256i v)
 {
     __m128i a = _mm_max_epu32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
@@ -47,19 +51,36 @@ NF_AVX2_INLINE uint32_t hmax_u32(__m256i v)
     return (uint32_t)_mm_cvtsi128_si32(a);
 }
 
-NF_AVX2_FN static void nvfp4_groups_avx2(const float *x, size_t ngroups, const nf_nvfp4_global *g, uint8_t *codes,
-                                         uint8_t *scales)
+NF_AVX2_INLINE bool encode(const uint8_t *src, nf_src_type type, size_t esize, size_t ngroups,
+                           const nf_nvfp4_global *g, uint8_t *codes, uint8_t *scales)
 {
     const __m256i mag = _mm256_set1_epi32(0x7FFFFFFF);
-    for (size_t j = 0; j < ngroups; j++, x += NF_NVFP4_GROUP, codes += NF_NVFP4_GROUP) {
-        __m256 v0 = _mm256_loadu_ps(x), v1 = _mm256_loadu_ps(x + 8);
+    for (size_t j = 0; j < ngroups; j++, src += NF_NVFP4_GROUP * esize, codes += NF_NVFP4_GROUP) {
+        __m256 v0 = load8(src, type), v1 = load8(src + 8 * esize, type);
         __m256i m = _mm256_max_epu32(_mm256_and_si256(_mm256_castps_si256(v0), mag),
                                      _mm256_and_si256(_mm256_castps_si256(v1), mag));
+        uint32_t bw = hmax_u32(m);
+        if (bw >= 0x7F800000u) return false;
         float sv;
-        scales[j] = nf_nvfp4_scale_of(hmax_u32(m), g, &sv);
+        scales[j] = nf_nvfp4_scale_of(bw, g, &sv);
         const __m256 vs = _mm256_set1_ps(sv);
-        _mm_storel_epi64((__m128i *)(void *)codes, narrow8(code_lanes(_mm256_div_ps(v0, vs))));
-        _mm_storel_epi64((__m128i *)(void *)(codes + 8), narrow8(code_lanes(_mm256_div_ps(v1, vs))));
+        __m256i q0 = code_lanes(_mm256_div_ps(v0, vs)), q1 = code_lanes(_mm256_div_ps(v1, vs));
+        /* packs work within 128-bit halves: words q0lo q1lo | q0hi q1hi, bytes likewise */
+        __m256i w = _mm256_packus_epi32(q0, q1);
+        __m128i b = _mm_packus_epi16(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1));
+        _mm_storeu_si128((__m128i *)(void *)codes, _mm_shuffle_epi32(b, _MM_SHUFFLE(3, 1, 2, 0)));
+    }
+    return true;
+}
+
+NF_AVX2_FN static bool nvfp4_groups_avx2(const uint8_t *src, nf_src_type type, size_t ngroups,
+                                         const nf_nvfp4_global *g, uint8_t *codes, uint8_t *scales)
+{
+    switch (type) {
+    case NF_SRC_F32: return encode(src, NF_SRC_F32, 4, ngroups, g, codes, scales);
+    case NF_SRC_F16: return encode(src, NF_SRC_F16, 2, ngroups, g, codes, scales);
+    case NF_SRC_BF16: return encode(src, NF_SRC_BF16, 2, ngroups, g, codes, scales);
+    default: return false;
     }
 }
 

@@ -11,10 +11,33 @@ static inline uint8_t code_of(float y)
     return (uint8_t)(c | (y < 0.0f ? 8u : 0u));
 }
 
-static void nvfp4_groups_scalar(const float *x, size_t ngroups, const nf_nvfp4_global *g, uint8_t *codes,
-                                uint8_t *scales)
+/* One group's 16 elements widened to binary32 (little-endian bytes). */
+static inline void load16(const uint8_t *p, nf_src_type type, float *x)
 {
-    for (size_t j = 0; j < ngroups; j++, x += NF_NVFP4_GROUP, codes += NF_NVFP4_GROUP) {
+    for (unsigned i = 0; i < NF_NVFP4_GROUP; i++) {
+        if (type == NF_SRC_F32) {
+            uint32_t w = (uint32_t)p[4 * i] | (uint32_t)p[4 * i + 1] << 8 | (uint32_t)p[4 * i + 2] << 16 |
+                         (uint32_t)p[4 * i + 3] << 24;
+            memcpy(&x[i], &w, sizeof w);
+        } else {
+            uint16_t h = (uint16_t)(p[2 * i] | (unsigned)p[2 * i + 1] << 8);
+            if (type == NF_SRC_F16) {
+                x[i] = nf_f16_to_f32(h);
+            } else {
+                uint32_t w = (uint32_t)h << 16;
+                memcpy(&x[i], &w, sizeof w);
+            }
+        }
+    }
+}
+
+static bool nvfp4_groups_scalar(const uint8_t *src, nf_src_type type, size_t ngroups, const nf_nvfp4_global *g,
+                                uint8_t *codes, uint8_t *scales)
+{
+    const size_t esize = type == NF_SRC_F32 ? 4 : 2;
+    for (size_t j = 0; j < ngroups; j++, src += NF_NVFP4_GROUP * esize, codes += NF_NVFP4_GROUP) {
+        float x[NF_NVFP4_GROUP];
+        load16(src, type, x);
         uint32_t bw = 0;
         for (unsigned i = 0; i < NF_NVFP4_GROUP; i++) {
             uint32_t b;
@@ -22,10 +45,12 @@ static void nvfp4_groups_scalar(const float *x, size_t ngroups, const nf_nvfp4_g
             b &= 0x7FFFFFFFu;
             bw = b > bw ? b : bw;
         }
+        if (bw >= 0x7F800000u) return false;
         float sv;
         scales[j] = nf_nvfp4_scale_of(bw, g, &sv);
         for (unsigned i = 0; i < NF_NVFP4_GROUP; i++) codes[i] = code_of(x[i] / sv);
     }
+    return true;
 }
 
 const nf_nvfp4_kernels nf_nvfp4_kernels_scalar = {.name = "scalar", .groups = nvfp4_groups_scalar};

@@ -1,18 +1,20 @@
 /* Group kernels of nvfp4_quantize (docs/methods.md, nvfp4_quantize; docs/formats.md 6),
  * internal.
  *
- * A kernel encodes whole groups of 16 finite binary32 values (the caller loaded and checked them)
- * into one E4M3FN scale word and 16 E2M1 words each, and gives exactly the words of the reference
- * in nvfp4.c (nf_nvfp4_quantize_rows_reference):
- *   - the group's largest magnitude is an integer max over the sign-cleared words (finite
- *     binary32 words order like their magnitudes);
+ * A kernel encodes whole groups of 16 source elements (F32, F16 or BF16 little-endian bytes at
+ * any alignment, widened exactly to binary32) into one E4M3FN scale word and 16 E2M1 words each,
+ * and gives exactly the words of the reference in nvfp4.c (nf_nvfp4_quantize_rows_reference):
+ *   - the group's largest magnitude is an integer max over the sign-cleared binary32 words
+ *     (finite words order like their magnitudes; an infinity or NaN word is at least
+ *     0x7F800000);
  *   - the scale word and the group's multiplier come from nf_nvfp4_scale_of below (the
  *     reference's steps, with fp8_simd.h's exact E4M3FN encoder);
  *   - each code is the E2M1 word of y = x / sv (one binary32 division, never a reciprocal
  *     multiply): its magnitude counts the E2M1 rounding boundaries y passes, > at the boundaries
  *     that round down to an even code (0.25, 1.25, 2.5, 5) and >= at those that round up to one
  *     (0.75, 1.75, 3.5), which is nearest with ties to even and saturates at 6; bit 3 is y < 0.
- * Kernels never decline: every input they see is finite and every global scale valid. */
+ * A kernel returns false, its words unspecified, when a group holds a non-finite element: the
+ * caller then runs the reference, which refuses it with the reference's message. */
 #ifndef NINFER_METHOD_NVFP4_SIMD_H
 #define NINFER_METHOD_NVFP4_SIMD_H
 
@@ -72,13 +74,19 @@ static inline uint8_t nf_nvfp4_scale_of(uint32_t bw, const nf_nvfp4_global *g, f
     uint32_t sb;
     memcpy(&sb, &s, sizeof sb);
     uint8_t e = nf_fp8_e4m3fn_of(sb);
-    *sv = nf_e4m3fn_to_f32(e) * g->gs;
+    /* e is 0x01..0x7E: a subnormal is e * 2^-9, a normal one rebiases its exponent (7 -> 127) */
+    uint32_t vb = ((uint32_t)e << 20) + (120u << 23);
+    float v;
+    memcpy(&v, &vb, sizeof v);
+    v = e < 8 ? (float)e * 0x1p-9f : v;
+    *sv = v * g->gs;
     return e;
 }
 
-/* x: ngroups * 16 finite values; codes: one E2M1 word per value; scales: one word per group. */
-typedef void (*nf_nvfp4_groups_fn)(const float *x, size_t ngroups, const nf_nvfp4_global *g, uint8_t *codes,
-                                   uint8_t *scales);
+/* src: ngroups * 16 elements of type (F32, F16 or BF16); codes: one E2M1 word per element;
+ * scales: one word per group.  False when an element is not finite. */
+typedef bool (*nf_nvfp4_groups_fn)(const uint8_t *src, nf_src_type type, size_t ngroups, const nf_nvfp4_global *g,
+                                   uint8_t *codes, uint8_t *scales);
 
 /* The kernels table of nvfp4_quantize (common/cpu.h: one dispatch structure).  The scalar level's
  * kernel is the portable one (nvfp4_select.c). */
