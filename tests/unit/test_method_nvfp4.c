@@ -527,3 +527,116 @@ Test(nvfp4_simd, avx512)
     levels_match(NF_SIMD_AVX512);
     nf_simd_force(before);
 }
+
+/* ---------------------------------------------------------------- nvfp4_search */
+
+/* 15 values of 4.9 and one 6 under a unit global scale (d = 1): nvfp4_quantize's scale 1 (0x38)
+ * puts 4.9 on 4 (error 15 * 0.81 = 12.15); the candidates in order 0x37 (8.02), 0x39 (2.96),
+ * 0x36 (2.40), 0x3A (1.25: every value on 4 * 1.25 = 5, error 1 + 15 * 0.01 = 1.15), 0x35
+ * (1.28), 0x3B (5.65), 0x34 (4.65), 0x3C (2.40): 0x3A wins.  Weighing the 6 by 100 makes 0x3C
+ * (1.5: 6 exact, 4.9 on 3 * 1.5 = 4.5, error 2.4) the best. */
+Test(nvfp4_search_kat, neighbours_and_importance)
+{
+    float x[16];
+    for (int i = 0; i < 16; i++) x[i] = 4.9f;
+    x[5] = 6.0f;
+    uint8_t *data = pack_f32(x, 16);
+    nf_src_rows src = {.name = "w", .type = NF_SRC_F32, .data = data, .rows = 1, .cols = 16, .matrix_max = UNIT_MAX,
+                       .has_matrix_max = true};
+    uint8_t codes[16], scale = 0;
+    uint32_t d = 0;
+    nf_words w = {.rows = 1, .cols = 16, .codes8 = codes, .scales8 = &scale, .divisors = &d};
+    nf_error err;
+    cr_assert_eq(nf_nvfp4_search_rows(nvfp4(), NULL, &src, &w, &err), NF_OK, "%s", err.message);
+    cr_assert_eq(d, 0x3F800000u);
+    cr_assert_eq(scale, 0x3A, "scale 0x%02x", scale);
+    for (int i = 0; i < 16; i++) cr_assert_eq(codes[i], 6, "value %d: code %u", i, codes[i]);
+    float imp[16];
+    for (int i = 0; i < 16; i++) imp[i] = 1.0f;
+    imp[5] = 100.0f;
+    nf_method_params p = {.importance = imp, .importance_len = 16};
+    cr_assert_eq(nf_nvfp4_search_rows(nvfp4(), &p, &src, &w, &err), NF_OK, "%s", err.message);
+    cr_assert_eq(scale, 0x3C, "scale 0x%02x", scale);
+    cr_assert_eq(codes[5], 6);
+    cr_assert_eq(codes[0], 5);
+    /* through the dispatcher, and refusals of its parameters */
+    cr_assert_eq(nf_method_encode_rows(NF_METHOD_NVFP4_SEARCH, nvfp4(), &p, &src, &w, &err), NF_OK);
+    cr_assert_eq(scale, 0x3C);
+    p.negative_scales = true;
+    cr_assert_eq(nf_nvfp4_search_rows(nvfp4(), &p, &src, &w, &err), NF_ERR_INVALID);
+    cr_assert_str_eq(err.message, "tensor 'w': nvfp4_search takes only imatrix, not negative_scales");
+    p.negative_scales = false;
+    p.importance_len = 15;
+    cr_assert_eq(nf_nvfp4_search_rows(nvfp4(), &p, &src, &w, &err), NF_ERR_INVALID);
+    cr_assert_str_eq(err.message,
+                     "tensor 'w': importance must have one value per input channel (16), it has 15");
+    free(data);
+}
+
+/* The weighted squared error of one group's words. */
+static double words_error(const float *x, const float *imp, const uint8_t *codes, uint8_t scale, uint32_t d)
+{
+    double e = 0.0;
+    for (int i = 0; i < 16; i++) {
+        double diff = (double)x[i] - (double)nf_nvfp4_value(codes[i], scale, d);
+        e += (imp ? (double)imp[i] : 1.0) * diff * diff;
+    }
+    return e;
+}
+
+/* Random matrices, with and without importance (some of it zero): every group's error is at most
+ * nvfp4_quantize's, its scale within 4 words of it, its codes the rule's for its scale; a group
+ * with all-zero importance keeps nvfp4_quantize's words; most groups improve somewhere. */
+Test(nvfp4_search, never_worse_than_quantize)
+{
+    unsigned long groups = 0, better = 0;
+    for (int t = 0; t < 40; t++) {
+        size_t rows = 1 + rng32() % 4, cols = 16 * (1 + rng32() % 24), n = rows * cols;
+        float *x = random_matrix(rows, cols);
+        float *imp = NULL;
+        if (t % 2) {
+            imp = malloc(cols * sizeof *imp);
+            for (size_t c = 0; c < cols; c++) imp[c] = c % 48 < 16 ? 0.0f : (float)(uniform() + 1.0);
+        }
+        uint8_t *data = pack_f32(x, n);
+        nf_src_rows src = {.name = "w", .type = NF_SRC_F32, .data = data, .rows = rows, .cols = cols};
+        uint8_t *cq = malloc(n), *sq = malloc(n / 16), *cs = malloc(n), *ss = malloc(n / 16);
+        uint32_t dq = 0, ds = 0;
+        nf_words wq = {.rows = rows, .cols = cols, .codes8 = cq, .scales8 = sq, .divisors = &dq};
+        nf_words ws = {.rows = rows, .cols = cols, .codes8 = cs, .scales8 = ss, .divisors = &ds};
+        nf_method_params p = {.importance = imp, .importance_len = imp ? cols : 0};
+        nf_error err;
+        cr_assert_eq(nf_nvfp4_quantize_rows(nvfp4(), NULL, &src, &wq, &err), NF_OK, "%s", err.message);
+        cr_assert_eq(nf_nvfp4_search_rows(nvfp4(), imp ? &p : NULL, &src, &ws, &err), NF_OK, "%s", err.message);
+        cr_assert_eq(ds, dq);
+        float m = 0.0f;
+        for (size_t i = 0; i < n; i++) m = fmaxf(m, fabsf(x[i]));
+        float gs = m == 0.0f ? 1.0f : (float)((double)m / 2688.0);
+        for (size_t g = 0; g < n / 16; g++) {
+            const float *xi = x + 16 * g, *wi = imp ? imp + (16 * g) % cols : NULL;
+            double eq = words_error(xi, wi, cq + 16 * g, sq[g], dq), es = words_error(xi, wi, cs + 16 * g, ss[g], ds);
+            cr_assert(es <= eq, "trial %d group %zu: search error %.17g > quantize's %.17g", t, g, es, eq);
+            cr_assert(abs((int)ss[g] - (int)sq[g]) <= 4, "scale 0x%02x vs 0x%02x", ss[g], sq[g]);
+            float sv = (float)((double)nf_e4m3fn_to_f32(ss[g]) * (double)gs);
+            for (int i = 0; i < 16; i++)
+                cr_assert_eq(cs[16 * g + i], oracle_e2m1((float)((double)xi[i] / (double)sv)),
+                             "group %zu value %d: not the rule's code for its scale", g, i);
+            bool zero_w = wi && wi[0] == 0.0f && (16 * g) % cols % 48 < 16;
+            if (zero_w) {
+                cr_assert_eq(ss[g], sq[g], "a zero-importance group keeps its scale");
+                cr_assert_eq(memcmp(cs + 16 * g, cq + 16 * g, 16), 0);
+            }
+            groups++;
+            better += es < eq;
+        }
+        free(cq);
+        free(sq);
+        free(cs);
+        free(ss);
+        free(data);
+        free(imp);
+        free(x);
+    }
+    cr_assert(better > groups / 8, "only %lu of %lu groups improved", better, groups);
+    cr_log_info("nvfp4_search: %lu of %lu groups improved on nvfp4_quantize", better, groups);
+}

@@ -13,6 +13,8 @@
  *                   (docs/methods.md, ggml_quantize)
  *   nvfp4_quantize  nvfp4: NVIDIA ModelOpt's NVFP4 weight quantizer, one global scale per matrix
  *                   from its largest magnitude (docs/methods.md, nvfp4_quantize)
+ *   nvfp4_search    nvfp4: the same, each group's scale word the least-error one near
+ *                   nvfp4_quantize's, importance-weighted (docs/methods.md, nvfp4_search)
  *
  * Chunks.  A call encodes a chunk of consecutive rows [first_row, first_row + rows) of one
  * [N,K] matrix (a direct tensor is viewed as rows x last dimension, as layout.h does).  Every
@@ -65,6 +67,7 @@ typedef enum nf_method_id {
                                  no row encoder here */
     NF_METHOD_GGML_QUANTIZE,  /* gguf_* blocks with ggml's own bytes (docs/methods.md) */
     NF_METHOD_NVFP4_QUANTIZE, /* nvfp4 from floats, one divisor per matrix (docs/methods.md) */
+    NF_METHOD_NVFP4_SEARCH,   /* the same with a least-error scale per group (docs/methods.md) */
     NF_METHOD_COUNT
 } nf_method_id;
 
@@ -111,8 +114,8 @@ NF_API bool nf_src_type_lookup(const char *name, nf_src_type *out);
  * all the row's spans), and ggml_quantize into gguf_q4_0 / gguf_q5_0 with an importance vector,
  * whose weights use the mean square of the whole row, so its spans carry row_sum2
  * (nf_ggml_quantize_row_sum2 of all the row's spans, in column order).  nvfp4_quantize's global
- * scale comes from the whole matrix: every chunk of it carries matrix_max (nf_nvfp4_quantize_max
- * of all the matrix's rows). */
+ * scale comes from the whole matrix (nvfp4_search's too): every chunk of it carries matrix_max
+ * (nf_nvfp4_quantize_max of all the matrix's rows). */
 typedef struct nf_src_rows {
     const char *name;   /* tensor name for error messages; NULL for none */
     nf_src_type type;
@@ -131,7 +134,7 @@ typedef struct nf_src_rows {
 } nf_src_rows;
 
 /* ---------------------------------------------------------------- parameters */
-/* Parameters of grouped_search and (importance only) ggml_quantize; the other methods take none
+/* Parameters of grouped_search and (importance only) ggml_quantize and nvfp4_search; the other methods take none
  * (zero-initialised or NULL). */
 typedef struct nf_method_params {
     /* One weight per input channel (column), K binary32 values, finite and >= 0 (the
@@ -225,13 +228,22 @@ NF_API nf_status nf_nvfp4_quantize_rows(const nf_format *fmt, const nf_method_pa
  * word of its values, for matrix_max (the maximum of the words of every chunk of the matrix).
  * Refuses a non-finite value naming its row and column. */
 NF_API nf_status nf_nvfp4_quantize_max(const nf_src_rows *src, uint32_t *max_word, nf_error *err);
+/* nvfp4_search (nvfp4): nvfp4_quantize's global scale, divisor and code rule, and per group the
+ * scale word among nvfp4_quantize's word w0 and w0 -1, +1, -2, +2, -3, +3, -4, +4 (those in
+ * 0x01..0x7E, in that order) whose codes give the least
+ *   sum_k imp[k] * (x[k] - v[k])^2     (binary64, in column order; v the represented value)
+ * a candidate replacing the best so far only when strictly smaller, so the result is never worse
+ * than nvfp4_quantize's on that sum.  params->importance (K weights, finite, >= 0) or NULL
+ * (every column 1); negative_scales is refused. */
+NF_API nf_status nf_nvfp4_search_rows(const nf_format *fmt, const nf_method_params *params, const nf_src_rows *src,
+                                      nf_words *out, nf_error *err);
 /* The divisor word nvfp4_quantize stores for a matrix whose largest magnitude word is max_word;
  * NF_ERR_INVALID (naming src's tensor, when given) when it is not a finite binary32. */
 NF_API nf_status nf_nvfp4_quantize_divisor(const nf_src_rows *src, uint32_t max_word, uint32_t *divisor,
                                            nf_error *err);
 
-/* Dispatch to one of the six encoders above (import_encoded -> NF_ERR_USAGE).  params is only
- * read by grouped_search and ggml_quantize; the others refuse non-empty parameters. */
+/* Dispatch to one of the encoders above (import_encoded -> NF_ERR_USAGE).  params is only read by
+ * grouped_search, ggml_quantize and nvfp4_search; the others refuse non-empty parameters. */
 NF_API nf_status nf_method_encode_rows(nf_method_id id, const nf_format *fmt, const nf_method_params *params,
                                        const nf_src_rows *src, nf_words *out, nf_error *err);
 

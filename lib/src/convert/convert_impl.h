@@ -106,7 +106,7 @@ typedef struct plan_object {
     plan_member *members;
     size_t nmembers;
     uint32_t *divisors;              /* nvfp4 parents: g.divisors words */
-    uint32_t matrix_max;             /* nvfp4_quantize: the matrix's largest magnitude word (nvfp4_pass.c) */
+    uint32_t matrix_max;             /* nvfp4_quantize / _search: the matrix's largest magnitude word (nvfp4_pass.c) */
     char *note;                      /* what the plan does to an already encoded source (NULL: nothing
                                         to say), e.g. "requantized from Q4_K"; --dry-run shows it */
     char *dialect;                   /* a quantized source weight: nf_qweight_describe (NULL: none) */
@@ -152,7 +152,7 @@ nf_status nf_convert_member_rows(const plan_object *o, const plan_member *m, uin
                                  float *values, nf_words *words, uint64_t words_row, nf_errstats *stats,
                                  nf_error *err);
 
-/* nvfp4_quantize's first pass over every such object of the plan: its matrix_max and divisor
+/* nvfp4_quantize's and nvfp4_search's first pass over every such object of the plan: its matrix_max and divisor
  * (nvfp4_pass.c, docs/methods.md); refuses a non-finite value or a divisor nvfp4 cannot hold. */
 nf_status nf_convert_nvfp4_pass(nf_plan *p, nf_error *err);
 

@@ -31,6 +31,9 @@
 #define MP(path) nf_io_msg_path((path), (char[NF_IO_MSG_PATH + 1]){0})
 
 /* ---------------------------------------------------------------- source rows -> words */
+/* nvfp4_quantize and nvfp4_search: their chunks take the matrix's maximum from the plan. */
+static bool nvfp4_quantizer(nf_method_id id) { return id == NF_METHOD_NVFP4_QUANTIZE || id == NF_METHOD_NVFP4_SEARCH; }
+
 nf_status nf_convert_member_rows(const plan_object *o, const plan_member *m, uint64_t r0, uint64_t r1,
                                  void *raw_buf, size_t raw_len, void *scale_buf, size_t scale_len, float *values,
                                  nf_words *words, uint64_t words_row, nf_errstats *stats, nf_error *err)
@@ -62,7 +65,7 @@ nf_status nf_convert_member_rows(const plan_object *o, const plan_member *m, uin
         return NF_OK;
     }
     nf_src_rows s = {.name = m->t->name, .type = m->src_type, .first_row = r0, .rows = rows, .cols = o->g.cols,
-                     .matrix_max = o->matrix_max, .has_matrix_max = o->method == NF_METHOD_NVFP4_QUANTIZE};
+                     .matrix_max = o->matrix_max, .has_matrix_max = nvfp4_quantizer(o->method)};
     size_t count = (size_t)(rows * o->g.cols);
     if (m->raw) {
         size_t len = (size_t)(rows * m->t->row_bytes);
@@ -202,12 +205,12 @@ static bool nvfp4_band_spans(const plan_object *o)
     return o->divisors != NULL;
 }
 
-/* Can an nvfp4_quantize object's bands be cut into spans?  Its groups are encoded on their own
+/* Can an nvfp4_quantize or nvfp4_search object's bands be cut into spans?  Its groups are encoded on their own
  * under the matrix's maximum (nvfp4_pass.c), so a span of a band of 128 rows read from raw words
  * or a dialect's values gives the band's words at its columns. */
 static bool nvfp4_quantize_band_spans(const plan_object *o)
 {
-    if (o->method != NF_METHOD_NVFP4_QUANTIZE || nf_layout_colspan_rows(&o->g) != 128) return false;
+    if (!nvfp4_quantizer(o->method) || nf_layout_colspan_rows(&o->g) != 128) return false;
     for (size_t k = 0; k < o->nmembers; k++) {
         const plan_member *m = &o->members[k];
         if ((!m->raw && !m->q) || m->rows % 128 || m->parent_row0 % 128) return false;
@@ -528,7 +531,7 @@ static nf_status run_span_job(runner *r, const job *j, const nf_words *w, uint8_
     return NF_OK;
 }
 
-/* A band of 128 rows of an nvfp4_quantize object (nvfp4_quantize_band_spans), span by span: each
+/* A band of 128 rows of an nvfp4_quantize or nvfp4_search object (nvfp4_quantize_band_spans), span by span: each
  * span's values read row by row into one [128, w] chunk, encoded under the matrix's maximum,
  * measured, and written where the whole band would have it (nf_colspan).  The divisor word is
  * the object's tail. */
@@ -555,10 +558,15 @@ static nf_status run_quant_span_job(runner *r, const job *j, const nf_words *w, 
         }
         s.cols = n;
         s.first_col = c0;
+        nf_method_params params = o->params; /* the span's columns of an importance vector */
+        if (params.importance) {
+            params.importance += c0;
+            params.importance_len = n;
+        }
         nf_words view = *w;
         view.rows = rows;
         view.cols = n;
-        NF_TRY(nf_method_encode_rows_measured(o->method, o->g.format, &o->params, &s, &view, r->stats ? st : NULL, err));
+        NF_TRY(nf_method_encode_rows_measured(o->method, o->g.format, &params, &s, &view, r->stats ? st : NULL, err));
         NF_TRY(put_span(r, j, &sp, &view, cmp, err));
     }
     return NF_OK;
@@ -628,7 +636,7 @@ static void *worker(void *arg)
         if (s == NF_OK && r->objs[j.object].span_cols && o->method == NF_METHOD_IMPORT_ENCODED) {
             s = run_import_span_job(r, &j, &w, raw, (size_t)max_raw, scales, (size_t)max_scale, values, decoded, nv,
                                     &cmp, st, &err);
-        } else if (s == NF_OK && r->objs[j.object].span_cols && o->method == NF_METHOD_NVFP4_QUANTIZE) {
+        } else if (s == NF_OK && r->objs[j.object].span_cols && nvfp4_quantizer(o->method)) {
             s = run_quant_span_job(r, &j, &w, raw, (size_t)max_raw, values, nv, &cmp, st, &err);
         } else if (s == NF_OK && r->objs[j.object].span_cols) {
             s = run_span_job(r, &j, &w, raw, (size_t)max_raw, values, decoded, nv, &cmp, st, &err);

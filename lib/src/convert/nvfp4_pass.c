@@ -1,5 +1,5 @@
-/* nvfp4_quantize's first pass (docs/methods.md, nvfp4_quantize): the largest magnitude of each
- * such object's whole matrix -- every member, every row -- and the divisor word it gives, kept in
+/* nvfp4_quantize's (and nvfp4_search's) first pass (docs/methods.md, nvfp4_quantize): the
+ * largest magnitude of each such object's whole matrix -- every member, every row -- and the divisor word it gives, kept in
  * the plan (plan_object.matrix_max and .divisors), so that every chunk, span, scale-out task and
  * re-derivation encodes with the same global scale.  The values are read in pieces of at most
  * PASS_VALUES (whole rows, or spans of a longer row): memory stays bounded whatever the shape,
@@ -64,7 +64,8 @@ nf_status nf_convert_nvfp4_pass(nf_plan *p, nf_error *err)
     nf_status st = NF_OK;
     for (size_t i = 0; st == NF_OK && i < p->nobjects; i++) {
         plan_object *o = &p->objects[i];
-        if (o->kind != NF_OBJECT_TENSOR || o->method != NF_METHOD_NVFP4_QUANTIZE || o->nmembers == 0) continue;
+        bool nvfp4 = o->method == NF_METHOD_NVFP4_QUANTIZE || o->method == NF_METHOD_NVFP4_SEARCH;
+        if (o->kind != NF_OBJECT_TENSOR || !nvfp4 || o->nmembers == 0) continue;
         if (!buf && !(buf = malloc(PASS_VALUES * sizeof *buf))) {
             st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
             break;

@@ -20,6 +20,7 @@ nf_status nf_method_encode_rows(nf_method_id id, const nf_format *fmt, const nf_
     case NF_METHOD_GROUPED_SEARCH: return nf_grouped_search_rows(fmt, params, src, out, err);
     case NF_METHOD_GGML_QUANTIZE: return nf_ggml_quantize_rows(fmt, params, src, out, err);
     case NF_METHOD_NVFP4_QUANTIZE: return nf_nvfp4_quantize_rows(fmt, params, src, out, err);
+    case NF_METHOD_NVFP4_SEARCH: return nf_nvfp4_search_rows(fmt, params, src, out, err);
     case NF_METHOD_IMPORT_ENCODED:
         return nf_error_set(err, NF_ERR_USAGE, "import_encoded copies encoded words; it has no row encoder");
     case NF_METHOD_COUNT: break;

@@ -20,16 +20,20 @@
 
 #define NF_NVFP4_BLOCK 256u /* columns loaded at a time: the scratch stays on the stack */
 
-/* Checks shared by the entry points; *k gets K. */
-static nf_status check_args(const nf_format *fmt, const nf_method_params *params, const nf_src_rows *src,
-                            nf_words *out, size_t *k, nf_error *err)
+/* Checks shared by the entry points of method id; *k gets K. */
+static nf_status check_args(nf_method_id id, const nf_format *fmt, const nf_method_params *params,
+                            const nf_src_rows *src, nf_words *out, size_t *k, nf_error *err)
 {
-    NF_TRY(nf_method_check_target(NF_METHOD_NVFP4_QUANTIZE, fmt, err));
-    if (!nf_method_params_empty(params))
+    NF_TRY(nf_method_check_target(id, fmt, err));
+    if (id == NF_METHOD_NVFP4_QUANTIZE && !nf_method_params_empty(params))
         return nf_method_error(err, NF_ERR_INVALID, src, "nvfp4_quantize takes no parameters");
     NF_TRY(nf_method_check_rows(src, out, k, err));
+    if (id == NF_METHOD_NVFP4_SEARCH) {
+        nf_status st = nf_method_check_params(id, params, src->cols, err);
+        if (st != NF_OK) return src->name ? nf_error_forward(err, st, "tensor '%s'", src->name) : st;
+    }
     if (src->type != NF_SRC_F32 && src->type != NF_SRC_F16 && src->type != NF_SRC_BF16)
-        return nf_method_error(err, NF_ERR_INVALID, src, "nvfp4_quantize needs a floating-point source, not %s",
+        return nf_method_error(err, NF_ERR_INVALID, src, "%s needs a floating-point source, not %s", nf_method_name(id),
                                nf_src_type_name(src->type));
     if (*k % NF_NVFP4_GROUP)
         return nf_method_error(err, NF_ERR_INVALID, src, "a row of %zu values is not a multiple of nvfp4's group of 16",
@@ -150,7 +154,7 @@ nf_status nf_nvfp4_quantize_rows_reference(const nf_format *fmt, const nf_method
                                            const nf_src_rows *src, nf_words *out, nf_error *err)
 {
     size_t k;
-    NF_TRY(check_args(fmt, params, src, out, &k, err));
+    NF_TRY(check_args(NF_METHOD_NVFP4_QUANTIZE, fmt, params, src, out, &k, err));
     nf_nvfp4_global g = {0.0f, 0.0f, 0};
     NF_TRY(chunk_global(src, &g, err));
     float x[NF_NVFP4_BLOCK];
@@ -171,7 +175,7 @@ nf_status nf_nvfp4_quantize_rows(const nf_format *fmt, const nf_method_params *p
                                  nf_words *out, nf_error *err)
 {
     size_t k;
-    NF_TRY(check_args(fmt, params, src, out, &k, err));
+    NF_TRY(check_args(NF_METHOD_NVFP4_QUANTIZE, fmt, params, src, out, &k, err));
     nf_nvfp4_global g = {0.0f, 0.0f, 0};
     NF_TRY(chunk_global(src, &g, err));
     /* The active kernel (method/simd/nvfp4_simd.h) encodes a row from its source bytes to the
@@ -194,6 +198,76 @@ nf_status nf_nvfp4_quantize_rows(const nf_format *fmt, const nf_method_params *p
         view.scales8 = out->scales8 + at / NF_NVFP4_GROUP;
         view.divisors = NULL;
         NF_TRY(nf_nvfp4_quantize_rows_reference(fmt, params, &one, &view, err));
+    }
+    if (out->divisors) out->divisors[0] = g.divisor;
+    return NF_OK;
+}
+
+/* ---------------------------------------------------------------- nvfp4_search */
+
+#define NF_NVFP4_SEARCH_RADIUS 4 /* candidate words w0 -1, +1, ..., -4, +4 */
+
+/* The codes of a group of 16 finite values under scale word e (nvfp4_quantize's rule: the
+ * threshold form nf_nvfp4_e2m1_of, equal to ref_code for every binary32, which the exhaustive test
+ * checks) into codes, and their error sum_k w[k] * (x[k] - v[k])^2 in binary64, column order, v
+ * the values the words represent (docs/formats.md 6.1: (e2m1 * e4m3) / d, one rounding; a table
+ * of the 16 a word gives). */
+static double group_error(const float *x, const float *w, uint8_t e, const nf_nvfp4_global *g, uint8_t *codes)
+{
+    const float s = nf_e4m3fn_to_f32(e), sv = s * g->gs, d = nf_f32_from_bits(g->divisor);
+    float v[16];
+    for (unsigned c = 0; c < 16; c++) v[c] = (nf_e2m1_to_f32((uint8_t)c) * s) / d;
+    double err = 0.0;
+    for (unsigned i = 0; i < NF_NVFP4_GROUP; i++) {
+        uint8_t c = nf_nvfp4_e2m1_of(x[i] / sv);
+        codes[i] = c;
+        double diff = (double)x[i] - (double)v[c];
+        err += (w ? (double)w[i] : 1.0) * diff * diff;
+    }
+    return err;
+}
+
+/* One group: nvfp4_quantize's word and codes, replaced by the first candidate whose error is
+ * strictly smaller than the best so far. */
+static void search_group(const float *x, const float *w, const nf_nvfp4_global *g, uint8_t *codes, uint8_t *scale)
+{
+    uint8_t best;
+    ref_group(x, g, codes, &best);
+    double best_err = group_error(x, w, best, g, codes);
+    const int w0 = best;
+    for (int r = 1; r <= NF_NVFP4_SEARCH_RADIUS; r++) {
+        for (int sign = -1; sign <= 1; sign += 2) {
+            int e = w0 + sign * r;
+            if (e < 0x01 || e > 0x7E) continue;
+            uint8_t trial[NF_NVFP4_GROUP];
+            double err = group_error(x, w, (uint8_t)e, g, trial);
+            if (err < best_err) {
+                best_err = err;
+                best = (uint8_t)e;
+                memcpy(codes, trial, sizeof trial);
+            }
+        }
+    }
+    *scale = best;
+}
+
+nf_status nf_nvfp4_search_rows(const nf_format *fmt, const nf_method_params *params, const nf_src_rows *src,
+                               nf_words *out, nf_error *err)
+{
+    size_t k;
+    NF_TRY(check_args(NF_METHOD_NVFP4_SEARCH, fmt, params, src, out, &k, err));
+    nf_nvfp4_global g = {0.0f, 0.0f, 0};
+    NF_TRY(chunk_global(src, &g, err));
+    const float *imp = params ? params->importance : NULL;
+    float x[NF_NVFP4_BLOCK];
+    for (uint64_t r = 0; r < src->rows; r++) {
+        for (size_t c0 = 0; c0 < k; c0 += NF_NVFP4_BLOCK) {
+            size_t n = k - c0 < NF_NVFP4_BLOCK ? k - c0 : NF_NVFP4_BLOCK;
+            NF_TRY(load_finite(src, r, c0, n, x, err));
+            for (size_t j = 0; j < n; j += NF_NVFP4_GROUP)
+                search_group(x + j, imp ? imp + c0 + j : NULL, &g, out->codes8 + (size_t)r * k + c0 + j,
+                             out->scales8 + ((size_t)r * k + c0 + j) / NF_NVFP4_GROUP);
+        }
     }
     if (out->divisors) out->divisors[0] = g.divisor;
     return NF_OK;

@@ -2,15 +2,6 @@
  * selector. */
 #include "method/simd/nvfp4_simd.h"
 
-/* The E2M1 word of y (nvfp4_simd.h: boundaries passed, then the sign). */
-static inline uint8_t code_of(float y)
-{
-    float a = fabsf(y);
-    unsigned c = (unsigned)(a > 0.25f) + (unsigned)(a >= 0.75f) + (unsigned)(a > 1.25f) + (unsigned)(a >= 1.75f) +
-                 (unsigned)(a > 2.5f) + (unsigned)(a >= 3.5f) + (unsigned)(a > 5.0f);
-    return (uint8_t)(c | (y < 0.0f ? 8u : 0u));
-}
-
 /* One group's 16 elements widened to binary32 (little-endian bytes). */
 static inline void load16(const uint8_t *p, nf_src_type type, float *x)
 {
@@ -48,7 +39,7 @@ static bool nvfp4_groups_scalar(const uint8_t *src, nf_src_type type, size_t ngr
         if (bw >= 0x7F800000u) return false;
         float sv;
         scales[j] = nf_nvfp4_scale_of(bw, g, &sv);
-        for (unsigned i = 0; i < NF_NVFP4_GROUP; i++) codes[i] = code_of(x[i] / sv);
+        for (unsigned i = 0; i < NF_NVFP4_GROUP; i++) codes[i] = nf_nvfp4_e2m1_of(x[i] / sv);
     }
     return true;
 }

@@ -83,6 +83,15 @@ static inline uint8_t nf_nvfp4_scale_of(uint32_t bw, const nf_nvfp4_global *g, f
     return e;
 }
 
+/* The E2M1 word of a quotient y: the boundaries it passes, then the sign (see above). */
+static inline uint8_t nf_nvfp4_e2m1_of(float y)
+{
+    float a = fabsf(y);
+    unsigned c = (unsigned)(a > 0.25f) + (unsigned)(a >= 0.75f) + (unsigned)(a > 1.25f) + (unsigned)(a >= 1.75f) +
+                 (unsigned)(a > 2.5f) + (unsigned)(a >= 3.5f) + (unsigned)(a > 5.0f);
+    return (uint8_t)(c | (y < 0.0f ? 8u : 0u));
+}
+
 /* src: ngroups * 16 elements of type (F32, F16 or BF16); codes: one E2M1 word per element;
  * scales: one word per group.  False when an element is not finite. */
 typedef bool (*nf_nvfp4_groups_fn)(const uint8_t *src, nf_src_type type, size_t ngroups, const nf_nvfp4_global *g,
