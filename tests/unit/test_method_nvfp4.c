@@ -3,8 +3,8 @@
  * subnormals or round to its largest value, the global scale and divisor), the refusals with
  * their messages, an exhaustive sweep of every E2M1 rounding boundary against an oracle written
  * here (rint on each binade's grid), and random matrices: the reference against an independent
- * oracle of this file, and every SIMD level's kernel (lib/src/method/simd/nvfp4_*.c) against the
- * reference bit for bit.  A level the CPU lacks is skipped with a message naming it. */
+ * oracle of this file, and every SIMD level's kernels (lib/src/method/simd/nvfp4_*.c: nvfp4_quantize's
+ * and nvfp4_search's) against the references bit for bit.  A level the CPU lacks is skipped with a message naming it. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdint.h>
@@ -496,6 +496,27 @@ static void levels_match(nf_simd_level level)
             cr_assert(strstr(e1.message, "is not finite") != NULL, "%s", e1.message);
             free(bad);
         }
+        /* nvfp4_search, with importance on odd trials (some of it zero): the level's kernel
+         * against the reference search */
+        {
+            float *imp = NULL;
+            if (t % 2) {
+                imp = malloc(cols * sizeof *imp);
+                for (size_t c = 0; c < cols; c++) imp[c] = c % 40 < 8 ? 0.0f : (float)(uniform() + 1.5);
+            }
+            nf_method_params p = {.importance = imp, .importance_len = imp ? cols : 0};
+            nf_error e1 = {0}, e2 = {0};
+            memset(c_var, 0x5A, n + 1);
+            cr_assert_eq(nf_nvfp4_search_rows_reference(nvfp4(), &p, &src, &wr, &e1), NF_OK, "%s", e1.message);
+            cr_assert_eq(nf_nvfp4_search_rows(nvfp4(), &p, &src, &wv, &e2), NF_OK, "%s", e2.message);
+            cr_assert_eq(c_var[n], 0x5A, "search wrote past the codes");
+            cr_assert_eq(d_var, d_ref);
+            for (size_t g = 0; g < n / 16; g++)
+                cr_assert_eq(s_var[g], s_ref[g], "%s trial %d: search scale %zu 0x%02x vs 0x%02x",
+                             nf_simd_level_name(level), t, g, s_var[g], s_ref[g]);
+            cr_assert_eq(memcmp(c_var, c_ref, n), 0, "%s trial %d: search codes differ", nf_simd_level_name(level), t);
+            free(imp);
+        }
         free(c_ref);
         free(s_ref);
         free(c_var);
@@ -639,4 +660,53 @@ Test(nvfp4_search, never_worse_than_quantize)
     }
     cr_assert(better > groups / 8, "only %lu of %lu groups improved", better, groups);
     cr_log_info("nvfp4_search: %lu of %lu groups improved on nvfp4_quantize", better, groups);
+}
+
+/* nvfp4_search's kernels at E2M1 ties of every candidate: a global scale of 1.5 (matrix maximum
+ * 4032; the divisor f32(1 / 1.5) is inexact, so the two sides of a tie represent values at
+ * slightly different distances), groups pinned to nvfp4_quantize's scale 1 by a 9, whose other
+ * values are b * s * 1.5 and their binary32 neighbours, b an E2M1 boundary and s the value of a
+ * candidate word (0x34..0x3C), so that the candidates' quotients land on the boundaries exactly;
+ * every level against the reference search. */
+Test(nvfp4_search, candidate_ties_every_level)
+{
+    static const float bounds[] = {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f};
+    float v[7 * 9 * 3];
+    size_t nv = 0;
+    for (int b = 0; b < 7; b++)
+        for (uint8_t e = 0x34; e <= 0x3C; e++) {
+            float x = bounds[b] * nf_e4m3fn_to_f32(e) * 1.5f;
+            if (x >= 9.0f) continue;
+            v[nv++] = x;
+            v[nv++] = nextafterf(x, 0.0f);
+            v[nv++] = -nextafterf(x, 10.0f);
+        }
+    size_t groups = (nv + 14) / 15 * 4, n = 16 * groups; /* each value in four groups, different company */
+    float *x = calloc(n, sizeof *x);
+    for (size_t g = 0; g < groups; g++) {
+        x[16 * g] = 9.0f;
+        for (size_t j = 1; j < 16; j++) x[16 * g + j] = v[(g * 15 + j * (g % 4 + 1)) % nv];
+    }
+    uint8_t *data = pack_f32(x, n);
+    nf_src_rows src = {.name = "w", .type = NF_SRC_F32, .data = data, .rows = 1, .cols = n,
+                       .matrix_max = bits_of_f32(4032.0f), .has_matrix_max = true};
+    uint8_t *cr = malloc(n), *sr = malloc(groups), *cv = malloc(n), *sv = malloc(groups);
+    nf_words wr = {.rows = 1, .cols = n, .codes8 = cr, .scales8 = sr};
+    nf_words wv = {.rows = 1, .cols = n, .codes8 = cv, .scales8 = sv};
+    cr_assert_eq(nf_nvfp4_search_rows_reference(nvfp4(), NULL, &src, &wr, NULL), NF_OK);
+    cr_assert_eq(sr[0], 0x38);
+    nf_simd_level before = nf_simd_active();
+    for (int lv = 0; lv < NF_SIMD_LEVEL_COUNT; lv++) {
+        if (!force((nf_simd_level)lv)) continue;
+        cr_assert_eq(nf_nvfp4_search_rows(nvfp4(), NULL, &src, &wv, NULL), NF_OK);
+        cr_assert_eq(memcmp(sv, sr, groups), 0, "%s: scales differ", nf_simd_level_name((nf_simd_level)lv));
+        cr_assert_eq(memcmp(cv, cr, n), 0, "%s: codes differ", nf_simd_level_name((nf_simd_level)lv));
+    }
+    nf_simd_force(before);
+    free(cr);
+    free(sr);
+    free(cv);
+    free(sv);
+    free(data);
+    free(x);
 }

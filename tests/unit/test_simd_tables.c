@@ -60,6 +60,7 @@ static void check_level(nf_simd_level level)
     const nf_nvfp4_kernels *n4 = nf_nvfp4_kernels_for(level);
     cr_assert(n4 != NULL);
     ENTRY(n4, groups);
+    ENTRY(n4, search);
 
     const nf_search_kernels *se = nf_search_kernels_for(level);
     cr_assert(se != NULL);

@@ -205,42 +205,38 @@ nf_status nf_nvfp4_quantize_rows(const nf_format *fmt, const nf_method_params *p
 
 /* ---------------------------------------------------------------- nvfp4_search */
 
-#define NF_NVFP4_SEARCH_RADIUS 4 /* candidate words w0 -1, +1, ..., -4, +4 */
-
-/* The codes of a group of 16 finite values under scale word e (nvfp4_quantize's rule: the
- * threshold form nf_nvfp4_e2m1_of, equal to ref_code for every binary32, which the exhaustive test
- * checks) into codes, and their error sum_k w[k] * (x[k] - v[k])^2 in binary64, column order, v
- * the values the words represent (docs/formats.md 6.1: (e2m1 * e4m3) / d, one rounding; a table
- * of the 16 a word gives). */
-static double group_error(const float *x, const float *w, uint8_t e, const nf_nvfp4_global *g, uint8_t *codes)
+/* The codes of a group of 16 finite values under scale word e (the reference's rule, ref_code)
+ * into codes, and their error sum_k w[k] * (x[k] - v[k])^2 in binary64, column order, v the
+ * values the words represent (docs/formats.md 6.1: (e2m1 * e4m3) / d, one rounding). */
+static double ref_group_error(const float *x, const float *w, uint8_t e, const nf_nvfp4_global *g, uint8_t *codes)
 {
     const float s = nf_e4m3fn_to_f32(e), sv = s * g->gs, d = nf_f32_from_bits(g->divisor);
-    float v[16];
-    for (unsigned c = 0; c < 16; c++) v[c] = (nf_e2m1_to_f32((uint8_t)c) * s) / d;
     double err = 0.0;
     for (unsigned i = 0; i < NF_NVFP4_GROUP; i++) {
-        uint8_t c = nf_nvfp4_e2m1_of(x[i] / sv);
+        uint8_t c = ref_code(x[i] / sv);
         codes[i] = c;
-        double diff = (double)x[i] - (double)v[c];
+        float v = (nf_e2m1_to_f32(c) * s) / d;
+        double diff = (double)x[i] - (double)v;
         err += (w ? (double)w[i] : 1.0) * diff * diff;
     }
     return err;
 }
 
-/* One group: nvfp4_quantize's word and codes, replaced by the first candidate whose error is
- * strictly smaller than the best so far. */
-static void search_group(const float *x, const float *w, const nf_nvfp4_global *g, uint8_t *codes, uint8_t *scale)
+/* One group: nvfp4_quantize's word and codes, replaced by the first candidate (w0 -1, +1, ...,
+ * -4, +4) whose error is strictly smaller than the best so far. */
+static void ref_search_group(const float *x, const float *w, const nf_nvfp4_global *g, uint8_t *codes,
+                             uint8_t *scale)
 {
     uint8_t best;
     ref_group(x, g, codes, &best);
-    double best_err = group_error(x, w, best, g, codes);
+    double best_err = ref_group_error(x, w, best, g, codes);
     const int w0 = best;
     for (int r = 1; r <= NF_NVFP4_SEARCH_RADIUS; r++) {
         for (int sign = -1; sign <= 1; sign += 2) {
             int e = w0 + sign * r;
             if (e < 0x01 || e > 0x7E) continue;
             uint8_t trial[NF_NVFP4_GROUP];
-            double err = group_error(x, w, (uint8_t)e, g, trial);
+            double err = ref_group_error(x, w, (uint8_t)e, g, trial);
             if (err < best_err) {
                 best_err = err;
                 best = (uint8_t)e;
@@ -251,24 +247,42 @@ static void search_group(const float *x, const float *w, const nf_nvfp4_global *
     *scale = best;
 }
 
-nf_status nf_nvfp4_search_rows(const nf_format *fmt, const nf_method_params *params, const nf_src_rows *src,
-                               nf_words *out, nf_error *err)
+/* nvfp4_search's rows, each group by search (the reference's or a kernel's). */
+static nf_status search_rows(const nf_format *fmt, const nf_method_params *params, const nf_src_rows *src,
+                             nf_words *out, bool reference, nf_error *err)
 {
     size_t k;
     NF_TRY(check_args(NF_METHOD_NVFP4_SEARCH, fmt, params, src, out, &k, err));
     nf_nvfp4_global g = {0.0f, 0.0f, 0};
     NF_TRY(chunk_global(src, &g, err));
     const float *imp = params ? params->importance : NULL;
+    nf_nvfp4_search_fn kernel = nf_nvfp4_kernels_active()->search;
     float x[NF_NVFP4_BLOCK];
     for (uint64_t r = 0; r < src->rows; r++) {
         for (size_t c0 = 0; c0 < k; c0 += NF_NVFP4_BLOCK) {
             size_t n = k - c0 < NF_NVFP4_BLOCK ? k - c0 : NF_NVFP4_BLOCK;
             NF_TRY(load_finite(src, r, c0, n, x, err));
-            for (size_t j = 0; j < n; j += NF_NVFP4_GROUP)
-                search_group(x + j, imp ? imp + c0 + j : NULL, &g, out->codes8 + (size_t)r * k + c0 + j,
-                             out->scales8 + ((size_t)r * k + c0 + j) / NF_NVFP4_GROUP);
+            for (size_t j = 0; j < n; j += NF_NVFP4_GROUP) {
+                const float *w = imp ? imp + c0 + j : NULL;
+                uint8_t *codes = out->codes8 + (size_t)r * k + c0 + j;
+                uint8_t *scale = out->scales8 + ((size_t)r * k + c0 + j) / NF_NVFP4_GROUP;
+                if (reference) ref_search_group(x + j, w, &g, codes, scale);
+                else *scale = kernel(x + j, w, &g, codes);
+            }
         }
     }
     if (out->divisors) out->divisors[0] = g.divisor;
     return NF_OK;
+}
+
+nf_status nf_nvfp4_search_rows_reference(const nf_format *fmt, const nf_method_params *params, const nf_src_rows *src,
+                                         nf_words *out, nf_error *err)
+{
+    return search_rows(fmt, params, src, out, true, err);
+}
+
+nf_status nf_nvfp4_search_rows(const nf_format *fmt, const nf_method_params *params, const nf_src_rows *src,
+                               nf_words *out, nf_error *err)
+{
+    return search_rows(fmt, params, src, out, false, err);
 }

@@ -84,7 +84,64 @@ NF_AVX2_FN static bool nvfp4_groups_avx2(const uint8_t *src, nf_src_type type, s
     }
 }
 
-const nf_nvfp4_kernels nf_nvfp4_kernels_avx2 = {.name = "avx2", .groups = nvfp4_groups_avx2};
+/* nvfp4_search of one group: the eight candidates side by side, one per binary32 lane, their
+ * errors in two vectors of four binary64 lanes, each lane summing its terms in column order as
+ * nf_nvfp4_group_error does; then the candidates compete in their order. */
+NF_AVX2_FN static uint8_t nvfp4_search_avx2(const float *x, const float *w, const nf_nvfp4_global *g,
+                                            uint8_t *codes)
+{
+    const __m256i mag = _mm256_set1_epi32(0x7FFFFFFF);
+    __m256i m = _mm256_max_epu32(_mm256_and_si256(_mm256_castps_si256(_mm256_loadu_ps(x)), mag),
+                                 _mm256_and_si256(_mm256_castps_si256(_mm256_loadu_ps(x + 8)), mag));
+    float sv0;
+    uint8_t best = nf_nvfp4_scale_of(hmax_u32(m), g, &sv0);
+    double best_err = nf_nvfp4_group_error(x, w, best, g, codes);
+    const int w0 = best;
+    __m256i e = _mm256_add_epi32(_mm256_set1_epi32(w0), _mm256_loadu_si256((const __m256i *)(const void *)nf_nvfp4_search_offsets));
+    __m256i valid = _mm256_andnot_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(1), e),
+                                        _mm256_cmpgt_epi32(_mm256_set1_epi32(0x7F), e));
+    e = _mm256_blendv_epi8(_mm256_set1_epi32(w0), e, valid);
+    /* E4M3FN values of the words 0x01..0x7E: subnormals e * 2^-9, normals rebiased */
+    __m256 sn = _mm256_castsi256_ps(_mm256_add_epi32(_mm256_slli_epi32(e, 20), _mm256_set1_epi32(120 << 23)));
+    __m256 ss = _mm256_mul_ps(_mm256_cvtepi32_ps(e), _mm256_set1_ps(0x1p-9f));
+    __m256 s = _mm256_blendv_ps(sn, ss, _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(8), e)));
+    __m256 sv = _mm256_mul_ps(s, _mm256_set1_ps(g->gs));
+    float df;
+    memcpy(&df, &g->divisor, sizeof df);
+    const __m256 d = _mm256_set1_ps(df);
+    const __m256 table = _mm256_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f);
+    __m256d err_lo = _mm256_setzero_pd(), err_hi = _mm256_setzero_pd();
+    for (unsigned i = 0; i < NF_NVFP4_GROUP; i++) {
+        __m256 xi = _mm256_set1_ps(x[i]);
+        __m256 y = _mm256_div_ps(xi, sv);
+        __m256i c = _mm256_and_si256(code_lanes(y), _mm256_set1_epi32(7));
+        __m256 v = _mm256_div_ps(_mm256_mul_ps(_mm256_permutevar8x32_ps(table, c), s), d);
+        __m256 neg = _mm256_cmp_ps(y, _mm256_setzero_ps(), _CMP_LT_OQ);
+        v = _mm256_xor_ps(v, _mm256_and_ps(neg, _mm256_set1_ps(-0.0f)));
+        __m256d xd = _mm256_set1_pd((double)x[i]), wt = _mm256_set1_pd(w ? (double)w[i] : 1.0);
+        __m256d dlo = _mm256_sub_pd(xd, _mm256_cvtps_pd(_mm256_castps256_ps128(v)));
+        __m256d dhi = _mm256_sub_pd(xd, _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
+        err_lo = _mm256_add_pd(err_lo, _mm256_mul_pd(_mm256_mul_pd(wt, dlo), dlo));
+        err_hi = _mm256_add_pd(err_hi, _mm256_mul_pd(_mm256_mul_pd(wt, dhi), dhi));
+    }
+    double lanes[8];
+    int words[8], ok[8];
+    _mm256_storeu_pd(lanes, err_lo);
+    _mm256_storeu_pd(lanes + 4, err_hi);
+    _mm256_storeu_si256((__m256i *)(void *)words, e);
+    _mm256_storeu_si256((__m256i *)(void *)ok, valid);
+    for (unsigned j = 0; j < 8; j++) {
+        if (ok[j] && lanes[j] < best_err) {
+            best_err = lanes[j];
+            best = (uint8_t)words[j];
+        }
+    }
+    if (best != w0) (void)nf_nvfp4_group_error(x, w, best, g, codes); /* the winner's codes */
+    return best;
+}
+
+const nf_nvfp4_kernels nf_nvfp4_kernels_avx2 = {.name = "avx2", .groups = nvfp4_groups_avx2,
+                                                .search = nvfp4_search_avx2};
 
 #else
 typedef int nf_nvfp4_avx2_unused; /* not an x86 GCC/Clang build: no AVX2 kernel */

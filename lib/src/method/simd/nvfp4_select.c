@@ -44,7 +44,36 @@ static bool nvfp4_groups_scalar(const uint8_t *src, nf_src_type type, size_t ngr
     return true;
 }
 
-const nf_nvfp4_kernels nf_nvfp4_kernels_scalar = {.name = "scalar", .groups = nvfp4_groups_scalar};
+/* nvfp4_search of one group: nvfp4_quantize's word, then each candidate in turn. */
+static uint8_t nvfp4_search_scalar(const float *x, const float *w, const nf_nvfp4_global *g, uint8_t *codes)
+{
+    uint32_t bw = 0;
+    for (unsigned i = 0; i < NF_NVFP4_GROUP; i++) {
+        uint32_t b;
+        memcpy(&b, &x[i], sizeof b);
+        b &= 0x7FFFFFFFu;
+        bw = b > bw ? b : bw;
+    }
+    float sv;
+    uint8_t best = nf_nvfp4_scale_of(bw, g, &sv);
+    double best_err = nf_nvfp4_group_error(x, w, best, g, codes);
+    const int w0 = best;
+    for (unsigned j = 0; j < 2 * NF_NVFP4_SEARCH_RADIUS; j++) {
+        int e = w0 + nf_nvfp4_search_offsets[j];
+        if (e < 0x01 || e > 0x7E) continue;
+        uint8_t trial[NF_NVFP4_GROUP];
+        double err = nf_nvfp4_group_error(x, w, (uint8_t)e, g, trial);
+        if (err < best_err) {
+            best_err = err;
+            best = (uint8_t)e;
+            memcpy(codes, trial, sizeof trial);
+        }
+    }
+    return best;
+}
+
+const nf_nvfp4_kernels nf_nvfp4_kernels_scalar = {.name = "scalar", .groups = nvfp4_groups_scalar,
+                                                  .search = nvfp4_search_scalar};
 
 NF_SIMD_SELECTOR(nf_nvfp4_kernels, nf_nvfp4_kernels, nf_nvfp4_kernels_scalar, nf_nvfp4_kernels_avx2,
                  nf_nvfp4_kernels_avx512)

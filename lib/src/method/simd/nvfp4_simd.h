@@ -97,11 +97,44 @@ static inline uint8_t nf_nvfp4_e2m1_of(float y)
 typedef bool (*nf_nvfp4_groups_fn)(const uint8_t *src, nf_src_type type, size_t ngroups, const nf_nvfp4_global *g,
                                    uint8_t *codes, uint8_t *scales);
 
-/* The kernels table of nvfp4_quantize (common/cpu.h: one dispatch structure).  The scalar level's
- * kernel is the portable one (nvfp4_select.c). */
+/* nvfp4_search's candidates around nvfp4_quantize's word w0, in the order they compete
+ * (ninfer/method.h, nf_nvfp4_search_rows). */
+#define NF_NVFP4_SEARCH_RADIUS 4
+static const int nf_nvfp4_search_offsets[2 * NF_NVFP4_SEARCH_RADIUS] = {-1, 1, -2, 2, -3, 3, -4, 4};
+
+/* nvfp4_search's error of one group of 16 finite values x under scale word e (codes by
+ * nf_nvfp4_e2m1_of into codes): sum_k w[k] * (x[k] - v[k])^2 in binary64, in column order,
+ * v = (e2m1 * e4m3) / d rounded once; w NULL weighs 1.  Every kernel sums each candidate's
+ * terms in this order, with these roundings. */
+static inline double nf_nvfp4_group_error(const float *x, const float *w, uint8_t e, const nf_nvfp4_global *g,
+                                          uint8_t *codes)
+{
+    const float s = nf_e4m3fn_to_f32(e), sv = s * g->gs;
+    float d;
+    memcpy(&d, &g->divisor, sizeof d);
+    static const float mag[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+    double err = 0.0;
+    for (unsigned i = 0; i < NF_NVFP4_GROUP; i++) {
+        uint8_t c = nf_nvfp4_e2m1_of(x[i] / sv);
+        codes[i] = c;
+        float v = (mag[c & 7] * s) / d;
+        v = c & 8 ? -v : v;
+        double diff = (double)x[i] - (double)v;
+        err += (w ? (double)w[i] : 1.0) * diff * diff;
+    }
+    return err;
+}
+
+/* nvfp4_search of one group of 16 finite values x (w: their importance, or NULL): its codes
+ * into codes, its scale word returned. */
+typedef uint8_t (*nf_nvfp4_search_fn)(const float *x, const float *w, const nf_nvfp4_global *g, uint8_t *codes);
+
+/* The kernels table of nvfp4_quantize and nvfp4_search (common/cpu.h: one dispatch structure).
+ * The scalar level's kernels are the portable ones (nvfp4_select.c). */
 typedef struct nf_nvfp4_kernels {
     const char *name;
     nf_nvfp4_groups_fn groups;
+    nf_nvfp4_search_fn search;
 } nf_nvfp4_kernels;
 
 extern const nf_nvfp4_kernels nf_nvfp4_kernels_scalar;
@@ -114,9 +147,11 @@ extern const nf_nvfp4_kernels nf_nvfp4_kernels_avx512;
 const nf_nvfp4_kernels *nf_nvfp4_kernels_for(nf_simd_level level);
 const nf_nvfp4_kernels *nf_nvfp4_kernels_active(void);
 
-/* The reference (nvfp4.c's plain loop, kept for the tests): the same contract as
- * nf_nvfp4_quantize_rows, without kernels. */
+/* The references (nvfp4.c's plain loops, kept for the tests): the same contracts as
+ * nf_nvfp4_quantize_rows and nf_nvfp4_search_rows, without kernels. */
 nf_status nf_nvfp4_quantize_rows_reference(const nf_format *fmt, const nf_method_params *params,
                                            const nf_src_rows *src, nf_words *out, nf_error *err);
+nf_status nf_nvfp4_search_rows_reference(const nf_format *fmt, const nf_method_params *params,
+                                         const nf_src_rows *src, nf_words *out, nf_error *err);
 
 #endif
