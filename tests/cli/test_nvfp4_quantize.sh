@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # nvfp4_quantize and nvfp4_search (docs/methods.md): F32 and BF16 checkpoints converted to nvfp4
-# by nvfp4_quantize hold, byte for byte, what import_encoded stores from the ModelOpt NVFP4 checkpoint of the same values, which
-# gen_nvfp4_modelopt.py writes by ModelOpt's arithmetic (NVFP4QTensor, written here in Python:
-# weight_scale_2 = amax / 2688, E4M3FN block scales, E2M1 codes); ninfer-verify accepts the artifact
-# and re-derives it (--against), ninfer-dequant gives (e2m1 * e4m3) / d, and neither
-# --chunk-values nor --threads changes a byte (rows longer than a chunk included).  Shapes the
-# layout cannot hold, NaN sources, a matrix too small for a divisor and parameters are refused
-# with exit 1, naming the tensor, and nothing is written.  nvfp4_search (with and without an
-# importance matrix) re-derives, has no larger error than nvfp4_quantize, and spans change no byte.
+# by nvfp4_quantize hold, byte for byte, what import_encoded stores from the ModelOpt NVFP4
+# checkpoint of the same values, which gen_nvfp4_modelopt.py writes by ModelOpt's arithmetic
+# (NVFP4QTensor, written there in Python: weight_scale_2 = amax / 2688, E4M3FN block scales, E2M1
+# codes); ninfer-verify accepts the artifact and re-derives it (--against), ninfer-dequant gives
+# (e2m1 * e4m3) / d, and neither --chunk-values nor --threads changes a byte (rows longer than a
+# chunk included).  Shapes the layout cannot hold, NaN sources, a matrix too small for a divisor
+# and parameters are refused with exit 1, naming the tensor, and nothing is written.
+# nvfp4_search (with and without an importance matrix) re-derives, has no larger error than
+# nvfp4_quantize, and spans change no byte.
 # usage: test_nvfp4_quantize.sh BIN_DIR DATA_DIR
 # shellcheck source=tests/cli/lib.sh
 . "$(dirname "$0")/lib.sh" "$@"
@@ -68,8 +69,16 @@ run 0 "$bin/ninfer-verify" "$work/o1/long.ninfer" --against "$work/long"
 
 # nvfp4_search: each group's scale the least-error one near nvfp4_quantize's, so no object's
 # error is larger; with an importance matrix too, and spans of bands give the bytes of whole bands
-printf 'recipe: 1\nsources:\n  base: %s\ndefaults: {format: fp32}\nrules:\n  - match: "*.weight"\n    format: nvfp4\n    method: nvfp4_search\n' \
-    "$work/plain" >"$work/search.yaml"
+cat >"$work/search.yaml" <<EOF
+recipe: 1
+sources:
+  base: $work/plain
+defaults: {format: fp32}
+rules:
+  - match: "*.weight"
+    format: nvfp4
+    method: nvfp4_search
+EOF
 run 0 "$bin/ninfer-convert" -r "$work/search.yaml" -o "$work/o/s.ninfer"
 run 0 "$bin/ninfer-verify" "$work/o/s.ninfer" --against "$work/plain" --recipe "$work/search.yaml"
 contains "$work/out" "3 objects re-derived"
@@ -87,8 +96,18 @@ from gen_imatrix import write_imatrix
 rnd = random.Random(7)
 write_imatrix(sys.argv[1], [('l.weight', [0.0 if c % 100 == 0 else rnd.uniform(0.1, 4.0) for c in range(8192)])])
 PY
-printf 'recipe: 1\nsources:\n  base: %s\n  im: %s\ndefaults: {format: fp32}\nrules:\n  - match: l.weight\n    format: nvfp4\n    method: nvfp4_search\n    with: {imatrix: im}\n' \
-    "$work/long" "$work/long/imatrix.gguf" >"$work/search-im.yaml"
+cat >"$work/search-im.yaml" <<EOF
+recipe: 1
+sources:
+  base: $work/long
+  im: $work/long/imatrix.gguf
+defaults: {format: fp32}
+rules:
+  - match: l.weight
+    format: nvfp4
+    method: nvfp4_search
+    with: {imatrix: im}
+EOF
 run 0 "$bin/ninfer-convert" -r "$work/search-im.yaml" -o "$work/o1/si.ninfer" "$id" --chunk-values 4096 --threads 2
 run 0 "$bin/ninfer-convert" -r "$work/search-im.yaml" -o "$work/o3/si.ninfer" "$id" --chunk-values 1048576 --threads 1
 same "$work/o1/si.ninfer" "$work/o3/si.ninfer"
@@ -104,8 +123,17 @@ run 1 "$bin/ninfer-convert" "$work/nan" -o "$work/o2/n.ninfer" --format nvfp4 --
 contains "$work/err" "tensor 'nan.weight': row 3 col 40: source value NaN is not finite"
 run 1 "$bin/ninfer-convert" "$work/tiny" -o "$work/o2/t.ninfer" --format nvfp4 --method nvfp4_quantize
 contains "$work/err" "tensor 'tiny.weight': largest magnitude 9.99999991e-38 is too small for nvfp4"
-printf 'recipe: 1\nsources:\n  base: %s\ndefaults: {format: fp32}\nrules:\n  - match: a.weight\n    format: nvfp4\n    method: nvfp4_quantize\n    with: {imatrix: base}\n' \
-    "$work/plain" >"$work/p.yaml"
+cat >"$work/p.yaml" <<EOF
+recipe: 1
+sources:
+  base: $work/plain
+defaults: {format: fp32}
+rules:
+  - match: a.weight
+    format: nvfp4
+    method: nvfp4_quantize
+    with: {imatrix: base}
+EOF
 run 1 "$bin/ninfer-convert" -r "$work/p.yaml" -o "$work/o2/p.ninfer"
 contains "$work/err" "method nvfp4_quantize takes no parameters, got 'imatrix'"
 run 1 "$bin/ninfer-convert" "$work/plain" -o "$work/o2/q8.ninfer" --format q8_g32_fp16 --method nvfp4_quantize

@@ -1,10 +1,10 @@
 /* nvfp4_quantize's (and nvfp4_search's) first pass (docs/methods.md, nvfp4_quantize): the
- * largest magnitude of each such object's whole matrix -- every member, every row -- and the divisor word it gives, kept in
- * the plan (plan_object.matrix_max and .divisors), so that every chunk, span, scale-out task and
- * re-derivation encodes with the same global scale.  The values are read in pieces of at most
- * PASS_VALUES (whole rows, or spans of a longer row): memory stays bounded whatever the shape,
- * and a maximum does not depend on the order it is taken in, so neither --chunk-values nor the
- * number of threads changes a word. */
+ * largest magnitude of each such object's whole matrix -- every member, every row -- and the
+ * divisor word it gives, kept in the plan (plan_object.matrix_max and .divisors), so that every
+ * chunk, span, scale-out task and re-derivation encodes with the same global scale.  The values
+ * are read in pieces of at most PASS_VALUES (whole rows, or spans of a longer row): memory stays
+ * bounded whatever the shape, and a maximum does not depend on the order it is taken in, so
+ * neither --chunk-values nor the number of threads changes a word. */
 #include <stdlib.h>
 
 #include "convert/convert_impl.h"

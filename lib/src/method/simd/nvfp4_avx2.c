@@ -97,7 +97,8 @@ NF_AVX2_FN static uint8_t nvfp4_search_avx2(const float *x, const float *w, cons
     uint8_t best = nf_nvfp4_scale_of(hmax_u32(m), g, &sv0);
     double best_err = nf_nvfp4_group_error(x, w, best, g, codes);
     const int w0 = best;
-    __m256i e = _mm256_add_epi32(_mm256_set1_epi32(w0), _mm256_loadu_si256((const __m256i *)(const void *)nf_nvfp4_search_offsets));
+    const __m256i offsets = _mm256_loadu_si256((const __m256i *)(const void *)nf_nvfp4_search_offsets);
+    __m256i e = _mm256_add_epi32(_mm256_set1_epi32(w0), offsets);
     __m256i valid = _mm256_andnot_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(1), e),
                                         _mm256_cmpgt_epi32(_mm256_set1_epi32(0x7F), e));
     e = _mm256_blendv_epi8(_mm256_set1_epi32(w0), e, valid);

@@ -99,7 +99,8 @@ NF_AVX512_FN static uint8_t nvfp4_search_avx512(const float *x, const float *w, 
     uint8_t best = nf_nvfp4_scale_of(bw, g, &sv0);
     double best_err = nf_nvfp4_group_error(x, w, best, g, codes);
     const int w0 = best;
-    __m256i e = _mm256_add_epi32(_mm256_set1_epi32(w0), _mm256_loadu_si256((const __m256i *)(const void *)nf_nvfp4_search_offsets));
+    const __m256i offsets = _mm256_loadu_si256((const __m256i *)(const void *)nf_nvfp4_search_offsets);
+    __m256i e = _mm256_add_epi32(_mm256_set1_epi32(w0), offsets);
     __mmask8 valid = (__mmask8)(_mm256_cmpge_epi32_mask(e, _mm256_set1_epi32(1)) &
                                 _mm256_cmple_epi32_mask(e, _mm256_set1_epi32(0x7E)));
     e = _mm256_mask_blend_epi32(valid, _mm256_set1_epi32(w0), e);
