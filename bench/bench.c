@@ -403,6 +403,8 @@ struct kernel {
     nf_src_type src_type;
     const uint8_t *src;
     bool measured; /* nf_method_encode_rows_measured: the report's statistics as well */
+    uint32_t matrix_max; /* nvfp4_quantize: the matrix's largest magnitude, found once (the plan's
+                            first pass), given to every chunk */
     /* dequant / check */
     const object *obj;
     /* check / encode of grouped words */
@@ -428,6 +430,8 @@ static void run_encode(const kernel *k, tstate *ts, uint64_t u0, uint64_t u1)
     for (uint64_t r = u0; r < u1 && !ts->failed; r += k->grain) {
         uint64_t n = min_u64(k->grain, u1 - r);
         nf_src_rows src = {.name = k->label, .type = k->src_type, .data = k->src + (size_t)(r * S.cols) * esize, .first_row = r, .rows = n, .cols = S.cols};
+        src.matrix_max = k->matrix_max;
+        src.has_matrix_max = k->method == NF_METHOD_NVFP4_QUANTIZE || k->method == NF_METHOD_NVFP4_SEARCH;
         ts->w.rows = n;
         nf_errstats *st = k->measured ? ts->stats : NULL;
         if (nf_method_encode_rows_measured(k->method, k->fmt, k->params, &src, &ts->w, st, &ts->err) != NF_OK)
@@ -658,6 +662,10 @@ static void bench_encode_as(const char *label, nf_method_id method, const char *
     nf_geometry g;
     uint64_t shape[2] = {S.rows, S.cols};
     if (nf_geometry_init(&g, nf_layout_default_for(k.fmt), k.fmt, 2, shape, 1, &err) != NF_OK) die(format, &err);
+    if (method == NF_METHOD_NVFP4_QUANTIZE || method == NF_METHOD_NVFP4_SEARCH) {
+        nf_src_rows all = {.name = "bench", .type = type, .data = k.src, .rows = S.rows, .cols = S.cols};
+        if (nf_nvfp4_quantize_max(&all, &k.matrix_max, &err) != NF_OK) die(label, &err);
+    }
     result r1, rt;
     bench(&k, &g, false, &r1, &rt);
     print_row(&k, r1, rt);
@@ -844,6 +852,9 @@ static void kernels(uint64_t e)
                  NF_SRC_BF16, NULL);
     bench_encode("fp8_row_maxabs -> fp8_e4m3fn_row_fp16", NF_METHOD_FP8_ROW_MAXABS, "fp8_e4m3fn_row_fp16",
                  NF_SRC_BF16, NULL);
+    bench_encode("nvfp4_quantize -> nvfp4", NF_METHOD_NVFP4_QUANTIZE, "nvfp4", NF_SRC_BF16, NULL);
+    bench_encode("nvfp4_quantize -> nvfp4", NF_METHOD_NVFP4_QUANTIZE, "nvfp4", NF_SRC_F32, NULL);
+    bench_encode("nvfp4_search -> nvfp4", NF_METHOD_NVFP4_SEARCH, "nvfp4", NF_SRC_BF16, NULL);
 
     /* dequant (encoded bytes -> f32, nf_layout_decode_rows_f32) and the verify word scan, one encoded object at a time */
     static const char *const objects[] = {"bf16", "fp32", "int32", "q2_g64_fp16", "q4_g64_fp16", "q5_g64_fp16",

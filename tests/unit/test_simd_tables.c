@@ -10,6 +10,7 @@
 #include "layout/kernels.h"
 #include "method/simd/absmax_simd.h"
 #include "method/simd/fp8_simd.h"
+#include "method/simd/nvfp4_simd.h"
 #include "method/simd/search_simd.h"
 #include "stats/stats.h"
 
@@ -56,6 +57,11 @@ static void check_level(nf_simd_level level)
     cr_assert(f8 != NULL);
     ENTRY(f8, row);
 
+    const nf_nvfp4_kernels *n4 = nf_nvfp4_kernels_for(level);
+    cr_assert(n4 != NULL);
+    ENTRY(n4, groups);
+    ENTRY(n4, search);
+
     const nf_search_kernels *se = nf_search_kernels_for(level);
     cr_assert(se != NULL);
     ENTRY(se, batch);
@@ -64,7 +70,7 @@ static void check_level(nf_simd_level level)
     cr_assert(se->lanes > 0);
 
     /* each table names its level (scalar where the build lacks the level) */
-    const char *names[] = {st->name, ly->name, gg->name, ab->name, f8->name, se->name};
+    const char *names[] = {st->name, ly->name, gg->name, ab->name, f8->name, n4->name, se->name};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         cr_assert(names[i] != NULL);
         if (NF_X86_KERNELS) cr_assert_str_eq(names[i], what);
@@ -86,6 +92,7 @@ Test(simd_tables, every_level_complete)
         cr_assert_eq(nf_ggml_kernels_active(), nf_ggml_kernels_for(level));
         cr_assert_eq(nf_absmax_kernels_active(), nf_absmax_kernels_for(level));
         cr_assert_eq(nf_fp8_kernels_active(), nf_fp8_kernels_for(level));
+        cr_assert_eq(nf_nvfp4_kernels_active(), nf_nvfp4_kernels_for(level));
         cr_assert_eq(nf_search_kernels_active(), nf_search_kernels_for(level));
     }
     nf_simd_force(before);
@@ -99,6 +106,7 @@ Test(simd_tables, out_of_range_is_scalar)
     cr_assert_eq(nf_ggml_kernels_for(bad), &nf_ggml_kernels_scalar);
     cr_assert_eq(nf_absmax_kernels_for(bad), &nf_absmax_kernels_scalar);
     cr_assert_eq(nf_fp8_kernels_for(bad), &nf_fp8_kernels_scalar);
+    cr_assert_eq(nf_nvfp4_kernels_for(bad), &nf_nvfp4_kernels_scalar);
     cr_assert_eq(nf_search_kernels_for(bad), &nf_search_kernels_scalar);
     cr_assert_eq(nf_stats_kernels_for((nf_simd_level)-1), &nf_stats_kernels_scalar);
 }

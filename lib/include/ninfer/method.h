@@ -11,6 +11,10 @@
  *   ggml_quantize   gguf_q8_0 / q4_0 / q5_0 / q2_k ... q6_k / iq4_nl / iq4_xs: the bytes ggml's
  *                   quantizer writes
  *                   (docs/methods.md, ggml_quantize)
+ *   nvfp4_quantize  nvfp4: NVIDIA ModelOpt's NVFP4 weight quantizer, one global scale per matrix
+ *                   from its largest magnitude (docs/methods.md, nvfp4_quantize)
+ *   nvfp4_search    nvfp4: the same, each group's scale word the least-error one near
+ *                   nvfp4_quantize's, importance-weighted (docs/methods.md, nvfp4_search)
  *
  * Chunks.  A call encodes a chunk of consecutive rows [first_row, first_row + rows) of one
  * [N,K] matrix (a direct tensor is viewed as rows x last dimension, as layout.h does).  Every
@@ -62,6 +66,8 @@ typedef enum nf_method_id {
     NF_METHOD_IMPORT_ENCODED, /* named for recipes and target checks; copies words, so it has
                                  no row encoder here */
     NF_METHOD_GGML_QUANTIZE,  /* gguf_* blocks with ggml's own bytes (docs/methods.md) */
+    NF_METHOD_NVFP4_QUANTIZE, /* nvfp4 from floats, one divisor per matrix (docs/methods.md) */
+    NF_METHOD_NVFP4_SEARCH,   /* the same with a least-error scale per group (docs/methods.md) */
     NF_METHOD_COUNT
 } nf_method_id;
 
@@ -107,7 +113,9 @@ NF_API bool nf_src_type_lookup(const char *name, nf_src_type *out);
  * row scale comes from the whole row, so its spans also carry row_max (nf_fp8_row_maxabs_max of
  * all the row's spans), and ggml_quantize into gguf_q4_0 / gguf_q5_0 with an importance vector,
  * whose weights use the mean square of the whole row, so its spans carry row_sum2
- * (nf_ggml_quantize_row_sum2 of all the row's spans, in column order). */
+ * (nf_ggml_quantize_row_sum2 of all the row's spans, in column order).  nvfp4_quantize's global
+ * scale comes from the whole matrix (nvfp4_search's too): every chunk of it carries matrix_max
+ * (nf_nvfp4_quantize_max of all the matrix's rows). */
 typedef struct nf_src_rows {
     const char *name;   /* tensor name for error messages; NULL for none */
     nf_src_type type;
@@ -120,10 +128,13 @@ typedef struct nf_src_rows {
     uint32_t row_max;   /* a span, fp8_row_maxabs: the largest magnitude word of the whole row */
     float row_sum2;     /* a span, ggml_quantize (has_row_sum2 set): the whole row's sum of x^2 */
     bool has_row_sum2;
+    uint32_t matrix_max;   /* nvfp4_quantize (has_matrix_max set): the largest magnitude word of the
+                              whole matrix; without it the chunk is taken as the whole matrix */
+    bool has_matrix_max;
 } nf_src_rows;
 
 /* ---------------------------------------------------------------- parameters */
-/* Parameters of grouped_search and (importance only) ggml_quantize; the other methods take none
+/* Parameters of grouped_search and (importance only) ggml_quantize and nvfp4_search; the other methods take none
  * (zero-initialised or NULL). */
 typedef struct nf_method_params {
     /* One weight per input channel (column), K binary32 values, finite and >= 0 (the
@@ -210,8 +221,37 @@ NF_API nf_status nf_ggml_quantize_rows(const nf_format *fmt, const nf_method_par
 NF_API nf_status nf_ggml_quantize_row_sum2(const nf_format *fmt, const nf_src_rows *src, float *sum2,
                                            nf_error *err);
 
-/* Dispatch to one of the five encoders above (import_encoded -> NF_ERR_USAGE).  params is only
- * read by grouped_search and ggml_quantize; the others refuse non-empty parameters. */
+/* nvfp4_quantize (nvfp4; docs/methods.md, nvfp4_quantize, gives every rounding): from the
+ * matrix's largest magnitude m (src->matrix_max, or the chunk's own when has_matrix_max is false)
+ * the global scale gs = f32(m / 2688) and the divisor d = f32(1 / gs) (d = 1, gs = 1 for an
+ * all-zero matrix); per group of 16: s = f32(bmax / f32(6 * gs)), 0 -> 1, at least 2^-9, to E4M3FN
+ * (nearest even, at most 448); each code is E2M1 of f32(x / f32(e4m3(s) * gs)), nearest with ties
+ * to even, saturating at 6, negative when the quotient is.  out->codes8 and out->scales8 get the
+ * words and out->divisors[0] (when given) d.  K must be a multiple of 16 (the layout asks 64);
+ * non-finite values, and a nonzero m whose divisor is not a finite binary32 (m below about
+ * 7.9e-36), are refused.  params must be empty. */
+NF_API nf_status nf_nvfp4_quantize_rows(const nf_format *fmt, const nf_method_params *params, const nf_src_rows *src,
+                                        nf_words *out, nf_error *err);
+/* The first pass of nvfp4_quantize over src (rows, or a span of one row): the largest magnitude
+ * word of its values, for matrix_max (the maximum of the words of every chunk of the matrix).
+ * Refuses a non-finite value naming its row and column. */
+NF_API nf_status nf_nvfp4_quantize_max(const nf_src_rows *src, uint32_t *max_word, nf_error *err);
+/* nvfp4_search (nvfp4): nvfp4_quantize's global scale, divisor and code rule, and per group the
+ * scale word among nvfp4_quantize's word w0 and w0 -1, +1, -2, +2, -3, +3, -4, +4 (those in
+ * 0x01..0x7E, in that order) whose codes give the least
+ *   sum_k imp[k] * (x[k] - v[k])^2     (binary64, in column order; v the represented value)
+ * a candidate replacing the best so far only when strictly smaller, so the result is never worse
+ * than nvfp4_quantize's on that sum.  params->importance (K weights, finite, >= 0) or NULL
+ * (every column 1); negative_scales is refused. */
+NF_API nf_status nf_nvfp4_search_rows(const nf_format *fmt, const nf_method_params *params, const nf_src_rows *src,
+                                      nf_words *out, nf_error *err);
+/* The divisor word nvfp4_quantize stores for a matrix whose largest magnitude word is max_word;
+ * NF_ERR_INVALID (naming src's tensor, when given) when it is not a finite binary32. */
+NF_API nf_status nf_nvfp4_quantize_divisor(const nf_src_rows *src, uint32_t max_word, uint32_t *divisor,
+                                           nf_error *err);
+
+/* Dispatch to one of the encoders above (import_encoded -> NF_ERR_USAGE).  params is only read by
+ * grouped_search, ggml_quantize and nvfp4_search; the others refuse non-empty parameters. */
 NF_API nf_status nf_method_encode_rows(nf_method_id id, const nf_format *fmt, const nf_method_params *params,
                                        const nf_src_rows *src, nf_words *out, nf_error *err);
 

@@ -106,6 +106,7 @@ typedef struct plan_object {
     plan_member *members;
     size_t nmembers;
     uint32_t *divisors;              /* nvfp4 parents: g.divisors words */
+    uint32_t matrix_max;             /* nvfp4_quantize / _search: the matrix's largest magnitude word (nvfp4_pass.c) */
     char *note;                      /* what the plan does to an already encoded source (NULL: nothing
                                         to say), e.g. "requantized from Q4_K"; --dry-run shows it */
     char *dialect;                   /* a quantized source weight: nf_qweight_describe (NULL: none) */
@@ -150,6 +151,10 @@ nf_status nf_convert_member_rows(const plan_object *o, const plan_member *m, uin
                                  void *raw_buf, size_t raw_len, void *scale_buf, size_t scale_len,
                                  float *values, nf_words *words, uint64_t words_row, nf_errstats *stats,
                                  nf_error *err);
+
+/* nvfp4_quantize's and nvfp4_search's first pass over every such object of the plan: its matrix_max and divisor
+ * (nvfp4_pass.c, docs/methods.md); refuses a non-finite value or a divisor nvfp4 cannot hold. */
+nf_status nf_convert_nvfp4_pass(nf_plan *p, nf_error *err);
 
 /* The represented values of words, bit for bit those of nf_words_to_f32, with fast loops for the
  * grouped, FP8-row and direct bf16/fp32 formats (values.c; for the report's statistics and the

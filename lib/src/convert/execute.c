@@ -31,6 +31,9 @@
 #define MP(path) nf_io_msg_path((path), (char[NF_IO_MSG_PATH + 1]){0})
 
 /* ---------------------------------------------------------------- source rows -> words */
+/* nvfp4_quantize and nvfp4_search: their chunks take the matrix's maximum from the plan. */
+static bool nvfp4_quantizer(nf_method_id id) { return id == NF_METHOD_NVFP4_QUANTIZE || id == NF_METHOD_NVFP4_SEARCH; }
+
 nf_status nf_convert_member_rows(const plan_object *o, const plan_member *m, uint64_t r0, uint64_t r1,
                                  void *raw_buf, size_t raw_len, void *scale_buf, size_t scale_len, float *values,
                                  nf_words *words, uint64_t words_row, nf_errstats *stats, nf_error *err)
@@ -61,7 +64,8 @@ nf_status nf_convert_member_rows(const plan_object *o, const plan_member *m, uin
         }
         return NF_OK;
     }
-    nf_src_rows s = {.name = m->t->name, .type = m->src_type, .first_row = r0, .rows = rows, .cols = o->g.cols};
+    nf_src_rows s = {.name = m->t->name, .type = m->src_type, .first_row = r0, .rows = rows, .cols = o->g.cols,
+                     .matrix_max = o->matrix_max, .has_matrix_max = nvfp4_quantizer(o->method)};
     size_t count = (size_t)(rows * o->g.cols);
     if (m->raw) {
         size_t len = (size_t)(rows * m->t->row_bytes);
@@ -201,6 +205,19 @@ static bool nvfp4_band_spans(const plan_object *o)
     return o->divisors != NULL;
 }
 
+/* Can an nvfp4_quantize or nvfp4_search object's bands be cut into spans?  Its groups are encoded on their own
+ * under the matrix's maximum (nvfp4_pass.c), so a span of a band of 128 rows read from raw words
+ * or a dialect's values gives the band's words at its columns. */
+static bool nvfp4_quantize_band_spans(const plan_object *o)
+{
+    if (!nvfp4_quantizer(o->method) || nf_layout_colspan_rows(&o->g) != 128) return false;
+    for (size_t k = 0; k < o->nmembers; k++) {
+        const plan_member *m = &o->members[k];
+        if ((!m->raw && !m->q) || m->rows % 128 || m->parent_row0 % 128) return false;
+    }
+    return o->divisors != NULL;
+}
+
 /* Are the object's rows longer than a chunk, and can they be cut into spans?  Every method
  * encodes a span of a row as it would the whole row (fp8_row_maxabs given the row's maximum),
  * from raw words or from a dialect's values (nf_qweight_read_f32_span, docs/dialects.md
@@ -209,7 +226,8 @@ static bool nvfp4_band_spans(const plan_object *o)
 static bool spanned(const plan_object *o, uint64_t chunk_values)
 {
     /* nvfp4: a job of whole rows is a band of 128 of them */
-    if (nvfp4_band_spans(o)) return o->g.cols > chunk_values / 128 && o->g.cols > NF_COLSPAN_ALIGN;
+    if (nvfp4_band_spans(o) || nvfp4_quantize_band_spans(o))
+        return o->g.cols > chunk_values / 128 && o->g.cols > NF_COLSPAN_ALIGN;
     if (o->g.cols <= chunk_values || o->g.cols <= NF_COLSPAN_ALIGN) return false;
     if (o->method == NF_METHOD_IMPORT_ENCODED || !nf_layout_has_colspans(&o->g)) return false;
     for (size_t k = 0; k < o->nmembers; k++)
@@ -513,6 +531,47 @@ static nf_status run_span_job(runner *r, const job *j, const nf_words *w, uint8_
     return NF_OK;
 }
 
+/* A band of 128 rows of an nvfp4_quantize or nvfp4_search object (nvfp4_quantize_band_spans), span by span: each
+ * span's values read row by row into one [128, w] chunk, encoded under the matrix's maximum,
+ * measured, and written where the whole band would have it (nf_colspan).  The divisor word is
+ * the object's tail. */
+static nf_status run_quant_span_job(runner *r, const job *j, const nf_words *w, uint8_t *raw, size_t raw_len,
+                                    float *values, size_t nvalues, compare_ctx *cmp, nf_errstats *st, nf_error *err)
+{
+    const plan_object *o = &r->plan->objects[j->object];
+    const plan_member *m = &o->members[j->member];
+    const uint64_t k = o->g.cols, span = r->objs[j->object].span_cols, rows = j->r1 - j->r0;
+    const size_t es = nf_src_type_size(m->src_type);
+    for (uint64_t c0 = 0; c0 < k; c0 += span) {
+        uint64_t n = k - c0 < span ? k - c0 : span;
+        nf_colspan sp;
+        NF_TRY(nf_colspan_init(&sp, &o->g, m->parent_row0 + j->r0, c0, n, err));
+        if (rows * n > nvalues || rows * n * es > raw_len)
+            return nf_error_set(err, NF_ERR_USAGE, "span buffer too small");
+        nf_src_rows s = {.name = m->t->name, .type = m->src_type, .first_row = j->r0, .rows = rows,
+                         .row_cols = k, .matrix_max = o->matrix_max, .has_matrix_max = true};
+        for (uint64_t i = 0; i < rows; i++) {
+            nf_src_rows row = s;
+            NF_TRY(read_span(m, j->r0 + i, c0, n, raw + i * n * es, (size_t)(n * es), values + i * n, (size_t)n,
+                             &row, err));
+            if (i == 0) s.data = row.data;
+        }
+        s.cols = n;
+        s.first_col = c0;
+        nf_method_params params = o->params; /* the span's columns of an importance vector */
+        if (params.importance) {
+            params.importance += c0;
+            params.importance_len = n;
+        }
+        nf_words view = *w;
+        view.rows = rows;
+        view.cols = n;
+        NF_TRY(nf_method_encode_rows_measured(o->method, o->g.format, &params, &s, &view, r->stats ? st : NULL, err));
+        NF_TRY(put_span(r, j, &sp, &view, cmp, err));
+    }
+    return NF_OK;
+}
+
 static void *worker(void *arg)
 {
     runner *r = arg;
@@ -577,6 +636,8 @@ static void *worker(void *arg)
         if (s == NF_OK && r->objs[j.object].span_cols && o->method == NF_METHOD_IMPORT_ENCODED) {
             s = run_import_span_job(r, &j, &w, raw, (size_t)max_raw, scales, (size_t)max_scale, values, decoded, nv,
                                     &cmp, st, &err);
+        } else if (s == NF_OK && r->objs[j.object].span_cols && nvfp4_quantizer(o->method)) {
+            s = run_quant_span_job(r, &j, &w, raw, (size_t)max_raw, values, nv, &cmp, st, &err);
         } else if (s == NF_OK && r->objs[j.object].span_cols) {
             s = run_span_job(r, &j, &w, raw, (size_t)max_raw, values, decoded, nv, &cmp, st, &err);
         } else if (s == NF_OK) {

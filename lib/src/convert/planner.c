@@ -1445,6 +1445,7 @@ nf_status nf_plan_build_ex(const nf_recipe *recipe, const nf_plan_build_options 
         st = nf_error_set(err, NF_ERR_INVALID, "%s: the rules leave no tensor to convert", recipe->path);
         goto done;
     }
+    if ((st = nf_convert_nvfp4_pass(p, err)) != NF_OK) goto done;
     build_provenance(p);
 done:
     nf_strset_free(&ix.members);

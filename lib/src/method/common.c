@@ -20,6 +20,8 @@ static const char *const method_names[NF_METHOD_COUNT] = {
     [NF_METHOD_FP8_ROW_MAXABS] = "fp8_row_maxabs",
     [NF_METHOD_IMPORT_ENCODED] = "import_encoded",
     [NF_METHOD_GGML_QUANTIZE] = "ggml_quantize",
+    [NF_METHOD_NVFP4_QUANTIZE] = "nvfp4_quantize",
+    [NF_METHOD_NVFP4_SEARCH] = "nvfp4_search",
 };
 
 const char *nf_method_name(nf_method_id id)
@@ -87,6 +89,10 @@ nf_status nf_method_check_target(nf_method_id id, const nf_format *fmt, nf_error
          * ggml_quantize) */
         if (fmt->category == NF_CAT_GGUF) return NF_OK;
         return cannot_target(id, fmt, "it targets the gguf_* formats", err);
+    case NF_METHOD_NVFP4_QUANTIZE:
+    case NF_METHOD_NVFP4_SEARCH:
+        if (fmt->category != NF_CAT_NVFP4) return cannot_target(id, fmt, "it targets nvfp4", err);
+        return NF_OK;
     case NF_METHOD_COUNT: break;
     }
     return nf_error_set(err, NF_ERR_USAGE, "method id %d is out of range", (int)id);
@@ -227,13 +233,13 @@ nf_status nf_method_check_rows(const nf_src_rows *src, const nf_words *out, size
 nf_status nf_method_check_params(nf_method_id id, const nf_method_params *params, uint64_t cols, nf_error *err)
 {
     if ((unsigned)id >= NF_METHOD_COUNT) return nf_error_set(err, NF_ERR_USAGE, "method id %d is out of range", (int)id);
-    if (id != NF_METHOD_GROUPED_SEARCH && id != NF_METHOD_GGML_QUANTIZE) {
+    if (id != NF_METHOD_GROUPED_SEARCH && id != NF_METHOD_GGML_QUANTIZE && id != NF_METHOD_NVFP4_SEARCH) {
         if (!nf_method_params_empty(params))
             return nf_error_set(err, NF_ERR_INVALID, "%s takes no parameters", method_names[id]);
         return NF_OK;
     }
-    if (id == NF_METHOD_GGML_QUANTIZE && params && params->negative_scales)
-        return nf_error_set(err, NF_ERR_INVALID, "ggml_quantize takes only imatrix, not negative_scales");
+    if (id != NF_METHOD_GROUPED_SEARCH && params && params->negative_scales)
+        return nf_error_set(err, NF_ERR_INVALID, "%s takes only imatrix, not negative_scales", method_names[id]);
     if (!params || !params->importance) {
         if (params && params->importance_len != 0)
             return nf_error_set(err, NF_ERR_USAGE, "importance length %" PRIu64 " given without values",

@@ -19,6 +19,8 @@ nf_status nf_method_encode_rows(nf_method_id id, const nf_format *fmt, const nf_
         return nf_fp8_row_maxabs_rows(fmt, src, out, err);
     case NF_METHOD_GROUPED_SEARCH: return nf_grouped_search_rows(fmt, params, src, out, err);
     case NF_METHOD_GGML_QUANTIZE: return nf_ggml_quantize_rows(fmt, params, src, out, err);
+    case NF_METHOD_NVFP4_QUANTIZE: return nf_nvfp4_quantize_rows(fmt, params, src, out, err);
+    case NF_METHOD_NVFP4_SEARCH: return nf_nvfp4_search_rows(fmt, params, src, out, err);
     case NF_METHOD_IMPORT_ENCODED:
         return nf_error_set(err, NF_ERR_USAGE, "import_encoded copies encoded words; it has no row encoder");
     case NF_METHOD_COUNT: break;
@@ -35,6 +37,10 @@ nf_status nf_method_encode_rows_measured(nf_method_id id, const nf_format *fmt, 
             return nf_method_error(err, NF_ERR_INVALID, src, "%s takes no parameters", nf_method_name(id));
         return nf_grouped_absmax_rows_measured(fmt, src, out, stats, err);
     }
-    NF_TRY(nf_method_encode_rows(id, fmt, params, src, out, err));
-    return nf_method_measure_words(fmt, src, out, stats, err);
+    /* nvfp4's values need the divisor its encoder writes: give it one when out has none */
+    uint32_t divisor = 0;
+    nf_words view = *out;
+    if (!view.divisors) view.divisors = &divisor;
+    NF_TRY(nf_method_encode_rows(id, fmt, params, src, &view, err));
+    return nf_method_measure_words(fmt, src, &view, stats, err);
 }

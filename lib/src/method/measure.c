@@ -37,6 +37,16 @@ static void represented_row(const nf_format *f, const nf_words *w, size_t r, siz
         if (nf_ggml_dequant_row(f, w->blocks + r * (k / f->block_values * f->block_bytes), k, y, NULL) == NF_OK) return;
         for (size_t c = 0; c < k; c++) y[c] = nf_f32_from_bits(0x7FC00000u);
         return;
+    case NF_CAT_NVFP4: { /* nvfp4_quantize: (e2m1 * e4m3) / d, one table per group */
+        uint32_t d = w->divisors ? w->divisors[0] : 0x7FC00000u;
+        for (size_t g = 0; g < k / 16; g++) {
+            float table[16];
+            uint8_t s = w->scales8[(r * k) / 16 + g];
+            for (unsigned c = 0; c < 16; c++) table[c] = nf_nvfp4_value((uint8_t)c, s, d);
+            for (size_t c = 16 * g; c < 16 * g + 16; c++) y[c] = table[w->codes8[r * k + c] & 15u];
+        }
+        return;
+    }
     default: /* no method writes other formats */
         for (size_t c = 0; c < k; c++) y[c] = nf_f32_from_bits(0x7FC00000u);
         return;

@@ -74,8 +74,8 @@ bool recipe_check_with(const char *method, const json_t *with, char *why, size_t
     if (json_object_size(with) == 0 || !method) return true;
     /* a tensor left to the budget: its with is for its grouped_search candidates */
     bool search = !strcmp(method, "grouped_search") || !strcmp(method, NF_RECIPE_BUDGET);
-    /* ggml_quantize takes only an importance matrix (docs/methods.md, ggml_quantize) */
-    bool ggml = !strcmp(method, "ggml_quantize");
+    /* ggml_quantize and nvfp4_search take only an importance matrix (docs/methods.md) */
+    bool ggml = !strcmp(method, "ggml_quantize") || !strcmp(method, "nvfp4_search");
     size_t i = 0;
     const char *key;
     json_t *v;
@@ -83,7 +83,7 @@ bool recipe_check_with(const char *method, const json_t *with, char *why, size_t
         *bad_index = i++;
         char got[96];
         if (!search && !(ggml && !strcmp(key, "imatrix"))) {
-            if (ggml) snprintf(why, why_size, "unknown parameter '%s' of ggml_quantize (expected imatrix)", key);
+            if (ggml) snprintf(why, why_size, "unknown parameter '%s' of %s (expected imatrix)", key, method);
             else snprintf(why, why_size, "method %s takes no parameters, got '%s'", method, key);
             return false;
         }

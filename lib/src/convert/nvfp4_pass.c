@@ -1,0 +1,78 @@
+/* nvfp4_quantize's (and nvfp4_search's) first pass (docs/methods.md, nvfp4_quantize): the
+ * largest magnitude of each such object's whole matrix -- every member, every row -- and the
+ * divisor word it gives, kept in the plan (plan_object.matrix_max and .divisors), so that every
+ * chunk, span, scale-out task and re-derivation encodes with the same global scale.  The values
+ * are read in pieces of at most PASS_VALUES (whole rows, or spans of a longer row): memory stays
+ * bounded whatever the shape, and a maximum does not depend on the order it is taken in, so
+ * neither --chunk-values nor the number of threads changes a word. */
+#include <stdlib.h>
+
+#include "convert/convert_impl.h"
+
+#define PASS_VALUES ((uint64_t)1 << 16)
+
+/* The values of rows [r0, r1) (whole rows) or of columns [c0, c0 + n) of row r0 of member m, as
+ * the encoding pass reads them (binary32, exact for F16 / BF16 words). */
+static nf_status read_piece(const plan_member *m, uint64_t k, uint64_t r0, uint64_t r1, uint64_t c0, uint64_t n,
+                            float *buf, nf_error *err)
+{
+    const nf_source *src = m->source->src;
+    if (n == k) {
+        size_t count = (size_t)((r1 - r0) * k);
+        if (m->q) return nf_qweight_read_f32(src, m->q, r0, r1, buf, count, err);
+        return nf_source_read_f32(src, m->t, r0, r1, buf, count, err);
+    }
+    if (m->q) return nf_qweight_read_f32_span(src, m->q, r0, c0, n, buf, (size_t)n, err);
+    return nf_source_read_f32_span(src, m->t, r0, c0, n, buf, (size_t)n, err);
+}
+
+/* The largest magnitude word of member m's values, joined into *mx. */
+static nf_status member_max(const plan_member *m, uint64_t k, float *buf, uint32_t *mx, nf_error *err)
+{
+    const uint64_t span = k < PASS_VALUES ? k : PASS_VALUES, step = k <= PASS_VALUES ? PASS_VALUES / k : 1;
+    for (uint64_t r0 = 0; r0 < m->rows; r0 += step) {
+        uint64_t r1 = m->rows - r0 < step ? m->rows : r0 + step;
+        for (uint64_t c0 = 0; c0 < k; c0 += span) {
+            uint64_t n = k - c0 < span ? k - c0 : span;
+            NF_TRY(read_piece(m, k, r0, r1, c0, n, buf, err));
+            nf_src_rows s = {.name = m->t->name, .type = NF_SRC_F32, .data = buf, .first_row = r0, .rows = r1 - r0,
+                             .cols = n, .first_col = c0, .row_cols = n == k ? 0 : k};
+            uint32_t w;
+            NF_TRY(nf_nvfp4_quantize_max(&s, &w, err));
+            *mx = w > *mx ? w : *mx;
+        }
+    }
+    return NF_OK;
+}
+
+/* Object o's maximum and divisor. */
+static nf_status object_pass(plan_object *o, float *buf, nf_error *err)
+{
+    uint32_t mx = 0;
+    for (size_t k = 0; k < o->nmembers; k++) NF_TRY(member_max(&o->members[k], o->g.cols, buf, &mx, err));
+    nf_src_rows named = {.name = o->members[0].t->name};
+    if (!o->divisors && !(o->divisors = calloc(1, sizeof *o->divisors)))
+        return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    NF_TRY(nf_nvfp4_quantize_divisor(&named, mx, &o->divisors[0], err));
+    o->matrix_max = mx;
+    return NF_OK;
+}
+
+nf_status nf_convert_nvfp4_pass(nf_plan *p, nf_error *err)
+{
+    float *buf = NULL;
+    nf_status st = NF_OK;
+    for (size_t i = 0; st == NF_OK && i < p->nobjects; i++) {
+        plan_object *o = &p->objects[i];
+        bool nvfp4 = o->method == NF_METHOD_NVFP4_QUANTIZE || o->method == NF_METHOD_NVFP4_SEARCH;
+        if (o->kind != NF_OBJECT_TENSOR || !nvfp4 || o->nmembers == 0) continue;
+        if (!buf && !(buf = malloc(PASS_VALUES * sizeof *buf))) {
+            st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+            break;
+        }
+        st = object_pass(o, buf, err);
+        if (st != NF_OK) nf_error_prefix(err, "object '%s'", o->id);
+    }
+    free(buf);
+    return st;
+}
