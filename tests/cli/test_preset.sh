@@ -120,6 +120,50 @@ contains "$work/out" '"expert": 7'
 expect Q3_K_M "$work/moe" "None if n.endswith('norm.weight') or n.endswith('mlp.gate.weight') else 'q6_k' if n == 'lm_head.weight' else 'q8_0' if 'v_proj' in n or 'k_proj' in n else 'q5_k' if 'o_proj' in n else 'q4_k' if 'down_proj' in n else 'q3_k'"
 run 0 "$bin/ninfer-convert" "$work/moe" -o "$work/x.ninfer" --preset Q4_K_M --dry-run
 contains "$work/out" "blk.3.ffn_up_exps.weight[5]"
+# a llama-imatrix file of the MoE: attn_q dense, each ffn_*_exps one row and one count per expert;
+# and a second file holding expert 5's slice of layer 2's up_proj under its own name
+python3 - "$work" <<'PY'
+import struct, sys
+def gguf(path, ts):  # (name, ne list, values): F32, 32-byte aligned
+    out = b'GGUF' + struct.pack('<IQQ', 3, len(ts), 0)
+    off = 0
+    for name, ne, vals in ts:
+        b = name.encode()
+        out += struct.pack('<Q', len(b)) + b + struct.pack('<I', len(ne)) + b''.join(struct.pack('<Q', n) for n in ne)
+        out += struct.pack('<IQ', 0, off)
+        off += (len(vals) * 4 + 31) // 32 * 32
+    out += b'\0' * (-len(out) % 32)
+    for _, _, vals in ts:
+        d = struct.pack('<%df' % len(vals), *vals)
+        out += d + b'\0' * (-len(d) % 32)
+    open(path, 'wb').write(out)
+ts, E, H = [], 8, 256
+def vec(l, k, e): return [float(1 + (i * (l + 3) + k * 5 + e * 11) % 13) for i in range(H)]
+for l in range(4):
+    ts += [('blk.%d.attn_q.weight.in_sum2' % l, [H], vec(l, 0, 0)), ('blk.%d.attn_q.weight.counts' % l, [1], [2.0])]
+    for k, t in enumerate(('gate', 'up', 'down')):
+        n = 'blk.%d.ffn_%s_exps.weight' % (l, t)
+        ts += [(n + '.in_sum2', [H, E], sum((vec(l, k, e) for e in range(E)), [])),
+               (n + '.counts', [1, E], [float(1 + e) for e in range(E)])]
+gguf(sys.argv[1] + '/moe.imatrix.gguf', ts)
+gguf(sys.argv[1] + '/one.imatrix.gguf', [('model.layers.2.mlp.experts.5.up_proj.weight.in_sum2', [H], vec(2, 1, 5)),
+                                         ('model.layers.2.mlp.experts.5.up_proj.weight.counts', [1], [6.0])])
+PY
+# IQ2_M on 8 experts: attn_v and attn_k q4_k (>= 4 experts; 8), attn_output q5_k, the rest iq2_s
+# (ffn_down: n/8 = 0 layers first); every iq2_s tensor finds its vector, an expert its slice
+expect IQ2_M "$work/moe" "None if n.endswith('norm.weight') or n.endswith('mlp.gate.weight') else 'q5_k' if n == 'lm_head.weight' else 'iq3_s' if 'embed' in n else 'q4_k' if 'v_proj' in n or 'k_proj' in n else 'q5_k' if 'o_proj' in n else 'iq2_s'" --imatrix "$work/moe.imatrix.gguf"
+# Q4_K_M with the stacked imatrix: expert 5 of layer 2's up_proj encoded with its slice, the same
+# bytes as with a file holding that slice under the expert's own name
+run 0 "$bin/ninfer-convert" "$work/moe" -o "$work/moe-im.ninfer" --preset Q4_K_M --imatrix "$work/moe.imatrix.gguf" --no-report
+printf 'recipe: 1\nsources: {base: %s, im: %s}\ndefaults: {format: fp32}\nrules:\n  - match: model.layers.2.mlp.experts.5.up_proj.weight\n    format: gguf_q4_k\n    method: ggml_quantize\n    with: {imatrix: im}\n' \
+    "$work/moe" "$work/one.imatrix.gguf" >"$work/one.yaml"
+run 0 "$bin/ninfer-convert" -r "$work/one.yaml" -o "$work/one.ninfer" --no-report
+run 0 "$bin/ninfer-dequant" "$work/moe-im.ninfer" model.layers.2.mlp.experts.5.up_proj.weight -o "$work/a.f32"
+run 0 "$bin/ninfer-dequant" "$work/one.ninfer" model.layers.2.mlp.experts.5.up_proj.weight -o "$work/b.f32"
+same "$work/a.f32" "$work/b.f32"
+run 0 "$bin/ninfer-convert" "$work/moe" -o "$work/moe-plain.ninfer" --preset Q4_K_M --no-report
+run 0 "$bin/ninfer-dequant" "$work/moe-plain.ninfer" model.layers.2.mlp.experts.5.up_proj.weight -o "$work/c.f32"
+if cmp -s "$work/a.f32" "$work/c.f32"; then bad "the imatrix changed nothing"; else ok; fi
 
 # ---------------------------------------------------------------- gemma3, 2 layers, hidden 288
 # tied embeddings: token_embd takes the output's rule (288 not whole 256 blocks: q8_0); rows of
