@@ -28,7 +28,7 @@ want = eval('lambda n, L, E: ' + sys.argv[2])
 bad = 0
 names = [t['tensor'] for t in doc['preset']['tensors']] + doc['preset']['unmapped']
 for t in doc['preset']['tensors']:
-    m = re.match(r'model\.layers\.(\d+)\.', t['tensor'])
+    m = re.match(r'model\.layers\.(\d+)\.', t['tensor']) or re.match(r'blk\.(\d+)\.', t['tensor'])
     e = re.search(r'\.experts\.(\d+)\.', t['tensor'])
     w = want(t['tensor'], int(m.group(1)) if m else -1, int(e.group(1)) if e else -1)
     got = t.get('type')
@@ -108,6 +108,13 @@ run 1 "$bin/ninfer-convert" "$work/llama" -o "$work/q40.ninfer" --preset Q4_0 --
 contains "$work/err" "model.layers.0.mlp.down_proj.weight"
 contains "$work/err" "q4_1, which no ninfer format holds"
 check test ! -e "$work/q40.ninfer"
+
+# the same model as a GGUF file (llama.cpp's names; its hyperparameters from the file's keys)
+gen "$work/gguf" --gguf --hidden 256 --kv-hidden 64 --intermediate 512 --layers 8 --vocab 256
+expect Q4_K_M "$work/gguf/model.gguf" "None if n.endswith('norm.weight') else 'q6_k' if n == 'output.weight' else ('q6_k' if L in (0, 3, 6, 7) else 'q4_k') if 'attn_v' in n or 'ffn_down' in n else 'q4_k'"
+contains "$work/out" '"architecture": "llama"'
+run 0 "$bin/ninfer-convert" "$work/gguf/model.gguf" -o "$work/gguf.ninfer" --preset Q4_K_M --no-report
+run 0 "$bin/ninfer-verify" "$work/gguf.ninfer"
 
 # ---------------------------------------------------------------- qwen3-moe, 4 layers, 8 experts
 # 8 experts: attn_v and attn_k q8_0, attn_output q5_k; ffn_down_exps by layer number from the
