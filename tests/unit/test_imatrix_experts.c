@@ -10,7 +10,8 @@
 
 #include "support/source_writer.h"
 
-/* blk.3.ffn_up_exps.weight: 3 experts of 4 columns, counts 2, 4, 0; blk.3.attn_q.weight dense. */
+/* blk.3.ffn_up_exps.weight: 3 experts of 4 columns, counts 2, 4, 0; blk.3.attn_q.weight and
+ * blk.3.ffn_up_shexp.weight dense. */
 static nf_status open_stack(nf_imatrix **m, nf_error *err, uint64_t count_values)
 {
     static const float sums[12] = {2, 4, 6, 8, 4, 8, 12, 16, 5, 6, 7, 8};
@@ -21,9 +22,11 @@ static nf_status open_stack(nf_imatrix **m, nf_error *err, uint64_t count_values
         {"blk.3.ffn_up_exps.weight.counts", 0, 2, {1, count_values, 1, 1}, counts, count_values * 4},
         {"blk.3.attn_q.weight.in_sum2", 0, 1, {4, 1, 1, 1}, q, sizeof q},
         {"blk.3.attn_q.weight.counts", 0, 1, {1, 1, 1, 1}, &one, 4},
+        {"blk.3.ffn_up_shexp.weight.in_sum2", 0, 1, {4, 1, 1, 1}, q, sizeof q},
+        {"blk.3.ffn_up_shexp.weight.counts", 0, 1, {1, 1, 1, 1}, &one, 4},
     };
     sw_buf b = {0};
-    sw_gguf_file(&b, 0, t, 4);
+    sw_gguf_file(&b, 0, t, 6);
     nf_status st = nf_imatrix_open_memory(b.data, b.len, "moe.imatrix.gguf", m, err);
     sw_free(&b);
     return st;
@@ -56,6 +59,13 @@ Test(imatrix_experts, each_expert_gets_its_slice)
     /* other experts' names find nothing (no guess) */
     cr_assert_eq(nf_imatrix_lookup(m, "model.layers.3.mlp.experts.0.gate_proj.weight", 4, &imp, NULL, &err), NF_OK);
     cr_assert_null(imp);
+    /* a shared expert (DeepSeek) finds its entry through the names table */
+    cr_assert_eq(nf_imatrix_lookup(m, "model.layers.3.mlp.shared_experts.up_proj.weight", 4, &imp, &matched, &err),
+                 NF_OK);
+    cr_assert(imp && imp[0] == 1.0f && imp[3] == 4.0f);
+    cr_assert_str_eq(matched, "blk.3.ffn_up_shexp.weight");
+    cr_assert_eq(nf_imatrix_lookup(m, "model.layers.3.mlp.shared_experts.up_proj.weight", 5, &imp, NULL, &err),
+                 NF_ERR_INVALID);
     /* a dense entry is unchanged */
     cr_assert_eq(nf_imatrix_lookup(m, "model.layers.3.self_attn.q_proj.weight", 4, &imp, NULL, &err), NF_OK);
     cr_assert(imp && imp[3] == 4.0f);

@@ -13,8 +13,10 @@
  *   2. the GGUF name of the same weight: a Hugging Face name is rewritten with llama.cpp's
  *      tensor naming (model.layers.N.self_attn.q_proj.weight -> blk.N.attn_q.weight,
  *      mlp.down_proj -> ffn_down, lm_head -> output, ...; see nf_imatrix_gguf_name);
- *   3. an expert's matrix (model.layers.N.mlp.experts.E.up_proj.weight): slice E of the stacked
- *      tensor's entry (blk.N.ffn_up_exps.weight; ninfer/names.h, docs/names.md "Experts").
+ *   3. the GGUF names of ninfer/names.h's table (shared experts, DeepSeek's attention, ...: the
+ *      first architecture whose name the file has); an expert's matrix
+ *      (model.layers.N.mlp.experts.E.up_proj.weight) takes slice E of the stacked tensor's entry
+ *      (blk.N.ffn_up_exps.weight; docs/names.md "Experts").
  * A tensor with no entry gets no importance (every column weighs 1).  An entry whose length
  * differs from the tensor's column count is an error. */
 #ifndef NINFER_IMATRIX_H

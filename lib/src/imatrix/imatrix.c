@@ -310,21 +310,28 @@ static const entry *find(const nf_imatrix *m, const char *name)
     return NULL;
 }
 
-/* An expert's matrix of a Hugging Face mixture of experts: its slice of the stacked tensor's
- * entry (docs/names.md, "Experts"); the architectures share these names. */
-static nf_status find_expert(const nf_imatrix *m, const char *tensor, uint64_t cols, const float **importance,
-                             const char **matched, nf_error *err)
+/* A Hugging Face name through the names table (docs/names.md), the first architecture whose GGUF
+ * name the file has: shared experts, DeepSeek's attention, ...; an expert's matrix of a mixture of
+ * experts takes its slice of the stacked tensor's entry ("Experts").  *e_out: the entry, or NULL
+ * (then *importance is already set, or there is none). */
+static nf_status find_by_table(const nf_imatrix *m, const char *tensor, uint64_t cols, const entry **e_out,
+                               const float **importance, const char **matched, nf_error *err)
 {
     char gguf[1100];
     nf_name_map how;
+    *e_out = NULL;
     for (unsigned a = 0; a < NF_ARCH_COUNT; a++) {
-        if (!nf_hf_name_to_gguf((nf_arch)a, tensor, gguf, sizeof gguf, &how) || !how.stacked) continue;
+        if (!nf_hf_name_to_gguf((nf_arch)a, tensor, gguf, sizeof gguf, &how)) continue;
         const entry *e = find(m, gguf);
-        if (!e) return NF_OK;
+        if (!e) continue;
+        if (!how.stacked) {
+            *e_out = e;
+            return NF_OK;
+        }
         if (e->length != e->mats * cols || (uint64_t)how.expert >= e->mats)
             return nf_error_set(err, NF_ERR_INVALID, "%s: imatrix entry '%s' holds %llu experts of %llu values; "
                                 "tensor '%s' is expert %d with %llu input columns", m->label, e->name,
-                                (unsigned long long)e->mats, (unsigned long long)(e->length / e->mats), tensor,
+                                (unsigned long long)e->mats, (unsigned long long)(e->mats ? e->length / e->mats : 0), tensor,
                                 how.expert, (unsigned long long)cols);
         *importance = e->importance + (size_t)how.expert * (size_t)cols;
         if (matched) *matched = e->name;
@@ -343,7 +350,10 @@ nf_status nf_imatrix_lookup(const nf_imatrix *m, const char *tensor, uint64_t co
         char gguf[1100];
         if (nf_imatrix_gguf_name(tensor, gguf, sizeof gguf)) e = find(m, gguf);
     }
-    if (!e) return find_expert(m, tensor, cols, importance, matched, err);
+    if (!e) {
+        NF_TRY(find_by_table(m, tensor, cols, &e, importance, matched, err));
+        if (!e) return NF_OK;
+    }
     if (e->length != cols)
         return nf_error_set(err, NF_ERR_INVALID,
                             "%s: imatrix entry '%s' has %llu values but tensor '%s' has %llu input columns",
