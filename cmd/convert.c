@@ -388,7 +388,8 @@ static char *quick_recipe(const char *source, const convert_opts *o, size_t *len
     const char *method = o->method ? o->method : o->has_target_bpw ? NULL : nf_recipe_default_method(o->format);
     for (size_t i = 0; i < QUICK_KEEP; i++) put_rule(f, "*", quick_keep[i].dtype, -1, 0, quick_keep[i].format, "cast_direct", true);
     /* --preset: no rule for every float tensor; one per tensor llama-quantize names, below */
-    for (size_t i = 0; !o->preset && i < QUICK_FLOATS; i++) put_rule(f, "*", quick_floats[i], 2, 0, format, method, true);
+    for (size_t i = 0; !o->preset && i < QUICK_FLOATS; i++)
+        put_rule(f, "*", quick_floats[i], 2, 0, format, method, true);
     /* Quantized weights of a checkpoint dialect (docs/dialects.md): imported as they are into the
      * format that holds their words, or, with --requantize, given FORMAT from their values. */
     if (o->requantize) put_rule(f, "*", NULL, -1, 1, o->format, method, true);
@@ -767,7 +768,8 @@ static int refuse_formatless(const nf_cli *cli, const preset_run *run)
         if (c->gguf[0] && c->floats && !c->format)
             return nf_cli_error(cli, NF_ERR_INVALID, "preset %s: tensor '%s' (%s): llama-quantize gives it %s, which "
                                 "no ninfer format holds (--dry-run shows every choice; docs/presets.md)",
-                                nf_preset_name(run->preset), nf_cli_name(c->tensor).s, c->gguf, c->type);
+                                nf_preset_name(run->preset), nf_cli_name(c->tensor).s, nf_cli_name(c->gguf).s,
+                                c->type);
     }
     return NF_EXIT_OK;
 }
@@ -829,7 +831,8 @@ static int build_plan(const nf_cli *cli, convert_opts *opts, bool warn, nf_recip
         int rc = check_quick(cli, opts);
         if (rc != NF_EXIT_OK) return rc;
         if (opts->preset && !opts->prun) { /* (a scale-out task's; main prepares it otherwise) */
-            if ((rc = prepare_preset(cli, opts)) != NF_EXIT_OK || (rc = refuse_formatless(cli, opts->prun)) != NF_EXIT_OK)
+            if ((rc = prepare_preset(cli, opts)) != NF_EXIT_OK ||
+                (rc = refuse_formatless(cli, opts->prun)) != NF_EXIT_OK)
                 return rc;
         }
         size_t len = 0;

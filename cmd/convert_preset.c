@@ -155,7 +155,8 @@ static int group(const nf_cli *cli, preset_run *run)
             run->npts++;
         } else if (c->expert < 0 || run->pts[run->npts - 1].row != t->row_elements) {
             rc = nf_cli_error(cli, NF_ERR_INVALID, "%s: tensor '%s' and another tensor both become llama.cpp's "
-                              "'%s'%s", nf_cli_name(nf_source_path(run->src)).s, nf_cli_name(c->tensor).s, c->gguf,
+                              "'%s'%s", nf_cli_name(nf_source_path(run->src)).s, nf_cli_name(c->tensor).s,
+                              nf_cli_name(c->gguf).s,
                               c->expert < 0 ? "" : " with rows of other lengths");
         } else {
             run->pts[run->npts - 1].dims = ggml_dims(t) + 1; /* more than one expert: ne[2] > 1 */
@@ -208,7 +209,7 @@ static int check_imatrix(const nf_cli *cli, const preset_run *run, const nf_imat
     if (imp) return NF_EXIT_OK;
     return nf_cli_error(cli, NF_ERR_INVALID, "preset %s: tensor '%s' (%s) gets %s, which llama-quantize refuses "
                         "without its importance vector (\"Missing importance matrix\"): %s",
-                        nf_preset_name(run->preset), nf_cli_name(c->tensor).s, c->gguf, p->type,
+                        nf_preset_name(run->preset), nf_cli_name(c->tensor).s, nf_cli_name(c->gguf).s, p->type,
                         im ? "the imatrix has no entry for it" : "give --imatrix FILE");
 }
 
@@ -266,7 +267,8 @@ int preset_prepare(const nf_cli *cli, const char *source, const char *name, cons
         give_format(run, c);
         if (!c->format || !c->encodable) run->unencodable++;
         if (c->format) run->rules++;
-        snprintf(c->label, sizeof c->label, "--preset %s (%s: %s)", nf_preset_name(run->preset), c->gguf, c->why);
+        snprintf(c->label, sizeof c->label, "--preset %s (%s: %s)", nf_preset_name(run->preset),
+                 nf_cli_name(c->gguf).s, c->why);
         rc = check_imatrix(cli, run, im, c);
     }
     nf_imatrix_close(im);
@@ -323,8 +325,8 @@ int preset_print(const nf_cli *cli, const preset_run *run)
     for (size_t i = 0; i < run->n; i++) {
         const preset_choice *c = &run->c[i];
         nf_table_cell(&t, "%s", nf_cli_name(c->tensor).s);
-        if (c->expert >= 0) nf_table_cell(&t, "%s[%d]", c->gguf, c->expert);
-        else nf_table_cell(&t, "%s", c->gguf[0] ? c->gguf : "-");
+        if (c->expert >= 0) nf_table_cell(&t, "%s[%d]", nf_cli_name(c->gguf).s, c->expert);
+        else nf_table_cell(&t, "%s", c->gguf[0] ? nf_cli_name(c->gguf).s : "-");
         nf_table_cell(&t, "%s", shown_type(c));
         nf_table_cell(&t, "%s", c->format ? c->format : c->gguf[0] && c->floats ? "(none)" : "-");
         nf_table_cell(&t, "%s", c->gguf[0] && !c->floats ? "quick mode's rules (not floating point)" : c->why);
@@ -334,8 +336,8 @@ int preset_print(const nf_cli *cli, const preset_run *run)
     if (!printed) return nf_cli_error(cli, NF_ERR_NOMEM, "out of memory for the preset's table");
     const nf_preset_model *m = &run->model;
     printf("preset %s (llama-quantize of llama.cpp 8784689f): %s, %u layers, %u heads, %u kv heads, %u experts, %s\n",
-           nf_preset_name(run->preset), nf_arch_name(m->arch), m->layers, m->heads, m->kv_heads ? m->kv_heads : m->heads,
-           m->experts, m->imatrix ? "with imatrix" : "no imatrix");
+           nf_preset_name(run->preset), nf_arch_name(m->arch), m->layers, m->heads,
+           m->kv_heads ? m->kv_heads : m->heads, m->experts, m->imatrix ? "with imatrix" : "no imatrix");
     if (run->unmapped)
         printf("%zu floating-point tensor%s without a llama.cpp name: kept as quick mode keeps them\n", run->unmapped,
                run->unmapped == 1 ? "" : "s");

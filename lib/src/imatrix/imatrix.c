@@ -331,8 +331,9 @@ static nf_status find_by_table(const nf_imatrix *m, const char *tensor, uint64_t
         if (e->length != e->mats * cols || (uint64_t)how.expert >= e->mats)
             return nf_error_set(err, NF_ERR_INVALID, "%s: imatrix entry '%s' holds %llu experts of %llu values; "
                                 "tensor '%s' is expert %d with %llu input columns", m->label, e->name,
-                                (unsigned long long)e->mats, (unsigned long long)(e->mats ? e->length / e->mats : 0), tensor,
-                                how.expert, (unsigned long long)cols);
+                                (unsigned long long)e->mats,
+                                (unsigned long long)(e->mats ? e->length / e->mats : 0), tensor, how.expert,
+                                (unsigned long long)cols);
         *importance = e->importance + (size_t)how.expert * (size_t)cols;
         if (matched) *matched = e->name;
         return NF_OK;

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include <ninfer/escape.h>
 #include <ninfer/preset.h>
 
 /* ggml types a preset may choose, with ggml's block sizes (values per block). */
@@ -119,8 +120,9 @@ static const char *kept_because(const nf_preset_tensor *t)
     if (len < 6 || strcmp(t->name + len - 6, "weight") != 0) return "not a weight";
     if (has(t->name, "_norm.weight")) return "a norm";
     if (has(t->name, "ffn_gate_inp.weight")) return "the experts' router (ffn_gate_inp)";
-    static const char *const small[] = {"altup", "laurel", "per_layer_model_proj", "ssm_conv1d", "shortconv.conv.weight",
-                                        "conv1d", "attn_rel_b.weight", ".position_embd", "token_types.weight"};
+    static const char *const small[] = {"altup",      "laurel",         "per_layer_model_proj",
+                                        "ssm_conv1d", "shortconv.conv.weight", "conv1d",
+                                        "attn_rel_b.weight", ".position_embd", "token_types.weight"};
     for (size_t i = 0; i < sizeof small / sizeof small[0]; i++)
         if (has(t->name, small[i])) return "a small tensor llama-quantize keeps";
     return NULL;
@@ -134,10 +136,11 @@ static nf_status layer_of(const state *s, const nf_preset_tensor *t, int counter
     if (s->experts <= 1) return NF_OK;
     int n = -1, used = 0;
     if (sscanf(t->name, "blk.%d.%n", &n, &used) != 1 || used == 0)
-        return nf_error_set(err, NF_ERR_INVALID, "tensor '%s': no layer number (blk.N.) in its name", t->name);
+        return nf_error_set(err, NF_ERR_INVALID, "tensor '%s': no layer number (blk.N.) in its name",
+                            nf_esc(t->name).s);
     if (n < 0 || n >= s->layers)
         return nf_error_set(err, NF_ERR_INVALID, "tensor '%s': layer %d is not in [0, %d) (llama-quantize refuses it)",
-                            t->name, n, s->layers);
+                            nf_esc(t->name).s, n, s->layers);
     *layer = n;
     return NF_OK;
 }
@@ -417,7 +420,7 @@ static nf_status fallback(const nf_preset_tensor *t, gtype *ty, char *why, size_
         return nf_error_set(err, NF_ERR_INVALID,
                             "tensor '%s': rows of %llu values are not whole %s blocks of %u, and llama-quantize has "
                             "no fallback for %s (\"Unsupported tensor size\")",
-                            t->name, (unsigned long long)t->row, TYPES[from].name, TYPES[from].block,
+                            nf_esc(t->name).s, (unsigned long long)t->row, TYPES[from].name, TYPES[from].block,
                             TYPES[from].name);
     }
     if (t->row % TYPES[*ty].block != 0) *ty = T_F16;
@@ -480,7 +483,8 @@ nf_status nf_preset_choose(nf_preset p, const nf_preset_model *model, nf_preset_
         if (st != NF_OK) break;
         t->type = TYPES[ty].name;
         bool ends = !strcmp(t->name, "token_embd.weight") || !strcmp(t->name, "output.weight");
-        t->needs_imatrix = ty == T_IQ2_XXS || ty == T_IQ2_XS || ty == T_IQ2_S || ty == T_IQ1_S || (ty == T_IQ1_M && !ends);
+        t->needs_imatrix =
+            ty == T_IQ2_XXS || ty == T_IQ2_XS || ty == T_IQ2_S || ty == T_IQ1_S || (ty == T_IQ1_M && !ends);
     }
     free(order);
     return st;
