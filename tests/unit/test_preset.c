@@ -309,6 +309,29 @@ Test(preset, eight_experts)
     cr_assert(strstr(err.message, "blk.16.ffn_down_exps.weight"), "%s", err.message);
 }
 
+/* llama.cpp's 70B type (80 layers, fewer kv heads than heads): attn_v's q3_k / q4_k become q5_k;
+ * with as many kv heads as heads (its 65B) they stay. */
+Test(preset, seventy_b)
+{
+    nf_preset_model m70 = {NF_ARCH_LLAMA, 80, 64, 8, 0, false};
+    llama(&M, 40, true); /* (the first 40 of the 80 layers: the rule reads the model's count) */
+    choose(&M, NF_PRESET_Q3_K_M, m70);
+    expect_layer(&M, 1, "attn_v.weight", "q5_k");
+    expect_layer(&M, 2, "attn_v.weight", "q5_k");
+    expect_layer(&M, 2, "attn_q.weight", "q3_k");
+    llama(&M, 40, true);
+    choose(&M, NF_PRESET_Q2_K, m70);
+    expect_layer(&M, 7, "attn_v.weight", "q5_k");
+    m70.kv_heads = 64;
+    llama(&M, 40, true);
+    choose(&M, NF_PRESET_Q2_K, m70);
+    expect_layer(&M, 7, "attn_v.weight", "q3_k");
+    nf_preset_model q72 = {NF_ARCH_QWEN2, 80, 64, 64, 0, false};
+    llama(&M, 40, true);
+    choose(&M, NF_PRESET_Q2_K, q72);
+    expect_layer(&M, 7, "attn_v.weight", "q5_k");
+}
+
 Test(preset, names)
 {
     nf_preset p;

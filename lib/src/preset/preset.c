@@ -446,8 +446,9 @@ static void init_state(state *s, nf_preset p, const nf_preset_model *m, const nf
     *s = (state){.p = p, .m = m, .layers = (int)m->layers, .experts = (int)m->experts};
     uint32_t kv = m->kv_heads ? m->kv_heads : m->heads;
     s->gqa = kv ? (int)(m->heads / kv) : 0;
-    /* llama.cpp's model types: 80 layers of llama with grouped kv heads, or of qwen2, are 70B */
-    bool llama = m->arch == NF_ARCH_LLAMA || m->arch == NF_ARCH_MISTRAL;
+    /* llama.cpp's model types: 80 layers of a dense llama with grouped kv heads, or of qwen2, are
+     * 70B (docs/presets.md) */
+    bool llama = (m->arch == NF_ARCH_LLAMA || m->arch == NF_ARCH_MISTRAL) && m->experts == 0;
     s->is_70b = m->layers == 80 && ((llama && kv != m->heads) || m->arch == NF_ARCH_QWEN2);
     for (size_t i = 0; i < n; i++) {
         const char *name = ts[i].name;
