@@ -89,6 +89,11 @@ contains "$work/out" "blk.3.ffn_down.weight"
 contains "$work/out" "ffn_down, layer 3 of 8: use_more_bits -> q6_k"
 contains "$work/out" "preset Q4_K_M (llama-quantize of llama.cpp 8784689f): llama, 8 layers, 4 heads, 1 kv heads, 0 experts"
 contains "$work/out" "total:" # the plan follows: every type is convertible
+# --rule overrides a preset's choice, as llama-quantize's --tensor-type does (the plan shows it)
+run 0 "$bin/ninfer-convert" "$work/llama" -o "$work/x.ninfer" --preset Q4_K_M --rule 'lm_head.weight=gguf_q8_0:ggml_quantize' \
+    --dry-run --json
+python3 -c 'import json, sys; o = {x["id"]: x for x in json.load(open(sys.argv[1]))["plan"]["objects"]}; sys.exit(o["lm_head.weight"]["format"] != "gguf_q8_0" or o["model.layers.0.mlp.down_proj.weight"]["format"] != "gguf_q6_k")' \
+    "$work/out" && ok || bad "--rule after --preset: lm_head not gguf_q8_0"
 # converted for real: ggml_quantize's blocks, verified
 run 0 "$bin/ninfer-convert" "$work/llama" -o "$work/q4km.ninfer" --preset Q4_K_M --no-report
 run 0 "$bin/ninfer-verify" "$work/q4km.ninfer"
