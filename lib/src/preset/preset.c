@@ -120,6 +120,7 @@ static const char *kept_because(const nf_preset_tensor *t)
     if (len < 6 || strcmp(t->name + len - 6, "weight") != 0) return "not a weight";
     if (has(t->name, "_norm.weight")) return "a norm";
     if (has(t->name, "ffn_gate_inp.weight")) return "the experts' router (ffn_gate_inp)";
+    if (!strcmp(t->name, "position_embd.weight")) return "positional embeddings";
     static const char *const small[] = {"altup",      "laurel",         "per_layer_model_proj",
                                         "ssm_conv1d", "shortconv.conv.weight", "conv1d",
                                         "attn_rel_b.weight", ".position_embd", "token_types.weight"};
