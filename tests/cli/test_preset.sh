@@ -97,6 +97,7 @@ python3 -c 'import json, sys; o = {x["id"]: x for x in json.load(open(sys.argv[1
 # converted for real: ggml_quantize's blocks, verified
 run 0 "$bin/ninfer-convert" "$work/llama" -o "$work/q4km.ninfer" --preset Q4_K_M --no-report
 run 0 "$bin/ninfer-verify" "$work/q4km.ninfer"
+run 0 "$bin/ninfer-verify" "$work/q4km.ninfer" --against "$work/llama" # every tensor re-derived, bit for bit
 run 0 "$bin/ninfer-inspect" "$work/q4km.ninfer" --json
 python3 - "$work/out" <<'PY' && ok || bad "Q4_K_M artifact: formats differ"
 import json, sys
