@@ -18,12 +18,15 @@
 #include "common/hex.h"
 
 #include "cli.h"
+#include "convert_preset.h"
 #include "output.h"
 #include "signals.h"
 #include "table.h"
 
 typedef struct convert_opts {
     const char *recipe, *output, *format, *method;
+    const char *preset, *imatrix; /* --preset NAME, --imatrix FILE (docs/presets.md) */
+    preset_run *prun;             /* the preset's choice, made once (freed by main) */
     bool has_target_bpw;   /* --target-bpw X: quick mode's budget (docs/recipes.md, "Budgets") */
     double target_bpw;
     const char **rules;
@@ -79,7 +82,7 @@ static int on_artifact_id(nf_cli *cli, const nf_option *row, void *opts, const c
     return NF_EXIT_OK;
 }
 
-/* --list-formats, --list-methods: the registry's names, one a line, for shell completion
+/* --list-formats, --list-methods, --list-presets: the registry's names, one a line, for shell completion
  * (completion/ninfer.bash) and scripts; printed like --help (exit 0, nothing converted). */
 static int on_list_formats(nf_cli *cli, const nf_option *row, void *opts, const char *arg)
 {
@@ -93,6 +96,14 @@ static int on_list_methods(nf_cli *cli, const nf_option *row, void *opts, const 
 {
     (void)row, (void)opts, (void)arg;
     for (unsigned i = 0; i < NF_METHOD_COUNT; i++) printf("%s\n", nf_method_name((nf_method_id)i));
+    cli->done = true;
+    return NF_EXIT_OK;
+}
+
+static int on_list_presets(nf_cli *cli, const nf_option *row, void *opts, const char *arg)
+{
+    (void)row, (void)opts, (void)arg;
+    for (unsigned i = 0; i < NF_PRESET_COUNT; i++) printf("%s\n", nf_preset_name((nf_preset)i));
     cli->done = true;
     return NF_EXIT_OK;
 }
@@ -132,6 +143,11 @@ static const nf_option options[] = {
     NF_OPT_CALLBACK_ROW(on_target_bpw, NF_ARG_REQUIRED, "target-bpw", 0, "X",
                         "quick mode, in place of --format: give each rank-2 float tensor the q4/q5/q6/q8 format and "
                         "method with the least error such that they average X bits per weight"),
+    NF_OPT_STRING_ROW(convert_opts, preset, "preset", 0, "PRESET",
+                      "quick mode, in place of --format: the ggml type llama-quantize gives each tensor for PRESET "
+                      "(Q4_K_M, IQ2_M, ...; docs/presets.md), encoded by ggml_quantize"),
+    NF_OPT_STRING_ROW(convert_opts, imatrix, "imatrix", 0, "FILE",
+                      "with --preset: the importance matrix llama-imatrix wrote (as llama-quantize --imatrix)"),
     NF_OPT_STRING_ROW(convert_opts, method, "method", 0, "METHOD",
                       "quick mode: the method for --format (default: natural), or the only one --target-bpw tries"),
     NF_OPT_LIST_ROW(convert_opts, rules, nrules, NF_CHECK_KEY_VALUE, NULL, "rule", 0, "GLOB=FORMAT[:METHOD]",
@@ -163,6 +179,8 @@ static const nf_option options[] = {
                                                   "print the name of every format, one a line, and exit")),
     NF_OPT_TAGGED(PLAN_OK, NF_OPT_CALLBACK_FIELDS(on_list_methods, NF_ARG_NONE, "list-methods", 0, NULL,
                                                   "print the name of every method, one a line, and exit")),
+    NF_OPT_TAGGED(PLAN_OK, NF_OPT_CALLBACK_FIELDS(on_list_presets, NF_ARG_NONE, "list-presets", 0, NULL,
+                                                  "print the name of every --preset, one a line, and exit")),
     NF_OPT_END,
 };
 
@@ -175,7 +193,8 @@ static const nf_program program = {
     "       ninfer-convert -o OUT.ninfer --remove-stale\n"
     "       ninfer-convert SOURCE -o OUT.ninfer --format FORMAT [--method METHOD]\n"
     "                      [--rule 'GLOB=FORMAT[:METHOD]']... [--requantize] [--no-resources]\n"
-    "       ninfer-convert SOURCE -o OUT.ninfer --target-bpw X [--method METHOD] [--rule ...]",
+    "       ninfer-convert SOURCE -o OUT.ninfer --target-bpw X [--method METHOD] [--rule ...]\n"
+    "       ninfer-convert SOURCE -o OUT.ninfer --preset PRESET [--imatrix FILE] [--rule ...]",
     "Convert a checkpoint (safetensors file, sharded index, checkpoint directory or GGUF) into a\n"
     ".ninfer artifact following a YAML recipe.  The plan is resolved and checked before anything\n"
     "is written; the output is published atomically (nothing is left behind on failure or Ctrl-C)\n"
@@ -190,7 +209,8 @@ static const nf_program program = {
     "  ninfer-convert -r recipe.yaml -o model.ninfer --dry-run\n"
     "  ninfer-convert model.safetensors -o model.ninfer --format q8_g32_fp16\n"
     "  ninfer-convert ckpt/ -o m.ninfer --format q4_g64_fp16 --method grouped_search --rule 'lm_head.*=q8_g32_fp16'\n"
-    "  ninfer-convert ckpt/ -o m.ninfer --target-bpw 4.8 --dry-run\n",
+    "  ninfer-convert ckpt/ -o m.ninfer --target-bpw 4.8 --dry-run\n"
+    "  ninfer-convert ckpt/ -o m.ninfer --preset Q4_K_M --imatrix imatrix.gguf --dry-run\n",
     NULL, /* the usual exit statuses */
 };
 
@@ -346,6 +366,10 @@ static char *quick_recipe(const char *source, const convert_opts *o, size_t *len
     if (!f) return NULL;
     fputs("recipe: 1\nsources:\n  base: ", f);
     put_yaml_string(f, source);
+    if (o->imatrix) { /* (main sets it again as the command line's, as it does base) */
+        fputs("\n  imatrix: ", f);
+        put_yaml_string(f, o->imatrix);
+    }
     fputs("\noutput:\n  name: ", f);
     const char *slash = strrchr(o->output, '/');
     char name[256];
@@ -363,11 +387,14 @@ static char *quick_recipe(const char *source, const convert_opts *o, size_t *len
     const char *format = o->has_target_bpw ? NF_RECIPE_BUDGET : o->format;
     const char *method = o->method ? o->method : o->has_target_bpw ? NULL : nf_recipe_default_method(o->format);
     for (size_t i = 0; i < QUICK_KEEP; i++) put_rule(f, "*", quick_keep[i].dtype, -1, 0, quick_keep[i].format, "cast_direct", true);
-    for (size_t i = 0; i < QUICK_FLOATS; i++) put_rule(f, "*", quick_floats[i], 2, 0, format, method, true);
+    /* --preset: no rule for every float tensor; one per tensor llama-quantize names, below */
+    for (size_t i = 0; !o->preset && i < QUICK_FLOATS; i++)
+        put_rule(f, "*", quick_floats[i], 2, 0, format, method, true);
     /* Quantized weights of a checkpoint dialect (docs/dialects.md): imported as they are into the
      * format that holds their words, or, with --requantize, given FORMAT from their values. */
     if (o->requantize) put_rule(f, "*", NULL, -1, 1, o->format, method, true);
     else put_rule(f, "*", NULL, -1, 1, NULL, "import_encoded", true);
+    if (o->prun) preset_put_rules(f, o->prun);
     for (size_t i = 0; i < o->nrules; i++) {
         char glob[1024];
         snprintf(glob, sizeof glob, "%s", o->rules[i]);
@@ -395,7 +422,8 @@ static void label_quick_rules(nf_recipe *r, const convert_opts *o)
                                        "them --format)";
     static const char requant_label[] = "quick mode (--requantize: quantized weights given --format)";
     char what[96];
-    if (o->has_target_bpw) snprintf(what, sizeof what, "--target-bpw %g", o->target_bpw);
+    if (o->preset) snprintf(what, sizeof what, "--preset %.64s", o->preset);
+    else if (o->has_target_bpw) snprintf(what, sizeof what, "--target-bpw %g", o->target_bpw);
     else snprintf(what, sizeof what, "--format %.64s", o->format);
     snprintf(format_label, sizeof format_label, "quick mode (%s%s%.64s for rank-2 float tensors)", what,
              o->method ? " --method " : "", o->method ? o->method : "");
@@ -405,8 +433,12 @@ static void label_quick_rules(nf_recipe *r, const convert_opts *o)
     if (o->has_target_bpw) r->budget.label = budget_label;
     size_t i = 0;
     for (; i < r->nrules && i < QUICK_KEEP; i++) r->rules[i].label = keep_label;
-    for (; i < r->nrules && i < QUICK_KEEP + QUICK_FLOATS; i++) r->rules[i].label = format_label;
+    for (; !o->preset && i < r->nrules && i < QUICK_KEEP + QUICK_FLOATS; i++) r->rules[i].label = format_label;
     if (i < r->nrules) r->rules[i++].label = o->requantize ? requant_label : import_label;
+    if (o->prun) {
+        preset_label_rules(r, i, o->prun);
+        i += o->prun->rules;
+    }
     for (size_t k = 0; i < r->nrules && k < o->nrules && o->rule_labels; i++, k++)
         r->rules[i].label = o->rule_labels[k];
 }
@@ -718,23 +750,91 @@ static nf_status derived_id(const nf_plan *plan, const char *epoch, const conver
     return NF_OK;
 }
 
+static int build_plan(const nf_cli *cli, convert_opts *opts, bool warn, nf_recipe **recipe, nf_plan **plan);
+
+/* --preset: the choice per tensor (docs/presets.md), into opts->prun; an exit status.  A tensor
+ * whose type no ninfer format holds is refused here (exit 1), not left to a default. */
+static int prepare_preset(const nf_cli *cli, convert_opts *opts)
+{
+    opts->prun = calloc(1, sizeof *opts->prun);
+    if (!opts->prun) return nf_cli_error(cli, NF_ERR_NOMEM, "out of memory");
+    return preset_prepare(cli, cli->positional[0], opts->preset, opts->imatrix, opts->prun);
+}
+
+static int refuse_formatless(const nf_cli *cli, const preset_run *run)
+{
+    for (size_t i = 0; i < run->n; i++) {
+        const preset_choice *c = &run->c[i];
+        if (c->gguf[0] && c->floats && !c->format)
+            return nf_cli_error(cli, NF_ERR_INVALID, "preset %s: tensor '%s' (%s): llama-quantize gives it %s, which "
+                                "no ninfer format holds (--dry-run shows every choice; docs/presets.md)",
+                                nf_preset_name(run->preset), nf_cli_name(c->tensor).s, nf_cli_name(c->gguf).s,
+                                c->type);
+    }
+    return NF_EXIT_OK;
+}
+
+/* --preset --dry-run: the choice per tensor, then the plan when this build can convert it
+ * (docs/presets.md, "Dry run"). */
+static int print_preset(const nf_cli *cli, convert_opts *opts, nf_recipe **recipe, nf_plan **plan)
+{
+    const preset_run *run = opts->prun;
+    int rc = NF_EXIT_OK;
+    bool convertible = run->unencodable == 0;
+    if (convertible && (rc = build_plan(cli, opts, true, recipe, plan)) != NF_EXIT_OK) return rc;
+    if (cli->json) {
+        json_t *doc = json_pack("{s:o,s:o}", "preset", preset_describe(run), "plan",
+                                *plan ? nf_plan_describe(*plan) : json_null());
+        rc = doc ? nf_cli_print_json(cli, doc) : nf_cli_error(cli, NF_ERR_NOMEM, "out of memory");
+        json_decref(doc);
+        return rc;
+    }
+    if ((rc = preset_print(cli, run)) != NF_EXIT_OK || !*plan) return rc;
+    json_t *d = nf_plan_describe(*plan);
+    printf("\n");
+    rc = print_plan(cli, d);
+    json_decref(d);
+    return rc;
+}
+
+/* Quick mode's options, checked together; an exit status. */
+static int check_quick(const nf_cli *cli, const convert_opts *opts)
+{
+    if (cli->npositional != 1 || opts->recipe ||
+        (opts->format != NULL) + opts->has_target_bpw + (opts->preset != NULL) != 1)
+        return nf_cli_usage(cli, "quick mode takes one SOURCE and one of --format FORMAT, --target-bpw X and "
+                            "--preset NAME, and no --recipe");
+    int rc = check_utf8(cli, "SOURCE", cli->positional[0], "quick mode's recipe and the artifact's provenance "
+                        "record it as text; give a path that is (e.g. a symbolic link with a UTF-8 name)");
+    if (rc != NF_EXIT_OK) return rc;
+    if (opts->format && !nf_format_lookup(opts->format))
+        return nf_cli_usage(cli, "unknown format '%s'", opts->format);
+    if (opts->imatrix && !opts->preset) return nf_cli_usage(cli, "--imatrix belongs to --preset NAME");
+    if (opts->preset && (opts->method || opts->requantize))
+        return nf_cli_usage(cli, "--preset chooses the types and the method (ggml_quantize) of the floating-point "
+                            "tensors; --%s does not go with it", opts->method ? "method" : "requantize");
+    if (opts->imatrix && (rc = check_utf8(cli, "--imatrix", opts->imatrix, "quick mode's recipe records it as text; "
+                                          "give a path that is")) != NF_EXIT_OK)
+        return rc;
+    if (opts->has_target_bpw && opts->requantize)
+        return nf_cli_usage(cli, "--target-bpw chooses formats for tensors of floating-point values: quantized "
+                            "weights are imported (give --format FORMAT --requantize to requantize them)");
+    return NF_EXIT_OK;
+}
+
 /* The recipe (or quick mode's) and the plan of the parsed options; an exit status. */
 static int build_plan(const nf_cli *cli, convert_opts *opts, bool warn, nf_recipe **recipe, nf_plan **plan)
 {
     nf_error err;
     bool quick = cli->npositional > 0;
     if (quick) {
-        if (cli->npositional != 1 || opts->recipe || !opts->format == !opts->has_target_bpw)
-            return nf_cli_usage(cli, "quick mode takes one SOURCE and --format FORMAT or --target-bpw X, and no "
-                                "--recipe");
-        int rc = check_utf8(cli, "SOURCE", cli->positional[0], "quick mode's recipe and the artifact's provenance "
-                            "record it as text; give a path that is (e.g. a symbolic link with a UTF-8 name)");
+        int rc = check_quick(cli, opts);
         if (rc != NF_EXIT_OK) return rc;
-        if (opts->format && !nf_format_lookup(opts->format))
-            return nf_cli_usage(cli, "unknown format '%s'", opts->format);
-        if (opts->has_target_bpw && opts->requantize)
-            return nf_cli_usage(cli, "--target-bpw chooses formats for tensors of floating-point values: quantized "
-                                "weights are imported (give --format FORMAT --requantize to requantize them)");
+        if (opts->preset && !opts->prun) { /* (a scale-out task's; main prepares it otherwise) */
+            if ((rc = prepare_preset(cli, opts)) != NF_EXIT_OK ||
+                (rc = refuse_formatless(cli, opts->prun)) != NF_EXIT_OK)
+                return rc;
+        }
         size_t len = 0;
         char too_big[8192] = "";
         char *text = quick_recipe(cli->positional[0], opts, &len, too_big, sizeof too_big);
@@ -757,6 +857,7 @@ static int build_plan(const nf_cli *cli, convert_opts *opts, bool warn, nf_recip
         if (st == NF_OK) label_quick_rules(*recipe, opts);
         /* SOURCE is the command line's: given as --source base=SOURCE would be */
         if (st == NF_OK) st = nf_recipe_set_source(*recipe, "base", cli->positional[0], &err);
+        if (st == NF_OK && opts->imatrix) st = nf_recipe_set_source(*recipe, "imatrix", opts->imatrix, &err);
         /* and so are the files beside a safetensors file that quick mode keeps (its own recipe
          * names nothing else there) */
         char dir[4096];
@@ -768,9 +869,9 @@ static int build_plan(const nf_cli *cli, convert_opts *opts, bool warn, nf_recip
     } else {
         if (!opts->recipe) return nf_cli_usage(cli, "give -r RECIPE.yaml, or SOURCE --format FORMAT (quick mode)");
         if (opts->format || opts->has_target_bpw || opts->method || opts->nrules || opts->requantize ||
-            opts->no_resources)
-            return nf_cli_usage(cli, "--format, --target-bpw, --method, --rule, --requantize and --no-resources belong "
-                                "to quick mode (SOURCE --format FORMAT)");
+            opts->no_resources || opts->preset || opts->imatrix)
+            return nf_cli_usage(cli, "--format, --target-bpw, --preset, --imatrix, --method, --rule, --requantize and "
+                                "--no-resources belong to quick mode (SOURCE --format FORMAT)");
         nf_recipe_options ro = {opts->ra.allow_env, opts->ra.nallow_env};
         if (nf_recipe_load_ex(opts->recipe, &ro, recipe, &err) != NF_OK) return nf_cli_report(cli, &err);
     }
@@ -966,6 +1067,8 @@ out:
     nf_plan_free(plan);
     nf_recipe_free(recipe);
     free_rule_labels(&opts);
+    if (opts.prun) preset_free(opts.prun);
+    free(opts.prun);
     if (sub_parsed) nf_cli_free(&sub);
     free(opts.rules);
     nf_cli_recipe_args_free(&opts.ra);
@@ -1022,6 +1125,15 @@ int main(int argc, char **argv)
         rc = handle_stale(&cli, &opts);
         goto out;
     }
+    if (quick && opts.preset) {
+        if ((rc = check_quick(&cli, &opts)) != NF_EXIT_OK || (rc = prepare_preset(&cli, &opts)) != NF_EXIT_OK)
+            goto out;
+        if (opts.dry_run) {
+            if ((rc = handle_stale(&cli, &opts)) == NF_EXIT_OK) rc = print_preset(&cli, &opts, &recipe, &plan);
+            goto out;
+        }
+        if ((rc = refuse_formatless(&cli, opts.prun)) != NF_EXIT_OK) goto out;
+    }
     if ((rc = build_plan(&cli, &opts, true, &recipe, &plan)) != NF_EXIT_OK) goto out;
     if (opts.dry_run) {
         if ((rc = handle_stale(&cli, &opts)) != NF_EXIT_OK) goto out;
@@ -1073,6 +1185,8 @@ out:
     nf_plan_free(plan);
     nf_recipe_free(recipe);
     free_rule_labels(&opts);
+    if (opts.prun) preset_free(opts.prun);
+    free(opts.prun);
     nf_cli_free(&cli);
     free(opts.rules);
     nf_cli_recipe_args_free(&opts.ra);

@@ -6,8 +6,8 @@
 #
 # Nothing here lists options: they are read from the program's own --help (the option rows of
 # cmd/cli.h print every one), so the completion cannot fall behind a program.  The argument
-# name --help shows decides what completes after an option: FORMAT and METHOD the registry's
-# names (ninfer-convert --list-formats / --list-methods), GLOB=FORMAT[:METHOD] the same after
+# name --help shows decides what completes after an option: FORMAT, METHOD and PRESET the
+# registry's names (ninfer-convert --list-formats / --list-methods / --list-presets), GLOB=FORMAT[:METHOD] the same after
 # '=' and ':', a|b|c those words, DIR directories, N, I, HEX, BYTES, A:B and NAME nothing, and
 # anything else (FILE, OUT.ninfer, RECIPE.yaml, ...) file names.
 
@@ -55,6 +55,7 @@ _ninfer_values()
     case $argname in
         FORMAT) compgen -W "$(_ninfer_names "${_conv[@]}" formats)" -- "$cur" ;;
         METHOD) compgen -W "$(_ninfer_names "${_conv[@]}" methods)" -- "$cur" ;;
+        PRESET) compgen -W "$(_ninfer_names "${_conv[@]}" presets)" -- "$cur" ;;
         GLOB=FORMAT*)
             # the glob is the user's; after '=' a format, after the format's ':' a method
             if [[ $cur == *=*:* ]]; then
@@ -146,7 +147,7 @@ _ninfer_complete()
         argname=FILE
     fi
     case $argname in
-        FORMAT | METHOD | GLOB=* | *"|"* | N | I | HEX | BYTES | A:B | NAME | LEVEL | ID | "") ;;
+        FORMAT | METHOD | PRESET | GLOB=* | *"|"* | N | I | HEX | BYTES | A:B | NAME | LEVEL | ID | "") ;;
         *) compopt -o filenames 2>/dev/null ;;
     esac
 

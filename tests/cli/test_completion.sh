@@ -53,7 +53,8 @@ only "ninfer con" convert
 only "ninfer ver" verify
 expect "ninfer " convert inspect verify dequant --help --version
 only "ninfer-convert --for" --force --format
-only "ninfer-convert --list" --list-formats --list-methods
+only "ninfer-convert --list" --list-formats --list-methods --list-presets
+only "ninfer-convert x -o y --preset Q4_K" Q4_K_S Q4_K_M
 # every q4 format of the registry, and nothing else
 only "ninfer-convert --format q4" $(ninfer-convert --list-formats | grep '^q4')
 only "ninfer convert x -o y --format gguf_q8" $(ninfer-convert --list-formats | grep '^gguf_q8')

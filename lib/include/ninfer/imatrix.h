@@ -4,13 +4,19 @@
  * For each weight tensor T the file holds T.in_sum2 (F32, one value per input column: the sum
  * of squared activations) and T.counts (F32, one value: how many activations were summed).  The
  * importance of column k is in_sum2[k] / max(counts, 1), computed in binary32.  Every entry
- * must be finite and non-negative; counts must hold exactly one value.
+ * must be finite and non-negative; counts must hold exactly one value.  A stacked experts tensor's
+ * entry (blk.N.ffn_up_exps.weight) holds one vector per expert: T.in_sum2 is a matrix of one row
+ * per expert, T.counts one value per expert, and each row is divided by its own count.
  *
  * Name mapping (how a source tensor finds its vector), tried in order:
  *   1. the exact name: the imatrix entry T equals the source tensor's name;
  *   2. the GGUF name of the same weight: a Hugging Face name is rewritten with llama.cpp's
  *      tensor naming (model.layers.N.self_attn.q_proj.weight -> blk.N.attn_q.weight,
- *      mlp.down_proj -> ffn_down, lm_head -> output, ...; see nf_imatrix_gguf_name).
+ *      mlp.down_proj -> ffn_down, lm_head -> output, ...; see nf_imatrix_gguf_name);
+ *   3. the GGUF names of ninfer/names.h's table (shared experts, DeepSeek's attention, ...: the
+ *      first architecture whose name the file has); an expert's matrix
+ *      (model.layers.N.mlp.experts.E.up_proj.weight) takes slice E of the stacked tensor's entry
+ *      (blk.N.ffn_up_exps.weight; docs/names.md "Experts").
  * A tensor with no entry gets no importance (every column weighs 1).  An entry whose length
  * differs from the tensor's column count is an error. */
 #ifndef NINFER_IMATRIX_H
@@ -44,7 +50,8 @@ NF_API const char *nf_imatrix_name_at(const nf_imatrix *m, size_t i, uint64_t *l
 
 /* Importance for a source tensor with `cols` input columns: *importance is NULL when the file
  * has no entry for it (by the mapping above); NF_ERR_INVALID when the entry's length is not
- * `cols` (the message names the file).  *matched (may be NULL) receives the entry name that matched. */
+ * `cols` (an expert's: when the stack's rows are not `cols` long or it has no expert E; the
+ * message names the file).  *matched (may be NULL) receives the entry name that matched. */
 NF_API nf_status nf_imatrix_lookup(const nf_imatrix *m, const char *tensor, uint64_t cols, const float **importance,
                                    const char **matched, nf_error *err);
 

@@ -6,6 +6,8 @@
 
 #include <ninfer/error.h>
 #include <ninfer/escape.h>
+#include <ninfer/names.h>
+#include <ninfer/preset.h>
 #include <ninfer/format.h>
 #include <ninfer/layout.h>
 #include <ninfer/stats.h>

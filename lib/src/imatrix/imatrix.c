@@ -11,6 +11,7 @@
 #include <zstd.h>
 
 #include <ninfer/imatrix.h>
+#include <ninfer/names.h>
 #include <ninfer/source.h>
 
 
@@ -24,7 +25,8 @@
 
 typedef struct entry {
     char *name;
-    uint64_t length;
+    uint64_t length;   /* values: mats x cols */
+    uint64_t mats;     /* 1, or a stacked experts tensor's experts (one vector and count each) */
     float *importance;
 } entry;
 
@@ -65,33 +67,41 @@ static nf_status load_entry(const nf_source *src, const nf_source_tensor *sum, c
     if (!cnt) return nf_error_set(err, NF_ERR_INVALID, "%s: '%s' has no '%s'", label, sum->name, counts_name);
     if (sum->ggml_type != 0 || cnt->ggml_type != 0)
         return nf_error_set(err, NF_ERR_INVALID, "%s: '%s' and '%s' must be F32", label, sum->name, counts_name);
-    if (sum->rank != 1)
-        return nf_error_set(err, NF_ERR_INVALID, "%s: '%s' must be a vector (one value per input column)", label,
-                            sum->name);
-    if (cnt->elements != 1)
+    /* a stacked experts tensor's entry: one row of sums and one count per expert
+     * (docs/names.md, "Experts") */
+    if (sum->rank != 1 && sum->rank != 2)
+        return nf_error_set(err, NF_ERR_INVALID, "%s: '%s' must be a vector (one value per input column), or one "
+                            "per expert", label, sum->name);
+    e->mats = sum->rank == 2 ? sum->rows : 1;
+    if (cnt->elements != e->mats)
         return nf_error_set(err, NF_ERR_INVALID,
-                            "%s: '%s' holds %llu values; only dense counts (one value) are supported", label,
-                            counts_name, (unsigned long long)cnt->elements);
+                            "%s: '%s' holds %llu values; expected %llu (dense counts: one per row of '%s')", label,
+                            counts_name, (unsigned long long)cnt->elements, (unsigned long long)e->mats,
+                            sum->name);
     e->length = sum->elements;
-    size_t n = (size_t)e->length;
+    size_t n = (size_t)e->length, mats = (size_t)e->mats, cols = mats ? n / mats : 0;
+    float *counts = malloc((mats ? mats : 1) * sizeof *counts);
     e->importance = malloc((n ? n : 1) * sizeof *e->importance);
-    if (!e->importance) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
-    float count;
-    NF_TRY(nf_source_read_f32(src, cnt, 0, cnt->rows, &count, 1, err));
-    if (!isfinite(count) || count < 0.0f)
-        return nf_error_set(err, NF_ERR_INVALID, "%s: '%s' is %g: counts must be finite and non-negative", label,
-                            counts_name, (double)count);
-    NF_TRY(nf_source_read_f32(src, sum, 0, sum->rows, e->importance, n, err));
-    float divisor = count > 1.0f ? count : 1.0f;
-    for (size_t k = 0; k < n; k++) {
-        float v = e->importance[k];
-        if (!isfinite(v) || v < 0.0f)
-            return nf_error_set(err, NF_ERR_INVALID,
-                                "%s: '%s' column %zu is %g: importance must be finite and non-negative", label,
-                                sum->name, k, (double)v);
-        e->importance[k] = v / divisor;
+    if (!e->importance || !counts) {
+        free(counts);
+        return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
     }
-    return NF_OK;
+    nf_status st = nf_source_read_f32(src, cnt, 0, cnt->rows, counts, mats, err);
+    for (size_t j = 0; st == NF_OK && j < mats; j++)
+        if (!isfinite(counts[j]) || counts[j] < 0.0f)
+            st = nf_error_set(err, NF_ERR_INVALID, "%s: '%s' value %zu is %g: counts must be finite and non-negative",
+                              label, counts_name, j, (double)counts[j]);
+    if (st == NF_OK) st = nf_source_read_f32(src, sum, 0, sum->rows, e->importance, n, err);
+    for (size_t k = 0; st == NF_OK && k < n; k++) {
+        float v = e->importance[k], count = counts[k / cols];
+        if (!isfinite(v) || v < 0.0f)
+            st = nf_error_set(err, NF_ERR_INVALID,
+                              "%s: '%s' column %zu is %g: importance must be finite and non-negative", label,
+                              sum->name, k % cols, (double)v);
+        e->importance[k] = v / (count > 1.0f ? count : 1.0f);
+    }
+    free(counts);
+    return st;
 }
 
 static nf_status load(nf_source *src, const char *label, nf_imatrix **out, nf_error *err)
@@ -300,6 +310,37 @@ static const entry *find(const nf_imatrix *m, const char *name)
     return NULL;
 }
 
+/* A Hugging Face name through the names table (docs/names.md), the first architecture whose GGUF
+ * name the file has: shared experts, DeepSeek's attention, ...; an expert's matrix of a mixture of
+ * experts takes its slice of the stacked tensor's entry ("Experts").  *e_out: the entry, or NULL
+ * (then *importance is already set, or there is none). */
+static nf_status find_by_table(const nf_imatrix *m, const char *tensor, uint64_t cols, const entry **e_out,
+                               const float **importance, const char **matched, nf_error *err)
+{
+    char gguf[1100];
+    nf_name_map how;
+    *e_out = NULL;
+    for (unsigned a = 0; a < NF_ARCH_COUNT; a++) {
+        if (!nf_hf_name_to_gguf((nf_arch)a, tensor, gguf, sizeof gguf, &how)) continue;
+        const entry *e = find(m, gguf);
+        if (!e) continue;
+        if (!how.stacked) {
+            *e_out = e;
+            return NF_OK;
+        }
+        if (e->length != e->mats * cols || (uint64_t)how.expert >= e->mats)
+            return nf_error_set(err, NF_ERR_INVALID, "%s: imatrix entry '%s' holds %llu experts of %llu values; "
+                                "tensor '%s' is expert %d with %llu input columns", m->label, e->name,
+                                (unsigned long long)e->mats,
+                                (unsigned long long)(e->mats ? e->length / e->mats : 0), tensor, how.expert,
+                                (unsigned long long)cols);
+        *importance = e->importance + (size_t)how.expert * (size_t)cols;
+        if (matched) *matched = e->name;
+        return NF_OK;
+    }
+    return NF_OK;
+}
+
 nf_status nf_imatrix_lookup(const nf_imatrix *m, const char *tensor, uint64_t cols, const float **importance,
                             const char **matched, nf_error *err)
 {
@@ -310,7 +351,10 @@ nf_status nf_imatrix_lookup(const nf_imatrix *m, const char *tensor, uint64_t co
         char gguf[1100];
         if (nf_imatrix_gguf_name(tensor, gguf, sizeof gguf)) e = find(m, gguf);
     }
-    if (!e) return NF_OK;
+    if (!e) {
+        NF_TRY(find_by_table(m, tensor, cols, &e, importance, matched, err));
+        if (!e) return NF_OK;
+    }
     if (e->length != cols)
         return nf_error_set(err, NF_ERR_INVALID,
                             "%s: imatrix entry '%s' has %llu values but tensor '%s' has %llu input columns",
