@@ -267,8 +267,10 @@ int preset_prepare(const nf_cli *cli, const char *source, const char *name, cons
         give_format(run, c);
         if (!c->format || !c->encodable) run->unencodable++;
         if (c->format) run->rules++;
-        snprintf(c->label, sizeof c->label, "--preset %s (%s: %s)", nf_preset_name(run->preset),
-                 nf_cli_name(c->gguf).s, c->why);
+        /* a label cut short (only with very long escaped names) ends in "..." */
+        if (snprintf(c->label, sizeof c->label, "--preset %s (%s: %s)", nf_preset_name(run->preset),
+                     nf_cli_name(c->gguf).s, c->why) >= (int)sizeof c->label)
+            memcpy(c->label + sizeof c->label - 4, "...", 4);
         rc = check_imatrix(cli, run, im, c);
     }
     nf_imatrix_close(im);
