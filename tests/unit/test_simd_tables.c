@@ -10,6 +10,7 @@
 #include "layout/kernels.h"
 #include "method/simd/absmax_simd.h"
 #include "method/simd/fp8_simd.h"
+#include "method/simd/ggml_simd.h"
 #include "method/simd/search_simd.h"
 #include "stats/stats.h"
 
@@ -52,6 +53,12 @@ static void check_level(nf_simd_level level)
     cr_assert(ab != NULL);
     ENTRY(ab, row);
 
+    const nf_gq_kernels *gq = nf_gq_kernels_for(level);
+    cr_assert(gq != NULL);
+    ENTRY(gq, fit_min);
+    ENTRY(gq, fit_signed);
+    ENTRY(gq, fit_q3);
+
     const nf_fp8_kernels *f8 = nf_fp8_kernels_for(level);
     cr_assert(f8 != NULL);
     ENTRY(f8, row);
@@ -64,7 +71,7 @@ static void check_level(nf_simd_level level)
     cr_assert(se->lanes > 0);
 
     /* each table names its level (scalar where the build lacks the level) */
-    const char *names[] = {st->name, ly->name, gg->name, ab->name, f8->name, se->name};
+    const char *names[] = {st->name, ly->name, gg->name, ab->name, f8->name, se->name, gq->name};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         cr_assert(names[i] != NULL);
         if (NF_X86_KERNELS) cr_assert_str_eq(names[i], what);
@@ -87,6 +94,7 @@ Test(simd_tables, every_level_complete)
         cr_assert_eq(nf_absmax_kernels_active(), nf_absmax_kernels_for(level));
         cr_assert_eq(nf_fp8_kernels_active(), nf_fp8_kernels_for(level));
         cr_assert_eq(nf_search_kernels_active(), nf_search_kernels_for(level));
+        cr_assert_eq(nf_gq_kernels_active(), nf_gq_kernels_for(level));
     }
     nf_simd_force(before);
 }
@@ -100,5 +108,6 @@ Test(simd_tables, out_of_range_is_scalar)
     cr_assert_eq(nf_absmax_kernels_for(bad), &nf_absmax_kernels_scalar);
     cr_assert_eq(nf_fp8_kernels_for(bad), &nf_fp8_kernels_scalar);
     cr_assert_eq(nf_search_kernels_for(bad), &nf_search_kernels_scalar);
+    cr_assert_eq(nf_gq_kernels_for(bad), &nf_gq_kernels_scalar);
     cr_assert_eq(nf_stats_kernels_for((nf_simd_level)-1), &nf_stats_kernels_scalar);
 }

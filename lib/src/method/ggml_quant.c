@@ -6,7 +6,9 @@
  * path runs with and without an importance vector -- is the one ggml makes, because the point of
  * the method is the same bytes (docs/methods.md lists the facts per type).  The arithmetic is
  * plain binary32 without contraction (-ffp-contract=off, docs/library.md "Build flags"), as in
- * ggml's portable build.  Scalar C only; a faster variant must give the same bytes.
+ * ggml's portable build.  The searches below are the scalar reference; the encoders call them through
+ * the kernels table of method/simd/ggml_simd.h (one sub-block a vector lane, the same bytes), taken
+ * once per call of nf_ggml_quantize_rows for the level common/cpu.h chose.
  *
  * Layering: below the dispatcher (dispatch.c); uses common.c's checks and messages and the
  * format module's interface (format/ggml.h) for the non-finite scale check. */
@@ -18,6 +20,7 @@
 #include "method/common.h"
 #include "method/ggml_quant.h"
 #include "method/method_impl.h"
+#include "method/simd/ggml_simd.h"
 
 /* ---------------------------------------------------------------- ggml's scale searches */
 
@@ -254,6 +257,36 @@ static float gq_fit_positive(int n, int nmax, const float *x, uint8_t *L, const 
     return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
 }
 
+/* ---------------------------------------------------------------- the searches' kernels table */
+
+/* The scalar instance of ggml_simd.h's table: the reference searches, one sub-block after the
+ * other. */
+static void fit_min_scalar(int nsub, int n, int nmax, const float *x, const float *w, uint8_t *L, float *scales,
+                           float *mins, float rmin, float rdelta, int nstep, bool use_mad)
+{
+    for (int j = 0; j < nsub; j++)
+        scales[j] = gq_fit_min(n, nmax, x + j * n, w + j * n, L + j * n, &mins[j], rmin, rdelta, nstep, use_mad);
+}
+
+static void fit_signed_scalar(int nsub, int n, int nmax, const float *x, const float *qw, int8_t *L, float *scales)
+{
+    for (int j = 0; j < nsub; j++) scales[j] = gq_fit_signed(n, nmax, x + j * n, L + j * n, qw ? qw + j * n : NULL);
+}
+
+static void fit_q3_scalar(int nsub, int n, int nmax, const float *x, int8_t *L, float *scales)
+{
+    for (int j = 0; j < nsub; j++) scales[j] = gq_fit_q3(n, nmax, x + j * n, L + j * n);
+}
+
+const nf_gq_kernels nf_gq_kernels_scalar = {
+    .name = "scalar", .fit_min = fit_min_scalar, .fit_signed = fit_signed_scalar, .fit_q3 = fit_q3_scalar};
+
+NF_SIMD_SELECTOR(nf_gq_kernels, nf_gq_kernels, nf_gq_kernels_scalar, nf_gq_kernels_avx2, nf_gq_kernels_avx512)
+
+/* The table of the running call of nf_ggml_quantize_rows on this thread: the block encoders keep
+ * gq_block_fn's signature (encoders in other files need no table), so they find it here. */
+static _Thread_local const nf_gq_kernels *gq_kern;
+
 /* ---------------------------------------------------------------- one encoder per block type */
 
 /* Q8_0, 34 bytes: d, 32 int8 codes; d = amax / 127, codes roundf(x * (1 / d)).  ggml ignores the
@@ -338,12 +371,12 @@ static void enc_q2_k(const float *x, const float *qw, float sigma2, uint8_t *b)
 {
     (void)sigma2;
     uint8_t L[GQ_SUPER], *sc = b, *qs = b + 16;
-    float scales[16], mins[16], w[16];
+    float scales[16], mins[16], w[GQ_SUPER];
     if (!qw) {
         float max_scale = 0.0f, max_min = 0.0f;
+        for (unsigned l = 0; l < GQ_SUPER; l++) w[l] = fabsf(x[l]);
+        gq_kern->fit_min(16, 16, 3, x, w, L, scales, mins, -0.5f, 0.1f, 15, true);
         for (int j = 0; j < 16; j++) {
-            for (int l = 0; l < 16; l++) w[l] = fabsf(x[16 * j + l]);
-            scales[j] = gq_fit_min(16, 3, x + 16 * j, w, L + 16 * j, &mins[j], -0.5f, 0.1f, 15, true);
             if (scales[j] > max_scale) max_scale = scales[j];
             if (mins[j] > max_min) max_min = mins[j];
         }
@@ -371,10 +404,10 @@ static void enc_q2_k(const float *x, const float *qw, float sigma2, uint8_t *b)
         float s2 = sumx2 / 256.0f;
         for (int j = 0; j < 16; j++) {
             sw[j] = 0.0f;
-            for (int l = 0; l < 16; l++) w[l] = qw[16 * j + l] * sqrtf(s2 + x[16 * j + l] * x[16 * j + l]);
-            for (int l = 0; l < 16; l++) sw[j] += w[l];
-            scales[j] = gq_fit_min(16, 3, x + 16 * j, w, L + 16 * j, &mins[j], -0.9f, 0.05f, 36, false);
+            for (int l = 0; l < 16; l++) w[16 * j + l] = qw[16 * j + l] * sqrtf(s2 + x[16 * j + l] * x[16 * j + l]);
+            for (int l = 0; l < 16; l++) sw[j] += w[16 * j + l];
         }
+        gq_kern->fit_min(16, 16, 3, x, w, L, scales, mins, -0.9f, 0.05f, 36, false);
         gq_put_f16(b + 80, gq_fit_positive(16, 15, scales, Ls, sw));
         gq_put_f16(b + 82, gq_fit_positive(16, 15, mins, Lm, sw));
         for (int j = 0; j < 16; j++) sc[j] = (uint8_t)(Ls[j] | Lm[j] << 4);
@@ -403,8 +436,8 @@ static void enc_q3_k(const float *x, const float *qw, float sigma2, uint8_t *b)
     int ls[16];
     if (!qw) {
         float max_scale = 0.0f, amax = 0.0f;
+        gq_kern->fit_q3(16, 16, 4, x, L, scales);
         for (int j = 0; j < 16; j++) {
-            scales[j] = gq_fit_q3(16, 4, x + 16 * j, L + 16 * j);
             if (fabsf(scales[j]) > amax) {
                 amax = fabsf(scales[j]);
                 max_scale = scales[j];
@@ -420,17 +453,17 @@ static void enc_q3_k(const float *x, const float *qw, float sigma2, uint8_t *b)
             gq_put_f16(dp, 0.0f);
         }
     } else {
-        float sumx2 = 0.0f, w[16], sw[16];
+        float sumx2 = 0.0f, w[GQ_SUPER], sw[16];
         int8_t Ls[16];
         for (unsigned j = 0; j < GQ_SUPER; j++) sumx2 += x[j] * x[j];
         float s2 = 2 * sumx2 / 256.0f;
         for (int j = 0; j < 16; j++) {
-            for (int l = 0; l < 16; l++) w[l] = qw[16 * j + l] * sqrtf(s2 + x[16 * j + l] * x[16 * j + l]);
+            for (int l = 0; l < 16; l++) w[16 * j + l] = qw[16 * j + l] * sqrtf(s2 + x[16 * j + l] * x[16 * j + l]);
             float sumw = 0.0f;
-            for (int l = 0; l < 16; l++) sumw += w[l];
+            for (int l = 0; l < 16; l++) sumw += w[16 * j + l];
             sw[j] = sumw;
-            scales[j] = gq_fit_signed(16, 4, x + 16 * j, L + 16 * j, w);
         }
+        gq_kern->fit_signed(16, 16, 4, x, w, L, scales);
         float d_block = gq_fit_signed(16, 32, scales, Ls, sw);
         for (int j = 0; j < 16; j++) ls[j] = Ls[j];
         gq_put_f16(dp, d_block);
@@ -499,7 +532,7 @@ typedef struct gq_kmin {
 
 static void gq_encode_kmin(const float *x, const float *qw, const gq_kmin *k, uint8_t *b, uint8_t *L)
 {
-    float scales[8], mins[8], w[32];
+    float scales[8], mins[8], w[GQ_SUPER];
     uint8_t ls[8], lm[8];
     if (!qw) {
         float max_scale = 0.0f, max_min = 0.0f;
@@ -507,8 +540,10 @@ static void gq_encode_kmin(const float *x, const float *qw, const gq_kmin *k, ui
             float sum_x2 = 0.0f;
             for (int l = 0; l < 32; l++) sum_x2 += x[32 * j + l] * x[32 * j + l];
             float av_x = sqrtf(sum_x2 / 32.0f);
-            for (int l = 0; l < 32; l++) w[l] = av_x + fabsf(x[32 * j + l]);
-            scales[j] = gq_fit_min(32, k->nmax, x + 32 * j, w, L + 32 * j, &mins[j], k->rmin, k->rdelta, k->nstep, false);
+            for (int l = 0; l < 32; l++) w[32 * j + l] = av_x + fabsf(x[32 * j + l]);
+        }
+        gq_kern->fit_min(8, 32, k->nmax, x, w, L, scales, mins, k->rmin, k->rdelta, k->nstep, false);
+        for (int j = 0; j < 8; j++) {
             if (scales[j] > max_scale) max_scale = scales[j];
             if (mins[j] > max_min) max_min = mins[j];
         }
@@ -527,12 +562,12 @@ static void gq_encode_kmin(const float *x, const float *qw, const gq_kmin *k, ui
         for (unsigned l = 0; l < GQ_SUPER; l++) sum_x2 += x[l] * x[l];
         float s2 = 2 * sum_x2 / 256.0f;
         for (int j = 0; j < 8; j++) {
-            for (int l = 0; l < 32; l++) w[l] = qw[32 * j + l] * sqrtf(s2 + x[32 * j + l] * x[32 * j + l]);
+            for (int l = 0; l < 32; l++) w[32 * j + l] = qw[32 * j + l] * sqrtf(s2 + x[32 * j + l] * x[32 * j + l]);
             float sumw = 0.0f;
-            for (int l = 0; l < 32; l++) sumw += w[l];
+            for (int l = 0; l < 32; l++) sumw += w[32 * j + l];
             sw[j] = sumw;
-            scales[j] = gq_fit_min(32, k->nmax, x + 32 * j, w, L + 32 * j, &mins[j], -0.9f, 0.05f, 36, false);
         }
+        gq_kern->fit_min(8, 32, k->nmax, x, w, L, scales, mins, -0.9f, 0.05f, 36, false);
         float d_block = gq_fit_positive(8, 63, scales, ls, sw);
         float m_block = gq_fit_positive(8, 63, mins, lm, sw);
         for (int j = 0; j < 8 && k->clamp_fitted; j++) {
@@ -596,8 +631,8 @@ static void enc_q6_k(const float *x, const float *qw, float sigma2, uint8_t *b)
     (void)sigma2;
     int8_t L[GQ_SUPER];
     float scales[16], max_scale = 0.0f, max_abs = 0.0f;
+    gq_kern->fit_signed(16, 16, 32, x, qw, L, scales);
     for (int ib = 0; ib < 16; ib++) {
-        scales[ib] = gq_fit_signed(16, 32, x + 16 * ib, L + 16 * ib, qw ? qw + 16 * ib : NULL);
         if (fabsf(scales[ib]) > max_abs) {
             max_abs = fabsf(scales[ib]);
             max_scale = scales[ib];
@@ -883,6 +918,7 @@ nf_status nf_ggml_quantize_rows(const nf_format *fmt, const nf_method_params *pa
     if (src->rows > 0 && !out->blocks)
         return nf_method_error(err, NF_ERR_USAGE, src, "output words lack the blocks array of %s", fmt->name);
     const size_t row_bytes = k / bv * fmt->block_bytes;
+    gq_kern = nf_gq_kernels_active();
     for (uint64_t r = 0; r < src->rows; r++)
         NF_TRY(gq_encode_row(fmt, t, imp, src, r, k, out->blocks + (size_t)r * row_bytes, err));
     return NF_OK;

@@ -1,0 +1,97 @@
+/* ggml_quantize's searches for AVX-512 F/BW/VL (ggml_simd.h): one sub-block a lane, the lane
+ * kernels of ggml_lanes.inc on 512-bit vectors (16 lanes, masks in mask registers) for a
+ * super-block's 16 sub-blocks (Q2_K, Q3_K, Q6_K), and on 256-bit vectors for 8 (Q4_K, Q5_K),
+ * which would leave half of a 512-bit vector idle. */
+#include "common/simd_target.h"
+#include "method/ggml_quant.h"
+#include "method/simd/ggml_simd.h"
+
+#if NF_X86_KERNELS
+
+#include <immintrin.h>
+
+/* 16 lanes */
+#define GQ(name) name##_z
+#define GQ_FN NF_AVX512_FN
+#define GQ_INLINE NF_AVX512_INLINE
+#define GQ_W 16
+#define vf __m512
+#define vi __m512i
+#define vm __mmask16
+#define F1(s) _mm512_set1_ps(s)
+#define I1(s) _mm512_set1_epi32(s)
+#define FADD(a, b) _mm512_add_ps(a, b)
+#define FSUB(a, b) _mm512_sub_ps(a, b)
+#define FMUL(a, b) _mm512_mul_ps(a, b)
+#define FDIV(a, b) _mm512_div_ps(a, b)
+#define FNEG(a) _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(a), _mm512_set1_epi32(INT32_MIN)))
+#define FABS(a) _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(a), _mm512_set1_epi32(INT32_MAX)))
+#define FMIN(a, b) _mm512_min_ps(a, b)
+#define FMAX(a, b) _mm512_max_ps(a, b)
+#define FLT(a, b) _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ)
+#define FGT(a, b) _mm512_cmp_ps_mask(a, b, _CMP_GT_OQ)
+#define FLE(a, b) _mm512_cmp_ps_mask(a, b, _CMP_LE_OQ)
+#define FNE(a, b) _mm512_cmp_ps_mask(a, b, _CMP_NEQ_UQ)
+#define INE(a, b) _mm512_cmpneq_epi32_mask(a, b)
+#define MAND(a, b) ((__mmask16)((a) & (b)))
+#define MOR(a, b) ((__mmask16)((a) | (b)))
+#define MANY(m) ((m) != 0)
+#define FSEL(m, a, b) _mm512_mask_blend_ps(m, b, a)
+#define ISEL(m, a, b) _mm512_mask_blend_epi32(m, b, a)
+#define NEAREST(f)                                                                                                \
+    _mm512_sub_epi32(_mm512_and_si512(_mm512_castps_si512(_mm512_add_ps(f, _mm512_set1_ps(12582912.0f))),      \
+                                      _mm512_set1_epi32(0x007FFFFF)),                                            \
+                     _mm512_set1_epi32(0x00400000))
+#define ICLAMP(v, lo, hi) _mm512_max_epi32(_mm512_set1_epi32(lo), _mm512_min_epi32(_mm512_set1_epi32(hi), v))
+#define I2F(v) _mm512_cvtepi32_ps(v)
+#define FLOAD(p) _mm512_loadu_ps(p)
+#define FSTORE(p, v) _mm512_storeu_ps(p, v)
+#define ISTORE(p, v) _mm512_storeu_si512((void *)(p), v)
+#include "method/simd/ggml_lanes.inc"
+#include "method/simd/ggml_ops_undef.inc"
+
+/* 8 lanes */
+#define GQ(name) name##_y
+#define GQ_FN NF_AVX512_FN
+#define GQ_INLINE NF_AVX512_INLINE
+#include "method/simd/ggml_ops_y.inc"
+#include "method/simd/ggml_lanes.inc"
+#include "method/simd/ggml_ops_undef.inc"
+
+NF_AVX512_FN static void fit_min_avx512(int nsub, int n, int nmax, const float *x, const float *w, uint8_t *L,
+                                        float *scales, float *mins, float rmin, float rdelta, int nstep, bool use_mad)
+{
+    for (int j = 0; j < nsub;) {
+        int k = gq_min(16, nsub - j);
+        if (k > 8) fit_min_lanes_z(k, n, nmax, x + j * n, w + j * n, L + j * n, scales + j, mins + j, rmin, rdelta, nstep, use_mad);
+        else fit_min_lanes_y(k, n, nmax, x + j * n, w + j * n, L + j * n, scales + j, mins + j, rmin, rdelta, nstep, use_mad);
+        j += k;
+    }
+}
+
+NF_AVX512_FN static void fit_signed_avx512(int nsub, int n, int nmax, const float *x, const float *qw, int8_t *L,
+                                           float *scales)
+{
+    for (int j = 0; j < nsub;) {
+        int k = gq_min(16, nsub - j);
+        const float *w = qw ? qw + j * n : NULL;
+        if (k > 8) fit_signed_lanes_z(k, n, nmax, x + j * n, w, L + j * n, scales + j);
+        else fit_signed_lanes_y(k, n, nmax, x + j * n, w, L + j * n, scales + j);
+        j += k;
+    }
+}
+
+NF_AVX512_FN static void fit_q3_avx512(int nsub, int n, int nmax, const float *x, int8_t *L, float *scales)
+{
+    for (int j = 0; j < nsub;) {
+        int k = gq_min(16, nsub - j);
+        if (k > 8) fit_q3_lanes_z(k, n, nmax, x + j * n, L + j * n, scales + j);
+        else fit_q3_lanes_y(k, n, nmax, x + j * n, L + j * n, scales + j);
+        j += k;
+    }
+}
+
+const nf_gq_kernels nf_gq_kernels_avx512 = {
+    .name = "avx512", .fit_min = fit_min_avx512, .fit_signed = fit_signed_avx512, .fit_q3 = fit_q3_avx512};
+
+#endif
