@@ -484,12 +484,11 @@ static void enc_q3_k(const float *x, const float *qw, float sigma2, uint8_t *b)
     memset(hmask, 0, 32);
     uint8_t u[GQ_SUPER];
     for (unsigned j = 0; j < GQ_SUPER; j++) {
-        int l = L[j];
-        if (l > 3) {
-            hmask[j % 32] = (uint8_t)(hmask[j % 32] | 1u << (j / 32));
-            l -= 4;
-        }
-        u[j] = (uint8_t)l;
+        /* every code is in [0, 7] here: bit 2 goes to hmask, the low 2 bits to qs (without a
+         * branch, which the codes' pattern makes unpredictable) */
+        unsigned l = (uint8_t)L[j];
+        hmask[j % 32] = (uint8_t)(hmask[j % 32] | (l >> 2) << (j / 32));
+        u[j] = (uint8_t)(l & 3u);
     }
     gq_pack_2bit(u, qs);
 }
