@@ -483,13 +483,15 @@ static void enc_q3_k(const float *x, const float *qw, float sigma2, uint8_t *b)
     }
     memset(hmask, 0, 32);
     uint8_t u[GQ_SUPER];
-    for (unsigned j = 0; j < GQ_SUPER; j++) {
-        /* every code is in [0, 7] here: bit 2 goes to hmask, the low 2 bits to qs (without a
-         * branch, which the codes' pattern makes unpredictable) */
-        unsigned l = (uint8_t)L[j];
-        hmask[j % 32] = (uint8_t)(hmask[j % 32] | (l >> 2) << (j / 32));
-        u[j] = (uint8_t)(l & 3u);
-    }
+    /* every code is in [0, 7] here: bit 2 of value j goes to bit j / 32 of hmask[j % 32], the low
+     * 2 bits to qs (without a branch, which the codes' pattern makes unpredictable; one 32-value
+     * plane at a time, which vectorizes) */
+    for (unsigned q = 0; q < GQ_SUPER / 32; q++)
+        for (unsigned i = 0; i < 32; i++) {
+            unsigned l = (uint8_t)L[32 * q + i];
+            hmask[i] = (uint8_t)(hmask[i] | (l >> 2) << q);
+            u[32 * q + i] = (uint8_t)(l & 3u);
+        }
     gq_pack_2bit(u, qs);
 }
 

@@ -36,8 +36,8 @@ NF_AVX2_FN static void fit_signed_avx2(int nsub, int n, int nmax, const float *x
 
 NF_AVX2_FN static void fit_q3_avx2(int nsub, int n, int nmax, const float *x, int8_t *L, float *scales)
 {
-    for (int j = 0; j < nsub; j += LANES)
-        fit_q3_lanes_y(gq_min(LANES, nsub - j), n, nmax, x + j * n, L + j * n, scales + j);
+    for (int j = 0; j < nsub; j += 2 * LANES)
+        fit_q3_lanes_y(gq_min(2 * LANES, nsub - j), n, nmax, x + j * n, L + j * n, scales + j);
 }
 
 const nf_gq_kernels nf_gq_kernels_avx2 = {

@@ -83,12 +83,9 @@ NF_AVX512_FN static void fit_signed_avx512(int nsub, int n, int nmax, const floa
 
 NF_AVX512_FN static void fit_q3_avx512(int nsub, int n, int nmax, const float *x, int8_t *L, float *scales)
 {
-    for (int j = 0; j < nsub;) {
-        int k = gq_min(16, nsub - j);
-        if (k > 8) fit_q3_lanes_z(k, n, nmax, x + j * n, L + j * n, scales + j);
-        else fit_q3_lanes_y(k, n, nmax, x + j * n, L + j * n, scales + j);
-        j += k;
-    }
+    /* two chains of 8 lanes: 16 sub-blocks in two 256-bit vectors, whose divisions are quicker */
+    for (int j = 0; j < nsub; j += 16)
+        fit_q3_lanes_y(gq_min(16, nsub - j), n, nmax, x + j * n, L + j * n, scales + j);
 }
 
 const nf_gq_kernels nf_gq_kernels_avx512 = {
