@@ -855,6 +855,21 @@ static nf_status gq_check_range(const nf_format *fmt, const nf_src_rows *src, ui
     return NF_OK;
 }
 
+/* A block's values, refused as gq_load and gq_check_range refuse them.  One branch-free pass
+ * finds whether any value is NaN, infinite or of magnitude 2^64 or more; only then do the two
+ * checks run, for their message. */
+static nf_status gq_load_block(const nf_format *fmt, const nf_src_rows *src, uint64_t r, size_t c0, float *x,
+                               nf_error *err)
+{
+    const size_t n = fmt->block_values;
+    nf_method_load_f32(src, r, c0, n, x);
+    int bad = 0;
+    for (size_t j = 0; j < n; j++) bad |= !(fabsf(x[j]) < 18446744073709551616.0f);
+    if (!bad) return NF_OK;
+    NF_TRY(gq_load(src, r, c0, n, x, err));
+    return gq_check_range(fmt, src, r, c0, x, err);
+}
+
 /* Adds the x^2 of the k values of row r of src to *sum, in column order. */
 static nf_status gq_sum2(const nf_src_rows *src, uint64_t r, size_t k, size_t bv, float *sum, nf_error *err)
 {
@@ -881,8 +896,7 @@ static nf_status gq_encode_row(const nf_format *fmt, const gq_type *t, const flo
         sigma2 = sum / (float)(src->row_cols ? src->row_cols : k);
     }
     for (size_t c0 = 0, blk = 0; c0 < k; c0 += bv, blk++) {
-        NF_TRY(gq_load(src, r, c0, bv, x, err));
-        NF_TRY(gq_check_range(fmt, src, r, c0, x, err));
+        NF_TRY(gq_load_block(fmt, src, r, c0, x, err));
         uint8_t *b = out + blk * bb;
         t->encode(x, imp ? imp + c0 : NULL, sigma2, b);
         NF_TRY(gq_check_scales(fmt, src, r, c0, b, err));
