@@ -58,6 +58,7 @@ static void check_level(nf_simd_level level)
     ENTRY(gq, fit_min);
     ENTRY(gq, fit_signed);
     ENTRY(gq, fit_q3);
+    ENTRY(gq, iq4_scales);
 
     const nf_fp8_kernels *f8 = nf_fp8_kernels_for(level);
     cr_assert(f8 != NULL);

@@ -278,8 +278,20 @@ static void fit_q3_scalar(int nsub, int n, int nmax, const float *x, int8_t *L, 
     for (int j = 0; j < nsub; j++) scales[j] = gq_fit_q3(n, nmax, x + j * n, L + j * n);
 }
 
-const nf_gq_kernels nf_gq_kernels_scalar = {
-    .name = "scalar", .fit_min = fit_min_scalar, .fit_signed = fit_signed_scalar, .fit_q3 = fit_q3_scalar};
+static float gq_iq4_scale(const float *x, const float *w, uint8_t *L);
+
+static void iq4_scales_scalar(int nsub, const float *x, const float *w, const int8_t *values, float *scales)
+{
+    (void)values; /* gq_iq4_values, which the reference reads itself */
+    uint8_t L[32];
+    for (int j = 0; j < nsub; j++) scales[j] = gq_iq4_scale(x + 32 * j, w + 32 * j, L);
+}
+
+const nf_gq_kernels nf_gq_kernels_scalar = {.name = "scalar",
+                                            .fit_min = fit_min_scalar,
+                                            .fit_signed = fit_signed_scalar,
+                                            .fit_q3 = fit_q3_scalar,
+                                            .iq4_scales = iq4_scales_scalar};
 
 NF_SIMD_SELECTOR(nf_gq_kernels, nf_gq_kernels, nf_gq_kernels_scalar, nf_gq_kernels_avx2, nf_gq_kernels_avx512)
 
@@ -760,12 +772,12 @@ static void enc_iq4_nl(const float *x, const float *qw, float sigma2, uint8_t *b
 static void enc_iq4_xs(const float *x, const float *qw, float sigma2, uint8_t *b)
 {
     (void)sigma2;
-    float w[32], scales[8], max_scale = 0.0f, amax_scale = 0.0f;
+    float w[GQ_SUPER], scales[8], max_scale = 0.0f, amax_scale = 0.0f;
     uint8_t L[GQ_SUPER];
     float s2 = gq_iq4_sigma2(x, (int)GQ_SUPER);
+    for (int ib = 0; ib < 8; ib++) gq_iq4_weights(x + 32 * ib, qw ? qw + 32 * ib : NULL, s2, w + 32 * ib);
+    gq_kern->iq4_scales(8, x, w, gq_iq4_values, scales);
     for (int ib = 0; ib < 8; ib++) {
-        gq_iq4_weights(x + 32 * ib, qw ? qw + 32 * ib : NULL, s2, w);
-        scales[ib] = gq_iq4_scale(x + 32 * ib, w, L + 32 * ib);
         if (fabsf(scales[ib]) > amax_scale) {
             amax_scale = fabsf(scales[ib]);
             max_scale = scales[ib];

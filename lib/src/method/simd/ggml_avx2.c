@@ -40,7 +40,16 @@ NF_AVX2_FN static void fit_q3_avx2(int nsub, int n, int nmax, const float *x, in
         fit_q3_lanes_y(gq_min(2 * LANES, nsub - j), n, nmax, x + j * n, L + j * n, scales + j);
 }
 
-const nf_gq_kernels nf_gq_kernels_avx2 = {
-    .name = "avx2", .fit_min = fit_min_avx2, .fit_signed = fit_signed_avx2, .fit_q3 = fit_q3_avx2};
+NF_AVX2_FN static void iq4_scales_avx2(int nsub, const float *x, const float *w, const int8_t *values, float *scales)
+{
+    for (int j = 0; j < nsub; j += LANES)
+        iq4_scales_lanes_y(gq_min(LANES, nsub - j), x + 32 * j, w + 32 * j, values, scales + j);
+}
+
+const nf_gq_kernels nf_gq_kernels_avx2 = {.name = "avx2",
+                                          .fit_min = fit_min_avx2,
+                                          .fit_signed = fit_signed_avx2,
+                                          .fit_q3 = fit_q3_avx2,
+                                          .iq4_scales = iq4_scales_avx2};
 
 #endif

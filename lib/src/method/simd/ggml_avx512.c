@@ -44,6 +44,9 @@
                      _mm512_set1_epi32(0x00400000))
 #define ICLAMP(v, lo, hi) _mm512_max_epi32(_mm512_set1_epi32(lo), _mm512_min_epi32(_mm512_set1_epi32(hi), v))
 #define I2F(v) _mm512_cvtepi32_ps(v)
+#define IADD(a, b) _mm512_add_epi32(a, b)
+#define ISUB(a, b) _mm512_sub_epi32(a, b)
+#define TBL16(t, i) _mm512_permutexvar_ps(i, _mm512_loadu_ps(t))
 #define FLOAD(p) _mm512_loadu_ps(p)
 #define FSTORE(p, v) _mm512_storeu_ps(p, v)
 #define ISTORE(p, v) _mm512_storeu_si512((void *)(p), v)
@@ -88,7 +91,22 @@ NF_AVX512_FN static void fit_q3_avx512(int nsub, int n, int nmax, const float *x
         fit_q3_lanes_y(gq_min(16, nsub - j), n, nmax, x + j * n, L + j * n, scales + j);
 }
 
-const nf_gq_kernels nf_gq_kernels_avx512 = {
-    .name = "avx512", .fit_min = fit_min_avx512, .fit_signed = fit_signed_avx512, .fit_q3 = fit_q3_avx512};
+/* 8 sub-blocks (IQ4_XS) in one 256-bit vector */
+NF_AVX512_FN static void iq4_scales_avx512(int nsub, const float *x, const float *w, const int8_t *values,
+                                           float *scales)
+{
+    for (int j = 0; j < nsub;) {
+        int k = gq_min(16, nsub - j);
+        if (k > 8) iq4_scales_lanes_z(k, x + 32 * j, w + 32 * j, values, scales + j);
+        else iq4_scales_lanes_y(k, x + 32 * j, w + 32 * j, values, scales + j);
+        j += k;
+    }
+}
+
+const nf_gq_kernels nf_gq_kernels_avx512 = {.name = "avx512",
+                                            .fit_min = fit_min_avx512,
+                                            .fit_signed = fit_signed_avx512,
+                                            .fit_q3 = fit_q3_avx512,
+                                            .iq4_scales = iq4_scales_avx512};
 
 #endif

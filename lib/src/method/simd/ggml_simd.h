@@ -34,6 +34,9 @@ typedef struct nf_gq_kernels {
     void (*fit_signed)(int nsub, int n, int nmax, const float *x, const float *qw, int8_t *L, float *scales);
     /* gq_fit_q3 on nsub sub-blocks of n values. */
     void (*fit_q3)(int nsub, int n, int nmax, const float *x, int8_t *L, float *scales);
+    /* gq_iq4_scale's scale of nsub sub-blocks of 32 values (x and w at stride 32) over the
+     * ascending table of 16 values. */
+    void (*iq4_scales)(int nsub, const float *x, const float *w, const int8_t *values, float *scales);
 } nf_gq_kernels;
 
 extern const nf_gq_kernels nf_gq_kernels_scalar;
