@@ -224,3 +224,38 @@ Test(ggml_quant_simd, tables_are_complete)
         cr_assert(k && k->name && k->fit_min && k->fit_signed && k->fit_q3 && k->iq4_scales, "level %d", l);
     }
 }
+
+/* Types that encode a span of blocks at once (q4_0, q5_0, iq4_nl) still refuse in block order:
+ * a block whose scale overflows binary16 before a later block's non-finite value, and a too large
+ * value before a later block's scale, at every level. */
+Test(ggml_quant_simd, refusals_keep_block_order)
+{
+    static float x[COLS], imp[COLS];
+    for (int i = 0; i < COLS; i++) imp[i] = 1.0f;
+    for (int l = 0; l < NF_SIMD_LEVEL_COUNT; l++) {
+        if (!nf_simd_supported((nf_simd_level)l)) continue;
+        for (size_t ti = 0; ti < NTYPES; ti++) {
+            const qtype *t = &TYPES[ti];
+            if (t->qk != 32) continue;
+            for (int order = 0; order < 2; order++)
+                for (int with = 0; with < 2; with++) {
+                    /* q4_0 / q5_0 with importance read the whole row first for its mean square,
+                     * which meets every value before any block is encoded */
+                    if (with && t->id != NF_FMT_GGUF_IQ4_NL) continue;
+                    for (int i = 0; i < COLS; i++) x[i] = 0.01f * (float)(i % 7 - 3);
+                    int big = order ? 7 : 2, bad = order ? 2 : 5; /* blocks */
+                    for (int i = 0; i < 32; i++) x[32 * big + i] = 1e10f * (float)(i % 3 + 1);
+                    x[32 * bad + 9] = order ? 3e19f : NAN;
+                    result r;
+                    encode((nf_simd_level)l, t, x, 1, COLS, with ? imp : NULL, &r);
+                    cr_assert_eq(r.st, NF_ERR_INVALID, "%s", t->stem);
+                    char want[96];
+                    if (order) snprintf(want, sizeof want, "col %d: source value 3e+19 is too large", 32 * bad + 9);
+                    else snprintf(want, sizeof want, "block %d (cols %d..%d)", big, 32 * big, 32 * big + 31);
+                    cr_expect(strstr(r.msg, want), "%s %s: %s (want '%s')", nf_simd_level_name((nf_simd_level)l),
+                              t->stem, r.msg, want);
+                    free(r.bytes);
+                }
+        }
+    }
+}

@@ -337,21 +337,49 @@ static void gq_codes_x0(const float *x, const float *qw, float sigma2, int nmax,
     }
 }
 
-/* Q4_0, 18 bytes: d, 16 bytes of nibbles (value j low, j + 16 high); gq_codes_x0 with nmax 8. */
-static void enc_q4_0(const float *x, const float *qw, float sigma2, uint8_t *b)
+/* gq_codes_x0 with importance for nblk blocks at once, their searches through the kernels table:
+ * the scale of block i to b + i * bb, its codes to L + 32 * i. */
+static void gq_codes_x0_imp(const float *x, const float *qw, float sigma2, int nmax, unsigned nblk, size_t bb,
+                            uint8_t *b, int *L)
 {
-    int L[32];
-    gq_codes_x0(x, qw, sigma2, 8, b, L);
+    float w[GQ_SPAN], scales[GQ_SPAN / 32];
+    int8_t l8[GQ_SPAN];
+    if (nblk == 0) return;
+    for (unsigned j = 0; j < 32 * nblk; j++) w[j] = qw[j] * sqrtf(sigma2 + x[j] * x[j]);
+    gq_kern->fit_signed((int)nblk, 32, nmax, x, w, l8, scales);
+    for (unsigned i = 0; i < nblk; i++) gq_put_f16(b + i * bb, scales[i]);
+    for (unsigned j = 0; j < 32 * nblk; j++) L[j] = l8[j];
+}
+
+/* Q4_0, 18 bytes: d, 16 bytes of nibbles (value j low, j + 16 high); gq_codes_x0 with nmax 8. */
+static void gq_pack_q4_0(const int *L, uint8_t *b)
+{
     /* unmasked, as ggml ORs the two codes (both are in [0, 15] for finite products) */
     for (int j = 0; j < 16; j++) b[2 + j] = (uint8_t)((unsigned)L[j] | (unsigned)L[j + 16] << 4);
 }
 
-/* Q5_0, 22 bytes: d, qh (the fifth bits, u32 little-endian: bit j of value j), 16 bytes of
- * nibbles; gq_codes_x0 with nmax 16. */
-static void enc_q5_0(const float *x, const float *qw, float sigma2, uint8_t *b)
+static void enc_q4_0(const float *x, const float *qw, float sigma2, uint8_t *b)
 {
     int L[32];
-    gq_codes_x0(x, qw, sigma2, 16, b, L);
+    gq_codes_x0(x, qw, sigma2, 8, b, L);
+    gq_pack_q4_0(L, b);
+}
+
+static void enc_q4_0_blocks(const float *x, const float *qw, float sigma2, unsigned nblk, uint8_t *out)
+{
+    int L[GQ_SPAN];
+    if (!qw) {
+        for (unsigned i = 0; i < nblk; i++) enc_q4_0(x + 32 * i, NULL, sigma2, out + 18 * i);
+        return;
+    }
+    gq_codes_x0_imp(x, qw, sigma2, 8, nblk, 18, out, L);
+    for (unsigned i = 0; i < nblk; i++) gq_pack_q4_0(L + 32 * i, out + 18 * i);
+}
+
+/* Q5_0, 22 bytes: d, qh (the fifth bits, u32 little-endian: bit j of value j), 16 bytes of
+ * nibbles; gq_codes_x0 with nmax 16. */
+static void gq_pack_q5_0(const int *L, uint8_t *b)
+{
     uint32_t qh = 0;
     for (int j = 0; j < 16; j++) {
         unsigned lo = (unsigned)L[j] & 0xFFu, hi = (unsigned)L[j + 16] & 0xFFu;
@@ -360,6 +388,24 @@ static void enc_q5_0(const float *x, const float *qw, float sigma2, uint8_t *b)
         qh |= ((hi & 0x10u) >> 4) << (j + 16);
     }
     for (int i = 0; i < 4; i++) b[2 + i] = (uint8_t)(qh >> (8 * i));
+}
+
+static void enc_q5_0(const float *x, const float *qw, float sigma2, uint8_t *b)
+{
+    int L[32];
+    gq_codes_x0(x, qw, sigma2, 16, b, L);
+    gq_pack_q5_0(L, b);
+}
+
+static void enc_q5_0_blocks(const float *x, const float *qw, float sigma2, unsigned nblk, uint8_t *out)
+{
+    int L[GQ_SPAN];
+    if (!qw) {
+        for (unsigned i = 0; i < nblk; i++) enc_q5_0(x + 32 * i, NULL, sigma2, out + 22 * i);
+        return;
+    }
+    gq_codes_x0_imp(x, qw, sigma2, 16, nblk, 22, out, L);
+    for (unsigned i = 0; i < nblk; i++) gq_pack_q5_0(L + 32 * i, out + 22 * i);
 }
 
 /* 2-bit codes of a super-block, four 32-value quarters per 128 into one byte (Q2_K, Q3_K). */
@@ -753,17 +799,35 @@ static void gq_iq4_pack(const uint8_t *L, int n, uint8_t *q4)
 }
 
 /* IQ4_NL, 18 bytes: d, 16 bytes of indices; d = the sub-block's scale, indices again from 1/d. */
+static void gq_iq4_nl_finish(const float *x, float d, uint8_t *b)
+{
+    uint8_t L[32];
+    gq_put_f16(b, d);
+    float id = d != 0.0f ? 1 / d : 0.0f;
+    for (int j = 0; j < 32; j++) L[j] = (uint8_t)gq_iq4_index(id * x[j]);
+    gq_iq4_pack(L, 32, b + 2);
+}
+
 static void enc_iq4_nl(const float *x, const float *qw, float sigma2, uint8_t *b)
 {
     (void)sigma2;
     float w[32];
     uint8_t L[32];
     gq_iq4_weights(x, qw, gq_iq4_sigma2(x, 32), w);
-    float d = gq_iq4_scale(x, w, L);
-    gq_put_f16(b, d);
-    float id = d != 0.0f ? 1 / d : 0.0f;
-    for (int j = 0; j < 32; j++) L[j] = (uint8_t)gq_iq4_index(id * x[j]);
-    gq_iq4_pack(L, 32, b + 2);
+    gq_iq4_nl_finish(x, gq_iq4_scale(x, w, L), b);
+}
+
+/* IQ4_NL, several blocks: their scale searches through the kernels table, a block a lane. */
+static void enc_iq4_nl_blocks(const float *x, const float *qw, float sigma2, unsigned nblk, uint8_t *out)
+{
+    (void)sigma2;
+    float w[GQ_SPAN], d[GQ_SPAN / 32], s2[GQ_SPAN / 32];
+    if (nblk == 0) return;
+    for (unsigned i = 0; i < nblk; i++) s2[i] = gq_iq4_sigma2(x + 32 * i, 32);
+    /* gq_iq4_weights of each block */
+    for (unsigned j = 0; j < 32 * nblk; j++) w[j] = qw ? qw[j] * sqrtf(s2[j / 32] + x[j] * x[j]) : x[j] * x[j];
+    gq_kern->iq4_scales((int)nblk, x, w, gq_iq4_values, d);
+    for (unsigned i = 0; i < nblk; i++) gq_iq4_nl_finish(x + 32 * i, d[i], out + 18 * i);
 }
 
 /* IQ4_XS, 136 bytes: d, scales_h (u16: the high 2 bits of eight 6-bit scales), scales_l[4]
@@ -818,6 +882,22 @@ static const gq_type gq_types[] = {
     {NF_FMT_GGUF_IQ4_NL, enc_iq4_nl, false}, {NF_FMT_GGUF_IQ4_XS, enc_iq4_xs, false},
 };
 
+/* The types that also encode GQ_SPAN / block_values blocks at once (their searches a block per
+ * vector lane); a type not listed is encoded block by block. */
+static const struct {
+    nf_format_id fmt;
+    gq_blocks_fn encode_blocks;
+} gq_batched[] = {
+    {NF_FMT_GGUF_Q4_0, enc_q4_0_blocks}, {NF_FMT_GGUF_Q5_0, enc_q5_0_blocks}, {NF_FMT_GGUF_IQ4_NL, enc_iq4_nl_blocks},
+};
+
+static gq_blocks_fn gq_blocks_of(nf_format_id fmt)
+{
+    for (size_t i = 0; i < sizeof gq_batched / sizeof gq_batched[0]; i++)
+        if (gq_batched[i].fmt == fmt) return gq_batched[i].encode_blocks;
+    return NULL;
+}
+
 static const gq_type *gq_type_of(const nf_format *fmt)
 {
     for (size_t i = 0; i < sizeof gq_types / sizeof gq_types[0]; i++)
@@ -870,14 +950,19 @@ static nf_status gq_check_range(const nf_format *fmt, const nf_src_rows *src, ui
 /* A block's values, refused as gq_load and gq_check_range refuse them.  One branch-free pass
  * finds whether any value is NaN, infinite or of magnitude 2^64 or more; only then do the two
  * checks run, for their message. */
+static bool gq_values_ok(const float *x, size_t n)
+{
+    int bad = 0;
+    for (size_t j = 0; j < n; j++) bad |= !(fabsf(x[j]) < 18446744073709551616.0f);
+    return !bad;
+}
+
 static nf_status gq_load_block(const nf_format *fmt, const nf_src_rows *src, uint64_t r, size_t c0, float *x,
                                nf_error *err)
 {
     const size_t n = fmt->block_values;
     nf_method_load_f32(src, r, c0, n, x);
-    int bad = 0;
-    for (size_t j = 0; j < n; j++) bad |= !(fabsf(x[j]) < 18446744073709551616.0f);
-    if (!bad) return NF_OK;
+    if (gq_values_ok(x, n)) return NF_OK;
     NF_TRY(gq_load(src, r, c0, n, x, err));
     return gq_check_range(fmt, src, r, c0, x, err);
 }
@@ -896,7 +981,7 @@ static nf_status gq_sum2(const nf_src_rows *src, uint64_t r, size_t k, size_t bv
 static nf_status gq_encode_row(const nf_format *fmt, const gq_type *t, const float *imp, const nf_src_rows *src,
                                uint64_t r, size_t k, uint8_t *out, nf_error *err)
 {
-    float x[GQ_SUPER];
+    float x[GQ_SPAN];
     const size_t bv = fmt->block_values, bb = fmt->block_bytes;
     float sigma2 = 0.0f;
     if (imp && t->row_sigma) {
@@ -907,11 +992,25 @@ static nf_status gq_encode_row(const nf_format *fmt, const gq_type *t, const flo
         else NF_TRY(gq_sum2(src, r, k, bv, &sum, err));
         sigma2 = sum / (float)(src->row_cols ? src->row_cols : k);
     }
-    for (size_t c0 = 0, blk = 0; c0 < k; c0 += bv, blk++) {
-        NF_TRY(gq_load_block(fmt, src, r, c0, x, err));
-        uint8_t *b = out + blk * bb;
-        t->encode(x, imp ? imp + c0 : NULL, sigma2, b);
-        NF_TRY(gq_check_scales(fmt, src, r, c0, b, err));
+    /* a span of blocks at once where the type can (refusals and their order unchanged: a span
+     * holding a refused value goes block by block, and scales are checked in block order) */
+    const gq_blocks_fn blocks = gq_blocks_of(fmt->id);
+    const size_t per = blocks ? GQ_SPAN / bv : 1;
+    for (size_t c0 = 0; c0 < k; c0 += per * bv) {
+        const size_t nb = (k - c0) / bv < per ? (k - c0) / bv : per;
+        uint8_t *b = out + c0 / bv * bb;
+        nf_method_load_f32(src, r, c0, nb * bv, x);
+        if (!gq_values_ok(x, nb * bv)) {
+            for (size_t i = 0; i < nb; i++) {
+                NF_TRY(gq_load_block(fmt, src, r, c0 + i * bv, x, err));
+                t->encode(x, imp ? imp + c0 + i * bv : NULL, sigma2, b + i * bb);
+                NF_TRY(gq_check_scales(fmt, src, r, c0 + i * bv, b + i * bb, err));
+            }
+            continue;
+        }
+        if (nb > 1) blocks(x, imp ? imp + c0 : NULL, sigma2, (unsigned)nb, b);
+        else t->encode(x, imp ? imp + c0 : NULL, sigma2, b);
+        for (size_t i = 0; i < nb; i++) NF_TRY(gq_check_scales(fmt, src, r, c0 + i * bv, b + i * bb, err));
     }
     return NF_OK;
 }

@@ -14,6 +14,7 @@
 
 #define GQ_SUPER 256u          /* values of a k-quant super-block (ggml's QK_K) */
 #define GQ_ZERO_EPS 1e-15f     /* below this a group's largest magnitude counts as all zero */
+#define GQ_SPAN 512u           /* values of the blocks a gq_blocks_fn encodes at once, at most */
 
 /* ---------------------------------------------------------------- ggml's scalar primitives */
 
@@ -58,5 +59,9 @@ static inline float gq_f(int v) { return (float)v; }
  * for the path without an importance vector) and sigma2 (Q4_0 / Q5_0 with importance: the row's
  * mean square, which ggml computes over the whole row) into blk. */
 typedef void (*gq_block_fn)(const float *x, const float *qw, float sigma2, uint8_t *blk);
+
+/* Several blocks at once (optional, for a type whose searches run a block per vector lane): the
+ * nblk consecutive blocks of x (and qw) into out, the same bytes as gq_block_fn on each. */
+typedef void (*gq_blocks_fn)(const float *x, const float *qw, float sigma2, unsigned nblk, uint8_t *out);
 
 #endif
