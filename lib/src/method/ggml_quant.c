@@ -589,19 +589,47 @@ typedef struct gq_kmin {
     bool clamp_fitted; /* Q5_K clamps the fitted 6-bit codes to 63; ggml's Q4_K does not */
 } gq_kmin;
 
-static void gq_encode_kmin(const float *x, const float *qw, const gq_kmin *k, uint8_t *b, uint8_t *L)
+/* The weights of a super-block's 8 fits (w) and, with importance, their sums (sw). */
+static void gq_kmin_weights(const float *x, const float *qw, float *w, float *sw)
 {
-    float scales[8], mins[8], w[GQ_SUPER];
-    uint8_t ls[8], lm[8];
     if (!qw) {
-        float max_scale = 0.0f, max_min = 0.0f;
         for (int j = 0; j < 8; j++) {
             float sum_x2 = 0.0f;
             for (int l = 0; l < 32; l++) sum_x2 += x[32 * j + l] * x[32 * j + l];
             float av_x = sqrtf(sum_x2 / 32.0f);
             for (int l = 0; l < 32; l++) w[32 * j + l] = av_x + fabsf(x[32 * j + l]);
         }
-        gq_kern->fit_min(8, 32, k->nmax, x, w, L, scales, mins, k->rmin, k->rdelta, k->nstep, false);
+        return;
+    }
+    /* the importance path: weights qw * sqrt(2 * mean square + x^2) */
+    float sum_x2 = 0.0f;
+    for (unsigned l = 0; l < GQ_SUPER; l++) sum_x2 += x[l] * x[l];
+    float s2 = 2 * sum_x2 / 256.0f;
+    for (int j = 0; j < 8; j++) {
+        for (int l = 0; l < 32; l++) w[32 * j + l] = qw[32 * j + l] * sqrtf(s2 + x[32 * j + l] * x[32 * j + l]);
+        float sumw = 0.0f;
+        for (int l = 0; l < 32; l++) sumw += w[32 * j + l];
+        sw[j] = sumw;
+    }
+}
+
+/* The fits of nsup super-blocks' 8 * nsup sub-blocks in one call of the kernels table: without
+ * importance with the type's trial parameters, with it with 37 trials from -0.9. */
+static void gq_kmin_fit(const float *x, const float *w, bool imp, const gq_kmin *k, int nsup, uint8_t *L,
+                        float *scales, float *mins)
+{
+    if (!imp) gq_kern->fit_min(8 * nsup, 32, k->nmax, x, w, L, scales, mins, k->rmin, k->rdelta, k->nstep, false);
+    else gq_kern->fit_min(8 * nsup, 32, k->nmax, x, w, L, scales, mins, -0.9f, 0.05f, 36, false);
+}
+
+/* A super-block after its fits: d, dmin and the 6-bit scales and minima (with importance fitted
+ * as codes weighted by sw), then the codes again from the stored values. */
+static void gq_kmin_finish(const float *x, bool imp, const gq_kmin *k, const float *scales, const float *mins,
+                           const float *sw, uint8_t *b, uint8_t *L)
+{
+    uint8_t ls[8], lm[8];
+    if (!imp) {
+        float max_scale = 0.0f, max_min = 0.0f;
         for (int j = 0; j < 8; j++) {
             if (scales[j] > max_scale) max_scale = scales[j];
             if (mins[j] > max_min) max_min = mins[j];
@@ -615,18 +643,6 @@ static void gq_encode_kmin(const float *x, const float *qw, const gq_kmin *k, ui
         gq_put_f16(b, max_scale / 63.0f);
         gq_put_f16(b + 2, max_min / 63.0f);
     } else {
-        /* the importance path: weights qw * sqrt(2 * mean square + x^2), the fit with 37
-         * trials from -0.9, and the scales and minima fitted as 6-bit codes */
-        float sum_x2 = 0.0f, sw[8];
-        for (unsigned l = 0; l < GQ_SUPER; l++) sum_x2 += x[l] * x[l];
-        float s2 = 2 * sum_x2 / 256.0f;
-        for (int j = 0; j < 8; j++) {
-            for (int l = 0; l < 32; l++) w[32 * j + l] = qw[32 * j + l] * sqrtf(s2 + x[32 * j + l] * x[32 * j + l]);
-            float sumw = 0.0f;
-            for (int l = 0; l < 32; l++) sumw += w[32 * j + l];
-            sw[j] = sumw;
-        }
-        gq_kern->fit_min(8, 32, k->nmax, x, w, L, scales, mins, -0.9f, 0.05f, 36, false);
         float d_block = gq_fit_positive(8, 63, scales, ls, sw);
         float m_block = gq_fit_positive(8, 63, mins, lm, sw);
         for (int j = 0; j < 8 && k->clamp_fitted; j++) {
@@ -645,42 +661,91 @@ static void gq_encode_kmin(const float *x, const float *qw, const gq_kmin *k, ui
     }
 }
 
-/* Q4_K, 144 bytes: d, dmin, scales[12], qs[128] (values l and l + 32 of each 64 in a byte). */
-static void enc_q4_k(const float *x, const float *qw, float sigma2, uint8_t *b)
+static void gq_encode_kmin(const float *x, const float *qw, const gq_kmin *k, uint8_t *b, uint8_t *L)
 {
-    (void)sigma2;
-    static const gq_kmin k = {15, -1.0f, 0.1f, 20, false};
-    uint8_t L[GQ_SUPER];
-    gq_encode_kmin(x, qw, &k, b, L);
+    float scales[8], mins[8], w[GQ_SUPER], sw[8];
+    gq_kmin_weights(x, qw, w, sw);
+    gq_kmin_fit(x, w, qw != NULL, k, 1, L, scales, mins);
+    gq_kmin_finish(x, qw != NULL, k, scales, mins, sw, b, L);
+}
+
+/* Two super-blocks at once, their 16 fits in one call (16 lanes at AVX-512); the codes of
+ * super-block i to L + 256 * i. */
+static void gq_encode_kmin2(const float *x, const float *qw, const gq_kmin *k, size_t bb, uint8_t *out, uint8_t *L)
+{
+    const unsigned nsup = 2;
+    float scales[16], mins[16], w[2 * GQ_SUPER], sw[16];
+    for (unsigned i = 0; i < nsup; i++)
+        gq_kmin_weights(x + GQ_SUPER * i, qw ? qw + GQ_SUPER * i : NULL, w + GQ_SUPER * i, sw + 8 * i);
+    gq_kmin_fit(x, w, qw != NULL, k, (int)nsup, L, scales, mins);
+    for (unsigned i = 0; i < nsup; i++)
+        gq_kmin_finish(x + GQ_SUPER * i, qw != NULL, k, scales + 8 * i, mins + 8 * i, sw + 8 * i, out + bb * i,
+                       L + GQ_SUPER * i);
+}
+
+/* Q4_K, 144 bytes: d, dmin, scales[12], qs[128] (values l and l + 32 of each 64 in a byte). */
+static const gq_kmin gq_q4_k = {15, -1.0f, 0.1f, 20, false};
+static const gq_kmin gq_q5_k = {31, -0.5f, 0.1f, 15, true};
+
+static void gq_pack_q4_k(const uint8_t *L, uint8_t *b)
+{
     uint8_t *q = b + 16;
     for (unsigned j = 0; j < GQ_SUPER; j += 64, q += 32)
         for (unsigned l = 0; l < 32; l++) q[l] = (uint8_t)(L[j + l] | L[j + l + 32] << 4);
 }
 
+static void enc_q4_k(const float *x, const float *qw, float sigma2, uint8_t *b)
+{
+    (void)sigma2;
+    uint8_t L[GQ_SUPER];
+    gq_encode_kmin(x, qw, &gq_q4_k, b, L);
+    gq_pack_q4_k(L, b);
+}
+
+static void enc_q4_k_blocks(const float *x, const float *qw, float sigma2, unsigned nblk, uint8_t *out)
+{
+    uint8_t L[2 * GQ_SUPER];
+    for (unsigned i = 0; i + 1 < nblk; i += 2) {
+        gq_encode_kmin2(x + GQ_SUPER * i, qw ? qw + GQ_SUPER * i : NULL, &gq_q4_k, 144, out + 144 * i, L);
+        gq_pack_q4_k(L, out + 144 * i);
+        gq_pack_q4_k(L + GQ_SUPER, out + 144 * (i + 1));
+    }
+    if (nblk % 2) enc_q4_k(x + GQ_SUPER * (nblk - 1), qw ? qw + GQ_SUPER * (nblk - 1) : NULL, sigma2, out + 144 * (nblk - 1));
+}
+
 /* Q5_K, 176 bytes: d, dmin, scales[12], qh[32] (fifth bits), qs[128] (low nibbles). */
+static void gq_pack_q5_k(const uint8_t *L, uint8_t *b)
+{
+    uint8_t *qh = b + 16, *ql = b + 48;
+    memset(qh, 0, 32);
+    /* codes are in [0, 31]: bit 4 of values n + j and n + j + 32 of each 64 goes to bits 2 (n / 64)
+     * and 2 (n / 64) + 1 of qh[j] (without a branch) */
+    for (unsigned n = 0, p = 0; n < GQ_SUPER; n += 64, p += 2, ql += 32) {
+        for (unsigned j = 0; j < 32; j++) {
+            unsigned l1 = L[n + j], l2 = L[n + j + 32];
+            qh[j] = (uint8_t)(qh[j] | (l1 >> 4) << p | (l2 >> 4) << (p + 1));
+            ql[j] = (uint8_t)((l1 & 15u) | (l2 & 15u) << 4);
+        }
+    }
+}
+
 static void enc_q5_k(const float *x, const float *qw, float sigma2, uint8_t *b)
 {
     (void)sigma2;
-    static const gq_kmin k = {31, -0.5f, 0.1f, 15, true};
     uint8_t L[GQ_SUPER];
-    gq_encode_kmin(x, qw, &k, b, L);
-    uint8_t *qh = b + 16, *ql = b + 48;
-    memset(qh, 0, 32);
-    unsigned m1 = 1, m2 = 2;
-    for (unsigned n = 0; n < GQ_SUPER; n += 64, m1 <<= 2, m2 <<= 2, ql += 32) {
-        for (unsigned j = 0; j < 32; j++) {
-            unsigned l1 = L[n + j], l2 = L[n + j + 32];
-            if (l1 > 15) {
-                l1 -= 16;
-                qh[j] = (uint8_t)(qh[j] | m1);
-            }
-            if (l2 > 15) {
-                l2 -= 16;
-                qh[j] = (uint8_t)(qh[j] | m2);
-            }
-            ql[j] = (uint8_t)(l1 | l2 << 4);
-        }
+    gq_encode_kmin(x, qw, &gq_q5_k, b, L);
+    gq_pack_q5_k(L, b);
+}
+
+static void enc_q5_k_blocks(const float *x, const float *qw, float sigma2, unsigned nblk, uint8_t *out)
+{
+    uint8_t L[2 * GQ_SUPER];
+    for (unsigned i = 0; i + 1 < nblk; i += 2) {
+        gq_encode_kmin2(x + GQ_SUPER * i, qw ? qw + GQ_SUPER * i : NULL, &gq_q5_k, 176, out + 176 * i, L);
+        gq_pack_q5_k(L, out + 176 * i);
+        gq_pack_q5_k(L + GQ_SUPER, out + 176 * (i + 1));
     }
+    if (nblk % 2) enc_q5_k(x + GQ_SUPER * (nblk - 1), qw ? qw + GQ_SUPER * (nblk - 1) : NULL, sigma2, out + 176 * (nblk - 1));
 }
 
 /* Q6_K, 210 bytes: ql[128], qh[64], int8 scales[16], d.  Both paths fit each 16 values with
@@ -889,6 +954,7 @@ static const struct {
     gq_blocks_fn encode_blocks;
 } gq_batched[] = {
     {NF_FMT_GGUF_Q4_0, enc_q4_0_blocks}, {NF_FMT_GGUF_Q5_0, enc_q5_0_blocks}, {NF_FMT_GGUF_IQ4_NL, enc_iq4_nl_blocks},
+    {NF_FMT_GGUF_Q4_K, enc_q4_k_blocks}, {NF_FMT_GGUF_Q5_K, enc_q5_k_blocks},
 };
 
 static gq_blocks_fn gq_blocks_of(nf_format_id fmt)
