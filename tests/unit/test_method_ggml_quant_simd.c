@@ -31,10 +31,11 @@ typedef struct qtype {
 
 /* in the order of issue 24's value: the k-quants first */
 static const qtype TYPES[] = {
-    {NF_FMT_GGUF_Q4_K, "q4_k", 256, 144}, {NF_FMT_GGUF_Q6_K, "q6_k", 256, 210},  {NF_FMT_GGUF_Q5_K, "q5_k", 256, 176},
-    {NF_FMT_GGUF_Q3_K, "q3_k", 256, 110}, {NF_FMT_GGUF_Q2_K, "q2_k", 256, 84},   {NF_FMT_GGUF_IQ4_XS, "iq4_xs", 256, 136},
-    {NF_FMT_GGUF_IQ4_NL, "iq4_nl", 32, 18}, {NF_FMT_GGUF_Q4_0, "q4_0", 32, 18}, {NF_FMT_GGUF_Q5_0, "q5_0", 32, 22},
-    {NF_FMT_GGUF_Q8_0, "q8_0", 32, 34},
+    {NF_FMT_GGUF_Q4_K, "q4_k", 256, 144},     {NF_FMT_GGUF_Q6_K, "q6_k", 256, 210},
+    {NF_FMT_GGUF_Q5_K, "q5_k", 256, 176},     {NF_FMT_GGUF_Q3_K, "q3_k", 256, 110},
+    {NF_FMT_GGUF_Q2_K, "q2_k", 256, 84},      {NF_FMT_GGUF_IQ4_XS, "iq4_xs", 256, 136},
+    {NF_FMT_GGUF_IQ4_NL, "iq4_nl", 32, 18},   {NF_FMT_GGUF_Q4_0, "q4_0", 32, 18},
+    {NF_FMT_GGUF_Q5_0, "q5_0", 32, 22},       {NF_FMT_GGUF_Q8_0, "q8_0", 32, 34},
 };
 #define NTYPES (sizeof TYPES / sizeof TYPES[0])
 

@@ -484,17 +484,15 @@ static int gq_q3_scale(const uint8_t *s, int j)
 }
 
 /* Q3_K, 110 bytes: hmask[32], qs[64], scales[12] (16 six-bit values), d. */
-static void enc_q3_k(const float *x, const float *qw, float sigma2, uint8_t *b)
+/* Q3_K with L and scales, without an importance vector, already fitted when `fitted`. */
+static void gq_enc_q3_k(const float *x, const float *qw, uint8_t *b, int8_t *L, float *scales, bool fitted)
 {
-    (void)sigma2;
-    int8_t L[GQ_SUPER];
     uint8_t *hmask = b, *qs = b + 32, *sc = b + 96, *dp = b + 108;
-    float scales[16];
     memset(sc, 0, 12);
     int ls[16];
     if (!qw) {
         float max_scale = 0.0f, amax = 0.0f;
-        gq_kern->fit_q3(16, 16, 4, x, L, scales);
+        if (!fitted) gq_kern->fit_q3(16, 16, 4, x, L, scales);
         for (int j = 0; j < 16; j++) {
             if (fabsf(scales[j]) > amax) {
                 amax = fabsf(scales[j]);
@@ -551,6 +549,30 @@ static void enc_q3_k(const float *x, const float *qw, float sigma2, uint8_t *b)
             u[32 * q + i] = (uint8_t)(l & 3u);
         }
     gq_pack_2bit(u, qs);
+}
+
+static void enc_q3_k(const float *x, const float *qw, float sigma2, uint8_t *b)
+{
+    (void)sigma2;
+    int8_t L[GQ_SUPER];
+    float scales[16];
+    gq_enc_q3_k(x, qw, b, L, scales, false);
+}
+
+/* Q3_K without importance, two super-blocks at once: their 32 sweeps in one call of the kernels
+ * table (more independent chains to interleave). */
+static void enc_q3_k_blocks(const float *x, const float *qw, float sigma2, unsigned nblk, uint8_t *out)
+{
+    if (qw || nblk != 2) {
+        for (unsigned i = 0; i < nblk; i++)
+            enc_q3_k(x + GQ_SUPER * i, qw ? qw + GQ_SUPER * i : NULL, sigma2, out + 110 * i);
+        return;
+    }
+    int8_t L[2 * GQ_SUPER];
+    float scales[32];
+    gq_kern->fit_q3(32, 16, 4, x, L, scales);
+    gq_enc_q3_k(x, NULL, out, L, scales, true);
+    gq_enc_q3_k(x + GQ_SUPER, NULL, out + 110, L + GQ_SUPER, scales + 16, true);
 }
 
 /* The 12 bytes of Q4_K / Q5_K's eight 6-bit scales and minima. */
@@ -710,7 +732,8 @@ static void enc_q4_k_blocks(const float *x, const float *qw, float sigma2, unsig
         gq_pack_q4_k(L, out + 144 * i);
         gq_pack_q4_k(L + GQ_SUPER, out + 144 * (i + 1));
     }
-    if (nblk % 2) enc_q4_k(x + GQ_SUPER * (nblk - 1), qw ? qw + GQ_SUPER * (nblk - 1) : NULL, sigma2, out + 144 * (nblk - 1));
+    if (nblk % 2)
+        enc_q4_k(x + GQ_SUPER * (nblk - 1), qw ? qw + GQ_SUPER * (nblk - 1) : NULL, sigma2, out + 144 * (nblk - 1));
 }
 
 /* Q5_K, 176 bytes: d, dmin, scales[12], qh[32] (fifth bits), qs[128] (low nibbles). */
@@ -745,7 +768,8 @@ static void enc_q5_k_blocks(const float *x, const float *qw, float sigma2, unsig
         gq_pack_q5_k(L, out + 176 * i);
         gq_pack_q5_k(L + GQ_SUPER, out + 176 * (i + 1));
     }
-    if (nblk % 2) enc_q5_k(x + GQ_SUPER * (nblk - 1), qw ? qw + GQ_SUPER * (nblk - 1) : NULL, sigma2, out + 176 * (nblk - 1));
+    if (nblk % 2)
+        enc_q5_k(x + GQ_SUPER * (nblk - 1), qw ? qw + GQ_SUPER * (nblk - 1) : NULL, sigma2, out + 176 * (nblk - 1));
 }
 
 /* Q6_K, 210 bytes: ql[128], qh[64], int8 scales[16], d.  Both paths fit each 16 values with
@@ -954,7 +978,7 @@ static const struct {
     gq_blocks_fn encode_blocks;
 } gq_batched[] = {
     {NF_FMT_GGUF_Q4_0, enc_q4_0_blocks}, {NF_FMT_GGUF_Q5_0, enc_q5_0_blocks}, {NF_FMT_GGUF_IQ4_NL, enc_iq4_nl_blocks},
-    {NF_FMT_GGUF_Q4_K, enc_q4_k_blocks}, {NF_FMT_GGUF_Q5_K, enc_q5_k_blocks},
+    {NF_FMT_GGUF_Q4_K, enc_q4_k_blocks}, {NF_FMT_GGUF_Q5_K, enc_q5_k_blocks}, {NF_FMT_GGUF_Q3_K, enc_q3_k_blocks},
 };
 
 static gq_blocks_fn gq_blocks_of(nf_format_id fmt)

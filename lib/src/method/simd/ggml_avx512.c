@@ -62,12 +62,17 @@
 #include "method/simd/ggml_ops_undef.inc"
 
 NF_AVX512_FN static void fit_min_avx512(int nsub, int n, int nmax, const float *x, const float *w, uint8_t *L,
-                                        float *scales, float *mins, float rmin, float rdelta, int nstep, bool use_mad)
+                                        float *scales, float *mins, float rmin, float rdelta, int nstep,
+                                        bool use_mad)
 {
     for (int j = 0; j < nsub;) {
         int k = gq_min(16, nsub - j);
-        if (k > 8) fit_min_lanes_z(k, n, nmax, x + j * n, w + j * n, L + j * n, scales + j, mins + j, rmin, rdelta, nstep, use_mad);
-        else fit_min_lanes_y(k, n, nmax, x + j * n, w + j * n, L + j * n, scales + j, mins + j, rmin, rdelta, nstep, use_mad);
+        if (k > 8)
+            fit_min_lanes_z(k, n, nmax, x + j * n, w + j * n, L + j * n, scales + j, mins + j, rmin, rdelta, nstep,
+                            use_mad);
+        else
+            fit_min_lanes_y(k, n, nmax, x + j * n, w + j * n, L + j * n, scales + j, mins + j, rmin, rdelta, nstep,
+                            use_mad);
         j += k;
     }
 }
@@ -86,9 +91,13 @@ NF_AVX512_FN static void fit_signed_avx512(int nsub, int n, int nmax, const floa
 
 NF_AVX512_FN static void fit_q3_avx512(int nsub, int n, int nmax, const float *x, int8_t *L, float *scales)
 {
-    /* two chains of 8 lanes: 16 sub-blocks in two 256-bit vectors, whose divisions are quicker */
-    for (int j = 0; j < nsub; j += 16)
-        fit_q3_lanes_y(gq_min(16, nsub - j), n, nmax, x + j * n, L + j * n, scales + j);
+    /* two chains: 32 sub-blocks in two 512-bit vectors, 16 or fewer in two 256-bit ones */
+    for (int j = 0; j < nsub;) {
+        int k = gq_min(32, nsub - j);
+        if (k > 16) fit_q3_lanes_z(k, n, nmax, x + j * n, L + j * n, scales + j);
+        else fit_q3_lanes_y(k, n, nmax, x + j * n, L + j * n, scales + j);
+        j += k;
+    }
 }
 
 /* 8 sub-blocks (IQ4_XS) in one 256-bit vector */
