@@ -279,6 +279,18 @@ static void fit_q3_scalar(int nsub, int n, int nmax, const float *x, int8_t *L, 
 }
 
 static float gq_iq4_scale(const float *x, const float *w, uint8_t *L);
+static void gq_x0_plain(const float *x, int nmax, float *d, uint8_t *L);
+static void gq_q8_0_plain(const float *x, float *d, uint8_t *q);
+
+static void codes_x0_scalar(unsigned nblk, int nmax, const float *x, float *d, uint8_t *L)
+{
+    for (unsigned i = 0; i < nblk; i++) gq_x0_plain(x + 32 * i, nmax, d + i, L + 32 * i);
+}
+
+static void codes_q8_0_scalar(unsigned nblk, const float *x, float *d, uint8_t *q)
+{
+    for (unsigned i = 0; i < nblk; i++) gq_q8_0_plain(x + 32 * i, d + i, q + 32 * i);
+}
 
 static void iq4_scales_scalar(int nsub, const float *x, const float *w, const int8_t *values, float *scales)
 {
@@ -291,7 +303,9 @@ const nf_gq_kernels nf_gq_kernels_scalar = {.name = "scalar",
                                             .fit_min = fit_min_scalar,
                                             .fit_signed = fit_signed_scalar,
                                             .fit_q3 = fit_q3_scalar,
-                                            .iq4_scales = iq4_scales_scalar};
+                                            .iq4_scales = iq4_scales_scalar,
+                                            .codes_x0 = codes_x0_scalar,
+                                            .codes_q8_0 = codes_q8_0_scalar};
 
 NF_SIMD_SELECTOR(nf_gq_kernels, nf_gq_kernels, nf_gq_kernels_scalar, nf_gq_kernels_avx2, nf_gq_kernels_avx512)
 
@@ -303,31 +317,60 @@ static _Thread_local const nf_gq_kernels *gq_kern;
 
 /* Q8_0, 34 bytes: d, 32 int8 codes; d = amax / 127, codes roundf(x * (1 / d)).  ggml ignores the
  * importance vector for Q8_0. */
-static void enc_q8_0(const float *x, const float *qw, float sigma2, uint8_t *b)
+static void gq_q8_0_plain(const float *x, float *d, uint8_t *q)
 {
-    (void)qw;
-    (void)sigma2;
     float amax = 0.0f;
     for (int j = 0; j < 32; j++) {
         float a = fabsf(x[j]);
         amax = amax > a ? amax : a;
     }
-    float d = amax / 127.0f;
-    float id = d != 0.0f ? 1.0f / d : 0.0f;
+    *d = amax / 127.0f;
+    float id = *d != 0.0f ? 1.0f / *d : 0.0f;
+    for (int j = 0; j < 32; j++) q[j] = (uint8_t)gq_trunc_i8(roundf(x[j] * id));
+}
+
+static void enc_q8_0(const float *x, const float *qw, float sigma2, uint8_t *b)
+{
+    (void)qw;
+    (void)sigma2;
+    float d;
+    gq_q8_0_plain(x, &d, b + 2);
     gq_put_f16(b, d);
-    for (int j = 0; j < 32; j++) b[2 + j] = (uint8_t)gq_trunc_i8(roundf(x[j] * id));
+}
+
+/* Q8_0, several blocks: the codes through the kernels table (one block a few vectors). */
+static void enc_q8_0_blocks(const float *x, const float *qw, float sigma2, unsigned nblk, uint8_t *out)
+{
+    (void)qw;
+    (void)sigma2;
+    float d[GQ_SPAN / 32];
+    uint8_t q[GQ_SPAN];
+    gq_kern->codes_q8_0(nblk, x, d, q);
+    for (unsigned i = 0; i < nblk; i++) {
+        gq_put_f16(out + 34 * i, d[i]);
+        memcpy(out + 34 * i + 2, q + 32 * i, 32);
+    }
 }
 
 /* The scale (written to b) and codes L in [0, 2 nmax) of a Q4_0 (nmax 8) or Q5_0 (nmax 16)
  * block.  Without importance: d = extreme / -nmax, code = min(2 nmax - 1, trunc(x * (1 / d) +
  * nmax + 0.5)).  With it: gq_fit_signed with weights qw * sqrt(sigma2 + x^2). */
+static void gq_x0_plain(const float *x, int nmax, float *d, uint8_t *L)
+{
+    *d = gq_extreme(x, 32) / -gq_f(nmax);
+    float id = *d != 0.0f ? 1.0f / *d : 0.0f;
+    /* the low byte is all the packing keeps of a code */
+    for (int j = 0; j < 32; j++) L[j] = (uint8_t)gq_min(2 * nmax - 1, gq_trunc_i8(x[j] * id + (gq_f(nmax) + 0.5f)));
+}
+
 static void gq_codes_x0(const float *x, const float *qw, float sigma2, int nmax, uint8_t *b, int *L)
 {
     if (!qw) {
-        float d = gq_extreme(x, 32) / -gq_f(nmax);
-        float id = d != 0.0f ? 1.0f / d : 0.0f;
+        float d;
+        uint8_t l8[32];
+        gq_x0_plain(x, nmax, &d, l8);
         gq_put_f16(b, d);
-        for (int j = 0; j < 32; j++) L[j] = gq_min(2 * nmax - 1, gq_trunc_i8(x[j] * id + (gq_f(nmax) + 0.5f)));
+        for (int j = 0; j < 32; j++) L[j] = l8[j];
     } else {
         float w[32];
         int8_t l8[32];
@@ -335,6 +378,16 @@ static void gq_codes_x0(const float *x, const float *qw, float sigma2, int nmax,
         gq_put_f16(b, gq_fit_signed(32, nmax, x, l8, w));
         for (int j = 0; j < 32; j++) L[j] = l8[j];
     }
+}
+
+/* gq_codes_x0 without importance for nblk blocks at once, through the kernels table. */
+static void gq_x0_blocks(const float *x, int nmax, unsigned nblk, size_t bb, uint8_t *b, int *L)
+{
+    float d[GQ_SPAN / 32];
+    uint8_t l8[GQ_SPAN];
+    gq_kern->codes_x0(nblk, nmax, x, d, l8);
+    for (unsigned i = 0; i < nblk; i++) gq_put_f16(b + i * bb, d[i]);
+    for (unsigned j = 0; j < 32 * nblk; j++) L[j] = l8[j];
 }
 
 /* gq_codes_x0 with importance for nblk blocks at once, their searches through the kernels table:
@@ -369,7 +422,8 @@ static void enc_q4_0_blocks(const float *x, const float *qw, float sigma2, unsig
 {
     int L[GQ_SPAN];
     if (!qw) {
-        for (unsigned i = 0; i < nblk; i++) enc_q4_0(x + 32 * i, NULL, sigma2, out + 18 * i);
+        gq_x0_blocks(x, 8, nblk, 18, out, L);
+        for (unsigned i = 0; i < nblk; i++) gq_pack_q4_0(L + 32 * i, out + 18 * i);
         return;
     }
     gq_codes_x0_imp(x, qw, sigma2, 8, nblk, 18, out, L);
@@ -401,7 +455,8 @@ static void enc_q5_0_blocks(const float *x, const float *qw, float sigma2, unsig
 {
     int L[GQ_SPAN];
     if (!qw) {
-        for (unsigned i = 0; i < nblk; i++) enc_q5_0(x + 32 * i, NULL, sigma2, out + 22 * i);
+        gq_x0_blocks(x, 16, nblk, 22, out, L);
+        for (unsigned i = 0; i < nblk; i++) gq_pack_q5_0(L + 32 * i, out + 22 * i);
         return;
     }
     gq_codes_x0_imp(x, qw, sigma2, 16, nblk, 22, out, L);
@@ -977,7 +1032,7 @@ static const struct {
     nf_format_id fmt;
     gq_blocks_fn encode_blocks;
 } gq_batched[] = {
-    {NF_FMT_GGUF_Q4_0, enc_q4_0_blocks}, {NF_FMT_GGUF_Q5_0, enc_q5_0_blocks}, {NF_FMT_GGUF_IQ4_NL, enc_iq4_nl_blocks},
+    {NF_FMT_GGUF_Q8_0, enc_q8_0_blocks}, {NF_FMT_GGUF_Q4_0, enc_q4_0_blocks}, {NF_FMT_GGUF_Q5_0, enc_q5_0_blocks}, {NF_FMT_GGUF_IQ4_NL, enc_iq4_nl_blocks},
     {NF_FMT_GGUF_Q4_K, enc_q4_k_blocks}, {NF_FMT_GGUF_Q5_K, enc_q5_k_blocks}, {NF_FMT_GGUF_Q3_K, enc_q3_k_blocks},
 };
 

@@ -112,10 +112,74 @@ NF_AVX512_FN static void iq4_scales_avx512(int nsub, const float *x, const float
     }
 }
 
+/* The signed value of largest magnitude of 32 values, the first on a tie, +0 if all are zero
+ * (gq_extreme): the maximum magnitude (exact in any order), then the first lane holding it. */
+NF_AVX512_INLINE float extreme32(const float *x, __m512 *abs_lo, __m512 *abs_hi)
+{
+    const __m512i mag = _mm512_set1_epi32(INT32_MAX);
+    __m512 a = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(x)), mag));
+    __m512 b = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(x + 16)), mag));
+    *abs_lo = a;
+    *abs_hi = b;
+    float amax = _mm512_reduce_max_ps(_mm512_max_ps(a, b));
+    if (amax == 0.0f) return 0.0f;
+    __m512 m = _mm512_set1_ps(amax);
+    uint32_t eq = (uint32_t)_mm512_cmpeq_ps_mask(a, m) | (uint32_t)_mm512_cmpeq_ps_mask(b, m) << 16;
+    return x[__builtin_ctz(eq)];
+}
+
+/* The low bytes of 16 int32 codes to q. */
+NF_AVX512_INLINE void store_low_bytes(uint8_t *q, __m512i v) { _mm_storeu_si128((__m128i *)(void *)q, _mm512_cvtepi32_epi8(v)); }
+
+NF_AVX512_FN static void codes_x0_avx512(unsigned nblk, int nmax, const float *x, float *d, uint8_t *L)
+{
+    const __m512 half = _mm512_set1_ps((float)nmax + 0.5f);
+    const __m512i top = _mm512_set1_epi32(2 * nmax - 1);
+    for (unsigned i = 0; i < nblk; i++, x += 32, L += 32) {
+        __m512 a, b;
+        float di = extreme32(x, &a, &b) / -(float)nmax;
+        float id = di != 0.0f ? 1.0f / di : 0.0f;
+        d[i] = di;
+        for (int h = 0; h < 2; h++) {
+            /* x * id + (nmax + 0.5), truncated (0x80000000 out of range, as gq_trunc_i8), its low
+             * byte as int8, at most 2 nmax - 1 */
+            __m512i c = _mm512_cvttps_epi32(_mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(x + 16 * h), _mm512_set1_ps(id)), half));
+            c = _mm512_min_epi32(_mm512_srai_epi32(_mm512_slli_epi32(c, 24), 24), top);
+            store_low_bytes(L + 16 * h, c);
+        }
+    }
+}
+
+NF_AVX512_FN static void codes_q8_0_avx512(unsigned nblk, const float *x, float *d, uint8_t *q)
+{
+    const __m512i sign = _mm512_set1_epi32(INT32_MIN);
+    for (unsigned i = 0; i < nblk; i++, x += 32, q += 32) {
+        __m512 a, b;
+        (void)extreme32(x, &a, &b);
+        float amax = _mm512_reduce_max_ps(_mm512_max_ps(a, b));
+        float di = amax / 127.0f;
+        float id = di != 0.0f ? 1.0f / di : 0.0f;
+        d[i] = di;
+        for (int h = 0; h < 2; h++) {
+            /* roundf: truncate, then away from zero when the dropped part is at least 1/2 */
+            __m512 v = _mm512_mul_ps(_mm512_loadu_ps(x + 16 * h), _mm512_set1_ps(id));
+            __m512 t = _mm512_roundscale_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+            __m512 fr = _mm512_castsi512_ps(_mm512_andnot_si512(sign, _mm512_castps_si512(_mm512_sub_ps(v, t))));
+            __mmask16 up = _mm512_cmp_ps_mask(fr, _mm512_set1_ps(0.5f), _CMP_GE_OQ);
+            __m512 one = _mm512_castsi512_ps(
+                _mm512_or_si512(_mm512_castps_si512(_mm512_set1_ps(1.0f)), _mm512_and_si512(sign, _mm512_castps_si512(v))));
+            __m512 r = _mm512_mask_add_ps(t, up, t, one);
+            store_low_bytes(q + 16 * h, _mm512_cvttps_epi32(r));
+        }
+    }
+}
+
 const nf_gq_kernels nf_gq_kernels_avx512 = {.name = "avx512",
                                             .fit_min = fit_min_avx512,
                                             .fit_signed = fit_signed_avx512,
                                             .fit_q3 = fit_q3_avx512,
-                                            .iq4_scales = iq4_scales_avx512};
+                                            .iq4_scales = iq4_scales_avx512,
+                                            .codes_x0 = codes_x0_avx512,
+                                            .codes_q8_0 = codes_q8_0_avx512};
 
 #endif

@@ -37,6 +37,13 @@ typedef struct nf_gq_kernels {
     /* gq_iq4_scale's scale of nsub sub-blocks of 32 values (x and w at stride 32) over the
      * ascending table of 16 values. */
     void (*iq4_scales)(int nsub, const float *x, const float *w, const int8_t *values, float *scales);
+    /* Q4_0 / Q5_0 without importance (gq_codes_x0) for nblk blocks of 32: d[i] = the block's
+     * extreme / -nmax, and the low byte of each code min(2 nmax - 1, trunc(x / d + nmax + 0.5))
+     * (x times 1 / d, truncated as gq_trunc_i8) to L. */
+    void (*codes_x0)(unsigned nblk, int nmax, const float *x, float *d, uint8_t *L);
+    /* Q8_0 (enc_q8_0) for nblk blocks of 32: d[i] = amax / 127 and the 32 code bytes of
+     * roundf(x * (1 / d)) (gq_trunc_i8) to q. */
+    void (*codes_q8_0)(unsigned nblk, const float *x, float *d, uint8_t *q);
 } nf_gq_kernels;
 
 extern const nf_gq_kernels nf_gq_kernels_scalar;
