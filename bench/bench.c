@@ -852,8 +852,8 @@ static void kernels(uint64_t e)
     for (size_t f = 0; f < sizeof gguf / sizeof gguf[0]; f++)
         for (int with = 0; with < 2; with++) {
             char label[56];
-            snprintf(label, sizeof label, "ggml_quantize -> %s%s [%s]", gguf[f], with ? " +importance" : "",
-                     nf_simd_name());
+            snprintf(label, sizeof label, "ggml_quantize -> %s%s [%s]", gguf[f] + 5, with ? " +importance" : "",
+                     nf_simd_name()); /* the type without "gguf_", to fit the column */
             bench_encode(label, NF_METHOD_GGML_QUANTIZE, gguf[f], NF_SRC_F32, with ? &imp : NULL);
         }
 
