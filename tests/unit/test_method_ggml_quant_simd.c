@@ -17,6 +17,7 @@
 
 #include "common/cpu.h"
 #include "format/ggml.h"
+#include "method/ggml_quant.h"
 #include "method/simd/ggml_simd.h"
 #include "support/test_data.h"
 
@@ -220,6 +221,8 @@ Test(ggml_quant_simd, generated_rows_avx512) { generated(NF_SIMD_AVX512); }
  * entries the encoders call). */
 Test(ggml_quant_simd, tables_are_complete)
 {
+    /* outside a call of nf_ggml_quantize_rows an encoder in another file gets the scalar table */
+    cr_assert_eq(nf_gq_kernels_current(), &nf_gq_kernels_scalar);
     for (int l = 0; l < NF_SIMD_LEVEL_COUNT; l++) {
         const nf_gq_kernels *k = nf_gq_kernels_for((nf_simd_level)l);
         cr_assert(k && k->name && k->fit_min && k->fit_signed && k->fit_q3 && k->iq4_scales && k->codes_x0 &&

@@ -313,6 +313,8 @@ NF_SIMD_SELECTOR(nf_gq_kernels, nf_gq_kernels, nf_gq_kernels_scalar, nf_gq_kerne
  * gq_block_fn's signature (encoders in other files need no table), so they find it here. */
 static _Thread_local const nf_gq_kernels *gq_kern;
 
+const nf_gq_kernels *nf_gq_kernels_current(void) { return gq_kern ? gq_kern : &nf_gq_kernels_scalar; }
+
 /* ---------------------------------------------------------------- one encoder per block type */
 
 /* Q8_0, 34 bytes: d, 32 int8 codes; d = amax / 127, codes roundf(x * (1 / d)).  ggml ignores the

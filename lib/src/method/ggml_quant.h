@@ -64,4 +64,10 @@ typedef void (*gq_block_fn)(const float *x, const float *qw, float sigma2, uint8
  * nblk consecutive blocks of x (and qw) into out, the same bytes as gq_block_fn on each. */
 typedef void (*gq_blocks_fn)(const float *x, const float *qw, float sigma2, unsigned nblk, uint8_t *out);
 
+/* The search kernels (method/simd/ggml_simd.h) of the nf_ggml_quantize_rows call running on this
+ * thread, for a block encoder in another file that runs its searches a sub-block per lane; the
+ * scalar table outside a call. */
+struct nf_gq_kernels;
+const struct nf_gq_kernels *nf_gq_kernels_current(void);
+
 #endif
