@@ -1157,7 +1157,10 @@ static nf_status gq_encode_row(const nf_format *fmt, const gq_type *t, const flo
         }
         if (nb > 1) blocks(x, imp ? imp + c0 : NULL, sigma2, (unsigned)nb, b);
         else t->encode(x, imp ? imp + c0 : NULL, sigma2, b);
-        for (size_t i = 0; i < nb; i++) NF_TRY(gq_check_scales(fmt, src, r, c0 + i * bv, b + i * bb, err));
+        /* the span's scales in one scan; the first bad block gets the message */
+        nf_ggml_bad_scale bad;
+        if (nf_ggml_find_nonfinite_scale(fmt, b, 0, nb, &bad))
+            NF_TRY(gq_check_scales(fmt, src, r, c0 + (size_t)bad.block * bv, b + (size_t)bad.block * bb, err));
     }
     return NF_OK;
 }
