@@ -226,7 +226,7 @@ Test(ggml_quant_simd, tables_are_complete)
     for (int l = 0; l < NF_SIMD_LEVEL_COUNT; l++) {
         const nf_gq_kernels *k = nf_gq_kernels_for((nf_simd_level)l);
         cr_assert(k && k->name && k->fit_min && k->fit_signed && k->fit_q3 && k->iq4_scales && k->codes_x0 &&
-                        k->codes_q8_0, "level %d", l);
+                        k->codes_q8_0 && k->requant, "level %d", l);
     }
 }
 

@@ -282,6 +282,13 @@ static float gq_iq4_scale(const float *x, const float *w, uint8_t *L);
 static void gq_x0_plain(const float *x, int nmax, float *d, uint8_t *L);
 static void gq_q8_0_plain(const float *x, float *d, uint8_t *q);
 
+static void requant_scalar(int n, const float *x, float d, bool with_min, float dm, int lo, int hi, int offset,
+                           uint8_t *L)
+{
+    for (int i = 0; i < n; i++)
+        L[i] = (uint8_t)(gq_clamp(gq_nearest((with_min ? x[i] + dm : x[i]) / d), lo, hi) + offset);
+}
+
 static void codes_x0_scalar(unsigned nblk, int nmax, const float *x, float *d, uint8_t *L)
 {
     for (unsigned i = 0; i < nblk; i++) gq_x0_plain(x + 32 * i, nmax, d + i, L + 32 * i);
@@ -305,7 +312,8 @@ const nf_gq_kernels nf_gq_kernels_scalar = {.name = "scalar",
                                             .fit_q3 = fit_q3_scalar,
                                             .iq4_scales = iq4_scales_scalar,
                                             .codes_x0 = codes_x0_scalar,
-                                            .codes_q8_0 = codes_q8_0_scalar};
+                                            .codes_q8_0 = codes_q8_0_scalar,
+                                            .requant = requant_scalar};
 
 NF_SIMD_SELECTOR(nf_gq_kernels, nf_gq_kernels, nf_gq_kernels_scalar, nf_gq_kernels_avx2, nf_gq_kernels_avx512)
 
@@ -478,7 +486,7 @@ static void gq_pack_2bit(const uint8_t *L, uint8_t *qs)
 static void gq_requant_min(const float *x, int n, float d, float dm, int nmax, uint8_t *L)
 {
     if (d == 0.0f) return;
-    for (int i = 0; i < n; i++) L[i] = (uint8_t)gq_clamp(gq_nearest((x[i] + dm) / d), 0, nmax);
+    gq_kern->requant(n, x, d, true, dm, 0, nmax, 0, L);
 }
 
 /* Q2_K, 84 bytes: scales[16] (low nibble scale, high nibble minimum), qs[64], d, dmin. */
@@ -592,7 +600,7 @@ static void gq_enc_q3_k(const float *x, const float *qw, uint8_t *b, int8_t *L, 
     for (int j = 0; j < 16; j++) {
         float d = dall * gq_f(gq_q3_scale(sc, j));
         if (d == 0.0f) continue;
-        for (int i = 0; i < 16; i++) L[16 * j + i] = (int8_t)(gq_clamp(gq_nearest(x[16 * j + i] / d), -4, 3) + 4);
+        gq_kern->requant(16, x + 16 * j, d, false, 0.0f, -4, 3, 4, (uint8_t *)L + 16 * j);
     }
     memset(hmask, 0, 32);
     uint8_t u[GQ_SUPER];
@@ -855,7 +863,7 @@ static void enc_q6_k(const float *x, const float *qw, float sigma2, uint8_t *b)
     for (int j = 0; j < 16; j++) {
         float d = dall * gq_f(sc[j]);
         if (d == 0.0f) continue;
-        for (int i = 0; i < 16; i++) L[16 * j + i] = (int8_t)(gq_clamp(gq_nearest(x[16 * j + i] / d), -32, 31) + 32);
+        gq_kern->requant(16, x + 16 * j, d, false, 0.0f, -32, 31, 32, (uint8_t *)L + 16 * j);
     }
     uint8_t *ql = b, *qh = b + 128;
     for (unsigned j = 0; j < GQ_SUPER; j += 128, ql += 64, qh += 32) {

@@ -120,12 +120,19 @@ NF_AVX2_FN static void codes_q8_0_avx2(unsigned nblk, const float *x, float *d, 
     }
 }
 
+NF_AVX2_FN static void requant_avx2(int n, const float *x, float d, bool with_min, float dm, int lo, int hi,
+                                    int offset, uint8_t *L)
+{
+    requant_y(n, x, d, with_min, dm, lo, hi, offset, L);
+}
+
 const nf_gq_kernels nf_gq_kernels_avx2 = {.name = "avx2",
                                           .fit_min = fit_min_avx2,
                                           .fit_signed = fit_signed_avx2,
                                           .fit_q3 = fit_q3_avx2,
                                           .iq4_scales = iq4_scales_avx2,
                                           .codes_x0 = codes_x0_avx2,
-                                          .codes_q8_0 = codes_q8_0_avx2};
+                                          .codes_q8_0 = codes_q8_0_avx2,
+                                          .requant = requant_avx2};
 
 #endif

@@ -174,12 +174,20 @@ NF_AVX512_FN static void codes_q8_0_avx512(unsigned nblk, const float *x, float 
     }
 }
 
+NF_AVX512_FN static void requant_avx512(int n, const float *x, float d, bool with_min, float dm, int lo, int hi,
+                                        int offset, uint8_t *L)
+{
+    if (n % 16) requant_y(n, x, d, with_min, dm, lo, hi, offset, L);
+    else requant_z(n, x, d, with_min, dm, lo, hi, offset, L);
+}
+
 const nf_gq_kernels nf_gq_kernels_avx512 = {.name = "avx512",
                                             .fit_min = fit_min_avx512,
                                             .fit_signed = fit_signed_avx512,
                                             .fit_q3 = fit_q3_avx512,
                                             .iq4_scales = iq4_scales_avx512,
                                             .codes_x0 = codes_x0_avx512,
-                                            .codes_q8_0 = codes_q8_0_avx512};
+                                            .codes_q8_0 = codes_q8_0_avx512,
+                                            .requant = requant_avx512};
 
 #endif

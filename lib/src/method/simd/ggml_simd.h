@@ -44,6 +44,11 @@ typedef struct nf_gq_kernels {
     /* Q8_0 (enc_q8_0) for nblk blocks of 32: d[i] = amax / 127 and the 32 code bytes of
      * roundf(x * (1 / d)) (gq_trunc_i8) to q. */
     void (*codes_q8_0)(unsigned nblk, const float *x, float *d, uint8_t *q);
+    /* The final codes of n values (a multiple of 16) from their stored scale: without a minimum
+     * (signed) L[i] = clamp(nearest(x[i] / d), lo, hi) + offset, with one (dm, Q2_K / Q4_K /
+     * Q5_K) L[i] = clamp(nearest((x[i] + dm) / d), lo, hi) + offset. */
+    void (*requant)(int n, const float *x, float d, bool with_min, float dm, int lo, int hi, int offset,
+                    uint8_t *L);
 } nf_gq_kernels;
 
 extern const nf_gq_kernels nf_gq_kernels_scalar;
