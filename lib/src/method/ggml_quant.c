@@ -6,9 +6,9 @@
  * path runs with and without an importance vector -- is the one ggml makes, because the point of
  * the method is the same bytes (docs/methods.md lists the facts per type).  The arithmetic is
  * plain binary32 without contraction (-ffp-contract=off, docs/library.md "Build flags"), as in
- * ggml's portable build.  The searches below are the scalar reference; the encoders call them through
- * the kernels table of method/simd/ggml_simd.h (one sub-block a vector lane, the same bytes), taken
- * once per call of nf_ggml_quantize_rows for the level common/cpu.h chose.
+ * ggml's portable build.  The searches below are the scalar reference; the encoders call them
+ * through the kernels table of method/simd/ggml_simd.h (one sub-block a vector lane, the same
+ * bytes), taken once per call of nf_ggml_quantize_rows for the level common/cpu.h chose.
  *
  * Layering: below the dispatcher (dispatch.c); uses common.c's checks and messages and the
  * format module's interface (format/ggml.h) for the non-finite scale check. */

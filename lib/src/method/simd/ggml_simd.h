@@ -11,8 +11,13 @@
  * tests/unit/test_method_ggml_quant_simd.c compares the bytes of every level with the scalar
  * ones.
  *
+ * The table also holds the loops around the searches that are worth a vector: the codes of Q4_0,
+ * Q5_0 and Q8_0 without a search (the block's extreme, truncation, roundf lane-wise) and the final
+ * codes of the k-quants from their stored scales.
+ *
  * The table follows common/cpu.h: a search with no vector kernel (a type's encoder that does
- * not call these entries, such as an encoder added in its own file) simply runs scalar. */
+ * not call these entries, such as an encoder added in its own file) simply runs scalar; such an
+ * encoder reaches the table of the running call through nf_gq_kernels_current (ggml_quant.h). */
 #ifndef NF_METHOD_SIMD_GGML_SIMD_H
 #define NF_METHOD_SIMD_GGML_SIMD_H
 
