@@ -855,6 +855,18 @@ static void kernels(uint64_t e)
     bench_encode("nvfp4_quantize -> nvfp4", NF_METHOD_NVFP4_QUANTIZE, "nvfp4", NF_SRC_BF16, NULL);
     bench_encode("nvfp4_quantize -> nvfp4", NF_METHOD_NVFP4_QUANTIZE, "nvfp4", NF_SRC_F32, NULL);
     bench_encode("nvfp4_search -> nvfp4", NF_METHOD_NVFP4_SEARCH, "nvfp4", NF_SRC_BF16, NULL);
+    /* ggml_quantize to every gguf_* type it encodes, in issue 24's order (the k-quants first), with
+     * the search kernels of the level chosen at run time; F32 rows, as ggml's quantize_<type>
+     * takes (bench/README.md quotes ggml's own figures for the same matrix) */
+    static const char *const gguf[] = {"gguf_q4_k", "gguf_q6_k", "gguf_q5_k",   "gguf_q3_k", "gguf_q2_k",
+                                       "gguf_iq4_xs", "gguf_iq4_nl", "gguf_q4_0", "gguf_q5_0", "gguf_q8_0"};
+    for (size_t f = 0; f < sizeof gguf / sizeof gguf[0]; f++)
+        for (int with = 0; with < 2; with++) {
+            char label[56];
+            snprintf(label, sizeof label, "ggml_quantize -> %s%s [%s]", gguf[f] + 5, with ? " +importance" : "",
+                     nf_simd_name()); /* the type without "gguf_", to fit the column */
+            bench_encode(label, NF_METHOD_GGML_QUANTIZE, gguf[f], NF_SRC_F32, with ? &imp : NULL);
+        }
 
     /* dequant (encoded bytes -> f32, nf_layout_decode_rows_f32) and the verify word scan, one encoded object at a time */
     static const char *const objects[] = {"bf16", "fp32", "int32", "q2_g64_fp16", "q4_g64_fp16", "q5_g64_fp16",

@@ -6,7 +6,8 @@
 #   2. end to end, on a generated checkpoint shaped like one 7B transformer layer set (about
 #      400 MB of BF16 safetensors, and the same values as an F16 GGUF, llama.cpp's usual input),
 #      files in a temp dir in /dev/shm: ninfer-convert with bench/q4q8.yaml and in quick mode
-#      (--format q4/q5/q6/q8, q4 with grouped_search), each with the report and with
+#      (--format q4/q5/q6/q8, q4 with grouped_search, gguf_q4_k and gguf_q6_k with ggml_quantize),
+#      each with the report and with
 #      --no-report, run in turn; the same shape and values as DeepSeek FP8 and compressed-tensors
 #      int4 checkpoints requantized to q8/q4, each in turn with the BF16 checkpoint (the ratio
 #      quantized/BF16); ninfer-verify (full); ninfer-dequant --all beside `dd bs=1M`
@@ -107,6 +108,9 @@ quick q5_g64_fp16
 quick q6_g64_fp16
 quick q8_g32_fp16
 quick q4_g64_fp16 grouped_search
+# ggml_quantize to the k-quants llama-quantize's mixes use most (Q4_K_M: q4_k and q6_k)
+quick gguf_q4_k ggml_quantize
+quick gguf_q6_k ggml_quantize
 printf '%s\n' "the same values from the F16 GGUF (quick mode, the report on):"
 for f in q4_g64_fp16 q5_g64_fp16 q6_g64_fp16 q8_g32_fp16 "q4_g64_fp16 grouped_search"; do
     set -- $f

@@ -124,7 +124,7 @@ Test(ggml_quant, refuses_row_lengths_off_the_block)
 Test(ggml_quant, refuses_non_finite_values)
 {
     static float x[2 * 256];
-    uint8_t blocks[2 * 210];
+    uint8_t blocks[2 * 272]; /* two rows of 256 values: Q8_0 is the largest, 272 bytes a row */
     const float bad[] = {NAN, INFINITY, -INFINITY};
     const char *names[] = {"NaN", "+inf", "-inf"};
     for (size_t i = 0; i < NTYPES; i++)
@@ -144,7 +144,7 @@ Test(ggml_quant, refuses_non_finite_values)
 Test(ggml_quant, refuses_scales_beyond_binary16)
 {
     static float x[256];
-    uint8_t blocks[210];
+    uint8_t blocks[272]; /* a row of 256 values: Q8_0 is the largest, 8 blocks of 34 bytes */
     for (size_t i = 0; i < NTYPES; i++) {
         for (size_t j = 0; j < 256; j++) x[j] = (j % 2 ? 1.0f : -1.0f) * 1e10f * (float)(j % 5 + 1);
         nf_error err = {0};

@@ -11,6 +11,7 @@
 #include "method/simd/absmax_simd.h"
 #include "method/simd/fp8_simd.h"
 #include "method/simd/nvfp4_simd.h"
+#include "method/simd/ggml_simd.h"
 #include "method/simd/search_simd.h"
 #include "stats/stats.h"
 
@@ -53,6 +54,16 @@ static void check_level(nf_simd_level level)
     cr_assert(ab != NULL);
     ENTRY(ab, row);
 
+    const nf_gq_kernels *gq = nf_gq_kernels_for(level);
+    cr_assert(gq != NULL);
+    ENTRY(gq, fit_min);
+    ENTRY(gq, fit_signed);
+    ENTRY(gq, fit_q3);
+    ENTRY(gq, iq4_scales);
+    ENTRY(gq, codes_x0);
+    ENTRY(gq, codes_q8_0);
+    ENTRY(gq, requant);
+
     const nf_fp8_kernels *f8 = nf_fp8_kernels_for(level);
     cr_assert(f8 != NULL);
     ENTRY(f8, row);
@@ -70,7 +81,7 @@ static void check_level(nf_simd_level level)
     cr_assert(se->lanes > 0);
 
     /* each table names its level (scalar where the build lacks the level) */
-    const char *names[] = {st->name, ly->name, gg->name, ab->name, f8->name, n4->name, se->name};
+    const char *names[] = {st->name, ly->name, gg->name, ab->name, f8->name, n4->name, se->name, gq->name};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         cr_assert(names[i] != NULL);
         if (NF_X86_KERNELS) cr_assert_str_eq(names[i], what);
@@ -94,6 +105,7 @@ Test(simd_tables, every_level_complete)
         cr_assert_eq(nf_fp8_kernels_active(), nf_fp8_kernels_for(level));
         cr_assert_eq(nf_nvfp4_kernels_active(), nf_nvfp4_kernels_for(level));
         cr_assert_eq(nf_search_kernels_active(), nf_search_kernels_for(level));
+        cr_assert_eq(nf_gq_kernels_active(), nf_gq_kernels_for(level));
     }
     nf_simd_force(before);
 }
@@ -108,5 +120,6 @@ Test(simd_tables, out_of_range_is_scalar)
     cr_assert_eq(nf_fp8_kernels_for(bad), &nf_fp8_kernels_scalar);
     cr_assert_eq(nf_nvfp4_kernels_for(bad), &nf_nvfp4_kernels_scalar);
     cr_assert_eq(nf_search_kernels_for(bad), &nf_search_kernels_scalar);
+    cr_assert_eq(nf_gq_kernels_for(bad), &nf_gq_kernels_scalar);
     cr_assert_eq(nf_stats_kernels_for((nf_simd_level)-1), &nf_stats_kernels_scalar);
 }

@@ -6,7 +6,9 @@
  * path runs with and without an importance vector -- is the one ggml makes, because the point of
  * the method is the same bytes (docs/methods.md lists the facts per type).  The arithmetic is
  * plain binary32 without contraction (-ffp-contract=off, docs/library.md "Build flags"), as in
- * ggml's portable build.  Scalar C only; a faster variant must give the same bytes.
+ * ggml's portable build.  The searches below are the scalar reference; the encoders call them
+ * through the kernels table of method/simd/ggml_simd.h (one sub-block a vector lane, the same
+ * bytes), taken once per call of nf_ggml_quantize_rows for the level common/cpu.h chose.
  *
  * Layering: below the dispatcher (dispatch.c); uses common.c's checks and messages and the
  * format module's interface (format/ggml.h) for the non-finite scale check. */
@@ -18,6 +20,7 @@
 #include "method/common.h"
 #include "method/ggml_quant.h"
 #include "method/method_impl.h"
+#include "method/simd/ggml_simd.h"
 
 /* ---------------------------------------------------------------- ggml's scale searches */
 
@@ -254,23 +257,109 @@ float gq_fit_positive(int n, int nmax, const float *x, uint8_t *L, const float *
     return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
 }
 
+/* ---------------------------------------------------------------- the searches' kernels table */
+
+/* The scalar instance of ggml_simd.h's table: the reference searches, one sub-block after the
+ * other. */
+static void fit_min_scalar(int nsub, int n, int nmax, const float *x, const float *w, uint8_t *L, float *scales,
+                           float *mins, float rmin, float rdelta, int nstep, bool use_mad)
+{
+    for (int j = 0; j < nsub; j++)
+        scales[j] = gq_fit_min(n, nmax, x + j * n, w + j * n, L + j * n, &mins[j], rmin, rdelta, nstep, use_mad);
+}
+
+static void fit_signed_scalar(int nsub, int n, int nmax, const float *x, const float *qw, int8_t *L, float *scales)
+{
+    for (int j = 0; j < nsub; j++) scales[j] = gq_fit_signed(n, nmax, x + j * n, L + j * n, qw ? qw + j * n : NULL);
+}
+
+static void fit_q3_scalar(int nsub, int n, int nmax, const float *x, int8_t *L, float *scales)
+{
+    for (int j = 0; j < nsub; j++) scales[j] = gq_fit_q3(n, nmax, x + j * n, L + j * n);
+}
+
+static float gq_iq4_scale(const float *x, const float *w, uint8_t *L);
+static void gq_x0_plain(const float *x, int nmax, float *d, uint8_t *L);
+static void gq_q8_0_plain(const float *x, float *d, uint8_t *q);
+
+static void requant_scalar(int n, const float *x, float d, bool with_min, float dm, int lo, int hi, int offset,
+                           uint8_t *L)
+{
+    for (int i = 0; i < n; i++)
+        L[i] = (uint8_t)(gq_clamp(gq_nearest((with_min ? x[i] + dm : x[i]) / d), lo, hi) + offset);
+}
+
+static void codes_x0_scalar(unsigned nblk, int nmax, const float *x, float *d, uint8_t *L)
+{
+    for (unsigned i = 0; i < nblk; i++) gq_x0_plain(x + 32 * i, nmax, d + i, L + 32 * i);
+}
+
+static void codes_q8_0_scalar(unsigned nblk, const float *x, float *d, uint8_t *q)
+{
+    for (unsigned i = 0; i < nblk; i++) gq_q8_0_plain(x + 32 * i, d + i, q + 32 * i);
+}
+
+static void iq4_scales_scalar(int nsub, const float *x, const float *w, const int8_t *values, float *scales)
+{
+    (void)values; /* gq_iq4_values, which the reference reads itself */
+    uint8_t L[32];
+    for (int j = 0; j < nsub; j++) scales[j] = gq_iq4_scale(x + 32 * j, w + 32 * j, L);
+}
+
+const nf_gq_kernels nf_gq_kernels_scalar = {.name = "scalar",
+                                            .fit_min = fit_min_scalar,
+                                            .fit_signed = fit_signed_scalar,
+                                            .fit_q3 = fit_q3_scalar,
+                                            .iq4_scales = iq4_scales_scalar,
+                                            .codes_x0 = codes_x0_scalar,
+                                            .codes_q8_0 = codes_q8_0_scalar,
+                                            .requant = requant_scalar};
+
+NF_SIMD_SELECTOR(nf_gq_kernels, nf_gq_kernels, nf_gq_kernels_scalar, nf_gq_kernels_avx2, nf_gq_kernels_avx512)
+
+/* The table of the running call of nf_ggml_quantize_rows on this thread: the block encoders keep
+ * gq_block_fn's signature (encoders in other files need no table), so they find it here. */
+static _Thread_local const nf_gq_kernels *gq_kern;
+
+const nf_gq_kernels *nf_gq_kernels_current(void) { return gq_kern ? gq_kern : &nf_gq_kernels_scalar; }
+
 /* ---------------------------------------------------------------- one encoder per block type */
 
 /* Q8_0, 34 bytes: d, 32 int8 codes; d = amax / 127, codes roundf(x * (1 / d)).  ggml ignores the
  * importance vector for Q8_0. */
-static void enc_q8_0(const float *x, const float *qw, float sigma2, uint8_t *b)
+static void gq_q8_0_plain(const float *x, float *d, uint8_t *q)
 {
-    (void)qw;
-    (void)sigma2;
     float amax = 0.0f;
     for (int j = 0; j < 32; j++) {
         float a = fabsf(x[j]);
         amax = amax > a ? amax : a;
     }
-    float d = amax / 127.0f;
-    float id = d != 0.0f ? 1.0f / d : 0.0f;
+    *d = amax / 127.0f;
+    float id = *d != 0.0f ? 1.0f / *d : 0.0f;
+    for (int j = 0; j < 32; j++) q[j] = (uint8_t)gq_trunc_i8(roundf(x[j] * id));
+}
+
+static void enc_q8_0(const float *x, const float *qw, float sigma2, uint8_t *b)
+{
+    (void)qw;
+    (void)sigma2;
+    float d;
+    gq_q8_0_plain(x, &d, b + 2);
     gq_put_f16(b, d);
-    for (int j = 0; j < 32; j++) b[2 + j] = (uint8_t)gq_trunc_i8(roundf(x[j] * id));
+}
+
+/* Q8_0, several blocks: the codes through the kernels table (one block a few vectors). */
+static void enc_q8_0_blocks(const float *x, const float *qw, float sigma2, unsigned nblk, uint8_t *out)
+{
+    (void)qw;
+    (void)sigma2;
+    float d[GQ_SPAN / 32];
+    uint8_t q[GQ_SPAN];
+    gq_kern->codes_q8_0(nblk, x, d, q);
+    for (unsigned i = 0; i < nblk; i++) {
+        gq_put_f16(out + 34 * i, d[i]);
+        memcpy(out + 34 * i + 2, q + 32 * i, 32);
+    }
 }
 
 /* float -> int as x86-64 converts it (cvttss2si): truncation toward zero, and INT32_MIN for NaN
@@ -307,13 +396,22 @@ static void enc_q2_0(const float *x, const float *qw, float sigma2, uint8_t *b)
 /* The scale (written to b) and codes L in [0, 2 nmax) of a Q4_0 (nmax 8) or Q5_0 (nmax 16)
  * block.  Without importance: d = extreme / -nmax, code = min(2 nmax - 1, trunc(x * (1 / d) +
  * nmax + 0.5)).  With it: gq_fit_signed with weights qw * sqrt(sigma2 + x^2). */
+static void gq_x0_plain(const float *x, int nmax, float *d, uint8_t *L)
+{
+    *d = gq_extreme(x, 32) / -gq_f(nmax);
+    float id = *d != 0.0f ? 1.0f / *d : 0.0f;
+    /* the low byte is all the packing keeps of a code */
+    for (int j = 0; j < 32; j++) L[j] = (uint8_t)gq_min(2 * nmax - 1, gq_trunc_i8(x[j] * id + (gq_f(nmax) + 0.5f)));
+}
+
 static void gq_codes_x0(const float *x, const float *qw, float sigma2, int nmax, uint8_t *b, int *L)
 {
     if (!qw) {
-        float d = gq_extreme(x, 32) / -gq_f(nmax);
-        float id = d != 0.0f ? 1.0f / d : 0.0f;
+        float d;
+        uint8_t l8[32];
+        gq_x0_plain(x, nmax, &d, l8);
         gq_put_f16(b, d);
-        for (int j = 0; j < 32; j++) L[j] = gq_min(2 * nmax - 1, gq_trunc_i8(x[j] * id + (gq_f(nmax) + 0.5f)));
+        for (int j = 0; j < 32; j++) L[j] = l8[j];
     } else {
         float w[32];
         int8_t l8[32];
@@ -323,21 +421,60 @@ static void gq_codes_x0(const float *x, const float *qw, float sigma2, int nmax,
     }
 }
 
-/* Q4_0, 18 bytes: d, 16 bytes of nibbles (value j low, j + 16 high); gq_codes_x0 with nmax 8. */
-static void enc_q4_0(const float *x, const float *qw, float sigma2, uint8_t *b)
+/* gq_codes_x0 without importance for nblk blocks at once, through the kernels table. */
+static void gq_x0_blocks(const float *x, int nmax, unsigned nblk, size_t bb, uint8_t *b, int *L)
 {
-    int L[32];
-    gq_codes_x0(x, qw, sigma2, 8, b, L);
+    float d[GQ_SPAN / 32];
+    uint8_t l8[GQ_SPAN];
+    gq_kern->codes_x0(nblk, nmax, x, d, l8);
+    for (unsigned i = 0; i < nblk; i++) gq_put_f16(b + i * bb, d[i]);
+    for (unsigned j = 0; j < 32 * nblk; j++) L[j] = l8[j];
+}
+
+/* gq_codes_x0 with importance for nblk blocks at once, their searches through the kernels table:
+ * the scale of block i to b + i * bb, its codes to L + 32 * i. */
+static void gq_codes_x0_imp(const float *x, const float *qw, float sigma2, int nmax, unsigned nblk, size_t bb,
+                            uint8_t *b, int *L)
+{
+    float w[GQ_SPAN], scales[GQ_SPAN / 32];
+    int8_t l8[GQ_SPAN];
+    if (nblk == 0) return;
+    for (unsigned j = 0; j < 32 * nblk; j++) w[j] = qw[j] * sqrtf(sigma2 + x[j] * x[j]);
+    gq_kern->fit_signed((int)nblk, 32, nmax, x, w, l8, scales);
+    for (unsigned i = 0; i < nblk; i++) gq_put_f16(b + i * bb, scales[i]);
+    for (unsigned j = 0; j < 32 * nblk; j++) L[j] = l8[j];
+}
+
+/* Q4_0, 18 bytes: d, 16 bytes of nibbles (value j low, j + 16 high); gq_codes_x0 with nmax 8. */
+static void gq_pack_q4_0(const int *L, uint8_t *b)
+{
     /* unmasked, as ggml ORs the two codes (both are in [0, 15] for finite products) */
     for (int j = 0; j < 16; j++) b[2 + j] = (uint8_t)((unsigned)L[j] | (unsigned)L[j + 16] << 4);
 }
 
-/* Q5_0, 22 bytes: d, qh (the fifth bits, u32 little-endian: bit j of value j), 16 bytes of
- * nibbles; gq_codes_x0 with nmax 16. */
-static void enc_q5_0(const float *x, const float *qw, float sigma2, uint8_t *b)
+static void enc_q4_0(const float *x, const float *qw, float sigma2, uint8_t *b)
 {
     int L[32];
-    gq_codes_x0(x, qw, sigma2, 16, b, L);
+    gq_codes_x0(x, qw, sigma2, 8, b, L);
+    gq_pack_q4_0(L, b);
+}
+
+static void enc_q4_0_blocks(const float *x, const float *qw, float sigma2, unsigned nblk, uint8_t *out)
+{
+    int L[GQ_SPAN];
+    if (!qw) {
+        gq_x0_blocks(x, 8, nblk, 18, out, L);
+        for (unsigned i = 0; i < nblk; i++) gq_pack_q4_0(L + 32 * i, out + 18 * i);
+        return;
+    }
+    gq_codes_x0_imp(x, qw, sigma2, 8, nblk, 18, out, L);
+    for (unsigned i = 0; i < nblk; i++) gq_pack_q4_0(L + 32 * i, out + 18 * i);
+}
+
+/* Q5_0, 22 bytes: d, qh (the fifth bits, u32 little-endian: bit j of value j), 16 bytes of
+ * nibbles; gq_codes_x0 with nmax 16. */
+static void gq_pack_q5_0(const int *L, uint8_t *b)
+{
     uint32_t qh = 0;
     for (int j = 0; j < 16; j++) {
         unsigned lo = (unsigned)L[j] & 0xFFu, hi = (unsigned)L[j + 16] & 0xFFu;
@@ -346,6 +483,25 @@ static void enc_q5_0(const float *x, const float *qw, float sigma2, uint8_t *b)
         qh |= ((hi & 0x10u) >> 4) << (j + 16);
     }
     for (int i = 0; i < 4; i++) b[2 + i] = (uint8_t)(qh >> (8 * i));
+}
+
+static void enc_q5_0(const float *x, const float *qw, float sigma2, uint8_t *b)
+{
+    int L[32];
+    gq_codes_x0(x, qw, sigma2, 16, b, L);
+    gq_pack_q5_0(L, b);
+}
+
+static void enc_q5_0_blocks(const float *x, const float *qw, float sigma2, unsigned nblk, uint8_t *out)
+{
+    int L[GQ_SPAN];
+    if (!qw) {
+        gq_x0_blocks(x, 16, nblk, 22, out, L);
+        for (unsigned i = 0; i < nblk; i++) gq_pack_q5_0(L + 32 * i, out + 22 * i);
+        return;
+    }
+    gq_codes_x0_imp(x, qw, sigma2, 16, nblk, 22, out, L);
+    for (unsigned i = 0; i < nblk; i++) gq_pack_q5_0(L + 32 * i, out + 22 * i);
 }
 
 /* 2-bit codes of a super-block, four 32-value quarters per 128 into one byte (Q2_K, Q3_K). */
@@ -361,7 +517,7 @@ static void gq_pack_2bit(const uint8_t *L, uint8_t *qs)
 static void gq_requant_min(const float *x, int n, float d, float dm, int nmax, uint8_t *L)
 {
     if (d == 0.0f) return;
-    for (int i = 0; i < n; i++) L[i] = (uint8_t)gq_clamp(gq_nearest((x[i] + dm) / d), 0, nmax);
+    gq_kern->requant(n, x, d, true, dm, 0, nmax, 0, L);
 }
 
 /* Q2_K, 84 bytes: scales[16] (low nibble scale, high nibble minimum), qs[64], d, dmin. */
@@ -369,12 +525,12 @@ static void enc_q2_k(const float *x, const float *qw, float sigma2, uint8_t *b)
 {
     (void)sigma2;
     uint8_t L[GQ_SUPER], *sc = b, *qs = b + 16;
-    float scales[16], mins[16], w[16];
+    float scales[16], mins[16], w[GQ_SUPER];
     if (!qw) {
         float max_scale = 0.0f, max_min = 0.0f;
+        for (unsigned l = 0; l < GQ_SUPER; l++) w[l] = fabsf(x[l]);
+        gq_kern->fit_min(16, 16, 3, x, w, L, scales, mins, -0.5f, 0.1f, 15, true);
         for (int j = 0; j < 16; j++) {
-            for (int l = 0; l < 16; l++) w[l] = fabsf(x[16 * j + l]);
-            scales[j] = gq_fit_min(16, 3, x + 16 * j, w, L + 16 * j, &mins[j], -0.5f, 0.1f, 15, true);
             if (scales[j] > max_scale) max_scale = scales[j];
             if (mins[j] > max_min) max_min = mins[j];
         }
@@ -402,10 +558,10 @@ static void enc_q2_k(const float *x, const float *qw, float sigma2, uint8_t *b)
         float s2 = sumx2 / 256.0f;
         for (int j = 0; j < 16; j++) {
             sw[j] = 0.0f;
-            for (int l = 0; l < 16; l++) w[l] = qw[16 * j + l] * sqrtf(s2 + x[16 * j + l] * x[16 * j + l]);
-            for (int l = 0; l < 16; l++) sw[j] += w[l];
-            scales[j] = gq_fit_min(16, 3, x + 16 * j, w, L + 16 * j, &mins[j], -0.9f, 0.05f, 36, false);
+            for (int l = 0; l < 16; l++) w[16 * j + l] = qw[16 * j + l] * sqrtf(s2 + x[16 * j + l] * x[16 * j + l]);
+            for (int l = 0; l < 16; l++) sw[j] += w[16 * j + l];
         }
+        gq_kern->fit_min(16, 16, 3, x, w, L, scales, mins, -0.9f, 0.05f, 36, false);
         gq_put_f16(b + 80, gq_fit_positive(16, 15, scales, Ls, sw));
         gq_put_f16(b + 82, gq_fit_positive(16, 15, mins, Lm, sw));
         for (int j = 0; j < 16; j++) sc[j] = (uint8_t)(Ls[j] | Lm[j] << 4);
@@ -424,18 +580,16 @@ static int gq_q3_scale(const uint8_t *s, int j)
 }
 
 /* Q3_K, 110 bytes: hmask[32], qs[64], scales[12] (16 six-bit values), d. */
-static void enc_q3_k(const float *x, const float *qw, float sigma2, uint8_t *b)
+/* Q3_K with L and scales, without an importance vector, already fitted when `fitted`. */
+static void gq_enc_q3_k(const float *x, const float *qw, uint8_t *b, int8_t *L, float *scales, bool fitted)
 {
-    (void)sigma2;
-    int8_t L[GQ_SUPER];
     uint8_t *hmask = b, *qs = b + 32, *sc = b + 96, *dp = b + 108;
-    float scales[16];
     memset(sc, 0, 12);
     int ls[16];
     if (!qw) {
         float max_scale = 0.0f, amax = 0.0f;
+        if (!fitted) gq_kern->fit_q3(16, 16, 4, x, L, scales);
         for (int j = 0; j < 16; j++) {
-            scales[j] = gq_fit_q3(16, 4, x + 16 * j, L + 16 * j);
             if (fabsf(scales[j]) > amax) {
                 amax = fabsf(scales[j]);
                 max_scale = scales[j];
@@ -451,17 +605,17 @@ static void enc_q3_k(const float *x, const float *qw, float sigma2, uint8_t *b)
             gq_put_f16(dp, 0.0f);
         }
     } else {
-        float sumx2 = 0.0f, w[16], sw[16];
+        float sumx2 = 0.0f, w[GQ_SUPER], sw[16];
         int8_t Ls[16];
         for (unsigned j = 0; j < GQ_SUPER; j++) sumx2 += x[j] * x[j];
         float s2 = 2 * sumx2 / 256.0f;
         for (int j = 0; j < 16; j++) {
-            for (int l = 0; l < 16; l++) w[l] = qw[16 * j + l] * sqrtf(s2 + x[16 * j + l] * x[16 * j + l]);
+            for (int l = 0; l < 16; l++) w[16 * j + l] = qw[16 * j + l] * sqrtf(s2 + x[16 * j + l] * x[16 * j + l]);
             float sumw = 0.0f;
-            for (int l = 0; l < 16; l++) sumw += w[l];
+            for (int l = 0; l < 16; l++) sumw += w[16 * j + l];
             sw[j] = sumw;
-            scales[j] = gq_fit_signed(16, 4, x + 16 * j, L + 16 * j, w);
         }
+        gq_kern->fit_signed(16, 16, 4, x, w, L, scales);
         float d_block = gq_fit_signed(16, 32, scales, Ls, sw);
         for (int j = 0; j < 16; j++) ls[j] = Ls[j];
         gq_put_f16(dp, d_block);
@@ -477,19 +631,44 @@ static void enc_q3_k(const float *x, const float *qw, float sigma2, uint8_t *b)
     for (int j = 0; j < 16; j++) {
         float d = dall * gq_f(gq_q3_scale(sc, j));
         if (d == 0.0f) continue;
-        for (int i = 0; i < 16; i++) L[16 * j + i] = (int8_t)(gq_clamp(gq_nearest(x[16 * j + i] / d), -4, 3) + 4);
+        gq_kern->requant(16, x + 16 * j, d, false, 0.0f, -4, 3, 4, (uint8_t *)L + 16 * j);
     }
     memset(hmask, 0, 32);
     uint8_t u[GQ_SUPER];
-    for (unsigned j = 0; j < GQ_SUPER; j++) {
-        int l = L[j];
-        if (l > 3) {
-            hmask[j % 32] = (uint8_t)(hmask[j % 32] | 1u << (j / 32));
-            l -= 4;
+    /* every code is in [0, 7] here: bit 2 of value j goes to bit j / 32 of hmask[j % 32], the low
+     * 2 bits to qs (without a branch, which the codes' pattern makes unpredictable; one 32-value
+     * plane at a time, which vectorizes) */
+    for (unsigned q = 0; q < GQ_SUPER / 32; q++)
+        for (unsigned i = 0; i < 32; i++) {
+            unsigned l = (uint8_t)L[32 * q + i];
+            hmask[i] = (uint8_t)(hmask[i] | (l >> 2) << q);
+            u[32 * q + i] = (uint8_t)(l & 3u);
         }
-        u[j] = (uint8_t)l;
-    }
     gq_pack_2bit(u, qs);
+}
+
+static void enc_q3_k(const float *x, const float *qw, float sigma2, uint8_t *b)
+{
+    (void)sigma2;
+    int8_t L[GQ_SUPER];
+    float scales[16];
+    gq_enc_q3_k(x, qw, b, L, scales, false);
+}
+
+/* Q3_K without importance, two super-blocks at once: their 32 sweeps in one call of the kernels
+ * table (more independent chains to interleave). */
+static void enc_q3_k_blocks(const float *x, const float *qw, float sigma2, unsigned nblk, uint8_t *out)
+{
+    if (qw || nblk != 2) {
+        for (unsigned i = 0; i < nblk; i++)
+            enc_q3_k(x + GQ_SUPER * i, qw ? qw + GQ_SUPER * i : NULL, sigma2, out + 110 * i);
+        return;
+    }
+    int8_t L[2 * GQ_SUPER];
+    float scales[32];
+    gq_kern->fit_q3(32, 16, 4, x, L, scales);
+    gq_enc_q3_k(x, NULL, out, L, scales, true);
+    gq_enc_q3_k(x + GQ_SUPER, NULL, out + 110, L + GQ_SUPER, scales + 16, true);
 }
 
 /* The 12 bytes of Q4_K / Q5_K's eight 6-bit scales and minima. */
@@ -528,18 +707,48 @@ typedef struct gq_kmin {
     bool clamp_fitted; /* Q5_K clamps the fitted 6-bit codes to 63; ggml's Q4_K does not */
 } gq_kmin;
 
-static void gq_encode_kmin(const float *x, const float *qw, const gq_kmin *k, uint8_t *b, uint8_t *L)
+/* The weights of a super-block's 8 fits (w) and, with importance, their sums (sw). */
+static void gq_kmin_weights(const float *x, const float *qw, float *w, float *sw)
 {
-    float scales[8], mins[8], w[32];
-    uint8_t ls[8], lm[8];
     if (!qw) {
-        float max_scale = 0.0f, max_min = 0.0f;
         for (int j = 0; j < 8; j++) {
             float sum_x2 = 0.0f;
             for (int l = 0; l < 32; l++) sum_x2 += x[32 * j + l] * x[32 * j + l];
             float av_x = sqrtf(sum_x2 / 32.0f);
-            for (int l = 0; l < 32; l++) w[l] = av_x + fabsf(x[32 * j + l]);
-            scales[j] = gq_fit_min(32, k->nmax, x + 32 * j, w, L + 32 * j, &mins[j], k->rmin, k->rdelta, k->nstep, false);
+            for (int l = 0; l < 32; l++) w[32 * j + l] = av_x + fabsf(x[32 * j + l]);
+        }
+        return;
+    }
+    /* the importance path: weights qw * sqrt(2 * mean square + x^2) */
+    float sum_x2 = 0.0f;
+    for (unsigned l = 0; l < GQ_SUPER; l++) sum_x2 += x[l] * x[l];
+    float s2 = 2 * sum_x2 / 256.0f;
+    for (int j = 0; j < 8; j++) {
+        for (int l = 0; l < 32; l++) w[32 * j + l] = qw[32 * j + l] * sqrtf(s2 + x[32 * j + l] * x[32 * j + l]);
+        float sumw = 0.0f;
+        for (int l = 0; l < 32; l++) sumw += w[32 * j + l];
+        sw[j] = sumw;
+    }
+}
+
+/* The fits of nsup super-blocks' 8 * nsup sub-blocks in one call of the kernels table: without
+ * importance with the type's trial parameters, with it with 37 trials from -0.9. */
+static void gq_kmin_fit(const float *x, const float *w, bool imp, const gq_kmin *k, int nsup, uint8_t *L,
+                        float *scales, float *mins)
+{
+    if (!imp) gq_kern->fit_min(8 * nsup, 32, k->nmax, x, w, L, scales, mins, k->rmin, k->rdelta, k->nstep, false);
+    else gq_kern->fit_min(8 * nsup, 32, k->nmax, x, w, L, scales, mins, -0.9f, 0.05f, 36, false);
+}
+
+/* A super-block after its fits: d, dmin and the 6-bit scales and minima (with importance fitted
+ * as codes weighted by sw), then the codes again from the stored values. */
+static void gq_kmin_finish(const float *x, bool imp, const gq_kmin *k, const float *scales, const float *mins,
+                           const float *sw, uint8_t *b, uint8_t *L)
+{
+    uint8_t ls[8], lm[8];
+    if (!imp) {
+        float max_scale = 0.0f, max_min = 0.0f;
+        for (int j = 0; j < 8; j++) {
             if (scales[j] > max_scale) max_scale = scales[j];
             if (mins[j] > max_min) max_min = mins[j];
         }
@@ -552,18 +761,6 @@ static void gq_encode_kmin(const float *x, const float *qw, const gq_kmin *k, ui
         gq_put_f16(b, max_scale / 63.0f);
         gq_put_f16(b + 2, max_min / 63.0f);
     } else {
-        /* the importance path: weights qw * sqrt(2 * mean square + x^2), the fit with 37
-         * trials from -0.9, and the scales and minima fitted as 6-bit codes */
-        float sum_x2 = 0.0f, sw[8];
-        for (unsigned l = 0; l < GQ_SUPER; l++) sum_x2 += x[l] * x[l];
-        float s2 = 2 * sum_x2 / 256.0f;
-        for (int j = 0; j < 8; j++) {
-            for (int l = 0; l < 32; l++) w[l] = qw[32 * j + l] * sqrtf(s2 + x[32 * j + l] * x[32 * j + l]);
-            float sumw = 0.0f;
-            for (int l = 0; l < 32; l++) sumw += w[l];
-            sw[j] = sumw;
-            scales[j] = gq_fit_min(32, k->nmax, x + 32 * j, w, L + 32 * j, &mins[j], -0.9f, 0.05f, 36, false);
-        }
         float d_block = gq_fit_positive(8, 63, scales, ls, sw);
         float m_block = gq_fit_positive(8, 63, mins, lm, sw);
         for (int j = 0; j < 8 && k->clamp_fitted; j++) {
@@ -582,42 +779,93 @@ static void gq_encode_kmin(const float *x, const float *qw, const gq_kmin *k, ui
     }
 }
 
-/* Q4_K, 144 bytes: d, dmin, scales[12], qs[128] (values l and l + 32 of each 64 in a byte). */
-static void enc_q4_k(const float *x, const float *qw, float sigma2, uint8_t *b)
+static void gq_encode_kmin(const float *x, const float *qw, const gq_kmin *k, uint8_t *b, uint8_t *L)
 {
-    (void)sigma2;
-    static const gq_kmin k = {15, -1.0f, 0.1f, 20, false};
-    uint8_t L[GQ_SUPER];
-    gq_encode_kmin(x, qw, &k, b, L);
+    float scales[8], mins[8], w[GQ_SUPER], sw[8];
+    gq_kmin_weights(x, qw, w, sw);
+    gq_kmin_fit(x, w, qw != NULL, k, 1, L, scales, mins);
+    gq_kmin_finish(x, qw != NULL, k, scales, mins, sw, b, L);
+}
+
+/* Two super-blocks at once, their 16 fits in one call (16 lanes at AVX-512); the codes of
+ * super-block i to L + 256 * i. */
+static void gq_encode_kmin2(const float *x, const float *qw, const gq_kmin *k, size_t bb, uint8_t *out, uint8_t *L)
+{
+    const unsigned nsup = 2;
+    float scales[16], mins[16], w[2 * GQ_SUPER], sw[16];
+    for (unsigned i = 0; i < nsup; i++)
+        gq_kmin_weights(x + GQ_SUPER * i, qw ? qw + GQ_SUPER * i : NULL, w + GQ_SUPER * i, sw + 8 * i);
+    gq_kmin_fit(x, w, qw != NULL, k, (int)nsup, L, scales, mins);
+    for (unsigned i = 0; i < nsup; i++)
+        gq_kmin_finish(x + GQ_SUPER * i, qw != NULL, k, scales + 8 * i, mins + 8 * i, sw + 8 * i, out + bb * i,
+                       L + GQ_SUPER * i);
+}
+
+/* Q4_K, 144 bytes: d, dmin, scales[12], qs[128] (values l and l + 32 of each 64 in a byte). */
+static const gq_kmin gq_q4_k = {15, -1.0f, 0.1f, 20, false};
+static const gq_kmin gq_q5_k = {31, -0.5f, 0.1f, 15, true};
+
+static void gq_pack_q4_k(const uint8_t *L, uint8_t *b)
+{
     uint8_t *q = b + 16;
     for (unsigned j = 0; j < GQ_SUPER; j += 64, q += 32)
         for (unsigned l = 0; l < 32; l++) q[l] = (uint8_t)(L[j + l] | L[j + l + 32] << 4);
 }
 
+static void enc_q4_k(const float *x, const float *qw, float sigma2, uint8_t *b)
+{
+    (void)sigma2;
+    uint8_t L[GQ_SUPER];
+    gq_encode_kmin(x, qw, &gq_q4_k, b, L);
+    gq_pack_q4_k(L, b);
+}
+
+static void enc_q4_k_blocks(const float *x, const float *qw, float sigma2, unsigned nblk, uint8_t *out)
+{
+    uint8_t L[2 * GQ_SUPER];
+    for (unsigned i = 0; i + 1 < nblk; i += 2) {
+        gq_encode_kmin2(x + GQ_SUPER * i, qw ? qw + GQ_SUPER * i : NULL, &gq_q4_k, 144, out + 144 * i, L);
+        gq_pack_q4_k(L, out + 144 * i);
+        gq_pack_q4_k(L + GQ_SUPER, out + 144 * (i + 1));
+    }
+    if (nblk % 2)
+        enc_q4_k(x + GQ_SUPER * (nblk - 1), qw ? qw + GQ_SUPER * (nblk - 1) : NULL, sigma2, out + 144 * (nblk - 1));
+}
+
 /* Q5_K, 176 bytes: d, dmin, scales[12], qh[32] (fifth bits), qs[128] (low nibbles). */
+static void gq_pack_q5_k(const uint8_t *L, uint8_t *b)
+{
+    uint8_t *qh = b + 16, *ql = b + 48;
+    memset(qh, 0, 32);
+    /* codes are in [0, 31]: bit 4 of values n + j and n + j + 32 of each 64 goes to bits 2 (n / 64)
+     * and 2 (n / 64) + 1 of qh[j] (without a branch) */
+    for (unsigned n = 0, p = 0; n < GQ_SUPER; n += 64, p += 2, ql += 32) {
+        for (unsigned j = 0; j < 32; j++) {
+            unsigned l1 = L[n + j], l2 = L[n + j + 32];
+            qh[j] = (uint8_t)(qh[j] | (l1 >> 4) << p | (l2 >> 4) << (p + 1));
+            ql[j] = (uint8_t)((l1 & 15u) | (l2 & 15u) << 4);
+        }
+    }
+}
+
 static void enc_q5_k(const float *x, const float *qw, float sigma2, uint8_t *b)
 {
     (void)sigma2;
-    static const gq_kmin k = {31, -0.5f, 0.1f, 15, true};
     uint8_t L[GQ_SUPER];
-    gq_encode_kmin(x, qw, &k, b, L);
-    uint8_t *qh = b + 16, *ql = b + 48;
-    memset(qh, 0, 32);
-    unsigned m1 = 1, m2 = 2;
-    for (unsigned n = 0; n < GQ_SUPER; n += 64, m1 <<= 2, m2 <<= 2, ql += 32) {
-        for (unsigned j = 0; j < 32; j++) {
-            unsigned l1 = L[n + j], l2 = L[n + j + 32];
-            if (l1 > 15) {
-                l1 -= 16;
-                qh[j] = (uint8_t)(qh[j] | m1);
-            }
-            if (l2 > 15) {
-                l2 -= 16;
-                qh[j] = (uint8_t)(qh[j] | m2);
-            }
-            ql[j] = (uint8_t)(l1 | l2 << 4);
-        }
+    gq_encode_kmin(x, qw, &gq_q5_k, b, L);
+    gq_pack_q5_k(L, b);
+}
+
+static void enc_q5_k_blocks(const float *x, const float *qw, float sigma2, unsigned nblk, uint8_t *out)
+{
+    uint8_t L[2 * GQ_SUPER];
+    for (unsigned i = 0; i + 1 < nblk; i += 2) {
+        gq_encode_kmin2(x + GQ_SUPER * i, qw ? qw + GQ_SUPER * i : NULL, &gq_q5_k, 176, out + 176 * i, L);
+        gq_pack_q5_k(L, out + 176 * i);
+        gq_pack_q5_k(L + GQ_SUPER, out + 176 * (i + 1));
     }
+    if (nblk % 2)
+        enc_q5_k(x + GQ_SUPER * (nblk - 1), qw ? qw + GQ_SUPER * (nblk - 1) : NULL, sigma2, out + 176 * (nblk - 1));
 }
 
 /* Q6_K, 210 bytes: ql[128], qh[64], int8 scales[16], d.  Both paths fit each 16 values with
@@ -627,8 +875,8 @@ static void enc_q6_k(const float *x, const float *qw, float sigma2, uint8_t *b)
     (void)sigma2;
     int8_t L[GQ_SUPER];
     float scales[16], max_scale = 0.0f, max_abs = 0.0f;
+    gq_kern->fit_signed(16, 16, 32, x, qw, L, scales);
     for (int ib = 0; ib < 16; ib++) {
-        scales[ib] = gq_fit_signed(16, 32, x + 16 * ib, L + 16 * ib, qw ? qw + 16 * ib : NULL);
         if (fabsf(scales[ib]) > max_abs) {
             max_abs = fabsf(scales[ib]);
             max_scale = scales[ib];
@@ -646,7 +894,7 @@ static void enc_q6_k(const float *x, const float *qw, float sigma2, uint8_t *b)
     for (int j = 0; j < 16; j++) {
         float d = dall * gq_f(sc[j]);
         if (d == 0.0f) continue;
-        for (int i = 0; i < 16; i++) L[16 * j + i] = (int8_t)(gq_clamp(gq_nearest(x[16 * j + i] / d), -32, 31) + 32);
+        gq_kern->requant(16, x + 16 * j, d, false, 0.0f, -32, 31, 32, (uint8_t *)L + 16 * j);
     }
     uint8_t *ql = b, *qh = b + 128;
     for (unsigned j = 0; j < GQ_SUPER; j += 128, ql += 64, qh += 32) {
@@ -736,17 +984,35 @@ static void gq_iq4_pack(const uint8_t *L, int n, uint8_t *q4)
 }
 
 /* IQ4_NL, 18 bytes: d, 16 bytes of indices; d = the sub-block's scale, indices again from 1/d. */
+static void gq_iq4_nl_finish(const float *x, float d, uint8_t *b)
+{
+    uint8_t L[32];
+    gq_put_f16(b, d);
+    float id = d != 0.0f ? 1 / d : 0.0f;
+    for (int j = 0; j < 32; j++) L[j] = (uint8_t)gq_iq4_index(id * x[j]);
+    gq_iq4_pack(L, 32, b + 2);
+}
+
 static void enc_iq4_nl(const float *x, const float *qw, float sigma2, uint8_t *b)
 {
     (void)sigma2;
     float w[32];
     uint8_t L[32];
     gq_iq4_weights(x, qw, gq_iq4_sigma2(x, 32), w);
-    float d = gq_iq4_scale(x, w, L);
-    gq_put_f16(b, d);
-    float id = d != 0.0f ? 1 / d : 0.0f;
-    for (int j = 0; j < 32; j++) L[j] = (uint8_t)gq_iq4_index(id * x[j]);
-    gq_iq4_pack(L, 32, b + 2);
+    gq_iq4_nl_finish(x, gq_iq4_scale(x, w, L), b);
+}
+
+/* IQ4_NL, several blocks: their scale searches through the kernels table, a block a lane. */
+static void enc_iq4_nl_blocks(const float *x, const float *qw, float sigma2, unsigned nblk, uint8_t *out)
+{
+    (void)sigma2;
+    float w[GQ_SPAN], d[GQ_SPAN / 32], s2[GQ_SPAN / 32];
+    if (nblk == 0) return;
+    for (unsigned i = 0; i < nblk; i++) s2[i] = gq_iq4_sigma2(x + 32 * i, 32);
+    /* gq_iq4_weights of each block */
+    for (unsigned j = 0; j < 32 * nblk; j++) w[j] = qw ? qw[j] * sqrtf(s2[j / 32] + x[j] * x[j]) : x[j] * x[j];
+    gq_kern->iq4_scales((int)nblk, x, w, gq_iq4_values, d);
+    for (unsigned i = 0; i < nblk; i++) gq_iq4_nl_finish(x + 32 * i, d[i], out + 18 * i);
 }
 
 /* IQ4_XS, 136 bytes: d, scales_h (u16: the high 2 bits of eight 6-bit scales), scales_l[4]
@@ -755,12 +1021,12 @@ static void enc_iq4_nl(const float *x, const float *qw, float sigma2, uint8_t *b
 static void enc_iq4_xs(const float *x, const float *qw, float sigma2, uint8_t *b)
 {
     (void)sigma2;
-    float w[32], scales[8], max_scale = 0.0f, amax_scale = 0.0f;
+    float w[GQ_SUPER], scales[8], max_scale = 0.0f, amax_scale = 0.0f;
     uint8_t L[GQ_SUPER];
     float s2 = gq_iq4_sigma2(x, (int)GQ_SUPER);
+    for (int ib = 0; ib < 8; ib++) gq_iq4_weights(x + 32 * ib, qw ? qw + 32 * ib : NULL, s2, w + 32 * ib);
+    gq_kern->iq4_scales(8, x, w, gq_iq4_values, scales);
     for (int ib = 0; ib < 8; ib++) {
-        gq_iq4_weights(x + 32 * ib, qw ? qw + 32 * ib : NULL, s2, w);
-        scales[ib] = gq_iq4_scale(x + 32 * ib, w, L + 32 * ib);
         if (fabsf(scales[ib]) > amax_scale) {
             amax_scale = fabsf(scales[ib]);
             max_scale = scales[ib];
@@ -816,6 +1082,23 @@ static const gq_type gq_types[] = {
     {NF_FMT_GGUF_IQ1_M, NULL, false, nf_ggml_enc_iq1_m},
 };
 
+/* The types that also encode GQ_SPAN / block_values blocks at once (their searches a block per
+ * vector lane); a type not listed is encoded block by block. */
+static const struct {
+    nf_format_id fmt;
+    gq_blocks_fn encode_blocks;
+} gq_batched[] = {
+    {NF_FMT_GGUF_Q8_0, enc_q8_0_blocks}, {NF_FMT_GGUF_Q4_0, enc_q4_0_blocks}, {NF_FMT_GGUF_Q5_0, enc_q5_0_blocks}, {NF_FMT_GGUF_IQ4_NL, enc_iq4_nl_blocks},
+    {NF_FMT_GGUF_Q4_K, enc_q4_k_blocks}, {NF_FMT_GGUF_Q5_K, enc_q5_k_blocks}, {NF_FMT_GGUF_Q3_K, enc_q3_k_blocks},
+};
+
+static gq_blocks_fn gq_blocks_of(nf_format_id fmt)
+{
+    for (size_t i = 0; i < sizeof gq_batched / sizeof gq_batched[0]; i++)
+        if (gq_batched[i].fmt == fmt) return gq_batched[i].encode_blocks;
+    return NULL;
+}
+
 static const gq_type *gq_type_of(const nf_format *fmt)
 {
     for (size_t i = 0; i < sizeof gq_types / sizeof gq_types[0]; i++)
@@ -865,8 +1148,26 @@ static nf_status gq_check_range(const nf_format *fmt, const nf_src_rows *src, ui
     return NF_OK;
 }
 
-/* A block ggml's encoder would stop on (gq_block_try_fn): its values are finite and below 2^64,
- * but the sums of ggml's search overflow binary32, so ggml has no bytes for it. */
+/* A block's values, refused as gq_load and gq_check_range refuse them.  One branch-free pass
+ * finds whether any value is NaN, infinite or of magnitude 2^64 or more; only then do the two
+ * checks run, for their message. */
+static bool gq_values_ok(const float *x, size_t n)
+{
+    int bad = 0;
+    for (size_t j = 0; j < n; j++) bad |= !(fabsf(x[j]) < 18446744073709551616.0f);
+    return !bad;
+}
+
+static nf_status gq_load_block(const nf_format *fmt, const nf_src_rows *src, uint64_t r, size_t c0, float *x,
+                               nf_error *err)
+{
+    const size_t n = fmt->block_values;
+    nf_method_load_f32(src, r, c0, n, x);
+    if (gq_values_ok(x, n)) return NF_OK;
+    NF_TRY(gq_load(src, r, c0, n, x, err));
+    return gq_check_range(fmt, src, r, c0, x, err);
+}
+
 /* Adds the x^2 of the k values of row r of src to *sum, in column order. */
 static nf_status gq_sum2(const nf_src_rows *src, uint64_t r, size_t k, size_t bv, float *sum, nf_error *err)
 {
@@ -897,10 +1198,19 @@ static nf_status gq_try_block(const nf_format *fmt, const gq_type *t, const floa
                                (uint64_t)nf_method_col(src, c0 + fmt->block_values - 1), fmt->name);
 }
 
+/* One block: its encoder, or the encoder that can fail and its refusal (gq_try_block). */
+static nf_status gq_block(const nf_format *fmt, const gq_type *t, const float *x, const float *qw, float sigma2,
+                          const nf_src_rows *src, uint64_t r, size_t c0, uint8_t *b, nf_error *err)
+{
+    if (t->try_encode) return gq_try_block(fmt, t, x, qw, sigma2, src, r, c0, b, err);
+    t->encode(x, qw, sigma2, b);
+    return NF_OK;
+}
+
 static nf_status gq_encode_row(const nf_format *fmt, const gq_type *t, const float *imp, const nf_src_rows *src,
                                uint64_t r, size_t k, uint8_t *out, nf_error *err)
 {
-    float x[GQ_SUPER];
+    float x[GQ_SPAN];
     const size_t bv = fmt->block_values, bb = fmt->block_bytes;
     float sigma2 = 0.0f;
     if (imp && t->row_sigma) {
@@ -911,13 +1221,29 @@ static nf_status gq_encode_row(const nf_format *fmt, const gq_type *t, const flo
         else NF_TRY(gq_sum2(src, r, k, bv, &sum, err));
         sigma2 = sum / (float)(src->row_cols ? src->row_cols : k);
     }
-    for (size_t c0 = 0, blk = 0; c0 < k; c0 += bv, blk++) {
-        NF_TRY(gq_load(src, r, c0, bv, x, err));
-        NF_TRY(gq_check_range(fmt, src, r, c0, x, err));
-        uint8_t *b = out + blk * bb;
-        if (t->try_encode) NF_TRY(gq_try_block(fmt, t, x, imp ? imp + c0 : NULL, sigma2, src, r, c0, b, err));
-        else t->encode(x, imp ? imp + c0 : NULL, sigma2, b);
-        NF_TRY(gq_check_scales(fmt, src, r, c0, b, err));
+    /* a span of blocks at once where the type can (refusals and their order unchanged: a span
+     * holding a refused value goes block by block, and scales are checked in block order) */
+    const gq_blocks_fn blocks = gq_blocks_of(fmt->id);
+    const size_t per = blocks ? GQ_SPAN / bv : 1;
+    for (size_t c0 = 0; c0 < k; c0 += per * bv) {
+        const size_t nb = (k - c0) / bv < per ? (k - c0) / bv : per;
+        uint8_t *b = out + c0 / bv * bb;
+        nf_method_load_f32(src, r, c0, nb * bv, x);
+        if (!gq_values_ok(x, nb * bv)) {
+            for (size_t i = 0; i < nb; i++) {
+                NF_TRY(gq_load_block(fmt, src, r, c0 + i * bv, x, err));
+                NF_TRY(gq_block(fmt, t, x, imp ? imp + c0 + i * bv : NULL, sigma2, src, r, c0 + i * bv, b + i * bb,
+                                err));
+                NF_TRY(gq_check_scales(fmt, src, r, c0 + i * bv, b + i * bb, err));
+            }
+            continue;
+        }
+        if (nb > 1) blocks(x, imp ? imp + c0 : NULL, sigma2, (unsigned)nb, b);
+        else NF_TRY(gq_block(fmt, t, x, imp ? imp + c0 : NULL, sigma2, src, r, c0, b, err));
+        /* the span's scales in one scan; the first bad block gets the message */
+        nf_ggml_bad_scale bad;
+        if (nf_ggml_find_nonfinite_scale(fmt, b, 0, nb, &bad))
+            NF_TRY(gq_check_scales(fmt, src, r, c0 + (size_t)bad.block * bv, b + (size_t)bad.block * bb, err));
     }
     return NF_OK;
 }
@@ -954,6 +1280,7 @@ nf_status nf_ggml_quantize_rows(const nf_format *fmt, const nf_method_params *pa
     if (src->rows > 0 && !out->blocks)
         return nf_method_error(err, NF_ERR_USAGE, src, "output words lack the blocks array of %s", fmt->name);
     const size_t row_bytes = k / bv * fmt->block_bytes;
+    gq_kern = nf_gq_kernels_active();
     for (uint64_t r = 0; r < src->rows; r++)
         NF_TRY(gq_encode_row(fmt, t, imp, src, r, k, out->blocks + (size_t)r * row_bytes, err));
     return NF_OK;

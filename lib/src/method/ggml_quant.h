@@ -16,6 +16,7 @@
 
 #define GQ_SUPER 256u          /* values of a k-quant super-block (ggml's QK_K) */
 #define GQ_ZERO_EPS 1e-15f     /* below this a group's largest magnitude counts as all zero */
+#define GQ_SPAN 512u           /* values of the blocks a gq_blocks_fn encodes at once, at most */
 
 /* ---------------------------------------------------------------- ggml's scalar primitives */
 
@@ -94,5 +95,15 @@ gq_fail nf_ggml_enc_iq1_m(const float *x, const float *qw, float sigma2, uint8_t
 gq_fail nf_ggml_enc_iq2_xxs(const float *x, const float *qw, float sigma2, uint8_t *blk);
 gq_fail nf_ggml_enc_iq2_xs(const float *x, const float *qw, float sigma2, uint8_t *blk);
 gq_fail nf_ggml_enc_iq2_s(const float *x, const float *qw, float sigma2, uint8_t *blk);
+
+/* Several blocks at once (optional, for a type whose searches run a block per vector lane): the
+ * nblk consecutive blocks of x (and qw) into out, the same bytes as gq_block_fn on each. */
+typedef void (*gq_blocks_fn)(const float *x, const float *qw, float sigma2, unsigned nblk, uint8_t *out);
+
+/* The search kernels (method/simd/ggml_simd.h) of the nf_ggml_quantize_rows call running on this
+ * thread, for a block encoder in another file that runs its searches a sub-block per lane; the
+ * scalar table outside a call. */
+struct nf_gq_kernels;
+const struct nf_gq_kernels *nf_gq_kernels_current(void);
 
 #endif
