@@ -131,6 +131,10 @@ typedef struct nf_recipe_budget {
     /* Named in messages in place of "FILE:LINE:COL: budget" when the command line made the
      * budget ("quick mode (--target-bpw 4.5)"), like nf_recipe_rule.label; NULL otherwise. */
     const char *label;
+    /* The source of per-tensor sensitivity factors (docs/recipes.md, "Budgets", *Sensitivity*),
+     * or NULL: every tensor's error counts once.  Added last. */
+    char *sensitivity;
+    nf_recipe_pos sensitivity_pos;
 } nf_recipe_budget;
 
 typedef struct nf_recipe {
