@@ -371,6 +371,15 @@ run 0 "$bin/ninfer-convert" -r "$work/ck/rk.yaml" -o "$work/k1.ninfer" --threads
 run 0 "$bin/ninfer-convert" -r "$work/ck/rk.yaml" -o "$work/k3.ninfer" --threads 3 --chunk-values 100
 same "$work/k1.ninfer" "$work/k3.ninfer"
 unset SOURCE_DATE_EPOCH
+# scale-out: the plan's tasks and assembler weigh by the same file (its command line replayed)
+mkdir "$work/so" "$work/so1"
+run 0 "$bin/ninfer-convert" "$work/ck" -o "$work/so/m.ninfer" --target-bpw 6 --sensitivity "$work/ck/sens.json" \
+    --artifact-id 0123456789abcdef0123456789abcdef --plan-out "$work/so/plan.json"
+run 0 "$bin/ninfer-convert" --plan "$work/so/plan.json" --task all
+run 0 "$bin/ninfer-convert" --plan "$work/so/plan.json" --assemble --verify
+run 0 "$bin/ninfer-convert" "$work/ck" -o "$work/so1/m.ninfer" --target-bpw 6 --sensitivity "$work/ck/sens.json" \
+    --artifact-id 0123456789abcdef0123456789abcdef
+same "$work/so/m.ninfer" "$work/so1/m.ninfer"
 # refusals: exit 1 naming the file, the position and the tensor; nothing written
 bad_sens() { # bad_sens FILE-TEXT MESSAGE
     printf "$1" >"$work/ck/bad.sens"
