@@ -110,3 +110,13 @@ bench: deps
 	cmake --build $(BENCH_BUILD) -j $(JOBS) --target ninfer-bench ninfer-convert ninfer-verify ninfer-dequant \
 		ninfer-gen-checkpoint
 	@bash bench/run.sh $(BENCH_BUILD)/bin
+
+# Quality per bit (bench/quality.sh; docs/methods.md, "Quality per bit"): bits per weight and SNR of
+# every uniform format, llama-quantize's mixes and the budget on bench/run.sh's checkpoint, with and
+# without an imatrix.  QUALITY_BPW="4.5 5" for other budget sizes.  Never part of `make test`.
+.PHONY: quality
+quality: deps
+	@test -f $(BENCH_BUILD)/CMakeCache.txt || cmake -S . -B $(BENCH_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+		-DNINFER_TESTS=OFF -DNINFER_BENCH=ON $(CMAKE_ARGS)
+	cmake --build $(BENCH_BUILD) -j $(JOBS) --target ninfer-convert ninfer-gen-checkpoint
+	@bash bench/quality.sh $(BENCH_BUILD)/bin $(QUALITY_BPW)

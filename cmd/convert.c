@@ -29,6 +29,7 @@ typedef struct convert_opts {
     preset_run *prun;             /* the preset's choice, made once (freed by main) */
     bool has_target_bpw;   /* --target-bpw X: quick mode's budget (docs/recipes.md, "Budgets") */
     double target_bpw;
+    const char *sensitivity; /* --sensitivity FILE: the budget's per-tensor factors */
     const char **rules;
     size_t nrules;
     nf_cli_recipe_args ra; /* --source, --allow-path, --allow-env */
@@ -141,8 +142,12 @@ static const nf_option options[] = {
     NF_OPT_STRING_ROW(convert_opts, format, "format", 0, "FORMAT",
                       "quick mode: the format of every rank-2 float tensor"),
     NF_OPT_CALLBACK_ROW(on_target_bpw, NF_ARG_REQUIRED, "target-bpw", 0, "X",
-                        "quick mode, in place of --format: give each rank-2 float tensor the q4/q5/q6/q8 format and "
-                        "method with the least error such that they average X bits per weight"),
+                        "quick mode, in place of --format: give each rank-2 float tensor the format and method (of "
+                        "every one the methods quantize into) with the least error such that they average X bits per "
+                        "weight"),
+    NF_OPT_STRING_ROW(convert_opts, sensitivity, "sensitivity", 0, "FILE",
+                      "a budget's per-tensor factors of the error (JSON {\"name\": factor} or CSV name,factor; "
+                      "with --target-bpw or a recipe's budget)"),
     NF_OPT_STRING_ROW(convert_opts, preset, "preset", 0, "PRESET",
                       "quick mode, in place of --format: the ggml type llama-quantize gives each tensor for PRESET "
                       "(Q4_K_M, IQ2_M, ...; docs/presets.md), encoded by ggml_quantize"),
@@ -484,6 +489,37 @@ static void show_progress(void *ctx, const nf_convert_progress *p)
 }
 
 /* ---------------------------------------------------------------- dry run */
+/* The budget's candidates that a tensor cannot take, and why (docs/recipes.md, "Budgets"): a
+ * line per tensor and reason, the candidates named in order. */
+static int print_budget_excluded(const json_t *b)
+{
+    size_t i, k, j;
+    json_t *a, *x, *y;
+    bool title = false;
+    json_array_foreach(json_object_get(b, "allocation"), i, a) {
+        const json_t *out = json_object_get(a, "not_candidates");
+        json_array_foreach(out, k, x) {
+            const char *why = json_string_value(json_object_get(x, "why"));
+            bool seen = false; /* a reason already printed with an earlier candidate */
+            for (j = 0; j < k && !seen; j++)
+                seen = !strcmp(why, json_string_value(json_object_get(json_array_get(out, j), "why")));
+            if (seen) continue;
+            if (!title) printf("not candidates:\n");
+            title = true;
+            printf("  %s:", nf_cli_name(json_string_value(json_object_get(a, "tensor"))).s);
+            const char *sep = " ";
+            json_array_foreach(out, j, y)
+                if (j >= k && !strcmp(why, json_string_value(json_object_get(y, "why")))) {
+                    printf("%s%s (%s)", sep, json_string_value(json_object_get(y, "format")),
+                           json_string_value(json_object_get(y, "method")));
+                    sep = ", ";
+                }
+            printf(": %s\n", nf_cli_name(why).s);
+        }
+    }
+    return NF_EXIT_OK;
+}
+
 /* The budget's allocation (docs/recipes.md, "Budgets"): per tensor its pick and the runner-up,
  * then what the budget used. */
 static int print_budget(const nf_cli *cli, const json_t *b)
@@ -530,11 +566,16 @@ static int print_budget(const nf_cli *cli, const json_t *b)
            json_real_value(json_object_get(b, "bits_per_weight")), json_integer_value(json_object_get(b, "tensor_bytes")));
     double est = json_real_value(json_object_get(b, "estimated_error"));
     double lb = json_real_value(json_object_get(b, "lower_bound"));
+    const json_t *objective = json_object_get(b, "objective"); /* with a sensitivity file */
+    const char *what = objective ? "objective (each tensor's estimated error times its sensitivity)"
+                                 : "estimated weighted squared error";
+    double val = objective ? json_real_value(objective) : est;
+    if (objective) printf("estimated weighted squared error %.6g; sensitivity factors from source '%s'\n", est,
+                          nf_cli_name(json_string_value(json_object_get(b, "sensitivity"))).s);
     if (json_is_true(json_object_get(b, "optimal")))
-        printf("estimated weighted squared error %.6g: the least of any allocation within the budget\n", est);
+        printf("%s %.6g: the least of any allocation within the budget\n", what, val);
     else
-        printf("estimated weighted squared error %.6g: at most %.3g above the least (search stopped at its node "
-               "limit)\n", est, est - lb);
+        printf("%s %.6g: at most %.3g above the least (search stopped at its node limit)\n", what, val, val - lb);
     json_int_t rows = json_integer_value(json_object_get(json_object_get(b, "sampling"), "rows_per_tensor"));
     char rule[64] = "every row";
     if (rows) snprintf(rule, sizeof rule, "at most %" JSON_INTEGER_FORMAT " rows a tensor, evenly spaced", rows);
@@ -543,7 +584,7 @@ static int print_budget(const nf_cli *cli, const json_t *b)
         snprintf(weights, sizeof weights, "the importance of imatrix '%.120s'",
                  nf_cli_name(json_string_value(json_object_get(w, "imatrix"))).s);
     printf("weights: %s; measured on %s\n", weights, rule);
-    return NF_EXIT_OK;
+    return print_budget_excluded(b);
 }
 
 /* Every column as wide as its widest cell (table.h): ids, dtypes (a GGUF's IQ2_XXS) and
@@ -876,6 +917,16 @@ static int build_plan(const nf_cli *cli, convert_opts *opts, bool warn, nf_recip
         if (nf_recipe_load_ex(opts->recipe, &ro, recipe, &err) != NF_OK) return nf_cli_report(cli, &err);
     }
     if (nf_cli_recipe_apply(*recipe, &opts->ra, &err) != NF_OK) return nf_cli_report(cli, &err);
+    if (opts->sensitivity) { /* the budget's sensitivity source, given as --source NAME=FILE would be */
+        nf_recipe_budget *rb = &(*recipe)->budget;
+        if (!rb->set)
+            return nf_cli_usage(cli, "--sensitivity weighs the tensors of a budget: give --target-bpw, or a recipe "
+                                "with a budget: section");
+        if (!rb->sensitivity && !(rb->sensitivity = strdup("sensitivity")))
+            return nf_cli_error(cli, NF_ERR_NOMEM, "out of memory");
+        if (nf_recipe_set_source(*recipe, rb->sensitivity, opts->sensitivity, &err) != NF_OK)
+            return nf_cli_report(cli, &err);
+    }
     nf_plan_build_options bo = {opts->threads, opts->budget_figures};
     if (nf_plan_build_ex(*recipe, &bo, plan, &err) != NF_OK) return nf_cli_report(cli, &err);
     if (warn) warn_reencoded(cli, *plan); /* (a plan's tasks and its assembler leave it to its maker) */

@@ -38,10 +38,11 @@ best = min((sum(o['estimated_error'] for o in c) for c in itertools.product(*[a[
             if sum(o['bytes'] for o in c) <= cap))
 assert err <= best * (1 + 1e-9), ('brute force', err, best)
 assert d['optimal'] is True
-for k in range(len(alloc[0]['options'])):
-    u = [a['options'][k] for a in alloc]
-    if sum(o['bytes'] for o in u) <= cap:
-        assert err <= sum(o['estimated_error'] for o in u) * (1 + 1e-12), ('uniform', k)
+pairs = {(o['format'], o['method']) for a in alloc for o in a['options']}
+for pair in pairs:  # every candidate that every tensor can take, alone
+    u = [o for a in alloc for o in a['options'] if (o['format'], o['method']) == pair]
+    if len(u) == len(alloc) and sum(o['bytes'] for o in u) <= cap:
+        assert err <= sum(o['estimated_error'] for o in u) * (1 + 1e-12), ('uniform', pair)
 for a in alloc:
     r = a['runner_up']
     assert r is None or (r['format'], r['method']) != (a['format'], a['method'])
@@ -145,7 +146,7 @@ assert all(x['rows_measured'] == 8 for x in b) and any(x['weighted_error'] != x[
 # Quick mode: --target-bpw in place of --format; the vector keeps its own format.
 run 0 "$bin/ninfer-convert" "$work/ck" -o "$work/quick.ninfer" --target-bpw 6 --dry-run
 contains "$work/out" "budget: 6 bits per weight"
-contains "$work/out" "fp32         contiguous_le_v1"
+check grep -Eq '^norm\.weight +\[256\] +F32 +fp32 +contiguous_le_v1 ' "$work/out"
 run 0 "$bin/ninfer-convert" "$work/ck" -o "$work/quick.ninfer" --target-bpw 6 --method grouped_absmax --dry-run --json
 check python3 -c "
 import json
@@ -244,6 +245,181 @@ b = r['budget']
 assert b['weights'] == {'imatrix': 'imatrix'} and b['tensors'] == 14 and b['bits_per_weight'] <= 5.5
 assert {o['format'] for o in r['objects'] if o['object'] == 'lm_head.weight'} == {'q8_g32_fp16'}"
 
+# Every format the methods quantize into is a candidate by default (the method registry's
+# targets: q4..q8 by grouped_absmax and grouped_search, the fp8 rows, every gguf_* type
+# ggml_quantize writes), each where its layout holds the tensor; the others are named with why.
+recipe r.yaml "{bits_per_weight: 5, sample_rows: 0}"
+run 0 "$bin/ninfer-convert" -r "$work/ck/r.yaml" -o "$work/o.ninfer" -n --json
+check python3 - "$work/out" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))['budget']
+c = {(x['format'], x['method']) for x in d['candidates']}
+kq = {'gguf_' + t for t in 'q2_k q3_k q4_k q5_k q6_k iq4_xs'.split()}  # rows of whole 256-value blocks
+gguf = kq | {'gguf_q8_0', 'gguf_q4_0', 'gguf_q5_0', 'gguf_iq4_nl'}
+grouped = {'q4_g64_fp16', 'q5_g64_fp16', 'q6_g64_fp16', 'q8_g32_fp16'}
+assert {(f, 'ggml_quantize') for f in gguf} <= c, c
+assert {(f, m) for f in grouped for m in ('grouped_absmax', 'grouped_search')} <= c, c
+assert ('fp8_e4m3fn_row_bf16', 'fp8_row_maxabs') in c, c
+assert not {m for f, m in c} & {'cast_direct', 'import_encoded'}, c
+a = {x['tensor']: x for x in d['allocation']}
+assert {(o['format'], o['method']) for o in a['blk.0.attn.weight']['options']} == c  # K = 256
+assert a['blk.0.attn.weight']['not_candidates'] == []
+for t in ('blk.0.ffn.weight', 'blk.1.attn.weight', 'blk.1.ffn.weight'):  # K = 192, 128, 320
+    assert {(o['format'], o['method']) for o in a[t]['options']} == c - {(f, 'ggml_quantize') for f in kq}
+    no = a[t]['not_candidates']
+    assert {(o['format'], o['method']) for o in no} == {(f, 'ggml_quantize') for f in kq}, no
+    assert all(o['why'].startswith('needs K % 256 == 0 (whole ggml blocks per row), got K=') for o in no), no
+PY
+run 0 "$bin/ninfer-convert" -r "$work/ck/r.yaml" -o "$work/o.ninfer" -n
+contains "$work/out" "not candidates:"
+contains "$work/out" "  blk.1.attn.weight: gguf_q2_k (ggml_quantize), gguf_q3_k (ggml_quantize), gguf_q4_k (ggml_quantize), gguf_q5_k (ggml_quantize), gguf_q6_k (ggml_quantize), gguf_iq4_xs (ggml_quantize): needs K % 256 == 0 (whole ggml blocks per row), got K=128"
+lacks "$work/out" "  blk.0.attn.weight:"
+# the reach spans every candidate: q2_k's 2.625 bits per weight to q8's 8.5 (K = 256 alone)
+run 1 "$bin/ninfer-convert" "$work/ck" -o "$work/no.ninfer" --target-bpw 1 --rule 'blk.0.ffn.*=fp32' --rule 'blk.1.*=fp32'
+contains "$work/err" "1 bits per weight is below what the candidates reach with the 1 tensor left to the budget: 2.6250 to 8.5000 bits per weight"
+# with an imatrix, every method that takes one gets it (grouped_search, ggml_quantize), and the
+# report's measured error of each pick is the estimate: the measuring encoded as the conversion does
+recipe ri.yaml "{bits_per_weight: 4.6, sample_rows: 0, imatrix: imatrix}"
+run 0 "$bin/ninfer-convert" -r "$work/ck/ri.yaml" -o "$work/g.ninfer" --json -n
+check python3 -c "
+import json
+d = json.load(open('$work/out'))
+o = [x for x in d['objects'] if x.get('budget')]
+assert {x['method'] for x in o} >= {'ggml_quantize'}, o
+assert all(x['with'] == {'imatrix': 'imatrix'} for x in o if x['method'] in ('ggml_quantize', 'grouped_search')), o"
+run 0 "$bin/ninfer-convert" -r "$work/ck/ri.yaml" -o "$work/g.ninfer"
+check python3 - "$work/g.ninfer.conversion.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+b = [o for o in r['objects'] if 'budget' in o]
+assert any(o['method'] == 'ggml_quantize' for o in b)
+for o in b:
+    assert o['budget']['weighted_error'] == o['budget']['estimated_error'], o
+PY
+# A row longer than a measuring span (2^18 values) is measured span by span as the conversion
+# encodes it: gguf_q4_0 with an importance vector takes the whole row's sum of squares.
+python3 - "$work/long" "$top/tests/cli" <<'PY'
+import json, math, os, struct, sys
+sys.path.insert(0, sys.argv[2])
+from gen_imatrix import write_imatrix
+d = sys.argv[1]
+os.makedirs(d)
+k = (1 << 18) + 512
+vals = [math.sin(0.001 * i) * (1 + (i % 97)) for i in range(2 * k)]
+b = struct.pack('<%df' % len(vals), *vals)
+h = json.dumps({'w': {'dtype': 'F32', 'shape': [2, k], 'data_offsets': [0, len(b)]}}).encode()
+h += b' ' * (-len(h) % 8)
+open(d + '/model.safetensors', 'wb').write(struct.pack('<Q', len(h)) + h + b)
+open(d + '/config.json', 'w').write('{}')
+write_imatrix(d + '/imatrix.gguf', [('w', [1.0 + (i % 5) for i in range(k)])])
+PY
+printf 'recipe: 1\nsources: {base: ., imatrix: imatrix.gguf}\ndefaults: {format: fp32}\nbudget: {bits_per_weight: 4.5, sample_rows: 0, imatrix: imatrix, formats: [gguf_q4_0]}\nrules:\n  - {match: "*", when: {rank: 2}, format: budget}\n' >"$work/long/r.yaml"
+run 0 "$bin/ninfer-convert" -r "$work/long/r.yaml" -o "$work/long1.ninfer" --chunk-values 4096
+run 0 "$bin/ninfer-convert" -r "$work/long/r.yaml" -o "$work/long2.ninfer" --threads 1
+check python3 - "$work/long1.ninfer.conversion.json" "$work/long2.ninfer.conversion.json" <<'PY'
+import json, sys
+for f in sys.argv[1:]:
+    o = [o for o in json.load(open(f))['objects'] if 'budget' in o][0]
+    assert o['budget']['weighted_error'] == o['budget']['estimated_error'] > 0, o['budget']
+PY
+
+# Sensitivity (docs/recipes.md, "Budgets", *Sensitivity*): a factor per tensor multiplies its error
+# in the objective; tensors the file leaves out weigh 1.  The allocation is the least objective
+# (brute force), JSON and CSV spellings and the recipe's key give the same plan.
+printf '{"blk.0.attn.weight": 0, "blk.0.ffn.weight": 1e6,\n "norm.weight": 3}\n' >"$work/ck/sens.json"
+printf '# name,factor\nname,factor\nblk.0.attn.weight,0\n"blk.0.ffn.weight" , 1e6\r\n\nnorm.weight,3\n' >"$work/ck/sens.csv"
+recipe r.yaml "{bits_per_weight: 6, sample_rows: 0}"
+run 0 "$bin/ninfer-convert" -r "$work/ck/r.yaml" -o "$work/o.ninfer" -n --json --sensitivity "$work/ck/sens.json"
+cp "$work/out" "$work/sj.json"
+check python3 - "$work/sj.json" <<'PY'
+import itertools, json, sys
+d = json.load(open(sys.argv[1]))['budget']
+alloc, cap = d['allocation'], d['capacity_bytes']
+f = {a['tensor']: a['sensitivity'] for a in alloc}
+assert f == {'blk.0.attn.weight': 0, 'blk.0.ffn.weight': 1e6, 'blk.1.attn.weight': 1, 'blk.1.ffn.weight': 1}, f
+obj = lambda c: sum(f[a['tensor']] * o['estimated_error'] for a, o in zip(alloc, c))
+picks = [[o for o in a['options'] if (o['format'], o['method']) == (a['format'], a['method'])][0] for a in alloc]
+best = min(obj(c) for c in itertools.product(*[a['options'] for a in alloc]) if sum(o['bytes'] for o in c) <= cap)
+assert abs(obj(picks) - d['objective']) <= 1e-9 * d['objective'] and d['objective'] <= best * (1 + 1e-9)
+assert d['estimated_error'] == sum(o['estimated_error'] for o in picks) and d['sensitivity'] == 'sensitivity'
+a = {x['tensor']: x for x in alloc}
+assert a['blk.0.attn.weight']['bytes'] == min(o['bytes'] for o in a['blk.0.attn.weight']['options'])
+assert a['blk.0.ffn.weight']['estimated_error'] == min(o['estimated_error'] for o in a['blk.0.ffn.weight']['options'])
+PY
+run 0 "$bin/ninfer-convert" -r "$work/ck/r.yaml" -o "$work/o.ninfer" -n --json --sensitivity "$work/ck/sens.csv"
+same "$work/sj.json" "$work/out"
+recipe rk.yaml "{bits_per_weight: 6, sample_rows: 0, sensitivity: sens}"
+sed -i 's/^sources: {/sources: {sens: sens.json, /' "$work/ck/rk.yaml"
+run 0 "$bin/ninfer-convert" -r "$work/ck/rk.yaml" -o "$work/o.ninfer" -n --json
+check python3 -c "
+import json
+a, b = (json.load(open(f))['budget'] for f in ('$work/sj.json', '$work/out'))
+assert b['sensitivity'] == 'sens' and a['allocation'] == b['allocation'] and a['objective'] == b['objective']"
+run 0 "$bin/ninfer-convert" -r "$work/ck/rk.yaml" -o "$work/o.ninfer" -n
+contains "$work/out" "sensitivity factors from source 'sens'"
+contains "$work/out" "objective (each tensor's estimated error times its sensitivity)"
+# --sensitivity replaces the recipe's file (as --source sens=FILE would)
+printf '{}' >"$work/ck/none.json"
+run 0 "$bin/ninfer-convert" -r "$work/ck/rk.yaml" -o "$work/o.ninfer" -n --json --sensitivity "$work/ck/none.json"
+check python3 -c "
+import json
+d = json.load(open('$work/out'))['budget']
+assert {a['sensitivity'] for a in d['allocation']} == {1} and d['objective'] == d['estimated_error']"
+# the same artifact on any thread count, and its report
+export SOURCE_DATE_EPOCH=1700000000
+run 0 "$bin/ninfer-convert" -r "$work/ck/rk.yaml" -o "$work/k1.ninfer" --threads 1
+run 0 "$bin/ninfer-convert" -r "$work/ck/rk.yaml" -o "$work/k3.ninfer" --threads 3 --chunk-values 100
+same "$work/k1.ninfer" "$work/k3.ninfer"
+unset SOURCE_DATE_EPOCH
+# scale-out: the plan's tasks and assembler weigh by the same file (its command line replayed)
+mkdir "$work/so" "$work/so1"
+run 0 "$bin/ninfer-convert" "$work/ck" -o "$work/so/m.ninfer" --target-bpw 6 --sensitivity "$work/ck/sens.json" \
+    --artifact-id 0123456789abcdef0123456789abcdef --plan-out "$work/so/plan.json"
+run 0 "$bin/ninfer-convert" --plan "$work/so/plan.json" --task all
+run 0 "$bin/ninfer-convert" --plan "$work/so/plan.json" --assemble --verify
+run 0 "$bin/ninfer-convert" "$work/ck" -o "$work/so1/m.ninfer" --target-bpw 6 --sensitivity "$work/ck/sens.json" \
+    --artifact-id 0123456789abcdef0123456789abcdef
+same "$work/so/m.ninfer" "$work/so1/m.ninfer"
+# refusals: exit 1 naming the file, the position and the tensor; nothing written
+bad_sens() { # bad_sens FILE-TEXT MESSAGE
+    printf "$1" >"$work/ck/bad.sens"
+    run 1 "$bin/ninfer-convert" -r "$work/ck/r.yaml" -o "$work/no.ninfer" --sensitivity "$work/ck/bad.sens"
+    contains "$work/err" "$work/ck/bad.sens:$2"
+}
+bad_sens '{"blk.0.attn.weight": 1,\n  "blk.9.nope": 2}' "2:3 (byte 27): tensor 'blk.9.nope': not a tensor of the checkpoint"
+bad_sens 'blk.0.attn.weight,1\nblk.9.nope,2\n' "2:1 (byte 20): tensor 'blk.9.nope': not a tensor of the checkpoint"
+bad_sens '{"blk.0.attn.weight": -1}' "1:23 (byte 22): tensor 'blk.0.attn.weight': factor -1 is negative: a factor is a number >= 0"
+bad_sens 'blk.0.attn.weight, -0.5' "1:20 (byte 19): tensor 'blk.0.attn.weight': factor -0.5 is negative"
+bad_sens '{"blk.0.attn.weight": NaN}' "1:23 (byte 22): tensor 'blk.0.attn.weight': factor NaN is not a finite number"
+bad_sens 'blk.0.attn.weight,nan\n' "1:19 (byte 18): tensor 'blk.0.attn.weight': factor nan is not a finite number"
+bad_sens 'blk.0.attn.weight,inf\n' "1:19 (byte 18): tensor 'blk.0.attn.weight': factor inf is not a finite number"
+bad_sens '{"blk.0.attn.weight": 1e999}' "1:23 (byte 22): tensor 'blk.0.attn.weight': factor 1e999 is not a finite number"
+bad_sens '{"blk.0.attn.weight": 1,\n"blk.0.attn.weight": 2}' "2:1 (byte 25): tensor 'blk.0.attn.weight': given twice (first at line 1): a tensor has one factor"
+bad_sens 'blk.0.ffn.weight,1\nblk.0.ffn.weight,1\n' "2:1 (byte 19): tensor 'blk.0.ffn.weight': given twice (first at line 1)"
+bad_sens '{"blk.0.attn.weight" 1}' "1:22 (byte 21): tensor 'blk.0.attn.weight': expected ':' after the name"
+bad_sens '{"blk.0.attn.weight": 1,}' "1:25 (byte 24): expected a tensor name (a string)"
+bad_sens '{"blk.0.attn.weight": "1"}' "1:23 (byte 22): tensor 'blk.0.attn.weight': expected a factor (a JSON number >= 0)"
+bad_sens '{"blk.0.attn.weight": 1} x' "1:26 (byte 25): text after the JSON object"
+bad_sens '{"blk.0.attn.weight": 1' "1:24 (byte 23): expected ',' or '}' after a factor"
+bad_sens '[1, 2]' "1:1 (byte 0): expected a JSON object of tensor names and factors, not an array"
+bad_sens 'blk.0.attn.weight 1\n' "1:1 (byte 0): expected NAME,FACTOR"
+bad_sens 'blk.0.attn.weight,one\n' "1:19 (byte 18): tensor 'blk.0.attn.weight': expected a factor (a number >= 0), got 'one'"
+bad_sens '"blk.0.attn.weight,1\n' "1:1 (byte 0): a quoted name is not closed on its line"
+bad_sens '{"a\\x": 1}' "1:4 (byte 3): a bad escape in a string"
+[ ! -e "$work/no.ninfer" ] && ok || bad "a refused sensitivity file wrote an artifact"
+run 3 "$bin/ninfer-convert" -r "$work/ck/r.yaml" -o "$work/no.ninfer" --sensitivity "$work/ck/no-such.json"
+contains "$work/err" "cannot open the sensitivity file $work/ck/no-such.json"
+run 2 "$bin/ninfer-convert" "$work/ck" -o "$work/no.ninfer" --format q8_g32_fp16 --sensitivity "$work/ck/sens.json"
+contains "$work/err" "--sensitivity weighs the tensors of a budget"
+recipe r.yaml "{bits_per_weight: 6, sensitivity: nosuch}"
+run 1 "$bin/ninfer-convert" -r "$work/ck/r.yaml" -o "$work/no.ninfer"
+contains "$work/err" "r.yaml:4:43: budget.sensitivity: 'nosuch' is not a source of the recipe"
+run 0 "$bin/ninfer-convert" "$work/ck" -o "$work/q.ninfer" --target-bpw 6 --sensitivity "$work/ck/sens.csv" -n --json
+check python3 -c "
+import json
+d = json.load(open('$work/out'))['budget']
+assert d['sensitivity'] == 'sensitivity' and {a['sensitivity'] for a in d['allocation']} == {0, 1e6, 1}"
+
 # Refusals: a clear error naming the reachable range, nothing written.
 refused() { # refused BUDGET-MAPPING TEXT...: the recipe with that budget fails (exit 1) saying each TEXT
     recipe r.yaml "$1"
@@ -251,7 +427,7 @@ refused() { # refused BUDGET-MAPPING TEXT...: the recipe with that budget fails 
     run 1 "$bin/ninfer-convert" -r "$work/ck/r.yaml" -o "$work/no.ninfer"
     for text in "$@"; do contains "$work/err" "$text"; done
 }
-refused "{bits_per_weight: 3}" "r.yaml:4:27: budget: 3 bits per weight is below what the candidates reach with the 4 tensors left to the budget: 4.7358 to 9.4714 bits per weight"
+refused "{bits_per_weight: 3}" "r.yaml:4:27: budget: 3 bits per weight is below what the candidates reach with the 4 tensors left to the budget: 3.8000 to 9.4714 bits per weight"
 refused "{bits_per_weight: 12}" "budget: 12 bits per weight is above what the candidates reach"
 refused "{bytes: 1000}" "budget: 1000 bytes is below what the candidates reach" "(the other tensor objects take 1024)"
 [ ! -e "$work/no.ninfer" ] && [ ! -e "$work/no.ninfer.conversion.json" ] && ok || bad "a refused budget wrote something"

@@ -22,7 +22,7 @@
 . "$(dirname "$0")/lib.sh" "$@"
 
 order="common names preset format layout stats budget method container source import imatrix verify recipe dialect convert"
-interfaces="format/ggml.h stats/stats.h budget/solve.h budget/werror.h stats/simd/lanes_avx2.h stats/simd/lanes_avx512.h
+interfaces="format/ggml.h stats/stats.h budget/solve.h budget/werror.h budget/sensitivity.h stats/simd/lanes_avx2.h stats/simd/lanes_avx512.h
 container/container_module.h"
 
 rank() {

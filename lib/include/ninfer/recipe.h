@@ -120,17 +120,21 @@ typedef struct nf_recipe_budget {
     bool set;                     /* the recipe has a budget section */
     double bits_per_weight;       /* > 0: bits per weight over the tensors left to it; else 0 */
     uint64_t bytes;               /* > 0: the bytes of every tensor object of the artifact; else 0 */
-    char **formats;               /* candidate formats; NULL/0: q4, q5, q6 and q8 */
+    char **formats;               /* candidate formats; NULL/0: every format of the registry */
     size_t nformats;
-    char **methods;               /* candidate methods; NULL/0: grouped_absmax and grouped_search */
+    char **methods;               /* candidate methods; NULL/0: every method that quantizes */
     size_t nmethods;
     char *imatrix;                /* the source whose importance weighs the error (and feeds
-                                     grouped_search), or NULL: every input channel weighs 1 */
+                                     every method that takes one), or NULL: every input channel weighs 1 */
     uint64_t sample_rows;         /* rows measured per tensor for the estimates; 0: every row */
     nf_recipe_pos pos, imatrix_pos, limit_pos; /* the section, budget.imatrix, the budget's value */
     /* Named in messages in place of "FILE:LINE:COL: budget" when the command line made the
      * budget ("quick mode (--target-bpw 4.5)"), like nf_recipe_rule.label; NULL otherwise. */
     const char *label;
+    /* The source of per-tensor sensitivity factors (docs/recipes.md, "Budgets", *Sensitivity*),
+     * or NULL: every tensor's error counts once.  Added last. */
+    char *sensitivity;
+    nf_recipe_pos sensitivity_pos;
 } nf_recipe_budget;
 
 typedef struct nf_recipe {

@@ -13,7 +13,8 @@
  *
  * A sampled row longer than SPAN_VALUES is measured span by span (docs/layouts.md section 12), as
  * the conversion encodes it (execute.c), so memory stays bounded whatever the row's length: each
- * option encodes a span as it would the whole row there (fp8_row_maxabs given the row's maximum),
+ * option encodes a span as it would the whole row there (fp8_row_maxabs given the row's maximum,
+ * ggml_quantize with an importance vector the row's sum of squares),
  * and the error's blocks start at a span's first column (budget/werror.h), so the figures are the
  * whole rows' to the bit. */
 #include <math.h>
@@ -22,6 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <ninfer/escape.h>
 
 #include "budget/werror.h"
 #include "common/checked.h"
@@ -76,15 +79,26 @@ static uint64_t measure_span(const plan_budget_item *it, const nf_geometry *g)
     return SPAN_VALUES;
 }
 
-/* The largest magnitude word of row r for each fp8_row_maxabs option (max[k]), read span by
- * span: the row scale its spans need (ninfer/method.h, nf_src_rows.row_max). */
-static nf_status row_maxima(const plan_budget *b, const plan_budget_item *it, uint64_t r, uint64_t span, scratch *sc,
-                            uint32_t *max, nf_error *err)
+/* What a span of row r needs of the whole row, per option (execute.c reads it alike): the largest
+ * magnitude word for fp8_row_maxabs (nf_src_rows.row_max), the sum of x^2 in column order for
+ * ggml_quantize with an importance vector (row_sum2; nothing for the types that do not use it). */
+typedef struct whole_row {
+    uint32_t max;
+    float sum2;
+} whole_row;
+
+static bool needs_whole_row(const plan_candidate *cd, const plan_option *op)
+{
+    return cd->method == NF_METHOD_FP8_ROW_MAXABS || (cd->method == NF_METHOD_GGML_QUANTIZE && op->params.importance);
+}
+
+static nf_status row_wholes(const plan_budget *b, const plan_budget_item *it, uint64_t r, uint64_t span, scratch *sc,
+                            whole_row *wr, nf_error *err)
 {
     bool any = false;
     for (size_t k = 0; k < it->nopts; k++) {
-        max[k] = 0;
-        any = any || b->cands[it->opts[k].cand].method == NF_METHOD_FP8_ROW_MAXABS;
+        wr[k] = (whole_row){0, 0.0f};
+        any = any || needs_whole_row(&b->cands[it->opts[k].cand], &it->opts[k]);
     }
     for (uint64_t c0 = 0; any && c0 < it->cols; c0 += span) {
         uint64_t n = it->cols - c0 < span ? it->cols - c0 : span;
@@ -93,10 +107,14 @@ static nf_status row_maxima(const plan_budget *b, const plan_budget_item *it, ui
                             .cols = n, .first_col = c0, .row_cols = it->cols};
         for (size_t k = 0; k < it->nopts; k++) {
             const plan_candidate *cd = &b->cands[it->opts[k].cand];
+            if (!needs_whole_row(cd, &it->opts[k])) continue;
+            if (cd->method == NF_METHOD_GGML_QUANTIZE) {
+                NF_TRY(nf_ggml_quantize_row_sum2(cd->fmt, &rows, &wr[k].sum2, err));
+                continue;
+            }
             uint32_t mx;
-            if (cd->method != NF_METHOD_FP8_ROW_MAXABS) continue;
             NF_TRY(nf_fp8_row_maxabs_max(cd->fmt, &rows, &mx, err));
-            if (mx > max[k]) max[k] = mx;
+            if (mx > wr[k].max) wr[k].max = mx;
         }
     }
     return NF_OK;
@@ -105,7 +123,7 @@ static nf_status row_maxima(const plan_budget *b, const plan_budget_item *it, ui
 /* Columns [c0, c0 + n) of sampled row r (the whole row, or a span of it) by every option into
  * acc[k]: read, encoded, decoded and compared. */
 static nf_status measure_cols(const plan_budget *b, const plan_budget_item *it, uint64_t r, uint64_t c0, uint64_t n,
-                              const nf_geometry *g, nf_words *w, const uint32_t *max, scratch *sc, nf_xsum *acc,
+                              const nf_geometry *g, nf_words *w, const whole_row *wr, scratch *sc, nf_xsum *acc,
                               nf_error *err)
 {
     const nf_source *src = it->source->src;
@@ -132,7 +150,9 @@ static nf_status measure_cols(const plan_budget *b, const plan_budget_item *it, 
             NF_TRY(nf_colspan_init(&sp, &g[k], 0, c0, n, err));
             gk = &sp.g;
             view.cols = n;
-            rows.row_max = max[k];
+            rows.row_max = wr[k].max;
+            rows.row_sum2 = wr[k].sum2;
+            rows.has_row_sum2 = cd->method == NF_METHOD_GGML_QUANTIZE && params.importance;
             if (params.importance) {
                 params.importance += c0;
                 params.importance_len = n;
@@ -157,8 +177,8 @@ static nf_status measure_item(const plan_budget *b, plan_budget_item *it, uint64
     nf_xsum *acc = calloc(it->nopts, sizeof *acc);
     nf_geometry *g = calloc(it->nopts, sizeof *g);
     nf_words *w = calloc(it->nopts, sizeof *w);
-    uint32_t *max = calloc(it->nopts, sizeof *max);
-    nf_status st = acc && g && w && max ? NF_OK : nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    whole_row *wr = calloc(it->nopts, sizeof *wr);
+    nf_status st = acc && g && w && wr ? NF_OK : nf_error_set(err, NF_ERR_NOMEM, "out of memory");
     uint64_t shape[2] = {1, it->cols};
     for (size_t k = 0; st == NF_OK && k < it->nopts; k++) {
         const plan_candidate *cd = &b->cands[it->opts[k].cand];
@@ -174,10 +194,10 @@ static nf_status measure_item(const plan_budget *b, plan_budget_item *it, uint64
     if (st == NF_OK) st = scratch_fit(sc, span, err);
     for (uint64_t i = 0; st == NF_OK && i < s; i++) {
         uint64_t r = sample_row(i, s, it->rows);
-        if (span < it->cols) st = row_maxima(b, it, r, span, sc, max, err);
+        if (span < it->cols) st = row_wholes(b, it, r, span, sc, wr, err);
         if (st != NF_OK) nf_error_prefix(err, "%s", nf_source_path(it->source->src));
         for (uint64_t c0 = 0; st == NF_OK && c0 < it->cols; c0 += span)
-            st = measure_cols(b, it, r, c0, it->cols - c0 < span ? it->cols - c0 : span, g, w, max, sc, acc, err);
+            st = measure_cols(b, it, r, c0, it->cols - c0 < span ? it->cols - c0 : span, g, w, wr, sc, acc, err);
     }
     for (size_t k = 0; st == NF_OK && k < it->nopts; k++) {
         double e = nf_xsum_value(&acc[k]);
@@ -191,7 +211,7 @@ static nf_status measure_item(const plan_budget *b, plan_budget_item *it, uint64
     free(w);
     free(g);
     free(acc);
-    free(max);
+    free(wr);
     return st;
 }
 
@@ -315,8 +335,17 @@ static nf_status solver_view(const plan_budget *b, nf_budget_item **items, nf_bu
     for (size_t i = 0, at = 0; i < b->nitems; i++) {
         const plan_budget_item *it = &b->items[i];
         (*items)[i] = (nf_budget_item){*choices + at, it->nopts};
-        for (size_t k = 0; k < it->nopts; k++, at++)
-            (*choices)[at] = (nf_budget_choice){it->opts[k].bytes, it->opts[k].error};
+        for (size_t k = 0; k < it->nopts; k++, at++) {
+            /* the objective's term: the error times the tensor's sensitivity (1 without a file) */
+            double e = it->factor * it->opts[k].error;
+            (*choices)[at] = (nf_budget_choice){it->opts[k].bytes, e};
+            if (isfinite(e)) continue;
+            free(*items);
+            free(*choices);
+            return nf_error_set(err, NF_ERR_INVALID,
+                                "tensor '%s': its error by %s times its sensitivity factor %g is beyond binary64",
+                                nf_esc(it->t->name).s, b->cands[it->opts[k].cand].fmt->name, it->factor);
+        }
     }
     return NF_OK;
 }
@@ -369,6 +398,7 @@ json_t *nf_budget_describe(const plan_budget *b, const nf_recipe_budget *rb)
         json_array_append_new(cands, c);
     }
     uint64_t used = 0;
+    double estimated = 0; /* the picks' errors, without the sensitivity factors */
     for (size_t i = 0; i < b->nitems; i++) {
         const plan_budget_item *it = &b->items[i];
         used += it->opts[it->pick].bytes;
@@ -377,10 +407,19 @@ json_t *nf_budget_describe(const plan_budget *b, const nf_recipe_budget *rb)
         json_object_set_new(rec, "rows", json_integer((json_int_t)it->rows));
         json_object_set_new(rec, "rows_measured", json_integer((json_int_t)it->sampled));
         json_object_set_new(rec, "weights", json_string(it->weights ? "imatrix" : "uniform"));
+        json_object_set_new(rec, "sensitivity", json_real(it->factor));
+        estimated += it->opts[it->pick].error;
         json_object_set_new(rec, "runner_up", option_json(b, it, it->runner_up));
         json_t *opts = json_array(); /* every candidate measured, for scripts that check the choice */
         for (size_t k = 0; k < it->nopts; k++) json_array_append_new(opts, option_json(b, it, k));
         json_object_set_new(rec, "options", opts);
+        json_t *out = json_array(); /* the candidates it cannot take, and why */
+        for (size_t k = 0; k < it->nexcluded; k++) {
+            const plan_candidate *cd = &b->cands[it->excluded[k].cand];
+            json_array_append_new(out, json_pack("{s:s,s:s,s:s}", "format", cd->fmt->name, "method",
+                                                 nf_method_name(cd->method), "why", it->excluded[k].why));
+        }
+        json_object_set_new(rec, "not_candidates", out);
         json_array_append_new(alloc, rec);
     }
     json_t *limit = rb->bytes ? json_pack("{s:I}", "bytes", (json_int_t)rb->bytes)
@@ -398,8 +437,13 @@ json_t *nf_budget_describe(const plan_budget *b, const nf_recipe_budget *rb)
                           json_pack("{s:I,s:I}", "min_bytes", (json_int_t)b->min_bytes, "max_bytes",
                                     (json_int_t)b->max_bytes),
                           "weights", b->imatrix ? json_pack("{s:s}", "imatrix", b->imatrix) : json_string("uniform"),
-                          "sampling", sampling, "estimated_error", b->sol.error, "lower_bound", b->sol.lower_bound,
-                          "optimal", b->sol.exact, "allocation", alloc);
+                          "sampling", sampling, "estimated_error", rb->sensitivity ? estimated : b->sol.error,
+                          "lower_bound", b->sol.lower_bound, "optimal", b->sol.exact, "allocation", alloc);
+    /* with a sensitivity file the solver's figure is the objective (sum of factor x error) */
+    if (d && rb->sensitivity) {
+        json_object_set_new(d, "sensitivity", json_string(rb->sensitivity));
+        json_object_set_new(d, "objective", json_real(b->sol.error));
+    }
     return d;
 }
 
@@ -408,8 +452,13 @@ void nf_budget_free(plan_budget *b)
     if (!b) return;
     for (size_t k = 0; k < b->ncands; k++) json_decref(b->cands[k].with);
     free(b->cands);
-    for (size_t i = 0; i < b->nitems; i++) free(b->items[i].opts);
+    for (size_t i = 0; i < b->nitems; i++) {
+        free(b->items[i].opts);
+        for (size_t k = 0; k < b->items[i].nexcluded; k++) free(b->items[i].excluded[k].why);
+        free(b->items[i].excluded);
+    }
     free(b->items);
     nf_budget_solution_free(&b->sol);
+    nf_sensitivity_free(&b->sens);
     free(b);
 }

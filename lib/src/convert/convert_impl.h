@@ -13,6 +13,7 @@
 #include <ninfer/method.h>
 #include <ninfer/source.h>
 
+#include "budget/sensitivity.h"
 #include "budget/solve.h"
 
 /* An opened source of the recipe. */
@@ -44,8 +45,15 @@ typedef struct plan_candidate {
     const nf_format *fmt;
     const nf_layout *layout;         /* the format's default */
     nf_method_id method;
-    json_t *with;                    /* grouped_search's parameters (owned), or NULL */
+    json_t *with;                    /* {imatrix: NAME} for a method that takes one (owned), or NULL */
 } plan_candidate;
+
+/* A candidate that is not one for a tensor, and why (its layout cannot hold the tensor, or ggml
+ * needs an imatrix for it): --dry-run says it. */
+typedef struct plan_exclusion {
+    size_t cand;                     /* into plan_budget.cands */
+    char *why;                       /* owned */
+} plan_exclusion;
 
 /* One candidate of one tensor: what the object would be with it. */
 typedef struct plan_option {
@@ -63,8 +71,11 @@ typedef struct plan_budget_item {
     uint64_t rows, cols;             /* the matrix view */
     uint64_t sampled;                /* rows measured */
     const float *weights;            /* importance per input channel, or NULL (uniform) */
+    double factor;                   /* its sensitivity (budget.sensitivity; 1 when absent) */
     plan_option *opts;
     size_t nopts;
+    plan_exclusion *excluded;        /* the budget's other candidates (a rule's method aside) */
+    size_t nexcluded;
     size_t pick, runner_up;          /* into opts; runner_up SIZE_MAX: none */
 } plan_budget_item;
 
@@ -78,6 +89,7 @@ typedef struct plan_budget {
     uint64_t capacity;               /* bytes the items may have */
     uint64_t min_bytes, max_bytes;   /* what the items can have */
     const char *imatrix;             /* the weighing source's name, or NULL: uniform */
+    nf_sensitivity sens;             /* budget.sensitivity's factors (n 0 without one) */
     nf_budget_solution sol;
 } plan_budget;
 

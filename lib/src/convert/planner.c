@@ -288,7 +288,9 @@ static nf_status open_sources(nf_plan *p, nf_error *err)
         const nf_recipe_source *rs = &r->sources[i];
         nf_status st = check_source_variable(r, rs, err);
         if (st != NF_OK) return st; /* names the recipe line itself */
-        if (used_as_imatrix(r, s->name)) {
+        if (r->budget.set && r->budget.sensitivity && !strcmp(r->budget.sensitivity, s->name)) {
+            continue; /* the budget's sensitivity file: read by budget_candidates */
+        } else if (used_as_imatrix(r, s->name)) {
             st = nf_imatrix_open(s->path, &p->imatrices[i], err);
             struct stat sb;
             if (st == NF_OK && stat(s->path, &sb) == 0) s->bytes = (uint64_t)sb.st_size;
@@ -1000,38 +1002,56 @@ static void add_single(nf_plan *p, size_t cap, tensor_plan *tp, problems *probs)
  * stand-in (its first candidate), so that every other check and its object's place happen as for
  * any tensor; once every object is known, budget.c measures the candidates and solves the
  * allocation, and each such object is planned again with its pick. */
-static const char *const budget_default_formats[] = {"q4_g64_fp16", "q5_g64_fp16", "q6_g64_fp16", "q8_g32_fp16"};
-static const char *const budget_default_methods[] = {"grouped_absmax", "grouped_search"};
-
 static bool is_budget(const nf_recipe_choice *c) { return c->format && !strcmp(c->format, NF_RECIPE_BUDGET); }
 
-/* The candidates: every (format, method) of the lists that the method can produce, formats
- * first (q4 absmax, q4 search, q5 absmax, ...). */
+/* Does the method take an importance vector (grouped_search, ggml_quantize, ...)?  Asked of the
+ * method registry, so that a method that learns to take one gets the budget's imatrix. */
+static bool takes_importance(nf_method_id m)
+{
+    static const float one = 1.0f;
+    nf_method_params probe = {.importance = &one, .importance_len = 1};
+    return nf_method_check_params(m, &probe, 1, NULL) == NF_OK;
+}
+
+/* May the budget list (format, method) as a candidate?  A method on a format the registry says it
+ * targets (nf_method_check_target), in the format's default layout; never import_encoded (it
+ * copies words: it has no encoder), and cast_direct only when budget.methods names it (by default
+ * the candidates are the methods that quantize). */
+static bool budget_pair(const nf_format *f, nf_method_id m, bool listed)
+{
+    if (m == NF_METHOD_IMPORT_ENCODED || (m == NF_METHOD_CAST_DIRECT && !listed)) return false;
+    return nf_method_check_target(m, f, NULL) == NF_OK && nf_layout_default_for(f) != NULL;
+}
+
+/* The candidates: every (format, method) pair of the lists that the method can produce, formats
+ * first (q4 absmax, q4 search, q5 absmax, ...).  A list not given is every format of the registry
+ * (nf_format_at), or every method (nf_method_name), in registry order: so the default candidates
+ * are every format any method can quantize into, and a format or method added to the registry
+ * joins them (docs/recipes.md, "Budgets"). */
 static nf_status budget_candidates(nf_plan *p, nf_error *err)
 {
     const nf_recipe_budget *rb = &p->recipe->budget;
-    const char *const *formats = rb->nformats ? (const char *const *)rb->formats : budget_default_formats;
-    const char *const *methods = rb->nmethods ? (const char *const *)rb->methods : budget_default_methods;
-    size_t nf = rb->nformats ? rb->nformats : 4, nm = rb->nmethods ? rb->nmethods : 2;
+    size_t nf = rb->nformats ? rb->nformats : nf_format_count(), nm = rb->nmethods ? rb->nmethods : NF_METHOD_COUNT;
     plan_budget *b = p->budget = calloc(1, sizeof *p->budget);
     if (!b || !(b->cands = calloc(nf * nm, sizeof *b->cands))) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
     b->imatrix = rb->imatrix;
     for (size_t i = 0; i < nf; i++)
         for (size_t j = 0; j < nm; j++) {
-            plan_candidate c = {0};
-            if (nf_format_find(formats[i], &c.fmt, NULL) != NF_OK || nf_method_find(methods[j], &c.method, NULL) != NF_OK ||
-                c.method == NF_METHOD_IMPORT_ENCODED || nf_method_check_target(c.method, c.fmt, NULL) != NF_OK)
+            plan_candidate c = {.method = (nf_method_id)j};
+            if (rb->nformats ? nf_format_find(rb->formats[i], &c.fmt, NULL) != NF_OK : !(c.fmt = nf_format_at(i)))
                 continue;
-            if (!(c.layout = nf_layout_default_for(c.fmt))) continue;
-            if (c.method == NF_METHOD_GROUPED_SEARCH && rb->imatrix &&
-                !(c.with = json_pack("{s:s}", "imatrix", rb->imatrix)))
+            if (rb->nmethods && nf_method_find(rb->methods[j], &c.method, NULL) != NF_OK) continue;
+            if (!budget_pair(c.fmt, c.method, rb->nmethods != 0)) continue;
+            c.layout = nf_layout_default_for(c.fmt);
+            if (rb->imatrix && takes_importance(c.method) && !(c.with = json_pack("{s:s}", "imatrix", rb->imatrix)))
                 return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
             b->cands[b->ncands++] = c;
         }
     if (b->ncands == 0)
         return nf_error_set(err, NF_ERR_INVALID,
                             "%s:%d:%d: budget: no method of budget.methods produces a format of budget.formats (e.g. "
-                            "grouped_absmax produces q4_g64_fp16 ... q8_g32_fp16)",
+                            "grouped_absmax produces q4_g64_fp16 ... q8_g32_fp16, ggml_quantize gguf_q2_k ... "
+                            "gguf_q8_0)",
                             recipe_label(p->recipe), rb->pos.line, rb->pos.col);
     if (rb->imatrix) {
         size_t i = source_index(p, rb->imatrix);
@@ -1039,6 +1059,30 @@ static nf_status budget_candidates(nf_plan *p, nf_error *err)
             return nf_error_set(err, NF_ERR_INVALID, "%s:%d:%d: budget.imatrix: '%s' is not a source of the recipe",
                                 recipe_label(p->recipe), rb->imatrix_pos.line, rb->imatrix_pos.col, rb->imatrix);
     }
+    if (rb->sensitivity) {
+        size_t i = source_index(p, rb->sensitivity);
+        if (i == SIZE_MAX)
+            return nf_error_set(err, NF_ERR_INVALID, "%s:%d:%d: budget.sensitivity: '%s' is not a source of the recipe",
+                                recipe_label(p->recipe), rb->sensitivity_pos.line, rb->sensitivity_pos.col,
+                                rb->sensitivity);
+        NF_TRY(nf_sensitivity_read(p->sources[i].path, &b->sens, err));
+    }
+    return NF_OK;
+}
+
+/* Every name of the sensitivity file is a tensor of the checkpoint (a misspelt name would weigh
+ * nothing, silently): the first that is not is refused where the file has it. */
+static nf_status budget_sensitivity_names(const nf_plan *p, nf_error *err)
+{
+    const nf_sensitivity *sv = &p->budget->sens;
+    const plan_source *base = base_source(p);
+    const char *path = p->sources[source_index(p, p->recipe->budget.sensitivity)].path;
+    for (size_t i = 0; i < sv->n; i++)
+        if (!nf_source_find(base->src, sv->names[i]))
+            return nf_error_set(err, NF_ERR_INVALID,
+                                "%s:%llu:%llu (byte %llu): tensor '%s': not a tensor of the checkpoint (%s)", path,
+                                (unsigned long long)sv->line[i], (unsigned long long)sv->col[i],
+                                (unsigned long long)sv->byte[i], nf_esc(sv->names[i]).s, nf_source_path(base->src));
     return NF_OK;
 }
 
@@ -1066,8 +1110,16 @@ static const char *budget_unfit(const tensor_plan *tp)
     return NULL;
 }
 
-/* Before planning: each tensor left to the budget gets its first allowed candidate as a
- * stand-in (its rule's with kept, else the candidate's). */
+/* Does candidate k's layout hold the tensor (the gguf_* formats need whole blocks per row, nvfp4
+ * whole tiles)?  false with geometry's message in e otherwise. */
+static bool budget_holds(const nf_plan *p, const tensor_plan *tp, size_t k, nf_geometry *g, nf_error *e)
+{
+    const plan_candidate *cd = &p->budget->cands[k];
+    return nf_geometry_init(g, cd->layout, cd->fmt, tp->t->rank, tp->t->shape, 1, e) == NF_OK;
+}
+
+/* Before planning: each tensor left to the budget gets its first allowed candidate that holds it
+ * as a stand-in (its rule's with kept, else the candidate's). */
 static void budget_stand_in(nf_plan *p, tensor_plan *tp, nf_recipe_choice *c, problems *probs)
 {
     const char *why = budget_unfit(tp);
@@ -1075,8 +1127,13 @@ static void budget_stand_in(nf_plan *p, tensor_plan *tp, nf_recipe_choice *c, pr
         tensor_problem(probs, p->recipe, c, FIELD_FORMAT, tp->t, why);
         return;
     }
+    bool allowed = false;
     for (size_t k = 0; k < p->budget->ncands; k++) {
         if (!budget_allows(p, c, k)) continue;
+        allowed = true;
+        nf_geometry g;
+        nf_error e;
+        if (!budget_holds(p, tp, k, &g, &e)) continue;
         const plan_candidate *cd = &p->budget->cands[k];
         c->format = cd->fmt->name;
         c->method = nf_method_name(cd->method);
@@ -1085,17 +1142,41 @@ static void budget_stand_in(nf_plan *p, tensor_plan *tp, nf_recipe_choice *c, pr
         tp->budget = true;
         return;
     }
-    tensor_problem(probs, p->recipe, c, FIELD_METHOD, tp->t,
-                   "left to the budget, with a method that is none of the budget's candidates (budget.methods)");
+    tensor_problem(probs, p->recipe, c, allowed ? FIELD_FORMAT : FIELD_METHOD, tp->t,
+                   allowed ? "no candidate format of the budget holds its shape"
+                           : "left to the budget, with a method that is none of the budget's candidates (budget.methods)");
+}
+
+/* The gguf types ggml quantizes only with an importance matrix (ggml_quantize_requires_imatrix of
+ * ggml-org/ggml d99724f2: IQ2_XXS, IQ2_XS, IQ1_S): candidates only for a tensor that has one
+ * (docs/recipes.md, "Budgets"). */
+static bool needs_importance(const nf_format *f)
+{
+    return f->category == NF_CAT_GGUF && (f->ggml_type == 16 || f->ggml_type == 17 || f->ggml_type == 19);
+}
+
+/* Notes that candidate k is not one for the item, and why (--dry-run says it, after the
+ * candidate's name: a reason that starts by naming the format, as geometry's do, drops that). */
+static void budget_exclude(plan_budget_item *it, size_t k, const nf_format *f, const char *why, problems *probs)
+{
+    plan_exclusion *x = &it->excluded[it->nexcluded];
+    size_t n = strlen(f->name);
+    if (!strncmp(why, "format '", 8) && !strncmp(why + 8, f->name, n) && !strncmp(why + 8 + n, "' ", 2)) why += 10 + n;
+    if (!(x->why = strdup(why))) {
+        probs->nomem = true;
+        return;
+    }
+    x->cand = k;
+    it->nexcluded++;
 }
 
 /* One item's options: each allowed candidate whose layout holds the tensor, with its bytes and
- * its method's parameters. */
+ * its method's parameters; the others, with the reason, in it->excluded. */
 static void budget_options(nf_plan *p, const tensor_plan *tp, plan_budget_item *it, problems *probs)
 {
     plan_budget *b = p->budget;
     nf_error e;
-    if (!(it->opts = calloc(b->ncands, sizeof *it->opts))) {
+    if (!(it->opts = calloc(b->ncands, sizeof *it->opts)) || !(it->excluded = calloc(b->ncands, sizeof *it->excluded))) {
         probs->nomem = true;
         return;
     }
@@ -1104,17 +1185,39 @@ static void budget_options(nf_plan *p, const tensor_plan *tp, plan_budget_item *
         const plan_candidate *cd = &b->cands[k];
         plan_option *op = &it->opts[it->nopts];
         nf_geometry g;
-        if (nf_geometry_init(&g, cd->layout, cd->fmt, tp->t->rank, tp->t->shape, 1, &e) != NF_OK) continue;
+        if (!budget_holds(p, tp, k, &g, &e)) {
+            budget_exclude(it, k, cd->fmt, e.message, probs);
+            continue;
+        }
+        /* the measuring pass encodes one sampled row at a time (budget.c): a layout that holds
+         * only whole tiles of rows (nvfp4's 128) cannot be measured so, and is left out, said */
+        nf_geometry row;
+        const uint64_t one_row[2] = {1, tp->cols};
+        if (nf_geometry_init(&row, cd->layout, cd->fmt, 2, one_row, 1, &e) != NF_OK) {
+            char why[NF_ERROR_MESSAGE_MAX];
+            snprintf(why, sizeof why, "the budget measures one row at a time, and %.*s", (int)(sizeof why / 2),
+                     e.message);
+            budget_exclude(it, k, cd->fmt, why, probs);
+            continue;
+        }
         nf_recipe_choice c = *tp->c;
         /* the rule's with (the stand-in's choice may have dropped it, budget_stand_in) */
         const json_t *rule_with = tp->c->with_rule >= 0 ? p->recipe->rules[tp->c->with_rule].with : NULL;
         c.with = rule_with && cd->method == NF_METHOD_GROUPED_SEARCH ? rule_with : cd->with;
-        if (cd->method != NF_METHOD_GROUPED_SEARCH) c.with = NULL;
         if (method_params(p, &c, tp->t, tp->cols, &op->params, &e) != NF_OK ||
             nf_method_check_params(cd->method, &op->params, tp->cols, &e) != NF_OK ||
             check_choice(&c, cd->method, cd->fmt, &op->params, &e) != NF_OK) {
             tensor_problem(probs, p->recipe, tp->c, c.with ? FIELD_WITH : FIELD_METHOD, tp->t, e.message);
             return;
+        }
+        if (needs_importance(cd->fmt) && !op->params.importance) {
+            budget_exclude(it, k, cd->fmt,
+                           b->imatrix ? "ggml quantizes it only with an importance matrix, and the budget's imatrix "
+                                        "has no vector for this tensor"
+                                      : "ggml quantizes it only with an importance matrix (give the budget one: "
+                                        "budget.imatrix)",
+                           probs);
+            continue;
         }
         op->cand = k;
         op->with = c.with;
@@ -1149,6 +1252,7 @@ static nf_status budget_items(nf_plan *p, tensor_plan *tps, size_t n, const name
                             rb->label ? "no rank-2 floating-point tensor that a --rule does not pin"
                                       : "give the tensors it chooses for `format: budget` in a rule");
     }
+    if (r->budget.sensitivity) NF_TRY(budget_sensitivity_names(p, err));
     if (!(b->items = calloc(count, sizeof *b->items))) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
     size_t imi = rb->imatrix ? source_index(p, rb->imatrix) : SIZE_MAX;
     for (size_t i = 0; i < n; i++) {
@@ -1166,6 +1270,8 @@ static nf_status budget_items(nf_plan *p, tensor_plan *tps, size_t n, const name
         it->rows = tp->rows;
         it->cols = tp->cols;
         it->runner_up = SIZE_MAX;
+        size_t si = nf_sensitivity_find(&b->sens, tp->t->name);
+        it->factor = si == SIZE_MAX ? 1.0 : b->sens.factors[si];
         if (imi != SIZE_MAX) {
             nf_error e;
             if (nf_imatrix_lookup(p->imatrices[imi], tp->t->name, tp->cols, &it->weights, NULL, &e) != NF_OK) {
@@ -1690,8 +1796,9 @@ nf_status nf_plan_content_digest(const nf_plan *p, uint8_t out[16], nf_error *er
     for (size_t i = 0; st == NF_OK && i < p->ncompanions; i++)
         st = digest_tensor(h, base->src, p->companions[i], buf, err);
     for (size_t i = 0; st == NF_OK && i < p->nsources; i++)
-        if (p->imatrices && p->imatrices[i]) {
-            digest_str(h, p->sources[i].name);
+        if ((p->imatrices && p->imatrices[i]) || (p->budget && p->recipe->budget.sensitivity &&
+                                                  !strcmp(p->recipe->budget.sensitivity, p->sources[i].name))) {
+            digest_str(h, p->sources[i].name); /* an imatrix, or the budget's sensitivity file */
             st = digest_file(h, p->sources[i].path, buf, err);
         }
     if (st == NF_OK) {

@@ -855,8 +855,8 @@ static nf_status get_positive_number(parser *p, const ynode *n, const char *ctx,
 
 static nf_status parse_budget(parser *p, const ynode *n)
 {
-    static const char *const keys[] = {"bits_per_weight", "bytes", "formats", "methods", "imatrix", "sample_rows",
-                                       NULL};
+    static const char *const keys[] = {"bits_per_weight", "bytes",       "formats",     "methods",
+                                       "imatrix",         "sample_rows", "sensitivity", NULL};
     nf_recipe_budget *b = &p->r->budget;
     NF_TRY(want_map(p, n, "budget"));
     b->set = true;
@@ -890,6 +890,11 @@ static nf_status parse_budget(parser *p, const ynode *n)
             b->imatrix_pos = v->pos;
         } else if (!strcmp(k->text, "sample_rows")) {
             NF_TRY(get_u64(p, v, kctx, &b->sample_rows));
+        } else if (!strcmp(k->text, "sensitivity")) {
+            const char *s = NULL;
+            NF_TRY(get_string(p, v, kctx, "a source name", &s)); /* (--sensitivity may add it: the planner checks) */
+            NF_TRY(dup_into(p, s, &b->sensitivity));
+            b->sensitivity_pos = v->pos;
         } else {
             return unknown_key(p, k, "budget", keys);
         }
@@ -979,6 +984,7 @@ void nf_recipe_free(nf_recipe *r)
     for (size_t i = 0; i < r->budget.nmethods; i++) free(r->budget.methods[i]);
     free(r->budget.methods);
     free(r->budget.imatrix);
+    free(r->budget.sensitivity);
     for (size_t i = 0; i < r->nrules; i++) free_rule(&r->rules[i]);
     free(r->rules);
     for (size_t i = 0; i < r->ngroups; i++) {
