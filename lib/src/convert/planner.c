@@ -1147,14 +1147,6 @@ static void budget_stand_in(nf_plan *p, tensor_plan *tp, nf_recipe_choice *c, pr
                            : "left to the budget, with a method that is none of the budget's candidates (budget.methods)");
 }
 
-/* The gguf types ggml quantizes only with an importance matrix (ggml_quantize_requires_imatrix of
- * ggml-org/ggml d99724f2: IQ2_XXS, IQ2_XS, IQ1_S): candidates only for a tensor that has one
- * (docs/recipes.md, "Budgets"). */
-static bool needs_importance(const nf_format *f)
-{
-    return f->category == NF_CAT_GGUF && (f->ggml_type == 16 || f->ggml_type == 17 || f->ggml_type == 19);
-}
-
 /* Notes that candidate k is not one for the item, and why (--dry-run says it, after the
  * candidate's name: a reason that starts by naming the format, as geometry's do, drops that). */
 static void budget_exclude(plan_budget_item *it, size_t k, const nf_format *f, const char *why, problems *probs)
@@ -1205,12 +1197,13 @@ static void budget_options(nf_plan *p, const tensor_plan *tp, plan_budget_item *
         const json_t *rule_with = tp->c->with_rule >= 0 ? p->recipe->rules[tp->c->with_rule].with : NULL;
         c.with = rule_with && cd->method == NF_METHOD_GROUPED_SEARCH ? rule_with : cd->with;
         if (method_params(p, &c, tp->t, tp->cols, &op->params, &e) != NF_OK ||
-            nf_method_check_params(cd->method, &op->params, tp->cols, &e) != NF_OK ||
-            check_choice(&c, cd->method, cd->fmt, &op->params, &e) != NF_OK) {
+            nf_method_check_params(cd->method, &op->params, tp->cols, &e) != NF_OK) {
             tensor_problem(probs, p->recipe, tp->c, c.with ? FIELD_WITH : FIELD_METHOD, tp->t, e.message);
             return;
         }
-        if (needs_importance(cd->fmt) && !op->params.importance) {
+        /* the gguf types ggml quantizes only with an importance vector (nf_method_check_choice):
+         * candidates only for a tensor that has one (docs/recipes.md, "Budgets") */
+        if (nf_method_check_choice(cd->method, cd->fmt, &op->params, NULL) != NF_OK) {
             budget_exclude(it, k, cd->fmt,
                            b->imatrix ? "ggml quantizes it only with an importance matrix, and the budget's imatrix "
                                         "has no vector for this tensor"
