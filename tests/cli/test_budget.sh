@@ -254,29 +254,40 @@ check python3 - "$work/out" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))['budget']
 c = {(x['format'], x['method']) for x in d['candidates']}
-kq = {'gguf_' + t for t in 'q2_k q3_k q4_k q5_k q6_k iq4_xs'.split()}  # rows of whole 256-value blocks
-gguf = kq | {'gguf_q8_0', 'gguf_q4_0', 'gguf_q5_0', 'gguf_iq4_nl'}
+kq = {'gguf_' + t for t in 'q2_k q3_k q4_k q5_k q6_k iq4_xs iq2_s iq3_xxs iq3_s iq1_m'.split()}  # rows of whole 256-value blocks
+imp = {'gguf_iq2_xxs', 'gguf_iq2_xs', 'gguf_iq1_s'}  # 256-value blocks, and ggml needs an imatrix for them
+gguf = kq | {'gguf_q8_0', 'gguf_q4_0', 'gguf_q5_0', 'gguf_iq4_nl', 'gguf_q2_0'}
 grouped = {'q4_g64_fp16', 'q5_g64_fp16', 'q6_g64_fp16', 'q8_g32_fp16'}
-assert {(f, 'ggml_quantize') for f in gguf} <= c, c
+assert {(f, 'ggml_quantize') for f in gguf | imp} <= c, c
 assert {(f, m) for f in grouped for m in ('grouped_absmax', 'grouped_search')} <= c, c
 assert ('fp8_e4m3fn_row_bf16', 'fp8_row_maxabs') in c, c
 assert not {m for f, m in c} & {'cast_direct', 'import_encoded'}, c
 a = {x['tensor']: x for x in d['allocation']}
-assert {(o['format'], o['method']) for o in a['blk.0.attn.weight']['options']} == c  # K = 256
-assert a['blk.0.attn.weight']['not_candidates'] == []
+nv = {('nvfp4', 'nvfp4_quantize'), ('nvfp4', 'nvfp4_search')}  # rows of whole 128-row tiles: none here
+assert nv <= c, c
+no = a['blk.0.attn.weight']['not_candidates']  # K = 256: nvfp4 and the types that need an imatrix
+assert {(o['format'], o['method']) for o in no} == {(f, 'ggml_quantize') for f in imp} | nv, no
+assert all('only with an importance matrix' in o['why'] for o in no if o['format'] in imp), no
+assert all(o['why'].startswith('nvfp4 needs N % 128 == 0') for o in no if o['format'] == 'nvfp4'), no
+assert {(o['format'], o['method']) for o in a['blk.0.attn.weight']['options']} == c - {(f, 'ggml_quantize') for f in imp} - nv
 for t in ('blk.0.ffn.weight', 'blk.1.attn.weight', 'blk.1.ffn.weight'):  # K = 192, 128, 320
-    assert {(o['format'], o['method']) for o in a[t]['options']} == c - {(f, 'ggml_quantize') for f in kq}
+    out = {(f, 'ggml_quantize') for f in kq | imp} | nv
+    assert {(o['format'], o['method']) for o in a[t]['options']} == c - out
     no = a[t]['not_candidates']
-    assert {(o['format'], o['method']) for o in no} == {(f, 'ggml_quantize') for f in kq}, no
-    assert all(o['why'].startswith('needs K % 256 == 0 (whole ggml blocks per row), got K=') for o in no), no
+    assert {(o['format'], o['method']) for o in no} == out, no
+    assert all(o['why'].startswith('needs K % 256 == 0 (whole ggml blocks per row), got K=') for o in no
+               if o['format'] != 'nvfp4'), no
 PY
 run 0 "$bin/ninfer-convert" -r "$work/ck/r.yaml" -o "$work/o.ninfer" -n
 contains "$work/out" "not candidates:"
-contains "$work/out" "  blk.1.attn.weight: gguf_q2_k (ggml_quantize), gguf_q3_k (ggml_quantize), gguf_q4_k (ggml_quantize), gguf_q5_k (ggml_quantize), gguf_q6_k (ggml_quantize), gguf_iq4_xs (ggml_quantize): needs K % 256 == 0 (whole ggml blocks per row), got K=128"
-lacks "$work/out" "  blk.0.attn.weight:"
-# the reach spans every candidate: q2_k's 2.625 bits per weight to q8's 8.5 (K = 256 alone)
+contains "$work/out" "  blk.1.attn.weight: gguf_q2_k (ggml_quantize), gguf_q3_k (ggml_quantize), gguf_q4_k (ggml_quantize), gguf_q5_k (ggml_quantize), gguf_q6_k (ggml_quantize), gguf_iq2_xxs (ggml_quantize), gguf_iq2_xs (ggml_quantize), gguf_iq3_xxs (ggml_quantize), gguf_iq1_s (ggml_quantize), gguf_iq3_s (ggml_quantize), gguf_iq2_s (ggml_quantize), gguf_iq4_xs (ggml_quantize), gguf_iq1_m (ggml_quantize): needs K % 256 == 0 (whole ggml blocks per row), got K=128"
+contains "$work/out" "  blk.1.attn.weight: nvfp4 (nvfp4_quantize), nvfp4 (nvfp4_search): nvfp4 needs N % 128 == 0 and K % 64 == 0, got [64,128]"
+contains "$work/out" "  blk.0.attn.weight: gguf_iq2_xxs (ggml_quantize), gguf_iq2_xs (ggml_quantize), gguf_iq1_s (ggml_quantize): ggml quantizes it only with an importance matrix"
+lacks "$work/out" "  blk.0.attn.weight: gguf_q2_k"
+# the reach spans every candidate: iq1_m's 1.75 bits per weight (without an imatrix; iq1_s needs
+# one) to q8's 8.5 (K = 256 alone)
 run 1 "$bin/ninfer-convert" "$work/ck" -o "$work/no.ninfer" --target-bpw 1 --rule 'blk.0.ffn.*=fp32' --rule 'blk.1.*=fp32'
-contains "$work/err" "1 bits per weight is below what the candidates reach with the 1 tensor left to the budget: 2.6250 to 8.5000 bits per weight"
+contains "$work/err" "1 bits per weight is below what the candidates reach with the 1 tensor left to the budget: 1.7500 to 8.5000 bits per weight"
 # with an imatrix, every method that takes one gets it (grouped_search, ggml_quantize), and the
 # report's measured error of each pick is the estimate: the measuring encoded as the conversion does
 recipe ri.yaml "{bits_per_weight: 4.6, sample_rows: 0, imatrix: imatrix}"
@@ -427,7 +438,7 @@ refused() { # refused BUDGET-MAPPING TEXT...: the recipe with that budget fails 
     run 1 "$bin/ninfer-convert" -r "$work/ck/r.yaml" -o "$work/no.ninfer"
     for text in "$@"; do contains "$work/err" "$text"; done
 }
-refused "{bits_per_weight: 3}" "r.yaml:4:27: budget: 3 bits per weight is below what the candidates reach with the 4 tensors left to the budget: 3.8000 to 9.4714 bits per weight"
+refused "{bits_per_weight: 1}" "r.yaml:4:27: budget: 1 bits per weight is below what the candidates reach with the 4 tensors left to the budget: 2.0786 to 9.4714 bits per weight"
 refused "{bits_per_weight: 12}" "budget: 12 bits per weight is above what the candidates reach"
 refused "{bytes: 1000}" "budget: 1000 bytes is below what the candidates reach" "(the other tensor objects take 1024)"
 [ ! -e "$work/no.ninfer" ] && [ ! -e "$work/no.ninfer.conversion.json" ] && ok || bad "a refused budget wrote something"

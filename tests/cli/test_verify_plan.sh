@@ -115,8 +115,9 @@ run 2 "$ver" out/m.ninfer out/m.ninfer --against ck --plan plan.json --task 0
 declare -A value=([recipe]=r.yaml [output]=x.ninfer [source]=base=ck [allow-path]=. [allow-env]=HOME
     [threads]=1 [max-file-bytes]=8192 [artifact-id]=ffeeddccbbaa99887766554433221100 [format]=q8_g32_fp16
     [target-bpw]=4.5 [method]=grouped_absmax [rule]='*=q8_g32_fp16' [chunk-values]=1000 [plan-out]=p2.json
-    [tasks]=2 [plan]=plan.json [task]=all [progress]=never [sensitivity]=s.json)
-allowed=" threads remove-stale quiet verbose json progress plan task help version list-formats list-methods "
+    [tasks]=2 [plan]=plan.json [task]=all [progress]=never [sensitivity]=s.json [preset]=Q4_K_M
+    [imatrix]=im.dat)
+allowed=" threads remove-stale quiet verbose json progress plan task help version list-formats list-methods list-presets "
 "$conv" --help >help.txt
 # "  -o, --output OUT.ninfer   help" / "      --requantize   help": the name, and whether it takes a
 # value (an ARG in capitals, or a|b|c; the help text starts in lower case)
