@@ -39,24 +39,7 @@ static inline int iq2_level(float id, float xv) { return gq_clamp(gq_nearest(0.5
 static int iq2_nearest_point(const nf_ggml_grid *g, const uint16_t *nb, const float *xval, const float *w, float scale,
                              int8_t *L)
 {
-    float best = 3.40282347e38f;
-    int index = -1;
-    for (unsigned j = 1; j <= nb[0]; j++) {
-        const uint8_t *lv = g->level + 8u * nb[j];
-        float d2 = 0.0f;
-        for (int i = 0; i < 8; i++) {
-            float q = gq_f(2 * lv[i] + 1);
-            float diff = scale * q - xval[i];
-            d2 += w[i] * diff * diff;
-        }
-        if (d2 < best) {
-            best = d2;
-            index = nb[j];
-        }
-    }
-    if (index >= 0)
-        for (int i = 0; i < 8; i++) L[i] = (int8_t)g->level[8 * index + i];
-    return index;
+    return gq_grid_nearest(g->level, 8, nb + 1, nb[0], xval, w, scale, L);
 }
 
 /* Rounds 8 magnitudes to levels with the inverse scale id into L; a point off the grid is

@@ -50,24 +50,7 @@ typedef struct gq3_fit {
 static int gq3_best_neighbour(const nf_gq3_grid *g, const uint16_t *list, unsigned n, const float *xval,
                               const float *w, float scale, int8_t *L)
 {
-    float best_d2 = FLT_MAX;
-    int best = -1;
-    for (unsigned j = 0; j < n; j++) {
-        const uint8_t *lv = g->level[list[j]];
-        float d2 = 0.0f;
-        for (int i = 0; i < 4; i++) {
-            float q = gq_f(2 * lv[i] + 1);
-            float diff = scale * q - xval[i];
-            d2 += w[i] * diff * diff;
-        }
-        if (d2 < best_d2) {
-            best_d2 = d2;
-            best = list[j];
-        }
-    }
-    if (best >= 0)
-        for (int i = 0; i < 4; i++) L[i] = (int8_t)g->level[best][i];
-    return best;
+    return gq_grid_nearest(&g->level[0][0], 4, list, n, xval, w, scale, L);
 }
 
 /* The levels of 4 values at inverse scale id, clamped to the grid's range. */

@@ -57,6 +57,33 @@ static inline float gq_get_f16(const uint8_t *p) { return nf_f16_to_f32((uint16_
 
 static inline float gq_f(int v) { return (float)v; }
 
+/* The point of list[0..n) nearest xval at scale by the weights w, for the i-quants' grid
+ * searches: the least sum_i w_i (scale * (2 l_i + 1) - x_i)^2 over the dim levels l of a point
+ * (levels + dim * index), the first one on a tie, as ggml's searches take it; its levels go to L.
+ * -1 when no sum is below FLT_MAX (a NaN weight or an overflow: ggml aborts there). */
+static inline int gq_grid_nearest(const uint8_t *levels, int dim, const uint16_t *list, unsigned n,
+                                  const float *xval, const float *w, float scale, int8_t *L)
+{
+    float best_d2 = 3.40282347e38f;
+    int best = -1;
+    for (unsigned j = 0; j < n; j++) {
+        const uint8_t *lv = levels + (size_t)dim * list[j];
+        float d2 = 0.0f;
+        for (int i = 0; i < dim; i++) {
+            float q = gq_f(2 * lv[i] + 1);
+            float diff = scale * q - xval[i];
+            d2 += w[i] * diff * diff;
+        }
+        if (d2 < best_d2) {
+            best_d2 = d2;
+            best = list[j];
+        }
+    }
+    if (best >= 0)
+        for (int i = 0; i < dim; i++) L[i] = (int8_t)levels[(size_t)dim * (size_t)best + (size_t)i];
+    return best;
+}
+
 /* One block encoder: encodes one block from x (its values), qw (its importance values, or NULL
  * for the path without an importance vector) and sigma2 (Q4_0 / Q5_0 with importance: the row's
  * mean square, which ggml computes over the whole row) into blk. */
