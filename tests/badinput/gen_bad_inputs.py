@@ -699,7 +699,8 @@ def recipe_cases():
     imcase("nan_value", ["in_sum2", "finite"], im(tensors=[(W + ".in_sum2", [64], 0, f32(*[float("nan")] * 64)), good[1]]))
     imcase("negative_count", ["counts", "non-negative"], im(tensors=[good[0], (W + ".counts", [1], 0, f32(-1.0))]))
     imcase("in_sum2_f16", "must be F32", im(tensors=[(W + ".in_sum2", [64], 1, bytes(128)), good[1]]))
-    imcase("in_sum2_matrix", "must be a vector", im(tensors=[(W + ".in_sum2", [32, 2], 0, f32(*[1.0] * 64)), good[1]]))
+    # a matrix is one row per expert (docs/names.md), with one count per row: one count is refused
+    imcase("in_sum2_matrix", ["holds 1 values; expected 2", "one per row of"], im(tensors=[(W + ".in_sum2", [32, 2], 0, f32(*[1.0] * 64)), good[1]]))
     # (the planner names the recipe line of the `with`, the tensor and the imatrix file)
     recipe_case("imatrix_length_mismatch",
                 ["r.yaml:9:11: rules[0].with: tensor '%s' (BF16)" % W,

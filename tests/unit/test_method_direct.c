@@ -281,7 +281,7 @@ Test(cast_direct, chunks_and_rows)
 Test(method_table, names_and_lookup)
 {
     static const char *names[NF_METHOD_COUNT] = {"cast_direct", "grouped_absmax", "grouped_search", "fp8_row_maxabs",
-                                                 "import_encoded", "ggml_quantize"};
+                                                 "import_encoded", "ggml_quantize", "nvfp4_quantize", "nvfp4_search"};
     for (int i = 0; i < NF_METHOD_COUNT; i++) {
         cr_expect_str_eq(nf_method_name((nf_method_id)i), names[i]);
         nf_method_id id = NF_METHOD_COUNT;
@@ -306,11 +306,9 @@ Test(method_table, targets)
         bool fp8 = f->category == NF_CAT_FP8_ROW;
         bool import = f->id == NF_FMT_NVFP4 || f->id == NF_FMT_FP8_E4M3FN_ROW_BF16 || f->id == NF_FMT_T2_G128_FP16 ||
                       f->id == NF_FMT_Q2_G64_FP16 || f->id == NF_FMT_Q8_G32_FP16 || f->category == NF_CAT_GGUF;
-        bool ggml = f->id == NF_FMT_GGUF_Q8_0 || f->id == NF_FMT_GGUF_Q4_0 || f->id == NF_FMT_GGUF_Q5_0 ||
-                    f->id == NF_FMT_GGUF_Q2_K || f->id == NF_FMT_GGUF_Q3_K || f->id == NF_FMT_GGUF_Q4_K ||
-                    f->id == NF_FMT_GGUF_Q5_K || f->id == NF_FMT_GGUF_Q6_K || f->id == NF_FMT_GGUF_IQ4_NL ||
-                    f->id == NF_FMT_GGUF_IQ4_XS;
-        bool want[NF_METHOD_COUNT] = {direct, quant, quant, fp8, import, ggml};
+        bool ggml = f->category == NF_CAT_GGUF; /* every gguf_* type has ggml's encoder */
+        bool nvfp4 = f->id == NF_FMT_NVFP4;
+        bool want[NF_METHOD_COUNT] = {direct, quant, quant, fp8, import, ggml, nvfp4, nvfp4};
         for (int m = 0; m < NF_METHOD_COUNT; m++) {
             nf_error err = {0};
             nf_status st = nf_method_check_target((nf_method_id)m, f, &err);
