@@ -150,6 +150,16 @@ NF_AVX512_FN static void codes_x0_avx512(unsigned nblk, int nmax, const float *x
     }
 }
 
+/* VRNDSCALEPS toward zero, exceptions suppressed (the -O0 macro form of the intrinsic trips
+ * -Wsign-conversion). */
+NF_AVX512_INLINE __m512 trunc_ps(__m512 v)
+{
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wsign-conversion"
+    return _mm512_roundscale_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+#pragma GCC diagnostic pop
+}
+
 NF_AVX512_FN static void codes_q8_0_avx512(unsigned nblk, const float *x, float *d, uint8_t *q)
 {
     const __m512i sign = _mm512_set1_epi32(INT32_MIN);
@@ -163,7 +173,7 @@ NF_AVX512_FN static void codes_q8_0_avx512(unsigned nblk, const float *x, float 
         for (int h = 0; h < 2; h++) {
             /* roundf: truncate, then away from zero when the dropped part is at least 1/2 */
             __m512 v = _mm512_mul_ps(_mm512_loadu_ps(x + 16 * h), _mm512_set1_ps(id));
-            __m512 t = _mm512_roundscale_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+            __m512 t = trunc_ps(v);
             __m512 fr = _mm512_castsi512_ps(_mm512_andnot_si512(sign, _mm512_castps_si512(_mm512_sub_ps(v, t))));
             __mmask16 up = _mm512_cmp_ps_mask(fr, _mm512_set1_ps(0.5f), _CMP_GE_OQ);
             __m512 one = _mm512_castsi512_ps(

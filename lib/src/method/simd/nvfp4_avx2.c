@@ -22,9 +22,16 @@ NF_AVX2_INLINE __m256 load8(const uint8_t *p, nf_src_type type)
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
 
-NF_AVX2_INLINE __m256i passed(__m256i c, __m256 a, float bound, int pred)
+/* c + 1 where a > bound (passed_gt) or a >= bound (passed_ge): one function per predicate,
+ * whose immediate must be a constant even at -O0 (the sanitizer build). */
+NF_AVX2_INLINE __m256i passed_gt(__m256i c, __m256 a, float bound)
 {
-    return _mm256_sub_epi32(c, _mm256_castps_si256(_mm256_cmp_ps(a, _mm256_set1_ps(bound), pred)));
+    return _mm256_sub_epi32(c, _mm256_castps_si256(_mm256_cmp_ps(a, _mm256_set1_ps(bound), _CMP_GT_OQ)));
+}
+
+NF_AVX2_INLINE __m256i passed_ge(__m256i c, __m256 a, float bound)
+{
+    return _mm256_sub_epi32(c, _mm256_castps_si256(_mm256_cmp_ps(a, _mm256_set1_ps(bound), _CMP_GE_OQ)));
 }
 
 /* The E2M1 words of y, as int32 lanes. */
@@ -32,13 +39,13 @@ NF_AVX2_INLINE __m256i code_lanes(__m256 y)
 {
     __m256 a = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), y);
     __m256i c = _mm256_setzero_si256();
-    c = passed(c, a, 0.25f, _CMP_GT_OQ);
-    c = passed(c, a, 0.75f, _CMP_GE_OQ);
-    c = passed(c, a, 1.25f, _CMP_GT_OQ);
-    c = passed(c, a, 1.75f, _CMP_GE_OQ);
-    c = passed(c, a, 2.5f, _CMP_GT_OQ);
-    c = passed(c, a, 3.5f, _CMP_GE_OQ);
-    c = passed(c, a, 5.0f, _CMP_GT_OQ);
+    c = passed_gt(c, a, 0.25f);
+    c = passed_ge(c, a, 0.75f);
+    c = passed_gt(c, a, 1.25f);
+    c = passed_ge(c, a, 1.75f);
+    c = passed_gt(c, a, 2.5f);
+    c = passed_ge(c, a, 3.5f);
+    c = passed_gt(c, a, 5.0f);
     __m256i neg = _mm256_castps_si256(_mm256_cmp_ps(y, _mm256_setzero_ps(), _CMP_LT_OQ));
     return _mm256_or_si256(c, _mm256_and_si256(neg, _mm256_set1_epi32(8)));
 }

@@ -21,9 +21,16 @@ NF_AVX512_INLINE __m512 load16(const uint8_t *p, nf_src_type type)
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
-NF_AVX512_INLINE __m512i passed(__m512i c, __m512 a, float bound, int pred)
+/* c + 1 where a > bound (passed_gt) or a >= bound (passed_ge): one function per predicate,
+ * whose immediate must be a constant even at -O0 (the sanitizer build). */
+NF_AVX512_INLINE __m512i passed_gt(__m512i c, __m512 a, float bound)
 {
-    return _mm512_mask_add_epi32(c, _mm512_cmp_ps_mask(a, _mm512_set1_ps(bound), pred), c, _mm512_set1_epi32(1));
+    return _mm512_mask_add_epi32(c, _mm512_cmp_ps_mask(a, _mm512_set1_ps(bound), _CMP_GT_OQ), c, _mm512_set1_epi32(1));
+}
+
+NF_AVX512_INLINE __m512i passed_ge(__m512i c, __m512 a, float bound)
+{
+    return _mm512_mask_add_epi32(c, _mm512_cmp_ps_mask(a, _mm512_set1_ps(bound), _CMP_GE_OQ), c, _mm512_set1_epi32(1));
 }
 
 /* The E2M1 words of v / sv into 16 bytes at codes. */
@@ -33,13 +40,13 @@ NF_AVX512_INLINE void codes16(__m512 v, float sv, uint8_t *codes)
     __m512 y = _mm512_div_ps(v, _mm512_set1_ps(sv));
     __m512 a = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(y), mag));
     __m512i c = _mm512_setzero_si512();
-    c = passed(c, a, 0.25f, _CMP_GT_OQ);
-    c = passed(c, a, 0.75f, _CMP_GE_OQ);
-    c = passed(c, a, 1.25f, _CMP_GT_OQ);
-    c = passed(c, a, 1.75f, _CMP_GE_OQ);
-    c = passed(c, a, 2.5f, _CMP_GT_OQ);
-    c = passed(c, a, 3.5f, _CMP_GE_OQ);
-    c = passed(c, a, 5.0f, _CMP_GT_OQ);
+    c = passed_gt(c, a, 0.25f);
+    c = passed_ge(c, a, 0.75f);
+    c = passed_gt(c, a, 1.25f);
+    c = passed_ge(c, a, 1.75f);
+    c = passed_gt(c, a, 2.5f);
+    c = passed_ge(c, a, 3.5f);
+    c = passed_gt(c, a, 5.0f);
     c = _mm512_mask_or_epi32(c, _mm512_cmp_ps_mask(y, _mm512_setzero_ps(), _CMP_LT_OQ), c, _mm512_set1_epi32(8));
     _mm_storeu_si128((__m128i *)(void *)codes, _mm512_cvtepi32_epi8(c));
 }
@@ -138,7 +145,7 @@ NF_AVX512_FN static uint8_t nvfp4_search_avx512(const float *x, const float *w, 
     _mm512_storeu_pd(lanes, err);
     _mm256_storeu_si256((__m256i *)(void *)words, e);
     for (unsigned j = 0; j < 8; j++) {
-        if ((valid >> j & 1u) && lanes[j] < best_err) {
+        if (((unsigned)valid >> j & 1u) && lanes[j] < best_err) {
             best_err = lanes[j];
             best = (uint8_t)words[j];
         }
