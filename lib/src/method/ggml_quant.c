@@ -459,16 +459,20 @@ static void enc_q4_0(const float *x, const float *qw, float sigma2, uint8_t *b)
     gq_pack_q4_0(L, b);
 }
 
-static void enc_q4_0_blocks(const float *x, const float *qw, float sigma2, unsigned nblk, uint8_t *out)
+/* nblk Q4_0 or Q5_0 blocks of bb bytes at once: their scales and codes (with or without
+ * importance), then each block's codes packed. */
+static void gq_x0_span(const float *x, const float *qw, float sigma2, int nmax, size_t bb,
+                       void (*pack)(const int *L, uint8_t *b), unsigned nblk, uint8_t *out)
 {
     int L[GQ_SPAN];
-    if (!qw) {
-        gq_x0_blocks(x, 8, nblk, 18, out, L);
-        for (unsigned i = 0; i < nblk; i++) gq_pack_q4_0(L + 32 * i, out + 18 * i);
-        return;
-    }
-    gq_codes_x0_imp(x, qw, sigma2, 8, nblk, 18, out, L);
-    for (unsigned i = 0; i < nblk; i++) gq_pack_q4_0(L + 32 * i, out + 18 * i);
+    if (!qw) gq_x0_blocks(x, nmax, nblk, bb, out, L);
+    else gq_codes_x0_imp(x, qw, sigma2, nmax, nblk, bb, out, L);
+    for (unsigned i = 0; i < nblk; i++) pack(L + 32 * i, out + bb * i);
+}
+
+static void enc_q4_0_blocks(const float *x, const float *qw, float sigma2, unsigned nblk, uint8_t *out)
+{
+    gq_x0_span(x, qw, sigma2, 8, 18, gq_pack_q4_0, nblk, out);
 }
 
 /* Q5_0, 22 bytes: d, qh (the fifth bits, u32 little-endian: bit j of value j), 16 bytes of
@@ -494,14 +498,7 @@ static void enc_q5_0(const float *x, const float *qw, float sigma2, uint8_t *b)
 
 static void enc_q5_0_blocks(const float *x, const float *qw, float sigma2, unsigned nblk, uint8_t *out)
 {
-    int L[GQ_SPAN];
-    if (!qw) {
-        gq_x0_blocks(x, 16, nblk, 22, out, L);
-        for (unsigned i = 0; i < nblk; i++) gq_pack_q5_0(L + 32 * i, out + 22 * i);
-        return;
-    }
-    gq_codes_x0_imp(x, qw, sigma2, 16, nblk, 22, out, L);
-    for (unsigned i = 0; i < nblk; i++) gq_pack_q5_0(L + 32 * i, out + 22 * i);
+    gq_x0_span(x, qw, sigma2, 16, 22, gq_pack_q5_0, nblk, out);
 }
 
 /* 2-bit codes of a super-block, four 32-value quarters per 128 into one byte (Q2_K, Q3_K). */
