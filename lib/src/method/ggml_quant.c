@@ -817,16 +817,24 @@ static void enc_q4_k(const float *x, const float *qw, float sigma2, uint8_t *b)
     gq_pack_q4_k(L, b);
 }
 
-static void enc_q4_k_blocks(const float *x, const float *qw, float sigma2, unsigned nblk, uint8_t *out)
+/* nblk Q4_K or Q5_K super-blocks of bb bytes, two at a time (gq_encode_kmin2), the last odd one
+ * by itself (one). */
+static void gq_kmin_span(const float *x, const float *qw, float sigma2, const gq_kmin *k, size_t bb,
+                         void (*pack)(const uint8_t *L, uint8_t *b), gq_block_fn one, unsigned nblk, uint8_t *out)
 {
     uint8_t L[2 * GQ_SUPER];
     for (unsigned i = 0; i + 1 < nblk; i += 2) {
-        gq_encode_kmin2(x + GQ_SUPER * i, qw ? qw + GQ_SUPER * i : NULL, &gq_q4_k, 144, out + 144 * i, L);
-        gq_pack_q4_k(L, out + 144 * i);
-        gq_pack_q4_k(L + GQ_SUPER, out + 144 * (i + 1));
+        gq_encode_kmin2(x + GQ_SUPER * i, qw ? qw + GQ_SUPER * i : NULL, k, bb, out + bb * i, L);
+        pack(L, out + bb * i);
+        pack(L + GQ_SUPER, out + bb * (i + 1));
     }
     if (nblk % 2)
-        enc_q4_k(x + GQ_SUPER * (nblk - 1), qw ? qw + GQ_SUPER * (nblk - 1) : NULL, sigma2, out + 144 * (nblk - 1));
+        one(x + GQ_SUPER * (nblk - 1), qw ? qw + GQ_SUPER * (nblk - 1) : NULL, sigma2, out + bb * (nblk - 1));
+}
+
+static void enc_q4_k_blocks(const float *x, const float *qw, float sigma2, unsigned nblk, uint8_t *out)
+{
+    gq_kmin_span(x, qw, sigma2, &gq_q4_k, 144, gq_pack_q4_k, enc_q4_k, nblk, out);
 }
 
 /* Q5_K, 176 bytes: d, dmin, scales[12], qh[32] (fifth bits), qs[128] (low nibbles). */
@@ -855,14 +863,7 @@ static void enc_q5_k(const float *x, const float *qw, float sigma2, uint8_t *b)
 
 static void enc_q5_k_blocks(const float *x, const float *qw, float sigma2, unsigned nblk, uint8_t *out)
 {
-    uint8_t L[2 * GQ_SUPER];
-    for (unsigned i = 0; i + 1 < nblk; i += 2) {
-        gq_encode_kmin2(x + GQ_SUPER * i, qw ? qw + GQ_SUPER * i : NULL, &gq_q5_k, 176, out + 176 * i, L);
-        gq_pack_q5_k(L, out + 176 * i);
-        gq_pack_q5_k(L + GQ_SUPER, out + 176 * (i + 1));
-    }
-    if (nblk % 2)
-        enc_q5_k(x + GQ_SUPER * (nblk - 1), qw ? qw + GQ_SUPER * (nblk - 1) : NULL, sigma2, out + 176 * (nblk - 1));
+    gq_kmin_span(x, qw, sigma2, &gq_q5_k, 176, gq_pack_q5_k, enc_q5_k, nblk, out);
 }
 
 /* Q6_K, 210 bytes: ql[128], qh[64], int8 scales[16], d.  Both paths fit each 16 values with

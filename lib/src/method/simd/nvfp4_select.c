@@ -1,5 +1,6 @@
 /* nvfp4_quantize kernels (nvfp4_simd.h): the scalar instance (the portable kernel) and the
  * selector. */
+#include "method/method_impl.h"
 #include "method/simd/nvfp4_simd.h"
 
 /* One group's 16 elements widened to binary32 (little-endian bytes). */
@@ -29,13 +30,7 @@ static bool nvfp4_groups_scalar(const uint8_t *src, nf_src_type type, size_t ngr
     for (size_t j = 0; j < ngroups; j++, src += NF_NVFP4_GROUP * esize, codes += NF_NVFP4_GROUP) {
         float x[NF_NVFP4_GROUP];
         load16(src, type, x);
-        uint32_t bw = 0;
-        for (unsigned i = 0; i < NF_NVFP4_GROUP; i++) {
-            uint32_t b;
-            memcpy(&b, &x[i], sizeof b);
-            b &= 0x7FFFFFFFu;
-            bw = b > bw ? b : bw;
-        }
+        uint32_t bw = nf_method_amax_word(x, NF_NVFP4_GROUP);
         if (bw >= 0x7F800000u) return false;
         float sv;
         scales[j] = nf_nvfp4_scale_of(bw, g, &sv);
@@ -47,13 +42,7 @@ static bool nvfp4_groups_scalar(const uint8_t *src, nf_src_type type, size_t ngr
 /* nvfp4_search of one group: nvfp4_quantize's word, then each candidate in turn. */
 static uint8_t nvfp4_search_scalar(const float *x, const float *w, const nf_nvfp4_global *g, uint8_t *codes)
 {
-    uint32_t bw = 0;
-    for (unsigned i = 0; i < NF_NVFP4_GROUP; i++) {
-        uint32_t b;
-        memcpy(&b, &x[i], sizeof b);
-        b &= 0x7FFFFFFFu;
-        bw = b > bw ? b : bw;
-    }
+    uint32_t bw = nf_method_amax_word(x, NF_NVFP4_GROUP);
     float sv;
     uint8_t best = nf_nvfp4_scale_of(bw, g, &sv);
     double best_err = nf_nvfp4_group_error(x, w, best, g, codes);
