@@ -11,6 +11,7 @@
 #include "method/simd/absmax_simd.h"
 #include "method/simd/fp8_simd.h"
 #include "method/simd/nvfp4_simd.h"
+#include "method/simd/ggml_iq2_simd.h"
 #include "method/simd/ggml_simd.h"
 #include "method/simd/search_simd.h"
 #include "stats/stats.h"
@@ -79,6 +80,11 @@ static void check_level(nf_simd_level level)
     ENTRY(se, extreme);
     ENTRY(se, load);
     cr_assert(se->lanes > 0);
+
+    const nf_iq2_kernels *i2 = nf_iq2_kernels_for(level);
+    cr_assert(i2 != NULL);
+    ENTRY(i2, trials);
+    if (NF_X86_KERNELS) cr_assert_str_eq(i2->name, what);
 
     /* each table names its level (scalar where the build lacks the level) */
     const char *names[] = {st->name, ly->name, gg->name, ab->name, f8->name, n4->name, se->name, gq->name};

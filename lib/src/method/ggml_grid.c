@@ -2,12 +2,13 @@
  *
  * Sizes: the map is 43691 int32 (171 KiB) per grid; the neighbour lists of the 43691 - size
  * off-grid codes hold 0.42 M (IQ2_XXS), 0.55 M (IQ2_XS), 0.21 M (IQ2_S) and 1.38 M (IQ1) uint16
- * entries, so the IQ1 grid takes about 3 MiB.  Building costs one pass over every grid point for
- * each off-grid code (for IQ1, about 85 M point distances, two table lookups each: about 0.3 s of
- * CPU; the IQ2 grids 0.05 .. 0.14 s, where ggml's own init takes 1 .. 6 s).  ggml sorts the
- * whole grid by distance for every code, which gives the same lists: the
- * distances are small integers (0 .. 72), so a histogram finds the nwant smallest ones and the
- * points at each are taken in index order. */
+ * entries, and as many codes beside them (which the vector searches of simd/ggml_iq2_simd.h load
+ * instead of looking each listed point up), so the IQ1 grid takes about 6 MiB.  Building costs
+ * one pass over every grid point for each off-grid code (for IQ1, about 85 M point distances,
+ * two table lookups each: about 0.3 s of CPU; the IQ2 grids 0.05 .. 0.14 s, where ggml's own
+ * init takes 1 .. 6 s).  ggml sorts the whole grid by distance for every code, which gives the
+ * same lists: the distances are small integers (0 .. 72), so a histogram finds the nwant
+ * smallest ones and the points at each are taken in index order. */
 #include "method/ggml_grid.h"
 
 #include <pthread.h>
@@ -26,6 +27,7 @@ typedef struct gg_built {
     uint8_t *level;
     int32_t *map;
     uint16_t *neighbours;
+    uint16_t *neighbour_codes;
     uint64_t cap;
 } gg_built;
 
@@ -130,6 +132,26 @@ static bool gg_list(gg_built *b, int nwant, uint32_t c, const gg_scratch *s)
     return true;
 }
 
+/* The codes beside the neighbour lists (ggml_grid.h), padded for vector loads. */
+static bool gg_list_codes(gg_built *b)
+{
+    uint64_t entries = b->grid.neighbour_entries, total, bytes;
+    size_t size;
+    if (!nf_add_u64(entries, NF_GGML_GRID_PAD, &total) || !nf_mul_u64(total, sizeof *b->neighbour_codes, &bytes) ||
+        !nf_u64_to_size(bytes, &size))
+        return false;
+    b->neighbour_codes = calloc(1, size);
+    if (!b->neighbour_codes) return false;
+    for (uint32_t c = 0; c < NF_GGML_GRID_CODES; c++) {
+        if (b->map[c] >= 0) continue;
+        uint64_t at = (uint64_t)(-(int64_t)b->map[c] - 1);
+        const uint16_t *list = b->neighbours + at;
+        for (unsigned j = 1; j <= list[0]; j++)
+            b->neighbour_codes[at + j] = (uint16_t)nf_ggml_grid_code(b->level + 8 * (size_t)list[j]);
+    }
+    return true;
+}
+
 static bool gg_build(nf_ggml_grid8 g, gg_built *b)
 {
     unsigned n;
@@ -155,14 +177,19 @@ static bool gg_build(nf_ggml_grid8 g, gg_built *b)
     if (ok) {
         uint16_t *fit = realloc(b->neighbours, (size_t)b->grid.neighbour_entries * sizeof *fit);
         if (fit) b->neighbours = fit;
+        ok = gg_list_codes(b);
+    }
+    if (ok) {
         b->grid.level = b->level;
         b->grid.map = b->map;
         b->grid.neighbours = b->neighbours;
+        b->grid.neighbour_codes = b->neighbour_codes;
         return true;
     }
     free(b->level);
     free(b->map);
     free(b->neighbours);
+    free(b->neighbour_codes);
     memset(b, 0, sizeof *b);
     return false;
 }

@@ -15,7 +15,7 @@
  *
  * Each grid is built once, at its first use, under pthread_once, and is then read-only and
  * shared by every thread; it belongs to the process and is never freed (its size is fixed:
- * at most about 3 MiB, for the IQ1 grid, see ggml_grid.c).
+ * at most about 6 MiB, for the IQ1 grid, see ggml_grid.c).
  *
  * Internal to the method module: included only by lib/src/method/ggml_*.c. */
 #ifndef NF_METHOD_GGML_GRID_H
@@ -34,7 +34,12 @@ typedef struct nf_ggml_grid {
                                     its neighbour list in neighbours */
     const uint16_t *neighbours;  /* at an offset: the count n >= 1, then n grid indices */
     uint64_t neighbour_entries;  /* entries of neighbours (lists and their counts) */
+    const uint16_t *neighbour_codes; /* beside neighbours, entry for entry: each listed point's code
+                                        (0 at a count), then NF_GGML_GRID_PAD zeros, so a vector
+                                        kernel may load a whole vector from any list's start */
 } nf_ggml_grid;
+
+#define NF_GGML_GRID_PAD 16u /* zero entries after neighbour_codes' last list (one 512-bit load of uint16) */
 
 /* Grid g, built on the first call; NULL when memory ran out then (every later call gives NULL
  * too) or g is out of range. */

@@ -23,6 +23,7 @@
 
 #include "method/ggml_grid.h"
 #include "method/ggml_quant.h"
+#include "method/simd/ggml_iq2_simd.h"
 
 #define IQ2_MAXQ 3                  /* levels 0 .. IQ2_MAXQ - 1 (ggml's kMaxQ) */
 #define IQ2_XXS_EPS 1e-15f          /* a group below this largest magnitude is all zero */
@@ -43,10 +44,10 @@ static int iq2_nearest_point(const nf_ggml_grid *g, const uint16_t *nb, const fl
 }
 
 /* Rounds 8 magnitudes to levels with the inverse scale id into L; a point off the grid is
- * replaced by its nearest neighbour at scale.  False when none is found (ggml aborts).  *on_grid
- * tells whether the rounded point was on the grid. */
-static bool iq2_point(const nf_ggml_grid *g, const float *xval, const float *waux, float id, float scale, int8_t *L,
-                      bool *on_grid)
+ * replaced by its nearest neighbour at scale.  The point's grid index, or -1 when no neighbour is
+ * found (ggml aborts).  *on_grid tells whether the rounded point was on the grid. */
+static int32_t iq2_point(const nf_ggml_grid *g, const float *xval, const float *waux, float id, float scale, int8_t *L,
+                         bool *on_grid)
 {
     uint8_t lv[8];
     for (int i = 0; i < 8; i++) {
@@ -55,7 +56,7 @@ static bool iq2_point(const nf_ggml_grid *g, const float *xval, const float *wau
     }
     int32_t m = g->map[nf_ggml_grid_code(lv)];
     *on_grid = m >= 0;
-    return m >= 0 || iq2_nearest_point(g, nf_ggml_grid_neighbours(g, m), xval, waux, scale, L) >= 0;
+    return m >= 0 ? m : iq2_nearest_point(g, nf_ggml_grid_neighbours(g, m), xval, waux, scale, L);
 }
 
 /* The grid index of 8 levels, or -1 off the grid. */
@@ -77,6 +78,64 @@ static void iq2_sums(int n, const float *w, const float *xval, const int8_t *L, 
     }
     *sumqx = sx;
     *sumq2 = s2;
+}
+
+/* The scalar reference of the trials kernel (simd/ggml_iq2_simd.h): each trial's points and
+ * sums, as ggml computes them inside its loop over trial scales. */
+static bool iq2_trials_scalar(const nf_ggml_grid *g, int npoint, int ntrial, const float *id, const float *scale,
+                              const float *xval, const float *w, const float *waux, int32_t *index, bool *on,
+                              float *sumqx, float *sumq2)
+{
+    int8_t L[8 * NF_IQ2_MAX_POINTS];
+    for (int t = 0; t < ntrial; t++) {
+        for (int k = 0; k < npoint; k++) {
+            int32_t at = iq2_point(g, xval + 8 * k, waux + 8 * k, id[t], scale[t], L + 8 * k,
+                                   &on[k * NF_IQ2_TRIAL_ROOM + t]);
+            if (at < 0) return false;
+            index[k * NF_IQ2_TRIAL_ROOM + t] = at;
+        }
+        iq2_sums(8 * npoint, w, xval, L, &sumqx[t], &sumq2[t]);
+    }
+    return true;
+}
+
+const nf_iq2_kernels nf_iq2_kernels_scalar = {.name = "scalar", .trials = iq2_trials_scalar};
+
+NF_SIMD_SELECTOR(nf_iq2_kernels, nf_iq2_kernels, nf_iq2_kernels_scalar, nf_iq2_kernels_avx2, nf_iq2_kernels_avx512)
+
+/* The levels of grid point `index` into L. */
+static void iq2_levels(const nf_ggml_grid *g, int32_t index, int8_t *L)
+{
+    for (int i = 0; i < 8; i++) L[i] = (int8_t)g->level[8 * (size_t)index + (size_t)i];
+}
+
+/* Step 2 for ntrial trial inverse scales id (the scales their reciprocals): the best trial's
+ * points' levels into L, its index (-1 when no trial has sumq2 > 0 and sumqx^2 > best sumq2),
+ * the scale of its fit into *scale (unchanged without one), and its points' grid flags into on.
+ * False where ggml aborts. */
+static bool iq2_search(const nf_iq2_kernels *kern, const nf_ggml_grid *g, int npoint, int ntrial, const float *id,
+                       const float *xval, const float *w, const float *waux, int8_t *L, bool *on, float *scale,
+                       int *best_trial)
+{
+    float sc[NF_IQ2_TRIAL_ROOM], sumqx[NF_IQ2_TRIAL_ROOM], sumq2[NF_IQ2_TRIAL_ROOM];
+    int32_t index[NF_IQ2_MAX_POINTS * NF_IQ2_TRIAL_ROOM];
+    bool on_t[NF_IQ2_MAX_POINTS * NF_IQ2_TRIAL_ROOM];
+    for (int t = 0; t < NF_IQ2_TRIAL_ROOM; t++) sc[t] = 1 / id[t];
+    if (!kern->trials(g, npoint, ntrial, id, sc, xval, w, waux, index, on_t, sumqx, sumq2)) return false;
+    float best = 0.0f;
+    *best_trial = -1;
+    for (int t = 0; t < ntrial; t++)
+        if (sumq2[t] > 0 && sumqx[t] * sumqx[t] > best * sumq2[t]) {
+            *scale = sumqx[t] / sumq2[t];
+            best = *scale * sumqx[t];
+            *best_trial = t;
+        }
+    if (*best_trial >= 0)
+        for (int k = 0; k < npoint; k++) {
+            iq2_levels(g, index[k * NF_IQ2_TRIAL_ROOM + *best_trial], L + 8 * k);
+            on[k] = on_t[k * NF_IQ2_TRIAL_ROOM + *best_trial];
+        }
+    return true;
 }
 
 /* Step 1 for 8 values: magnitudes into xval, the sign bits returned; with parity, an odd count
@@ -122,10 +181,11 @@ static float iq2_sigma2(const float *x, float times)
 
 /* One group of 32 of IQ2_XXS: its scale in *scale (0 for a zero group), its 4 grid indices and
  * 4 x 7 sign bits into q2[0], q2[1] (the scale code is added by the caller). */
-static gq_fail iq2_xxs_group(const nf_ggml_grid *g, const float *xb, const float *w, float *out_scale, uint32_t *q2)
+static gq_fail iq2_xxs_group(const nf_iq2_kernels *kern, const nf_ggml_grid *g, const float *xb, const float *w,
+                             float *out_scale, uint32_t *q2)
 {
     float waux[32], xval[32];
-    int8_t L[32], Laux[32];
+    int8_t L[32];
     unsigned signs[4];
     for (int i = 0; i < 32; i++) waux[i] = sqrtf(w[i]);
     for (int k = 0; k < 4; k++) signs[k] = iq2_signs(xb + 8 * k, w + 8 * k, true, xval + 8 * k) & 127u;
@@ -137,28 +197,17 @@ static gq_fail iq2_xxs_group(const nf_ggml_grid *g, const float *xb, const float
     float scale = gq_fit_positive(32, IQ2_MAXQ + 1, xval, Lqp, w);
     float eff_max = scale * gq_f(IQ2_MAXQ);
     if (eff_max <= 0) return GQ_OK;
-    float best = 0.0f;
-    bool have_L = false;
-    for (int is = -6; is <= 6; is++) {
-        float id = (gq_f(2 * IQ2_MAXQ - 1) + gq_f(is) * 0.1f) / eff_max;
-        float this_scale = 1 / id;
-        bool on;
-        for (int k = 0; k < 4; k++)
-            if (!iq2_point(g, xval + 8 * k, waux + 8 * k, id, this_scale, Laux + 8 * k, &on)) return GQ_GGML_ABORTS;
-        float sumqx, sumq2;
-        iq2_sums(32, w, xval, Laux, &sumqx, &sumq2);
-        if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
-            scale = sumqx / sumq2;
-            best = scale * sumqx;
-            memcpy(L, Laux, sizeof L);
-            have_L = true;
-        }
-    }
+    float ids[NF_IQ2_TRIAL_ROOM] = {0};
+    for (int is = -6; is <= 6; is++) ids[is + 6] = (gq_f(2 * IQ2_MAXQ - 1) + gq_f(is) * 0.1f) / eff_max;
+    bool on_best[4];
+    int best_trial;
+    if (!iq2_search(kern, g, 4, 13, ids, xval, w, waux, L, on_best, &scale, &best_trial)) return GQ_GGML_ABORTS;
+    bool have_L = best_trial >= 0;
     if (scale > 0) {
         float id = 1 / scale;
         bool on;
         for (int k = 0; k < 4; k++)
-            if (!iq2_point(g, xval + 8 * k, waux + 8 * k, id, scale, L + 8 * k, &on)) return GQ_GGML_ABORTS;
+            if (iq2_point(g, xval + 8 * k, waux + 8 * k, id, scale, L + 8 * k, &on) < 0) return GQ_GGML_ABORTS;
         float sumqx, sumq2;
         iq2_sums(32, w, xval, L, &sumqx, &sumq2);
         if (sumq2 > 0) scale = sumqx / sumq2;
@@ -189,6 +238,7 @@ gq_fail nf_ggml_enc_iq2_xxs(const float *x, const float *qw, float sigma2, uint8
     const nf_ggml_grid *g = nf_ggml_grid_get(NF_GGML_GRID8_IQ2XXS);
     if (!g) return GQ_NO_MEMORY;
     if (!qw) return GQ_NEEDS_IMATRIX;
+    const nf_iq2_kernels *kern = nf_iq2_kernels_active();
     uint32_t q2[16] = {0};
     float scales[8], w[32];
     float max_scale = 0.0f;
@@ -196,7 +246,7 @@ gq_fail nf_ggml_enc_iq2_xxs(const float *x, const float *qw, float sigma2, uint8
     for (int ib = 0; ib < 8; ib++) {
         const float *xb = x + 32 * ib, *q = qw + 32 * ib;
         for (int i = 0; i < 32; i++) w[i] = q[i] * sqrtf(s2 + xb[i] * xb[i]);
-        gq_fail st = iq2_xxs_group(g, xb, w, &scales[ib], q2 + 2 * ib);
+        gq_fail st = iq2_xxs_group(kern, g, xb, w, &scales[ib], q2 + 2 * ib);
         if (st != GQ_OK) return st;
         max_scale = iq2_max(max_scale, scales[ib]);
     }
@@ -223,12 +273,12 @@ typedef struct iq2_kind {
 } iq2_kind;
 
 /* One group of 16: its scale (0 for a zero group), its 2 grid indices and sign bytes. */
-static gq_fail iq2_pair_group(const nf_ggml_grid *g, const iq2_kind *kind, const float *xb, const float *w,
-                              float *out_scale, int32_t *index, unsigned *signs)
+static gq_fail iq2_pair_group(const nf_iq2_kernels *kern, const nf_ggml_grid *g, const iq2_kind *kind,
+                              const float *xb, const float *w, float *out_scale, int32_t *index, unsigned *signs)
 {
     float waux[16], xval[16];
-    int8_t L[16] = {0}, Laux[16];
-    bool on[2] = {true, true}, on_aux[2];
+    int8_t L[16] = {0};
+    bool on[2] = {true, true};
     for (int i = 0; i < 16; i++) waux[i] = sqrtf(w[i]);
     for (int k = 0; k < 2; k++) signs[k] = iq2_signs(xb + 8 * k, w + 8 * k, kind->parity, xval + 8 * k) & kind->smask;
     float max = xval[0];
@@ -238,30 +288,17 @@ static gq_fail iq2_pair_group(const nf_ggml_grid *g, const iq2_kind *kind, const
         signs[0] = signs[1] = 0; /* ggml stores nothing for a zero group */
         return GQ_OK;
     }
-    float best = 0.0f;
     float scale = max / gq_f(2 * IQ2_MAXQ - 1);
-    for (int is = -9; is <= 9; is++) {
-        float id = (gq_f(2 * IQ2_MAXQ - 1) + gq_f(is) * 0.1f) / max;
-        float this_scale = 1 / id;
-        for (int k = 0; k < 2; k++)
-            if (!iq2_point(g, xval + 8 * k, waux + 8 * k, id, this_scale, Laux + 8 * k, &on_aux[k]))
-                return GQ_GGML_ABORTS;
-        float sumqx, sumq2;
-        iq2_sums(16, w, xval, Laux, &sumqx, &sumq2);
-        if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
-            scale = sumqx / sumq2;
-            best = scale * sumqx;
-            memcpy(L, Laux, sizeof L);
-            on[0] = on_aux[0];
-            on[1] = on_aux[1];
-        }
-    }
+    float ids[NF_IQ2_TRIAL_ROOM] = {0};
+    for (int is = -9; is <= 9; is++) ids[is + 9] = (gq_f(2 * IQ2_MAXQ - 1) + gq_f(is) * 0.1f) / max;
+    int best_trial;
+    if (!iq2_search(kern, g, 2, 19, ids, xval, w, waux, L, on, &scale, &best_trial)) return GQ_GGML_ABORTS;
     if ((!on[0] || !on[1]) && scale > 0) {
         /* only the points the search had to move off are rounded again, at the best scale */
         float id = 1 / scale;
         bool on_now;
         for (int k = 0; k < 2; k++)
-            if (!on[k] && !iq2_point(g, xval + 8 * k, waux + 8 * k, id, scale, L + 8 * k, &on_now))
+            if (!on[k] && iq2_point(g, xval + 8 * k, waux + 8 * k, id, scale, L + 8 * k, &on_now) < 0)
                 return GQ_GGML_ABORTS;
         float sumqx, sumq2;
         iq2_sums(16, w, xval, L, &sumqx, &sumq2);
@@ -286,6 +323,7 @@ static gq_fail iq2_pair_group(const nf_ggml_grid *g, const iq2_kind *kind, const
 static gq_fail iq2_pair_groups(const nf_ggml_grid *g, const iq2_kind *kind, const float *x, const float *qw,
                                float s2, float *scales, int32_t *index, unsigned *signs, float *max_scale)
 {
+    const nf_iq2_kernels *kern = nf_iq2_kernels_active();
     float w[16];
     *max_scale = 0.0f;
     for (int ib = 0; ib < 16; ib++) {
@@ -296,7 +334,7 @@ static gq_fail iq2_pair_groups(const nf_ggml_grid *g, const iq2_kind *kind, cons
             for (int i = 0; i < 16; i++) w[i] = 0.25f * s2 + xb[i] * xb[i];
         index[2 * ib] = index[2 * ib + 1] = 0;
         signs[2 * ib] = signs[2 * ib + 1] = 0;
-        gq_fail st = iq2_pair_group(g, kind, xb, w, &scales[ib], index + 2 * ib, signs + 2 * ib);
+        gq_fail st = iq2_pair_group(kern, g, kind, xb, w, &scales[ib], index + 2 * ib, signs + 2 * ib);
         if (st != GQ_OK) return st;
         *max_scale = iq2_max(*max_scale, scales[ib]);
     }

@@ -1,0 +1,57 @@
+/* ggml_quantize's IQ2 searches for AVX-512 F/BW/VL (ggml_iq2_simd.h): 16 trials or 16
+ * neighbours a vector (an IQ2_XXS group's 13 trials in one), the lane kernels of
+ * ggml_iq2_lanes.inc on 512-bit vectors with masks in mask registers. */
+#include "common/simd_target.h"
+#include "method/ggml_grid.h"
+#include "method/simd/ggml_iq2_simd.h"
+
+#if NF_X86_KERNELS
+
+#include <immintrin.h>
+
+#define IQ(name) name##_avx512
+#define IQ_FN NF_AVX512_FN
+#define IQ_INLINE NF_AVX512_INLINE
+#define IQ_W 16
+#define vf __m512
+#define vi __m512i
+#define F1(s) _mm512_set1_ps(s)
+#define I1(s) _mm512_set1_epi32(s)
+#define FLOAD(p) _mm512_loadu_ps(p)
+#define FSTORE(p, v) _mm512_storeu_ps(p, v)
+#define ILOAD(p) _mm512_loadu_si512((const void *)(p))
+#define ISTORE(p, v) _mm512_storeu_si512((void *)(p), v)
+#define FADD(a, b) _mm512_add_ps(a, b)
+#define FSUB(a, b) _mm512_sub_ps(a, b)
+#define FMUL(a, b) _mm512_mul_ps(a, b)
+#define NEAREST(f)                                                                                                     \
+    _mm512_sub_epi32(_mm512_and_si512(_mm512_castps_si512(_mm512_add_ps(f, _mm512_set1_ps(12582912.0f))),              \
+                                      _mm512_set1_epi32(0x007FFFFF)),                                                  \
+                     _mm512_set1_epi32(0x00400000))
+#define ICLAMP02(v) _mm512_max_epi32(_mm512_setzero_si512(), _mm512_min_epi32(_mm512_set1_epi32(2), v))
+#define ISHL(v, n) _mm512_sll_epi32(v, _mm_cvtsi32_si128(n))
+#define ISHR(v, n) _mm512_srl_epi32(v, _mm_cvtsi32_si128(n))
+#define IOR(a, b) _mm512_or_si512(a, b)
+#define TBL4_LOAD(p) _mm512_broadcast_f32x4(_mm_loadu_ps(p))
+#define TBL4(t, i) _mm512_permutexvar_ps(i, t)
+#define CODES(p) _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(p)))
+#define MAP(map, c) _mm512_i32gather_epi32(c, map, 4)
+#define NEGBITS(v) ((unsigned)_mm512_movepi32_mask(v))
+#define LANE_MIN(d, n, first) lane_min_avx512(d, n, first)
+
+/* LANE_MIN of ggml_iq2_lanes.inc: NaN lanes and lanes from n on become FLT_MAX, which never wins. */
+NF_AVX512_INLINE float lane_min_avx512(__m512 d, unsigned n, int *first)
+{
+    __mmask16 in = (__mmask16)(n >= 16 ? 0xFFFFu : (1u << n) - 1u);
+    __mmask16 keep = _mm512_mask_cmp_ps_mask(in, d, d, _CMP_ORD_Q);
+    d = _mm512_mask_blend_ps(keep, _mm512_set1_ps(3.40282347e38f), d);
+    float m = _mm512_reduce_min_ps(d);
+    *first = __builtin_ctz((unsigned)_mm512_cmp_ps_mask(d, _mm512_set1_ps(m), _CMP_EQ_OQ));
+    return m;
+}
+
+#include "method/simd/ggml_iq2_lanes.inc"
+
+const nf_iq2_kernels nf_iq2_kernels_avx512 = {.name = "avx512", .trials = trials_avx512};
+
+#endif

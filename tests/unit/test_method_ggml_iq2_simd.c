@@ -1,0 +1,303 @@
+/* ggml_quantize's IQ2 vector searches (method/simd/ggml_iq2_simd.h): at every level the CPU has
+ * (the others are skipped, and say so), the bytes of IQ2_XXS, IQ2_XS and IQ2_S equal ggml's on
+ * the vectors of tests/data/gguf and the scalar level's on generated rows of every kind -- random
+ * scales over 16 decades, zeros, outliers, subnormals, a huge range, ties, constants, single
+ * values, repeated extremes -- with and without an importance vector; and the trials kernel
+ * itself gives the scalar's indices, grid flags and sums for every trial of generated groups,
+ * ties and NaN weights included.  The level is switched with nf_simd_force. */
+#include <criterion/criterion.h>
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ninfer/method.h>
+
+#include "common/cpu.h"
+#include "method/ggml_grid.h"
+#include "method/simd/ggml_iq2_simd.h"
+#include "support/test_data.h"
+
+#define ROWS 16
+#define COLS 512
+
+typedef struct qtype {
+    nf_format_id id;
+    const char *stem;
+    unsigned bb;
+    nf_ggml_grid8 grid;
+    int npoint, ntrial;
+} qtype;
+
+static const qtype TYPES[] = {
+    {NF_FMT_GGUF_IQ2_XXS, "iq2_xxs", 66, NF_GGML_GRID8_IQ2XXS, 4, 13},
+    {NF_FMT_GGUF_IQ2_XS, "iq2_xs", 74, NF_GGML_GRID8_IQ2XS, 2, 19},
+    {NF_FMT_GGUF_IQ2_S, "iq2_s", 82, NF_GGML_GRID8_IQ2S, 2, 19},
+};
+#define NTYPES (sizeof TYPES / sizeof TYPES[0])
+
+static size_t row_bytes(const qtype *t, uint64_t cols) { return (size_t)(cols / 256 * t->bb); }
+
+static void require(nf_simd_level level)
+{
+    if (!nf_simd_supported(level))
+        cr_skip_test("the CPU lacks the %s level (best here: %s): its IQ2 searches are NOT tested here",
+                     nf_simd_level_name(level), nf_simd_level_name(nf_simd_best()));
+    cr_assert_eq(nf_simd_force(level), level, "could not force %s: %s", nf_simd_level_name(level), nf_simd_reason());
+    cr_assert_str_eq(nf_iq2_kernels_active()->name, nf_simd_level_name(level));
+}
+
+typedef struct result {
+    nf_status st;
+    char msg[sizeof ((nf_error *)0)->message];
+    uint8_t *bytes;
+} result;
+
+static void encode(nf_simd_level level, const qtype *t, const float *x, uint64_t rows, const float *imp, result *r)
+{
+    cr_assert_eq(nf_simd_force(level), level);
+    size_t len = rows * row_bytes(t, COLS);
+    r->bytes = malloc(len + 1);
+    memset(r->bytes, 0xA5, len + 1);
+    nf_src_rows src = {.name = "w", .type = NF_SRC_F32, .data = x, .rows = rows, .cols = COLS};
+    nf_words w = {.rows = rows, .cols = COLS, .blocks = r->bytes};
+    nf_method_params p = {.importance = imp, .importance_len = imp ? COLS : 0};
+    nf_error err = {0};
+    r->st = nf_method_encode_rows(NF_METHOD_GGML_QUANTIZE, nf_format_by_id(t->id), imp ? &p : NULL, &src, &w, &err);
+    snprintf(r->msg, sizeof r->msg, "%s", r->st == NF_OK ? "" : err.message);
+    cr_assert_eq(r->bytes[len], 0xA5, "%s wrote past its rows", t->stem);
+}
+
+/* The bytes of `level` equal the scalar level's (or both refuse the rows alike). */
+static void expect_same_as_scalar(nf_simd_level level, const qtype *t, const float *x, uint64_t rows,
+                                  const float *imp, const char *what)
+{
+    result ref, got;
+    encode(NF_SIMD_SCALAR, t, x, rows, imp, &ref);
+    encode(level, t, x, rows, imp, &got);
+    const char *lv = nf_simd_level_name(level), *ip = imp ? "importance" : "no importance";
+    cr_assert_eq(got.st, ref.st, "%s %s %s %s: status %d (%s), scalar %d (%s)", lv, t->stem, what, ip, got.st, got.msg,
+                 ref.st, ref.msg);
+    if (ref.st != NF_OK) cr_assert_str_eq(got.msg, ref.msg, "%s %s %s %s", lv, t->stem, what, ip);
+    else {
+        size_t len = rows * row_bytes(t, COLS);
+        for (size_t b = 0; b < len; b++)
+            if (got.bytes[b] != ref.bytes[b])
+                cr_assert_fail("%s %s %s %s: byte %zu (row %zu, block %zu, byte %zu) 0x%02x, scalar 0x%02x", lv,
+                               t->stem, what, ip, b, b / row_bytes(t, COLS), b % row_bytes(t, COLS) / t->bb,
+                               b % t->bb, got.bytes[b], ref.bytes[b]);
+    }
+    free(ref.bytes);
+    free(got.bytes);
+}
+
+/* ggml's own bytes (tests/data/gguf, MANIFEST.md and README.md) at `level`. */
+static void expect_ggml(nf_simd_level level, const qtype *t, const char *file, const float *x, uint64_t rows,
+                        const float *imp)
+{
+    size_t len;
+    uint8_t *want = nf_test_data(&len, "gguf/%s", file);
+    cr_assert_eq(len, rows * row_bytes(t, COLS), "%s", file);
+    result got;
+    encode(level, t, x, rows, imp, &got);
+    cr_assert_eq(got.st, NF_OK, "%s %s: %s", nf_simd_level_name(level), file, got.msg);
+    for (size_t b = 0; b < len; b++)
+        if (got.bytes[b] != want[b])
+            cr_assert_fail("%s %s: byte %zu (row %zu, block %zu) 0x%02x, ggml 0x%02x", nf_simd_level_name(level), file,
+                           b, b / row_bytes(t, COLS), b % row_bytes(t, COLS) / t->bb, got.bytes[b], want[b]);
+    free(got.bytes);
+    free(want);
+}
+
+static void ggml_vectors(nf_simd_level level)
+{
+    if (level != NF_SIMD_SCALAR) require(level);
+    size_t len;
+    float *x = (float *)nf_test_data(&len, "gguf/source.f32");
+    cr_assert_eq(len, sizeof(float) * ROWS * COLS);
+    float *imp = (float *)nf_test_data(&len, "gguf/imatrix.f32");
+    cr_assert_eq(len, sizeof(float) * COLS);
+    float *sp = (float *)nf_test_data(&len, "gguf/extra/special.f32");
+    cr_assert_eq(len, sizeof(float) * 6 * COLS);
+    char file[96];
+    for (size_t i = 0; i < NTYPES; i++) {
+        const qtype *t = &TYPES[i];
+        /* MANIFEST.md: written with imatrix.f32; ggml writes IQ2_XXS and IQ2_XS only with one */
+        snprintf(file, sizeof file, "%s.qbytes", t->stem);
+        expect_ggml(level, t, file, x, ROWS, imp);
+        snprintf(file, sizeof file, "extra/%s.special.imatrix.qbytes", t->stem);
+        expect_ggml(level, t, file, sp, 6, imp);
+        if (t->id == NF_FMT_GGUF_IQ2_S) {
+            expect_ggml(level, t, "extra/iq2_s.plain.qbytes", x, ROWS, NULL);
+            expect_ggml(level, t, "extra/iq2_s.special.qbytes", sp, 6, NULL);
+        }
+    }
+    free(sp);
+    free(imp);
+    free(x);
+}
+
+Test(ggml_iq2_simd, ggml_vectors_scalar) { ggml_vectors(NF_SIMD_SCALAR); }
+Test(ggml_iq2_simd, ggml_vectors_avx2) { ggml_vectors(NF_SIMD_AVX2); }
+Test(ggml_iq2_simd, ggml_vectors_avx512) { ggml_vectors(NF_SIMD_AVX512); }
+
+/* ------------------------------------------------------------------ generated rows */
+
+static uint64_t rng = 0x9E3779B97F4A7C15u;
+static uint64_t next_u64(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+static double unif(void) { return (double)(next_u64() >> 11) * 0x1p-53; }
+static float gauss(void)
+{
+    double u = unif(), v = unif();
+    return (float)(sqrt(-2.0 * log(u + 1e-300)) * cos(6.283185307179586 * v));
+}
+
+enum { K_NORMAL, K_OUTLIERS, K_ZERO_SUBS, K_SUBNORMAL, K_WIDE, K_TIES, K_CONSTANT, K_SINGLE, K_EXTREMES, K_COUNT };
+static const char *const KIND_NAMES[K_COUNT] = {"normal",  "outliers", "zero groups", "subnormal", "wide",
+                                                "ties",    "constant", "single value", "extremes"};
+
+/* n values of kind k. */
+static void fill(int k, float *x, int n)
+{
+    float scale = (float)pow(10.0, -8.0 + 16.0 * unif()); /* random scales, 16 decades */
+    for (int i = 0; i < n; i++) {
+        float v = gauss() * scale;
+        switch (k) {
+        case K_OUTLIERS: v = (next_u64() % 97 == 0) ? v * 300.0f : v; break;
+        case K_ZERO_SUBS: v = ((i / 16) % 3 == 0 || (i / 32) % 5 == 1) ? 0.0f : v; break;
+        case K_SUBNORMAL: v = gauss() * 0x1p-140f * (float)(1 + next_u64() % 64); break;
+        case K_WIDE: v = gauss() * (float)pow(10.0, -20.0 + 25.0 * unif()); break;
+        case K_TIES: v = 0.5f * (float)((int)(next_u64() % 9) - 4); break;
+        case K_CONSTANT: v = ((i / 16) % 2 ? -1.0f : 0.75f) * ((i / 64) % 2 ? 3.0f : 1.0f); break;
+        case K_SINGLE: v = (i % 37 == 5) ? scale : (i % 3 == 0 ? -0.0f : 0.0f); break;
+        case K_EXTREMES: v = (next_u64() % 4 == 0) ? ((next_u64() & 1) ? scale : -scale) : v * 0.01f; break;
+        default: break;
+        }
+        x[i] = v;
+    }
+}
+
+/* Importance of kind m: none, random, random with zeros, all zero, all one (equal weights: ties
+ * between neighbours). */
+#define IMP_KINDS 5
+static const float *importance(int m, float *imp)
+{
+    if (m == 0) return NULL;
+    for (int i = 0; i < COLS; i++) {
+        float v = (float)(unif() * 4.0 + 1e-3);
+        if (m == 2 && next_u64() % 5 == 0) v = 0.0f;
+        if (m == 3) v = 0.0f;
+        if (m == 4) v = 1.0f;
+        imp[i] = v;
+    }
+    return imp;
+}
+
+static void generated(nf_simd_level level)
+{
+    require(level);
+    enum { PER_KIND = 8 };
+    float *x = malloc(sizeof(float) * PER_KIND * COLS), imp[COLS];
+    for (int k = 0; k < K_COUNT; k++)
+        for (int m = 0; m < IMP_KINDS; m++) {
+            for (int r = 0; r < PER_KIND; r++) fill(k, x + r * COLS, COLS);
+            const float *ip = importance(m, imp);
+            for (size_t i = 0; i < NTYPES; i++) expect_same_as_scalar(level, &TYPES[i], x, PER_KIND, ip, KIND_NAMES[k]);
+        }
+    free(x);
+}
+
+Test(ggml_iq2_simd, generated_rows_avx2) { generated(NF_SIMD_AVX2); }
+Test(ggml_iq2_simd, generated_rows_avx512) { generated(NF_SIMD_AVX512); }
+
+/* ------------------------------------------------------------------ the kernel itself */
+
+typedef struct trial_out {
+    bool ok;
+    int32_t index[NF_IQ2_MAX_POINTS * NF_IQ2_TRIAL_ROOM];
+    bool on[NF_IQ2_MAX_POINTS * NF_IQ2_TRIAL_ROOM];
+    float sumqx[NF_IQ2_TRIAL_ROOM], sumq2[NF_IQ2_TRIAL_ROOM];
+} trial_out;
+
+static void run_trials(const nf_iq2_kernels *k, const nf_ggml_grid *g, const qtype *t, const float *id,
+                       const float *scale, const float *xval, const float *w, const float *waux, trial_out *o)
+{
+    memset(o, 0, sizeof *o);
+    o->ok = k->trials(g, t->npoint, t->ntrial, id, scale, xval, w, waux, o->index, o->on, o->sumqx, o->sumq2);
+}
+
+static bool same_float(float a, float b) { return memcmp(&a, &b, sizeof a) == 0 || (isnan(a) && isnan(b)); }
+
+/* Every trial's outputs of `level` are the scalar's for groups of every kind, the inverse scales
+ * spread as the encoders spread them (and some at random), weights random, equal, zero or NaN. */
+static void kernel_matches(nf_simd_level level)
+{
+    require(level);
+    const nf_iq2_kernels *vk = nf_iq2_kernels_for(level), *sk = nf_iq2_kernels_for(NF_SIMD_SCALAR);
+    for (size_t ti = 0; ti < NTYPES; ti++) {
+        const qtype *t = &TYPES[ti];
+        const nf_ggml_grid *g = nf_ggml_grid_get(t->grid);
+        cr_assert(g != NULL);
+        int n = 8 * t->npoint, fails = 0;
+        for (int rep = 0; rep < 3000; rep++) {
+            float x[32], xval[32], w[32], waux[32], id[NF_IQ2_TRIAL_ROOM], scale[NF_IQ2_TRIAL_ROOM];
+            fill(rep % K_COUNT, x, n);
+            float max = 0.0f;
+            for (int i = 0; i < n; i++) {
+                xval[i] = fabsf(x[i]);
+                max = max > xval[i] ? max : xval[i];
+            }
+            int wk = rep / K_COUNT % 4;
+            for (int i = 0; i < n; i++) {
+                w[i] = wk == 0 ? (float)(unif() * 4.0) : wk == 1 ? 1.0f : wk == 2 ? 0.0f : (i == 3 ? NAN : 1.0f);
+                waux[i] = sqrtf(w[i]);
+            }
+            bool spread = rep % 5 != 0;
+            for (int j = 0; j < NF_IQ2_TRIAL_ROOM; j++) {
+                id[j] = spread ? (5.0f + (float)(j - t->ntrial / 2) * 0.1f) / (max > 0 ? max : 1.0f)
+                               : (float)(unif() * 8.0) / (max > 0 ? max : 1.0f);
+                scale[j] = 1 / id[j];
+            }
+            trial_out a, b;
+            run_trials(sk, g, t, id, scale, xval, w, waux, &a);
+            run_trials(vk, g, t, id, scale, xval, w, waux, &b);
+            cr_assert_eq(b.ok, a.ok, "%s %s rep %d: ok %d, scalar %d", vk->name, t->stem, rep, b.ok, a.ok);
+            if (!a.ok) {
+                fails++;
+                continue;
+            }
+            for (int tr = 0; tr < t->ntrial; tr++) {
+                cr_assert(same_float(b.sumqx[tr], a.sumqx[tr]) && same_float(b.sumq2[tr], a.sumq2[tr]),
+                          "%s %s rep %d trial %d: sums %a %a, scalar %a %a", vk->name, t->stem, rep, tr, b.sumqx[tr],
+                          b.sumq2[tr], a.sumqx[tr], a.sumq2[tr]);
+                for (int k = 0; k < t->npoint; k++) {
+                    int at = k * NF_IQ2_TRIAL_ROOM + tr;
+                    cr_assert(b.index[at] == a.index[at] && b.on[at] == a.on[at],
+                              "%s %s rep %d trial %d point %d: index %d on %d, scalar %d %d", vk->name, t->stem, rep,
+                              tr, k, b.index[at], b.on[at], a.index[at], a.on[at]);
+                }
+            }
+        }
+        cr_assert(fails < 3000, "%s: every group refused", t->stem);
+    }
+}
+
+Test(ggml_iq2_simd, kernel_avx2) { kernel_matches(NF_SIMD_AVX2); }
+Test(ggml_iq2_simd, kernel_avx512) { kernel_matches(NF_SIMD_AVX512); }
+
+Test(ggml_iq2_simd, tables_are_complete)
+{
+    for (int l = 0; l < NF_SIMD_LEVEL_COUNT; l++) {
+        const nf_iq2_kernels *k = nf_iq2_kernels_for((nf_simd_level)l);
+        cr_assert(k && k->name && k->trials, "level %d", l);
+    }
+}
