@@ -267,6 +267,11 @@ static void kernel_matches(nf_simd_level level)
                                : (float)(unif() * 8.0) / (max > 0 ? max : 1.0f);
                 scale[j] = 1 / id[j];
             }
+            /* the nearest entry on a random off-grid code */
+            uint32_t c = (uint32_t)(next_u64() % NF_GGML_GRID_CODES);
+            while (g->map[c] >= 0) c = (c + 1) % NF_GGML_GRID_CODES;
+            int32_t na = sk->nearest(g, g->map[c], xval, waux, scale[0]), nb = vk->nearest(g, g->map[c], xval, waux, scale[0]);
+            cr_assert_eq(nb, na, "%s %s rep %d code %u: nearest %d, scalar %d", vk->name, t->stem, rep, c, nb, na);
             trial_out a, b;
             run_trials(sk, g, t, id, scale, xval, w, waux, &a);
             run_trials(vk, g, t, id, scale, xval, w, waux, &b);
@@ -298,6 +303,6 @@ Test(ggml_iq2_simd, tables_are_complete)
 {
     for (int l = 0; l < NF_SIMD_LEVEL_COUNT; l++) {
         const nf_iq2_kernels *k = nf_iq2_kernels_for((nf_simd_level)l);
-        cr_assert(k && k->name && k->trials, "level %d", l);
+        cr_assert(k && k->name && k->trials && k->nearest, "level %d", l);
     }
 }

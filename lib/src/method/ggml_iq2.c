@@ -34,20 +34,28 @@ static inline float iq2_max(float a, float b) { return a > b ? a : b; }
 
 static inline int iq2_level(float id, float xv) { return gq_clamp(gq_nearest(0.5f * (id * xv - 1)), 0, IQ2_MAXQ - 1); }
 
-/* The neighbour (of the list nb) of least weighted error sum_i w_i (scale * q_i - x_i)^2, where
- * q = 2l + 1 of the point's levels, the first one on a tie; its levels go to L.  -1 when no
- * error is below FLT_MAX (a NaN weight: ggml aborts). */
-static int iq2_nearest_point(const nf_ggml_grid *g, const uint16_t *nb, const float *xval, const float *w, float scale,
-                             int8_t *L)
+/* The scalar reference of the nearest kernel (simd/ggml_iq2_simd.h): the neighbour of least
+ * weighted error sum_i w_i (scale * q_i - x_i)^2, where q = 2l + 1 of the point's levels, the
+ * first one on a tie; -1 when no error is below FLT_MAX (a NaN weight: ggml aborts). */
+static int32_t iq2_nearest_scalar(const nf_ggml_grid *g, int32_t m, const float *xval, const float *w, float scale)
 {
+    const uint16_t *nb = nf_ggml_grid_neighbours(g, m);
+    int8_t L[8];
     return gq_grid_nearest(g->level, 8, nb + 1, nb[0], xval, w, scale, L);
 }
 
+/* The levels of grid point `index` into L. */
+static void iq2_levels(const nf_ggml_grid *g, int32_t index, int8_t *L)
+{
+    for (int i = 0; i < 8; i++) L[i] = (int8_t)g->level[8 * (size_t)index + (size_t)i];
+}
+
 /* Rounds 8 magnitudes to levels with the inverse scale id into L; a point off the grid is
- * replaced by its nearest neighbour at scale.  The point's grid index, or -1 when no neighbour is
- * found (ggml aborts).  *on_grid tells whether the rounded point was on the grid. */
-static int32_t iq2_point(const nf_ggml_grid *g, const float *xval, const float *waux, float id, float scale, int8_t *L,
-                         bool *on_grid)
+ * replaced by its nearest neighbour at scale (kern's search).  The point's grid index, or -1
+ * when no neighbour is found (ggml aborts).  *on_grid tells whether the rounded point was on the
+ * grid. */
+static int32_t iq2_point(const nf_iq2_kernels *kern, const nf_ggml_grid *g, const float *xval, const float *waux,
+                         float id, float scale, int8_t *L, bool *on_grid)
 {
     uint8_t lv[8];
     for (int i = 0; i < 8; i++) {
@@ -56,7 +64,10 @@ static int32_t iq2_point(const nf_ggml_grid *g, const float *xval, const float *
     }
     int32_t m = g->map[nf_ggml_grid_code(lv)];
     *on_grid = m >= 0;
-    return m >= 0 ? m : iq2_nearest_point(g, nf_ggml_grid_neighbours(g, m), xval, waux, scale, L);
+    if (m >= 0) return m;
+    int32_t at = kern->nearest(g, m, xval, waux, scale);
+    if (at >= 0) iq2_levels(g, at, L);
+    return at;
 }
 
 /* The grid index of 8 levels, or -1 off the grid. */
@@ -89,7 +100,7 @@ static bool iq2_trials_scalar(const nf_ggml_grid *g, int npoint, int ntrial, con
     int8_t L[8 * NF_IQ2_MAX_POINTS];
     for (int t = 0; t < ntrial; t++) {
         for (int k = 0; k < npoint; k++) {
-            int32_t at = iq2_point(g, xval + 8 * k, waux + 8 * k, id[t], scale[t], L + 8 * k,
+            int32_t at = iq2_point(&nf_iq2_kernels_scalar, g, xval + 8 * k, waux + 8 * k, id[t], scale[t], L + 8 * k,
                                    &on[k * NF_IQ2_TRIAL_ROOM + t]);
             if (at < 0) return false;
             index[k * NF_IQ2_TRIAL_ROOM + t] = at;
@@ -99,15 +110,10 @@ static bool iq2_trials_scalar(const nf_ggml_grid *g, int npoint, int ntrial, con
     return true;
 }
 
-const nf_iq2_kernels nf_iq2_kernels_scalar = {.name = "scalar", .trials = iq2_trials_scalar};
+const nf_iq2_kernels nf_iq2_kernels_scalar = {.name = "scalar", .trials = iq2_trials_scalar,
+                                              .nearest = iq2_nearest_scalar};
 
 NF_SIMD_SELECTOR(nf_iq2_kernels, nf_iq2_kernels, nf_iq2_kernels_scalar, nf_iq2_kernels_avx2, nf_iq2_kernels_avx512)
-
-/* The levels of grid point `index` into L. */
-static void iq2_levels(const nf_ggml_grid *g, int32_t index, int8_t *L)
-{
-    for (int i = 0; i < 8; i++) L[i] = (int8_t)g->level[8 * (size_t)index + (size_t)i];
-}
 
 /* Step 2 for ntrial trial inverse scales id (the scales their reciprocals): the best trial's
  * points' levels into L, its index (-1 when no trial has sumq2 > 0 and sumqx^2 > best sumq2),
@@ -207,7 +213,7 @@ static gq_fail iq2_xxs_group(const nf_iq2_kernels *kern, const nf_ggml_grid *g, 
         float id = 1 / scale;
         bool on;
         for (int k = 0; k < 4; k++)
-            if (iq2_point(g, xval + 8 * k, waux + 8 * k, id, scale, L + 8 * k, &on) < 0) return GQ_GGML_ABORTS;
+            if (iq2_point(kern, g, xval + 8 * k, waux + 8 * k, id, scale, L + 8 * k, &on) < 0) return GQ_GGML_ABORTS;
         float sumqx, sumq2;
         iq2_sums(32, w, xval, L, &sumqx, &sumq2);
         if (sumq2 > 0) scale = sumqx / sumq2;
@@ -298,7 +304,7 @@ static gq_fail iq2_pair_group(const nf_iq2_kernels *kern, const nf_ggml_grid *g,
         float id = 1 / scale;
         bool on_now;
         for (int k = 0; k < 2; k++)
-            if (!on[k] && iq2_point(g, xval + 8 * k, waux + 8 * k, id, scale, L + 8 * k, &on_now) < 0)
+            if (!on[k] && iq2_point(kern, g, xval + 8 * k, waux + 8 * k, id, scale, L + 8 * k, &on_now) < 0)
                 return GQ_GGML_ABORTS;
         float sumqx, sumq2;
         iq2_sums(16, w, xval, L, &sumqx, &sumq2);

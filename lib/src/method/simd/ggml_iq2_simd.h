@@ -43,6 +43,10 @@ typedef struct nf_iq2_kernels {
     bool (*trials)(const nf_ggml_grid *g, int npoint, int ntrial, const float *id, const float *scale,
                    const float *xval, const float *w, const float *waux, int32_t *index, bool *on, float *sumqx,
                    float *sumq2);
+    /* The grid index of the first listed neighbour of least distance sum_i waux_i (scale q_i -
+     * x_i)^2 to the 8 magnitudes xval, for an off-grid code whose map entry is m (< 0); -1 when
+     * no distance is below FLT_MAX.  gq_grid_nearest's choice, for the final refit. */
+    int32_t (*nearest)(const nf_ggml_grid *g, int32_t m, const float *xval, const float *waux, float scale);
 } nf_iq2_kernels;
 
 extern const nf_iq2_kernels nf_iq2_kernels_scalar;
