@@ -3,7 +3,7 @@
  * the vectors of tests/data/gguf and the scalar level's on generated rows of every kind -- random
  * scales over 16 decades, zeros, outliers, subnormals, a huge range, ties, constants, single
  * values, repeated extremes -- with and without an importance vector; and the trials kernel
- * itself gives the scalar's indices, grid flags and sums for every trial of generated groups,
+ * itself gives the scalar's points, grid flags and sums for every trial of generated groups,
  * ties and NaN weights included.  The level is switched with nf_simd_force. */
 #include <criterion/criterion.h>
 
@@ -223,7 +223,7 @@ Test(ggml_iq2_simd, generated_rows_avx512) { generated(NF_SIMD_AVX512); }
 
 typedef struct trial_out {
     bool ok;
-    int32_t index[NF_IQ2_MAX_POINTS * NF_IQ2_TRIAL_ROOM];
+    uint16_t code[NF_IQ2_MAX_POINTS * NF_IQ2_TRIAL_ROOM];
     bool on[NF_IQ2_MAX_POINTS * NF_IQ2_TRIAL_ROOM];
     float sumqx[NF_IQ2_TRIAL_ROOM], sumq2[NF_IQ2_TRIAL_ROOM];
 } trial_out;
@@ -232,7 +232,7 @@ static void run_trials(const nf_iq2_kernels *k, const nf_ggml_grid *g, const qty
                        const float *scale, const float *xval, const float *w, const float *waux, trial_out *o)
 {
     memset(o, 0, sizeof *o);
-    o->ok = k->trials(g, t->npoint, t->ntrial, id, scale, xval, w, waux, o->index, o->on, o->sumqx, o->sumq2);
+    o->ok = k->trials(g, t->npoint, t->ntrial, id, scale, xval, w, waux, o->code, o->on, o->sumqx, o->sumq2);
 }
 
 static bool same_float(float a, float b) { return memcmp(&a, &b, sizeof a) == 0 || (isnan(a) && isnan(b)); }
@@ -286,9 +286,9 @@ static void kernel_matches(nf_simd_level level)
                           b.sumq2[tr], a.sumqx[tr], a.sumq2[tr]);
                 for (int k = 0; k < t->npoint; k++) {
                     int at = k * NF_IQ2_TRIAL_ROOM + tr;
-                    cr_assert(b.index[at] == a.index[at] && b.on[at] == a.on[at],
-                              "%s %s rep %d trial %d point %d: index %d on %d, scalar %d %d", vk->name, t->stem, rep,
-                              tr, k, b.index[at], b.on[at], a.index[at], a.on[at]);
+                    cr_assert(b.code[at] == a.code[at] && b.on[at] == a.on[at],
+                              "%s %s rep %d trial %d point %d: code %u on %d, scalar %u %d", vk->name, t->stem, rep,
+                              tr, k, b.code[at], b.on[at], a.code[at], a.on[at]);
                 }
             }
         }

@@ -146,6 +146,7 @@ static bool gg_list_codes(gg_built *b)
         if (b->map[c] >= 0) continue;
         uint64_t at = (uint64_t)(-(int64_t)b->map[c] - 1);
         const uint16_t *list = b->neighbours + at;
+        b->neighbour_codes[at] = list[0];
         for (unsigned j = 1; j <= list[0]; j++)
             b->neighbour_codes[at + j] = (uint16_t)nf_ggml_grid_code(b->level + 8 * (size_t)list[j]);
     }

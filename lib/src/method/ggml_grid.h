@@ -34,9 +34,9 @@ typedef struct nf_ggml_grid {
                                     its neighbour list in neighbours */
     const uint16_t *neighbours;  /* at an offset: the count n >= 1, then n grid indices */
     uint64_t neighbour_entries;  /* entries of neighbours (lists and their counts) */
-    const uint16_t *neighbour_codes; /* beside neighbours, entry for entry: each listed point's code
-                                        (0 at a count), then NF_GGML_GRID_PAD zeros, so a vector
-                                        kernel may load a whole vector from any list's start */
+    const uint16_t *neighbour_codes; /* beside neighbours, entry for entry: the count, then each
+                                        listed point's code; then NF_GGML_GRID_PAD zeros, so a
+                                        vector kernel may load a whole vector from any list */
 } nf_ggml_grid;
 
 #define NF_GGML_GRID_PAD 16u /* zero entries after neighbour_codes' last list (one 512-bit load of uint16) */

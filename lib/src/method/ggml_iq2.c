@@ -34,26 +34,29 @@ static inline float iq2_max(float a, float b) { return a > b ? a : b; }
 
 static inline int iq2_level(float id, float xv) { return gq_clamp(gq_nearest(0.5f * (id * xv - 1)), 0, IQ2_MAXQ - 1); }
 
-/* The scalar reference of the nearest kernel (simd/ggml_iq2_simd.h): the neighbour of least
- * weighted error sum_i w_i (scale * q_i - x_i)^2, where q = 2l + 1 of the point's levels, the
- * first one on a tie; -1 when no error is below FLT_MAX (a NaN weight: ggml aborts). */
+/* The scalar reference of the nearest kernel (simd/ggml_iq2_simd.h): the code of the neighbour
+ * of least weighted error sum_i w_i (scale * q_i - x_i)^2, where q = 2l + 1 of the point's
+ * levels, the first one on a tie; -1 when no error is below FLT_MAX (a NaN weight: ggml aborts). */
 static int32_t iq2_nearest_scalar(const nf_ggml_grid *g, int32_t m, const float *xval, const float *w, float scale)
 {
     const uint16_t *nb = nf_ggml_grid_neighbours(g, m);
     int8_t L[8];
-    return gq_grid_nearest(g->level, 8, nb + 1, nb[0], xval, w, scale, L);
+    if (gq_grid_nearest(g->level, 8, nb + 1, nb[0], xval, w, scale, L) < 0) return -1;
+    uint8_t lv[8];
+    for (int i = 0; i < 8; i++) lv[i] = (uint8_t)L[i];
+    return (int32_t)nf_ggml_grid_code(lv);
 }
 
-/* The levels of grid point `index` into L. */
-static void iq2_levels(const nf_ggml_grid *g, int32_t index, int8_t *L)
+/* The levels of the point of code c into L. */
+static void iq2_levels(uint32_t c, int8_t *L)
 {
-    for (int i = 0; i < 8; i++) L[i] = (int8_t)g->level[8 * (size_t)index + (size_t)i];
+    for (int i = 0; i < 8; i++) L[i] = (int8_t)(c >> 2 * i & 3u);
 }
 
 /* Rounds 8 magnitudes to levels with the inverse scale id into L; a point off the grid is
- * replaced by its nearest neighbour at scale (kern's search).  The point's grid index, or -1
- * when no neighbour is found (ggml aborts).  *on_grid tells whether the rounded point was on the
- * grid. */
+ * replaced by its nearest neighbour at scale (kern's search).  The code of the point (on the
+ * grid), or -1 when no neighbour is found (ggml aborts).  *on_grid tells whether the rounded
+ * point was on the grid. */
 static int32_t iq2_point(const nf_iq2_kernels *kern, const nf_ggml_grid *g, const float *xval, const float *waux,
                          float id, float scale, int8_t *L, bool *on_grid)
 {
@@ -62,11 +65,12 @@ static int32_t iq2_point(const nf_iq2_kernels *kern, const nf_ggml_grid *g, cons
         lv[i] = (uint8_t)iq2_level(id, xval[i]);
         L[i] = (int8_t)lv[i];
     }
-    int32_t m = g->map[nf_ggml_grid_code(lv)];
+    uint32_t c = nf_ggml_grid_code(lv);
+    int32_t m = g->map[c];
     *on_grid = m >= 0;
-    if (m >= 0) return m;
+    if (m >= 0) return (int32_t)c;
     int32_t at = kern->nearest(g, m, xval, waux, scale);
-    if (at >= 0) iq2_levels(g, at, L);
+    if (at >= 0) iq2_levels((uint32_t)at, L);
     return at;
 }
 
@@ -94,7 +98,7 @@ static void iq2_sums(int n, const float *w, const float *xval, const int8_t *L, 
 /* The scalar reference of the trials kernel (simd/ggml_iq2_simd.h): each trial's points and
  * sums, as ggml computes them inside its loop over trial scales. */
 static bool iq2_trials_scalar(const nf_ggml_grid *g, int npoint, int ntrial, const float *id, const float *scale,
-                              const float *xval, const float *w, const float *waux, int32_t *index, bool *on,
+                              const float *xval, const float *w, const float *waux, uint16_t *code, bool *on,
                               float *sumqx, float *sumq2)
 {
     int8_t L[8 * NF_IQ2_MAX_POINTS];
@@ -103,7 +107,7 @@ static bool iq2_trials_scalar(const nf_ggml_grid *g, int npoint, int ntrial, con
             int32_t at = iq2_point(&nf_iq2_kernels_scalar, g, xval + 8 * k, waux + 8 * k, id[t], scale[t], L + 8 * k,
                                    &on[k * NF_IQ2_TRIAL_ROOM + t]);
             if (at < 0) return false;
-            index[k * NF_IQ2_TRIAL_ROOM + t] = at;
+            code[k * NF_IQ2_TRIAL_ROOM + t] = (uint16_t)at;
         }
         iq2_sums(8 * npoint, w, xval, L, &sumqx[t], &sumq2[t]);
     }
@@ -124,10 +128,10 @@ static bool iq2_search(const nf_iq2_kernels *kern, const nf_ggml_grid *g, int np
                        int *best_trial)
 {
     float sc[NF_IQ2_TRIAL_ROOM], sumqx[NF_IQ2_TRIAL_ROOM], sumq2[NF_IQ2_TRIAL_ROOM];
-    int32_t index[NF_IQ2_MAX_POINTS * NF_IQ2_TRIAL_ROOM];
+    uint16_t code[NF_IQ2_MAX_POINTS * NF_IQ2_TRIAL_ROOM];
     bool on_t[NF_IQ2_MAX_POINTS * NF_IQ2_TRIAL_ROOM];
     for (int t = 0; t < NF_IQ2_TRIAL_ROOM; t++) sc[t] = 1 / id[t];
-    if (!kern->trials(g, npoint, ntrial, id, sc, xval, w, waux, index, on_t, sumqx, sumq2)) return false;
+    if (!kern->trials(g, npoint, ntrial, id, sc, xval, w, waux, code, on_t, sumqx, sumq2)) return false;
     float best = 0.0f;
     *best_trial = -1;
     for (int t = 0; t < ntrial; t++)
@@ -138,7 +142,7 @@ static bool iq2_search(const nf_iq2_kernels *kern, const nf_ggml_grid *g, int np
         }
     if (*best_trial >= 0)
         for (int k = 0; k < npoint; k++) {
-            iq2_levels(g, index[k * NF_IQ2_TRIAL_ROOM + *best_trial], L + 8 * k);
+            iq2_levels(code[k * NF_IQ2_TRIAL_ROOM + *best_trial], L + 8 * k);
             on[k] = on_t[k * NF_IQ2_TRIAL_ROOM + *best_trial];
         }
     return true;

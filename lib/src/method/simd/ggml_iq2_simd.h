@@ -34,16 +34,16 @@ typedef struct nf_iq2_kernels {
     const char *name;
     /* For each trial t < ntrial: the npoint (<= NF_IQ2_MAX_POINTS) points of 8 magnitudes xval
      * rounded to levels at the inverse scale id[t], a point off grid g replaced by its listed
-     * neighbour of least distance at scale[t] under the weights waux; the grid index of point k
-     * to index[k * NF_IQ2_TRIAL_ROOM + t], whether it was on the grid to
+     * neighbour of least distance at scale[t] under the weights waux; the code (ggml_grid.h) of
+     * point k, a grid point's, to code[k * NF_IQ2_TRIAL_ROOM + t], whether it was on the grid to
      * on[k * NF_IQ2_TRIAL_ROOM + t], and sum w x q, sum w q^2 (q = 2l + 1, weights w) over the
      * 8 npoint values to sumqx[t], sumq2[t].  id and scale hold NF_IQ2_TRIAL_ROOM entries (those
      * past ntrial are read and ignored).  False when a point has no neighbour below FLT_MAX
      * (ggml aborts); the outputs are then undefined. */
     bool (*trials)(const nf_ggml_grid *g, int npoint, int ntrial, const float *id, const float *scale,
-                   const float *xval, const float *w, const float *waux, int32_t *index, bool *on, float *sumqx,
+                   const float *xval, const float *w, const float *waux, uint16_t *code, bool *on, float *sumqx,
                    float *sumq2);
-    /* The grid index of the first listed neighbour of least distance sum_i waux_i (scale q_i -
+    /* The code of the first listed neighbour of least distance sum_i waux_i (scale q_i -
      * x_i)^2 to the 8 magnitudes xval, for an off-grid code whose map entry is m (< 0); -1 when
      * no distance is below FLT_MAX.  gq_grid_nearest's choice, for the final refit. */
     int32_t (*nearest)(const nf_ggml_grid *g, int32_t m, const float *xval, const float *waux, float scale);
