@@ -35,9 +35,18 @@
 #define TBL4_LOAD(p) _mm512_broadcast_f32x4(_mm_loadu_ps(p))
 #define TBL4(t, i) _mm512_permutexvar_ps(i, t)
 #define CODES(p) _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(p)))
-#define MAP(map, c) _mm512_i32gather_epi32(c, map, 4)
+#define MAP(map, c) map16(map, c)
 #define NEGBITS(v) ((unsigned)_mm512_movepi32_mask(v))
 #define LANE_MIN(d, n, first) lane_min_avx512(d, n, first)
+
+/* MAP of ggml_iq2_lanes.inc as two 8-lane gathers: the 16-lane one's -O0 macro converts its
+ * mask with a sign change, which the build's warnings refuse (the sanitizer build is -O0). */
+NF_AVX512_INLINE __m512i map16(const int32_t *map, __m512i c)
+{
+    __m256i lo = _mm256_i32gather_epi32(map, _mm512_castsi512_si256(c), 4);
+    __m256i hi = _mm256_i32gather_epi32(map, _mm512_extracti64x4_epi64(c, 1), 4);
+    return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+}
 
 /* LANE_MIN of ggml_iq2_lanes.inc: NaN lanes and lanes from n on become FLT_MAX, which never wins. */
 NF_AVX512_INLINE float lane_min_avx512(__m512 d, unsigned n, int *first)
