@@ -133,6 +133,7 @@ const nf_gq_kernels nf_gq_kernels_avx2 = {.name = "avx2",
                                           .iq4_scales = iq4_scales_avx2,
                                           .codes_x0 = codes_x0_avx2,
                                           .codes_q8_0 = codes_q8_0_avx2,
-                                          .requant = requant_avx2};
+                                          .requant = requant_avx2,
+                                          .iq3_trials = nf_gq3_trials_avx2};
 
 #endif

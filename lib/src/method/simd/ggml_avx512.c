@@ -198,6 +198,7 @@ const nf_gq_kernels nf_gq_kernels_avx512 = {.name = "avx512",
                                             .iq4_scales = iq4_scales_avx512,
                                             .codes_x0 = codes_x0_avx512,
                                             .codes_q8_0 = codes_q8_0_avx512,
-                                            .requant = requant_avx512};
+                                            .requant = requant_avx512,
+                                            .iq3_trials = nf_gq3_trials_avx512};
 
 #endif

@@ -26,6 +26,8 @@
 
 #include "common/cpu.h"
 
+struct nf_gq3_grid;
+
 /* The largest sub-block a search takes (ggml's k-quant and Q4_0 / Q5_0 blocks hold <= 32). */
 #define NF_GQ_MAX_N 32
 
@@ -54,7 +56,33 @@ typedef struct nf_gq_kernels {
      * Q5_K) L[i] = clamp(nearest((x[i] + dm) / d), lo, hi) + offset. */
     void (*requant)(int n, const float *x, float d, bool with_min, float dm, int lo, int hi, int offset,
                     uint8_t *L);
+    /* IQ3_XXS / IQ3_S (ggml_iq3.c): the nt (<= NF_GQ3_MAX_TRIALS) trials of one group of 32
+     * magnitudes xval, one trial a lane.  Trial t rounds the values at inverse scale id[t] to
+     * levels, moves each 4-value point off grid g to its nearest neighbour at scale[t] (weights
+     * waux), and writes the level of value i to L[NF_GQ3_TRIAL_STRIDE i + t] (a value's trials
+     * side by side, as the lanes hold them), whether each point was on the grid to
+     * on_grid + 8 t, and sum w x (2L + 1) and sum w (2L + 1)^2 to sumqx[t], sumq2[t].  False when
+     * a neighbour search finds no point (ggml aborts). */
+    bool (*iq3_trials)(const struct nf_gq3_grid *g, int nt, const float *id, const float *scale, const float *xval,
+                       const float *waux, const float *w, int8_t *L, bool *on_grid, float *sumqx, float *sumq2);
 } nf_gq_kernels;
+
+/* The trials of IQ3_XXS (31), the most of either IQ3 type, and the stride of iq3_trials's levels
+ * (room for 32: a vector store of the last lanes stays in the row). */
+#define NF_GQ3_MAX_TRIALS 31
+#define NF_GQ3_TRIAL_STRIDE 32u
+
+/* The scalar references of the entries whose encoders live in their own files. */
+bool nf_gq3_trials_ref(const struct nf_gq3_grid *g, int nt, const float *id, const float *scale, const float *xval,
+                       const float *waux, const float *w, int8_t *L, bool *on_grid, float *sumqx, float *sumq2);
+/* The vector kernels of those entries (simd/ggml_iq*_avx2.c, _avx512.c). */
+#if NF_X86_KERNELS
+bool nf_gq3_trials_avx2(const struct nf_gq3_grid *g, int nt, const float *id, const float *scale, const float *xval,
+                        const float *waux, const float *w, int8_t *L, bool *on_grid, float *sumqx, float *sumq2);
+bool nf_gq3_trials_avx512(const struct nf_gq3_grid *g, int nt, const float *id, const float *scale,
+                          const float *xval, const float *waux, const float *w, int8_t *L, bool *on_grid,
+                          float *sumqx, float *sumq2);
+#endif
 
 extern const nf_gq_kernels nf_gq_kernels_scalar;
 #if NF_X86_KERNELS
