@@ -65,6 +65,17 @@ typedef struct nf_gq_kernels {
      * a neighbour search finds no point (ggml aborts). */
     bool (*iq3_trials)(const struct nf_gq3_grid *g, int nt, const float *id, const float *scale, const float *xval,
                        const float *waux, const float *w, int8_t *L, bool *on_grid, float *sumqx, float *sumq2);
+    /* IQ1_S (ggml_iq1.c): ggml's search of a group of 32 sorted values over every split i1 <= i2
+     * into codes 0 / 1 / 2 and both delta signs (shift +1, then -1, for each split), by the prefix
+     * sums sumx, sumw (33 each) of w x and w in sorted order: the kept split, its shift and
+     * scale (s0, the group's largest magnitude, if none is kept).  False when none is. */
+    bool (*iq1s_split)(const float *sumx, const float *sumw, float s0, int *b1, int *b2, int *shift, float *scale);
+    /* IQ1_M (ggml_iq1.c): ggml's search of a group of 16 (x, w; idx their ascending order) over
+     * every split i1 <= i2 and the 4 kinds (the delta sign of each half), each candidate's sums
+     * taken afresh in sorted order: the kept split, kind and scale (s0 if none).  False when none
+     * is kept. */
+    bool (*iq1m_split)(const float *x, const float *w, const int *idx, float s0, int *b1, int *b2, int *kind,
+                       float *scale);
 } nf_gq_kernels;
 
 /* The trials of IQ3_XXS (31), the most of either IQ3 type, and the stride of iq3_trials's levels
@@ -75,6 +86,9 @@ typedef struct nf_gq_kernels {
 /* The scalar references of the entries whose encoders live in their own files. */
 bool nf_gq3_trials_ref(const struct nf_gq3_grid *g, int nt, const float *id, const float *scale, const float *xval,
                        const float *waux, const float *w, int8_t *L, bool *on_grid, float *sumqx, float *sumq2);
+bool nf_gq1s_split_ref(const float *sumx, const float *sumw, float s0, int *b1, int *b2, int *shift, float *scale);
+bool nf_gq1m_split_ref(const float *x, const float *w, const int *idx, float s0, int *b1, int *b2, int *kind,
+                       float *scale);
 /* The vector kernels of those entries (simd/ggml_iq*_avx2.c, _avx512.c). */
 #if NF_X86_KERNELS
 bool nf_gq3_trials_avx2(const struct nf_gq3_grid *g, int nt, const float *id, const float *scale, const float *xval,
@@ -82,6 +96,13 @@ bool nf_gq3_trials_avx2(const struct nf_gq3_grid *g, int nt, const float *id, co
 bool nf_gq3_trials_avx512(const struct nf_gq3_grid *g, int nt, const float *id, const float *scale,
                           const float *xval, const float *waux, const float *w, int8_t *L, bool *on_grid,
                           float *sumqx, float *sumq2);
+bool nf_gq1s_split_avx2(const float *sumx, const float *sumw, float s0, int *b1, int *b2, int *shift, float *scale);
+bool nf_gq1s_split_avx512(const float *sumx, const float *sumw, float s0, int *b1, int *b2, int *shift,
+                          float *scale);
+bool nf_gq1m_split_avx2(const float *x, const float *w, const int *idx, float s0, int *b1, int *b2, int *kind,
+                        float *scale);
+bool nf_gq1m_split_avx512(const float *x, const float *w, const int *idx, float s0, int *b1, int *b2, int *kind,
+                          float *scale);
 #endif
 
 extern const nf_gq_kernels nf_gq_kernels_scalar;
