@@ -76,20 +76,13 @@ static bool iq1_better(float sumqx, float sumq2, float *best, float *scale)
     return true;
 }
 
-/* The grid point for 8 codes L, with the values xx the codes stand for: the point itself, or
- * among its neighbours the one of least weighted error sum w (scale xx[l] - x)^2, the first on a
- * tie, whose codes replace L.  -1 when no neighbour's error is below FLT_MAX (ggml aborts). */
-static int iq1_point(const nf_ggml_grid *grid, const float *x, const float *w, float scale, const float *xx,
-                     uint8_t *L, bool *on_grid)
+int nf_gq1_nearest_ref(const uint8_t *levels, const uint16_t *list, unsigned n, const float *x, const float *w,
+                       float scale, const float *xx)
 {
-    int32_t m = grid->map[nf_ggml_grid_code(L)];
-    if (m >= 0) return (int)m;
-    *on_grid = false;
-    const uint16_t *nb = nf_ggml_grid_neighbours(grid, m);
     float best = 3.40282347e38f;
     int pick = -1;
-    for (unsigned j = 1; j <= nb[0]; j++) {
-        const uint8_t *lv = grid->level + 8u * nb[j];
+    for (unsigned j = 0; j < n; j++) {
+        const uint8_t *lv = levels + 8u * list[j];
         float d2 = 0.0f;
         for (int i = 0; i < 8; i++) {
             float diff = scale * xx[lv[i]] - x[i];
@@ -97,9 +90,24 @@ static int iq1_point(const nf_ggml_grid *grid, const float *x, const float *w, f
         }
         if (d2 < best) {
             best = d2;
-            pick = nb[j];
+            pick = list[j];
         }
     }
+    return pick;
+}
+
+/* The grid point for 8 codes L, with the values xx the codes stand for: the point itself, or
+ * among its neighbours the one of least weighted error sum w (scale xx[l] - x)^2, the first on a
+ * tie (the kernels' iq1_nearest), whose codes replace L.  -1 when no neighbour's error is below
+ * FLT_MAX (ggml aborts). */
+static int iq1_point(const nf_ggml_grid *grid, const float *x, const float *w, float scale, const float *xx,
+                     uint8_t *L, bool *on_grid)
+{
+    int32_t m = grid->map[nf_ggml_grid_code(L)];
+    if (m >= 0) return (int)m;
+    *on_grid = false;
+    const uint16_t *nb = nf_ggml_grid_neighbours(grid, m);
+    int pick = nf_gq_kernels_current()->iq1_nearest(grid->level, nb + 1, nb[0], x, w, scale, xx);
     if (pick >= 0) memcpy(L, grid->level + 8u * (unsigned)pick, 8);
     return pick;
 }

@@ -316,7 +316,8 @@ const nf_gq_kernels nf_gq_kernels_scalar = {.name = "scalar",
                                             .requant = requant_scalar,
                                             .iq3_trials = nf_gq3_trials_ref,
                                             .iq1s_split = nf_gq1s_split_ref,
-                                            .iq1m_split = nf_gq1m_split_ref};
+                                            .iq1m_split = nf_gq1m_split_ref,
+                                            .iq1_nearest = nf_gq1_nearest_ref};
 
 NF_SIMD_SELECTOR(nf_gq_kernels, nf_gq_kernels, nf_gq_kernels_scalar, nf_gq_kernels_avx2, nf_gq_kernels_avx512)
 

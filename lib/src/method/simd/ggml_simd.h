@@ -76,6 +76,11 @@ typedef struct nf_gq_kernels {
      * is kept. */
     bool (*iq1m_split)(const float *x, const float *w, const int *idx, float s0, int *b1, int *b2, int *kind,
                        float *scale);
+    /* IQ1_S / IQ1_M (ggml_iq1.c): the point of list[0..n) (8 levels in {0, 1, 2} each, point p's
+     * at levels + 8 p) of least sum_i w_i (scale xx[l_i] - x_i)^2, the first on a tie; -1 when no
+     * sum is below FLT_MAX. */
+    int (*iq1_nearest)(const uint8_t *levels, const uint16_t *list, unsigned n, const float *x, const float *w,
+                       float scale, const float *xx);
 } nf_gq_kernels;
 
 /* The trials of IQ3_XXS (31), the most of either IQ3 type, and the stride of iq3_trials's levels
@@ -89,6 +94,8 @@ bool nf_gq3_trials_ref(const struct nf_gq3_grid *g, int nt, const float *id, con
 bool nf_gq1s_split_ref(const float *sumx, const float *sumw, float s0, int *b1, int *b2, int *shift, float *scale);
 bool nf_gq1m_split_ref(const float *x, const float *w, const int *idx, float s0, int *b1, int *b2, int *kind,
                        float *scale);
+int nf_gq1_nearest_ref(const uint8_t *levels, const uint16_t *list, unsigned n, const float *x, const float *w,
+                       float scale, const float *xx);
 /* The vector kernels of those entries (simd/ggml_iq*_avx2.c, _avx512.c). */
 #if NF_X86_KERNELS
 bool nf_gq3_trials_avx2(const struct nf_gq3_grid *g, int nt, const float *id, const float *scale, const float *xval,
@@ -103,6 +110,10 @@ bool nf_gq1m_split_avx2(const float *x, const float *w, const int *idx, float s0
                         float *scale);
 bool nf_gq1m_split_avx512(const float *x, const float *w, const int *idx, float s0, int *b1, int *b2, int *kind,
                           float *scale);
+int nf_gq1_nearest_avx2(const uint8_t *levels, const uint16_t *list, unsigned n, const float *x, const float *w,
+                        float scale, const float *xx);
+int nf_gq1_nearest_avx512(const uint8_t *levels, const uint16_t *list, unsigned n, const float *x, const float *w,
+                          float scale, const float *xx);
 #endif
 
 extern const nf_gq_kernels nf_gq_kernels_scalar;
