@@ -23,6 +23,7 @@
 #define FADD(a, b) _mm512_add_ps(a, b)
 #define FSUB(a, b) _mm512_sub_ps(a, b)
 #define FMUL(a, b) _mm512_mul_ps(a, b)
+#define FDIV(a, b) _mm512_div_ps(a, b)
 #define FGT(a, b) _mm512_cmp_ps_mask(a, b, _CMP_GT_OQ)
 #define MAND(a, b) ((__mmask16)((a) & (b)))
 #define FSEL(m, a, b) _mm512_mask_blend_ps(m, b, a)
