@@ -28,6 +28,9 @@ typedef struct nf_gq3_grid {
     uint8_t level[NF_GQ3_MAX_POINTS][4];      /* the 4 levels of each grid point */
     int32_t map[NF_GQ3_KEYS];                 /* key -> grid index, or -1 - offset of its list */
     uint16_t list[NF_GQ3_LIST_CAP];           /* per off-grid key: n, then n grid indices */
+    uint32_t entry[NF_GQ3_LIST_CAP];          /* list[i] with, for a grid index p, p's key at
+                                               * bit 16 (for the vector searches, which then
+                                               * read a candidate's levels with its index) */
     unsigned list_len;                        /* words of list in use */
 } nf_gq3_grid;
 

@@ -21,6 +21,7 @@
 
 #include "method/ggml_grid.h"
 #include "method/ggml_quant.h"
+#include "method/simd/ggml_simd.h"
 
 #define IQ1_GROUPS_S 8u         /* groups of 32 values in a super-block */
 #define IQ1_GROUPS_M 16u        /* groups of 16 values */
@@ -75,20 +76,13 @@ static bool iq1_better(float sumqx, float sumq2, float *best, float *scale)
     return true;
 }
 
-/* The grid point for 8 codes L, with the values xx the codes stand for: the point itself, or
- * among its neighbours the one of least weighted error sum w (scale xx[l] - x)^2, the first on a
- * tie, whose codes replace L.  -1 when no neighbour's error is below FLT_MAX (ggml aborts). */
-static int iq1_point(const nf_ggml_grid *grid, const float *x, const float *w, float scale, const float *xx,
-                     uint8_t *L, bool *on_grid)
+int nf_gq1_nearest_ref(const uint8_t *levels, const uint16_t *list, unsigned n, const float *x, const float *w,
+                       float scale, const float *xx)
 {
-    int32_t m = grid->map[nf_ggml_grid_code(L)];
-    if (m >= 0) return (int)m;
-    *on_grid = false;
-    const uint16_t *nb = nf_ggml_grid_neighbours(grid, m);
     float best = 3.40282347e38f;
     int pick = -1;
-    for (unsigned j = 1; j <= nb[0]; j++) {
-        const uint8_t *lv = grid->level + 8u * nb[j];
+    for (unsigned j = 0; j < n; j++) {
+        const uint8_t *lv = levels + 8u * list[j];
         float d2 = 0.0f;
         for (int i = 0; i < 8; i++) {
             float diff = scale * xx[lv[i]] - x[i];
@@ -96,9 +90,24 @@ static int iq1_point(const nf_ggml_grid *grid, const float *x, const float *w, f
         }
         if (d2 < best) {
             best = d2;
-            pick = nb[j];
+            pick = list[j];
         }
     }
+    return pick;
+}
+
+/* The grid point for 8 codes L, with the values xx the codes stand for: the point itself, or
+ * among its neighbours the one of least weighted error sum w (scale xx[l] - x)^2, the first on a
+ * tie (the kernels' iq1_nearest), whose codes replace L.  -1 when no neighbour's error is below
+ * FLT_MAX (ggml aborts). */
+static int iq1_point(const nf_ggml_grid *grid, const float *x, const float *w, float scale, const float *xx,
+                     uint8_t *L, bool *on_grid)
+{
+    int32_t m = grid->map[nf_ggml_grid_code(L)];
+    if (m >= 0) return (int)m;
+    *on_grid = false;
+    const uint16_t *nb = nf_ggml_grid_neighbours(grid, m);
+    int pick = nf_gq_kernels_current()->iq1_nearest(grid->level, nb + 1, nb[0], x, w, scale, xx);
     if (pick >= 0) memcpy(L, grid->level + 8u * (unsigned)pick, 8);
     return pick;
 }
@@ -122,19 +131,10 @@ static float iq1_refit(const nf_ggml_grid *grid, const float *x, const float *w,
 
 /* ---------------------------------------------------------------- IQ1_S */
 
-/* One group of 32: the best boundaries i1 <= i2 of the sorted values and the delta sign (shift
- * +1: x_p, -1: x_m) by prefix sums, ggml's exhaustive search.  Returns false when no candidate
- * has a positive sumq2 (ggml then stores the group as zero). */
-static bool iq1s_search(const float *x, const float *w, const int *idx, uint8_t *L, float *scale, int *shift)
+bool nf_gq1s_split_ref(const float *sumx, const float *sumw, float s0, int *b1, int *b2, int *shift, float *scale)
 {
-    float sumx[33], sumw[33];
-    sumx[0] = sumw[0] = 0.0f;
-    for (int j = 0; j < 32; j++) {
-        sumx[j + 1] = sumx[j] + w[idx[j]] * x[idx[j]];
-        sumw[j + 1] = sumw[j] + w[idx[j]];
-    }
-    float best = -3.40282347e38f, s = iq1_amax(x, 32);
-    int b1 = -1, b2 = -1, sh = 0;
+    float best = -3.40282347e38f, s = s0;
+    int bi1 = -1, bi2 = -1, sh = 0;
     for (int i1 = 0; i1 <= 32; i1++)
         for (int i2 = i1; i2 <= 32; i2++)
             for (int sign = 1; sign >= -1; sign -= 2) {
@@ -143,12 +143,32 @@ static bool iq1s_search(const float *x, const float *w, const int *idx, uint8_t 
                 float sumq2 = (sumw[i1] - sumw[0]) * v[0] * v[0] + (sumw[i2] - sumw[i1]) * v[1] * v[1] +
                               (sumw[32] - sumw[i2]) * v[2] * v[2];
                 if (iq1_better(sumqx, sumq2, &best, &s)) {
-                    b1 = i1;
-                    b2 = i2;
+                    bi1 = i1;
+                    bi2 = i2;
                     sh = sign;
                 }
             }
-    if (b1 < 0) return false;
+    *b1 = bi1;
+    *b2 = bi2;
+    *shift = sh;
+    *scale = s;
+    return bi1 >= 0;
+}
+
+/* One group of 32: the best boundaries i1 <= i2 of the sorted values and the delta sign (shift
+ * +1: x_p, -1: x_m) by prefix sums, ggml's exhaustive search (the kernels' iq1s_split).  Returns
+ * false when no candidate has a positive sumq2 (ggml then stores the group as zero). */
+static bool iq1s_search(const float *x, const float *w, const int *idx, uint8_t *L, float *scale, int *shift)
+{
+    float sumx[33], sumw[33];
+    sumx[0] = sumw[0] = 0.0f;
+    for (int j = 0; j < 32; j++) {
+        sumx[j + 1] = sumx[j] + w[idx[j]] * x[idx[j]];
+        sumw[j + 1] = sumw[j] + w[idx[j]];
+    }
+    int b1, b2, sh;
+    float s;
+    if (!nf_gq_kernels_current()->iq1s_split(sumx, sumw, iq1_amax(x, 32), &b1, &b2, &sh, &s)) return false;
     for (int j = 0; j < 32; j++) L[idx[j]] = (uint8_t)(j < b1 ? 0 : j < b2 ? 1 : 2);
     if (s < 0.0f) { /* the mirrored codes with the other delta sign fit the same values */
         for (int j = 0; j < 32; j++) L[j] = (uint8_t)(2 - L[j]);
@@ -230,13 +250,11 @@ static const float *iq1m_values(int kind, int half)
     return minus ? iq1_xm : iq1_xp;
 }
 
-/* One group of 16: the best boundaries i1 <= i2 of the sorted values and the kind (the delta
- * sign of each half), every candidate's sums taken afresh in sorted order, as ggml does.
- * Returns false when no candidate has a positive sumq2 (ggml then stores the group as zero). */
-static bool iq1m_search(const float *x, const float *w, const int *idx, uint8_t *L, float *scale, int *kind)
+bool nf_gq1m_split_ref(const float *x, const float *w, const int *idx, float s0, int *b1, int *b2, int *kind,
+                       float *scale)
 {
-    float best = -3.40282347e38f, s = iq1_amax(x, 16);
-    int b1 = -1, b2 = -1, bk = -1;
+    float best = -3.40282347e38f, s = s0;
+    int bi1 = -1, bi2 = -1, bk = -1;
     for (int i1 = 0; i1 <= 16; i1++)
         for (int i2 = i1; i2 <= 16; i2++) {
             float sumqx[4] = {0.0f, 0.0f, 0.0f, 0.0f}, sumq2[4] = {0.0f, 0.0f, 0.0f, 0.0f};
@@ -250,12 +268,27 @@ static bool iq1m_search(const float *x, const float *w, const int *idx, uint8_t 
             }
             for (int k = 0; k < 4; k++)
                 if (iq1_better(sumqx[k], sumq2[k], &best, &s)) {
-                    b1 = i1;
-                    b2 = i2;
+                    bi1 = i1;
+                    bi2 = i2;
                     bk = k;
                 }
         }
-    if (b1 < 0) return false;
+    *b1 = bi1;
+    *b2 = bi2;
+    *kind = bk;
+    *scale = s;
+    return bi1 >= 0;
+}
+
+/* One group of 16: the best boundaries i1 <= i2 of the sorted values and the kind (the delta
+ * sign of each half), every candidate's sums taken afresh in sorted order, as ggml does (the
+ * kernels' iq1m_split).  Returns false when no candidate has a positive sumq2 (ggml then stores
+ * the group as zero). */
+static bool iq1m_search(const float *x, const float *w, const int *idx, uint8_t *L, float *scale, int *kind)
+{
+    int b1, b2, bk;
+    float s;
+    if (!nf_gq_kernels_current()->iq1m_split(x, w, idx, iq1_amax(x, 16), &b1, &b2, &bk, &s)) return false;
     for (int j = 0; j < 16; j++) L[idx[j]] = (uint8_t)(j < b1 ? 0 : j < b2 ? 1 : 2);
     if (s < 0.0f) { /* mirrored codes, both delta signs flipped */
         for (int j = 0; j < 16; j++) L[j] = (uint8_t)(2 - L[j]);

@@ -19,6 +19,7 @@
 
 #include "method/ggml_grid3.h"
 #include "method/ggml_quant.h"
+#include "method/simd/ggml_simd.h"
 
 #define GQ3_GROUP 32u /* values of a group, one 4-bit scale each */
 #define GQ3_NMAX 8    /* levels of a value: ggml's kMaxQ */
@@ -85,6 +86,22 @@ static void gq3_sums(const float *w, const float *xval, const int8_t *L, float *
     *sumq2 = q2;
 }
 
+bool nf_gq3_trials_ref(const nf_gq3_grid *g, int nt, const float *id, const float *scale, const float *xval,
+                       const float *waux, const float *w, int8_t *L, bool *on_grid, float *sumqx, float *sumq2)
+{
+    for (unsigned t = 0; t < (unsigned)nt; t++) {
+        int8_t Lt[GQ3_GROUP];
+        for (unsigned k = 0; k < GQ3_GROUP / 4; k++) {
+            int on = gq3_point(g, xval + 4 * k, waux + 4 * k, id[t], scale[t], Lt + 4 * k);
+            if (on < 0) return false;
+            on_grid[GQ3_GROUP / 4 * t + k] = on == 1;
+        }
+        gq3_sums(w, xval, Lt, &sumqx[t], &sumq2[t]);
+        for (unsigned i = 0; i < GQ3_GROUP; i++) L[NF_GQ3_TRIAL_STRIDE * i + t] = Lt[i];
+    }
+    return true;
+}
+
 /* The magnitudes xval of a group and its sign bytes; for IQ3_XXS an odd count of minus signs in
  * 8 values is made even by flipping the value of least w x^2 (its xval turns negative). */
 static void gq3_signs(const gq3_kind *kind, const float *xb, const float *w, float *xval, uint8_t *signs)
@@ -122,8 +139,8 @@ static void gq3_signs(const gq3_kind *kind, const float *xb, const float *w, flo
 static bool gq3_fit_group(const gq3_kind *kind, const nf_gq3_grid *g, const float *xb, const float *w, gq3_fit *f)
 {
     float xval[GQ3_GROUP], waux[GQ3_GROUP];
-    int8_t L[GQ3_GROUP], Laux[GQ3_GROUP];
-    bool on_grid[GQ3_GROUP / 4], on_grid_aux[GQ3_GROUP / 4];
+    int8_t L[GQ3_GROUP];
+    bool on_grid[GQ3_GROUP / 4];
     for (unsigned i = 0; i < GQ3_GROUP; i++) waux[i] = sqrtf(w[i]);
     gq3_signs(kind, xb, w, xval, f->signs);
     float max = xval[0];
@@ -138,21 +155,24 @@ static bool gq3_fit_group(const gq3_kind *kind, const nf_gq3_grid *g, const floa
     }
     float best = 0.0f, scale = max / gq_f(2 * GQ3_NMAX - 1);
     for (unsigned k = 0; k < GQ3_GROUP / 4; k++) on_grid[k] = kind->xxs;
-    for (int is = -kind->ntry; is <= kind->ntry; is++) {
-        float id = (gq_f(2 * GQ3_NMAX - 1) + gq_f(is) * 0.2f) / max;
-        float this_scale = 1 / id;
-        for (unsigned k = 0; k < GQ3_GROUP / 4; k++) {
-            int on = gq3_point(g, xval + 4 * k, waux + 4 * k, id, this_scale, Laux + 4 * k);
-            if (on < 0) return false;
-            on_grid_aux[k] = on == 1;
-        }
-        float sumqx, sumq2;
-        gq3_sums(w, xval, Laux, &sumqx, &sumq2);
-        if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
-            scale = sumqx / sumq2;
-            best = scale * sumqx;
-            memcpy(L, Laux, sizeof L);
-            memcpy(on_grid, on_grid_aux, sizeof on_grid);
+    /* the trials are independent until one is kept, so the kernels run them a trial a lane
+     * (method/simd/ggml_simd.h); the choice below goes through them in ggml's order */
+    const unsigned nt = 2 * (unsigned)kind->ntry + 1;
+    float ids[NF_GQ3_MAX_TRIALS], scales[NF_GQ3_MAX_TRIALS], tqx[NF_GQ3_MAX_TRIALS], tq2[NF_GQ3_MAX_TRIALS];
+    int8_t Laux[NF_GQ3_TRIAL_STRIDE * GQ3_GROUP];
+    bool on_grid_aux[NF_GQ3_MAX_TRIALS * GQ3_GROUP / 4];
+    for (unsigned t = 0; t < nt; t++) {
+        ids[t] = (gq_f(2 * GQ3_NMAX - 1) + gq_f((int)t - kind->ntry) * 0.2f) / max;
+        scales[t] = 1 / ids[t];
+    }
+    if (!nf_gq_kernels_current()->iq3_trials(g, (int)nt, ids, scales, xval, waux, w, Laux, on_grid_aux, tqx, tq2))
+        return false;
+    for (unsigned t = 0; t < nt; t++) {
+        if (tq2[t] > 0 && tqx[t] * tqx[t] > best * tq2[t]) {
+            scale = tqx[t] / tq2[t];
+            best = scale * tqx[t];
+            for (unsigned i = 0; i < GQ3_GROUP; i++) L[i] = Laux[NF_GQ3_TRIAL_STRIDE * i + t];
+            memcpy(on_grid, on_grid_aux + GQ3_GROUP / 4 * t, sizeof on_grid);
         }
     }
     unsigned n_off = 0;

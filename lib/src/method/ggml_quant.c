@@ -313,7 +313,11 @@ const nf_gq_kernels nf_gq_kernels_scalar = {.name = "scalar",
                                             .iq4_scales = iq4_scales_scalar,
                                             .codes_x0 = codes_x0_scalar,
                                             .codes_q8_0 = codes_q8_0_scalar,
-                                            .requant = requant_scalar};
+                                            .requant = requant_scalar,
+                                            .iq3_trials = nf_gq3_trials_ref,
+                                            .iq1s_split = nf_gq1s_split_ref,
+                                            .iq1m_split = nf_gq1m_split_ref,
+                                            .iq1_nearest = nf_gq1_nearest_ref};
 
 NF_SIMD_SELECTOR(nf_gq_kernels, nf_gq_kernels, nf_gq_kernels_scalar, nf_gq_kernels_avx2, nf_gq_kernels_avx512)
 

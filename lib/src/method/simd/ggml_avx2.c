@@ -133,6 +133,10 @@ const nf_gq_kernels nf_gq_kernels_avx2 = {.name = "avx2",
                                           .iq4_scales = iq4_scales_avx2,
                                           .codes_x0 = codes_x0_avx2,
                                           .codes_q8_0 = codes_q8_0_avx2,
-                                          .requant = requant_avx2};
+                                          .requant = requant_avx2,
+                                          .iq3_trials = nf_gq3_trials_avx2,
+                                          .iq1s_split = nf_gq1s_split_avx2,
+                                          .iq1m_split = nf_gq1m_split_avx2,
+                                          .iq1_nearest = nf_gq1_nearest_avx2};
 
 #endif

@@ -198,6 +198,10 @@ const nf_gq_kernels nf_gq_kernels_avx512 = {.name = "avx512",
                                             .iq4_scales = iq4_scales_avx512,
                                             .codes_x0 = codes_x0_avx512,
                                             .codes_q8_0 = codes_q8_0_avx512,
-                                            .requant = requant_avx512};
+                                            .requant = requant_avx512,
+                                            .iq3_trials = nf_gq3_trials_avx512,
+                                            .iq1s_split = nf_gq1s_split_avx512,
+                                            .iq1m_split = nf_gq1m_split_avx512,
+                                            .iq1_nearest = nf_gq1_nearest_avx512};
 
 #endif

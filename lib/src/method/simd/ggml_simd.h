@@ -26,6 +26,8 @@
 
 #include "common/cpu.h"
 
+struct nf_gq3_grid;
+
 /* The largest sub-block a search takes (ggml's k-quant and Q4_0 / Q5_0 blocks hold <= 32). */
 #define NF_GQ_MAX_N 32
 
@@ -54,7 +56,65 @@ typedef struct nf_gq_kernels {
      * Q5_K) L[i] = clamp(nearest((x[i] + dm) / d), lo, hi) + offset. */
     void (*requant)(int n, const float *x, float d, bool with_min, float dm, int lo, int hi, int offset,
                     uint8_t *L);
+    /* IQ3_XXS / IQ3_S (ggml_iq3.c): the nt (<= NF_GQ3_MAX_TRIALS) trials of one group of 32
+     * magnitudes xval, one trial a lane.  Trial t rounds the values at inverse scale id[t] to
+     * levels, moves each 4-value point off grid g to its nearest neighbour at scale[t] (weights
+     * waux), and writes the level of value i to L[NF_GQ3_TRIAL_STRIDE i + t] (a value's trials
+     * side by side, as the lanes hold them), whether each point was on the grid to
+     * on_grid + 8 t, and sum w x (2L + 1) and sum w (2L + 1)^2 to sumqx[t], sumq2[t].  False when
+     * a neighbour search finds no point (ggml aborts). */
+    bool (*iq3_trials)(const struct nf_gq3_grid *g, int nt, const float *id, const float *scale, const float *xval,
+                       const float *waux, const float *w, int8_t *L, bool *on_grid, float *sumqx, float *sumq2);
+    /* IQ1_S (ggml_iq1.c): ggml's search of a group of 32 sorted values over every split i1 <= i2
+     * into codes 0 / 1 / 2 and both delta signs (shift +1, then -1, for each split), by the prefix
+     * sums sumx, sumw (33 each) of w x and w in sorted order: the kept split, its shift and
+     * scale (s0, the group's largest magnitude, if none is kept).  False when none is. */
+    bool (*iq1s_split)(const float *sumx, const float *sumw, float s0, int *b1, int *b2, int *shift, float *scale);
+    /* IQ1_M (ggml_iq1.c): ggml's search of a group of 16 (x, w; idx their ascending order) over
+     * every split i1 <= i2 and the 4 kinds (the delta sign of each half), each candidate's sums
+     * taken afresh in sorted order: the kept split, kind and scale (s0 if none).  False when none
+     * is kept. */
+    bool (*iq1m_split)(const float *x, const float *w, const int *idx, float s0, int *b1, int *b2, int *kind,
+                       float *scale);
+    /* IQ1_S / IQ1_M (ggml_iq1.c): the point of list[0..n) (8 levels in {0, 1, 2} each, point p's
+     * at levels + 8 p) of least sum_i w_i (scale xx[l_i] - x_i)^2, the first on a tie; -1 when no
+     * sum is below FLT_MAX. */
+    int (*iq1_nearest)(const uint8_t *levels, const uint16_t *list, unsigned n, const float *x, const float *w,
+                       float scale, const float *xx);
 } nf_gq_kernels;
+
+/* The trials of IQ3_XXS (31), the most of either IQ3 type, and the stride of iq3_trials's levels
+ * (room for 32: a vector store of the last lanes stays in the row). */
+#define NF_GQ3_MAX_TRIALS 31
+#define NF_GQ3_TRIAL_STRIDE 32u
+
+/* The scalar references of the entries whose encoders live in their own files. */
+bool nf_gq3_trials_ref(const struct nf_gq3_grid *g, int nt, const float *id, const float *scale, const float *xval,
+                       const float *waux, const float *w, int8_t *L, bool *on_grid, float *sumqx, float *sumq2);
+bool nf_gq1s_split_ref(const float *sumx, const float *sumw, float s0, int *b1, int *b2, int *shift, float *scale);
+bool nf_gq1m_split_ref(const float *x, const float *w, const int *idx, float s0, int *b1, int *b2, int *kind,
+                       float *scale);
+int nf_gq1_nearest_ref(const uint8_t *levels, const uint16_t *list, unsigned n, const float *x, const float *w,
+                       float scale, const float *xx);
+/* The vector kernels of those entries (simd/ggml_iq*_avx2.c, _avx512.c). */
+#if NF_X86_KERNELS
+bool nf_gq3_trials_avx2(const struct nf_gq3_grid *g, int nt, const float *id, const float *scale, const float *xval,
+                        const float *waux, const float *w, int8_t *L, bool *on_grid, float *sumqx, float *sumq2);
+bool nf_gq3_trials_avx512(const struct nf_gq3_grid *g, int nt, const float *id, const float *scale,
+                          const float *xval, const float *waux, const float *w, int8_t *L, bool *on_grid,
+                          float *sumqx, float *sumq2);
+bool nf_gq1s_split_avx2(const float *sumx, const float *sumw, float s0, int *b1, int *b2, int *shift, float *scale);
+bool nf_gq1s_split_avx512(const float *sumx, const float *sumw, float s0, int *b1, int *b2, int *shift,
+                          float *scale);
+bool nf_gq1m_split_avx2(const float *x, const float *w, const int *idx, float s0, int *b1, int *b2, int *kind,
+                        float *scale);
+bool nf_gq1m_split_avx512(const float *x, const float *w, const int *idx, float s0, int *b1, int *b2, int *kind,
+                          float *scale);
+int nf_gq1_nearest_avx2(const uint8_t *levels, const uint16_t *list, unsigned n, const float *x, const float *w,
+                        float scale, const float *xx);
+int nf_gq1_nearest_avx512(const uint8_t *levels, const uint16_t *list, unsigned n, const float *x, const float *w,
+                          float scale, const float *xx);
+#endif
 
 extern const nf_gq_kernels nf_gq_kernels_scalar;
 #if NF_X86_KERNELS

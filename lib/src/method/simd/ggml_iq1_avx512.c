@@ -1,0 +1,92 @@
+/* ggml_quantize's IQ1 split searches for AVX-512 F/BW/VL/DQ (ggml_simd.h, iq1s_split and
+ * iq1m_split): 16 candidate splits a vector, the lane kernels of ggml_iq1_lanes.inc on 512-bit
+ * vectors with masks in mask registers. */
+#include <pthread.h>
+
+#include "common/simd_target.h"
+#include "method/ggml_quant.h"
+#include "method/simd/ggml_simd.h"
+
+#if NF_X86_KERNELS
+
+#include <immintrin.h>
+
+#define GQ(name) name##_z
+#define GQ_FN NF_AVX512_FN
+#define GQ_INLINE NF_AVX512_INLINE
+#define GQ_W 16
+#define vf __m512
+#define vi __m512i
+#define vm __mmask16
+#define F1(s) _mm512_set1_ps(s)
+#define I1(s) _mm512_set1_epi32(s)
+#define FADD(a, b) _mm512_add_ps(a, b)
+#define FSUB(a, b) _mm512_sub_ps(a, b)
+#define FMUL(a, b) _mm512_mul_ps(a, b)
+#define FDIV(a, b) _mm512_div_ps(a, b)
+#define FGT(a, b) _mm512_cmp_ps_mask(a, b, _CMP_GT_OQ)
+#define MAND(a, b) ((__mmask16)((a) & (b)))
+#define FSEL(m, a, b) _mm512_mask_blend_ps(m, b, a)
+#define FLOAD(p) _mm512_loadu_ps(p)
+#define FSTORE(p, v) _mm512_storeu_ps(p, v)
+#define ILOAD(p) _mm512_loadu_si512((const void *)(p))
+#define IGT(a, b) _mm512_cmpgt_epi32_mask(a, b)
+#define BITS(m) ((unsigned)(m))
+#include "method/simd/ggml_iq1_lanes.inc"
+#undef ILOAD
+#undef IGT
+#undef BITS
+#include "method/simd/ggml_ops_undef.inc"
+
+bool nf_gq1s_split_avx512(const float *sumx, const float *sumw, float s0, int *b1, int *b2, int *shift,
+                          float *scale)
+{
+    return iq1s_split_z(sumx, sumw, s0, b1, b2, shift, scale);
+}
+
+bool nf_gq1m_split_avx512(const float *x, const float *w, const int *idx, float s0, int *b1, int *b2, int *kind,
+                          float *scale)
+{
+    return iq1m_split_z(x, w, idx, s0, b1, b2, kind, scale);
+}
+
+/* nf_gq1_nearest_ref (ggml_iq1.c) with GQ_W candidates of the list at a time: lane j computes the
+ * reference's error of point list[j0 + j] with the same operations in the same order (diff =
+ * scale xx[l] - x, d2 += w diff diff, value by value), and of the lanes below the running best (an
+ * ordered "<", as the reference's: NaN and values from FLT_MAX up never win) the least error wins,
+ * the first lane on a tie -- the reference's choice, since a later candidate replaces the best
+ * only when strictly less.  A point's 8 levels are read as two 32-bit words. */
+NF_AVX512_FN int nf_gq1_nearest_avx512(const uint8_t *levels, const uint16_t *list, unsigned n, const float *x,
+                                       const float *w, float scale, const float *xx)
+{
+    float best = 3.40282347e38f;
+    int pick = -1;
+    for (unsigned j0 = 0; j0 < n; j0 += 16) {
+        const unsigned nl = n - j0 < 16 ? n - j0 : 16;
+        const __mmask16 live = (__mmask16)((1u << nl) - 1u);
+        /* a masked load: nothing past the list's end is read */
+        const __m512i idx = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(live, list + j0));
+        const __m512i off = _mm512_slli_epi32(idx, 3);
+        const __m512i lo = _mm512_i32gather_epi32(off, (const void *)levels, 1);
+        const __m512i hi = _mm512_i32gather_epi32(off, (const void *)(levels + 4), 1);
+        __m512 d2 = _mm512_setzero_ps();
+        for (int i = 0; i < 8; i++) {
+            const __m512i l = _mm512_and_si512(_mm512_srl_epi32(i < 4 ? lo : hi, _mm_cvtsi32_si128(8 * (i % 4))),
+                                               _mm512_set1_epi32(0xFF));
+            __m512 q = _mm512_set1_ps(xx[2]);
+            q = _mm512_mask_blend_ps(_mm512_cmpeq_epi32_mask(l, _mm512_set1_epi32(1)), q, _mm512_set1_ps(xx[1]));
+            q = _mm512_mask_blend_ps(_mm512_cmpeq_epi32_mask(l, _mm512_setzero_si512()), q, _mm512_set1_ps(xx[0]));
+            const __m512 diff = _mm512_sub_ps(_mm512_mul_ps(_mm512_set1_ps(scale), q), _mm512_set1_ps(x[i]));
+            d2 = _mm512_add_ps(d2, _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(w[i]), diff), diff));
+        }
+        const __mmask16 cand = _mm512_mask_cmp_ps_mask(live, d2, _mm512_set1_ps(best), _CMP_LT_OQ);
+        if (!cand) continue;
+        const float m = _mm512_mask_reduce_min_ps(cand, d2);
+        const unsigned first = (unsigned)_mm512_mask_cmp_ps_mask(cand, d2, _mm512_set1_ps(m), _CMP_EQ_OQ);
+        best = m;
+        pick = list[j0 + (unsigned)__builtin_ctz(first)];
+    }
+    return pick;
+}
+
+#endif
