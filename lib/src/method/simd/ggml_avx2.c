@@ -85,40 +85,32 @@ NF_AVX2_INLINE __m128i low_bytes16(__m256i a, __m256i b)
 /* The binary16 word of a scale, as nf_f32_to_f16 rounds it (VCVTPS2PH, nearest even). */
 NF_AVX2_INLINE uint16_t f16_word(float d) { return (uint16_t)_cvtss_sh(d, 0); }
 
-/* One block of the plain path (ggml_simd.h plain_blocks), false when it is refused: as
- * ggml_avx512.c's plain_block (the magnitudes compared as integers), on four vectors. */
-NF_AVX2_INLINE bool plain_block(nf_gq_plain type, nf_gq_words words, const uint8_t *p, uint8_t *b)
+/* A block's largest magnitude (Q8_0) or extreme (Q4_0, Q5_0) to *m, false when the block holds a
+ * value to refuse: as ggml_avx512.c's block_max (the magnitudes compared as integers), on four
+ * vectors. */
+NF_AVX2_INLINE bool block_max(nf_gq_plain type, const __m256 *v, float *m)
 {
     const __m256i mag = _mm256_set1_epi32(INT32_MAX);
-    __m256 v[4];
     __m256i a[4];
-    load32(words, p, v);
     for (int k = 0; k < 4; k++) a[k] = _mm256_and_si256(_mm256_castps_si256(v[k]), mag);
     uint32_t abits = max_epu32(_mm256_max_epu32(_mm256_max_epu32(a[0], a[1]), _mm256_max_epu32(a[2], a[3])));
     if (abits >= 0x5F800000u) return false; /* NaN, infinite, or 2^64 and above */
-    float d;
-    if (type == NF_GQ_PLAIN_Q8_0) {
-        float amax;
-        memcpy(&amax, &abits, sizeof amax);
-        d = amax / 127.0f;
-    } else {
-        const float nmax = type == NF_GQ_PLAIN_Q4_0 ? 8.0f : 16.0f;
-        float max = 0.0f;
-        if (abits) {
-            __m256i m = _mm256_set1_epi32((int)abits);
-            uint32_t eq = 0;
-            for (int k = 0; k < 4; k++)
-                eq |= (uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(a[k], m))) << (8 * k);
-            int at = __builtin_ctz(eq);
-            max = _mm256_cvtss_f32(_mm256_permutevar8x32_ps(v[at >> 3], _mm256_set1_epi32(at & 7)));
-        }
-        d = max / -nmax;
+    if (type == NF_GQ_PLAIN_Q8_0 || abits == 0) {
+        memcpy(m, &abits, sizeof *m); /* +0 for an all-zero block, as gq_extreme */
+        return true;
     }
-    uint16_t h = f16_word(d);
-    if ((h & 0x7C00u) == 0x7C00u) return false; /* the scale overflows binary16 */
-    b[0] = (uint8_t)(h & 0xFFu);
-    b[1] = (uint8_t)(h >> 8);
-    const __m256 id = _mm256_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
+    __m256i e = _mm256_set1_epi32((int)abits);
+    uint32_t eq = 0;
+    for (int k = 0; k < 4; k++)
+        eq |= (uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(a[k], e))) << (8 * k);
+    int at = __builtin_ctz(eq);
+    *m = _mm256_cvtss_f32(_mm256_permutevar8x32_ps(v[at >> 3], _mm256_set1_epi32(at & 7)));
+    return true;
+}
+
+/* A block's codes from its inverse scale id, packed to b + 2 (ggml_simd.h plain_blocks). */
+NF_AVX2_INLINE void block_codes(nf_gq_plain type, const __m256 *v, __m256 id, uint8_t *b)
+{
     __m256i c[4];
     if (type == NF_GQ_PLAIN_Q8_0) {
         const __m256 sign = _mm256_set1_ps(-0.0f);
@@ -132,9 +124,9 @@ NF_AVX2_INLINE bool plain_block(nf_gq_plain type, nf_gq_words words, const uint8
         }
         _mm_storeu_si128((__m128i *)(void *)(b + 2), low_bytes16(c[0], c[1]));
         _mm_storeu_si128((__m128i *)(void *)(b + 18), low_bytes16(c[2], c[3]));
-        return true;
+        return;
     }
-    /* as ggml_avx512.c's plain_block */
+    /* as ggml_avx512.c's block_codes */
     const int nmax = type == NF_GQ_PLAIN_Q4_0 ? 8 : 16;
     const __m256 half = _mm256_set1_ps((float)nmax + 0.5f);
     const __m256i top = _mm256_set1_epi32(2 * nmax - 1);
@@ -146,7 +138,7 @@ NF_AVX2_INLINE bool plain_block(nf_gq_plain type, nf_gq_words words, const uint8
         __m256i q0 = _mm256_or_si256(c[0], _mm256_slli_epi32(c[2], 4));
         __m256i q1 = _mm256_or_si256(c[1], _mm256_slli_epi32(c[3], 4));
         _mm_storeu_si128((__m128i *)(void *)(b + 2), low_bytes16(q0, q1));
-        return true;
+        return;
     }
     const __m256i low4 = _mm256_set1_epi32(0xF);
     uint32_t qh = 0;
@@ -156,6 +148,56 @@ NF_AVX2_INLINE bool plain_block(nf_gq_plain type, nf_gq_words words, const uint8
     __m256i q1 = _mm256_or_si256(_mm256_and_si256(c[1], low4), _mm256_slli_epi32(_mm256_and_si256(c[3], low4), 4));
     for (int i = 0; i < 4; i++) b[2 + i] = (uint8_t)(qh >> (8 * i));
     _mm_storeu_si128((__m128i *)(void *)(b + 6), low_bytes16(q0, q1));
+}
+
+/* The divisor of a block's scale: d = m / 127 (Q8_0), m / -nmax (Q4_0, Q5_0). */
+NF_AVX2_INLINE float scale_div(nf_gq_plain type)
+{
+    return type == NF_GQ_PLAIN_Q8_0 ? 127.0f : type == NF_GQ_PLAIN_Q4_0 ? -8.0f : -16.0f;
+}
+
+/* One block, false when it is refused. */
+NF_AVX2_INLINE bool plain_block(nf_gq_plain type, nf_gq_words words, const uint8_t *p, uint8_t *b)
+{
+    __m256 v[4];
+    float m;
+    load32(words, p, v);
+    if (!block_max(type, v, &m)) return false;
+    float d = m / scale_div(type);
+    uint16_t h = f16_word(d);
+    if ((h & 0x7C00u) == 0x7C00u) return false; /* the scale overflows binary16 */
+    b[0] = (uint8_t)(h & 0xFFu);
+    b[1] = (uint8_t)(h >> 8);
+    block_codes(type, v, _mm256_set1_ps(d != 0.0f ? 1.0f / d : 0.0f), b);
+    return true;
+}
+
+/* 8 blocks, false when one of them is refused: as ggml_avx512.c's plain_group, the 8 scales in
+ * one vector. */
+NF_AVX2_INLINE bool plain_group(nf_gq_plain type, nf_gq_words words, size_t wb, size_t bb, const uint8_t *p,
+                                uint8_t *out)
+{
+    float m[8], inv[8];
+    uint16_t hw[8];
+    __m256 v[4];
+    for (int g = 0; g < 8; g++) {
+        load32(words, p + wb * (size_t)g, v);
+        if (!block_max(type, v, &m[g])) return false;
+    }
+    __m256 d = _mm256_div_ps(_mm256_loadu_ps(m), _mm256_set1_ps(scale_div(type)));
+    __m128i h = _mm256_cvtps_ph(d, 0);
+    const __m128i e = _mm_set1_epi16(0x7C00);
+    if (_mm_movemask_epi8(_mm_cmpeq_epi16(_mm_and_si128(h, e), e))) return false;
+    _mm_storeu_si128((__m128i *)(void *)hw, h);
+    __m256 nz = _mm256_cmp_ps(d, _mm256_setzero_ps(), _CMP_NEQ_UQ);
+    _mm256_storeu_ps(inv, _mm256_and_ps(nz, _mm256_div_ps(_mm256_set1_ps(1.0f), d)));
+    for (int g = 0; g < 8; g++) {
+        uint8_t *b = out + bb * (size_t)g;
+        b[0] = (uint8_t)(hw[g] & 0xFFu);
+        b[1] = (uint8_t)(hw[g] >> 8);
+        load32(words, p + wb * (size_t)g, v);
+        block_codes(type, v, _mm256_set1_ps(inv[g]), b);
+    }
     return true;
 }
 
@@ -163,7 +205,11 @@ NF_AVX2_INLINE size_t plain_run(nf_gq_plain type, nf_gq_words words, size_t nblk
 {
     const size_t bb = type == NF_GQ_PLAIN_Q4_0 ? 18 : type == NF_GQ_PLAIN_Q5_0 ? 22 : 34;
     const size_t wb = words == NF_GQ_WORDS_F32 ? 128 : 64;
-    for (size_t i = 0; i < nblk; i++)
+    size_t i = 0;
+    /* a group holding a refused block goes block by block, which finds it */
+    for (; i + 8 <= nblk; i += 8)
+        if (!plain_group(type, words, wb, bb, p + wb * i, out + bb * i)) break;
+    for (; i < nblk; i++)
         if (!plain_block(type, words, p + wb * i, out + bb * i)) return i;
     return nblk;
 }

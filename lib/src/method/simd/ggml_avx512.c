@@ -144,39 +144,29 @@ NF_AVX512_INLINE __m512 trunc_ps(__m512 v)
 /* The binary16 word of a scale, as nf_f32_to_f16 rounds it (VCVTPS2PH, nearest even). */
 NF_AVX512_INLINE uint16_t f16_word(float d) { return (uint16_t)_cvtss_sh(d, 0); }
 
-/* One block of the plain path (ggml_simd.h plain_blocks), false when it is refused.  The
- * magnitudes are compared as integers (ordered as the values are, NaN above infinity), so one
- * unsigned maximum gives both the block's largest magnitude and gq_values_ok's test; the extreme
- * of Q4_0 / Q5_0 is the first value holding it (gq_extreme), its sign from the vector. */
-NF_AVX512_INLINE bool plain_block(nf_gq_plain type, nf_gq_words words, const uint8_t *p, uint8_t *b)
+/* A block's largest magnitude (Q8_0) or extreme (Q4_0, Q5_0: gq_extreme, the first value of largest
+ * magnitude) to *m, false when the block holds a value to refuse.  The magnitudes are compared as
+ * integers (ordered as the values are, NaN above infinity), so one unsigned maximum gives both the
+ * largest magnitude and gq_values_ok's test; the extreme's sign comes from the vector. */
+NF_AVX512_INLINE bool block_max(nf_gq_plain type, __m512 lo, __m512 hi, float *m)
 {
     const __m512i mag = _mm512_set1_epi32(INT32_MAX);
-    __m512 lo, hi;
-    load32(words, p, &lo, &hi);
     __m512i alo = _mm512_and_si512(_mm512_castps_si512(lo), mag), ahi = _mm512_and_si512(_mm512_castps_si512(hi), mag);
     uint32_t abits = _mm512_reduce_max_epu32(_mm512_max_epu32(alo, ahi));
     if (abits >= 0x5F800000u) return false; /* NaN, infinite, or 2^64 and above */
-    float d;
-    if (type == NF_GQ_PLAIN_Q8_0) {
-        float amax;
-        memcpy(&amax, &abits, sizeof amax);
-        d = amax / 127.0f;
-    } else {
-        const float nmax = type == NF_GQ_PLAIN_Q4_0 ? 8.0f : 16.0f;
-        float max = 0.0f;
-        if (abits) {
-            __m512i m = _mm512_set1_epi32((int)abits);
-            uint32_t eq = (uint32_t)_mm512_cmpeq_epi32_mask(alo, m) | (uint32_t)_mm512_cmpeq_epi32_mask(ahi, m) << 16;
-            __m512i at = _mm512_set1_epi32(__builtin_ctz(eq));
-            max = _mm512_cvtss_f32(_mm512_permutex2var_ps(lo, at, hi));
-        }
-        d = max / -nmax;
+    if (type == NF_GQ_PLAIN_Q8_0 || abits == 0) {
+        memcpy(m, &abits, sizeof *m); /* +0 for an all-zero block, as gq_extreme */
+        return true;
     }
-    uint16_t h = f16_word(d);
-    if ((h & 0x7C00u) == 0x7C00u) return false; /* the scale overflows binary16 */
-    b[0] = (uint8_t)(h & 0xFFu);
-    b[1] = (uint8_t)(h >> 8);
-    const __m512 id = _mm512_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
+    __m512i v = _mm512_set1_epi32((int)abits);
+    uint32_t eq = (uint32_t)_mm512_cmpeq_epi32_mask(alo, v) | (uint32_t)_mm512_cmpeq_epi32_mask(ahi, v) << 16;
+    *m = _mm512_cvtss_f32(_mm512_permutex2var_ps(lo, _mm512_set1_epi32(__builtin_ctz(eq)), hi));
+    return true;
+}
+
+/* A block's codes from its inverse scale id, packed to b + 2 (ggml_simd.h plain_blocks). */
+NF_AVX512_INLINE void block_codes(nf_gq_plain type, __m512 lo, __m512 hi, __m512 id, uint8_t *b)
+{
     if (type == NF_GQ_PLAIN_Q8_0) {
         /* roundf: truncate, then away from zero when the dropped part is at least 1/2 */
         const __m512i sign = _mm512_set1_epi32(INT32_MIN);
@@ -190,7 +180,7 @@ NF_AVX512_INLINE bool plain_block(nf_gq_plain type, nf_gq_words words, const uin
             __m512 r = _mm512_mask_add_ps(t, up, t, one);
             _mm_storeu_si128((__m128i *)(void *)(b + 2 + 16 * k), _mm512_cvtepi32_epi8(_mm512_cvttps_epi32(r)));
         }
-        return true;
+        return;
     }
     /* gq_x0_plain: x * id + (nmax + 0.5) truncated (0x80000000 out of range, as gq_trunc_i8), its
      * low byte as int8, at most 2 nmax - 1; then gq_pack_q4_0 / gq_pack_q5_0 (values j and j + 16
@@ -206,13 +196,64 @@ NF_AVX512_INLINE bool plain_block(nf_gq_plain type, nf_gq_words words, const uin
     if (type == NF_GQ_PLAIN_Q4_0) {
         __m512i q = _mm512_or_si512(c[0], _mm512_slli_epi32(c[1], 4));
         _mm_storeu_si128((__m128i *)(void *)(b + 2), _mm512_cvtepi32_epi8(q));
-        return true;
+        return;
     }
     const __m512i low4 = _mm512_set1_epi32(0xF), bit4 = _mm512_set1_epi32(0x10);
     __m512i q = _mm512_or_si512(_mm512_and_si512(c[0], low4), _mm512_slli_epi32(_mm512_and_si512(c[1], low4), 4));
     uint32_t qh = (uint32_t)_mm512_test_epi32_mask(c[0], bit4) | (uint32_t)_mm512_test_epi32_mask(c[1], bit4) << 16;
     for (int i = 0; i < 4; i++) b[2 + i] = (uint8_t)(qh >> (8 * i));
     _mm_storeu_si128((__m128i *)(void *)(b + 6), _mm512_cvtepi32_epi8(q));
+}
+
+/* The divisor of a block's scale: d = m / 127 (Q8_0), m / -nmax (Q4_0, Q5_0). */
+NF_AVX512_INLINE float scale_div(nf_gq_plain type)
+{
+    return type == NF_GQ_PLAIN_Q8_0 ? 127.0f : type == NF_GQ_PLAIN_Q4_0 ? -8.0f : -16.0f;
+}
+
+/* One block, false when it is refused. */
+NF_AVX512_INLINE bool plain_block(nf_gq_plain type, nf_gq_words words, const uint8_t *p, uint8_t *b)
+{
+    __m512 lo, hi;
+    float m;
+    load32(words, p, &lo, &hi);
+    if (!block_max(type, lo, hi, &m)) return false;
+    float d = m / scale_div(type);
+    uint16_t h = f16_word(d);
+    if ((h & 0x7C00u) == 0x7C00u) return false; /* the scale overflows binary16 */
+    b[0] = (uint8_t)(h & 0xFFu);
+    b[1] = (uint8_t)(h >> 8);
+    block_codes(type, lo, hi, _mm512_set1_ps(d != 0.0f ? 1.0f / d : 0.0f), b);
+    return true;
+}
+
+/* 16 blocks, false when one of them is refused: their extremes first, then the 16 scales, inverse
+ * scales and binary16 words in one vector each (the same binary32 operations per block, and no
+ * block waits on another's divisions), then the codes. */
+NF_AVX512_INLINE bool plain_group(nf_gq_plain type, nf_gq_words words, size_t wb, size_t bb, const uint8_t *p,
+                                  uint8_t *out)
+{
+    float m[16], inv[16];
+    uint16_t hw[16];
+    __m512 lo, hi;
+    for (int g = 0; g < 16; g++) {
+        load32(words, p + wb * (size_t)g, &lo, &hi);
+        if (!block_max(type, lo, hi, &m[g])) return false;
+    }
+    __m512 d = _mm512_div_ps(_mm512_loadu_ps(m), _mm512_set1_ps(scale_div(type)));
+    __m256i h = _mm512_cvtps_ph(d, 0);
+    const __m256i e = _mm256_set1_epi16(0x7C00);
+    if (_mm256_movemask_epi8(_mm256_cmpeq_epi16(_mm256_and_si256(h, e), e))) return false;
+    _mm256_storeu_si256((__m256i *)(void *)hw, h);
+    _mm512_storeu_ps(inv, _mm512_maskz_div_ps(_mm512_cmp_ps_mask(d, _mm512_setzero_ps(), _CMP_NEQ_UQ),
+                                              _mm512_set1_ps(1.0f), d));
+    for (int g = 0; g < 16; g++) {
+        uint8_t *b = out + bb * (size_t)g;
+        b[0] = (uint8_t)(hw[g] & 0xFFu);
+        b[1] = (uint8_t)(hw[g] >> 8);
+        load32(words, p + wb * (size_t)g, &lo, &hi);
+        block_codes(type, lo, hi, _mm512_set1_ps(inv[g]), b);
+    }
     return true;
 }
 
@@ -220,7 +261,11 @@ NF_AVX512_INLINE size_t plain_run(nf_gq_plain type, nf_gq_words words, size_t nb
 {
     const size_t bb = type == NF_GQ_PLAIN_Q4_0 ? 18 : type == NF_GQ_PLAIN_Q5_0 ? 22 : 34;
     const size_t wb = words == NF_GQ_WORDS_F32 ? 128 : 64;
-    for (size_t i = 0; i < nblk; i++)
+    size_t i = 0;
+    /* a group holding a refused block goes block by block, which finds it */
+    for (; i + 16 <= nblk; i += 16)
+        if (!plain_group(type, words, wb, bb, p + wb * i, out + bb * i)) break;
+    for (; i < nblk; i++)
         if (!plain_block(type, words, p + wb * i, out + bb * i)) return i;
     return nblk;
 }
