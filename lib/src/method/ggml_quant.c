@@ -1211,11 +1211,13 @@ static nf_status gq_block(const nf_format *fmt, const gq_type *t, const float *x
     return NF_OK;
 }
 
-/* Row r of a Q4_0, Q5_0 or Q8_0 target without importance in one call of the kernels table,
- * straight from the source words (no search: each block's extreme, scale and codes, packed).
- * False for another target or source type, and for a row holding a block to refuse, which the
- * span loop of gq_encode_row then encodes again to name the first value or scale refused. */
-static bool gq_plain_row(const nf_format *fmt, const nf_src_rows *src, uint64_t r, size_t k, uint8_t *out)
+/* Row r of a Q4_0 or Q5_0 target without importance, or of a Q8_0 target (whose encoder ignores
+ * it, as ggml's), in one call of the kernels table, straight from the source words (no search:
+ * each block's extreme, scale and codes, packed).  False for another target or source type, and
+ * for a row holding a block to refuse, which the span loop of gq_encode_row then encodes again to
+ * name the first value or scale refused. */
+static bool gq_plain_row(const nf_format *fmt, const float *imp, const nf_src_rows *src, uint64_t r, size_t k,
+                         uint8_t *out)
 {
     nf_gq_plain type;
     nf_gq_words words;
@@ -1225,6 +1227,7 @@ static bool gq_plain_row(const nf_format *fmt, const nf_src_rows *src, uint64_t 
     case NF_FMT_GGUF_Q8_0: type = NF_GQ_PLAIN_Q8_0; break;
     default: return false;
     }
+    if (imp && type != NF_GQ_PLAIN_Q8_0) return false;
     switch (src->type) {
     case NF_SRC_F32: words = NF_GQ_WORDS_F32; break;
     case NF_SRC_F16: words = NF_GQ_WORDS_F16; break;
@@ -1241,7 +1244,7 @@ static bool gq_plain_row(const nf_format *fmt, const nf_src_rows *src, uint64_t 
 static nf_status gq_encode_row(const nf_format *fmt, const gq_type *t, const float *imp, const nf_src_rows *src,
                                uint64_t r, size_t k, uint8_t *out, nf_error *err)
 {
-    if (!imp && gq_plain_row(fmt, src, r, k, out)) return NF_OK;
+    if (gq_plain_row(fmt, imp, src, r, k, out)) return NF_OK;
     float x[GQ_SPAN];
     const size_t bv = fmt->block_values, bb = fmt->block_bytes;
     float sigma2 = 0.0f;
