@@ -6,6 +6,7 @@
  * signs) -- with and without an importance vector.  The level is switched with nf_simd_force. */
 #include <criterion/criterion.h>
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -216,6 +217,43 @@ static void generated(nf_simd_level level)
 
 Test(ggml_quant_simd, generated_rows_avx2) { generated(NF_SIMD_AVX2); }
 Test(ggml_quant_simd, generated_rows_avx512) { generated(NF_SIMD_AVX512); }
+
+/* Rows of one and of three super-blocks (a pair and a single one: the searches see 16 sub-blocks
+ * as well as 32) equal the scalar level's too. */
+static void odd_rows(nf_simd_level level)
+{
+    require(level);
+    enum { R = 6 };
+    static float x[R * 768];
+    static const uint64_t widths[] = {256, 768};
+    for (int k = 0; k < K_COUNT; k++)
+        for (size_t wi = 0; wi < 2; wi++) {
+            const uint64_t cols = widths[wi];
+            for (int r = 0; r < R; r++) {
+                float row[COLS];
+                for (uint64_t c = 0; c < cols; c++) {
+                    if (c % COLS == 0) fill(k, row);
+                    x[r * cols + c] = row[c % COLS];
+                }
+            }
+            for (size_t i = 0; i < NTYPES; i++) {
+                const qtype *t = &TYPES[i];
+                result ref, got;
+                encode(NF_SIMD_SCALAR, t, x, R, cols, NULL, &ref);
+                encode(level, t, x, R, cols, NULL, &got);
+                cr_assert_eq(got.st, ref.st, "%s %s %s cols %" PRIu64, nf_simd_level_name(level), t->stem,
+                             KIND_NAMES[k], cols);
+                if (ref.st == NF_OK)
+                    cr_assert(!memcmp(got.bytes, ref.bytes, R * (size_t)(cols / t->qk * t->bb)),
+                              "%s %s %s cols %" PRIu64, nf_simd_level_name(level), t->stem, KIND_NAMES[k], cols);
+                free(ref.bytes);
+                free(got.bytes);
+            }
+        }
+}
+
+Test(ggml_quant_simd, odd_rows_avx2) { odd_rows(NF_SIMD_AVX2); }
+Test(ggml_quant_simd, odd_rows_avx512) { odd_rows(NF_SIMD_AVX512); }
 
 /* ------------------------------------------------------------------ the plain row path */
 
