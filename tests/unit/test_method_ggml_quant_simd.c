@@ -6,6 +6,7 @@
  * signs) -- with and without an importance vector.  The level is switched with nf_simd_force. */
 #include <criterion/criterion.h>
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -217,6 +218,174 @@ static void generated(nf_simd_level level)
 Test(ggml_quant_simd, generated_rows_avx2) { generated(NF_SIMD_AVX2); }
 Test(ggml_quant_simd, generated_rows_avx512) { generated(NF_SIMD_AVX512); }
 
+/* Rows of one and of three super-blocks (a pair and a single one: the searches see 16 sub-blocks
+ * as well as 32) equal the scalar level's too. */
+static void odd_rows(nf_simd_level level)
+{
+    require(level);
+    enum { R = 6 };
+    static float x[R * 768];
+    static const uint64_t widths[] = {256, 768};
+    for (int k = 0; k < K_COUNT; k++)
+        for (size_t wi = 0; wi < 2; wi++) {
+            const uint64_t cols = widths[wi];
+            for (int r = 0; r < R; r++) {
+                float row[COLS];
+                for (uint64_t c = 0; c < cols; c++) {
+                    if (c % COLS == 0) fill(k, row);
+                    x[r * cols + c] = row[c % COLS];
+                }
+            }
+            for (size_t i = 0; i < NTYPES; i++) {
+                const qtype *t = &TYPES[i];
+                result ref, got;
+                encode(NF_SIMD_SCALAR, t, x, R, cols, NULL, &ref);
+                encode(level, t, x, R, cols, NULL, &got);
+                cr_assert_eq(got.st, ref.st, "%s %s %s cols %" PRIu64, nf_simd_level_name(level), t->stem,
+                             KIND_NAMES[k], cols);
+                if (ref.st == NF_OK)
+                    cr_assert(!memcmp(got.bytes, ref.bytes, R * (size_t)(cols / t->qk * t->bb)),
+                              "%s %s %s cols %" PRIu64, nf_simd_level_name(level), t->stem, KIND_NAMES[k], cols);
+                free(ref.bytes);
+                free(got.bytes);
+            }
+        }
+}
+
+Test(ggml_quant_simd, odd_rows_avx2) { odd_rows(NF_SIMD_AVX2); }
+Test(ggml_quant_simd, odd_rows_avx512) { odd_rows(NF_SIMD_AVX512); }
+
+/* ------------------------------------------------------------------ the plain row path */
+
+/* Q4_0, Q5_0 and Q8_0 without importance go from source words to packed blocks in one kernel
+ * (plain_blocks); its bytes and its refusals are the scalar reference's for binary32, binary16
+ * and bfloat16 words: every kind of generated row, the words of each kind as binary16 and
+ * bfloat16 round them, raw 16-bit words (NaN, infinities, subnormals), and blocks to refuse at
+ * every position (a non-finite value, one of 2^64, a scale that overflows binary16). */
+static const struct {
+    nf_gq_plain type;
+    const char *stem;
+    size_t bb;
+} PLAIN[] = {{NF_GQ_PLAIN_Q4_0, "q4_0", 18}, {NF_GQ_PLAIN_Q5_0, "q5_0", 22}, {NF_GQ_PLAIN_Q8_0, "q8_0", 34}};
+static const char *const WORDS[] = {"f32", "f16", "bf16"};
+
+/* COLS values as source words of kind w (little-endian, as this host stores them). */
+static void to_words(nf_gq_words w, const float *x, uint8_t *p)
+{
+    for (int i = 0; i < COLS; i++) {
+        uint16_t h = w == NF_GQ_WORDS_F16 ? nf_f32_to_f16(x[i]) : nf_f32_to_bf16(x[i]);
+        if (w == NF_GQ_WORDS_F32) memcpy(p + 4 * i, &x[i], 4);
+        else memcpy(p + 2 * i, &h, 2);
+    }
+}
+
+static void expect_plain(const nf_gq_kernels *k, nf_gq_words w, int ti, const uint8_t *p, size_t nblk,
+                         const char *what)
+{
+    const nf_gq_kernels *ref = &nf_gq_kernels_scalar;
+    uint8_t got[COLS / 32 * 34 + 1], want[COLS / 32 * 34 + 1];
+    memset(got, 0xA5, sizeof got);
+    memset(want, 0x5A, sizeof want);
+    size_t n = k->plain_blocks(PLAIN[ti].type, w, nblk, p, got);
+    size_t nr = ref->plain_blocks(PLAIN[ti].type, w, nblk, p, want);
+    cr_assert_eq(n, nr, "%s %s %s %s (%zu blocks): stops at block %zu, scalar at %zu", k->name, PLAIN[ti].stem,
+                 WORDS[w], what, nblk, n, nr);
+    cr_assert_eq(got[nblk * PLAIN[ti].bb], 0xA5, "%s %s wrote past its blocks", k->name, PLAIN[ti].stem);
+    for (size_t b = 0; b < n * PLAIN[ti].bb; b++)
+        if (got[b] != want[b])
+            cr_assert_fail("%s %s %s %s: block %zu byte %zu 0x%02x, scalar 0x%02x", k->name, PLAIN[ti].stem,
+                           WORDS[w], what, b / PLAIN[ti].bb, b % PLAIN[ti].bb, got[b], want[b]);
+}
+
+static void plain_path(nf_simd_level level)
+{
+    require(level);
+    const nf_gq_kernels *k = nf_gq_kernels_for(level);
+    static float x[COLS];
+    static uint8_t p[4 * COLS];
+    for (int kind = 0; kind < K_COUNT; kind++)
+        for (int rep = 0; rep < 24; rep++) {
+            fill(kind, x);
+            for (int w = 0; w < 3; w++) {
+                to_words((nf_gq_words)w, x, p);
+                for (int ti = 0; ti < 3; ti++)
+                    expect_plain(k, (nf_gq_words)w, ti, p, (size_t)(rep % 3 ? COLS / 32 : 1 + rep % 16),
+                                 KIND_NAMES[kind]);
+            }
+        }
+    for (int rep = 0; rep < 64; rep++) { /* raw 16-bit words: any binary16 or bfloat16 value */
+        for (int i = 0; i < COLS; i++) {
+            uint16_t h = (uint16_t)next_u64();
+            if (rep % 2) h = (uint16_t)(h & 0x83FFu) | (uint16_t)((next_u64() % 31) << 10); /* finite f16 */
+            memcpy(p + 2 * i, &h, 2);
+        }
+        for (int w = 1; w < 3; w++)
+            for (int ti = 0; ti < 3; ti++) expect_plain(k, (nf_gq_words)w, ti, p, COLS / 32, "raw words");
+    }
+    static const float bad[] = {NAN, -INFINITY, INFINITY, 0x1p64f, -0x1p64f, 0x1.fffffep63f, 1e6f, -6e4f, 1e12f};
+    for (size_t v = 0; v < sizeof bad / sizeof bad[0]; v++)
+        for (int at = 0; at < COLS; at += 37) {
+            fill(K_NORMAL, x);
+            x[at] = bad[v];
+            char what[64];
+            snprintf(what, sizeof what, "%g at %d", (double)bad[v], at);
+            for (int w = 0; w < 3; w++) {
+                to_words((nf_gq_words)w, x, p);
+                for (int ti = 0; ti < 3; ti++) expect_plain(k, (nf_gq_words)w, ti, p, COLS / 32, what);
+            }
+        }
+}
+
+Test(ggml_quant_simd, plain_path_avx2) { plain_path(NF_SIMD_AVX2); }
+Test(ggml_quant_simd, plain_path_avx512) { plain_path(NF_SIMD_AVX512); }
+
+/* The same through nf_method_encode_rows from binary16 and bfloat16 sources: the bytes of every
+ * level equal the scalar level's, and a row that holds a refused value is refused alike. */
+static void plain_sources(nf_simd_level level)
+{
+    require(level);
+    enum { R = 8 };
+    static float x[R * COLS];
+    static uint16_t h[R * COLS];
+    for (int kind = 0; kind < K_COUNT; kind++)
+        for (int st = 0; st < 2; st++) {
+            for (int r = 0; r < R; r++) fill(kind, x + r * COLS);
+            for (int i = 0; i < R * COLS; i++) h[i] = st ? nf_f32_to_bf16(x[i]) : nf_f32_to_f16(x[i]);
+            if (kind == K_OUTLIERS) h[3 * COLS + 77] = st ? 0x7FC1 : 0x7C00; /* NaN, infinity */
+            for (int ti = 0; ti < 3; ti++) {
+                const qtype *t = NULL;
+                for (size_t i = 0; i < NTYPES; i++)
+                    if (!strcmp(TYPES[i].stem, PLAIN[ti].stem)) t = &TYPES[i];
+                result res[2];
+                for (int l = 0; l < 2; l++) {
+                    nf_simd_level lv = l ? level : NF_SIMD_SCALAR;
+                    cr_assert_eq(nf_simd_force(lv), lv);
+                    size_t len = R * row_bytes(t, COLS);
+                    res[l].bytes = calloc(1, len);
+                    nf_src_rows src = {.name = "w", .type = st ? NF_SRC_BF16 : NF_SRC_F16, .data = h, .rows = R,
+                                       .cols = COLS};
+                    nf_words wd = {.rows = R, .cols = COLS, .blocks = res[l].bytes};
+                    nf_error err = {0};
+                    res[l].st = nf_method_encode_rows(NF_METHOD_GGML_QUANTIZE, nf_format_by_id(t->id), NULL, &src,
+                                                      &wd, &err);
+                    snprintf(res[l].msg, sizeof res[l].msg, "%s", res[l].st == NF_OK ? "" : err.message);
+                }
+                cr_assert_eq(res[1].st, res[0].st, "%s %s %s: %s / scalar %s", nf_simd_level_name(level), t->stem,
+                             KIND_NAMES[kind], res[1].msg, res[0].msg);
+                cr_assert_str_eq(res[1].msg, res[0].msg);
+                if (kind == K_OUTLIERS) cr_assert_eq(res[0].st, NF_ERR_INVALID, "%s", t->stem);
+                else
+                    cr_assert(!memcmp(res[1].bytes, res[0].bytes, R * row_bytes(t, COLS)), "%s %s %s %s",
+                              nf_simd_level_name(level), t->stem, st ? "bf16" : "f16", KIND_NAMES[kind]);
+                free(res[0].bytes);
+                free(res[1].bytes);
+            }
+        }
+}
+
+Test(ggml_quant_simd, plain_sources_avx2) { plain_sources(NF_SIMD_AVX2); }
+Test(ggml_quant_simd, plain_sources_avx512) { plain_sources(NF_SIMD_AVX512); }
+
 /* Every level's table is complete (the tables test checks every module's; this one names the
  * entries the encoders call). */
 Test(ggml_quant_simd, tables_are_complete)
@@ -225,8 +394,8 @@ Test(ggml_quant_simd, tables_are_complete)
     cr_assert_eq(nf_gq_kernels_current(), &nf_gq_kernels_scalar);
     for (int l = 0; l < NF_SIMD_LEVEL_COUNT; l++) {
         const nf_gq_kernels *k = nf_gq_kernels_for((nf_simd_level)l);
-        cr_assert(k && k->name && k->fit_min && k->fit_signed && k->fit_q3 && k->iq4_scales && k->codes_x0 &&
-                        k->codes_q8_0 && k->requant, "level %d", l);
+        cr_assert(k && k->name && k->fit_min && k->fit_signed && k->fit_q3 && k->iq4_scales && k->requant &&
+                        k->plain_blocks, "level %d", l);
     }
 }
 

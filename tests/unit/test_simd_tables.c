@@ -61,9 +61,8 @@ static void check_level(nf_simd_level level)
     ENTRY(gq, fit_signed);
     ENTRY(gq, fit_q3);
     ENTRY(gq, iq4_scales);
-    ENTRY(gq, codes_x0);
-    ENTRY(gq, codes_q8_0);
     ENTRY(gq, requant);
+    ENTRY(gq, plain_blocks);
 
     const nf_fp8_kernels *f8 = nf_fp8_kernels_for(level);
     cr_assert(f8 != NULL);

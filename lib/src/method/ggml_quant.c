@@ -279,24 +279,13 @@ static void fit_q3_scalar(int nsub, int n, int nmax, const float *x, int8_t *L, 
 }
 
 static float gq_iq4_scale(const float *x, const float *w, uint8_t *L);
-static void gq_x0_plain(const float *x, int nmax, float *d, uint8_t *L);
-static void gq_q8_0_plain(const float *x, float *d, uint8_t *q);
+static size_t plain_blocks_scalar(nf_gq_plain type, nf_gq_words words, size_t nblk, const void *src, uint8_t *out);
 
 static void requant_scalar(int n, const float *x, float d, bool with_min, float dm, int lo, int hi, int offset,
                            uint8_t *L)
 {
     for (int i = 0; i < n; i++)
         L[i] = (uint8_t)(gq_clamp(gq_nearest((with_min ? x[i] + dm : x[i]) / d), lo, hi) + offset);
-}
-
-static void codes_x0_scalar(unsigned nblk, int nmax, const float *x, float *d, uint8_t *L)
-{
-    for (unsigned i = 0; i < nblk; i++) gq_x0_plain(x + 32 * i, nmax, d + i, L + 32 * i);
-}
-
-static void codes_q8_0_scalar(unsigned nblk, const float *x, float *d, uint8_t *q)
-{
-    for (unsigned i = 0; i < nblk; i++) gq_q8_0_plain(x + 32 * i, d + i, q + 32 * i);
 }
 
 static void iq4_scales_scalar(int nsub, const float *x, const float *w, const int8_t *values, float *scales)
@@ -311,13 +300,12 @@ const nf_gq_kernels nf_gq_kernels_scalar = {.name = "scalar",
                                             .fit_signed = fit_signed_scalar,
                                             .fit_q3 = fit_q3_scalar,
                                             .iq4_scales = iq4_scales_scalar,
-                                            .codes_x0 = codes_x0_scalar,
-                                            .codes_q8_0 = codes_q8_0_scalar,
                                             .requant = requant_scalar,
                                             .iq3_trials = nf_gq3_trials_ref,
                                             .iq1s_split = nf_gq1s_split_ref,
                                             .iq1m_split = nf_gq1m_split_ref,
-                                            .iq1_nearest = nf_gq1_nearest_ref};
+                                            .iq1_nearest = nf_gq1_nearest_ref,
+                                            .plain_blocks = plain_blocks_scalar};
 
 NF_SIMD_SELECTOR(nf_gq_kernels, nf_gq_kernels, nf_gq_kernels_scalar, nf_gq_kernels_avx2, nf_gq_kernels_avx512)
 
@@ -350,20 +338,6 @@ static void enc_q8_0(const float *x, const float *qw, float sigma2, uint8_t *b)
     float d;
     gq_q8_0_plain(x, &d, b + 2);
     gq_put_f16(b, d);
-}
-
-/* Q8_0, several blocks: the codes through the kernels table (one block a few vectors). */
-static void enc_q8_0_blocks(const float *x, const float *qw, float sigma2, unsigned nblk, uint8_t *out)
-{
-    (void)qw;
-    (void)sigma2;
-    float d[GQ_SPAN / 32];
-    uint8_t q[GQ_SPAN];
-    gq_kern->codes_q8_0(nblk, x, d, q);
-    for (unsigned i = 0; i < nblk; i++) {
-        gq_put_f16(out + 34 * i, d[i]);
-        memcpy(out + 34 * i + 2, q + 32 * i, 32);
-    }
 }
 
 /* float -> int as x86-64 converts it (cvttss2si): truncation toward zero, and INT32_MIN for NaN
@@ -425,16 +399,6 @@ static void gq_codes_x0(const float *x, const float *qw, float sigma2, int nmax,
     }
 }
 
-/* gq_codes_x0 without importance for nblk blocks at once, through the kernels table. */
-static void gq_x0_blocks(const float *x, int nmax, unsigned nblk, size_t bb, uint8_t *b, int *L)
-{
-    float d[GQ_SPAN / 32];
-    uint8_t l8[GQ_SPAN];
-    gq_kern->codes_x0(nblk, nmax, x, d, l8);
-    for (unsigned i = 0; i < nblk; i++) gq_put_f16(b + i * bb, d[i]);
-    for (unsigned j = 0; j < 32 * nblk; j++) L[j] = l8[j];
-}
-
 /* gq_codes_x0 with importance for nblk blocks at once, their searches through the kernels table:
  * the scale of block i to b + i * bb, its codes to L + 32 * i. */
 static void gq_codes_x0_imp(const float *x, const float *qw, float sigma2, int nmax, unsigned nblk, size_t bb,
@@ -463,14 +427,21 @@ static void enc_q4_0(const float *x, const float *qw, float sigma2, uint8_t *b)
     gq_pack_q4_0(L, b);
 }
 
-/* nblk Q4_0 or Q5_0 blocks of bb bytes at once: their scales and codes (with or without
- * importance), then each block's codes packed. */
+/* nblk Q4_0 or Q5_0 blocks of bb bytes at once: with importance their scales and codes (the
+ * searches through the kernels table), then each block's codes packed; without, block by block
+ * (gq_encode_row gives these rows to gq_plain_row first, so only a row it refused comes here). */
 static void gq_x0_span(const float *x, const float *qw, float sigma2, int nmax, size_t bb,
                        void (*pack)(const int *L, uint8_t *b), unsigned nblk, uint8_t *out)
 {
     int L[GQ_SPAN];
-    if (!qw) gq_x0_blocks(x, nmax, nblk, bb, out, L);
-    else gq_codes_x0_imp(x, qw, sigma2, nmax, nblk, bb, out, L);
+    if (!qw) {
+        for (unsigned i = 0; i < nblk; i++) {
+            gq_codes_x0(x + 32 * i, NULL, sigma2, nmax, out + bb * i, L);
+            pack(L, out + bb * i);
+        }
+        return;
+    }
+    gq_codes_x0_imp(x, qw, sigma2, nmax, nblk, bb, out, L);
     for (unsigned i = 0; i < nblk; i++) pack(L + 32 * i, out + bb * i);
 }
 
@@ -503,6 +474,41 @@ static void enc_q5_0(const float *x, const float *qw, float sigma2, uint8_t *b)
 static void enc_q5_0_blocks(const float *x, const float *qw, float sigma2, unsigned nblk, uint8_t *out)
 {
     gq_x0_span(x, qw, sigma2, 16, 22, gq_pack_q5_0, nblk, out);
+}
+
+/* ---------------------------------------------------------------- Q4_0, Q5_0, Q8_0 without importance */
+
+static bool gq_values_ok(const float *x, size_t n);
+
+/* A block's 32 values from little-endian source words (ggml_simd.h plain_blocks). */
+static void gq_plain_load(nf_gq_words words, const uint8_t *p, float *x)
+{
+    for (int j = 0; j < 32; j++) {
+        switch (words) {
+        case NF_GQ_WORDS_F32: x[j] = nf_f32_from_bits(nf_method_le32(p + 4 * j)); break;
+        case NF_GQ_WORDS_F16: x[j] = nf_f16_to_f32(nf_method_le16(p + 2 * j)); break;
+        case NF_GQ_WORDS_BF16: x[j] = nf_f32_from_bits((uint32_t)nf_method_le16(p + 2 * j) << 16); break;
+        }
+    }
+}
+
+/* The scalar reference of plain_blocks: each block loaded, checked as gq_encode_row checks it,
+ * encoded by the type's block encoder, its binary16 scale checked. */
+static size_t plain_blocks_scalar(nf_gq_plain type, nf_gq_words words, size_t nblk, const void *src, uint8_t *out)
+{
+    static const gq_block_fn enc[] = {[NF_GQ_PLAIN_Q4_0] = enc_q4_0, [NF_GQ_PLAIN_Q5_0] = enc_q5_0,
+                                      [NF_GQ_PLAIN_Q8_0] = enc_q8_0};
+    static const size_t block_bytes[] = {[NF_GQ_PLAIN_Q4_0] = 18, [NF_GQ_PLAIN_Q5_0] = 22, [NF_GQ_PLAIN_Q8_0] = 34};
+    const size_t bb = block_bytes[type], wb = 32 * (words == NF_GQ_WORDS_F32 ? 4 : 2);
+    float x[32];
+    for (size_t i = 0; i < nblk; i++) {
+        uint8_t *b = out + bb * i;
+        gq_plain_load(words, (const uint8_t *)src + wb * i, x);
+        if (!gq_values_ok(x, 32)) return i;
+        enc[type](x, NULL, 0.0f, b);
+        if ((b[1] & 0x7Cu) == 0x7Cu) return i; /* the scale's exponent field all ones */
+    }
+    return nblk;
 }
 
 /* 2-bit codes of a super-block, four 32-value quarters per 128 into one byte (Q2_K, Q3_K). */
@@ -1090,7 +1096,7 @@ static const struct {
     nf_format_id fmt;
     gq_blocks_fn encode_blocks;
 } gq_batched[] = {
-    {NF_FMT_GGUF_Q8_0, enc_q8_0_blocks}, {NF_FMT_GGUF_Q4_0, enc_q4_0_blocks}, {NF_FMT_GGUF_Q5_0, enc_q5_0_blocks}, {NF_FMT_GGUF_IQ4_NL, enc_iq4_nl_blocks},
+    {NF_FMT_GGUF_Q4_0, enc_q4_0_blocks}, {NF_FMT_GGUF_Q5_0, enc_q5_0_blocks}, {NF_FMT_GGUF_IQ4_NL, enc_iq4_nl_blocks},
     {NF_FMT_GGUF_Q4_K, enc_q4_k_blocks}, {NF_FMT_GGUF_Q5_K, enc_q5_k_blocks}, {NF_FMT_GGUF_Q3_K, enc_q3_k_blocks},
 };
 
@@ -1209,9 +1215,40 @@ static nf_status gq_block(const nf_format *fmt, const gq_type *t, const float *x
     return NF_OK;
 }
 
+/* Row r of a Q4_0 or Q5_0 target without importance, or of a Q8_0 target (whose encoder ignores
+ * it, as ggml's), in one call of the kernels table, straight from the source words (no search:
+ * each block's extreme, scale and codes, packed).  False for another target or source type, and
+ * for a row holding a block to refuse, which the span loop of gq_encode_row then encodes again to
+ * name the first value or scale refused. */
+static bool gq_plain_row(const nf_format *fmt, const float *imp, const nf_src_rows *src, uint64_t r, size_t k,
+                         uint8_t *out)
+{
+    nf_gq_plain type;
+    nf_gq_words words;
+    switch (fmt->id) {
+    case NF_FMT_GGUF_Q4_0: type = NF_GQ_PLAIN_Q4_0; break;
+    case NF_FMT_GGUF_Q5_0: type = NF_GQ_PLAIN_Q5_0; break;
+    case NF_FMT_GGUF_Q8_0: type = NF_GQ_PLAIN_Q8_0; break;
+    default: return false;
+    }
+    if (imp && type != NF_GQ_PLAIN_Q8_0) return false;
+    switch (src->type) {
+    case NF_SRC_F32: words = NF_GQ_WORDS_F32; break;
+    case NF_SRC_F16: words = NF_GQ_WORDS_F16; break;
+    case NF_SRC_BF16: words = NF_GQ_WORDS_BF16; break;
+    default: return false;
+    }
+    /* as nf_method_load_f32 addresses a row (its size proved by nf_method_check_rows) */
+    const size_t esize = words == NF_GQ_WORDS_F32 ? 4 : 2;
+    const uint8_t *p = (const uint8_t *)src->data + (size_t)r * (size_t)src->cols * esize;
+    const size_t nblk = k / fmt->block_values;
+    return gq_kern->plain_blocks(type, words, nblk, p, out) == nblk;
+}
+
 static nf_status gq_encode_row(const nf_format *fmt, const gq_type *t, const float *imp, const nf_src_rows *src,
                                uint64_t r, size_t k, uint8_t *out, nf_error *err)
 {
+    if (gq_plain_row(fmt, imp, src, r, k, out)) return NF_OK;
     float x[GQ_SPAN];
     const size_t bv = fmt->block_values, bb = fmt->block_bytes;
     float sigma2 = 0.0f;

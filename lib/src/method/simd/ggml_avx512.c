@@ -9,6 +9,7 @@
 #if NF_X86_KERNELS
 
 #include <immintrin.h>
+#include <string.h>
 
 /* 16 lanes */
 #define GQ(name) name##_z
@@ -112,41 +113,21 @@ NF_AVX512_FN static void iq4_scales_avx512(int nsub, const float *x, const float
     }
 }
 
-/* The signed value of largest magnitude of 32 values, the first on a tie, +0 if all are zero
- * (gq_extreme): the maximum magnitude (exact in any order), then the first lane holding it. */
-NF_AVX512_INLINE float extreme32(const float *x, __m512 *abs_lo, __m512 *abs_hi)
-{
-    const __m512i mag = _mm512_set1_epi32(INT32_MAX);
-    __m512 a = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(x)), mag));
-    __m512 b = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(x + 16)), mag));
-    *abs_lo = a;
-    *abs_hi = b;
-    float amax = _mm512_reduce_max_ps(_mm512_max_ps(a, b));
-    if (amax == 0.0f) return 0.0f;
-    __m512 m = _mm512_set1_ps(amax);
-    uint32_t eq = (uint32_t)_mm512_cmpeq_ps_mask(a, m) | (uint32_t)_mm512_cmpeq_ps_mask(b, m) << 16;
-    return x[__builtin_ctz(eq)];
-}
+/* ---------------------------------------------------------------- Q4_0, Q5_0, Q8_0 without importance */
 
-/* The low bytes of 16 int32 codes to q. */
-NF_AVX512_INLINE void store_low_bytes(uint8_t *q, __m512i v) { _mm_storeu_si128((__m128i *)(void *)q, _mm512_cvtepi32_epi8(v)); }
-
-NF_AVX512_FN static void codes_x0_avx512(unsigned nblk, int nmax, const float *x, float *d, uint8_t *L)
+/* A block's 32 source words as two vectors of binary32 (every conversion exact). */
+NF_AVX512_INLINE void load32(nf_gq_words words, const uint8_t *p, __m512 *lo, __m512 *hi)
 {
-    const __m512 half = _mm512_set1_ps((float)nmax + 0.5f);
-    const __m512i top = _mm512_set1_epi32(2 * nmax - 1);
-    for (unsigned i = 0; i < nblk; i++, x += 32, L += 32) {
-        __m512 a, b;
-        float di = extreme32(x, &a, &b) / -(float)nmax;
-        float id = di != 0.0f ? 1.0f / di : 0.0f;
-        d[i] = di;
-        for (int h = 0; h < 2; h++) {
-            /* x * id + (nmax + 0.5), truncated (0x80000000 out of range, as gq_trunc_i8), its low
-             * byte as int8, at most 2 nmax - 1 */
-            __m512i c = _mm512_cvttps_epi32(_mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(x + 16 * h), _mm512_set1_ps(id)), half));
-            c = _mm512_min_epi32(_mm512_srai_epi32(_mm512_slli_epi32(c, 24), 24), top);
-            store_low_bytes(L + 16 * h, c);
-        }
+    if (words == NF_GQ_WORDS_F32) {
+        *lo = _mm512_loadu_ps(p);
+        *hi = _mm512_loadu_ps(p + 64);
+    } else if (words == NF_GQ_WORDS_F16) {
+        *lo = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)p));
+        *hi = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(p + 32)));
+    } else {
+        *lo = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)p)), 16));
+        *hi = _mm512_castsi512_ps(
+            _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(p + 32))), 16));
     }
 }
 
@@ -160,28 +141,198 @@ NF_AVX512_INLINE __m512 trunc_ps(__m512 v)
 #pragma GCC diagnostic pop
 }
 
-NF_AVX512_FN static void codes_q8_0_avx512(unsigned nblk, const float *x, float *d, uint8_t *q)
+/* The binary16 word of a scale, as nf_f32_to_f16 rounds it (VCVTPS2PH, nearest even). */
+NF_AVX512_INLINE uint16_t f16_word(float d) { return (uint16_t)_cvtss_sh(d, 0); }
+
+/* A block's largest magnitude (Q8_0) or extreme (Q4_0, Q5_0: gq_extreme, the first value of largest
+ * magnitude) to *m, false when the block holds a value to refuse.  The magnitudes are compared as
+ * integers (ordered as the values are, NaN above infinity), so one unsigned maximum gives both the
+ * largest magnitude and gq_values_ok's test; the extreme's sign comes from the vector. */
+NF_AVX512_INLINE bool block_max(nf_gq_plain type, __m512 lo, __m512 hi, float *m)
 {
-    const __m512i sign = _mm512_set1_epi32(INT32_MIN);
-    for (unsigned i = 0; i < nblk; i++, x += 32, q += 32) {
-        __m512 a, b;
-        (void)extreme32(x, &a, &b);
-        float amax = _mm512_reduce_max_ps(_mm512_max_ps(a, b));
-        float di = amax / 127.0f;
-        float id = di != 0.0f ? 1.0f / di : 0.0f;
-        d[i] = di;
-        for (int h = 0; h < 2; h++) {
-            /* roundf: truncate, then away from zero when the dropped part is at least 1/2 */
-            __m512 v = _mm512_mul_ps(_mm512_loadu_ps(x + 16 * h), _mm512_set1_ps(id));
+    const __m512i mag = _mm512_set1_epi32(INT32_MAX);
+    __m512i alo = _mm512_and_si512(_mm512_castps_si512(lo), mag), ahi = _mm512_and_si512(_mm512_castps_si512(hi), mag);
+    uint32_t abits = _mm512_reduce_max_epu32(_mm512_max_epu32(alo, ahi));
+    if (abits >= 0x5F800000u) return false; /* NaN, infinite, or 2^64 and above */
+    if (type == NF_GQ_PLAIN_Q8_0 || abits == 0) {
+        memcpy(m, &abits, sizeof *m); /* +0 for an all-zero block, as gq_extreme */
+        return true;
+    }
+    __m512i v = _mm512_set1_epi32((int)abits);
+    uint32_t eq = (uint32_t)_mm512_cmpeq_epi32_mask(alo, v) | (uint32_t)_mm512_cmpeq_epi32_mask(ahi, v) << 16;
+    *m = _mm512_cvtss_f32(_mm512_permutex2var_ps(lo, _mm512_set1_epi32(__builtin_ctz(eq)), hi));
+    return true;
+}
+
+/* A block's codes from its inverse scale id, packed to b + 2 (ggml_simd.h plain_blocks). */
+NF_AVX512_INLINE void block_codes(nf_gq_plain type, __m512 lo, __m512 hi, __m512 id, uint8_t *b)
+{
+    if (type == NF_GQ_PLAIN_Q8_0) {
+        /* roundf: truncate, then away from zero when the dropped part is at least 1/2 */
+        const __m512i sign = _mm512_set1_epi32(INT32_MIN);
+        for (int k = 0; k < 2; k++) {
+            __m512 v = _mm512_mul_ps(k ? hi : lo, id);
             __m512 t = trunc_ps(v);
             __m512 fr = _mm512_castsi512_ps(_mm512_andnot_si512(sign, _mm512_castps_si512(_mm512_sub_ps(v, t))));
             __mmask16 up = _mm512_cmp_ps_mask(fr, _mm512_set1_ps(0.5f), _CMP_GE_OQ);
             __m512 one = _mm512_castsi512_ps(
                 _mm512_or_si512(_mm512_castps_si512(_mm512_set1_ps(1.0f)), _mm512_and_si512(sign, _mm512_castps_si512(v))));
             __m512 r = _mm512_mask_add_ps(t, up, t, one);
-            store_low_bytes(q + 16 * h, _mm512_cvttps_epi32(r));
+            _mm_storeu_si128((__m128i *)(void *)(b + 2 + 16 * k), _mm512_cvtepi32_epi8(_mm512_cvttps_epi32(r)));
         }
+        return;
     }
+    /* gq_x0_plain: x * id + (nmax + 0.5) truncated (0x80000000 out of range, as gq_trunc_i8), its
+     * low byte as int8, at most 2 nmax - 1; then gq_pack_q4_0 / gq_pack_q5_0 (values j and j + 16
+     * in one byte, the low byte of the OR as ggml stores it) */
+    const int nmax = type == NF_GQ_PLAIN_Q4_0 ? 8 : 16;
+    const __m512 half = _mm512_set1_ps((float)nmax + 0.5f);
+    const __m512i top = _mm512_set1_epi32(2 * nmax - 1);
+    __m512i c[2];
+    for (int k = 0; k < 2; k++) {
+        c[k] = _mm512_cvttps_epi32(_mm512_add_ps(_mm512_mul_ps(k ? hi : lo, id), half));
+        c[k] = _mm512_min_epi32(_mm512_srai_epi32(_mm512_slli_epi32(c[k], 24), 24), top);
+    }
+    if (type == NF_GQ_PLAIN_Q4_0) {
+        __m512i q = _mm512_or_si512(c[0], _mm512_slli_epi32(c[1], 4));
+        _mm_storeu_si128((__m128i *)(void *)(b + 2), _mm512_cvtepi32_epi8(q));
+        return;
+    }
+    const __m512i low4 = _mm512_set1_epi32(0xF), bit4 = _mm512_set1_epi32(0x10);
+    __m512i q = _mm512_or_si512(_mm512_and_si512(c[0], low4), _mm512_slli_epi32(_mm512_and_si512(c[1], low4), 4));
+    uint32_t qh = (uint32_t)_mm512_test_epi32_mask(c[0], bit4) | (uint32_t)_mm512_test_epi32_mask(c[1], bit4) << 16;
+    for (int i = 0; i < 4; i++) b[2 + i] = (uint8_t)(qh >> (8 * i));
+    _mm_storeu_si128((__m128i *)(void *)(b + 6), _mm512_cvtepi32_epi8(q));
+}
+
+/* The divisor of a block's scale: d = m / 127 (Q8_0), m / -nmax (Q4_0, Q5_0). */
+NF_AVX512_INLINE float scale_div(nf_gq_plain type)
+{
+    return type == NF_GQ_PLAIN_Q8_0 ? 127.0f : type == NF_GQ_PLAIN_Q4_0 ? -8.0f : -16.0f;
+}
+
+/* One block, false when it is refused. */
+NF_AVX512_INLINE bool plain_block(nf_gq_plain type, nf_gq_words words, const uint8_t *p, uint8_t *b)
+{
+    __m512 lo, hi;
+    float m;
+    load32(words, p, &lo, &hi);
+    if (!block_max(type, lo, hi, &m)) return false;
+    float d = m / scale_div(type);
+    uint16_t h = f16_word(d);
+    if ((h & 0x7C00u) == 0x7C00u) return false; /* the scale overflows binary16 */
+    b[0] = (uint8_t)(h & 0xFFu);
+    b[1] = (uint8_t)(h >> 8);
+    block_codes(type, lo, hi, _mm512_set1_ps(d != 0.0f ? 1.0f / d : 0.0f), b);
+    return true;
+}
+
+/* The largest lane of each of 16 vectors, in one vector: lane 4 (g % 4) + g / 4 holds that of
+ * a[g] (a tree of 128-bit, 64-bit and 32-bit exchanges, 45 operations for the 16). */
+NF_AVX512_INLINE __m512i max16(const __m512i *a)
+{
+    __m512i b[8], c[4], d[2];
+    for (int k = 0; k < 8; k++) /* chunks 0-1: a[2k], 2-3: a[2k + 1] */
+        b[k] = _mm512_max_epu32(_mm512_shuffle_i32x4(a[2 * k], a[2 * k + 1], 0x44),
+                                _mm512_shuffle_i32x4(a[2 * k], a[2 * k + 1], 0xEE));
+    for (int k = 0; k < 4; k++) /* chunk q: a[4k + q] */
+        c[k] = _mm512_max_epu32(_mm512_shuffle_i32x4(b[2 * k], b[2 * k + 1], 0x88),
+                                _mm512_shuffle_i32x4(b[2 * k], b[2 * k + 1], 0xDD));
+    for (int k = 0; k < 2; k++) /* chunk q, lanes 0 and 2: a[8k + q], 1 and 3: a[8k + 4 + q] */
+        d[k] = _mm512_max_epu32(_mm512_unpacklo_epi32(c[2 * k], c[2 * k + 1]),
+                                _mm512_unpackhi_epi32(c[2 * k], c[2 * k + 1]));
+    return _mm512_max_epu32(_mm512_unpacklo_epi64(d[0], d[1]), _mm512_unpackhi_epi64(d[0], d[1]));
+}
+
+/* 16 blocks, false when one of them is refused: their largest magnitudes in one vector (max16)
+ * and, for Q4_0 / Q5_0, the sign of each block's first value of that magnitude (gq_extreme);
+ * then the 16 scales, inverse scales and binary16 words in one vector each (the same binary32
+ * operations per block, and no block waits on another's divisions); then the codes.  Block g's
+ * scale is in lane 4 (g % 4) + g / 4. */
+NF_AVX512_INLINE bool plain_group(nf_gq_plain type, nf_gq_words words, size_t wb, size_t bb, const uint8_t *p,
+                                  uint8_t *out)
+{
+    const __m512i mag = _mm512_set1_epi32(INT32_MAX);
+    float inv[16];
+    uint16_t hw[16];
+    __m512i a[16];
+    __m512 lo, hi;
+    for (int g = 0; g < 16; g++) {
+        load32(words, p + wb * (size_t)g, &lo, &hi);
+        a[g] = _mm512_max_epu32(_mm512_and_si512(_mm512_castps_si512(lo), mag),
+                                _mm512_and_si512(_mm512_castps_si512(hi), mag));
+    }
+    __m512i am = max16(a);
+    /* NaN, infinite, or 2^64 and above (gq_values_ok) */
+    if (_mm512_cmpge_epu32_mask(am, _mm512_set1_epi32(0x5F800000))) return false;
+    __m512 m = _mm512_castsi512_ps(am);
+    if (type != NF_GQ_PLAIN_Q8_0) {
+        uint32_t amb[16];
+        __mmask16 neg = 0;
+        _mm512_storeu_si512((void *)amb, am);
+        for (int g = 0; g < 16; g++) {
+            const int lane = 4 * (g % 4) + g / 4;
+            if (!amb[lane]) continue; /* an all-zero block's extreme is +0 */
+            load32(words, p + wb * (size_t)g, &lo, &hi);
+            __m512i v = _mm512_set1_epi32((int)amb[lane]);
+            uint32_t eq = (uint32_t)_mm512_cmpeq_epi32_mask(_mm512_and_si512(_mm512_castps_si512(lo), mag), v) |
+                          (uint32_t)_mm512_cmpeq_epi32_mask(_mm512_and_si512(_mm512_castps_si512(hi), mag), v) << 16;
+            uint32_t sg = (uint32_t)_mm512_movepi32_mask(_mm512_castps_si512(lo)) |
+                          (uint32_t)_mm512_movepi32_mask(_mm512_castps_si512(hi)) << 16;
+            if (sg & eq & (0u - eq)) neg = (__mmask16)(neg | 1u << lane);
+        }
+        m = _mm512_mask_sub_ps(m, neg, _mm512_setzero_ps(), m); /* -amax, exactly the value */
+    }
+    __m512 d = _mm512_div_ps(m, _mm512_set1_ps(scale_div(type)));
+    __m256i h = _mm512_cvtps_ph(d, 0);
+    const __m256i e = _mm256_set1_epi16(0x7C00);
+    if (_mm256_movemask_epi8(_mm256_cmpeq_epi16(_mm256_and_si256(h, e), e))) return false;
+    _mm256_storeu_si256((__m256i *)(void *)hw, h);
+    _mm512_storeu_ps(inv, _mm512_maskz_div_ps(_mm512_cmp_ps_mask(d, _mm512_setzero_ps(), _CMP_NEQ_UQ),
+                                              _mm512_set1_ps(1.0f), d));
+    for (int g = 0; g < 16; g++) {
+        const int lane = 4 * (g % 4) + g / 4;
+        uint8_t *b = out + bb * (size_t)g;
+        b[0] = (uint8_t)(hw[lane] & 0xFFu);
+        b[1] = (uint8_t)(hw[lane] >> 8);
+        load32(words, p + wb * (size_t)g, &lo, &hi);
+        block_codes(type, lo, hi, _mm512_set1_ps(inv[lane]), b);
+    }
+    return true;
+}
+
+NF_AVX512_INLINE size_t plain_run(nf_gq_plain type, nf_gq_words words, size_t nblk, const uint8_t *p, uint8_t *out)
+{
+    const size_t bb = type == NF_GQ_PLAIN_Q4_0 ? 18 : type == NF_GQ_PLAIN_Q5_0 ? 22 : 34;
+    const size_t wb = words == NF_GQ_WORDS_F32 ? 128 : 64;
+    size_t i = 0;
+    /* a group holding a refused block goes block by block, which finds it */
+    for (; i + 16 <= nblk; i += 16)
+        if (!plain_group(type, words, wb, bb, p + wb * i, out + bb * i)) break;
+    for (; i < nblk; i++)
+        if (!plain_block(type, words, p + wb * i, out + bb * i)) return i;
+    return nblk;
+}
+
+/* One loop per type and source (the constants fold into it: no per-block dispatch). */
+#define PLAIN_RUNS(T)                                                                                                  \
+    NF_AVX512_FN static size_t plain_##T(nf_gq_words words, size_t nblk, const uint8_t *p, uint8_t *out)             \
+    {                                                                                                                  \
+        if (words == NF_GQ_WORDS_F32) return plain_run(NF_GQ_PLAIN_##T, NF_GQ_WORDS_F32, nblk, p, out);                \
+        if (words == NF_GQ_WORDS_F16) return plain_run(NF_GQ_PLAIN_##T, NF_GQ_WORDS_F16, nblk, p, out);                \
+        return plain_run(NF_GQ_PLAIN_##T, NF_GQ_WORDS_BF16, nblk, p, out);                                             \
+    }
+PLAIN_RUNS(Q4_0)
+PLAIN_RUNS(Q5_0)
+PLAIN_RUNS(Q8_0)
+
+NF_AVX512_FN static size_t plain_blocks_avx512(nf_gq_plain type, nf_gq_words words, size_t nblk, const void *src,
+                                               uint8_t *out)
+{
+    const uint8_t *p = src;
+    if (type == NF_GQ_PLAIN_Q4_0) return plain_Q4_0(words, nblk, p, out);
+    if (type == NF_GQ_PLAIN_Q5_0) return plain_Q5_0(words, nblk, p, out);
+    return plain_Q8_0(words, nblk, p, out);
 }
 
 NF_AVX512_FN static void requant_avx512(int n, const float *x, float d, bool with_min, float dm, int lo, int hi,
@@ -196,12 +347,11 @@ const nf_gq_kernels nf_gq_kernels_avx512 = {.name = "avx512",
                                             .fit_signed = fit_signed_avx512,
                                             .fit_q3 = fit_q3_avx512,
                                             .iq4_scales = iq4_scales_avx512,
-                                            .codes_x0 = codes_x0_avx512,
-                                            .codes_q8_0 = codes_q8_0_avx512,
                                             .requant = requant_avx512,
                                             .iq3_trials = nf_gq3_trials_avx512,
                                             .iq1s_split = nf_gq1s_split_avx512,
                                             .iq1m_split = nf_gq1m_split_avx512,
-                                            .iq1_nearest = nf_gq1_nearest_avx512};
+                                            .iq1_nearest = nf_gq1_nearest_avx512,
+                                            .plain_blocks = plain_blocks_avx512};
 
 #endif

@@ -11,9 +11,9 @@
  * tests/unit/test_method_ggml_quant_simd.c compares the bytes of every level with the scalar
  * ones.
  *
- * The table also holds the loops around the searches that are worth a vector: the codes of Q4_0,
- * Q5_0 and Q8_0 without a search (the block's extreme, truncation, roundf lane-wise) and the final
- * codes of the k-quants from their stored scales.
+ * The table also holds the loops around the searches that are worth a vector: the whole row path of
+ * Q4_0, Q5_0 and Q8_0 without importance (no search: source words to packed blocks in one pass)
+ * and the final codes of the k-quants from their stored scales.
  *
  * The table follows common/cpu.h: a search with no vector kernel (a type's encoder that does
  * not call these entries, such as an encoder added in its own file) simply runs scalar; such an
@@ -22,6 +22,7 @@
 #define NF_METHOD_SIMD_GGML_SIMD_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "common/cpu.h"
@@ -30,6 +31,10 @@ struct nf_gq3_grid;
 
 /* The largest sub-block a search takes (ggml's k-quant and Q4_0 / Q5_0 blocks hold <= 32). */
 #define NF_GQ_MAX_N 32
+
+/* The types of the plain row path (plain_blocks) and the source words it reads. */
+typedef enum nf_gq_plain { NF_GQ_PLAIN_Q4_0, NF_GQ_PLAIN_Q5_0, NF_GQ_PLAIN_Q8_0 } nf_gq_plain;
+typedef enum nf_gq_words { NF_GQ_WORDS_F32, NF_GQ_WORDS_F16, NF_GQ_WORDS_BF16 } nf_gq_words;
 
 typedef struct nf_gq_kernels {
     const char *name;
@@ -44,13 +49,6 @@ typedef struct nf_gq_kernels {
     /* gq_iq4_scale's scale of nsub sub-blocks of 32 values (x and w at stride 32) over the
      * ascending table of 16 values. */
     void (*iq4_scales)(int nsub, const float *x, const float *w, const int8_t *values, float *scales);
-    /* Q4_0 / Q5_0 without importance (gq_codes_x0) for nblk blocks of 32: d[i] = the block's
-     * extreme / -nmax, and the low byte of each code min(2 nmax - 1, trunc(x / d + nmax + 0.5))
-     * (x times 1 / d, truncated as gq_trunc_i8) to L. */
-    void (*codes_x0)(unsigned nblk, int nmax, const float *x, float *d, uint8_t *L);
-    /* Q8_0 (enc_q8_0) for nblk blocks of 32: d[i] = amax / 127 and the 32 code bytes of
-     * roundf(x * (1 / d)) (gq_trunc_i8) to q. */
-    void (*codes_q8_0)(unsigned nblk, const float *x, float *d, uint8_t *q);
     /* The final codes of n values (a multiple of 16) from their stored scale: without a minimum
      * (signed) L[i] = clamp(nearest(x[i] / d), lo, hi) + offset, with one (dm, Q2_K / Q4_K /
      * Q5_K) L[i] = clamp(nearest((x[i] + dm) / d), lo, hi) + offset. */
@@ -81,6 +79,12 @@ typedef struct nf_gq_kernels {
      * sum is below FLT_MAX. */
     int (*iq1_nearest)(const uint8_t *levels, const uint16_t *list, unsigned n, const float *x, const float *w,
                        float scale, const float *xx);
+    /* Q4_0, Q5_0 or Q8_0 without importance (gq_plain_blocks) straight from source words: nblk
+     * blocks of 32 values at src (little-endian binary32, binary16 or bfloat16 words, any
+     * alignment) to nblk packed blocks at out.  Returns the first block holding a value
+     * gq_values_ok refuses or whose scale is not finite in binary16, nblk if none; the bytes of
+     * that block and of those after it are unspecified. */
+    size_t (*plain_blocks)(nf_gq_plain type, nf_gq_words words, size_t nblk, const void *src, uint8_t *out);
 } nf_gq_kernels;
 
 /* The trials of IQ3_XXS (31), the most of either IQ3 type, and the stride of iq3_trials's levels
