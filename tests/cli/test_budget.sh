@@ -131,6 +131,76 @@ for a in plan['allocation']:
     assert abs(sse - opt['estimated_error']) <= 1e-6 * sse, (a['tensor'], sse, opt['estimated_error'])
 PY
 
+# nvfp4 is a candidate where its tiles fit (N % 128 == 0, K % 64 == 0): each sampled row is encoded
+# under the matrix's true global scale, so its measured error is the real conversion's on those
+# rows -- every row measured: the report's figure to the bit; 8 rows: the artifact's error on the
+# 8 sampled rows times N / 8 -- and the budget picks it where it wins.
+python3 - "$work/nv" <<'PY'
+import json, os, random, struct, sys
+d = sys.argv[1]
+os.makedirs(d)
+rng = random.Random(7)
+shapes = {'a': (128, 256, lambda: rng.gauss(0, 1)), 'b': (256, 128, lambda: 0.01 * rng.gauss(0, 1) ** 3)}
+header, data = {}, b''
+for name, (r, c, f) in shapes.items():
+    b = struct.pack('<%df' % (r * c), *[f() for _ in range(r * c)])
+    header[name] = {'dtype': 'F32', 'shape': [r, c], 'data_offsets': [len(data), len(data) + len(b)]}
+    data += b
+h = json.dumps(header).encode()
+h += b' ' * (-len(h) % 8)
+open(d + '/model.safetensors', 'wb').write(struct.pack('<Q', len(h)) + h + data)
+open(d + '/config.json', 'w').write('{}')
+PY
+nv_recipe() { # nv_recipe FILE SAMPLE-ROWS
+    printf 'recipe: 1\nsources: {base: .}\nbudget: {bits_per_weight: 4.6, sample_rows: %s, formats: [nvfp4, q4_g64_fp16, q8_g32_fp16], methods: [nvfp4_quantize, nvfp4_search, grouped_absmax]}\nrules:\n  - {match: "*", format: budget}\n' "$2" >"$work/nv/$1"
+}
+nv_recipe all.yaml 0
+run 0 "$bin/ninfer-convert" -r "$work/nv/all.yaml" -o "$work/nv.ninfer" -n --json
+check check_allocation "$work/out"
+check python3 - "$work/out" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))['budget']
+for a in d['allocation']:
+    assert not a['not_candidates'] and len(a["options"]) == 4, a
+    fit = [o for o in a['options'] if o['bits_per_weight'] < 4.6]  # q8 does not fit beside either
+    best = min(fit, key=lambda o: o['estimated_error'])
+    assert best['format'] == 'nvfp4' and (a['format'], a['method']) == (best['format'], best['method']), a
+PY
+run 0 "$bin/ninfer-convert" -r "$work/nv/all.yaml" -o "$work/nv.ninfer"
+check python3 - "$work/nv.ninfer.conversion.json" <<'PY'
+import json, sys
+b = [o for o in json.load(open(sys.argv[1]))['objects'] if 'budget' in o]
+assert len(b) == 2 and all(o['format'] == 'nvfp4' for o in b), b
+for o in b:
+    assert o['budget']['weighted_error'] == o['budget']['estimated_error'] > 0, o['budget']
+PY
+nv_recipe s8.yaml 8
+run 0 "$bin/ninfer-convert" -r "$work/nv/s8.yaml" -o "$work/nv8.ninfer"
+for t in a b; do "$bin/ninfer-dequant" "$work/nv8.ninfer" $t -o "$work/nv8.$t.f32"; done
+check python3 - "$work/nv/model.safetensors" "$work/nv8.ninfer.conversion.json" "$work/nv8" <<'PY'
+import json, math, struct, sys
+raw = open(sys.argv[1], 'rb').read()
+n = struct.unpack('<Q', raw[:8])[0]
+hdr = json.loads(raw[8:8 + n])
+for o in json.load(open(sys.argv[2]))['objects']:
+    t = o['object']
+    rows, cols = hdr[t]['shape']
+    a, b = hdr[t]['data_offsets']
+    x = struct.unpack('<%df' % (rows * cols), raw[8 + n + a:8 + n + b])
+    y = struct.unpack('<%df' % (rows * cols), open('%s.%s.f32' % (sys.argv[3], t), 'rb').read())
+    s = o['budget']['rows_measured']
+    assert o['format'] == 'nvfp4' and s == 8, o
+    sums = []
+    for i in range(s):
+        r = (2 * i + 1) * rows // (2 * s)
+        acc = 0.0
+        for c in range(r * cols, r * cols + cols):
+            acc += (x[c] - y[c]) * (x[c] - y[c])
+        sums.append(acc)
+    want = math.fsum(sums) * (rows / s)
+    assert abs(o['budget']['estimated_error'] - want) <= 1e-12 * want, (t, o['budget'], want)
+PY
+
 # Sampling: at most sample_rows rows a tensor, said per tensor; the report has the exact figure.
 recipe rs.yaml "{bits_per_weight: 5.5, sample_rows: 8}"
 run 0 "$bin/ninfer-convert" -r "$work/ck/rs.yaml" -o "$work/s.ninfer"
