@@ -239,7 +239,7 @@ b = [o['budget'] for o in r['objects'] if 'budget' in o]
 assert all(x['rows_measured'] == 8 for x in b) and any(x['weighted_error'] != x['estimated_error'] for x in b)"
 
 # A costly candidate measures fewer of the sampled rows when all of them would cost more than the
-# tensor's allowance (docs/recipes.md, *Measuring*: 2 units a row of the tensor): on these small
+# tensor's allowance (docs/recipes.md, *Measuring*: 1 unit a row of the tensor): on these small
 # tensors every candidate is left the floor, 16 rows of its tensor's sample, evenly spread; the
 # allocation's rows are its pick's.
 recipe rs.yaml "{bits_per_weight: 5.5, sample_rows: 40}"

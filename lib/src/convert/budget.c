@@ -81,7 +81,7 @@ static uint64_t row_cost(const plan_candidate *cd)
 /* A tensor's allowance, in row_cost units: ALLOWANCE_PER_ROW a row of the tensor, whatever the
  * sample, so that the measuring pass stays a fraction of the conversion, which encodes every row;
  * and at least every option's MIN_ROWS rows (docs/recipes.md, "Budgets", *Sampling*). */
-#define ALLOWANCE_PER_ROW 2u
+#define ALLOWANCE_PER_ROW 1u
 #define MIN_ROWS 16u
 
 /* The rows each option of the item measures (opts[k].sampled), from the sampled ones: all of

@@ -8,6 +8,7 @@
  * takes the same maximum of a tensor it may give nvfp4 (nf_convert_nvfp4_tensor_max), so that the
  * rows it samples are encoded under the global scale the conversion would use. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "convert/convert_impl.h"
 
@@ -27,6 +28,24 @@ static nf_status read_piece(const nf_source *src, const nf_source_tensor *t, con
     return nf_source_read_f32_span(src, t, r0, c0, n, buf, (size_t)n, err);
 }
 
+/* BF16 words read raw (whole rows): a value's binary32 word is the BF16 word << 16, so the largest
+ * magnitude word is the largest (w & 0x7FFF) << 16 -- without widening every value first.  false
+ * when a word is not finite (the binary32 path then names it). */
+static bool bf16_max(const uint8_t *b, size_t count, uint32_t *mx)
+{
+    unsigned m = 0, over = 0;
+    for (size_t i = 0; i < count; i++) {
+        unsigned a = ((unsigned)b[2 * i] | (unsigned)b[2 * i + 1] << 8) & 0x7FFFu;
+        m = a > m ? a : m;
+        over |= a >= 0x7F80u; /* infinite or NaN */
+    }
+    if (over) return false;
+    *mx = (uint32_t)m << 16 > *mx ? (uint32_t)m << 16 : *mx;
+    return true;
+}
+
+static bool raw_bf16(const nf_source_tensor *t, const nf_qweight *q) { return !q && !strcmp(t->type_name, "BF16"); }
+
 /* The largest magnitude word of the values of rows x k tensor t, joined into *mx; buf holds
  * PASS_VALUES values. */
 static nf_status values_max(const nf_source *src, const nf_source_tensor *t, const nf_qweight *q, uint64_t rows,
@@ -35,6 +54,11 @@ static nf_status values_max(const nf_source *src, const nf_source_tensor *t, con
     const uint64_t span = k < PASS_VALUES ? k : PASS_VALUES, step = k <= PASS_VALUES ? PASS_VALUES / k : 1;
     for (uint64_t r0 = 0; r0 < rows; r0 += step) {
         uint64_t r1 = rows - r0 < step ? rows : r0 + step;
+        if (span == k && raw_bf16(t, q)) { /* 2 bytes a value: the rows fit buf */
+            size_t count = (size_t)((r1 - r0) * k);
+            NF_TRY(nf_source_read_rows(src, t, r0, r1, buf, count * 2, err));
+            if (bf16_max((const uint8_t *)buf, count, mx)) continue;
+        }
         for (uint64_t c0 = 0; c0 < k; c0 += span) {
             uint64_t n = k - c0 < span ? k - c0 : span;
             NF_TRY(read_piece(src, t, q, k, r0, r1, c0, n, buf, err));
