@@ -8,15 +8,17 @@
 #            methods quantize into, so a format or method added to the registry gets its row);
 #   preset   llama-quantize's Q2_K, Q3_K_M, Q4_K_M, Q5_K_M and Q6_K mixes for this shape, by
 #            ggml_quantize (llama-quant.cpp's rules for one layer, n_gqa 1: see mix_rules);
-#   budget   --target-bpw at each size (default: the presets' bits per weight), and the check that
-#            its SNR is at least that of every uniform or preset row of at most its size.
+#   budget   --target-bpw at each size (default: the presets' bits per weight, then QUALITY_LOW's
+#            sizes below Q2_K, default "2.5 1.8"), and the check that its SNR is at least that of
+#            every uniform or preset row of at most its size.
 # Then the same with an importance matrix (tests/cli/gen_imatrix.py: column i of every matrix weighs
 # 1 + (i mod 7), counts 3) for the rows whose encoders take one (grouped_search, ggml_quantize,
 # the presets and the budget): the encoders and the budget's error use it; the SNR stays unweighted.
 # usage: bench/quality.sh [BIN_DIR [BPW...]]
 #   QUALITY_IMATRIX=0: without the imatrix half, =only: only it; QUALITY_ROWS: the kinds of row
 #   (default "uniform preset budget"); QUALITY_THREADS: --threads (default: all cores);
-#   QUALITY_SHAPE: ninfer-gen-checkpoint's shape options (default the bench's).
+#   QUALITY_SHAPE: ninfer-gen-checkpoint's shape options (default the bench's); QUALITY_LOW: the
+#   budget's sizes below the presets (default "2.5 1.8"; "" for none).
 set -euo pipefail
 bin=${1:-build/bin}
 [ $# -gt 0 ] && shift
@@ -124,6 +126,8 @@ for im in 0 1; do
         printf '%-8s %-36s %8s %8s\n' preset "llama-quantize $mix" "$bpw" "$snr"
         echo "$bpw $snr" >>"$tmp/rows"
     done
+    # below Q2_K: the low end (IQ2_XS / IQ2_M mixes' ~2.3-2.7 bits, and ~1.8)
+    [ $# -eq 0 ] && read -r -a low <<<"${QUALITY_LOW:-2.5 1.8}" && sizes+=("${low[@]}")
     for x in "${sizes[@]}"; do
         case $rows in *" budget "*) ;; *) continue ;; esac
         { header "$im"; printf 'budget: {bits_per_weight: %s' "$x"; [ "$im" = 1 ] && printf ', imatrix: imatrix'

@@ -21,11 +21,31 @@ recipe() { # recipe FILE BUDGET-MAPPING [IMATRIX]
     } >"$work/ck/$1"
 }
 
+# least.py: the least objective of any allocation within a capacity -- every combination of the
+# options, enumerated item by item with the dominated partial sums dropped (an exact brute force
+# that stays small: at most one partial sum per byte count).
+cat >"$work/least.py" <<'PY'
+def least(alloc, cap, cost):
+    front = {0: 0.0}  # bytes so far -> the least objective so far
+    for a in alloc:
+        nxt = {}
+        for b, e in front.items():
+            for o in a['options']:
+                nb, ne = b + o['bytes'], e + cost(a, o)
+                if nb <= cap and ne < nxt.get(nb, float('inf')):
+                    nxt[nb] = ne
+        front, best = {}, float('inf')
+        for b in sorted(nxt):  # a larger partial sum with no less objective can be dropped
+            if nxt[b] < best:
+                front[b] = best = nxt[b]
+    return min(front.values())
+PY
 # check_allocation PLAN.json: the budget is met; no allocation within the capacity has less
 # error (every combination of the options); no uniform candidate within it has less.
 check_allocation() {
-    python3 - "$1" <<'PY'
-import itertools, json, sys
+    PYTHONPATH=$work python3 - "$1" <<'PY'
+import json, sys
+from least import least
 d = json.load(open(sys.argv[1]))['budget']
 alloc, cap = d['allocation'], d['capacity_bytes']
 used = sum(a['bytes'] for a in alloc)
@@ -34,9 +54,7 @@ if 'bits_per_weight' in d['budget']:
     assert 8 * used <= d['budget']['bits_per_weight'] * d['elements'] + 1e-9
 err = sum(a['estimated_error'] for a in alloc)
 assert abs(err - d['estimated_error']) <= 1e-9 * err
-best = min((sum(o['estimated_error'] for o in c) for c in itertools.product(*[a['options'] for a in alloc])
-            if sum(o['bytes'] for o in c) <= cap))
-assert err <= best * (1 + 1e-9), ('brute force', err, best)
+assert err <= least(alloc, cap, lambda a, o: o['estimated_error']) * (1 + 1e-9), ('brute force', err)
 assert d['optimal'] is True
 pairs = {(o['format'], o['method']) for a in alloc for o in a['options']}
 for pair in pairs:  # every candidate that every tensor can take, alone
@@ -50,13 +68,20 @@ print('ok', len(alloc), used, cap, err)
 PY
 }
 
-# At budgets across the reachable range, with uniform weights and with the imatrix.
+# The IQ1/IQ2 types build their grids' tables when first used (a noticeable cost on a sanitizer
+# build): every check that is not about them has the other candidates only.
+few='formats: [q4_g64_fp16, q5_g64_fp16, q6_g64_fp16, q8_g32_fp16, nvfp4, fp8_e4m3fn_row_bf16, fp8_e4m3fn_row_fp16, gguf_q8_0, gguf_q4_0, gguf_q5_0, gguf_q2_0, gguf_q2_k, gguf_q3_k, gguf_q4_k, gguf_q5_k, gguf_q6_k, gguf_iq4_nl, gguf_iq4_xs, gguf_iq3_xxs, gguf_iq3_s]'
+
+# At budgets across the reachable range, with uniform weights and with the imatrix (every
+# candidate at the lowest, where the IQ types count).
 for b in 4.8 5 5.5 6 7 9.4; do
-    recipe r.yaml "{bits_per_weight: $b, sample_rows: 0}"
+    f=", $few"
+    [ "$b" = 4.8 ] && f=
+    recipe r.yaml "{bits_per_weight: $b, sample_rows: 0$f}"
     run 0 "$bin/ninfer-convert" -r "$work/ck/r.yaml" -o "$work/o.ninfer" --dry-run --json
     cp "$work/out" "$work/plan.json"
     check check_allocation "$work/plan.json"
-    recipe ri.yaml "{bits_per_weight: $b, sample_rows: 0, imatrix: imatrix}"
+    recipe ri.yaml "{bits_per_weight: $b, sample_rows: 0, imatrix: imatrix$f}"
     run 0 "$bin/ninfer-convert" -r "$work/ck/ri.yaml" -o "$work/o.ninfer" --dry-run --json
     check check_allocation "$work/out"
     check python3 -c "
@@ -65,15 +90,15 @@ d = json.load(open('$work/out'))['budget']
 assert d['weights'] == {'imatrix': 'imatrix'} and {a['weights'] for a in d['allocation']} == {'imatrix'}"
 done
 # a bytes budget counts every tensor object (the fp32 vector too)
-recipe rb.yaml "{bytes: 26000, sample_rows: 0}"
+recipe rb.yaml "{bytes: 26000, sample_rows: 0, $few}"
 run 0 "$bin/ninfer-convert" -r "$work/ck/rb.yaml" -o "$work/o.ninfer" --dry-run --json
 check check_allocation "$work/out"
 check python3 -c "import json,sys; d=json.load(open('$work/out'))['budget']; sys.exit(not d['tensor_bytes'] <= 26000 == d['budget']['bytes'])"
 [ ! -e "$work/o.ninfer" ] && ok || bad "--dry-run wrote an artifact"
 
 # The imatrix changes what is measured: its weights are the importance of the columns.
-recipe r.yaml "{bits_per_weight: 5.5, sample_rows: 0}"
-recipe ri.yaml "{bits_per_weight: 5.5, sample_rows: 0, imatrix: imatrix}"
+recipe r.yaml "{bits_per_weight: 5.5, sample_rows: 0, $few}"
+recipe ri.yaml "{bits_per_weight: 5.5, sample_rows: 0, imatrix: imatrix, $few}"
 "$bin/ninfer-convert" -r "$work/ck/r.yaml" -o "$work/o.ninfer" -n --json >"$work/u.json"
 "$bin/ninfer-convert" -r "$work/ck/ri.yaml" -o "$work/o.ninfer" -n --json >"$work/i.json"
 check python3 -c "
@@ -131,8 +156,78 @@ for a in plan['allocation']:
     assert abs(sse - opt['estimated_error']) <= 1e-6 * sse, (a['tensor'], sse, opt['estimated_error'])
 PY
 
+# nvfp4 is a candidate where its tiles fit (N % 128 == 0, K % 64 == 0): each sampled row is encoded
+# under the matrix's true global scale, so its measured error is the real conversion's on those
+# rows -- every row measured: the report's figure to the bit; 8 rows: the artifact's error on the
+# 8 sampled rows times N / 8 -- and the budget picks it where it wins.
+python3 - "$work/nv" <<'PY'
+import json, os, random, struct, sys
+d = sys.argv[1]
+os.makedirs(d)
+rng = random.Random(7)
+shapes = {'a': (128, 256, lambda: rng.gauss(0, 1)), 'b': (256, 128, lambda: 0.01 * rng.gauss(0, 1) ** 3)}
+header, data = {}, b''
+for name, (r, c, f) in shapes.items():
+    b = struct.pack('<%df' % (r * c), *[f() for _ in range(r * c)])
+    header[name] = {'dtype': 'F32', 'shape': [r, c], 'data_offsets': [len(data), len(data) + len(b)]}
+    data += b
+h = json.dumps(header).encode()
+h += b' ' * (-len(h) % 8)
+open(d + '/model.safetensors', 'wb').write(struct.pack('<Q', len(h)) + h + data)
+open(d + '/config.json', 'w').write('{}')
+PY
+nv_recipe() { # nv_recipe FILE SAMPLE-ROWS
+    printf 'recipe: 1\nsources: {base: .}\nbudget: {bits_per_weight: 4.6, sample_rows: %s, formats: [nvfp4, q4_g64_fp16, q8_g32_fp16], methods: [nvfp4_quantize, nvfp4_search, grouped_absmax]}\nrules:\n  - {match: "*", format: budget}\n' "$2" >"$work/nv/$1"
+}
+nv_recipe all.yaml 0
+run 0 "$bin/ninfer-convert" -r "$work/nv/all.yaml" -o "$work/nv.ninfer" -n --json
+check check_allocation "$work/out"
+check python3 - "$work/out" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))['budget']
+for a in d['allocation']:
+    assert not a['not_candidates'] and len(a["options"]) == 4, a
+    fit = [o for o in a['options'] if o['bits_per_weight'] < 4.6]  # q8 does not fit beside either
+    best = min(fit, key=lambda o: o['estimated_error'])
+    assert best['format'] == 'nvfp4' and (a['format'], a['method']) == (best['format'], best['method']), a
+PY
+run 0 "$bin/ninfer-convert" -r "$work/nv/all.yaml" -o "$work/nv.ninfer"
+check python3 - "$work/nv.ninfer.conversion.json" <<'PY'
+import json, sys
+b = [o for o in json.load(open(sys.argv[1]))['objects'] if 'budget' in o]
+assert len(b) == 2 and all(o['format'] == 'nvfp4' for o in b), b
+for o in b:
+    assert o['budget']['weighted_error'] == o['budget']['estimated_error'] > 0, o['budget']
+PY
+nv_recipe s8.yaml 8
+run 0 "$bin/ninfer-convert" -r "$work/nv/s8.yaml" -o "$work/nv8.ninfer"
+for t in a b; do "$bin/ninfer-dequant" "$work/nv8.ninfer" $t -o "$work/nv8.$t.f32"; done
+check python3 - "$work/nv/model.safetensors" "$work/nv8.ninfer.conversion.json" "$work/nv8" <<'PY'
+import json, math, struct, sys
+raw = open(sys.argv[1], 'rb').read()
+n = struct.unpack('<Q', raw[:8])[0]
+hdr = json.loads(raw[8:8 + n])
+for o in json.load(open(sys.argv[2]))['objects']:
+    t = o['object']
+    rows, cols = hdr[t]['shape']
+    a, b = hdr[t]['data_offsets']
+    x = struct.unpack('<%df' % (rows * cols), raw[8 + n + a:8 + n + b])
+    y = struct.unpack('<%df' % (rows * cols), open('%s.%s.f32' % (sys.argv[3], t), 'rb').read())
+    s = o['budget']['rows_measured']
+    assert o['format'] == 'nvfp4' and s == 8, o
+    sums = []
+    for i in range(s):
+        r = (2 * i + 1) * rows // (2 * s)
+        acc = 0.0
+        for c in range(r * cols, r * cols + cols):
+            acc += (x[c] - y[c]) * (x[c] - y[c])
+        sums.append(acc)
+    want = math.fsum(sums) * (rows / s)
+    assert abs(o['budget']['estimated_error'] - want) <= 1e-12 * want, (t, o['budget'], want)
+PY
+
 # Sampling: at most sample_rows rows a tensor, said per tensor; the report has the exact figure.
-recipe rs.yaml "{bits_per_weight: 5.5, sample_rows: 8}"
+recipe rs.yaml "{bits_per_weight: 5.5, sample_rows: 8, $few}"
 run 0 "$bin/ninfer-convert" -r "$work/ck/rs.yaml" -o "$work/s.ninfer"
 run 0 "$bin/ninfer-convert" -r "$work/ck/rs.yaml" -o "$work/s.ninfer" -n
 contains "$work/out" "8/48"
@@ -142,6 +237,20 @@ import json
 r = json.load(open('$work/s.ninfer.conversion.json'))
 b = [o['budget'] for o in r['objects'] if 'budget' in o]
 assert all(x['rows_measured'] == 8 for x in b) and any(x['weighted_error'] != x['estimated_error'] for x in b)"
+
+# A costly candidate measures fewer of the sampled rows when all of them would cost more than the
+# tensor's allowance (docs/recipes.md, *Measuring*: 1 unit a row of the tensor): on these small
+# tensors every candidate is left the floor, 16 rows of its tensor's sample, evenly spread; the
+# allocation's rows are its pick's.
+recipe rs.yaml "{bits_per_weight: 5.5, sample_rows: 40}"
+run 0 "$bin/ninfer-convert" -r "$work/ck/rs.yaml" -o "$work/s.ninfer" -n --json
+check python3 - "$work/out" <<'PY'
+import json, sys
+for a in json.load(open(sys.argv[1]))['budget']['allocation']:
+    s = a['rows_sampled']
+    assert s == min(a['rows'], 40) and {o['rows_measured'] for o in a['options']} == {min(s, 16)}, a
+    assert a['rows_measured'] == min(s, 16), a
+PY
 
 # Quick mode: --target-bpw in place of --format; the vector keeps its own format.
 run 0 "$bin/ninfer-convert" "$work/ck" -o "$work/quick.ninfer" --target-bpw 6 --dry-run
@@ -160,11 +269,11 @@ assert [a['tensor'] for a in d['budget']['allocation']] == ['blk.1.attn.weight',
 
 # Scale-out: the plan records the measured figures; its tasks and assembler solve the same
 # allocation without measuring, and the artifact is the one of a single run.
-cat >"$work/ck/sp.yaml" <<'Y'
+cat >"$work/ck/sp.yaml" <<Y
 recipe: 1
 sources: {base: ., imatrix: imatrix.gguf}
 defaults: {format: fp32}
-budget: {bits_per_weight: 5.5, imatrix: imatrix, sample_rows: 16}
+budget: {bits_per_weight: 5.5, imatrix: imatrix, sample_rows: 16, $few}
 output: {max_file_bytes: 16384}
 rules:
   - {match: "*", when: {rank: 2}, format: budget}
@@ -220,7 +329,7 @@ cp "$work/receipt.keep" "$receipt"
 run 0 "$bin/ninfer-convert" --plan "$work/plan2.json" --assemble
 
 # A rule's with applies to the grouped_search candidates of the tensors it leaves to the budget.
-printf 'recipe: 1\nsources: {base: ., imatrix: imatrix.gguf}\ndefaults: {format: fp32}\nbudget: {bits_per_weight: 6, sample_rows: 0}\nrules:\n  - {match: "*", when: {rank: 2}, format: budget, with: {imatrix: imatrix}}\n' >"$work/ck/w.yaml"
+printf 'recipe: 1\nsources: {base: ., imatrix: imatrix.gguf}\ndefaults: {format: fp32}\nbudget: {bits_per_weight: 6, sample_rows: 0, %s}\nrules:\n  - {match: "*", when: {rank: 2}, format: budget, with: {imatrix: imatrix}}\n' "$few" >"$work/ck/w.yaml"
 run 0 "$bin/ninfer-convert" -r "$work/ck/w.yaml" -o "$work/w.ninfer" -n --json
 check python3 -c "
 import json
@@ -290,7 +399,7 @@ run 1 "$bin/ninfer-convert" "$work/ck" -o "$work/no.ninfer" --target-bpw 1 --rul
 contains "$work/err" "1 bits per weight is below what the candidates reach with the 1 tensor left to the budget: 1.7500 to 8.5000 bits per weight"
 # with an imatrix, every method that takes one gets it (grouped_search, ggml_quantize), and the
 # report's measured error of each pick is the estimate: the measuring encoded as the conversion does
-recipe ri.yaml "{bits_per_weight: 4.6, sample_rows: 0, imatrix: imatrix}"
+recipe ri.yaml "{bits_per_weight: 4.6, sample_rows: 0, imatrix: imatrix, $few}"
 run 0 "$bin/ninfer-convert" -r "$work/ck/ri.yaml" -o "$work/g.ninfer" --json -n
 check python3 -c "
 import json
@@ -339,18 +448,19 @@ PY
 # (brute force), JSON and CSV spellings and the recipe's key give the same plan.
 printf '{"blk.0.attn.weight": 0, "blk.0.ffn.weight": 1e6,\n "norm.weight": 3}\n' >"$work/ck/sens.json"
 printf '# name,factor\nname,factor\nblk.0.attn.weight,0\n"blk.0.ffn.weight" , 1e6\r\n\nnorm.weight,3\n' >"$work/ck/sens.csv"
-recipe r.yaml "{bits_per_weight: 6, sample_rows: 0}"
+recipe r.yaml "{bits_per_weight: 6, sample_rows: 0, $few}"
 run 0 "$bin/ninfer-convert" -r "$work/ck/r.yaml" -o "$work/o.ninfer" -n --json --sensitivity "$work/ck/sens.json"
 cp "$work/out" "$work/sj.json"
-check python3 - "$work/sj.json" <<'PY'
-import itertools, json, sys
+PYTHONPATH=$work check python3 - "$work/sj.json" <<'PY'
+import json, sys
+from least import least
 d = json.load(open(sys.argv[1]))['budget']
 alloc, cap = d['allocation'], d['capacity_bytes']
 f = {a['tensor']: a['sensitivity'] for a in alloc}
 assert f == {'blk.0.attn.weight': 0, 'blk.0.ffn.weight': 1e6, 'blk.1.attn.weight': 1, 'blk.1.ffn.weight': 1}, f
 obj = lambda c: sum(f[a['tensor']] * o['estimated_error'] for a, o in zip(alloc, c))
 picks = [[o for o in a['options'] if (o['format'], o['method']) == (a['format'], a['method'])][0] for a in alloc]
-best = min(obj(c) for c in itertools.product(*[a['options'] for a in alloc]) if sum(o['bytes'] for o in c) <= cap)
+best = least(alloc, cap, lambda a, o: f[a['tensor']] * o['estimated_error'])
 assert abs(obj(picks) - d['objective']) <= 1e-9 * d['objective'] and d['objective'] <= best * (1 + 1e-9)
 assert d['estimated_error'] == sum(o['estimated_error'] for o in picks) and d['sensitivity'] == 'sensitivity'
 a = {x['tensor']: x for x in alloc}
@@ -359,7 +469,7 @@ assert a['blk.0.ffn.weight']['estimated_error'] == min(o['estimated_error'] for 
 PY
 run 0 "$bin/ninfer-convert" -r "$work/ck/r.yaml" -o "$work/o.ninfer" -n --json --sensitivity "$work/ck/sens.csv"
 same "$work/sj.json" "$work/out"
-recipe rk.yaml "{bits_per_weight: 6, sample_rows: 0, sensitivity: sens}"
+recipe rk.yaml "{bits_per_weight: 6, sample_rows: 0, sensitivity: sens, $few}"
 sed -i 's/^sources: {/sources: {sens: sens.json, /' "$work/ck/rk.yaml"
 run 0 "$bin/ninfer-convert" -r "$work/ck/rk.yaml" -o "$work/o.ninfer" -n --json
 check python3 -c "

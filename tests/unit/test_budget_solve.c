@@ -292,3 +292,56 @@ Test(budget_solve, model_sized_and_deterministic)
         nf_budget_solution_free(&again);
     }
 }
+
+/* The measuring pass's effort (nf_budget_sample_rows): every option measures s rows when they fit
+ * the allowance; otherwise the rows cost at most the allowance (the floors aside), cheap options
+ * keep s rows while costly ones give way, no option is under the floor, and the level is the
+ * largest that fits (one more unit would not). */
+static uint64_t effort(const uint64_t *cost, const uint64_t *rows, size_t n)
+{
+    uint64_t e = 0;
+    for (size_t k = 0; k < n; k++) e += cost[k] * rows[k];
+    return e;
+}
+
+Test(budget_solve, sample_rows_share_the_allowance)
+{
+    const uint64_t cost[5] = {1, 1, 4, 40, 40};
+    uint64_t rows[5];
+    nf_budget_sample_rows(cost, 5, 128, 16, 1000000, rows);
+    for (size_t k = 0; k < 5; k++) cr_assert_eq(rows[k], 128);
+    /* 2 x 128 + 4 x 128 = 768 for the cheap ones; 8192 in all leaves the two costly ones 92 rows each */
+    nf_budget_sample_rows(cost, 5, 128, 16, 8192, rows);
+    cr_assert(rows[0] == 128 && rows[1] == 128 && rows[2] == 128, "%llu %llu %llu", (unsigned long long)rows[0],
+              (unsigned long long)rows[1], (unsigned long long)rows[2]);
+    cr_assert(rows[3] == 92 && rows[4] == 92, "%llu %llu", (unsigned long long)rows[3], (unsigned long long)rows[4]);
+    cr_assert_leq(effort(cost, rows, 5), 8192);
+    /* too little for even the floors: every costly option at the floor, the cheap ones too */
+    nf_budget_sample_rows(cost, 5, 128, 16, 100, rows);
+    for (size_t k = 0; k < 5; k++) cr_assert_eq(rows[k], 16);
+    /* a floor above s is s; no cost is free of the allowance but a zero cost (every row) */
+    nf_budget_sample_rows(cost, 5, 8, 16, 0, rows);
+    for (size_t k = 0; k < 5; k++) cr_assert_eq(rows[k], 8);
+    const uint64_t zero[2] = {0, 0};
+    nf_budget_sample_rows(zero, 2, 4096, 16, 0, rows);
+    cr_assert(rows[0] == 4096 && rows[1] == 4096);
+    /* random instances: within the allowance when the floors fit it, and the largest level */
+    for (int t = 0; t < 2000; t++) {
+        uint64_t c[6], r[6], r2[6];
+        size_t n = 1 + rng32() % 6;
+        uint64_t s = 1 + rng32() % 300, fl = rng32() % 40, allow = rng64() % 20000;
+        for (size_t k = 0; k < n; k++) c[k] = 1 + rng32() % 60;
+        nf_budget_sample_rows(c, n, s, fl, allow, r);
+        uint64_t low = fl < s ? fl : s, floors = 0;
+        for (size_t k = 0; k < n; k++) {
+            cr_assert(r[k] >= low && r[k] <= s);
+            floors += c[k] * low;
+        }
+        if (floors <= allow) cr_assert_leq(effort(c, r, n), allow);
+        for (size_t k = 0; k < n; k++) /* a cheaper option never measures fewer rows */
+            for (size_t j = 0; j < n; j++)
+                if (c[j] <= c[k]) cr_assert_geq(r[j], r[k]);
+        nf_budget_sample_rows(c, n, s, fl, allow + 1000000, r2); /* more allowance: never fewer rows */
+        for (size_t k = 0; k < n; k++) cr_assert_geq(r2[k], r[k]);
+    }
+}

@@ -559,3 +559,39 @@ nomem:
     nf_budget_solution_free(out);
     return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
 }
+
+/* ---------------------------------------------------------------- the measuring pass's effort */
+__extension__ typedef unsigned __int128 u128;
+
+/* The rows of option k at level L (a row costs cost > 0). */
+static uint64_t rows_at(uint64_t cost, uint64_t s, uint64_t low, u128 level)
+{
+    if (cost == 0) return s; /* free: every sampled row */
+    u128 r = level / cost;
+    return r >= s ? s : r <= low ? low : (uint64_t)r;
+}
+
+/* What the options' rows cost at level L (at most n * s * max cost: 128 bits hold it). */
+static u128 effort_at(const uint64_t *cost, size_t n, uint64_t s, uint64_t low, u128 level)
+{
+    u128 sum = 0;
+    for (size_t k = 0; k < n; k++) sum += (u128)rows_at(cost[k], s, low, level) * cost[k];
+    return sum;
+}
+
+void nf_budget_sample_rows(const uint64_t *cost, size_t n, uint64_t s, uint64_t floor_rows, uint64_t allowance,
+                           uint64_t *rows)
+{
+    const uint64_t low = floor_rows < s ? floor_rows : s;
+    u128 hi = 0; /* the level at which every option measures s rows */
+    for (size_t k = 0; k < n; k++)
+        if ((u128)s * cost[k] > hi) hi = (u128)s * cost[k];
+    u128 lo = 0; /* the largest level that fits lies in [lo, hi] (lo = 0 when none does) */
+    if (effort_at(cost, n, s, low, hi) <= allowance) lo = hi;
+    while (lo < hi) { /* effort_at grows with the level */
+        u128 mid = lo + (hi - lo + 1) / 2;
+        if (effort_at(cost, n, s, low, mid) <= allowance) lo = mid;
+        else hi = mid - 1;
+    }
+    for (size_t k = 0; k < n; k++) rows[k] = rows_at(cost[k], s, low, lo);
+}

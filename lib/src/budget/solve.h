@@ -50,4 +50,14 @@ nf_status nf_budget_solve(const nf_budget_item *items, size_t n, uint64_t capaci
                           nf_budget_solution *out, nf_error *err);
 void nf_budget_solution_free(nf_budget_solution *s);
 
+/* The measuring pass's effort (docs/recipes.md, "Budgets", *Sampling*): n options of one tensor,
+ * option k costing cost[k] (> 0, in any unit) a row, share the allowance (in the same unit) of
+ * measuring s sampled rows.  rows[k] is s when every option's s rows fit the allowance;
+ * otherwise the costliest options measure fewer: rows[k] = min(s, max(low, floor(L / cost[k])))
+ * with low = min(s, floor_rows) and L the largest level whose rows fit (L = 0, every costly
+ * option at low, when not even that does).  Integer arithmetic only: the same inputs give the
+ * same rows. */
+void nf_budget_sample_rows(const uint64_t *cost, size_t n, uint64_t s, uint64_t floor_rows, uint64_t allowance,
+                           uint64_t *rows);
+
 #endif

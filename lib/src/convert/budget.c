@@ -3,13 +3,17 @@
  * For every tensor left to the budget (an item) and every candidate it may take (an option),
  * the error is measured with the real encoder on the real weights: the sampled rows are read as
  * the conversion reads them, encoded, decoded, and compared with the budget's weighted squared
- * error (budget/werror.h).  The sample is the same for every option of a tensor, and the rule
- * that picks it depends only on the tensor's rows and budget.sample_rows, so the figures -- and
- * the allocation solved from them (budget/solve.h) -- do not depend on the thread count.
+ * error (budget/werror.h).  The rules that pick the rows depend only on the tensor's rows, its
+ * options and budget.sample_rows, so the figures -- and the allocation solved from them
+ * (budget/solve.h) -- do not depend on the thread count.
  *
  * The sampling rule: a tensor of N rows with S = min(N, sample_rows) (S = N when sample_rows is
- * 0) measures rows floor((2i + 1) N / (2S)) for i < S, evenly spaced, and estimates the tensor's
- * error as the sample's times N / S; with S = N the estimate is the exact figure.
+ * 0) samples rows floor((2i + 1) N / (2S)) for i < S, evenly spaced.  Each option measures S_k of
+ * them, sampled i = floor((2j + 1) S / (2 S_k)) for j < S_k, and estimates the tensor's error as
+ * its rows' times N / S_k; with S_k = N the estimate is the exact figure.  S_k is S unless the
+ * options' rows would cost more than the tensor's allowance (row_cost, ALLOWANCE_PER_ROW): then the
+ * costliest options measure fewer rows (nf_budget_sample_rows), never fewer than MIN_ROWS (or S).
+ * sample_rows 0 measures every row by every option.
  *
  * A sampled row longer than SPAN_VALUES is measured span by span (docs/layouts.md section 12), as
  * the conversion encodes it (execute.c), so memory stays bounded whatever the row's length: each
@@ -47,8 +51,69 @@ static uint64_t sample_row(uint64_t i, uint64_t s, uint64_t rows)
     return (uint64_t)(((2 * (u128)i + 1) * rows) / (2 * (u128)s));
 }
 
+/* ---------------------------------------------------------------- effort
+ * What measuring one row costs each candidate, in units of about the cheapest encoders' (a row of
+ * grouped_absmax or gguf_q8_0; bench/README.md, "The budget's measuring pass", gives the timings
+ * these come from).  Only the ratios matter, and only for how many sampled rows a costly
+ * candidate measures: a wrong figure costs time or accuracy, never a wrong byte. */
+static uint64_t row_cost(const plan_candidate *cd)
+{
+    switch (cd->method) {
+    case NF_METHOD_GROUPED_SEARCH: return 3;
+    case NF_METHOD_NVFP4_SEARCH: return 3;
+    case NF_METHOD_GGML_QUANTIZE: break;
+    default: return 1; /* grouped_absmax, fp8_row_maxabs, nvfp4_quantize */
+    }
+    switch (cd->fmt->id) {
+    case NF_FMT_GGUF_Q8_0: case NF_FMT_GGUF_Q2_0: return 1;
+    case NF_FMT_GGUF_Q4_0: case NF_FMT_GGUF_Q5_0: case NF_FMT_GGUF_Q6_K: return 2;
+    case NF_FMT_GGUF_Q2_K: case NF_FMT_GGUF_Q3_K: case NF_FMT_GGUF_Q4_K: case NF_FMT_GGUF_Q5_K: return 3;
+    case NF_FMT_GGUF_IQ4_NL: case NF_FMT_GGUF_IQ4_XS: return 5;
+    case NF_FMT_GGUF_IQ1_S: return 25;
+    case NF_FMT_GGUF_IQ2_S: case NF_FMT_GGUF_IQ3_S: return 35;
+    case NF_FMT_GGUF_IQ3_XXS: return 50;
+    case NF_FMT_GGUF_IQ2_XXS: return 60;
+    case NF_FMT_GGUF_IQ2_XS: case NF_FMT_GGUF_IQ1_M: return 90;
+    default: return 5; /* a type added later: between the k-quants and the IQ grids until measured */
+    }
+}
+
+/* A tensor's allowance, in row_cost units: ALLOWANCE_PER_ROW a row of the tensor, whatever the
+ * sample, so that the measuring pass stays a fraction of the conversion, which encodes every row;
+ * and at least every option's MIN_ROWS rows (docs/recipes.md, "Budgets", *Sampling*). */
+#define ALLOWANCE_PER_ROW 1u
+#define MIN_ROWS 16u
+
+/* The rows each option of the item measures (opts[k].sampled), from the sampled ones: all of
+ * them with sample_rows 0 (every row, the exact figures), else nf_budget_sample_rows's share. */
+static nf_status plan_effort(const plan_budget *b, plan_budget_item *it, uint64_t sample_rows, nf_error *err)
+{
+    it->sampled = sample_count(it, sample_rows);
+    uint64_t *cost = calloc(it->nopts ? it->nopts : 1, sizeof *cost), *rows = calloc(it->nopts ? it->nopts : 1, sizeof *rows);
+    if (!cost || !rows) {
+        free(cost);
+        free(rows);
+        return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    }
+    for (size_t k = 0; k < it->nopts; k++) cost[k] = sample_rows ? row_cost(&b->cands[it->opts[k].cand]) : 0;
+    u128 allowance = (u128)it->rows * ALLOWANCE_PER_ROW;
+    nf_budget_sample_rows(cost, it->nopts, it->sampled, MIN_ROWS, allowance > UINT64_MAX ? UINT64_MAX : (uint64_t)allowance,
+                          rows);
+    for (size_t k = 0; k < it->nopts; k++) it->opts[k].sampled = rows[k];
+    free(cost);
+    free(rows);
+    return NF_OK;
+}
+
+/* The index, among the item's sampled rows, of option k's j-th row: its sampled rows spread
+ * evenly over the item's (all of them when it measures every one), the same rule as the sample's. */
+static uint64_t option_row(const plan_budget_item *it, size_t k, uint64_t j)
+{
+    return sample_row(j, it->opts[k].sampled, it->sampled);
+}
+
 /* ---------------------------------------------------------------- one item */
-/* The words of one row for each option, and the row's values (x) and represented values (y). */
+/* The row's values (x) and represented values (y). */
 typedef struct scratch {
     float *x, *y;
     size_t cols;
@@ -69,23 +134,48 @@ static nf_status scratch_fit(scratch *sc, uint64_t cols, nf_error *err)
     return NF_OK;
 }
 
+/* nvfp4 holds whole tiles of 128 rows, one global scale from the matrix's largest magnitude
+ * (nvfp4_pass.c), and encodes each row's groups on their own under it: a sampled row is measured
+ * as the first row of a tile (the words and geometry of a tile, a view of one row) with the
+ * tensor's true maximum, so its words are those the conversion writes for that row. */
+static bool takes_matrix_max(const plan_candidate *cd)
+{
+    return cd->method == NF_METHOD_NVFP4_QUANTIZE || cd->method == NF_METHOD_NVFP4_SEARCH;
+}
+
+static uint64_t tile_rows(const plan_candidate *cd) { return cd->fmt->category == NF_CAT_NVFP4 ? 128 : 1; }
+
+/* What one item's measuring holds, per option k: its geometry (of a row, or of nvfp4's tile), the
+ * words of a span (or row), what a span needs of the whole row, the exact sum of its errors and
+ * the index of its next row among the sampled ones (next[k] of them measured). */
+typedef struct whole_row whole_row;
+typedef struct item_state {
+    nf_geometry *g;
+    nf_words *w;
+    whole_row *wr;
+    nf_xsum *acc;
+    uint64_t *next;
+    bool *now;          /* does option k measure the row at hand */
+    uint32_t matrix_max; /* the tensor's largest magnitude word, for nvfp4 */
+} item_state;
+
 /* The columns of a row measured at once: spans of SPAN_VALUES when the row is longer and every
  * option's layout can be cut into spans, else the whole row. */
 static uint64_t measure_span(const plan_budget_item *it, const nf_geometry *g)
 {
     if (it->cols <= SPAN_VALUES) return it->cols;
     for (size_t k = 0; k < it->nopts; k++)
-        if (!nf_layout_has_colspans(&g[k])) return it->cols;
+        if (!nf_layout_has_colspans(&g[k]) && nf_layout_colspan_rows(&g[k]) != 128) return it->cols;
     return SPAN_VALUES;
 }
 
 /* What a span of row r needs of the whole row, per option (execute.c reads it alike): the largest
  * magnitude word for fp8_row_maxabs (nf_src_rows.row_max), the sum of x^2 in column order for
  * ggml_quantize with an importance vector (row_sum2; nothing for the types that do not use it). */
-typedef struct whole_row {
+struct whole_row {
     uint32_t max;
     float sum2;
-} whole_row;
+};
 
 static bool needs_whole_row(const plan_candidate *cd, const plan_option *op)
 {
@@ -93,12 +183,12 @@ static bool needs_whole_row(const plan_candidate *cd, const plan_option *op)
 }
 
 static nf_status row_wholes(const plan_budget *b, const plan_budget_item *it, uint64_t r, uint64_t span, scratch *sc,
-                            whole_row *wr, nf_error *err)
+                            item_state *is, nf_error *err)
 {
     bool any = false;
     for (size_t k = 0; k < it->nopts; k++) {
-        wr[k] = (whole_row){0, 0.0f};
-        any = any || needs_whole_row(&b->cands[it->opts[k].cand], &it->opts[k]);
+        is->wr[k] = (whole_row){0, 0.0f};
+        any = any || (is->now[k] && needs_whole_row(&b->cands[it->opts[k].cand], &it->opts[k]));
     }
     for (uint64_t c0 = 0; any && c0 < it->cols; c0 += span) {
         uint64_t n = it->cols - c0 < span ? it->cols - c0 : span;
@@ -107,24 +197,23 @@ static nf_status row_wholes(const plan_budget *b, const plan_budget_item *it, ui
                             .cols = n, .first_col = c0, .row_cols = it->cols};
         for (size_t k = 0; k < it->nopts; k++) {
             const plan_candidate *cd = &b->cands[it->opts[k].cand];
-            if (!needs_whole_row(cd, &it->opts[k])) continue;
+            if (!is->now[k] || !needs_whole_row(cd, &it->opts[k])) continue;
             if (cd->method == NF_METHOD_GGML_QUANTIZE) {
-                NF_TRY(nf_ggml_quantize_row_sum2(cd->fmt, &rows, &wr[k].sum2, err));
+                NF_TRY(nf_ggml_quantize_row_sum2(cd->fmt, &rows, &is->wr[k].sum2, err));
                 continue;
             }
             uint32_t mx;
             NF_TRY(nf_fp8_row_maxabs_max(cd->fmt, &rows, &mx, err));
-            if (mx > wr[k].max) wr[k].max = mx;
+            if (mx > is->wr[k].max) is->wr[k].max = mx;
         }
     }
     return NF_OK;
 }
 
-/* Columns [c0, c0 + n) of sampled row r (the whole row, or a span of it) by every option into
- * acc[k]: read, encoded, decoded and compared. */
+/* Columns [c0, c0 + n) of sampled row r (the whole row, or a span of it) by every option that
+ * measures the row into its sum: read, encoded, decoded and compared. */
 static nf_status measure_cols(const plan_budget *b, const plan_budget_item *it, uint64_t r, uint64_t c0, uint64_t n,
-                              const nf_geometry *g, nf_words *w, const whole_row *wr, scratch *sc, nf_xsum *acc,
-                              nf_error *err)
+                              item_state *is, scratch *sc, nf_error *err)
 {
     const nf_source *src = it->source->src;
     const bool whole = n == it->cols;
@@ -134,24 +223,24 @@ static nf_status measure_cols(const plan_budget *b, const plan_budget_item *it, 
         nf_error_prefix(err, "%s", nf_source_path(src));
         return st;
     }
-    nf_src_rows rows = {.name = it->t->name, .type = NF_SRC_F32, .data = sc->x, .first_row = r, .rows = 1, .cols = n};
-    if (!whole) {
-        rows.first_col = c0;
-        rows.row_cols = it->cols;
-    }
     for (size_t k = 0; k < it->nopts; k++) {
+        if (!is->now[k]) continue;
         const plan_candidate *cd = &b->cands[it->opts[k].cand];
+        nf_src_rows rows = {.name = it->t->name, .type = NF_SRC_F32, .data = sc->x, .first_row = r, .rows = 1,
+                            .cols = n, .matrix_max = is->matrix_max, .has_matrix_max = takes_matrix_max(cd)};
         nf_method_params params = it->opts[k].params;
         nf_colspan sp;
-        const nf_geometry *gk = &g[k];
-        nf_words view = w[k];
+        const nf_geometry *gk = &is->g[k];
+        nf_words view = is->w[k];
         view.rows = 1;
         if (!whole) { /* the span as a row of its own: its columns of the importance, its geometry */
-            NF_TRY(nf_colspan_init(&sp, &g[k], 0, c0, n, err));
+            NF_TRY(nf_colspan_init(&sp, &is->g[k], 0, c0, n, err));
             gk = &sp.g;
             view.cols = n;
-            rows.row_max = wr[k].max;
-            rows.row_sum2 = wr[k].sum2;
+            rows.first_col = c0;
+            rows.row_cols = it->cols;
+            rows.row_max = is->wr[k].max;
+            rows.row_sum2 = is->wr[k].sum2;
             rows.has_row_sum2 = cd->method == NF_METHOD_GGML_QUANTIZE && params.importance;
             if (params.importance) {
                 params.importance += c0;
@@ -164,54 +253,88 @@ static nf_status measure_cols(const plan_budget *b, const plan_budget_item *it, 
             nf_error_prefix(err, "%s: measuring %s by %s", nf_source_path(src), cd->fmt->name, nf_method_name(cd->method));
             return st;
         }
-        nf_budget_werror_rows(sc->x, sc->y, 1, n, c0, it->weights, &acc[k]);
+        nf_budget_werror_rows(sc->x, sc->y, 1, n, c0, it->weights, &is->acc[k]);
     }
     return NF_OK;
 }
 
-/* The option's error on the sampled rows, summed exactly (acc[k] for option k). */
-static nf_status measure_item(const plan_budget *b, plan_budget_item *it, uint64_t sample_rows, scratch *sc,
-                              nf_error *err)
+static void item_state_free(item_state *is, size_t nopts)
 {
-    uint64_t s = sample_count(it, sample_rows);
-    nf_xsum *acc = calloc(it->nopts, sizeof *acc);
-    nf_geometry *g = calloc(it->nopts, sizeof *g);
-    nf_words *w = calloc(it->nopts, sizeof *w);
-    whole_row *wr = calloc(it->nopts, sizeof *wr);
-    nf_status st = acc && g && w && wr ? NF_OK : nf_error_set(err, NF_ERR_NOMEM, "out of memory");
-    uint64_t shape[2] = {1, it->cols};
-    for (size_t k = 0; st == NF_OK && k < it->nopts; k++) {
+    for (size_t k = 0; is->w && k < nopts; k++) nf_words_free(&is->w[k]);
+    free(is->w);
+    free(is->g);
+    free(is->acc);
+    free(is->wr);
+    free(is->next);
+    free(is->now);
+}
+
+/* The geometry and words of each option, and the tensor's maximum when an option is nvfp4's. */
+static nf_status item_state_init(const plan_budget *b, const plan_budget_item *it, item_state *is, uint64_t *span,
+                                 nf_error *err)
+{
+    size_t n = it->nopts ? it->nopts : 1;
+    is->acc = calloc(n, sizeof *is->acc);
+    is->g = calloc(n, sizeof *is->g);
+    is->w = calloc(n, sizeof *is->w);
+    is->wr = calloc(n, sizeof *is->wr);
+    is->next = calloc(n, sizeof *is->next);
+    is->now = calloc(n, sizeof *is->now);
+    if (!is->acc || !is->g || !is->w || !is->wr || !is->next || !is->now)
+        return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    bool nvfp4 = false;
+    for (size_t k = 0; k < it->nopts; k++) {
         const plan_candidate *cd = &b->cands[it->opts[k].cand];
-        nf_xsum_init(&acc[k]);
-        st = nf_geometry_init(&g[k], cd->layout, cd->fmt, 2, shape, 1, err);
+        uint64_t shape[2] = {tile_rows(cd), it->cols};
+        nf_xsum_init(&is->acc[k]);
+        NF_TRY(nf_geometry_init(&is->g[k], cd->layout, cd->fmt, 2, shape, 1, err));
+        nvfp4 = nvfp4 || (takes_matrix_max(cd) && it->opts[k].sampled > 0);
     }
-    const uint64_t span = st == NF_OK ? measure_span(it, g) : it->cols;
-    for (size_t k = 0; st == NF_OK && k < it->nopts; k++) { /* the words of one span (or row) */
+    *span = measure_span(it, is->g);
+    for (size_t k = 0; k < it->nopts; k++) { /* the words of one span (or row, or nvfp4's tile) */
         nf_colspan sp;
-        if (span < it->cols) st = nf_colspan_init(&sp, &g[k], 0, 0, span, err);
-        if (st == NF_OK) st = nf_words_alloc(&w[k], span < it->cols ? &sp.g : &g[k], 1, err);
+        if (*span < it->cols) NF_TRY(nf_colspan_init(&sp, &is->g[k], 0, 0, *span, err));
+        NF_TRY(nf_words_alloc(&is->w[k], *span < it->cols ? &sp.g : &is->g[k], 1, err));
     }
+    if (nvfp4) {
+        nf_status st = nf_convert_nvfp4_tensor_max(it->source->src, it->t, it->rows, it->cols, &is->matrix_max, err);
+        if (st != NF_OK) nf_error_prefix(err, "%s", nf_source_path(it->source->src));
+        return st;
+    }
+    return NF_OK;
+}
+
+/* Each option's error on its measured rows, summed exactly and scaled to the tensor's rows. */
+static nf_status measure_item(const plan_budget *b, plan_budget_item *it, scratch *sc, nf_error *err)
+{
+    const uint64_t s = it->sampled;
+    item_state is = {0};
+    uint64_t span = it->cols;
+    nf_status st = item_state_init(b, it, &is, &span, err);
     if (st == NF_OK) st = scratch_fit(sc, span, err);
     for (uint64_t i = 0; st == NF_OK && i < s; i++) {
+        bool any = false;
+        for (size_t k = 0; k < it->nopts; k++) {
+            is.now[k] = is.next[k] < it->opts[k].sampled && option_row(it, k, is.next[k]) == i;
+            any = any || is.now[k];
+        }
+        if (!any) continue;
         uint64_t r = sample_row(i, s, it->rows);
-        if (span < it->cols) st = row_wholes(b, it, r, span, sc, wr, err);
+        if (span < it->cols) st = row_wholes(b, it, r, span, sc, &is, err);
         if (st != NF_OK) nf_error_prefix(err, "%s", nf_source_path(it->source->src));
         for (uint64_t c0 = 0; st == NF_OK && c0 < it->cols; c0 += span)
-            st = measure_cols(b, it, r, c0, it->cols - c0 < span ? it->cols - c0 : span, g, w, wr, sc, acc, err);
+            st = measure_cols(b, it, r, c0, it->cols - c0 < span ? it->cols - c0 : span, &is, sc, err);
+        for (size_t k = 0; k < it->nopts; k++) is.next[k] += is.now[k];
     }
     for (size_t k = 0; st == NF_OK && k < it->nopts; k++) {
-        double e = nf_xsum_value(&acc[k]);
-        it->opts[k].error = s == it->rows ? e : e * ((double)it->rows / (double)s);
+        double e = nf_xsum_value(&is.acc[k]);
+        uint64_t m = it->opts[k].sampled;
+        it->opts[k].error = m == it->rows ? e : e * ((double)it->rows / (double)m);
         if (!isfinite(it->opts[k].error))
             st = nf_error_set(err, NF_ERR_INVALID, "tensor '%s': its weighted squared error by %s is beyond binary64",
                               it->t->name, b->cands[it->opts[k].cand].fmt->name);
     }
-    it->sampled = s;
-    for (size_t k = 0; w && k < it->nopts; k++) nf_words_free(&w[k]);
-    free(w);
-    free(g);
-    free(acc);
-    free(wr);
+    item_state_free(&is, it->nopts);
     return st;
 }
 
@@ -237,7 +360,9 @@ static void *measure_worker(void *arg)
         pthread_mutex_unlock(&ps->lock);
         if (past) break; /* items are taken in order: every later one is past the failure too */
         nf_error e;
-        if (measure_item(ps->b, &ps->b->items[i], ps->sample_rows, &sc, &e) != NF_OK) {
+        nf_status st = plan_effort(ps->b, &ps->b->items[i], ps->sample_rows, &e);
+        if (st == NF_OK) st = measure_item(ps->b, &ps->b->items[i], &sc, &e);
+        if (st != NF_OK) {
             pthread_mutex_lock(&ps->lock);
             if (i < ps->failed) {
                 ps->failed = i;
@@ -307,7 +432,7 @@ static nf_status take_figures(plan_budget *b, const json_t *f, uint64_t sample_r
             json_integer_value(r) != (json_int_t)sample_count(it, sample_rows))
             return nf_error_set(err, NF_ERR_INVALID, "the plan's budget figures of tensor '%s' are not this plan's",
                                 it->t->name);
-        it->sampled = sample_count(it, sample_rows);
+        NF_TRY(plan_effort(b, it, sample_rows, err));
         for (size_t k = 0; k < it->nopts; k++) {
             const json_t *v = json_array_get(e, k);
             double x = json_is_real(v) ? json_real_value(v) : json_is_integer(v) ? (double)json_integer_value(v) : NAN;
@@ -385,9 +510,10 @@ static json_t *option_json(const plan_budget *b, const plan_budget_item *it, siz
     if (k >= it->nopts) return json_null();
     const plan_option *op = &it->opts[k];
     const plan_candidate *cd = &b->cands[op->cand];
-    return json_pack("{s:s,s:s,s:I,s:f,s:f}", "format", cd->fmt->name, "method", nf_method_name(cd->method), "bytes",
-                     (json_int_t)op->bytes, "bits_per_weight",
-                     8.0 * (double)op->bytes / (double)(it->rows * it->cols), "estimated_error", op->error);
+    return json_pack("{s:s,s:s,s:I,s:f,s:f,s:I}", "format", cd->fmt->name, "method", nf_method_name(cd->method),
+                     "bytes", (json_int_t)op->bytes, "bits_per_weight",
+                     8.0 * (double)op->bytes / (double)(it->rows * it->cols), "estimated_error", op->error,
+                     "rows_measured", (json_int_t)op->sampled);
 }
 
 json_t *nf_budget_describe(const plan_budget *b, const nf_recipe_budget *rb)
@@ -405,7 +531,7 @@ json_t *nf_budget_describe(const plan_budget *b, const nf_recipe_budget *rb)
         json_t *rec = option_json(b, it, it->pick);
         json_object_set_new(rec, "tensor", json_string(it->t->name));
         json_object_set_new(rec, "rows", json_integer((json_int_t)it->rows));
-        json_object_set_new(rec, "rows_measured", json_integer((json_int_t)it->sampled));
+        json_object_set_new(rec, "rows_sampled", json_integer((json_int_t)it->sampled));
         json_object_set_new(rec, "weights", json_string(it->weights ? "imatrix" : "uniform"));
         json_object_set_new(rec, "sensitivity", json_real(it->factor));
         estimated += it->opts[it->pick].error;
@@ -425,8 +551,9 @@ json_t *nf_budget_describe(const plan_budget *b, const nf_recipe_budget *rb)
     json_t *limit = rb->bytes ? json_pack("{s:I}", "bytes", (json_int_t)rb->bytes)
                               : json_pack("{s:f}", "bits_per_weight", rb->bits_per_weight);
     json_t *sampling = json_pack("{s:I,s:s}", "rows_per_tensor", (json_int_t)rb->sample_rows, "rule",
-                                 rb->sample_rows ? "rows floor((2i+1)N/(2S)), i < S = min(N, rows_per_tensor); error "
-                                                   "scaled by N/S"
+                                 rb->sample_rows ? "rows floor((2i+1)N/(2S)), i < S = min(N, rows_per_tensor); a costly "
+                                                   "candidate measures S_k of them, floor((2j+1)S/(2S_k)); error "
+                                                   "scaled by N/S_k"
                                                  : "every row");
     json_t *d = json_pack("{s:o,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:o,s:o,s:o,s:f,s:f,s:b,s:o}", "budget", limit,
                           "candidates", cands, "tensors", (json_int_t)b->nitems, "elements", (json_int_t)b->elements,

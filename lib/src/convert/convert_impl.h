@@ -62,6 +62,7 @@ typedef struct plan_option {
     const json_t *with;              /* the candidate's, or the rule's (borrowed) */
     uint64_t bytes;                  /* the object's bytes */
     double error;                    /* estimated weighted squared error (budget.c) */
+    uint64_t sampled;                /* rows it was measured on (a costly one: fewer, budget.c) */
 } plan_option;
 
 typedef struct plan_budget_item {
@@ -69,7 +70,7 @@ typedef struct plan_budget_item {
     const nf_source_tensor *t;
     size_t object;                   /* its plan object */
     uint64_t rows, cols;             /* the matrix view */
-    uint64_t sampled;                /* rows measured */
+    uint64_t sampled;                /* rows sampled (its options measure all or some of them) */
     const float *weights;            /* importance per input channel, or NULL (uniform) */
     double factor;                   /* its sensitivity (budget.sensitivity; 1 when absent) */
     plan_option *opts;
@@ -167,6 +168,10 @@ nf_status nf_convert_member_rows(const plan_object *o, const plan_member *m, uin
 /* nvfp4_quantize's and nvfp4_search's first pass over every such object of the plan: its matrix_max and divisor
  * (nvfp4_pass.c, docs/methods.md); refuses a non-finite value or a divisor nvfp4 cannot hold. */
 nf_status nf_convert_nvfp4_pass(nf_plan *p, nf_error *err);
+/* The same pass over one tensor of rows x cols floating-point values: the largest magnitude word,
+ * the matrix_max its nvfp4 encoding takes (for the budget's measuring pass, budget.c). */
+nf_status nf_convert_nvfp4_tensor_max(const nf_source *src, const nf_source_tensor *t, uint64_t rows, uint64_t cols,
+                                      uint32_t *max_word, nf_error *err);
 
 /* The represented values of words, bit for bit those of nf_words_to_f32, with fast loops for the
  * grouped, FP8-row and direct bf16/fp32 formats (values.c; for the report's statistics and the

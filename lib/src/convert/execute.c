@@ -776,7 +776,7 @@ static json_t *object_report(const nf_plan *p, const nf_errstats_summary *st, si
         const plan_budget_item *it = o->budget;
         json_object_set_new(rec, "budget",
                             json_pack("{s:f,s:o,s:I,s:s}", "estimated_error", it->opts[it->pick].error,
-                                      "weighted_error", figure(st->wse), "rows_measured", (json_int_t)it->sampled,
+                                      "weighted_error", figure(st->wse), "rows_measured", (json_int_t)it->opts[it->pick].sampled,
                                       "weights", it->weights ? "imatrix" : "uniform"));
     }
     return rec;

@@ -1181,17 +1181,6 @@ static void budget_options(nf_plan *p, const tensor_plan *tp, plan_budget_item *
             budget_exclude(it, k, cd->fmt, e.message, probs);
             continue;
         }
-        /* the measuring pass encodes one sampled row at a time (budget.c): a layout that holds
-         * only whole tiles of rows (nvfp4's 128) cannot be measured so, and is left out, said */
-        nf_geometry row;
-        const uint64_t one_row[2] = {1, tp->cols};
-        if (nf_geometry_init(&row, cd->layout, cd->fmt, 2, one_row, 1, &e) != NF_OK) {
-            char why[NF_ERROR_MESSAGE_MAX];
-            snprintf(why, sizeof why, "the budget measures one row at a time, and %.*s", (int)(sizeof why / 2),
-                     e.message);
-            budget_exclude(it, k, cd->fmt, why, probs);
-            continue;
-        }
         nf_recipe_choice c = *tp->c;
         /* the rule's with (the stand-in's choice may have dropped it, budget_stand_in) */
         const json_t *rule_with = tp->c->with_rule >= 0 ? p->recipe->rules[tp->c->with_rule].with : NULL;
