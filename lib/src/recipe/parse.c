@@ -349,6 +349,15 @@ static nf_status parse_version(parser *p, const ynode *root)
 static nf_status parse_sources(parser *p, const ynode *n)
 {
     NF_TRY(want_map(p, n, "sources"));
+    /* One array for every source up front: grown by one per source it would be copied once per
+     * source wherever realloc cannot extend in place (quadratic under ASan, tests/unit/
+     * test_recipe_parse.c large_mappings_stay_linear_and_unique).  `sources` is one key of the
+     * recipe (duplicates are refused), so this runs once, on a recipe without sources. */
+    nf_recipe *r = p->r;
+    if (n->n > 0) {
+        r->sources = calloc(n->n, sizeof *r->sources);
+        if (!r->sources) return nomem(p);
+    }
     for (size_t i = 0; i < n->n; i++) {
         const ynode *k = yn_key(n, i), *v = yn_val(n, i);
         char ctx[CTX_MAX];
@@ -363,14 +372,7 @@ static nf_status parse_sources(parser *p, const ynode *n)
         char *path = expanded ? join_path(p->dir, expanded) : NULL;
         free(expanded);
         if (!path && !blocked) return nomem(p);
-        nf_recipe *r = p->r;
-        nf_status st = grow_one(p, (void **)&r->sources, &r->nsources, sizeof *r->sources);
-        if (st != NF_OK) {
-            free(path);
-            free(blocked);
-            return st;
-        }
-        nf_recipe_source *s = &r->sources[r->nsources - 1];
+        nf_recipe_source *s = &r->sources[r->nsources++];
         s->path = path;
         s->blocked = blocked;
         s->pos = k->pos;
