@@ -141,6 +141,16 @@ NF_AVX512_INLINE __m512 trunc_ps(__m512 v)
 #pragma GCC diagnostic pop
 }
 
+/* The binary16 words of 16 scales, as nf_f32_to_f16 rounds them (VCVTPS2PH, nearest even; the -O0
+ * macro form of the intrinsic trips -Wsign-conversion). */
+NF_AVX512_INLINE __m256i f16_words16(__m512 d)
+{
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wsign-conversion"
+    return _mm512_cvtps_ph(d, 0);
+#pragma GCC diagnostic pop
+}
+
 /* The binary16 word of a scale, as nf_f32_to_f16 rounds it (VCVTPS2PH, nearest even). */
 NF_AVX512_INLINE uint16_t f16_word(float d) { return (uint16_t)_cvtss_sh(d, 0); }
 
@@ -284,7 +294,7 @@ NF_AVX512_INLINE bool plain_group(nf_gq_plain type, nf_gq_words words, size_t wb
         m = _mm512_mask_sub_ps(m, neg, _mm512_setzero_ps(), m); /* -amax, exactly the value */
     }
     __m512 d = _mm512_div_ps(m, _mm512_set1_ps(scale_div(type)));
-    __m256i h = _mm512_cvtps_ph(d, 0);
+    __m256i h = f16_words16(d);
     const __m256i e = _mm256_set1_epi16(0x7C00);
     if (_mm256_movemask_epi8(_mm256_cmpeq_epi16(_mm256_and_si256(h, e), e))) return false;
     _mm256_storeu_si256((__m256i *)(void *)hw, h);
