@@ -132,7 +132,7 @@ NF_AVX2_INLINE void block_codes(nf_gq_plain type, const __m256 *v, __m256 id, ui
     const __m256i top = _mm256_set1_epi32(2 * nmax - 1);
     for (int k = 0; k < 4; k++) {
         c[k] = _mm256_cvttps_epi32(_mm256_add_ps(_mm256_mul_ps(v[k], id), half));
-        c[k] = _mm256_min_epi32(_mm256_srai_epi32(_mm256_slli_epi32(c[k], 24), 24), top);
+        c[k] = _mm256_min_epi32(c[k], top);
     }
     if (type == NF_GQ_PLAIN_Q4_0) {
         __m256i q0 = _mm256_or_si256(c[0], _mm256_slli_epi32(c[2], 4));

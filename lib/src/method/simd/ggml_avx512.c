@@ -192,16 +192,18 @@ NF_AVX512_INLINE void block_codes(nf_gq_plain type, __m512 lo, __m512 hi, __m512
         }
         return;
     }
-    /* gq_x0_plain: x * id + (nmax + 0.5) truncated (0x80000000 out of range, as gq_trunc_i8), its
-     * low byte as int8, at most 2 nmax - 1; then gq_pack_q4_0 / gq_pack_q5_0 (values j and j + 16
-     * in one byte, the low byte of the OR as ggml stores it) */
+    /* gq_x0_plain: x * id + (nmax + 0.5) truncated, at most 2 nmax - 1; then gq_pack_q4_0 /
+     * gq_pack_q5_0 (values j and j + 16 in one byte, the low byte of the OR as ggml stores it).
+     * As |x| <= |extreme|, a finite product gives a code in [0, 2 nmax]; an infinite or NaN one
+     * (1 / d overflowed) converts to 0x80000000, whose low byte -- all the packing keeps -- is
+     * gq_trunc_i8's 0, and the minimum keeps it, so the codes need no narrowing to int8 first. */
     const int nmax = type == NF_GQ_PLAIN_Q4_0 ? 8 : 16;
     const __m512 half = _mm512_set1_ps((float)nmax + 0.5f);
     const __m512i top = _mm512_set1_epi32(2 * nmax - 1);
     __m512i c[2];
     for (int k = 0; k < 2; k++) {
         c[k] = _mm512_cvttps_epi32(_mm512_add_ps(_mm512_mul_ps(k ? hi : lo, id), half));
-        c[k] = _mm512_min_epi32(_mm512_srai_epi32(_mm512_slli_epi32(c[k], 24), 24), top);
+        c[k] = _mm512_min_epi32(c[k], top);
     }
     if (type == NF_GQ_PLAIN_Q4_0) {
         __m512i q = _mm512_or_si512(c[0], _mm512_slli_epi32(c[1], 4));
