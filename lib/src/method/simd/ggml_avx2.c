@@ -241,12 +241,23 @@ NF_AVX2_FN static void requant_avx2(int n, const float *x, float d, bool with_mi
     requant_y(n, x, d, with_min, dm, lo, hi, offset, L);
 }
 
+/* VSQRTPS is correctly rounded, as sqrtf */
+NF_AVX2_FN static void sqrt_weights_avx2(size_t n, const float *x, const float *qw, float s2, float *w)
+{
+    const __m256 s = _mm256_set1_ps(s2);
+    for (size_t j = 0; j < n; j += 8) {
+        __m256 v = _mm256_loadu_ps(x + j);
+        _mm256_storeu_ps(w + j, _mm256_mul_ps(_mm256_loadu_ps(qw + j), _mm256_sqrt_ps(_mm256_add_ps(s, _mm256_mul_ps(v, v)))));
+    }
+}
+
 const nf_gq_kernels nf_gq_kernels_avx2 = {.name = "avx2",
                                           .fit_min = fit_min_avx2,
                                           .fit_signed = fit_signed_avx2,
                                           .fit_q3 = fit_q3_avx2,
                                           .iq4_scales = iq4_scales_avx2,
                                           .requant = requant_avx2,
-                                          .plain_blocks = plain_blocks_avx2};
+                                          .plain_blocks = plain_blocks_avx2,
+                                          .sqrt_weights = sqrt_weights_avx2};
 
 #endif

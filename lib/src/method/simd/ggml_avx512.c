@@ -354,12 +354,23 @@ NF_AVX512_FN static void requant_avx512(int n, const float *x, float d, bool wit
     else requant_z(n, x, d, with_min, dm, lo, hi, offset, L);
 }
 
+/* VSQRTPS is correctly rounded, as sqrtf */
+NF_AVX512_FN static void sqrt_weights_avx512(size_t n, const float *x, const float *qw, float s2, float *w)
+{
+    const __m512 s = _mm512_set1_ps(s2);
+    for (size_t j = 0; j < n; j += 16) {
+        __m512 v = _mm512_loadu_ps(x + j);
+        _mm512_storeu_ps(w + j, _mm512_mul_ps(_mm512_loadu_ps(qw + j), _mm512_sqrt_ps(_mm512_add_ps(s, _mm512_mul_ps(v, v)))));
+    }
+}
+
 const nf_gq_kernels nf_gq_kernels_avx512 = {.name = "avx512",
                                             .fit_min = fit_min_avx512,
                                             .fit_signed = fit_signed_avx512,
                                             .fit_q3 = fit_q3_avx512,
                                             .iq4_scales = iq4_scales_avx512,
                                             .requant = requant_avx512,
-                                            .plain_blocks = plain_blocks_avx512};
+                                            .plain_blocks = plain_blocks_avx512,
+                                            .sqrt_weights = sqrt_weights_avx512};
 
 #endif
