@@ -395,7 +395,7 @@ Test(ggml_quant_simd, tables_are_complete)
     for (int l = 0; l < NF_SIMD_LEVEL_COUNT; l++) {
         const nf_gq_kernels *k = nf_gq_kernels_for((nf_simd_level)l);
         cr_assert(k && k->name && k->fit_min && k->fit_signed && k->fit_q3 && k->iq4_scales && k->requant &&
-                        k->plain_blocks, "level %d", l);
+                        k->plain_blocks && k->sqrt_weights, "level %d", l);
     }
 }
 

@@ -63,6 +63,7 @@ static void check_level(nf_simd_level level)
     ENTRY(gq, iq4_scales);
     ENTRY(gq, requant);
     ENTRY(gq, plain_blocks);
+    ENTRY(gq, sqrt_weights);
 
     const nf_fp8_kernels *f8 = nf_fp8_kernels_for(level);
     cr_assert(f8 != NULL);

@@ -281,6 +281,11 @@ static void fit_q3_scalar(int nsub, int n, int nmax, const float *x, int8_t *L, 
 static float gq_iq4_scale(const float *x, const float *w, uint8_t *L);
 static size_t plain_blocks_scalar(nf_gq_plain type, nf_gq_words words, size_t nblk, const void *src, uint8_t *out);
 
+static void sqrt_weights_scalar(size_t n, const float *x, const float *qw, float s2, float *w)
+{
+    for (size_t j = 0; j < n; j++) w[j] = qw[j] * sqrtf(s2 + x[j] * x[j]);
+}
+
 static void requant_scalar(int n, const float *x, float d, bool with_min, float dm, int lo, int hi, int offset,
                            uint8_t *L)
 {
@@ -305,7 +310,8 @@ const nf_gq_kernels nf_gq_kernels_scalar = {.name = "scalar",
                                             .iq1s_split = nf_gq1s_split_ref,
                                             .iq1m_split = nf_gq1m_split_ref,
                                             .iq1_nearest = nf_gq1_nearest_ref,
-                                            .plain_blocks = plain_blocks_scalar};
+                                            .plain_blocks = plain_blocks_scalar,
+                                            .sqrt_weights = sqrt_weights_scalar};
 
 NF_SIMD_SELECTOR(nf_gq_kernels, nf_gq_kernels, nf_gq_kernels_scalar, nf_gq_kernels_avx2, nf_gq_kernels_avx512)
 
@@ -407,7 +413,7 @@ static void gq_codes_x0_imp(const float *x, const float *qw, float sigma2, int n
     float w[GQ_SPAN], scales[GQ_SPAN / 32];
     int8_t l8[GQ_SPAN];
     if (nblk == 0) return;
-    for (unsigned j = 0; j < 32 * nblk; j++) w[j] = qw[j] * sqrtf(sigma2 + x[j] * x[j]);
+    gq_kern->sqrt_weights(32 * (size_t)nblk, x, qw, sigma2, w);
     gq_kern->fit_signed((int)nblk, 32, nmax, x, w, l8, scales);
     for (unsigned i = 0; i < nblk; i++) gq_put_f16(b + i * bb, scales[i]);
     for (unsigned j = 0; j < 32 * nblk; j++) L[j] = l8[j];
@@ -616,8 +622,8 @@ static void gq_enc_q3_k(const float *x, const float *qw, uint8_t *b, int8_t *L, 
         int8_t Ls[16];
         for (unsigned j = 0; j < GQ_SUPER; j++) sumx2 += x[j] * x[j];
         float s2 = 2 * sumx2 / 256.0f;
+        gq_kern->sqrt_weights(GQ_SUPER, x, qw, s2, w);
         for (int j = 0; j < 16; j++) {
-            for (int l = 0; l < 16; l++) w[16 * j + l] = qw[16 * j + l] * sqrtf(s2 + x[16 * j + l] * x[16 * j + l]);
             float sumw = 0.0f;
             for (int l = 0; l < 16; l++) sumw += w[16 * j + l];
             sw[j] = sumw;

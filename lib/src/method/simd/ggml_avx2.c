@@ -132,7 +132,7 @@ NF_AVX2_INLINE void block_codes(nf_gq_plain type, const __m256 *v, __m256 id, ui
     const __m256i top = _mm256_set1_epi32(2 * nmax - 1);
     for (int k = 0; k < 4; k++) {
         c[k] = _mm256_cvttps_epi32(_mm256_add_ps(_mm256_mul_ps(v[k], id), half));
-        c[k] = _mm256_min_epi32(_mm256_srai_epi32(_mm256_slli_epi32(c[k], 24), 24), top);
+        c[k] = _mm256_min_epi32(c[k], top);
     }
     if (type == NF_GQ_PLAIN_Q4_0) {
         __m256i q0 = _mm256_or_si256(c[0], _mm256_slli_epi32(c[2], 4));
@@ -241,6 +241,16 @@ NF_AVX2_FN static void requant_avx2(int n, const float *x, float d, bool with_mi
     requant_y(n, x, d, with_min, dm, lo, hi, offset, L);
 }
 
+/* VSQRTPS is correctly rounded, as sqrtf */
+NF_AVX2_FN static void sqrt_weights_avx2(size_t n, const float *x, const float *qw, float s2, float *w)
+{
+    const __m256 s = _mm256_set1_ps(s2);
+    for (size_t j = 0; j < n; j += 8) {
+        __m256 v = _mm256_loadu_ps(x + j);
+        _mm256_storeu_ps(w + j, _mm256_mul_ps(_mm256_loadu_ps(qw + j), _mm256_sqrt_ps(_mm256_add_ps(s, _mm256_mul_ps(v, v)))));
+    }
+}
+
 const nf_gq_kernels nf_gq_kernels_avx2 = {.name = "avx2",
                                           .fit_min = fit_min_avx2,
                                           .fit_signed = fit_signed_avx2,
@@ -251,6 +261,7 @@ const nf_gq_kernels nf_gq_kernels_avx2 = {.name = "avx2",
                                           .iq1s_split = nf_gq1s_split_avx2,
                                           .iq1m_split = nf_gq1m_split_avx2,
                                           .iq1_nearest = nf_gq1_nearest_avx2,
-                                          .plain_blocks = plain_blocks_avx2};
+                                          .plain_blocks = plain_blocks_avx2,
+                                          .sqrt_weights = sqrt_weights_avx2};
 
 #endif

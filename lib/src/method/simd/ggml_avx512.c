@@ -141,6 +141,16 @@ NF_AVX512_INLINE __m512 trunc_ps(__m512 v)
 #pragma GCC diagnostic pop
 }
 
+/* The binary16 words of 16 scales, as nf_f32_to_f16 rounds them (VCVTPS2PH, nearest even; the -O0
+ * macro form of the intrinsic trips -Wsign-conversion). */
+NF_AVX512_INLINE __m256i f16_words16(__m512 d)
+{
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wsign-conversion"
+    return _mm512_cvtps_ph(d, 0);
+#pragma GCC diagnostic pop
+}
+
 /* The binary16 word of a scale, as nf_f32_to_f16 rounds it (VCVTPS2PH, nearest even). */
 NF_AVX512_INLINE uint16_t f16_word(float d) { return (uint16_t)_cvtss_sh(d, 0); }
 
@@ -182,16 +192,18 @@ NF_AVX512_INLINE void block_codes(nf_gq_plain type, __m512 lo, __m512 hi, __m512
         }
         return;
     }
-    /* gq_x0_plain: x * id + (nmax + 0.5) truncated (0x80000000 out of range, as gq_trunc_i8), its
-     * low byte as int8, at most 2 nmax - 1; then gq_pack_q4_0 / gq_pack_q5_0 (values j and j + 16
-     * in one byte, the low byte of the OR as ggml stores it) */
+    /* gq_x0_plain: x * id + (nmax + 0.5) truncated, at most 2 nmax - 1; then gq_pack_q4_0 /
+     * gq_pack_q5_0 (values j and j + 16 in one byte, the low byte of the OR as ggml stores it).
+     * As |x| <= |extreme|, a finite product gives a code in [0, 2 nmax]; an infinite or NaN one
+     * (1 / d overflowed) converts to 0x80000000, whose low byte -- all the packing keeps -- is
+     * gq_trunc_i8's 0, and the minimum keeps it, so the codes need no narrowing to int8 first. */
     const int nmax = type == NF_GQ_PLAIN_Q4_0 ? 8 : 16;
     const __m512 half = _mm512_set1_ps((float)nmax + 0.5f);
     const __m512i top = _mm512_set1_epi32(2 * nmax - 1);
     __m512i c[2];
     for (int k = 0; k < 2; k++) {
         c[k] = _mm512_cvttps_epi32(_mm512_add_ps(_mm512_mul_ps(k ? hi : lo, id), half));
-        c[k] = _mm512_min_epi32(_mm512_srai_epi32(_mm512_slli_epi32(c[k], 24), 24), top);
+        c[k] = _mm512_min_epi32(c[k], top);
     }
     if (type == NF_GQ_PLAIN_Q4_0) {
         __m512i q = _mm512_or_si512(c[0], _mm512_slli_epi32(c[1], 4));
@@ -284,7 +296,7 @@ NF_AVX512_INLINE bool plain_group(nf_gq_plain type, nf_gq_words words, size_t wb
         m = _mm512_mask_sub_ps(m, neg, _mm512_setzero_ps(), m); /* -amax, exactly the value */
     }
     __m512 d = _mm512_div_ps(m, _mm512_set1_ps(scale_div(type)));
-    __m256i h = _mm512_cvtps_ph(d, 0);
+    __m256i h = f16_words16(d);
     const __m256i e = _mm256_set1_epi16(0x7C00);
     if (_mm256_movemask_epi8(_mm256_cmpeq_epi16(_mm256_and_si256(h, e), e))) return false;
     _mm256_storeu_si256((__m256i *)(void *)hw, h);
@@ -342,6 +354,16 @@ NF_AVX512_FN static void requant_avx512(int n, const float *x, float d, bool wit
     else requant_z(n, x, d, with_min, dm, lo, hi, offset, L);
 }
 
+/* VSQRTPS is correctly rounded, as sqrtf */
+NF_AVX512_FN static void sqrt_weights_avx512(size_t n, const float *x, const float *qw, float s2, float *w)
+{
+    const __m512 s = _mm512_set1_ps(s2);
+    for (size_t j = 0; j < n; j += 16) {
+        __m512 v = _mm512_loadu_ps(x + j);
+        _mm512_storeu_ps(w + j, _mm512_mul_ps(_mm512_loadu_ps(qw + j), _mm512_sqrt_ps(_mm512_add_ps(s, _mm512_mul_ps(v, v)))));
+    }
+}
+
 const nf_gq_kernels nf_gq_kernels_avx512 = {.name = "avx512",
                                             .fit_min = fit_min_avx512,
                                             .fit_signed = fit_signed_avx512,
@@ -352,6 +374,7 @@ const nf_gq_kernels nf_gq_kernels_avx512 = {.name = "avx512",
                                             .iq1s_split = nf_gq1s_split_avx512,
                                             .iq1m_split = nf_gq1m_split_avx512,
                                             .iq1_nearest = nf_gq1_nearest_avx512,
-                                            .plain_blocks = plain_blocks_avx512};
+                                            .plain_blocks = plain_blocks_avx512,
+                                            .sqrt_weights = sqrt_weights_avx512};
 
 #endif

@@ -85,6 +85,9 @@ typedef struct nf_gq_kernels {
      * gq_values_ok refuses or whose scale is not finite in binary16, nblk if none; the bytes of
      * that block and of those after it are unspecified. */
     size_t (*plain_blocks)(nf_gq_plain type, nf_gq_words words, size_t nblk, const void *src, uint8_t *out);
+    /* ggml's importance weights of n values (a multiple of 32): w[j] = qw[j] * sqrt(s2 + x[j]^2),
+     * each binary32 operation correctly rounded in that order (Q4_0 / Q5_0, gq_codes_x0_imp). */
+    void (*sqrt_weights)(size_t n, const float *x, const float *qw, float s2, float *w);
 } nf_gq_kernels;
 
 /* The trials of IQ3_XXS (31), the most of either IQ3 type, and the stride of iq3_trials's levels
