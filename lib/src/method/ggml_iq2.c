@@ -13,6 +13,9 @@
  *   3. the winning scale is refitted once from the codes it gives;
  *   4. the super-block's d = largest group scale / 31 (IQ2_S: stored times 0.9875), and each
  *      group scale becomes a 4-bit code (2l + 1) * d / 2.
+ * Steps 2 and 3 run through the kernels of simd/ggml_iq2_simd.h (chosen once per super-block,
+ * common/cpu.h): this file keeps their scalar reference (iq2_trials_scalar, iq2_nearest_scalar),
+ * and the best trial is chosen here, in trial order, whatever the level.
  * Every binary32 operation is written in ggml's order (ggml_quant.h).  Where ggml would abort
  * (a point left off the grid, a scale that is NaN: only for values whose squares overflow), an
  * encoder returns GQ_GGML_ABORTS and the method refuses the block. */
@@ -119,10 +122,11 @@ const nf_iq2_kernels nf_iq2_kernels_scalar = {.name = "scalar", .trials = iq2_tr
 
 NF_SIMD_SELECTOR(nf_iq2_kernels, nf_iq2_kernels, nf_iq2_kernels_scalar, nf_iq2_kernels_avx2, nf_iq2_kernels_avx512)
 
-/* Step 2 for ntrial trial inverse scales id (the scales their reciprocals): the best trial's
- * points' levels into L, its index (-1 when no trial has sumq2 > 0 and sumqx^2 > best sumq2),
- * the scale of its fit into *scale (unchanged without one), and its points' grid flags into on.
- * False where ggml aborts. */
+/* Step 2 for ntrial trial inverse scales id (NF_IQ2_TRIAL_ROOM entries, 0 past ntrial; the
+ * scales are their reciprocals): the best trial into *best_trial (-1 when no trial has sumq2 > 0
+ * and sumqx^2 > best sumq2), its points' levels into L, the scale of its fit into *scale and its
+ * points' grid flags into on (the three unchanged without a best trial).  False where ggml
+ * aborts. */
 static bool iq2_search(const nf_iq2_kernels *kern, const nf_ggml_grid *g, int npoint, int ntrial, const float *id,
                        const float *xval, const float *w, const float *waux, int8_t *L, bool *on, float *scale,
                        int *best_trial)
