@@ -4,7 +4,7 @@
  * scales over 16 decades, zeros, outliers, subnormals, a huge range, ties, constants, single
  * values, repeated extremes -- with and without an importance vector; and the trials kernel
  * itself gives the scalar's points, grid flags and sums for every trial of generated groups,
- * ties and NaN weights included.  The level is switched with nf_simd_force. */
+ * ties and NaN weights included, and the scalar's weights.  The level is switched with nf_simd_force. */
 #include <criterion/criterion.h>
 
 #include <math.h>
@@ -296,6 +296,28 @@ static void kernel_matches(nf_simd_level level)
     }
 }
 
+/* The weights entry gives the scalar's bits, with and without an importance vector. */
+static void weights_match(nf_simd_level level)
+{
+    require(level);
+    const nf_iq2_kernels *vk = nf_iq2_kernels_for(level), *sk = nf_iq2_kernels_for(NF_SIMD_SCALAR);
+    float x[256], qw[256], wa[256], wb[256], aa[256], ab[256];
+    for (int rep = 0; rep < 200; rep++) {
+        fill(rep % K_COUNT, x, 256);
+        for (int i = 0; i < 256; i++) qw[i] = rep % 3 == 2 && i % 7 == 0 ? 0.0f : (float)(unif() * 4.0);
+        float s2 = (float)(unif() * pow(10.0, -10.0 + 20.0 * unif()));
+        const float *q = rep % 2 ? qw : NULL;
+        sk->weights(256, x, q, s2, wa, aa);
+        vk->weights(256, x, q, s2, wb, ab);
+        for (int i = 0; i < 256; i++)
+            cr_assert(same_float(wb[i], wa[i]) && same_float(ab[i], aa[i]), "%s rep %d value %d: %a %a, scalar %a %a",
+                      vk->name, rep, i, wb[i], ab[i], wa[i], aa[i]);
+    }
+}
+
+Test(ggml_iq2_simd, weights_avx2) { weights_match(NF_SIMD_AVX2); }
+Test(ggml_iq2_simd, weights_avx512) { weights_match(NF_SIMD_AVX512); }
+
 Test(ggml_iq2_simd, kernel_avx2) { kernel_matches(NF_SIMD_AVX2); }
 Test(ggml_iq2_simd, kernel_avx512) { kernel_matches(NF_SIMD_AVX512); }
 
@@ -303,6 +325,6 @@ Test(ggml_iq2_simd, tables_are_complete)
 {
     for (int l = 0; l < NF_SIMD_LEVEL_COUNT; l++) {
         const nf_iq2_kernels *k = nf_iq2_kernels_for((nf_simd_level)l);
-        cr_assert(k && k->name && k->trials && k->nearest, "level %d", l);
+        cr_assert(k && k->name && k->trials && k->nearest && k->weights, "level %d", l);
     }
 }

@@ -117,8 +117,17 @@ static bool iq2_trials_scalar(const nf_ggml_grid *g, int npoint, int ntrial, con
     return true;
 }
 
+/* The scalar reference of the weights kernel (simd/ggml_iq2_simd.h). */
+static void iq2_weights_scalar(int n, const float *x, const float *qw, float s2, float *w, float *waux)
+{
+    for (int i = 0; i < n; i++) {
+        w[i] = qw ? qw[i] * sqrtf(s2 + x[i] * x[i]) : 0.25f * s2 + x[i] * x[i];
+        waux[i] = sqrtf(w[i]);
+    }
+}
+
 const nf_iq2_kernels nf_iq2_kernels_scalar = {.name = "scalar", .trials = iq2_trials_scalar,
-                                              .nearest = iq2_nearest_scalar};
+                                              .nearest = iq2_nearest_scalar, .weights = iq2_weights_scalar};
 
 NF_SIMD_SELECTOR(nf_iq2_kernels, nf_iq2_kernels, nf_iq2_kernels_scalar, nf_iq2_kernels_avx2, nf_iq2_kernels_avx512)
 
@@ -196,12 +205,11 @@ static float iq2_sigma2(const float *x, float times)
 /* One group of 32 of IQ2_XXS: its scale in *scale (0 for a zero group), its 4 grid indices and
  * 4 x 7 sign bits into q2[0], q2[1] (the scale code is added by the caller). */
 static gq_fail iq2_xxs_group(const nf_iq2_kernels *kern, const nf_ggml_grid *g, const float *xb, const float *w,
-                             float *out_scale, uint32_t *q2)
+                             const float *waux, float *out_scale, uint32_t *q2)
 {
-    float waux[32], xval[32];
+    float xval[32];
     int8_t L[32];
     unsigned signs[4];
-    for (int i = 0; i < 32; i++) waux[i] = sqrtf(w[i]);
     for (int k = 0; k < 4; k++) signs[k] = iq2_signs(xb + 8 * k, w + 8 * k, true, xval + 8 * k) & 127u;
     float max = xval[0];
     for (int i = 1; i < 32; i++) max = iq2_max(max, xval[i]);
@@ -254,13 +262,11 @@ gq_fail nf_ggml_enc_iq2_xxs(const float *x, const float *qw, float sigma2, uint8
     if (!qw) return GQ_NEEDS_IMATRIX;
     const nf_iq2_kernels *kern = nf_iq2_kernels_active();
     uint32_t q2[16] = {0};
-    float scales[8], w[32];
+    float scales[8], w[GQ_SUPER], waux[GQ_SUPER];
     float max_scale = 0.0f;
-    float s2 = iq2_sigma2(x, 1.0f);
+    kern->weights((int)GQ_SUPER, x, qw, iq2_sigma2(x, 1.0f), w, waux);
     for (int ib = 0; ib < 8; ib++) {
-        const float *xb = x + 32 * ib, *q = qw + 32 * ib;
-        for (int i = 0; i < 32; i++) w[i] = q[i] * sqrtf(s2 + xb[i] * xb[i]);
-        gq_fail st = iq2_xxs_group(kern, g, xb, w, &scales[ib], q2 + 2 * ib);
+        gq_fail st = iq2_xxs_group(kern, g, x + 32 * ib, w + 32 * ib, waux + 32 * ib, &scales[ib], q2 + 2 * ib);
         if (st != GQ_OK) return st;
         max_scale = iq2_max(max_scale, scales[ib]);
     }
@@ -288,12 +294,12 @@ typedef struct iq2_kind {
 
 /* One group of 16: its scale (0 for a zero group), its 2 grid indices and sign bytes. */
 static gq_fail iq2_pair_group(const nf_iq2_kernels *kern, const nf_ggml_grid *g, const iq2_kind *kind,
-                              const float *xb, const float *w, float *out_scale, int32_t *index, unsigned *signs)
+                              const float *xb, const float *w, const float *waux, float *out_scale, int32_t *index,
+                              unsigned *signs)
 {
-    float waux[16], xval[16];
+    float xval[16];
     int8_t L[16] = {0};
     bool on[2] = {true, true};
-    for (int i = 0; i < 16; i++) waux[i] = sqrtf(w[i]);
     for (int k = 0; k < 2; k++) signs[k] = iq2_signs(xb + 8 * k, w + 8 * k, kind->parity, xval + 8 * k) & kind->smask;
     float max = xval[0];
     for (int i = 1; i < 16; i++) max = iq2_max(max, xval[i]);
@@ -338,17 +344,15 @@ static gq_fail iq2_pair_groups(const nf_ggml_grid *g, const iq2_kind *kind, cons
                                float s2, float *scales, int32_t *index, unsigned *signs, float *max_scale)
 {
     const nf_iq2_kernels *kern = nf_iq2_kernels_active();
-    float w[16];
+    float w[GQ_SUPER], waux[GQ_SUPER];
+    kern->weights((int)GQ_SUPER, x, qw, s2, w, waux);
     *max_scale = 0.0f;
     for (int ib = 0; ib < 16; ib++) {
         const float *xb = x + 16 * ib;
-        if (qw)
-            for (int i = 0; i < 16; i++) w[i] = qw[16 * ib + i] * sqrtf(s2 + xb[i] * xb[i]);
-        else
-            for (int i = 0; i < 16; i++) w[i] = 0.25f * s2 + xb[i] * xb[i];
         index[2 * ib] = index[2 * ib + 1] = 0;
         signs[2 * ib] = signs[2 * ib + 1] = 0;
-        gq_fail st = iq2_pair_group(kern, g, kind, xb, w, &scales[ib], index + 2 * ib, signs + 2 * ib);
+        gq_fail st = iq2_pair_group(kern, g, kind, xb, w + 16 * ib, waux + 16 * ib, &scales[ib], index + 2 * ib,
+                                    signs + 2 * ib);
         if (st != GQ_OK) return st;
         *max_scale = iq2_max(*max_scale, scales[ib]);
     }
