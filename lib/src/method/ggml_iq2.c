@@ -143,7 +143,7 @@ static bool iq2_search(const nf_iq2_kernels *kern, const nf_ggml_grid *g, int np
     float sc[NF_IQ2_TRIAL_ROOM], sumqx[NF_IQ2_TRIAL_ROOM], sumq2[NF_IQ2_TRIAL_ROOM];
     uint16_t code[NF_IQ2_MAX_POINTS * NF_IQ2_TRIAL_ROOM];
     bool on_t[NF_IQ2_MAX_POINTS * NF_IQ2_TRIAL_ROOM];
-    for (int t = 0; t < NF_IQ2_TRIAL_ROOM; t++) sc[t] = 1 / id[t];
+    for (int t = 0; t < NF_IQ2_TRIAL_ROOM; t++) sc[t] = t < ntrial ? 1 / id[t] : 0.0f;
     if (!kern->trials(g, npoint, ntrial, id, sc, xval, w, waux, code, on_t, sumqx, sumq2)) return false;
     float best = 0.0f;
     *best_trial = -1;
