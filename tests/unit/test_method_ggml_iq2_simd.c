@@ -4,7 +4,7 @@
  * scales over 16 decades, zeros, outliers, subnormals, a huge range, ties, constants, single
  * values, repeated extremes -- with and without an importance vector; and the trials kernel
  * itself gives the scalar's points, grid flags and sums for every trial of generated groups,
- * ties and NaN weights included, and the scalar's weights.  The level is switched with nf_simd_force. */
+ * ties and NaN weights included, and the scalar's weights, magnitudes and sign bits.  The level is switched with nf_simd_force. */
 #include <criterion/criterion.h>
 
 #include <math.h>
@@ -315,6 +315,34 @@ static void weights_match(nf_simd_level level)
     }
 }
 
+/* The signs entry gives the scalar's magnitudes and sign bytes, with and without parity: values
+ * of every kind, NaN values and products, ties of the least product, -0.0. */
+static void signs_match(nf_simd_level level)
+{
+    require(level);
+    const nf_iq2_kernels *vk = nf_iq2_kernels_for(level), *sk = nf_iq2_kernels_for(NF_SIMD_SCALAR);
+    float x[32], w[32], xa[32], xb[32];
+    uint8_t sa[4], sb[4];
+    for (int rep = 0; rep < 4000; rep++) {
+        fill(rep % K_COUNT, x, 32);
+        for (int i = 0; i < 32; i++) w[i] = rep % 4 == 1 ? 1.0f : (float)(unif() * 4.0);
+        if (rep % 7 == 3) x[next_u64() % 32] = NAN;
+        if (rep % 11 == 5) w[next_u64() % 32] = NAN;
+        if (rep % 13 == 6) x[next_u64() % 32] = -0.0f;
+        for (int parity = 0; parity < 2; parity++) {
+            sk->signs(32, x, w, parity, xa, sa);
+            vk->signs(32, x, w, parity, xb, sb);
+            for (int i = 0; i < 32; i++)
+                cr_assert(memcmp(&xa[i], &xb[i], sizeof xa[i]) == 0, "%s rep %d parity %d value %d: %a, scalar %a",
+                          vk->name, rep, parity, i, xb[i], xa[i]);
+            cr_assert(memcmp(sa, sb, sizeof sa) == 0, "%s rep %d parity %d: sign bytes differ", vk->name, rep, parity);
+        }
+    }
+}
+
+Test(ggml_iq2_simd, signs_avx2) { signs_match(NF_SIMD_AVX2); }
+Test(ggml_iq2_simd, signs_avx512) { signs_match(NF_SIMD_AVX512); }
+
 Test(ggml_iq2_simd, weights_avx2) { weights_match(NF_SIMD_AVX2); }
 Test(ggml_iq2_simd, weights_avx512) { weights_match(NF_SIMD_AVX512); }
 
@@ -325,6 +353,6 @@ Test(ggml_iq2_simd, tables_are_complete)
 {
     for (int l = 0; l < NF_SIMD_LEVEL_COUNT; l++) {
         const nf_iq2_kernels *k = nf_iq2_kernels_for((nf_simd_level)l);
-        cr_assert(k && k->name && k->trials && k->nearest && k->weights, "level %d", l);
+        cr_assert(k && k->name && k->trials && k->nearest && k->weights && k->signs, "level %d", l);
     }
 }

@@ -98,6 +98,37 @@ static void iq2_sums(int n, const float *w, const float *xval, const int8_t *L, 
     *sumq2 = s2;
 }
 
+/* Step 1 for 8 values: magnitudes into xval, the sign bits returned; with parity, an odd count
+ * of negatives flips the value of least w * x^2 (the first on a tie). */
+static unsigned iq2_signs(const float *x, const float *w, bool parity, float *xval)
+{
+    unsigned s = 0;
+    int nflip = 0;
+    for (int i = 0; i < 8; i++) {
+        if (x[i] >= 0) {
+            xval[i] = x[i];
+        } else {
+            xval[i] = -x[i];
+            nflip++;
+            s |= 1u << i;
+        }
+    }
+    if (parity && nflip % 2) {
+        int imin = 0;
+        float min = w[0] * x[0] * x[0];
+        for (int i = 1; i < 8; i++) {
+            float ax = w[i] * x[i] * x[i];
+            if (ax < min) {
+                min = ax;
+                imin = i;
+            }
+        }
+        xval[imin] = -xval[imin];
+        s ^= 1u << imin;
+    }
+    return s;
+}
+
 /* The scalar reference of the trials kernel (simd/ggml_iq2_simd.h): each trial's points and
  * sums, as ggml computes them inside its loop over trial scales. */
 static bool iq2_trials_scalar(const nf_ggml_grid *g, int npoint, int ntrial, const float *id, const float *scale,
@@ -117,6 +148,12 @@ static bool iq2_trials_scalar(const nf_ggml_grid *g, int npoint, int ntrial, con
     return true;
 }
 
+/* The scalar reference of the signs kernel (simd/ggml_iq2_simd.h): step 1 for n values. */
+static void iq2_signs_scalar(int n, const float *x, const float *w, bool parity, float *xval, uint8_t *s)
+{
+    for (int k = 0; k < n / 8; k++) s[k] = (uint8_t)iq2_signs(x + 8 * k, w + 8 * k, parity, xval + 8 * k);
+}
+
 /* The scalar reference of the weights kernel (simd/ggml_iq2_simd.h). */
 static void iq2_weights_scalar(int n, const float *x, const float *qw, float s2, float *w, float *waux)
 {
@@ -127,7 +164,8 @@ static void iq2_weights_scalar(int n, const float *x, const float *qw, float s2,
 }
 
 const nf_iq2_kernels nf_iq2_kernels_scalar = {.name = "scalar", .trials = iq2_trials_scalar,
-                                              .nearest = iq2_nearest_scalar, .weights = iq2_weights_scalar};
+                                              .nearest = iq2_nearest_scalar, .weights = iq2_weights_scalar,
+                                              .signs = iq2_signs_scalar};
 
 NF_SIMD_SELECTOR(nf_iq2_kernels, nf_iq2_kernels, nf_iq2_kernels_scalar, nf_iq2_kernels_avx2, nf_iq2_kernels_avx512)
 
@@ -161,37 +199,6 @@ static bool iq2_search(const nf_iq2_kernels *kern, const nf_ggml_grid *g, int np
     return true;
 }
 
-/* Step 1 for 8 values: magnitudes into xval, the sign bits returned; with parity, an odd count
- * of negatives flips the value of least w * x^2 (the first on a tie). */
-static unsigned iq2_signs(const float *x, const float *w, bool parity, float *xval)
-{
-    unsigned s = 0;
-    int nflip = 0;
-    for (int i = 0; i < 8; i++) {
-        if (x[i] >= 0) {
-            xval[i] = x[i];
-        } else {
-            xval[i] = -x[i];
-            nflip++;
-            s |= 1u << i;
-        }
-    }
-    if (parity && nflip % 2) {
-        int imin = 0;
-        float min = w[0] * x[0] * x[0];
-        for (int i = 1; i < 8; i++) {
-            float ax = w[i] * x[i] * x[i];
-            if (ax < min) {
-                min = ax;
-                imin = i;
-            }
-        }
-        xval[imin] = -xval[imin];
-        s ^= 1u << imin;
-    }
-    return s;
-}
-
 /* The mean square of a super-block, as ggml sums it (times `times`: IQ2_S takes twice it). */
 static float iq2_sigma2(const float *x, float times)
 {
@@ -210,7 +217,9 @@ static gq_fail iq2_xxs_group(const nf_iq2_kernels *kern, const nf_ggml_grid *g, 
     float xval[32];
     int8_t L[32];
     unsigned signs[4];
-    for (int k = 0; k < 4; k++) signs[k] = iq2_signs(xb + 8 * k, w + 8 * k, true, xval + 8 * k) & 127u;
+    uint8_t sb[4];
+    kern->signs(32, xb, w, true, xval, sb);
+    for (int k = 0; k < 4; k++) signs[k] = sb[k] & 127u;
     float max = xval[0];
     for (int i = 1; i < 32; i++) max = iq2_max(max, xval[i]);
     *out_scale = 0.0f;
@@ -300,7 +309,9 @@ static gq_fail iq2_pair_group(const nf_iq2_kernels *kern, const nf_ggml_grid *g,
     float xval[16];
     int8_t L[16] = {0};
     bool on[2] = {true, true};
-    for (int k = 0; k < 2; k++) signs[k] = iq2_signs(xb + 8 * k, w + 8 * k, kind->parity, xval + 8 * k) & kind->smask;
+    uint8_t sb[2];
+    kern->signs(16, xb, w, kind->parity, xval, sb);
+    for (int k = 0; k < 2; k++) signs[k] = sb[k] & kind->smask;
     float max = xval[0];
     for (int i = 1; i < 16; i++) max = iq2_max(max, xval[i]);
     *out_scale = 0.0f;

@@ -8,6 +8,7 @@
 #if NF_X86_KERNELS
 
 #include <immintrin.h>
+#include <math.h>
 
 #define IQ(name) name##_avx512
 #define IQ_FN NF_AVX512_FN
@@ -63,6 +64,7 @@ NF_AVX512_INLINE float lane_min_avx512(__m512 d, unsigned n, int *first)
 #include "method/simd/ggml_iq2_lanes.inc"
 
 const nf_iq2_kernels nf_iq2_kernels_avx512 = {.name = "avx512", .trials = trials_avx512, .nearest = nearest_point_avx512,
-                                              .weights = weights_avx512};
+                                              .weights = weights_avx512,
+                                              .signs = signs_avx512};
 
 #endif

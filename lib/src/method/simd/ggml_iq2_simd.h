@@ -50,6 +50,11 @@ typedef struct nf_iq2_kernels {
     /* The weights of n values (a multiple of 16): w = qw * sqrt(s2 + x^2), or without qw (NULL)
      * IQ2_S's s2 / 4 + x^2, and waux = sqrt(w), in ggml's operations. */
     void (*weights)(int n, const float *x, const float *qw, float s2, float *w, float *waux);
+    /* Step 1 of ggml_iq2.c for n values (a multiple of 8): the magnitudes to xval and each 8
+     * values' sign bits to s[k] (bit i: value 8k + i is negative or NaN); with parity, an odd
+     * count of negatives flips the value of least w x x (the first on a tie, the first value
+     * when its own product is NaN): its xval negated, its bit toggled. */
+    void (*signs)(int n, const float *x, const float *w, bool parity, float *xval, uint8_t *s);
 } nf_iq2_kernels;
 
 extern const nf_iq2_kernels nf_iq2_kernels_scalar;
