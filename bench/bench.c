@@ -867,6 +867,16 @@ static void kernels(uint64_t e)
                      nf_simd_name()); /* the type without "gguf_", to fit the column */
             bench_encode(label, NF_METHOD_GGML_QUANTIZE, gguf[f], NF_SRC_F32, with ? &imp : NULL);
         }
+    /* the iq2 types, whose searches have kernels of their own (docs/methods.md "Speed of the iq2
+     * searches"); iq2_xxs and iq2_xs only with an importance vector, as ggml quantizes them */
+    static const char *const gguf_iq2[] = {"gguf_iq2_xxs", "gguf_iq2_xs", "gguf_iq2_s"};
+    for (size_t f = 0; f < sizeof gguf_iq2 / sizeof gguf_iq2[0]; f++)
+        for (int with = f < 2; with < 2; with++) {
+            char label[56];
+            snprintf(label, sizeof label, "ggml_quantize -> %s%s [%s]", gguf_iq2[f] + 5, with ? " +importance" : "",
+                     nf_simd_name());
+            bench_encode(label, NF_METHOD_GGML_QUANTIZE, gguf_iq2[f], NF_SRC_F32, with ? &imp : NULL);
+        }
 
     /* dequant (encoded bytes -> f32, nf_layout_decode_rows_f32) and the verify word scan, one encoded object at a time */
     static const char *const objects[] = {"bf16", "fp32", "int32", "q2_g64_fp16", "q4_g64_fp16", "q5_g64_fp16",

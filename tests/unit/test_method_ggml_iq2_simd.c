@@ -4,7 +4,7 @@
  * scales over 16 decades, zeros, outliers, subnormals, a huge range, ties, constants, single
  * values, repeated extremes -- with and without an importance vector; and the trials kernel
  * itself gives the scalar's points, grid flags and sums for every trial of generated groups,
- * ties and NaN weights included.  The level is switched with nf_simd_force. */
+ * ties and NaN weights included, and the scalar's weights, magnitudes and sign bits.  The level is switched with nf_simd_force. */
 #include <criterion/criterion.h>
 
 #include <math.h>
@@ -296,6 +296,56 @@ static void kernel_matches(nf_simd_level level)
     }
 }
 
+/* The weights entry gives the scalar's bits, with and without an importance vector. */
+static void weights_match(nf_simd_level level)
+{
+    require(level);
+    const nf_iq2_kernels *vk = nf_iq2_kernels_for(level), *sk = nf_iq2_kernels_for(NF_SIMD_SCALAR);
+    float x[256], qw[256], wa[256], wb[256], aa[256], ab[256];
+    for (int rep = 0; rep < 200; rep++) {
+        fill(rep % K_COUNT, x, 256);
+        for (int i = 0; i < 256; i++) qw[i] = rep % 3 == 2 && i % 7 == 0 ? 0.0f : (float)(unif() * 4.0);
+        float s2 = (float)(unif() * pow(10.0, -10.0 + 20.0 * unif()));
+        const float *q = rep % 2 ? qw : NULL;
+        sk->weights(256, x, q, s2, wa, aa);
+        vk->weights(256, x, q, s2, wb, ab);
+        for (int i = 0; i < 256; i++)
+            cr_assert(same_float(wb[i], wa[i]) && same_float(ab[i], aa[i]), "%s rep %d value %d: %a %a, scalar %a %a",
+                      vk->name, rep, i, wb[i], ab[i], wa[i], aa[i]);
+    }
+}
+
+/* The signs entry gives the scalar's magnitudes and sign bytes, with and without parity: values
+ * of every kind, NaN values and products, ties of the least product, -0.0. */
+static void signs_match(nf_simd_level level)
+{
+    require(level);
+    const nf_iq2_kernels *vk = nf_iq2_kernels_for(level), *sk = nf_iq2_kernels_for(NF_SIMD_SCALAR);
+    float x[32], w[32], xa[32], xb[32];
+    uint8_t sa[4], sb[4];
+    for (int rep = 0; rep < 4000; rep++) {
+        fill(rep % K_COUNT, x, 32);
+        for (int i = 0; i < 32; i++) w[i] = rep % 4 == 1 ? 1.0f : (float)(unif() * 4.0);
+        if (rep % 7 == 3) x[next_u64() % 32] = NAN;
+        if (rep % 11 == 5) w[next_u64() % 32] = NAN;
+        if (rep % 13 == 6) x[next_u64() % 32] = -0.0f;
+        for (int parity = 0; parity < 2; parity++) {
+            sk->signs(32, x, w, parity, xa, sa);
+            vk->signs(32, x, w, parity, xb, sb);
+            for (int i = 0; i < 32; i++)
+                cr_assert(memcmp(&xa[i], &xb[i], sizeof xa[i]) == 0, "%s rep %d parity %d value %d: %a, scalar %a",
+                          vk->name, rep, parity, i, xb[i], xa[i]);
+            cr_assert(memcmp(sa, sb, sizeof sa) == 0, "%s rep %d parity %d: sign bytes differ", vk->name, rep, parity);
+        }
+    }
+}
+
+Test(ggml_iq2_simd, signs_avx2) { signs_match(NF_SIMD_AVX2); }
+Test(ggml_iq2_simd, signs_avx512) { signs_match(NF_SIMD_AVX512); }
+
+Test(ggml_iq2_simd, weights_avx2) { weights_match(NF_SIMD_AVX2); }
+Test(ggml_iq2_simd, weights_avx512) { weights_match(NF_SIMD_AVX512); }
+
 Test(ggml_iq2_simd, kernel_avx2) { kernel_matches(NF_SIMD_AVX2); }
 Test(ggml_iq2_simd, kernel_avx512) { kernel_matches(NF_SIMD_AVX512); }
 
@@ -303,6 +353,6 @@ Test(ggml_iq2_simd, tables_are_complete)
 {
     for (int l = 0; l < NF_SIMD_LEVEL_COUNT; l++) {
         const nf_iq2_kernels *k = nf_iq2_kernels_for((nf_simd_level)l);
-        cr_assert(k && k->name && k->trials && k->nearest, "level %d", l);
+        cr_assert(k && k->name && k->trials && k->nearest && k->weights && k->signs, "level %d", l);
     }
 }

@@ -85,6 +85,8 @@ static void check_level(nf_simd_level level)
     cr_assert(i2 != NULL);
     ENTRY(i2, trials);
     ENTRY(i2, nearest);
+    ENTRY(i2, weights);
+    ENTRY(i2, signs);
     if (NF_X86_KERNELS) cr_assert_str_eq(i2->name, what);
 
     /* each table names its level (scalar where the build lacks the level) */

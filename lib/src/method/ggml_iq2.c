@@ -13,6 +13,9 @@
  *   3. the winning scale is refitted once from the codes it gives;
  *   4. the super-block's d = largest group scale / 31 (IQ2_S: stored times 0.9875), and each
  *      group scale becomes a 4-bit code (2l + 1) * d / 2.
+ * Steps 2 and 3 run through the kernels of simd/ggml_iq2_simd.h (chosen once per super-block,
+ * common/cpu.h): this file keeps their scalar reference (iq2_trials_scalar, iq2_nearest_scalar),
+ * and the best trial is chosen here, in trial order, whatever the level.
  * Every binary32 operation is written in ggml's order (ggml_quant.h).  Where ggml would abort
  * (a point left off the grid, a scale that is NaN: only for values whose squares overflow), an
  * encoder returns GQ_GGML_ABORTS and the method refuses the block. */
@@ -95,59 +98,6 @@ static void iq2_sums(int n, const float *w, const float *xval, const int8_t *L, 
     *sumq2 = s2;
 }
 
-/* The scalar reference of the trials kernel (simd/ggml_iq2_simd.h): each trial's points and
- * sums, as ggml computes them inside its loop over trial scales. */
-static bool iq2_trials_scalar(const nf_ggml_grid *g, int npoint, int ntrial, const float *id, const float *scale,
-                              const float *xval, const float *w, const float *waux, uint16_t *code, bool *on,
-                              float *sumqx, float *sumq2)
-{
-    int8_t L[8 * NF_IQ2_MAX_POINTS];
-    for (int t = 0; t < ntrial; t++) {
-        for (int k = 0; k < npoint; k++) {
-            int32_t at = iq2_point(&nf_iq2_kernels_scalar, g, xval + 8 * k, waux + 8 * k, id[t], scale[t], L + 8 * k,
-                                   &on[k * NF_IQ2_TRIAL_ROOM + t]);
-            if (at < 0) return false;
-            code[k * NF_IQ2_TRIAL_ROOM + t] = (uint16_t)at;
-        }
-        iq2_sums(8 * npoint, w, xval, L, &sumqx[t], &sumq2[t]);
-    }
-    return true;
-}
-
-const nf_iq2_kernels nf_iq2_kernels_scalar = {.name = "scalar", .trials = iq2_trials_scalar,
-                                              .nearest = iq2_nearest_scalar};
-
-NF_SIMD_SELECTOR(nf_iq2_kernels, nf_iq2_kernels, nf_iq2_kernels_scalar, nf_iq2_kernels_avx2, nf_iq2_kernels_avx512)
-
-/* Step 2 for ntrial trial inverse scales id (the scales their reciprocals): the best trial's
- * points' levels into L, its index (-1 when no trial has sumq2 > 0 and sumqx^2 > best sumq2),
- * the scale of its fit into *scale (unchanged without one), and its points' grid flags into on.
- * False where ggml aborts. */
-static bool iq2_search(const nf_iq2_kernels *kern, const nf_ggml_grid *g, int npoint, int ntrial, const float *id,
-                       const float *xval, const float *w, const float *waux, int8_t *L, bool *on, float *scale,
-                       int *best_trial)
-{
-    float sc[NF_IQ2_TRIAL_ROOM], sumqx[NF_IQ2_TRIAL_ROOM], sumq2[NF_IQ2_TRIAL_ROOM];
-    uint16_t code[NF_IQ2_MAX_POINTS * NF_IQ2_TRIAL_ROOM];
-    bool on_t[NF_IQ2_MAX_POINTS * NF_IQ2_TRIAL_ROOM];
-    for (int t = 0; t < NF_IQ2_TRIAL_ROOM; t++) sc[t] = 1 / id[t];
-    if (!kern->trials(g, npoint, ntrial, id, sc, xval, w, waux, code, on_t, sumqx, sumq2)) return false;
-    float best = 0.0f;
-    *best_trial = -1;
-    for (int t = 0; t < ntrial; t++)
-        if (sumq2[t] > 0 && sumqx[t] * sumqx[t] > best * sumq2[t]) {
-            *scale = sumqx[t] / sumq2[t];
-            best = *scale * sumqx[t];
-            *best_trial = t;
-        }
-    if (*best_trial >= 0)
-        for (int k = 0; k < npoint; k++) {
-            iq2_levels(code[k * NF_IQ2_TRIAL_ROOM + *best_trial], L + 8 * k);
-            on[k] = on_t[k * NF_IQ2_TRIAL_ROOM + *best_trial];
-        }
-    return true;
-}
-
 /* Step 1 for 8 values: magnitudes into xval, the sign bits returned; with parity, an odd count
  * of negatives flips the value of least w * x^2 (the first on a tie). */
 static unsigned iq2_signs(const float *x, const float *w, bool parity, float *xval)
@@ -179,6 +129,76 @@ static unsigned iq2_signs(const float *x, const float *w, bool parity, float *xv
     return s;
 }
 
+/* The scalar reference of the trials kernel (simd/ggml_iq2_simd.h): each trial's points and
+ * sums, as ggml computes them inside its loop over trial scales. */
+static bool iq2_trials_scalar(const nf_ggml_grid *g, int npoint, int ntrial, const float *id, const float *scale,
+                              const float *xval, const float *w, const float *waux, uint16_t *code, bool *on,
+                              float *sumqx, float *sumq2)
+{
+    int8_t L[8 * NF_IQ2_MAX_POINTS];
+    for (int t = 0; t < ntrial; t++) {
+        for (int k = 0; k < npoint; k++) {
+            int32_t at = iq2_point(&nf_iq2_kernels_scalar, g, xval + 8 * k, waux + 8 * k, id[t], scale[t], L + 8 * k,
+                                   &on[k * NF_IQ2_TRIAL_ROOM + t]);
+            if (at < 0) return false;
+            code[k * NF_IQ2_TRIAL_ROOM + t] = (uint16_t)at;
+        }
+        iq2_sums(8 * npoint, w, xval, L, &sumqx[t], &sumq2[t]);
+    }
+    return true;
+}
+
+/* The scalar reference of the signs kernel (simd/ggml_iq2_simd.h): step 1 for n values. */
+static void iq2_signs_scalar(int n, const float *x, const float *w, bool parity, float *xval, uint8_t *s)
+{
+    for (int k = 0; k < n / 8; k++) s[k] = (uint8_t)iq2_signs(x + 8 * k, w + 8 * k, parity, xval + 8 * k);
+}
+
+/* The scalar reference of the weights kernel (simd/ggml_iq2_simd.h). */
+static void iq2_weights_scalar(int n, const float *x, const float *qw, float s2, float *w, float *waux)
+{
+    for (int i = 0; i < n; i++) {
+        w[i] = qw ? qw[i] * sqrtf(s2 + x[i] * x[i]) : 0.25f * s2 + x[i] * x[i];
+        waux[i] = sqrtf(w[i]);
+    }
+}
+
+const nf_iq2_kernels nf_iq2_kernels_scalar = {.name = "scalar", .trials = iq2_trials_scalar,
+                                              .nearest = iq2_nearest_scalar, .weights = iq2_weights_scalar,
+                                              .signs = iq2_signs_scalar};
+
+NF_SIMD_SELECTOR(nf_iq2_kernels, nf_iq2_kernels, nf_iq2_kernels_scalar, nf_iq2_kernels_avx2, nf_iq2_kernels_avx512)
+
+/* Step 2 for ntrial trial inverse scales id (NF_IQ2_TRIAL_ROOM entries, 0 past ntrial; the
+ * scales are their reciprocals): the best trial into *best_trial (-1 when no trial has sumq2 > 0
+ * and sumqx^2 > best sumq2), its points' levels into L, the scale of its fit into *scale and its
+ * points' grid flags into on (the three unchanged without a best trial).  False where ggml
+ * aborts. */
+static bool iq2_search(const nf_iq2_kernels *kern, const nf_ggml_grid *g, int npoint, int ntrial, const float *id,
+                       const float *xval, const float *w, const float *waux, int8_t *L, bool *on, float *scale,
+                       int *best_trial)
+{
+    float sc[NF_IQ2_TRIAL_ROOM], sumqx[NF_IQ2_TRIAL_ROOM], sumq2[NF_IQ2_TRIAL_ROOM];
+    uint16_t code[NF_IQ2_MAX_POINTS * NF_IQ2_TRIAL_ROOM];
+    bool on_t[NF_IQ2_MAX_POINTS * NF_IQ2_TRIAL_ROOM];
+    for (int t = 0; t < NF_IQ2_TRIAL_ROOM; t++) sc[t] = t < ntrial ? 1 / id[t] : 0.0f;
+    if (!kern->trials(g, npoint, ntrial, id, sc, xval, w, waux, code, on_t, sumqx, sumq2)) return false;
+    float best = 0.0f;
+    *best_trial = -1;
+    for (int t = 0; t < ntrial; t++)
+        if (sumq2[t] > 0 && sumqx[t] * sumqx[t] > best * sumq2[t]) {
+            *scale = sumqx[t] / sumq2[t];
+            best = *scale * sumqx[t];
+            *best_trial = t;
+        }
+    if (*best_trial >= 0)
+        for (int k = 0; k < npoint; k++) {
+            iq2_levels(code[k * NF_IQ2_TRIAL_ROOM + *best_trial], L + 8 * k);
+            on[k] = on_t[k * NF_IQ2_TRIAL_ROOM + *best_trial];
+        }
+    return true;
+}
+
 /* The mean square of a super-block, as ggml sums it (times `times`: IQ2_S takes twice it). */
 static float iq2_sigma2(const float *x, float times)
 {
@@ -192,13 +212,14 @@ static float iq2_sigma2(const float *x, float times)
 /* One group of 32 of IQ2_XXS: its scale in *scale (0 for a zero group), its 4 grid indices and
  * 4 x 7 sign bits into q2[0], q2[1] (the scale code is added by the caller). */
 static gq_fail iq2_xxs_group(const nf_iq2_kernels *kern, const nf_ggml_grid *g, const float *xb, const float *w,
-                             float *out_scale, uint32_t *q2)
+                             const float *waux, float *out_scale, uint32_t *q2)
 {
-    float waux[32], xval[32];
+    float xval[32];
     int8_t L[32];
     unsigned signs[4];
-    for (int i = 0; i < 32; i++) waux[i] = sqrtf(w[i]);
-    for (int k = 0; k < 4; k++) signs[k] = iq2_signs(xb + 8 * k, w + 8 * k, true, xval + 8 * k) & 127u;
+    uint8_t sb[4];
+    kern->signs(32, xb, w, true, xval, sb);
+    for (int k = 0; k < 4; k++) signs[k] = sb[k] & 127u;
     float max = xval[0];
     for (int i = 1; i < 32; i++) max = iq2_max(max, xval[i]);
     *out_scale = 0.0f;
@@ -250,13 +271,11 @@ gq_fail nf_ggml_enc_iq2_xxs(const float *x, const float *qw, float sigma2, uint8
     if (!qw) return GQ_NEEDS_IMATRIX;
     const nf_iq2_kernels *kern = nf_iq2_kernels_active();
     uint32_t q2[16] = {0};
-    float scales[8], w[32];
+    float scales[8], w[GQ_SUPER], waux[GQ_SUPER];
     float max_scale = 0.0f;
-    float s2 = iq2_sigma2(x, 1.0f);
+    kern->weights((int)GQ_SUPER, x, qw, iq2_sigma2(x, 1.0f), w, waux);
     for (int ib = 0; ib < 8; ib++) {
-        const float *xb = x + 32 * ib, *q = qw + 32 * ib;
-        for (int i = 0; i < 32; i++) w[i] = q[i] * sqrtf(s2 + xb[i] * xb[i]);
-        gq_fail st = iq2_xxs_group(kern, g, xb, w, &scales[ib], q2 + 2 * ib);
+        gq_fail st = iq2_xxs_group(kern, g, x + 32 * ib, w + 32 * ib, waux + 32 * ib, &scales[ib], q2 + 2 * ib);
         if (st != GQ_OK) return st;
         max_scale = iq2_max(max_scale, scales[ib]);
     }
@@ -284,13 +303,15 @@ typedef struct iq2_kind {
 
 /* One group of 16: its scale (0 for a zero group), its 2 grid indices and sign bytes. */
 static gq_fail iq2_pair_group(const nf_iq2_kernels *kern, const nf_ggml_grid *g, const iq2_kind *kind,
-                              const float *xb, const float *w, float *out_scale, int32_t *index, unsigned *signs)
+                              const float *xb, const float *w, const float *waux, float *out_scale, int32_t *index,
+                              unsigned *signs)
 {
-    float waux[16], xval[16];
+    float xval[16];
     int8_t L[16] = {0};
     bool on[2] = {true, true};
-    for (int i = 0; i < 16; i++) waux[i] = sqrtf(w[i]);
-    for (int k = 0; k < 2; k++) signs[k] = iq2_signs(xb + 8 * k, w + 8 * k, kind->parity, xval + 8 * k) & kind->smask;
+    uint8_t sb[2];
+    kern->signs(16, xb, w, kind->parity, xval, sb);
+    for (int k = 0; k < 2; k++) signs[k] = sb[k] & kind->smask;
     float max = xval[0];
     for (int i = 1; i < 16; i++) max = iq2_max(max, xval[i]);
     *out_scale = 0.0f;
@@ -334,17 +355,15 @@ static gq_fail iq2_pair_groups(const nf_ggml_grid *g, const iq2_kind *kind, cons
                                float s2, float *scales, int32_t *index, unsigned *signs, float *max_scale)
 {
     const nf_iq2_kernels *kern = nf_iq2_kernels_active();
-    float w[16];
+    float w[GQ_SUPER], waux[GQ_SUPER];
+    kern->weights((int)GQ_SUPER, x, qw, s2, w, waux);
     *max_scale = 0.0f;
     for (int ib = 0; ib < 16; ib++) {
         const float *xb = x + 16 * ib;
-        if (qw)
-            for (int i = 0; i < 16; i++) w[i] = qw[16 * ib + i] * sqrtf(s2 + xb[i] * xb[i]);
-        else
-            for (int i = 0; i < 16; i++) w[i] = 0.25f * s2 + xb[i] * xb[i];
         index[2 * ib] = index[2 * ib + 1] = 0;
         signs[2 * ib] = signs[2 * ib + 1] = 0;
-        gq_fail st = iq2_pair_group(kern, g, kind, xb, w, &scales[ib], index + 2 * ib, signs + 2 * ib);
+        gq_fail st = iq2_pair_group(kern, g, kind, xb, w + 16 * ib, waux + 16 * ib, &scales[ib], index + 2 * ib,
+                                    signs + 2 * ib);
         if (st != GQ_OK) return st;
         *max_scale = iq2_max(*max_scale, scales[ib]);
     }

@@ -7,6 +7,7 @@
 #if NF_X86_KERNELS
 
 #include <immintrin.h>
+#include <math.h>
 
 #define IQ(name) name##_avx2
 #define IQ_FN NF_AVX2_FN
@@ -23,6 +24,7 @@
 #define FADD(a, b) _mm256_add_ps(a, b)
 #define FSUB(a, b) _mm256_sub_ps(a, b)
 #define FMUL(a, b) _mm256_mul_ps(a, b)
+#define FSQRT(a) _mm256_sqrt_ps(a)
 #define NEAREST(f)                                                                                                     \
     _mm256_sub_epi32(_mm256_and_si256(_mm256_castps_si256(_mm256_add_ps(f, _mm256_set1_ps(12582912.0f))),              \
                                       _mm256_set1_epi32(0x007FFFFF)),                                                  \
@@ -54,6 +56,8 @@ NF_AVX2_INLINE float lane_min_avx2(__m256 d, unsigned n, int *first)
 
 #include "method/simd/ggml_iq2_lanes.inc"
 
-const nf_iq2_kernels nf_iq2_kernels_avx2 = {.name = "avx2", .trials = trials_avx2, .nearest = nearest_point_avx2};
+const nf_iq2_kernels nf_iq2_kernels_avx2 = {.name = "avx2", .trials = trials_avx2, .nearest = nearest_point_avx2,
+                                            .weights = weights_avx2,
+                                            .signs = signs_avx2};
 
 #endif

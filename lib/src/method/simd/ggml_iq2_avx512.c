@@ -8,6 +8,7 @@
 #if NF_X86_KERNELS
 
 #include <immintrin.h>
+#include <math.h>
 
 #define IQ(name) name##_avx512
 #define IQ_FN NF_AVX512_FN
@@ -24,6 +25,7 @@
 #define FADD(a, b) _mm512_add_ps(a, b)
 #define FSUB(a, b) _mm512_sub_ps(a, b)
 #define FMUL(a, b) _mm512_mul_ps(a, b)
+#define FSQRT(a) _mm512_sqrt_ps(a)
 #define NEAREST(f)                                                                                                     \
     _mm512_sub_epi32(_mm512_and_si512(_mm512_castps_si512(_mm512_add_ps(f, _mm512_set1_ps(12582912.0f))),              \
                                       _mm512_set1_epi32(0x007FFFFF)),                                                  \
@@ -61,6 +63,8 @@ NF_AVX512_INLINE float lane_min_avx512(__m512 d, unsigned n, int *first)
 
 #include "method/simd/ggml_iq2_lanes.inc"
 
-const nf_iq2_kernels nf_iq2_kernels_avx512 = {.name = "avx512", .trials = trials_avx512, .nearest = nearest_point_avx512};
+const nf_iq2_kernels nf_iq2_kernels_avx512 = {.name = "avx512", .trials = trials_avx512, .nearest = nearest_point_avx512,
+                                              .weights = weights_avx512,
+                                              .signs = signs_avx512};
 
 #endif

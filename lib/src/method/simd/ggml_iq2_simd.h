@@ -47,6 +47,14 @@ typedef struct nf_iq2_kernels {
      * x_i)^2 to the 8 magnitudes xval, for an off-grid code whose map entry is m (< 0); -1 when
      * no distance is below FLT_MAX.  gq_grid_nearest's choice, for the final refit. */
     int32_t (*nearest)(const nf_ggml_grid *g, int32_t m, const float *xval, const float *waux, float scale);
+    /* The weights of n values (a multiple of 16): w = qw * sqrt(s2 + x^2), or without qw (NULL)
+     * IQ2_S's s2 / 4 + x^2, and waux = sqrt(w), in ggml's operations. */
+    void (*weights)(int n, const float *x, const float *qw, float s2, float *w, float *waux);
+    /* Step 1 of ggml_iq2.c for n values (a multiple of 8): the magnitudes to xval and each 8
+     * values' sign bits to s[k] (bit i: value 8k + i is negative or NaN); with parity, an odd
+     * count of negatives flips the value of least w x x (the first on a tie, the first value
+     * when its own product is NaN): its xval negated, its bit toggled. */
+    void (*signs)(int n, const float *x, const float *w, bool parity, float *xval, uint8_t *s);
 } nf_iq2_kernels;
 
 extern const nf_iq2_kernels nf_iq2_kernels_scalar;
