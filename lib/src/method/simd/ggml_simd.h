@@ -81,6 +81,10 @@ typedef struct nf_gq_kernels {
      * sum is below FLT_MAX. */
     int (*iq1_nearest)(const uint8_t *levels, const uint16_t *list, unsigned n, const float *x, const float *w,
                        float scale, const float *xx);
+    /* Q2_0 (gq_q2_0_plain, ggml_quant.c) for nblk blocks of 64: d[i] = the block's largest
+     * magnitude and its 16 code bytes (clamp(trunc(roundf(x * (1 / d))) + 1, 0, 3), 4 a byte) to
+     * q + 16 i. */
+    void (*codes_q2_0)(unsigned nblk, const float *x, float *d, uint8_t *q);
 } nf_gq_kernels;
 
 /* The trials of IQ3_XXS (31), the most of either IQ3 type, and the stride of iq3_trials's levels
@@ -112,6 +116,8 @@ bool nf_gq1m_split_avx512(const float *x, const float *w, const int *idx, float 
                           float *scale);
 int nf_gq1_nearest_avx2(const uint8_t *levels, const uint16_t *list, unsigned n, const float *x, const float *w,
                         float scale, const float *xx);
+void nf_gq_codes_q2_0_avx2(unsigned nblk, const float *x, float *d, uint8_t *q);
+void nf_gq_codes_q2_0_avx512(unsigned nblk, const float *x, float *d, uint8_t *q);
 int nf_gq1_nearest_avx512(const uint8_t *levels, const uint16_t *list, unsigned n, const float *x, const float *w,
                           float scale, const float *xx);
 #endif
