@@ -16,7 +16,11 @@
 NF_AVX512_INLINE __m512 roundf_z(__m512 p)
 {
     const __m512i sign = _mm512_set1_epi32(INT32_MIN);
+    /* VRNDSCALEPS toward zero (its -O0 macro form trips -Wsign-conversion) */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wsign-conversion"
     const __m512 t = _mm512_roundscale_ps(p, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+#pragma GCC diagnostic pop
     const __m512 frac = _mm512_castsi512_ps(_mm512_andnot_si512(sign, _mm512_castps_si512(_mm512_sub_ps(p, t))));
     const __mmask16 away = _mm512_cmp_ps_mask(frac, _mm512_set1_ps(0.5f), _CMP_GE_OQ);
     const __m512 one = _mm512_castsi512_ps(_mm512_or_si512(_mm512_and_si512(_mm512_castps_si512(p), sign),
@@ -48,8 +52,8 @@ NF_AVX512_FN void nf_gq_codes_q2_0_avx512(unsigned nblk, const float *x, float *
                                             _mm512_broadcast_i32x4(b16));
         }
         /* each dword holds the 4 codes of an output byte in its 4 bytes: OR them */
-        bytes = _mm512_or_si512(bytes, _mm512_srli_epi32(bytes, 8));
-        bytes = _mm512_or_si512(bytes, _mm512_srli_epi32(bytes, 16));
+        bytes = _mm512_or_si512(bytes, _mm512_srl_epi32(bytes, _mm_cvtsi32_si128(8)));
+        bytes = _mm512_or_si512(bytes, _mm512_srl_epi32(bytes, _mm_cvtsi32_si128(16)));
         _mm_storeu_si128((__m128i *)(void *)(q + 16 * b), _mm512_cvtepi32_epi8(bytes));
     }
 }
