@@ -64,6 +64,11 @@ static void check_level(nf_simd_level level)
     ENTRY(gq, requant);
     ENTRY(gq, plain_blocks);
     ENTRY(gq, sqrt_weights);
+    ENTRY(gq, iq3_trials);
+    ENTRY(gq, iq1s_split);
+    ENTRY(gq, iq1m_split);
+    ENTRY(gq, iq1_nearest);
+    ENTRY(gq, codes_q2_0);
 
     const nf_fp8_kernels *f8 = nf_fp8_kernels_for(level);
     cr_assert(f8 != NULL);

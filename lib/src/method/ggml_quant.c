@@ -285,12 +285,18 @@ static void sqrt_weights_scalar(size_t n, const float *x, const float *qw, float
 {
     for (size_t j = 0; j < n; j++) w[j] = qw[j] * sqrtf(s2 + x[j] * x[j]);
 }
+static void gq_q2_0_plain(const float *x, float *d, uint8_t *q);
 
 static void requant_scalar(int n, const float *x, float d, bool with_min, float dm, int lo, int hi, int offset,
                            uint8_t *L)
 {
     for (int i = 0; i < n; i++)
         L[i] = (uint8_t)(gq_clamp(gq_nearest((with_min ? x[i] + dm : x[i]) / d), lo, hi) + offset);
+}
+
+static void codes_q2_0_scalar(unsigned nblk, const float *x, float *d, uint8_t *q)
+{
+    for (unsigned i = 0; i < nblk; i++) gq_q2_0_plain(x + 64 * i, d + i, q + 16 * i);
 }
 
 static void iq4_scales_scalar(int nsub, const float *x, const float *w, const int8_t *values, float *scales)
@@ -311,7 +317,8 @@ const nf_gq_kernels nf_gq_kernels_scalar = {.name = "scalar",
                                             .iq1m_split = nf_gq1m_split_ref,
                                             .iq1_nearest = nf_gq1_nearest_ref,
                                             .plain_blocks = plain_blocks_scalar,
-                                            .sqrt_weights = sqrt_weights_scalar};
+                                            .sqrt_weights = sqrt_weights_scalar,
+                                            .codes_q2_0 = codes_q2_0_scalar};
 
 NF_SIMD_SELECTOR(nf_gq_kernels, nf_gq_kernels, nf_gq_kernels_scalar, nf_gq_kernels_avx2, nf_gq_kernels_avx512)
 
@@ -357,23 +364,45 @@ static int gq_trunc_i32(float f)
 /* Q2_0, 18 bytes: d, 16 bytes of 2-bit codes (value j in bits 2 (j % 4) of byte j / 4, code c
  * meaning (c - 1) d).  d = the block's largest magnitude (binary32, rounded only where stored),
  * code = clamp((int)roundf(x * (1 / d)) + 1, 0, 3), as ggml's quantize_row_q2_0_ref, which
- * ggml uses with and without an importance vector (it ignores the vector). */
-static void enc_q2_0(const float *x, const float *qw, float sigma2, uint8_t *b)
+ * ggml uses with and without an importance vector (it ignores the vector).  d (unrounded) to *d,
+ * the 16 code bytes to q. */
+static void gq_q2_0_plain(const float *x, float *d, uint8_t *q)
 {
-    (void)qw;
-    (void)sigma2;
     float amax = 0.0f;
     for (int j = 0; j < 64; j++) {
         float a = fabsf(x[j]);
         if (a > amax) amax = a;
     }
     float id = amax > 0.0f ? 1.0f / amax : 0.0f;
-    gq_put_f16(b, amax);
-    memset(b + 2, 0, 16);
+    *d = amax;
+    memset(q, 0, 16);
     for (int j = 0; j < 64; j++) {
         /* + 1 after the conversion, as ggml: INT32_MIN + 1 still clamps to 0 */
-        int q = gq_clamp(gq_trunc_i32(roundf(x[j] * id)) + 1, 0, 3);
-        b[2 + j / 4] = (uint8_t)(b[2 + j / 4] | (unsigned)q << (2 * (j % 4)));
+        int c = gq_clamp(gq_trunc_i32(roundf(x[j] * id)) + 1, 0, 3);
+        q[j / 4] = (uint8_t)(q[j / 4] | (unsigned)c << (2 * (j % 4)));
+    }
+}
+
+static void enc_q2_0(const float *x, const float *qw, float sigma2, uint8_t *b)
+{
+    (void)qw;
+    (void)sigma2;
+    float d;
+    gq_q2_0_plain(x, &d, b + 2);
+    gq_put_f16(b, d);
+}
+
+/* Q2_0, several blocks: the scales and codes through the kernels table. */
+static void enc_q2_0_blocks(const float *x, const float *qw, float sigma2, unsigned nblk, uint8_t *out)
+{
+    (void)qw;
+    (void)sigma2;
+    float d[GQ_SPAN / 64];
+    uint8_t q[GQ_SPAN / 4];
+    gq_kern->codes_q2_0(nblk, x, d, q);
+    for (unsigned i = 0; i < nblk; i++) {
+        gq_put_f16(out + 18 * i, d[i]);
+        memcpy(out + 18 * i + 2, q + 16 * i, 16);
     }
 }
 
@@ -1104,6 +1133,7 @@ static const struct {
 } gq_batched[] = {
     {NF_FMT_GGUF_Q4_0, enc_q4_0_blocks}, {NF_FMT_GGUF_Q5_0, enc_q5_0_blocks}, {NF_FMT_GGUF_IQ4_NL, enc_iq4_nl_blocks},
     {NF_FMT_GGUF_Q4_K, enc_q4_k_blocks}, {NF_FMT_GGUF_Q5_K, enc_q5_k_blocks}, {NF_FMT_GGUF_Q3_K, enc_q3_k_blocks},
+    {NF_FMT_GGUF_Q2_0, enc_q2_0_blocks},
 };
 
 static gq_blocks_fn gq_blocks_of(nf_format_id fmt)

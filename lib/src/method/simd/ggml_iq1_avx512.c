@@ -11,6 +11,15 @@
 
 #include <immintrin.h>
 
+/* The gather, whose -O0 macro form trips -Wsign-conversion (an all-ones mask), as a function. */
+NF_AVX512_INLINE __m512i gather1_z(const void *p, __m512i i)
+{
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wsign-conversion"
+    return _mm512_i32gather_epi32(i, p, 1);
+#pragma GCC diagnostic pop
+}
+
 #define GQ(name) name##_z
 #define GQ_FN NF_AVX512_FN
 #define GQ_INLINE NF_AVX512_INLINE
@@ -66,9 +75,9 @@ NF_AVX512_FN int nf_gq1_nearest_avx512(const uint8_t *levels, const uint16_t *li
         const __mmask16 live = (__mmask16)((1u << nl) - 1u);
         /* a masked load: nothing past the list's end is read */
         const __m512i idx = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(live, list + j0));
-        const __m512i off = _mm512_slli_epi32(idx, 3);
-        const __m512i lo = _mm512_i32gather_epi32(off, (const void *)levels, 1);
-        const __m512i hi = _mm512_i32gather_epi32(off, (const void *)(levels + 4), 1);
+        const __m512i off = _mm512_sll_epi32(idx, _mm_cvtsi32_si128(3));
+        const __m512i lo = gather1_z(levels, off);
+        const __m512i hi = gather1_z(levels + 4, off);
         __m512 d2 = _mm512_setzero_ps();
         for (int i = 0; i < 8; i++) {
             const __m512i l = _mm512_and_si512(_mm512_srl_epi32(i < 4 ? lo : hi, _mm_cvtsi32_si128(8 * (i % 4))),

@@ -10,6 +10,31 @@
 
 #include <immintrin.h>
 
+/* The gathers, whose -O0 macro forms trip -Wsign-conversion (an all-ones mask), as functions. */
+NF_AVX512_INLINE __m512i gather4_z(const void *p, __m512i i)
+{
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wsign-conversion"
+    return _mm512_i32gather_epi32(i, p, 4);
+#pragma GCC diagnostic pop
+}
+
+NF_AVX512_INLINE __m512i gather2_z(const void *p, __m512i i)
+{
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wsign-conversion"
+    return _mm512_i32gather_epi32(i, p, 2);
+#pragma GCC diagnostic pop
+}
+
+NF_AVX512_INLINE __m512 fgather4_z(const float *p, __m512i i)
+{
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wsign-conversion"
+    return _mm512_i32gather_ps(i, p, 4);
+#pragma GCC diagnostic pop
+}
+
 #define GQ(name) name##_z
 #define GQ_FN NF_AVX512_FN
 #define GQ_INLINE NF_AVX512_INLINE
@@ -44,10 +69,10 @@
 #define ISRL(v, n) _mm512_srl_epi32(v, _mm_cvtsi32_si128(n))
 #define IGT(a, b) _mm512_cmpgt_epi32_mask(a, b)
 #define BITS(m) ((unsigned)(m))
-#define GATHER32(p, i) _mm512_i32gather_epi32(i, (const void *)(p), 4)
-#define GATHER16(p, i) _mm512_and_si512(_mm512_i32gather_epi32(i, (const void *)(p), 2), I1(0xFFFF))
+#define GATHER32(p, i) gather4_z(p, i)
+#define GATHER16(p, i) _mm512_and_si512(gather2_z(p, i), I1(0xFFFF))
 
-#define FGATHER(p, i) _mm512_i32gather_ps(i, p, 4)
+#define FGATHER(p, i) fgather4_z(p, i)
 #define STORE_I8(p, v) _mm_storeu_si128((__m128i *)(void *)(p), _mm512_cvtepi32_epi8(v))
 
 static const int32_t lane_index_z[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};

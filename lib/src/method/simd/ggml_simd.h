@@ -88,6 +88,10 @@ typedef struct nf_gq_kernels {
     /* ggml's importance weights of n values (a multiple of 32): w[j] = qw[j] * sqrt(s2 + x[j]^2),
      * each binary32 operation correctly rounded in that order (Q4_0 / Q5_0, gq_codes_x0_imp). */
     void (*sqrt_weights)(size_t n, const float *x, const float *qw, float s2, float *w);
+    /* Q2_0 (gq_q2_0_plain, ggml_quant.c) for nblk blocks of 64: d[i] = the block's largest
+     * magnitude and its 16 code bytes (clamp(trunc(roundf(x * (1 / d))) + 1, 0, 3), 4 a byte) to
+     * q + 16 i. */
+    void (*codes_q2_0)(unsigned nblk, const float *x, float *d, uint8_t *q);
 } nf_gq_kernels;
 
 /* The trials of IQ3_XXS (31), the most of either IQ3 type, and the stride of iq3_trials's levels
@@ -119,6 +123,8 @@ bool nf_gq1m_split_avx512(const float *x, const float *w, const int *idx, float 
                           float *scale);
 int nf_gq1_nearest_avx2(const uint8_t *levels, const uint16_t *list, unsigned n, const float *x, const float *w,
                         float scale, const float *xx);
+void nf_gq_codes_q2_0_avx2(unsigned nblk, const float *x, float *d, uint8_t *q);
+void nf_gq_codes_q2_0_avx512(unsigned nblk, const float *x, float *d, uint8_t *q);
 int nf_gq1_nearest_avx512(const uint8_t *levels, const uint16_t *list, unsigned n, const float *x, const float *w,
                           float scale, const float *xx);
 #endif
