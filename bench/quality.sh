@@ -68,7 +68,7 @@ header() { # header IMATRIX(0/1)
     [ "$1" = 1 ] && printf ', imatrix: %s' "$tmp/imatrix.gguf"
     printf '}\ndefaults: {format: bf16}\n'
 }
-with() { [ "$1" = 1 ] && case $2 in grouped_search | ggml_quantize) printf ', with: {imatrix: imatrix}' ;; esac; true; }
+with() { [ "$1" = 1 ] && case $2 in grouped_search | ggml_quantize | nvfp4_search) printf ', with: {imatrix: imatrix}' ;; esac; true; }
 
 # llama-quantize's type of each tensor for a mix (llama-quant.cpp, llama_tensor_get_type, one
 # layer, n_gqa 1, n_expert 0): output Q6_K; attn_v Q3_K (Q2_K), Q5_K (Q3_K_M), Q6_K (Q4_K_M,
@@ -108,8 +108,15 @@ for im in 0 1; do
     : >"$tmp/rows"
     while read -r f m; do
         case $rows in *" uniform "*) ;; *) continue ;; esac
-        [ "$im" = 1 ] && case $m in grouped_search | ggml_quantize) ;; *) continue ;; esac
-        { header "$im"; printf 'rules:\n  - {match: "*", when: {rank: 2}, format: %s, method: %s%s}\n' "$f" "$m" "$(with "$im" "$m")"; } >"$tmp/r.yaml"
+        [ "$im" = 1 ] && case $m in grouped_search | ggml_quantize | nvfp4_search) ;; *) continue ;; esac
+        # ggml quantizes these only with an importance matrix (ggml_quantize_requires_imatrix)
+        [ "$im" = 0 ] && case $f in gguf_iq2_xxs | gguf_iq2_xs | gguf_iq1_s) continue ;; esac
+        { header "$im"; printf 'rules:\n  - {match: "*", when: {rank: 2}, format: %s, method: %s%s}\n' "$f" "$m" "$(with "$im" "$m")"
+          # nvfp4's tiles need 128 rows, and ggml quantizes IQ2_XXS, IQ2_XS and IQ1_S only with an
+          # importance vector, which the imatrix has for the layers' matrices only: the [8, hidden]
+          # embedding and output stay q8 there (0.03 %% of the weights)
+          if case $f in nvfp4 | gguf_iq2_xxs | gguf_iq2_xs | gguf_iq1_s) true ;; *) false ;; esac then printf '  - {match: [model.embed_tokens.weight, lm_head.weight], format: q8_g32_fp16, method: grouped_absmax, with: {}}\n'; fi
+        } >"$tmp/r.yaml"
         read -r bpw snr < <(convert "$tmp/r.yaml")
         printf '%-8s %-36s %8s %8s\n' uniform "$f $m" "$bpw" "$snr"
         echo "$bpw $snr" >>"$tmp/rows"

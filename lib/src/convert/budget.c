@@ -54,7 +54,7 @@ static uint64_t sample_row(uint64_t i, uint64_t s, uint64_t rows)
 /* ---------------------------------------------------------------- effort
  * What measuring one row costs each candidate, in units of about the cheapest encoders' (a row of
  * grouped_absmax or gguf_q8_0; bench/README.md, "The budget's measuring pass", gives the timings
- * these come from).  Only the ratios matter, and only for how many sampled rows a costly
+ * these come from, of this tree's scalar IQ encoders).  Only the ratios matter, and only for how many sampled rows a costly
  * candidate measures: a wrong figure costs time or accuracy, never a wrong byte. */
 static uint64_t row_cost(const plan_candidate *cd)
 {
