@@ -12,6 +12,8 @@
 #   contains FILE TEXT       check that FILE holds TEXT; lacks FILE TEXT: that it does not
 #   nf_host                  this host's name as temp names carry it
 #   finish NAME              print "NAME: P passed, F failed"; exit status 0 when nothing failed
+# python3 runs NINFER_PYTHON when ctest names the interpreter (tests/CMakeLists.txt): a version
+# manager's shim on PATH (pyenv) costs more per call than most of what a test asks of Python.
 set -u
 bin=$(cd "$1" && pwd)
 data=$(cd "${2:-.}" && pwd)
@@ -35,3 +37,4 @@ same() { if cmp -s "$1" "$2"; then ok; else bad "$1 and $2 differ"; diff <(head 
 contains() { if grep -qF -- "$2" "$1"; then ok; else bad "$1 lacks '$2': $(head -c 400 "$1")"; fi; }
 lacks() { if grep -qF -- "$2" "$1"; then bad "$1 has '$2': $(head -c 400 "$1")"; else ok; fi; }
 finish() { echo "$1: $pass passed, $fail failed"; [ "$fail" -eq 0 ]; }
+if [ -n "${NINFER_PYTHON:-}" ] && [ -x "$NINFER_PYTHON" ]; then python3() { "$NINFER_PYTHON" "$@"; }; fi

@@ -25,13 +25,16 @@ PY
 }
 export ERRFILE=$work/err
 limit=$((40 * 1024)) # KiB: one row alone is 32 MiB of BF16, 64 MiB as binary32
-# Under ASan+UBSan (NINFER_TEST_CFLAGS has -fsanitize) freed blocks sit in ASan's quarantine
-# (256 MiB by default) and shadow memory adds its share: turn the quarantine off for these runs
-# and allow for the shadow; a whole binary32 row (64 MiB) would still cross the limit.
-case "${NINFER_TEST_CFLAGS:-}" in *-fsanitize*)
-    export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=0"
-    limit=$((56 * 1024)) ;;
-esac
+# Under ASan+UBSan (NINFER_TEST_CFLAGS has -fsanitize) the peak RSS is ASan's (shadow memory,
+# quarantine, redzones), not the program's: there the bounds are not checked (rss prints 1 for
+# a run with the wanted status) and the runs made only to measure one are left out; every run
+# that writes or checks bytes and figures runs sanitized.
+sanitized=no
+case "${NINFER_TEST_CFLAGS:-}" in *-fsanitize*) sanitized=yes ;; esac
+if [ $sanitized = yes ]; then
+    echo "note: sanitized build: peak RSS bounds not checked (ASan's memory, not the program's)"
+    rss() { "$@" >/dev/null 2>"$ERRFILE"; [ $? -eq "${STATUS:-0}" ] && echo 1 || echo -1; }
+fi
 got=$(rss "$bin/ninfer-convert" "$work/ck" -o "$work/q4.ninfer" --format q4_g64_fp16 --threads 2 --progress=never)
 [ "$got" -gt 0 ] && [ "$got" -lt "$limit" ] && ok || bad "convert q4: peak RSS $got KiB (limit $limit): $(head -c 300 "$work/err")"
 got=$(rss "$bin/ninfer-convert" "$work/ck" -o "$work/f32.ninfer" --format fp32 --threads 2 --progress=never)
@@ -42,8 +45,10 @@ got=$(rss "$bin/ninfer-dequant" "$work/q4.ninfer" --all -o "$work/q4.safetensors
 [ "$got" -gt 0 ] && [ "$got" -lt "$limit" ] && ok || bad "dequant --all: peak RSS $got KiB: $(head -c 300 "$work/err")"
 # inspect --tensor --stats reads long rows in spans too, for artifacts and checkpoints alike
 for f in "$work/q4.ninfer" "$work/f32.ninfer" "$work/ck" "$work/q4.safetensors"; do
-    got=$(rss "$bin/ninfer-inspect" "$f" --tensor long.weight --stats --json)
-    [ "$got" -gt 0 ] && [ "$got" -lt "$limit" ] && ok || bad "inspect --stats $f: peak RSS $got KiB: $(head -c 300 "$work/err")"
+    if [ $sanitized = no ]; then
+        got=$(rss "$bin/ninfer-inspect" "$f" --tensor long.weight --stats --json)
+        [ "$got" -gt 0 ] && [ "$got" -lt "$limit" ] && ok || bad "inspect --stats $f: peak RSS $got KiB: $(head -c 300 "$work/err")"
+    fi
     "$bin/ninfer-inspect" "$f" --tensor long.weight --stats --json >"$work/stats.$(basename "$f").json" 2>"$work/err" ||
         bad "inspect --stats $f: $(head -c 300 "$work/err")"
 done
@@ -130,8 +135,10 @@ done
 # diff against the checkpoint reads the weight's values span by span; its figures are the
 # report's of the whole-row conversion
 for n in ds ct; do
-    got=$(STATUS=1 rss "$bin/ninfer-diff" "$work/$n.ninfer" "$work/$n" --threads 2 -q) # 1: the values differ
-    [ "$got" -gt 0 ] && [ "$got" -lt "$limit" ] && ok || bad "diff $n: peak RSS $got KiB: $(head -c 300 "$work/err")"
+    if [ $sanitized = no ]; then
+        got=$(STATUS=1 rss "$bin/ninfer-diff" "$work/$n.ninfer" "$work/$n" --threads 2 -q) # 1: the values differ
+        [ "$got" -gt 0 ] && [ "$got" -lt "$limit" ] && ok || bad "diff $n: peak RSS $got KiB: $(head -c 300 "$work/err")"
+    fi
     "$bin/ninfer-diff" "$work/$n.ninfer" "$work/$n" --threads 2 --json >"$work/diff.$n.json" 2>"$work/err"
     [ $? -eq 1 ] && ok || bad "diff $n: $(head -c 300 "$work/err")"
     python3 - "$work/diff.$n.json" "$work/whole/$n.ninfer.conversion.json" <<'PY' && ok || bad "diff $n: figures differ from the report's"
@@ -152,8 +159,10 @@ budget_recipe() { # FILE BUDGET FORMATS
         "rules:" "  - {match: \"*\", format: budget}" >"$1"
 }
 budget_recipe "$work/b6.yaml" "bits_per_weight: 6" "q4_g64_fp16, fp8_e4m3fn_row_bf16"
-got=$(rss "$bin/ninfer-convert" -r "$work/b6.yaml" -o "$work/b6.ninfer" --dry-run --json --threads 2)
-[ "$got" -gt 0 ] && [ "$got" -lt "$limit" ] && ok || bad "budget --dry-run: peak RSS $got KiB: $(head -c 300 "$work/err")"
+if [ $sanitized = no ]; then
+    got=$(rss "$bin/ninfer-convert" -r "$work/b6.yaml" -o "$work/b6.ninfer" --dry-run --json --threads 2)
+    [ "$got" -gt 0 ] && [ "$got" -lt "$limit" ] && ok || bad "budget --dry-run: peak RSS $got KiB: $(head -c 300 "$work/err")"
+fi
 run 0 "$bin/ninfer-convert" -r "$work/b6.yaml" -o "$work/b6.ninfer" --dry-run --json
 # the fp8 option's bytes: a budget of fp8 rows alone
 most=$(python3 -c 'import json,sys; print(max(o["bytes"] for a in json.load(open(sys.argv[1]))["budget"]["allocation"] for o in a["options"]))' "$work/out") ||

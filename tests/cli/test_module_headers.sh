@@ -25,18 +25,16 @@ order="common names preset format layout stats budget method container source im
 interfaces="format/ggml.h stats/stats.h budget/solve.h budget/werror.h budget/sensitivity.h stats/simd/lanes_avx2.h stats/simd/lanes_avx512.h
 container/container_module.h"
 
-rank() {
-    local i=0 m
-    for m in $order; do
-        if [ "$m" = "$1" ]; then echo "$i"; return; fi
-        i=$((i + 1))
-    done
-    echo -1
-}
-public_owner() {
+# (asked of the shell and of one awk per directory: a subshell per include and two awks per file
+# made this scan cost more than a build)
+declare -A rank_of=()
+i=0
+for m in $order; do rank_of[$m]=$i; i=$((i + 1)); done
+rank() { rk=${rank_of[$1]:--1}; }   # sets rk: the rank of module $1, -1 when not in the order
+public_owner() {                    # sets owner: the module of the public header $1.h
     case $1 in
-    error | escape | export | simd) echo common ;;
-    *) echo "$1" ;;
+    error | escape | export | simd) owner=common ;;
+    *) owner=$1 ;;
     esac
 }
 is_interface() {
@@ -45,86 +43,86 @@ is_interface() {
     for h in $interfaces; do [ "$h" = "$1" ] && return 0; done
     return 1
 }
-# "LINE TARGET" for every #include "DIR/..." (q: TARGET is DIR/...) or #include <ninfer/H.h>
-# (p: TARGET is H) of file $2
+# "FILE<tab>LINE<tab>KIND<tab>TARGET" for every #include "DIR/..." (KIND q: TARGET is DIR/...) and
+# every #include <ninfer/H.h> (KIND p: TARGET is H) of the files named on stdin, one a line
 includes() {
-    if [ "$1" = q ]; then
-        awk '/^[ \t]*#[ \t]*include[ \t]*"[A-Za-z0-9_]+\/[^"]*"/ {
-            s = $0; sub(/^[^"]*"/, "", s); sub(/".*/, "", s); print FNR, s }' "$2"
-    else
-        awk '/^[ \t]*#[ \t]*include[ \t]*<ninfer\/[A-Za-z0-9_]+\.h>/ {
-            s = $0; sub(/^[^<]*<ninfer\//, "", s); sub(/\.h>.*/, "", s); print FNR, s }' "$2"
-    fi
+    local files=()
+    mapfile -t files
+    [ ${#files[@]} -gt 0 ] || return 0
+    awk '/^[ \t]*#[ \t]*include[ \t]*"[A-Za-z0-9_]+\/[^"]*"/ {
+            s = $0; sub(/^[^"]*"/, "", s); sub(/".*/, "", s); print FILENAME "\t" FNR "\tq\t" s }
+         /^[ \t]*#[ \t]*include[ \t]*<ninfer\/[A-Za-z0-9_]+\.h>/ {
+            s = $0; sub(/^[^<]*<ninfer\//, "", s); sub(/\.h>.*/, "", s); print FILENAME "\t" FNR "\tp\t" s }' "${files[@]}"
 }
 
 # scan ROOT: print one line per violation of rules 1-4 in the tree ROOT
 scan() {
-    local root=$1 d m f rel line target x rx rm o
+    local root=$1 d m f rel line kind target x rx rm o rk owner
     for x in $interfaces; do
         [ -f "$root/lib/src/$x" ] || echo "interface $x (listed in test_module_headers.sh) does not exist"
     done
     for d in "$root"/lib/src/*/; do
-        m=$(basename "$d")
-        rm=$(rank "$m")
+        m=${d%/}
+        m=${m##*/}
+        rank "$m"
+        rm=$rk
         if [ "$rm" -lt 0 ]; then
             echo "lib/src/$m: module not in the order of test_module_headers.sh"
             continue
         fi
-        while IFS= read -r f; do
+        while IFS=$'\t' read -r f line kind target; do
+            [ -n "$target" ] || continue
             rel=${f#"$root"/}
-            while read -r line target; do
-                [ -n "$target" ] || continue
+            if [ "$kind" = q ]; then
                 x=${target%%/*}
                 [ "$x" = "$m" ] && continue
                 [ -d "$root/lib/src/$x" ] || continue
                 if ! is_interface "$target"; then
                     echo "$rel:$line: includes $target, private to module $x"
                 fi
-                rx=$(rank "$x")
-                if [ "$rx" -ge "$rm" ]; then
+                rank "$x"
+                if [ "$rk" -ge "$rm" ]; then
                     echo "$rel:$line: module $m includes $target of module $x, which is not lower"
                 fi
-            done < <(includes q "$f")
-            while read -r line target; do
-                [ -n "$target" ] || continue
-                if [ "$target" = ninfer ]; then
-                    if [ "$m" != convert ] && [ "$rel" != lib/src/common/version.c ]; then
-                        echo "$rel:$line: includes the umbrella <ninfer/ninfer.h>, which names higher modules"
-                    fi
-                    continue
-                fi
-                o=$(public_owner "$target")
-                rx=$(rank "$o")
-                if [ "$rx" -lt 0 ] || [ "$rx" -gt "$rm" ]; then
-                    echo "$rel:$line: module $m includes <ninfer/$target.h> of module $o, which is not lower"
-                fi
-            done < <(includes p "$f")
-        done < <(find "$d" -type f \( -name '*.c' -o -name '*.h' -o -name '*.inc' \) | sort)
-    done
-    while IFS= read -r f; do
-        rel=${f#"$root"/}
-        while read -r line target; do
-            [ -n "$target" ] || continue
-            x=${target%%/*}
-            [ -d "$root/lib/src/$x" ] || continue
-            is_interface "$target" || echo "$rel:$line: includes $target, private to module $x"
-        done < <(includes q "$f")
-    done < <(find "$root/cmd" "$root/bench" -type f \( -name '*.c' -o -name '*.h' \) 2>/dev/null | sort)
-    for f in "$root"/lib/include/ninfer/*.h; do
-        [ -f "$f" ] || continue
-        rel=${f#"$root"/}
-        m=$(basename "$f" .h)
-        [ "$m" = ninfer ] && continue
-        rm=$(rank "$(public_owner "$m")")
-        while read -r line target; do
-            [ -n "$target" ] || continue
-            o=$(public_owner "$target")
-            rx=$(rank "$o")
-            if [ "$target" = ninfer ] || [ "$rx" -lt 0 ] || [ "$rx" -gt "$rm" ]; then
-                echo "$rel:$line: public header of module $(public_owner "$m") includes <ninfer/$target.h>"
+                continue
             fi
-        done < <(includes p "$f")
+            if [ "$target" = ninfer ]; then
+                if [ "$m" != convert ] && [ "$rel" != lib/src/common/version.c ]; then
+                    echo "$rel:$line: includes the umbrella <ninfer/ninfer.h>, which names higher modules"
+                fi
+                continue
+            fi
+            public_owner "$target"
+            o=$owner
+            rank "$o"
+            if [ "$rk" -lt 0 ] || [ "$rk" -gt "$rm" ]; then
+                echo "$rel:$line: module $m includes <ninfer/$target.h> of module $o, which is not lower"
+            fi
+        done < <(find "$d" -type f \( -name '*.c' -o -name '*.h' -o -name '*.inc' \) | sort | includes)
     done
+    while IFS=$'\t' read -r f line kind target; do
+        [ -n "$target" ] && [ "$kind" = q ] || continue
+        rel=${f#"$root"/}
+        x=${target%%/*}
+        [ -d "$root/lib/src/$x" ] || continue
+        is_interface "$target" || echo "$rel:$line: includes $target, private to module $x"
+    done < <(find "$root/cmd" "$root/bench" -type f \( -name '*.c' -o -name '*.h' \) 2>/dev/null | sort | includes)
+    while IFS=$'\t' read -r f line kind target; do
+        [ -n "$target" ] && [ "$kind" = p ] || continue
+        rel=${f#"$root"/}
+        m=${f##*/}
+        m=${m%.h}
+        [ "$m" = ninfer ] && continue
+        public_owner "$m"
+        rank "$owner"
+        rm=$rk
+        public_owner "$target"
+        rank "$owner"
+        if [ "$target" = ninfer ] || [ "$rk" -lt 0 ] || [ "$rk" -gt "$rm" ]; then
+            public_owner "$m"
+            echo "$rel:$line: public header of module $owner includes <ninfer/$target.h>"
+        fi
+    done < <(for f in "$root"/lib/include/ninfer/*.h; do [ -f "$f" ] && printf '%s\n' "$f"; done | includes)
 }
 
 # the tree itself
