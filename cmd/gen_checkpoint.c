@@ -524,7 +524,7 @@ static void kv_str(gbuf *b, const char *key, const char *v)
 }
 
 static int write_gguf(const char *dir, tensor *ts, size_t n, uint64_t seed, uint64_t hidden, uint64_t inter,
-                      uint64_t layers, uint64_t kv_hidden)
+                      uint64_t layers, uint64_t kv_hidden, uint64_t head_dim)
 {
     gbuf b = {0};
     g_bytes(&b, "GGUF", 4);
@@ -538,7 +538,8 @@ static int write_gguf(const char *dir, tensor *ts, size_t n, uint64_t seed, uint
     kv_u32(&b, "llama.context_length", 4096);
     kv_u32(&b, "llama.embedding_length", (uint32_t)hidden);
     kv_u32(&b, "llama.feed_forward_length", (uint32_t)inter);
-    uint32_t heads = hidden % 128 == 0 ? (uint32_t)(hidden / 128) : 1;
+    /* llama.cpp's rules read heads per kv head (docs/presets.md): --head-dim sets it for small shapes */
+    uint32_t heads = head_dim && hidden % head_dim == 0 ? (uint32_t)(hidden / head_dim) : 1;
     kv_u32(&b, "llama.attention.head_count", heads);
     kv_u32(&b, "llama.attention.head_count_kv",
            (uint32_t)(heads * kv_hidden / hidden ? heads * kv_hidden / hidden : 1));
@@ -708,7 +709,7 @@ static int write_hf_quant(const char *dir, dialect q, bool experts)
 #define USAGE                                                                                                        \
     "usage: ninfer-gen-checkpoint DIR [--hidden H] [--kv-hidden H] [--intermediate I] [--layers L] [--vocab V]\n"   \
     "                             [--dtype bf16|f16|f32] [--seed S] [--gguf] [--experts E] [--shards N] [--sparse]\n" \
-    "                             [--dialect D]\n"
+    "                             [--dialect D] [--head-dim D]\n"
 
 static int usage(void)
 {
@@ -730,6 +731,8 @@ static int help(void)
            "  --dtype T         bf16 (default), f16 or f32\n"
            "  --seed S          the values' seed (default 2026)\n"
            "  --gguf            DIR/model.gguf with llama.cpp's names, the norms in F32\n"
+           "  --head-dim D      with --gguf: H / D attention heads and KV / D kv heads in its\n"
+           "                    metadata (default 128; H not a multiple of D: 1 head)\n"
            "  --experts E       a router and E experts of width I in place of each layer's MLP\n"
            "  --shards N        N safetensors files and a model.safetensors.index.json\n"
            "  --sparse          real headers, the data left as holes (reads as zeros)\n"
@@ -746,7 +749,8 @@ int main(int argc, char **argv)
 {
     const char *dir = NULL, *dtype_name = "bf16", *dialect_name = NULL;
     bool gguf = false, sparse = false, hidden_set = false, inter_set = false;
-    uint64_t hidden = 200, kv_hidden = 0, inter = 520, layers = 2, vocab = 1000, seed = 2026, experts = 0, shards = 1;
+    uint64_t hidden = 200, kv_hidden = 0, inter = 520, layers = 2, vocab = 1000, seed = 2026, experts = 0, shards = 1,
+             head_dim = 128;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         uint64_t *target = NULL;
@@ -758,6 +762,7 @@ int main(int argc, char **argv)
         else if (strcmp(a, "--seed") == 0) target = &seed;
         else if (strcmp(a, "--experts") == 0) target = &experts;
         else if (strcmp(a, "--shards") == 0) target = &shards;
+        else if (strcmp(a, "--head-dim") == 0) target = &head_dim;
         else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) return help();
         else if (strcmp(a, "--sparse") == 0) {
             sparse = true;
@@ -894,7 +899,7 @@ int main(int argc, char **argv)
     }
     uint64_t weight_bytes = 0;
     for (size_t i = 0; i < n; i++) weight_bytes += tensor_bytes(&ts[i]);
-    int rc = gguf ? write_gguf(dir, ts, n, seed, hidden, inter, layers, kv_hidden)
+    int rc = gguf ? write_gguf(dir, ts, n, seed, hidden, inter, layers, kv_hidden, head_dim)
                   : write_safetensors(dir, ts, n, seed, shards, sparse);
     for (size_t i = 0; i < n; i++) free(ts[i].bytes);
     free(ts);

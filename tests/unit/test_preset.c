@@ -342,3 +342,29 @@ Test(preset, names)
     cr_assert_str_eq(nf_preset_name(NF_PRESET_IQ1_M), "IQ1_M");
     cr_assert_null(nf_preset_name(NF_PRESET_COUNT));
 }
+
+/* Which choices need an importance vector (llama.cpp v0.5.0, 0ad4a86, the release the peer test
+ * runs: tensor_requires_imatrix): iq3_xxs, iq2_xxs, iq2_xs, iq2_s, iq1_s and iq1_m, except on
+ * token_embd and output, whatever their type. */
+Test(preset, needs_imatrix_pinned_release)
+{
+    llama(&M, 32, true);
+    choose(&M, NF_PRESET_IQ3_XS, LLAMA32);
+    expect_layer(&M, 0, "attn_k.weight", "iq3_xxs");
+    cr_assert(find(&M, "blk.0.attn_k.weight")->needs_imatrix);
+    cr_assert(find(&M, "blk.0.attn_q.weight")->needs_imatrix);
+    cr_assert_not(find(&M, "blk.0.attn_output.weight")->needs_imatrix); /* iq3_s */
+    llama(&M, 32, true);
+    choose(&M, NF_PRESET_IQ3_XXS, LLAMA32);
+    expect_layer(&M, 5, "ffn_up.weight", "iq3_xxs");
+    cr_assert(find(&M, "blk.5.ffn_up.weight")->needs_imatrix);
+    llama(&M, 32, false);
+    choose(&M, NF_PRESET_IQ1_S, LLAMA32);
+    expect(&M, "token_embd.weight", "q5_k"); /* tied: the output's rule */
+    cr_assert_not(find(&M, "token_embd.weight")->needs_imatrix);
+    llama(&M, 32, true);
+    choose(&M, NF_PRESET_IQ1_M, LLAMA32);
+    cr_assert_not(find(&M, "token_embd.weight")->needs_imatrix);
+    cr_assert_not(find(&M, "output.weight")->needs_imatrix);
+    cr_assert(find(&M, "blk.3.ffn_gate.weight")->needs_imatrix);
+}

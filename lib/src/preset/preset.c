@@ -484,9 +484,11 @@ nf_status nf_preset_choose(nf_preset p, const nf_preset_model *model, nf_preset_
         if (st == NF_OK) st = fallback(t, &ty, t->why, sizeof t->why, err);
         if (st != NF_OK) break;
         t->type = TYPES[ty].name;
+        /* the types llama-quantize refuses to write without an importance vector (llama.cpp
+         * v0.5.0's tensor_requires_imatrix; docs/presets.md): token_embd and output never need one */
         bool ends = !strcmp(t->name, "token_embd.weight") || !strcmp(t->name, "output.weight");
-        t->needs_imatrix =
-            ty == T_IQ2_XXS || ty == T_IQ2_XS || ty == T_IQ2_S || ty == T_IQ1_S || (ty == T_IQ1_M && !ends);
+        t->needs_imatrix = !ends && (ty == T_IQ3_XXS || ty == T_IQ2_XXS || ty == T_IQ2_XS || ty == T_IQ2_S ||
+                                     ty == T_IQ1_S || ty == T_IQ1_M);
     }
     free(order);
     return st;
