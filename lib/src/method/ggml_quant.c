@@ -324,7 +324,8 @@ const nf_gq_kernels nf_gq_kernels_scalar = {.name = "scalar",
                                             .iq1s_split = nf_gq1s_split_ref,
                                             .iq1m_split = nf_gq1m_split_ref,
                                             .iq1_nearest = nf_gq1_nearest_ref,
-                                            .codes_q2_0 = codes_q2_0_scalar};
+                                            .codes_q2_0 = codes_q2_0_scalar,
+                                            .iq1_order = nf_gq1_order_ref};
 
 NF_SIMD_SELECTOR(nf_gq_kernels, nf_gq_kernels, nf_gq_kernels_scalar, nf_gq_kernels_avx2, nf_gq_kernels_avx512)
 

@@ -138,6 +138,7 @@ const nf_gq_kernels nf_gq_kernels_avx2 = {.name = "avx2",
                                           .iq1s_split = nf_gq1s_split_avx2,
                                           .iq1m_split = nf_gq1m_split_avx2,
                                           .iq1_nearest = nf_gq1_nearest_avx2,
-                                          .codes_q2_0 = nf_gq_codes_q2_0_avx2};
+                                          .codes_q2_0 = nf_gq_codes_q2_0_avx2,
+                                          .iq1_order = nf_gq1_order_avx2};
 
 #endif

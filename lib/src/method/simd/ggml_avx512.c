@@ -203,6 +203,7 @@ const nf_gq_kernels nf_gq_kernels_avx512 = {.name = "avx512",
                                             .iq1s_split = nf_gq1s_split_avx512,
                                             .iq1m_split = nf_gq1m_split_avx512,
                                             .iq1_nearest = nf_gq1_nearest_avx512,
-                                            .codes_q2_0 = nf_gq_codes_q2_0_avx512};
+                                            .codes_q2_0 = nf_gq_codes_q2_0_avx512,
+                                            .iq1_order = nf_gq1_order_avx512};
 
 #endif
