@@ -232,6 +232,6 @@ Test(ggml_iq13_simd, tables_are_complete)
 {
     for (int l = 0; l < NF_SIMD_LEVEL_COUNT; l++) {
         const nf_gq_kernels *k = nf_gq_kernels_for((nf_simd_level)l);
-        cr_assert(k && k->iq3_trials && k->iq1s_split && k->iq1m_split && k->iq1_nearest && k->codes_q2_0, "level %d", l);
+        cr_assert(k && k->iq3_trials && k->iq1s_split && k->iq1m_split && k->iq1_nearest && k->codes_q2_0 && k->iq1_order, "level %d", l);
     }
 }

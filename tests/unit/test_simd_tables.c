@@ -69,6 +69,7 @@ static void check_level(nf_simd_level level)
     ENTRY(gq, iq1m_split);
     ENTRY(gq, iq1_nearest);
     ENTRY(gq, codes_q2_0);
+    ENTRY(gq, iq1_order);
 
     const nf_fp8_kernels *f8 = nf_fp8_kernels_for(level);
     cr_assert(f8 != NULL);

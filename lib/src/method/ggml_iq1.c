@@ -54,8 +54,9 @@ static float iq1_amax(const float *x, int n)
 }
 
 /* The order of n values ascending, equal values in column order: ggml sorts (value, column)
- * pairs by value with qsort, which glibc implements as a stable merge sort for these sizes. */
-static void iq1_sort(const float *x, int n, int *idx)
+ * pairs by value with qsort, which glibc implements as a stable merge sort for these sizes (the
+ * kernels' iq1_order). */
+void nf_gq1_order_ref(const float *x, int n, int *idx)
 {
     for (int j = 0; j < n; j++) {
         int i = j;
@@ -203,7 +204,7 @@ gq_fail nf_ggml_enc_iq1_s(const float *x, const float *qw, float sigma2, uint8_t
         scales[ib] = 0.0f;
         shifts[ib] = 1;
         if (iq1_amax(xb, 32) < IQ1_EPS_S) continue;
-        iq1_sort(xb, 32, idx);
+        nf_gq_kernels_current()->iq1_order(xb, 32, idx);
         float scale;
         int shift;
         if (!iq1s_search(xb, w, idx, L, &scale, &shift)) continue;
@@ -347,7 +348,7 @@ gq_fail nf_ggml_enc_iq1_m(const float *x, const float *qw, float sigma2, uint8_t
         scales[ib] = 0.0f;
         kinds[ib] = 0;
         if (iq1_amax(xb, 16) < IQ1_EPS_M) continue;
-        iq1_sort(xb, 16, idx);
+        nf_gq_kernels_current()->iq1_order(xb, 16, idx);
         float scale;
         int kind;
         if (!iq1m_search(xb, wb, idx, L, &scale, &kind)) continue;

@@ -318,7 +318,8 @@ const nf_gq_kernels nf_gq_kernels_scalar = {.name = "scalar",
                                             .iq1_nearest = nf_gq1_nearest_ref,
                                             .plain_blocks = plain_blocks_scalar,
                                             .sqrt_weights = sqrt_weights_scalar,
-                                            .codes_q2_0 = codes_q2_0_scalar};
+                                            .codes_q2_0 = codes_q2_0_scalar,
+                                            .iq1_order = nf_gq1_order_ref};
 
 NF_SIMD_SELECTOR(nf_gq_kernels, nf_gq_kernels, nf_gq_kernels_scalar, nf_gq_kernels_avx2, nf_gq_kernels_avx512)
 

@@ -263,6 +263,7 @@ const nf_gq_kernels nf_gq_kernels_avx2 = {.name = "avx2",
                                           .iq1_nearest = nf_gq1_nearest_avx2,
                                           .plain_blocks = plain_blocks_avx2,
                                           .sqrt_weights = sqrt_weights_avx2,
-                                          .codes_q2_0 = nf_gq_codes_q2_0_avx2};
+                                          .codes_q2_0 = nf_gq_codes_q2_0_avx2,
+                                          .iq1_order = nf_gq1_order_avx2};
 
 #endif

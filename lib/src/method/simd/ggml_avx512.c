@@ -376,6 +376,7 @@ const nf_gq_kernels nf_gq_kernels_avx512 = {.name = "avx512",
                                             .iq1_nearest = nf_gq1_nearest_avx512,
                                             .plain_blocks = plain_blocks_avx512,
                                             .sqrt_weights = sqrt_weights_avx512,
-                                            .codes_q2_0 = nf_gq_codes_q2_0_avx512};
+                                            .codes_q2_0 = nf_gq_codes_q2_0_avx512,
+                                            .iq1_order = nf_gq1_order_avx512};
 
 #endif

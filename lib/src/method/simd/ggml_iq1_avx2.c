@@ -83,4 +83,30 @@ NF_AVX2_FN int nf_gq1_nearest_avx2(const uint8_t *levels, const uint16_t *list, 
     return pick;
 }
 
+/* nf_gq1_order_ref (ggml_iq1.c) by ranks: value j goes to the place of the values below it plus
+ * the equal ones before it, which is where the stable sort puts it (the values are finite: the row
+ * driver refuses others; with a NaN, whose comparisons all fail, the reference runs instead). */
+NF_AVX2_FN void nf_gq1_order_avx2(const float *x, int n, int *idx)
+{
+    __m256 v[4];
+    int nan = 0;
+    for (int k = 0; k < n / 8; k++) {
+        v[k] = _mm256_loadu_ps(x + 8 * k);
+        nan |= _mm256_movemask_ps(_mm256_cmp_ps(v[k], v[k], _CMP_UNORD_Q));
+    }
+    if (nan) {
+        nf_gq1_order_ref(x, n, idx);
+        return;
+    }
+    for (int j = 0; j < n; j++) {
+        const __m256 xj = _mm256_set1_ps(x[j]);
+        uint32_t lt = 0, eq = 0;
+        for (int k = 0; k < n / 8; k++) {
+            lt |= (uint32_t)_mm256_movemask_ps(_mm256_cmp_ps(v[k], xj, _CMP_LT_OQ)) << (8 * k);
+            eq |= (uint32_t)_mm256_movemask_ps(_mm256_cmp_ps(v[k], xj, _CMP_EQ_OQ)) << (8 * k);
+        }
+        idx[__builtin_popcount(lt) + __builtin_popcount(eq & ((1u << j) - 1u))] = j;
+    }
+}
+
 #endif

@@ -98,4 +98,30 @@ NF_AVX512_FN int nf_gq1_nearest_avx512(const uint8_t *levels, const uint16_t *li
     return pick;
 }
 
+/* nf_gq1_order_ref (ggml_iq1.c) by ranks: value j goes to the place of the values below it plus
+ * the equal ones before it, which is where the stable sort puts it (the values are finite: the row
+ * driver refuses others; with a NaN, whose comparisons all fail, the reference runs instead). */
+NF_AVX512_FN void nf_gq1_order_avx512(const float *x, int n, int *idx)
+{
+    __m512 v[2];
+    unsigned nan = 0;
+    for (int k = 0; k < n / 16; k++) {
+        v[k] = _mm512_loadu_ps(x + 16 * k);
+        nan |= _mm512_cmp_ps_mask(v[k], v[k], _CMP_UNORD_Q);
+    }
+    if (nan) {
+        nf_gq1_order_ref(x, n, idx);
+        return;
+    }
+    for (int j = 0; j < n; j++) {
+        const __m512 xj = _mm512_set1_ps(x[j]);
+        uint32_t lt = 0, eq = 0;
+        for (int k = 0; k < n / 16; k++) {
+            lt |= (uint32_t)_mm512_cmp_ps_mask(v[k], xj, _CMP_LT_OQ) << (16 * k);
+            eq |= (uint32_t)_mm512_cmp_ps_mask(v[k], xj, _CMP_EQ_OQ) << (16 * k);
+        }
+        idx[__builtin_popcount(lt) + __builtin_popcount(eq & ((1u << j) - 1u))] = j;
+    }
+}
+
 #endif

@@ -92,6 +92,9 @@ typedef struct nf_gq_kernels {
      * magnitude and its 16 code bytes (clamp(trunc(roundf(x * (1 / d))) + 1, 0, 3), 4 a byte) to
      * q + 16 i. */
     void (*codes_q2_0)(unsigned nblk, const float *x, float *d, uint8_t *q);
+    /* IQ1_S / IQ1_M (ggml_iq1.c): the order of n (16 or 32) values ascending, equal values in
+     * column order, to idx. */
+    void (*iq1_order)(const float *x, int n, int *idx);
 } nf_gq_kernels;
 
 /* The trials of IQ3_XXS (31), the most of either IQ3 type, and the stride of iq3_trials's levels
@@ -107,6 +110,7 @@ bool nf_gq1m_split_ref(const float *x, const float *w, const int *idx, float s0,
                        float *scale);
 int nf_gq1_nearest_ref(const uint8_t *levels, const uint16_t *list, unsigned n, const float *x, const float *w,
                        float scale, const float *xx);
+void nf_gq1_order_ref(const float *x, int n, int *idx);
 /* The vector kernels of those entries (simd/ggml_iq*_avx2.c, _avx512.c). */
 #if NF_X86_KERNELS
 bool nf_gq3_trials_avx2(const struct nf_gq3_grid *g, int nt, const float *id, const float *scale, const float *xval,
@@ -123,6 +127,8 @@ bool nf_gq1m_split_avx512(const float *x, const float *w, const int *idx, float 
                           float *scale);
 int nf_gq1_nearest_avx2(const uint8_t *levels, const uint16_t *list, unsigned n, const float *x, const float *w,
                         float scale, const float *xx);
+void nf_gq1_order_avx2(const float *x, int n, int *idx);
+void nf_gq1_order_avx512(const float *x, int n, int *idx);
 void nf_gq_codes_q2_0_avx2(unsigned nblk, const float *x, float *d, uint8_t *q);
 void nf_gq_codes_q2_0_avx512(unsigned nblk, const float *x, float *d, uint8_t *q);
 int nf_gq1_nearest_avx512(const uint8_t *levels, const uint16_t *list, unsigned n, const float *x, const float *w,
