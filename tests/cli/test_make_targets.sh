@@ -49,9 +49,11 @@ SH
     : >"$work/lock"
     hold() { # hold SECONDS: lock $work/lock in the background until then; returns once it is held
         rm -f "$work/held"
-        python3 -c 'import fcntl, os, sys, time
+        # exec: the holder is the background job itself ($!), not a child of it (python3 may be
+        # lib.sh's function around NINFER_PYTHON)
+        (exec "${NINFER_PYTHON:-python3}" -c 'import fcntl, os, sys, time
 f = open(sys.argv[1], "w"); fcntl.lockf(f, fcntl.LOCK_EX); open(sys.argv[2], "w").close(); time.sleep(float(sys.argv[3]))' \
-            "$work/lock" "$work/held" "$1" &
+            "$work/lock" "$work/held" "$1") &
         holder=$!
         for _ in $(seq 100); do [ -e "$work/held" ] && break; sleep 0.1; done
     }
