@@ -40,7 +40,10 @@ check: build
 # The sanitizers watch memory and undefined behaviour in the library and the programs; the
 # tests of packaging, docs and the build itself run none of that code under test (they read
 # files, build packages or compile headers), so the sanitized run leaves them to `make test`.
-SAN_SKIP := ^cli_test_(deb|install|man_pages|completion|help_documented|doc_refs|module_headers|exports|build_flags|make_targets|hardening)$$
+# So does the comparison with llama-quantize (preset_peer): most of its time is the peer's own
+# quantizing, and what it runs of ours, --preset and ggml_quantize, the sanitized run takes
+# through cli_test_preset and cli_test_ggml_quantize.
+SAN_SKIP := ^cli_test_(deb|install|man_pages|completion|help_documented|doc_refs|module_headers|exports|build_flags|make_targets|hardening|preset_peer)$$
 
 # A Debug build (assertions on) at -O1, as ASan's documentation advises for a usable speed: at -O0
 # the sanitized suite was the longest part of CI (.ci/run).  The CLI tests see
