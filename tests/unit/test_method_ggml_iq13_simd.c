@@ -21,6 +21,11 @@
 #include "method/simd/ggml_simd.h"
 #include "support/test_data.h"
 
+#define GGML_ROWS_SEED 0x2545F4914F6CDD1Du
+#define GGML_ROWS_TIES 16
+#define GGML_ROWS_ZERO_SUPER 1
+#include "test_ggml_rows_util.h"
+
 #define ROWS 16
 #define COLS 512
 
@@ -112,14 +117,6 @@ static void expect_ggml(nf_simd_level level, const qtype *t, const char *file, c
     free(want);
 }
 
-static float *load_f32(const char *file, size_t n)
-{
-    size_t len;
-    float *x = (float *)nf_test_data(&len, "gguf/%s", file);
-    cr_assert_eq(len, sizeof(float) * n, "%s", file);
-    return x;
-}
-
 static void ggml_vectors(nf_simd_level level)
 {
     if (level != NF_SIMD_SCALAR) require(level);
@@ -157,59 +154,6 @@ Test(ggml_iq13_simd, ggml_vectors_avx512) { ggml_vectors(NF_SIMD_AVX512); }
 
 /* ------------------------------------------------------------------ generated rows */
 
-static uint64_t rng = 0x2545F4914F6CDD1Du;
-static uint64_t next_u64(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
-static double unif(void) { return (double)(next_u64() >> 11) * 0x1p-53; }
-static float gauss(void)
-{
-    double u = unif(), v = unif();
-    return (float)(sqrt(-2.0 * log(u + 1e-300)) * cos(6.283185307179586 * v));
-}
-
-enum { K_NORMAL, K_OUTLIERS, K_ZERO_SUBS, K_SUBNORMAL, K_WIDE, K_TIES, K_CONSTANT, K_SINGLE, K_EXTREMES, K_COUNT };
-static const char *const KIND_NAMES[K_COUNT] = {"normal",  "outliers", "zero groups",  "subnormal", "wide",
-                                                "ties",    "constant", "single value", "extremes"};
-
-/* One row of kind k (COLS values). */
-static void fill(int k, float *x)
-{
-    float scale = (float)pow(10.0, -8.0 + 16.0 * unif()); /* random scales, 16 decades */
-    for (int i = 0; i < COLS; i++) {
-        float v = gauss() * scale;
-        switch (k) {
-        case K_OUTLIERS: v = (next_u64() % 97 == 0) ? v * 300.0f : v; break;
-        case K_ZERO_SUBS: v = ((i / 16) % 3 == 0 || (i / 32) % 5 == 1 || (i / 256) % 3 == 2) ? 0.0f : v; break;
-        case K_SUBNORMAL: v = gauss() * 0x1p-140f * (float)(1 + next_u64() % 64); break;
-        case K_WIDE: v = gauss() * (float)pow(10.0, -20.0 + 25.0 * unif()); break;
-        case K_TIES: v = 0.5f * (float)((int)(next_u64() % 33) - 16); break;
-        case K_CONSTANT: v = ((i / 16) % 2 ? -1.0f : 0.75f) * ((i / 64) % 2 ? 3.0f : 1.0f); break;
-        case K_SINGLE: v = (i % 37 == 5) ? scale : (i % 3 == 0 ? -0.0f : 0.0f); break;
-        case K_EXTREMES: v = (next_u64() % 4 == 0) ? ((next_u64() & 1) ? scale : -scale) : v * 0.01f; break;
-        default: break;
-        }
-        x[i] = v;
-    }
-}
-
-/* Importance of kind m: none, random, random with zeros, all zero. */
-static const float *importance(int m, float *imp)
-{
-    if (m == 0) return NULL;
-    for (int i = 0; i < COLS; i++) {
-        float v = (float)(unif() * 4.0 + 1e-3);
-        if (m == 2 && next_u64() % 5 == 0) v = 0.0f;
-        if (m == 3) v = 0.0f;
-        imp[i] = v;
-    }
-    return imp;
-}
-
 static void generated(nf_simd_level level)
 {
     require(level);
@@ -217,8 +161,8 @@ static void generated(nf_simd_level level)
     float *x = malloc(sizeof(float) * PER_KIND * COLS), imp[COLS];
     for (int k = 0; k < K_COUNT; k++)
         for (int m = 0; m < 4; m++) {
-            for (int r = 0; r < PER_KIND; r++) fill(k, x + r * COLS);
-            const float *ip = importance(m, imp);
+            for (int r = 0; r < PER_KIND; r++) fill(k, x + r * COLS, COLS);
+            const float *ip = importance(m, imp, COLS);
             for (size_t i = 0; i < NTYPES; i++) expect_same_as_scalar(level, &TYPES[i], x, PER_KIND, ip, KIND_NAMES[k]);
         }
     free(x);
