@@ -9,7 +9,10 @@
  *   GGML_ROWS_SEED        the xorshift64 state the sequence starts from
  *   GGML_ROWS_TIES        K_TIES draws the values k / 2 for k in [-GGML_ROWS_TIES, GGML_ROWS_TIES]
  *   GGML_ROWS_ZERO_SUPER  1: K_ZERO_SUBS zeroes every third super-block (256 values) as well
- *   GGML_ROWS_ZERO_NAME   the name of K_ZERO_SUBS in messages (default "zero groups") */
+ *   GGML_ROWS_ZERO_NAME   the name of K_ZERO_SUBS in messages (default "zero groups")
+ * and has declared COLS (the row length of the fixtures and of the generated rows), its qtype
+ * (with id, the format; stem, the fixtures' name; bb, the bytes of a block) and
+ * row_bytes(t, cols), which the encoders below take. */
 #ifndef TEST_GGML_ROWS_UTIL_H
 #define TEST_GGML_ROWS_UTIL_H
 
@@ -17,7 +20,13 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include <ninfer/method.h>
+
+#include "common/cpu.h"
 #include "support/test_data.h"
 
 #ifndef GGML_ROWS_ZERO_NAME
@@ -31,6 +40,73 @@ static inline float *load_f32(const char *file, size_t n)
     float *x = (float *)nf_test_data(&len, "gguf/%s", file);
     cr_assert_eq(len, sizeof(float) * n, "%s", file);
     return x;
+}
+
+/* ---------------------------------------------------------------- encoding at a level */
+
+typedef struct result {
+    nf_status st;
+    char msg[sizeof ((nf_error *)0)->message];
+    uint8_t *bytes;
+} result;
+
+/* rows x cols values x encoded as t at `level` into r->bytes (the caller frees them), with a guard
+ * byte past the rows that must stay untouched. */
+static inline void encode(nf_simd_level level, const qtype *t, const float *x, uint64_t rows, uint64_t cols,
+                          const float *imp, result *r)
+{
+    cr_assert_eq(nf_simd_force(level), level);
+    size_t len = rows * row_bytes(t, cols);
+    r->bytes = malloc(len + 1);
+    memset(r->bytes, 0xA5, len + 1);
+    nf_src_rows src = {.name = "w", .type = NF_SRC_F32, .data = x, .rows = rows, .cols = cols};
+    nf_words w = {.rows = rows, .cols = cols, .blocks = r->bytes};
+    nf_method_params p = {.importance = imp, .importance_len = imp ? cols : 0};
+    nf_error err = {0};
+    r->st = nf_method_encode_rows(NF_METHOD_GGML_QUANTIZE, nf_format_by_id(t->id), imp ? &p : NULL, &src, &w, &err);
+    snprintf(r->msg, sizeof r->msg, "%s", r->st == NF_OK ? "" : err.message);
+    cr_assert_eq(r->bytes[len], 0xA5, "%s wrote past its rows", t->stem);
+}
+
+/* The bytes of `level` equal the scalar level's (or both refuse the rows alike). */
+static inline void expect_same_as_scalar(nf_simd_level level, const qtype *t, const float *x, uint64_t rows,
+                                         const float *imp, const char *what)
+{
+    result ref, got;
+    encode(NF_SIMD_SCALAR, t, x, rows, COLS, imp, &ref);
+    encode(level, t, x, rows, COLS, imp, &got);
+    const char *lv = nf_simd_level_name(level), *ip = imp ? "importance" : "no importance";
+    cr_assert_eq(got.st, ref.st, "%s %s %s %s: status %d (%s), scalar %d (%s)", lv, t->stem, what, ip, got.st, got.msg,
+                 ref.st, ref.msg);
+    if (ref.st != NF_OK) cr_assert_str_eq(got.msg, ref.msg, "%s %s %s %s", lv, t->stem, what, ip);
+    else {
+        size_t len = rows * row_bytes(t, COLS);
+        for (size_t b = 0; b < len; b++)
+            if (got.bytes[b] != ref.bytes[b])
+                cr_assert_fail("%s %s %s %s: byte %zu (row %zu, block %zu, byte %zu) 0x%02x, scalar 0x%02x", lv,
+                               t->stem, what, ip, b, b / row_bytes(t, COLS), b % row_bytes(t, COLS) / t->bb,
+                               b % t->bb, got.bytes[b], ref.bytes[b]);
+    }
+    free(ref.bytes);
+    free(got.bytes);
+}
+
+/* ggml's own bytes (tests/data/gguf, MANIFEST.md and README.md) at `level`. */
+static inline void expect_ggml(nf_simd_level level, const qtype *t, const char *file, const float *x, uint64_t rows,
+                               const float *imp)
+{
+    size_t len;
+    uint8_t *want = nf_test_data(&len, "gguf/%s", file);
+    cr_assert_eq(len, rows * row_bytes(t, COLS), "%s", file);
+    result got;
+    encode(level, t, x, rows, COLS, imp, &got);
+    cr_assert_eq(got.st, NF_OK, "%s %s: %s", nf_simd_level_name(level), file, got.msg);
+    for (size_t b = 0; b < len; b++)
+        if (got.bytes[b] != want[b])
+            cr_assert_fail("%s %s: byte %zu (row %zu, block %zu) 0x%02x, ggml 0x%02x", nf_simd_level_name(level), file,
+                           b, b / row_bytes(t, COLS), b % row_bytes(t, COLS) / t->bb, got.bytes[b], want[b]);
+    free(got.bytes);
+    free(want);
 }
 
 /* ---------------------------------------------------------------- generated rows */

@@ -21,11 +21,6 @@
 #include "method/simd/ggml_iq2_simd.h"
 #include "support/test_data.h"
 
-#define GGML_ROWS_SEED 0x9E3779B97F4A7C15u
-#define GGML_ROWS_TIES 4
-#define GGML_ROWS_ZERO_SUPER 0
-#include "test_ggml_rows_util.h"
-
 #define ROWS 16
 #define COLS 512
 
@@ -46,6 +41,11 @@ static const qtype TYPES[] = {
 
 static size_t row_bytes(const qtype *t, uint64_t cols) { return (size_t)(cols / 256 * t->bb); }
 
+#define GGML_ROWS_SEED 0x9E3779B97F4A7C15u
+#define GGML_ROWS_TIES 4
+#define GGML_ROWS_ZERO_SUPER 0
+#include "test_ggml_rows_util.h"
+
 static void require(nf_simd_level level)
 {
     if (!nf_simd_supported(level))
@@ -53,68 +53,6 @@ static void require(nf_simd_level level)
                      nf_simd_level_name(level), nf_simd_level_name(nf_simd_best()));
     cr_assert_eq(nf_simd_force(level), level, "could not force %s: %s", nf_simd_level_name(level), nf_simd_reason());
     cr_assert_str_eq(nf_iq2_kernels_active()->name, nf_simd_level_name(level));
-}
-
-typedef struct result {
-    nf_status st;
-    char msg[sizeof ((nf_error *)0)->message];
-    uint8_t *bytes;
-} result;
-
-static void encode(nf_simd_level level, const qtype *t, const float *x, uint64_t rows, const float *imp, result *r)
-{
-    cr_assert_eq(nf_simd_force(level), level);
-    size_t len = rows * row_bytes(t, COLS);
-    r->bytes = malloc(len + 1);
-    memset(r->bytes, 0xA5, len + 1);
-    nf_src_rows src = {.name = "w", .type = NF_SRC_F32, .data = x, .rows = rows, .cols = COLS};
-    nf_words w = {.rows = rows, .cols = COLS, .blocks = r->bytes};
-    nf_method_params p = {.importance = imp, .importance_len = imp ? COLS : 0};
-    nf_error err = {0};
-    r->st = nf_method_encode_rows(NF_METHOD_GGML_QUANTIZE, nf_format_by_id(t->id), imp ? &p : NULL, &src, &w, &err);
-    snprintf(r->msg, sizeof r->msg, "%s", r->st == NF_OK ? "" : err.message);
-    cr_assert_eq(r->bytes[len], 0xA5, "%s wrote past its rows", t->stem);
-}
-
-/* The bytes of `level` equal the scalar level's (or both refuse the rows alike). */
-static void expect_same_as_scalar(nf_simd_level level, const qtype *t, const float *x, uint64_t rows,
-                                  const float *imp, const char *what)
-{
-    result ref, got;
-    encode(NF_SIMD_SCALAR, t, x, rows, imp, &ref);
-    encode(level, t, x, rows, imp, &got);
-    const char *lv = nf_simd_level_name(level), *ip = imp ? "importance" : "no importance";
-    cr_assert_eq(got.st, ref.st, "%s %s %s %s: status %d (%s), scalar %d (%s)", lv, t->stem, what, ip, got.st, got.msg,
-                 ref.st, ref.msg);
-    if (ref.st != NF_OK) cr_assert_str_eq(got.msg, ref.msg, "%s %s %s %s", lv, t->stem, what, ip);
-    else {
-        size_t len = rows * row_bytes(t, COLS);
-        for (size_t b = 0; b < len; b++)
-            if (got.bytes[b] != ref.bytes[b])
-                cr_assert_fail("%s %s %s %s: byte %zu (row %zu, block %zu, byte %zu) 0x%02x, scalar 0x%02x", lv,
-                               t->stem, what, ip, b, b / row_bytes(t, COLS), b % row_bytes(t, COLS) / t->bb,
-                               b % t->bb, got.bytes[b], ref.bytes[b]);
-    }
-    free(ref.bytes);
-    free(got.bytes);
-}
-
-/* ggml's own bytes (tests/data/gguf, MANIFEST.md and README.md) at `level`. */
-static void expect_ggml(nf_simd_level level, const qtype *t, const char *file, const float *x, uint64_t rows,
-                        const float *imp)
-{
-    size_t len;
-    uint8_t *want = nf_test_data(&len, "gguf/%s", file);
-    cr_assert_eq(len, rows * row_bytes(t, COLS), "%s", file);
-    result got;
-    encode(level, t, x, rows, imp, &got);
-    cr_assert_eq(got.st, NF_OK, "%s %s: %s", nf_simd_level_name(level), file, got.msg);
-    for (size_t b = 0; b < len; b++)
-        if (got.bytes[b] != want[b])
-            cr_assert_fail("%s %s: byte %zu (row %zu, block %zu) 0x%02x, ggml 0x%02x", nf_simd_level_name(level), file,
-                           b, b / row_bytes(t, COLS), b % row_bytes(t, COLS) / t->bb, got.bytes[b], want[b]);
-    free(got.bytes);
-    free(want);
 }
 
 static void ggml_vectors(nf_simd_level level)
