@@ -19,9 +19,6 @@
 #define IGT(a, b) _mm512_cmpgt_epi32_mask(a, b)
 #define BITS(m) ((unsigned)(m))
 #include "method/simd/ggml_iq1_lanes.inc"
-#undef ILOAD
-#undef IGT
-#undef BITS
 #include "method/simd/ggml_ops_undef.inc"
 
 bool nf_gq1s_split_avx512(const float *sumx, const float *sumw, float s0, int *b1, int *b2, int *shift,
