@@ -171,4 +171,20 @@ static inline const float *importance(int m, float *imp, int n)
     return imp;
 }
 
+/* per_kind rows of every kind, with each of the first imp_kinds importance kinds in turn: the
+ * bytes of `level` equal the scalar level's for each of the ntypes types. */
+static inline void expect_rows_same_as_scalar(nf_simd_level level, const qtype *types, size_t ntypes, int per_kind,
+                                              int imp_kinds)
+{
+    float *x = malloc(sizeof(float) * (size_t)per_kind * COLS), imp[COLS];
+    for (int k = 0; k < K_COUNT; k++)
+        for (int m = 0; m < imp_kinds; m++) {
+            for (int r = 0; r < per_kind; r++) fill(k, x + r * COLS, COLS);
+            const float *ip = importance(m, imp, COLS);
+            for (size_t i = 0; i < ntypes; i++)
+                expect_same_as_scalar(level, &types[i], x, (uint64_t)per_kind, ip, KIND_NAMES[k]);
+        }
+    free(x);
+}
+
 #endif

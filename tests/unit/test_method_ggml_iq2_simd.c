@@ -87,15 +87,7 @@ Test(ggml_iq2_simd, ggml_vectors_avx512) { ggml_vectors(NF_SIMD_AVX512); }
 static void generated(nf_simd_level level)
 {
     require(level);
-    enum { PER_KIND = 8 };
-    float *x = malloc(sizeof(float) * PER_KIND * COLS), imp[COLS];
-    for (int k = 0; k < K_COUNT; k++)
-        for (int m = 0; m < IMP_KINDS; m++) {
-            for (int r = 0; r < PER_KIND; r++) fill(k, x + r * COLS, COLS);
-            const float *ip = importance(m, imp, COLS);
-            for (size_t i = 0; i < NTYPES; i++) expect_same_as_scalar(level, &TYPES[i], x, PER_KIND, ip, KIND_NAMES[k]);
-        }
-    free(x);
+    expect_rows_same_as_scalar(level, TYPES, NTYPES, 8, IMP_KINDS);
 }
 
 Test(ggml_iq2_simd, generated_rows_avx2) { generated(NF_SIMD_AVX2); }

@@ -89,15 +89,7 @@ Test(ggml_quant_simd, ggml_vectors_avx512) { ggml_vectors(NF_SIMD_AVX512); }
 static void generated(nf_simd_level level)
 {
     require(level);
-    enum { PER_KIND = 12 };
-    float *x = malloc(sizeof(float) * PER_KIND * COLS), imp[COLS];
-    for (int k = 0; k < K_COUNT; k++)
-        for (int m = 0; m < 4; m++) {
-            for (int r = 0; r < PER_KIND; r++) fill(k, x + r * COLS, COLS);
-            const float *ip = importance(m, imp, COLS);
-            for (size_t i = 0; i < NTYPES; i++) expect_same_as_scalar(level, &TYPES[i], x, PER_KIND, ip, KIND_NAMES[k]);
-        }
-    free(x);
+    expect_rows_same_as_scalar(level, TYPES, NTYPES, 12, 4);
 }
 
 Test(ggml_quant_simd, generated_rows_avx2) { generated(NF_SIMD_AVX2); }
