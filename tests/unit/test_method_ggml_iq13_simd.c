@@ -40,6 +40,11 @@ static const qtype TYPES[] = {
 
 static size_t row_bytes(const qtype *t, uint64_t cols) { return (size_t)(cols / t->qk * t->bb); }
 
+#define GGML_ROWS_SEED 0x2545F4914F6CDD1Du
+#define GGML_ROWS_TIES 16
+#define GGML_ROWS_ZERO_SUPER 1
+#include "test_ggml_rows_util.h"
+
 static void require(nf_simd_level level)
 {
     if (!nf_simd_supported(level))
@@ -47,77 +52,6 @@ static void require(nf_simd_level level)
                      nf_simd_level_name(level), nf_simd_level_name(nf_simd_best()));
     cr_assert_eq(nf_simd_force(level), level, "could not force %s: %s", nf_simd_level_name(level), nf_simd_reason());
     cr_assert_str_eq(nf_gq_kernels_active()->name, nf_simd_level_name(level));
-}
-
-typedef struct result {
-    nf_status st;
-    char msg[sizeof ((nf_error *)0)->message];
-    uint8_t *bytes;
-} result;
-
-static void encode(nf_simd_level level, const qtype *t, const float *x, uint64_t rows, const float *imp, result *r)
-{
-    cr_assert_eq(nf_simd_force(level), level);
-    size_t len = rows * row_bytes(t, COLS);
-    r->bytes = malloc(len + 1);
-    memset(r->bytes, 0xA5, len + 1);
-    nf_src_rows src = {.name = "w", .type = NF_SRC_F32, .data = x, .rows = rows, .cols = COLS};
-    nf_words w = {.rows = rows, .cols = COLS, .blocks = r->bytes};
-    nf_method_params p = {.importance = imp, .importance_len = imp ? COLS : 0};
-    nf_error err = {0};
-    r->st = nf_method_encode_rows(NF_METHOD_GGML_QUANTIZE, nf_format_by_id(t->id), imp ? &p : NULL, &src, &w, &err);
-    snprintf(r->msg, sizeof r->msg, "%s", r->st == NF_OK ? "" : err.message);
-    cr_assert_eq(r->bytes[len], 0xA5, "%s wrote past its rows", t->stem);
-}
-
-/* The bytes of `level` equal the scalar level's (or both refuse the rows alike). */
-static void expect_same_as_scalar(nf_simd_level level, const qtype *t, const float *x, uint64_t rows,
-                                  const float *imp, const char *what)
-{
-    result ref, got;
-    encode(NF_SIMD_SCALAR, t, x, rows, imp, &ref);
-    encode(level, t, x, rows, imp, &got);
-    const char *lv = nf_simd_level_name(level), *ip = imp ? "importance" : "no importance";
-    cr_assert_eq(got.st, ref.st, "%s %s %s %s: status %d (%s), scalar %d (%s)", lv, t->stem, what, ip, got.st, got.msg,
-                 ref.st, ref.msg);
-    if (ref.st != NF_OK) cr_assert_str_eq(got.msg, ref.msg, "%s %s %s %s", lv, t->stem, what, ip);
-    else {
-        size_t len = rows * row_bytes(t, COLS);
-        for (size_t b = 0; b < len; b++)
-            if (got.bytes[b] != ref.bytes[b])
-                cr_assert_fail("%s %s %s %s: byte %zu (row %zu, block %zu, byte %zu) 0x%02x, scalar 0x%02x", lv,
-                               t->stem, what, ip, b, b / row_bytes(t, COLS), b % row_bytes(t, COLS) / t->bb,
-                               b % t->bb, got.bytes[b], ref.bytes[b]);
-    }
-    free(ref.bytes);
-    free(got.bytes);
-}
-
-/* ggml's own bytes (tests/data/gguf, MANIFEST.md and README.md) at `level`; a file the fixtures
- * lack (IQ1_S has none without importance: ggml requires one) is passed over when optional. */
-static void expect_ggml(nf_simd_level level, const qtype *t, const char *file, const float *x, uint64_t rows,
-                        const float *imp)
-{
-    size_t len;
-    uint8_t *want = nf_test_data(&len, "gguf/%s", file);
-    cr_assert_eq(len, rows * row_bytes(t, COLS), "%s", file);
-    result got;
-    encode(level, t, x, rows, imp, &got);
-    cr_assert_eq(got.st, NF_OK, "%s %s: %s", nf_simd_level_name(level), file, got.msg);
-    for (size_t b = 0; b < len; b++)
-        if (got.bytes[b] != want[b])
-            cr_assert_fail("%s %s: byte %zu (row %zu, block %zu) 0x%02x, ggml 0x%02x", nf_simd_level_name(level), file,
-                           b, b / row_bytes(t, COLS), b % row_bytes(t, COLS) / t->bb, got.bytes[b], want[b]);
-    free(got.bytes);
-    free(want);
-}
-
-static float *load_f32(const char *file, size_t n)
-{
-    size_t len;
-    float *x = (float *)nf_test_data(&len, "gguf/%s", file);
-    cr_assert_eq(len, sizeof(float) * n, "%s", file);
-    return x;
 }
 
 static void ggml_vectors(nf_simd_level level)
@@ -128,6 +62,7 @@ static void ggml_vectors(nf_simd_level level)
     char file[96];
     for (size_t i = 0; i < NTYPES; i++) {
         const qtype *t = &TYPES[i];
+        /* IQ1_S has no fixtures without importance: ggml requires one */
         const bool plain = t->id != NF_FMT_GGUF_IQ1_S;
         snprintf(file, sizeof file, "%s.qbytes", t->stem);
         expect_ggml(level, t, file, x, ROWS, t->iq ? imp : NULL);
@@ -157,71 +92,10 @@ Test(ggml_iq13_simd, ggml_vectors_avx512) { ggml_vectors(NF_SIMD_AVX512); }
 
 /* ------------------------------------------------------------------ generated rows */
 
-static uint64_t rng = 0x2545F4914F6CDD1Du;
-static uint64_t next_u64(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
-static double unif(void) { return (double)(next_u64() >> 11) * 0x1p-53; }
-static float gauss(void)
-{
-    double u = unif(), v = unif();
-    return (float)(sqrt(-2.0 * log(u + 1e-300)) * cos(6.283185307179586 * v));
-}
-
-enum { K_NORMAL, K_OUTLIERS, K_ZERO_SUBS, K_SUBNORMAL, K_WIDE, K_TIES, K_CONSTANT, K_SINGLE, K_EXTREMES, K_COUNT };
-static const char *const KIND_NAMES[K_COUNT] = {"normal",  "outliers", "zero groups",  "subnormal", "wide",
-                                                "ties",    "constant", "single value", "extremes"};
-
-/* One row of kind k (COLS values). */
-static void fill(int k, float *x)
-{
-    float scale = (float)pow(10.0, -8.0 + 16.0 * unif()); /* random scales, 16 decades */
-    for (int i = 0; i < COLS; i++) {
-        float v = gauss() * scale;
-        switch (k) {
-        case K_OUTLIERS: v = (next_u64() % 97 == 0) ? v * 300.0f : v; break;
-        case K_ZERO_SUBS: v = ((i / 16) % 3 == 0 || (i / 32) % 5 == 1 || (i / 256) % 3 == 2) ? 0.0f : v; break;
-        case K_SUBNORMAL: v = gauss() * 0x1p-140f * (float)(1 + next_u64() % 64); break;
-        case K_WIDE: v = gauss() * (float)pow(10.0, -20.0 + 25.0 * unif()); break;
-        case K_TIES: v = 0.5f * (float)((int)(next_u64() % 33) - 16); break;
-        case K_CONSTANT: v = ((i / 16) % 2 ? -1.0f : 0.75f) * ((i / 64) % 2 ? 3.0f : 1.0f); break;
-        case K_SINGLE: v = (i % 37 == 5) ? scale : (i % 3 == 0 ? -0.0f : 0.0f); break;
-        case K_EXTREMES: v = (next_u64() % 4 == 0) ? ((next_u64() & 1) ? scale : -scale) : v * 0.01f; break;
-        default: break;
-        }
-        x[i] = v;
-    }
-}
-
-/* Importance of kind m: none, random, random with zeros, all zero. */
-static const float *importance(int m, float *imp)
-{
-    if (m == 0) return NULL;
-    for (int i = 0; i < COLS; i++) {
-        float v = (float)(unif() * 4.0 + 1e-3);
-        if (m == 2 && next_u64() % 5 == 0) v = 0.0f;
-        if (m == 3) v = 0.0f;
-        imp[i] = v;
-    }
-    return imp;
-}
-
 static void generated(nf_simd_level level)
 {
     require(level);
-    enum { PER_KIND = 8 };
-    float *x = malloc(sizeof(float) * PER_KIND * COLS), imp[COLS];
-    for (int k = 0; k < K_COUNT; k++)
-        for (int m = 0; m < 4; m++) {
-            for (int r = 0; r < PER_KIND; r++) fill(k, x + r * COLS);
-            const float *ip = importance(m, imp);
-            for (size_t i = 0; i < NTYPES; i++) expect_same_as_scalar(level, &TYPES[i], x, PER_KIND, ip, KIND_NAMES[k]);
-        }
-    free(x);
+    expect_rows_same_as_scalar(level, TYPES, NTYPES, 8, 4);
 }
 
 Test(ggml_iq13_simd, generated_rows_avx2) { generated(NF_SIMD_AVX2); }

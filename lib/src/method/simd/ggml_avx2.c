@@ -201,39 +201,11 @@ NF_AVX2_INLINE bool plain_group(nf_gq_plain type, nf_gq_words words, size_t wb, 
     return true;
 }
 
-NF_AVX2_INLINE size_t plain_run(nf_gq_plain type, nf_gq_words words, size_t nblk, const uint8_t *p, uint8_t *out)
-{
-    const size_t bb = type == NF_GQ_PLAIN_Q4_0 ? 18 : type == NF_GQ_PLAIN_Q5_0 ? 22 : 34;
-    const size_t wb = words == NF_GQ_WORDS_F32 ? 128 : 64;
-    size_t i = 0;
-    /* a group holding a refused block goes block by block, which finds it */
-    for (; i + 8 <= nblk; i += 8)
-        if (!plain_group(type, words, wb, bb, p + wb * i, out + bb * i)) break;
-    for (; i < nblk; i++)
-        if (!plain_block(type, words, p + wb * i, out + bb * i)) return i;
-    return nblk;
-}
-
-/* One loop per type and source (the constants fold into it: no per-block dispatch). */
-#define PLAIN_RUNS(T)                                                                                                  \
-    NF_AVX2_FN static size_t plain_##T(nf_gq_words words, size_t nblk, const uint8_t *p, uint8_t *out)               \
-    {                                                                                                                  \
-        if (words == NF_GQ_WORDS_F32) return plain_run(NF_GQ_PLAIN_##T, NF_GQ_WORDS_F32, nblk, p, out);                \
-        if (words == NF_GQ_WORDS_F16) return plain_run(NF_GQ_PLAIN_##T, NF_GQ_WORDS_F16, nblk, p, out);                \
-        return plain_run(NF_GQ_PLAIN_##T, NF_GQ_WORDS_BF16, nblk, p, out);                                             \
-    }
-PLAIN_RUNS(Q4_0)
-PLAIN_RUNS(Q5_0)
-PLAIN_RUNS(Q8_0)
-
-NF_AVX2_FN static size_t plain_blocks_avx2(nf_gq_plain type, nf_gq_words words, size_t nblk, const void *src,
-                                           uint8_t *out)
-{
-    const uint8_t *p = src;
-    if (type == NF_GQ_PLAIN_Q4_0) return plain_Q4_0(words, nblk, p, out);
-    if (type == NF_GQ_PLAIN_Q5_0) return plain_Q5_0(words, nblk, p, out);
-    return plain_Q8_0(words, nblk, p, out);
-}
+#define PLAIN_W 8
+#define PLAIN_FN NF_AVX2_FN
+#define PLAIN_INLINE NF_AVX2_INLINE
+#define PLAIN_BLOCKS plain_blocks_avx2
+#include "method/simd/ggml_plain_runs.inc"
 
 NF_AVX2_FN static void requant_avx2(int n, const float *x, float d, bool with_min, float dm, int lo, int hi,
                                     int offset, uint8_t *L)

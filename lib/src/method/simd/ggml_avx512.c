@@ -15,42 +15,7 @@
 #define GQ(name) name##_z
 #define GQ_FN NF_AVX512_FN
 #define GQ_INLINE NF_AVX512_INLINE
-#define GQ_W 16
-#define vf __m512
-#define vi __m512i
-#define vm __mmask16
-#define F1(s) _mm512_set1_ps(s)
-#define I1(s) _mm512_set1_epi32(s)
-#define FADD(a, b) _mm512_add_ps(a, b)
-#define FSUB(a, b) _mm512_sub_ps(a, b)
-#define FMUL(a, b) _mm512_mul_ps(a, b)
-#define FDIV(a, b) _mm512_div_ps(a, b)
-#define FNEG(a) _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(a), _mm512_set1_epi32(INT32_MIN)))
-#define FABS(a) _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(a), _mm512_set1_epi32(INT32_MAX)))
-#define FMIN(a, b) _mm512_min_ps(a, b)
-#define FMAX(a, b) _mm512_max_ps(a, b)
-#define FLT(a, b) _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ)
-#define FGT(a, b) _mm512_cmp_ps_mask(a, b, _CMP_GT_OQ)
-#define FLE(a, b) _mm512_cmp_ps_mask(a, b, _CMP_LE_OQ)
-#define FNE(a, b) _mm512_cmp_ps_mask(a, b, _CMP_NEQ_UQ)
-#define INE(a, b) _mm512_cmpneq_epi32_mask(a, b)
-#define MAND(a, b) ((__mmask16)((a) & (b)))
-#define MOR(a, b) ((__mmask16)((a) | (b)))
-#define MANY(m) ((m) != 0)
-#define FSEL(m, a, b) _mm512_mask_blend_ps(m, b, a)
-#define ISEL(m, a, b) _mm512_mask_blend_epi32(m, b, a)
-#define NEAREST(f)                                                                                                \
-    _mm512_sub_epi32(_mm512_and_si512(_mm512_castps_si512(_mm512_add_ps(f, _mm512_set1_ps(12582912.0f))),      \
-                                      _mm512_set1_epi32(0x007FFFFF)),                                            \
-                     _mm512_set1_epi32(0x00400000))
-#define ICLAMP(v, lo, hi) _mm512_max_epi32(_mm512_set1_epi32(lo), _mm512_min_epi32(_mm512_set1_epi32(hi), v))
-#define I2F(v) _mm512_cvtepi32_ps(v)
-#define IADD(a, b) _mm512_add_epi32(a, b)
-#define ISUB(a, b) _mm512_sub_epi32(a, b)
-#define TBL16(t, i) _mm512_permutexvar_ps(i, _mm512_loadu_ps(t))
-#define FLOAD(p) _mm512_loadu_ps(p)
-#define FSTORE(p, v) _mm512_storeu_ps(p, v)
-#define ISTORE(p, v) _mm512_storeu_si512((void *)(p), v)
+#include "method/simd/ggml_ops_z.inc"
 #include "method/simd/ggml_lanes.inc"
 #include "method/simd/ggml_ops_undef.inc"
 
@@ -313,39 +278,11 @@ NF_AVX512_INLINE bool plain_group(nf_gq_plain type, nf_gq_words words, size_t wb
     return true;
 }
 
-NF_AVX512_INLINE size_t plain_run(nf_gq_plain type, nf_gq_words words, size_t nblk, const uint8_t *p, uint8_t *out)
-{
-    const size_t bb = type == NF_GQ_PLAIN_Q4_0 ? 18 : type == NF_GQ_PLAIN_Q5_0 ? 22 : 34;
-    const size_t wb = words == NF_GQ_WORDS_F32 ? 128 : 64;
-    size_t i = 0;
-    /* a group holding a refused block goes block by block, which finds it */
-    for (; i + 16 <= nblk; i += 16)
-        if (!plain_group(type, words, wb, bb, p + wb * i, out + bb * i)) break;
-    for (; i < nblk; i++)
-        if (!plain_block(type, words, p + wb * i, out + bb * i)) return i;
-    return nblk;
-}
-
-/* One loop per type and source (the constants fold into it: no per-block dispatch). */
-#define PLAIN_RUNS(T)                                                                                                  \
-    NF_AVX512_FN static size_t plain_##T(nf_gq_words words, size_t nblk, const uint8_t *p, uint8_t *out)             \
-    {                                                                                                                  \
-        if (words == NF_GQ_WORDS_F32) return plain_run(NF_GQ_PLAIN_##T, NF_GQ_WORDS_F32, nblk, p, out);                \
-        if (words == NF_GQ_WORDS_F16) return plain_run(NF_GQ_PLAIN_##T, NF_GQ_WORDS_F16, nblk, p, out);                \
-        return plain_run(NF_GQ_PLAIN_##T, NF_GQ_WORDS_BF16, nblk, p, out);                                             \
-    }
-PLAIN_RUNS(Q4_0)
-PLAIN_RUNS(Q5_0)
-PLAIN_RUNS(Q8_0)
-
-NF_AVX512_FN static size_t plain_blocks_avx512(nf_gq_plain type, nf_gq_words words, size_t nblk, const void *src,
-                                               uint8_t *out)
-{
-    const uint8_t *p = src;
-    if (type == NF_GQ_PLAIN_Q4_0) return plain_Q4_0(words, nblk, p, out);
-    if (type == NF_GQ_PLAIN_Q5_0) return plain_Q5_0(words, nblk, p, out);
-    return plain_Q8_0(words, nblk, p, out);
-}
+#define PLAIN_W 16
+#define PLAIN_FN NF_AVX512_FN
+#define PLAIN_INLINE NF_AVX512_INLINE
+#define PLAIN_BLOCKS plain_blocks_avx512
+#include "method/simd/ggml_plain_runs.inc"
 
 NF_AVX512_FN static void requant_avx512(int n, const float *x, float d, bool with_min, float dm, int lo, int hi,
                                         int offset, uint8_t *L)

@@ -18,9 +18,6 @@
 #define IGT(a, b) _mm256_castsi256_ps(_mm256_cmpgt_epi32(a, b))
 #define BITS(m) ((unsigned)_mm256_movemask_ps(m))
 #include "method/simd/ggml_iq1_lanes.inc"
-#undef ILOAD
-#undef IGT
-#undef BITS
 #include "method/simd/ggml_ops_undef.inc"
 
 bool nf_gq1s_split_avx2(const float *sumx, const float *sumw, float s0, int *b1, int *b2, int *shift, float *scale)

@@ -13,22 +13,9 @@
 #define IQ_FN NF_AVX2_FN
 #define IQ_INLINE NF_AVX2_INLINE
 #define IQ_W 8
-#define vf __m256
-#define vi __m256i
-#define F1(s) _mm256_set1_ps(s)
-#define I1(s) _mm256_set1_epi32(s)
-#define FLOAD(p) _mm256_loadu_ps(p)
-#define FSTORE(p, v) _mm256_storeu_ps(p, v)
+#include "method/simd/ggml_ops_y.inc"
 #define ILOAD(p) _mm256_loadu_si256((const __m256i *)(const void *)(p))
-#define ISTORE(p, v) _mm256_storeu_si256((__m256i *)(void *)(p), v)
-#define FADD(a, b) _mm256_add_ps(a, b)
-#define FSUB(a, b) _mm256_sub_ps(a, b)
-#define FMUL(a, b) _mm256_mul_ps(a, b)
 #define FSQRT(a) _mm256_sqrt_ps(a)
-#define NEAREST(f)                                                                                                     \
-    _mm256_sub_epi32(_mm256_and_si256(_mm256_castps_si256(_mm256_add_ps(f, _mm256_set1_ps(12582912.0f))),              \
-                                      _mm256_set1_epi32(0x007FFFFF)),                                                  \
-                     _mm256_set1_epi32(0x00400000))
 #define ICLAMP02(v) _mm256_max_epi32(_mm256_setzero_si256(), _mm256_min_epi32(_mm256_set1_epi32(2), v))
 #define ISHL(v, n) _mm256_sll_epi32(v, _mm_cvtsi32_si128(n))
 #define ISHR(v, n) _mm256_srl_epi32(v, _mm_cvtsi32_si128(n))

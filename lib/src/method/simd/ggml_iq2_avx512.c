@@ -14,22 +14,9 @@
 #define IQ_FN NF_AVX512_FN
 #define IQ_INLINE NF_AVX512_INLINE
 #define IQ_W 16
-#define vf __m512
-#define vi __m512i
-#define F1(s) _mm512_set1_ps(s)
-#define I1(s) _mm512_set1_epi32(s)
-#define FLOAD(p) _mm512_loadu_ps(p)
-#define FSTORE(p, v) _mm512_storeu_ps(p, v)
+#include "method/simd/ggml_ops_z.inc"
 #define ILOAD(p) _mm512_loadu_si512((const void *)(p))
-#define ISTORE(p, v) _mm512_storeu_si512((void *)(p), v)
-#define FADD(a, b) _mm512_add_ps(a, b)
-#define FSUB(a, b) _mm512_sub_ps(a, b)
-#define FMUL(a, b) _mm512_mul_ps(a, b)
 #define FSQRT(a) _mm512_sqrt_ps(a)
-#define NEAREST(f)                                                                                                     \
-    _mm512_sub_epi32(_mm512_and_si512(_mm512_castps_si512(_mm512_add_ps(f, _mm512_set1_ps(12582912.0f))),              \
-                                      _mm512_set1_epi32(0x007FFFFF)),                                                  \
-                     _mm512_set1_epi32(0x00400000))
 #define ICLAMP02(v) _mm512_max_epi32(_mm512_setzero_si512(), _mm512_min_epi32(_mm512_set1_epi32(2), v))
 #define ISHL(v, n) _mm512_sll_epi32(v, _mm_cvtsi32_si128(n))
 #define ISHR(v, n) _mm512_srl_epi32(v, _mm_cvtsi32_si128(n))

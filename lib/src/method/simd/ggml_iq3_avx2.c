@@ -45,17 +45,6 @@ NF_AVX2_INLINE int queue_y(unsigned off, __m256i p, __m256i b, int32_t *pair, in
 }
 
 #include "method/simd/ggml_iq3_lanes.inc"
-
-#undef ILOAD
-#undef IAND
-#undef ISHL
-#undef ISRL
-#undef IGT
-#undef BITS
-#undef GATHER32
-#undef GATHER16
-#undef FGATHER
-#undef STORE_I8
 #include "method/simd/ggml_ops_undef.inc"
 
 bool nf_gq3_trials_avx2(const nf_gq3_grid *g, int nt, const float *id, const float *scale, const float *xval,
