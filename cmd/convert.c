@@ -407,7 +407,12 @@ static char *quick_recipe(const char *source, const convert_opts *o, size_t *len
         *eq = '\0';
         char *fmt = eq + 1, *colon = strchr(fmt, ':');
         if (colon) *colon = '\0';
-        put_rule(f, glob, NULL, -1, -1, fmt, colon ? colon + 1 : nf_recipe_default_method(fmt), false);
+        const char *rule_method = colon ? colon + 1 : nf_recipe_default_method(fmt);
+        put_rule(f, glob, NULL, -1, -1, fmt, rule_method, false);
+        /* beside --preset, a --rule into ggml_quantize is encoded with --imatrix as the preset's
+         * rules are (llama-quantize's --tensor-type; docs/presets.md) */
+        if (o->prun && o->imatrix && rule_method && !strcmp(rule_method, "ggml_quantize"))
+            fputs("    with: {imatrix: imatrix}\n", f);
     }
     if (fclose(f) != 0) {
         free(text);
@@ -799,14 +804,14 @@ static int prepare_preset(const nf_cli *cli, convert_opts *opts)
 {
     opts->prun = calloc(1, sizeof *opts->prun);
     if (!opts->prun) return nf_cli_error(cli, NF_ERR_NOMEM, "out of memory");
-    return preset_prepare(cli, cli->positional[0], opts->preset, opts->imatrix, opts->prun);
+    return preset_prepare(cli, cli->positional[0], opts->preset, opts->imatrix, opts->rules, opts->nrules, opts->prun);
 }
 
 static int refuse_formatless(const nf_cli *cli, const preset_run *run)
 {
     for (size_t i = 0; i < run->n; i++) {
         const preset_choice *c = &run->c[i];
-        if (c->gguf[0] && c->floats && !c->format)
+        if (c->gguf[0] && c->floats && !c->format && !c->replaced_by)
             return nf_cli_error(cli, NF_ERR_INVALID, "preset %s: tensor '%s' (%s): llama-quantize gives it %s, which "
                                 "no ninfer format holds (--dry-run shows every choice; docs/presets.md)",
                                 nf_preset_name(run->preset), nf_cli_name(c->tensor).s, nf_cli_name(c->gguf).s,

@@ -213,7 +213,27 @@ static int check_imatrix(const nf_cli *cli, const preset_run *run, const nf_imat
                         im ? "the imatrix has no entry for it" : "give --imatrix FILE");
 }
 
-int preset_prepare(const nf_cli *cli, const char *source, const char *name, const char *imatrix, preset_run *run)
+/* The last of the command line's --rule GLOB=FORMAT[:METHOD] whose GLOB matches `tensor` (a later
+ * rule of quick mode's recipe wins, docs/presets.md), or NULL.  A GLOB that does not compile
+ * matches nothing here: the recipe's parser refuses it with its position. */
+static const char *replacing_rule(const char *tensor, const char *const *rules, size_t nrules)
+{
+    const char *found = NULL;
+    for (size_t k = 0; k < nrules; k++) {
+        const char *eq = strrchr(rules[k], '=');
+        char *glob = eq ? strndup(rules[k], (size_t)(eq - rules[k])) : NULL;
+        nf_recipe_selector *sel = NULL;
+        nf_error err;
+        if (glob && nf_recipe_selector_compile(glob, &sel, &err) == NF_OK && nf_recipe_selector_match(sel, tensor))
+            found = rules[k];
+        nf_recipe_selector_free(sel);
+        free(glob);
+    }
+    return found;
+}
+
+int preset_prepare(const nf_cli *cli, const char *source, const char *name, const char *imatrix,
+                   const char *const *rules, size_t nrules, preset_run *run)
 {
     nf_error err;
     memset(run, 0, sizeof *run);
@@ -265,13 +285,18 @@ int preset_prepare(const nf_cli *cli, const char *source, const char *name, cons
         preset_choice *c = &run->c[i];
         if (!c->gguf[0] || !c->floats) continue;
         give_format(run, c);
-        if (!c->format || !c->encodable) run->unencodable++;
+        c->replaced_by = replacing_rule(c->tensor, rules, nrules);
+        if ((!c->format || !c->encodable) && !c->replaced_by) run->unencodable++;
         if (c->format) run->rules++;
+        if (c->replaced_by) {
+            size_t used = strlen(c->why);
+            snprintf(c->why + used, sizeof c->why - used, "; --rule '%s' replaces it", nf_cli_line(c->replaced_by).s);
+        }
         /* a label cut short (only with very long escaped names) ends in "..." */
         if (snprintf(c->label, sizeof c->label, "--preset %s (%s: %s)", nf_preset_name(run->preset),
                      nf_cli_name(c->gguf).s, c->why) >= (int)sizeof c->label)
             memcpy(c->label + sizeof c->label - 4, "...", 4);
-        rc = check_imatrix(cli, run, im, c);
+        if (!c->replaced_by) rc = check_imatrix(cli, run, im, c);
     }
     nf_imatrix_close(im);
     return rc;
@@ -365,7 +390,8 @@ json_t *preset_describe(const preset_run *run)
             json_object_set_new(o, "type", c->type ? json_string(c->type) : json_null());
             json_object_set_new(o, "format", c->format ? json_string(c->format) : json_null());
             json_object_set_new(o, "method", json_string(c->method ? c->method : ""));
-            json_object_set_new(o, "convertible", json_boolean(c->format && c->encodable));
+            json_object_set_new(o, "convertible", json_boolean((c->format && c->encodable) || c->replaced_by));
+            if (c->replaced_by) json_object_set_new(o, "replaced_by", json_sprintf("--rule '%s'", c->replaced_by));
             json_object_set_new(o, "why", json_string(c->why));
         }
         json_array_append_new(tensors, o);

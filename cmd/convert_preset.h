@@ -22,6 +22,7 @@ typedef struct preset_choice {
     const char *format; /* the format its rule names; NULL: no rule (quick mode's other rules) */
     const char *method;
     bool encodable;     /* the format exists and the method can target it in this build */
+    const char *replaced_by; /* the last --rule GLOB=FORMAT[:METHOD] whose GLOB matches it, or NULL */
     char why[320];
     char label[640];    /* the rule's label in messages */
 } preset_choice;
@@ -39,8 +40,11 @@ typedef struct preset_run {
 } preset_run;
 
 /* Reads SOURCE (its config.json, or a GGUF's hyperparameters) and chooses every tensor's type;
- * an exit status (unknown architecture or missing hyperparameter: 1, naming the file). */
-int preset_prepare(const nf_cli *cli, const char *source, const char *name, const char *imatrix, preset_run *run);
+ * an exit status (unknown architecture or missing hyperparameter: 1, naming the file).  A tensor
+ * one of the command line's `rules` (GLOB=FORMAT[:METHOD], the later winning) matches keeps the
+ * preset's choice for --dry-run but is the rule's: neither refused nor counted unconvertible. */
+int preset_prepare(const nf_cli *cli, const char *source, const char *name, const char *imatrix,
+                   const char *const *rules, size_t nrules, preset_run *run);
 /* The rules of quick mode's recipe for the preset, in the order of run->c (one per tensor that
  * gets a format). */
 void preset_put_rules(FILE *f, const preset_run *run);

@@ -114,6 +114,32 @@ run 1 "$bin/ninfer-convert" "$work/llama" -o "$work/q40.ninfer" --preset Q4_0 --
 contains "$work/err" "model.layers.0.mlp.down_proj.weight"
 contains "$work/err" "q4_1, which no ninfer format holds"
 check test ! -e "$work/q40.ninfer"
+# a --rule that gives those tensors a format replaces the refused choice (llama-quantize's
+# --tensor-type): the dry run says so and shows the plan, and the conversion is written
+rule='model.layers.0.mlp.down_proj.weight=gguf_q5_0:ggml_quantize'
+run 0 "$bin/ninfer-convert" "$work/llama" -o "$work/x.ninfer" --preset Q4_0 --imatrix "$work/imatrix.gguf" --rule "$rule" --dry-run --json
+python3 - "$work/out" <<'PY' && ok || bad "Q4_0 + imatrix + --rule: the dry run"
+import json, sys
+d = json.load(open(sys.argv[1]))
+t = {x['tensor']: x for x in d['preset']['tensors']}['model.layers.0.mlp.down_proj.weight']
+assert t['type'] == 'q4_1' and t['format'] is None and t['replaced_by'] == "--rule 'model.layers.0.mlp.down_proj.weight=gguf_q5_0:ggml_quantize'", t
+assert d['preset']['convertible'] is True and d['plan'] is not None, d['preset']['convertible']
+o = {x['id']: x for x in d['plan']['objects']}['model.layers.0.mlp.down_proj.weight']
+assert o['format'] == 'gguf_q5_0' and o['method'] == 'ggml_quantize' and o['with'] == {'imatrix': 'imatrix'}, o
+PY
+run 0 "$bin/ninfer-convert" "$work/llama" -o "$work/q40.ninfer" --preset Q4_0 --imatrix "$work/imatrix.gguf" --rule "$rule" --no-report
+run 0 "$bin/ninfer-verify" "$work/q40.ninfer"
+run 0 "$bin/ninfer-inspect" "$work/q40.ninfer" --json
+python3 - "$work/out" <<'PY' && ok || bad "Q4_0 + imatrix + --rule: the artifact's formats"
+import json, sys
+objs = {o['id']: o['format'] for o in json.load(open(sys.argv[1]))['objects'] if o['kind'] == 'tensor'}
+assert objs['model.layers.0.mlp.down_proj.weight'] == 'gguf_q5_0', objs
+assert objs['model.layers.1.mlp.down_proj.weight'] == 'gguf_q4_0', objs
+PY
+# a --rule for another tensor leaves the refusal as it was
+run 1 "$bin/ninfer-convert" "$work/llama" -o "$work/q40b.ninfer" --preset Q4_0 --imatrix "$work/imatrix.gguf" --rule 'lm_head.weight=gguf_q8_0'
+contains "$work/err" "q4_1, which no ninfer format holds"
+check test ! -e "$work/q40b.ninfer"
 
 # the same model as a GGUF file (llama.cpp's names; its hyperparameters from the file's keys)
 gen "$work/gguf" --gguf --hidden 256 --kv-hidden 64 --intermediate 512 --layers 8 --vocab 256
