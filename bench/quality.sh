@@ -23,7 +23,7 @@ set -euo pipefail
 bin=${1:-build/bin}
 [ $# -gt 0 ] && shift
 here=$(cd "$(dirname "$0")/.." && pwd)
-threads=${QUALITY_THREADS:-0}
+threads=(${QUALITY_THREADS:+--threads "$QUALITY_THREADS"}) # none: the program's default (every core)
 if [ -d /dev/shm ] && [ -w /dev/shm ]; then tmpd=/dev/shm; else tmpd=${TMPDIR:-/tmp}; fi
 tmp=$(mktemp -d "$tmpd/ninfer-quality.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
@@ -54,7 +54,7 @@ print('%.4f %.2f' % (8 * b / n, 10 * math.log10(x2 / e2)))
 PY
 }
 convert() { # convert RECIPE -> prints "BPW SNR"
-    "$bin/ninfer-convert" -r "$1" -o "$tmp/out.ninfer" --force -q --threads "$threads"
+    "$bin/ninfer-convert" -r "$1" -o "$tmp/out.ninfer" --force -q "${threads[@]}"
     figures "$tmp/out.ninfer.conversion.json"
 }
 plan_bpw() { # plan_bpw RECIPE: the matrices' bits per weight of its plan, without converting
