@@ -13,6 +13,8 @@
 
 #include <ninfer/ninfer.h>
 
+#include "common/utf8.h"
+
 static int on_help(nf_cli *cli, const nf_option *row, void *opts, const char *arg);
 static int on_version(nf_cli *cli, const nf_option *row, void *opts, const char *arg);
 static int on_verbose(nf_cli *cli, const nf_option *row, void *opts, const char *arg);
@@ -369,31 +371,6 @@ nf_cli_text nf_cli_line(const char *s)
     return t;
 }
 
-size_t nf_cli_utf8_seq(const unsigned char *p, size_t n)
-{
-    unsigned char c = p[0];
-    if (c < 0x80) return 1;
-    size_t need;
-    unsigned char lo = 0x80, hi = 0xBF;
-    if (c >= 0xC2 && c <= 0xDF) {
-        need = 1;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        need = 2;
-        if (c == 0xE0) lo = 0xA0; /* overlong */
-        if (c == 0xED) hi = 0x9F; /* surrogates */
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        need = 3;
-        if (c == 0xF0) lo = 0x90; /* overlong */
-        if (c == 0xF4) hi = 0x8F; /* beyond U+10FFFF */
-    } else {
-        return 0;
-    }
-    if (n <= need || p[1] < lo || p[1] > hi) return 0;
-    for (size_t i = 2; i <= need; i++)
-        if ((p[i] & 0xC0) != 0x80) return 0;
-    return need + 1;
-}
-
 char *nf_cli_utf8_clean(const char *s, size_t len, size_t *out_len)
 {
     if (len > (SIZE_MAX - 1) / 3) return NULL;
@@ -402,7 +379,7 @@ char *nf_cli_utf8_clean(const char *s, size_t len, size_t *out_len)
     const unsigned char *p = (const unsigned char *)s;
     size_t o = 0;
     for (size_t i = 0; i < len;) {
-        size_t k = nf_cli_utf8_seq(p + i, len - i);
+        size_t k = nf_utf8_decode(p + i, len - i, NULL);
         if (k) {
             memcpy(buf + o, p + i, k);
             o += k;
@@ -416,21 +393,6 @@ char *nf_cli_utf8_clean(const char *s, size_t len, size_t *out_len)
     buf[o] = '\0';
     if (out_len) *out_len = o;
     return buf;
-}
-
-bool nf_cli_utf8_valid(const char *s, size_t *bad)
-{
-    const unsigned char *p = (const unsigned char *)s;
-    size_t len = strlen(s);
-    for (size_t i = 0; i < len;) {
-        size_t k = nf_cli_utf8_seq(p + i, len - i);
-        if (!k) {
-            if (bad) *bad = i;
-            return false;
-        }
-        i += k;
-    }
-    return true;
 }
 
 json_t *nf_cli_json_text(const char *s, size_t len)

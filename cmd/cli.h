@@ -203,18 +203,12 @@ typedef struct nf_cli_text {
 } nf_cli_text;
 nf_cli_text nf_cli_name(const char *s);
 nf_cli_text nf_cli_line(const char *s);
+/* A malloc'd, NUL-terminated copy of s[0..len) with every byte that is not part of strict UTF-8
+ * (common/utf8.h) replaced by U+FFFD (names and paths from files need not be UTF-8; JSON strings
+ * must be); *out_len (if given) gets its length.  NULL when out of memory. */
+char *nf_cli_utf8_clean(const char *s, size_t len, size_t *out_len);
 /* A JSON string of bytes that need not be UTF-8 (a path given on the command line, a GGUF
  * name): exact when they are UTF-8, else every invalid byte replaced by U+FFFD (never NULL). */
-/* Length of the strict UTF-8 sequence at p (n >= 1 bytes left: no overlong forms, surrogates
- * or code points beyond U+10FFFF), 0 when none starts there. */
-size_t nf_cli_utf8_seq(const unsigned char *p, size_t n);
-/* A malloc'd, NUL-terminated copy of s[0..len) with every byte that is not part of valid UTF-8
- * replaced by U+FFFD (names and paths from files need not be UTF-8; JSON strings must be);
- * *out_len (if given) gets its length.  NULL when out of memory. */
-char *nf_cli_utf8_clean(const char *s, size_t len, size_t *out_len);
-/* Is the NUL-terminated s strict UTF-8 (nf_cli_utf8_seq)?  When not, *bad (if given) gets the
- * offset of the first byte that starts no valid sequence. */
-bool nf_cli_utf8_valid(const char *s, size_t *bad);
 struct json_t *nf_cli_json_text(const char *s, size_t len);
 struct json_t *nf_cli_json_cstr(const char *s);
 

@@ -16,6 +16,7 @@
 #include <ninfer/ninfer.h>
 
 #include "common/hex.h"
+#include "common/utf8.h"
 
 #include "cli.h"
 #include "convert_preset.h"
@@ -766,7 +767,7 @@ static int check_output(const nf_cli *cli, const char *out)
 static int check_utf8(const nf_cli *cli, const char *what, const char *text, const char *why)
 {
     size_t bad = 0;
-    if (nf_cli_utf8_valid(text, &bad)) return NF_EXIT_OK;
+    if (nf_utf8_valid((const uint8_t *)text, strlen(text), &bad)) return NF_EXIT_OK;
     return nf_cli_usage(cli, "%s '%s' is not UTF-8 (byte 0x%02x at offset %zu): %s", what, nf_cli_name(text).s,
                         (unsigned)(unsigned char)text[bad], bad, why);
 }

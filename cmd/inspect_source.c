@@ -14,6 +14,8 @@
 
 #include <ninfer/ninfer.h>
 
+#include "common/utf8.h"
+
 #include "cli.h"
 #include "inspect.h"
 #include "numtext.h"
@@ -33,19 +35,11 @@ enum {
     META_TEXT_CHARS = 100      /* a safetensors __metadata__ value in the summary */
 };
 
-static bool utf8_valid(const char *s, size_t len)
-{
-    const unsigned char *p = (const unsigned char *)s;
-    for (size_t i = 0, k; i < len; i += k)
-        if ((k = nf_cli_utf8_seq(p + i, len - i)) == 0) return false;
-    return true;
-}
-
 /* obj[key] = value (stolen), the key made valid UTF-8 first. */
 static void json_set_key(json_t *obj, const char *key, json_t *value)
 {
     size_t len = strlen(key);
-    if (utf8_valid(key, len)) {
+    if (nf_utf8_valid((const uint8_t *)key, len, NULL)) {
         json_object_set_new(obj, key, value);
         return;
     }
@@ -68,7 +62,7 @@ static const char *display_text(const char *s, size_t len, size_t max_chars, boo
                 cut = i;
                 break;
             }
-            k = nf_cli_utf8_seq(p + i, len - i);
+            k = nf_utf8_decode(p + i, len - i, NULL);
             if (k == 0) k = 1;
         }
     /* escaped text first, then the quotes (escapes never produce a '"') */

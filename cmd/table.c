@@ -6,11 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/utf8.h"
+
 size_t nf_table_text_width(const char *s)
 {
     size_t n = 0;
     for (const unsigned char *p = (const unsigned char *)s; *p; p++)
-        if ((*p & 0xC0) != 0x80) n++;
+        if (!nf_utf8_continues(*p)) n++;
     return n;
 }
 

@@ -140,7 +140,7 @@ Test(recipe_resolve_cost, step_cap_names_the_rule)
 }
 
 /* The parser bounds what the resolver will be given: at most 4096 "re:" selectors (each is
- * compiled by regcomp at parse and by the resolver), selectors of at most 4096 bytes (a tensor
+ * compiled by the matcher at parse and by the resolver), selectors of at most 4096 bytes (a tensor
  * name has at most 1024), and only the regular-expression features the resolver's matcher has. */
 static void expect_parse_error(const char *text, size_t len, const char *needle)
 {

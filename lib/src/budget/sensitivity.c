@@ -17,6 +17,7 @@
 
 #include <ninfer/escape.h>
 
+#include "common/json_string.h"
 #include "common/strset.h"
 #include "common/utf8.h"
 
@@ -135,96 +136,28 @@ static void skip_space(reader *r)
         r->i++;
 }
 
-static int hex4(const char *p)
-{
-    int v = 0;
-    for (int k = 0; k < 4; k++) {
-        char c = p[k];
-        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-        if (d < 0) return -1;
-        v = v * 16 + d;
-    }
-    return v;
-}
-
-static size_t put_utf8(char *o, unsigned cp)
-{
-    if (cp < 0x80) {
-        o[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        o[0] = (char)(0xC0 | (cp >> 6));
-        o[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        o[0] = (char)(0xE0 | (cp >> 12));
-        o[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        o[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    o[0] = (char)(0xF0 | (cp >> 18));
-    o[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    o[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    o[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
 /* The string token at r->i (its opening quote), decoded into a fresh NUL-terminated name. */
 static nf_status json_string(reader *r, char **out)
 {
-    size_t at = r->i++;
+    size_t at = r->i;
     char *o = malloc(r->n - at + 1); /* decoding never lengthens the text */
     if (!o) return nf_error_set(r->err, NF_ERR_NOMEM, "out of memory reading %s", r->path);
-    size_t len = 0;
-    for (;;) {
-        if (r->i >= r->n) {
-            free(o);
-            return fail_at(r, at, NULL, "a string is not closed");
-        }
-        unsigned char c = (unsigned char)r->t[r->i];
-        if (c == '"') break;
-        if (c < 0x20) {
-            free(o);
-            return fail_at(r, r->i, NULL, "a control character in a string (escape it)");
-        }
-        if (c != '\\') {
-            o[len++] = (char)c;
-            r->i++;
-            continue;
-        }
-        if (r->i + 1 >= r->n) continue; /* not closed: said above */
-        char e = r->t[r->i + 1];
-        const char *simple = strchr("\"\\/bfnrt", e);
-        if (e && simple) {
-            o[len++] = "\"\\/\b\f\n\r\t"[simple - "\"\\/bfnrt"];
-            r->i += 2;
-            continue;
-        }
-        int cp = e == 'u' && r->i + 6 <= r->n ? hex4(r->t + r->i + 2) : -1;
-        if (cp < 0) {
-            free(o);
-            return fail_at(r, r->i, NULL, "a bad escape in a string");
-        }
-        r->i += 6;
-        if (cp >= 0xD800 && cp < 0xDC00) { /* a high surrogate: its low one follows */
-            int lo = r->i + 6 <= r->n && r->t[r->i] == '\\' && r->t[r->i + 1] == 'u' ? hex4(r->t + r->i + 2) : -1;
-            if (lo < 0xDC00 || lo > 0xDFFF) {
-                free(o);
-                return fail_at(r, r->i - 6, NULL, "a lone surrogate escape in a string");
-            }
-            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-            r->i += 6;
-        } else if (cp >= 0xDC00 && cp < 0xE000) {
-            free(o);
-            return fail_at(r, r->i - 6, NULL, "a lone surrogate escape in a string");
-        }
-        len += put_utf8(o + len, (unsigned)cp);
+    nf_json_string_token tok;
+    const char *why = NULL;
+    switch (nf_json_string_scan(r->t, r->n, at, o, &tok)) {
+    case NF_JSON_STRING_OK: break;
+    case NF_JSON_STRING_UNCLOSED: why = "a string is not closed"; break;
+    case NF_JSON_STRING_CONTROL: why = "a control character in a string (escape it)"; break;
+    case NF_JSON_STRING_BAD_ESCAPE: why = "a bad escape in a string"; break;
+    case NF_JSON_STRING_LONE_SURROGATE: why = "a lone surrogate escape in a string"; break;
     }
-    r->i++;
-    o[len] = '\0';
-    nf_status st = check_name(r, o, len, at);
+    if (why) {
+        free(o);
+        return fail_at(r, tok.where, NULL, "%s", why);
+    }
+    r->i = tok.end;
+    o[tok.len] = '\0';
+    nf_status st = check_name(r, o, tok.len, at);
     if (st != NF_OK) {
         free(o);
         return st;

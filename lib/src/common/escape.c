@@ -5,42 +5,7 @@
 
 #include <ninfer/escape.h>
 
-/* Length of the strict UTF-8 sequence at p (n bytes left) and its code point, 0 when none
- * starts there (overlong forms, surrogates and values above U+10FFFF are not UTF-8). */
-static size_t utf8_seq(const unsigned char *p, size_t n, uint32_t *cp)
-{
-    unsigned char c = p[0];
-    if (c < 0x80) {
-        *cp = c;
-        return 1;
-    }
-    size_t need;
-    unsigned char lo = 0x80, hi = 0xBF;
-    uint32_t v;
-    if (c >= 0xC2 && c <= 0xDF) {
-        need = 1;
-        v = c & 0x1Fu;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        need = 2;
-        v = c & 0x0Fu;
-        if (c == 0xE0) lo = 0xA0; /* overlong */
-        if (c == 0xED) hi = 0x9F; /* surrogates */
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        need = 3;
-        v = c & 0x07u;
-        if (c == 0xF0) lo = 0x90; /* overlong */
-        if (c == 0xF4) hi = 0x8F; /* beyond U+10FFFF */
-    } else {
-        return 0;
-    }
-    if (n <= need || p[1] < lo || p[1] > hi) return 0;
-    for (size_t i = 1; i <= need; i++) {
-        if ((p[i] & 0xC0) != 0x80) return 0;
-        v = (v << 6) | (p[i] & 0x3Fu);
-    }
-    *cp = v;
-    return need + 1;
-}
+#include "common/utf8.h"
 
 /* Code points a terminal or a bidi-aware viewer acts on rather than shows. */
 static int is_format_control(uint32_t cp)
@@ -54,7 +19,7 @@ static int is_format_control(uint32_t cp)
 static size_t escape_one(const unsigned char *p, size_t n, unsigned flags, char piece[16], size_t *used)
 {
     uint32_t cp = 0;
-    size_t k = utf8_seq(p, n, &cp);
+    size_t k = nf_utf8_decode(p, n, &cp);
     *used = k ? k : 1;
     if (k == 0) return (size_t)snprintf(piece, 16, "\\x%02x", p[0]);
     if (k == 1 && cp == '\n' && (flags & NF_ESCAPE_KEEP_NEWLINE)) {

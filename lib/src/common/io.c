@@ -1,6 +1,7 @@
 #define _GNU_SOURCE /* mkostemps */
 /* File-I/O shim with a fault-injection hook (see io.h). */
 #include "common/io.h"
+#include "common/utf8.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -317,18 +318,15 @@ void nf_io_unlock(int fd, const char *path)
     close(fd);
 }
 
-/* Is byte c a UTF-8 continuation byte (10xxxxxx)? */
-static int continuation(unsigned char c) { return (c & 0xC0) == 0x80; }
-
 const char *nf_io_msg_path(const char *path, char *buf)
 {
     size_t n = strlen(path);
     if (n <= NF_IO_MSG_PATH) return path;
     /* more of the end than of the start: the file name is what tells outputs apart */
     size_t head = (NF_IO_MSG_PATH - 3) / 3, tail = NF_IO_MSG_PATH - 3 - head;
-    while (head > 0 && continuation((unsigned char)path[head])) head--;
+    while (head > 0 && nf_utf8_continues((uint8_t)path[head])) head--;
     size_t t0 = n - tail;
-    while (t0 < n && continuation((unsigned char)path[t0])) t0++;
+    while (t0 < n && nf_utf8_continues((uint8_t)path[t0])) t0++;
     memcpy(buf, path, head);
     memcpy(buf + head, "...", 3);
     memcpy(buf + head + 3, path + t0, n - t0);

@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/json_string.h"
 #include "common/strset.h"
+#include "common/utf8.h"
 
 static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
@@ -16,23 +18,10 @@ size_t nf_jw_space(const char *t, size_t n, size_t i)
     return i;
 }
 
-/* Past the string token whose opening quote is t[i]. */
-static bool string_end(const char *t, size_t n, size_t i, size_t *end)
-{
-    for (i++; i < n; i++) {
-        if (t[i] == '\\') i++;
-        else if (t[i] == '"') {
-            *end = i + 1;
-            return true;
-        }
-    }
-    return false;
-}
-
 bool nf_jw_value_end(const char *t, size_t n, size_t i, size_t *end)
 {
     if (i >= n) return false;
-    if (t[i] == '"') return string_end(t, n, i, end);
+    if (t[i] == '"') return nf_json_string_end(t, n, i, end);
     if (t[i] != '{' && t[i] != '[') {
         size_t j = i;
         /* up to the next byte that begins or ends another token (a NUL is part of this one, as
@@ -45,7 +34,7 @@ bool nf_jw_value_end(const char *t, size_t n, size_t i, size_t *end)
     for (; i < n; i++) {
         char c = t[i];
         if (c == '"') {
-            if (!string_end(t, n, i, &i)) return false;
+            if (!nf_json_string_end(t, n, i, &i)) return false;
             i--; /* (the loop steps past the closing quote) */
         } else if (c == '{' || c == '[') {
             depth++;
@@ -84,7 +73,7 @@ int nf_jw_items_next(nf_jw_items *it, nf_jw_span *key, nf_jw_span *value)
         it->pos = i;
     }
     if (it->object) {
-        if (i >= it->n || t[i] != '"' || !string_end(t, it->n, i, &key->end)) return -1;
+        if (i >= it->n || t[i] != '"' || !nf_json_string_end(t, it->n, i, &key->end)) return -1;
         key->at = i;
         i = nf_jw_space(t, it->n, key->end);
         it->pos = i;
@@ -113,7 +102,7 @@ static void line_col(const char *t, size_t at, int *line, int *col, int *pos)
             c = 0;
         } else if (t[i] == '\0') {
             lost++;
-        } else if (((unsigned char)t[i] & 0xc0) != 0x80) {
+        } else if (!nf_utf8_continues((uint8_t)t[i])) {
             c++;
         }
     }
@@ -329,7 +318,7 @@ static bool too_deep(const char *t, size_t n)
     size_t depth = 0;
     for (size_t i = 0; i < n; i++) {
         if (t[i] == '"') {
-            if (!string_end(t, n, i, &i)) return false;
+            if (!nf_json_string_end(t, n, i, &i)) return false;
             i--;
         } else if (t[i] == '{' || t[i] == '[') {
             if (++depth > JSON_PARSER_MAX_DEPTH) return true;

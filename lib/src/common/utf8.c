@@ -1,50 +1,50 @@
-/* Strict UTF-8 validation (common/utf8.h). */
+/* Strict UTF-8 decoding (common/utf8.h). */
 #include "common/utf8.h"
+
+size_t nf_utf8_decode(const uint8_t *p, size_t n, uint32_t *cp)
+{
+    uint8_t c = p[0];
+    if (c < 0x80) {
+        if (cp) *cp = c;
+        return 1;
+    }
+    /* the lead byte gives the length; the second byte's range excludes the overlong forms (E0,
+     * F0), the surrogates (ED) and what lies beyond U+10FFFF (F4), so no value is checked after */
+    size_t need;
+    uint8_t lo = 0x80, hi = 0xBF;
+    uint32_t v;
+    if (c >= 0xC2 && c <= 0xDF) {
+        need = 1;
+        v = c & 0x1Fu;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        need = 2;
+        v = c & 0x0Fu;
+        if (c == 0xE0) lo = 0xA0;
+        if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        need = 3;
+        v = c & 0x07u;
+        if (c == 0xF0) lo = 0x90;
+        if (c == 0xF4) hi = 0x8F;
+    } else {
+        return 0; /* a continuation byte, C0/C1 (always overlong) or F5..FF */
+    }
+    if (n <= need || p[1] < lo || p[1] > hi) return 0;
+    for (size_t i = 1; i <= need; i++) {
+        if (!nf_utf8_continues(p[i])) return 0;
+        v = (v << 6) | (p[i] & 0x3Fu);
+    }
+    if (cp) *cp = v;
+    return need + 1;
+}
 
 bool nf_utf8_valid(const uint8_t *s, size_t len, size_t *bad)
 {
-    size_t i = 0;
-    while (i < len) {
-        uint8_t c = s[i];
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        size_t n;
-        uint32_t cp, min;
-        if (c >= 0xC2 && c <= 0xDF) {
-            n = 1;
-            cp = c & 0x1Fu;
-            min = 0x80;
-        } else if (c >= 0xE0 && c <= 0xEF) {
-            n = 2;
-            cp = c & 0x0Fu;
-            min = 0x800;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            n = 3;
-            cp = c & 0x07u;
-            min = 0x10000;
-        } else {
+    for (size_t i = 0, k; i < len; i += k) {
+        if ((k = nf_utf8_decode(s + i, len - i, NULL)) == 0) {
             if (bad) *bad = i;
             return false;
         }
-        if (len - i - 1 < n) {
-            if (bad) *bad = i;
-            return false;
-        }
-        for (size_t k = 1; k <= n; k++) {
-            uint8_t t = s[i + k];
-            if ((t & 0xC0) != 0x80) {
-                if (bad) *bad = i;
-                return false;
-            }
-            cp = (cp << 6) | (t & 0x3Fu);
-        }
-        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
-            if (bad) *bad = i;
-            return false;
-        }
-        i += n + 1;
     }
     return true;
 }

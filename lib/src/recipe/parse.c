@@ -8,7 +8,6 @@
 #include <ctype.h>
 #include <limits.h>
 #include <math.h>
-#include <regex.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -440,11 +439,11 @@ static nf_status parse_defaults(parser *p, const ynode *n)
     return NF_OK;
 }
 
-/* A selector: non-empty, at most RECIPE_MAX_SELECTOR_BYTES; "re:" ones must compile as POSIX
- * extended regular expressions, with glibc (its messages name what is wrong) and with the
- * resolver's own matcher (lib/src/recipe/match.c: the features a tensor name needs), and there
- * are at most RECIPE_MAX_REGEX_SELECTORS of them: each is compiled here and again by the
- * resolver (docs/security.md 7.1, F9, docs/recipes.md). */
+/* A selector: non-empty, at most RECIPE_MAX_SELECTOR_BYTES; "re:" ones must be POSIX extended
+ * regular expressions (the syntax glibc's regcomp accepts, with its messages naming what is
+ * wrong: regex_guard.c) that the resolver's own matcher compiles (lib/src/recipe/match.c: the
+ * features a tensor name needs), and there are at most RECIPE_MAX_REGEX_SELECTORS of them: each
+ * is compiled here and again by the resolver (docs/security.md 7.1, F9, docs/recipes.md). */
 #define RECIPE_MAX_SELECTOR_BYTES 4096u
 #define RECIPE_MAX_REGEX_SELECTORS 4096u
 
@@ -463,14 +462,8 @@ static nf_status add_selector(parser *p, nf_recipe_rule *rule, const ynode *n, c
         if (!pattern[0]) return fail(p, n->pos, "%s: empty regular expression '%s'", ctx, s);
         const char *why_complex = nf_recipe_regex_too_complex(pattern);
         if (why_complex) return fail(p, n->pos, "%s: regular expression '%s' %s", ctx, pattern, why_complex);
-        regex_t re;
-        int rc = regcomp(&re, pattern, REG_EXTENDED | REG_NOSUB);
-        if (rc != 0) {
-            char why[160];
-            regerror(rc, &re, why, sizeof why);
-            return fail(p, n->pos, "%s: bad regular expression '%s': %s", ctx, pattern, why);
-        }
-        regfree(&re);
+        const char *bad_syntax = nf_recipe_regex_syntax_error(pattern);
+        if (bad_syntax) return fail(p, n->pos, "%s: bad regular expression '%s': %s", ctx, pattern, bad_syntax);
         recipe_regex *mine = NULL;
         const char *why = recipe_regex_compile(pattern, &mine);
         recipe_regex_free(mine);

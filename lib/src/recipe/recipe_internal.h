@@ -128,10 +128,15 @@ size_t recipe_regex_prefix(const char *pattern, char *buf, size_t size);
 /* The directory part of a path: "a/b" -> "a", "b" -> ".", "/b" -> "/".  NULL on ENOMEM. */
 char *recipe_dirname(const char *path);
 
-/* Why the "re:" pattern would cost glibc's regcomp too much (too long, too many or stacked
- * repetition operators, large bounds, a back-reference, a compiled size beyond 4096 nodes, a
- * repeated operand that matches the empty string), or NULL when it may be compiled
- * (regex_guard.c; docs/recipes.md). */
+/* Why the "re:" pattern is beyond what a selector may be -- the bounds that kept glibc's regcomp
+ * cheap when it compiled selectors: too long, too many or stacked repetition operators, large
+ * bounds, a back-reference, a compiled size beyond 4096 nodes, a repeated operand that matches
+ * the empty string -- or NULL when it may be compiled (regex_guard.c; docs/recipes.md). */
 const char *nf_recipe_regex_too_complex(const char *pattern);
+
+/* Why the "re:" pattern is not a POSIX extended regular expression, in the words of glibc's
+ * regerror ("Unmatched ( or \\("), or NULL: the patterns glibc's regcomp refuses (REG_EXTENDED,
+ * the C locale), for one that passed nf_recipe_regex_too_complex (regex_guard.c). */
+const char *nf_recipe_regex_syntax_error(const char *pattern);
 
 #endif

@@ -1,6 +1,8 @@
-/* The guard on "re:" selectors before the C library compiles them (recipe_internal.h,
- * nf_recipe_regex_too_complex): what glibc's regcomp would pay for a pattern, bounded by counts
- * the parser can check in one pass (findings R1, R1b and R1c of docs/security.md). */
+/* What an "re:" selector must be before the resolver's matcher compiles it (recipe_internal.h):
+ * within the bounds nf_recipe_regex_too_complex counts in one pass (findings R1, R1b and R1c of
+ * docs/security.md: set when glibc's regcomp compiled every selector, and kept, so that a recipe
+ * is accepted or refused as it was), and a POSIX extended regular expression as glibc reads one
+ * (nf_recipe_regex_syntax_error, below), so that the C library compiles no selector at all. */
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,8 +10,9 @@
 #include "recipe/recipe_internal.h"
 
 /* Limits on "re:" selectors.  glibc's regcomp expands bounded repetitions by copying, so a
- * pattern like ((a{1,255}){1,255}){1,255} or a run of stacked operators makes it use gigabytes
- * and minutes: a recipe must not be able to do that.  Tensor-name patterns need none of it. */
+ * pattern like ((a{1,255}){1,255}){1,255} or a run of stacked operators made it use gigabytes
+ * and minutes when it compiled selectors: a recipe must not be able to do that.  Tensor-name
+ * patterns need none of it, and the limits stay what a recipe may hold. */
 #define RECIPE_RE_MAX_BYTES 256u
 #define RECIPE_RE_MAX_OPERATORS 32u
 #define RECIPE_RE_MAX_BOUND 64ul
@@ -206,4 +209,318 @@ const char *nf_recipe_regex_too_complex(const char *pattern)
         after_operator = op;
     }
     return regex_compile_cost(pattern);
+}
+
+/* ---------------------------------------------------------------- POSIX syntax
+ * Which patterns are not POSIX extended regular expressions, decided as the C library's regcomp
+ * (glibc, REG_EXTENDED, the C locale) decides it and worded as its regerror words it: the parser
+ * refused these with glibc's message when it had glibc compile every selector as a check, and
+ * refuses the same patterns with the same messages now that the resolver's own matcher
+ * (match.c) is the only compiler (docs/recipes.md, "How rules apply").  Every pattern reaches
+ * this after nf_recipe_regex_too_complex, so back-references and bounds above 64 are already
+ * refused.  The grammar, as glibc reads an ERE:
+ *
+ *   - outside brackets, '\' makes the next byte literal, except \1-\9 (back-references) and
+ *     GNU's \< \> \b \B \` \' (anchors) and \w \W \s \S (classes); a '\' at the end is an error;
+ *   - '^' and '$' are anchors anywhere, and nothing may repeat an anchor;
+ *   - '*', '+', '?' and '{' repeat the expression before them; with none before (the start, after
+ *     '(' or '|', after an anchor) they are an error;
+ *   - an unmatched ')' and every '}' are literals; an unmatched '(' is an error;
+ *   - {m}, {m,}, {,n}, {m,n}: decimal bounds, m <= n; a bound the text ends in is "unmatched";
+ *   - brackets: a first ']' is literal, '\' is literal, [:class:], [=x=] and [.x.] take one
+ *     character (or a class name) of at most 31 bytes, ranges go up by byte value, may not start
+ *     or end in a class, and a '-' is a range's or the last character. */
+#define RE_DUP_MAX_GLIBC 0x7fff /* (RE_DUP_MAX of <regex.h>) */
+
+static const char *const SYN_BADPAT = "Invalid regular expression";
+static const char *const SYN_ECOLLATE = "Invalid collation character";
+static const char *const SYN_ECTYPE = "Invalid character class name";
+static const char *const SYN_EESCAPE = "Trailing backslash";
+static const char *const SYN_ESUBREG = "Invalid back reference";
+static const char *const SYN_EBRACK = "Unmatched [, [^, [:, [., or [=";
+static const char *const SYN_EPAREN = "Unmatched ( or \\(";
+static const char *const SYN_EBRACE = "Unmatched \\{";
+static const char *const SYN_BADBR = "Invalid content of \\{\\}";
+static const char *const SYN_ERANGE = "Invalid range end";
+static const char *const SYN_ESIZE = "Regular expression too big";
+static const char *const SYN_BADRPT = "Invalid preceding regular expression";
+
+enum { T_END, T_CHAR, T_ALT, T_REPEAT, T_LBRACE, T_RBRACE, T_LPAREN, T_RPAREN, T_BRACKET, T_ANCHOR, T_BACKREF,
+       T_BACKSLASH };
+
+/* The pattern and its current token: [p, p + len), of kind tok, standing for byte c. */
+typedef struct syn {
+    const char *p, *end;
+    int tok;
+    unsigned char c;
+    size_t len;
+} syn;
+
+static void syn_peek(syn *s)
+{
+    s->len = 1;
+    if (s->p >= s->end) {
+        s->tok = T_END;
+        s->len = 0;
+        return;
+    }
+    unsigned char c = (unsigned char)*s->p;
+    s->c = c;
+    if (c == '\\') {
+        if (s->p + 1 >= s->end) {
+            s->tok = T_BACKSLASH;
+            return;
+        }
+        c = (unsigned char)s->p[1];
+        s->c = c;
+        s->len = 2;
+        s->tok = c >= '1' && c <= '9' ? T_BACKREF : memchr("<>bB`'", c, 6) ? T_ANCHOR : T_CHAR;
+        return;
+    }
+    switch (c) {
+    case '|': s->tok = T_ALT; break;
+    case '*':
+    case '+':
+    case '?': s->tok = T_REPEAT; break;
+    case '{': s->tok = T_LBRACE; break;
+    case '}': s->tok = T_RBRACE; break;
+    case '(': s->tok = T_LPAREN; break;
+    case ')': s->tok = T_RPAREN; break;
+    case '[': s->tok = T_BRACKET; break;
+    case '^':
+    case '$': s->tok = T_ANCHOR; break;
+    default: s->tok = T_CHAR; break;
+    }
+}
+
+static void syn_next(syn *s)
+{
+    s->p += s->len;
+    syn_peek(s);
+}
+
+/* One bound of {m,n}: the number before the next '}' or ',' (-1: none; -2: not a number, or the
+ * text ends first -- then s->tok is T_END). */
+static long syn_number(syn *s)
+{
+    long num = -1;
+    for (;;) {
+        syn_next(s);
+        if (s->tok == T_END) return -2;
+        if (s->tok == T_RBRACE || s->c == ',') return num;
+        if (s->tok != T_CHAR || s->c < '0' || s->c > '9' || num == -2) {
+            num = -2;
+        } else {
+            num = (num < 0 ? 0 : num * 10) + (s->c - '0');
+            if (num > RE_DUP_MAX_GLIBC) num = RE_DUP_MAX_GLIBC + 1; /* (saturates: no overflow) */
+        }
+    }
+}
+
+/* A bound whose '{' is the current token; leaves its '}' current. */
+static const char *syn_bound(syn *s)
+{
+    long lo = syn_number(s), hi = 0;
+    if (lo == -1) {
+        if (s->tok != T_CHAR || s->c != ',') return SYN_BADBR; /* {} */
+        lo = 0;                                                /* {,n} */
+    }
+    if (lo != -2) hi = s->tok == T_RBRACE ? lo : s->tok == T_CHAR && s->c == ',' ? syn_number(s) : -2;
+    if (lo == -2 || hi == -2) return s->tok == T_END ? SYN_EBRACE : SYN_BADBR;
+    if ((hi != -1 && lo > hi) || s->tok != T_RBRACE) return SYN_BADBR;
+    if ((hi == -1 ? lo : hi) > RE_DUP_MAX_GLIBC) return SYN_ESIZE;
+    return NULL;
+}
+
+/* ---- bracket expressions */
+enum { B_END, B_CHAR, B_RANGE, B_CLOSE, B_NOT, B_COLL, B_EQUIV, B_CLASS };
+
+typedef struct btok {
+    int type;
+    unsigned char c; /* the byte; for [. [= [: the delimiter */
+    size_t len;
+} btok;
+
+static btok syn_bpeek(const char *q, const char *end)
+{
+    if (q >= end) return (btok){B_END, 0, 0};
+    unsigned char c = (unsigned char)*q;
+    if (c == '[' && q + 1 < end && (q[1] == '.' || q[1] == '=' || q[1] == ':'))
+        return (btok){q[1] == '.' ? B_COLL : q[1] == '=' ? B_EQUIV : B_CLASS, (unsigned char)q[1], 2};
+    return (btok){c == '-' ? B_RANGE : c == ']' ? B_CLOSE : c == '^' ? B_NOT : B_CHAR, c, 1};
+}
+
+#define SYN_NAME_MAX 32 /* the name of [:class:], [=x=], [.x.], its NUL included */
+
+typedef struct belem {
+    int type; /* B_CHAR, B_COLL, B_EQUIV or B_CLASS */
+    unsigned char c;
+    char name[SYN_NAME_MAX];
+} belem;
+
+/* The element that token t (at *q) begins; *q moves past it.  A '-' that is neither a range's
+ * first character (first) nor the last before ']' is an error. */
+static const char *syn_belem(const char **q, const char *end, btok t, bool first, belem *e)
+{
+    *q += t.len;
+    if (t.type == B_COLL || t.type == B_EQUIV || t.type == B_CLASS) {
+        if (*q >= end) return SYN_EBRACK;
+        for (size_t i = 0;; i++) {
+            if (i >= SYN_NAME_MAX) return SYN_EBRACK;
+            char ch = *(*q)++;
+            if (*q >= end) return SYN_EBRACK;
+            if ((unsigned char)ch == t.c && **q == ']') {
+                e->name[i] = '\0';
+                break;
+            }
+            e->name[i] = ch;
+        }
+        ++*q;
+        e->type = t.type;
+        return NULL;
+    }
+    if (t.type == B_RANGE && !first && syn_bpeek(*q, end).type != B_CLOSE) return SYN_ERANGE;
+    e->type = B_CHAR;
+    e->c = t.c;
+    return NULL;
+}
+
+/* An element's place in the collating order of the C locale (its byte), -1 when it has none. */
+static int syn_collseq(const belem *e)
+{
+    if (e->type == B_CHAR) return e->c;
+    if (e->type == B_COLL && strlen(e->name) == 1) return (unsigned char)e->name[0];
+    return -1;
+}
+
+static const char *syn_range(const belem *a, const belem *b)
+{
+    if (a->type == B_EQUIV || a->type == B_CLASS || b->type == B_EQUIV || b->type == B_CLASS) return SYN_ERANGE;
+    int lo = syn_collseq(a), hi = syn_collseq(b);
+    if (lo < 0 || hi < 0) return SYN_ECOLLATE;
+    return lo > hi ? SYN_ERANGE : NULL;
+}
+
+static const char *syn_single(const belem *e)
+{
+    static const char *const classes[] = {"alpha", "upper", "lower", "alnum", "cntrl", "space",
+                                          "digit", "print", "punct", "graph", "xdigit", "blank"};
+    if (e->type == B_COLL || e->type == B_EQUIV) return strlen(e->name) == 1 ? NULL : SYN_ECOLLATE;
+    if (e->type != B_CLASS) return NULL;
+    for (size_t i = 0; i < sizeof classes / sizeof classes[0]; i++)
+        if (strcmp(e->name, classes[i]) == 0) return NULL;
+    return SYN_ECTYPE;
+}
+
+/* A bracket expression whose '[' is the current token; leaves s just past its ']' (no token). */
+static const char *syn_bracket(syn *s)
+{
+    const char *q = s->p + 1, *end = s->end, *why;
+    btok t = syn_bpeek(q, end);
+    if (t.type == B_NOT) {
+        q += t.len;
+        t = syn_bpeek(q, end);
+    }
+    if (t.type == B_END) return SYN_BADPAT;
+    if (t.type == B_CLOSE) t.type = B_CHAR; /* a first ']' is literal */
+    for (bool first = true;; first = false) {
+        belem a, b;
+        if ((why = syn_belem(&q, end, t, first, &a))) return why;
+        t = syn_bpeek(q, end);
+        btok t2 = {B_END, 0, 0};
+        bool range = false;
+        if (a.type != B_CLASS && a.type != B_EQUIV) {
+            if (t.type == B_END) return SYN_EBRACK;
+            if (t.type == B_RANGE) {
+                t2 = syn_bpeek(q + t.len, end);
+                if (t2.type == B_END) return SYN_EBRACK;
+                if (t2.type == B_CLOSE) {
+                    t.type = B_CHAR; /* a '-' before the ']' is literal */
+                } else {
+                    q += t.len;
+                    range = true;
+                }
+            }
+        }
+        if (range) {
+            if ((why = syn_belem(&q, end, t2, true, &b))) return why;
+            t = syn_bpeek(q, end);
+            why = syn_range(&a, &b);
+        } else {
+            why = syn_single(&a);
+        }
+        if (why) return why;
+        if (t.type == B_END) return SYN_EBRACK;
+        if (t.type == B_CLOSE) break;
+    }
+    s->p = q + 1;
+    s->len = 0;
+    return NULL;
+}
+
+/* ---- expressions */
+static const char *syn_alt(syn *s, int nest);
+
+/* A group whose '(' is the current token; leaves its ')' current. */
+static const char *syn_group(syn *s, int nest)
+{
+    syn_next(s);
+    if (s->tok == T_RPAREN) return NULL;
+    const char *why = syn_alt(s, nest);
+    if (!why && s->tok != T_RPAREN) why = SYN_EPAREN;
+    return why;
+}
+
+/* One expression and the repetitions after it. */
+static const char *syn_expr(syn *s, int nest)
+{
+    const char *why = NULL;
+    switch (s->tok) {
+    case T_LPAREN: why = syn_group(s, nest + 1); break;
+    case T_BRACKET: why = syn_bracket(s); break;
+    case T_ANCHOR: syn_next(s); return NULL; /* nothing repeats an anchor */
+    case T_REPEAT:
+    case T_LBRACE: return SYN_BADRPT;
+    case T_ALT:
+    case T_END: return NULL;
+    case T_BACKSLASH: return SYN_EESCAPE;
+    case T_BACKREF: return SYN_ESUBREG; /* (nf_recipe_regex_too_complex refuses them first) */
+    default: break;                      /* a character, '.', '}', an unmatched ')' */
+    }
+    if (why) return why;
+    syn_next(s);
+    while (s->tok == T_REPEAT || s->tok == T_LBRACE) {
+        if (s->tok == T_LBRACE && (why = syn_bound(s))) return why;
+        syn_next(s);
+    }
+    return NULL;
+}
+
+static bool syn_branch_goes_on(const syn *s, int nest)
+{
+    return s->tok != T_ALT && s->tok != T_END && (nest == 0 || s->tok != T_RPAREN);
+}
+
+static const char *syn_branch(syn *s, int nest)
+{
+    const char *why = syn_expr(s, nest);
+    while (!why && syn_branch_goes_on(s, nest)) why = syn_expr(s, nest);
+    return why;
+}
+
+static const char *syn_alt(syn *s, int nest)
+{
+    const char *why = syn_branch(s, nest);
+    while (!why && s->tok == T_ALT) {
+        syn_next(s);
+        if (syn_branch_goes_on(s, nest)) why = syn_branch(s, nest);
+    }
+    return why;
+}
+
+const char *nf_recipe_regex_syntax_error(const char *pattern)
+{
+    syn s = {pattern, pattern + strlen(pattern), T_END, 0, 0};
+    syn_peek(&s);
+    return syn_alt(&s, 0);
 }

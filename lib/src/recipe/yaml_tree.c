@@ -17,6 +17,7 @@
 #include <yaml.h>
 
 #include "common/strset.h"
+#include "common/utf8.h"
 #include "recipe/recipe_internal.h"
 
 /* Small mappings are checked for duplicate keys by a linear scan; past this many keys a hash
@@ -295,7 +296,7 @@ static nf_recipe_pos offset_pos(const char *text, size_t len, size_t offset)
         if (c == '\n') {
             if (p.line < INT_MAX) p.line++;
             p.col = 1;
-        } else if ((c & 0xC0) != 0x80 && p.col < INT_MAX) {
+        } else if (!nf_utf8_continues(c) && p.col < INT_MAX) {
             p.col++;
         }
     }
@@ -375,7 +376,7 @@ static void quote_text(const char *s, size_t len, char *out, size_t size)
     bool cut = false;
     if (n > 60) {
         n = 60;
-        while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80) n--;
+        while (n > 0 && nf_utf8_continues((uint8_t)s[n])) n--;
         cut = true;
     }
     snprintf(out, size, "'%.*s%s'", (int)n, s, cut ? "..." : "");

@@ -19,6 +19,7 @@
 #include <jansson.h>
 
 #include "common/checked.h"
+#include "common/json_string.h"
 #include "source/safetensors.h"
 #include "source/store.h"
 
@@ -92,21 +93,15 @@ static bool dtype_convertible(nf_st_dtype d)
 static nf_status prescan(const char *fname, const uint8_t *p, size_t n, nf_error *err)
 {
     unsigned depth = 0;
-    bool in_str = false, esc = false;
     bool is_array[ST_MAX_DEPTH + 1] = {false};
     uint64_t commas[ST_MAX_DEPTH + 1] = {0};
     uint64_t entries = 0, members = 0; /* depth-2 containers; commas between depth-2 object members */
     for (size_t i = 0; i < n; i++) {
         uint8_t c = p[i];
-        if (in_str) {
-            if (esc) esc = false;
-            else if (c == '\\') esc = true;
-            else if (c == '"') in_str = false;
-            continue;
-        }
         switch (c) {
-        case '"':
-            in_str = true;
+        case '"': /* stepped over; one not closed holds the rest of the text */
+            if (!nf_json_string_end((const char *)p, n, i, &i)) return NF_OK;
+            i--; /* (the loop steps past the closing quote) */
             break;
         case '{':
         case '[':
@@ -301,22 +296,17 @@ static nf_status parse_metadata(nf_source *s, src_file *f, const char *where, co
 static void key_positions(const uint8_t *p, size_t n, uint64_t *pos, size_t count)
 {
     unsigned depth = 0;
-    bool in_str = false, esc = false, expect_key = false;
+    bool expect_key = false;
     size_t k = 0;
     for (size_t i = 0; i < n && k < count; i++) {
         uint8_t c = p[i];
-        if (in_str) {
-            if (esc) esc = false;
-            else if (c == '\\') esc = true;
-            else if (c == '"') in_str = false;
-            continue;
-        }
         if (c == '"') {
             if (depth == 1 && expect_key) {
                 pos[k++] = 8 + (uint64_t)i;
                 expect_key = false;
             }
-            in_str = true;
+            if (!nf_json_string_end((const char *)p, n, i, &i)) break;
+            i--; /* (the loop steps past the closing quote) */
         } else if (c == '{' || c == '[') {
             if (++depth == 1) expect_key = true;
         } else if (c == '}' || c == ']') {
