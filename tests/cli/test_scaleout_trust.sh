@@ -176,6 +176,18 @@ hostile 'r = p["conversion"]["recipe"]; r["text"] += "\nbogus: 1\n"' "conversion
 # a plan of version 1 recorded a command line: refused, to be made again
 hostile 'p["ninfer_plan"] = 1' "a plan of version 1, which recorded a command line" "make the plan again"
 rm -rf ../elsewhere
+# a plan that would read outside its roots is never made: a recipe naming a checkpoint outside its
+# own directory (a one-machine run reads it) needs the directory given, with --allow-path
+mkdir rd && printf 'recipe: 1\nsources:\n  base: ../ck\nrules:\n  - match: "*"\n    when: {rank: 2}\n    format: q8_g32_fp16\n' >rd/r.yaml
+rm -rf out plan.json && mkdir out
+run 1 "$conv" -r rd/r.yaml -o out/m.ninfer --plan-out plan.json -q
+contains "$work/err" "the plan would read it, and it is outside its allowed roots"
+contains "$work/err" "give it with --source or --allow-path"
+check test ! -e plan.json
+run 0 "$conv" -r rd/r.yaml -o out/m.ninfer --allow-path ck --plan-out plan.json -q
+check python3 -c 'import json; assert json.load(open("plan.json"))["conversion"]["recipe"]["allow_paths"] == ["ck"]'
+run 0 "$conv" --plan plan.json --task all -q
+rm -f plan.json
 # the variables a recipe expanded are the plan's: a task's environment is not read
 mkdir rc && cp -r ck rc/ck
 printf 'recipe: 1\nsources:\n  base: ${CKDIR}/ck\nrules:\n  - match: "*"\n    when: {rank: 2}\n    format: q8_g32_fp16\n' >rc/r.yaml
