@@ -188,6 +188,13 @@ run 0 "$conv" -r rd/r.yaml -o out/m.ninfer --allow-path ck --plan-out plan.json 
 check python3 -c 'import json; assert json.load(open("plan.json"))["conversion"]["recipe"]["allow_paths"] == ["ck"]'
 run 0 "$conv" --plan plan.json --task all -q
 rm -f plan.json
+# a recipe read from standard input: its text is in the plan (a task reads no standard input)
+rm -rf out && mkdir out
+run 0 "$conv" -r - -o out/m.ninfer --source base=ck --plan-out plan.json -q <rd/r.yaml
+run 0 "$conv" --plan plan.json --task all -q </dev/null
+run 0 "$conv" --plan plan.json --assemble -q
+run 0 "$verify" out/m.ninfer --require-checksums
+rm -f plan.json
 # the variables a recipe expanded are the plan's: a task's environment is not read
 mkdir rc && cp -r ck rc/ck
 printf 'recipe: 1\nsources:\n  base: ${CKDIR}/ck\nrules:\n  - match: "*"\n    when: {rank: 2}\n    format: q8_g32_fp16\n' >rc/r.yaml
