@@ -166,8 +166,9 @@ hostile 'p["inputs"][0]["head"] = "0" * 32' "inputs[0] (ck/model.safetensors): c
 # an unknown member, anywhere, and an option that is not the plan's to record
 hostile 'p["conversion"]["options"]["threads"] = 4' "conversion.options.'threads': unknown member"
 hostile 'p["command"] = {"program": "sh", "argv": ["-c", "true"]}' "'command': unknown member"
-hostile 'p["conversion"]["recipe"]["shell"] = "true"' "conversion.recipe.shell: unknown member"
+hostile 'p["conversion"]["recipe"]["shell"] = "true"' "conversion.recipe.'shell': unknown member"
 hostile 'p["conversion"]["recipe"]["sources"][0]["path"] = 5' "conversion.recipe.sources[0]: not an object"
+hostile 'p["conversion"]["recipe"]["variables"]["HOME"] = ["/"]' "conversion.recipe.variables.'HOME': not a string"
 hostile 'p["conversion"]["options"]["force"] = "yes"' "conversion.options: force and report must be true or false"
 # the recipe's text edited after planning: another artifact than the plan's fingerprint
 hostile 'r = p["conversion"]["recipe"]; r["text"] = r["text"].replace("q8_g32_fp16", "q4_g64_fp16")' \

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <ninfer/escape.h>
+
 #include "recipe/recipe_internal.h"
 
 void recipe_note(recipe_impl *impl, json_t **list, json_t *v)
@@ -57,8 +59,8 @@ static nf_status only_known(const origin_check *c, const json_t *o, const char *
         bool ok = false;
         for (size_t i = 0; known[i] && !ok; i++) ok = strcmp(key, known[i]) == 0;
         if (!ok) {
-            char m[160];
-            snprintf(m, sizeof m, "%s%s%.100s", what, *what ? "." : "", key);
+            char m[NF_ESCAPED_MAX + 128];
+            snprintf(m, sizeof m, "%s%s'%s'", what, *what ? "." : "", nf_esc(key).s);
             return bad(c, m, "unknown member (a plan of another version, or edited)");
         }
     }
@@ -99,8 +101,8 @@ static nf_status check_origin(const origin_check *c, const json_t *o)
     const char *key;
     const json_t *v;
     json_object_foreach((json_t *)vars, key, v) if (!json_is_string(v)) {
-        char m[160];
-        snprintf(m, sizeof m, "variables.%.120s", key);
+        char m[NF_ESCAPED_MAX + 16];
+        snprintf(m, sizeof m, "variables.'%s'", nf_esc(key).s);
         return bad(c, m, "not a string");
     }
     NF_TRY(check_list(c, json_object_get(o, "sources"), "sources", true));
