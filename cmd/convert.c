@@ -44,7 +44,6 @@ typedef struct convert_opts {
     unsigned tasks;
     bool assemble, verify;
     bool staging; /* --plan: parts without their entry are the tasks' work, not an interrupted publication */
-    const json_t *budget_figures; /* --plan: the plan's measured budget figures (nf_scaleout_budget) */
 } convert_opts;
 
 
@@ -110,62 +109,73 @@ static int on_list_presets(nf_cli *cli, const nf_option *row, void *opts, const 
     return NF_EXIT_OK;
 }
 
-/* Option rows tagged PLAN_OK may be added to --plan PLAN.json (docs/scale-out.md): the plan gives
- * everything else, and plan_mode refuses every other option given (exit 2), so that a new option
- * is refused there until its row says otherwise.  The common options (-q, -v, --json,
- * --progress, --help, --version) are always allowed. */
+/* What a plan does with each option (docs/scale-out.md, "What a plan can make a task do"), from
+ * the rows' tags alone: PLAN_RECORDS rows decide the artifact's bytes, and --plan-out records
+ * them in the plan as data (the recipe they make, the options); PLAN_OK rows are what a task's
+ * host may choose with --plan PLAN.json.  plan_mode refuses every other option given (exit 2), so
+ * a new option is refused there until its row says otherwise.  The common options (-q, -v,
+ * --json, --progress, --help, --version) are always allowed. */
 #define PLAN_OK 1u
+#define PLAN_RECORDS 2u
 
 static const nf_option options[] = {
-    NF_OPT_STRING_ROW(convert_opts, recipe, "recipe", 'r', "RECIPE.yaml",
-                      "the conversion recipe (design: docs/recipes.md)"),
-    NF_OPT_STRING_ROW(convert_opts, output, "output", 'o', "OUT.ninfer", "the artifact to write (required)"),
-    NF_OPT_LIST_ROW(convert_opts, ra.sources, ra.nsources, NF_CHECK_KEY_VALUE, NULL, "source", 0, "NAME=PATH",
-                    "replace (or add) the recipe's source NAME"),
-    NF_OPT_LIST_ROW(convert_opts, ra.allow_paths, ra.nallow_paths, NF_CHECK_NONEMPTY, "a directory", "allow-path", 0,
-                    "DIR",
-                    "let the recipe's resources also come from DIR (besides its own directory and --source paths; "
-                    "repeatable)"),
-    NF_OPT_LIST_ROW(convert_opts, ra.allow_env, ra.nallow_env, NF_CHECK_NONEMPTY, "a variable name", "allow-env", 0,
-                    "NAME", "let ${NAME} in the recipe's paths expand (repeatable)"),
+    NF_OPT_TAGGED(PLAN_RECORDS, NF_OPT_STRING_FIELDS(convert_opts, recipe, "recipe", 'r', "RECIPE.yaml",
+                                                     "the conversion recipe (design: docs/recipes.md)")),
+    NF_OPT_TAGGED(PLAN_RECORDS, NF_OPT_STRING_FIELDS(convert_opts, output, "output", 'o', "OUT.ninfer",
+                                                     "the artifact to write (required)")),
+    NF_OPT_TAGGED(PLAN_RECORDS, NF_OPT_LIST_FIELDS(convert_opts, ra.sources, ra.nsources, NF_CHECK_KEY_VALUE, NULL,
+                                                   "source", 0, "NAME=PATH",
+                                                   "replace (or add) the recipe's source NAME")),
+    NF_OPT_TAGGED(PLAN_RECORDS, NF_OPT_LIST_FIELDS(convert_opts, ra.allow_paths, ra.nallow_paths, NF_CHECK_NONEMPTY,
+                                                   "a directory", "allow-path", 0, "DIR",
+                                                   "let the recipe's resources also come from DIR (besides its own "
+                                                   "directory and --source paths; repeatable)")),
+    NF_OPT_TAGGED(PLAN_RECORDS, NF_OPT_LIST_FIELDS(convert_opts, ra.allow_env, ra.nallow_env, NF_CHECK_NONEMPTY,
+                                                   "a variable name", "allow-env", 0, "NAME",
+                                                   "let ${NAME} in the recipe's paths expand (repeatable)")),
     NF_OPT_TAGGED(PLAN_OK, NF_OPT_UINT_FIELDS(convert_opts, threads, 1, NF_CLI_MAX_THREADS, NULL, "threads", 'j',
                                               "N", "encoding threads (default: every core)")),
-    NF_OPT_CALLBACK_ROW(on_max_file_bytes, NF_ARG_REQUIRED, "max-file-bytes", 0, "BYTES",
-                        "split into parts of at most BYTES each (0: one file; overrides the recipe)"),
+    NF_OPT_TAGGED(PLAN_RECORDS, NF_OPT_CALLBACK_FIELDS(on_max_file_bytes, NF_ARG_REQUIRED, "max-file-bytes", 0,
+                                                       "BYTES", "split into parts of at most BYTES each (0: one "
+                                                       "file; overrides the recipe)")),
     NF_OPT_FLAG_ROW(convert_opts, dry_run, "dry-run", 'n', "print the resolved plan and write nothing"),
-    NF_OPT_FLAG_ROW(convert_opts, force, "force", 'f', "replace an existing output (never an input)"),
-    NF_OPT_FLAG_ROW(convert_opts, no_report, "no-report", 0, "do not write OUT.conversion.json"),
+    NF_OPT_TAGGED(PLAN_RECORDS, NF_OPT_FLAG_FIELDS(convert_opts, force, "force", 'f',
+                                                   "replace an existing output (never an input)")),
+    NF_OPT_TAGGED(PLAN_RECORDS, NF_OPT_FLAG_FIELDS(convert_opts, no_report, "no-report", 0,
+                                                   "do not write OUT.conversion.json")),
     NF_OPT_TAGGED(PLAN_OK, NF_OPT_FLAG_FIELDS(convert_opts, remove_stale, "remove-stale", 0,
                                               "remove temp files of killed runs for OUT (alone with -o: only that)")),
-    NF_OPT_CALLBACK_ROW(on_artifact_id, NF_ARG_REQUIRED, "artifact-id", 0, "HEX",
+    NF_OPT_TAGGED(PLAN_RECORDS, NF_OPT_CALLBACK_FIELDS(on_artifact_id, NF_ARG_REQUIRED, "artifact-id", 0, "HEX",
                         "the 16-byte artifact id as 32 hex digits (default: random, or derived from the inputs "
-                        "when SOURCE_DATE_EPOCH is set)"),
-    NF_OPT_STRING_ROW(convert_opts, format, "format", 0, "FORMAT",
-                      "quick mode: the format of every rank-2 float tensor"),
-    NF_OPT_CALLBACK_ROW(on_target_bpw, NF_ARG_REQUIRED, "target-bpw", 0, "X",
+                        "when SOURCE_DATE_EPOCH is set)")),
+    NF_OPT_TAGGED(PLAN_RECORDS, NF_OPT_STRING_FIELDS(convert_opts, format, "format", 0, "FORMAT",
+                      "quick mode: the format of every rank-2 float tensor")),
+    NF_OPT_TAGGED(PLAN_RECORDS, NF_OPT_CALLBACK_FIELDS(on_target_bpw, NF_ARG_REQUIRED, "target-bpw", 0, "X",
                         "quick mode, in place of --format: give each rank-2 float tensor the format and method (of "
                         "every one the methods quantize into) with the least error such that they average X bits per "
-                        "weight"),
-    NF_OPT_STRING_ROW(convert_opts, sensitivity, "sensitivity", 0, "FILE",
+                        "weight")),
+    NF_OPT_TAGGED(PLAN_RECORDS, NF_OPT_STRING_FIELDS(convert_opts, sensitivity, "sensitivity", 0, "FILE",
                       "a budget's per-tensor factors of the error (JSON {\"name\": factor} or CSV name,factor; "
-                      "with --target-bpw or a recipe's budget)"),
-    NF_OPT_STRING_ROW(convert_opts, preset, "preset", 0, "PRESET",
+                      "with --target-bpw or a recipe's budget)")),
+    NF_OPT_TAGGED(PLAN_RECORDS, NF_OPT_STRING_FIELDS(convert_opts, preset, "preset", 0, "PRESET",
                       "quick mode, in place of --format: the ggml type llama-quantize gives each tensor for PRESET "
-                      "(Q4_K_M, IQ2_M, ...; docs/presets.md), encoded by ggml_quantize"),
-    NF_OPT_STRING_ROW(convert_opts, imatrix, "imatrix", 0, "FILE",
-                      "with --preset: the importance matrix llama-imatrix wrote (as llama-quantize --imatrix)"),
-    NF_OPT_STRING_ROW(convert_opts, method, "method", 0, "METHOD",
-                      "quick mode: the method for --format (default: natural), or the only one --target-bpw tries"),
-    NF_OPT_LIST_ROW(convert_opts, rules, nrules, NF_CHECK_KEY_VALUE, NULL, "rule", 0, "GLOB=FORMAT[:METHOD]",
-                    "quick mode: an override rule (repeatable)"),
-    NF_OPT_FLAG_ROW(convert_opts, requantize, "requantize", 0,
+                      "(Q4_K_M, IQ2_M, ...; docs/presets.md), encoded by ggml_quantize")),
+    NF_OPT_TAGGED(PLAN_RECORDS, NF_OPT_STRING_FIELDS(convert_opts, imatrix, "imatrix", 0, "FILE",
+                      "with --preset: the importance matrix llama-imatrix wrote (as llama-quantize --imatrix)")),
+    NF_OPT_TAGGED(PLAN_RECORDS, NF_OPT_STRING_FIELDS(convert_opts, method, "method", 0, "METHOD",
+                      "quick mode: the method for --format (default: natural), or the only one --target-bpw tries")),
+    NF_OPT_TAGGED(PLAN_RECORDS, NF_OPT_LIST_FIELDS(convert_opts, rules, nrules, NF_CHECK_KEY_VALUE, NULL, "rule", 0,
+                                                   "GLOB=FORMAT[:METHOD]",
+                                                   "quick mode: an override rule (repeatable)")),
+    NF_OPT_TAGGED(PLAN_RECORDS, NF_OPT_FLAG_FIELDS(convert_opts, requantize, "requantize", 0,
                     "quick mode: give quantized weights (FP8, INT4, NVFP4 checkpoints, GGUF blocks) FORMAT from their "
-                    "values instead of importing them as they are"),
-    NF_OPT_FLAG_ROW(convert_opts, no_resources, "no-resources", 0,
+                    "values instead of importing them as they are")),
+    NF_OPT_TAGGED(PLAN_RECORDS, NF_OPT_FLAG_FIELDS(convert_opts, no_resources, "no-resources", 0,
                     "quick mode: leave out the tokenizer and generation files it keeps beside the weights, and a "
-                    "GGUF's metadata"),
-    NF_OPT_U64_ROW(convert_opts, chunk_values, 1, UINT64_MAX, "a positive count", "chunk-values", 0, "N",
-                   "values per encoded row chunk (tuning; the output never depends on it)"),
+                    "GGUF's metadata")),
+    NF_OPT_TAGGED(PLAN_OK, NF_OPT_U64_FIELDS(convert_opts, chunk_values, 1, UINT64_MAX, "a positive count",
+                                             "chunk-values", 0, "N",
+                                             "values per encoded row chunk (tuning; the output never depends on it)")),
     NF_OPT_STRING_ROW(convert_opts, plan_out, "plan-out", 0, "PLAN.json",
                       "scale-out: check everything, convert nothing, write the plan of independent tasks; prints "
                       "their count"),
@@ -877,11 +887,6 @@ static int build_plan(const nf_cli *cli, convert_opts *opts, bool warn, nf_recip
     if (quick) {
         int rc = check_quick(cli, opts);
         if (rc != NF_EXIT_OK) return rc;
-        if (opts->preset && !opts->prun) { /* (a scale-out task's; main prepares it otherwise) */
-            if ((rc = prepare_preset(cli, opts)) != NF_EXIT_OK ||
-                (rc = refuse_formatless(cli, opts->prun)) != NF_EXIT_OK)
-                return rc;
-        }
         size_t len = 0;
         char too_big[8192] = "";
         char *text = quick_recipe(cli->positional[0], opts, &len, too_big, sizeof too_big);
@@ -933,7 +938,7 @@ static int build_plan(const nf_cli *cli, convert_opts *opts, bool warn, nf_recip
         if (nf_recipe_set_source(*recipe, rb->sensitivity, opts->sensitivity, &err) != NF_OK)
             return nf_cli_report(cli, &err);
     }
-    nf_plan_build_options bo = {opts->threads, opts->budget_figures};
+    nf_plan_build_options bo = {opts->threads, NULL};
     if (nf_plan_build_ex(*recipe, &bo, plan, &err) != NF_OK) return nf_cli_report(cli, &err);
     if (warn) warn_reencoded(cli, *plan); /* (a plan's tasks and its assembler leave it to its maker) */
     return NF_EXIT_OK;
@@ -955,24 +960,18 @@ static nf_convert_options convert_options(const convert_opts *opts, progress_ctx
     return co;
 }
 
-/* --plan-out: the plan of this command, for tasks to run anywhere (docs/scale-out.md). */
-static int write_plan(const nf_cli *cli, convert_opts *opts, nf_plan *plan, int argc, char **argv)
+/* --plan-out: the plan of this conversion, for tasks to run anywhere (docs/scale-out.md): the
+ * library records the recipe as made and the options that decide bytes, as data. */
+static int write_plan(const nf_cli *cli, convert_opts *opts, nf_plan *plan)
 {
     nf_error err;
-    /* the command that rebuilds this plan: these arguments as given (a task reads them again and
-     * ignores --plan-out and --tasks; the plan holds the artifact id, random when none is given) */
-    json_t *args = json_array();
-    for (int i = 1; args && i < argc; i++) json_array_append_new(args, json_string(argv[i]));
-    json_t *command = json_pack("{s:s,s:o}", "program", "ninfer-convert", "argv", args);
     progress_ctx pc = {false, false, {0, 0}};
     nf_convert_options co = convert_options(opts, &pc);
     /* SIGINT, SIGTERM, SIGHUP: the plan's temp file goes, no plan is put in place (docs/security.md) */
     nf_sig_catch();
     size_t ntasks = 0;
-    nf_status st = command ? nf_scaleout_plan(plan, &co, opts->tasks, command, opts->plan_out, &ntasks, &err)
-                           : nf_error_set(&err, NF_ERR_NOMEM, "out of memory");
-    json_decref(command);
-    if (st != NF_OK) return nf_cli_report(cli, &err);
+    if (nf_scaleout_plan(plan, &co, opts->tasks, opts->plan_out, &ntasks, &err) != NF_OK)
+        return nf_cli_report(cli, &err);
     if (cli->json) {
         json_t *doc = json_pack("{s:s,s:s,s:I}", "plan", opts->plan_out, "output", opts->output, "tasks",
                                 (json_int_t)ntasks);
@@ -988,16 +987,33 @@ static int write_plan(const nf_cli *cli, convert_opts *opts, nf_plan *plan, int 
     return NF_EXIT_OK;
 }
 
-/* --plan PLAN (--task I|all | --assemble): the plan's command parsed again, its plan rebuilt,
- * then the task(s) or the assembly. */
+/* The options given beside --plan that a task may not take, refused from the rows' tags
+ * (PLAN_OK, PLAN_RECORDS): an exit status.  The message lists what a task may add, from the
+ * table too. */
+static int plan_options(const nf_cli *cli)
+{
+    for (size_t i = 0; i < cli->ngiven; i++) {
+        const nf_option *row = cli->given[i];
+        if (row->tags & PLAN_OK) continue;
+        char may[512] = "";
+        for (const nf_option *o = options; o->long_name; o++)
+            if ((o->tags & PLAN_OK) && strcmp(o->long_name, "plan") != 0 && strncmp(o->long_name, "list-", 5) != 0)
+                snprintf(may + strlen(may), sizeof may - strlen(may), "--%s, ", o->long_name);
+        const char *why = row->tags & PLAN_RECORDS ? "the plan records it (it decides the artifact's bytes)"
+                                                   : "it does not go with --plan";
+        return nf_cli_usage(cli, "--%s: %s; with --plan a task may add only %s-q, -v, --json and --progress",
+                            row->long_name, why, may);
+    }
+    return NF_EXIT_OK;
+}
+
+/* --plan PLAN (--task I|all | --assemble): the plan's conversion rebuilt from its data by the
+ * library, in the plan's directory, then the task(s) or the assembly. */
 static int plan_mode(const nf_cli *cli, const convert_opts *given)
 {
     nf_error err;
-    for (size_t i = 0; i < cli->ngiven; i++) /* (docs/scale-out.md: what a task may add) */
-        if (!(cli->given[i]->tags & PLAN_OK))
-            return nf_cli_usage(cli, "--%s: with --plan, the plan gives the output, the recipe, the sources and "
-                                "every option of the conversion; only --threads, --remove-stale, -q, -v, --json and "
-                                "--progress may be added", cli->given[i]->long_name);
+    int rc = plan_options(cli);
+    if (rc != NF_EXIT_OK) return rc;
     if (cli->npositional)
         return nf_cli_usage(cli, "'%s': with --plan, the plan gives the sources", nf_cli_name(cli->positional[0]).s);
     if (!given->task == !given->assemble)
@@ -1017,119 +1033,66 @@ static int plan_mode(const nf_cli *cli, const convert_opts *given)
     nf_scaleout *s = NULL;
     if (nf_scaleout_open(given->plan, &s, &err) != NF_OK) return nf_cli_report(cli, &err);
     if (given->task && !all && (beyond || task >= nf_scaleout_task_count(s))) {
-        int bad = nf_cli_error(cli, NF_ERR_INVALID, "%s: no task %s (the plan has tasks 0 to %zu)",
-                               nf_cli_name(given->plan).s, nf_cli_name(given->task).s, nf_scaleout_task_count(s) - 1);
+        rc = nf_cli_error(cli, NF_ERR_INVALID, "%s: no task %s (the plan has tasks 0 to %zu)",
+                          nf_cli_name(given->plan).s, nf_cli_name(given->task).s, nf_scaleout_task_count(s) - 1);
         nf_scaleout_free(s);
-        return bad;
+        return rc;
     }
-    int rc = NF_EXIT_OK;
-    const json_t *argvj = json_object_get(nf_scaleout_command(s), "argv");
-    size_t n = json_array_size(argvj);
-    char **args = calloc(n + 2, sizeof *args);
-    convert_opts opts = {0};
-    opts.rules = calloc(n + 1, sizeof *opts.rules);
-    nf_cli sub;
-    bool sub_parsed = false;
-    nf_recipe *recipe = NULL;
-    nf_plan *plan = NULL;
-    if (!args || !opts.rules || !nf_cli_recipe_args_init(&opts.ra, (int)n + 1)) {
-        rc = nf_cli_error(cli, NF_ERR_NOMEM, "out of memory");
-        goto out;
-    }
-    args[0] = (char *)cli->prog;
-    for (size_t i = 0; i < n; i++) {
-        const char *a = json_string_value(json_array_get(argvj, i));
-        if (!a) {
-            rc = nf_cli_error(cli, NF_ERR_INVALID, "%s: command.argv[%zu] is not a string", nf_cli_name(given->plan).s, i);
-            goto out;
-        }
-        args[i + 1] = (char *)a;
-    }
-    /* relative paths of the command are the plan directory's */
+    /* the plan's relative paths are its directory's (nf_scaleout_rebuild runs there) */
     const char *dir = nf_scaleout_directory(s);
-    if (dir && chdir(dir) != 0) {
-        rc = nf_cli_error(cli, NF_ERR_IO, "%s: cannot change to the plan's directory %s: %s", nf_cli_name(given->plan).s,
-                          nf_cli_name(dir).s, strerror(errno));
-        goto out;
+    if (chdir(dir) != 0) {
+        rc = nf_cli_error(cli, NF_ERR_IO, "%s: cannot change to the plan's directory %s: %s",
+                          nf_cli_name(given->plan).s, nf_cli_name(dir).s, strerror(errno));
+        nf_scaleout_free(s);
+        return rc;
     }
-    bool done = false;
-    rc = nf_cli_parse(&sub, &program, (int)n + 1, args, &opts, &done);
-    sub_parsed = true;
-    if (rc != NF_EXIT_OK || done) {
-        /* a plan whose command is no conversion: the plan is what is invalid */
-        rc = nf_cli_error(cli, NF_ERR_INVALID, "%s: its command is not one ninfer-convert runs",
-                          nf_cli_name(given->plan).s);
-        goto out;
-    }
-    sub.verbosity = cli->verbosity;
-    sub.json = cli->json;
-    sub.progress = cli->progress;
-    if (given->threads) opts.threads = given->threads;
-    if (!opts.output || strcmp(opts.output, nf_scaleout_output(s)) != 0) {
-        rc = nf_cli_error(cli, NF_ERR_INVALID, "%s: its command writes another output than its own", nf_cli_name(given->plan).s);
-        goto out;
-    }
-    nf_scaleout_artifact_id(s, opts.artifact_id);
-    opts.has_id = true;
-    opts.budget_figures = nf_scaleout_budget(s);
-    if ((rc = build_plan(&sub, &opts, false, &recipe, &plan)) != NF_EXIT_OK) goto out;
     nf_sig_catch(); /* SIGINT, SIGTERM, SIGHUP stop the run: nothing published, no temp file left */
     progress_ctx pc = {cli->progress == NF_PROGRESS_ALWAYS ||
                            (cli->progress == NF_PROGRESS_AUTO && isatty(STDERR_FILENO) && cli->verbosity >= 0),
                        false, {0, 0}};
     clock_gettime(CLOCK_MONOTONIC, &pc.start);
-    nf_convert_options co = convert_options(&opts, &pc);
+    nf_scaleout_run run = {given->threads, given->chunk_values, show_progress, &pc, nf_sig_flag()};
+    convert_opts opts = {0}; /* for the stale files beside the plan's output */
+    opts.output = nf_scaleout_output(s);
     opts.remove_stale = given->remove_stale;
     opts.staging = true;
-    if ((rc = handle_stale(cli, &opts)) != NF_EXIT_OK) goto out;
-    if (given->assemble) {
-        if (nf_scaleout_assemble(plan, s, &co, given->verify, &err) != NF_OK) {
+    if (nf_scaleout_rebuild(s, &run, &err) != NF_OK) rc = nf_cli_report(cli, &err);
+    if (rc == NF_EXIT_OK) rc = handle_stale(cli, &opts);
+    size_t nobjects = rc == NF_EXIT_OK ? nf_plan_object_count(nf_scaleout_conversion(s)) : 0;
+    if (rc == NF_EXIT_OK && given->assemble) {
+        if (nf_scaleout_assemble(s, given->verify, &err) != NF_OK) {
             rc = nf_cli_report(cli, &err);
-            goto out;
-        }
-        if (cli->json) {
+        } else if (cli->json) {
             json_t *doc = json_pack("{s:s,s:s,s:I,s:f}", "plan", given->plan, "output", opts.output, "objects",
-                                    (json_int_t)nf_plan_object_count(plan), "seconds", seconds_since(&pc.start));
+                                    (json_int_t)nobjects, "seconds", seconds_since(&pc.start));
             rc = nf_cli_print_json(cli, doc);
             json_decref(doc);
         } else if (cli->verbosity >= 0) {
             fprintf(stderr, "%s: assembled %s (%zu objects) in %.2f s\n", cli->prog, nf_cli_name(opts.output).s,
-                    nf_plan_object_count(plan), seconds_since(&pc.start));
+                    nobjects, seconds_since(&pc.start));
         }
-        goto out;
     }
     size_t first = all ? 0 : task, last = all ? nf_scaleout_task_count(s) : task + 1; /* (task < the count) */
     json_t *done_list = cli->json ? json_array() : NULL;
-    for (size_t t = first; t < last; t++) {
+    for (size_t t = first; rc == NF_EXIT_OK && !given->assemble && t < last; t++) {
         bool skipped = false;
-        if (nf_scaleout_task(plan, s, t, &co, &skipped, &err) != NF_OK) {
-            json_decref(done_list);
+        if (nf_scaleout_task(s, t, &skipped, &err) != NF_OK) {
             rc = nf_cli_report(cli, &err);
-            goto out;
-        }
-        if (done_list)
+        } else if (done_list) {
             json_array_append_new(done_list, json_pack("{s:I,s:s}", "task", (json_int_t)t, "status",
                                                        skipped ? "done already" : "done"));
-        else if (cli->verbosity >= 0)
+        } else if (cli->verbosity >= 0) {
             fprintf(stderr, "%s: task %zu of %zu %s\n", cli->prog, t, nf_scaleout_task_count(s),
                     skipped ? "was done already" : "done");
+        }
     }
-    if (done_list) {
-        json_t *doc = json_pack("{s:s,s:s,s:I,s:o}", "plan", given->plan, "output", opts.output, "task_count",
+    if (rc == NF_EXIT_OK && done_list && !given->assemble) {
+        json_t *doc = json_pack("{s:s,s:s,s:I,s:O}", "plan", given->plan, "output", opts.output, "task_count",
                                 (json_int_t)nf_scaleout_task_count(s), "tasks", done_list);
         rc = nf_cli_print_json(cli, doc);
         json_decref(doc);
     }
-out:
-    nf_plan_free(plan);
-    nf_recipe_free(recipe);
-    free_rule_labels(&opts);
-    if (opts.prun) preset_free(opts.prun);
-    free(opts.prun);
-    if (sub_parsed) nf_cli_free(&sub);
-    free(opts.rules);
-    nf_cli_recipe_args_free(&opts.ra);
-    free(args);
+    json_decref(done_list);
     nf_scaleout_free(s);
     return rc;
 }
@@ -1170,8 +1133,8 @@ int main(int argc, char **argv)
     for (int i = 1; opts.plan_out && i < argc; i++) {
         char what[64];
         snprintf(what, sizeof what, "argument %d", i);
-        if ((rc = check_utf8(&cli, what, argv[i], "--plan-out records the command in the plan as JSON text, for the "
-                             "tasks to run it again; give arguments that are")) != NF_EXIT_OK)
+        if ((rc = check_utf8(&cli, what, argv[i], "--plan-out records the conversion (the recipe, the paths and "
+                             "names given) in the plan as JSON text; give arguments that are")) != NF_EXIT_OK)
             goto out;
     }
     if (opts.remove_stale && !quick && !opts.recipe) { /* cleanup only */
@@ -1212,7 +1175,7 @@ int main(int argc, char **argv)
         opts.has_id = true;
     }
     if (opts.plan_out) {
-        rc = write_plan(&cli, &opts, plan, argc, argv);
+        rc = write_plan(&cli, &opts, plan);
         goto out;
     }
     nf_cli_info(&cli, "kernels: %s", nf_simd_name());

@@ -78,10 +78,15 @@ run 1 "$conv" --plan plan.json --task 3
 contains "$work/err" "no task 3 (the plan has tasks 0 to 2)"
 run 2 "$conv" --plan plan.json --task x
 run 2 "$conv" --plan plan.json --task 0 -o elsewhere.ninfer
-for extra in --force --no-report "--artifact-id $id" "--max-file-bytes 0" "--chunk-values 7" "--rule x=bf16"; do
-    run 2 "$conv" --plan plan.json --task 0 $extra # the plan's command decides these
+# what a task may add, and what the plan records, both from the option table's tags
+for extra in --force --no-report "--artifact-id $id" "--max-file-bytes 0" "--rule x=bf16" "-r r.yaml"; do
+    run 2 "$conv" --plan plan.json --task 0 $extra
+    contains "$work/err" "the plan records it (it decides the artifact's bytes)"
+    contains "$work/err" "a task may add only --threads, --remove-stale, --chunk-values, --task, --assemble, --verify, -q"
 done
-run 0 "$conv" --plan plan.json --task 0 --json
+run 2 "$conv" --plan plan.json --task 0 --dry-run
+contains "$work/err" "--dry-run: it does not go with --plan"
+run 0 "$conv" --plan plan.json --task 0 --json --chunk-values 7 # a host's tuning: the bytes never depend on it
 check python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["task_count"] == 3 and d["tasks"] == [{"task": 0, "status": "done"}], d' "$work/out"
 run 0 "$conv" --plan plan.json --task 2 -q
 run 1 "$conv" --plan plan.json --assemble

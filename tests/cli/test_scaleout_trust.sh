@@ -8,7 +8,12 @@
 #      artifact is ever replaced by a task;
 #   3. --assemble publishes the very file it checked and completed: a fresh staged entry put in
 #      place meanwhile (as a duplicate task 0 does) is never what appears at OUT, and an OUT with
-#      the plan's id but not its complete entry is never taken for published.
+#      the plan's id but not its complete entry is never taken for published;
+#   4. a plan is data, not a command (docs/scale-out.md, "What a plan can make a task do"): a
+#      plan naming a path outside its allowed roots, a recorded fingerprint that the file no
+#      longer has, an unknown member, a recipe text edited after planning, a plan of version 1:
+#      each refused (exit 1) naming the plan file and the member, nothing written; the variables
+#      a recipe expanded come from the plan, not from the task's environment.
 # The races are made deterministic with the test copy of ninfer-convert, which stops itself
 # (SIGSTOP) at its N-th link/rename call (tests/cli/fault_hook.c).
 . "$(dirname "$0")/lib.sh" "$@"
@@ -126,5 +131,83 @@ for n in 1 2 3 4 5; do
     check test ! -e out/m.ninfer.part-0001.receipt.json
 done
 check test "$n" -ge 2 # (it stopped at least once)
+
+# ---------------------------------------------------------------- 4. a plan is data
+rm -rf out && mkdir out
+run 0 "$conv" "${args[@]}" --plan-out plan.json --tasks 2 -q
+# edit.py PLAN EXPR: the plan's JSON as p, EXPR run on it, written to hostile.json
+cat >edit.py <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+exec(sys.argv[2])
+json.dump(p, open("hostile.json", "w"))
+PY
+hostile() { # EXPR MESSAGE...: the edited plan is refused by a task and by the assembler
+    local expr=$1
+    shift
+    python3 edit.py plan.json "$expr" || bad "edit.py failed: $expr"
+    for step in "--task 0" --assemble; do
+        # shellcheck disable=SC2086 # (word splitting wanted)
+        run 1 "$conv" --plan hostile.json $step
+        contains "$work/err" "hostile.json: "
+        for m in "$@"; do contains "$work/err" "$m"; done
+    done
+    check test -z "$(ls -A out)"
+}
+mkdir -p ../elsewhere && cp ck/model.safetensors ../elsewhere/
+# a source outside the allowed roots (the recipe's directory, the sources and paths given to it)
+hostile 'r = p["conversion"]["recipe"]; r["text"] = r["text"].replace("sources:\n", "sources:\n  other: \"../elsewhere\"\n", 1)' \
+    "conversion.recipe: source 'other' (../elsewhere): outside the plan's allowed roots"
+# an input outside them, however faithfully fingerprinted
+hostile 'i = dict(p["inputs"][0]); i["path"] = "../elsewhere/model.safetensors"; p["inputs"].append(i)' \
+    "inputs[3] (../elsewhere/model.safetensors): outside the plan's allowed roots"
+# a fingerprint the file does not have
+hostile 'p["inputs"][0]["head"] = "0" * 32' "inputs[0] (ck/model.safetensors): changed since the plan was made"
+# an unknown member, anywhere, and an option that is not the plan's to record
+hostile 'p["conversion"]["options"]["threads"] = 4' "conversion.options.'threads': unknown member"
+hostile 'p["command"] = {"program": "sh", "argv": ["-c", "true"]}' "'command': unknown member"
+hostile 'p["conversion"]["recipe"]["shell"] = "true"' "conversion.recipe.'shell': unknown member"
+hostile 'p["conversion"]["recipe"]["sources"][0]["path"] = 5' "conversion.recipe.sources[0]: not an object"
+hostile 'p["conversion"]["recipe"]["variables"]["HOME"] = ["/"]' "conversion.recipe.variables.'HOME': not a string"
+hostile 'p["conversion"]["options"]["force"] = "yes"' "conversion.options: force and report must be true or false"
+# the recipe's text edited after planning: another artifact than the plan's fingerprint
+hostile 'r = p["conversion"]["recipe"]; r["text"] = r["text"].replace("q8_g32_fp16", "q4_g64_fp16")' \
+    "now give another artifact than the plan's"
+hostile 'r = p["conversion"]["recipe"]; r["text"] += "\nbogus: 1\n"' "conversion.recipe.text: (quick mode):" "bogus"
+# a plan of version 1 recorded a command line: refused, to be made again
+hostile 'p["ninfer_plan"] = 1' "a plan of version 1, which recorded a command line" "make the plan again"
+rm -rf ../elsewhere
+# a plan that would read outside its roots is never made: a recipe naming a checkpoint outside its
+# own directory (a one-machine run reads it) needs the directory given, with --allow-path
+mkdir rd && printf 'recipe: 1\nsources:\n  base: ../ck\nrules:\n  - match: "*"\n    when: {rank: 2}\n    format: q8_g32_fp16\n' >rd/r.yaml
+rm -rf out plan.json && mkdir out
+run 1 "$conv" -r rd/r.yaml -o out/m.ninfer --plan-out plan.json -q
+contains "$work/err" "the plan would read it, and it is outside its allowed roots"
+contains "$work/err" "give it with --source or --allow-path"
+check test ! -e plan.json
+run 0 "$conv" -r rd/r.yaml -o out/m.ninfer --allow-path ck --plan-out plan.json -q
+check python3 -c 'import json; assert json.load(open("plan.json"))["conversion"]["recipe"]["allow_paths"] == ["ck"]'
+run 0 "$conv" --plan plan.json --task all -q
+rm -f plan.json
+# a recipe read from standard input: its text is in the plan (a task reads no standard input)
+rm -rf out && mkdir out
+run 0 "$conv" -r - -o out/m.ninfer --source base=ck --plan-out plan.json -q <rd/r.yaml
+run 0 "$conv" --plan plan.json --task all -q </dev/null
+run 0 "$conv" --plan plan.json --assemble -q
+run 0 "$verify" out/m.ninfer --require-checksums
+rm -f plan.json
+# the variables a recipe expanded are the plan's: a task's environment is not read
+mkdir rc && cp -r ck rc/ck
+printf 'recipe: 1\nsources:\n  base: ${CKDIR}/ck\nrules:\n  - match: "*"\n    when: {rank: 2}\n    format: q8_g32_fp16\n' >rc/r.yaml
+rm -rf out ref && mkdir out
+CKDIR=. run 0 "$conv" -r rc/r.yaml --allow-env CKDIR -o out/m.ninfer --max-file-bytes 40000 --artifact-id $id -q
+mv out ref && mkdir out
+CKDIR=. run 0 "$conv" -r rc/r.yaml --allow-env CKDIR -o out/m.ninfer --max-file-bytes 40000 --artifact-id $id \
+    --plan-out plan.json --tasks 2 -q
+check python3 -c 'import json; assert json.load(open("plan.json"))["conversion"]["recipe"]["variables"] == {"CKDIR": "."}'
+CKDIR=/nonexistent run 0 "$conv" --plan plan.json --task all -q
+run 0 "$conv" --plan plan.json --assemble -q
+check test "$(ls out)" = "$(ls ref)"
+for f in ref/*; do check cmp "$f" "out/${f#ref/}"; done
 
 finish test_scaleout_trust

@@ -110,14 +110,15 @@ run 2 "$ver" out/m.ninfer out/m.ninfer --against ck --plan plan.json --task 0
 
 # ninfer-convert --plan: a task may add only what docs/scale-out.md lists; the plan gives everything
 # else, and every other option of --help is a usage error (2), never ignored (issue 23, item 7:
-# --requantize, --no-resources and --target-bpw were).  The refusal comes from the option table,
-# so a new option is refused until it is marked as allowed with --plan.
+# --requantize, --no-resources and --target-bpw were).  The refusal comes from the option table's
+# tags, so a new option is refused until it is marked as allowed with --plan, and the message
+# says whether the plan records it (it decides bytes) and what a task may add.
 declare -A value=([recipe]=r.yaml [output]=x.ninfer [source]=base=ck [allow-path]=. [allow-env]=HOME
     [threads]=1 [max-file-bytes]=8192 [artifact-id]=ffeeddccbbaa99887766554433221100 [format]=q8_g32_fp16
     [target-bpw]=4.5 [method]=grouped_absmax [rule]='*=q8_g32_fp16' [chunk-values]=1000 [plan-out]=p2.json
     [tasks]=2 [plan]=plan.json [task]=all [progress]=never [sensitivity]=s.json [preset]=Q4_K_M
     [imatrix]=im.dat)
-allowed=" threads remove-stale quiet verbose json progress plan task help version list-formats list-methods list-presets "
+allowed=" threads remove-stale chunk-values quiet verbose json progress plan task help version list-formats list-methods list-presets "
 "$conv" --help >help.txt
 # "  -o, --output OUT.ninfer   help" / "      --requantize   help": the name, and whether it takes a
 # value (an ARG in capitals, or a|b|c; the help text starts in lower case)
@@ -136,7 +137,13 @@ while read -r name kind; do
     *" $name "*) run 0 "$conv" --plan plan.json --task all -q "${a[@]}" ;;
     *)
         run 2 "$conv" --plan plan.json --task all -q "${a[@]}"
-        case $name in assemble | verify) ;; *) contains "$work/err" "--$name: with --plan" ;; esac
+        case $name in
+        assemble | verify) ;;
+        *)
+            contains "$work/err" "--$name: "
+            contains "$work/err" "with --plan a task may add only --threads, --remove-stale, --chunk-values,"
+            ;;
+        esac
         ;;
     esac
 done <options.txt

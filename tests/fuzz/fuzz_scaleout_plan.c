@@ -1,4 +1,4 @@
-/* Fuzz target: a scale-out plan file (docs/scale-out.md, "What a plan trusts") through
+/* Fuzz target: a scale-out plan file (docs/scale-out.md, "What a plan can make a task do") through
  * nf_scaleout_open, read from a file of this process's private directory (fuzz_tmpdir.h); when
  * it opens, every accessor is asked (every task's object ids too), and the tasks must cover the
  * files once, in order. */
@@ -27,7 +27,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fz_consume_str(err.message);
         return 0;
     }
-    if (nf_scaleout_task_count(s) == 0 || !nf_scaleout_command(s)) abort();
+    if (nf_scaleout_task_count(s) == 0 || nf_scaleout_conversion(s)) abort(); /* (rebuilt only on request) */
     fz_consume_str(nf_scaleout_output(s));
     const char *dir = nf_scaleout_directory(s);
     if (dir) fz_consume_str(dir);

@@ -6,7 +6,11 @@
  *   - read (nf_scaleout_open): the task objects as the file lists them, and the refusals of an
  *     untrusted file -- a duplicate member, a malformed or duplicate-keyed record anywhere,
  *     "objects" included, a cut text -- named with the byte, line and column jansson gives for
- *     the whole text. */
+ *     the whole text; an unknown member, a plan of version 1 (a command line);
+ *   - run (nf_scaleout_rebuild, nf_scaleout_task, nf_scaleout_assemble): the plan's conversion
+ *     rebuilt from its data alone, its tasks and assembly library calls, the artifact byte for
+ *     byte nf_plan_execute's; a recipe edited in the plan, a changed input, a rebuild outside
+ *     the plan's directory refused. */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <errno.h>
@@ -27,7 +31,11 @@ static const uint8_t ARTIFACT_ID[16] = {0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66
                                         0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff};
 
 static char *g_ckpt, *g_out, *g_plan;
-static json_t *g_command; /* what the program records: made before any allocation is failed */
+/* The recipe's body: q8 for the plans read here; bf16 for the plans run (the generated values
+ * overflow q8's binary16 scales) */
+#define BODY_Q8 "defaults: {format: q8_g32_fp16}\nrules:\n  - match: model.norm.weight\n    format: fp32\n"
+#define BODY_BF16 "defaults: {format: bf16}\nrules:\n  - match: model.norm.weight\n    format: fp32\n"
+static const char *g_body;
 
 /* A checkpoint of a dozen small matrices and two vectors, in one file. */
 static void setup(void)
@@ -44,8 +52,7 @@ static void setup(void)
     g_ckpt = pc_write(&c, pc_dir, "model.safetensors");
     g_out = sw_path(pc_dir, "m.ninfer");
     g_plan = sw_path(pc_dir, "plan.json");
-    g_command = json_pack("{s:s,s:[s]}", "program", "ninfer-convert", "argv", "(a test)");
-    cr_assert_not_null(g_command);
+    g_body = BODY_Q8;
 }
 
 static void teardown(void)
@@ -54,8 +61,6 @@ static void teardown(void)
     free(g_out);
     free(g_plan);
     g_ckpt = g_out = g_plan = NULL;
-    json_decref(g_command);
-    g_command = NULL;
     pc_dir_remove();
 }
 
@@ -65,9 +70,7 @@ static nf_plan *build(nf_recipe **r)
 {
     nf_plan *p = NULL;
     nf_error err;
-    nf_status st = pc_build(pc_dir, g_ckpt, "defaults: {format: q8_g32_fp16}\n"
-                                            "rules:\n  - match: model.norm.weight\n    format: fp32\n",
-                            r, &p, &err);
+    nf_status st = pc_build(pc_dir, g_ckpt, g_body, r, &p, &err);
     cr_assert_eq(st, NF_OK, "%s", err.message);
     return p;
 }
@@ -80,7 +83,7 @@ static nf_status plan_of(nf_plan *p, nf_recipe *r, size_t *ntasks, nf_error *err
     opt.has_max_file_bytes = true;
     opt.max_file_bytes = 16384;
     opt.artifact_id = ARTIFACT_ID;
-    nf_status st = nf_scaleout_plan(p, &opt, 3, g_command, g_plan, ntasks, err);
+    nf_status st = nf_scaleout_plan(p, &opt, 3, g_plan, ntasks, err);
     nf_plan_free(p);
     nf_recipe_free(r);
     return st;
@@ -141,7 +144,7 @@ Test(scaleout, plan_text_is_the_compact_dump_of_the_whole_plan)
     json_error_t je;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
     cr_assert_not_null(root, "%s", je.text);
-    const char *order[] = {"ninfer_plan", "output", "artifact_id", "fingerprint", "cwd", "command",
+    const char *order[] = {"ninfer_plan", "output", "artifact_id", "fingerprint", "cwd", "conversion",
                            "inputs", "files", "tasks", "objects"};
     size_t i = 0;
     const char *key;
@@ -275,7 +278,7 @@ Test(scaleout, open_gives_each_task_the_objects_its_files_list)
     uint8_t id[16];
     nf_scaleout_artifact_id(s, id);
     cr_assert(memcmp(id, ARTIFACT_ID, 16) == 0);
-    cr_assert_str_eq(json_string_value(json_object_get(nf_scaleout_command(s), "program")), "ninfer-convert");
+    cr_assert_null(nf_scaleout_conversion(s), "rebuilt only by nf_scaleout_rebuild");
     cr_assert_not_null(nf_scaleout_directory(s));
     char *text = read_text(g_plan, &len);
     json_t *root = json_loadb(text, len, 0, NULL);
@@ -449,16 +452,24 @@ Test(scaleout, open_names_lines_and_columns_of_an_indented_plan)
     json_decref(root);
 }
 
-Test(scaleout, open_takes_a_plan_without_objects_or_with_other_ones)
+Test(scaleout, open_takes_any_object_records_and_refuses_unknown_members)
 {
     size_t len;
     nf_error err;
     nf_scaleout *s = NULL;
-    /* the records are for people and schedulers: a plan without them, or with anything there,
-     * is read as before */
-    char *t = edited(",\"objects\":[{", ",\"objects\":5,\"x\":[{", &len);
+    /* the records are for people and schedulers: a plan with anything in them is read as before */
+    char *t = edited(",\"objects\":[{", ",\"objects\":[5,{", &len);
     cr_assert_eq(nf_scaleout_open(g_plan, &s, &err), NF_OK, "%s", err.message);
     nf_scaleout_free(s);
+    free(t);
+    /* a member this version does not write is a plan of another version, or an edited one */
+    t = edited(",\"objects\":[{", ",\"x\":5,\"objects\":[{", &len);
+    cr_assert_eq(nf_scaleout_open(g_plan, &s, &err), NF_ERR_INVALID, "opened");
+    cr_assert(strstr(err.message, "'x': unknown member") && strstr(err.message, g_plan), "%s", err.message);
+    free(t);
+    t = edited("\"options\":{", "\"options\":{\"threads\":4,", &len);
+    cr_assert_eq(nf_scaleout_open(g_plan, &s, &err), NF_ERR_INVALID, "opened");
+    cr_assert(strstr(err.message, "conversion.options.'threads': unknown member"), "%s", err.message);
     free(t);
 }
 
@@ -471,9 +482,14 @@ Test(scaleout, open_refuses_what_is_not_a_plan)
     cr_assert(strstr(err.message, "not a JSON object"), "%s", err.message);
     write_text(g_plan, "not json", 8);
     refused_as_jansson_refuses("not json", 8);
-    write_text(g_plan, "{\"ninfer_plan\":1}", 17);
+    write_text(g_plan, "{\"ninfer_plan\":2}", 17);
     cr_assert_eq(nf_scaleout_open(g_plan, &s, &err), NF_ERR_INVALID);
     cr_assert(strstr(err.message, "a plan needs output"), "%s", err.message);
+    /* a plan of version 1 recorded a command line: made again, never run */
+    write_text(g_plan, "{\"ninfer_plan\":1}", 17);
+    cr_assert_eq(nf_scaleout_open(g_plan, &s, &err), NF_ERR_INVALID);
+    cr_assert(strstr(err.message, "version 1, which recorded a command line"), "%s", err.message);
+    cr_assert(strstr(err.message, "make the plan again"), "%s", err.message);
     /* files without their lists of objects */
     size_t len;
     char *t = edited("\"objects\":[\"", "\"objectz\":[\"", &len);
@@ -497,5 +513,114 @@ Test(scaleout, open_refuses_a_file_listing_what_is_not_an_id)
     t[len - 2] = ',';
     write_text(g_plan, t, len);
     refused_as_jansson_refuses(t, len);
+    free(t);
+}
+
+/* ---------------------------------------------------------------- running a plan
+ * Every task and the assembly as library calls on the plan alone (no command line, no program):
+ * the files are byte for byte those nf_plan_execute writes of the same plan and options. */
+static void compare_files(const char *a, const char *b)
+{
+    size_t la = 0, lb = 0;
+    uint8_t *x = sw_read_file(a, &la), *y = sw_read_file(b, &lb);
+    cr_assert(x && y, "%s or %s missing", a, b);
+    cr_assert(la == lb && memcmp(x, y, la) == 0, "%s differs from %s", a, b);
+    free(x);
+    free(y);
+}
+
+Test(scaleout, a_task_is_a_library_call)
+{
+    size_t ntasks = 0;
+    nf_error err;
+    g_body = BODY_BF16;
+    cr_assert_eq(make_plan(&ntasks, &err), NF_OK, "%s", err.message);
+    nf_scaleout *s = NULL;
+    cr_assert_eq(nf_scaleout_open(g_plan, &s, &err), NF_OK, "%s", err.message);
+    bool skipped = false;
+    cr_assert_eq(nf_scaleout_task(s, 0, &skipped, &err), NF_ERR_USAGE, "a task before the rebuild");
+    nf_scaleout_run run = {1, 1000, NULL, NULL, NULL}; /* a host's choices: the bytes never depend on them */
+    cr_assert_eq(nf_scaleout_rebuild(s, &run, &err), NF_OK, "%s", err.message);
+    cr_assert_eq(nf_plan_object_count(nf_scaleout_conversion(s)), 14);
+    for (size_t t = ntasks; t-- > 0;) {
+        cr_assert_eq(nf_scaleout_task(s, t, &skipped, &err), NF_OK, "task %zu: %s", t, err.message);
+        cr_assert(!skipped);
+    }
+    cr_assert_eq(nf_scaleout_assemble(s, true, &err), NF_OK, "%s", err.message);
+    nf_scaleout_free(s);
+    /* the same plan and options, one run, in a directory of its own */
+    char *refdir = sw_path(pc_dir, "ref"), *ref = sw_path(refdir, "m.ninfer");
+    cr_assert_eq(mkdir(refdir, 0755), 0);
+    nf_recipe *r = NULL;
+    nf_plan *p = build(&r);
+    nf_convert_options opt = {0};
+    opt.output = ref;
+    opt.has_max_file_bytes = true;
+    opt.max_file_bytes = 16384;
+    opt.artifact_id = ARTIFACT_ID;
+    cr_assert_eq(nf_plan_execute(p, &opt, &err), NF_OK, "%s", err.message);
+    nf_plan_free(p);
+    nf_recipe_free(r);
+    size_t parts = 0;
+    for (;; parts++) {
+        char name[64];
+        snprintf(name, sizeof name, parts ? "m.ninfer.part-%04zu" : "m.ninfer", parts);
+        char *a = sw_path(refdir, name), *b = sw_path(pc_dir, name);
+        bool there = access(a, F_OK) == 0;
+        if (there) compare_files(a, b);
+        else cr_assert_neq(access(b, F_OK), 0, "%s: a file the one run has not", b);
+        free(a);
+        free(b);
+        if (!there) break;
+    }
+    cr_assert_gt(parts, 3);
+    free(ref);
+    free(refdir);
+}
+
+/* The plan's relative paths are its directory's: a rebuild elsewhere is a caller's mistake. */
+Test(scaleout, rebuild_only_in_the_plans_directory)
+{
+    size_t ntasks = 0;
+    nf_error err;
+    cr_assert_eq(make_plan(&ntasks, &err), NF_OK, "%s", err.message);
+    nf_scaleout *s = NULL;
+    cr_assert_eq(nf_scaleout_open(g_plan, &s, &err), NF_OK, "%s", err.message);
+    char *here = getcwd(NULL, 0);
+    cr_assert_not_null(here);
+    cr_assert_eq(chdir(pc_dir), 0);
+    nf_status st = nf_scaleout_rebuild(s, NULL, &err);
+    cr_assert_eq(chdir(here), 0);
+    cr_assert_eq(st, NF_ERR_USAGE);
+    cr_assert(strstr(err.message, "run it from there"), "%s", err.message);
+    cr_assert_null(nf_scaleout_conversion(s));
+    free(here);
+    nf_scaleout_free(s);
+}
+
+/* A recipe edited in the plan is rebuilt as edited, and its task refused by the fingerprint; an
+ * input's recorded digest that the file does not have is refused before any source is opened. */
+Test(scaleout, rebuild_refuses_what_the_plan_no_longer_fits)
+{
+    size_t len;
+    nf_error err;
+    nf_scaleout *s = NULL;
+    bool skipped;
+    char *t = edited("format: q8_g32_fp16", "format: bf16", &len);
+    cr_assert_eq(nf_scaleout_open(g_plan, &s, &err), NF_OK, "%s", err.message);
+    cr_assert_eq(nf_scaleout_rebuild(s, NULL, &err), NF_OK, "%s", err.message);
+    cr_assert_eq(nf_scaleout_task(s, 0, &skipped, &err), NF_ERR_INVALID);
+    cr_assert(strstr(err.message, "now give another artifact than the plan's"), "%s", err.message);
+    nf_scaleout_free(s);
+    free(t);
+    t = edited("\"inputs\":[", "\"inputs\":[", &len);
+    char *digit = strstr(t, "\"head\":\"") + 8; /* inputs[0]'s first digit, another one */
+    *digit = *digit == '0' ? '1' : '0';
+    write_text(g_plan, t, len);
+    cr_assert_eq(nf_scaleout_open(g_plan, &s, &err), NF_OK, "%s", err.message);
+    cr_assert_eq(nf_scaleout_rebuild(s, NULL, &err), NF_ERR_INVALID);
+    cr_assert(strstr(err.message, "inputs[0]") && strstr(err.message, "changed since the plan was made"), "%s",
+              err.message);
+    nf_scaleout_free(s);
     free(t);
 }

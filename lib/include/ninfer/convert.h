@@ -36,7 +36,7 @@ NF_API nf_status nf_plan_build(const nf_recipe *recipe, nf_plan **out, nf_error 
  * every online core; the plan is the same for any count). */
 typedef struct nf_plan_build_options {
     unsigned threads;
-    /* A scale-out plan's measured figures (nf_scaleout_budget): used in place of the measuring
+    /* A scale-out plan's measured figures (its "budget" member): used in place of the measuring
      * pass, after a check that they belong to this plan; NULL measures. */
     const struct json_t *budget_figures;
 } nf_plan_build_options;
@@ -161,42 +161,58 @@ NF_API void nf_verify_against_result_free(nf_verify_against_result *res);
 /* ---------------------------------------------------------------- scale-out
  * One artifact converted as independent tasks on any number of hosts, then assembled
  * (docs/scale-out.md): byte for byte the artifact nf_plan_execute writes with the same plan,
- * options and artifact id.  The program records in the plan what rebuilds the nf_plan (its
- * command line, as `command`); every task and the assembler rebuild it and check it against the
- * plan (the layout's fingerprint, the input files' fingerprints) before they write. */
+ * options and artifact id.  The plan records as data what rebuilds the nf_plan -- the recipe as
+ * made (its text, the variables it expanded, the sources and paths given to it) and the options
+ * that decide bytes, never a command line; every task and the assembler rebuild it
+ * (nf_scaleout_rebuild) and check it against the plan (the inputs' fingerprints under the
+ * allowed roots, the layout's fingerprint) before they write. */
 typedef struct nf_scaleout nf_scaleout;
 
-/* Lay p's artifact out (nothing is written but plan_path) and write the plan: the files, their
- * objects and source byte ranges, `tasks` tasks of near-equal bytes (0: one per file; never more
- * than the files), fingerprints, and the artifact id every task will use: opt->artifact_id, or a
- * random one drawn now. */
-NF_API nf_status nf_scaleout_plan(nf_plan *p, const nf_convert_options *opt, size_t tasks,
-                                  const struct json_t *command, const char *plan_path, size_t *ntasks, nf_error *err);
-/* Read and check a plan file (untrusted JSON: capped, every member checked). */
+/* Lay p's artifact out (nothing is written but plan_path) and write the plan: the conversion as
+ * data (p's recipe, opt's max_file_bytes, force and report), the files, their objects and source
+ * byte ranges, `tasks` tasks of near-equal bytes (0: one per file; never more than the files),
+ * fingerprints, and the artifact id every task will use: opt->artifact_id, or a random one drawn
+ * now.  NF_ERR_INVALID when a file the plan reads is outside its allowed roots (the recipe's
+ * directory, the sources and the paths given to it) or a recorded text is not UTF-8. */
+NF_API nf_status nf_scaleout_plan(nf_plan *p, const nf_convert_options *opt, size_t tasks, const char *plan_path,
+                                  size_t *ntasks, nf_error *err);
+/* Read and check a plan file (untrusted JSON: capped, every member checked, an unknown one
+ * refused; a plan of version 1 -- a command line -- is refused: make it again). */
 NF_API nf_status nf_scaleout_open(const char *plan_path, nf_scaleout **out, nf_error *err);
 NF_API void nf_scaleout_free(nf_scaleout *s);
-NF_API const struct json_t *nf_scaleout_command(const nf_scaleout *s);
-/* The budget's measured figures the plan's maker recorded (docs/scale-out.md), or NULL: a task
- * and the assembler solve the same allocation without measuring again. */
-NF_API const struct json_t *nf_scaleout_budget(const nf_scaleout *s);
 NF_API size_t nf_scaleout_task_count(const nf_scaleout *s);
 NF_API const char *nf_scaleout_output(const nf_scaleout *s);
-/* The working directory the plan was made in (relative paths of its command are relative to it). */
+/* The working directory the plan was made in: its relative paths are that directory's, and
+ * nf_scaleout_rebuild runs only there (the library never changes directory). */
 NF_API const char *nf_scaleout_directory(const nf_scaleout *s);
 NF_API void nf_scaleout_artifact_id(const nf_scaleout *s, uint8_t out[16]);
-/* Task `task` of the plan, with p rebuilt from its command and opt->output / artifact_id the
- * plan's: its files written beside the output (temp + rename), then one receipt per file.
- * *skipped: every file already had a receipt of this plan (nothing done).  NF_ERR_INVALID when
- * the plan does not match p or the inputs, or for a task out of range; NF_ERR_IO for a failure
- * worth retrying. */
-NF_API nf_status nf_scaleout_task(nf_plan *p, const nf_scaleout *s, size_t task, const nf_convert_options *opt,
-                                  bool *skipped, nf_error *err);
+/* What a task's host chooses; everything else comes from the plan. */
+typedef struct nf_scaleout_run {
+    unsigned threads;       /* 0: every online core */
+    uint64_t chunk_values;  /* 0: the default; the output never depends on it */
+    nf_progress_fn progress;
+    void *progress_ctx;
+    volatile int *cancel;   /* set non-zero (e.g. by SIGINT) to stop; nothing is published */
+} nf_scaleout_run;
+/* The plan's conversion made ready: the recipe rebuilt from the plan's data (its variables from
+ * the plan, never the environment), every recorded input checked to lie under the allowed
+ * roots and to be unchanged (size and digests) before any source is opened, the nf_plan built
+ * (a budget's figures taken from the plan) and found to read exactly the recorded inputs.  Run
+ * in the plan's directory (NF_ERR_USAGE elsewhere).  NF_ERR_INVALID names the plan file and the
+ * member at fault. */
+NF_API nf_status nf_scaleout_rebuild(nf_scaleout *s, const nf_scaleout_run *run, nf_error *err);
+/* The nf_plan nf_scaleout_rebuild made (NULL before), owned by s. */
+NF_API nf_plan *nf_scaleout_conversion(const nf_scaleout *s);
+/* Task `task` of the rebuilt plan: its files written beside the output (temp + rename), then one
+ * receipt per file.  *skipped: every file already had a receipt of this plan (nothing done).
+ * NF_ERR_INVALID when the plan's layout or inputs no longer match, or for a task out of range;
+ * NF_ERR_IO for a failure worth retrying; NF_ERR_USAGE before nf_scaleout_rebuild. */
+NF_API nf_status nf_scaleout_task(const nf_scaleout *s, size_t task, bool *skipped, nf_error *err);
 /* Every file checked against its receipt and the plan (size, header; with verify, its digest:
  * the only reread of payload), the checksums and statistics merged, the entry and the report
  * published; the receipts removed.  A missing or mismatching file is named with the task to
- * rerun, and nothing is published. */
-NF_API nf_status nf_scaleout_assemble(nf_plan *p, const nf_scaleout *s, const nf_convert_options *opt, bool verify,
-                                      nf_error *err);
+ * rerun, and nothing is published.  NF_ERR_USAGE before nf_scaleout_rebuild. */
+NF_API nf_status nf_scaleout_assemble(const nf_scaleout *s, bool verify, nf_error *err);
 /* The object ids with bytes in the files of task `task` (the union of their "objects" in the
  * plan, each once, in the plan's order): *ids is a malloc'd array of *nids strings borrowed from
  * s (valid until nf_scaleout_free; free the array only).  NF_ERR_INVALID for a task out of range

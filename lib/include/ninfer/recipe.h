@@ -209,6 +209,18 @@ NF_API nf_status nf_recipe_check_path(const nf_recipe *r, const char *path, cons
                                       const char *written, nf_error *err);
 NF_API const nf_recipe_source *nf_recipe_find_source(const nf_recipe *r, const char *name);
 
+/* What r was made from, as data (internal: not exported; docs/scale-out.md, "What a plan
+ * holds"): {"name", "dir" (null: none given), "text" (as parsed), "variables" ({NAME: value} of
+ * every ${NAME} it expanded), "sources" ([{"name", "path"}] of each nf_recipe_set_source, in
+ * order), "allow_paths" (each nf_recipe_allow_path, in order), "sensitivity" (its budget's
+ * sensitivity source, or null)}.  NF_ERR_INVALID when any of it is not UTF-8. */
+nf_status nf_recipe_origin(const nf_recipe *r, struct json_t **out, nf_error *err);
+/* The recipe such a record rebuilds, the variables taken from the record, never from the
+ * environment.  The record is untrusted: a member of another type, an unknown one, a text that
+ * does not parse, a path that cannot be allowed: NF_ERR_INVALID, named "WHERE.member: ...". */
+nf_status nf_recipe_from_origin(const struct json_t *origin, const char *where, nf_recipe **out,
+                                 nf_error *err);
+
 /* A tensor of the checkpoint, as the resolver sees it. */
 typedef struct nf_recipe_tensor {
     const char *name;

@@ -3,8 +3,13 @@
  *
  *   plan      the writer laid out (nothing created): the file table, each file's objects, the
  *             tasks (contiguous runs of files of near-equal bytes), the layout's digest (the
- *             plan's fingerprint) and every input file's fingerprint;
- *   task      the same plan rebuilt and checked against the file; its files encoded and staged
+ *             plan's fingerprint), every input file's fingerprint, and what rebuilds the
+ *             conversion as data: the recipe as made (nf_recipe_origin) and the options that
+ *             decide bytes -- never a command line (docs/scale-out.md, "What a plan can make a
+ *             task do");
+ *   rebuild   the recipe and the plan made again from that data, after every input is found
+ *             under the allowed roots and unchanged;
+ *   task      the rebuilt plan checked against the file; its files encoded and staged
  *             (execute.c), then one receipt per file, written last: a file with a receipt that
  *             matches the plan is done;
  *   assemble  every receipt checked against the plan and its file (size, header; with verify the
@@ -12,6 +17,7 @@
  *             published, the report written; the receipts and the staged entry removed.
  *
  * Plan files and receipts are read as untrusted JSON: size-capped, every member checked. */
+#define _XOPEN_SOURCE 700 /* realpath (XSI) */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -22,6 +28,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <ninfer/escape.h>
+
 #include "common/buf.h"
 #include "common/hex.h"
 #include "common/io.h"
@@ -31,7 +39,7 @@
 #include "container/container_module.h"
 #include "convert/convert_impl.h"
 
-#define PLAN_VERSION 1
+#define PLAN_VERSION 2 /* 1 recorded a command line (refused: make the plan again) */
 #define PLAN_MAX_BYTES ((uint64_t)1 << 30)   /* a plan of 10^6 objects is ~300 MB */
 #define RECEIPT_MAX_BYTES ((uint64_t)256 << 20)
 #define FINGERPRINT_HEAD ((size_t)1 << 20)  /* each input's first MiB (its header, index or text) */
@@ -46,7 +54,7 @@ typedef struct id_run {
 struct nf_scaleout {
     char *path;
     json_t *root; /* the plan's members but "objects", and its files without their "objects" */
-    const json_t *command;
+    const json_t *conversion; /* what rebuilds the conversion (checked by nf_scaleout_open) */
     char output[4096];
     char fingerprint[33];
     char inputs[33]; /* the digest of the plan's inputs (inputs_digest): what a receipt binds */
@@ -57,6 +65,11 @@ struct nf_scaleout {
      * in one block (10^5 of them as JSON strings are several times their bytes) */
     char *ids;
     id_run *file_ids; /* file i's */
+    /* nf_scaleout_rebuild's: the recipe and plan made from the conversion's data, and the
+     * options of every task and of the assembler (the plan's, and the run's) */
+    nf_recipe *recipe;
+    nf_plan *plan;
+    nf_convert_options opt;
 };
 
 /* ---------------------------------------------------------------- small helpers */
@@ -291,6 +304,88 @@ static nf_status check_inputs(const nf_plan *p, const nf_scaleout *s, nf_error *
     return st;
 }
 
+/* ---------------------------------------------------------------- what a plan allows
+ * A plan is data (docs/scale-out.md, "What a plan can make a task do"): it can make a task read
+ * only the files it records with their fingerprints under its allowed roots, and write only
+ * beside its output. */
+
+/* The conversion as data: the recipe as made (nf_recipe_origin: its text, name and directory,
+ * the variables it expanded, the sources and paths given to it) and the options that decide the
+ * artifact's bytes.  What a task's host chooses (threads, chunk size, progress) is not in it. */
+static nf_status conversion_of(const nf_plan *p, const nf_convert_options *opt, json_t **out, nf_error *err)
+{
+    json_t *recipe = NULL;
+    NF_TRY(nf_recipe_origin(p->recipe, &recipe, err));
+    json_t *options = json_pack("{s:o,s:b,s:b}", "max_file_bytes",
+                                opt->has_max_file_bytes ? json_integer((json_int_t)opt->max_file_bytes) : json_null(),
+                                "force", opt->force, "report", opt->report);
+    *out = options ? json_pack("{s:o,s:o}", "recipe", recipe, "options", options) : NULL;
+    if (!options) json_decref(recipe);
+    return *out ? NF_OK : nomem(err);
+}
+
+/* Is path (an existing file, by its real path) inside the directory of a source the caller gave
+ * the recipe (nf_recipe_set_source: a checkpoint file's config and tokenizer lie beside it)? */
+static bool beside_given_source(const nf_recipe *r, const char *real)
+{
+    for (size_t i = 0; i < r->nsources; i++) {
+        if (!r->sources[i].command_line || !r->sources[i].path) continue;
+        char *src = realpath(r->sources[i].path, NULL);
+        char *slash = src ? strrchr(src, '/') : NULL;
+        struct stat sb;
+        if (slash && stat(src, &sb) == 0 && !S_ISDIR(sb.st_mode)) *slash = '\0';
+        size_t n = src ? strlen(src) : 0;
+        bool in = src && (n <= 1 || (strncmp(real, src, n) == 0 && (real[n] == '/' || real[n] == '\0')));
+        free(src);
+        if (in) return true;
+    }
+    return false;
+}
+
+/* Is path under the allowed roots: what the recipe may read (its own directory, the sources and
+ * the paths given to it: nf_recipe_check_path), or beside a source given to it? */
+static bool in_roots(const nf_recipe *r, const char *path)
+{
+    nf_error local;
+    if (nf_recipe_check_path(r, path, "a file the plan reads", (nf_recipe_pos){0, 0}, NULL, &local) == NF_OK)
+        return true;
+    char *real = realpath(path, NULL);
+    bool beside = real && beside_given_source(r, real);
+    free(real);
+    return beside;
+}
+
+/* The sources the rebuilt recipe names, under the allowed roots before any is opened (a source
+ * the plan's text adds elsewhere is refused, named by the plan). */
+static nf_status check_source_roots(const nf_recipe *r, const char *plan_path, nf_error *err)
+{
+    for (size_t i = 0; i < r->nsources; i++)
+        if (r->sources[i].path && !in_roots(r, r->sources[i].path))
+            return nf_error_set(err, NF_ERR_INVALID, "%s: conversion.recipe: source '%s' (%s): outside the plan's "
+                                "allowed roots (the recipe's directory, the sources and the paths given to it); a "
+                                "task reads nothing else", MP(plan_path), nf_esc(r->sources[i].name).s,
+                                MP(r->sources[i].path));
+    return NF_OK;
+}
+
+/* Every input under the allowed roots.  plan_path NULL: the plan being made (the input named by
+ * its path); else the plan file's inputs[i]. */
+static nf_status check_roots(const nf_recipe *r, const json_t *inputs, const char *plan_path, nf_error *err)
+{
+    for (size_t i = 0; i < json_array_size(inputs); i++) {
+        const char *path = json_string_value(json_object_get(json_array_get(inputs, i), "path"));
+        if (in_roots(r, path)) continue;
+        if (plan_path)
+            return nf_error_set(err, NF_ERR_INVALID, "%s: inputs[%zu] (%s): outside the plan's allowed roots (the "
+                                "recipe's directory, the sources and the paths given to it); a task reads nothing "
+                                "else", MP(plan_path), i, MP(path));
+        return nf_error_set(err, NF_ERR_INVALID, "%s: the plan would read it, and it is outside its allowed roots (the "
+                            "recipe's directory, the sources and the paths given to it): give it with --source or "
+                            "--allow-path", MP(path));
+    }
+    return NF_OK;
+}
+
 /* ---------------------------------------------------------------- the plan */
 /* Tasks: contiguous runs of files, min(n, files) of them, cut where the bytes so far pass the
  * next multiple of total / n (every task gets at least one file). */
@@ -431,7 +526,7 @@ static json_t *object_record(const nf_plan *p, const nf_writer *w, size_t k)
 /* The plan's text: its head members as one small tree, then files, tasks and objects one record
  * at a time, then the closing brace and a newline. */
 static void emit_plan(plan_out *o, const nf_plan *p, const nf_writer *w, const nf_convert_options *opt,
-                      const json_t *command, json_t *inputs, const size_t *first, const size_t *end, size_t nt)
+                      json_t *conversion, json_t *inputs, const size_t *first, const size_t *end, size_t nt)
 {
     char fp[33], id[33];
     nf_writer_layout_digest(w, fp);
@@ -439,7 +534,7 @@ static void emit_plan(plan_out *o, const nf_plan *p, const nf_writer *w, const n
     char cwd[4096];
     if (!getcwd(cwd, sizeof cwd)) snprintf(cwd, sizeof cwd, ".");
     out_json(o, json_pack("{s:i,s:s,s:s,s:s,s:s,s:O,s:O}", "ninfer_plan", PLAN_VERSION, "output", opt->output,
-                          "artifact_id", id, "fingerprint", fp, "cwd", cwd, "command", command, "inputs", inputs),
+                          "artifact_id", id, "fingerprint", fp, "cwd", cwd, "conversion", conversion, "inputs", inputs),
              true);
     size_t nf = nf_writer_file_count(w);
     out_str(o, ",\"files\":[");
@@ -466,21 +561,25 @@ static void emit_plan(plan_out *o, const nf_plan *p, const nf_writer *w, const n
     nf_io_out_flush(&o->out);
 }
 
-nf_status nf_scaleout_plan(nf_plan *p, const nf_convert_options *opt, size_t tasks, const json_t *command,
-                           const char *plan_path, size_t *ntasks, nf_error *err)
+nf_status nf_scaleout_plan(nf_plan *p, const nf_convert_options *opt, size_t tasks, const char *plan_path,
+                           size_t *ntasks, nf_error *err)
 {
     NF_TRY(nf_convert_check_outputs(p, opt, err));
+    json_t *conversion = NULL;
+    NF_TRY(conversion_of(p, opt, &conversion, err));
     nf_writer *w = NULL;
-    NF_TRY(nf_convert_writer(p, opt, NULL, &w, err));
-    size_t nf = nf_writer_file_count(w);
-    size_t *first = calloc(nf, sizeof *first), *end = calloc(nf, sizeof *end);
+    nf_status st = nf_convert_writer(p, opt, NULL, &w, err);
+    size_t nf = st == NF_OK ? nf_writer_file_count(w) : 0;
+    size_t *first = calloc(nf ? nf : 1, sizeof *first), *end = calloc(nf ? nf : 1, sizeof *end);
     json_t *inputs = NULL;
-    nf_status st = first && end ? NF_OK : nomem(err);
+    if (st == NF_OK && (!first || !end)) st = nomem(err);
     size_t nt = 0;
     if (st == NF_OK) {
         group_tasks(w, tasks, first, end, &nt);
         st = inputs_of(p, &inputs, err);
     }
+    /* what every task will refuse, refused now: an input outside the allowed roots */
+    if (st == NF_OK) st = check_roots(p->recipe, inputs, NULL, err);
     /* written streaming to a temp file beside the plan, synced, renamed over it: complete, or
      * not there at all */
     char *tmp = NULL;
@@ -489,7 +588,7 @@ nf_status nf_scaleout_plan(nf_plan *p, const nf_convert_options *opt, size_t tas
     if (st == NF_OK && (o.out.fd = nf_io_mkstemp_beside(plan_path, &tmp)) < 0)
         st = nf_error_errno(err, errno, "%s: cannot create a temp file", MP(plan_path));
     if (st == NF_OK) {
-        emit_plan(&o, p, w, opt, command, inputs, first, end, nt);
+        emit_plan(&o, p, w, opt, conversion, inputs, first, end, nt);
         int e = o.out.e;
         if (!e && !o.nomem && (e = nf_io_fchmod(o.out.fd, 0644)) == 0) e = nf_io_fdatasync(o.out.fd);
         if (o.nomem && !e) st = nomem(err);
@@ -508,6 +607,7 @@ nf_status nf_scaleout_plan(nf_plan *p, const nf_convert_options *opt, size_t tas
     free(tmp);
     nf_io_out_free(&o.out);
     json_decref(inputs);
+    json_decref(conversion);
     free(first);
     free(end);
     nf_writer_free(w);
@@ -657,6 +757,63 @@ static nf_status inputs_digest(const json_t *inputs, const char *path, char out[
     return NF_OK;
 }
 
+/* An unknown member of obj (whose place in the plan is `where`) named, or NF_OK: a plan is
+ * untrusted data, and a member this version does not write is a plan of another version or an
+ * edited one, never ignored. */
+static nf_status only_known(const json_t *obj, const char *where, const char *const *known, const char *path,
+                            nf_error *err)
+{
+    const char *key;
+    const json_t *v;
+    json_object_foreach((json_t *)obj, key, v) {
+        size_t i = 0;
+        while (known[i] && strcmp(known[i], key) != 0) i++;
+        if (!known[i])
+            return nf_error_set(err, NF_ERR_INVALID, "%s: %s%s'%s': unknown member (a plan of another version, or "
+                                "edited)", MP(path), where, *where ? "." : "", nf_esc(key).s);
+    }
+    return NF_OK;
+}
+
+/* The plan's members, each of its type, with nothing else beside them ("objects" was judged and
+ * left out by load_plan; files and tasks are checked where they are read). */
+static nf_status check_members(const json_t *r, const char *path, nf_error *err)
+{
+    static const char *const top[] = {"ninfer_plan", "output", "artifact_id", "fingerprint", "cwd", "conversion",
+                                      "inputs", "files", "tasks", "budget", NULL};
+    static const char *const conversion[] = {"recipe", "options", NULL};
+    static const char *const options[] = {"max_file_bytes", "force", "report", NULL};
+    static const char *const input[] = {"path", "bytes", "head", "tail", NULL};
+    NF_TRY(only_known(r, "", top, path, err));
+    const json_t *c = json_object_get(r, "conversion"), *o = json_object_get(c, "options");
+    NF_TRY(only_known(c, "conversion", conversion, path, err));
+    if (!json_is_object(json_object_get(c, "recipe")))
+        return nf_error_set(err, NF_ERR_INVALID, "%s: conversion.recipe: not an object", MP(path));
+    if (!json_is_object(o)) return nf_error_set(err, NF_ERR_INVALID, "%s: conversion.options: not an object", MP(path));
+    NF_TRY(only_known(o, "conversion.options", options, path, err));
+    const json_t *mfb = json_object_get(o, "max_file_bytes");
+    if (!json_is_null(mfb) && !(json_is_integer(mfb) && json_integer_value(mfb) >= 0))
+        return nf_error_set(err, NF_ERR_INVALID, "%s: conversion.options.max_file_bytes: neither a byte count nor null",
+                            MP(path));
+    if (!json_is_boolean(json_object_get(o, "force")) || !json_is_boolean(json_object_get(o, "report")))
+        return nf_error_set(err, NF_ERR_INVALID, "%s: conversion.options: force and report must be true or false",
+                            MP(path));
+    const json_t *inputs = json_object_get(r, "inputs");
+    for (size_t i = 0; i < json_array_size(inputs); i++) {
+        const json_t *in = json_array_get(inputs, i);
+        uint64_t bytes;
+        char where[48];
+        snprintf(where, sizeof where, "inputs[%zu]", i);
+        if (!json_is_object(in) || !str_member(in, "path") || !*str_member(in, "path") ||
+            !u64_member(in, "bytes", &bytes) || !is_hex(str_member(in, "head"), 32) ||
+            !is_hex(str_member(in, "tail"), 32))
+            return nf_error_set(err, NF_ERR_INVALID, "%s: %s: not {\"path\", \"bytes\", \"head\", \"tail\"} (a path, a "
+                                "byte count and two digests of 32 hex digits)", MP(path), where);
+        NF_TRY(only_known(in, where, input, path, err));
+    }
+    return NF_OK;
+}
+
 nf_status nf_scaleout_open(const char *plan_path, nf_scaleout **out, nf_error *err)
 {
     nf_scaleout *s = calloc(1, sizeof *s);
@@ -669,21 +826,27 @@ nf_status nf_scaleout_open(const char *plan_path, nf_scaleout **out, nf_error *e
     uint64_t version = 0;
     const char *output = st == NF_OK ? str_member(r, "output") : NULL, *id = output ? str_member(r, "artifact_id") : NULL;
     const char *fp = id ? str_member(r, "fingerprint") : NULL;
-    if (st == NF_OK && (!u64_member(r, "ninfer_plan", &version) || version != PLAN_VERSION))
+    if (st == NF_OK && u64_member(r, "ninfer_plan", &version) && version == 1)
+        st = nf_error_set(err, NF_ERR_INVALID, "%s: a plan of version 1, which recorded a command line; plans are data "
+                          "since version 2 (docs/scale-out.md): make the plan again with this ninfer-convert",
+                          MP(plan_path));
+    else if (st == NF_OK && (!u64_member(r, "ninfer_plan", &version) || version != PLAN_VERSION))
         st = nf_error_set(err, NF_ERR_INVALID, "%s: not a plan of this version (ninfer_plan must be %d)", MP(plan_path),
                           PLAN_VERSION);
     if (st == NF_OK && (!output || !*output || strlen(output) >= sizeof s->output || !is_hex(id, 32) || !is_hex(fp, 32) ||
                         !json_is_string(json_object_get(r, "cwd")) ||
-                        !json_is_object(json_object_get(r, "command")) || !json_is_array(json_object_get(r, "inputs")) ||
+                        !json_is_object(json_object_get(r, "conversion")) ||
+                        !json_is_array(json_object_get(r, "inputs")) ||
                         !json_is_array(json_object_get(r, "files")) || !json_is_array(json_object_get(r, "tasks"))))
         st = nf_error_set(err, NF_ERR_INVALID, "%s: a plan needs output, artifact_id (32 hex digits), fingerprint, "
-                          "cwd, command, inputs, files and tasks", MP(plan_path));
+                          "cwd, conversion, inputs, files and tasks", MP(plan_path));
+    if (st == NF_OK) st = check_members(r, plan_path, err);
     if (st == NF_OK) {
         snprintf(s->output, sizeof s->output, "%s", output);
         snprintf(s->fingerprint, sizeof s->fingerprint, "%s", fp);
         nf_hex_parse(id, s->id, 16); /* (is_hex above) */
         st = inputs_digest(json_object_get(r, "inputs"), plan_path, s->inputs, err);
-        s->command = json_object_get(r, "command");
+        s->conversion = json_object_get(r, "conversion");
         s->nfiles = json_array_size(json_object_get(r, "files"));
         s->ntasks = json_array_size(json_object_get(r, "tasks"));
         s->task_first = calloc(s->ntasks ? s->ntasks : 1, sizeof *s->task_first);
@@ -724,8 +887,7 @@ nf_status nf_scaleout_open(const char *plan_path, nf_scaleout **out, nf_error *e
     return NF_OK;
 }
 
-const json_t *nf_scaleout_command(const nf_scaleout *s) { return s->command; }
-const json_t *nf_scaleout_budget(const nf_scaleout *s) { return json_object_get(s->root, "budget"); }
+nf_plan *nf_scaleout_conversion(const nf_scaleout *s) { return s->plan; }
 size_t nf_scaleout_task_count(const nf_scaleout *s) { return s->ntasks; }
 const char *nf_scaleout_output(const nf_scaleout *s) { return s->output; }
 const char *nf_scaleout_directory(const nf_scaleout *s) { return str_member(s->root, "cwd"); }
@@ -734,6 +896,8 @@ void nf_scaleout_artifact_id(const nf_scaleout *s, uint8_t out[16]) { memcpy(out
 void nf_scaleout_free(nf_scaleout *s)
 {
     if (!s) return;
+    nf_plan_free(s->plan);
+    nf_recipe_free(s->recipe);
     json_decref(s->root);
     free(s->ids);
     free(s->file_ids);
@@ -741,6 +905,85 @@ void nf_scaleout_free(nf_scaleout *s)
     free(s->task_first);
     free(s->task_end);
     free(s);
+}
+
+/* ---------------------------------------------------------------- rebuilding
+ * The plan's relative paths are its `cwd`'s: the caller runs in that directory (the library
+ * never changes the process's directory; ninfer-convert changes to it first). */
+static nf_status check_directory(const nf_scaleout *s, nf_error *err)
+{
+    const char *cwd = str_member(s->root, "cwd");
+    struct stat here, there;
+    if (stat(".", &here) == 0 && stat(cwd, &there) == 0 && here.st_dev == there.st_dev && here.st_ino == there.st_ino)
+        return NF_OK;
+    return nf_error_set(err, NF_ERR_USAGE, "%s: its relative paths are those of its directory %s: run it from there",
+                        MP(s->path), MP(cwd));
+}
+
+/* Every input the plan records is there as recorded, checked before the rebuilt recipe opens
+ * any source: the first that is not is named by its place in the plan. */
+static nf_status check_recorded(const nf_scaleout *s, nf_error *err)
+{
+    const json_t *inputs = json_object_get(s->root, "inputs");
+    for (size_t i = 0; i < json_array_size(inputs); i++) {
+        const json_t *then = json_array_get(inputs, i);
+        const char *path = str_member(then, "path");
+        json_t *now = NULL;
+        nf_error local;
+        nf_status st = fingerprint(path, &now, &local);
+        if (st == NF_ERR_NOMEM) return nomem_reading(s->path, err);
+        bool same = st == NF_OK && json_equal(now, (json_t *)then);
+        json_decref(now);
+        if (!same)
+            return nf_error_set(err, NF_ERR_INVALID, "%s: inputs[%zu] (%s): %s since the plan was made%s; make the "
+                                "plan again", MP(s->path), i, MP(path), st == NF_OK ? "changed" : "cannot be read",
+                                st == NF_OK ? " (size or content)" : "");
+    }
+    return NF_OK;
+}
+
+/* The options of every task and of the assembler: the plan's (output, artifact id, the options
+ * that decide bytes) and the run's (threads, chunk size, progress, cancel). */
+static void task_options(nf_scaleout *s, const nf_scaleout_run *run)
+{
+    const json_t *o = json_object_get(s->conversion, "options"), *mfb = json_object_get(o, "max_file_bytes");
+    s->opt = (nf_convert_options){s->output,
+                                  run ? run->threads : 0,
+                                  json_is_integer(mfb),
+                                  json_is_integer(mfb) ? (uint64_t)json_integer_value(mfb) : 0,
+                                  json_is_true(json_object_get(o, "force")),
+                                  json_is_true(json_object_get(o, "report")),
+                                  s->id,
+                                  run ? run->chunk_values : 0,
+                                  run ? run->progress : NULL,
+                                  run ? run->progress_ctx : NULL,
+                                  run ? run->cancel : NULL};
+}
+
+nf_status nf_scaleout_rebuild(nf_scaleout *s, const nf_scaleout_run *run, nf_error *err)
+{
+    if (s->plan) return NF_OK;
+    NF_TRY(check_directory(s, err));
+    char where[NF_IO_MSG_PATH + 32];
+    snprintf(where, sizeof where, "%s: conversion.recipe", MP(s->path));
+    NF_TRY(nf_recipe_from_origin(json_object_get(s->conversion, "recipe"), where, &s->recipe, err));
+    /* nothing is opened outside the roots, nor read changed: then the recipe's sources */
+    nf_status st = check_source_roots(s->recipe, s->path, err);
+    if (st == NF_OK) st = check_roots(s->recipe, json_object_get(s->root, "inputs"), s->path, err);
+    if (st == NF_OK) st = check_recorded(s, err);
+    nf_plan_build_options bo = {run ? run->threads : 0, json_object_get(s->root, "budget")};
+    if (st == NF_OK) st = nf_plan_build_ex(s->recipe, &bo, &s->plan, err);
+    /* and it reads exactly the files recorded */
+    if (st == NF_OK) st = check_inputs(s->plan, s, err);
+    if (st != NF_OK) {
+        nf_plan_free(s->plan);
+        nf_recipe_free(s->recipe);
+        s->plan = NULL;
+        s->recipe = NULL;
+        return st;
+    }
+    task_options(s, run);
+    return NF_OK;
 }
 
 /* The plan rebuilt by this run lays out what the file says: same fingerprint, same files. */
@@ -942,9 +1185,10 @@ static nf_status other_output(const nf_scaleout *s, nf_error *err)
                         "write an output that does not exist yet (remove it first)", MP(s->output));
 }
 
-static nf_status run_task(nf_plan *p, const nf_scaleout *s, size_t task, const nf_convert_options *opt, bool *skipped,
-                          nf_error *err)
+static nf_status run_task(const nf_scaleout *s, size_t task, bool *skipped, nf_error *err)
 {
+    nf_plan *p = s->plan;
+    const nf_convert_options *opt = &s->opt;
     *skipped = false;
     nf_writer *w = NULL;
     NF_TRY(nf_convert_writer(p, opt, s->fingerprint, &w, err));
@@ -996,13 +1240,20 @@ static nf_status run_task(nf_plan *p, const nf_scaleout *s, size_t task, const n
     return st;
 }
 
-nf_status nf_scaleout_task(nf_plan *p, const nf_scaleout *s, size_t task, const nf_convert_options *opt, bool *skipped,
-                           nf_error *err)
+/* The calls that need the rebuilt plan, called before nf_scaleout_rebuild. */
+static nf_status not_rebuilt(const nf_scaleout *s, nf_error *err)
 {
+    return nf_error_set(err, NF_ERR_USAGE, "%s: nf_scaleout_rebuild first", MP(s->path));
+}
+
+nf_status nf_scaleout_task(const nf_scaleout *s, size_t task, bool *skipped, nf_error *err)
+{
+    *skipped = false;
+    if (!s->plan) return not_rebuilt(s, err);
     if (task >= s->ntasks)
         return nf_error_set(err, NF_ERR_INVALID, "%s: no task %zu (the plan has tasks 0 to %zu)", MP(s->path), task,
                             s->ntasks - 1);
-    nf_status st = run_task(p, s, task, opt, skipped, err);
+    nf_status st = run_task(s, task, skipped, err);
     return st == NF_OK ? st : nf_error_forward(err, st, "task %zu", task);
 }
 
@@ -1015,9 +1266,11 @@ static size_t task_of(const nf_scaleout *s, size_t i)
     return 0;
 }
 
-nf_status nf_scaleout_assemble(nf_plan *p, const nf_scaleout *s, const nf_convert_options *opt, bool verify,
-                               nf_error *err)
+nf_status nf_scaleout_assemble(const nf_scaleout *s, bool verify, nf_error *err)
 {
+    if (!s->plan) return not_rebuilt(s, err);
+    nf_plan *p = s->plan;
+    const nf_convert_options *opt = &s->opt;
     nf_writer *w = NULL;
     NF_TRY(nf_convert_writer(p, opt, s->fingerprint, &w, err));
     /* exclusive, from the first look at the output to the last receipt removed: no task renames

@@ -31,6 +31,7 @@ typedef struct parser {
     recipe_impl *impl;
     nf_recipe *r;
     size_t nregex; /* "re:" selectors so far */
+    const json_t *values; /* recipe_parse_with: ${VAR}'s values, or NULL: the environment's */
 } parser;
 
 #define CTX_MAX 256
@@ -241,7 +242,13 @@ static nf_status expand_vars(parser *p, const ynode *n, const char *ctx, const c
             *blocked = strdup(var);
             return *blocked ? NF_OK : nomem(p);
         }
-        const char *value = getenv(var);
+        const char *value = p->values ? json_string_value(json_object_get(p->values, var)) : getenv(var);
+        /* noted: a plan records the values it expanded (origin.c), so a task reads no variable */
+        if (value && !json_object_get(p->impl->vars, var)) {
+            if (!p->impl->vars) p->impl->vars = json_object();
+            if (!p->impl->vars || json_object_set_new(p->impl->vars, var, json_string(value)) != 0)
+                p->impl->origin_nomem = true;
+        }
         if (!value) {
             st = fail(p, n->pos, "%s: environment variable '%s' is not set (in '%s')", ctx, var, raw);
             break;
@@ -971,6 +978,10 @@ void nf_recipe_free(nf_recipe *r)
     }
     free(impl->res_file);
     recipe_free_roots(impl);
+    free(impl->text);
+    json_decref(impl->vars);
+    json_decref(impl->cli_sources);
+    json_decref(impl->allow_paths);
     free(r->components);
     free(r->default_format);
     free(r->default_method);
@@ -1002,6 +1013,12 @@ nf_status nf_recipe_parse(const char *text, size_t len, const char *name, const 
 nf_status nf_recipe_parse_ex(const char *text, size_t len, const char *name, const char *dir,
                              const nf_recipe_options *opt, nf_recipe **out, nf_error *err)
 {
+    return recipe_parse_with(text, len, name, dir, opt, NULL, out, err);
+}
+
+nf_status recipe_parse_with(const char *text, size_t len, const char *name, const char *dir,
+                            const nf_recipe_options *opt, const json_t *values, nf_recipe **out, nf_error *err)
+{
     static const nf_recipe_options none = {NULL, 0};
     if (!out) return nf_error_set(err, NF_ERR_USAGE, "nf_recipe_parse: missing output argument");
     *out = NULL;
@@ -1013,11 +1030,19 @@ nf_status nf_recipe_parse_ex(const char *text, size_t len, const char *name, con
     recipe_impl *impl = calloc(1, sizeof *impl);
     if (!impl) return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", name);
     nf_recipe *r = &impl->pub;
-    parser p = {.name = name, .opt = opt ? opt : &none, .dir = dir, .err = err, .impl = impl, .r = r};
+    parser p = {.name = name, .opt = opt ? opt : &none, .dir = dir, .err = err, .impl = impl, .r = r,
+                .values = values};
     r->path = strdup(name);
     r->dir = strdup(dir ? dir : ".");
     r->default_format = strdup("bf16");
-    if (!r->path || !r->dir || !r->default_format) {
+    impl->has_dir = dir != NULL;
+    impl->text = malloc(len + 1); /* (a recipe is at most NF_RECIPE_MAX_BYTES) */
+    if (impl->text) {
+        if (len) memcpy(impl->text, text, len);
+        impl->text[len] = '\0';
+        impl->text_len = len;
+    }
+    if (!r->path || !r->dir || !r->default_format || !impl->text) {
         nf_recipe_free(r);
         return nomem(&p);
     }
@@ -1043,6 +1068,7 @@ nf_status nf_recipe_set_source(nf_recipe *r, const char *name, const char *path,
                             name, path);
     if (!path[0]) return nf_error_set(err, NF_ERR_USAGE, "--source %s=: empty path", name);
     recipe_impl *impl = (recipe_impl *)r;
+    recipe_note(impl, &impl->cli_sources, json_pack("{s:s,s:s}", "name", name, "path", path));
     /* The override is a command-line path: relative to the current directory, not the
      * recipe's, and taken as given (the shell has expanded it). */
     char *copy = strdup(path);

@@ -80,7 +80,25 @@ typedef struct recipe_impl {
     char ***res_file; /* [component][resource]: the file part, NULL for plain paths (or blocked) */
     recipe_root *roots;
     size_t nroots;
+    /* What the recipe was made from, for a scale-out plan to record it as data and rebuild it
+     * (origin.c; docs/scale-out.md, "What a plan holds"): the text as parsed, whether a
+     * directory was given, the ${VAR} values it expanded, and the nf_recipe_set_source and
+     * nf_recipe_allow_path calls in order.  origin_nomem: one of them could not be noted. */
+    char *text;
+    size_t text_len;
+    bool has_dir;
+    json_t *vars, *cli_sources, *allow_paths;
+    bool origin_nomem;
 } recipe_impl;
+
+/* nf_recipe_parse_ex with the values of ${VAR} taken from `values` (an object of strings: a
+ * variable it lacks is not set) in place of the environment; values NULL reads the
+ * environment (parse.c). */
+nf_status recipe_parse_with(const char *text, size_t len, const char *name, const char *dir,
+                            const nf_recipe_options *opt, const json_t *values, nf_recipe **out, nf_error *err);
+/* A noted step of the recipe's making (origin.c): v appended to *list (made on first use); a
+ * failure sets impl->origin_nomem. */
+void recipe_note(recipe_impl *impl, json_t **list, json_t *v);
 
 /* Adds a root (paths.c).  must_exist: an unresolvable path is NF_ERR_USAGE (--allow-path);
  * otherwise it is kept in its lexical form only. */
