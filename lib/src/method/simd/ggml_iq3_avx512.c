@@ -21,9 +21,9 @@
 #define IGT(a, b) _mm512_cmpgt_epi32_mask(a, b)
 #define BITS(m) ((unsigned)(m))
 #define GATHER32(p, i) gather4_z(p, i)
-#define GATHER16(p, i) _mm512_and_si512(gather2_z(p, i), I1(0xFFFF))
-
-#define FGATHER(p, i) fgather4_z(p, i)
+#define ILOADM(m, p) _mm512_maskz_loadu_epi32(m, (const void *)(p))
+#define FEQ(a, b) _mm512_cmp_ps_mask(a, b, _CMP_EQ_OQ)
+#define FMIN_OF(m, v) _mm512_mask_reduce_min_ps(m, v)
 #define STORE_I8(p, v) _mm_storeu_si128((__m128i *)(void *)(p), _mm512_cvtepi32_epi8(v))
 
 static const int32_t lane_index_z[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
