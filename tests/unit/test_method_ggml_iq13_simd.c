@@ -196,7 +196,8 @@ static void longest_lists(const nf_gq3_grid *g, unsigned *keys, int nkeys)
 }
 
 /* The trial kernel of `level` against the scalar reference on both grids: groups of every kind
- * at the encoders' trial scales (31 and 19, and a part of a vector); the 8 points of a group on
+ * at the encoders' trial scales (31 and 19, and a part of a vector, down to the one trial of the
+ * encoders' second pass); the 8 points of a group on
  * the keys with the longest neighbour lists, at scales around the one that rounds onto them;
  * ties (values midway between grid values at scale 1, equal or zero weights, where the first
  * nearest must win); zero groups; huge values and weights whose distances overflow for some or
@@ -215,7 +216,7 @@ static void iq3_kernel_matches(nf_simd_level level)
             fill(rep % K_COUNT, c.xval, 32);
             for (int i = 0; i < 32; i++) c.xval[i] = fabsf(c.xval[i]);
             iq3_weights(&c, rep / K_COUNT % 5);
-            encoder_trials(&c, rep % 7 == 3 ? 2 : ntry);
+            encoder_trials(&c, rep % 7 == 3 ? 2 : rep % 7 == 5 ? 0 : ntry); /* 5 and 1 trials: parts of a vector */
             expect_iq3_trials(level, g, &c, KIND_NAMES[rep % K_COUNT], rep);
         }
         /* the longest lists: point k on key[k] at scale s0, the trials around it */

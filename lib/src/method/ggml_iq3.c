@@ -134,6 +134,34 @@ static void gq3_signs(const gq3_kind *kind, const float *xb, const float *w, flo
     }
 }
 
+/* Codes the group again from its fitted *scale -- IQ3_XXS the points off the grid, IQ3_S all --
+ * and fits the scale again on the new levels (ggml's second pass).  That is one more trial, at
+ * the inverse scale 1 / *scale, so the trial kernel runs it (its levels and sums are the
+ * reference's); IQ3_XXS keeps its on-grid points' levels and sums again.  Where the kernel fails
+ * (a point without a neighbour below FLT_MAX) the points go one by one as ggml takes them, since
+ * IQ3_XXS does not search the points it keeps.  False where ggml stops with an assertion. */
+static bool gq3_refit(const gq3_kind *kind, const nf_gq3_grid *g, const float *xval, const float *waux,
+                      const float *w, const bool *on_grid, int8_t *L, float *scale)
+{
+    const float id = 1 / *scale;
+    int8_t Lt[NF_GQ3_TRIAL_STRIDE * GQ3_GROUP];
+    bool on_t[GQ3_GROUP / 4];
+    float sumqx, sumq2;
+    if (nf_gq_kernels_current()->iq3_trials(g, 1, &id, scale, xval, waux, w, Lt, on_t, &sumqx, &sumq2)) {
+        for (unsigned i = 0; i < GQ3_GROUP; i++)
+            if (!(kind->xxs && on_grid[i / 4])) L[i] = Lt[NF_GQ3_TRIAL_STRIDE * i];
+        if (kind->xxs) gq3_sums(w, xval, L, &sumqx, &sumq2);
+    } else {
+        for (unsigned k = 0; k < GQ3_GROUP / 4; k++) {
+            if (kind->xxs && on_grid[k]) continue;
+            if (gq3_point(g, xval + 4 * k, waux + 4 * k, id, *scale, L + 4 * k) < 0) return false;
+        }
+        gq3_sums(w, xval, L, &sumqx, &sumq2);
+    }
+    if (sumq2 > 0) *scale = sumqx / sumq2;
+    return true;
+}
+
 /* Fits one group of 32 values with weights w (ggml's group loop).  False where ggml stops with an
  * assertion: no neighbour within binary32 range, or a scale that is NaN. */
 static bool gq3_fit_group(const gq3_kind *kind, const nf_gq3_grid *g, const float *xb, const float *w, gq3_fit *f)
@@ -177,17 +205,7 @@ static bool gq3_fit_group(const gq3_kind *kind, const nf_gq3_grid *g, const floa
     }
     unsigned n_off = 0;
     for (unsigned k = 0; k < GQ3_GROUP / 4; k++) n_off += !on_grid[k];
-    if (n_off > 0 && scale > 0) {
-        /* codes again from the fitted scale: IQ3_XXS for the off-grid points, IQ3_S for all */
-        float id = 1 / scale;
-        for (unsigned k = 0; k < GQ3_GROUP / 4; k++) {
-            if (kind->xxs && on_grid[k]) continue;
-            if (gq3_point(g, xval + 4 * k, waux + 4 * k, id, scale, L + 4 * k) < 0) return false;
-        }
-        float sumqx, sumq2;
-        gq3_sums(w, xval, L, &sumqx, &sumq2);
-        if (sumq2 > 0) scale = sumqx / sumq2;
-    }
+    if (n_off > 0 && scale > 0 && !gq3_refit(kind, g, xval, waux, w, on_grid, L, &scale)) return false;
     if (scale < 0) {
         /* a negative fit (possible only through IQ3_XXS's flipped value): ggml stores the
          * scale's magnitude and flips every sign */

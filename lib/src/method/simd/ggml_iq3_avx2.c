@@ -21,7 +21,7 @@
 #define IGT(a, b) _mm256_castsi256_ps(_mm256_cmpgt_epi32(a, b))
 #define BITS(m) ((unsigned)_mm256_movemask_ps(m))
 #define GATHER32(p, i) _mm256_i32gather_epi32((const int *)(const void *)(p), i, 4)
-#define ILOADM(m, p) _mm256_maskload_epi32((const int *)(const void *)(p), _mm256_castps_si256(m))
+#define BLOAD(p) _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(p)))
 #define FEQ(a, b) _mm256_cmp_ps(a, b, _CMP_EQ_OQ)
 #define FMIN_OF(m, v) min_of_y(m, v)
 #define STORE_I8(p, v)                                                                                                 \

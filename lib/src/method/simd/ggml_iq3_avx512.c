@@ -21,7 +21,7 @@
 #define IGT(a, b) _mm512_cmpgt_epi32_mask(a, b)
 #define BITS(m) ((unsigned)(m))
 #define GATHER32(p, i) gather4_z(p, i)
-#define ILOADM(m, p) _mm512_maskz_loadu_epi32(m, (const void *)(p))
+#define BLOAD(p) _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(p)))
 #define FEQ(a, b) _mm512_cmp_ps_mask(a, b, _CMP_EQ_OQ)
 #define FMIN_OF(m, v) _mm512_mask_reduce_min_ps(m, v)
 #define STORE_I8(p, v) _mm_storeu_si128((__m128i *)(void *)(p), _mm512_cvtepi32_epi8(v))
