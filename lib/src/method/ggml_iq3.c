@@ -109,13 +109,15 @@ static void gq3_signs(const gq3_kind *kind, const float *xb, const float *w, flo
     for (unsigned k = 0; k < GQ3_GROUP / 8; k++) {
         unsigned s = 0, nflip = 0;
         for (unsigned i = 0; i < 8; i++) {
-            if (xb[8 * k + i] >= 0) {
-                xval[8 * k + i] = xb[8 * k + i];
-            } else {
-                xval[8 * k + i] = -xb[8 * k + i];
-                nflip++;
-                s |= 1u << i;
-            }
+            /* ggml: x >= 0 keeps x, anything else (NaN too) is negated and its sign bit set --
+             * here without a branch, the sign flipped in the bits as C's negation flips it */
+            const unsigned neg = !(xb[8 * k + i] >= 0);
+            uint32_t bits;
+            memcpy(&bits, &xb[8 * k + i], sizeof bits);
+            bits ^= (uint32_t)neg << 31;
+            memcpy(&xval[8 * k + i], &bits, sizeof bits);
+            nflip += neg;
+            s |= neg << i;
         }
         if (kind->xxs && nflip % 2) {
             unsigned imin = 0;
@@ -195,13 +197,17 @@ static bool gq3_fit_group(const gq3_kind *kind, const nf_gq3_grid *g, const floa
     }
     if (!nf_gq_kernels_current()->iq3_trials(g, (int)nt, ids, scales, xval, waux, w, Laux, on_grid_aux, tqx, tq2))
         return false;
+    unsigned kept = nt; /* none */
     for (unsigned t = 0; t < nt; t++) {
         if (tq2[t] > 0 && tqx[t] * tqx[t] > best * tq2[t]) {
             scale = tqx[t] / tq2[t];
             best = scale * tqx[t];
-            for (unsigned i = 0; i < GQ3_GROUP; i++) L[i] = Laux[NF_GQ3_TRIAL_STRIDE * i + t];
-            memcpy(on_grid, on_grid_aux + GQ3_GROUP / 4 * t, sizeof on_grid);
+            kept = t;
         }
+    }
+    if (kept < nt) {
+        for (unsigned i = 0; i < GQ3_GROUP; i++) L[i] = Laux[NF_GQ3_TRIAL_STRIDE * i + kept];
+        memcpy(on_grid, on_grid_aux + GQ3_GROUP / 4 * kept, sizeof on_grid);
     }
     unsigned n_off = 0;
     for (unsigned k = 0; k < GQ3_GROUP / 4; k++) n_off += !on_grid[k];
