@@ -87,14 +87,16 @@ static void gq3_sums(const float *w, const float *xval, const int8_t *L, float *
 }
 
 bool nf_gq3_trials_ref(const nf_gq3_grid *g, int nt, const float *id, const float *scale, const float *xval,
-                       const float *waux, const float *w, int8_t *L, bool *on_grid, float *sumqx, float *sumq2)
+                       const float *waux, const float *w, int8_t *L, uint32_t *on_grid, float *sumqx,
+                       float *sumq2)
 {
+    for (unsigned k = 0; k < GQ3_GROUP / 4; k++) on_grid[k] = 0;
     for (unsigned t = 0; t < (unsigned)nt; t++) {
         int8_t Lt[GQ3_GROUP];
         for (unsigned k = 0; k < GQ3_GROUP / 4; k++) {
             int on = gq3_point(g, xval + 4 * k, waux + 4 * k, id[t], scale[t], Lt + 4 * k);
             if (on < 0) return false;
-            on_grid[GQ3_GROUP / 4 * t + k] = on == 1;
+            on_grid[k] |= (uint32_t)(on == 1) << t;
         }
         gq3_sums(w, xval, Lt, &sumqx[t], &sumq2[t]);
         for (unsigned i = 0; i < GQ3_GROUP; i++) L[NF_GQ3_TRIAL_STRIDE * i + t] = Lt[i];
@@ -147,7 +149,7 @@ static bool gq3_refit(const gq3_kind *kind, const nf_gq3_grid *g, const float *x
 {
     const float id = 1 / *scale;
     int8_t Lt[NF_GQ3_TRIAL_STRIDE * GQ3_GROUP];
-    bool on_t[GQ3_GROUP / 4];
+    uint32_t on_t[GQ3_GROUP / 4];
     float sumqx, sumq2;
     if (nf_gq_kernels_current()->iq3_trials(g, 1, &id, scale, xval, waux, w, Lt, on_t, &sumqx, &sumq2)) {
         for (unsigned i = 0; i < GQ3_GROUP; i++)
@@ -190,7 +192,7 @@ static bool gq3_fit_group(const gq3_kind *kind, const nf_gq3_grid *g, const floa
     const unsigned nt = 2 * (unsigned)kind->ntry + 1;
     float ids[NF_GQ3_MAX_TRIALS], scales[NF_GQ3_MAX_TRIALS], tqx[NF_GQ3_MAX_TRIALS], tq2[NF_GQ3_MAX_TRIALS];
     int8_t Laux[NF_GQ3_TRIAL_STRIDE * GQ3_GROUP];
-    bool on_grid_aux[NF_GQ3_MAX_TRIALS * GQ3_GROUP / 4];
+    uint32_t on_grid_aux[GQ3_GROUP / 4];
     for (unsigned t = 0; t < nt; t++) {
         ids[t] = (gq_f(2 * GQ3_NMAX - 1) + gq_f((int)t - kind->ntry) * 0.2f) / max;
         scales[t] = 1 / ids[t];
@@ -207,7 +209,7 @@ static bool gq3_fit_group(const gq3_kind *kind, const nf_gq3_grid *g, const floa
     }
     if (kept < nt) {
         for (unsigned i = 0; i < GQ3_GROUP; i++) L[i] = Laux[NF_GQ3_TRIAL_STRIDE * i + kept];
-        memcpy(on_grid, on_grid_aux + GQ3_GROUP / 4 * kept, sizeof on_grid);
+        for (unsigned k = 0; k < GQ3_GROUP / 4; k++) on_grid[k] = on_grid_aux[k] >> kept & 1u;
     }
     unsigned n_off = 0;
     for (unsigned k = 0; k < GQ3_GROUP / 4; k++) n_off += !on_grid[k];

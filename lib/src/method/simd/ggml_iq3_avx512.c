@@ -41,7 +41,7 @@ NF_AVX512_INLINE int queue_z(unsigned off, __m512i p, __m512i b, int32_t *pair, 
 #include "method/simd/ggml_ops_undef.inc"
 
 bool nf_gq3_trials_avx512(const nf_gq3_grid *g, int nt, const float *id, const float *scale, const float *xval,
-                          const float *waux, const float *w, int8_t *L, bool *on_grid, float *sumqx, float *sumq2)
+                          const float *waux, const float *w, int8_t *L, uint32_t *on_grid, float *sumqx, float *sumq2)
 {
     return iq3_trials_z(g, nt, id, scale, xval, waux, w, L, on_grid, sumqx, sumq2);
 }
