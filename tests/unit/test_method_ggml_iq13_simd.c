@@ -3,7 +3,9 @@
  * equal ggml's on the vectors of tests/data/gguf and equal the scalar level's on generated rows of
  * every kind -- random scales over 16 decades, zeros (whole rows, whole groups, a single value),
  * outliers, subnormals, a huge dynamic range, ties (values on a half grid, constant groups,
- * repeated extremes of both signs) -- with and without an importance vector.  The level is
+ * repeated extremes of both signs) -- with and without an importance vector; and the IQ3 trial
+ * kernel (iq3_trials) of every level gives the scalar reference's levels, on-grid bits and sums on
+ * groups of every kind, on the longest neighbour lists, on ties, zero and huge groups.  The level is
  * switched with nf_simd_force.  (test_method_ggml_quant_simd.c does the same for the other
  * types.) */
 #include <criterion/criterion.h>
