@@ -3,7 +3,9 @@
  * equals a brute-force search done ggml's way (all grid points sorted by squared distance between
  * the values 2l + 1, then by index; the points of the nearest 2 or 3 distances kept).  The list
  * totals are the ones ggml's iq3xs_init_impl builds (22825 and 28317 words, counted on ggml
- * d99724f2), and concurrent first uses get the same index. */
+ * d99724f2), every list word's entry and values (what the vector searches load) say the same
+ * grid point as the list, with room after the last list for a vector load, and concurrent first
+ * uses get the same index. */
 #include <criterion/criterion.h>
 
 #include <pthread.h>
@@ -97,6 +99,32 @@ Test(ggml_grid3, off_grid_lists_equal_a_brute_force_search)
         }
         cr_expect_eq(words, CASES[c].list_len);
         cr_expect_eq(g->list_len, CASES[c].list_len);
+    }
+}
+
+Test(ggml_grid3, entries_and_values_follow_the_lists)
+{
+    for (size_t c = 0; c < 2; c++) {
+        const nf_gq3_grid *g = nf_gq3_grid_of(CASES[c].id);
+        cr_assert_not_null(g);
+        cr_assert_leq(g->list_len + NF_GQ3_LIST_PAD, NF_GQ3_LIST_CAP, "grid %u: no room after the lists", g->size);
+        for (unsigned key = 0; key < NF_GQ3_KEYS; key++) {
+            if (nf_gq3_point(g, key) >= 0) continue;
+            unsigned n;
+            const uint16_t *list = nf_gq3_neighbours(g, key, &n);
+            const size_t at = (size_t)(list - g->list);
+            cr_assert_eq(g->entry[at - 1], n, "grid %u key %u: count word", g->size, key);
+            for (unsigned j = 0; j < n; j++) {
+                const unsigned p = list[j];
+                unsigned pkey = 0;
+                for (unsigned d = 0; d < 4; d++) {
+                    pkey |= (unsigned)g->level[p][d] << (3 * d);
+                    cr_assert_eq(g->value[d][at + j], 2 * g->level[p][d] + 1, "grid %u key %u neighbour %u value %u",
+                                 g->size, key, j, d);
+                }
+                cr_assert_eq(g->entry[at + j], p | pkey << 16, "grid %u key %u neighbour %u: entry", g->size, key, j);
+            }
+        }
     }
 }
 

@@ -1,6 +1,6 @@
 /* The index of ggml's IQ3 grids (method/ggml_grid3.h says what it holds; docs/methods.md
  * "ggml_quantize").  Each grid's index is built once, on first use, into static storage: no
- * allocation, so nothing can fail after the build and the memory is fixed (about 220 KB a grid).
+ * allocation, so nothing can fail after the build and the memory is fixed (about 350 KB a grid).
  *
  * Layering: part of the method module; reads the grids through the format module's interface
  * (format/ggml.h). */
@@ -59,7 +59,7 @@ static bool gq3_add_list(nf_gq3_grid *g, unsigned key, unsigned nwant)
         at[d2[p]] = true;
     }
     unsigned start = g->list_len, n = 0, have = 0;
-    if (start + 1 + g->size > NF_GQ3_LIST_CAP) return false;
+    if (start + 1 + g->size + NF_GQ3_LIST_PAD > NF_GQ3_LIST_CAP) return false;
     for (unsigned d = 0; d <= GQ3_MAX_D2 && have < nwant; d++) {
         if (!at[d]) continue;
         have++;
@@ -69,11 +69,15 @@ static bool gq3_add_list(nf_gq3_grid *g, unsigned key, unsigned nwant)
     for (unsigned j = 0; j < n; j++) {
         const unsigned p = g->list[start + 1 + j];
         int8_t l[4];
-        for (unsigned c = 0; c < 4; c++) l[c] = (int8_t)g->level[p][c];
+        for (unsigned c = 0; c < 4; c++) {
+            l[c] = (int8_t)g->level[p][c];
+            g->value[c][start + 1 + j] = (uint8_t)(2 * l[c] + 1);
+        }
         g->entry[start + 1 + j] = p | nf_gq3_key(l) << 16;
     }
     g->list[start] = (uint16_t)n;
     g->entry[start] = n;
+    for (unsigned c = 0; c < 4; c++) g->value[c][start] = 0;
     g->map[key] = -1 - (int32_t)start;
     g->list_len = start + 1 + n;
     return true;

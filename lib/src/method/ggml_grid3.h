@@ -22,6 +22,8 @@
 #define NF_GQ3_KEYS 4096u      /* lattice points: NF_GQ3_LEVELS^4 */
 #define NF_GQ3_MAX_POINTS 512u /* the larger grid (IQ3_S) */
 #define NF_GQ3_LIST_CAP 32768u /* words of a grid's neighbour lists (ggml's: 22825 and 28317) */
+#define NF_GQ3_LIST_PAD 64u    /* words after the last list that stay in the arrays, so a vector
+                                * load of up to 64 words from inside a list stays there too */
 
 typedef struct nf_gq3_grid {
     unsigned size;                            /* grid points: 256 (IQ3_XXS) or 512 (IQ3_S) */
@@ -31,7 +33,12 @@ typedef struct nf_gq3_grid {
     uint32_t entry[NF_GQ3_LIST_CAP];          /* list[i] with, for a grid index p, p's key at
                                                * bit 16 (for the vector searches, which then
                                                * read a candidate's levels with its index) */
-    unsigned list_len;                        /* words of list in use */
+    uint8_t value[4][NF_GQ3_LIST_CAP];        /* for a grid index p at list[i], value[c][i] is
+                                               * 2 level[p][c] + 1, the value ggml's search
+                                               * weighs (the vector searches load a list's
+                                               * values contiguously, a value a lane) */
+    unsigned list_len;                        /* words of list in use, at most
+                                               * NF_GQ3_LIST_CAP - NF_GQ3_LIST_PAD */
 } nf_gq3_grid;
 
 /* The index of the grid of IQ3_XXS or IQ3_S, built on first use (once, thread-safe); NULL for

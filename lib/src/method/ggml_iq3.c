@@ -87,14 +87,16 @@ static void gq3_sums(const float *w, const float *xval, const int8_t *L, float *
 }
 
 bool nf_gq3_trials_ref(const nf_gq3_grid *g, int nt, const float *id, const float *scale, const float *xval,
-                       const float *waux, const float *w, int8_t *L, bool *on_grid, float *sumqx, float *sumq2)
+                       const float *waux, const float *w, int8_t *L, uint32_t *on_grid, float *sumqx,
+                       float *sumq2)
 {
+    for (unsigned k = 0; k < GQ3_GROUP / 4; k++) on_grid[k] = 0;
     for (unsigned t = 0; t < (unsigned)nt; t++) {
         int8_t Lt[GQ3_GROUP];
         for (unsigned k = 0; k < GQ3_GROUP / 4; k++) {
             int on = gq3_point(g, xval + 4 * k, waux + 4 * k, id[t], scale[t], Lt + 4 * k);
             if (on < 0) return false;
-            on_grid[GQ3_GROUP / 4 * t + k] = on == 1;
+            on_grid[k] |= (uint32_t)(on == 1) << t;
         }
         gq3_sums(w, xval, Lt, &sumqx[t], &sumq2[t]);
         for (unsigned i = 0; i < GQ3_GROUP; i++) L[NF_GQ3_TRIAL_STRIDE * i + t] = Lt[i];
@@ -109,13 +111,15 @@ static void gq3_signs(const gq3_kind *kind, const float *xb, const float *w, flo
     for (unsigned k = 0; k < GQ3_GROUP / 8; k++) {
         unsigned s = 0, nflip = 0;
         for (unsigned i = 0; i < 8; i++) {
-            if (xb[8 * k + i] >= 0) {
-                xval[8 * k + i] = xb[8 * k + i];
-            } else {
-                xval[8 * k + i] = -xb[8 * k + i];
-                nflip++;
-                s |= 1u << i;
-            }
+            /* ggml: x >= 0 keeps x, anything else (NaN too) is negated and its sign bit set --
+             * here without a branch, the sign flipped in the bits as C's negation flips it */
+            const unsigned neg = !(xb[8 * k + i] >= 0);
+            uint32_t bits;
+            memcpy(&bits, &xb[8 * k + i], sizeof bits);
+            bits ^= (uint32_t)neg << 31;
+            memcpy(&xval[8 * k + i], &bits, sizeof bits);
+            nflip += neg;
+            s |= neg << i;
         }
         if (kind->xxs && nflip % 2) {
             unsigned imin = 0;
@@ -132,6 +136,34 @@ static void gq3_signs(const gq3_kind *kind, const float *xb, const float *w, flo
         }
         signs[k] = (uint8_t)(kind->xxs ? s & 127u : s);
     }
+}
+
+/* Codes the group again from its fitted *scale -- IQ3_XXS the points off the grid, IQ3_S all --
+ * and fits the scale again on the new levels (ggml's second pass).  That is one more trial, at
+ * the inverse scale 1 / *scale, so the trial kernel runs it (its levels and sums are the
+ * reference's); IQ3_XXS keeps its on-grid points' levels and sums again.  Where the kernel fails
+ * (a point without a neighbour below FLT_MAX) the points go one by one as ggml takes them, since
+ * IQ3_XXS does not search the points it keeps.  False where ggml stops with an assertion. */
+static bool gq3_refit(const gq3_kind *kind, const nf_gq3_grid *g, const float *xval, const float *waux,
+                      const float *w, const bool *on_grid, int8_t *L, float *scale)
+{
+    const float id = 1 / *scale;
+    int8_t Lt[NF_GQ3_TRIAL_STRIDE * GQ3_GROUP];
+    uint32_t on_t[GQ3_GROUP / 4];
+    float sumqx, sumq2;
+    if (nf_gq_kernels_current()->iq3_trials(g, 1, &id, scale, xval, waux, w, Lt, on_t, &sumqx, &sumq2)) {
+        for (unsigned i = 0; i < GQ3_GROUP; i++)
+            if (!(kind->xxs && on_grid[i / 4])) L[i] = Lt[NF_GQ3_TRIAL_STRIDE * i];
+        if (kind->xxs) gq3_sums(w, xval, L, &sumqx, &sumq2);
+    } else {
+        for (unsigned k = 0; k < GQ3_GROUP / 4; k++) {
+            if (kind->xxs && on_grid[k]) continue;
+            if (gq3_point(g, xval + 4 * k, waux + 4 * k, id, *scale, L + 4 * k) < 0) return false;
+        }
+        gq3_sums(w, xval, L, &sumqx, &sumq2);
+    }
+    if (sumq2 > 0) *scale = sumqx / sumq2;
+    return true;
 }
 
 /* Fits one group of 32 values with weights w (ggml's group loop).  False where ggml stops with an
@@ -160,34 +192,28 @@ static bool gq3_fit_group(const gq3_kind *kind, const nf_gq3_grid *g, const floa
     const unsigned nt = 2 * (unsigned)kind->ntry + 1;
     float ids[NF_GQ3_MAX_TRIALS], scales[NF_GQ3_MAX_TRIALS], tqx[NF_GQ3_MAX_TRIALS], tq2[NF_GQ3_MAX_TRIALS];
     int8_t Laux[NF_GQ3_TRIAL_STRIDE * GQ3_GROUP];
-    bool on_grid_aux[NF_GQ3_MAX_TRIALS * GQ3_GROUP / 4];
+    uint32_t on_grid_aux[GQ3_GROUP / 4];
     for (unsigned t = 0; t < nt; t++) {
         ids[t] = (gq_f(2 * GQ3_NMAX - 1) + gq_f((int)t - kind->ntry) * 0.2f) / max;
         scales[t] = 1 / ids[t];
     }
     if (!nf_gq_kernels_current()->iq3_trials(g, (int)nt, ids, scales, xval, waux, w, Laux, on_grid_aux, tqx, tq2))
         return false;
+    unsigned kept = nt; /* none */
     for (unsigned t = 0; t < nt; t++) {
         if (tq2[t] > 0 && tqx[t] * tqx[t] > best * tq2[t]) {
             scale = tqx[t] / tq2[t];
             best = scale * tqx[t];
-            for (unsigned i = 0; i < GQ3_GROUP; i++) L[i] = Laux[NF_GQ3_TRIAL_STRIDE * i + t];
-            memcpy(on_grid, on_grid_aux + GQ3_GROUP / 4 * t, sizeof on_grid);
+            kept = t;
         }
+    }
+    if (kept < nt) {
+        for (unsigned i = 0; i < GQ3_GROUP; i++) L[i] = Laux[NF_GQ3_TRIAL_STRIDE * i + kept];
+        for (unsigned k = 0; k < GQ3_GROUP / 4; k++) on_grid[k] = on_grid_aux[k] >> kept & 1u;
     }
     unsigned n_off = 0;
     for (unsigned k = 0; k < GQ3_GROUP / 4; k++) n_off += !on_grid[k];
-    if (n_off > 0 && scale > 0) {
-        /* codes again from the fitted scale: IQ3_XXS for the off-grid points, IQ3_S for all */
-        float id = 1 / scale;
-        for (unsigned k = 0; k < GQ3_GROUP / 4; k++) {
-            if (kind->xxs && on_grid[k]) continue;
-            if (gq3_point(g, xval + 4 * k, waux + 4 * k, id, scale, L + 4 * k) < 0) return false;
-        }
-        float sumqx, sumq2;
-        gq3_sums(w, xval, L, &sumqx, &sumq2);
-        if (sumq2 > 0) scale = sumqx / sumq2;
-    }
+    if (n_off > 0 && scale > 0 && !gq3_refit(kind, g, xval, waux, w, on_grid, L, &scale)) return false;
     if (scale < 0) {
         /* a negative fit (possible only through IQ3_XXS's flipped value): ggml stores the
          * scale's magnitude and flips every sign */

@@ -8,6 +8,7 @@
 #if NF_X86_KERNELS
 
 #include <immintrin.h>
+#include <math.h>
 
 #define GQ(name) name##_y
 #define GQ_FN NF_AVX2_FN
@@ -20,15 +21,25 @@
 #define IGT(a, b) _mm256_castsi256_ps(_mm256_cmpgt_epi32(a, b))
 #define BITS(m) ((unsigned)_mm256_movemask_ps(m))
 #define GATHER32(p, i) _mm256_i32gather_epi32((const int *)(const void *)(p), i, 4)
-#define GATHER16(p, i) _mm256_and_si256(_mm256_i32gather_epi32((const int *)(const void *)(p), i, 2), I1(0xFFFF))
-
-#define FGATHER(p, i) _mm256_i32gather_ps(p, i, 4)
+#define BLOAD(p) _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(p)))
+#define FEQ(a, b) _mm256_cmp_ps(a, b, _CMP_EQ_OQ)
+#define FMIN_OF(m, v) min_of_y(m, v)
 #define STORE_I8(p, v)                                                                                                 \
     _mm_storel_epi64((__m128i *)(void *)(p),                                                                           \
                      _mm_packs_epi16(_mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1)),        \
                                      _mm_setzero_si128()))
 
 static const int32_t lane_index_y[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+
+/* The least lane of v in m: the others set to +infinity, then halves folded onto each other. */
+NF_AVX2_INLINE float min_of_y(__m256 m, __m256 v)
+{
+    __m256 t = _mm256_blendv_ps(_mm256_set1_ps(INFINITY), v, m);
+    __m128 h = _mm_min_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
+    h = _mm_min_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_min_ss(h, _mm_shuffle_ps(h, h, 1));
+    return _mm_cvtss_f32(h);
+}
 
 /* Queues the lanes of off (AVX2 has no compressing store: lane by lane). */
 NF_AVX2_INLINE int queue_y(unsigned off, __m256i p, __m256i b, int32_t *pair, int32_t *base, int nq)
@@ -48,7 +59,7 @@ NF_AVX2_INLINE int queue_y(unsigned off, __m256i p, __m256i b, int32_t *pair, in
 #include "method/simd/ggml_ops_undef.inc"
 
 bool nf_gq3_trials_avx2(const nf_gq3_grid *g, int nt, const float *id, const float *scale, const float *xval,
-                        const float *waux, const float *w, int8_t *L, bool *on_grid, float *sumqx, float *sumq2)
+                        const float *waux, const float *w, int8_t *L, uint32_t *on_grid, float *sumqx, float *sumq2)
 {
     return iq3_trials_y(g, nt, id, scale, xval, waux, w, L, on_grid, sumqx, sumq2);
 }

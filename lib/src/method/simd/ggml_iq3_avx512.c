@@ -21,9 +21,9 @@
 #define IGT(a, b) _mm512_cmpgt_epi32_mask(a, b)
 #define BITS(m) ((unsigned)(m))
 #define GATHER32(p, i) gather4_z(p, i)
-#define GATHER16(p, i) _mm512_and_si512(gather2_z(p, i), I1(0xFFFF))
-
-#define FGATHER(p, i) fgather4_z(p, i)
+#define BLOAD(p) _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(p)))
+#define FEQ(a, b) _mm512_cmp_ps_mask(a, b, _CMP_EQ_OQ)
+#define FMIN_OF(m, v) _mm512_mask_reduce_min_ps(m, v)
 #define STORE_I8(p, v) _mm_storeu_si128((__m128i *)(void *)(p), _mm512_cvtepi32_epi8(v))
 
 static const int32_t lane_index_z[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
@@ -41,7 +41,7 @@ NF_AVX512_INLINE int queue_z(unsigned off, __m512i p, __m512i b, int32_t *pair, 
 #include "method/simd/ggml_ops_undef.inc"
 
 bool nf_gq3_trials_avx512(const nf_gq3_grid *g, int nt, const float *id, const float *scale, const float *xval,
-                          const float *waux, const float *w, int8_t *L, bool *on_grid, float *sumqx, float *sumq2)
+                          const float *waux, const float *w, int8_t *L, uint32_t *on_grid, float *sumqx, float *sumq2)
 {
     return iq3_trials_z(g, nt, id, scale, xval, waux, w, L, on_grid, sumqx, sumq2);
 }

@@ -58,11 +58,13 @@ typedef struct nf_gq_kernels {
      * magnitudes xval, one trial a lane.  Trial t rounds the values at inverse scale id[t] to
      * levels, moves each 4-value point off grid g to its nearest neighbour at scale[t] (weights
      * waux), and writes the level of value i to L[NF_GQ3_TRIAL_STRIDE i + t] (a value's trials
-     * side by side, as the lanes hold them), whether each point was on the grid to
-     * on_grid + 8 t, and sum w x (2L + 1) and sum w (2L + 1)^2 to sumqx[t], sumq2[t].  False when
-     * a neighbour search finds no point (ggml aborts). */
+     * side by side, as the lanes hold them), whether point k (of 8) was on the grid to bit t
+     * of on_grid[k] (a word a point, as the lanes' masks give it; the bits from nt up are 0),
+     * and sum w x (2L + 1) and sum w (2L + 1)^2 to sumqx[t], sumq2[t].  False when a neighbour
+     * search finds no point (ggml aborts). */
     bool (*iq3_trials)(const struct nf_gq3_grid *g, int nt, const float *id, const float *scale, const float *xval,
-                       const float *waux, const float *w, int8_t *L, bool *on_grid, float *sumqx, float *sumq2);
+                       const float *waux, const float *w, int8_t *L, uint32_t *on_grid, float *sumqx,
+                       float *sumq2);
     /* IQ1_S (ggml_iq1.c): ggml's search of a group of 32 sorted values over every split i1 <= i2
      * into codes 0 / 1 / 2 and both delta signs (shift +1, then -1, for each split), by the prefix
      * sums sumx, sumw (33 each) of w x and w in sorted order: the kept split, its shift and
@@ -104,7 +106,7 @@ typedef struct nf_gq_kernels {
 
 /* The scalar references of the entries whose encoders live in their own files. */
 bool nf_gq3_trials_ref(const struct nf_gq3_grid *g, int nt, const float *id, const float *scale, const float *xval,
-                       const float *waux, const float *w, int8_t *L, bool *on_grid, float *sumqx, float *sumq2);
+                       const float *waux, const float *w, int8_t *L, uint32_t *on_grid, float *sumqx, float *sumq2);
 bool nf_gq1s_split_ref(const float *sumx, const float *sumw, float s0, int *b1, int *b2, int *shift, float *scale);
 bool nf_gq1m_split_ref(const float *x, const float *w, const int *idx, float s0, int *b1, int *b2, int *kind,
                        float *scale);
@@ -114,9 +116,9 @@ void nf_gq1_order_ref(const float *x, int n, int *idx);
 /* The vector kernels of those entries (simd/ggml_iq*_avx2.c, _avx512.c). */
 #if NF_X86_KERNELS
 bool nf_gq3_trials_avx2(const struct nf_gq3_grid *g, int nt, const float *id, const float *scale, const float *xval,
-                        const float *waux, const float *w, int8_t *L, bool *on_grid, float *sumqx, float *sumq2);
+                        const float *waux, const float *w, int8_t *L, uint32_t *on_grid, float *sumqx, float *sumq2);
 bool nf_gq3_trials_avx512(const struct nf_gq3_grid *g, int nt, const float *id, const float *scale,
-                          const float *xval, const float *waux, const float *w, int8_t *L, bool *on_grid,
+                          const float *xval, const float *waux, const float *w, int8_t *L, uint32_t *on_grid,
                           float *sumqx, float *sumq2);
 bool nf_gq1s_split_avx2(const float *sumx, const float *sumw, float s0, int *b1, int *b2, int *shift, float *scale);
 bool nf_gq1s_split_avx512(const float *sumx, const float *sumw, float s0, int *b1, int *b2, int *shift,
