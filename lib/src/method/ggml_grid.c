@@ -7,9 +7,10 @@
  * whole grid by distance for every code; measuring every point for every code gives the same
  * lists but costs 85 M point distances for IQ1 (0.25 s of CPU, 0.45 s for the four grids).  The
  * search here splits a code into its two 4-value halves, whose distances add up (gg_list): per
- * code it reads one bit mask of distances per group of points sharing a high half, then only
- * the points it lists, so building costs about as much as writing the lists (0.1 s for IQ1,
- * 0.2 s for the four grids; bench/README.md, "The budget's measuring pass").  The lists are
+ * code it reads one bit mask of distances per group of points sharing a high half, nearest
+ * groups first and only until the nearest distances are settled, then walks only the points it
+ * lists, so building costs little more than writing the lists (about 0.1 s for IQ1, 0.2 s for
+ * the four grids on the machine of bench/README.md, "The budget's measuring pass").  The lists are
  * byte for byte those of the brute-force search (tests/unit/test_ggml_grid.c). */
 #include "method/ggml_grid.h"
 
@@ -46,9 +47,11 @@ static int gg_nwant(nf_ggml_grid8 g)
     return g == NF_GGML_GRID8_IQ1S ? 3 : g == NF_GGML_GRID8_IQ2S ? 1 : 2;
 }
 
-/* Room for `want` entries in the neighbour lists (doubling). */
+/* Room for `want` entries in the neighbour lists and the codes beside them, and the padding
+ * after them (doubling). */
 static bool gg_reserve(gg_built *b, uint64_t want)
 {
+    if (!nf_add_u64(want, NF_GGML_GRID_PAD, &want)) return false;
     if (want <= b->cap) return true;
     uint64_t cap = b->cap ? b->cap : 65536, bytes;
     while (cap < want)
@@ -58,6 +61,9 @@ static bool gg_reserve(gg_built *b, uint64_t want)
     uint16_t *p = realloc(b->neighbours, size);
     if (!p) return false;
     b->neighbours = p;
+    p = realloc(b->neighbour_codes, size);
+    if (!p) return false;
+    b->neighbour_codes = p;
     b->cap = cap;
     return true;
 }
@@ -114,6 +120,9 @@ typedef struct gg_scratch {
     uint8_t *dlo;         /* 256 * size: beside order, each point's low-half distance to a */
     uint64_t *mask;       /* 256 * groups: for low half a, the distances of each group's points */
     uint64_t *bits;       /* GG_NWANT_MAX * words: the points found at each kept distance */
+    uint16_t *code;       /* size: each point's code */
+    uint8_t *gsort;       /* 256 * 256: for high half h, the groups by their distance to h */
+    uint8_t *gdist;       /* 256 * 256: beside gsort, that distance */
     unsigned words;       /* 64-bit words of a bitmap of the grid's points */
 } gg_scratch;
 
@@ -130,9 +139,13 @@ static bool gg_scratch_init(const gg_built *b, gg_scratch *s)
     s->dlo = malloc((size_t)256 * n);
     s->mask = calloc((size_t)256 * 256, sizeof *s->mask);
     s->bits = calloc((size_t)GG_NWANT_MAX * s->words, sizeof *s->bits);
+    s->code = malloc((n ? n : 1) * sizeof *s->code);
+    s->gsort = malloc(256 * 256);
+    s->gdist = malloc(256 * 256);
     uint8_t *lo = malloc(n ? n : 1);
     uint16_t *byhi = malloc((n ? n : 1) * sizeof *byhi);
-    if (!s->half || !s->order || !s->dlo || !s->mask || !s->bits || !lo || !byhi) {
+    if (!s->half || !s->order || !s->dlo || !s->mask || !s->bits || !s->code || !s->gsort || !s->gdist || !lo ||
+        !byhi) {
         free(lo);
         free(byhi);
         return false;
@@ -142,13 +155,14 @@ static bool gg_scratch_init(const gg_built *b, gg_scratch *s)
     unsigned count[257] = {0};
     for (unsigned j = 0; j < n; j++) {
         uint32_t code = nf_ggml_grid_code(b->level + 8 * (size_t)j);
+        s->code[j] = (uint16_t)code;
         lo[j] = (uint8_t)(code & 0xFFu);
         count[(code >> 8) + 1]++;
     }
     for (unsigned h = 0; h < 256; h++) count[h + 1] += count[h];
     unsigned at[256];
     for (unsigned h = 0; h < 256; h++) at[h] = count[h];
-    for (unsigned j = 0; j < n; j++) byhi[at[nf_ggml_grid_code(b->level + 8 * (size_t)j) >> 8]++] = (uint16_t)j;
+    for (unsigned j = 0; j < n; j++) byhi[at[s->code[j] >> 8]++] = (uint16_t)j;
     s->groups = 0;
     for (unsigned h = 0; h < 256; h++)
         if (count[h + 1] > count[h]) {
@@ -178,6 +192,18 @@ static bool gg_scratch_init(const gg_built *b, gg_scratch *s)
             s->mask[a * 256 + k] = m;
         }
     }
+    /* for each high half h, the groups by (distance of their high half to h, group): a stable
+     * counting sort */
+    for (unsigned h = 0; h < 256; h++) {
+        unsigned c[GG_MAX_DIST / 2 + 2] = {0};
+        for (unsigned k = 0; k < s->groups; k++) c[s->half[h * 256 + s->ghi[k]] + 1]++;
+        for (unsigned d = 0; d <= GG_MAX_DIST / 2; d++) c[d + 1] += c[d];
+        for (unsigned k = 0; k < s->groups; k++) {
+            unsigned d = s->half[h * 256 + s->ghi[k]], q = c[d]++;
+            s->gsort[h * 256 + q] = (uint8_t)k;
+            s->gdist[h * 256 + q] = (uint8_t)d;
+        }
+    }
     free(lo);
     free(byhi);
     return true;
@@ -190,6 +216,9 @@ static void gg_scratch_free(gg_scratch *s)
     free(s->dlo);
     free(s->mask);
     free(s->bits);
+    free(s->code);
+    free(s->gsort);
+    free(s->gdist);
 }
 
 /* The lowest set bit of a nonzero 128-bit mask. */
@@ -204,10 +233,18 @@ static unsigned gg_ctz128(gg_u128 m)
 static bool gg_list(gg_built *b, int nwant, uint32_t c, const gg_scratch *s)
 {
     const unsigned a = c & 0xFFu, n = b->grid.size;
-    const uint8_t *rhi = s->half + (c >> 8) * 256;
+    const uint8_t *gk = s->gsort + (c >> 8) * 256, *gd = s->gdist + (c >> 8) * 256;
     const uint64_t *mask = s->mask + a * 256;
-    gg_u128 present = 0; /* the distances of the grid's points to c */
-    for (unsigned k = 0; k < s->groups; k++) present |= (gg_u128)mask[k] << rhi[s->ghi[k]];
+    /* The distances of the grid's points to c, the groups taken nearest first: once nwant
+     * distances lie below the next group's high-half distance, no later group adds one there. */
+    gg_u128 present = 0;
+    for (unsigned k = 0; k < s->groups; k++) {
+        uint64_t below = (uint64_t)present & (((uint64_t)1 << gd[k]) - 1); /* gd[k] <= 36 */
+        unsigned found = 0;
+        for (; below && found < (unsigned)nwant; below &= below - 1) found++;
+        if (found == (unsigned)nwant) break;
+        present |= (gg_u128)mask[gk[k]] << gd[k];
+    }
     /* the kept distances, nearest first; a point's rank among them is how many it exceeds */
     unsigned kept[GG_NWANT_MAX], have = 0;
     for (gg_u128 m = present; m && have < (unsigned)nwant; m &= m - 1) kept[have++] = gg_ctz128(m);
@@ -216,9 +253,9 @@ static bool gg_list(gg_built *b, int nwant, uint32_t c, const gg_scratch *s)
     const uint16_t *ord = s->order + (size_t)a * n;
     const uint8_t *dl = s->dlo + (size_t)a * n;
     unsigned count = 0;
-    for (unsigned k = 0; k < s->groups; k++) {
-        const unsigned dh = rhi[s->ghi[k]];
-        for (unsigned p = s->gstart[k]; p < s->gstart[k + 1] && dh + dl[p] <= top; p++) {
+    for (unsigned k = 0; k < s->groups && gd[k] <= top; k++) {
+        const unsigned dh = gd[k], g = gk[k];
+        for (unsigned p = s->gstart[g]; p < s->gstart[g + 1] && dh + dl[p] <= top; p++) {
             const unsigned d = dh + dl[p], r = (unsigned)(d > kept[0]) + (unsigned)(d > kept[1]);
             s->bits[(size_t)r * s->words + ord[p] / 64] |= (uint64_t)1 << (ord[p] % 64);
             count++;
@@ -227,41 +264,20 @@ static bool gg_list(gg_built *b, int nwant, uint32_t c, const gg_scratch *s)
     uint64_t at = b->grid.neighbour_entries, end;
     if (at > (uint64_t)INT32_MAX || !nf_add_u64(at, 1 + (uint64_t)count, &end) || !gg_reserve(b, end)) return false;
     b->map[c] = -1 - (int32_t)at;
-    uint16_t *list = b->neighbours + at;
-    list[0] = (uint16_t)count;
+    uint16_t *list = b->neighbours + at, *codes = b->neighbour_codes + at;
+    list[0] = codes[0] = (uint16_t)count;
     unsigned out = 1;
-    for (size_t w = 0; w < (size_t)have * s->words; w++) { /* rank by rank, each in index order */
-        for (uint64_t m = s->bits[w]; m; m &= m - 1)
-            list[out++] = (uint16_t)((w % s->words) * 64 + (unsigned)__builtin_ctzll(m));
-        s->bits[w] = 0;
-    }
+    uint64_t *bits = s->bits;
+    for (unsigned r = 0; r < have; r++) /* rank by rank, each in index order */
+        for (unsigned w = 0; w < s->words; w++, bits++) {
+            for (uint64_t m = *bits; m; m &= m - 1) {
+                const unsigned j = w * 64 + (unsigned)__builtin_ctzll(m);
+                list[out] = (uint16_t)j;
+                codes[out++] = s->code[j];
+            }
+            *bits = 0;
+        }
     b->grid.neighbour_entries = end;
-    return true;
-}
-
-/* The codes beside the neighbour lists (ggml_grid.h), padded for vector loads. */
-static bool gg_list_codes(gg_built *b)
-{
-    uint64_t entries = b->grid.neighbour_entries, total, bytes;
-    size_t size;
-    if (!nf_add_u64(entries, NF_GGML_GRID_PAD, &total) || !nf_mul_u64(total, sizeof *b->neighbour_codes, &bytes) ||
-        !nf_u64_to_size(bytes, &size))
-        return false;
-    b->neighbour_codes = calloc(1, size);
-    uint16_t *code = malloc((b->grid.size ? b->grid.size : 1) * sizeof *code); /* each point's */
-    if (!b->neighbour_codes || !code) {
-        free(code);
-        return false;
-    }
-    for (unsigned k = 0; k < b->grid.size; k++) code[k] = (uint16_t)nf_ggml_grid_code(b->level + 8 * (size_t)k);
-    for (uint32_t c = 0; c < NF_GGML_GRID_CODES; c++) {
-        if (b->map[c] >= 0) continue;
-        uint64_t at = (uint64_t)(-(int64_t)b->map[c] - 1);
-        const uint16_t *list = b->neighbours + at;
-        b->neighbour_codes[at] = list[0];
-        for (unsigned j = 1; j <= list[0]; j++) b->neighbour_codes[at + j] = code[list[j]];
-    }
-    free(code);
     return true;
 }
 
@@ -276,10 +292,13 @@ static bool gg_build(nf_ggml_grid8 g, gg_built *b)
     for (uint32_t c = 0; ok && c < NF_GGML_GRID_CODES; c++)
         if (b->map[c] < 0) ok = gg_list(b, gg_nwant(g), c, &s);
     gg_scratch_free(&s);
-    if (ok) {
-        uint16_t *fit = realloc(b->neighbours, (size_t)b->grid.neighbour_entries * sizeof *fit);
+    if (ok) { /* the lists' padding (ggml_grid.h), then what the doubling left unused */
+        memset(b->neighbour_codes + b->grid.neighbour_entries, 0, NF_GGML_GRID_PAD * sizeof *b->neighbour_codes);
+        size_t entries = (size_t)b->grid.neighbour_entries;
+        uint16_t *fit = realloc(b->neighbours, entries * sizeof *fit);
         if (fit) b->neighbours = fit;
-        ok = gg_list_codes(b);
+        fit = realloc(b->neighbour_codes, (entries + NF_GGML_GRID_PAD) * sizeof *fit);
+        if (fit) b->neighbour_codes = fit;
     }
     if (ok) {
         b->grid.level = b->level;
