@@ -52,28 +52,36 @@ static uint64_t sample_row(uint64_t i, uint64_t s, uint64_t rows)
 }
 
 /* ---------------------------------------------------------------- effort
- * What measuring one row costs each candidate, in units of about the cheapest encoders' (a row of
- * grouped_absmax or gguf_q8_0; bench/README.md, "The budget's measuring pass", gives the timings
- * these come from, of this tree's scalar IQ encoders).  Only the ratios matter, and only for how many sampled rows a costly
- * candidate measures: a wrong figure costs time or accuracy, never a wrong byte. */
+ * What measuring one row costs each candidate, in units of the cheapest encoders' (a row of
+ * grouped_absmax to q8_g32_fp16): reading, encoding, decoding and the weighted error of a row, the
+ * CPU time per row bench/row_costs.py measures with the real encoders at the CPU's default kernel
+ * level, over its unit's, rounded (bench/README.md, "The budget's measuring pass", has the figures
+ * and how to refresh them).  A constant, never a timing: only the ratios matter, and only for how
+ * many sampled rows a costly candidate measures, so a stale figure costs time or accuracy, never
+ * a different byte, and the CPU never changes which rows are measured. */
 static uint64_t row_cost(const plan_candidate *cd)
 {
     switch (cd->method) {
     case NF_METHOD_GROUPED_SEARCH: return 3;
-    case NF_METHOD_NVFP4_SEARCH: return 3;
+    case NF_METHOD_NVFP4_SEARCH: return 6;
     case NF_METHOD_GGML_QUANTIZE: break;
     default: return 1; /* grouped_absmax, fp8_row_maxabs, nvfp4_quantize */
     }
     switch (cd->fmt->id) {
-    case NF_FMT_GGUF_Q8_0: case NF_FMT_GGUF_Q2_0: return 1;
-    case NF_FMT_GGUF_Q4_0: case NF_FMT_GGUF_Q5_0: case NF_FMT_GGUF_Q6_K: return 2;
-    case NF_FMT_GGUF_Q2_K: case NF_FMT_GGUF_Q3_K: case NF_FMT_GGUF_Q4_K: case NF_FMT_GGUF_Q5_K: return 3;
-    case NF_FMT_GGUF_IQ4_NL: case NF_FMT_GGUF_IQ4_XS: return 5;
-    case NF_FMT_GGUF_IQ1_S: return 25;
-    case NF_FMT_GGUF_IQ2_S: case NF_FMT_GGUF_IQ3_S: return 35;
-    case NF_FMT_GGUF_IQ3_XXS: return 50;
-    case NF_FMT_GGUF_IQ2_XXS: return 60;
-    case NF_FMT_GGUF_IQ2_XS: case NF_FMT_GGUF_IQ1_M: return 90;
+    case NF_FMT_GGUF_Q8_0: return 1;
+    case NF_FMT_GGUF_Q2_0: case NF_FMT_GGUF_Q4_0: case NF_FMT_GGUF_Q6_K: return 2;
+    case NF_FMT_GGUF_Q3_K: case NF_FMT_GGUF_Q5_0: return 3;
+    case NF_FMT_GGUF_Q5_K: return 4;
+    case NF_FMT_GGUF_Q2_K: case NF_FMT_GGUF_Q4_K: return 5;
+    case NF_FMT_GGUF_IQ4_NL: return 6;
+    case NF_FMT_GGUF_IQ2_S: return 10;
+    case NF_FMT_GGUF_IQ4_XS: return 11;
+    case NF_FMT_GGUF_IQ1_S: return 15;
+    case NF_FMT_GGUF_IQ2_XXS: return 16;
+    case NF_FMT_GGUF_IQ2_XS: return 19;
+    case NF_FMT_GGUF_IQ3_S: return 23;
+    case NF_FMT_GGUF_IQ1_M: return 29;
+    case NF_FMT_GGUF_IQ3_XXS: return 36;
     default: return 5; /* a type added later: between the k-quants and the IQ grids until measured */
     }
 }
