@@ -12,7 +12,8 @@
  * them, sampled i = floor((2j + 1) S / (2 S_k)) for j < S_k, and estimates the tensor's error as
  * its rows' times N / S_k; with S_k = N the estimate is the exact figure.  S_k is S unless the
  * options' rows would cost more than the tensor's allowance (row_cost, ALLOWANCE_PER_ROW): then the
- * costliest options measure fewer rows (nf_budget_sample_rows), never fewer than MIN_ROWS (or S).
+ * costliest options measure fewer rows (nf_budget_sample_rows), never fewer than a floor of 16
+ * rows, or on a tensor too small for that 8 to 16 (effort_floor), or S.
  * sample_rows 0 measures every row by every option.
  *
  * A sampled row longer than SPAN_VALUES is measured span by span (docs/layouts.md section 12), as
@@ -87,10 +88,25 @@ static uint64_t row_cost(const plan_candidate *cd)
 }
 
 /* A tensor's allowance, in row_cost units: ALLOWANCE_PER_ROW a row of the tensor, whatever the
- * sample, so that the measuring pass stays a fraction of the conversion, which encodes every row;
- * and at least every option's MIN_ROWS rows (docs/recipes.md, "Budgets", *Sampling*). */
+ * sample, so that the measuring pass stays a fraction of the conversion, which encodes every row
+ * (docs/recipes.md, "Budgets", *Measuring*).  Each option measures at least MIN_ROWS rows when
+ * that fits the allowance; on a tensor too small for it (where the conversion itself is cheap)
+ * the floor is what fits, floor(allowance / sum of the costs), but never below LOW_MIN_ROWS, so
+ * that no estimate rests on fewer rows than that (or S). */
 #define ALLOWANCE_PER_ROW 1u
 #define MIN_ROWS 16u
+#define LOW_MIN_ROWS 8u
+
+/* The floor of the options' rows: MIN_ROWS, or less where every option's MIN_ROWS rows would
+ * cost more than the allowance. */
+static uint64_t effort_floor(const uint64_t *cost, size_t n, uint64_t allowance)
+{
+    u128 sum = 0;
+    for (size_t k = 0; k < n; k++) sum += cost[k];
+    if (sum == 0 || sum * MIN_ROWS <= allowance) return MIN_ROWS;
+    u128 fit = allowance / sum;
+    return fit < LOW_MIN_ROWS ? LOW_MIN_ROWS : (uint64_t)fit;
+}
 
 /* The rows each option of the item measures (opts[k].sampled), from the sampled ones: all of
  * them with sample_rows 0 (every row, the exact figures), else nf_budget_sample_rows's share. */
@@ -104,9 +120,9 @@ static nf_status plan_effort(const plan_budget *b, plan_budget_item *it, uint64_
         return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
     }
     for (size_t k = 0; k < it->nopts; k++) cost[k] = sample_rows ? row_cost(&b->cands[it->opts[k].cand]) : 0;
-    u128 allowance = (u128)it->rows * ALLOWANCE_PER_ROW;
-    nf_budget_sample_rows(cost, it->nopts, it->sampled, MIN_ROWS, allowance > UINT64_MAX ? UINT64_MAX : (uint64_t)allowance,
-                          rows);
+    u128 wide = (u128)it->rows * ALLOWANCE_PER_ROW;
+    const uint64_t allowance = wide > UINT64_MAX ? UINT64_MAX : (uint64_t)wide;
+    nf_budget_sample_rows(cost, it->nopts, it->sampled, effort_floor(cost, it->nopts, allowance), allowance, rows);
     for (size_t k = 0; k < it->nopts; k++) it->opts[k].sampled = rows[k];
     free(cost);
     free(rows);
