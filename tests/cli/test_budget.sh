@@ -240,16 +240,28 @@ assert all(x['rows_measured'] == 8 for x in b) and any(x['weighted_error'] != x[
 
 # A costly candidate measures fewer of the sampled rows when all of them would cost more than the
 # tensor's allowance (docs/recipes.md, *Measuring*: 1 unit a row of the tensor): on these small
-# tensors every candidate is left the floor, 16 rows of its tensor's sample, evenly spread; the
-# allocation's rows are its pick's.
+# tensors even 16 rows by every candidate cost more, so every candidate is left the low floor,
+# 8 rows of its tensor's sample (or all of a smaller sample), evenly spread; the allocation's rows
+# are its pick's.
 recipe rs.yaml "{bits_per_weight: 5.5, sample_rows: 40}"
 run 0 "$bin/ninfer-convert" -r "$work/ck/rs.yaml" -o "$work/s.ninfer" -n --json
 check python3 - "$work/out" <<'PY'
 import json, sys
 for a in json.load(open(sys.argv[1]))['budget']['allocation']:
     s = a['rows_sampled']
-    assert s == min(a['rows'], 40) and {o['rows_measured'] for o in a['options']} == {min(s, 16)}, a
-    assert a['rows_measured'] == min(s, 16), a
+    assert s == min(a['rows'], 40) and {o['rows_measured'] for o in a['options']} == {min(s, 8)}, a
+    assert a['rows_measured'] == min(s, 8), a
+PY
+# Between the two floors: with four candidates of 1 unit a row (grouped_absmax, the unit), 16
+# rows each fit a tensor of 64 rows; one of 48 or 40 rows gets floor(rows / 4) each (12, 10),
+# one of 24 rows the low floor, 8.
+recipe rs.yaml "{bits_per_weight: 5.5, sample_rows: 40, formats: [q4_g64_fp16, q5_g64_fp16, q6_g64_fp16, q8_g32_fp16], methods: [grouped_absmax]}"
+run 0 "$bin/ninfer-convert" -r "$work/ck/rs.yaml" -o "$work/s.ninfer" -n --json
+check python3 - "$work/out" <<'PY'
+import json, sys
+want = {'blk.0.attn.weight': 12, 'blk.0.ffn.weight': 10, 'blk.1.attn.weight': 16, 'blk.1.ffn.weight': 8}
+got = {a['tensor']: {o['rows_measured'] for o in a['options']} for a in json.load(open(sys.argv[1]))['budget']['allocation']}
+assert got == {t: {r} for t, r in want.items()}, got
 PY
 
 # Quick mode: --target-bpw in place of --format; the vector keeps its own format.

@@ -2,7 +2,10 @@
  * The points' codes are ggml's own lists (iq2xs_init_impl's kgrid_* arrays of ggml-org/ggml
  * d99724f2, compared here by their FNV-1a digest), every point maps to itself, and every
  * off-grid code's neighbour list is what a brute-force search gives: the whole grid sorted by
- * (distance, index) as ggml's qsort sorts it, cut after the nwant-th distinct distance. */
+ * (distance, index) as ggml's qsort sorts it, cut after the nwant-th distinct distance; every
+ * 2nd to 16th code that way, and every code of every grid by a plain scan of the grid (the
+ * nwant smallest distances, then each one's points in index order), with the lists' totals and
+ * the codes kept beside them. */
 #include <criterion/criterion.h>
 
 #include <pthread.h>
@@ -16,13 +19,14 @@ typedef struct grid_case {
     unsigned size;
     int nwant;
     uint32_t fnv; /* FNV-1a 32 of ggml's kgrid list, each code as 2 bytes little-endian */
+    uint64_t entries; /* the lists' entries (counts and indices): the brute-force search's */
 } grid_case;
 
 static const grid_case CASES[] = {
-    {NF_GGML_GRID8_IQ2XXS, 256, 2, 0x0e66d01du},
-    {NF_GGML_GRID8_IQ2XS, 512, 2, 0xf65db7a3u},
-    {NF_GGML_GRID8_IQ2S, 1024, 1, 0xa1eb5434u},
-    {NF_GGML_GRID8_IQ1S, 2048, 3, 0xfd6cbae4u},
+    {NF_GGML_GRID8_IQ2XXS, 256, 2, 0x0e66d01du, 417375},
+    {NF_GGML_GRID8_IQ2XS, 512, 2, 0xf65db7a3u, 551719},
+    {NF_GGML_GRID8_IQ2S, 1024, 1, 0xa1eb5434u, 209098},
+    {NF_GGML_GRID8_IQ1S, 2048, 3, 0xfd6cbae4u, 1375316},
 };
 
 static uint32_t fnv_step(uint32_t h, unsigned byte) { return (h ^ byte) * 0x01000193u; }
@@ -95,6 +99,68 @@ Test(ggml_grid, iq2xxs) { check_grid(&CASES[0], 1); }
 Test(ggml_grid, iq2xs) { check_grid(&CASES[1], 2); }
 Test(ggml_grid, iq2s) { check_grid(&CASES[2], 4); }
 Test(ggml_grid, iq1s) { check_grid(&CASES[3], 16); }
+
+/* The list of code by scanning: every point's distance in levels, the nwant smallest distinct
+ * ones found by repeated minimum, then for each of them its points in index order. */
+static int scan_list(const nf_ggml_grid *g, int nwant, uint32_t code, uint8_t *dist, uint16_t *out)
+{
+    for (unsigned j = 0; j < g->size; j++) {
+        int d2 = 0;
+        for (unsigned i = 0; i < 8; i++) {
+            int d = (int)(code >> 2 * i & 3u) - g->level[8 * j + i];
+            d2 += d * d;
+        }
+        dist[j] = (uint8_t)d2;
+    }
+    int n = 0, last = -1;
+    for (int have = 0; have < nwant; have++) {
+        int next = 256;
+        for (unsigned j = 0; j < g->size; j++)
+            if (dist[j] > last && dist[j] < next) next = dist[j];
+        if (next == 256) break;
+        for (unsigned j = 0; j < g->size; j++)
+            if (dist[j] == next) out[n++] = (uint16_t)j;
+        last = next;
+    }
+    return n;
+}
+
+/* Every off-grid code's list, the codes beside it, the zero padding and the total. */
+static void check_every_code(const grid_case *c)
+{
+    const nf_ggml_grid *g = nf_ggml_grid_get(c->id);
+    cr_assert_not_null(g);
+    uint8_t *dist = malloc(g->size);
+    uint16_t *want = malloc(sizeof(uint16_t) * g->size);
+    cr_assert(dist && want);
+    uint64_t entries = 0;
+    for (uint32_t code = 0; code < NF_GGML_GRID_CODES; code++) {
+        if (g->map[code] >= 0) continue;
+        uint64_t at = (uint64_t)(-(int64_t)g->map[code] - 1);
+        cr_assert_eq(at, entries, "grid %d code %u: list at %llu, want %llu", (int)c->id, code,
+                     (unsigned long long)at, (unsigned long long)entries);
+        const uint16_t *list = nf_ggml_grid_neighbours(g, g->map[code]);
+        int n = scan_list(g, c->nwant, code, dist, want);
+        cr_assert_eq(list[0], n, "grid %d code %u: %u neighbours, want %d", (int)c->id, code, list[0], n);
+        cr_assert_eq(g->neighbour_codes[at], n);
+        for (int j = 0; j < n; j++) {
+            cr_assert_eq(list[1 + j], want[j], "grid %d code %u neighbour %d", (int)c->id, code, j);
+            cr_assert_eq(g->neighbour_codes[at + 1 + (unsigned)j], nf_ggml_grid_code(g->level + 8 * (size_t)want[j]));
+        }
+        entries += 1 + (unsigned)n;
+    }
+    cr_assert_eq(entries, g->neighbour_entries);
+    cr_assert_eq(entries, c->entries, "grid %d: %llu entries, want %llu", (int)c->id, (unsigned long long)entries,
+                 (unsigned long long)c->entries);
+    for (unsigned j = 0; j < NF_GGML_GRID_PAD; j++) cr_assert_eq(g->neighbour_codes[entries + j], 0);
+    free(dist);
+    free(want);
+}
+
+Test(ggml_grid, every_code_iq2xxs) { check_every_code(&CASES[0]); }
+Test(ggml_grid, every_code_iq2xs) { check_every_code(&CASES[1]); }
+Test(ggml_grid, every_code_iq2s) { check_every_code(&CASES[2]); }
+Test(ggml_grid, every_code_iq1s) { check_every_code(&CASES[3]); }
 
 Test(ggml_grid, out_of_range_is_null)
 {

@@ -12,7 +12,8 @@
  * them, sampled i = floor((2j + 1) S / (2 S_k)) for j < S_k, and estimates the tensor's error as
  * its rows' times N / S_k; with S_k = N the estimate is the exact figure.  S_k is S unless the
  * options' rows would cost more than the tensor's allowance (row_cost, ALLOWANCE_PER_ROW): then the
- * costliest options measure fewer rows (nf_budget_sample_rows), never fewer than MIN_ROWS (or S).
+ * costliest options measure fewer rows (nf_budget_sample_rows), never fewer than a floor of 16
+ * rows, or on a tensor too small for that 8 to 16 (effort_floor), or S.
  * sample_rows 0 measures every row by every option.
  *
  * A sampled row longer than SPAN_VALUES is measured span by span (docs/layouts.md section 12), as
@@ -52,37 +53,60 @@ static uint64_t sample_row(uint64_t i, uint64_t s, uint64_t rows)
 }
 
 /* ---------------------------------------------------------------- effort
- * What measuring one row costs each candidate, in units of about the cheapest encoders' (a row of
- * grouped_absmax or gguf_q8_0; bench/README.md, "The budget's measuring pass", gives the timings
- * these come from, of this tree's scalar IQ encoders).  Only the ratios matter, and only for how many sampled rows a costly
- * candidate measures: a wrong figure costs time or accuracy, never a wrong byte. */
+ * What measuring one row costs each candidate, in units of the cheapest encoders' (a row of
+ * grouped_absmax to q8_g32_fp16): reading, encoding, decoding and the weighted error of a row, the
+ * CPU time per row bench/row_costs.py measures with the real encoders at the CPU's default kernel
+ * level, over its unit's, rounded (bench/README.md, "The budget's measuring pass", has the figures
+ * and how to refresh them).  A constant, never a timing: only the ratios matter, and only for how
+ * many sampled rows a costly candidate measures, so a stale figure costs time or accuracy, never
+ * a different byte, and the CPU never changes which rows are measured. */
 static uint64_t row_cost(const plan_candidate *cd)
 {
     switch (cd->method) {
     case NF_METHOD_GROUPED_SEARCH: return 3;
-    case NF_METHOD_NVFP4_SEARCH: return 3;
+    case NF_METHOD_NVFP4_SEARCH: return 6;
     case NF_METHOD_GGML_QUANTIZE: break;
     default: return 1; /* grouped_absmax, fp8_row_maxabs, nvfp4_quantize */
     }
     switch (cd->fmt->id) {
-    case NF_FMT_GGUF_Q8_0: case NF_FMT_GGUF_Q2_0: return 1;
-    case NF_FMT_GGUF_Q4_0: case NF_FMT_GGUF_Q5_0: case NF_FMT_GGUF_Q6_K: return 2;
-    case NF_FMT_GGUF_Q2_K: case NF_FMT_GGUF_Q3_K: case NF_FMT_GGUF_Q4_K: case NF_FMT_GGUF_Q5_K: return 3;
-    case NF_FMT_GGUF_IQ4_NL: case NF_FMT_GGUF_IQ4_XS: return 5;
-    case NF_FMT_GGUF_IQ1_S: return 25;
-    case NF_FMT_GGUF_IQ2_S: case NF_FMT_GGUF_IQ3_S: return 35;
-    case NF_FMT_GGUF_IQ3_XXS: return 50;
-    case NF_FMT_GGUF_IQ2_XXS: return 60;
-    case NF_FMT_GGUF_IQ2_XS: case NF_FMT_GGUF_IQ1_M: return 90;
+    case NF_FMT_GGUF_Q8_0: return 1;
+    case NF_FMT_GGUF_Q2_0: case NF_FMT_GGUF_Q4_0: case NF_FMT_GGUF_Q6_K: return 2;
+    case NF_FMT_GGUF_Q3_K: case NF_FMT_GGUF_Q5_0: return 3;
+    case NF_FMT_GGUF_Q5_K: return 4;
+    case NF_FMT_GGUF_Q2_K: case NF_FMT_GGUF_Q4_K: return 5;
+    case NF_FMT_GGUF_IQ4_NL: return 6;
+    case NF_FMT_GGUF_IQ2_S: return 10;
+    case NF_FMT_GGUF_IQ4_XS: return 11;
+    case NF_FMT_GGUF_IQ1_S: return 15;
+    case NF_FMT_GGUF_IQ2_XXS: return 16;
+    case NF_FMT_GGUF_IQ2_XS: return 19;
+    case NF_FMT_GGUF_IQ3_S: return 23;
+    case NF_FMT_GGUF_IQ1_M: return 29;
+    case NF_FMT_GGUF_IQ3_XXS: return 36;
     default: return 5; /* a type added later: between the k-quants and the IQ grids until measured */
     }
 }
 
 /* A tensor's allowance, in row_cost units: ALLOWANCE_PER_ROW a row of the tensor, whatever the
- * sample, so that the measuring pass stays a fraction of the conversion, which encodes every row;
- * and at least every option's MIN_ROWS rows (docs/recipes.md, "Budgets", *Sampling*). */
+ * sample, so that the measuring pass stays a fraction of the conversion, which encodes every row
+ * (docs/recipes.md, "Budgets", *Measuring*).  Each option measures at least MIN_ROWS rows when
+ * that fits the allowance; on a tensor too small for it (where the conversion itself is cheap)
+ * the floor is what fits, floor(allowance / sum of the costs), but never below LOW_MIN_ROWS, so
+ * that no estimate rests on fewer rows than that (or S). */
 #define ALLOWANCE_PER_ROW 1u
 #define MIN_ROWS 16u
+#define LOW_MIN_ROWS 8u
+
+/* The floor of the options' rows: MIN_ROWS, or less where every option's MIN_ROWS rows would
+ * cost more than the allowance. */
+static uint64_t effort_floor(const uint64_t *cost, size_t n, uint64_t allowance)
+{
+    u128 sum = 0;
+    for (size_t k = 0; k < n; k++) sum += cost[k];
+    if (sum == 0 || sum * MIN_ROWS <= allowance) return MIN_ROWS;
+    u128 fit = allowance / sum;
+    return fit < LOW_MIN_ROWS ? LOW_MIN_ROWS : (uint64_t)fit;
+}
 
 /* The rows each option of the item measures (opts[k].sampled), from the sampled ones: all of
  * them with sample_rows 0 (every row, the exact figures), else nf_budget_sample_rows's share. */
@@ -96,9 +120,9 @@ static nf_status plan_effort(const plan_budget *b, plan_budget_item *it, uint64_
         return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
     }
     for (size_t k = 0; k < it->nopts; k++) cost[k] = sample_rows ? row_cost(&b->cands[it->opts[k].cand]) : 0;
-    u128 allowance = (u128)it->rows * ALLOWANCE_PER_ROW;
-    nf_budget_sample_rows(cost, it->nopts, it->sampled, MIN_ROWS, allowance > UINT64_MAX ? UINT64_MAX : (uint64_t)allowance,
-                          rows);
+    u128 wide = (u128)it->rows * ALLOWANCE_PER_ROW;
+    const uint64_t allowance = wide > UINT64_MAX ? UINT64_MAX : (uint64_t)wide;
+    nf_budget_sample_rows(cost, it->nopts, it->sampled, effort_floor(cost, it->nopts, allowance), allowance, rows);
     for (size_t k = 0; k < it->nopts; k++) it->opts[k].sampled = rows[k];
     free(cost);
     free(rows);
