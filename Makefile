@@ -42,8 +42,12 @@ check: build
 # files, build packages or compile headers), so the sanitized run leaves them to `make test`.
 # So does the comparison with llama-quantize (preset_peer): most of its time is the peer's own
 # quantizing, and what it runs of ours, --preset and ggml_quantize, the sanitized run takes
-# through cli_test_preset and cli_test_ggml_quantize.
-SAN_SKIP := ^cli_test_(deb|install|man_pages|completion|help_documented|doc_refs|module_headers|exports|build_flags|make_targets|hardening|preset_peer)$$
+# through cli_test_preset and cli_test_ggml_quantize.  So does the Slurm cluster (slurm): its
+# time is the daemons' and the scheduler's waits, its own part is examples/slurm's shell, and
+# the convert modes it drives (--plan-out, --task, --assemble, a task killed or stopped) run
+# sanitized in cli_test_scaleout*, a failing write in cli_test_faults (tests/README.md, "What
+# runs where").
+SAN_SKIP := ^cli_test_(deb|install|man_pages|completion|help_documented|doc_refs|module_headers|exports|build_flags|make_targets|hardening|preset_peer|slurm)$$
 
 # A Debug build (assertions on) at -O1, as ASan's documentation advises for a usable speed: at -O0
 # the sanitized suite was the longest part of CI (.ci/run).  The CLI tests see

@@ -5,7 +5,8 @@
 # independent computation (Python over ninfer-dequant's values); objects added and removed by a
 # group; metadata and provenance keys; an artifact against its own checkpoint (the figures of the
 # conversion report, bit for bit), rows longer than a chunk (spans); --json; -q; usage errors
-# (2), missing and invalid inputs (3, 1); and the same output for any --threads.
+# (2), missing and invalid inputs (3, 1); and the same output for any --threads.  The bad-input
+# corpus against ninfer-diff is test_diff_bad_inputs.sh.
 # usage: test_diff.sh BIN_DIR DATA_DIR
 # shellcheck source=tests/cli/lib.sh
 . "$(dirname "$0")/lib.sh" "$@"
@@ -301,33 +302,5 @@ if [ -n "$last" ]; then
 else
     bad "convert --max-file-bytes wrote no part"
 fi
-
-# --- the bad-input corpus (docs/security.md) as A, as B and as both: never a crash, a hang or a
-# sanitizer report; a failure is an error on stderr with an exit status of 1 or 3.  A file
-# compared with itself may be "same" (0): ninfer-diff compares, ninfer-verify judges.
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}exitcode=86"
-export UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}halt_on_error=1:exitcode=87"
-python3 "$top/tests/badinput/gen_bad_inputs.py" "$work/bad" "$data" >/dev/null || bad "the bad-input generator"
-nbad=0
-while IFS=$'\t' read -r -a f; do
-    case ${f[4]} in ninfer-verify | ninfer-inspect) ;; *) continue ;; esac
-    [ "${#f[@]}" -eq 6 ] || continue
-    nbad=$((nbad + 1))
-    for pair in "$a|${f[5]}" "${f[5]}|$a" "${f[5]}|${f[5]}"; do
-        cd "$work/bad/${f[0]}" || exit 1
-        timeout 60 "$bin/ninfer-diff" "${pair%%|*}" "${pair#*|}" >"$work/out" 2>"$work/err" </dev/null
-        got=$?
-        cd "$work" || exit 1
-        { err=$(<"$work/err"); } 2>/dev/null # (read in the shell: a grep per run cost more than the run)
-        if [ $got -gt 3 ] || [ $got -eq 2 ] || [[ $err == *Sanitizer* ]]; then
-            bad "${f[0]}: ninfer-diff ${pair/|/ } exited $got: $(head -c 300 "$work/err")"
-        elif [ $got -ne 0 ] && [ ! -s "$work/out" ] && [ ! -s "$work/err" ]; then
-            bad "${f[0]}: ninfer-diff ${pair/|/ } exited $got without a word"
-        else
-            ok
-        fi
-    done
-done <"$work/bad/cases.tsv"
-check test "$nbad" -ge 100
 
 finish test_diff
