@@ -17,6 +17,7 @@
 
 #include "cli.h"
 #include "common/checked.h"
+#include "common/pool.h"
 #include "stats/stats.h"
 
 typedef struct diff_opts {
@@ -456,26 +457,16 @@ static void *worker(void *arg)
     return NULL;
 }
 
-/* Run the jobs of the current phase on r->threads threads (the calling thread alone for one). */
-static nf_status run_pool(diff_run *r, nf_error *err)
+/* Run the jobs of the current phase on r->threads threads of the pool (common/pool.h); the
+ * calling thread alone for one, or when no thread could start. */
+static void run_pool(diff_run *r)
 {
     r->next = 0;
-    if (r->njobs == 0) return NF_OK;
-    size_t n = r->threads > 1 ? r->threads : 1;
-    if (n > r->njobs) n = (size_t)r->njobs;
-    if (n == 1) {
-        worker(r);
-        return NF_OK;
-    }
-    pthread_t *tids = calloc(n, sizeof *tids);
-    if (!tids) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
-    size_t started = 0;
-    for (; started < n; started++)
-        if (pthread_create(&tids[started], NULL, worker, r) != 0) break;
-    if (started == 0) worker(r); /* no thread could start: the jobs still get done */
-    for (size_t i = 0; i < started; i++) pthread_join(tids[i], NULL);
-    free(tids);
-    return NF_OK;
+    if (r->njobs == 0) return;
+    size_t n = r->threads < r->njobs ? r->threads : (size_t)r->njobs;
+    nf_pool_workers pool = {0};
+    if (n <= 1 || nf_pool_start(&pool, n, worker, r) == 0) worker(r);
+    nf_pool_join(&pool);
 }
 
 /* ---------------------------------------------------------------- the directory */
@@ -639,7 +630,7 @@ static nf_status run_phases(diff_run *r, nf_error *err)
     for (size_t i = 0; i < r->npairs; i++)
         if (r->pairs[i].want_bytes) r->job_pair[r->njobs++] = i;
     r->phase = 0;
-    NF_TRY(run_pool(r, err));
+    run_pool(r);
     if (r->fail_st != NF_OK) {
         *err = r->fail_err;
         return r->fail_st;
@@ -660,7 +651,7 @@ static nf_status run_phases(diff_run *r, nf_error *err)
     }
     r->njobs = total;
     r->phase = 1;
-    NF_TRY(run_pool(r, err));
+    run_pool(r);
     if (r->fail_st != NF_OK) {
         *err = r->fail_err;
         return r->fail_st;
@@ -814,11 +805,7 @@ static int diff(const nf_cli *cli, const diff_opts *o)
 {
     diff_run r = {.cli = cli, .path_a = cli->positional[0], .path_b = cli->positional[1]};
     pthread_mutex_init(&r.lock, NULL);
-    r.threads = o->threads;
-    if (!r.threads) {
-        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-        r.threads = ncpu > 0 && ncpu <= (long)NF_CLI_MAX_THREADS ? (unsigned)ncpu : 1;
-    }
+    r.threads = nf_pool_threads(o->threads);
     r.kern = nf_stats_kernels_active();
     nf_error err;
     nf_status st = nf_artifact_open(r.path_a, NF_READ_PREAD, &r.a, &err);
