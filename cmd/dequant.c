@@ -14,6 +14,7 @@
 #include <ninfer/ninfer.h>
 
 #include "cli.h"
+#include "common/fail.h"
 #include "common/pool.h"
 #include "output.h"
 #include "signals.h"
@@ -322,7 +323,7 @@ static nf_status stream_rows(const rows_job *job, unsigned threads, nf_out *out,
     size_t n = (size_t)(p.span ? p.span : p.chunk * g->cols);
     p.slots = calloc(p.nslots, sizeof *p.slots);
     p.decoded = calloc(p.nslots, sizeof *p.decoded);
-    nf_status st = p.slots && p.decoded ? NF_OK : nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    nf_status st = p.slots && p.decoded ? NF_OK : nf_common_nomem(err);
     size_t ready = 0; /* slots whose buffers exist */
     /* words only for --to native; a values buffer only when values are not the output bytes */
     bool need_values = job->to != TO_NATIVE && !f32_in_place(job);
@@ -338,7 +339,7 @@ static nf_status stream_rows(const rows_job *job, unsigned threads, nf_out *out,
         /* on a cache line: whole-line stores when f32 values are decoded into it */
         s->bytes = job->format == FMT_TEXT ? NULL : aligned_alloc(64, (n * eb + 63) / 64 * 64);
         if ((need_values && !s->values) || (job->format != FMT_TEXT && !s->bytes))
-            st = nf_error_set(err, NF_ERR_NOMEM, "out of memory"); /* freed below: the loop counts it */
+            st = nf_common_nomem(err); /* freed below: the loop counts it */
     }
     nf_pool_workers pool = {0};
     size_t started = 0;

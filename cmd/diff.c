@@ -17,6 +17,7 @@
 
 #include "cli.h"
 #include "common/checked.h"
+#include "common/fail.h"
 #include "common/pool.h"
 #include "stats/stats.h"
 
@@ -441,7 +442,7 @@ static void *worker(void *arg)
         }
         if (!ok) {
             nf_error e;
-            nf_error_set(&e, NF_ERR_NOMEM, "out of memory");
+            nf_common_nomem(&e);
             pthread_mutex_lock(&r->lock);
             record_failure(r, pi, k, NF_ERR_NOMEM, &e, NULL);
             pthread_mutex_unlock(&r->lock);
@@ -579,9 +580,9 @@ static nf_status make_pairs(diff_run *r, nf_error *err)
     size_t nb = r->b ? nf_artifact_object_count(r->b) : nf_source_tensor_count(r->src);
     size_t n;
     if (na > SIZE_MAX - nb || (n = na + nb) > SIZE_MAX / sizeof *r->pairs)
-        return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        return nf_common_nomem(err);
     r->pairs = calloc(n ? n : 1, sizeof *r->pairs);
-    if (!r->pairs) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    if (!r->pairs) return nf_common_nomem(err);
     /* A's objects in A's order, then what only B has in B's order */
     for (size_t i = 0; i < na; i++) {
         pair *p = &r->pairs[r->npairs++];
@@ -625,7 +626,7 @@ static nf_status run_phases(diff_run *r, nf_error *err)
     /* phase 0: the bytes of the pairs whose records agree */
     r->job_pair = calloc(r->npairs ? r->npairs : 1, sizeof *r->job_pair);
     r->job_end = calloc(r->npairs ? r->npairs : 1, sizeof *r->job_end);
-    if (!r->job_pair || !r->job_end) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    if (!r->job_pair || !r->job_end) return nf_common_nomem(err);
     r->njobs = 0;
     for (size_t i = 0; i < r->npairs; i++)
         if (r->pairs[i].want_bytes) r->job_pair[r->njobs++] = i;
@@ -643,7 +644,7 @@ static nf_status run_phases(diff_run *r, nf_error *err)
         if (!p->want_stats) continue;
         if (!p->nchunks && !p->chunk) NF_TRY(plan_chunks(r, p, err)); /* found by phase 0 */
         if (!p->nchunks) continue;
-        if (!(p->acc = malloc(sizeof *p->acc))) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        if (!(p->acc = malloc(sizeof *p->acc))) return nf_common_nomem(err);
         nf_errstats_init(p->acc);
         if (!nf_add_u64(total, p->nchunks, &total)) return nf_error_set(err, NF_ERR_INVALID, "too many chunks");
         r->job_pair[r->njob_pairs] = i;

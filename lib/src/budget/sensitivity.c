@@ -17,6 +17,7 @@
 
 #include <ninfer/escape.h>
 
+#include "common/fail.h"
 #include "common/strset.h"
 #include "common/utf8.h"
 
@@ -374,7 +375,7 @@ static nf_status read_csv_line(reader *r, size_t a, size_t b, bool first)
         while (e > i && blank(r->t[e - 1])) e--;
         if (e == i) return fail_at(r, at, NULL, "expected NAME,FACTOR: the name is empty");
         NF_TRY(check_name(r, r->t + i, e - i, i));
-        if (!(name = strndup(r->t + i, e - i))) return nf_error_set(r->err, NF_ERR_NOMEM, "out of memory");
+        if (!(name = strndup(r->t + i, e - i))) return nf_common_nomem(r->err);
     }
     size_t fa = comma + 1, fb = b;
     while (fa < fb && blank(r->t[fa])) fa++;

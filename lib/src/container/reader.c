@@ -26,6 +26,7 @@
 #include <ninfer/container.h>
 #include <ninfer/escape.h>
 
+#include "common/fail.h"
 #include "common/hex.h"
 #include "common/checked.h"
 #include "common/io.h"
@@ -178,7 +179,7 @@ nf_status nf_artifact_open(const char *path, nf_read_mode mode, nf_artifact **ou
     if (!path || !out) return nf_error_set(err, NF_ERR_USAGE, "nf_artifact_open: NULL argument");
     *out = NULL;
     nf_artifact *a = calloc(1, sizeof *a);
-    if (!a) return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", nf_esc(path).s);
+    if (!a) return nf_common_nomem_in(err, nf_esc(path).s);
     pthread_mutex_init(&a->lock, NULL);
     pthread_cond_init(&a->idle, NULL);
     a->mode = mode;
@@ -188,7 +189,7 @@ nf_status nf_artifact_open(const char *path, nf_read_mode mode, nf_artifact **ou
     a->prefix = malloc(plen + 1);
     if (!a->path || !a->prefix) {
         nf_artifact_close(a);
-        return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", nf_esc(path).s);
+        return nf_common_nomem_in(err, nf_esc(path).s);
     }
     memcpy(a->prefix, path, plen);
     a->prefix[plen] = '\0';
@@ -216,7 +217,7 @@ nf_status nf_artifact_open(const char *path, nf_read_mode mode, nf_artifact **ou
     if (st == NF_OK) {
         a->parts = calloc(a->dir.nfiles, sizeof *a->parts);
         a->octx = calloc(a->dir.nobjects, sizeof *a->octx);
-        if (!a->parts || !a->octx) st = nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", nf_esc(path).s);
+        if (!a->parts || !a->octx) st = nf_common_nomem_in(err, nf_esc(path).s);
     }
     if (st != NF_OK) {
         if (entry.fd >= 0) nf_io_close(entry.fd);
@@ -276,7 +277,7 @@ static nf_status open_part_locked(nf_artifact *a, size_t i, nf_error *err)
     const nf_file_entry *f = &a->dir.files[i];
     size_t need = strlen(a->prefix) + strlen(f->path) + 1;
     char *path = malloc(need);
-    if (!path) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    if (!path) return nf_common_nomem(err);
     snprintf(path, need, "%s%s", a->prefix, f->path);
     nf_escaped shown = nf_esc(path);
     nf_status st = NF_OK;

@@ -29,6 +29,7 @@
 
 #include "budget/werror.h"
 #include "common/checked.h"
+#include "common/fail.h"
 #include "common/pool.h"
 #include "convert/convert_impl.h"
 
@@ -91,7 +92,7 @@ static nf_status plan_effort(const plan_budget *b, plan_budget_item *it, uint64_
     if (!cost || !rows) {
         free(cost);
         free(rows);
-        return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        return nf_common_nomem(err);
     }
     for (size_t k = 0; k < it->nopts; k++) cost[k] = sample_rows ? row_cost(&b->cands[it->opts[k].cand]) : 0;
     u128 allowance = (u128)it->rows * ALLOWANCE_PER_ROW;
@@ -127,7 +128,7 @@ static nf_status scratch_fit(scratch *sc, uint64_t cols, nf_error *err)
     if (x) sc->x = x;
     float *y = x ? realloc(sc->y, n * sizeof *y) : NULL;
     if (y) sc->y = y;
-    if (!x || !y) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    if (!x || !y) return nf_common_nomem(err);
     sc->cols = n;
     return NF_OK;
 }
@@ -279,7 +280,7 @@ static nf_status item_state_init(const plan_budget *b, const plan_budget_item *i
     is->next = calloc(n, sizeof *is->next);
     is->now = calloc(n, sizeof *is->now);
     if (!is->acc || !is->g || !is->w || !is->wr || !is->next || !is->now)
-        return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        return nf_common_nomem(err);
     bool nvfp4 = false;
     for (size_t k = 0; k < it->nopts; k++) {
         const plan_candidate *cd = &b->cands[it->opts[k].cand];
@@ -347,7 +348,7 @@ typedef struct pass {
 static nf_status measure_task(void *ctx, size_t i, void **local, nf_error *err)
 {
     pass *ps = ctx;
-    if (!*local && !(*local = calloc(1, sizeof(scratch)))) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    if (!*local && !(*local = calloc(1, sizeof(scratch)))) return nf_common_nomem(err);
     NF_TRY(plan_effort(ps->b, &ps->b->items[i], ps->sample_rows, err));
     return measure_item(ps->b, &ps->b->items[i], *local, err);
 }
@@ -423,7 +424,7 @@ static nf_status solver_view(const plan_budget *b, nf_budget_item **items, nf_bu
     if (!*items || !*choices) {
         free(*items);
         free(*choices);
-        return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        return nf_common_nomem(err);
     }
     for (size_t i = 0, at = 0; i < b->nitems; i++) {
         const plan_budget_item *it = &b->items[i];

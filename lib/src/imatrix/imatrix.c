@@ -14,6 +14,8 @@
 #include <ninfer/names.h>
 #include <ninfer/source.h>
 
+#include "common/fail.h"
+
 
 /* A .zst imatrix decompresses to at most MAX_ZST_BYTES, and to at most MAX_ZST_RATIO times its
  * compressed size (rounded up to a power of two, at least MIN_ZST_BYTES): llama-imatrix output is
@@ -60,7 +62,7 @@ static nf_status load_entry(const nf_source *src, const nf_source_tensor *sum, c
 {
     size_t base = strlen(sum->name) - strlen(".in_sum2");
     e->name = strndup(sum->name, base);
-    if (!e->name) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    if (!e->name) return nf_common_nomem(err);
     char counts_name[1100];
     snprintf(counts_name, sizeof counts_name, "%s.counts", e->name);
     const nf_source_tensor *cnt = nf_source_find(src, counts_name);
@@ -84,7 +86,7 @@ static nf_status load_entry(const nf_source *src, const nf_source_tensor *sum, c
     e->importance = malloc((n ? n : 1) * sizeof *e->importance);
     if (!e->importance || !counts) {
         free(counts);
-        return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        return nf_common_nomem(err);
     }
     nf_status st = nf_source_read_f32(src, cnt, 0, cnt->rows, counts, mats, err);
     for (size_t j = 0; st == NF_OK && j < mats; j++)
@@ -112,7 +114,7 @@ static nf_status load(nf_source *src, const char *label, nf_imatrix **out, nf_er
     if (m) m->label = strdup(label);
     if (!m || !m->entries || !m->label) {
         nf_imatrix_close(m);
-        return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        return nf_common_nomem(err);
     }
     for (size_t i = 0; i < total; i++) {
         const nf_source_tensor *t = nf_source_tensor_at(src, i);
@@ -182,7 +184,7 @@ static nf_status read_zst(const char *path, void **data, size_t *len, nf_error *
     unsigned char *buf = malloc(cap);
     nf_status st = NF_OK;
     size_t last = 1;
-    if (!dctx || !in || !buf) st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    if (!dctx || !in || !buf) st = nf_common_nomem(err);
     size_t n;
     while (st == NF_OK && (n = fread(in, 1, in_cap, f)) > 0) {
         ZSTD_inBuffer zin = {in, n, 0};
@@ -198,7 +200,7 @@ static nf_status read_zst(const char *path, void **data, size_t *len, nf_error *
                 }
                 unsigned char *grown = realloc(buf, cap * 2);
                 if (!grown) {
-                    st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+                    st = nf_common_nomem(err);
                     break;
                 }
                 buf = grown;

@@ -16,6 +16,7 @@
 #include <ninfer/verify.h>
 
 #include "common/checked.h"
+#include "common/fail.h"
 #include "common/pool.h"
 #include "container/container_module.h"
 
@@ -218,7 +219,7 @@ static nf_status hash_object(nf_artifact *a, const nf_object *o, char out[33], n
     uint8_t *buf = malloc(cap ? cap : 1);
     nf_status st = NF_OK;
     if (!state || !buf) {
-        st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        st = nf_common_nomem(err);
         goto done;
     }
     XXH3_128bits_reset(state);
@@ -388,7 +389,7 @@ static nf_status check_checksums(nf_artifact *a, unsigned threads, bool require,
     if (!entries || !units) {
         free(entries);
         free(units);
-        return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        return nf_common_nomem(err);
     }
     const char *id;
     if (objs) {
@@ -515,7 +516,7 @@ static nf_status verify_open(nf_artifact *a, const run_opts *ro, nf_verify_repor
     bool *ok = calloc(n ? n : 1, sizeof *ok);
     nf_status st = NF_OK;
     if (!geo || !ok) {
-        st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        st = nf_common_nomem(err);
         goto done;
     }
     for (size_t i = 0; i < n; i++) {
@@ -535,7 +536,7 @@ static nf_status verify_open(nf_artifact *a, const run_opts *ro, nf_verify_repor
     if ((st = check_file_padding(a, r, err)) != NF_OK) goto done;
     units = calloc(n ? n : 1, sizeof *units);
     if (!units) {
-        st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        st = nf_common_nomem(err);
         goto done;
     }
     words_ctx wc = {a, geo, ok, units};
@@ -554,7 +555,7 @@ static nf_status verify_open(nf_artifact *a, const run_opts *ro, nf_verify_repor
     if ((st = check_gap(a, prev_end, nf_artifact_payload_bytes(a), r, err)) != NF_OK) goto done;
     if (level >= NF_VERIFY_CHECKSUMS) st = check_checksums(a, threads, ro->require_checksums, r, err);
 done:
-    if (st == NF_ERR_NOMEM && err && err->status != NF_ERR_NOMEM) nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    if (st == NF_ERR_NOMEM && err && err->status != NF_ERR_NOMEM) nf_common_nomem(err);
     for (size_t i = 0; units && i < n; i++) nf_verify_report_free(&units[i].report);
     free(units);
     free(geo);
