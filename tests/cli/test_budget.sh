@@ -529,7 +529,7 @@ bad_sens '"blk.0.attn.weight,1\n' "1:1 (byte 0): a quoted name is not closed on 
 bad_sens '{"a\\x": 1}' "1:4 (byte 3): a bad escape in a string"
 [ ! -e "$work/no.ninfer" ] && ok || bad "a refused sensitivity file wrote an artifact"
 run 3 "$bin/ninfer-convert" -r "$work/ck/r.yaml" -o "$work/no.ninfer" --sensitivity "$work/ck/no-such.json"
-contains "$work/err" "cannot open the sensitivity file $work/ck/no-such.json"
+contains "$work/err" "$work/ck/no-such.json: cannot open: No such file or directory"
 run 2 "$bin/ninfer-convert" "$work/ck" -o "$work/no.ninfer" --format q8_g32_fp16 --sensitivity "$work/ck/sens.json"
 contains "$work/err" "--sensitivity weighs the tensors of a budget"
 recipe r.yaml "{bits_per_weight: 6, sensitivity: nosuch}"

@@ -18,6 +18,7 @@
 #include <ninfer/escape.h>
 
 #include "common/fail.h"
+#include "common/open_regular.h"
 #include "common/strset.h"
 #include "common/utf8.h"
 
@@ -449,19 +450,10 @@ nf_status nf_sensitivity_parse(const char *path, const char *text, size_t len, n
 nf_status nf_sensitivity_read(const char *path, nf_sensitivity *out, nf_error *err)
 {
     memset(out, 0, sizeof *out);
-    /* O_NONBLOCK: opening a FIFO must not wait for a writer */
-    int fd = open(path, O_RDONLY | O_NONBLOCK);
-    if (fd < 0) return nf_error_errno(err, errno, "cannot open the sensitivity file %s", path);
+    /* (a FIFO is refused, not waited for: common/open_regular.h) */
+    int fd;
     struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        int e = errno;
-        close(fd);
-        return nf_error_errno(err, e, "cannot stat %s", path);
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        close(fd);
-        return nf_error_set(err, NF_ERR_INVALID, "%s: the sensitivity file is not a regular file", path);
-    }
+    NF_TRY(nf_common_open_regular(path, path, NF_ERR_INVALID, &fd, &sb, err));
     if ((uint64_t)sb.st_size > NF_SENSITIVITY_MAX_BYTES) {
         close(fd);
         return nf_error_set(err, NF_ERR_INVALID, "%s: the sensitivity file has %llu bytes, more than its cap of %llu",

@@ -27,6 +27,7 @@
 #include <ninfer/escape.h>
 
 #include "common/fail.h"
+#include "common/open_regular.h"
 #include "common/hex.h"
 #include "common/checked.h"
 #include "common/io.h"
@@ -116,15 +117,11 @@ void nf_artifact_close(nf_artifact *a)
 static nf_status open_entry(nf_artifact *a, part_state *entry, nf_error *err)
 {
     const char *path = a->path;
-    int fd = nf_io_open(path, O_RDONLY | O_NONBLOCK, 0); /* a FIFO must not block the open */
-    if (fd < 0) return nf_error_errno(err, errno, "%s: cannot open", nf_esc(path).s);
-    entry->fd = fd;
+    /* a device or FIFO is a system-level mistake, not an artifact: NF_ERR_IO */
+    int fd, e;
     struct stat st;
-    int e = nf_io_fstat(fd, &st);
-    if (e) return nf_error_errno(err, e, "%s: cannot stat", nf_esc(path).s);
-    if (S_ISDIR(st.st_mode)) return nf_error_errno(err, EISDIR, "%s", nf_esc(path).s);
-    if (!S_ISREG(st.st_mode)) /* a device or FIFO: a system-level mistake, not an artifact */
-        return nf_error_set(err, NF_ERR_IO, "%s: not a regular file", nf_esc(path).s);
+    NF_TRY(nf_common_open_regular(path, nf_esc(path).s, NF_ERR_IO, &fd, &st, err));
+    entry->fd = fd;
     uint64_t size = (uint64_t)st.st_size;
     entry->size = size;
     if (size < NF_HEADER_BYTES) {

@@ -15,6 +15,7 @@
 #include <ninfer/source.h>
 
 #include "common/fail.h"
+#include "common/open_regular.h"
 
 
 /* A .zst imatrix decompresses to at most MAX_ZST_BYTES, and to at most MAX_ZST_RATIO times its
@@ -154,19 +155,10 @@ nf_status nf_imatrix_open_memory(const void *data, size_t len, const char *name,
 static nf_status read_zst(const char *path, void **data, size_t *len, nf_error *err)
 {
     *data = NULL;
-    /* O_NONBLOCK first: fopen on a FIFO would block until a writer comes (a hang). */
-    int fd = open(path, O_RDONLY | O_NONBLOCK);
-    if (fd < 0) return nf_error_errno(err, errno, "cannot open %s", path);
+    /* (not fopen: it would block on a FIFO until a writer comes, a hang; common/open_regular.h) */
+    int fd;
     struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        int e = errno;
-        close(fd);
-        return nf_error_errno(err, e, "cannot stat %s", path);
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        close(fd);
-        return nf_error_set(err, NF_ERR_INVALID, "%s: not a regular file", path);
-    }
+    NF_TRY(nf_common_open_regular(path, path, NF_ERR_INVALID, &fd, &sb, err));
     int fl = fcntl(fd, F_GETFL);
     if (fl >= 0) (void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
     FILE *f = fdopen(fd, "rb");

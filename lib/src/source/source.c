@@ -16,6 +16,7 @@
 
 #include "common/checked.h"
 #include "common/fail.h"
+#include "common/open_regular.h"
 #include "common/io.h"
 #include "common/json_prescan.h"
 #include "source/gguf.h"
@@ -92,26 +93,13 @@ static nf_status add_file(nf_source *s, const char *path, int fd, const struct s
 static nf_status open_file(nf_source *s, const char *path, bool missing_invalid, const char *referrer,
                            nf_error *err)
 {
-    /* O_NONBLOCK: a FIFO named as a checkpoint must be refused (fstat below), not block open;
-     * it changes nothing for the reads of a regular file. */
-    int fd = nf_io_open(path, O_RDONLY | O_NONBLOCK, 0);
-    if (fd < 0) {
-        int e = errno;
-        if (missing_invalid && (e == ENOENT || e == ENOTDIR))
-            return nf_error_set(err, NF_ERR_INVALID, "%s: shard %s is missing", referrer, path);
-        return nf_error_errno(err, e, "%s: cannot open", path);
-    }
+    /* (a FIFO named as a checkpoint is refused, not waited for: common/open_regular.h) */
+    int fd;
     struct stat st;
-    int e = nf_io_fstat(fd, &st);
-    if (e) {
-        nf_io_close(fd);
-        return nf_error_errno(err, e, "%s: cannot stat", path);
-    }
-    if (!S_ISREG(st.st_mode)) {
-        nf_io_close(fd);
-        if (S_ISDIR(st.st_mode)) return nf_error_errno(err, EISDIR, "%s", path);
-        return nf_error_set(err, NF_ERR_INVALID, "%s: not a regular file", path);
-    }
+    nf_status rc = nf_common_open_regular(path, path, NF_ERR_INVALID, &fd, &st, err);
+    if (rc != NF_OK && missing_invalid && (errno == ENOENT || errno == ENOTDIR))
+        return nf_error_set(err, NF_ERR_INVALID, "%s: shard %s is missing", referrer, path);
+    if (rc != NF_OK) return rc;
     /* A hint only (its result is ignored): conversion reads each tensor once, front to back in
      * chunks, so a larger kernel readahead window helps cold files on slow disks. */
     (void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
@@ -172,16 +160,11 @@ static nf_status read_json_text(const char *path, uint64_t cap, const char *what
                                 nf_error *err)
 {
     *text = NULL;
-    int fd = nf_io_open(path, O_RDONLY | O_NONBLOCK, 0);
-    if (fd < 0) return nf_error_errno(err, errno, "%s: cannot open", path);
+    int fd, e;
     struct stat st;
-    int e = nf_io_fstat(fd, &st);
+    NF_TRY(nf_common_open_regular(path, path, NF_ERR_INVALID, &fd, &st, err));
     nf_status rc = NF_OK;
-    if (e) {
-        rc = nf_error_errno(err, e, "%s: cannot stat", path);
-    } else if (!S_ISREG(st.st_mode)) {
-        rc = nf_error_set(err, NF_ERR_INVALID, "%s: not a regular file", path);
-    } else if ((uint64_t)st.st_size > cap) {
+    if ((uint64_t)st.st_size > cap) {
         rc = nf_error_set(err, NF_ERR_INVALID, "%s: %s is %llu bytes, more than the reader's cap of %llu", path, what,
                           (unsigned long long)st.st_size, (unsigned long long)cap);
     } else {
