@@ -115,7 +115,10 @@ Test(common_pool, workers_all_run_and_join)
     cr_assert_eq(atomic_load(&ran), 5);
     cr_assert_eq(w.started, 0);
     cr_assert_eq(nf_pool_start(&w, 0, count_worker, &ran), 0);
+    cr_assert_null(w.tids, "nothing started: nothing held");
     nf_pool_join(&w);
+    nf_pool_workers zeroed = {0};
+    nf_pool_join(&zeroed);
     cr_assert_eq(atomic_load(&ran), 5);
 }
 

@@ -22,6 +22,10 @@ size_t nf_pool_start(nf_pool_workers *w, size_t count, void *(*fn)(void *), void
     w->tids = count ? calloc(count, sizeof *w->tids) : NULL;
     if (!w->tids) return 0;
     while (w->started < count && pthread_create(&w->tids[w->started], NULL, fn, ctx) == 0) w->started++;
+    if (w->started == 0) { /* nothing to join: the caller need not call nf_pool_join */
+        free(w->tids);
+        w->tids = NULL;
+    }
     return w->started;
 }
 

@@ -38,7 +38,8 @@ typedef struct nf_pool_workers {
 } nf_pool_workers;
 
 /* Starts them; returns how many started (0 when none could: the caller then does the work
- * itself or fails).  nf_pool_join waits for every one and frees what start took. */
+ * itself or fails, and holds nothing to free).  nf_pool_join waits for every one and frees what
+ * start took; it does nothing on a zeroed or empty nf_pool_workers. */
 size_t nf_pool_start(nf_pool_workers *w, size_t count, void *(*fn)(void *), void *ctx);
 void nf_pool_join(nf_pool_workers *w);
 
