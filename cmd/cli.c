@@ -1,5 +1,6 @@
 /* Shared CLI machinery (see cli.h). */
 #include "cli.h"
+#include "common/fail.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -489,7 +490,7 @@ nf_status nf_cli_recipe_apply(nf_recipe *r, const nf_cli_recipe_args *a, nf_erro
     for (size_t i = 0; i < a->nsources; i++) {
         const char *eq = strchr(a->sources[i], '=');
         char *name = strndup(a->sources[i], (size_t)(eq - a->sources[i]));
-        if (!name) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        if (!name) return nf_common_nomem(err);
         nf_status st = nf_recipe_set_source(r, name, eq + 1, err);
         free(name);
         NF_TRY(st);

@@ -11,6 +11,8 @@
 
 #include <ninfer/error.h>
 
+#include "common/pool.h"
+
 struct json_t;
 
 enum { NF_EXIT_OK = 0, NF_EXIT_INVALID = 1, NF_EXIT_USAGE = 2, NF_EXIT_SYSTEM = 3 };
@@ -216,8 +218,9 @@ struct json_t *nf_cli_json_cstr(const char *s);
  * limit; false when malformed. */
 bool nf_cli_parse_range(const char *text, uint64_t *a, uint64_t *b, bool *has_a, bool *has_b);
 bool nf_cli_parse_u64(const char *text, uint64_t *out);
-/* The largest --threads N (-j N) of every program (an NF_OPT_UINT row from 1). */
-#define NF_CLI_MAX_THREADS 1024u
+/* The largest --threads N (-j N) of every program (an NF_OPT_UINT row from 1): the pool's cap,
+ * which also bounds the default count (common/pool.h, nf_pool_threads). */
+#define NF_CLI_MAX_THREADS NF_POOL_MAX_THREADS
 
 /* Write a jansson value to stdout as indented JSON followed by a newline. */
 int nf_cli_print_json(const nf_cli *cli, struct json_t *value);

@@ -14,6 +14,8 @@
 #include <ninfer/ninfer.h>
 
 #include "cli.h"
+#include "common/fail.h"
+#include "common/pool.h"
 #include "output.h"
 #include "signals.h"
 
@@ -321,8 +323,7 @@ static nf_status stream_rows(const rows_job *job, unsigned threads, nf_out *out,
     size_t n = (size_t)(p.span ? p.span : p.chunk * g->cols);
     p.slots = calloc(p.nslots, sizeof *p.slots);
     p.decoded = calloc(p.nslots, sizeof *p.decoded);
-    pthread_t *tids = calloc(workers ? workers : 1, sizeof *tids);
-    nf_status st = p.slots && p.decoded && tids ? NF_OK : nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    nf_status st = p.slots && p.decoded ? NF_OK : nf_common_nomem(err);
     size_t ready = 0; /* slots whose buffers exist */
     /* words only for --to native; a values buffer only when values are not the output bytes */
     bool need_values = job->to != TO_NATIVE && !f32_in_place(job);
@@ -338,16 +339,16 @@ static nf_status stream_rows(const rows_job *job, unsigned threads, nf_out *out,
         /* on a cache line: whole-line stores when f32 values are decoded into it */
         s->bytes = job->format == FMT_TEXT ? NULL : aligned_alloc(64, (n * eb + 63) / 64 * 64);
         if ((need_values && !s->values) || (job->format != FMT_TEXT && !s->bytes))
-            st = nf_error_set(err, NF_ERR_NOMEM, "out of memory"); /* freed below: the loop counts it */
+            st = nf_common_nomem(err); /* freed below: the loop counts it */
     }
+    nf_pool_workers pool = {0};
     size_t started = 0;
     if (st == NF_OK && workers > 0) {
         pthread_mutex_init(&p.lock, NULL);
         pthread_cond_init(&p.cond, NULL);
         sigset_t saved;
         nf_sig_block(&saved); /* the workers never take Ctrl-C: the writer (this thread) does */
-        for (; started < workers; started++)
-            if (pthread_create(&tids[started], NULL, decode_worker, &p) != 0) break;
+        started = nf_pool_start(&pool, workers, decode_worker, &p);
         nf_sig_restore(&saved);
         if (started == 0) { /* no thread could start: the calling thread does it all */
             pthread_cond_destroy(&p.cond);
@@ -380,7 +381,7 @@ static nf_status stream_rows(const rows_job *job, unsigned threads, nf_out *out,
         p.stop = true;
         pthread_cond_broadcast(&p.cond);
         pthread_mutex_unlock(&p.lock);
-        for (size_t i = 0; i < started; i++) pthread_join(tids[i], NULL);
+        nf_pool_join(&pool);
         pthread_cond_destroy(&p.cond);
         pthread_mutex_destroy(&p.lock);
     }
@@ -391,7 +392,6 @@ static nf_status stream_rows(const rows_job *job, unsigned threads, nf_out *out,
     }
     free(p.slots);
     free(p.decoded);
-    free(tids);
     return st;
 }
 
@@ -646,10 +646,7 @@ int main(int argc, char **argv)
                          : nf_cli_usage(&cli, "--remove-stale needs -o OUT (the output whose stale temp files to remove)");
         goto out;
     }
-    if (!opts.threads) {
-        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-        opts.threads = ncpu > 0 ? (unsigned)(ncpu < NF_CLI_MAX_THREADS ? ncpu : NF_CLI_MAX_THREADS) : 1u;
-    }
+    opts.threads = nf_pool_threads(opts.threads);
     if (opts.all) {
         if (cli.npositional != 1) {
             rc = nf_cli_usage(&cli, "--all takes one FILE and no object ID");

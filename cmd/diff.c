@@ -17,6 +17,8 @@
 
 #include "cli.h"
 #include "common/checked.h"
+#include "common/fail.h"
+#include "common/pool.h"
 #include "stats/stats.h"
 
 typedef struct diff_opts {
@@ -440,7 +442,7 @@ static void *worker(void *arg)
         }
         if (!ok) {
             nf_error e;
-            nf_error_set(&e, NF_ERR_NOMEM, "out of memory");
+            nf_common_nomem(&e);
             pthread_mutex_lock(&r->lock);
             record_failure(r, pi, k, NF_ERR_NOMEM, &e, NULL);
             pthread_mutex_unlock(&r->lock);
@@ -456,26 +458,16 @@ static void *worker(void *arg)
     return NULL;
 }
 
-/* Run the jobs of the current phase on r->threads threads (the calling thread alone for one). */
-static nf_status run_pool(diff_run *r, nf_error *err)
+/* Run the jobs of the current phase on r->threads threads of the pool (common/pool.h); the
+ * calling thread alone for one, or when no thread could start. */
+static void run_pool(diff_run *r)
 {
     r->next = 0;
-    if (r->njobs == 0) return NF_OK;
-    size_t n = r->threads > 1 ? r->threads : 1;
-    if (n > r->njobs) n = (size_t)r->njobs;
-    if (n == 1) {
-        worker(r);
-        return NF_OK;
-    }
-    pthread_t *tids = calloc(n, sizeof *tids);
-    if (!tids) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
-    size_t started = 0;
-    for (; started < n; started++)
-        if (pthread_create(&tids[started], NULL, worker, r) != 0) break;
-    if (started == 0) worker(r); /* no thread could start: the jobs still get done */
-    for (size_t i = 0; i < started; i++) pthread_join(tids[i], NULL);
-    free(tids);
-    return NF_OK;
+    if (r->njobs == 0) return;
+    size_t n = r->threads < r->njobs ? r->threads : (size_t)r->njobs;
+    nf_pool_workers pool = {0};
+    if (n <= 1 || nf_pool_start(&pool, n, worker, r) == 0) worker(r);
+    nf_pool_join(&pool);
 }
 
 /* ---------------------------------------------------------------- the directory */
@@ -588,9 +580,9 @@ static nf_status make_pairs(diff_run *r, nf_error *err)
     size_t nb = r->b ? nf_artifact_object_count(r->b) : nf_source_tensor_count(r->src);
     size_t n;
     if (na > SIZE_MAX - nb || (n = na + nb) > SIZE_MAX / sizeof *r->pairs)
-        return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        return nf_common_nomem(err);
     r->pairs = calloc(n ? n : 1, sizeof *r->pairs);
-    if (!r->pairs) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    if (!r->pairs) return nf_common_nomem(err);
     /* A's objects in A's order, then what only B has in B's order */
     for (size_t i = 0; i < na; i++) {
         pair *p = &r->pairs[r->npairs++];
@@ -634,12 +626,12 @@ static nf_status run_phases(diff_run *r, nf_error *err)
     /* phase 0: the bytes of the pairs whose records agree */
     r->job_pair = calloc(r->npairs ? r->npairs : 1, sizeof *r->job_pair);
     r->job_end = calloc(r->npairs ? r->npairs : 1, sizeof *r->job_end);
-    if (!r->job_pair || !r->job_end) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    if (!r->job_pair || !r->job_end) return nf_common_nomem(err);
     r->njobs = 0;
     for (size_t i = 0; i < r->npairs; i++)
         if (r->pairs[i].want_bytes) r->job_pair[r->njobs++] = i;
     r->phase = 0;
-    NF_TRY(run_pool(r, err));
+    run_pool(r);
     if (r->fail_st != NF_OK) {
         *err = r->fail_err;
         return r->fail_st;
@@ -652,7 +644,7 @@ static nf_status run_phases(diff_run *r, nf_error *err)
         if (!p->want_stats) continue;
         if (!p->nchunks && !p->chunk) NF_TRY(plan_chunks(r, p, err)); /* found by phase 0 */
         if (!p->nchunks) continue;
-        if (!(p->acc = malloc(sizeof *p->acc))) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        if (!(p->acc = malloc(sizeof *p->acc))) return nf_common_nomem(err);
         nf_errstats_init(p->acc);
         if (!nf_add_u64(total, p->nchunks, &total)) return nf_error_set(err, NF_ERR_INVALID, "too many chunks");
         r->job_pair[r->njob_pairs] = i;
@@ -660,7 +652,7 @@ static nf_status run_phases(diff_run *r, nf_error *err)
     }
     r->njobs = total;
     r->phase = 1;
-    NF_TRY(run_pool(r, err));
+    run_pool(r);
     if (r->fail_st != NF_OK) {
         *err = r->fail_err;
         return r->fail_st;
@@ -814,11 +806,7 @@ static int diff(const nf_cli *cli, const diff_opts *o)
 {
     diff_run r = {.cli = cli, .path_a = cli->positional[0], .path_b = cli->positional[1]};
     pthread_mutex_init(&r.lock, NULL);
-    r.threads = o->threads;
-    if (!r.threads) {
-        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-        r.threads = ncpu > 0 && ncpu <= (long)NF_CLI_MAX_THREADS ? (unsigned)ncpu : 1;
-    }
+    r.threads = nf_pool_threads(o->threads);
     r.kern = nf_stats_kernels_active();
     nf_error err;
     nf_status st = nf_artifact_open(r.path_a, NF_READ_PREAD, &r.a, &err);

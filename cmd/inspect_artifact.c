@@ -16,6 +16,7 @@
 #include <ninfer/ninfer.h>
 
 #include "cli.h"
+#include "common/fail.h"
 #include "inspect.h"
 #include "numtext.h"
 #include "table.h"
@@ -425,7 +426,7 @@ static nf_status collect_stats_spans(nf_artifact *a, const nf_object *o, const n
     nf_artifact_object_reader(a, o, &whole);
     const uint64_t span = STATS_CHUNK_VALUES; /* a multiple of NF_COLSPAN_ALIGN */
     float *values = malloc((size_t)span * sizeof *values);
-    if (!values) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    if (!values) return nf_common_nomem(err);
     nf_status st = NF_OK;
     for (uint64_t r = 0; st == NF_OK && r < g->rows; r++) {
         for (uint64_t c0 = 0; st == NF_OK && c0 < g->cols; c0 += span) {
@@ -458,7 +459,7 @@ static nf_status collect_stats(nf_artifact *a, const nf_object *o, const nf_geom
     nf_words w;
     NF_TRY(nf_words_alloc(&w, g, chunk, err));
     float *values = malloc((size_t)(chunk * g->cols) * sizeof *values);
-    nf_status st = values ? NF_OK : nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    nf_status st = values ? NF_OK : nf_common_nomem(err);
     for (uint64_t r = 0; st == NF_OK && r < g->rows; r += chunk) {
         uint64_t r1 = r + chunk < g->rows ? r + chunk : g->rows;
         st = nf_layout_decode_rows(g, &reader, r, r1, &w, err);

@@ -9,6 +9,7 @@
 #include <ninfer/ninfer.h>
 
 #include "cli.h"
+#include "common/fail.h"
 
 typedef struct verify_opts {
     nf_verify_level level;
@@ -93,7 +94,7 @@ static nf_verify_against_source *sources_split(const nf_cli_recipe_args *ra, nf_
 {
     nf_verify_against_source *s = calloc(ra->nsources + 1, sizeof *s);
     if (!s) {
-        nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        nf_common_nomem(err);
         return NULL;
     }
     for (size_t i = 0; i < ra->nsources; i++) {
@@ -102,7 +103,7 @@ static nf_verify_against_source *sources_split(const nf_cli_recipe_args *ra, nf_
         if (!(s[i].name = strndup(ra->sources[i], (size_t)(eq - ra->sources[i])))) {
             for (size_t k = 0; k < i; k++) free((char *)s[k].name);
             free(s);
-            nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+            nf_common_nomem(err);
             return NULL;
         }
     }

@@ -545,7 +545,7 @@ bad_sens '{"a\tb": 1}' "1:4 (byte 3): a control character in a string (escape it
 bad_sens '{"a\\' "1:2 (byte 1): a string is not closed"
 [ ! -e "$work/no.ninfer" ] && ok || bad "a refused sensitivity file wrote an artifact"
 run 3 "$bin/ninfer-convert" -r "$work/ck/r.yaml" -o "$work/no.ninfer" --sensitivity "$work/ck/no-such.json"
-contains "$work/err" "cannot open the sensitivity file $work/ck/no-such.json"
+contains "$work/err" "$work/ck/no-such.json: cannot open: No such file or directory"
 run 2 "$bin/ninfer-convert" "$work/ck" -o "$work/no.ninfer" --format q8_g32_fp16 --sensitivity "$work/ck/sens.json"
 contains "$work/err" "--sensitivity weighs the tensors of a budget"
 recipe r.yaml "{bits_per_weight: 6, sensitivity: nosuch}"

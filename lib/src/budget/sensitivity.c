@@ -17,7 +17,9 @@
 
 #include <ninfer/escape.h>
 
+#include "common/fail.h"
 #include "common/json_string.h"
+#include "common/open_regular.h"
 #include "common/strset.h"
 #include "common/utf8.h"
 
@@ -307,7 +309,7 @@ static nf_status read_csv_line(reader *r, size_t a, size_t b, bool first)
         while (e > i && blank(r->t[e - 1])) e--;
         if (e == i) return fail_at(r, at, NULL, "expected NAME,FACTOR: the name is empty");
         NF_TRY(check_name(r, r->t + i, e - i, i));
-        if (!(name = strndup(r->t + i, e - i))) return nf_error_set(r->err, NF_ERR_NOMEM, "out of memory");
+        if (!(name = strndup(r->t + i, e - i))) return nf_common_nomem(r->err);
     }
     size_t fa = comma + 1, fb = b;
     while (fa < fb && blank(r->t[fa])) fa++;
@@ -381,19 +383,10 @@ nf_status nf_sensitivity_parse(const char *path, const char *text, size_t len, n
 nf_status nf_sensitivity_read(const char *path, nf_sensitivity *out, nf_error *err)
 {
     memset(out, 0, sizeof *out);
-    /* O_NONBLOCK: opening a FIFO must not wait for a writer */
-    int fd = open(path, O_RDONLY | O_NONBLOCK);
-    if (fd < 0) return nf_error_errno(err, errno, "cannot open the sensitivity file %s", path);
+    /* (a FIFO is refused, not waited for: common/open_regular.h) */
+    int fd;
     struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        int e = errno;
-        close(fd);
-        return nf_error_errno(err, e, "cannot stat %s", path);
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        close(fd);
-        return nf_error_set(err, NF_ERR_INVALID, "%s: the sensitivity file is not a regular file", path);
-    }
+    NF_TRY(nf_common_open_regular(path, path, NF_ERR_INVALID, &fd, &sb, err));
     if ((uint64_t)sb.st_size > NF_SENSITIVITY_MAX_BYTES) {
         close(fd);
         return nf_error_set(err, NF_ERR_INVALID, "%s: the sensitivity file has %llu bytes, more than its cap of %llu",

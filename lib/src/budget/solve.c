@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "common/checked.h"
+#include "common/fail.h"
 
 #define DEFAULT_NODE_LIMIT ((uint64_t)1 << 22)
 /* Relative to the size of the terms a bound adds up (the errors and lambda * bytes): bounds and
@@ -557,7 +558,7 @@ nf_status nf_budget_solve(const nf_budget_item *items, size_t n, uint64_t capaci
 nomem:
     free_states(st, n);
     nf_budget_solution_free(out);
-    return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    return nf_common_nomem(err);
 }
 
 /* ---------------------------------------------------------------- the measuring pass's effort */

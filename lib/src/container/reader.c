@@ -26,6 +26,8 @@
 #include <ninfer/container.h>
 #include <ninfer/escape.h>
 
+#include "common/fail.h"
+#include "common/open_regular.h"
 #include "common/hex.h"
 #include "common/checked.h"
 #include "common/io.h"
@@ -115,15 +117,11 @@ void nf_artifact_close(nf_artifact *a)
 static nf_status open_entry(nf_artifact *a, part_state *entry, nf_error *err)
 {
     const char *path = a->path;
-    int fd = nf_io_open(path, O_RDONLY | O_NONBLOCK, 0); /* a FIFO must not block the open */
-    if (fd < 0) return nf_error_errno(err, errno, "%s: cannot open", nf_esc(path).s);
-    entry->fd = fd;
+    /* a device or FIFO is a system-level mistake, not an artifact: NF_ERR_IO */
+    int fd, e;
     struct stat st;
-    int e = nf_io_fstat(fd, &st);
-    if (e) return nf_error_errno(err, e, "%s: cannot stat", nf_esc(path).s);
-    if (S_ISDIR(st.st_mode)) return nf_error_errno(err, EISDIR, "%s", nf_esc(path).s);
-    if (!S_ISREG(st.st_mode)) /* a device or FIFO: a system-level mistake, not an artifact */
-        return nf_error_set(err, NF_ERR_IO, "%s: not a regular file", nf_esc(path).s);
+    NF_TRY(nf_common_open_regular(path, nf_esc(path).s, NF_ERR_IO, &fd, &st, err));
+    entry->fd = fd;
     uint64_t size = (uint64_t)st.st_size;
     entry->size = size;
     if (size < NF_HEADER_BYTES) {
@@ -178,7 +176,7 @@ nf_status nf_artifact_open(const char *path, nf_read_mode mode, nf_artifact **ou
     if (!path || !out) return nf_error_set(err, NF_ERR_USAGE, "nf_artifact_open: NULL argument");
     *out = NULL;
     nf_artifact *a = calloc(1, sizeof *a);
-    if (!a) return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", nf_esc(path).s);
+    if (!a) return nf_common_nomem_in(err, nf_esc(path).s);
     pthread_mutex_init(&a->lock, NULL);
     pthread_cond_init(&a->idle, NULL);
     a->mode = mode;
@@ -188,7 +186,7 @@ nf_status nf_artifact_open(const char *path, nf_read_mode mode, nf_artifact **ou
     a->prefix = malloc(plen + 1);
     if (!a->path || !a->prefix) {
         nf_artifact_close(a);
-        return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", nf_esc(path).s);
+        return nf_common_nomem_in(err, nf_esc(path).s);
     }
     memcpy(a->prefix, path, plen);
     a->prefix[plen] = '\0';
@@ -216,7 +214,7 @@ nf_status nf_artifact_open(const char *path, nf_read_mode mode, nf_artifact **ou
     if (st == NF_OK) {
         a->parts = calloc(a->dir.nfiles, sizeof *a->parts);
         a->octx = calloc(a->dir.nobjects, sizeof *a->octx);
-        if (!a->parts || !a->octx) st = nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", nf_esc(path).s);
+        if (!a->parts || !a->octx) st = nf_common_nomem_in(err, nf_esc(path).s);
     }
     if (st != NF_OK) {
         if (entry.fd >= 0) nf_io_close(entry.fd);
@@ -276,7 +274,7 @@ static nf_status open_part_locked(nf_artifact *a, size_t i, nf_error *err)
     const nf_file_entry *f = &a->dir.files[i];
     size_t need = strlen(a->prefix) + strlen(f->path) + 1;
     char *path = malloc(need);
-    if (!path) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    if (!path) return nf_common_nomem(err);
     snprintf(path, need, "%s%s", a->prefix, f->path);
     nf_escaped shown = nf_esc(path);
     nf_status st = NF_OK;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/checked.h"
+#include "common/fail.h"
 #include "container/container_internal.h"
 
 nf_status nf_split_plan(uint64_t payload_bytes, uint64_t entry_payload_start, uint64_t max_file_bytes,
@@ -20,7 +21,7 @@ nf_status nf_split_plan(uint64_t payload_bytes, uint64_t entry_payload_start, ui
             return nf_error_set(err, NF_ERR_INVALID, "payload %llu bytes: the entry file size overflows U64",
                                 (unsigned long long)payload_bytes);
         uint64_t *s = malloc(sizeof *s);
-        if (!s) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        if (!s) return nf_common_nomem(err);
         s[0] = payload_bytes;
         *segments = s;
         *count = 1;
@@ -46,7 +47,7 @@ nf_status nf_split_plan(uint64_t payload_bytes, uint64_t entry_payload_start, ui
                             (unsigned long long)(parts + 1), NF_MAX_FILES);
     size_t n = (size_t)parts + 1;
     uint64_t *s = malloc(n * sizeof *s);
-    if (!s) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    if (!s) return nf_common_nomem(err);
     s[0] = entry_cap;
     for (size_t i = 1; i < n; i++) {
         s[i] = rest < part_cap ? rest : part_cap;

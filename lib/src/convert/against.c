@@ -29,6 +29,7 @@
 #include <ninfer/ninfer.h>
 
 #include "common/checked.h"
+#include "common/fail.h"
 #include "convert/convert_impl.h"
 
 /* Problems of check "against" go to the report; the first one that cannot be stored makes the
@@ -95,13 +96,13 @@ static nf_status filter_of(nf_artifact *a, const nf_verify_against_opts *o, json
     *out = NULL;
     if (!o->objects) return NF_OK;
     json_t *want = json_object();
-    if (!want) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    if (!want) return nf_common_nomem(err);
     for (size_t i = 0; i < o->nobjects; i++) {
         const char *id = o->objects[i];
         if (!id || json_object_get(want, id)) continue;
         if (json_object_set_new(want, id, json_true()) != 0) {
             json_decref(want);
-            return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+            return nf_common_nomem(err);
         }
         if (!nf_artifact_find(a, id)) add_against(s, id, "asked for, but the artifact has no such object");
     }
@@ -122,7 +123,7 @@ static nf_status filter_files(nf_artifact *a, const nf_verify_against_opts *o, j
     if (!o->files_end) return NF_OK;
     size_t nf = nf_artifact_file_count(a);
     json_t *in = json_object();
-    if (!in) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    if (!in) return nf_common_nomem(err);
     if (o->files_first >= o->files_end || o->files_end > nf) {
         add_against(s, NULL, "files %zu to %zu asked for, but the artifact has files 0 to %zu", o->files_first,
                     o->files_end - 1, nf - 1);
@@ -137,7 +138,7 @@ static nf_status filter_files(nf_artifact *a, const nf_verify_against_opts *o, j
             if (ends_after && ob->offset < fb && wanted(*want, ob->id) &&
                 json_object_set_new(in, ob->id, json_true()) != 0) {
                 json_decref(in);
-                return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+                return nf_common_nomem(err);
             }
         }
     }
@@ -232,7 +233,7 @@ static nf_status derive_recipe(nf_artifact *a, const char *source, const nf_sour
     json_t *used = json_object();
     if (!d->rules || !d->selectors || !d->groups || !d->config || !used) {
         json_decref(used);
-        return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        return nf_common_nomem(err);
     }
     d->selectors[0] = "*";
     d->rules[0] = (nf_recipe_rule){.match = (char **)&d->selectors[0], .nmatch = 1, .when_rank = -1, .when_quantized = -1, .skip = 1,
@@ -279,7 +280,7 @@ static nf_status derive_recipe(nf_artifact *a, const char *source, const nf_sour
             g->pos = (nf_recipe_pos){(int)i + 1, 1};
             if (!g->members) {
                 json_decref(used);
-                return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+                return nf_common_nomem(err);
             }
             json_array_foreach(srcs, k, v) g->members[k] = (char *)json_string_value(v);
             d->recipe.ngroups++;
@@ -318,9 +319,9 @@ static nf_status load_recipe(const nf_verify_against_opts *o, nf_recipe **out, n
 static nf_status note_not_compared(nf_verify_against_result *res, const char *id, nf_error *err)
 {
     char **ids = realloc(res->resources_not_compared, (res->nresources_not_compared + 1) * sizeof *ids);
-    if (!ids) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    if (!ids) return nf_common_nomem(err);
     res->resources_not_compared = ids;
-    if (!(ids[res->nresources_not_compared] = strdup(id))) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    if (!(ids[res->nresources_not_compared] = strdup(id))) return nf_common_nomem(err);
     res->nresources_not_compared++;
     return NF_OK;
 }
@@ -385,7 +386,7 @@ nf_status nf_verify_against(nf_artifact *a, const nf_verify_against_opts *opts, 
         size_t differing = 0;
         /* the asked-for objects the artifact has (one it has not is a problem already) */
         bool *only = want ? calloc(plan->nobjects ? plan->nobjects : 1, sizeof *only) : NULL;
-        if (want && !only) st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        if (want && !only) st = nf_common_nomem(err);
         res.objects_rederived = want ? 0 : nf_plan_object_count(plan);
         for (size_t k = 0; only && k < plan->nobjects; k++) {
             const char *id = plan->objects[k].id;
@@ -398,13 +399,13 @@ nf_status nf_verify_against(nf_artifact *a, const nf_verify_against_opts *opts, 
         /* what the artifact holds and the plan does not produce */
         json_t *desc = nf_plan_describe(plan);
         json_t *made = json_object();
-        if (!desc || !made) st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        if (!desc || !made) st = nf_common_nomem(err);
         size_t i;
         json_t *po;
         json_array_foreach(json_object_get(desc, "objects"), i, po) {
             json_t *id = json_object_get(po, "id");
             if (json_is_string(id) && json_object_set_new(made, json_string_value(id), json_true()) != 0)
-                st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+                st = nf_common_nomem(err);
         }
         for (i = 0; st == NF_OK && i < nf_artifact_object_count(a); i++) {
             const nf_object *o = nf_artifact_object(a, i);

@@ -23,16 +23,15 @@
  * and the error's blocks start at a span's first column (budget/werror.h), so the figures are the
  * whole rows' to the bit. */
 #include <math.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <ninfer/escape.h>
 
 #include "budget/werror.h"
 #include "common/checked.h"
+#include "common/fail.h"
+#include "common/pool.h"
 #include "convert/convert_impl.h"
 
 /* Values of a row measured at once: a multiple of NF_COLSPAN_ALIGN (the conversion's chunk). */
@@ -117,7 +116,7 @@ static nf_status plan_effort(const plan_budget *b, plan_budget_item *it, uint64_
     if (!cost || !rows) {
         free(cost);
         free(rows);
-        return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        return nf_common_nomem(err);
     }
     for (size_t k = 0; k < it->nopts; k++) cost[k] = sample_rows ? row_cost(&b->cands[it->opts[k].cand]) : 0;
     u128 wide = (u128)it->rows * ALLOWANCE_PER_ROW;
@@ -153,7 +152,7 @@ static nf_status scratch_fit(scratch *sc, uint64_t cols, nf_error *err)
     if (x) sc->x = x;
     float *y = x ? realloc(sc->y, n * sizeof *y) : NULL;
     if (y) sc->y = y;
-    if (!x || !y) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    if (!x || !y) return nf_common_nomem(err);
     sc->cols = n;
     return NF_OK;
 }
@@ -305,7 +304,7 @@ static nf_status item_state_init(const plan_budget *b, const plan_budget_item *i
     is->next = calloc(n, sizeof *is->next);
     is->now = calloc(n, sizeof *is->now);
     if (!is->acc || !is->g || !is->w || !is->wr || !is->next || !is->now)
-        return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        return nf_common_nomem(err);
     bool nvfp4 = false;
     for (size_t k = 0; k < it->nopts; k++) {
         const plan_candidate *cd = &b->cands[it->opts[k].cand];
@@ -366,63 +365,33 @@ static nf_status measure_item(const plan_budget *b, plan_budget_item *it, scratc
 typedef struct pass {
     plan_budget *b;
     uint64_t sample_rows;
-    atomic_size_t next;
-    pthread_mutex_t lock;
-    size_t failed;        /* the first failing item (the message is the same on any thread count) */
-    nf_error error;
 } pass;
 
-static void *measure_worker(void *arg)
+/* One item on the pool (common/pool.h), with its thread's scratch rows; the pool returns the
+ * first failing item's error, the same on any thread count. */
+static nf_status measure_task(void *ctx, size_t i, void **local, nf_error *err)
 {
-    pass *ps = arg;
-    scratch sc = {0};
-    for (;;) {
-        size_t i = atomic_fetch_add(&ps->next, 1);
-        if (i >= ps->b->nitems) break;
-        pthread_mutex_lock(&ps->lock);
-        bool past = i > ps->failed;
-        pthread_mutex_unlock(&ps->lock);
-        if (past) break; /* items are taken in order: every later one is past the failure too */
-        nf_error e;
-        nf_status st = plan_effort(ps->b, &ps->b->items[i], ps->sample_rows, &e);
-        if (st == NF_OK) st = measure_item(ps->b, &ps->b->items[i], &sc, &e);
-        if (st != NF_OK) {
-            pthread_mutex_lock(&ps->lock);
-            if (i < ps->failed) {
-                ps->failed = i;
-                ps->error = e;
-            }
-            pthread_mutex_unlock(&ps->lock);
-        }
+    pass *ps = ctx;
+    if (!*local && !(*local = calloc(1, sizeof(scratch)))) return nf_common_nomem(err);
+    NF_TRY(plan_effort(ps->b, &ps->b->items[i], ps->sample_rows, err));
+    return measure_item(ps->b, &ps->b->items[i], *local, err);
+}
+
+static void measure_done(void *ctx, void *local)
+{
+    (void)ctx;
+    scratch *sc = local;
+    if (sc) {
+        free(sc->x);
+        free(sc->y);
     }
-    free(sc.x);
-    free(sc.y);
-    return NULL;
+    free(sc);
 }
 
 static nf_status measure_all(plan_budget *b, uint64_t sample_rows, unsigned threads, nf_error *err)
 {
-    if (threads == 0) {
-        long n = sysconf(_SC_NPROCESSORS_ONLN);
-        threads = n > 0 ? (unsigned)n : 1u;
-    }
-    if (threads > b->nitems) threads = b->nitems ? (unsigned)b->nitems : 1u;
-    pass ps = {.b = b, .sample_rows = sample_rows, .failed = SIZE_MAX};
-    atomic_init(&ps.next, 0);
-    pthread_mutex_init(&ps.lock, NULL);
-    pthread_t *tids = calloc(threads, sizeof *tids);
-    unsigned started = 0;
-    for (; tids && started < threads; started++)
-        if (pthread_create(&tids[started], NULL, measure_worker, &ps) != 0) break;
-    if (started == 0) measure_worker(&ps); /* no thread to spare: measure here */
-    for (unsigned i = 0; i < started; i++) pthread_join(tids[i], NULL);
-    free(tids);
-    pthread_mutex_destroy(&ps.lock);
-    if (ps.failed != SIZE_MAX) {
-        if (err) *err = ps.error;
-        return ps.error.status;
-    }
-    return NF_OK;
+    pass ps = {.b = b, .sample_rows = sample_rows};
+    return nf_pool_for(nf_pool_threads(threads), b->nitems, measure_task, measure_done, &ps, err);
 }
 
 /* ---------------------------------------------------------------- allocation */
@@ -479,7 +448,7 @@ static nf_status solver_view(const plan_budget *b, nf_budget_item **items, nf_bu
     if (!*items || !*choices) {
         free(*items);
         free(*choices);
-        return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        return nf_common_nomem(err);
     }
     for (size_t i = 0, at = 0; i < b->nitems; i++) {
         const plan_budget_item *it = &b->items[i];

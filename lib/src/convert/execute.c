@@ -22,6 +22,7 @@
 #include "common/checked.h"
 #include "common/io.h"
 #include "common/json_walk.h"
+#include "common/pool.h"
 #include "convert/convert_impl.h"
 #include "budget/werror.h"
 #include "stats/stats.h"
@@ -668,33 +669,22 @@ out:
     return NULL;
 }
 
-static unsigned thread_count(unsigned requested)
-{
-    if (requested) return requested;
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (unsigned)n : 1u;
-}
-
 /* Runs every job on `threads` workers; the calling thread reports progress every 100 ms, and
  * once more when the last worker has stopped. */
 static nf_status run_jobs(runner *r, unsigned threads, const nf_convert_options *opt, nf_error *err)
 {
-    pthread_t *tids = calloc(threads, sizeof *tids);
-    if (!tids) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&r->wake, &ca);
     pthread_condattr_destroy(&ca);
-    unsigned started = 0;
+    /* (under the lock: a worker that stops at once decrements running only after it is set) */
+    nf_pool_workers pool;
     pthread_mutex_lock(&r->lock);
-    for (; started < threads; started++) {
-        if (pthread_create(&tids[started], NULL, worker, r) != 0) break;
-        r->running++;
-    }
+    size_t started = nf_pool_start(&pool, threads, worker, r);
+    r->running = (unsigned)started;
     pthread_mutex_unlock(&r->lock);
     if (started == 0) {
-        free(tids);
         pthread_cond_destroy(&r->wake);
         return nf_error_set(err, NF_ERR_NOMEM, "cannot start a worker thread");
     }
@@ -731,9 +721,8 @@ static nf_status run_jobs(runner *r, unsigned threads, const nf_convert_options 
                                   total_bytes};
         opt->progress(opt->progress_ctx, &pr);
     }
-    for (unsigned i = 0; i < started; i++) pthread_join(tids[i], NULL);
+    nf_pool_join(&pool);
     pthread_cond_destroy(&r->wake);
-    free(tids);
     if (r->status != NF_OK) {
         if (err) *err = r->error;
         return r->status;
@@ -1213,7 +1202,7 @@ static nf_status encode_into(nf_plan *p, nf_writer *w, const nf_convert_options 
     r->kern = nf_stats_kernels_active();
     r->cancel = opt->cancel;
     pthread_mutex_init(&r->lock, NULL);
-    nf_status st = run_jobs(r, thread_count(opt->threads), opt, err);
+    nf_status st = run_jobs(r, nf_pool_threads(opt->threads), opt, err);
     pthread_mutex_destroy(&r->lock);
     if (st == NF_OK && opt->cancel && *opt->cancel) st = nf_error_set(err, NF_ERR_IO, "interrupted");
     return st;
@@ -1234,7 +1223,7 @@ static nf_status report_temp(nf_plan *p, const nf_convert_options *opt, const ch
 {
     uint64_t chunk_values = opt->chunk_values ? opt->chunk_values : DEFAULT_CHUNK_VALUES;
     json_t *head = report_head(p, opt);
-    json_t *tail = json_pack("{s:s,s:I,s:I}", "artifact_id", id_hex, "threads", (json_int_t)thread_count(opt->threads),
+    json_t *tail = json_pack("{s:s,s:I,s:I}", "artifact_id", id_hex, "threads", (json_int_t)nf_pool_threads(opt->threads),
                              "chunk_values", (json_int_t)chunk_values);
     nf_status st = head && tail ? write_report(p, sums, path, head, tail, tmp, err)
                                 : nf_error_set(err, NF_ERR_NOMEM, "out of memory");
@@ -1433,7 +1422,7 @@ nf_status nf_convert_compare_some(nf_plan *p, nf_artifact *a, unsigned threads, 
         r.sink = &s;
         r.kern = nf_stats_kernels_active();
         pthread_mutex_init(&r.lock, NULL);
-        st = run_jobs(&r, thread_count(threads), NULL, err);
+        st = run_jobs(&r, nf_pool_threads(threads), NULL, err);
         pthread_mutex_destroy(&r.lock);
     }
     runner_free(&r);

@@ -12,10 +12,11 @@
 #include <ninfer/escape.h>
 
 #include "common/buf.h"
+#include "common/fail.h"
 #include "common/utf8.h"
 #include "convert/convert_impl.h"
 
-static nf_status nomem(nf_error *err) { return nf_error_set(err, NF_ERR_NOMEM, "out of memory"); }
+static nf_status nomem(nf_error *err) { return nf_common_nomem(err); }
 
 /* Element i of kv as JSON: integers exactly (u64 beyond 2^63-1 as a decimal string, which
  * jansson cannot hold as a number), floats as numbers or "NaN" / "Infinity" / "-Infinity"

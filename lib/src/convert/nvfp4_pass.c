@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/fail.h"
 #include "convert/convert_impl.h"
 
 #define PASS_VALUES ((uint64_t)1 << 16)
@@ -76,7 +77,7 @@ nf_status nf_convert_nvfp4_tensor_max(const nf_source *src, const nf_source_tens
                                       uint32_t *max_word, nf_error *err)
 {
     float *buf = malloc(PASS_VALUES * sizeof *buf);
-    if (!buf) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    if (!buf) return nf_common_nomem(err);
     *max_word = 0;
     nf_status st = values_max(src, t, NULL, rows, cols, buf, max_word, err);
     free(buf);
@@ -93,7 +94,7 @@ static nf_status object_pass(plan_object *o, float *buf, nf_error *err)
     }
     nf_src_rows named = {.name = o->members[0].t->name};
     if (!o->divisors && !(o->divisors = calloc(1, sizeof *o->divisors)))
-        return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        return nf_common_nomem(err);
     NF_TRY(nf_nvfp4_quantize_divisor(&named, mx, &o->divisors[0], err));
     o->matrix_max = mx;
     return NF_OK;
@@ -108,7 +109,7 @@ nf_status nf_convert_nvfp4_pass(nf_plan *p, nf_error *err)
         bool nvfp4 = o->method == NF_METHOD_NVFP4_QUANTIZE || o->method == NF_METHOD_NVFP4_SEARCH;
         if (o->kind != NF_OBJECT_TENSOR || !nvfp4 || o->nmembers == 0) continue;
         if (!buf && !(buf = malloc(PASS_VALUES * sizeof *buf))) {
-            st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+            st = nf_common_nomem(err);
             break;
         }
         st = object_pass(o, buf, err);

@@ -15,6 +15,7 @@
 #include <xxhash.h>
 
 #include "common/checked.h"
+#include "common/fail.h"
 #include "common/io.h"
 #include "common/json_walk.h"
 #include "common/strset.h"
@@ -57,7 +58,7 @@ static void add_problem(problems *p, const char *fmt, ...)
  * nf_error is bounded, so a very long list is cut (the count stays exact). */
 static nf_status problems_error(problems *p, const char *what, nf_error *err)
 {
-    if (p->nomem) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    if (p->nomem) return nf_common_nomem(err);
     return nf_error_set(err, NF_ERR_INVALID, "%s: %zu problem%s:%s", what, p->count, p->count == 1 ? "" : "s",
                         p->text ? p->text : "");
 }
@@ -279,7 +280,7 @@ static nf_status open_sources(nf_plan *p, nf_error *err)
     const nf_recipe *r = p->recipe;
     p->sources = calloc(r->nsources ? r->nsources : 1, sizeof *p->sources);
     p->imatrices = calloc(r->nsources ? r->nsources : 1, sizeof *p->imatrices);
-    if (!p->sources || !p->imatrices) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    if (!p->sources || !p->imatrices) return nf_common_nomem(err);
     for (size_t i = 0; i < r->nsources; i++) {
         plan_source *s = &p->sources[i];
         s->name = r->sources[i].name;
@@ -688,7 +689,7 @@ static nf_status add_resource(nf_plan *p, size_t cap, const nf_recipe_resource *
     o->id = xstrdup(id);
     o->path = xstrdup(path);
     o->bytes = (uint64_t)sb.st_size;
-    if (!o->id || !o->path) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    if (!o->id || !o->path) return nf_common_nomem(err);
     *id_out = o->id;
     return NF_OK;
 }
@@ -698,7 +699,7 @@ static nf_status add_resource(nf_plan *p, size_t cap, const nf_recipe_resource *
 static nf_status keep_gguf_metadata(nf_plan *p, size_t cap, const plan_source *b, json_t *text, nf_error *err)
 {
     json_t *hp = nf_gguf_hparams_config(b->src), *cfg = json_object_get(text, "config");
-    if (!hp) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    if (!hp) return nf_common_nomem(err);
     const char *k;
     json_t *v;
     json_object_foreach(hp, k, v) if (!json_object_get(cfg, k)) json_object_set(cfg, k, v);
@@ -718,10 +719,10 @@ static nf_status keep_gguf_metadata(nf_plan *p, size_t cap, const plan_source *b
     }
     if (!o || !o->id || !o->path) {
         if (!o) free(data);
-        return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        return nf_common_nomem(err);
     }
     json_t *res = json_pack("{s:s}", "gguf_metadata.json", o->id);
-    if (!res || json_object_set_new(text, "resources", res) != 0) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    if (!res || json_object_set_new(text, "resources", res) != 0) return nf_common_nomem(err);
     return NF_OK;
 }
 
@@ -735,7 +736,7 @@ static nf_status build_components(nf_plan *p, size_t cap, nf_error *err)
         json_t *cfg = NULL;
         nf_status st = NF_OK;
         if (path) st = load_config(b, &cfg, err);
-        else if (!(cfg = json_object())) st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        else if (!(cfg = json_object())) st = nf_common_nomem(err);
         if (st != NF_OK) {
             /* the config of the base source: point at the source */
             const nf_recipe_source *rs = nf_recipe_find_source(r, b->name);
@@ -744,7 +745,7 @@ static nf_status build_components(nf_plan *p, size_t cap, nf_error *err)
         NF_TRY(st);
         json_t *text = json_pack("{s:o}", "config", cfg);
         if (!text || json_object_set_new(p->components, "text", text) != 0)
-            return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+            return nf_common_nomem(err);
         if (b->src && nf_source_kind_of(b->src) == NF_SOURCE_GGUF && !r->drop_gguf_metadata)
             NF_TRY(keep_gguf_metadata(p, cap, b, text, err));
         return NF_OK;
@@ -821,11 +822,11 @@ nf_status nf_plan_provenance_record(void *records, size_t i, const char **key, j
     if (!srcs || !with) {
         json_decref(srcs);
         json_decref(with);
-        return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        return nf_common_nomem(err);
     }
     *key = o->id;
     *value = json_pack("{s:s,s:o,s:o}", "method", nf_method_name(o->method), "with", with, "sources", srcs);
-    return *value ? NF_OK : nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    return *value ? NF_OK : nf_common_nomem(err);
 }
 
 /* ---------------------------------------------------------------- build */
@@ -948,7 +949,7 @@ static void add_group(nf_plan *p, size_t cap, const nf_recipe_group *grp, tensor
         if (st == NF_OK) {
             o->divisors = calloc(o->g.divisors, sizeof *o->divisors);
             st = o->divisors ? nf_import_nvfp4_divisors(imps, grp->nmembers, &o->g, o->divisors, &e)
-                             : nf_error_set(&e, NF_ERR_NOMEM, "out of memory");
+                             : nf_common_nomem(&e);
         }
         free(imps);
     } else {
@@ -1033,7 +1034,7 @@ static nf_status budget_candidates(nf_plan *p, nf_error *err)
     const nf_recipe_budget *rb = &p->recipe->budget;
     size_t nf = rb->nformats ? rb->nformats : nf_format_count(), nm = rb->nmethods ? rb->nmethods : NF_METHOD_COUNT;
     plan_budget *b = p->budget = calloc(1, sizeof *p->budget);
-    if (!b || !(b->cands = calloc(nf * nm, sizeof *b->cands))) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    if (!b || !(b->cands = calloc(nf * nm, sizeof *b->cands))) return nf_common_nomem(err);
     b->imatrix = rb->imatrix;
     for (size_t i = 0; i < nf; i++)
         for (size_t j = 0; j < nm; j++) {
@@ -1044,7 +1045,7 @@ static nf_status budget_candidates(nf_plan *p, nf_error *err)
             if (!budget_pair(c.fmt, c.method, rb->nmethods != 0)) continue;
             c.layout = nf_layout_default_for(c.fmt);
             if (rb->imatrix && takes_importance(c.method) && !(c.with = json_pack("{s:s}", "imatrix", rb->imatrix)))
-                return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+                return nf_common_nomem(err);
             b->cands[b->ncands++] = c;
         }
     if (b->ncands == 0)
@@ -1235,7 +1236,7 @@ static nf_status budget_items(nf_plan *p, tensor_plan *tps, size_t n, const name
                                       : "give the tensors it chooses for `format: budget` in a rule");
     }
     if (r->budget.sensitivity) NF_TRY(budget_sensitivity_names(p, err));
-    if (!(b->items = calloc(count, sizeof *b->items))) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    if (!(b->items = calloc(count, sizeof *b->items))) return nf_common_nomem(err);
     size_t imi = rb->imatrix ? source_index(p, rb->imatrix) : SIZE_MAX;
     for (size_t i = 0; i < n; i++) {
         tensor_plan *tp = &tps[i];
@@ -1385,7 +1386,7 @@ nf_status nf_plan_binding_record(void *records, size_t i, const char **key, json
         *key = m->t->name;
         *value = json_pack("{s:[{s:s,s:[I,I]}]}", "parts", "object", o->id, "range", a, b);
     }
-    return *value ? NF_OK : nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    return *value ? NF_OK : nf_common_nomem(err);
 }
 
 nf_status nf_plan_build(const nf_recipe *recipe, nf_plan **out, nf_error *err)
@@ -1397,7 +1398,7 @@ nf_status nf_plan_build_ex(const nf_recipe *recipe, const nf_plan_build_options 
 {
     *out = NULL;
     nf_plan *p = calloc(1, sizeof *p);
-    if (!p) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    if (!p) return nf_common_nomem(err);
     p->recipe = recipe;
     nf_status st = open_sources(p, err);
     if (st != NF_OK) goto fail;
@@ -1415,7 +1416,7 @@ nf_status nf_plan_build_ex(const nf_recipe *recipe, const nf_plan_build_options 
     problems probs = {0};
     name_index ix = {{0}, {0}};
     if (!rt || !choices || !visible || !tps || !consumed || !p->objects) {
-        st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        st = nf_common_nomem(err);
         goto done;
     }
     /* The tensors the rules see (docs/dialects.md): a quantized weight as one tensor [N, K] under
@@ -1468,7 +1469,7 @@ nf_status nf_plan_build_ex(const nf_recipe *recipe, const nf_plan_build_options 
     qsort(consumed, NF_QWEIGHT_MAX_READS * n, sizeof *consumed, compare_ptr);
     p->companions = malloc(NF_QWEIGHT_MAX_READS * (n ? n : 1) * sizeof *p->companions);
     if (!p->companions) {
-        st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        st = nf_common_nomem(err);
         goto done;
     }
     for (size_t i = 0; i < NF_QWEIGHT_MAX_READS * n; i++)
@@ -1486,7 +1487,7 @@ nf_status nf_plan_build_ex(const nf_recipe *recipe, const nf_plan_build_options 
         ix_ok = nf_strset_insert(&ix.tensors, tps[i].t->name, NULL, i, NULL) >= 0;
     if (!ix_ok) {
         free(group_done);
-        st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        st = nf_common_nomem(err);
         goto done;
     }
     for (size_t i = 0; i < n; i++) {
@@ -1691,7 +1692,7 @@ static nf_status digest_records(XXH3_state_t *h, const char *what, const json_t 
         ok = digest_member(h, &first, k, v);
         json_decref(v);
     }
-    if (!ok) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    if (!ok) return nf_common_nomem(err);
     XXH3_128bits_update(h, records_key ? "}}" : "}", records_key ? 3 : 2); /* with the text's NUL */
     return NF_OK;
 }
@@ -1739,7 +1740,7 @@ nf_status nf_plan_content_digest(const nf_plan *p, uint8_t out[16], nf_error *er
     uint8_t *buf = malloc(DIGEST_CHUNK);
     nf_status st = NF_OK;
     if (!h || !buf || XXH3_128bits_reset(h) != XXH_OK) {
-        st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        st = nf_common_nomem(err);
         goto done;
     }
     digest_str(h, "ninfer plan content digest v1");
@@ -1747,13 +1748,13 @@ nf_status nf_plan_content_digest(const nf_plan *p, uint8_t out[16], nf_error *er
     bool ok = d && digest_json(h, "plan", d) && digest_json(h, "components", p->components);
     json_decref(d);
     if (!ok) {
-        st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        st = nf_common_nomem(err);
         goto done;
     }
     /* (in the order of the members before the records were streamed: the digest, and so the
      * ids derived from it, did not change) */
     st = digest_records(h, "bindings", NULL, NULL, nf_plan_binding_record, p, err);
-    if (st == NF_OK && !digest_json(h, "metadata", p->metadata)) st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    if (st == NF_OK && !digest_json(h, "metadata", p->metadata)) st = nf_common_nomem(err);
     if (st == NF_OK) st = digest_records(h, "provenance", p->provenance, "objects", nf_plan_provenance_record, p, err);
     if (st != NF_OK) goto done;
     for (size_t i = 0; st == NF_OK && i < p->nobjects; i++) {

@@ -12,6 +12,7 @@
 
 #include <ninfer/escape.h>
 
+#include "common/fail.h"
 #include "dialect/dialect_internal.h"
 
 static nf_status bad(nf_error *err, const decl *d, const char *key, const char *fmt, const char *detail)
@@ -42,7 +43,7 @@ static nf_status list_add(decl_list *l, const char *name, bool allow_class, nf_e
         nf_recipe_selector **grown = realloc(l->patterns, (l->npatterns + 1) * sizeof *grown);
         if (!grown) {
             nf_recipe_selector_free(sel);
-            return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+            return nf_common_nomem(err);
         }
         l->patterns = grown;
         l->patterns[l->npatterns++] = sel;
@@ -52,12 +53,12 @@ static nf_status list_add(decl_list *l, const char *name, bool allow_class, nf_e
         return nf_error_set(err, NF_ERR_INVALID, "%s: %s: more than %u names (the cap)", d->path, key,
                             DIALECT_MAX_IGNORE);
     char **grown = realloc(l->names, (l->nnames + 1) * sizeof *grown);
-    if (!grown) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    if (!grown) return nf_common_nomem(err);
     l->names = grown;
-    if (!(l->names[l->nnames] = strdup(name))) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    if (!(l->names[l->nnames] = strdup(name))) return nf_common_nomem(err);
     if (nf_strset_insert(&l->exact, l->names[l->nnames], NULL, 0, NULL) < 0) {
         free(l->names[l->nnames]);
-        return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        return nf_common_nomem(err);
     }
     l->nnames++;
     return NF_OK;
@@ -241,7 +242,7 @@ static nf_status read_ct(const json_t *q, decl *d, nf_error *err)
     if (json_object_size(groups) > DIALECT_MAX_GROUPS)
         return bad(err, d, "quantization_config.config_groups", "more than 64 groups (the cap)", NULL);
     d->schemes = calloc(json_object_size(groups), sizeof *d->schemes);
-    if (!d->schemes) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    if (!d->schemes) return nf_common_nomem(err);
     const char *name;
     const json_t *g;
     json_object_foreach((json_t *)groups, name, g) NF_TRY(read_scheme(name, g, &d->schemes[d->nschemes++], d, err));
@@ -516,7 +517,7 @@ nf_status dialect_read_decl(const nf_source *src, decl *d, nf_error *err)
     const json_t *q = cfg ? json_object_get(cfg, "quantization_config") : NULL;
     if (st == NF_OK) st = foreign_decl(src, cfg, cfg_path, err);
     if (st == NF_OK && q && !json_is_null(q)) {
-        if (set_path(d, cfg_path) != NF_OK) st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        if (set_path(d, cfg_path) != NF_OK) st = nf_common_nomem(err);
         const char *method = NULL;
         if (st == NF_OK && !json_is_object(q)) st = bad(err, d, "quantization_config", "expected an object", NULL);
         if (st == NF_OK) st = get_str(q, "quant_method", &method, d, "quantization_config", err);
@@ -541,7 +542,7 @@ nf_status dialect_read_decl(const nf_source *src, decl *d, nf_error *err)
                               "%s: ModelOpt's declaration, but %s declares %s: conflicting dialect markers", hf_path,
                               d->path, d->what);
         const json_t *hq = json_object_get(hf, "quantization");
-        if (st == NF_OK && set_path(d, hf_path) != NF_OK) st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        if (st == NF_OK && set_path(d, hf_path) != NF_OK) st = nf_common_nomem(err);
         if (st == NF_OK && !json_is_object(hq)) st = bad(err, d, "quantization", "expected an object", NULL);
         if (st == NF_OK) st = read_modelopt(hq, d, "quantization", "quant_algo", err);
         if (st == NF_OK) snprintf(d->what, sizeof d->what, "hf_quant_config.json (ModelOpt %s)", d->algo);

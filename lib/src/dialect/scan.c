@@ -16,6 +16,7 @@
 #include <ninfer/escape.h>
 
 #include "common/checked.h"
+#include "common/fail.h"
 #include "dialect/dialect_internal.h"
 
 static const char *const dialect_names[NF_DIALECT_COUNT] = {
@@ -683,13 +684,13 @@ nf_status nf_dialects_scan(const nf_source *src, nf_dialects **out, nf_error *er
     *out = NULL;
     nf_dialects *d = calloc(1, sizeof *d);
     size_t n = nf_source_tensor_count(src);
-    if (!d) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    if (!d) return nf_common_nomem(err);
     d->src = src;
     d->role = calloc(n ? n : 1, 1);
     d->owner = malloc((n ? n : 1) * sizeof *d->owner);
     entry *es = malloc((n ? n : 1) * sizeof *es);
     nf_status st = NF_OK;
-    if (!d->role || !d->owner || !es) st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    if (!d->role || !d->owner || !es) st = nf_common_nomem(err);
     for (size_t i = 0; st == NF_OK && i < n; i++) d->owner[i] = UINT32_MAX;
     if (st == NF_OK && nf_source_kind_of(src) == NF_SOURCE_SAFETENSORS) st = dialect_read_decl(src, &d->decl, err);
     if (st == NF_OK && nf_source_kind_of(src) == NF_SOURCE_SAFETENSORS) st = refuse_foreign_layouts(src, err);
@@ -709,7 +710,7 @@ nf_status nf_dialects_scan(const nf_source *src, nf_dialects **out, nf_error *er
     size_t nmod = 0;
     for (size_t i = 0; i < ne; i++) nmod += i == 0 || !same_stem(&es[i], &es[i - 1]);
     if (st == NF_OK && !(d->weights = calloc(nmod ? nmod : 1, sizeof *d->weights)))
-        st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        st = nf_common_nomem(err);
     for (size_t i = 0; st == NF_OK && i < ne;) {
         size_t j = i;
         module m = {0};
@@ -718,7 +719,7 @@ nf_status nf_dialects_scan(const nf_source *src, nf_dialects **out, nf_error *er
             m.index[es[j].comp] = es[j].index;
             j++;
         }
-        if (!(m.name = strndup(es[i].name, es[i].stem))) st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        if (!(m.name = strndup(es[i].name, es[i].stem))) st = nf_common_nomem(err);
         if (st == NF_OK) st = resolve_module(d, &m, err);
         free(m.name);
         i = j;

@@ -18,6 +18,7 @@
 #include <ninfer/format.h>
 
 #include "common/checked.h"
+#include "common/fail.h"
 #include "dialect/dialect_internal.h"
 
 #if !defined(FLT_EVAL_METHOD) || FLT_EVAL_METHOD != 0
@@ -324,7 +325,7 @@ nf_status nf_qweight_read_f32(const nf_source *src, const nf_qweight *q, uint64_
     float *scales = malloc((size_t)(srows * sc) * sizeof *scales);
     int32_t *zps = q->zero_point ? malloc((size_t)(srows * sc) * sizeof *zps) : NULL;
     nf_status st = NF_OK;
-    if (!codes || !raw || !scales || (q->zero_point && !zps)) st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    if (!codes || !raw || !scales || (q->zero_point && !zps)) st = nf_common_nomem(err);
     float table[256];
     code_table(q, table);
     for (uint64_t a = r0; st == NF_OK && a < r1; a += piece) {
@@ -395,7 +396,7 @@ nf_status nf_qweight_read_f32_span(const nf_source *src, const nf_qweight *q, ui
     float *scales = malloc(nb * sizeof *scales);
     int32_t *zps = q->zero_point ? malloc(nb * sizeof *zps) : NULL;
     nf_status st = NF_OK;
-    if (!codes || !raw || !scales || (q->zero_point && !zps)) st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    if (!codes || !raw || !scales || (q->zero_point && !zps)) st = nf_common_nomem(err);
     float table[256];
     code_table(q, table);
     if (st == NF_OK)

@@ -14,6 +14,9 @@
 #include <ninfer/names.h>
 #include <ninfer/source.h>
 
+#include "common/fail.h"
+#include "common/open_regular.h"
+
 
 /* A .zst imatrix decompresses to at most MAX_ZST_BYTES, and to at most MAX_ZST_RATIO times its
  * compressed size (rounded up to a power of two, at least MIN_ZST_BYTES): llama-imatrix output is
@@ -60,7 +63,7 @@ static nf_status load_entry(const nf_source *src, const nf_source_tensor *sum, c
 {
     size_t base = strlen(sum->name) - strlen(".in_sum2");
     e->name = strndup(sum->name, base);
-    if (!e->name) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    if (!e->name) return nf_common_nomem(err);
     char counts_name[1100];
     snprintf(counts_name, sizeof counts_name, "%s.counts", e->name);
     const nf_source_tensor *cnt = nf_source_find(src, counts_name);
@@ -84,7 +87,7 @@ static nf_status load_entry(const nf_source *src, const nf_source_tensor *sum, c
     e->importance = malloc((n ? n : 1) * sizeof *e->importance);
     if (!e->importance || !counts) {
         free(counts);
-        return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        return nf_common_nomem(err);
     }
     nf_status st = nf_source_read_f32(src, cnt, 0, cnt->rows, counts, mats, err);
     for (size_t j = 0; st == NF_OK && j < mats; j++)
@@ -112,7 +115,7 @@ static nf_status load(nf_source *src, const char *label, nf_imatrix **out, nf_er
     if (m) m->label = strdup(label);
     if (!m || !m->entries || !m->label) {
         nf_imatrix_close(m);
-        return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        return nf_common_nomem(err);
     }
     for (size_t i = 0; i < total; i++) {
         const nf_source_tensor *t = nf_source_tensor_at(src, i);
@@ -152,19 +155,10 @@ nf_status nf_imatrix_open_memory(const void *data, size_t len, const char *name,
 static nf_status read_zst(const char *path, void **data, size_t *len, nf_error *err)
 {
     *data = NULL;
-    /* O_NONBLOCK first: fopen on a FIFO would block until a writer comes (a hang). */
-    int fd = open(path, O_RDONLY | O_NONBLOCK);
-    if (fd < 0) return nf_error_errno(err, errno, "cannot open %s", path);
+    /* (not fopen: it would block on a FIFO until a writer comes, a hang; common/open_regular.h) */
+    int fd;
     struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        int e = errno;
-        close(fd);
-        return nf_error_errno(err, e, "cannot stat %s", path);
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        close(fd);
-        return nf_error_set(err, NF_ERR_INVALID, "%s: not a regular file", path);
-    }
+    NF_TRY(nf_common_open_regular(path, path, NF_ERR_INVALID, &fd, &sb, err));
     int fl = fcntl(fd, F_GETFL);
     if (fl >= 0) (void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
     FILE *f = fdopen(fd, "rb");
@@ -182,7 +176,7 @@ static nf_status read_zst(const char *path, void **data, size_t *len, nf_error *
     unsigned char *buf = malloc(cap);
     nf_status st = NF_OK;
     size_t last = 1;
-    if (!dctx || !in || !buf) st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    if (!dctx || !in || !buf) st = nf_common_nomem(err);
     size_t n;
     while (st == NF_OK && (n = fread(in, 1, in_cap, f)) > 0) {
         ZSTD_inBuffer zin = {in, n, 0};
@@ -198,7 +192,7 @@ static nf_status read_zst(const char *path, void **data, size_t *len, nf_error *
                 }
                 unsigned char *grown = realloc(buf, cap * 2);
                 if (!grown) {
-                    st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+                    st = nf_common_nomem(err);
                     break;
                 }
                 buf = grown;

@@ -10,6 +10,8 @@
 #include <ninfer/escape.h>
 #include <ninfer/preset.h>
 
+#include "common/fail.h"
+
 /* ggml types a preset may choose, with ggml's block sizes (values per block). */
 typedef enum gtype {
     T_F16,
@@ -463,7 +465,7 @@ nf_status nf_preset_choose(nf_preset p, const nf_preset_model *model, nf_preset_
 {
     if ((unsigned)p >= NF_PRESET_COUNT) return nf_error_set(err, NF_ERR_USAGE, "preset %d is out of range", (int)p);
     nf_preset_tensor **order = malloc((n ? n : 1) * sizeof *order);
-    if (!order) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    if (!order) return nf_common_nomem(err);
     for (size_t i = 0; i < n; i++) order[i] = &tensors[i];
     qsort(order, n, sizeof *order, by_layer_then_name);
     state s;

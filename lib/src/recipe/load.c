@@ -9,6 +9,7 @@
 
 #include <zstd.h>
 
+#include "common/fail.h"
 #include "common/io.h"
 #include "recipe/recipe_internal.h"
 
@@ -61,7 +62,7 @@ static nf_status read_raw(const char *path, bool is_stdin, size_t limit, rbuf *b
     uint64_t offset = 0;
     for (;;) {
         if (!reserve(b, 65536, limit)) {
-            st = nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", path);
+            st = nf_common_nomem_in(err, path);
             break;
         }
         size_t room = b->cap - b->len;
@@ -92,13 +93,13 @@ static nf_status read_raw(const char *path, bool is_stdin, size_t limit, rbuf *b
 static nf_status decompress(const char *path, const rbuf *in, size_t limit, rbuf *out, nf_error *err)
 {
     ZSTD_DCtx *dctx = ZSTD_createDCtx();
-    if (!dctx) return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", path);
+    if (!dctx) return nf_common_nomem_in(err, path);
     ZSTD_inBuffer zin = {in->data, in->len, 0};
     size_t last = 1;
     nf_status st = NF_OK;
     while (st == NF_OK) {
         if (!reserve(out, 65536, limit)) {
-            st = nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", path);
+            st = nf_common_nomem_in(err, path);
             break;
         }
         if (out->cap == out->len) {
@@ -157,7 +158,7 @@ nf_status nf_recipe_load_ex(const char *path, const nf_recipe_options *opt, nf_r
     char *dir = NULL;
     if (st == NF_OK && !is_stdin) {
         dir = recipe_dirname(path);
-        if (!dir) st = nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", name);
+        if (!dir) st = nf_common_nomem_in(err, name);
     }
     /* a recipe read from stdin has no directory of its own: nothing to read but what the command
      * line gives (docs/recipes.md, "What a recipe may read") */

@@ -20,6 +20,7 @@
 #include <ninfer/source.h>
 
 #include "common/buf.h"
+#include "common/fail.h"
 #include "common/strset.h"
 #include "recipe/recipe_internal.h"
 
@@ -40,17 +41,16 @@ static nf_status fail(parser *p, nf_recipe_pos pos, const char *fmt, ...) __attr
 
 static nf_status fail(parser *p, nf_recipe_pos pos, const char *fmt, ...)
 {
-    char what[NF_ERROR_MESSAGE_MAX];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
+    nf_status st = nf_common_fail_atv(p->err, p->name, pos.line, pos.col, fmt, ap);
     va_end(ap);
-    return nf_error_set(p->err, NF_ERR_INVALID, "%s:%d:%d: %s", p->name, pos.line, pos.col, what);
+    return st;
 }
 
 static nf_status nomem(parser *p)
 {
-    return nf_error_set(p->err, NF_ERR_NOMEM, "%s: out of memory", p->name);
+    return nf_common_nomem_in(p->err, p->name);
 }
 
 static nf_status expected(parser *p, const ynode *n, const char *ctx, const char *what)
@@ -1028,7 +1028,7 @@ nf_status recipe_parse_with(const char *text, size_t len, const char *name, cons
         return nf_error_set(err, NF_ERR_INVALID, "%s: recipe of %zu bytes is larger than the %u-byte cap", name, len,
                             (unsigned)NF_RECIPE_MAX_BYTES);
     recipe_impl *impl = calloc(1, sizeof *impl);
-    if (!impl) return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", name);
+    if (!impl) return nf_common_nomem_in(err, name);
     nf_recipe *r = &impl->pub;
     parser p = {.name = name, .opt = opt ? opt : &none, .dir = dir, .err = err, .impl = impl, .r = r,
                 .values = values};
@@ -1072,7 +1072,7 @@ nf_status nf_recipe_set_source(nf_recipe *r, const char *name, const char *path,
     /* The override is a command-line path: relative to the current directory, not the
      * recipe's, and taken as given (the shell has expanded it). */
     char *copy = strdup(path);
-    if (!copy) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    if (!copy) return nf_common_nomem(err);
     /* The command line names it: the recipe's other paths may point into it (paths.c). */
     nf_status rst = recipe_add_root(impl, path, "--source", false, err);
     if (rst != NF_OK) {
@@ -1093,7 +1093,7 @@ nf_status nf_recipe_set_source(nf_recipe *r, const char *name, const char *path,
         if (!grown || !name_copy) {
             free(copy);
             free(name_copy);
-            return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+            return nf_common_nomem(err);
         }
         s = &r->sources[r->nsources++];
         memset(s, 0, sizeof *s);
@@ -1111,11 +1111,11 @@ nf_status nf_recipe_set_source(nf_recipe *r, const char *name, const char *path,
             if (!res->source || strcmp(res->source, name) != 0) continue;
             const char *file = impl->res_file && impl->res_file[i] ? impl->res_file[i][j] : NULL;
             if (!file) continue;
-            if (!dir && !(dir = source_dir(s->path))) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+            if (!dir && !(dir = source_dir(s->path))) return nf_common_nomem(err);
             char *joined = join_path(dir, file);
             if (!joined) {
                 free(dir);
-                return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+                return nf_common_nomem(err);
             }
             free(res->path);
             res->path = joined;

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "common/buf.h"
+#include "common/fail.h"
 #include "recipe/recipe_internal.h"
 
 char *recipe_lexical_abs(const char *path)
@@ -76,7 +77,7 @@ nf_status recipe_add_root(recipe_impl *impl, const char *path, const char *why, 
     if (!grown) {
         free(real);
         free(lexical);
-        return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        return nf_common_nomem(err);
     }
     impl->roots = grown;
     impl->roots[impl->nroots++] = (recipe_root){real, lexical, why};
@@ -119,7 +120,7 @@ nf_status nf_recipe_check_path(const nf_recipe *r, const char *path, const char 
     const recipe_impl *impl = (const recipe_impl *)r;
     char *real = realpath(path, NULL);
     char *target = real ? real : recipe_lexical_abs(path);
-    if (!target) return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", path);
+    if (!target) return nf_common_nomem_in(err, path);
     bool inside = false;
     for (size_t i = 0; i < impl->nroots && !inside; i++) {
         const recipe_root *root = &impl->roots[i];

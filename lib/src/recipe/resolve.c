@@ -14,6 +14,7 @@
 
 #include <ninfer/format.h>
 
+#include "common/fail.h"
 #include "common/strset.h"
 #include "recipe/recipe_internal.h"
 
@@ -320,7 +321,7 @@ static nf_status run(resolver *rs, nf_recipe_choice *choices)
     for (size_t i = 0; i < rs->n; i++) {
         if (!rs->t[i].name) return nf_error_set(rs->err, NF_ERR_USAGE, "nf_recipe_resolve: tensor %zu has no name", i);
         int rc = nf_strset_insert(&rs->names, rs->t[i].name, NULL, i, NULL);
-        if (rc < 0) return nf_error_set(rs->err, NF_ERR_NOMEM, "out of memory");
+        if (rc < 0) return nf_common_nomem(rs->err);
         if (rc == 0)
             return nf_error_set(rs->err, NF_ERR_INVALID, "the checkpoint holds two tensors named '%s'", rs->t[i].name);
         choices[i] = (nf_recipe_choice){.format = default_format, .rule = -1, .format_rule = -1, .layout_rule = -1,
@@ -397,7 +398,7 @@ nf_status nf_recipe_resolve_ex(const nf_recipe *r, const nf_recipe_tensor *tenso
     rs.with_rule = malloc(cells * sizeof *rs.with_rule);
     rs.sorted = malloc(cells * sizeof *rs.sorted);
     nf_status st = rs.stamp && rs.hits && rs.with_rule && rs.sorted ? run(&rs, choices)
-                                                                    : nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+                                                                    : nf_common_nomem(err);
     if (work) *work = rs.work;
     nf_strset_free(&rs.names);
     free(rs.stamp);

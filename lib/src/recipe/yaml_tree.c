@@ -16,6 +16,7 @@
 
 #include <yaml.h>
 
+#include "common/fail.h"
 #include "common/strset.h"
 #include "common/utf8.h"
 #include "recipe/recipe_internal.h"
@@ -56,17 +57,16 @@ static nf_status fail_at(builder *b, nf_recipe_pos p, const char *fmt, ...) __at
 
 static nf_status fail_at(builder *b, nf_recipe_pos p, const char *fmt, ...)
 {
-    char what[NF_ERROR_MESSAGE_MAX];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
+    nf_status st = nf_common_fail_atv(b->err, b->name, p.line, p.col, fmt, ap);
     va_end(ap);
-    return nf_error_set(b->err, NF_ERR_INVALID, "%s:%d:%d: %s", b->name, p.line, p.col, what);
+    return st;
 }
 
 static nf_status nomem(builder *b)
 {
-    return nf_error_set(b->err, NF_ERR_NOMEM, "%s: out of memory", b->name);
+    return nf_common_nomem_in(b->err, b->name);
 }
 
 void yn_free(ynode *n)
@@ -402,7 +402,7 @@ void yn_describe(const ynode *n, char *out, size_t size)
 
 static nf_status json_fail(const char *name, const ynode *n, nf_error *err, const char *what)
 {
-    return nf_error_set(err, NF_ERR_INVALID, "%s:%d:%d: %s", name, n->pos.line, n->pos.col, what);
+    return nf_common_fail_at(err, name, n->pos.line, n->pos.col, "%s", what);
 }
 
 nf_status yn_to_json(const ynode *n, const char *name, json_t **out, nf_error *err)
@@ -423,7 +423,7 @@ nf_status yn_to_json(const ynode *n, const char *name, json_t **out, nf_error *e
             /* keys are valid UTF-8 (libyaml checks its input) without NUL (refused) */
             if (json_object_set_new(v, yn_key(n, i)->text, child) != 0) {
                 json_decref(v);
-                return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", name);
+                return nf_common_nomem_in(err, name);
             }
         }
         break;
@@ -439,7 +439,7 @@ nf_status yn_to_json(const ynode *n, const char *name, json_t **out, nf_error *e
             }
             if (json_array_append_new(v, child) != 0) {
                 json_decref(v);
-                return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", name);
+                return nf_common_nomem_in(err, name);
             }
         }
         break;
@@ -470,7 +470,7 @@ nf_status yn_to_json(const ynode *n, const char *name, json_t **out, nf_error *e
         }
         break;
     }
-    if (!v) return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", name);
+    if (!v) return nf_common_nomem_in(err, name);
     *out = v;
     return NF_OK;
 }

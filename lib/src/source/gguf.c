@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "common/checked.h"
+#include "common/fail.h"
 #include "common/ggml_types.h"
 #include "source/gguf.h"
 #include "source/store.h"
@@ -195,7 +196,7 @@ static nf_status gg_string(gg_cur *c, uint64_t cap, const char *what, src_str *o
                        (unsigned long long)cap);
     if (len > gg_remaining(c)) return gg_short(c, what, len);
     char *p = src_arena_alloc(&c->s->arena, (size_t)len + 1);
-    if (!p) return nf_error_set(c->err, NF_ERR_NOMEM, "%s: out of memory", c->f->path);
+    if (!p) return nf_common_nomem_in(c->err, c->f->path);
     NF_TRY(gg_take(c, p, len, what));
     p[len] = '\0';
     out->p = p;
@@ -217,7 +218,7 @@ static nf_status read_values(gg_cur *c, nf_gguf_type t, uint64_t count, const vo
         /* count * 8 <= remaining was checked by the caller, so this table is bounded by the
          * bytes present. */
         src_str *v = src_arena_alloc(&c->s->arena, (size_t)(count ? count : 1) * sizeof *v);
-        if (!v) return nf_error_set(c->err, NF_ERR_NOMEM, "%s: out of memory", c->f->path);
+        if (!v) return nf_common_nomem_in(c->err, c->f->path);
         for (uint64_t i = 0; i < count; i++) {
             char what[48];
             if (count == 1) snprintf(what, sizeof what, "the string");
@@ -229,7 +230,7 @@ static nf_status read_values(gg_cur *c, nf_gguf_type t, uint64_t count, const vo
     }
     uint64_t bytes = count * kv_type_size[t]; /* count <= remaining / size: no overflow */
     uint8_t *v = src_arena_alloc(&c->s->arena, (size_t)(bytes ? bytes : 1));
-    if (!v) return nf_error_set(c->err, NF_ERR_NOMEM, "%s: out of memory", c->f->path);
+    if (!v) return nf_common_nomem_in(c->err, c->f->path);
     NF_TRY(gg_take(c, v, bytes, count == 1 ? "the value" : "the array values"));
     *out = v;
     return NF_OK;
@@ -361,7 +362,7 @@ static nf_status read_tensor_info(gg_cur *c, uint64_t i, uint64_t alignment, uin
     nf_source_tensor *t = &st->pub;
     st->info_offset = info_at;
     uint64_t *shape = src_arena_alloc(&c->s->arena, (n_dims ? n_dims : 1) * sizeof(uint64_t));
-    if (!shape) return nf_error_set(c->err, NF_ERR_NOMEM, "%s: out of memory", c->f->path);
+    if (!shape) return nf_common_nomem_in(c->err, c->f->path);
     shape[0] = 0; /* defined even for rank 0 */
     for (uint32_t j = 0; j < n_dims; j++) shape[j] = ne[n_dims - 1 - j];
     t->name = name.p;
@@ -427,7 +428,7 @@ static nf_status parse(gg_cur *c)
     s->nkv = (size_t)n_kv;
     s->kvs = calloc(s->nkv ? s->nkv : 1, sizeof *s->kvs);
     s->kv_by_key = malloc((s->nkv ? s->nkv : 1) * sizeof *s->kv_by_key);
-    if (!s->kvs || !s->kv_by_key) return nf_error_set(c->err, NF_ERR_NOMEM, "%s: out of memory", fname);
+    if (!s->kvs || !s->kv_by_key) return nf_common_nomem_in(c->err, fname);
     for (uint64_t i = 0; i < n_kv; i++) NF_TRY(read_kv(c, i, &s->kvs[i]));
 
     /* Unique keys (gguf-py rejects duplicates; ggml keeps the first silently). */
@@ -465,7 +466,7 @@ static nf_status parse(gg_cur *c)
     /* Unique tensor names, reported with both positions. */
     if (s->ntensors > 1) {
         const src_tensor **v = malloc(s->ntensors * sizeof *v);
-        if (!v) return nf_error_set(c->err, NF_ERR_NOMEM, "%s: out of memory", fname);
+        if (!v) return nf_common_nomem_in(c->err, fname);
         for (size_t i = 0; i < s->ntensors; i++) v[i] = &s->tensors[i];
         qsort(v, s->ntensors, sizeof *v, cmp_tensor_name_pos);
         for (size_t i = 1; i < s->ntensors; i++) {
@@ -505,7 +506,7 @@ nf_status src_gguf_parse(nf_source *s, nf_error *err)
     c.limit = c.f->size < NF_GGUF_MAX_HEADER_BYTES ? c.f->size : NF_GGUF_MAX_HEADER_BYTES;
     if (!c.f->mem) {
         c.win = malloc(GG_WINDOW);
-        if (!c.win) return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", c.f->path);
+        if (!c.win) return nf_common_nomem_in(err, c.f->path);
     }
     nf_status rc = parse(&c);
     free(c.win);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "common/checked.h"
+#include "common/fail.h"
 #include "format/ggml.h"
 #include "source/store.h"
 
@@ -254,7 +255,7 @@ static nf_status read_values(const nf_source *s, const nf_source_tensor *t, conv
     if (chunk == 0) chunk = 1;
     if (chunk > nblocks) chunk = nblocks;
     uint8_t *raw = malloc((size_t)(chunk * bb));
-    if (!raw) return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", s->path);
+    if (!raw) return nf_common_nomem_in(err, s->path);
     nf_status rc = NF_OK;
     for (uint64_t done = 0; done < nblocks && rc == NF_OK; done += chunk) {
         uint64_t nb = nblocks - done < chunk ? nblocks - done : chunk;

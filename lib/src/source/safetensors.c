@@ -19,6 +19,7 @@
 #include <jansson.h>
 
 #include "common/checked.h"
+#include "common/fail.h"
 #include "common/json_string.h"
 #include "source/safetensors.h"
 #include "source/store.h"
@@ -273,7 +274,7 @@ static nf_status parse_metadata(nf_source *s, src_file *f, const char *where, co
     size_t n = json_object_size(meta);
     f->meta_keys = src_arena_alloc(&s->arena, (n ? n : 1) * sizeof(char *));
     f->meta_values = src_arena_alloc(&s->arena, (n ? n : 1) * sizeof(char *));
-    if (!f->meta_keys || !f->meta_values) return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", f->path);
+    if (!f->meta_keys || !f->meta_values) return nf_common_nomem_in(err, f->path);
     const char *k;
     const json_t *v;
     json_object_foreach((json_t *)meta, k, v) {
@@ -282,7 +283,7 @@ static nf_status parse_metadata(nf_source *s, src_file *f, const char *where, co
                                 where, k, json_kind(v));
         const char *kc = src_arena_strndup(&s->arena, k, strlen(k));
         const char *vc = src_arena_strndup(&s->arena, json_string_value(v), json_string_length(v));
-        if (!kc || !vc) return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", f->path);
+        if (!kc || !vc) return nf_common_nomem_in(err, f->path);
         f->meta_keys[f->nmeta] = kc;
         f->meta_values[f->nmeta] = vc;
         f->nmeta++;
@@ -415,7 +416,7 @@ static nf_status parse_header(nf_source *s, size_t fi, const uint8_t *hdr, size_
         uint64_t *shape = src_arena_alloc(&s->arena, (e->rank ? e->rank : 1) * sizeof(uint64_t));
         t->name = src_arena_strndup(&s->arena, e->name, strlen(e->name));
         if (!shape || !t->name) {
-            rc = nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", fname);
+            rc = nf_common_nomem_in(err, fname);
             goto done;
         }
         shape[0] = 0; /* defined even for rank 0 */

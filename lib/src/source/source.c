@@ -15,6 +15,8 @@
 #include <jansson.h>
 
 #include "common/checked.h"
+#include "common/fail.h"
+#include "common/open_regular.h"
 #include "common/io.h"
 #include "common/json_prescan.h"
 #include "source/gguf.h"
@@ -56,7 +58,7 @@ static nf_status add_file(nf_source *s, const char *path, int fd, const struct s
     src_file *f = realloc(s->files, (s->nfiles + 1) * sizeof *f);
     if (!f) {
         if (fd >= 0) nf_io_close(fd);
-        return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", path);
+        return nf_common_nomem_in(err, path);
     }
     s->files = f;
     f = &s->files[s->nfiles];
@@ -65,7 +67,7 @@ static nf_status add_file(nf_source *s, const char *path, int fd, const struct s
     f->path = strdup(path);
     if (!f->path) {
         if (fd >= 0) nf_io_close(fd);
-        return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", path);
+        return nf_common_nomem_in(err, path);
     }
     f->fd = fd;
     f->size = size;
@@ -80,7 +82,7 @@ static nf_status add_file(nf_source *s, const char *path, int fd, const struct s
         if (!ok) {
             nf_io_close(fd);
             f->fd = -1;
-            return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", path);
+            return nf_common_nomem_in(err, path);
         }
     }
     return NF_OK;
@@ -91,26 +93,13 @@ static nf_status add_file(nf_source *s, const char *path, int fd, const struct s
 static nf_status open_file(nf_source *s, const char *path, bool missing_invalid, const char *referrer,
                            nf_error *err)
 {
-    /* O_NONBLOCK: a FIFO named as a checkpoint must be refused (fstat below), not block open;
-     * it changes nothing for the reads of a regular file. */
-    int fd = nf_io_open(path, O_RDONLY | O_NONBLOCK, 0);
-    if (fd < 0) {
-        int e = errno;
-        if (missing_invalid && (e == ENOENT || e == ENOTDIR))
-            return nf_error_set(err, NF_ERR_INVALID, "%s: shard %s is missing", referrer, path);
-        return nf_error_errno(err, e, "%s: cannot open", path);
-    }
+    /* (a FIFO named as a checkpoint is refused, not waited for: common/open_regular.h) */
+    int fd;
     struct stat st;
-    int e = nf_io_fstat(fd, &st);
-    if (e) {
-        nf_io_close(fd);
-        return nf_error_errno(err, e, "%s: cannot stat", path);
-    }
-    if (!S_ISREG(st.st_mode)) {
-        nf_io_close(fd);
-        if (S_ISDIR(st.st_mode)) return nf_error_errno(err, EISDIR, "%s", path);
-        return nf_error_set(err, NF_ERR_INVALID, "%s: not a regular file", path);
-    }
+    nf_status rc = nf_common_open_regular(path, path, NF_ERR_INVALID, &fd, &st, err);
+    if (rc != NF_OK && missing_invalid && (errno == ENOENT || errno == ENOTDIR))
+        return nf_error_set(err, NF_ERR_INVALID, "%s: shard %s is missing", referrer, path);
+    if (rc != NF_OK) return rc;
     /* A hint only (its result is ignored): conversion reads each tensor once, front to back in
      * chunks, so a larger kernel readahead window helps cold files on slow disks. */
     (void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
@@ -132,17 +121,17 @@ static nf_status scan_companions(nf_source *s, const char *dir, size_t dir_len, 
 {
     s->companion_names = src_arena_alloc(&s->arena, NCOMPANIONS * sizeof(char *));
     s->companion_paths = src_arena_alloc(&s->arena, NCOMPANIONS * sizeof(char *));
-    if (!s->companion_names || !s->companion_paths) return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", s->path);
+    if (!s->companion_names || !s->companion_paths) return nf_common_nomem_in(err, s->path);
     for (size_t i = 0; i < NCOMPANIONS; i++) {
         char *p = join_path(dir, dir_len, companion_list[i]);
-        if (!p) return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", s->path);
+        if (!p) return nf_common_nomem_in(err, s->path);
         struct stat st;
         /* stat, not lstat: Hugging Face cache snapshots are symbolic links into blobs/. */
         if (stat(p, &st) == 0 && S_ISREG(st.st_mode)) {
             const char *copy = src_arena_strndup(&s->arena, p, strlen(p));
             if (!copy) {
                 free(p);
-                return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", s->path);
+                return nf_common_nomem_in(err, s->path);
             }
             s->companion_names[s->ncompanions] = companion_list[i];
             s->companion_paths[s->ncompanions] = copy;
@@ -171,23 +160,18 @@ static nf_status read_json_text(const char *path, uint64_t cap, const char *what
                                 nf_error *err)
 {
     *text = NULL;
-    int fd = nf_io_open(path, O_RDONLY | O_NONBLOCK, 0);
-    if (fd < 0) return nf_error_errno(err, errno, "%s: cannot open", path);
+    int fd, e;
     struct stat st;
-    int e = nf_io_fstat(fd, &st);
+    NF_TRY(nf_common_open_regular(path, path, NF_ERR_INVALID, &fd, &st, err));
     nf_status rc = NF_OK;
-    if (e) {
-        rc = nf_error_errno(err, e, "%s: cannot stat", path);
-    } else if (!S_ISREG(st.st_mode)) {
-        rc = nf_error_set(err, NF_ERR_INVALID, "%s: not a regular file", path);
-    } else if ((uint64_t)st.st_size > cap) {
+    if ((uint64_t)st.st_size > cap) {
         rc = nf_error_set(err, NF_ERR_INVALID, "%s: %s is %llu bytes, more than the reader's cap of %llu", path, what,
                           (unsigned long long)st.st_size, (unsigned long long)cap);
     } else {
         size_t n = (size_t)st.st_size;
         *text = malloc(n + 1);
         if (!*text) {
-            rc = nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", path);
+            rc = nf_common_nomem_in(err, path);
         } else if ((e = nf_io_pread_full(fd, *text, n, 0)) != 0) {
             rc = nf_error_errno(err, e, "%s: cannot read", path);
         } else {
@@ -255,7 +239,7 @@ nf_status nf_source_read_config(const char *path, json_t **out, nf_error *err)
 static nf_status open_index(nf_source *s, const char *path, nf_error *err)
 {
     s->index_path = strdup(path);
-    if (!s->index_path) return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", path);
+    if (!s->index_path) return nf_common_nomem_in(err, path);
     char *text;
     size_t len = 0;
     NF_TRY(read_json_text(path, NF_ST_MAX_INDEX_BYTES, "index", &text, &len, err));
@@ -285,7 +269,7 @@ static nf_status open_index(nf_source *s, const char *path, nf_error *err)
     size_t nmap = rc == NF_OK ? json_object_size(map) : 0;
     if (rc == NF_OK) {
         shards = malloc(nmap * sizeof *shards);
-        if (!shards) rc = nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", path);
+        if (!shards) rc = nf_common_nomem_in(err, path);
     }
     size_t nshards = 0;
     if (rc == NF_OK) {
@@ -317,7 +301,7 @@ static nf_status open_index(nf_source *s, const char *path, nf_error *err)
         for (size_t i = 0; i < nshards && rc == NF_OK; i++) {
             char *p = join_path(path, dlen, shards[i]);
             if (!p) {
-                rc = nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", path);
+                rc = nf_common_nomem_in(err, path);
                 break;
             }
             rc = open_file(s, p, true, path, err);
@@ -386,7 +370,7 @@ static nf_status open_directory(nf_source *s, const char *dir, nf_error *err)
             }
             char **p = realloc(names, nc * sizeof *p);
             if (!p) {
-                rc = nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", dir);
+                rc = nf_common_nomem_in(err, dir);
                 break;
             }
             names = p;
@@ -394,7 +378,7 @@ static nf_status open_directory(nf_source *s, const char *dir, nf_error *err)
         }
         names[n] = strdup(nm);
         if (!names[n]) {
-            rc = nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", dir);
+            rc = nf_common_nomem_in(err, dir);
             break;
         }
         n++;
@@ -419,14 +403,14 @@ static nf_status open_directory(nf_source *s, const char *dir, nf_error *err)
         char *p = NULL;
         if (has_model_index || nindex == 1) {
             p = join_path(dir, dlen, index);
-            if (!p) rc = nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", dir);
+            if (!p) rc = nf_common_nomem_in(err, dir);
             else rc = open_index(s, p, err);
         } else if (nindex > 1) {
             rc = nf_error_set(err, NF_ERR_INVALID, "%s: %zu *.safetensors.index.json files and no "
                               "model.safetensors.index.json: open one of them", dir, nindex);
         } else if (nst == 1) {
             p = join_path(dir, dlen, single);
-            if (!p) rc = nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", dir);
+            if (!p) rc = nf_common_nomem_in(err, dir);
             else if ((rc = open_file(s, p, false, NULL, err)) == NF_OK) rc = src_st_parse(s, 0, err);
             if (rc == NF_OK) rc = src_index_names(s, err);
         } else if (nst == 0) {
@@ -508,7 +492,7 @@ nf_status nf_source_open(const char *path, nf_source **out, nf_error *err)
     if (!path || !out) return nf_error_set(err, NF_ERR_USAGE, "nf_source_open: NULL argument");
     *out = NULL;
     nf_source *s = source_new(path);
-    if (!s) return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", path);
+    if (!s) return nf_common_nomem_in(err, path);
     nf_status rc = NF_OK;
     struct stat st;
     if (stat(path, &st) != 0) {
@@ -554,7 +538,7 @@ nf_status nf_source_open_memory(const void *data, size_t len, nf_source_kind kin
     if (kind != NF_SOURCE_AUTO && kind != NF_SOURCE_SAFETENSORS && kind != NF_SOURCE_GGUF)
         return nf_error_set(err, NF_ERR_USAGE, "nf_source_open_memory: bad kind %d", (int)kind);
     nf_source *s = source_new(name);
-    if (!s) return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", name);
+    if (!s) return nf_common_nomem_in(err, name);
     static const uint8_t empty[1] = {0};
     nf_status rc = add_file(s, name, -1, NULL, len, err);
     if (rc == NF_OK) {

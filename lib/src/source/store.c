@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "common/checked.h"
+#include "common/fail.h"
 #include "common/io.h"
 #include "source/store.h"
 
@@ -168,7 +169,7 @@ static nf_status fd_reopen(nf_source *s, src_file *f, nf_error *err)
     if (!src_file_track(s, k)) {
         nf_io_close(fd);
         f->fd = -1;
-        return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", f->path);
+        return nf_common_nomem_in(err, f->path);
     }
     return NF_OK;
 }
@@ -241,7 +242,7 @@ nf_status src_index_names(nf_source *s, nf_error *err)
     s->by_name = NULL;
     if (s->ntensors == 0) return NF_OK;
     s->by_name = malloc(s->ntensors * sizeof *s->by_name);
-    if (!s->by_name) return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", s->path);
+    if (!s->by_name) return nf_common_nomem_in(err, s->path);
     for (size_t i = 0; i < s->ntensors; i++) s->by_name[i] = &s->tensors[i];
     qsort(s->by_name, s->ntensors, sizeof *s->by_name, cmp_tensor_name);
     for (size_t i = 1; i < s->ntensors; i++) {

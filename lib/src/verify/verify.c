@@ -1,13 +1,10 @@
 /* Artifact verification (docs/ninfer-verify.md): structure, then words, then
  * checksums.  Each level reports every problem it finds; a level that cannot run because the
  * one before it failed badly (no directory, unreadable parts) is skipped. */
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <unistd.h>
 
 #include <jansson.h>
 #include <xxhash.h>
@@ -19,6 +16,8 @@
 #include <ninfer/verify.h>
 
 #include "common/checked.h"
+#include "common/fail.h"
+#include "common/pool.h"
 #include "container/container_module.h"
 
 #define WORD_REPORTS_PER_OBJECT 20u
@@ -96,46 +95,9 @@ static nf_status merge_report(nf_verify_report *to, nf_verify_report *from)
 }
 
 /* ---------------------------------------------------------------- parallel tasks */
-/* Tasks 0..n-1 run on up to `threads` threads (the calling one included), each task once, in
- * any order; every task writes only its own result slot, and the callers merge the slots in
- * task order, so what they report does not depend on the thread count. */
-typedef void (*task_fn)(void *ctx, size_t index);
-
-typedef struct task_pool {
-    task_fn fn;
-    void *ctx;
-    size_t n;
-    atomic_size_t next;
-} task_pool;
-
-static void *task_worker(void *arg)
-{
-    task_pool *p = arg;
-    for (size_t i; (i = atomic_fetch_add(&p->next, 1)) < p->n;) p->fn(p->ctx, i);
-    return NULL;
-}
-
-static unsigned resolve_threads(unsigned threads)
-{
-    if (threads) return threads;
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (unsigned)n : 1u;
-}
-
-static void run_tasks(unsigned threads, size_t n, task_fn fn, void *ctx)
-{
-    task_pool pool = {fn, ctx, n, 0};
-    size_t extra = threads > 1 ? threads - 1 : 0;
-    if (extra > n) extra = n ? n - 1 : 0;
-    pthread_t *tids = extra ? calloc(extra, sizeof *tids) : NULL;
-    size_t started = 0;
-    if (tids)
-        for (; started < extra; started++)
-            if (pthread_create(&tids[started], NULL, task_worker, &pool) != 0) break;
-    task_worker(&pool); /* the calling thread works too (and alone when no thread started) */
-    for (size_t i = 0; i < started; i++) pthread_join(tids[i], NULL);
-    free(tids);
-}
+/* Objects are checked on the pool (common/pool.h), each once, in any order; every task writes
+ * only its own result slot and never fails the loop, and the callers merge the slots in task
+ * order, so what they report does not depend on the thread count. */
 
 /* One object's word check (or one checksum's hash): its result slot. */
 typedef struct unit {
@@ -257,7 +219,7 @@ static nf_status hash_object(nf_artifact *a, const nf_object *o, char out[33], n
     uint8_t *buf = malloc(cap ? cap : 1);
     nf_status st = NF_OK;
     if (!state || !buf) {
-        st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        st = nf_common_nomem(err);
         goto done;
     }
     XXH3_128bits_reset(state);
@@ -323,11 +285,14 @@ typedef struct sums_ctx {
     unit *units;
 } sums_ctx;
 
-static void sum_task(void *ctx, size_t i)
+static nf_status sum_task(void *ctx, size_t i, void **local, nf_error *err)
 {
+    (void)local;
+    (void)err;
     sums_ctx *c = ctx;
     unit *u = &c->units[i];
     if (c->entries[i].hash) u->status = hash_object(c->a, c->entries[i].o, u->digest, &u->err);
+    return NF_OK;
 }
 
 static const char *json_type_name(const json_t *v)
@@ -424,7 +389,7 @@ static nf_status check_checksums(nf_artifact *a, unsigned threads, bool require,
     if (!entries || !units) {
         free(entries);
         free(units);
-        return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        return nf_common_nomem(err);
     }
     const char *id;
     if (objs) {
@@ -436,7 +401,7 @@ static nf_status check_checksums(nf_artifact *a, unsigned threads, bool require,
         }
     }
     sums_ctx sc = {a, entries, units};
-    run_tasks(threads, k, sum_task, &sc);
+    (void)nf_pool_for(threads, k, sum_task, NULL, &sc, NULL);
     nf_status st = NF_OK;
     for (size_t i = 0; st == NF_OK && i < k; i++) {
         const sum_entry *e = &entries[i];
@@ -509,13 +474,16 @@ typedef struct words_ctx {
     unit *units;
 } words_ctx;
 
-static void words_task(void *ctx, size_t i)
+static nf_status words_task(void *ctx, size_t i, void **local, nf_error *err)
 {
+    (void)local;
+    (void)err;
     words_ctx *c = ctx;
     unit *u = &c->units[i];
     u->report.valid = true;
     const nf_object *o = nf_artifact_object(c->a, i);
     if (c->ok[i] && o->kind == NF_OBJECT_TENSOR) u->status = check_words(c->a, o, &c->geo[i], &u->report, &u->err);
+    return NF_OK;
 }
 
 /* ---------------------------------------------------------------- driver */
@@ -548,7 +516,7 @@ static nf_status verify_open(nf_artifact *a, const run_opts *ro, nf_verify_repor
     bool *ok = calloc(n ? n : 1, sizeof *ok);
     nf_status st = NF_OK;
     if (!geo || !ok) {
-        st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        st = nf_common_nomem(err);
         goto done;
     }
     for (size_t i = 0; i < n; i++) {
@@ -568,11 +536,11 @@ static nf_status verify_open(nf_artifact *a, const run_opts *ro, nf_verify_repor
     if ((st = check_file_padding(a, r, err)) != NF_OK) goto done;
     units = calloc(n ? n : 1, sizeof *units);
     if (!units) {
-        st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+        st = nf_common_nomem(err);
         goto done;
     }
     words_ctx wc = {a, geo, ok, units};
-    run_tasks(threads, n, words_task, &wc);
+    (void)nf_pool_for(threads, n, words_task, NULL, &wc, NULL);
     uint64_t prev_end = 0;
     for (size_t i = 0; i < n; i++) {
         const nf_object *o = nf_artifact_object(a, i);
@@ -587,7 +555,7 @@ static nf_status verify_open(nf_artifact *a, const run_opts *ro, nf_verify_repor
     if ((st = check_gap(a, prev_end, nf_artifact_payload_bytes(a), r, err)) != NF_OK) goto done;
     if (level >= NF_VERIFY_CHECKSUMS) st = check_checksums(a, threads, ro->require_checksums, r, err);
 done:
-    if (st == NF_ERR_NOMEM && err && err->status != NF_ERR_NOMEM) nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    if (st == NF_ERR_NOMEM && err && err->status != NF_ERR_NOMEM) nf_common_nomem(err);
     for (size_t i = 0; units && i < n; i++) nf_verify_report_free(&units[i].report);
     free(units);
     free(geo);
@@ -630,7 +598,7 @@ nf_status nf_verify_artifact(const char *path, nf_verify_level level, nf_verify_
 nf_status nf_verify_artifact_with(const char *path, const nf_verify_options *opt, nf_verify_report *report,
                                   nf_error *err)
 {
-    run_opts ro = {opt && opt->level ? opt->level : NF_VERIFY_CHECKSUMS, resolve_threads(opt ? opt->threads : 0),
+    run_opts ro = {opt && opt->level ? opt->level : NF_VERIFY_CHECKSUMS, nf_pool_threads(opt ? opt->threads : 0),
                    opt ? opt->require_checksums : false};
     return verify_path(path, &ro, report, err);
 }
