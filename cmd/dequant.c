@@ -11,7 +11,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <ninfer/ninfer.h>
+/* the reader, the words and the outputs: nothing of the conversion (docs/library.md, "Modules
+ * and headers") */
+#include <ninfer/container.h>
+#include <ninfer/error.h>
+#include <ninfer/format.h>
+#include <ninfer/layout.h>
+#include <ninfer/outputs.h>
+#include <ninfer/source.h> /* the safetensors limits its output keeps */
 
 #include "cli.h"
 #include "outputs/out_file.h"
