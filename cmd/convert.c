@@ -20,8 +20,8 @@
 
 #include "cli.h"
 #include "convert_preset.h"
-#include "output.h"
-#include "signals.h"
+#include "outputs/out_file.h"
+#include "outputs/out_signals.h"
 #include "table.h"
 
 typedef struct convert_opts {
@@ -683,7 +683,7 @@ static void warn_reencoded(const nf_cli *cli, const nf_plan *plan)
 }
 
 /* ---------------------------------------------------------------- stale files */
-/* What a killed run left for the output (ninfer/convert.h, nf_stale_find): temp files whose process is
+/* What a killed run left for the output (ninfer/outputs.h, nf_stale_find): temp files whose process is
  * gone are reported, or removed with --remove-stale (not under --dry-run).  Files that may be
  * the only copy of data are only reported: a set-aside file of a replaced artifact (a killed
  * --force run), and parts without their entry (a renamed entry may still use them).  Returns

@@ -11,13 +11,20 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <ninfer/ninfer.h>
+/* the reader, the words and the outputs: nothing of the conversion (docs/library.md, "Modules
+ * and headers") */
+#include <ninfer/container.h>
+#include <ninfer/error.h>
+#include <ninfer/format.h>
+#include <ninfer/layout.h>
+#include <ninfer/outputs.h>
+#include <ninfer/source.h> /* the safetensors limits its output keeps */
 
 #include "cli.h"
 #include "common/fail.h"
 #include "common/pool.h"
-#include "output.h"
-#include "signals.h"
+#include "outputs/out_file.h"
+#include "outputs/out_signals.h"
 
 typedef enum value_type { TO_F32, TO_F16, TO_BF16, TO_NATIVE } value_type;
 typedef enum out_format { FMT_RAW, FMT_NPY, FMT_TEXT } out_format;
@@ -605,7 +612,7 @@ static bool output_is_input(const nf_artifact *a, const char *output)
 }
 
 /* Temp files that a killed run (SIGKILL: nothing can clean up) left for OUT, beside the file a
- * run replaces (OUT, or the end of its links; cmd/output.h): those whose process is gone are
+ * run replaces (OUT, or the end of its links; outputs/out_file.h): those whose process is gone are
  * named in a warning, or removed with --remove-stale, as ninfer-convert does for its outputs
  * (docs/ninfer-dequant.md, "Interrupted runs").  Returns NF_EXIT_OK, or NF_EXIT_SYSTEM when a
  * removal fails (or, with --remove-stale, the directory cannot be listed). */

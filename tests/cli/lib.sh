@@ -22,7 +22,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 pass=0
 fail=0
-# this host as temp names carry it (".<name>.<pid>@<host>.XXXXXX.tmp", common/io.h nf_io_host)
+# this host as temp names carry it (".<name>.<pid>@<host>.XXXXXX.tmp", lib/src/outputs/out_names.h nf_outputs_host)
 nf_host=$(hostname | tr -c 'A-Za-z0-9\n-' '-' | cut -c1-63)
 ok() { pass=$((pass + 1)); }
 bad() { fail=$((fail + 1)); printf 'FAIL %s\n' "$*"; }

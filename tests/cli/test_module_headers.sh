@@ -21,8 +21,9 @@
 # shellcheck source=tests/cli/lib.sh
 . "$(dirname "$0")/lib.sh" "$@"
 
-order="common names preset format layout stats budget method container source import imatrix verify recipe dialect convert"
-interfaces="format/ggml.h stats/stats.h budget/solve.h budget/werror.h budget/sensitivity.h stats/simd/lanes_avx2.h stats/simd/lanes_avx512.h
+order="common outputs names preset format layout stats budget method container source import imatrix verify recipe dialect convert"
+interfaces="outputs/out_names.h outputs/out_lock.h outputs/out_publish.h outputs/out_file.h outputs/out_signals.h
+format/ggml.h stats/stats.h budget/solve.h budget/werror.h budget/sensitivity.h stats/simd/lanes_avx2.h stats/simd/lanes_avx512.h
 container/container_module.h"
 
 # (asked of the shell and of one awk per directory: a subshell per include and two awks per file

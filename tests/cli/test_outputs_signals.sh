@@ -122,7 +122,7 @@ else
     bad "the run never stopped with its temp file present"
 fi
 
-# One signal policy for every program (cmd/signals.c, docs/security.md 7.1 F12): a signal ignored
+# One signal policy for every program (lib/src/outputs/out_signals.c, docs/security.md 7.1 F12): a signal ignored
 # when the program starts stays ignored, so `nohup ninfer-convert ...` survives a hang-up (it used
 # to install its handler over the ignored SIGHUP and exit 3; issue 23, item 14).  The test copy of
 # ninfer-convert stops itself at a write (its handlers are in place by then: the run is

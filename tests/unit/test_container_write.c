@@ -5,6 +5,7 @@
  * write/sync/link/open/read/unlink of a split write (nothing left behind), random round trips
  * across parts, and metadata.checksums against XXH3 computed here with libxxhash directly. */
 #include "test_container_util.h"
+#include "outputs/out_names.h"
 
 #include <pthread.h>
 #include <xxhash.h>
@@ -472,10 +473,10 @@ Test(container_write, item3_payload_beyond_u64)
 
 Test(container_write, part_names_have_at_least_four_digits)
 {
-    char *s = nf_part_name("x.ninfer", 1);
+    char *s = nf_outputs_part_name("x.ninfer", 1);
     cr_assert_str_eq(s, "x.ninfer.part-0001");
     free(s);
-    s = nf_part_name("x.ninfer", 12345);
+    s = nf_outputs_part_name("x.ninfer", 12345);
     cr_assert_str_eq(s, "x.ninfer.part-12345");
     free(s);
 }

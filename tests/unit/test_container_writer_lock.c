@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "common/io.h"
+#include "outputs/out_lock.h"
 #include "test_container_util.h"
 
 #define OK(expr)                                                                                         \
@@ -77,7 +78,7 @@ Test(writer_lock, second_writer_refused_while_first_holds)
                            err.message);
         /* the holder the lock file records: this process, on this host */
         char who[128];
-        snprintf(who, sizeof who, ", process %ld on host %s)", (long)getpid(), nf_io_host());
+        snprintf(who, sizeof who, ", process %ld on host %s)", (long)getpid(), nf_outputs_host());
         cr_assert_not_null(strstr(err.message, who), "the message names the holder (%s): %s", who, err.message);
         cr_assert_eq(count_suffix(dir, ".tmp"), temps, "the refused writer created no temp file");
         nf_writer_free(b);
@@ -266,9 +267,9 @@ Test(writer_lock, special_destinations_refused)
     free(dir);
 }
 
-/* A holder letting go makes its lock exclusive for an instant (nf_io_unlock), so a scale-out task
+/* A holder letting go makes its lock exclusive for an instant (nf_outputs_unlock), so a scale-out task
  * taking it shared at that moment used to be refused (exit 3) by a task that was just leaving:
- * a lock found busy is looked at again for about 0.1 s (NF_IO_LOCK_BUSY_TRIES), so the leaving
+ * a lock found busy is looked at again for about 0.1 s (NF_OUTPUTS_LOCK_BUSY_TRIES), so the leaving
  * holder is waited out, while a holder that stays still refuses. */
 typedef struct leaving {
     int fd;
@@ -299,11 +300,11 @@ Test(writer_lock, shared_lock_waits_out_a_leaving_holder)
         if (!stays) cr_assert_eq(pthread_create(&th, NULL, leave_soon, &l), 0);
         int fd = -1;
         char *path = NULL;
-        int e = nf_io_lock_beside(dest, true, &fd, &path);
+        int e = nf_outputs_lock(dest, true, &fd, &path);
         if (!stays) {
             pthread_join(th, NULL);
             cr_assert_eq(e, 0, "a holder leaving within the wait: %s", strerror(e));
-            nf_io_unlock(fd, path);
+            nf_outputs_unlock(fd, path);
             free(path);
         } else {
             cr_assert_eq(e, EWOULDBLOCK, "a holder that stays: %s", strerror(e));

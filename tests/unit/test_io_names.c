@@ -1,7 +1,8 @@
-/* Names the I/O shim makes and reads back (lib/src/common/io.h): temp and set-aside names
- * ".<base>.<pid>@<host>.XXXXXX<suffix>" parsed by nf_io_beside_pid (what cmd/output.c's stale finder
- * and convert's input check read), and paths shortened for messages by nf_io_msg_path (finding
- * M8: the message keeps its reason; cuts fall on UTF-8 character boundaries). */
+/* Names made and read back beside an output (lib/src/outputs/out_names.h): temp and set-aside
+ * names ".<base>.<pid>@<host>.XXXXXX<suffix>" parsed by nf_outputs_owner (what the stale finder
+ * and convert's input check read), and paths shortened for messages by the I/O shim's
+ * nf_io_msg_path (lib/src/common/io.h; docs/security.md 7.1, M8: the message keeps its reason;
+ * cuts fall on UTF-8 character boundaries). */
 #include <criterion/criterion.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/io.h"
+#include "outputs/out_names.h"
 
 Test(io_names, beside_pid_reads_what_mkstemp_beside_makes)
 {
@@ -19,46 +21,46 @@ Test(io_names, beside_pid_reads_what_mkstemp_beside_makes)
     cr_assert_not_null(dir);
     char dest[256];
     snprintf(dest, sizeof dest, "%s/m.ninfer", dir);
-    int fd = nf_io_mkstemp_beside(dest, &path);
+    int fd = nf_outputs_temp(dest, &path);
     cr_assert_geq(fd, 0);
     const char *tail = strrchr(path, '/') + 1 + strlen(".m.ninfer.");
     const char *suffix = NULL;
     bool local = false;
-    cr_assert_eq(nf_io_beside_pid(tail, &suffix, &local), (long)getpid(), "%s", path);
+    cr_assert_eq(nf_outputs_owner(tail, &suffix, &local), (long)getpid(), "%s", path);
     cr_assert_str_eq(suffix, ".tmp");
     cr_assert(local, "%s: made on this host", path);
     char want[128];
-    snprintf(want, sizeof want, "%ld@%s.", (long)getpid(), nf_io_host());
+    snprintf(want, sizeof want, "%ld@%s.", (long)getpid(), nf_outputs_host());
     cr_assert_eq(strncmp(tail, want, strlen(want)), 0, "%s carries pid@host", path);
     close(fd);
     unlink(path);
     free(path);
     rmdir(dir);
-    cr_assert_eq(nf_io_beside_pid("123.AbCd12.old", &suffix, &local), 123);
+    cr_assert_eq(nf_outputs_owner("123.AbCd12.old", &suffix, &local), 123);
     cr_assert_str_eq(suffix, ".old");
     cr_assert(local, "the form without a host is this host's");
     char other[128];
-    snprintf(other, sizeof other, "77@%s-not.AbCd12.tmp", nf_io_host());
-    cr_assert_eq(nf_io_beside_pid(other, &suffix, &local), 77);
+    snprintf(other, sizeof other, "77@%s-not.AbCd12.tmp", nf_outputs_host());
+    cr_assert_eq(nf_outputs_owner(other, &suffix, &local), 77);
     cr_assert(!local, "another host: %s", other);
     cr_assert_str_eq(suffix, ".tmp");
-    snprintf(other, sizeof other, "77@%s.AbCd12.tmp", nf_io_host());
-    cr_assert_eq(nf_io_beside_pid(other, &suffix, &local), 77);
+    snprintf(other, sizeof other, "77@%s.AbCd12.tmp", nf_outputs_host());
+    cr_assert_eq(nf_outputs_owner(other, &suffix, &local), 77);
     cr_assert(local);
-    cr_assert_eq(nf_io_beside_pid("12@.AbCd12.tmp", &suffix, NULL), -1, "a host name after @");
-    cr_assert_eq(nf_io_beside_pid("12@a_b.AbCd12.tmp", &suffix, NULL), -1, "letters, digits and - only");
-    cr_assert_eq(nf_io_beside_pid("12a.AbCd12.tmp", &suffix, NULL), -1, "digits only");
-    cr_assert_eq(nf_io_beside_pid(".AbCd12.tmp", &suffix, NULL), -1, "a pid");
-    cr_assert_eq(nf_io_beside_pid("0.AbCd12.tmp", &suffix, NULL), -1, "pid > 0");
-    cr_assert_eq(nf_io_beside_pid("12.AbC-12.tmp", &suffix, NULL), -1, "six letters and digits");
-    cr_assert_eq(nf_io_beside_pid("12345678901.AbCd12.tmp", &suffix, NULL), -1, "at most 10 digits");
+    cr_assert_eq(nf_outputs_owner("12@.AbCd12.tmp", &suffix, NULL), -1, "a host name after @");
+    cr_assert_eq(nf_outputs_owner("12@a_b.AbCd12.tmp", &suffix, NULL), -1, "letters, digits and - only");
+    cr_assert_eq(nf_outputs_owner("12a.AbCd12.tmp", &suffix, NULL), -1, "digits only");
+    cr_assert_eq(nf_outputs_owner(".AbCd12.tmp", &suffix, NULL), -1, "a pid");
+    cr_assert_eq(nf_outputs_owner("0.AbCd12.tmp", &suffix, NULL), -1, "pid > 0");
+    cr_assert_eq(nf_outputs_owner("12.AbC-12.tmp", &suffix, NULL), -1, "six letters and digits");
+    cr_assert_eq(nf_outputs_owner("12345678901.AbCd12.tmp", &suffix, NULL), -1, "at most 10 digits");
 }
 
 /* The host part: gethostname's characters kept where they are letters, digits or '-'. */
 Test(io_names, host_tag)
 {
-    const char *h = nf_io_host();
-    cr_assert(strlen(h) > 0 && strlen(h) <= NF_IO_HOST_MAX);
+    const char *h = nf_outputs_host();
+    cr_assert(strlen(h) > 0 && strlen(h) <= NF_OUTPUTS_HOST_MAX);
     char name[256] = {0};
     cr_assert_eq(gethostname(name, sizeof name - 1), 0);
     for (size_t i = 0; h[i]; i++) {

@@ -6,6 +6,7 @@
 
 #include <ninfer/error.h>
 #include <ninfer/escape.h>
+#include <ninfer/outputs.h>
 #include <ninfer/names.h>
 #include <ninfer/preset.h>
 #include <ninfer/format.h>

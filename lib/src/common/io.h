@@ -25,58 +25,6 @@ typedef enum nf_io_op {
 
 /* Returns a file descriptor, or -1 with errno set. */
 int nf_io_open(const char *path, int flags, mode_t mode);
-/* The longest host name kept in temp names (nf_io_host). */
-#define NF_IO_HOST_MAX 63
-/* This host's name as temp names carry it: gethostname's, each character that is not a letter,
- * digit or '-' made '-', at most NF_IO_HOST_MAX characters ("unknown" when unreadable). */
-const char *nf_io_host(void);
-/* mkstemp in the directory of `dest`, named ".<base>.<pid>@<host>.XXXXXX.tmp" (pid: the creating
- * process, in decimal; host: nf_io_host(); XXXXXX: mkstemp's six letters and digits); path_out
- * gets the name (malloc'ed).  Returns fd or -1 with errno set.  nf_stale_find (convert/stale.c)
- * finds the temp files of killed runs through nf_io_beside_pid, the inverse of this naming. */
-int nf_io_mkstemp_beside(const char *dest, char **path_out);
-/* The same with another suffix than ".tmp". */
-int nf_io_mkstemp_beside_as(const char *dest, const char *suffix, char **path_out);
-/* A second hard link of `target` beside it, named ".<base>.<pid>@<host>.XXXXXX<suffix>" (XXXXXX
- * random, retried while the name exists); path_out gets the name (malloc'ed).  Returns 0 or an
- * errno value.  A link fault point.  The writer sets replaced files aside this way (suffix
- * ".old"): such a name never exists without the complete old file behind it. */
-int nf_io_link_beside(const char *target, const char *suffix, char **path_out);
-/* The inverse of the naming above, for finding the files of killed runs: `tail` is what follows
- * ".<base>." in a directory entry, "<pid>@<host>.XXXXXX<suffix>" (or "<pid>.XXXXXX<suffix>", the
- * names of earlier versions, taken for this host's).  Returns the pid (> 0), points *suffix at
- * what follows the six random characters and sets *local (if not NULL) to whether the host is
- * this one; returns -1 when tail is not of that form.  nf_stale_find (convert/stale.c) reads
- * names through this, so the writer and the finder cannot drift apart. */
-long nf_io_beside_pid(const char *tail, const char **suffix, bool *local);
-
-/* One lock per output (docs/security.md 1.3, "One lock per output").  The lock file of `dest` is
- * ".<base>.lock" in dest's directory; nf_io_lock_beside creates it if needed (0666 less the
- * umask; never through a symbolic link) and takes an flock(2) on it without waiting (but for a
- * moment when it is found busy, NF_IO_LOCK_BUSY_TRIES): exclusive
- * (a writer that publishes), or shared (the tasks of a scale-out plan, which run at once and
- * only keep the publishers out, docs/scale-out.md, "The output's lock").
- * Returns 0 with *fd and *path_out (malloc'ed) set, or an errno value: EWOULDBLOCK when another
- * open file (another process, or another writer of this one) holds the lock, ELOOP when the lock
- * file is a symbolic link, EINVAL when it is not a regular file, else what open/flock said.  An
- * open fault point.  The lock file exists only while it is held: nf_io_unlock removes it (while
- * holding the lock exclusively: the last of shared holders) and closes it; a run killed with
- * SIGKILL leaves it behind, unlocked
- * (the kernel drops a dead process's locks), and the next writer of dest takes it over.  A
- * locker that opened a lock file just removed by its holder sees the name gone (or naming
- * another file) once it holds the lock, and starts again. */
-int nf_io_lock_beside(const char *dest, bool shared, int *fd, char **path_out);
-/* A lock found busy is looked at again this many times, 2 ms apart, before EWOULDBLOCK: a
- * holder's nf_io_unlock holds it exclusively for an instant. */
-#define NF_IO_LOCK_BUSY_TRIES 50
-/* The holder a lock file records ("<pid>@<host>", written by nf_io_lock_beside once it holds the
- * lock): false when the file is gone or records nothing readable. */
-bool nf_io_lock_holder(const char *lock_path, long *pid, char host[NF_IO_HOST_MAX + 1]);
-/* Removes the lock file (if it is still the one fd holds, and no other holder shares it: the
- * lock is made exclusive first, without waiting) and closes fd.  Not a fault point: failing to
- * remove it is harmless (the next writer takes it over).  fd < 0: nothing. */
-void nf_io_unlock(int fd, const char *path);
-
 /* A path as error messages show it: the path itself when it has at most NF_IO_MSG_PATH bytes,
  * else its first and last bytes around "...", cut at UTF-8 character boundaries, so that a
  * message naming a few long paths keeps its reason within NF_ERROR_MESSAGE_MAX (docs/security.md 7.1, M8).
@@ -134,6 +82,10 @@ void nf_io_out_free(nf_io_out *o);
 #define NF_IO_FAULT_KILL (-9)
 #define NF_IO_FAULT_STOP (-19)
 void nf_io_fault_arm(nf_io_op op, uint64_t n, int errnum);
+/* Counts a call of `op` and returns the errno value to inject into it (0: none; -1: a short
+ * write): for the calls made outside this file that are fault points all the same (the temp and
+ * set-aside names of lib/src/outputs/out_names.c). */
+int nf_io_fault_point(nf_io_op op);
 void nf_io_fault_reset(void);
 uint64_t nf_io_calls(nf_io_op op);
 

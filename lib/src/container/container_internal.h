@@ -47,9 +47,6 @@
 nf_status nf_split_plan(uint64_t payload_bytes, uint64_t entry_payload_start, uint64_t max_file_bytes,
                         uint64_t **segments, size_t *count, nf_error *err);
 
-/* "X.ninfer.part-0001": index zero-padded to at least 4 digits; malloc'ed, NULL on ENOMEM. */
-char *nf_part_name(const char *entry_name, size_t index);
-
 /* ---------------------------------------------------------------- JSON emitter */
 /* Called for every string value (not object keys) as it is emitted; pos is the offset in the
  * output of the string's first character (just after the opening quote). */

@@ -1,5 +1,6 @@
-/* How an artifact is split into files: the split policy (docs/artifact.md 4) and continuation
- * file naming (2.2). */
+/* How an artifact is split into files: the split policy (docs/artifact.md 4); the continuation
+ * files' names (section 1) are formed with the other names beside an output, in
+ * lib/src/outputs/out_names.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,12 +57,4 @@ nf_status nf_split_plan(uint64_t payload_bytes, uint64_t entry_payload_start, ui
     *segments = s;
     *count = n;
     return NF_OK;
-}
-
-char *nf_part_name(const char *entry_name, size_t index)
-{
-    size_t need = strlen(entry_name) + sizeof ".part-" + 24;
-    char *s = malloc(need);
-    if (s) snprintf(s, need, "%s.part-%04zu", entry_name, index);
-    return s;
 }

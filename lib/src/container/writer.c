@@ -343,7 +343,7 @@ static nf_status plan_files(nf_writer *w, const uint64_t *segs, size_t n, nf_err
         if (i == 0) {
             f->dest = strdup(w->path);
         } else {
-            char *name = nf_part_name(w->entry_name, i);
+            char *name = nf_outputs_part_name(w->entry_name, i);
             size_t need = strlen(w->prefix) + (name ? strlen(name) : 0) + 1;
             f->dest = name ? malloc(need) : NULL;
             if (f->dest) snprintf(f->dest, need, "%s%s", w->prefix, name);
@@ -413,7 +413,7 @@ static nf_status create_temps(nf_writer *w, nf_error *err)
     for (size_t i = 0; i < w->nfiles; i++) {
         wfile *f = &w->files[i];
         if (w->touched && !w->touched[i]) continue;
-        int fd = nf_io_mkstemp_beside(f->dest, &f->temp);
+        int fd = nf_outputs_temp(f->dest, &f->temp);
         if (fd < 0) return nf_error_errno(err, errno, "%s: cannot create a temp file", MP(f->dest));
         f->temp_exists = true;
         int e = nf_io_fchmod(fd, w->file_mode);

@@ -45,7 +45,7 @@ static json_t *files_json(const nf_writer *w, const uint64_t *segs, size_t n)
     json_t *files = json_array();
     for (size_t i = 0; files && i < n; i++) {
         json_t *f = json_object();
-        char *name = i ? nf_part_name(w->entry_name, i) : NULL;
+        char *name = i ? nf_outputs_part_name(w->entry_name, i) : NULL;
         int bad = !f || (i && !name);
         if (!bad) {
             bad |= json_object_set_new(f, "path", i ? json_string(name) : json_null());

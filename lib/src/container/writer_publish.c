@@ -63,7 +63,7 @@ nf_status nf_wr_fail_and_abort(nf_writer *w, nf_status st)
 }
 
 /* ---------------------------------------------------------------- the lock */
-/* The output's lock file ".<entry name>.lock" beside the entry (common/io.h): created and locked
+/* The output's lock file ".<entry name>.lock" beside the entry (outputs/out_lock.h): created and locked
  * without waiting, never through a symbolic link.  Another writer holding it is a system error
  * (exit 3: try again later); a lock file that is not a regular file is the caller's to remove.
  * Shared: a scale-out task's, held with the plan's other tasks, never with a publisher
@@ -71,7 +71,7 @@ nf_status nf_wr_fail_and_abort(nf_writer *w, nf_status st)
 nf_status nf_wr_take_lock(nf_writer *w, bool shared, nf_error *err)
 {
     if (w->lock_fd >= 0) return NF_OK;
-    int e = nf_io_lock_beside(w->path, shared, &w->lock_fd, &w->lock_path);
+    int e = nf_outputs_lock(w->path, shared, &w->lock_fd, &w->lock_path);
     if (!e) return NF_OK;
     size_t need = strlen(w->prefix) + strlen(w->entry_name) + sizeof "..lock";
     char *lp = malloc(need);
@@ -80,8 +80,8 @@ nf_status nf_wr_take_lock(nf_writer *w, bool shared, nf_error *err)
     nf_status st;
     struct stat sb;
     long pid;
-    char host[NF_IO_HOST_MAX + 1], who[NF_IO_HOST_MAX + 48] = "";
-    if (e == EWOULDBLOCK && nf_io_lock_holder(lp, &pid, host)) snprintf(who, sizeof who, ", process %ld on host %s", pid, host);
+    char host[NF_OUTPUTS_HOST_MAX + 1], who[NF_OUTPUTS_HOST_MAX + 48] = "";
+    if (e == EWOULDBLOCK && nf_outputs_lock_holder(lp, &pid, host)) snprintf(who, sizeof who, ", process %ld on host %s", pid, host);
     if (e == EWOULDBLOCK)
         st = nf_error_set(err, NF_ERR_IO, "%s: another process is writing this output (it holds the lock file %s%s); "
                           "try again when it has finished", MP(w->path), MP(lp), who);
@@ -98,7 +98,7 @@ nf_status nf_wr_take_lock(nf_writer *w, bool shared, nf_error *err)
 void nf_wr_release_lock(nf_writer *w)
 {
     if (w->lock_kept) return;
-    nf_io_unlock(w->lock_fd, w->lock_path);
+    nf_outputs_unlock(w->lock_fd, w->lock_path);
     w->lock_fd = -1;
     free(w->lock_path);
     w->lock_path = NULL;
@@ -235,7 +235,7 @@ static nf_status set_aside(wfile *f, bool keep, nf_error *err)
     /* nothing to keep (a directory: the rename of the new file fails) */
     if (e == ENOENT || (e == 0 && S_ISDIR(sb.st_mode))) return NF_OK;
     if (e) return nf_error_errno(err, e, "%s", MP(f->dest));
-    e = nf_io_link_beside(f->dest, ".old", &f->backup);
+    e = nf_outputs_link_aside(f->dest, ".old", &f->backup);
     if (e) return nf_error_errno(err, e, "%s: cannot set the old file aside", MP(f->dest));
     f->backed_up = true;
     if (!keep && (e = nf_io_unlink(f->dest)) != 0)
@@ -268,7 +268,7 @@ static nf_status find_surplus(nf_writer *w, nf_error *err)
     }
     for (size_t i = w->nfiles; st == NF_OK && i < n; i++) {
         const char *path = nf_artifact_file(a, i)->path;
-        char *name = nf_part_name(w->entry_name, i);
+        char *name = nf_outputs_part_name(w->entry_name, i);
         if (!name) {
             st = nf_wr_nomem(err);
             break;
@@ -321,7 +321,7 @@ static nf_status publish_files(nf_writer *w, nf_error *err)
         int e = nf_io_lstat(s->dest, &sb);
         if (e == ENOENT || (e == 0 && !S_ISREG(sb.st_mode))) continue;
         if (e) return nf_error_errno(err, e, "%s", MP(s->dest));
-        if ((e = nf_io_link_beside(s->dest, ".old", &s->backup)) != 0)
+        if ((e = nf_outputs_link_aside(s->dest, ".old", &s->backup)) != 0)
             return nf_error_errno(err, e, "%s: cannot set the old part aside", MP(s->dest));
         s->backed_up = true;
         if ((e = nf_io_unlink(s->dest)) != 0)

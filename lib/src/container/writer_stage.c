@@ -158,7 +158,7 @@ static nf_status assemble(nf_writer *w, const char *const *checksums, const char
      * that one, whatever a duplicate task renames over the staged name meanwhile -- never a
      * fresh staged entry without checksums (docs/scale-out.md, "What assemble does"). */
     char *mine = NULL;
-    e = nf_io_link_beside(entry_staged, ".tmp", &mine);
+    e = nf_outputs_link_aside(entry_staged, ".tmp", &mine);
     if (e == ENOENT) return nf_error_set(err, NF_ERR_INVALID, "%s: missing (the entry's payload)", MP(entry_staged));
     if (e) return nf_error_errno(err, e, "%s: cannot link it to a name of this process", MP(entry_staged));
     nf_status st = NF_OK;

@@ -24,6 +24,8 @@
 #include "common/checked.h"
 #include "common/io.h"
 #include "container/container_internal.h"
+#include "outputs/out_lock.h"
+#include "outputs/out_names.h"
 
 #define JSON_INT_MAX ((uint64_t)INT64_MAX) /* jansson integers are signed 64-bit */
 #define READBACK_CHUNK ((size_t)1 << 20)
@@ -136,7 +138,7 @@ struct nf_writer {
      * the JSON text */
     size_t *sum_pos;
     size_t dir_sum_pos;
-    /* the output's lock (common/io.h, nf_io_lock_beside): held from before the first temp file
+    /* the output's lock (outputs/out_lock.h, nf_outputs_lock): held from before the first temp file
      * until the commit or the rollback, so that two writers of one output never publish a
      * mixed set (docs/security.md 1.3) */
     int lock_fd;

@@ -4,7 +4,6 @@
  * comparison with an existing artifact (verify --against).  Each chunk owns disjoint output
  * bytes, so the result is the same for any thread count or chunk size; the report's statistics
  * are summed exactly across chunks (stats/stats.h), so they are the same too. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -24,6 +23,8 @@
 #include "common/json_walk.h"
 #include "common/pool.h"
 #include "convert/convert_impl.h"
+#include "outputs/out_names.h"
+#include "outputs/out_publish.h"
 #include "budget/werror.h"
 #include "stats/stats.h"
 
@@ -822,7 +823,7 @@ static nf_status write_report(const nf_plan *p, const nf_errstats_summary *sums,
                               const json_t *head, const json_t *tail, char **tmp_out, nf_error *err)
 {
     char *tmp = NULL;
-    int fd = nf_io_mkstemp_beside(path, &tmp);
+    int fd = nf_outputs_temp(path, &tmp);
     if (fd < 0) return nf_error_errno(err, errno, "cannot create a temp file for %s", MP(path));
     nf_io_out o;
     nf_status st = nf_io_out_init(&o, fd, REPORT_BUFFER) ? NF_OK : nf_error_set(err, NF_ERR_NOMEM, "out of memory");
@@ -870,39 +871,6 @@ static nf_status write_report(const nf_plan *p, const nf_errstats_summary *sums,
         return st;
     }
     *tmp_out = tmp;
-    return NF_OK;
-}
-
-/* Put back a file set aside as `backup` (a second link): dropped when dest is still that file,
- * renamed over dest otherwise. */
-static void restore_file(const char *dest, const char *backup)
-{
-    struct stat sd, sb;
-    if (nf_io_lstat(dest, &sd) == 0 && nf_io_lstat(backup, &sb) == 0 && sd.st_dev == sb.st_dev &&
-        sd.st_ino == sb.st_ino)
-        nf_io_unlink(backup);
-    else
-        nf_io_rename(backup, dest);
-}
-
-/* The report's part of the publication, once the artifact is published (not committed): tmp
- * (NULL under --no-report) renamed to path.  With force, an existing report is first kept as a
- * second link ".<name>.<pid>@<host>.XXXXXX.old" (*backup), the writer's naming, so that the caller
- * can put it back or drop it with the artifact's; under --no-report it is then removed (it
- * describes the artifact being replaced).  On failure *backup may be set: the caller restores. */
-static nf_status publish_report(const char *path, const char *tmp, bool force, char **backup, nf_error *err)
-{
-    *backup = NULL;
-    struct stat sb;
-    int e = nf_io_lstat(path, &sb);
-    if (e && e != ENOENT) return nf_error_errno(err, e, "%s", MP(path));
-    bool exists = e == 0 && !S_ISDIR(sb.st_mode);
-    if (!tmp && !(exists && force)) return NF_OK;
-    if (exists && force && (e = nf_io_link_beside(path, ".old", backup)) != 0)
-        return nf_error_errno(err, e, "%s: cannot set the old report aside", MP(path));
-    if (tmp && (e = nf_io_rename(tmp, path)) != 0) return nf_error_errno(err, e, "cannot publish %s", MP(path));
-    if (!tmp && (e = nf_io_unlink(path)) != 0)
-        return nf_error_errno(err, e, "%s: cannot remove the report of the artifact being replaced", MP(path));
     return NF_OK;
 }
 
@@ -975,76 +943,31 @@ static const input_file *input_of(const input_set *in, const char *path)
     return NULL;
 }
 
-/* What `name` (an entry of OUT's directory) is to a conversion to OUT whose base name is base, or
- * NULL when the run never creates, replaces or removes that name: the entry, the report (when
- * one is written), a part ("<base>.part-" and 4 or more digits: this run's, or one of the
- * artifact being replaced that --force removes), the lock file, and the temp and set-aside names
- * of the entry, its parts and its report (common/io.h; --remove-stale removes stale ones). */
-static const char *output_role(const char *name, const char *base, bool report)
+/* A name the run to OUT touches (nf_outputs_each_role) that is an input: refused. */
+typedef struct refusal {
+    const input_set *in;
+    const char *output;
+} refusal;
+
+static nf_status refuse_input(void *ctx, const char *path, const char *role, nf_error *err)
 {
-    size_t bl = strlen(base);
-    const char *rest = NULL;
-    bool dotted = name[0] == '.' && strncmp(name + 1, base, bl) == 0;
-    if (dotted) rest = name + 1 + bl;
-    else if (strncmp(name, base, bl) == 0) rest = name + bl;
-    else return NULL;
-    size_t digits = 0;
-    if (strncmp(rest, ".part-", 6) == 0)
-        while (rest[6 + digits] >= '0' && rest[6 + digits] <= '9') digits++;
-    if (!dotted) {
-        if (!*rest) return "the artifact";
-        if (report && strcmp(rest, ".conversion.json") == 0) return "the report";
-        if (digits >= 4 && !rest[6 + digits]) return "a part name";
-        return NULL;
-    }
-    if (strcmp(rest, ".lock") == 0) return "the lock file";
-    if (digits >= 4) rest += 6 + digits;
-    else if (strncmp(rest, ".conversion.json.", 17) == 0) rest += 16;
-    const char *suffix = NULL;
-    if (*rest == '.' && nf_io_beside_pid(rest + 1, &suffix, NULL) > 0 && (!strcmp(suffix, ".tmp") || !strcmp(suffix, ".old")))
-        return "a temp or set-aside file name";
-    return NULL;
+    const refusal *r = ctx;
+    const input_file *f = input_of(r->in, path);
+    if (f && strcmp(role, "the artifact") == 0)
+        return nf_error_set(err, NF_ERR_USAGE, "%s is %s: refusing to overwrite an input", MP(path), f->what);
+    if (f)
+        return nf_error_set(err, NF_ERR_USAGE, "%s is %s: refusing to overwrite an input (a conversion to %s "
+                            "writes, replaces or removes %s)", MP(path), f->what, MP(r->output), role);
+    return NF_OK;
 }
 
 /* No input is ever replaced, --force or not (docs/security.md 1.3, docs/security.md 7.1, F1): no file the run creates,
- * replaces or removes for OUT (every name output_role knows, found in OUT's directory) may be an
+ * replaces or removes for OUT (every name nf_outputs_role knows, found in OUT's directory) may be an
  * input, by its name or as another link to the same file. */
 static nf_status refuse_inputs(const input_set *in, const char *output, bool report, nf_error *err)
 {
-    const char *slash = strrchr(output, '/');
-    const char *base = slash ? slash + 1 : output;
-    size_t dl = slash ? (size_t)(slash - output) + 1 : 0;
-    char *dir = dl ? strndup(output, dl) : strdup("./");
-    if (!dir) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
-    DIR *d = opendir(dir);
-    nf_status st = NF_OK;
-    if (!d) {
-        if (errno != ENOENT && errno != ENOTDIR) st = nf_error_errno(err, errno, "cannot list %s", MP(dir));
-        free(dir);
-        return st; /* no directory: nothing in it to replace (creating the files fails later) */
-    }
-    struct dirent *e;
-    while (st == NF_OK && (e = readdir(d)) != NULL) {
-        const char *role = output_role(e->d_name, base, report);
-        if (!role) continue;
-        size_t need = strlen(dir) + strlen(e->d_name) + 1;
-        char *path = malloc(need);
-        if (!path) {
-            st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
-            break;
-        }
-        snprintf(path, need, "%s%s", dl ? dir : "", e->d_name);
-        const input_file *f = input_of(in, path);
-        if (f && strcmp(role, "the artifact") == 0)
-            st = nf_error_set(err, NF_ERR_USAGE, "%s is %s: refusing to overwrite an input", MP(path), f->what);
-        else if (f)
-            st = nf_error_set(err, NF_ERR_USAGE, "%s is %s: refusing to overwrite an input (a conversion to %s "
-                              "writes, replaces or removes %s)", MP(path), f->what, MP(output), role);
-        free(path);
-    }
-    closedir(d);
-    free(dir);
-    return st;
+    refusal r = {in, output};
+    return nf_outputs_each_role(output, report, refuse_input, &r, err);
 }
 
 /* Before anything is written: no output is an input, and the report (when there is one) is no
@@ -1145,18 +1068,9 @@ static nf_status plan_writer(nf_plan *p, const nf_convert_options *opt, nf_write
     return NF_OK;
 }
 
-/* "<OUT>.conversion.json", the report's place (malloc'ed; NULL when out of memory). */
-static char *report_path_of(const char *output)
-{
-    size_t rlen = strlen(output) + sizeof ".conversion.json";
-    char *path = malloc(rlen);
-    if (path) snprintf(path, rlen, "%s.conversion.json", output);
-    return path;
-}
-
 nf_status nf_convert_check_outputs(const nf_plan *p, const nf_convert_options *opt, nf_error *err)
 {
-    char *report_path = report_path_of(opt->output);
+    char *report_path = nf_outputs_report_name(opt->output);
     if (!report_path) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
     input_set in = {0};
     nf_status st = collect_inputs(p, &in, err);
@@ -1234,7 +1148,7 @@ static nf_status report_temp(nf_plan *p, const nf_convert_options *opt, const ch
 
 nf_status nf_plan_execute(nf_plan *p, const nf_convert_options *opt, nf_error *err)
 {
-    char *report_path = report_path_of(opt->output);
+    char *report_path = nf_outputs_report_name(opt->output);
     if (!report_path) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
     input_set in = {0};
     nf_status st = collect_inputs(p, &in, err);
@@ -1271,14 +1185,14 @@ nf_status nf_plan_execute(nf_plan *p, const nf_convert_options *opt, nf_error *e
     if (st == NF_OK) st = nf_writer_publish(w, err);
     char *report_backup = NULL;
     if (st == NF_OK) {
-        st = publish_report(report_path, report_tmp, replace_report, &report_backup, err);
+        st = nf_outputs_publish_report(report_path, report_tmp, replace_report, &report_backup, err);
         if (st == NF_OK) {
             free(report_tmp);
             report_tmp = NULL; /* renamed into place */
             nf_writer_commit(w, NULL);
             if (report_backup) nf_io_unlink(report_backup); /* best effort, like the writer's */
         } else {
-            if (report_backup) restore_file(report_path, report_backup);
+            if (report_backup) nf_outputs_restore(report_path, report_backup);
             nf_writer_abort(w);
         }
     }
@@ -1319,7 +1233,7 @@ nf_status nf_convert_assemble(nf_plan *p, nf_writer *w, const nf_convert_options
                               const nf_errstats_summary *sums, const char *const *checksums, bool published,
                               nf_error *err)
 {
-    char *report_path = report_path_of(opt->output);
+    char *report_path = nf_outputs_report_name(opt->output);
     if (!report_path) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
     /* the report's place as a run checks it (never an input, never a non-regular file, an
      * existing one only with --force) -- except the report an interrupted assembly of this very

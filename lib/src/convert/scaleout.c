@@ -38,6 +38,7 @@
 #include "common/strset.h"
 #include "container/container_module.h"
 #include "convert/convert_impl.h"
+#include "outputs/out_names.h"
 
 #define PLAN_VERSION 2 /* 1 recorded a command line (refused: make the plan again) */
 #define PLAN_MAX_BYTES ((uint64_t)1 << 30)   /* a plan of 10^6 objects is ~300 MB */
@@ -159,7 +160,7 @@ static nf_status put_json(const char *path, const json_t *v, nf_error *err)
     char *text = compact_text(v, &len);
     if (!text) return nomem(err);
     char *tmp = NULL;
-    int fd = nf_io_mkstemp_beside(path, &tmp);
+    int fd = nf_outputs_temp(path, &tmp);
     nf_status st = NF_OK;
     if (fd < 0) st = nf_error_errno(err, errno, "%s: cannot create a temp file", MP(path));
     int e = 0;
@@ -174,19 +175,11 @@ static nf_status put_json(const char *path, const json_t *v, nf_error *err)
     return st;
 }
 
-/* The paths beside the output: "<OUT>.entry-staged" (the entry's staged file), a file's receipt
- * "<file>.receipt.json" (the entry's: "<OUT>.entry.receipt.json"). */
-static char *with_suffix(const char *path, const char *suffix)
-{
-    size_t need = strlen(path) + strlen(suffix) + 1;
-    char *p = malloc(need);
-    if (p) snprintf(p, need, "%s%s", path, suffix);
-    return p;
-}
-
+/* A file's receipt beside the output (outputs/out_names.h): "<file>.receipt.json", the entry's
+ * "<OUT>.entry.receipt.json". */
 static char *receipt_path(const nf_writer_file *f, size_t index, const char *output)
 {
-    return index == 0 ? with_suffix(output, ".entry.receipt.json") : with_suffix(f->path, ".receipt.json");
+    return nf_outputs_receipt_name(output, index == 0 ? NULL : f->path);
 }
 
 /* ---------------------------------------------------------------- fingerprints */
@@ -585,7 +578,7 @@ nf_status nf_scaleout_plan(nf_plan *p, const nf_convert_options *opt, size_t tas
     char *tmp = NULL;
     plan_out o = {{-1, 0, NULL, 0, 0}, false};
     if (st == NF_OK && !nf_io_out_init(&o.out, -1, PLAN_BUFFER)) st = nomem(err);
-    if (st == NF_OK && (o.out.fd = nf_io_mkstemp_beside(plan_path, &tmp)) < 0)
+    if (st == NF_OK && (o.out.fd = nf_outputs_temp(plan_path, &tmp)) < 0)
         st = nf_error_errno(err, errno, "%s: cannot create a temp file", MP(plan_path));
     if (st == NF_OK) {
         emit_plan(&o, p, w, opt, conversion, inputs, first, end, nt);
@@ -1132,7 +1125,7 @@ static nf_status read_receipt(const nf_scaleout *s, const nf_writer *w, size_t i
     } else {
         const char *file_path = i == 0 ? NULL : f.path;
         /* the entry's file: staged, or once published the entry itself */
-        char *staged = i == 0 && !published ? with_suffix(s->output, ".entry-staged") : NULL;
+        char *staged = i == 0 && !published ? nf_outputs_staged_name(s->output) : NULL;
         const char *fpath = file_path ? file_path : staged ? staged : s->output;
         if (!fpath || stat(fpath, &sb) != 0) snprintf(why, whylen, "%s: missing (its receipt is there)", MP(fpath ? fpath : "?"));
         else if ((uint64_t)sb.st_size != f.size)
@@ -1224,7 +1217,7 @@ static nf_status run_task(const nf_scaleout *s, size_t task, bool *skipped, nf_e
     bool *sel = calloc(nf, sizeof *sel);
     nf_errstats_summary *sums = calloc(p->nobjects ? p->nobjects : 1, sizeof *sums);
     char(*checksums)[33] = calloc(p->nobjects ? p->nobjects : 1, sizeof *checksums);
-    char *staged = with_suffix(s->output, ".entry-staged");
+    char *staged = nf_outputs_staged_name(s->output);
     if (st == NF_OK && (!sel || !sums || !checksums || !staged)) st = nomem(err);
     for (size_t i = s->task_first[task]; st == NF_OK && i < s->task_end[task]; i++) sel[i] = true;
     if (st == NF_OK) st = nf_writer_select_files(w, sel, err);
@@ -1288,7 +1281,7 @@ nf_status nf_scaleout_assemble(const nf_scaleout *s, bool verify, nf_error *err)
     char(*sum_hex)[33] = calloc(n ? n : 1, sizeof *sum_hex);
     const char **checksums = calloc(n ? n : 1, sizeof *checksums);
     bool *have = calloc(n ? n : 1, sizeof *have);
-    char *staged = with_suffix(s->output, ".entry-staged");
+    char *staged = nf_outputs_staged_name(s->output);
     if (st == NF_OK && (!sums || !sum_hex || !checksums || !have || !staged)) st = nomem(err);
     nf_strset ids = {0}; /* object id -> plan index: receipts name objects by id */
     for (size_t k = 0; st == NF_OK && k < n; k++)

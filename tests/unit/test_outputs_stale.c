@@ -1,4 +1,4 @@
-/* nf_stale_find (ninfer/convert.h): what killed runs left beside an output, found by the names
+/* nf_stale_find (ninfer/outputs.h): what killed runs left beside an output, found by the names
  * the writer gives its files -- temp files of the entry, its parts and its report, files set
  * aside by an overwriting run, parts whose entry was never published -- and never a file of a
  * live process, a name of another output, or something that is not a regular file. */
@@ -12,7 +12,7 @@
 
 #include <ninfer/ninfer.h>
 
-#include "common/io.h"
+#include "outputs/out_names.h"
 
 #include "support/source_writer.h"
 
@@ -60,10 +60,10 @@ Test(stale, finds_what_a_killed_conversion_left)
 {
     long pid = dead_pid();
     char tmp[128], part_tmp[128], report_tmp[128], old[128], dirlike[128];
-    snprintf(tmp, sizeof tmp, ".m.ninfer.%ld@%s.abcDEF.tmp", pid, nf_io_host());
+    snprintf(tmp, sizeof tmp, ".m.ninfer.%ld@%s.abcDEF.tmp", pid, nf_outputs_host());
     snprintf(part_tmp, sizeof part_tmp, ".m.ninfer.part-0001.%ld.a1b2c3.tmp", pid);
     snprintf(report_tmp, sizeof report_tmp, ".m.ninfer.conversion.json.%ld.Zz09aa.tmp", pid);
-    snprintf(old, sizeof old, ".m.ninfer.part-0002.%ld@%s.qwerty.old", pid, nf_io_host());
+    snprintf(old, sizeof old, ".m.ninfer.part-0002.%ld@%s.qwerty.old", pid, nf_outputs_host());
     snprintf(dirlike, sizeof dirlike, ".m.ninfer.%ld.dirdir.tmp", pid);
     touch(tmp);
     touch(part_tmp);
@@ -73,10 +73,10 @@ Test(stale, finds_what_a_killed_conversion_left)
     touch(".other.ninfer.1.abcdef.tmp");  /* another output's */
     touch(".m.ninfer.12x.abcdef.tmp");    /* not a pid */
     char receipt_tmp[160], entry_receipt_tmp[160], staged_link[160];
-    snprintf(receipt_tmp, sizeof receipt_tmp, ".m.ninfer.part-0004.receipt.json.%ld@%s.Rc0001.tmp", pid, nf_io_host());
+    snprintf(receipt_tmp, sizeof receipt_tmp, ".m.ninfer.part-0004.receipt.json.%ld@%s.Rc0001.tmp", pid, nf_outputs_host());
     snprintf(entry_receipt_tmp, sizeof entry_receipt_tmp, ".m.ninfer.entry.receipt.json.%ld@%s.Rc0002.tmp", pid,
-             nf_io_host());
-    snprintf(staged_link, sizeof staged_link, ".m.ninfer.entry-staged.%ld@%s.StG001.tmp", pid, nf_io_host());
+             nf_outputs_host());
+    snprintf(staged_link, sizeof staged_link, ".m.ninfer.entry-staged.%ld@%s.StG001.tmp", pid, nf_outputs_host());
     touch(receipt_tmp);       /* a scale-out task's receipts (docs/scale-out.md) */
     touch(entry_receipt_tmp);
     touch(staged_link);       /* an assembler's own link of the staged entry (docs/scale-out.md) */
@@ -112,7 +112,7 @@ Test(stale, finds_what_a_killed_conversion_left)
     nf_stale_free(s, n);
     /* a set-aside entry: its original is dest */
     char entry_old[160];
-    snprintf(entry_old, sizeof entry_old, ".m.ninfer.%ld@%s.EnTrY1.old", pid, nf_io_host());
+    snprintf(entry_old, sizeof entry_old, ".m.ninfer.%ld@%s.EnTrY1.old", pid, nf_outputs_host());
     touch(entry_old);
     cr_assert_eq(nf_stale_find(dest, true, &s, &n, &err), NF_OK, "%s", err.message);
     bool seen = false;
@@ -156,8 +156,8 @@ Test(stale, files_of_another_host_are_never_listed)
 {
     long pid = dead_pid();
     char foreign[192], mine[192];
-    snprintf(foreign, sizeof foreign, ".m.ninfer.part-0001.%ld@%s-x.abcdef.tmp", pid, nf_io_host());
-    snprintf(mine, sizeof mine, ".m.ninfer.%ld@%s.abcdef.tmp", pid, nf_io_host());
+    snprintf(foreign, sizeof foreign, ".m.ninfer.part-0001.%ld@%s-x.abcdef.tmp", pid, nf_outputs_host());
+    snprintf(mine, sizeof mine, ".m.ninfer.%ld@%s.abcdef.tmp", pid, nf_outputs_host());
     touch(foreign);
     touch("m.ninfer.part-0002"); /* another host may be publishing: not an orphan */
     char *dest = sw_path(dir, "m.ninfer");

@@ -1,8 +1,8 @@
-/* Program output streams: stdout, a FIFO or device written into, or a file published
- * atomically (a temp file beside the destination, renamed over it when complete, removed on
+/* Module interface of outputs: the single-file output of the programs (ninfer-dequant's -o):
+ * stdout, a FIFO or device written into, or a file published atomically (a temp file beside the destination, renamed over it when complete, removed on
  * failure), optionally compressed with zstd as it is written. */
-#ifndef NINFER_CMD_OUTPUT_H
-#define NINFER_CMD_OUTPUT_H
+#ifndef NINFER_OUTPUTS_OUT_FILE_H
+#define NINFER_OUTPUTS_OUT_FILE_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -16,7 +16,7 @@ typedef struct nf_out nf_out;
  * never replaced.
  *  - NULL or "-": standard output; so is a path that names the file standard output already is
  *    (a link to /proc/self/fd/1, /dev/stdout);
- *  - a new name, or a regular file: a temp file beside it (common/io.c's naming), renamed over
+ *  - a new name, or a regular file: a temp file beside it (out_names.h's naming), renamed over
  *    it by nf_out_commit, removed by nf_out_abort: nothing partial is ever seen at path;
  *  - a symbolic link (chain) to a regular file: the same at the link's final target (the links
  *    stay), like cp and dd writing through a link;
@@ -38,7 +38,7 @@ bool nf_out_terminal(const nf_out *o);
  * beside it. */
 char *nf_out_atomic_target(const char *path);
 
-/* Interruption is the program's signal policy (signals.h): once nf_sig_catch has run, a signal
+/* Interruption is the program's signal policy (out_signals.h): once nf_sig_catch has run, a signal
  * makes the writes of an nf_out stop with "interrupted" (NF_ERR_IO, exit 3), and nf_out_commit
  * does not publish. */
 

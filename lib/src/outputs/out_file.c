@@ -1,6 +1,6 @@
-/* Program output streams (see output.h). */
 #define _GNU_SOURCE
-#include "output.h"
+/* Program output streams (see out_file.h). */
+#include "outputs/out_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,7 +13,8 @@
 #include <zstd.h>
 
 #include "common/io.h"
-#include "signals.h"
+#include "outputs/out_names.h"
+#include "outputs/out_signals.h"
 
 #define BUFFER_BYTES ((size_t)1 << 18)
 
@@ -38,7 +39,7 @@ struct nf_out {
 };
 
 /* ---------------------------------------------------------------- interruption
- * The program's signal policy (signals.h): a write stops with "interrupted" once a signal came. */
+ * The program's signal policy (out_signals.h): a write stops with "interrupted" once a signal came. */
 static nf_status interrupted(nf_error *err) { return nf_error_set(err, NF_ERR_IO, "interrupted"); }
 
 /* ---------------------------------------------------------------- streams */
@@ -183,12 +184,12 @@ static nf_status open_direct(nf_out *o, const struct stat *seen, nf_error *err)
     return NF_OK;
 }
 
-/* A temp file beside the target (the naming of common/io.c, which nf_stale_find reads back),
+/* A temp file beside the target (out_names.h's naming, which nf_stale_find reads back),
  * with the mode the target has, or 0666 less the umask for a new file (as cp does). */
 static nf_status open_atomic(nf_out *o, const struct stat *seen, nf_error *err)
 {
     char m[NF_IO_MSG_PATH + 1];
-    o->fd = nf_io_mkstemp_beside(o->target, &o->tmp);
+    o->fd = nf_outputs_temp(o->target, &o->tmp);
     if (o->fd < 0) return nf_error_errno(err, errno, "cannot create %s", nf_io_msg_path(o->path, m));
     mode_t mode;
     if (seen->st_mode) {

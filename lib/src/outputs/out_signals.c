@@ -1,5 +1,5 @@
-/* The signal policy of every program (see signals.h). */
-#include "signals.h"
+/* The signal policy of every program (see out_signals.h). */
+#include "outputs/out_signals.h"
 
 #include <pthread.h>
 #include <string.h>

@@ -1,7 +1,7 @@
-/* What killed runs left beside an output (ninfer/convert.h, nf_stale_find): the names are the
- * writer's and the converter's own -- temp files named by common/io.c (nf_io_mkstemp_beside,
- * read back with nf_io_beside_pid), parts ".part-NNNN" (container/split.c) and the report
- * ".conversion.json" (convert/execute.c) -- so the finder lives in the library beside them. */
+/* What killed runs left beside an output (ninfer/outputs.h, nf_stale_find): every name is read
+ * back by nf_outputs_recognise, the inverse of the forming functions the writer and the
+ * converter name their files with (out_names.h), so the finder and the writers cannot drift
+ * apart. */
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
@@ -11,42 +11,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <ninfer/convert.h>
+#include <ninfer/outputs.h>
 
-#include "common/io.h"
-
-/* Length of a ".part-NNNN" (4 or more digits) prefix of s, or 0. */
-static size_t part_suffix(const char *s)
-{
-    if (strncmp(s, ".part-", 6) != 0) return 0;
-    size_t n = 0;
-    while (s[6 + n] >= '0' && s[6 + n] <= '9') n++;
-    return n >= 4 ? 6 + n : 0;
-}
-
-/* rest = "[.part-NNNN[.receipt.json] | .entry.receipt.json | .entry-staged | .conversion.json]
- * .<pid>@<host>.XXXXXX.tmp" (or ".old" for a file set aside; the receipts are a scale-out task's,
- * the staged entry's name an assembler's own link of it, docs/scale-out.md): the
- * pid, or -1; *backup tells the suffix, *plain whether it is a temp of dest itself (no part,
- * receipt or report infix), *local whether its host is this one.  The
- * "<pid>@<host>.XXXXXX<suffix>" tail is read by common/io.c, which names them. */
-static long temp_pid(const char *rest, bool *backup, bool *plain, bool *local)
-{
-    size_t skip = part_suffix(rest);
-    if (skip && strncmp(rest + skip, ".receipt.json.", 14) == 0) skip += 13;
-    if (!skip && strncmp(rest, ".conversion.json.", 17) == 0) skip = 16;
-    if (!skip && strncmp(rest, ".entry.receipt.json.", 20) == 0) skip = 19;
-    if (!skip && strncmp(rest, ".entry-staged.", 14) == 0) skip = 13;
-    *plain = skip == 0;
-    rest += skip;
-    if (*rest != '.') return -1;
-    const char *suffix = NULL;
-    long pid = nf_io_beside_pid(rest + 1, &suffix, local);
-    if (pid < 0) return -1;
-    *backup = strcmp(suffix, ".old") == 0;
-    if (strcmp(suffix, ".tmp") != 0 && !*backup) return -1;
-    return pid;
-}
+#include "outputs/out_names.h"
 
 /* Is process pid running on this host?  EPERM: it exists but belongs to someone else. */
 static bool process_alive(long pid)
@@ -103,7 +70,6 @@ nf_status nf_stale_find(const char *dest, bool artifact, nf_stale **out, size_t 
     *count = 0;
     const char *slash = strrchr(dest, '/');
     const char *base = slash ? slash + 1 : dest;
-    size_t blen = strlen(base);
     char *dir = slash ? strndup(dest, (size_t)(slash - dest) + 1) : strdup("");
     if (!dir) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
     DIR *d = opendir(*dir ? dir : ".");
@@ -120,10 +86,12 @@ nf_status nf_stale_find(const char *dest, bool artifact, nf_stale **out, size_t 
     struct dirent *e;
     while (ok && (e = readdir(d)) != NULL) {
         const char *name = e->d_name;
-        if (name[0] == '.' && strncmp(name + 1, base, blen) == 0) {
-            bool backup = false, plain = false, local = true;
-            long pid = temp_pid(name + 1 + blen, &backup, &plain, &local);
-            if (pid < 0 || (!artifact && (backup || !plain))) continue;
+        nf_outputs_name nm;
+        nf_outputs_kind kind = nf_outputs_recognise(name, base, &nm);
+        if (kind == NF_OUTPUTS_TEMP || kind == NF_OUTPUTS_ASIDE) {
+            bool backup = kind == NF_OUTPUTS_ASIDE, plain = nm.of == NF_OUTPUTS_OF_ENTRY, local = nm.local;
+            long pid = nm.pid;
+            if (!artifact && (backup || !plain)) continue;
             /* a process of another host sharing this filesystem cannot be asked from here: its
              * files count as a live run's, never stale */
             if (!local || process_alive(pid)) {
@@ -141,10 +109,8 @@ nf_status nf_stale_find(const char *dest, bool artifact, nf_stale **out, size_t 
             free(full);
             if (regular) ok = push_stale(&v, &n, &cap, dir, name, pid, backup ? NF_STALE_BACKUP : NF_STALE_TEMP);
             if (regular && ok && backup && plain) v[n - 1].entry = true;
-        } else if (artifact && !entry_exists && strncmp(name, base, blen) == 0) {
-            size_t k = part_suffix(name + blen);
-            if (k && name[blen + k] == '\0')
-                ok = push_stale(&parts, &nparts, &capparts, dir, name, 0, NF_STALE_ORPHAN_PART);
+        } else if (artifact && !entry_exists && kind == NF_OUTPUTS_PART) {
+            ok = push_stale(&parts, &nparts, &capparts, dir, name, 0, NF_STALE_ORPHAN_PART);
         }
     }
     closedir(d);

@@ -1,11 +1,12 @@
-/* The one signal policy of every ninfer-* program (docs/security.md 7.1, F12): SIGINT, SIGTERM and
+/* Module interface of outputs: the one signal policy of every ninfer-* program (docs/security.md
+ * 7.1, F12), and its only handler installer: SIGINT, SIGTERM and
  * SIGHUP set a flag instead of killing a program that writes files, so that it stops, removes its
  * temp files and publishes nothing (exit 3, "interrupted"); a signal that was ignored when the
  * program started stays ignored (nohup, a shell's background job: whoever ignored it meant it).
  * Programs that write no file (ninfer-inspect, ninfer-verify, ninfer-diff) install nothing and
  * keep the default actions, which respect an ignored signal the same way. */
-#ifndef NINFER_CMD_SIGNALS_H
-#define NINFER_CMD_SIGNALS_H
+#ifndef NINFER_OUTPUTS_OUT_SIGNALS_H
+#define NINFER_OUTPUTS_OUT_SIGNALS_H
 
 #include <signal.h>
 #include <stdbool.h>
