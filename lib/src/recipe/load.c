@@ -156,7 +156,7 @@ nf_status nf_recipe_load_ex(const char *path, const nf_recipe_options *opt, nf_r
     }
     char *dir = NULL;
     if (st == NF_OK && !is_stdin) {
-        dir = recipe_dirname(path);
+        dir = nf_recipe_dirname(path);
         if (!dir) st = nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory", name);
     }
     /* a recipe read from stdin has no directory of its own: nothing to read but what the command

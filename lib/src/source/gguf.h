@@ -7,6 +7,6 @@
 #include "source/store.h"
 
 /* Parse file 0 of s as GGUF: KVs, tensor infos, data section. */
-nf_status src_gguf_parse(nf_source *s, nf_error *err);
+nf_status nf_source_gguf_parse(nf_source *s, nf_error *err);
 
 #endif
