@@ -1,6 +1,6 @@
 /* The dialect module's shared structures: a checkpoint's quantization declaration as
  * declare.c reads it (config.json quantization_config, hf_quant_config.json) and the scan that
- * scan.c builds from it and the tensor names, read by values.c.  Private to lib/src/dialect:
+ * scan.c builds from it and the tensor names, read by qweight_values.c.  Private to lib/src/dialect:
  * includes run from scan.c (the scan) to declare.c (the declarations). */
 #ifndef NINFER_DIALECT_INTERNAL_H
 #define NINFER_DIALECT_INTERNAL_H

@@ -17,7 +17,7 @@
 #include "common/checked.h"
 #include "common/io.h"
 #include "common/json_prescan.h"
-#include "source/gguf.h"
+#include "source/gguf_parse.h"
 #include "source/safetensors.h"
 #include "source/store.h"
 

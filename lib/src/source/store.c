@@ -1,4 +1,4 @@
-/* A source's storage, below the format parsers (gguf.c, safetensors.c) and the opener that
+/* A source's storage, below the format parsers (gguf_parse.c, safetensors.c) and the opener that
  * calls them (source.c): the arena of names and shapes, the table of tensors, and the files with
  * their bounded cache of open descriptors (docs/security.md 7.1, F8), through which every
  * read goes. */

@@ -1,7 +1,7 @@
 /* The nf_source structure shared by the safetensors and GGUF parsers, the reading code and the
  * openers, and what store.c keeps of it: a bump allocator for the many small strings and shapes
  * a checkpoint header holds, the tensor slots, the name index and the descriptor cache.  The
- * parsers' entry points are in safetensors.h and gguf.h, so that includes run one way: the
+ * parsers' entry points are in safetensors.h and gguf_parse.h, so that includes run one way: the
  * openers (source.c) above the parsers above this store. */
 #ifndef NINFER_SOURCE_STORE_H
 #define NINFER_SOURCE_STORE_H

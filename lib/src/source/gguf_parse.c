@@ -35,7 +35,7 @@
 
 #include "common/checked.h"
 #include "common/ggml_types.h"
-#include "source/gguf.h"
+#include "source/gguf_parse.h"
 #include "source/store.h"
 
 /* ---------------------------------------------------------------- ggml types */

@@ -1,6 +1,6 @@
-/* The GGUF parser (gguf.c), which the opener (source.c) calls. */
-#ifndef NINFER_SOURCE_GGUF_H
-#define NINFER_SOURCE_GGUF_H
+/* The GGUF parser (gguf_parse.c), which the opener (source.c) calls. */
+#ifndef NINFER_SOURCE_GGUF_PARSE_H
+#define NINFER_SOURCE_GGUF_PARSE_H
 
 #include <stddef.h>
 
