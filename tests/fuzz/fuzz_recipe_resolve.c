@@ -107,22 +107,22 @@ static void check_matchers(const nf_recipe *r, size_t n)
     for (size_t ri = 0; ri < r->nrules; ri++)
         for (size_t k = 0; k < r->rules[ri].nmatch; k++) {
             const char *sel = r->rules[ri].match[k];
-            if (recipe_is_regex(sel)) {
+            if (nf_recipe_is_regex(sel)) {
                 const char *pattern = sel + 3;
                 recipe_regex *re = NULL;
-                if (recipe_regex_compile(pattern, &re) != NULL) abort(); /* the parser accepted it */
+                if (nf_recipe_regex_compile(pattern, &re) != NULL) abort(); /* the parser accepted it */
                 for (size_t i = 0; i < n; i++) {
                     size_t len = strlen(names[i]);
                     uint64_t steps = 0;
-                    bool mine = recipe_regex_match(re, names[i], &steps);
-                    if (steps > 2 * ((uint64_t)recipe_regex_states(re) + 1) * (len + 1) + 64) abort();
+                    bool mine = nf_recipe_regex_match(re, names[i], &steps);
+                    if (steps > 2 * ((uint64_t)nf_recipe_regex_states(re) + 1) * (len + 1) + 64) abort();
                     if (len <= 64 && mine != libc_regex(pattern, names[i])) abort();
                 }
-                recipe_regex_free(re);
-            } else if (recipe_glob_has_meta(sel)) {
+                nf_recipe_regex_free(re);
+            } else if (nf_recipe_glob_has_meta(sel)) {
                 for (size_t i = 0; i < n; i++) {
                     uint64_t steps = 0;
-                    bool mine = recipe_glob_match(sel, names[i], &steps);
+                    bool mine = nf_recipe_glob_match(sel, names[i], &steps);
                     if (steps > 2 * ((uint64_t)strlen(sel) + 1) * (strlen(names[i]) + 1) + 64) abort();
                     if (mine != (fnmatch(sel, names[i], 0) == 0)) abort();
                 }

@@ -1,5 +1,5 @@
 /* The closed format registry against the spec's tables (docs/formats.md 1,
- * docs/layouts.md 1 and docs/formats.md 1), transcribed here independently of registry.c. */
+ * docs/layouts.md 1 and docs/formats.md 1), transcribed here independently of format_registry.c. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* The fp8_row_maxabs kernels (lib/src/method/simd/fp8_*.c: the portable fast kernel, AVX2+F16C,
- * AVX-512 F/BW/VL) against the reference loop of fp8_row.c, bit for bit.
+ * AVX-512 F/BW/VL) against the reference loop of fp8_row_maxabs.c, bit for bit.
  *
  * Every check runs once per variant (suites fp8_scalar, fp8_avx2, fp8_avx512): the variant is
  * forced with nf_simd_force and the chunk is encoded through the public nf_fp8_row_maxabs_rows

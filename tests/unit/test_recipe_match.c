@@ -25,7 +25,7 @@ static void random_string(char *out, size_t max, const char *alphabet)
 static void check_glob(const char *pat, const char *name)
 {
     uint64_t steps = 0;
-    bool mine = recipe_glob_match(pat, name, &steps);
+    bool mine = nf_recipe_glob_match(pat, name, &steps);
     bool libc = fnmatch(pat, name, 0) == 0;
     cr_assert_eq(mine, libc, "glob '%s' on '%s': ours %d, fnmatch %d", pat, name, mine, libc);
     uint64_t bound = ((uint64_t)strlen(pat) + 1) * ((uint64_t)strlen(name) + 1) * 2;
@@ -71,17 +71,17 @@ static void check_regex(const char *pat, const char *const *names, size_t n)
     regex_t libc_re;
     if (!libc_compile(pat, &libc_re)) return; /* the parser refuses it with glibc's message first */
     recipe_regex *re = NULL;
-    const char *why = recipe_regex_compile(pat, &re);
+    const char *why = nf_recipe_regex_compile(pat, &re);
     cr_assert_null(why, "'%s' compiles with glibc but ours says it %s", pat, why ? why : "");
     for (size_t i = 0; i < n; i++) {
         uint64_t steps = 0;
-        bool mine = recipe_regex_match(re, names[i], &steps);
+        bool mine = nf_recipe_regex_match(re, names[i], &steps);
         bool libc = regexec(&libc_re, names[i], 0, NULL, 0) == 0;
         cr_assert_eq(mine, libc, "regex '%s' on '%s': ours %d, regexec %d", pat, names[i], mine, libc);
-        uint64_t bound = 2 * ((uint64_t)recipe_regex_states(re) + 1) * ((uint64_t)strlen(names[i]) + 1);
+        uint64_t bound = 2 * ((uint64_t)nf_recipe_regex_states(re) + 1) * ((uint64_t)strlen(names[i]) + 1);
         cr_assert_leq(steps, bound, "regex '%s' on '%s': %llu steps", pat, names[i], (unsigned long long)steps);
     }
-    recipe_regex_free(re);
+    nf_recipe_regex_free(re);
     regfree(&libc_re);
 }
 
@@ -157,7 +157,7 @@ Test(recipe_match, unsupported_features_refused)
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         recipe_regex *re = NULL;
-        const char *why = recipe_regex_compile(bad[i][0], &re);
+        const char *why = nf_recipe_regex_compile(bad[i][0], &re);
         cr_assert_not_null(why, "'%s' compiled", bad[i][0]);
         cr_assert(strstr(why, bad[i][1]), "'%s': %s", bad[i][0], why);
         cr_assert_null(re);
@@ -169,30 +169,30 @@ Test(recipe_match, unsupported_features_refused)
 Test(recipe_match, dfa_blowup_pattern_costs_states_times_length)
 {
     recipe_regex *re = NULL;
-    cr_assert_null(recipe_regex_compile(".*a.{60}x", &re));
+    cr_assert_null(nf_recipe_regex_compile(".*a.{60}x", &re));
     char name[1001];
     uint64_t state = 7;
     for (int i = 0; i < 1000; i++) name[i] = test_rng32(&state) & 1 ? 'a' : 'b';
     name[1000] = '\0';
     uint64_t steps = 0;
-    cr_assert_not(recipe_regex_match(re, name, &steps));
-    cr_assert_leq(steps, 2 * (recipe_regex_states(re) + 1) * 1001);
-    recipe_regex_free(re);
+    cr_assert_not(nf_recipe_regex_match(re, name, &steps));
+    cr_assert_leq(steps, 2 * (nf_recipe_regex_states(re) + 1) * 1001);
+    nf_recipe_regex_free(re);
 }
 
 Test(recipe_match, literal_prefixes)
 {
     char buf[64];
-    cr_assert_eq(recipe_regex_prefix("blk\\.[0-9]+", buf, sizeof buf), 4);
+    cr_assert_eq(nf_recipe_regex_prefix("blk\\.[0-9]+", buf, sizeof buf), 4);
     cr_assert_str_eq(buf, "blk.");
-    cr_assert_eq(recipe_regex_prefix("model\\.layers\\.1?x", buf, sizeof buf), 13);
+    cr_assert_eq(nf_recipe_regex_prefix("model\\.layers\\.1?x", buf, sizeof buf), 13);
     cr_assert_str_eq(buf, "model.layers.");
-    cr_assert_eq(recipe_regex_prefix("ab*", buf, sizeof buf), 1);
-    cr_assert_eq(recipe_regex_prefix("a|b", buf, sizeof buf), 0);
-    cr_assert_eq(recipe_regex_prefix("[|]x", buf, sizeof buf), 0);
-    cr_assert_eq(recipe_regex_prefix("abc{2}", buf, sizeof buf), 2);
-    cr_assert_eq(recipe_glob_prefix_len("model.layers.*"), 13);
-    cr_assert_eq(recipe_glob_prefix_len("a\\*b"), 1);
+    cr_assert_eq(nf_recipe_regex_prefix("ab*", buf, sizeof buf), 1);
+    cr_assert_eq(nf_recipe_regex_prefix("a|b", buf, sizeof buf), 0);
+    cr_assert_eq(nf_recipe_regex_prefix("[|]x", buf, sizeof buf), 0);
+    cr_assert_eq(nf_recipe_regex_prefix("abc{2}", buf, sizeof buf), 2);
+    cr_assert_eq(nf_recipe_glob_prefix_len("model.layers.*"), 13);
+    cr_assert_eq(nf_recipe_glob_prefix_len("a\\*b"), 1);
 }
 
 /* A literal tail is compared once: a name that does not end with it costs its length, however
@@ -200,29 +200,29 @@ Test(recipe_match, literal_prefixes)
 Test(recipe_match, literal_tails_are_compared_once)
 {
     uint64_t steps = 0;
-    cr_assert_not(recipe_glob_match("*.weight", "model.layers.0.mlp.up_proj.bias", &steps));
+    cr_assert_not(nf_recipe_glob_match("*.weight", "model.layers.0.mlp.up_proj.bias", &steps));
     cr_assert_leq(steps, 8, "%llu", (unsigned long long)steps);
     steps = 0;
-    cr_assert(recipe_glob_match("model.*.weight", "model.layers.0.mlp.up_proj.weight", &steps));
+    cr_assert(nf_recipe_glob_match("model.*.weight", "model.layers.0.mlp.up_proj.weight", &steps));
     cr_assert_leq(steps, 16, "%llu", (unsigned long long)steps);
     recipe_regex *re = NULL;
-    cr_assert_null(recipe_regex_compile(".*\\.(q|k|v)_proj\\.weight", &re));
+    cr_assert_null(nf_recipe_regex_compile(".*\\.(q|k|v)_proj\\.weight", &re));
     steps = 0;
-    cr_assert_not(recipe_regex_match(re, "model.layers.0.self_attn.q_proj.bias", &steps));
+    cr_assert_not(nf_recipe_regex_match(re, "model.layers.0.self_attn.q_proj.bias", &steps));
     cr_assert_leq(steps, 12, "%llu", (unsigned long long)steps);
-    cr_assert(recipe_regex_match(re, "model.layers.0.self_attn.k_proj.weight", &steps));
-    recipe_regex_free(re);
+    cr_assert(nf_recipe_regex_match(re, "model.layers.0.self_attn.k_proj.weight", &steps));
+    nf_recipe_regex_free(re);
     /* a repeated or grouped last literal is no tail: "ab+" matches "abb" */
-    cr_assert_null(recipe_regex_compile("ab+", &re));
-    cr_assert(recipe_regex_match(re, "abb", &steps));
-    recipe_regex_free(re);
-    cr_assert_null(recipe_regex_compile("a(bc)", &re));
-    cr_assert(recipe_regex_match(re, "abc", &steps));
-    recipe_regex_free(re);
-    cr_assert_null(recipe_regex_compile("x|ab", &re));
-    cr_assert(recipe_regex_match(re, "x", &steps));
-    recipe_regex_free(re);
-    cr_assert_null(recipe_regex_compile("a\\.b$", &re));
-    cr_assert(recipe_regex_match(re, "a.b", &steps));
-    recipe_regex_free(re);
+    cr_assert_null(nf_recipe_regex_compile("ab+", &re));
+    cr_assert(nf_recipe_regex_match(re, "abb", &steps));
+    nf_recipe_regex_free(re);
+    cr_assert_null(nf_recipe_regex_compile("a(bc)", &re));
+    cr_assert(nf_recipe_regex_match(re, "abc", &steps));
+    nf_recipe_regex_free(re);
+    cr_assert_null(nf_recipe_regex_compile("x|ab", &re));
+    cr_assert(nf_recipe_regex_match(re, "x", &steps));
+    nf_recipe_regex_free(re);
+    cr_assert_null(nf_recipe_regex_compile("a\\.b$", &re));
+    cr_assert(nf_recipe_regex_match(re, "a.b", &steps));
+    nf_recipe_regex_free(re);
 }

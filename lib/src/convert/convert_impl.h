@@ -174,7 +174,7 @@ nf_status nf_convert_nvfp4_tensor_max(const nf_source *src, const nf_source_tens
                                       uint32_t *max_word, nf_error *err);
 
 /* The represented values of words, bit for bit those of nf_words_to_f32, with fast loops for the
- * grouped, FP8-row and direct bf16/fp32 formats (values.c; for the report's statistics and the
+ * grouped, FP8-row and direct bf16/fp32 formats (word_values.c; for the report's statistics and the
  * budget's measuring pass). */
 nf_status nf_convert_words_values(const nf_geometry *g, const nf_words *w, uint64_t first_row, float *out,
                                   nf_error *err);

@@ -92,7 +92,7 @@ static void free_list(decl_list *l)
     memset(l, 0, sizeof *l);
 }
 
-int dialect_list_match(const decl_list *l, const char *module)
+int nf_dialect_list_match(const decl_list *l, const char *module)
 {
     if (nf_strset_find(&l->exact, module, NULL, NULL)) return 3;
     for (size_t i = 0; i < l->npatterns; i++)
@@ -307,7 +307,7 @@ static nf_status read_modelopt(const json_t *q, decl *d, const char *ctx, const 
 }
 
 /* ---------------------------------------------------------------- formats not read yet */
-nf_status dialect_not_read(nf_error *err, const char *where, const char *format, const char *how)
+nf_status nf_dialect_not_read(nf_error *err, const char *where, const char *format, const char *how)
 {
     return nf_error_set(err, NF_ERR_INVALID,
                         "%s: %s (%s): not read yet, its weights are no dialect ninfer-tools reads (docs/dialects.md, "
@@ -375,7 +375,7 @@ static nf_status sparsity_foreign(const json_t *sp, const char *path, const char
     snprintf(how, sizeof how, "compressed-tensors %s, declared in config.json %s", nf_esc(fs[0] ? fs : "(no format)").s,
              key);
     snprintf(where, sizeof where, "%s: %s", path, key);
-    return dialect_not_read(err, where, name ? name : "sparse", how);
+    return nf_dialect_not_read(err, where, name ? name : "sparse", how);
 }
 
 /* The formats of a compressed-tensors declaration no dialect reads: its quantization format, a
@@ -389,7 +389,7 @@ static nf_status ct_foreign(const json_t *q, const char *path, nf_error *err)
         snprintf(where, sizeof where, "%s: quantization_config.format", path);
         snprintf(how, sizeof how, "compressed-tensors %s, declared in config.json quantization_config",
                  json_string_value(f));
-        return dialect_not_read(err, where, name, how);
+        return nf_dialect_not_read(err, where, name, how);
     }
     const json_t *groups = json_object_get(q, "config_groups");
     const char *gname;
@@ -401,7 +401,7 @@ static nf_status ct_foreign(const json_t *q, const char *path, nf_error *err)
             snprintf(where, sizeof where, "%s: quantization_config.config_groups.%s.format", path, nf_esc(gname).s);
             snprintf(how, sizeof how, "compressed-tensors %s, declared in config.json quantization_config",
                      json_string_value(f));
-            return dialect_not_read(err, where, name, how);
+            return nf_dialect_not_read(err, where, name, how);
         }
     return sparsity_foreign(json_object_get(q, "sparsity_config"), path, "quantization_config.sparsity_config", err);
 }
@@ -447,7 +447,7 @@ static nf_status foreign_decl(const nf_source *src, const json_t *cfg, const cha
             snprintf(where, sizeof where, "%s: quantization_config", cfg_path);
             snprintf(how, sizeof how, "mlx-lm%s, declared in config.json quantization_config without a quant_method",
                      detail);
-            return dialect_not_read(err, where, "MLX affine", how);
+            return nf_dialect_not_read(err, where, "MLX affine", how);
         }
         const char *name = json_is_string(m) ? foreign_method(json_string_value(m), q) : NULL;
         if (name) {
@@ -456,7 +456,7 @@ static nf_status foreign_decl(const nf_source *src, const json_t *cfg, const cha
             snprintf(where, sizeof where, "%s: quantization_config.quant_method", cfg_path);
             snprintf(how, sizeof how, "quant_method '%s'%s, declared in config.json quantization_config",
                      nf_esc(json_string_value(m)).s, detail);
-            return dialect_not_read(err, where, name[0] ? name : "an unknown quantization", how);
+            return nf_dialect_not_read(err, where, name[0] ? name : "an unknown quantization", how);
         }
         if (json_is_string(m) && !strcmp(json_string_value(m), "compressed-tensors")) NF_TRY(ct_foreign(q, cfg_path, err));
     }
@@ -465,7 +465,7 @@ static nf_status foreign_decl(const nf_source *src, const json_t *cfg, const cha
         bits_group(mq, "bits", "group_size", detail, sizeof detail);
         snprintf(where, sizeof where, "%s: quantization", cfg_path);
         snprintf(how, sizeof how, "mlx-lm%s, declared in config.json quantization", detail);
-        return dialect_not_read(err, where, "MLX affine", how);
+        return nf_dialect_not_read(err, where, "MLX affine", how);
     }
     if (cfg) NF_TRY(sparsity_foreign(json_object_get(cfg, "sparsity_config"), cfg_path, "sparsity_config", err));
     /* AutoGPTQ (<= 0.4) and AutoAWQ (before 2023-10-31) declared their format in a file of its own */
@@ -492,7 +492,7 @@ static nf_status foreign_decl(const nf_source *src, const json_t *cfg, const cha
         bits_group(j, i == 1 ? "w_bit" : "bits", i == 1 ? "q_group_size" : "group_size", bg, sizeof bg);
         snprintf(how, sizeof how, "%s%s%s, declared in %s", files[i][2], detail, bg, files[i][0]);
         json_decref(j);
-        return dialect_not_read(err, path, name, how);
+        return nf_dialect_not_read(err, path, name, how);
     }
     return NF_OK;
 }
@@ -505,7 +505,7 @@ static nf_status set_path(decl *d, const char *path)
     return d->path ? NF_OK : NF_ERR_NOMEM;
 }
 
-nf_status dialect_read_decl(const nf_source *src, decl *d, nf_error *err)
+nf_status nf_dialect_read_decl(const nf_source *src, decl *d, nf_error *err)
 {
     memset(d, 0, sizeof *d);
     const char *cfg_path = nf_source_companion(src, "config.json");
@@ -549,11 +549,11 @@ nf_status dialect_read_decl(const nf_source *src, decl *d, nf_error *err)
     }
     json_decref(cfg);
     json_decref(hf);
-    if (st != NF_OK) dialect_free_decl(d);
+    if (st != NF_OK) nf_dialect_free_decl(d);
     return st;
 }
 
-void dialect_free_decl(decl *d)
+void nf_dialect_free_decl(decl *d)
 {
     for (size_t i = 0; i < d->nschemes; i++) free_list(&d->schemes[i].targets);
     free(d->schemes);

@@ -1,6 +1,6 @@
 /* The dialect module's shared structures: a checkpoint's quantization declaration as
  * declare.c reads it (config.json quantization_config, hf_quant_config.json) and the scan that
- * scan.c builds from it and the tensor names, read by values.c.  Private to lib/src/dialect:
+ * scan.c builds from it and the tensor names, read by qweight_values.c.  Private to lib/src/dialect:
  * includes run from scan.c (the scan) to declare.c (the declarations). */
 #ifndef NINFER_DIALECT_INTERNAL_H
 #define NINFER_DIALECT_INTERNAL_H
@@ -71,15 +71,15 @@ typedef struct decl {
 
 /* Read the declarations of a safetensors source (config.json, hf_quant_config.json); d is
  * zeroed first.  NF_ERR_INVALID names the file and key. */
-nf_status dialect_read_decl(const nf_source *src, decl *d, nf_error *err);
-void dialect_free_decl(decl *d);
+nf_status nf_dialect_read_decl(const nf_source *src, decl *d, nf_error *err);
+void nf_dialect_free_decl(decl *d);
 /* A quantized checkpoint of a producer no dialect reads (docs/dialects.md, "Quantized checkpoints
  * not read yet"): NF_ERR_INVALID "WHERE: FORMAT (HOW): not read yet, ...; convert from the BF16
  * release of the model".  where: the file (and key, or tensor); how: the producer, its
  * parameters and what declared or showed it. */
-nf_status dialect_not_read(nf_error *err, const char *where, const char *format, const char *how);
+nf_status nf_dialect_not_read(nf_error *err, const char *where, const char *format, const char *how);
 /* Is module (a weight's name without ".weight") in list l?  level: 3 exact, 2 pattern, 1 class. */
-int dialect_list_match(const decl_list *l, const char *module);
+int nf_dialect_list_match(const decl_list *l, const char *module);
 
 struct nf_dialects {
     const nf_source *src;

@@ -148,7 +148,7 @@ static nf_status ct_scheme_of(const nf_dialects *d, const module *m, const nf_so
     bool several = false;
     for (size_t i = 0; i < d->decl.nschemes; i++) {
         const ct_scheme *s = &d->decl.schemes[i];
-        int level = dialect_list_match(&s->targets, m->name);
+        int level = nf_dialect_list_match(&s->targets, m->name);
         if (level == 0 || level < best) continue;
         if (level > best) {
             best = level;
@@ -308,7 +308,7 @@ static nf_status nvfp4_weight(nf_dialects *d, const module *m, nf_qweight *q, nf
         snprintf(where, sizeof where, "%s: tensor '%s'", file_of(d->src, s), nf_esc(s->name).s);
         snprintf(how, sizeof how, "E2M1 codes, two per U8, with %s E8M0 scales per 32 values, recognised by the "
                  "tensors", s->type_name);
-        return dialect_not_read(err, where, "MXFP4", how);
+        return nf_dialect_not_read(err, where, "MXFP4", how);
     }
     if (s->dtype != NF_ST_F8_E4M3)
         return fail_t(err, d->src, s, "dtype %s: NVFP4 block scales are F8_E4M3", s->type_name);
@@ -461,7 +461,7 @@ static nf_status int_weight(nf_dialects *d, const module *m, nf_qweight *q, nf_e
 /* ---------------------------------------------------------------- one module */
 static nf_status ignored_conflict(const nf_dialects *d, const module *m, const nf_source_tensor *t, nf_error *err)
 {
-    if (d->decl.kind == DECL_NONE || dialect_list_match(&d->decl.ignore, m->name) < 2) return NF_OK;
+    if (d->decl.kind == DECL_NONE || nf_dialect_list_match(&d->decl.ignore, m->name) < 2) return NF_OK;
     return fail_t(err, d->src, t, "module '%s' is left unquantized by %s's ignore list, but this tensor quantizes it: "
                   "conflicting dialect markers", m->name, d->decl.path);
 }
@@ -506,7 +506,7 @@ static nf_status resolve_module(nf_dialects *d, const module *m, nf_error *err)
                       p->name);
     if (!has_quant) {
         if (p) return fail_t(err, d->src, p, "packed codes without %s.weight_scale", m->name);
-        if (is_f8(w) && d->decl.kind != DECL_NONE && dialect_list_match(&d->decl.ignore, m->name) < 2)
+        if (is_f8(w) && d->decl.kind != DECL_NONE && nf_dialect_list_match(&d->decl.ignore, m->name) < 2)
             return fail_t(err, d->src, w, "%s codes without a scale: %s declares a quantized checkpoint (%s) and does "
                           "not leave module '%s' unquantized, but %s.weight_scale%s is in no shard",
                           w->type_name, d->decl.path, d->decl.what, m->name, m->name,
@@ -665,7 +665,7 @@ static nf_status refuse_foreign_layouts(const nf_source *src, nf_error *err)
         char how[1024], where[2048];
         if (!foreign_layout(src, t, &format, how, sizeof how)) continue;
         snprintf(where, sizeof where, "%s: tensor '%s'", file_of(src, t), nf_esc(t->name).s);
-        return dialect_not_read(err, where, format, how);
+        return nf_dialect_not_read(err, where, format, how);
     }
     return NF_OK;
 }
@@ -692,7 +692,7 @@ nf_status nf_dialects_scan(const nf_source *src, nf_dialects **out, nf_error *er
     nf_status st = NF_OK;
     if (!d->role || !d->owner || !es) st = nf_common_nomem(err);
     for (size_t i = 0; st == NF_OK && i < n; i++) d->owner[i] = UINT32_MAX;
-    if (st == NF_OK && nf_source_kind_of(src) == NF_SOURCE_SAFETENSORS) st = dialect_read_decl(src, &d->decl, err);
+    if (st == NF_OK && nf_source_kind_of(src) == NF_SOURCE_SAFETENSORS) st = nf_dialect_read_decl(src, &d->decl, err);
     if (st == NF_OK && nf_source_kind_of(src) == NF_SOURCE_SAFETENSORS) st = refuse_foreign_layouts(src, err);
     size_t ne = 0;
     for (size_t i = 0; st == NF_OK && nf_source_kind_of(src) == NF_SOURCE_SAFETENSORS && i < n; i++) {
@@ -741,7 +741,7 @@ nf_status nf_dialects_scan(const nf_source *src, nf_dialects **out, nf_error *er
 void nf_dialects_free(nf_dialects *d)
 {
     if (!d) return;
-    dialect_free_decl(&d->decl);
+    nf_dialect_free_decl(&d->decl);
     free(d->weights);
     free(d->role);
     free(d->owner);

@@ -1,5 +1,5 @@
 /* import_encoded: the checks and message helpers every dialect shares (source declarations,
- * names, dtypes, special values), for gguf.c, nvfp4.c and fp8.c and the dispatcher in import.c. */
+ * names, dtypes, special values), for gguf_import.c, nvfp4_import.c and fp8.c and the dispatcher in import.c. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>

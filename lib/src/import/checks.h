@@ -1,7 +1,7 @@
 /* The import module's shared helpers (checks.c): the checks of source declarations and chunks,
  * message helpers and little-endian reads, used by the dispatcher (import.c) and the dialects
- * (gguf.c, nvfp4.c, fp8.c) alike.  Each dialect's row converter is declared in the header of
- * its own file (gguf.h, nvfp4.h, fp8.h), so that includes run one way: the dispatcher above
+ * (gguf_import.c, nvfp4_import.c, fp8.c) alike.  Each dialect's row converter is declared in the header of
+ * its own file (gguf_import.h, nvfp4_import.h, fp8.h), so that includes run one way: the dispatcher above
  * the dialects above these helpers. */
 #ifndef NINFER_IMPORT_CHECKS_H
 #define NINFER_IMPORT_CHECKS_H

@@ -1,13 +1,13 @@
 /* import_encoded: the kind table, single-matrix geometry and the row dispatcher, which checks
- * the chunk and the output words and hands the rows to the dialect's file (gguf.c, nvfp4.c,
+ * the chunk and the output words and hands the rows to the dialect's file (gguf_import.c, nvfp4_import.c,
  * fp8.c).  The checks and messages those files share are in checks.c, below all three. */
 #include <stdio.h>
 #include <string.h>
 
 #include "import/checks.h"
 #include "import/fp8.h"
-#include "import/gguf.h"
-#include "import/nvfp4.h"
+#include "import/gguf_import.h"
+#include "import/nvfp4_import.h"
 
 static const char *const kind_names[NF_IMPORT_KIND_COUNT] = {
     "gguf_blocks",    "gsq_q2_0",         "q8_0", "pq2_0", "nvfp4_modelopt", "nvfp4_compressed_tensors",

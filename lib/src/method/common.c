@@ -1,5 +1,5 @@
 /* The methods' shared ground, below the dispatcher (dispatch.c) and the methods that it calls
- * (cast_direct.c, grouped.c, fp8_row.c, measure.c): method names and targets, source element
+ * (cast_direct.c, grouped.c, fp8_row_maxabs.c, measure.c): method names and targets, source element
  * types and their loading as binary32, messages that name the tensor, row and column, and the
  * checks of rows and parameters every method makes. */
 #include <inttypes.h>

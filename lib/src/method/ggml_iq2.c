@@ -225,7 +225,7 @@ static gq_fail iq2_xxs_group(const nf_iq2_kernels *kern, const nf_ggml_grid *g, 
     *out_scale = 0.0f;
     if (max < IQ2_XXS_EPS) return GQ_OK;
     uint8_t Lqp[32];
-    float scale = gq_fit_positive(32, IQ2_MAXQ + 1, xval, Lqp, w);
+    float scale = nf_method_gq_fit_positive(32, IQ2_MAXQ + 1, xval, Lqp, w);
     float eff_max = scale * gq_f(IQ2_MAXQ);
     if (eff_max <= 0) return GQ_OK;
     float ids[NF_IQ2_TRIAL_ROOM] = {0};

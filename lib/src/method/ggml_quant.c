@@ -194,7 +194,7 @@ static float gq_fit_min(int n, int nmax, const float *x, const float *w, uint8_t
  * importance path (ggml's make_qp_quants): the best of 9 inverse scales around nmax / max by
  * weighted error, then up to 5 sweeps moving single codes.  L is stored as ggml stores it, in a
  * byte (a negative code wraps).  Shared with the i-quants (ggml_quant.h). */
-float gq_fit_positive(int n, int nmax, const float *x, uint8_t *L, const float *qw)
+float nf_method_gq_fit_positive(int n, int nmax, const float *x, uint8_t *L, const float *qw)
 {
     float max = 0.0f;
     for (int i = 0; i < n; i++) max = max > x[i] ? max : x[i];
@@ -594,7 +594,7 @@ static void enc_q2_k(const float *x, const float *qw, float sigma2, uint8_t *b)
         }
     } else {
         /* ggml's importance path: weights qw * sqrt(mean square + x^2), the 16 scales and minima
-         * fitted as 4-bit codes (gq_fit_positive) weighted by each sub-block's weight sum. */
+         * fitted as 4-bit codes (nf_method_gq_fit_positive) weighted by each sub-block's weight sum. */
         float sumx2 = 0.0f, sw[16];
         uint8_t Ls[16], Lm[16];
         for (unsigned j = 0; j < GQ_SUPER; j++) sumx2 += x[j] * x[j];
@@ -605,8 +605,8 @@ static void enc_q2_k(const float *x, const float *qw, float sigma2, uint8_t *b)
             for (int l = 0; l < 16; l++) sw[j] += w[16 * j + l];
         }
         gq_kern->fit_min(16, 16, 3, x, w, L, scales, mins, -0.9f, 0.05f, 36, false);
-        gq_put_f16(b + 80, gq_fit_positive(16, 15, scales, Ls, sw));
-        gq_put_f16(b + 82, gq_fit_positive(16, 15, mins, Lm, sw));
+        gq_put_f16(b + 80, nf_method_gq_fit_positive(16, 15, scales, Ls, sw));
+        gq_put_f16(b + 82, nf_method_gq_fit_positive(16, 15, mins, Lm, sw));
         for (int j = 0; j < 16; j++) sc[j] = (uint8_t)(Ls[j] | Lm[j] << 4);
     }
     float d = gq_get_f16(b + 80), dmin = gq_get_f16(b + 82);
@@ -804,8 +804,8 @@ static void gq_kmin_finish(const float *x, bool imp, const gq_kmin *k, const flo
         gq_put_f16(b, max_scale / 63.0f);
         gq_put_f16(b + 2, max_min / 63.0f);
     } else {
-        float d_block = gq_fit_positive(8, 63, scales, ls, sw);
-        float m_block = gq_fit_positive(8, 63, mins, lm, sw);
+        float d_block = nf_method_gq_fit_positive(8, 63, scales, ls, sw);
+        float m_block = nf_method_gq_fit_positive(8, 63, mins, lm, sw);
         for (int j = 0; j < 8 && k->clamp_fitted; j++) {
             ls[j] = (uint8_t)gq_min(63, ls[j]);
             lm[j] = (uint8_t)gq_min(63, lm[j]);

@@ -103,7 +103,7 @@ typedef gq_fail (*gq_block_try_fn)(const float *x, const float *qw, float sigma2
 /* ---------------------------------------------------------------- shared searches (ggml_quant.c) */
 
 /* ggml's make_qp_quants: non-negative codes in [0, nmax] into L and their scale. */
-float gq_fit_positive(int n, int nmax, const float *x, uint8_t *L, const float *qw);
+float nf_method_gq_fit_positive(int n, int nmax, const float *x, uint8_t *L, const float *qw);
 
 /* ---------------------------------------------------------------- families in their own files */
 

@@ -98,7 +98,7 @@ static inline float nf_recip_f32(float s) { return 1.0f / s; }
 
 /* max |x| as a binary32 word: with the sign cleared, the words of non-NaN values order like
  * their magnitudes, and every infinity or NaN word is >= 0x7F800000, so one integer max both
- * finds amax and tells whether the values are finite (grouped.c, fp8_row.c and the portable
+ * finds amax and tells whether the values are finite (grouped.c, fp8_row_maxabs.c and the portable
  * search kernel share it). */
 NF_METHOD_INLINE uint32_t nf_method_amax_word(const float *x, size_t n)
 {

@@ -157,7 +157,7 @@ nf_status nf_recipe_load_ex(const char *path, const nf_recipe_options *opt, nf_r
     }
     char *dir = NULL;
     if (st == NF_OK && !is_stdin) {
-        dir = recipe_dirname(path);
+        dir = nf_recipe_dirname(path);
         if (!dir) st = nf_common_nomem_in(err, name);
     }
     /* a recipe read from stdin has no directory of its own: nothing to read but what the command

@@ -78,12 +78,12 @@ static bool set_class(byteset *s, const char *name, size_t len)
 }
 
 /* ---------------------------------------------------------------- globs */
-bool recipe_glob_needs_fnmatch(const char *pattern)
+bool nf_recipe_glob_needs_fnmatch(const char *pattern)
 {
     return strstr(pattern, "[:") || strstr(pattern, "[=") || strstr(pattern, "[.");
 }
 
-size_t recipe_glob_prefix_len(const char *pattern)
+size_t nf_recipe_glob_prefix_len(const char *pattern)
 {
     return strcspn(pattern, "*?[\\");
 }
@@ -160,10 +160,10 @@ static const char *glob_last_star(const char *p, const char *pe)
     return last;
 }
 
-bool recipe_glob_match(const char *pattern, const char *name, uint64_t *steps)
+bool nf_recipe_glob_match(const char *pattern, const char *name, uint64_t *steps)
 {
     size_t plen = strlen(pattern), n = strlen(name);
-    if (recipe_glob_needs_fnmatch(pattern)) {
+    if (nf_recipe_glob_needs_fnmatch(pattern)) {
         /* fnmatch walks the pattern once per name position at worst */
         *steps += ((uint64_t)plen + 1) * ((uint64_t)n + 1);
         return fnmatch(pattern, name, 0) == 0;
@@ -573,7 +573,7 @@ static int gen(recipe_regex *re, const rparser *ps, int id, int next, const char
     return -1;
 }
 
-const char *recipe_regex_compile(const char *pattern, recipe_regex **out)
+const char *nf_recipe_regex_compile(const char *pattern, recipe_regex **out)
 {
     *out = NULL;
     rparser *ps = calloc(1, sizeof *ps);
@@ -606,7 +606,7 @@ const char *recipe_regex_compile(const char *pattern, recipe_regex **out)
     free(ps->sets);
     free(ps);
     if (why) {
-        recipe_regex_free(re);
+        nf_recipe_regex_free(re);
         return why;
     }
     re->suffix_len = regex_suffix(pattern, re->suffix, sizeof re->suffix);
@@ -614,7 +614,7 @@ const char *recipe_regex_compile(const char *pattern, recipe_regex **out)
     return NULL;
 }
 
-void recipe_regex_free(recipe_regex *re)
+void nf_recipe_regex_free(recipe_regex *re)
 {
     if (!re) return;
     free(re->st);
@@ -626,7 +626,7 @@ void recipe_regex_free(recipe_regex *re)
     free(re);
 }
 
-size_t recipe_regex_states(const recipe_regex *re) { return (size_t)re->nstates; }
+size_t nf_recipe_regex_states(const recipe_regex *re) { return (size_t)re->nstates; }
 
 /* Adds state s and what it reaches without consuming a byte at position pos of n; each state is
  * entered at most once per position (its mark), so a closure costs at most the state count. */
@@ -664,7 +664,7 @@ static void next_gen(recipe_regex *re)
     }
 }
 
-bool recipe_regex_match(recipe_regex *re, const char *name, uint64_t *steps)
+bool nf_recipe_regex_match(recipe_regex *re, const char *name, uint64_t *steps)
 {
     size_t n = strlen(name);
     if (re->suffix_len) {
@@ -746,7 +746,7 @@ static bool top_level_alternation(const char *pattern)
 
 static bool is_operator(char c) { return c == '*' || c == '+' || c == '?' || c == '{'; }
 
-size_t recipe_regex_prefix(const char *pattern, char *buf, size_t size)
+size_t nf_recipe_regex_prefix(const char *pattern, char *buf, size_t size)
 {
     /* With an alternation at the top, no prefix is certain (a|b); stop at the first token that
      * is not a literal byte, and drop the last literal when an operator that may skip it follows. */

@@ -56,7 +56,7 @@ static nf_status nomem(parser *p)
 static nf_status expected(parser *p, const ynode *n, const char *ctx, const char *what)
 {
     char got[128];
-    yn_describe(n, got, sizeof got);
+    nf_recipe_yn_describe(n, got, sizeof got);
     return fail(p, n->pos, "%s: expected %s, got %s", ctx, what, got);
 }
 
@@ -285,7 +285,7 @@ static char *join_path(const char *dir, const char *path)
     return out;
 }
 
-char *recipe_dirname(const char *path)
+char *nf_recipe_dirname(const char *path)
 {
     const char *slash = strrchr(path, '/');
     if (!slash) return strdup(".");
@@ -306,7 +306,7 @@ static char *source_dir(const char *source_path)
 {
     struct stat st;
     if (!source_path) return NULL;
-    if (stat(source_path, &st) == 0 && !S_ISDIR(st.st_mode)) return recipe_dirname(source_path);
+    if (stat(source_path, &st) == 0 && !S_ISDIR(st.st_mode)) return nf_recipe_dirname(source_path);
     return strdup(source_path);
 }
 
@@ -461,10 +461,10 @@ static nf_status add_selector(parser *p, nf_recipe_rule *rule, const ynode *n, c
     if (n->len > RECIPE_MAX_SELECTOR_BYTES)
         return fail(p, n->pos, "%s: selector of %zu bytes, more than the cap of %u (a tensor name has at most %u)", ctx,
                     n->len, RECIPE_MAX_SELECTOR_BYTES, NF_SOURCE_MAX_NAME_BYTES);
-    if (recipe_is_regex(s) && ++p->nregex > RECIPE_MAX_REGEX_SELECTORS)
+    if (nf_recipe_is_regex(s) && ++p->nregex > RECIPE_MAX_REGEX_SELECTORS)
         return fail(p, n->pos, "%s: more than %u regular expression selectors (the cap; a glob or an exact name "
                     "costs less)", ctx, RECIPE_MAX_REGEX_SELECTORS);
-    if (recipe_is_regex(s)) {
+    if (nf_recipe_is_regex(s)) {
         const char *pattern = s + strlen(RECIPE_RE_PREFIX);
         if (!pattern[0]) return fail(p, n->pos, "%s: empty regular expression '%s'", ctx, s);
         const char *why_complex = nf_recipe_regex_too_complex(pattern);
@@ -472,8 +472,8 @@ static nf_status add_selector(parser *p, nf_recipe_rule *rule, const ynode *n, c
         const char *bad_syntax = nf_recipe_regex_syntax_error(pattern);
         if (bad_syntax) return fail(p, n->pos, "%s: bad regular expression '%s': %s", ctx, pattern, bad_syntax);
         recipe_regex *mine = NULL;
-        const char *why = recipe_regex_compile(pattern, &mine);
-        recipe_regex_free(mine);
+        const char *why = nf_recipe_regex_compile(pattern, &mine);
+        nf_recipe_regex_free(mine);
         if (why) return fail(p, n->pos, "%s: regular expression '%s' %s", ctx, pattern, why);
     }
     size_t count = rule->nmatch;
@@ -536,7 +536,7 @@ static nf_status check_with_now(parser *p, const nf_recipe_rule *rule, const yno
     char why[256];
     size_t bad = 0;
     bool bad_value = false;
-    if (recipe_check_with(rule->method, rule->with, why, sizeof why, &bad, &bad_value)) return NF_OK;
+    if (nf_recipe_check_with(rule->method, rule->with, why, sizeof why, &bad, &bad_value)) return NF_OK;
     nf_recipe_pos pos = with_node->pos;
     if (bad < with_node->n) pos = bad_value ? yn_val(with_node, bad)->pos : yn_key(with_node, bad)->pos;
     return fail(p, pos, "%s.with: %s", rctx, why);
@@ -575,7 +575,7 @@ static nf_status parse_rule(parser *p, nf_recipe_rule *rule, const ynode *n, siz
             rule->method_pos = v->pos;
         } else if (!strcmp(k->text, "with")) {
             NF_TRY(want_map(p, v, kctx));
-            NF_TRY(yn_to_json(v, p->name, &rule->with, p->err));
+            NF_TRY(nf_recipe_yn_to_json(v, p->name, &rule->with, p->err));
             rule->with_pos = v->pos;
             with_node = v;
         } else if (!strcmp(k->text, "skip")) {
@@ -682,7 +682,7 @@ static nf_status parse_config(parser *p, nf_recipe_component *c, const ynode *n,
         }
         return dup_into(p, s, &c->config_from);
     }
-    return yn_to_json(n, p->name, &c->config, p->err);
+    return nf_recipe_yn_to_json(n, p->name, &c->config, p->err);
 }
 
 static nf_status parse_component(parser *p, size_t ci, const ynode *k, const ynode *v)
@@ -931,7 +931,7 @@ static nf_status parse_root(parser *p, const ynode *root)
         else if (!strcmp(k, "groups")) NF_TRY(parse_groups(p, v));
         else if (!strcmp(k, "budget")) NF_TRY(parse_budget(p, v));
     }
-    return yn_to_json(root, p->name, &p->r->json, p->err);
+    return nf_recipe_yn_to_json(root, p->name, &p->r->json, p->err);
 }
 
 /* ---------------------------------------------------------------- public entry points */
@@ -977,7 +977,7 @@ void nf_recipe_free(nf_recipe *r)
         if (impl->res_file) free(impl->res_file[i]);
     }
     free(impl->res_file);
-    recipe_free_roots(impl);
+    nf_recipe_free_roots(impl);
     free(impl->text);
     json_decref(impl->vars);
     json_decref(impl->cli_sources);
@@ -1047,11 +1047,11 @@ nf_status recipe_parse_with(const char *text, size_t len, const char *name, cons
         return nomem(&p);
     }
     /* What the recipe may read, to begin with: its own directory (docs/recipes.md) */
-    nf_status st = dir ? recipe_add_root(impl, dir, "the recipe's directory", false, err) : NF_OK;
+    nf_status st = dir ? nf_recipe_add_root(impl, dir, "the recipe's directory", false, err) : NF_OK;
     ynode *root = NULL;
-    if (st == NF_OK) st = yn_parse(text ? text : "", len, name, &root, err);
+    if (st == NF_OK) st = nf_recipe_yn_parse(text ? text : "", len, name, &root, err);
     if (st == NF_OK) st = parse_root(&p, root);
-    yn_free(root);
+    nf_recipe_yn_free(root);
     if (st != NF_OK) {
         nf_recipe_free(r);
         return st;
@@ -1074,7 +1074,7 @@ nf_status nf_recipe_set_source(nf_recipe *r, const char *name, const char *path,
     char *copy = strdup(path);
     if (!copy) return nf_common_nomem(err);
     /* The command line names it: the recipe's other paths may point into it (paths.c). */
-    nf_status rst = recipe_add_root(impl, path, "--source", false, err);
+    nf_status rst = nf_recipe_add_root(impl, path, "--source", false, err);
     if (rst != NF_OK) {
         free(copy);
         return rst;

@@ -20,7 +20,7 @@
 #include "common/fail.h"
 #include "recipe/recipe_internal.h"
 
-char *recipe_lexical_abs(const char *path)
+char *nf_recipe_lexical_abs(const char *path)
 {
     nf_buf in = {0};
     if (path[0] != '/') {
@@ -68,11 +68,11 @@ char *recipe_lexical_abs(const char *path)
     return out;
 }
 
-nf_status recipe_add_root(recipe_impl *impl, const char *path, const char *why, bool must_exist, nf_error *err)
+nf_status nf_recipe_add_root(recipe_impl *impl, const char *path, const char *why, bool must_exist, nf_error *err)
 {
     char *real = realpath(path, NULL);
     if (!real && must_exist) return nf_error_errno(err, errno, "--allow-path %s", path);
-    char *lexical = recipe_lexical_abs(path);
+    char *lexical = nf_recipe_lexical_abs(path);
     recipe_root *grown = lexical ? realloc(impl->roots, (impl->nroots + 1) * sizeof *grown) : NULL;
     if (!grown) {
         free(real);
@@ -84,7 +84,7 @@ nf_status recipe_add_root(recipe_impl *impl, const char *path, const char *why, 
     return NF_OK;
 }
 
-void recipe_free_roots(recipe_impl *impl)
+void nf_recipe_free_roots(recipe_impl *impl)
 {
     for (size_t i = 0; i < impl->nroots; i++) {
         free(impl->roots[i].real);
@@ -107,7 +107,7 @@ static bool under(const char *p, const char *root)
 nf_status nf_recipe_allow_path(nf_recipe *r, const char *path, nf_error *err)
 {
     if (!r || !path || !path[0]) return nf_error_set(err, NF_ERR_USAGE, "--allow-path: missing path");
-    nf_status st = recipe_add_root((recipe_impl *)r, path, "--allow-path", true, err);
+    nf_status st = nf_recipe_add_root((recipe_impl *)r, path, "--allow-path", true, err);
     if (st == NF_ERR_IO) err->status = st = NF_ERR_USAGE; /* a command-line mistake, not a system error */
     if (st == NF_OK) recipe_note((recipe_impl *)r, &((recipe_impl *)r)->allow_paths, json_string(path));
     return st;
@@ -119,7 +119,7 @@ nf_status nf_recipe_check_path(const nf_recipe *r, const char *path, const char 
     if (!r || !path) return nf_error_set(err, NF_ERR_USAGE, "nf_recipe_check_path: missing argument");
     const recipe_impl *impl = (const recipe_impl *)r;
     char *real = realpath(path, NULL);
-    char *target = real ? real : recipe_lexical_abs(path);
+    char *target = real ? real : nf_recipe_lexical_abs(path);
     if (!target) return nf_common_nomem_in(err, path);
     bool inside = false;
     for (size_t i = 0; i < impl->nroots && !inside; i++) {
@@ -147,7 +147,7 @@ nf_status nf_recipe_check_path(const nf_recipe *r, const char *path, const char 
     char where[128] = "";
     if (pos.line > 0) snprintf(where, sizeof where, ":%d:%d", pos.line, pos.col);
     /* "resolves to" only when it says something: a link or a ".." on the way */
-    char *as_written = recipe_lexical_abs(path);
+    char *as_written = nf_recipe_lexical_abs(path);
     bool same = as_written && strcmp(as_written, target) == 0 && !strstr(written ? written : path, "..");
     free(as_written);
     char resolved[4200] = "";

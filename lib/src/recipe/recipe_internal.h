@@ -50,16 +50,16 @@ static inline const ynode *yn_val(const ynode *map, size_t i) { return map->item
  * NF_RECIPE_MAX_DEPTH, more than NF_RECIPE_MAX_NODES nodes, non-scalar mapping keys, duplicate
  * keys and NUL characters in scalars; libyaml's own errors keep its problem and position.
  * `name` prefixes every message. */
-nf_status yn_parse(const char *text, size_t len, const char *name, ynode **root, nf_error *err);
-void yn_free(ynode *n);
+nf_status nf_recipe_yn_parse(const char *text, size_t len, const char *name, ynode **root, nf_error *err);
+void nf_recipe_yn_free(ynode *n);
 
 /* "a mapping", "the string 'x'", "the integer 3", ... for "expected ..., got ..." messages. */
-void yn_describe(const ynode *n, char *out, size_t size);
+void nf_recipe_yn_describe(const ynode *n, char *out, size_t size);
 
 /* The node as JSON: mappings become objects (keys in document order), sequences arrays, scalars
  * by their core-schema type.  Fails (with the node's position) for an integer beyond int64 or a
  * float JSON cannot hold (.inf, .nan). */
-nf_status yn_to_json(const ynode *n, const char *name, json_t **out, nf_error *err);
+nf_status nf_recipe_yn_to_json(const ynode *n, const char *name, json_t **out, nf_error *err);
 
 /* ---------------------------------------------------------------- private recipe state */
 /* nf_recipe objects are only ever made by nf_recipe_parse/load, so they carry this extension:
@@ -102,49 +102,49 @@ void recipe_note(recipe_impl *impl, json_t **list, json_t *v);
 
 /* Adds a root (paths.c).  must_exist: an unresolvable path is NF_ERR_USAGE (--allow-path);
  * otherwise it is kept in its lexical form only. */
-nf_status recipe_add_root(recipe_impl *impl, const char *path, const char *why, bool must_exist, nf_error *err);
-void recipe_free_roots(recipe_impl *impl);
+nf_status nf_recipe_add_root(recipe_impl *impl, const char *path, const char *why, bool must_exist, nf_error *err);
+void nf_recipe_free_roots(recipe_impl *impl);
 /* The absolute, lexically normalized form of path ("." and ".." resolved as text, no link
  * followed); NULL on ENOMEM or when the current directory is unknown. */
-char *recipe_lexical_abs(const char *path);
+char *nf_recipe_lexical_abs(const char *path);
 
 /* ---------------------------------------------------------------- shared checks */
 /* Check method parameters (`with`) against a method (docs/methods.md).  Returns true when
  * they are acceptable; otherwise writes the reason into why and the index (in object order) of
  * the offending member into *bad_index (so the parser can point at its key or value; *bad_value
  * says which of the two). */
-bool recipe_check_with(const char *method, const json_t *with, char *why, size_t why_size, size_t *bad_index,
+bool nf_recipe_check_with(const char *method, const json_t *with, char *why, size_t why_size, size_t *bad_index,
                        bool *bad_value);
 
 /* Selector helpers shared by parse (validation) and resolve (matching). */
 #define RECIPE_RE_PREFIX "re:"
-bool recipe_is_regex(const char *selector);
+bool nf_recipe_is_regex(const char *selector);
 /* Does a glob selector contain any fnmatch metacharacter?  Without one it matches only the
  * identical name, which the exact lookup already decided. */
-bool recipe_glob_has_meta(const char *selector);
+bool nf_recipe_glob_has_meta(const char *selector);
 
 /* Matchers with a counted cost (match.c; docs/recipes.md).  Each adds the work it did to
  * *steps: a glob at most (pattern length + 1) x (name length + 1), a regular expression at
  * most (states + 1) x (name length + 1). */
-bool recipe_glob_match(const char *pattern, const char *name, uint64_t *steps); /* fnmatch(p, n, 0) */
-bool recipe_glob_needs_fnmatch(const char *pattern); /* holds [: [= or [. (then fnmatch decides) */
-size_t recipe_glob_prefix_len(const char *pattern); /* literal bytes before the first * ? [ \ */
+bool nf_recipe_glob_match(const char *pattern, const char *name, uint64_t *steps); /* fnmatch(p, n, 0) */
+bool nf_recipe_glob_needs_fnmatch(const char *pattern); /* holds [: [= or [. (then fnmatch decides) */
+size_t nf_recipe_glob_prefix_len(const char *pattern); /* literal bytes before the first * ? [ \ */
 
 typedef struct recipe_regex recipe_regex;
 /* The whole-name matcher of a "re:" pattern (without the prefix): NULL and *out set, or the
  * reason it is refused ("has an unmatched '('", "uses a backslash before a letter ...") to
  * follow "regular expression 'P' ". */
-const char *recipe_regex_compile(const char *pattern, recipe_regex **out);
-bool recipe_regex_match(recipe_regex *re, const char *name, uint64_t *steps); /* not thread-safe */
-size_t recipe_regex_states(const recipe_regex *re);
-void recipe_regex_free(recipe_regex *re);
+const char *nf_recipe_regex_compile(const char *pattern, recipe_regex **out);
+bool nf_recipe_regex_match(recipe_regex *re, const char *name, uint64_t *steps); /* not thread-safe */
+size_t nf_recipe_regex_states(const recipe_regex *re);
+void nf_recipe_regex_free(recipe_regex *re);
 /* The literal text every name the pattern matches starts with (NUL-terminated in buf); its
  * length.  Empty when unsure (an alternation anywhere). */
-size_t recipe_regex_prefix(const char *pattern, char *buf, size_t size);
+size_t nf_recipe_regex_prefix(const char *pattern, char *buf, size_t size);
 #define RECIPE_RE_PREFIX_MAX 260 /* a pattern is at most 256 bytes (parse.c) */
 
 /* The directory part of a path: "a/b" -> "a", "b" -> ".", "/b" -> "/".  NULL on ENOMEM. */
-char *recipe_dirname(const char *path);
+char *nf_recipe_dirname(const char *path);
 
 /* Why the "re:" pattern is beyond what a selector may be -- the bounds that kept glibc's regcomp
  * cheap when it compiled selectors: too long, too many or stacked repetition operators, large

@@ -18,12 +18,12 @@
 #include "common/strset.h"
 #include "recipe/recipe_internal.h"
 
-bool recipe_is_regex(const char *selector)
+bool nf_recipe_is_regex(const char *selector)
 {
     return strncmp(selector, RECIPE_RE_PREFIX, strlen(RECIPE_RE_PREFIX)) == 0;
 }
 
-bool recipe_glob_has_meta(const char *selector)
+bool nf_recipe_glob_has_meta(const char *selector)
 {
     return strpbrk(selector, "*?[\\") != NULL;
 }
@@ -61,7 +61,7 @@ static void describe_json(const json_t *v, char *out, size_t size)
     snprintf(out, size, "a value");
 }
 
-bool recipe_check_with(const char *method, const json_t *with, char *why, size_t why_size, size_t *bad_index,
+bool nf_recipe_check_with(const char *method, const json_t *with, char *why, size_t why_size, size_t *bad_index,
                        bool *bad_value)
 {
     *bad_index = 0;
@@ -190,14 +190,14 @@ static void prefix_range(const resolver *rs, const char *prefix, size_t plen, si
  * metacharacter: only an identical name, which the exact lookup decides). */
 static bool candidates(const resolver *rs, const char *selector, size_t *lo, size_t *hi)
 {
-    if (recipe_is_regex(selector)) {
+    if (nf_recipe_is_regex(selector)) {
         char prefix[RECIPE_RE_PREFIX_MAX];
-        size_t plen = recipe_regex_prefix(selector + strlen(RECIPE_RE_PREFIX), prefix, sizeof prefix);
+        size_t plen = nf_recipe_regex_prefix(selector + strlen(RECIPE_RE_PREFIX), prefix, sizeof prefix);
         prefix_range(rs, prefix, plen, lo, hi);
         return true;
     }
-    if (!recipe_glob_has_meta(selector)) return false;
-    prefix_range(rs, selector, recipe_glob_prefix_len(selector), lo, hi);
+    if (!nf_recipe_glob_has_meta(selector)) return false;
+    prefix_range(rs, selector, nf_recipe_glob_prefix_len(selector), lo, hi);
     return true;
 }
 
@@ -225,19 +225,19 @@ static nf_status select_tensors(resolver *rs, const nf_recipe_rule *rule, size_t
     }
     if (!candidates(rs, selector, &lo, &hi)) return NF_OK;
     recipe_regex *re = NULL;
-    if (recipe_is_regex(selector)) {
+    if (nf_recipe_is_regex(selector)) {
         const char *pattern = selector + strlen(RECIPE_RE_PREFIX);
-        const char *why = recipe_regex_compile(pattern, &re);
+        const char *why = nf_recipe_regex_compile(pattern, &re);
         if (why)
             return nf_error_set(rs->err, NF_ERR_INVALID, "%s:%d:%d: rules[%zu].match: regular expression '%s' %s",
                                 label(rs->r), rule->pos.line, rule->pos.col, ri, pattern, why);
-        rs->work.steps += recipe_regex_states(re);
+        rs->work.steps += nf_recipe_regex_states(re);
     }
     nf_status st = NF_OK;
     for (size_t k = lo; k < hi; k++) {
         size_t i = rs->sorted[k].index;
-        bool hit = re ? recipe_regex_match(re, rs->t[i].name, &rs->work.steps)
-                      : recipe_glob_match(selector, rs->t[i].name, &rs->work.steps);
+        bool hit = re ? nf_recipe_regex_match(re, rs->t[i].name, &rs->work.steps)
+                      : nf_recipe_glob_match(selector, rs->t[i].name, &rs->work.steps);
         if (hit) {
             collect(rs, i, rule_stamp);
             *any = true;
@@ -247,7 +247,7 @@ static nf_status select_tensors(resolver *rs, const nf_recipe_rule *rule, size_t
             break;
         }
     }
-    recipe_regex_free(re);
+    nf_recipe_regex_free(re);
     return st;
 }
 
@@ -371,7 +371,7 @@ static nf_status run(resolver *rs, nf_recipe_choice *choices)
         char why[256];
         size_t bad = 0;
         bool bad_value = false;
-        if (!recipe_check_with(c->method, c->with, why, sizeof why, &bad, &bad_value)) {
+        if (!nf_recipe_check_with(c->method, c->with, why, sizeof why, &bad, &bad_value)) {
             const nf_recipe_rule *rule = &r->rules[wr];
             return nf_error_set(rs->err, NF_ERR_INVALID, "%s:%d:%d: rules[%d].with: %s (tensor '%s' uses method %s)",
                                 label(r), rule->pos.line, rule->pos.col, wr, why, rs->t[i].name, c->method);

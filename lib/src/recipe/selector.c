@@ -24,10 +24,10 @@ nf_status nf_recipe_selector_compile(const char *selector, nf_recipe_selector **
         return nf_error_set(err, NF_ERR_INVALID, "selector of %zu bytes, more than the cap of %u", n, SELECTOR_MAX_BYTES);
     nf_recipe_selector *s = calloc(1, sizeof *s);
     if (!s) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
-    if (recipe_is_regex(selector)) {
+    if (nf_recipe_is_regex(selector)) {
         const char *pattern = selector + strlen(RECIPE_RE_PREFIX);
         const char *why = pattern[0] ? nf_recipe_regex_too_complex(pattern) : "is empty";
-        if (!why) why = recipe_regex_compile(pattern, &s->re);
+        if (!why) why = nf_recipe_regex_compile(pattern, &s->re);
         if (why) {
             free(s);
             return nf_error_set(err, NF_ERR_INVALID, "regular expression '%.200s' %s", pattern, why);
@@ -44,15 +44,15 @@ bool nf_recipe_selector_match(nf_recipe_selector *sel, const char *name)
 {
     if (!sel || !name) return false;
     uint64_t steps = 0;
-    if (sel->re) return recipe_regex_match(sel->re, name, &steps);
+    if (sel->re) return nf_recipe_regex_match(sel->re, name, &steps);
     if (strcmp(sel->text, name) == 0) return true;
-    return recipe_glob_has_meta(sel->text) && recipe_glob_match(sel->text, name, &steps);
+    return nf_recipe_glob_has_meta(sel->text) && nf_recipe_glob_match(sel->text, name, &steps);
 }
 
 void nf_recipe_selector_free(nf_recipe_selector *sel)
 {
     if (!sel) return;
-    recipe_regex_free(sel->re);
+    nf_recipe_regex_free(sel->re);
     free(sel->text);
     free(sel);
 }

@@ -69,10 +69,10 @@ static nf_status nomem(builder *b)
     return nf_common_nomem_in(b->err, b->name);
 }
 
-void yn_free(ynode *n)
+void nf_recipe_yn_free(ynode *n)
 {
     if (!n) return;
-    for (size_t i = 0; i < n->nslots; i++) yn_free(n->items[i]);
+    for (size_t i = 0; i < n->nslots; i++) nf_recipe_yn_free(n->items[i]);
     free(n->items);
     free(n->text);
     free(n);
@@ -198,7 +198,7 @@ static nf_status check_duplicate(builder *b, frame *f, const ynode *key, size_t 
 }
 
 /* Attach a just-made node to the open collection (or make it the root).  The node is owned by
- * the tree from here on, even on failure, so yn_free of the root releases everything. */
+ * the tree from here on, even on failure, so nf_recipe_yn_free of the root releases everything. */
 static nf_status attach(builder *b, ynode *n)
 {
     if (b->depth == 0) {
@@ -208,7 +208,7 @@ static nf_status attach(builder *b, ynode *n)
     frame *f = &b->stack[b->depth - 1];
     ynode *parent = f->node;
     if (!push_slot(parent, n)) {
-        yn_free(n);
+        nf_recipe_yn_free(n);
         return nomem(b);
     }
     if (parent->kind == YN_SEQ) {
@@ -247,7 +247,7 @@ static nf_status on_scalar(builder *b, const yaml_event_t *ev)
     NF_TRY(new_node(b, YN_SCALAR, ev->start_mark, &n));
     n->text = malloc(len + 1);
     if (!n->text) {
-        yn_free(n);
+        nf_recipe_yn_free(n);
         return nomem(b);
     }
     memcpy(n->text, value, len);
@@ -319,7 +319,7 @@ static nf_status syntax_error(builder *b, const yaml_parser_t *parser)
     return fail_at(b, p, "YAML syntax error: %s", problem);
 }
 
-nf_status yn_parse(const char *text, size_t len, const char *name, ynode **root, nf_error *err)
+nf_status nf_recipe_yn_parse(const char *text, size_t len, const char *name, ynode **root, nf_error *err)
 {
     *root = NULL;
     builder b = {.name = name, .text = text, .len = len, .err = err};
@@ -356,12 +356,12 @@ nf_status yn_parse(const char *text, size_t len, const char *name, ynode **root,
     yaml_parser_delete(&parser);
     while (b.depth > 0) on_end(&b);
     if (st != NF_OK) {
-        yn_free(b.root);
+        nf_recipe_yn_free(b.root);
         return st;
     }
     /* An empty document ("---" alone, or only comments) is the same as no document. */
     if (b.root && b.root->kind == YN_SCALAR && b.root->type == YS_NULL) {
-        yn_free(b.root);
+        nf_recipe_yn_free(b.root);
         b.root = NULL;
     }
     *root = b.root;
@@ -382,7 +382,7 @@ static void quote_text(const char *s, size_t len, char *out, size_t size)
     snprintf(out, size, "'%.*s%s'", (int)n, s, cut ? "..." : "");
 }
 
-void yn_describe(const ynode *n, char *out, size_t size)
+void nf_recipe_yn_describe(const ynode *n, char *out, size_t size)
 {
     char q[80];
     switch (n->kind) {
@@ -405,7 +405,7 @@ static nf_status json_fail(const char *name, const ynode *n, nf_error *err, cons
     return nf_common_fail_at(err, name, n->pos.line, n->pos.col, "%s", what);
 }
 
-nf_status yn_to_json(const ynode *n, const char *name, json_t **out, nf_error *err)
+nf_status nf_recipe_yn_to_json(const ynode *n, const char *name, json_t **out, nf_error *err)
 {
     *out = NULL;
     json_t *v = NULL;
@@ -415,7 +415,7 @@ nf_status yn_to_json(const ynode *n, const char *name, json_t **out, nf_error *e
         if (!v) break;
         for (size_t i = 0; i < n->n; i++) {
             json_t *child = NULL;
-            nf_status st = yn_to_json(yn_val(n, i), name, &child, err);
+            nf_status st = nf_recipe_yn_to_json(yn_val(n, i), name, &child, err);
             if (st != NF_OK) {
                 json_decref(v);
                 return st;
@@ -432,7 +432,7 @@ nf_status yn_to_json(const ynode *n, const char *name, json_t **out, nf_error *e
         if (!v) break;
         for (size_t i = 0; i < n->n; i++) {
             json_t *child = NULL;
-            nf_status st = yn_to_json(n->items[i], name, &child, err);
+            nf_status st = nf_recipe_yn_to_json(n->items[i], name, &child, err);
             if (st != NF_OK) {
                 json_decref(v);
                 return st;

@@ -43,7 +43,7 @@ nf_status nf_source_read_bytes(const nf_source *s, const nf_source_tensor *t, ui
         return nf_error_set(err, NF_ERR_USAGE, "%s: tensor '%s': bytes [%llu, +%zu) outside its %llu bytes",
                             s->files[t->file].path, t->name, (unsigned long long)offset, len,
                             (unsigned long long)t->bytes);
-    return src_file_read(&s->files[t->file], t->offset + offset, buf, len, err);
+    return nf_source_file_read(&s->files[t->file], t->offset + offset, buf, len, err);
 }
 
 static nf_status check_rows(const nf_source *s, const nf_source_tensor *t, uint64_t r0, uint64_t r1, nf_error *err)
@@ -70,7 +70,7 @@ nf_status nf_source_read_rows(const nf_source *s, const nf_source_tensor *t, uin
                             "%zu", s->files[t->file].path, t->name, (unsigned long long)r0,
                             (unsigned long long)r1, (unsigned long long)need, buf_len);
     if (!buf && need > 0) return nf_error_set(err, NF_ERR_USAGE, "%s: nf_source_read_rows: NULL buffer", s->path);
-    return src_file_read(&s->files[t->file], t->offset + r0 * t->row_bytes, buf, (size_t)need, err);
+    return nf_source_file_read(&s->files[t->file], t->offset + r0 * t->row_bytes, buf, (size_t)need, err);
 }
 
 /* ---------------------------------------------------------------- conversion */
@@ -259,7 +259,7 @@ static nf_status read_values(const nf_source *s, const nf_source_tensor *t, conv
     nf_status rc = NF_OK;
     for (uint64_t done = 0; done < nblocks && rc == NF_OK; done += chunk) {
         uint64_t nb = nblocks - done < chunk ? nblocks - done : chunk;
-        rc = src_file_read(&s->files[t->file], t->offset + (first_block + done) * bb, raw, (size_t)(nb * bb), err);
+        rc = nf_source_file_read(&s->files[t->file], t->offset + (first_block + done) * bb, raw, (size_t)(nb * bb), err);
         if (rc == NF_OK)
             rc = convert(s, t, k, raw, (size_t)nb, out + done * bv, (first_block + done) * bv, err);
     }

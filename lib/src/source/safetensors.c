@@ -272,8 +272,8 @@ static nf_status parse_metadata(nf_source *s, src_file *f, const char *where, co
         return nf_error_set(err, NF_ERR_INVALID, "%s: __metadata__ is %s, expected an object of strings",
                             where, json_kind(meta));
     size_t n = json_object_size(meta);
-    f->meta_keys = src_arena_alloc(&s->arena, (n ? n : 1) * sizeof(char *));
-    f->meta_values = src_arena_alloc(&s->arena, (n ? n : 1) * sizeof(char *));
+    f->meta_keys = nf_source_arena_alloc(&s->arena, (n ? n : 1) * sizeof(char *));
+    f->meta_values = nf_source_arena_alloc(&s->arena, (n ? n : 1) * sizeof(char *));
     if (!f->meta_keys || !f->meta_values) return nf_common_nomem_in(err, f->path);
     const char *k;
     const json_t *v;
@@ -281,8 +281,8 @@ static nf_status parse_metadata(nf_source *s, src_file *f, const char *where, co
         if (!json_is_string(v))
             return nf_error_set(err, NF_ERR_INVALID, "%s: __metadata__[\"%s\"] is %s, expected a string",
                                 where, k, json_kind(v));
-        const char *kc = src_arena_strndup(&s->arena, k, strlen(k));
-        const char *vc = src_arena_strndup(&s->arena, json_string_value(v), json_string_length(v));
+        const char *kc = nf_source_arena_strndup(&s->arena, k, strlen(k));
+        const char *vc = nf_source_arena_strndup(&s->arena, json_string_value(v), json_string_length(v));
         if (!kc || !vc) return nf_common_nomem_in(err, f->path);
         f->meta_keys[f->nmeta] = kc;
         f->meta_values[f->nmeta] = vc;
@@ -411,10 +411,10 @@ static nf_status parse_header(nf_source *s, size_t fi, const uint8_t *hdr, size_
     for (size_t i = 0; i < count; i++) {
         const st_entry *e = &entries[i];
         src_tensor *st;
-        if ((rc = src_add_tensor(s, fname, &st, err)) != NF_OK) goto done;
+        if ((rc = nf_source_add_tensor(s, fname, &st, err)) != NF_OK) goto done;
         nf_source_tensor *t = &st->pub;
-        uint64_t *shape = src_arena_alloc(&s->arena, (e->rank ? e->rank : 1) * sizeof(uint64_t));
-        t->name = src_arena_strndup(&s->arena, e->name, strlen(e->name));
+        uint64_t *shape = nf_source_arena_alloc(&s->arena, (e->rank ? e->rank : 1) * sizeof(uint64_t));
+        t->name = nf_source_arena_strndup(&s->arena, e->name, strlen(e->name));
         if (!shape || !t->name) {
             rc = nf_common_nomem_in(err, fname);
             goto done;
@@ -450,14 +450,14 @@ done:
     return rc;
 }
 
-nf_status src_st_parse(nf_source *s, size_t fi, nf_error *err)
+nf_status nf_source_st_parse(nf_source *s, size_t fi, nf_error *err)
 {
     src_file *f = &s->files[fi];
     if (f->size < 8)
         return nf_error_set(err, NF_ERR_INVALID, "%s: %llu bytes, too short for the 8-byte safetensors header length",
                             f->path, (unsigned long long)f->size);
     uint8_t prefix[8];
-    NF_TRY(src_file_read(f, 0, prefix, 8, err));
+    NF_TRY(nf_source_file_read(f, 0, prefix, 8, err));
     uint64_t n = src_rd64(prefix);
     if (n > NF_ST_MAX_HEADER_BYTES)
         return nf_error_set(err, NF_ERR_INVALID, "%s: byte 0: header length %llu exceeds the cap of %u bytes", f->path,
@@ -471,7 +471,7 @@ nf_status src_st_parse(nf_source *s, size_t fi, nf_error *err)
     if (f->mem) return parse_header(s, fi, f->mem + 8, len, data_len, err);
     uint8_t *hdr = malloc(len ? len : 1);
     if (!hdr) return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory for a %zu-byte header", f->path, len);
-    nf_status rc = src_file_read(f, 8, hdr, len, err);
+    nf_status rc = nf_source_file_read(f, 8, hdr, len, err);
     if (rc == NF_OK) rc = parse_header(s, fi, hdr, len, data_len, err);
     free(hdr);
     return rc;

@@ -7,6 +7,6 @@
 #include "source/store.h"
 
 /* Parse file `file` of s as safetensors and append its tensors (in offset order). */
-nf_status src_st_parse(nf_source *s, size_t file, nf_error *err);
+nf_status nf_source_st_parse(nf_source *s, size_t file, nf_error *err);
 
 #endif

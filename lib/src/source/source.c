@@ -19,7 +19,7 @@
 #include "common/open_regular.h"
 #include "common/io.h"
 #include "common/json_prescan.h"
-#include "source/gguf.h"
+#include "source/gguf_parse.h"
 #include "source/safetensors.h"
 #include "source/store.h"
 
@@ -77,7 +77,7 @@ static nf_status add_file(nf_source *s, const char *path, int fd, const struct s
         f->dev = (uint64_t)st->st_dev;
         f->ino = (uint64_t)st->st_ino;
         pthread_mutex_lock(&s->fd_lock);
-        bool ok = src_file_track(s, s->nfiles - 1);
+        bool ok = nf_source_file_track(s, s->nfiles - 1);
         pthread_mutex_unlock(&s->fd_lock);
         if (!ok) {
             nf_io_close(fd);
@@ -119,8 +119,8 @@ static const char *const companion_list[] = {
 /* Record the companion files present in the directory `dir` (length dir_len). */
 static nf_status scan_companions(nf_source *s, const char *dir, size_t dir_len, nf_error *err)
 {
-    s->companion_names = src_arena_alloc(&s->arena, NCOMPANIONS * sizeof(char *));
-    s->companion_paths = src_arena_alloc(&s->arena, NCOMPANIONS * sizeof(char *));
+    s->companion_names = nf_source_arena_alloc(&s->arena, NCOMPANIONS * sizeof(char *));
+    s->companion_paths = nf_source_arena_alloc(&s->arena, NCOMPANIONS * sizeof(char *));
     if (!s->companion_names || !s->companion_paths) return nf_common_nomem_in(err, s->path);
     for (size_t i = 0; i < NCOMPANIONS; i++) {
         char *p = join_path(dir, dir_len, companion_list[i]);
@@ -128,7 +128,7 @@ static nf_status scan_companions(nf_source *s, const char *dir, size_t dir_len, 
         struct stat st;
         /* stat, not lstat: Hugging Face cache snapshots are symbolic links into blobs/. */
         if (stat(p, &st) == 0 && S_ISREG(st.st_mode)) {
-            const char *copy = src_arena_strndup(&s->arena, p, strlen(p));
+            const char *copy = nf_source_arena_strndup(&s->arena, p, strlen(p));
             if (!copy) {
                 free(p);
                 return nf_common_nomem_in(err, s->path);
@@ -306,10 +306,10 @@ static nf_status open_index(nf_source *s, const char *path, nf_error *err)
             }
             rc = open_file(s, p, true, path, err);
             free(p);
-            if (rc == NF_OK) rc = src_st_parse(s, s->nfiles - 1, err);
+            if (rc == NF_OK) rc = nf_source_st_parse(s, s->nfiles - 1, err);
         }
     }
-    if (rc == NF_OK) rc = src_index_names(s, err); /* a name in two shards is caught here */
+    if (rc == NF_OK) rc = nf_source_index_names(s, err); /* a name in two shards is caught here */
     if (rc == NF_OK) {
         /* Every shard tensor is listed, under its own shard. */
         for (size_t i = 0; i < s->ntensors && rc == NF_OK; i++) {
@@ -411,8 +411,8 @@ static nf_status open_directory(nf_source *s, const char *dir, nf_error *err)
         } else if (nst == 1) {
             p = join_path(dir, dlen, single);
             if (!p) rc = nf_common_nomem_in(err, dir);
-            else if ((rc = open_file(s, p, false, NULL, err)) == NF_OK) rc = src_st_parse(s, 0, err);
-            if (rc == NF_OK) rc = src_index_names(s, err);
+            else if ((rc = open_file(s, p, false, NULL, err)) == NF_OK) rc = nf_source_st_parse(s, 0, err);
+            if (rc == NF_OK) rc = nf_source_index_names(s, err);
         } else if (nst == 0) {
             rc = nf_error_set(err, NF_ERR_INVALID, "%s: no *.safetensors file and no model.safetensors.index.json", dir);
         } else {
@@ -447,7 +447,7 @@ static nf_source *source_new(const char *path)
         free(s);
         return NULL;
     }
-    s->fd_cap = src_fd_cap_for_process();
+    s->fd_cap = nf_source_fd_cap_for_process();
     return s;
 }
 
@@ -470,7 +470,7 @@ void nf_source_close(nf_source *s)
     free(s->kv_by_key);
     free(s->index_path);
     free(s->path);
-    src_arena_free(&s->arena);
+    nf_source_arena_free(&s->arena);
     free(s);
 }
 
@@ -482,9 +482,9 @@ static nf_source_kind sniff(const uint8_t *p, size_t n)
 
 static nf_status parse_single(nf_source *s, nf_error *err)
 {
-    if (s->kind == NF_SOURCE_GGUF) NF_TRY(src_gguf_parse(s, err));
-    else NF_TRY(src_st_parse(s, 0, err));
-    return src_index_names(s, err);
+    if (s->kind == NF_SOURCE_GGUF) NF_TRY(nf_source_gguf_parse(s, err));
+    else NF_TRY(nf_source_st_parse(s, 0, err));
+    return nf_source_index_names(s, err);
 }
 
 nf_status nf_source_open(const char *path, nf_source **out, nf_error *err)
@@ -514,7 +514,7 @@ nf_status nf_source_open(const char *path, nf_source **out, nf_error *err)
             } else {
                 uint8_t magic[4];
                 size_t n = s->files[0].size < 4 ? (size_t)s->files[0].size : 4;
-                rc = src_file_read(&s->files[0], 0, magic, n, err);
+                rc = nf_source_file_read(&s->files[0], 0, magic, n, err);
                 s->kind = sniff(magic, n);
             }
         }

@@ -1,4 +1,4 @@
-/* A source's storage, below the format parsers (gguf.c, safetensors.c) and the opener that
+/* A source's storage, below the format parsers (gguf_parse.c, safetensors.c) and the opener that
  * calls them (source.c): the arena of names and shapes, the table of tensors, and the files with
  * their bounded cache of open descriptors (docs/security.md 7.1, F8), through which every
  * read goes. */
@@ -25,7 +25,7 @@ struct src_chunk {
 
 #define SRC_CHUNK_BYTES ((size_t)64 << 10)
 
-void *src_arena_alloc(src_arena *a, size_t n)
+void *nf_source_arena_alloc(src_arena *a, size_t n)
 {
     size_t need = (n + 7u) & ~(size_t)7u;
     if (need < n) return NULL;
@@ -52,17 +52,17 @@ void *src_arena_alloc(src_arena *a, size_t n)
     return p;
 }
 
-char *src_arena_strndup(src_arena *a, const char *s, size_t n)
+char *nf_source_arena_strndup(src_arena *a, const char *s, size_t n)
 {
     if (n == SIZE_MAX) return NULL;
-    char *p = src_arena_alloc(a, n + 1);
+    char *p = nf_source_arena_alloc(a, n + 1);
     if (!p) return NULL;
     if (n) memcpy(p, s, n);
     p[n] = '\0';
     return p;
 }
 
-void src_arena_free(src_arena *a)
+void nf_source_arena_free(src_arena *a)
 {
     src_chunk *c = a->head;
     while (c) {
@@ -77,7 +77,7 @@ void src_arena_free(src_arena *a)
 /* ---------------------------------------------------------------- fd cache (F8) */
 /* How many descriptors one source keeps open: a quarter of the soft RLIMIT_NOFILE (the program
  * needs others: its output parts, other sources, stdio), at least 4 and at most 64. */
-size_t src_fd_cap_for_process(void)
+size_t nf_source_fd_cap_for_process(void)
 {
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return 64;
@@ -107,7 +107,7 @@ static bool fd_evict_one(nf_source *s)
 }
 
 /* Records file index k as open, closing others beyond the cap (the caller holds the lock). */
-bool src_file_track(nf_source *s, size_t k)
+bool nf_source_file_track(nf_source *s, size_t k)
 {
     if (s->nfd_open == s->fd_open_cap) {
         size_t cap = s->fd_open_cap ? s->fd_open_cap * 2 : 16;
@@ -166,7 +166,7 @@ static nf_status fd_reopen(nf_source *s, src_file *f, nf_error *err)
     (void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
     f->fd = fd;
     size_t k = (size_t)(f - s->files);
-    if (!src_file_track(s, k)) {
+    if (!nf_source_file_track(s, k)) {
         nf_io_close(fd);
         f->fd = -1;
         return nf_common_nomem_in(err, f->path);
@@ -174,7 +174,7 @@ static nf_status fd_reopen(nf_source *s, src_file *f, nf_error *err)
     return NF_OK;
 }
 
-nf_status src_file_read(const src_file *cf, uint64_t off, void *buf, size_t len, nf_error *err)
+nf_status nf_source_file_read(const src_file *cf, uint64_t off, void *buf, size_t len, nf_error *err)
 {
     uint64_t end;
     if (!nf_add_u64(off, len, &end) || end > cf->size)
@@ -208,7 +208,7 @@ nf_status src_file_read(const src_file *cf, uint64_t off, void *buf, size_t len,
     return NF_OK;
 }
 
-nf_status src_add_tensor(nf_source *s, const char *file_name, src_tensor **out, nf_error *err)
+nf_status nf_source_add_tensor(nf_source *s, const char *file_name, src_tensor **out, nf_error *err)
 {
     *out = NULL;
     if (s->ntensors >= NF_SOURCE_MAX_TENSORS)
@@ -236,7 +236,7 @@ static int cmp_tensor_name(const void *a, const void *b)
     return strcmp(x->pub.name, y->pub.name);
 }
 
-nf_status src_index_names(nf_source *s, nf_error *err)
+nf_status nf_source_index_names(nf_source *s, nf_error *err)
 {
     free(s->by_name);
     s->by_name = NULL;

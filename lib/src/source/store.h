@@ -1,7 +1,7 @@
 /* The nf_source structure shared by the safetensors and GGUF parsers, the reading code and the
  * openers, and what store.c keeps of it: a bump allocator for the many small strings and shapes
  * a checkpoint header holds, the tensor slots, the name index and the descriptor cache.  The
- * parsers' entry points are in safetensors.h and gguf.h, so that includes run one way: the
+ * parsers' entry points are in safetensors.h and gguf_parse.h, so that includes run one way: the
  * openers (source.c) above the parsers above this store. */
 #ifndef NINFER_SOURCE_STORE_H
 #define NINFER_SOURCE_STORE_H
@@ -21,9 +21,9 @@ typedef struct src_arena {
     src_chunk *head;
 } src_arena;
 
-void *src_arena_alloc(src_arena *a, size_t n); /* 8-byte aligned; NULL when out of memory */
-char *src_arena_strndup(src_arena *a, const char *s, size_t n); /* NUL-terminated copy */
-void src_arena_free(src_arena *a);
+void *nf_source_arena_alloc(src_arena *a, size_t n); /* 8-byte aligned; NULL when out of memory */
+char *nf_source_arena_strndup(src_arena *a, const char *s, size_t n); /* NUL-terminated copy */
+void nf_source_arena_free(src_arena *a);
 
 /* ---------------------------------------------------------------- files */
 typedef struct src_file {
@@ -102,19 +102,19 @@ struct nf_source {
 /* Read [off, off + len) of file f (pread through the I/O shim, or memcpy from the image), opening
  * it again when the fd cache closed it (a file that is not the one first opened is NF_ERR_IO).
  * Reading past the recorded size is NF_ERR_IO (the file shrank after open). */
-nf_status src_file_read(const src_file *f, uint64_t off, void *buf, size_t len, nf_error *err);
+nf_status nf_source_file_read(const src_file *f, uint64_t off, void *buf, size_t len, nf_error *err);
 /* The descriptor cache (store.c): how many descriptors one source keeps open (a quarter of the
  * soft RLIMIT_NOFILE, 4 to 64), and file k recorded as open, closing others beyond the cap
  * (fd_lock held; false when out of memory). */
-size_t src_fd_cap_for_process(void);
-bool src_file_track(nf_source *s, size_t k);
+size_t nf_source_fd_cap_for_process(void);
+bool nf_source_file_track(nf_source *s, size_t k);
 
 /* Append a tensor slot (zeroed, owner set) in *out; NF_ERR_NOMEM when out of memory,
  * NF_ERR_INVALID past NF_SOURCE_MAX_TENSORS (*out NULL). */
-nf_status src_add_tensor(nf_source *s, const char *file_name, src_tensor **out, nf_error *err);
+nf_status nf_source_add_tensor(nf_source *s, const char *file_name, src_tensor **out, nf_error *err);
 
 /* Sort s->by_name; fails on a duplicate name (message names both files). */
-nf_status src_index_names(nf_source *s, nf_error *err);
+nf_status nf_source_index_names(nf_source *s, nf_error *err);
 
 static inline uint16_t src_rd16(const uint8_t *p)
 {

@@ -3,7 +3,7 @@
  *
  * A kernel encodes one whole source row of K elements (F32, F16 or BF16 little-endian bytes at
  * any alignment) into K E4M3FN codes and the row's scale word, and gives exactly the words of the
- * reference in fp8_row.c (nf_fp8_row_reference):
+ * reference in fp8_row_maxabs.c (nf_fp8_row_reference):
  *   - pass 1 is an integer max over the sign-cleared source words in their own width (BF16 and
  *     binary16 words order like their magnitudes, binary32 too).  A word at or above the
  *     infinity word means a non-finite element.  Rounding to BF16 is monotonic, so the row
@@ -57,7 +57,7 @@ extern const nf_fp8_kernels nf_fp8_kernels_avx512;
 const nf_fp8_kernels *nf_fp8_kernels_for(nf_simd_level level);
 const nf_fp8_kernels *nf_fp8_kernels_active(void);
 
-/* The reference (today's fp8_row.c loop, kept for the tests and for every row a kernel
+/* The reference (today's fp8_row_maxabs.c loop, kept for the tests and for every row a kernel
  * declines): the same contract as nf_fp8_row_maxabs_rows, without kernels. */
 nf_status nf_fp8_row_maxabs_rows_reference(const nf_format *fmt, const nf_src_rows *src, nf_words *out,
                                            nf_error *err);

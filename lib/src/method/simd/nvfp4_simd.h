@@ -3,7 +3,7 @@
  *
  * A kernel encodes whole groups of 16 source elements (F32, F16 or BF16 little-endian bytes at
  * any alignment, widened exactly to binary32) into one E4M3FN scale word and 16 E2M1 words each,
- * and gives exactly the words of the reference in nvfp4.c (nf_nvfp4_quantize_rows_reference):
+ * and gives exactly the words of the reference in nvfp4_quantize.c (nf_nvfp4_quantize_rows_reference):
  *   - the group's largest magnitude is an integer max over the sign-cleared binary32 words
  *     (finite words order like their magnitudes; an infinity or NaN word is at least
  *     0x7F800000);
@@ -147,7 +147,7 @@ extern const nf_nvfp4_kernels nf_nvfp4_kernels_avx512;
 const nf_nvfp4_kernels *nf_nvfp4_kernels_for(nf_simd_level level);
 const nf_nvfp4_kernels *nf_nvfp4_kernels_active(void);
 
-/* The references (nvfp4.c's plain loops, kept for the tests): the same contracts as
+/* The references (nvfp4_quantize.c's plain loops, kept for the tests): the same contracts as
  * nf_nvfp4_quantize_rows and nf_nvfp4_search_rows, without kernels. */
 nf_status nf_nvfp4_quantize_rows_reference(const nf_format *fmt, const nf_method_params *params,
                                            const nf_src_rows *src, nf_words *out, nf_error *err);

@@ -36,7 +36,7 @@
 #include "common/checked.h"
 #include "common/fail.h"
 #include "common/ggml_types.h"
-#include "source/gguf.h"
+#include "source/gguf_parse.h"
 #include "source/store.h"
 
 /* ---------------------------------------------------------------- ggml types */
@@ -154,13 +154,13 @@ static nf_status gg_take(gg_cur *c, void *dst, uint64_t n, const char *what)
             c->pos += k;
             left -= k;
         } else if (left >= GG_WINDOW) {
-            NF_TRY(src_file_read(c->f, c->pos, d, (size_t)left, c->err));
+            NF_TRY(nf_source_file_read(c->f, c->pos, d, (size_t)left, c->err));
             c->pos += left;
             left = 0;
         } else {
             uint64_t k = c->f->size - c->pos;
             if (k > GG_WINDOW) k = GG_WINDOW;
-            NF_TRY(src_file_read(c->f, c->pos, c->win, (size_t)k, c->err));
+            NF_TRY(nf_source_file_read(c->f, c->pos, c->win, (size_t)k, c->err));
             c->win_off = c->pos;
             c->win_len = (size_t)k;
         }
@@ -195,7 +195,7 @@ static nf_status gg_string(gg_cur *c, uint64_t cap, const char *what, src_str *o
         return gg_fail(c, at, "%s length %llu exceeds the cap of %llu bytes", what, (unsigned long long)len,
                        (unsigned long long)cap);
     if (len > gg_remaining(c)) return gg_short(c, what, len);
-    char *p = src_arena_alloc(&c->s->arena, (size_t)len + 1);
+    char *p = nf_source_arena_alloc(&c->s->arena, (size_t)len + 1);
     if (!p) return nf_common_nomem_in(c->err, c->f->path);
     NF_TRY(gg_take(c, p, len, what));
     p[len] = '\0';
@@ -217,7 +217,7 @@ static nf_status read_values(gg_cur *c, nf_gguf_type t, uint64_t count, const vo
     if (t == NF_GGUF_STRING) {
         /* count * 8 <= remaining was checked by the caller, so this table is bounded by the
          * bytes present. */
-        src_str *v = src_arena_alloc(&c->s->arena, (size_t)(count ? count : 1) * sizeof *v);
+        src_str *v = nf_source_arena_alloc(&c->s->arena, (size_t)(count ? count : 1) * sizeof *v);
         if (!v) return nf_common_nomem_in(c->err, c->f->path);
         for (uint64_t i = 0; i < count; i++) {
             char what[48];
@@ -229,7 +229,7 @@ static nf_status read_values(gg_cur *c, nf_gguf_type t, uint64_t count, const vo
         return NF_OK;
     }
     uint64_t bytes = count * kv_type_size[t]; /* count <= remaining / size: no overflow */
-    uint8_t *v = src_arena_alloc(&c->s->arena, (size_t)(bytes ? bytes : 1));
+    uint8_t *v = nf_source_arena_alloc(&c->s->arena, (size_t)(bytes ? bytes : 1));
     if (!v) return nf_common_nomem_in(c->err, c->f->path);
     NF_TRY(gg_take(c, v, bytes, count == 1 ? "the value" : "the array values"));
     *out = v;
@@ -358,10 +358,10 @@ static nf_status read_tensor_info(gg_cur *c, uint64_t i, uint64_t alignment, uin
         return gg_fail(c, at, "the data section size overflows U64");
 
     src_tensor *st;
-    NF_TRY(src_add_tensor(c->s, c->f->path, &st, c->err));
+    NF_TRY(nf_source_add_tensor(c->s, c->f->path, &st, c->err));
     nf_source_tensor *t = &st->pub;
     st->info_offset = info_at;
-    uint64_t *shape = src_arena_alloc(&c->s->arena, (n_dims ? n_dims : 1) * sizeof(uint64_t));
+    uint64_t *shape = nf_source_arena_alloc(&c->s->arena, (n_dims ? n_dims : 1) * sizeof(uint64_t));
     if (!shape) return nf_common_nomem_in(c->err, c->f->path);
     shape[0] = 0; /* defined even for rank 0 */
     for (uint32_t j = 0; j < n_dims; j++) shape[j] = ne[n_dims - 1 - j];
@@ -500,7 +500,7 @@ static nf_status parse(gg_cur *c)
     return NF_OK;
 }
 
-nf_status src_gguf_parse(nf_source *s, nf_error *err)
+nf_status nf_source_gguf_parse(nf_source *s, nf_error *err)
 {
     gg_cur c = {.s = s, .f = &s->files[0], .err = err};
     c.limit = c.f->size < NF_GGUF_MAX_HEADER_BYTES ? c.f->size : NF_GGUF_MAX_HEADER_BYTES;

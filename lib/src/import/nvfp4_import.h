@@ -1,8 +1,8 @@
-/* The NVFP4 importer (nvfp4.c): its row converter, which the dispatcher (import.c) calls.
+/* The NVFP4 importer (nvfp4_import.c): its row converter, which the dispatcher (import.c) calls.
  * Rows [first_row, first_row + rows) of the chunk (already checked against the import, the
  * output and the buffer sizes) into out rows [out_row, ...). */
-#ifndef NINFER_IMPORT_NVFP4_H
-#define NINFER_IMPORT_NVFP4_H
+#ifndef NINFER_IMPORT_NVFP4_IMPORT_H
+#define NINFER_IMPORT_NVFP4_IMPORT_H
 
 #include <stdint.h>
 

@@ -1,8 +1,8 @@
-/* The importer of GGUF block tensors (gguf.c): its row converter, which the dispatcher
+/* The importer of GGUF block tensors (gguf_import.c): its row converter, which the dispatcher
  * (import.c) calls.  Rows [first_row, first_row + rows) of the chunk (already checked against
  * the import, the output and the buffer sizes) into out rows [out_row, ...). */
-#ifndef NINFER_IMPORT_GGUF_H
-#define NINFER_IMPORT_GGUF_H
+#ifndef NINFER_IMPORT_GGUF_IMPORT_H
+#define NINFER_IMPORT_GGUF_IMPORT_H
 
 #include <stdint.h>
 

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "import/checks.h"
-#include "import/nvfp4.h"
+#include "import/nvfp4_import.h"
 
 #if !defined(FLT_EVAL_METHOD) || FLT_EVAL_METHOD != 0
 #error "the ModelOpt reciprocal needs binary32 evaluation without excess precision"

@@ -9,7 +9,7 @@
 
 #include "format/ggml.h"
 #include "import/checks.h"
-#include "import/gguf.h"
+#include "import/gguf_import.h"
 
 /* The one source each non-gguf_* target takes. */
 typedef struct block_source {
