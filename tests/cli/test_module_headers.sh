@@ -33,7 +33,8 @@ format/ggml.h stats/stats.h budget/solve.h budget/werror.h budget/sensitivity.h 
 container/container_module.h"
 # rule 6: the words an internal global of a module may take after nf_ besides the module's name
 declare -A prefixes=(
-    [common]="buf io json jw simd strset utf8"
+    [common]="buf io json jw pool simd strset utf8"
+    [outputs]="out sig"
     [format]="ggml"
     [layout]="codes e2m1 e4m3fn fp8 grouped nibbles nvfp4 problems rs words"
     [stats]="errstats xsum"
@@ -238,12 +239,12 @@ printf '%s\n' "recipe nf_recipe_parse 1" "recipe nf_recipe_glob_match 0" "common
     "convert nf_plan_build 0" "stats nf_errstats_new 1" "common nf_strset_find 0" >"$work/fine-globals"
 globals_named <"$work/fine-globals" >"$work/planted"
 if [ -s "$work/planted" ]; then bad "rule 6 reports well-named globals: $(head -c 400 "$work/planted")"; else ok; fi
-printf '%s\n' "recipe yn_parse 0" "source src_file_read 0" "common nf_pool_run 0" "format nf_recipe_x 0" \
+printf '%s\n' "recipe yn_parse 0" "source src_file_read 0" "common nf_thread_run 0" "format nf_recipe_x 0" \
     "layout gq_fit_positive 1" >"$work/bad-globals"
 globals_named <"$work/bad-globals" >"$work/planted"
 contains "$work/planted" "lib/src/recipe: global yn_parse is not named nf_recipe_..."
 contains "$work/planted" "lib/src/source: global src_file_read is not named nf_source_..."
-contains "$work/planted" "lib/src/common: internal global nf_pool_run is not named nf_common_..."
+contains "$work/planted" "lib/src/common: internal global nf_thread_run is not named nf_common_..."
 contains "$work/planted" "lib/src/format: internal global nf_recipe_x is not named nf_format_..."
 contains "$work/planted" "lib/src/layout: global gq_fit_positive is not named nf_layout_..."
 finish "module headers"

@@ -12,7 +12,7 @@
 
 #include "recipe/recipe_internal.h"
 
-void recipe_note(recipe_impl *impl, json_t **list, json_t *v)
+void nf_recipe_note(recipe_impl *impl, json_t **list, json_t *v)
 {
     if (!*list) *list = json_array();
     if (!v || !*list || json_array_append_new(*list, v) != 0) impl->origin_nomem = true;
@@ -157,7 +157,7 @@ nf_status nf_recipe_from_origin(const json_t *origin, const char *where, nf_reci
     nf_recipe_options ro = {names, nvars};
     nf_recipe *r = NULL;
     nf_error local;
-    nf_status st = recipe_parse_with(text, json_string_length(json_object_get(origin, "text")),
+    nf_status st = nf_recipe_parse_with(text, json_string_length(json_object_get(origin, "text")),
                                      json_string_value(json_object_get(origin, "name")), json_string_value(dir), &ro,
                                      vars, &r, &local);
     free(names);

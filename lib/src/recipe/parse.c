@@ -32,7 +32,7 @@ typedef struct parser {
     recipe_impl *impl;
     nf_recipe *r;
     size_t nregex; /* "re:" selectors so far */
-    const json_t *values; /* recipe_parse_with: ${VAR}'s values, or NULL: the environment's */
+    const json_t *values; /* nf_recipe_parse_with: ${VAR}'s values, or NULL: the environment's */
 } parser;
 
 #define CTX_MAX 256
@@ -1013,10 +1013,10 @@ nf_status nf_recipe_parse(const char *text, size_t len, const char *name, const 
 nf_status nf_recipe_parse_ex(const char *text, size_t len, const char *name, const char *dir,
                              const nf_recipe_options *opt, nf_recipe **out, nf_error *err)
 {
-    return recipe_parse_with(text, len, name, dir, opt, NULL, out, err);
+    return nf_recipe_parse_with(text, len, name, dir, opt, NULL, out, err);
 }
 
-nf_status recipe_parse_with(const char *text, size_t len, const char *name, const char *dir,
+nf_status nf_recipe_parse_with(const char *text, size_t len, const char *name, const char *dir,
                             const nf_recipe_options *opt, const json_t *values, nf_recipe **out, nf_error *err)
 {
     static const nf_recipe_options none = {NULL, 0};
@@ -1068,7 +1068,7 @@ nf_status nf_recipe_set_source(nf_recipe *r, const char *name, const char *path,
                             name, path);
     if (!path[0]) return nf_error_set(err, NF_ERR_USAGE, "--source %s=: empty path", name);
     recipe_impl *impl = (recipe_impl *)r;
-    recipe_note(impl, &impl->cli_sources, json_pack("{s:s,s:s}", "name", name, "path", path));
+    nf_recipe_note(impl, &impl->cli_sources, json_pack("{s:s,s:s}", "name", name, "path", path));
     /* The override is a command-line path: relative to the current directory, not the
      * recipe's, and taken as given (the shell has expanded it). */
     char *copy = strdup(path);

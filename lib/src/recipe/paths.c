@@ -109,7 +109,7 @@ nf_status nf_recipe_allow_path(nf_recipe *r, const char *path, nf_error *err)
     if (!r || !path || !path[0]) return nf_error_set(err, NF_ERR_USAGE, "--allow-path: missing path");
     nf_status st = nf_recipe_add_root((recipe_impl *)r, path, "--allow-path", true, err);
     if (st == NF_ERR_IO) err->status = st = NF_ERR_USAGE; /* a command-line mistake, not a system error */
-    if (st == NF_OK) recipe_note((recipe_impl *)r, &((recipe_impl *)r)->allow_paths, json_string(path));
+    if (st == NF_OK) nf_recipe_note((recipe_impl *)r, &((recipe_impl *)r)->allow_paths, json_string(path));
     return st;
 }
 

@@ -94,11 +94,11 @@ typedef struct recipe_impl {
 /* nf_recipe_parse_ex with the values of ${VAR} taken from `values` (an object of strings: a
  * variable it lacks is not set) in place of the environment; values NULL reads the
  * environment (parse.c). */
-nf_status recipe_parse_with(const char *text, size_t len, const char *name, const char *dir,
+nf_status nf_recipe_parse_with(const char *text, size_t len, const char *name, const char *dir,
                             const nf_recipe_options *opt, const json_t *values, nf_recipe **out, nf_error *err);
 /* A noted step of the recipe's making (origin.c): v appended to *list (made on first use); a
  * failure sets impl->origin_nomem. */
-void recipe_note(recipe_impl *impl, json_t **list, json_t *v);
+void nf_recipe_note(recipe_impl *impl, json_t **list, json_t *v);
 
 /* Adds a root (paths.c).  must_exist: an unresolvable path is NF_ERR_USAGE (--allow-path);
  * otherwise it is kept in its lexical form only. */
