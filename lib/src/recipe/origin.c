@@ -12,12 +12,6 @@
 
 #include "recipe/recipe_internal.h"
 
-void nf_recipe_note(recipe_impl *impl, json_t **list, json_t *v)
-{
-    if (!*list) *list = json_array();
-    if (!v || !*list || json_array_append_new(*list, v) != 0) impl->origin_nomem = true;
-}
-
 nf_status nf_recipe_origin(const nf_recipe *r, json_t **out, nf_error *err)
 {
     const recipe_impl *impl = (const recipe_impl *)r;

@@ -98,7 +98,13 @@ nf_status nf_recipe_parse_with(const char *text, size_t len, const char *name, c
                             const nf_recipe_options *opt, const json_t *values, nf_recipe **out, nf_error *err);
 /* A noted step of the recipe's making (origin.c): v appended to *list (made on first use); a
  * failure sets impl->origin_nomem. */
-void nf_recipe_note(recipe_impl *impl, json_t **list, json_t *v);
+static inline void nf_recipe_note(recipe_impl *impl, json_t **list, json_t *v)
+{
+    /* inline here, not in origin.c: parse.c and paths.c note steps while origin.c rebuilds a
+     * recipe through them, and a call each way would tie the three files in a circle */
+    if (!*list) *list = json_array();
+    if (!v || !*list || json_array_append_new(*list, v) != 0) impl->origin_nomem = true;
+}
 
 /* Adds a root (paths.c).  must_exist: an unresolvable path is NF_ERR_USAGE (--allow-path);
  * otherwise it is kept in its lexical form only. */
