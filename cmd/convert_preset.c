@@ -213,22 +213,36 @@ static int check_imatrix(const nf_cli *cli, const preset_run *run, const nf_imat
                         im ? "the imatrix has no entry for it" : "give --imatrix FILE");
 }
 
-/* The last of the command line's --rule GLOB=FORMAT[:METHOD] whose GLOB matches `tensor` (a later
- * rule of quick mode's recipe wins, docs/presets.md), or NULL.  A GLOB that does not compile
- * matches nothing here: the recipe's parser refuses it with its position. */
-static const char *replacing_rule(const char *tensor, const char *const *rules, size_t nrules)
+/* Each --rule GLOB=FORMAT[:METHOD]'s GLOB compiled once (a checkpoint may have 100,000 tensors):
+ * sels[k], or NULL for a GLOB that does not compile, which matches nothing here (the recipe's
+ * parser refuses it with its position).  Returns NULL when memory ran out. */
+static nf_recipe_selector **compile_rules(const char *const *rules, size_t nrules)
 {
-    const char *found = NULL;
-    for (size_t k = 0; k < nrules; k++) {
+    nf_recipe_selector **sels = calloc(nrules ? nrules : 1, sizeof *sels);
+    for (size_t k = 0; sels && k < nrules; k++) {
         const char *eq = strrchr(rules[k], '=');
         char *glob = eq ? strndup(rules[k], (size_t)(eq - rules[k])) : NULL;
-        nf_recipe_selector *sel = NULL;
         nf_error err;
-        if (glob && nf_recipe_selector_compile(glob, &sel, &err) == NF_OK && nf_recipe_selector_match(sel, tensor))
-            found = rules[k];
-        nf_recipe_selector_free(sel);
+        if (glob && nf_recipe_selector_compile(glob, &sels[k], &err) != NF_OK) sels[k] = NULL;
         free(glob);
     }
+    return sels;
+}
+
+static void free_rules(nf_recipe_selector **sels, size_t nrules)
+{
+    for (size_t k = 0; sels && k < nrules; k++) nf_recipe_selector_free(sels[k]);
+    free(sels);
+}
+
+/* The last --rule whose GLOB matches `tensor` (a later rule of quick mode's recipe wins,
+ * docs/presets.md), or NULL. */
+static const char *replacing_rule(const char *tensor, nf_recipe_selector **sels, const char *const *rules,
+                                  size_t nrules)
+{
+    const char *found = NULL;
+    for (size_t k = 0; k < nrules; k++)
+        if (sels[k] && nf_recipe_selector_match(sels[k], tensor)) found = rules[k];
     return found;
 }
 
@@ -279,13 +293,18 @@ int preset_prepare(const nf_cli *cli, const char *source, const char *name, cons
         nf_error_prefix(&err, "%s: preset %s", nf_cli_name(source).s, nf_preset_name(run->preset));
         return nf_cli_report(cli, &err);
     }
+    nf_recipe_selector **sels = compile_rules(rules, nrules);
+    if (!sels) return nf_cli_error(cli, NF_ERR_NOMEM, "out of memory");
     nf_imatrix *im = NULL;
-    if (imatrix && nf_imatrix_open(imatrix, &im, &err) != NF_OK) return nf_cli_report(cli, &err);
+    if (imatrix && nf_imatrix_open(imatrix, &im, &err) != NF_OK) {
+        free_rules(sels, nrules);
+        return nf_cli_report(cli, &err);
+    }
     for (size_t i = 0; i < run->n && rc == NF_EXIT_OK; i++) {
         preset_choice *c = &run->c[i];
         if (!c->gguf[0] || !c->floats) continue;
         give_format(run, c);
-        c->replaced_by = replacing_rule(c->tensor, rules, nrules);
+        c->replaced_by = replacing_rule(c->tensor, sels, rules, nrules);
         if ((!c->format || !c->encodable) && !c->replaced_by) run->unencodable++;
         if (c->format) run->rules++;
         if (c->replaced_by) {
@@ -299,6 +318,7 @@ int preset_prepare(const nf_cli *cli, const char *source, const char *name, cons
         if (!c->replaced_by) rc = check_imatrix(cli, run, im, c);
     }
     nf_imatrix_close(im);
+    free_rules(sels, nrules);
     return rc;
 }
 
