@@ -5,7 +5,7 @@
 # also be sourced by hand (`. completion/ninfer.bash`).
 #
 # Nothing here lists options: they are read from the program's own --help (the option rows of
-# cmd/cli.h print every one), so the completion cannot fall behind a program.  The argument
+# cmd/cli/cli.h print every one), so the completion cannot fall behind a program.  The argument
 # name --help shows decides what completes after an option: FORMAT, METHOD and PRESET the
 # registry's names (ninfer-convert --list-formats / --list-methods / --list-presets), GLOB=FORMAT[:METHOD] the same after
 # '=' and ':', a|b|c those words, DIR directories, N, I, HEX, BYTES, A:B and NAME nothing, and

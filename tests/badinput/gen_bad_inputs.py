@@ -8,7 +8,7 @@ line per case, tab-separated:
 
     name  status  needles  flags  program  arg...
 
-- status: the exit status the program must return (cmd/cli.h: 1 invalid input, 2 usage, 3 I/O);
+- status: the exit status the program must return (cmd/cli/cli.h: 1 invalid input, 2 usage, 3 I/O);
 - needles: substrings that must all appear in the program's output (stdout + stderr), separated
   by " && "; they name the file and the rule (and the object/tensor/key and position where the
   reader knows it);

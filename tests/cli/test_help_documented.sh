@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every option a program's --help names (long and short, both printed from the option rows of
-# cmd/cli.h) is documented in its manual page (docs/ninfer-convert.md and its siblings), and
+# cmd/cli/cli.h) is documented in its manual page (docs/ninfer-convert.md and its siblings), and
 # every option row of the manual page names options --help knows: a documented option that no
 # longer exists fails.
 # usage: test_help_documented.sh BIN_DIR DATA_DIR

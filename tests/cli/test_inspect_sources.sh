@@ -346,7 +346,7 @@ contains "$work/out" ", ..."
 contains "$work/out" '"{% for m in messages %}\n'
 contains "$work/out" '\xff\xfe'
 contains "$work/out" "18446744073709551615"
-contains "$work/out" "  w     F32    [2,8]"  # columns sized from their cells (cmd/table.h)
+contains "$work/out" "  w     F32    [2,8]"  # columns sized from their cells (cmd/cli/table.h)
 contains "$work/out" "totals        1 tensor, 16 elements, 64 bytes"
 if awk 'length($0) > 200 { exit 1 }' "$work/out"; then ok; else bad "a summary line of odd.gguf is longer than 200 bytes"; fi
 run 0 "$inspect" "$work/odd.gguf" --json

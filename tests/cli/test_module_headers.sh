@@ -13,10 +13,11 @@
 #      lower: error.h, escape.h, export.h and simd.h are common's, every other H.h is module H's.
 #      The umbrella <ninfer/ninfer.h> names every module: only the highest module (convert)
 #      includes it, and lib/src/common/version.c, which defines the nf_version it declares.
-#   3. cmd/ and bench/ include only module interfaces of lib/src (and the public headers).
+#   3. cmd/ (programs/, cli/, gen/: every file below it) and bench/ include only module
+#      interfaces of lib/src (and the public headers).
 #   4. A public header includes only the public headers of its module or lower ones.
-#   5. No two files under lib/src and cmd have the same name (a name says which file, in a
-#      message, a backtrace or a profile, without its directory).
+#   5. No two files under lib/src and cmd (its subdirectories too) have the same name (a name
+#      says which file, in a message, a backtrace or a profile, without its directory).
 #   6. Every global the library defines (`nm -g --defined-only` of BIN_DIR/../lib/libninfer.a)
 #      is named nf_...; an internal one (not exported by libninfer.so, whose names are the
 #      documented API) nf_<module>_..., or nf_<word>_... for a word listed for its module in

@@ -36,6 +36,24 @@ expect_exit 1 "$bin/ninfer-inspect" "$data/upstream/direct.ninfer" --tensor no/s
 contains "$work/err" "no object 'no/such/object'"
 expect_exit 2 "$bin/ninfer-verify" --progress=sometimes "$data/upstream/direct.ninfer"
 
+# the build's helper programs: --help and -h print usage (exit 0) and an unknown option is a usage
+# error (exit 2); neither writes a file named after the option (issue 25 item 4: --help used to
+# name the artifact or checkpoint it wrote)
+here=$PWD
+for p in gen-checkpoint demo-sample; do
+    mkdir -p "$work/helper-$p"
+    cd "$work/helper-$p" || exit 3
+    for h in --help -h; do
+        expect_exit 0 "$bin/ninfer-$p" "$h"
+        contains "$work/out" "usage: ninfer-$p"
+    done
+    expect_exit 2 "$bin/ninfer-$p" --no-such-flag
+    contains "$work/err" "usage: ninfer-$p"
+    expect_exit 2 "$bin/ninfer-$p" x --no-such-flag
+    cd "$here" || exit 3
+    [ -z "$(ls -A "$work/helper-$p")" ] && ok || bad "ninfer-$p wrote '$(ls -A "$work/helper-$p")' on --help, -h or an unknown option"
+done
+
 # dispatcher
 expect_exit 0 "$bin/ninfer" --help
 contains "$work/out" "inspect"

@@ -1,4 +1,4 @@
-/* cmd/numtext.h: every shortest decimal reads back to the same bits, no %.*g with fewer digits
+/* cmd/cli/numtext.h: every shortest decimal reads back to the same bits, no %.*g with fewer digits
  * does, and the text has the one documented form.  Exhaustive over binary16 and bfloat16 (65536
  * words each); for binary32 and binary64 every power of two, the subnormal and normal edges and
  * a large sample of random bit patterns (the whole binary32 domain would take minutes). */

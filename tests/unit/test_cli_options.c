@@ -1,4 +1,4 @@
-/* The option rows of cmd/cli.h: for each kind, the field a row binds is set (and nothing else),
+/* The option rows of cmd/cli/cli.h: for each kind, the field a row binds is set (and nothing else),
  * values out of range, non-numbers and missing values are usage errors (exit 2) with the
  * messages the programs print, list options append in command-line order, and the common
  * options set the fields of nf_cli. */

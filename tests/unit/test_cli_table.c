@@ -1,4 +1,4 @@
-/* cmd/table.h: columns as wide as their widest cell (counted in UTF-8 characters), left or right
+/* cmd/cli/table.h: columns as wide as their widest cell (counted in UTF-8 characters), left or right
  * aligned, two spaces apart, and no blanks at the end of a line. */
 #include <criterion/criterion.h>
 #include <stdio.h>

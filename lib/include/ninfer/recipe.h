@@ -98,7 +98,7 @@ typedef struct nf_recipe_rule {
     int when_quantized;
     /* Where a rule the command line made came from ("--rule 'lm_head.*=q8_g32_fp16'"), named in
      * messages in place of "FILE:LINE:COL: rules[i]"; NULL for a recipe's own rule.  Borrowed:
-     * it must outlive the recipe (quick mode's rules, cmd/convert.c). */
+     * it must outlive the recipe (quick mode's rules, cmd/programs/convert.c). */
     const char *label;
 } nf_recipe_rule;
 

@@ -1,5 +1,5 @@
 /* Internal structures of the conversion pipeline, shared by planner.c (resolution, validation,
- * directory members), budget.c (a budget's measuring pass and allocation) and execute.c (row
+ * directory members), plan_digest.c (the plan's content digest), budget.c (a budget's measuring pass and allocation) and execute.c (row
  * chunks on a thread pool). */
 #ifndef NINFER_CONVERT_IMPL_H
 #define NINFER_CONVERT_IMPL_H
@@ -203,6 +203,10 @@ nf_status nf_gguf_check_names(const nf_source *s, nf_error *err);
  * nf_plan_records with its plan set: i = 0 starts again). */
 nf_status nf_plan_binding_record(void *records, size_t i, const char **key, json_t **value, nf_error *err);
 nf_status nf_plan_provenance_record(void *records, size_t i, const char **key, json_t **value, nf_error *err);
+
+/* The source whose tensors are converted: "base", else the only checkpoint source (NULL when
+ * neither; planner.c refuses such a recipe).  Used by planner.c and plan_digest.c. */
+const plan_source *nf_plan_base_source(const nf_plan *p);
 
 /* p's writer, every object planned and laid out (nothing created); fingerprint: a plan's, whose
  * directory its maker checked (nf_writer_layout_known), or NULL. */

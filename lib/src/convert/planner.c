@@ -1,8 +1,7 @@
 /* Planning a conversion: open the recipe's sources, resolve the rules against the checkpoint's
  * tensors, check every choice, and build the directory members.  Nothing is written here; every
- * problem found is collected so one run reports all of them. */
-#include <errno.h>
-#include <fcntl.h>
+ * problem found is collected so one run reports all of them.  The budget's steps are in
+ * plan_budget.c and the plan's content digest in plan_digest.c (plan_impl.h). */
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -12,24 +11,16 @@
 #include <sys/stat.h>
 
 #include <ninfer/ninfer.h>
-#include <xxhash.h>
 
 #include "common/checked.h"
 #include "common/fail.h"
-#include "common/io.h"
 #include "common/json_walk.h"
 #include "common/strset.h"
 #include "convert/convert_impl.h"
+#include "convert/plan_impl.h"
 #include "ninfer_version.h"
 
 /* ---------------------------------------------------------------- problem list */
-typedef struct problems {
-    char *text;
-    size_t len, cap;
-    size_t count;
-    bool nomem;
-} problems;
-
 static void add_problem(problems *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static void add_problem(problems *p, const char *fmt, ...)
@@ -64,16 +55,14 @@ static nf_status problems_error(problems *p, const char *what, nf_error *err)
 }
 
 /* ---------------------------------------------------------------- where a problem stems from */
-typedef enum choice_field { FIELD_FORMAT, FIELD_LAYOUT, FIELD_METHOD, FIELD_WITH, FIELD_RULE } choice_field;
-
-static const char *recipe_label(const nf_recipe *r) { return r->path ? r->path : "<recipe>"; }
+const char *nf_plan_recipe_label(const nf_recipe *r) { return r->path ? r->path : "<recipe>"; }
 
 /* "FILE:LINE:COL: rules[i].field" (or "defaults.field") for the recipe line that decided one
  * field of a tensor's choice: the method and layout left unset fall back to the format's (they
  * are its natural ones); FIELD_RULE is the last rule that matched the tensor. */
 static void choice_origin(const nf_recipe *r, const nf_recipe_choice *c, choice_field f, char *buf, size_t size)
 {
-    const char *path = recipe_label(r);
+    const char *path = nf_plan_recipe_label(r);
     int ri = -1;
     nf_recipe_pos pos = {0, 0};
     const char *key = "";
@@ -157,8 +146,8 @@ static const char *without_tensor(const char *msg, const char *name)
 }
 
 /* One problem of a tensor: "FILE:LINE:COL: rules[i].field: tensor 'NAME' (DTYPE): what". */
-static void tensor_problem(problems *probs, const nf_recipe *r, const nf_recipe_choice *c, choice_field f,
-                           const nf_source_tensor *t, const char *what)
+void nf_plan_tensor_problem(problems *probs, const nf_recipe *r, const nf_recipe_choice *c, choice_field f,
+                            const nf_source_tensor *t, const char *what)
 {
     char where[NF_ERROR_MESSAGE_MAX / 2];
     choice_origin(r, c, f, where, sizeof where);
@@ -169,9 +158,9 @@ static void tensor_problem(problems *probs, const nf_recipe *r, const nf_recipe_
 static nf_status source_error(nf_error *err, nf_status st, const nf_recipe *r, const nf_recipe_source *rs)
 {
     if (rs->pos.line > 0)
-        return nf_error_forward(err, st, "%s:%d:%d: source '%s'", recipe_label(r), rs->pos.line, rs->pos.col,
+        return nf_error_forward(err, st, "%s:%d:%d: source '%s'", nf_plan_recipe_label(r), rs->pos.line, rs->pos.col,
                                 rs->name);
-    return nf_error_forward(err, st, "%s: source '%s' (given with --source)", recipe_label(r), rs->name);
+    return nf_error_forward(err, st, "%s: source '%s' (given with --source)", nf_plan_recipe_label(r), rs->name);
 }
 
 /* A group's position, or its member k's when known. */
@@ -227,8 +216,7 @@ static plan_object *new_object(nf_plan *p, size_t cap)
     return o;
 }
 
-/* The source whose tensors are converted: "base", else the only checkpoint source. */
-static const plan_source *base_source(const nf_plan *p)
+const plan_source *nf_plan_base_source(const nf_plan *p)
 {
     const plan_source *only = NULL;
     size_t n = 0;
@@ -241,7 +229,7 @@ static const plan_source *base_source(const nf_plan *p)
     return n == 1 ? only : NULL;
 }
 
-static size_t source_index(const nf_plan *p, const char *name)
+size_t nf_plan_source_index(const nf_plan *p, const char *name)
 {
     for (size_t i = 0; i < p->nsources; i++)
         if (strcmp(p->sources[i].name, name) == 0) return i;
@@ -271,7 +259,7 @@ static nf_status check_source_variable(const nf_recipe *r, const nf_recipe_sourc
     return nf_error_set(err, NF_ERR_INVALID,
                         "%s:%d:%d: sources.%s: environment variable '%s' is not allowed by the command line (give "
                         "--allow-env %s to expand it, or --source %s=PATH)",
-                        recipe_label(r), rs->pos.line, rs->pos.col, rs->name, rs->blocked ? rs->blocked : "?",
+                        nf_plan_recipe_label(r), rs->pos.line, rs->pos.col, rs->name, rs->blocked ? rs->blocked : "?",
                         rs->blocked ? rs->blocked : "VAR", rs->name);
 }
 
@@ -290,7 +278,7 @@ static nf_status open_sources(nf_plan *p, nf_error *err)
         nf_status st = check_source_variable(r, rs, err);
         if (st != NF_OK) return st; /* names the recipe line itself */
         if (r->budget.set && r->budget.sensitivity && !strcmp(r->budget.sensitivity, s->name)) {
-            continue; /* the budget's sensitivity file: read by budget_candidates */
+            continue; /* the budget's sensitivity file: read by nf_plan_budget_candidates */
         } else if (used_as_imatrix(r, s->name)) {
             st = nf_imatrix_open(s->path, &p->imatrices[i], err);
             struct stat sb;
@@ -307,7 +295,7 @@ static nf_status open_sources(nf_plan *p, nf_error *err)
         if (st != NF_OK)
             return source_error(err, st, r, &r->sources[i]);
     }
-    if (!base_source(p))
+    if (!nf_plan_base_source(p))
         return nf_error_set(err, NF_ERR_INVALID,
                             "%s: no checkpoint to convert: name it `base` under sources (or give one source)",
                             r->path);
@@ -334,14 +322,14 @@ static const char *import_target(const nf_qweight *q)
 }
 
 /* A GGUF tensor of ggml blocks (Q4_K, IQ2_XXS, ...), whose gguf_* format holds its words. */
-static bool gguf_blocks(const nf_source_tensor *t) { return t->ggml_type >= 0 && t->block_values > 1 && t->format; }
+bool nf_plan_gguf_blocks(const nf_source_tensor *t) { return t->ggml_type >= 0 && t->block_values > 1 && t->format; }
 
 /* The format import_encoded puts a tensor in when no rule chose one: the one holding its words
  * (a quantized weight's, a GGUF block tensor's gguf_*), or NULL. */
 static const char *natural_import_format(const nf_source_tensor *t, const nf_qweight *q)
 {
     if (q) return import_target(q);
-    if (gguf_blocks(t)) return t->format->name;
+    if (nf_plan_gguf_blocks(t)) return t->format->name;
     return NULL;
 }
 
@@ -411,23 +399,6 @@ static nf_status prepare_import(const plan_source *s, const nf_source_tensor *t,
 }
 
 /* ---------------------------------------------------------------- one tensor object */
-typedef struct tensor_plan {
-    const nf_source_tensor *t;
-    const nf_qweight *q;             /* t is the codes tensor of this quantized weight, or NULL */
-    const nf_recipe_choice *c;
-    const nf_format *fmt;
-    const nf_layout *layout;
-    nf_method_id method;
-    nf_method_params params;
-    plan_member member;
-    uint64_t rows, cols;
-    bool ok;
-    bool consumed;                   /* a companion of a quantized weight: never a tensor of its own */
-    int group;                       /* index into recipe groups, -1 */
-    bool budget;                     /* a rule left it to the budget (planned first with a stand-in) */
-    size_t object;                   /* its single object (add_single), SIZE_MAX: none */
-} tensor_plan;
-
 /* Method parameters from `with`: imatrix (a source name) and negative_scales.  An imatrix problem
  * names the imatrix file. */
 /* nf_method_check_choice, its message saying where the missing importance vector should come
@@ -445,8 +416,8 @@ static nf_status check_choice(const nf_recipe_choice *c, nf_method_id method, co
     return e->status;
 }
 
-static nf_status method_params(nf_plan *p, const nf_recipe_choice *c, const nf_source_tensor *t, uint64_t cols,
-                               nf_method_params *params, nf_error *err)
+nf_status nf_plan_method_params(nf_plan *p, const nf_recipe_choice *c, const nf_source_tensor *t, uint64_t cols,
+                                nf_method_params *params, nf_error *err)
 {
     memset(params, 0, sizeof *params);
     if (!c->with) return NF_OK;
@@ -454,7 +425,7 @@ static nf_status method_params(nf_plan *p, const nf_recipe_choice *c, const nf_s
     if (neg) params->negative_scales = json_is_true(neg);
     json_t *im = json_object_get(c->with, "imatrix");
     if (!im) return NF_OK;
-    size_t i = source_index(p, json_string_value(im));
+    size_t i = nf_plan_source_index(p, json_string_value(im));
     if (i == SIZE_MAX || !p->imatrices[i])
         return nf_error_set(err, NF_ERR_INVALID, "imatrix '%s' is not an imatrix source of the recipe",
                             json_string_value(im));
@@ -465,8 +436,8 @@ static nf_status method_params(nf_plan *p, const nf_recipe_choice *c, const nf_s
     return NF_OK;
 }
 
-static void plan_tensor(nf_plan *p, const plan_source *s, tensor_plan *tp, problems *probs,
-                        const nf_source_tensor **companions)
+void nf_plan_tensor(nf_plan *p, const plan_source *s, tensor_plan *tp, problems *probs,
+                    const nf_source_tensor **companions)
 {
     const nf_source_tensor *t = tp->t;
     const nf_recipe_choice *c = tp->c;
@@ -476,22 +447,22 @@ static void plan_tensor(nf_plan *p, const plan_source *s, tensor_plan *tp, probl
     const char *format = c->format, *natural = natural_import_format(t, tp->q);
     if (c->format_rule < 0 && c->method && !strcmp(c->method, "import_encoded") && natural) format = natural;
     if (nf_format_find(format, &tp->fmt, &e) != NF_OK) {
-        tensor_problem(probs, r, c, FIELD_FORMAT, t, e.message);
+        nf_plan_tensor_problem(probs, r, c, FIELD_FORMAT, t, e.message);
         return;
     }
     tp->layout = c->layout && strcmp(c->layout, "auto") != 0 ? nf_layout_lookup(c->layout)
                                                               : nf_layout_default_for(tp->fmt);
     if (!tp->layout) {
         snprintf(e.message, sizeof e.message, "unknown layout '%s'", c->layout ? c->layout : "(default)");
-        tensor_problem(probs, r, c, FIELD_LAYOUT, t, e.message);
+        nf_plan_tensor_problem(probs, r, c, FIELD_LAYOUT, t, e.message);
         return;
     }
     if (nf_method_find(c->method, &tp->method, &e) != NF_OK) {
-        tensor_problem(probs, r, c, FIELD_METHOD, t, e.message);
+        nf_plan_tensor_problem(probs, r, c, FIELD_METHOD, t, e.message);
         return;
     }
     if (tp->q && tp->method == NF_METHOD_IMPORT_ENCODED && check_quantized_import(t, tp->q, tp->fmt, &e) != NF_OK) {
-        tensor_problem(probs, r, c, FIELD_METHOD, t, without_tensor(e.message, t->name));
+        nf_plan_tensor_problem(probs, r, c, FIELD_METHOD, t, without_tensor(e.message, t->name));
         return;
     }
     if (nf_method_check_target(tp->method, tp->fmt, &e) != NF_OK) {
@@ -504,9 +475,9 @@ static void plan_tensor(nf_plan *p, const plan_source *s, tensor_plan *tp, probl
             char what[NF_ERROR_MESSAGE_MAX];
             snprintf(what, sizeof what, "%.*s (format %s from %s)", (int)(sizeof what / 2), e.message, c->format,
                      fwhere);
-            tensor_problem(probs, r, c, FIELD_METHOD, t, what);
+            nf_plan_tensor_problem(probs, r, c, FIELD_METHOD, t, what);
         } else {
-            tensor_problem(probs, r, c, FIELD_METHOD, t, e.message);
+            nf_plan_tensor_problem(probs, r, c, FIELD_METHOD, t, e.message);
         }
         return;
     }
@@ -521,7 +492,7 @@ static void plan_tensor(nf_plan *p, const plan_source *s, tensor_plan *tp, probl
             char what[NF_ERROR_MESSAGE_MAX];
             snprintf(what, sizeof what, "%s: %.*s", nf_source_path(s->src), (int)(sizeof what / 2),
                      without_tensor(e.message, t->name));
-            tensor_problem(probs, r, c, FIELD_METHOD, t, what);
+            nf_plan_tensor_problem(probs, r, c, FIELD_METHOD, t, what);
             return;
         }
         tp->rows = m->imp.rows;
@@ -540,7 +511,7 @@ static void plan_tensor(nf_plan *p, const plan_source *s, tensor_plan *tp, probl
                      "quick mode",
                      what, tp->fmt->name, nf_method_name(tp->method), target ? "import it exactly (`method: import_encoded`, into " : "no format holds its words exactly;",
                      target ? target : "", target ? "), or" : "", nf_method_name(tp->method));
-            tensor_problem(probs, r, c, FIELD_METHOD, t, e.message);
+            nf_plan_tensor_problem(probs, r, c, FIELD_METHOD, t, e.message);
             return;
         }
         tp->rows = q->shape[0];
@@ -548,30 +519,30 @@ static void plan_tensor(nf_plan *p, const plan_source *s, tensor_plan *tp, probl
         m->q = q;
         m->raw = false;
         m->src_type = NF_SRC_F32;
-        if (method_params(p, c, t, tp->cols, &tp->params, &e) != NF_OK ||
+        if (nf_plan_method_params(p, c, t, tp->cols, &tp->params, &e) != NF_OK ||
             nf_method_check_params(tp->method, &tp->params, tp->cols, &e) != NF_OK ||
             check_choice(c, tp->method, tp->fmt, &tp->params, &e) != NF_OK) {
-            tensor_problem(probs, r, c, c->with ? FIELD_WITH : FIELD_METHOD, t, e.message);
+            nf_plan_tensor_problem(probs, r, c, c->with ? FIELD_WITH : FIELD_METHOD, t, e.message);
             return;
         }
     } else {
         if (t->elements == 0) {
-            tensor_problem(probs, r, c, FIELD_RULE, t, "empty tensors cannot be stored");
+            nf_plan_tensor_problem(probs, r, c, FIELD_RULE, t, "empty tensors cannot be stored");
             return;
         }
         m->raw = nf_src_type_lookup(t->type_name, &m->src_type);
         if (!m->raw && !t->convertible) {
             snprintf(e.message, sizeof e.message, "source dtype %s cannot be read as values", t->type_name);
-            tensor_problem(probs, r, c, FIELD_RULE, t, e.message);
+            nf_plan_tensor_problem(probs, r, c, FIELD_RULE, t, e.message);
             return;
         }
         if (!m->raw) m->src_type = NF_SRC_F32;
         /* Floating-point sources of grouped/fp8 methods are read as binary32 values either way;
          * raw words matter for cast_direct (NaN payloads, integers). */
-        if (method_params(p, c, t, tp->cols, &tp->params, &e) != NF_OK ||
+        if (nf_plan_method_params(p, c, t, tp->cols, &tp->params, &e) != NF_OK ||
             nf_method_check_params(tp->method, &tp->params, tp->cols, &e) != NF_OK ||
             check_choice(c, tp->method, tp->fmt, &tp->params, &e) != NF_OK) {
-            tensor_problem(probs, r, c, c->with ? FIELD_WITH : FIELD_METHOD, t, e.message);
+            nf_plan_tensor_problem(probs, r, c, c->with ? FIELD_WITH : FIELD_METHOD, t, e.message);
             return;
         }
     }
@@ -613,7 +584,7 @@ static void set_note(plan_object *o, const nf_source_tensor *t, const nf_qweight
     char note[NF_ERROR_MESSAGE_MAX / 2];
     if (q) {
         /* a quantized weight: imported word for word, or requantized from its values -- which a
-         * rule asked for (plan_tensor) */
+         * rule asked for (nf_plan_tensor) */
         char what[NF_ERROR_MESSAGE_MAX / 4];
         nf_qweight_describe(q, what, sizeof what);
         o->requantized = o->method != NF_METHOD_IMPORT_ENCODED;
@@ -622,7 +593,7 @@ static void set_note(plan_object *o, const nf_source_tensor *t, const nf_qweight
         if (!(o->dialect = strdup(what)) || !(o->note = strdup(note))) probs->nomem = true;
         return;
     }
-    if (gguf_blocks(t) && o->method == NF_METHOD_IMPORT_ENCODED) {
+    if (nf_plan_gguf_blocks(t) && o->method == NF_METHOD_IMPORT_ENCODED) {
         /* --dry-run and the plan say so (issue: quick mode imports GGUF blocks by default) */
         snprintf(note, sizeof note, "GGUF %s blocks imported as they are", t->type_name);
     } else if (!reencode_note(t, o->g.format, o->method, note, sizeof note)) {
@@ -632,7 +603,7 @@ static void set_note(plan_object *o, const nf_source_tensor *t, const nf_qweight
 }
 
 /* Geometry of a single-member object: shape as the source's (direct) or [N, K]. */
-static nf_status object_geometry(const tensor_plan *tp, nf_geometry *g, nf_error *err)
+nf_status nf_plan_object_geometry(const tensor_plan *tp, nf_geometry *g, nf_error *err)
 {
     if (tp->method == NF_METHOD_IMPORT_ENCODED) return nf_import_geometry(&tp->member.imp, g, err);
     if (tp->q) return nf_geometry_init(g, tp->layout, tp->fmt, 2, tp->q->shape, 1, err);
@@ -664,7 +635,7 @@ static nf_status add_resource(nf_plan *p, size_t cap, const nf_recipe_resource *
     if (res->blocked || !path)
         return nf_error_set(err, NF_ERR_INVALID,
                             "%s:%d:%d: %s: environment variable '%s' is not allowed by the command line (give "
-                            "--allow-env %s to expand it)", recipe_label(r), res->pos.line, res->pos.col, key,
+                            "--allow-env %s to expand it)", nf_plan_recipe_label(r), res->pos.line, res->pos.col, key,
                             res->blocked ? res->blocked : "?", res->blocked ? res->blocked : "VAR");
     NF_TRY(nf_recipe_check_path(r, path, key, res->pos, res->written, err));
     *positioned = false;
@@ -731,7 +702,7 @@ static nf_status build_components(nf_plan *p, size_t cap, nf_error *err)
     const nf_recipe *r = p->recipe;
     p->components = json_object();
     if (r->ncomponents == 0) {
-        const plan_source *b = base_source(p);
+        const plan_source *b = nf_plan_base_source(p);
         const char *path = b->src ? nf_source_companion(b->src, "config.json") : NULL;
         json_t *cfg = NULL;
         nf_status st = NF_OK;
@@ -754,13 +725,13 @@ static nf_status build_components(nf_plan *p, size_t cap, nf_error *err)
         const nf_recipe_component *c = &r->components[i];
         json_t *cfg;
         if (c->config_from) {
-            size_t si = source_index(p, c->config_from);
+            size_t si = nf_plan_source_index(p, c->config_from);
             if (si == SIZE_MAX)
                 return nf_error_set(err, NF_ERR_INVALID, "%s:%d:%d: component '%s': unknown source '%s'", r->path,
                                     c->pos.line, c->pos.col, c->name, c->config_from);
             nf_status st = load_config(&p->sources[si], &cfg, err);
             if (st != NF_OK)
-                return nf_error_forward(err, st, "%s:%d:%d: component '%s': config: {from: %s}", recipe_label(r),
+                return nf_error_forward(err, st, "%s:%d:%d: component '%s': config: {from: %s}", nf_plan_recipe_label(r),
                                         c->pos.line, c->pos.col, c->name, c->config_from);
         } else {
             cfg = c->config ? json_deep_copy(c->config) : json_object();
@@ -835,15 +806,8 @@ static int compare_ptr(const void *a, const void *b)
     uintptr_t x = (uintptr_t) * (const void *const *)a, y = (uintptr_t) * (const void *const *)b;
     return x < y ? -1 : x > y;
 }
-/* Group membership and tensor lookups by name are hashed: a recipe may hold up to 200,000 YAML
- * nodes of group members, and a scan of every group for every tensor (and of every tensor for
- * every member) would be their product (docs/security.md 7.1, F9). */
-typedef struct name_index {
-    nf_strset members; /* member name -> group index */
-    nf_strset tensors; /* tensor name -> index into the tensor plans */
-} name_index;
 
-static int group_of(const name_index *ix, const char *name)
+int nf_plan_group_of(const name_index *ix, const char *name)
 {
     size_t g = 0;
     return nf_strset_find(&ix->members, name, NULL, &g) ? (int)g : -1;
@@ -852,7 +816,7 @@ static int group_of(const name_index *ix, const char *name)
 static void add_group(nf_plan *p, size_t cap, const nf_recipe_group *grp, tensor_plan *tps, const name_index *ix,
                       problems *probs)
 {
-    const char *path = recipe_label(p->recipe);
+    const char *path = nf_plan_recipe_label(p->recipe);
     size_t gi = (size_t)(grp - p->recipe->groups);
     nf_recipe_pos gp = grp->pos, mp;
     /* members in the group's order */
@@ -986,8 +950,8 @@ static void add_single(nf_plan *p, size_t cap, tensor_plan *tp, problems *probs)
     }
     o->members[0] = tp->member;
     tp->object = p->nobjects - 1;
-    if (object_geometry(tp, &o->g, &e) != NF_OK) {
-        tensor_problem(probs, p->recipe, tp->c, FIELD_FORMAT, tp->t, e.message);
+    if (nf_plan_object_geometry(tp, &o->g, &e) != NF_OK) {
+        nf_plan_tensor_problem(probs, p->recipe, tp->c, FIELD_FORMAT, tp->t, e.message);
         return;
     }
     set_note(o, tp->t, tp->q, probs);
@@ -997,369 +961,6 @@ static void add_single(nf_plan *p, size_t cap, tensor_plan *tp, problems *probs)
         else o->divisors[0] = tp->member.imp.divisor;
     }
 }
-
-/* ---------------------------------------------------------------- the budget
- * docs/recipes.md, "Budgets".  A tensor a rule gives `format: budget` is planned first with a
- * stand-in (its first candidate), so that every other check and its object's place happen as for
- * any tensor; once every object is known, budget.c measures the candidates and solves the
- * allocation, and each such object is planned again with its pick. */
-static bool is_budget(const nf_recipe_choice *c) { return c->format && !strcmp(c->format, NF_RECIPE_BUDGET); }
-
-/* Does the method take an importance vector (grouped_search, ggml_quantize, ...)?  Asked of the
- * method registry, so that a method that learns to take one gets the budget's imatrix. */
-static bool takes_importance(nf_method_id m)
-{
-    static const float one = 1.0f;
-    nf_method_params probe = {.importance = &one, .importance_len = 1};
-    return nf_method_check_params(m, &probe, 1, NULL) == NF_OK;
-}
-
-/* May the budget list (format, method) as a candidate?  A method on a format the registry says it
- * targets (nf_method_check_target), in the format's default layout; never import_encoded (it
- * copies words: it has no encoder), and cast_direct only when budget.methods names it (by default
- * the candidates are the methods that quantize). */
-static bool budget_pair(const nf_format *f, nf_method_id m, bool listed)
-{
-    if (m == NF_METHOD_IMPORT_ENCODED || (m == NF_METHOD_CAST_DIRECT && !listed)) return false;
-    return nf_method_check_target(m, f, NULL) == NF_OK && nf_layout_default_for(f) != NULL;
-}
-
-/* The candidates: every (format, method) pair of the lists that the method can produce, formats
- * first (q4 absmax, q4 search, q5 absmax, ...).  A list not given is every format of the registry
- * (nf_format_at), or every method (nf_method_name), in registry order: so the default candidates
- * are every format any method can quantize into, and a format or method added to the registry
- * joins them (docs/recipes.md, "Budgets"). */
-static nf_status budget_candidates(nf_plan *p, nf_error *err)
-{
-    const nf_recipe_budget *rb = &p->recipe->budget;
-    size_t nf = rb->nformats ? rb->nformats : nf_format_count(), nm = rb->nmethods ? rb->nmethods : NF_METHOD_COUNT;
-    plan_budget *b = p->budget = calloc(1, sizeof *p->budget);
-    if (!b || !(b->cands = calloc(nf * nm, sizeof *b->cands))) return nf_common_nomem(err);
-    b->imatrix = rb->imatrix;
-    for (size_t i = 0; i < nf; i++)
-        for (size_t j = 0; j < nm; j++) {
-            plan_candidate c = {.method = (nf_method_id)j};
-            if (rb->nformats ? nf_format_find(rb->formats[i], &c.fmt, NULL) != NF_OK : !(c.fmt = nf_format_at(i)))
-                continue;
-            if (rb->nmethods && nf_method_find(rb->methods[j], &c.method, NULL) != NF_OK) continue;
-            if (!budget_pair(c.fmt, c.method, rb->nmethods != 0)) continue;
-            c.layout = nf_layout_default_for(c.fmt);
-            if (rb->imatrix && takes_importance(c.method) && !(c.with = json_pack("{s:s}", "imatrix", rb->imatrix)))
-                return nf_common_nomem(err);
-            b->cands[b->ncands++] = c;
-        }
-    if (b->ncands == 0)
-        return nf_error_set(err, NF_ERR_INVALID,
-                            "%s:%d:%d: budget: no method of budget.methods produces a format of budget.formats (e.g. "
-                            "grouped_absmax produces q4_g64_fp16 ... q8_g32_fp16, ggml_quantize gguf_q2_k ... "
-                            "gguf_q8_0)",
-                            recipe_label(p->recipe), rb->pos.line, rb->pos.col);
-    if (rb->imatrix) {
-        size_t i = source_index(p, rb->imatrix);
-        if (i == SIZE_MAX || !p->imatrices[i])
-            return nf_error_set(err, NF_ERR_INVALID, "%s:%d:%d: budget.imatrix: '%s' is not a source of the recipe",
-                                recipe_label(p->recipe), rb->imatrix_pos.line, rb->imatrix_pos.col, rb->imatrix);
-    }
-    if (rb->sensitivity) {
-        size_t i = source_index(p, rb->sensitivity);
-        if (i == SIZE_MAX)
-            return nf_error_set(err, NF_ERR_INVALID, "%s:%d:%d: budget.sensitivity: '%s' is not a source of the recipe",
-                                recipe_label(p->recipe), rb->sensitivity_pos.line, rb->sensitivity_pos.col,
-                                rb->sensitivity);
-        NF_TRY(nf_sensitivity_read(p->sources[i].path, &b->sens, err));
-    }
-    return NF_OK;
-}
-
-/* Every name of the sensitivity file is a tensor of the checkpoint (a misspelt name would weigh
- * nothing, silently): the first that is not is refused where the file has it. */
-static nf_status budget_sensitivity_names(const nf_plan *p, nf_error *err)
-{
-    const nf_sensitivity *sv = &p->budget->sens;
-    const plan_source *base = base_source(p);
-    const char *path = p->sources[source_index(p, p->recipe->budget.sensitivity)].path;
-    for (size_t i = 0; i < sv->n; i++)
-        if (!nf_source_find(base->src, sv->names[i]))
-            return nf_error_set(err, NF_ERR_INVALID,
-                                "%s:%llu:%llu (byte %llu): tensor '%s': not a tensor of the checkpoint (%s)", path,
-                                (unsigned long long)sv->line[i], (unsigned long long)sv->col[i],
-                                (unsigned long long)sv->byte[i], nf_esc(sv->names[i]).s, nf_source_path(base->src));
-    return NF_OK;
-}
-
-/* May candidate k serve the tensor of choice c?  A rule naming a method narrows them to it. */
-static bool budget_allows(const nf_plan *p, const nf_recipe_choice *c, size_t k)
-{
-    nf_method_id m;
-    if (c->method_rule < 0) return true;
-    return nf_method_find(c->method, &m, NULL) == NF_OK && m == p->budget->cands[k].method;
-}
-
-/* What the budget may choose for: a tensor of floating-point values with rank >= 2 (a matrix
- * view), not stored quantized; NULL when it may, else why not. */
-static const char *budget_unfit(const tensor_plan *tp)
-{
-    static const char *const floats[] = {"F32", "F16", "BF16", "F64"};
-    if (tp->q || gguf_blocks(tp->t))
-        return "is stored quantized: the budget chooses only for tensors of floating-point values (import it, or "
-               "give it a format)";
-    bool f = false;
-    for (size_t i = 0; i < sizeof floats / sizeof floats[0]; i++) f = f || !strcmp(tp->t->type_name, floats[i]);
-    if (!f || !tp->t->convertible) return "is not of floating-point values: the budget cannot choose for it";
-    if (tp->t->rank != 2 || tp->t->elements == 0)
-        return "is not a matrix (rank 2): the budget's formats need one (give it a format, e.g. fp32)";
-    return NULL;
-}
-
-/* Does candidate k's layout hold the tensor (the gguf_* formats need whole blocks per row, nvfp4
- * whole tiles)?  false with geometry's message in e otherwise. */
-static bool budget_holds(const nf_plan *p, const tensor_plan *tp, size_t k, nf_geometry *g, nf_error *e)
-{
-    const plan_candidate *cd = &p->budget->cands[k];
-    return nf_geometry_init(g, cd->layout, cd->fmt, tp->t->rank, tp->t->shape, 1, e) == NF_OK;
-}
-
-/* Before planning: each tensor left to the budget gets its first allowed candidate that holds it
- * as a stand-in (its rule's with kept, else the candidate's). */
-static void budget_stand_in(nf_plan *p, tensor_plan *tp, nf_recipe_choice *c, problems *probs)
-{
-    const char *why = budget_unfit(tp);
-    if (why) {
-        tensor_problem(probs, p->recipe, c, FIELD_FORMAT, tp->t, why);
-        return;
-    }
-    bool allowed = false;
-    for (size_t k = 0; k < p->budget->ncands; k++) {
-        if (!budget_allows(p, c, k)) continue;
-        allowed = true;
-        nf_geometry g;
-        nf_error e;
-        if (!budget_holds(p, tp, k, &g, &e)) continue;
-        const plan_candidate *cd = &p->budget->cands[k];
-        c->format = cd->fmt->name;
-        c->method = nf_method_name(cd->method);
-        /* a rule's with is for the grouped_search candidates (budget_options) */
-        if (c->with_rule < 0 || cd->method != NF_METHOD_GROUPED_SEARCH) c->with = cd->with;
-        tp->budget = true;
-        return;
-    }
-    tensor_problem(probs, p->recipe, c, allowed ? FIELD_FORMAT : FIELD_METHOD, tp->t,
-                   allowed ? "no candidate format of the budget holds its shape"
-                           : "left to the budget, with a method that is none of the budget's candidates (budget.methods)");
-}
-
-/* Notes that candidate k is not one for the item, and why (--dry-run says it, after the
- * candidate's name: a reason that starts by naming the format, as geometry's do, drops that). */
-static void budget_exclude(plan_budget_item *it, size_t k, const nf_format *f, const char *why, problems *probs)
-{
-    plan_exclusion *x = &it->excluded[it->nexcluded];
-    size_t n = strlen(f->name);
-    if (!strncmp(why, "format '", 8) && !strncmp(why + 8, f->name, n) && !strncmp(why + 8 + n, "' ", 2)) why += 10 + n;
-    if (!(x->why = strdup(why))) {
-        probs->nomem = true;
-        return;
-    }
-    x->cand = k;
-    it->nexcluded++;
-}
-
-/* One item's options: each allowed candidate whose layout holds the tensor, with its bytes and
- * its method's parameters; the others, with the reason, in it->excluded. */
-static void budget_options(nf_plan *p, const tensor_plan *tp, plan_budget_item *it, problems *probs)
-{
-    plan_budget *b = p->budget;
-    nf_error e;
-    if (!(it->opts = calloc(b->ncands, sizeof *it->opts)) || !(it->excluded = calloc(b->ncands, sizeof *it->excluded))) {
-        probs->nomem = true;
-        return;
-    }
-    for (size_t k = 0; k < b->ncands; k++) {
-        if (!budget_allows(p, tp->c, k)) continue;
-        const plan_candidate *cd = &b->cands[k];
-        plan_option *op = &it->opts[it->nopts];
-        nf_geometry g;
-        if (!budget_holds(p, tp, k, &g, &e)) {
-            budget_exclude(it, k, cd->fmt, e.message, probs);
-            continue;
-        }
-        nf_recipe_choice c = *tp->c;
-        /* the rule's with (the stand-in's choice may have dropped it, budget_stand_in) */
-        const json_t *rule_with = tp->c->with_rule >= 0 ? p->recipe->rules[tp->c->with_rule].with : NULL;
-        c.with = rule_with && cd->method == NF_METHOD_GROUPED_SEARCH ? rule_with : cd->with;
-        if (method_params(p, &c, tp->t, tp->cols, &op->params, &e) != NF_OK ||
-            nf_method_check_params(cd->method, &op->params, tp->cols, &e) != NF_OK) {
-            tensor_problem(probs, p->recipe, tp->c, c.with ? FIELD_WITH : FIELD_METHOD, tp->t, e.message);
-            return;
-        }
-        /* the gguf types ggml quantizes only with an importance vector (nf_method_check_choice):
-         * candidates only for a tensor that has one (docs/recipes.md, "Budgets") */
-        if (nf_method_check_choice(cd->method, cd->fmt, &op->params, NULL) != NF_OK) {
-            budget_exclude(it, k, cd->fmt,
-                           b->imatrix ? "ggml quantizes it only with an importance matrix, and the budget's imatrix "
-                                        "has no vector for this tensor"
-                                      : "ggml quantizes it only with an importance matrix (give the budget one: "
-                                        "budget.imatrix)",
-                           probs);
-            continue;
-        }
-        op->cand = k;
-        op->with = c.with;
-        op->bytes = g.bytes;
-        it->nopts++;
-    }
-    if (it->nopts == 0)
-        tensor_problem(probs, p->recipe, tp->c, FIELD_FORMAT, tp->t, "no candidate format of the budget holds its shape");
-}
-
-/* Where a budget's message points: the recipe line, or what the command line said (quick mode). */
-static void budget_where(const nf_recipe *r, nf_recipe_pos pos, char *buf, size_t size)
-{
-    if (r->budget.label) snprintf(buf, size, "%s", r->budget.label);
-    else snprintf(buf, size, "%s:%d:%d: budget", recipe_label(r), pos.line, pos.col);
-}
-
-/* After the objects: the items, what they may take, and the capacity. */
-static nf_status budget_items(nf_plan *p, tensor_plan *tps, size_t n, const name_index *ix, problems *probs,
-                              nf_error *err)
-{
-    plan_budget *b = p->budget;
-    const nf_recipe *r = p->recipe;
-    const nf_recipe_budget *rb = &r->budget;
-    size_t count = 0;
-    for (size_t i = 0; i < n; i++) count += tps[i].budget && tps[i].ok;
-    if (count == 0) {
-        char where[NF_ERROR_MESSAGE_MAX / 4];
-        budget_where(r, rb->pos, where, sizeof where);
-        return nf_error_set(err, NF_ERR_INVALID,
-                            "%s: no tensor is left to it (%s)", where,
-                            rb->label ? "no rank-2 floating-point tensor that a --rule does not pin"
-                                      : "give the tensors it chooses for `format: budget` in a rule");
-    }
-    if (r->budget.sensitivity) NF_TRY(budget_sensitivity_names(p, err));
-    if (!(b->items = calloc(count, sizeof *b->items))) return nf_common_nomem(err);
-    size_t imi = rb->imatrix ? source_index(p, rb->imatrix) : SIZE_MAX;
-    for (size_t i = 0; i < n; i++) {
-        tensor_plan *tp = &tps[i];
-        if (!tp->budget || !tp->ok) continue;
-        if (group_of(ix, tp->t->name) >= 0 || tp->object == SIZE_MAX) {
-            tensor_problem(probs, r, tp->c, FIELD_FORMAT, tp->t,
-                           "is a member of a group: the budget chooses for single tensors (give the group a format)");
-            continue;
-        }
-        plan_budget_item *it = &b->items[b->nitems++];
-        it->source = tp->member.source;
-        it->t = tp->t;
-        it->object = tp->object;
-        it->rows = tp->rows;
-        it->cols = tp->cols;
-        it->runner_up = SIZE_MAX;
-        size_t si = nf_sensitivity_find(&b->sens, tp->t->name);
-        it->factor = si == SIZE_MAX ? 1.0 : b->sens.factors[si];
-        if (imi != SIZE_MAX) {
-            nf_error e;
-            if (nf_imatrix_lookup(p->imatrices[imi], tp->t->name, tp->cols, &it->weights, NULL, &e) != NF_OK) {
-                tensor_problem(probs, r, tp->c, FIELD_FORMAT, tp->t, e.message);
-                continue;
-            }
-        }
-        if (!nf_add_u64(b->elements, tp->t->elements, &b->elements))
-            return nf_error_set(err, NF_ERR_INVALID, "budget: the tensors left to it hold more than 2^64 values");
-        budget_options(p, tp, it, probs);
-    }
-    if (probs->count || probs->nomem) return NF_OK;
-    uint64_t all = 0, items = 0;
-    for (size_t i = 0; i < p->nobjects; i++)
-        if (p->objects[i].kind == NF_OBJECT_TENSOR && !nf_add_u64(all, p->objects[i].g.bytes, &all))
-            return nf_error_set(err, NF_ERR_INVALID, "budget: the tensor objects hold more than 2^64 bytes");
-    for (size_t k = 0; k < b->nitems; k++) items += p->objects[b->items[k].object].g.bytes; /* <= all */
-    b->fixed_bytes = all - items;
-    return NF_OK;
-}
-
-/* The figure a budget is given in: bits per weight over the items, or bytes of every tensor. */
-static double budget_figure(const plan_budget *b, const nf_recipe_budget *rb, uint64_t item_bytes)
-{
-    if (rb->bytes) return (double)b->fixed_bytes + (double)item_bytes;
-    return 8.0 * (double)item_bytes / (double)b->elements;
-}
-
-/* The bytes the items may have, or the refusal naming the range the budget can reach. */
-static nf_status budget_capacity(nf_plan *p, nf_error *err)
-{
-    plan_budget *b = p->budget;
-    const nf_recipe *r = p->recipe;
-    const nf_recipe_budget *rb = &r->budget;
-    NF_TRY(nf_budget_reach(b, err));
-    bool low, high;
-    if (rb->bytes) {
-        low = rb->bytes < b->fixed_bytes || rb->bytes - b->fixed_bytes < b->min_bytes;
-        high = !low && rb->bytes - b->fixed_bytes > b->max_bytes;
-        b->capacity = low ? 0 : rb->bytes - b->fixed_bytes;
-    } else {
-        double cap = floor(rb->bits_per_weight * (double)b->elements / 8.0);
-        low = cap < (double)b->min_bytes;
-        high = cap > (double)b->max_bytes;
-        b->capacity = low || high ? 0 : (uint64_t)cap;
-    }
-    if (!low && !high) return NF_OK;
-    const char *unit = rb->bytes ? "bytes" : "bits per weight";
-    char lo[64], hi[64], given[64];
-    if (rb->bytes) {
-        snprintf(lo, sizeof lo, "%.0f", budget_figure(b, rb, b->min_bytes));
-        snprintf(hi, sizeof hi, "%.0f", budget_figure(b, rb, b->max_bytes));
-        snprintf(given, sizeof given, "%" PRIu64, rb->bytes);
-    } else {
-        /* the bounds rounded outwards, so that a figure inside them is reachable */
-        double l = ceil(budget_figure(b, rb, b->min_bytes) * 1e4) / 1e4;
-        double h = floor(budget_figure(b, rb, b->max_bytes) * 1e4) / 1e4;
-        if (h < l) h = l; /* one size only: its figure, rounded up */
-        snprintf(lo, sizeof lo, "%.4f", l);
-        snprintf(hi, sizeof hi, "%.4f", h);
-        snprintf(given, sizeof given, "%g", rb->bits_per_weight);
-    }
-    char fixed[96] = "";
-    if (rb->bytes) snprintf(fixed, sizeof fixed, " (the other tensor objects take %" PRIu64 ")", b->fixed_bytes);
-    char where[NF_ERROR_MESSAGE_MAX / 4];
-    budget_where(r, rb->limit_pos, where, sizeof where);
-    return nf_error_set(err, NF_ERR_INVALID,
-                        "%s: %s %s is %s what the candidates reach with the %zu tensor%s left to the budget: %s to %s "
-                        "%s%s",
-                        where, given, unit, low ? "below" : "above", b->nitems, b->nitems == 1 ? "" : "s", lo, hi,
-                        unit, fixed);
-}
-
-/* After the allocation: each item's object planned again with its pick. */
-static void budget_patch(nf_plan *p, tensor_plan *tps, size_t n, problems *probs)
-{
-    plan_budget *b = p->budget;
-    size_t k = 0;
-    for (size_t i = 0; i < n && k < b->nitems; i++) {
-        if (!tps[i].budget || tps[i].t != b->items[k].t) continue;
-        plan_budget_item *it = &b->items[k++];
-        const plan_option *op = &it->opts[it->pick];
-        const plan_candidate *cd = &b->cands[op->cand];
-        nf_recipe_choice c = *tps[i].c;
-        c.format = cd->fmt->name;
-        c.method = nf_method_name(cd->method);
-        c.with = op->with;
-        tensor_plan tp = tps[i];
-        tp.c = &c;
-        tp.ok = false;
-        memset(&tp.member, 0, sizeof tp.member);
-        const nf_source_tensor *companions[NF_QWEIGHT_MAX_READS] = {0};
-        plan_tensor(p, it->source, &tp, probs, companions);
-        if (!tp.ok) continue;
-        plan_object *o = &p->objects[it->object];
-        nf_error e;
-        o->method = tp.method;
-        o->params = tp.params;
-        o->with = c.with;
-        o->members[0] = tp.member;
-        o->budget = it;
-        if (object_geometry(&tp, &o->g, &e) != NF_OK) tensor_problem(probs, p->recipe, &c, FIELD_FORMAT, tp.t, e.message);
-    }
-}
-
 
 /* bindings: each tensor object bound under its id, or its members (a fused object's, or one
  * renamed) each under its source name as a part of the object's elements. */
@@ -1402,7 +1003,7 @@ nf_status nf_plan_build_ex(const nf_recipe *recipe, const nf_plan_build_options 
     p->recipe = recipe;
     nf_status st = open_sources(p, err);
     if (st != NF_OK) goto fail;
-    const plan_source *base = base_source(p);
+    const plan_source *base = nf_plan_base_source(p);
     size_t n = nf_source_tensor_count(base->src);
     nf_recipe_tensor *rt = calloc(n ? n : 1, sizeof *rt);
     nf_recipe_choice *choices = calloc(2 * (n ? n : 1), sizeof *choices); /* [n, 2n): the visible ones' */
@@ -1438,7 +1039,7 @@ nf_status nf_plan_build_ex(const nf_recipe *recipe, const nf_plan_build_options 
             rt[nv] = (nf_recipe_tensor){t->name, t->type_name, 2, q->shape, q->shape[0] * q->shape[1], true};
         } else {
             /* (a GGUF block tensor is stored quantized too: `when: {quantized: true}` sees it) */
-            rt[nv] = (nf_recipe_tensor){t->name, t->type_name, t->rank, t->shape, t->elements, gguf_blocks(t)};
+            rt[nv] = (nf_recipe_tensor){t->name, t->type_name, t->rank, t->shape, t->elements, nf_plan_gguf_blocks(t)};
         }
         visible[nv++] = i;
     }
@@ -1446,20 +1047,20 @@ nf_status nf_plan_build_ex(const nf_recipe *recipe, const nf_plan_build_options 
     for (size_t i = 0; i < n; i++) choices[i] = (nf_recipe_choice){.skip = true, .rule = -1};
     for (size_t j = 0; j < nv; j++) choices[visible[j]] = choices[n + j];
 
-    if (recipe->budget.set && (st = budget_candidates(p, err)) != NF_OK) goto done;
+    if (recipe->budget.set && (st = nf_plan_budget_candidates(p, err)) != NF_OK) goto done;
     for (size_t i = 0; i < n; i++) {
         tps[i].c = &choices[i];
         if (choices[i].skip || tps[i].consumed) continue;
-        if (is_budget(&choices[i])) {
+        if (nf_plan_is_budget(&choices[i])) {
             if (!p->budget) {
-                tensor_problem(&probs, recipe, &choices[i], FIELD_FORMAT, tps[i].t,
+                nf_plan_tensor_problem(&probs, recipe, &choices[i], FIELD_FORMAT, tps[i].t,
                                "format 'budget' needs a `budget:` section (bits_per_weight or bytes)");
                 continue;
             }
-            budget_stand_in(p, &tps[i], &choices[i], &probs);
+            nf_plan_budget_stand_in(p, &tps[i], &choices[i], &probs);
             if (!tps[i].budget) continue;
         }
-        plan_tensor(p, base, &tps[i], &probs, consumed + NF_QWEIGHT_MAX_READS * i);
+        nf_plan_tensor(p, base, &tps[i], &probs, consumed + NF_QWEIGHT_MAX_READS * i);
     }
     if (probs.count || probs.nomem) {
         st = problems_error(&probs, recipe->path, err);
@@ -1492,7 +1093,7 @@ nf_status nf_plan_build_ex(const nf_recipe *recipe, const nf_plan_build_options 
     }
     for (size_t i = 0; i < n; i++) {
         if (choices[i].skip || tps[i].consumed) continue;
-        int g = group_of(&ix, tps[i].t->name);
+        int g = nf_plan_group_of(&ix, tps[i].t->name);
         if (g >= 0) {
             if (!group_done[g]) add_group(p, cap, &recipe->groups[g], tps, &ix, &probs);
             group_done[g] = true;
@@ -1504,7 +1105,7 @@ nf_status nf_plan_build_ex(const nf_recipe *recipe, const nf_plan_build_options 
         if (!group_done[g]) {
             const nf_recipe_group *grp = &recipe->groups[g];
             add_problem(&probs, "%s:%d:%d: groups[%zu]: group '%s' has no member in the checkpoint (members: %s%s)",
-                        recipe_label(recipe), grp->pos.line, grp->pos.col, g, grp->id,
+                        nf_plan_recipe_label(recipe), grp->pos.line, grp->pos.col, g, grp->id,
                         grp->nmembers ? grp->members[0] : "", grp->nmembers > 1 ? ", ..." : "");
         }
     free(group_done);
@@ -1513,16 +1114,16 @@ nf_status nf_plan_build_ex(const nf_recipe *recipe, const nf_plan_build_options 
         goto done;
     }
     if (p->budget) {
-        if ((st = budget_items(p, tps, n, &ix, &probs, err)) != NF_OK) goto done;
+        if ((st = nf_plan_budget_items(p, tps, n, &ix, &probs, err)) != NF_OK) goto done;
         if (probs.count || probs.nomem) {
             st = problems_error(&probs, recipe->path, err);
             goto done;
         }
-        if ((st = budget_capacity(p, err)) != NF_OK ||
+        if ((st = nf_plan_budget_capacity(p, err)) != NF_OK ||
             (st = nf_budget_allocate(p->budget, &recipe->budget, opt ? opt->threads : 0,
                                       opt ? opt->budget_figures : NULL, err)) != NF_OK)
             goto done;
-        budget_patch(p, tps, n, &probs);
+        nf_plan_budget_patch(p, tps, n, &probs);
         if (probs.count || probs.nomem) {
             st = problems_error(&probs, recipe->path, err);
             goto done;
@@ -1607,190 +1208,4 @@ json_t *nf_plan_describe(const nf_plan *p)
                           per_format);
     if (d && p->budget) json_object_set_new(d, "budget", nf_budget_describe(p->budget, &p->recipe->budget));
     return d;
-}
-
-/* ---------------------------------------------------------------- content digest (F13) */
-/* Under SOURCE_DATE_EPOCH the artifact id used to be derived from the plan's description --
- * names, shapes, formats -- and the epoch alone: two checkpoints with the same names and shapes
- * got the same id, so an entry of one passed `verify --quick` with the parts of the other and
- * `dequant --all` read mixed data (docs/security.md 7.1, F13).  The id must bind the content.  The encoded
- * objects would do, but their digests are known only after the id is written into every part
- * header; the bytes the plan reads are known before, and hashing them costs one sequential read
- * of the checkpoint (XXH3 runs far faster than the read; docs/ninfer-convert.md has the figures). */
-#define DIGEST_CHUNK ((size_t)4 << 20)
-
-static void digest_str(XXH3_state_t *h, const char *s)
-{
-    XXH3_128bits_update(h, s, strlen(s) + 1);
-}
-
-static void digest_u64(XXH3_state_t *h, uint64_t v)
-{
-    uint8_t b[8];
-    for (int i = 0; i < 8; i++) b[i] = (uint8_t)(v >> (8 * i));
-    XXH3_128bits_update(h, b, sizeof b);
-}
-
-#define DIGEST_DUMPS (JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY)
-
-static bool digest_json(XXH3_state_t *h, const char *what, const json_t *j)
-{
-    char *text = nf_jw_dump(j ? j : json_null(), DIGEST_DUMPS, 0, NULL);
-    if (!text) return false;
-    digest_str(h, what);
-    digest_str(h, text);
-    free(text);
-    return true;
-}
-
-/* The compact text of one value, without its NUL. */
-static bool digest_text(XXH3_state_t *h, const json_t *j)
-{
-    char *text = nf_jw_dump(j, DIGEST_DUMPS, 0, NULL);
-    if (!text) return false;
-    XXH3_128bits_update(h, text, strlen(text));
-    free(text);
-    return true;
-}
-
-static bool digest_member(XXH3_state_t *h, bool *first, const char *key, const json_t *value)
-{
-    json_t *k = json_string(key);
-    bool ok = k && (*first || (XXH3_128bits_update(h, ",", 1), true)) && digest_text(h, k) &&
-              (XXH3_128bits_update(h, ":", 1), true) && digest_text(h, value);
-    json_decref(k);
-    *first = false;
-    return ok;
-}
-
-/* digest_json of the member head and its records (nf_plan_*_record) as one object -- under
- * records_key, or directly when it is NULL: the compact text of a whole tree is the
- * concatenation of its members' texts, so the digest is that of the tree, never built. */
-static nf_status digest_records(XXH3_state_t *h, const char *what, const json_t *head, const char *records_key,
-                                nf_status (*next)(void *, size_t, const char **, json_t **, nf_error *),
-                                const nf_plan *p, nf_error *err)
-{
-    nf_plan_records cursor = {p, 0, 0};
-    digest_str(h, what);
-    XXH3_128bits_update(h, "{", 1);
-    bool first = true, ok = true;
-    const char *key;
-    json_t *val;
-    json_object_foreach((json_t *)head, key, val) ok = ok && digest_member(h, &first, key, val);
-    if (ok && records_key) {
-        json_t *k = json_string(records_key);
-        ok = k && (first || (XXH3_128bits_update(h, ",", 1), true)) && digest_text(h, k);
-        json_decref(k);
-        XXH3_128bits_update(h, ":{", 2);
-        first = true;
-    }
-    for (size_t i = 0; ok; i++) {
-        const char *k = NULL;
-        json_t *v = NULL;
-        NF_TRY(next(&cursor, i, &k, &v, err));
-        if (!v) break;
-        ok = digest_member(h, &first, k, v);
-        json_decref(v);
-    }
-    if (!ok) return nf_common_nomem(err);
-    XXH3_128bits_update(h, records_key ? "}}" : "}", records_key ? 3 : 2); /* with the text's NUL */
-    return NF_OK;
-}
-
-static nf_status digest_tensor(XXH3_state_t *h, const nf_source *src, const nf_source_tensor *t, uint8_t *buf,
-                               nf_error *err)
-{
-    digest_str(h, t->name);
-    digest_u64(h, t->bytes);
-    for (uint64_t off = 0; off < t->bytes;) {
-        size_t len = t->bytes - off < DIGEST_CHUNK ? (size_t)(t->bytes - off) : DIGEST_CHUNK;
-        NF_TRY(nf_source_read_bytes(src, t, off, buf, len, err));
-        XXH3_128bits_update(h, buf, len);
-        off += len;
-    }
-    return NF_OK;
-}
-
-static nf_status digest_file(XXH3_state_t *h, const char *path, uint8_t *buf, nf_error *err)
-{
-    int fd = nf_io_open(path, O_RDONLY | O_NONBLOCK, 0);
-    if (fd < 0) return nf_error_errno(err, errno, "%s: cannot open", path);
-    struct stat sb;
-    int e = nf_io_fstat(fd, &sb);
-    nf_status st = NF_OK;
-    if (e) st = nf_error_errno(err, e, "%s: cannot stat", path);
-    else if (!S_ISREG(sb.st_mode)) st = nf_error_set(err, NF_ERR_INVALID, "%s: not a regular file", path);
-    digest_str(h, path);
-    uint64_t size = st == NF_OK ? (uint64_t)sb.st_size : 0;
-    digest_u64(h, size);
-    for (uint64_t off = 0; st == NF_OK && off < size;) {
-        size_t len = size - off < DIGEST_CHUNK ? (size_t)(size - off) : DIGEST_CHUNK;
-        if ((e = nf_io_pread_full(fd, buf, len, off)) != 0) st = nf_error_errno(err, e, "%s: cannot read", path);
-        else XXH3_128bits_update(h, buf, len);
-        off += len;
-    }
-    nf_io_close(fd);
-    return st;
-}
-
-nf_status nf_plan_content_digest(const nf_plan *p, uint8_t out[16], nf_error *err)
-{
-    if (!p || !out) return nf_error_set(err, NF_ERR_USAGE, "nf_plan_content_digest: missing argument");
-    XXH3_state_t *h = XXH3_createState();
-    uint8_t *buf = malloc(DIGEST_CHUNK);
-    nf_status st = NF_OK;
-    if (!h || !buf || XXH3_128bits_reset(h) != XXH_OK) {
-        st = nf_common_nomem(err);
-        goto done;
-    }
-    digest_str(h, "ninfer plan content digest v1");
-    json_t *d = nf_plan_describe(p);
-    bool ok = d && digest_json(h, "plan", d) && digest_json(h, "components", p->components);
-    json_decref(d);
-    if (!ok) {
-        st = nf_common_nomem(err);
-        goto done;
-    }
-    /* (in the order of the members before the records were streamed: the digest, and so the
-     * ids derived from it, did not change) */
-    st = digest_records(h, "bindings", NULL, NULL, nf_plan_binding_record, p, err);
-    if (st == NF_OK && !digest_json(h, "metadata", p->metadata)) st = nf_common_nomem(err);
-    if (st == NF_OK) st = digest_records(h, "provenance", p->provenance, "objects", nf_plan_provenance_record, p, err);
-    if (st != NF_OK) goto done;
-    for (size_t i = 0; st == NF_OK && i < p->nobjects; i++) {
-        const plan_object *o = &p->objects[i];
-        digest_str(h, o->id);
-        if (o->kind == NF_OBJECT_RESOURCE) {
-            if (o->data) { /* (made from the source, whose bytes the digest reads: its text too) */
-                digest_u64(h, o->bytes);
-                XXH3_128bits_update(h, o->data, (size_t)o->bytes);
-            } else {
-                st = digest_file(h, o->path, buf, err);
-            }
-            continue;
-        }
-        for (size_t k = 0; st == NF_OK && k < o->nmembers; k++) {
-            const plan_member *m = &o->members[k];
-            st = digest_tensor(h, m->source->src, m->t, buf, err);
-            if (st == NF_OK && m->scale_t) st = digest_tensor(h, m->source->src, m->scale_t, buf, err);
-        }
-    }
-    const plan_source *base = base_source(p);
-    for (size_t i = 0; st == NF_OK && i < p->ncompanions; i++)
-        st = digest_tensor(h, base->src, p->companions[i], buf, err);
-    for (size_t i = 0; st == NF_OK && i < p->nsources; i++)
-        if ((p->imatrices && p->imatrices[i]) || (p->budget && p->recipe->budget.sensitivity &&
-                                                  !strcmp(p->recipe->budget.sensitivity, p->sources[i].name))) {
-            digest_str(h, p->sources[i].name); /* an imatrix, or the budget's sensitivity file */
-            st = digest_file(h, p->sources[i].path, buf, err);
-        }
-    if (st == NF_OK) {
-        XXH128_canonical_t c;
-        XXH128_canonicalFromHash(&c, XXH3_128bits_digest(h));
-        memcpy(out, c.digest, 16);
-    }
-done:
-    XXH3_freeState(h);
-    free(buf);
-    return st;
 }

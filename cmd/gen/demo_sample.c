@@ -128,26 +128,47 @@ static uint8_t *read_file(const char *path, uint64_t *size)
     return buf;
 }
 
+#define USAGE "usage: ninfer-demo-sample OUT.ninfer [GGUF_FIXTURE_DIR] [--max-file-bytes N]\n"
+
+static int usage(void)
+{
+    fprintf(stderr, USAGE);
+    return 2;
+}
+
+static int help(void)
+{
+    printf(USAGE
+           "Writes a sample artifact holding every format and layout through the library's writer, with\n"
+           "deterministic pseudo-random legal words.  GGUF_FIXTURE_DIR holds <type>.qbytes files; without\n"
+           "it the gguf_* objects are left out.\n"
+           "\n"
+           "  --max-file-bytes N  split the artifact into parts of at most N bytes\n"
+           "  -h, --help          this text\n");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *out = NULL, *gguf_dir = NULL;
     uint64_t max_file_bytes = 0;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--max-file-bytes") == 0 && i + 1 < argc)
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) return help();
+        if (strcmp(a, "--max-file-bytes") == 0 && i + 1 < argc)
             max_file_bytes = strtoull(argv[++i], NULL, 10);
-        else if (!out)
-            out = argv[i];
+        else if (a[0] == '-') {
+            /* an option we do not know is a usage error, never a file name (issue 25 item 4) */
+            fprintf(stderr, "ninfer-demo-sample: error: unknown option '%s'\n", a);
+            return usage();
+        } else if (!out)
+            out = a;
         else if (!gguf_dir)
-            gguf_dir = argv[i];
-        else {
-            fprintf(stderr, "usage: ninfer-demo-sample OUT.ninfer [GGUF_FIXTURE_DIR] [--max-file-bytes N]\n");
-            return 2;
-        }
+            gguf_dir = a;
+        else
+            return usage();
     }
-    if (!out) {
-        fprintf(stderr, "usage: ninfer-demo-sample OUT.ninfer [GGUF_FIXTURE_DIR] [--max-file-bytes N]\n");
-        return 2;
-    }
+    if (!out) return usage();
     static const struct {
         const char *id, *format;
         uint32_t rank;
