@@ -1,6 +1,7 @@
-/* The planner's internals shared by planner.c (building the plan) and plan_budget.c (the budget
- * glue): the problem list, one tensor's plan, and the steps of nf_plan_build_ex the budget takes
- * part in (docs/recipes.md, "Budgets").  Nothing outside those two files includes it. */
+/* The planner's internals shared by planner.c (building the plan), plan_budget.c (the budget
+ * glue) and plan_tensor.c (one tensor's plan, below both): the problem list, one tensor's plan,
+ * and the steps of nf_plan_build_ex the budget takes part in (docs/recipes.md, "Budgets").
+ * Nothing outside those three files includes it. */
 #ifndef NINFER_PLAN_IMPL_H
 #define NINFER_PLAN_IMPL_H
 
@@ -48,7 +49,13 @@ typedef struct name_index {
     nf_strset tensors; /* tensor name -> index into the tensor plans */
 } name_index;
 
-/* ---------------------------------------------------------------- planner.c */
+/* ---------------------------------------------------------------- plan_tensor.c */
+/* Add one problem (printf-style) to the list; out of memory is remembered, not lost. */
+void nf_plan_add_problem(problems *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The collected problems as one error, "WHAT: N problems:\n  ..." (NF_ERR_INVALID). */
+nf_status nf_plan_problems_error(problems *p, const char *what, nf_error *err);
+/* "FILE:LINE:COL: rules[i].field" of a choice's field, for a problem's prefix. */
+void nf_plan_choice_origin(const nf_recipe *r, const nf_recipe_choice *c, choice_field f, char *buf, size_t size);
 /* The recipe's file for messages, "<recipe>" without one. */
 const char *nf_plan_recipe_label(const nf_recipe *r);
 /* One problem of a tensor: "FILE:LINE:COL: rules[i].field: tensor 'NAME' (DTYPE): what". */

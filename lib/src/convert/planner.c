@@ -1,10 +1,10 @@
 /* Planning a conversion: open the recipe's sources, resolve the rules against the checkpoint's
  * tensors, check every choice, and build the directory members.  Nothing is written here; every
- * problem found is collected so one run reports all of them.  The budget's steps are in
- * plan_budget.c and the plan's content digest in plan_digest.c (plan_impl.h). */
+ * problem found is collected so one run reports all of them.  One tensor's plan is in
+ * plan_tensor.c, the budget's steps in plan_budget.c and the plan's content digest in
+ * plan_digest.c (plan_impl.h). */
 #include <inttypes.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,140 +19,6 @@
 #include "convert/convert_impl.h"
 #include "convert/plan_impl.h"
 #include "ninfer_version.h"
-
-/* ---------------------------------------------------------------- problem list */
-static void add_problem(problems *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void add_problem(problems *p, const char *fmt, ...)
-{
-    char line[NF_ERROR_MESSAGE_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    size_t n = strlen(line) + 4;
-    if (p->len + n + 1 > p->cap) {
-        size_t cap = (p->cap + n + 1) * 2;
-        char *t = realloc(p->text, cap);
-        if (!t) {
-            p->nomem = true;
-            return;
-        }
-        p->text = t;
-        p->cap = cap;
-    }
-    p->len += (size_t)snprintf(p->text + p->len, p->cap - p->len, "\n  %s", line);
-    p->count++;
-}
-
-/* One error holding every problem: "<what>: N problems:\n  ...".  The message buffer of an
- * nf_error is bounded, so a very long list is cut (the count stays exact). */
-static nf_status problems_error(problems *p, const char *what, nf_error *err)
-{
-    if (p->nomem) return nf_common_nomem(err);
-    return nf_error_set(err, NF_ERR_INVALID, "%s: %zu problem%s:%s", what, p->count, p->count == 1 ? "" : "s",
-                        p->text ? p->text : "");
-}
-
-/* ---------------------------------------------------------------- where a problem stems from */
-const char *nf_plan_recipe_label(const nf_recipe *r) { return r->path ? r->path : "<recipe>"; }
-
-/* "FILE:LINE:COL: rules[i].field" (or "defaults.field") for the recipe line that decided one
- * field of a tensor's choice: the method and layout left unset fall back to the format's (they
- * are its natural ones); FIELD_RULE is the last rule that matched the tensor. */
-static void choice_origin(const nf_recipe *r, const nf_recipe_choice *c, choice_field f, char *buf, size_t size)
-{
-    const char *path = nf_plan_recipe_label(r);
-    int ri = -1;
-    nf_recipe_pos pos = {0, 0};
-    const char *key = "";
-    switch (f) {
-    case FIELD_WITH:
-        if (c->with_rule >= 0) {
-            ri = c->with_rule;
-            pos = r->rules[ri].with_pos;
-            key = ".with";
-            break;
-        }
-        /* parameters come with the method */
-        /* fall through */
-    case FIELD_METHOD:
-        if (c->method_rule >= 0) {
-            ri = c->method_rule;
-            pos = r->rules[ri].method_pos;
-            key = ".method";
-            break;
-        }
-        if (r->default_method) {
-            if (r->defaults_label) snprintf(buf, size, "%s", r->defaults_label);
-            else
-                snprintf(buf, size, "%s:%d:%d: defaults.method", path, r->default_method_pos.line,
-                         r->default_method_pos.col);
-            return;
-        }
-        /* the format's natural method */
-        /* fall through */
-    case FIELD_LAYOUT:
-        if (f == FIELD_LAYOUT && c->layout_rule >= 0) {
-            ri = c->layout_rule;
-            pos = r->rules[ri].layout_pos;
-            key = ".layout";
-            break;
-        }
-        /* the format's default layout */
-        /* fall through */
-    case FIELD_FORMAT:
-        if (c->format_rule >= 0) {
-            ri = c->format_rule;
-            pos = r->rules[ri].format_pos;
-            key = ".format";
-            break;
-        }
-        if (r->default_format_pos.line > 0) {
-            if (r->defaults_label) snprintf(buf, size, "%s", r->defaults_label);
-            else
-                snprintf(buf, size, "%s:%d:%d: defaults.format", path, r->default_format_pos.line,
-                         r->default_format_pos.col);
-            return;
-        }
-        /* the default format bf16 */
-        /* fall through */
-    case FIELD_RULE:
-        if (c->rule >= 0) {
-            ri = c->rule;
-            pos = r->rules[ri].pos;
-            break;
-        }
-        snprintf(buf, size, "%s: (no rule matches the tensor)", path);
-        return;
-    }
-    if (r->rules[ri].label) {
-        snprintf(buf, size, "%s", r->rules[ri].label);
-        return;
-    }
-    if (pos.line <= 0) pos = r->rules[ri].pos;
-    snprintf(buf, size, "%s:%d:%d: rules[%d]%s", path, pos.line, pos.col, ri, key);
-}
-
-/* A library message without its leading "tensor 'NAME': " or "NAME: " (the problem line names
- * the tensor itself, once). */
-static const char *without_tensor(const char *msg, const char *name)
-{
-    size_t n = strlen(name);
-    if (strncmp(msg, "tensor '", 8) == 0 && strncmp(msg + 8, name, n) == 0 && strncmp(msg + 8 + n, "': ", 3) == 0)
-        return msg + 8 + n + 3;
-    if (strncmp(msg, name, n) == 0 && strncmp(msg + n, ": ", 2) == 0) return msg + n + 2;
-    return msg;
-}
-
-/* One problem of a tensor: "FILE:LINE:COL: rules[i].field: tensor 'NAME' (DTYPE): what". */
-void nf_plan_tensor_problem(problems *probs, const nf_recipe *r, const nf_recipe_choice *c, choice_field f,
-                            const nf_source_tensor *t, const char *what)
-{
-    char where[NF_ERROR_MESSAGE_MAX / 2];
-    choice_origin(r, c, f, where, sizeof where);
-    add_problem(probs, "%s: tensor '%s' (%s): %s", where, t->name, t->type_name, without_tensor(what, t->name));
-}
 
 /* Prefixes "FILE:LINE:COL: source 'NAME'" (a source added by --source has no line). */
 static nf_status source_error(nf_error *err, nf_status st, const nf_recipe *r, const nf_recipe_source *rs)
@@ -214,26 +80,6 @@ static plan_object *new_object(nf_plan *p, size_t cap)
     plan_object *o = &p->objects[p->nobjects++];
     memset(o, 0, sizeof *o);
     return o;
-}
-
-const plan_source *nf_plan_base_source(const nf_plan *p)
-{
-    const plan_source *only = NULL;
-    size_t n = 0;
-    for (size_t i = 0; i < p->nsources; i++) {
-        if (!p->sources[i].src) continue;
-        if (strcmp(p->sources[i].name, "base") == 0) return &p->sources[i];
-        only = &p->sources[i];
-        n++;
-    }
-    return n == 1 ? only : NULL;
-}
-
-size_t nf_plan_source_index(const nf_plan *p, const char *name)
-{
-    for (size_t i = 0; i < p->nsources; i++)
-        if (strcmp(p->sources[i].name, name) == 0) return i;
-    return SIZE_MAX;
 }
 
 /* Is source `name` used as an imatrix by some rule's with? */
@@ -302,256 +148,6 @@ static nf_status open_sources(nf_plan *p, nf_error *err)
     return NF_OK;
 }
 
-/* ---------------------------------------------------------------- imports */
-/* Import descriptor of a source tensor as the import module wants it. */
-static nf_import_tensor import_tensor(const nf_source_tensor *t)
-{
-    return (nf_import_tensor){t->name, t->type_name, t->ggml_type, t->rank, t->shape};
-}
-
-/* The format that holds a quantized weight's words exactly (import_encoded, docs/dialects.md), or
- * NULL when none does. */
-static const char *import_target(const nf_qweight *q)
-{
-    if (q->dialect == NF_DIALECT_CT_NVFP4 || q->dialect == NF_DIALECT_MODELOPT_NVFP4) return "nvfp4";
-    bool rows = !strcmp(q->strategy, "tensor") || !strcmp(q->strategy, "channel");
-    if ((q->dialect == NF_DIALECT_CT_FP8 || q->dialect == NF_DIALECT_MODELOPT_FP8) && rows &&
-        q->codes_kind == NF_QCODES_E4M3 && (q->scale->dtype == NF_ST_F32 || q->scale->dtype == NF_ST_BF16))
-        return "fp8_e4m3fn_row_bf16";
-    return NULL;
-}
-
-/* A GGUF tensor of ggml blocks (Q4_K, IQ2_XXS, ...), whose gguf_* format holds its words. */
-bool nf_plan_gguf_blocks(const nf_source_tensor *t) { return t->ggml_type >= 0 && t->block_values > 1 && t->format; }
-
-/* The format import_encoded puts a tensor in when no rule chose one: the one holding its words
- * (a quantized weight's, a GGUF block tensor's gguf_*), or NULL. */
-static const char *natural_import_format(const nf_source_tensor *t, const nf_qweight *q)
-{
-    if (q) return import_target(q);
-    if (nf_plan_gguf_blocks(t)) return t->format->name;
-    return NULL;
-}
-
-/* A quantized weight imports only into the format that holds its words (docs/dialects.md). */
-static nf_status check_quantized_import(const nf_source_tensor *t, const nf_qweight *q, const nf_format *fmt,
-                                        nf_error *err)
-{
-    const char *target = import_target(q);
-    char what[NF_ERROR_MESSAGE_MAX / 4];
-    nf_qweight_describe(q, what, sizeof what);
-    if (!target)
-        return nf_error_set(err, NF_ERR_INVALID,
-                            "tensor '%s': stored quantized (%s): no format holds its words exactly, so "
-                            "import_encoded cannot keep them; requantize it from its values with a rule that names "
-                            "the method (e.g. `method: grouped_absmax`), or --requantize in quick mode",
-                            t->name, what);
-    if (strcmp(target, fmt->name) != 0)
-        return nf_error_set(err, NF_ERR_INVALID,
-                            "tensor '%s': stored quantized (%s): import_encoded keeps its words in %s, not %s; or "
-                            "requantize it from its values with a rule that names the method, or --requantize in "
-                            "quick mode",
-                            t->name, what, target, fmt->name);
-    return NF_OK;
-}
-
-/* Reads a tensor-level scalar (4 bytes of an F32 tensor, or 2 of a BF16 one). */
-static nf_status read_scalar(const nf_source *src, const nf_source_tensor *t, void *buf, size_t *len, nf_error *err)
-{
-    if (t->bytes > 4 || t->bytes == 0)
-        return nf_error_set(err, NF_ERR_INVALID, "tensor '%s' must hold one value, not %llu bytes", t->name,
-                            (unsigned long long)t->bytes);
-    *len = (size_t)t->bytes;
-    return nf_source_read_bytes(src, t, 0, buf, *len, err);
-}
-
-/* Prepare member m for import_encoded into fmt (checked against the weight's dialect by
- * check_quantized_import first).  A safetensors source imports only a quantized weight, whose
- * companions the dialect scan found (docs/dialects.md). */
-static nf_status prepare_import(const plan_source *s, const nf_source_tensor *t, const nf_qweight *q,
-                                const nf_format *fmt, plan_member *m, nf_error *err)
-{
-    const nf_source *src = s->src;
-    nf_import_tensor it = import_tensor(t);
-    if (t->ggml_type >= 0) return nf_import_init_gguf(&m->imp, fmt, &it, err);
-    if (!q)
-        return nf_error_set(err, NF_ERR_INVALID,
-                            "tensor '%s': import_encoded needs a GGUF block tensor or a quantized weight with its "
-                            "companions (its scales, docs/dialects.md), and this %s tensor has none: no import into %s",
-                            t->name, t->type_name, fmt->name);
-    nf_import_tensor is = import_tensor(q->scale);
-    uint8_t bytes[4];
-    size_t len = 0;
-    if (fmt->category == NF_CAT_NVFP4) {
-        nf_import_tensor ic = import_tensor(q->global);
-        NF_TRY(read_scalar(src, q->global, bytes, &len, err));
-        nf_import_kind kind = q->dialect == NF_DIALECT_MODELOPT_NVFP4 ? NF_IMPORT_NVFP4_MODELOPT : NF_IMPORT_NVFP4_COMPRESSED;
-        NF_TRY(nf_import_init_nvfp4(&m->imp, kind, &it, &is, &ic, bytes, len, err));
-        m->scale_t = q->scale;
-        return NF_OK;
-    }
-    /* fp8 rows: a per-tensor scale is read now, per-row scales with each chunk */
-    bool per_tensor = q->scale->elements == 1;
-    if (per_tensor) NF_TRY(read_scalar(src, q->scale, bytes, &len, err));
-    NF_TRY(nf_import_init_fp8(&m->imp, fmt, &it, &is, per_tensor ? bytes : NULL, len, err));
-    if (!per_tensor) m->scale_t = q->scale;
-    return NF_OK;
-}
-
-/* ---------------------------------------------------------------- one tensor object */
-/* Method parameters from `with`: imatrix (a source name) and negative_scales.  An imatrix problem
- * names the imatrix file. */
-/* nf_method_check_choice, its message saying where the missing importance vector should come
- * from: ggml quantizes some types only with one (docs/methods.md, ggml_quantize). */
-static nf_status check_choice(const nf_recipe_choice *c, nf_method_id method, const nf_format *fmt,
-                              const nf_method_params *params, nf_error *e)
-{
-    if (nf_method_check_choice(method, fmt, params, e) == NF_OK) return NF_OK;
-    if (method != NF_METHOD_GGML_QUANTIZE || (params && params->importance)) return e->status;
-    bool named = c->with && json_object_get(c->with, "imatrix");
-    snprintf(e->message, sizeof e->message, "ggml_quantize into %s needs an importance vector, as ggml does, %s",
-             fmt->name,
-             named ? "and the rule's imatrix has none for this tensor"
-                   : "and none is given: add `with: {imatrix: NAME}` naming an imatrix source");
-    return e->status;
-}
-
-nf_status nf_plan_method_params(nf_plan *p, const nf_recipe_choice *c, const nf_source_tensor *t, uint64_t cols,
-                                nf_method_params *params, nf_error *err)
-{
-    memset(params, 0, sizeof *params);
-    if (!c->with) return NF_OK;
-    json_t *neg = json_object_get(c->with, "negative_scales");
-    if (neg) params->negative_scales = json_is_true(neg);
-    json_t *im = json_object_get(c->with, "imatrix");
-    if (!im) return NF_OK;
-    size_t i = nf_plan_source_index(p, json_string_value(im));
-    if (i == SIZE_MAX || !p->imatrices[i])
-        return nf_error_set(err, NF_ERR_INVALID, "imatrix '%s' is not an imatrix source of the recipe",
-                            json_string_value(im));
-    const float *imp = NULL;
-    NF_TRY(nf_imatrix_lookup(p->imatrices[i], t->name, cols, &imp, NULL, err)); /* names its file */
-    params->importance = imp;
-    params->importance_len = imp ? cols : 0;
-    return NF_OK;
-}
-
-void nf_plan_tensor(nf_plan *p, const plan_source *s, tensor_plan *tp, problems *probs,
-                    const nf_source_tensor **companions)
-{
-    const nf_source_tensor *t = tp->t;
-    const nf_recipe_choice *c = tp->c;
-    const nf_recipe *r = p->recipe;
-    nf_error e;
-    /* import_encoded with no rule choosing the format: the format that holds the words */
-    const char *format = c->format, *natural = natural_import_format(t, tp->q);
-    if (c->format_rule < 0 && c->method && !strcmp(c->method, "import_encoded") && natural) format = natural;
-    if (nf_format_find(format, &tp->fmt, &e) != NF_OK) {
-        nf_plan_tensor_problem(probs, r, c, FIELD_FORMAT, t, e.message);
-        return;
-    }
-    tp->layout = c->layout && strcmp(c->layout, "auto") != 0 ? nf_layout_lookup(c->layout)
-                                                              : nf_layout_default_for(tp->fmt);
-    if (!tp->layout) {
-        snprintf(e.message, sizeof e.message, "unknown layout '%s'", c->layout ? c->layout : "(default)");
-        nf_plan_tensor_problem(probs, r, c, FIELD_LAYOUT, t, e.message);
-        return;
-    }
-    if (nf_method_find(c->method, &tp->method, &e) != NF_OK) {
-        nf_plan_tensor_problem(probs, r, c, FIELD_METHOD, t, e.message);
-        return;
-    }
-    if (tp->q && tp->method == NF_METHOD_IMPORT_ENCODED && check_quantized_import(t, tp->q, tp->fmt, &e) != NF_OK) {
-        nf_plan_tensor_problem(probs, r, c, FIELD_METHOD, t, without_tensor(e.message, t->name));
-        return;
-    }
-    if (nf_method_check_target(tp->method, tp->fmt, &e) != NF_OK) {
-        /* a method and a format that do not fit: point at the method, and at the format when
-         * another line chose it */
-        char fwhere[NF_ERROR_MESSAGE_MAX / 4], mwhere[NF_ERROR_MESSAGE_MAX / 4];
-        choice_origin(r, c, FIELD_FORMAT, fwhere, sizeof fwhere);
-        choice_origin(r, c, FIELD_METHOD, mwhere, sizeof mwhere);
-        if (strcmp(fwhere, mwhere) != 0) {
-            char what[NF_ERROR_MESSAGE_MAX];
-            snprintf(what, sizeof what, "%.*s (format %s from %s)", (int)(sizeof what / 2), e.message, c->format,
-                     fwhere);
-            nf_plan_tensor_problem(probs, r, c, FIELD_METHOD, t, what);
-        } else {
-            nf_plan_tensor_problem(probs, r, c, FIELD_METHOD, t, e.message);
-        }
-        return;
-    }
-    tp->rows = t->rows;
-    tp->cols = t->row_elements;
-    plan_member *m = &tp->member;
-    m->source = s;
-    m->t = t;
-    if (tp->method == NF_METHOD_IMPORT_ENCODED) {
-        if (prepare_import(s, t, tp->q, tp->fmt, m, &e) != NF_OK) {
-            /* a companion the import read (a scale) may be what is wrong: name the checkpoint */
-            char what[NF_ERROR_MESSAGE_MAX];
-            snprintf(what, sizeof what, "%s: %.*s", nf_source_path(s->src), (int)(sizeof what / 2),
-                     without_tensor(e.message, t->name));
-            nf_plan_tensor_problem(probs, r, c, FIELD_METHOD, t, what);
-            return;
-        }
-        tp->rows = m->imp.rows;
-        tp->cols = m->imp.cols;
-    } else if (tp->q) {
-        /* requantizing a quantized weight from its values: only when a rule names the method
-         * (docs/dialects.md, "Imported or requantized") */
-        const nf_qweight *q = tp->q;
-        if (c->method_rule < 0) {
-            char what[NF_ERROR_MESSAGE_MAX / 4];
-            nf_qweight_describe(q, what, sizeof what);
-            const char *target = import_target(q);
-            snprintf(e.message, sizeof e.message,
-                     "stored quantized (%s): %s by %s would requantize it, and no rule names that method; %s%s%s "
-                     "permit requantizing with a rule that names the method (e.g. `method: %s`), or --requantize in "
-                     "quick mode",
-                     what, tp->fmt->name, nf_method_name(tp->method), target ? "import it exactly (`method: import_encoded`, into " : "no format holds its words exactly;",
-                     target ? target : "", target ? "), or" : "", nf_method_name(tp->method));
-            nf_plan_tensor_problem(probs, r, c, FIELD_METHOD, t, e.message);
-            return;
-        }
-        tp->rows = q->shape[0];
-        tp->cols = q->shape[1];
-        m->q = q;
-        m->raw = false;
-        m->src_type = NF_SRC_F32;
-        if (nf_plan_method_params(p, c, t, tp->cols, &tp->params, &e) != NF_OK ||
-            nf_method_check_params(tp->method, &tp->params, tp->cols, &e) != NF_OK ||
-            check_choice(c, tp->method, tp->fmt, &tp->params, &e) != NF_OK) {
-            nf_plan_tensor_problem(probs, r, c, c->with ? FIELD_WITH : FIELD_METHOD, t, e.message);
-            return;
-        }
-    } else {
-        if (t->elements == 0) {
-            nf_plan_tensor_problem(probs, r, c, FIELD_RULE, t, "empty tensors cannot be stored");
-            return;
-        }
-        m->raw = nf_src_type_lookup(t->type_name, &m->src_type);
-        if (!m->raw && !t->convertible) {
-            snprintf(e.message, sizeof e.message, "source dtype %s cannot be read as values", t->type_name);
-            nf_plan_tensor_problem(probs, r, c, FIELD_RULE, t, e.message);
-            return;
-        }
-        if (!m->raw) m->src_type = NF_SRC_F32;
-        /* Floating-point sources of grouped/fp8 methods are read as binary32 values either way;
-         * raw words matter for cast_direct (NaN payloads, integers). */
-        if (nf_plan_method_params(p, c, t, tp->cols, &tp->params, &e) != NF_OK ||
-            nf_method_check_params(tp->method, &tp->params, tp->cols, &e) != NF_OK ||
-            check_choice(c, tp->method, tp->fmt, &tp->params, &e) != NF_OK) {
-            nf_plan_tensor_problem(probs, r, c, c->with ? FIELD_WITH : FIELD_METHOD, t, e.message);
-            return;
-        }
-    }
-    m->rows = tp->rows;
-    /* the companions its words or values are read with (the content digest reads them) */
-    if (tp->q) nf_qweight_companions(tp->q, companions);
-    tp->ok = true;
-}
-
 /* ---------------------------------------------------------------- re-encoded sources */
 /* What an object does to a source tensor that is already encoded, when it does not import it
  * (docs/security.md 7.1, M5: quick mode turned GGUF block tensors into bf16 without a word).  A
@@ -600,14 +196,6 @@ static void set_note(plan_object *o, const nf_source_tensor *t, const nf_qweight
         return;
     }
     if (!(o->note = strdup(note))) probs->nomem = true;
-}
-
-/* Geometry of a single-member object: shape as the source's (direct) or [N, K]. */
-nf_status nf_plan_object_geometry(const tensor_plan *tp, nf_geometry *g, nf_error *err)
-{
-    if (tp->method == NF_METHOD_IMPORT_ENCODED) return nf_import_geometry(&tp->member.imp, g, err);
-    if (tp->q) return nf_geometry_init(g, tp->layout, tp->fmt, 2, tp->q->shape, 1, err);
-    return nf_geometry_init(g, tp->layout, tp->fmt, tp->t->rank, tp->t->shape, 1, err);
 }
 
 /* ---------------------------------------------------------------- directory members */
@@ -807,12 +395,6 @@ static int compare_ptr(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-int nf_plan_group_of(const name_index *ix, const char *name)
-{
-    size_t g = 0;
-    return nf_strset_find(&ix->members, name, NULL, &g) ? (int)g : -1;
-}
-
 static void add_group(nf_plan *p, size_t cap, const nf_recipe_group *grp, tensor_plan *tps, const name_index *ix,
                       problems *probs)
 {
@@ -831,20 +413,20 @@ static void add_group(nf_plan *p, size_t cap, const nf_recipe_group *grp, tensor
         if (nf_strset_find(&ix->tensors, grp->members[k], NULL, &ti)) mem[k] = &tps[ti];
         mp = group_pos(grp, k);
         if (!mem[k]) {
-            add_problem(probs, "%s:%d:%d: groups[%zu].members[%zu]: group '%s': member '%s' is not a tensor of the "
+            nf_plan_add_problem(probs, "%s:%d:%d: groups[%zu].members[%zu]: group '%s': member '%s' is not a tensor of the "
                         "checkpoint", path, mp.line, mp.col, gi, k, grp->id, grp->members[k]);
             ok = false;
         } else if (mem[k]->consumed) {
             /* (checked first: a companion is skipped too) */
-            add_problem(probs, "%s:%d:%d: groups[%zu].members[%zu]: group '%s': member '%s' is a companion of a "
+            nf_plan_add_problem(probs, "%s:%d:%d: groups[%zu].members[%zu]: group '%s': member '%s' is a companion of a "
                         "quantized weight (a scale), not a tensor of its own", path, mp.line, mp.col, gi, k, grp->id,
                         grp->members[k]);
             ok = false;
         } else if (mem[k]->c->skip) {
             /* (checked before ok: a skipped tensor is never planned, so it is not ok either) */
             char where[NF_ERROR_MESSAGE_MAX / 4];
-            choice_origin(p->recipe, mem[k]->c, FIELD_RULE, where, sizeof where);
-            add_problem(probs, "%s:%d:%d: groups[%zu].members[%zu]: group '%s': member '%s' is skipped by the rules "
+            nf_plan_choice_origin(p->recipe, mem[k]->c, FIELD_RULE, where, sizeof where);
+            nf_plan_add_problem(probs, "%s:%d:%d: groups[%zu].members[%zu]: group '%s': member '%s' is skipped by the rules "
                         "(last matched by %s)", path, mp.line, mp.col, gi, k, grp->id, grp->members[k], where);
             ok = false;
         } else if (!mem[k]->ok) {
@@ -860,7 +442,7 @@ static void add_group(nf_plan *p, size_t cap, const nf_recipe_group *grp, tensor
         if (m->fmt != first->fmt || m->layout != first->layout || m->method != first->method ||
             !json_equal((json_t *)(m->c->with ? m->c->with : json_null()),
                         (json_t *)(first->c->with ? first->c->with : json_null()))) {
-            add_problem(probs, "%s:%d:%d: groups[%zu].members[%zu]: group '%s': member '%s' has a different "
+            nf_plan_add_problem(probs, "%s:%d:%d: groups[%zu].members[%zu]: group '%s': member '%s' has a different "
                         "format, layout, method or with than '%s' (%s %s %s vs %s %s %s)", path, mp.line, mp.col, gi,
                         k, grp->id, m->t->name, first->t->name, m->fmt->name, m->layout->name,
                         nf_method_name(m->method), first->fmt->name, first->layout->name,
@@ -868,13 +450,13 @@ static void add_group(nf_plan *p, size_t cap, const nf_recipe_group *grp, tensor
             ok = false;
         }
         if (m->cols != first->cols) {
-            add_problem(probs, "%s:%d:%d: groups[%zu].members[%zu]: group '%s': member '%s' has %llu columns, '%s' "
+            nf_plan_add_problem(probs, "%s:%d:%d: groups[%zu].members[%zu]: group '%s': member '%s' has %llu columns, '%s' "
                         "has %llu: rows stack only with equal K", path, mp.line, mp.col, gi, k, grp->id, m->t->name,
                         (unsigned long long)m->cols, first->t->name, (unsigned long long)first->cols);
             ok = false;
         }
         if (m->fmt->category != NF_CAT_DIRECT && m->t->rank != 2 && m->method != NF_METHOD_IMPORT_ENCODED) {
-            add_problem(probs, "%s:%d:%d: groups[%zu].members[%zu]: group '%s': member '%s' is not a matrix", path,
+            nf_plan_add_problem(probs, "%s:%d:%d: groups[%zu].members[%zu]: group '%s': member '%s' is not a matrix", path,
                         mp.line, mp.col, gi, k, grp->id, m->t->name);
             ok = false;
         }
@@ -921,7 +503,7 @@ static void add_group(nf_plan *p, size_t cap, const nf_recipe_group *grp, tensor
         st = nf_geometry_init(&o->g, first->layout, first->fmt, 2, shape, 1, &e);
     }
     if (st != NF_OK)
-        add_problem(probs, "%s:%d:%d: groups[%zu]: group '%s': %s", path, gp.line, gp.col, gi, grp->id, e.message);
+        nf_plan_add_problem(probs, "%s:%d:%d: groups[%zu]: group '%s': %s", path, gp.line, gp.col, gi, grp->id, e.message);
     else
         set_note(o, first->t, first->q, probs);
 done:
@@ -1063,7 +645,7 @@ nf_status nf_plan_build_ex(const nf_recipe *recipe, const nf_plan_build_options 
         nf_plan_tensor(p, base, &tps[i], &probs, consumed + NF_QWEIGHT_MAX_READS * i);
     }
     if (probs.count || probs.nomem) {
-        st = problems_error(&probs, recipe->path, err);
+        st = nf_plan_problems_error(&probs, recipe->path, err);
         goto done;
     }
     /* the companions the quantized weights are read with, once each, for the content digest */
@@ -1104,19 +686,19 @@ nf_status nf_plan_build_ex(const nf_recipe *recipe, const nf_plan_build_options 
     for (size_t g = 0; g < recipe->ngroups; g++)
         if (!group_done[g]) {
             const nf_recipe_group *grp = &recipe->groups[g];
-            add_problem(&probs, "%s:%d:%d: groups[%zu]: group '%s' has no member in the checkpoint (members: %s%s)",
+            nf_plan_add_problem(&probs, "%s:%d:%d: groups[%zu]: group '%s' has no member in the checkpoint (members: %s%s)",
                         nf_plan_recipe_label(recipe), grp->pos.line, grp->pos.col, g, grp->id,
                         grp->nmembers ? grp->members[0] : "", grp->nmembers > 1 ? ", ..." : "");
         }
     free(group_done);
     if (probs.count || probs.nomem) {
-        st = problems_error(&probs, recipe->path, err);
+        st = nf_plan_problems_error(&probs, recipe->path, err);
         goto done;
     }
     if (p->budget) {
         if ((st = nf_plan_budget_items(p, tps, n, &ix, &probs, err)) != NF_OK) goto done;
         if (probs.count || probs.nomem) {
-            st = problems_error(&probs, recipe->path, err);
+            st = nf_plan_problems_error(&probs, recipe->path, err);
             goto done;
         }
         if ((st = nf_plan_budget_capacity(p, err)) != NF_OK ||
@@ -1125,7 +707,7 @@ nf_status nf_plan_build_ex(const nf_recipe *recipe, const nf_plan_build_options 
             goto done;
         nf_plan_budget_patch(p, tps, n, &probs);
         if (probs.count || probs.nomem) {
-            st = problems_error(&probs, recipe->path, err);
+            st = nf_plan_problems_error(&probs, recipe->path, err);
             goto done;
         }
     }
