@@ -1,4 +1,4 @@
-/* Rows longer than a chunk (lib/src/convert/execute.c run_span_job, docs/ninfer-convert.md): each
+/* Rows longer than a chunk (lib/src/convert/exec_jobs.c run_span_job, docs/ninfer-convert.md): each
  * row is encoded in spans of whole NF_COLSPAN_ALIGN-column blocks, so a job's memory is bounded
  * by the chunk, not the row.  Checked here:
  *   - the artifact's bytes and the report's figures are those of whole-row jobs (a chunk larger

@@ -1,4 +1,4 @@
-/* The report's fast represented values (execute.c nf_convert_words_values) against
+/* The report's fast represented values (nf_convert_words_values, used by exec_jobs.c) against
  * nf_words_to_f32, bit for bit, on random words of every format a method or import writes
  * (arbitrary words, NaN and infinite scales included: both compute the same operations). */
 #include <criterion/criterion.h>

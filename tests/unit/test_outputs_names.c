@@ -199,7 +199,7 @@ Test(outputs_names, look_alikes_are_nothing)
     cr_assert_eq(nf_outputs_recognise(name, "m.ninfer", NULL), NF_OUTPUTS_OTHER, "%s", name);
 }
 
-/* What a conversion to OUT touches (the input check, convert/execute.c): its own entry, parts,
+/* What a conversion to OUT touches (the input check, convert/exec_outputs.c): its own entry, parts,
  * report, lock and temps; a scale-out task's receipts and staged entry are not a run's. */
 Test(outputs_names, roles_of_a_conversion)
 {

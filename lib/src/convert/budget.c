@@ -17,7 +17,7 @@
  * sample_rows 0 measures every row by every option.
  *
  * A sampled row longer than SPAN_VALUES is measured span by span (docs/layouts.md section 12), as
- * the conversion encodes it (execute.c), so memory stays bounded whatever the row's length: each
+ * the conversion encodes it (exec_jobs.c), so memory stays bounded whatever the row's length: each
  * option encodes a span as it would the whole row there (fp8_row_maxabs given the row's maximum,
  * ggml_quantize with an importance vector the row's sum of squares),
  * and the error's blocks start at a span's first column (budget/werror.h), so the figures are the
@@ -192,7 +192,7 @@ static uint64_t measure_span(const plan_budget_item *it, const nf_geometry *g)
     return SPAN_VALUES;
 }
 
-/* What a span of row r needs of the whole row, per option (execute.c reads it alike): the largest
+/* What a span of row r needs of the whole row, per option (exec_jobs.c reads it alike): the largest
  * magnitude word for fp8_row_maxabs (nf_src_rows.row_max), the sum of x^2 in column order for
  * ggml_quantize with an importance vector (row_sum2; nothing for the types that do not use it). */
 struct whole_row {

@@ -1,6 +1,7 @@
-/* Internal structures of the conversion pipeline, shared by planner.c (resolution, validation,
- * directory members), plan_digest.c (the plan's content digest), budget.c (a budget's measuring pass and allocation) and execute.c (row
- * chunks on a thread pool). */
+/* Internal structures of the conversion pipeline, shared by planner.c and plan_tensor.c
+ * (resolution, validation, directory members), plan_digest.c (the plan's content digest),
+ * budget.c (a budget's measuring pass and allocation) and execute.c with its exec_*.c files (row
+ * chunks on a thread pool, the report, the outputs). */
 #ifndef NINFER_CONVERT_IMPL_H
 #define NINFER_CONVERT_IMPL_H
 
@@ -158,7 +159,7 @@ struct nf_plan {
     plan_budget *budget;             /* the recipe's budget, or NULL */
 };
 
-/* Convert one tensor's words into the rows of a words buffer (execute.c); a method's rows are
+/* Convert one tensor's words into the rows of a words buffer (exec_jobs.c); a method's rows are
  * measured into stats when it is not NULL. */
 nf_status nf_convert_member_rows(const plan_object *o, const plan_member *m, uint64_t r0, uint64_t r1,
                                  void *raw_buf, size_t raw_len, void *scale_buf, size_t scale_len,

@@ -1057,7 +1057,7 @@ static nf_status file_digest(const char *path, uint64_t from, char out[33], nf_e
 }
 
 /* (The writer holds the plan's objects in the plan's order: writer index k is plan object k,
- * execute.c's plan_writer; nf_writer_file_objects gives a file's objects by those indices.) */
+ * exec_outputs.c's nf_convert_plan_writer; nf_writer_file_objects gives a file's objects by those indices.) */
 
 static nf_status write_receipt(const nf_plan *p, const nf_scaleout *s, const nf_writer *w, size_t task, size_t i,
                                const char *staged, const nf_errstats_summary *sums, char (*checksums)[33],

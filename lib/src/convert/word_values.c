@@ -1,5 +1,5 @@
 /* The represented values of encoded words, fast (convert_impl.h): for the report's statistics
- * (execute.c) and the budget's measuring pass (budget.c). */
+ * (exec_jobs.c) and the budget's measuring pass (budget.c). */
 #include <string.h>
 
 #include <ninfer/format.h>
