@@ -25,7 +25,7 @@ static void read_host(void)
     char name[256] = {0};
     if (gethostname(name, sizeof name - 1) != 0 || !name[0]) snprintf(name, sizeof name, "unknown");
     size_t n = 0;
-    for (; name[n] && n < NF_OUTPUTS_HOST_MAX; n++) {
+    for (; n < NF_OUTPUTS_HOST_MAX && name[n]; n++) {
         char c = name[n];
         g_host[n] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ? c : '-';
     }
