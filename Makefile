@@ -47,7 +47,7 @@ check: build
 # the convert modes it drives (--plan-out, --task, --assemble, a task killed or stopped) run
 # sanitized in cli_test_scaleout*, a failing write in cli_test_faults (tests/README.md, "What
 # runs where").
-SAN_SKIP := ^cli_test_(deb|install|man_pages|completion|help_documented|doc_refs|module_headers|exports|build_flags|make_targets|hardening|preset_peer|slurm)$$
+SAN_SKIP := ^cli_test_(deb|install|man_pages|completion|help_documented|doc_refs|module_headers|format|exports|build_flags|make_targets|hardening|preset_peer|slurm)$$
 
 # A Debug build (assertions on) at -O1, as ASan's documentation advises for a usable speed: at -O0
 # the sanitized suite was the longest part of CI (.ci/run).  The CLI tests see
@@ -60,6 +60,16 @@ test-sanitize: deps
 	cmake --build $(BUILD_SAN) -j $(JOBS)
 	cd $(BUILD_SAN) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		ctest --output-on-failure -j $(JOBS) -E '$(SAN_SKIP)'
+
+# Line coverage of the suite (scripts/coverage.sh; tests/README.md, "Coverage"): a Debug build at
+# -O0 with gcov in $(BUILD_COV), the suite as the sanitized run takes it, then lcov's summary of
+# lib/ and cmd/ and an HTML report in $(BUILD_COV)/coverage/.  Slow (the whole suite unoptimized);
+# not part of `make test` nor of CI.
+BUILD_COV ?= build-coverage
+.PHONY: coverage
+coverage: deps
+	@bash scripts/deps.sh lcov
+	@bash scripts/coverage.sh $(BUILD_COV) $(JOBS) '$(SAN_SKIP)' $(CMAKE_ARGS)
 
 # The demo builds only the programs it runs (not the test suite).
 DEMO_TARGETS := ninfer-gen-checkpoint ninfer-convert ninfer-inspect ninfer-verify
@@ -86,7 +96,7 @@ conformance: build
 	python3 ../shared/conformance/run.py --bin $(BUILD)/bin --only read.verify,read.inspect,read.split.verify,read.split.inspect,reject,cli.verify,cli.inspect
 
 clean:
-	rm -rf $(BUILD) $(BUILD_SAN)
+	rm -rf $(BUILD) $(BUILD_SAN) $(BUILD_COV)
 
 # Fuzzing (docs/security.md): build the libFuzzer targets of tests/fuzz with clang into
 # $(FUZZ_BUILD) and run each for FUZZ_SECONDS; FUZZ_JOBS (1 or 2) run at once, FUZZ_TARGETS
@@ -143,3 +153,19 @@ quality: deps
 		-DNINFER_TESTS=OFF -DNINFER_BENCH=ON $(CMAKE_ARGS)
 	cmake --build $(BENCH_BUILD) -j $(JOBS) --target ninfer-convert ninfer-gen-checkpoint
 	@bash bench/quality.sh $(BENCH_BUILD)/bin $(QUALITY_BPW)
+
+# Static analysis (tests/README.md, "Habits"): cppcheck over lib/ and cmd/ with the checked-in
+# configuration (scripts/cppcheck/: the macros it cannot read from system headers and the
+# suppressions, each with its reason); any finding fails.  CI runs it (.ci/run).
+LINT_FLAGS := -q --enable=warning,portability --std=c11 --error-exitcode=1 --inline-suppr \
+	-Ilib/include -Ilib/src -I$(BUILD)/lib -I$(BUILD) -Icmd/cli -Icmd -D__GNUC__ -D__x86_64__ \
+	--include=scripts/cppcheck/macros.h --suppressions-list=scripts/cppcheck/suppressions.txt \
+	--suppress=missingIncludeSystem --template='{file}:{line}: {severity} ({id}): {message}'
+.PHONY: lint format
+lint: $(BUILD)/cmake-args.stamp
+	@bash scripts/deps.sh cppcheck
+	cppcheck $(LINT_FLAGS) lib cmd
+
+# Rewrite the C files with .clang-format (scripts/format.sh; cli_test_format checks the tree is).
+format:
+	@bash scripts/format.sh
