@@ -39,7 +39,8 @@ lcov --quiet --add-tracefile "$out/lib.info" --add-tracefile "$out/cmd.info" --o
   echo "== the least covered files of lib/ (50 lines or more): lines hit / lines, percent"
   lcov --list "$out/lib.info" --list-full-path 2>/dev/null |
     awk -F'|' '/\.(c|h|inc) *\|/ { split($2, a, " "); pct = a[1]; n = a[2]; sub(/%/, "", pct);
-                 if (n + 0 >= 50) printf "%6.1f%% %6d  %s\n", pct, n, $1 }' | sort -n | head -15
+                 if (n + 0 >= 50) { f = $1; sub(/ +$/, "", f); printf "%6.1f%% %6d  %s\n", pct, n, f } }' |
+    sed "s|  $root/|  |" | sort -n | head -15
 } | tee "$out/summary.txt"
 genhtml --quiet "$out/ours.info" --output-directory "$out/html" --prefix "$root" >/dev/null 2>&1 || true
 echo "coverage: $out/summary.txt, $out/html/index.html"

@@ -1,6 +1,6 @@
-/* The conversion report, OUT.conversion.json (docs/cli.md): the plan's objects with their
- * error statistics, written to a temp file beside it that the caller publishes with the
- * artifact (exec_impl.h). */
+/* The conversion report, OUT.conversion.json (docs/ninfer-convert.md, "The report"): the plan's
+ * objects with their error statistics, written to a temp file beside it that the caller
+ * publishes with the artifact (exec_impl.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -23,6 +23,7 @@
 #include "convert/exec_impl.h"
 #include "outputs/out_names.h"
 #include "outputs/out_publish.h"
+#include "outputs/out_whole.h"
 #include "budget/werror.h"
 #include "stats/stats.h"
 
@@ -101,67 +102,49 @@ static json_t *report_tail(const nf_plan *p, const nf_errstats_summary *sums, co
     return end;
 }
 
-/* The report, streamed to a temp file beside its destination (renamed once the artifact is
- * published): head's members, then "objects" with one compact record per line, built one at a
- * time (memory does not grow with the number of objects), then tail's members:
+/* The report, streamed to a temp file beside its destination (nf_outputs_write_temp; renamed
+ * once the artifact is published): head's members, then "objects" with one compact record per
+ * line, built one at a time (memory does not grow with the number of objects), then tail's
+ * members:
  *   {"output":...,"name":...,"recipe":...,"provenance":{...},"objects":[
  *   {"object":...},
  *   ...
- *   ],"artifact_id":...,"threads":...,"chunk_values":...}
- * Through the I/O shim like every other file the library writes. */
-static nf_status write_report(const nf_plan *p, const nf_errstats_summary *sums, const char *path,
-                              const json_t *head, const json_t *tail, char **tmp_out, nf_error *err)
+ *   ],"artifact_id":...,"threads":...,"chunk_values":...} */
+typedef struct report_parts {
+    const nf_plan *p;
+    const nf_errstats_summary *sums;
+    const json_t *head, *tail;
+} report_parts;
+
+static bool fill_report(void *ctx, nf_io_out *o)
 {
-    char *tmp = NULL;
-    int fd = nf_outputs_temp(path, &tmp);
-    if (fd < 0) return nf_error_errno(err, errno, "cannot create a temp file for %s", MP(path));
-    nf_io_out o;
-    nf_status st = nf_io_out_init(&o, fd, REPORT_BUFFER) ? NF_OK : nf_error_set(err, NF_ERR_NOMEM, "out of memory");
-    char *text = st == NF_OK ? report_text(head) : NULL;
-    if (st == NF_OK && !text) st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
-    if (st == NF_OK) {
-        nf_io_out_put(&o, text, strlen(text) - 1); /* without its closing brace */
-        nf_io_out_put(&o, ",\"objects\":[\n", 13);
-    }
+    const report_parts *r = ctx;
+    char *text = report_text(r->head);
+    if (!text) return false;
+    nf_io_out_put(o, text, strlen(text) - 1); /* without its closing brace */
+    nf_io_out_put(o, ",\"objects\":[\n", 13);
     free(text);
     bool first = true;
-    for (size_t i = 0; st == NF_OK && i < p->nobjects; i++) {
-        if (p->objects[i].kind != NF_OBJECT_TENSOR) continue;
-        json_t *rec = object_report(p, &sums[i], i);
+    for (size_t i = 0; i < r->p->nobjects; i++) {
+        if (r->p->objects[i].kind != NF_OBJECT_TENSOR) continue;
+        json_t *rec = object_report(r->p, &r->sums[i], i);
         text = rec ? report_text(rec) : NULL;
         json_decref(rec);
-        if (!text) {
-            st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
-            break;
-        }
-        if (!first) nf_io_out_put(&o, ",\n", 2);
+        if (!text) return false;
+        if (!first) nf_io_out_put(o, ",\n", 2);
         first = false;
-        nf_io_out_put(&o, text, strlen(text));
+        nf_io_out_put(o, text, strlen(text));
         free(text);
     }
-    json_t *end = st == NF_OK ? report_tail(p, sums, tail) : NULL;
+    json_t *end = report_tail(r->p, r->sums, r->tail);
     text = end ? report_text(end) : NULL;
     json_decref(end);
-    if (st == NF_OK && !text) st = nf_error_set(err, NF_ERR_NOMEM, "out of memory");
-    if (st == NF_OK) {
-        nf_io_out_put(&o, first ? "]," : "\n],", first ? 2 : 3);
-        nf_io_out_put(&o, text + 1, strlen(text) - 1); /* without its opening brace */
-        nf_io_out_put(&o, "\n", 1);
-        nf_io_out_flush(&o);
-    }
+    if (!text) return false;
+    nf_io_out_put(o, first ? "]," : "\n],", first ? 2 : 3);
+    nf_io_out_put(o, text + 1, strlen(text) - 1); /* without its opening brace */
+    nf_io_out_put(o, "\n", 1);
     free(text);
-    int e = o.e;
-    if (st == NF_OK && !e && (e = nf_io_fchmod(fd, 0644)) == 0) e = nf_io_fdatasync(fd);
-    if (st == NF_OK && e) st = nf_error_errno(err, e, "cannot write %s", MP(tmp));
-    nf_io_out_free(&o);
-    nf_io_close(fd);
-    if (st != NF_OK) {
-        nf_io_unlink(tmp);
-        free(tmp);
-        return st;
-    }
-    *tmp_out = tmp;
-    return NF_OK;
+    return true;
 }
 
 /* The objects' statistics in one array (the report's input). */
@@ -181,7 +164,8 @@ nf_status nf_convert_report_temp(nf_plan *p, const nf_convert_options *opt, cons
     json_t *head = report_head(p, opt);
     json_t *tail = json_pack("{s:s,s:I,s:I}", "artifact_id", id_hex, "threads", (json_int_t)nf_pool_threads(opt->threads),
                              "chunk_values", (json_int_t)chunk_values);
-    nf_status st = head && tail ? write_report(p, sums, path, head, tail, tmp, err)
+    report_parts parts = {p, sums, head, tail};
+    nf_status st = head && tail ? nf_outputs_write_temp(path, REPORT_BUFFER, fill_report, &parts, tmp, err)
                                 : nf_error_set(err, NF_ERR_NOMEM, "out of memory");
     json_decref(head);
     json_decref(tail);

@@ -39,6 +39,7 @@
 #include "container/container_module.h"
 #include "convert/convert_impl.h"
 #include "outputs/out_names.h"
+#include "outputs/out_whole.h"
 
 #define PLAN_VERSION 2 /* 1 recorded a command line (refused: make the plan again) */
 #define PLAN_MAX_BYTES ((uint64_t)1 << 30)   /* a plan of 10^6 objects is ~300 MB */
@@ -153,24 +154,13 @@ static char *compact_text(const json_t *v, size_t *len)
     return text;
 }
 
-/* JSON text to path, atomically: a temp file beside it, synced, renamed over it. */
+/* JSON text to path, atomically (nf_outputs_put_whole). */
 static nf_status put_json(const char *path, const json_t *v, nf_error *err)
 {
     size_t len = 0;
     char *text = compact_text(v, &len);
     if (!text) return nomem(err);
-    char *tmp = NULL;
-    int fd = nf_outputs_temp(path, &tmp);
-    nf_status st = NF_OK;
-    if (fd < 0) st = nf_error_errno(err, errno, "%s: cannot create a temp file", MP(path));
-    int e = 0;
-    if (st == NF_OK && ((e = nf_io_write_full(fd, text, len)) != 0 ||
-                        (e = nf_io_fchmod(fd, 0644)) != 0 || (e = nf_io_fdatasync(fd)) != 0))
-        st = nf_error_errno(err, e, "%s: cannot write %s", MP(path), MP(tmp));
-    if (fd >= 0) nf_io_close(fd);
-    if (st == NF_OK && (e = nf_io_rename(tmp, path)) != 0) st = nf_error_errno(err, e, "%s: cannot put in place", MP(path));
-    if (st != NF_OK && tmp) nf_io_unlink(tmp);
-    free(tmp);
+    nf_status st = nf_outputs_put_whole(path, text, len, err);
     free(text);
     return st;
 }
@@ -421,13 +411,13 @@ static void group_tasks(const nf_writer *w, size_t n, size_t *first, size_t *end
 #define PLAN_JSON_FLAGS (JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17) | JSON_ENCODE_ANY)
 
 typedef struct plan_out {
-    nf_io_out out; /* its first write error in out.e */
+    nf_io_out *out; /* its first write error in out->e */
     bool nomem;    /* a piece could not be built or dumped */
 } plan_out;
 
 static void out_put(plan_out *o, const char *s, size_t n)
 {
-    if (!o->nomem) nf_io_out_put(&o->out, s, n);
+    if (!o->nomem) nf_io_out_put(o->out, s, n);
 }
 
 static void out_str(plan_out *o, const char *s) { out_put(o, s, strlen(s)); }
@@ -439,7 +429,7 @@ static void out_str(plan_out *o, const char *s) { out_put(o, s, strlen(s)); }
  * writes into room that is there cannot fail. */
 static void out_json(plan_out *o, json_t *v, bool without_close)
 {
-    nf_io_out *b = &o->out;
+    nf_io_out *b = o->out;
     size_t n = v && !b->e && !o->nomem ? json_dumpb(v, NULL, 0, PLAN_JSON_FLAGS) : 0;
     if (n > b->cap - b->len) nf_io_out_flush(b);
     bool in_buf = n <= b->cap;
@@ -531,17 +521,17 @@ static void emit_plan(plan_out *o, const nf_plan *p, const nf_writer *w, const n
              true);
     size_t nf = nf_writer_file_count(w);
     out_str(o, ",\"files\":[");
-    for (size_t i = 0; i < nf && !o->out.e && !o->nomem; i++) {
+    for (size_t i = 0; i < nf && !o->out->e && !o->nomem; i++) {
         if (i) out_str(o, ",");
         out_json(o, file_record(p, w, i), false);
     }
     out_str(o, "],\"tasks\":[");
-    for (size_t t = 0; t < nt && !o->out.e && !o->nomem; t++) {
+    for (size_t t = 0; t < nt && !o->out->e && !o->nomem; t++) {
         if (t) out_str(o, ",");
         out_json(o, task_record(w, t, first[t], end[t]), false);
     }
     out_str(o, "],\"objects\":[");
-    for (size_t k = 0; k < p->nobjects && !o->out.e && !o->nomem; k++) {
+    for (size_t k = 0; k < p->nobjects && !o->out->e && !o->nomem; k++) {
         if (k) out_str(o, ",");
         out_json(o, object_record(p, w, k), false);
     }
@@ -551,7 +541,25 @@ static void emit_plan(plan_out *o, const nf_plan *p, const nf_writer *w, const n
         out_json(o, nf_budget_figures(p->budget), false);
     }
     out_str(o, "}\n");
-    nf_io_out_flush(&o->out);
+    nf_io_out_flush(o->out);
+}
+
+/* emit_plan's arguments, for nf_outputs_write_temp. */
+typedef struct plan_emit {
+    const nf_plan *p;
+    const nf_writer *w;
+    const nf_convert_options *opt;
+    json_t *conversion, *inputs;
+    const size_t *first, *end;
+    size_t nt;
+} plan_emit;
+
+static bool fill_plan(void *ctx, nf_io_out *out)
+{
+    const plan_emit *e = ctx;
+    plan_out o = {out, false};
+    emit_plan(&o, e->p, e->w, e->opt, e->conversion, e->inputs, e->first, e->end, e->nt);
+    return !o.nomem;
 }
 
 nf_status nf_scaleout_plan(nf_plan *p, const nf_convert_options *opt, size_t tasks, const char *plan_path,
@@ -576,29 +584,18 @@ nf_status nf_scaleout_plan(nf_plan *p, const nf_convert_options *opt, size_t tas
     /* written streaming to a temp file beside the plan, synced, renamed over it: complete, or
      * not there at all */
     char *tmp = NULL;
-    plan_out o = {{-1, 0, NULL, 0, 0}, false};
-    if (st == NF_OK && !nf_io_out_init(&o.out, -1, PLAN_BUFFER)) st = nomem(err);
-    if (st == NF_OK && (o.out.fd = nf_outputs_temp(plan_path, &tmp)) < 0)
-        st = nf_error_errno(err, errno, "%s: cannot create a temp file", MP(plan_path));
-    if (st == NF_OK) {
-        emit_plan(&o, p, w, opt, conversion, inputs, first, end, nt);
-        int e = o.out.e;
-        if (!e && !o.nomem && (e = nf_io_fchmod(o.out.fd, 0644)) == 0) e = nf_io_fdatasync(o.out.fd);
-        if (o.nomem && !e) st = nomem(err);
-        else if (e) st = nf_error_errno(err, e, "%s: cannot write %s", MP(plan_path), MP(tmp));
-    }
-    if (o.out.fd >= 0) nf_io_close(o.out.fd);
+    plan_emit pe = {p, w, opt, conversion, inputs, first, end, nt};
+    if (st == NF_OK) st = nf_outputs_write_temp(plan_path, PLAN_BUFFER, fill_plan, &pe, &tmp, err);
     /* the last moment a signal (opt->cancel) can still stop it: the temp file goes, nothing is put
      * in place (docs/security.md 7.1, F12) */
-    if (st == NF_OK && opt->cancel && *opt->cancel)
+    if (st == NF_OK && opt->cancel && *opt->cancel) {
         st = nf_error_set(err, NF_ERR_IO, "%s: interrupted", MP(plan_path));
-    int e = 0;
-    if (st == NF_OK && (e = nf_io_rename(tmp, plan_path)) != 0)
-        st = nf_error_errno(err, e, "%s: cannot put in place", MP(plan_path));
-    if (st != NF_OK && tmp) nf_io_unlink(tmp);
+        nf_io_unlink(tmp);
+        free(tmp);
+    } else if (st == NF_OK) {
+        st = nf_outputs_put_temp(plan_path, tmp, err);
+    }
     if (st == NF_OK) *ntasks = nt;
-    free(tmp);
-    nf_io_out_free(&o.out);
     json_decref(inputs);
     json_decref(conversion);
     free(first);
