@@ -1,6 +1,6 @@
 /* Hex of bytes (artifact ids, header fields in messages): one encoder for the container's
  * reader and writer, one parser for ninfer-convert's --artifact-id and the scale-out plan
- * (convert/scaleout.c). */
+ * (convert/scaleout_open.c). */
 #ifndef NINFER_COMMON_HEX_H
 #define NINFER_COMMON_HEX_H
 

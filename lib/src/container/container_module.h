@@ -37,7 +37,7 @@ nf_status nf_writer_hold_lock(nf_writer *w, bool shared, nf_error *err);
 nf_status nf_writer_entry_complete(const nf_writer *w, const char *path, bool *complete, nf_error *err);
 
 /* Streaming XXH3-128 (checksum.c): the writer's object digests, and the scale-out receipts'
- * digests of whole files (convert/scaleout.c). */
+ * digests of whole files (convert/scaleout_receipt.c). */
 typedef struct nf_xxh3_stream nf_xxh3_stream;
 nf_xxh3_stream *nf_xxh3_stream_new(void); /* NULL on ENOMEM */
 void nf_xxh3_stream_update(nf_xxh3_stream *s, const void *data, size_t len);

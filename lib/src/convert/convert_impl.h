@@ -186,7 +186,7 @@ nf_status nf_convert_compare_some(nf_plan *p, nf_artifact *a, unsigned threads, 
                                   void *ctx, size_t *differing, nf_error *err);
 
 /* ---------------------------------------------------------------- scale-out (execute.c)
- * The pieces scaleout.c assembles into plan, task and assemble (docs/scale-out.md). */
+ * The pieces scaleout*.c assemble into plan, task and assemble (docs/scale-out.md). */
 /* What a run checks of its outputs before it writes (the output is no input, the report's
  * place), and that the output does not exist yet: a plan's tasks never write under an artifact. */
 nf_status nf_convert_check_outputs(const nf_plan *p, const nf_convert_options *opt, nf_error *err);
