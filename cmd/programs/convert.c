@@ -19,32 +19,13 @@
 #include "common/utf8.h"
 
 #include "cli.h"
+#include "convert.h"
 #include "convert_preset.h"
 #include "outputs/out_file.h"
 #include "outputs/out_signals.h"
 #include "table.h"
 
-typedef struct convert_opts {
-    const char *recipe, *output, *format, *method;
-    const char *preset, *imatrix; /* --preset NAME, --imatrix FILE (docs/presets.md) */
-    preset_run *prun;             /* the preset's choice, made once (freed by main) */
-    bool has_target_bpw;   /* --target-bpw X: quick mode's budget (docs/recipes.md, "Budgets") */
-    double target_bpw;
-    const char *sensitivity; /* --sensitivity FILE: the budget's per-tensor factors */
-    const char **rules;
-    size_t nrules;
-    nf_cli_recipe_args ra; /* --source, --allow-path, --allow-env */
-    unsigned threads;
-    bool has_max_file_bytes, dry_run, force, no_report, has_id, remove_stale, requantize, no_resources;
-    char **rule_labels; /* quick mode: "--rule 'GLOB=FORMAT'" per --rule, for messages (freed by main) */
-    uint64_t max_file_bytes, chunk_values;
-    uint8_t artifact_id[16];
-    /* scale-out (docs/scale-out.md) */
-    const char *plan_out, *plan, *task;
-    unsigned tasks;
-    bool assemble, verify;
-    bool staging; /* --plan: parts without their entry are the tasks' work, not an interrupted publication */
-} convert_opts;
+
 
 
 static int on_max_file_bytes(nf_cli *cli, const nf_option *row, void *opts, const char *arg)
@@ -230,247 +211,6 @@ static const nf_program program = {
     NULL, /* the usual exit statuses */
 };
 
-/* ---------------------------------------------------------------- quick mode */
-static void put_yaml_string(FILE *f, const char *s)
-{
-    json_t *j = json_string(s);
-    char *t = j ? json_dumps(j, JSON_ENCODE_ANY) : NULL;
-    fputs(t ? t : "\"\"", f);
-    free(t);
-    json_decref(j);
-}
-
-/* One rule: `quantized` -1 no such predicate, 0 / 1 when.quantized false / true; format NULL
- * leaves it to the defaults (import_encoded then picks the format holding the words). */
-static void put_rule(FILE *f, const char *match, const char *dtype, int rank, int quantized, const char *format,
-                     const char *method, bool optional)
-{
-    fputs("  - match: ", f);
-    put_yaml_string(f, match);
-    fputs("\n", f);
-    if (optional) fputs("    optional: true\n", f);
-    if (dtype || rank >= 0 || quantized >= 0) {
-        fputs("    when:\n", f);
-        if (dtype) {
-            fputs("      dtype: ", f);
-            put_yaml_string(f, dtype);
-            fputs("\n", f);
-        }
-        if (rank >= 0) fprintf(f, "      rank: %d\n", rank);
-        if (quantized >= 0) fprintf(f, "      quantized: %s\n", quantized ? "true" : "false");
-    }
-    if (format) {
-        fputs("    format: ", f);
-        put_yaml_string(f, format);
-        fputs("\n", f);
-    }
-    if (method) {
-        fputs("    method: ", f);
-        put_yaml_string(f, method);
-        fputs("\n", f);
-    }
-}
-
-/* Quick mode's rules, in order: what it keeps as it is (by source dtype), the floats it gives
- * --format, the quantized weights' rule, then each --rule. */
-static const struct {
-    const char *dtype, *format;
-} quick_keep[] = {{"BF16", "bf16"}, {"F32", "fp32"}, {"F16", "fp32"}, {"F64", "fp32"}, {"F8_E4M3", "bf16"},
-                  {"F8_E5M2", "bf16"}, {"I8", "int32"}, {"I16", "int32"}, {"I32", "int32"}, {"I64", "int32"},
-                  {"U8", "int32"}, {"U16", "int32"}, {"U32", "int32"}, {"BOOL", "int32"}};
-#define QUICK_KEEP (sizeof quick_keep / sizeof quick_keep[0])
-static const char *const quick_floats[] = {"BF16", "F32", "F16", "F64"};
-#define QUICK_FLOATS (sizeof quick_floats / sizeof quick_floats[0])
-
-/* The files a runtime needs beside the weights of a Hugging Face checkpoint: quick mode keeps
- * them as resources of the text component, each one at most QUICK_RESOURCE_MAX bytes
- * (docs/ninfer-convert.md, "Quick mode's resources"); config.json is the component's config. */
-static const char *const quick_resources[] = {
-    "tokenizer.json",     "tokenizer.model",     "tokenizer_config.json", "special_tokens_map.json",
-    "added_tokens.json",  "vocab.json",          "merges.txt",            "generation_config.json",
-    "chat_template.jinja", "chat_template.json", "preprocessor_config.json",
-};
-#define QUICK_RESOURCES (sizeof quick_resources / sizeof quick_resources[0])
-#define QUICK_RESOURCE_MAX ((uint64_t)256 << 20)
-
-/* A GGUF file, by its magic (the source reader decides the same way). */
-static bool quick_is_gguf(const char *source)
-{
-    char magic[4] = "";
-    FILE *f = fopen(source, "rb");
-    bool gguf = f && fread(magic, 1, 4, f) == 4 && memcmp(magic, "GGUF", 4) == 0;
-    if (f) fclose(f);
-    return gguf;
-}
-
-/* The directory whose files stand beside a source's weights: the source itself, or the
- * directory of a safetensors file or index; none for GGUF (its tokenizer is in the file). */
-static bool quick_source_dir(const char *source, char *dir, size_t size)
-{
-    struct stat sb;
-    if (stat(source, &sb) != 0) return false;
-    if (S_ISDIR(sb.st_mode)) return (size_t)snprintf(dir, size, "%s", source) < size;
-    if (quick_is_gguf(source)) return false;
-    const char *slash = strrchr(source, '/');
-    if (!slash) return (size_t)snprintf(dir, size, ".") < size;
-    return (size_t)snprintf(dir, size, "%.*s", (int)(slash - source) + (slash == source), source) < size;
-}
-
-/* A Hugging Face hub cache holds a snapshot's files (models--ORG--NAME/snapshots/REV/FILE) as
- * links to the same model's content-addressed blobs (models--ORG--NAME/blobs/HASH): such a link
- * is the checkpoint's own file, and the one place outside the directory a kept resource may come
- * from.  Any other link out of it is refused as a recipe's would be (docs/security.md 7.1, F2):
- * --allow-path or --no-resources decides. */
-static nf_status allow_hub_blobs(nf_recipe *r, const char *dir, nf_error *err)
-{
-    char *real = realpath(dir, NULL);
-    char blobs[4200];
-    const char *snap = real ? strrchr(real, '/') : NULL; /* .../snapshots/REV */
-    size_t at = snap ? (size_t)(snap - real) : 0;
-    bool hub = snap && at >= 10 && strncmp(real + at - 10, "/snapshots", 10) == 0;
-    if (hub) snprintf(blobs, sizeof blobs, "%.*s/blobs/", (int)(at - 10), real);
-    nf_status st = NF_OK;
-    for (size_t i = 0; hub && st == NF_OK && i < QUICK_RESOURCES; i++) {
-        char path[8192];
-        snprintf(path, sizeof path, "%s/%s", dir, quick_resources[i]);
-        char *target = realpath(path, NULL);
-        if (target && strncmp(target, blobs, strlen(blobs)) == 0 && !strchr(target + strlen(blobs), '/'))
-            st = nf_recipe_allow_path(r, target, err);
-        free(target);
-    }
-    free(real);
-    return st;
-}
-
-/* The resources quick mode keeps, as the components of its recipe (nothing when there are
- * none).  A file over the cap is refused (*too_big gets its path), never embedded. */
-static void put_quick_components(FILE *f, const char *source, const convert_opts *o, char *too_big, size_t size)
-{
-    char dir[4096];
-    if (o->no_resources || !quick_source_dir(source, dir, sizeof dir)) return;
-    bool any = false, config = false;
-    char path[8192];
-    struct stat sb;
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    config = stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
-    for (size_t i = 0; i < QUICK_RESOURCES; i++) {
-        snprintf(path, sizeof path, "%s/%s", dir, quick_resources[i]);
-        if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size == 0) continue;
-        if ((uint64_t)sb.st_size > QUICK_RESOURCE_MAX) {
-            if (!*too_big) snprintf(too_big, size, "%s", path);
-            continue;
-        }
-        if (!any) fputs(config ? "components:\n  text:\n    config: {from: base}\n    resources:\n"
-                               : "components:\n  text:\n    config: {}\n    resources:\n",
-                        f);
-        any = true;
-        char ref[128]; /* SOURCE/file: the source's directory, wherever --source or a plan puts it */
-        snprintf(ref, sizeof ref, "base/%s", quick_resources[i]);
-        fputs("      ", f);
-        put_yaml_string(f, quick_resources[i]);
-        fputs(": ", f);
-        put_yaml_string(f, ref);
-        fputs("\n", f);
-    }
-}
-
-/* The recipe quick mode stands for, as YAML text (the same parser and rules as a file). */
-static char *quick_recipe(const char *source, const convert_opts *o, size_t *len, char *too_big, size_t size)
-{
-    char *text = NULL;
-    FILE *f = open_memstream(&text, len);
-    if (!f) return NULL;
-    fputs("recipe: 1\nsources:\n  base: ", f);
-    put_yaml_string(f, source);
-    if (o->imatrix) { /* (main sets it again as the command line's, as it does base) */
-        fputs("\n  imatrix: ", f);
-        put_yaml_string(f, o->imatrix);
-    }
-    fputs("\noutput:\n  name: ", f);
-    const char *slash = strrchr(o->output, '/');
-    char name[256];
-    snprintf(name, sizeof name, "%s", slash ? slash + 1 : o->output);
-    char *dot = strstr(name, ".ninfer");
-    if (dot && dot != name) *dot = '\0';
-    put_yaml_string(f, name);
-    fputs("\n", f);
-    put_quick_components(f, source, o, too_big, size);
-    /* --target-bpw: the budget chooses the floats' format (and method, unless --method) */
-    if (o->has_target_bpw) fprintf(f, "budget:\n  bits_per_weight: %.17g\n", o->target_bpw);
-    fputs(o->no_resources && quick_is_gguf(source) ? "defaults:\n  format: \"bf16\"\n  gguf_metadata: drop\nrules:\n"
-                          : "defaults:\n  format: \"bf16\"\nrules:\n",
-          f);
-    const char *format = o->has_target_bpw ? NF_RECIPE_BUDGET : o->format;
-    const char *method = o->method ? o->method : o->has_target_bpw ? NULL : nf_recipe_default_method(o->format);
-    for (size_t i = 0; i < QUICK_KEEP; i++) put_rule(f, "*", quick_keep[i].dtype, -1, 0, quick_keep[i].format, "cast_direct", true);
-    /* --preset: no rule for every float tensor; one per tensor llama-quantize names, below */
-    for (size_t i = 0; !o->preset && i < QUICK_FLOATS; i++)
-        put_rule(f, "*", quick_floats[i], 2, 0, format, method, true);
-    /* Quantized weights of a checkpoint dialect (docs/dialects.md): imported as they are into the
-     * format that holds their words, or, with --requantize, given FORMAT from their values. */
-    if (o->requantize) put_rule(f, "*", NULL, -1, 1, o->format, method, true);
-    else put_rule(f, "*", NULL, -1, 1, NULL, "import_encoded", true);
-    if (o->prun) preset_put_rules(f, o->prun);
-    for (size_t i = 0; i < o->nrules; i++) {
-        char glob[1024];
-        snprintf(glob, sizeof glob, "%s", o->rules[i]);
-        char *eq = strrchr(glob, '=');
-        *eq = '\0';
-        char *fmt = eq + 1, *colon = strchr(fmt, ':');
-        if (colon) *colon = '\0';
-        const char *rule_method = colon ? colon + 1 : nf_recipe_default_method(fmt);
-        put_rule(f, glob, NULL, -1, -1, fmt, rule_method, false);
-        /* beside --preset, a --rule into ggml_quantize is encoded with --imatrix as the preset's
-         * rules are (llama-quantize's --tensor-type; docs/presets.md) */
-        if (o->prun && o->imatrix && rule_method && !strcmp(rule_method, "ggml_quantize"))
-            fputs("    with: {imatrix: imatrix}\n", f);
-    }
-    if (fclose(f) != 0) {
-        free(text);
-        return NULL;
-    }
-    return text;
-}
-
-/* Messages name what the command line said, not lines of the recipe quick mode wrote: one label
- * per rule of quick_recipe, in its order (the keep rules, the float rules, the quantized weights'
- * rule, then each --rule). */
-static void label_quick_rules(nf_recipe *r, const convert_opts *o)
-{
-    static char format_label[200];
-    static const char keep_label[] = "quick mode (the tensors it keeps as they are)";
-    static const char import_label[] = "quick mode (quantized weights imported as they are; --requantize gives "
-                                       "them --format)";
-    static const char requant_label[] = "quick mode (--requantize: quantized weights given --format)";
-    char what[96];
-    if (o->preset) snprintf(what, sizeof what, "--preset %.64s", o->preset);
-    else if (o->has_target_bpw) snprintf(what, sizeof what, "--target-bpw %g", o->target_bpw);
-    else snprintf(what, sizeof what, "--format %.64s", o->format);
-    snprintf(format_label, sizeof format_label, "quick mode (%s%s%.64s for rank-2 float tensors)", what,
-             o->method ? " --method " : "", o->method ? o->method : "");
-    r->defaults_label = "quick mode (bf16 for the other tensors)";
-    static char budget_label[96];
-    snprintf(budget_label, sizeof budget_label, "quick mode (--target-bpw %g)", o->target_bpw);
-    if (o->has_target_bpw) r->budget.label = budget_label;
-    size_t i = 0;
-    for (; i < r->nrules && i < QUICK_KEEP; i++) r->rules[i].label = keep_label;
-    for (; !o->preset && i < r->nrules && i < QUICK_KEEP + QUICK_FLOATS; i++) r->rules[i].label = format_label;
-    if (i < r->nrules) r->rules[i++].label = o->requantize ? requant_label : import_label;
-    if (o->prun) {
-        preset_label_rules(r, i, o->prun);
-        i += o->prun->rules;
-    }
-    for (size_t k = 0; i < r->nrules && k < o->nrules && o->rule_labels; i++, k++)
-        r->rules[i].label = o->rule_labels[k];
-}
-
-static void free_rule_labels(convert_opts *o)
-{
-    for (size_t k = 0; o->rule_labels && k < o->nrules; k++) free(o->rule_labels[k]);
-    free(o->rule_labels);
-    o->rule_labels = NULL;
-}
-
 /* ---------------------------------------------------------------- progress */
 typedef struct progress_ctx {
     bool enabled;
@@ -502,184 +242,6 @@ static void show_progress(void *ctx, const nf_convert_progress *p)
         pc->ended = true;
     }
     fflush(stderr);
-}
-
-/* ---------------------------------------------------------------- dry run */
-/* The budget's candidates that a tensor cannot take, and why (docs/recipes.md, "Budgets"): a
- * line per tensor and reason, the candidates named in order. */
-static int print_budget_excluded(const json_t *b)
-{
-    size_t i, k, j;
-    json_t *a, *x, *y;
-    bool title = false;
-    json_array_foreach(json_object_get(b, "allocation"), i, a) {
-        const json_t *out = json_object_get(a, "not_candidates");
-        json_array_foreach(out, k, x) {
-            const char *why = json_string_value(json_object_get(x, "why"));
-            bool seen = false; /* a reason already printed with an earlier candidate */
-            for (j = 0; j < k && !seen; j++)
-                seen = !strcmp(why, json_string_value(json_object_get(json_array_get(out, j), "why")));
-            if (seen) continue;
-            if (!title) printf("not candidates:\n");
-            title = true;
-            printf("  %s:", nf_cli_name(json_string_value(json_object_get(a, "tensor"))).s);
-            const char *sep = " ";
-            json_array_foreach(out, j, y)
-                if (j >= k && !strcmp(why, json_string_value(json_object_get(y, "why")))) {
-                    printf("%s%s (%s)", sep, json_string_value(json_object_get(y, "format")),
-                           json_string_value(json_object_get(y, "method")));
-                    sep = ", ";
-                }
-            printf(": %s\n", nf_cli_name(why).s);
-        }
-    }
-    return NF_EXIT_OK;
-}
-
-/* The budget's allocation (docs/recipes.md, "Budgets"): per tensor its pick and the runner-up,
- * then what the budget used. */
-static int print_budget(const nf_cli *cli, const json_t *b)
-{
-    nf_table t;
-    nf_table_init(&t, "", "lllrrrllrr",
-                  (const char *[]){"tensor", "format", "method", "bytes", "est. error", "rows", "runner-up",
-                                   "method", "bytes", "est. error"});
-    size_t i;
-    json_t *a;
-    json_array_foreach(json_object_get(b, "allocation"), i, a) {
-        nf_table_cell(&t, "%s", nf_cli_name(json_string_value(json_object_get(a, "tensor"))).s);
-        nf_table_cell(&t, "%s", json_string_value(json_object_get(a, "format")));
-        nf_table_cell(&t, "%s", json_string_value(json_object_get(a, "method")));
-        nf_table_cell(&t, "%" JSON_INTEGER_FORMAT, json_integer_value(json_object_get(a, "bytes")));
-        nf_table_cell(&t, "%.6g", json_real_value(json_object_get(a, "estimated_error")));
-        nf_table_cell(&t, "%" JSON_INTEGER_FORMAT "/%" JSON_INTEGER_FORMAT,
-                      json_integer_value(json_object_get(a, "rows_measured")),
-                      json_integer_value(json_object_get(a, "rows")));
-        const json_t *r = json_object_get(a, "runner_up");
-        if (json_is_object(r)) {
-            nf_table_cell(&t, "%s", json_string_value(json_object_get(r, "format")));
-            nf_table_cell(&t, "%s", json_string_value(json_object_get(r, "method")));
-            nf_table_cell(&t, "%" JSON_INTEGER_FORMAT, json_integer_value(json_object_get(r, "bytes")));
-            nf_table_cell(&t, "%.6g", json_real_value(json_object_get(r, "estimated_error")));
-        } else {
-            for (int k = 0; k < 4; k++) nf_table_cell(&t, "-");
-        }
-    }
-    printf("\nbudget allocation:\n");
-    bool printed = nf_table_print(&t, stdout);
-    nf_table_free(&t);
-    if (!printed) return nf_cli_error(cli, NF_ERR_NOMEM, "out of memory for the budget's table");
-    const json_t *lim = json_object_get(b, "budget");
-    const json_t *bpw = json_object_get(lim, "bits_per_weight");
-    char given[64];
-    if (bpw) snprintf(given, sizeof given, "%g bits per weight", json_real_value(bpw));
-    else snprintf(given, sizeof given, "%" JSON_INTEGER_FORMAT " bytes", json_integer_value(json_object_get(lim, "bytes")));
-    const json_t *w = json_object_get(b, "weights");
-    printf("budget: %s; used %" JSON_INTEGER_FORMAT " of %" JSON_INTEGER_FORMAT " bytes over %" JSON_INTEGER_FORMAT
-           " tensors (%.4f bits per weight; all tensors %" JSON_INTEGER_FORMAT " bytes)\n",
-           given, json_integer_value(json_object_get(b, "used_bytes")),
-           json_integer_value(json_object_get(b, "capacity_bytes")), json_integer_value(json_object_get(b, "tensors")),
-           json_real_value(json_object_get(b, "bits_per_weight")), json_integer_value(json_object_get(b, "tensor_bytes")));
-    double est = json_real_value(json_object_get(b, "estimated_error"));
-    double lb = json_real_value(json_object_get(b, "lower_bound"));
-    const json_t *objective = json_object_get(b, "objective"); /* with a sensitivity file */
-    const char *what = objective ? "objective (each tensor's estimated error times its sensitivity)"
-                                 : "estimated weighted squared error";
-    double val = objective ? json_real_value(objective) : est;
-    if (objective) printf("estimated weighted squared error %.6g; sensitivity factors from source '%s'\n", est,
-                          nf_cli_name(json_string_value(json_object_get(b, "sensitivity"))).s);
-    if (json_is_true(json_object_get(b, "optimal")))
-        printf("%s %.6g: the least of any allocation within the budget\n", what, val);
-    else
-        printf("%s %.6g: at most %.3g above the least (search stopped at its node limit)\n", what, val, val - lb);
-    json_int_t rows = json_integer_value(json_object_get(json_object_get(b, "sampling"), "rows_per_tensor"));
-    char rule[64] = "every row";
-    if (rows) snprintf(rule, sizeof rule, "at most %" JSON_INTEGER_FORMAT " rows a tensor, evenly spaced", rows);
-    char weights[160] = "uniform";
-    if (!json_is_string(w))
-        snprintf(weights, sizeof weights, "the importance of imatrix '%.120s'",
-                 nf_cli_name(json_string_value(json_object_get(w, "imatrix"))).s);
-    printf("weights: %s; measured on %s\n", weights, rule);
-    return print_budget_excluded(b);
-}
-
-/* Every column as wide as its widest cell (table.h): ids, dtypes (a GGUF's IQ2_XXS) and
- * shapes have no bound, and fixed widths let a long one push the rest of its line out of line. */
-static int print_plan(const nf_cli *cli, const json_t *plan)
-{
-    const json_t *objs = json_object_get(plan, "objects");
-    nf_table t;
-    nf_table_init(&t, "", "llllllrrl",
-                  (const char *[]){"object", "shape", "dtype", "format", "layout", "method", "bytes", "bits/w", "note"});
-    size_t i;
-    json_t *o;
-    json_array_foreach((json_t *)objs, i, o) {
-        nf_table_cell(&t, "%s", nf_cli_name(json_string_value(json_object_get(o, "id"))).s);
-        if (strcmp(json_string_value(json_object_get(o, "kind")), "resource") == 0) {
-            nf_table_cell(&t, "-");
-            nf_table_cell(&t, "-");
-            nf_table_cell(&t, "(resource)");
-            nf_table_cell(&t, "raw_bytes_v1");
-            nf_table_cell(&t, "-");
-            nf_table_cell(&t, "%" JSON_INTEGER_FORMAT, json_integer_value(json_object_get(o, "bytes")));
-            nf_table_cell(&t, "-");
-            nf_table_cell(&t, "%s", "");
-            continue;
-        }
-        char shape[64] = "[";
-        size_t k;
-        json_t *d;
-        json_array_foreach(json_object_get(o, "shape"), k, d) {
-            char part[24];
-            snprintf(part, sizeof part, "%s%" JSON_INTEGER_FORMAT, k ? "," : "", json_integer_value(d));
-            strncat(shape, part, sizeof shape - strlen(shape) - 2);
-        }
-        strcat(shape, "]");
-        const char *note = json_string_value(json_object_get(o, "note"));
-        nf_table_cell(&t, "%s", shape);
-        nf_table_cell(&t, "%s", nf_cli_name(json_string_value(json_object_get(o, "source_dtype"))).s);
-        nf_table_cell(&t, "%s", nf_cli_name(json_string_value(json_object_get(o, "format"))).s);
-        nf_table_cell(&t, "%s", nf_cli_name(json_string_value(json_object_get(o, "layout"))).s);
-        nf_table_cell(&t, "%s", nf_cli_name(json_string_value(json_object_get(o, "method"))).s);
-        nf_table_cell(&t, "%" JSON_INTEGER_FORMAT, json_integer_value(json_object_get(o, "bytes")));
-        nf_table_cell(&t, "%.3f", json_real_value(json_object_get(o, "bits_per_weight")));
-        nf_table_cell(&t, "%s", note ? nf_cli_line(note).s : "");
-    }
-    bool printed = nf_table_print(&t, stdout);
-    nf_table_free(&t);
-    if (!printed) return nf_cli_error(cli, NF_ERR_NOMEM, "out of memory for the plan's table");
-    const json_t *tot = json_object_get(plan, "totals");
-    printf("total: %" JSON_INTEGER_FORMAT " objects, %" JSON_INTEGER_FORMAT " elements, %" JSON_INTEGER_FORMAT
-           " bytes\n",
-           json_integer_value(json_object_get(tot, "objects")), json_integer_value(json_object_get(tot, "elements")),
-           json_integer_value(json_object_get(tot, "bytes")));
-    const json_t *budget = json_object_get(plan, "budget");
-    return budget ? print_budget(cli, budget) : NF_EXIT_OK;
-}
-
-/* One warning line when the plan re-encodes tensors that are already encoded (GGUF blocks, F8
- * codes without a scale): quick mode does it by default, and it is lossy (docs/security.md 7.1, M5); each
- * object's note says what (--dry-run's note column, "note" in --json). */
-static void warn_reencoded(const nf_cli *cli, const nf_plan *plan)
-{
-    size_t n = 0;
-    char *first = NULL;
-    for (size_t i = 0; i < nf_plan_object_count(plan); i++) {
-        json_t *o = nf_plan_describe_object(plan, i); /* one at a time: a plan may hold 10^5 */
-        const char *note = json_string_value(json_object_get(o, "note"));
-        /* not a quantized weight's import or the requantizing a rule or --requantize asked for,
-         * nor a GGUF tensor's blocks imported as they are */
-        const char *method = json_string_value(json_object_get(o, "method"));
-        bool imported = method && !strcmp(method, "import_encoded");
-        if (note && !imported && !json_object_get(o, "dialect") && !n++)
-            first = strdup(json_string_value(json_object_get(o, "id")));
-        json_decref(o);
-    }
-    if (n)
-        nf_cli_warn(cli, "%zu tensor%s already encoded in the checkpoint (GGUF blocks, F8 codes) %s encoded again "
-                    "instead of imported: lossy (first: '%s'; see the note column of --dry-run and "
-                    "docs/ninfer-convert.md)", n, n == 1 ? "" : "s", n == 1 ? "is" : "are", first ? first : "?");
-    free(first);
 }
 
 /* ---------------------------------------------------------------- stale files */
@@ -849,7 +411,7 @@ static int print_preset(const nf_cli *cli, convert_opts *opts, nf_recipe **recip
     if ((rc = preset_print(cli, run)) != NF_EXIT_OK || !*plan) return rc;
     json_t *d = nf_plan_describe(*plan);
     printf("\n");
-    rc = print_plan(cli, d);
+    rc = convert_print_plan(cli, d);
     json_decref(d);
     return rc;
 }
@@ -889,7 +451,7 @@ static int build_plan(const nf_cli *cli, convert_opts *opts, bool warn, nf_recip
         if (rc != NF_EXIT_OK) return rc;
         size_t len = 0;
         char too_big[8192] = "";
-        char *text = quick_recipe(cli->positional[0], opts, &len, too_big, sizeof too_big);
+        char *text = convert_quick_recipe(cli->positional[0], opts, &len, too_big, sizeof too_big);
         if (!text) return nf_cli_error(cli, NF_ERR_NOMEM, "out of memory");
         if (*too_big) {
             free(text);
@@ -906,16 +468,16 @@ static int build_plan(const nf_cli *cli, convert_opts *opts, bool warn, nf_recip
                 if (n > 0 && (opts->rule_labels[k] = malloc((size_t)n + 1)) != NULL)
                     snprintf(opts->rule_labels[k], (size_t)n + 1, "--rule '%s'", nf_cli_line(opts->rules[k]).s);
             }
-        if (st == NF_OK) label_quick_rules(*recipe, opts);
+        if (st == NF_OK) convert_label_quick_rules(*recipe, opts);
         /* SOURCE is the command line's: given as --source base=SOURCE would be */
         if (st == NF_OK) st = nf_recipe_set_source(*recipe, "base", cli->positional[0], &err);
         if (st == NF_OK && opts->imatrix) st = nf_recipe_set_source(*recipe, "imatrix", opts->imatrix, &err);
         /* and so are the files beside a safetensors file that quick mode keeps (its own recipe
          * names nothing else there) */
         char dir[4096];
-        if (st == NF_OK && !opts->no_resources && quick_source_dir(cli->positional[0], dir, sizeof dir)) {
+        if (st == NF_OK && !opts->no_resources && convert_quick_source_dir(cli->positional[0], dir, sizeof dir)) {
             st = nf_recipe_allow_path(*recipe, dir, &err);
-            if (st == NF_OK) st = allow_hub_blobs(*recipe, dir, &err);
+            if (st == NF_OK) st = convert_allow_hub_blobs(*recipe, dir, &err);
         }
         if (st != NF_OK) return nf_cli_report(cli, &err);
     } else {
@@ -940,7 +502,7 @@ static int build_plan(const nf_cli *cli, convert_opts *opts, bool warn, nf_recip
     }
     nf_plan_build_options bo = {opts->threads, NULL};
     if (nf_plan_build_ex(*recipe, &bo, plan, &err) != NF_OK) return nf_cli_report(cli, &err);
-    if (warn) warn_reencoded(cli, *plan); /* (a plan's tasks and its assembler leave it to its maker) */
+    if (warn) convert_warn_reencoded(cli, *plan); /* (a plan's tasks and its assembler leave it to its maker) */
     return NF_EXIT_OK;
 }
 
@@ -1161,7 +723,7 @@ int main(int argc, char **argv)
         if (cli.json)
             rc = nf_cli_print_json(&cli, d);
         else
-            rc = print_plan(&cli, d);
+            rc = convert_print_plan(&cli, d);
         json_decref(d);
         goto out;
     }
@@ -1204,7 +766,7 @@ int main(int argc, char **argv)
 out:
     nf_plan_free(plan);
     nf_recipe_free(recipe);
-    free_rule_labels(&opts);
+    convert_free_rule_labels(&opts);
     if (opts.prun) preset_free(opts.prun);
     free(opts.prun);
     nf_cli_free(&cli);
