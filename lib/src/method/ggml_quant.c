@@ -22,241 +22,6 @@
 #include "method/method_impl.h"
 #include "method/simd/ggml_simd.h"
 
-/* ---------------------------------------------------------------- ggml's scale searches */
-
-/* The signed value of largest magnitude, the first one on a tie (every search starts from it). */
-static float gq_extreme(const float *x, int n)
-{
-    float amax = 0.0f, max = 0.0f;
-    for (int j = 0; j < n; j++) {
-        if (amax < fabsf(x[j])) {
-            amax = fabsf(x[j]);
-            max = x[j];
-        }
-    }
-    return max;
-}
-
-/* The weighted sums of the codes of inverse scale iscale: sum w x l and sum w l^2 over the n
- * values, l = clamp(nearest(iscale x), -nmax, nmax - 1), w = qw or x^2; the codes plus offset go
- * to L when it is not NULL. */
-static void gq_trial(int n, int nmax, float iscale, const float *x, const float *qw, int8_t *L, int offset,
-                     float *sumlx, float *suml2)
-{
-    float lx = 0.0f, l2 = 0.0f;
-    for (int i = 0; i < n; i++) {
-        int l = gq_clamp(gq_nearest(iscale * x[i]), -nmax, nmax - 1);
-        if (L) L[i] = (int8_t)(l + offset);
-        float w = qw ? qw[i] : x[i] * x[i];
-        lx += w * x[i] * gq_f(l);
-        l2 += w * gq_f(l) * gq_f(l);
-    }
-    *sumlx = lx;
-    *suml2 = l2;
-}
-
-/* Symmetric codes l in [-nmax, nmax) for n values, weighted least squares over 18 trial inverse
- * scales around -nmax / max (ggml's make_qx_quants, rmse_type 1).  L receives l + nmax; the
- * return is the scale.  Weights qw, or x^2 when NULL.  An all-zero group gives L = 0, scale 0. */
-static float gq_fit_signed(int n, int nmax, const float *x, int8_t *L, const float *qw)
-{
-    const float max = gq_extreme(x, n), amax = fabsf(max);
-    if (amax < GQ_ZERO_EPS) {
-        memset(L, 0, (size_t)n);
-        return 0.0f;
-    }
-    float iscale = gq_f(-nmax) / max;
-    float sumlx, suml2;
-    gq_trial(n, nmax, iscale, x, qw, L, nmax, &sumlx, &suml2);
-    float scale = suml2 != 0.0f ? sumlx / suml2 : 0.0f;
-    float best = scale * sumlx;
-    for (int is = -9; is <= 9; is++) {
-        if (is == 0) continue;
-        iscale = -(gq_f(nmax) + 0.1f * gq_f(is)) / max;
-        gq_trial(n, nmax, iscale, x, qw, NULL, 0, &sumlx, &suml2);
-        if (suml2 > 0.0f && sumlx * sumlx > best * suml2) {
-            for (int i = 0; i < n; i++) L[i] = (int8_t)(nmax + gq_clamp(gq_nearest(iscale * x[i]), -nmax, nmax - 1));
-            scale = sumlx / suml2;
-            best = scale * sumlx;
-        }
-    }
-    return scale;
-}
-
-/* Q3_K's codes without an importance vector (ggml's make_q3_quants with do_rmse): the codes of
- * -nmax / max, then up to 5 sweeps that move single codes while the x^2-weighted fit improves.
- * L receives l + nmax, except that an all-zero group leaves L = 0 (as ggml does). */
-static float gq_fit_q3(int n, int nmax, const float *x, int8_t *L)
-{
-    const float max = gq_extreme(x, n), amax = fabsf(max);
-    if (amax < GQ_ZERO_EPS) {
-        memset(L, 0, (size_t)n);
-        return 0.0f;
-    }
-    float iscale = gq_f(-nmax) / max;
-    float sumlx, suml2;
-    gq_trial(n, nmax, iscale, x, NULL, L, 0, &sumlx, &suml2);
-    for (int itry = 0; itry < 5; itry++) {
-        int changed = 0;
-        for (int i = 0; i < n; i++) {
-            float w = x[i] * x[i];
-            float slx = sumlx - w * x[i] * gq_f(L[i]);
-            if (slx > 0.0f) {
-                float sl2 = suml2 - w * gq_f(L[i]) * gq_f(L[i]);
-                int nl = gq_clamp(gq_nearest(x[i] * sl2 / slx), -nmax, nmax - 1);
-                if (nl != L[i]) {
-                    slx += w * x[i] * gq_f(nl);
-                    sl2 += w * gq_f(nl) * gq_f(nl);
-                    if (sl2 > 0.0f && slx * slx * suml2 > sumlx * sumlx * sl2) {
-                        L[i] = (int8_t)nl;
-                        sumlx = slx;
-                        suml2 = sl2;
-                        changed++;
-                    }
-                }
-            }
-        }
-        if (!changed) break;
-    }
-    for (int i = 0; i < n; i++) L[i] = (int8_t)(L[i] + nmax);
-    return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
-}
-
-/* Codes l in [0, nmax] with a scale and a minimum, x ~ scale * l - the_min (ggml's
- * make_qkx2_quants; its make_qkx3_quants is the same computation for the non-NULL weights every
- * caller here passes): the codes of the full range, then nstep + 1 trial inverse scales
- * (rmin + rdelta * is + nmax) / (max - min), each refitted by weighted least squares and kept
- * when its error (absolute with use_mad, else squared) is strictly smaller.  n <= 32. */
-static float gq_fit_min(int n, int nmax, const float *x, const float *w, uint8_t *L, float *the_min, float rmin,
-                        float rdelta, int nstep, bool use_mad)
-{
-    uint8_t Laux[32];
-    float min = x[0], max = x[0];
-    float sum_w = w[0];
-    float sum_x = sum_w * x[0];
-    for (int i = 1; i < n; i++) {
-        if (x[i] < min) min = x[i];
-        if (x[i] > max) max = x[i];
-        sum_w += w[i];
-        sum_x += w[i] * x[i];
-    }
-    if (min > 0.0f) min = 0.0f;
-    if (max <= min) {
-        memset(L, 0, (size_t)n);
-        *the_min = -min;
-        return 0.0f;
-    }
-    float iscale = gq_f(nmax) / (max - min);
-    float scale = 1 / iscale;
-    float best = 0.0f;
-    for (int i = 0; i < n; i++) {
-        L[i] = (uint8_t)gq_clamp(gq_nearest(iscale * (x[i] - min)), 0, nmax);
-        float diff = scale * gq_f(L[i]) + min - x[i];
-        diff = use_mad ? fabsf(diff) : diff * diff;
-        best += w[i] * diff;
-    }
-    for (int is = 0; is <= nstep; is++) {
-        iscale = (rmin + rdelta * gq_f(is) + gq_f(nmax)) / (max - min);
-        float sum_l = 0.0f, sum_l2 = 0.0f, sum_xl = 0.0f;
-        for (int i = 0; i < n; i++) {
-            int l = gq_clamp(gq_nearest(iscale * (x[i] - min)), 0, nmax);
-            Laux[i] = (uint8_t)l;
-            sum_l += w[i] * gq_f(l);
-            sum_l2 += w[i] * gq_f(l) * gq_f(l);
-            sum_xl += w[i] * gq_f(l) * x[i];
-        }
-        float D = sum_w * sum_l2 - sum_l * sum_l;
-        if (!(D > 0.0f)) continue;
-        float this_scale = (sum_w * sum_xl - sum_x * sum_l) / D;
-        float this_min = (sum_l2 * sum_x - sum_l * sum_xl) / D;
-        if (this_min > 0.0f) {
-            this_min = 0.0f;
-            this_scale = sum_xl / sum_l2;
-        }
-        float cur = 0.0f;
-        for (int i = 0; i < n; i++) {
-            float diff = this_scale * gq_f(Laux[i]) + this_min - x[i];
-            diff = use_mad ? fabsf(diff) : diff * diff;
-            cur += w[i] * diff;
-        }
-        if (cur < best) {
-            memcpy(L, Laux, (size_t)n);
-            best = cur;
-            scale = this_scale;
-            min = this_min;
-        }
-    }
-    *the_min = -min;
-    return scale;
-}
-
-/* Non-negative codes in [0, nmax] for the sub-block scales or minima of a super-block with the
- * importance path (ggml's make_qp_quants): the best of 9 inverse scales around nmax / max by
- * weighted error, then up to 5 sweeps moving single codes.  L is stored as ggml stores it, in a
- * byte (a negative code wraps).  Shared with the i-quants (ggml_quant.h). */
-float nf_method_gq_fit_positive(int n, int nmax, const float *x, uint8_t *L, const float *qw)
-{
-    float max = 0.0f;
-    for (int i = 0; i < n; i++) max = max > x[i] ? max : x[i];
-    if (max < GQ_ZERO_EPS) {
-        memset(L, 0, (size_t)n);
-        return 0.0f;
-    }
-    float iscale = gq_f(nmax) / max;
-    for (int i = 0; i < n; i++) L[i] = (uint8_t)gq_nearest(iscale * x[i]);
-    float scale = 1 / iscale;
-    float best_mse = 0.0f;
-    for (int i = 0; i < n; i++) {
-        float diff = x[i] - scale * gq_f(L[i]);
-        best_mse += qw[i] * diff * diff;
-    }
-    for (int is = -4; is <= 4; is++) {
-        if (is == 0) continue;
-        float iscale_is = (0.1f * gq_f(is) + gq_f(nmax)) / max;
-        float scale_is = 1 / iscale_is;
-        float mse = 0.0f;
-        for (int i = 0; i < n; i++) {
-            int l = gq_min(nmax, gq_nearest(iscale_is * x[i]));
-            float diff = x[i] - scale_is * gq_f(l);
-            mse += qw[i] * diff * diff;
-        }
-        if (mse < best_mse) {
-            best_mse = mse;
-            iscale = iscale_is;
-        }
-    }
-    float sumlx = 0.0f, suml2 = 0.0f;
-    for (int i = 0; i < n; i++) {
-        int l = gq_min(nmax, gq_nearest(iscale * x[i]));
-        L[i] = (uint8_t)l;
-        sumlx += qw[i] * x[i] * gq_f(l);
-        suml2 += qw[i] * gq_f(l) * gq_f(l);
-    }
-    for (int itry = 0; itry < 5; itry++) {
-        int changed = 0;
-        for (int i = 0; i < n; i++) {
-            float w = qw[i];
-            float slx = sumlx - w * x[i] * gq_f(L[i]);
-            float sl2 = suml2 - w * gq_f(L[i]) * gq_f(L[i]);
-            if (slx > 0.0f && sl2 > 0.0f) {
-                int nl = gq_min(nmax, gq_nearest(x[i] * sl2 / slx));
-                if (nl != (int)L[i]) {
-                    slx += w * x[i] * gq_f(nl);
-                    sl2 += w * gq_f(nl) * gq_f(nl);
-                    if (slx * slx * suml2 > sumlx * sumlx * sl2) {
-                        L[i] = (uint8_t)nl;
-                        sumlx = slx;
-                        suml2 = sl2;
-                        changed++;
-                    }
-                }
-            }
-        }
-        if (!changed) break;
-    }
-    return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
-}
-
 /* ---------------------------------------------------------------- the searches' kernels table */
 
 /* The scalar instance of ggml_simd.h's table: the reference searches, one sub-block after the
@@ -265,20 +30,19 @@ static void fit_min_scalar(int nsub, int n, int nmax, const float *x, const floa
                            float *mins, float rmin, float rdelta, int nstep, bool use_mad)
 {
     for (int j = 0; j < nsub; j++)
-        scales[j] = gq_fit_min(n, nmax, x + j * n, w + j * n, L + j * n, &mins[j], rmin, rdelta, nstep, use_mad);
+        scales[j] = nf_gq_fit_min(n, nmax, x + j * n, w + j * n, L + j * n, &mins[j], rmin, rdelta, nstep, use_mad);
 }
 
 static void fit_signed_scalar(int nsub, int n, int nmax, const float *x, const float *qw, int8_t *L, float *scales)
 {
-    for (int j = 0; j < nsub; j++) scales[j] = gq_fit_signed(n, nmax, x + j * n, L + j * n, qw ? qw + j * n : NULL);
+    for (int j = 0; j < nsub; j++) scales[j] = nf_gq_fit_signed(n, nmax, x + j * n, L + j * n, qw ? qw + j * n : NULL);
 }
 
 static void fit_q3_scalar(int nsub, int n, int nmax, const float *x, int8_t *L, float *scales)
 {
-    for (int j = 0; j < nsub; j++) scales[j] = gq_fit_q3(n, nmax, x + j * n, L + j * n);
+    for (int j = 0; j < nsub; j++) scales[j] = nf_gq_fit_q3(n, nmax, x + j * n, L + j * n);
 }
 
-static float gq_iq4_scale(const float *x, const float *w, uint8_t *L);
 static size_t plain_blocks_scalar(nf_gq_plain type, nf_gq_words words, size_t nblk, const void *src, uint8_t *out);
 
 static void sqrt_weights_scalar(size_t n, const float *x, const float *qw, float s2, float *w)
@@ -303,7 +67,7 @@ static void iq4_scales_scalar(int nsub, const float *x, const float *w, const in
 {
     (void)values; /* gq_iq4_values, which the reference reads itself */
     uint8_t L[32];
-    for (int j = 0; j < nsub; j++) scales[j] = gq_iq4_scale(x + 32 * j, w + 32 * j, L);
+    for (int j = 0; j < nsub; j++) scales[j] = nf_gq_iq4_scale(x + 32 * j, w + 32 * j, L);
 }
 
 const nf_gq_kernels nf_gq_kernels_scalar = {.name = "scalar",
@@ -409,10 +173,10 @@ static void enc_q2_0_blocks(const float *x, const float *qw, float sigma2, unsig
 
 /* The scale (written to b) and codes L in [0, 2 nmax) of a Q4_0 (nmax 8) or Q5_0 (nmax 16)
  * block.  Without importance: d = extreme / -nmax, code = min(2 nmax - 1, trunc(x * (1 / d) +
- * nmax + 0.5)).  With it: gq_fit_signed with weights qw * sqrt(sigma2 + x^2). */
+ * nmax + 0.5)).  With it: nf_gq_fit_signed with weights qw * sqrt(sigma2 + x^2). */
 static void gq_x0_plain(const float *x, int nmax, float *d, uint8_t *L)
 {
-    *d = gq_extreme(x, 32) / -gq_f(nmax);
+    *d = nf_gq_extreme(x, 32) / -gq_f(nmax);
     float id = *d != 0.0f ? 1.0f / *d : 0.0f;
     /* the low byte is all the packing keeps of a code */
     for (int j = 0; j < 32; j++) L[j] = (uint8_t)gq_min(2 * nmax - 1, gq_trunc_i8(x[j] * id + (gq_f(nmax) + 0.5f)));
@@ -430,7 +194,7 @@ static void gq_codes_x0(const float *x, const float *qw, float sigma2, int nmax,
         float w[32];
         int8_t l8[32];
         for (int j = 0; j < 32; j++) w[j] = qw[j] * sqrtf(sigma2 + x[j] * x[j]);
-        gq_put_f16(b, gq_fit_signed(32, nmax, x, l8, w));
+        gq_put_f16(b, nf_gq_fit_signed(32, nmax, x, l8, w));
         for (int j = 0; j < 32; j++) L[j] = l8[j];
     }
 }
@@ -659,7 +423,7 @@ static void gq_enc_q3_k(const float *x, const float *qw, uint8_t *b, int8_t *L, 
             sw[j] = sumw;
         }
         gq_kern->fit_signed(16, 16, 4, x, w, L, scales);
-        float d_block = gq_fit_signed(16, 32, scales, Ls, sw);
+        float d_block = nf_gq_fit_signed(16, 32, scales, Ls, sw);
         for (int j = 0; j < 16; j++) ls[j] = Ls[j];
         gq_put_f16(dp, d_block);
     }
@@ -913,7 +677,7 @@ static void enc_q5_k_blocks(const float *x, const float *qw, float sigma2, unsig
 }
 
 /* Q6_K, 210 bytes: ql[128], qh[64], int8 scales[16], d.  Both paths fit each 16 values with
- * gq_fit_signed (nmax 32), weighted by x^2 or by the importance values themselves. */
+ * nf_gq_fit_signed (nmax 32), weighted by x^2 or by the importance values themselves. */
 static void enc_q6_k(const float *x, const float *qw, float sigma2, uint8_t *b)
 {
     (void)sigma2;
@@ -952,150 +716,6 @@ static void enc_q6_k(const float *x, const float *qw, float sigma2, uint8_t *b)
     }
 }
 
-
-/* IQ4_NL / IQ4_XS: 4-bit indices into ggml's non-linear table of 16 values (its kvalues_iq4nl). */
-static const int8_t gq_iq4_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
-
-/* Index of the table value nearest x (ggml's best_index_int8: bisection, the upper one on a tie). */
-static int gq_iq4_index(float x)
-{
-    const int8_t *v = gq_iq4_values;
-    if (x <= gq_f(v[0])) return 0;
-    if (x >= gq_f(v[15])) return 15;
-    int lo = 0, hi = 15;
-    while (hi - lo > 1) {
-        int mid = (lo + hi) / 2;
-        if (x < gq_f(v[mid])) hi = mid;
-        else lo = mid;
-    }
-    return x - gq_f(v[hi - 1]) < gq_f(v[hi]) - x ? hi - 1 : hi;
-}
-
-/* The scale of one 32-value sub-block (ggml's quantize_row_iq4_nl_impl, ntry 7, which
- * ggml_quantize_chunk uses with and without importance): indices of -max / -127, their weighted
- * least-squares scale, and 15 more trial inverse scales (t - 127) / max kept when the fit
- * improves.  L receives the first trial's indices; 0 for an all-zero sub-block (L untouched). */
-static float gq_iq4_scale(const float *x, const float *w, uint8_t *L)
-{
-    const float max = gq_extreme(x, 32), amax = fabsf(max);
-    if (amax < GQ_ZERO_EPS) return 0.0f;
-    float d = -max / gq_f(gq_iq4_values[0]);
-    float id = 1 / d;
-    float sumqx = 0.0f, sumq2 = 0.0f;
-    for (int j = 0; j < 32; j++) {
-        int l = gq_iq4_index(id * x[j]);
-        L[j] = (uint8_t)l;
-        float q = gq_f(gq_iq4_values[l]);
-        sumqx += w[j] * q * x[j];
-        sumq2 += w[j] * q * q;
-    }
-    d = sumq2 > 0.0f ? sumqx / sumq2 : 0.0f;
-    float best = d * sumqx;
-    for (int itry = -7; itry <= 7; itry++) {
-        id = gq_f(itry + gq_iq4_values[0]) / max;
-        sumqx = sumq2 = 0.0f;
-        for (int j = 0; j < 32; j++) {
-            float q = gq_f(gq_iq4_values[gq_iq4_index(id * x[j])]);
-            sumqx += w[j] * q * x[j];
-            sumq2 += w[j] * q * q;
-        }
-        if (sumq2 > 0.0f && sumqx * sumqx > best * sumq2) {
-            d = sumqx / sumq2;
-            best = d * sumqx;
-        }
-    }
-    return d;
-}
-
-/* Weights of a sub-block: qw * sqrt(sigma2 + x^2) with importance, x^2 without. */
-static void gq_iq4_weights(const float *x, const float *qw, float sigma2, float *w)
-{
-    for (int j = 0; j < 32; j++) w[j] = qw ? qw[j] * sqrtf(sigma2 + x[j] * x[j]) : x[j] * x[j];
-}
-
-/* sigma2 of a super-block of n values: 2 * mean square, summed and scaled as ggml does. */
-static float gq_iq4_sigma2(const float *x, int n)
-{
-    float s = 0.0f;
-    for (int j = 0; j < n; j++) s += x[j] * x[j];
-    return s * (2.0f / gq_f(n));
-}
-
-static void gq_iq4_pack(const uint8_t *L, int n, uint8_t *q4)
-{
-    for (int i = 0; i < n / 32; i++)
-        for (int j = 0; j < 16; j++) q4[16 * i + j] = (uint8_t)(L[32 * i + j] | L[32 * i + 16 + j] << 4);
-}
-
-/* IQ4_NL, 18 bytes: d, 16 bytes of indices; d = the sub-block's scale, indices again from 1/d. */
-static void gq_iq4_nl_finish(const float *x, float d, uint8_t *b)
-{
-    uint8_t L[32];
-    gq_put_f16(b, d);
-    float id = d != 0.0f ? 1 / d : 0.0f;
-    for (int j = 0; j < 32; j++) L[j] = (uint8_t)gq_iq4_index(id * x[j]);
-    gq_iq4_pack(L, 32, b + 2);
-}
-
-static void enc_iq4_nl(const float *x, const float *qw, float sigma2, uint8_t *b)
-{
-    (void)sigma2;
-    float w[32];
-    uint8_t L[32];
-    gq_iq4_weights(x, qw, gq_iq4_sigma2(x, 32), w);
-    gq_iq4_nl_finish(x, gq_iq4_scale(x, w, L), b);
-}
-
-/* IQ4_NL, several blocks: their scale searches through the kernels table, a block a lane. */
-static void enc_iq4_nl_blocks(const float *x, const float *qw, float sigma2, unsigned nblk, uint8_t *out)
-{
-    (void)sigma2;
-    float w[GQ_SPAN], d[GQ_SPAN / 32], s2[GQ_SPAN / 32];
-    if (nblk == 0) return;
-    for (unsigned i = 0; i < nblk; i++) s2[i] = gq_iq4_sigma2(x + 32 * i, 32);
-    /* gq_iq4_weights of each block */
-    for (unsigned j = 0; j < 32 * nblk; j++) w[j] = qw ? qw[j] * sqrtf(s2[j / 32] + x[j] * x[j]) : x[j] * x[j];
-    gq_kern->iq4_scales((int)nblk, x, w, gq_iq4_values, d);
-    for (unsigned i = 0; i < nblk; i++) gq_iq4_nl_finish(x + 32 * i, d[i], out + 18 * i);
-}
-
-/* IQ4_XS, 136 bytes: d, scales_h (u16: the high 2 bits of eight 6-bit scales), scales_l[4]
- * (their low nibbles), 128 bytes of indices.  d = -(the scale of largest magnitude) / 32; each
- * sub-block's scale is rounded to l in [-32, 31] and its indices chosen again from 1 / (d * l). */
-static void enc_iq4_xs(const float *x, const float *qw, float sigma2, uint8_t *b)
-{
-    (void)sigma2;
-    float w[GQ_SUPER], scales[8], max_scale = 0.0f, amax_scale = 0.0f;
-    uint8_t L[GQ_SUPER];
-    float s2 = gq_iq4_sigma2(x, (int)GQ_SUPER);
-    for (int ib = 0; ib < 8; ib++) gq_iq4_weights(x + 32 * ib, qw ? qw + 32 * ib : NULL, s2, w + 32 * ib);
-    gq_kern->iq4_scales(8, x, w, gq_iq4_values, scales);
-    for (int ib = 0; ib < 8; ib++) {
-        if (fabsf(scales[ib]) > amax_scale) {
-            amax_scale = fabsf(scales[ib]);
-            max_scale = scales[ib];
-        }
-    }
-    float d = -max_scale / 32.0f;
-    gq_put_f16(b, d);
-    float id = d != 0.0f ? 1 / d : 0.0f;
-    unsigned sh = 0;
-    uint8_t *sl = b + 4;
-    memset(sl, 0, 4);
-    for (int ib = 0; ib < 8; ib++) {
-        int l = gq_clamp(gq_nearest(id * scales[ib]), -32, 31);
-        float dl = d * gq_f(l);
-        float idl = dl != 0.0f ? 1 / dl : 0.0f;
-        for (int j = 0; j < 32; j++) L[32 * ib + j] = (uint8_t)gq_iq4_index(idl * x[32 * ib + j]);
-        unsigned u = (unsigned)(l + 32);
-        sl[ib / 2] = (uint8_t)(sl[ib / 2] | (u & 0xFu) << (4 * (ib % 2)));
-        sh |= (u >> 4) << (2 * (ib % 8));
-    }
-    b[2] = (uint8_t)(sh & 0xFFu);
-    b[3] = (uint8_t)(sh >> 8);
-    gq_iq4_pack(L, (int)GQ_SUPER, b + 8);
-}
-
 /* ---------------------------------------------------------------- rows */
 
 typedef struct gq_type {
@@ -1114,8 +734,8 @@ static const gq_type gq_types[] = {
     {NF_FMT_GGUF_Q4_K, enc_q4_k, false, NULL},
     {NF_FMT_GGUF_Q5_K, enc_q5_k, false, NULL},
     {NF_FMT_GGUF_Q6_K, enc_q6_k, false, NULL},
-    {NF_FMT_GGUF_IQ4_NL, enc_iq4_nl, false, NULL},
-    {NF_FMT_GGUF_IQ4_XS, enc_iq4_xs, false, NULL},
+    {NF_FMT_GGUF_IQ4_NL, nf_gq_enc_iq4_nl, false, NULL},
+    {NF_FMT_GGUF_IQ4_XS, nf_gq_enc_iq4_xs, false, NULL},
     {NF_FMT_GGUF_IQ2_XXS, NULL, false, nf_ggml_enc_iq2_xxs},
     {NF_FMT_GGUF_IQ2_XS, NULL, false, nf_ggml_enc_iq2_xs},
     {NF_FMT_GGUF_IQ2_S, NULL, false, nf_ggml_enc_iq2_s},
@@ -1132,7 +752,7 @@ static const struct {
     nf_format_id fmt;
     gq_blocks_fn encode_blocks;
 } gq_batched[] = {
-    {NF_FMT_GGUF_Q4_0, enc_q4_0_blocks}, {NF_FMT_GGUF_Q5_0, enc_q5_0_blocks}, {NF_FMT_GGUF_IQ4_NL, enc_iq4_nl_blocks},
+    {NF_FMT_GGUF_Q4_0, enc_q4_0_blocks}, {NF_FMT_GGUF_Q5_0, enc_q5_0_blocks}, {NF_FMT_GGUF_IQ4_NL, nf_gq_enc_iq4_nl_blocks},
     {NF_FMT_GGUF_Q4_K, enc_q4_k_blocks}, {NF_FMT_GGUF_Q5_K, enc_q5_k_blocks}, {NF_FMT_GGUF_Q3_K, enc_q3_k_blocks},
     {NF_FMT_GGUF_Q2_0, enc_q2_0_blocks},
 };

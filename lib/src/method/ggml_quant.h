@@ -3,8 +3,8 @@
  * encoder type the row driver (ggml_quant.c) calls.  Block encoders of one family of types may
  * live in their own file (one family per file) and are declared here.
  *
- * Internal to the method module: included only by lib/src/method/ggml_quant*.c and the files of
- * a family's encoders (ggml_iq3.c). */
+ * Internal to the method module: included only by lib/src/method/ggml_quant.c, ggml_fit.c and the files of
+ * a family's encoders (ggml_iq1.c, ggml_iq2.c, ggml_iq3.c, ggml_iq4.c). */
 #ifndef NF_METHOD_GGML_QUANT_H
 #define NF_METHOD_GGML_QUANT_H
 
@@ -132,5 +132,38 @@ typedef void (*gq_blocks_fn)(const float *x, const float *qw, float sigma2, unsi
  * scalar table outside a call. */
 struct nf_gq_kernels;
 const struct nf_gq_kernels *nf_gq_kernels_current(void);
+
+/* ---------------------------------------------------------------- ggml_fit.c */
+/* The signed value of largest magnitude, the first one on a tie (every search starts from it). */
+float nf_gq_extreme(const float *x, int n);
+/* Codes l in [0, nmax] with a scale and a minimum, x ~ scale * l - the_min (ggml's
+ * make_qkx2_quants; its make_qkx3_quants is the same computation for the non-NULL weights every
+ * caller here passes): the codes of the full range, then nstep + 1 trial inverse scales
+ * (rmin + rdelta * is + nmax) / (max - min), each refitted by weighted least squares and kept
+ * when its error (absolute with use_mad, else squared) is strictly smaller.  n <= 32. */
+float nf_gq_fit_min(int n, int nmax, const float *x, const float *w, uint8_t *L, float *the_min, float rmin, float rdelta, int nstep, bool use_mad);
+/* Q3_K's codes without an importance vector (ggml's make_q3_quants with do_rmse): the codes of
+ * -nmax / max, then up to 5 sweeps that move single codes while the x^2-weighted fit improves.
+ * L receives l + nmax, except that an all-zero group leaves L = 0 (as ggml does). */
+float nf_gq_fit_q3(int n, int nmax, const float *x, int8_t *L);
+/* Symmetric codes l in [-nmax, nmax) for n values, weighted least squares over 18 trial inverse
+ * scales around -nmax / max (ggml's make_qx_quants, rmse_type 1).  L receives l + nmax; the
+ * return is the scale.  Weights qw, or x^2 when NULL.  An all-zero group gives L = 0, scale 0. */
+float nf_gq_fit_signed(int n, int nmax, const float *x, int8_t *L, const float *qw);
+
+/* ---------------------------------------------------------------- ggml_iq4.c */
+/* IQ4_NL, one block: d and 16 bytes of 4-bit indices. */
+void nf_gq_enc_iq4_nl(const float *x, const float *qw, float sigma2, uint8_t *b);
+/* IQ4_NL, several blocks: their scale searches through the kernels table, a block a lane. */
+void nf_gq_enc_iq4_nl_blocks(const float *x, const float *qw, float sigma2, unsigned nblk, uint8_t *out);
+/* IQ4_XS, 136 bytes: d, scales_h (u16: the high 2 bits of eight 6-bit scales), scales_l[4]
+ * (their low nibbles), 128 bytes of indices.  d = -(the scale of largest magnitude) / 32; each
+ * sub-block's scale is rounded to l in [-32, 31] and its indices chosen again from 1 / (d * l). */
+void nf_gq_enc_iq4_xs(const float *x, const float *qw, float sigma2, uint8_t *b);
+/* The scale of one 32-value sub-block (ggml's quantize_row_iq4_nl_impl, ntry 7, which
+ * ggml_quantize_chunk uses with and without importance): indices of -max / -127, their weighted
+ * least-squares scale, and 15 more trial inverse scales (t - 127) / max kept when the fit
+ * improves.  L receives the first trial's indices; 0 for an all-zero sub-block (L untouched). */
+float nf_gq_iq4_scale(const float *x, const float *w, uint8_t *L);
 
 #endif

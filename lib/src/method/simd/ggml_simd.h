@@ -1,7 +1,7 @@
 /* Fast paths of ggml_quantize's scale searches (docs/methods.md "ggml_quantize"), internal.
  *
- * ggml_quant.c keeps the scalar reference of every search (gq_fit_min, gq_fit_signed,
- * gq_fit_q3).  A k-quant super-block runs one search per sub-block, and the sub-blocks are
+ * ggml_fit.c keeps the scalar reference of every search (nf_gq_fit_min, nf_gq_fit_signed,
+ * nf_gq_fit_q3).  A k-quant super-block runs one search per sub-block, and the sub-blocks are
  * independent, so the vector kernels give each sub-block a lane: the lanes are transposed
  * (element i of every sub-block in one vector) and every lane performs exactly the scalar
  * sequence of its sub-block -- the same binary32 operations in the same order (sums in element
