@@ -10,6 +10,8 @@
 #ifndef NINFER_COMMON_GGML_TYPES_H
 #define NINFER_COMMON_GGML_TYPES_H
 
+/* The table as written: clang-format 14 folds it differently on each pass. */
+/* clang-format off */
 #define NF_GGML_TYPES(X)                                                                         \
     X(0, F32, 1, 4) X(1, F16, 1, 2) X(2, Q4_0, 32, 18) X(3, Q4_1, 32, 20) X(4, Q4_2, 0, 0)      \
     X(5, Q4_3, 0, 0) X(6, Q5_0, 32, 22) X(7, Q5_1, 32, 24) X(8, Q8_0, 32, 34) X(9, Q8_1, 32, 36) \
@@ -22,6 +24,7 @@
     X(35, TQ2_0, 256, 66) X(36, IQ4_NL_4_4, 0, 0) X(37, IQ4_NL_4_8, 0, 0)                       \
     X(38, IQ4_NL_8_8, 0, 0) X(39, MXFP4, 32, 17) X(40, NVFP4, 64, 36) X(41, Q1_0, 128, 18)      \
     X(42, Q2_0, 64, 18) X(142, PQ2_0, 128, 34)
+/* clang-format on */
 
 #define NF_GGML_ENUM_(id, name, values, bytes)                                                   \
     NF_GGML_##name = (id), NF_GGML_##name##_VALUES = (values), NF_GGML_##name##_BYTES = (bytes),
