@@ -119,7 +119,8 @@ static void *gen_main(void *p)
             uint64_t z = splitmix(&s);
             /* Irwin-Hall(3) of 16-bit uniforms: mean 1.5, sd 0.5 -> about N(0, sigma). */
             float u = ((float)(z & 0xFFFF) + (float)((z >> 16) & 0xFFFF) + (float)((z >> 32) & 0xFFFF)) *
-                          (1.0f / 65536.0f) - 1.5f;
+                          (1.0f / 65536.0f) -
+                      1.5f;
             float v = 2.0f * u * sigma;
             if ((z >> 54) == 0) v *= 8.0f; /* one value in 1024 is an outlier */
             uint64_t i = r * S.cols + c;
@@ -199,19 +200,24 @@ static nf_status make_words(const nf_format *f, const nf_geometry *g, uint64_t r
 {
     uint64_t k = S.cols, n = w->rows;
     uint64_t s = 0xB10Cull ^ (r0 * 0x9E3779B97F4A7C15ull);
-    nf_src_rows bf = {.name = "bench", .type = NF_SRC_BF16, .data = src_bf16 + r0 * k * 2, .first_row = r0, .rows = n, .cols = k};
+    nf_src_rows bf =
+        {.name = "bench", .type = NF_SRC_BF16, .data = src_bf16 + r0 * k * 2, .first_row = r0, .rows = n, .cols = k};
     switch (f->category) {
     case NF_CAT_DIRECT:
         if (f->id == NF_FMT_BF16) return nf_cast_direct_rows(f, &bf, w, err);
         if (f->id == NF_FMT_FP32) {
-            nf_src_rows src = {.name = "bench", .type = NF_SRC_F32, .data = src_f32 + r0 * k * 4, .first_row = r0, .rows = n, .cols = k};
+            nf_src_rows src = {.name = "bench",
+                               .type = NF_SRC_F32,
+                               .data = src_f32 + r0 * k * 4,
+                               .first_row = r0,
+                               .rows = n,
+                               .cols = k};
             return nf_cast_direct_rows(f, &src, w, err);
         }
         for (uint64_t i = 0; i < n * k; i++) w->w32[i] = (uint32_t)splitmix(&s); /* int32: any word */
         return NF_OK;
     case NF_CAT_GROUPED:
-        if (f->id != NF_FMT_Q2_G64_FP16 && f->id != NF_FMT_T2_G128_FP16)
-            return nf_grouped_absmax_rows(f, &bf, w, err);
+        if (f->id != NF_FMT_Q2_G64_FP16 && f->id != NF_FMT_T2_G128_FP16) return nf_grouped_absmax_rows(f, &bf, w, err);
         /* q2 / t2 take trained codes (import_encoded): random legal codes, positive scales. */
         for (uint64_t i = 0; i < n * k; i++) {
             int span = f->code_max - f->code_min + 1, q;
@@ -235,7 +241,7 @@ static nf_status make_words(const nf_format *f, const nf_geometry *g, uint64_t r
         uint64_t bytes = n * g->row_bytes;
         for (uint64_t i = 0; i < bytes; i++) w->blocks[i] = (uint8_t)splitmix(&s);
         for (uint64_t b = 0; b < bytes; b += f->block_bytes) {
-            w->blocks[b + d] = 0x00, w->blocks[b + d + 1] = 0x20; /* 2^-7 */
+            w->blocks[b + d] = 0x00, w->blocks[b + d + 1] = 0x20;                             /* 2^-7 */
             if (dmin != SIZE_MAX) w->blocks[b + dmin] = 0x00, w->blocks[b + dmin + 1] = 0x1C; /* 2^-8 */
         }
         return NF_OK;
@@ -355,8 +361,11 @@ static wordset *wordset_build(const char *format_name)
     pthread_t th[MAX_THREADS];
     uint64_t chunks = S.rows / S.chunk_rows;
     for (unsigned t = 0; t < S.threads; t++) {
-        jobs[t] = (words_job){ws, chunks * t / S.threads * S.chunk_rows, chunks * (t + 1) / S.threads * S.chunk_rows,
-                              {0}, NF_OK};
+        jobs[t] = (words_job){ws,
+                              chunks * t / S.threads * S.chunk_rows,
+                              chunks * (t + 1) / S.threads * S.chunk_rows,
+                              {0},
+                              NF_OK};
         if (pthread_create(&th[t], NULL, words_main, &jobs[t]) != 0) die("pthread_create", NULL);
     }
     for (unsigned t = 0; t < S.threads; t++) pthread_join(th[t], NULL);
@@ -402,7 +411,7 @@ struct kernel {
     const nf_method_params *params;
     nf_src_type src_type;
     const uint8_t *src;
-    bool measured; /* nf_method_encode_rows_measured: the report's statistics as well */
+    bool measured;       /* nf_method_encode_rows_measured: the report's statistics as well */
     uint32_t matrix_max; /* nvfp4_quantize: the matrix's largest magnitude, found once (the plan's
                             first pass), given to every chunk */
     /* dequant / check */
@@ -429,7 +438,12 @@ static void run_encode(const kernel *k, tstate *ts, uint64_t u0, uint64_t u1)
     size_t esize = nf_src_type_size(k->src_type);
     for (uint64_t r = u0; r < u1 && !ts->failed; r += k->grain) {
         uint64_t n = min_u64(k->grain, u1 - r);
-        nf_src_rows src = {.name = k->label, .type = k->src_type, .data = k->src + (size_t)(r * S.cols) * esize, .first_row = r, .rows = n, .cols = S.cols};
+        nf_src_rows src = {.name = k->label,
+                           .type = k->src_type,
+                           .data = k->src + (size_t)(r * S.cols) * esize,
+                           .first_row = r,
+                           .rows = n,
+                           .cols = S.cols};
         src.matrix_max = k->matrix_max;
         src.has_matrix_max = k->method == NF_METHOD_NVFP4_QUANTIZE || k->method == NF_METHOD_NVFP4_SEARCH;
         ts->w.rows = n;
@@ -449,8 +463,7 @@ static void run_dequant(const kernel *k, tstate *ts, uint64_t u0, uint64_t u1)
         uint64_t n = min_u64(k->grain, u1 - r);
         unsigned p = (unsigned)(r / o->piece_rows);
         uint64_t lr = r % o->piece_rows; /* grain divides piece_rows: [lr, lr+n) is in piece p */
-        if (nf_layout_decode_rows_f32(&o->g, &o->reader[p], lr, lr + n, ts->f32, &ts->err) != NF_OK)
-            ts->failed = true;
+        if (nf_layout_decode_rows_f32(&o->g, &o->reader[p], lr, lr + n, ts->f32, &ts->err) != NF_OK) ts->failed = true;
     }
 }
 
@@ -784,7 +797,8 @@ static void preamble(uint64_t e)
            S.threads, S.min_time);
     printf("in MB/s: bytes read per second (source rows for encoders, the encoded object for dequant/verify, the\n"
            "buffer for xxh3; memcpy: bytes copied), MB = 10^6 B; Mw/s: 10^6 weights/s; /memcpy: in MB/s over memcpy's\n"
-           "at the same thread count; scaling: %u-thread over 1-thread throughput\n", S.threads);
+           "at the same thread count; scaling: %u-thread over 1-thread throughput\n",
+           S.threads);
     printf("grouped_absmax kernel variant: %s (NINFER_SIMD=scalar|avx2|avx512 asks for another)\n", nf_simd_name());
     loadavg_line("at start");
     fflush(stdout);
@@ -848,17 +862,17 @@ static void kernels(uint64_t e)
                  &imp);
     bench_encode_as("grouped_search+stats -> q4_g64_fp16", NF_METHOD_GROUPED_SEARCH, "q4_g64_fp16", NF_SRC_BF16, NULL,
                     true);
-    bench_encode("fp8_row_maxabs -> fp8_e4m3fn_row_bf16", NF_METHOD_FP8_ROW_MAXABS, "fp8_e4m3fn_row_bf16",
-                 NF_SRC_BF16, NULL);
-    bench_encode("fp8_row_maxabs -> fp8_e4m3fn_row_fp16", NF_METHOD_FP8_ROW_MAXABS, "fp8_e4m3fn_row_fp16",
-                 NF_SRC_BF16, NULL);
+    bench_encode("fp8_row_maxabs -> fp8_e4m3fn_row_bf16", NF_METHOD_FP8_ROW_MAXABS, "fp8_e4m3fn_row_bf16", NF_SRC_BF16,
+                 NULL);
+    bench_encode("fp8_row_maxabs -> fp8_e4m3fn_row_fp16", NF_METHOD_FP8_ROW_MAXABS, "fp8_e4m3fn_row_fp16", NF_SRC_BF16,
+                 NULL);
     bench_encode("nvfp4_quantize -> nvfp4", NF_METHOD_NVFP4_QUANTIZE, "nvfp4", NF_SRC_BF16, NULL);
     bench_encode("nvfp4_quantize -> nvfp4", NF_METHOD_NVFP4_QUANTIZE, "nvfp4", NF_SRC_F32, NULL);
     bench_encode("nvfp4_search -> nvfp4", NF_METHOD_NVFP4_SEARCH, "nvfp4", NF_SRC_BF16, NULL);
     /* ggml_quantize to every gguf_* type it encodes, in issue 24's order (the k-quants first), with
      * the search kernels of the level chosen at run time; F32 rows, as ggml's quantize_<type>
      * takes (bench/README.md quotes ggml's own figures for the same matrix) */
-    static const char *const gguf[] = {"gguf_q4_k", "gguf_q6_k", "gguf_q5_k",   "gguf_q3_k", "gguf_q2_k",
+    static const char *const gguf[] = {"gguf_q4_k",   "gguf_q6_k",   "gguf_q5_k", "gguf_q3_k", "gguf_q2_k",
                                        "gguf_iq4_xs", "gguf_iq4_nl", "gguf_q4_0", "gguf_q5_0", "gguf_q8_0"};
     for (size_t f = 0; f < sizeof gguf / sizeof gguf[0]; f++)
         for (int with = 0; with < 2; with++) {
@@ -879,10 +893,23 @@ static void kernels(uint64_t e)
         }
 
     /* dequant (encoded bytes -> f32, nf_layout_decode_rows_f32) and the verify word scan, one encoded object at a time */
-    static const char *const objects[] = {"bf16", "fp32", "int32", "q2_g64_fp16", "q4_g64_fp16", "q5_g64_fp16",
-                                          "q6_g64_fp16", "q8_g32_fp16", "t2_g128_fp16", "nvfp4",
-                                          "fp8_e4m3fn_row_bf16", "fp8_e4m3fn_row_fp16", "gguf_q2_k", "gguf_q3_k",
-                                          "gguf_q4_k", "gguf_q5_k", "gguf_q6_k"};
+    static const char *const objects[] = {"bf16",
+                                          "fp32",
+                                          "int32",
+                                          "q2_g64_fp16",
+                                          "q4_g64_fp16",
+                                          "q5_g64_fp16",
+                                          "q6_g64_fp16",
+                                          "q8_g32_fp16",
+                                          "t2_g128_fp16",
+                                          "nvfp4",
+                                          "fp8_e4m3fn_row_bf16",
+                                          "fp8_e4m3fn_row_fp16",
+                                          "gguf_q2_k",
+                                          "gguf_q3_k",
+                                          "gguf_q4_k",
+                                          "gguf_q5_k",
+                                          "gguf_q6_k"};
     const size_t nobj = sizeof objects / sizeof objects[0];
     bool checkable[sizeof objects / sizeof objects[0]] = {false};
     char label[64];
@@ -961,8 +988,10 @@ static int micro(int argc, char **argv)
     uint64_t unit = S.threads * 128;
     if (S.chunk_rows == 0 || 128 % S.chunk_rows != 0 || S.cols == 0 || S.cols % 256 != 0 || S.rows < unit ||
         S.min_time <= 0) {
-        fprintf(stderr, "ninfer-bench: error: need --cols a multiple of 256, --chunk-rows a divisor of 128, "
-                        "--rows >= %" PRIu64 ", --min-time > 0\n", unit);
+        fprintf(stderr,
+                "ninfer-bench: error: need --cols a multiple of 256, --chunk-rows a divisor of 128, "
+                "--rows >= %" PRIu64 ", --min-time > 0\n",
+                unit);
         return 2;
     }
     S.rows = S.rows / unit * unit;
@@ -981,7 +1010,7 @@ static int micro(int argc, char **argv)
 typedef struct exec_cmd {
     const char *label;
     double bytes, weights;
-    char **argv;                    /* NULL-terminated (the -- ... part) */
+    char **argv; /* NULL-terminated (the -- ... part) */
     double t[EXEC_MAX_REPEAT];
     double maxrss_kib;
 } exec_cmd;
@@ -1097,8 +1126,8 @@ static int exec_mode(int argc, char **argv)
         }
         char range[48];
         snprintf(range, sizeof range, "%.2f-%.2f", lo, hi);
-        printf("%-56s | %7.3f %11s %9.1f %9.1f | %12.1f\n", c->label ? c->label : "?", med, range,
-               c->bytes / med / 1e6, c->weights / med / 1e6, c->maxrss_kib / 1024.0);
+        printf("%-56s | %7.3f %11s %9.1f %9.1f | %12.1f\n", c->label ? c->label : "?", med, range, c->bytes / med / 1e6,
+               c->weights / med / 1e6, c->maxrss_kib / 1024.0);
     }
     if (ratio) {
         double q[EXEC_MAX_REPEAT], lo = INFINITY, hi = 0;
@@ -1109,8 +1138,8 @@ static int exec_mode(int argc, char **argv)
         }
         char range[48];
         snprintf(range, sizeof range, "%.3f-%.3f", lo, hi);
-        printf("%-56s | %7.3f %11s   (time over time, run by run)\n", "  ratio of the two rows above", median_of(q, repeat),
-               range);
+        printf("%-56s | %7.3f %11s   (time over time, run by run)\n", "  ratio of the two rows above",
+               median_of(q, repeat), range);
     }
     fflush(stdout);
     return 0;
@@ -1123,7 +1152,8 @@ int main(int argc, char **argv)
         printf("usage: ninfer-bench [--rows N] [--cols K] [--threads T] [--min-time S] [--chunk-rows R]\n"
                "                    [--filter SUBSTR[,SUBSTR...]] [--rows-only]\n"
                "       ninfer-bench --print-simd\n"
-               "       ninfer-bench exec [--repeat R] [--log FILE] [--ratio] --label L --bytes B --weights W -- PROG ARGS...\n"
+               "       ninfer-bench exec [--repeat R] [--log FILE] [--ratio] --label L --bytes B --weights W -- PROG "
+               "ARGS...\n"
                "                         [--next --label L2 --bytes B2 --weights W2 -- PROG2 ARGS...]...\n");
         return 0;
     }

@@ -66,12 +66,11 @@ static const struct {
     const char *name;
     int32_t ftype;
 } FTYPES[] = {
-    {"Q4_0", 2},     {"Q4_1", 3},    {"Q8_0", 7},     {"Q5_0", 8},     {"Q5_1", 9},     {"Q2_K", 10},
-    {"Q3_K_S", 11},  {"Q3_K_M", 12}, {"Q3_K_L", 13},  {"Q4_K_S", 14},  {"Q4_K_M", 15},  {"Q5_K_S", 16},
-    {"Q5_K_M", 17},  {"Q6_K", 18},   {"IQ2_XXS", 19}, {"IQ2_XS", 20},  {"Q2_K_S", 21},  {"IQ3_XS", 22},
-    {"IQ3_XXS", 23}, {"IQ1_S", 24},  {"IQ4_NL", 25},  {"IQ3_S", 26},   {"IQ3_M", 27},   {"IQ2_S", 28},
-    {"IQ2_M", 29},   {"IQ4_XS", 30}, {"IQ1_M", 31},   {"BF16", 32},    {"TQ1_0", 36},   {"TQ2_0", 37},
-    {"Q2_0", 41},
+    {"Q4_0", 2},     {"Q4_1", 3},    {"Q8_0", 7},    {"Q5_0", 8},    {"Q5_1", 9},     {"Q2_K", 10},   {"Q3_K_S", 11},
+    {"Q3_K_M", 12},  {"Q3_K_L", 13}, {"Q4_K_S", 14}, {"Q4_K_M", 15}, {"Q5_K_S", 16},  {"Q5_K_M", 17}, {"Q6_K", 18},
+    {"IQ2_XXS", 19}, {"IQ2_XS", 20}, {"Q2_K_S", 21}, {"IQ3_XS", 22}, {"IQ3_XXS", 23}, {"IQ1_S", 24},  {"IQ4_NL", 25},
+    {"IQ3_S", 26},   {"IQ3_M", 27},  {"IQ2_S", 28},  {"IQ2_M", 29},  {"IQ4_XS", 30},  {"IQ1_M", 31},  {"BF16", 32},
+    {"TQ1_0", 36},   {"TQ2_0", 37},  {"Q2_0", 41},
 };
 
 #define GUARD_BYTE 0xA5
@@ -223,10 +222,11 @@ static peer_imatrix_entry *load_imatrix(const char *path, unsigned char **keep)
         for (uint64_t j = 0; j < nt; j++)
             if (!strcmp(ts[j].name, want)) c = &ts[j];
         uint64_t ne0 = ts[i].ne[0], ne1 = ts[i].ne[1] * ts[i].ne[2] * ts[i].ne[3];
-        if (!c || ts[i].type != 0 || c->type != 0 || c->ne[0] * c->ne[1] != ne1 || ne0 == 0 ||
-            ne1 > (len / 4) / ne0 || ts[i].offset > len - data || ne0 * ne1 * 4 > len - data - ts[i].offset ||
-            c->offset > len - data || ne1 * 4 > len - data - c->offset) {
-            fprintf(stderr, "nf-llama-quantize: error: %s: entry %s has no F32 counts of its rows or lies outside the file\n",
+        if (!c || ts[i].type != 0 || c->type != 0 || c->ne[0] * c->ne[1] != ne1 || ne0 == 0 || ne1 > (len / 4) / ne0 ||
+            ts[i].offset > len - data || ne0 * ne1 * 4 > len - data - ts[i].offset || c->offset > len - data ||
+            ne1 * 4 > len - data - c->offset) {
+            fprintf(stderr,
+                    "nf-llama-quantize: error: %s: entry %s has no F32 counts of its rows or lies outside the file\n",
                     path, base);
             free(out);
             out = NULL;
@@ -304,8 +304,10 @@ int main(int argc, char **argv)
                  !p.imatrix && !p.kv_overrides && !p.tt_overrides && !p.prune_layers;
     for (size_t i = 0; i < sizeof p.guard; i++) shape = shape && p.guard[i] == GUARD_BYTE;
     if (!shape) {
-        fprintf(stderr, "nf-llama-quantize: error: %s's llama_model_quantize_params is not the one this driver "
-                        "knows (scripts/peer-llama.sh pins the release)\n", lib);
+        fprintf(stderr,
+                "nf-llama-quantize: error: %s's llama_model_quantize_params is not the one this driver "
+                "knows (scripts/peer-llama.sh pins the release)\n",
+                lib);
         return 3;
     }
     p.nthread = (int32_t)threads;

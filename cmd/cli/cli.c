@@ -56,12 +56,10 @@ static void print_option_rows(const nf_option *t)
             snprintf(left, sizeof left, "%s%c%s--%s[=%s]", o->short_name ? "-" : "   ",
                      o->short_name ? o->short_name : ' ', o->short_name ? ", " : "", o->long_name, arg);
         else
-            snprintf(left, sizeof left, "%s%c%s--%s", o->short_name ? "-" : "   ",
-                     o->short_name ? o->short_name : ' ', o->short_name ? ", " : "", o->long_name);
-        if (strlen(left) > 28)
-            printf("  %s\n  %-28s %s\n", left, "", o->help);
-        else
-            printf("  %-28s %s\n", left, o->help);
+            snprintf(left, sizeof left, "%s%c%s--%s", o->short_name ? "-" : "   ", o->short_name ? o->short_name : ' ',
+                     o->short_name ? ", " : "", o->long_name);
+        if (strlen(left) > 28) printf("  %s\n  %-28s %s\n", left, "", o->help);
+        else printf("  %-28s %s\n", left, o->help);
     }
 }
 
@@ -81,8 +79,9 @@ static void print_help(const nf_program *prog)
 #define NF_CLI_ROW_CODE 256
 static void add_getopt_row(struct option *lo, char *shorts, size_t *ns, const nf_option *row, size_t index)
 {
-    int has = row->arg == NF_ARG_NONE ? no_argument : row->arg == NF_ARG_REQUIRED ? required_argument
-                                                                                 : optional_argument;
+    int has = row->arg == NF_ARG_NONE       ? no_argument
+              : row->arg == NF_ARG_REQUIRED ? required_argument
+                                            : optional_argument;
     *lo = (struct option){row->long_name, has, NULL, NF_CLI_ROW_CODE + (int)index};
     if (row->short_name) {
         shorts[(*ns)++] = row->short_name;
@@ -167,7 +166,10 @@ static int bad_choice(const nf_cli *cli, const nf_option *row, const char *arg)
     while (row->choices[n].name) n++;
     for (size_t i = 0; i < n; i++) {
         size_t used = strlen(names);
-        snprintf(names + used, sizeof names - used, "%s%s", i == 0 ? "" : i + 1 == n ? " or " : ", ",
+        snprintf(names + used, sizeof names - used, "%s%s",
+                 i == 0       ? ""
+                 : i + 1 == n ? " or "
+                              : ", ",
                  row->choices[i].name);
     }
     return nf_cli_usage(cli, "--%s takes %s, not '%s'", row->long_name, names, arg);
@@ -175,7 +177,8 @@ static int bad_choice(const nf_cli *cli, const nf_option *row, const char *arg)
 
 static int check_text(const nf_cli *cli, const nf_option *row, const char *arg)
 {
-    if (row->check == NF_CHECK_NONEMPTY && !arg[0]) return nf_cli_usage(cli, "--%s takes %s", row->long_name, row->what);
+    if (row->check == NF_CHECK_NONEMPTY && !arg[0])
+        return nf_cli_usage(cli, "--%s takes %s", row->long_name, row->what);
     if (row->check == NF_CHECK_KEY_VALUE && (!strchr(arg, '=') || arg[0] == '='))
         return nf_cli_usage(cli, "--%s takes %s, not '%s'", row->long_name, row->arg_name, arg);
     return NF_EXIT_OK;
@@ -325,10 +328,7 @@ int nf_cli_error(const nf_cli *cli, nf_status status, const char *fmt, ...)
     return nf_status_exit_code(status);
 }
 
-int nf_cli_report(const nf_cli *cli, const nf_error *err)
-{
-    return nf_cli_error(cli, err->status, "%s", err->message);
-}
+int nf_cli_report(const nf_cli *cli, const nf_error *err) { return nf_cli_error(cli, err->status, "%s", err->message); }
 
 int nf_cli_usage(const nf_cli *cli, const char *fmt, ...)
 {

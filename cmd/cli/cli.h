@@ -23,23 +23,23 @@ typedef enum nf_arg_kind { NF_ARG_NONE, NF_ARG_REQUIRED, NF_ARG_OPTIONAL } nf_ar
  * the value, checks it and prints the usage error (exit 2), so that each rule and its message
  * exist once.  Messages name the option by its long name: "--NAME takes ..., not 'ARG'". */
 typedef enum nf_opt_kind {
-    NF_OPT_FLAG,     /* bool field set true */
-    NF_OPT_SET,      /* int-sized field (an enum) set to .value */
-    NF_OPT_STRING,   /* const char * field = the argument */
-    NF_OPT_UINT,     /* unsigned field, .min to .max */
-    NF_OPT_U64,      /* uint64_t field, .min to .max */
-    NF_OPT_LIST,     /* repeatable: appended to a const char ** array (room for argc entries,
+    NF_OPT_FLAG,    /* bool field set true */
+    NF_OPT_SET,     /* int-sized field (an enum) set to .value */
+    NF_OPT_STRING,  /* const char * field = the argument */
+    NF_OPT_UINT,    /* unsigned field, .min to .max */
+    NF_OPT_U64,     /* uint64_t field, .min to .max */
+    NF_OPT_LIST,    /* repeatable: appended to a const char ** array (room for argc entries,
                       * allocated by the program) whose size_t count is at .count_offset */
-    NF_OPT_CHOICE,   /* int-sized field (an enum) = the .value of the .choices row named */
-    NF_OPT_SPAN,     /* nf_cli_span field: "A:B", either side may be empty */
-    NF_OPT_CALLBACK  /* .callback does it (a rule no other kind states) */
+    NF_OPT_CHOICE,  /* int-sized field (an enum) = the .value of the .choices row named */
+    NF_OPT_SPAN,    /* nf_cli_span field: "A:B", either side may be empty */
+    NF_OPT_CALLBACK /* .callback does it (a rule no other kind states) */
 } nf_opt_kind;
 
 /* Checks on the text of a NF_OPT_STRING or NF_OPT_LIST argument. */
 typedef enum nf_opt_check {
     NF_CHECK_NONE,
-    NF_CHECK_NONEMPTY,  /* "--NAME takes WHAT" when empty */
-    NF_CHECK_KEY_VALUE  /* KEY=VALUE with a non-empty KEY: "--NAME takes ARG_NAME, not 'ARG'" */
+    NF_CHECK_NONEMPTY, /* "--NAME takes WHAT" when empty */
+    NF_CHECK_KEY_VALUE /* KEY=VALUE with a non-empty KEY: "--NAME takes ARG_NAME, not 'ARG'" */
 } nf_opt_check;
 
 /* A name of a NF_OPT_CHOICE option and the value it stores; tables end with name NULL. */
@@ -67,103 +67,127 @@ typedef int (*nf_opt_callback)(struct nf_cli *cli, const struct nf_option *row, 
  * row with tags: NF_OPT_TAGGED with the same arguments given to NF_OPT_*_FIELDS). */
 typedef struct nf_option {
     const char *long_name;
-    char short_name;          /* 0 if none */
+    char short_name; /* 0 if none */
     nf_arg_kind arg;
-    const char *arg_name;     /* shown in --help, e.g. "ID" */
+    const char *arg_name; /* shown in --help, e.g. "ID" */
     const char *help;
     nf_opt_kind kind;
-    size_t offset;            /* of the field in the options struct */
-    size_t count_offset;      /* NF_OPT_LIST: of its size_t count */
-    uint64_t min, max;        /* NF_OPT_UINT, NF_OPT_U64: the accepted values */
-    uint64_t def;             /* NF_OPT_UINT, NF_OPT_U64 with NF_ARG_OPTIONAL: the value without one */
-    int value;                /* NF_OPT_SET */
-    const char *what;         /* the accepted text in messages, e.g. "a number" (see cli.c) */
+    size_t offset;       /* of the field in the options struct */
+    size_t count_offset; /* NF_OPT_LIST: of its size_t count */
+    uint64_t min, max;   /* NF_OPT_UINT, NF_OPT_U64: the accepted values */
+    uint64_t def;        /* NF_OPT_UINT, NF_OPT_U64 with NF_ARG_OPTIONAL: the value without one */
+    int value;           /* NF_OPT_SET */
+    const char *what;    /* the accepted text in messages, e.g. "a number" (see cli.c) */
     nf_opt_check check;
     const nf_opt_choice *choices;
     nf_opt_callback callback;
-    unsigned tags;            /* the program's own marks of the option (0 unless a row sets them with
+    unsigned tags; /* the program's own marks of the option (0 unless a row sets them with
                                * NF_OPT_TAGGED; e.g. ninfer-convert's: allowed with --plan) */
 } nf_option;
 
 /* Compile-time checks of a binding: the offset of `member` in `type`, which must have type T
  * (_Generic has no association for another type), or be int-sized for enums (whose compatible
  * integer type is the compiler's choice). */
-#define NF_OPT_FIELD_(type, member, T) _Generic(((type *)0)->member, T: offsetof(type, member))
+#define NF_OPT_FIELD_(type, member, T) _Generic(((type *)0)->member, T : offsetof(type, member))
 #define NF_OPT_INTFIELD_(type, member) \
     (offsetof(type, member) + 0 * sizeof(char[sizeof(((type *)0)->member) == sizeof(int) ? 1 : -1]))
 
-#define NF_OPT_FLAG_FIELDS(type, member, lname, sname, help_)                                          \
+#define NF_OPT_FLAG_FIELDS(type, member, lname, sname, help_)                                              \
     .long_name = (lname), .short_name = (sname), .arg = NF_ARG_NONE, .help = (help_), .kind = NF_OPT_FLAG, \
     .offset = NF_OPT_FIELD_(type, member, bool)
-#define NF_OPT_FLAG_ROW(type, member, lname, sname, help_) \
-    {NF_OPT_FLAG_FIELDS(type, member, lname, sname, help_)}
-#define NF_OPT_SET_FIELDS(type, member, val, lname, sname, help_)                                      \
+#define NF_OPT_FLAG_ROW(type, member, lname, sname, help_)    \
+    {                                                         \
+        NF_OPT_FLAG_FIELDS(type, member, lname, sname, help_) \
+    }
+#define NF_OPT_SET_FIELDS(type, member, val, lname, sname, help_)                                         \
     .long_name = (lname), .short_name = (sname), .arg = NF_ARG_NONE, .help = (help_), .kind = NF_OPT_SET, \
     .offset = NF_OPT_INTFIELD_(type, member), .value = (int)(val)
-#define NF_OPT_SET_ROW(type, member, val, lname, sname, help_) \
-    {NF_OPT_SET_FIELDS(type, member, val, lname, sname, help_)}
-#define NF_OPT_STRING_FIELDS(type, member, lname, sname, argname, help_)                               \
-    .long_name = (lname), .short_name = (sname), .arg = NF_ARG_REQUIRED, .arg_name = (argname),      \
-    .help = (help_), .kind = NF_OPT_STRING, .offset = NF_OPT_FIELD_(type, member, const char *)
-#define NF_OPT_STRING_ROW(type, member, lname, sname, argname, help_) \
-    {NF_OPT_STRING_FIELDS(type, member, lname, sname, argname, help_)}
-#define NF_OPT_UINT_FIELDS(type, member, lo, hi, what_, lname, sname, argname, help_)                   \
-    .long_name = (lname), .short_name = (sname), .arg = NF_ARG_REQUIRED, .arg_name = (argname),      \
-    .help = (help_), .kind = NF_OPT_UINT, .offset = NF_OPT_FIELD_(type, member, unsigned), .min = (lo), \
-    .max = (hi), .what = (what_)
-#define NF_OPT_UINT_ROW(type, member, lo, hi, what_, lname, sname, argname, help_) \
-    {NF_OPT_UINT_FIELDS(type, member, lo, hi, what_, lname, sname, argname, help_)}
-#define NF_OPT_U64_FIELDS(type, member, lo, hi, what_, lname, sname, argname, help_)                    \
-    .long_name = (lname), .short_name = (sname), .arg = NF_ARG_REQUIRED, .arg_name = (argname),      \
-    .help = (help_), .kind = NF_OPT_U64, .offset = NF_OPT_FIELD_(type, member, uint64_t), .min = (lo), \
-    .max = (hi), .what = (what_)
-#define NF_OPT_U64_ROW(type, member, lo, hi, what_, lname, sname, argname, help_) \
-    {NF_OPT_U64_FIELDS(type, member, lo, hi, what_, lname, sname, argname, help_)}
+#define NF_OPT_SET_ROW(type, member, val, lname, sname, help_)    \
+    {                                                             \
+        NF_OPT_SET_FIELDS(type, member, val, lname, sname, help_) \
+    }
+#define NF_OPT_STRING_FIELDS(type, member, lname, sname, argname, help_)                                         \
+    .long_name = (lname), .short_name = (sname), .arg = NF_ARG_REQUIRED, .arg_name = (argname), .help = (help_), \
+    .kind = NF_OPT_STRING, .offset = NF_OPT_FIELD_(type, member, const char *)
+#define NF_OPT_STRING_ROW(type, member, lname, sname, argname, help_)    \
+    {                                                                    \
+        NF_OPT_STRING_FIELDS(type, member, lname, sname, argname, help_) \
+    }
+#define NF_OPT_UINT_FIELDS(type, member, lo, hi, what_, lname, sname, argname, help_)                            \
+    .long_name = (lname), .short_name = (sname), .arg = NF_ARG_REQUIRED, .arg_name = (argname), .help = (help_), \
+    .kind = NF_OPT_UINT, .offset = NF_OPT_FIELD_(type, member, unsigned), .min = (lo), .max = (hi), .what = (what_)
+#define NF_OPT_UINT_ROW(type, member, lo, hi, what_, lname, sname, argname, help_)    \
+    {                                                                                 \
+        NF_OPT_UINT_FIELDS(type, member, lo, hi, what_, lname, sname, argname, help_) \
+    }
+#define NF_OPT_U64_FIELDS(type, member, lo, hi, what_, lname, sname, argname, help_)                             \
+    .long_name = (lname), .short_name = (sname), .arg = NF_ARG_REQUIRED, .arg_name = (argname), .help = (help_), \
+    .kind = NF_OPT_U64, .offset = NF_OPT_FIELD_(type, member, uint64_t), .min = (lo), .max = (hi), .what = (what_)
+#define NF_OPT_U64_ROW(type, member, lo, hi, what_, lname, sname, argname, help_)    \
+    {                                                                                \
+        NF_OPT_U64_FIELDS(type, member, lo, hi, what_, lname, sname, argname, help_) \
+    }
 /* An optional argument: --NAME alone stores dflt, --NAME=N stores N (min to max). */
-#define NF_OPT_UINT_OPTARG_FIELDS(type, member, lo, hi, dflt, what_, lname, sname, argname, help_)       \
-    .long_name = (lname), .short_name = (sname), .arg = NF_ARG_OPTIONAL, .arg_name = (argname),      \
-    .help = (help_), .kind = NF_OPT_UINT, .offset = NF_OPT_FIELD_(type, member, unsigned), .min = (lo), \
-    .max = (hi), .def = (dflt), .what = (what_)
-#define NF_OPT_UINT_OPTARG_ROW(type, member, lo, hi, dflt, what_, lname, sname, argname, help_) \
-    {NF_OPT_UINT_OPTARG_FIELDS(type, member, lo, hi, dflt, what_, lname, sname, argname, help_)}
-#define NF_OPT_LIST_FIELDS(type, member, count, check_, what_, lname, sname, argname, help_)            \
-    .long_name = (lname), .short_name = (sname), .arg = NF_ARG_REQUIRED, .arg_name = (argname),      \
-    .help = (help_), .kind = NF_OPT_LIST, .offset = NF_OPT_FIELD_(type, member, const char **),     \
+#define NF_OPT_UINT_OPTARG_FIELDS(type, member, lo, hi, dflt, what_, lname, sname, argname, help_)                 \
+    .long_name = (lname), .short_name = (sname), .arg = NF_ARG_OPTIONAL, .arg_name = (argname), .help = (help_),   \
+    .kind = NF_OPT_UINT, .offset = NF_OPT_FIELD_(type, member, unsigned), .min = (lo), .max = (hi), .def = (dflt), \
+    .what = (what_)
+#define NF_OPT_UINT_OPTARG_ROW(type, member, lo, hi, dflt, what_, lname, sname, argname, help_)    \
+    {                                                                                              \
+        NF_OPT_UINT_OPTARG_FIELDS(type, member, lo, hi, dflt, what_, lname, sname, argname, help_) \
+    }
+#define NF_OPT_LIST_FIELDS(type, member, count, check_, what_, lname, sname, argname, help_)                     \
+    .long_name = (lname), .short_name = (sname), .arg = NF_ARG_REQUIRED, .arg_name = (argname), .help = (help_), \
+    .kind = NF_OPT_LIST, .offset = NF_OPT_FIELD_(type, member, const char **),                                   \
     .count_offset = NF_OPT_FIELD_(type, count, size_t), .check = (check_), .what = (what_)
-#define NF_OPT_LIST_ROW(type, member, count, check_, what_, lname, sname, argname, help_) \
-    {NF_OPT_LIST_FIELDS(type, member, count, check_, what_, lname, sname, argname, help_)}
-#define NF_OPT_CHOICE_FIELDS(type, member, table, lname, sname, argname, help_)                        \
-    .long_name = (lname), .short_name = (sname), .arg = NF_ARG_REQUIRED, .arg_name = (argname),      \
-    .help = (help_), .kind = NF_OPT_CHOICE, .offset = NF_OPT_INTFIELD_(type, member), .choices = (table)
-#define NF_OPT_CHOICE_ROW(type, member, table, lname, sname, argname, help_) \
-    {NF_OPT_CHOICE_FIELDS(type, member, table, lname, sname, argname, help_)}
-#define NF_OPT_SPAN_FIELDS(type, member, lname, sname, argname, help_)                                 \
-    .long_name = (lname), .short_name = (sname), .arg = NF_ARG_REQUIRED, .arg_name = (argname),      \
-    .help = (help_), .kind = NF_OPT_SPAN, .offset = NF_OPT_FIELD_(type, member, nf_cli_span)
-#define NF_OPT_SPAN_ROW(type, member, lname, sname, argname, help_) \
-    {NF_OPT_SPAN_FIELDS(type, member, lname, sname, argname, help_)}
-#define NF_OPT_CALLBACK_FIELDS(fn, argkind, lname, sname, argname, help_)                              \
-    .long_name = (lname), .short_name = (sname), .arg = (argkind), .arg_name = (argname),            \
-    .help = (help_), .kind = NF_OPT_CALLBACK, .callback = (fn)
-#define NF_OPT_CALLBACK_ROW(fn, argkind, lname, sname, argname, help_) \
-    {NF_OPT_CALLBACK_FIELDS(fn, argkind, lname, sname, argname, help_)}
+#define NF_OPT_LIST_ROW(type, member, count, check_, what_, lname, sname, argname, help_)    \
+    {                                                                                        \
+        NF_OPT_LIST_FIELDS(type, member, count, check_, what_, lname, sname, argname, help_) \
+    }
+#define NF_OPT_CHOICE_FIELDS(type, member, table, lname, sname, argname, help_)                                  \
+    .long_name = (lname), .short_name = (sname), .arg = NF_ARG_REQUIRED, .arg_name = (argname), .help = (help_), \
+    .kind = NF_OPT_CHOICE, .offset = NF_OPT_INTFIELD_(type, member), .choices = (table)
+#define NF_OPT_CHOICE_ROW(type, member, table, lname, sname, argname, help_)    \
+    {                                                                           \
+        NF_OPT_CHOICE_FIELDS(type, member, table, lname, sname, argname, help_) \
+    }
+#define NF_OPT_SPAN_FIELDS(type, member, lname, sname, argname, help_)                                           \
+    .long_name = (lname), .short_name = (sname), .arg = NF_ARG_REQUIRED, .arg_name = (argname), .help = (help_), \
+    .kind = NF_OPT_SPAN, .offset = NF_OPT_FIELD_(type, member, nf_cli_span)
+#define NF_OPT_SPAN_ROW(type, member, lname, sname, argname, help_)    \
+    {                                                                  \
+        NF_OPT_SPAN_FIELDS(type, member, lname, sname, argname, help_) \
+    }
+#define NF_OPT_CALLBACK_FIELDS(fn, argkind, lname, sname, argname, help_)                                  \
+    .long_name = (lname), .short_name = (sname), .arg = (argkind), .arg_name = (argname), .help = (help_), \
+    .kind = NF_OPT_CALLBACK, .callback = (fn)
+#define NF_OPT_CALLBACK_ROW(fn, argkind, lname, sname, argname, help_)    \
+    {                                                                     \
+        NF_OPT_CALLBACK_FIELDS(fn, argkind, lname, sname, argname, help_) \
+    }
 /* A row with tags: NF_OPT_TAGGED(TAGS, NF_OPT_FLAG_FIELDS(...)) in place of NF_OPT_FLAG_ROW(...). */
-#define NF_OPT_TAGGED(tags_, fields) {fields, .tags = (tags_)}
-#define NF_OPT_END {.long_name = NULL}
+#define NF_OPT_TAGGED(tags_, fields) \
+    {                                \
+        fields, .tags = (tags_)      \
+    }
+#define NF_OPT_END        \
+    {                     \
+        .long_name = NULL \
+    }
 
 typedef enum nf_progress_mode { NF_PROGRESS_AUTO, NF_PROGRESS_ALWAYS, NF_PROGRESS_NEVER } nf_progress_mode;
 
 /* State common to every program. */
 typedef struct nf_cli {
-    const char *prog;         /* "ninfer-verify" */
-    int verbosity;            /* -1 quiet, 0 normal, 1+ verbose */
+    const char *prog; /* "ninfer-verify" */
+    int verbosity;    /* -1 quiet, 0 normal, 1+ verbose */
     bool json;
     nf_progress_mode progress;
-    char **positional;        /* argv entries that are not options */
+    char **positional; /* argv entries that are not options */
     int npositional;
     const struct nf_program *program; /* for --help and --version */
-    bool done;                /* --help or --version printed: exit 0 */
-    const struct nf_option **given; /* the rows of the program's own options given, in command-line
+    bool done;                        /* --help or --version printed: exit 0 */
+    const struct nf_option **given;   /* the rows of the program's own options given, in command-line
                                      * order (once per time given): what a program refuses in a mode
                                      * is decided from them (e.g. by their tags) */
     size_t ngiven;

@@ -14,11 +14,11 @@ enum { NF_TABLE_MAX_COLS = 16 };
 
 typedef struct nf_table {
     size_t ncols;
-    const char *indent;             /* printed before every line, e.g. "  " */
-    char align[NF_TABLE_MAX_COLS];  /* 'l' or 'r' per column */
-    char **cells;                   /* row-major, ncols per row; row 0 the headers */
+    const char *indent;            /* printed before every line, e.g. "  " */
+    char align[NF_TABLE_MAX_COLS]; /* 'l' or 'r' per column */
+    char **cells;                  /* row-major, ncols per row; row 0 the headers */
     size_t ncells, cap;
-    bool failed;                    /* out of memory: nf_table_print prints nothing */
+    bool failed; /* out of memory: nf_table_print prints nothing */
 } nf_table;
 
 /* A table of strlen(align) columns ("llrr": left, left, right, right; at most

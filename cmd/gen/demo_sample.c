@@ -138,13 +138,12 @@ static int usage(void)
 
 static int help(void)
 {
-    printf(USAGE
-           "Writes a sample artifact holding every format and layout through the library's writer, with\n"
-           "deterministic pseudo-random legal words.  GGUF_FIXTURE_DIR holds <type>.qbytes files; without\n"
-           "it the gguf_* objects are left out.\n"
-           "\n"
-           "  --max-file-bytes N  split the artifact into parts of at most N bytes\n"
-           "  -h, --help          this text\n");
+    printf(USAGE "Writes a sample artifact holding every format and layout through the library's writer, with\n"
+                 "deterministic pseudo-random legal words.  GGUF_FIXTURE_DIR holds <type>.qbytes files; without\n"
+                 "it the gguf_* objects are left out.\n"
+                 "\n"
+                 "  --max-file-bytes N  split the artifact into parts of at most N bytes\n"
+                 "  -h, --help          this text\n");
     return 0;
 }
 
@@ -155,18 +154,14 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) return help();
-        if (strcmp(a, "--max-file-bytes") == 0 && i + 1 < argc)
-            max_file_bytes = strtoull(argv[++i], NULL, 10);
+        if (strcmp(a, "--max-file-bytes") == 0 && i + 1 < argc) max_file_bytes = strtoull(argv[++i], NULL, 10);
         else if (a[0] == '-') {
             /* an option we do not know is a usage error, never a file name (issue 25 item 4) */
             fprintf(stderr, "ninfer-demo-sample: error: unknown option '%s'\n", a);
             return usage();
-        } else if (!out)
-            out = a;
-        else if (!gguf_dir)
-            gguf_dir = a;
-        else
-            return usage();
+        } else if (!out) out = a;
+        else if (!gguf_dir) gguf_dir = a;
+        else return usage();
     }
     if (!out) return usage();
     static const struct {
@@ -203,8 +198,7 @@ int main(int argc, char **argv)
 
     static const char tokenizer[] = "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"<s>\": 0}}}";
     objs[count] = (planned){.id = "tokenizer.json", .raw = (uint8_t *)tokenizer, .raw_bytes = sizeof tokenizer - 1};
-    if (nf_writer_add_resource(w, objs[count].id, objs[count].raw_bytes, &objs[count].index, &err) != NF_OK)
-        goto fail;
+    if (nf_writer_add_resource(w, objs[count].id, objs[count].raw_bytes, &objs[count].index, &err) != NF_OK) goto fail;
     count++;
     for (size_t i = 0; i < NT; i++) {
         planned *p = &objs[count];
@@ -245,7 +239,8 @@ int main(int argc, char **argv)
     /* Directory members: a text component with its tokenizer, every tensor bound under its own
      * name, one parameter stacked from two tensors' rows, and a few uses. */
     json_t *bindings = json_object();
-    for (size_t i = 1; i < count; i++) json_object_set_new(bindings, objs[i].id, json_pack("{s:s}", "object", objs[i].id));
+    for (size_t i = 1; i < count; i++)
+        json_object_set_new(bindings, objs[i].id, json_pack("{s:s}", "object", objs[i].id));
     json_object_set_new(bindings, "layers.0.kv_proj.weight",
                         json_pack("{s:[{s:s,s:[i,i]},{s:s,s:[i,i]}]}", "parts", "object", "layers.0.k_proj.weight",
                                   "range", 0, 24 * 72, "object", "layers.0.v_proj.weight", "range", 0, 24 * 72));

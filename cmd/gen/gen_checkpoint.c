@@ -78,7 +78,7 @@ typedef enum dialect {
 } dialect;
 
 static const char *const DIALECTS[Q_COUNT] = {
-    "none", "deepseek_fp8", "compressed_tensors_fp8", "compressed_tensors_int", "compressed_tensors_nvfp4",
+    "none",           "deepseek_fp8", "compressed_tensors_fp8", "compressed_tensors_int", "compressed_tensors_nvfp4",
     "modelopt_nvfp4", "modelopt_fp8",
 };
 
@@ -86,18 +86,18 @@ static bool is_nvfp4(dialect q) { return q == Q_CT_NVFP4 || q == Q_MODELOPT_NVFP
 
 typedef struct tensor {
     char name[128], gguf_name[64];
-    uint64_t rows, cols;  /* cols == 0: a vector of `rows` values */
-    int kind;             /* 0 weight, 1 norm, 2 embedding */
-    dtype type;           /* as stored */
-    uint64_t offset;      /* in the data section */
-    bool scalar;          /* shape [] (one value) */
+    uint64_t rows, cols; /* cols == 0: a vector of `rows` values */
+    int kind;            /* 0 weight, 1 norm, 2 embedding */
+    dtype type;          /* as stored */
+    uint64_t offset;     /* in the data section */
+    bool scalar;         /* shape [] (one value) */
     /* the codes of a quantized weight: its dialect, the shape [n, k] of its values, the dtype
      * they are drawn as before they are quantized, and how many companions follow it */
     dialect quant;
     uint64_t n, k;
     dtype vtype;
     size_t companions;
-    uint8_t *bytes;       /* a companion: its data, made while its weight's codes are written */
+    uint8_t *bytes; /* a companion: its data, made while its weight's codes are written */
 } tensor;
 
 static uint64_t elements(const tensor *t) { return t->scalar ? 1 : t->cols ? t->rows * t->cols : t->rows; }
@@ -145,7 +145,9 @@ static int write_values(FILE *f, const tensor *t, gen *g, uint8_t *buf, size_t b
  * absolute maximum of the values it covers, then every code the nearest to value / scale. */
 static float word_value(uint32_t w, dtype type)
 {
-    return type == DT_F32 ? nf_f32_from_bits(w) : type == DT_F16 ? nf_f16_to_f32((uint16_t)w) : nf_bf16_to_f32((uint16_t)w);
+    return type == DT_F32   ? nf_f32_from_bits(w)
+           : type == DT_F16 ? nf_f16_to_f32((uint16_t)w)
+                            : nf_bf16_to_f32((uint16_t)w);
 }
 
 static void draw(gen *g, const tensor *t, float sigma, float *out, size_t count)
@@ -369,8 +371,7 @@ static int write_shard(const char *path, tensor *ts, size_t first, size_t end, g
         else if (ts[i].cols) snprintf(shape, sizeof shape, "%" PRIu64 ",%" PRIu64, ts[i].rows, ts[i].cols);
         else snprintf(shape, sizeof shape, "%" PRIu64, ts[i].rows);
         hlen += (size_t)snprintf(header + hlen, hcap - hlen,
-                                 ",\"%s\":{\"dtype\":\"%s\",\"shape\":[%s],\"data_offsets\":[%" PRIu64 ",%" PRIu64
-                                 "]}",
+                                 ",\"%s\":{\"dtype\":\"%s\",\"shape\":[%s],\"data_offsets\":[%" PRIu64 ",%" PRIu64 "]}",
                                  ts[i].name, st, shape, off, off + bytes);
         off += bytes;
     }
@@ -438,7 +439,8 @@ static int write_safetensors(const char *dir, tensor *ts, size_t n, uint64_t see
          * least one tensor for each shard after it */
         size_t end = first;
         do sum += tensor_bytes(&ts[end]), end++;
-        while (end < n - (shards - 1 - k) && (k + 1 == shards || (double)sum < (double)total * (double)(k + 1) / (double)shards));
+        while (end < n - (shards - 1 - k) &&
+               (k + 1 == shards || (double)sum < (double)total * (double)(k + 1) / (double)shards));
         if (k + 1 == shards) end = n;
         char name[64];
         snprintf(name, sizeof name, "model-%05" PRIu64 "-of-%05" PRIu64 ".safetensors", k + 1, shards);
@@ -633,7 +635,8 @@ static size_t quantize_list(const tensor *ts, size_t n, dialect q, tensor *out)
         case Q_MODELOPT_FP8:
             c = push(out, &m, stem, ".weight", DT_F8_E4M3, nn, k);
             c->companions = 1;
-            if (q == Q_DEEPSEEK_FP8) push(out, &m, stem, ".weight_scale_inv", DT_F32, (nn + 127) / 128, (k + 127) / 128);
+            if (q == Q_DEEPSEEK_FP8)
+                push(out, &m, stem, ".weight_scale_inv", DT_F32, (nn + 127) / 128, (k + 127) / 128);
             else if (q == Q_CT_FP8) push(out, &m, stem, ".weight_scale", DT_F32, nn, 1);
             else push(out, &m, stem, ".weight_scale", DT_F32, 1, 0)->scalar = true;
             break;
@@ -674,12 +677,15 @@ static void print_quantization_config(FILE *f, dialect q, bool experts)
     case Q_CT_FP8:
     case Q_CT_INT:
     case Q_CT_NVFP4: {
-        const char *format = q == Q_CT_FP8 ? "float-quantized" : q == Q_CT_INT ? "pack-quantized" : "nvfp4-pack-quantized";
-        const char *weights = q == Q_CT_FP8 ? "\"num_bits\": 8, \"type\": \"float\", \"symmetric\": true, \"strategy\": \"channel\""
-                              : q == Q_CT_INT ? "\"num_bits\": 4, \"type\": \"int\", \"symmetric\": true, \"strategy\": \"group\", "
-                                                "\"group_size\": 128"
-                                              : "\"num_bits\": 4, \"type\": \"float\", \"symmetric\": true, \"strategy\": "
-                                                "\"tensor_group\", \"group_size\": 16";
+        const char *format = q == Q_CT_FP8   ? "float-quantized"
+                             : q == Q_CT_INT ? "pack-quantized"
+                                             : "nvfp4-pack-quantized";
+        const char *weights =
+            q == Q_CT_FP8   ? "\"num_bits\": 8, \"type\": \"float\", \"symmetric\": true, \"strategy\": \"channel\""
+            : q == Q_CT_INT ? "\"num_bits\": 4, \"type\": \"int\", \"symmetric\": true, \"strategy\": \"group\", "
+                              "\"group_size\": 128"
+                            : "\"num_bits\": 4, \"type\": \"float\", \"symmetric\": true, \"strategy\": "
+                              "\"tensor_group\", \"group_size\": 16";
         fprintf(f,
                 "  \"quantization_config\": {\n    \"quant_method\": \"compressed-tensors\",\n    \"format\": \"%s\",\n"
                 "    \"config_groups\": {\n      \"group_0\": {\n        \"targets\": [\"Linear\"],\n"
@@ -706,8 +712,8 @@ static int write_hf_quant(const char *dir, dialect q, bool experts)
 }
 
 /* ---------------------------------------------------------------- main */
-#define USAGE                                                                                                        \
-    "usage: ninfer-gen-checkpoint DIR [--hidden H] [--kv-hidden H] [--intermediate I] [--layers L] [--vocab V]\n"   \
+#define USAGE                                                                                                         \
+    "usage: ninfer-gen-checkpoint DIR [--hidden H] [--kv-hidden H] [--intermediate I] [--layers L] [--vocab V]\n"     \
     "                             [--dtype bf16|f16|f32] [--seed S] [--gguf] [--experts E] [--shards N] [--sparse]\n" \
     "                             [--dialect D] [--head-dim D]\n"
 
@@ -719,29 +725,28 @@ static int usage(void)
 
 static int help(void)
 {
-    printf(USAGE
-           "Writes a deterministic Llama-shaped checkpoint into DIR: model.safetensors, config.json and\n"
-           "tokenizer.json (or model.gguf with --gguf).  The same arguments give the same bytes.\n"
-           "\n"
-           "  --hidden H        hidden size (default 200; 512 with an NVFP4 dialect)\n"
-           "  --kv-hidden H     rows of k_proj and v_proj (default H / 4)\n"
-           "  --intermediate I  MLP width (default 520; 1536 with an NVFP4 dialect)\n"
-           "  --layers L        transformer layers (default 2)\n"
-           "  --vocab V         rows of the embedding and lm_head (default 1000)\n"
-           "  --dtype T         bf16 (default), f16 or f32\n"
-           "  --seed S          the values' seed (default 2026)\n"
-           "  --gguf            DIR/model.gguf with llama.cpp's names, the norms in F32\n"
-           "  --head-dim D      with --gguf: H / D attention heads and KV / D kv heads in its\n"
-           "                    metadata (default 128; H not a multiple of D: 1 head)\n"
-           "  --experts E       a router and E experts of width I in place of each layer's MLP\n"
-           "  --shards N        N safetensors files and a model.safetensors.index.json\n"
-           "  --sparse          real headers, the data left as holes (reads as zeros)\n"
-           "  --dialect D       the layers' projections (q/k/v/o, gate/up/down) quantized as dialect D\n"
-           "                    stores them, with its declaration (docs/dialects.md); the embedding,\n"
-           "                    norms, router and lm_head stay --dtype.  D: deepseek_fp8,\n"
-           "                    compressed_tensors_fp8, compressed_tensors_int, compressed_tensors_nvfp4,\n"
-           "                    modelopt_fp8, modelopt_nvfp4.  Not with --gguf or --sparse\n"
-           "  -h, --help        this text\n");
+    printf(USAGE "Writes a deterministic Llama-shaped checkpoint into DIR: model.safetensors, config.json and\n"
+                 "tokenizer.json (or model.gguf with --gguf).  The same arguments give the same bytes.\n"
+                 "\n"
+                 "  --hidden H        hidden size (default 200; 512 with an NVFP4 dialect)\n"
+                 "  --kv-hidden H     rows of k_proj and v_proj (default H / 4)\n"
+                 "  --intermediate I  MLP width (default 520; 1536 with an NVFP4 dialect)\n"
+                 "  --layers L        transformer layers (default 2)\n"
+                 "  --vocab V         rows of the embedding and lm_head (default 1000)\n"
+                 "  --dtype T         bf16 (default), f16 or f32\n"
+                 "  --seed S          the values' seed (default 2026)\n"
+                 "  --gguf            DIR/model.gguf with llama.cpp's names, the norms in F32\n"
+                 "  --head-dim D      with --gguf: H / D attention heads and KV / D kv heads in its\n"
+                 "                    metadata (default 128; H not a multiple of D: 1 head)\n"
+                 "  --experts E       a router and E experts of width I in place of each layer's MLP\n"
+                 "  --shards N        N safetensors files and a model.safetensors.index.json\n"
+                 "  --sparse          real headers, the data left as holes (reads as zeros)\n"
+                 "  --dialect D       the layers' projections (q/k/v/o, gate/up/down) quantized as dialect D\n"
+                 "                    stores them, with its declaration (docs/dialects.md); the embedding,\n"
+                 "                    norms, router and lm_head stay --dtype.  D: deepseek_fp8,\n"
+                 "                    compressed_tensors_fp8, compressed_tensors_int, compressed_tensors_nvfp4,\n"
+                 "                    modelopt_fp8, modelopt_nvfp4.  Not with --gguf or --sparse\n"
+                 "  -h, --help        this text\n");
     return 0;
 }
 
@@ -798,9 +803,11 @@ int main(int argc, char **argv)
         for (int d = 1; d < Q_COUNT; d++)
             if (strcmp(dialect_name, DIALECTS[d]) == 0) q = (dialect)d;
         if (q == Q_NONE) {
-            fprintf(stderr, "ninfer-gen-checkpoint: error: --dialect takes deepseek_fp8, compressed_tensors_fp8, "
-                            "compressed_tensors_int, compressed_tensors_nvfp4, modelopt_fp8 or modelopt_nvfp4, not "
-                            "'%s'\n", dialect_name);
+            fprintf(stderr,
+                    "ninfer-gen-checkpoint: error: --dialect takes deepseek_fp8, compressed_tensors_fp8, "
+                    "compressed_tensors_int, compressed_tensors_nvfp4, modelopt_fp8 or modelopt_nvfp4, not "
+                    "'%s'\n",
+                    dialect_name);
             return usage();
         }
         if (gguf || sparse) {
@@ -812,17 +819,19 @@ int main(int argc, char **argv)
         if (is_nvfp4(q) && !hidden_set) hidden = 512;
         if (is_nvfp4(q) && !inter_set) inter = 1536;
     }
-    if (!dir || !known || hidden == 0 || inter == 0 || vocab == 0 || shards == 0 || experts > 65536 ||
-        layers > 65536)
+    if (!dir || !known || hidden == 0 || inter == 0 || vocab == 0 || shards == 0 || experts > 65536 || layers > 65536)
         return usage();
     if (gguf && (experts || shards > 1 || sparse)) {
-        fprintf(stderr, "ninfer-gen-checkpoint: error: --experts, --shards and --sparse write safetensors, not --gguf\n");
+        fprintf(stderr,
+                "ninfer-gen-checkpoint: error: --experts, --shards and --sparse write safetensors, not --gguf\n");
         return 2;
     }
     if (kv_hidden == 0) kv_hidden = hidden / 4 ? hidden / 4 : 1;
     if (is_nvfp4(q) && (hidden % 16 || inter % 16)) {
-        fprintf(stderr, "ninfer-gen-checkpoint: error: --dialect %s needs --hidden and --intermediate multiples of 16 "
-                        "(NVFP4 blocks of 16 values along K)\n", DIALECTS[q]);
+        fprintf(stderr,
+                "ninfer-gen-checkpoint: error: --dialect %s needs --hidden and --intermediate multiples of 16 "
+                "(NVFP4 blocks of 16 values along K)\n",
+                DIALECTS[q]);
         return 2;
     }
     if (is_nvfp4(q) && (hidden % 128 || kv_hidden % 128 || inter % 128))
@@ -835,8 +844,12 @@ int main(int argc, char **argv)
     size_t cap = 3 + (10 + 3 * (size_t)experts) * (size_t)layers, n = 0;
     tensor *ts = calloc(cap, sizeof *ts);
     if (!ts) return 3;
-    ts[n++] = (tensor){.name = "model.embed_tokens.weight", .gguf_name = "token_embd.weight", .rows = vocab,
-                       .cols = hidden, .kind = 2, .type = dt};
+    ts[n++] = (tensor){.name = "model.embed_tokens.weight",
+                       .gguf_name = "token_embd.weight",
+                       .rows = vocab,
+                       .cols = hidden,
+                       .kind = 2,
+                       .type = dt};
     for (uint64_t l = 0; l < layers; l++) {
         static const struct {
             const char *name, *gguf;
@@ -882,8 +895,10 @@ int main(int argc, char **argv)
             }
         }
     }
-    ts[n++] = (tensor){.name = "model.norm.weight", .gguf_name = "output_norm.weight", .rows = hidden, .kind = 1, .type = dt};
-    ts[n++] = (tensor){.name = "lm_head.weight", .gguf_name = "output.weight", .rows = vocab, .cols = hidden, .type = dt};
+    ts[n++] =
+        (tensor){.name = "model.norm.weight", .gguf_name = "output_norm.weight", .rows = hidden, .kind = 1, .type = dt};
+    ts[n++] =
+        (tensor){.name = "lm_head.weight", .gguf_name = "output.weight", .rows = vocab, .cols = hidden, .type = dt};
     if (gguf)
         for (size_t i = 0; i < n; i++)
             if (ts[i].kind == 1) ts[i].type = DT_F32; /* llama.cpp keeps the norms in F32 */

@@ -26,8 +26,6 @@
 #include "table.h"
 
 
-
-
 static int on_max_file_bytes(nf_cli *cli, const nf_option *row, void *opts, const char *arg)
 {
     (void)row;
@@ -36,8 +34,10 @@ static int on_max_file_bytes(nf_cli *cli, const nf_option *row, void *opts, cons
      * a smaller limit suits no artifact at all.  One the entry's own directory does not fit
      * in is judged with the plan (invalid input, exit 1). */
     if (!nf_cli_parse_u64(arg, &o->max_file_bytes) || (o->max_file_bytes > 0 && o->max_file_bytes < 8192))
-        return nf_cli_usage(cli, "--max-file-bytes takes 0 (one file) or a byte count of at least 8192 (a "
-                            "4096-byte header page and one page of payload per file), not '%s'", arg);
+        return nf_cli_usage(cli,
+                            "--max-file-bytes takes 0 (one file) or a byte count of at least 8192 (a "
+                            "4096-byte header page and one page of payload per file), not '%s'",
+                            arg);
     o->has_max_file_bytes = true;
     return NF_EXIT_OK;
 }
@@ -104,59 +104,76 @@ static const nf_option options[] = {
                                                      "the conversion recipe (design: docs/recipes.md)")),
     NF_OPT_TAGGED(PLAN_RECORDS, NF_OPT_STRING_FIELDS(convert_opts, output, "output", 'o', "OUT.ninfer",
                                                      "the artifact to write (required)")),
-    NF_OPT_TAGGED(PLAN_RECORDS, NF_OPT_LIST_FIELDS(convert_opts, ra.sources, ra.nsources, NF_CHECK_KEY_VALUE, NULL,
-                                                   "source", 0, "NAME=PATH",
-                                                   "replace (or add) the recipe's source NAME")),
+    NF_OPT_TAGGED(PLAN_RECORDS,
+                  NF_OPT_LIST_FIELDS(convert_opts, ra.sources, ra.nsources, NF_CHECK_KEY_VALUE, NULL, "source", 0,
+                                     "NAME=PATH", "replace (or add) the recipe's source NAME")),
     NF_OPT_TAGGED(PLAN_RECORDS, NF_OPT_LIST_FIELDS(convert_opts, ra.allow_paths, ra.nallow_paths, NF_CHECK_NONEMPTY,
                                                    "a directory", "allow-path", 0, "DIR",
                                                    "let the recipe's resources also come from DIR (besides its own "
                                                    "directory and --source paths; repeatable)")),
-    NF_OPT_TAGGED(PLAN_RECORDS, NF_OPT_LIST_FIELDS(convert_opts, ra.allow_env, ra.nallow_env, NF_CHECK_NONEMPTY,
-                                                   "a variable name", "allow-env", 0, "NAME",
-                                                   "let ${NAME} in the recipe's paths expand (repeatable)")),
-    NF_OPT_TAGGED(PLAN_OK, NF_OPT_UINT_FIELDS(convert_opts, threads, 1, NF_CLI_MAX_THREADS, NULL, "threads", 'j',
-                                              "N", "encoding threads (default: every core)")),
-    NF_OPT_TAGGED(PLAN_RECORDS, NF_OPT_CALLBACK_FIELDS(on_max_file_bytes, NF_ARG_REQUIRED, "max-file-bytes", 0,
-                                                       "BYTES", "split into parts of at most BYTES each (0: one "
+    NF_OPT_TAGGED(PLAN_RECORDS,
+                  NF_OPT_LIST_FIELDS(convert_opts, ra.allow_env, ra.nallow_env, NF_CHECK_NONEMPTY, "a variable name",
+                                     "allow-env", 0, "NAME", "let ${NAME} in the recipe's paths expand (repeatable)")),
+    NF_OPT_TAGGED(PLAN_OK, NF_OPT_UINT_FIELDS(convert_opts, threads, 1, NF_CLI_MAX_THREADS, NULL, "threads", 'j', "N",
+                                              "encoding threads (default: every core)")),
+    NF_OPT_TAGGED(PLAN_RECORDS, NF_OPT_CALLBACK_FIELDS(on_max_file_bytes, NF_ARG_REQUIRED, "max-file-bytes", 0, "BYTES",
+                                                       "split into parts of at most BYTES each (0: one "
                                                        "file; overrides the recipe)")),
     NF_OPT_FLAG_ROW(convert_opts, dry_run, "dry-run", 'n', "print the resolved plan and write nothing"),
-    NF_OPT_TAGGED(PLAN_RECORDS, NF_OPT_FLAG_FIELDS(convert_opts, force, "force", 'f',
-                                                   "replace an existing output (never an input)")),
-    NF_OPT_TAGGED(PLAN_RECORDS, NF_OPT_FLAG_FIELDS(convert_opts, no_report, "no-report", 0,
-                                                   "do not write OUT.conversion.json")),
+    NF_OPT_TAGGED(PLAN_RECORDS,
+                  NF_OPT_FLAG_FIELDS(convert_opts, force, "force", 'f', "replace an existing output (never an input)")),
+    NF_OPT_TAGGED(PLAN_RECORDS,
+                  NF_OPT_FLAG_FIELDS(convert_opts, no_report, "no-report", 0, "do not write OUT.conversion.json")),
     NF_OPT_TAGGED(PLAN_OK, NF_OPT_FLAG_FIELDS(convert_opts, remove_stale, "remove-stale", 0,
                                               "remove temp files of killed runs for OUT (alone with -o: only that)")),
-    NF_OPT_TAGGED(PLAN_RECORDS, NF_OPT_CALLBACK_FIELDS(on_artifact_id, NF_ARG_REQUIRED, "artifact-id", 0, "HEX",
-                        "the 16-byte artifact id as 32 hex digits (default: random, or derived from the inputs "
-                        "when SOURCE_DATE_EPOCH is set)")),
+    NF_OPT_TAGGED(
+        PLAN_RECORDS,
+        NF_OPT_CALLBACK_FIELDS(on_artifact_id, NF_ARG_REQUIRED, "artifact-id", 0, "HEX",
+                               "the 16-byte artifact id as 32 hex digits (default: random, or derived from the inputs "
+                               "when SOURCE_DATE_EPOCH is set)")),
     NF_OPT_TAGGED(PLAN_RECORDS, NF_OPT_STRING_FIELDS(convert_opts, format, "format", 0, "FORMAT",
-                      "quick mode: the format of every rank-2 float tensor")),
-    NF_OPT_TAGGED(PLAN_RECORDS, NF_OPT_CALLBACK_FIELDS(on_target_bpw, NF_ARG_REQUIRED, "target-bpw", 0, "X",
-                        "quick mode, in place of --format: give each rank-2 float tensor the format and method (of "
-                        "every one the methods quantize into) with the least error such that they average X bits per "
-                        "weight")),
-    NF_OPT_TAGGED(PLAN_RECORDS, NF_OPT_STRING_FIELDS(convert_opts, sensitivity, "sensitivity", 0, "FILE",
-                      "a budget's per-tensor factors of the error (JSON {\"name\": factor} or CSV name,factor; "
-                      "with --target-bpw or a recipe's budget)")),
-    NF_OPT_TAGGED(PLAN_RECORDS, NF_OPT_STRING_FIELDS(convert_opts, preset, "preset", 0, "PRESET",
+                                                     "quick mode: the format of every rank-2 float tensor")),
+    NF_OPT_TAGGED(PLAN_RECORDS,
+                  NF_OPT_CALLBACK_FIELDS(
+                      on_target_bpw, NF_ARG_REQUIRED, "target-bpw", 0, "X",
+                      "quick mode, in place of --format: give each rank-2 float tensor the format and method (of "
+                      "every one the methods quantize into) with the least error such that they average X bits per "
+                      "weight")),
+    NF_OPT_TAGGED(
+        PLAN_RECORDS,
+        NF_OPT_STRING_FIELDS(convert_opts, sensitivity, "sensitivity", 0, "FILE",
+                             "a budget's per-tensor factors of the error (JSON {\"name\": factor} or CSV name,factor; "
+                             "with --target-bpw or a recipe's budget)")),
+    NF_OPT_TAGGED(PLAN_RECORDS,
+                  NF_OPT_STRING_FIELDS(
+                      convert_opts, preset, "preset", 0, "PRESET",
                       "quick mode, in place of --format: the ggml type llama-quantize gives each tensor for PRESET "
                       "(Q4_K_M, IQ2_M, ...; docs/presets.md), encoded by ggml_quantize")),
-    NF_OPT_TAGGED(PLAN_RECORDS, NF_OPT_STRING_FIELDS(convert_opts, imatrix, "imatrix", 0, "FILE",
-                      "with --preset: the importance matrix llama-imatrix wrote (as llama-quantize --imatrix)")),
-    NF_OPT_TAGGED(PLAN_RECORDS, NF_OPT_STRING_FIELDS(convert_opts, method, "method", 0, "METHOD",
+    NF_OPT_TAGGED(
+        PLAN_RECORDS,
+        NF_OPT_STRING_FIELDS(convert_opts, imatrix, "imatrix", 0, "FILE",
+                             "with --preset: the importance matrix llama-imatrix wrote (as llama-quantize --imatrix)")),
+    NF_OPT_TAGGED(PLAN_RECORDS,
+                  NF_OPT_STRING_FIELDS(
+                      convert_opts, method, "method", 0, "METHOD",
                       "quick mode: the method for --format (default: natural), or the only one --target-bpw tries")),
-    NF_OPT_TAGGED(PLAN_RECORDS, NF_OPT_LIST_FIELDS(convert_opts, rules, nrules, NF_CHECK_KEY_VALUE, NULL, "rule", 0,
-                                                   "GLOB=FORMAT[:METHOD]",
-                                                   "quick mode: an override rule (repeatable)")),
-    NF_OPT_TAGGED(PLAN_RECORDS, NF_OPT_FLAG_FIELDS(convert_opts, requantize, "requantize", 0,
-                    "quick mode: give quantized weights (FP8, INT4, NVFP4 checkpoints, GGUF blocks) FORMAT from their "
-                    "values instead of importing them as they are")),
-    NF_OPT_TAGGED(PLAN_RECORDS, NF_OPT_FLAG_FIELDS(convert_opts, no_resources, "no-resources", 0,
-                    "quick mode: leave out the tokenizer and generation files it keeps beside the weights, and a "
-                    "GGUF's metadata")),
-    NF_OPT_TAGGED(PLAN_OK, NF_OPT_U64_FIELDS(convert_opts, chunk_values, 1, UINT64_MAX, "a positive count",
-                                             "chunk-values", 0, "N",
-                                             "values per encoded row chunk (tuning; the output never depends on it)")),
+    NF_OPT_TAGGED(PLAN_RECORDS,
+                  NF_OPT_LIST_FIELDS(convert_opts, rules, nrules, NF_CHECK_KEY_VALUE, NULL, "rule", 0,
+                                     "GLOB=FORMAT[:METHOD]", "quick mode: an override rule (repeatable)")),
+    NF_OPT_TAGGED(
+        PLAN_RECORDS,
+        NF_OPT_FLAG_FIELDS(
+            convert_opts, requantize, "requantize", 0,
+            "quick mode: give quantized weights (FP8, INT4, NVFP4 checkpoints, GGUF blocks) FORMAT from their "
+            "values instead of importing them as they are")),
+    NF_OPT_TAGGED(PLAN_RECORDS,
+                  NF_OPT_FLAG_FIELDS(
+                      convert_opts, no_resources, "no-resources", 0,
+                      "quick mode: leave out the tokenizer and generation files it keeps beside the weights, and a "
+                      "GGUF's metadata")),
+    NF_OPT_TAGGED(PLAN_OK,
+                  NF_OPT_U64_FIELDS(convert_opts, chunk_values, 1, UINT64_MAX, "a positive count", "chunk-values", 0,
+                                    "N", "values per encoded row chunk (tuning; the output never depends on it)")),
     NF_OPT_STRING_ROW(convert_opts, plan_out, "plan-out", 0, "PLAN.json",
                       "scale-out: check everything, convert nothing, write the plan of independent tasks; prints "
                       "their count"),
@@ -274,17 +291,20 @@ static int handle_stale(const nf_cli *cli, const convert_opts *o)
     for (size_t i = 0; i < n; i++) {
         if (st[i].kind == NF_STALE_ORPHAN_PART && o->staging) continue;
         if (st[i].kind == NF_STALE_ORPHAN_PART) {
-            nf_cli_warn(cli, "%s: a part file without its entry %s (an interrupted publication?); remove it, or "
-                        "convert with --force, unless a renamed entry still uses it", nf_cli_name(st[i].path).s,
-                        nf_cli_name(o->output).s);
+            nf_cli_warn(cli,
+                        "%s: a part file without its entry %s (an interrupted publication?); remove it, or "
+                        "convert with --force, unless a renamed entry still uses it",
+                        nf_cli_name(st[i].path).s, nf_cli_name(o->output).s);
         } else if (st[i].kind == NF_STALE_BACKUP) {
             const char *orig = st[i].original;
             struct stat a, b;
             if (stat(st[i].path, &a) == 0 && stat(orig, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
                 /* a second link of a file still in place: no data of its own */
                 if (!remove)
-                    nf_cli_warn(cli, "%s: a second link of %s left by an interrupted --force run (process %ld is "
-                                "gone); %s", nf_cli_name(st[i].path).s, nf_cli_name(orig).s, st[i].pid,
+                    nf_cli_warn(cli,
+                                "%s: a second link of %s left by an interrupted --force run (process %ld is "
+                                "gone); %s",
+                                nf_cli_name(st[i].path).s, nf_cli_name(orig).s, st[i].pid,
                                 o->remove_stale ? "--remove-stale would remove it" : "--remove-stale removes it");
                 else if (unlink(st[i].path) == 0 || errno == ENOENT) {
                     if (cli->verbosity >= 0)
@@ -299,14 +319,16 @@ static int handle_stale(const nf_cli *cli, const convert_opts *o)
             bool restorable = !entry_pids;
             for (size_t k = 0; k < nentry; k++) restorable |= entry_pids[k] == st[i].pid;
             if (restorable)
-                nf_cli_warn(cli, "%s: a file of the artifact that an interrupted --force run (process %ld is gone) "
+                nf_cli_warn(cli,
+                            "%s: a file of the artifact that an interrupted --force run (process %ld is gone) "
                             "was replacing, set aside: rename it back to %s to restore that artifact, or remove it",
                             nf_cli_name(st[i].path).s, st[i].pid, nf_cli_name(orig).s);
             else
-                nf_cli_warn(cli, "%s: a file set aside by an interrupted --force run (process %ld is gone) that "
+                nf_cli_warn(cli,
+                            "%s: a file set aside by an interrupted --force run (process %ld is gone) that "
                             "belongs to no artifact to restore (that run had already completed %s and dropped the "
-                            "old entry, or there was none); remove it", nf_cli_name(st[i].path).s, st[i].pid,
-                            nf_cli_name(o->output).s);
+                            "old entry, or there was none); remove it",
+                            nf_cli_name(st[i].path).s, st[i].pid, nf_cli_name(o->output).s);
         } else {
             int r = nf_cli_stale_temp(cli, st[i].path, st[i].pid, remove,
                                       o->remove_stale ? "--remove-stale would remove it" : "--remove-stale removes it");
@@ -325,7 +347,7 @@ static int check_output(const nf_cli *cli, const char *out)
 {
     if (strcmp(out, "-") == 0)
         return nf_cli_usage(cli, "-o -: an artifact (an entry, its parts and its report, published by rename) "
-                            "cannot be written to standard output; give a file name");
+                                 "cannot be written to standard output; give a file name");
     const char *slash = strrchr(out, '/');
     const char *base = slash ? slash + 1 : out;
     if (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
@@ -385,10 +407,10 @@ static int refuse_formatless(const nf_cli *cli, const preset_run *run)
     for (size_t i = 0; i < run->n; i++) {
         const preset_choice *c = &run->c[i];
         if (c->gguf[0] && c->floats && !c->format && !c->replaced_by)
-            return nf_cli_error(cli, NF_ERR_INVALID, "preset %s: tensor '%s' (%s): llama-quantize gives it %s, which "
+            return nf_cli_error(cli, NF_ERR_INVALID,
+                                "preset %s: tensor '%s' (%s): llama-quantize gives it %s, which "
                                 "no ninfer format holds (--dry-run shows every choice; docs/presets.md)",
-                                nf_preset_name(run->preset), nf_cli_name(c->tensor).s, nf_cli_name(c->gguf).s,
-                                c->type);
+                                nf_preset_name(run->preset), nf_cli_name(c->tensor).s, nf_cli_name(c->gguf).s, c->type);
     }
     return NF_EXIT_OK;
 }
@@ -422,22 +444,25 @@ static int check_quick(const nf_cli *cli, const convert_opts *opts)
     if (cli->npositional != 1 || opts->recipe ||
         (opts->format != NULL) + opts->has_target_bpw + (opts->preset != NULL) != 1)
         return nf_cli_usage(cli, "quick mode takes one SOURCE and one of --format FORMAT, --target-bpw X and "
-                            "--preset NAME, and no --recipe");
-    int rc = check_utf8(cli, "SOURCE", cli->positional[0], "quick mode's recipe and the artifact's provenance "
+                                 "--preset NAME, and no --recipe");
+    int rc = check_utf8(cli, "SOURCE", cli->positional[0],
+                        "quick mode's recipe and the artifact's provenance "
                         "record it as text; give a path that is (e.g. a symbolic link with a UTF-8 name)");
     if (rc != NF_EXIT_OK) return rc;
-    if (opts->format && !nf_format_lookup(opts->format))
-        return nf_cli_usage(cli, "unknown format '%s'", opts->format);
+    if (opts->format && !nf_format_lookup(opts->format)) return nf_cli_usage(cli, "unknown format '%s'", opts->format);
     if (opts->imatrix && !opts->preset) return nf_cli_usage(cli, "--imatrix belongs to --preset NAME");
     if (opts->preset && (opts->method || opts->requantize))
-        return nf_cli_usage(cli, "--preset chooses the types and the method (ggml_quantize) of the floating-point "
-                            "tensors; --%s does not go with it", opts->method ? "method" : "requantize");
-    if (opts->imatrix && (rc = check_utf8(cli, "--imatrix", opts->imatrix, "quick mode's recipe records it as text; "
+        return nf_cli_usage(cli,
+                            "--preset chooses the types and the method (ggml_quantize) of the floating-point "
+                            "tensors; --%s does not go with it",
+                            opts->method ? "method" : "requantize");
+    if (opts->imatrix && (rc = check_utf8(cli, "--imatrix", opts->imatrix,
+                                          "quick mode's recipe records it as text; "
                                           "give a path that is")) != NF_EXIT_OK)
         return rc;
     if (opts->has_target_bpw && opts->requantize)
         return nf_cli_usage(cli, "--target-bpw chooses formats for tensors of floating-point values: quantized "
-                            "weights are imported (give --format FORMAT --requantize to requantize them)");
+                                 "weights are imported (give --format FORMAT --requantize to requantize them)");
     return NF_EXIT_OK;
 }
 
@@ -455,15 +480,16 @@ static int build_plan(const nf_cli *cli, convert_opts *opts, bool warn, nf_recip
         if (!text) return nf_cli_error(cli, NF_ERR_NOMEM, "out of memory");
         if (*too_big) {
             free(text);
-            return nf_cli_error(cli, NF_ERR_INVALID, "%s: more than the %llu MiB quick mode keeps as a resource; "
-                                "give --no-resources, or a recipe", nf_cli_line(too_big).s,
-                                (unsigned long long)(QUICK_RESOURCE_MAX >> 20));
+            return nf_cli_error(cli, NF_ERR_INVALID,
+                                "%s: more than the %llu MiB quick mode keeps as a resource; "
+                                "give --no-resources, or a recipe",
+                                nf_cli_line(too_big).s, (unsigned long long)(QUICK_RESOURCE_MAX >> 20));
         }
         nf_status st = nf_recipe_parse(text, len, "(quick mode)", NULL, recipe, &err);
         free(text);
-        if (st == NF_OK && opts->nrules && !opts->rule_labels && (opts->rule_labels = calloc(opts->nrules, sizeof(char *))))
-            for (size_t k = 0; k < opts->nrules; k++)
-            {
+        if (st == NF_OK && opts->nrules && !opts->rule_labels &&
+            (opts->rule_labels = calloc(opts->nrules, sizeof(char *))))
+            for (size_t k = 0; k < opts->nrules; k++) {
                 int n = snprintf(NULL, 0, "--rule '%s'", nf_cli_line(opts->rules[k]).s);
                 if (n > 0 && (opts->rule_labels[k] = malloc((size_t)n + 1)) != NULL)
                     snprintf(opts->rule_labels[k], (size_t)n + 1, "--rule '%s'", nf_cli_line(opts->rules[k]).s);
@@ -485,7 +511,7 @@ static int build_plan(const nf_cli *cli, convert_opts *opts, bool warn, nf_recip
         if (opts->format || opts->has_target_bpw || opts->method || opts->nrules || opts->requantize ||
             opts->no_resources || opts->preset || opts->imatrix)
             return nf_cli_usage(cli, "--format, --target-bpw, --preset, --imatrix, --method, --rule, --requantize and "
-                                "--no-resources belong to quick mode (SOURCE --format FORMAT)");
+                                     "--no-resources belong to quick mode (SOURCE --format FORMAT)");
         nf_recipe_options ro = {opts->ra.allow_env, opts->ra.nallow_env};
         if (nf_recipe_load_ex(opts->recipe, &ro, recipe, &err) != NF_OK) return nf_cli_report(cli, &err);
     }
@@ -494,7 +520,7 @@ static int build_plan(const nf_cli *cli, convert_opts *opts, bool warn, nf_recip
         nf_recipe_budget *rb = &(*recipe)->budget;
         if (!rb->set)
             return nf_cli_usage(cli, "--sensitivity weighs the tensors of a budget: give --target-bpw, or a recipe "
-                                "with a budget: section");
+                                     "with a budget: section");
         if (!rb->sensitivity && !(rb->sensitivity = strdup("sensitivity")))
             return nf_cli_error(cli, NF_ERR_NOMEM, "out of memory");
         if (nf_recipe_set_source(*recipe, rb->sensitivity, opts->sensitivity, &err) != NF_OK)
@@ -543,9 +569,11 @@ static int write_plan(const nf_cli *cli, convert_opts *opts, nf_plan *plan)
     }
     printf("%zu\n", ntasks);
     if (cli->verbosity >= 0)
-        fprintf(stderr, "%s: wrote the plan %s: %zu task%s (run each with --plan %s --task I, I from 0 to %zu, then "
-                "--assemble)\n", cli->prog, nf_cli_name(opts->plan_out).s, ntasks, ntasks == 1 ? "" : "s",
-                nf_cli_name(opts->plan_out).s, ntasks - 1);
+        fprintf(stderr,
+                "%s: wrote the plan %s: %zu task%s (run each with --plan %s --task I, I from 0 to %zu, then "
+                "--assemble)\n",
+                cli->prog, nf_cli_name(opts->plan_out).s, ntasks, ntasks == 1 ? "" : "s", nf_cli_name(opts->plan_out).s,
+                ntasks - 1);
     return NF_EXIT_OK;
 }
 
@@ -578,8 +606,7 @@ static int plan_mode(const nf_cli *cli, const convert_opts *given)
     if (rc != NF_EXIT_OK) return rc;
     if (cli->npositional)
         return nf_cli_usage(cli, "'%s': with --plan, the plan gives the sources", nf_cli_name(cli->positional[0]).s);
-    if (!given->task == !given->assemble)
-        return nf_cli_usage(cli, "--plan takes --task I (or all) or --assemble");
+    if (!given->task == !given->assemble) return nf_cli_usage(cli, "--plan takes --task I (or all) or --assemble");
     if (given->verify && !given->assemble) return nf_cli_usage(cli, "--verify belongs to --assemble");
     size_t task = 0;
     bool all = given->task && strcmp(given->task, "all") == 0, beyond = false;
@@ -611,7 +638,8 @@ static int plan_mode(const nf_cli *cli, const convert_opts *given)
     nf_sig_catch(); /* SIGINT, SIGTERM, SIGHUP stop the run: nothing published, no temp file left */
     progress_ctx pc = {cli->progress == NF_PROGRESS_ALWAYS ||
                            (cli->progress == NF_PROGRESS_AUTO && isatty(STDERR_FILENO) && cli->verbosity >= 0),
-                       false, {0, 0}};
+                       false,
+                       {0, 0}};
     clock_gettime(CLOCK_MONOTONIC, &pc.start);
     nf_scaleout_run run = {given->threads, given->chunk_values, show_progress, &pc, nf_sig_flag()};
     convert_opts opts = {0}; /* for the stale files beside the plan's output */
@@ -641,8 +669,8 @@ static int plan_mode(const nf_cli *cli, const convert_opts *given)
         if (nf_scaleout_task(s, t, &skipped, &err) != NF_OK) {
             rc = nf_cli_report(cli, &err);
         } else if (done_list) {
-            json_array_append_new(done_list, json_pack("{s:I,s:s}", "task", (json_int_t)t, "status",
-                                                       skipped ? "done already" : "done"));
+            json_array_append_new(
+                done_list, json_pack("{s:I,s:s}", "task", (json_int_t)t, "status", skipped ? "done already" : "done"));
         } else if (cli->verbosity >= 0) {
             fprintf(stderr, "%s: task %zu of %zu %s\n", cli->prog, t, nf_scaleout_task_count(s),
                     skipped ? "was done already" : "done");
@@ -689,13 +717,15 @@ int main(int argc, char **argv)
         goto out;
     }
     if ((rc = check_output(&cli, opts.output)) != NF_EXIT_OK ||
-        (rc = check_utf8(&cli, "-o", opts.output, "its report and a plan record the output's name as JSON text; give "
+        (rc = check_utf8(&cli, "-o", opts.output,
+                         "its report and a plan record the output's name as JSON text; give "
                          "a name that is")) != NF_EXIT_OK)
         goto out;
     for (int i = 1; opts.plan_out && i < argc; i++) {
         char what[64];
         snprintf(what, sizeof what, "argument %d", i);
-        if ((rc = check_utf8(&cli, what, argv[i], "--plan-out records the conversion (the recipe, the paths and "
+        if ((rc = check_utf8(&cli, what, argv[i],
+                             "--plan-out records the conversion (the recipe, the paths and "
                              "names given) in the plan as JSON text; give arguments that are")) != NF_EXIT_OK)
             goto out;
     }
@@ -708,8 +738,7 @@ int main(int argc, char **argv)
         goto out;
     }
     if (quick && opts.preset) {
-        if ((rc = check_quick(&cli, &opts)) != NF_EXIT_OK || (rc = prepare_preset(&cli, &opts)) != NF_EXIT_OK)
-            goto out;
+        if ((rc = check_quick(&cli, &opts)) != NF_EXIT_OK || (rc = prepare_preset(&cli, &opts)) != NF_EXIT_OK) goto out;
         if (opts.dry_run) {
             if ((rc = handle_stale(&cli, &opts)) == NF_EXIT_OK) rc = print_preset(&cli, &opts, &recipe, &plan);
             goto out;
@@ -720,10 +749,8 @@ int main(int argc, char **argv)
     if (opts.dry_run) {
         if ((rc = handle_stale(&cli, &opts)) != NF_EXIT_OK) goto out;
         json_t *d = nf_plan_describe(plan);
-        if (cli.json)
-            rc = nf_cli_print_json(&cli, d);
-        else
-            rc = convert_print_plan(&cli, d);
+        if (cli.json) rc = nf_cli_print_json(&cli, d);
+        else rc = convert_print_plan(&cli, d);
         json_decref(d);
         goto out;
     }
@@ -744,7 +771,8 @@ int main(int argc, char **argv)
     nf_sig_catch(); /* SIGINT, SIGTERM, SIGHUP stop the run: nothing published, no temp file left */
     progress_ctx pc = {cli.progress == NF_PROGRESS_ALWAYS ||
                            (cli.progress == NF_PROGRESS_AUTO && isatty(STDERR_FILENO) && cli.verbosity >= 0),
-                       false, {0, 0}};
+                       false,
+                       {0, 0}};
     clock_gettime(CLOCK_MONOTONIC, &pc.start);
     nf_convert_options co = convert_options(&opts, &pc);
     if (nf_plan_execute(plan, &co, &err) != NF_OK) {

@@ -21,7 +21,7 @@ typedef struct convert_opts {
     const char *recipe, *output, *format, *method;
     const char *preset, *imatrix; /* --preset NAME, --imatrix FILE (docs/presets.md) */
     preset_run *prun;             /* the preset's choice, made once (freed by main) */
-    bool has_target_bpw;   /* --target-bpw X: quick mode's budget (docs/recipes.md, "Budgets") */
+    bool has_target_bpw;          /* --target-bpw X: quick mode's budget (docs/recipes.md, "Budgets") */
     double target_bpw;
     const char *sensitivity; /* --sensitivity FILE: the budget's per-tensor factors */
     const char **rules;

@@ -35,15 +35,18 @@ static int model_from_config(const nf_cli *cli, const char *dir, nf_preset_model
     nf_error err;
     if (nf_source_read_config(path, &root, &err) != NF_OK) return nf_cli_report(cli, &err);
     const json_t *cfg = json_is_object(json_object_get(root, "text_config")) ? json_object_get(root, "text_config")
-                                                                            : root;
+                                                                             : root;
     const char *type = json_string_value(json_object_get(cfg, "model_type"));
     int rc = NF_EXIT_OK;
-    if (!type) rc = nf_cli_error(cli, NF_ERR_INVALID, "%s: no model_type: --preset needs the architecture",
-                                 nf_cli_name(path).s);
+    if (!type)
+        rc = nf_cli_error(cli, NF_ERR_INVALID, "%s: no model_type: --preset needs the architecture",
+                          nf_cli_name(path).s);
     else if (!nf_arch_lookup(type, &m->arch))
-        rc = nf_cli_error(cli, NF_ERR_INVALID, "%s: model_type '%s' is not an architecture --preset knows (llama, "
+        rc = nf_cli_error(cli, NF_ERR_INVALID,
+                          "%s: model_type '%s' is not an architecture --preset knows (llama, "
                           "mistral, qwen2, qwen3, qwen3_moe, gemma, gemma2, gemma3, deepseek_v2, deepseek_v3, "
-                          "gpt_oss; docs/names.md)", nf_cli_name(path).s, nf_cli_name(type).s);
+                          "gpt_oss; docs/names.md)",
+                          nf_cli_name(path).s, nf_cli_name(type).s);
     const char *name = nf_cli_name(path).s;
     if (rc == NF_EXIT_OK) rc = config_count(cli, cfg, name, "num_hidden_layers", true, &m->layers);
     if (rc == NF_EXIT_OK) rc = config_count(cli, cfg, name, "num_attention_heads", true, &m->heads);
@@ -83,13 +86,16 @@ static int model_from_gguf(const nf_cli *cli, const nf_source *s, nf_preset_mode
     const char *arch = NULL;
     size_t len = 0;
     nf_error err;
-    if (!kv) return nf_cli_error(cli, NF_ERR_INVALID, "%s: no general.architecture: --preset needs the architecture",
-                                 nf_cli_name(nf_source_path(s)).s);
+    if (!kv)
+        return nf_cli_error(cli, NF_ERR_INVALID, "%s: no general.architecture: --preset needs the architecture",
+                            nf_cli_name(nf_source_path(s)).s);
     if (nf_gguf_kv_string(kv, 0, &arch, &len, &err) != NF_OK) return nf_cli_report(cli, &err);
     if (strlen(arch) != len || !nf_arch_lookup(arch, &m->arch))
-        return nf_cli_error(cli, NF_ERR_INVALID, "%s: general.architecture '%s' is not an architecture --preset "
+        return nf_cli_error(cli, NF_ERR_INVALID,
+                            "%s: general.architecture '%s' is not an architecture --preset "
                             "knows (llama, qwen2, qwen3, qwen3moe, gemma, gemma2, gemma3, deepseek2, gpt-oss; "
-                            "docs/names.md)", nf_cli_name(nf_source_path(s)).s, nf_cli_name(arch).s);
+                            "docs/names.md)",
+                            nf_cli_name(nf_source_path(s)).s, nf_cli_name(arch).s);
     int rc = gguf_count(cli, s, arch, "block_count", true, &m->layers);
     if (rc == NF_EXIT_OK) rc = gguf_count(cli, s, arch, "attention.head_count", true, &m->heads);
     if (rc == NF_EXIT_OK) rc = gguf_count(cli, s, arch, "attention.head_count_kv", false, &m->kv_heads);
@@ -154,9 +160,10 @@ static int group(const nf_cli *cli, preset_run *run)
             run->pts[run->npts] = (nf_preset_tensor){.name = c->gguf, .dims = ggml_dims(t), .row = t->row_elements};
             run->npts++;
         } else if (c->expert < 0 || run->pts[run->npts - 1].row != t->row_elements) {
-            rc = nf_cli_error(cli, NF_ERR_INVALID, "%s: tensor '%s' and another tensor both become llama.cpp's "
-                              "'%s'%s", nf_cli_name(nf_source_path(run->src)).s, nf_cli_name(c->tensor).s,
-                              nf_cli_name(c->gguf).s,
+            rc = nf_cli_error(cli, NF_ERR_INVALID,
+                              "%s: tensor '%s' and another tensor both become llama.cpp's "
+                              "'%s'%s",
+                              nf_cli_name(nf_source_path(run->src)).s, nf_cli_name(c->tensor).s, nf_cli_name(c->gguf).s,
                               c->expert < 0 ? "" : " with rows of other lengths");
         } else {
             run->pts[run->npts - 1].dims = ggml_dims(t) + 1; /* more than one expert: ne[2] > 1 */
@@ -181,8 +188,7 @@ static void give_format(preset_run *run, preset_choice *c)
         c->encodable = true;
         if (p->quantized)
             snprintf(c->why + used, sizeof c->why - used, "; no plain binary16 format here: fp32 (exact)");
-        else
-            snprintf(c->why + used, sizeof c->why - used, " -> fp32");
+        else snprintf(c->why + used, sizeof c->why - used, " -> fp32");
         return;
     }
     char name[32];
@@ -192,8 +198,8 @@ static void give_format(preset_run *run, preset_choice *c)
     c->method = "ggml_quantize";
     c->encodable = fmt && nf_method_check_target(NF_METHOD_GGML_QUANTIZE, fmt, NULL) == NF_OK;
     if (!fmt) snprintf(c->why + used, sizeof c->why - used, " (no ninfer format holds %s)", p->type);
-    else if (!c->encodable) snprintf(c->why + used, sizeof c->why - used, " (ggml_quantize has no encoder for %s yet)",
-                                     fmt->name);
+    else if (!c->encodable)
+        snprintf(c->why + used, sizeof c->why - used, " (ggml_quantize has no encoder for %s yet)", fmt->name);
 }
 
 /* llama-quantize stops on a very-low-bit type without the tensor's importance vector. */
@@ -207,7 +213,8 @@ static int check_imatrix(const nf_cli *cli, const preset_run *run, const nf_imat
     if (im && nf_imatrix_lookup(im, c->tensor, t->row_elements, &imp, NULL, &err) != NF_OK)
         return nf_cli_report(cli, &err);
     if (imp) return NF_EXIT_OK;
-    return nf_cli_error(cli, NF_ERR_INVALID, "preset %s: tensor '%s' (%s) gets %s, which llama-quantize refuses "
+    return nf_cli_error(cli, NF_ERR_INVALID,
+                        "preset %s: tensor '%s' (%s) gets %s, which llama-quantize refuses "
                         "without its importance vector (\"Missing importance matrix\"): %s",
                         nf_preset_name(run->preset), nf_cli_name(c->tensor).s, nf_cli_name(c->gguf).s, p->type,
                         im ? "the imatrix has no entry for it" : "give --imatrix FILE");

@@ -21,10 +21,10 @@ typedef struct preset_choice {
     const char *type;   /* the ggml type llama-quantize gives it, NULL when it keeps it */
     const char *format; /* the format its rule names; NULL: no rule (quick mode's other rules) */
     const char *method;
-    bool encodable;     /* the format exists and the method can target it in this build */
+    bool encodable;          /* the format exists and the method can target it in this build */
     const char *replaced_by; /* the last --rule GLOB=FORMAT[:METHOD] whose GLOB matches it, or NULL */
     char why[320];
-    char label[640];    /* the rule's label in messages */
+    char label[640]; /* the rule's label in messages */
 } preset_choice;
 
 typedef struct preset_run {

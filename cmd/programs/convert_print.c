@@ -26,9 +26,11 @@ static int print_budget_excluded(const json_t *b)
     size_t i, k, j;
     json_t *a, *x, *y;
     bool title = false;
-    json_array_foreach(json_object_get(b, "allocation"), i, a) {
+    json_array_foreach(json_object_get(b, "allocation"), i, a)
+    {
         const json_t *out = json_object_get(a, "not_candidates");
-        json_array_foreach(out, k, x) {
+        json_array_foreach(out, k, x)
+        {
             const char *why = json_string_value(json_object_get(x, "why"));
             bool seen = false; /* a reason already printed with an earlier candidate */
             for (j = 0; j < k && !seen; j++)
@@ -38,12 +40,12 @@ static int print_budget_excluded(const json_t *b)
             title = true;
             printf("  %s:", nf_cli_name(json_string_value(json_object_get(a, "tensor"))).s);
             const char *sep = " ";
-            json_array_foreach(out, j, y)
-                if (j >= k && !strcmp(why, json_string_value(json_object_get(y, "why")))) {
-                    printf("%s%s (%s)", sep, json_string_value(json_object_get(y, "format")),
-                           json_string_value(json_object_get(y, "method")));
-                    sep = ", ";
-                }
+            json_array_foreach(out, j, y) if (j >= k && !strcmp(why, json_string_value(json_object_get(y, "why"))))
+            {
+                printf("%s%s (%s)", sep, json_string_value(json_object_get(y, "format")),
+                       json_string_value(json_object_get(y, "method")));
+                sep = ", ";
+            }
             printf(": %s\n", nf_cli_name(why).s);
         }
     }
@@ -56,11 +58,12 @@ static int print_budget(const nf_cli *cli, const json_t *b)
 {
     nf_table t;
     nf_table_init(&t, "", "lllrrrllrr",
-                  (const char *[]){"tensor", "format", "method", "bytes", "est. error", "rows", "runner-up",
-                                   "method", "bytes", "est. error"});
+                  (const char *[]){"tensor", "format", "method", "bytes", "est. error", "rows", "runner-up", "method",
+                                   "bytes", "est. error"});
     size_t i;
     json_t *a;
-    json_array_foreach(json_object_get(b, "allocation"), i, a) {
+    json_array_foreach(json_object_get(b, "allocation"), i, a)
+    {
         nf_table_cell(&t, "%s", nf_cli_name(json_string_value(json_object_get(a, "tensor"))).s);
         nf_table_cell(&t, "%s", json_string_value(json_object_get(a, "format")));
         nf_table_cell(&t, "%s", json_string_value(json_object_get(a, "method")));
@@ -87,25 +90,28 @@ static int print_budget(const nf_cli *cli, const json_t *b)
     const json_t *bpw = json_object_get(lim, "bits_per_weight");
     char given[64];
     if (bpw) snprintf(given, sizeof given, "%g bits per weight", json_real_value(bpw));
-    else snprintf(given, sizeof given, "%" JSON_INTEGER_FORMAT " bytes", json_integer_value(json_object_get(lim, "bytes")));
+    else
+        snprintf(given, sizeof given, "%" JSON_INTEGER_FORMAT " bytes",
+                 json_integer_value(json_object_get(lim, "bytes")));
     const json_t *w = json_object_get(b, "weights");
     printf("budget: %s; used %" JSON_INTEGER_FORMAT " of %" JSON_INTEGER_FORMAT " bytes over %" JSON_INTEGER_FORMAT
            " tensors (%.4f bits per weight; all tensors %" JSON_INTEGER_FORMAT " bytes)\n",
            given, json_integer_value(json_object_get(b, "used_bytes")),
            json_integer_value(json_object_get(b, "capacity_bytes")), json_integer_value(json_object_get(b, "tensors")),
-           json_real_value(json_object_get(b, "bits_per_weight")), json_integer_value(json_object_get(b, "tensor_bytes")));
+           json_real_value(json_object_get(b, "bits_per_weight")),
+           json_integer_value(json_object_get(b, "tensor_bytes")));
     double est = json_real_value(json_object_get(b, "estimated_error"));
     double lb = json_real_value(json_object_get(b, "lower_bound"));
     const json_t *objective = json_object_get(b, "objective"); /* with a sensitivity file */
     const char *what = objective ? "objective (each tensor's estimated error times its sensitivity)"
                                  : "estimated weighted squared error";
     double val = objective ? json_real_value(objective) : est;
-    if (objective) printf("estimated weighted squared error %.6g; sensitivity factors from source '%s'\n", est,
-                          nf_cli_name(json_string_value(json_object_get(b, "sensitivity"))).s);
+    if (objective)
+        printf("estimated weighted squared error %.6g; sensitivity factors from source '%s'\n", est,
+               nf_cli_name(json_string_value(json_object_get(b, "sensitivity"))).s);
     if (json_is_true(json_object_get(b, "optimal")))
         printf("%s %.6g: the least of any allocation within the budget\n", what, val);
-    else
-        printf("%s %.6g: at most %.3g above the least (search stopped at its node limit)\n", what, val, val - lb);
+    else printf("%s %.6g: at most %.3g above the least (search stopped at its node limit)\n", what, val, val - lb);
     json_int_t rows = json_integer_value(json_object_get(json_object_get(b, "sampling"), "rows_per_tensor"));
     char rule[64] = "every row";
     if (rows) snprintf(rule, sizeof rule, "at most %" JSON_INTEGER_FORMAT " rows a tensor, evenly spaced", rows);
@@ -123,11 +129,13 @@ int convert_print_plan(const nf_cli *cli, const json_t *plan)
 {
     const json_t *objs = json_object_get(plan, "objects");
     nf_table t;
-    nf_table_init(&t, "", "llllllrrl",
-                  (const char *[]){"object", "shape", "dtype", "format", "layout", "method", "bytes", "bits/w", "note"});
+    nf_table_init(
+        &t, "", "llllllrrl",
+        (const char *[]){"object", "shape", "dtype", "format", "layout", "method", "bytes", "bits/w", "note"});
     size_t i;
     json_t *o;
-    json_array_foreach((json_t *)objs, i, o) {
+    json_array_foreach((json_t *)objs, i, o)
+    {
         nf_table_cell(&t, "%s", nf_cli_name(json_string_value(json_object_get(o, "id"))).s);
         if (strcmp(json_string_value(json_object_get(o, "kind")), "resource") == 0) {
             nf_table_cell(&t, "-");
@@ -143,7 +151,8 @@ int convert_print_plan(const nf_cli *cli, const json_t *plan)
         char shape[64] = "[";
         size_t k;
         json_t *d;
-        json_array_foreach(json_object_get(o, "shape"), k, d) {
+        json_array_foreach(json_object_get(o, "shape"), k, d)
+        {
             char part[24];
             snprintf(part, sizeof part, "%s%" JSON_INTEGER_FORMAT, k ? "," : "", json_integer_value(d));
             strncat(shape, part, sizeof shape - strlen(shape) - 2);
@@ -190,8 +199,10 @@ void convert_warn_reencoded(const nf_cli *cli, const nf_plan *plan)
         json_decref(o);
     }
     if (n)
-        nf_cli_warn(cli, "%zu tensor%s already encoded in the checkpoint (GGUF blocks, F8 codes) %s encoded again "
+        nf_cli_warn(cli,
+                    "%zu tensor%s already encoded in the checkpoint (GGUF blocks, F8 codes) %s encoded again "
                     "instead of imported: lossy (first: '%s'; see the note column of --dry-run and "
-                    "docs/ninfer-convert.md)", n, n == 1 ? "" : "s", n == 1 ? "is" : "are", first ? first : "?");
+                    "docs/ninfer-convert.md)",
+                    n, n == 1 ? "" : "s", n == 1 ? "is" : "are", first ? first : "?");
     free(first);
 }

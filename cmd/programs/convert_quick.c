@@ -65,9 +65,9 @@ static void put_rule(FILE *f, const char *match, const char *dtype, int rank, in
  * --format, the quantized weights' rule, then each --rule. */
 static const struct {
     const char *dtype, *format;
-} quick_keep[] = {{"BF16", "bf16"}, {"F32", "fp32"}, {"F16", "fp32"}, {"F64", "fp32"}, {"F8_E4M3", "bf16"},
-                  {"F8_E5M2", "bf16"}, {"I8", "int32"}, {"I16", "int32"}, {"I32", "int32"}, {"I64", "int32"},
-                  {"U8", "int32"}, {"U16", "int32"}, {"U32", "int32"}, {"BOOL", "int32"}};
+} quick_keep[] = {{"BF16", "bf16"},    {"F32", "fp32"},  {"F16", "fp32"},  {"F64", "fp32"},  {"F8_E4M3", "bf16"},
+                  {"F8_E5M2", "bf16"}, {"I8", "int32"},  {"I16", "int32"}, {"I32", "int32"}, {"I64", "int32"},
+                  {"U8", "int32"},     {"U16", "int32"}, {"U32", "int32"}, {"BOOL", "int32"}};
 #define QUICK_KEEP (sizeof quick_keep / sizeof quick_keep[0])
 static const char *const quick_floats[] = {"BF16", "F32", "F16", "F64"};
 #define QUICK_FLOATS (sizeof quick_floats / sizeof quick_floats[0])
@@ -76,9 +76,17 @@ static const char *const quick_floats[] = {"BF16", "F32", "F16", "F64"};
  * them as resources of the text component, each one at most QUICK_RESOURCE_MAX bytes
  * (docs/ninfer-convert.md, "Quick mode's resources"); config.json is the component's config. */
 static const char *const quick_resources[] = {
-    "tokenizer.json",     "tokenizer.model",     "tokenizer_config.json", "special_tokens_map.json",
-    "added_tokens.json",  "vocab.json",          "merges.txt",            "generation_config.json",
-    "chat_template.jinja", "chat_template.json", "preprocessor_config.json",
+    "tokenizer.json",
+    "tokenizer.model",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "added_tokens.json",
+    "vocab.json",
+    "merges.txt",
+    "generation_config.json",
+    "chat_template.jinja",
+    "chat_template.json",
+    "preprocessor_config.json",
 };
 #define QUICK_RESOURCES (sizeof quick_resources / sizeof quick_resources[0])
 
@@ -149,9 +157,10 @@ static void put_quick_components(FILE *f, const char *source, const convert_opts
             if (!*too_big) snprintf(too_big, size, "%s", path);
             continue;
         }
-        if (!any) fputs(config ? "components:\n  text:\n    config: {from: base}\n    resources:\n"
-                               : "components:\n  text:\n    config: {}\n    resources:\n",
-                        f);
+        if (!any)
+            fputs(config ? "components:\n  text:\n    config: {from: base}\n    resources:\n"
+                         : "components:\n  text:\n    config: {}\n    resources:\n",
+                  f);
         any = true;
         char ref[128]; /* SOURCE/file: the source's directory, wherever --source or a plan puts it */
         snprintf(ref, sizeof ref, "base/%s", quick_resources[i]);
@@ -187,11 +196,12 @@ char *convert_quick_recipe(const char *source, const convert_opts *o, size_t *le
     /* --target-bpw: the budget chooses the floats' format (and method, unless --method) */
     if (o->has_target_bpw) fprintf(f, "budget:\n  bits_per_weight: %.17g\n", o->target_bpw);
     fputs(o->no_resources && quick_is_gguf(source) ? "defaults:\n  format: \"bf16\"\n  gguf_metadata: drop\nrules:\n"
-                          : "defaults:\n  format: \"bf16\"\nrules:\n",
+                                                   : "defaults:\n  format: \"bf16\"\nrules:\n",
           f);
     const char *format = o->has_target_bpw ? NF_RECIPE_BUDGET : o->format;
     const char *method = o->method ? o->method : o->has_target_bpw ? NULL : nf_recipe_default_method(o->format);
-    for (size_t i = 0; i < QUICK_KEEP; i++) put_rule(f, "*", quick_keep[i].dtype, -1, 0, quick_keep[i].format, "cast_direct", true);
+    for (size_t i = 0; i < QUICK_KEEP; i++)
+        put_rule(f, "*", quick_keep[i].dtype, -1, 0, quick_keep[i].format, "cast_direct", true);
     /* --preset: no rule for every float tensor; one per tensor llama-quantize names, below */
     for (size_t i = 0; !o->preset && i < QUICK_FLOATS; i++)
         put_rule(f, "*", quick_floats[i], 2, 0, format, method, true);

@@ -157,7 +157,7 @@ typedef struct dq_slot {
     float *values;
     uint8_t *bytes;
     uint64_t r0, r1;
-    uint64_t c0, c1;    /* a span of row r0 (rows longer than a chunk), else 0, 0: whole rows */
+    uint64_t c0, c1; /* a span of row r0 (rows longer than a chunk), else 0, 0: whole rows */
     nf_status st;
     nf_error err;
 } dq_slot;
@@ -242,7 +242,7 @@ typedef struct dq_pool {
     dq_slot *slots;
     size_t nslots;
     uint64_t chunk, nchunks;
-    uint64_t span, spans;  /* rows longer than a chunk: columns per span and spans per row */
+    uint64_t span, spans; /* rows longer than a chunk: columns per span and spans per row */
     pthread_mutex_t lock;
     pthread_cond_t cond;
     uint64_t next;     /* the next chunk a worker takes */
@@ -414,7 +414,8 @@ static nf_status write_npy_header(nf_out *out, const char *descr, const uint64_t
     used += (size_t)snprintf(dict + used, sizeof dict - used, "), }");
     size_t total = 10 + used + 1;
     size_t padded = (total + 63) / 64 * 64;
-    if (padded - 10 > 65535 || padded > sizeof dict + 10) return nf_error_set(err, NF_ERR_INVALID, "shape too long for .npy");
+    if (padded - 10 > 65535 || padded > sizeof dict + 10)
+        return nf_error_set(err, NF_ERR_INVALID, "shape too long for .npy");
     uint8_t head[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, 0, 0};
     put_le(head + 8, (uint32_t)(padded - 10), 2);
     NF_TRY(nf_out_write(out, head, sizeof head, err));
@@ -494,18 +495,22 @@ static int dequant_one(const nf_cli *cli, nf_artifact *a, const char *id, const 
 static int check_safetensors_name(const nf_cli *cli, const nf_artifact *a, const char *id, size_t count)
 {
     if (strcmp(id, "__metadata__") == 0)
-        return nf_cli_error(cli, NF_ERR_INVALID, "%s: object '__metadata__': safetensors reserves that name for the "
+        return nf_cli_error(cli, NF_ERR_INVALID,
+                            "%s: object '__metadata__': safetensors reserves that name for the "
                             "file's metadata, so --all cannot write the object under its ID; dequantize it alone "
-                            "(ninfer-dequant FILE __metadata__ -o OUT)", nf_artifact_path(a));
+                            "(ninfer-dequant FILE __metadata__ -o OUT)",
+                            nf_artifact_path(a));
     size_t len = strlen(id);
     if (len > NF_SOURCE_MAX_NAME_BYTES)
-        return nf_cli_error(cli, NF_ERR_INVALID, "%s: object '%.64s...': its ID is %zu bytes, longer than a safetensors "
+        return nf_cli_error(cli, NF_ERR_INVALID,
+                            "%s: object '%.64s...': its ID is %zu bytes, longer than a safetensors "
                             "reader takes (%u bytes, NF_SOURCE_MAX_NAME_BYTES); dequantize it alone",
                             nf_artifact_path(a), id, len, NF_SOURCE_MAX_NAME_BYTES);
     if (count > NF_SOURCE_MAX_TENSORS)
-        return nf_cli_error(cli, NF_ERR_INVALID, "%s: more than %u tensor objects, more than a safetensors reader takes "
-                            "(NF_SOURCE_MAX_TENSORS); dequantize them one at a time", nf_artifact_path(a),
-                            NF_SOURCE_MAX_TENSORS);
+        return nf_cli_error(cli, NF_ERR_INVALID,
+                            "%s: more than %u tensor objects, more than a safetensors reader takes "
+                            "(NF_SOURCE_MAX_TENSORS); dequantize them one at a time",
+                            nf_artifact_path(a), NF_SOURCE_MAX_TENSORS);
     return NF_EXIT_OK;
 }
 
@@ -536,10 +541,12 @@ static int dequant_all(const nf_cli *cli, nf_artifact *a, const dq_opts *opts)
             break;
         }
         json_t *shape = json_array();
-        for (uint32_t d = 0; d < geo[i].rank; d++) json_array_append_new(shape, json_integer((json_int_t)geo[i].shape[d]));
+        for (uint32_t d = 0; d < geo[i].rank; d++)
+            json_array_append_new(shape, json_integer((json_int_t)geo[i].shape[d]));
         uint64_t bytes = geo[i].elements * eb;
-        json_object_set_new(header, o->id, json_pack("{s:s,s:o,s:[I,I]}", "dtype", dtype, "shape", shape,
-                                                     "data_offsets", (json_int_t)offset, (json_int_t)(offset + bytes)));
+        json_object_set_new(header, o->id,
+                            json_pack("{s:s,s:o,s:[I,I]}", "dtype", dtype, "shape", shape, "data_offsets",
+                                      (json_int_t)offset, (json_int_t)(offset + bytes)));
         offset += bytes;
     }
     char *text = rc == NF_EXIT_OK ? json_dumps(header, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
@@ -553,9 +560,11 @@ static int dequant_all(const nf_cli *cli, nf_artifact *a, const dq_opts *opts)
     if (padded > NF_ST_MAX_HEADER_BYTES) {
         free(geo);
         free(text);
-        return nf_cli_error(cli, NF_ERR_INVALID, "%s: the safetensors header for %zu tensors would be %zu bytes, more "
+        return nf_cli_error(cli, NF_ERR_INVALID,
+                            "%s: the safetensors header for %zu tensors would be %zu bytes, more "
                             "than a safetensors reader takes (%u, NF_ST_MAX_HEADER_BYTES); dequantize the tensors "
-                            "one at a time", nf_artifact_path(a), tensors, padded, NF_ST_MAX_HEADER_BYTES);
+                            "one at a time",
+                            nf_artifact_path(a), tensors, padded, NF_ST_MAX_HEADER_BYTES);
     }
     nf_out *out;
     if (nf_out_open(opts->output, (int)opts->zstd, &out, &err) != NF_OK) {
@@ -580,7 +589,8 @@ static int dequant_all(const nf_cli *cli, nf_artifact *a, const dq_opts *opts)
         const nf_object *o = nf_artifact_object(a, i);
         if (o->kind != NF_OBJECT_TENSOR) continue;
         rows_job job = {a, o, &geo[i], 0, geo[i].rows, opts->to, FMT_RAW};
-        if ((st = stream_rows(&job, opts->threads, out, &err)) != NF_OK) prefix_object(&err, nf_artifact_path(a), o->id);
+        if ((st = stream_rows(&job, opts->threads, out, &err)) != NF_OK)
+            prefix_object(&err, nf_artifact_path(a), o->id);
     }
     free(geo);
     if (st != NF_OK) {
@@ -649,8 +659,9 @@ int main(int argc, char **argv)
     /* before any output exists: Ctrl-C then stops the run cleanly (temp file removed, exit 3) */
     nf_sig_catch();
     if (opts.remove_stale && cli.npositional == 0) { /* cleanup only */
-        rc = opts.output ? handle_stale(&cli, &opts)
-                         : nf_cli_usage(&cli, "--remove-stale needs -o OUT (the output whose stale temp files to remove)");
+        rc = opts.output
+                 ? handle_stale(&cli, &opts)
+                 : nf_cli_usage(&cli, "--remove-stale needs -o OUT (the output whose stale temp files to remove)");
         goto out;
     }
     opts.threads = nf_pool_threads(opts.threads);
@@ -664,7 +675,8 @@ int main(int argc, char **argv)
             goto out;
         }
         if (opts.to == TO_NATIVE || opts.format != FMT_RAW || opts.rows.given) {
-            rc = nf_cli_usage(&cli, "--all writes safetensors of f32, f16 or bf16 values: no --to native, --format or --rows");
+            rc = nf_cli_usage(
+                &cli, "--all writes safetensors of f32, f16 or bf16 values: no --to native, --format or --rows");
             goto out;
         }
     } else if (cli.npositional != 2) {

@@ -86,25 +86,25 @@ enum {
     CH_FORMAT = 1u << 3,
     CH_LAYOUT = 1u << 4,
     CH_SHAPE = 1u << 5,
-    CH_WORDS = 1u << 6,  /* stored bytes differ (artifact vs artifact) */
-    CH_VALUES = 1u << 7  /* decoded values differ (artifact vs checkpoint) */
+    CH_WORDS = 1u << 6, /* stored bytes differ (artifact vs artifact) */
+    CH_VALUES = 1u << 7 /* decoded values differ (artifact vs checkpoint) */
 };
 
 typedef struct pair {
     const char *id;
-    const nf_object *a, *b;     /* b: B an artifact */
-    const nf_source_tensor *t;  /* B a checkpoint */
-    const nf_qweight *q;        /* t is a quantized weight of a dialect: its values are q's */
+    const nf_object *a, *b;    /* b: B an artifact */
+    const nf_source_tensor *t; /* B a checkpoint */
+    const nf_qweight *q;       /* t is a quantized weight of a dialect: its values are q's */
     unsigned changes;
-    bool not_compared;          /* a resource of A against a checkpoint: no tensor to compare */
-    const char *no_stats;       /* why no statistics are given, or NULL */
+    bool not_compared;    /* a resource of A against a checkpoint: no tensor to compare */
+    const char *no_stats; /* why no statistics are given, or NULL */
     bool want_bytes, want_stats;
-    uint64_t rows, cols;        /* of A's tensor (the geometries are recomputed where needed:
+    uint64_t rows, cols; /* of A's tensor (the geometries are recomputed where needed:
                                  * a pair stays small for artifacts of 10^5 objects) */
     /* the value chunks: rows [k * chunk, ...) or, for rows longer than a chunk, spans of `span`
      * columns, `spans` per row */
     uint64_t chunk, span, spans, nchunks;
-    nf_errstats *acc;           /* while its chunks run; merged under the pool's lock: exact,
+    nf_errstats *acc; /* while its chunks run; merged under the pool's lock: exact,
                                  * so in any order */
     nf_errstats_summary sum;
     bool have_sum;
@@ -112,8 +112,8 @@ typedef struct pair {
 
 /* One entry of the directory comparison: a path of keys and what happened to it. */
 typedef struct key_diff {
-    char *path;        /* for people: provenance.objects[ID] */
-    json_t *keys;      /* for --json: ["provenance", "objects", ID] */
+    char *path;         /* for people: provenance.objects[ID] */
+    json_t *keys;       /* for --json: ["provenance", "objects", ID] */
     const char *change; /* "added", "removed", "changed" */
 } key_diff;
 
@@ -122,7 +122,7 @@ typedef struct diff_run {
     const char *path_a, *path_b;
     nf_artifact *a, *b;
     nf_source *src;
-    nf_dialects *dialects;      /* of src: quantized weights read as ninfer-convert reads them */
+    nf_dialects *dialects; /* of src: quantized weights read as ninfer-convert reads them */
     pair *pairs;
     size_t npairs;
     key_diff *keys;
@@ -131,14 +131,14 @@ typedef struct diff_run {
     const nf_stats_kernels *kern;
     /* the pool */
     pthread_mutex_t lock;
-    uint64_t next;          /* the next job a worker takes */
+    uint64_t next; /* the next job a worker takes */
     uint64_t njobs;
-    uint64_t *job_end;      /* value phase: job_end[i] = jobs of pairs [0, i] */
-    size_t *job_pair;       /* the pairs with jobs, in order */
+    uint64_t *job_end; /* value phase: job_end[i] = jobs of pairs [0, i] */
+    size_t *job_pair;  /* the pairs with jobs, in order */
     size_t njob_pairs;
-    int phase;              /* 0: bytes (one job per pair), 1: values (one job per chunk) */
-    size_t buf_values;      /* floats per value buffer */
-    size_t not_compared;    /* resources of A against a checkpoint */
+    int phase;           /* 0: bytes (one job per pair), 1: values (one job per chunk) */
+    size_t buf_values;   /* floats per value buffer */
+    size_t not_compared; /* resources of A against a checkpoint */
     /* the first failure in (pair, chunk) order, whichever thread met it first */
     nf_status fail_st;
     size_t fail_pair;
@@ -163,10 +163,12 @@ static void record_failure(diff_run *r, size_t pi, uint64_t k, nf_status st, con
 static nf_status geometries(const diff_run *r, const pair *p, nf_geometry *ga, nf_geometry *gb, nf_error *err)
 {
     nf_status st = nf_artifact_check_object(r->a, p->a, ga, err);
-    if (st != NF_OK) return nf_error_forward(err, st, "%s: object '%s'", nf_cli_name(r->path_a).s, nf_cli_name(p->id).s);
+    if (st != NF_OK)
+        return nf_error_forward(err, st, "%s: object '%s'", nf_cli_name(r->path_a).s, nf_cli_name(p->id).s);
     if (!p->b) return NF_OK;
     st = nf_artifact_check_object(r->b, p->b, gb, err);
-    if (st != NF_OK) return nf_error_forward(err, st, "%s: object '%s'", nf_cli_name(r->path_b).s, nf_cli_name(p->id).s);
+    if (st != NF_OK)
+        return nf_error_forward(err, st, "%s: object '%s'", nf_cli_name(r->path_b).s, nf_cli_name(p->id).s);
     return NF_OK;
 }
 
@@ -191,10 +193,7 @@ static void shape_text(uint32_t rank, const uint64_t *shape, char *out, size_t n
     if (k < n) snprintf(out + k, n - k, "]");
 }
 
-static bool same_name(const char *x, const char *y)
-{
-    return (!x && !y) || (x && y && strcmp(x, y) == 0);
-}
+static bool same_name(const char *x, const char *y) { return (!x && !y) || (x && y && strcmp(x, y) == 0); }
 
 /* Chunking of a pair's values: rows in chunks of about CHUNK_VALUES values, or spans of a row
  * when a row is longer and both sides can be read by spans (nvfp4, whose scales are tiled by 128
@@ -254,7 +253,8 @@ static nf_status classify_pair(diff_run *r, pair *p, nf_error *err)
     }
     if (a->kind == NF_OBJECT_TENSOR) {
         nf_status st = nf_artifact_check_object(r->a, a, &ga, err);
-        if (st != NF_OK) return nf_error_forward(err, st, "%s: object '%s'", nf_cli_name(r->path_a).s, nf_cli_name(p->id).s);
+        if (st != NF_OK)
+            return nf_error_forward(err, st, "%s: object '%s'", nf_cli_name(r->path_a).s, nf_cli_name(p->id).s);
     }
     if (p->t) { /* against a checkpoint: values only */
         if (a->kind != NF_OBJECT_TENSOR) {
@@ -275,7 +275,8 @@ static nf_status classify_pair(diff_run *r, pair *p, nf_error *err)
     const nf_object *b = p->b;
     if (b->kind == NF_OBJECT_TENSOR) {
         nf_status st = nf_artifact_check_object(r->b, b, &gb, err);
-        if (st != NF_OK) return nf_error_forward(err, st, "%s: object '%s'", nf_cli_name(r->path_b).s, nf_cli_name(p->id).s);
+        if (st != NF_OK)
+            return nf_error_forward(err, st, "%s: object '%s'", nf_cli_name(r->path_b).s, nf_cli_name(p->id).s);
     }
     if (a->kind != b->kind) {
         p->changes = CH_KIND;
@@ -308,8 +309,8 @@ static nf_status classify_pair(diff_run *r, pair *p, nf_error *err)
 
 /* ---------------------------------------------------------------- the workers */
 typedef struct worker_bufs {
-    uint8_t *ba, *bb;    /* CHUNK_BYTES each */
-    float *va, *vb;      /* buf_values each */
+    uint8_t *ba, *bb; /* CHUNK_BYTES each */
+    float *va, *vb;   /* buf_values each */
 } worker_bufs;
 
 /* Phase 0: the stored bytes of a pair, chunk by chunk (never a whole object in memory). */
@@ -344,8 +345,8 @@ static void compare_bytes(diff_run *r, size_t pi, worker_bufs *w)
 }
 
 /* Decode one side's chunk: rows [r0, r1) or columns [c0, c0 + n) of row r0, into out. */
-static nf_status decode_artifact(nf_artifact *a, const nf_object *o, const nf_geometry *g, const pair *p,
-                                 uint64_t r0, uint64_t r1, uint64_t c0, uint64_t n, float *out, nf_error *err)
+static nf_status decode_artifact(nf_artifact *a, const nf_object *o, const nf_geometry *g, const pair *p, uint64_t r0,
+                                 uint64_t r1, uint64_t c0, uint64_t n, float *out, nf_error *err)
 {
     nf_byte_reader reader;
     nf_artifact_object_reader(a, o, &reader);
@@ -517,7 +518,8 @@ static nf_status diff_json(diff_run *r, const char *path, json_t *keys, const js
     const char *k;
     json_t *v;
     nf_status st = NF_OK;
-    json_object_foreach((json_t *)x, k, v) {
+    json_object_foreach((json_t *)x, k, v)
+    {
         json_t *w = json_object_get(y, k);
         char *sub = key_path(path, k, bracket);
         json_t *subkeys = json_deep_copy(keys);
@@ -528,7 +530,8 @@ static nf_status diff_json(diff_run *r, const char *path, json_t *keys, const js
         json_decref(subkeys);
         if (st != NF_OK) return st;
     }
-    json_object_foreach((json_t *)y, k, v) {
+    json_object_foreach((json_t *)y, k, v)
+    {
         if (json_object_get(x, k)) continue;
         char *sub = key_path(path, k, bracket);
         json_t *subkeys = json_deep_copy(keys);
@@ -579,8 +582,7 @@ static nf_status make_pairs(diff_run *r, nf_error *err)
     size_t na = nf_artifact_object_count(r->a);
     size_t nb = r->b ? nf_artifact_object_count(r->b) : nf_source_tensor_count(r->src);
     size_t n;
-    if (na > SIZE_MAX - nb || (n = na + nb) > SIZE_MAX / sizeof *r->pairs)
-        return nf_common_nomem(err);
+    if (na > SIZE_MAX - nb || (n = na + nb) > SIZE_MAX / sizeof *r->pairs) return nf_common_nomem(err);
     r->pairs = calloc(n ? n : 1, sizeof *r->pairs);
     if (!r->pairs) return nf_common_nomem(err);
     /* A's objects in A's order, then what only B has in B's order */
@@ -677,10 +679,10 @@ static void change_text(const pair *p, char *out, size_t n)
 {
     size_t k = 0;
     out[0] = '\0';
-#define APPEND(...)                                                                          \
-    do {                                                                                     \
-        if (k < n) k += (size_t)snprintf(out + k, n - k, "%s", k ? ", " : "");               \
-        if (k < n) k += (size_t)snprintf(out + k, n - k, __VA_ARGS__);                       \
+#define APPEND(...)                                                            \
+    do {                                                                       \
+        if (k < n) k += (size_t)snprintf(out + k, n - k, "%s", k ? ", " : ""); \
+        if (k < n) k += (size_t)snprintf(out + k, n - k, __VA_ARGS__);         \
     } while (0)
     if (p->changes & CH_ADDED) APPEND("only in B");
     if (p->changes & CH_REMOVED) APPEND("only in A");
@@ -727,7 +729,8 @@ static void print_human(const diff_run *r, size_t nchanged, size_t nadded, size_
     size_t compared = r->npairs - nadded - nremoved - r->not_compared;
     char skipped[64] = "";
     if (r->not_compared)
-        snprintf(skipped, sizeof skipped, "; %zu resource%s not compared", r->not_compared, r->not_compared == 1 ? "" : "s");
+        snprintf(skipped, sizeof skipped, "; %zu resource%s not compared", r->not_compared,
+                 r->not_compared == 1 ? "" : "s");
     if (nchanged + nadded + nremoved + r->nkeys == 0) {
         printf("%s and %s: same (%zu object%s compared%s)\n", nf_cli_name(r->path_a).s, nf_cli_name(r->path_b).s,
                compared, compared == 1 ? "" : "s", skipped);
@@ -736,22 +739,18 @@ static void print_human(const diff_run *r, size_t nchanged, size_t nadded, size_
     printf("%s and %s: different: %zu object%s changed, %zu only in A, %zu only in B, %zu directory key%s "
            "differ%s (%zu object%s compared%s)\n",
            nf_cli_name(r->path_a).s, nf_cli_name(r->path_b).s, nchanged, nchanged == 1 ? "" : "s", nremoved, nadded,
-           r->nkeys, r->nkeys == 1 ? "" : "s", r->nkeys == 1 ? "s" : "", compared,
-           compared == 1 ? "" : "s", skipped);
+           r->nkeys, r->nkeys == 1 ? "" : "s", r->nkeys == 1 ? "s" : "", compared, compared == 1 ? "" : "s", skipped);
 }
 
 /* A JSON number, or null for what is undefined (JSON has no NaN). */
-static json_t *num(double v)
-{
-    return v == v ? json_real(v) : json_null();
-}
+static json_t *num(double v) { return v == v ? json_real(v) : json_null(); }
 
 static json_t *pair_json(const pair *p)
 {
     static const struct {
         unsigned bit;
         const char *name;
-    } names[] = {{CH_ADDED, "only_in_b"}, {CH_REMOVED, "only_in_a"}, {CH_KIND, "kind"}, {CH_FORMAT, "format"},
+    } names[] = {{CH_ADDED, "only_in_b"}, {CH_REMOVED, "only_in_a"}, {CH_KIND, "kind"},   {CH_FORMAT, "format"},
                  {CH_LAYOUT, "layout"},   {CH_SHAPE, "shape"},       {CH_WORDS, "words"}, {CH_VALUES, "values"}};
     json_t *changes = json_array();
     for (size_t i = 0; changes && i < sizeof names / sizeof names[0]; i++)
@@ -766,7 +765,8 @@ static json_t *pair_json(const pair *p)
         json_object_set_new(j, "format_b", nf_cli_json_cstr(p->b->format_name));
         json_object_set_new(j, "layout_b", nf_cli_json_cstr(p->b->layout_name));
     }
-    if (p->no_stats && !(p->changes & (CH_ADDED | CH_REMOVED))) json_object_set_new(j, "no_statistics", json_string(p->no_stats));
+    if (p->no_stats && !(p->changes & (CH_ADDED | CH_REMOVED)))
+        json_object_set_new(j, "no_statistics", json_string(p->no_stats));
     if (p->have_sum) {
         const nf_errstats_summary *s = &p->sum;
         json_object_set_new(j, "statistics",
@@ -790,11 +790,10 @@ static int print_json(const diff_run *r, size_t nchanged, size_t nadded, size_t 
     bool same = nchanged + nadded + nremoved + r->nkeys == 0;
     json_t *j = json_pack("{s:o,s:o,s:s,s:b,s:{s:I,s:I,s:I,s:I,s:I},s:o,s:o,s:o}", "a", nf_cli_json_cstr(r->path_a),
                           "b", nf_cli_json_cstr(r->path_b), "b_kind", r->b ? "artifact" : "checkpoint", "same", same,
-                          "summary", "objects_compared",
-                          (json_int_t)(r->npairs - nadded - nremoved - r->not_compared),
+                          "summary", "objects_compared", (json_int_t)(r->npairs - nadded - nremoved - r->not_compared),
                           "objects_changed", (json_int_t)nchanged, "only_in_a", (json_int_t)nremoved, "only_in_b",
-                          (json_int_t)nadded, "directory_keys", (json_int_t)r->nkeys, "objects", objects,
-                          "directory", keys, "resources_not_compared", skipped);
+                          (json_int_t)nadded, "directory_keys", (json_int_t)r->nkeys, "objects", objects, "directory",
+                          keys, "resources_not_compared", skipped);
     if (!j) return nf_cli_error(r->cli, NF_ERR_NOMEM, "out of memory");
     int rc = nf_cli_print_json(r->cli, j);
     json_decref(j);
@@ -837,7 +836,8 @@ static int diff(const nf_cli *cli, const diff_opts *o)
         else if (cli->json) prc = print_json(&r, nchanged, nadded, nremoved);
         else {
             print_human(&r, nchanged, nadded, nremoved);
-            if (fflush(stdout) != 0 || ferror(stdout)) prc = nf_cli_error(cli, NF_ERR_IO, "standard output: %s", strerror(errno));
+            if (fflush(stdout) != 0 || ferror(stdout))
+                prc = nf_cli_error(cli, NF_ERR_IO, "standard output: %s", strerror(errno));
         }
         if (prc != NF_EXIT_OK) rc = prc;
     }
@@ -865,7 +865,8 @@ int main(int argc, char **argv)
     bool done = false;
     int rc = nf_cli_parse(&cli, &program, argc, argv, &o, &done);
     if (rc == NF_EXIT_OK && !done && cli.npositional != 2)
-        rc = nf_cli_usage(&cli, "two inputs are compared: A (an artifact) and B (an artifact or a checkpoint), %d given",
+        rc = nf_cli_usage(&cli,
+                          "two inputs are compared: A (an artifact) and B (an artifact or a checkpoint), %d given",
                           cli.npositional);
     if (rc == NF_EXIT_OK && !done) rc = diff(&cli, &o);
     nf_cli_free(&cli);

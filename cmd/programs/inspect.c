@@ -95,9 +95,10 @@ static path_kind classify_path(const char *path, nf_error *err)
         return PATH_NOT_A_FILE;
     }
     if ((uint64_t)st.st_size < sizeof head && (uint64_t)n != (uint64_t)st.st_size) {
-        nf_error_set(err, NF_ERR_IO, "%s: not a regular file (it reports %llu bytes and reads %s%zd: a "
-                     "pseudo-file such as /proc's)", nf_esc(path).s, (unsigned long long)st.st_size,
-                     (size_t)n == sizeof head ? "at least " : "", n);
+        nf_error_set(err, NF_ERR_IO,
+                     "%s: not a regular file (it reports %llu bytes and reads %s%zd: a "
+                     "pseudo-file such as /proc's)",
+                     nf_esc(path).s, (unsigned long long)st.st_size, (size_t)n == sizeof head ? "at least " : "", n);
         return PATH_NOT_A_FILE;
     }
     return n >= 7 && memcmp(head, "NINFER\0", 7) == 0 ? PATH_ARTIFACT : PATH_CHECKPOINT;

@@ -83,8 +83,9 @@ static json_t *summary_json(const nf_artifact *a, const inspect_opts *o)
             }
             json_object_set_new(t, "objects", json_integer(json_integer_value(json_object_get(t, "objects")) + 1));
             if (ob->kind == NF_OBJECT_TENSOR)
-                json_object_set_new(t, "elements", json_integer(json_integer_value(json_object_get(t, "elements")) +
-                                                                (json_int_t)elements_of(ob)));
+                json_object_set_new(
+                    t, "elements",
+                    json_integer(json_integer_value(json_object_get(t, "elements")) + (json_int_t)elements_of(ob)));
             json_object_set_new(t, "bytes",
                                 json_integer(json_integer_value(json_object_get(t, "bytes")) + (json_int_t)ob->bytes));
         }
@@ -156,11 +157,12 @@ static void print_binding(const char *name, const json_t *b)
     printf("  %s ->", nf_cli_name(name).s);
     size_t i;
     json_t *part;
-    json_array_foreach(json_object_get(b, "parts"), i, part) {
+    json_array_foreach(json_object_get(b, "parts"), i, part)
+    {
         json_t *r = json_object_get(part, "range");
         printf("%s %s[%" JSON_INTEGER_FORMAT ":%" JSON_INTEGER_FORMAT "]", i ? " +" : "",
-               nf_cli_name(json_string_value(json_object_get(part, "object"))).s, json_integer_value(json_array_get(r, 0)),
-               json_integer_value(json_array_get(r, 1)));
+               nf_cli_name(json_string_value(json_object_get(part, "object"))).s,
+               json_integer_value(json_array_get(r, 0)), json_integer_value(json_array_get(r, 1)));
     }
     printf("\n");
 }
@@ -180,7 +182,8 @@ static void print_uses(const nf_artifact *a)
     printf("uses (%zu)\n", json_array_size(u));
     size_t i;
     json_t *use;
-    json_array_foreach((json_t *)u, i, use) {
+    json_array_foreach((json_t *)u, i, use)
+    {
         json_t *pol = json_object_get(use, "activation_policy");
         printf("  %s <- %s  %s", nf_cli_name(json_string_value(json_object_get(use, "parameter"))).s,
                nf_cli_name(json_string_value(json_object_get(use, "input"))).s,
@@ -189,7 +192,8 @@ static void print_uses(const nf_artifact *a)
         if (aux) {
             const char *role;
             json_t *bind;
-            json_object_foreach(aux, role, bind) {
+            json_object_foreach(aux, role, bind)
+            {
                 json_t *obj = json_object_get(bind, "object");
                 printf("  %s=%s", nf_cli_name(role).s, obj ? nf_cli_name(json_string_value(obj)).s : "(parts)");
             }
@@ -207,7 +211,8 @@ static bool print_totals(const nf_artifact *a)
     nf_table_init(&t, "  ", "lrrrr", (const char *[]){"format", "objects", "elements", "bytes", "bits/w"});
     const char *key;
     json_t *tot;
-    json_object_foreach(totals, key, tot) {
+    json_object_foreach(totals, key, tot)
+    {
         json_int_t el = json_integer_value(json_object_get(tot, "elements"));
         json_int_t by = json_integer_value(json_object_get(tot, "bytes"));
         nf_table_cell(&t, "%s", nf_cli_name(key).s);
@@ -313,7 +318,10 @@ static void sum_artifact(const nf_artifact *a, artifact_sums *t)
     }
 }
 
-static double bits_of(uint64_t bytes, uint64_t weights) { return weights ? (double)bytes * 8.0 / (double)weights : 0.0; }
+static double bits_of(uint64_t bytes, uint64_t weights)
+{
+    return weights ? (double)bytes * 8.0 / (double)weights : 0.0;
+}
 
 /* {METHOD: {"tensors", "weights", "bytes"}} over the tensors provenance.objects records, in order
  * of first appearance; a record without a string method counts as "(unknown)". */
@@ -333,10 +341,10 @@ static json_t *methods_json(const nf_artifact *a)
             json_object_set_new(by, m, e);
         }
         json_object_set_new(e, "tensors", json_integer(json_integer_value(json_object_get(e, "tensors")) + 1));
-        json_object_set_new(e, "weights", json_integer(json_integer_value(json_object_get(e, "weights")) +
-                                                       (json_int_t)elements_of(o)));
-        json_object_set_new(e, "bytes", json_integer(json_integer_value(json_object_get(e, "bytes")) +
-                                                     (json_int_t)o->bytes));
+        json_object_set_new(
+            e, "weights", json_integer(json_integer_value(json_object_get(e, "weights")) + (json_int_t)elements_of(o)));
+        json_object_set_new(e, "bytes",
+                            json_integer(json_integer_value(json_object_get(e, "bytes")) + (json_int_t)o->bytes));
     }
     return by;
 }
@@ -351,7 +359,8 @@ static json_t *summary_only_json(const nf_artifact *a)
     json_t *formats = json_object();
     const char *key;
     json_t *v;
-    json_object_foreach(json_object_get(full, "totals"), key, v) {
+    json_object_foreach(json_object_get(full, "totals"), key, v)
+    {
         json_int_t el = json_integer_value(json_object_get(v, "elements"));
         json_int_t by = json_integer_value(json_object_get(v, "bytes"));
         json_t *f = json_pack("{s:O,s:I,s:I}", "objects", json_object_get(v, "objects"), "weights", el, "bytes", by);
@@ -365,14 +374,15 @@ static json_t *summary_only_json(const nf_artifact *a)
                             json_is_string(name) ? name : json_null(), "files", (json_int_t)nf_artifact_file_count(a),
                             "file_bytes", (json_int_t)t.file_bytes, "tensors", (json_int_t)t.tensors, "resources",
                             (json_int_t)t.resources, "weights", (json_int_t)t.weights, "tensor_bytes",
-                            (json_int_t)t.tensor_bytes, "resource_bytes", (json_int_t)t.resource_bytes,
-                            "json_bytes", (json_int_t)nf_artifact_json_bytes(a));
+                            (json_int_t)t.tensor_bytes, "resource_bytes", (json_int_t)t.resource_bytes, "json_bytes",
+                            (json_int_t)nf_artifact_json_bytes(a));
     json_object_set_new(doc, "bits_per_weight",
                         json_pack("{s:f,s:f}", "artifact", bits_of(t.file_bytes, t.weights), "tensors",
                                   bits_of(t.tensor_bytes, t.weights)));
     json_object_set_new(doc, "formats", formats);
-    json_object_set_new(doc, "provenance", json_pack("{s:I,s:o,s:n}", "recorded", (json_int_t)t.recorded, "methods",
-                                                     methods_json(a), "source_dtypes"));
+    json_object_set_new(
+        doc, "provenance",
+        json_pack("{s:I,s:o,s:n}", "recorded", (json_int_t)t.recorded, "methods", methods_json(a), "source_dtypes"));
     return doc;
 }
 
@@ -383,15 +393,14 @@ static bool print_summary_only(const nf_artifact *a)
     print_identity(a);
     printf("files         %zu, %" PRIu64 " bytes (directory %" PRIu64 " bytes of JSON)\n", nf_artifact_file_count(a),
            t.file_bytes, nf_artifact_json_bytes(a));
-    printf("objects       %" PRIu64 " tensor%s (%" PRIu64 " weights, %" PRIu64 " bytes), %" PRIu64 " resource%s (%" PRIu64
-           " bytes)\n",
+    printf("objects       %" PRIu64 " tensor%s (%" PRIu64 " weights, %" PRIu64 " bytes), %" PRIu64
+           " resource%s (%" PRIu64 " bytes)\n",
            t.tensors, t.tensors == 1 ? "" : "s", t.weights, t.tensor_bytes, t.resources, t.resources == 1 ? "" : "s",
            t.resource_bytes);
     if (t.weights)
         printf("bits/weight   %.3f the whole artifact (every byte of its files), %.3f its tensors\n",
                bits_of(t.file_bytes, t.weights), bits_of(t.tensor_bytes, t.weights));
-    else
-        printf("bits/weight   - (no weights)\n");
+    else printf("bits/weight   - (no weights)\n");
     printf("\n");
     bool ok = print_totals(a);
     printf("\nprovenance    %" PRIu64 " of %" PRIu64 " tensor%s recorded\n", t.recorded, t.tensors,
@@ -402,7 +411,8 @@ static bool print_summary_only(const nf_artifact *a)
         nf_table_init(&m, "  ", "lrrr", (const char *[]){"method", "tensors", "weights", "bytes"});
         const char *key;
         json_t *v;
-        json_object_foreach(methods, key, v) {
+        json_object_foreach(methods, key, v)
+        {
             nf_table_cell(&m, "%s", nf_cli_name(key).s);
             nf_table_cell(&m, "%" JSON_INTEGER_FORMAT, json_integer_value(json_object_get(v, "tensors")));
             nf_table_cell(&m, "%" JSON_INTEGER_FORMAT, json_integer_value(json_object_get(v, "weights")));
@@ -445,8 +455,7 @@ static nf_status collect_stats_spans(nf_artifact *a, const nf_object *o, const n
     return st;
 }
 
-static nf_status collect_stats(nf_artifact *a, const nf_object *o, const nf_geometry *g, value_stats *s,
-                               nf_error *err)
+static nf_status collect_stats(nf_artifact *a, const nf_object *o, const nf_geometry *g, value_stats *s, nf_error *err)
 {
     stats_init(s);
     if (g->cols > STATS_CHUNK_VALUES && nf_layout_has_colspans(g)) return collect_stats_spans(a, o, g, s, err);
@@ -484,8 +493,7 @@ static int report_object_error(const nf_cli *cli, const nf_artifact *a, const nf
 
 /* The tensor object `id` of the artifact, checked, with its geometry; or the exit status of the
  * message that says why not (no such object, a resource, a check that fails). */
-static int find_tensor(const nf_cli *cli, const nf_artifact *a, const char *id, const nf_object **out,
-                       nf_geometry *g)
+static int find_tensor(const nf_cli *cli, const nf_artifact *a, const char *id, const nf_object **out, nf_geometry *g)
 {
     const nf_object *o = nf_artifact_find(a, id);
     if (!o)
@@ -513,10 +521,10 @@ static int inspect_tensor(const nf_cli *cli, nf_artifact *a, const inspect_opts 
     if (cli->json) {
         json_t *planes = json_array();
         for (uint32_t i = 0; i < g.nplanes; i++)
-            json_array_append_new(planes, json_pack("{s:s,s:I,s:I,s:I}", "name", g.planes[i].name, "offset",
-                                                    (json_int_t)g.planes[i].offset, "bytes",
-                                                    (json_int_t)g.planes[i].bytes, "row_bytes",
-                                                    (json_int_t)g.planes[i].row_bytes));
+            json_array_append_new(planes,
+                                  json_pack("{s:s,s:I,s:I,s:I}", "name", g.planes[i].name, "offset",
+                                            (json_int_t)g.planes[i].offset, "bytes", (json_int_t)g.planes[i].bytes,
+                                            "row_bytes", (json_int_t)g.planes[i].row_bytes));
         json_t *doc = json_pack("{s:s,s:s,s:s,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:o}", "id", o->id, "format",
                                 o->format_name, "layout", o->layout_name, "shape", shape_json(o), "elements",
                                 (json_int_t)g.elements, "rows", (json_int_t)g.rows, "cols", (json_int_t)g.cols,
@@ -556,8 +564,8 @@ static int inspect_tensor(const nf_cli *cli, nf_artifact *a, const inspect_opts 
 typedef struct words_view {
     const nf_geometry *g;
     uint64_t r0, r1, c0, c1;
-    uint64_t g0, g1;          /* groups (or blocks) covering [c0, c1) */
-    uint64_t group;           /* columns per group: scale group, nvfp4 16, gguf block */
+    uint64_t g0, g1; /* groups (or blocks) covering [c0, c1) */
+    uint64_t group;  /* columns per group: scale group, nvfp4 16, gguf block */
 } words_view;
 
 static json_t *row_words_json(const words_view *v, const nf_words *w, uint64_t i, json_t *doc)
@@ -569,7 +577,7 @@ static json_t *row_words_json(const words_view *v, const nf_words *w, uint64_t i
     case NF_CAT_DIRECT:
         for (uint64_t c = v->c0; c < v->c1; c++) {
             /* an int32 word is a two's-complement integer: its value, not its bits read unsigned */
-            json_int_t word = g->format->word_bytes == 2 ? (json_int_t)w->w16[i * cols + c]
+            json_int_t word = g->format->word_bytes == 2      ? (json_int_t)w->w16[i * cols + c]
                               : g->format->id == NF_FMT_INT32 ? (json_int_t)int32_of(w->w32[i * cols + c])
                                                               : (json_int_t)w->w32[i * cols + c];
             json_array_append_new(codes, json_integer(word));
@@ -581,7 +589,7 @@ static json_t *row_words_json(const words_view *v, const nf_words *w, uint64_t i
     case NF_CAT_FP8_ROW:
         for (uint64_t c = v->c0; c < v->c1; c++) {
             json_int_t code = g->format->category == NF_CAT_GROUPED ? (json_int_t)w->codes[i * cols + c]
-                                                                     : (json_int_t)w->codes8[i * cols + c];
+                                                                    : (json_int_t)w->codes8[i * cols + c];
             json_array_append_new(codes, json_integer(code));
         }
         json_array_append_new(json_object_get(doc, "codes"), codes);
@@ -622,12 +630,10 @@ static void print_row_words(const words_view *v, const nf_words *w, uint64_t i, 
     case NF_CAT_DIRECT:
         printf("row %" PRIu64 ":", row);
         for (uint64_t c = v->c0; c < v->c1; c++) {
-            if (g->format->word_bytes == 2)
-                printf(" 0x%04x", w->w16[i * cols + c]);
+            if (g->format->word_bytes == 2) printf(" 0x%04x", w->w16[i * cols + c]);
             else if (g->format->id == NF_FMT_INT32)
                 printf(" 0x%08x (%" PRId32 ")", w->w32[i * cols + c], int32_of(w->w32[i * cols + c]));
-            else
-                printf(" 0x%08x", w->w32[i * cols + c]);
+            else printf(" 0x%08x", w->w32[i * cols + c]);
         }
         printf("\n");
         return;
@@ -704,8 +710,14 @@ static int inspect_words(const nf_cli *cli, nf_artifact *a, const inspect_opts *
     int found = find_tensor(cli, a, opts->words, &o, &g);
     if (found != NF_EXIT_OK) return found;
     nf_error err;
-    words_view v = {&g, opts->rows.has_a ? opts->rows.a : 0, opts->rows.has_b ? opts->rows.b : g.rows,
-                    opts->cols.has_a ? opts->cols.a : 0, opts->cols.has_b ? opts->cols.b : g.cols, 0, 0, 1};
+    words_view v = {&g,
+                    opts->rows.has_a ? opts->rows.a : 0,
+                    opts->rows.has_b ? opts->rows.b : g.rows,
+                    opts->cols.has_a ? opts->cols.a : 0,
+                    opts->cols.has_b ? opts->cols.b : g.cols,
+                    0,
+                    0,
+                    1};
     if (v.r0 >= v.r1 || v.r1 > g.rows)
         return nf_cli_error(cli, NF_ERR_USAGE, "--rows %" PRIu64 ":%" PRIu64 " is not within 0:%" PRIu64, v.r0, v.r1,
                             g.rows);
@@ -756,10 +768,8 @@ static int inspect_words(const nf_cli *cli, nf_artifact *a, const inspect_opts *
             }
         }
         for (uint64_t i = 0; i < r1 - r; i++) {
-            if (doc)
-                row_words_json(&v, &w, i, doc);
-            else
-                print_row_words(&v, &w, i, r + i);
+            if (doc) row_words_json(&v, &w, i, doc);
+            else print_row_words(&v, &w, i, r + i);
         }
     }
     nf_words_free(&w);

@@ -78,6 +78,5 @@ void print_stats(const value_stats *s)
 }
 
 
-
 /* A row longer than a chunk is decoded span by span (ninfer/layout.h nf_colspan, docs/layouts.md
  * "Spans of a row"), so memory stays bounded whatever the row's length. */

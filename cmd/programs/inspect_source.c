@@ -27,12 +27,12 @@
  * source reader.  Only headers are parsed; tensor data is read for --tensor --stats alone. */
 
 enum {
-    TEXT_BUF = 4 * 4096 + 16,  /* a displayed path or name: each byte shows as at most 4 */
-    KV_TEXT_CHARS = 60,        /* a GGUF string value shown in the summary */
-    KV_ELEM_CHARS = 24,        /* a string element of a GGUF array */
-    KV_ELEMS_SHOWN = 8,        /* elements of a GGUF array shown in the summary */
-    KV_JSON_MAX = 64,          /* elements of a GGUF array in --json */
-    META_TEXT_CHARS = 100      /* a safetensors __metadata__ value in the summary */
+    TEXT_BUF = 4 * 4096 + 16, /* a displayed path or name: each byte shows as at most 4 */
+    KV_TEXT_CHARS = 60,       /* a GGUF string value shown in the summary */
+    KV_ELEM_CHARS = 24,       /* a string element of a GGUF array */
+    KV_ELEMS_SHOWN = 8,       /* elements of a GGUF array shown in the summary */
+    KV_JSON_MAX = 64,         /* elements of a GGUF array in --json */
+    META_TEXT_CHARS = 100     /* a safetensors __metadata__ value in the summary */
 };
 
 /* obj[key] = value (stolen), the key made valid UTF-8 first. */
@@ -233,8 +233,8 @@ static json_t *source_files_json(const nf_source *s)
 {
     json_t *files = json_array();
     for (size_t i = 0; i < nf_source_file_count(s); i++)
-        json_array_append_new(files, json_pack("{s:o,s:I}", "path", nf_cli_json_cstr(nf_source_file_path(s, i)), "bytes",
-                                               (json_int_t)nf_source_file_size(s, i)));
+        json_array_append_new(files, json_pack("{s:o,s:I}", "path", nf_cli_json_cstr(nf_source_file_path(s, i)),
+                                               "bytes", (json_int_t)nf_source_file_size(s, i)));
     return files;
 }
 
@@ -416,16 +416,17 @@ static void print_source_metadata(const nf_source *s)
     int width = 8;
     const char *key;
     json_t *v;
-    json_object_foreach(meta, key, v) {
+    json_object_foreach(meta, key, v)
+    {
         size_t len = strlen(key);
         if (len > (size_t)width) width = len > 48 ? 48 : (int)len;
     }
     printf("metadata (%zu)\n", json_object_size(meta));
-    json_object_foreach(meta, key, v) {
+    json_object_foreach(meta, key, v)
+    {
         char k[4 * 96 + 16], value[4 * META_TEXT_CHARS + 16];
         printf("  %-*s  %s\n", width, display_text(key, strlen(key), 96, false, k, sizeof k),
-               display_text(json_string_value(v), json_string_length(v), META_TEXT_CHARS, false, value,
-                            sizeof value));
+               display_text(json_string_value(v), json_string_length(v), META_TEXT_CHARS, false, value, sizeof value));
     }
     json_decref(meta);
 }
@@ -439,7 +440,8 @@ static bool print_source_tensors(const nf_source *s)
     static char name[TEXT_BUF];
     printf("tensors (%zu)\n", n);
     nf_table t;
-    if (sharded) nf_table_init(&t, "  ", "lllrrr", (const char *[]){"name", "dtype", "shape", "file", "offset", "bytes"});
+    if (sharded)
+        nf_table_init(&t, "  ", "lllrrr", (const char *[]){"name", "dtype", "shape", "file", "offset", "bytes"});
     else nf_table_init(&t, "  ", "lllrr", (const char *[]){"name", "dtype", "shape", "offset", "bytes"});
     for (size_t i = 0; i < n; i++) {
         const nf_source_tensor *te = nf_source_tensor_at(s, i);
@@ -469,7 +471,8 @@ static bool print_source_totals(const nf_source *s)
     nf_table_init(&t, "  ", "lrrrr", (const char *[]){"dtype", "tensors", "elements", "bytes", "bits/w"});
     const char *key;
     json_t *d;
-    json_object_foreach(json_object_get(totals, "dtypes"), key, d) {
+    json_object_foreach(json_object_get(totals, "dtypes"), key, d)
+    {
         json_int_t el = json_integer_value(json_object_get(d, "elements"));
         json_int_t by = json_integer_value(json_object_get(d, "bytes"));
         nf_table_cell(&t, "%s", key);
@@ -605,12 +608,12 @@ static int inspect_source_tensor(const nf_cli *cli, const nf_source *s, const nf
     }
     const char *file = nf_source_file_path(s, t->file);
     if (cli->json) {
-        json_t *doc = json_pack("{s:o,s:s,s:o,s:I,s:I,s:I,s:I,s:f,s:o,s:I,s:b}", "name", nf_cli_json_cstr(t->name), "dtype",
-                                t->type_name, "shape", dims_json(t->shape, t->rank), "elements",
+        json_t *doc = json_pack("{s:o,s:s,s:o,s:I,s:I,s:I,s:I,s:f,s:o,s:I,s:b}", "name", nf_cli_json_cstr(t->name),
+                                "dtype", t->type_name, "shape", dims_json(t->shape, t->rank), "elements",
                                 (json_int_t)t->elements, "rows", (json_int_t)t->rows, "cols",
                                 (json_int_t)t->row_elements, "bytes", (json_int_t)t->bytes, "bits_per_weight",
-                                source_bits_per_weight(t), "file", nf_cli_json_cstr(file), "offset", (json_int_t)t->offset,
-                                "convertible", t->convertible);
+                                source_bits_per_weight(t), "file", nf_cli_json_cstr(file), "offset",
+                                (json_int_t)t->offset, "convertible", t->convertible);
         if (gguf) {
             uint64_t ne[NF_GGUF_MAX_DIMS];
             for (uint32_t i = 0; i < t->rank && i < NF_GGUF_MAX_DIMS; i++) ne[i] = t->shape[t->rank - 1 - i];
@@ -656,20 +659,30 @@ static int inspect_source_tensor(const nf_cli *cli, const nf_source *s, const nf
 static int source_usage(const nf_cli *cli, const inspect_opts *o, const char *path)
 {
     if (o->words)
-        return nf_cli_usage(cli, "--words prints the stored words of a .ninfer object, and %s is a checkpoint, not "
-                                 "an artifact: use --tensor NAME [--stats] to look at one of its tensors", nf_cli_name(path).s);
+        return nf_cli_usage(cli,
+                            "--words prints the stored words of a .ninfer object, and %s is a checkpoint, not "
+                            "an artifact: use --tensor NAME [--stats] to look at one of its tensors",
+                            nf_cli_name(path).s);
     if (o->objects)
-        return nf_cli_usage(cli, "--objects lists the objects of a .ninfer artifact, and %s is a checkpoint: its "
-                                 "tensors are listed by the summary (or one by --tensor NAME)", nf_cli_name(path).s);
+        return nf_cli_usage(cli,
+                            "--objects lists the objects of a .ninfer artifact, and %s is a checkpoint: its "
+                            "tensors are listed by the summary (or one by --tensor NAME)",
+                            nf_cli_name(path).s);
     if (o->bindings)
-        return nf_cli_usage(cli, "--bindings lists the bindings of a .ninfer artifact, and %s is a checkpoint, "
-                                 "which has none", nf_cli_name(path).s);
+        return nf_cli_usage(cli,
+                            "--bindings lists the bindings of a .ninfer artifact, and %s is a checkpoint, "
+                            "which has none",
+                            nf_cli_name(path).s);
     if (o->summary)
-        return nf_cli_usage(cli, "--summary totals the objects of a .ninfer artifact, and %s is a checkpoint: its "
-                                 "summary ends with the totals per dtype", nf_cli_name(path).s);
+        return nf_cli_usage(cli,
+                            "--summary totals the objects of a .ninfer artifact, and %s is a checkpoint: its "
+                            "summary ends with the totals per dtype",
+                            nf_cli_name(path).s);
     if (o->uses)
-        return nf_cli_usage(cli, "--uses lists the uses of a .ninfer artifact, and %s is a checkpoint, which has "
-                                 "none", nf_cli_name(path).s);
+        return nf_cli_usage(cli,
+                            "--uses lists the uses of a .ninfer artifact, and %s is a checkpoint, which has "
+                            "none",
+                            nf_cli_name(path).s);
     return NF_EXIT_OK;
 }
 
@@ -681,7 +694,8 @@ int inspect_source(const nf_cli *cli, const char *path, path_kind kind, const in
     nf_error err;
     if (nf_source_open(path, &s, &err) != NF_OK) {
         size_t len = strlen(path);
-        if (err.status == NF_ERR_INVALID && kind == PATH_CHECKPOINT && len > 7 && strcmp(path + len - 7, ".ninfer") == 0)
+        if (err.status == NF_ERR_INVALID && kind == PATH_CHECKPOINT && len > 7 &&
+            strcmp(path + len - 7, ".ninfer") == 0)
             nf_error_prefix(&err, "%s: no NINFER\\0\\3 magic, so read as a checkpoint", nf_esc(path).s);
         return nf_cli_report(cli, &err);
     }
@@ -705,4 +719,3 @@ int inspect_source(const nf_cli *cli, const char *path, path_kind kind, const in
     nf_source_close(s);
     return rc;
 }
-

@@ -147,8 +147,10 @@ static nf_status verify_against(const char *path, const verify_opts *vo, nf_veri
             for (int i = 0; i < 16; i++) snprintf(want + 2 * i, 3, "%02x", id[i]);
             nf_artifact_id_hex(a, have);
             if (strcmp(want, have) != 0)
-                st = nf_verify_report_add(r, NULL, "against", "the artifact's id %s is not the plan's %s (%s is the "
-                                          "plan of another artifact)", have, want, nf_cli_name(vo->plan).s);
+                st = nf_verify_report_add(r, NULL, "against",
+                                          "the artifact's id %s is not the plan's %s (%s is the "
+                                          "plan of another artifact)",
+                                          have, want, nf_cli_name(vo->plan).s);
         }
         if (st == NF_OK) st = nf_verify_against(a, &o, r, res, err);
         else nf_error_set(err, st, "out of memory");
@@ -183,13 +185,13 @@ static json_t *report_json(const char *path, const nf_verify_report *r, const ve
     json_t *problems = json_array();
     for (size_t i = 0; i < r->count; i++) {
         const nf_problem *p = &r->problems[i];
-        json_array_append_new(problems, json_pack("{s:o,s:s,s:s}", "object",
-                                                  p->object ? json_string(p->object) : json_null(),
-                                                  "check", p->check, "message", p->message));
+        json_array_append_new(problems,
+                              json_pack("{s:o,s:s,s:s}", "object", p->object ? json_string(p->object) : json_null(),
+                                        "check", p->check, "message", p->message));
     }
-    json_t *j = json_pack("{s:o,s:b,s:I,s:I,s:o}", "file", nf_cli_json_cstr(path), "valid", r->valid,
-                          "objects_checked", (json_int_t)r->objects_checked, "checksums_checked",
-                          (json_int_t)r->checksums_checked, "problems", problems);
+    json_t *j = json_pack("{s:o,s:b,s:I,s:I,s:o}", "file", nf_cli_json_cstr(path), "valid", r->valid, "objects_checked",
+                          (json_int_t)r->objects_checked, "checksums_checked", (json_int_t)r->checksums_checked,
+                          "problems", problems);
     if (j && res) json_object_set_new(j, "against", against_json(vo, res));
     return j;
 }
@@ -199,13 +201,12 @@ static void print_human(const nf_cli *cli, const char *path, const nf_verify_rep
 {
     if (r->valid) {
         if (cli->verbosity < 0) return;
-        printf("%s: valid (%llu objects; checked structure", nf_cli_name(path).s, (unsigned long long)r->objects_checked);
+        printf("%s: valid (%llu objects; checked structure", nf_cli_name(path).s,
+               (unsigned long long)r->objects_checked);
         if (vo->level >= NF_VERIFY_WORDS) printf(", words");
         if (vo->level >= NF_VERIFY_CHECKSUMS) {
-            if (r->checksums_checked)
-                printf(", %llu checksums", (unsigned long long)r->checksums_checked);
-            else
-                printf("; no checksums recorded");
+            if (r->checksums_checked) printf(", %llu checksums", (unsigned long long)r->checksums_checked);
+            else printf("; no checksums recorded");
         }
         if (res && vo->recipe) {
             printf("; %zu objects re-derived from %s with %s", res->objects_rederived, nf_cli_name(vo->against).s,
@@ -228,10 +229,8 @@ static void print_human(const nf_cli *cli, const char *path, const nf_verify_rep
     printf("%s: INVALID: %zu problem%s\n", nf_cli_name(path).s, r->count, r->count == 1 ? "" : "s");
     for (size_t i = 0; i < r->count; i++) {
         const nf_problem *p = &r->problems[i];
-        if (p->object)
-            printf("  object '%s': %s: %s\n", nf_cli_name(p->object).s, p->check, nf_cli_line(p->message).s);
-        else
-            printf("  %s: %s\n", p->check, nf_cli_line(p->message).s);
+        if (p->object) printf("  object '%s': %s: %s\n", nf_cli_name(p->object).s, p->check, nf_cli_line(p->message).s);
+        else printf("  %s: %s\n", p->check, nf_cli_line(p->message).s);
     }
 }
 
@@ -260,10 +259,8 @@ static int verify_files(const nf_cli *cli, const verify_opts *vo)
             continue;
         }
         all_valid = all_valid && report.valid;
-        if (cli->json)
-            json_array_append_new(all, report_json(path, &report, vo, compared ? &res : NULL));
-        else
-            print_human(cli, path, &report, vo, compared ? &res : NULL);
+        if (cli->json) json_array_append_new(all, report_json(path, &report, vo, compared ? &res : NULL));
+        else print_human(cli, path, &report, vo, compared ? &res : NULL);
         nf_verify_against_result_free(&res);
         nf_verify_report_free(&report);
     }
@@ -298,8 +295,7 @@ static int check_args(const nf_cli *cli, const verify_opts *vo)
     if (cli->npositional == 0) return nf_cli_usage(cli, "no artifact given");
     if ((vo->plan || vo->task) && !(vo->plan && vo->task && vo->against))
         return nf_cli_usage(cli, "--plan PLAN.json and --task I (or all) go together, with --against SOURCE");
-    if (vo->plan && cli->npositional != 1)
-        return nf_cli_usage(cli, "--plan goes with one artifact (the plan's)");
+    if (vo->plan && cli->npositional != 1) return nf_cli_usage(cli, "--plan goes with one artifact (the plan's)");
     if (vo->task && strcmp(vo->task, "all") != 0) {
         /* digits only; a number too large for a task index is out of range (exit 1, resolve_task) */
         if (!*vo->task || strspn(vo->task, "0123456789") != strlen(vo->task))

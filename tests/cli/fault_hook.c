@@ -40,8 +40,14 @@ static int parse_errno(const char *s)
     static const struct {
         const char *name;
         int value;
-    } names[] = {{"EIO", EIO}, {"ENOSPC", ENOSPC}, {"EMFILE", EMFILE}, {"ENOMEM", ENOMEM}, {"EACCES", EACCES},
-                 {"short", 0}, {"SIGKILL", NF_IO_FAULT_KILL}, {"SIGSTOP", NF_IO_FAULT_STOP}};
+    } names[] = {{"EIO", EIO},
+                 {"ENOSPC", ENOSPC},
+                 {"EMFILE", EMFILE},
+                 {"ENOMEM", ENOMEM},
+                 {"EACCES", EACCES},
+                 {"short", 0},
+                 {"SIGKILL", NF_IO_FAULT_KILL},
+                 {"SIGSTOP", NF_IO_FAULT_STOP}};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(s, names[i].name) == 0) return names[i].value;
     char *end;

@@ -28,12 +28,14 @@
 #include "fuzz_tmpdir.h"
 
 #define ENTRY_NAME "fuzz.ninfer"
-#define MARKER "\xff" "NFPART:"
+#define MARKER \
+    "\xff"     \
+    "NFPART:"
 #define MARKER_LEN 8u
 #define MAX_PARTS 16u
 #define MAX_NAME FZ_MAX_NAME
-#define MAX_OBJECTS 12u     /* objects decoded per input */
-#define HEAD_ROWS 3u        /* rows decoded from the top of each tensor */
+#define MAX_OBJECTS 12u /* objects decoded per input */
+#define HEAD_ROWS 3u    /* rows decoded from the top of each tensor */
 
 static bool plain_name(const uint8_t *p, size_t n)
 {
@@ -41,8 +43,8 @@ static bool plain_name(const uint8_t *p, size_t n)
     if ((n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.')) return false;
     for (size_t i = 0; i < n; i++) {
         uint8_t c = p[i];
-        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-                  c == '_' || c == '-' || c == '+';
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+                  c == '-' || c == '+';
         if (!ok) return false;
     }
     return !(n == strlen(ENTRY_NAME) && memcmp(p, ENTRY_NAME, n) == 0);

@@ -47,7 +47,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         json_t *value;
         size_t members = 0;
         if (json_is_object(root)) {
-            json_object_foreach(root, key, value) {
+            json_object_foreach(root, key, value)
+            {
                 fz_consume_str(key);
                 members += json_typeof(value) == JSON_OBJECT ? json_object_size(value) : json_array_size(value);
             }

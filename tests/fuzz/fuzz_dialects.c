@@ -30,7 +30,7 @@
 #include "fuzz_tmpdir.h"
 
 #define FZ_DIALECT_MAX_VALUES ((uint64_t)1 << 18) /* values of one weight read (1 MiB of floats) */
-#define FZ_DIALECT_MAX_WEIGHTS 64u               /* weights read per input */
+#define FZ_DIALECT_MAX_WEIGHTS 64u                /* weights read per input */
 
 static const uint8_t *find(const uint8_t *p, size_t n, const char *marker)
 {

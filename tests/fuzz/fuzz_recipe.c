@@ -16,9 +16,9 @@
 
 #include "fuzz_target.h"
 
-static const uint64_t SHAPE_EMB[2] = {64, 32}, SHAPE_Q[2] = {32, 32}, SHAPE_KV[2] = {16, 32},
-                      SHAPE_UP[2] = {64, 32}, SHAPE_DOWN[2] = {32, 64}, SHAPE_NORM[1] = {32},
-                      SHAPE_GG[2] = {32, 256}, SHAPE_3D[3] = {4, 8, 32}, SHAPE_0[1] = {0};
+static const uint64_t SHAPE_EMB[2] = {64, 32}, SHAPE_Q[2] = {32, 32}, SHAPE_KV[2] = {16, 32}, SHAPE_UP[2] = {64, 32},
+                      SHAPE_DOWN[2] = {32, 64}, SHAPE_NORM[1] = {32}, SHAPE_GG[2] = {32, 256}, SHAPE_3D[3] = {4, 8, 32},
+                      SHAPE_0[1] = {0};
 
 static const nf_recipe_tensor TENSORS[] = {
     {"model.embed_tokens.weight", "BF16", 2, SHAPE_EMB, 64 * 32, false},
@@ -105,8 +105,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     nf_error_clear(&err);
     static const char *const allowed[] = {"MODEL_DIR", "MODEL_GGUF", "NINFER_FUZZ_EMPTY", "HOME"};
     nf_recipe_options opt = {allowed, sizeof allowed / sizeof allowed[0]};
-    nf_status st =
-        nf_recipe_parse_ex((const char *)data, size, "fuzz.yaml", "/nonexistent/ninfer-fuzz", &opt, &r, &err);
+    nf_status st = nf_recipe_parse_ex((const char *)data, size, "fuzz.yaml", "/nonexistent/ninfer-fuzz", &opt, &r,
+                                      &err);
     fz_note("nf_recipe_parse", st == NF_OK, err.message);
     if (st != NF_OK) {
         fz_consume_str(err.message);

@@ -46,11 +46,12 @@ static void make_fixtures(void)
     fz_keep_file("model-00001-of-00002.safetensors", buf, n);
     static const uint8_t d2[24] = {0x80, 0x3f, 0x80, 0xbf, 0x00, 0x00, 0x80, 0x7f, 0x01, 0x00, 0x00, 0x40,
                                    0x00, 0x80, 0x00, 0x3f, 0x38, 0xb8, 0x00, 0x80, 0x7e, 0xfe, 0x01, 0x40};
-    n = shard(buf,
-              "{\"__metadata__\":{\"format\":\"pt\"},"
-              "\"lm_head.weight\":{\"dtype\":\"BF16\",\"shape\":[2,4],\"data_offsets\":[0,16]},"
-              "\"model.layers.0.mlp.down_proj.weight\":{\"dtype\":\"F8_E4M3\",\"shape\":[2,4],\"data_offsets\":[16,24]}}",
-              d2, sizeof d2);
+    n = shard(
+        buf,
+        "{\"__metadata__\":{\"format\":\"pt\"},"
+        "\"lm_head.weight\":{\"dtype\":\"BF16\",\"shape\":[2,4],\"data_offsets\":[0,16]},"
+        "\"model.layers.0.mlp.down_proj.weight\":{\"dtype\":\"F8_E4M3\",\"shape\":[2,4],\"data_offsets\":[16,24]}}",
+        d2, sizeof d2);
     fz_keep_file("model-00002-of-00002.safetensors", buf, n);
     static const char config[] = "{\"architectures\":[\"LlamaForCausalLM\"]}";
     fz_keep_file("config.json", (const uint8_t *)config, sizeof config - 1);

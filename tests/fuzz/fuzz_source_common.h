@@ -14,9 +14,9 @@
 #include "fuzz_target.h"
 #include "fuzz_tmpdir.h"
 
-#define FZ_SOURCE_TENSORS 16u /* tensors read per input */
-#define FZ_SOURCE_ROWS 4u     /* rows read from the top of each */
-#define FZ_SOURCE_RAW 512u    /* raw bytes read from the start and the end of each */
+#define FZ_SOURCE_TENSORS 16u  /* tensors read per input */
+#define FZ_SOURCE_ROWS 4u      /* rows read from the top of each */
+#define FZ_SOURCE_RAW 512u     /* raw bytes read from the start and the end of each */
 #define FZ_SOURCE_METADATA 64u /* __metadata__ entries listed and looked up */
 
 static inline void fz_read_tensor(const nf_source *s, const nf_source_tensor *t)
@@ -99,7 +99,7 @@ static inline void fz_exercise_source(const nf_source *s)
  * memory reader: a differential check of the two code paths.  `fname` picks the reader by its
  * suffix (.gguf or not). */
 static inline void fz_compare_file_mode(const uint8_t *data, size_t size, const char *fname, const nf_source *mem,
-                                 nf_status mem_status)
+                                        nf_status mem_status)
 {
     fz_write_file(fname, data, size);
     char path[FZ_PATH_BYTES];
@@ -120,9 +120,9 @@ static inline void fz_compare_file_mode(const uint8_t *data, size_t size, const 
             abort();
         for (size_t i = 0; i < n; i++) {
             const nf_source_tensor *a = nf_source_tensor_at(f, i), *b = nf_source_tensor_at(mem, i);
-            if (strcmp(a->name, b->name) != 0 || a->offset != b->offset || a->bytes != b->bytes ||
-                a->rows != b->rows || a->row_elements != b->row_elements || a->ggml_type != b->ggml_type ||
-                a->dtype != b->dtype || a->convertible != b->convertible || a->rank != b->rank)
+            if (strcmp(a->name, b->name) != 0 || a->offset != b->offset || a->bytes != b->bytes || a->rows != b->rows ||
+                a->row_elements != b->row_elements || a->ggml_type != b->ggml_type || a->dtype != b->dtype ||
+                a->convertible != b->convertible || a->rank != b->rank)
                 abort();
         }
         fz_exercise_source(f);

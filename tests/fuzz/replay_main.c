@@ -63,10 +63,7 @@ static int run_file(const char *path, size_t *count)
     return 0;
 }
 
-static int cmp_names(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
+static int cmp_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 static int run_dir(const char *dir, size_t *count)
 {

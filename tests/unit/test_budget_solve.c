@@ -119,9 +119,9 @@ Test(budget_solve, equals_brute_force_on_small_instances)
             cr_assert_eq(memcmp(s.runner_up, again.runner_up, in.n * sizeof *s.runner_up), 0);
             nf_budget_solution_free(&again);
             for (size_t i = 0; i < in.n; i++)
-                cr_assert(in.items[i].nchoices == 1 ? s.runner_up[i] == SIZE_MAX
-                                                    : s.runner_up[i] < in.items[i].nchoices &&
-                                                          s.runner_up[i] != s.pick[i]);
+                cr_assert(in.items[i].nchoices == 1
+                              ? s.runner_up[i] == SIZE_MAX
+                              : s.runner_up[i] < in.items[i].nchoices && s.runner_up[i] != s.pick[i]);
             nf_budget_solution_free(&s);
             /* stopped after one node: still an allocation that fits, and a true lower bound */
             cr_assert_eq(nf_budget_solve(in.items, in.n, cap, 1, &s, &e), NF_OK);
@@ -223,8 +223,8 @@ Test(budget_solve, node_limit_one_on_a_larger_instance)
         cr_assert_leq(one.bytes, cap);
         cr_assert_leq(one.nodes, 1);
         cr_assert(one.lower_bound <= one.error);
-        cr_assert(one.lower_bound <= full.error * (1 + 1e-12), "bound %.17g above the optimum %.17g",
-                  one.lower_bound, full.error);
+        cr_assert(one.lower_bound <= full.error * (1 + 1e-12), "bound %.17g above the optimum %.17g", one.lower_bound,
+                  full.error);
         cr_assert(one.error >= full.error * (1 - 1e-12));
         cr_assert(one.error - one.lower_bound <= widest * (1 + 1e-9), "gap %.17g wider than one item's range %.17g",
                   one.error - one.lower_bound, widest);

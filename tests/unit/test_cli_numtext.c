@@ -86,10 +86,10 @@ static void check(kind k, uint64_t bits)
     char *end;
     strtod(buf, &end);
     cr_assert(*end == '\0', "kind %d bits 0x%llx: '%s' is not one number", k, (unsigned long long)bits, buf);
-    cr_assert(reads_back(k, buf, bits), "kind %d bits 0x%llx: '%s' does not read back", k,
-              (unsigned long long)bits, buf);
-    cr_assert(well_formed(buf), "kind %d bits 0x%llx: '%s' is not in the documented form", k,
-              (unsigned long long)bits, buf);
+    cr_assert(reads_back(k, buf, bits), "kind %d bits 0x%llx: '%s' does not read back", k, (unsigned long long)bits,
+              buf);
+    cr_assert(well_formed(buf), "kind %d bits 0x%llx: '%s' is not in the documented form", k, (unsigned long long)bits,
+              buf);
     if (isinf(v) || v == 0) return;
     int p = significant_digits(buf);
     for (int q = 1; q < p; q++) {
@@ -155,17 +155,17 @@ Test(numtext, binary32_edges_and_sample)
 {
     for (uint32_t sign = 0; sign < 2; sign++) {
         uint32_t s = sign << 31;
-        for (uint32_t e = 0; e < 255; e++) check(K_F32, s | e << 23);          /* powers of two (and 0) */
+        for (uint32_t e = 0; e < 255; e++) check(K_F32, s | e << 23); /* powers of two (and 0) */
         for (uint32_t m = 1; m < 20000; m++) {
-            check(K_F32, s | m);                                                /* smallest subnormals */
-            check(K_F32, s | (0x007FFFFFu - m));                                /* largest subnormals */
-            check(K_F32, s | (0x00800000u + m));                                /* just above FLT_MIN */
-            check(K_F32, s | (0x7F7FFFFFu - m));                                /* just below FLT_MAX */
+            check(K_F32, s | m);                 /* smallest subnormals */
+            check(K_F32, s | (0x007FFFFFu - m)); /* largest subnormals */
+            check(K_F32, s | (0x00800000u + m)); /* just above FLT_MIN */
+            check(K_F32, s | (0x7F7FFFFFu - m)); /* just below FLT_MAX */
         }
         check(K_F32, s | 0x7F7FFFFFu);
         check(K_F32, s | 0x00800000u);
     }
-    for (uint32_t p = 0; p < 2; p++) check(K_F32, 0x7F800000u | p << 31);     /* infinities */
+    for (uint32_t p = 0; p < 2; p++) check(K_F32, 0x7F800000u | p << 31); /* infinities */
     uint64_t st = 0x9E3779B97F4A7C15ull;
     for (int i = 0; i < 400000; i++) check(K_F32, (uint32_t)(next(&st) >> 32));
 }

@@ -13,8 +13,8 @@ typedef enum shade { SHADE_RED, SHADE_GREEN, SHADE_BLUE } shade;
 
 typedef struct t_opts {
     bool flag;
-    shade mode;    /* NF_OPT_SET */
-    shade color;   /* NF_OPT_CHOICE */
+    shade mode;  /* NF_OPT_SET */
+    shade color; /* NF_OPT_CHOICE */
     const char *name;
     const char *id;
     unsigned threads, level;
@@ -108,12 +108,11 @@ static int parse_args(nf_cli *cli, bool *done, const char *const *args)
     nf_cli cli; \
     bool done = false
 /* A usage error: exit 2, the message on the first line of stderr, "Try ... --help" after it. */
-#define ASSERT_USAGE(rc, msg)                                                                       \
-    do {                                                                                            \
-        cr_assert_eq((rc), NF_EXIT_USAGE);                                                          \
-        cr_assert_str_eq(err_text, "ninfer-test: error: " msg                                       \
-                                   "\nTry 'ninfer-test --help' for more information.\n");           \
-        nf_cli_free(&cli);                                                                          \
+#define ASSERT_USAGE(rc, msg)                                                                                        \
+    do {                                                                                                             \
+        cr_assert_eq((rc), NF_EXIT_USAGE);                                                                           \
+        cr_assert_str_eq(err_text, "ninfer-test: error: " msg "\nTry 'ninfer-test --help' for more information.\n"); \
+        nf_cli_free(&cli);                                                                                           \
     } while (0)
 
 Test(cli_options, nothing_given_leaves_every_field)
@@ -210,7 +209,8 @@ Test(cli_options, u64_without_upper_bound)
     cr_assert_eq(o.count, UINT64_MAX);
     nf_cli_free(&cli);
     ASSERT_USAGE(PARSE("--count", "0"), "--count takes a positive count, not '0'");
-    ASSERT_USAGE(PARSE("--count", "18446744073709551616"), "--count takes a positive count, not '18446744073709551616'");
+    ASSERT_USAGE(PARSE("--count", "18446744073709551616"),
+                 "--count takes a positive count, not '18446744073709551616'");
     ASSERT_USAGE(PARSE("--count", "1e3"), "--count takes a positive count, not '1e3'");
 }
 

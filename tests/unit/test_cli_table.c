@@ -40,7 +40,7 @@ Test(table, utf8_width_and_no_trailing_blanks)
 {
     nf_table t;
     nf_table_init(&t, "", "lll", (const char *[]){"name", "x", "note"});
-    nf_table_cell(&t, "%s", "gamma \xce\xb3");  /* 7 characters, 8 bytes */
+    nf_table_cell(&t, "%s", "gamma \xce\xb3"); /* 7 characters, 8 bytes */
     nf_table_cell(&t, "%s", "1");
     nf_table_cell(&t, "%s", "");
     nf_table_cell(&t, "%s", "abcdefg");

@@ -59,7 +59,8 @@ Test(common_pool, every_index_runs_once_and_results_match_one_thread)
         loop_ctx *c = new_ctx(SIZE_MAX, SIZE_MAX);
         nf_error err;
         cr_assert_eq(nf_pool_for(COUNTS[k], N, task, done, c, &err), NF_OK);
-        for (size_t i = 0; i < N; i++) cr_assert_eq(atomic_load(&c->runs[i]), 1u, "threads %u: index %zu", COUNTS[k], i);
+        for (size_t i = 0; i < N; i++)
+            cr_assert_eq(atomic_load(&c->runs[i]), 1u, "threads %u: index %zu", COUNTS[k], i);
         cr_assert_eq(memcmp(c->out, one->out, sizeof c->out), 0, "threads %u", COUNTS[k]);
         cr_assert_eq(atomic_load(&c->locals), atomic_load(&c->freed));
         cr_assert(atomic_load(&c->locals) >= 1 && atomic_load(&c->locals) <= (int)COUNTS[k]);
@@ -88,7 +89,8 @@ Test(common_pool, the_lowest_failure_is_returned_on_any_thread_count)
         memset(&err, 0, sizeof err);
         cr_assert_eq(nf_pool_for(COUNTS[k], N, task, done, c, &err), NF_ERR_INVALID, "threads %u", COUNTS[k]);
         cr_assert_str_eq(err.message, "item 700 failed", "threads %u", COUNTS[k]);
-        for (size_t i = 0; i <= 700; i++) cr_assert_eq(atomic_load(&c->runs[i]), 1u, "threads %u: index %zu", COUNTS[k], i);
+        for (size_t i = 0; i <= 700; i++)
+            cr_assert_eq(atomic_load(&c->runs[i]), 1u, "threads %u: index %zu", COUNTS[k], i);
         for (size_t i = 701; i < N; i++) cr_assert_leq(atomic_load(&c->runs[i]), 1u);
         cr_assert_eq(atomic_load(&c->locals), atomic_load(&c->freed));
         /* err may be NULL: the status is the same */

@@ -59,10 +59,21 @@ Test(container_json, float_repr_spot_checks)
         double v;
         const char *want;
     } cases[] = {
-        {1e-06, "1e-06"}, {1e16, "1e+16"}, {1e15, "1000000000000000.0"}, {1.0, "1.0"}, {0.0001, "0.0001"},
-        {1.5e-05, "1.5e-05"}, {-0.0, "-0.0"}, {0.1, "0.1"}, {1e22, "1e+22"}, {5e-324, "5e-324"},
-        {1.7976931348623157e308, "1.7976931348623157e+308"}, {123.456, "123.456"}, {2.5, "2.5"},
-        {1000000.0, "1000000.0"}, {9007199254740992.0, "9007199254740992.0"},
+        {1e-06, "1e-06"},
+        {1e16, "1e+16"},
+        {1e15, "1000000000000000.0"},
+        {1.0, "1.0"},
+        {0.0001, "0.0001"},
+        {1.5e-05, "1.5e-05"},
+        {-0.0, "-0.0"},
+        {0.1, "0.1"},
+        {1e22, "1e+22"},
+        {5e-324, "5e-324"},
+        {1.7976931348623157e308, "1.7976931348623157e+308"},
+        {123.456, "123.456"},
+        {2.5, "2.5"},
+        {1000000.0, "1000000.0"},
+        {9007199254740992.0, "9007199254740992.0"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char got[32];
@@ -202,8 +213,8 @@ Test(container_json, string_hook_reports_positions)
  * bytes for the same tree (the stored text minus its space padding). */
 Test(container_json, reemits_every_upstream_directory)
 {
-    static const char *const names[] = {"container_small", "direct", "fp8_row", "gguf", "model",
-                                        "nvfp4", "row_split", "split", "wide_directory"};
+    static const char *const names[] = {"container_small", "direct",    "fp8_row", "gguf",          "model",
+                                        "nvfp4",           "row_split", "split",   "wide_directory"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         char path[512];
         tc_sprintf(path, sizeof path, TC_UPSTREAM "%s.ninfer", names[i]);

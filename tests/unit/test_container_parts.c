@@ -45,12 +45,13 @@ static void setup(void)
     for (uint64_t i = 0; i < fx.total; i++) fx.data[i] = (uint8_t)tc_next(&r);
     size_t cap = 256 + 64 * nfiles;
     char *json = malloc(cap);
-    size_t o = (size_t)snprintf(json, cap,
-                                "{\"components\":{\"text\":{\"config\":{},\"resources\":{\"data\":\"data\"}}},"
-                                "\"objects\":[{\"id\":\"data\",\"encoding\":\"raw_bytes_v1\",\"offset\":0,\"bytes\":%llu,"
-                                "\"kind\":\"resource\"}],\"bindings\":{},\"uses\":[],\"metadata\":{},\"provenance\":{},"
-                                "\"files\":[{\"path\":null,\"payload_bytes\":4096}",
-                                (unsigned long long)fx.total);
+    size_t o = (size_t)snprintf(
+        json, cap,
+        "{\"components\":{\"text\":{\"config\":{},\"resources\":{\"data\":\"data\"}}},"
+        "\"objects\":[{\"id\":\"data\",\"encoding\":\"raw_bytes_v1\",\"offset\":0,\"bytes\":%llu,"
+        "\"kind\":\"resource\"}],\"bindings\":{},\"uses\":[],\"metadata\":{},\"provenance\":{},"
+        "\"files\":[{\"path\":null,\"payload_bytes\":4096}",
+        (unsigned long long)fx.total);
     for (size_t i = 1; i < nfiles; i++)
         o += (size_t)snprintf(json + o, cap - o, ",{\"path\":\"m.ninfer.part-%04zu\",\"payload_bytes\":4096}", i);
     o += (size_t)snprintf(json + o, cap - o, "]}");
@@ -87,8 +88,8 @@ static void read_all_scattered(nf_artifact *a, size_t fd_limit)
         uint64_t page = (uint64_t)(k * 7919 % pages);
         uint64_t off = page * TC_PAGE, len = page + 1 < pages ? TC_PAGE + 100 : TC_PAGE; /* crosses a part */
         nf_error err;
-        cr_assert_eq(nf_artifact_read(a, off, buf, (size_t)len, &err), NF_OK, "page %llu: %s",
-                     (unsigned long long)page, err.message);
+        cr_assert_eq(nf_artifact_read(a, off, buf, (size_t)len, &err), NF_OK, "page %llu: %s", (unsigned long long)page,
+                     err.message);
         cr_assert_eq(memcmp(buf, fx.data + off, (size_t)len), 0, "page %llu", (unsigned long long)page);
         if (fd_limit) cr_assert_leq(open_fds(), fd_limit, "after page %llu", (unsigned long long)page);
     }

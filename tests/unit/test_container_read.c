@@ -355,8 +355,8 @@ Test(container_read, item15_file_mutations_are_rejected)
 }
 
 /* ---------------------------------------------------------------- upstream artifacts */
-static const char *const UPSTREAM_NAMES[] = {"container_small", "direct", "fp8_row", "gguf", "model",
-                                             "nvfp4", "row_split", "split", "wide_directory"};
+static const char *const UPSTREAM_NAMES[] = {"container_small", "direct",    "fp8_row", "gguf",          "model",
+                                             "nvfp4",           "row_split", "split",   "wide_directory"};
 
 static void check_upstream(const char *name, nf_read_mode mode)
 {
@@ -400,7 +400,8 @@ static void check_upstream(const char *name, nf_read_mode mode)
     cr_assert_eq(nf_artifact_object_count(a), json_object_size(objs), "%s object count", name);
     const char *oid;
     json_t *exp;
-    json_object_foreach((json_t *)objs, oid, exp) {
+    json_object_foreach((json_t *)objs, oid, exp)
+    {
         const nf_object *o = nf_artifact_find(a, oid);
         cr_assert_not_null(o, "%s: object %s", name, oid);
         cr_assert_eq(o->offset, (uint64_t)json_integer_value(json_object_get(exp, "offset")));
@@ -442,8 +443,9 @@ Test(container_read, directory_parse_accepts_upstream_texts)
         nf_error err;
         char entry[256];
         tc_sprintf(entry, sizeof entry, "%s.ninfer", UPSTREAM_NAMES[i]);
-        cr_assert_eq(nf_directory_parse(nf_artifact_json_text(a), (size_t)nf_artifact_json_bytes(a), entry, &root, &err),
-                     NF_OK, "%s", err.message);
+        cr_assert_eq(
+            nf_directory_parse(nf_artifact_json_text(a), (size_t)nf_artifact_json_bytes(a), entry, &root, &err), NF_OK,
+            "%s", err.message);
         cr_assert(json_equal(root, (json_t *)nf_artifact_directory(a)));
         json_decref(root);
         nf_artifact_close(a);

@@ -26,8 +26,9 @@ static void base(tc_art *a)
     tc_art_tensor(a, "w.fp8h", "fp8_e4m3fn_row_fp16", (uint64_t[]){2, 5}, 2, 1, NULL);
     tc_art_tensor(a, "w.bf16", "bf16", (uint64_t[]){40, 100}, 2, 1, NULL);
     tc_art_tensor(a, "w.fp32", "fp32", (uint64_t[]){3}, 1, 1, NULL);
-    json_object_set_new(a->root, "components",
-                        json_pack("{s:{s:{s:i},s:{s:s}}}", "text", "config", "seed", 1, "resources", "blob", "res.bin"));
+    json_object_set_new(
+        a->root, "components",
+        json_pack("{s:{s:{s:i},s:{s:s}}}", "text", "config", "seed", 1, "resources", "blob", "res.bin"));
     json_object_set_new(a->root, "bindings",
                         json_pack("{s:{s:s},s:{s:s},s:{s:s},s:{s:[{s:s,s:[i,i]},{s:s,s:[i,i]}]}}", "w.q4", "object",
                                   "w.q4", "w.q8", "object", "w.q8", "w.fp32", "object", "w.fp32", "stack", "parts",
@@ -65,41 +66,41 @@ static tc_path emit(fixture *f, uint64_t split, tc_text_fn text_fn, tc_files_fn 
 }
 
 /* Mutate the directory tree (variable r), emit, expect rejection. */
-#define ROOT_MUT(name, needle, ...)                                                                            \
-    Test(container_reject, name)                                                                               \
-    {                                                                                                          \
-        fixture f;                                                                                             \
-        setup(&f);                                                                                             \
-        json_t *r = f.a.root;                                                                                  \
-        (void)r;                                                                                               \
-        __VA_ARGS__;                                                                                           \
-        emit(&f, 0, NULL, NULL);                                                                               \
-        tc_expect_invalid(f.entry.s, needle);                                                                  \
-        teardown(&f);                                                                                          \
+#define ROOT_MUT(name, needle, ...)           \
+    Test(container_reject, name)              \
+    {                                         \
+        fixture f;                            \
+        setup(&f);                            \
+        json_t *r = f.a.root;                 \
+        (void)r;                              \
+        __VA_ARGS__;                          \
+        emit(&f, 0, NULL, NULL);              \
+        tc_expect_invalid(f.entry.s, needle); \
+        teardown(&f);                         \
     }
 
 /* Mutate the JSON text. */
-#define TEXT_MUT(name, needle, from, to)                                                                       \
-    static void name##_text(tc_text *t) { tc_text_replace(t, from, to); }                                      \
-    Test(container_reject, name)                                                                               \
-    {                                                                                                          \
-        fixture f;                                                                                             \
-        setup(&f);                                                                                             \
-        emit(&f, 0, name##_text, NULL);                                                                        \
-        tc_expect_invalid(f.entry.s, needle);                                                                  \
-        teardown(&f);                                                                                          \
+#define TEXT_MUT(name, needle, from, to)                                  \
+    static void name##_text(tc_text *t) { tc_text_replace(t, from, to); } \
+    Test(container_reject, name)                                          \
+    {                                                                     \
+        fixture f;                                                        \
+        setup(&f);                                                        \
+        emit(&f, 0, name##_text, NULL);                                   \
+        tc_expect_invalid(f.entry.s, needle);                             \
+        teardown(&f);                                                     \
     }
 
 /* Edit the files table shown in the JSON (variable files), not the files written. */
-#define FILES_MUT(name, needle, split, ...)                                                                    \
-    static void name##_files(json_t *files) { __VA_ARGS__; }                                                   \
-    Test(container_reject, name)                                                                               \
-    {                                                                                                          \
-        fixture f;                                                                                             \
-        setup(&f);                                                                                             \
-        emit(&f, split, NULL, name##_files);                                                                   \
-        tc_expect_invalid(f.entry.s, needle);                                                                  \
-        teardown(&f);                                                                                          \
+#define FILES_MUT(name, needle, split, ...)                  \
+    static void name##_files(json_t *files) { __VA_ARGS__; } \
+    Test(container_reject, name)                             \
+    {                                                        \
+        fixture f;                                           \
+        setup(&f);                                           \
+        emit(&f, split, NULL, name##_files);                 \
+        tc_expect_invalid(f.entry.s, needle);                \
+        teardown(&f);                                        \
     }
 
 static json_t *obj(json_t *root, const char *id)
@@ -168,20 +169,20 @@ static void rewrite(const char *path, size_t pos, const void *bytes, size_t n, l
     free(d);
 }
 
-#define FILE_MUT(name, needle, split, ...)                                                                     \
-    Test(container_reject, name)                                                                               \
-    {                                                                                                          \
-        fixture f;                                                                                             \
-        setup(&f);                                                                                             \
-        emit(&f, split, NULL, NULL);                                                                           \
-        const char *p = f.entry.s;                                                                             \
-        tc_path part1 = tc_join(f.dir, "a.ninfer.part-0001"), part2 = tc_join(f.dir, "a.ninfer.part-0002");   \
-        (void)p;                                                                                               \
-        (void)part1;                                                                                           \
-        (void)part2;                                                                                           \
-        __VA_ARGS__;                                                                                           \
-        tc_expect_invalid(f.entry.s, needle);                                                                  \
-        teardown(&f);                                                                                          \
+#define FILE_MUT(name, needle, split, ...)                                                                  \
+    Test(container_reject, name)                                                                            \
+    {                                                                                                       \
+        fixture f;                                                                                          \
+        setup(&f);                                                                                          \
+        emit(&f, split, NULL, NULL);                                                                        \
+        const char *p = f.entry.s;                                                                          \
+        tc_path part1 = tc_join(f.dir, "a.ninfer.part-0001"), part2 = tc_join(f.dir, "a.ninfer.part-0002"); \
+        (void)p;                                                                                            \
+        (void)part1;                                                                                        \
+        (void)part2;                                                                                        \
+        __VA_ARGS__;                                                                                        \
+        tc_expect_invalid(f.entry.s, needle);                                                               \
+        teardown(&f);                                                                                       \
     }
 
 FILE_MUT(bad_magic, "bad magic", 0, rewrite(p, 0, "XINFER", 6, 0))
@@ -291,15 +292,18 @@ ROOT_MUT(unknown_member_in_resource, "objects[0] ('res.bin'): unknown member 'di
 ROOT_MUT(unknown_member_in_component, "components['text']: unknown member 'extra'",
          json_object_set_new(json_object_get(json_object_get(r, "components"), "text"), "extra", json_object()))
 ROOT_MUT(unknown_member_in_binding, "bindings['w.q4']: unknown member 'range'",
-         json_object_set_new(json_object_get(json_object_get(r, "bindings"), "w.q4"), "range", json_pack("[i,i]", 0, 1)))
+         json_object_set_new(json_object_get(json_object_get(r, "bindings"), "w.q4"), "range",
+                             json_pack("[i,i]", 0, 1)))
 ROOT_MUT(unknown_member_in_part, "bindings['stack'].parts[0]: unknown member 'x'",
-         json_object_set_new(json_array_get(json_object_get(json_object_get(json_object_get(r, "bindings"), "stack"),
-                                                            "parts"), 0), "x", json_null()))
+         json_object_set_new(
+             json_array_get(json_object_get(json_object_get(json_object_get(r, "bindings"), "stack"), "parts"), 0), "x",
+             json_null()))
 ROOT_MUT(unknown_member_in_use, "uses[0]: unknown member 'extra'",
          json_object_set_new(json_array_get(json_object_get(r, "uses"), 0), "extra", json_true()))
 ROOT_MUT(missing_bindings, "root: missing member 'bindings'", json_object_del(r, "bindings"))
 ROOT_MUT(missing_uses, "root: missing member 'uses'", json_object_del(r, "uses"))
-ROOT_MUT(missing_object_member, "objects[3] ('w.q6'): missing member 'layout'", json_object_del(obj(r, "w.q6"), "layout"))
+ROOT_MUT(missing_object_member, "objects[3] ('w.q6'): missing member 'layout'",
+         json_object_del(obj(r, "w.q6"), "layout"))
 ROOT_MUT(missing_use_input, "uses[1]: missing member 'input'",
          json_object_del(json_array_get(json_object_get(r, "uses"), 1), "input"))
 ROOT_MUT(empty_objects, "objects must be a non-empty array", json_object_set_new(r, "objects", json_array()))
@@ -324,7 +328,8 @@ ROOT_MUT(proposal_unknown_domain, "proposal.domain must be",
          json_object_set_new(json_object_get(json_object_get(r, "components"), "text"), "proposal",
                              json_pack("{s:s,s:i}", "domain", "sparse", "rows", 2)))
 ROOT_MUT(component_target_missing, "target 'nowhere' must name another component",
-         json_object_set_new(json_object_get(json_object_get(r, "components"), "text"), "target", json_string("nowhere")))
+         json_object_set_new(json_object_get(json_object_get(r, "components"), "text"), "target",
+                             json_string("nowhere")))
 ROOT_MUT(component_target_self, "target 'text' must name another component",
          json_object_set_new(json_object_get(json_object_get(r, "components"), "text"), "target", json_string("text")))
 ROOT_MUT(component_name_empty, "component name must be an ID",
@@ -351,7 +356,8 @@ Test(container_reject, duplicate_object_id)
     fixture f;
     setup(&f);
     json_object_set_new(obj(f.a.root, "w.q6"), "id", json_string("w.q5"));
-    json_t *p1 = json_array_get(json_object_get(json_object_get(json_object_get(f.a.root, "bindings"), "stack"), "parts"), 1);
+    json_t *p1 = json_array_get(
+        json_object_get(json_object_get(json_object_get(f.a.root, "bindings"), "stack"), "parts"), 1);
     json_object_set_new(p1, "object", json_string("w.q5"));
     json_object_set_new(p1, "range", json_pack("[i,i]", 0, 65));
     emit(&f, 0, NULL, NULL);
@@ -401,9 +407,11 @@ ROOT_MUT(shape_zero_dim, "objects[11] ('w.fp32'): shape[0] must be a positive in
          json_object_set_new(obj(r, "w.fp32"), "shape", json_pack("[i,i]", 0, 3)))
 ROOT_MUT(shape_too_many_dims, "shape must be an array of at most 16 dimensions",
          json_object_set_new(obj(r, "w.fp32"), "shape",
-                             json_pack("[i,i,i,i,i,i,i,i,i,i,i,i,i,i,i,i,i]", 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 3)))
+                             json_pack("[i,i,i,i,i,i,i,i,i,i,i,i,i,i,i,i,i]", 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+                                       1, 1, 3)))
 ROOT_MUT(shape_elements_overflow, "element count of the shape overflows U64",
-         json_object_set_new(obj(r, "w.fp32"), "shape", json_pack("[I,I,i]", (json_int_t)1 << 32, (json_int_t)1 << 32, 3)))
+         json_object_set_new(obj(r, "w.fp32"), "shape",
+                             json_pack("[I,I,i]", (json_int_t)1 << 32, (json_int_t)1 << 32, 3)))
 ROOT_MUT(offset_negative, "objects[0] ('res.bin'): offset must be a U64",
          json_object_set_new(obj(r, "res.bin"), "offset", json_integer(-1)))
 ROOT_MUT(bytes_zero, "objects[0] ('res.bin'): bytes must be a PositiveU64",
@@ -415,7 +423,8 @@ ROOT_MUT(format_layout_mismatch, "does not accept",
 ROOT_MUT(tensor_with_resource_encoding, "object 'w.q8'",
          json_object_set_new(obj(r, "w.q8"), "layout", json_string("raw_bytes_v1")))
 ROOT_MUT(divisors_on_q4, "object 'w.q4'", json_object_set_new(obj(r, "w.q4"), "divisors", json_integer(2)))
-ROOT_MUT(divisors_zero, "divisors must be a PositiveU64", json_object_set_new(obj(r, "w.nvfp4"), "divisors", json_integer(0)))
+ROOT_MUT(divisors_zero, "divisors must be a PositiveU64",
+         json_object_set_new(obj(r, "w.nvfp4"), "divisors", json_integer(0)))
 ROOT_MUT(resource_encoding_unknown, "object 'res.bin': unknown resource encoding 'raw_bytes_v2'",
          json_object_set_new(obj(r, "res.bin"), "encoding", json_string("raw_bytes_v2")))
 ROOT_MUT(resource_encoding_is_a_layout, "unknown resource encoding 'contiguous_le_v1'",
@@ -459,27 +468,34 @@ ROOT_MUT(binding_to_missing_object, "bindings['ghost']: 'w.ghost' names no objec
          json_object_set_new(BINDINGS, "ghost", json_pack("{s:s}", "object", "w.ghost")))
 ROOT_MUT(binding_to_resource, "bindings['ghost']: 'res.bin' is a resource, not a tensor object",
          json_object_set_new(BINDINGS, "ghost", json_pack("{s:s}", "object", "res.bin")))
-ROOT_MUT(binding_object_not_string, "names no object", json_object_set_new(BINDINGS, "ghost", json_pack("{s:i}", "object", 3)))
+ROOT_MUT(binding_object_not_string, "names no object",
+         json_object_set_new(BINDINGS, "ghost", json_pack("{s:i}", "object", 3)))
 ROOT_MUT(binding_object_and_parts, "bindings['w.q4']: unknown member 'parts'",
          json_object_set_new(json_object_get(BINDINGS, "w.q4"), "parts", json_array()))
 ROOT_MUT(binding_neither_form, "bindings['ghost']: missing member 'parts'",
          json_object_set_new(BINDINGS, "ghost", json_object()))
-ROOT_MUT(binding_name_empty, "binding name must be an ID", json_object_set_new(BINDINGS, "", json_pack("{s:s}", "object", "w.q4")))
+ROOT_MUT(binding_name_empty, "binding name must be an ID",
+         json_object_set_new(BINDINGS, "", json_pack("{s:s}", "object", "w.q4")))
 ROOT_MUT(part_range_beyond_elements, "bindings['stack'].parts[0].range [0, 131] is empty or outside the 130 elements",
          json_object_set_new(STACK_PART(0), "range", json_pack("[i,i]", 0, 131)))
-ROOT_MUT(part_range_empty, "parts[1].range [7, 7]", json_object_set_new(STACK_PART(1), "range", json_pack("[i,i]", 7, 7)))
+ROOT_MUT(part_range_empty, "parts[1].range [7, 7]",
+         json_object_set_new(STACK_PART(1), "range", json_pack("[i,i]", 7, 7)))
 ROOT_MUT(part_range_three_elements, "range must be [begin, end]",
          json_object_set_new(STACK_PART(1), "range", json_pack("[i,i,i]", 1, 2, 3)))
-ROOT_MUT(part_range_negative, "range must be [begin, end]", json_object_set_new(STACK_PART(1), "range", json_pack("[i,i]", -1, 2)))
-ROOT_MUT(part_to_resource, "parts[0]: 'res.bin' is a resource", json_object_set_new(STACK_PART(0), "object", json_string("res.bin")))
+ROOT_MUT(part_range_negative, "range must be [begin, end]",
+         json_object_set_new(STACK_PART(1), "range", json_pack("[i,i]", -1, 2)))
+ROOT_MUT(part_to_resource, "parts[0]: 'res.bin' is a resource",
+         json_object_set_new(STACK_PART(0), "object", json_string("res.bin")))
 ROOT_MUT(parts_empty, "bindings['stack'].parts must be a non-empty array",
          json_object_set_new(json_object_get(BINDINGS, "stack"), "parts", json_array()))
 ROOT_MUT(use_unknown_parameter, "uses[2]: parameter 'w.ghost' is not bound",
-         json_array_append_new(json_object_get(r, "uses"), json_pack("{s:s,s:s}", "parameter", "w.ghost", "input", "x")))
+         json_array_append_new(json_object_get(r, "uses"),
+                               json_pack("{s:s,s:s}", "parameter", "w.ghost", "input", "x")))
 ROOT_MUT(use_input_empty, "uses[1]: input must be an ID",
          json_object_set_new(json_array_get(json_object_get(r, "uses"), 1), "input", json_string("")))
 ROOT_MUT(bad_activation_policy, "uses[0]: activation_policy 'AllowA2' is not one of",
-         json_object_set_new(json_array_get(json_object_get(r, "uses"), 0), "activation_policy", json_string("AllowA2")))
+         json_object_set_new(json_array_get(json_object_get(r, "uses"), 0), "activation_policy",
+                             json_string("AllowA2")))
 ROOT_MUT(duplicate_use, "uses[2]: duplicate (parameter, input) pair ('stack', 'x'), also uses[1]",
          json_array_append(json_object_get(r, "uses"), json_array_get(json_object_get(r, "uses"), 1)))
 ROOT_MUT(uses_not_array, "uses must be an array", json_object_set_new(r, "uses", json_object()))
@@ -504,7 +520,8 @@ FILES_MUT(part_path_empty, "not a plain sibling file name", SPLIT,
           json_object_set_new(json_array_get(files, 1), "path", json_string("")))
 FILES_MUT(part_path_null, "not a plain sibling file name", SPLIT,
           json_object_set_new(json_array_get(files, 1), "path", json_null()))
-FILES_MUT(file_unknown_member, "files[0]: unknown member 'sha'", 0, json_object_set_new(json_array_get(files, 0), "sha", json_null()))
+FILES_MUT(file_unknown_member, "files[0]: unknown member 'sha'", 0,
+          json_object_set_new(json_array_get(files, 0), "sha", json_null()))
 FILES_MUT(file_missing_payload_bytes, "files[0]: missing member 'payload_bytes'", 0,
           json_object_del(json_array_get(files, 0), "payload_bytes"))
 FILES_MUT(payload_bytes_mismatch, "the entry file is", 0, {
@@ -546,15 +563,15 @@ static nf_status parse(const char *text, nf_error *err)
 
 #define MINI_OBJECTS "[{\"id\":\"r\",\"encoding\":\"raw_bytes_v1\",\"offset\":0,\"bytes\":5,\"kind\":\"resource\"}]"
 #define MINI_FILES "[{\"path\":null,\"payload_bytes\":5}]"
-#define MINI(components, objects, bindings, uses, files, extra)                                                   \
-    "{\"components\":" components ",\"objects\":" objects ",\"bindings\":" bindings ",\"uses\":" uses extra       \
+#define MINI(components, objects, bindings, uses, files, extra)                                             \
+    "{\"components\":" components ",\"objects\":" objects ",\"bindings\":" bindings ",\"uses\":" uses extra \
     ",\"files\":" files "}"
 
 Test(container_reject, directory_parse_minimal_and_edge_cases)
 {
     nf_error err;
-    cr_assert_eq(parse(MINI("{\"text\":{\"config\":{}}}", MINI_OBJECTS, "{}", "[]", MINI_FILES, ""), &err), NF_OK,
-                 "%s", err.message);
+    cr_assert_eq(parse(MINI("{\"text\":{\"config\":{}}}", MINI_OBJECTS, "{}", "[]", MINI_FILES, ""), &err), NF_OK, "%s",
+                 err.message);
     /* whitespace (incl. the writer's padding) around the value is fine; -0 is the integer 0 */
     cr_assert_eq(parse(" \n" MINI("{\"ngram\":{\"config\":{\"x\":[1.5,null,\"\\u0000\"]}}}",
                                   "[{\"id\":\"r\",\"encoding\":\"raw_bytes_v1\",\"offset\":-0,\"bytes\":5,\"kind\":"
@@ -677,7 +694,10 @@ Test(container_reject, directory_parse_survives_random_mutations)
             size_t at = (size_t)tc_below(&rng, len);
             switch (tc_below(&rng, 3)) {
             case 0: buf[at] = (uint8_t)tc_next(&rng); break;
-            case 1: memmove(buf + at, buf + at + 1, len - at - 1); len--; break;
+            case 1:
+                memmove(buf + at, buf + at + 1, len - at - 1);
+                len--;
+                break;
             default: buf[at] = "{}[]\":,0-9eE.\\u"[tc_below(&rng, 16)]; break;
             }
         }

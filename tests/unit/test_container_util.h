@@ -414,14 +414,13 @@ static inline nf_status tc_structure(const char *path, nf_error *err)
     return st;
 }
 
-#define tc_expect_invalid(path, needle)                                                                    \
-    do {                                                                                                   \
-        nf_error e_;                                                                                       \
-        nf_error_clear(&e_);                                                                               \
-        nf_status st_ = tc_structure((path), &e_);                                                         \
-        cr_assert_eq(st_, NF_ERR_INVALID, "expected NF_ERR_INVALID, got %d: %s", st_, e_.message);        \
-        cr_assert_not_null(strstr(e_.message, (needle)), "message '%s' does not mention '%s'", e_.message, \
-                           (needle));                                                                      \
+#define tc_expect_invalid(path, needle)                                                                               \
+    do {                                                                                                              \
+        nf_error e_;                                                                                                  \
+        nf_error_clear(&e_);                                                                                          \
+        nf_status st_ = tc_structure((path), &e_);                                                                    \
+        cr_assert_eq(st_, NF_ERR_INVALID, "expected NF_ERR_INVALID, got %d: %s", st_, e_.message);                    \
+        cr_assert_not_null(strstr(e_.message, (needle)), "message '%s' does not mention '%s'", e_.message, (needle)); \
     } while (0)
 
 #endif

@@ -25,10 +25,10 @@ static nf_geometry geo(const char *format, const uint64_t *shape, uint32_t rank)
 }
 
 /* Expects NF_OK; `err` is the caller's nf_error the expression filled in. */
-#define OK(expr)                                                                                         \
-    do {                                                                                                 \
-        nf_status s_ = (expr);                                                                           \
-        cr_assert_eq(s_, NF_OK, "%s -> %d: %s", #expr, s_, err.message);                                 \
+#define OK(expr)                                                         \
+    do {                                                                 \
+        nf_status s_ = (expr);                                           \
+        cr_assert_eq(s_, NF_OK, "%s -> %d: %s", #expr, s_, err.message); \
     } while (0)
 
 static nf_writer *create(const char *path, uint64_t max_file_bytes, bool checksums, const uint8_t *id)
@@ -164,16 +164,16 @@ static void rewrite_upstream(const char *name, int mode)
 
 Test(container_write, upstream_artifacts_rewritten_byte_for_byte)
 {
-    static const char *const names[] = {"container_small", "direct", "fp8_row", "gguf", "model",
-                                        "nvfp4", "row_split", "split", "wide_directory"};
+    static const char *const names[] = {"container_small", "direct",    "fp8_row", "gguf",          "model",
+                                        "nvfp4",           "row_split", "split",   "wide_directory"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) rewrite_upstream(names[i], 0);
 }
 
 /* The same bytes when the members come a record at a time (the scale-out coordinator's way). */
 Test(container_write, upstream_artifacts_rewritten_with_members_as_records)
 {
-    static const char *const names[] = {"container_small", "direct", "fp8_row", "gguf", "model",
-                                        "nvfp4", "row_split", "split", "wide_directory"};
+    static const char *const names[] = {"container_small", "direct",    "fp8_row", "gguf",          "model",
+                                        "nvfp4",           "row_split", "split",   "wide_directory"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         rewrite_upstream(names[i], 1);
         rewrite_upstream(names[i], 2);
@@ -250,9 +250,8 @@ Test(container_write, exact_json_text_non_ascii_and_floats)
     json_object_set_new(config, "list", json_pack("[f,f]", 0.5, -0.0));
     OK(nf_writer_set_member(w, "components", json_pack("{s:{s:o}}", "text", "config", config), &err));
     OK(nf_writer_set_member(w, "bindings", json_pack("{s:{s:s}}", "w", "object", "\xe9\x87\x8d\xe3\x81\xbf"), &err));
-    OK(nf_writer_set_member(w, "uses",
-                            json_pack("[{s:s,s:s,s:s}]", "parameter", "w", "input", "x", "activation_policy", "A16Only"),
-                            &err));
+    OK(nf_writer_set_member(
+        w, "uses", json_pack("[{s:s,s:s,s:s}]", "parameter", "w", "input", "x", "activation_policy", "A16Only"), &err));
     OK(nf_writer_set_member(w, "metadata", json_pack("{s:s}", "name", "\xc3\xbc"), &err));
     OK(nf_writer_set_member(w, "provenance", json_pack("{s:s}", "converter", "ninfer-tools 0.1.0"), &err));
     OK(nf_writer_begin(w, &err));
@@ -437,8 +436,7 @@ Test(container_write, item3_split_planner_limits)
         uint64_t limit = eps + 4096 + tc_below(&r, 100000);
         uint64_t payload = 1 + tc_below(&r, 1000000);
         if (nf_split_plan(payload, eps, limit, &s, &n, &err) != NF_OK) {
-            cr_assert((limit - eps) / 4096 == 0 || (limit - 4096) / 4096 == 0 || n > 0 ||
-                          strstr(err.message, "files"),
+            cr_assert((limit - eps) / 4096 == 0 || (limit - 4096) / 4096 == 0 || n > 0 || strstr(err.message, "files"),
                       "%s", err.message);
             continue;
         }
@@ -487,11 +485,12 @@ static size_t reserve_text(char *buf, size_t cap, size_t pad, const char *files)
     char *padding = malloc(pad + 1);
     memset(padding, 'x', pad);
     padding[pad] = '\0';
-    int n = snprintf(buf, cap,
-                     "{\"components\":{\"text\":{\"config\":{}}},\"objects\":[{\"id\":\"r\",\"encoding\":\"raw_bytes_v1\","
-                     "\"offset\":0,\"bytes\":20000,\"kind\":\"resource\"}],\"bindings\":{},\"uses\":[],\"metadata\":"
-                     "{\"pad\":\"%s\"},\"provenance\":{},\"files\":%s}",
-                     padding, files);
+    int n = snprintf(
+        buf, cap,
+        "{\"components\":{\"text\":{\"config\":{}}},\"objects\":[{\"id\":\"r\",\"encoding\":\"raw_bytes_v1\","
+        "\"offset\":0,\"bytes\":20000,\"kind\":\"resource\"}],\"bindings\":{},\"uses\":[],\"metadata\":"
+        "{\"pad\":\"%s\"},\"provenance\":{},\"files\":%s}",
+        padding, files);
     free(padding);
     return (size_t)n;
 }
@@ -1016,9 +1015,7 @@ Test(container_write, random_round_trips_across_parts)
                 size[o] = g.bytes;
                 break;
             }
-            default:
-                size[o] = 1 + tc_below(&r, 9000);
-                OK(nf_writer_add_resource(w, id, size[o], &idx, &err));
+            default: size[o] = 1 + tc_below(&r, 9000); OK(nf_writer_add_resource(w, id, size[o], &idx, &err));
             }
             cr_assert_eq(idx, o);
             data[o] = malloc((size_t)size[o]);
@@ -1141,7 +1138,8 @@ Test(container_write, checksums_equal_an_independent_computation)
         size_t nk = 0;
         const char *key;
         json_t *val;
-        json_object_foreach((json_t *)meta, key, val) {
+        json_object_foreach((json_t *)meta, key, val)
+        {
             if (nk < 3) keys[nk] = key;
             nk++;
         }

@@ -5,10 +5,10 @@
  * the byte cap is written and opens again. */
 #include "test_container_util.h"
 
-#define OK(expr)                                                                                         \
-    do {                                                                                                 \
-        nf_status s_ = (expr);                                                                           \
-        cr_assert_eq(s_, NF_OK, "%s -> %d: %s", #expr, s_, err.message);                                 \
+#define OK(expr)                                                         \
+    do {                                                                 \
+        nf_status s_ = (expr);                                           \
+        cr_assert_eq(s_, NF_OK, "%s -> %d: %s", #expr, s_, err.message); \
     } while (0)
 
 /* A writer of one 100-byte resource whose metadata holds a string of `len` bytes. */

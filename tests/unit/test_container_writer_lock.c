@@ -15,10 +15,10 @@
 #include "outputs/out_lock.h"
 #include "test_container_util.h"
 
-#define OK(expr)                                                                                         \
-    do {                                                                                                 \
-        nf_status s_ = (expr);                                                                           \
-        cr_assert_eq(s_, NF_OK, "%s -> %d: %s", #expr, s_, err.message);                                 \
+#define OK(expr)                                                         \
+    do {                                                                 \
+        nf_status s_ = (expr);                                           \
+        cr_assert_eq(s_, NF_OK, "%s -> %d: %s", #expr, s_, err.message); \
     } while (0)
 
 #define DATA_BYTES 30000u
@@ -74,8 +74,7 @@ Test(writer_lock, second_writer_refused_while_first_holds)
         nf_writer *b = planned(out.s, 0, ow == 1);
         cr_assert_eq(nf_writer_begin(b, &err), NF_ERR_IO, "the second begin must fail");
         cr_assert_not_null(strstr(err.message, "another process is writing"), "%s", err.message);
-        cr_assert_not_null(strstr(err.message, ".m.ninfer.lock"), "the message names the lock file: %s",
-                           err.message);
+        cr_assert_not_null(strstr(err.message, ".m.ninfer.lock"), "the message names the lock file: %s", err.message);
         /* the holder the lock file records: this process, on this host */
         char who[128];
         snprintf(who, sizeof who, ", process %ld on host %s)", (long)getpid(), nf_outputs_host());
@@ -199,7 +198,8 @@ Test(writer_lock, held_by_another_process)
         uint8_t data[DATA_BYTES] = {0};
         char c = 0;
         int ok = nf_writer_create(out.s, &opt, &w, &err) == NF_OK &&
-                 nf_writer_add_resource(w, "data", DATA_BYTES, &idx, &err) == NF_OK && nf_writer_begin(w, &err) == NF_OK;
+                 nf_writer_add_resource(w, "data", DATA_BYTES, &idx, &err) == NF_OK &&
+                 nf_writer_begin(w, &err) == NF_OK;
         c = ok ? 'b' : 'x';
         if (write(to_parent[1], &c, 1) != 1) _exit(2);
         if (read(to_child[0], &c, 1) != 1) _exit(3); /* until the parent has tried */

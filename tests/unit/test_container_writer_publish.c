@@ -7,10 +7,10 @@
  * with a ".old" file left. */
 #include "test_container_util.h"
 
-#define OK(expr)                                                                                         \
-    do {                                                                                                 \
-        nf_status s_ = (expr);                                                                           \
-        cr_assert_eq(s_, NF_OK, "%s -> %d: %s", #expr, s_, err.message);                                 \
+#define OK(expr)                                                         \
+    do {                                                                 \
+        nf_status s_ = (expr);                                           \
+        cr_assert_eq(s_, NF_OK, "%s -> %d: %s", #expr, s_, err.message); \
     } while (0)
 
 #define DATA_BYTES 30000u

@@ -109,22 +109,22 @@ typedef struct tensor_spec {
 
 /* Odd shapes: partial groups, K not a multiple of 128, rank 1 tensors. */
 static const tensor_spec TENSORS[] = {
-    {"embed.weight", "BF16", 2, {50, 130}},          /* fp8 rows */
-    {"blk.0.attn_q.weight", "BF16", 2, {9, 130}},    /* q4 */
-    {"blk.0.attn_norm.weight", "F32", 1, {33, 0}},   /* fp32 from F32: exact */
-    {"blk.0.ffn_up.weight", "BF16", 2, {40, 300}},   /* q8 */
-    {"blk.0.ffn_down.weight", "BF16", 2, {5, 70}},   /* q8 */
-    {"blk.0.bias", "BF16", 1, {33, 0}},              /* bf16 from BF16: exact */
-    {"output_norm.weight", "BF16", 1, {130, 0}},     /* fp32 from BF16: exact */
-    {"out.weight", "F32", 2, {20, 200}},             /* bf16 from F32: rounded */
+    {"embed.weight", "BF16", 2, {50, 130}},        /* fp8 rows */
+    {"blk.0.attn_q.weight", "BF16", 2, {9, 130}},  /* q4 */
+    {"blk.0.attn_norm.weight", "F32", 1, {33, 0}}, /* fp32 from F32: exact */
+    {"blk.0.ffn_up.weight", "BF16", 2, {40, 300}}, /* q8 */
+    {"blk.0.ffn_down.weight", "BF16", 2, {5, 70}}, /* q8 */
+    {"blk.0.bias", "BF16", 1, {33, 0}},            /* bf16 from BF16: exact */
+    {"output_norm.weight", "BF16", 1, {130, 0}},   /* fp32 from BF16: exact */
+    {"out.weight", "F32", 2, {20, 200}},           /* bf16 from F32: rounded */
 };
 #define NTENSORS (sizeof TENSORS / sizeof TENSORS[0])
 
 typedef struct fixture {
-    char *root;   /* the temp directory holding everything */
-    char *ckpt;   /* root/ckpt: model.safetensors, config.json, tokenizer.json */
-    char *out;    /* root/out: the output directory */
-    char *entry;  /* root/out/m.ninfer */
+    char *root;  /* the temp directory holding everything */
+    char *ckpt;  /* root/ckpt: model.safetensors, config.json, tokenizer.json */
+    char *out;   /* root/out: the output directory */
+    char *entry; /* root/out/m.ninfer */
     char *recipe_path;
     nf_recipe *recipe;
     nf_plan *plan;
@@ -256,7 +256,8 @@ static size_t tensor_objects(void)
     json_t *d = nf_plan_describe(fx.plan);
     size_t n = 0, i;
     json_t *o;
-    json_array_foreach(json_object_get(d, "objects"), i, o) n += strcmp(json_string_value(json_object_get(o, "kind")), "tensor") == 0;
+    json_array_foreach(json_object_get(d, "objects"), i, o)
+        n += strcmp(json_string_value(json_object_get(o, "kind")), "tensor") == 0;
     json_decref(d);
     return n;
 }
@@ -508,8 +509,8 @@ Test(convert, fault_with_force_over_an_existing_set_restores_it)
                 size_t len;
                 char *img = dir_image(fx.out, &len);
                 cr_assert(len == old_len && memcmp(img, old_img, len) == 0,
-                          "variant %d %s %llu/%llu (%s): the old set is not back as it was: %s", variant,
-                          OP_NAMES[op], (unsigned long long)k, (unsigned long long)counts[op], err.message, names);
+                          "variant %d %s %llu/%llu (%s): the old set is not back as it was: %s", variant, OP_NAMES[op],
+                          (unsigned long long)k, (unsigned long long)counts[op], err.message, names);
                 free(img);
             }
         }
@@ -546,9 +547,8 @@ Test(convert, same_bytes_for_any_threads_and_chunk_size)
                 size_t len;
                 uint8_t *got = sw_read_file(ref_paths[i], &len);
                 cr_assert_not_null(got, "%s missing", ref_paths[i]);
-                cr_assert(len == ref_len[i] && memcmp(got, ref[i], len) == 0,
-                          "threads %u chunk %llu: %s differs", threads[t], (unsigned long long)chunks[c],
-                          ref_paths[i]);
+                cr_assert(len == ref_len[i] && memcmp(got, ref[i], len) == 0, "threads %u chunk %llu: %s differs",
+                          threads[t], (unsigned long long)chunks[c], ref_paths[i]);
                 free(got);
             }
             clear_dir(fx.out);

@@ -86,8 +86,8 @@ Test(convert_plan, nvfp4_rows_not_multiple_of_128_lists_every_tensor)
     pc_add(&c, "norm.weight", "BF16", 1, 64, 0, 2);
     char *src = pc_write(&c, pc_dir, "nv.safetensors");
     static const char *const needles[] = {"a.weight", "b.weight", "128", "plan.yaml"};
-    expect_error(src, "rules:\n  - match: [a.weight, b.weight, c.weight]\n    format: nvfp4\n", NF_ERR_INVALID,
-                 needles, 4, 2);
+    expect_error(src, "rules:\n  - match: [a.weight, b.weight, c.weight]\n    format: nvfp4\n", NF_ERR_INVALID, needles,
+                 4, 2);
     /* c.weight is not among the problems */
     nf_recipe *r = NULL;
     nf_plan *p = NULL;
@@ -152,8 +152,8 @@ Test(convert_plan, every_choice_problem_listed_together)
     pc_add(&c, "c.weight", "BF16", 2, 4, 128, 2);
     pc_add(&c, "d.weight", "BF16", 2, 128, 64, 2);
     char *src = pc_write(&c, pc_dir, "mix.safetensors");
-    static const char *const needles[] = {"a.weight", "q2_g64_fp16", "b.weight", "cast_direct", "c.weight",
-                                          "fp8_row_maxabs", "d.weight", "companions"};
+    static const char *const needles[] = {"a.weight", "q2_g64_fp16",    "b.weight", "cast_direct",
+                                          "c.weight", "fp8_row_maxabs", "d.weight", "companions"};
     expect_error(src,
                  "rules:\n"
                  "  - match: a.weight\n    format: q2_g64_fp16\n    method: grouped_absmax\n"
@@ -175,9 +175,9 @@ Test(convert_plan, valid_plan_describes_every_object)
     nf_plan *p = NULL;
     nf_error err;
     cr_assert_eq(pc_build(pc_dir, src,
-                       "rules:\n  - match: w.weight\n    format: q4_g64_fp16\n"
-                       "  - match: ln.weight\n    format: fp32\n",
-                       &r, &p, &err),
+                          "rules:\n  - match: w.weight\n    format: q4_g64_fp16\n"
+                          "  - match: ln.weight\n    format: fp32\n",
+                          &r, &p, &err),
                  NF_OK, "%s", err.message);
     cr_assert_eq(nf_plan_object_count(p), 2);
     json_t *d = nf_plan_describe(p);

@@ -90,7 +90,8 @@ static const char *note_of(json_t *d, const char *id)
 {
     size_t i;
     json_t *o;
-    json_array_foreach(json_object_get(d, "objects"), i, o) {
+    json_array_foreach(json_object_get(d, "objects"), i, o)
+    {
         if (strcmp(json_string_value(json_object_get(o, "id")), id) == 0)
             return json_string_value(json_object_get(o, "note"));
     }
@@ -117,8 +118,9 @@ Test(plan_inputs, gguf_block_tensor_reencoded_has_a_note)
     nf_recipe *r = NULL;
     nf_plan *p = NULL;
     nf_error err;
-    cr_assert_eq(pc_build(pc_dir, path, "rules:\n  - match: blk.1.w\n    format: gguf_q8_0\n  - match: norm\n    format: fp32\n",
-                       &r, &p, &err),
+    cr_assert_eq(pc_build(pc_dir, path,
+                          "rules:\n  - match: blk.1.w\n    format: gguf_q8_0\n  - match: norm\n    format: fp32\n", &r,
+                          &p, &err),
                  NF_OK, "%s", err.message);
     json_t *d = nf_plan_describe(p);
     const char *n0 = note_of(d, "blk.0.w");
@@ -149,15 +151,18 @@ Test(plan_inputs, fp8_weight_requantized_only_when_a_rule_names_the_method)
     nf_plan *p = NULL;
     nf_error err;
     /* the defaults' bf16 with the natural cast_direct: refused, naming the tensor and both ways */
-    cr_assert_eq(pc_build(pc_dir, src, "rules:\n  - match: [y.weight, z.weight]\n    format: q8_g32_fp16\n", &r, &p,
-                          &err), NF_ERR_INVALID);
+    cr_assert_eq(
+        pc_build(pc_dir, src, "rules:\n  - match: [y.weight, z.weight]\n    format: q8_g32_fp16\n", &r, &p, &err),
+        NF_ERR_INVALID);
     cr_assert(strstr(err.message, "'x.weight'") && strstr(err.message, "compressed_tensors_fp8") &&
-              strstr(err.message, "import_encoded") && strstr(err.message, "--requantize"), "%s", err.message);
+                  strstr(err.message, "import_encoded") && strstr(err.message, "--requantize"),
+              "%s", err.message);
     nf_recipe_free(r);
     r = NULL;
     cr_assert_eq(pc_build(pc_dir, src,
                           "rules:\n  - match: [y.weight, z.weight]\n    format: q8_g32_fp16\n"
-                          "  - match: x.weight\n    format: bf16\n    method: cast_direct\n", &r, &p, &err),
+                          "  - match: x.weight\n    format: bf16\n    method: cast_direct\n",
+                          &r, &p, &err),
                  NF_OK, "%s", err.message);
     json_t *d = nf_plan_describe(p);
     const char *nx = note_of(d, "x.weight");
@@ -168,11 +173,11 @@ Test(plan_inputs, fp8_weight_requantized_only_when_a_rule_names_the_method)
     cr_assert_null(note_of(d, "z.weight"), "BF16 to q8 is the conversion asked for: no note");
     size_t i;
     json_t *o;
-    json_array_foreach(json_object_get(d, "objects"), i, o) {
+    json_array_foreach(json_object_get(d, "objects"), i, o)
+    {
         const char *id = json_string_value(json_object_get(o, "id"));
         cr_assert(strcmp(id, "x.weight_scale") != 0, "a companion is never an object");
-        if (!strcmp(id, "x.weight"))
-            cr_assert_str_eq(json_string_value(json_object_get(o, "handling")), "requantized");
+        if (!strcmp(id, "x.weight")) cr_assert_str_eq(json_string_value(json_object_get(o, "handling")), "requantized");
     }
     json_decref(d);
     nf_plan_free(p);
@@ -199,11 +204,12 @@ static void digest_of(unsigned seed, unsigned scale_seed, const char *tok, const
     nf_recipe *r = NULL;
     nf_plan *p = NULL;
     nf_error err;
-    cr_assert_eq(pc_build(pc_dir, src,
-                       "components:\n  text:\n    config: {from: base}\n    resources: {tok: ./tok.json}\n"
-                       "rules:\n  - match: w.weight\n    format: q8_g32_fp16\n  - match: p.weight\n    format: nvfp4\n",
-                       &r, &p, &err),
-                 NF_OK, "%s", err.message);
+    cr_assert_eq(
+        pc_build(pc_dir, src,
+                 "components:\n  text:\n    config: {from: base}\n    resources: {tok: ./tok.json}\n"
+                 "rules:\n  - match: w.weight\n    format: q8_g32_fp16\n  - match: p.weight\n    format: nvfp4\n",
+                 &r, &p, &err),
+        NF_OK, "%s", err.message);
     cr_assert_eq(nf_plan_content_digest(p, out, &err), NF_OK, "%s", err.message);
     nf_plan_free(p);
     nf_recipe_free(r);
@@ -237,8 +243,9 @@ static void fp8_digest_of(unsigned scale_seed, uint8_t out[16])
     nf_recipe *r = NULL;
     nf_plan *p = NULL;
     nf_error err;
-    cr_assert_eq(pc_build(pc_dir, src, "rules:\n  - match: q.weight\n    format: q8_g32_fp16\n    method: grouped_absmax\n",
-                          &r, &p, &err),
+    cr_assert_eq(pc_build(pc_dir, src,
+                          "rules:\n  - match: q.weight\n    format: q8_g32_fp16\n    method: grouped_absmax\n", &r, &p,
+                          &err),
                  NF_OK, "%s", err.message);
     cr_assert_eq(nf_plan_content_digest(p, out, &err), NF_OK, "%s", err.message);
     nf_plan_free(p);

@@ -34,11 +34,9 @@ static const spec TENSORS[] = {
     {"a.q4", "F16", 3, 5000},   /* rows longer than a block, partial last group */
     {"b.q8", "BF16", 70, 4100}, /* q8 */
     {"c.q5", "F32", 9, 9000},   /* two blocks and a bit per row */
-    {"d.search", "BF16", 33, 200},
-    {"e.fp8", "BF16", 40, 300},
-    {"f.cast", "F32", 17, 130}, /* bf16 from F32: rounded */
-    {"g.nan", "F32", 5, 64},    /* fp32 from F32 with NaN and infinities: not compared */
-    {"h.f16", "F16", 4, 4097},  /* fp32 from F16: exact */
+    {"d.search", "BF16", 33, 200}, {"e.fp8", "BF16", 40, 300}, {"f.cast", "F32", 17, 130}, /* bf16 from F32: rounded */
+    {"g.nan", "F32", 5, 64},   /* fp32 from F32 with NaN and infinities: not compared */
+    {"h.f16", "F16", 4, 4097}, /* fp32 from F16: exact */
 };
 #define NT (sizeof TENSORS / sizeof TENSORS[0])
 
@@ -146,7 +144,11 @@ static json_t *convert(unsigned threads, uint64_t chunk_values)
 {
     char *entry = sw_path(fx.out, "m.ninfer");
     static const uint8_t id[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
-    nf_convert_options o = {.output = entry, .threads = threads, .force = true, .report = true, .artifact_id = id,
+    nf_convert_options o = {.output = entry,
+                            .threads = threads,
+                            .force = true,
+                            .report = true,
+                            .artifact_id = id,
                             .chunk_values = chunk_values};
     nf_error err;
     cr_assert_eq(nf_plan_execute(fx.plan, &o, &err), NF_OK, "%s", err.message);
@@ -184,10 +186,10 @@ Test(report, figures_do_not_depend_on_threads_chunks_or_simd, .init = setup, .fi
                 if (!json_equal(first, objs)) {
                     char *a = json_dumps(first, JSON_COMPACT | JSON_REAL_PRECISION(17));
                     char *b = json_dumps(objs, JSON_COMPACT | JSON_REAL_PRECISION(17));
-                    cr_assert_fail("%s, %u threads, chunk %llu: the report's objects differ from the first run's:\n%.3000s\n"
-                                   "vs\n%.3000s",
-                                   nf_simd_level_name((nf_simd_level)lv), threads[t], (unsigned long long)chunks[c], a,
-                                   b);
+                    cr_assert_fail(
+                        "%s, %u threads, chunk %llu: the report's objects differ from the first run's:\n%.3000s\n"
+                        "vs\n%.3000s",
+                        nf_simd_level_name((nf_simd_level)lv), threads[t], (unsigned long long)chunks[c], a, b);
                 }
                 json_decref(objs);
             }

@@ -144,12 +144,13 @@ Test(scaleout, plan_text_is_the_compact_dump_of_the_whole_plan)
     json_error_t je;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
     cr_assert_not_null(root, "%s", je.text);
-    const char *order[] = {"ninfer_plan", "output", "artifact_id", "fingerprint", "cwd", "conversion",
-                           "inputs", "files", "tasks", "objects"};
+    const char *order[] = {"ninfer_plan", "output", "artifact_id", "fingerprint", "cwd",
+                           "conversion",  "inputs", "files",       "tasks",       "objects"};
     size_t i = 0;
     const char *key;
     json_t *v;
-    json_object_foreach(root, key, v) {
+    json_object_foreach(root, key, v)
+    {
         cr_assert_lt(i, 10, "member %s beyond the documented ones", key);
         cr_assert_str_eq(key, order[i], "member %zu", i);
         i++;
@@ -164,12 +165,14 @@ Test(scaleout, plan_text_is_the_compact_dump_of_the_whole_plan)
     json_t *objects = json_object_get(root, "objects"), *files = json_object_get(root, "files");
     cr_assert_eq(json_array_size(objects), 14);
     cr_assert_gt(json_array_size(files), 3);
-    json_array_foreach(objects, i, v) {
+    json_array_foreach(objects, i, v)
+    {
         cr_assert(json_is_string(json_object_get(v, "object")));
         cr_assert_eq(json_array_size(json_object_get(v, "sources")), 1);
     }
     size_t next = 0, t;
-    json_array_foreach(json_object_get(root, "tasks"), t, v) {
+    json_array_foreach(json_object_get(root, "tasks"), t, v)
+    {
         size_t k;
         json_t *f;
         json_array_foreach(json_object_get(v, "files"), k, f) cr_assert_eq(json_integer_value(f), (json_int_t)next++);
@@ -293,10 +296,12 @@ Test(scaleout, open_gives_each_task_the_objects_its_files_list)
         json_t *want = json_array();
         size_t i;
         json_t *f;
-        json_array_foreach(json_object_get(json_array_get(json_object_get(root, "tasks"), t), "files"), i, f) {
+        json_array_foreach(json_object_get(json_array_get(json_object_get(root, "tasks"), t), "files"), i, f)
+        {
             size_t k;
             json_t *o;
-            json_array_foreach(json_object_get(json_array_get(files, (size_t)json_integer_value(f)), "objects"), k, o) {
+            json_array_foreach(json_object_get(json_array_get(files, (size_t)json_integer_value(f)), "objects"), k, o)
+            {
                 size_t m;
                 json_t *w;
                 bool there = false;

@@ -32,7 +32,7 @@ typedef struct spec {
 } spec;
 
 static const spec TENSORS[] = {
-    {"a.q4", "BF16", 3}, {"b.q5", "F16", 2},      {"c.q6", "F32", 2}, {"d.q8", "BF16", 2}, {"e.search", "BF16", 2},
+    {"a.q4", "BF16", 3},  {"b.q5", "F16", 2},   {"c.q6", "F32", 2},   {"d.q8", "BF16", 2},  {"e.search", "BF16", 2},
     {"f.fp8", "BF16", 3}, {"g.fp8h", "F32", 2}, {"h.bf16", "F32", 2}, {"i.fp32", "F16", 2},
 };
 #define NT (sizeof TENSORS / sizeof TENSORS[0])
@@ -119,8 +119,8 @@ static const uint8_t ID[16] = {9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 1, 2, 3, 4, 5, 6};
 static uint8_t *convert(const char *name, unsigned threads, uint64_t chunk, size_t *len, json_t **objs)
 {
     char *entry = sw_path(out, name);
-    nf_convert_options o = {.output = entry, .threads = threads, .force = true, .report = true, .artifact_id = ID,
-                            .chunk_values = chunk};
+    nf_convert_options o =
+        {.output = entry, .threads = threads, .force = true, .report = true, .artifact_id = ID, .chunk_values = chunk};
     nf_error err;
     cr_assert_eq(nf_plan_execute(plan, &o, &err), NF_OK, "%s", err.message);
     uint8_t *bytes = sw_read_file(entry, len);
@@ -209,8 +209,8 @@ static void setup_nan(void) { setup_with((uint64_t)K + 4096 + 100); } /* row 1, 
 Test(spans, a_bad_value_is_named_by_its_column, .init = setup_nan, .fini = teardown)
 {
     char *entry = sw_path(out, "bad.ninfer");
-    nf_convert_options o = {.output = entry, .threads = 1, .force = true, .report = true, .artifact_id = ID,
-                            .chunk_values = 4096};
+    nf_convert_options o =
+        {.output = entry, .threads = 1, .force = true, .report = true, .artifact_id = ID, .chunk_values = 4096};
     nf_error err;
     cr_assert_eq(nf_plan_execute(plan, &o, &err), NF_ERR_INVALID);
     cr_assert_not_null(strstr(err.message, "row 1 col 4196"), "%s", err.message);

@@ -29,8 +29,7 @@ static void check_format(nf_format_id id, uint64_t cols)
     uint64_t rows = f->category == NF_CAT_NVFP4 ? 128 : 7, shape[2] = {rows, cols};
     nf_geometry g;
     nf_error err = {0};
-    cr_assert_eq(nf_geometry_init(&g, l, f, 2, shape, 1, &err), NF_OK, "%s: %s",
-                 f->name, err.message);
+    cr_assert_eq(nf_geometry_init(&g, l, f, 2, shape, 1, &err), NF_OK, "%s: %s", f->name, err.message);
     for (int rep = 0; rep < 20; rep++) {
         nf_words w;
         cr_assert_eq(nf_words_alloc(&w, &g, rows, &err), NF_OK, "%s", err.message);
@@ -68,10 +67,19 @@ static void check_format(nf_format_id id, uint64_t cols)
 
 Test(convert_stats_values, every_written_format)
 {
-    static const nf_format_id ids[] = {NF_FMT_BF16,        NF_FMT_FP32,        NF_FMT_INT32,       NF_FMT_Q2_G64_FP16,
-                                       NF_FMT_Q4_G64_FP16, NF_FMT_Q5_G64_FP16, NF_FMT_Q6_G64_FP16, NF_FMT_Q8_G32_FP16,
-                                       NF_FMT_T2_G128_FP16, NF_FMT_FP8_E4M3FN_ROW_BF16, NF_FMT_FP8_E4M3FN_ROW_FP16,
-                                       NF_FMT_NVFP4,       NF_FMT_GGUF_Q8_0};
+    static const nf_format_id ids[] = {NF_FMT_BF16,
+                                       NF_FMT_FP32,
+                                       NF_FMT_INT32,
+                                       NF_FMT_Q2_G64_FP16,
+                                       NF_FMT_Q4_G64_FP16,
+                                       NF_FMT_Q5_G64_FP16,
+                                       NF_FMT_Q6_G64_FP16,
+                                       NF_FMT_Q8_G32_FP16,
+                                       NF_FMT_T2_G128_FP16,
+                                       NF_FMT_FP8_E4M3FN_ROW_BF16,
+                                       NF_FMT_FP8_E4M3FN_ROW_FP16,
+                                       NF_FMT_NVFP4,
+                                       NF_FMT_GGUF_Q8_0};
     for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
         check_format(ids[i], 256);
         const nf_format *f = nf_format_by_id(ids[i]);

@@ -55,8 +55,9 @@ Test(dialect, roles_geometry_and_values_of_a_deepseek_weight)
         {"m.w.weight_scale_inv", "F32", 2, {1, 2}, scales, sizeof scales},
         {"m.norm", "BF16", 1, {4}, norm, sizeof norm},
     };
-    nf_source *s = open_ckpt(t, 3, "{\"quantization_config\": {\"quant_method\": \"fp8\", \"fmt\": \"e4m3\", "
-                                   "\"weight_block_size\": [128, 128]}}");
+    nf_source *s = open_ckpt(t, 3,
+                             "{\"quantization_config\": {\"quant_method\": \"fp8\", \"fmt\": \"e4m3\", "
+                             "\"weight_block_size\": [128, 128]}}");
     nf_dialects *d = NULL;
     nf_error err;
     cr_assert_eq(nf_dialects_scan(s, &d, &err), NF_OK, "%s", err.message);
@@ -106,7 +107,8 @@ Test(dialect, a_zero_block_scale_and_a_nan_code_are_named)
     cr_assert_eq(nf_qweight_read_f32(s, q, 0, 1, v, 32, &err), NF_OK, "%s", err.message);
     cr_assert_eq(nf_qweight_read_f32(s, q, 0, 2, v, 32, &err), NF_ERR_INVALID);
     cr_assert(strstr(err.message, "model.safetensors: tensor 'a.weight_scale': block (1, 0) (rows 1..1, cols 0..15)") &&
-              strstr(err.message, "is zero"), "%s", err.message);
+                  strstr(err.message, "is zero"),
+              "%s", err.message);
     nf_dialects_free(d);
     nf_source_close(s);
 
@@ -143,15 +145,16 @@ Test(dialect, the_declaration_decides_what_names_cannot)
                   "{\"targets\": [\"Linear\"], \"weights\": {\"num_bits\": 8, \"type\": \"float\", \"strategy\": "
                   "\"group\", \"group_size\": 64}}}}}");
     cr_assert_eq(nf_dialects_scan(s, &d, &err), NF_ERR_INVALID);
-    cr_assert(strstr(err.message, "tensor 'x.weight_scale': shape [4,2] is not the [4,1] scales of group"),
-              "%s", err.message);
+    cr_assert(strstr(err.message, "tensor 'x.weight_scale': shape [4,2] is not the [4,1] scales of group"), "%s",
+              err.message);
     nf_source_close(s);
     /* the same weight in a checkpoint that says GPTQ: refused, not read as plain tensors */
     s = open_ckpt(t, 2, "{\"quantization_config\": {\"quant_method\": \"gptq\"}}");
     cr_assert_eq(nf_dialects_scan(s, &d, &err), NF_ERR_INVALID);
     cr_assert(strstr(err.message, "config.json: quantization_config.quant_method: GPTQ (quant_method 'gptq', "
                                   "declared in config.json quantization_config): not read yet") &&
-              strstr(err.message, "convert from the BF16 release"), "%s", err.message);
+                  strstr(err.message, "convert from the BF16 release"),
+              "%s", err.message);
     nf_source_close(s);
 }
 
@@ -189,8 +192,9 @@ Test(dialect, a_value_that_overflows_binary32_is_refused)
     float v[32];
     cr_assert_eq(nf_qweight_read_f32(s, nf_dialects_weight_at(d, 0), 0, 1, v, 32, &err), NF_OK, "%s", err.message);
     cr_assert_eq(nf_qweight_read_f32(s, nf_dialects_weight_at(d, 0), 0, 2, v, 32, &err), NF_ERR_INVALID);
-    cr_assert(strstr(err.message, "model.safetensors: tensor 'a.weight': row 1 col 3: E4M3 code 0x7E x scale 3.00000001e+38 "
-                                  "(0x7F61B1E6) overflows binary32"),
+    cr_assert(strstr(err.message,
+                     "model.safetensors: tensor 'a.weight': row 1 col 3: E4M3 code 0x7E x scale 3.00000001e+38 "
+                     "(0x7F61B1E6) overflows binary32"),
               "%s", err.message);
     nf_dialects_free(d);
     nf_source_close(s);
@@ -247,7 +251,8 @@ Test(dialect, checkpoints_no_dialect_reads_are_refused_by_the_scan)
     s = open_ckpt(gptq, 2, NULL);
     cr_assert_eq(nf_dialects_scan(s, &d, &err), NF_ERR_INVALID);
     cr_assert(strstr(err.message, "tensor 'q.qweight': GPTQ (AutoGPTQ / GPTQModel") &&
-              strstr(err.message, "convert from the BF16 release of the model"), "%s", err.message);
+                  strstr(err.message, "convert from the BF16 release of the model"),
+              "%s", err.message);
     nf_source_close(s);
     /* a dense sparsity_config stores the weights as they are: a plain checkpoint */
     uint16_t w[4] = {0x3F80, 0, 0, 0};

@@ -45,25 +45,26 @@ Test(escape, backslash_is_doubled)
 Test(escape, invalid_utf8_bytes)
 {
     cr_assert_str_eq(ESC("\xff\xfe.ninfer"), "\\xff\\xfe.ninfer");
-    cr_assert_str_eq(ESC("\xc0\xaf"), "\\xc0\\xaf");                 /* overlong '/' */
-    cr_assert_str_eq(ESC("\xed\xa0\x80"), "\\xed\\xa0\\x80");         /* a surrogate */
+    cr_assert_str_eq(ESC("\xc0\xaf"), "\\xc0\\xaf");                   /* overlong '/' */
+    cr_assert_str_eq(ESC("\xed\xa0\x80"), "\\xed\\xa0\\x80");          /* a surrogate */
     cr_assert_str_eq(ESC("\xf4\x90\x80\x80"), "\\xf4\\x90\\x80\\x80"); /* above U+10FFFF */
-    cr_assert_str_eq(ESC("ab\xe4\xb8"), "ab\\xe4\\xb8");              /* cut sequence */
+    cr_assert_str_eq(ESC("ab\xe4\xb8"), "ab\\xe4\\xb8");               /* cut sequence */
 }
 
 Test(escape, c1_and_bidi_controls)
 {
-    cr_assert_str_eq(ESC("\xc2\x9b" "31m"), "\\u009b31m"); /* CSI */
+    cr_assert_str_eq(ESC("\xc2\x9b"
+                         "31m"),
+                     "\\u009b31m"); /* CSI */
     cr_assert_str_eq(ESC("\xc2\x85"), "\\u0085");
-    cr_assert_str_eq(ESC("a\xe2\x80\xae" "b"), "a\\u202eb"); /* RIGHT-TO-LEFT OVERRIDE */
+    cr_assert_str_eq(ESC("a\xe2\x80\xae"
+                         "b"),
+                     "a\\u202eb"); /* RIGHT-TO-LEFT OVERRIDE */
     cr_assert_str_eq(ESC("\xe2\x81\xa6\xe2\x80\xa8"), "\\u2066\\u2028");
     cr_assert_str_eq(ESC("\xc2\xa0"), "\xc2\xa0"); /* NO-BREAK SPACE is printable */
 }
 
-Test(escape, keep_newline)
-{
-    cr_assert_str_eq(esc("a\nb\rc", 5, NF_ESCAPE_KEEP_NEWLINE), "a\nb\\rc");
-}
+Test(escape, keep_newline) { cr_assert_str_eq(esc("a\nb\rc", 5, NF_ESCAPE_KEEP_NEWLINE), "a\nb\\rc"); }
 
 Test(escape, cut_marks_the_cut)
 {

@@ -168,7 +168,10 @@ Test(format_reconstruct, grouped_signed_zeros_and_q2_vectors)
     cr_assert_eq(bits_of_f32(nf_grouped_value(0x3C00, 0)), 0x00000000u);
     cr_assert_eq(bits_of_f32(nf_grouped_value(0x0000, 0)), 0x00000000u);
     /* docs/vectors.md item 4: Q2 codes -1..2 under scales 3800 BC00 0001 8000 */
-    const struct { uint16_t scale; uint32_t want[4]; } v[] = {
+    const struct {
+        uint16_t scale;
+        uint32_t want[4];
+    } v[] = {
         {0x3800, {0xBF000000u, 0x00000000u, 0x3F000000u, 0x3F800000u}}, /* -0.5 0 0.5 1 */
         {0xBC00, {0x3F800000u, 0x80000000u, 0xBF800000u, 0xC0000000u}}, /* 1 -0 -1 -2 */
         {0x0001, {0xB3800000u, 0x00000000u, 0x33800000u, 0x34000000u}}, /* +-2^-24, 2^-23 */
@@ -176,8 +179,8 @@ Test(format_reconstruct, grouped_signed_zeros_and_q2_vectors)
     };
     for (size_t i = 0; i < 4; i++)
         for (int q = -1; q <= 2; q++)
-            cr_assert_eq(bits_of_f32(nf_grouped_value(v[i].scale, q)), v[i].want[q + 1],
-                         "scale %04x q %d", v[i].scale, q);
+            cr_assert_eq(bits_of_f32(nf_grouped_value(v[i].scale, q)), v[i].want[q + 1], "scale %04x q %d", v[i].scale,
+                         q);
     /* Q2 code 0 under -0 is -0; +0 scale times -1 follows IEEE too (-0) */
     cr_assert_eq(bits_of_f32(nf_grouped_value(0x8000, 0)), 0x80000000u);
     cr_assert_eq(bits_of_f32(nf_grouped_value(0x0000, -1)), 0x80000000u);
@@ -207,29 +210,21 @@ static void check_fp8_all(const nf_format *f, int bf16)
             operand co = e4m3_operand((uint8_t)c);
             uint32_t want;
             if (!finite) /* infinite multiplier: inf * 0 is NaN, else a signed infinity */
-                want = co.sig == 0 ? 0x7FC00000u
-                                   : ((co.neg != so.neg) ? 0xFF800000u : 0x7F800000u);
-            else
-                want = exact_product(co, so);
+                want = co.sig == 0 ? 0x7FC00000u : ((co.neg != so.neg) ? 0xFF800000u : 0x7F800000u);
+            else want = exact_product(co, so);
             if (want == 0x7FC00000u) {
                 cr_assert(isnan(got), "%s c %02x s %04x", f->name, c, s);
                 continue;
             }
-            cr_assert_eq(bits_of_f32(got), want, "%s c %02x s %04x: got %08x want %08x", f->name, c,
-                         s, bits_of_f32(got), want);
+            cr_assert_eq(bits_of_f32(got), want, "%s c %02x s %04x: got %08x want %08x", f->name, c, s,
+                         bits_of_f32(got), want);
         }
     }
 }
 
-Test(format_reconstruct, fp8_row_bf16_exhaustive)
-{
-    check_fp8_all(nf_format_by_id(NF_FMT_FP8_E4M3FN_ROW_BF16), 1);
-}
+Test(format_reconstruct, fp8_row_bf16_exhaustive) { check_fp8_all(nf_format_by_id(NF_FMT_FP8_E4M3FN_ROW_BF16), 1); }
 
-Test(format_reconstruct, fp8_row_fp16_exhaustive)
-{
-    check_fp8_all(nf_format_by_id(NF_FMT_FP8_E4M3FN_ROW_FP16), 0);
-}
+Test(format_reconstruct, fp8_row_fp16_exhaustive) { check_fp8_all(nf_format_by_id(NF_FMT_FP8_E4M3FN_ROW_FP16), 0); }
 
 Test(format_reconstruct, vectors_fp8_rows)
 {
@@ -243,10 +238,10 @@ Test(format_reconstruct, vectors_fp8_rows)
     const nf_format *h = nf_format_by_id(NF_FMT_FP8_E4M3FN_ROW_FP16);
     for (int r = 0; r < 2; r++)
         for (int k = 0; k < 4; k++) {
-            cr_assert_eq(bits_of_f32(nf_fp8_row_value(b, codes[r][k], bf16_scales[r])), want[r][k],
-                         "bf16 [%d,%d]", r, k);
-            cr_assert_eq(bits_of_f32(nf_fp8_row_value(h, codes[r][k], f16_scales[r])), want[r][k],
-                         "fp16 [%d,%d]", r, k);
+            cr_assert_eq(bits_of_f32(nf_fp8_row_value(b, codes[r][k], bf16_scales[r])), want[r][k], "bf16 [%d,%d]", r,
+                         k);
+            cr_assert_eq(bits_of_f32(nf_fp8_row_value(h, codes[r][k], f16_scales[r])), want[r][k], "fp16 [%d,%d]", r,
+                         k);
         }
     /* the same 16-bit scale word means different multipliers per format */
     cr_assert_eq(nf_fp8_row_value(b, 0x38, 0x3C00), 0x1p-7f);
@@ -277,19 +272,18 @@ static uint32_t nvfp4_oracle(uint8_t code, uint8_t scale, uint32_t divisor_bits)
 static uint32_t divisor_sample(unsigned i)
 {
     static const uint32_t fixed[] = {
-        0x3F800000u, /* 1 */
-        0x40200000u, /* 2.5 */
-        0x40400000u, /* 3 */
-        0x40E00000u, /* 7 */
-        0x3DCCCCCDu, /* 0.1 */
-        0x41200000u, /* 10 */
-        0x3EAAAAABu, /* 1/3 */
-        0x00000001u, /* 2^-149: quotients overflow */
-        0x00000003u,
-        0x007FFFFFu, /* largest subnormal */
-        0x00800000u, /* 2^-126 */
-        0x7F7FFFFFu, /* FLT_MAX: quotients underflow to subnormals or zero */
-        0x7E800000u, /* 2^126 */
+        0x3F800000u,              /* 1 */
+        0x40200000u,              /* 2.5 */
+        0x40400000u,              /* 3 */
+        0x40E00000u,              /* 7 */
+        0x3DCCCCCDu,              /* 0.1 */
+        0x41200000u,              /* 10 */
+        0x3EAAAAABu,              /* 1/3 */
+        0x00000001u,              /* 2^-149: quotients overflow */
+        0x00000003u, 0x007FFFFFu, /* largest subnormal */
+        0x00800000u,              /* 2^-126 */
+        0x7F7FFFFFu,              /* FLT_MAX: quotients underflow to subnormals or zero */
+        0x7E800000u,              /* 2^126 */
         0x4B800001u, 0x3F800001u, 0x3FFFFFFFu, 0x43E00000u, 0x42C80000u,
     };
     const unsigned n = sizeof fixed / sizeof fixed[0];
@@ -317,11 +311,10 @@ Test(format_reconstruct, nvfp4_exhaustive_codes_and_scales)
                     continue;
                 }
                 uint32_t want = nvfp4_oracle((uint8_t)c, (uint8_t)s, d);
-                cr_assert_eq(bits_of_f32(got), want, "c %x s %02x d %08x: got %08x want %08x", c, s,
-                             d, bits_of_f32(got), want);
+                cr_assert_eq(bits_of_f32(got), want, "c %x s %02x d %08x: got %08x want %08x", c, s, d,
+                             bits_of_f32(got), want);
                 /* the wrong formula, multiplying by a rounded reciprocal */
-                float product = float_of(exact_product(e2m1_operand((uint8_t)c),
-                                                       e4m3_operand((uint8_t)s)));
+                float product = float_of(exact_product(e2m1_operand((uint8_t)c), e4m3_operand((uint8_t)s)));
                 float wrong = product * recip;
                 if (bits_of_f32(wrong) != want && !recip_differs++) {
                     example_c = c;
@@ -332,8 +325,8 @@ Test(format_reconstruct, nvfp4_exhaustive_codes_and_scales)
         }
     }
     cr_assert_gt(recip_differs, 0, "division and reciprocal multiply never differed");
-    cr_log_info("reciprocal multiply differs in %u cases, e.g. c %x s %02x d %08x", recip_differs,
-                example_c, example_s, example_d);
+    cr_log_info("reciprocal multiply differs in %u cases, e.g. c %x s %02x d %08x", recip_differs, example_c, example_s,
+                example_d);
 }
 
 Test(format_reconstruct, nvfp4_division_not_reciprocal)
@@ -392,8 +385,7 @@ Test(format_reconstruct, int32_sweep)
     for (int64_t v = -(1ll << 26); v <= (1ll << 26); v++) {
         uint32_t w = (uint32_t)(v & 0xFFFFFFFF);
         uint32_t got = bits_of_f32(nf_int32_value(w));
-        if (got != int32_oracle(w))
-            cr_assert_fail("v %lld: got %08x want %08x", (long long)v, got, int32_oracle(w));
+        if (got != int32_oracle(w)) cr_assert_fail("v %lld: got %08x want %08x", (long long)v, got, int32_oracle(w));
     }
     /* around every power of two and at both ends */
     for (int k = 24; k <= 31; k++)
@@ -403,14 +395,12 @@ Test(format_reconstruct, int32_sweep)
                 int64_t v = s ? -p : p;
                 if (v < INT32_MIN || v > INT32_MAX) continue;
                 uint32_t w = (uint32_t)(v & 0xFFFFFFFF);
-                cr_assert_eq(bits_of_f32(nf_int32_value(w)), int32_oracle(w), "v %lld",
-                             (long long)v);
+                cr_assert_eq(bits_of_f32(nf_int32_value(w)), int32_oracle(w), "v %lld", (long long)v);
             }
         }
     for (int i = 0; i < (1 << 23); i++) {
         uint32_t w = rng32();
         uint32_t got = bits_of_f32(nf_int32_value(w));
-        if (got != int32_oracle(w))
-            cr_assert_fail("w %08x: got %08x want %08x", w, got, int32_oracle(w));
+        if (got != int32_oracle(w)) cr_assert_fail("w %08x: got %08x want %08x", w, got, int32_oracle(w));
     }
 }

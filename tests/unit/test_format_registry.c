@@ -88,10 +88,10 @@ Test(format_registry, every_name_round_trips)
 
 Test(format_registry, unknown_names_fail_with_their_name)
 {
-    const char *bad[] = {"Q4_G64_FP16", "q4", "", "q4_g64_fp16 ", " q4_g64_fp16", "q4_g64",
-                         "q4_g32_fp16", "q4_k", "gguf_q4", "GGUF_Q4_K", "gguf_", "fp8",
-                         "fp8_e4m3fn_row", "bfloat16", "f32", "fp16", "nvfp4\n", "q8_0",
-                         "int32_t", "row_split_k128_v1"};
+    const char *bad[] = {
+        "Q4_G64_FP16", "q4",      "",          "q4_g64_fp16 ", " q4_g64_fp16", "q4_g64",           "q4_g32_fp16",
+        "q4_k",        "gguf_q4", "GGUF_Q4_K", "gguf_",        "fp8",          "fp8_e4m3fn_row",   "bfloat16",
+        "f32",         "fp16",    "nvfp4\n",   "q8_0",         "int32_t",      "row_split_k128_v1"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         cr_assert_null(nf_format_lookup(bad[i]), "'%s' must be unknown", bad[i]);
         const nf_format *found = nf_format_at(0); /* must be reset on failure */
@@ -130,8 +130,10 @@ Test(format_registry, very_long_unknown_name_is_bounded)
 
 Test(format_registry, direct_properties)
 {
-    const struct { nf_format_id id; unsigned bits, bytes; } d[] = {
-        {NF_FMT_BF16, 16, 2}, {NF_FMT_FP32, 32, 4}, {NF_FMT_INT32, 32, 4}};
+    const struct {
+        nf_format_id id;
+        unsigned bits, bytes;
+    } d[] = {{NF_FMT_BF16, 16, 2}, {NF_FMT_FP32, 32, 4}, {NF_FMT_INT32, 32, 4}};
     for (size_t i = 0; i < 3; i++) {
         const nf_format *f = nf_format_by_id(d[i].id);
         cr_assert_eq(f->code_bits, d[i].bits, "%s", f->name);
@@ -155,12 +157,9 @@ Test(format_registry, grouped_properties)
         int qmin, qmax, bias, enc_qmax;
         double bpw;
     } g[] = {
-        {NF_FMT_Q2_G64_FP16, 2, 64, -1, 2, 1, 2, 2.25},
-        {NF_FMT_Q4_G64_FP16, 4, 64, -8, 7, 0, 7, 4.25},
-        {NF_FMT_Q5_G64_FP16, 5, 64, -16, 15, 0, 15, 5.25},
-        {NF_FMT_Q6_G64_FP16, 6, 64, -32, 31, 0, 31, 6.25},
-        {NF_FMT_Q8_G32_FP16, 8, 32, -127, 127, 0, 127, 8.50},
-        {NF_FMT_T2_G128_FP16, 2, 128, -1, 1, 0, 1, 2.125},
+        {NF_FMT_Q2_G64_FP16, 2, 64, -1, 2, 1, 2, 2.25},       {NF_FMT_Q4_G64_FP16, 4, 64, -8, 7, 0, 7, 4.25},
+        {NF_FMT_Q5_G64_FP16, 5, 64, -16, 15, 0, 15, 5.25},    {NF_FMT_Q6_G64_FP16, 6, 64, -32, 31, 0, 31, 6.25},
+        {NF_FMT_Q8_G32_FP16, 8, 32, -127, 127, 0, 127, 8.50}, {NF_FMT_T2_G128_FP16, 2, 128, -1, 1, 0, 1, 2.125},
     };
     for (size_t i = 0; i < sizeof g / sizeof g[0]; i++) {
         const nf_format *f = nf_format_by_id(g[i].id);
@@ -211,24 +210,15 @@ static const struct {
     unsigned values, bytes;
     double bpw;
 } gguf[] = {
-    {NF_FMT_GGUF_Q8_0, "q8_0", 8, 32, 34, 8.50},
-    {NF_FMT_GGUF_Q4_0, "q4_0", 2, 32, 18, 4.50},
-    {NF_FMT_GGUF_Q5_0, "q5_0", 6, 32, 22, 5.50},
-    {NF_FMT_GGUF_Q2_0, "q2_0", 42, 64, 18, 2.25},
-    {NF_FMT_GGUF_Q2_K, "q2_k", 10, 256, 84, 2.625},
-    {NF_FMT_GGUF_Q3_K, "q3_k", 11, 256, 110, 3.4375},
-    {NF_FMT_GGUF_Q4_K, "q4_k", 12, 256, 144, 4.50},
-    {NF_FMT_GGUF_Q5_K, "q5_k", 13, 256, 176, 5.50},
-    {NF_FMT_GGUF_Q6_K, "q6_k", 14, 256, 210, 6.5625},
-    {NF_FMT_GGUF_IQ2_XXS, "iq2_xxs", 16, 256, 66, 2.0625},
-    {NF_FMT_GGUF_IQ2_XS, "iq2_xs", 17, 256, 74, 2.3125},
-    {NF_FMT_GGUF_IQ3_XXS, "iq3_xxs", 18, 256, 98, 3.0625},
-    {NF_FMT_GGUF_IQ1_S, "iq1_s", 19, 256, 50, 1.5625},
-    {NF_FMT_GGUF_IQ4_NL, "iq4_nl", 20, 32, 18, 4.50},
-    {NF_FMT_GGUF_IQ3_S, "iq3_s", 21, 256, 110, 3.4375},
-    {NF_FMT_GGUF_IQ2_S, "iq2_s", 22, 256, 82, 2.5625},
-    {NF_FMT_GGUF_IQ4_XS, "iq4_xs", 23, 256, 136, 4.25},
-    {NF_FMT_GGUF_IQ1_M, "iq1_m", 29, 256, 56, 1.75},
+    {NF_FMT_GGUF_Q8_0, "q8_0", 8, 32, 34, 8.50},         {NF_FMT_GGUF_Q4_0, "q4_0", 2, 32, 18, 4.50},
+    {NF_FMT_GGUF_Q5_0, "q5_0", 6, 32, 22, 5.50},         {NF_FMT_GGUF_Q2_0, "q2_0", 42, 64, 18, 2.25},
+    {NF_FMT_GGUF_Q2_K, "q2_k", 10, 256, 84, 2.625},      {NF_FMT_GGUF_Q3_K, "q3_k", 11, 256, 110, 3.4375},
+    {NF_FMT_GGUF_Q4_K, "q4_k", 12, 256, 144, 4.50},      {NF_FMT_GGUF_Q5_K, "q5_k", 13, 256, 176, 5.50},
+    {NF_FMT_GGUF_Q6_K, "q6_k", 14, 256, 210, 6.5625},    {NF_FMT_GGUF_IQ2_XXS, "iq2_xxs", 16, 256, 66, 2.0625},
+    {NF_FMT_GGUF_IQ2_XS, "iq2_xs", 17, 256, 74, 2.3125}, {NF_FMT_GGUF_IQ3_XXS, "iq3_xxs", 18, 256, 98, 3.0625},
+    {NF_FMT_GGUF_IQ1_S, "iq1_s", 19, 256, 50, 1.5625},   {NF_FMT_GGUF_IQ4_NL, "iq4_nl", 20, 32, 18, 4.50},
+    {NF_FMT_GGUF_IQ3_S, "iq3_s", 21, 256, 110, 3.4375},  {NF_FMT_GGUF_IQ2_S, "iq2_s", 22, 256, 82, 2.5625},
+    {NF_FMT_GGUF_IQ4_XS, "iq4_xs", 23, 256, 136, 4.25},  {NF_FMT_GGUF_IQ1_M, "iq1_m", 29, 256, 56, 1.75},
 };
 
 Test(format_registry, gguf_properties)
@@ -263,8 +253,7 @@ Test(format_registry, gguf_short_names_are_fixture_stems)
 Test(format_registry, ggml_types_outside_the_imported_set)
 {
     /* f32, f16, q4_1, q5_1, q8_1, q8_k, bf16, mxfp4, nvfp4, q1_0 and nonsense ids */
-    const int other[] = {-1, 0, 1, 3, 7, 9, 15, 24, 25, 26, 27, 28, 30, 39, 40, 41, 43, 1000,
-                         -42};
+    const int other[] = {-1, 0, 1, 3, 7, 9, 15, 24, 25, 26, 27, 28, 30, 39, 40, 41, 43, 1000, -42};
     for (size_t i = 0; i < sizeof other / sizeof other[0]; i++)
         cr_assert_null(nf_format_by_ggml_type(other[i]), "type %d", other[i]);
     size_t hits = 0;

@@ -241,8 +241,7 @@ Test(format_scalar, f16_encode_all_midpoints_and_neighbours)
             check_f16_encode(m);
             /* one binary32 ulp either side decides the other way, away from the tie */
             cr_assert_eq(nf_f32_to_f16(nextafterf(m, 0.0f)), (uint16_t)(sign | i));
-            cr_assert_eq(nf_f32_to_f16(nextafterf(m, s ? -INFINITY : INFINITY)),
-                         (uint16_t)(sign | (i + 1)));
+            cr_assert_eq(nf_f32_to_f16(nextafterf(m, s ? -INFINITY : INFINITY)), (uint16_t)(sign | (i + 1)));
             check_f16_encode(nextafterf(m, 0.0f));
             check_f16_encode(nextafterf(m, s ? -INFINITY : INFINITY));
         }
@@ -270,8 +269,8 @@ Test(format_scalar, f16_encode_boundaries)
     cr_assert_eq(nf_f32_to_f16(0x1p-26f), 0x0000);
     cr_assert_eq(nf_f32_to_f16(0x1.fffffep-26f), 0x0000);
     cr_assert_eq(nf_f32_to_f16(0x1p-24f), 0x0001);
-    cr_assert_eq(nf_f32_to_f16(0x3p-25f), 0x0002); /* tie between 1 and 2 units -> 2 */
-    cr_assert_eq(nf_f32_to_f16(0x5p-25f), 0x0002); /* tie between 2 and 3 units -> 2 */
+    cr_assert_eq(nf_f32_to_f16(0x3p-25f), 0x0002);  /* tie between 1 and 2 units -> 2 */
+    cr_assert_eq(nf_f32_to_f16(0x5p-25f), 0x0002);  /* tie between 2 and 3 units -> 2 */
     cr_assert_eq(nf_f32_to_f16(0x1p-149f), 0x0000); /* binary32 subnormals vanish */
     cr_assert_eq(nf_f32_to_f16(-0x1p-149f), 0x8000);
     cr_assert_eq(nf_f32_to_f16(0x1p-126f), 0x0000);
@@ -284,8 +283,8 @@ Test(format_scalar, f16_encode_boundaries)
     cr_assert_eq(nf_f32_to_f16(1.0f + 0x1p-11f), 0x3C00);
     cr_assert_eq(nf_f32_to_f16(1.0f + 0x3p-11f), 0x3C02);
     cr_assert_eq(nf_f32_to_f16(2047.0f + 0.5f), 0x6800); /* 2047.5 -> 2048 */
-    cr_assert_eq(nf_f32_to_f16(2049.0f), 0x6800);         /* tie 2048/2050 -> 2048 */
-    cr_assert_eq(nf_f32_to_f16(2051.0f), 0x6802);         /* tie 2050/2052 -> 2052 */
+    cr_assert_eq(nf_f32_to_f16(2049.0f), 0x6800);        /* tie 2048/2050 -> 2048 */
+    cr_assert_eq(nf_f32_to_f16(2051.0f), 0x6802);        /* tie 2050/2052 -> 2052 */
     cr_assert_eq(nf_f32_to_f16(0.0f), 0x0000);
     cr_assert_eq(nf_f32_to_f16(-0.0f), 0x8000);
 }
@@ -347,8 +346,7 @@ static size_t read_f32_file(const char *name, float *out, size_t n)
     unsigned char b[4];
     size_t i = 0;
     for (; i < n && fread(b, 1, 4, f) == 4; i++)
-        out[i] = float_of((uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
-                          (uint32_t)b[3] << 24);
+        out[i] = float_of((uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24);
     fclose(f);
     return i;
 }
@@ -362,8 +360,7 @@ Test(format_scalar, f16_and_bf16_match_ggml_fixture)
     cr_assert_eq(read_f32_file("bf16.dequant.f32", bf16, N), N);
     for (size_t i = 0; i < N; i++) {
         cr_assert_eq(bits_of_f32(nf_f16_to_f32(nf_f32_to_f16(src[i]))), bits_of_f32(f16[i]), "f16 %zu", i);
-        cr_assert_eq(bits_of_f32(nf_bf16_to_f32(nf_f32_to_bf16(src[i]))), bits_of_f32(bf16[i]),
-                     "bf16 %zu", i);
+        cr_assert_eq(bits_of_f32(nf_bf16_to_f32(nf_f32_to_bf16(src[i]))), bits_of_f32(bf16[i]), "bf16 %zu", i);
     }
 }
 
@@ -413,8 +410,7 @@ Test(format_scalar, bf16_encode_all_midpoints_and_neighbours)
             cr_assert_eq(nf_f32_to_bf16(m), (uint16_t)(sign | even_of(i, i + 1)), "mid %04x", i);
             check_bf16_encode(m);
             cr_assert_eq(nf_f32_to_bf16(nextafterf(m, 0.0f)), (uint16_t)(sign | i));
-            cr_assert_eq(nf_f32_to_bf16(nextafterf(m, s ? -INFINITY : INFINITY)),
-                         (uint16_t)(sign | (i + 1)));
+            cr_assert_eq(nf_f32_to_bf16(nextafterf(m, s ? -INFINITY : INFINITY)), (uint16_t)(sign | (i + 1)));
         }
     }
 }
@@ -457,8 +453,7 @@ Test(format_scalar, e4m3_decode_all_words)
             cr_assert_eq(signbit(got) != 0, (w & 0x80) != 0, "NaN sign of %02x", w);
             continue;
         }
-        cr_assert_eq(bits_of_f32(got), bits_of_f32((float)want), "w=%02x got %a want %a", w, (double)got,
-                     want);
+        cr_assert_eq(bits_of_f32(got), bits_of_f32((float)want), "w=%02x got %a want %a", w, (double)got, want);
     }
 }
 
@@ -502,8 +497,7 @@ Test(format_scalar, e4m3_encode_midpoints)
             uint8_t sign = s ? 0x80 : 0;
             cr_assert_eq(nf_f32_to_e4m3fn(m), (uint8_t)(sign | even_of(i, i + 1)), "mid %02x", i);
             cr_assert_eq(nf_f32_to_e4m3fn(nextafterf(m, 0.0f)), (uint8_t)(sign | i));
-            cr_assert_eq(nf_f32_to_e4m3fn(nextafterf(m, s ? -INFINITY : INFINITY)),
-                         (uint8_t)(sign | (i + 1)));
+            cr_assert_eq(nf_f32_to_e4m3fn(nextafterf(m, s ? -INFINITY : INFINITY)), (uint8_t)(sign | (i + 1)));
             check_e4m3_encode(m);
         }
     }
@@ -516,8 +510,8 @@ Test(format_scalar, e4m3_encode_midpoints)
 
 Test(format_scalar, e4m3_encode_clamp)
 {
-    const float big[] = {448.0f, 448.5f, 449.0f, 463.0f, 464.0f, 465.0f, 480.0f, 500.0f,
-                         1024.0f, 65504.0f, 1e30f, FLT_MAX, INFINITY};
+    const float big[] = {448.0f, 448.5f,  449.0f,   463.0f, 464.0f,  465.0f,  480.0f,
+                         500.0f, 1024.0f, 65504.0f, 1e30f,  FLT_MAX, INFINITY};
     for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) {
         cr_assert_eq(nf_f32_to_e4m3fn(big[i]), 0x7E, "%a", (double)big[i]);
         cr_assert_eq(nf_f32_to_e4m3fn(-big[i]), 0xFE, "%a", (double)-big[i]);

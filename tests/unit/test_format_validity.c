@@ -63,9 +63,8 @@ static const nf_format *fmt(nf_format_id id)
     return f;
 }
 
-static const nf_format_id grouped_ids[] = {NF_FMT_Q2_G64_FP16, NF_FMT_Q4_G64_FP16,
-                                           NF_FMT_Q5_G64_FP16, NF_FMT_Q6_G64_FP16,
-                                           NF_FMT_Q8_G32_FP16, NF_FMT_T2_G128_FP16};
+static const nf_format_id grouped_ids[] = {NF_FMT_Q2_G64_FP16, NF_FMT_Q4_G64_FP16, NF_FMT_Q5_G64_FP16,
+                                           NF_FMT_Q6_G64_FP16, NF_FMT_Q8_G32_FP16, NF_FMT_T2_G128_FP16};
 #define N_GROUPED (sizeof grouped_ids / sizeof grouped_ids[0])
 
 /* ------------------------------------------------------------------ grouped codes */
@@ -73,15 +72,15 @@ static const nf_format_id grouped_ids[] = {NF_FMT_Q2_G64_FP16, NF_FMT_Q4_G64_FP1
 Test(format_validity, grouped_code_intervals)
 {
     /* the spec's legal signed intervals, not the registry's fields */
-    const struct { nf_format_id id; int lo, hi; } r[] = {
-        {NF_FMT_Q2_G64_FP16, -1, 2},    {NF_FMT_Q4_G64_FP16, -8, 7},
-        {NF_FMT_Q5_G64_FP16, -16, 15},  {NF_FMT_Q6_G64_FP16, -32, 31},
-        {NF_FMT_Q8_G32_FP16, -127, 127}, {NF_FMT_T2_G128_FP16, -1, 1}};
+    const struct {
+        nf_format_id id;
+        int lo, hi;
+    } r[] = {{NF_FMT_Q2_G64_FP16, -1, 2},   {NF_FMT_Q4_G64_FP16, -8, 7},     {NF_FMT_Q5_G64_FP16, -16, 15},
+             {NF_FMT_Q6_G64_FP16, -32, 31}, {NF_FMT_Q8_G32_FP16, -127, 127}, {NF_FMT_T2_G128_FP16, -1, 1}};
     for (size_t i = 0; i < sizeof r / sizeof r[0]; i++) {
         const nf_format *f = fmt(r[i].id);
         for (int q = -300; q <= 300; q++)
-            cr_assert_eq(nf_grouped_code_valid(f, q), q >= r[i].lo && q <= r[i].hi, "%s q=%d",
-                         f->name, q);
+            cr_assert_eq(nf_grouped_code_valid(f, q), q >= r[i].lo && q <= r[i].hi, "%s q=%d", f->name, q);
         cr_assert(!nf_grouped_code_valid(f, INT_MIN));
         cr_assert(!nf_grouped_code_valid(f, INT_MAX));
     }
@@ -126,10 +125,8 @@ Test(format_validity, grouped_scales_exhaustive)
             double v = f16_value((uint16_t)w);
             int want_valid = isfinite(v) && (q2 || !is_negative_zero(v));
             int want_zero_rule = !q2 && is_positive_zero(v);
-            cr_assert_eq(nf_grouped_scale_valid(f, (uint16_t)w), want_valid, "%s %04x", f->name,
-                         w);
-            cr_assert_eq(nf_grouped_scale_requires_zero_codes(f, (uint16_t)w), want_zero_rule,
-                         "%s %04x", f->name, w);
+            cr_assert_eq(nf_grouped_scale_valid(f, (uint16_t)w), want_valid, "%s %04x", f->name, w);
+            cr_assert_eq(nf_grouped_scale_requires_zero_codes(f, (uint16_t)w), want_zero_rule, "%s %04x", f->name, w);
         }
     }
 }
@@ -168,8 +165,7 @@ Test(format_validity, vectors_q2_codec_and_import)
     const nf_format *q2 = fmt(NF_FMT_Q2_G64_FP16);
     /* 6.1 item 4: scale words 3800 BC00 0001 8000 accepted; +-inf and NaN refused */
     const uint16_t ok[] = {0x3800, 0xBC00, 0x0001, 0x8000, 0x0000};
-    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
-        cr_assert(nf_grouped_scale_valid(q2, ok[i]), "%04x", ok[i]);
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) cr_assert(nf_grouped_scale_valid(q2, ok[i]), "%04x", ok[i]);
     /* 6.1 item 11: 7C00, FC00, 7E01 refused ("finite") */
     const uint16_t bad[] = {0x7C00, 0xFC00, 0x7E01, 0x7E00, 0xFE00, 0x7C01};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
@@ -234,13 +230,11 @@ static int divisor_oracle(uint32_t bits)
 
 Test(format_validity, nvfp4_divisors)
 {
-    const uint32_t words[] = {0x00000000u, 0x80000000u, 0x00000001u, 0x80000001u, 0x007FFFFFu,
-                              0x00800000u, 0x3F800000u, 0x40200000u, 0xBF800000u, 0x7F7FFFFFu,
-                              0x7F800000u, 0xFF800000u, 0x7FC00000u, 0x7F800001u, 0xFFC00000u,
-                              0xFFFFFFFFu, 0x7FFFFFFFu};
+    const uint32_t words[] = {0x00000000u, 0x80000000u, 0x00000001u, 0x80000001u, 0x007FFFFFu, 0x00800000u,
+                              0x3F800000u, 0x40200000u, 0xBF800000u, 0x7F7FFFFFu, 0x7F800000u, 0xFF800000u,
+                              0x7FC00000u, 0x7F800001u, 0xFFC00000u, 0xFFFFFFFFu, 0x7FFFFFFFu};
     for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
-        cr_assert_eq(nf_nvfp4_divisor_valid(words[i]), divisor_oracle(words[i]), "%08x",
-                     words[i]);
+        cr_assert_eq(nf_nvfp4_divisor_valid(words[i]), divisor_oracle(words[i]), "%08x", words[i]);
     cr_assert(nf_nvfp4_divisor_valid(0x40200000u), "2.5 of docs/vectors.md item 7");
     cr_assert(!nf_nvfp4_divisor_valid(0x00000000u));
     cr_assert(!nf_nvfp4_divisor_valid(0x7F800000u));
@@ -275,10 +269,8 @@ Test(format_validity, fp8_row_scales_exhaustive)
     for (uint32_t w = 0; w <= 0xFFFFu; w++) {
         double vb = bf16_value((uint16_t)w);
         double vh = f16_value((uint16_t)w);
-        cr_assert_eq(nf_fp8_row_scale_valid(b, (uint16_t)w), isfinite(vb) && !signbit(vb),
-                     "bf16 %04x", w);
-        cr_assert_eq(nf_fp8_row_scale_valid(h, (uint16_t)w), isfinite(vh) && !signbit(vh),
-                     "fp16 %04x", w);
+        cr_assert_eq(nf_fp8_row_scale_valid(b, (uint16_t)w), isfinite(vb) && !signbit(vb), "bf16 %04x", w);
+        cr_assert_eq(nf_fp8_row_scale_valid(h, (uint16_t)w), isfinite(vh) && !signbit(vh), "fp16 %04x", w);
         /* +0 is the same word in both scale types */
         cr_assert_eq(nf_fp8_row_scale_is_zero((uint16_t)w), is_positive_zero(vb), "%04x", w);
         cr_assert_eq(nf_fp8_row_scale_is_zero((uint16_t)w), is_positive_zero(vh), "%04x", w);
@@ -291,8 +283,7 @@ Test(format_validity, fp8_row_scales_exhaustive)
     cr_assert(!nf_fp8_row_scale_valid(h, 0x7F80));
     for (size_t i = 0; i < nf_format_count(); i++) {
         const nf_format *f = nf_format_at(i);
-        if (f->category != NF_CAT_FP8_ROW)
-            cr_assert(!nf_fp8_row_scale_valid(f, 0x3C00), "%s", f->name);
+        if (f->category != NF_CAT_FP8_ROW) cr_assert(!nf_fp8_row_scale_valid(f, 0x3C00), "%s", f->name);
     }
     cr_assert(!nf_fp8_row_scale_valid(NULL, 0x3C00));
 }
@@ -331,8 +322,7 @@ Test(format_validity, vectors_fp8_row_fp16)
     cr_assert(fp8_row_valid(h, 0x3800, row0, 4));
     cr_assert(fp8_row_valid(h, 0x4000, row1, 4));
     const uint16_t bad_scales[] = {0x8000, 0xBC00, 0x7C00, 0x7E00};
-    for (size_t i = 0; i < 4; i++)
-        cr_assert(!fp8_row_valid(h, bad_scales[i], row0, 4), "scale %04x", bad_scales[i]);
+    for (size_t i = 0; i < 4; i++) cr_assert(!fp8_row_valid(h, bad_scales[i], row0, 4), "scale %04x", bad_scales[i]);
     const uint8_t c56[] = {56};
     cr_assert(!fp8_row_valid(h, 0x0000, c56, 1), "[56, 00, 00] refused");
     const uint8_t c127[] = {127}, c255[] = {255};

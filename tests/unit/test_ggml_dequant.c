@@ -79,8 +79,7 @@ static fixture load_fixture(nf_format_id id)
     size_t n;
     snprintf(name, sizeof name, "%s.qbytes", t->stem);
     fx.q = nf_test_data(&n, "gguf/%s", name);
-    cr_assert_eq(n, ROWS * fx.row_bytes, "%s: %zu bytes, expected %zu", name, n,
-                 ROWS * fx.row_bytes);
+    cr_assert_eq(n, ROWS * fx.row_bytes, "%s: %zu bytes, expected %zu", name, n, ROWS * fx.row_bytes);
     snprintf(name, sizeof name, "%s.dequant.f32", t->stem);
     uint8_t *raw = nf_test_data(&n, "gguf/%s", name);
     cr_assert_eq(n, (size_t)NVALUES * 4, "%s: %zu bytes", name, n);
@@ -88,8 +87,7 @@ static fixture load_fixture(nf_format_id id)
     cr_assert_not_null(fx.ref);
     for (size_t i = 0; i < NVALUES; i++) {
         const uint8_t *p = raw + 4 * i; /* the file is little-endian whatever the host is */
-        fx.ref[i] = f32_of_bits((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-                              (uint32_t)p[3] << 24);
+        fx.ref[i] = f32_of_bits((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
     }
     free(raw);
     return fx;
@@ -102,8 +100,7 @@ static void free_fixture(fixture *fx)
 }
 
 /* Compare binary32 words; report the first difference with both values. */
-static void assert_same_bits(const char *what, const float *got, const float *want, size_t n,
-                             size_t base)
+static void assert_same_bits(const char *what, const float *got, const float *want, size_t n, size_t base)
 {
     size_t ndiff = 0, first = 0;
     for (size_t i = 0; i < n; i++) {
@@ -115,8 +112,8 @@ static void assert_same_bits(const char *what, const float *got, const float *wa
                  "%s: %zu of %zu values differ; first at index %zu (row %zu col %zu): "
                  "got 0x%08x (%.9g), ggml 0x%08x (%.9g)",
                  what, ndiff, n, base + first, (base + first) / COLS, (base + first) % COLS,
-                 (unsigned)bits_of_f32(got[first]), (double)got[first],
-                 (unsigned)bits_of_f32(want[first]), (double)want[first]);
+                 (unsigned)bits_of_f32(got[first]), (double)got[first], (unsigned)bits_of_f32(want[first]),
+                 (double)want[first]);
 }
 
 /* Every row of <type>.qbytes, one call per row, against ggml's output. */
@@ -127,8 +124,7 @@ static void check_fixture(nf_format_id id)
     cr_assert_not_null(out);
     for (size_t r = 0; r < ROWS; r++) {
         nf_error err = {0};
-        nf_status st = nf_ggml_dequant_row(fx.fmt, fx.q + r * fx.row_bytes, COLS, out + r * COLS,
-                                           &err);
+        nf_status st = nf_ggml_dequant_row(fx.fmt, fx.q + r * fx.row_bytes, COLS, out + r * COLS, &err);
         cr_assert_eq(st, NF_OK, "%s row %zu: %s", fx.fmt->name, r, err.message);
     }
     assert_same_bits(fx.fmt->name, out, fx.ref, NVALUES, 0);
@@ -136,7 +132,7 @@ static void check_fixture(nf_format_id id)
     free_fixture(&fx);
 }
 
-#define FIXTURE_TEST(stem, id)                                                                    \
+#define FIXTURE_TEST(stem, id) \
     Test(ggml_dequant_fixture, stem) { check_fixture(id); }
 
 FIXTURE_TEST(q8_0, NF_FMT_GGUF_Q8_0)
@@ -182,12 +178,11 @@ Test(ggml_dequant, slices_equal_whole)
         float *whole = malloc(sizeof(float) * NVALUES);
         float part[COLS];
         nf_error err = {0};
-        cr_assert_eq(nf_ggml_dequant_row(fx.fmt, fx.q, NVALUES, whole, &err), NF_OK, "%s: %s",
-                     fx.fmt->name, err.message);
+        cr_assert_eq(nf_ggml_dequant_row(fx.fmt, fx.q, NVALUES, whole, &err), NF_OK, "%s: %s", fx.fmt->name,
+                     err.message);
         assert_same_bits(fx.fmt->name, whole, fx.ref, NVALUES, 0);
         for (size_t r = 0; r < ROWS; r += 5) {
-            cr_assert_eq(nf_ggml_dequant_row(fx.fmt, fx.q + r * fx.row_bytes, COLS, part, &err),
-                         NF_OK);
+            cr_assert_eq(nf_ggml_dequant_row(fx.fmt, fx.q + r * fx.row_bytes, COLS, part, &err), NF_OK);
             assert_same_bits(fx.fmt->name, part, whole + r * COLS, COLS, r * COLS);
         }
         const size_t nblocks = NVALUES / qk;
@@ -239,8 +234,7 @@ Test(ggml_dequant, reads_only_its_blocks)
                 nf_error err = {0};
                 cr_assert_eq(nf_ggml_dequant_row(fx.fmt, starts[s], k, out + 1, &err), NF_OK);
                 cr_assert_eq(bits_of_f32(out[0]), bits_of_f32(12345.0f), "%s wrote before out", fx.fmt->name);
-                cr_assert_eq(bits_of_f32(out[k + 1]), bits_of_f32(12345.0f), "%s wrote past out[k]",
-                             fx.fmt->name);
+                cr_assert_eq(bits_of_f32(out[k + 1]), bits_of_f32(12345.0f), "%s wrote past out[k]", fx.fmt->name);
                 assert_same_bits(fx.fmt->name, out + 1, fx.ref, k, 0);
             }
             free(out);
@@ -251,8 +245,8 @@ Test(ggml_dequant, reads_only_its_blocks)
 }
 
 /* ---------------------------------------------------------------- argument checks */
-static void expect_refused(const nf_format *fmt, const uint8_t *blocks, uint64_t k, float *out,
-                           nf_status want, const char *needle)
+static void expect_refused(const nf_format *fmt, const uint8_t *blocks, uint64_t k, float *out, nf_status want,
+                           const char *needle)
 {
     nf_error err = {0};
     float before = out ? out[0] : 0.0f;
@@ -260,9 +254,7 @@ static void expect_refused(const nf_format *fmt, const uint8_t *blocks, uint64_t
     cr_assert_eq(st, want, "status %d, expected %d (%s)", (int)st, (int)want, err.message);
     cr_assert_eq(err.status, want);
     cr_assert_neq(err.message[0], '\0', "no message");
-    if (needle)
-        cr_assert_not_null(strstr(err.message, needle), "message '%s' lacks '%s'", err.message,
-                           needle);
+    if (needle) cr_assert_not_null(strstr(err.message, needle), "message '%s' lacks '%s'", err.message, needle);
     if (out) cr_assert_eq(bits_of_f32(out[0]), bits_of_f32(before), "output written on error");
     /* A NULL nf_error is allowed and gives the same status. */
     cr_assert_eq(nf_ggml_dequant_row(fmt, blocks, k, out, NULL), want);
@@ -274,7 +266,7 @@ Test(ggml_dequant, wrong_format_refused)
     float out[512];
     out[0] = 7.0f;
     expect_refused(NULL, blocks, 32, out, NF_ERR_USAGE, "format");
-    const nf_format_id non_gguf[] = {NF_FMT_BF16, NF_FMT_FP32, NF_FMT_Q4_G64_FP16,
+    const nf_format_id non_gguf[] = {NF_FMT_BF16,        NF_FMT_FP32,  NF_FMT_Q4_G64_FP16,
                                      NF_FMT_Q8_G32_FP16, NF_FMT_NVFP4, NF_FMT_FP8_E4M3FN_ROW_BF16};
     for (size_t i = 0; i < sizeof non_gguf / sizeof non_gguf[0]; i++) {
         const nf_format *fmt = nf_format_by_id(non_gguf[i]);
@@ -353,8 +345,7 @@ Test(ggml_tables, contents_match_spec)
         cr_assert_eq(nf_ggml_ksigns_iq2xs[i], i + 128u * (popcount7(i) & 1u), "ksigns[%u]", i);
     cr_assert_eq(nf_ggml_ksigns_iq2xs[21], 0x95);
     cr_assert_eq(nf_ggml_ksigns_iq2xs[55], 0xb7);
-    static const int kv[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
-                               1,    13,   25,  38,  53,  69,  89,  113};
+    static const int kv[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
     for (unsigned i = 0; i < 16; i++) cr_assert_eq(nf_ggml_kvalues_iq4nl[i], kv[i]);
 
     const struct {
@@ -365,8 +356,7 @@ Test(ggml_tables, contents_match_spec)
         for (size_t i = 0; i < iq2[g].n; i++)
             for (unsigned j = 0; j < 8; j++) {
                 unsigned v = (unsigned)(iq2[g].t[i] >> (8 * j)) & 0xFFu;
-                cr_assert(v == 8 || v == 25 || v == 43, "iq2 grid %zu entry %zu byte %u = %u", g,
-                          i, j, v);
+                cr_assert(v == 8 || v == 25 || v == 43, "iq2 grid %zu entry %zu byte %u = %u", g, i, j, v);
             }
     cr_assert_eq(nf_ggml_iq2xxs_grid[1], UINT64_C(0x080808080808082b));
     cr_assert_eq(nf_ggml_iq2xxs_grid[58], UINT64_C(0x08082b0808080808));
@@ -382,8 +372,7 @@ Test(ggml_tables, contents_match_spec)
     for (size_t i = 0; i < 256; i++)
         for (unsigned j = 0; j < 4; j++) {
             unsigned v = (nf_ggml_iq3xxs_grid[i] >> (8 * j)) & 0xFFu;
-            cr_assert(v == 4 || v == 12 || v == 20 || v == 28 || v == 36 || v == 44 || v == 52 ||
-                          v == 62,
+            cr_assert(v == 4 || v == 12 || v == 20 || v == 28 || v == 36 || v == 44 || v == 52 || v == 62,
                       "iq3xxs_grid[%zu] byte %u = %u", i, j, v);
         }
     cr_assert_eq(nf_ggml_iq3xxs_grid[12], 0x040c040cu);
@@ -413,8 +402,7 @@ static void dequant_ok(nf_format_id id, const uint8_t *block, float *out)
 {
     const fixture_type *t = type_of(id);
     nf_error err = {0};
-    cr_assert_eq(nf_ggml_dequant_row(gguf_format(t), block, t->qk, out, &err), NF_OK, "%s",
-                 err.message);
+    cr_assert_eq(nf_ggml_dequant_row(gguf_format(t), block, t->qk, out, &err), NF_OK, "%s", err.message);
 }
 
 /* Signed zero (spec 2.6): the sign is the XOR of all float factors; integer 0 is +0. */
@@ -454,18 +442,19 @@ Test(ggml_dequant_rules, q6_k_scale_before_code)
 Test(ggml_dequant_rules, q4_k_subtraction_rounds_once)
 {
     uint8_t b[144] = {0};
-    b[0] = 0x01; b[1] = 0x3c; /* d = 1.0009765625 (0x3c01) */
-    b[2] = 0x01; b[3] = 0x00; /* dmin = 2^-24 (smallest subnormal half) */
-    b[4] = 63;                /* sc_0 = 63 */
-    b[8] = 1;                 /* m_0 = 1 */
+    b[0] = 0x01;
+    b[1] = 0x3c; /* d = 1.0009765625 (0x3c01) */
+    b[2] = 0x01;
+    b[3] = 0x00; /* dmin = 2^-24 (smallest subnormal half) */
+    b[4] = 63;   /* sc_0 = 63 */
+    b[8] = 1;    /* m_0 = 1 */
     for (unsigned t = 0; t < 32; t++) b[16 + t] = (uint8_t)(t % 16);
     float y[256];
     dequant_ok(NF_FMT_GGUF_Q4_K, b, y);
     const double d = 1.0009765625, dmin = 0x1p-24;
     for (unsigned t = 0; t < 32; t++) {
         const float want = (float)((d * 63.0) * (double)(t % 16) - dmin * 1.0);
-        cr_assert_eq(bits_of_f32(y[t]), bits_of_f32(want), "y[%u] = %a, want %a", t, (double)y[t],
-                     (double)want);
+        cr_assert_eq(bits_of_f32(y[t]), bits_of_f32(want), "y[%u] = %a, want %a", t, (double)y[t], (double)want);
     }
     /* q = 0: (+0) - 2^-24. */
     cr_assert_eq(bits_of_f32(y[0]), bits_of_f32(-0x1p-24f));

@@ -18,7 +18,7 @@ typedef struct grid_case {
     nf_ggml_grid8 id;
     unsigned size;
     int nwant;
-    uint32_t fnv; /* FNV-1a 32 of ggml's kgrid list, each code as 2 bytes little-endian */
+    uint32_t fnv;     /* FNV-1a 32 of ggml's kgrid list, each code as 2 bytes little-endian */
     uint64_t entries; /* the lists' entries (counts and indices): the brute-force search's */
 } grid_case;
 
@@ -137,8 +137,8 @@ static void check_every_code(const grid_case *c)
     for (uint32_t code = 0; code < NF_GGML_GRID_CODES; code++) {
         if (g->map[code] >= 0) continue;
         uint64_t at = (uint64_t)(-(int64_t)g->map[code] - 1);
-        cr_assert_eq(at, entries, "grid %d code %u: list at %llu, want %llu", (int)c->id, code,
-                     (unsigned long long)at, (unsigned long long)entries);
+        cr_assert_eq(at, entries, "grid %d code %u: list at %llu, want %llu", (int)c->id, code, (unsigned long long)at,
+                     (unsigned long long)entries);
         const uint16_t *list = nf_ggml_grid_neighbours(g, g->map[code]);
         int n = scan_list(g, c->nwant, code, dist, want);
         cr_assert_eq(list[0], n, "grid %d code %u: %u neighbours, want %d", (int)c->id, code, list[0], n);
@@ -162,10 +162,7 @@ Test(ggml_grid, every_code_iq2xs) { check_every_code(&CASES[1]); }
 Test(ggml_grid, every_code_iq2s) { check_every_code(&CASES[2]); }
 Test(ggml_grid, every_code_iq1s) { check_every_code(&CASES[3]); }
 
-Test(ggml_grid, out_of_range_is_null)
-{
-    cr_assert_null(nf_ggml_grid_get(NF_GGML_GRID8_COUNT));
-}
+Test(ggml_grid, out_of_range_is_null) { cr_assert_null(nf_ggml_grid_get(NF_GGML_GRID8_COUNT)); }
 
 static void *get_iq2xs(void *arg)
 {

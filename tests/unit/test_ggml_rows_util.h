@@ -46,7 +46,7 @@ static inline float *load_f32(const char *file, size_t n)
 
 typedef struct result {
     nf_status st;
-    char msg[sizeof ((nf_error *)0)->message];
+    char msg[sizeof((nf_error *)0)->message];
     uint8_t *bytes;
 } result;
 
@@ -84,8 +84,8 @@ static inline void expect_same_as_scalar(nf_simd_level level, const qtype *t, co
         for (size_t b = 0; b < len; b++)
             if (got.bytes[b] != ref.bytes[b])
                 cr_assert_fail("%s %s %s %s: byte %zu (row %zu, block %zu, byte %zu) 0x%02x, scalar 0x%02x", lv,
-                               t->stem, what, ip, b, b / row_bytes(t, COLS), b % row_bytes(t, COLS) / t->bb,
-                               b % t->bb, got.bytes[b], ref.bytes[b]);
+                               t->stem, what, ip, b, b / row_bytes(t, COLS), b % row_bytes(t, COLS) / t->bb, b % t->bb,
+                               got.bytes[b], ref.bytes[b]);
     }
     free(ref.bytes);
     free(got.bytes);

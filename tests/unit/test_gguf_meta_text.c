@@ -42,7 +42,10 @@ static json_t *ref_element(const nf_gguf_kv *kv, uint64_t i)
 {
     nf_error e;
     switch (kv->elem_type) {
-    case NF_GGUF_U8: case NF_GGUF_U16: case NF_GGUF_U32: case NF_GGUF_U64: {
+    case NF_GGUF_U8:
+    case NF_GGUF_U16:
+    case NF_GGUF_U32:
+    case NF_GGUF_U64: {
         uint64_t u;
         cr_assert_eq(nf_gguf_kv_uint(kv, i, &u, &e), NF_OK);
         if (u > (uint64_t)INT64_MAX) {
@@ -52,12 +55,16 @@ static json_t *ref_element(const nf_gguf_kv *kv, uint64_t i)
         }
         return json_integer((json_int_t)u);
     }
-    case NF_GGUF_I8: case NF_GGUF_I16: case NF_GGUF_I32: case NF_GGUF_I64: {
+    case NF_GGUF_I8:
+    case NF_GGUF_I16:
+    case NF_GGUF_I32:
+    case NF_GGUF_I64: {
         int64_t v;
         cr_assert_eq(nf_gguf_kv_int(kv, i, &v, &e), NF_OK);
         return json_integer((json_int_t)v);
     }
-    case NF_GGUF_F32: case NF_GGUF_F64: {
+    case NF_GGUF_F32:
+    case NF_GGUF_F64: {
         double d;
         cr_assert_eq(nf_gguf_kv_float(kv, i, &d, &e), NF_OK);
         if (isnan(d)) return json_string("NaN");
@@ -117,9 +124,17 @@ static uint64_t float_bits(bool f64)
 {
     static const uint32_t s32[] = {0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u, 0x7fc00000u, 0xffc00001u,
                                    0x00000001u, 0x007fffffu, 0x7f7fffffu, 0x3f800000u, 0x4b000000u, 0x3eaaaaabu};
-    static const uint64_t s64[] = {0, 0x8000000000000000ull, 0x7ff0000000000000ull, 0xfff0000000000000ull,
-                                   0x7ff8000000000000ull, 1, 0x7fefffffffffffffull, 0x3ff0000000000000ull,
-                                   0x4330000000000000ull, 0x44b52d02c7e14af6ull, 0x3e7ad7f29abcaf48ull};
+    static const uint64_t s64[] = {0,
+                                   0x8000000000000000ull,
+                                   0x7ff0000000000000ull,
+                                   0xfff0000000000000ull,
+                                   0x7ff8000000000000ull,
+                                   1,
+                                   0x7fefffffffffffffull,
+                                   0x3ff0000000000000ull,
+                                   0x4330000000000000ull,
+                                   0x44b52d02c7e14af6ull,
+                                   0x3e7ad7f29abcaf48ull};
     uint32_t pick = rng32() % 8;
     if (pick == 0) return f64 ? s64[rng32() % (sizeof s64 / sizeof *s64)] : s32[rng32() % (sizeof s32 / sizeof *s32)];
     if (pick == 1) { /* a small integer-valued float: "%.17g" prints it without a point */
@@ -142,8 +157,8 @@ static uint64_t float_bits(bool f64)
  * UTF-8, or (invalid) stray bytes. */
 static size_t random_string(char *s, size_t cap)
 {
-    static const char *const pieces[] = {"\"", "\\", "/", "\x7f", "\xc3\xa9", "\xe2\x80\xa8", "\xf0\x9f\x98\x80",
-                                         "\xef\xbf\xbf", "ab", " ", "\xc2\x80"};
+    static const char *const pieces[] = {
+        "\"", "\\", "/", "\x7f", "\xc3\xa9", "\xe2\x80\xa8", "\xf0\x9f\x98\x80", "\xef\xbf\xbf", "ab", " ", "\xc2\x80"};
     size_t n = 0, want = rng32() % 24;
     while (n < want && n + 4 < cap) {
         uint32_t r = rng32() % 10;
@@ -225,9 +240,8 @@ static void check_same(const char *path)
     nf_source_close(s);
 }
 
-static const uint32_t all_types[] = {SW_GGUF_U8,  SW_GGUF_I8,  SW_GGUF_U16,    SW_GGUF_I16, SW_GGUF_U32,
-                                     SW_GGUF_I32, SW_GGUF_F32, SW_GGUF_BOOL,   SW_GGUF_STRING,
-                                     SW_GGUF_U64, SW_GGUF_I64, SW_GGUF_F64};
+static const uint32_t all_types[] = {SW_GGUF_U8,  SW_GGUF_I8,   SW_GGUF_U16,    SW_GGUF_I16, SW_GGUF_U32, SW_GGUF_I32,
+                                     SW_GGUF_F32, SW_GGUF_BOOL, SW_GGUF_STRING, SW_GGUF_U64, SW_GGUF_I64, SW_GGUF_F64};
 #define NTYPES (sizeof all_types / sizeof *all_types)
 
 Test(gguf_meta_text, every_type_as_the_former_writer)

@@ -37,15 +37,24 @@ typedef struct block_type {
 } block_type;
 
 static const block_type TYPES[] = {
-    {NF_FMT_GGUF_Q8_0, "q8_0", "Q8_0", 32, 34, 0, -1},          {NF_FMT_GGUF_Q4_0, "q4_0", "Q4_0", 32, 18, 0, -1},
-    {NF_FMT_GGUF_Q5_0, "q5_0", "Q5_0", 32, 22, 0, -1},          {NF_FMT_GGUF_Q2_0, "q2_0", "Q2_0", 64, 18, 0, -1},
-    {NF_FMT_GGUF_Q2_K, "q2_k", "Q2_K", 256, 84, 80, 82},        {NF_FMT_GGUF_Q3_K, "q3_k", "Q3_K", 256, 110, 108, -1},
-    {NF_FMT_GGUF_Q4_K, "q4_k", "Q4_K", 256, 144, 0, 2},         {NF_FMT_GGUF_Q5_K, "q5_k", "Q5_K", 256, 176, 0, 2},
-    {NF_FMT_GGUF_Q6_K, "q6_k", "Q6_K", 256, 210, 208, -1},      {NF_FMT_GGUF_IQ2_XXS, "iq2_xxs", "IQ2_XXS", 256, 66, 0, -1},
-    {NF_FMT_GGUF_IQ2_XS, "iq2_xs", "IQ2_XS", 256, 74, 0, -1},   {NF_FMT_GGUF_IQ3_XXS, "iq3_xxs", "IQ3_XXS", 256, 98, 0, -1},
-    {NF_FMT_GGUF_IQ1_S, "iq1_s", "IQ1_S", 256, 50, 0, -1},      {NF_FMT_GGUF_IQ4_NL, "iq4_nl", "IQ4_NL", 32, 18, 0, -1},
-    {NF_FMT_GGUF_IQ3_S, "iq3_s", "IQ3_S", 256, 110, 0, -1},     {NF_FMT_GGUF_IQ2_S, "iq2_s", "IQ2_S", 256, 82, 0, -1},
-    {NF_FMT_GGUF_IQ4_XS, "iq4_xs", "IQ4_XS", 256, 136, 0, -1},  {NF_FMT_GGUF_IQ1_M, "iq1_m", "IQ1_M", 256, 56, -1, -1},
+    {NF_FMT_GGUF_Q8_0, "q8_0", "Q8_0", 32, 34, 0, -1},
+    {NF_FMT_GGUF_Q4_0, "q4_0", "Q4_0", 32, 18, 0, -1},
+    {NF_FMT_GGUF_Q5_0, "q5_0", "Q5_0", 32, 22, 0, -1},
+    {NF_FMT_GGUF_Q2_0, "q2_0", "Q2_0", 64, 18, 0, -1},
+    {NF_FMT_GGUF_Q2_K, "q2_k", "Q2_K", 256, 84, 80, 82},
+    {NF_FMT_GGUF_Q3_K, "q3_k", "Q3_K", 256, 110, 108, -1},
+    {NF_FMT_GGUF_Q4_K, "q4_k", "Q4_K", 256, 144, 0, 2},
+    {NF_FMT_GGUF_Q5_K, "q5_k", "Q5_K", 256, 176, 0, 2},
+    {NF_FMT_GGUF_Q6_K, "q6_k", "Q6_K", 256, 210, 208, -1},
+    {NF_FMT_GGUF_IQ2_XXS, "iq2_xxs", "IQ2_XXS", 256, 66, 0, -1},
+    {NF_FMT_GGUF_IQ2_XS, "iq2_xs", "IQ2_XS", 256, 74, 0, -1},
+    {NF_FMT_GGUF_IQ3_XXS, "iq3_xxs", "IQ3_XXS", 256, 98, 0, -1},
+    {NF_FMT_GGUF_IQ1_S, "iq1_s", "IQ1_S", 256, 50, 0, -1},
+    {NF_FMT_GGUF_IQ4_NL, "iq4_nl", "IQ4_NL", 32, 18, 0, -1},
+    {NF_FMT_GGUF_IQ3_S, "iq3_s", "IQ3_S", 256, 110, 0, -1},
+    {NF_FMT_GGUF_IQ2_S, "iq2_s", "IQ2_S", 256, 82, 0, -1},
+    {NF_FMT_GGUF_IQ4_XS, "iq4_xs", "IQ4_XS", 256, 136, 0, -1},
+    {NF_FMT_GGUF_IQ1_M, "iq1_m", "IQ1_M", 256, 56, -1, -1},
 };
 #define NTYPES (sizeof TYPES / sizeof TYPES[0])
 
@@ -77,14 +86,15 @@ static const nf_format *fmt_of(const block_type *t)
     return f;
 }
 
-static void expect_found(const block_type *t, const uint8_t *blocks, uint64_t n, uint64_t want_block, int f,
-                         uint16_t h)
+static void expect_found(const block_type *t, const uint8_t *blocks, uint64_t n, uint64_t want_block, int f, uint16_t h)
 {
     for (int fast = 0; fast < 2; fast++) {
         nf_ggml_scan_fast = fast;
         nf_ggml_bad_scale bad;
-        cr_assert(nf_ggml_find_nonfinite_scale(fmt_of(t), blocks, 0, n, &bad), "%s: block %llu field %d 0x%04x not "
-                  "found (fast %d)", t->stem, (unsigned long long)want_block, f, h, fast);
+        cr_assert(nf_ggml_find_nonfinite_scale(fmt_of(t), blocks, 0, n, &bad),
+                  "%s: block %llu field %d 0x%04x not "
+                  "found (fast %d)",
+                  t->stem, (unsigned long long)want_block, f, h, fast);
         cr_assert_eq(bad.block, want_block, "%s: found block %llu, want %llu", t->stem, (unsigned long long)bad.block,
                      (unsigned long long)want_block);
         cr_assert_str_eq(bad.field, f ? "dmin" : "d", "%s", t->stem);
@@ -272,8 +282,8 @@ Test(gguf_scales, verify_reports_every_bad_block)
                  t->ggml_name, f ? "dmin" : "d", (9 * per_row + per_row - 1) * t->bb + dlast);
         snprintf(want[2], sizeof want[2], "row 15 block 0: %s scale d 0xffff at byte offset %u is NaN", t->ggml_name,
                  15 * per_row * t->bb + d0);
-        for (int k = 0; k < 3; k++) cr_assert(strstr(s[1].text, want[k]), "%s: want '%s' in\n%s", t->stem, want[k],
-                                              s[1].text);
+        for (int k = 0; k < 3; k++)
+            cr_assert(strstr(s[1].text, want[k]), "%s: want '%s' in\n%s", t->stem, want[k], s[1].text);
         free(q);
     }
 }

@@ -9,8 +9,8 @@
 
 Test(headers, public_and_private_declarations_coexist)
 {
-    nf_problem p = {0};            /* the public verify report entry (ninfer/verify.h) */
-    nf_problems sink = {0};        /* the layout checks' private problem counter */
+    nf_problem p = {0};     /* the public verify report entry (ninfer/verify.h) */
+    nf_problems sink = {0}; /* the layout checks' private problem counter */
     cr_assert_null(p.object);
     cr_assert_eq(sink.count, 0);
 }

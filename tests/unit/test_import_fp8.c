@@ -64,7 +64,8 @@ static void make(fp8_src *s, uint64_t n, uint64_t k, const char *dtype, uint32_t
 static void put_scale(fp8_src *s, uint64_t i, uint32_t word)
 {
     bool f32 = strcmp(s->scales.dtype, "F32") == 0;
-    for (int b = 0; b < (f32 ? 4 : 2); b++) s->scale_bytes[i * (f32 ? 4 : 2) + (uint64_t)b] = (uint8_t)(word >> (8 * b));
+    for (int b = 0; b < (f32 ? 4 : 2); b++)
+        s->scale_bytes[i * (f32 ? 4 : 2) + (uint64_t)b] = (uint8_t)(word >> (8 * b));
 }
 
 static size_t scale_size(const fp8_src *s) { return strcmp(s->scales.dtype, "F32") == 0 ? 4 : 2; }
@@ -199,7 +200,8 @@ Test(import_fp8, f32_per_row_rounding)
         nf_geometry g;
         nf_words w = import_whole(&imp, &s, &g);
         for (uint64_t i = 0; i < n; i++)
-            cr_assert_eq(w.scales[i], f32[i][1], "F32 0x%08X -> 0x%04X, want 0x%04X", f32[i][0], w.scales[i], f32[i][1]);
+            cr_assert_eq(w.scales[i], f32[i][1], "F32 0x%08X -> 0x%04X, want 0x%04X", f32[i][0], w.scales[i],
+                         f32[i][1]);
         nf_words_free(&w);
         free(s.code_bytes);
     }
@@ -280,7 +282,8 @@ Test(import_fp8, fp8_overflow_refused)
     nf_words w = import_whole(&imp, &s, &g); /* every value finite: accepted */
     nf_words_free(&w);
     s.code_bytes[3 * 16 + 11] = 0xFE; /* -448 */
-    expect_rows_refused(&s, "model.layers.2.mlp.down_proj.weight: row 3 col 11", "E4M3 code 0xFE x row scale BF16 0x7F7F");
+    expect_rows_refused(&s, "model.layers.2.mlp.down_proj.weight: row 3 col 11",
+                        "E4M3 code 0xFE x row scale BF16 0x7F7F");
     free(s.code_bytes);
 }
 
@@ -334,7 +337,9 @@ Test(import_fp8, zero_scale_rules)
         cr_assert_eq(w.scales[1], 0x0000);
         nf_words_free(&w);
         s.code_bytes[16 + 7] = 0x38;
-        expect_rows_refused(&s, "model.layers.2.mlp.down_proj.weight: row 1 col 7: code 0x38 is nonzero under the row's +0 scale", NULL);
+        expect_rows_refused(
+            &s, "model.layers.2.mlp.down_proj.weight: row 1 col 7: code 0x38 is nonzero under the row's +0 scale",
+            NULL);
         if (zeros[i].w > 0) {
             char src_word[32];
             snprintf(src_word, sizeof src_word, "F32 0x%08X", zeros[i].w);
@@ -362,7 +367,8 @@ Test(import_fp8, refuses_bad_declarations)
     cr_assert_eq(nf_import_init_fp8(&imp, nf_format_lookup("fp8_e4m3fn_row_fp16"), &s.codes, &s.scales, NULL, 0, &err),
                  NF_ERR_INVALID);
     cr_assert_not_null(strstr(err.message, "fp8_e4m3fn_row_fp16 is not an import_encoded target"), "%s", err.message);
-    cr_assert_eq(nf_import_init_fp8(&imp, nf_format_lookup("nvfp4"), &s.codes, &s.scales, NULL, 0, &err), NF_ERR_INVALID);
+    cr_assert_eq(nf_import_init_fp8(&imp, nf_format_lookup("nvfp4"), &s.codes, &s.scales, NULL, 0, &err),
+                 NF_ERR_INVALID);
     /* scale dtype and shapes */
     s.scales.dtype = "F16";
     expect_init_refused(&s, NF_ERR_INVALID, "dtype F16 is not BF16");
@@ -406,7 +412,9 @@ Test(import_fp8, chunk_independence)
         make(&s, n, k, variant == 1 ? "F32" : "BF16", variant == 2 ? 0 : 1, 9 + (uint64_t)variant);
         rng r = {77};
         for (uint64_t i = 0; i < n; i++)
-            put_scale(&s, i, variant == 1 ? (uint32_t)(0x3C000000u + rng_below(&r, 0x4000000u)) : (uint32_t)(0x3C00 + rng_below(&r, 0x400)));
+            put_scale(&s, i,
+                      variant == 1 ? (uint32_t)(0x3C000000u + rng_below(&r, 0x4000000u))
+                                   : (uint32_t)(0x3C00 + rng_below(&r, 0x400)));
         nf_import imp = init_ok(&s);
         nf_geometry g;
         nf_words whole = import_whole(&imp, &s, &g);

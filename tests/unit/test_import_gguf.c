@@ -141,7 +141,8 @@ static void check_chunks(const nf_import *imp, const uint8_t *data, const nf_wor
             if (f->category == NF_CAT_GGUF) {
                 cr_assert_eq(memcmp(part.blocks, whole->blocks + r0 * imp->row_bytes, rows * imp->row_bytes), 0);
             } else {
-                cr_assert_eq(memcmp(part.codes, whole->codes + r0 * k, rows * k), 0, "codes of rows [%" PRIu64 ",+%" PRIu64 ")", r0, rows);
+                cr_assert_eq(memcmp(part.codes, whole->codes + r0 * k, rows * k), 0,
+                             "codes of rows [%" PRIu64 ",+%" PRIu64 ")", r0, rows);
                 cr_assert_eq(memcmp(part.scales, whole->scales + r0 * groups, rows * groups * 2), 0);
             }
             nf_words_free(&part);
@@ -294,7 +295,8 @@ Test(import_q2, grouped_parent)
     nf_geometry g;
     nf_error err = {0};
     uint64_t shape[2] = {5, k};
-    cr_assert_eq(nf_geometry_init(&g, nf_layout_lookup("row_split_k128_v1"), F("q2_g64_fp16"), 2, shape, 1, &err), NF_OK);
+    cr_assert_eq(nf_geometry_init(&g, nf_layout_lookup("row_split_k128_v1"), F("q2_g64_fp16"), 2, shape, 1, &err),
+                 NF_OK);
     nf_words w = words_for(&g, 5);
     cr_assert_eq(import_rows(&ig, gate, 4, 2, &w, 0, &err), NF_OK, "%s", err.message);
     cr_assert_eq(import_rows(&ig, gate, 1, 1, &w, 2, &err), NF_OK, "%s", err.message);
@@ -303,7 +305,9 @@ Test(import_q2, grouped_parent)
     cr_assert_eq(nf_layout_encode(&g, &w, out, &err), NF_OK, "%s", err.message);
     const uint8_t *src_rows[5] = {gate + 4 * nb * 18, gate + 5 * nb * 18, gate + 1 * nb * 18, up, up + nb * 18};
     for (int r = 0; r < 5; r++)
-        for (uint64_t b = 0; b < nb; b++) cr_assert_eq(memcmp(out + (r * nb + b) * 16, src_rows[r] + b * 18 + 2, 16), 0, "row %d block %d", r, (int)b);
+        for (uint64_t b = 0; b < nb; b++)
+            cr_assert_eq(memcmp(out + (r * nb + b) * 16, src_rows[r] + b * 18 + 2, 16), 0, "row %d block %d", r,
+                         (int)b);
     free(out);
     nf_words_free(&w);
     free(gate);
@@ -383,10 +387,8 @@ Test(import_q8, refusals)
         int code;
         const char *why;
     } cases[] = {
-        {0x8000, 0, "scale 0x8000 is -0"},
-        {0x0000, 1, "scale 0x0000 (+0) over the nonzero code 0x01"},
-        {0x7C00, 0, "scale 0x7C00 is +infinity"},
-        {0xFE00, 0, "scale 0xFE00 is NaN"},
+        {0x8000, 0, "scale 0x8000 is -0"},        {0x0000, 1, "scale 0x0000 (+0) over the nonzero code 0x01"},
+        {0x7C00, 0, "scale 0x7C00 is +infinity"}, {0xFE00, 0, "scale 0xFE00 is NaN"},
         {0x3800, -128, "code 0x80 is -128"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -412,8 +414,9 @@ Test(import_q8, refusals)
     nf_words w = words_for(&g, 4);
     nf_error err = {0};
     cr_assert_eq(import_rows(&imp, blocks, 0, 4, &w, 0, &err), NF_ERR_INVALID);
-    cr_assert_str_eq(err.message,
-                     "blk.0.ffn_up.weight: row 3 block 1: Q8_0 scale 0x8000 is -0, outside the native q8_g32_fp16 contract");
+    cr_assert_str_eq(
+        err.message,
+        "blk.0.ffn_up.weight: row 3 block 1: Q8_0 scale 0x8000 is -0, outside the native q8_g32_fp16 contract");
     /* the same refusal from a chunk names the absolute row */
     cr_assert_eq(import_rows(&imp, blocks, 2, 2, &w, 0, &err), NF_ERR_INVALID);
     cr_assert_not_null(strstr(err.message, "row 3 block 1"), "%s", err.message);
@@ -450,8 +453,8 @@ static void fixture(const char *stem, const char *target, int type, uint64_t bv,
     for (uint64_t i = 0; i < n * k; i++) {
         uint32_t want;
         memcpy(&want, d + 4 * i, 4);
-        cr_assert_eq(bits_of_f32(vals[i]), want, "%s -> %s: element %" PRIu64 " (row %" PRIu64 " col %" PRIu64 ")", stem,
-                     target, i, i / k, i % k);
+        cr_assert_eq(bits_of_f32(vals[i]), want, "%s -> %s: element %" PRIu64 " (row %" PRIu64 " col %" PRIu64 ")",
+                     stem, target, i, i / k, i % k);
     }
     check_chunks(&imp, q, &w, 99);
     free(vals);

@@ -183,7 +183,8 @@ Test(import_nvfp4, modelopt_128x64)
     cr_assert_eq(out[0], 0x10);
     for (uint64_t row = 0; row < 128; row++)
         for (uint64_t lane = 0; lane < 4; lane++)
-            cr_assert_eq(out[4096 + (row % 32) * 16 + (row / 32) * 4 + lane], s->bscale[row * 4 + lane], "scale (%" PRIu64 ",%" PRIu64 ")", row, lane);
+            cr_assert_eq(out[4096 + (row % 32) * 16 + (row / 32) * 4 + lane], s->bscale[row * 4 + lane],
+                         "scale (%" PRIu64 ",%" PRIu64 ")", row, lane);
     static const uint8_t d[4] = {0xAB, 0xAA, 0xAA, 0x3E};
     cr_assert_eq(memcmp(out + 4608, d, 4), 0);
 
@@ -222,7 +223,8 @@ Test(import_nvfp4, modelopt_reciprocal_rounding)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         src *s = make_src(NF_IMPORT_NVFP4_MODELOPT, "m", 128, 64, cases[i][0], 2);
         nf_import imp = init_ok(NF_IMPORT_NVFP4_MODELOPT, s);
-        cr_assert_eq(imp.divisor, cases[i][1], "1/0x%08X: got 0x%08X, want 0x%08X", cases[i][0], imp.divisor, cases[i][1]);
+        cr_assert_eq(imp.divisor, cases[i][1], "1/0x%08X: got 0x%08X, want 0x%08X", cases[i][0], imp.divisor,
+                     cases[i][1]);
         cr_assert_eq(imp.source_scalar, cases[i][0]);
         free_src(s);
     }
@@ -304,8 +306,8 @@ Test(import_nvfp4, refuses_bad_divisors)
     static const struct {
         uint32_t w;
         const char *why;
-    } bad[] = {{0x00000000u, "+0"},        {0x80000000u, "-0"},       {0x7F800000u, "+infinity"},
-               {0xFF800000u, "-infinity"}, {0x7FC00000u, "NaN"},      {0xBF800000u, "negative"}};
+    } bad[] = {{0x00000000u, "+0"},        {0x80000000u, "-0"},  {0x7F800000u, "+infinity"},
+               {0xFF800000u, "-infinity"}, {0x7FC00000u, "NaN"}, {0xBF800000u, "negative"}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         src *s = make_src(NF_IMPORT_NVFP4_MODELOPT, "a", 128, 64, bad[i].w, 6);
         expect_init_refused(NF_IMPORT_NVFP4_MODELOPT, s, NF_ERR_INVALID, bad[i].why);
@@ -516,7 +518,8 @@ Test(import_nvfp4, chunk_independence)
         }
     }
     /* short scale buffer */
-    nf_import_chunk c = {.first_row = 0, .rows = 2, .data = s->packed, .data_len = 128, .scales = s->bscale, .scales_len = 15};
+    nf_import_chunk c =
+        {.first_row = 0, .rows = 2, .data = s->packed, .data_len = 128, .scales = s->bscale, .scales_len = 15};
     cr_assert_eq(nf_import_rows(&imp, &c, &whole, 0, &err), NF_ERR_USAGE);
     c.scales = NULL;
     c.scales_len = 16;

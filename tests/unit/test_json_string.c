@@ -65,7 +65,7 @@ Test(json_string, u_escapes)
     DECODES("\"\\u0000\"", "\0");
     DECODES("\"\\u00e9\\u00E9\"", "\xc3\xa9\xc3\xa9");
     DECODES("\"\\u07ff\\u0800\\uffff\"", "\xdf\xbf\xe0\xa0\x80\xef\xbf\xbf");
-    DECODES("\"\\ud83d\\ude00\"", "\xf0\x9f\x98\x80");       /* a pair */
+    DECODES("\"\\ud83d\\ude00\"", "\xf0\x9f\x98\x80"); /* a pair */
     DECODES("\"\\uD800\\uDC00\\uDBFF\\uDFFF\"", "\xf0\x90\x80\x80\xf4\x8f\xbf\xbf");
 }
 
@@ -76,7 +76,7 @@ Test(json_string, lone_surrogates)
     REFUSED("\"\\ud800\\u0041\"", NF_JSON_STRING_LONE_SURROGATE, 1, 14); /* a high one, then no low one */
     REFUSED("\"\\ud800\\ud800\"", NF_JSON_STRING_LONE_SURROGATE, 1, 14);
     REFUSED("\"\\ud800\\uZZZZ\"", NF_JSON_STRING_LONE_SURROGATE, 1, 14);
-    REFUSED("\"\\udc00\"", NF_JSON_STRING_LONE_SURROGATE, 1, 8);      /* a low one alone */
+    REFUSED("\"\\udc00\"", NF_JSON_STRING_LONE_SURROGATE, 1, 8);         /* a low one alone */
     REFUSED("\"\\ude00\\ud83d\"", NF_JSON_STRING_LONE_SURROGATE, 1, 14); /* a pair the wrong way round */
 }
 
@@ -134,7 +134,10 @@ static int old_hex4(const char *p)
     int v = 0;
     for (int k = 0; k < 4; k++) {
         char c = p[k];
-        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        int d = c >= '0' && c <= '9'   ? c - '0'
+                : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                       : -1;
         if (d < 0) return -1;
         v = v * 16 + d;
     }
@@ -226,9 +229,10 @@ static nf_json_string_problem old_decode(const char *t, size_t n, char *o, size_
 /* A random token: an opening quote, then pieces drawn from the ones that matter. */
 static size_t random_token(char *t, size_t cap)
 {
-    static const char *const pieces[] = {"a", "\"", "\\", "\\\"", "\\\\", "\\n", "\\/", "\\x", "\\u", "\\u0041",
-                                         "\\u00e9", "\\u20ac", "\\ud83d", "\\ude00", "\\uDBFF", "\\uDC00", "\\u12",
-                                         "\\uZZZZ", "\n", "\x01", "\x1f", " ", "\xc3\xa9", "\xff", "0", "d", "u"};
+    static const char *const pieces[] = {"a",       "\"",       "\\",      "\\\"",    "\\\\",    "\\n",     "\\/",
+                                         "\\x",     "\\u",      "\\u0041", "\\u00e9", "\\u20ac", "\\ud83d", "\\ude00",
+                                         "\\uDBFF", "\\uDC00",  "\\u12",   "\\uZZZZ", "\n",      "\x01",    "\x1f",
+                                         " ",       "\xc3\xa9", "\xff",    "0",       "d",       "u"};
     size_t n = 0, npieces = 1 + rng32() % 8;
     t[n++] = '"';
     for (size_t k = 0; k < npieces; k++) {
@@ -251,12 +255,15 @@ Test(json_string, the_replaced_scanners_agree, .timeout = 60)
         nf_json_string_token tok;
         nf_json_string_problem p = nf_json_string_scan(t, n, 0, o, &tok);
         size_t lex = old_lexical_end(t, n), end = 0;
-        if (lex ? !tok.closed || tok.end != lex : tok.closed) cr_assert_fail("round %d: extent %zu, lexical %zu", round, tok.end, lex);
-        if (nf_json_string_end(t, n, 0, &end) != (lex != 0) || (lex && end != lex)) cr_assert_fail("round %d: end", round);
+        if (lex ? !tok.closed || tok.end != lex : tok.closed)
+            cr_assert_fail("round %d: extent %zu, lexical %zu", round, tok.end, lex);
+        if (nf_json_string_end(t, n, 0, &end) != (lex != 0) || (lex && end != lex))
+            cr_assert_fail("round %d: end", round);
         size_t len = 0, where = 0, oend = 0;
         nf_json_string_problem op = old_decode(t, n, oo, &len, &where, &oend);
         if (op != p) cr_assert_fail("round %d: problem %d, the old decoder's %d", round, p, op);
-        if (op != NF_JSON_STRING_OK && tok.where != where) cr_assert_fail("round %d: at %zu, old %zu", round, tok.where, where);
+        if (op != NF_JSON_STRING_OK && tok.where != where)
+            cr_assert_fail("round %d: at %zu, old %zu", round, tok.where, where);
         if (op == NF_JSON_STRING_OK && (tok.end != oend || tok.len != len || memcmp(o, oo, len) != 0))
             cr_assert_fail("round %d: decoded differently", round);
     }

@@ -22,8 +22,8 @@ static void same_verdict(const char *t, size_t n, size_t piece)
     json_error_t a, b;
     json_t *v = json_loadb(t, n, FLAGS | JSON_DECODE_ANY, &a);
     bool ok = nf_jw_validate(t, n, FLAGS, piece, &b);
-    cr_assert_eq(ok, v != NULL, "piece %zu: '%.*s': jansson %s, the walk %s", piece, (int)n, t, v ? "accepts" : "refuses",
-                 ok ? "accepts" : "refuses");
+    cr_assert_eq(ok, v != NULL, "piece %zu: '%.*s': jansson %s, the walk %s", piece, (int)n, t,
+                 v ? "accepts" : "refuses", ok ? "accepts" : "refuses");
     json_decref(v);
     if (ok) return;
     cr_assert_eq(json_error_code(&b), json_error_code(&a), "piece %zu: '%.*s': code %d, jansson's %d (%s / %s)", piece,
@@ -77,11 +77,16 @@ Test(json_walk, validate_agrees_with_jansson_one_edit_from_seeds)
 Test(json_walk, duplicate_and_nul_names_in_walked_objects)
 {
     static const char *const texts[] = {
-        "{\"a\":1,\"b\":{\"c\":1,\"c\":2}}", "{\"a\":1,\"\\u0061\":2}", "{\"a\":{\"\\u0000\":1}}",
-        "{\"a\":[{\"b\":1},{\"b\":1,\"b\":1}]}", "[{\"a\":1},\n{\"a\":1,\n  \"a\":3}]",
+        "{\"a\":1,\"b\":{\"c\":1,\"c\":2}}",
+        "{\"a\":1,\"\\u0061\":2}",
+        "{\"a\":{\"\\u0000\":1}}",
+        "{\"a\":[{\"b\":1},{\"b\":1,\"b\":1}]}",
+        "[{\"a\":1},\n{\"a\":1,\n  \"a\":3}]",
         /* names of 18 to 21 bytes with their quotes: jansson quotes only tokens of up to 20 */
-        "{\"abcdefghijklmnop\":1,\"abcdefghijklmnop\":2}", "{\"abcdefghijklmnopq\":1,\"abcdefghijklmnopq\":2}",
-        "{\"abcdefghijklmnopqr\":1,\"abcdefghijklmnopqr\":2}", "{\"x\":{\"\\u0000bcdefghijklmn\":1}}",
+        "{\"abcdefghijklmnop\":1,\"abcdefghijklmnop\":2}",
+        "{\"abcdefghijklmnopq\":1,\"abcdefghijklmnopq\":2}",
+        "{\"abcdefghijklmnopqr\":1,\"abcdefghijklmnopqr\":2}",
+        "{\"x\":{\"\\u0000bcdefghijklmn\":1}}",
     };
     for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++)
         for (size_t pi = 0; pi < sizeof PIECES / sizeof PIECES[0]; pi++)
@@ -93,7 +98,8 @@ Test(json_walk, duplicate_and_nul_names_in_walked_objects)
             same_verdict(adjacent[i], strlen(adjacent[i]), PIECES[pi]);
     /* a NUL after a number is read as nothing, and jansson's positions after it lose a byte */
     static const char after_nul[] = "[{\"a\":1\0},\n {\"b\":[2\0,3]},{\"c\":1 2}]";
-    for (size_t pi = 0; pi < sizeof PIECES / sizeof PIECES[0]; pi++) same_verdict(after_nul, sizeof after_nul - 1, PIECES[pi]);
+    for (size_t pi = 0; pi < sizeof PIECES / sizeof PIECES[0]; pi++)
+        same_verdict(after_nul, sizeof after_nul - 1, PIECES[pi]);
     /* without JSON_ALLOW_NUL a NUL is refused in any string, as jansson refuses it */
     json_error_t a, b;
     const char *t = "{\"a\":\"\\u0000\"}";
@@ -139,7 +145,9 @@ static void same_directory_verdict(const uint8_t *t, size_t n)
     }
 }
 
-#define OBJ "{\"id\":\"t\",\"shape\":[2],\"format\":\"fp32\",\"layout\":\"row_major_v1\",\"offset\":0,\"bytes\":8,\"kind\":\"tensor\"}"
+#define OBJ                                                                                                          \
+    "{\"id\":\"t\",\"shape\":[2],\"format\":\"fp32\",\"layout\":\"row_major_v1\",\"offset\":0,\"bytes\":8,\"kind\":" \
+    "\"tensor\"}"
 #define RES "{\"id\":\"r\",\"encoding\":\"raw_bytes_v1\",\"offset\":64,\"bytes\":5,\"kind\":\"resource\"}"
 static const char DIRECTORY[] =
     "{\"components\":{\"text\":{\"config\":{\"n\":[1,2]},\"resources\":{\"tok\":\"r\"}}},\"objects\":[" OBJ "," RES

@@ -367,15 +367,9 @@ static void fp8_mutations(const char *fmt)
     nf_words_free(&w);
 }
 
-Test(layout_check, fp8_row_scale_mutations)
-{
-    fp8_mutations("fp8_e4m3fn_row_bf16");
-}
+Test(layout_check, fp8_row_scale_mutations) { fp8_mutations("fp8_e4m3fn_row_bf16"); }
 
-Test(layout_check, fp8_row_interleaved_mutations)
-{
-    fp8_mutations("fp8_e4m3fn_row_fp16");
-}
+Test(layout_check, fp8_row_interleaved_mutations) { fp8_mutations("fp8_e4m3fn_row_fp16"); }
 
 /* ---------------------------------------------------------------- grouped words via unchecked */
 Test(layout_check, unchecked_grouped_invalid_words)

@@ -33,8 +33,7 @@ static void span_words(const nf_geometry *g, const nf_words *all, uint64_t r, ui
         break;
     case NF_CAT_GROUPED:
         memcpy(out->codes, all->codes + r * k + c0, (size_t)w);
-        memcpy(out->scales, all->scales + r * g->logical_groups + c0 / f->group_size,
-               (size_t)sg->logical_groups * 2);
+        memcpy(out->scales, all->scales + r * g->logical_groups + c0 / f->group_size, (size_t)sg->logical_groups * 2);
         break;
     case NF_CAT_FP8_ROW:
         memcpy(out->codes8, all->codes8 + r * k + c0, (size_t)w);

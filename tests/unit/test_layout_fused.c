@@ -234,8 +234,8 @@ static void all_shapes(rng *r, const nf_format *f, const nf_layout *l)
         break;
     }
     case NF_CAT_NVFP4: {
-        static const uint64_t shapes[][3] = {{128, 64, 1}, {256, 192, 2}, {384, 128, 3}, {128, 4096 + 128, 1},
-                                             {256, 2 * 4096 + 64, 1}, {512, 320, 2}};
+        static const uint64_t shapes[][3] = {{128, 64, 1},         {256, 192, 2},           {384, 128, 3},
+                                             {128, 4096 + 128, 1}, {256, 2 * 4096 + 64, 1}, {512, 320, 2}};
         for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
             if (make_geometry(f, l, shapes[i][0], shapes[i][1], shapes[i][2], &g)) one_geometry(r, &g);
         break;
@@ -292,8 +292,8 @@ static void misaligned(nf_simd_level level)
 {
     require(level);
     rng r = {77};
-    static const char *const fmts[] = {"q2_g64_fp16", "t2_g128_fp16", "q4_g64_fp16", "q8_g32_fp16", "nvfp4",
-                                       "fp8_e4m3fn_row_bf16", "gguf_q2_k", "gguf_q3_k", "bf16", "int32"};
+    static const char *const fmts[] = {"q2_g64_fp16",         "t2_g128_fp16", "q4_g64_fp16", "q8_g32_fp16", "nvfp4",
+                                       "fp8_e4m3fn_row_bf16", "gguf_q2_k",    "gguf_q3_k",   "bf16",        "int32"};
     for (size_t i = 0; i < sizeof fmts / sizeof fmts[0]; i++) {
         const nf_format *f = F(fmts[i]);
         uint64_t n = f->category == NF_CAT_NVFP4 ? 128 : 3;

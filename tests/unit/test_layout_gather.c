@@ -49,7 +49,8 @@ static void gather_and_compare(const nf_geometry *g, const nf_words *w, const ui
     nf_words ow = gathered_words(g, w, &og, rows, count);
     uint8_t *want = encode_all(&og, &ow);
     for (uint64_t i = 0; i < og.bytes; i++)
-        cr_assert_eq(out[i], want[i], "%s [%" PRIu64 ",%" PRIu64 "] gather of %" PRIu64 " rows: byte %" PRIu64 " is 0x%02x, want 0x%02x",
+        cr_assert_eq(out[i], want[i],
+                     "%s [%" PRIu64 ",%" PRIu64 "] gather of %" PRIu64 " rows: byte %" PRIu64 " is 0x%02x, want 0x%02x",
                      g->format->name, g->rows, g->cols, count, i, out[i], want[i]);
     problems p;
     cr_assert_eq(check_bytes(&og, out, &p), 0);

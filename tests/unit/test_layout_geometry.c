@@ -5,8 +5,9 @@
 /* ---------------------------------------------------------------- registry */
 Test(layout_registry, seven_layouts_in_id_order)
 {
-    static const char *names[] = {"contiguous_le_v1", "row_split_k128_v1", "block_scale_k16_m128x4_v1",
-                                  "row_scale_v1", "row_interleaved_v1", "gguf_blocks_v1", "raw_bytes_v1"};
+    static const char *names[] = {"contiguous_le_v1", "row_split_k128_v1",  "block_scale_k16_m128x4_v1",
+                                  "row_scale_v1",     "row_interleaved_v1", "gguf_blocks_v1",
+                                  "raw_bytes_v1"};
     cr_assert_eq(nf_layout_count(), 7);
     for (size_t i = 0; i < 7; i++) {
         const nf_layout *l = nf_layout_at(i);
@@ -213,12 +214,12 @@ Test(layout_geometry, gguf_sizes)
         const char *fmt;
         uint64_t row_bytes, bytes;
     } cases[] = {
-        {"gguf_q8_0", 544, 8704},    {"gguf_q4_0", 288, 4608},    {"gguf_q5_0", 352, 5632},
-        {"gguf_q2_k", 168, 2688},    {"gguf_q3_k", 220, 3520},    {"gguf_q4_k", 288, 4608},
-        {"gguf_q5_k", 352, 5632},    {"gguf_q6_k", 420, 6720},    {"gguf_iq2_xxs", 132, 2112},
-        {"gguf_iq2_xs", 148, 2368},  {"gguf_iq3_xxs", 196, 3136}, {"gguf_iq1_s", 100, 1600},
-        {"gguf_iq4_nl", 288, 4608},  {"gguf_iq3_s", 220, 3520},   {"gguf_iq2_s", 164, 2624},
-        {"gguf_iq4_xs", 272, 4352},  {"gguf_iq1_m", 112, 1792},   {"gguf_q2_0", 144, 2304},
+        {"gguf_q8_0", 544, 8704},   {"gguf_q4_0", 288, 4608},    {"gguf_q5_0", 352, 5632},
+        {"gguf_q2_k", 168, 2688},   {"gguf_q3_k", 220, 3520},    {"gguf_q4_k", 288, 4608},
+        {"gguf_q5_k", 352, 5632},   {"gguf_q6_k", 420, 6720},    {"gguf_iq2_xxs", 132, 2112},
+        {"gguf_iq2_xs", 148, 2368}, {"gguf_iq3_xxs", 196, 3136}, {"gguf_iq1_s", 100, 1600},
+        {"gguf_iq4_nl", 288, 4608}, {"gguf_iq3_s", 220, 3520},   {"gguf_iq2_s", 164, 2624},
+        {"gguf_iq4_xs", 272, 4352}, {"gguf_iq1_m", 112, 1792},   {"gguf_q2_0", 144, 2304},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         nf_geometry g = geo2(cases[i].fmt, 16, 512, 1);
@@ -315,7 +316,8 @@ Test(layout_geometry, matrix_shape_rules)
         nf_geometry g;
         nf_error err = {0};
         const nf_format *f = F(bad[i].fmt);
-        nf_status st = nf_geometry_init(&g, nf_layout_default_for(f), f, bad[i].rank, bad[i].shape, bad[i].divisors, &err);
+        nf_status st = nf_geometry_init(&g, nf_layout_default_for(f), f, bad[i].rank, bad[i].shape, bad[i].divisors,
+                                        &err);
         cr_assert_eq(st, NF_ERR_INVALID, "case %zu", i);
         cr_assert(strstr(err.message, bad[i].needle), "case %zu: %s", i, err.message);
     }
@@ -331,12 +333,12 @@ Test(layout_geometry, overflow_refused)
         uint64_t shape[3];
     } cases[] = {
         {"bf16", 2, {H, 2}},
-        {"fp32", 1, {H}},           /* elements fit, bytes do not */
+        {"fp32", 1, {H}}, /* elements fit, bytes do not */
         {"bf16", 1, {M}},
         {"int32", 3, {(uint64_t)1 << 32, (uint64_t)1 << 32, 2}},
-        {"q4_g64_fp16", 2, {1, M}},  /* align_up(K,128) */
+        {"q4_g64_fp16", 2, {1, M}},       /* align_up(K,128) */
         {"q8_g32_fp16", 2, {1, M - 127}}, /* elements fit; align_up(base, 256) does not */
-        {"q4_g64_fp16", 2, {H, 128}}, /* N * base_row */
+        {"q4_g64_fp16", 2, {H, 128}},     /* N * base_row */
         {"q8_g32_fp16", 2, {(uint64_t)1 << 40, (uint64_t)1 << 30}},
         {"q5_g64_fp16", 2, {(uint64_t)1 << 55, 1024}},
         {"t2_g128_fp16", 2, {M, M}},
@@ -344,11 +346,11 @@ Test(layout_geometry, overflow_refused)
         {"nvfp4", 2, {128, (uint64_t)1 << 62}},
         {"fp8_e4m3fn_row_bf16", 2, {H, 2}},
         {"fp8_e4m3fn_row_bf16", 2, {(uint64_t)1 << 62, 4}},
-        {"fp8_e4m3fn_row_bf16", 2, {1, M}},  /* align_up(N*K, 256) */
-        {"fp8_e4m3fn_row_fp16", 2, {1, M}},  /* K + 2 */
+        {"fp8_e4m3fn_row_bf16", 2, {1, M}}, /* align_up(N*K, 256) */
+        {"fp8_e4m3fn_row_fp16", 2, {1, M}}, /* K + 2 */
         {"fp8_e4m3fn_row_fp16", 2, {2, M - 2}},
         {"gguf_q8_0", 2, {H, 64}},
-        {"gguf_q8_0", 2, {1, M - 31}},       /* elements fit, 34 bytes per 32 values do not */
+        {"gguf_q8_0", 2, {1, M - 31}}, /* elements fit, 34 bytes per 32 values do not */
         {"gguf_q4_k", 2, {(uint64_t)1 << 56, 256 * 1024}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -456,8 +458,10 @@ Test(layout_spans, doc_fp8_ranges)
 {
     nf_geometry g = geo2("fp8_e4m3fn_row_bf16", 14336, 5120, 1);
     static const uint64_t rows[5] = {0, 6144, 7168, 13312, 14336};
-    static const uint64_t ranges[4][2] = {
-        {0, 31457280}, {31457280, 36700160}, {36700160, 68157440}, {68157440, 73400320}};
+    static const uint64_t ranges[4][2] = {{0, 31457280},
+                                          {31457280, 36700160},
+                                          {36700160, 68157440},
+                                          {68157440, 73400320}};
     for (int i = 0; i < 4; i++) {
         nf_span sp[NF_MAX_PLANES];
         uint32_t n;

@@ -39,9 +39,9 @@ static const char *const GROUPED[] = {"q2_g64_fp16", "q4_g64_fp16", "q5_g64_fp16
 
 /* Column counts: K = 1, K < 128, around every vector width (32, 64 lanes), group size (32, 64,
  * 128), block (128 lanes) and row padding, partial last groups and wholly padding groups. */
-static const uint64_t COLS[] = {1,   2,   3,   7,   8,   15,  16,  17,  31,  32,  33,  63,  64,  65,  95,  96,  97,
-                                127, 128, 129, 159, 160, 191, 192, 193, 255, 256, 257, 300, 383, 384, 385, 511, 512,
-                                513, 640, 1000, 4095, 4096, 4097};
+static const uint64_t COLS[] = {1,   2,   3,   7,   8,   15,  16,  17,  31,   32,   33,   63,  64,  65,
+                                95,  96,  97,  127, 128, 129, 159, 160, 191,  192,  193,  255, 256, 257,
+                                300, 383, 384, 385, 511, 512, 513, 640, 1000, 4095, 4096, 4097};
 #define NCOLS (sizeof COLS / sizeof COLS[0])
 
 /* ------------------------------------------------------------------ the reference, from the spec */
@@ -332,16 +332,15 @@ static void check_scales_every_word(void)
                                  : 0);
             unsigned got = kern->grouped_scales(&rules, &h, 1);
             if (got != want)
-                cr_assert_fail("%s: %s says 0x%x for scale 0x%04x, validity.c 0x%x", f->name, kern->name, got, h,
-                               want);
+                cr_assert_fail("%s: %s says 0x%x for scale 0x%04x, validity.c 0x%x", f->name, kern->name, got, h, want);
             /* among ordinary scales, at a position that walks through the vector lanes and tails */
             size_t n = 1 + s % 67, at = (s / 67) % n;
             for (size_t i = 0; i < n; i++) block[i] = 0x3C00;
             block[at] = h;
             got = kern->grouped_scales(&rules, block, n);
             if (got != want)
-                cr_assert_fail("%s: %s says 0x%x for scale 0x%04x at %zu of %zu, validity.c 0x%x", f->name,
-                               kern->name, got, h, at, n, want);
+                cr_assert_fail("%s: %s says 0x%x for scale 0x%04x at %zu of %zu, validity.c 0x%x", f->name, kern->name,
+                               got, h, at, n, want);
         }
         compared += 65536;
     }
@@ -593,26 +592,26 @@ static void check_multi_chunk(void)
 }
 
 /* ------------------------------------------------------------------ suites per variant */
-#define VARIANT_TEST(suite, level, check)                                                                               \
-    Test(suite, check, .fini = restore)                                                                                 \
-    {                                                                                                                  \
-        require(level);                                                                                                 \
-        compared = 0;                                                                                                   \
-        check_##check();                                                                                                \
-        cr_log_info("%s %s: %" PRIu64 " bytes and verdicts identical to the reference", nf_simd_level_name(level),    \
-                    #check, compared);                                                                                  \
-        cr_assert(compared > 0);                                                                                        \
+#define VARIANT_TEST(suite, level, check)                                                                          \
+    Test(suite, check, .fini = restore)                                                                            \
+    {                                                                                                              \
+        require(level);                                                                                            \
+        compared = 0;                                                                                              \
+        check_##check();                                                                                           \
+        cr_log_info("%s %s: %" PRIu64 " bytes and verdicts identical to the reference", nf_simd_level_name(level), \
+                    #check, compared);                                                                             \
+        cr_assert(compared > 0);                                                                                   \
     }
 
-#define VARIANT_SUITE(suite, level)                                                                                     \
-    VARIANT_TEST(suite, level, pack_random)                                                                             \
-    VARIANT_TEST(suite, level, pack_every_code_every_lane)                                                              \
-    VARIANT_TEST(suite, level, pack_padding)                                                                            \
-    VARIANT_TEST(suite, level, pack_refusals)                                                                           \
-    VARIANT_TEST(suite, level, scales_every_word)                                                                       \
-    VARIANT_TEST(suite, level, codes_within)                                                                            \
-    VARIANT_TEST(suite, level, encode_objects)                                                                          \
-    VARIANT_TEST(suite, level, refusal_messages)                                                                        \
+#define VARIANT_SUITE(suite, level)                        \
+    VARIANT_TEST(suite, level, pack_random)                \
+    VARIANT_TEST(suite, level, pack_every_code_every_lane) \
+    VARIANT_TEST(suite, level, pack_padding)               \
+    VARIANT_TEST(suite, level, pack_refusals)              \
+    VARIANT_TEST(suite, level, scales_every_word)          \
+    VARIANT_TEST(suite, level, codes_within)               \
+    VARIANT_TEST(suite, level, encode_objects)             \
+    VARIANT_TEST(suite, level, refusal_messages)           \
     VARIANT_TEST(suite, level, multi_chunk)
 
 VARIANT_SUITE(pack_scalar, NF_SIMD_SCALAR)

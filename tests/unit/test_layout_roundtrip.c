@@ -107,7 +107,8 @@ static void roundtrip_one(rng *r, const nf_format *f)
         cr_assert_eq(nf_layout_encode_rows(&g, &view, starts[i], false, cover_write, &c, &err), NF_OK, "%s: %s",
                      f->name, err.message);
     }
-    if (!tail_first) cr_assert_eq(nf_layout_encode_tail(&g, &w, false, cover_write, &c, &err), NF_OK, "%s", err.message);
+    if (!tail_first)
+        cr_assert_eq(nf_layout_encode_tail(&g, &w, false, cover_write, &c, &err), NF_OK, "%s", err.message);
     uint64_t bad = cover_first_bad(&c);
     cr_assert_eq(bad, UINT64_MAX, "%s [%" PRIu64 ",%" PRIu64 "]: byte %" PRIu64 " written %u times", f->name, g.rows,
                  g.cols, bad, bad == UINT64_MAX ? 1 : c.count[bad]);
@@ -127,7 +128,8 @@ static void roundtrip_one(rng *r, const nf_format *f)
         for (uint64_t row = 0; row < rows; row++)
             for (uint64_t col = 0; col < g.cols; col++) {
                 float want = reference_value(&g, &w, row, col);
-                cr_assert(same_value(v[row * g.cols + col], want), "%s row %" PRIu64 " col %" PRIu64, f->name, row, col);
+                cr_assert(same_value(v[row * g.cols + col], want), "%s row %" PRIu64 " col %" PRIu64, f->name, row,
+                          col);
             }
         float *v2 = malloc(sizeof(float) * (g.elements ? g.elements : 1));
         for (uint64_t a = 0; a < rows;) {
@@ -159,7 +161,8 @@ Test(layout_roundtrip, every_format_random_shapes)
 /* Extreme code words and scales at interval ends for every grouped format. */
 Test(layout_roundtrip, grouped_interval_endpoints)
 {
-    static const char *fmts[] = {"q2_g64_fp16", "q4_g64_fp16", "q5_g64_fp16", "q6_g64_fp16", "q8_g32_fp16", "t2_g128_fp16"};
+    static const char *fmts[] = {"q2_g64_fp16", "q4_g64_fp16", "q5_g64_fp16",
+                                 "q6_g64_fp16", "q8_g32_fp16", "t2_g128_fp16"};
     for (size_t i = 0; i < 6; i++) {
         nf_geometry g = geo2(fmts[i], 3, 131, 1);
         const nf_format *f = g.format;
@@ -189,10 +192,10 @@ typedef struct big_case {
 } big_case;
 
 static const big_case big_cases[] = {
-    {"q4_g64_fp16", 600, 4096, 1},          {"q6_g64_fp16", 520, 4000, 1},
-    {"q2_g64_fp16", 1100, 4095, 1},         {"nvfp4", 1024, 2048, 2},
-    {"fp8_e4m3fn_row_bf16", 300, 4100, 1},  {"fp8_e4m3fn_row_fp16", 300, 4100, 1},
-    {"gguf_q8_0", 40, 32 * 1024, 1},        {"bf16", 700, 1000, 1},
+    {"q4_g64_fp16", 600, 4096, 1},         {"q6_g64_fp16", 520, 4000, 1},
+    {"q2_g64_fp16", 1100, 4095, 1},        {"nvfp4", 1024, 2048, 2},
+    {"fp8_e4m3fn_row_bf16", 300, 4100, 1}, {"fp8_e4m3fn_row_fp16", 300, 4100, 1},
+    {"gguf_q8_0", 40, 32 * 1024, 1},       {"bf16", 700, 1000, 1},
 };
 
 Test(layout_roundtrip, objects_larger_than_a_chunk)
@@ -341,7 +344,8 @@ static nf_status failing_read(void *ctx, uint64_t offset, void *buf, size_t len,
 
 Test(layout_roundtrip, reader_errors_propagate)
 {
-    static const char *fmts[] = {"bf16", "q5_g64_fp16", "nvfp4", "fp8_e4m3fn_row_bf16", "fp8_e4m3fn_row_fp16", "gguf_q4_0"};
+    static const char *fmts[] = {"bf16",     "q5_g64_fp16", "nvfp4", "fp8_e4m3fn_row_bf16", "fp8_e4m3fn_row_fp16",
+                                 "gguf_q4_0"};
     for (size_t i = 0; i < sizeof fmts / sizeof fmts[0]; i++) {
         nf_geometry g = geo2(fmts[i], 128, 128, 1);
         nf_words w;

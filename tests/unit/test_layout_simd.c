@@ -193,7 +193,7 @@ static void random_object_ranges(rng *r, const char *fmt, uint64_t n, uint64_t k
 static const char *const GROUPED[] = {"q2_g64_fp16", "q4_g64_fp16", "q5_g64_fp16",
                                       "q6_g64_fp16", "q8_g32_fp16", "t2_g128_fp16"};
 /* Column counts around every vector width, group size and the 128-column row padding. */
-static const uint64_t COLS[] = {1,  2,  3,  7,   8,   15,  16,  17,  31,  32,  33,  63,  64,  65,  95,
+static const uint64_t COLS[] = {1,  2,   3,   7,   8,   15,  16,  17,  31,  32,  33,  63,  64,  65,   95,
                                 96, 127, 128, 129, 191, 192, 255, 256, 257, 300, 383, 384, 511, 1000, 4096};
 
 static void check_grouped_random(void)
@@ -256,7 +256,8 @@ static void check_nvfp4_all_pairs(void)
                                         0x7FC00000u, 0x7F800001u, 0xFFC12345u, 0xC1200000u, 0x4B000001u};
     rng r = {0x5EED0004};
     uint64_t k = 256 * 16;
-    nf_geometry g = geo2("nvfp4", 128 * (sizeof divisors / sizeof divisors[0]), k, sizeof divisors / sizeof divisors[0]);
+    nf_geometry g = geo2("nvfp4", 128 * (sizeof divisors / sizeof divisors[0]), k,
+                         sizeof divisors / sizeof divisors[0]);
     nf_words w;
     nf_error err = {0};
     cr_assert_eq(nf_words_alloc(&w, &g, g.rows, &err), NF_OK);
@@ -274,7 +275,8 @@ static void check_nvfp4_all_pairs(void)
     }
     for (uint64_t row = 0; row < g.rows; row++)
         for (uint64_t c = 0; c < k; c++)
-            want[row * k + c] = nf_nvfp4_value(w.codes8[row * k + c], w.scales8[row * 256 + c / 16], divisors[row / 128]);
+            want[row * k + c] = nf_nvfp4_value(w.codes8[row * k + c], w.scales8[row * 256 + c / 16],
+                                               divisors[row / 128]);
     same_values(got, want, g.rows * k, "nvfp4 all pairs", 0);
     free(got);
     free(want);
@@ -306,8 +308,7 @@ static void check_fp8_all_pairs(void)
         for (uint64_t r0 = 0; r0 < rows; r0 += chunk) {
             for (uint64_t i = 0; i < chunk; i++) {
                 w.scales[i] = (uint16_t)(r0 + i);
-                for (uint64_t c = 0; c < k; c++)
-                    w.codes8[i * k + c] = (uint8_t)(c < 256 ? c + i : rng_next(&r));
+                for (uint64_t c = 0; c < k; c++) w.codes8[i * k + c] = (uint8_t)(c < 256 ? c + i : rng_next(&r));
             }
             cr_assert_eq(nf_words_to_f32(&g, &w, r0, got, &err), NF_OK, "%s", err.message);
             for (uint64_t i = 0; i < chunk * k; i++) want[i] = nf_fp8_row_value(f, w.codes8[i], w.scales[i / k]);
@@ -340,8 +341,8 @@ static void check_direct(void)
     }
     /* int32 around the exact-conversion bound 2^24, the rounding ties and the extremes */
     {
-        static const int64_t centers[] = {0, 1 << 24, -(1 << 24), 1 << 25, -(1 << 25), 1 << 30, -(1 << 30),
-                                          INT32_MAX, INT32_MIN, 0x7FFFFF80, -0x7FFFFF80};
+        static const int64_t centers[] = {0,          1 << 24,   -(1 << 24), 1 << 25,    -(1 << 25), 1 << 30,
+                                          -(1 << 30), INT32_MAX, INT32_MIN,  0x7FFFFF80, -0x7FFFFF80};
         uint64_t k = 11 * 64;
         nf_geometry g = geo2("int32", 2, k, 1);
         uint8_t *obj = malloc(g.bytes);
@@ -387,9 +388,9 @@ static void check_direct(void)
 static void check_alignment(void)
 {
     rng r = {0x5EED000A};
-    static const char *const fmts[] = {"q2_g64_fp16", "q4_g64_fp16", "q5_g64_fp16",         "q6_g64_fp16",
-                                       "q8_g32_fp16", "t2_g128_fp16", "fp8_e4m3fn_row_bf16", "fp8_e4m3fn_row_fp16",
-                                       "nvfp4",       "bf16",         "int32",               "fp32"};
+    static const char *const fmts[] = {
+        "q2_g64_fp16",         "q4_g64_fp16",         "q5_g64_fp16", "q6_g64_fp16", "q8_g32_fp16", "t2_g128_fp16",
+        "fp8_e4m3fn_row_bf16", "fp8_e4m3fn_row_fp16", "nvfp4",       "bf16",        "int32",       "fp32"};
     static const uint64_t ks[] = {1, 5, 16, 17, 31, 47, 64, 100, 128, 129, 200, 256, 333};
     float *buf = aligned_alloc(64, 64 * 1024 * sizeof(float));
     float *want = malloc(64 * 1024 * sizeof(float));
@@ -423,7 +424,9 @@ static void check_alignment(void)
                 case NF_CAT_GROUPED:
                     ref = nf_grouped_value(w.scales[row * g.logical_groups + c / f->group_size], w.codes[i]);
                     break;
-                case NF_CAT_NVFP4: ref = nf_nvfp4_value(w.codes8[i], w.scales8[row * (k / 16) + c / 16], w.divisors[0]); break;
+                case NF_CAT_NVFP4:
+                    ref = nf_nvfp4_value(w.codes8[i], w.scales8[row * (k / 16) + c / 16], w.divisors[0]);
+                    break;
                 case NF_CAT_FP8_ROW: ref = nf_fp8_row_value(f, w.codes8[i], w.scales[row]); break;
                 default:
                     ref = f->id == NF_FMT_BF16    ? nf_bf16_to_f32(w.w16[i])
@@ -441,7 +444,8 @@ static void check_alignment(void)
                 snprintf(what, sizeof what, "%s [%" PRIu64 ",%" PRIu64 "] output at float %u of a line", f->name, n, k,
                          off);
                 same_values(out, want, n * k, what, 0);
-                for (unsigned j = 0; j < off; j++) cr_assert_eq(bits_of_f32(buf[j]), 0xEEEEEEEEu, "%s: wrote before", what);
+                for (unsigned j = 0; j < off; j++)
+                    cr_assert_eq(bits_of_f32(buf[j]), 0xEEEEEEEEu, "%s: wrote before", what);
                 for (unsigned j = 0; j < 16; j++)
                     cr_assert_eq(bits_of_f32(out[n * k + j]), 0xEEEEEEEEu, "%s: wrote past the end", what);
             }
@@ -459,8 +463,8 @@ static void check_alignment(void)
 static void check_gguf(void)
 {
     rng r = {0x5EED000B};
-    static const char *const fmts[] = {"gguf_q2_k", "gguf_q3_k", "gguf_q4_k", "gguf_q5_k", "gguf_q6_k",
-                                       "gguf_q8_0", "gguf_q4_0", "gguf_iq4_xs"};
+    static const char *const fmts[] = {"gguf_q2_k", "gguf_q3_k", "gguf_q4_k", "gguf_q5_k",
+                                       "gguf_q6_k", "gguf_q8_0", "gguf_q4_0", "gguf_iq4_xs"};
     for (size_t fi = 0; fi < sizeof fmts / sizeof fmts[0]; fi++) {
         const nf_format *f = F(fmts[fi]);
         uint64_t k = 256 * 8, n = 64;
@@ -496,26 +500,26 @@ static void check_gguf(void)
 }
 
 /* ------------------------------------------------------------------ suites per variant */
-#define VARIANT_TEST(suite, level, check)                                                                               \
-    Test(suite, check, .fini = restore)                                                                                 \
-    {                                                                                                                  \
-        require(level);                                                                                                 \
-        compared = 0;                                                                                                   \
-        check_##check();                                                                                                \
-        cr_log_info("%s %s: %" PRIu64 " values identical to the reference", nf_simd_level_name(level), #check,        \
-                    compared);                                                                                          \
-        cr_assert(compared > 0);                                                                                        \
+#define VARIANT_TEST(suite, level, check)                                                                      \
+    Test(suite, check, .fini = restore)                                                                        \
+    {                                                                                                          \
+        require(level);                                                                                        \
+        compared = 0;                                                                                          \
+        check_##check();                                                                                       \
+        cr_log_info("%s %s: %" PRIu64 " values identical to the reference", nf_simd_level_name(level), #check, \
+                    compared);                                                                                 \
+        cr_assert(compared > 0);                                                                               \
     }
 
-#define VARIANT_SUITE(suite, level)                                                                                     \
-    VARIANT_TEST(suite, level, grouped_random)                                                                          \
-    VARIANT_TEST(suite, level, grouped_all_scales)                                                                      \
-    VARIANT_TEST(suite, level, nvfp4_random)                                                                            \
-    VARIANT_TEST(suite, level, nvfp4_all_pairs)                                                                         \
-    VARIANT_TEST(suite, level, fp8_random)                                                                              \
-    VARIANT_TEST(suite, level, fp8_all_pairs)                                                                           \
-    VARIANT_TEST(suite, level, direct)                                                                                  \
-    VARIANT_TEST(suite, level, alignment)                                                                               \
+#define VARIANT_SUITE(suite, level)                \
+    VARIANT_TEST(suite, level, grouped_random)     \
+    VARIANT_TEST(suite, level, grouped_all_scales) \
+    VARIANT_TEST(suite, level, nvfp4_random)       \
+    VARIANT_TEST(suite, level, nvfp4_all_pairs)    \
+    VARIANT_TEST(suite, level, fp8_random)         \
+    VARIANT_TEST(suite, level, fp8_all_pairs)      \
+    VARIANT_TEST(suite, level, direct)             \
+    VARIANT_TEST(suite, level, alignment)          \
     VARIANT_TEST(suite, level, gguf)
 
 VARIANT_SUITE(layout_scalar, NF_SIMD_SCALAR)
@@ -637,9 +641,9 @@ Test(layout_check_prescan, same_reports_as_per_word_path, .fini = restore)
 {
     rng r = {0x5EED0009};
     uint64_t total = 0;
-    static const char *const fmts[] = {"q2_g64_fp16",         "q4_g64_fp16",        "q5_g64_fp16", "q6_g64_fp16",
-                                       "q8_g32_fp16",         "t2_g128_fp16",       "nvfp4",       "fp8_e4m3fn_row_bf16",
-                                       "fp8_e4m3fn_row_fp16"};
+    static const char *const fmts[] = {"q2_g64_fp16", "q4_g64_fp16",         "q5_g64_fp16",
+                                       "q6_g64_fp16", "q8_g32_fp16",         "t2_g128_fp16",
+                                       "nvfp4",       "fp8_e4m3fn_row_bf16", "fp8_e4m3fn_row_fp16"};
     for (size_t f = 0; f < sizeof fmts / sizeof fmts[0]; f++) {
         bool nv = strcmp(fmts[f], "nvfp4") == 0;
         for (int i = 0; i < 6; i++) {

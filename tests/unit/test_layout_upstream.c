@@ -181,8 +181,8 @@ static int artifact(const char *name)
 
         uint8_t *enc = encode_all(&g, &want);
         for (uint64_t i = 0; i < g.bytes; i++)
-            cr_assert_eq(enc[i], obj[i], "%s/%s: byte %" PRIu64 " is 0x%02x, upstream wrote 0x%02x", name, id, i, enc[i],
-                         obj[i]);
+            cr_assert_eq(enc[i], obj[i], "%s/%s: byte %" PRIu64 " is 0x%02x, upstream wrote 0x%02x", name, id, i,
+                         enc[i], obj[i]);
         free(enc);
         problems p;
         uint64_t np = check_bytes(&g, obj, &p);

@@ -54,10 +54,7 @@ static inline uint64_t rng_next(rng *r)
 }
 
 /* Uniform in [lo, hi]. */
-static inline uint64_t rng_range(rng *r, uint64_t lo, uint64_t hi)
-{
-    return lo + rng_next(r) % (hi - lo + 1);
-}
+static inline uint64_t rng_range(rng *r, uint64_t lo, uint64_t hi) { return lo + rng_next(r) % (hi - lo + 1); }
 
 /* ---------------------------------------------------------------- random legal words */
 static inline uint16_t random_grouped_scale(rng *r, const nf_format *f)
@@ -99,7 +96,10 @@ static inline void legal_ggml_block(const nf_format *f, uint8_t *b)
 {
     int d = 0, dmin = -1;
     switch (f->id) {
-    case NF_FMT_GGUF_Q2_K: d = 80; dmin = 82; break;
+    case NF_FMT_GGUF_Q2_K:
+        d = 80;
+        dmin = 82;
+        break;
     case NF_FMT_GGUF_Q4_K:
     case NF_FMT_GGUF_Q5_K: dmin = 2; break;
     case NF_FMT_GGUF_Q3_K: d = 108; break;
@@ -236,13 +236,11 @@ static inline bool words_equal(const nf_geometry *g, const nf_words *a, const nf
         return g->format->word_bytes == 2 ? memcmp(a->w16, b->w16, n * k * 2) == 0
                                           : memcmp(a->w32, b->w32, n * k * 4) == 0;
     case NF_CAT_GROUPED:
-        return memcmp(a->codes, b->codes, n * k) == 0 &&
-               memcmp(a->scales, b->scales, n * g->logical_groups * 2) == 0;
+        return memcmp(a->codes, b->codes, n * k) == 0 && memcmp(a->scales, b->scales, n * g->logical_groups * 2) == 0;
     case NF_CAT_NVFP4:
         return memcmp(a->codes8, b->codes8, n * k) == 0 && memcmp(a->scales8, b->scales8, n * k / 16) == 0 &&
                (!with_divisors || memcmp(a->divisors, b->divisors, g->divisors * 4) == 0);
-    case NF_CAT_FP8_ROW:
-        return memcmp(a->codes8, b->codes8, n * k) == 0 && memcmp(a->scales, b->scales, n * 2) == 0;
+    case NF_CAT_FP8_ROW: return memcmp(a->codes8, b->codes8, n * k) == 0 && memcmp(a->scales, b->scales, n * 2) == 0;
     case NF_CAT_GGUF: break;
     }
     return false;

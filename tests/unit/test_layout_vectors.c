@@ -31,10 +31,7 @@ static void expect_image(const uint8_t *got, uint64_t size, const piece *pieces,
     free(want);
 }
 
-static uint16_t le16(const uint8_t *p)
-{
-    return (uint16_t)(p[0] | (p[1] << 8));
-}
+static uint16_t le16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
 
 static nf_words alloc_words(const nf_geometry *g)
 {
@@ -140,9 +137,9 @@ Test(layout_vectors, item5_q2_writer_interop)
     cr_assert_eq(nf_words_to_f32(&g, &w, 0, v, NULL), NF_OK);
     cr_assert_eq(v[0], -0.5f);
     cr_assert_eq(v[3], 1.0f);
-    cr_assert_eq(v[64], 1.0f); /* -1 * -1.0 */
+    cr_assert_eq(v[64], 1.0f);                          /* -1 * -1.0 */
     cr_assert_eq(nf_f32_bits(v[65 + 64]), 0x00000000u); /* -1 * -0 = +0 */
-    cr_assert_eq(nf_f32_bits(v[65 + 2]), 0x33800000u); /* 1 * 2^-24 */
+    cr_assert_eq(nf_f32_bits(v[65 + 2]), 0x33800000u);  /* 1 * 2^-24 */
     nf_words_free(&w);
     nf_words_free(&d);
     free(out);
@@ -164,8 +161,13 @@ Test(layout_vectors, item6_row_split_packed_bytes)
     static const pack_case cases[] = {
         {"q4_g64_fp16", 65, {-8, -7, -1, 0, 1, 7}, 6, 260, {{0, "98 0F 71"}, {256, "00 3E 00 34"}}, 2},
         {"q5_g64_fp16", 130, {-16, -15, -1, 0, 1, 15}, 6, 520, {{0, "10 0F F1"}, {256, "07"}, {512, "00 3E 00 34"}}, 3},
-        {"q6_g64_fp16", 65, {-32, -31, -17, -16, -1, 0, 15, 31}, 8, 516,
-         {{0, "10 0F 0F FF"}, {256, "EA 43"}, {512, "00 3E 00 34"}}, 3},
+        {"q6_g64_fp16",
+         65,
+         {-32, -31, -17, -16, -1, 0, 15, 31},
+         8,
+         516,
+         {{0, "10 0F 0F FF"}, {256, "EA 43"}, {512, "00 3E 00 34"}},
+         3},
         {"q8_g32_fp16", 33, {-127, -1, 0, 1, 127}, 5, 264, {{0, "81 FF 00 01 7F"}, {256, "00 3E 00 34"}}, 2},
         {"t2_g128_fp16", 130, {-1, 0, 1, 1, -1, 0, 0, 1}, 8, 260, {{0, "53 43"}, {256, "00 3E 00 34"}}, 2},
     };
@@ -250,7 +252,7 @@ Test(layout_vectors, item7_nvfp4)
     cr_assert_eq(memcmp(out + 4608, d25, 4), 0);
 
     /* represented value divides by 2.5 after the exact product */
-    w.codes8[2] = 2;   /* 1.0 */
+    w.codes8[2] = 2;     /* 1.0 */
     w.scales8[0] = 0x38; /* 1.0 */
     float *v = malloc(sizeof(float) * 128 * 64);
     cr_assert_eq(nf_words_to_f32(&g, &w, 0, v, NULL), NF_OK);
@@ -275,7 +277,8 @@ Test(layout_vectors, nvfp4_swizzle_multi_tile)
     cr_assert_eq(base, 256 * 96);
     for (uint64_t n = 0; n < 256; n++)
         for (uint64_t grp = 0; grp < spr; grp++) {
-            uint64_t off = ((n / 128) * k_tiles + grp / 4) * 512 + ((n % 128) % 32) * 16 + ((n % 128) / 32) * 4 + grp % 4;
+            uint64_t off = ((n / 128) * k_tiles + grp / 4) * 512 + ((n % 128) % 32) * 16 + ((n % 128) / 32) * 4 +
+                           grp % 4;
             cr_assert_eq(out[base + off], w.scales8[n * spr + grp], "row %" PRIu64 " group %" PRIu64, n, grp);
         }
     nf_words_free(&w);
@@ -400,7 +403,8 @@ Test(layout_vectors, item11_q2_from_gguf_blocks)
         for (int b = 0; b < 8; b++) {
             const uint8_t *blk = q + (r * 8 + b) * 18;
             w.scales[r * 8 + b] = (uint16_t)(blk[0] | (blk[1] << 8));
-            for (int j = 0; j < 64; j++) w.codes[r * 512 + b * 64 + j] = (int8_t)(((blk[2 + j / 4] >> (2 * (j % 4))) & 3) - 1);
+            for (int j = 0; j < 64; j++)
+                w.codes[r * 512 + b * 64 + j] = (int8_t)(((blk[2 + j / 4] >> (2 * (j % 4))) & 3) - 1);
         }
     uint8_t *out = encode_all(&g, &w);
     for (int r = 0; r < 16; r++)
@@ -476,7 +480,10 @@ Test(layout_vectors, item12_q8_words)
         uint16_t scale;
         int code;
         const char *needle;
-    } bad[] = {{0x8000, 0, "scale 0x8000"}, {0x0000, 1, "+0 scale"}, {0x7C00, 0, "scale 0x7c00"}, {0x3800, -128, "-128"}};
+    } bad[] = {{0x8000, 0, "scale 0x8000"},
+               {0x0000, 1, "+0 scale"},
+               {0x7C00, 0, "scale 0x7c00"},
+               {0x3800, -128, "-128"}};
     for (int i = 0; i < 4; i++) {
         nf_words b = alloc_words(&g);
         b.scales[5] = bad[i].scale;

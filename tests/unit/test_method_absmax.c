@@ -219,8 +219,7 @@ Test(absmax, refuses_q2_t2_and_other_categories)
     nf_src_rows src = {.type = NF_SRC_F32, .data = v, .rows = 1, .cols = 4};
     nf_words w = {.rows = 1, .cols = 4};
     cr_expect_eq(nf_grouped_absmax_rows(nf_format_by_id(NF_FMT_BF16), &src, &w, &err), NF_ERR_INVALID);
-    cr_expect_eq(nf_grouped_absmax_rows(nf_format_by_id(NF_FMT_FP8_E4M3FN_ROW_FP16), &src, &w, &err),
-                 NF_ERR_INVALID);
+    cr_expect_eq(nf_grouped_absmax_rows(nf_format_by_id(NF_FMT_FP8_E4M3FN_ROW_FP16), &src, &w, &err), NF_ERR_INVALID);
 }
 
 Test(absmax, refuses_non_finite_naming_tensor_row_and_column)
@@ -352,8 +351,7 @@ static double random_scale(void)
 
 Test(absmax, random_matrices_match_oracle_and_bounds)
 {
-    static const nf_format_id ids[4] = {NF_FMT_Q4_G64_FP16, NF_FMT_Q5_G64_FP16, NF_FMT_Q6_G64_FP16,
-                                        NF_FMT_Q8_G32_FP16};
+    static const nf_format_id ids[4] = {NF_FMT_Q4_G64_FP16, NF_FMT_Q5_G64_FP16, NF_FMT_Q6_G64_FP16, NF_FMT_Q8_G32_FP16};
     uint64_t checked = 0;
     for (int t = 0; t < 400; t++) {
         const nf_format *f = nf_format_by_id(ids[t % 4]);
@@ -390,8 +388,8 @@ Test(absmax, random_matrices_match_oracle_and_bounds)
                     double what = (double)nf_grouped_value(s, code);
                     bool clamped = code == f->code_min || code == f->code_max;
                     if (!clamped || fabs(x) <= (fabs((double)code) + 0.5) * sv)
-                        cr_assert(fabs(x - what) <= sv * 0.5 * (1.0 + ldexp(1.0, -20)),
-                                  "%s: x=%a s=%a q=%d error %a", f->name, x, sv, code, fabs(x - what));
+                        cr_assert(fabs(x - what) <= sv * 0.5 * (1.0 + ldexp(1.0, -20)), "%s: x=%a s=%a q=%d error %a",
+                                  f->name, x, sv, code, fabs(x - what));
                     checked++;
                 }
             }
@@ -423,8 +421,12 @@ Test(absmax, chunk_size_independence)
             uint64_t n = rows - r0 < chunks[ci] ? rows - r0 : chunks[ci];
             grouped_out part;
             out_alloc(&part, f, n, cols);
-            nf_src_rows s = {.name = "w", .type = NF_SRC_F32, .data = data + r0 * cols * 4, .first_row = r0,
-                             .rows = n, .cols = cols};
+            nf_src_rows s = {.name = "w",
+                             .type = NF_SRC_F32,
+                             .data = data + r0 * cols * 4,
+                             .first_row = r0,
+                             .rows = n,
+                             .cols = cols};
             cr_assert_eq(nf_grouped_absmax_rows(f, &s, &part.w, &err), NF_OK, "%s", err.message);
             cr_assert_arr_eq(part.w.codes, whole.w.codes + r0 * cols, n * cols);
             cr_assert_arr_eq(part.w.scales, whole.w.scales + r0 * whole.groups, n * whole.groups * 2);

@@ -163,9 +163,9 @@ Test(cast_direct, to_fp32_is_exact)
 
 typedef struct int_case {
     nf_src_type type;
-    uint64_t word;   /* source element bits */
+    uint64_t word; /* source element bits */
     bool ok;
-    uint32_t want;   /* int32 word when ok */
+    uint32_t want; /* int32 word when ok */
 } int_case;
 
 Test(cast_direct, integers_to_int32)
@@ -223,7 +223,7 @@ Test(cast_direct, floats_to_int32_truncate_toward_zero)
     for (size_t i = 0; i < N; i++) cr_expect_eq(out[i], want[i], "%a -> 0x%08x", (double)ok[i], out[i]);
 
     const float bad[] = {2147483648.0f, -2147483904.0f, 1e20f, NAN, INFINITY, -INFINITY};
-    const char *why[] = {"outside the int32 range", "outside the int32 range", "outside the int32 range",
+    const char *why[] = {"outside the int32 range", "outside the int32 range",  "outside the int32 range",
                          "NaN cannot become int32", "+inf cannot become int32", "-inf cannot become int32"};
     for (size_t i = 0; i < 6; i++) {
         uint64_t row[2] = {bits_of_f32(1.0f), bits_of_f32(bad[i])};
@@ -280,8 +280,8 @@ Test(cast_direct, chunks_and_rows)
 
 Test(method_table, names_and_lookup)
 {
-    static const char *names[NF_METHOD_COUNT] = {"cast_direct", "grouped_absmax", "grouped_search", "fp8_row_maxabs",
-                                                 "import_encoded", "ggml_quantize", "nvfp4_quantize", "nvfp4_search"};
+    static const char *names[NF_METHOD_COUNT] = {"cast_direct",    "grouped_absmax", "grouped_search", "fp8_row_maxabs",
+                                                 "import_encoded", "ggml_quantize",  "nvfp4_quantize", "nvfp4_search"};
     for (int i = 0; i < NF_METHOD_COUNT; i++) {
         cr_expect_str_eq(nf_method_name((nf_method_id)i), names[i]);
         nf_method_id id = NF_METHOD_COUNT;
@@ -362,9 +362,9 @@ Test(method_table, dispatcher)
     uint16_t scale;
     nf_words f = {.rows = 1, .cols = 4, .codes8 = codes, .scales = &scale};
     nf_method_params none = {0};
-    cr_assert_eq(nf_method_encode_rows(NF_METHOD_FP8_ROW_MAXABS, nf_format_lookup("fp8_e4m3fn_row_bf16"), &none, &src,
-                                       &f, &err),
-                 NF_OK, "%s", err.message);
+    cr_assert_eq(
+        nf_method_encode_rows(NF_METHOD_FP8_ROW_MAXABS, nf_format_lookup("fp8_e4m3fn_row_bf16"), &none, &src, &f, &err),
+        NF_OK, "%s", err.message);
     cr_expect_eq(codes[3], 0x7E);
     free(data);
 }

@@ -274,7 +274,8 @@ Test(fp8, refuses_nan_inf_and_overflowing_scale)
         for (int i = 0; i < 160; i++) row[i] = bad[b];
         fp8_out o;
         nf_error err = {0};
-        cr_expect_eq(fp8(NF_FMT_FP8_E4M3FN_ROW_FP16, NF_SRC_BF16, row, 1, 160, &o, &err), NF_ERR_INVALID, "value %d", b);
+        cr_expect_eq(fp8(NF_FMT_FP8_E4M3FN_ROW_FP16, NF_SRC_BF16, row, 1, 160, &o, &err), NF_ERR_INVALID, "value %d",
+                     b);
         cr_expect(strstr(err.message, want[b]) != NULL, "%s", err.message);
         out_free(&o);
     }
@@ -302,8 +303,7 @@ Test(fp8, refuses_other_targets)
     cr_expect_eq(nf_fp8_row_maxabs_rows(nf_format_by_id(NF_FMT_Q8_G32_FP16), &src, &o.w, &err), NF_ERR_INVALID);
     cr_expect_eq(nf_fp8_row_maxabs_rows(nf_format_by_id(NF_FMT_NVFP4), &src, &o.w, &err), NF_ERR_INVALID);
     src.type = NF_SRC_I32;
-    cr_expect_eq(nf_fp8_row_maxabs_rows(nf_format_by_id(NF_FMT_FP8_E4M3FN_ROW_FP16), &src, &o.w, &err),
-                 NF_ERR_INVALID);
+    cr_expect_eq(nf_fp8_row_maxabs_rows(nf_format_by_id(NF_FMT_FP8_E4M3FN_ROW_FP16), &src, &o.w, &err), NF_ERR_INVALID);
     out_free(&o);
 }
 
@@ -382,8 +382,11 @@ Test(fp8, chunk_size_independence)
             int n = R - r0 < chunks[ci] ? R - r0 : chunks[ci];
             fp8_out part;
             out_alloc(&part, (uint64_t)n, K);
-            nf_src_rows src = {.type = NF_SRC_F32, .data = data + (size_t)r0 * K * 4, .first_row = (uint64_t)r0,
-                               .rows = (uint64_t)n, .cols = K};
+            nf_src_rows src = {.type = NF_SRC_F32,
+                               .data = data + (size_t)r0 * K * 4,
+                               .first_row = (uint64_t)r0,
+                               .rows = (uint64_t)n,
+                               .cols = K};
             cr_assert_eq(nf_fp8_row_maxabs_rows(nf_format_by_id(NF_FMT_FP8_E4M3FN_ROW_FP16), &src, &part.w, &err),
                          NF_OK, "%s", err.message);
             cr_assert_arr_eq(part.w.codes8, whole.w.codes8 + (size_t)r0 * K, (size_t)n * K);

@@ -44,10 +44,7 @@ static void put_value(uint8_t *data, nf_src_type t, size_t i, float v)
 
 static unsigned long compared_rows, refused_rows;
 
-static nf_fp8_row_fn level_kernel(nf_simd_level level)
-{
-    return nf_fp8_kernels_for(level)->row;
-}
+static nf_fp8_row_fn level_kernel(nf_simd_level level) { return nf_fp8_kernels_for(level)->row; }
 
 /* Encodes rows x cols elements at data (type t) into format fid with the variant and the
  * reference; everything must agree.  Returns the status. */
@@ -99,8 +96,8 @@ static nf_status check_buf(nf_simd_level level, nf_format_id fid, nf_src_type t,
         memset(c_k, 0x5A, cols + 1);
         bool ok_k = kernel(one.data, t, (size_t)cols, f->scale_type != NF_SCALE_BF16, c_k, &sk);
         cr_assert_eq(ok_k, ok_ref, "%s %s %s type %d row %zu: kernel %s, reference %s (%s)", nf_simd_level_name(level),
-                     what, f->name, (int)t, (size_t)r, ok_k ? "accepts" : "declines",
-                     ok_ref ? "accepts" : "refuses", e1.message);
+                     what, f->name, (int)t, (size_t)r, ok_k ? "accepts" : "declines", ok_ref ? "accepts" : "refuses",
+                     e1.message);
         cr_assert_eq(c_k[cols], 0x5A, "kernel wrote past the row's codes");
         if (ok_ref) {
             cr_assert_eq(sk, s1);
@@ -137,7 +134,8 @@ static float random_value(double scale)
     return (float)v;
 }
 
-static const uint64_t odd_ks[] = {1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 47, 63, 64, 65, 95, 127, 128, 129, 200, 1000};
+static const uint64_t odd_ks[] = {1,  2,  3,  7,  8,  9,  15,  16,  17,  31,  32,
+                                  33, 47, 63, 64, 65, 95, 127, 128, 129, 200, 1000};
 #define N_ODD_KS (sizeof odd_ks / sizeof odd_ks[0])
 
 /* ------------------------------------------------------------------ the checks */
@@ -263,8 +261,7 @@ static void check_extremes(nf_simd_level level)
             /* zero rows */
             for (uint64_t c = 0; c < cols; c++) put_word(data, t, (size_t)c, 0);
             check_all_formats(level, t, data, 1, cols, "zeros");
-            for (uint64_t c = 0; c < cols; c++)
-                put_word(data, t, (size_t)c, t == NF_SRC_F32 ? 0x80000000u : 0x8000u);
+            for (uint64_t c = 0; c < cols; c++) put_word(data, t, (size_t)c, t == NF_SRC_F32 ? 0x80000000u : 0x8000u);
             check_all_formats(level, t, data, 1, cols, "negative zeros");
             /* one special among small values, at every position class */
             for (int si = 0; si < 15; si++) {
@@ -342,23 +339,23 @@ static void require(nf_simd_level level)
 
 static void restore(void) { nf_simd_force(nf_simd_best()); }
 
-#define VARIANT_TEST(suite, level, check)                                                                               \
-    Test(suite, check, .fini = restore)                                                                                 \
-    {                                                                                                                  \
-        require(level);                                                                                                 \
-        check_##check(level);                                                                                           \
-        cr_log_info("%s %s: %lu rows identical, %lu refused identically", nf_simd_level_name(level), #check,           \
-                    compared_rows, refused_rows);                                                                       \
-        cr_assert(compared_rows > 0);                                                                                   \
+#define VARIANT_TEST(suite, level, check)                                                                    \
+    Test(suite, check, .fini = restore)                                                                      \
+    {                                                                                                        \
+        require(level);                                                                                      \
+        check_##check(level);                                                                                \
+        cr_log_info("%s %s: %lu rows identical, %lu refused identically", nf_simd_level_name(level), #check, \
+                    compared_rows, refused_rows);                                                            \
+        cr_assert(compared_rows > 0);                                                                        \
     }
 
-#define VARIANT_SUITE(suite, level)                                                                                     \
-    VARIANT_TEST(suite, level, random)                                                                                  \
-    VARIANT_TEST(suite, level, random_words)                                                                            \
-    VARIANT_TEST(suite, level, all_words)                                                                               \
-    VARIANT_TEST(suite, level, f32_ties)                                                                                \
-    VARIANT_TEST(suite, level, extremes)                                                                                \
-    VARIANT_TEST(suite, level, nonfinite)                                                                               \
+#define VARIANT_SUITE(suite, level)          \
+    VARIANT_TEST(suite, level, random)       \
+    VARIANT_TEST(suite, level, random_words) \
+    VARIANT_TEST(suite, level, all_words)    \
+    VARIANT_TEST(suite, level, f32_ties)     \
+    VARIANT_TEST(suite, level, extremes)     \
+    VARIANT_TEST(suite, level, nonfinite)    \
     VARIANT_TEST(suite, level, page_end)
 
 VARIANT_SUITE(fp8_scalar, NF_SIMD_SCALAR)

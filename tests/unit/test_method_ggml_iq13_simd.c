@@ -130,8 +130,8 @@ static void expect_iq3_trials(nf_simd_level level, const nf_gq3_grid *g, const i
     memset(&a, 0x5A, sizeof a);
     memset(&b, 0x5A, sizeof b);
     a.ok = nf_gq3_trials_ref(g, c->nt, c->id, c->scale, c->xval, c->waux, c->w, a.L, a.on_grid, a.qx, a.q2);
-    b.ok = nf_gq_kernels_for(level)->iq3_trials(g, c->nt, c->id, c->scale, c->xval, c->waux, c->w, b.L, b.on_grid,
-                                                 b.qx, b.q2);
+    b.ok = nf_gq_kernels_for(level)->iq3_trials(g, c->nt, c->id, c->scale, c->xval, c->waux, c->w, b.L, b.on_grid, b.qx,
+                                                b.q2);
     const char *lv = nf_simd_level_name(level);
     cr_assert_eq(b.ok, a.ok, "%s, %u-point grid, %s %d: success %d, scalar %d", lv, g->size, what, rep, b.ok, a.ok);
     if (!a.ok) return;
@@ -143,12 +143,12 @@ static void expect_iq3_trials(nf_simd_level level, const nf_gq3_grid *g, const i
                   "%s, %u-point grid, %s %d trial %d: sums %a %a, scalar %a %a", lv, g->size, what, rep, t, b.qx[t],
                   b.q2[t], a.qx[t], a.q2[t]);
         for (int k = 0; k < 8; k++)
-            cr_assert_eq(b.on_grid[k] >> t & 1u, a.on_grid[k] >> t & 1u, "%s, %u-point grid, %s %d trial %d point %d: on grid",
-                         lv, g->size, what, rep, t, k);
+            cr_assert_eq(b.on_grid[k] >> t & 1u, a.on_grid[k] >> t & 1u,
+                         "%s, %u-point grid, %s %d trial %d point %d: on grid", lv, g->size, what, rep, t, k);
         for (int i = 0; i < 32; i++)
             cr_assert_eq(b.L[NF_GQ3_TRIAL_STRIDE * i + t], a.L[NF_GQ3_TRIAL_STRIDE * i + t],
-                         "%s, %u-point grid, %s %d trial %d value %d: level %d, scalar %d", lv, g->size, what, rep, t, i,
-                         b.L[NF_GQ3_TRIAL_STRIDE * i + t], a.L[NF_GQ3_TRIAL_STRIDE * i + t]);
+                         "%s, %u-point grid, %s %d trial %d value %d: level %d, scalar %d", lv, g->size, what, rep, t,
+                         i, b.L[NF_GQ3_TRIAL_STRIDE * i + t], a.L[NF_GQ3_TRIAL_STRIDE * i + t]);
     }
 }
 
@@ -273,6 +273,8 @@ Test(ggml_iq13_simd, tables_are_complete)
 {
     for (int l = 0; l < NF_SIMD_LEVEL_COUNT; l++) {
         const nf_gq_kernels *k = nf_gq_kernels_for((nf_simd_level)l);
-        cr_assert(k && k->iq3_trials && k->iq1s_split && k->iq1m_split && k->iq1_nearest && k->codes_q2_0 && k->iq1_order, "level %d", l);
+        cr_assert(k && k->iq3_trials && k->iq1s_split && k->iq1m_split && k->iq1_nearest && k->codes_q2_0 &&
+                      k->iq1_order,
+                  "level %d", l);
     }
 }

@@ -144,7 +144,8 @@ static void kernel_matches(nf_simd_level level)
             /* the nearest entry on a random off-grid code */
             uint32_t c = (uint32_t)(next_u64() % NF_GGML_GRID_CODES);
             while (g->map[c] >= 0) c = (c + 1) % NF_GGML_GRID_CODES;
-            int32_t na = sk->nearest(g, g->map[c], xval, waux, scale[0]), nb = vk->nearest(g, g->map[c], xval, waux, scale[0]);
+            int32_t na = sk->nearest(g, g->map[c], xval, waux, scale[0]),
+                    nb = vk->nearest(g, g->map[c], xval, waux, scale[0]);
             cr_assert_eq(nb, na, "%s %s rep %d code %u: nearest %d, scalar %d", vk->name, t->stem, rep, c, nb, na);
             trial_out a, b;
             run_trials(sk, g, t, id, scale, xval, w, waux, &a);
@@ -161,8 +162,8 @@ static void kernel_matches(nf_simd_level level)
                 for (int k = 0; k < t->npoint; k++) {
                     int at = k * NF_IQ2_TRIAL_ROOM + tr;
                     cr_assert(b.code[at] == a.code[at] && b.on[at] == a.on[at],
-                              "%s %s rep %d trial %d point %d: code %u on %d, scalar %u %d", vk->name, t->stem, rep,
-                              tr, k, b.code[at], b.on[at], a.code[at], a.on[at]);
+                              "%s %s rep %d trial %d point %d: code %u on %d, scalar %u %d", vk->name, t->stem, rep, tr,
+                              k, b.code[at], b.on[at], a.code[at], a.on[at]);
                 }
             }
         }

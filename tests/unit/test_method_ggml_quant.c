@@ -28,12 +28,20 @@ typedef struct qtype {
 } qtype;
 
 static const qtype TYPES[] = {
-    {NF_FMT_GGUF_Q8_0, "q8_0", 32, 34},   {NF_FMT_GGUF_Q4_0, "q4_0", 32, 18},   {NF_FMT_GGUF_Q5_0, "q5_0", 32, 22},
-    {NF_FMT_GGUF_Q2_K, "q2_k", 256, 84},  {NF_FMT_GGUF_Q3_K, "q3_k", 256, 110}, {NF_FMT_GGUF_Q4_K, "q4_k", 256, 144},
-    {NF_FMT_GGUF_Q5_K, "q5_k", 256, 176}, {NF_FMT_GGUF_Q6_K, "q6_k", 256, 210}, {NF_FMT_GGUF_Q2_0, "q2_0", 64, 18},
+    {NF_FMT_GGUF_Q8_0, "q8_0", 32, 34},
+    {NF_FMT_GGUF_Q4_0, "q4_0", 32, 18},
+    {NF_FMT_GGUF_Q5_0, "q5_0", 32, 22},
+    {NF_FMT_GGUF_Q2_K, "q2_k", 256, 84},
+    {NF_FMT_GGUF_Q3_K, "q3_k", 256, 110},
+    {NF_FMT_GGUF_Q4_K, "q4_k", 256, 144},
+    {NF_FMT_GGUF_Q5_K, "q5_k", 256, 176},
+    {NF_FMT_GGUF_Q6_K, "q6_k", 256, 210},
+    {NF_FMT_GGUF_Q2_0, "q2_0", 64, 18},
     /* MANIFEST.md: ggml wrote the IQ fixtures with imatrix.f32 */
-    {NF_FMT_GGUF_IQ4_NL, "iq4_nl", 32, 18},  {NF_FMT_GGUF_IQ4_XS, "iq4_xs", 256, 136},
-    {NF_FMT_GGUF_IQ3_XXS, "iq3_xxs", 256, 98}, {NF_FMT_GGUF_IQ3_S, "iq3_s", 256, 110},
+    {NF_FMT_GGUF_IQ4_NL, "iq4_nl", 32, 18},
+    {NF_FMT_GGUF_IQ4_XS, "iq4_xs", 256, 136},
+    {NF_FMT_GGUF_IQ3_XXS, "iq3_xxs", 256, 98},
+    {NF_FMT_GGUF_IQ3_S, "iq3_s", 256, 110},
 };
 static bool is_iq(const qtype *t) { return t->stem[0] == 'i'; }
 #define NTYPES (sizeof TYPES / sizeof TYPES[0])
@@ -149,7 +157,8 @@ Test(ggml_quant, refuses_scales_beyond_binary16)
         for (size_t j = 0; j < 256; j++) x[j] = (j % 2 ? 1.0f : -1.0f) * 1e10f * (float)(j % 5 + 1);
         nf_error err = {0};
         cr_assert_eq(encode(&TYPES[i], x, 2, 1, 256, NULL, blocks, &err), NF_ERR_INVALID, "%s", TYPES[i].stem);
-        cr_expect(strstr(err.message, "tensor 'w': row 2 block 0 (cols 0..") && strstr(err.message, "too large for binary16"),
+        cr_expect(strstr(err.message, "tensor 'w': row 2 block 0 (cols 0..") &&
+                      strstr(err.message, "too large for binary16"),
                   "%s: %s", TYPES[i].stem, err.message);
         /* 2^64 and beyond: ggml's squared weights overflow and it would write zero scales */
         for (size_t j = 0; j < 256; j++) x[j] = 0.01f;
@@ -212,8 +221,8 @@ static double sq_error(const qtype *t, const float *x, const uint8_t *blocks, co
     float y[COLS];
     double e = 0;
     for (int r = 0; r < ROWS; r++) {
-        cr_assert_eq(nf_ggml_dequant_row(nf_format_by_id(t->id), blocks + (size_t)r * row_bytes(t, COLS), COLS, y, NULL),
-                     NF_OK);
+        cr_assert_eq(
+            nf_ggml_dequant_row(nf_format_by_id(t->id), blocks + (size_t)r * row_bytes(t, COLS), COLS, y, NULL), NF_OK);
         for (int c = 0; c < COLS; c++) {
             double d = (double)x[r * COLS + c] - (double)y[c];
             e += (imp ? imp[c] : 1.0) * d * d;
@@ -248,8 +257,7 @@ Test(ggml_quant, importance_path_properties)
             cr_expect_neq(memcmp(a, plain, n), 0, "%s: importance changed nothing", t->stem);
         else if (t->id != NF_FMT_GGUF_Q8_0 && t->id != NF_FMT_GGUF_Q2_0) /* they ignore it, as ggml does */
             cr_expect_neq(memcmp(a, plain, n), 0, "%s: importance changed nothing", t->stem);
-        else
-            cr_expect_eq(memcmp(a, plain, n), 0, "%s must ignore the importance", t->stem);
+        else cr_expect_eq(memcmp(a, plain, n), 0, "%s must ignore the importance", t->stem);
         free(a);
         free(b);
         free(plain);
@@ -333,8 +341,8 @@ static void expect_file(const qtype *t, const char *path, const float *x, uint64
     size_t first = len;
     for (size_t b = 0; b < len && first == len; b++)
         if (got[b] != want[b]) first = b;
-    cr_expect_eq(first, len, "%s: first differing byte %zu (row %zu, block %zu, byte %zu): got 0x%02x, ggml 0x%02x", path,
-                 first, first / row_bytes(t, COLS), first % row_bytes(t, COLS) / t->bb, first % t->bb,
+    cr_expect_eq(first, len, "%s: first differing byte %zu (row %zu, block %zu, byte %zu): got 0x%02x, ggml 0x%02x",
+                 path, first, first / row_bytes(t, COLS), first % row_bytes(t, COLS) / t->bb, first % t->bb,
                  first < len ? got[first] : 0, first < len ? want[first] : 0);
     free(got);
     free(want);
@@ -449,8 +457,7 @@ Test(ggml_quant, iq2_refuses_huge_values)
                   "%s: %s", IQ2[i].stem, err.message);
         for (size_t j = 0; j < 256; j++) x[j] = (j % 3 ? 1.0f : -1.0f) * 1.5e19f;
         cr_assert_eq(encode(&IQ2[i], x, 2, 1, 256, imp, blocks, &err), NF_ERR_INVALID, "%s", IQ2[i].stem);
-        cr_expect(strstr(err.message, "tensor 'w': row 2 block 0 (cols 0..255): "), "%s: %s", IQ2[i].stem,
-                  err.message);
+        cr_expect(strstr(err.message, "tensor 'w': row 2 block 0 (cols 0..255): "), "%s: %s", IQ2[i].stem, err.message);
     }
 }
 
@@ -480,9 +487,8 @@ Test(ggml_quant, iq1_same_bytes_as_ggml)
         for (size_t b = 0; b < n && first == n; b++)
             if (got[b] != want[b]) first = b;
         cr_expect_eq(first, n, "%s: first differing byte %zu (row %zu, block %zu, byte %zu): got 0x%02x, ggml 0x%02x",
-                     IQ1[i].stem, first, first / row_bytes(&IQ1[i], COLS),
-                     first % row_bytes(&IQ1[i], COLS) / IQ1[i].bb, first % IQ1[i].bb, first < n ? got[first] : 0,
-                     first < n ? want[first] : 0);
+                     IQ1[i].stem, first, first / row_bytes(&IQ1[i], COLS), first % row_bytes(&IQ1[i], COLS) / IQ1[i].bb,
+                     first % IQ1[i].bb, first < n ? got[first] : 0, first < n ? want[first] : 0);
         free(got);
         free(want);
     }

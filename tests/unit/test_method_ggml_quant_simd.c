@@ -33,11 +33,11 @@ typedef struct qtype {
 
 /* in the order of issue 24's value: the k-quants first */
 static const qtype TYPES[] = {
-    {NF_FMT_GGUF_Q4_K, "q4_k", 256, 144},     {NF_FMT_GGUF_Q6_K, "q6_k", 256, 210},
-    {NF_FMT_GGUF_Q5_K, "q5_k", 256, 176},     {NF_FMT_GGUF_Q3_K, "q3_k", 256, 110},
-    {NF_FMT_GGUF_Q2_K, "q2_k", 256, 84},      {NF_FMT_GGUF_IQ4_XS, "iq4_xs", 256, 136},
-    {NF_FMT_GGUF_IQ4_NL, "iq4_nl", 32, 18},   {NF_FMT_GGUF_Q4_0, "q4_0", 32, 18},
-    {NF_FMT_GGUF_Q5_0, "q5_0", 32, 22},       {NF_FMT_GGUF_Q8_0, "q8_0", 32, 34},
+    {NF_FMT_GGUF_Q4_K, "q4_k", 256, 144},   {NF_FMT_GGUF_Q6_K, "q6_k", 256, 210},
+    {NF_FMT_GGUF_Q5_K, "q5_k", 256, 176},   {NF_FMT_GGUF_Q3_K, "q3_k", 256, 110},
+    {NF_FMT_GGUF_Q2_K, "q2_k", 256, 84},    {NF_FMT_GGUF_IQ4_XS, "iq4_xs", 256, 136},
+    {NF_FMT_GGUF_IQ4_NL, "iq4_nl", 32, 18}, {NF_FMT_GGUF_Q4_0, "q4_0", 32, 18},
+    {NF_FMT_GGUF_Q5_0, "q5_0", 32, 22},     {NF_FMT_GGUF_Q8_0, "q8_0", 32, 34},
 };
 #define NTYPES (sizeof TYPES / sizeof TYPES[0])
 
@@ -156,8 +156,7 @@ static void to_words(nf_gq_words w, const float *x, uint8_t *p)
     }
 }
 
-static void expect_plain(const nf_gq_kernels *k, nf_gq_words w, int ti, const uint8_t *p, size_t nblk,
-                         const char *what)
+static void expect_plain(const nf_gq_kernels *k, nf_gq_words w, int ti, const uint8_t *p, size_t nblk, const char *what)
 {
     const nf_gq_kernels *ref = &nf_gq_kernels_scalar;
     uint8_t got[COLS / 32 * 34 + 1], want[COLS / 32 * 34 + 1];
@@ -170,8 +169,8 @@ static void expect_plain(const nf_gq_kernels *k, nf_gq_words w, int ti, const ui
     cr_assert_eq(got[nblk * PLAIN[ti].bb], 0xA5, "%s %s wrote past its blocks", k->name, PLAIN[ti].stem);
     for (size_t b = 0; b < n * PLAIN[ti].bb; b++)
         if (got[b] != want[b])
-            cr_assert_fail("%s %s %s %s: block %zu byte %zu 0x%02x, scalar 0x%02x", k->name, PLAIN[ti].stem,
-                           WORDS[w], what, b / PLAIN[ti].bb, b % PLAIN[ti].bb, got[b], want[b]);
+            cr_assert_fail("%s %s %s %s: block %zu byte %zu 0x%02x, scalar 0x%02x", k->name, PLAIN[ti].stem, WORDS[w],
+                           what, b / PLAIN[ti].bb, b % PLAIN[ti].bb, got[b], want[b]);
 }
 
 static void plain_path(nf_simd_level level)
@@ -239,12 +238,15 @@ static void plain_sources(nf_simd_level level)
                     cr_assert_eq(nf_simd_force(lv), lv);
                     size_t len = R * row_bytes(t, COLS);
                     res[l].bytes = calloc(1, len);
-                    nf_src_rows src = {.name = "w", .type = st ? NF_SRC_BF16 : NF_SRC_F16, .data = h, .rows = R,
+                    nf_src_rows src = {.name = "w",
+                                       .type = st ? NF_SRC_BF16 : NF_SRC_F16,
+                                       .data = h,
+                                       .rows = R,
                                        .cols = COLS};
                     nf_words wd = {.rows = R, .cols = COLS, .blocks = res[l].bytes};
                     nf_error err = {0};
-                    res[l].st = nf_method_encode_rows(NF_METHOD_GGML_QUANTIZE, nf_format_by_id(t->id), NULL, &src,
-                                                      &wd, &err);
+                    res[l].st = nf_method_encode_rows(NF_METHOD_GGML_QUANTIZE, nf_format_by_id(t->id), NULL, &src, &wd,
+                                                      &err);
                     snprintf(res[l].msg, sizeof res[l].msg, "%s", res[l].st == NF_OK ? "" : err.message);
                 }
                 cr_assert_eq(res[1].st, res[0].st, "%s %s %s: %s / scalar %s", nf_simd_level_name(level), t->stem,
@@ -272,7 +274,8 @@ Test(ggml_quant_simd, tables_are_complete)
     for (int l = 0; l < NF_SIMD_LEVEL_COUNT; l++) {
         const nf_gq_kernels *k = nf_gq_kernels_for((nf_simd_level)l);
         cr_assert(k && k->name && k->fit_min && k->fit_signed && k->fit_q3 && k->iq4_scales && k->requant &&
-                        k->plain_blocks && k->sqrt_weights, "level %d", l);
+                      k->plain_blocks && k->sqrt_weights,
+                  "level %d", l);
     }
 }
 

@@ -70,9 +70,22 @@ Test(nvfp4_kat, e2m1_ties_under_unit_scale)
 {
     /* matrix maximum 2688: gs = 2688 / 2688 = 1, so a group whose largest magnitude is 6 has
      * s = 6 / 6 = 1 (E4M3FN 0x38) and every code is the E2M1 rounding of x itself */
-    const float x[16] = {6.0f, 3.0f, -1.5f, 0.25f, 0.75f, 1.25f, 1.75f, 2.5f,
-                         3.5f, 5.0f, nextafterf(5.0f, 6.0f), -0.0f, -0.1f, nextafterf(0.25f, 1.0f),
-                         nextafterf(0.75f, 0.0f), 0.0f};
+    const float x[16] = {6.0f,
+                         3.0f,
+                         -1.5f,
+                         0.25f,
+                         0.75f,
+                         1.25f,
+                         1.75f,
+                         2.5f,
+                         3.5f,
+                         5.0f,
+                         nextafterf(5.0f, 6.0f),
+                         -0.0f,
+                         -0.1f,
+                         nextafterf(0.25f, 1.0f),
+                         nextafterf(0.75f, 0.0f),
+                         0.0f};
     const uint8_t want[16] = {7, 5, 0xB, 0, 2, 2, 4, 4, 6, 6, 7, 0, 8, 1, 1, 0};
     enc e = encode(x, 1, 16, UNIT_MAX);
     cr_assert_eq(e.st, NF_OK, "%s", e.err.message);
@@ -394,8 +407,7 @@ static float *random_matrix(size_t rows, size_t cols)
     double scale = pow(10.0, (double)(rng32() % 61) - 30.0);
     for (size_t g = 0; g < rows * cols / 16; g++) {
         uint32_t kind = rng32() % 8;
-        for (int i = 0; i < 16; i++)
-            x[16 * g + i] = kind == 0 ? 0.0f : random_value(kind == 1 ? scale * 1e-5 : scale);
+        for (int i = 0; i < 16; i++) x[16 * g + i] = kind == 0 ? 0.0f : random_value(kind == 1 ? scale * 1e-5 : scale);
     }
     x[rng32() % (rows * cols)] = (float)scale; /* a maximum the divisor can hold */
     return x;
@@ -461,8 +473,8 @@ static void levels_match(nf_simd_level level)
         cr_assert_eq(d_var, d_ref);
         cr_assert_eq(memcmp(s_var, s_ref, n / 16), 0, "%s trial %d: scales differ", nf_simd_level_name(level), t);
         for (size_t i = 0; i < n; i++)
-            cr_assert_eq(c_var[i], c_ref[i], "%s trial %d type %d: code %zu 0x%x vs 0x%x", nf_simd_level_name(level),
-                         t, (int)type, i, c_var[i], c_ref[i]);
+            cr_assert_eq(c_var[i], c_ref[i], "%s trial %d type %d: code %zu 0x%x vs 0x%x", nf_simd_level_name(level), t,
+                         (int)type, i, c_var[i], c_ref[i]);
         /* row by row, and span by span (16-column pieces of each row), given the maximum */
         uint32_t mw;
         cr_assert_eq(nf_nvfp4_quantize_max(&src, &mw, NULL), NF_OK);
@@ -471,8 +483,16 @@ static void levels_match(nf_simd_level level)
                 size_t w = cols - c0 < 16 * (1 + r) ? cols - c0 : 16 * (1 + r);
                 uint8_t *buf = malloc(w * es);
                 memcpy(buf, data + (r * cols + c0) * es, w * es);
-                nf_src_rows sp = {.name = "w", .type = type, .data = buf, .first_row = r, .rows = 1, .cols = w,
-                                  .first_col = c0, .row_cols = cols, .matrix_max = mw, .has_matrix_max = true};
+                nf_src_rows sp = {.name = "w",
+                                  .type = type,
+                                  .data = buf,
+                                  .first_row = r,
+                                  .rows = 1,
+                                  .cols = w,
+                                  .first_col = c0,
+                                  .row_cols = cols,
+                                  .matrix_max = mw,
+                                  .has_matrix_max = true};
                 uint8_t cc[16 * 6], ss[6];
                 uint32_t dd = 0;
                 nf_words ws = {.rows = 1, .cols = w, .codes8 = cc, .scales8 = ss, .divisors = &dd};
@@ -568,7 +588,12 @@ Test(nvfp4_search_kat, neighbours_and_importance)
     for (int i = 0; i < 16; i++) x[i] = 4.9f;
     x[5] = 6.0f;
     uint8_t *data = pack_f32(x, 16);
-    nf_src_rows src = {.name = "w", .type = NF_SRC_F32, .data = data, .rows = 1, .cols = 16, .matrix_max = UNIT_MAX,
+    nf_src_rows src = {.name = "w",
+                       .type = NF_SRC_F32,
+                       .data = data,
+                       .rows = 1,
+                       .cols = 16,
+                       .matrix_max = UNIT_MAX,
                        .has_matrix_max = true};
     uint8_t codes[16], scale = 0;
     uint32_t d = 0;
@@ -595,8 +620,7 @@ Test(nvfp4_search_kat, neighbours_and_importance)
     p.negative_scales = false;
     p.importance_len = 15;
     cr_assert_eq(nf_nvfp4_search_rows(nvfp4(), &p, &src, &w, &err), NF_ERR_INVALID);
-    cr_assert_str_eq(err.message,
-                     "tensor 'w': importance must have one value per input channel (16), it has 15");
+    cr_assert_str_eq(err.message, "tensor 'w': importance must have one value per input channel (16), it has 15");
     free(data);
 }
 
@@ -694,8 +718,13 @@ Test(nvfp4_search, candidate_ties_every_level)
         for (size_t j = 1; j < 16; j++) x[16 * g + j] = v[(g * 15 + j * (g % 4 + 1)) % nv];
     }
     uint8_t *data = pack_f32(x, n);
-    nf_src_rows src = {.name = "w", .type = NF_SRC_F32, .data = data, .rows = 1, .cols = n,
-                       .matrix_max = bits_of_f32(4032.0f), .has_matrix_max = true};
+    nf_src_rows src = {.name = "w",
+                       .type = NF_SRC_F32,
+                       .data = data,
+                       .rows = 1,
+                       .cols = n,
+                       .matrix_max = bits_of_f32(4032.0f),
+                       .has_matrix_max = true};
     uint8_t *cr = malloc(n), *sr = malloc(groups), *cv = malloc(n), *sv = malloc(groups);
     nf_words wr = {.rows = 1, .cols = n, .codes8 = cr, .scales8 = sr};
     nf_words wv = {.rows = 1, .cols = n, .codes8 = cv, .scales8 = sv};

@@ -46,8 +46,8 @@ static nf_status run(nf_method_id m, nf_format_id id, const nf_method_params *p,
     const nf_format *f = nf_format_by_id(id);
     out_alloc(o, f, rows, cols);
     uint8_t *data = pack_f32(v, rows * cols);
-    nf_src_rows src = {.name = "w", .type = NF_SRC_F32, .data = data, .first_row = first_row, .rows = rows,
-                       .cols = cols};
+    nf_src_rows src =
+        {.name = "w", .type = NF_SRC_F32, .data = data, .first_row = first_row, .rows = rows, .cols = cols};
     nf_status st = nf_method_encode_rows(m, f, p, &src, &o->w, err);
     free(data);
     return st;
@@ -174,7 +174,8 @@ static void oracle_search_variant(const nf_format *f, const float *x, const floa
         st.e = oracle_error(x, imp, n, st.w, st.q);
         /* first phase: 65 candidates known before any is evaluated */
         int cands[65], nc = 0;
-        for (int i = 0; i < 25; i++) cands[nc++] = oracle_round((double)amax / f->encoder_qmax * ((70 + 2 * i) / 100.0));
+        for (int i = 0; i < 25; i++)
+            cands[nc++] = oracle_round((double)amax / f->encoder_qmax * ((70 + 2 * i) / 100.0));
         for (int i = 0; i < 25; i++) cands[nc++] = oracle_round((double)x[ext] / f->code_min * ((70 + 2 * i) / 100.0));
         double canon = f16_value(st.w);
         cands[nc++] = oracle_round(canon / 4);
@@ -207,8 +208,7 @@ static void oracle_search_variant(const nf_format *f, const float *x, const floa
     memcpy(q, st.q, sizeof(int) * n);
 }
 
-static void oracle_search(const nf_format *f, const float *x, const float *imp, size_t n, bool neg, uint16_t *w,
-                          int *q)
+static void oracle_search(const nf_format *f, const float *x, const float *imp, size_t n, bool neg, uint16_t *w, int *q)
 {
     oracle_search_variant(f, x, imp, n, neg, false, w, q);
 }
@@ -428,8 +428,7 @@ static float random_importance(void)
 
 Test(search, random_groups_match_oracle_and_never_lose_to_absmax)
 {
-    static const nf_format_id ids[4] = {NF_FMT_Q4_G64_FP16, NF_FMT_Q5_G64_FP16, NF_FMT_Q6_G64_FP16,
-                                        NF_FMT_Q8_G32_FP16};
+    static const nf_format_id ids[4] = {NF_FMT_Q4_G64_FP16, NF_FMT_Q5_G64_FP16, NF_FMT_Q6_G64_FP16, NF_FMT_Q8_G32_FP16};
     uint64_t groups = 0, improved = 0, negative = 0;
     for (int t = 0; t < 240; t++) {
         const nf_format *f = nf_format_by_id(ids[t % 4]);
@@ -442,12 +441,12 @@ Test(search, random_groups_match_oracle_and_never_lose_to_absmax)
             for (uint64_t c = 0; c < cols; c++) v[r * cols + c] = random_value(sc);
         }
         for (uint64_t c = 0; c < cols; c++) imp[c] = random_importance();
-        nf_method_params p = {.importance = with_imp ? imp : NULL, .importance_len = with_imp ? cols : 0,
+        nf_method_params p = {.importance = with_imp ? imp : NULL,
+                              .importance_len = with_imp ? cols : 0,
                               .negative_scales = neg};
         grouped_out a, s;
         nf_error err = {0};
-        cr_assert_eq(run(NF_METHOD_GROUPED_ABSMAX, f->id, NULL, v, rows, cols, 0, &a, &err), NF_OK, "%s",
-                     err.message);
+        cr_assert_eq(run(NF_METHOD_GROUPED_ABSMAX, f->id, NULL, v, rows, cols, 0, &a, &err), NF_OK, "%s", err.message);
         cr_assert_eq(search(f->id, &p, v, rows, cols, &s, &err), NF_OK, "%s", err.message);
         for (uint64_t r = 0; r < rows; r++) {
             for (uint64_t gi = 0; gi < s.groups; gi++) {
@@ -509,8 +508,8 @@ Test(search, chunk_size_independence)
         for (uint64_t r0 = 0; r0 < rows; r0 += chunks[ci]) {
             uint64_t n = rows - r0 < chunks[ci] ? rows - r0 : chunks[ci];
             grouped_out part;
-            cr_assert_eq(run(NF_METHOD_GROUPED_SEARCH, f->id, &p, v + r0 * cols, n, cols, r0, &part, &err), NF_OK,
-                         "%s", err.message);
+            cr_assert_eq(run(NF_METHOD_GROUPED_SEARCH, f->id, &p, v + r0 * cols, n, cols, r0, &part, &err), NF_OK, "%s",
+                         err.message);
             cr_assert_arr_eq(part.w.codes, whole.w.codes + r0 * cols, n * cols);
             cr_assert_arr_eq(part.w.scales, whole.w.scales + r0 * whole.groups, 2 * n * whole.groups);
             out_free(&part);

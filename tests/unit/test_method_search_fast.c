@@ -53,7 +53,10 @@ static void put_value(uint8_t *data, nf_src_type t, size_t i, float v)
 
 /* The largest finite magnitude of a source type, and its smallest subnormal. */
 static float type_max(nf_src_type t) { return t == NF_SRC_F16 ? 65504.0f : t == NF_SRC_BF16 ? 3.3895314e38f : FLT_MAX; }
-static float type_min_sub(nf_src_type t) { return t == NF_SRC_F16 ? 0x1p-24f : t == NF_SRC_BF16 ? 0x1p-133f : 0x1p-149f; }
+static float type_min_sub(nf_src_type t)
+{
+    return t == NF_SRC_F16 ? 0x1p-24f : t == NF_SRC_BF16 ? 0x1p-133f : 0x1p-149f;
+}
 
 typedef struct encoded {
     nf_status st;
@@ -62,8 +65,8 @@ typedef struct encoded {
     char msg[NF_ERROR_MESSAGE_MAX];
 } encoded;
 
-static void encode(bool reference, const nf_format *f, const nf_method_params *p, const nf_src_rows *src,
-                   uint8_t fill, encoded *e)
+static void encode(bool reference, const nf_format *f, const nf_method_params *p, const nf_src_rows *src, uint8_t fill,
+                   encoded *e)
 {
     uint64_t groups = (src->cols + f->group_size - 1) / f->group_size;
     size_t ncodes = (size_t)(src->rows * src->cols), nscales = (size_t)(src->rows * groups);
@@ -73,7 +76,8 @@ static void encode(bool reference, const nf_format *f, const nf_method_params *p
     memset(e->scales, fill, 2 * nscales + 2);
     nf_words w = {.rows = src->rows, .cols = src->cols, .codes = e->codes, .scales = e->scales};
     nf_error err = {0};
-    e->st = reference ? nf_grouped_search_rows_reference(f, p, src, &w, &err) : nf_grouped_search_rows(f, p, src, &w, &err);
+    e->st = reference ? nf_grouped_search_rows_reference(f, p, src, &w, &err)
+                      : nf_grouped_search_rows(f, p, src, &w, &err);
     uint16_t guard;
     memset(&guard, fill, sizeof guard);
     cr_assert_eq((uint8_t)e->codes[ncodes], fill, "wrote past the codes");
@@ -143,8 +147,20 @@ static void require(nf_simd_level level)
 
 /* ------------------------------------------------------------------ random groups */
 
-enum { KIND_NORMAL, KIND_OUTLIERS, KIND_TIES, KIND_ZERO, KIND_SUBNORMAL, KIND_BIG, KIND_WIDE, KIND_SINGLE,
-       KIND_PM_EXTREME, KIND_TINY_SCALE, KIND_MIDPOINT, KIND_COUNT };
+enum {
+    KIND_NORMAL,
+    KIND_OUTLIERS,
+    KIND_TIES,
+    KIND_ZERO,
+    KIND_SUBNORMAL,
+    KIND_BIG,
+    KIND_WIDE,
+    KIND_SINGLE,
+    KIND_PM_EXTREME,
+    KIND_TINY_SCALE,
+    KIND_MIDPOINT,
+    KIND_COUNT
+};
 
 /* Largest amax whose absmax scale stays finite for format f, a little below. */
 static double big_amax(const nf_format *f) { return 65504.0 * (double)f->encoder_qmax * 0.98; }
@@ -159,7 +175,8 @@ static void fill_group(float *v, size_t n, int kind, const nf_format *f, nf_src_
         break;
     case KIND_OUTLIERS:
         for (size_t i = 0; i < n; i++) v[i] = (float)(scale * (uniform() + uniform()));
-        for (unsigned j = 0, c = 1 + below(3); j < c; j++) v[below((unsigned)n)] = (float)(scale * (8 + below(93)) * (rng32() & 1 ? 1 : -1));
+        for (unsigned j = 0, c = 1 + below(3); j < c; j++)
+            v[below((unsigned)n)] = (float)(scale * (8 + below(93)) * (rng32() & 1 ? 1 : -1));
         break;
     case KIND_TIES: {
         /* small integers times a step: many equal magnitudes, exact fits and tied errors */
@@ -296,10 +313,12 @@ static void random_battery(nf_simd_level level)
                 nf_simd_level_name(level), (unsigned long)compared_groups, (unsigned long)searched_groups,
                 (unsigned long)compared_errors);
     const nf_search_stats *st = nf_search_stats_local();
-    cr_log_info("%s: paths: %lu batches, %lu groups, %lu unscreened, first round exact %lu, second round same-codes %lu "
-                "bounds %lu exact %lu", nf_simd_level_name(level), (unsigned long)st->batches, (unsigned long)st->groups,
-                (unsigned long)st->unscreened, (unsigned long)st->first_exact, (unsigned long)st->second_same,
-                (unsigned long)st->second_bounds, (unsigned long)st->second_exact);
+    cr_log_info(
+        "%s: paths: %lu batches, %lu groups, %lu unscreened, first round exact %lu, second round same-codes %lu "
+        "bounds %lu exact %lu",
+        nf_simd_level_name(level), (unsigned long)st->batches, (unsigned long)st->groups, (unsigned long)st->unscreened,
+        (unsigned long)st->first_exact, (unsigned long)st->second_same, (unsigned long)st->second_bounds,
+        (unsigned long)st->second_exact);
     /* every path of the schedule was taken */
     cr_assert(st->unscreened > 0 && st->first_exact > 0 && st->second_same > 0 && st->second_bounds > 0 &&
               st->second_exact > 0);
@@ -458,8 +477,10 @@ static void batch_shapes(nf_simd_level level)
         size_t gi = 0;
         for (uint64_t r = 0; r < rows; r++)
             for (size_t c0 = 0; c0 < k; c0 += g, gi++) {
-                int kind = mode == 0 ? SHAPE_POSITIVE : mode == 1 ? (int)(gi % 2) + SHAPE_POSITIVE
-                           : mode == 2 ? (int)(gi % 3) : (int)below(SHAPE_COUNT);
+                int kind = mode == 0   ? SHAPE_POSITIVE
+                           : mode == 1 ? (int)(gi % 2) + SHAPE_POSITIVE
+                           : mode == 2 ? (int)(gi % 3)
+                                       : (int)below(SHAPE_COUNT);
                 fill_shape(v + r * k + c0, k - c0 < g ? (size_t)(k - c0) : g, kind);
             }
         float *imp = NULL;
@@ -516,9 +537,9 @@ static void screening_edges(nf_simd_level level)
         imp[128 + below(64)] = nextafterf(0x1p30f, INFINITY); /* group 2: not */
         imp[320 + below(9)] = trial & 2 ? 0x1p30f : 0x1p31f;  /* the partial group */
         for (int withimp = 0; withimp < 2; withimp++)
-            cr_assert_eq(f32_chunk(level, NF_FMT_Q4_G64_FP16, v, 2, k, withimp ? imp : NULL, (trial & 4) != 0,
-                                   "screening edge"),
-                         NF_OK);
+            cr_assert_eq(
+                f32_chunk(level, NF_FMT_Q4_G64_FP16, v, 2, k, withimp ? imp : NULL, (trial & 4) != 0, "screening edge"),
+                NF_OK);
     }
     const nf_search_stats *st = nf_search_stats_local();
     /* per chunk outside the range: row 1's group 0; with importance also group 2 of both rows,

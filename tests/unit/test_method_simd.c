@@ -124,8 +124,8 @@ static nf_status check_same(nf_simd_level level, nf_format_id id, const nf_src_r
                          f->name, (unsigned long)src->cols, i / k, i % k, got.codes[i], ref.codes[i]);
             /* legal codes only: never -128 in q8 (its interval is [-127, 127]); the clamp does
              * bind when a binary16-subnormal scale rounds well below amax / qmax */
-            cr_assert(ref.codes[i] >= f->code_min && ref.codes[i] <= f->code_max && ref.codes[i] != -128,
-                      "%s code %d", f->name, ref.codes[i]);
+            cr_assert(ref.codes[i] >= f->code_min && ref.codes[i] <= f->code_max && ref.codes[i] != -128, "%s code %d",
+                      f->name, ref.codes[i]);
             if (ref.codes[i] < -f->encoder_qmax || ref.codes[i] > f->encoder_qmax) clamped_codes++;
         }
         for (size_t i = 0; i < (size_t)(src->rows * ref.groups); i++)
@@ -188,7 +188,8 @@ static float random_value(double scale)
     return (float)v;
 }
 
-static const uint64_t odd_ks[] = {1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 47, 63, 64, 65, 95, 127, 128, 129, 200, 1000};
+static const uint64_t odd_ks[] = {1,  2,  3,  7,  8,  9,  15,  16,  17,  31,  32,
+                                  33, 47, 63, 64, 65, 95, 127, 128, 129, 200, 1000};
 #define N_ODD_KS (sizeof odd_ks / sizeof odd_ks[0])
 
 /* ------------------------------------------------------------------ the checks */
@@ -364,9 +365,9 @@ static void check_zero_and_partial(nf_simd_level level)
                 for (uint64_t c = 0; c < cols; c++) {
                     float x;
                     switch (r) {
-                    case 0: x = 0.0f; break;                        /* all +0 */
-                    case 1: x = (c % 2) ? -0.0f : 0.0f; break;     /* +0 and -0 */
-                    case 2: x = -0.0f; break;                       /* all -0 */
+                    case 0: x = 0.0f; break;                   /* all +0 */
+                    case 1: x = (c % 2) ? -0.0f : 0.0f; break; /* +0 and -0 */
+                    case 2: x = -0.0f; break;                  /* all -0 */
                     default: x = (c / g) % 2 ? (c % 3 ? -0.0f : random_value(1.0)) : 0.0f; break;
                     }
                     v[r * cols + c] = x;
@@ -389,16 +390,17 @@ static void check_extremes(nf_simd_level level)
     for (int fi = 0; fi < 4; fi++) {
         const nf_format *f = nf_format_by_id(grouped_ids[fi]);
         float qmax = (float)f->encoder_qmax;
-        const float specials[] = {FLT_MAX, -FLT_MAX, 65504.0f, -65504.0f, 3.3895314e38f /* BF16 max */,
-                                  65519.0f * qmax, -65519.0f * qmax, 65520.0f * qmax, -65520.0f * qmax,
-                                  nextafterf(65520.0f * qmax, 0.0f), FLT_TRUE_MIN, -FLT_TRUE_MIN, FLT_MIN};
+        const float specials[] = {
+            FLT_MAX,         -FLT_MAX,         65504.0f,        -65504.0f,        3.3895314e38f /* BF16 max */,
+            65519.0f * qmax, -65519.0f * qmax, 65520.0f * qmax, -65520.0f * qmax, nextafterf(65520.0f * qmax, 0.0f),
+            FLT_TRUE_MIN,    -FLT_TRUE_MIN,    FLT_MIN};
         for (size_t si = 0; si < sizeof specials / sizeof specials[0]; si++)
             for (int ti = 0; ti < 3; ti++)
                 for (uint64_t cols = 1; cols <= 140; cols += 23) {
                     float v[2 * 140];
                     for (uint64_t i = 0; i < 2 * cols; i++) v[i] = random_value(1.0);
-                    v[(rng32() % cols)] = specials[si];          /* row 0 */
-                    v[cols + (cols - 1)] = specials[si];         /* row 1, last column */
+                    v[(rng32() % cols)] = specials[si];  /* row 0 */
+                    v[cols + (cols - 1)] = specials[si]; /* row 1, last column */
                     check_values(level, f->id, float_types[ti], v, 2, cols, "extremes");
                 }
         /* codes near the ends: x * inv just around qmax - 1/2, -(qmax - 1/2) and +-qmax, with
@@ -448,8 +450,12 @@ static void check_nonfinite(nf_simd_level level)
                     put_word(data, t, (size_t)(r * cols + c), bad[b]);
                     if (pos == 3) put_word(data, t, (size_t)(r * cols), bad[(b + 1) % 6]); /* two in a row */
                     for (int fi = 0; fi < 4; fi++) {
-                        nf_src_rows src = {.name = pos % 2 ? "blk.3.ffn_up.weight" : NULL, .type = t, .data = data,
-                                           .first_row = 40, .rows = rows, .cols = cols};
+                        nf_src_rows src = {.name = pos % 2 ? "blk.3.ffn_up.weight" : NULL,
+                                           .type = t,
+                                           .data = data,
+                                           .first_row = 40,
+                                           .rows = rows,
+                                           .cols = cols};
                         cr_assert_eq(check_same(level, grouped_ids[fi], &src, "non-finite"), NF_ERR_INVALID);
                     }
                 }
@@ -499,7 +505,10 @@ static void check_page_end(nf_simd_level level)
             for (size_t i = 0; i < (size_t)(rows * cols); i++) put_value(data, t, i, random_value(1.0));
             cr_assert_eq(check_buf(level, grouped_ids[cols % 4], t, data, rows, cols, "page end"), NF_OK);
             /* a non-finite value in the last element too */
-            put_word(data, t, (size_t)(rows * cols - 1), t == NF_SRC_F32 ? 0x7F800000u : t == NF_SRC_F16 ? 0x7C00u : 0x7F80u);
+            put_word(data, t, (size_t)(rows * cols - 1),
+                     t == NF_SRC_F32   ? 0x7F800000u
+                     : t == NF_SRC_F16 ? 0x7C00u
+                                       : 0x7F80u);
             cr_assert_eq(check_buf(level, grouped_ids[cols % 4], t, data, rows, cols, "page end"), NF_ERR_INVALID);
         }
     }
@@ -591,9 +600,10 @@ static void check_kernel_clamp(nf_simd_level level)
 {
     nf_absmax_row_fn kernel = kernel_of(level);
     uint64_t huge = 0, clamped = 0;
-    static const nf_absmax_shape shapes[] = {
-        {64, -8.0f, 7.0f, 1000.0f}, {32, -127.0f, 127.0f, 3.0e7f}, {32, -2.0f, 1.0f, 1.0e9f}, {64, -32.0f, 31.0f, 31.0f},
-        {16, -8.0f, 7.0f, 7.0f},    {128, -8.0f, 7.0f, 1.0e6f},    {8, -16.0f, 15.0f, 17.5f}, {1, -8.0f, 7.0f, 1.0e7f}};
+    static const nf_absmax_shape shapes[] = {{64, -8.0f, 7.0f, 1000.0f}, {32, -127.0f, 127.0f, 3.0e7f},
+                                             {32, -2.0f, 1.0f, 1.0e9f},  {64, -32.0f, 31.0f, 31.0f},
+                                             {16, -8.0f, 7.0f, 7.0f},    {128, -8.0f, 7.0f, 1.0e6f},
+                                             {8, -16.0f, 15.0f, 17.5f},  {1, -8.0f, 7.0f, 1.0e7f}};
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
         const nf_absmax_shape *sh = &shapes[si];
         for (int rep = 0; rep < 60; rep++) {
@@ -604,7 +614,7 @@ static void check_kernel_clamp(nf_simd_level level)
             double sc = ldexp(1.0, (int)(rng32() % 20) - 10);
             for (size_t i = 0; i < k; i++) {
                 put_value(data, t, i, random_value(sc));
-                v[i] = t == NF_SRC_F32 ? f32_of_bits(nf_method_le32(data + 4 * i))
+                v[i] = t == NF_SRC_F32   ? f32_of_bits(nf_method_le32(data + 4 * i))
                        : t == NF_SRC_F16 ? nf_f16_to_f32(nf_method_le16(data + 2 * i))
                                          : f32_of_bits((uint32_t)nf_method_le16(data + 2 * i) << 16);
             }
@@ -640,8 +650,8 @@ static void check_kernel_clamp(nf_simd_level level)
             cr_assert_eq(ok, want_ok, "shape %zu K=%zu", si, k);
             if (!ok) continue;
             for (size_t i = 0; i < k; i++)
-                cr_assert_eq(got_q[i], want_q[i], "%s shape %zu K=%zu col %zu: %d, reference %d", nf_simd_level_name(level),
-                             si, k, i, got_q[i], want_q[i]);
+                cr_assert_eq(got_q[i], want_q[i], "%s shape %zu K=%zu col %zu: %d, reference %d",
+                             nf_simd_level_name(level), si, k, i, got_q[i], want_q[i]);
             for (size_t gi = 0; gi < groups; gi++) cr_assert_eq(got_s[gi], want_s[gi]);
             compared_values += k;
         }
@@ -894,27 +904,27 @@ static void check_measured(nf_simd_level level)
 
 static void restore(void) { nf_simd_force(nf_simd_best()); }
 
-#define VARIANT_TEST(suite, level, check)                                                                               \
-    Test(suite, check, .fini = restore)                                                                                 \
-    {                                                                                                                  \
-        require(level);                                                                                                 \
-        check_##check(level);                                                                                           \
-        report(#check, level);                                                                                          \
+#define VARIANT_TEST(suite, level, check) \
+    Test(suite, check, .fini = restore)   \
+    {                                     \
+        require(level);                   \
+        check_##check(level);             \
+        report(#check, level);            \
     }
 
-#define VARIANT_SUITE(suite, level)                                                                                     \
-    VARIANT_TEST(suite, level, random)                                                                                  \
-    VARIANT_TEST(suite, level, random_words)                                                                            \
-    VARIANT_TEST(suite, level, ties)                                                                                    \
-    VARIANT_TEST(suite, level, subnormals)                                                                              \
-    VARIANT_TEST(suite, level, zero_and_partial)                                                                        \
-    VARIANT_TEST(suite, level, extremes)                                                                                \
-    VARIANT_TEST(suite, level, nonfinite)                                                                               \
-    VARIANT_TEST(suite, level, page_end)                                                                                \
-    VARIANT_TEST(suite, level, known_answers)                                                                           \
-    VARIANT_TEST(suite, level, kernel_clamp)                                                                            \
-    VARIANT_TEST(suite, level, rounding_instruction)                                                                    \
-    VARIANT_TEST(suite, level, scale_rounding)                                                                      \
+#define VARIANT_SUITE(suite, level)                  \
+    VARIANT_TEST(suite, level, random)               \
+    VARIANT_TEST(suite, level, random_words)         \
+    VARIANT_TEST(suite, level, ties)                 \
+    VARIANT_TEST(suite, level, subnormals)           \
+    VARIANT_TEST(suite, level, zero_and_partial)     \
+    VARIANT_TEST(suite, level, extremes)             \
+    VARIANT_TEST(suite, level, nonfinite)            \
+    VARIANT_TEST(suite, level, page_end)             \
+    VARIANT_TEST(suite, level, known_answers)        \
+    VARIANT_TEST(suite, level, kernel_clamp)         \
+    VARIANT_TEST(suite, level, rounding_instruction) \
+    VARIANT_TEST(suite, level, scale_rounding)       \
     VARIANT_TEST(suite, level, measured)
 
 VARIANT_SUITE(simd_avx2, NF_SIMD_AVX2)
@@ -968,7 +978,8 @@ static void check_ceiling(nf_simd_level cap)
     cr_assert_eq(nf_simd_best(), cap);
     cr_assert_str_eq(nf_simd_reason(), "");
     for (int l = 0; l < NF_SIMD_LEVEL_COUNT; l++)
-        cr_assert_eq(nf_simd_supported((nf_simd_level)l), l <= (int)cap, "level %s", nf_simd_level_name((nf_simd_level)l));
+        cr_assert_eq(nf_simd_supported((nf_simd_level)l), l <= (int)cap, "level %s",
+                     nf_simd_level_name((nf_simd_level)l));
     if (cap + 1 < NF_SIMD_LEVEL_COUNT) {
         cr_assert_eq(nf_simd_force((nf_simd_level)(cap + 1)), cap);
         cr_assert(strstr(nf_simd_reason(), "NINFER_SIMD rules it out") != NULL, "%s", nf_simd_reason());

@@ -74,12 +74,16 @@ Test(names, experts_stack)
 {
     both_ways(NF_ARCH_QWEN3_MOE, "model.layers.5.mlp.experts.0.gate_proj.weight", "blk.5.ffn_gate_exps.weight", 0);
     both_ways(NF_ARCH_QWEN3_MOE, "model.layers.5.mlp.experts.127.up_proj.weight", "blk.5.ffn_up_exps.weight", 127);
-    both_ways(NF_ARCH_DEEPSEEK2, "model.layers.60.mlp.experts.255.down_proj.weight", "blk.60.ffn_down_exps.weight", 255);
+    both_ways(NF_ARCH_DEEPSEEK2, "model.layers.60.mlp.experts.255.down_proj.weight", "blk.60.ffn_down_exps.weight",
+              255);
     both_ways(NF_ARCH_QWEN3_MOE, "model.layers.5.mlp.gate.weight", "blk.5.ffn_gate_inp.weight", -1);
-    both_ways(NF_ARCH_DEEPSEEK2, "model.layers.3.mlp.shared_experts.gate_proj.weight", "blk.3.ffn_gate_shexp.weight", -1);
-    both_ways(NF_ARCH_DEEPSEEK2, "model.layers.3.mlp.shared_experts.down_proj.weight", "blk.3.ffn_down_shexp.weight", -1);
+    both_ways(NF_ARCH_DEEPSEEK2, "model.layers.3.mlp.shared_experts.gate_proj.weight", "blk.3.ffn_gate_shexp.weight",
+              -1);
+    both_ways(NF_ARCH_DEEPSEEK2, "model.layers.3.mlp.shared_experts.down_proj.weight", "blk.3.ffn_down_shexp.weight",
+              -1);
     both_ways(NF_ARCH_DEEPSEEK2, "model.layers.3.mlp.gate.e_score_correction_bias", "blk.3.exp_probs_b.bias", -1);
-    both_ways(NF_ARCH_DEEPSEEK2, "model.layers.0.self_attn.kv_a_proj_with_mqa.weight", "blk.0.attn_kv_a_mqa.weight", -1);
+    both_ways(NF_ARCH_DEEPSEEK2, "model.layers.0.self_attn.kv_a_proj_with_mqa.weight", "blk.0.attn_kv_a_mqa.weight",
+              -1);
     both_ways(NF_ARCH_DEEPSEEK2, "model.layers.0.self_attn.q_b_proj.weight", "blk.0.attn_q_b.weight", -1);
     both_ways(NF_ARCH_GPT_OSS, "model.layers.0.mlp.router.weight", "blk.0.ffn_gate_inp.weight", -1);
     both_ways(NF_ARCH_GPT_OSS, "model.layers.0.mlp.router.bias", "blk.0.ffn_gate_inp.bias", -1);

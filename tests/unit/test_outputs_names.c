@@ -150,40 +150,40 @@ Test(outputs_names, another_hosts_names_are_recognised_as_not_local)
 Test(outputs_names, look_alikes_are_nothing)
 {
     static const char *const hostile[] = {
-        "m.ninfer.part-001",                       /* 3 digits */
-        "m.ninfer.part-",                          /* no digits */
-        "m.ninfer.part-0001x",                     /* trailing text */
-        "m.ninfer.part-0001.receipt.jsonx",        /* trailing text after a receipt */
-        "m.ninfer.conversion.json.bak",            /* a copy of the report */
-        "m.ninfer.entry-stagedx",                  /* near the staged name */
-        "m.ninferx",                               /* another output */
-        "xm.ninfer",                               /* another output */
-        "m.ninfer.lock",                           /* the lock without its dot */
-        ".m.ninfer.lockx",                         /* near the lock */
-        ".m.ninfer.lock.1@h.abcdef.tmp",           /* the lock's "temp": never made */
-        ".m.ninfer",                               /* dotted, nothing after */
-        ".m.ninfer.123@host.abcde.tmp",            /* five random characters */
-        ".m.ninfer.123@host.abcdefg.tmp",          /* seven */
-        ".m.ninfer.123@host.abc-ef.tmp",           /* '-' among them */
-        ".m.ninfer.123@host.abcdef",               /* no suffix */
-        ".m.ninfer.123@host.abcdef.tmpx",          /* another suffix */
-        ".m.ninfer.123@host.abcdef.tmp.old",       /* two suffixes */
-        ".m.ninfer.123@host.abcdef.TMP",           /* case matters */
-        ".m.ninfer.0@host.abcdef.tmp",             /* pid 0 */
-        ".m.ninfer.-5@host.abcdef.tmp",            /* a sign */
-        ".m.ninfer.12345678901@host.abcdef.tmp",   /* 11 digits */
-        ".m.ninfer.123@.abcdef.tmp",               /* an empty host */
-        ".m.ninfer.123@ho.st.abcdef.tmp",          /* a dot in the host */
-        ".m.ninfer.123@h_st.abcdef.tmp",           /* '_' in the host */
-        ".m.ninfer.@host.abcdef.tmp",              /* no pid */
-        ".m.ninfer.conversion.json",               /* a dotted report, no owner */
-        ".m.ninfer.part-0001.receipt.json",        /* a dotted receipt, no owner */
-        ".m.ninfer.part-01.123@host.abcdef.tmp",   /* a part of 2 digits */
+        "m.ninfer.part-001",                          /* 3 digits */
+        "m.ninfer.part-",                             /* no digits */
+        "m.ninfer.part-0001x",                        /* trailing text */
+        "m.ninfer.part-0001.receipt.jsonx",           /* trailing text after a receipt */
+        "m.ninfer.conversion.json.bak",               /* a copy of the report */
+        "m.ninfer.entry-stagedx",                     /* near the staged name */
+        "m.ninferx",                                  /* another output */
+        "xm.ninfer",                                  /* another output */
+        "m.ninfer.lock",                              /* the lock without its dot */
+        ".m.ninfer.lockx",                            /* near the lock */
+        ".m.ninfer.lock.1@h.abcdef.tmp",              /* the lock's "temp": never made */
+        ".m.ninfer",                                  /* dotted, nothing after */
+        ".m.ninfer.123@host.abcde.tmp",               /* five random characters */
+        ".m.ninfer.123@host.abcdefg.tmp",             /* seven */
+        ".m.ninfer.123@host.abc-ef.tmp",              /* '-' among them */
+        ".m.ninfer.123@host.abcdef",                  /* no suffix */
+        ".m.ninfer.123@host.abcdef.tmpx",             /* another suffix */
+        ".m.ninfer.123@host.abcdef.tmp.old",          /* two suffixes */
+        ".m.ninfer.123@host.abcdef.TMP",              /* case matters */
+        ".m.ninfer.0@host.abcdef.tmp",                /* pid 0 */
+        ".m.ninfer.-5@host.abcdef.tmp",               /* a sign */
+        ".m.ninfer.12345678901@host.abcdef.tmp",      /* 11 digits */
+        ".m.ninfer.123@.abcdef.tmp",                  /* an empty host */
+        ".m.ninfer.123@ho.st.abcdef.tmp",             /* a dot in the host */
+        ".m.ninfer.123@h_st.abcdef.tmp",              /* '_' in the host */
+        ".m.ninfer.@host.abcdef.tmp",                 /* no pid */
+        ".m.ninfer.conversion.json",                  /* a dotted report, no owner */
+        ".m.ninfer.part-0001.receipt.json",           /* a dotted receipt, no owner */
+        ".m.ninfer.part-01.123@host.abcdef.tmp",      /* a part of 2 digits */
         ".m.ninfer.receipt.json.123@host.abcdef.tmp", /* a receipt of no part */
-        ".m.ninfer.entry-staged",                  /* dotted, no owner */
-        ".m.ninfer2.123@host.abcdef.tmp",          /* another output's temp */
-        "..m.ninfer.123@host.abcdef.tmp",          /* two dots */
-        "m.ninfer.123@host.abcdef.tmp",            /* a temp without its dot */
+        ".m.ninfer.entry-staged",                     /* dotted, no owner */
+        ".m.ninfer2.123@host.abcdef.tmp",             /* another output's temp */
+        "..m.ninfer.123@host.abcdef.tmp",             /* two dots */
+        "m.ninfer.123@host.abcdef.tmp",               /* a temp without its dot */
     };
     for (size_t i = 0; i < sizeof hostile / sizeof hostile[0]; i++) {
         nf_outputs_name n;
@@ -211,12 +211,13 @@ Test(outputs_names, roles_of_a_conversion)
     static const char *const temps[] = {".m.ninfer.9@h.abcdef.tmp", ".m.ninfer.part-0001.9@h.abcdef.old",
                                         ".m.ninfer.conversion.json.9@h.abcdef.tmp"};
     for (size_t i = 0; i < sizeof temps / sizeof temps[0]; i++)
-        cr_assert_str_eq(nf_outputs_role(temps[i], "m.ninfer", false), "a temp or set-aside file name", "%s",
-                         temps[i]);
-    static const char *const not_a_runs[] = {"m.ninfer.entry-staged", "m.ninfer.entry.receipt.json",
+        cr_assert_str_eq(nf_outputs_role(temps[i], "m.ninfer", false), "a temp or set-aside file name", "%s", temps[i]);
+    static const char *const not_a_runs[] = {"m.ninfer.entry-staged",
+                                             "m.ninfer.entry.receipt.json",
                                              ".m.ninfer.entry-staged.9@h.abcdef.tmp",
                                              ".m.ninfer.part-0001.receipt.json.9@h.abcdef.tmp",
-                                             ".m.ninfer.entry.receipt.json.9@h.abcdef.tmp", "m.ninfer.part-001"};
+                                             ".m.ninfer.entry.receipt.json.9@h.abcdef.tmp",
+                                             "m.ninfer.part-001"};
     for (size_t i = 0; i < sizeof not_a_runs / sizeof not_a_runs[0]; i++)
         cr_assert_null(nf_outputs_role(not_a_runs[i], "m.ninfer", true), "%s", not_a_runs[i]);
 }

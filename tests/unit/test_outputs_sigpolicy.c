@@ -35,10 +35,8 @@ Test(outputs_sigpolicy, an_ignored_signal_stays_ignored)
         nf_sig_catch();
         for (size_t i = 0; i < 3; i++) {
             void (*h)(int) = disposition(sigs[i]);
-            if (i == ignored)
-                cr_assert_eq(h, SIG_IGN, "signal %d was ignored and must stay so", sigs[i]);
-            else
-                cr_assert(h != SIG_IGN && h != SIG_DFL, "signal %d is caught", sigs[i]);
+            if (i == ignored) cr_assert_eq(h, SIG_IGN, "signal %d was ignored and must stay so", sigs[i]);
+            else cr_assert(h != SIG_IGN && h != SIG_DFL, "signal %d is caught", sigs[i]);
         }
         /* installing again (ninfer-convert installs once per mode) keeps the ignored one */
         nf_sig_catch();

@@ -69,17 +69,18 @@ Test(stale, finds_what_a_killed_conversion_left)
     touch(part_tmp);
     touch(report_tmp);
     touch(old);
-    touch("m.ninfer.part-0003");          /* a part without its entry */
-    touch(".other.ninfer.1.abcdef.tmp");  /* another output's */
-    touch(".m.ninfer.12x.abcdef.tmp");    /* not a pid */
+    touch("m.ninfer.part-0003");         /* a part without its entry */
+    touch(".other.ninfer.1.abcdef.tmp"); /* another output's */
+    touch(".m.ninfer.12x.abcdef.tmp");   /* not a pid */
     char receipt_tmp[160], entry_receipt_tmp[160], staged_link[160];
-    snprintf(receipt_tmp, sizeof receipt_tmp, ".m.ninfer.part-0004.receipt.json.%ld@%s.Rc0001.tmp", pid, nf_outputs_host());
+    snprintf(receipt_tmp, sizeof receipt_tmp, ".m.ninfer.part-0004.receipt.json.%ld@%s.Rc0001.tmp", pid,
+             nf_outputs_host());
     snprintf(entry_receipt_tmp, sizeof entry_receipt_tmp, ".m.ninfer.entry.receipt.json.%ld@%s.Rc0002.tmp", pid,
              nf_outputs_host());
     snprintf(staged_link, sizeof staged_link, ".m.ninfer.entry-staged.%ld@%s.StG001.tmp", pid, nf_outputs_host());
-    touch(receipt_tmp);       /* a scale-out task's receipts (docs/scale-out.md) */
+    touch(receipt_tmp); /* a scale-out task's receipts (docs/scale-out.md) */
     touch(entry_receipt_tmp);
-    touch(staged_link);       /* an assembler's own link of the staged entry (docs/scale-out.md) */
+    touch(staged_link); /* an assembler's own link of the staged entry (docs/scale-out.md) */
     char *d = sw_path(dir, dirlike);
     cr_assert_eq(mkdir(d, 0700), 0); /* named like a temp file, but a directory */
     free(d);

@@ -36,7 +36,7 @@ static void llama(model_tensors *m, int layers, bool output)
             const char *suffix;
             uint32_t dims;
             uint64_t row;
-        } per[] = {{"attn_norm.weight", 1, 4096}, {"attn_q.weight", 2, 4096},     {"attn_k.weight", 2, 4096},
+        } per[] = {{"attn_norm.weight", 1, 4096}, {"attn_q.weight", 2, 4096},      {"attn_k.weight", 2, 4096},
                    {"attn_v.weight", 2, 4096},    {"attn_output.weight", 2, 4096}, {"ffn_norm.weight", 1, 4096},
                    {"ffn_gate.weight", 2, 4096},  {"ffn_up.weight", 2, 4096},      {"ffn_down.weight", 2, 11008}};
         for (size_t k = 0; k < sizeof per / sizeof per[0]; k++) {

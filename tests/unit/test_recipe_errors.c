@@ -9,7 +9,7 @@
 
 /* The variables these tests expand; a recipe expands only what the command line allows
  * (--allow-env, nf_recipe_options). */
-static const char *const test_env[] = {"NF_RECIPE_TEST_ROOT", "NF_RECIPE_TEST_REL",    "NF_RECIPE_TEST_EMPTY",
+static const char *const test_env[] = {"NF_RECIPE_TEST_ROOT",  "NF_RECIPE_TEST_REL",    "NF_RECIPE_TEST_EMPTY",
                                        "NF_RECIPE_TEST_UNSET", "NF_RECIPE_TEST_EMPTY2", "HOME"};
 static const nf_recipe_options test_opt = {test_env, sizeof test_env / sizeof test_env[0]};
 
@@ -69,8 +69,8 @@ Test(recipe_errors, unknown_component_key)
 
 Test(recipe_errors, unknown_group_key)
 {
-    EXPECT("recipe: 1\ngroups:\n  - id: g\n    members: [a]\n    shape: [1]\n", 5, 5,
-           "groups[0]: unknown key 'shape'", "id, members");
+    EXPECT("recipe: 1\ngroups:\n  - id: g\n    members: [a]\n    shape: [1]\n", 5, 5, "groups[0]: unknown key 'shape'",
+           "id, members");
 }
 
 Test(recipe_errors, unknown_method_parameter)
@@ -122,8 +122,8 @@ Test(recipe_errors, integers_out_of_range)
     EXPECT("recipe: 1\noutput: {max_file_bytes: 99999999999999999999999}\n", 2, 26, "out of range", NULL);
     EXPECT("recipe: 1\nrules:\n  - match: a\n    when: {rank: 4294967296}\n", 4, 18, "rank 4294967296 is out of range",
            NULL);
-    EXPECT("recipe: 1\ncomponents: {text: {config: {x: 123456789012345678901234}}}\n", 2, 33,
-           "integer out of range", NULL);
+    EXPECT("recipe: 1\ncomponents: {text: {config: {x: 123456789012345678901234}}}\n", 2, 33, "integer out of range",
+           NULL);
     EXPECT("recipe: 1\ncomponents: {text: {config: {x: .inf}}}\n", 2, 33, "cannot be represented in JSON", NULL);
     EXPECT("recipe: 1\ncomponents: {text: {config: {x: -.Inf}}}\n", 2, 33, "the number '-.Inf'", NULL);
     EXPECT("recipe: 1\ncomponents: {text: {config: {x: .NaN}}}\n", 2, 33, "not finite", NULL);
@@ -186,8 +186,8 @@ Test(recipe_errors, unknown_registry_names)
 /* ---------------------------------------------------------------- match */
 Test(recipe_errors, missing_match)
 {
-    EXPECT("recipe: 1\nrules:\n  - match: a\n  - format: fp32\n    skip: true\n", 4, 5,
-           "rules[1]: missing key 'match'", NULL);
+    EXPECT("recipe: 1\nrules:\n  - match: a\n  - format: fp32\n    skip: true\n", 4, 5, "rules[1]: missing key 'match'",
+           NULL);
 }
 
 Test(recipe_errors, empty_match_list_and_selectors)
@@ -238,10 +238,7 @@ Test(recipe_errors, empty_files)
     expect_error_at(NULL, 0, 1, 1, "empty recipe", NULL);
 }
 
-Test(recipe_errors, second_document)
-{
-    EXPECT("recipe: 1\n---\nrecipe: 1\n", 2, 1, "a second YAML document", NULL);
-}
+Test(recipe_errors, second_document) { EXPECT("recipe: 1\n---\nrecipe: 1\n", 2, 1, "a second YAML document", NULL); }
 
 /* ---------------------------------------------------------------- sources, paths, resources */
 Test(recipe_errors, unset_environment_variable)
@@ -366,8 +363,7 @@ Test(recipe_errors, yaml_syntax_errors)
     /* libyaml's own problem and position */
     EXPECT("recipe: 1\nrules: [a, b\n", 3, 1, "YAML syntax error: did not find expected ',' or ']'",
            "while parsing a flow sequence at 2:8");
-    EXPECT("recipe: 1\n  output: x\n", 2, 9, "YAML syntax error: mapping values are not allowed in this context",
-           NULL);
+    EXPECT("recipe: 1\n  output: x\n", 2, 9, "YAML syntax error: mapping values are not allowed in this context", NULL);
     EXPECT("recipe: 1\noutput: {name: \"x}\n", 3, 1, "YAML syntax error: found unexpected end of stream",
            "while scanning a quoted scalar at 2:16");
     EXPECT("recipe: 1\n\tsources: {}\n", 2, 1, "YAML syntax error", NULL);

@@ -37,12 +37,35 @@ Test(recipe_match, globs_agree_with_fnmatch)
     /* no POSIXLY_CORRECT: with it, glibc stops reading '^' as a bracket negation */
     unsetenv("POSIXLY_CORRECT");
     static const char *fixed[][2] = {
-        {"*.weight", "model.norm.weight"}, {"model.layers.*.mlp.*", "model.layers.3.mlp.up"},
-        {"[ab]*", "b"}, {"[!ab]x", "cx"}, {"[^a]x", "ax"}, {"[]a]", "]"}, {"[!]a]", "]"},
-        {"[a-c]", "b"}, {"[c-a]", "b"}, {"[a-]", "-"}, {"a[", "a["}, {"a[b", "a[b"}, {"a\\", "a\\"},
-        {"a\\*", "a*"}, {"[\\]]", "]"}, {"[a\\", "a"}, {"*a*a*a*b", "aaaaaaaaaaaaaaaa"},
-        {"[[:alpha:]]x", "qx"}, {"[[:digit:]-z]", "-"}, {"[[:bogus:]]", "b"}, {"*", ""}, {"?", ""},
-        {"[a-\\]]", "]"}, {"[--0]", "/"}, {"[*-", "[*-"}, {"[a\\-", "a"}, {"\\[a]", "[a]"}, {"[*]", "*"}, {"**x", "ax"},
+        {"*.weight", "model.norm.weight"},
+        {"model.layers.*.mlp.*", "model.layers.3.mlp.up"},
+        {"[ab]*", "b"},
+        {"[!ab]x", "cx"},
+        {"[^a]x", "ax"},
+        {"[]a]", "]"},
+        {"[!]a]", "]"},
+        {"[a-c]", "b"},
+        {"[c-a]", "b"},
+        {"[a-]", "-"},
+        {"a[", "a["},
+        {"a[b", "a[b"},
+        {"a\\", "a\\"},
+        {"a\\*", "a*"},
+        {"[\\]]", "]"},
+        {"[a\\", "a"},
+        {"*a*a*a*b", "aaaaaaaaaaaaaaaa"},
+        {"[[:alpha:]]x", "qx"},
+        {"[[:digit:]-z]", "-"},
+        {"[[:bogus:]]", "b"},
+        {"*", ""},
+        {"?", ""},
+        {"[a-\\]]", "]"},
+        {"[--0]", "/"},
+        {"[*-", "[*-"},
+        {"[a\\-", "a"},
+        {"\\[a]", "[a]"},
+        {"[*]", "*"},
+        {"**x", "ax"},
     };
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) check_glob(fixed[i][0], fixed[i][1]);
     char pat[16], name[12];
@@ -90,8 +113,8 @@ static void check_regex(const char *pat, const char *const *names, size_t n)
  * that, and glibc's regcomp can spend minutes on it: docs/security.md 7, R1c). */
 static bool gen_regex(char *out, size_t size, int depth)
 {
-    static const char *const atoms[] = {"a", "b", ".", "[ab]", "[^a]", "[a-c]", "\\.", "x", "[[:digit:]]", "[]a]",
-                                        "-", "}", "[.-]"};
+    static const char *const atoms[] = {"a", "b",           ".",    "[ab]", "[^a]", "[a-c]", "\\.",
+                                        "x", "[[:digit:]]", "[]a]", "-",    "}",    "[.-]"};
     static const char *const ops[] = {"", "", "", "*", "+", "?", "{2}", "{0,2}", "{1,}", "{,2}"};
     static const bool op_nullable[] = {false, false, false, true, false, true, false, true, false, true};
     size_t len = strlen(out);
@@ -124,12 +147,44 @@ static bool gen_regex(char *out, size_t size, int depth)
 Test(recipe_match, regexes_agree_with_regexec)
 {
     static const char *const fixed[] = {
-        "blk\\.[0-9]+\\.ffn_(gate|up)(_exps)?\\.weight", ".*\\.(q|k|v|o)_proj\\.weight", "(a|b)*c", "a{2,3}",
-        "a|", "(|a)b", "[[:alpha:]_]+", "^a", "a$", "^a|b$", "x(y|z){0,2}", "[^.]*", "a{0}", "(a|ab)(c|bcd)",
+        "blk\\.[0-9]+\\.ffn_(gate|up)(_exps)?\\.weight",
+        ".*\\.(q|k|v|o)_proj\\.weight",
+        "(a|b)*c",
+        "a{2,3}",
+        "a|",
+        "(|a)b",
+        "[[:alpha:]_]+",
+        "^a",
+        "a$",
+        "^a|b$",
+        "x(y|z){0,2}",
+        "[^.]*",
+        "a{0}",
+        "(a|ab)(c|bcd)",
     };
-    static const char *const names[] = {"",      "a",   "b",   "ab",  "aab", "abc", "c", "ac", "bc", "aa", "aaa",
-                                        "a.b",   "x",   "xy",  "xyz", "xzz", "a$",  "_z", "abcd", ".",
-                                        "blk.12.ffn_up_exps.weight", "blk.1.ffn_gate.weight", "m.q_proj.weight"};
+    static const char *const names[] = {"",
+                                        "a",
+                                        "b",
+                                        "ab",
+                                        "aab",
+                                        "abc",
+                                        "c",
+                                        "ac",
+                                        "bc",
+                                        "aa",
+                                        "aaa",
+                                        "a.b",
+                                        "x",
+                                        "xy",
+                                        "xyz",
+                                        "xzz",
+                                        "a$",
+                                        "_z",
+                                        "abcd",
+                                        ".",
+                                        "blk.12.ffn_up_exps.weight",
+                                        "blk.1.ffn_gate.weight",
+                                        "m.q_proj.weight"};
     size_t nn = sizeof names / sizeof names[0];
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) check_regex(fixed[i], names, nn);
     char pat[512];
@@ -151,9 +206,19 @@ Test(recipe_match, regexes_agree_with_regexec)
 Test(recipe_match, unsupported_features_refused)
 {
     static const char *const bad[][2] = {
-        {"\\w+", "backslash before a letter"}, {".*\\>x?", "GNU anchor"}, {"\\<a", "GNU anchor"},
-        {"a\\'", "GNU anchor"}, {"\\`a", "GNU anchor"}, {"[[=a=]]", "equivalence class"}, {"[[.a.]]", "collating"},
-        {"a(b", "unmatched '('"}, {"a^b", "'^' other than at its start"}, {"(a|$b){0,2}", "'$' other than"}, {"a)", "unmatched ')'"}, {"*a", "nothing to repeat"}, {"a{2", "malformed bound"},
+        {"\\w+", "backslash before a letter"},
+        {".*\\>x?", "GNU anchor"},
+        {"\\<a", "GNU anchor"},
+        {"a\\'", "GNU anchor"},
+        {"\\`a", "GNU anchor"},
+        {"[[=a=]]", "equivalence class"},
+        {"[[.a.]]", "collating"},
+        {"a(b", "unmatched '('"},
+        {"a^b", "'^' other than at its start"},
+        {"(a|$b){0,2}", "'$' other than"},
+        {"a)", "unmatched ')'"},
+        {"*a", "nothing to repeat"},
+        {"a{2", "malformed bound"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         recipe_regex *re = NULL;

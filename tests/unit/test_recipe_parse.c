@@ -10,7 +10,7 @@
 
 /* The variables these tests expand; a recipe expands only what the command line allows
  * (--allow-env, nf_recipe_options). */
-static const char *const test_env[] = {"NF_RECIPE_TEST_ROOT", "NF_RECIPE_TEST_REL",    "NF_RECIPE_TEST_EMPTY",
+static const char *const test_env[] = {"NF_RECIPE_TEST_ROOT",  "NF_RECIPE_TEST_REL",    "NF_RECIPE_TEST_EMPTY",
                                        "NF_RECIPE_TEST_UNSET", "NF_RECIPE_TEST_EMPTY2", "HOME"};
 static const nf_recipe_options test_opt = {test_env, sizeof test_env / sizeof test_env[0]};
 
@@ -159,32 +159,31 @@ Test(recipe_parse, design_example_json_copy)
 }
 
 /* What cases/recipe.py's emitter writes for cases/convert.py's _rules_setup. */
-static const char conformance_rules[] =
-    "# rules apply in order, field by field; when predicates; re: selectors\n"
-    "recipe: 1\n"
-    "sources:\n"
-    "  base: \"/abs/ckpt\"\n"
-    "output:\n"
-    "  name: \"rules\"\n"
-    "defaults:\n"
-    "  format: \"bf16\"\n"
-    "rules:\n"
-    "  - match: \"*.weight\"\n"
-    "    when:\n"
-    "      rank: 2\n"
-    "    format: \"q8_g32_fp16\"\n"
-    "    method: \"grouped_absmax\"\n"
-    "  - match: \"x.weight\"\n"
-    "    format: \"q4_g64_fp16\"\n"
-    "  - match: \"*\"\n"
-    "    when:\n"
-    "      rank: 1\n"
-    "    format: \"fp32\"\n"
-    "  - match: \"model.norm.weight\"\n"
-    "    format: \"bf16\"\n"
-    "  - match: \"re:^model\\\\.layers\\\\.[0-9]+\\\\.mlp\\\\.w$\"\n"
-    "    format: \"q5_g64_fp16\"\n"
-    "    method: \"grouped_absmax\"\n";
+static const char conformance_rules[] = "# rules apply in order, field by field; when predicates; re: selectors\n"
+                                        "recipe: 1\n"
+                                        "sources:\n"
+                                        "  base: \"/abs/ckpt\"\n"
+                                        "output:\n"
+                                        "  name: \"rules\"\n"
+                                        "defaults:\n"
+                                        "  format: \"bf16\"\n"
+                                        "rules:\n"
+                                        "  - match: \"*.weight\"\n"
+                                        "    when:\n"
+                                        "      rank: 2\n"
+                                        "    format: \"q8_g32_fp16\"\n"
+                                        "    method: \"grouped_absmax\"\n"
+                                        "  - match: \"x.weight\"\n"
+                                        "    format: \"q4_g64_fp16\"\n"
+                                        "  - match: \"*\"\n"
+                                        "    when:\n"
+                                        "      rank: 1\n"
+                                        "    format: \"fp32\"\n"
+                                        "  - match: \"model.norm.weight\"\n"
+                                        "    format: \"bf16\"\n"
+                                        "  - match: \"re:^model\\\\.layers\\\\.[0-9]+\\\\.mlp\\\\.w$\"\n"
+                                        "    format: \"q5_g64_fp16\"\n"
+                                        "    method: \"grouped_absmax\"\n";
 
 Test(recipe_parse, conformance_rules_shape)
 {
@@ -201,25 +200,24 @@ Test(recipe_parse, conformance_rules_shape)
     nf_recipe_free(r);
 }
 
-static const char conformance_main[] =
-    "# main\n"
-    "recipe: 1\n"
-    "sources:\n"
-    "  base: \"/abs/ckpt\"\n"
-    "output:\n"
-    "  name: \"conformance-7\"\n"
-    "  max_file_bytes: 0\n"
-    "defaults:\n"
-    "  format: \"bf16\"\n"
-    "rules:\n"
-    "  - match: \"model.layers.0.mlp.up_proj.weight\"\n"
-    "    format: \"q4_g64_fp16\"\n"
-    "    method: \"grouped_search\"\n"
-    "    with:\n"
-    "      negative_scales: true\n"
-    "  - match: [\"model.norm.weight\", \"lm_head.*\"]\n"
-    "    format: \"fp32\"\n"
-    "    method: \"cast_direct\"\n";
+static const char conformance_main[] = "# main\n"
+                                       "recipe: 1\n"
+                                       "sources:\n"
+                                       "  base: \"/abs/ckpt\"\n"
+                                       "output:\n"
+                                       "  name: \"conformance-7\"\n"
+                                       "  max_file_bytes: 0\n"
+                                       "defaults:\n"
+                                       "  format: \"bf16\"\n"
+                                       "rules:\n"
+                                       "  - match: \"model.layers.0.mlp.up_proj.weight\"\n"
+                                       "    format: \"q4_g64_fp16\"\n"
+                                       "    method: \"grouped_search\"\n"
+                                       "    with:\n"
+                                       "      negative_scales: true\n"
+                                       "  - match: [\"model.norm.weight\", \"lm_head.*\"]\n"
+                                       "    format: \"fp32\"\n"
+                                       "    method: \"cast_direct\"\n";
 
 Test(recipe_parse, conformance_main_shape)
 {
@@ -232,22 +230,21 @@ Test(recipe_parse, conformance_main_shape)
     nf_recipe_free(r);
 }
 
-static const char conformance_resources[] =
-    "# components with a resource file\n"
-    "recipe: 1\n"
-    "sources:\n"
-    "  base: \"/abs/ckpt\"\n"
-    "output:\n"
-    "  name: \"resources\"\n"
-    "components:\n"
-    "  text:\n"
-    "    config:\n"
-    "      from: \"base\"\n"
-    "    resources:\n"
-    "      tokenizer.json: \"base/tokenizer.json\"\n"
-    "defaults:\n"
-    "  format: \"fp32\"\n"
-    "rules: []\n";
+static const char conformance_resources[] = "# components with a resource file\n"
+                                            "recipe: 1\n"
+                                            "sources:\n"
+                                            "  base: \"/abs/ckpt\"\n"
+                                            "output:\n"
+                                            "  name: \"resources\"\n"
+                                            "components:\n"
+                                            "  text:\n"
+                                            "    config:\n"
+                                            "      from: \"base\"\n"
+                                            "    resources:\n"
+                                            "      tokenizer.json: \"base/tokenizer.json\"\n"
+                                            "defaults:\n"
+                                            "  format: \"fp32\"\n"
+                                            "rules: []\n";
 
 Test(recipe_parse, conformance_resources_shape)
 {
@@ -319,7 +316,9 @@ Test(recipe_parse, literal_config_and_scalar_types)
                 "{\"architectures\":[\"ConformanceForCausalLM\"],\"hidden_size\":64,\"rope_theta\":1000000.0,"
                 "\"tie_word_embeddings\":false,\"quoted_int\":\"64\",\"single\":\"it's\",\"nothing\":null,"
                 "\"tilde\":null,\"neg\":-3,\"yes_is_a_string\":\"yes\","
-                "\"name_\xc3\xbc\":\"\xc3\xbcn\xc3\xaf" "c\xc3\xb6" "d\xc3\xa9\",\"nested\":{\"a\":[1,{\"b\":true}]}}");
+                "\"name_\xc3\xbc\":\"\xc3\xbcn\xc3\xaf"
+                "c\xc3\xb6"
+                "d\xc3\xa9\",\"nested\":{\"a\":[1,{\"b\":true}]}}");
     cr_assert_str_eq(r->components[1].name, "vision");
     assert_json(r->components[1].config, "{}");
     cr_assert_eq(r->components[1].nresources, 0);

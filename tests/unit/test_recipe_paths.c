@@ -69,7 +69,8 @@ static nf_status plan_with(const char *text, const char *const *sources, const c
     nf_recipe *r = NULL;
     nf_status st = nf_recipe_parse_ex(text, strlen(text), name, rdir, &opt, &r, err);
     free(name);
-    for (size_t i = 0; st == NF_OK && sources && sources[i]; i += 2) st = nf_recipe_set_source(r, sources[i], sources[i + 1], err);
+    for (size_t i = 0; st == NF_OK && sources && sources[i]; i += 2)
+        st = nf_recipe_set_source(r, sources[i], sources[i + 1], err);
     for (size_t i = 0; st == NF_OK && allow && allow[i]; i++) st = nf_recipe_allow_path(r, allow[i], err);
     nf_plan *p = NULL;
     if (st == NF_OK) st = nf_plan_build(r, &p, err);
@@ -96,7 +97,8 @@ Test(recipe_paths, resource_climbing_out_with_dotdot_refused)
     nf_error err;
     nf_status st = plan_with(HEAD "components:\n  text:\n    resources: {s: base/../../out/secret.txt}\n", NULL, NULL,
                              NULL, 0, &err);
-    expect_refused(st, &err, "r.yaml:6:17: components.text.resources.s: 'base/../../out/secret.txt'", "/out/secret.txt");
+    expect_refused(st, &err, "r.yaml:6:17: components.text.resources.s: 'base/../../out/secret.txt'",
+                   "/out/secret.txt");
     /* the reported case: as many '..' as it takes to reach the root */
     st = plan_with(HEAD "components:\n  text:\n    resources: {s: base/../../../../../../../../etc/passwd}\n", NULL,
                    NULL, NULL, 0, &err);

@@ -21,10 +21,10 @@ Test(recipe_regex, explosive_patterns_are_refused)
 {
     static const char *bad[] = {
         "re:((a{1,255}){1,255}){1,255}", /* nested bounds: gigabytes inside regcomp */
-        "re:a++++++++++++++++++++++++",   /* stacked operators */
-        "re:a{1,65}",                     /* a bound above the cap */
-        "re:(a{2})(b{2})(c{2})",          /* more than two bounded repetitions */
-        "re:(a)\\\\1",                       /* back-references: anchoring renumbers groups */
+        "re:a++++++++++++++++++++++++",  /* stacked operators */
+        "re:a{1,65}",                    /* a bound above the cap */
+        "re:(a{2})(b{2})(c{2})",         /* more than two bounded repetitions */
+        "re:(a)\\\\1",                   /* back-references: anchoring renumbers groups */
         /* '+' copies its operand: 24 nested groups double 24 times (docs/security.md 7, R1b) */
         "re:((((((((((((((((((((((((a)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+",
         "re:(((((((((((((x[ab]+)+)+)+)+)+)+)+)+)+)+)+)+)+",
@@ -55,11 +55,11 @@ Test(recipe_regex, ordinary_patterns_still_parse)
         "re:model\\\\.layers\\\\.[0-9]+\\\\.mlp\\\\.w",
         "re:.*\\\\.(q|k|v|o)_proj\\\\.weight",
         "re:blk\\\\.[0-9]{1,3}\\\\.attn_(q|k)\\\\.weight",
-        "re:a\\\\+\\\\+",              /* escaped operators are literal characters */
-        "re:((a|b)+c)+",                /* a little nesting is fine */
+        "re:a\\\\+\\\\+", /* escaped operators are literal characters */
+        "re:((a|b)+c)+",  /* a little nesting is fine */
         "re:(blk|layers)\\\\.([0-9]+)\\\\.(attn|ffn)_(gate|up|down)(_exps)?\\\\.weight",
-        "re:[(+]+x",                    /* operators inside a bracket expression are literal */
-        "re:(a|b)*c",                   /* repeated groups that cannot match "" are fine */
+        "re:[(+]+x",                         /* operators inside a bracket expression are literal */
+        "re:(a|b)*c",                        /* repeated groups that cannot match "" are fine */
         "re:layers\\\\.([0-9]*)\\\\.weight", /* a starred operand inside an unrepeated group too */
         "re:(.*)\\\\.(bias|weight)",
     };

@@ -28,27 +28,39 @@ static void same_as_glibc(const char *pattern)
     else regfree(&re);
     const char *mine = nf_recipe_regex_syntax_error(pattern);
     if ((rc == 0) != (mine == NULL) || (rc != 0 && strcmp(libc, mine) != 0))
-        cr_assert_fail("'%s': glibc says '%s', the check '%s'", pattern, rc ? libc : "(valid)", mine ? mine : "(valid)");
+        cr_assert_fail("'%s': glibc says '%s', the check '%s'", pattern, rc ? libc : "(valid)",
+                       mine ? mine : "(valid)");
 }
 
 Test(recipe_regex_syntax, each_error)
 {
     static const char *const cases[][2] = {
-        {"a(b", "Unmatched ( or \\("},           {"a)b", NULL},
-        {"[ab", "Unmatched [, [^, [:, [., or [="}, {"[", "Invalid regular expression"},
-        {"a\\", "Trailing backslash"},          {"*a", "Invalid preceding regular expression"},
-        {"a|+b", "Invalid preceding regular expression"}, {"^*", "Invalid preceding regular expression"},
-        {"a{", "Unmatched \\{"},                {"a{x}", "Invalid content of \\{\\}"},
-        {"a{2,1}", "Invalid content of \\{\\}"}, {"a{}", "Invalid content of \\{\\}"},
-        {"a{,2}", NULL},                        {"[z-a]", "Invalid range end"},
-        {"[[:alpha:]-z]", "Invalid range end"}, {"[[:bogus:]]", "Invalid character class name"},
-        {"[[.ab.]]", "Invalid collation character"}, {"[[=a=]]", NULL},
-        {"a^b$c", NULL},                        {"\\w+\\<", NULL},
+        {"a(b", "Unmatched ( or \\("},
+        {"a)b", NULL},
+        {"[ab", "Unmatched [, [^, [:, [., or [="},
+        {"[", "Invalid regular expression"},
+        {"a\\", "Trailing backslash"},
+        {"*a", "Invalid preceding regular expression"},
+        {"a|+b", "Invalid preceding regular expression"},
+        {"^*", "Invalid preceding regular expression"},
+        {"a{", "Unmatched \\{"},
+        {"a{x}", "Invalid content of \\{\\}"},
+        {"a{2,1}", "Invalid content of \\{\\}"},
+        {"a{}", "Invalid content of \\{\\}"},
+        {"a{,2}", NULL},
+        {"[z-a]", "Invalid range end"},
+        {"[[:alpha:]-z]", "Invalid range end"},
+        {"[[:bogus:]]", "Invalid character class name"},
+        {"[[.ab.]]", "Invalid collation character"},
+        {"[[=a=]]", NULL},
+        {"a^b$c", NULL},
+        {"\\w+\\<", NULL},
         {"blk\\.[0-9]+\\.ffn_(gate|up)(_exps)?\\.weight", NULL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const char *got = nf_recipe_regex_syntax_error(cases[i][0]);
-        if (cases[i][1]) cr_assert(got && strcmp(got, cases[i][1]) == 0, "'%s': '%s'", cases[i][0], got ? got : "(valid)");
+        if (cases[i][1])
+            cr_assert(got && strcmp(got, cases[i][1]) == 0, "'%s': '%s'", cases[i][0], got ? got : "(valid)");
         else cr_assert_null(got, "'%s': '%s'", cases[i][0], got);
         same_as_glibc(cases[i][0]);
     }
@@ -92,11 +104,31 @@ Test(recipe_regex_syntax, random_patterns, .timeout = 120)
  * the C locale), strung together. */
 Test(recipe_regex_syntax, random_pieces, .timeout = 120)
 {
-    static const char *const pieces[] = {
-        "[", "]", "[:", ":]", "[.", ".]", "[=", "=]", "alpha", "digit", "bogus", "upper", "xdigit", "a", "z", "-",
-        "^", "\\", "\xe9", "\x80", "\xff", "\x01", "(", ")", "{", "}", ",", "1", "9", "*", "|", "$", ".",
-        "abcdefghijklmnopqrstuvwxyz0123456789", "ab", "[[:alpha:]]", "[a-z]", "[z-a]", "[[.a.]-z]", "[[.-.]-z]",
-        "\\w", "\\<", "{2,1}", "{1,2}", "{,3}", "{3}", "\\,", "\\}", "\\{"};
+    static const char *const pieces[] = {"[",         "]",
+                                         "[:",        ":]",
+                                         "[.",        ".]",
+                                         "[=",        "=]",
+                                         "alpha",     "digit",
+                                         "bogus",     "upper",
+                                         "xdigit",    "a",
+                                         "z",         "-",
+                                         "^",         "\\",
+                                         "\xe9",      "\x80",
+                                         "\xff",      "\x01",
+                                         "(",         ")",
+                                         "{",         "}",
+                                         ",",         "1",
+                                         "9",         "*",
+                                         "|",         "$",
+                                         ".",         "abcdefghijklmnopqrstuvwxyz0123456789",
+                                         "ab",        "[[:alpha:]]",
+                                         "[a-z]",     "[z-a]",
+                                         "[[.a.]-z]", "[[.-.]-z]",
+                                         "\\w",       "\\<",
+                                         "{2,1}",     "{1,2}",
+                                         "{,3}",      "{3}",
+                                         "\\,",       "\\}",
+                                         "\\{"};
     char p[600];
     for (int k = 0; k < 300000; k++) {
         p[0] = '\0';

@@ -21,8 +21,14 @@ static nf_recipe *parse_ok(const char *text)
 static const uint64_t shape2[] = {4, 70};
 static const uint64_t shape1[] = {7};
 
-#define T2(name, dtype, n, k) {name, dtype, 2, shape2, (uint64_t)(n) * (k)}
-#define T1(name, dtype, n) {name, dtype, 1, shape1, n}
+#define T2(name, dtype, n, k)                       \
+    {                                               \
+        name, dtype, 2, shape2, (uint64_t)(n) * (k) \
+    }
+#define T1(name, dtype, n)        \
+    {                             \
+        name, dtype, 1, shape1, n \
+    }
 
 static void resolve_ok(const nf_recipe *r, const nf_recipe_tensor *t, size_t n, nf_recipe_choice *c)
 {
@@ -108,7 +114,8 @@ Test(recipe_resolve, conformance_main_recipe)
                             T2("model.layers.0.mlp.up_proj.weight", "BF16", 8, 80),
                             T2("model.layers.0.mlp.down_proj.weight", "F32", 24, 300),
                             T1("model.layers.0.input_layernorm.weight", "F32", 50),
-                            T1("model.norm.weight", "BF16", 50), T1("lm_head.bias", "F32", 8)};
+                            T1("model.norm.weight", "BF16", 50),
+                            T1("lm_head.bias", "F32", 8)};
     nf_recipe_choice c[6];
     resolve_ok(r, t, 6, c);
     expect_choice(&c[0], "fp8_e4m3fn_row_bf16", "fp8_row_maxabs", 0);
@@ -123,7 +130,8 @@ Test(recipe_resolve, conformance_main_recipe)
 
 Test(recipe_resolve, exact_name_beats_glob)
 {
-    nf_recipe *r = parse_ok("recipe: 1\nrules:\n  - {match: \"a*\", format: fp32}\n  - {match: \"?b\", format: int32}\n");
+    nf_recipe *r = parse_ok(
+        "recipe: 1\nrules:\n  - {match: \"a*\", format: fp32}\n  - {match: \"?b\", format: int32}\n");
     nf_recipe_tensor t[] = {T1("a*", "F32", 7), T1("ab", "F32", 7), T1("ac", "F32", 7), T1("b", "F32", 7)};
     nf_recipe_choice c[4];
     resolve_ok(r, t, 4, c);
@@ -157,8 +165,8 @@ Test(recipe_resolve, regex_must_match_the_whole_name)
                             "  - {match: \"re:.*layers\\\\.[0-9]+\\\\..*\", format: q8_g32_fp16}\n"
                             "  - {match: \"re:layers\\\\.[0-9]+\", format: fp32, optional: true}\n"
                             "  - {match: \"re:a|ab\", format: q4_g64_fp16}\n");
-    nf_recipe_tensor t[] = {T2("model.layers.12.w", "F32", 4, 64), T2("ab", "F32", 4, 64),
-                            T2("abc", "F32", 4, 64), T2("layers.3", "F32", 4, 64)};
+    nf_recipe_tensor t[] = {T2("model.layers.12.w", "F32", 4, 64), T2("ab", "F32", 4, 64), T2("abc", "F32", 4, 64),
+                            T2("layers.3", "F32", 4, 64)};
     nf_recipe_choice c[4];
     resolve_ok(r, t, 4, c);
     expect_choice(&c[0], "q8_g32_fp16", "grouped_absmax", 0); /* rule 1 is only a partial match */
@@ -187,10 +195,8 @@ Test(recipe_resolve, when_predicates)
     nf_recipe_tensor t[] = {
         T2("small", "F32", 4, 70),       /* 280 elements */
         T2("small_bf16", "BF16", 4, 70), /* gets grouped_search */
-        {"big", "F32", 2, big, 10000},
-        T1("vec", "F32", 7),
-        T1("vec_short", "F32", 5),
-        T1("vec_bf16", "bf16", 7),       /* dtype compares case-sensitively */
+        {"big", "F32", 2, big, 10000},   T1("vec", "F32", 7),
+        T1("vec_short", "F32", 5),       T1("vec_bf16", "bf16", 7), /* dtype compares case-sensitively */
         {"scalar", "I32", 0, NULL, 1},
     };
     nf_recipe_choice c[7];
@@ -243,7 +249,7 @@ Test(recipe_resolve, defaults_and_natural_methods)
                             "  - {match: c, format: nvfp4}\n"
                             "  - {match: d, format: gguf_q6_k}\n"
                             "  - {match: e, format: q2_g64_fp16}\n");
-    nf_recipe_tensor t[] = {T2("a", "F32", 4, 70), T2("b", "F32", 4, 70), T2("c", "U8", 4, 70),
+    nf_recipe_tensor t[] = {T2("a", "F32", 4, 70),  T2("b", "F32", 4, 70), T2("c", "U8", 4, 70),
                             T2("d", "Q6_K", 4, 70), T2("e", "F32", 4, 70), T2("f", "F32", 4, 70)};
     nf_recipe_choice c[6];
     resolve_ok(r, t, 6, c);
@@ -273,14 +279,14 @@ Test(recipe_resolve, defaults_method_until_a_rule_sets_one)
 
 Test(recipe_resolve, field_by_field_layout_and_with)
 {
-    nf_recipe *r = parse_ok("recipe: 1\nrules:\n"
-                            "  - {match: \"*\", format: q4_g64_fp16, layout: row_interleaved_v1, method: grouped_search,"
-                            " with: {negative_scales: true}}\n"
-                            "  - {match: b, format: q5_g64_fp16}\n"
-                            "  - {match: c, layout: auto, with: {}}\n"
-                            "  - {match: d, with: {imatrix: imatrix}}\n");
-    nf_recipe_tensor t[] = {T2("a", "F32", 4, 70), T2("b", "F32", 4, 70), T2("c", "F32", 4, 70),
-                            T2("d", "F32", 4, 70)};
+    nf_recipe *r = parse_ok(
+        "recipe: 1\nrules:\n"
+        "  - {match: \"*\", format: q4_g64_fp16, layout: row_interleaved_v1, method: grouped_search,"
+        " with: {negative_scales: true}}\n"
+        "  - {match: b, format: q5_g64_fp16}\n"
+        "  - {match: c, layout: auto, with: {}}\n"
+        "  - {match: d, with: {imatrix: imatrix}}\n");
+    nf_recipe_tensor t[] = {T2("a", "F32", 4, 70), T2("b", "F32", 4, 70), T2("c", "F32", 4, 70), T2("d", "F32", 4, 70)};
     nf_recipe_choice c[4];
     resolve_ok(r, t, 4, c);
     expect_choice(&c[0], "q4_g64_fp16", "grouped_search", 0);
@@ -408,12 +414,12 @@ Test(recipe_resolve, bad_arguments_and_duplicate_tensors)
 Test(recipe_resolve, large_checkpoint)
 {
     size_t layers = 10000, per = 10, n = layers * per;
-    static const char *const kinds[] = {"self_attn.q_proj.weight", "self_attn.k_proj.weight",
-                                        "self_attn.v_proj.weight", "self_attn.o_proj.weight",
-                                        "mlp.gate_proj.weight",    "mlp.up_proj.weight",
-                                        "mlp.down_proj.weight",    "input_layernorm.weight",
-                                        "post_attention_layernorm.weight", "self_attn.rotary_emb.inv_freq"};
-    char (*names)[64] = malloc(n * sizeof *names);
+    static const char *const kinds[] = {
+        "self_attn.q_proj.weight",      "self_attn.k_proj.weight", "self_attn.v_proj.weight",
+        "self_attn.o_proj.weight",      "mlp.gate_proj.weight",    "mlp.up_proj.weight",
+        "mlp.down_proj.weight",         "input_layernorm.weight",  "post_attention_layernorm.weight",
+        "self_attn.rotary_emb.inv_freq"};
+    char(*names)[64] = malloc(n * sizeof *names);
     nf_recipe_tensor *t = malloc(n * sizeof *t);
     nf_recipe_choice *c = malloc(n * sizeof *c);
     for (size_t i = 0; i < n; i++) {
@@ -440,11 +446,11 @@ Test(recipe_resolve, large_checkpoint)
     resolve_ok(r, t, n, c);
     for (size_t i = 0; i < n; i++) {
         size_t k = i % per, layer = i / per;
-        const char *want = k == 6 ? "q6_g64_fp16"
-                         : k == 2 && layer % 5 == 0 && layer < 10000 ? "q8_g32_fp16"
-                         : k < 7 ? "q4_g64_fp16"
-                         : k < 9 ? "fp32"
-                                 : "bf16";
+        const char *want = k == 6                                      ? "q6_g64_fp16"
+                           : k == 2 && layer % 5 == 0 && layer < 10000 ? "q8_g32_fp16"
+                           : k < 7                                     ? "q4_g64_fp16"
+                           : k < 9                                     ? "fp32"
+                                                                       : "bf16";
         cr_assert_str_eq(c[i].format, want, "tensor %s", names[i]);
         cr_assert_eq(c[i].skip, k == 9);
     }

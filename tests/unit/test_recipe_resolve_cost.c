@@ -176,8 +176,9 @@ Test(recipe_resolve_cost, parser_caps_regex_selectors_and_lengths)
     expect_parse_error(long_sel, strlen(long_sel), "big.yaml:3:12: rules[0].match: selector of 4097 bytes");
 
     const char *w = "recipe: 1\nrules:\n  - match: \"re:\\\\w+\\\\.weight\"\n    format: bf16\n";
-    expect_parse_error(w, strlen(w), "big.yaml:3:12: rules[0].match: regular expression '\\w+\\.weight' uses a "
-                                     "backslash before a letter");
+    expect_parse_error(w, strlen(w),
+                       "big.yaml:3:12: rules[0].match: regular expression '\\w+\\.weight' uses a "
+                       "backslash before a letter");
     const char *a = "recipe: 1\nrules:\n  - match: \"re:(a|$b){0,2}\"\n    format: bf16\n";
     expect_parse_error(a, strlen(a), "'$' other than at its end");
 }

@@ -169,4 +169,3 @@ Test(source_config, syntax_errors_do_not_quote_the_file)
     cr_assert_null(strstr(err.message, "root"), "%s", err.message);
     cr_assert_null(strstr(err.message, "hunter2"), "%s", err.message);
 }
-

@@ -173,8 +173,8 @@ Test(source_fdcache, replaced_shard_is_refused_on_reopen)
     uint16_t got[8];
     nf_error err = {0};
     cr_assert_eq(nf_source_read_bytes(s, t, 0, got, sizeof got, &err), NF_ERR_IO);
-    cr_assert(strstr(err.message, "model-00001-of-00040.safetensors") && strstr(err.message, "not the file"),
-              "%s", err.message);
+    cr_assert(strstr(err.message, "model-00001-of-00040.safetensors") && strstr(err.message, "not the file"), "%s",
+              err.message);
     /* the others still read */
     expect_tensor(s, 1);
     nf_source_close(s);

@@ -31,8 +31,7 @@ static void expect_bad_pos(sw_buf *b, const char *needle, bool with_pos)
     nf_source *s;
     nf_error err = {0};
     nf_status st = try_open(b, &s, &err);
-    cr_assert_eq(st, NF_ERR_INVALID, "expected a failure mentioning '%s'; got status %d: %s", needle, st,
-                 err.message);
+    cr_assert_eq(st, NF_ERR_INVALID, "expected a failure mentioning '%s'; got status %d: %s", needle, st, err.message);
     cr_assert_null(s);
     cr_assert(strstr(err.message, needle), "message \"%s\" does not mention \"%s\"", err.message, needle);
     cr_assert(strncmp(err.message, "bad.gguf: ", 10) == 0, "message \"%s\" does not name the file", err.message);

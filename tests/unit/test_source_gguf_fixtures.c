@@ -132,17 +132,17 @@ Test(source_gguf_fixtures, all_types_table)
         const char *name, *type;
         uint64_t offset, bytes;
     } want[] = {
-        {"src.f32", "F32", 0, 32768},          {"src.f16", "F16", 32768, 16384},
-        {"src.bf16", "BF16", 49152, 16384},    {"norm.f32", "F32", 65536, 2048},
-        {"q.q8_0", "Q8_0", 67584, 8704},       {"q.q4_0", "Q4_0", 76288, 4608},
-        {"q.q5_0", "Q5_0", 80896, 5632},       {"q.q2_k", "Q2_K", 86528, 2688},
-        {"q.q3_k", "Q3_K", 89216, 3520},       {"q.q4_k", "Q4_K", 92736, 4608},
-        {"q.q5_k", "Q5_K", 97344, 5632},       {"q.q6_k", "Q6_K", 102976, 6720},
+        {"src.f32", "F32", 0, 32768},           {"src.f16", "F16", 32768, 16384},
+        {"src.bf16", "BF16", 49152, 16384},     {"norm.f32", "F32", 65536, 2048},
+        {"q.q8_0", "Q8_0", 67584, 8704},        {"q.q4_0", "Q4_0", 76288, 4608},
+        {"q.q5_0", "Q5_0", 80896, 5632},        {"q.q2_k", "Q2_K", 86528, 2688},
+        {"q.q3_k", "Q3_K", 89216, 3520},        {"q.q4_k", "Q4_K", 92736, 4608},
+        {"q.q5_k", "Q5_K", 97344, 5632},        {"q.q6_k", "Q6_K", 102976, 6720},
         {"q.iq2_xxs", "IQ2_XXS", 109696, 2112}, {"q.iq2_xs", "IQ2_XS", 111808, 2368},
         {"q.iq3_xxs", "IQ3_XXS", 114176, 3136}, {"q.iq1_s", "IQ1_S", 117312, 1600},
-        {"q.iq4_nl", "IQ4_NL", 118912, 4608},  {"q.iq3_s", "IQ3_S", 123520, 3520},
-        {"q.iq2_s", "IQ2_S", 127040, 2624},    {"q.iq4_xs", "IQ4_XS", 129664, 4352},
-        {"q.iq1_m", "IQ1_M", 134016, 1792},    {"q.q2_0", "Q2_0", 135808, 2304},
+        {"q.iq4_nl", "IQ4_NL", 118912, 4608},   {"q.iq3_s", "IQ3_S", 123520, 3520},
+        {"q.iq2_s", "IQ2_S", 127040, 2624},     {"q.iq4_xs", "IQ4_XS", 129664, 4352},
+        {"q.iq1_m", "IQ1_M", 134016, 1792},     {"q.q2_0", "Q2_0", 135808, 2304},
     };
     for (size_t i = 0; i < 22; i++) {
         const nf_source_tensor *t = nf_source_tensor_at(s, i);
@@ -175,10 +175,22 @@ Test(source_gguf_fixtures, all_types_kvs)
     nf_source *s = open_fixture("all_types.gguf");
     cr_assert_eq(nf_source_gguf_kv_count(s), 16);
     static const char *order[] = {
-        "general.architecture", "general.name",  "general.quantization_version", "fixture.rows",
-        "fixture.cols",         "fixture.source_std", "fixture.pi",            "fixture.has_imatrix_types",
-        "fixture.i32",          "fixture.u8",    "fixture.i16",                  "fixture.i64",
-        "fixture.i32_array",    "fixture.f32_array", "fixture.str_array",        "fixture.n_quant_types",
+        "general.architecture",
+        "general.name",
+        "general.quantization_version",
+        "fixture.rows",
+        "fixture.cols",
+        "fixture.source_std",
+        "fixture.pi",
+        "fixture.has_imatrix_types",
+        "fixture.i32",
+        "fixture.u8",
+        "fixture.i16",
+        "fixture.i64",
+        "fixture.i32_array",
+        "fixture.f32_array",
+        "fixture.str_array",
+        "fixture.n_quant_types",
     };
     for (size_t i = 0; i < 16; i++) cr_assert_str_eq(nf_source_gguf_kv_at(s, i)->key, order[i]);
     nf_error err = {0};

@@ -40,7 +40,8 @@ static void expect_f32_bits(nf_source *s, const char *name, const uint32_t *want
     nf_error err = {0};
     cr_assert_eq(nf_source_read_f32(s, t, 0, t->rows, out, n, &err), NF_OK, "%s", err.message);
     for (size_t i = 0; i < n; i++)
-        cr_assert_eq(bits_of_f32(out[i]), want[i], "%s[%zu]: 0x%08x, expected 0x%08x", name, i, bits_of_f32(out[i]), want[i]);
+        cr_assert_eq(bits_of_f32(out[i]), want[i], "%s[%zu]: 0x%08x, expected 0x%08x", name, i, bits_of_f32(out[i]),
+                     want[i]);
     /* Row by row gives the same values. */
     for (uint64_t r = 0; r < t->rows; r++) {
         float row[64];

@@ -22,12 +22,10 @@ static void expect_bad(sw_buf *b, const char *needle)
     nf_source *s;
     nf_error err = {0};
     nf_status st = try_open(b, &s, &err);
-    cr_assert_eq(st, NF_ERR_INVALID, "expected a failure mentioning '%s'; got status %d: %s", needle, st,
-                 err.message);
+    cr_assert_eq(st, NF_ERR_INVALID, "expected a failure mentioning '%s'; got status %d: %s", needle, st, err.message);
     cr_assert_null(s);
     cr_assert(strstr(err.message, needle), "message \"%s\" does not mention \"%s\"", err.message, needle);
-    cr_assert(strncmp(err.message, "m.safetensors: ", 15) == 0, "message \"%s\" does not name the file",
-              err.message);
+    cr_assert(strncmp(err.message, "m.safetensors: ", 15) == 0, "message \"%s\" does not name the file", err.message);
     sw_free(b);
 }
 
@@ -114,9 +112,11 @@ Test(source_safetensors, bad_dtype)
     const char *json = "{\"a\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]},  "
                        "\"w\":{\"dtype\":\"F31\",\"shape\":[1],\"data_offsets\":[1,5]}}";
     char needle[64];
-    snprintf(needle, sizeof needle, "header byte %d: tensor 'w': unknown dtype", 8 + (int)(strstr(json, "\"w\"") - json));
+    snprintf(needle, sizeof needle, "header byte %d: tensor 'w': unknown dtype",
+             8 + (int)(strstr(json, "\"w\"") - json));
     bad_json(json, 5, needle);
-    bad_json("{\"w\":{\"dtype\":\"F31\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4, "tensor 'w': unknown dtype \"F31\"");
+    bad_json("{\"w\":{\"dtype\":\"F31\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4,
+             "tensor 'w': unknown dtype \"F31\"");
     bad_json("{\"w\":{\"dtype\":\"f32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4, "unknown dtype \"f32\"");
     bad_json("{\"w\":{\"dtype\":32,\"shape\":[1],\"data_offsets\":[0,4]}}", 4, "dtype is an integer");
 }
@@ -142,8 +142,8 @@ Test(source_safetensors, shape_dtype_size_mismatch)
     bad_json("{\"w\":{\"dtype\":\"F32\",\"shape\":[-1],\"data_offsets\":[0,4]}}", 4, "shape[0] is an integer below 0");
     bad_json("{\"w\":{\"dtype\":\"F32\",\"shape\":[1.0],\"data_offsets\":[0,4]}}", 4, "shape[0] is a real number");
     bad_json("{\"w\":{\"dtype\":\"F32\",\"shape\":{},\"data_offsets\":[0,4]}}", 4, "shape is an object");
-    bad_json("{\"w\":{\"dtype\":\"F32\",\"shape\":[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1],\"data_offsets\":[0,4]}}",
-             4, "array of more than 16 elements");
+    bad_json("{\"w\":{\"dtype\":\"F32\",\"shape\":[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1],\"data_offsets\":[0,4]}}", 4,
+             "array of more than 16 elements");
     /* Sub-byte dtypes must end on a byte boundary. */
     bad_json("{\"w\":{\"dtype\":\"F4\",\"shape\":[3],\"data_offsets\":[0,2]}}", 2, "misaligned slice");
     bad_json("{\"w\":{\"dtype\":\"F6_E2M3\",\"shape\":[2],\"data_offsets\":[0,2]}}", 2, "misaligned slice");
@@ -153,7 +153,8 @@ Test(source_safetensors, bad_offsets)
 {
     bad_json("{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[-4,0]}}", 4,
              "data_offsets[0] is an integer below 0");
-    bad_json("{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4.0]}}", 4, "data_offsets[1] is a real number");
+    bad_json("{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4.0]}}", 4,
+             "data_offsets[1] is a real number");
     bad_json("{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[\"0\",4]}}", 4, "data_offsets[0] is a string");
     bad_json("{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0]}}", 4, "expected [begin, end]");
     bad_json("{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4,8]}}", 8, "expected [begin, end]");
@@ -372,8 +373,7 @@ Test(source_safetensors, every_byte_corrupted)
                 for (size_t k = 0; k < nf_source_tensor_count(s); k++) {
                     const nf_source_tensor *t = nf_source_tensor_at(s, k);
                     float out[16];
-                    if (t->convertible && t->elements <= 16)
-                        (void)nf_source_read_f32(s, t, 0, t->rows, out, 16, &err);
+                    if (t->convertible && t->elements <= 16) (void)nf_source_read_f32(s, t, 0, t->rows, out, 16, &err);
                 }
                 nf_source_close(s);
             }

@@ -24,7 +24,7 @@ static void teardown(void)
 
 static const uint16_t w_a[4] = {0x3F80, 0x4000, 0x4040, 0x4080}; /* 1 2 3 4 */
 static const uint16_t w_b[2] = {0xBF80, 0xC000};                 /* -1 -2 */
-static const uint32_t w_c[3] = {0x3F800000, 0, 0x40A00000};       /* 1 0 5 */
+static const uint32_t w_c[3] = {0x3F800000, 0, 0x40A00000};      /* 1 0 5 */
 
 /* shard 1: a, b; shard 2: c (and extra, when given). */
 static void write_shards(const char *extra_in_2)
@@ -52,8 +52,7 @@ static void write_shards(const char *extra_in_2)
 
 #define SHARD1 "model-00001-of-00002.safetensors"
 #define SHARD2 "model-00002-of-00002.safetensors"
-#define GOOD_MAP                                                                                   \
-    "\"model.a.weight\":\"" SHARD1 "\",\"model.c.weight\":\"" SHARD2 "\",\"model.b.weight\":\"" SHARD1 "\""
+#define GOOD_MAP "\"model.a.weight\":\"" SHARD1 "\",\"model.c.weight\":\"" SHARD2 "\",\"model.b.weight\":\"" SHARD1 "\""
 
 static void write_index(const char *weight_map_members)
 {
@@ -152,22 +151,24 @@ Test(source_sharded, tensor_listed_in_the_wrong_shard)
     write_shards(NULL);
     write_index("\"model.a.weight\":\"" SHARD1 "\",\"model.c.weight\":\"" SHARD1 "\",\"model.b.weight\":\"" SHARD2
                 "\"");
-    expect_bad("model.safetensors.index.json", "is listed in weight_map under shard " SHARD2 " but is stored in " SHARD1);
+    expect_bad("model.safetensors.index.json",
+               "is listed in weight_map under shard " SHARD2 " but is stored in " SHARD1);
 }
 
 Test(source_sharded, unlisted_tensor)
 {
     write_shards(NULL);
     write_index("\"model.a.weight\":\"" SHARD1 "\",\"model.c.weight\":\"" SHARD2 "\"");
-    expect_bad("model.safetensors.index.json", "tensor 'model.b.weight' of shard " SHARD1 " is not listed in weight_map");
+    expect_bad("model.safetensors.index.json",
+               "tensor 'model.b.weight' of shard " SHARD1 " is not listed in weight_map");
 }
 
 Test(source_sharded, listed_tensor_in_no_shard)
 {
     write_shards(NULL);
     write_index(GOOD_MAP ",\"model.ghost\":\"" SHARD2 "\"");
-    expect_bad("model.safetensors.index.json", "tensor 'model.ghost' is listed in weight_map under shard " SHARD2
-               ", which does not hold it");
+    expect_bad("model.safetensors.index.json",
+               "tensor 'model.ghost' is listed in weight_map under shard " SHARD2 ", which does not hold it");
 }
 
 Test(source_sharded, duplicate_name_across_shards)

@@ -165,7 +165,7 @@ static void definition_block(const float *x, const float *y, size_t n, double *s
     *count = 0;
     for (int lane = 0; lane < 16; lane++)
         for (size_t start = (size_t)lane; start < n; start += 16 * 8) { /* one run */
-            volatile float ra = 0.0f, rb = 0.0f; /* binary32 each step, whatever the compiler */
+            volatile float ra = 0.0f, rb = 0.0f;                        /* binary32 each step, whatever the compiler */
             for (size_t c = start; c < n && c < start + 16 * 8; c += 16) {
                 float d = x[c] - y[c];
                 if (isnan(d) || isinf(d)) continue;
@@ -299,8 +299,8 @@ static void assert_same(const nf_errstats *a, const nf_errstats *b, const char *
     cr_assert_eq(memcmp(a->ssx.w, b->ssx.w, sizeof a->ssx.w), 0, "%s: ssx", what);
 }
 
-static const size_t LENGTHS[] = {1, 2, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 200,
-                                 1000, 4095, 4096, 4097, 8192, 8192 + 130, 3 * 4096 + 1};
+static const size_t LENGTHS[] = {1,  2,   7,   8,   9,   15,   16,   17,   31,   32,   33,         63,          64,
+                                 65, 127, 128, 129, 200, 1000, 4095, 4096, 4097, 8192, 8192 + 130, 3 * 4096 + 1};
 #define NLENGTHS (sizeof LENGTHS / sizeof LENGTHS[0])
 #define MAXLEN (3 * 4096 + 1)
 
@@ -408,7 +408,10 @@ Test(stats, row_grouped_variants_match_the_reference_and_row_f32)
                     nf_stats_kernels_scalar.row_grouped(s, type, codes, scales, n, group, &ref);
                     nf_stats_kernels_scalar.row_f32(x, y, n, &flat);
                     char what[128];
-                    snprintf(what, sizeof what, "scalar grouped/f32 %s G %u n %zu specials %d", (type == NF_STATS_F32 ? "F32" : type == NF_STATS_F16 ? "F16" : "BF16"),
+                    snprintf(what, sizeof what, "scalar grouped/f32 %s G %u n %zu specials %d",
+                             (type == NF_STATS_F32   ? "F32"
+                              : type == NF_STATS_F16 ? "F16"
+                                                     : "BF16"),
                              group, n, specials);
                     assert_same(&ref, &flat, what);
                     for (int lv = NF_SIMD_AVX2; lv < NF_SIMD_LEVEL_COUNT; lv++) {
@@ -418,7 +421,10 @@ Test(stats, row_grouped_variants_match_the_reference_and_row_f32)
                         nf_errstats_init(&got);
                         k->row_grouped(s, type, codes, scales, n, group, &got);
                         snprintf(what, sizeof what, "%s grouped %s G %u n %zu specials %d", k->name,
-                                 (type == NF_STATS_F32 ? "F32" : type == NF_STATS_F16 ? "F16" : "BF16"), group, n, specials);
+                                 (type == NF_STATS_F32   ? "F32"
+                                  : type == NF_STATS_F16 ? "F16"
+                                                         : "BF16"),
+                                 group, n, specials);
                         assert_same(&ref, &got, what);
                         tested++;
                     }

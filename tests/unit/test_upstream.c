@@ -53,8 +53,8 @@ static void check_value(const json_t *want, float got, const char *id, size_t i)
     /* int32 values are listed as integers; their binary32 value is the nearest float (C's
      * double -> float conversion rounds to nearest even). */
     double w = json_is_integer(want) ? (double)(float)json_integer_value(want) : json_number_value(want);
-    cr_assert((double)got == w && signbit((double)got) == signbit(w), "%s value %zu: expected %.17g, got %.17g", id,
-              i, w, (double)got);
+    cr_assert((double)got == w && signbit((double)got) == signbit(w), "%s value %zu: expected %.17g, got %.17g", id, i,
+              w, (double)got);
 }
 
 static void check_tensor(nf_artifact *a, const nf_object *o, const json_t *exp)
@@ -89,16 +89,14 @@ static void check_tensor(nf_artifact *a, const nf_object *o, const json_t *exp)
                 if (c < k)
                     cr_assert_eq(w.codes[r * k + c], want, "%s code [%lu,%lu]", o->id, (unsigned long)r,
                                  (unsigned long)c);
-                else
-                    cr_assert_eq(want, 0, "sidecar padding lane is not 0");
+                else cr_assert_eq(want, 0, "sidecar padding lane is not 0");
             }
             for (uint64_t s = 0; s < g.groups_per_row; s++) {
                 int64_t want = int_at(scales, r * g.groups_per_row + s);
                 if (s < g.logical_groups)
                     cr_assert_eq(w.scales[r * g.logical_groups + s], want, "%s scale [%lu,%lu]", o->id,
                                  (unsigned long)r, (unsigned long)s);
-                else
-                    cr_assert_eq(want, 0);
+                else cr_assert_eq(want, 0);
             }
         }
         break;
@@ -170,10 +168,8 @@ static void check_artifact(const char *name)
         const json_t *f = json_array_get(files, i);
         const nf_file_entry *e = nf_artifact_file(a, i);
         cr_assert_eq(e->payload_bytes, (uint64_t)json_integer_value(json_object_get(f, "payload_bytes")));
-        if (i == 0)
-            cr_assert_null(e->path);
-        else
-            cr_assert_str_eq(e->path, json_string_value(json_object_get(f, "path")));
+        if (i == 0) cr_assert_null(e->path);
+        else cr_assert_str_eq(e->path, json_string_value(json_object_get(f, "path")));
     }
     cr_assert(json_equal((json_t *)nf_artifact_directory(a), json_object_get(side, "directory")),
               "%s: parsed directory differs from the sidecar's", name);

@@ -150,13 +150,15 @@ static void check(const uint8_t *p, size_t n)
     size_t want = expected(p, n, &want_cp);
     if (k != want || (k && cp != want_cp))
         cr_assert_fail("%02x %02x %02x %02x (n %zu): decode %zu U+%04X, expected %zu U+%04X", p[0], n > 1 ? p[1] : 0,
-                 n > 2 ? p[2] : 0, n > 3 ? p[3] : 0, n, k, cp, want, want_cp);
+                       n > 2 ? p[2] : 0, n > 3 ? p[3] : 0, n, k, cp, want, want_cp);
     size_t ok = old_seq(p, n, &old_cp);
-    if (ok != k || (k && old_cp != cp)) cr_assert_fail("%02x %02x (n %zu): the old sequence decoder differs", p[0], p[1], n);
+    if (ok != k || (k && old_cp != cp))
+        cr_assert_fail("%02x %02x (n %zu): the old sequence decoder differs", p[0], p[1], n);
     if (nf_utf8_decode(p, n, NULL) != k) cr_assert_fail("decode without a code point differs");
     size_t bad = 7777, old_bad = 8888;
     bool v = nf_utf8_valid(p, n, &bad), ov = old_valid(p, n, &old_bad);
-    if (v != ov || (!v && bad != old_bad)) cr_assert_fail("%02x %02x (n %zu): the old validation differs", p[0], p[1], n);
+    if (v != ov || (!v && bad != old_bad))
+        cr_assert_fail("%02x %02x (n %zu): the old validation differs", p[0], p[1], n);
 }
 
 static size_t dec(const char *s, size_t n, uint32_t *cp) { return nf_utf8_decode((const uint8_t *)s, n, cp); }
@@ -273,7 +275,8 @@ Test(utf8, every_short_string, .timeout = 60)
  * class (ASCII, continuation, lead, never valid). */
 Test(utf8, four_byte_strings, .timeout = 60)
 {
-    static const uint8_t tail[] = {0x00, 0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC2, 0xDF, 0xE0, 0xED, 0xEF, 0xF0, 0xF4, 0xF5, 0xFF};
+    static const uint8_t tail[] = {0x00, 0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0,
+                                   0xC2, 0xDF, 0xE0, 0xED, 0xEF, 0xF0, 0xF4, 0xF5, 0xFF};
     uint8_t p[4];
     for (unsigned a = 0; a < 256; a++)
         for (unsigned b = 0; b < 256; b++)

@@ -34,12 +34,12 @@ static void write_sample(const char *path, uint64_t max_file_bytes, bool checksu
     cr_assert_eq(nf_writer_add_resource(w, "r", 5, &ir, &err), NF_OK, "%s", err.message);
     nf_geometry g8, g4, gb;
     uint64_t s8[2] = {2, 40}, s4[2] = {1, 64}, sb[1] = {3000};
-    cr_assert_eq(nf_geometry_init(&g8, nf_layout_lookup("row_split_k128_v1"), nf_format_lookup("q8_g32_fp16"), 2,
-                                  s8, 1, &err),
-                 NF_OK, "%s", err.message);
-    cr_assert_eq(nf_geometry_init(&g4, nf_layout_lookup("row_split_k128_v1"), nf_format_lookup("q4_g64_fp16"), 2,
-                                  s4, 1, &err),
-                 NF_OK);
+    cr_assert_eq(
+        nf_geometry_init(&g8, nf_layout_lookup("row_split_k128_v1"), nf_format_lookup("q8_g32_fp16"), 2, s8, 1, &err),
+        NF_OK, "%s", err.message);
+    cr_assert_eq(
+        nf_geometry_init(&g4, nf_layout_lookup("row_split_k128_v1"), nf_format_lookup("q4_g64_fp16"), 2, s4, 1, &err),
+        NF_OK);
     cr_assert_eq(nf_geometry_init(&gb, nf_layout_lookup("contiguous_le_v1"), nf_format_lookup("bf16"), 1, sb, 1, &err),
                  NF_OK);
     cr_assert_eq(nf_writer_add_tensor(w, "w.q8", &g8, &i8, &err), NF_OK, "%s", err.message);
@@ -130,8 +130,8 @@ Test(verify, levels_and_every_problem)
     snprintf(path, sizeof path, "%s/a.ninfer", dir);
     write_sample(path, 0, false);
     uint64_t q8 = object_file_offset(path, "w.q8"), q4 = object_file_offset(path, "w.q4");
-    poke(path, q8 + 3, 0x80);            /* row 0 col 3: -128 */
-    poke(path, q4 + 256 + 1, 0x80);      /* q4 scale of row 0 group 0: 0x8000 = -0 */
+    poke(path, q8 + 3, 0x80);       /* row 0 col 3: -128 */
+    poke(path, q4 + 256 + 1, 0x80); /* q4 scale of row 0 group 0: 0x8000 = -0 */
     nf_verify_report quick = run(path, NF_VERIFY_STRUCTURE);
     cr_assert(quick.valid, "the structure is intact");
     nf_verify_report_free(&quick);

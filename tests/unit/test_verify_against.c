@@ -165,8 +165,8 @@ static void against(const nf_verify_against_opts *o, nf_verify_report *r, nf_ver
 static void expect_clean(const nf_verify_report *r)
 {
     for (size_t i = 0; i < r->count; i++)
-        cr_log_error("problem: %s: %s: %s", r->problems[i].object ? r->problems[i].object : "-",
-                     r->problems[i].check, r->problems[i].message);
+        cr_log_error("problem: %s: %s: %s", r->problems[i].object ? r->problems[i].object : "-", r->problems[i].check,
+                     r->problems[i].message);
     cr_assert(r->valid);
     cr_assert_eq(r->count, 0);
 }
@@ -184,8 +184,7 @@ static void expect_one(const nf_verify_report *r, const char *object, const char
     if (object)
         cr_assert(p->object && strcmp(p->object, object) == 0, "the problem names %s, not %s: %s", object,
                   p->object ? p->object : "no object", p->message);
-    else
-        cr_assert_null(p->object, "a problem of the artifact as a whole, not of %s: %s", p->object, p->message);
+    else cr_assert_null(p->object, "a problem of the artifact as a whole, not of %s: %s", p->object, p->message);
     cr_assert_not_null(strstr(p->message, needle), "'%s' not in: %s", needle, p->message);
 }
 
@@ -376,8 +375,8 @@ Test(verify_against, objects_filter_with_recipe)
     const char *a[] = {"a.weight", "notes.txt"}, *b[] = {"b.weight"};
     nf_verify_report r;
     nf_verify_against_result res;
-    nf_verify_against_opts o = {.source = changed, .recipe = fx.recipe, .allow_env = allow, .nallow_env = 1,
-                                .objects = a, .nobjects = 2};
+    nf_verify_against_opts o =
+        {.source = changed, .recipe = fx.recipe, .allow_env = allow, .nallow_env = 1, .objects = a, .nobjects = 2};
     against(&o, &r, &res);
     expect_clean(&r);
     cr_assert_eq(res.objects_rederived, 2, "a tensor and the resource");

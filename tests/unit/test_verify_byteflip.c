@@ -109,9 +109,9 @@ Test(byteflip, every_byte_of_every_file_is_covered, .timeout = 600)
     cr_assert_eq(stat(part, &sb), 0, "the sample is not split: no %s", part);
     uint64_t sums = 0, strict_sums = 0;
     cr_assert_eq(verdict(entry, false, &sums), 1, "the untouched artifact does not verify");
-    cr_assert_eq(sums, 4, "expected 4 checksums (3 objects and the directory), got %llu",
-                 (unsigned long long)sums);
-    cr_assert_eq(verdict(entry, true, &strict_sums), 1, "the untouched artifact does not verify with require_checksums");
+    cr_assert_eq(sums, 4, "expected 4 checksums (3 objects and the directory), got %llu", (unsigned long long)sums);
+    cr_assert_eq(verdict(entry, true, &strict_sums), 1,
+                 "the untouched artifact does not verify with require_checksums");
     cr_assert_eq(strict_sums, 4);
     off_t name_at = checksums_name_at(entry);
 
@@ -152,8 +152,9 @@ Test(byteflip, every_byte_of_every_file_is_covered, .timeout = 600)
                     if (missed <= 20)
                         cr_log_error("defaults: %s byte %lld: 0x%02x -> 0x%02x %s", files[f], (long long)pos, orig,
                                      orig ^ masks[m],
-                                     lenient < 0 ? "made verification fail to run"
-                                                 : checked < sums ? "only fewer checksums checked" : "not detected");
+                                     lenient < 0      ? "made verification fail to run"
+                                     : checked < sums ? "only fewer checksums checked"
+                                                      : "not detected");
                 }
             }
         }

@@ -67,8 +67,7 @@ static void put_directory(const char *path, json_t *root)
     char *text = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
     cr_assert_not_null(text);
     size_t n = strlen(text);
-    cr_assert_leq(n, jb, "the edited directory (%zu bytes) does not fit the old one (%llu)", n,
-                  (unsigned long long)jb);
+    cr_assert_leq(n, jb, "the edited directory (%zu bytes) does not fit the old one (%llu)", n, (unsigned long long)jb);
     char *padded = malloc(jb);
     cr_assert_not_null(padded);
     memset(padded, ' ', jb);
@@ -127,8 +126,8 @@ Test(integrity, nonzero_byte_in_a_continuation_header_tail)
     cr_assert_not(r.valid);
     cr_assert_eq(r.count, 1);
     cr_assert(test_has_problem(&r, NULL, "words",
-                          "part file s.ninfer.part-0001: byte 100 (continuation header bytes [32, 4096)) is 0x5a, "
-                          "expected 0x00"));
+                               "part file s.ninfer.part-0001: byte 100 (continuation header bytes [32, 4096)) is 0x5a, "
+                               "expected 0x00"));
     nf_verify_report_free(&r);
 }
 
@@ -251,7 +250,8 @@ Test(integrity, checksums_member_names_are_closed)
     r = edited("on", ed_objects_name);
     cr_assert_not(r.valid);
     cr_assert(test_has_problem(&r, NULL, "checksums", "unknown member 'objectz'"));
-    cr_assert(test_has_problem(&r, NULL, "checksums", "directory checksum is"), "the directory digest is still checked");
+    cr_assert(test_has_problem(&r, NULL, "checksums", "directory checksum is"),
+              "the directory digest is still checked");
     nf_verify_report_free(&r);
 
     r = edited("an", ed_algorithm_name);
@@ -281,20 +281,23 @@ Test(integrity, checksums_member_values)
     nf_verify_report_free(&r);
 
     r = edited("dd", ed_directory_digest);
-    cr_assert(test_has_problem(&r, NULL, "checksums", "metadata.checksums.directory '0123' is not 32 lowercase hex digits"));
+    cr_assert(
+        test_has_problem(&r, NULL, "checksums", "metadata.checksums.directory '0123' is not 32 lowercase hex digits"));
     nf_verify_report_free(&r);
 
     r = edited("om", ed_object_missing);
     cr_assert(test_has_problem(&r, NULL, "checksums",
-                          "metadata.checksums.objects names 'w.nope', which is not an object of the artifact"));
+                               "metadata.checksums.objects names 'w.nope', which is not an object of the artifact"));
     nf_verify_report_free(&r);
 
     r = edited("ou", ed_object_upper);
-    cr_assert(test_has_problem(&r, "w.q8", "checksums", "in metadata.checksums.objects is not 32 lowercase hex digits"));
+    cr_assert(
+        test_has_problem(&r, "w.q8", "checksums", "in metadata.checksums.objects is not 32 lowercase hex digits"));
     nf_verify_report_free(&r);
 
     r = edited("os", ed_object_short);
-    cr_assert(test_has_problem(&r, "w.q8", "checksums", "in metadata.checksums.objects is not 32 lowercase hex digits"));
+    cr_assert(
+        test_has_problem(&r, "w.q8", "checksums", "in metadata.checksums.objects is not 32 lowercase hex digits"));
     nf_verify_report_free(&r);
 
     r = edited("oy", ed_object_type);

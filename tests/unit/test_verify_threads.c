@@ -9,7 +9,7 @@
 
 #include <ninfer/ninfer.h>
 
-static const char *const artifacts[] = {"container_small.ninfer", "direct.ninfer", "fp8_row.ninfer", "gguf.ninfer",
+static const char *const artifacts[] = {"container_small.ninfer", "direct.ninfer", "fp8_row.ninfer",   "gguf.ninfer",
                                         "model.ninfer",           "nvfp4.ninfer",  "row_split.ninfer", "split.ninfer",
                                         "wide_directory.ninfer"};
 

@@ -88,8 +88,7 @@ static void expect_refused(const case_words *c, const char *want, const char *wh
 {
     nf_error err;
     cr_assert_eq(nf_words_check(&c->g, &c->w, 0, &err), NF_ERR_INVALID, "%s: %s accepted", c->g.format->name, what);
-    cr_assert(strstr(err.message, want), "%s: %s: message '%s' lacks '%s'", c->g.format->name, what, err.message,
-              want);
+    cr_assert(strstr(err.message, want), "%s: %s: message '%s' lacks '%s'", c->g.format->name, what, err.message, want);
 }
 
 Test(words_grouped_fast, every_single_bad_word_is_named)

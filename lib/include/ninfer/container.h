@@ -44,20 +44,20 @@ typedef struct nf_object {
     nf_object_kind kind;
     uint32_t rank;
     uint64_t shape[NF_MAX_RANK];
-    const char *format_name;   /* tensor */
-    const char *layout_name;   /* tensor; for a resource: its encoding */
+    const char *format_name; /* tensor */
+    const char *layout_name; /* tensor; for a resource: its encoding */
     uint64_t offset;
     uint64_t bytes;
-    uint64_t divisors;         /* 1 when absent */
-    bool has_divisors;         /* the member was present */
+    uint64_t divisors; /* 1 when absent */
+    bool has_divisors; /* the member was present */
     const nf_format *format;
     const nf_layout *layout;
 } nf_object;
 
 typedef struct nf_file_entry {
-    const char *path;          /* NULL for the entry file */
+    const char *path; /* NULL for the entry file */
     uint64_t payload_bytes;
-    uint64_t logical_start;    /* P_i */
+    uint64_t logical_start; /* P_i */
 } nf_file_entry;
 
 typedef enum nf_read_mode { NF_READ_PREAD = 0, NF_READ_MMAP = 1 } nf_read_mode;
@@ -70,10 +70,10 @@ NF_API nf_status nf_artifact_open(const char *path, nf_read_mode mode, nf_artifa
 NF_API void nf_artifact_close(nf_artifact *a);
 
 NF_API const char *nf_artifact_path(const nf_artifact *a);
-NF_API const uint8_t *nf_artifact_id(const nf_artifact *a);          /* 16 bytes */
+NF_API const uint8_t *nf_artifact_id(const nf_artifact *a); /* 16 bytes */
 NF_API void nf_artifact_id_hex(const nf_artifact *a, char out[33]);
 NF_API uint64_t nf_artifact_json_bytes(const nf_artifact *a);
-NF_API uint64_t nf_artifact_payload_bytes(const nf_artifact *a);     /* total logical payload */
+NF_API uint64_t nf_artifact_payload_bytes(const nf_artifact *a); /* total logical payload */
 NF_API uint64_t nf_artifact_entry_payload_start(const nf_artifact *a);
 /* The raw JSON text (json_bytes bytes, including padding) and the 32-byte header. */
 NF_API const uint8_t *nf_artifact_json_text(const nf_artifact *a);
@@ -98,8 +98,7 @@ NF_API nf_status nf_artifact_open_part(nf_artifact *a, size_t index, nf_error *e
 /* Per-object check (docs/artifact.md 7 item 6): known format and layout, accepted pair, shape,
  * divisors, bytes == encoded size, alignment; resources: encoding raw_bytes_v1.  Fills *g for a
  * tensor (may be NULL). */
-NF_API nf_status nf_artifact_check_object(const nf_artifact *a, const nf_object *o, nf_geometry *g,
-                                          nf_error *err);
+NF_API nf_status nf_artifact_check_object(const nf_artifact *a, const nf_object *o, nf_geometry *g, nf_error *err);
 /* A byte reader over one object's bytes (offsets relative to the object).  Its messages, like
  * nf_artifact_check_object's, name neither the artifact nor the object: the caller that chose
  * the object adds "PATH: object 'ID'" (docs/library.md, "Who names what"). */
@@ -107,25 +106,23 @@ NF_API void nf_artifact_object_reader(nf_artifact *a, const nf_object *o, nf_byt
 
 /* Parse and check a directory held in memory (the same code nf_artifact_open uses; the fuzz
  * target's entry point).  On success *root owns the parsed JSON (json_decref it). */
-NF_API nf_status nf_directory_parse(const uint8_t *json, size_t len, const char *entry_name,
-                                    struct json_t **root, nf_error *err);
+NF_API nf_status nf_directory_parse(const uint8_t *json, size_t len, const char *entry_name, struct json_t **root,
+                                    nf_error *err);
 
 /* ---------------------------------------------------------------- writer */
 typedef struct nf_writer nf_writer;
 
 typedef struct nf_writer_options {
-    uint64_t max_file_bytes;        /* 0: one file whatever its size */
-    const uint8_t *artifact_id;     /* 16 bytes, or NULL for a random UUIDv4 */
-    bool overwrite;                 /* replace existing destinations */
-    bool checksums;                 /* add metadata.checksums (objects + directory) */
+    uint64_t max_file_bytes;    /* 0: one file whatever its size */
+    const uint8_t *artifact_id; /* 16 bytes, or NULL for a random UUIDv4 */
+    bool overwrite;             /* replace existing destinations */
+    bool checksums;             /* add metadata.checksums (objects + directory) */
 } nf_writer_options;
 
 NF_API nf_status nf_writer_create(const char *path, const nf_writer_options *opt, nf_writer **out, nf_error *err);
 /* Plan objects in order.  *index receives the object's index for nf_writer_write. */
-NF_API nf_status nf_writer_add_tensor(nf_writer *w, const char *id, const nf_geometry *g, size_t *index,
-                                      nf_error *err);
-NF_API nf_status nf_writer_add_resource(nf_writer *w, const char *id, uint64_t bytes, size_t *index,
-                                        nf_error *err);
+NF_API nf_status nf_writer_add_tensor(nf_writer *w, const char *id, const nf_geometry *g, size_t *index, nf_error *err);
+NF_API nf_status nf_writer_add_resource(nf_writer *w, const char *id, uint64_t bytes, size_t *index, nf_error *err);
 /* Directory members; each call takes over the caller's reference (json_decref'ed by the
  * writer).  Defaults: components {"text":{"config":{}}}, bindings {}, uses [], metadata {},
  * provenance {}. */
@@ -133,8 +130,7 @@ NF_API nf_status nf_writer_set_member(nf_writer *w, const char *member, struct j
 /* The members of a directory member's object, one at a time: member i's name in *key (valid
  * until the next call) and its value in *value (a new reference the writer releases), or *value
  * NULL after the last.  Called with i = 0, 1, ... while the directory is written. */
-typedef nf_status (*nf_writer_records_fn)(void *ctx, size_t i, const char **key, struct json_t **value,
-                                          nf_error *err);
+typedef nf_status (*nf_writer_records_fn)(void *ctx, size_t i, const char **key, struct json_t **value, nf_error *err);
 /* A member too large to hold as one tree (10^5 records; docs/scale-out.md): components,
  * bindings or provenance made of the members of `head` (taken over as by nf_writer_set_member;
  * NULL for none) followed by the members `next` yields -- under the name `records_key` (one

@@ -63,23 +63,23 @@ NF_API nf_status nf_plan_content_digest(const nf_plan *p, uint8_t out[16], nf_er
 
 typedef struct nf_convert_progress {
     size_t objects_done, objects_total;
-    uint64_t bytes_done, bytes_total;   /* encoded output bytes */
+    uint64_t bytes_done, bytes_total; /* encoded output bytes */
 } nf_convert_progress;
 
 typedef void (*nf_progress_fn)(void *ctx, const nf_convert_progress *p);
 
 typedef struct nf_convert_options {
-    const char *output;             /* OUT.ninfer */
-    unsigned threads;               /* 0: every online core */
-    bool has_max_file_bytes;        /* max_file_bytes overrides the recipe's */
+    const char *output;      /* OUT.ninfer */
+    unsigned threads;        /* 0: every online core */
+    bool has_max_file_bytes; /* max_file_bytes overrides the recipe's */
     uint64_t max_file_bytes;
-    bool force;                     /* replace an existing output (never an input) */
-    bool report;                    /* write OUT.conversion.json */
-    const uint8_t *artifact_id;     /* 16 bytes, or NULL for a random UUIDv4 */
-    uint64_t chunk_values;          /* values per row chunk (0: 1 << 18); output never depends on it */
+    bool force;                 /* replace an existing output (never an input) */
+    bool report;                /* write OUT.conversion.json */
+    const uint8_t *artifact_id; /* 16 bytes, or NULL for a random UUIDv4 */
+    uint64_t chunk_values;      /* values per row chunk (0: 1 << 18); output never depends on it */
     nf_progress_fn progress;
     void *progress_ctx;
-    volatile int *cancel;           /* set non-zero (e.g. by SIGINT) to stop; nothing is published */
+    volatile int *cancel; /* set non-zero (e.g. by SIGINT) to stop; nothing is published */
 } nf_convert_options;
 
 /* Encode every object and publish the artifact (and its report). */
@@ -110,8 +110,8 @@ typedef struct nf_verify_against_source {
 } nf_verify_against_source;
 
 typedef struct nf_verify_against_opts {
-    const char *source;  /* SOURCE: the checkpoint the objects are re-derived from (required) */
-    const char *recipe;  /* R.yaml, or NULL: re-derive from provenance.objects */
+    const char *source; /* SOURCE: the checkpoint the objects are re-derived from (required) */
+    const char *recipe; /* R.yaml, or NULL: re-derive from provenance.objects */
     /* With recipe only (NF_ERR_USAGE otherwise), in the order ninfer-verify applies them:
      * sources replaced or added (--source NAME=PATH), directories the recipe may also read
      * (--allow-path DIR), variables ${VAR} of its paths may expand (--allow-env NAME). */
@@ -121,7 +121,7 @@ typedef struct nf_verify_against_opts {
     size_t nallow_paths;
     const char *const *allow_env;
     size_t nallow_env;
-    unsigned threads;    /* 0: every online core; the report is the same for any count */
+    unsigned threads; /* 0: every online core; the report is the same for any count */
     /* Only these objects (ids of the artifact; e.g. one scale-out task's, nf_scaleout_task_objects):
      * NULL re-derives every object; otherwise only the nobjects ids listed (0 of them: none) are
      * re-derived and compared, an id the artifact has not is a problem, and the artifact's other
@@ -138,10 +138,10 @@ typedef struct nf_verify_against_opts {
 
 /* What was compared besides the problems (ninfer-verify prints it). */
 typedef struct nf_verify_against_result {
-    size_t objects_rederived;        /* objects of the plan, each compared with the artifact */
-    char **resources_not_compared;   /* ids of resources left out (no recipe), artifact order */
+    size_t objects_rederived;      /* objects of the plan, each compared with the artifact */
+    char **resources_not_compared; /* ids of resources left out (no recipe), artifact order */
     size_t nresources_not_compared;
-    int recipe_matches_provenance;   /* with a recipe: 1 it equals provenance.recipe, 0 not;
+    int recipe_matches_provenance; /* with a recipe: 1 it equals provenance.recipe, 0 not;
                                         -1 without one */
 } nf_verify_against_result;
 
@@ -189,11 +189,11 @@ NF_API const char *nf_scaleout_directory(const nf_scaleout *s);
 NF_API void nf_scaleout_artifact_id(const nf_scaleout *s, uint8_t out[16]);
 /* What a task's host chooses; everything else comes from the plan. */
 typedef struct nf_scaleout_run {
-    unsigned threads;       /* 0: every online core */
-    uint64_t chunk_values;  /* 0: the default; the output never depends on it */
+    unsigned threads;      /* 0: every online core */
+    uint64_t chunk_values; /* 0: the default; the output never depends on it */
     nf_progress_fn progress;
     void *progress_ctx;
-    volatile int *cancel;   /* set non-zero (e.g. by SIGINT) to stop; nothing is published */
+    volatile int *cancel; /* set non-zero (e.g. by SIGINT) to stop; nothing is published */
 } nf_scaleout_run;
 /* The plan's conversion made ready: the recipe rebuilt from the plan's data (its variables from
  * the plan, never the environment), every recorded input checked to lie under the allowed

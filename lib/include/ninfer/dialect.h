@@ -46,14 +46,14 @@ extern "C" {
 
 typedef enum nf_dialect_id {
     NF_DIALECT_NONE = 0,
-    NF_DIALECT_DEEPSEEK_FP8,      /* "deepseek_fp8": <p>.weight F8 + <p>.weight_scale_inv F32 blocks */
-    NF_DIALECT_CT_FP8,            /* "compressed_tensors_fp8": <p>.weight F8 + <p>.weight_scale */
-    NF_DIALECT_CT_INT,            /* "compressed_tensors_int": <p>.weight_packed I32 (or <p>.weight I8)
+    NF_DIALECT_DEEPSEEK_FP8,   /* "deepseek_fp8": <p>.weight F8 + <p>.weight_scale_inv F32 blocks */
+    NF_DIALECT_CT_FP8,         /* "compressed_tensors_fp8": <p>.weight F8 + <p>.weight_scale */
+    NF_DIALECT_CT_INT,         /* "compressed_tensors_int": <p>.weight_packed I32 (or <p>.weight I8)
                                      + <p>.weight_scale [+ <p>.weight_zero_point, <p>.weight_shape] */
-    NF_DIALECT_CT_NVFP4,          /* "compressed_tensors_nvfp4": <p>.weight_packed U8 + weight_scale
+    NF_DIALECT_CT_NVFP4,       /* "compressed_tensors_nvfp4": <p>.weight_packed U8 + weight_scale
                                      F8_E4M3 + weight_global_scale (a divisor) */
-    NF_DIALECT_MODELOPT_FP8,      /* "modelopt_fp8": <p>.weight F8 + <p>.weight_scale */
-    NF_DIALECT_MODELOPT_NVFP4,    /* "modelopt_nvfp4": <p>.weight U8 + weight_scale F8_E4M3 +
+    NF_DIALECT_MODELOPT_FP8,   /* "modelopt_fp8": <p>.weight F8 + <p>.weight_scale */
+    NF_DIALECT_MODELOPT_NVFP4, /* "modelopt_nvfp4": <p>.weight U8 + weight_scale F8_E4M3 +
                                      weight_scale_2 (a multiplier) */
     NF_DIALECT_COUNT
 } nf_dialect_id;
@@ -62,17 +62,17 @@ typedef enum nf_dialect_id {
 NF_API const char *nf_dialect_name(nf_dialect_id id);
 
 typedef enum nf_qcodes {
-    NF_QCODES_E4M3,        /* one E4M3FN byte per value */
-    NF_QCODES_E5M2,        /* one E5M2 byte per value */
-    NF_QCODES_E2M1,        /* two E2M1 codes per byte, the lower column in the low nibble */
-    NF_QCODES_INT_PACKED,  /* 32/bits offset-binary codes per little-endian int32, lowest first */
-    NF_QCODES_INT8         /* one int8 per value */
+    NF_QCODES_E4M3,       /* one E4M3FN byte per value */
+    NF_QCODES_E5M2,       /* one E5M2 byte per value */
+    NF_QCODES_E2M1,       /* two E2M1 codes per byte, the lower column in the low nibble */
+    NF_QCODES_INT_PACKED, /* 32/bits offset-binary codes per little-endian int32, lowest first */
+    NF_QCODES_INT8        /* one int8 per value */
 } nf_qcodes;
 
 typedef enum nf_qglobal {
     NF_QGLOBAL_NONE,
-    NF_QGLOBAL_MUL,        /* ModelOpt weight_scale_2 */
-    NF_QGLOBAL_DIV         /* compressed-tensors weight_global_scale */
+    NF_QGLOBAL_MUL, /* ModelOpt weight_scale_2 */
+    NF_QGLOBAL_DIV  /* compressed-tensors weight_global_scale */
 } nf_qglobal;
 
 /* One quantized weight.  Tensors are the source's (valid while it is open). */
@@ -86,21 +86,21 @@ typedef struct nf_qweight {
     const nf_source_tensor *shape_tensor;  /* <p>.weight_shape, or NULL */
     const nf_source_tensor *activation[2]; /* <p>.input_scale, <p>.input_global_scale (or NULL) */
     nf_qcodes codes_kind;
-    unsigned bits;                         /* bits per code: 8, 4 (packed: 4 or 8) */
-    uint64_t shape[2];                     /* the weight [N, K] */
-    uint64_t block_rows, block_cols;       /* values one scale covers (edge blocks: fewer) */
-    uint64_t scale_rows, scale_cols;       /* the scale grid, ceil(N / block_rows) x ceil(K / block_cols) */
-    bool zero_point_packed;                /* zero points in int32 words packed along the rows */
+    unsigned bits;                   /* bits per code: 8, 4 (packed: 4 or 8) */
+    uint64_t shape[2];               /* the weight [N, K] */
+    uint64_t block_rows, block_cols; /* values one scale covers (edge blocks: fewer) */
+    uint64_t scale_rows, scale_cols; /* the scale grid, ceil(N / block_rows) x ceil(K / block_cols) */
+    bool zero_point_packed;          /* zero points in int32 words packed along the rows */
     nf_qglobal global_op;
-    uint32_t global_bits;                  /* the global scale's binary32 word */
+    uint32_t global_bits; /* the global scale's binary32 word */
 } nf_qweight;
 
 /* What a tensor of the checkpoint is. */
 typedef enum nf_qrole {
-    NF_QROLE_PLAIN,        /* a tensor of its own */
-    NF_QROLE_WEIGHT,       /* the codes tensor of a quantized weight: the weight itself */
-    NF_QROLE_COMPANION,    /* a weight's scale, global scale, zero points or shape: part of it */
-    NF_QROLE_ACTIVATION    /* an activation scale (input_scale, input_global_scale) of a module */
+    NF_QROLE_PLAIN,     /* a tensor of its own */
+    NF_QROLE_WEIGHT,    /* the codes tensor of a quantized weight: the weight itself */
+    NF_QROLE_COMPANION, /* a weight's scale, global scale, zero points or shape: part of it */
+    NF_QROLE_ACTIVATION /* an activation scale (input_scale, input_global_scale) of a module */
 } nf_qrole;
 
 typedef struct nf_dialects nf_dialects;

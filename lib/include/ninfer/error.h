@@ -41,8 +41,7 @@ NF_API nf_status nf_error_vset(nf_error *err, nf_status status, const char *fmt,
     __attribute__((format(printf, 3, 0)));
 /* Records an errno-based system error: "<what>: <strerror(errnum)>", status NF_ERR_IO
  * (NF_ERR_NOMEM for ENOMEM). */
-NF_API nf_status nf_error_errno(nf_error *err, int errnum, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+NF_API nf_status nf_error_errno(nf_error *err, int errnum, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Adds a caller's context to a callee's failure: prepends "<context>: " to the message recorded
  * in err (if non-NULL) and returns status, the callee's status, unchanged -- so that
  *     if (st != NF_OK) return nf_error_forward(err, st, "object '%s'", id);
@@ -59,17 +58,17 @@ NF_API int nf_status_exit_code(nf_status status);
 NF_API const char *nf_status_name(nf_status status);
 
 /* Propagate a failing status unchanged. */
-#define NF_TRY(expr)                                                                             \
-    do {                                                                                         \
-        nf_status nf_try_status_ = (expr);                                                       \
-        if (nf_try_status_ != NF_OK) return nf_try_status_;                                      \
+#define NF_TRY(expr)                                        \
+    do {                                                    \
+        nf_status nf_try_status_ = (expr);                  \
+        if (nf_try_status_ != NF_OK) return nf_try_status_; \
     } while (0)
 
 /* Propagate a failing status unchanged, with the caller's context before the callee's message:
  *     NF_TRY_CTX(read_row(s, r, buf, err), err, "row %zu", r); */
-#define NF_TRY_CTX(expr, err, ...)                                                               \
-    do {                                                                                         \
-        nf_status nf_try_status_ = (expr);                                                       \
+#define NF_TRY_CTX(expr, err, ...)                                                                \
+    do {                                                                                          \
+        nf_status nf_try_status_ = (expr);                                                        \
         if (nf_try_status_ != NF_OK) return nf_error_forward((err), nf_try_status_, __VA_ARGS__); \
     } while (0)
 

@@ -32,7 +32,7 @@ typedef enum nf_scale_type {
     NF_SCALE_FP16, /* IEEE binary16 */
     NF_SCALE_BF16,
     NF_SCALE_E4M3FN,
-    NF_SCALE_GGML  /* scales live inside ggml blocks */
+    NF_SCALE_GGML /* scales live inside ggml blocks */
 } nf_scale_type;
 
 typedef enum nf_format_id {
@@ -72,14 +72,14 @@ typedef enum nf_format_id {
 /* Every property of one registered format.  Fields that do not apply are 0 / NULL. */
 typedef struct nf_format {
     nf_format_id id;
-    const char *name;           /* canonical name, e.g. "q4_g64_fp16" */
+    const char *name; /* canonical name, e.g. "q4_g64_fp16" */
     nf_category category;
-    unsigned code_bits;         /* logical code/word width: 16/32 direct, 2..8 grouped, 4 nvfp4,
+    unsigned code_bits;     /* logical code/word width: 16/32 direct, 2..8 grouped, 4 nvfp4,
                                    8 fp8; 0 for gguf */
-    unsigned group_size;        /* grouped: 64/32/128; nvfp4: 16; fp8 rows / gguf: 0 */
-    int code_min, code_max;     /* legal signed code interval (grouped: q; q2: [-1,2]) */
-    int code_bias;              /* stored word = q + code_bias (1 for q2, else 0) */
-    int encoder_qmax;           /* qmax used as the reference encoder's denominator (grouped) */
+    unsigned group_size;    /* grouped: 64/32/128; nvfp4: 16; fp8 rows / gguf: 0 */
+    int code_min, code_max; /* legal signed code interval (grouped: q; q2: [-1,2]) */
+    int code_bias;          /* stored word = q + code_bias (1 for q2, else 0) */
+    int encoder_qmax;       /* qmax used as the reference encoder's denominator (grouped) */
     nf_scale_type scale_type;
     unsigned word_bytes;        /* direct: 2 or 4 bytes per element */
     unsigned block_values;      /* gguf: values per ggml block */

@@ -90,12 +90,12 @@ NF_API const char *nf_import_kind_name(nf_import_kind kind);
 /* One source tensor as its checkpoint declares it (no data).  For an nf_source_tensor t:
  * {t->name, t->type_name, t->ggml_type, t->rank, t->shape}. */
 typedef struct nf_import_tensor {
-    const char *name;      /* full tensor name: used in messages; the safetensors dialects also
+    const char *name;  /* full tensor name: used in messages; the safetensors dialects also
                               check its last dot-separated component ("weight_scale_2") and that
                               all companions share the same prefix */
-    const char *dtype;     /* safetensors dtype spelling ("U8", "F8_E4M3", "BF16", "F32");
+    const char *dtype; /* safetensors dtype spelling ("U8", "F8_E4M3", "BF16", "F32");
                               ignored for a GGUF tensor */
-    int ggml_type;         /* a GGUF tensor's ggml type id; -1 for a safetensors tensor */
+    int ggml_type;     /* a GGUF tensor's ggml type id; -1 for a safetensors tensor */
     uint32_t rank;
     const uint64_t *shape; /* rank dimensions, row-major, innermost last */
 } nf_import_tensor;
@@ -184,15 +184,15 @@ NF_API nf_status nf_import_nvfp4_divisors(const nf_import *sources, size_t count
 /* ---------------------------------------------------------------- rows */
 /* One chunk of consecutive source rows [first_row, first_row + rows). */
 typedef struct nf_import_chunk {
-    uint64_t first_row;  /* absolute source row of the chunk's first row */
-    uint64_t rows;       /* 0 is a no-op */
-    const void *data;    /* codes/blocks tensor bytes of these rows: rows * row_bytes bytes,
+    uint64_t first_row; /* absolute source row of the chunk's first row */
+    uint64_t rows;      /* 0 is a no-op */
+    const void *data;   /* codes/blocks tensor bytes of these rows: rows * row_bytes bytes,
                             any alignment */
-    size_t data_len;     /* at least rows * row_bytes */
-    const void *scales;  /* scale tensor bytes of these rows: rows * scale_row_bytes bytes
+    size_t data_len;    /* at least rows * row_bytes */
+    const void *scales; /* scale tensor bytes of these rows: rows * scale_row_bytes bytes
                             (NULL when scale_row_bytes == 0) */
-    size_t scales_len;   /* at least rows * scale_row_bytes */
-    uint64_t first_col;  /* nvfp4: the absolute column of the chunk's first column when it is a
+    size_t scales_len;  /* at least rows * scale_row_bytes */
+    uint64_t first_col; /* nvfp4: the absolute column of the chunk's first column when it is a
                             span of the rows (an import of that span's columns: cols, row_bytes
                             and scale_row_bytes the span's; docs/layouts.md section 12), for
                             messages; 0 for whole rows */
@@ -211,8 +211,8 @@ typedef struct nf_import_chunk {
  *   PQ2_0  code 11, a -0 or non-finite scale, a +0 scale over a nonzero code;
  *   nvfp4  a scale with its sign set or 0x7F (NaN); every E2M1 code is valid;
  *   fp8    codes 0x7F / 0xFF (NaN), an invalid row scale, a +0 scale over a nonzero code. */
-NF_API nf_status nf_import_rows(const nf_import *imp, const nf_import_chunk *chunk, nf_words *out,
-                                uint64_t out_row, nf_error *err);
+NF_API nf_status nf_import_rows(const nf_import *imp, const nf_import_chunk *chunk, nf_words *out, uint64_t out_row,
+                                nf_error *err);
 
 #ifdef __cplusplus
 }

@@ -56,7 +56,7 @@ NF_API const nf_layout *nf_layout_default_for(const nf_format *fmt);
 
 /* One plane of an encoded tensor, relative to the object's first byte. */
 typedef struct nf_plane {
-    const char *name;   /* "words", "codes", "high", "scales", "divisors", "rows", "blocks" */
+    const char *name; /* "words", "codes", "high", "scales", "divisors", "rows", "blocks" */
     uint64_t offset;
     uint64_t bytes;
     uint64_t row_bytes; /* bytes of one row in this plane; 0 if the plane is not row-major
@@ -71,8 +71,8 @@ typedef struct nf_geometry {
     uint64_t shape[NF_MAX_RANK];
     uint64_t elements;
     uint64_t rows, cols;
-    uint64_t divisors;       /* nvfp4: number of divisor words; 1 otherwise */
-    uint64_t bytes;          /* encoded size of the object */
+    uint64_t divisors; /* nvfp4: number of divisor words; 1 otherwise */
+    uint64_t bytes;    /* encoded size of the object */
     /* row_split_k128_v1 */
     uint64_t k_pad, groups_per_row, logical_groups;
     /* row_interleaved_v1 and gguf_blocks_v1: bytes of one row record; contiguous: cols*word */
@@ -85,8 +85,8 @@ typedef struct nf_geometry {
  * accept the format ("layout 'x' does not accept format 'y'"), the shape is not one the layout
  * holds, divisors are not allowed, or a size overflows U64.  For raw_bytes_v1 use
  * nf_geometry_resource(). */
-NF_API nf_status nf_geometry_init(nf_geometry *g, const nf_layout *layout, const nf_format *fmt,
-                                  uint32_t rank, const uint64_t *shape, uint64_t divisors, nf_error *err);
+NF_API nf_status nf_geometry_init(nf_geometry *g, const nf_layout *layout, const nf_format *fmt, uint32_t rank,
+                                  const uint64_t *shape, uint64_t divisors, nf_error *err);
 /* raw_bytes_v1 of `bytes` bytes (>= 1). */
 NF_API nf_status nf_geometry_resource(nf_geometry *g, uint64_t bytes, nf_error *err);
 
@@ -138,16 +138,16 @@ NF_API nf_status nf_layout_encode_rows(const nf_geometry *g, const nf_words *w, 
 /* Write the bytes no row owns: zero gaps between and after planes, and nvfp4's divisor words
  * (taken from w->divisors).  Together with encode_rows over all rows, every byte of the object
  * is written exactly once. */
-NF_API nf_status nf_layout_encode_tail(const nf_geometry *g, const nf_words *w, bool unchecked,
-                                       nf_write_fn write, void *ctx, nf_error *err);
+NF_API nf_status nf_layout_encode_tail(const nf_geometry *g, const nf_words *w, bool unchecked, nf_write_fn write,
+                                       void *ctx, nf_error *err);
 /* Whole tensor into out[g->bytes]. */
 NF_API nf_status nf_layout_encode(const nf_geometry *g, const nf_words *w, uint8_t *out, nf_error *err);
 
 /* ---------------------------------------------------------------- decode */
 /* Decode rows [r0, r1) into w (allocated for at least r1 - r0 rows); w->divisors, when non-NULL,
  * receives all divisor words.  Does not validate words (see nf_layout_check). */
-NF_API nf_status nf_layout_decode_rows(const nf_geometry *g, const nf_byte_reader *src, uint64_t r0,
-                                       uint64_t r1, nf_words *w, nf_error *err);
+NF_API nf_status nf_layout_decode_rows(const nf_geometry *g, const nf_byte_reader *src, uint64_t r0, uint64_t r1,
+                                       nf_words *w, nf_error *err);
 
 /* ---------------------------------------------------------------- validation */
 /* One problem found by nf_layout_check: message like "row 3 col 17: code -128 is not a legal
@@ -162,15 +162,15 @@ NF_API nf_status nf_layout_check(const nf_geometry *g, const nf_byte_reader *src
 
 /* ---------------------------------------------------------------- row views and gathers */
 typedef struct nf_span {
-    uint32_t plane;   /* index into g->planes */
-    uint64_t offset;  /* relative to the object */
+    uint32_t plane;  /* index into g->planes */
+    uint64_t offset; /* relative to the object */
     uint64_t bytes;
 } nf_span;
 /* The byte spans holding consecutive rows [r0, r1): one per row-major plane (not one contiguous
  * range).  nvfp4: r0 and r1 must be multiples of 128 (its scale plane is tiled by 128 rows);
  * the divisor plane is not part of a row view. */
-NF_API nf_status nf_layout_row_spans(const nf_geometry *g, uint64_t r0, uint64_t r1, nf_span *spans,
-                                     uint32_t *nspans, nf_error *err);
+NF_API nf_status nf_layout_row_spans(const nf_geometry *g, uint64_t r0, uint64_t r1, nf_span *spans, uint32_t *nspans,
+                                     nf_error *err);
 /* The encoded bytes of a standalone tensor holding rows[0..count) of src, in that order (rows
  * may repeat), without re-encoding: *out_g gets its geometry (same format/layout, N = count)
  * and out must hold out_g->bytes (call with out == NULL to get the geometry only).  nvfp4
@@ -213,8 +213,8 @@ NF_API nf_status nf_layout_decode_rows_f32(const nf_geometry *g, const nf_byte_r
 #define NF_COLSPAN_ALIGN 4096u
 
 typedef struct nf_colspan {
-    nf_geometry g;             /* the span as a [1, w] tensor ([128, w]: nvfp4) */
-    const nf_geometry *whole;  /* must outlive the span */
+    nf_geometry g;            /* the span as a [1, w] tensor ([128, w]: nvfp4) */
+    const nf_geometry *whole; /* must outlive the span */
     uint64_t row, c0;
 } nf_colspan;
 

@@ -117,7 +117,7 @@ NF_API bool nf_src_type_lookup(const char *name, nf_src_type *out);
  * scale comes from the whole matrix (nvfp4_search's too): every chunk of it carries matrix_max
  * (nf_nvfp4_quantize_max of all the matrix's rows). */
 typedef struct nf_src_rows {
-    const char *name;   /* tensor name for error messages; NULL for none */
+    const char *name; /* tensor name for error messages; NULL for none */
     nf_src_type type;
     const void *data;   /* rows * cols elements, row-major, little-endian, any alignment */
     uint64_t first_row; /* absolute index of data's first row (messages only) */
@@ -128,7 +128,7 @@ typedef struct nf_src_rows {
     uint32_t row_max;   /* a span, fp8_row_maxabs: the largest magnitude word of the whole row */
     float row_sum2;     /* a span, ggml_quantize (has_row_sum2 set): the whole row's sum of x^2 */
     bool has_row_sum2;
-    uint32_t matrix_max;   /* nvfp4_quantize (has_matrix_max set): the largest magnitude word of the
+    uint32_t matrix_max; /* nvfp4_quantize (has_matrix_max set): the largest magnitude word of the
                               whole matrix; without it the chunk is taken as the whole matrix */
     bool has_matrix_max;
 } nf_src_rows;
@@ -146,8 +146,7 @@ typedef struct nf_method_params {
 
 /* Check params against a method and the tensor's K once, before encoding chunks (the row
  * encoders check them too).  NULL params means none. */
-NF_API nf_status nf_method_check_params(nf_method_id id, const nf_method_params *params, uint64_t cols,
-                                        nf_error *err);
+NF_API nf_status nf_method_check_params(nf_method_id id, const nf_method_params *params, uint64_t cols, nf_error *err);
 /* Check that the method with params can encode into fmt, once the two calls above accept them:
  * ggml_quantize into gguf_iq2_xxs and gguf_iq2_xs needs an importance vector, as ggml's
  * quantizer does (ggml_quantize_requires_imatrix; docs/methods.md "ggml_quantize").
@@ -167,8 +166,7 @@ NF_API nf_status nf_method_check_choice(nf_method_id id, const nf_format *fmt, c
  *   and BF16 widen exactly (NaN payloads move to the high fraction bits).  int32: integer
  *   sources must lie in [-2^31, 2^31-1]; floating sources truncate toward zero and must be
  *   finite with the truncated value in range.  Integer sources to bf16/fp32 are refused. */
-NF_API nf_status nf_cast_direct_rows(const nf_format *fmt, const nf_src_rows *src, nf_words *out,
-                                     nf_error *err);
+NF_API nf_status nf_cast_direct_rows(const nf_format *fmt, const nf_src_rows *src, nf_words *out, nf_error *err);
 
 /* grouped_absmax (q4/q5/q6/q8; q2 and t2 are refused): per group of G logical values (the last
  * group of a row holds K mod G of them when G does not divide K):
@@ -176,8 +174,7 @@ NF_API nf_status nf_cast_direct_rows(const nf_format *fmt, const nf_src_rows *sr
  *   scale16 = f16(f32(amax / qmax)), 0 -> 0x0001, infinite -> refused;
  *   inv = f32(1 / scale32); code = clamp(round_half_even(f32(x * inv)), qmin, qmax).
  * Non-finite source values are refused. */
-NF_API nf_status nf_grouped_absmax_rows(const nf_format *fmt, const nf_src_rows *src, nf_words *out,
-                                        nf_error *err);
+NF_API nf_status nf_grouped_absmax_rows(const nf_format *fmt, const nf_src_rows *src, nf_words *out, nf_error *err);
 
 /* grouped_search (q4/q5/q6/q8): the absmax result unless one of 68 further candidate scales, in
  * docs/methods.md, grouped_search fixed order, has a strictly smaller error
@@ -189,8 +186,8 @@ NF_API nf_status nf_grouped_absmax_rows(const nf_format *fmt, const nf_src_rows 
  * candidates scale the binary16-rounded fit, as upstream's implementation does.  A group whose
  * importance is all zero keeps the absmax result.  params may be NULL (no importance,
  * positive scales only). */
-NF_API nf_status nf_grouped_search_rows(const nf_format *fmt, const nf_method_params *params,
-                                        const nf_src_rows *src, nf_words *out, nf_error *err);
+NF_API nf_status nf_grouped_search_rows(const nf_format *fmt, const nf_method_params *params, const nf_src_rows *src,
+                                        nf_words *out, nf_error *err);
 
 /* fp8_row_maxabs (fp8_e4m3fn_row_bf16 / _fp16): every value is first rounded to BF16 (nearest
  * even; a non-finite value, or one that overflows BF16, is refused), then per row:
@@ -200,8 +197,7 @@ NF_API nf_status nf_grouped_search_rows(const nf_format *fmt, const nf_method_pa
  *   inv = f32(1 / scale32); code = E4M3FN(clamp(f32(x * inv), +-448)), nearest with ties to the
  *   even code, sign from x's sign bit (-0 gives 0x80); a non-finite x * inv is refused (a BF16
  *   scale below about 2^-128 has an infinite reciprocal). */
-NF_API nf_status nf_fp8_row_maxabs_rows(const nf_format *fmt, const nf_src_rows *src, nf_words *out,
-                                        nf_error *err);
+NF_API nf_status nf_fp8_row_maxabs_rows(const nf_format *fmt, const nf_src_rows *src, nf_words *out, nf_error *err);
 
 /* ggml_quantize (gguf_q8_0, gguf_q4_0, gguf_q5_0, gguf_q2_k, gguf_q3_k, gguf_q4_k, gguf_q5_k,
  *   gguf_q6_k, gguf_iq4_nl, gguf_iq4_xs, gguf_iq1_s, gguf_iq1_m): the blocks ggml_quantize_chunk writes for the same binary32 values, byte for
@@ -218,8 +214,7 @@ NF_API nf_status nf_ggml_quantize_rows(const nf_format *fmt, const nf_method_par
 /* The first pass of ggml_quantize over a span of one row (src->rows 1): adds the span's x^2 to
  * *sum2 in column order, as ggml sums the whole row, for the row_sum2 of the row's spans (the
  * spans given in column order).  Nothing for the formats whose weights do not use it. */
-NF_API nf_status nf_ggml_quantize_row_sum2(const nf_format *fmt, const nf_src_rows *src, float *sum2,
-                                           nf_error *err);
+NF_API nf_status nf_ggml_quantize_row_sum2(const nf_format *fmt, const nf_src_rows *src, float *sum2, nf_error *err);
 
 /* nvfp4_quantize (nvfp4; docs/methods.md, nvfp4_quantize, gives every rounding): from the
  * matrix's largest magnitude m (src->matrix_max, or the chunk's own when has_matrix_max is false)
@@ -247,8 +242,7 @@ NF_API nf_status nf_nvfp4_search_rows(const nf_format *fmt, const nf_method_para
                                       nf_words *out, nf_error *err);
 /* The divisor word nvfp4_quantize stores for a matrix whose largest magnitude word is max_word;
  * NF_ERR_INVALID (naming src's tensor, when given) when it is not a finite binary32. */
-NF_API nf_status nf_nvfp4_quantize_divisor(const nf_src_rows *src, uint32_t max_word, uint32_t *divisor,
-                                           nf_error *err);
+NF_API nf_status nf_nvfp4_quantize_divisor(const nf_src_rows *src, uint32_t max_word, uint32_t *divisor, nf_error *err);
 
 /* Dispatch to one of the encoders above (import_encoded -> NF_ERR_USAGE).  params is only read by
  * grouped_search, ggml_quantize and nvfp4_search; the others refuse non-empty parameters. */
@@ -267,9 +261,9 @@ NF_API nf_status nf_fp8_row_maxabs_max(const nf_format *fmt, const nf_src_rows *
  * nf_method_encode_rows.  The figures do not depend on how rows are cut into calls.  On failure
  * *stats may hold part of the chunk's figures: discard it (convert measures each chunk into an
  * accumulator of its own and merges it only when the chunk succeeds). */
-NF_API nf_status nf_method_encode_rows_measured(nf_method_id id, const nf_format *fmt,
-                                                const nf_method_params *params, const nf_src_rows *src,
-                                                nf_words *out, nf_errstats *stats, nf_error *err);
+NF_API nf_status nf_method_encode_rows_measured(nf_method_id id, const nf_format *fmt, const nf_method_params *params,
+                                                const nf_src_rows *src, nf_words *out, nf_errstats *stats,
+                                                nf_error *err);
 
 
 #ifdef __cplusplus

@@ -75,8 +75,7 @@ NF_API size_t nf_hf_name_to_gguf(nf_arch arch, const char *hf, char *out, size_t
 /* The Hugging Face name of GGUF tensor `gguf` under `arch`; for a stacked experts tensor,
  * expert `expert`'s matrix (expert is ignored for other tensors; a stacked tensor with expert
  * < 0 is unmapped).  Its length, or 0. */
-NF_API size_t nf_gguf_name_to_hf(nf_arch arch, const char *gguf, int expert, char *out, size_t size,
-                                 nf_name_map *how);
+NF_API size_t nf_gguf_name_to_hf(nf_arch arch, const char *gguf, int expert, char *out, size_t size, nf_name_map *how);
 
 /* The Hugging Face row of GGUF row `gguf_row` of a q_proj / k_proj of `rows` rows and `heads`
  * heads, for an architecture that permutes them; false when rows is not a multiple of 2 * heads

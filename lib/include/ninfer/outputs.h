@@ -46,8 +46,7 @@ typedef struct nf_stale {
 
 /* artifact false: only the temp files of dest itself (".<B>.<pid>@<H>.XXXXXX.tmp", what a killed
  * ninfer-dequant leaves), no part, report, set-aside or orphan-part files. */
-NF_API nf_status nf_stale_find(const char *dest, bool artifact, nf_stale **out, size_t *count,
-                               nf_error *err);
+NF_API nf_status nf_stale_find(const char *dest, bool artifact, nf_stale **out, size_t *count, nf_error *err);
 NF_API void nf_stale_free(nf_stale *s, size_t n);
 
 #ifdef __cplusplus

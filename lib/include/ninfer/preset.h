@@ -59,11 +59,11 @@ NF_API bool nf_preset_lookup(const char *name, nf_preset *out);
 /* What the rules read of the model (config.json, or a GGUF's hyperparameters). */
 typedef struct nf_preset_model {
     nf_arch arch;
-    uint32_t layers;    /* num_hidden_layers (GGUF: ARCH.block_count) */
-    uint32_t heads;     /* num_attention_heads */
-    uint32_t kv_heads;  /* num_key_value_heads (0: heads) */
-    uint32_t experts;   /* routed experts (num_experts, n_routed_experts, num_local_experts); 0 dense */
-    bool imatrix;       /* an importance matrix is given (llama-quantize --imatrix) */
+    uint32_t layers;   /* num_hidden_layers (GGUF: ARCH.block_count) */
+    uint32_t heads;    /* num_attention_heads */
+    uint32_t kv_heads; /* num_key_value_heads (0: heads) */
+    uint32_t experts;  /* routed experts (num_experts, n_routed_experts, num_local_experts); 0 dense */
+    bool imatrix;      /* an importance matrix is given (llama-quantize --imatrix) */
 } nf_preset_model;
 
 /* One GGUF tensor in, its choice out. */

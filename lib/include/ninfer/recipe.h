@@ -40,7 +40,7 @@ extern "C" {
 
 struct json_t;
 
-#define NF_RECIPE_MAX_DEPTH 32       /* YAML nesting cap */
+#define NF_RECIPE_MAX_DEPTH 32 /* YAML nesting cap */
 #define NF_RECIPE_MAX_BYTES (16u << 20)
 
 typedef struct nf_recipe_pos {
@@ -48,48 +48,48 @@ typedef struct nf_recipe_pos {
 } nf_recipe_pos;
 
 typedef struct nf_recipe_source {
-    char *name;          /* "base", "imatrix", ... */
-    char *path;          /* expanded, relative to the recipe's directory resolved; NULL while it
+    char *name; /* "base", "imatrix", ... */
+    char *path; /* expanded, relative to the recipe's directory resolved; NULL while it
                             holds a variable the command line does not allow (see blocked) */
     nf_recipe_pos pos;
     /* added after pos so that code initialising the fields above is unaffected */
-    char *written;       /* the path as the recipe wrote it (${VAR} unexpanded), for messages */
-    char *blocked;       /* the first ${VAR} of it that is not allowed, or NULL */
-    bool command_line;   /* set by nf_recipe_set_source: a path the command line gave */
+    char *written;     /* the path as the recipe wrote it (${VAR} unexpanded), for messages */
+    char *blocked;     /* the first ${VAR} of it that is not allowed, or NULL */
+    bool command_line; /* set by nf_recipe_set_source: a path the command line gave */
 } nf_recipe_source;
 
 typedef struct nf_recipe_resource {
-    char *role;          /* "tokenizer.json" */
-    char *source;        /* "base" for "base/tokenizer.json", NULL for a plain path */
-    char *path;          /* the file: resolved against the source directory or the recipe's;
+    char *role;   /* "tokenizer.json" */
+    char *source; /* "base" for "base/tokenizer.json", NULL for a plain path */
+    char *path;   /* the file: resolved against the source directory or the recipe's;
                             NULL while a ${VAR} of it (or of its source) is not allowed */
     nf_recipe_pos pos;
-    char *written;       /* as the recipe wrote it, for messages */
-    char *blocked;       /* the first ${VAR} of its file part that is not allowed, or NULL */
+    char *written; /* as the recipe wrote it, for messages */
+    char *blocked; /* the first ${VAR} of its file part that is not allowed, or NULL */
 } nf_recipe_resource;
 
 typedef struct nf_recipe_component {
-    char *name;                   /* "text" */
-    char *config_from;            /* {from: base}: the source whose config.json is the config */
-    struct json_t *config;        /* a literal config object (when not config_from), or NULL */
+    char *name;            /* "text" */
+    char *config_from;     /* {from: base}: the source whose config.json is the config */
+    struct json_t *config; /* a literal config object (when not config_from), or NULL */
     nf_recipe_resource *resources;
     size_t nresources;
     nf_recipe_pos pos;
 } nf_recipe_component;
 
 typedef struct nf_recipe_rule {
-    char **match;                 /* selectors as written ("re:..." kept) */
+    char **match; /* selectors as written ("re:..." kept) */
     size_t nmatch;
-    int when_rank;                /* -1: no predicate */
-    char *when_dtype;             /* NULL: no predicate */
-    uint64_t when_min_elements;   /* 0: no predicate */
-    char *format;                 /* NULL: not set by this rule */
-    char *layout;                 /* NULL: not set ("auto" resets to the format's default) */
-    char *method;                 /* NULL: not set */
-    struct json_t *with;          /* NULL: not set; else an object of method parameters */
-    int skip;                     /* -1 not set, 0 false, 1 true */
+    int when_rank;              /* -1: no predicate */
+    char *when_dtype;           /* NULL: no predicate */
+    uint64_t when_min_elements; /* 0: no predicate */
+    char *format;               /* NULL: not set by this rule */
+    char *layout;               /* NULL: not set ("auto" resets to the format's default) */
+    char *method;               /* NULL: not set */
+    struct json_t *with;        /* NULL: not set; else an object of method parameters */
+    int skip;                   /* -1 not set, 0 false, 1 true */
     bool optional;
-    nf_recipe_pos pos;            /* the rule (its mapping) */
+    nf_recipe_pos pos; /* the rule (its mapping) */
     /* Where the rule sets each field (the value's position), {0, 0} when it does not; added
      * after `pos` so that code initialising the fields above is unaffected. */
     nf_recipe_pos format_pos, layout_pos, method_pos, with_pos;
@@ -103,30 +103,30 @@ typedef struct nf_recipe_rule {
 } nf_recipe_rule;
 
 typedef struct nf_recipe_group {
-    char *id;                     /* parent object id */
-    char **members;               /* tensor names, stacked in this order */
+    char *id;       /* parent object id */
+    char **members; /* tensor names, stacked in this order */
     size_t nmembers;
-    nf_recipe_pos pos;            /* the group (its mapping) */
-    nf_recipe_pos *member_pos;    /* nmembers positions of the member names, or NULL (unknown) */
+    nf_recipe_pos pos;         /* the group (its mapping) */
+    nf_recipe_pos *member_pos; /* nmembers positions of the member names, or NULL (unknown) */
 } nf_recipe_group;
 
 /* The recipe's `budget:` (docs/recipes.md, "Budgets"): the tensors a rule gives `format: budget`
  * get, each, one of the candidate (format, method) pairs, chosen by the planner so that the
  * weights fit the budget with the least importance-weighted squared error. */
-#define NF_RECIPE_BUDGET "budget"      /* the format (and method) name a rule leaves to the budget */
+#define NF_RECIPE_BUDGET "budget"         /* the format (and method) name a rule leaves to the budget */
 #define NF_RECIPE_BUDGET_SAMPLE_ROWS 128u /* budget.sample_rows when absent */
 
 typedef struct nf_recipe_budget {
-    bool set;                     /* the recipe has a budget section */
-    double bits_per_weight;       /* > 0: bits per weight over the tensors left to it; else 0 */
-    uint64_t bytes;               /* > 0: the bytes of every tensor object of the artifact; else 0 */
-    char **formats;               /* candidate formats; NULL/0: every format of the registry */
+    bool set;               /* the recipe has a budget section */
+    double bits_per_weight; /* > 0: bits per weight over the tensors left to it; else 0 */
+    uint64_t bytes;         /* > 0: the bytes of every tensor object of the artifact; else 0 */
+    char **formats;         /* candidate formats; NULL/0: every format of the registry */
     size_t nformats;
-    char **methods;               /* candidate methods; NULL/0: every method that quantizes */
+    char **methods; /* candidate methods; NULL/0: every method that quantizes */
     size_t nmethods;
-    char *imatrix;                /* the source whose importance weighs the error (and feeds
+    char *imatrix;                             /* the source whose importance weighs the error (and feeds
                                      every method that takes one), or NULL: every input channel weighs 1 */
-    uint64_t sample_rows;         /* rows measured per tensor for the estimates; 0: every row */
+    uint64_t sample_rows;                      /* rows measured per tensor for the estimates; 0: every row */
     nf_recipe_pos pos, imatrix_pos, limit_pos; /* the section, budget.imatrix, the budget's value */
     /* Named in messages in place of "FILE:LINE:COL: budget" when the command line made the
      * budget ("quick mode (--target-bpw 4.5)"), like nf_recipe_rule.label; NULL otherwise. */
@@ -138,22 +138,22 @@ typedef struct nf_recipe_budget {
 } nf_recipe_budget;
 
 typedef struct nf_recipe {
-    char *path;                   /* the recipe file ("<memory>" when parsed from text) */
-    char *dir;                    /* its directory, for relative paths */
-    int version;                  /* `recipe: 1` */
+    char *path;  /* the recipe file ("<memory>" when parsed from text) */
+    char *dir;   /* its directory, for relative paths */
+    int version; /* `recipe: 1` */
     nf_recipe_source *sources;
     size_t nsources;
-    char *output_name;            /* output.name or NULL */
-    uint64_t max_file_bytes;      /* output.max_file_bytes, 0 when absent */
+    char *output_name;               /* output.name or NULL */
+    uint64_t max_file_bytes;         /* output.max_file_bytes, 0 when absent */
     nf_recipe_component *components; /* NULL/0: the default {text: {config: base config.json or {}}} */
     size_t ncomponents;
-    char *default_format;         /* defaults.format, "bf16" when absent */
-    char *default_method;         /* defaults.method or NULL */
+    char *default_format; /* defaults.format, "bf16" when absent */
+    char *default_method; /* defaults.method or NULL */
     nf_recipe_rule *rules;
     size_t nrules;
     nf_recipe_group *groups;
     size_t ngroups;
-    struct json_t *json;          /* the whole recipe as JSON (for provenance) */
+    struct json_t *json;                                  /* the whole recipe as JSON (for provenance) */
     nf_recipe_pos default_format_pos, default_method_pos; /* defaults.format/method values; {0, 0} absent */
     /* defaults.activation_scales: "keep" makes the activation scales of quantized weights
      * (input_scale, input_global_scale; docs/dialects.md) tensors the rules see; "drop" (the
@@ -218,28 +218,27 @@ nf_status nf_recipe_origin(const nf_recipe *r, struct json_t **out, nf_error *er
 /* The recipe such a record rebuilds, the variables taken from the record, never from the
  * environment.  The record is untrusted: a member of another type, an unknown one, a text that
  * does not parse, a path that cannot be allowed: NF_ERR_INVALID, named "WHERE.member: ...". */
-nf_status nf_recipe_from_origin(const struct json_t *origin, const char *where, nf_recipe **out,
-                                 nf_error *err);
+nf_status nf_recipe_from_origin(const struct json_t *origin, const char *where, nf_recipe **out, nf_error *err);
 
 /* A tensor of the checkpoint, as the resolver sees it. */
 typedef struct nf_recipe_tensor {
     const char *name;
-    const char *dtype;            /* source spelling: "BF16", "F32", "Q8_0", ... */
+    const char *dtype; /* source spelling: "BF16", "F32", "Q8_0", ... */
     uint32_t rank;
     const uint64_t *shape;
     uint64_t elements;
-    bool quantized;               /* a weight its checkpoint stores quantized (when.quantized);
+    bool quantized; /* a weight its checkpoint stores quantized (when.quantized);
                                      dtype is then its codes tensor's, shape the weight's [N, K] */
 } nf_recipe_tensor;
 
 /* What the rules chose for one tensor. */
 typedef struct nf_recipe_choice {
     bool skip;
-    const char *format;           /* canonical name as written in the recipe (validated later) */
-    const char *layout;           /* NULL: the format's default layout */
-    const char *method;           /* never NULL after resolution */
-    const struct json_t *with;    /* NULL or an object */
-    int rule;                     /* index of the last rule that matched the tensor, -1 if none */
+    const char *format;        /* canonical name as written in the recipe (validated later) */
+    const char *layout;        /* NULL: the format's default layout */
+    const char *method;        /* never NULL after resolution */
+    const struct json_t *with; /* NULL or an object */
+    int rule;                  /* index of the last rule that matched the tensor, -1 if none */
     /* The rule that set each field, -1 when it comes from the defaults (or, for the method and
      * layout, is the format's natural one), so messages can point at the line responsible. */
     int format_rule, layout_rule, method_rule, with_rule;
@@ -259,12 +258,12 @@ NF_API nf_status nf_recipe_resolve(const nf_recipe *r, const nf_recipe_tensor *t
 #define NF_RECIPE_MAX_MATCH_STEPS ((uint64_t)1 << 30)
 
 typedef struct nf_recipe_resolve_limits {
-    uint64_t max_pairs, max_steps;  /* 0: the defaults above */
+    uint64_t max_pairs, max_steps; /* 0: the defaults above */
 } nf_recipe_resolve_limits;
 
 typedef struct nf_recipe_resolve_work {
-    uint64_t pairs;                 /* (pattern selector, candidate name) pairs */
-    uint64_t steps;                 /* matcher steps, plus one per selector and per tensor a rule applies to */
+    uint64_t pairs; /* (pattern selector, candidate name) pairs */
+    uint64_t steps; /* matcher steps, plus one per selector and per tensor a rule applies to */
 } nf_recipe_resolve_work;
 
 /* nf_recipe_resolve with explicit caps (NULL: the defaults) and, when work is not NULL, what the

@@ -48,14 +48,14 @@ extern "C" {
 /* ---------------------------------------------------------------- caps
  * Far above any real checkpoint, low enough that a hostile header is refused before it costs
  * memory (and that sanitizer runs never see giant allocations). */
-#define NF_ST_MAX_HEADER_BYTES 100000000u   /* safetensors MAX_HEADER_SIZE (upstream's value) */
-#define NF_ST_MAX_INDEX_BYTES (64u << 20)   /* *.safetensors.index.json */
-#define NF_SOURCE_MAX_RANK 16u              /* safetensors rank (GGUF: 4, GGML_MAX_DIMS) */
-#define NF_SOURCE_MAX_NAME_BYTES 1024u      /* tensor names (GGUF: < 64, GGML_MAX_NAME) */
-#define NF_SOURCE_MAX_TENSORS (1u << 20)    /* tensors in one source, all shards together */
-#define NF_SOURCE_MAX_FILES 65536u          /* shards of one checkpoint */
-#define NF_GGUF_MAX_NAME_BYTES 63u          /* tensor name length < GGML_MAX_NAME (64) */
-#define NF_GGUF_MAX_DIMS 4u                 /* GGML_MAX_DIMS */
+#define NF_ST_MAX_HEADER_BYTES 100000000u /* safetensors MAX_HEADER_SIZE (upstream's value) */
+#define NF_ST_MAX_INDEX_BYTES (64u << 20) /* *.safetensors.index.json */
+#define NF_SOURCE_MAX_RANK 16u            /* safetensors rank (GGUF: 4, GGML_MAX_DIMS) */
+#define NF_SOURCE_MAX_NAME_BYTES 1024u    /* tensor names (GGUF: < 64, GGML_MAX_NAME) */
+#define NF_SOURCE_MAX_TENSORS (1u << 20)  /* tensors in one source, all shards together */
+#define NF_SOURCE_MAX_FILES 65536u        /* shards of one checkpoint */
+#define NF_GGUF_MAX_NAME_BYTES 63u        /* tensor name length < GGML_MAX_NAME (64) */
+#define NF_GGUF_MAX_DIMS 4u               /* GGML_MAX_DIMS */
 #define NF_GGUF_MAX_KV (1u << 20)
 #define NF_GGUF_MAX_KEY_BYTES 4096u
 #define NF_GGUF_MAX_STRING_BYTES (64u << 20) /* fits an embedded tokenizer.json */
@@ -73,7 +73,7 @@ extern "C" {
 
 /* ---------------------------------------------------------------- types */
 typedef enum nf_source_kind {
-    NF_SOURCE_AUTO = 0,     /* nf_source_open_memory: decide from the magic bytes */
+    NF_SOURCE_AUTO = 0, /* nf_source_open_memory: decide from the magic bytes */
     NF_SOURCE_SAFETENSORS,
     NF_SOURCE_GGUF
 } nf_source_kind;
@@ -115,25 +115,25 @@ typedef enum nf_st_dtype {
 /* One tensor of a source.  Owned by the source; valid until nf_source_close(). */
 typedef struct nf_source_tensor {
     const char *name;
-    const char *type_name;    /* safetensors dtype ("BF16", "F8_E4M3") or ggml type ("Q4_K") */
-    nf_st_dtype dtype;        /* safetensors; NF_ST_NONE for GGUF */
-    int ggml_type;            /* GGUF type id; -1 for safetensors */
-    const nf_format *format;  /* GGUF tensors of the 18 imported block types: their gguf_*
+    const char *type_name;   /* safetensors dtype ("BF16", "F8_E4M3") or ggml type ("Q4_K") */
+    nf_st_dtype dtype;       /* safetensors; NF_ST_NONE for GGUF */
+    int ggml_type;           /* GGUF type id; -1 for safetensors */
+    const nf_format *format; /* GGUF tensors of the 18 imported block types: their gguf_*
                                  format (nf_format_by_ggml_type); NULL otherwise */
-    uint32_t block_values;    /* values per storage block: ggml block size; 1 for byte-sized
+    uint32_t block_values;   /* values per storage block: ggml block size; 1 for byte-sized
                                  safetensors dtypes, 2 for F4, 4 for F6_* */
-    uint32_t block_bytes;     /* bytes per block */
+    uint32_t block_bytes;    /* bytes per block */
     uint32_t rank;
-    const uint64_t *shape;    /* rank dimensions, row-major (GGUF ne reversed) */
-    uint64_t elements;        /* product of shape (1 for rank 0; 0 for an empty tensor) */
-    uint64_t rows;            /* product of all dimensions but the last (1 for rank 0 and 1) */
-    uint64_t row_elements;    /* the last dimension (1 for rank 0) */
-    uint64_t row_bytes;       /* bytes of one row; 0 when a row is not whole blocks (sub-byte
+    const uint64_t *shape; /* rank dimensions, row-major (GGUF ne reversed) */
+    uint64_t elements;     /* product of shape (1 for rank 0; 0 for an empty tensor) */
+    uint64_t rows;         /* product of all dimensions but the last (1 for rank 0 and 1) */
+    uint64_t row_elements; /* the last dimension (1 for rank 0) */
+    uint64_t row_bytes;    /* bytes of one row; 0 when a row is not whole blocks (sub-byte
                                  safetensors dtypes with an odd row) */
-    uint64_t bytes;           /* bytes of the whole tensor */
-    size_t file;              /* index of the file holding it (nf_source_file_path) */
-    uint64_t offset;          /* absolute byte offset of its first byte in that file */
-    bool convertible;         /* nf_source_read_f32 can convert this type */
+    uint64_t bytes;        /* bytes of the whole tensor */
+    size_t file;           /* index of the file holding it (nf_source_file_path) */
+    uint64_t offset;       /* absolute byte offset of its first byte in that file */
+    bool convertible;      /* nf_source_read_f32 can convert this type */
 } nf_source_tensor;
 
 typedef struct nf_source nf_source;
@@ -207,8 +207,8 @@ NF_API nf_status nf_source_read_bytes(const nf_source *s, const nf_source_tensor
                                       size_t len, nf_error *err);
 /* Raw bytes of rows [r0, r1): (r1 - r0) * row_bytes bytes into buf (buf_len at least that).
  * NF_ERR_INVALID when rows are not whole bytes (use nf_source_read_bytes). */
-NF_API nf_status nf_source_read_rows(const nf_source *s, const nf_source_tensor *t, uint64_t r0, uint64_t r1,
-                                     void *buf, size_t buf_len, nf_error *err);
+NF_API nf_status nf_source_read_rows(const nf_source *s, const nf_source_tensor *t, uint64_t r0, uint64_t r1, void *buf,
+                                     size_t buf_len, nf_error *err);
 /* Values of rows [r0, r1) as binary32: (r1 - r0) * row_elements floats, row-major, into out
  * (out_len floats at least that).  Conversions:
  *   F32: the words as stored (NaN payloads kept).  F16, BF16, F8_E4M3 (E4M3FN), F8_E5M2: exact.
@@ -223,8 +223,8 @@ NF_API nf_status nf_source_read_rows(const nf_source *s, const nf_source_tensor 
  * Any other type (F4, F6_*, F8_E8M0, F8_*FNUZ, U16, U32, U64, C64; ggml Q4_1, TQ1_0, ...) is
  * NF_ERR_INVALID naming the type as unsupported (t->convertible is false); its bytes remain
  * readable raw. */
-NF_API nf_status nf_source_read_f32(const nf_source *s, const nf_source_tensor *t, uint64_t r0, uint64_t r1,
-                                    float *out, size_t out_len, nf_error *err);
+NF_API nf_status nf_source_read_f32(const nf_source *s, const nf_source_tensor *t, uint64_t r0, uint64_t r1, float *out,
+                                    size_t out_len, nf_error *err);
 /* Values of columns [c0, c0 + n) of one row, converted as nf_source_read_f32 does: for rows too
  * long to hold at once.  c0 and n are whole blocks of the type (any column for element types);
  * n may end the row. */
@@ -247,9 +247,9 @@ NF_API void nf_source_tensor_reader(const nf_source *s, const nf_source_tensor *
  * NF_SOURCE_MAX_NAME_BYTES bytes.  A sharded index is a JSON object whose "weight_map" maps
  * every tensor to a shard file name in the index's directory (no path separators); every listed
  * tensor must be in its shard, every shard tensor listed, and no name may be in two shards. */
-NF_API const char *nf_st_dtype_name(nf_st_dtype dtype);                 /* "BF16"; NULL if out of range */
-NF_API bool nf_st_dtype_lookup(const char *name, nf_st_dtype *out);     /* exact, case-sensitive */
-NF_API unsigned nf_st_dtype_bits(nf_st_dtype dtype);                    /* 4, 6, 8, 16, 32, 64; 0 if bad */
+NF_API const char *nf_st_dtype_name(nf_st_dtype dtype);             /* "BF16"; NULL if out of range */
+NF_API bool nf_st_dtype_lookup(const char *name, nf_st_dtype *out); /* exact, case-sensitive */
+NF_API unsigned nf_st_dtype_bits(nf_st_dtype dtype);                /* 4, 6, 8, 16, 32, 64; 0 if bad */
 /* `__metadata__` of one file (string -> string), in the header's order. */
 NF_API size_t nf_source_st_metadata_count(const nf_source *s, size_t file);
 NF_API bool nf_source_st_metadata_at(const nf_source *s, size_t file, size_t index, const char **key,
@@ -292,10 +292,10 @@ typedef enum nf_gguf_type {
  * scalar and the element index for an array. */
 typedef struct nf_gguf_kv {
     const char *key;
-    nf_gguf_type type;       /* NF_GGUF_ARRAY for arrays */
-    nf_gguf_type elem_type;  /* arrays: the element type; scalars: == type */
-    uint64_t count;          /* arrays: elements; scalars: 1 */
-    uint64_t file_offset;    /* byte position of the pair in the file (for messages) */
+    nf_gguf_type type;      /* NF_GGUF_ARRAY for arrays */
+    nf_gguf_type elem_type; /* arrays: the element type; scalars: == type */
+    uint64_t count;         /* arrays: elements; scalars: 1 */
+    uint64_t file_offset;   /* byte position of the pair in the file (for messages) */
     /* private to the reader */
     const void *priv_values;
 } nf_gguf_kv;
@@ -319,8 +319,7 @@ NF_API nf_status nf_gguf_kv_uint(const nf_gguf_kv *kv, uint64_t index, uint64_t 
 NF_API nf_status nf_gguf_kv_int(const nf_gguf_kv *kv, uint64_t index, int64_t *out, nf_error *err);
 NF_API nf_status nf_gguf_kv_float(const nf_gguf_kv *kv, uint64_t index, double *out, nf_error *err);
 NF_API nf_status nf_gguf_kv_bool(const nf_gguf_kv *kv, uint64_t index, bool *out, nf_error *err);
-NF_API nf_status nf_gguf_kv_string(const nf_gguf_kv *kv, uint64_t index, const char **str, size_t *len,
-                                   nf_error *err);
+NF_API nf_status nf_gguf_kv_string(const nf_gguf_kv *kv, uint64_t index, const char **str, size_t *len, nf_error *err);
 
 NF_API const char *nf_gguf_type_name(nf_gguf_type type); /* "u32", "string", "array"; NULL if bad */
 /* ggml type name ("Q4_K", "IQ2_XXS", "F32", "PQ2_0"), or NULL when the id is unknown. */

@@ -21,12 +21,12 @@ extern "C" {
 typedef enum nf_verify_level {
     NF_VERIFY_STRUCTURE = 1, /* --quick */
     NF_VERIFY_WORDS = 2,
-    NF_VERIFY_CHECKSUMS = 3  /* default: everything */
+    NF_VERIFY_CHECKSUMS = 3 /* default: everything */
 } nf_verify_level;
 
 typedef struct nf_problem {
-    char *object;  /* object ID, or NULL for the artifact as a whole */
-    char *check;   /* "structure", "words" or "checksums" */
+    char *object; /* object ID, or NULL for the artifact as a whole */
+    char *check;  /* "structure", "words" or "checksums" */
     char *message;
 } nf_problem;
 
@@ -43,8 +43,7 @@ typedef struct nf_verify_report {
  * not, see report->valid); NF_ERR_IO / NF_ERR_NOMEM when the entry file itself cannot be read
  * (then err says why and the report is empty).  A missing or foreign part is a problem of the
  * artifact, not a system error.  NF_ERR_USAGE: require_checksums below the checksums level. */
-NF_API nf_status nf_verify_artifact(const char *path, nf_verify_level level, nf_verify_report *report,
-                                    nf_error *err);
+NF_API nf_status nf_verify_artifact(const char *path, nf_verify_level level, nf_verify_report *report, nf_error *err);
 
 /* Options of nf_verify_artifact_with (zero-initialise, then set what you need). */
 typedef struct nf_verify_options {
@@ -71,8 +70,8 @@ NF_API void nf_verify_report_free(nf_verify_report *report);
  * e.g. "against" of nf_verify_against in ninfer/convert.h, which re-derives the objects through
  * the planner), and a printf-style message, cut at NF_ERROR_MESSAGE_MAX; a message that starts
  * with "object '<object>': " has that part dropped (the object is a field of its own).  NF_ERR_NOMEM when the problem cannot be stored (the report is unchanged). */
-NF_API nf_status nf_verify_report_add(nf_verify_report *r, const char *object, const char *check, const char *fmt,
-                                      ...) __attribute__((format(printf, 4, 5)));
+NF_API nf_status nf_verify_report_add(nf_verify_report *r, const char *object, const char *check, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 #ifdef __cplusplus
 }

@@ -76,7 +76,8 @@ static nf_status take_factor(reader *r, const char *name, size_t a, size_t b, do
     char *end = NULL;
     errno = 0;
     double v = strtod(buf, &end);
-    if (end != buf + len || len == 0) return fail_at(r, a, name, "expected a factor (a number >= 0), got '%s'", nf_esc(buf).s);
+    if (end != buf + len || len == 0)
+        return fail_at(r, a, name, "expected a factor (a number >= 0), got '%s'", nf_esc(buf).s);
     if (!isfinite(v)) return fail_at(r, a, name, "factor %s is not a finite number", nf_esc(buf).s);
     if (v < 0 || (v == 0 && signbit(v)))
         return fail_at(r, a, name, "factor %s is negative: a factor is a number >= 0", nf_esc(buf).s);
@@ -127,15 +128,15 @@ static nf_status check_name(reader *r, const char *name, size_t len, size_t at)
 {
     size_t bad;
     if (memchr(name, '\0', len)) return fail_at(r, at, NULL, "a tensor name holds a NUL character");
-    if (!nf_utf8_valid((const uint8_t *)name, len, &bad)) return fail_at(r, at + bad, NULL, "a tensor name is not UTF-8");
+    if (!nf_utf8_valid((const uint8_t *)name, len, &bad))
+        return fail_at(r, at + bad, NULL, "a tensor name is not UTF-8");
     return NF_OK;
 }
 
 /* ---------------------------------------------------------------- JSON */
 static void skip_space(reader *r)
 {
-    while (r->i < r->n && (r->t[r->i] == ' ' || r->t[r->i] == '\t' || r->t[r->i] == '\n' || r->t[r->i] == '\r'))
-        r->i++;
+    while (r->i < r->n && (r->t[r->i] == ' ' || r->t[r->i] == '\t' || r->t[r->i] == '\n' || r->t[r->i] == '\r')) r->i++;
 }
 
 /* The string token at r->i (its opening quote), decoded into a fresh NUL-terminated name. */
@@ -232,8 +233,7 @@ static nf_status read_json(reader *r)
             nf_status st = NF_OK;
             if (b > a && !json_number_ok(r->t + a, b - a) && (r->t[a] == '-' || (r->t[a] >= '0' && r->t[a] <= '9')))
                 st = fail_at(r, a, name, "expected a factor (a JSON number >= 0)");
-            else if (b == a)
-                st = fail_at(r, a, name, "expected a factor (a JSON number >= 0)");
+            else if (b == a) st = fail_at(r, a, name, "expected a factor (a JSON number >= 0)");
             if (st == NF_OK) st = take_factor(r, name, a, b, &f);
             if (st != NF_OK) {
                 free(name);

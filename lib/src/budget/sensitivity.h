@@ -23,10 +23,10 @@
 
 typedef struct nf_sensitivity {
     size_t n;
-    char **names;          /* [n], UTF-8, in the file's order */
-    double *factors;       /* [n], finite, >= 0 */
-    uint64_t *line, *col;  /* [n], where each entry's name starts (1-based; col in bytes) */
-    uint64_t *byte;        /* [n], the same as a byte offset from 0 */
+    char **names;         /* [n], UTF-8, in the file's order */
+    double *factors;      /* [n], finite, >= 0 */
+    uint64_t *line, *col; /* [n], where each entry's name starts (1-based; col in bytes) */
+    uint64_t *byte;       /* [n], the same as a byte offset from 0 */
 } nf_sensitivity;
 
 /* Reads path whole.  NF_ERR_INVALID for a file that is not one of the two spellings (the

@@ -44,25 +44,25 @@
 #define TIE 1e-12
 
 typedef struct item_state {
-    size_t *nd;          /* non-dominated choices, bytes ascending */
-    uint64_t base;       /* the least bytes of any choice (nd[0]'s) */
+    size_t *nd;    /* non-dominated choices, bytes ascending */
+    uint64_t base; /* the least bytes of any choice (nd[0]'s) */
     size_t nnd;
-    size_t *hull;        /* positions in nd of the hull's points */
+    size_t *hull; /* positions in nd of the hull's points */
     size_t nhull;
-    size_t *kept;        /* after reduction, by reduced cost */
+    size_t *kept; /* after reduction, by reduced cost */
     size_t nkept;
     double minr;
-    uint64_t minbytes;   /* least bytes among kept */
+    uint64_t minbytes; /* least bytes among kept */
 } item_state;
 
 typedef struct step {
-    size_t item, h;      /* hull point h -> h + 1 */
-    double slope;        /* error change per byte (< 0) */
+    size_t item, h; /* hull point h -> h + 1 */
+    double slope;   /* error change per byte (< 0) */
 } step;
 
 /* Sort keys (qsort has no context argument: each sort copies what it compares). */
 typedef struct key {
-    double a;            /* error, or reduced cost */
+    double a; /* error, or reduced cost */
     uint64_t bytes;
     size_t index;
 } key;
@@ -124,8 +124,10 @@ static nf_status check_items(const nf_budget_item *items, size_t n, nf_error *er
         for (size_t k = 0; k < items[i].nchoices; k++) {
             double e = items[i].choices[k].error;
             if (!isfinite(e) || e < 0)
-                return nf_error_set(err, NF_ERR_INVALID, "budget: item %zu choice %zu: error %g is not a finite "
-                                    "number >= 0", i, k, e);
+                return nf_error_set(err, NF_ERR_INVALID,
+                                    "budget: item %zu choice %zu: error %g is not a finite "
+                                    "number >= 0",
+                                    i, k, e);
         }
     }
     return NF_OK;
@@ -256,7 +258,7 @@ static bool greedy(const nf_budget_item *items, size_t n, item_state *st, uint64
 typedef struct search {
     const nf_budget_item *items;
     item_state *st;
-    size_t *core;        /* items with more than one kept choice, in search order */
+    size_t *core; /* items with more than one kept choice, in search order */
     size_t ncore;
     uint64_t *suf_bytes; /* [ncore + 1]: least bytes of core[d..] */
     double *suf_r;       /* [ncore + 1]: least reduced cost of core[d..] */
@@ -264,7 +266,7 @@ typedef struct search {
     double lambda_spare; /* lambda * (C - the range's least): what a bound subtracts */
     double scale;        /* lambda_spare + the items' least reduced costs: the bounds' magnitude */
     uint64_t cap;
-    size_t *best, *cur;  /* per item */
+    size_t *best, *cur; /* per item */
     double best_error;
     uint64_t nodes, limit;
 } search;
@@ -275,8 +277,7 @@ static bool sort_kept(const nf_budget_item *it, item_state *is, double lambda)
     key *k = alloc_array(is->nkept, sizeof *k);
     if (!k) return false;
     for (size_t j = 0; j < is->nkept; j++)
-        k[j] = (key){reduced(&it->choices[is->kept[j]], is->base, lambda), it->choices[is->kept[j]].bytes,
-                     is->kept[j]};
+        k[j] = (key){reduced(&it->choices[is->kept[j]], is->base, lambda), it->choices[is->kept[j]].bytes, is->kept[j]};
     qsort(k, is->nkept, sizeof *k, cmp_cost_first);
     for (size_t j = 0; j < is->nkept; j++) is->kept[j] = k[j].index;
     free(k);
@@ -285,7 +286,7 @@ static bool sort_kept(const nf_budget_item *it, item_state *is, double lambda)
 
 typedef struct core_key {
     size_t nkept;
-    double spread;       /* greatest minus least reduced cost among the kept */
+    double spread; /* greatest minus least reduced cost among the kept */
     size_t index;
 } core_key;
 
@@ -433,8 +434,8 @@ static void totals(const nf_budget_item *items, size_t n, const size_t *pick, ui
 
 /* Step 3: each item's kept choices (by reduced cost), those whose Lagrangian bound does not
  * exceed the incumbent's error; sets L (the Lagrangian bound) and s->scale. */
-static bool reduce(const nf_budget_item *items, size_t n, item_state *st, const size_t *pick, double error,
-                   search *s, double *L)
+static bool reduce(const nf_budget_item *items, size_t n, item_state *st, const size_t *pick, double error, search *s,
+                   double *L)
 {
     double sum_minr = 0;
     uint64_t least = 0; /* the range's least: no overflow, checked */
@@ -541,8 +542,7 @@ nf_status nf_budget_solve(const nf_budget_item *items, size_t n, uint64_t capaci
      * multiplier stays 0. */
     if (!all_fit) {
         double L;
-        ok = reduce(items, n, st, out->pick, error, &s, &L) &&
-             search_core(items, n, &s, out->pick, error, &out->exact);
+        ok = reduce(items, n, st, out->pick, error, &s, &L) && search_core(items, n, &s, out->pick, error, &out->exact);
         free_search(&s);
         if (!ok) goto nomem;
         out->nodes = s.nodes;

@@ -20,23 +20,23 @@
 
 typedef struct nf_budget_choice {
     uint64_t bytes;
-    double error;                /* >= 0, finite */
+    double error; /* >= 0, finite */
 } nf_budget_choice;
 
 typedef struct nf_budget_item {
     const nf_budget_choice *choices;
-    size_t nchoices;             /* >= 1 */
+    size_t nchoices; /* >= 1 */
 } nf_budget_item;
 
 typedef struct nf_budget_solution {
-    size_t *pick;                /* [n]: the chosen choice of each item */
-    size_t *runner_up;           /* [n]: the choice that would replace it (the least Lagrangian
+    size_t *pick;       /* [n]: the chosen choice of each item */
+    size_t *runner_up;  /* [n]: the choice that would replace it (the least Lagrangian
                                     cost among the others), SIZE_MAX for an item of one choice */
-    uint64_t bytes;              /* of the allocation */
-    double error;                /* of the allocation */
-    double lower_bound;          /* no allocation within the capacity has less error */
-    bool exact;                  /* the allocation is proven optimal */
-    uint64_t nodes;              /* branch-and-bound nodes visited */
+    uint64_t bytes;     /* of the allocation */
+    double error;       /* of the allocation */
+    double lower_bound; /* no allocation within the capacity has less error */
+    bool exact;         /* the allocation is proven optimal */
+    uint64_t nodes;     /* branch-and-bound nodes visited */
 } nf_budget_solution;
 
 /* The least and the greatest bytes an allocation can have (each item's smallest, or largest,

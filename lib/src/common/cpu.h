@@ -68,16 +68,22 @@ const char *nf_simd_reason(void);
 /* The table of `level` among the three instances (scalar for a level out of range); where the
  * build has no x86 kernels every level has the scalar one. */
 #if NF_X86_KERNELS
-#define NF_SIMD_TABLES(scalar, avx2, avx512) {&(scalar), &(avx2), &(avx512)}
+#define NF_SIMD_TABLES(scalar, avx2, avx512) \
+    {                                        \
+        &(scalar), &(avx2), &(avx512)        \
+    }
 #else
-#define NF_SIMD_TABLES(scalar, avx2, avx512) {&(scalar), &(scalar), &(scalar)}
+#define NF_SIMD_TABLES(scalar, avx2, avx512) \
+    {                                        \
+        &(scalar), &(scalar), &(scalar)      \
+    }
 #endif
-#define NF_SIMD_SELECTOR(type, prefix, scalar, avx2, avx512)                                       \
-    const type *prefix##_for(nf_simd_level level)                                                  \
-    {                                                                                              \
+#define NF_SIMD_SELECTOR(type, prefix, scalar, avx2, avx512)                                         \
+    const type *prefix##_for(nf_simd_level level)                                                    \
+    {                                                                                                \
         static const type *const tables[NF_SIMD_LEVEL_COUNT] = NF_SIMD_TABLES(scalar, avx2, avx512); \
-        return (unsigned)level < NF_SIMD_LEVEL_COUNT ? tables[level] : tables[NF_SIMD_SCALAR];     \
-    }                                                                                              \
+        return (unsigned)level < NF_SIMD_LEVEL_COUNT ? tables[level] : tables[NF_SIMD_SCALAR];       \
+    }                                                                                                \
     const type *prefix##_active(void) { return prefix##_for(nf_simd_active()); }
 
 #endif

@@ -26,7 +26,7 @@
     X(42, Q2_0, 64, 18) X(142, PQ2_0, 128, 34)
 /* clang-format on */
 
-#define NF_GGML_ENUM_(id, name, values, bytes)                                                   \
+#define NF_GGML_ENUM_(id, name, values, bytes) \
     NF_GGML_##name = (id), NF_GGML_##name##_VALUES = (values), NF_GGML_##name##_BYTES = (bytes),
 enum { NF_GGML_TYPES(NF_GGML_ENUM_) };
 #undef NF_GGML_ENUM_

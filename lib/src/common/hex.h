@@ -23,7 +23,8 @@ static inline void nf_hex_bytes(const uint8_t *p, size_t n, char *out)
 static inline bool nf_hex_parse(const char *s, uint8_t *out, size_t n)
 {
     for (size_t i = 0; i < 2 * n; i++)
-        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f') || (s[i] >= 'A' && s[i] <= 'F'))) return false;
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f') || (s[i] >= 'A' && s[i] <= 'F')))
+            return false;
     if (s[2 * n] != '\0') return false;
     for (size_t i = 0; i < 2 * n; i++) {
         char c = s[i];

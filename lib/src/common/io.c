@@ -40,7 +40,7 @@ int nf_io_fault_point(nf_io_op op)
     if (at != 0 && n == at) {
         int e = __atomic_load_n(&g_fault.errnum[op], __ATOMIC_RELAXED);
         if (e == NF_IO_FAULT_KILL) raise(SIGKILL); /* a crash at exactly this point */
-        if (e == NF_IO_FAULT_STOP) {                /* a pause at exactly this point */
+        if (e == NF_IO_FAULT_STOP) {               /* a pause at exactly this point */
             raise(SIGSTOP);
             return 0;
         }

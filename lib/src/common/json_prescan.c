@@ -41,14 +41,20 @@ nf_status nf_json_prescan_check(const char *path, const char *p, size_t n, const
     size_t at = 0;
     switch (nf_json_prescan((const uint8_t *)p, n, caps, &at)) {
     case NF_JSON_TOO_DEEP:
-        return nf_error_set(err, NF_ERR_INVALID, "%s: byte %zu: JSON nested deeper than %llu levels (the reader's cap "
-                            "for %s)", path, at, (unsigned long long)caps->depth, what);
+        return nf_error_set(err, NF_ERR_INVALID,
+                            "%s: byte %zu: JSON nested deeper than %llu levels (the reader's cap "
+                            "for %s)",
+                            path, at, (unsigned long long)caps->depth, what);
     case NF_JSON_TOO_MANY_CONTAINERS:
-        return nf_error_set(err, NF_ERR_INVALID, "%s: byte %zu: more than %llu JSON objects and arrays (the reader's "
-                            "cap for %s)", path, at, (unsigned long long)caps->containers, what);
+        return nf_error_set(err, NF_ERR_INVALID,
+                            "%s: byte %zu: more than %llu JSON objects and arrays (the reader's "
+                            "cap for %s)",
+                            path, at, (unsigned long long)caps->containers, what);
     case NF_JSON_TOO_MANY_VALUES:
-        return nf_error_set(err, NF_ERR_INVALID, "%s: byte %zu: more than %llu JSON values (the reader's cap for "
-                            "%s%s)", path, at, (unsigned long long)caps->values, what, detail);
+        return nf_error_set(err, NF_ERR_INVALID,
+                            "%s: byte %zu: more than %llu JSON values (the reader's cap for "
+                            "%s%s)",
+                            path, at, (unsigned long long)caps->values, what, detail);
     default: return NF_OK;
     }
 }

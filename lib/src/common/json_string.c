@@ -10,7 +10,10 @@ static int hex4(const char *p)
     int v = 0;
     for (int k = 0; k < 4; k++) {
         char c = p[k];
-        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        int d = c >= '0' && c <= '9'   ? c - '0'
+                : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                       : -1;
         if (d < 0) return -1;
         v = v * 16 + d;
     }
@@ -108,7 +111,7 @@ nf_json_string_problem nf_json_string_scan(const char *t, size_t n, size_t at, c
         }
         if (out && first == NF_JSON_STRING_OK) {
             if (c == '\\') len += put_utf8(out + len, cp); /* an escape's value */
-            else out[len++] = (char)c;                      /* a byte as it is (UTF-8 is the caller's to judge) */
+            else out[len++] = (char)c;                     /* a byte as it is (UTF-8 is the caller's to judge) */
         }
         i += k;
     }

@@ -12,18 +12,18 @@
 /* What is wrong with a string token, the first thing in reading order (RFC 8259, section 7). */
 typedef enum nf_json_string_problem {
     NF_JSON_STRING_OK = 0,
-    NF_JSON_STRING_UNCLOSED,       /* the text ends before the closing quote */
-    NF_JSON_STRING_CONTROL,        /* a byte below 0x20 not escaped */
-    NF_JSON_STRING_BAD_ESCAPE,     /* '\' not followed by one of "\/bfnrt or by u and 4 hex digits */
-    NF_JSON_STRING_LONE_SURROGATE  /* \uD800-\uDBFF without a \uDC00-\uDFFF after it, or one of those alone */
+    NF_JSON_STRING_UNCLOSED,      /* the text ends before the closing quote */
+    NF_JSON_STRING_CONTROL,       /* a byte below 0x20 not escaped */
+    NF_JSON_STRING_BAD_ESCAPE,    /* '\' not followed by one of "\/bfnrt or by u and 4 hex digits */
+    NF_JSON_STRING_LONE_SURROGATE /* \uD800-\uDBFF without a \uDC00-\uDFFF after it, or one of those alone */
 } nf_json_string_problem;
 
 typedef struct nf_json_string_token {
-    bool closed;   /* the closing quote was found */
-    size_t end;    /* past the closing quote (n when not closed) */
-    size_t where;  /* the byte of the problem: the opening quote (unclosed), the control byte, the
+    bool closed;  /* the closing quote was found */
+    size_t end;   /* past the closing quote (n when not closed) */
+    size_t where; /* the byte of the problem: the opening quote (unclosed), the control byte, the
                       escape's backslash (for a surrogate pair, the first one's) */
-    size_t len;    /* bytes decoded into out (when given and the token has no problem) */
+    size_t len;   /* bytes decoded into out (when given and the token has no problem) */
 } nf_json_string_token;
 
 /* The string token whose opening quote is t[at], of the n bytes of t.  Its extent is the lexical

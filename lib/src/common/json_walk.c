@@ -129,8 +129,7 @@ static void set_error(json_error_t *je, const char *t, size_t at, enum json_erro
     size_t nn = near.end - near.at;
     if (nn <= 20) /* jansson quotes the token it stopped at when it is short */
         snprintf(je->text, sizeof je->text - 1, "%s near '%.*s'", what, (int)nn, t + near.at);
-    else
-        snprintf(je->text, sizeof je->text - 1, "%s", what);
+    else snprintf(je->text, sizeof je->text - 1, "%s", what);
     je->text[JSON_ERROR_TEXT_LENGTH - 1] = (char)code;
 }
 
@@ -219,8 +218,8 @@ static size_t feed_prefixed(void *buf, size_t size, void *data)
     return k;
 }
 
-static bool refused_after(const char *prefix, const char *t, size_t n, size_t at, size_t flags, enum json_error_code code,
-                          const char *what, json_error_t *je)
+static bool refused_after(const char *prefix, const char *t, size_t n, size_t at, size_t flags,
+                          enum json_error_code code, const char *what, json_error_t *je)
 {
     prefixed_feed f = {prefix, t, at, n};
     int plen = (int)strlen(prefix);

@@ -6,8 +6,8 @@
 
 #include "common/io.h"
 
-nf_status nf_common_open_regular(const char *path, const char *shown, nf_status not_regular, int *fd,
-                                 struct stat *sb, nf_error *err)
+nf_status nf_common_open_regular(const char *path, const char *shown, nf_status not_regular, int *fd, struct stat *sb,
+                                 nf_error *err)
 {
     *fd = nf_io_open(path, O_RDONLY | O_NONBLOCK, 0);
     if (*fd < 0) {

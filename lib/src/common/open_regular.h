@@ -20,7 +20,7 @@
  *   "<shown>: Is a directory"      (NF_ERR_IO, as the system says it)
  *   "<shown>: not a regular file"  (status `not_regular`: the caller's input decides whether a
  *                                   FIFO or a device is invalid input or a system error) */
-nf_status nf_common_open_regular(const char *path, const char *shown, nf_status not_regular, int *fd,
-                                 struct stat *sb, nf_error *err);
+nf_status nf_common_open_regular(const char *path, const char *shown, nf_status not_regular, int *fd, struct stat *sb,
+                                 nf_error *err);
 
 #endif

@@ -77,8 +77,8 @@ static void *loop_worker(void *arg)
     return NULL;
 }
 
-nf_status nf_pool_for(unsigned threads, size_t n, nf_pool_task_fn task, void (*done)(void *ctx, void *local),
-                      void *ctx, nf_error *err)
+nf_status nf_pool_for(unsigned threads, size_t n, nf_pool_task_fn task, void (*done)(void *ctx, void *local), void *ctx,
+                      nf_error *err)
 {
     pool_loop l = {.task = task, .done = done, .ctx = ctx, .n = n, .failed = SIZE_MAX};
     atomic_init(&l.next, 0);

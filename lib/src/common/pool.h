@@ -28,8 +28,8 @@ typedef nf_status (*nf_pool_task_fn)(void *ctx, size_t index, void **local, nf_e
  * When tasks fail, the failure of the lowest index is returned (its error in *err): every index
  * below it has run and none above it starts afterwards, so the result is the same for any
  * thread count.  `done(ctx, local)` (may be NULL) frees each thread's slot when it stops. */
-nf_status nf_pool_for(unsigned threads, size_t n, nf_pool_task_fn task, void (*done)(void *ctx, void *local),
-                      void *ctx, nf_error *err);
+nf_status nf_pool_for(unsigned threads, size_t n, nf_pool_task_fn task, void (*done)(void *ctx, void *local), void *ctx,
+                      nf_error *err);
 
 /* Workers: fn(ctx) on up to `count` new threads while the caller goes on. */
 typedef struct nf_pool_workers {

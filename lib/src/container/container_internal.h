@@ -56,8 +56,7 @@ typedef void (*nf_json_string_hook)(void *ctx, const json_t *node, size_t pos);
  * json.dumps(v, ensure_ascii=False, allow_nan=False, separators=(",", ":")) writes it: object
  * members in insertion order, raw UTF-8, Python's escapes, floats in repr form.  Fails for
  * non-finite reals, invalid UTF-8 in a string and nesting deeper than Python would handle. */
-nf_status nf_json_emit(const json_t *v, nf_buf *out, nf_json_string_hook hook, void *hook_ctx,
-                       nf_error *err);
+nf_status nf_json_emit(const json_t *v, nf_buf *out, nf_json_string_hook hook, void *hook_ctx, nf_error *err);
 /* Python's repr(float) for a finite double, NUL-terminated; returns its length (< 32). */
 size_t nf_json_format_real(double v, char out[32]);
 
@@ -77,8 +76,8 @@ typedef struct nf_dir {
 
 /* Strict parse (UTF-8, duplicates, NaN, trailing data) and every record rule of docs/artifact.md
  * 2.6 in the reader's order.  The strings of *dir are its own (they outlive *root). */
-nf_status nf_dir_parse(const uint8_t *json, size_t len, const char *entry_name, json_t **root,
-                       nf_dir *dir, nf_error *err);
+nf_status nf_dir_parse(const uint8_t *json, size_t len, const char *entry_name, json_t **root, nf_dir *dir,
+                       nf_error *err);
 /* The same verdict and the same rules without the whole tree: each record parsed alone
  * (common/json_walk.h), so that checking a directory of 10^5 objects costs a few MiB, not
  * hundreds (the writer's check of what it writes, writer.c).  `piece`: values of at most so

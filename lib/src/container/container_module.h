@@ -21,8 +21,7 @@
  * opened and checked first), as stored, not through the logical payload: verify checks with it
  * that the bytes the payload skips (after the entry's directory, in each part's header) are 0.  NF_ERR_INVALID for a missing/foreign part or a range
  * beyond the file. */
-nf_status nf_artifact_read_file(nf_artifact *a, size_t index, uint64_t offset, void *buf, size_t len,
-                                nf_error *err);
+nf_status nf_artifact_read_file(nf_artifact *a, size_t index, uint64_t offset, void *buf, size_t len, nf_error *err);
 
 /* Scale-out (docs/scale-out.md, "The output's lock"): the output's lock taken now and held until
  * nf_writer_free -- shared by a task (with the plan's other tasks; never with a run or an

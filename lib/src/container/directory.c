@@ -123,15 +123,16 @@ static bool in_list(const char *k, const char *const *list)
 }
 
 /* Closed record: an object with every required member and nothing beyond required+optional. */
-static nf_status closed(const json_t *rec, const char *const *required, const char *const *optional,
-                        const char *what, nf_error *err)
+static nf_status closed(const json_t *rec, const char *const *required, const char *const *optional, const char *what,
+                        nf_error *err)
 {
     if (!json_is_object(rec)) return fail(err, "%s must be an object", what);
     for (const char *const *r = required; *r; r++)
         if (!json_object_get(rec, *r)) return fail(err, "%s: missing member '%s'", what, *r);
     const char *key;
     json_t *val;
-    json_object_foreach((json_t *)rec, key, val) {
+    json_object_foreach((json_t *)rec, key, val)
+    {
         (void)val;
         if (!in_list(key, required) && !in_list(key, optional))
             return fail(err, "%s: unknown member %s", what, quote(key).s);
@@ -166,8 +167,7 @@ static nf_status text_checks(const uint8_t *json, size_t len, nf_error *err)
 {
     size_t bad;
     if (!nf_utf8_valid(json, len, &bad))
-        return fail(err, "directory is not UTF-8: invalid byte sequence at JSON byte %zu (0x%02x)", bad,
-                    json[bad]);
+        return fail(err, "directory is not UTF-8: invalid byte sequence at JSON byte %zu (0x%02x)", bad, json[bad]);
     return prescan_json(json, len, err);
 }
 
@@ -192,8 +192,10 @@ static nf_status syntax_error(const uint8_t *json, size_t len, const json_error_
         return fail(err, "directory: trailing data after the JSON value at line %d, column %d (byte %d)", je->line,
                     je->column, je->position);
     if (code == json_error_numeric_overflow)
-        return fail(err, "directory: number out of range at line %d, column %d (%s); integers above 2^63-1 are "
-                    "not supported", je->line, je->column, je->text);
+        return fail(err,
+                    "directory: number out of range at line %d, column %d (%s); integers above 2^63-1 are "
+                    "not supported",
+                    je->line, je->column, je->text);
     return fail(err, "directory is not valid JSON: %s at line %d, column %d (byte %d)", nf_esc(je->text).s, je->line,
                 je->column, je->position);
 }
@@ -245,8 +247,8 @@ static const char *keep(nf_dir *dir, const char *s, size_t len)
  * table, the components) is parsed alone and dropped, so they hold the tree of one record, for
  * the reader (which has the whole tree as well) and for the writer's check alike. */
 enum { R_COMPONENTS, R_OBJECTS, R_BINDINGS, R_USES, R_FILES, R_METADATA, R_PROVENANCE, R_COUNT };
-static const char *const ROOT_MEMBERS[] = {"components", "objects", "bindings", "uses", "files", "metadata",
-                                           "provenance", NULL};
+static const char *const ROOT_MEMBERS[] = {"components", "objects",  "bindings",   "uses",
+                                           "files",      "metadata", "provenance", NULL};
 
 typedef struct parse_state {
     nf_dir *dir;
@@ -357,8 +359,10 @@ static nf_status parse_files(parse_state *ps, const char *entry_name)
         size_t len = s ? json_string_length(p) : 0;
         if (!s || len == 0 || memchr(s, '\0', len) || strchr(s, '/') || strchr(s, '\\') || strcmp(s, ".") == 0 ||
             strcmp(s, "..") == 0) {
-            st = fail(err, "%s.path %s is not a plain sibling file name (non-empty, no '/', '\\\\' or NUL, "
-                      "not '.' or '..')", what, show(p).s);
+            st = fail(err,
+                      "%s.path %s is not a plain sibling file name (non-empty, no '/', '\\\\' or NUL, "
+                      "not '.' or '..')",
+                      what, show(p).s);
             break;
         }
         if (entry_name && strcmp(s, entry_name) == 0) {
@@ -436,10 +440,8 @@ static nf_status parse_object(parse_state *ps, size_t i, const json_t *jo, uint6
     char what[WHAT_MAX];
     /* Name the object by its id in every message when it has a usable one. */
     const json_t *jid = json_is_object(jo) ? json_object_get(jo, "id") : NULL;
-    if (is_id(jid))
-        pathf(what, sizeof what, "objects[%zu] (%s)", i, quote(json_string_value(jid)).s);
-    else
-        pathf(what, sizeof what, "objects[%zu]", i);
+    if (is_id(jid)) pathf(what, sizeof what, "objects[%zu] (%s)", i, quote(json_string_value(jid)).s);
+    else pathf(what, sizeof what, "objects[%zu]", i);
     if (!json_is_object(jo)) return fail(err, "%s must be an object", what);
     const json_t *kind = json_object_get(jo, "kind");
     const char *ks = json_is_string(kind) ? json_string_value(kind) : "";
@@ -473,8 +475,8 @@ static nf_status parse_object(parse_state *ps, size_t i, const json_t *jo, uint6
     } else {
         return fail(err, "%s: kind must be \"tensor\" or \"resource\" (got %s)", what, show(kind).s);
     }
-    if (!is_id(jid)) return fail(err, "%s: id must be an ID (a non-empty string without NUL; got %s)", what,
-                                 show(jid).s);
+    if (!is_id(jid))
+        return fail(err, "%s: id must be an ID (a non-empty string without NUL; got %s)", what, show(jid).s);
     NF_TRY(keep_member(ps, jid, &o->id));
     const json_t *off = json_object_get(jo, "offset"), *by = json_object_get(jo, "bytes");
     if (!get_u64(off, &o->offset)) return fail(err, "%s: offset must be a U64 (got %s)", what, show(off).s);
@@ -484,9 +486,10 @@ static nf_status parse_object(parse_state *ps, size_t i, const json_t *jo, uint6
     if (r < 0) return nomem(err);
     if (r == 0) return fail(err, "%s: duplicate object id (objects[%zu] has it too)", what, first);
     if (o->offset < *prev_end)
-        return fail(err, "%s: offset %llu overlaps the previous object (which ends at %llu); objects must be "
-                    "sorted by offset and must not overlap", what, (unsigned long long)o->offset,
-                    (unsigned long long)*prev_end);
+        return fail(err,
+                    "%s: offset %llu overlaps the previous object (which ends at %llu); objects must be "
+                    "sorted by offset and must not overlap",
+                    what, (unsigned long long)o->offset, (unsigned long long)*prev_end);
     uint64_t end;
     if (!nf_add_u64(o->offset, o->bytes, &end)) return fail(err, "%s: offset + bytes overflows U64", what);
     if (end > dir->total_payload)
@@ -553,7 +556,8 @@ static nf_status parse_binding(parse_state *ps, const json_t *b, const char *wha
     }
     NF_TRY(closed(b, BINDING_PARTS, NONE, what, err));
     const json_t *parts = json_object_get(b, "parts");
-    if (!json_is_array(parts) || json_array_size(parts) == 0) return fail(err, "%s.parts must be a non-empty array", what);
+    if (!json_is_array(parts) || json_array_size(parts) == 0)
+        return fail(err, "%s.parts must be a non-empty array", what);
     for (size_t j = 0; j < json_array_size(parts); j++) {
         char pw[WHAT_MAX];
         pathf(pw, sizeof pw, "%s.parts[%zu]", what, j);
@@ -583,7 +587,8 @@ static nf_status parse_component_resources(parse_state *ps, const json_t *c, con
     if (!json_is_object(res)) return fail(err, "%s.resources must be an object", what);
     const char *role;
     json_t *oid;
-    json_object_foreach((json_t *)res, role, oid) {
+    json_object_foreach((json_t *)res, role, oid)
+    {
         char rw[WHAT_MAX];
         pathf(rw, sizeof rw, "%s.resources[%s]", what, quote(role).s);
         if (!is_id_key(role)) return fail(err, "%s: a role must be an ID (non-empty)", rw);
@@ -612,8 +617,7 @@ static nf_status parse_proposal(parse_state *ps, const char *name, const json_t 
         return closed(p, PROPOSAL_FULL, NONE, pw, err);
     NF_TRY(closed(p, PROPOSAL_INDEXED, NONE, pw, err));
     uint64_t rows;
-    if (!json_is_string(domain) || strcmp(json_string_value(domain), "indexed") != 0 ||
-        json_string_length(domain) != 7)
+    if (!json_is_string(domain) || strcmp(json_string_value(domain), "indexed") != 0 || json_string_length(domain) != 7)
         return fail(err, "%s.domain must be \"full\" or \"indexed\" (got %s)", pw, show(domain).s);
     if (!get_pos_u64(json_object_get(p, "rows"), &rows))
         return fail(err, "%s.rows must be a PositiveU64 (got %s)", pw, show(json_object_get(p, "rows")).s);
@@ -630,7 +634,8 @@ static nf_status parse_components(parse_state *ps)
         st = fail(err, "components must be a non-empty object");
     const char *name;
     json_t *c;
-    json_object_foreach(st == NF_OK ? components : NULL, name, c) {
+    json_object_foreach(st == NF_OK ? components : NULL, name, c)
+    {
         char what[WHAT_MAX];
         pathf(what, sizeof what, "components[%s]", quote(name).s);
         if (!is_id_key(name)) {
@@ -694,7 +699,8 @@ static nf_status parse_use_extras(parse_state *ps, const json_t *u, const char *
     if (!json_is_object(aux)) return fail(err, "%s.auxiliaries must be an object", what);
     const char *role;
     json_t *b;
-    json_object_foreach((json_t *)aux, role, b) {
+    json_object_foreach((json_t *)aux, role, b)
+    {
         char aw[WHAT_MAX];
         pathf(aw, sizeof aw, "%s.auxiliaries[%s]", what, quote(role).s);
         if (!is_id_key(role)) return fail(err, "%s: a role must be an ID (non-empty)", aw);
@@ -732,8 +738,8 @@ static nf_status parse_uses(parse_state *ps)
             break;
         }
         if (r == 0) {
-            st = fail(err, "%s: duplicate (parameter, input) pair (%s, %s), also uses[%zu]", what,
-                      show(param).s, show(input).s, first);
+            st = fail(err, "%s: duplicate (parameter, input) pair (%s, %s), also uses[%zu]", what, show(param).s,
+                      show(input).s, first);
             break;
         }
         st = parse_use_extras(ps, u, what);
@@ -807,8 +813,8 @@ static nf_status parse_records(const uint8_t *json, size_t len, const char *entr
     return st;
 }
 
-nf_status nf_dir_parse(const uint8_t *json, size_t len, const char *entry_name, json_t **root_out,
-                       nf_dir *dir, nf_error *err)
+nf_status nf_dir_parse(const uint8_t *json, size_t len, const char *entry_name, json_t **root_out, nf_dir *dir,
+                       nf_error *err)
 {
     memset(dir, 0, sizeof *dir);
     *root_out = NULL;

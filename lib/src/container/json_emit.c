@@ -202,12 +202,9 @@ static nf_status emit_value(emit_ctx *c, const json_t *v, int depth)
         return nf_error_set(c->err, NF_ERR_INVALID, "JSON value nests deeper than %d levels", NF_JSON_MAX_DEPTH);
     nf_buf *out = c->out;
     switch (json_typeof(v)) {
-    case JSON_NULL:
-        return nf_buf_append(out, "null", 4) ? NF_OK : nomem(c);
-    case JSON_TRUE:
-        return nf_buf_append(out, "true", 4) ? NF_OK : nomem(c);
-    case JSON_FALSE:
-        return nf_buf_append(out, "false", 5) ? NF_OK : nomem(c);
+    case JSON_NULL: return nf_buf_append(out, "null", 4) ? NF_OK : nomem(c);
+    case JSON_TRUE: return nf_buf_append(out, "true", 4) ? NF_OK : nomem(c);
+    case JSON_FALSE: return nf_buf_append(out, "false", 5) ? NF_OK : nomem(c);
     case JSON_INTEGER: {
         char num[32];
         int n = snprintf(num, sizeof num, "%lld", (long long)json_integer_value(v));
@@ -245,7 +242,8 @@ static nf_status emit_value(emit_ctx *c, const json_t *v, int depth)
         json_t *val;
         bool first = true;
         /* jansson (>= 2.8) iterates in insertion order, which is Python's dict order. */
-        json_object_foreach((json_t *)v, key, val) {
+        json_object_foreach((json_t *)v, key, val)
+        {
             if (!first && !nf_buf_putc(out, ',')) return nomem(c);
             first = false;
             size_t klen = strlen(key);
@@ -261,8 +259,7 @@ static nf_status emit_value(emit_ctx *c, const json_t *v, int depth)
     return nf_error_set(c->err, NF_ERR_INVALID, "JSON value of an unknown type");
 }
 
-nf_status nf_json_emit(const json_t *v, nf_buf *out, nf_json_string_hook hook, void *hook_ctx,
-                       nf_error *err)
+nf_status nf_json_emit(const json_t *v, nf_buf *out, nf_json_string_hook hook, void *hook_ctx, nf_error *err)
 {
     if (!v) return nf_error_set(err, NF_ERR_USAGE, "JSON value is NULL");
     emit_ctx c = {out, hook, hook_ctx, err};

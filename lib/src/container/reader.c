@@ -40,8 +40,8 @@ typedef struct part_state {
     bool checked;       /* opened and checked at least once */
     dev_t dev;          /* the file that first check found: a reopen must find the same one */
     ino_t ino;
-    unsigned users;     /* reads in progress through fd (under the artifact's lock) */
-    uint64_t stamp;     /* last use, for the least recently used choice */
+    unsigned users; /* reads in progress through fd (under the artifact's lock) */
+    uint64_t stamp; /* last use, for the least recently used choice */
 } part_state;
 
 typedef struct object_ctx {
@@ -62,8 +62,8 @@ struct nf_artifact {
     nf_dir dir;
     part_state *parts;
     object_ctx *octx;
-    pthread_mutex_t lock; /* the part cache is shared by every reader thread */
-    pthread_cond_t idle;  /* signalled when a cached part has no reader left */
+    pthread_mutex_t lock;                /* the part cache is shared by every reader thread */
+    pthread_cond_t idle;                 /* signalled when a cached part has no reader left */
     size_t open_list[NF_OPEN_PARTS_MAX]; /* continuation parts holding a descriptor */
     size_t nopen;
     uint64_t clock;
@@ -134,9 +134,10 @@ static nf_status open_entry(nf_artifact *a, part_state *entry, nf_error *err)
         if ((e = nf_io_pread_some(fd, probe, sizeof probe, 0, &got)) != 0)
             return nf_error_errno(err, e, "%s: cannot read", nf_esc(path).s);
         if (got != size)
-            return nf_error_set(err, NF_ERR_IO, "%s: not a regular file (it reports %llu bytes and reads %s%zu: a "
-                                "pseudo-file such as /proc's)", nf_esc(path).s, (unsigned long long)size,
-                                got == sizeof probe ? "at least " : "", got);
+            return nf_error_set(err, NF_ERR_IO,
+                                "%s: not a regular file (it reports %llu bytes and reads %s%zu: a "
+                                "pseudo-file such as /proc's)",
+                                nf_esc(path).s, (unsigned long long)size, got == sizeof probe ? "at least " : "", got);
     }
     if (size < NF_HEADER_BYTES)
         return nf_error_set(err, NF_ERR_INVALID, "%s: the entry file is %llu bytes, shorter than its 32-byte header",
@@ -145,23 +146,29 @@ static nf_status open_entry(nf_artifact *a, part_state *entry, nf_error *err)
         return nf_error_errno(err, e, "%s: cannot read the header", nf_esc(path).s);
     if (memcmp(a->header, NF_MAGIC_ENTRY, NF_MAGIC_BYTES) != 0) {
         if (memcmp(a->header, NF_MAGIC_ENTRY_V2, NF_MAGIC_BYTES) == 0)
-            return nf_error_set(err, NF_ERR_INVALID, "%s: container v2 (magic NINFER\\0\\2): upgrade the artifact to "
-                                "container v3", nf_esc(path).s);
+            return nf_error_set(err, NF_ERR_INVALID,
+                                "%s: container v2 (magic NINFER\\0\\2): upgrade the artifact to "
+                                "container v3",
+                                nf_esc(path).s);
         if (memcmp(a->header, NF_MAGIC_ENTRY_V1, NF_MAGIC_BYTES) == 0)
-            return nf_error_set(err, NF_ERR_INVALID, "%s: container v1 (magic NINFER\\0\\1) is not supported; "
-                                "upgrade the artifact to container v3", nf_esc(path).s);
+            return nf_error_set(err, NF_ERR_INVALID,
+                                "%s: container v1 (magic NINFER\\0\\1) is not supported; "
+                                "upgrade the artifact to container v3",
+                                nf_esc(path).s);
         /* M4: the bytes of a file that is not what it claims to be are not shown (it may be a
          * symlink to anything). */
-        return nf_error_set(err, NF_ERR_INVALID, "%s: not a .ninfer artifact (bad magic; expected 4e494e4645520003, "
-                            "NINFER\\0\\3)", nf_esc(path).s);
+        return nf_error_set(err, NF_ERR_INVALID,
+                            "%s: not a .ninfer artifact (bad magic; expected 4e494e4645520003, "
+                            "NINFER\\0\\3)",
+                            nf_esc(path).s);
     }
     uint64_t jb = rd_u64le(a->header + 8);
     if (jb == 0 || jb > size - NF_HEADER_BYTES)
-        return nf_error_set(err, NF_ERR_INVALID, "%s: json_bytes %llu outside (0, file size - 32 = %llu]", nf_esc(path).s,
-                            (unsigned long long)jb, (unsigned long long)(size - NF_HEADER_BYTES));
+        return nf_error_set(err, NF_ERR_INVALID, "%s: json_bytes %llu outside (0, file size - 32 = %llu]",
+                            nf_esc(path).s, (unsigned long long)jb, (unsigned long long)(size - NF_HEADER_BYTES));
     if (jb > NF_MAX_JSON_BYTES)
-        return nf_error_set(err, NF_ERR_INVALID, "%s: json_bytes %llu exceeds the reader's limit of %llu", nf_esc(path).s,
-                            (unsigned long long)jb, (unsigned long long)NF_MAX_JSON_BYTES);
+        return nf_error_set(err, NF_ERR_INVALID, "%s: json_bytes %llu exceeds the reader's limit of %llu",
+                            nf_esc(path).s, (unsigned long long)jb, (unsigned long long)NF_MAX_JSON_BYTES);
     a->json_bytes = jb;
     a->json = malloc((size_t)jb + 1);
     if (!a->json) return nf_error_set(err, NF_ERR_NOMEM, "%s: out of memory for the directory", nf_esc(path).s);
@@ -206,8 +213,9 @@ nf_status nf_artifact_open(const char *path, nf_read_mode mode, nf_artifact **ou
         } else if (expect != entry.size) {
             st = nf_error_set(err, NF_ERR_INVALID,
                               "%s: the entry file is %llu bytes, expected %llu (payload start %llu + "
-                              "files[0].payload_bytes %llu)", nf_esc(path).s, (unsigned long long)entry.size,
-                              (unsigned long long)expect, (unsigned long long)a->entry_payload_start,
+                              "files[0].payload_bytes %llu)",
+                              nf_esc(path).s, (unsigned long long)entry.size, (unsigned long long)expect,
+                              (unsigned long long)a->entry_payload_start,
                               (unsigned long long)a->dir.files[0].payload_bytes);
         }
     }
@@ -302,24 +310,32 @@ static nf_status open_part_locked(nf_artifact *a, size_t i, nf_error *err)
     } else if (memcmp(hdr, NF_MAGIC_PART, NF_MAGIC_BYTES) != 0) {
         /* M4: a file that is not a part is not shown, not even its first bytes (a part name
          * may be a symlink to anything). */
-        st = nf_error_set(err, NF_ERR_INVALID, "%s: not a .ninfer part (bad magic): its continuation header does "
-                          "not belong to this entry (expected the magic NINPRT\\0\\3)", shown.s);
+        st = nf_error_set(err, NF_ERR_INVALID,
+                          "%s: not a .ninfer part (bad magic): its continuation header does "
+                          "not belong to this entry (expected the magic NINPRT\\0\\3)",
+                          shown.s);
     } else if (rd_u64le(hdr + 8) != i) {
-        st = nf_error_set(err, NF_ERR_INVALID, "continuation header of %s does not belong to this entry: "
-                          "part_index %llu, expected %zu", shown.s, (unsigned long long)rd_u64le(hdr + 8), i);
+        st = nf_error_set(err, NF_ERR_INVALID,
+                          "continuation header of %s does not belong to this entry: "
+                          "part_index %llu, expected %zu",
+                          shown.s, (unsigned long long)rd_u64le(hdr + 8), i);
     } else if (memcmp(hdr + 16, a->header + 16, NF_ARTIFACT_ID_BYTES) != 0) {
         char got[33], want[33];
         nf_hex_bytes(hdr + 16, NF_ARTIFACT_ID_BYTES, got);
         nf_hex_bytes(a->header + 16, NF_ARTIFACT_ID_BYTES, want);
-        st = nf_error_set(err, NF_ERR_INVALID, "continuation header of %s does not belong to this entry: "
-                          "artifact_id %s, the entry's is %s", shown.s, got, want);
+        st = nf_error_set(err, NF_ERR_INVALID,
+                          "continuation header of %s does not belong to this entry: "
+                          "artifact_id %s, the entry's is %s",
+                          shown.s, got, want);
     } else if ((uint64_t)sb.st_size != expect) {
         st = nf_error_set(err, NF_ERR_INVALID, "part %s is %llu bytes, expected %llu (4096 + payload_bytes %llu)",
                           shown.s, (unsigned long long)sb.st_size, (unsigned long long)expect,
                           (unsigned long long)f->payload_bytes);
     } else if (p->checked && (sb.st_dev != p->dev || sb.st_ino != p->ino)) {
-        st = nf_error_set(err, NF_ERR_INVALID, "part %s (files[%zu]) was replaced while the artifact was open "
-                          "(another file than the one checked first)", shown.s, i);
+        st = nf_error_set(err, NF_ERR_INVALID,
+                          "part %s (files[%zu]) was replaced while the artifact was open "
+                          "(another file than the one checked first)",
+                          shown.s, i);
     }
     if (st != NF_OK) {
         nf_io_close(fd);
@@ -512,8 +528,9 @@ static nf_status file_read(nf_artifact *a, size_t index, uint64_t offset, void *
     }
     int e = nf_io_pread_full(fd, buf, len, offset);
     part_release(a, index, fd);
-    if (e) return nf_error_errno(err, e, "cannot read %zu bytes at offset %llu of %s", len,
-                                 (unsigned long long)offset, nf_esc(name).s);
+    if (e)
+        return nf_error_errno(err, e, "cannot read %zu bytes at offset %llu of %s", len, (unsigned long long)offset,
+                              nf_esc(name).s);
     return NF_OK;
 }
 
@@ -563,8 +580,8 @@ static nf_status object_read(void *ctx, uint64_t offset, void *buf, size_t len, 
     uint64_t end;
     if (!c) return nf_error_set(err, NF_ERR_USAGE, "object reader: the object is not part of this artifact");
     if (!nf_add_u64(offset, (uint64_t)len, &end) || end > c->o->bytes)
-        return nf_error_set(err, NF_ERR_INVALID, "read of %zu bytes at %llu beyond the object's %llu bytes",
-                            len, (unsigned long long)offset, (unsigned long long)c->o->bytes);
+        return nf_error_set(err, NF_ERR_INVALID, "read of %zu bytes at %llu beyond the object's %llu bytes", len,
+                            (unsigned long long)offset, (unsigned long long)c->o->bytes);
     return payload_read(c->a, c->o->offset + offset, buf, len, err);
 }
 

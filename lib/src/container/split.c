@@ -32,7 +32,8 @@ nf_status nf_split_plan(uint64_t payload_bytes, uint64_t entry_payload_start, ui
      * header page for a part.  Capacities are whole pages so that every segment starts at a
      * 4096-aligned logical offset. */
     uint64_t limit = max_file_bytes;
-    uint64_t entry_cap = limit > entry_payload_start ? (limit - entry_payload_start) / NF_PAGE_BYTES * NF_PAGE_BYTES : 0;
+    uint64_t entry_cap = limit > entry_payload_start ? (limit - entry_payload_start) / NF_PAGE_BYTES * NF_PAGE_BYTES
+                                                     : 0;
     uint64_t part_cap = limit > NF_PAGE_BYTES ? (limit - NF_PAGE_BYTES) / NF_PAGE_BYTES * NF_PAGE_BYTES : 0;
     if (entry_payload_start >= limit || entry_cap == 0 || part_cap == 0)
         return nf_error_set(err, NF_ERR_INVALID,

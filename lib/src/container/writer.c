@@ -44,8 +44,7 @@
 #include "container/writer_publish.h"
 #include "container/writer_state.h"
 
-static const char *const nf_wr_member_names[M_COUNT] = {"components", "bindings", "uses", "metadata",
-                                                        "provenance"};
+static const char *const nf_wr_member_names[M_COUNT] = {"components", "bindings", "uses", "metadata", "provenance"};
 
 /* ---------------------------------------------------------------- helpers */
 static void put_u64le(uint8_t *p, uint64_t v)
@@ -179,7 +178,8 @@ static nf_status add_object(nf_writer *w, const char *id, bool tensor, uint64_t 
                             const nf_geometry *g, size_t *index, nf_error *err)
 {
     NF_TRY(check_planning(w, "adding an object", err));
-    if (!id || !*id) return nf_error_set(err, NF_ERR_INVALID, "%s: an object id must be a non-empty string", MP(w->path));
+    if (!id || !*id)
+        return nf_error_set(err, NF_ERR_INVALID, "%s: an object id must be a non-empty string", MP(w->path));
     size_t bad;
     if (!nf_utf8_valid((const uint8_t *)id, strlen(id), &bad))
         return nf_error_set(err, NF_ERR_INVALID, "%s: object id is not valid UTF-8 (byte %zu)", MP(w->path), bad);
@@ -188,8 +188,10 @@ static nf_status add_object(nf_writer *w, const char *id, bool tensor, uint64_t 
         return nf_error_set(err, NF_ERR_INVALID, "%s: duplicate object id '%s'", MP(w->path), id);
     uint64_t offset, end;
     if (!nf_align_up_u64(w->payload_end, align, &offset) || !nf_add_u64(offset, bytes, &end) || end > JSON_INT_MAX)
-        return nf_error_set(err, NF_ERR_INVALID, "%s: object '%s' (%llu bytes) does not fit: the payload would exceed "
-                            "2^63-1 bytes", MP(w->path), id, (unsigned long long)bytes);
+        return nf_error_set(err, NF_ERR_INVALID,
+                            "%s: object '%s' (%llu bytes) does not fit: the payload would exceed "
+                            "2^63-1 bytes",
+                            MP(w->path), id, (unsigned long long)bytes);
     if (w->nobjs == w->capobjs) {
         size_t cap = w->capobjs ? w->capobjs * 2 : 16;
         wobj *objs = realloc(w->objs, cap * sizeof *objs);
@@ -227,8 +229,10 @@ nf_status nf_writer_add_tensor(nf_writer *w, const char *id, const nf_geometry *
     if (!g || !g->layout || !g->format)
         return nf_error_set(err, NF_ERR_USAGE, "%s: object '%s': no geometry", MP(w->path), id ? id : "");
     if (g->layout->resource_encoding)
-        return nf_error_set(err, NF_ERR_USAGE, "%s: object '%s': %s is a resource encoding; use "
-                            "nf_writer_add_resource", MP(w->path), id ? id : "", g->layout->name);
+        return nf_error_set(err, NF_ERR_USAGE,
+                            "%s: object '%s': %s is a resource encoding; use "
+                            "nf_writer_add_resource",
+                            MP(w->path), id ? id : "", g->layout->name);
     /* Recompute the geometry: the plan must hold what a reader will accept, whatever the
      * caller filled in by hand. */
     nf_geometry chk;
@@ -259,8 +263,10 @@ static int member_index(nf_writer *w, const char *member, nf_status *st, nf_erro
     for (int i = 0; i < M_COUNT && *st == NF_OK; i++)
         if (member && strcmp(member, nf_wr_member_names[i]) == 0) m = i;
     if (*st == NF_OK && m < 0)
-        *st = nf_error_set(err, NF_ERR_USAGE, "%s: '%s' is not a settable directory member (components, bindings, "
-                           "uses, metadata, provenance)", MP(w->path), member ? member : "(null)");
+        *st = nf_error_set(err, NF_ERR_USAGE,
+                           "%s: '%s' is not a settable directory member (components, bindings, "
+                           "uses, metadata, provenance)",
+                           MP(w->path), member ? member : "(null)");
     return *st == NF_OK ? m : -1;
 }
 
@@ -299,8 +305,10 @@ nf_status nf_writer_set_member_records(nf_writer *w, const char *member, struct 
     nf_status st;
     int m = member_index(w, member, &st, err);
     if (st == NF_OK && (m == M_USES || m == M_METADATA))
-        st = nf_error_set(err, NF_ERR_USAGE, "%s: %s cannot be set a record at a time (components, bindings, "
-                          "provenance can)", MP(w->path), member);
+        st = nf_error_set(err, NF_ERR_USAGE,
+                          "%s: %s cannot be set a record at a time (components, bindings, "
+                          "provenance can)",
+                          MP(w->path), member);
     if (st == NF_OK && !next) st = nf_error_set(err, NF_ERR_USAGE, "%s: %s: no records function", MP(w->path), member);
     if (st == NF_OK && !head && !(head = json_object())) st = nf_wr_nomem(err);
     if (st == NF_OK && !json_is_object(head))
@@ -372,7 +380,8 @@ static nf_status open_files(nf_writer *w, nf_error *err)
         struct stat sb;
         int e = nf_io_lstat(w->files[i].dest, &sb);
         if (e == 0 && !S_ISREG(sb.st_mode))
-            return nf_error_set(err, NF_ERR_USAGE, "%s is %s, not a regular file: an artifact is published by "
+            return nf_error_set(err, NF_ERR_USAGE,
+                                "%s is %s, not a regular file: an artifact is published by "
                                 "renaming its files into place, which would replace it; give another output name",
                                 MP(w->files[i].dest), nf_io_kind_name(sb.st_mode));
         if (e != 0 && e != ENOENT) return nf_error_errno(err, e, "%s", MP(w->files[i].dest));
@@ -401,8 +410,10 @@ static nf_status open_task_files(nf_writer *w, nf_error *err)
     /* parts replaced under an existing entry would change that artifact */
     struct stat sb;
     if (nf_io_lstat(w->files[0].dest, &sb) == 0)
-        return nf_error_errno(err, EEXIST, "%s: the artifact exists; the tasks of a plan write an output that does "
-                              "not exist yet (remove it first)", MP(w->files[0].dest));
+        return nf_error_errno(err, EEXIST,
+                              "%s: the artifact exists; the tasks of a plan write an output that does "
+                              "not exist yet (remove it first)",
+                              MP(w->files[0].dest));
     return create_temps(w, err);
 }
 
@@ -588,8 +599,10 @@ void nf_writer_file_objects(const nf_writer *w, size_t index, size_t *first, siz
 nf_status nf_writer_select_files(nf_writer *w, const bool *files, nf_error *err)
 {
     if (!w->laid_out || w->state != W_PLANNING || w->selected)
-        return nf_error_set(err, NF_ERR_USAGE, "%s: nf_writer_select_files belongs between nf_writer_layout and "
-                            "nf_writer_begin, once", MP(w->path));
+        return nf_error_set(err, NF_ERR_USAGE,
+                            "%s: nf_writer_select_files belongs between nf_writer_layout and "
+                            "nf_writer_begin, once",
+                            MP(w->path));
     w->selected = calloc(w->nfiles, sizeof *w->selected);
     w->touched = calloc(w->nfiles, sizeof *w->touched);
     w->objsel = calloc(w->nobjs ? w->nobjs : 1, sizeof *w->objsel);
@@ -659,15 +672,19 @@ nf_status nf_writer_write(nf_writer *w, size_t index, uint64_t offset, const voi
     if (c < 0) return nf_wr_nomem(err);
     if (c > 0) {
         uint64_t lo = offset > clash.a ? offset : clash.a, hi = end < clash.b ? end : clash.b;
-        return nf_error_set(err, NF_ERR_INVALID, "%s: object '%s': bytes [%llu, %llu) written twice (duplicate output "
-                            "coverage)", MP(w->path), o->id, (unsigned long long)lo, (unsigned long long)hi);
+        return nf_error_set(err, NF_ERR_INVALID,
+                            "%s: object '%s': bytes [%llu, %llu) written twice (duplicate output "
+                            "coverage)",
+                            MP(w->path), o->id, (unsigned long long)lo, (unsigned long long)hi);
     }
     size_t bad = 0;
     int e = nf_wr_route(w, o->offset + offset, (void *)(uintptr_t)data, len, true, &bad);
     nf_error local;
-    if (e) return write_failed(w, nf_error_errno(&local, e, "%s: object '%s': cannot write %zu bytes to %s",
-                                                 MP(w->path), o->id, len, MP(w->files[bad].temp)),
-                               &local, err);
+    if (e)
+        return write_failed(w,
+                            nf_error_errno(&local, e, "%s: object '%s': cannot write %zu bytes to %s", MP(w->path),
+                                           o->id, len, MP(w->files[bad].temp)),
+                            &local, err);
     if (w->dig) {
         nf_status st = nf_wr_digest_piece(w, index, offset, data, len, &local);
         if (st != NF_OK) return write_failed(w, st, &local, err);
@@ -680,4 +697,3 @@ nf_status nf_writer_sink_write(void *sink, uint64_t offset, const void *buf, siz
     nf_writer_sink *s = sink;
     return nf_writer_write(s->writer, s->index, offset, buf, len, err);
 }
-

@@ -66,10 +66,11 @@ static json_t *files_json(const nf_writer *w, const uint64_t *segs, size_t n)
  * before publishing; docs/security.md 7.1, F11). */
 static nf_status too_big(uint64_t bytes, bool more, nf_error *err)
 {
-    return nf_error_set(err, NF_ERR_INVALID, "%s%llu bytes of JSON, beyond the reader's cap of %llu bytes "
+    return nf_error_set(err, NF_ERR_INVALID,
+                        "%s%llu bytes of JSON, beyond the reader's cap of %llu bytes "
                         "(NF_MAX_JSON_BYTES, 64 MiB): write fewer objects, or less metadata, provenance or "
-                        "component config", more ? "more than " : "", (unsigned long long)bytes,
-                        (unsigned long long)NF_MAX_JSON_BYTES);
+                        "component config",
+                        more ? "more than " : "", (unsigned long long)bytes, (unsigned long long)NF_MAX_JSON_BYTES);
 }
 
 static nf_status put_text(nf_buf *t, const char *s, nf_error *err)
@@ -123,7 +124,8 @@ static nf_status put_metadata(nf_writer *w, nf_buf *t, nf_error *err)
     const char *key;
     json_t *val;
     bool first = true, seen = false;
-    json_object_foreach(w->members[M_METADATA], key, val) {
+    json_object_foreach(w->members[M_METADATA], key, val)
+    {
         if (!first) NF_TRY(put_text(t, ",", err));
         first = false;
         NF_TRY(put_key(t, key, err));
@@ -151,7 +153,8 @@ static nf_status put_member(nf_writer *w, int m, nf_buf *t, nf_error *err)
     const char *key;
     json_t *val;
     bool first = true;
-    json_object_foreach(w->members[m], key, val) {
+    json_object_foreach(w->members[m], key, val)
+    {
         if (!first) NF_TRY(put_text(t, ",", err));
         first = false;
         NF_TRY(put_key(t, key, err));
@@ -191,10 +194,8 @@ static nf_status emit_prefix(nf_writer *w, nf_buf *t, nf_error *err)
 {
     for (int m = 0; m < M_COUNT; m++) {
         if (w->members[m]) continue;
-        if (m == M_COMPONENTS)
-            w->members[m] = json_pack("{s:{s:{}}}", "text", "config");
-        else
-            w->members[m] = m == M_USES ? json_array() : json_object();
+        if (m == M_COMPONENTS) w->members[m] = json_pack("{s:{s:{}}}", "text", "config");
+        else w->members[m] = m == M_USES ? json_array() : json_object();
         if (!w->members[m]) return nf_wr_nomem(err);
     }
     NF_TRY(put_text(t, "{\"components\":", err));
@@ -223,8 +224,7 @@ static nf_status emit_prefix(nf_writer *w, nf_buf *t, nf_error *err)
 }
 
 /* The text: the prefix (t->len = prefix bytes) followed by the given file table and "}". */
-static nf_status emit_with_files(nf_writer *w, nf_buf *t, size_t prefix, const uint64_t *segs, size_t n,
-                                 nf_error *err)
+static nf_status emit_with_files(nf_writer *w, nf_buf *t, size_t prefix, const uint64_t *segs, size_t n, nf_error *err)
 {
     t->len = prefix;
     json_t *files = files_json(w, segs, n);
@@ -270,4 +270,3 @@ nf_status nf_wr_layout_directory(nf_writer *w, nf_buf *text, uint64_t **segs, si
     }
     return nf_error_set(err, NF_ERR_INVALID, "%s: the directory reserve does not converge", MP(w->path));
 }
-

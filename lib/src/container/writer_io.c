@@ -323,8 +323,7 @@ static nf_status digest_finish(nf_writer *w, size_t index, nf_error *err)
 
 /* A piece of object `index` has been written: into its digest, or parked; the piece that
  * completes the object finishes the digest. */
-nf_status nf_wr_digest_piece(nf_writer *w, size_t index, uint64_t offset, const void *data, size_t len,
-                              nf_error *err)
+nf_status nf_wr_digest_piece(nf_writer *w, size_t index, uint64_t offset, const void *data, size_t len, nf_error *err)
 {
     wdigest *d = &w->dig[index];
     pthread_mutex_t *lock = &w->dig_lock[index % DIGEST_LOCKS];

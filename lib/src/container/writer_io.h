@@ -10,8 +10,7 @@
 #include "container/writer_state.h"
 
 int nf_wr_cover(wobj *o, uint64_t a, uint64_t b, interval *clash);
-nf_status nf_wr_digest_piece(nf_writer *w, size_t index, uint64_t offset, const void *data, size_t len,
-                             nf_error *err);
+nf_status nf_wr_digest_piece(nf_writer *w, size_t index, uint64_t offset, const void *data, size_t len, nf_error *err);
 void nf_wr_digest_free(nf_writer *w);
 /* The temp files' descriptor cache (at most w->fd_cap open): sized by nf_wr_fd_init once the
  * file table is planned; nf_wr_fd_adopt takes a temp file's first descriptor (recording the

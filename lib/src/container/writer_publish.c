@@ -81,15 +81,17 @@ nf_status nf_wr_take_lock(nf_writer *w, bool shared, nf_error *err)
     struct stat sb;
     long pid;
     char host[NF_OUTPUTS_HOST_MAX + 1], who[NF_OUTPUTS_HOST_MAX + 48] = "";
-    if (e == EWOULDBLOCK && nf_outputs_lock_holder(lp, &pid, host)) snprintf(who, sizeof who, ", process %ld on host %s", pid, host);
+    if (e == EWOULDBLOCK && nf_outputs_lock_holder(lp, &pid, host))
+        snprintf(who, sizeof who, ", process %ld on host %s", pid, host);
     if (e == EWOULDBLOCK)
-        st = nf_error_set(err, NF_ERR_IO, "%s: another process is writing this output (it holds the lock file %s%s); "
-                          "try again when it has finished", MP(w->path), MP(lp), who);
+        st = nf_error_set(err, NF_ERR_IO,
+                          "%s: another process is writing this output (it holds the lock file %s%s); "
+                          "try again when it has finished",
+                          MP(w->path), MP(lp), who);
     else if ((e == ELOOP || e == EINVAL) && nf_io_lstat(lp, &sb) == 0 && !S_ISREG(sb.st_mode))
         st = nf_error_set(err, NF_ERR_USAGE, "%s: the lock file %s is %s, not a regular file: remove it", MP(w->path),
                           MP(lp), nf_io_kind_name(sb.st_mode));
-    else
-        st = nf_error_errno(err, e, "%s: cannot lock the output (lock file %s)", MP(w->path), MP(lp));
+    else st = nf_error_errno(err, e, "%s: cannot lock the output (lock file %s)", MP(w->path), MP(lp));
     free(lp);
     return st;
 }
@@ -126,8 +128,10 @@ nf_status nf_wr_check_coverage(nf_writer *w, nf_error *err)
                 b = o->ncov > 1 ? o->cov[1].a : o->bytes;
             }
         }
-        return nf_error_set(err, NF_ERR_INVALID, "%s: object '%s': bytes [%llu, %llu) of %llu were never written "
-                            "(missing output coverage)", MP(w->path), o->id, (unsigned long long)a, (unsigned long long)b,
+        return nf_error_set(err, NF_ERR_INVALID,
+                            "%s: object '%s': bytes [%llu, %llu) of %llu were never written "
+                            "(missing output coverage)",
+                            MP(w->path), o->id, (unsigned long long)a, (unsigned long long)b,
                             (unsigned long long)o->bytes);
     }
     return NF_OK;
@@ -146,7 +150,7 @@ nf_status nf_wr_fill_checksums(nf_writer *w, bool image, nf_error *err)
     for (size_t i = 0; i < w->nobjs; i++) {
         const wobj *o = &w->objs[i];
         if (w->objsel && !w->objsel[i]) continue; /* a task's: only its objects */
-        if (w->dig && w->dig[i].done) { /* streamed while it was written */
+        if (w->dig && w->dig[i].done) {           /* streamed while it was written */
             if (image) memcpy(w->image.data + NF_HEADER_BYTES + w->sum_pos[i], w->dig[i].hex, 32);
             continue;
         }
@@ -162,8 +166,8 @@ nf_status nf_wr_fill_checksums(nf_writer *w, bool image, nf_error *err)
             if (e) {
                 nf_xxh3_stream_final(s, hex);
                 free(buf);
-                return nf_error_errno(err, e, "%s: object '%s': cannot read back %s for its checksum", MP(w->path), o->id,
-                                      MP(w->files[bad].temp));
+                return nf_error_errno(err, e, "%s: object '%s': cannot read back %s for its checksum", MP(w->path),
+                                      o->id, MP(w->files[bad].temp));
             }
             nf_xxh3_stream_update(s, buf, n);
             pos += n;
@@ -199,8 +203,7 @@ nf_status nf_wr_sync_file(nf_writer *w, size_t i, nf_error *err)
     if (e) return nf_error_errno(err, e, "%s: cannot reopen %s", MP(f->dest), MP(f->temp));
     struct stat sb;
     nf_status st = NF_OK;
-    if ((e = nf_io_fstat(fd, &sb)) != 0)
-        st = nf_error_errno(err, e, "%s: cannot stat %s", MP(f->dest), MP(f->temp));
+    if ((e = nf_io_fstat(fd, &sb)) != 0) st = nf_error_errno(err, e, "%s: cannot stat %s", MP(f->dest), MP(f->temp));
     else if ((uint64_t)sb.st_size != f->size)
         st = nf_error_set(err, NF_ERR_IO, "%s: temp file %s is %llu bytes, expected %llu", MP(f->dest), MP(f->temp),
                           (unsigned long long)sb.st_size, (unsigned long long)f->size);
@@ -430,4 +433,3 @@ void nf_writer_free(nf_writer *w)
     free(w->path);
     free(w);
 }
-

@@ -73,7 +73,8 @@ static nf_status check_part(const nf_writer *w, size_t i, nf_error *err)
     if (e == ENOENT) return nf_error_set(err, NF_ERR_INVALID, "%s: missing (part %zu)", MP(f->dest), i);
     if (e) return nf_error_errno(err, e, "%s", MP(f->dest));
     if (!S_ISREG(sb.st_mode))
-        return nf_error_set(err, NF_ERR_INVALID, "%s is %s, not a regular file", MP(f->dest), nf_io_kind_name(sb.st_mode));
+        return nf_error_set(err, NF_ERR_INVALID, "%s is %s, not a regular file", MP(f->dest),
+                            nf_io_kind_name(sb.st_mode));
     if ((uint64_t)sb.st_size != f->size)
         return nf_error_set(err, NF_ERR_INVALID, "%s: %llu bytes, the plan says %llu", MP(f->dest),
                             (unsigned long long)sb.st_size, (unsigned long long)f->size);
@@ -85,8 +86,10 @@ static nf_status check_part(const nf_writer *w, size_t i, nf_error *err)
     nf_io_close(fd);
     if (e) return nf_error_errno(err, e, "%s: cannot read its header", MP(f->dest));
     if (memcmp(got, want, sizeof want) != 0)
-        return nf_error_set(err, NF_ERR_INVALID, "%s: its header is not part %zu of this artifact (another plan's, "
-                            "or another artifact id)", MP(f->dest), i);
+        return nf_error_set(err, NF_ERR_INVALID,
+                            "%s: its header is not part %zu of this artifact (another plan's, "
+                            "or another artifact id)",
+                            MP(f->dest), i);
     return NF_OK;
 }
 
@@ -125,8 +128,7 @@ static nf_status complete_staged(nf_writer *w, int fd, const char *name, const c
     bool as_laid_out = st == NF_OK && head_is_image(fd, &w->image, chunk, &e);
     if (st == NF_OK && e) st = nf_error_errno(err, e, "%s: cannot read its directory", MP(name));
     if (st == NF_OK && w->opt.checksums) {
-        for (size_t i = 0; i < w->nobjs; i++)
-            memcpy(w->image.data + NF_HEADER_BYTES + w->sum_pos[i], checksums[i], 32);
+        for (size_t i = 0; i < w->nobjs; i++) memcpy(w->image.data + NF_HEADER_BYTES + w->sum_pos[i], checksums[i], 32);
         char hex[33];
         nf_xxh3_128_hex(w->image.data, w->image.len, hex);
         memcpy(w->image.data + NF_HEADER_BYTES + w->dir_sum_pos, hex, 32);
@@ -235,10 +237,13 @@ nf_status nf_writer_entry_complete(const nf_writer *w, const char *path, bool *c
 {
     *complete = false;
     if (!w->laid_out || w->state != W_PLANNING)
-        return nf_error_set(err, NF_ERR_USAGE, "%s: nf_writer_entry_complete belongs to a laid-out writer before "
-                            "assembly", MP(w->path));
+        return nf_error_set(err, NF_ERR_USAGE,
+                            "%s: nf_writer_entry_complete belongs to a laid-out writer before "
+                            "assembly",
+                            MP(w->path));
     int fd = nf_io_open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
-    if (fd < 0) return errno == ENOENT || errno == ELOOP ? NF_OK : nf_error_errno(err, errno, "%s: cannot open", MP(path));
+    if (fd < 0)
+        return errno == ENOENT || errno == ELOOP ? NF_OK : nf_error_errno(err, errno, "%s: cannot open", MP(path));
     struct stat sb;
     int e = nf_io_fstat(fd, &sb);
     nf_status st = e ? nf_error_errno(err, e, "%s: cannot stat", MP(path)) : NF_OK;
@@ -247,7 +252,8 @@ nf_status nf_writer_entry_complete(const nf_writer *w, const char *path, bool *c
     if (fits && !chunk) st = nf_wr_nomem(err);
     if (chunk) {
         /* without checksums the complete entry is the image itself */
-        *complete = w->opt.checksums ? head_is_completed_image(w, fd, chunk, &e) : head_is_image(fd, &w->image, chunk, &e);
+        *complete = w->opt.checksums ? head_is_completed_image(w, fd, chunk, &e)
+                                     : head_is_image(fd, &w->image, chunk, &e);
         if (e == ENOMEM) st = nf_wr_nomem(err);
         else if (e) st = nf_error_errno(err, e, "%s: cannot read its directory", MP(path));
     }
@@ -259,8 +265,10 @@ nf_status nf_writer_entry_complete(const nf_writer *w, const char *path, bool *c
 nf_status nf_writer_assemble(nf_writer *w, const char *const *checksums, const char *entry_staged, nf_error *err)
 {
     if (!w->laid_out || w->state != W_PLANNING || w->selected || !entry_staged)
-        return nf_error_set(err, NF_ERR_USAGE, "%s: nf_writer_assemble belongs to a writer laid out without a "
-                            "selection, with the staged entry's name", MP(w->path));
+        return nf_error_set(err, NF_ERR_USAGE,
+                            "%s: nf_writer_assemble belongs to a writer laid out without a "
+                            "selection, with the staged entry's name",
+                            MP(w->path));
     for (size_t i = 0; w->opt.checksums && i < w->nobjs; i++)
         if (!checksums || !checksums[i] || strlen(checksums[i]) != 32 || strspn(checksums[i], "0123456789abcdef") != 32)
             return nf_error_set(err, NF_ERR_INVALID, "%s: object '%s': no checksum of 32 hex digits", MP(w->path),

@@ -48,7 +48,7 @@ typedef struct interval {
 typedef struct wobj {
     char *id;
     bool tensor;
-    bool complete;   /* every byte written (cov freed) */
+    bool complete; /* every byte written (cov freed) */
     uint32_t rank;
     const nf_layout *layout;
     const nf_format *format;
@@ -62,14 +62,14 @@ typedef struct wobj {
 typedef struct wfile {
     char *dest;
     char *temp;
-    int fd;           /* -1 while closed: the descriptor cache (writer_io.c) reopens it on demand */
-    dev_t dev;        /* the temp file as created: a reopen must find this very file */
+    int fd;    /* -1 while closed: the descriptor cache (writer_io.c) reopens it on demand */
+    dev_t dev; /* the temp file as created: a reopen must find this very file */
     ino_t ino;
-    unsigned users;   /* transfers using fd now: the cache does not close it meanwhile */
-    uint64_t stamp;   /* its last use, for the cache's least-recently-used choice */
+    unsigned users; /* transfers using fd now: the cache does not close it meanwhile */
+    uint64_t stamp; /* its last use, for the cache's least-recently-used choice */
     bool temp_exists;
     bool published;
-    char *backup;     /* overwrite: where the replaced destination was set aside */
+    char *backup; /* overwrite: where the replaced destination was set aside */
     bool backed_up;
     uint64_t payload_bytes, logical_start, size;
 } wfile;
@@ -93,12 +93,12 @@ typedef struct parked {
 
 /* The streaming digest of one object (checksums on): bytes [0, hashed) are in s. */
 typedef struct wdigest {
-    nf_xxh3_stream *s;  /* created by the first piece at the digest's position */
+    nf_xxh3_stream *s; /* created by the first piece at the digest's position */
     uint64_t hashed;
-    uint64_t written;   /* bytes written; the write that completes the object finishes it */
-    parked *park;       /* sorted by offset */
-    bool done;          /* hex holds the digest */
-    bool failed;        /* no stream (out of memory): fill_checksums reads the object back */
+    uint64_t written; /* bytes written; the write that completes the object finishes it */
+    parked *park;     /* sorted by offset */
+    bool done;        /* hex holds the digest */
+    bool failed;      /* no stream (out of memory): fill_checksums reads the object back */
     char hex[33];
 } wdigest;
 
@@ -150,10 +150,10 @@ struct nf_writer {
     /* scale-out (writer_stage.c, docs/scale-out.md): the file table laid out before begin; a
      * task's selection of files (and the files and objects it touches); an assembler's state */
     bool laid_out;
-    bool *selected; /* nfiles flags, or NULL: the whole artifact */
-    bool *touched;  /* nfiles flags (with selected): files holding bytes of a selected object */
-    bool *objsel;   /* nobjs flags (with selected): objects with bytes in a selected file */
-    wdigest *dig;         /* checksums: one per object (from begin) */
+    bool *selected;                         /* nfiles flags, or NULL: the whole artifact */
+    bool *touched;                          /* nfiles flags (with selected): files holding bytes of a selected object */
+    bool *objsel;                           /* nobjs flags (with selected): objects with bytes in a selected file */
+    wdigest *dig;                           /* checksums: one per object (from begin) */
     pthread_mutex_t dig_lock[DIGEST_LOCKS]; /* object i's digest under dig_lock[i % DIGEST_LOCKS] */
     _Atomic uint64_t parked_bytes;
     /* the temp files' descriptors: a bounded cache (writer_io.c; docs/security.md 7.2), so that
@@ -175,9 +175,6 @@ static inline void nf_wr_part_header(const nf_writer *w, size_t i, uint8_t hdr[N
 }
 
 /* The out-of-memory failure, as every file of the writer reports it. */
-static inline nf_status nf_wr_nomem(nf_error *err)
-{
-    return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
-}
+static inline nf_status nf_wr_nomem(nf_error *err) { return nf_error_set(err, NF_ERR_NOMEM, "out of memory"); }
 
 #endif

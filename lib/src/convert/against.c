@@ -62,8 +62,7 @@ static void on_difference(void *ctx, const char *object, const char *message)
 static void add_plan_error(against_sink *s, const char *message)
 {
     const char *p = message;
-    for (const char *nl; (nl = strstr(p, "\n  ")) != NULL; p = nl + 3)
-        add_against(s, NULL, "%.*s", (int)(nl - p), p);
+    for (const char *nl; (nl = strstr(p, "\n  ")) != NULL; p = nl + 3) add_against(s, NULL, "%.*s", (int)(nl - p), p);
     add_against(s, NULL, "%s", p);
 }
 
@@ -74,7 +73,7 @@ typedef struct derived {
     nf_recipe_source source;
     nf_recipe_component component;
     nf_recipe_rule *rules;
-    const char **selectors;   /* rule i matches selectors[i] */
+    const char **selectors; /* rule i matches selectors[i] */
     nf_recipe_group *groups;
     json_t *config;
 } derived;
@@ -170,11 +169,14 @@ static const char *record_problem(const nf_object *o, const json_t *rec, const n
     }
     const char *key;
     const json_t *v;
-    json_object_foreach((json_t *)with, key, v) {
+    json_object_foreach((json_t *)with, key, v)
+    {
         if (!strcmp(key, "imatrix")) {
             /* the value names a source or a path of the artifact's author: never looked at */
-            snprintf(why, size, "cannot be re-derived from %s alone: it was made with an importance matrix "
-                     "(with.imatrix); give the recipe and its sources with --recipe", nf_esc(source).s);
+            snprintf(why, size,
+                     "cannot be re-derived from %s alone: it was made with an importance matrix "
+                     "(with.imatrix); give the recipe and its sources with --recipe",
+                     nf_esc(source).s);
             return why;
         }
         if (strcmp(key, "negative_scales") != 0 || !json_is_boolean(v) || mid != NF_METHOD_GROUPED_SEARCH) {
@@ -188,7 +190,8 @@ static const char *record_problem(const nf_object *o, const json_t *rec, const n
         return why;
     }
     size_t i;
-    json_array_foreach(srcs, i, v) {
+    json_array_foreach(srcs, i, v)
+    {
         if (!json_is_string(v)) {
             snprintf(why, size, "provenance.objects records a source tensor name that is not a string");
             return why;
@@ -213,8 +216,8 @@ static const char *record_problem(const nf_object *o, const json_t *rec, const n
  * tensors (checked above), so none is read as a glob or a regular expression; nothing holds a
  * path but the command line's SOURCE, and the one component has an empty literal config, so no
  * config.json or resource is read either. */
-static nf_status derive_recipe(nf_artifact *a, const char *source, const nf_source *src, const json_t *want,
-                               derived *d, against_sink *s, nf_error *err)
+static nf_status derive_recipe(nf_artifact *a, const char *source, const nf_source *src, const json_t *want, derived *d,
+                               against_sink *s, nf_error *err)
 {
     memset(d, 0, sizeof *d);
     const json_t *prov = json_object_get(nf_artifact_directory(a), "provenance");
@@ -236,8 +239,13 @@ static nf_status derive_recipe(nf_artifact *a, const char *source, const nf_sour
         return nf_common_nomem(err);
     }
     d->selectors[0] = "*";
-    d->rules[0] = (nf_recipe_rule){.match = (char **)&d->selectors[0], .nmatch = 1, .when_rank = -1, .when_quantized = -1, .skip = 1,
-                                   .optional = true, .pos = {1, 1}};
+    d->rules[0] = (nf_recipe_rule){.match = (char **)&d->selectors[0],
+                                   .nmatch = 1,
+                                   .when_rank = -1,
+                                   .when_quantized = -1,
+                                   .skip = 1,
+                                   .optional = true,
+                                   .pos = {1, 1}};
     d->recipe.nrules = 1;
     for (size_t i = 0; i < n; i++) {
         const nf_object *o = nf_artifact_object(a, i);
@@ -255,7 +263,8 @@ static nf_status derive_recipe(nf_artifact *a, const char *source, const nf_sour
         const json_t *srcs = json_object_get(rec, "sources"), *with = json_object_get(rec, "with");
         size_t k;
         const json_t *v;
-        json_array_foreach(srcs, k, v) {
+        json_array_foreach(srcs, k, v)
+        {
             json_object_set_new(used, json_string_value(v), json_true());
             nf_recipe_rule *rule = &d->rules[d->recipe.nrules];
             d->selectors[d->recipe.nrules] = json_string_value(v);
@@ -347,8 +356,9 @@ nf_status nf_verify_against(nf_artifact *a, const nf_verify_against_opts *opts, 
         return nf_error_set(err_out, NF_ERR_USAGE, "nf_verify_against: needs an artifact, a report and a source");
     const char *recipe_path = opts->recipe, *source = opts->source;
     if (!recipe_path && (opts->nsources || opts->nallow_paths || opts->nallow_env))
-        return nf_error_set(err_out, NF_ERR_USAGE, "nf_verify_against: sources, allowed paths and variables go "
-                                                   "with a recipe: they say what the recipe may read and expand");
+        return nf_error_set(err_out, NF_ERR_USAGE,
+                            "nf_verify_against: sources, allowed paths and variables go "
+                            "with a recipe: they say what the recipe may read and expand");
     against_sink sink = {r, NF_OK};
     nf_recipe *recipe = NULL;
     nf_source *src = NULL;
@@ -402,7 +412,8 @@ nf_status nf_verify_against(nf_artifact *a, const nf_verify_against_opts *opts, 
         if (!desc || !made) st = nf_common_nomem(err);
         size_t i;
         json_t *po;
-        json_array_foreach(json_object_get(desc, "objects"), i, po) {
+        json_array_foreach(json_object_get(desc, "objects"), i, po)
+        {
             json_t *id = json_object_get(po, "id");
             if (json_is_string(id) && json_object_set_new(made, json_string_value(id), json_true()) != 0)
                 st = nf_common_nomem(err);
@@ -410,8 +421,7 @@ nf_status nf_verify_against(nf_artifact *a, const nf_verify_against_opts *opts, 
         for (i = 0; st == NF_OK && i < nf_artifact_object_count(a); i++) {
             const nf_object *o = nf_artifact_object(a, i);
             if (json_object_get(made, o->id) || !wanted(want, o->id)) continue;
-            if (o->kind == NF_OBJECT_RESOURCE && !recipe_path)
-                st = note_not_compared(&res, o->id, err);
+            if (o->kind == NF_OBJECT_RESOURCE && !recipe_path) st = note_not_compared(&res, o->id, err);
             else if (recipe_path)
                 add_against(&sink, o->id, "not produced by the recipe %s from %s", nf_esc(recipe_path).s,
                             nf_esc(source).s);

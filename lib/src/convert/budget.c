@@ -69,10 +69,14 @@ static uint64_t row_cost(const plan_candidate *cd)
     }
     switch (cd->fmt->id) {
     case NF_FMT_GGUF_Q8_0: return 1;
-    case NF_FMT_GGUF_Q2_0: case NF_FMT_GGUF_Q4_0: case NF_FMT_GGUF_Q6_K: return 2;
-    case NF_FMT_GGUF_Q3_K: case NF_FMT_GGUF_Q5_0: return 3;
+    case NF_FMT_GGUF_Q2_0:
+    case NF_FMT_GGUF_Q4_0:
+    case NF_FMT_GGUF_Q6_K: return 2;
+    case NF_FMT_GGUF_Q3_K:
+    case NF_FMT_GGUF_Q5_0: return 3;
     case NF_FMT_GGUF_Q5_K: return 4;
-    case NF_FMT_GGUF_Q2_K: case NF_FMT_GGUF_Q4_K: return 5;
+    case NF_FMT_GGUF_Q2_K:
+    case NF_FMT_GGUF_Q4_K: return 5;
     case NF_FMT_GGUF_IQ4_NL: return 6;
     case NF_FMT_GGUF_IQ2_S: return 10;
     case NF_FMT_GGUF_IQ4_XS: return 11;
@@ -112,7 +116,8 @@ static uint64_t effort_floor(const uint64_t *cost, size_t n, uint64_t allowance)
 static nf_status plan_effort(const plan_budget *b, plan_budget_item *it, uint64_t sample_rows, nf_error *err)
 {
     it->sampled = sample_count(it, sample_rows);
-    uint64_t *cost = calloc(it->nopts ? it->nopts : 1, sizeof *cost), *rows = calloc(it->nopts ? it->nopts : 1, sizeof *rows);
+    uint64_t *cost = calloc(it->nopts ? it->nopts : 1, sizeof *cost),
+             *rows = calloc(it->nopts ? it->nopts : 1, sizeof *rows);
     if (!cost || !rows) {
         free(cost);
         free(rows);
@@ -178,7 +183,7 @@ typedef struct item_state {
     whole_row *wr;
     nf_xsum *acc;
     uint64_t *next;
-    bool *now;          /* does option k measure the row at hand */
+    bool *now;           /* does option k measure the row at hand */
     uint32_t matrix_max; /* the tensor's largest magnitude word, for nvfp4 */
 } item_state;
 
@@ -216,8 +221,14 @@ static nf_status row_wholes(const plan_budget *b, const plan_budget_item *it, ui
     for (uint64_t c0 = 0; any && c0 < it->cols; c0 += span) {
         uint64_t n = it->cols - c0 < span ? it->cols - c0 : span;
         NF_TRY(nf_source_read_f32_span(it->source->src, it->t, r, c0, n, sc->x, sc->cols, err));
-        nf_src_rows rows = {.name = it->t->name, .type = NF_SRC_F32, .data = sc->x, .first_row = r, .rows = 1,
-                            .cols = n, .first_col = c0, .row_cols = it->cols};
+        nf_src_rows rows = {.name = it->t->name,
+                            .type = NF_SRC_F32,
+                            .data = sc->x,
+                            .first_row = r,
+                            .rows = 1,
+                            .cols = n,
+                            .first_col = c0,
+                            .row_cols = it->cols};
         for (size_t k = 0; k < it->nopts; k++) {
             const plan_candidate *cd = &b->cands[it->opts[k].cand];
             if (!is->now[k] || !needs_whole_row(cd, &it->opts[k])) continue;
@@ -249,8 +260,14 @@ static nf_status measure_cols(const plan_budget *b, const plan_budget_item *it, 
     for (size_t k = 0; k < it->nopts; k++) {
         if (!is->now[k]) continue;
         const plan_candidate *cd = &b->cands[it->opts[k].cand];
-        nf_src_rows rows = {.name = it->t->name, .type = NF_SRC_F32, .data = sc->x, .first_row = r, .rows = 1,
-                            .cols = n, .matrix_max = is->matrix_max, .has_matrix_max = takes_matrix_max(cd)};
+        nf_src_rows rows = {.name = it->t->name,
+                            .type = NF_SRC_F32,
+                            .data = sc->x,
+                            .first_row = r,
+                            .rows = 1,
+                            .cols = n,
+                            .matrix_max = is->matrix_max,
+                            .has_matrix_max = takes_matrix_max(cd)};
         nf_method_params params = it->opts[k].params;
         nf_colspan sp;
         const nf_geometry *gk = &is->g[k];
@@ -273,7 +290,8 @@ static nf_status measure_cols(const plan_budget *b, const plan_budget_item *it, 
         st = nf_method_encode_rows(cd->method, cd->fmt, &params, &rows, &view, err);
         if (st == NF_OK) st = nf_convert_words_values(gk, &view, 0, sc->y, err);
         if (st != NF_OK) {
-            nf_error_prefix(err, "%s: measuring %s by %s", nf_source_path(src), cd->fmt->name, nf_method_name(cd->method));
+            nf_error_prefix(err, "%s: measuring %s by %s", nf_source_path(src), cd->fmt->name,
+                            nf_method_name(cd->method));
             return st;
         }
         nf_budget_werror_rows(sc->x, sc->y, 1, n, c0, it->weights, &is->acc[k]);
@@ -303,8 +321,7 @@ static nf_status item_state_init(const plan_budget *b, const plan_budget_item *i
     is->wr = calloc(n, sizeof *is->wr);
     is->next = calloc(n, sizeof *is->next);
     is->now = calloc(n, sizeof *is->now);
-    if (!is->acc || !is->g || !is->w || !is->wr || !is->next || !is->now)
-        return nf_common_nomem(err);
+    if (!is->acc || !is->g || !is->w || !is->wr || !is->next || !is->now) return nf_common_nomem(err);
     bool nvfp4 = false;
     for (size_t k = 0; k < it->nopts; k++) {
         const plan_candidate *cd = &b->cands[it->opts[k].cand];
@@ -430,8 +447,10 @@ static nf_status take_figures(plan_budget *b, const json_t *f, uint64_t sample_r
             const json_t *v = json_array_get(e, k);
             double x = json_is_real(v) ? json_real_value(v) : json_is_integer(v) ? (double)json_integer_value(v) : NAN;
             if (!isfinite(x) || x < 0)
-                return nf_error_set(err, NF_ERR_INVALID, "the plan's budget figure %zu of tensor '%s' is not a finite "
-                                    "number >= 0", k, it->t->name);
+                return nf_error_set(err, NF_ERR_INVALID,
+                                    "the plan's budget figure %zu of tensor '%s' is not a finite "
+                                    "number >= 0",
+                                    k, it->t->name);
             it->opts[k].error = x;
         }
     }
@@ -513,7 +532,8 @@ json_t *nf_budget_describe(const plan_budget *b, const nf_recipe_budget *rb)
 {
     json_t *alloc = json_array(), *cands = json_array();
     for (size_t k = 0; k < b->ncands; k++) {
-        json_t *c = json_pack("{s:s,s:s}", "format", b->cands[k].fmt->name, "method", nf_method_name(b->cands[k].method));
+        json_t *c = json_pack("{s:s,s:s}", "format", b->cands[k].fmt->name, "method",
+                              nf_method_name(b->cands[k].method));
         json_array_append_new(cands, c);
     }
     uint64_t used = 0;
@@ -544,21 +564,21 @@ json_t *nf_budget_describe(const plan_budget *b, const nf_recipe_budget *rb)
     json_t *limit = rb->bytes ? json_pack("{s:I}", "bytes", (json_int_t)rb->bytes)
                               : json_pack("{s:f}", "bits_per_weight", rb->bits_per_weight);
     json_t *sampling = json_pack("{s:I,s:s}", "rows_per_tensor", (json_int_t)rb->sample_rows, "rule",
-                                 rb->sample_rows ? "rows floor((2i+1)N/(2S)), i < S = min(N, rows_per_tensor); a costly "
-                                                   "candidate measures S_k of them, floor((2j+1)S/(2S_k)); error "
-                                                   "scaled by N/S_k"
-                                                 : "every row");
-    json_t *d = json_pack("{s:o,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:o,s:o,s:o,s:f,s:f,s:b,s:o}", "budget", limit,
-                          "candidates", cands, "tensors", (json_int_t)b->nitems, "elements", (json_int_t)b->elements,
-                          "capacity_bytes", (json_int_t)b->capacity, "used_bytes", (json_int_t)used,
-                          "other_tensor_bytes", (json_int_t)b->fixed_bytes, "tensor_bytes",
-                          (json_int_t)(b->fixed_bytes + used), "bits_per_weight",
-                          b->elements ? 8.0 * (double)used / (double)b->elements : 0.0, "reachable",
-                          json_pack("{s:I,s:I}", "min_bytes", (json_int_t)b->min_bytes, "max_bytes",
-                                    (json_int_t)b->max_bytes),
-                          "weights", b->imatrix ? json_pack("{s:s}", "imatrix", b->imatrix) : json_string("uniform"),
-                          "sampling", sampling, "estimated_error", rb->sensitivity ? estimated : b->sol.error,
-                          "lower_bound", b->sol.lower_bound, "optimal", b->sol.exact, "allocation", alloc);
+                                 rb->sample_rows
+                                     ? "rows floor((2i+1)N/(2S)), i < S = min(N, rows_per_tensor); a costly "
+                                       "candidate measures S_k of them, floor((2j+1)S/(2S_k)); error "
+                                       "scaled by N/S_k"
+                                     : "every row");
+    json_t *d = json_pack(
+        "{s:o,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:o,s:o,s:o,s:f,s:f,s:b,s:o}", "budget", limit, "candidates", cands,
+        "tensors", (json_int_t)b->nitems, "elements", (json_int_t)b->elements, "capacity_bytes",
+        (json_int_t)b->capacity, "used_bytes", (json_int_t)used, "other_tensor_bytes", (json_int_t)b->fixed_bytes,
+        "tensor_bytes", (json_int_t)(b->fixed_bytes + used), "bits_per_weight",
+        b->elements ? 8.0 * (double)used / (double)b->elements : 0.0, "reachable",
+        json_pack("{s:I,s:I}", "min_bytes", (json_int_t)b->min_bytes, "max_bytes", (json_int_t)b->max_bytes), "weights",
+        b->imatrix ? json_pack("{s:s}", "imatrix", b->imatrix) : json_string("uniform"), "sampling", sampling,
+        "estimated_error", rb->sensitivity ? estimated : b->sol.error, "lower_bound", b->sol.lower_bound, "optimal",
+        b->sol.exact, "allocation", alloc);
     /* with a sensitivity file the solver's figure is the objective (sum of factor x error) */
     if (d && rb->sensitivity) {
         json_object_set_new(d, "sensitivity", json_string(rb->sensitivity));

@@ -19,11 +19,11 @@
 
 /* An opened source of the recipe. */
 typedef struct plan_source {
-    const char *name;       /* recipe name ("base") */
+    const char *name; /* recipe name ("base") */
     const char *path;
-    nf_source *src;         /* NULL for sources that are not checkpoints (an imatrix) */
-    uint64_t bytes;         /* sum of its files' sizes */
-    nf_dialects *dialects;  /* its quantized weights (docs/dialects.md), with src */
+    nf_source *src;        /* NULL for sources that are not checkpoints (an imatrix) */
+    uint64_t bytes;        /* sum of its files' sizes */
+    nf_dialects *dialects; /* its quantized weights (docs/dialects.md), with src */
 } plan_source;
 
 /* Rows of one source tensor feeding rows of a parent object. */
@@ -36,62 +36,62 @@ typedef struct plan_member {
                                         or NULL: the values are the tensor's own */
     bool raw;                        /* method reads raw words of src_type (else binary32 values) */
     nf_src_type src_type;
-    uint64_t rows;                   /* source rows (matrix view) */
-    uint64_t parent_row0;            /* where they land in the parent */
+    uint64_t rows;        /* source rows (matrix view) */
+    uint64_t parent_row0; /* where they land in the parent */
 } plan_member;
 
 /* ---------------------------------------------------------------- the budget (budget.c)
  * docs/recipes.md, "Budgets": the tensors a rule leaves to the budget get one candidate each. */
 typedef struct plan_candidate {
     const nf_format *fmt;
-    const nf_layout *layout;         /* the format's default */
+    const nf_layout *layout; /* the format's default */
     nf_method_id method;
-    json_t *with;                    /* {imatrix: NAME} for a method that takes one (owned), or NULL */
+    json_t *with; /* {imatrix: NAME} for a method that takes one (owned), or NULL */
 } plan_candidate;
 
 /* A candidate that is not one for a tensor, and why (its layout cannot hold the tensor, or ggml
  * needs an imatrix for it): --dry-run says it. */
 typedef struct plan_exclusion {
-    size_t cand;                     /* into plan_budget.cands */
-    char *why;                       /* owned */
+    size_t cand; /* into plan_budget.cands */
+    char *why;   /* owned */
 } plan_exclusion;
 
 /* One candidate of one tensor: what the object would be with it. */
 typedef struct plan_option {
-    size_t cand;                     /* into plan_budget.cands */
+    size_t cand; /* into plan_budget.cands */
     nf_method_params params;
-    const json_t *with;              /* the candidate's, or the rule's (borrowed) */
-    uint64_t bytes;                  /* the object's bytes */
-    double error;                    /* estimated weighted squared error (budget.c) */
-    uint64_t sampled;                /* rows it was measured on (a costly one: fewer, budget.c) */
+    const json_t *with; /* the candidate's, or the rule's (borrowed) */
+    uint64_t bytes;     /* the object's bytes */
+    double error;       /* estimated weighted squared error (budget.c) */
+    uint64_t sampled;   /* rows it was measured on (a costly one: fewer, budget.c) */
 } plan_option;
 
 typedef struct plan_budget_item {
     const plan_source *source;
     const nf_source_tensor *t;
-    size_t object;                   /* its plan object */
-    uint64_t rows, cols;             /* the matrix view */
-    uint64_t sampled;                /* rows sampled (its options measure all or some of them) */
-    const float *weights;            /* importance per input channel, or NULL (uniform) */
-    double factor;                   /* its sensitivity (budget.sensitivity; 1 when absent) */
+    size_t object;        /* its plan object */
+    uint64_t rows, cols;  /* the matrix view */
+    uint64_t sampled;     /* rows sampled (its options measure all or some of them) */
+    const float *weights; /* importance per input channel, or NULL (uniform) */
+    double factor;        /* its sensitivity (budget.sensitivity; 1 when absent) */
     plan_option *opts;
     size_t nopts;
-    plan_exclusion *excluded;        /* the budget's other candidates (a rule's method aside) */
+    plan_exclusion *excluded; /* the budget's other candidates (a rule's method aside) */
     size_t nexcluded;
-    size_t pick, runner_up;          /* into opts; runner_up SIZE_MAX: none */
+    size_t pick, runner_up; /* into opts; runner_up SIZE_MAX: none */
 } plan_budget_item;
 
 typedef struct plan_budget {
     plan_candidate *cands;
     size_t ncands;
-    plan_budget_item *items;         /* checkpoint order */
+    plan_budget_item *items; /* checkpoint order */
     size_t nitems;
-    uint64_t elements;               /* of the items */
-    uint64_t fixed_bytes;            /* of the other tensor objects (a bytes budget counts them) */
-    uint64_t capacity;               /* bytes the items may have */
-    uint64_t min_bytes, max_bytes;   /* what the items can have */
-    const char *imatrix;             /* the weighing source's name, or NULL: uniform */
-    nf_sensitivity sens;             /* budget.sensitivity's factors (n 0 without one) */
+    uint64_t elements;             /* of the items */
+    uint64_t fixed_bytes;          /* of the other tensor objects (a bytes budget counts them) */
+    uint64_t capacity;             /* bytes the items may have */
+    uint64_t min_bytes, max_bytes; /* what the items can have */
+    const char *imatrix;           /* the weighing source's name, or NULL: uniform */
+    nf_sensitivity sens;           /* budget.sensitivity's factors (n 0 without one) */
     nf_budget_solution sol;
 } plan_budget;
 
@@ -115,23 +115,23 @@ typedef struct plan_object {
     nf_geometry g;
     nf_method_id method;
     nf_method_params params;
-    const json_t *with;              /* recipe's with (borrowed) */
+    const json_t *with; /* recipe's with (borrowed) */
     char *source_dtype;
     plan_member *members;
     size_t nmembers;
-    uint32_t *divisors;              /* nvfp4 parents: g.divisors words */
-    uint32_t matrix_max;             /* nvfp4_quantize / _search: the matrix's largest magnitude word (nvfp4_pass.c) */
-    char *note;                      /* what the plan does to an already encoded source (NULL: nothing
+    uint32_t *divisors;  /* nvfp4 parents: g.divisors words */
+    uint32_t matrix_max; /* nvfp4_quantize / _search: the matrix's largest magnitude word (nvfp4_pass.c) */
+    char *note;          /* what the plan does to an already encoded source (NULL: nothing
                                         to say), e.g. "requantized from Q4_K"; --dry-run shows it */
-    char *dialect;                   /* a quantized source weight: nf_qweight_describe (NULL: none) */
-    bool requantized;                /* ... whose values a method encodes (else it is imported) */
+    char *dialect;       /* a quantized source weight: nf_qweight_describe (NULL: none) */
+    bool requantized;    /* ... whose values a method encodes (else it is imported) */
     /* resource */
-    char *path;                      /* its file, or what made `data` (said in messages) */
+    char *path; /* its file, or what made `data` (said in messages) */
     uint64_t bytes;
-    uint8_t *data;                   /* made by the plan (a GGUF's metadata), else NULL: read path */
+    uint8_t *data; /* made by the plan (a GGUF's metadata), else NULL: read path */
     /* execution */
     size_t writer_index;
-    const plan_budget_item *budget;  /* the budget chose it (its report adds the weighted error), or NULL */
+    const plan_budget_item *budget; /* the budget chose it (its report adds the weighted error), or NULL */
 } plan_object;
 
 /* A cursor over the records of bindings or provenance.objects. */
@@ -144,7 +144,7 @@ struct nf_plan {
     const nf_recipe *recipe;
     plan_source *sources;
     size_t nsources;
-    nf_imatrix **imatrices;          /* one per source (loaded when a rule uses it), else NULL */
+    nf_imatrix **imatrices; /* one per source (loaded when a rule uses it), else NULL */
     plan_object *objects;
     size_t nobjects;
     /* the directory's members; bindings and provenance.objects (a record per object, 10^5 of
@@ -156,15 +156,14 @@ struct nf_plan {
      * address; with the members' tensors, what nf_plan_content_digest reads */
     const nf_source_tensor **companions;
     size_t ncompanions;
-    plan_budget *budget;             /* the recipe's budget, or NULL */
+    plan_budget *budget; /* the recipe's budget, or NULL */
 };
 
 /* Convert one tensor's words into the rows of a words buffer (exec_jobs.c); a method's rows are
  * measured into stats when it is not NULL. */
-nf_status nf_convert_member_rows(const plan_object *o, const plan_member *m, uint64_t r0, uint64_t r1,
-                                 void *raw_buf, size_t raw_len, void *scale_buf, size_t scale_len,
-                                 float *values, nf_words *words, uint64_t words_row, nf_errstats *stats,
-                                 nf_error *err);
+nf_status nf_convert_member_rows(const plan_object *o, const plan_member *m, uint64_t r0, uint64_t r1, void *raw_buf,
+                                 size_t raw_len, void *scale_buf, size_t scale_len, float *values, nf_words *words,
+                                 uint64_t words_row, nf_errstats *stats, nf_error *err);
 
 /* nvfp4_quantize's and nvfp4_search's first pass over every such object of the plan: its matrix_max and divisor
  * (nvfp4_pass.c, docs/methods.md); refuses a non-finite value or a divisor nvfp4 cannot hold. */

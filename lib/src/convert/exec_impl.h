@@ -30,9 +30,9 @@ typedef struct sink {
     nf_writer *writer;
     /* compare mode */
     nf_artifact *artifact;
-    const nf_object **targets;      /* artifact object per plan object */
-    atomic_bool *differs;           /* per plan object */
-    uint64_t *first_diff;           /* per plan object: smallest differing offset seen */
+    const nf_object **targets; /* artifact object per plan object */
+    atomic_bool *differs;      /* per plan object */
+    uint64_t *first_diff;      /* per plan object: smallest differing offset seen */
     pthread_mutex_t lock;
 } sink;
 
@@ -49,18 +49,18 @@ typedef struct compare_ctx {
  * when the last one does. */
 typedef struct object_run {
     uint64_t chunk_rows;
-    uint64_t span_cols;        /* rows longer than a chunk: a job is one row, encoded in spans of
+    uint64_t span_cols;      /* rows longer than a chunk: a job is one row, encoded in spans of
                                   this many columns (ninfer/layout.h nf_colspan); 0: whole rows */
-    uint64_t pending;          /* jobs not finished (under the runner's lock) */
-    bool skip;                 /* compare mode: the object is not re-derived */
-    nf_errstats *acc;          /* while jobs are pending (allocated by the first to finish) */
-    nf_errstats_summary sum;   /* once none is */
+    uint64_t pending;        /* jobs not finished (under the runner's lock) */
+    bool skip;               /* compare mode: the object is not re-derived */
+    nf_errstats *acc;        /* while jobs are pending (allocated by the first to finish) */
+    nf_errstats_summary sum; /* once none is */
 } object_run;
 
 typedef struct runner {
     nf_plan *plan;
-    object_run *objs;          /* one per plan object */
-    uint64_t *first_job;       /* nobjects + 1: number of each object's first job, then the total */
+    object_run *objs;    /* one per plan object */
+    uint64_t *first_job; /* nobjects + 1: number of each object's first job, then the total */
     size_t njobs;
     atomic_size_t next;
     atomic_size_t done;

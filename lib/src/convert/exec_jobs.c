@@ -34,9 +34,9 @@
 /* nvfp4_quantize and nvfp4_search: their chunks take the matrix's maximum from the plan. */
 static bool nvfp4_quantizer(nf_method_id id) { return id == NF_METHOD_NVFP4_QUANTIZE || id == NF_METHOD_NVFP4_SEARCH; }
 
-nf_status nf_convert_member_rows(const plan_object *o, const plan_member *m, uint64_t r0, uint64_t r1,
-                                 void *raw_buf, size_t raw_len, void *scale_buf, size_t scale_len, float *values,
-                                 nf_words *words, uint64_t words_row, nf_errstats *stats, nf_error *err)
+nf_status nf_convert_member_rows(const plan_object *o, const plan_member *m, uint64_t r0, uint64_t r1, void *raw_buf,
+                                 size_t raw_len, void *scale_buf, size_t scale_len, float *values, nf_words *words,
+                                 uint64_t words_row, nf_errstats *stats, nf_error *err)
 {
     const nf_source *src = m->source->src;
     uint64_t rows = r1 - r0;
@@ -64,8 +64,13 @@ nf_status nf_convert_member_rows(const plan_object *o, const plan_member *m, uin
         }
         return NF_OK;
     }
-    nf_src_rows s = {.name = m->t->name, .type = m->src_type, .first_row = r0, .rows = rows, .cols = o->g.cols,
-                     .matrix_max = o->matrix_max, .has_matrix_max = nvfp4_quantizer(o->method)};
+    nf_src_rows s = {.name = m->t->name,
+                     .type = m->src_type,
+                     .first_row = r0,
+                     .rows = rows,
+                     .cols = o->g.cols,
+                     .matrix_max = o->matrix_max,
+                     .has_matrix_max = nvfp4_quantizer(o->method)};
     size_t count = (size_t)(rows * o->g.cols);
     if (m->raw) {
         size_t len = (size_t)(rows * m->t->row_bytes);
@@ -200,13 +205,14 @@ nf_status nf_convert_plan_jobs(runner *r, nf_error *err)
             run->span_cols = r->chunk_values / band / NF_COLSPAN_ALIGN * NF_COLSPAN_ALIGN;
             if (run->span_cols < NF_COLSPAN_ALIGN) run->span_cols = NF_COLSPAN_ALIGN;
         }
-        for (size_t k = 0; k < o->nmembers; k++) run->pending += (o->members[k].rows + run->chunk_rows - 1) / run->chunk_rows;
+        for (size_t k = 0; k < o->nmembers; k++)
+            run->pending += (o->members[k].rows + run->chunk_rows - 1) / run->chunk_rows;
         total += run->pending;
         if (run->pending == 0) atomic_fetch_add(&r->objects_done, 1);
     }
     r->first_job[n] = total;
-    if (total > SIZE_MAX) return nf_error_set(err, NF_ERR_NOMEM, "%llu row chunks do not fit in memory",
-                                              (unsigned long long)total);
+    if (total > SIZE_MAX)
+        return nf_error_set(err, NF_ERR_NOMEM, "%llu row chunks do not fit in memory", (unsigned long long)total);
     r->njobs = (size_t)total;
     return NF_OK;
 }
@@ -295,8 +301,8 @@ static nf_status run_job(runner *r, const job *j, nf_words *w, uint8_t *raw, siz
      * words) and for the statistics of imported words. */
     bool import = o->method == NF_METHOD_IMPORT_ENCODED;
     bool need_values = import ? r->stats : !m->raw;
-    NF_TRY(nf_convert_member_rows(o, m, j->r0, j->r1, raw, raw_len, scales, scale_len, need_values ? values : NULL,
-                                  w, 0, r->stats && !import ? st : NULL, err));
+    NF_TRY(nf_convert_member_rows(o, m, j->r0, j->r1, raw, raw_len, scales, scale_len, need_values ? values : NULL, w,
+                                  0, r->stats && !import ? st : NULL, err));
     nf_words view = *w;
     view.rows = rows;
     if (o->divisors && view.divisors) memcpy(view.divisors, o->divisors, (size_t)o->g.divisors * sizeof *o->divisors);
@@ -374,8 +380,8 @@ static nf_status run_import_span_job(runner *r, const job *j, const nf_words *w,
         imp.scale_row_bytes = n / (k / m->imp.scale_row_bytes);
         NF_TRY(read_band_span(src, m->t, m->imp.row_bytes, k, j->r0, rows, c0, n, raw, raw_len, err));
         NF_TRY(read_band_span(src, m->scale_t, m->imp.scale_row_bytes, k, j->r0, rows, c0, n, scales, scale_len, err));
-        nf_import_chunk chunk = {j->r0, rows, raw, (size_t)(rows * imp.row_bytes), scales,
-                                 (size_t)(rows * imp.scale_row_bytes), c0};
+        nf_import_chunk chunk = {
+            j->r0, rows, raw, (size_t)(rows * imp.row_bytes), scales, (size_t)(rows * imp.scale_row_bytes), c0};
         nf_words view = *w;
         view.rows = rows;
         view.cols = n;
@@ -414,16 +420,14 @@ static nf_status read_span(const plan_member *m, uint64_t row, uint64_t c0, uint
  * read, encoded and measured by the method as a row of its own and written where the whole row
  * would have it.  fp8_row_maxabs first reads the row once for its maximum, and ggml_quantize with
  * an importance vector once for its sum of squares (gguf_q4_0, gguf_q5_0). */
-static nf_status run_span_job(runner *r, const job *j, const nf_words *w, uint8_t *raw, size_t raw_len,
-                              float *values, float *decoded, size_t nvalues, compare_ctx *cmp, nf_errstats *st,
-                              nf_error *err)
+static nf_status run_span_job(runner *r, const job *j, const nf_words *w, uint8_t *raw, size_t raw_len, float *values,
+                              float *decoded, size_t nvalues, compare_ctx *cmp, nf_errstats *st, nf_error *err)
 {
     const plan_object *o = &r->plan->objects[j->object];
     const plan_member *m = &o->members[j->member];
     const nf_source *src = m->source->src;
     const uint64_t k = o->g.cols, span = r->objs[j->object].span_cols, row = j->r0;
-    nf_src_rows s = {.name = m->t->name, .type = m->src_type, .data = raw, .first_row = row, .rows = 1,
-                     .row_cols = k};
+    nf_src_rows s = {.name = m->t->name, .type = m->src_type, .data = raw, .first_row = row, .rows = 1, .row_cols = k};
     if (o->method == NF_METHOD_FP8_ROW_MAXABS) {
         for (uint64_t c0 = 0; c0 < k; c0 += span) {
             uint64_t n = k - c0 < span ? k - c0 : span;
@@ -485,12 +489,17 @@ static nf_status run_quant_span_job(runner *r, const job *j, const nf_words *w, 
         NF_TRY(nf_colspan_init(&sp, &o->g, m->parent_row0 + j->r0, c0, n, err));
         if (rows * n > nvalues || rows * n * es > raw_len)
             return nf_error_set(err, NF_ERR_USAGE, "span buffer too small");
-        nf_src_rows s = {.name = m->t->name, .type = m->src_type, .first_row = j->r0, .rows = rows,
-                         .row_cols = k, .matrix_max = o->matrix_max, .has_matrix_max = true};
+        nf_src_rows s = {.name = m->t->name,
+                         .type = m->src_type,
+                         .first_row = j->r0,
+                         .rows = rows,
+                         .row_cols = k,
+                         .matrix_max = o->matrix_max,
+                         .has_matrix_max = true};
         for (uint64_t i = 0; i < rows; i++) {
             nf_src_rows row = s;
-            NF_TRY(read_span(m, j->r0 + i, c0, n, raw + i * n * es, (size_t)(n * es), values + i * n, (size_t)n,
-                             &row, err));
+            NF_TRY(read_span(m, j->r0 + i, c0, n, raw + i * n * es, (size_t)(n * es), values + i * n, (size_t)n, &row,
+                             err));
             if (i == 0) s.data = row.data;
         }
         s.cols = n;

@@ -98,8 +98,10 @@ static nf_status refuse_input(void *ctx, const char *path, const char *role, nf_
     if (f && strcmp(role, "the artifact") == 0)
         return nf_error_set(err, NF_ERR_USAGE, "%s is %s: refusing to overwrite an input", MP(path), f->what);
     if (f)
-        return nf_error_set(err, NF_ERR_USAGE, "%s is %s: refusing to overwrite an input (a conversion to %s "
-                            "writes, replaces or removes %s)", MP(path), f->what, MP(r->output), role);
+        return nf_error_set(err, NF_ERR_USAGE,
+                            "%s is %s: refusing to overwrite an input (a conversion to %s "
+                            "writes, replaces or removes %s)",
+                            MP(path), f->what, MP(r->output), role);
     return NF_OK;
 }
 
@@ -116,14 +118,15 @@ nf_status nf_convert_refuse_inputs(const input_set *in, const char *output, bool
  * special file (docs/security.md 1.3: never replaced; it is published by rename like the artifact), nor
  * an existing file without force. */
 nf_status nf_convert_prepare_outputs(const input_set *in, const nf_convert_options *opt, const char *report_path,
-                                 nf_error *err)
+                                     nf_error *err)
 {
     NF_TRY(nf_convert_refuse_inputs(in, opt->output, opt->report, err));
     if (!opt->report) return NF_OK;
     struct stat sb;
     int e = nf_io_lstat(report_path, &sb);
     if (e == 0 && !S_ISREG(sb.st_mode))
-        return nf_error_set(err, NF_ERR_USAGE, "%s is %s, not a regular file: the report is published by rename, "
+        return nf_error_set(err, NF_ERR_USAGE,
+                            "%s is %s, not a regular file: the report is published by rename, "
                             "which would replace it; give another output name, or --no-report",
                             MP(report_path), nf_io_kind_name(sb.st_mode));
     if (e == 0 && !opt->force)
@@ -153,8 +156,7 @@ nf_status nf_convert_write_resources(nf_plan *p, nf_writer *w, nf_error *err)
             size_t n = o->bytes - pos < sizeof buf ? (size_t)(o->bytes - pos) : sizeof buf;
             if ((e = nf_io_pread_full(fd, buf, n, pos)) != 0)
                 st = nf_error_errno(err, e, "cannot read %s", MP(o->path));
-            else
-                st = nf_writer_write(w, o->writer_index, pos, buf, n, err);
+            else st = nf_writer_write(w, o->writer_index, pos, buf, n, err);
             pos += n;
         }
         nf_io_close(fd);
@@ -183,8 +185,8 @@ nf_status nf_convert_write_tails(nf_plan *p, nf_writer *w, nf_error *err)
 /* The writer of p's artifact: every object planned, the directory members set (not laid out). */
 nf_status nf_convert_plan_writer(nf_plan *p, const nf_convert_options *opt, nf_writer **out, nf_error *err)
 {
-    nf_writer_options wo = {opt->has_max_file_bytes ? opt->max_file_bytes : p->recipe->max_file_bytes,
-                            opt->artifact_id, opt->force, true};
+    nf_writer_options wo = {opt->has_max_file_bytes ? opt->max_file_bytes : p->recipe->max_file_bytes, opt->artifact_id,
+                            opt->force, true};
     nf_writer *w = NULL;
     NF_TRY(nf_writer_create(opt->output, &wo, &w, err));
     nf_status st = NF_OK;
@@ -221,8 +223,10 @@ nf_status nf_convert_check_outputs(const nf_plan *p, const nf_convert_options *o
     free(report_path);
     struct stat sb;
     if (st == NF_OK && nf_io_lstat(opt->output, &sb) == 0)
-        st = nf_error_errno(err, EEXIST, "%s: the tasks of a plan write an output that does not exist yet; remove it "
-                            "first", MP(opt->output));
+        st = nf_error_errno(err, EEXIST,
+                            "%s: the tasks of a plan write an output that does not exist yet; remove it "
+                            "first",
+                            MP(opt->output));
     return st;
 }
 

@@ -57,8 +57,9 @@ static json_t *object_report(const nf_plan *p, const nf_errstats_summary *st, si
         const plan_budget_item *it = o->budget;
         json_object_set_new(rec, "budget",
                             json_pack("{s:f,s:o,s:I,s:s}", "estimated_error", it->opts[it->pick].error,
-                                      "weighted_error", figure(st->wse), "rows_measured", (json_int_t)it->opts[it->pick].sampled,
-                                      "weights", it->weights ? "imatrix" : "uniform"));
+                                      "weighted_error", figure(st->wse), "rows_measured",
+                                      (json_int_t)it->opts[it->pick].sampled, "weights",
+                                      it->weights ? "imatrix" : "uniform"));
     }
     return rec;
 }
@@ -158,12 +159,12 @@ nf_errstats_summary *nf_convert_summaries(const nf_plan *p, const runner *r)
 /* The report's temp file beside path: its head from the plan and the options, its tail the
  * artifact id and how the run was made (threads, chunk_values). */
 nf_status nf_convert_report_temp(nf_plan *p, const nf_convert_options *opt, const char *id_hex,
-                             const nf_errstats_summary *sums, const char *path, char **tmp, nf_error *err)
+                                 const nf_errstats_summary *sums, const char *path, char **tmp, nf_error *err)
 {
     uint64_t chunk_values = opt->chunk_values ? opt->chunk_values : DEFAULT_CHUNK_VALUES;
     json_t *head = report_head(p, opt);
-    json_t *tail = json_pack("{s:s,s:I,s:I}", "artifact_id", id_hex, "threads", (json_int_t)nf_pool_threads(opt->threads),
-                             "chunk_values", (json_int_t)chunk_values);
+    json_t *tail = json_pack("{s:s,s:I,s:I}", "artifact_id", id_hex, "threads",
+                             (json_int_t)nf_pool_threads(opt->threads), "chunk_values", (json_int_t)chunk_values);
     report_parts parts = {p, sums, head, tail};
     nf_status st = head && tail ? nf_outputs_write_temp(path, REPORT_BUFFER, fill_report, &parts, tmp, err)
                                 : nf_error_set(err, NF_ERR_NOMEM, "out of memory");

@@ -40,15 +40,15 @@
 /* Every object w wants (all of them, or a task's: nf_writer_object_selected) encoded into the
  * begun writer: resources, tails, then the row chunks on the thread pool, measured when
  * opt->report.  r is the caller's (its statistics stay there); s lives as long as r runs. */
-static nf_status encode_into(nf_plan *p, nf_writer *w, const nf_convert_options *opt, runner *r, sink *s,
-                             nf_error *err)
+static nf_status encode_into(nf_plan *p, nf_writer *w, const nf_convert_options *opt, runner *r, sink *s, nf_error *err)
 {
     NF_TRY(nf_convert_write_resources(p, w, err));
     NF_TRY(nf_convert_write_tails(p, w, err));
     r->plan = p;
     r->chunk_values = opt->chunk_values ? opt->chunk_values : DEFAULT_CHUNK_VALUES;
     NF_TRY(nf_convert_plan_jobs(r, err));
-    for (size_t i = 0; i < p->nobjects; i++) r->objs[i].skip = !nf_writer_object_selected(w, p->objects[i].writer_index);
+    for (size_t i = 0; i < p->nobjects; i++)
+        r->objs[i].skip = !nf_writer_object_selected(w, p->objects[i].writer_index);
     r->sink = s;
     s->writer = w;
     r->stats = opt->report;
@@ -177,8 +177,11 @@ nf_status nf_convert_assemble(nf_plan *p, nf_writer *w, const nf_convert_options
      * artifact without its report, said so) */
     if (st == NF_OK && report_tmp) {
         int e = nf_io_rename(report_tmp, report_path);
-        if (e) st = nf_error_errno(err, e, "%s: the artifact is complete, but its report could not be put in place "
-                                   "from %s", MP(report_path), MP(report_tmp));
+        if (e)
+            st = nf_error_errno(err, e,
+                                "%s: the artifact is complete, but its report could not be put in place "
+                                "from %s",
+                                MP(report_path), MP(report_tmp));
         else {
             free(report_tmp);
             report_tmp = NULL;

@@ -244,10 +244,14 @@ static bool stored_integer(const nf_gguf_kv *kv, uint64_t i, unsigned size, uint
 static unsigned integer_size(nf_gguf_type t)
 {
     switch (t) {
-    case NF_GGUF_U8: case NF_GGUF_I8: return 1;
-    case NF_GGUF_U16: case NF_GGUF_I16: return 2;
-    case NF_GGUF_U32: case NF_GGUF_I32: return 4;
-    case NF_GGUF_U64: case NF_GGUF_I64: return 8;
+    case NF_GGUF_U8:
+    case NF_GGUF_I8: return 1;
+    case NF_GGUF_U16:
+    case NF_GGUF_I16: return 2;
+    case NF_GGUF_U32:
+    case NF_GGUF_I32: return 4;
+    case NF_GGUF_U64:
+    case NF_GGUF_I64: return 8;
     default: return 0;
     }
 }
@@ -282,9 +286,10 @@ static bool put_integers(nf_buf *b, const nf_gguf_kv *kv, unsigned size, uint64_
 
 static nf_status too_big(const nf_source *s, const nf_gguf_kv *kv, nf_error *err)
 {
-    return nf_error_set(err, NF_ERR_INVALID, "%s: its metadata is more than %zu MiB as JSON (at key '%s'); leave it out "
-                        "with --no-resources or defaults: {gguf_metadata: drop}", nf_source_path(s), METADATA_MAX >> 20,
-                        kv->key);
+    return nf_error_set(err, NF_ERR_INVALID,
+                        "%s: its metadata is more than %zu MiB as JSON (at key '%s'); leave it out "
+                        "with --no-resources or defaults: {gguf_metadata: drop}",
+                        nf_source_path(s), METADATA_MAX >> 20, kv->key);
 }
 
 /* KEY:{"type":T,"value":V} or, for an array, KEY:{"type":"array","element_type":T,"value":[...]},
@@ -302,7 +307,8 @@ static nf_status put_pair(nf_buf *b, const nf_source *s, const nf_gguf_kv *kv, n
     unsigned size = integer_size(kv->elem_type);
     for (uint64_t i = 0; ok && size && i < kv->count; i += INT_BLOCK) {
         ok = put_integers(b, kv, size, i, kv->count - i < INT_BLOCK ? kv->count : i + INT_BLOCK);
-        if (ok && b->len > METADATA_MAX) return too_big(s, kv, err); /* (the text only grows: the verdict of a
+        if (ok && b->len > METADATA_MAX)
+            return too_big(s, kv, err); /* (the text only grows: the verdict of a
                                                                           check after each element) */
     }
     for (uint64_t i = 0; ok && !size && i < kv->count; i++) {
@@ -311,10 +317,10 @@ static nf_status put_pair(nf_buf *b, const nf_source *s, const nf_gguf_kv *kv, n
         if (i) ok = nf_buf_putc(b, ',');
         int r = ok ? put_element(b, kv, i, &e) : 0;
         if (r < 0)
-            return nf_error_set(err, NF_ERR_INVALID, "%s: metadata key '%s': %s", nf_source_path(s), kv->key, e.message);
+            return nf_error_set(err, NF_ERR_INVALID, "%s: metadata key '%s': %s", nf_source_path(s), kv->key,
+                                e.message);
         ok = r > 0;
-        if (ok && b->len > METADATA_MAX)
-            return too_big(s, kv, err);
+        if (ok && b->len > METADATA_MAX) return too_big(s, kv, err);
     }
     ok = ok && put_text(b, array ? "]}" : "}");
     return ok ? NF_OK : nomem(err);
@@ -356,9 +362,10 @@ nf_status nf_gguf_check_names(const nf_source *s, nf_error *err)
         const nf_source_tensor *t = nf_source_tensor_at(s, i);
         size_t bad;
         if (nf_utf8_valid((const uint8_t *)t->name, strlen(t->name), &bad)) continue;
-        return nf_error_set(err, NF_ERR_INVALID, "%s: tensor %zu ('%s'): its name is not UTF-8 (byte %zu of it), and an "
-                            "artifact's object names are; rename the tensor in the file", nf_source_file_path(s, t->file),
-                            i, nf_esc(t->name).s, bad);
+        return nf_error_set(err, NF_ERR_INVALID,
+                            "%s: tensor %zu ('%s'): its name is not UTF-8 (byte %zu of it), and an "
+                            "artifact's object names are; rename the tensor in the file",
+                            nf_source_file_path(s, t->file), i, nf_esc(t->name).s, bad);
     }
     return NF_OK;
 }

@@ -63,8 +63,14 @@ static nf_status values_max(const nf_source *src, const nf_source_tensor *t, con
         for (uint64_t c0 = 0; c0 < k; c0 += span) {
             uint64_t n = k - c0 < span ? k - c0 : span;
             NF_TRY(read_piece(src, t, q, k, r0, r1, c0, n, buf, err));
-            nf_src_rows s = {.name = t->name, .type = NF_SRC_F32, .data = buf, .first_row = r0, .rows = r1 - r0,
-                             .cols = n, .first_col = c0, .row_cols = n == k ? 0 : k};
+            nf_src_rows s = {.name = t->name,
+                             .type = NF_SRC_F32,
+                             .data = buf,
+                             .first_row = r0,
+                             .rows = r1 - r0,
+                             .cols = n,
+                             .first_col = c0,
+                             .row_cols = n == k ? 0 : k};
             uint32_t w;
             NF_TRY(nf_nvfp4_quantize_max(&s, &w, err));
             *mx = w > *mx ? w : *mx;
@@ -93,8 +99,7 @@ static nf_status object_pass(plan_object *o, float *buf, nf_error *err)
         NF_TRY(values_max(m->source->src, m->t, m->q, m->rows, o->g.cols, buf, &mx, err));
     }
     nf_src_rows named = {.name = o->members[0].t->name};
-    if (!o->divisors && !(o->divisors = calloc(1, sizeof *o->divisors)))
-        return nf_common_nomem(err);
+    if (!o->divisors && !(o->divisors = calloc(1, sizeof *o->divisors))) return nf_common_nomem(err);
     NF_TRY(nf_nvfp4_quantize_divisor(&named, mx, &o->divisors[0], err));
     o->matrix_max = mx;
     return NF_OK;

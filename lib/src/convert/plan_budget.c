@@ -75,7 +75,8 @@ nf_status nf_plan_budget_candidates(nf_plan *p, nf_error *err)
         size_t i = nf_plan_source_index(p, rb->imatrix);
         if (i == SIZE_MAX || !p->imatrices[i])
             return nf_error_set(err, NF_ERR_INVALID, "%s:%d:%d: budget.imatrix: '%s' is not a source of the recipe",
-                                nf_plan_recipe_label(p->recipe), rb->imatrix_pos.line, rb->imatrix_pos.col, rb->imatrix);
+                                nf_plan_recipe_label(p->recipe), rb->imatrix_pos.line, rb->imatrix_pos.col,
+                                rb->imatrix);
     }
     if (rb->sensitivity) {
         size_t i = nf_plan_source_index(p, rb->sensitivity);
@@ -160,9 +161,10 @@ void nf_plan_budget_stand_in(nf_plan *p, tensor_plan *tp, nf_recipe_choice *c, p
         tp->budget = true;
         return;
     }
-    nf_plan_tensor_problem(probs, p->recipe, c, allowed ? FIELD_FORMAT : FIELD_METHOD, tp->t,
-                   allowed ? "no candidate format of the budget holds its shape"
-                           : "left to the budget, with a method that is none of the budget's candidates (budget.methods)");
+    nf_plan_tensor_problem(
+        probs, p->recipe, c, allowed ? FIELD_FORMAT : FIELD_METHOD, tp->t,
+        allowed ? "no candidate format of the budget holds its shape"
+                : "left to the budget, with a method that is none of the budget's candidates (budget.methods)");
 }
 
 /* Notes that candidate k is not one for the item, and why (--dry-run says it, after the
@@ -186,7 +188,8 @@ static void budget_options(nf_plan *p, const tensor_plan *tp, plan_budget_item *
 {
     plan_budget *b = p->budget;
     nf_error e;
-    if (!(it->opts = calloc(b->ncands, sizeof *it->opts)) || !(it->excluded = calloc(b->ncands, sizeof *it->excluded))) {
+    if (!(it->opts = calloc(b->ncands, sizeof *it->opts)) ||
+        !(it->excluded = calloc(b->ncands, sizeof *it->excluded))) {
         probs->nomem = true;
         return;
     }
@@ -248,8 +251,7 @@ nf_status nf_plan_budget_items(nf_plan *p, tensor_plan *tps, size_t n, const nam
     if (count == 0) {
         char where[NF_ERROR_MESSAGE_MAX / 4];
         budget_where(r, rb->pos, where, sizeof where);
-        return nf_error_set(err, NF_ERR_INVALID,
-                            "%s: no tensor is left to it (%s)", where,
+        return nf_error_set(err, NF_ERR_INVALID, "%s: no tensor is left to it (%s)", where,
                             rb->label ? "no rank-2 floating-point tensor that a --rule does not pin"
                                       : "give the tensors it chooses for `format: budget` in a rule");
     }
@@ -260,8 +262,9 @@ nf_status nf_plan_budget_items(nf_plan *p, tensor_plan *tps, size_t n, const nam
         tensor_plan *tp = &tps[i];
         if (!tp->budget || !tp->ok) continue;
         if (nf_plan_group_of(ix, tp->t->name) >= 0 || tp->object == SIZE_MAX) {
-            nf_plan_tensor_problem(probs, r, tp->c, FIELD_FORMAT, tp->t,
-                           "is a member of a group: the budget chooses for single tensors (give the group a format)");
+            nf_plan_tensor_problem(
+                probs, r, tp->c, FIELD_FORMAT, tp->t,
+                "is a member of a group: the budget chooses for single tensors (give the group a format)");
             continue;
         }
         plan_budget_item *it = &b->items[b->nitems++];
@@ -342,8 +345,8 @@ nf_status nf_plan_budget_capacity(nf_plan *p, nf_error *err)
     return nf_error_set(err, NF_ERR_INVALID,
                         "%s: %s %s is %s what the candidates reach with the %zu tensor%s left to the budget: %s to %s "
                         "%s%s",
-                        where, given, unit, low ? "below" : "above", b->nitems, b->nitems == 1 ? "" : "s", lo, hi,
-                        unit, fixed);
+                        where, given, unit, low ? "below" : "above", b->nitems, b->nitems == 1 ? "" : "s", lo, hi, unit,
+                        fixed);
 }
 
 /* After the allocation: each item's object planned again with its pick. */

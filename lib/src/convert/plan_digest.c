@@ -27,10 +27,7 @@
  * of the checkpoint (XXH3 runs far faster than the read; docs/ninfer-convert.md has the figures). */
 #define DIGEST_CHUNK ((size_t)4 << 20)
 
-static void digest_str(XXH3_state_t *h, const char *s)
-{
-    XXH3_128bits_update(h, s, strlen(s) + 1);
-}
+static void digest_str(XXH3_state_t *h, const char *s) { XXH3_128bits_update(h, s, strlen(s) + 1); }
 
 static void digest_u64(XXH3_state_t *h, uint64_t v)
 {

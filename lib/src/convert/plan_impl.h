@@ -26,7 +26,7 @@ typedef enum choice_field { FIELD_FORMAT, FIELD_LAYOUT, FIELD_METHOD, FIELD_WITH
 /* One source tensor as planned: its choice, format, layout, method and member. */
 typedef struct tensor_plan {
     const nf_source_tensor *t;
-    const nf_qweight *q;             /* t is the codes tensor of this quantized weight, or NULL */
+    const nf_qweight *q; /* t is the codes tensor of this quantized weight, or NULL */
     const nf_recipe_choice *c;
     const nf_format *fmt;
     const nf_layout *layout;
@@ -35,10 +35,10 @@ typedef struct tensor_plan {
     plan_member member;
     uint64_t rows, cols;
     bool ok;
-    bool consumed;                   /* a companion of a quantized weight: never a tensor of its own */
-    int group;                       /* index into recipe groups, -1 */
-    bool budget;                     /* a rule left it to the budget (planned first with a stand-in) */
-    size_t object;                   /* its single object (add_single), SIZE_MAX: none */
+    bool consumed; /* a companion of a quantized weight: never a tensor of its own */
+    int group;     /* index into recipe groups, -1 */
+    bool budget;   /* a rule left it to the budget (planned first with a stand-in) */
+    size_t object; /* its single object (add_single), SIZE_MAX: none */
 } tensor_plan;
 
 /* Group membership and tensor lookups by name are hashed: a recipe may hold up to 200,000 YAML

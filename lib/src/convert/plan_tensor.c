@@ -253,7 +253,8 @@ static nf_status prepare_import(const plan_source *s, const nf_source_tensor *t,
     if (fmt->category == NF_CAT_NVFP4) {
         nf_import_tensor ic = import_tensor(q->global);
         NF_TRY(read_scalar(src, q->global, bytes, &len, err));
-        nf_import_kind kind = q->dialect == NF_DIALECT_MODELOPT_NVFP4 ? NF_IMPORT_NVFP4_MODELOPT : NF_IMPORT_NVFP4_COMPRESSED;
+        nf_import_kind kind = q->dialect == NF_DIALECT_MODELOPT_NVFP4 ? NF_IMPORT_NVFP4_MODELOPT
+                                                                      : NF_IMPORT_NVFP4_COMPRESSED;
         NF_TRY(nf_import_init_nvfp4(&m->imp, kind, &it, &is, &ic, bytes, len, err));
         m->scale_t = q->scale;
         return NF_OK;
@@ -319,7 +320,7 @@ void nf_plan_tensor(nf_plan *p, const plan_source *s, tensor_plan *tp, problems 
         return;
     }
     tp->layout = c->layout && strcmp(c->layout, "auto") != 0 ? nf_layout_lookup(c->layout)
-                                                              : nf_layout_default_for(tp->fmt);
+                                                             : nf_layout_default_for(tp->fmt);
     if (!tp->layout) {
         snprintf(e.message, sizeof e.message, "unknown layout '%s'", c->layout ? c->layout : "(default)");
         nf_plan_tensor_problem(probs, r, c, FIELD_LAYOUT, t, e.message);
@@ -377,7 +378,9 @@ void nf_plan_tensor(nf_plan *p, const plan_source *s, tensor_plan *tp, problems 
                      "stored quantized (%s): %s by %s would requantize it, and no rule names that method; %s%s%s "
                      "permit requantizing with a rule that names the method (e.g. `method: %s`), or --requantize in "
                      "quick mode",
-                     what, tp->fmt->name, nf_method_name(tp->method), target ? "import it exactly (`method: import_encoded`, into " : "no format holds its words exactly;",
+                     what, tp->fmt->name, nf_method_name(tp->method),
+                     target ? "import it exactly (`method: import_encoded`, into "
+                            : "no format holds its words exactly;",
                      target ? target : "", target ? "), or" : "", nf_method_name(tp->method));
             nf_plan_tensor_problem(probs, r, c, FIELD_METHOD, t, e.message);
             return;

@@ -37,10 +37,7 @@ static nf_recipe_pos group_pos(const nf_recipe_group *g, size_t k)
 }
 
 /* ---------------------------------------------------------------- helpers */
-static char *xstrdup(const char *s)
-{
-    return s ? strdup(s) : NULL;
-}
+static char *xstrdup(const char *s) { return s ? strdup(s) : NULL; }
 
 size_t nf_plan_object_count(const nf_plan *p) { return p->nobjects; }
 
@@ -138,13 +135,11 @@ static nf_status open_sources(nf_plan *p, nf_error *err)
              * checkpoint's file and tensor or key */
             if (st == NF_OK) st = nf_dialects_scan(s->src, &s->dialects, err);
         }
-        if (st != NF_OK)
-            return source_error(err, st, r, &r->sources[i]);
+        if (st != NF_OK) return source_error(err, st, r, &r->sources[i]);
     }
     if (!nf_plan_base_source(p))
         return nf_error_set(err, NF_ERR_INVALID,
-                            "%s: no checkpoint to convert: name it `base` under sources (or give one source)",
-                            r->path);
+                            "%s: no checkpoint to convert: name it `base` under sources (or give one source)", r->path);
     return NF_OK;
 }
 
@@ -156,8 +151,7 @@ static nf_status open_sources(nf_plan *p, nf_error *err)
  * tensor without a scale (an F8 weight with one is a quantized weight, whose note set_note
  * writes) widens exactly to bf16 and fp32; any other format quantizes its codes again.  Writes
  * the note into buf and returns true when there is one. */
-static bool reencode_note(const nf_source_tensor *t, const nf_format *fmt, nf_method_id method, char *buf,
-                          size_t size)
+static bool reencode_note(const nf_source_tensor *t, const nf_format *fmt, nf_method_id method, char *buf, size_t size)
 {
     if (method == NF_METHOD_IMPORT_ENCODED) return false;
     bool exact_fp32 = fmt->id == NF_FMT_FP32;
@@ -223,7 +217,8 @@ static nf_status add_resource(nf_plan *p, size_t cap, const nf_recipe_resource *
     if (res->blocked || !path)
         return nf_error_set(err, NF_ERR_INVALID,
                             "%s:%d:%d: %s: environment variable '%s' is not allowed by the command line (give "
-                            "--allow-env %s to expand it)", nf_plan_recipe_label(r), res->pos.line, res->pos.col, key,
+                            "--allow-env %s to expand it)",
+                            nf_plan_recipe_label(r), res->pos.line, res->pos.col, key,
                             res->blocked ? res->blocked : "?", res->blocked ? res->blocked : "VAR");
     NF_TRY(nf_recipe_check_path(r, path, key, res->pos, res->written, err));
     *positioned = false;
@@ -303,8 +298,7 @@ static nf_status build_components(nf_plan *p, size_t cap, nf_error *err)
         }
         NF_TRY(st);
         json_t *text = json_pack("{s:o}", "config", cfg);
-        if (!text || json_object_set_new(p->components, "text", text) != 0)
-            return nf_common_nomem(err);
+        if (!text || json_object_set_new(p->components, "text", text) != 0) return nf_common_nomem(err);
         if (b->src && nf_source_kind_of(b->src) == NF_SOURCE_GGUF && !r->drop_gguf_metadata)
             NF_TRY(keep_gguf_metadata(p, cap, b, text, err));
         return NF_OK;
@@ -319,8 +313,8 @@ static nf_status build_components(nf_plan *p, size_t cap, nf_error *err)
                                     c->pos.line, c->pos.col, c->name, c->config_from);
             nf_status st = load_config(&p->sources[si], &cfg, err);
             if (st != NF_OK)
-                return nf_error_forward(err, st, "%s:%d:%d: component '%s': config: {from: %s}", nf_plan_recipe_label(r),
-                                        c->pos.line, c->pos.col, c->name, c->config_from);
+                return nf_error_forward(err, st, "%s:%d:%d: component '%s': config: {from: %s}",
+                                        nf_plan_recipe_label(r), c->pos.line, c->pos.col, c->name, c->config_from);
         } else {
             cfg = c->config ? json_deep_copy(c->config) : json_object();
         }
@@ -354,8 +348,9 @@ static void build_provenance(nf_plan *p)
     const nf_recipe *r = p->recipe;
     json_t *sources = json_object();
     for (size_t i = 0; i < p->nsources; i++)
-        json_object_set_new(sources, p->sources[i].name,
-                            json_pack("{s:s,s:I}", "path", p->sources[i].path, "bytes", (json_int_t)p->sources[i].bytes));
+        json_object_set_new(
+            sources, p->sources[i].name,
+            json_pack("{s:s,s:I}", "path", p->sources[i].path, "bytes", (json_int_t)p->sources[i].bytes));
     p->provenance = json_pack("{s:s,s:O,s:o}", "converter", "ninfer-tools " NINFER_VERSION_STRING, "recipe",
                               r->json ? r->json : json_null(), "sources", sources);
     p->metadata = json_object();
@@ -413,21 +408,26 @@ static void add_group(nf_plan *p, size_t cap, const nf_recipe_group *grp, tensor
         if (nf_strset_find(&ix->tensors, grp->members[k], NULL, &ti)) mem[k] = &tps[ti];
         mp = group_pos(grp, k);
         if (!mem[k]) {
-            nf_plan_add_problem(probs, "%s:%d:%d: groups[%zu].members[%zu]: group '%s': member '%s' is not a tensor of the "
-                        "checkpoint", path, mp.line, mp.col, gi, k, grp->id, grp->members[k]);
+            nf_plan_add_problem(probs,
+                                "%s:%d:%d: groups[%zu].members[%zu]: group '%s': member '%s' is not a tensor of the "
+                                "checkpoint",
+                                path, mp.line, mp.col, gi, k, grp->id, grp->members[k]);
             ok = false;
         } else if (mem[k]->consumed) {
             /* (checked first: a companion is skipped too) */
-            nf_plan_add_problem(probs, "%s:%d:%d: groups[%zu].members[%zu]: group '%s': member '%s' is a companion of a "
-                        "quantized weight (a scale), not a tensor of its own", path, mp.line, mp.col, gi, k, grp->id,
-                        grp->members[k]);
+            nf_plan_add_problem(probs,
+                                "%s:%d:%d: groups[%zu].members[%zu]: group '%s': member '%s' is a companion of a "
+                                "quantized weight (a scale), not a tensor of its own",
+                                path, mp.line, mp.col, gi, k, grp->id, grp->members[k]);
             ok = false;
         } else if (mem[k]->c->skip) {
             /* (checked before ok: a skipped tensor is never planned, so it is not ok either) */
             char where[NF_ERROR_MESSAGE_MAX / 4];
             nf_plan_choice_origin(p->recipe, mem[k]->c, FIELD_RULE, where, sizeof where);
-            nf_plan_add_problem(probs, "%s:%d:%d: groups[%zu].members[%zu]: group '%s': member '%s' is skipped by the rules "
-                        "(last matched by %s)", path, mp.line, mp.col, gi, k, grp->id, grp->members[k], where);
+            nf_plan_add_problem(probs,
+                                "%s:%d:%d: groups[%zu].members[%zu]: group '%s': member '%s' is skipped by the rules "
+                                "(last matched by %s)",
+                                path, mp.line, mp.col, gi, k, grp->id, grp->members[k], where);
             ok = false;
         } else if (!mem[k]->ok) {
             ok = false; /* its own problem is already listed */
@@ -442,22 +442,25 @@ static void add_group(nf_plan *p, size_t cap, const nf_recipe_group *grp, tensor
         if (m->fmt != first->fmt || m->layout != first->layout || m->method != first->method ||
             !json_equal((json_t *)(m->c->with ? m->c->with : json_null()),
                         (json_t *)(first->c->with ? first->c->with : json_null()))) {
-            nf_plan_add_problem(probs, "%s:%d:%d: groups[%zu].members[%zu]: group '%s': member '%s' has a different "
-                        "format, layout, method or with than '%s' (%s %s %s vs %s %s %s)", path, mp.line, mp.col, gi,
-                        k, grp->id, m->t->name, first->t->name, m->fmt->name, m->layout->name,
-                        nf_method_name(m->method), first->fmt->name, first->layout->name,
-                        nf_method_name(first->method));
+            nf_plan_add_problem(probs,
+                                "%s:%d:%d: groups[%zu].members[%zu]: group '%s': member '%s' has a different "
+                                "format, layout, method or with than '%s' (%s %s %s vs %s %s %s)",
+                                path, mp.line, mp.col, gi, k, grp->id, m->t->name, first->t->name, m->fmt->name,
+                                m->layout->name, nf_method_name(m->method), first->fmt->name, first->layout->name,
+                                nf_method_name(first->method));
             ok = false;
         }
         if (m->cols != first->cols) {
-            nf_plan_add_problem(probs, "%s:%d:%d: groups[%zu].members[%zu]: group '%s': member '%s' has %llu columns, '%s' "
-                        "has %llu: rows stack only with equal K", path, mp.line, mp.col, gi, k, grp->id, m->t->name,
-                        (unsigned long long)m->cols, first->t->name, (unsigned long long)first->cols);
+            nf_plan_add_problem(probs,
+                                "%s:%d:%d: groups[%zu].members[%zu]: group '%s': member '%s' has %llu columns, '%s' "
+                                "has %llu: rows stack only with equal K",
+                                path, mp.line, mp.col, gi, k, grp->id, m->t->name, (unsigned long long)m->cols,
+                                first->t->name, (unsigned long long)first->cols);
             ok = false;
         }
         if (m->fmt->category != NF_CAT_DIRECT && m->t->rank != 2 && m->method != NF_METHOD_IMPORT_ENCODED) {
-            nf_plan_add_problem(probs, "%s:%d:%d: groups[%zu].members[%zu]: group '%s': member '%s' is not a matrix", path,
-                        mp.line, mp.col, gi, k, grp->id, m->t->name);
+            nf_plan_add_problem(probs, "%s:%d:%d: groups[%zu].members[%zu]: group '%s': member '%s' is not a matrix",
+                                path, mp.line, mp.col, gi, k, grp->id, m->t->name);
             ok = false;
         }
         m->member.parent_row0 = rows;
@@ -503,9 +506,9 @@ static void add_group(nf_plan *p, size_t cap, const nf_recipe_group *grp, tensor
         st = nf_geometry_init(&o->g, first->layout, first->fmt, 2, shape, 1, &e);
     }
     if (st != NF_OK)
-        nf_plan_add_problem(probs, "%s:%d:%d: groups[%zu]: group '%s': %s", path, gp.line, gp.col, gi, grp->id, e.message);
-    else
-        set_note(o, first->t, first->q, probs);
+        nf_plan_add_problem(probs, "%s:%d:%d: groups[%zu]: group '%s': %s", path, gp.line, gp.col, gi, grp->id,
+                            e.message);
+    else set_note(o, first->t, first->q, probs);
 done:
     free(mem);
 }
@@ -565,7 +568,8 @@ nf_status nf_plan_binding_record(void *records, size_t i, const char **key, json
             c->member = 0;
             c->object++;
         }
-        json_int_t a = (json_int_t)(m->parent_row0 * o->g.cols), b = (json_int_t)((m->parent_row0 + m->rows) * o->g.cols);
+        json_int_t a = (json_int_t)(m->parent_row0 * o->g.cols),
+                   b = (json_int_t)((m->parent_row0 + m->rows) * o->g.cols);
         *key = m->t->name;
         *value = json_pack("{s:[{s:s,s:[I,I]}]}", "parts", "object", o->id, "range", a, b);
     }
@@ -636,7 +640,7 @@ nf_status nf_plan_build_ex(const nf_recipe *recipe, const nf_plan_build_options 
         if (nf_plan_is_budget(&choices[i])) {
             if (!p->budget) {
                 nf_plan_tensor_problem(&probs, recipe, &choices[i], FIELD_FORMAT, tps[i].t,
-                               "format 'budget' needs a `budget:` section (bits_per_weight or bytes)");
+                                       "format 'budget' needs a `budget:` section (bits_per_weight or bytes)");
                 continue;
             }
             nf_plan_budget_stand_in(p, &tps[i], &choices[i], &probs);
@@ -686,9 +690,10 @@ nf_status nf_plan_build_ex(const nf_recipe *recipe, const nf_plan_build_options 
     for (size_t g = 0; g < recipe->ngroups; g++)
         if (!group_done[g]) {
             const nf_recipe_group *grp = &recipe->groups[g];
-            nf_plan_add_problem(&probs, "%s:%d:%d: groups[%zu]: group '%s' has no member in the checkpoint (members: %s%s)",
-                        nf_plan_recipe_label(recipe), grp->pos.line, grp->pos.col, g, grp->id,
-                        grp->nmembers ? grp->members[0] : "", grp->nmembers > 1 ? ", ..." : "");
+            nf_plan_add_problem(&probs,
+                                "%s:%d:%d: groups[%zu]: group '%s' has no member in the checkpoint (members: %s%s)",
+                                nf_plan_recipe_label(recipe), grp->pos.line, grp->pos.col, g, grp->id,
+                                grp->nmembers ? grp->members[0] : "", grp->nmembers > 1 ? ", ..." : "");
         }
     free(group_done);
     if (probs.count || probs.nomem) {
@@ -703,7 +708,7 @@ nf_status nf_plan_build_ex(const nf_recipe *recipe, const nf_plan_build_options 
         }
         if ((st = nf_plan_budget_capacity(p, err)) != NF_OK ||
             (st = nf_budget_allocate(p->budget, &recipe->budget, opt ? opt->threads : 0,
-                                      opt ? opt->budget_figures : NULL, err)) != NF_OK)
+                                     opt ? opt->budget_figures : NULL, err)) != NF_OK)
             goto done;
         nf_plan_budget_patch(p, tps, n, &probs);
         if (probs.count || probs.nomem) {
@@ -780,8 +785,9 @@ json_t *nf_plan_describe(const nf_plan *p)
             json_object_set_new(per_format, o->g.format->name, f);
         }
         json_object_set_new(f, "objects", json_integer(json_integer_value(json_object_get(f, "objects")) + 1));
-        json_object_set_new(f, "elements", json_integer(json_integer_value(json_object_get(f, "elements")) +
-                                                        (json_int_t)o->g.elements));
+        json_object_set_new(
+            f, "elements",
+            json_integer(json_integer_value(json_object_get(f, "elements")) + (json_int_t)o->g.elements));
         json_object_set_new(f, "bytes",
                             json_integer(json_integer_value(json_object_get(f, "bytes")) + (json_int_t)o->g.bytes));
     }

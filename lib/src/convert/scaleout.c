@@ -75,11 +75,15 @@ static nf_status other_output(const nf_scaleout *s, nf_error *err)
                   memcmp(hdr, NF_MAGIC_ENTRY, NF_MAGIC_BYTES) == 0 && memcmp(hdr + 16, s->id, 16) == 0;
     if (fd >= 0) nf_io_close(fd);
     if (our_id)
-        return nf_error_set(err, NF_ERR_INVALID, "%s: carries this plan's artifact id but is not this plan's complete "
+        return nf_error_set(err, NF_ERR_INVALID,
+                            "%s: carries this plan's artifact id but is not this plan's complete "
                             "artifact (its directory lacks the checksums: a staged entry, or a publication cut short); "
-                            "remove it, rerun the tasks that lack a receipt, and --assemble again", MP(s->output));
-    return nf_error_set(err, NF_ERR_INVALID, "%s: another artifact (or another file) is there; the tasks of a plan "
-                        "write an output that does not exist yet (remove it first)", MP(s->output));
+                            "remove it, rerun the tasks that lack a receipt, and --assemble again",
+                            MP(s->output));
+    return nf_error_set(err, NF_ERR_INVALID,
+                        "%s: another artifact (or another file) is there; the tasks of a plan "
+                        "write an output that does not exist yet (remove it first)",
+                        MP(s->output));
 }
 
 static nf_status run_task(const nf_scaleout *s, size_t task, bool *skipped, nf_error *err)
@@ -212,9 +216,11 @@ nf_status nf_scaleout_assemble(const nf_scaleout *s, bool verify, nf_error *err)
             nf_writer_file f;
             nf_writer_file_info(w, i, &f);
             char d[33];
-            st = nf_convert_scaleout_file_digest(i == 0 && !published ? staged : f.path, f.size - f.payload_bytes, d, err);
+            st = nf_convert_scaleout_file_digest(i == 0 && !published ? staged : f.path, f.size - f.payload_bytes, d,
+                                                 err);
             if (st == NF_OK && strcmp(d, nf_convert_scaleout_str_member(r, "digest")) != 0)
-                st = nf_error_set(err, NF_ERR_INVALID, "%s: its bytes are not those its receipt records; rerun task %zu",
+                st = nf_error_set(err, NF_ERR_INVALID,
+                                  "%s: its bytes are not those its receipt records; rerun task %zu",
                                   MP(i == 0 ? staged : f.path), task_of(s, i));
         }
         /* every object's checksum and statistics: from each receipt that lists it, all agreeing;
@@ -224,24 +230,32 @@ nf_status nf_scaleout_assemble(const nf_scaleout *s, bool verify, nf_error *err)
         nf_writer_file_objects(w, i, &held_first, &held_end);
         size_t held = held_end - held_first;
         if (st == NF_OK && r && json_array_size(objs) != held)
-            st = nf_error_set(err, NF_ERR_INVALID, "receipt of file %zu lists %zu objects, the file holds %zu; rerun "
-                              "task %zu", i, json_array_size(objs), held, task_of(s, i));
+            st = nf_error_set(err, NF_ERR_INVALID,
+                              "receipt of file %zu lists %zu objects, the file holds %zu; rerun "
+                              "task %zu",
+                              i, json_array_size(objs), held, task_of(s, i));
         for (size_t k = 0; st == NF_OK && k < json_array_size(objs); k++) {
             const json_t *o = json_array_get(objs, k);
-            const char *id = nf_convert_scaleout_str_member(o, "object"), *sum = nf_convert_scaleout_str_member(o, "checksum");
+            const char *id = nf_convert_scaleout_str_member(o, "object"),
+                       *sum = nf_convert_scaleout_str_member(o, "checksum");
             size_t idx = n;
             if (!id || !nf_strset_find(&ids, id, NULL, &idx)) idx = n;
             nf_errstats_summary m = {0};
             bool tensor = idx < n && p->objects[idx].kind == NF_OBJECT_TENSOR;
             if (idx == n || idx < held_first || idx >= held_end || !nf_convert_scaleout_is_hex(sum, 32) ||
-                (tensor && !nf_convert_scaleout_stats_of(json_object_get(o, "stats"), p->objects[idx].budget != NULL, &m))) {
-                st = nf_error_set(err, NF_ERR_INVALID, "receipt of file %zu: objects[%zu] is not an object of the plan "
-                                  "in that file with a checksum%s; rerun task %zu", i, k, tensor ? " and statistics" : "", task_of(s, i));
+                (tensor &&
+                 !nf_convert_scaleout_stats_of(json_object_get(o, "stats"), p->objects[idx].budget != NULL, &m))) {
+                st = nf_error_set(err, NF_ERR_INVALID,
+                                  "receipt of file %zu: objects[%zu] is not an object of the plan "
+                                  "in that file with a checksum%s; rerun task %zu",
+                                  i, k, tensor ? " and statistics" : "", task_of(s, i));
                 break;
             }
             if (have[idx] && (strcmp(sum_hex[idx], sum) != 0 || memcmp(&sums[idx], &m, sizeof m) != 0)) {
-                st = nf_error_set(err, NF_ERR_INVALID, "object '%s': the receipts of two files disagree on it; rerun task "
-                                  "%zu", id, task_of(s, i));
+                st = nf_error_set(err, NF_ERR_INVALID,
+                                  "object '%s': the receipts of two files disagree on it; rerun task "
+                                  "%zu",
+                                  id, task_of(s, i));
                 break;
             }
             memcpy(sum_hex[idx], sum, 33);

@@ -16,8 +16,8 @@
 #include "common/io.h"
 #include "common/json_prescan.h"
 
-#define PLAN_VERSION 2 /* 1 recorded a command line (refused: make the plan again) */
-#define PLAN_MAX_BYTES ((uint64_t)1 << 30)   /* a plan of 10^6 objects is ~300 MB */
+#define PLAN_VERSION 2                     /* 1 recorded a command line (refused: make the plan again) */
+#define PLAN_MAX_BYTES ((uint64_t)1 << 30) /* a plan of 10^6 objects is ~300 MB */
 #define RECEIPT_MAX_BYTES ((uint64_t)256 << 20)
 #define FINGERPRINT_HEAD ((size_t)1 << 20)  /* each input's first MiB (its header, index or text) */
 #define FINGERPRINT_TAIL ((size_t)64 << 10) /* and its last 64 KiB */
@@ -30,7 +30,7 @@ typedef struct id_run {
 
 struct nf_scaleout {
     char *path;
-    json_t *root; /* the plan's members but "objects", and its files without their "objects" */
+    json_t *root;             /* the plan's members but "objects", and its files without their "objects" */
     const json_t *conversion; /* what rebuilds the conversion (checked by nf_scaleout_open) */
     char output[4096];
     char fingerprint[33];
@@ -67,14 +67,16 @@ const char *nf_convert_scaleout_str_member(const json_t *o, const char *key);
 nf_status nf_convert_scaleout_check_inputs(const nf_plan *p, const nf_scaleout *s, nf_error *err);
 /* Every input under the allowed roots.  plan_path NULL: the plan being made (the input named by
  * its path); else the plan file's inputs[i]. */
-nf_status nf_convert_scaleout_check_roots(const nf_recipe *r, const json_t *inputs, const char *plan_path, nf_error *err);
+nf_status nf_convert_scaleout_check_roots(const nf_recipe *r, const json_t *inputs, const char *plan_path,
+                                          nf_error *err);
 /* The sources the rebuilt recipe names, under the allowed roots before any is opened (a source
  * the plan's text adds elsewhere is refused, named by the plan). */
 nf_status nf_convert_scaleout_check_source_roots(const nf_recipe *r, const char *plan_path, nf_error *err);
 /* The conversion as data: the recipe as made (nf_recipe_origin: its text, name and directory,
  * the variables it expanded, the sources and paths given to it) and the options that decide the
  * artifact's bytes.  What a task's host chooses (threads, chunk size, progress) is not in it. */
-nf_status nf_convert_scaleout_conversion_of(const nf_plan *p, const nf_convert_options *opt, json_t **out, nf_error *err);
+nf_status nf_convert_scaleout_conversion_of(const nf_plan *p, const nf_convert_options *opt, json_t **out,
+                                            nf_error *err);
 /* An input's fingerprint: its size and the digests of its first MiB and last 64 KiB -- what
  * changes when a checkpoint is rewritten (its header holds every tensor's offsets and dtype),
  * read in two small pieces (docs/scale-out.md, "What a plan checks"). */
@@ -105,11 +107,11 @@ nf_status nf_convert_scaleout_file_digest(const char *path, uint64_t from, char 
 /* Receipt of file i, checked against the plan and the file's size (NULL root when there is
  * none: *why says what is wrong). */
 nf_status nf_convert_scaleout_read_receipt(const nf_scaleout *s, const nf_writer *w, size_t i, bool published,
-                                   json_t **out, char *why, size_t whylen, nf_error *err);
+                                           json_t **out, char *why, size_t whylen, nf_error *err);
 /* Task `task`'s receipt of file i, written last (nf_convert_scaleout_put_json): the file's size,
  * digest and objects' checksums and statistics, bound to the plan and its inputs. */
 nf_status nf_convert_scaleout_write_receipt(const nf_plan *p, const nf_scaleout *s, const nf_writer *w, size_t task,
-                                    size_t i, const char *staged, const nf_errstats_summary *sums,
-                                    char (*checksums)[33], nf_error *err);
+                                            size_t i, const char *staged, const nf_errstats_summary *sums,
+                                            char (*checksums)[33], nf_error *err);
 
 #endif

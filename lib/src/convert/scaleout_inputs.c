@@ -80,7 +80,8 @@ nf_status nf_convert_scaleout_load_json(const char *path, uint64_t cap, json_t *
     char *text = NULL;
     size_t len = 0;
     NF_TRY(nf_convert_scaleout_slurp(path, cap, &text, &len, err));
-    nf_status st = nf_json_prescan_check(MP(path), text, len, &nf_convert_scaleout_json_caps, "a plan or a receipt", "", err);
+    nf_status st = nf_json_prescan_check(MP(path), text, len, &nf_convert_scaleout_json_caps, "a plan or a receipt", "",
+                                         err);
     if (st != NF_OK) {
         free(text);
         return st;
@@ -214,7 +215,8 @@ nf_status nf_convert_scaleout_check_inputs(const nf_plan *p, const nf_scaleout *
     nf_status st = NF_OK;
     size_t i;
     const json_t *v;
-    json_array_foreach(now, i, v) {
+    json_array_foreach(now, i, v)
+    {
         const char *path = json_string_value(json_object_get(v, "path"));
         const json_t *w = NULL;
         size_t k;
@@ -227,8 +229,10 @@ nf_status nf_convert_scaleout_check_inputs(const nf_plan *p, const nf_scaleout *
             break;
         }
         if (!json_equal((json_t *)v, (json_t *)w)) {
-            st = nf_error_set(err, NF_ERR_INVALID, "%s: %s changed since the plan was made (size or content); make the "
-                              "plan again", MP(s->path), MP(path));
+            st = nf_error_set(err, NF_ERR_INVALID,
+                              "%s: %s changed since the plan was made (size or content); make the "
+                              "plan again",
+                              MP(s->path), MP(path));
             break;
         }
     }
@@ -247,7 +251,8 @@ nf_status nf_convert_scaleout_check_inputs(const nf_plan *p, const nf_scaleout *
 /* The conversion as data: the recipe as made (nf_recipe_origin: its text, name and directory,
  * the variables it expanded, the sources and paths given to it) and the options that decide the
  * artifact's bytes.  What a task's host chooses (threads, chunk size, progress) is not in it. */
-nf_status nf_convert_scaleout_conversion_of(const nf_plan *p, const nf_convert_options *opt, json_t **out, nf_error *err)
+nf_status nf_convert_scaleout_conversion_of(const nf_plan *p, const nf_convert_options *opt, json_t **out,
+                                            nf_error *err)
 {
     json_t *recipe = NULL;
     NF_TRY(nf_recipe_origin(p->recipe, &recipe, err));
@@ -296,32 +301,41 @@ nf_status nf_convert_scaleout_check_source_roots(const nf_recipe *r, const char 
 {
     for (size_t i = 0; i < r->nsources; i++)
         if (r->sources[i].path && !in_roots(r, r->sources[i].path))
-            return nf_error_set(err, NF_ERR_INVALID, "%s: conversion.recipe: source '%s' (%s): outside the plan's "
+            return nf_error_set(err, NF_ERR_INVALID,
+                                "%s: conversion.recipe: source '%s' (%s): outside the plan's "
                                 "allowed roots (the recipe's directory, the sources and the paths given to it); a "
-                                "task reads nothing else", MP(plan_path), nf_esc(r->sources[i].name).s,
-                                MP(r->sources[i].path));
+                                "task reads nothing else",
+                                MP(plan_path), nf_esc(r->sources[i].name).s, MP(r->sources[i].path));
     return NF_OK;
 }
 
 /* Every input under the allowed roots.  plan_path NULL: the plan being made (the input named by
  * its path); else the plan file's inputs[i]. */
-nf_status nf_convert_scaleout_check_roots(const nf_recipe *r, const json_t *inputs, const char *plan_path, nf_error *err)
+nf_status nf_convert_scaleout_check_roots(const nf_recipe *r, const json_t *inputs, const char *plan_path,
+                                          nf_error *err)
 {
     for (size_t i = 0; i < json_array_size(inputs); i++) {
         const char *path = json_string_value(json_object_get(json_array_get(inputs, i), "path"));
         if (in_roots(r, path)) continue;
         if (plan_path)
-            return nf_error_set(err, NF_ERR_INVALID, "%s: inputs[%zu] (%s): outside the plan's allowed roots (the "
+            return nf_error_set(err, NF_ERR_INVALID,
+                                "%s: inputs[%zu] (%s): outside the plan's allowed roots (the "
                                 "recipe's directory, the sources and the paths given to it); a task reads nothing "
-                                "else", MP(plan_path), i, MP(path));
-        return nf_error_set(err, NF_ERR_INVALID, "%s: the plan would read it, and it is outside its allowed roots (the "
+                                "else",
+                                MP(plan_path), i, MP(path));
+        return nf_error_set(err, NF_ERR_INVALID,
+                            "%s: the plan would read it, and it is outside its allowed roots (the "
                             "recipe's directory, the sources and the paths given to it): give it with --source or "
-                            "--allow-path", MP(path));
+                            "--allow-path",
+                            MP(path));
     }
     return NF_OK;
 }
 
-const char *nf_convert_scaleout_str_member(const json_t *o, const char *key) { return json_string_value(json_object_get(o, key)); }
+const char *nf_convert_scaleout_str_member(const json_t *o, const char *key)
+{
+    return json_string_value(json_object_get(o, key));
+}
 
 bool nf_convert_scaleout_u64_member(const json_t *o, const char *key, uint64_t *out)
 {

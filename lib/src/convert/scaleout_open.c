@@ -95,7 +95,8 @@ static nf_status load_plan(nf_scaleout *s, const char *path, nf_error *err)
     char *text = NULL;
     size_t len = 0;
     NF_TRY(nf_convert_scaleout_slurp(path, PLAN_MAX_BYTES, &text, &len, err));
-    nf_status st = nf_json_prescan_check(MP(path), text, len, &nf_convert_scaleout_json_caps, "a plan or a receipt", "", err);
+    nf_status st = nf_json_prescan_check(MP(path), text, len, &nf_convert_scaleout_json_caps, "a plan or a receipt", "",
+                                         err);
     plan_reader r = {.text = text, .len = len, .bad_file = SIZE_MAX, .bad_id = SIZE_MAX};
     size_t at = nf_jw_space(text, len, 0);
     json_error_t je;
@@ -107,7 +108,7 @@ static nf_status load_plan(nf_scaleout *s, const char *path, nf_error *err)
         json_decref(v);
     } else if (st == NF_OK && !nf_jw_validate(text, len, JSON_REJECT_DUPLICATES, PLAN_PIECE, &je)) {
         st = json_error_code(&je) == json_error_out_of_memory ? nf_convert_scaleout_nomem_reading(path, err)
-                                                               : nf_json_syntax_error(err, MP(path), &je);
+                                                              : nf_json_syntax_error(err, MP(path), &je);
     }
     json_t *root = st == NF_OK ? json_object() : NULL;
     if (st == NF_OK && !root) st = nf_convert_scaleout_nomem_reading(path, err);
@@ -167,12 +168,15 @@ static nf_status only_known(const json_t *obj, const char *where, const char *co
 {
     const char *key;
     const json_t *v;
-    json_object_foreach((json_t *)obj, key, v) {
+    json_object_foreach((json_t *)obj, key, v)
+    {
         size_t i = 0;
         while (known[i] && strcmp(known[i], key) != 0) i++;
         if (!known[i])
-            return nf_error_set(err, NF_ERR_INVALID, "%s: %s%s'%s': unknown member (a plan of another version, or "
-                                "edited)", MP(path), where, *where ? "." : "", nf_esc(key).s);
+            return nf_error_set(err, NF_ERR_INVALID,
+                                "%s: %s%s'%s': unknown member (a plan of another version, or "
+                                "edited)",
+                                MP(path), where, *where ? "." : "", nf_esc(key).s);
     }
     return NF_OK;
 }
@@ -182,7 +186,7 @@ static nf_status only_known(const json_t *obj, const char *where, const char *co
 static nf_status check_members(const json_t *r, const char *path, nf_error *err)
 {
     static const char *const top[] = {"ninfer_plan", "output", "artifact_id", "fingerprint", "cwd", "conversion",
-                                      "inputs", "files", "tasks", "budget", NULL};
+                                      "inputs",      "files",  "tasks",       "budget",      NULL};
     static const char *const conversion[] = {"recipe", "options", NULL};
     static const char *const options[] = {"max_file_bytes", "force", "report", NULL};
     static const char *const input[] = {"path", "bytes", "head", "tail", NULL};
@@ -206,11 +210,14 @@ static nf_status check_members(const json_t *r, const char *path, nf_error *err)
         uint64_t bytes;
         char where[48];
         snprintf(where, sizeof where, "inputs[%zu]", i);
-        if (!json_is_object(in) || !nf_convert_scaleout_str_member(in, "path") || !*nf_convert_scaleout_str_member(in, "path") ||
-            !nf_convert_scaleout_u64_member(in, "bytes", &bytes) || !nf_convert_scaleout_is_hex(nf_convert_scaleout_str_member(in, "head"), 32) ||
+        if (!json_is_object(in) || !nf_convert_scaleout_str_member(in, "path") ||
+            !*nf_convert_scaleout_str_member(in, "path") || !nf_convert_scaleout_u64_member(in, "bytes", &bytes) ||
+            !nf_convert_scaleout_is_hex(nf_convert_scaleout_str_member(in, "head"), 32) ||
             !nf_convert_scaleout_is_hex(nf_convert_scaleout_str_member(in, "tail"), 32))
-            return nf_error_set(err, NF_ERR_INVALID, "%s: %s: not {\"path\", \"bytes\", \"head\", \"tail\"} (a path, a "
-                                "byte count and two digests of 32 hex digits)", MP(path), where);
+            return nf_error_set(err, NF_ERR_INVALID,
+                                "%s: %s: not {\"path\", \"bytes\", \"head\", \"tail\"} (a path, a "
+                                "byte count and two digests of 32 hex digits)",
+                                MP(path), where);
         NF_TRY(only_known(in, where, input, path, err));
     }
     return NF_OK;
@@ -226,22 +233,26 @@ nf_status nf_scaleout_open(const char *plan_path, nf_scaleout **out, nf_error *e
     nf_status st = load_plan(s, plan_path, err);
     const json_t *r = s->root;
     uint64_t version = 0;
-    const char *output = st == NF_OK ? nf_convert_scaleout_str_member(r, "output") : NULL, *id = output ? nf_convert_scaleout_str_member(r, "artifact_id") : NULL;
+    const char *output = st == NF_OK ? nf_convert_scaleout_str_member(r, "output") : NULL,
+               *id = output ? nf_convert_scaleout_str_member(r, "artifact_id") : NULL;
     const char *fp = id ? nf_convert_scaleout_str_member(r, "fingerprint") : NULL;
     if (st == NF_OK && nf_convert_scaleout_u64_member(r, "ninfer_plan", &version) && version == 1)
-        st = nf_error_set(err, NF_ERR_INVALID, "%s: a plan of version 1, which recorded a command line; plans are data "
+        st = nf_error_set(err, NF_ERR_INVALID,
+                          "%s: a plan of version 1, which recorded a command line; plans are data "
                           "since version 2 (docs/scale-out.md): make the plan again with this ninfer-convert",
                           MP(plan_path));
     else if (st == NF_OK && (!nf_convert_scaleout_u64_member(r, "ninfer_plan", &version) || version != PLAN_VERSION))
         st = nf_error_set(err, NF_ERR_INVALID, "%s: not a plan of this version (ninfer_plan must be %d)", MP(plan_path),
                           PLAN_VERSION);
-    if (st == NF_OK && (!output || !*output || strlen(output) >= sizeof s->output || !nf_convert_scaleout_is_hex(id, 32) || !nf_convert_scaleout_is_hex(fp, 32) ||
-                        !json_is_string(json_object_get(r, "cwd")) ||
-                        !json_is_object(json_object_get(r, "conversion")) ||
-                        !json_is_array(json_object_get(r, "inputs")) ||
-                        !json_is_array(json_object_get(r, "files")) || !json_is_array(json_object_get(r, "tasks"))))
-        st = nf_error_set(err, NF_ERR_INVALID, "%s: a plan needs output, artifact_id (32 hex digits), fingerprint, "
-                          "cwd, conversion, inputs, files and tasks", MP(plan_path));
+    if (st == NF_OK &&
+        (!output || !*output || strlen(output) >= sizeof s->output || !nf_convert_scaleout_is_hex(id, 32) ||
+         !nf_convert_scaleout_is_hex(fp, 32) || !json_is_string(json_object_get(r, "cwd")) ||
+         !json_is_object(json_object_get(r, "conversion")) || !json_is_array(json_object_get(r, "inputs")) ||
+         !json_is_array(json_object_get(r, "files")) || !json_is_array(json_object_get(r, "tasks"))))
+        st = nf_error_set(err, NF_ERR_INVALID,
+                          "%s: a plan needs output, artifact_id (32 hex digits), fingerprint, "
+                          "cwd, conversion, inputs, files and tasks",
+                          MP(plan_path));
     if (st == NF_OK) st = check_members(r, plan_path, err);
     if (st == NF_OK) {
         snprintf(s->output, sizeof s->output, "%s", output);
@@ -263,16 +274,20 @@ nf_status nf_scaleout_open(const char *plan_path, nf_scaleout **out, nf_error *e
         const json_t *task = json_array_get(json_object_get(r, "tasks"), t);
         const json_t *files = json_object_get(task, "files");
         uint64_t tid = 0;
-        if (!nf_convert_scaleout_u64_member(task, "task", &tid) || tid != t || !json_is_array(files) || json_array_size(files) == 0) {
-            st = nf_error_set(err, NF_ERR_INVALID, "%s: tasks[%zu] must be task %zu with a list of files", MP(plan_path), t, t);
+        if (!nf_convert_scaleout_u64_member(task, "task", &tid) || tid != t || !json_is_array(files) ||
+            json_array_size(files) == 0) {
+            st = nf_error_set(err, NF_ERR_INVALID, "%s: tasks[%zu] must be task %zu with a list of files",
+                              MP(plan_path), t, t);
             break;
         }
         s->task_first[t] = next;
         for (size_t k = 0; k < json_array_size(files); k++) {
             const json_t *v = json_array_get(files, k);
             if (!json_is_integer(v) || json_integer_value(v) != (json_int_t)next) {
-                st = nf_error_set(err, NF_ERR_INVALID, "%s: tasks[%zu].files[%zu] must be file %zu (tasks cover the "
-                                  "files in order)", MP(plan_path), t, k, next);
+                st = nf_error_set(err, NF_ERR_INVALID,
+                                  "%s: tasks[%zu].files[%zu] must be file %zu (tasks cover the "
+                                  "files in order)",
+                                  MP(plan_path), t, k, next);
                 break;
             }
             next++;
@@ -280,7 +295,8 @@ nf_status nf_scaleout_open(const char *plan_path, nf_scaleout **out, nf_error *e
         s->task_end[t] = next;
     }
     if (st == NF_OK && next != s->nfiles)
-        st = nf_error_set(err, NF_ERR_INVALID, "%s: the tasks cover %zu of the %zu files", MP(plan_path), next, s->nfiles);
+        st = nf_error_set(err, NF_ERR_INVALID, "%s: the tasks cover %zu of the %zu files", MP(plan_path), next,
+                          s->nfiles);
     if (st != NF_OK) {
         nf_scaleout_free(s);
         return st;
@@ -337,8 +353,10 @@ static nf_status check_recorded(const nf_scaleout *s, nf_error *err)
         bool same = st == NF_OK && json_equal(now, (json_t *)then);
         json_decref(now);
         if (!same)
-            return nf_error_set(err, NF_ERR_INVALID, "%s: inputs[%zu] (%s): %s since the plan was made%s; make the "
-                                "plan again", MP(s->path), i, MP(path), st == NF_OK ? "changed" : "cannot be read",
+            return nf_error_set(err, NF_ERR_INVALID,
+                                "%s: inputs[%zu] (%s): %s since the plan was made%s; make the "
+                                "plan again",
+                                MP(s->path), i, MP(path), st == NF_OK ? "changed" : "cannot be read",
                                 st == NF_OK ? " (size or content)" : "");
     }
     return NF_OK;
@@ -394,8 +412,9 @@ nf_status nf_convert_scaleout_check_layout(const nf_scaleout *s, const nf_writer
     char fp[33];
     nf_writer_layout_digest(w, fp);
     if (strcmp(fp, s->fingerprint) != 0 || nf_writer_file_count(w) != s->nfiles)
-        return nf_error_set(err, NF_ERR_INVALID, "%s: the recipe, sources or options now give another artifact than "
-                            "the plan's (fingerprint %s, the plan's %s); make the plan again", MP(s->path), fp,
-                            s->fingerprint);
+        return nf_error_set(err, NF_ERR_INVALID,
+                            "%s: the recipe, sources or options now give another artifact than "
+                            "the plan's (fingerprint %s, the plan's %s); make the plan again",
+                            MP(s->path), fp, s->fingerprint);
     return NF_OK;
 }

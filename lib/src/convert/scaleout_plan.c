@@ -68,7 +68,7 @@ static void group_tasks(const nf_writer *w, size_t n, size_t *first, size_t *end
 
 typedef struct plan_out {
     nf_io_out *out; /* its first write error in out->e */
-    bool nomem;    /* a piece could not be built or dumped */
+    bool nomem;     /* a piece could not be built or dumped */
 } plan_out;
 
 static void out_put(plan_out *o, const char *s, size_t n)
@@ -122,8 +122,8 @@ static json_t *file_record(const nf_plan *p, const nf_writer *w, size_t i)
     for (size_t k = ofirst; objs && k < oend; k++) objs = append(objs, json_string(p->objects[k].id));
     if (!objs) return NULL;
     return json_pack("{s:I,s:s,s:I,s:[I,I],s:o}", "file", (json_int_t)i, "path", f.path, "bytes", (json_int_t)f.size,
-                     "payload", (json_int_t)f.logical_start, (json_int_t)(f.logical_start + f.payload_bytes),
-                     "objects", objs);
+                     "payload", (json_int_t)f.logical_start, (json_int_t)(f.logical_start + f.payload_bytes), "objects",
+                     objs);
 }
 
 /* tasks[t]: its files [first, end) and their bytes. */
@@ -172,8 +172,9 @@ static void emit_plan(plan_out *o, const nf_plan *p, const nf_writer *w, const n
     nf_writer_id_hex(w, id); /* given, or the writer's random one: the plan fixes it for every task */
     char cwd[4096];
     if (!getcwd(cwd, sizeof cwd)) snprintf(cwd, sizeof cwd, ".");
-    out_json(o, json_pack("{s:i,s:s,s:s,s:s,s:s,s:O,s:O}", "ninfer_plan", PLAN_VERSION, "output", opt->output,
-                          "artifact_id", id, "fingerprint", fp, "cwd", cwd, "conversion", conversion, "inputs", inputs),
+    out_json(o,
+             json_pack("{s:i,s:s,s:s,s:s,s:s,s:O,s:O}", "ninfer_plan", PLAN_VERSION, "output", opt->output,
+                       "artifact_id", id, "fingerprint", fp, "cwd", cwd, "conversion", conversion, "inputs", inputs),
              true);
     size_t nf = nf_writer_file_count(w);
     out_str(o, ",\"files\":[");

@@ -61,7 +61,8 @@ bool nf_convert_scaleout_stats_of(const json_t *j, bool budget, nf_errstats_summ
     const json_t *wse = json_object_get(j, "wse");
     if ((wse || budget) && (!exact_value(wse, &w) || !isfinite(w) || w < 0 || (!budget && w != 0))) return false;
     m->wse = w;
-    return json_is_object(j) && nf_convert_scaleout_u64_member(j, "count", &m->count) && nf_convert_scaleout_u64_member(j, "skipped", &m->skipped) &&
+    return json_is_object(j) && nf_convert_scaleout_u64_member(j, "count", &m->count) &&
+           nf_convert_scaleout_u64_member(j, "skipped", &m->skipped) &&
            exact_value(json_object_get(j, "max_abs"), &m->max_abs) && exact_value(json_object_get(j, "sse"), &m->sse) &&
            exact_value(json_object_get(j, "ssx"), &m->ssx) && exact_value(json_object_get(j, "rmse"), &m->rmse) &&
            exact_value(json_object_get(j, "snr_db"), &m->snr_db);
@@ -77,7 +78,9 @@ nf_status nf_convert_scaleout_file_digest(const char *path, uint64_t from, char 
     size_t chunk = (size_t)1 << 20;
     uint8_t *buf = malloc(chunk);
     nf_xxh3_stream *x = nf_xxh3_stream_new();
-    nf_status st = e ? nf_error_errno(err, e, "%s: cannot stat", MP(path)) : buf && x ? NF_OK : nf_convert_scaleout_nomem(err);
+    nf_status st = e          ? nf_error_errno(err, e, "%s: cannot stat", MP(path))
+                   : buf && x ? NF_OK
+                              : nf_convert_scaleout_nomem(err);
     for (uint64_t pos = from; st == NF_OK && pos < (uint64_t)sb.st_size;) {
         size_t n = (uint64_t)sb.st_size - pos < chunk ? (size_t)((uint64_t)sb.st_size - pos) : chunk;
         if ((e = nf_io_pread_full(fd, buf, n, pos)) != 0) st = nf_error_errno(err, e, "%s: cannot read", MP(path));
@@ -94,9 +97,9 @@ nf_status nf_convert_scaleout_file_digest(const char *path, uint64_t from, char 
  * exec_outputs.c's nf_convert_plan_writer; nf_writer_file_objects gives a file's objects by
  * those indices.) */
 
-nf_status nf_convert_scaleout_write_receipt(const nf_plan *p, const nf_scaleout *s, const nf_writer *w, size_t task, size_t i,
-                               const char *staged, const nf_errstats_summary *sums, char (*checksums)[33],
-                               nf_error *err)
+nf_status nf_convert_scaleout_write_receipt(const nf_plan *p, const nf_scaleout *s, const nf_writer *w, size_t task,
+                                            size_t i, const char *staged, const nf_errstats_summary *sums,
+                                            char (*checksums)[33], nf_error *err)
 {
     nf_writer_file f;
     nf_writer_file_info(w, i, &f);
@@ -114,8 +117,8 @@ nf_status nf_convert_scaleout_write_receipt(const nf_plan *p, const nf_scaleout 
     }
     char *rp = nf_convert_scaleout_receipt_path(&f, i, s->output);
     json_t *r = json_pack("{s:i,s:s,s:s,s:I,s:I,s:s,s:I,s:s,s:o}", "ninfer_receipt", PLAN_VERSION, "plan",
-                          s->fingerprint, "inputs", s->inputs, "task", (json_int_t)task, "file", (json_int_t)i, "path", file, "bytes", (json_int_t)f.size,
-                          "digest", digest, "objects", objs);
+                          s->fingerprint, "inputs", s->inputs, "task", (json_int_t)task, "file", (json_int_t)i, "path",
+                          file, "bytes", (json_int_t)f.size, "digest", digest, "objects", objs);
     nf_status st = r && rp ? nf_convert_scaleout_put_json(rp, r, err) : nf_convert_scaleout_nomem(err);
     json_decref(r);
     free(rp);
@@ -124,8 +127,8 @@ nf_status nf_convert_scaleout_write_receipt(const nf_plan *p, const nf_scaleout 
 
 /* Receipt of file i, checked against the plan and the file's size (NULL root when there is
  * none: *why says what is wrong). */
-nf_status nf_convert_scaleout_read_receipt(const nf_scaleout *s, const nf_writer *w, size_t i, bool published, json_t **out,
-                              char *why, size_t whylen, nf_error *err)
+nf_status nf_convert_scaleout_read_receipt(const nf_scaleout *s, const nf_writer *w, size_t i, bool published,
+                                           json_t **out, char *why, size_t whylen, nf_error *err)
 {
     *out = NULL;
     nf_writer_file f;
@@ -149,20 +152,25 @@ nf_status nf_convert_scaleout_read_receipt(const nf_scaleout *s, const nf_writer
     uint64_t file = 0, bytes = 0;
     if (st != NF_OK) {
         snprintf(why, whylen, "%s", local.message);
-    } else if (!nf_convert_scaleout_str_member(r, "plan") || strcmp(nf_convert_scaleout_str_member(r, "plan"), s->fingerprint) != 0 ||
-               !nf_convert_scaleout_str_member(r, "inputs") || strcmp(nf_convert_scaleout_str_member(r, "inputs"), s->inputs) != 0) {
+    } else if (!nf_convert_scaleout_str_member(r, "plan") ||
+               strcmp(nf_convert_scaleout_str_member(r, "plan"), s->fingerprint) != 0 ||
+               !nf_convert_scaleout_str_member(r, "inputs") ||
+               strcmp(nf_convert_scaleout_str_member(r, "inputs"), s->inputs) != 0) {
         /* another layout, or the same from other inputs (a plan made again after a source
          * changed), or a receipt of a version that did not bind them */
         snprintf(why, whylen, "%s: made by another plan (another artifact, or other inputs)", MP(rp));
-    } else if (!nf_convert_scaleout_u64_member(r, "file", &file) || file != i || !nf_convert_scaleout_u64_member(r, "bytes", &bytes) || bytes != f.size ||
-               !nf_convert_scaleout_is_hex(nf_convert_scaleout_str_member(r, "digest"), 32) || !json_is_array(json_object_get(r, "objects"))) {
+    } else if (!nf_convert_scaleout_u64_member(r, "file", &file) || file != i ||
+               !nf_convert_scaleout_u64_member(r, "bytes", &bytes) || bytes != f.size ||
+               !nf_convert_scaleout_is_hex(nf_convert_scaleout_str_member(r, "digest"), 32) ||
+               !json_is_array(json_object_get(r, "objects"))) {
         snprintf(why, whylen, "%s: not the receipt of file %zu of %llu bytes", MP(rp), i, (unsigned long long)f.size);
     } else {
         const char *file_path = i == 0 ? NULL : f.path;
         /* the entry's file: staged, or once published the entry itself */
         char *staged = i == 0 && !published ? nf_outputs_staged_name(s->output) : NULL;
         const char *fpath = file_path ? file_path : staged ? staged : s->output;
-        if (!fpath || stat(fpath, &sb) != 0) snprintf(why, whylen, "%s: missing (its receipt is there)", MP(fpath ? fpath : "?"));
+        if (!fpath || stat(fpath, &sb) != 0)
+            snprintf(why, whylen, "%s: missing (its receipt is there)", MP(fpath ? fpath : "?"));
         else if ((uint64_t)sb.st_size != f.size)
             snprintf(why, whylen, "%s: %llu bytes, its receipt and the plan say %llu", MP(fpath),
                      (unsigned long long)sb.st_size, (unsigned long long)f.size);

@@ -65,4 +65,3 @@ nf_status nf_convert_words_values(const nf_geometry *g, const nf_words *w, uint6
     }
     return nf_words_to_f32(g, w, first_row, out, err);
 }
-

@@ -73,7 +73,8 @@ static nf_status read_list(const json_t *v, decl_list *l, bool allow_class, cons
     if (!json_is_array(v)) return bad(err, d, key, "expected a list of module names", NULL);
     size_t i;
     const json_t *e;
-    json_array_foreach(v, i, e) {
+    json_array_foreach(v, i, e)
+    {
         char k[1024];
         snprintf(k, sizeof k, "%s[%zu]", key, i);
         if (!json_is_string(e)) return bad(err, d, k, "expected a module name (a string)", NULL);
@@ -196,8 +197,11 @@ static nf_status read_scheme(const char *gname, const json_t *g, ct_scheme *s, c
         for (size_t i = 0; known[i]; i++) ok = ok || strcmp(strategy, known[i]) == 0;
         char k2[640];
         snprintf(k2, sizeof k2, "%s.strategy", key);
-        if (!ok) return bad(err, d, k2, "not a strategy of a supported dialect (tensor, channel, group, block, "
-                            "tensor_group): ", strategy);
+        if (!ok)
+            return bad(err, d, k2,
+                       "not a strategy of a supported dialect (tensor, channel, group, block, "
+                       "tensor_group): ",
+                       strategy);
         snprintf(s->strategy, sizeof s->strategy, "%s", strategy);
     }
     NF_TRY(get_uint(w, "group_size", DIALECT_MAX_BLOCK, &s->group_size, &present, d, key, err));
@@ -234,8 +238,8 @@ static nf_status read_ct(const json_t *q, decl *d, nf_error *err)
     d->kind = DECL_CT;
     const char *format = NULL;
     NF_TRY(get_str(q, "format", &format, d, "quantization_config", err));
-    snprintf(d->what, sizeof d->what, "config.json quantization_config (compressed-tensors%s%.40s)",
-             format ? ", " : "", format ? format : "");
+    snprintf(d->what, sizeof d->what, "config.json quantization_config (compressed-tensors%s%.40s)", format ? ", " : "",
+             format ? format : "");
     const json_t *groups = json_object_get(q, "config_groups");
     if (!json_is_object(groups) || json_object_size(groups) == 0)
         return bad(err, d, "quantization_config.config_groups", "expected at least one group (an object)", NULL);
@@ -283,8 +287,10 @@ static nf_status read_modelopt(const json_t *q, decl *d, const char *ctx, const 
     bool ok = false;
     for (size_t i = 0; known[i]; i++) ok = ok || strcmp(algo, known[i]) == 0;
     if (!ok)
-        return bad(err, d, key, "not an algorithm of a supported dialect (FP8, FP8_PER_CHANNEL_PER_TOKEN, FP8_PB_WO, "
-                   "NVFP4): ", algo);
+        return bad(err, d, key,
+                   "not an algorithm of a supported dialect (FP8, FP8_PER_CHANNEL_PER_TOKEN, FP8_PB_WO, "
+                   "NVFP4): ",
+                   algo);
     if (d->kind == DECL_MODELOPT && strcmp(d->algo, algo) != 0) {
         char why[160];
         snprintf(why, sizeof why, "%s, but the other ModelOpt declaration says %s: conflicting dialect markers", algo,
@@ -331,12 +337,24 @@ static void bits_group(const json_t *o, const char *bits_key, const char *group_
 static const char *foreign_method(const char *method, const json_t *q)
 {
     static const char *const known[][2] = {
-        {"gptq", "GPTQ"},           {"awq", "AWQ"},         {"exl2", "EXL2"},
-        {"hqq", "HQQ"},             {"mxfp4", "MXFP4"},     {"aqlm", "AQLM"},
-        {"quanto", "Quanto"},       {"eetq", "EETQ"},       {"fbgemm_fp8", "FBGEMM FP8"},
-        {"torchao", "torchao"},     {"bitnet", "BitNet"},   {"vptq", "VPTQ"},
-        {"higgs", "HIGGS"},         {"spqr", "SpQR"},       {"fp_quant", "FP-Quant"},
-        {"auto-round", "AutoRound"}, {"intel/auto-round", "AutoRound"}, {"quark", "Quark"},
+        {"gptq", "GPTQ"},
+        {"awq", "AWQ"},
+        {"exl2", "EXL2"},
+        {"hqq", "HQQ"},
+        {"mxfp4", "MXFP4"},
+        {"aqlm", "AQLM"},
+        {"quanto", "Quanto"},
+        {"eetq", "EETQ"},
+        {"fbgemm_fp8", "FBGEMM FP8"},
+        {"torchao", "torchao"},
+        {"bitnet", "BitNet"},
+        {"vptq", "VPTQ"},
+        {"higgs", "HIGGS"},
+        {"spqr", "SpQR"},
+        {"fp_quant", "FP-Quant"},
+        {"auto-round", "AutoRound"},
+        {"intel/auto-round", "AutoRound"},
+        {"quark", "Quark"},
     };
     if (!strcmp(method, "fp8") || !strcmp(method, "compressed-tensors") || !strcmp(method, "modelopt")) return NULL;
     if (!strcmp(method, "bitsandbytes")) {
@@ -394,8 +412,8 @@ static nf_status ct_foreign(const json_t *q, const char *path, nf_error *err)
     const json_t *groups = json_object_get(q, "config_groups");
     const char *gname;
     const json_t *g;
-    if (json_is_object(groups))
-        json_object_foreach((json_t *)groups, gname, g) {
+    if (json_is_object(groups)) json_object_foreach((json_t *)groups, gname, g)
+        {
             f = json_object_get(g, "format");
             if (!json_is_string(f) || !(name = foreign_ct_format(json_string_value(f)))) continue;
             snprintf(where, sizeof where, "%s: quantization_config.config_groups.%s.format", path, nf_esc(gname).s);
@@ -458,7 +476,8 @@ static nf_status foreign_decl(const nf_source *src, const json_t *cfg, const cha
                      nf_esc(json_string_value(m)).s, detail);
             return nf_dialect_not_read(err, where, name[0] ? name : "an unknown quantization", how);
         }
-        if (json_is_string(m) && !strcmp(json_string_value(m), "compressed-tensors")) NF_TRY(ct_foreign(q, cfg_path, err));
+        if (json_is_string(m) && !strcmp(json_string_value(m), "compressed-tensors"))
+            NF_TRY(ct_foreign(q, cfg_path, err));
     }
     const json_t *mq = cfg ? json_object_get(cfg, "quantization") : NULL;
     if ((!q || json_is_null(q)) && is_mlx(mq)) {
@@ -486,8 +505,7 @@ static nf_status foreign_decl(const nf_source *src, const json_t *cfg, const cha
         }
         if (i == 1 && json_is_string(json_object_get(j, "version")))
             snprintf(detail, sizeof detail, " %.32s", nf_esc(json_string_value(json_object_get(j, "version"))).s);
-        else
-            detail[0] = '\0';
+        else detail[0] = '\0';
         char bg[64];
         bits_group(j, i == 1 ? "w_bit" : "bits", i == 1 ? "q_group_size" : "group_size", bg, sizeof bg);
         snprintf(how, sizeof how, "%s%s%s, declared in %s", files[i][2], detail, bg, files[i][0]);

@@ -24,19 +24,19 @@
 
 typedef enum decl_kind {
     DECL_NONE,
-    DECL_DEEPSEEK,  /* quant_method fp8 (DeepSeek-V3, Hugging Face's fine-grained FP8) */
-    DECL_CT,        /* quant_method compressed-tensors */
-    DECL_MODELOPT   /* quant_method modelopt, or hf_quant_config.json */
+    DECL_DEEPSEEK, /* quant_method fp8 (DeepSeek-V3, Hugging Face's fine-grained FP8) */
+    DECL_CT,       /* quant_method compressed-tensors */
+    DECL_MODELOPT  /* quant_method modelopt, or hf_quant_config.json */
 } decl_kind;
 
 /* A list of module selectors (exact names in a set, patterns compiled). */
 typedef struct decl_list {
     nf_strset exact;
-    char **names;            /* the exact names (owned) */
+    char **names; /* the exact names (owned) */
     size_t nnames;
     nf_recipe_selector **patterns;
     size_t npatterns;
-    bool any_class;          /* a class name ("Linear"): every quantized module */
+    bool any_class; /* a class name ("Linear"): every quantized module */
 } decl_list;
 
 /* One compressed-tensors config group's weights scheme. */
@@ -45,21 +45,21 @@ typedef struct ct_scheme {
     decl_list targets;
     bool is_float;
     unsigned num_bits;
-    char strategy[16];       /* tensor, channel, group, block, tensor_group ("" when absent) */
-    uint64_t group_size;     /* 0 when absent */
-    uint64_t block[2];       /* block strategy */
-    int symmetric;           /* -1 absent, 0, 1 */
+    char strategy[16];   /* tensor, channel, group, block, tensor_group ("" when absent) */
+    uint64_t group_size; /* 0 when absent */
+    uint64_t block[2];   /* block strategy */
+    int symmetric;       /* -1 absent, 0, 1 */
 } ct_scheme;
 
 typedef struct decl {
     decl_kind kind;
-    char what[160];          /* for nf_dialects_declared and messages */
-    char *path;              /* the file that declares it */
+    char what[160]; /* for nf_dialects_declared and messages */
+    char *path;     /* the file that declares it */
     /* DECL_DEEPSEEK */
     bool has_block;
     uint64_t block[2];
-    bool e5m2;               /* fmt: e5m2 */
-    bool has_fmt;            /* fmt given (else e4m3) */
+    bool e5m2;    /* fmt: e5m2 */
+    bool has_fmt; /* fmt given (else e4m3) */
     /* DECL_CT */
     ct_scheme *schemes;
     size_t nschemes;
@@ -86,8 +86,8 @@ struct nf_dialects {
     decl decl;
     nf_qweight *weights;
     size_t nweights;
-    uint8_t *role;           /* per source tensor: nf_qrole */
-    uint32_t *owner;         /* per source tensor: index into weights, UINT32_MAX for none */
+    uint8_t *role;   /* per source tensor: nf_qrole */
+    uint32_t *owner; /* per source tensor: index into weights, UINT32_MAX for none */
     char declared[200];
 };
 

@@ -266,7 +266,7 @@ static nf_status decode_row(const nf_source *src, const nf_qweight *q, uint64_t 
         }
         case NF_QCODES_E2M1:
             for (uint64_t c = c0; c < c1; c++) {
-                uint8_t b = codes[(c - cbase) / 2]; /* cbase even: c's nibble is c & 1 */
+                uint8_t b = codes[(c - cbase) / 2];               /* cbase even: c's nibble is c & 1 */
                 float v = table[(c & 1) ? b >> 4 : b & 0x0F] * s; /* exact: see the top of the file */
                 out[c - ca] = q->global_op == NF_QGLOBAL_MUL ? v * g : q->global_op == NF_QGLOBAL_DIV ? v / g : v;
             }
@@ -303,12 +303,14 @@ static void code_table(const nf_qweight *q, float table[256])
 nf_status nf_qweight_read_f32(const nf_source *src, const nf_qweight *q, uint64_t r0, uint64_t r1, float *out,
                               size_t out_len, nf_error *err)
 {
-    if (!src || !q || (!out && r1 > r0)) return nf_error_set(err, NF_ERR_USAGE, "nf_qweight_read_f32: missing argument");
+    if (!src || !q || (!out && r1 > r0))
+        return nf_error_set(err, NF_ERR_USAGE, "nf_qweight_read_f32: missing argument");
     const uint64_t n = q->shape[0], k = q->shape[1];
     uint64_t need;
     if (r0 > r1 || r1 > n)
-        return nf_error_set(err, NF_ERR_USAGE, "tensor '%s': rows [%" PRIu64 ", %" PRIu64 ") outside its %" PRIu64 " rows",
-                            q->codes->name, r0, r1, n);
+        return nf_error_set(err, NF_ERR_USAGE,
+                            "tensor '%s': rows [%" PRIu64 ", %" PRIu64 ") outside its %" PRIu64 " rows", q->codes->name,
+                            r0, r1, n);
     if (!nf_mul_u64(r1 - r0, k, &need) || need > out_len)
         return nf_error_set(err, NF_ERR_USAGE, "tensor '%s': %" PRIu64 " rows of %" PRIu64 " values do not fit in %zu",
                             q->codes->name, r1 - r0, k, out_len);

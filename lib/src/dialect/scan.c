@@ -20,14 +20,11 @@
 #include "dialect/dialect_internal.h"
 
 static const char *const dialect_names[NF_DIALECT_COUNT] = {
-    "none", "deepseek_fp8", "compressed_tensors_fp8", "compressed_tensors_int", "compressed_tensors_nvfp4",
+    "none",         "deepseek_fp8",   "compressed_tensors_fp8", "compressed_tensors_int", "compressed_tensors_nvfp4",
     "modelopt_fp8", "modelopt_nvfp4",
 };
 
-const char *nf_dialect_name(nf_dialect_id id)
-{
-    return (unsigned)id < NF_DIALECT_COUNT ? dialect_names[id] : NULL;
-}
+const char *nf_dialect_name(nf_dialect_id id) { return (unsigned)id < NF_DIALECT_COUNT ? dialect_names[id] : NULL; }
 
 /* ---------------------------------------------------------------- modules */
 enum comp {
@@ -44,15 +41,16 @@ enum comp {
     C_COUNT
 };
 static const char *const comp_names[C_COUNT] = {
-    "weight",      "weight_packed",       "weight_scale", "weight_scale_inv", "weight_scale_2",
-    "weight_global_scale", "weight_zero_point", "weight_shape", "input_scale", "input_global_scale",
+    "weight",         "weight_packed",       "weight_scale",      "weight_scale_inv",
+    "weight_scale_2", "weight_global_scale", "weight_zero_point", "weight_shape",
+    "input_scale",    "input_global_scale",
 };
 
 typedef struct entry {
     const char *name; /* the tensor's name */
     size_t stem;      /* bytes of the module name */
     int comp;
-    size_t index;     /* tensor index */
+    size_t index; /* tensor index */
 } entry;
 
 static int cmp_entry(const void *a, const void *b)
@@ -71,7 +69,7 @@ static bool same_stem(const entry *a, const entry *b)
 }
 
 typedef struct module {
-    char *name;                       /* the module ("model.layers.0.mlp.down_proj") */
+    char *name; /* the module ("model.layers.0.mlp.down_proj") */
     const nf_source_tensor *t[C_COUNT];
     size_t index[C_COUNT];
 } module;
@@ -128,8 +126,8 @@ static nf_status read_global(const nf_source *src, const nf_source_tensor *t, co
     uint32_t w = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
     if ((w & 0x7F800000u) == 0x7F800000u || (w & 0x80000000u) || (w & 0x7FFFFFFFu) == 0) {
         const char *why = (w & 0x7F800000u) == 0x7F800000u ? ((w & 0x7FFFFFu) ? "NaN" : "infinite")
-                          : (w & 0x7FFFFFFFu) == 0        ? "zero"
-                                                          : "negative";
+                          : (w & 0x7FFFFFFFu) == 0         ? "zero"
+                                                           : "negative";
         return fail_t(err, src, t, "%s 0x%08" PRIX32 " is %s: it must be finite and > 0", what, w, why);
     }
     *out = w;
@@ -161,11 +159,13 @@ static nf_status ct_scheme_of(const nf_dialects *d, const module *m, const nf_so
         }
     }
     if (!found)
-        return fail_t(err, d->src, t, "quantized, but no group of %s's config_groups targets module '%s'",
-                      d->decl.path, m->name);
+        return fail_t(err, d->src, t, "quantized, but no group of %s's config_groups targets module '%s'", d->decl.path,
+                      m->name);
     if (several)
-        return fail_t(err, d->src, t, "groups of %s's config_groups with different schemes target module '%s' "
-                      "equally: conflicting dialect markers", d->decl.path, m->name);
+        return fail_t(err, d->src, t,
+                      "groups of %s's config_groups with different schemes target module '%s' "
+                      "equally: conflicting dialect markers",
+                      d->decl.path, m->name);
     *out = found;
     return NF_OK;
 }
@@ -249,7 +249,8 @@ static nf_status fp8_weight(nf_dialects *d, const module *m, nf_qweight *q, nf_e
 {
     const nf_source_tensor *c = q->codes;
     NF_TRY(matrix(d, c, "an FP8 weight", err));
-    if (!is_f8(c)) return fail_t(err, d->src, c, "dtype %s: an FP8 weight holds F8_E4M3 or F8_E5M2 codes", c->type_name);
+    if (!is_f8(c))
+        return fail_t(err, d->src, c, "dtype %s: an FP8 weight holds F8_E4M3 or F8_E5M2 codes", c->type_name);
     q->codes_kind = c->dtype == NF_ST_F8_E5M2 ? NF_QCODES_E5M2 : NF_QCODES_E4M3;
     q->bits = 8;
     q->shape[0] = c->shape[0];
@@ -260,8 +261,10 @@ static nf_status fp8_weight(nf_dialects *d, const module *m, nf_qweight *q, nf_e
     if (q->dialect == NF_DIALECT_DEEPSEEK_FP8) {
         if (d->decl.kind == DECL_DEEPSEEK && d->decl.e5m2 != (q->codes_kind == NF_QCODES_E5M2)) {
             if (!d->decl.has_fmt)
-                return fail_t(err, d->src, c, "dtype %s, but %s declares no fmt: quant_method fp8 codes are e4m3 "
-                              "unless fmt says e5m2", c->type_name, d->decl.path);
+                return fail_t(err, d->src, c,
+                              "dtype %s, but %s declares no fmt: quant_method fp8 codes are e4m3 "
+                              "unless fmt says e5m2",
+                              c->type_name, d->decl.path);
             return fail_t(err, d->src, c, "dtype %s, but %s declares fmt %s", c->type_name, d->decl.path,
                           d->decl.e5m2 ? "e5m2" : "e4m3");
         }
@@ -306,8 +309,10 @@ static nf_status nvfp4_weight(nf_dialects *d, const module *m, nf_qweight *q, nf
          * format says so, not a broken NVFP4 weight (docs/dialects.md) */
         char where[2048], how[256];
         snprintf(where, sizeof where, "%s: tensor '%s'", file_of(d->src, s), nf_esc(s->name).s);
-        snprintf(how, sizeof how, "E2M1 codes, two per U8, with %s E8M0 scales per 32 values, recognised by the "
-                 "tensors", s->type_name);
+        snprintf(how, sizeof how,
+                 "E2M1 codes, two per U8, with %s E8M0 scales per 32 values, recognised by the "
+                 "tensors",
+                 s->type_name);
         return nf_dialect_not_read(err, where, "MXFP4", how);
     }
     if (s->dtype != NF_ST_F8_E4M3)
@@ -403,7 +408,8 @@ static nf_status int_weight(nf_dialects *d, const module *m, nf_qweight *q, nf_e
             bits = four && !eight ? 4 : eight && !four ? 8 : 0;
         }
         if (!bits)
-            return fail_t(err, d->src, c, "packed integer codes of unknown width: no declaration gives num_bits and "
+            return fail_t(err, d->src, c,
+                          "packed integer codes of unknown width: no declaration gives num_bits and "
                           "weight_shape does not tell 4 from 8 bits");
         q->bits = bits;
         uint64_t per = 32 / bits, k = ws[1] ? ws[1] : c->shape[1] * per;
@@ -414,7 +420,8 @@ static nf_status int_weight(nf_dialects *d, const module *m, nf_qweight *q, nf_e
                           c->shape[1], k, bits, per);
         q->shape[1] = k;
     } else {
-        if (c->dtype != NF_ST_I8) return fail_t(err, d->src, c, "dtype %s: integer codes are I32 words or I8", c->type_name);
+        if (c->dtype != NF_ST_I8)
+            return fail_t(err, d->src, c, "dtype %s: integer codes are I32 words or I8", c->type_name);
         if (s && s->num_bits != 8)
             return fail_t(err, d->src, c, "int8 codes, but group '%s' of %s declares %u-bit weights", s->name,
                           d->decl.path, s->num_bits);
@@ -431,8 +438,10 @@ static nf_status int_weight(nf_dialects *d, const module *m, nf_qweight *q, nf_e
     NF_TRY(s ? scheme_grid(d, q, s, err) : infer_grid(d, q, err));
     const nf_source_tensor *z = m->t[C_ZERO];
     if (s && s->symmetric == 0 && !z)
-        return fail_t(err, d->src, c, "group '%s' of %s declares asymmetric weights, but %s.weight_zero_point is in no "
-                      "shard", s->name, d->decl.path, m->name);
+        return fail_t(err, d->src, c,
+                      "group '%s' of %s declares asymmetric weights, but %s.weight_zero_point is in no "
+                      "shard",
+                      s->name, d->decl.path, m->name);
     if (s && s->symmetric == 1 && z)
         return fail_t(err, d->src, z, "group '%s' of %s declares symmetric weights: a zero point contradicts it",
                       s->name, d->decl.path);
@@ -444,16 +453,15 @@ static nf_status int_weight(nf_dialects *d, const module *m, nf_qweight *q, nf_e
         bool rank_ok = z->rank == 2 || (z->rank == 1 && q->scale_cols == 1);
         uint64_t zr = z->rank >= 1 ? z->shape[0] : 0, zc = z->rank == 2 ? z->shape[1] : 1;
         uint64_t packed_rows = (q->scale_rows + per - 1) / per;
-        if (rank_ok && z->dtype == NF_ST_I8 && zr == q->scale_rows && zc == q->scale_cols)
-            q->zero_point_packed = false;
+        if (rank_ok && z->dtype == NF_ST_I8 && zr == q->scale_rows && zc == q->scale_cols) q->zero_point_packed = false;
         else if (rank_ok && z->dtype == NF_ST_I32 && zr == packed_rows && zc == q->scale_cols)
             q->zero_point_packed = true;
         else
             return fail_t(err, d->src, z,
                           "%s %s: zero points of the [%" PRIu64 ",%" PRIu64 "] scale grid are I8 [%" PRIu64 ",%" PRIu64
                           "] or int32 words packed along the rows [%" PRIu64 ",%" PRIu64 "]",
-                          z->type_name, shape, q->scale_rows, q->scale_cols, q->scale_rows, q->scale_cols,
-                          packed_rows, q->scale_cols);
+                          z->type_name, shape, q->scale_rows, q->scale_cols, q->scale_rows, q->scale_cols, packed_rows,
+                          q->scale_cols);
     }
     return NF_OK;
 }
@@ -462,17 +470,20 @@ static nf_status int_weight(nf_dialects *d, const module *m, nf_qweight *q, nf_e
 static nf_status ignored_conflict(const nf_dialects *d, const module *m, const nf_source_tensor *t, nf_error *err)
 {
     if (d->decl.kind == DECL_NONE || nf_dialect_list_match(&d->decl.ignore, m->name) < 2) return NF_OK;
-    return fail_t(err, d->src, t, "module '%s' is left unquantized by %s's ignore list, but this tensor quantizes it: "
-                  "conflicting dialect markers", m->name, d->decl.path);
+    return fail_t(err, d->src, t,
+                  "module '%s' is left unquantized by %s's ignore list, but this tensor quantizes it: "
+                  "conflicting dialect markers",
+                  m->name, d->decl.path);
 }
 
 static nf_status check_decl_kind(const nf_dialects *d, const nf_qweight *q, nf_error *err)
 {
-    decl_kind want = q->dialect == NF_DIALECT_DEEPSEEK_FP8                                   ? DECL_DEEPSEEK
+    decl_kind want = q->dialect == NF_DIALECT_DEEPSEEK_FP8                                              ? DECL_DEEPSEEK
                      : q->dialect == NF_DIALECT_MODELOPT_FP8 || q->dialect == NF_DIALECT_MODELOPT_NVFP4 ? DECL_MODELOPT
-                                                                                             : DECL_CT;
+                                                                                                        : DECL_CT;
     if (d->decl.kind == DECL_NONE || d->decl.kind == want) return NF_OK;
-    return fail_t(err, d->src, q->scale, "the companions of a %s weight, but %s declares %s: conflicting dialect markers",
+    return fail_t(err, d->src, q->scale,
+                  "the companions of a %s weight, but %s declares %s: conflicting dialect markers",
                   nf_dialect_name(q->dialect), d->decl.path, d->decl.what);
 }
 
@@ -490,24 +501,29 @@ static nf_status resolve_module(nf_dialects *d, const module *m, nf_error *err)
             if ((size_t)snprintf(wname, sizeof wname, "%s.weight", m->name) < sizeof wname)
                 plain = nf_source_find(d->src, wname);
             if (plain)
-                return fail_t(err, d->src, t[c], "a companion of the weight '%s', which is %s: no dialect's codes are "
-                              "%s (F8_E4M3, F8_E5M2, U8, I8, or I32 weight_packed)", plain->name, plain->type_name,
-                              plain->type_name);
-            return fail_t(err, d->src, t[c], "a companion of the weight '%s.weight', which is in no shard of the "
-                          "checkpoint", m->name);
+                return fail_t(err, d->src, t[c],
+                              "a companion of the weight '%s', which is %s: no dialect's codes are "
+                              "%s (F8_E4M3, F8_E5M2, U8, I8, or I32 weight_packed)",
+                              plain->name, plain->type_name, plain->type_name);
+            return fail_t(err, d->src, t[c],
+                          "a companion of the weight '%s.weight', which is in no shard of the "
+                          "checkpoint",
+                          m->name);
         }
         for (int c = C_IN_SCALE; c <= C_IN_GLOBAL; c++)
             if (t[c]) d->role[m->index[c]] = NF_QROLE_ACTIVATION;
         return NF_OK;
     }
     if (w && p)
-        return fail_t(err, d->src, w, "'%s' holds the codes of the same weight (ModelOpt names them <p>.weight, "
+        return fail_t(err, d->src, w,
+                      "'%s' holds the codes of the same weight (ModelOpt names them <p>.weight, "
                       "compressed-tensors <p>.weight_packed): the checkpoint is ambiguous; keep one of the two",
                       p->name);
     if (!has_quant) {
         if (p) return fail_t(err, d->src, p, "packed codes without %s.weight_scale", m->name);
         if (is_f8(w) && d->decl.kind != DECL_NONE && nf_dialect_list_match(&d->decl.ignore, m->name) < 2)
-            return fail_t(err, d->src, w, "%s codes without a scale: %s declares a quantized checkpoint (%s) and does "
+            return fail_t(err, d->src, w,
+                          "%s codes without a scale: %s declares a quantized checkpoint (%s) and does "
                           "not leave module '%s' unquantized, but %s.weight_scale%s is in no shard",
                           w->type_name, d->decl.path, d->decl.what, m->name, m->name,
                           d->decl.kind == DECL_DEEPSEEK ? "_inv" : "");
@@ -521,14 +537,17 @@ static nf_status resolve_module(nf_dialects *d, const module *m, nf_error *err)
     q.codes = codes;
     if (t[C_SCALE_INV]) {
         if (t[C_SCALE])
-            return fail_t(err, d->src, t[C_SCALE_INV], "'%s' scales the same weight: weight_scale_inv (DeepSeek) and "
-                          "weight_scale are conflicting dialect markers", t[C_SCALE]->name);
+            return fail_t(err, d->src, t[C_SCALE_INV],
+                          "'%s' scales the same weight: weight_scale_inv (DeepSeek) and "
+                          "weight_scale are conflicting dialect markers",
+                          t[C_SCALE]->name);
         if (p) return fail_t(err, d->src, t[C_SCALE_INV], "a DeepSeek FP8 scale of packed codes '%s'", p->name);
         q.dialect = NF_DIALECT_DEEPSEEK_FP8;
         q.scale = t[C_SCALE_INV];
     } else {
         q.scale = t[C_SCALE];
-        if (!q.scale) return fail_t(err, d->src, codes, "its %s.weight_scale is in no shard of the checkpoint", m->name);
+        if (!q.scale)
+            return fail_t(err, d->src, codes, "its %s.weight_scale is in no shard of the checkpoint", m->name);
         if (p) q.dialect = p->dtype == NF_ST_U8 ? NF_DIALECT_CT_NVFP4 : NF_DIALECT_CT_INT;
         else if (w->dtype == NF_ST_U8) q.dialect = NF_DIALECT_MODELOPT_NVFP4;
         else if (is_f8(w)) q.dialect = d->decl.kind == DECL_MODELOPT ? NF_DIALECT_MODELOPT_FP8 : NF_DIALECT_CT_FP8;
@@ -554,7 +573,7 @@ static nf_status resolve_module(nf_dialects *d, const module *m, nf_error *err)
     d->weights[d->nweights++] = q;
     for (int c = 0; c < C_COUNT; c++) {
         if (!t[c]) continue;
-        d->role[m->index[c]] = t[c] == codes                        ? NF_QROLE_WEIGHT
+        d->role[m->index[c]] = t[c] == codes                         ? NF_QROLE_WEIGHT
                                : c == C_IN_SCALE || c == C_IN_GLOBAL ? NF_QROLE_ACTIVATION
                                                                      : NF_QROLE_COMPANION;
         d->owner[m->index[c]] = wi;
@@ -579,8 +598,7 @@ static const nf_source_tensor *sibling(const nf_source *src, const char *prefix,
  * reads (docs/dialects.md, "Quantized checkpoints not read yet"), with how it was recognised;
  * false for any other tensor.  A checkpoint needs no declaration to be one of these: the
  * packed codes would become int32 objects and the scales weights of their own. */
-static bool foreign_layout(const nf_source *src, const nf_source_tensor *t, const char **format, char *how,
-                           size_t size)
+static bool foreign_layout(const nf_source *src, const nf_source_tensor *t, const char **format, char *how, size_t size)
 {
     const char *name = t->name, *dot = strrchr(name, '.');
     const char *last = dot ? dot + 1 : name;
@@ -596,8 +614,12 @@ static bool foreign_layout(const nf_source *src, const nf_source_tensor *t, cons
                     (qw && sc && qw->rank == 2 && sc->rank == 2 && qw->shape[1] == sc->shape[1]);
         bool awq = !gptq && qw && sc && qw->rank == 2 && sc->rank == 2 && qw->shape[1] < sc->shape[1];
         *format = gptq ? "GPTQ" : awq ? "AWQ" : "GPTQ or AWQ";
-        snprintf(how, size, "%s int codes packed in int32 qweight with qzeros and scales%s, recognised by the "
-                 "tensor names", gptq ? "AutoGPTQ / GPTQModel" : awq ? "AutoAWQ" : "AutoGPTQ or AutoAWQ",
+        snprintf(how, size,
+                 "%s int codes packed in int32 qweight with qzeros and scales%s, recognised by the "
+                 "tensor names",
+                 gptq  ? "AutoGPTQ / GPTQModel"
+                 : awq ? "AutoAWQ"
+                       : "AutoGPTQ or AutoAWQ",
                  gptq ? " and g_idx" : "");
         return true;
     }
@@ -606,20 +628,25 @@ static bool foreign_layout(const nf_source *src, const nf_source_tensor *t, cons
         snprintf(scales, sizeof scales, "%.*s_scales", (int)(llen - 7), last);
         if (!sibling(src, name, plen, scales, NF_ST_U8)) return false;
         *format = "MXFP4";
-        snprintf(how, size, "gpt-oss, Hugging Face layout: FP4 codes in U8 '%.200s', E8M0 scales in U8 '%.200s', recognised by the "
-                 "tensor names", nf_esc(last).s, nf_esc(scales).s);
+        snprintf(
+            how, size,
+            "gpt-oss, Hugging Face layout: FP4 codes in U8 '%.200s', E8M0 scales in U8 '%.200s', recognised by the "
+            "tensor names",
+            nf_esc(last).s, nf_esc(scales).s);
         return true;
     }
     if (t->dtype == NF_ST_U8 && !strcmp(last, "blocks") && sibling(src, name, plen, "scales", NF_ST_U8)) {
         *format = "MXFP4";
-        snprintf(how, size, "gpt-oss, OpenAI's original/ layout: FP4 codes in U8 '.blocks', E8M0 scales in U8 '.scales', "
+        snprintf(how, size,
+                 "gpt-oss, OpenAI's original/ layout: FP4 codes in U8 '.blocks', E8M0 scales in U8 '.scales', "
                  "recognised by the tensor names");
         return true;
     }
-    if (!strcmp(last, "q_weight") && (sibling(src, name, plen, "q_scale", ANY_DTYPE) ||
-                                      sibling(src, name, plen, "q_invperm", ANY_DTYPE))) {
+    if (!strcmp(last, "q_weight") &&
+        (sibling(src, name, plen, "q_scale", ANY_DTYPE) || sibling(src, name, plen, "q_invperm", ANY_DTYPE))) {
         *format = "EXL2";
-        snprintf(how, size, "exllamav2: q_weight, q_invperm, q_scale, q_scale_max and q_groups, recognised by the "
+        snprintf(how, size,
+                 "exllamav2: q_weight, q_invperm, q_scale, q_scale_max and q_groups, recognised by the "
                  "tensor names (config.json says nothing unless converted with -cf)");
         return true;
     }
@@ -643,7 +670,8 @@ static bool foreign_layout(const nf_source *src, const nf_source_tensor *t, cons
     if (!strcmp(last, "weight") && t->dtype == NF_ST_U32 && sibling(src, name, plen, "scales", ANY_DTYPE) &&
         sibling(src, name, plen, "biases", ANY_DTYPE)) {
         *format = "MLX affine";
-        snprintf(how, size, "mlx-lm: codes packed in U32 weight with scales and biases per group, recognised by the "
+        snprintf(how, size,
+                 "mlx-lm: codes packed in U32 weight with scales and biases per group, recognised by the "
                  "tensor names");
         return true;
     }
@@ -709,8 +737,7 @@ nf_status nf_dialects_scan(const nf_source *src, nf_dialects **out, nf_error *er
     /* one module per run of entries with the same stem, at most one weight each */
     size_t nmod = 0;
     for (size_t i = 0; i < ne; i++) nmod += i == 0 || !same_stem(&es[i], &es[i - 1]);
-    if (st == NF_OK && !(d->weights = calloc(nmod ? nmod : 1, sizeof *d->weights)))
-        st = nf_common_nomem(err);
+    if (st == NF_OK && !(d->weights = calloc(nmod ? nmod : 1, sizeof *d->weights))) st = nf_common_nomem(err);
     for (size_t i = 0; st == NF_OK && i < ne;) {
         size_t j = i;
         module m = {0};

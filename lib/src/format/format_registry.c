@@ -19,37 +19,33 @@
 #define LAYOUT_FP8_FP16 "row_interleaved_v1"
 #define LAYOUT_GGUF "gguf_blocks_v1"
 
-#define DIRECT(id_, name_, bits_, bytes_)                                                          \
-    {                                                                                              \
-        .id = (id_), .name = (name_), .category = NF_CAT_DIRECT, .code_bits = (bits_),             \
-        .scale_type = NF_SCALE_NONE, .word_bytes = (bytes_), .ggml_type = -1,                     \
-        .bits_per_weight = (double)(bits_), .default_layout = LAYOUT_DIRECT                        \
+#define DIRECT(id_, name_, bits_, bytes_)                                                                            \
+    {                                                                                                                \
+        .id = (id_), .name = (name_), .category = NF_CAT_DIRECT, .code_bits = (bits_), .scale_type = NF_SCALE_NONE,  \
+        .word_bytes = (bytes_), .ggml_type = -1, .bits_per_weight = (double)(bits_), .default_layout = LAYOUT_DIRECT \
     }
 
 /* bits_per_weight is the spec's literal table value; it equals b + 16/G (tested). */
-#define GROUPED(id_, name_, bits_, group_, qmin_, qmax_, bias_, encqmax_, bpw_)                    \
-    {                                                                                              \
-        .id = (id_), .name = (name_), .category = NF_CAT_GROUPED, .code_bits = (bits_),            \
-        .group_size = (group_), .code_min = (qmin_), .code_max = (qmax_), .code_bias = (bias_),   \
-        .encoder_qmax = (encqmax_), .scale_type = NF_SCALE_FP16, .ggml_type = -1,                 \
-        .bits_per_weight = (bpw_), .default_layout = LAYOUT_ROW_SPLIT                              \
+#define GROUPED(id_, name_, bits_, group_, qmin_, qmax_, bias_, encqmax_, bpw_)                                     \
+    {                                                                                                               \
+        .id = (id_), .name = (name_), .category = NF_CAT_GROUPED, .code_bits = (bits_), .group_size = (group_),     \
+        .code_min = (qmin_), .code_max = (qmax_), .code_bias = (bias_), .encoder_qmax = (encqmax_),                 \
+        .scale_type = NF_SCALE_FP16, .ggml_type = -1, .bits_per_weight = (bpw_), .default_layout = LAYOUT_ROW_SPLIT \
     }
 
-#define FP8_ROW(id_, name_, scale_, layout_)                                                       \
-    {                                                                                              \
-        .id = (id_), .name = (name_), .category = NF_CAT_FP8_ROW, .code_bits = 8,                  \
-        .scale_type = (scale_), .ggml_type = -1, .bits_per_weight = 8.0,                          \
-        .default_layout = (layout_)                                                                \
+#define FP8_ROW(id_, name_, scale_, layout_)                                                              \
+    {                                                                                                     \
+        .id = (id_), .name = (name_), .category = NF_CAT_FP8_ROW, .code_bits = 8, .scale_type = (scale_), \
+        .ggml_type = -1, .bits_per_weight = 8.0, .default_layout = (layout_)                              \
     }
 
 /* bits_per_weight is the spec's literal table value; it equals 8 * bytes / values (tested). */
 /* type_: ggml's NAME of the block type; its id and geometry come from common/ggml_types.h */
-#define GGUF(id_, short_, type_, bpw_)                                                             \
-    {                                                                                              \
-        .id = (id_), .name = "gguf_" short_, .category = NF_CAT_GGUF, .scale_type = NF_SCALE_GGML, \
-        .block_values = NF_GGML_##type_##_VALUES, .block_bytes = NF_GGML_##type_##_BYTES,         \
-        .ggml_type = NF_GGML_##type_, .bits_per_weight = (bpw_), .default_layout = LAYOUT_GGUF,    \
-        .short_name = (short_)                                                                     \
+#define GGUF(id_, short_, type_, bpw_)                                                                                 \
+    {                                                                                                                  \
+        .id = (id_), .name = "gguf_" short_, .category = NF_CAT_GGUF, .scale_type = NF_SCALE_GGML,                     \
+        .block_values = NF_GGML_##type_##_VALUES, .block_bytes = NF_GGML_##type_##_BYTES,                              \
+        .ggml_type = NF_GGML_##type_, .bits_per_weight = (bpw_), .default_layout = LAYOUT_GGUF, .short_name = (short_) \
     }
 
 static const nf_format registry[NF_FMT_COUNT] = {
@@ -68,11 +64,15 @@ static const nf_format registry[NF_FMT_COUNT] = {
 
     /* Full-group logical cost, counted like the grouped formats' b + 16/G: a 4-bit code plus
      * one 8-bit E4M3FN scale per 16 values (the per-matrix divisor is not a per-group cost). */
-    {
-        .id = NF_FMT_NVFP4, .name = "nvfp4", .category = NF_CAT_NVFP4, .code_bits = 4,
-        .group_size = 16, .scale_type = NF_SCALE_E4M3FN, .ggml_type = -1,
-        .bits_per_weight = 4.5, .default_layout = LAYOUT_NVFP4
-    },
+    {.id = NF_FMT_NVFP4,
+     .name = "nvfp4",
+     .category = NF_CAT_NVFP4,
+     .code_bits = 4,
+     .group_size = 16,
+     .scale_type = NF_SCALE_E4M3FN,
+     .ggml_type = -1,
+     .bits_per_weight = 4.5,
+     .default_layout = LAYOUT_NVFP4},
 
     /* The row multiplier's cost depends on K, so only the code width counts. */
     FP8_ROW(NF_FMT_FP8_E4M3FN_ROW_BF16, "fp8_e4m3fn_row_bf16", NF_SCALE_BF16, LAYOUT_FP8_BF16),
@@ -100,10 +100,7 @@ static const nf_format registry[NF_FMT_COUNT] = {
 
 size_t nf_format_count(void) { return sizeof registry / sizeof registry[0]; }
 
-const nf_format *nf_format_at(size_t index)
-{
-    return index < nf_format_count() ? &registry[index] : NULL;
-}
+const nf_format *nf_format_at(size_t index) { return index < nf_format_count() ? &registry[index] : NULL; }
 
 const nf_format *nf_format_by_id(nf_format_id id)
 {
@@ -165,7 +162,6 @@ nf_status nf_format_find(const char *name, const nf_format **out, nf_error *err)
 const nf_format *nf_format_by_ggml_type(int ggml_type)
 {
     for (size_t i = 0; i < nf_format_count(); i++)
-        if (registry[i].category == NF_CAT_GGUF && registry[i].ggml_type == ggml_type)
-            return &registry[i];
+        if (registry[i].category == NF_CAT_GGUF && registry[i].ggml_type == ggml_type) return &registry[i];
     return NULL;
 }

@@ -13,8 +13,7 @@
 
 /* Dequantize one row of k values (k a multiple of fmt->block_values) held in
  * k / block_values consecutive blocks. */
-nf_status nf_ggml_dequant_row(const nf_format *fmt, const uint8_t *blocks, uint64_t k, float *out,
-                              nf_error *err);
+nf_status nf_ggml_dequant_row(const nf_format *fmt, const uint8_t *blocks, uint64_t k, float *out, nf_error *err);
 
 /* A binary16 scale field of a gguf_* block that is NaN or infinite (ggml_validate.c; ggml's
  * ggml_validate_row_data refuses such a block). */

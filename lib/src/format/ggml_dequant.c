@@ -24,10 +24,7 @@
 #include "format/ggml_tables.h"
 
 /* ---------------------------------------------------------------- field access */
-static inline uint16_t rd_u16(const uint8_t *p)
-{
-    return (uint16_t)((unsigned)p[0] | ((unsigned)p[1] << 8));
-}
+static inline uint16_t rd_u16(const uint8_t *p) { return (uint16_t)((unsigned)p[0] | ((unsigned)p[1] << 8)); }
 
 static inline uint32_t rd_u32(const uint8_t *p)
 {
@@ -38,10 +35,7 @@ static inline uint32_t rd_u32(const uint8_t *p)
 static inline float half_at(const uint8_t *p) { return nf_f16_to_f32(rd_u16(p)); }
 
 /* Byte j (0 = least significant) of a grid entry. */
-static inline unsigned grid8(uint64_t entry, unsigned j)
-{
-    return (unsigned)(entry >> (8u * j)) & 0xFFu;
-}
+static inline unsigned grid8(uint64_t entry, unsigned j) { return (unsigned)(entry >> (8u * j)) & 0xFFu; }
 static inline unsigned grid4(uint32_t entry, unsigned j) { return (entry >> (8u * j)) & 0xFFu; }
 
 /* iq1s_grid bytes are two's-complement int8 in {-1, 0, +1}. */
@@ -437,31 +431,21 @@ typedef struct ggml_kind {
  * we read past a block. */
 #define KIND(name) NF_GGML_##name, NF_GGML_##name##_VALUES, NF_GGML_##name##_BYTES
 static const ggml_kind KINDS[] = {
-    {NF_FMT_GGUF_Q8_0, KIND(Q8_0), deq_q8_0},
-    {NF_FMT_GGUF_Q4_0, KIND(Q4_0), deq_q4_0},
-    {NF_FMT_GGUF_Q5_0, KIND(Q5_0), deq_q5_0},
-    {NF_FMT_GGUF_Q2_0, KIND(Q2_0), deq_q2_0},
-    {NF_FMT_GGUF_Q2_K, KIND(Q2_K), deq_q2_k},
-    {NF_FMT_GGUF_Q3_K, KIND(Q3_K), deq_q3_k},
-    {NF_FMT_GGUF_Q4_K, KIND(Q4_K), deq_q4_k},
-    {NF_FMT_GGUF_Q5_K, KIND(Q5_K), deq_q5_k},
-    {NF_FMT_GGUF_Q6_K, KIND(Q6_K), deq_q6_k},
-    {NF_FMT_GGUF_IQ2_XXS, KIND(IQ2_XXS), deq_iq2_xxs},
-    {NF_FMT_GGUF_IQ2_XS, KIND(IQ2_XS), deq_iq2_xs},
-    {NF_FMT_GGUF_IQ3_XXS, KIND(IQ3_XXS), deq_iq3_xxs},
-    {NF_FMT_GGUF_IQ1_S, KIND(IQ1_S), deq_iq1_s},
-    {NF_FMT_GGUF_IQ4_NL, KIND(IQ4_NL), deq_iq4_nl},
-    {NF_FMT_GGUF_IQ3_S, KIND(IQ3_S), deq_iq3_s},
-    {NF_FMT_GGUF_IQ2_S, KIND(IQ2_S), deq_iq2_s},
-    {NF_FMT_GGUF_IQ4_XS, KIND(IQ4_XS), deq_iq4_xs},
-    {NF_FMT_GGUF_IQ1_M, KIND(IQ1_M), deq_iq1_m},
+    {NF_FMT_GGUF_Q8_0, KIND(Q8_0), deq_q8_0},       {NF_FMT_GGUF_Q4_0, KIND(Q4_0), deq_q4_0},
+    {NF_FMT_GGUF_Q5_0, KIND(Q5_0), deq_q5_0},       {NF_FMT_GGUF_Q2_0, KIND(Q2_0), deq_q2_0},
+    {NF_FMT_GGUF_Q2_K, KIND(Q2_K), deq_q2_k},       {NF_FMT_GGUF_Q3_K, KIND(Q3_K), deq_q3_k},
+    {NF_FMT_GGUF_Q4_K, KIND(Q4_K), deq_q4_k},       {NF_FMT_GGUF_Q5_K, KIND(Q5_K), deq_q5_k},
+    {NF_FMT_GGUF_Q6_K, KIND(Q6_K), deq_q6_k},       {NF_FMT_GGUF_IQ2_XXS, KIND(IQ2_XXS), deq_iq2_xxs},
+    {NF_FMT_GGUF_IQ2_XS, KIND(IQ2_XS), deq_iq2_xs}, {NF_FMT_GGUF_IQ3_XXS, KIND(IQ3_XXS), deq_iq3_xxs},
+    {NF_FMT_GGUF_IQ1_S, KIND(IQ1_S), deq_iq1_s},    {NF_FMT_GGUF_IQ4_NL, KIND(IQ4_NL), deq_iq4_nl},
+    {NF_FMT_GGUF_IQ3_S, KIND(IQ3_S), deq_iq3_s},    {NF_FMT_GGUF_IQ2_S, KIND(IQ2_S), deq_iq2_s},
+    {NF_FMT_GGUF_IQ4_XS, KIND(IQ4_XS), deq_iq4_xs}, {NF_FMT_GGUF_IQ1_M, KIND(IQ1_M), deq_iq1_m},
 };
 
 const nf_ggml_kernels nf_ggml_kernels_scalar = {
     .name = "scalar", .q2_k = deq_q2_k, .q3_k = deq_q3_k, .q4_k = deq_q4_k, .q5_k = deq_q5_k, .q6_k = deq_q6_k};
 
-NF_SIMD_SELECTOR(nf_ggml_kernels, nf_ggml_kernels, nf_ggml_kernels_scalar, nf_ggml_kernels_avx2,
-                 nf_ggml_kernels_avx512)
+NF_SIMD_SELECTOR(nf_ggml_kernels, nf_ggml_kernels, nf_ggml_kernels_scalar, nf_ggml_kernels_avx2, nf_ggml_kernels_avx512)
 
 /* The block function of a kind at the level of t: t's entry for a k-quant, else the scalar one. */
 static block_fn block_fn_of(const nf_ggml_kernels *t, const ggml_kind *kind)
@@ -483,14 +467,12 @@ static const ggml_kind *kind_of(nf_format_id id)
     return NULL;
 }
 
-nf_status nf_ggml_dequant_row(const nf_format *fmt, const uint8_t *blocks, uint64_t k, float *out,
-                              nf_error *err)
+nf_status nf_ggml_dequant_row(const nf_format *fmt, const uint8_t *blocks, uint64_t k, float *out, nf_error *err)
 {
     if (!fmt) return nf_error_set(err, NF_ERR_USAGE, "ggml dequantize: no format given");
     const ggml_kind *kind = fmt->category == NF_CAT_GGUF ? kind_of(fmt->id) : NULL;
     if (!kind)
-        return nf_error_set(err, NF_ERR_USAGE,
-                            "ggml dequantize: format '%s' is not a gguf block format",
+        return nf_error_set(err, NF_ERR_USAGE, "ggml dequantize: format '%s' is not a gguf block format",
                             fmt->name ? fmt->name : "(unnamed)");
     if (fmt->ggml_type != kind->ggml_type || fmt->block_values != kind->block_values ||
         fmt->block_bytes != kind->block_bytes)
@@ -498,8 +480,8 @@ nf_status nf_ggml_dequant_row(const nf_format *fmt, const uint8_t *blocks, uint6
                             "ggml dequantize: format '%s' is registered as ggml type %d with %u "
                             "values in %u bytes per block, but its dequantizer expects type %d "
                             "with %u values in %u bytes",
-                            fmt->name, fmt->ggml_type, fmt->block_values, fmt->block_bytes,
-                            kind->ggml_type, kind->block_values, kind->block_bytes);
+                            fmt->name, fmt->ggml_type, fmt->block_values, fmt->block_bytes, kind->ggml_type,
+                            kind->block_values, kind->block_bytes);
     if (k == 0 || k % kind->block_values != 0)
         return nf_error_set(err, NF_ERR_USAGE,
                             "ggml dequantize %s: row length %llu is not a positive multiple of "
@@ -516,8 +498,8 @@ nf_status nf_ggml_dequant_row(const nf_format *fmt, const uint8_t *blocks, uint6
     size_t nb;
     if (k > SIZE_MAX || !nf_mul_u64(nblocks, kind->block_bytes, &in_bytes) || in_bytes > SIZE_MAX ||
         !nf_u64_to_size(nblocks, &nb))
-        return nf_error_set(err, NF_ERR_USAGE, "ggml dequantize %s: row length %llu is too large",
-                            fmt->name, (unsigned long long)k);
+        return nf_error_set(err, NF_ERR_USAGE, "ggml dequantize %s: row length %llu is too large", fmt->name,
+                            (unsigned long long)k);
 
     block_fn fn = block_fn_of(nf_ggml_kernels_active(), kind);
     for (size_t i = 0; i < nb; i++) fn(blocks + i * kind->block_bytes, out + i * kind->block_values);

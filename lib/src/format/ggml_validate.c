@@ -18,9 +18,9 @@
 
 
 typedef struct scale_layout {
-    int off;     /* d (and dmin at off + 2 when pair) */
+    int off; /* d (and dmin at off + 2 when pair) */
     bool pair;
-    bool iq1m;   /* d gathered from the scale words at 48 */
+    bool iq1m; /* d gathered from the scale words at 48 */
 } scale_layout;
 
 static bool layout_of(const nf_format *fmt, scale_layout *l)
@@ -28,12 +28,18 @@ static bool layout_of(const nf_format *fmt, scale_layout *l)
     if (!fmt || fmt->category != NF_CAT_GGUF) return false;
     *l = (scale_layout){0, false, false};
     switch (fmt->id) {
-    case NF_FMT_GGUF_Q2_K: l->off = 80; l->pair = true; break;
+    case NF_FMT_GGUF_Q2_K:
+        l->off = 80;
+        l->pair = true;
+        break;
     case NF_FMT_GGUF_Q4_K:
     case NF_FMT_GGUF_Q5_K: l->pair = true; break;
     case NF_FMT_GGUF_Q3_K: l->off = 108; break;
     case NF_FMT_GGUF_Q6_K: l->off = 208; break;
-    case NF_FMT_GGUF_IQ1_M: l->iq1m = true; l->off = 48; break;
+    case NF_FMT_GGUF_IQ1_M:
+        l->iq1m = true;
+        l->off = 48;
+        break;
     default: break; /* d at 0 */
     }
     return true;

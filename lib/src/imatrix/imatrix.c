@@ -28,8 +28,8 @@
 
 typedef struct entry {
     char *name;
-    uint64_t length;   /* values: mats x cols */
-    uint64_t mats;     /* 1, or a stacked experts tensor's experts (one vector and count each) */
+    uint64_t length; /* values: mats x cols */
+    uint64_t mats;   /* 1, or a stacked experts tensor's experts (one vector and count each) */
     float *importance;
 } entry;
 
@@ -73,14 +73,15 @@ static nf_status load_entry(const nf_source *src, const nf_source_tensor *sum, c
     /* a stacked experts tensor's entry: one row of sums and one count per expert
      * (docs/names.md, "Experts") */
     if (sum->rank != 1 && sum->rank != 2)
-        return nf_error_set(err, NF_ERR_INVALID, "%s: '%s' must be a vector (one value per input column), or one "
-                            "per expert", label, sum->name);
+        return nf_error_set(err, NF_ERR_INVALID,
+                            "%s: '%s' must be a vector (one value per input column), or one "
+                            "per expert",
+                            label, sum->name);
     e->mats = sum->rank == 2 ? sum->rows : 1;
     if (cnt->elements != e->mats)
         return nf_error_set(err, NF_ERR_INVALID,
                             "%s: '%s' holds %llu values; expected %llu (dense counts: one per row of '%s')", label,
-                            counts_name, (unsigned long long)cnt->elements, (unsigned long long)e->mats,
-                            sum->name);
+                            counts_name, (unsigned long long)cnt->elements, (unsigned long long)e->mats, sum->name);
     e->length = sum->elements;
     size_t n = (size_t)e->length, mats = (size_t)e->mats, cols = mats ? n / mats : 0;
     float *counts = malloc((mats ? mats : 1) * sizeof *counts);
@@ -99,8 +100,8 @@ static nf_status load_entry(const nf_source *src, const nf_source_tensor *sum, c
         float v = e->importance[k], count = counts[k / cols];
         if (!isfinite(v) || v < 0.0f)
             st = nf_error_set(err, NF_ERR_INVALID,
-                              "%s: '%s' column %zu is %g: importance must be finite and non-negative", label,
-                              sum->name, k % cols, (double)v);
+                              "%s: '%s' column %zu is %g: importance must be finite and non-negative", label, sum->name,
+                              k % cols, (double)v);
         e->importance[k] = v / (count > 1.0f ? count : 1.0f);
     }
     free(counts);
@@ -183,10 +184,11 @@ static nf_status read_zst(const char *path, void **data, size_t *len, nf_error *
         while (st == NF_OK && zin.pos < zin.size) {
             if (cap - used < (1 << 16)) {
                 if ((uint64_t)cap * 2 > limit) {
-                    st = nf_error_set(err, NF_ERR_INVALID, "%s: after %llu compressed bytes: decompresses to more "
+                    st = nf_error_set(err, NF_ERR_INVALID,
+                                      "%s: after %llu compressed bytes: decompresses to more "
                                       "than %llu bytes (the reader's cap for a %llu-byte file: %u times its "
-                                      "size, at least 16 MiB, at most 1 GiB)", path,
-                                      (unsigned long long)ftell(f), (unsigned long long)limit,
+                                      "size, at least 16 MiB, at most 1 GiB)",
+                                      path, (unsigned long long)ftell(f), (unsigned long long)limit,
                                       (unsigned long long)sb.st_size, MAX_ZST_RATIO);
                     break;
                 }
@@ -253,12 +255,18 @@ const char *nf_imatrix_name_at(const nf_imatrix *m, size_t i, uint64_t *length, 
 static const struct {
     const char *hf, *gguf;
 } layer_map[] = {
-    {"self_attn.q_proj", "attn_q"},         {"self_attn.k_proj", "attn_k"},
-    {"self_attn.v_proj", "attn_v"},         {"self_attn.o_proj", "attn_output"},
-    {"self_attn.qkv_proj", "attn_qkv"},     {"self_attn.q_norm", "attn_q_norm"},
-    {"self_attn.k_norm", "attn_k_norm"},    {"mlp.gate_proj", "ffn_gate"},
-    {"mlp.up_proj", "ffn_up"},              {"mlp.down_proj", "ffn_down"},
-    {"mlp.gate_up_proj", "ffn_gate_up"},    {"input_layernorm", "attn_norm"},
+    {"self_attn.q_proj", "attn_q"},
+    {"self_attn.k_proj", "attn_k"},
+    {"self_attn.v_proj", "attn_v"},
+    {"self_attn.o_proj", "attn_output"},
+    {"self_attn.qkv_proj", "attn_qkv"},
+    {"self_attn.q_norm", "attn_q_norm"},
+    {"self_attn.k_norm", "attn_k_norm"},
+    {"mlp.gate_proj", "ffn_gate"},
+    {"mlp.up_proj", "ffn_up"},
+    {"mlp.down_proj", "ffn_down"},
+    {"mlp.gate_up_proj", "ffn_gate_up"},
+    {"input_layernorm", "attn_norm"},
     {"post_attention_layernorm", "ffn_norm"},
 };
 
@@ -272,8 +280,7 @@ size_t nf_imatrix_gguf_name(const char *hf, char *out, size_t size)
     int n;
     if (strncmp(hf, "model.embed_tokens", stem) == 0 && stem == strlen("model.embed_tokens"))
         n = snprintf(out, size, "token_embd.%s", kind);
-    else if (strncmp(hf, "lm_head", stem) == 0 && stem == strlen("lm_head"))
-        n = snprintf(out, size, "output.%s", kind);
+    else if (strncmp(hf, "lm_head", stem) == 0 && stem == strlen("lm_head")) n = snprintf(out, size, "output.%s", kind);
     else if (strncmp(hf, "model.norm", stem) == 0 && stem == strlen("model.norm"))
         n = snprintf(out, size, "output_norm.%s", kind);
     else {
@@ -323,9 +330,10 @@ static nf_status find_by_table(const nf_imatrix *m, const char *tensor, uint64_t
             return NF_OK;
         }
         if (e->length != e->mats * cols || (uint64_t)how.expert >= e->mats)
-            return nf_error_set(err, NF_ERR_INVALID, "%s: imatrix entry '%s' holds %llu experts of %llu values; "
-                                "tensor '%s' is expert %d with %llu input columns", m->label, e->name,
-                                (unsigned long long)e->mats,
+            return nf_error_set(err, NF_ERR_INVALID,
+                                "%s: imatrix entry '%s' holds %llu experts of %llu values; "
+                                "tensor '%s' is expert %d with %llu input columns",
+                                m->label, e->name, (unsigned long long)e->mats,
                                 (unsigned long long)(e->mats ? e->length / e->mats : 0), tensor, how.expert,
                                 (unsigned long long)cols);
         *importance = e->importance + (size_t)how.expert * (size_t)cols;
@@ -351,8 +359,8 @@ nf_status nf_imatrix_lookup(const nf_imatrix *m, const char *tensor, uint64_t co
     }
     if (e->length != cols)
         return nf_error_set(err, NF_ERR_INVALID,
-                            "%s: imatrix entry '%s' has %llu values but tensor '%s' has %llu input columns",
-                            m->label, e->name, (unsigned long long)e->length, tensor, (unsigned long long)cols);
+                            "%s: imatrix entry '%s' has %llu values but tensor '%s' has %llu input columns", m->label,
+                            e->name, (unsigned long long)e->length, tensor, (unsigned long long)cols);
     *importance = e->importance;
     if (matched) *matched = e->name;
     return NF_OK;

@@ -95,8 +95,8 @@ static const char *last_component(const char *name, size_t *prefix_len)
     return dot + 1;
 }
 
-nf_status nf_import_expect_member(const nf_import_tensor *t, const nf_import_tensor *codes,
-                                  const char *component, const char *what, nf_error *err)
+nf_status nf_import_expect_member(const nf_import_tensor *t, const nf_import_tensor *codes, const char *component,
+                                  const char *what, nf_error *err)
 {
     if (t->ggml_type >= 0)
         return nf_import_fail(err, NF_ERR_INVALID, t->name,
@@ -107,8 +107,8 @@ nf_status nf_import_expect_member(const nf_import_tensor *t, const nf_import_ten
     /* A dialect is recognised by its companion names: a weight_global_scale given as a ModelOpt
      * weight_scale_2 would silently invert the divisor, so names are not taken on trust. */
     if (strcmp(comp, component) != 0)
-        return nf_import_fail(err, NF_ERR_INVALID, t->name, "is not a '%s' tensor: %s checkpoint names it '<prefix>.%s'",
-                              component, what, component);
+        return nf_import_fail(err, NF_ERR_INVALID, t->name,
+                              "is not a '%s' tensor: %s checkpoint names it '<prefix>.%s'", component, what, component);
     last_component(codes->name, &codes_plen);
     if (t != codes && (plen != codes_plen || strncmp(t->name, codes->name, plen) != 0))
         return nf_import_fail(err, NF_ERR_INVALID, t->name, "does not belong to the same layer as '%s'", codes->name);

@@ -21,10 +21,7 @@ nf_status nf_import_fail(nf_error *err, nf_status status, const char *name, cons
     __attribute__((format(printf, 4, 5)));
 
 /* Little-endian words from unaligned bytes. */
-static inline uint16_t nf_import_le16(const uint8_t *p)
-{
-    return (uint16_t)(p[0] | (unsigned)p[1] << 8);
-}
+static inline uint16_t nf_import_le16(const uint8_t *p) { return (uint16_t)(p[0] | (unsigned)p[1] << 8); }
 
 static inline uint32_t nf_import_le32(const uint8_t *p)
 {
@@ -53,9 +50,8 @@ bool nf_import_elements(const nf_import_tensor *t, uint64_t *out);
 /* Safetensors dialect checks: t is a safetensors tensor named "<prefix>.<component>" (prefix
  * the same as codes'), of dtype `dtype`.  `what` describes the dialect for messages ("a
  * ModelOpt NVFP4"). */
-nf_status nf_import_expect_member(const nf_import_tensor *t, const nf_import_tensor *codes,
-                                  const char *component, const char *what, nf_error *err);
-nf_status nf_import_expect_dtype(const nf_import_tensor *t, const char *dtype, const char *what,
-                                 nf_error *err);
+nf_status nf_import_expect_member(const nf_import_tensor *t, const nf_import_tensor *codes, const char *component,
+                                  const char *what, nf_error *err);
+nf_status nf_import_expect_dtype(const nf_import_tensor *t, const char *dtype, const char *what, nf_error *err);
 
 #endif

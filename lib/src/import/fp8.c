@@ -19,10 +19,8 @@ static nf_status row_scale(const nf_import *imp, const uint8_t *p, const char *w
     if (!imp->scale_f32) {
         uint16_t w = nf_import_le16(p);
         const char *why = NULL;
-        if ((w & 0x7F80) == 0x7F80)
-            why = (w & 0x007F) ? "NaN" : (w & 0x8000) ? "-infinity" : "+infinity";
-        else if (w & 0x8000)
-            why = w == 0x8000 ? "-0" : "negative";
+        if ((w & 0x7F80) == 0x7F80) why = (w & 0x007F) ? "NaN" : (w & 0x8000) ? "-infinity" : "+infinity";
+        else if (w & 0x8000) why = w == 0x8000 ? "-0" : "negative";
         if (why)
             return nf_import_fail(err, NF_ERR_INVALID, imp->scale_name, "%sBF16 scale 0x%04X is %s: %s", where, w, why,
                                   contract);
@@ -75,8 +73,7 @@ nf_status nf_import_init_fp8(nf_import *imp, const nf_format *target, const nf_i
     if (!nf_import_elements(scales, &count))
         return nf_import_fail(err, NF_ERR_INVALID, scales->name, "shape %s overflows",
                               nf_import_shape_str(scales, shape, sizeof shape));
-    if (count == 1)
-        per_tensor = true; /* rank 0, [1], [1,1]: also the per-row scale of a one-row matrix */
+    if (count == 1) per_tensor = true; /* rank 0, [1], [1,1]: also the per-row scale of a one-row matrix */
     else if ((scales->rank == 1 && scales->shape[0] == n) ||
              (scales->rank == 2 && scales->shape[0] == n && scales->shape[1] == 1))
         per_tensor = false;
@@ -134,7 +131,8 @@ nf_status nf_import_fp8_rows(const nf_import *imp, const nf_import_chunk *c, nf_
             uint8_t w = src[j];
             if ((w & 0x7F) == 0x7F)
                 return nf_import_fail(err, NF_ERR_INVALID, imp->name,
-                                      "row %" PRIu64 " col %" PRIu64 ": E4M3FN code 0x%02X is NaN, outside the %s contract",
+                                      "row %" PRIu64 " col %" PRIu64
+                                      ": E4M3FN code 0x%02X is NaN, outside the %s contract",
                                       row, j, w, imp->target->name);
             if (may_overflow && !isfinite(nf_e4m3fn_to_f32(w) * sf))
                 return nf_import_fail(err, NF_ERR_INVALID, imp->name,
@@ -151,7 +149,8 @@ nf_status nf_import_fp8_rows(const nf_import *imp, const nf_import_chunk *c, nf_
                     snprintf(source, sizeof source, "F32 0x%08X",
                              imp->scale_per_tensor ? imp->source_scalar : nf_import_le32(scales + r * 4));
                 return nf_import_fail(err, NF_ERR_INVALID, imp->name,
-                                      "row %" PRIu64 " col %" PRIu64 ": code 0x%02X is nonzero under the row's +0 scale "
+                                      "row %" PRIu64 " col %" PRIu64
+                                      ": code 0x%02X is nonzero under the row's +0 scale "
                                       "(%s in %s), outside the %s contract",
                                       row, j, w, source, imp->scale_name, imp->target->name);
             }

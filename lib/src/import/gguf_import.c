@@ -15,9 +15,9 @@
 typedef struct block_source {
     nf_import_kind kind;
     int ggml_type;
-    const char *name;     /* ggml's name of the source type, for messages */
-    unsigned values;      /* values per block */
-    unsigned bytes;       /* bytes per block */
+    const char *name; /* ggml's name of the source type, for messages */
+    unsigned values;  /* values per block */
+    unsigned bytes;   /* bytes per block */
 } block_source;
 
 static const block_source Q2_0 = {NF_IMPORT_GSQ_Q2_0, NF_IMPORT_GGML_Q2_0, "Q2_0", 64, 18};
@@ -64,9 +64,9 @@ nf_status nf_import_init_gguf(nf_import *imp, const nf_format *target, const nf_
                                   "never converted",
                                   t->ggml_type, nf_import_ggml_name(t->ggml_type), target->name, src.ggml_type,
                                   src.name);
-        return nf_import_fail(err, NF_ERR_INVALID, t->name, "ggml type %d (%s) is not %s (%d): %s imports only %s blocks",
-                              t->ggml_type, nf_import_ggml_name(t->ggml_type), src.name, src.ggml_type,
-                              target->name, src.name);
+        return nf_import_fail(err, NF_ERR_INVALID, t->name,
+                              "ggml type %d (%s) is not %s (%d): %s imports only %s blocks", t->ggml_type,
+                              nf_import_ggml_name(t->ggml_type), src.name, src.ggml_type, target->name, src.name);
     }
 
     char shape[256];
@@ -82,8 +82,8 @@ nf_status nf_import_init_gguf(nf_import *imp, const nf_format *target, const nf_
                                   nf_import_shape_str(t, shape, sizeof shape));
     }
     if (src.values == 0 || k % src.values != 0)
-        return nf_import_fail(err, NF_ERR_INVALID, t->name, "K = %" PRIu64 " is not a multiple of %u, the %s block size", k,
-                              src.values, src.name);
+        return nf_import_fail(err, NF_ERR_INVALID, t->name,
+                              "K = %" PRIu64 " is not a multiple of %u, the %s block size", k, src.values, src.name);
     uint64_t row_bytes;
     if (!nf_mul_u64(k / src.values, src.bytes, &row_bytes))
         return nf_import_fail(err, NF_ERR_INVALID, t->name, "K = %" PRIu64 " overflows the row size", k);
@@ -106,8 +106,8 @@ static nf_status bad_scale(const nf_import *imp, uint64_t row, uint64_t block, c
                            const char *why, nf_error *err)
 {
     return nf_import_fail(err, NF_ERR_INVALID, imp->name,
-                          "row %" PRIu64 " block %" PRIu64 ": %s scale 0x%04X is %s, outside the native %s contract", row,
-                          block, src, d, why, imp->target->name);
+                          "row %" PRIu64 " block %" PRIu64 ": %s scale 0x%04X is %s, outside the native %s contract",
+                          row, block, src, d, why, imp->target->name);
 }
 
 /* Q2_0 -> q2: docs/decisions.md D11 lets Q2 keep every finite scale word (both zeros and
@@ -119,7 +119,9 @@ static nf_status q2_row(const nf_import *imp, const uint8_t *src, uint64_t row, 
     for (uint64_t b = 0; b < nb; b++, src += 18) {
         uint16_t d = nf_import_le16(src);
         if ((d & 0x7C00) == 0x7C00) {
-            const char *why = (d & 0x03FF) ? "NaN, not finite" : (d & 0x8000) ? "-infinity, not finite" : "+infinity, not finite";
+            const char *why = (d & 0x03FF)   ? "NaN, not finite"
+                              : (d & 0x8000) ? "-infinity, not finite"
+                                             : "+infinity, not finite";
             return bad_scale(imp, row, b, "Q2_0", d, why, err);
         }
         scales[b] = d;
@@ -181,7 +183,8 @@ static nf_status pq2_row(const nf_import *imp, const uint8_t *src, uint64_t row,
                                       row, b * 128 + j, b, byte);
             if (d == 0 && u != 1)
                 return nf_import_fail(err, NF_ERR_INVALID, imp->name,
-                                      "row %" PRIu64 " block %" PRIu64 ": PQ2_0 scale 0x0000 (+0) over the nonzero code "
+                                      "row %" PRIu64 " block %" PRIu64
+                                      ": PQ2_0 scale 0x0000 (+0) over the nonzero code "
                                       "%d at col %" PRIu64 ", outside the native %s contract",
                                       row, b, (int)u - 1, b * 128 + j, imp->target->name);
             q[j] = (int8_t)((int)u - 1);

@@ -10,8 +10,7 @@
 #include "import/nvfp4_import.h"
 
 static const char *const kind_names[NF_IMPORT_KIND_COUNT] = {
-    "gguf_blocks",    "gsq_q2_0",         "q8_0", "pq2_0", "nvfp4_modelopt", "nvfp4_compressed_tensors",
-    "fp8_compressed_tensors",
+    "gguf_blocks", "gsq_q2_0", "q8_0", "pq2_0", "nvfp4_modelopt", "nvfp4_compressed_tensors", "fp8_compressed_tensors",
 };
 
 const char *nf_import_kind_name(nf_import_kind kind)
@@ -65,14 +64,16 @@ nf_status nf_import_rows(const nf_import *imp, const nf_import_chunk *chunk, nf_
                               "chunk rows [%" PRIu64 ",+%" PRIu64 ") are outside the tensor's %" PRIu64 " rows",
                               chunk->first_row, chunk->rows, imp->rows);
     if (out->cols != imp->cols)
-        return nf_import_fail(err, NF_ERR_USAGE, name,
-                              "output words hold %" PRIu64 " columns, the source has %" PRIu64, out->cols, imp->cols);
+        return nf_import_fail(err, NF_ERR_USAGE, name, "output words hold %" PRIu64 " columns, the source has %" PRIu64,
+                              out->cols, imp->cols);
     if (!nf_add_u64(out_row, chunk->rows, &out_end) || out_end > out->rows)
         return nf_import_fail(err, NF_ERR_USAGE, name,
-                              "output rows [%" PRIu64 ",+%" PRIu64 ") are outside the %" PRIu64 " rows of the output words",
+                              "output rows [%" PRIu64 ",+%" PRIu64 ") are outside the %" PRIu64
+                              " rows of the output words",
                               out_row, chunk->rows, out->rows);
     if (!out_arrays_present(imp, out))
-        return nf_import_fail(err, NF_ERR_USAGE, name, "output words lack the arrays of a %s tensor", imp->target->name);
+        return nf_import_fail(err, NF_ERR_USAGE, name, "output words lack the arrays of a %s tensor",
+                              imp->target->name);
     if (!nf_mul_u64(chunk->rows, imp->row_bytes, &need) || !chunk->data || need > chunk->data_len)
         return nf_import_fail(err, NF_ERR_USAGE, name,
                               "chunk of %" PRIu64 " rows needs %" PRIu64 " bytes per row, %zu given in all",

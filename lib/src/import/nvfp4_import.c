@@ -28,8 +28,8 @@ static uint32_t reciprocal_bits(uint32_t m_bits)
 }
 
 nf_status nf_import_init_nvfp4(nf_import *imp, nf_import_kind dialect, const nf_import_tensor *codes,
-                               const nf_import_tensor *scales, const nf_import_tensor *scalar,
-                               const void *scalar_bytes, size_t scalar_len, nf_error *err)
+                               const nf_import_tensor *scales, const nf_import_tensor *scalar, const void *scalar_bytes,
+                               size_t scalar_len, nf_error *err)
 {
     if (!imp) return nf_error_set(err, NF_ERR_USAGE, "nf_import_init_nvfp4: missing argument");
     if (!is_nvfp4(dialect))
@@ -47,11 +47,13 @@ nf_status nf_import_init_nvfp4(nf_import *imp, nf_import_kind dialect, const nf_
     NF_TRY(nf_import_expect_member(codes, codes, codes_comp, what, err));
     NF_TRY(nf_import_expect_member(scales, codes, "weight_scale", what, err));
     NF_TRY(nf_import_expect_member(scalar, codes, scalar_comp, what, err));
-    NF_TRY(nf_import_expect_dtype(codes, "U8", modelopt ? "a ModelOpt NVFP4 weight (two E2M1 codes per byte)"
-                                                        : "a compressed-tensors weight_packed (two E2M1 codes per byte)",
+    NF_TRY(nf_import_expect_dtype(codes, "U8",
+                                  modelopt ? "a ModelOpt NVFP4 weight (two E2M1 codes per byte)"
+                                           : "a compressed-tensors weight_packed (two E2M1 codes per byte)",
                                   err));
     NF_TRY(nf_import_expect_dtype(scales, "F8_E4M3", "an NVFP4 weight_scale (E4M3FN block scales)", err));
-    NF_TRY(nf_import_expect_dtype(scalar, "F32", modelopt ? "a ModelOpt weight_scale_2" : "a weight_global_scale", err));
+    NF_TRY(
+        nf_import_expect_dtype(scalar, "F32", modelopt ? "a ModelOpt weight_scale_2" : "a weight_global_scale", err));
 
     char shape[256], want[96];
     if (codes->rank != 2 || codes->shape[0] == 0 || codes->shape[1] == 0)
@@ -69,7 +71,8 @@ nf_status nf_import_init_nvfp4(nf_import *imp, nf_import_kind dialect, const nf_
     if (scales->rank != 2 || scales->shape[0] != n || scales->shape[1] != k / 16) {
         snprintf(want, sizeof want, "[%" PRIu64 ",%" PRIu64 "]", n, k / 16);
         return nf_import_fail(err, NF_ERR_INVALID, scales->name,
-                              "shape %s is not %s: one block scale per 16 values of the [%" PRIu64 ",%" PRIu64 "] weight",
+                              "shape %s is not %s: one block scale per 16 values of the [%" PRIu64 ",%" PRIu64
+                              "] weight",
                               nf_import_shape_str(scales, shape, sizeof shape), want, n, k);
     }
     uint64_t count;
@@ -84,9 +87,9 @@ nf_status nf_import_init_nvfp4(nf_import *imp, nf_import_kind dialect, const nf_
     const char *problem = nf_import_f32_problem(word);
     if (modelopt) {
         if (problem)
-            return nf_import_fail(err, NF_ERR_INVALID, scalar->name,
-                                  "weight_scale_2 0x%08X is %s: a ModelOpt global scale must be a finite multiplier > 0",
-                                  word, problem);
+            return nf_import_fail(
+                err, NF_ERR_INVALID, scalar->name,
+                "weight_scale_2 0x%08X is %s: a ModelOpt global scale must be a finite multiplier > 0", word, problem);
         divisor = reciprocal_bits(word);
         if (!nf_nvfp4_divisor_valid(divisor))
             return nf_import_fail(err, NF_ERR_INVALID, scalar->name,
@@ -95,7 +98,8 @@ nf_status nf_import_init_nvfp4(nf_import *imp, nf_import_kind dialect, const nf_
                                   word, (double)nf_f32_from_bits(word), divisor);
     } else if (problem) {
         return nf_import_fail(err, NF_ERR_INVALID, scalar->name,
-                              "weight_global_scale 0x%08X is %s: the NVFP4 divisor must be finite and > 0", word, problem);
+                              "weight_global_scale 0x%08X is %s: the NVFP4 divisor must be finite and > 0", word,
+                              problem);
     }
 
     imp->kind = dialect;
@@ -125,8 +129,8 @@ static nf_status check_stack(const nf_import *src, size_t count, uint64_t *rows,
             return nf_error_set(err, NF_ERR_USAGE, "nvfp4 parent: source %zu is not an initialised NVFP4 import", i);
         if (src[i].cols != src[0].cols)
             return nf_import_fail(err, NF_ERR_INVALID, src[i].name,
-                                  "K = %" PRIu64 " differs from K = %" PRIu64 " of '%s': stacked rows need one K", src[i].cols,
-                                  src[0].cols, nf_esc(src[0].name).s);
+                                  "K = %" PRIu64 " differs from K = %" PRIu64 " of '%s': stacked rows need one K",
+                                  src[i].cols, src[0].cols, nf_esc(src[0].name).s);
         if (!nf_add_u64(total, src[i].rows, &total))
             return nf_error_set(err, NF_ERR_INVALID, "nvfp4 parent: the row count overflows");
         if (src[i].divisor != src[0].divisor) *differ = true;
@@ -136,7 +140,8 @@ static nf_status check_stack(const nf_import *src, size_t count, uint64_t *rows,
         for (size_t i = 0; i < count; i++) {
             if (src[i].rows != src[0].rows || src[i].rows % 128 != 0)
                 return nf_import_fail(err, NF_ERR_INVALID, src[i].name,
-                                      "has %" PRIu64 " rows: an nvfp4 parent of sources with different divisors (0x%08X "
+                                      "has %" PRIu64
+                                      " rows: an nvfp4 parent of sources with different divisors (0x%08X "
                                       "here, 0x%08X in '%s') needs every source to have the same row count, a multiple "
                                       "of 128 (%" PRIu64 " rows in '%s')",
                                       src[i].rows, src[i].divisor, src[0].divisor, nf_esc(src[0].name).s, src[0].rows,
@@ -157,10 +162,8 @@ nf_status nf_import_nvfp4_stack(const nf_import *src, size_t count, nf_geometry 
     const nf_format *fmt = nf_format_by_id(NF_FMT_NVFP4);
     nf_status st = nf_geometry_init(g, nf_layout_default_for(fmt), fmt, 2, shape, differ ? (uint64_t)count : 1, err);
     if (st != NF_OK) {
-        if (count == 1)
-            nf_error_prefix(err, "%s", nf_esc(src[0].name).s);
-        else
-            nf_error_prefix(err, "nvfp4 parent of %zu sources ('%s' first)", count, nf_esc(src[0].name).s);
+        if (count == 1) nf_error_prefix(err, "%s", nf_esc(src[0].name).s);
+        else nf_error_prefix(err, "nvfp4 parent of %zu sources ('%s' first)", count, nf_esc(src[0].name).s);
     }
     return st;
 }
@@ -198,7 +201,9 @@ nf_status nf_import_nvfp4_rows(const nf_import *imp, const nf_import_chunk *c, n
                                       "): NVFP4 scale 0x%02X is %s, outside the nvfp4 contract (sign clear, not 0x7F)",
                                       c->first_row + r, c->first_col / 16 + g, c->first_col + g * 16,
                                       c->first_col + g * 16 + 15, s,
-                                      (s & 0x7F) == 0x7F ? "NaN" : s == 0x80 ? "-0" : "negative");
+                                      (s & 0x7F) == 0x7F ? "NaN"
+                                      : s == 0x80        ? "-0"
+                                                         : "negative");
             dst_s[g] = s;
         }
         /* All 16 E2M1 words are valid; the lower k sits in the low nibble. */

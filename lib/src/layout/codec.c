@@ -25,8 +25,7 @@ void nf_problems_add(nf_problems *p, const char *fmt, ...)
     p->count++;
 }
 
-nf_status nf_layout_read(const nf_byte_reader *src, uint64_t offset, void *buf, uint64_t len,
-                         nf_error *err)
+nf_status nf_layout_read(const nf_byte_reader *src, uint64_t offset, void *buf, uint64_t len, nf_error *err)
 {
     size_t n;
     if (len == 0) return NF_OK;
@@ -35,8 +34,7 @@ nf_status nf_layout_read(const nf_byte_reader *src, uint64_t offset, void *buf, 
     return src->read(src->ctx, offset, buf, n, err);
 }
 
-nf_status nf_layout_emit(nf_write_fn write, void *ctx, uint64_t offset, const void *buf, uint64_t len,
-                         nf_error *err)
+nf_status nf_layout_emit(nf_write_fn write, void *ctx, uint64_t offset, const void *buf, uint64_t len, nf_error *err)
 {
     size_t n;
     if (len == 0) return NF_OK;
@@ -60,10 +58,7 @@ uint64_t nf_layout_chunk_rows(uint64_t row_bytes, uint64_t rows_left)
     return n < rows_left ? n : rows_left;
 }
 
-static bool is_nvfp4(const nf_geometry *g)
-{
-    return g->layout->id == NF_LAYOUT_BLOCK_SCALE_K16_M128X4_V1;
-}
+static bool is_nvfp4(const nf_geometry *g) { return g->layout->id == NF_LAYOUT_BLOCK_SCALE_K16_M128X4_V1; }
 
 static nf_status check_geometry(const nf_geometry *g, nf_error *err)
 {
@@ -90,8 +85,8 @@ static uint32_t plane_gaps(const nf_geometry *g, gap *gaps)
 }
 
 /* ---------------------------------------------------------------- encode */
-nf_status nf_layout_encode_rows(const nf_geometry *g, const nf_words *w, uint64_t r0, bool unchecked,
-                                nf_write_fn write, void *ctx, nf_error *err)
+nf_status nf_layout_encode_rows(const nf_geometry *g, const nf_words *w, uint64_t r0, bool unchecked, nf_write_fn write,
+                                void *ctx, nf_error *err)
 {
     NF_TRY(check_geometry(g, err));
     if (!write) return nf_error_set(err, NF_ERR_USAGE, "nf_layout_encode_rows: missing writer");
@@ -111,8 +106,8 @@ nf_status nf_layout_encode_rows(const nf_geometry *g, const nf_words *w, uint64_
     return ops->encode_rows(g, w, r0, write, ctx, err);
 }
 
-nf_status nf_layout_encode_tail(const nf_geometry *g, const nf_words *w, bool unchecked,
-                                nf_write_fn write, void *ctx, nf_error *err)
+nf_status nf_layout_encode_tail(const nf_geometry *g, const nf_words *w, bool unchecked, nf_write_fn write, void *ctx,
+                                nf_error *err)
 {
     static const uint8_t zeros[256];
     NF_TRY(check_geometry(g, err));
@@ -159,17 +154,17 @@ nf_status nf_layout_encode(const nf_geometry *g, const nf_words *w, uint8_t *out
 }
 
 /* ---------------------------------------------------------------- decode */
-nf_status nf_layout_decode_rows(const nf_geometry *g, const nf_byte_reader *src, uint64_t r0,
-                                uint64_t r1, nf_words *w, nf_error *err)
+nf_status nf_layout_decode_rows(const nf_geometry *g, const nf_byte_reader *src, uint64_t r0, uint64_t r1, nf_words *w,
+                                nf_error *err)
 {
     NF_TRY(check_geometry(g, err));
     if (!src || !src->read || !w) return nf_error_set(err, NF_ERR_USAGE, "nf_layout_decode_rows: missing argument");
     if (r0 > r1 || r1 > g->rows)
-        return nf_error_set(err, NF_ERR_USAGE, "rows [%" PRIu64 ",%" PRIu64 ") are outside the tensor's %" PRIu64 " rows",
-                            r0, r1, g->rows);
+        return nf_error_set(err, NF_ERR_USAGE,
+                            "rows [%" PRIu64 ",%" PRIu64 ") are outside the tensor's %" PRIu64 " rows", r0, r1,
+                            g->rows);
     if (w->rows < r1 - r0)
-        return nf_error_set(err, NF_ERR_USAGE, "words hold %" PRIu64 " rows, %" PRIu64 " requested", w->rows,
-                            r1 - r0);
+        return nf_error_set(err, NF_ERR_USAGE, "words hold %" PRIu64 " rows, %" PRIu64 " requested", w->rows, r1 - r0);
     /* Fit the requested rows only: the words may have room for more. */
     nf_words view = *w;
     view.rows = r1 - r0;
@@ -184,8 +179,9 @@ nf_status nf_layout_decode_rows_f32(const nf_geometry *g, const nf_byte_reader *
     NF_TRY(check_geometry(g, err));
     if (!src || !src->read) return nf_error_set(err, NF_ERR_USAGE, "nf_layout_decode_rows_f32: missing argument");
     if (r0 > r1 || r1 > g->rows)
-        return nf_error_set(err, NF_ERR_USAGE, "rows [%" PRIu64 ",%" PRIu64 ") are outside the tensor's %" PRIu64 " rows",
-                            r0, r1, g->rows);
+        return nf_error_set(err, NF_ERR_USAGE,
+                            "rows [%" PRIu64 ",%" PRIu64 ") are outside the tensor's %" PRIu64 " rows", r0, r1,
+                            g->rows);
     /* nf_words_to_f32's refusals */
     if (!out && r1 > r0) return nf_error_set(err, NF_ERR_USAGE, "nf_layout_decode_rows_f32: missing output");
     if (!g->format || !nf_layout_ops_of(g)->decode_f32)
@@ -196,8 +192,8 @@ nf_status nf_layout_decode_rows_f32(const nf_geometry *g, const nf_byte_reader *
 }
 
 /* ---------------------------------------------------------------- validation */
-nf_status nf_layout_check(const nf_geometry *g, const nf_byte_reader *src, nf_problem_fn report,
-                          void *report_ctx, uint64_t max_reports, uint64_t *problems, nf_error *err)
+nf_status nf_layout_check(const nf_geometry *g, const nf_byte_reader *src, nf_problem_fn report, void *report_ctx,
+                          uint64_t max_reports, uint64_t *problems, nf_error *err)
 {
     NF_TRY(check_geometry(g, err));
     if (!src || !src->read) return nf_error_set(err, NF_ERR_USAGE, "nf_layout_check: missing reader");
@@ -224,8 +220,8 @@ nf_status nf_layout_check(const nf_geometry *g, const nf_byte_reader *src, nf_pr
 }
 
 /* ---------------------------------------------------------------- gathers */
-nf_status nf_layout_gather_rows(const nf_geometry *g, const nf_byte_reader *src, const uint64_t *rows,
-                                uint64_t count, nf_geometry *out_g, uint8_t *out, nf_error *err)
+nf_status nf_layout_gather_rows(const nf_geometry *g, const nf_byte_reader *src, const uint64_t *rows, uint64_t count,
+                                nf_geometry *out_g, uint8_t *out, nf_error *err)
 {
     NF_TRY(check_geometry(g, err));
     if (!out_g || (count && !rows)) return nf_error_set(err, NF_ERR_USAGE, "nf_layout_gather_rows: missing argument");

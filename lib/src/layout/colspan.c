@@ -37,11 +37,11 @@ nf_status nf_colspan_init(nf_colspan *s, const nf_geometry *whole, uint64_t row,
         return nf_error_set(err, NF_ERR_USAGE, "layout %s has no spans of rows",
                             whole->layout ? whole->layout->name : "(none)");
     uint64_t end;
-    if (row >= whole->rows || row % band != 0 || w == 0 || !nf_add_u64(c0, w, &end) || end > whole->cols || c0 % NF_COLSPAN_ALIGN != 0 ||
-        (end != whole->cols && w % NF_COLSPAN_ALIGN != 0))
+    if (row >= whole->rows || row % band != 0 || w == 0 || !nf_add_u64(c0, w, &end) || end > whole->cols ||
+        c0 % NF_COLSPAN_ALIGN != 0 || (end != whole->cols && w % NF_COLSPAN_ALIGN != 0))
         return nf_error_set(err, NF_ERR_USAGE,
-                            "span of row %" PRIu64 " cols [%" PRIu64 ", +%" PRIu64 ") does not fit a [%" PRIu64 ", %" PRIu64
-                            "] tensor in multiples of %u columns",
+                            "span of row %" PRIu64 " cols [%" PRIu64 ", +%" PRIu64 ") does not fit a [%" PRIu64
+                            ", %" PRIu64 "] tensor in multiples of %u columns",
                             row, c0, w, whole->rows, whole->cols, NF_COLSPAN_ALIGN);
     const uint64_t shape[2] = {band, w};
     NF_TRY(nf_geometry_init(&s->g, whole->layout, whole->format, 2, shape, 1, err));

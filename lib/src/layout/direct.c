@@ -7,8 +7,8 @@
 #include "layout/kernels.h"
 #include "layout/layout_impl.h"
 
-static nf_status contiguous_encode_rows(const nf_geometry *g, const nf_words *w, uint64_t r0,
-                                        nf_write_fn write, void *ctx, nf_error *err)
+static nf_status contiguous_encode_rows(const nf_geometry *g, const nf_words *w, uint64_t r0, nf_write_fn write,
+                                        void *ctx, nf_error *err)
 {
     uint64_t rb = g->row_bytes, cols = g->cols;
     unsigned wb = g->format->word_bytes;
@@ -29,8 +29,8 @@ static nf_status contiguous_encode_rows(const nf_geometry *g, const nf_words *w,
     return st;
 }
 
-static nf_status contiguous_decode_rows(const nf_geometry *g, const nf_byte_reader *src, uint64_t r0,
-                                        uint64_t r1, nf_words *w, nf_error *err)
+static nf_status contiguous_decode_rows(const nf_geometry *g, const nf_byte_reader *src, uint64_t r0, uint64_t r1,
+                                        nf_words *w, nf_error *err)
 {
     uint64_t rb = g->row_bytes, cols = g->cols, rows = r1 - r0;
     unsigned wb = g->format->word_bytes;
@@ -96,7 +96,7 @@ static nf_status contiguous_decode_f32(const nf_geometry *g, const nf_byte_reade
         else if (le) kern->int32_f32((const uint32_t *)(const void *)buf, count, o);
         else
             for (size_t i = 0; i < count; i++)
-                o[i] = f->id == NF_FMT_BF16   ? nf_bf16_to_f32(nf_get_le16(buf + 2 * i))
+                o[i] = f->id == NF_FMT_BF16    ? nf_bf16_to_f32(nf_get_le16(buf + 2 * i))
                        : f->id == NF_FMT_INT32 ? nf_int32_value(nf_get_le32(buf + 4 * i))
                                                : nf_k_f32(nf_get_le32(buf + 4 * i));
     }

@@ -32,16 +32,16 @@ static bool fp8_any_nan(const uint8_t *codes, uint64_t n)
 
 /* Word rules of one row (docs/formats.md 7.2: E4M3FN codes not NaN, scale sign-clear and finite, a
  * +0 scale admits only signed-zero codes).  Every bad code is reported. */
-static void fp8_check_row(const nf_geometry *g, uint64_t row, const uint8_t *codes, uint64_t code_at,
-                          uint16_t scale, uint64_t scale_at, nf_problems *pr)
+static void fp8_check_row(const nf_geometry *g, uint64_t row, const uint8_t *codes, uint64_t code_at, uint16_t scale,
+                          uint64_t scale_at, nf_problems *pr)
 {
     const nf_format *f = g->format;
     bool scale_ok = nf_fp8_row_scale_valid(f, scale);
-    if (nf_layout_check_fast && scale_ok && !nf_fp8_row_scale_is_zero(scale) && !fp8_any_nan(codes, g->cols))
-        return;
+    if (nf_layout_check_fast && scale_ok && !nf_fp8_row_scale_is_zero(scale) && !fp8_any_nan(codes, g->cols)) return;
     if (!scale_ok)
         nf_problems_add(pr,
-                        "row %" PRIu64 ": scale 0x%04x at byte offset %" PRIu64 " is not a valid %s row scale (negative, -0, "
+                        "row %" PRIu64 ": scale 0x%04x at byte offset %" PRIu64
+                        " is not a valid %s row scale (negative, -0, "
                         "infinite or NaN)",
                         row, scale, scale_at, f->name);
     bool zero_only = scale_ok && nf_fp8_row_scale_is_zero(scale);
@@ -61,8 +61,8 @@ static void fp8_check_row(const nf_geometry *g, uint64_t row, const uint8_t *cod
 }
 
 /* ---------------------------------------------------------------- row_scale_v1 */
-static nf_status rsc_encode_rows(const nf_geometry *g, const nf_words *w, uint64_t r0, nf_write_fn write,
-                                 void *ctx, nf_error *err)
+static nf_status rsc_encode_rows(const nf_geometry *g, const nf_words *w, uint64_t r0, nf_write_fn write, void *ctx,
+                                 nf_error *err)
 {
     uint64_t k = g->cols;
     const nf_plane *cp = &g->planes[0], *sp = &g->planes[1];
@@ -82,8 +82,8 @@ static nf_status rsc_encode_rows(const nf_geometry *g, const nf_words *w, uint64
     return NF_OK;
 }
 
-static nf_status rsc_decode_rows(const nf_geometry *g, const nf_byte_reader *src, uint64_t r0, uint64_t r1,
-                                 nf_words *w, nf_error *err)
+static nf_status rsc_decode_rows(const nf_geometry *g, const nf_byte_reader *src, uint64_t r0, uint64_t r1, nf_words *w,
+                                 nf_error *err)
 {
     uint64_t k = g->cols, rows = r1 - r0;
     const nf_plane *cp = &g->planes[0], *sp = &g->planes[1];
@@ -104,8 +104,8 @@ static nf_status rsc_decode_rows(const nf_geometry *g, const nf_byte_reader *src
 
 /* rsc_decode_rows + nf_words_to_f32, a bounded chunk of rows at a time: the chunk's codes, then
  * its scales (the split path reads every code before the first scale). */
-static nf_status rsc_decode_f32(const nf_geometry *g, const nf_byte_reader *src, uint64_t r0, uint64_t r1,
-                                float *out, nf_error *err)
+static nf_status rsc_decode_f32(const nf_geometry *g, const nf_byte_reader *src, uint64_t r0, uint64_t r1, float *out,
+                                nf_error *err)
 {
     uint64_t k = g->cols, rows = r1 - r0;
     const nf_plane *cp = &g->planes[0], *sp = &g->planes[1];
@@ -165,8 +165,8 @@ const nf_layout_ops nf_layout_ops_row_scale = {
 };
 
 /* ---------------------------------------------------------------- row_interleaved_v1 */
-static nf_status ril_encode_rows(const nf_geometry *g, const nf_words *w, uint64_t r0, nf_write_fn write,
-                                 void *ctx, nf_error *err)
+static nf_status ril_encode_rows(const nf_geometry *g, const nf_words *w, uint64_t r0, nf_write_fn write, void *ctx,
+                                 nf_error *err)
 {
     uint64_t k = g->cols, rb = g->row_bytes;
     uint64_t chunk = nf_layout_chunk_rows(rb, w->rows);
@@ -185,8 +185,8 @@ static nf_status ril_encode_rows(const nf_geometry *g, const nf_words *w, uint64
     return st;
 }
 
-static nf_status ril_decode_rows(const nf_geometry *g, const nf_byte_reader *src, uint64_t r0, uint64_t r1,
-                                 nf_words *w, nf_error *err)
+static nf_status ril_decode_rows(const nf_geometry *g, const nf_byte_reader *src, uint64_t r0, uint64_t r1, nf_words *w,
+                                 nf_error *err)
 {
     uint64_t k = g->cols, rb = g->row_bytes, rows = r1 - r0;
     uint64_t chunk = nf_layout_chunk_rows(rb, rows);
@@ -207,8 +207,8 @@ static nf_status ril_decode_rows(const nf_geometry *g, const nf_byte_reader *src
 }
 
 /* ril_decode_rows + nf_words_to_f32: the same chunk reads, each row straight to values. */
-static nf_status ril_decode_f32(const nf_geometry *g, const nf_byte_reader *src, uint64_t r0, uint64_t r1,
-                                float *out, nf_error *err)
+static nf_status ril_decode_f32(const nf_geometry *g, const nf_byte_reader *src, uint64_t r0, uint64_t r1, float *out,
+                                nf_error *err)
 {
     uint64_t k = g->cols, rb = g->row_bytes, rows = r1 - r0;
     const nf_layout_kernels *kern = nf_layout_kernels_active();

@@ -25,12 +25,11 @@ static nf_status overflow(const nf_geometry *g, nf_error *err)
 {
     char s[400];
     shape_text(s, sizeof s, g->rank, g->shape);
-    return nf_error_set(err, NF_ERR_INVALID, "shape %s: encoded size of %s in layout '%s' overflows U64",
-                        s, g->format ? g->format->name : "resource", g->layout->name);
+    return nf_error_set(err, NF_ERR_INVALID, "shape %s: encoded size of %s in layout '%s' overflows U64", s,
+                        g->format ? g->format->name : "resource", g->layout->name);
 }
 
-static void add_plane(nf_geometry *g, const char *name, uint64_t offset, uint64_t bytes,
-                      uint64_t row_bytes)
+static void add_plane(nf_geometry *g, const char *name, uint64_t offset, uint64_t bytes, uint64_t row_bytes)
 {
     nf_plane *p = &g->planes[g->nplanes++];
     p->name = name;
@@ -47,8 +46,8 @@ static nf_status geometry_contiguous(nf_geometry *g, nf_error *err)
             char s[400];
             shape_text(s, sizeof s, g->rank, g->shape);
             return nf_error_set(err, NF_ERR_INVALID,
-                                "shape %s: dimension %u is 0 (layout '%s' needs positive dimensions)",
-                                s, i, g->layout->name);
+                                "shape %s: dimension %u is 0 (layout '%s' needs positive dimensions)", s, i,
+                                g->layout->name);
         }
         if (!nf_mul_u64(elements, g->shape[i], &elements)) return overflow(g, err);
         /* rows is a prefix product of elements, so it cannot overflow once elements did not. */
@@ -68,8 +67,7 @@ static nf_status geometry_row_split(nf_geometry *g, nf_error *err)
 {
     nf_rs_params p;
     if (!nf_rs_params_for(g->format, &p))
-        return nf_error_set(err, NF_ERR_INVALID, "format '%s' has no row_split_k128_v1 parameters",
-                            g->format->name);
+        return nf_error_set(err, NF_ERR_INVALID, "format '%s' has no row_split_k128_v1 parameters", g->format->name);
     uint64_t n = g->rows, k = g->cols;
     uint64_t k_pad, base_row, high_row, scale_row, base_bytes, high_bytes, scale_bytes;
     uint64_t high_off, high_span, scale_off, total;
@@ -78,11 +76,11 @@ static nf_status geometry_row_split(nf_geometry *g, nf_error *err)
     g->groups_per_row = k_pad / p.group;
     g->logical_groups = nf_ceil_div_u64(k, p.group);
     if (!nf_mul_u64(g->groups_per_row, p.base_bytes, &base_row) ||
-        !nf_mul_u64(g->groups_per_row, p.high_bytes, &high_row) ||
-        !nf_mul_u64(g->groups_per_row, 2, &scale_row) || !nf_mul_u64(n, base_row, &base_bytes) ||
-        !nf_mul_u64(n, high_row, &high_bytes) || !nf_mul_u64(n, scale_row, &scale_bytes) ||
-        !nf_align_up_u64(base_bytes, 256, &high_off) || !nf_align_up_u64(high_bytes, 256, &high_span) ||
-        !nf_add_u64(high_off, high_span, &scale_off) || !nf_add_u64(scale_off, scale_bytes, &total))
+        !nf_mul_u64(g->groups_per_row, p.high_bytes, &high_row) || !nf_mul_u64(g->groups_per_row, 2, &scale_row) ||
+        !nf_mul_u64(n, base_row, &base_bytes) || !nf_mul_u64(n, high_row, &high_bytes) ||
+        !nf_mul_u64(n, scale_row, &scale_bytes) || !nf_align_up_u64(base_bytes, 256, &high_off) ||
+        !nf_align_up_u64(high_bytes, 256, &high_span) || !nf_add_u64(high_off, high_span, &scale_off) ||
+        !nf_add_u64(scale_off, scale_bytes, &total))
         return overflow(g, err);
     g->bytes = total;
     add_plane(g, "codes", 0, base_bytes, base_row);
@@ -96,8 +94,7 @@ static nf_status geometry_nvfp4(nf_geometry *g, uint64_t divisors, nf_error *err
     uint64_t n = g->rows, k = g->cols;
     if (n % 128 != 0 || k % 64 != 0)
         return nf_error_set(err, NF_ERR_INVALID,
-                            "nvfp4 needs N %% 128 == 0 and K %% 64 == 0, got [%" PRIu64 ",%" PRIu64 "]",
-                            n, k);
+                            "nvfp4 needs N %% 128 == 0 and K %% 64 == 0, got [%" PRIu64 ",%" PRIu64 "]", n, k);
     if (divisors == 0 || n % divisors != 0 || (divisors > 1 && (n / divisors) % 128 != 0))
         return nf_error_set(err, NF_ERR_INVALID,
                             "nvfp4 divisors=%" PRIu64 " does not split N=%" PRIu64
@@ -146,11 +143,10 @@ static nf_status geometry_gguf(nf_geometry *g, nf_error *err)
         return nf_error_set(err, NF_ERR_INVALID, "format '%s' has no ggml block size", f->name);
     if (g->cols % f->block_values != 0)
         return nf_error_set(err, NF_ERR_INVALID,
-                            "format '%s' needs K %% %u == 0 (whole ggml blocks per row), got K=%" PRIu64,
-                            f->name, f->block_values, g->cols);
+                            "format '%s' needs K %% %u == 0 (whole ggml blocks per row), got K=%" PRIu64, f->name,
+                            f->block_values, g->cols);
     uint64_t row, total;
-    if (!nf_mul_u64(g->cols / f->block_values, f->block_bytes, &row) ||
-        !nf_mul_u64(g->rows, row, &total))
+    if (!nf_mul_u64(g->cols / f->block_values, f->block_bytes, &row) || !nf_mul_u64(g->rows, row, &total))
         return overflow(g, err);
     g->row_bytes = row;
     g->bytes = total;
@@ -158,15 +154,14 @@ static nf_status geometry_gguf(nf_geometry *g, nf_error *err)
     return NF_OK;
 }
 
-nf_status nf_geometry_init(nf_geometry *g, const nf_layout *layout, const nf_format *fmt,
-                           uint32_t rank, const uint64_t *shape, uint64_t divisors, nf_error *err)
+nf_status nf_geometry_init(nf_geometry *g, const nf_layout *layout, const nf_format *fmt, uint32_t rank,
+                           const uint64_t *shape, uint64_t divisors, nf_error *err)
 {
     if (!g || !layout || !fmt || (rank > 0 && !shape))
         return nf_error_set(err, NF_ERR_USAGE, "nf_geometry_init: missing geometry, layout, format or shape");
     memset(g, 0, sizeof *g);
     if (!nf_layout_accepts(layout, fmt))
-        return nf_error_set(err, NF_ERR_INVALID, "layout '%s' does not accept format '%s'", layout->name,
-                            fmt->name);
+        return nf_error_set(err, NF_ERR_INVALID, "layout '%s' does not accept format '%s'", layout->name, fmt->name);
     if (rank > NF_MAX_RANK)
         return nf_error_set(err, NF_ERR_INVALID, "rank %u exceeds the maximum rank %d", rank, NF_MAX_RANK);
     g->layout = layout;
@@ -176,8 +171,8 @@ nf_status nf_geometry_init(nf_geometry *g, const nf_layout *layout, const nf_for
     g->divisors = 1;
     if (layout->id != NF_LAYOUT_BLOCK_SCALE_K16_M128X4_V1 && divisors != 1)
         return nf_error_set(err, NF_ERR_INVALID,
-                            "divisors=%" PRIu64 " is only allowed for nvfp4 (layout '%s' has no divisors)",
-                            divisors, layout->name);
+                            "divisors=%" PRIu64 " is only allowed for nvfp4 (layout '%s' has no divisors)", divisors,
+                            layout->name);
     if (layout->id == NF_LAYOUT_CONTIGUOUS_LE_V1) return geometry_contiguous(g, err);
 
     /* Every other tensor layout holds a positive matrix [N,K]. */
@@ -224,15 +219,16 @@ nf_status nf_geometry_resource(nf_geometry *g, uint64_t bytes, nf_error *err)
     return NF_OK;
 }
 
-nf_status nf_layout_row_spans(const nf_geometry *g, uint64_t r0, uint64_t r1, nf_span *spans,
-                              uint32_t *nspans, nf_error *err)
+nf_status nf_layout_row_spans(const nf_geometry *g, uint64_t r0, uint64_t r1, nf_span *spans, uint32_t *nspans,
+                              nf_error *err)
 {
     if (!g || !g->layout || !spans || !nspans)
         return nf_error_set(err, NF_ERR_USAGE, "nf_layout_row_spans: missing argument");
     *nspans = 0;
     if (r0 > r1 || r1 > g->rows)
-        return nf_error_set(err, NF_ERR_INVALID, "rows [%" PRIu64 ",%" PRIu64 ") are outside the tensor's %" PRIu64 " rows",
-                            r0, r1, g->rows);
+        return nf_error_set(err, NF_ERR_INVALID,
+                            "rows [%" PRIu64 ",%" PRIu64 ") are outside the tensor's %" PRIu64 " rows", r0, r1,
+                            g->rows);
     bool nvfp4 = g->layout->id == NF_LAYOUT_BLOCK_SCALE_K16_M128X4_V1;
     if (nvfp4 && (r0 % 128 != 0 || r1 % 128 != 0))
         return nf_error_set(err, NF_ERR_INVALID,

@@ -10,8 +10,8 @@
 #include "format/ggml.h"
 #include "layout/layout_impl.h"
 
-static nf_status blocks_encode_rows(const nf_geometry *g, const nf_words *w, uint64_t r0,
-                                    nf_write_fn write, void *ctx, nf_error *err)
+static nf_status blocks_encode_rows(const nf_geometry *g, const nf_words *w, uint64_t r0, nf_write_fn write, void *ctx,
+                                    nf_error *err)
 {
     /* The words already are the bytes: write them in bounded pieces straight from w. */
     uint64_t rb = g->row_bytes;
@@ -23,8 +23,8 @@ static nf_status blocks_encode_rows(const nf_geometry *g, const nf_words *w, uin
     return NF_OK;
 }
 
-static nf_status blocks_decode_rows(const nf_geometry *g, const nf_byte_reader *src, uint64_t r0,
-                                    uint64_t r1, nf_words *w, nf_error *err)
+static nf_status blocks_decode_rows(const nf_geometry *g, const nf_byte_reader *src, uint64_t r0, uint64_t r1,
+                                    nf_words *w, nf_error *err)
 {
     uint64_t rb = g->row_bytes;
     for (uint64_t r = r0; r < r1;) {
@@ -79,7 +79,8 @@ static nf_status blocks_check(const nf_geometry *g, const nf_byte_reader *src, n
                             "row %" PRIu64 " block %" PRIu64 ": %s scale %s 0x%04x at byte offset %" PRIu64
                             " is %s, not finite (ggml's ggml_validate_row_data refuses the block)",
                             row, bad.block % per_row, nf_ggml_block_name(g->format), bad.field, bad.word,
-                            r * rb + bad.block * g->format->block_bytes + bad.offset, nf_ggml_f16_nonfinite_name(bad.word));
+                            r * rb + bad.block * g->format->block_bytes + bad.offset,
+                            nf_ggml_f16_nonfinite_name(bad.word));
         }
     }
     free(buf);

@@ -64,8 +64,7 @@ typedef struct nf_layout_kernels {
     void (*nvfp4_row)(const uint8_t *codes, const uint8_t *scales, size_t k, const float *table, float *out);
     /* Unpack the first k codes of one row_split row (base bytes and, for Q5/Q6, high bytes of the
      * row, lane-major across the row's groups) to signed logical codes. */
-    void (*rs_unpack_row)(const nf_rs_params *p, const uint8_t *base, const uint8_t *high, size_t k,
-                          int8_t *codes);
+    void (*rs_unpack_row)(const nf_rs_params *p, const uint8_t *base, const uint8_t *high, size_t k, int8_t *codes);
     /* nvfp4 code plane: out[2j] = in[j] & 15, out[2j+1] = in[j] >> 4, j < nbytes. */
     void (*nibbles)(const uint8_t *in, size_t nbytes, uint8_t *out);
     /* One row_split row straight from its stored bytes to values (nf_layout_decode_rows_f32):
@@ -119,8 +118,8 @@ const nf_layout_kernels *nf_layout_kernels_active(void);
 void nf_rs_row_f32(const nf_layout_kernels *kern, const nf_rs_params *p, const uint8_t *base, const uint8_t *high,
                    const uint8_t *scales_le, size_t k, float *out);
 /* One FP8 row to values: nf_fp8_row_value(f, codes[c], scale) for c < k. */
-void nf_fp8_row_f32(const nf_layout_kernels *kern, const nf_format *f, const uint8_t *codes, size_t k,
-                    uint16_t scale, float *out);
+void nf_fp8_row_f32(const nf_layout_kernels *kern, const nf_format *f, const uint8_t *codes, size_t k, uint16_t scale,
+                    float *out);
 /* The nvfp4 value table of one divisor word, cached per thread (rebuilt when the divisor or the
  * kernel variant changes). */
 const float *nf_nvfp4_table_cached(const nf_layout_kernels *kern, uint32_t divisor);
@@ -140,16 +139,15 @@ nf_status nf_grouped_row_check_exact(const nf_format *f, const int8_t *codes, co
                                      uint64_t lg, uint64_t row, nf_error *err);
 
 /* Scalar pieces shared by the SIMD variants (their tails and their non-vector parts). */
-void nf_rs_unpack_scalar(const nf_rs_params *p, const uint8_t *base, const uint8_t *high, size_t c0,
-                         size_t c1, int8_t *codes);
+void nf_rs_unpack_scalar(const nf_rs_params *p, const uint8_t *base, const uint8_t *high, size_t c0, size_t c1,
+                         int8_t *codes);
 void nf_nvfp4_table_scalar(uint32_t divisor_bits, float *table);
 bool nf_codes_within_scalar(const int8_t *codes, size_t n, int lo, int hi);
 unsigned nf_grouped_scales_scalar(const nf_grouped_rules *r, const uint16_t *scales, size_t n);
 
 #if NF_X86_KERNELS
 /* The AVX2 code unpackers, shared by the AVX-512 variant. */
-void nf_rs_unpack_row_avx2(const nf_rs_params *p, const uint8_t *base, const uint8_t *high, size_t k,
-                           int8_t *codes);
+void nf_rs_unpack_row_avx2(const nf_rs_params *p, const uint8_t *base, const uint8_t *high, size_t k, int8_t *codes);
 void nf_nibbles_avx2(const uint8_t *in, size_t nbytes, uint8_t *out);
 #endif
 
@@ -186,10 +184,7 @@ static inline void nf_k_opaque_f32(const uint32_t *src, float *dst, unsigned n)
 
 /* A code bound of the encode-side kernels as an int8 (their contract keeps bounds inside
  * -128..127; this only makes the conversion explicit). */
-static inline int8_t nf_k_clamp8(int v)
-{
-    return (int8_t)(v < INT8_MIN ? INT8_MIN : v > INT8_MAX ? INT8_MAX : v);
-}
+static inline int8_t nf_k_clamp8(int v) { return (int8_t)(v < INT8_MIN ? INT8_MIN : v > INT8_MAX ? INT8_MAX : v); }
 
 /* nf_f16_to_f32, with the normal range inline. */
 static inline float nf_k_f16(uint16_t h)

@@ -36,21 +36,16 @@ extern bool nf_layout_check_fast;
 
 /* ---------------------------------------------------------------- bounded I/O */
 /* Read len bytes at offset through src; len 0 is a no-op.  NF_ERR_NOMEM-free: buf is given. */
-nf_status nf_layout_read(const nf_byte_reader *src, uint64_t offset, void *buf, uint64_t len,
-                         nf_error *err);
+nf_status nf_layout_read(const nf_byte_reader *src, uint64_t offset, void *buf, uint64_t len, nf_error *err);
 /* Write len bytes at offset through write; len 0 is a no-op. */
-nf_status nf_layout_emit(nf_write_fn write, void *ctx, uint64_t offset, const void *buf, uint64_t len,
-                         nf_error *err);
+nf_status nf_layout_emit(nf_write_fn write, void *ctx, uint64_t offset, const void *buf, uint64_t len, nf_error *err);
 /* malloc of a byte count computed in U64 (at least 1 byte); NULL with NF_ERR_NOMEM set. */
 void *nf_layout_malloc(uint64_t bytes, nf_error *err);
 /* How many rows of row_bytes each fit one chunk (at least 1, at most rows_left). */
 uint64_t nf_layout_chunk_rows(uint64_t row_bytes, uint64_t rows_left);
 
 /* ---------------------------------------------------------------- little endian */
-static inline uint16_t nf_get_le16(const uint8_t *p)
-{
-    return (uint16_t)(p[0] | (p[1] << 8));
-}
+static inline uint16_t nf_get_le16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
 
 static inline uint32_t nf_get_le32(const uint8_t *p)
 {
@@ -93,19 +88,19 @@ bool nf_rs_params_for(const nf_format *fmt, nf_rs_params *p);
 typedef struct nf_layout_ops {
     /* Encode rows [r0, r0 + w->rows) (w already fitted and, unless unchecked, checked; w->rows
      * > 0).  Must still refuse codes that do not fit the stored width. */
-    nf_status (*encode_rows)(const nf_geometry *g, const nf_words *w, uint64_t r0, nf_write_fn write,
-                             void *ctx, nf_error *err);
+    nf_status (*encode_rows)(const nf_geometry *g, const nf_words *w, uint64_t r0, nf_write_fn write, void *ctx,
+                             nf_error *err);
     /* encode_rows that also checks the words as it encodes them, with nf_words_check's rules and
      * its first message, writing nothing when it refuses them (w fitted, w->rows > 0); NULL when
      * the layout has none, and the words are then checked first. */
-    nf_status (*encode_rows_checked)(const nf_geometry *g, const nf_words *w, uint64_t r0, nf_write_fn write,
-                                     void *ctx, nf_error *err);
+    nf_status (*encode_rows_checked)(const nf_geometry *g, const nf_words *w, uint64_t r0, nf_write_fn write, void *ctx,
+                                     nf_error *err);
     /* Planes no row owns other than zero gaps (nvfp4 divisors); NULL when none. */
-    nf_status (*encode_tail)(const nf_geometry *g, const nf_words *w, bool unchecked,
-                             nf_write_fn write, void *ctx, nf_error *err);
+    nf_status (*encode_tail)(const nf_geometry *g, const nf_words *w, bool unchecked, nf_write_fn write, void *ctx,
+                             nf_error *err);
     /* Decode rows [r0, r1) (r0 < r1, w fitted) plus, for nvfp4, divisors when w->divisors. */
-    nf_status (*decode_rows)(const nf_geometry *g, const nf_byte_reader *src, uint64_t r0,
-                             uint64_t r1, nf_words *w, nf_error *err);
+    nf_status (*decode_rows)(const nf_geometry *g, const nf_byte_reader *src, uint64_t r0, uint64_t r1, nf_words *w,
+                             nf_error *err);
     /* Values of rows [r0, r1) into out (nf_layout_decode_rows_f32; out and a format present, r0
      * < r1 except for nvfp4, which reads its divisors even for no rows): the values decode_rows
      * followed by nf_words_to_f32 give, bit for bit, with the same errors, row by row from the
@@ -117,8 +112,8 @@ typedef struct nf_layout_ops {
     nf_status (*check)(const nf_geometry *g, const nf_byte_reader *src, nf_problems *p, nf_error *err);
     /* Gather of the planes that are not row-major (nvfp4 scales and divisor); row-major planes
      * are copied generically.  NULL when every plane is row-major. */
-    nf_status (*gather_extra)(const nf_geometry *g, const nf_byte_reader *src, const uint64_t *rows,
-                              uint64_t count, const nf_geometry *out_g, uint8_t *out, nf_error *err);
+    nf_status (*gather_extra)(const nf_geometry *g, const nf_byte_reader *src, const uint64_t *rows, uint64_t count,
+                              const nf_geometry *out_g, uint8_t *out, nf_error *err);
 } nf_layout_ops;
 
 extern const nf_layout_ops nf_layout_ops_contiguous;
@@ -136,8 +131,7 @@ const nf_layout_ops *nf_layout_ops_of(const nf_geometry *g);
 static inline uint64_t nf_nvfp4_swizzle(uint64_t row, uint64_t group, uint64_t k)
 {
     uint64_t k_tiles = k / 64, row_tile = row / 128, row_inner = row % 128;
-    return (row_tile * k_tiles + group / 4) * 512 + (row_inner % 32) * 16 + (row_inner / 32) * 4 +
-           group % 4;
+    return (row_tile * k_tiles + group / 4) * 512 + (row_inner % 32) * 16 + (row_inner / 32) * 4 + group % 4;
 }
 
 #endif

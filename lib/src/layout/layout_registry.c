@@ -14,15 +14,9 @@ static const nf_layout layouts[NF_LAYOUT_COUNT] = {
     {NF_LAYOUT_RAW_BYTES_V1, "raw_bytes_v1", 1, true},
 };
 
-size_t nf_layout_count(void)
-{
-    return NF_LAYOUT_COUNT;
-}
+size_t nf_layout_count(void) { return NF_LAYOUT_COUNT; }
 
-const nf_layout *nf_layout_at(size_t index)
-{
-    return index < NF_LAYOUT_COUNT ? &layouts[index] : NULL;
-}
+const nf_layout *nf_layout_at(size_t index) { return index < NF_LAYOUT_COUNT ? &layouts[index] : NULL; }
 
 const nf_layout *nf_layout_by_id(nf_layout_id id)
 {

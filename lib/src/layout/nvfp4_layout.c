@@ -13,8 +13,8 @@
 /* Scale tiles (512 bytes each) read at once while decoding or checking. */
 #define NVFP4_TILES_PER_READ 128u
 
-static nf_status nvfp4_encode_rows(const nf_geometry *g, const nf_words *w, uint64_t r0, nf_write_fn write,
-                                   void *ctx, nf_error *err)
+static nf_status nvfp4_encode_rows(const nf_geometry *g, const nf_words *w, uint64_t r0, nf_write_fn write, void *ctx,
+                                   nf_error *err)
 {
     uint64_t k = g->cols, crow = k / 2, srow = k / 16;
     uint64_t tiles = nf_layout_chunk_rows(128 * (crow + srow), w->rows / 128);
@@ -87,8 +87,8 @@ static nf_status read_divisors(const nf_geometry *g, const nf_byte_reader *src, 
     return NF_OK;
 }
 
-static nf_status decode_codes(const nf_geometry *g, const nf_byte_reader *src, uint64_t r0, uint64_t r1,
-                              nf_words *w, nf_error *err)
+static nf_status decode_codes(const nf_geometry *g, const nf_byte_reader *src, uint64_t r0, uint64_t r1, nf_words *w,
+                              nf_error *err)
 {
     uint64_t k = g->cols, crow = k / 2, rows = r1 - r0;
     uint64_t chunk = nf_layout_chunk_rows(crow, rows);
@@ -108,8 +108,8 @@ static nf_status decode_codes(const nf_geometry *g, const nf_byte_reader *src, u
 
 /* Un-swizzle the scales of rows [r0, r1), reading only the 512-byte tiles of the row tiles
  * those rows live in, a bounded run of tiles at a time. */
-static nf_status decode_scales(const nf_geometry *g, const nf_byte_reader *src, uint64_t r0, uint64_t r1,
-                               nf_words *w, nf_error *err)
+static nf_status decode_scales(const nf_geometry *g, const nf_byte_reader *src, uint64_t r0, uint64_t r1, nf_words *w,
+                               nf_error *err)
 {
     uint64_t k = g->cols, spr = k / 16, k_tiles = k / 64;
     uint64_t per_read = k_tiles < NVFP4_TILES_PER_READ ? k_tiles : NVFP4_TILES_PER_READ;
@@ -149,8 +149,8 @@ static nf_status nvfp4_decode_rows(const nf_geometry *g, const nf_byte_reader *s
  * then one 128-row tile at a time: its scale tiles (read as decode_scales reads them), its rows'
  * codes in bounded chunks, and each row a block of columns at a time (codes unpacked and scales
  * un-swizzled into small buffers, then looked up in the row's divisor table). */
-static nf_status nvfp4_decode_f32(const nf_geometry *g, const nf_byte_reader *src, uint64_t r0, uint64_t r1,
-                                  float *out, nf_error *err)
+static nf_status nvfp4_decode_f32(const nf_geometry *g, const nf_byte_reader *src, uint64_t r0, uint64_t r1, float *out,
+                                  nf_error *err)
 {
     uint64_t k = g->cols, crow = k / 2, k_tiles = k / 64, per = g->rows / g->divisors;
     uint64_t per_read = k_tiles < NVFP4_TILES_PER_READ ? k_tiles : NVFP4_TILES_PER_READ;
@@ -231,8 +231,8 @@ static nf_status nvfp4_check(const nf_geometry *g, const nf_byte_reader *src, nf
             uint64_t row = (tile / k_tiles) * 128 + ((within % 16) / 4) * 32 + within / 16;
             uint64_t group = (tile % k_tiles) * 4 + within % 4;
             nf_problems_add(pr,
-                            "row %" PRIu64 " group %" PRIu64 " (cols %" PRIu64 "..%" PRIu64 "): scale 0x%02x at byte offset %" PRIu64
-                            " is not a valid nvfp4 scale (%s)",
+                            "row %" PRIu64 " group %" PRIu64 " (cols %" PRIu64 "..%" PRIu64
+                            "): scale 0x%02x at byte offset %" PRIu64 " is not a valid nvfp4 scale (%s)",
                             row, group, group * 16, group * 16 + 15, buf[j], sp->offset + pos,
                             (buf[j] & 0x80) ? "sign set" : "NaN");
         }
@@ -248,8 +248,8 @@ static nf_status nvfp4_check(const nf_geometry *g, const nf_byte_reader *src, nf
             uint32_t d = nf_get_le32(dbuf + 4 * j);
             if (!nf_nvfp4_divisor_valid(d))
                 nf_problems_add(pr,
-                                "divisor %" PRIu64 " (rows %" PRIu64 "..%" PRIu64 ") at byte offset %" PRIu64 ": word 0x%08" PRIx32
-                                " is not a finite binary32 > 0",
+                                "divisor %" PRIu64 " (rows %" PRIu64 "..%" PRIu64 ") at byte offset %" PRIu64
+                                ": word 0x%08" PRIx32 " is not a finite binary32 > 0",
                                 i + j, (i + j) * per, (i + j + 1) * per - 1, g->planes[2].offset + 4 * (i + j), d);
         }
         i += n;

@@ -72,8 +72,8 @@ typedef struct rs_chunk {
     uint64_t rows;
 } rs_chunk;
 
-static nf_status rs_chunk_alloc(const nf_geometry *g, const nf_rs_params *p, uint64_t rows_total,
-                                rs_chunk *c, nf_error *err)
+static nf_status rs_chunk_alloc(const nf_geometry *g, const nf_rs_params *p, uint64_t rows_total, rs_chunk *c,
+                                nf_error *err)
 {
     uint64_t gpr = g->groups_per_row;
     uint64_t per_row = gpr * (p->base_bytes + p->high_bytes + 2u); /* <= g->bytes / N */
@@ -97,14 +97,11 @@ static void rs_chunk_free(rs_chunk *c)
     free(c->scales);
 }
 
-static const nf_plane *scale_plane(const nf_geometry *g)
-{
-    return &g->planes[g->nplanes - 1];
-}
+static const nf_plane *scale_plane(const nf_geometry *g) { return &g->planes[g->nplanes - 1]; }
 
 /* Read (or write) rows [r, r+n) of every plane between the chunk buffers and the object. */
-static nf_status rs_read_chunk(const nf_geometry *g, const nf_byte_reader *src, uint64_t r, uint64_t n,
-                               rs_chunk *c, nf_error *err)
+static nf_status rs_read_chunk(const nf_geometry *g, const nf_byte_reader *src, uint64_t r, uint64_t n, rs_chunk *c,
+                               nf_error *err)
 {
     const nf_plane *base = &g->planes[0], *sc = scale_plane(g);
     NF_TRY(nf_layout_read(src, base->offset + r * base->row_bytes, c->base, n * base->row_bytes, err));
@@ -212,8 +209,8 @@ static nf_status rs_encode_rows_checked(const nf_geometry *g, const nf_words *w,
     return rs_encode(g, w, r0, true, write, ctx, err);
 }
 
-static nf_status rs_decode_rows(const nf_geometry *g, const nf_byte_reader *src, uint64_t r0, uint64_t r1,
-                                nf_words *w, nf_error *err)
+static nf_status rs_decode_rows(const nf_geometry *g, const nf_byte_reader *src, uint64_t r0, uint64_t r1, nf_words *w,
+                                nf_error *err)
 {
     nf_rs_params p;
     if (!nf_rs_params_for(g->format, &p)) return nf_error_set(err, NF_ERR_USAGE, "not a grouped format");
@@ -265,8 +262,8 @@ static nf_status rs_decode_f32(const nf_geometry *g, const nf_byte_reader *src, 
     return st;
 }
 
-static void rs_check_group(const nf_geometry *g, const nf_rs_params *p, uint64_t row, uint64_t gi,
-                           const uint8_t *u, uint16_t scale, uint64_t scale_at, nf_problems *pr)
+static void rs_check_group(const nf_geometry *g, const nf_rs_params *p, uint64_t row, uint64_t gi, const uint8_t *u,
+                           uint16_t scale, uint64_t scale_at, nf_problems *pr)
 {
     const nf_format *f = g->format;
     uint64_t k = g->cols, c0 = gi * p->group;
@@ -279,16 +276,17 @@ static void rs_check_group(const nf_geometry *g, const nf_rs_params *p, uint64_t
         for (unsigned l = 0; l < p->group; l++)
             if (u[l] != p->zero_u)
                 nf_problems_add(pr,
-                                "row %" PRIu64 " col %" PRIu64 " (padding group %" PRIu64 "): stored word 0x%02x (code %d), "
+                                "row %" PRIu64 " col %" PRIu64 " (padding group %" PRIu64
+                                "): stored word 0x%02x (code %d), "
                                 "expected 0x%02x (code 0)",
                                 row, c0 + l, gi, u[l], rs_code(p, u[l]), p->zero_u);
         return;
     }
     bool scale_ok = nf_grouped_scale_valid(f, scale);
     if (!scale_ok)
-        nf_problems_add(pr,
-                        "row %" PRIu64 " group %" PRIu64 ": scale 0x%04x at byte offset %" PRIu64 " is not a valid %s scale",
-                        row, gi, scale, scale_at, f->name);
+        nf_problems_add(
+            pr, "row %" PRIu64 " group %" PRIu64 ": scale 0x%04x at byte offset %" PRIu64 " is not a valid %s scale",
+            row, gi, scale, scale_at, f->name);
     bool zero_only = scale_ok && nf_grouped_scale_requires_zero_codes(f, scale);
     for (unsigned l = 0; l < p->group; l++) {
         uint64_t col = c0 + l;
@@ -296,14 +294,16 @@ static void rs_check_group(const nf_geometry *g, const nf_rs_params *p, uint64_t
         if (col >= k) {
             if (u[l] != p->zero_u)
                 nf_problems_add(pr,
-                                "row %" PRIu64 " col %" PRIu64 ": padding lane holds stored word 0x%02x (code %d), expected "
+                                "row %" PRIu64 " col %" PRIu64
+                                ": padding lane holds stored word 0x%02x (code %d), expected "
                                 "0x%02x (code 0)",
                                 row, col, u[l], q, p->zero_u);
         } else if (!nf_grouped_code_valid(f, q)) {
-            nf_problems_add(pr, "row %" PRIu64 " col %" PRIu64 ": code %d is not a legal %s code", row, col, q, f->name);
+            nf_problems_add(pr, "row %" PRIu64 " col %" PRIu64 ": code %d is not a legal %s code", row, col, q,
+                            f->name);
         } else if (zero_only && q != 0) {
-            nf_problems_add(pr, "row %" PRIu64 " col %" PRIu64 ": code %d under the +0 scale of group %" PRIu64, row, col,
-                            q, gi);
+            nf_problems_add(pr, "row %" PRIu64 " col %" PRIu64 ": code %d under the +0 scale of group %" PRIu64, row,
+                            col, q, gi);
         }
     }
 }
@@ -311,10 +311,10 @@ static void rs_check_group(const nf_geometry *g, const nf_rs_params *p, uint64_t
 /* Which stored words of a full logical group can hold an illegal code, so that the fast scan
  * of rs_check knows what to look for. */
 typedef enum rs_scan {
-    RS_SCAN_NONE,  /* every stored word is a legal code (Q2, Q4, Q5, Q6) */
+    RS_SCAN_NONE,   /* every stored word is a legal code (Q2, Q4, Q5, Q6) */
     RS_SCAN_BYTE80, /* Q8: the byte 0x80 (code -128) */
     RS_SCAN_LANE10, /* T2: the 2-bit lane 0b10 (code -2) */
-    RS_SCAN_SLOW,  /* anything else: always take the per-lane path */
+    RS_SCAN_SLOW,   /* anything else: always take the per-lane path */
 } rs_scan;
 
 static rs_scan rs_scan_of(const nf_format *f, const nf_rs_params *p)
@@ -348,8 +348,8 @@ static bool all_zero(const uint8_t *p, unsigned n)
 
 /* Would rs_check_group report nothing for this full logical group (every lane a column < K)?
  * A false answer only sends the group down the exact per-lane path. */
-static bool rs_group_clean(const nf_format *f, const nf_rs_params *p, rs_scan scan, uint16_t scale,
-                           const uint8_t *base, const uint8_t *high)
+static bool rs_group_clean(const nf_format *f, const nf_rs_params *p, rs_scan scan, uint16_t scale, const uint8_t *base,
+                           const uint8_t *high)
 {
     if (!nf_grouped_scale_valid(f, scale)) return false;
     if (nf_grouped_scale_requires_zero_codes(f, scale))

@@ -108,8 +108,8 @@ nf_status nf_words_fit(const nf_geometry *g, const nf_words *w, uint64_t first_r
     if (!g || !g->layout || !w) return nf_error_set(err, NF_ERR_USAGE, "missing geometry or words");
     uint64_t end;
     if (w->cols != g->cols)
-        return nf_error_set(err, NF_ERR_USAGE, "words hold %" PRIu64 " columns, the tensor has %" PRIu64,
-                            w->cols, g->cols);
+        return nf_error_set(err, NF_ERR_USAGE, "words hold %" PRIu64 " columns, the tensor has %" PRIu64, w->cols,
+                            g->cols);
     if (!nf_add_u64(first_row, w->rows, &end) || end > g->rows)
         return nf_error_set(err, NF_ERR_USAGE,
                             "words rows [%" PRIu64 ",+%" PRIu64 ") are outside the tensor's %" PRIu64 " rows",
@@ -237,8 +237,7 @@ static nf_status check_nvfp4(const nf_geometry *g, const nf_words *w, uint64_t f
                 return nf_error_set(err, NF_ERR_INVALID,
                                     "row %" PRIu64 " group %" PRIu64 " (cols %" PRIu64 "..%" PRIu64
                                     "): scale 0x%02x is not a valid nvfp4 scale (%s)",
-                                    first_row + r, gi, gi * 16, gi * 16 + 15, s,
-                                    (s & 0x80) ? "sign set" : "NaN");
+                                    first_row + r, gi, gi * 16, gi * 16 + 15, s, (s & 0x80) ? "sign set" : "NaN");
         }
     }
     if (w->divisors) {
@@ -267,11 +266,13 @@ static nf_status check_fp8(const nf_geometry *g, const nf_words *w, uint64_t fir
             uint8_t v = w->codes8[r * k + c];
             if (!nf_fp8_code_valid(v))
                 return nf_error_set(err, NF_ERR_INVALID,
-                                    "row %" PRIu64 " col %" PRIu64 ": code 0x%02x is NaN (not a valid E4M3FN weight code)",
+                                    "row %" PRIu64 " col %" PRIu64
+                                    ": code 0x%02x is NaN (not a valid E4M3FN weight code)",
                                     first_row + r, c, v);
             if (zero_only && !nf_fp8_code_is_zero(v))
                 return nf_error_set(err, NF_ERR_INVALID,
-                                    "row %" PRIu64 " col %" PRIu64 ": code 0x%02x under a +0 row scale (only 0x00/0x80 allowed)",
+                                    "row %" PRIu64 " col %" PRIu64
+                                    ": code 0x%02x under a +0 row scale (only 0x00/0x80 allowed)",
                                     first_row + r, c, v);
         }
     }
@@ -288,13 +289,13 @@ nf_status nf_words_check(const nf_geometry *g, const nf_words *w, uint64_t first
         if (w->rows == 0 && !w->divisors) return NF_OK;
         return check_nvfp4(g, w, first_row, err);
     case NF_CAT_FP8_ROW: return w->rows ? check_fp8(g, w, first_row, err) : NF_OK;
-    case NF_CAT_DIRECT: /* every direct word is valid (docs/formats.md 4: all 2^16 / 2^32 words) */
-        break;
+    case NF_CAT_DIRECT: /* every direct word is valid (docs/formats.md 4: all 2^16 / 2^32 words) */ break;
     case NF_CAT_GGUF: { /* ggml's blocks, kept byte for byte, but no NaN or infinite scale (docs/formats.md 8.1) */
         uint64_t per_row = g->cols / g->format->block_values;
         nf_ggml_bad_scale bad;
         if (nf_ggml_find_nonfinite_scale(g->format, w->blocks, 0, w->rows * per_row, &bad))
-            return nf_error_set(err, NF_ERR_INVALID, "row %" PRIu64 " block %" PRIu64 ": %s scale %s 0x%04x is %s, not "
+            return nf_error_set(err, NF_ERR_INVALID,
+                                "row %" PRIu64 " block %" PRIu64 ": %s scale %s 0x%04x is %s, not "
                                 "finite (ggml's ggml_validate_row_data refuses the block)",
                                 first_row + bad.block / per_row, bad.block % per_row, nf_ggml_block_name(g->format),
                                 bad.field, bad.word, nf_ggml_f16_nonfinite_name(bad.word));
@@ -325,8 +326,8 @@ const float *nf_nvfp4_table_cached(const nf_layout_kernels *kern, uint32_t divis
     return c->table;
 }
 
-void nf_fp8_row_f32(const nf_layout_kernels *kern, const nf_format *f, const uint8_t *codes, size_t k,
-                    uint16_t scale, float *out)
+void nf_fp8_row_f32(const nf_layout_kernels *kern, const nf_format *f, const uint8_t *codes, size_t k, uint16_t scale,
+                    float *out)
 {
     /* nf_fp8_row_value with the row's scale expanded once */
     float s32;
@@ -356,8 +357,7 @@ void nf_rs_row_f32(const nf_layout_kernels *kern, const nf_rs_params *p, const u
     }
 }
 
-nf_status nf_words_to_f32(const nf_geometry *g, const nf_words *w, uint64_t first_row, float *out,
-                          nf_error *err)
+nf_status nf_words_to_f32(const nf_geometry *g, const nf_words *w, uint64_t first_row, float *out, nf_error *err)
 {
     NF_TRY(nf_words_fit(g, w, first_row, err));
     if (!out && w->rows) return nf_error_set(err, NF_ERR_USAGE, "nf_words_to_f32: missing output");
@@ -379,8 +379,7 @@ nf_status nf_words_to_f32(const nf_geometry *g, const nf_words *w, uint64_t firs
         return NF_OK;
     }
     case NF_CAT_NVFP4: {
-        if (!w->divisors && w->rows)
-            return nf_error_set(err, NF_ERR_USAGE, "nvfp4 values need the divisor words");
+        if (!w->divisors && w->rows) return nf_error_set(err, NF_ERR_USAGE, "nvfp4 values need the divisor words");
         uint64_t per = g->rows / g->divisors;
         size_t spr = k / 16;
         for (size_t r = 0; r < rows; r++) {

@@ -52,7 +52,8 @@ static nf_status to_bf16(const nf_src_rows *src, size_t k, nf_words *out, nf_err
                 return nf_method_row_error(err, NF_ERR_INVALID, src, r,
                                            " col %zu: source value %.9g overflows bfloat16 (it rounds to %sinfinity; "
                                            "the largest finite bfloat16 is 3.38953139e+38)",
-                                           nf_method_col(src, c), (double)nf_f32_from_bits(bits), bits >> 31 ? "-" : "+");
+                                           nf_method_col(src, c), (double)nf_f32_from_bits(bits),
+                                           bits >> 31 ? "-" : "+");
             } else {
                 dst[c] = nf_f32_to_bf16(nf_f32_from_bits(bits));
             }
@@ -99,9 +100,7 @@ static int64_t int_value(nf_src_type t, const uint8_t *p, bool *above, bool *bad
         }
         return (int64_t)u;
     }
-    case NF_SRC_BOOL:
-        *bad = p[0] > 1;
-        return p[0];
+    case NF_SRC_BOOL: *bad = p[0] > 1; return p[0];
     default: return 0;
     }
 }
@@ -142,8 +141,7 @@ static nf_status to_int32(const nf_src_rows *src, size_t k, nf_words *out, nf_er
                     if (src->type == NF_SRC_U64)
                         return nf_method_row_error(err, NF_ERR_INVALID, src, r,
                                                    " col %zu: source value %" PRIu64 " is outside the int32 range",
-                                                   nf_method_col(src, c),
-                                                   nf_method_le64(p));
+                                                   nf_method_col(src, c), nf_method_le64(p));
                     return nf_method_row_error(err, NF_ERR_INVALID, src, r,
                                                " col %zu: source value %" PRId64 " is outside the int32 range",
                                                nf_method_col(src, c), v);

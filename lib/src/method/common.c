@@ -21,14 +21,10 @@
 /* ---------------------------------------------------------------- methods */
 
 static const char *const method_names[NF_METHOD_COUNT] = {
-    [NF_METHOD_CAST_DIRECT] = "cast_direct",
-    [NF_METHOD_GROUPED_ABSMAX] = "grouped_absmax",
-    [NF_METHOD_GROUPED_SEARCH] = "grouped_search",
-    [NF_METHOD_FP8_ROW_MAXABS] = "fp8_row_maxabs",
-    [NF_METHOD_IMPORT_ENCODED] = "import_encoded",
-    [NF_METHOD_GGML_QUANTIZE] = "ggml_quantize",
-    [NF_METHOD_NVFP4_QUANTIZE] = "nvfp4_quantize",
-    [NF_METHOD_NVFP4_SEARCH] = "nvfp4_search",
+    [NF_METHOD_CAST_DIRECT] = "cast_direct",       [NF_METHOD_GROUPED_ABSMAX] = "grouped_absmax",
+    [NF_METHOD_GROUPED_SEARCH] = "grouped_search", [NF_METHOD_FP8_ROW_MAXABS] = "fp8_row_maxabs",
+    [NF_METHOD_IMPORT_ENCODED] = "import_encoded", [NF_METHOD_GGML_QUANTIZE] = "ggml_quantize",
+    [NF_METHOD_NVFP4_QUANTIZE] = "nvfp4_quantize", [NF_METHOD_NVFP4_SEARCH] = "nvfp4_search",
 };
 
 const char *nf_method_name(nf_method_id id)
@@ -57,7 +53,8 @@ static nf_status cannot_target(nf_method_id id, const nf_format *fmt, const char
 nf_status nf_method_check_target(nf_method_id id, const nf_format *fmt, nf_error *err)
 {
     if (!fmt) return nf_error_set(err, NF_ERR_USAGE, "no format given");
-    if ((unsigned)id >= NF_METHOD_COUNT) return nf_error_set(err, NF_ERR_USAGE, "method id %d is out of range", (int)id);
+    if ((unsigned)id >= NF_METHOD_COUNT)
+        return nf_error_set(err, NF_ERR_USAGE, "method id %d is out of range", (int)id);
     switch (id) {
     case NF_METHOD_CAST_DIRECT:
         if (fmt->category != NF_CAT_DIRECT) return cannot_target(id, fmt, "it targets bf16, fp32 and int32", err);
@@ -111,10 +108,9 @@ static const struct {
     const char *name;
     size_t size;
 } src_types[NF_SRC_COUNT] = {
-    [NF_SRC_F32] = {"F32", 4},  [NF_SRC_F16] = {"F16", 2}, [NF_SRC_BF16] = {"BF16", 2},
-    [NF_SRC_I8] = {"I8", 1},    [NF_SRC_I16] = {"I16", 2}, [NF_SRC_I32] = {"I32", 4},
-    [NF_SRC_I64] = {"I64", 8},  [NF_SRC_U8] = {"U8", 1},   [NF_SRC_U16] = {"U16", 2},
-    [NF_SRC_U32] = {"U32", 4},  [NF_SRC_U64] = {"U64", 8}, [NF_SRC_BOOL] = {"BOOL", 1},
+    [NF_SRC_F32] = {"F32", 4}, [NF_SRC_F16] = {"F16", 2}, [NF_SRC_BF16] = {"BF16", 2}, [NF_SRC_I8] = {"I8", 1},
+    [NF_SRC_I16] = {"I16", 2}, [NF_SRC_I32] = {"I32", 4}, [NF_SRC_I64] = {"I64", 8},   [NF_SRC_U8] = {"U8", 1},
+    [NF_SRC_U16] = {"U16", 2}, [NF_SRC_U32] = {"U32", 4}, [NF_SRC_U64] = {"U64", 8},   [NF_SRC_BOOL] = {"BOOL", 1},
 };
 
 size_t nf_src_type_size(nf_src_type type)
@@ -164,7 +160,8 @@ static void f16_words_to_f32(const uint8_t *p, size_t n, float *out)
             __m128i is_special = _mm_cmpeq_epi32(e, emask), is_small = _mm_cmpeq_epi32(e, zero);
             __m128i sub = _mm_castps_si128(_mm_sub_ps(_mm_castsi128_ps(_mm_add_epi32(m, small)), two_m14));
             __m128i bits = _mm_add_epi32(m, normal);
-            bits = _mm_or_si128(_mm_andnot_si128(is_special, bits), _mm_and_si128(is_special, _mm_add_epi32(m, special)));
+            bits = _mm_or_si128(_mm_andnot_si128(is_special, bits),
+                                _mm_and_si128(is_special, _mm_add_epi32(m, special)));
             bits = _mm_or_si128(_mm_andnot_si128(is_small, bits), _mm_and_si128(is_small, sub));
             bits = _mm_or_si128(bits, _mm_slli_epi32(_mm_and_si128(h, sign), 16));
             _mm_storeu_si128((__m128i *)(void *)(out + i + 4 * (size_t)half), bits);
@@ -252,8 +249,8 @@ static nf_status method_verror(nf_error *err, nf_status status, const nf_src_row
     return nf_error_set(err, status, "%s%s", lead, rest);
 }
 
-nf_status nf_method_row_error(nf_error *err, nf_status status, const nf_src_rows *src, uint64_t row,
-                              const char *fmt, ...)
+nf_status nf_method_row_error(nf_error *err, nf_status status, const nf_src_rows *src, uint64_t row, const char *fmt,
+                              ...)
 {
     char lead[32];
     snprintf(lead, sizeof lead, "row %" PRIu64, src ? src->first_row + row : row);
@@ -298,7 +295,8 @@ nf_status nf_method_check_rows(const nf_src_rows *src, const nf_words *out, size
 
 nf_status nf_method_check_params(nf_method_id id, const nf_method_params *params, uint64_t cols, nf_error *err)
 {
-    if ((unsigned)id >= NF_METHOD_COUNT) return nf_error_set(err, NF_ERR_USAGE, "method id %d is out of range", (int)id);
+    if ((unsigned)id >= NF_METHOD_COUNT)
+        return nf_error_set(err, NF_ERR_USAGE, "method id %d is out of range", (int)id);
     if (id != NF_METHOD_GROUPED_SEARCH && id != NF_METHOD_GGML_QUANTIZE && id != NF_METHOD_NVFP4_SEARCH) {
         if (!nf_method_params_empty(params))
             return nf_error_set(err, NF_ERR_INVALID, "%s takes no parameters", method_names[id]);

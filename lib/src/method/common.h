@@ -13,13 +13,12 @@
 
 /* Checks src (pointer, type, size fits in memory) and that out matches it in rows/cols; out's
  * arrays are checked by each encoder.  *row_elems receives cols as size_t. */
-nf_status nf_method_check_rows(const nf_src_rows *src, const nf_words *out, size_t *row_elems,
-                               nf_error *err);
+nf_status nf_method_check_rows(const nf_src_rows *src, const nf_words *out, size_t *row_elems, nf_error *err);
 
 /* Records "tensor 'name': row R <rest>" (or "row R <rest>" without a name) and returns status.
  * rest starts with the separator it needs (" col 3: ...", " group 1: ..."). */
-nf_status nf_method_row_error(nf_error *err, nf_status status, const nf_src_rows *src, uint64_t row,
-                              const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+nf_status nf_method_row_error(nf_error *err, nf_status status, const nf_src_rows *src, uint64_t row, const char *fmt,
+                              ...) __attribute__((format(printf, 5, 6)));
 /* Same without a row: "tensor 'name': <message>". */
 nf_status nf_method_error(nf_error *err, nf_status status, const nf_src_rows *src, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -33,8 +32,7 @@ void nf_method_load_f32(const nf_src_rows *src, uint64_t row, size_t c0, size_t 
 
 /* Same as nf_method_load_f32, inline: on little-endian hosts F32 and BF16 elements are converted
  * here (with a constant n the loops vectorize); everything else goes to nf_method_load_f32. */
-NF_METHOD_INLINE void nf_method_load_f32_inline(const nf_src_rows *src, uint64_t row, size_t c0, size_t n,
-                                               float *out)
+NF_METHOD_INLINE void nf_method_load_f32_inline(const nf_src_rows *src, uint64_t row, size_t c0, size_t n, float *out)
 {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
     if (src->type == NF_SRC_F32 || src->type == NF_SRC_BF16) {

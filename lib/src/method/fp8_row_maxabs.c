@@ -142,9 +142,8 @@ static nf_status reference_row(const nf_format *fmt, const nf_src_rows *src, uin
     }
     uint16_t word;
     if (!row_scale(fmt, m, &word))
-        return nf_method_row_error(err, NF_ERR_INVALID, src, r,
-                                   ": row scale %.9g / 448 = %.9g overflows binary16", (double)m,
-                                   (double)(m / E4M3_MAX));
+        return nf_method_row_error(err, NF_ERR_INVALID, src, r, ": row scale %.9g / 448 = %.9g overflows binary16",
+                                   (double)m, (double)(m / E4M3_MAX));
     float scale = fmt->scale_type == NF_SCALE_BF16 ? nf_bf16_to_f32(word) : nf_f16_to_f32(word);
     float inv = nf_recip_f32(scale);
     for (size_t c0 = 0; c0 < k; c0 += NF_FP8_BLOCK) {
@@ -178,8 +177,7 @@ static nf_status reference_row(const nf_format *fmt, const nf_src_rows *src, uin
     return NF_OK;
 }
 
-nf_status nf_fp8_row_maxabs_rows_reference(const nf_format *fmt, const nf_src_rows *src, nf_words *out,
-                                           nf_error *err)
+nf_status nf_fp8_row_maxabs_rows_reference(const nf_format *fmt, const nf_src_rows *src, nf_words *out, nf_error *err)
 {
     size_t k;
     NF_TRY(check_args(fmt, src, out, &k, err));

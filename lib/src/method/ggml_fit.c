@@ -117,7 +117,7 @@ float nf_gq_fit_q3(int n, int nmax, const float *x, int8_t *L)
  * (rmin + rdelta * is + nmax) / (max - min), each refitted by weighted least squares and kept
  * when its error (absolute with use_mad, else squared) is strictly smaller.  n <= 32. */
 float nf_gq_fit_min(int n, int nmax, const float *x, const float *w, uint8_t *L, float *the_min, float rmin,
-                        float rdelta, int nstep, bool use_mad)
+                    float rdelta, int nstep, bool use_mad)
 {
     uint8_t Laux[32];
     float min = x[0], max = x[0];

@@ -42,10 +42,7 @@ static int gg_byte_level(nf_ggml_grid8 g, unsigned b)
 }
 
 /* How many distinct distances of neighbours ggml keeps for grid g (iq2xs_init_impl's nwant). */
-static int gg_nwant(nf_ggml_grid8 g)
-{
-    return g == NF_GGML_GRID8_IQ1S ? 3 : g == NF_GGML_GRID8_IQ2S ? 1 : 2;
-}
+static int gg_nwant(nf_ggml_grid8 g) { return g == NF_GGML_GRID8_IQ1S ? 3 : g == NF_GGML_GRID8_IQ2S ? 1 : 2; }
 
 /* Room for `want` entries in the neighbour lists and the codes beside them, and the padding
  * after them (doubling). */
@@ -321,15 +318,26 @@ static pthread_once_t gg_once[NF_GGML_GRID8_COUNT] = {PTHREAD_ONCE_INIT, PTHREAD
                                                       PTHREAD_ONCE_INIT};
 
 /* pthread_once takes no argument: one starter per grid. */
-static void gg_init_iq2xxs(void) { gg_ok[NF_GGML_GRID8_IQ2XXS] = gg_build(NF_GGML_GRID8_IQ2XXS, &gg_grids[NF_GGML_GRID8_IQ2XXS]); }
-static void gg_init_iq2xs(void) { gg_ok[NF_GGML_GRID8_IQ2XS] = gg_build(NF_GGML_GRID8_IQ2XS, &gg_grids[NF_GGML_GRID8_IQ2XS]); }
-static void gg_init_iq2s(void) { gg_ok[NF_GGML_GRID8_IQ2S] = gg_build(NF_GGML_GRID8_IQ2S, &gg_grids[NF_GGML_GRID8_IQ2S]); }
-static void gg_init_iq1s(void) { gg_ok[NF_GGML_GRID8_IQ1S] = gg_build(NF_GGML_GRID8_IQ1S, &gg_grids[NF_GGML_GRID8_IQ1S]); }
+static void gg_init_iq2xxs(void)
+{
+    gg_ok[NF_GGML_GRID8_IQ2XXS] = gg_build(NF_GGML_GRID8_IQ2XXS, &gg_grids[NF_GGML_GRID8_IQ2XXS]);
+}
+static void gg_init_iq2xs(void)
+{
+    gg_ok[NF_GGML_GRID8_IQ2XS] = gg_build(NF_GGML_GRID8_IQ2XS, &gg_grids[NF_GGML_GRID8_IQ2XS]);
+}
+static void gg_init_iq2s(void)
+{
+    gg_ok[NF_GGML_GRID8_IQ2S] = gg_build(NF_GGML_GRID8_IQ2S, &gg_grids[NF_GGML_GRID8_IQ2S]);
+}
+static void gg_init_iq1s(void)
+{
+    gg_ok[NF_GGML_GRID8_IQ1S] = gg_build(NF_GGML_GRID8_IQ1S, &gg_grids[NF_GGML_GRID8_IQ1S]);
+}
 
 const nf_ggml_grid *nf_ggml_grid_get(nf_ggml_grid8 g)
 {
-    static void (*const init[NF_GGML_GRID8_COUNT])(void) = {gg_init_iq2xxs, gg_init_iq2xs, gg_init_iq2s,
-                                                            gg_init_iq1s};
+    static void (*const init[NF_GGML_GRID8_COUNT])(void) = {gg_init_iq2xxs, gg_init_iq2xs, gg_init_iq2s, gg_init_iq1s};
     if ((unsigned)g >= NF_GGML_GRID8_COUNT) return NULL;
     pthread_once(&gg_once[g], init[g]);
     return gg_ok[g] ? &gg_grids[g].grid : NULL;

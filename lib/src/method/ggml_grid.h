@@ -28,12 +28,12 @@
 #define NF_GGML_GRID_CODES 43691u /* codes 0 .. 43690: those of 8 levels in {0, 1, 2} and below */
 
 typedef struct nf_ggml_grid {
-    unsigned size;               /* grid points */
-    const uint8_t *level;        /* size * 8: level of value i of point k at [8k + i] */
-    const int32_t *map;          /* NF_GGML_GRID_CODES: the point's index, or -1 - the offset of
+    unsigned size;                   /* grid points */
+    const uint8_t *level;            /* size * 8: level of value i of point k at [8k + i] */
+    const int32_t *map;              /* NF_GGML_GRID_CODES: the point's index, or -1 - the offset of
                                     its neighbour list in neighbours */
-    const uint16_t *neighbours;  /* at an offset: the count n >= 1, then n grid indices */
-    uint64_t neighbour_entries;  /* entries of neighbours (lists and their counts) */
+    const uint16_t *neighbours;      /* at an offset: the count n >= 1, then n grid indices */
+    uint64_t neighbour_entries;      /* entries of neighbours (lists and their counts) */
     const uint16_t *neighbour_codes; /* beside neighbours, entry for entry: the count, then each
                                         listed point's code; then NF_GGML_GRID_PAD zeros, so a
                                         vector kernel may load a whole vector from any list */

@@ -22,22 +22,23 @@
 #define NF_GQ3_KEYS 4096u      /* lattice points: NF_GQ3_LEVELS^4 */
 #define NF_GQ3_MAX_POINTS 512u /* the larger grid (IQ3_S) */
 #define NF_GQ3_LIST_CAP 32768u /* words of a grid's neighbour lists (ggml's: 22825 and 28317) */
-#define NF_GQ3_LIST_PAD 64u    /* words after the last list that stay in the arrays, so a vector
+#define NF_GQ3_LIST_PAD \
+    64u /* words after the last list that stay in the arrays, so a vector
                                 * load of up to 64 words from inside a list stays there too */
 
 typedef struct nf_gq3_grid {
-    unsigned size;                            /* grid points: 256 (IQ3_XXS) or 512 (IQ3_S) */
-    uint8_t level[NF_GQ3_MAX_POINTS][4];      /* the 4 levels of each grid point */
-    int32_t map[NF_GQ3_KEYS];                 /* key -> grid index, or -1 - offset of its list */
-    uint16_t list[NF_GQ3_LIST_CAP];           /* per off-grid key: n, then n grid indices */
-    uint32_t entry[NF_GQ3_LIST_CAP];          /* list[i] with, for a grid index p, p's key at
+    unsigned size;                       /* grid points: 256 (IQ3_XXS) or 512 (IQ3_S) */
+    uint8_t level[NF_GQ3_MAX_POINTS][4]; /* the 4 levels of each grid point */
+    int32_t map[NF_GQ3_KEYS];            /* key -> grid index, or -1 - offset of its list */
+    uint16_t list[NF_GQ3_LIST_CAP];      /* per off-grid key: n, then n grid indices */
+    uint32_t entry[NF_GQ3_LIST_CAP];     /* list[i] with, for a grid index p, p's key at
                                                * bit 16 (for the vector searches, which then
                                                * read a candidate's levels with its index) */
-    uint8_t value[4][NF_GQ3_LIST_CAP];        /* for a grid index p at list[i], value[c][i] is
+    uint8_t value[4][NF_GQ3_LIST_CAP];   /* for a grid index p at list[i], value[c][i] is
                                                * 2 level[p][c] + 1, the value ggml's search
                                                * weighs (the vector searches load a list's
                                                * values contiguously, a value a lane) */
-    unsigned list_len;                        /* words of list in use, at most
+    unsigned list_len;                   /* words of list in use, at most
                                                * NF_GQ3_LIST_CAP - NF_GQ3_LIST_PAD */
 } nf_gq3_grid;
 
@@ -52,10 +53,7 @@ static inline unsigned nf_gq3_key(const int8_t *l)
 }
 
 /* The grid index of a key, or -1 when the key is off the grid. */
-static inline int nf_gq3_point(const nf_gq3_grid *g, unsigned key)
-{
-    return g->map[key] >= 0 ? (int)g->map[key] : -1;
-}
+static inline int nf_gq3_point(const nf_gq3_grid *g, unsigned key) { return g->map[key] >= 0 ? (int)g->map[key] : -1; }
 
 /* The neighbour list of an off-grid key: *n grid indices, nearest first. */
 static inline const uint16_t *nf_gq3_neighbours(const nf_gq3_grid *g, unsigned key, unsigned *n)

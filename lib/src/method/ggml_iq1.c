@@ -23,9 +23,9 @@
 #include "method/ggml_quant.h"
 #include "method/simd/ggml_simd.h"
 
-#define IQ1_GROUPS_S 8u         /* groups of 32 values in a super-block */
-#define IQ1_GROUPS_M 16u        /* groups of 16 values */
-#define IQ1_EPS_S 1e-12f        /* below this a group's largest magnitude counts as all zero */
+#define IQ1_GROUPS_S 8u  /* groups of 32 values in a super-block */
+#define IQ1_GROUPS_M 16u /* groups of 16 values */
+#define IQ1_EPS_S 1e-12f /* below this a group's largest magnitude counts as all zero */
 #define IQ1_EPS_M 1e-7f
 
 /* The values the codes 0, 1, 2 stand for, with the delta added (x_p) or subtracted (x_m). */
@@ -101,8 +101,8 @@ int nf_gq1_nearest_ref(const uint8_t *levels, const uint16_t *list, unsigned n, 
  * among its neighbours the one of least weighted error sum w (scale xx[l] - x)^2, the first on a
  * tie (the kernels' iq1_nearest), whose codes replace L.  -1 when no neighbour's error is below
  * FLT_MAX (ggml aborts). */
-static int iq1_point(const nf_ggml_grid *grid, const float *x, const float *w, float scale, const float *xx,
-                     uint8_t *L, bool *on_grid)
+static int iq1_point(const nf_ggml_grid *grid, const float *x, const float *w, float scale, const float *xx, uint8_t *L,
+                     bool *on_grid)
 {
     int32_t m = grid->map[nf_ggml_grid_code(L)];
     if (m >= 0) return (int)m;
@@ -304,8 +304,8 @@ static bool iq1m_search(const float *x, const float *w, const int *idx, uint8_t 
 /* The final super-scale of IQ1_M: the least-squares fit of all groups' values to their stored
  * codes and 3-bit scales l (values xx[level] * (2l + 1)), d when that fit has no positive
  * sumq2.  qs, qh and the scales ls are the block's. */
-static float iq1m_fit_d(const nf_ggml_grid *grid, const float *x, const float *w, const uint8_t *qs,
-                        const uint8_t *qh, const int *ls, const int *kinds, float d)
+static float iq1m_fit_d(const nf_ggml_grid *grid, const float *x, const float *w, const uint8_t *qs, const uint8_t *qh,
+                        const int *ls, const int *kinds, float d)
 {
     float sumqx = 0.0f, sumq2 = 0.0f;
     for (unsigned ib = 0; ib < IQ1_GROUPS_M; ib++) {

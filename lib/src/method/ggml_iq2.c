@@ -28,9 +28,9 @@
 #include "method/ggml_quant.h"
 #include "method/simd/ggml_iq2_simd.h"
 
-#define IQ2_MAXQ 3                  /* levels 0 .. IQ2_MAXQ - 1 (ggml's kMaxQ) */
-#define IQ2_XXS_EPS 1e-15f          /* a group below this largest magnitude is all zero */
-#define IQ2_S_EPS 1e-8f             /* the same for IQ2_S */
+#define IQ2_MAXQ 3         /* levels 0 .. IQ2_MAXQ - 1 (ggml's kMaxQ) */
+#define IQ2_XXS_EPS 1e-15f /* a group below this largest magnitude is all zero */
+#define IQ2_S_EPS 1e-8f    /* the same for IQ2_S */
 
 /* ggml's MAX macro, operand order kept (it decides which of +0 / -0, or a NaN, survives). */
 static inline float iq2_max(float a, float b) { return a > b ? a : b; }
@@ -163,8 +163,10 @@ static void iq2_weights_scalar(int n, const float *x, const float *qw, float s2,
     }
 }
 
-const nf_iq2_kernels nf_iq2_kernels_scalar = {.name = "scalar", .trials = iq2_trials_scalar,
-                                              .nearest = iq2_nearest_scalar, .weights = iq2_weights_scalar,
+const nf_iq2_kernels nf_iq2_kernels_scalar = {.name = "scalar",
+                                              .trials = iq2_trials_scalar,
+                                              .nearest = iq2_nearest_scalar,
+                                              .weights = iq2_weights_scalar,
                                               .signs = iq2_signs_scalar};
 
 NF_SIMD_SELECTOR(nf_iq2_kernels, nf_iq2_kernels, nf_iq2_kernels_scalar, nf_iq2_kernels_avx2, nf_iq2_kernels_avx512)
@@ -296,15 +298,14 @@ gq_fail nf_ggml_enc_iq2_xxs(const float *x, const float *qw, float sigma2, uint8
 
 /* What differs between IQ2_XS and IQ2_S in their groups of 16. */
 typedef struct iq2_kind {
-    bool parity;     /* 7 sign bits and a flip (IQ2_XS) or 8 sign bits (IQ2_S) */
-    unsigned smask;  /* the sign bits kept */
-    float eps;       /* a group whose largest magnitude is below this is all zero */
+    bool parity;    /* 7 sign bits and a flip (IQ2_XS) or 8 sign bits (IQ2_S) */
+    unsigned smask; /* the sign bits kept */
+    float eps;      /* a group whose largest magnitude is below this is all zero */
 } iq2_kind;
 
 /* One group of 16: its scale (0 for a zero group), its 2 grid indices and sign bytes. */
-static gq_fail iq2_pair_group(const nf_iq2_kernels *kern, const nf_ggml_grid *g, const iq2_kind *kind,
-                              const float *xb, const float *w, const float *waux, float *out_scale, int32_t *index,
-                              unsigned *signs)
+static gq_fail iq2_pair_group(const nf_iq2_kernels *kern, const nf_ggml_grid *g, const iq2_kind *kind, const float *xb,
+                              const float *w, const float *waux, float *out_scale, int32_t *index, unsigned *signs)
 {
     float xval[16];
     int8_t L[16] = {0};
@@ -351,8 +352,8 @@ static gq_fail iq2_pair_group(const nf_iq2_kernels *kern, const nf_ggml_grid *g,
 /* The 16 group scales of a super-block of IQ2_XS or IQ2_S (weights w: imp * sqrt(s2 + x^2),
  * or without imp IQ2_S's s2 / 4 + x^2), their grid indices and sign bytes; *max_scale the
  * largest scale. */
-static gq_fail iq2_pair_groups(const nf_ggml_grid *g, const iq2_kind *kind, const float *x, const float *qw,
-                               float s2, float *scales, int32_t *index, unsigned *signs, float *max_scale)
+static gq_fail iq2_pair_groups(const nf_ggml_grid *g, const iq2_kind *kind, const float *x, const float *qw, float s2,
+                               float *scales, int32_t *index, unsigned *signs, float *max_scale)
 {
     const nf_iq2_kernels *kern = nf_iq2_kernels_active();
     float w[GQ_SUPER], waux[GQ_SUPER];

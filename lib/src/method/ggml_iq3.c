@@ -48,8 +48,8 @@ typedef struct gq3_fit {
 /* The grid point of list[0..n) nearest xval at scale, by the weights w (ggml's
  * iq3_find_best_neighbour: the first one on a tie); its levels go to L.  -1 when no distance is
  * below FLT_MAX, where ggml stops with an assertion. */
-static int gq3_best_neighbour(const nf_gq3_grid *g, const uint16_t *list, unsigned n, const float *xval,
-                              const float *w, float scale, int8_t *L)
+static int gq3_best_neighbour(const nf_gq3_grid *g, const uint16_t *list, unsigned n, const float *xval, const float *w,
+                              float scale, int8_t *L)
 {
     return gq_grid_nearest(&g->level[0][0], 4, list, n, xval, w, scale, L);
 }
@@ -57,8 +57,7 @@ static int gq3_best_neighbour(const nf_gq3_grid *g, const uint16_t *list, unsign
 /* The levels of 4 values at inverse scale id, clamped to the grid's range. */
 static void gq3_levels(const float *xval, float id, int8_t *L)
 {
-    for (int i = 0; i < 4; i++)
-        L[i] = (int8_t)gq_clamp(gq_nearest(0.5f * (id * xval[i] - 1)), 0, GQ3_NMAX - 1);
+    for (int i = 0; i < 4; i++) L[i] = (int8_t)gq_clamp(gq_nearest(0.5f * (id * xval[i] - 1)), 0, GQ3_NMAX - 1);
 }
 
 /* The levels of 4 values at inverse scale id, moved to the nearest grid point at scale when off
@@ -87,8 +86,7 @@ static void gq3_sums(const float *w, const float *xval, const int8_t *L, float *
 }
 
 bool nf_gq3_trials_ref(const nf_gq3_grid *g, int nt, const float *id, const float *scale, const float *xval,
-                       const float *waux, const float *w, int8_t *L, uint32_t *on_grid, float *sumqx,
-                       float *sumq2)
+                       const float *waux, const float *w, int8_t *L, uint32_t *on_grid, float *sumqx, float *sumq2)
 {
     for (unsigned k = 0; k < GQ3_GROUP / 4; k++) on_grid[k] = 0;
     for (unsigned t = 0; t < (unsigned)nt; t++) {
@@ -144,8 +142,8 @@ static void gq3_signs(const gq3_kind *kind, const float *xb, const float *w, flo
  * reference's); IQ3_XXS keeps its on-grid points' levels and sums again.  Where the kernel fails
  * (a point without a neighbour below FLT_MAX) the points go one by one as ggml takes them, since
  * IQ3_XXS does not search the points it keeps.  False where ggml stops with an assertion. */
-static bool gq3_refit(const gq3_kind *kind, const nf_gq3_grid *g, const float *xval, const float *waux,
-                      const float *w, const bool *on_grid, int8_t *L, float *scale)
+static bool gq3_refit(const gq3_kind *kind, const nf_gq3_grid *g, const float *xval, const float *waux, const float *w,
+                      const bool *on_grid, int8_t *L, float *scale)
 {
     const float id = 1 / *scale;
     int8_t Lt[NF_GQ3_TRIAL_STRIDE * GQ3_GROUP];

@@ -121,10 +121,7 @@ static void enc_q8_0(const float *x, const float *qw, float sigma2, uint8_t *b)
 /* float -> int as x86-64 converts it (cvttss2si): truncation toward zero, and INT32_MIN for NaN
  * or a value outside int32.  Q2_0 converts a rounded product that is infinite or NaN when the
  * block's largest magnitude is so small that its inverse overflows. */
-static int gq_trunc_i32(float f)
-{
-    return (f > -2147483904.0f && f < 2147483648.0f) ? (int)f : INT32_MIN;
-}
+static int gq_trunc_i32(float f) { return (f > -2147483904.0f && f < 2147483648.0f) ? (int)f : INT32_MIN; }
 
 /* Q2_0, 18 bytes: d, 16 bytes of 2-bit codes (value j in bits 2 (j % 4) of byte j / 4, code c
  * meaning (c - 1) d).  d = the block's largest magnitude (binary32, rounded only where stored),
@@ -296,8 +293,8 @@ static void gq_plain_load(nf_gq_words words, const uint8_t *p, float *x)
  * encoded by the type's block encoder, its binary16 scale checked. */
 static size_t plain_blocks_scalar(nf_gq_plain type, nf_gq_words words, size_t nblk, const void *src, uint8_t *out)
 {
-    static const gq_block_fn enc[] = {[NF_GQ_PLAIN_Q4_0] = enc_q4_0, [NF_GQ_PLAIN_Q5_0] = enc_q5_0,
-                                      [NF_GQ_PLAIN_Q8_0] = enc_q8_0};
+    static const gq_block_fn enc[] =
+        {[NF_GQ_PLAIN_Q4_0] = enc_q4_0, [NF_GQ_PLAIN_Q5_0] = enc_q5_0, [NF_GQ_PLAIN_Q8_0] = enc_q8_0};
     static const size_t block_bytes[] = {[NF_GQ_PLAIN_Q4_0] = 18, [NF_GQ_PLAIN_Q5_0] = 22, [NF_GQ_PLAIN_Q8_0] = 34};
     const size_t bb = block_bytes[type], wb = 32 * (words == NF_GQ_WORDS_F32 ? 4 : 2);
     float x[32];
@@ -405,7 +402,8 @@ static void gq_enc_q3_k(const float *x, const float *qw, uint8_t *b, int8_t *L, 
         if (max_scale != 0.0f) {
             float iscale = -32.0f / max_scale;
             /* ggml keeps the rounded value in an int8_t before clamping */
-            for (int j = 0; j < 16; j++) ls[j] = gq_clamp((int8_t)(uint8_t)gq_nearest(iscale * scales[j]), -32, 31) + 32;
+            for (int j = 0; j < 16; j++)
+                ls[j] = gq_clamp((int8_t)(uint8_t)gq_nearest(iscale * scales[j]), -32, 31) + 32;
             gq_put_f16(dp, 1 / iscale);
         } else {
             for (int j = 0; j < 16; j++) ls[j] = -1; /* no scale bits stored */
@@ -540,8 +538,8 @@ static void gq_kmin_weights(const float *x, const float *qw, float *w, float *sw
 
 /* The fits of nsup super-blocks' 8 * nsup sub-blocks in one call of the kernels table: without
  * importance with the type's trial parameters, with it with 37 trials from -0.9. */
-static void gq_kmin_fit(const float *x, const float *w, bool imp, const gq_kmin *k, int nsup, uint8_t *L,
-                        float *scales, float *mins)
+static void gq_kmin_fit(const float *x, const float *w, bool imp, const gq_kmin *k, int nsup, uint8_t *L, float *scales,
+                        float *mins)
 {
     if (!imp) gq_kern->fit_min(8 * nsup, 32, k->nmax, x, w, L, scales, mins, k->rmin, k->rdelta, k->nstep, false);
     else gq_kern->fit_min(8 * nsup, 32, k->nmax, x, w, L, scales, mins, -0.9f, 0.05f, 36, false);
@@ -638,8 +636,7 @@ static void gq_kmin_span(const float *x, const float *qw, float sigma2, const gq
         pack(L, out + bb * i);
         pack(L + GQ_SUPER, out + bb * (i + 1));
     }
-    if (nblk % 2)
-        one(x + GQ_SUPER * (nblk - 1), qw ? qw + GQ_SUPER * (nblk - 1) : NULL, sigma2, out + bb * (nblk - 1));
+    if (nblk % 2) one(x + GQ_SUPER * (nblk - 1), qw ? qw + GQ_SUPER * (nblk - 1) : NULL, sigma2, out + bb * (nblk - 1));
 }
 
 static void enc_q4_k_blocks(const float *x, const float *qw, float sigma2, unsigned nblk, uint8_t *out)
@@ -752,8 +749,9 @@ static const struct {
     nf_format_id fmt;
     gq_blocks_fn encode_blocks;
 } gq_batched[] = {
-    {NF_FMT_GGUF_Q4_0, enc_q4_0_blocks}, {NF_FMT_GGUF_Q5_0, enc_q5_0_blocks}, {NF_FMT_GGUF_IQ4_NL, nf_gq_enc_iq4_nl_blocks},
-    {NF_FMT_GGUF_Q4_K, enc_q4_k_blocks}, {NF_FMT_GGUF_Q5_K, enc_q5_k_blocks}, {NF_FMT_GGUF_Q3_K, enc_q3_k_blocks},
+    {NF_FMT_GGUF_Q4_0, enc_q4_0_blocks},           {NF_FMT_GGUF_Q5_0, enc_q5_0_blocks},
+    {NF_FMT_GGUF_IQ4_NL, nf_gq_enc_iq4_nl_blocks}, {NF_FMT_GGUF_Q4_K, enc_q4_k_blocks},
+    {NF_FMT_GGUF_Q5_K, enc_q5_k_blocks},           {NF_FMT_GGUF_Q3_K, enc_q3_k_blocks},
     {NF_FMT_GGUF_Q2_0, enc_q2_0_blocks},
 };
 
@@ -851,7 +849,8 @@ static nf_status gq_try_block(const nf_format *fmt, const gq_type *t, const floa
 {
     switch (t->try_encode(x, qw, sigma2, b)) {
     case GQ_OK: return NF_OK;
-    case GQ_NO_MEMORY: return nf_error_set(err, NF_ERR_NOMEM, "out of memory building ggml's grid index of %s", fmt->name);
+    case GQ_NO_MEMORY:
+        return nf_error_set(err, NF_ERR_NOMEM, "out of memory building ggml's grid index of %s", fmt->name);
     case GQ_NEEDS_IMATRIX: return nf_method_check_choice(NF_METHOD_GGML_QUANTIZE, fmt, NULL, err);
     case GQ_GGML_ABORTS: break;
     }
@@ -928,8 +927,8 @@ static nf_status gq_encode_row(const nf_format *fmt, const gq_type *t, const flo
         if (!gq_values_ok(x, nb * bv)) {
             for (size_t i = 0; i < nb; i++) {
                 NF_TRY(gq_load_block(fmt, src, r, c0 + i * bv, x, err));
-                NF_TRY(gq_block(fmt, t, x, imp ? imp + c0 + i * bv : NULL, sigma2, src, r, c0 + i * bv, b + i * bb,
-                                err));
+                NF_TRY(
+                    gq_block(fmt, t, x, imp ? imp + c0 + i * bv : NULL, sigma2, src, r, c0 + i * bv, b + i * bb, err));
                 NF_TRY(gq_check_scales(fmt, src, r, c0 + i * bv, b + i * bb, err));
             }
             continue;
@@ -970,8 +969,7 @@ nf_status nf_ggml_quantize_rows(const nf_format *fmt, const nf_method_params *pa
     if (imp && t->row_sigma && src->row_cols && src->row_cols != src->cols && !src->has_row_sum2)
         return nf_method_error(err, NF_ERR_USAGE, src,
                                "%s with an importance vector needs whole rows (ggml weighs by the mean square of "
-                               "the row), or the row's row_sum2, not a span of %" PRIu64 " of its %" PRIu64
-                               " columns",
+                               "the row), or the row's row_sum2, not a span of %" PRIu64 " of its %" PRIu64 " columns",
                                fmt->name, src->cols, src->row_cols);
     if (src->rows > 0 && !out->blocks)
         return nf_method_error(err, NF_ERR_USAGE, src, "output words lack the blocks array of %s", fmt->name);

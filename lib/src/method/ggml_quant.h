@@ -14,9 +14,9 @@
 
 #include "ninfer/format.h"
 
-#define GQ_SUPER 256u          /* values of a k-quant super-block (ggml's QK_K) */
-#define GQ_ZERO_EPS 1e-15f     /* below this a group's largest magnitude counts as all zero */
-#define GQ_SPAN 512u           /* values of the blocks a gq_blocks_fn encodes at once, at most */
+#define GQ_SUPER 256u      /* values of a k-quant super-block (ggml's QK_K) */
+#define GQ_ZERO_EPS 1e-15f /* below this a group's largest magnitude counts as all zero */
+#define GQ_SPAN 512u       /* values of the blocks a gq_blocks_fn encodes at once, at most */
 
 /* ---------------------------------------------------------------- ggml's scalar primitives */
 
@@ -61,8 +61,8 @@ static inline float gq_f(int v) { return (float)v; }
  * searches: the least sum_i w_i (scale * (2 l_i + 1) - x_i)^2 over the dim levels l of a point
  * (levels + dim * index), the first one on a tie, as ggml's searches take it; its levels go to L.
  * -1 when no sum is below FLT_MAX (a NaN weight or an overflow: ggml aborts there). */
-static inline int gq_grid_nearest(const uint8_t *levels, int dim, const uint16_t *list, unsigned n,
-                                  const float *xval, const float *w, float scale, int8_t *L)
+static inline int gq_grid_nearest(const uint8_t *levels, int dim, const uint16_t *list, unsigned n, const float *xval,
+                                  const float *w, float scale, int8_t *L)
 {
     float best_d2 = 3.40282347e38f;
     int best = -1;
@@ -141,7 +141,8 @@ float nf_gq_extreme(const float *x, int n);
  * caller here passes): the codes of the full range, then nstep + 1 trial inverse scales
  * (rmin + rdelta * is + nmax) / (max - min), each refitted by weighted least squares and kept
  * when its error (absolute with use_mad, else squared) is strictly smaller.  n <= 32. */
-float nf_gq_fit_min(int n, int nmax, const float *x, const float *w, uint8_t *L, float *the_min, float rmin, float rdelta, int nstep, bool use_mad);
+float nf_gq_fit_min(int n, int nmax, const float *x, const float *w, uint8_t *L, float *the_min, float rmin,
+                    float rdelta, int nstep, bool use_mad);
 /* Q3_K's codes without an importance vector (ggml's make_q3_quants with do_rmse): the codes of
  * -nmax / max, then up to 5 sweeps that move single codes while the x^2-weighted fit improves.
  * L receives l + nmax, except that an all-zero group leaves L = 0 (as ggml does). */

@@ -21,9 +21,9 @@
 #define F16_MIN_SUBNORMAL 0x0001u
 
 typedef struct grouped_spec {
-    size_t group;       /* G */
-    float qmin, qmax;   /* legal code interval, as floats for the clamp */
-    float denominator;  /* qmax of the reference encoder: 7 / 15 / 31 / 127, never |qmin| */
+    size_t group;      /* G */
+    float qmin, qmax;  /* legal code interval, as floats for the clamp */
+    float denominator; /* qmax of the reference encoder: 7 / 15 / 31 / 127, never |qmin| */
     double qmin_d, qmax_d;
 } grouped_spec;
 
@@ -33,8 +33,8 @@ static nf_status grouped_setup(nf_method_id id, const nf_format *fmt, const nf_s
     NF_TRY(nf_method_check_target(id, fmt, err));
     NF_TRY(nf_method_check_rows(src, out, k, err));
     if (src->type != NF_SRC_F32 && src->type != NF_SRC_F16 && src->type != NF_SRC_BF16)
-        return nf_method_error(err, NF_ERR_INVALID, src, "%s needs a floating-point source, not %s",
-                               nf_method_name(id), nf_src_type_name(src->type));
+        return nf_method_error(err, NF_ERR_INVALID, src, "%s needs a floating-point source, not %s", nf_method_name(id),
+                               nf_src_type_name(src->type));
     if (!out->codes || !out->scales)
         return nf_method_error(err, NF_ERR_USAGE, src, "output words lack the codes/scales arrays of %s", fmt->name);
     if (fmt->group_size == 0 || fmt->group_size > NF_METHOD_MAX_GROUP)
@@ -50,8 +50,7 @@ static nf_status grouped_setup(nf_method_id id, const nf_format *fmt, const nf_s
 
 /* restrict and the hoisted bounds matter: int8_t stores may alias anything, and without them the
  * loop would not vectorize. */
-NF_METHOD_INLINE void codes_n(const float *restrict x, size_t n, float inv, float qmin, float qmax,
-                              int8_t *restrict q)
+NF_METHOD_INLINE void codes_n(const float *restrict x, size_t n, float inv, float qmin, float qmax, int8_t *restrict q)
 {
     for (size_t i = 0; i < n; i++) q[i] = nf_grouped_code(x[i], inv, qmin, qmax);
 }
@@ -92,8 +91,7 @@ static size_t load_group(const nf_src_rows *src, const grouped_spec *g, size_t k
 static nf_status nonfinite_error(nf_error *err, const nf_src_rows *src, uint64_t r, size_t col, float v)
 {
     return nf_method_row_error(err, NF_ERR_INVALID, src, r, " col %zu: source value %s is not finite",
-                               nf_method_col(src, col),
-                               nf_method_nonfinite_name(v));
+                               nf_method_col(src, col), nf_method_nonfinite_name(v));
 }
 
 /* The canonical scale word of a group with amax > 0: f16(f32(amax / qmax)), 2^-24 when that
@@ -185,8 +183,8 @@ nf_status nf_grouped_absmax_rows(const nf_format *fmt, const nf_src_rows *src, n
     return absmax_rows(fmt, src, out, NULL, err);
 }
 
-nf_status nf_grouped_absmax_rows_measured(const nf_format *fmt, const nf_src_rows *src, nf_words *out,
-                                          nf_errstats *st, nf_error *err)
+nf_status nf_grouped_absmax_rows_measured(const nf_format *fmt, const nf_src_rows *src, nf_words *out, nf_errstats *st,
+                                          nf_error *err)
 {
     return absmax_rows(fmt, src, out, st, err);
 }
@@ -335,8 +333,8 @@ static void search(search_group *sg, float amax)
 /* The reference (search_simd.h): one candidate at a time through consider(), as the method is
  * written down.  nf_grouped_search_rows below runs the same checks and the same baseline, and
  * hands each group with amax > 0 to a fast path that must give these words bit for bit. */
-nf_status nf_grouped_search_rows_reference(const nf_format *fmt, const nf_method_params *params,
-                                           const nf_src_rows *src, nf_words *out, nf_error *err)
+nf_status nf_grouped_search_rows_reference(const nf_format *fmt, const nf_method_params *params, const nf_src_rows *src,
+                                           nf_words *out, nf_error *err)
 {
     grouped_spec g = {0}; /* filled by grouped_setup; zeroed so -O3 sees it initialised */
     size_t k;
@@ -482,8 +480,9 @@ nf_status nf_grouped_search_rows(const nf_format *fmt, const nf_method_params *p
             if (n < G) memset(x + n, 0, (G - n) * sizeof *x);
             const float *wf = imp ? (n < G ? wtail : imp + gi * G) : NULL;
             bool screen = nf_search_screenable(amax, weights_screenable ? 0 : amax_word(wf, n));
-            int qi = !screen ? SEARCH_UNSCREENED
-                             : !sh.negative_scales && extreme > 0.0f ? SEARCH_NEGATIVE_FULL : SEARCH_COMPETING;
+            int qi = !screen                                 ? SEARCH_UNSCREENED
+                     : !sh.negative_scales && extreme > 0.0f ? SEARCH_NEGATIVE_FULL
+                                                             : SEARCH_COMPETING;
             Q.nfree--;
             Q.slot[qi][Q.count[qi]] = si;
             Q.g[qi][Q.count[qi]++] = (nf_search_group){.x = x,

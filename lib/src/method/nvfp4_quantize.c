@@ -133,11 +133,11 @@ static void ref_group(const float *x, const nf_nvfp4_global *g, uint8_t *codes, 
 {
     float bmax = 0.0f;
     for (unsigned i = 0; i < NF_NVFP4_GROUP; i++) bmax = fabsf(x[i]) > bmax ? fabsf(x[i]) : bmax;
-    float s = bmax / g->six_gs;              /* f32(bmax / f32(6 * gs)) */
-    if (s == 0.0f) s = 1.0f;                 /* ModelOpt: a zero block scale becomes 1 */
+    float s = bmax / g->six_gs;                         /* f32(bmax / f32(6 * gs)) */
+    if (s == 0.0f) s = 1.0f;                            /* ModelOpt: a zero block scale becomes 1 */
     if (s < NF_NVFP4_SCALE_MIN) s = NF_NVFP4_SCALE_MIN; /* ... and none underflows E4M3FN */
-    uint8_t e = nf_f32_to_e4m3fn(s);         /* nearest even; s < 464 here, so at most 448 */
-    float sv = nf_e4m3fn_to_f32(e) * g->gs;  /* f32(e4m3 * gs), positive */
+    uint8_t e = nf_f32_to_e4m3fn(s);                    /* nearest even; s < 464 here, so at most 448 */
+    float sv = nf_e4m3fn_to_f32(e) * g->gs;             /* f32(e4m3 * gs), positive */
     for (unsigned i = 0; i < NF_NVFP4_GROUP; i++) codes[i] = ref_code(x[i] / sv);
     *scale = e;
 }
@@ -150,8 +150,8 @@ static nf_status chunk_global(const nf_src_rows *src, nf_nvfp4_global *g, nf_err
     return global_of(src, mw, g, err);
 }
 
-nf_status nf_nvfp4_quantize_rows_reference(const nf_format *fmt, const nf_method_params *params,
-                                           const nf_src_rows *src, nf_words *out, nf_error *err)
+nf_status nf_nvfp4_quantize_rows_reference(const nf_format *fmt, const nf_method_params *params, const nf_src_rows *src,
+                                           nf_words *out, nf_error *err)
 {
     size_t k;
     NF_TRY(check_args(NF_METHOD_NVFP4_QUANTIZE, fmt, params, src, out, &k, err));
@@ -224,8 +224,7 @@ static double ref_group_error(const float *x, const float *w, uint8_t e, const n
 
 /* One group: nvfp4_quantize's word and codes, replaced by the first candidate (w0 -1, +1, ...,
  * -4, +4) whose error is strictly smaller than the best so far. */
-static void ref_search_group(const float *x, const float *w, const nf_nvfp4_global *g, uint8_t *codes,
-                             uint8_t *scale)
+static void ref_search_group(const float *x, const float *w, const nf_nvfp4_global *g, uint8_t *codes, uint8_t *scale)
 {
     uint8_t best;
     ref_group(x, g, codes, &best);

@@ -44,7 +44,7 @@ bool nf_arch_lookup(const char *name, nf_arch *out)
 /* ---------------------------------------------------------------- the table */
 #define A(x) (1u << NF_ARCH_##x)
 #define ALL ((1u << NF_ARCH_COUNT) - 1u)
-#define DENSE_MLP (ALL & ~A(GPT_OSS))                   /* gate_proj / up_proj / down_proj */
+#define DENSE_MLP (ALL & ~A(GPT_OSS)) /* gate_proj / up_proj / down_proj */
 #define FFN_NORM_ARCHS (ALL & ~(A(GEMMA2) | A(GEMMA3) | A(GPT_OSS)))
 #define POST_NORM_ARCHS (A(GEMMA2) | A(GEMMA3) | A(GPT_OSS))
 #define QK_NORM_ARCHS (A(QWEN3) | A(QWEN3_MOE) | A(GEMMA3))
@@ -70,8 +70,7 @@ static const struct {
     {QK_NORM_ARCHS, "model.layers.{L}.self_attn.q_norm.weight", "blk.{L}.attn_q_norm.weight", F_NORM},
     {QK_NORM_ARCHS, "model.layers.{L}.self_attn.k_norm.weight", "blk.{L}.attn_k_norm.weight", F_NORM},
     {FFN_NORM_ARCHS, "model.layers.{L}.post_attention_layernorm.weight", "blk.{L}.ffn_norm.weight", F_NORM},
-    {POST_NORM_ARCHS, "model.layers.{L}.post_attention_layernorm.weight", "blk.{L}.post_attention_norm.weight",
-     F_NORM},
+    {POST_NORM_ARCHS, "model.layers.{L}.post_attention_layernorm.weight", "blk.{L}.post_attention_norm.weight", F_NORM},
     {A(GEMMA2) | A(GEMMA3), "model.layers.{L}.pre_feedforward_layernorm.weight", "blk.{L}.ffn_norm.weight", F_NORM},
     {A(GEMMA2) | A(GEMMA3), "model.layers.{L}.post_feedforward_layernorm.weight", "blk.{L}.post_ffw_norm.weight",
      F_NORM},
@@ -116,7 +115,8 @@ static const struct {
      "MXFP4 blocks of the fused gate/up experts: the converter splits and repacks them"},
     {A(GPT_OSS), "model.layers.{L}.mlp.experts.gate_up_proj_scales",
      "MXFP4 scales of the fused gate/up experts: the converter splits and repacks them"},
-    {A(GPT_OSS), "model.layers.{L}.mlp.experts.down_proj", "the experts' down matrices stored transposed: the "
+    {A(GPT_OSS), "model.layers.{L}.mlp.experts.down_proj",
+     "the experts' down matrices stored transposed: the "
      "converter transposes them into ffn_down_exps"},
     {A(GPT_OSS), "model.layers.{L}.mlp.experts.down_proj_blocks",
      "MXFP4 blocks of the experts' down matrices: the converter repacks them into ffn_down_exps"},

@@ -28,9 +28,9 @@ typedef enum out_kind {
 struct nf_out {
     int fd;
     out_kind kind;
-    char *path;     /* the destination as named (messages: shortened, see common/io.h) */
-    char *target;   /* OUT_ATOMIC: the file replaced (path, or the end of its symbolic links) */
-    char *tmp;      /* OUT_ATOMIC: the temp file beside target */
+    char *path;   /* the destination as named (messages: shortened, see common/io.h) */
+    char *target; /* OUT_ATOMIC: the file replaced (path, or the end of its symbolic links) */
+    char *tmp;    /* OUT_ATOMIC: the temp file beside target */
     ZSTD_CCtx *zc;
     unsigned char *buf; /* pending plain bytes */
     size_t used;
@@ -130,8 +130,10 @@ static nf_status resolve(const char *path, out_kind *kind, char **target, struct
     }
     if (stat(path, st) != 0) {
         if (errno == ENOENT && S_ISLNK(lst.st_mode))
-            return nf_error_set(err, NF_ERR_USAGE, "%s is a symbolic link to a file that does not exist: not "
-                                "writing through it (name the target itself, or remove the link)", mp);
+            return nf_error_set(err, NF_ERR_USAGE,
+                                "%s is a symbolic link to a file that does not exist: not "
+                                "writing through it (name the target itself, or remove the link)",
+                                mp);
         return nf_error_errno(err, errno, "%s", mp);
     }
     struct stat so;

@@ -21,8 +21,7 @@ void nf_outputs_restore(const char *dest, const char *backup)
     if (nf_io_lstat(dest, &sd) == 0 && nf_io_lstat(backup, &sb) == 0 && sd.st_dev == sb.st_dev &&
         sd.st_ino == sb.st_ino)
         nf_io_unlink(backup);
-    else
-        nf_io_rename(backup, dest);
+    else nf_io_rename(backup, dest);
 }
 
 nf_status nf_outputs_publish_report(const char *path, const char *tmp, bool force, char **backup, nf_error *err)

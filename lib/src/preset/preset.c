@@ -54,18 +54,18 @@ static const struct {
     const char *name;
     gtype base;
 } PRESETS[NF_PRESET_COUNT] = {
-    [NF_PRESET_Q2_K] = {"Q2_K", T_Q2_K},         [NF_PRESET_Q3_K_S] = {"Q3_K_S", T_Q3_K},
-    [NF_PRESET_Q3_K_M] = {"Q3_K_M", T_Q3_K},     [NF_PRESET_Q3_K_L] = {"Q3_K_L", T_Q3_K},
-    [NF_PRESET_Q4_K_S] = {"Q4_K_S", T_Q4_K},     [NF_PRESET_Q4_K_M] = {"Q4_K_M", T_Q4_K},
-    [NF_PRESET_Q5_K_S] = {"Q5_K_S", T_Q5_K},     [NF_PRESET_Q5_K_M] = {"Q5_K_M", T_Q5_K},
-    [NF_PRESET_Q6_K] = {"Q6_K", T_Q6_K},         [NF_PRESET_Q8_0] = {"Q8_0", T_Q8_0},
-    [NF_PRESET_Q4_0] = {"Q4_0", T_Q4_0},         [NF_PRESET_Q5_0] = {"Q5_0", T_Q5_0},
-    [NF_PRESET_IQ4_XS] = {"IQ4_XS", T_IQ4_XS},   [NF_PRESET_IQ4_NL] = {"IQ4_NL", T_IQ4_NL},
-    [NF_PRESET_IQ3_M] = {"IQ3_M", T_IQ3_S},      [NF_PRESET_IQ3_S] = {"IQ3_S", T_IQ3_S},
-    [NF_PRESET_IQ3_XS] = {"IQ3_XS", T_IQ3_S},    [NF_PRESET_IQ3_XXS] = {"IQ3_XXS", T_IQ3_XXS},
-    [NF_PRESET_IQ2_M] = {"IQ2_M", T_IQ2_S},      [NF_PRESET_IQ2_S] = {"IQ2_S", T_IQ2_XS},
-    [NF_PRESET_IQ2_XS] = {"IQ2_XS", T_IQ2_XS},   [NF_PRESET_IQ2_XXS] = {"IQ2_XXS", T_IQ2_XXS},
-    [NF_PRESET_IQ1_S] = {"IQ1_S", T_IQ1_S},      [NF_PRESET_IQ1_M] = {"IQ1_M", T_IQ1_M},
+    [NF_PRESET_Q2_K] = {"Q2_K", T_Q2_K},       [NF_PRESET_Q3_K_S] = {"Q3_K_S", T_Q3_K},
+    [NF_PRESET_Q3_K_M] = {"Q3_K_M", T_Q3_K},   [NF_PRESET_Q3_K_L] = {"Q3_K_L", T_Q3_K},
+    [NF_PRESET_Q4_K_S] = {"Q4_K_S", T_Q4_K},   [NF_PRESET_Q4_K_M] = {"Q4_K_M", T_Q4_K},
+    [NF_PRESET_Q5_K_S] = {"Q5_K_S", T_Q5_K},   [NF_PRESET_Q5_K_M] = {"Q5_K_M", T_Q5_K},
+    [NF_PRESET_Q6_K] = {"Q6_K", T_Q6_K},       [NF_PRESET_Q8_0] = {"Q8_0", T_Q8_0},
+    [NF_PRESET_Q4_0] = {"Q4_0", T_Q4_0},       [NF_PRESET_Q5_0] = {"Q5_0", T_Q5_0},
+    [NF_PRESET_IQ4_XS] = {"IQ4_XS", T_IQ4_XS}, [NF_PRESET_IQ4_NL] = {"IQ4_NL", T_IQ4_NL},
+    [NF_PRESET_IQ3_M] = {"IQ3_M", T_IQ3_S},    [NF_PRESET_IQ3_S] = {"IQ3_S", T_IQ3_S},
+    [NF_PRESET_IQ3_XS] = {"IQ3_XS", T_IQ3_S},  [NF_PRESET_IQ3_XXS] = {"IQ3_XXS", T_IQ3_XXS},
+    [NF_PRESET_IQ2_M] = {"IQ2_M", T_IQ2_S},    [NF_PRESET_IQ2_S] = {"IQ2_S", T_IQ2_XS},
+    [NF_PRESET_IQ2_XS] = {"IQ2_XS", T_IQ2_XS}, [NF_PRESET_IQ2_XXS] = {"IQ2_XXS", T_IQ2_XXS},
+    [NF_PRESET_IQ1_S] = {"IQ1_S", T_IQ1_S},    [NF_PRESET_IQ1_M] = {"IQ1_M", T_IQ1_M},
 };
 
 const char *nf_preset_name(nf_preset p) { return (unsigned)p < NF_PRESET_COUNT ? PRESETS[p].name : NULL; }
@@ -123,9 +123,15 @@ static const char *kept_because(const nf_preset_tensor *t)
     if (has(t->name, "_norm.weight")) return "a norm";
     if (has(t->name, "ffn_gate_inp.weight")) return "the experts' router (ffn_gate_inp)";
     if (!strcmp(t->name, "position_embd.weight")) return "positional embeddings";
-    static const char *const small[] = {"altup",      "laurel",         "per_layer_model_proj",
-                                        "ssm_conv1d", "shortconv.conv.weight", "conv1d",
-                                        "attn_rel_b.weight", ".position_embd", "token_types.weight"};
+    static const char *const small[] = {"altup",
+                                        "laurel",
+                                        "per_layer_model_proj",
+                                        "ssm_conv1d",
+                                        "shortconv.conv.weight",
+                                        "conv1d",
+                                        "attn_rel_b.weight",
+                                        ".position_embd",
+                                        "token_types.weight"};
     for (size_t i = 0; i < sizeof small / sizeof small[0]; i++)
         if (has(t->name, small[i])) return "a small tensor llama-quantize keeps";
     return NULL;
@@ -174,8 +180,7 @@ static gtype token_embd_rule(const state *s, gtype ty, char *why, size_t size)
     gtype to = ty;
     if (is(s, NF_PRESET_IQ2_XXS) || is(s, NF_PRESET_IQ2_XS) || is(s, NF_PRESET_IQ1_S) || is(s, NF_PRESET_IQ1_M))
         to = T_Q2_K;
-    else if (iq2_s_or_m(s) || is(s, NF_PRESET_IQ3_XXS))
-        to = T_IQ3_S;
+    else if (iq2_s_or_m(s) || is(s, NF_PRESET_IQ3_XXS)) to = T_IQ3_S;
     say(why, size, "token_embd%s -> %s", to == ty ? ": the preset's type" : "", TYPES[to].name);
     return to;
 }
@@ -218,7 +223,10 @@ static gtype lowest_bits_rule(state *s, const nf_preset_tensor *t, gtype ty, cha
         if (s->experts == 8) to = T_Q5_K;
         else if (is(s, NF_PRESET_IQ1_S) || is(s, NF_PRESET_IQ1_M)) to = T_IQ2_XXS;
         else if (iq2_s_or_m(s)) to = T_IQ3_S;
-        say(why, size, "attn_output%s -> %s", s->experts == 8 ? ": 8 experts" : to == ty ? ": the preset's type" : "",
+        say(why, size, "attn_output%s -> %s",
+            s->experts == 8 ? ": 8 experts"
+            : to == ty      ? ": the preset's type"
+                            : "",
             TYPES[to].name);
         return to;
     }
@@ -237,8 +245,9 @@ static gtype attn_v_rule(state *s, gtype ty, char *why, size_t size)
         rule = s->gqa >= 4 ? "Q2_K, >= 4 heads per kv head" : "Q2_K";
     } else if (is(s, NF_PRESET_IQ3_XXS)) {
         to = s->gqa >= 4 ? T_Q4_K : !s->m->imatrix ? T_IQ3_S : T_IQ3_XXS;
-        rule = s->gqa >= 4 ? "IQ3_XXS, >= 4 heads per kv head" : !s->m->imatrix ? "IQ3_XXS without imatrix"
-                                                                                : "IQ3_XXS with imatrix";
+        rule = s->gqa >= 4      ? "IQ3_XXS, >= 4 heads per kv head"
+               : !s->m->imatrix ? "IQ3_XXS without imatrix"
+                                : "IQ3_XXS with imatrix";
     } else if ((is(s, NF_PRESET_IQ3_XS) || is(s, NF_PRESET_IQ3_S)) && s->gqa >= 4) {
         to = T_Q4_K;
         rule = ">= 4 heads per kv head";

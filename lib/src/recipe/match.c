@@ -83,10 +83,7 @@ bool nf_recipe_glob_needs_fnmatch(const char *pattern)
     return strstr(pattern, "[:") || strstr(pattern, "[=") || strstr(pattern, "[.");
 }
 
-size_t nf_recipe_glob_prefix_len(const char *pattern)
-{
-    return strcspn(pattern, "*?[\\");
-}
+size_t nf_recipe_glob_prefix_len(const char *pattern) { return strcspn(pattern, "*?[\\"); }
 
 /* The token at p (p < pe) against byte c: 1 matches, 0 does not, -1 never matches anything
  * (a trailing backslash, also inside a bracket: fnmatch answers FNM_NOMATCH).  *len gets the
@@ -643,8 +640,12 @@ static void closure(recipe_regex *re, int *list, int *count, int s, size_t pos, 
         int follow[2] = {-1, -1};
         switch (st->kind) {
         case NS_SPLIT: follow[0] = st->out, follow[1] = st->out1; break;
-        case NS_BOL: if (pos == 0) follow[0] = st->out; break;
-        case NS_EOL: if (pos == n) follow[0] = st->out; break;
+        case NS_BOL:
+            if (pos == 0) follow[0] = st->out;
+            break;
+        case NS_EOL:
+            if (pos == n) follow[0] = st->out;
+            break;
         default: list[(*count)++] = x; break;
         }
         for (int k = 0; k < 2; k++) {

@@ -21,8 +21,10 @@ nf_status nf_recipe_origin(const nf_recipe *r, json_t **out, nf_error *err)
         return nf_error_set(err, NF_ERR_INVALID, "%s: the recipe's text is not UTF-8 (a plan records it as JSON text)",
                             r->path);
     if (impl->origin_nomem)
-        return nf_error_set(err, NF_ERR_INVALID, "%s: a path or variable value given to the recipe is not UTF-8 (a "
-                            "plan records them as JSON text), or memory ran out", r->path);
+        return nf_error_set(err, NF_ERR_INVALID,
+                            "%s: a path or variable value given to the recipe is not UTF-8 (a "
+                            "plan records them as JSON text), or memory ran out",
+                            r->path);
     const char *sens = r->budget.sensitivity;
     *out = json_pack("{s:s,s:o,s:o,s:o,s:o,s:o,s:o}", "name", r->path, "dir",
                      impl->has_dir ? json_string(r->dir) : json_null(), "text", text, "variables",
@@ -49,7 +51,8 @@ static nf_status only_known(const origin_check *c, const json_t *o, const char *
 {
     const char *key;
     const json_t *v;
-    json_object_foreach((json_t *)o, key, v) {
+    json_object_foreach((json_t *)o, key, v)
+    {
         bool ok = false;
         for (size_t i = 0; known[i] && !ok; i++) ok = strcmp(key, known[i]) == 0;
         if (!ok) {
@@ -82,8 +85,8 @@ static nf_status check_list(const origin_check *c, const json_t *v, const char *
 /* The record's members, each of its type. */
 static nf_status check_origin(const origin_check *c, const json_t *o)
 {
-    static const char *const keys[] = {"name", "dir", "text", "variables", "sources", "allow_paths", "sensitivity",
-                                       NULL};
+    static const char *const keys[] = {"name",    "dir",         "text",        "variables",
+                                       "sources", "allow_paths", "sensitivity", NULL};
     if (!json_is_object(o)) return nf_error_set(c->err, NF_ERR_INVALID, "%s: not an object", c->where);
     NF_TRY(only_known(c, o, "", keys));
     const json_t *dir = json_object_get(o, "dir"), *sens = json_object_get(o, "sensitivity");
@@ -94,7 +97,8 @@ static nf_status check_origin(const origin_check *c, const json_t *o)
     if (!json_is_object(vars)) return bad(c, "variables", "not an object");
     const char *key;
     const json_t *v;
-    json_object_foreach((json_t *)vars, key, v) if (!json_is_string(v)) {
+    json_object_foreach((json_t *)vars, key, v) if (!json_is_string(v))
+    {
         char m[NF_ESCAPED_MAX + 16];
         snprintf(m, sizeof m, "variables.'%s'", nf_esc(key).s);
         return bad(c, m, "not a string");
@@ -152,8 +156,8 @@ nf_status nf_recipe_from_origin(const json_t *origin, const char *where, nf_reci
     nf_recipe *r = NULL;
     nf_error local;
     nf_status st = nf_recipe_parse_with(text, json_string_length(json_object_get(origin, "text")),
-                                     json_string_value(json_object_get(origin, "name")), json_string_value(dir), &ro,
-                                     vars, &r, &local);
+                                        json_string_value(json_object_get(origin, "name")), json_string_value(dir), &ro,
+                                        vars, &r, &local);
     free(names);
     if (st != NF_OK) return nf_error_set(err, st, "%s.text: %s", where, local.message);
     st = replay(&c, origin, r);

@@ -26,7 +26,6 @@
 #include "recipe/recipe_internal.h"
 
 
-
 nf_status nf_recipe_pfail(parser *p, nf_recipe_pos pos, const char *fmt, ...)
 {
     va_list ap;
@@ -36,10 +35,7 @@ nf_status nf_recipe_pfail(parser *p, nf_recipe_pos pos, const char *fmt, ...)
     return st;
 }
 
-nf_status nf_recipe_pnomem(parser *p)
-{
-    return nf_common_nomem_in(p->err, p->name);
-}
+nf_status nf_recipe_pnomem(parser *p) { return nf_common_nomem_in(p->err, p->name); }
 
 nf_status nf_recipe_pexpected(parser *p, const ynode *n, const char *ctx, const char *what)
 {
@@ -80,11 +76,13 @@ nf_status nf_recipe_get_u64(parser *p, const ynode *n, const char *ctx, uint64_t
 {
     if (n->kind != YN_SCALAR || n->type != YS_INT || n->ival < 0) {
         if (n->kind == YN_SCALAR && n->type == YS_INT && n->int_overflow)
-            return nf_recipe_pfail(p, n->pos, "%s: integer %s is out of range (at most %lld)", ctx, n->text, (long long)INT64_MAX);
+            return nf_recipe_pfail(p, n->pos, "%s: integer %s is out of range (at most %lld)", ctx, n->text,
+                                   (long long)INT64_MAX);
         return nf_recipe_pexpected(p, n, ctx, "a non-negative integer");
     }
     if (n->int_overflow)
-        return nf_recipe_pfail(p, n->pos, "%s: integer %s is out of range (at most %lld)", ctx, n->text, (long long)INT64_MAX);
+        return nf_recipe_pfail(p, n->pos, "%s: integer %s is out of range (at most %lld)", ctx, n->text,
+                               (long long)INT64_MAX);
     *out = (uint64_t)n->ival;
     return NF_OK;
 }
@@ -245,7 +243,8 @@ nf_status nf_recipe_expand_vars(parser *p, const ynode *n, const char *ctx, cons
         s = close + 1;
     }
     if (st == NF_OK && !nf_buf_putc(&b, '\0')) st = nf_recipe_pnomem(p);
-    if (st == NF_OK && b.data[0] == '\0') st = nf_recipe_pfail(p, n->pos, "%s: '%s' expands to an empty path", ctx, raw);
+    if (st == NF_OK && b.data[0] == '\0')
+        st = nf_recipe_pfail(p, n->pos, "%s: '%s' expands to an empty path", ctx, raw);
     if (st != NF_OK) {
         nf_buf_free(&b);
         return st;
@@ -333,7 +332,8 @@ static nf_status parse_version(parser *p, const ynode *root)
     if (!v) return nf_recipe_pfail(p, root->pos, "missing key 'recipe' (the schema version: recipe: 1)");
     if (v->kind == YN_SCALAR && v->type == YS_INT && !v->int_overflow) {
         if (v->ival != 1)
-            return nf_recipe_pfail(p, v->pos, "recipe: unsupported schema version %s (this tool reads version 1)", v->text);
+            return nf_recipe_pfail(p, v->pos, "recipe: unsupported schema version %s (this tool reads version 1)",
+                                   v->text);
         p->r->version = 1;
         return NF_OK;
     }
@@ -358,7 +358,8 @@ static nf_status parse_sources(parser *p, const ynode *n)
         snprintf(ctx, sizeof ctx, "sources.%s", k->text);
         if (k->len == 0) return nf_recipe_pfail(p, k->pos, "sources: a source name must not be empty");
         /* resources name files as SOURCE/file: a name with '/' could never be referred to */
-        if (strchr(k->text, '/')) return nf_recipe_pfail(p, k->pos, "sources: source name '%s' must not contain '/'", k->text);
+        if (strchr(k->text, '/'))
+            return nf_recipe_pfail(p, k->pos, "sources: source name '%s' must not contain '/'", k->text);
         const char *raw = NULL;
         NF_TRY(nf_recipe_get_string(p, v, ctx, "a path", &raw));
         char *expanded = NULL, *blocked = NULL;
@@ -399,7 +400,8 @@ static nf_status parse_root(parser *p, const ynode *root)
 {
     static const char *const keys[] = {"recipe", "sources", "output", "components", "defaults",
                                        "rules",  "groups",  "budget", NULL};
-    if (!root) return nf_recipe_pfail(p, (nf_recipe_pos){1, 1}, "empty recipe: expected a mapping starting with 'recipe: 1'");
+    if (!root)
+        return nf_recipe_pfail(p, (nf_recipe_pos){1, 1}, "empty recipe: expected a mapping starting with 'recipe: 1'");
     if (root->kind != YN_MAP) return nf_recipe_pexpected(p, root, "recipe file", "a mapping starting with 'recipe: 1'");
     NF_TRY(parse_version(p, root));
     for (size_t i = 0; i < root->n; i++) {
@@ -506,7 +508,7 @@ nf_status nf_recipe_parse_ex(const char *text, size_t len, const char *name, con
 }
 
 nf_status nf_recipe_parse_with(const char *text, size_t len, const char *name, const char *dir,
-                            const nf_recipe_options *opt, const json_t *values, nf_recipe **out, nf_error *err)
+                               const nf_recipe_options *opt, const json_t *values, nf_recipe **out, nf_error *err)
 {
     static const nf_recipe_options none = {NULL, 0};
     if (!out) return nf_error_set(err, NF_ERR_USAGE, "nf_recipe_parse: missing output argument");
@@ -519,8 +521,7 @@ nf_status nf_recipe_parse_with(const char *text, size_t len, const char *name, c
     recipe_impl *impl = calloc(1, sizeof *impl);
     if (!impl) return nf_common_nomem_in(err, name);
     nf_recipe *r = &impl->pub;
-    parser p = {.name = name, .opt = opt ? opt : &none, .dir = dir, .err = err, .impl = impl, .r = r,
-                .values = values};
+    parser p = {.name = name, .opt = opt ? opt : &none, .dir = dir, .err = err, .impl = impl, .r = r, .values = values};
     r->path = strdup(name);
     r->dir = strdup(dir ? dir : ".");
     r->default_format = strdup("bf16");
@@ -553,8 +554,8 @@ nf_status nf_recipe_set_source(nf_recipe *r, const char *name, const char *path,
 {
     if (!r || !name || !path) return nf_error_set(err, NF_ERR_USAGE, "nf_recipe_set_source: missing argument");
     if (!name[0] || strchr(name, '/'))
-        return nf_error_set(err, NF_ERR_USAGE, "--source %s=%s: a source name must be non-empty and without '/'",
-                            name, path);
+        return nf_error_set(err, NF_ERR_USAGE, "--source %s=%s: a source name must be non-empty and without '/'", name,
+                            path);
     if (!path[0]) return nf_error_set(err, NF_ERR_USAGE, "--source %s=: empty path", name);
     recipe_impl *impl = (recipe_impl *)r;
     nf_recipe_note(impl, &impl->cli_sources, json_pack("{s:s,s:s}", "name", name, "path", path));

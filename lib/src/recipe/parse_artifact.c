@@ -57,9 +57,9 @@ static nf_status parse_resource(parser *p, nf_recipe_resource *res, char **file_
     if (!src) {
         char list[200];
         nf_recipe_source_list(p->r, list, sizeof list);
-        return nf_recipe_pfail(p, v->pos,
-                    "%s: unknown source '%s' in '%s' (sources: %s; a plain path starts with /, ./, ../ or ${VAR})", ctx,
-                    name, raw, list);
+        return nf_recipe_pfail(
+            p, v->pos, "%s: unknown source '%s' in '%s' (sources: %s; a plain path starts with /, ./, ../ or ${VAR})",
+            ctx, name, raw, list);
     }
     const char *file_raw = slash + 1;
     while (*file_raw == '/') file_raw++;
@@ -120,8 +120,8 @@ static nf_status parse_component(parser *p, size_t ci, const ynode *k, const yno
             if (!c->resources || !p->impl->res_file[ci]) return nf_recipe_pnomem(p);
             for (size_t j = 0; j < cv->n; j++) {
                 c->nresources = j + 1;
-                NF_TRY(parse_resource(p, &c->resources[j], &p->impl->res_file[ci][j], yn_key(cv, j), yn_val(cv, j),
-                                      ctx));
+                NF_TRY(
+                    parse_resource(p, &c->resources[j], &p->impl->res_file[ci][j], yn_key(cv, j), yn_val(cv, j), ctx));
             }
         } else {
             return nf_recipe_unknown_key(p, ck, ctx, keys);
@@ -176,10 +176,9 @@ nf_status nf_recipe_parse_groups(parser *p, const ynode *n)
                 int rc = nf_strset_insert(&ids, v->text, NULL, i, &first);
                 if (rc < 0) st = nf_recipe_pnomem(p);
                 else if (rc == 0)
-                    st = nf_recipe_pfail(p, v->pos, "%s: duplicate group id '%s' (groups[%zu] at %d:%d)", kctx, s, first,
-                              r->groups[first].pos.line, r->groups[first].pos.col);
-                else
-                    st = nf_recipe_dup_into(p, s, &g->id);
+                    st = nf_recipe_pfail(p, v->pos, "%s: duplicate group id '%s' (groups[%zu] at %d:%d)", kctx, s,
+                                         first, r->groups[first].pos.line, r->groups[first].pos.col);
+                else st = nf_recipe_dup_into(p, s, &g->id);
             } else if (!strcmp(k->text, "members")) {
                 if ((st = nf_recipe_want_seq(p, v, kctx)) != NF_OK) break;
                 if (v->n == 0) {
@@ -217,7 +216,7 @@ nf_status nf_recipe_parse_groups(parser *p, const ynode *n)
             if (rc < 0) st = nf_recipe_pnomem(p);
             else if (rc == 0)
                 st = nf_recipe_pfail(p, m->pos, "%s: tensor '%s' is already a member of group '%s'", mctx, s,
-                          r->groups[first].id);
+                                     r->groups[first].id);
             else if ((st = nf_recipe_dup_into(p, s, &g->members[j])) == NF_OK) {
                 g->member_pos[j] = m->pos;
                 g->nmembers = j + 1;
@@ -245,7 +244,8 @@ static nf_status get_name_list(parser *p, const ynode *n, const char *ctx,
         NF_TRY(get(p, n->items[i], ictx, &(*out)[i]));
         *count = i + 1;
         for (size_t j = 0; j < i; j++)
-            if (!strcmp((*out)[j], (*out)[i])) return nf_recipe_pfail(p, n->items[i]->pos, "%s: '%s' is listed twice", ictx, (*out)[i]);
+            if (!strcmp((*out)[j], (*out)[i]))
+                return nf_recipe_pfail(p, n->items[i]->pos, "%s: '%s' is listed twice", ictx, (*out)[i]);
     }
     return NF_OK;
 }
@@ -262,7 +262,8 @@ static nf_status get_positive_number(parser *p, const ynode *n, const char *ctx,
     } else {
         return nf_recipe_pexpected(p, n, ctx, "a positive number");
     }
-    if (!(*out > 0) || !isfinite(*out)) return nf_recipe_pfail(p, n->pos, "%s: %s is not a positive number", ctx, n->text);
+    if (!(*out > 0) || !isfinite(*out))
+        return nf_recipe_pfail(p, n->pos, "%s: %s is not a positive number", ctx, n->text);
     return NF_OK;
 }
 
@@ -282,13 +283,16 @@ nf_status nf_recipe_parse_budget(parser *p, const ynode *n)
         snprintf(kctx, sizeof kctx, "budget.%s", k->text);
         if (!strcmp(k->text, "bits_per_weight") || !strcmp(k->text, "bytes")) {
             if (limit)
-                return nf_recipe_pfail(p, k->pos, "budget: both bits_per_weight and bytes are given (line %d): the budget is one "
-                            "of them", limit->pos.line);
+                return nf_recipe_pfail(p, k->pos,
+                                       "budget: both bits_per_weight and bytes are given (line %d): the budget is one "
+                                       "of them",
+                                       limit->pos.line);
             limit = k;
             b->limit_pos = v->pos;
             if (!strcmp(k->text, "bytes")) {
                 NF_TRY(nf_recipe_get_u64(p, v, kctx, &b->bytes));
-                if (b->bytes == 0) return nf_recipe_pfail(p, v->pos, "%s: expected a positive number of bytes, got 0", kctx);
+                if (b->bytes == 0)
+                    return nf_recipe_pfail(p, v->pos, "%s: expected a positive number of bytes, got 0", kctx);
             } else {
                 NF_TRY(get_positive_number(p, v, kctx, &b->bits_per_weight));
             }
@@ -298,14 +302,16 @@ nf_status nf_recipe_parse_budget(parser *p, const ynode *n)
             NF_TRY(get_name_list(p, v, kctx, nf_recipe_get_method, &b->methods, &b->nmethods));
         } else if (!strcmp(k->text, "imatrix")) {
             const char *s = NULL;
-            NF_TRY(nf_recipe_get_string(p, v, kctx, "a source name", &s)); /* (--source may add it: the planner checks) */
+            NF_TRY(
+                nf_recipe_get_string(p, v, kctx, "a source name", &s)); /* (--source may add it: the planner checks) */
             NF_TRY(nf_recipe_dup_into(p, s, &b->imatrix));
             b->imatrix_pos = v->pos;
         } else if (!strcmp(k->text, "sample_rows")) {
             NF_TRY(nf_recipe_get_u64(p, v, kctx, &b->sample_rows));
         } else if (!strcmp(k->text, "sensitivity")) {
             const char *s = NULL;
-            NF_TRY(nf_recipe_get_string(p, v, kctx, "a source name", &s)); /* (--sensitivity may add it: the planner checks) */
+            NF_TRY(nf_recipe_get_string(p, v, kctx, "a source name",
+                                        &s)); /* (--sensitivity may add it: the planner checks) */
             NF_TRY(nf_recipe_dup_into(p, s, &b->sensitivity));
             b->sensitivity_pos = v->pos;
         } else {
@@ -313,6 +319,7 @@ nf_status nf_recipe_parse_budget(parser *p, const ynode *n)
         }
     }
     if (!limit)
-        return nf_recipe_pfail(p, n->pos, "budget: missing the budget: bits_per_weight (e.g. 4.5) or bytes (e.g. 4000000000)");
+        return nf_recipe_pfail(p, n->pos,
+                               "budget: missing the budget: bits_per_weight (e.g. 4.5) or bytes (e.g. 4000000000)");
     return NF_OK;
 }

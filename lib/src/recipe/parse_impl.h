@@ -11,13 +11,13 @@
 #include "recipe/recipe_internal.h"
 
 typedef struct parser {
-    const char *name; /* the file as named in messages */
+    const char *name;             /* the file as named in messages */
     const nf_recipe_options *opt; /* what the command line allows (never NULL) */
-    const char *dir;  /* NULL or "." = the current directory */
+    const char *dir;              /* NULL or "." = the current directory */
     nf_error *err;
     recipe_impl *impl;
     nf_recipe *r;
-    size_t nregex; /* "re:" selectors so far */
+    size_t nregex;        /* "re:" selectors so far */
     const json_t *values; /* nf_recipe_parse_with: ${VAR}'s values, or NULL: the environment's */
 } parser;
 
@@ -31,7 +31,8 @@ nf_status nf_recipe_dup_into(parser *p, const char *s, char **out);
  * unexpanded: *out is NULL and *blocked its name, for the planner to report if the path is
  * used (docs/security.md 7.1, F2: a recipe could read any variable, a CI secret, and the messages printed the
  * expanded text).  Messages here quote `raw`, the text as written, never a value. */
-nf_status nf_recipe_expand_vars(parser *p, const ynode *n, const char *ctx, const char *raw, char **out, char **blocked);
+nf_status nf_recipe_expand_vars(parser *p, const ynode *n, const char *ctx, const char *raw, char **out,
+                                char **blocked);
 /* "CTX: expected WHAT, got KIND" at n. */
 nf_status nf_recipe_pexpected(parser *p, const ynode *n, const char *ctx, const char *what);
 /* The parse error "FILE:LINE:COL: message" at pos (NF_ERR_INVALID). */

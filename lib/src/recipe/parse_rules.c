@@ -72,18 +72,22 @@ static nf_status add_selector(parser *p, nf_recipe_rule *rule, const ynode *n, c
     const char *s = NULL;
     NF_TRY(nf_recipe_get_string(p, n, ctx, "a tensor name, glob or re:REGEX", &s));
     if (n->len > RECIPE_MAX_SELECTOR_BYTES)
-        return nf_recipe_pfail(p, n->pos, "%s: selector of %zu bytes, more than the cap of %u (a tensor name has at most %u)", ctx,
-                    n->len, RECIPE_MAX_SELECTOR_BYTES, NF_SOURCE_MAX_NAME_BYTES);
+        return nf_recipe_pfail(p, n->pos,
+                               "%s: selector of %zu bytes, more than the cap of %u (a tensor name has at most %u)", ctx,
+                               n->len, RECIPE_MAX_SELECTOR_BYTES, NF_SOURCE_MAX_NAME_BYTES);
     if (nf_recipe_is_regex(s) && ++p->nregex > RECIPE_MAX_REGEX_SELECTORS)
-        return nf_recipe_pfail(p, n->pos, "%s: more than %u regular expression selectors (the cap; a glob or an exact name "
-                    "costs less)", ctx, RECIPE_MAX_REGEX_SELECTORS);
+        return nf_recipe_pfail(p, n->pos,
+                               "%s: more than %u regular expression selectors (the cap; a glob or an exact name "
+                               "costs less)",
+                               ctx, RECIPE_MAX_REGEX_SELECTORS);
     if (nf_recipe_is_regex(s)) {
         const char *pattern = s + strlen(RECIPE_RE_PREFIX);
         if (!pattern[0]) return nf_recipe_pfail(p, n->pos, "%s: empty regular expression '%s'", ctx, s);
         const char *why_complex = nf_recipe_regex_too_complex(pattern);
         if (why_complex) return nf_recipe_pfail(p, n->pos, "%s: regular expression '%s' %s", ctx, pattern, why_complex);
         const char *bad_syntax = nf_recipe_regex_syntax_error(pattern);
-        if (bad_syntax) return nf_recipe_pfail(p, n->pos, "%s: bad regular expression '%s': %s", ctx, pattern, bad_syntax);
+        if (bad_syntax)
+            return nf_recipe_pfail(p, n->pos, "%s: bad regular expression '%s': %s", ctx, pattern, bad_syntax);
         recipe_regex *mine = NULL;
         const char *why = nf_recipe_regex_compile(pattern, &mine);
         nf_recipe_regex_free(mine);
@@ -123,7 +127,8 @@ static nf_status parse_when(parser *p, nf_recipe_rule *rule, const ynode *n, con
         if (!strcmp(k->text, "rank")) {
             uint64_t rank = 0;
             NF_TRY(nf_recipe_get_u64(p, v, kctx, &rank));
-            if (rank > (uint64_t)INT_MAX) return nf_recipe_pfail(p, v->pos, "%s: rank %s is out of range", kctx, v->text);
+            if (rank > (uint64_t)INT_MAX)
+                return nf_recipe_pfail(p, v->pos, "%s: rank %s is out of range", kctx, v->text);
             rule->when_rank = (int)rank;
         } else if (!strcmp(k->text, "dtype")) {
             const char *s = NULL;
@@ -157,8 +162,7 @@ static nf_status check_with_now(parser *p, const nf_recipe_rule *rule, const yno
 
 static nf_status parse_rule(parser *p, nf_recipe_rule *rule, const ynode *n, size_t index)
 {
-    static const char *const keys[] = {"match", "when", "format", "layout", "method",
-                                       "with",  "skip", "optional", NULL};
+    static const char *const keys[] = {"match", "when", "format", "layout", "method", "with", "skip", "optional", NULL};
     char ctx[CTX_MAX];
     snprintf(ctx, sizeof ctx, "rules[%zu]", index);
     rule->when_rank = -1;
@@ -201,7 +205,8 @@ static nf_status parse_rule(parser *p, nf_recipe_rule *rule, const ynode *n, siz
             return nf_recipe_unknown_key(p, k, ctx, keys);
         }
     }
-    if (!has_match) return nf_recipe_pfail(p, n->pos, "%s: missing key 'match' (a selector or a list of selectors)", ctx);
+    if (!has_match)
+        return nf_recipe_pfail(p, n->pos, "%s: missing key 'match' (a selector or a list of selectors)", ctx);
     /* With the method in the same rule the parameters are known to be for it; otherwise the
      * method comes from another rule or the defaults, and nf_recipe_resolve checks them. */
     if (with_node && rule->method) NF_TRY(check_with_now(p, rule, with_node, ctx));

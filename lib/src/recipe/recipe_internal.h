@@ -70,13 +70,13 @@ nf_status nf_recipe_yn_to_json(const ynode *n, const char *name, json_t **out, n
  * form (the same unless a symbolic link is on the way), so that a path that does not exist yet
  * can be judged as written. */
 typedef struct recipe_root {
-    char *real;    /* NULL when it could not be resolved */
+    char *real; /* NULL when it could not be resolved */
     char *lexical;
     const char *why; /* "the recipe's directory", "--source", "--allow-path" (static) */
 } recipe_root;
 
 typedef struct recipe_impl {
-    nf_recipe pub; /* first: a nf_recipe * is a recipe_impl * */
+    nf_recipe pub;    /* first: a nf_recipe * is a recipe_impl * */
     char ***res_file; /* [component][resource]: the file part, NULL for plain paths (or blocked) */
     recipe_root *roots;
     size_t nroots;
@@ -95,7 +95,7 @@ typedef struct recipe_impl {
  * variable it lacks is not set) in place of the environment; values NULL reads the
  * environment (parse.c). */
 nf_status nf_recipe_parse_with(const char *text, size_t len, const char *name, const char *dir,
-                            const nf_recipe_options *opt, const json_t *values, nf_recipe **out, nf_error *err);
+                               const nf_recipe_options *opt, const json_t *values, nf_recipe **out, nf_error *err);
 /* A noted step of the recipe's making (origin.c): v appended to *list (made on first use); a
  * failure sets impl->origin_nomem. */
 static inline void nf_recipe_note(recipe_impl *impl, json_t **list, json_t *v)
@@ -120,7 +120,7 @@ char *nf_recipe_lexical_abs(const char *path);
  * the offending member into *bad_index (so the parser can point at its key or value; *bad_value
  * says which of the two). */
 bool nf_recipe_check_with(const char *method, const json_t *with, char *why, size_t why_size, size_t *bad_index,
-                       bool *bad_value);
+                          bool *bad_value);
 
 /* Selector helpers shared by parse (validation) and resolve (matching). */
 #define RECIPE_RE_PREFIX "re:"
@@ -134,7 +134,7 @@ bool nf_recipe_glob_has_meta(const char *selector);
  * most (states + 1) x (name length + 1). */
 bool nf_recipe_glob_match(const char *pattern, const char *name, uint64_t *steps); /* fnmatch(p, n, 0) */
 bool nf_recipe_glob_needs_fnmatch(const char *pattern); /* holds [: [= or [. (then fnmatch decides) */
-size_t nf_recipe_glob_prefix_len(const char *pattern); /* literal bytes before the first * ? [ \ */
+size_t nf_recipe_glob_prefix_len(const char *pattern);  /* literal bytes before the first * ? [ \ */
 
 typedef struct recipe_regex recipe_regex;
 /* The whole-name matcher of a "re:" pattern (without the prefix): NULL and *out set, or the

@@ -245,8 +245,20 @@ static const char *const SYN_ERANGE = "Invalid range end";
 static const char *const SYN_ESIZE = "Regular expression too big";
 static const char *const SYN_BADRPT = "Invalid preceding regular expression";
 
-enum { T_END, T_CHAR, T_ALT, T_REPEAT, T_LBRACE, T_RBRACE, T_LPAREN, T_RPAREN, T_BRACKET, T_ANCHOR, T_BACKREF,
-       T_BACKSLASH };
+enum {
+    T_END,
+    T_CHAR,
+    T_ALT,
+    T_REPEAT,
+    T_LBRACE,
+    T_RBRACE,
+    T_LPAREN,
+    T_RPAREN,
+    T_BRACKET,
+    T_ANCHOR,
+    T_BACKREF,
+    T_BACKSLASH
+};
 
 /* The pattern and its current token: [p, p + len), of kind tok, standing for byte c. */
 typedef struct syn {
@@ -403,7 +415,7 @@ static const char *syn_range(const belem *a, const belem *b)
 
 static const char *syn_single(const belem *e)
 {
-    static const char *const classes[] = {"alpha", "upper", "lower", "alnum", "cntrl", "space",
+    static const char *const classes[] = {"alpha", "upper", "lower", "alnum", "cntrl",  "space",
                                           "digit", "print", "punct", "graph", "xdigit", "blank"};
     if (e->type == B_COLL || e->type == B_EQUIV) return strlen(e->name) == 1 ? NULL : SYN_ECOLLATE;
     if (e->type != B_CLASS) return NULL;
@@ -485,7 +497,7 @@ static const char *syn_expr(syn *s, int nest)
     case T_END: return NULL;
     case T_BACKSLASH: return SYN_EESCAPE;
     case T_BACKREF: return SYN_ESUBREG; /* (nf_recipe_regex_too_complex refuses them first) */
-    default: break;                      /* a character, '.', '}', an unmatched ')' */
+    default: break;                     /* a character, '.', '}', an unmatched ')' */
     }
     if (why) return why;
     syn_next(s);

@@ -23,10 +23,7 @@ bool nf_recipe_is_regex(const char *selector)
     return strncmp(selector, RECIPE_RE_PREFIX, strlen(RECIPE_RE_PREFIX)) == 0;
 }
 
-bool nf_recipe_glob_has_meta(const char *selector)
-{
-    return strpbrk(selector, "*?[\\") != NULL;
-}
+bool nf_recipe_glob_has_meta(const char *selector) { return strpbrk(selector, "*?[\\") != NULL; }
 
 const char *nf_recipe_default_method(const char *format)
 {
@@ -62,7 +59,7 @@ static void describe_json(const json_t *v, char *out, size_t size)
 }
 
 bool nf_recipe_check_with(const char *method, const json_t *with, char *why, size_t why_size, size_t *bad_index,
-                       bool *bad_value)
+                          bool *bad_value)
 {
     *bad_index = 0;
     *bad_value = false;
@@ -80,7 +77,8 @@ bool nf_recipe_check_with(const char *method, const json_t *with, char *why, siz
     size_t i = 0;
     const char *key;
     json_t *v;
-    json_object_foreach((json_t *)with, key, v) {
+    json_object_foreach((json_t *)with, key, v)
+    {
         *bad_index = i++;
         char got[96];
         if (!search && !(ggml && !strcmp(key, "imatrix"))) {
@@ -121,24 +119,21 @@ typedef struct resolver {
     const nf_recipe *r;
     const nf_recipe_tensor *t;
     size_t n;
-    nf_strset names;  /* tensor name -> index */
+    nf_strset names;     /* tensor name -> index */
     sorted_name *sorted; /* the names in strcmp order, for literal prefixes */
     nf_recipe_resolve_limits lim;
     nf_recipe_resolve_work work;
-    uint32_t *stamp;  /* last rule (1-based) that collected each tensor */
-    size_t *hits;     /* tensors collected by the current rule */
+    uint32_t *stamp; /* last rule (1-based) that collected each tensor */
+    size_t *hits;    /* tensors collected by the current rule */
     size_t nhits;
-    int *with_rule;   /* rule whose `with` a tensor ended with, -1 none */
+    int *with_rule; /* rule whose `with` a tensor ended with, -1 none */
     nf_error *err;
     /* the unmatched-selector message, built entry by entry */
     char msg[NF_ERROR_MESSAGE_MAX];
     size_t msg_len, unmatched, left_out;
 } resolver;
 
-static const char *label(const nf_recipe *r)
-{
-    return r->path ? r->path : "<recipe>";
-}
+static const char *label(const nf_recipe *r) { return r->path ? r->path : "<recipe>"; }
 
 static void collect(resolver *rs, size_t idx, uint32_t rule_stamp)
 {
@@ -150,11 +145,11 @@ static void collect(resolver *rs, size_t idx, uint32_t rule_stamp)
 static void note_unmatched(resolver *rs, const nf_recipe_rule *rule, size_t ri, const char *selector)
 {
     char entry[400];
-    int k = rule->label ? snprintf(entry, sizeof entry, "%s%s: selector '%s' matches no tensor",
-                                   rs->unmatched ? "; " : "", rule->label, selector)
-                        : snprintf(entry, sizeof entry, "%s%s:%d:%d: selector '%s' (rules[%zu]) matches no tensor",
-                                   rs->unmatched ? "; " : "", label(rs->r), rule->pos.line, rule->pos.col, selector,
-                                   ri);
+    int k = rule->label
+                ? snprintf(entry, sizeof entry, "%s%s: selector '%s' matches no tensor", rs->unmatched ? "; " : "",
+                           rule->label, selector)
+                : snprintf(entry, sizeof entry, "%s%s:%d:%d: selector '%s' (rules[%zu]) matches no tensor",
+                           rs->unmatched ? "; " : "", label(rs->r), rule->pos.line, rule->pos.col, selector, ri);
     rs->unmatched++;
     size_t len = k < 0 ? 0 : (size_t)k >= sizeof entry ? sizeof entry - 1 : (size_t)k;
     /* keep room for the "; and N more" tail */
@@ -270,8 +265,8 @@ static nf_status count_pairs(resolver *rs)
                                     "tensor names (%zu tensors; the cap that keeps resolution to seconds: exact names "
                                     "cost one lookup, and a pattern is only tried on the names that start with its "
                                     "literal prefix, docs/recipes.md)",
-                                    label(r), rule->pos.line, rule->pos.col, ri,
-                                    (unsigned long long)rs->lim.max_pairs, rs->n);
+                                    label(r), rule->pos.line, rule->pos.col, ri, (unsigned long long)rs->lim.max_pairs,
+                                    rs->n);
         }
     }
     return NF_OK;
@@ -324,8 +319,12 @@ static nf_status run(resolver *rs, nf_recipe_choice *choices)
         if (rc < 0) return nf_common_nomem(rs->err);
         if (rc == 0)
             return nf_error_set(rs->err, NF_ERR_INVALID, "the checkpoint holds two tensors named '%s'", rs->t[i].name);
-        choices[i] = (nf_recipe_choice){.format = default_format, .rule = -1, .format_rule = -1, .layout_rule = -1,
-                                        .method_rule = -1, .with_rule = -1};
+        choices[i] = (nf_recipe_choice){.format = default_format,
+                                        .rule = -1,
+                                        .format_rule = -1,
+                                        .layout_rule = -1,
+                                        .method_rule = -1,
+                                        .with_rule = -1};
         rs->with_rule[i] = -1;
     }
     for (size_t i = 0; i < rs->n; i++) rs->sorted[i] = (sorted_name){rs->t[i].name, i};
@@ -364,8 +363,8 @@ static nf_status run(resolver *rs, nf_recipe_choice *choices)
         }
         if (!c->method) c->method = r->default_method ? r->default_method : nf_recipe_default_method(c->format);
         if (!c->method)
-            return nf_error_set(rs->err, NF_ERR_INVALID, "%s: tensor '%s': unknown format '%s' has no method",
-                                label(r), rs->t[i].name, c->format);
+            return nf_error_set(rs->err, NF_ERR_INVALID, "%s: tensor '%s': unknown format '%s' has no method", label(r),
+                                rs->t[i].name, c->format);
         int wr = rs->with_rule[i];
         if (wr < 0) continue;
         char why[256];
@@ -380,9 +379,8 @@ static nf_status run(resolver *rs, nf_recipe_choice *choices)
     return NF_OK;
 }
 
-nf_status nf_recipe_resolve_ex(const nf_recipe *r, const nf_recipe_tensor *tensors, size_t n,
-                               nf_recipe_choice *choices, const nf_recipe_resolve_limits *limits,
-                               nf_recipe_resolve_work *work, nf_error *err)
+nf_status nf_recipe_resolve_ex(const nf_recipe *r, const nf_recipe_tensor *tensors, size_t n, nf_recipe_choice *choices,
+                               const nf_recipe_resolve_limits *limits, nf_recipe_resolve_work *work, nf_error *err)
 {
     if (work) *work = (nf_recipe_resolve_work){0, 0};
     if (!r || (n && (!tensors || !choices)))
@@ -397,8 +395,7 @@ nf_status nf_recipe_resolve_ex(const nf_recipe *r, const nf_recipe_tensor *tenso
     rs.hits = malloc(cells * sizeof *rs.hits);
     rs.with_rule = malloc(cells * sizeof *rs.with_rule);
     rs.sorted = malloc(cells * sizeof *rs.sorted);
-    nf_status st = rs.stamp && rs.hits && rs.with_rule && rs.sorted ? run(&rs, choices)
-                                                                    : nf_common_nomem(err);
+    nf_status st = rs.stamp && rs.hits && rs.with_rule && rs.sorted ? run(&rs, choices) : nf_common_nomem(err);
     if (work) *work = rs.work;
     nf_strset_free(&rs.names);
     free(rs.stamp);

@@ -10,8 +10,8 @@
 #define SELECTOR_MAX_BYTES 4096u
 
 struct nf_recipe_selector {
-    char *text;         /* the glob or the exact name */
-    recipe_regex *re;   /* "re:" selectors */
+    char *text;       /* the glob or the exact name */
+    recipe_regex *re; /* "re:" selectors */
 };
 
 nf_status nf_recipe_selector_compile(const char *selector, nf_recipe_selector **out, nf_error *err)
@@ -21,7 +21,8 @@ nf_status nf_recipe_selector_compile(const char *selector, nf_recipe_selector **
     size_t n = strlen(selector);
     if (n == 0) return nf_error_set(err, NF_ERR_INVALID, "empty selector");
     if (n > SELECTOR_MAX_BYTES)
-        return nf_error_set(err, NF_ERR_INVALID, "selector of %zu bytes, more than the cap of %u", n, SELECTOR_MAX_BYTES);
+        return nf_error_set(err, NF_ERR_INVALID, "selector of %zu bytes, more than the cap of %u", n,
+                            SELECTOR_MAX_BYTES);
     nf_recipe_selector *s = calloc(1, sizeof *s);
     if (!s) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
     if (nf_recipe_is_regex(selector)) {

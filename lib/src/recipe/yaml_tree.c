@@ -42,10 +42,7 @@ typedef struct builder {
     size_t documents;
 } builder;
 
-static int clamp_int(size_t v)
-{
-    return v >= (size_t)INT_MAX ? INT_MAX : (int)v;
-}
+static int clamp_int(size_t v) { return v >= (size_t)INT_MAX ? INT_MAX : (int)v; }
 
 static nf_recipe_pos mark_pos(yaml_mark_t m)
 {
@@ -64,10 +61,7 @@ static nf_status fail_at(builder *b, nf_recipe_pos p, const char *fmt, ...)
     return st;
 }
 
-static nf_status nomem(builder *b)
-{
-    return nf_common_nomem_in(b->err, b->name);
-}
+static nf_status nomem(builder *b) { return nf_common_nomem_in(b->err, b->name); }
 
 void nf_recipe_yn_free(ynode *n)
 {
@@ -179,8 +173,7 @@ static nf_status check_duplicate(builder *b, frame *f, const ynode *key, size_t 
         for (size_t i = 0; i < index; i++) {
             const ynode *k = yn_key(map, i);
             if (k->len == key->len && !memcmp(k->text, key->text, key->len))
-                return fail_at(b, key->pos, "duplicate key '%s' (first at %d:%d)", key->text, k->pos.line,
-                               k->pos.col);
+                return fail_at(b, key->pos, "duplicate key '%s' (first at %d:%d)", key->text, k->pos.line, k->pos.col);
         }
         return NF_OK;
     }
@@ -221,7 +214,8 @@ static nf_status attach(builder *b, ynode *n)
         return NF_OK;
     }
     if (n->kind != YN_SCALAR)
-        return fail_at(b, n->pos, "a mapping key must be a scalar, got a %s", n->kind == YN_MAP ? "mapping" : "sequence");
+        return fail_at(b, n->pos, "a mapping key must be a scalar, got a %s",
+                       n->kind == YN_MAP ? "mapping" : "sequence");
     return check_duplicate(b, f, n, parent->n);
 }
 
@@ -253,19 +247,15 @@ static nf_status on_scalar(builder *b, const yaml_event_t *ev)
     memcpy(n->text, value, len);
     n->text[len] = '\0';
     n->len = len;
-    if (ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE)
-        classify_plain(n);
-    else
-        n->type = YS_STRING;
+    if (ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE) classify_plain(n);
+    else n->type = YS_STRING;
     return attach(b, n);
 }
 
 static nf_status on_start(builder *b, const yaml_event_t *ev, yn_kind kind)
 {
-    if (kind == YN_MAP)
-        NF_TRY(refuse_anchor_tag(b, ev, ev->data.mapping_start.anchor, ev->data.mapping_start.tag));
-    else
-        NF_TRY(refuse_anchor_tag(b, ev, ev->data.sequence_start.anchor, ev->data.sequence_start.tag));
+    if (kind == YN_MAP) NF_TRY(refuse_anchor_tag(b, ev, ev->data.mapping_start.anchor, ev->data.mapping_start.tag));
+    else NF_TRY(refuse_anchor_tag(b, ev, ev->data.sequence_start.anchor, ev->data.sequence_start.tag));
     if (b->depth >= NF_RECIPE_MAX_DEPTH)
         return fail_at(b, mark_pos(ev->start_mark), "nesting deeper than %d levels", NF_RECIPE_MAX_DEPTH);
     ynode *n = NULL;
@@ -460,8 +450,7 @@ nf_status nf_recipe_yn_to_json(const ynode *n, const char *name, json_t **out, n
                            : strtod(n->text, NULL);
             if (!isfinite(d)) {
                 char what[128];
-                snprintf(what, sizeof what, "the number '%.60s' cannot be represented in JSON (not finite)",
-                         n->text);
+                snprintf(what, sizeof what, "the number '%.60s' cannot be represented in JSON (not finite)", n->text);
                 return json_fail(name, n, err, what);
             }
             v = json_real(d);

@@ -78,10 +78,16 @@ bool nf_ggml_type_block(int ggml_type, uint32_t *block_values, uint32_t *block_b
 static bool ggml_convertible(int id)
 {
     switch (id) {
-    case 0: case 1: case 30: case 24: case 25: case 26: case 27: case 28: case NF_GGML_TYPE_PQ2_0:
-        return true;
-    default:
-        return nf_format_by_ggml_type(id) != NULL;
+    case 0:
+    case 1:
+    case 30:
+    case 24:
+    case 25:
+    case 26:
+    case 27:
+    case 28:
+    case NF_GGML_TYPE_PQ2_0: return true;
+    default: return nf_format_by_ggml_type(id) != NULL;
     }
 }
 
@@ -104,11 +110,11 @@ typedef struct gg_cur {
     nf_source *s;
     const src_file *f;
     uint64_t pos;
-    uint64_t limit;   /* min(file size, header cap): no header byte may lie beyond it */
-    uint8_t *win;     /* file mode only */
+    uint64_t limit; /* min(file size, header cap): no header byte may lie beyond it */
+    uint8_t *win;   /* file mode only */
     uint64_t win_off;
     size_t win_len;
-    char ctx[200];    /* what is being read, e.g. "key 3 'general.alignment'" */
+    char ctx[200]; /* what is being read, e.g. "key 3 'general.alignment'" */
     nf_error *err;
 } gg_cur;
 
@@ -131,8 +137,8 @@ static nf_status gg_short(gg_cur *c, const char *what, uint64_t need)
     if (c->limit < c->f->size)
         return gg_fail(c, c->pos, "%s needs %llu bytes, but the header would then pass the reader's cap of %u bytes",
                        what, (unsigned long long)need, NF_GGUF_MAX_HEADER_BYTES);
-    return gg_fail(c, c->pos, "truncated: %s needs %llu bytes, %llu remain in the file", what,
-                   (unsigned long long)need, (unsigned long long)gg_remaining(c));
+    return gg_fail(c, c->pos, "truncated: %s needs %llu bytes, %llu remain in the file", what, (unsigned long long)need,
+                   (unsigned long long)gg_remaining(c));
 }
 
 static nf_status gg_take(gg_cur *c, void *dst, uint64_t n, const char *what)
@@ -250,8 +256,7 @@ static nf_status read_kv(gg_cur *c, uint64_t i, nf_gguf_kv *kv)
     at = c->pos;
     uint32_t type;
     NF_TRY(gg_u32(c, &type, "the value type"));
-    if (type >= NF_GGUF_TYPE_COUNT)
-        return gg_fail(c, at, "bad value type %u (GGUF defines 0..12)", type);
+    if (type >= NF_GGUF_TYPE_COUNT) return gg_fail(c, at, "bad value type %u (GGUF defines 0..12)", type);
     kv->type = (nf_gguf_type)type;
     kv->elem_type = kv->type;
     kv->count = 1;
@@ -271,8 +276,7 @@ static nf_status read_kv(gg_cur *c, uint64_t i, nf_gguf_kv *kv)
         uint64_t min = kv->count * kv_type_size[et];
         if (min > gg_remaining(c)) {
             char what[96];
-            snprintf(what, sizeof what, "an array of %llu %s values", (unsigned long long)kv->count,
-                     kv_type_names[et]);
+            snprintf(what, sizeof what, "an array of %llu %s values", (unsigned long long)kv->count, kv_type_names[et]);
             return gg_short(c, what, min);
         }
     }
@@ -296,8 +300,7 @@ static int cmp_tensor_name_pos(const void *a, const void *b)
     return x->info_offset < y->info_offset ? -1 : x->info_offset > y->info_offset;
 }
 
-static nf_status read_tensor_info(gg_cur *c, uint64_t i, uint64_t alignment, uint64_t *expected,
-                                  const char **prev_name)
+static nf_status read_tensor_info(gg_cur *c, uint64_t i, uint64_t alignment, uint64_t *expected, const char **prev_name)
 {
     snprintf(c->ctx, sizeof c->ctx, "tensor info %llu", (unsigned long long)i);
     uint64_t info_at = c->pos;
@@ -402,8 +405,10 @@ static nf_status parse(gg_cur *c)
         return gg_fail(c, 4, "GGUF version 1 is not supported (it used 32-bit counts; re-convert the model)");
     if (version == 0) return gg_fail(c, 4, "version 0 is not a GGUF version");
     if ((version & 0xFFFFu) == 0)
-        return gg_fail(c, 4, "version 0x%08x looks byte-swapped: a big-endian GGUF file? Only little-endian files "
-                       "are supported", version);
+        return gg_fail(c, 4,
+                       "version 0x%08x looks byte-swapped: a big-endian GGUF file? Only little-endian files "
+                       "are supported",
+                       version);
     if (version > 3) return gg_fail(c, 4, "GGUF version %u is not supported (2 and 3 are)", version);
     s->gguf_version = version;
     uint64_t n_tensors, n_kv;
@@ -421,8 +426,7 @@ static nf_status parse(gg_cur *c)
     if (min_bytes > gg_remaining(c)) {
         char what[128];
         snprintf(what, sizeof what, "the smallest encoding of %llu key/value pairs and %llu tensor infos",
-                 (unsigned long long)n_kv,
-                 (unsigned long long)n_tensors);
+                 (unsigned long long)n_kv, (unsigned long long)n_tensors);
         return gg_short(c, what, min_bytes);
     }
     s->nkv = (size_t)n_kv;
@@ -491,10 +495,12 @@ static nf_status parse(gg_cur *c)
         nf_source_tensor *t = &s->tensors[i].pub;
         uint64_t begin, end;
         if (!nf_add_u64(data, t->offset, &begin) || !nf_add_u64(begin, t->bytes, &end) || end > size)
-            return nf_error_set(c->err, NF_ERR_INVALID, "%s: tensor '%s': data offset %llu + %llu bytes from the data "
+            return nf_error_set(c->err, NF_ERR_INVALID,
+                                "%s: tensor '%s': data offset %llu + %llu bytes from the data "
                                 "section at byte %llu runs past the end of the file (%llu bytes): data section "
-                                "truncated", fname, t->name, (unsigned long long)t->offset,
-                                (unsigned long long)t->bytes, (unsigned long long)data, (unsigned long long)size);
+                                "truncated",
+                                fname, t->name, (unsigned long long)t->offset, (unsigned long long)t->bytes,
+                                (unsigned long long)data, (unsigned long long)size);
         t->offset = begin;
     }
     return NF_OK;
@@ -566,14 +572,38 @@ static bool kv_integer(const nf_gguf_kv *kv, uint64_t index, bool *is_signed, ui
 {
     const uint8_t *p = kv->priv_values;
     switch (kv->elem_type) {
-    case NF_GGUF_U8: *u = p[index]; *is_signed = false; return true;
-    case NF_GGUF_U16: *u = src_rd16(p + 2 * index); *is_signed = false; return true;
-    case NF_GGUF_U32: *u = src_rd32(p + 4 * index); *is_signed = false; return true;
-    case NF_GGUF_U64: *u = src_rd64(p + 8 * index); *is_signed = false; return true;
-    case NF_GGUF_I8: *i = as_signed(p[index], 8); *is_signed = true; return true;
-    case NF_GGUF_I16: *i = as_signed(src_rd16(p + 2 * index), 16); *is_signed = true; return true;
-    case NF_GGUF_I32: *i = as_signed(src_rd32(p + 4 * index), 32); *is_signed = true; return true;
-    case NF_GGUF_I64: *i = as_signed(src_rd64(p + 8 * index), 64); *is_signed = true; return true;
+    case NF_GGUF_U8:
+        *u = p[index];
+        *is_signed = false;
+        return true;
+    case NF_GGUF_U16:
+        *u = src_rd16(p + 2 * index);
+        *is_signed = false;
+        return true;
+    case NF_GGUF_U32:
+        *u = src_rd32(p + 4 * index);
+        *is_signed = false;
+        return true;
+    case NF_GGUF_U64:
+        *u = src_rd64(p + 8 * index);
+        *is_signed = false;
+        return true;
+    case NF_GGUF_I8:
+        *i = as_signed(p[index], 8);
+        *is_signed = true;
+        return true;
+    case NF_GGUF_I16:
+        *i = as_signed(src_rd16(p + 2 * index), 16);
+        *is_signed = true;
+        return true;
+    case NF_GGUF_I32:
+        *i = as_signed(src_rd32(p + 4 * index), 32);
+        *is_signed = true;
+        return true;
+    case NF_GGUF_I64:
+        *i = as_signed(src_rd64(p + 8 * index), 64);
+        *is_signed = true;
+        return true;
     default: return false;
     }
 }

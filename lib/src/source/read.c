@@ -22,19 +22,17 @@ static const src_tensor *owned(const nf_source *s, const nf_source_tensor *t)
 {
     if (!s || !t || s->ntensors == 0) return NULL;
     uintptr_t base = (uintptr_t)s->tensors, p = (uintptr_t)t;
-    if (p < base || p >= base + s->ntensors * sizeof(src_tensor) || (p - base) % sizeof(src_tensor) != 0)
-        return NULL;
+    if (p < base || p >= base + s->ntensors * sizeof(src_tensor) || (p - base) % sizeof(src_tensor) != 0) return NULL;
     return (const src_tensor *)t;
 }
 
 static nf_status not_owned(const nf_source *s, const char *fn, nf_error *err)
 {
-    return nf_error_set(err, NF_ERR_USAGE, "%s: %s: the tensor does not belong to this source", s ? s->path : "?",
-                        fn);
+    return nf_error_set(err, NF_ERR_USAGE, "%s: %s: the tensor does not belong to this source", s ? s->path : "?", fn);
 }
 
-nf_status nf_source_read_bytes(const nf_source *s, const nf_source_tensor *t, uint64_t offset, void *buf,
-                               size_t len, nf_error *err)
+nf_status nf_source_read_bytes(const nf_source *s, const nf_source_tensor *t, uint64_t offset, void *buf, size_t len,
+                               nf_error *err)
 {
     if (!owned(s, t)) return not_owned(s, "nf_source_read_bytes", err);
     if (!buf && len > 0) return nf_error_set(err, NF_ERR_USAGE, "%s: nf_source_read_bytes: NULL buffer", s->path);
@@ -53,9 +51,10 @@ static nf_status check_rows(const nf_source *s, const nf_source_tensor *t, uint6
                             s->files[t->file].path, t->name, (unsigned long long)r0, (unsigned long long)r1,
                             (unsigned long long)t->rows);
     if (t->row_elements % t->block_values != 0)
-        return nf_error_set(err, NF_ERR_INVALID, "%s: tensor '%s': a row of %llu %s values is not whole bytes; read "
-                            "the tensor's bytes instead", s->files[t->file].path, t->name,
-                            (unsigned long long)t->row_elements, t->type_name);
+        return nf_error_set(err, NF_ERR_INVALID,
+                            "%s: tensor '%s': a row of %llu %s values is not whole bytes; read "
+                            "the tensor's bytes instead",
+                            s->files[t->file].path, t->name, (unsigned long long)t->row_elements, t->type_name);
     return NF_OK;
 }
 
@@ -66,9 +65,11 @@ nf_status nf_source_read_rows(const nf_source *s, const nf_source_tensor *t, uin
     NF_TRY(check_rows(s, t, r0, r1, err));
     uint64_t need = (r1 - r0) * t->row_bytes; /* <= t->bytes */
     if (need > buf_len)
-        return nf_error_set(err, NF_ERR_USAGE, "%s: tensor '%s': rows [%llu, %llu) need %llu bytes, the buffer holds "
-                            "%zu", s->files[t->file].path, t->name, (unsigned long long)r0,
-                            (unsigned long long)r1, (unsigned long long)need, buf_len);
+        return nf_error_set(err, NF_ERR_USAGE,
+                            "%s: tensor '%s': rows [%llu, %llu) need %llu bytes, the buffer holds "
+                            "%zu",
+                            s->files[t->file].path, t->name, (unsigned long long)r0, (unsigned long long)r1,
+                            (unsigned long long)need, buf_len);
     if (!buf && need > 0) return nf_error_set(err, NF_ERR_USAGE, "%s: nf_source_read_rows: NULL buffer", s->path);
     return nf_source_file_read(&s->files[t->file], t->offset + r0 * t->row_bytes, buf, (size_t)need, err);
 }
@@ -143,21 +144,22 @@ static void format_f64(double d, char *buf, size_t size)
     }
 }
 
-static nf_status f64_overflow(const nf_source *s, const nf_source_tensor *t, uint64_t element, double d,
-                              nf_error *err)
+static nf_status f64_overflow(const nf_source *s, const nf_source_tensor *t, uint64_t element, double d, nf_error *err)
 {
     uint64_t row = t->row_elements ? element / t->row_elements : 0;
     uint64_t col = t->row_elements ? element % t->row_elements : 0;
     char value[40];
     format_f64(d, value, sizeof value);
-    return nf_error_set(err, NF_ERR_INVALID, "%s: tensor '%s': row %llu column %llu: source value %s (%s) overflows "
-                        "binary32", s->files[t->file].path, t->name, (unsigned long long)row,
-                        (unsigned long long)col, value, t->type_name);
+    return nf_error_set(err, NF_ERR_INVALID,
+                        "%s: tensor '%s': row %llu column %llu: source value %s (%s) overflows "
+                        "binary32",
+                        s->files[t->file].path, t->name, (unsigned long long)row, (unsigned long long)col, value,
+                        t->type_name);
 }
 
 /* Convert nblocks storage blocks at raw (whose first element is element `first` of the tensor). */
-static nf_status convert(const nf_source *s, const nf_source_tensor *t, conv_kind k, const uint8_t *raw,
-                         size_t nblocks, float *out, uint64_t first, nf_error *err)
+static nf_status convert(const nf_source *s, const nf_source_tensor *t, conv_kind k, const uint8_t *raw, size_t nblocks,
+                         float *out, uint64_t first, nf_error *err)
 {
     size_t n = nblocks; /* element kinds: one value per block */
     switch (k) {
@@ -237,8 +239,7 @@ static nf_status convert(const nf_source *s, const nf_source_tensor *t, conv_kin
             }
         }
         return NF_OK;
-    case CONV_NONE:
-        break;
+    case CONV_NONE: break;
     }
     return nf_error_set(err, NF_ERR_INVALID, "%s: tensor '%s': %s values are not supported by this reader", s->path,
                         t->name, t->type_name);
@@ -259,9 +260,9 @@ static nf_status read_values(const nf_source *s, const nf_source_tensor *t, conv
     nf_status rc = NF_OK;
     for (uint64_t done = 0; done < nblocks && rc == NF_OK; done += chunk) {
         uint64_t nb = nblocks - done < chunk ? nblocks - done : chunk;
-        rc = nf_source_file_read(&s->files[t->file], t->offset + (first_block + done) * bb, raw, (size_t)(nb * bb), err);
-        if (rc == NF_OK)
-            rc = convert(s, t, k, raw, (size_t)nb, out + done * bv, (first_block + done) * bv, err);
+        rc = nf_source_file_read(&s->files[t->file], t->offset + (first_block + done) * bb, raw, (size_t)(nb * bb),
+                                 err);
+        if (rc == NF_OK) rc = convert(s, t, k, raw, (size_t)nb, out + done * bv, (first_block + done) * bv, err);
     }
     free(raw);
     return rc;
@@ -270,8 +271,10 @@ static nf_status read_values(const nf_source *s, const nf_source_tensor *t, conv
 static nf_status check_convertible(const nf_source *s, const nf_source_tensor *t, conv_kind k, nf_error *err)
 {
     if (k == CONV_NONE || !t->convertible)
-        return nf_error_set(err, NF_ERR_INVALID, "%s: tensor '%s': type %s is not supported for reading values (its "
-                            "bytes can be read raw)", s->files[t->file].path, t->name, t->type_name);
+        return nf_error_set(err, NF_ERR_INVALID,
+                            "%s: tensor '%s': type %s is not supported for reading values (its "
+                            "bytes can be read raw)",
+                            s->files[t->file].path, t->name, t->type_name);
     return NF_OK;
 }
 
@@ -293,18 +296,19 @@ nf_status nf_source_read_f32(const nf_source *s, const nf_source_tensor *t, uint
     return read_values(s, t, k, r0 * t->row_elements, nvalues, out, err);
 }
 
-nf_status nf_source_read_f32_span(const nf_source *s, const nf_source_tensor *t, uint64_t row, uint64_t c0,
-                                  uint64_t n, float *out, size_t out_len, nf_error *err)
+nf_status nf_source_read_f32_span(const nf_source *s, const nf_source_tensor *t, uint64_t row, uint64_t c0, uint64_t n,
+                                  float *out, size_t out_len, nf_error *err)
 {
     if (!owned(s, t)) return not_owned(s, "nf_source_read_f32_span", err);
     conv_kind k = conv_of(t);
     NF_TRY(check_convertible(s, t, k, err));
     const uint64_t cols = t->row_elements, bv = t->block_values;
     if (row >= t->rows || c0 > cols || n > cols - c0 || c0 % bv || (n % bv && c0 + n != cols))
-        return nf_error_set(err, NF_ERR_USAGE, "%s: tensor '%s': columns [%llu, +%llu) of row %llu are not whole "
-                            "blocks of a row of %llu columns in %llu rows", s->files[t->file].path, t->name,
-                            (unsigned long long)c0, (unsigned long long)n, (unsigned long long)row,
-                            (unsigned long long)cols, (unsigned long long)t->rows);
+        return nf_error_set(err, NF_ERR_USAGE,
+                            "%s: tensor '%s': columns [%llu, +%llu) of row %llu are not whole "
+                            "blocks of a row of %llu columns in %llu rows",
+                            s->files[t->file].path, t->name, (unsigned long long)c0, (unsigned long long)n,
+                            (unsigned long long)row, (unsigned long long)cols, (unsigned long long)t->rows);
     if (n > out_len)
         return nf_error_set(err, NF_ERR_USAGE, "%s: tensor '%s': a span of %llu values, the buffer %zu",
                             s->files[t->file].path, t->name, (unsigned long long)n, out_len);

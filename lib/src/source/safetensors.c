@@ -31,10 +31,10 @@ typedef struct st_dtype_info {
 
 /* In nf_st_dtype order. */
 static const st_dtype_info dtype_table[NF_ST_DTYPE_COUNT] = {
-    {"BOOL", 8},         {"U8", 8},  {"I8", 8},   {"F8_E5M2", 8}, {"F8_E4M3", 8}, {"F8_E8M0", 8},
-    {"F8_E4M3FNUZ", 8},  {"F8_E5M2FNUZ", 8},      {"I16", 16},    {"U16", 16},    {"F16", 16},
-    {"BF16", 16},        {"I32", 32}, {"U32", 32}, {"F32", 32},   {"C64", 64},    {"F64", 64},
-    {"I64", 64},         {"U64", 64}, {"F4", 4},   {"F6_E2M3", 6}, {"F6_E3M2", 6},
+    {"BOOL", 8},        {"U8", 8},          {"I8", 8},      {"F8_E5M2", 8}, {"F8_E4M3", 8}, {"F8_E8M0", 8},
+    {"F8_E4M3FNUZ", 8}, {"F8_E5M2FNUZ", 8}, {"I16", 16},    {"U16", 16},    {"F16", 16},    {"BF16", 16},
+    {"I32", 32},        {"U32", 32},        {"F32", 32},    {"C64", 64},    {"F64", 64},    {"I64", 64},
+    {"U64", 64},        {"F4", 4},          {"F6_E2M3", 6}, {"F6_E3M2", 6},
 };
 
 const char *nf_st_dtype_name(nf_st_dtype dtype)
@@ -78,11 +78,19 @@ static void dtype_block(nf_st_dtype d, uint32_t *values, uint32_t *bytes)
 static bool dtype_convertible(nf_st_dtype d)
 {
     switch (d) {
-    case NF_ST_F64: case NF_ST_F32: case NF_ST_F16: case NF_ST_BF16: case NF_ST_F8_E4M3: case NF_ST_F8_E5M2:
-    case NF_ST_I8: case NF_ST_U8: case NF_ST_I16: case NF_ST_I32: case NF_ST_I64: case NF_ST_BOOL:
-        return true;
-    default:
-        return false;
+    case NF_ST_F64:
+    case NF_ST_F32:
+    case NF_ST_F16:
+    case NF_ST_BF16:
+    case NF_ST_F8_E4M3:
+    case NF_ST_F8_E5M2:
+    case NF_ST_I8:
+    case NF_ST_U8:
+    case NF_ST_I16:
+    case NF_ST_I32:
+    case NF_ST_I64:
+    case NF_ST_BOOL: return true;
+    default: return false;
     }
 }
 
@@ -107,15 +115,18 @@ static nf_status prescan(const char *fname, const uint8_t *p, size_t n, nf_error
         case '{':
         case '[':
             if (depth == ST_MAX_DEPTH)
-                return nf_error_set(err, NF_ERR_INVALID, "%s: header byte %llu: JSON nested deeper than %d levels "
-                                    "(a safetensors header is {name: {\"shape\": [...], ...}})", fname,
-                                    (unsigned long long)(8 + i), ST_MAX_DEPTH);
+                return nf_error_set(err, NF_ERR_INVALID,
+                                    "%s: header byte %llu: JSON nested deeper than %d levels "
+                                    "(a safetensors header is {name: {\"shape\": [...], ...}})",
+                                    fname, (unsigned long long)(8 + i), ST_MAX_DEPTH);
             depth++;
             is_array[depth] = c == '[';
             commas[depth] = 0;
             if (depth == 2 && ++entries > (uint64_t)NF_SOURCE_MAX_TENSORS + 1)
-                return nf_error_set(err, NF_ERR_INVALID, "%s: header byte %llu: more than %u tensor entries (the "
-                                    "reader's cap)", fname, (unsigned long long)(8 + i), NF_SOURCE_MAX_TENSORS);
+                return nf_error_set(err, NF_ERR_INVALID,
+                                    "%s: header byte %llu: more than %u tensor entries (the "
+                                    "reader's cap)",
+                                    fname, (unsigned long long)(8 + i), NF_SOURCE_MAX_TENSORS);
             break;
         case '}':
         case ']':
@@ -126,16 +137,17 @@ static nf_status prescan(const char *fname, const uint8_t *p, size_t n, nf_error
             /* A tensor entry has 3 members (2 commas); the rest are __metadata__ pairs (or
              * members an entry must not have), capped before jansson builds a node for each. */
             if (depth == 2 && !is_array[depth] && ++members > 2 * entries + NF_ST_MAX_METADATA_ENTRIES)
-                return nf_error_set(err, NF_ERR_INVALID, "%s: header byte %llu: more than %u __metadata__ entries "
-                                    "(the reader's cap)", fname, (unsigned long long)(8 + i),
-                                    NF_ST_MAX_METADATA_ENTRIES);
+                return nf_error_set(err, NF_ERR_INVALID,
+                                    "%s: header byte %llu: more than %u __metadata__ entries "
+                                    "(the reader's cap)",
+                                    fname, (unsigned long long)(8 + i), NF_ST_MAX_METADATA_ENTRIES);
             if (depth > 0 && is_array[depth] && ++commas[depth] >= NF_SOURCE_MAX_RANK)
-                return nf_error_set(err, NF_ERR_INVALID, "%s: header byte %llu: array of more than %u elements (a "
-                                    "shape has at most %u dimensions)", fname, (unsigned long long)(8 + i),
-                                    NF_SOURCE_MAX_RANK, NF_SOURCE_MAX_RANK);
+                return nf_error_set(err, NF_ERR_INVALID,
+                                    "%s: header byte %llu: array of more than %u elements (a "
+                                    "shape has at most %u dimensions)",
+                                    fname, (unsigned long long)(8 + i), NF_SOURCE_MAX_RANK, NF_SOURCE_MAX_RANK);
             break;
-        default:
-            break;
+        default: break;
         }
     }
     return NF_OK;
@@ -190,97 +202,112 @@ static nf_status parse_entry(const char *where, const char *name, const json_t *
     size_t nlen = strlen(name);
     if (nlen == 0) return nf_error_set(err, NF_ERR_INVALID, "%s: empty tensor name", where);
     if (nlen > NF_SOURCE_MAX_NAME_BYTES)
-        return nf_error_set(err, NF_ERR_INVALID, "%s: tensor name of %zu bytes ('%.40s...'), more than the "
-                            "reader's cap of %u", where, nlen, name, NF_SOURCE_MAX_NAME_BYTES);
+        return nf_error_set(err, NF_ERR_INVALID,
+                            "%s: tensor name of %zu bytes ('%.40s...'), more than the "
+                            "reader's cap of %u",
+                            where, nlen, name, NF_SOURCE_MAX_NAME_BYTES);
     if (!json_is_object(v))
-        return nf_error_set(err, NF_ERR_INVALID, "%s: tensor '%s': entry is %s, expected an object {dtype, "
-                            "shape, data_offsets}", where, name, json_kind(v));
+        return nf_error_set(err, NF_ERR_INVALID,
+                            "%s: tensor '%s': entry is %s, expected an object {dtype, "
+                            "shape, data_offsets}",
+                            where, name, json_kind(v));
     const json_t *dt = json_object_get(v, "dtype"), *sh = json_object_get(v, "shape"),
                  *off = json_object_get(v, "data_offsets");
     if (!dt || !sh || !off)
         return nf_error_set(err, NF_ERR_INVALID, "%s: tensor '%s': missing \"%s\"", where, name,
-                            !dt ? "dtype" : !sh ? "shape" : "data_offsets");
+                            !dt   ? "dtype"
+                            : !sh ? "shape"
+                                  : "data_offsets");
     if (json_object_size(v) != 3) {
         const char *k;
         const json_t *x;
-        json_object_foreach((json_t *)v, k, x) {
+        json_object_foreach((json_t *)v, k, x)
+        {
             if (strcmp(k, "dtype") != 0 && strcmp(k, "shape") != 0 && strcmp(k, "data_offsets") != 0)
-                return nf_error_set(err, NF_ERR_INVALID, "%s: tensor '%s': unknown member \"%s\"", where,
-                                    name, k);
+                return nf_error_set(err, NF_ERR_INVALID, "%s: tensor '%s': unknown member \"%s\"", where, name, k);
         }
     }
     e->name = name;
     if (!json_is_string(dt))
-        return nf_error_set(err, NF_ERR_INVALID, "%s: tensor '%s': dtype is %s, expected a string", where,
-                            name, json_kind(dt));
+        return nf_error_set(err, NF_ERR_INVALID, "%s: tensor '%s': dtype is %s, expected a string", where, name,
+                            json_kind(dt));
     if (!nf_st_dtype_lookup(json_string_value(dt), &e->dtype))
         return nf_error_set(err, NF_ERR_INVALID, "%s: tensor '%s': unknown dtype \"%s\"", where, name,
                             json_string_value(dt));
     if (!json_is_array(sh))
-        return nf_error_set(err, NF_ERR_INVALID, "%s: tensor '%s': shape is %s, expected an array", where,
-                            name, json_kind(sh));
+        return nf_error_set(err, NF_ERR_INVALID, "%s: tensor '%s': shape is %s, expected an array", where, name,
+                            json_kind(sh));
     size_t rank = json_array_size(sh);
     if (rank > NF_SOURCE_MAX_RANK)
-        return nf_error_set(err, NF_ERR_INVALID, "%s: tensor '%s': rank %zu exceeds the reader's cap of %u",
-                            where, name, rank, NF_SOURCE_MAX_RANK);
+        return nf_error_set(err, NF_ERR_INVALID, "%s: tensor '%s': rank %zu exceeds the reader's cap of %u", where,
+                            name, rank, NF_SOURCE_MAX_RANK);
     e->rank = (uint32_t)rank;
     e->elements = 1;
     for (size_t i = 0; i < rank; i++) {
         const json_t *d = json_array_get(sh, i);
         if (!get_u64(d, &e->shape[i]))
-            return nf_error_set(err, NF_ERR_INVALID, "%s: tensor '%s': shape[%zu] is %s%s, expected a "
-                                "non-negative integer", where, name, i, json_kind(d),
-                                json_is_integer(d) ? " below 0" : "");
+            return nf_error_set(err, NF_ERR_INVALID,
+                                "%s: tensor '%s': shape[%zu] is %s%s, expected a "
+                                "non-negative integer",
+                                where, name, i, json_kind(d), json_is_integer(d) ? " below 0" : "");
         if (!nf_mul_u64(e->elements, e->shape[i], &e->elements))
-            return nf_error_set(err, NF_ERR_INVALID, "%s: tensor '%s': element count of the shape overflows "
-                                "U64", where, name);
+            return nf_error_set(err, NF_ERR_INVALID,
+                                "%s: tensor '%s': element count of the shape overflows "
+                                "U64",
+                                where, name);
     }
     if (!json_is_array(off) || json_array_size(off) != 2)
-        return nf_error_set(err, NF_ERR_INVALID, "%s: tensor '%s': data_offsets is %s, expected [begin, end]",
-                            where, name, json_is_array(off) ? "an array of the wrong length" : json_kind(off));
+        return nf_error_set(err, NF_ERR_INVALID, "%s: tensor '%s': data_offsets is %s, expected [begin, end]", where,
+                            name, json_is_array(off) ? "an array of the wrong length" : json_kind(off));
     for (size_t i = 0; i < 2; i++) {
         const json_t *o = json_array_get(off, i);
         if (!get_u64(o, i == 0 ? &e->begin : &e->end))
-            return nf_error_set(err, NF_ERR_INVALID, "%s: tensor '%s': data_offsets[%zu] is %s%s, expected a "
-                                "non-negative integer", where, name, i, json_kind(o),
-                                json_is_integer(o) ? " below 0" : "");
+            return nf_error_set(err, NF_ERR_INVALID,
+                                "%s: tensor '%s': data_offsets[%zu] is %s%s, expected a "
+                                "non-negative integer",
+                                where, name, i, json_kind(o), json_is_integer(o) ? " below 0" : "");
     }
     if (e->end < e->begin)
-        return nf_error_set(err, NF_ERR_INVALID, "%s: tensor '%s': data_offsets [%llu, %llu] end before they "
-                            "begin", where, name, (unsigned long long)e->begin, (unsigned long long)e->end);
+        return nf_error_set(err, NF_ERR_INVALID,
+                            "%s: tensor '%s': data_offsets [%llu, %llu] end before they "
+                            "begin",
+                            where, name, (unsigned long long)e->begin, (unsigned long long)e->end);
     uint64_t bits;
     if (!nf_mul_u64(e->elements, dtype_table[e->dtype].bits, &bits))
-        return nf_error_set(err, NF_ERR_INVALID, "%s: tensor '%s': %s size of the shape overflows U64", where,
-                            name, dtype_table[e->dtype].name);
-    if (bits % 8 != 0)
-        return nf_error_set(err, NF_ERR_INVALID, "%s: tensor '%s': %llu %s elements do not end on a byte "
-                            "boundary (misaligned slice)", where, name, (unsigned long long)e->elements,
+        return nf_error_set(err, NF_ERR_INVALID, "%s: tensor '%s': %s size of the shape overflows U64", where, name,
                             dtype_table[e->dtype].name);
+    if (bits % 8 != 0)
+        return nf_error_set(err, NF_ERR_INVALID,
+                            "%s: tensor '%s': %llu %s elements do not end on a byte "
+                            "boundary (misaligned slice)",
+                            where, name, (unsigned long long)e->elements, dtype_table[e->dtype].name);
     e->bytes = bits / 8;
     if (e->end - e->begin != e->bytes)
-        return nf_error_set(err, NF_ERR_INVALID, "%s: tensor '%s': data_offsets [%llu, %llu] hold %llu bytes "
-                            "but %s with %llu elements needs %llu", where, name, (unsigned long long)e->begin,
-                            (unsigned long long)e->end, (unsigned long long)(e->end - e->begin),
-                            dtype_table[e->dtype].name, (unsigned long long)e->elements,
-                            (unsigned long long)e->bytes);
+        return nf_error_set(err, NF_ERR_INVALID,
+                            "%s: tensor '%s': data_offsets [%llu, %llu] hold %llu bytes "
+                            "but %s with %llu elements needs %llu",
+                            where, name, (unsigned long long)e->begin, (unsigned long long)e->end,
+                            (unsigned long long)(e->end - e->begin), dtype_table[e->dtype].name,
+                            (unsigned long long)e->elements, (unsigned long long)e->bytes);
     return NF_OK;
 }
 
 static nf_status parse_metadata(nf_source *s, src_file *f, const char *where, const json_t *meta, nf_error *err)
 {
     if (!json_is_object(meta))
-        return nf_error_set(err, NF_ERR_INVALID, "%s: __metadata__ is %s, expected an object of strings",
-                            where, json_kind(meta));
+        return nf_error_set(err, NF_ERR_INVALID, "%s: __metadata__ is %s, expected an object of strings", where,
+                            json_kind(meta));
     size_t n = json_object_size(meta);
     f->meta_keys = nf_source_arena_alloc(&s->arena, (n ? n : 1) * sizeof(char *));
     f->meta_values = nf_source_arena_alloc(&s->arena, (n ? n : 1) * sizeof(char *));
     if (!f->meta_keys || !f->meta_values) return nf_common_nomem_in(err, f->path);
     const char *k;
     const json_t *v;
-    json_object_foreach((json_t *)meta, k, v) {
+    json_object_foreach((json_t *)meta, k, v)
+    {
         if (!json_is_string(v))
-            return nf_error_set(err, NF_ERR_INVALID, "%s: __metadata__[\"%s\"] is %s, expected a string",
-                                where, k, json_kind(v));
+            return nf_error_set(err, NF_ERR_INVALID, "%s: __metadata__[\"%s\"] is %s, expected a string", where, k,
+                                json_kind(v));
         const char *kc = nf_source_arena_strndup(&s->arena, k, strlen(k));
         const char *vc = nf_source_arena_strndup(&s->arena, json_string_value(v), json_string_length(v));
         if (!kc || !vc) return nf_common_nomem_in(err, f->path);
@@ -321,8 +348,7 @@ static void key_positions(const uint8_t *p, size_t n, uint64_t *pos, size_t coun
 
 /* Check the JSON header text (hdr, n bytes, from file byte 8) against a data buffer of data_len
  * bytes and append the tensors. */
-static nf_status parse_header(nf_source *s, size_t fi, const uint8_t *hdr, size_t n, uint64_t data_len,
-                              nf_error *err)
+static nf_status parse_header(nf_source *s, size_t fi, const uint8_t *hdr, size_t n, uint64_t data_len, nf_error *err)
 {
     src_file *f = &s->files[fi];
     const char *fname = f->path;
@@ -334,8 +360,8 @@ static nf_status parse_header(nf_source *s, size_t fi, const uint8_t *hdr, size_
     json_t *root = json_loadb((const char *)hdr, n, JSON_REJECT_DUPLICATES, &je);
     if (!root)
         return nf_error_set(err, NF_ERR_INVALID, "%s: header byte %llu (JSON line %d, column %d): %s", fname,
-                            (unsigned long long)(8 + (je.position > 0 ? (uint64_t)je.position : 0)), je.line,
-                            je.column, je.text);
+                            (unsigned long long)(8 + (je.position > 0 ? (uint64_t)je.position : 0)), je.line, je.column,
+                            je.text);
     nf_status rc = NF_OK;
     st_entry *entries = NULL;
     uint64_t *keypos = NULL;
@@ -355,7 +381,8 @@ static nf_status parse_header(nf_source *s, size_t fi, const uint8_t *hdr, size_
     const char *key;
     json_t *v;
     key_positions(hdr, n, keypos, members);
-    json_object_foreach(root, key, v) {
+    json_object_foreach(root, key, v)
+    {
         snprintf(where, sizeof where, "%s: header byte %llu", fname, (unsigned long long)keypos[member++]);
         if (strcmp(key, "__metadata__") == 0) {
             rc = parse_metadata(s, f, where, v, err);
@@ -373,38 +400,41 @@ static nf_status parse_header(nf_source *s, size_t fi, const uint8_t *hdr, size_
     for (size_t i = 0; i < count; i++) {
         const st_entry *e = &entries[i];
         if (e->begin < pos) {
-            rc = nf_error_set(err, NF_ERR_INVALID, "%s: header byte %llu: tensor '%s': data_offsets [%llu, %llu] "
-                              "overlap tensor '%s', which ends at %llu (file bytes from %llu)", fname,
-                              (unsigned long long)e->at, e->name,
-                              (unsigned long long)e->begin, (unsigned long long)e->end, prev,
-                              (unsigned long long)pos, (unsigned long long)(8 + n + e->begin));
-            goto done;
-        }
-        if (e->begin > pos) {
-            rc = nf_error_set(err, NF_ERR_INVALID, "%s: header byte %llu: tensor '%s': data_offsets [%llu, %llu] "
-                              "leave a hole of %llu bytes after %s%s%s (file bytes [%llu, %llu) belong to no "
-                              "tensor)", fname, (unsigned long long)e->at, e->name,
-                              (unsigned long long)e->begin, (unsigned long long)e->end,
-                              (unsigned long long)(e->begin - pos), prev ? "tensor '" : "the header",
-                              prev ? prev : "", prev ? "'" : "", (unsigned long long)(8 + n + pos),
+            rc = nf_error_set(err, NF_ERR_INVALID,
+                              "%s: header byte %llu: tensor '%s': data_offsets [%llu, %llu] "
+                              "overlap tensor '%s', which ends at %llu (file bytes from %llu)",
+                              fname, (unsigned long long)e->at, e->name, (unsigned long long)e->begin,
+                              (unsigned long long)e->end, prev, (unsigned long long)pos,
                               (unsigned long long)(8 + n + e->begin));
             goto done;
         }
+        if (e->begin > pos) {
+            rc = nf_error_set(err, NF_ERR_INVALID,
+                              "%s: header byte %llu: tensor '%s': data_offsets [%llu, %llu] "
+                              "leave a hole of %llu bytes after %s%s%s (file bytes [%llu, %llu) belong to no "
+                              "tensor)",
+                              fname, (unsigned long long)e->at, e->name, (unsigned long long)e->begin,
+                              (unsigned long long)e->end, (unsigned long long)(e->begin - pos),
+                              prev ? "tensor '" : "the header", prev ? prev : "", prev ? "'" : "",
+                              (unsigned long long)(8 + n + pos), (unsigned long long)(8 + n + e->begin));
+            goto done;
+        }
         if (e->end > data_len) {
-            rc = nf_error_set(err, NF_ERR_INVALID, "%s: header byte %llu: tensor '%s': data_offsets [%llu, %llu] run "
-                              "past the end of the data buffer (%llu bytes; file size %llu)", fname,
-                              (unsigned long long)e->at, e->name,
-                              (unsigned long long)e->begin, (unsigned long long)e->end,
-                              (unsigned long long)data_len, (unsigned long long)f->size);
+            rc = nf_error_set(err, NF_ERR_INVALID,
+                              "%s: header byte %llu: tensor '%s': data_offsets [%llu, %llu] run "
+                              "past the end of the data buffer (%llu bytes; file size %llu)",
+                              fname, (unsigned long long)e->at, e->name, (unsigned long long)e->begin,
+                              (unsigned long long)e->end, (unsigned long long)data_len, (unsigned long long)f->size);
             goto done;
         }
         pos = e->end;
         prev = e->name;
     }
     if (pos != data_len) {
-        rc = nf_error_set(err, NF_ERR_INVALID, "%s: %llu trailing bytes after the last tensor: the tensors cover "
-                          "data bytes [0, %llu) of %llu (file bytes from %llu belong to no tensor)", fname,
-                          (unsigned long long)(data_len - pos), (unsigned long long)pos,
+        rc = nf_error_set(err, NF_ERR_INVALID,
+                          "%s: %llu trailing bytes after the last tensor: the tensors cover "
+                          "data bytes [0, %llu) of %llu (file bytes from %llu belong to no tensor)",
+                          fname, (unsigned long long)(data_len - pos), (unsigned long long)pos,
                           (unsigned long long)data_len, (unsigned long long)(8 + n + pos));
         goto done;
     }
@@ -463,9 +493,11 @@ nf_status nf_source_st_parse(nf_source *s, size_t fi, nf_error *err)
         return nf_error_set(err, NF_ERR_INVALID, "%s: byte 0: header length %llu exceeds the cap of %u bytes", f->path,
                             (unsigned long long)n, NF_ST_MAX_HEADER_BYTES);
     if (n > f->size - 8)
-        return nf_error_set(err, NF_ERR_INVALID, "%s: byte 0: header length %llu runs past the end of the file (%llu "
-                            "bytes, so at most %llu)", f->path, (unsigned long long)n,
-                            (unsigned long long)f->size, (unsigned long long)(f->size - 8));
+        return nf_error_set(err, NF_ERR_INVALID,
+                            "%s: byte 0: header length %llu runs past the end of the file (%llu "
+                            "bytes, so at most %llu)",
+                            f->path, (unsigned long long)n, (unsigned long long)f->size,
+                            (unsigned long long)(f->size - 8));
     size_t len = (size_t)n; /* <= 100,000,000 */
     uint64_t data_len = f->size - 8 - n;
     if (f->mem) return parse_header(s, fi, f->mem + 8, len, data_len, err);

@@ -48,12 +48,12 @@ static size_t dir_len_of(const char *path)
     return slash ? (size_t)(slash - path) + 1 : 0;
 }
 
-static nf_status add_file(nf_source *s, const char *path, int fd, const struct stat *st, uint64_t size,
-                          nf_error *err)
+static nf_status add_file(nf_source *s, const char *path, int fd, const struct stat *st, uint64_t size, nf_error *err)
 {
     if (s->nfiles >= NF_SOURCE_MAX_FILES) {
         if (fd >= 0) nf_io_close(fd);
-        return nf_error_set(err, NF_ERR_INVALID, "%s: more than %u files (the reader's cap)", s->path, NF_SOURCE_MAX_FILES);
+        return nf_error_set(err, NF_ERR_INVALID, "%s: more than %u files (the reader's cap)", s->path,
+                            NF_SOURCE_MAX_FILES);
     }
     src_file *f = realloc(s->files, (s->nfiles + 1) * sizeof *f);
     if (!f) {
@@ -90,8 +90,7 @@ static nf_status add_file(nf_source *s, const char *path, int fd, const struct s
 
 /* Open a regular file for reading and record it.  missing_invalid: a missing file makes the
  * checkpoint invalid (a shard named by the index) rather than being a system error. */
-static nf_status open_file(nf_source *s, const char *path, bool missing_invalid, const char *referrer,
-                           nf_error *err)
+static nf_status open_file(nf_source *s, const char *path, bool missing_invalid, const char *referrer, nf_error *err)
 {
     /* (a FIFO named as a checkpoint is refused, not waited for: common/open_regular.h) */
     int fd;
@@ -109,9 +108,18 @@ static nf_status open_file(nf_source *s, const char *path, bool missing_invalid,
 
 /* ---------------------------------------------------------------- companions */
 static const char *const companion_list[] = {
-    "config.json",           "generation_config.json",  "hf_quant_config.json", "tokenizer.json",
-    "tokenizer_config.json", "tokenizer.model",         "special_tokens_map.json", "added_tokens.json",
-    "vocab.json",            "merges.txt",              "chat_template.jinja",  "chat_template.json",
+    "config.json",
+    "generation_config.json",
+    "hf_quant_config.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "tokenizer.model",
+    "special_tokens_map.json",
+    "added_tokens.json",
+    "vocab.json",
+    "merges.txt",
+    "chat_template.jinja",
+    "chat_template.json",
     "preprocessor_config.json",
 };
 #define NCOMPANIONS (sizeof companion_list / sizeof companion_list[0])
@@ -275,7 +283,8 @@ static nf_status open_index(nf_source *s, const char *path, nf_error *err)
     if (rc == NF_OK) {
         const char *name;
         json_t *v;
-        json_object_foreach(map, name, v) {
+        json_object_foreach(map, name, v)
+        {
             if (!json_is_string(v)) {
                 rc = nf_error_set(err, NF_ERR_INVALID, "%s: weight_map[\"%s\"] is not a string", path, name);
                 break;
@@ -330,10 +339,13 @@ static nf_status open_index(nf_source *s, const char *path, nf_error *err)
         /* Some listed tensor is in no shard: name the first one. */
         const char *name;
         json_t *v;
-        json_object_foreach(map, name, v) {
+        json_object_foreach(map, name, v)
+        {
             if (!nf_source_find(s, name)) {
-                rc = nf_error_set(err, NF_ERR_INVALID, "%s: tensor '%s' is listed in weight_map under shard %s, "
-                                  "which does not hold it", path, name, json_string_value(v));
+                rc = nf_error_set(err, NF_ERR_INVALID,
+                                  "%s: tensor '%s' is listed in weight_map under shard %s, "
+                                  "which does not hold it",
+                                  path, name, json_string_value(v));
                 break;
             }
         }
@@ -406,18 +418,23 @@ static nf_status open_directory(nf_source *s, const char *dir, nf_error *err)
             if (!p) rc = nf_common_nomem_in(err, dir);
             else rc = open_index(s, p, err);
         } else if (nindex > 1) {
-            rc = nf_error_set(err, NF_ERR_INVALID, "%s: %zu *.safetensors.index.json files and no "
-                              "model.safetensors.index.json: open one of them", dir, nindex);
+            rc = nf_error_set(err, NF_ERR_INVALID,
+                              "%s: %zu *.safetensors.index.json files and no "
+                              "model.safetensors.index.json: open one of them",
+                              dir, nindex);
         } else if (nst == 1) {
             p = join_path(dir, dlen, single);
             if (!p) rc = nf_common_nomem_in(err, dir);
             else if ((rc = open_file(s, p, false, NULL, err)) == NF_OK) rc = nf_source_st_parse(s, 0, err);
             if (rc == NF_OK) rc = nf_source_index_names(s, err);
         } else if (nst == 0) {
-            rc = nf_error_set(err, NF_ERR_INVALID, "%s: no *.safetensors file and no model.safetensors.index.json", dir);
+            rc = nf_error_set(err, NF_ERR_INVALID, "%s: no *.safetensors file and no model.safetensors.index.json",
+                              dir);
         } else {
-            rc = nf_error_set(err, NF_ERR_INVALID, "%s: %zu *.safetensors files (%s, ...) and no "
-                              "model.safetensors.index.json to say how they fit together", dir, nst, single);
+            rc = nf_error_set(err, NF_ERR_INVALID,
+                              "%s: %zu *.safetensors files (%s, ...) and no "
+                              "model.safetensors.index.json to say how they fit together",
+                              dir, nst, single);
         }
         free(p);
     }
@@ -529,8 +546,8 @@ nf_status nf_source_open(const char *path, nf_source **out, nf_error *err)
     return NF_OK;
 }
 
-nf_status nf_source_open_memory(const void *data, size_t len, nf_source_kind kind, const char *name,
-                                nf_source **out, nf_error *err)
+nf_status nf_source_open_memory(const void *data, size_t len, nf_source_kind kind, const char *name, nf_source **out,
+                                nf_error *err)
 {
     if (!out || (!data && len > 0)) return nf_error_set(err, NF_ERR_USAGE, "nf_source_open_memory: NULL argument");
     *out = NULL;

@@ -85,10 +85,7 @@ size_t nf_source_fd_cap_for_process(void)
     return q < 4 ? 4 : q > 64 ? 64 : (size_t)q;
 }
 
-static void fd_list_remove(nf_source *s, size_t at)
-{
-    s->fd_open[at] = s->fd_open[--s->nfd_open];
-}
+static void fd_list_remove(nf_source *s, size_t at) { s->fd_open[at] = s->fd_open[--s->nfd_open]; }
 
 /* Closes the least recently used open file that no read is using; false when there is none. */
 static bool fd_evict_one(nf_source *s)
@@ -118,8 +115,7 @@ bool nf_source_file_track(nf_source *s, size_t k)
     }
     s->files[k].last_use = ++s->fd_clock;
     s->fd_open[s->nfd_open++] = k;
-    while (s->nfd_open > s->fd_cap && fd_evict_one(s)) {
-    }
+    while (s->nfd_open > s->fd_cap && fd_evict_one(s)) {}
     return true;
 }
 
@@ -160,8 +156,10 @@ static nf_status fd_reopen(nf_source *s, src_file *f, nf_error *err)
     if (!S_ISREG(st.st_mode) || (uint64_t)st.st_dev != f->dev || (uint64_t)st.st_ino != f->ino ||
         (uint64_t)st.st_size != f->size) {
         nf_io_close(fd);
-        return nf_error_set(err, NF_ERR_IO, "%s: not the file that was opened before (it was replaced or changed "
-                            "size since the checkpoint was opened)", f->path);
+        return nf_error_set(err, NF_ERR_IO,
+                            "%s: not the file that was opened before (it was replaced or changed "
+                            "size since the checkpoint was opened)",
+                            f->path);
     }
     (void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
     f->fd = fd;
@@ -178,9 +176,10 @@ nf_status nf_source_file_read(const src_file *cf, uint64_t off, void *buf, size_
 {
     uint64_t end;
     if (!nf_add_u64(off, len, &end) || end > cf->size)
-        return nf_error_set(err, NF_ERR_IO, "%s: read of bytes [%llu, +%zu) past the end of the file (%llu bytes); "
-                            "was it truncated after open?", cf->path, (unsigned long long)off, len,
-                            (unsigned long long)cf->size);
+        return nf_error_set(err, NF_ERR_IO,
+                            "%s: read of bytes [%llu, +%zu) past the end of the file (%llu bytes); "
+                            "was it truncated after open?",
+                            cf->path, (unsigned long long)off, len, (unsigned long long)cf->size);
     if (len == 0) return NF_OK;
     if (cf->mem) {
         memcpy(buf, cf->mem + off, len);
@@ -203,8 +202,9 @@ nf_status nf_source_file_read(const src_file *cf, uint64_t off, void *buf, size_
     pthread_mutex_lock(&s->fd_lock);
     if (--f->users == 0) pthread_cond_broadcast(&s->fd_freed); /* a read waiting in fd_reopen */
     pthread_mutex_unlock(&s->fd_lock);
-    if (e) return nf_error_errno(err, e, "%s: cannot read bytes [%llu, %llu)", cf->path, (unsigned long long)off,
-                                 (unsigned long long)end);
+    if (e)
+        return nf_error_errno(err, e, "%s: cannot read bytes [%llu, %llu)", cf->path, (unsigned long long)off,
+                              (unsigned long long)end);
     return NF_OK;
 }
 
@@ -249,8 +249,8 @@ nf_status nf_source_index_names(nf_source *s, nf_error *err)
         const nf_source_tensor *a = &s->by_name[i - 1]->pub, *b = &s->by_name[i]->pub;
         if (strcmp(a->name, b->name) == 0) {
             if (a->file != b->file)
-                return nf_error_set(err, NF_ERR_INVALID, "%s: tensor '%s' is in two shards: %s and %s", s->path, a->name,
-                                    s->files[a->file].path, s->files[b->file].path);
+                return nf_error_set(err, NF_ERR_INVALID, "%s: tensor '%s' is in two shards: %s and %s", s->path,
+                                    a->name, s->files[a->file].path, s->files[b->file].path);
             return nf_error_set(err, NF_ERR_INVALID, "%s: duplicate tensor name '%s'", s->files[a->file].path, a->name);
         }
     }

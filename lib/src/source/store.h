@@ -21,15 +21,15 @@ typedef struct src_arena {
     src_chunk *head;
 } src_arena;
 
-void *nf_source_arena_alloc(src_arena *a, size_t n); /* 8-byte aligned; NULL when out of memory */
+void *nf_source_arena_alloc(src_arena *a, size_t n);                  /* 8-byte aligned; NULL when out of memory */
 char *nf_source_arena_strndup(src_arena *a, const char *s, size_t n); /* NUL-terminated copy */
 void nf_source_arena_free(src_arena *a);
 
 /* ---------------------------------------------------------------- files */
 typedef struct src_file {
-    char *path;          /* as used in messages: the path opened (or the memory name) */
-    int fd;              /* -1 for a memory image, or while the file is closed (fd cache) */
-    const uint8_t *mem;  /* memory image, or NULL */
+    char *path;         /* as used in messages: the path opened (or the memory name) */
+    int fd;             /* -1 for a memory image, or while the file is closed (fd cache) */
+    const uint8_t *mem; /* memory image, or NULL */
     uint64_t size;
     /* the fd cache (store.c): who owns the file, what it was at first open (a reopen must find
      * the same file), reads in progress on fd, and when it was last used */
@@ -116,17 +116,11 @@ nf_status nf_source_add_tensor(nf_source *s, const char *file_name, src_tensor *
 /* Sort s->by_name; fails on a duplicate name (message names both files). */
 nf_status nf_source_index_names(nf_source *s, nf_error *err);
 
-static inline uint16_t src_rd16(const uint8_t *p)
-{
-    return (uint16_t)((unsigned)p[0] | ((unsigned)p[1] << 8));
-}
+static inline uint16_t src_rd16(const uint8_t *p) { return (uint16_t)((unsigned)p[0] | ((unsigned)p[1] << 8)); }
 static inline uint32_t src_rd32(const uint8_t *p)
 {
     return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
 }
-static inline uint64_t src_rd64(const uint8_t *p)
-{
-    return (uint64_t)src_rd32(p) | ((uint64_t)src_rd32(p + 4) << 32);
-}
+static inline uint64_t src_rd64(const uint8_t *p) { return (uint64_t)src_rd32(p) | ((uint64_t)src_rd32(p + 4) << 32); }
 
 #endif

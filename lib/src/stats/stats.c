@@ -48,8 +48,9 @@ void nf_errstats_merge(nf_errstats *dst, const nf_errstats *src)
 
 nf_errstats_summary nf_errstats_summarize(const nf_errstats *st)
 {
-    nf_errstats_summary s = {st->count, st->skipped, (double)st->max_abs, nf_xsum_value(&st->sse),
-                             nf_xsum_value(&st->ssx), NAN, NAN, nf_xsum_value(&st->wse)};
+    nf_errstats_summary s = {
+        st->count, st->skipped, (double)st->max_abs,    nf_xsum_value(&st->sse), nf_xsum_value(&st->ssx),
+        NAN,       NAN,         nf_xsum_value(&st->wse)};
     if (s.count) {
         s.rmse = sqrt(s.sse / (double)s.count);
         /* an exact object (no error) or an all-zero source has no finite SNR */
@@ -90,7 +91,7 @@ void nf_stats_block_scalar(const float *x, const float *y, size_t n, nf_errstats
         size_t lane = c % NF_STATS_LANES;
         float d = x[c] - y[c];
         float a = fabsf(d);
-        if (a <= FLT_MAX) { /* NaN or infinite: not compared */
+        if (a <= FLT_MAX) {              /* NaN or infinite: not compared */
             re[lane] = re[lane] + d * d; /* -ffp-contract=off: two roundings, as the kernels */
             rx[lane] = rx[lane] + x[c] * x[c];
             mx = a > mx ? a : mx;

@@ -60,11 +60,11 @@ double nf_xsum_value(const nf_xsum *s);
 
 /* ---------------------------------------------------------------- statistics */
 struct nf_errstats {
-    uint64_t count;     /* pairs compared */
-    uint64_t skipped;   /* pairs not compared: x - y is not a finite binary32 */
-    float max_abs;      /* max |x - y| over the compared pairs (+0 when none) */
-    nf_xsum sse, ssx;   /* sum of (x - y)^2 and of x^2 over the compared pairs */
-    nf_xsum wse;        /* an object the budget chose: its weighted squared error (budget/werror.h) */
+    uint64_t count;   /* pairs compared */
+    uint64_t skipped; /* pairs not compared: x - y is not a finite binary32 */
+    float max_abs;    /* max |x - y| over the compared pairs (+0 when none) */
+    nf_xsum sse, ssx; /* sum of (x - y)^2 and of x^2 over the compared pairs */
+    nf_xsum wse;      /* an object the budget chose: its weighted squared error (budget/werror.h) */
 };
 
 /* An accumulator in place (on the stack, in a struct): empty. */
@@ -82,8 +82,8 @@ typedef struct nf_stats_kernels {
     void (*row_f32)(const float *x, const float *y, size_t n, nf_errstats *st);
     /* Source words against grouped words: x[c] = the binary32 value of source word c at src
      * (any alignment), y[c] = nf_grouped_value(scales[c / group], codes[c]). */
-    void (*row_grouped)(const void *src, nf_stats_source type, const int8_t *codes, const uint16_t *scales,
-                        size_t n, unsigned group, nf_errstats *st);
+    void (*row_grouped)(const void *src, nf_stats_source type, const int8_t *codes, const uint16_t *scales, size_t n,
+                        unsigned group, nf_errstats *st);
 } nf_stats_kernels;
 
 /* The instances of the levels (common/cpu.h: one dispatch structure). */

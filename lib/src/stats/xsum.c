@@ -85,7 +85,7 @@ double nf_xsum_value(const nf_xsum *s)
     while (top >= 0 && s->w[top] == 0) top--;
     if (top < 0) return 0.0;
     long msb = 64L * top + 63 - __builtin_clzll(s->w[top]); /* the highest set bit */
-    if (msb < 53) return ldexp((double)s->w[0], -1074);    /* below 2^53 units: exact */
+    if (msb < 53) return ldexp((double)s->w[0], -1074);     /* below 2^53 units: exact */
     /* the 53 bits from msb down, the rest rounded to nearest, ties to even */
     uint64_t top64 = bits_at(s, msb - 63);
     uint64_t m = top64 >> 11, rest = top64 & 0x7FFu;

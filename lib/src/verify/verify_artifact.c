@@ -104,7 +104,7 @@ typedef struct unit {
     nf_verify_report report; /* problems found, in the order one thread finds them */
     nf_status status;        /* system error (then err) */
     nf_error err;
-    char digest[33];         /* checksums: the object's xxh3-128 */
+    char digest[33]; /* checksums: the object's xxh3-128 */
 } unit;
 
 /* ---------------------------------------------------------------- words level */
@@ -138,7 +138,7 @@ static nf_status check_words(nf_artifact *a, const nf_object *o, const nf_geomet
     if (sink.status != NF_OK) return nf_error_set(err, sink.status, "out of memory");
     if (found > WORD_REPORTS_PER_OBJECT)
         return nf_verify_report_add(r, o->id, "words", "%llu more word problems not listed",
-                           (unsigned long long)(found - WORD_REPORTS_PER_OBJECT));
+                                    (unsigned long long)(found - WORD_REPORTS_PER_OBJECT));
     return NF_OK;
 }
 
@@ -160,8 +160,8 @@ static nf_status check_gap(nf_artifact *a, uint64_t from, uint64_t to, nf_verify
         for (size_t i = 0; i < n; i++)
             if (buf[i] != 0)
                 return nf_verify_report_add(r, NULL, "words",
-                                   "payload byte %llu between objects is 0x%02x, expected 0x00",
-                                   (unsigned long long)(from + i), buf[i]);
+                                            "payload byte %llu between objects is 0x%02x, expected 0x00",
+                                            (unsigned long long)(from + i), buf[i]);
         from += n;
     }
     return NF_OK;
@@ -188,12 +188,16 @@ static nf_status check_zero_bytes(nf_artifact *a, size_t file, uint64_t from, ui
         for (size_t i = 0; i < n; i++) {
             if (buf[i] == 0) continue;
             if (file == 0)
-                return nf_verify_report_add(r, NULL, "words",
-                                   "entry file %s: byte %llu (between the JSON directory and the payload) is 0x%02x, "
-                                   "expected 0x00", nf_esc(nf_artifact_path(a)).s, (unsigned long long)(from + i), buf[i]);
-            return nf_verify_report_add(r, NULL, "words",
-                               "part file %s: byte %llu (continuation header bytes [32, 4096)) is 0x%02x, expected "
-                               "0x00", nf_esc(nf_artifact_file(a, file)->path).s, (unsigned long long)(from + i), buf[i]);
+                return nf_verify_report_add(
+                    r, NULL, "words",
+                    "entry file %s: byte %llu (between the JSON directory and the payload) is 0x%02x, "
+                    "expected 0x00",
+                    nf_esc(nf_artifact_path(a)).s, (unsigned long long)(from + i), buf[i]);
+            return nf_verify_report_add(
+                r, NULL, "words",
+                "part file %s: byte %llu (continuation header bytes [32, 4096)) is 0x%02x, expected "
+                "0x00",
+                nf_esc(nf_artifact_file(a, file)->path).s, (unsigned long long)(from + i), buf[i]);
         }
         from += n;
     }
@@ -255,7 +259,8 @@ static nf_status check_directory_checksum(nf_artifact *a, const char *want, nf_v
         }
     if (hits != 1)
         return nf_verify_report_add(r, NULL, "checksums",
-                           "the directory checksum %s occurs %zu times in the JSON text, expected once", want, hits);
+                                    "the directory checksum %s occurs %zu times in the JSON text, expected once", want,
+                                    hits);
     size_t total = NF_HEADER_BYTES + json_len;
     uint8_t *copy = malloc(total);
     if (!copy) return NF_ERR_NOMEM;
@@ -342,43 +347,50 @@ static nf_status check_checksums(nf_artifact *a, unsigned threads, bool require,
     if (!sums) {
         if (!require) return NF_OK;
         return nf_verify_report_add(r, NULL, "checksums",
-                           "metadata.checksums is absent: the artifact records no checksums (required by "
-                           "--require-checksums)");
+                                    "metadata.checksums is absent: the artifact records no checksums (required by "
+                                    "--require-checksums)");
     }
     if (!json_is_object(sums))
         return nf_verify_report_add(r, NULL, "checksums",
-                           "metadata.checksums is %s, expected an object {\"algorithm\": \"xxh3-128\", "
-                           "\"objects\": {...}, \"directory\": \"...\"}", json_type_name(sums));
+                                    "metadata.checksums is %s, expected an object {\"algorithm\": \"xxh3-128\", "
+                                    "\"objects\": {...}, \"directory\": \"...\"}",
+                                    json_type_name(sums));
     const char *key;
     json_t *v;
-    json_object_foreach(sums, key, v) {
+    json_object_foreach(sums, key, v)
+    {
         if (strcmp(key, "algorithm") != 0 && strcmp(key, "objects") != 0 && strcmp(key, "directory") != 0)
-            NF_TRY(nf_verify_report_add(r, NULL, "checksums",
-                               "metadata.checksums has an unknown member '%s' (its members are algorithm, objects "
-                               "and directory)", nf_esc(key).s));
+            NF_TRY(nf_verify_report_add(
+                r, NULL, "checksums",
+                "metadata.checksums has an unknown member '%s' (its members are algorithm, objects "
+                "and directory)",
+                nf_esc(key).s));
     }
     json_t *alg = json_object_get(sums, "algorithm");
     json_t *objs = json_object_get(sums, "objects");
     json_t *dir = json_object_get(sums, "directory");
     bool alg_ok = false;
     if (!alg)
-        NF_TRY(nf_verify_report_add(r, NULL, "checksums", "metadata.checksums.algorithm is missing (expected \"xxh3-128\")"));
+        NF_TRY(nf_verify_report_add(r, NULL, "checksums",
+                                    "metadata.checksums.algorithm is missing (expected \"xxh3-128\")"));
     else if (!json_is_string(alg))
-        NF_TRY(nf_verify_report_add(r, NULL, "checksums", "metadata.checksums.algorithm is %s, expected the string \"xxh3-128\"",
-                           json_type_name(alg)));
+        NF_TRY(nf_verify_report_add(r, NULL, "checksums",
+                                    "metadata.checksums.algorithm is %s, expected the string \"xxh3-128\"",
+                                    json_type_name(alg)));
     else if (strcmp(json_string_value(alg), "xxh3-128") != 0)
-        NF_TRY(nf_verify_report_add(r, NULL, "checksums", "metadata.checksums.algorithm '%s' is not supported (only xxh3-128)",
-                           nf_esc(json_string_value(alg)).s));
-    else
-        alg_ok = true;
+        NF_TRY(nf_verify_report_add(r, NULL, "checksums",
+                                    "metadata.checksums.algorithm '%s' is not supported (only xxh3-128)",
+                                    nf_esc(json_string_value(alg)).s));
+    else alg_ok = true;
     if (objs && !json_is_object(objs)) {
-        NF_TRY(nf_verify_report_add(r, NULL, "checksums", "metadata.checksums.objects is %s, expected an object {ID: digest}",
-                           json_type_name(objs)));
+        NF_TRY(nf_verify_report_add(r, NULL, "checksums",
+                                    "metadata.checksums.objects is %s, expected an object {ID: digest}",
+                                    json_type_name(objs)));
         objs = NULL;
     } else if (!objs && require) {
         NF_TRY(nf_verify_report_add(r, NULL, "checksums",
-                           "metadata.checksums.objects is absent: no object's bytes are covered (required by "
-                           "--require-checksums)"));
+                                    "metadata.checksums.objects is absent: no object's bytes are covered (required by "
+                                    "--require-checksums)"));
     }
 
     /* The objects are hashed as parallel tasks; the verdicts are then taken in the JSON's
@@ -393,7 +405,8 @@ static nf_status check_checksums(nf_artifact *a, unsigned threads, bool require,
     }
     const char *id;
     if (objs) {
-        json_object_foreach(objs, id, v) {
+        json_object_foreach(objs, id, v)
+        {
             if (k == count) break;
             const nf_object *o = nf_artifact_find(a, id);
             entries[k] = (sum_entry){id, v, o, alg_ok && o && is_digest(v)};
@@ -408,19 +421,22 @@ static nf_status check_checksums(nf_artifact *a, unsigned threads, bool require,
         char q[48];
         if (!e->o) {
             st = nf_verify_report_add(r, NULL, "checksums",
-                             "metadata.checksums.objects names '%s', which is not an object of the artifact",
-                             nf_esc(e->id).s);
+                                      "metadata.checksums.objects names '%s', which is not an object of the artifact",
+                                      nf_esc(e->id).s);
             continue;
         }
         if (!json_is_string(e->value)) {
-            st = nf_verify_report_add(r, e->id, "checksums", "its digest in metadata.checksums.objects is %s, expected a string "
-                             "of 32 lowercase hex digits", json_type_name(e->value));
+            st = nf_verify_report_add(r, e->id, "checksums",
+                                      "its digest in metadata.checksums.objects is %s, expected a string "
+                                      "of 32 lowercase hex digits",
+                                      json_type_name(e->value));
             continue;
         }
         if (!is_digest(e->value)) {
             quote_digest(e->value, q);
             st = nf_verify_report_add(r, e->id, "checksums",
-                             "its digest '%s' in metadata.checksums.objects is not 32 lowercase hex digits", q);
+                                      "its digest '%s' in metadata.checksums.objects is not 32 lowercase hex digits",
+                                      q);
             continue;
         }
         if (!e->hash) continue; /* the algorithm is unknown: already reported */
@@ -436,7 +452,7 @@ static nf_status check_checksums(nf_artifact *a, unsigned threads, bool require,
         r->checksums_checked++;
         if (strcmp(units[i].digest, json_string_value(e->value)) != 0)
             st = nf_verify_report_add(r, e->id, "checksums", "xxh3-128 of the object is %s, metadata records %s",
-                             units[i].digest, json_string_value(e->value));
+                                      units[i].digest, json_string_value(e->value));
     }
     free(entries);
     free(units);
@@ -445,23 +461,28 @@ static nf_status check_checksums(nf_artifact *a, unsigned threads, bool require,
         for (size_t i = 0; i < nf_artifact_object_count(a); i++) {
             const nf_object *o = nf_artifact_object(a, i);
             if (!json_object_get(objs, o->id))
-                NF_TRY(nf_verify_report_add(r, o->id, "checksums",
-                                   "no digest in metadata.checksums.objects: the object's bytes are not covered "
-                                   "(required by --require-checksums)"));
+                NF_TRY(
+                    nf_verify_report_add(r, o->id, "checksums",
+                                         "no digest in metadata.checksums.objects: the object's bytes are not covered "
+                                         "(required by --require-checksums)"));
         }
     if (!dir) {
         if (!require) return NF_OK;
-        return nf_verify_report_add(r, NULL, "checksums",
-                           "metadata.checksums.directory is absent: the header and JSON directory are not covered "
-                           "(required by --require-checksums)");
+        return nf_verify_report_add(
+            r, NULL, "checksums",
+            "metadata.checksums.directory is absent: the header and JSON directory are not covered "
+            "(required by --require-checksums)");
     }
     if (!json_is_string(dir))
-        return nf_verify_report_add(r, NULL, "checksums", "metadata.checksums.directory is %s, expected a string of 32 "
-                           "lowercase hex digits", json_type_name(dir));
+        return nf_verify_report_add(r, NULL, "checksums",
+                                    "metadata.checksums.directory is %s, expected a string of 32 "
+                                    "lowercase hex digits",
+                                    json_type_name(dir));
     if (!is_digest(dir)) {
         char q[48];
         quote_digest(dir, q);
-        return nf_verify_report_add(r, NULL, "checksums", "metadata.checksums.directory '%s' is not 32 lowercase hex digits", q);
+        return nf_verify_report_add(r, NULL, "checksums",
+                                    "metadata.checksums.directory '%s' is not 32 lowercase hex digits", q);
     }
     return alg_ok ? check_directory_checksum(a, json_string_value(dir), r) : NF_OK;
 }

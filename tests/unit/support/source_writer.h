@@ -23,13 +23,24 @@ void sw_free(sw_buf *b);
 
 /* ---------------------------------------------------------------- GGUF */
 enum {
-    SW_GGUF_U8 = 0, SW_GGUF_I8, SW_GGUF_U16, SW_GGUF_I16, SW_GGUF_U32, SW_GGUF_I32, SW_GGUF_F32,
-    SW_GGUF_BOOL, SW_GGUF_STRING, SW_GGUF_ARRAY, SW_GGUF_U64, SW_GGUF_I64, SW_GGUF_F64
+    SW_GGUF_U8 = 0,
+    SW_GGUF_I8,
+    SW_GGUF_U16,
+    SW_GGUF_I16,
+    SW_GGUF_U32,
+    SW_GGUF_I32,
+    SW_GGUF_F32,
+    SW_GGUF_BOOL,
+    SW_GGUF_STRING,
+    SW_GGUF_ARRAY,
+    SW_GGUF_U64,
+    SW_GGUF_I64,
+    SW_GGUF_F64
 };
 
 void sw_gguf_header(sw_buf *b, uint32_t version, uint64_t n_tensors, uint64_t n_kv);
-void sw_gguf_str(sw_buf *b, const char *s);                      /* u64 length + bytes */
-void sw_gguf_key(sw_buf *b, const char *key, uint32_t type);     /* key + value type */
+void sw_gguf_str(sw_buf *b, const char *s);                  /* u64 length + bytes */
+void sw_gguf_key(sw_buf *b, const char *key, uint32_t type); /* key + value type */
 void sw_gguf_kv_u32(sw_buf *b, const char *key, uint32_t v);
 void sw_gguf_kv_str(sw_buf *b, const char *key, const char *v);
 void sw_gguf_tensor_info(sw_buf *b, const char *name, uint32_t n_dims, const uint64_t *ne, uint32_t type,
@@ -68,9 +79,9 @@ void sw_st_file(sw_buf *b, const sw_st_tensor *t, size_t n, const char *metadata
 /* ---------------------------------------------------------------- files */
 int sw_write_file(const char *path, const void *data, size_t len); /* 0 on success */
 int sw_write_text(const char *dir, const char *name, const char *text);
-char *sw_path(const char *dir, const char *name);                   /* malloc'ed dir/name */
-char *sw_tempdir(void);                                            /* malloc'ed, created */
-void sw_rmtree(const char *dir);                                   /* files and the directory */
-uint8_t *sw_read_file(const char *path, size_t *len);              /* malloc'ed, NULL on failure */
+char *sw_path(const char *dir, const char *name);     /* malloc'ed dir/name */
+char *sw_tempdir(void);                               /* malloc'ed, created */
+void sw_rmtree(const char *dir);                      /* files and the directory */
+uint8_t *sw_read_file(const char *path, size_t *len); /* malloc'ed, NULL on failure */
 
 #endif

@@ -39,9 +39,9 @@ static inline void test_write_small_artifact(const char *path, uint64_t max_file
     cr_assert_eq(nf_writer_add_resource(w, "r", 5, &ir, &err), NF_OK, "%s", err.message);
     nf_geometry g8, gb;
     uint64_t s8[2] = {2, 40}, sb[1] = {3000};
-    cr_assert_eq(nf_geometry_init(&g8, nf_layout_lookup("row_split_k128_v1"), nf_format_lookup("q8_g32_fp16"), 2,
-                                  s8, 1, &err),
-                 NF_OK, "%s", err.message);
+    cr_assert_eq(
+        nf_geometry_init(&g8, nf_layout_lookup("row_split_k128_v1"), nf_format_lookup("q8_g32_fp16"), 2, s8, 1, &err),
+        NF_OK, "%s", err.message);
     cr_assert_eq(nf_geometry_init(&gb, nf_layout_lookup("contiguous_le_v1"), nf_format_lookup("bf16"), 1, sb, 1, &err),
                  NF_OK, "%s", err.message);
     cr_assert_eq(nf_writer_add_tensor(w, "w.q8", &g8, &i8, &err), NF_OK, "%s", err.message);

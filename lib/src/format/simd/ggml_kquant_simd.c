@@ -20,11 +20,11 @@
 
 /* The functions of the AVX2 and AVX-512 instances of nf_ggml_kernels (format/ggml.h), which are
  * their only users. */
-#define NF_GGML_KQUANT_DECL(sfx)                                                                    \
-    void nf_ggml_deq_q2_k##sfx(const uint8_t *block, float *out);                                   \
-    void nf_ggml_deq_q3_k##sfx(const uint8_t *block, float *out);                                   \
-    void nf_ggml_deq_q4_k##sfx(const uint8_t *block, float *out);                                   \
-    void nf_ggml_deq_q5_k##sfx(const uint8_t *block, float *out);                                   \
+#define NF_GGML_KQUANT_DECL(sfx)                                  \
+    void nf_ggml_deq_q2_k##sfx(const uint8_t *block, float *out); \
+    void nf_ggml_deq_q3_k##sfx(const uint8_t *block, float *out); \
+    void nf_ggml_deq_q4_k##sfx(const uint8_t *block, float *out); \
+    void nf_ggml_deq_q5_k##sfx(const uint8_t *block, float *out); \
     void nf_ggml_deq_q6_k##sfx(const uint8_t *block, float *out);
 NF_GGML_KQUANT_DECL(_avx2)
 NF_GGML_KQUANT_DECL(_avx512)
@@ -86,7 +86,6 @@ static inline void k4_scale_min(const uint8_t *s, unsigned i, unsigned *sc, unsi
 }
 
 
-
 /* y[0..16) = (a * F(q)) - m, 16 lanes */
 NF_AVX512_INLINE void store_am512(float *y, __m128i q, float a, float m)
 {
@@ -101,59 +100,59 @@ NF_AVX512_INLINE void store_a512(float *y, __m128i q, float a)
     _mm512_storeu_ps(y, _mm512_mul_ps(_mm512_set1_ps(a), v));
 }
 
-#define DEFINE_KQUANTS(KQ_SUFFIX, KQ_FN, store_am, store_a)                                                    \
-KQ_FN void nf_ggml_deq_q4_k##KQ_SUFFIX(const uint8_t *b, float *y)                                             \
-{                                                                                                              \
-    const float d = half_at(b);                                                                                \
-    const float dmin = half_at(b + 2);                                                                         \
-    for (unsigned s = 0; s < 8; s++) {                                                                         \
-        unsigned sc, m;                                                                                        \
-        k4_scale_min(b + 4, s, &sc, &m);                                                                       \
-        const float d1 = d * (float)sc;                                                                        \
-        const float m1 = dmin * (float)m;                                                                      \
-        const uint8_t *qs = b + 16 + 32 * (s / 2);                                                             \
-        const unsigned shift = 4u * (s % 2);                                                                   \
-        store_am(y + 32 * s, bits_at(load16(qs), shift, 15), d1, m1);                                          \
-        store_am(y + 32 * s + 16, bits_at(load16(qs + 16), shift, 15), d1, m1);                                \
-    }                                                                                                          \
-}                                                                                                              \
-                                                                                                               \
-KQ_FN void nf_ggml_deq_q5_k##KQ_SUFFIX(const uint8_t *b, float *y)                                             \
-{                                                                                                              \
-    const float d = half_at(b);                                                                                \
-    const float dmin = half_at(b + 2);                                                                         \
-    const uint8_t *qh = b + 16;                                                                                \
-    for (unsigned s = 0; s < 8; s++) {                                                                         \
-        unsigned sc, m;                                                                                        \
-        k4_scale_min(b + 4, s, &sc, &m);                                                                       \
-        const float d1 = d * (float)sc;                                                                        \
-        const float m1 = dmin * (float)m;                                                                      \
-        const uint8_t *qs = b + 48 + 32 * (s / 2);                                                             \
-        const unsigned shift = 4u * (s % 2);                                                                   \
-        for (unsigned h = 0; h < 32; h += 16) {                                                                \
-            const __m128i low = bits_at(load16(qs + h), shift, 15);                                            \
-            const __m128i hbit = bits_at(load16(qh + h), s, 1);                                                \
-            store_am(y + 32 * s + h, _mm_or_si128(low, _mm_slli_epi16(hbit, 4)), d1, m1);                      \
-        }                                                                                                      \
-    }                                                                                                          \
-}                                                                                                              \
-                                                                                                               \
-KQ_FN void nf_ggml_deq_q6_k##KQ_SUFFIX(const uint8_t *b, float *y)                                             \
-{                                                                                                              \
-    const float d = half_at(b + 208);                                                                          \
-    for (unsigned h = 0; h < 2; h++)                                                                           \
-        for (unsigned g = 0; g < 4; g++)                                                                       \
-            for (unsigned t0 = 0; t0 < 32; t0 += 16) {                                                         \
-                const unsigned n0 = 128 * h + 32 * g + t0;                                                     \
-                const unsigned sbyte = b[192 + n0 / 16];                                                       \
-                const int sc = (int)sbyte - (sbyte >= 128 ? 256 : 0);                                          \
-                const float dl = d * (float)sc;                                                                \
-                const __m128i low4 = bits_at(load16(b + 64 * h + 32 * (g % 2) + t0), g < 2 ? 0u : 4u, 15);     \
-                const __m128i high2 = bits_at(load16(b + 128 + 32 * h + t0), 2u * g, 3);                       \
-                const __m128i q = _mm_sub_epi8(_mm_or_si128(low4, _mm_slli_epi16(high2, 4)), _mm_set1_epi8(32));\
-                store_a(y + n0, q, dl);                                                                        \
-            }                                                                                                  \
-}
+#define DEFINE_KQUANTS(KQ_SUFFIX, KQ_FN, store_am, store_a)                                                          \
+    KQ_FN void nf_ggml_deq_q4_k##KQ_SUFFIX(const uint8_t *b, float *y)                                               \
+    {                                                                                                                \
+        const float d = half_at(b);                                                                                  \
+        const float dmin = half_at(b + 2);                                                                           \
+        for (unsigned s = 0; s < 8; s++) {                                                                           \
+            unsigned sc, m;                                                                                          \
+            k4_scale_min(b + 4, s, &sc, &m);                                                                         \
+            const float d1 = d * (float)sc;                                                                          \
+            const float m1 = dmin * (float)m;                                                                        \
+            const uint8_t *qs = b + 16 + 32 * (s / 2);                                                               \
+            const unsigned shift = 4u * (s % 2);                                                                     \
+            store_am(y + 32 * s, bits_at(load16(qs), shift, 15), d1, m1);                                            \
+            store_am(y + 32 * s + 16, bits_at(load16(qs + 16), shift, 15), d1, m1);                                  \
+        }                                                                                                            \
+    }                                                                                                                \
+                                                                                                                     \
+    KQ_FN void nf_ggml_deq_q5_k##KQ_SUFFIX(const uint8_t *b, float *y)                                               \
+    {                                                                                                                \
+        const float d = half_at(b);                                                                                  \
+        const float dmin = half_at(b + 2);                                                                           \
+        const uint8_t *qh = b + 16;                                                                                  \
+        for (unsigned s = 0; s < 8; s++) {                                                                           \
+            unsigned sc, m;                                                                                          \
+            k4_scale_min(b + 4, s, &sc, &m);                                                                         \
+            const float d1 = d * (float)sc;                                                                          \
+            const float m1 = dmin * (float)m;                                                                        \
+            const uint8_t *qs = b + 48 + 32 * (s / 2);                                                               \
+            const unsigned shift = 4u * (s % 2);                                                                     \
+            for (unsigned h = 0; h < 32; h += 16) {                                                                  \
+                const __m128i low = bits_at(load16(qs + h), shift, 15);                                              \
+                const __m128i hbit = bits_at(load16(qh + h), s, 1);                                                  \
+                store_am(y + 32 * s + h, _mm_or_si128(low, _mm_slli_epi16(hbit, 4)), d1, m1);                        \
+            }                                                                                                        \
+        }                                                                                                            \
+    }                                                                                                                \
+                                                                                                                     \
+    KQ_FN void nf_ggml_deq_q6_k##KQ_SUFFIX(const uint8_t *b, float *y)                                               \
+    {                                                                                                                \
+        const float d = half_at(b + 208);                                                                            \
+        for (unsigned h = 0; h < 2; h++)                                                                             \
+            for (unsigned g = 0; g < 4; g++)                                                                         \
+                for (unsigned t0 = 0; t0 < 32; t0 += 16) {                                                           \
+                    const unsigned n0 = 128 * h + 32 * g + t0;                                                       \
+                    const unsigned sbyte = b[192 + n0 / 16];                                                         \
+                    const int sc = (int)sbyte - (sbyte >= 128 ? 256 : 0);                                            \
+                    const float dl = d * (float)sc;                                                                  \
+                    const __m128i low4 = bits_at(load16(b + 64 * h + 32 * (g % 2) + t0), g < 2 ? 0u : 4u, 15);       \
+                    const __m128i high2 = bits_at(load16(b + 128 + 32 * h + t0), 2u * g, 3);                         \
+                    const __m128i q = _mm_sub_epi8(_mm_or_si128(low4, _mm_slli_epi16(high2, 4)), _mm_set1_epi8(32)); \
+                    store_a(y + n0, q, dl);                                                                          \
+                }                                                                                                    \
+    }
 
 DEFINE_KQUANTS(_avx2_generic, NF_AVX2_FN, store_am, store_a)
 DEFINE_KQUANTS(_avx512_generic, NF_AVX512_FN, store_am512, store_a512)
@@ -234,7 +233,8 @@ NF_AVX512_FN void nf_ggml_deq_q2_k_avx512(const uint8_t *b, float *y)
     for (unsigned half = 0; half < 2; half++)
         for (unsigned t0 = 0; t0 < 32; t0 += 16) {
             /* 16 bytes hold the codes of sub-blocks (128 half + 32 j + t0) / 16, j = 0..3, at bits 2j */
-            const __m512i x = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(b + 16 + 32 * half + t0)));
+            const __m512i x = _mm512_cvtepu8_epi32(
+                _mm_loadu_si128((const __m128i *)(const void *)(b + 16 + 32 * half + t0)));
             for (unsigned j = 0; j < 4; j++) {
                 const unsigned n = 128 * half + 32 * j + t0, i = n / 16;
                 const __m512 t = _mm512_sub_ps(_mm512_mul_ps(_mm512_set1_ps(dls[i]), cv), _mm512_set1_ps(mls[i]));
@@ -251,12 +251,15 @@ NF_AVX512_FN void nf_ggml_deq_q3_k_avx512(const uint8_t *b, float *y)
      * from bits 2 (s / 4) of byte 8 + s % 4 (the 12 scale bytes read with a mask: nothing past the
      * block) */
     const __m128i v = _mm_maskz_loadu_epi8((__mmask16)0x0FFF, b + 96);
-    const __m512i lo = _mm512_cvtepu8_epi32(_mm_shuffle_epi8(v, _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7)));
-    const __m512i hi = _mm512_cvtepu8_epi32(_mm_shuffle_epi8(v, _mm_setr_epi8(8, 9, 10, 11, 8, 9, 10, 11, 8, 9, 10, 11, 8, 9, 10, 11)));
-    const __m512i low4 = _mm512_and_si512(_mm512_srlv_epi32(lo, _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4)),
-                                          _mm512_set1_epi32(15));
-    const __m512i high2 = _mm512_and_si512(_mm512_srlv_epi32(hi, _mm512_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2, 4, 4, 4, 4, 6, 6, 6, 6)),
-                                           _mm512_set1_epi32(3));
+    const __m512i lo = _mm512_cvtepu8_epi32(
+        _mm_shuffle_epi8(v, _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7)));
+    const __m512i hi = _mm512_cvtepu8_epi32(
+        _mm_shuffle_epi8(v, _mm_setr_epi8(8, 9, 10, 11, 8, 9, 10, 11, 8, 9, 10, 11, 8, 9, 10, 11)));
+    const __m512i low4 = _mm512_and_si512(
+        _mm512_srlv_epi32(lo, _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4)),
+        _mm512_set1_epi32(15));
+    const __m512i high2 = _mm512_and_si512(
+        _mm512_srlv_epi32(hi, _mm512_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2, 4, 4, 4, 4, 6, 6, 6, 6)), _mm512_set1_epi32(3));
     const __m512i scale = _mm512_sub_epi32(_mm512_or_si512(low4, _mm512_slli_epi32(high2, 4)), _mm512_set1_epi32(32));
     float dls[16];
     _mm512_storeu_ps(dls, _mm512_mul_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(scale)));
@@ -279,10 +282,10 @@ NF_AVX512_FN void nf_ggml_deq_q4_k_avx512(const uint8_t *b, float *y) { nf_ggml_
 NF_AVX512_FN void nf_ggml_deq_q5_k_avx512(const uint8_t *b, float *y) { nf_ggml_deq_q5_k_avx512_generic(b, y); }
 NF_AVX512_FN void nf_ggml_deq_q6_k_avx512(const uint8_t *b, float *y) { nf_ggml_deq_q6_k_avx512_generic(b, y); }
 
-#define KQUANT_KERNELS(sfx)                                                                                  \
-    {                                                                                                        \
-        .name = #sfx, .q2_k = nf_ggml_deq_q2_k_##sfx, .q3_k = nf_ggml_deq_q3_k_##sfx,                         \
-        .q4_k = nf_ggml_deq_q4_k_##sfx, .q5_k = nf_ggml_deq_q5_k_##sfx, .q6_k = nf_ggml_deq_q6_k_##sfx,      \
+#define KQUANT_KERNELS(sfx)                                                                                           \
+    {                                                                                                                 \
+        .name = #sfx, .q2_k = nf_ggml_deq_q2_k_##sfx, .q3_k = nf_ggml_deq_q3_k_##sfx, .q4_k = nf_ggml_deq_q4_k_##sfx, \
+        .q5_k = nf_ggml_deq_q5_k_##sfx, .q6_k = nf_ggml_deq_q6_k_##sfx,                                               \
     }
 const nf_ggml_kernels nf_ggml_kernels_avx2 = KQUANT_KERNELS(avx2);
 const nf_ggml_kernels nf_ggml_kernels_avx512 = KQUANT_KERNELS(avx512);

@@ -170,7 +170,7 @@ NF_AVX2_INLINE __m256 lookup16(__m256 lo, __m256 hi, __m128i codes8)
 }
 
 NF_AVX2_FN static void nvfp4_row_avx2(const uint8_t *codes, const uint8_t *scales, size_t k, const float *table,
-                                   float *out)
+                                      float *out)
 {
     for (size_t g = 0; g < k / 16; g++) {
         const float *t = table + (size_t)scales[g] * 16;
@@ -218,8 +218,8 @@ NF_AVX2_INLINE __m256i sext(__m256i x, int sign)
 NF_AVX2_INLINE __m256i q5_high(uint32_t h)
 {
     const __m256i rep = _mm256_shuffle_epi8(_mm256_set1_epi32((int)h),
-                                            _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2,
-                                                             2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
+                                            _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2,
+                                                             2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
     const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);
     const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(rep, bit), bit);
     return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
@@ -229,8 +229,8 @@ NF_AVX2_INLINE __m256i q5_high(uint32_t h)
 NF_AVX2_INLINE __m256i q6_high(uint64_t h)
 {
     const __m256i rep = _mm256_shuffle_epi8(_mm256_set1_epi64x((long long)h),
-                                            _mm256_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4,
-                                                             4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7));
+                                            _mm256_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4,
+                                                             5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7));
     /* lane j % 4 == p takes bits 2p, 2p+1 of its byte to bits 4, 5 */
     const __m256i m0 = _mm256_set1_epi32(0x00000030), m1 = _mm256_set1_epi32(0x00003000);
     const __m256i m2 = _mm256_set1_epi32(0x00300000), m3 = _mm256_set1_epi32(0x30000000);
@@ -241,7 +241,7 @@ NF_AVX2_INLINE __m256i q6_high(uint64_t h)
 }
 
 NF_AVX2_FN void nf_rs_unpack_row_avx2(const nf_rs_params *p, const uint8_t *base, const uint8_t *high, size_t k,
-                                   int8_t *codes)
+                                      int8_t *codes)
 {
     size_t c = 0;
     switch (p->bits) {
@@ -308,7 +308,7 @@ NF_AVX2_FN void nf_nibbles_avx2(const uint8_t *in, size_t nbytes, uint8_t *out)
  * 8-entry table with period 4 of s * F(q); 8 lanes are one broadcast 16-bit word shifted by 2j in
  * lane j, whose low 3 bits index the table. */
 NF_AVX2_FN static bool rs_row_f32_avx2(const nf_rs_params *p, const uint8_t *base, const uint8_t *high,
-                                    const uint8_t *scales_le, size_t k, float *out)
+                                       const uint8_t *scales_le, size_t k, float *out)
 {
     (void)high;
     if (p->bits != 2) return false;
@@ -410,7 +410,7 @@ NF_AVX2_INLINE __m256i nibble_pairs64(__m256i a, __m256i b)
 /* One block of 128 lanes (codes q; add = the Q2 bias) into base (and high), widening the running
  * minimum and maximum.  `bits` is a constant at every call, so each format gets its own loop. */
 NF_AVX2_INLINE void pack128_avx2(unsigned bits, const int8_t *q, __m256i add, uint8_t *base, uint8_t *high, __m256i *mn,
-                              __m256i *mx)
+                                 __m256i *mx)
 {
     __m256i v[4];
     for (int j = 0; j < 4; j++) {
@@ -449,7 +449,7 @@ NF_AVX2_INLINE void pack128_avx2(unsigned bits, const int8_t *q, __m256i add, ui
 /* The row driver: whole blocks straight from the codes; the block holding k (and any block past
  * it) from a copy padded with code 0, so nothing past codes[k) is read. */
 NF_AVX2_INLINE bool pack_row_avx2(unsigned bits, const nf_rs_params *p, const int8_t *codes, size_t k, size_t lanes,
-                               int lo, int hi, uint8_t *base, uint8_t *high)
+                                  int lo, int hi, uint8_t *base, uint8_t *high)
 {
     const size_t lb = bits == 2 ? 2 : bits == 8 ? 8 : 4, hb = bits == 5 ? 1 : bits == 6 ? 2 : 0;
     const __m256i add = _mm256_set1_epi8((char)p->bias);
@@ -469,8 +469,8 @@ NF_AVX2_INLINE bool pack_row_avx2(unsigned bits, const nf_rs_params *p, const in
     return _mm256_testz_si256(out, out) != 0;
 }
 
-NF_AVX2_FN static bool rs_pack_row_avx2(const nf_rs_params *p, const int8_t *codes, size_t k, size_t lanes, int lo, int hi,
-                                 uint8_t *base, uint8_t *high)
+NF_AVX2_FN static bool rs_pack_row_avx2(const nf_rs_params *p, const int8_t *codes, size_t k, size_t lanes, int lo,
+                                        int hi, uint8_t *base, uint8_t *high)
 {
     switch (p->bits) {
     case 2: return pack_row_avx2(2, p, codes, k, lanes, lo, hi, base, high);

@@ -10,7 +10,6 @@
 #include <immintrin.h>
 
 
-
 NF_AVX512_INLINE __mmask16 tail16(size_t m) { return (__mmask16)((1u << m) - 1u); }
 
 NF_AVX512_FN static void bf16_f32_avx512(const uint16_t *w, size_t n, float *out)
@@ -51,7 +50,7 @@ NF_AVX512_INLINE __m512 codes16_f32(__m128i b) { return _mm512_cvtepi32_ps(_mm51
 
 /* One row, unaligned stores (an output already on a line boundary, or an odd group size). */
 NF_AVX512_FN static void grouped_row_plain(const int8_t *codes, const uint16_t *scales, size_t k, unsigned gs,
-                                        float *out)
+                                           float *out)
 {
     for (size_t c0 = 0, gi = 0; c0 < k; c0 += gs, gi++) {
         const __m512 sv = _mm512_set1_ps(nf_k_f16(scales[gi]));
@@ -73,7 +72,7 @@ NF_AVX512_FN static void grouped_row_plain(const int8_t *codes, const uint16_t *
  * group of gs (a multiple of 16) has gs/16 - 1 blocks of its own and one that ends in the next
  * group, whose lanes >= 16 - a take the next group's scale. */
 NF_AVX512_FN static void grouped_row_avx512(const int8_t *codes, const uint16_t *scales, size_t k, unsigned gs,
-                                         float *out)
+                                            float *out)
 {
     const size_t a = lanes_to_line(out);
     if (a == 0 || gs % 16 != 0 || k < 16 || ((uintptr_t)out & 3u)) {
@@ -166,7 +165,7 @@ NF_AVX512_FN static void nvfp4_table_avx512(uint32_t divisor_bits, float *table)
  * group j's table, the others from group j+1's, in one two-table permute (index bit 4 picks the
  * second table). */
 NF_AVX512_FN static void nvfp4_row_avx512(const uint8_t *codes, const uint8_t *scales, size_t k, const float *table,
-                                       float *out)
+                                          float *out)
 {
     const size_t ng = k / 16, a = lanes_to_line(out);
     if (a == 0 || ((uintptr_t)out & 3u)) {
@@ -212,14 +211,14 @@ NF_AVX512_FN static void nvfp4_row_avx512(const uint8_t *codes, const uint8_t *s
  * words are then one broadcast 32-bit word shifted by 2j in lane j, whose low 4 bits index the
  * table (bits 2 and 3 belong to the next lane and select the same entry). */
 NF_AVX512_FN static bool rs_row_f32_avx512(const nf_rs_params *p, const uint8_t *base, const uint8_t *high,
-                                        const uint8_t *scales_le, size_t k, float *out)
+                                           const uint8_t *scales_le, size_t k, float *out)
 {
     (void)high;
     if (p->bits != 2) return false;
     float q[4];
     for (int u = 0; u < 4; u++) q[u] = (float)(p->bias ? u - p->bias : (u ^ 2) - 2);
-    const __m512 cv = _mm512_setr_ps(q[0], q[1], q[2], q[3], q[0], q[1], q[2], q[3], q[0], q[1], q[2], q[3], q[0],
-                                     q[1], q[2], q[3]);
+    const __m512 cv = _mm512_setr_ps(q[0], q[1], q[2], q[3], q[0], q[1], q[2], q[3], q[0], q[1], q[2], q[3], q[0], q[1],
+                                     q[2], q[3]);
     const __m512i shifts = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     const size_t G = p->group;
     for (size_t c0 = 0, gi = 0; c0 < k; c0 += G, gi++) {
@@ -308,7 +307,7 @@ NF_AVX512_INLINE __m256i nibble_pairs64(__m512i v)
  * m1 and takes code 0 in the others.  `bits` and `full` are constants at every call, so each
  * format gets its own loop. */
 NF_AVX512_INLINE void pack128_avx512(unsigned bits, bool full, const int8_t *q0, const int8_t *q1, __mmask64 m0,
-                                  __mmask64 m1, __m512i add, uint8_t *base, uint8_t *high, __m512i *mn, __m512i *mx)
+                                     __mmask64 m1, __m512i add, uint8_t *base, uint8_t *high, __m512i *mn, __m512i *mx)
 {
     __m512i v[2];
     v[0] = full ? _mm512_loadu_si512(q0) : _mm512_maskz_loadu_epi8(m0, q0);
@@ -350,7 +349,7 @@ NF_AVX512_INLINE void pack128_avx512(unsigned bits, bool full, const int8_t *q0,
 /* The row driver: whole blocks, then the block holding k through masked loads (code 0 in its
  * padding lanes), then any block past it as all padding. */
 NF_AVX512_INLINE bool pack_row_avx512(unsigned bits, const nf_rs_params *p, const int8_t *codes, size_t k, size_t lanes,
-                                   int lo, int hi, uint8_t *base, uint8_t *high)
+                                      int lo, int hi, uint8_t *base, uint8_t *high)
 {
     const size_t lb = bits == 2 ? 2 : bits == 8 ? 8 : 4, hb = bits == 5 ? 1 : bits == 6 ? 2 : 0;
     const __m512i add = _mm512_set1_epi8((char)p->bias);
@@ -371,7 +370,7 @@ NF_AVX512_INLINE bool pack_row_avx512(unsigned bits, const nf_rs_params *p, cons
 }
 
 NF_AVX512_FN static bool rs_pack_row_avx512(const nf_rs_params *p, const int8_t *codes, size_t k, size_t lanes, int lo,
-                                         int hi, uint8_t *base, uint8_t *high)
+                                            int hi, uint8_t *base, uint8_t *high)
 {
     switch (p->bits) {
     case 2: return pack_row_avx512(2, p, codes, k, lanes, lo, hi, base, high);

@@ -93,7 +93,7 @@ NF_AVX2_INLINE __m256i codes8(__m256 x, __m256 vinv, __m256 qmin, __m256 qmax, _
  * with lanes, each value against sval * code (nf_grouped_value).  A partial vector's zero lanes
  * have code 0 and y = 0: they add nothing. */
 NF_AVX2_INLINE void group_codes(const uint8_t *p, size_t n, nf_src_type type, size_t esize, float inv, float sval,
-                             const nf_absmax_shape *s, int8_t *q, STAT_LANES *lanes)
+                                const nf_absmax_shape *s, int8_t *q, STAT_LANES *lanes)
 {
     const __m256 vinv = _mm256_set1_ps(inv), qmin = _mm256_set1_ps(s->qmin), qmax = _mm256_set1_ps(s->qmax);
     const __m256 vs = _mm256_set1_ps(sval);
@@ -150,9 +150,8 @@ NF_AVX2_INLINE bool block_scales(const uint32_t *amax, float denominator, uint16
 #define ABSMAX_INLINE NF_AVX2_INLINE
 #include "method/simd/absmax_row.inc"
 
-NF_AVX2_FN static bool absmax_row_avx2(const uint8_t *row, nf_src_type type, size_t k,
-                                     const nf_absmax_shape *shape, int8_t *codes, uint16_t *scales,
-                                     nf_errstats *st, size_t *measured)
+NF_AVX2_FN static bool absmax_row_avx2(const uint8_t *row, nf_src_type type, size_t k, const nf_absmax_shape *shape,
+                                       int8_t *codes, uint16_t *scales, nf_errstats *st, size_t *measured)
 {
     return absmax_row(row, type, k, shape, codes, scales, st, measured);
 }

@@ -69,8 +69,8 @@ NF_AVX512_INLINE uint32_t group_amax(const uint8_t *p, size_t n, nf_src_type typ
         mx = _mm512_max_epu32(mx, _mm512_and_si512(_mm512_castps_si512(load_full(p + v * LANES * esize, type)), mag));
     if (rest) {
         __mmask16 tail = (__mmask16)((1u << rest) - 1u);
-        mx = _mm512_max_epu32(mx,
-                              _mm512_and_si512(_mm512_castps_si512(load_part(p + full * LANES * esize, tail, type)), mag));
+        mx = _mm512_max_epu32(
+            mx, _mm512_and_si512(_mm512_castps_si512(load_part(p + full * LANES * esize, tail, type)), mag));
     }
     return (uint32_t)_mm512_reduce_max_epu32(mx);
 }
@@ -85,7 +85,7 @@ NF_AVX512_INLINE bool stat_finish(STAT_LANES *l, size_t n, nf_errstats *st) { re
  * code is the integral binary32 t, the product one rounding).  Masked-off lanes of a partial
  * vector hold x = 0, hence code 0 and y = 0: they add nothing. */
 NF_AVX512_INLINE void group_codes(const uint8_t *p, size_t n, nf_src_type type, size_t esize, float inv, float sval,
-                               const nf_absmax_shape *s, int8_t *q, STAT_LANES *lanes)
+                                  const nf_absmax_shape *s, int8_t *q, STAT_LANES *lanes)
 {
     const __m512 vinv = _mm512_set1_ps(inv), qmin = _mm512_set1_ps(s->qmin), qmax = _mm512_set1_ps(s->qmax);
     const __m512 vs = _mm512_set1_ps(sval);
@@ -136,9 +136,8 @@ NF_AVX512_INLINE bool block_scales(const uint32_t *amax, float denominator, uint
 #define ABSMAX_INLINE NF_AVX512_INLINE
 #include "method/simd/absmax_row.inc"
 
-NF_AVX512_FN static bool absmax_row_avx512(const uint8_t *row, nf_src_type type, size_t k,
-                                     const nf_absmax_shape *shape, int8_t *codes, uint16_t *scales,
-                                     nf_errstats *st, size_t *measured)
+NF_AVX512_FN static bool absmax_row_avx512(const uint8_t *row, nf_src_type type, size_t k, const nf_absmax_shape *shape,
+                                           int8_t *codes, uint16_t *scales, nf_errstats *st, size_t *measured)
 {
     return absmax_row(row, type, k, shape, codes, scales, st, measured);
 }

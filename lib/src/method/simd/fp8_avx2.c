@@ -25,10 +25,8 @@ NF_AVX2_INLINE __m256i load_x(const uint8_t *p, nf_src_type type)
     __m256i b;
     if (type == NF_SRC_BF16)
         return _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)p)), 16);
-    if (type == NF_SRC_F16)
-        b = _mm256_castps_si256(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)p)));
-    else
-        b = _mm256_loadu_si256((const __m256i *)(const void *)p);
+    if (type == NF_SRC_F16) b = _mm256_castps_si256(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)p)));
+    else b = _mm256_loadu_si256((const __m256i *)(const void *)p);
     __m256i odd = _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(1));
     __m256i r = _mm256_add_epi32(_mm256_add_epi32(b, _mm256_set1_epi32(0x7FFF)), odd);
     return _mm256_and_si256(r, _mm256_set1_epi32((int)0xFFFF0000u));
@@ -137,7 +135,7 @@ NF_AVX2_INLINE void encode(const uint8_t *row, nf_src_type type, size_t esize, s
 }
 
 NF_AVX2_INLINE bool encode_row(const uint8_t *row, nf_src_type type, size_t esize, size_t k, bool fp16_scale,
-                            uint8_t *codes, uint16_t *scale)
+                               uint8_t *codes, uint16_t *scale)
 {
     uint32_t mw;
     if (!nf_fp8_row_max(type, row_max(row, type, k), &mw)) return false;
@@ -149,8 +147,8 @@ NF_AVX2_INLINE bool encode_row(const uint8_t *row, nf_src_type type, size_t esiz
     return true;
 }
 
-NF_AVX2_FN static bool fp8_row_avx2(const uint8_t *row, nf_src_type type, size_t k, bool fp16_scale,
-                                  uint8_t *codes, uint16_t *scale)
+NF_AVX2_FN static bool fp8_row_avx2(const uint8_t *row, nf_src_type type, size_t k, bool fp16_scale, uint8_t *codes,
+                                    uint16_t *scale)
 {
     switch (type) {
     case NF_SRC_F32: return encode_row(row, NF_SRC_F32, 4, k, fp16_scale, codes, scale);

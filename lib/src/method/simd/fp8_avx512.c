@@ -98,7 +98,7 @@ NF_AVX512_INLINE void encode(const uint8_t *row, nf_src_type type, size_t esize,
 }
 
 NF_AVX512_INLINE bool encode_row(const uint8_t *row, nf_src_type type, size_t esize, size_t k, bool fp16_scale,
-                              uint8_t *codes, uint16_t *scale)
+                                 uint8_t *codes, uint16_t *scale)
 {
     uint32_t mw;
     if (!nf_fp8_row_max(type, row_max(row, type, k), &mw)) return false;
@@ -110,8 +110,8 @@ NF_AVX512_INLINE bool encode_row(const uint8_t *row, nf_src_type type, size_t es
     return true;
 }
 
-NF_AVX512_FN static bool fp8_row_avx512(const uint8_t *row, nf_src_type type, size_t k, bool fp16_scale,
-                                  uint8_t *codes, uint16_t *scale)
+NF_AVX512_FN static bool fp8_row_avx512(const uint8_t *row, nf_src_type type, size_t k, bool fp16_scale, uint8_t *codes,
+                                        uint16_t *scale)
 {
     switch (type) {
     case NF_SRC_F32: return encode_row(row, NF_SRC_F32, 4, k, fp16_scale, codes, scale);

@@ -59,12 +59,11 @@ const nf_fp8_kernels *nf_fp8_kernels_active(void);
 
 /* The reference (today's fp8_row_maxabs.c loop, kept for the tests and for every row a kernel
  * declines): the same contract as nf_fp8_row_maxabs_rows, without kernels. */
-nf_status nf_fp8_row_maxabs_rows_reference(const nf_format *fmt, const nf_src_rows *src, nf_words *out,
-                                           nf_error *err);
+nf_status nf_fp8_row_maxabs_rows_reference(const nf_format *fmt, const nf_src_rows *src, nf_words *out, nf_error *err);
 
-#define NF_FP8_E4M3_MAX_BITS 0x43E00000u /* 448.0f */
+#define NF_FP8_E4M3_MAX_BITS 0x43E00000u    /* 448.0f */
 #define NF_FP8_E4M3_NORMAL_BITS 0x3C800000u /* 2^-6, the smallest normal E4M3FN value */
-#define NF_FP8_SUB_MAGIC 16384.0f /* 2^14: its binary32 spacing is 2^-9, E4M3FN's subnormal step */
+#define NF_FP8_SUB_MAGIC 16384.0f           /* 2^14: its binary32 spacing is 2^-9, E4M3FN's subnormal step */
 #define NF_FP8_SUB_MAGIC_BITS 0x46800000u
 
 /* E4M3FN code of a finite binary32 word vb, exactly nf_f32_to_e4m3fn: clamp the magnitude to 448

@@ -23,16 +23,15 @@ NF_AVX2_FN static void fit_min_avx2(int nsub, int n, int nmax, const float *x, c
                                     float *scales, float *mins, float rmin, float rdelta, int nstep, bool use_mad)
 {
     for (int j = 0; j < nsub; j += LANES)
-        fit_min_lanes_y(gq_min(LANES, nsub - j), n, nmax, x + j * n, w + j * n, L + j * n, scales + j, mins + j,
-                        rmin, rdelta, nstep, use_mad);
+        fit_min_lanes_y(gq_min(LANES, nsub - j), n, nmax, x + j * n, w + j * n, L + j * n, scales + j, mins + j, rmin,
+                        rdelta, nstep, use_mad);
 }
 
 NF_AVX2_FN static void fit_signed_avx2(int nsub, int n, int nmax, const float *x, const float *qw, int8_t *L,
                                        float *scales)
 {
     for (int j = 0; j < nsub; j += LANES)
-        fit_signed_lanes_y(gq_min(LANES, nsub - j), n, nmax, x + j * n, qw ? qw + j * n : NULL, L + j * n,
-                           scales + j);
+        fit_signed_lanes_y(gq_min(LANES, nsub - j), n, nmax, x + j * n, qw ? qw + j * n : NULL, L + j * n, scales + j);
 }
 
 NF_AVX2_FN static void fit_q3_avx2(int nsub, int n, int nmax, const float *x, int8_t *L, float *scales)
@@ -54,10 +53,11 @@ NF_AVX2_INLINE void load32(nf_gq_words words, const uint8_t *p, __m256 *v)
 {
     for (int k = 0; k < 4; k++) {
         if (words == NF_GQ_WORDS_F32) v[k] = _mm256_loadu_ps((const float *)(const void *)(p + 32 * k));
-        else if (words == NF_GQ_WORDS_F16) v[k] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(p + 16 * k)));
+        else if (words == NF_GQ_WORDS_F16)
+            v[k] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(p + 16 * k)));
         else
-            v[k] = _mm256_castsi256_ps(
-                _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)(p + 16 * k))), 16));
+            v[k] = _mm256_castsi256_ps(_mm256_slli_epi32(
+                _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)(p + 16 * k))), 16));
     }
 }
 
@@ -207,8 +207,8 @@ NF_AVX2_INLINE bool plain_group(nf_gq_plain type, nf_gq_words words, size_t wb, 
 #define PLAIN_BLOCKS plain_blocks_avx2
 #include "method/simd/ggml_plain_runs.inc"
 
-NF_AVX2_FN static void requant_avx2(int n, const float *x, float d, bool with_min, float dm, int lo, int hi,
-                                    int offset, uint8_t *L)
+NF_AVX2_FN static void requant_avx2(int n, const float *x, float d, bool with_min, float dm, int lo, int hi, int offset,
+                                    uint8_t *L)
 {
     requant_y(n, x, d, with_min, dm, lo, hi, offset, L);
 }
@@ -219,7 +219,8 @@ NF_AVX2_FN static void sqrt_weights_avx2(size_t n, const float *x, const float *
     const __m256 s = _mm256_set1_ps(s2);
     for (size_t j = 0; j < n; j += 8) {
         __m256 v = _mm256_loadu_ps(x + j);
-        _mm256_storeu_ps(w + j, _mm256_mul_ps(_mm256_loadu_ps(qw + j), _mm256_sqrt_ps(_mm256_add_ps(s, _mm256_mul_ps(v, v)))));
+        _mm256_storeu_ps(w + j,
+                         _mm256_mul_ps(_mm256_loadu_ps(qw + j), _mm256_sqrt_ps(_mm256_add_ps(s, _mm256_mul_ps(v, v)))));
     }
 }
 

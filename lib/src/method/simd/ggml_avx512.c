@@ -28,8 +28,7 @@
 #include "method/simd/ggml_ops_undef.inc"
 
 NF_AVX512_FN static void fit_min_avx512(int nsub, int n, int nmax, const float *x, const float *w, uint8_t *L,
-                                        float *scales, float *mins, float rmin, float rdelta, int nstep,
-                                        bool use_mad)
+                                        float *scales, float *mins, float rmin, float rdelta, int nstep, bool use_mad)
 {
     for (int j = 0; j < nsub;) {
         int k = gq_min(16, nsub - j);
@@ -90,7 +89,8 @@ NF_AVX512_INLINE void load32(nf_gq_words words, const uint8_t *p, __m512 *lo, __
         *lo = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)p));
         *hi = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(p + 32)));
     } else {
-        *lo = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)p)), 16));
+        *lo = _mm512_castsi512_ps(
+            _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)p)), 16));
         *hi = _mm512_castsi512_ps(
             _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(p + 32))), 16));
     }
@@ -150,8 +150,8 @@ NF_AVX512_INLINE void block_codes(nf_gq_plain type, __m512 lo, __m512 hi, __m512
             __m512 t = trunc_ps(v);
             __m512 fr = _mm512_castsi512_ps(_mm512_andnot_si512(sign, _mm512_castps_si512(_mm512_sub_ps(v, t))));
             __mmask16 up = _mm512_cmp_ps_mask(fr, _mm512_set1_ps(0.5f), _CMP_GE_OQ);
-            __m512 one = _mm512_castsi512_ps(
-                _mm512_or_si512(_mm512_castps_si512(_mm512_set1_ps(1.0f)), _mm512_and_si512(sign, _mm512_castps_si512(v))));
+            __m512 one = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(_mm512_set1_ps(1.0f)),
+                                                             _mm512_and_si512(sign, _mm512_castps_si512(v))));
             __m512 r = _mm512_mask_add_ps(t, up, t, one);
             _mm_storeu_si128((__m128i *)(void *)(b + 2 + 16 * k), _mm512_cvtepi32_epi8(_mm512_cvttps_epi32(r)));
         }
@@ -265,8 +265,8 @@ NF_AVX512_INLINE bool plain_group(nf_gq_plain type, nf_gq_words words, size_t wb
     const __m256i e = _mm256_set1_epi16(0x7C00);
     if (_mm256_movemask_epi8(_mm256_cmpeq_epi16(_mm256_and_si256(h, e), e))) return false;
     _mm256_storeu_si256((__m256i *)(void *)hw, h);
-    _mm512_storeu_ps(inv, _mm512_maskz_div_ps(_mm512_cmp_ps_mask(d, _mm512_setzero_ps(), _CMP_NEQ_UQ),
-                                              _mm512_set1_ps(1.0f), d));
+    _mm512_storeu_ps(
+        inv, _mm512_maskz_div_ps(_mm512_cmp_ps_mask(d, _mm512_setzero_ps(), _CMP_NEQ_UQ), _mm512_set1_ps(1.0f), d));
     for (int g = 0; g < 16; g++) {
         const int lane = 4 * (g % 4) + g / 4;
         uint8_t *b = out + bb * (size_t)g;
@@ -297,7 +297,8 @@ NF_AVX512_FN static void sqrt_weights_avx512(size_t n, const float *x, const flo
     const __m512 s = _mm512_set1_ps(s2);
     for (size_t j = 0; j < n; j += 16) {
         __m512 v = _mm512_loadu_ps(x + j);
-        _mm512_storeu_ps(w + j, _mm512_mul_ps(_mm512_loadu_ps(qw + j), _mm512_sqrt_ps(_mm512_add_ps(s, _mm512_mul_ps(v, v)))));
+        _mm512_storeu_ps(w + j,
+                         _mm512_mul_ps(_mm512_loadu_ps(qw + j), _mm512_sqrt_ps(_mm512_add_ps(s, _mm512_mul_ps(v, v)))));
     }
 }
 

@@ -52,7 +52,8 @@ NF_AVX2_FN int nf_gq1_nearest_avx2(const uint8_t *levels, const uint16_t *list, 
             for (unsigned j = 0; j < nl; j++) tail[j] = at[j];
             at = tail;
         }
-        const __m256i off = _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)at)), 3);
+        const __m256i off = _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)at)),
+                                              3);
         const __m256i lo = _mm256_i32gather_epi32((const int *)(const void *)levels, off, 1);
         const __m256i hi = _mm256_i32gather_epi32((const int *)(const void *)(levels + 4), off, 1);
         __m256 d2 = _mm256_setzero_ps();

@@ -21,8 +21,7 @@
 #include "method/simd/ggml_iq1_lanes.inc"
 #include "method/simd/ggml_ops_undef.inc"
 
-bool nf_gq1s_split_avx512(const float *sumx, const float *sumw, float s0, int *b1, int *b2, int *shift,
-                          float *scale)
+bool nf_gq1s_split_avx512(const float *sumx, const float *sumw, float s0, int *b1, int *b2, int *shift, float *scale)
 {
     return iq1s_split_z(sumx, sumw, s0, b1, b2, shift, scale);
 }

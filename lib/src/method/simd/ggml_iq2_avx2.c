@@ -43,8 +43,7 @@ NF_AVX2_INLINE float lane_min_avx2(__m256 d, unsigned n, int *first)
 
 #include "method/simd/ggml_iq2_lanes.inc"
 
-const nf_iq2_kernels nf_iq2_kernels_avx2 = {.name = "avx2", .trials = trials_avx2, .nearest = nearest_point_avx2,
-                                            .weights = weights_avx2,
-                                            .signs = signs_avx2};
+const nf_iq2_kernels nf_iq2_kernels_avx2 = {
+    .name = "avx2", .trials = trials_avx2, .nearest = nearest_point_avx2, .weights = weights_avx2, .signs = signs_avx2};
 
 #endif

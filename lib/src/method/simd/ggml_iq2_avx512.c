@@ -50,7 +50,9 @@ NF_AVX512_INLINE float lane_min_avx512(__m512 d, unsigned n, int *first)
 
 #include "method/simd/ggml_iq2_lanes.inc"
 
-const nf_iq2_kernels nf_iq2_kernels_avx512 = {.name = "avx512", .trials = trials_avx512, .nearest = nearest_point_avx512,
+const nf_iq2_kernels nf_iq2_kernels_avx512 = {.name = "avx512",
+                                              .trials = trials_avx512,
+                                              .nearest = nearest_point_avx512,
                                               .weights = weights_avx512,
                                               .signs = signs_avx512};
 

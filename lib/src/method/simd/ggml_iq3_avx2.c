@@ -24,9 +24,9 @@
 #define BLOAD(p) _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(p)))
 #define FEQ(a, b) _mm256_cmp_ps(a, b, _CMP_EQ_OQ)
 #define FMIN_OF(m, v) min_of_y(m, v)
-#define STORE_I8(p, v)                                                                                                 \
-    _mm_storel_epi64((__m128i *)(void *)(p),                                                                           \
-                     _mm_packs_epi16(_mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1)),        \
+#define STORE_I8(p, v)                                                                                           \
+    _mm_storel_epi64((__m128i *)(void *)(p),                                                                     \
+                     _mm_packs_epi16(_mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1)), \
                                      _mm_setzero_si128()))
 
 static const int32_t lane_index_y[8] = {0, 1, 2, 3, 4, 5, 6, 7};

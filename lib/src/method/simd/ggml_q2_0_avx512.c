@@ -23,8 +23,8 @@ NF_AVX512_INLINE __m512 roundf_z(__m512 p)
 #pragma GCC diagnostic pop
     const __m512 frac = _mm512_castsi512_ps(_mm512_andnot_si512(sign, _mm512_castps_si512(_mm512_sub_ps(p, t))));
     const __mmask16 away = _mm512_cmp_ps_mask(frac, _mm512_set1_ps(0.5f), _CMP_GE_OQ);
-    const __m512 one = _mm512_castsi512_ps(_mm512_or_si512(_mm512_and_si512(_mm512_castps_si512(p), sign),
-                                                           _mm512_castps_si512(_mm512_set1_ps(1.0f))));
+    const __m512 one = _mm512_castsi512_ps(
+        _mm512_or_si512(_mm512_and_si512(_mm512_castps_si512(p), sign), _mm512_castps_si512(_mm512_set1_ps(1.0f))));
     return _mm512_mask_add_ps(t, away, t, one);
 }
 
@@ -48,8 +48,7 @@ NF_AVX512_FN void nf_gq_codes_q2_0_avx512(unsigned nblk, const float *x, float *
             c = _mm512_max_epi32(_mm512_setzero_si512(), _mm512_min_epi32(_mm512_set1_epi32(3), c));
             /* value j's shifted code as byte j of the block's 64 */
             const __m128i b16 = _mm512_cvtepi32_epi8(_mm512_sllv_epi32(c, shifts));
-            bytes = _mm512_mask_blend_epi32((__mmask16)(0xFu << (4 * k)), bytes,
-                                            _mm512_broadcast_i32x4(b16));
+            bytes = _mm512_mask_blend_epi32((__mmask16)(0xFu << (4 * k)), bytes, _mm512_broadcast_i32x4(b16));
         }
         /* each dword holds the 4 codes of an output byte in its 4 bytes: OR them */
         bytes = _mm512_or_si512(bytes, _mm512_srl_epi32(bytes, _mm_cvtsi32_si128(8)));

@@ -40,8 +40,8 @@ typedef struct nf_gq_kernels {
     const char *name;
     /* gq_fit_min on nsub sub-blocks of n values each (x, w and L at stride n): scales[j] and
      * mins[j] (the minimum as gq_fit_min returns it, negated). */
-    void (*fit_min)(int nsub, int n, int nmax, const float *x, const float *w, uint8_t *L, float *scales,
-                    float *mins, float rmin, float rdelta, int nstep, bool use_mad);
+    void (*fit_min)(int nsub, int n, int nmax, const float *x, const float *w, uint8_t *L, float *scales, float *mins,
+                    float rmin, float rdelta, int nstep, bool use_mad);
     /* gq_fit_signed on nsub sub-blocks of n values (qw NULL: weights x^2). */
     void (*fit_signed)(int nsub, int n, int nmax, const float *x, const float *qw, int8_t *L, float *scales);
     /* gq_fit_q3 on nsub sub-blocks of n values. */
@@ -52,8 +52,7 @@ typedef struct nf_gq_kernels {
     /* The final codes of n values (a multiple of 16) from their stored scale: without a minimum
      * (signed) L[i] = clamp(nearest(x[i] / d), lo, hi) + offset, with one (dm, Q2_K / Q4_K /
      * Q5_K) L[i] = clamp(nearest((x[i] + dm) / d), lo, hi) + offset. */
-    void (*requant)(int n, const float *x, float d, bool with_min, float dm, int lo, int hi, int offset,
-                    uint8_t *L);
+    void (*requant)(int n, const float *x, float d, bool with_min, float dm, int lo, int hi, int offset, uint8_t *L);
     /* IQ3_XXS / IQ3_S (ggml_iq3.c): the nt (<= NF_GQ3_MAX_TRIALS) trials of one group of 32
      * magnitudes xval, one trial a lane.  Trial t rounds the values at inverse scale id[t] to
      * levels, moves each 4-value point off grid g to its nearest neighbour at scale[t] (weights
@@ -63,8 +62,7 @@ typedef struct nf_gq_kernels {
      * and sum w x (2L + 1) and sum w (2L + 1)^2 to sumqx[t], sumq2[t].  False when a neighbour
      * search finds no point (ggml aborts). */
     bool (*iq3_trials)(const struct nf_gq3_grid *g, int nt, const float *id, const float *scale, const float *xval,
-                       const float *waux, const float *w, int8_t *L, uint32_t *on_grid, float *sumqx,
-                       float *sumq2);
+                       const float *waux, const float *w, int8_t *L, uint32_t *on_grid, float *sumqx, float *sumq2);
     /* IQ1_S (ggml_iq1.c): ggml's search of a group of 32 sorted values over every split i1 <= i2
      * into codes 0 / 1 / 2 and both delta signs (shift +1, then -1, for each split), by the prefix
      * sums sumx, sumw (33 each) of w x and w in sorted order: the kept split, its shift and
@@ -117,12 +115,10 @@ void nf_gq1_order_ref(const float *x, int n, int *idx);
 #if NF_X86_KERNELS
 bool nf_gq3_trials_avx2(const struct nf_gq3_grid *g, int nt, const float *id, const float *scale, const float *xval,
                         const float *waux, const float *w, int8_t *L, uint32_t *on_grid, float *sumqx, float *sumq2);
-bool nf_gq3_trials_avx512(const struct nf_gq3_grid *g, int nt, const float *id, const float *scale,
-                          const float *xval, const float *waux, const float *w, int8_t *L, uint32_t *on_grid,
-                          float *sumqx, float *sumq2);
+bool nf_gq3_trials_avx512(const struct nf_gq3_grid *g, int nt, const float *id, const float *scale, const float *xval,
+                          const float *waux, const float *w, int8_t *L, uint32_t *on_grid, float *sumqx, float *sumq2);
 bool nf_gq1s_split_avx2(const float *sumx, const float *sumw, float s0, int *b1, int *b2, int *shift, float *scale);
-bool nf_gq1s_split_avx512(const float *sumx, const float *sumw, float s0, int *b1, int *b2, int *shift,
-                          float *scale);
+bool nf_gq1s_split_avx512(const float *sumx, const float *sumw, float s0, int *b1, int *b2, int *shift, float *scale);
 bool nf_gq1m_split_avx2(const float *x, const float *w, const int *idx, float s0, int *b1, int *b2, int *kind,
                         float *scale);
 bool nf_gq1m_split_avx512(const float *x, const float *w, const int *idx, float s0, int *b1, int *b2, int *kind,

@@ -58,8 +58,8 @@ NF_AVX2_INLINE uint32_t hmax_u32(__m256i v)
     return (uint32_t)_mm_cvtsi128_si32(a);
 }
 
-NF_AVX2_INLINE bool encode(const uint8_t *src, nf_src_type type, size_t esize, size_t ngroups,
-                           const nf_nvfp4_global *g, uint8_t *codes, uint8_t *scales)
+NF_AVX2_INLINE bool encode(const uint8_t *src, nf_src_type type, size_t esize, size_t ngroups, const nf_nvfp4_global *g,
+                           uint8_t *codes, uint8_t *scales)
 {
     const __m256i mag = _mm256_set1_epi32(0x7FFFFFFF);
     for (size_t j = 0; j < ngroups; j++, src += NF_NVFP4_GROUP * esize, codes += NF_NVFP4_GROUP) {
@@ -80,8 +80,8 @@ NF_AVX2_INLINE bool encode(const uint8_t *src, nf_src_type type, size_t esize, s
     return true;
 }
 
-NF_AVX2_FN static bool nvfp4_groups_avx2(const uint8_t *src, nf_src_type type, size_t ngroups,
-                                         const nf_nvfp4_global *g, uint8_t *codes, uint8_t *scales)
+NF_AVX2_FN static bool nvfp4_groups_avx2(const uint8_t *src, nf_src_type type, size_t ngroups, const nf_nvfp4_global *g,
+                                         uint8_t *codes, uint8_t *scales)
 {
     switch (type) {
     case NF_SRC_F32: return encode(src, NF_SRC_F32, 4, ngroups, g, codes, scales);
@@ -94,8 +94,7 @@ NF_AVX2_FN static bool nvfp4_groups_avx2(const uint8_t *src, nf_src_type type, s
 /* nvfp4_search of one group: the eight candidates side by side, one per binary32 lane, their
  * errors in two vectors of four binary64 lanes, each lane summing its terms in column order as
  * nf_nvfp4_group_error does; then the candidates compete in their order. */
-NF_AVX2_FN static uint8_t nvfp4_search_avx2(const float *x, const float *w, const nf_nvfp4_global *g,
-                                            uint8_t *codes)
+NF_AVX2_FN static uint8_t nvfp4_search_avx2(const float *x, const float *w, const nf_nvfp4_global *g, uint8_t *codes)
 {
     const __m256i mag = _mm256_set1_epi32(0x7FFFFFFF);
     __m256i m = _mm256_max_epu32(_mm256_and_si256(_mm256_castps_si256(_mm256_loadu_ps(x)), mag),
@@ -148,8 +147,8 @@ NF_AVX2_FN static uint8_t nvfp4_search_avx2(const float *x, const float *w, cons
     return best;
 }
 
-const nf_nvfp4_kernels nf_nvfp4_kernels_avx2 = {.name = "avx2", .groups = nvfp4_groups_avx2,
-                                                .search = nvfp4_search_avx2};
+const nf_nvfp4_kernels nf_nvfp4_kernels_avx2 = {
+    .name = "avx2", .groups = nvfp4_groups_avx2, .search = nvfp4_search_avx2};
 
 #else
 typedef int nf_nvfp4_avx2_unused; /* not an x86 GCC/Clang build: no AVX2 kernel */

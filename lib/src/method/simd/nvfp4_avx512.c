@@ -154,8 +154,8 @@ NF_AVX512_FN static uint8_t nvfp4_search_avx512(const float *x, const float *w, 
     return best;
 }
 
-const nf_nvfp4_kernels nf_nvfp4_kernels_avx512 = {.name = "avx512", .groups = nvfp4_groups_avx512,
-                                                  .search = nvfp4_search_avx512};
+const nf_nvfp4_kernels nf_nvfp4_kernels_avx512 = {
+    .name = "avx512", .groups = nvfp4_groups_avx512, .search = nvfp4_search_avx512};
 
 #else
 typedef int nf_nvfp4_avx512_unused; /* not an x86 GCC/Clang build: no AVX-512 kernel */

@@ -61,8 +61,8 @@ static uint8_t nvfp4_search_scalar(const float *x, const float *w, const nf_nvfp
     return best;
 }
 
-const nf_nvfp4_kernels nf_nvfp4_kernels_scalar = {.name = "scalar", .groups = nvfp4_groups_scalar,
-                                                  .search = nvfp4_search_scalar};
+const nf_nvfp4_kernels nf_nvfp4_kernels_scalar = {
+    .name = "scalar", .groups = nvfp4_groups_scalar, .search = nvfp4_search_scalar};
 
 NF_SIMD_SELECTOR(nf_nvfp4_kernels, nf_nvfp4_kernels, nf_nvfp4_kernels_scalar, nf_nvfp4_kernels_avx2,
                  nf_nvfp4_kernels_avx512)

@@ -149,9 +149,9 @@ const nf_nvfp4_kernels *nf_nvfp4_kernels_active(void);
 
 /* The references (nvfp4_quantize.c's plain loops, kept for the tests): the same contracts as
  * nf_nvfp4_quantize_rows and nf_nvfp4_search_rows, without kernels. */
-nf_status nf_nvfp4_quantize_rows_reference(const nf_format *fmt, const nf_method_params *params,
-                                           const nf_src_rows *src, nf_words *out, nf_error *err);
-nf_status nf_nvfp4_search_rows_reference(const nf_format *fmt, const nf_method_params *params,
-                                         const nf_src_rows *src, nf_words *out, nf_error *err);
+nf_status nf_nvfp4_quantize_rows_reference(const nf_format *fmt, const nf_method_params *params, const nf_src_rows *src,
+                                           nf_words *out, nf_error *err);
+nf_status nf_nvfp4_search_rows_reference(const nf_format *fmt, const nf_method_params *params, const nf_src_rows *src,
+                                         nf_words *out, nf_error *err);
 
 #endif

@@ -38,8 +38,8 @@ NF_AVX2_INLINE void transpose8(const __m256 r[8], float *out /* 8 x 8, row k at 
         t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
     }
     for (int i = 0; i < 8; i += 4) {
-        u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);     /* rows i..i+3, elements 0 | 4 */
-        u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE); /* 1 | 5 */
+        u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);         /* rows i..i+3, elements 0 | 4 */
+        u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);     /* 1 | 5 */
         u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44); /* 2 | 6 */
         u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE); /* 3 | 7 */
     }
@@ -172,8 +172,7 @@ NF_AVX2_INLINE void search_amin(search_cands *C, const uint8_t *list, size_t m, 
     __m256 lo = inf;
     for (size_t i = 0; i < m; i++) {
         size_t j = list[i];
-        __m256 ok = _mm256_castsi256_ps(
-            _mm256_cvtepi16_epi32(_mm_load_si128((const __m128i *)(const void *)C->ok[j])));
+        __m256 ok = _mm256_castsi256_ps(_mm256_cvtepi16_epi32(_mm_load_si128((const __m128i *)(const void *)C->ok[j])));
         __m256 a = _mm256_blendv_ps(inf, _mm256_load_ps(C->a[j]), ok);
         _mm256_store_ps(C->a[j], a);
         lo = _mm256_min_ps(lo, a);
@@ -182,7 +181,7 @@ NF_AVX2_INLINE void search_amin(search_cands *C, const uint8_t *list, size_t m, 
 }
 
 NF_AVX2_INLINE void search_survivors(const search_cands *C, const uint8_t *list, size_t m, const float *thr,
-                                  uint8_t *first, uint16_t *extra)
+                                     uint8_t *first, uint16_t *extra)
 {
     const __m256 th = _mm256_load_ps(thr);
     __m256i fst = _mm256_set1_epi32(0xFF), fw = _mm256_setzero_si256(), more = fw, none = _mm256_set1_epi32(-1);
@@ -219,7 +218,7 @@ NF_AVX2_INLINE void search_canonical(const float *amax, float den, uint16_t *w)
 NF_AVX2_INLINE __m256d abs4(__m256d v) { return _mm256_andnot_pd(_mm256_set1_pd(-0.0), v); }
 
 NF_AVX2_INLINE void search_same_lanes(const float *si, const double *sc, const double *num, const double *den,
-                                   const double *sum_up, int8_t *d)
+                                      const double *sum_up, int8_t *d)
 {
     const __m256 sv = _mm256_load_ps(si);
     const __m256d two = _mm256_set1_pd(2.0), c43 = _mm256_set1_pd(0x1p-43), c51 = _mm256_set1_pd(0x1p-51),
@@ -230,10 +229,10 @@ NF_AVX2_INLINE void search_same_lanes(const float *si, const double *sc, const d
         __m256d sigma = _mm256_add_pd(a, c), delta = _mm256_sub_pd(a, c);
         __m256d R = _mm256_sub_pd(_mm256_mul_pd(sigma, dn), _mm256_mul_pd(two, n)), D = _mm256_mul_pd(delta, R);
         __m256d err = _mm256_mul_pd(
-            abs4(delta), _mm256_add_pd(_mm256_mul_pd(_mm256_add_pd(_mm256_mul_pd(abs4(sigma), dn),
-                                                                   _mm256_mul_pd(two, abs4(n))),
-                                                     c43),
-                                       _mm256_mul_pd(abs4(R), c51)));
+            abs4(delta),
+            _mm256_add_pd(
+                _mm256_mul_pd(_mm256_add_pd(_mm256_mul_pd(abs4(sigma), dn), _mm256_mul_pd(two, abs4(n))), c43),
+                _mm256_mul_pd(abs4(R), c51)));
         __m256d K = _mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(_mm256_load_pd(sum_up + 4 * h), c44), err), tiny);
         int better = _mm256_movemask_pd(_mm256_cmp_pd(D, _mm256_sub_pd(zero, K), _CMP_LT_OQ));
         int worse = _mm256_movemask_pd(_mm256_cmp_pd(D, K, _CMP_GE_OQ));
@@ -277,7 +276,7 @@ NF_AVX2_INLINE __m256 code8(__m256 x, __m256 inv, __m256 qmin, __m256 qmax, int 
  * w (u - q)^2 < 2^72, the sum of at most 128 terms times s^2 < 2^32 below 2^111.  Otherwise
  * r = x - s q (s q exact) as the reference. */
 NF_AVX2_INLINE void screen_n(const nf_search_shape *sh, const search_lanes *b, search_cands *C, const uint8_t *js,
-                          int nc, int clamp, bool scaled, bool weighted)
+                             int nc, int clamp, bool scaled, bool weighted)
 {
     const __m256 qmin = _mm256_set1_ps(sh->qmin), qmax = _mm256_set1_ps(sh->qmax);
     const __m256 magic = _mm256_set1_ps(12582912.0f);
@@ -311,16 +310,16 @@ NF_AVX2_INLINE void screen_n(const nf_search_shape *sh, const search_lanes *b, s
     }
 }
 
-#define SCREEN_DEF(name, clamp, scaled, weighted)                                                                      \
-    static __attribute__((noinline)) NF_AVX2_FN void name(const nf_search_shape *sh, const search_lanes *b,           \
-                                                         search_cands *C, const uint8_t *js, int nc)                 \
-    {                                                                                                                  \
-        switch (nc) {                                                                                                  \
-        case 1: screen_n(sh, b, C, js, 1, clamp, scaled, weighted); break;                                             \
-        case 2: screen_n(sh, b, C, js, 2, clamp, scaled, weighted); break;                                             \
-        case 3: screen_n(sh, b, C, js, 3, clamp, scaled, weighted); break;                                             \
-        default: screen_n(sh, b, C, js, 4, clamp, scaled, weighted); break;                                            \
-        }                                                                                                              \
+#define SCREEN_DEF(name, clamp, scaled, weighted)                                                           \
+    static __attribute__((noinline)) NF_AVX2_FN void name(const nf_search_shape *sh, const search_lanes *b, \
+                                                          search_cands *C, const uint8_t *js, int nc)       \
+    {                                                                                                       \
+        switch (nc) {                                                                                       \
+        case 1: screen_n(sh, b, C, js, 1, clamp, scaled, weighted); break;                                  \
+        case 2: screen_n(sh, b, C, js, 2, clamp, scaled, weighted); break;                                  \
+        case 3: screen_n(sh, b, C, js, 3, clamp, scaled, weighted); break;                                  \
+        default: screen_n(sh, b, C, js, 4, clamp, scaled, weighted); break;                                 \
+        }                                                                                                   \
     }
 SCREEN_DEF(screen_p0, 0, true, false)
 SCREEN_DEF(screen_p1, 1, true, false)
@@ -338,7 +337,7 @@ typedef void (*screen_fn)(const nf_search_shape *, const search_lanes *, search_
 /* The candidates sorted by the clamps they need in some lane (search_simd.h: every code lies
  * between those of xmin and xmax; the same bounds give the largest |u|), then 4 at a time. */
 static NF_AVX2_FN void search_screen(const nf_search_shape *sh, const search_lanes *b, search_cands *C,
-                                    const uint8_t *list, size_t m)
+                                     const uint8_t *list, size_t m)
 {
     /* the clamps each candidate needs in some lane, or (bucket 4) the unscaled form */
     static const screen_fn fns[2][5] = {{screen_p0, screen_p1, screen_p2, screen_p3, screen_pr},
@@ -365,8 +364,9 @@ static NF_AVX2_FN void search_screen(const nf_search_shape *sh, const search_lan
 
 /* The refit rows (nc of them): screen_n's sums, and whether each row's codes are qb (the first
  * round's best's) in every element. */
-NF_AVX2_INLINE void refit_n(const nf_search_shape *sh, const search_lanes *b, search_cands *C, const float (*qb)[SEARCH_L],
-                         const uint8_t *js, int nc, uint16_t (*same)[SEARCH_L], bool weighted)
+NF_AVX2_INLINE void refit_n(const nf_search_shape *sh, const search_lanes *b, search_cands *C,
+                            const float (*qb)[SEARCH_L], const uint8_t *js, int nc, uint16_t (*same)[SEARCH_L],
+                            bool weighted)
 {
     const __m256 qmin = _mm256_set1_ps(sh->qmin), qmax = _mm256_set1_ps(sh->qmax);
     __m256 acc[3], diff[3];
@@ -390,27 +390,27 @@ NF_AVX2_INLINE void refit_n(const nf_search_shape *sh, const search_lanes *b, se
     for (int c = 0; c < nc; c++) {
         _mm256_store_ps(C->a[js[c]], acc[c]);
         int d = _mm256_movemask_ps(diff[c]);
-        for (size_t l = 0; l < 8; l++) same[js[c] - SC_REFIT][l] = (uint16_t)!((d >> l) & 1);
+        for (size_t l = 0; l < 8; l++) same[js[c] - SC_REFIT][l] = (uint16_t) !((d >> l) & 1);
     }
 }
 
-#define REFIT_DEF(name, weighted)                                                                                      \
-    static __attribute__((noinline)) NF_AVX2_FN void name(const nf_search_shape *sh, const search_lanes *b,           \
-                                                         search_cands *C, const float (*qb)[SEARCH_L], const uint8_t *js,      \
-                                                         size_t nc, uint16_t (*same)[SEARCH_L])                      \
-    {                                                                                                                  \
-        switch (nc) {                                                                                                  \
-        case 1: refit_n(sh, b, C, qb, js, 1, same, weighted); break;                                                 \
-        case 2: refit_n(sh, b, C, qb, js, 2, same, weighted); break;                                                 \
-        default: refit_n(sh, b, C, qb, js, 3, same, weighted); break;                                                \
-        }                                                                                                              \
+#define REFIT_DEF(name, weighted)                                                                                  \
+    static __attribute__((noinline)) NF_AVX2_FN void name(const nf_search_shape *sh, const search_lanes *b,        \
+                                                          search_cands *C, const float(*qb)[SEARCH_L],             \
+                                                          const uint8_t *js, size_t nc, uint16_t(*same)[SEARCH_L]) \
+    {                                                                                                              \
+        switch (nc) {                                                                                              \
+        case 1: refit_n(sh, b, C, qb, js, 1, same, weighted); break;                                               \
+        case 2: refit_n(sh, b, C, qb, js, 2, same, weighted); break;                                               \
+        default: refit_n(sh, b, C, qb, js, 3, same, weighted); break;                                              \
+        }                                                                                                          \
     }
 REFIT_DEF(refit_plain, false)
 REFIT_DEF(refit_weighted, true)
 
 static NF_AVX2_FN void search_refit_screen(const nf_search_shape *sh, const search_lanes *b, search_cands *C,
-                                          const float (*qb)[SEARCH_L], const uint8_t *list, size_t m,
-                                          uint16_t (*same)[SEARCH_L])
+                                           const float (*qb)[SEARCH_L], const uint8_t *list, size_t m,
+                                           uint16_t (*same)[SEARCH_L])
 {
     if (!m) return;
     if (b->weighted) refit_weighted(sh, b, C, qb, list, m, same);
@@ -423,7 +423,7 @@ static NF_AVX2_FN void search_refit_screen(const nf_search_shape *sh, const sear
  * importance the reference's denominator sums q * q, integers below 2^14 with sums below 2^21:
  * exact in any order, in binary32 too, so it is formed there. */
 NF_AVX2_INLINE void lsq_lanes(const nf_search_shape *sh, const search_lanes *b, const float *inv, double *num,
-                           double *den, float (*q)[SEARCH_L], bool weighted)
+                              double *den, float (*q)[SEARCH_L], bool weighted)
 {
     const __m256 qmin = _mm256_set1_ps(sh->qmin), qmax = _mm256_set1_ps(sh->qmax);
     const __m256 iv = _mm256_load_ps(inv);
@@ -458,7 +458,7 @@ NF_AVX2_INLINE void lsq_lanes(const nf_search_shape *sh, const search_lanes *b, 
 }
 
 static NF_AVX2_FN void search_lsq(const nf_search_shape *sh, const search_lanes *b, const float *inv, double *num,
-                                 double *den, float (*q)[SEARCH_L])
+                                  double *den, float (*q)[SEARCH_L])
 {
     if (b->weighted) lsq_lanes(sh, b, inv, num, den, q, true);
     else lsq_lanes(sh, b, inv, num, den, q, false);
@@ -476,7 +476,7 @@ NF_AVX2_INLINE __m256d term(__m256d e, __m256d xd, __m256d wd, __m256d s, __m256
 
 /* 16 candidates (4 vectors of 4) over the group's n elements, k ascending. */
 NF_AVX2_INLINE void exact16(const nf_search_shape *sh, const nf_search_group *g, const double *s, const float *inv,
-                         double *e, int nv, bool weighted)
+                            double *e, int nv, bool weighted)
 {
     const __m256 qmin = _mm256_set1_ps(sh->qmin), qmax = _mm256_set1_ps(sh->qmax);
     __m256 ia = _mm256_loadu_ps(inv), ib = _mm256_loadu_ps(inv + 8);
@@ -502,7 +502,7 @@ NF_AVX2_INLINE void exact16(const nf_search_shape *sh, const nf_search_group *g,
 }
 
 NF_AVX2_INLINE void exact_all(const nf_search_shape *sh, const nf_search_group *g, const double *s, const float *inv,
-                           size_t m, double *e, bool weighted)
+                              size_t m, double *e, bool weighted)
 {
     for (size_t j = 0; j < m; j += 16) {
         size_t left = m - j;
@@ -514,7 +514,7 @@ NF_AVX2_INLINE void exact_all(const nf_search_shape *sh, const nf_search_group *
 }
 
 static NF_AVX2_FN void search_exact(const nf_search_shape *sh, const nf_search_group *g, const double *s,
-                                   const float *inv, size_t m, double *e)
+                                    const float *inv, size_t m, double *e)
 {
     if (g->wf) exact_all(sh, g, s, inv, m, e, true);
     else exact_all(sh, g, s, inv, m, e, false);

@@ -179,7 +179,8 @@ NF_AVX512_INLINE void search_unlist(search_cands *C, size_t j, const uint16_t *c
     for (size_t k = 0; k < SC_FIRST; k++)
         listed |= _mm256_cmpeq_epi16_mask(_mm256_load_si256((const __m256i *)(const void *)C->word[k]), w);
     __mmask16 ok = (__mmask16)(_mm256_test_epi16_mask(_mm256_load_si256((const __m256i *)(const void *)C->ok[j]),
-                                                      _mm256_set1_epi16(-1)) & ~listed);
+                                                      _mm256_set1_epi16(-1)) &
+                               ~listed);
     _mm256_store_si256((__m256i *)(void *)C->ok[j], _mm256_maskz_mov_epi16(ok, _mm256_set1_epi16(-1)));
     __m256i cw = _mm256_load_si256((const __m256i *)(const void *)canonical);
     _mm256_store_si256((__m256i *)(void *)C->ew[j], _mm256_mask_blend_epi16(ok, cw, w));
@@ -216,7 +217,7 @@ NF_AVX512_INLINE void search_amin(search_cands *C, const uint8_t *list, size_t m
 }
 
 NF_AVX512_INLINE void search_survivors(const search_cands *C, const uint8_t *list, size_t m, const float *thr,
-                                    uint8_t *first, uint16_t *extra)
+                                       uint8_t *first, uint16_t *extra)
 {
     const __m512 th = _mm512_load_ps(thr);
     __m256i fst = _mm256_set1_epi16(0xFF) /* none yet */, fw = _mm256_setzero_si256();
@@ -246,7 +247,7 @@ NF_AVX512_INLINE void search_canonical(const float *amax, float den, uint16_t *w
 
 /* search_algo.inc's search_same_codes, the same binary64 operations 8 lanes at a time. */
 NF_AVX512_INLINE void search_same_lanes(const float *si, const double *sc, const double *num, const double *den,
-                                     const double *sum_up, int8_t *d)
+                                        const double *sum_up, int8_t *d)
 {
     const __m512 sv = _mm512_load_ps(si);
     const __m512d two = _mm512_set1_pd(2.0), c43 = _mm512_set1_pd(0x1p-43), c51 = _mm512_set1_pd(0x1p-51),
@@ -257,12 +258,11 @@ NF_AVX512_INLINE void search_same_lanes(const float *si, const double *sc, const
         __m512d n = _mm512_load_pd(num + 8 * h), dn = _mm512_load_pd(den + 8 * h);
         __m512d sigma = _mm512_add_pd(a, c), delta = _mm512_sub_pd(a, c);
         __m512d R = _mm512_sub_pd(_mm512_mul_pd(sigma, dn), _mm512_mul_pd(two, n)), D = _mm512_mul_pd(delta, R);
-        __m512d err = _mm512_mul_pd(
-            _mm512_abs_pd(delta),
-            _mm512_add_pd(_mm512_mul_pd(_mm512_add_pd(_mm512_mul_pd(_mm512_abs_pd(sigma), dn),
-                                                      _mm512_mul_pd(two, _mm512_abs_pd(n))),
-                                        c43),
-                          _mm512_mul_pd(_mm512_abs_pd(R), c51)));
+        __m512d err = _mm512_mul_pd(_mm512_abs_pd(delta),
+                                    _mm512_add_pd(_mm512_mul_pd(_mm512_add_pd(_mm512_mul_pd(_mm512_abs_pd(sigma), dn),
+                                                                              _mm512_mul_pd(two, _mm512_abs_pd(n))),
+                                                                c43),
+                                                  _mm512_mul_pd(_mm512_abs_pd(R), c51)));
         __m512d K = _mm512_add_pd(_mm512_add_pd(_mm512_mul_pd(_mm512_load_pd(sum_up + 8 * h), c44), err), tiny);
         better |= (__mmask16)(_mm512_cmp_pd_mask(D, _mm512_sub_pd(zero, K), _CMP_LT_OQ) << (8 * h));
         worse |= (__mmask16)(_mm512_cmp_pd_mask(D, K, _CMP_GE_OQ) << (8 * h));
@@ -348,7 +348,7 @@ NF_AVX512_INLINE void screen_reduced(const search_lanes *b, search_cands *C, con
 }
 
 NF_AVX512_INLINE void screen_n(const nf_search_shape *sh, const search_lanes *b, search_cands *C, const uint8_t *js,
-                            int nc, int clamp, bool weighted)
+                               int nc, int clamp, bool weighted)
 {
     if (clamp == 0) {
         screen_reduced(b, C, js, nc, weighted);
@@ -374,16 +374,16 @@ NF_AVX512_INLINE void screen_n(const nf_search_shape *sh, const search_lanes *b,
     for (int c = 0; c < nc; c++) _mm512_store_ps(C->a[js[c]], acc[c]);
 }
 
-#define SCREEN_DEF(name, clamp, weighted)                                                                              \
-    static __attribute__((noinline)) NF_AVX512_FN void name(const nf_search_shape *sh, const search_lanes *b,         \
-                                                           search_cands *C, const uint8_t *js, int nc)               \
-    {                                                                                                                  \
-        switch (nc) {                                                                                                  \
-        case 1: screen_n(sh, b, C, js, 1, clamp, weighted); break;                                                     \
-        case 2: screen_n(sh, b, C, js, 2, clamp, weighted); break;                                                     \
-        case 3: screen_n(sh, b, C, js, 3, clamp, weighted); break;                                                     \
-        default: screen_n(sh, b, C, js, 4, clamp, weighted); break;                                                    \
-        }                                                                                                              \
+#define SCREEN_DEF(name, clamp, weighted)                                                                     \
+    static __attribute__((noinline)) NF_AVX512_FN void name(const nf_search_shape *sh, const search_lanes *b, \
+                                                            search_cands *C, const uint8_t *js, int nc)       \
+    {                                                                                                         \
+        switch (nc) {                                                                                         \
+        case 1: screen_n(sh, b, C, js, 1, clamp, weighted); break;                                            \
+        case 2: screen_n(sh, b, C, js, 2, clamp, weighted); break;                                            \
+        case 3: screen_n(sh, b, C, js, 3, clamp, weighted); break;                                            \
+        default: screen_n(sh, b, C, js, 4, clamp, weighted); break;                                           \
+        }                                                                                                     \
     }
 SCREEN_DEF(screen_p0, 0, false)
 SCREEN_DEF(screen_p1, 1, false)
@@ -399,7 +399,7 @@ typedef void (*screen_fn)(const nf_search_shape *, const search_lanes *, search_
 /* The candidates sorted by the clamps they need in some lane (search_simd.h: every code lies
  * between those of xmin and xmax), then 4 at a time. */
 static NF_AVX512_FN void search_screen(const nf_search_shape *sh, const search_lanes *b, search_cands *C,
-                                      const uint8_t *list, size_t m)
+                                       const uint8_t *list, size_t m)
 {
     static const screen_fn fns[2][4] = {{screen_p0, screen_p1, screen_p2, screen_p3},
                                         {screen_w0, screen_w1, screen_w2, screen_w3}};
@@ -422,8 +422,9 @@ static NF_AVX512_FN void search_screen(const nf_search_shape *sh, const search_l
 
 /* The refit rows (nc of them): screen_n's sums, and whether each row's codes are qb (the first
  * round's best's) in every element. */
-NF_AVX512_INLINE void refit_n(const nf_search_shape *sh, const search_lanes *b, search_cands *C, const float (*qb)[SEARCH_L],
-                           const uint8_t *js, int nc, uint16_t (*same)[SEARCH_L], bool weighted)
+NF_AVX512_INLINE void refit_n(const nf_search_shape *sh, const search_lanes *b, search_cands *C,
+                              const float (*qb)[SEARCH_L], const uint8_t *js, int nc, uint16_t (*same)[SEARCH_L],
+                              bool weighted)
 {
     const __m512 qmin = _mm512_set1_ps(sh->qmin), qmax = _mm512_set1_ps(sh->qmax);
     __m512 s[3], iv[3], acc[3];
@@ -452,23 +453,23 @@ NF_AVX512_INLINE void refit_n(const nf_search_shape *sh, const search_lanes *b, 
     }
 }
 
-#define REFIT_DEF(name, weighted)                                                                                      \
-    static __attribute__((noinline)) NF_AVX512_FN void name(const nf_search_shape *sh, const search_lanes *b,         \
-                                                           search_cands *C, const float (*qb)[SEARCH_L], const uint8_t *js,    \
-                                                           size_t nc, uint16_t (*same)[SEARCH_L])                    \
-    {                                                                                                                  \
-        switch (nc) {                                                                                                  \
+#define REFIT_DEF(name, weighted)                                                                                    \
+    static __attribute__((noinline)) NF_AVX512_FN void name(const nf_search_shape *sh, const search_lanes *b,        \
+                                                            search_cands *C, const float(*qb)[SEARCH_L],             \
+                                                            const uint8_t *js, size_t nc, uint16_t(*same)[SEARCH_L]) \
+    {                                                                                                                \
+        switch (nc) {                                                                                                \
         case 1: refit_n(sh, b, C, qb, js, 1, same, weighted); break;                                                 \
         case 2: refit_n(sh, b, C, qb, js, 2, same, weighted); break;                                                 \
         default: refit_n(sh, b, C, qb, js, 3, same, weighted); break;                                                \
-        }                                                                                                              \
+        }                                                                                                            \
     }
 REFIT_DEF(refit_plain, false)
 REFIT_DEF(refit_weighted, true)
 
 static NF_AVX512_FN void search_refit_screen(const nf_search_shape *sh, const search_lanes *b, search_cands *C,
-                                            const float (*qb)[SEARCH_L], const uint8_t *list, size_t m,
-                                            uint16_t (*same)[SEARCH_L])
+                                             const float (*qb)[SEARCH_L], const uint8_t *list, size_t m,
+                                             uint16_t (*same)[SEARCH_L])
 {
     if (!m) return;
     if (b->weighted) refit_weighted(sh, b, C, qb, list, m, same);
@@ -482,7 +483,7 @@ static NF_AVX512_FN void search_refit_screen(const nf_search_shape *sh, const se
  * Without importance the reference's denominator sums q * q, integers below 2^14 with sums
  * below 2^21: exact in any order, in binary32 too (FMA or not), so it is formed there. */
 NF_AVX512_INLINE void lsq_lanes(const nf_search_shape *sh, const search_lanes *b, const float *inv, double *num,
-                             double *den, float (*q)[SEARCH_L], bool weighted)
+                                double *den, float (*q)[SEARCH_L], bool weighted)
 {
     const __m512 qmin = _mm512_set1_ps(sh->qmin), qmax = _mm512_set1_ps(sh->qmax);
     const __m512 iv = _mm512_load_ps(inv);
@@ -517,7 +518,7 @@ NF_AVX512_INLINE void lsq_lanes(const nf_search_shape *sh, const search_lanes *b
 }
 
 static NF_AVX512_FN void search_lsq(const nf_search_shape *sh, const search_lanes *b, const float *inv, double *num,
-                                   double *den, float (*q)[SEARCH_L])
+                                    double *den, float (*q)[SEARCH_L])
 {
     if (b->weighted) lsq_lanes(sh, b, inv, num, den, q, true);
     else lsq_lanes(sh, b, inv, num, den, q, false);
@@ -535,7 +536,7 @@ NF_AVX512_INLINE __m512d term(__m512d e, __m512d xd, __m512d wd, __m512d s, __m5
 
 /* 32 candidates (4 vectors of 8) over the group's n elements, k ascending. */
 NF_AVX512_INLINE void exact32(const nf_search_shape *sh, const nf_search_group *g, const double *s, const float *inv,
-                           double *e, int nv, bool weighted)
+                              double *e, int nv, bool weighted)
 {
     const __m512 qmin = _mm512_set1_ps(sh->qmin), qmax = _mm512_set1_ps(sh->qmax);
     __m512 ia = _mm512_loadu_ps(inv), ib = _mm512_loadu_ps(inv + 16);
@@ -561,7 +562,7 @@ NF_AVX512_INLINE void exact32(const nf_search_shape *sh, const nf_search_group *
 }
 
 NF_AVX512_INLINE void exact_all(const nf_search_shape *sh, const nf_search_group *g, const double *s, const float *inv,
-                             size_t m, double *e, bool weighted)
+                                size_t m, double *e, bool weighted)
 {
     for (size_t j = 0; j < m; j += 32) {
         size_t left = m - j;
@@ -573,7 +574,7 @@ NF_AVX512_INLINE void exact_all(const nf_search_shape *sh, const nf_search_group
 }
 
 static NF_AVX512_FN void search_exact(const nf_search_shape *sh, const nf_search_group *g, const double *s,
-                                     const float *inv, size_t m, double *e)
+                                      const float *inv, size_t m, double *e)
 {
     if (g->wf) exact_all(sh, g, s, inv, m, e, true);
     else exact_all(sh, g, s, inv, m, e, false);
@@ -649,7 +650,7 @@ NF_AVX512_INLINE uint32_t load_n(const uint8_t *p, nf_src_type type, size_t esiz
 
 /* The layouts' group sizes as constants, so that the loops unroll. */
 NF_AVX512_INLINE uint32_t load_type(const uint8_t *p, nf_src_type type, size_t esize, size_t n, float *x,
-                                 float *extreme)
+                                    float *extreme)
 {
     if (n == 64) return load_n(p, type, esize, 64, x, extreme);
     if (n == 32) return load_n(p, type, esize, 32, x, extreme);

@@ -87,8 +87,7 @@ static void search_screen(const nf_search_shape *sh, const search_lanes *b, sear
 }
 
 static void search_refit_screen(const nf_search_shape *sh, const search_lanes *b, search_cands *C,
-                                const float (*qb)[SEARCH_L], const uint8_t *list, size_t m,
-                                uint16_t (*same)[SEARCH_L])
+                                const float (*qb)[SEARCH_L], const uint8_t *list, size_t m, uint16_t (*same)[SEARCH_L])
 {
     search_screen(sh, b, C, list, m);
     for (size_t i = 0; i < m; i++) {
@@ -202,5 +201,8 @@ static uint32_t load_portable(const uint8_t *p, nf_src_type type, size_t n, floa
     return m;
 }
 
-const nf_search_kernels nf_search_kernels_scalar = {
-    .name = "scalar", .batch = search_batch_portable, .extreme = extreme_portable, .load = load_portable, .lanes = SEARCH_L};
+const nf_search_kernels nf_search_kernels_scalar = {.name = "scalar",
+                                                    .batch = search_batch_portable,
+                                                    .extreme = extreme_portable,
+                                                    .load = load_portable,
+                                                    .lanes = SEARCH_L};

@@ -101,11 +101,11 @@
 
 /* What the groups of one call share. */
 typedef struct nf_search_shape {
-    size_t group;          /* G: every x and wf below is readable and zero-padded up to G */
-    float qmin, qmax;      /* legal code interval, as floats for the clamp */
-    double qmin_d;         /* code_min */
-    float denominator;     /* encoder qmax */
-    double denominator_d;  /* the same */
+    size_t group;         /* G: every x and wf below is readable and zero-padded up to G */
+    float qmin, qmax;     /* legal code interval, as floats for the clamp */
+    double qmin_d;        /* code_min */
+    float denominator;    /* encoder qmax */
+    double denominator_d; /* the same */
     bool negative_scales;
 } nf_search_shape;
 
@@ -113,14 +113,14 @@ typedef struct nf_search_shape {
  * 0x0001 when that is 0) is finite, as the driver has checked (amax / qmax < 65520); the
  * kernels form the word themselves, lane-wise, by the same operations. */
 typedef struct nf_search_group {
-    const float *x;        /* G values: the group's n finite values, then zeros */
-    const float *wf;       /* G importance weights (n given, then zeros), or NULL (all 1); all
+    const float *x;  /* G values: the group's n finite values, then zeros */
+    const float *wf; /* G importance weights (n given, then zeros), or NULL (all 1); all
                               groups of a call have weights or none has */
-    size_t n;              /* 1..G */
-    float amax;            /* max |x| > 0 */
-    float extreme;         /* x[k] of the first k with |x[k]| = amax (docs/decisions.md D13) */
-    uint16_t *word;        /* out: the chosen word */
-    int8_t *q;             /* out: its n codes */
+    size_t n;        /* 1..G */
+    float amax;      /* max |x| > 0 */
+    float extreme;   /* x[k] of the first k with |x[k]| = amax (docs/decisions.md D13) */
+    uint16_t *word;  /* out: the chosen word */
+    int8_t *q;       /* out: its n codes */
 } nf_search_group;
 
 /* Searches count (1..NF_SEARCH_BATCH) groups; screen tells whether every one of them is
@@ -183,7 +183,7 @@ static inline bool nf_search_screenable(float amax, uint32_t wmax_bits)
 
 /* The reference: grouped_search one candidate at a time, as docs/methods.md, grouped_search writes it.  Same
  * contract as nf_grouped_search_rows; kept for the tests of the fast paths. */
-nf_status nf_grouped_search_rows_reference(const nf_format *fmt, const nf_method_params *params,
-                                           const nf_src_rows *src, nf_words *out, nf_error *err);
+nf_status nf_grouped_search_rows_reference(const nf_format *fmt, const nf_method_params *params, const nf_src_rows *src,
+                                           nf_words *out, nf_error *err);
 
 #endif

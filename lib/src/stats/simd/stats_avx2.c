@@ -48,14 +48,14 @@ NF_AVX2_INLINE __m256 grouped8(const int8_t *q, __m256 s)
 }
 
 NF_AVX2_INLINE void grouped_step16(nf_lanes256 *l, const uint8_t *p, size_t es, nf_stats_source type, const int8_t *q,
-                                __m256 s)
+                                   __m256 s)
 {
     nf_lanes256_step8(l, 0, load_source8(p, type), grouped8(q, s));
     nf_lanes256_step8(l, 1, load_source8(p + 8 * es, type), grouped8(q + 8, s));
 }
 
 NF_AVX2_INLINE void grouped_block(const uint8_t *p, nf_stats_source type, const int8_t *codes, const uint16_t *scales,
-                               size_t n, unsigned group, nf_errstats *st)
+                                  size_t n, unsigned group, nf_errstats *st)
 {
     const size_t es = type == NF_STATS_F32 ? 4 : 2;
     nf_lanes256 l;

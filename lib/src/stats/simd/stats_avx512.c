@@ -41,12 +41,15 @@ NF_AVX512_INLINE __m512 load_source(const uint8_t *p, nf_stats_source type, size
 
 /* y = f16(scale) * q: the operations of nf_grouped_value (the scale's exact widening, one
  * binary32 product). */
-NF_AVX512_INLINE __m512 grouped16(__m128i q, __m512 s) { return _mm512_mul_ps(s, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q))); }
+NF_AVX512_INLINE __m512 grouped16(__m128i q, __m512 s)
+{
+    return _mm512_mul_ps(s, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)));
+}
 
 /* One block of grouped words (n <= NF_STATS_BLOCK, groups whole but the row's last); type is a
  * constant in each instance below, so the loads are chosen at compile time. */
 NF_AVX512_INLINE void grouped_block(const uint8_t *p, nf_stats_source type, const int8_t *codes, const uint16_t *scales,
-                                 size_t n, unsigned group, nf_errstats *st)
+                                    size_t n, unsigned group, nf_errstats *st)
 {
     const size_t es = type == NF_STATS_F32 ? 4 : 2;
     nf_lanes512 l;
