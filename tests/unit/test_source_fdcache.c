@@ -23,7 +23,7 @@ static char *g_dir;
 static void setup(void)
 {
     g_dir = sw_tempdir();
-    /* cap = soft limit / 4 = 4 (source/store.c, nf_source_fd_cap_for_process) */
+    /* cap = soft limit / 4 = 4 (common/fd_cache.c, nf_common_fd_cache_cap_for_process) */
     struct rlimit rl;
     cr_assert_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
     rl.rlim_cur = 16;

@@ -2,7 +2,8 @@
  * forms, surrogates, beyond U+10FFFF, cut short, stray bytes), every byte string of up to three
  * bytes and a large set of four against the definition (a sequence is valid exactly when it is
  * the encoding of a Unicode scalar value), and the three decoders it replaced -- nf_utf8_valid's
- * loop, nf_escape's and the programs' -- kept below as they were, agreeing on every one of them. */
+ * loop, nf_escape's and the programs' -- kept below as they were, agreeing on every one of them;
+ * and the one encoder (nf_utf8_encode) on every value up to U+10FFFF and beyond. */
 #include <criterion/criterion.h>
 #include <stdint.h>
 #include <string.h>
@@ -299,5 +300,42 @@ Test(utf8, every_code_point)
         uint32_t got = 0xFFFFFFFF;
         size_t k = nf_utf8_decode(e, n, &got);
         if (scalar_value(cp) ? k != n || got != cp : k != 0) cr_assert_fail("U+%04X: %zu U+%04X", cp, k, got);
+    }
+}
+
+/* ---------------------------------------------------------------- the encoder */
+/* nf_utf8_encode, on every value 0..0x10FFFF: a scalar value's bytes are the definition's (encode
+ * above) and decode back to it, each length used exactly for its range; a surrogate has none and
+ * leaves the output untouched. */
+Test(utf8, encoder_every_code_point)
+{
+    size_t per_length[5] = {0};
+    for (uint32_t cp = 0; cp <= 0x10FFFF; cp++) {
+        uint8_t want[4], got[4] = {0xAA, 0xAA, 0xAA, 0xAA};
+        size_t n = nf_utf8_encode(cp, got);
+        if (!scalar_value(cp)) {
+            if (n != 0 || got[0] != 0xAA) cr_assert_fail("U+%04X (a surrogate): encoded to %zu bytes", cp, n);
+            continue;
+        }
+        size_t wn = encode(cp, want);
+        uint32_t back = 0xFFFFFFFF;
+        if (n != wn || memcmp(got, want, n) != 0 || nf_utf8_decode(got, n, &back) != n || back != cp)
+            cr_assert_fail("U+%04X: %zu bytes, decoded back as U+%04X", cp, n, back);
+        per_length[n]++;
+    }
+    cr_assert_eq(per_length[1], 0x80u);
+    cr_assert_eq(per_length[2], 0x800u - 0x80u);
+    cr_assert_eq(per_length[3], 0x10000u - 0x800u - 0x800u); /* less the 2048 surrogates */
+    cr_assert_eq(per_length[4], 0x110000u - 0x10000u);
+}
+
+/* Above U+10FFFF nothing is encoded: the first values past it, the 21-bit and 32-bit ends. */
+Test(utf8, encoder_refuses_beyond_the_last_code_point)
+{
+    static const uint32_t beyond[] = {0x110000, 0x110001, 0x1FFFFF, 0x200000, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF};
+    for (size_t i = 0; i < sizeof beyond / sizeof beyond[0]; i++) {
+        uint8_t o[4] = {0xAA, 0xAA, 0xAA, 0xAA};
+        cr_assert_eq(nf_utf8_encode(beyond[i], o), 0, "U+%X", beyond[i]);
+        cr_assert_eq(o[0], 0xAA);
     }
 }

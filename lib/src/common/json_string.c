@@ -4,6 +4,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "common/utf8.h"
+
 /* The value of the 4 hex digits at p, -1 when they are not. */
 static int hex4(const char *p)
 {
@@ -24,30 +26,6 @@ static int hex4(const char *p)
 static int u_escape(const char *t, size_t n, size_t i)
 {
     return n - i >= 6 && t[i] == '\\' && t[i + 1] == 'u' ? hex4(t + i + 2) : -1;
-}
-
-static size_t put_utf8(char *o, uint32_t cp)
-{
-    if (cp < 0x80) {
-        o[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        o[0] = (char)(0xC0 | (cp >> 6));
-        o[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        o[0] = (char)(0xE0 | (cp >> 12));
-        o[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        o[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    o[0] = (char)(0xF0 | (cp >> 18));
-    o[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    o[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    o[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
 }
 
 /* The escape whose backslash is t[i] (a byte follows it): the bytes it takes and, when it is
@@ -110,8 +88,9 @@ nf_json_string_problem nf_json_string_scan(const char *t, size_t n, size_t at, c
             tok->where = i;
         }
         if (out && first == NF_JSON_STRING_OK) {
-            if (c == '\\') len += put_utf8(out + len, cp); /* an escape's value */
-            else out[len++] = (char)c;                     /* a byte as it is (UTF-8 is the caller's to judge) */
+            /* an escape's value: a scalar value always (a surrogate escape is a problem above) */
+            if (c == '\\') len += nf_utf8_encode(cp, (uint8_t *)(out + len));
+            else out[len++] = (char)c; /* a byte as it is (UTF-8 is the caller's to judge) */
         }
         i += k;
     }

@@ -1,4 +1,4 @@
-/* Strict UTF-8 decoding (common/utf8.h). */
+/* Strict UTF-8 decoding and encoding (common/utf8.h). */
 #include "common/utf8.h"
 
 size_t nf_utf8_decode(const uint8_t *p, size_t n, uint32_t *cp)
@@ -36,6 +36,32 @@ size_t nf_utf8_decode(const uint8_t *p, size_t n, uint32_t *cp)
     }
     if (cp) *cp = v;
     return need + 1;
+}
+
+size_t nf_utf8_encode(uint32_t cp, uint8_t out[4])
+{
+    if (cp < 0x80) {
+        out[0] = (uint8_t)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        out[0] = (uint8_t)(0xC0u | (cp >> 6));
+        out[1] = (uint8_t)(0x80u | (cp & 0x3Fu));
+        return 2;
+    }
+    if (cp >= 0xD800 && cp <= 0xDFFF) return 0; /* a surrogate: no scalar value */
+    if (cp < 0x10000) {
+        out[0] = (uint8_t)(0xE0u | (cp >> 12));
+        out[1] = (uint8_t)(0x80u | ((cp >> 6) & 0x3Fu));
+        out[2] = (uint8_t)(0x80u | (cp & 0x3Fu));
+        return 3;
+    }
+    if (cp > 0x10FFFF) return 0;
+    out[0] = (uint8_t)(0xF0u | (cp >> 18));
+    out[1] = (uint8_t)(0x80u | ((cp >> 12) & 0x3Fu));
+    out[2] = (uint8_t)(0x80u | ((cp >> 6) & 0x3Fu));
+    out[3] = (uint8_t)(0x80u | (cp & 0x3Fu));
+    return 4;
 }
 
 bool nf_utf8_valid(const uint8_t *s, size_t len, size_t *bad)

@@ -1,6 +1,7 @@
-/* Strict UTF-8 (utf8.c), the one decoder of the tree: the container reader checks the
- * directory's JSON text with it, the writer and the JSON emitter the strings they store,
- * nf_escape and the programs' text cleaning split what they show into its characters. */
+/* Strict UTF-8 (utf8.c), the one decoder and the one encoder of the tree: the container reader
+ * checks the directory's JSON text with the decoder, the writer and the JSON emitter the strings
+ * they store, nf_escape and the programs' text cleaning split what they show into its
+ * characters; the JSON string tokenizer (json_string.c) encodes a \u escape's value. */
 #ifndef NINFER_COMMON_UTF8_H
 #define NINFER_COMMON_UTF8_H
 
@@ -13,6 +14,11 @@
  * surrogate (U+D800..U+DFFF), a value above U+10FFFF, a byte that cannot begin one, or a
  * sequence cut short by the end or by a byte that does not continue it. */
 size_t nf_utf8_decode(const uint8_t *p, size_t n, uint32_t *cp);
+
+/* The encoding of the scalar value cp (RFC 3629, section 3) in out[0..len): its length (1 to 4),
+ * or 0 (out untouched) for a surrogate (U+D800..U+DFFF) or a value above U+10FFFF, which have
+ * none.  What it writes, nf_utf8_decode reads back as cp. */
+size_t nf_utf8_encode(uint32_t cp, uint8_t out[4]);
 
 /* Strict UTF-8 (nf_utf8_decode) throughout.  Returns true when valid; otherwise *bad gets the
  * offset of the first invalid sequence. */

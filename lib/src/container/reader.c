@@ -4,13 +4,14 @@
  * through pread or a read-only mapping.  Per-object checks are deferred to
  * nf_artifact_check_object so that an artifact holding an unknown format still opens.
  *
- * Open parts are a bounded cache (NF_OPEN_PARTS_MAX, container_internal.h; docs/security.md 7.1, F8): the
- * entry stays open, at most that many continuation parts hold a descriptor at once, the least
- * recently used idle one is closed to open another, and a closed part is reopened on demand
- * and checked again like the first time, plus that it is still the file first checked (same
- * device and inode): a part replaced while the artifact is open is an error, never mixed data.
- * A mapped part (NF_READ_MMAP) keeps its mapping and no descriptor.  Reads hold a part only
- * for the duration of one pread; a reader that finds every cached part busy waits for one.
+ * Open parts are a bounded cache (common/fd_cache.h, at most NF_OPEN_PARTS_MAX, container_internal.h;
+ * docs/security.md 7.1, F8): the entry stays open, at most that many continuation parts hold a
+ * descriptor at once, the least recently used idle one is closed to open another, and a closed
+ * part is reopened on demand and checked again like the first time, plus that it is still the
+ * file first checked (same device and inode, the cache's check): a part replaced while the
+ * artifact is open is an error, never mixed data.  A mapped part (NF_READ_MMAP, mapped at its
+ * first open) keeps its mapping and no descriptor.  Reads hold a part only for the duration of
+ * one pread; a reader that finds every cached part busy waits for one.
  *
  * Status classes (docs/decisions.md D18): the entry failing to open or read is NF_ERR_IO; every
  * contract violation, including a missing or foreign part, is NF_ERR_INVALID. */
@@ -27,6 +28,7 @@
 #include <ninfer/escape.h>
 
 #include "common/fail.h"
+#include "common/fd_cache.h"
 #include "common/open_regular.h"
 #include "common/hex.h"
 #include "common/checked.h"
@@ -34,14 +36,10 @@
 #include "container/container_internal.h"
 
 typedef struct part_state {
-    int fd;             /* -1 when not open (a continuation part is opened on demand, closed by the cache) */
+    int fd;             /* the entry's, always open; -1 for a continuation part (the cache holds it) */
     const uint8_t *map; /* whole file, NF_READ_MMAP only (NULL: use pread); no descriptor is kept */
     uint64_t size;      /* exact file size, set by the first successful check */
-    bool checked;       /* opened and checked at least once */
-    dev_t dev;          /* the file that first check found: a reopen must find the same one */
-    ino_t ino;
-    unsigned users; /* reads in progress through fd (under the artifact's lock) */
-    uint64_t stamp; /* last use, for the least recently used choice */
+    bool checked;       /* opened and checked at least once (under the cache's lock) */
 } part_state;
 
 typedef struct object_ctx {
@@ -62,12 +60,10 @@ struct nf_artifact {
     nf_dir dir;
     part_state *parts;
     object_ctx *octx;
-    pthread_mutex_t lock;                /* the part cache is shared by every reader thread */
-    pthread_cond_t idle;                 /* signalled when a cached part has no reader left */
-    size_t open_list[NF_OPEN_PARTS_MAX]; /* continuation parts holding a descriptor */
-    size_t nopen;
-    uint64_t clock;
+    nf_fd_cache *fds; /* the continuation parts' descriptors, shared by every reader thread */
 };
+
+static nf_fd_cache *parts_cache_new(nf_artifact *a);
 
 static uint64_t rd_u64le(const uint8_t *p)
 {
@@ -96,14 +92,13 @@ static void try_map(part_state *p)
 void nf_artifact_close(nf_artifact *a)
 {
     if (!a) return;
+    nf_common_fd_cache_free(a->fds);
     if (a->parts) {
         for (size_t i = 0; i < a->dir.nfiles; i++) {
             unmap(&a->parts[i]);
             if (a->parts[i].fd >= 0) nf_io_close(a->parts[i].fd);
         }
     }
-    pthread_cond_destroy(&a->idle);
-    pthread_mutex_destroy(&a->lock);
     free(a->parts);
     free(a->octx);
     nf_dir_free(&a->dir);
@@ -184,8 +179,6 @@ nf_status nf_artifact_open(const char *path, nf_read_mode mode, nf_artifact **ou
     *out = NULL;
     nf_artifact *a = calloc(1, sizeof *a);
     if (!a) return nf_common_nomem_in(err, nf_esc(path).s);
-    pthread_mutex_init(&a->lock, NULL);
-    pthread_cond_init(&a->idle, NULL);
     a->mode = mode;
     a->path = strdup(path);
     const char *slash = strrchr(path, '/');
@@ -222,14 +215,15 @@ nf_status nf_artifact_open(const char *path, nf_read_mode mode, nf_artifact **ou
     if (st == NF_OK) {
         a->parts = calloc(a->dir.nfiles, sizeof *a->parts);
         a->octx = calloc(a->dir.nobjects, sizeof *a->octx);
-        if (!a->parts || !a->octx) st = nf_common_nomem_in(err, nf_esc(path).s);
+        for (size_t i = 0; a->parts && i < a->dir.nfiles; i++) a->parts[i].fd = -1;
+        if (a->parts && a->octx) a->fds = parts_cache_new(a);
+        if (!a->parts || !a->octx || !a->fds) st = nf_common_nomem_in(err, nf_esc(path).s);
     }
     if (st != NF_OK) {
         if (entry.fd >= 0) nf_io_close(entry.fd);
         nf_artifact_close(a);
         return st;
     }
-    for (size_t i = 0; i < a->dir.nfiles; i++) a->parts[i].fd = -1;
     a->parts[0] = entry;
     a->parts[0].checked = true;
     if (mode == NF_READ_MMAP) try_map(&a->parts[0]);
@@ -273,23 +267,32 @@ const nf_file_entry *nf_artifact_file(const nf_artifact *a, size_t index)
 }
 
 /* ---------------------------------------------------------------- parts (2.8 step 4) */
-/* Open part i and check it (a->lock held; the cache has room): magic, index, artifact id,
- * exact size, and on a reopen that it is the file the first check found.  On success the part
- * holds a descriptor (in the open list) or a mapping. */
-static nf_status open_part_locked(nf_artifact *a, size_t i, nf_error *err)
+/* prefix + files[i].path, malloc'ed (NULL without memory). */
+static char *part_path(const nf_artifact *a, size_t i)
 {
+    size_t need = strlen(a->prefix) + strlen(a->dir.files[i].path) + 1;
+    char *path = malloc(need);
+    if (path) snprintf(path, need, "%s%s", a->prefix, a->dir.files[i].path);
+    return path;
+}
+
+/* Open part i and check it, for the cache (its lock held): magic, index, artifact id, exact
+ * size; the cache then checks on a reopen that it is the file the first check found.  At its
+ * first open in NF_READ_MMAP mode a part is mapped and keeps no descriptor (*fd -1). */
+static nf_status open_part_locked(void *ctx, size_t i, int *fdp, struct stat *sbp, int *sys_errno, nf_error *err)
+{
+    nf_artifact *a = ctx;
     part_state *p = &a->parts[i];
     const nf_file_entry *f = &a->dir.files[i];
-    size_t need = strlen(a->prefix) + strlen(f->path) + 1;
-    char *path = malloc(need);
+    char *path = part_path(a, i);
     if (!path) return nf_common_nomem(err);
-    snprintf(path, need, "%s%s", a->prefix, f->path);
     nf_escaped shown = nf_esc(path);
     nf_status st = NF_OK;
     int fd = nf_io_open(path, O_RDONLY | O_NONBLOCK, 0); /* a FIFO must not block the open */
     free(path);
     if (fd < 0) {
         int e = errno;
+        *sys_errno = e;
         if (e == ENOENT || e == ENOTDIR)
             return nf_error_set(err, NF_ERR_INVALID, "missing part file %s (files[%zu])", shown.s, i);
         return nf_error_errno(err, e, "cannot open part file %s", shown.s);
@@ -331,47 +334,45 @@ static nf_status open_part_locked(nf_artifact *a, size_t i, nf_error *err)
         st = nf_error_set(err, NF_ERR_INVALID, "part %s is %llu bytes, expected %llu (4096 + payload_bytes %llu)",
                           shown.s, (unsigned long long)sb.st_size, (unsigned long long)expect,
                           (unsigned long long)f->payload_bytes);
-    } else if (p->checked && (sb.st_dev != p->dev || sb.st_ino != p->ino)) {
-        st = nf_error_set(err, NF_ERR_INVALID,
-                          "part %s (files[%zu]) was replaced while the artifact was open "
-                          "(another file than the one checked first)",
-                          shown.s, i);
     }
     if (st != NF_OK) {
         nf_io_close(fd);
         return st;
     }
+    *sbp = sb;
+    *fdp = fd;
     if (!p->checked) {
-        p->dev = sb.st_dev;
-        p->ino = sb.st_ino;
         p->size = expect;
         p->checked = true;
+        if (a->mode == NF_READ_MMAP) {
+            p->fd = fd;
+            try_map(p);
+            p->fd = -1;
+        }
+        if (p->map) { /* the mapping keeps the file; the descriptor is not needed */
+            nf_io_close(fd);
+            *fdp = -1;
+        }
     }
-    p->fd = fd;
-    if (a->mode == NF_READ_MMAP) try_map(p);
-    if (p->map) { /* the mapping keeps the file; the descriptor is not needed */
-        nf_io_close(fd);
-        p->fd = -1;
-        return NF_OK;
-    }
-    a->open_list[a->nopen++] = i;
     return NF_OK;
 }
 
-/* Closes the least recently used cached part that no read is using; false when all are busy. */
-static bool evict_idle_locked(nf_artifact *a)
+static nf_status part_replaced(void *ctx, size_t i, nf_error *err)
 {
-    size_t best = SIZE_MAX;
-    for (size_t k = 0; k < a->nopen; k++) {
-        const part_state *p = &a->parts[a->open_list[k]];
-        if (p->users == 0 && (best == SIZE_MAX || p->stamp < a->parts[a->open_list[best]].stamp)) best = k;
-    }
-    if (best == SIZE_MAX) return false;
-    part_state *p = &a->parts[a->open_list[best]];
-    nf_io_close(p->fd);
-    p->fd = -1;
-    a->open_list[best] = a->open_list[--a->nopen];
-    return true;
+    char *path = part_path(ctx, i);
+    if (!path) return nf_common_nomem(err);
+    nf_status st = nf_error_set(err, NF_ERR_INVALID,
+                                "part %s (files[%zu]) was replaced while the artifact was open "
+                                "(another file than the one checked first)",
+                                nf_esc(path).s, i);
+    free(path);
+    return st;
+}
+
+static nf_fd_cache *parts_cache_new(nf_artifact *a)
+{
+    static const nf_fd_cache_ops ops = {open_part_locked, part_replaced};
+    return nf_common_fd_cache_new(a->dir.nfiles, NF_OPEN_PARTS_MAX, &ops, a);
 }
 
 /* A part ready for one read: *map (a mapping) or *fd (a descriptor held until part_release).
@@ -385,38 +386,16 @@ static nf_status part_acquire(nf_artifact *a, size_t i, int *fd, const uint8_t *
         *map = a->parts[0].map;
         return NF_OK;
     }
-    pthread_mutex_lock(&a->lock);
-    nf_status st = NF_OK;
-    for (;;) {
-        part_state *p = &a->parts[i];
-        if (p->map) {
-            *map = p->map;
-            break;
-        }
-        if (p->fd >= 0) {
-            p->users++;
-            p->stamp = ++a->clock;
-            *fd = p->fd;
-            break;
-        }
-        if (a->nopen >= NF_OPEN_PARTS_MAX && !evict_idle_locked(a)) {
-            /* every cached part is being read: one is released after its pread */
-            pthread_cond_wait(&a->idle, &a->lock);
-            continue;
-        }
-        if ((st = open_part_locked(a, i, err)) != NF_OK) break;
-    }
-    pthread_mutex_unlock(&a->lock);
-    return st;
+    int e;
+    NF_TRY(nf_common_fd_cache_acquire(a->fds, i, fd, &e, err));
+    if (*fd < 0) *map = a->parts[i].map; /* (set under the cache's lock, before it said so) */
+    return NF_OK;
 }
 
 static void part_release(nf_artifact *a, size_t i, int fd)
 {
     if (i == 0 || fd < 0) return;
-    pthread_mutex_lock(&a->lock);
-    part_state *p = &a->parts[i];
-    if (p->users && --p->users == 0) pthread_cond_broadcast(&a->idle);
-    pthread_mutex_unlock(&a->lock);
+    nf_common_fd_cache_release(a->fds, i);
 }
 
 /* A file index the caller asks for must be one of the directory's files. */

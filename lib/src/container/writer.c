@@ -127,8 +127,6 @@ nf_status nf_writer_create(const char *path, const nf_writer_options *opt, nf_wr
     nf_writer *w = calloc(1, sizeof *w);
     if (!w) return nf_wr_nomem(err);
     pthread_mutex_init(&w->lock, NULL);
-    pthread_mutex_init(&w->fd_lock, NULL);
-    pthread_cond_init(&w->fd_idle, NULL);
     for (unsigned i = 0; i < DIGEST_LOCKS; i++) pthread_mutex_init(&w->dig_lock[i], NULL);
     w->state = W_PLANNING;
     w->lock_fd = -1;
@@ -341,7 +339,6 @@ static nf_status plan_files(nf_writer *w, const uint64_t *segs, size_t n, nf_err
     uint64_t start = 0;
     for (size_t i = 0; i < n; i++) {
         wfile *f = &w->files[i];
-        f->fd = -1;
         f->payload_bytes = segs[i];
         f->logical_start = start;
         start += segs[i];

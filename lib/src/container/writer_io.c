@@ -3,8 +3,6 @@
  * routed across the files, each object byte covered exactly once, and each object's digest
  * streamed as its bytes arrive (pieces ahead of the digest parked within a budget, the rest read
  * back once the object is complete). */
-#include <sys/resource.h>
-
 #include "container/writer_io.h"
 #include "container/writer_state.h"
 
@@ -73,135 +71,53 @@ static size_t file_of(const nf_writer *w, uint64_t x)
 /* ---------------------------------------------------------------- the descriptor cache */
 /* One descriptor per temp file failed with EMFILE beyond the soft RLIMIT_NOFILE (341 parts under
  * `ulimit -n 64`, a 1 TB model at --max-file-bytes 1G under the default 1024: docs/security.md
- * 7.2).  At most fd_cap temp files hold a descriptor; to open another, the least recently used
- * one that no transfer is using is closed, and a closed one is reopened on demand by its temp
- * name -- never through a symbolic link, and only if it is still the file created (same device
- * and inode), else ESTALE: a temp file replaced behind the writer's back is never written
- * through.  A transfer holds its file's descriptor for one pread/pwrite only, so a thread that
- * finds every cached descriptor in use waits for one to be released. */
+ * 7.2).  The temp files' descriptors are a common/fd_cache.h cache of at most a quarter of the
+ * soft limit (4 to 64; as the sources', for the program needs others) and no more than the
+ * files: a closed one is reopened on demand by its temp name -- never through a symbolic link,
+ * and only if it is still the file created (same device and inode), else ESTALE: a temp file
+ * replaced behind the writer's back is never written through. */
 
-/* A quarter of the soft RLIMIT_NOFILE, as the sources' cache (lib/src/source/store.c: the program
- * needs others, for its sources, the report and stdio), 4 to 64, and no more than the files. */
-static size_t fd_cap_for(size_t nfiles)
+/* Reopen temp file i for the cache (its lock held): the errno value in *sys_errno. */
+static nf_status temp_reopen(void *ctx, size_t i, int *fd, struct stat *sb, int *sys_errno, nf_error *err)
 {
-    struct rlimit rl;
-    size_t cap = 64;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
-        rlim_t q = rl.rlim_cur / 4;
-        cap = q < 4 ? 4 : q > 64 ? 64 : (size_t)q;
-    }
-    return cap < nfiles ? cap : (nfiles ? nfiles : 1);
+    const wfile *f = &((nf_writer *)ctx)->files[i];
+    *fd = nf_io_open(f->temp, O_RDWR | O_NOFOLLOW, 0);
+    int e = *fd < 0 ? errno : nf_io_fstat(*fd, sb);
+    if (!e && !S_ISREG(sb->st_mode)) e = ESTALE;
+    if (!e) return NF_OK;
+    if (*fd >= 0) nf_io_close(*fd);
+    *fd = -1;
+    *sys_errno = e;
+    return nf_error_errno(err, e, "%s", f->temp);
+}
+
+static nf_status temp_replaced(void *ctx, size_t i, nf_error *err)
+{
+    return nf_error_errno(err, ESTALE, "%s", ((nf_writer *)ctx)->files[i].temp);
 }
 
 nf_status nf_wr_fd_init(nf_writer *w, nf_error *err)
 {
-    w->fd_cap = fd_cap_for(w->nfiles);
-    w->fd_open = calloc(w->fd_cap, sizeof *w->fd_open);
-    return w->fd_open ? NF_OK : nf_wr_nomem(err);
+    static const nf_fd_cache_ops ops = {temp_reopen, temp_replaced};
+    size_t cap = nf_common_fd_cache_cap_for_process();
+    nf_common_fd_cache_free(w->fds);
+    w->fds = nf_common_fd_cache_new(w->nfiles, cap < w->nfiles ? cap : (w->nfiles ? w->nfiles : 1), &ops, w);
+    return w->fds ? NF_OK : nf_wr_nomem(err);
 }
 
-/* Closes the least recently used cached descriptor that no transfer is using (w->fd_lock held);
- * false when every one is in use. */
-static bool fd_evict_idle(nf_writer *w)
-{
-    size_t best = SIZE_MAX;
-    for (size_t k = 0; k < w->nfd_open; k++) {
-        const wfile *f = &w->files[w->fd_open[k]];
-        if (f->users == 0 && (best == SIZE_MAX || f->stamp < w->files[w->fd_open[best]].stamp)) best = k;
-    }
-    if (best == SIZE_MAX) return false;
-    wfile *f = &w->files[w->fd_open[best]];
-    /* a close error of a file still written is seen again: the data's errors by the fdatasync
-     * before publishing, which is done on a descriptor opened later */
-    nf_io_close(f->fd);
-    f->fd = -1;
-    w->fd_open[best] = w->fd_open[--w->nfd_open];
-    return true;
-}
-
-/* Reopen temp file i (w->fd_lock held, the cache has room): 0 or an errno value. */
-static int fd_reopen(nf_writer *w, size_t i)
-{
-    wfile *f = &w->files[i];
-    int fd = nf_io_open(f->temp, O_RDWR | O_NOFOLLOW, 0);
-    if (fd < 0) return errno;
-    struct stat sb;
-    int e = nf_io_fstat(fd, &sb);
-    if (!e && (!S_ISREG(sb.st_mode) || sb.st_dev != f->dev || sb.st_ino != f->ino)) e = ESTALE;
-    if (e) {
-        nf_io_close(fd);
-        return e;
-    }
-    f->fd = fd;
-    w->fd_open[w->nfd_open++] = i;
-    return 0;
-}
-
-int nf_wr_fd_adopt(nf_writer *w, size_t i, int fd)
-{
-    wfile *f = &w->files[i];
-    struct stat sb;
-    int e = nf_io_fstat(fd, &sb);
-    pthread_mutex_lock(&w->fd_lock);
-    if (!e) {
-        f->dev = sb.st_dev;
-        f->ino = sb.st_ino;
-        f->stamp = ++w->fd_clock;
-        if (w->nfd_open < w->fd_cap || fd_evict_idle(w)) {
-            f->fd = fd;
-            w->fd_open[w->nfd_open++] = i;
-            fd = -1;
-        }
-    }
-    pthread_mutex_unlock(&w->fd_lock);
-    if (fd >= 0) nf_io_close(fd); /* (every cached one in use: reopened when needed) */
-    return e;
-}
+int nf_wr_fd_adopt(nf_writer *w, size_t i, int fd) { return nf_common_fd_cache_adopt(w->fds, i, fd); }
 
 int nf_wr_fd_acquire(nf_writer *w, size_t i, int *fd)
 {
-    wfile *f = &w->files[i];
+    nf_error err = {0};
     int e = 0;
-    pthread_mutex_lock(&w->fd_lock);
-    for (;;) {
-        if (f->fd >= 0) {
-            f->users++;
-            f->stamp = ++w->fd_clock;
-            *fd = f->fd;
-            break;
-        }
-        if (w->nfd_open >= w->fd_cap && !fd_evict_idle(w)) {
-            pthread_cond_wait(&w->fd_idle, &w->fd_lock); /* one is released after its transfer */
-            continue;
-        }
-        if ((e = fd_reopen(w, i)) != 0) break;
-    }
-    pthread_mutex_unlock(&w->fd_lock);
-    return e;
+    if (nf_common_fd_cache_acquire(w->fds, i, fd, &e, &err) != NF_OK) return e ? e : EIO;
+    return 0;
 }
 
-void nf_wr_fd_release(nf_writer *w, size_t i)
-{
-    pthread_mutex_lock(&w->fd_lock);
-    wfile *f = &w->files[i];
-    if (f->users && --f->users == 0) pthread_cond_broadcast(&w->fd_idle);
-    pthread_mutex_unlock(&w->fd_lock);
-}
+void nf_wr_fd_release(nf_writer *w, size_t i) { nf_common_fd_cache_release(w->fds, i); }
 
-int nf_wr_fd_close(nf_writer *w, size_t i)
-{
-    pthread_mutex_lock(&w->fd_lock);
-    wfile *f = &w->files[i];
-    int fd = f->fd;
-    f->fd = -1;
-    for (size_t k = 0; fd >= 0 && k < w->nfd_open; k++)
-        if (w->fd_open[k] == i) {
-            w->fd_open[k] = w->fd_open[--w->nfd_open];
-            break;
-        }
-    pthread_mutex_unlock(&w->fd_lock);
-    return fd < 0 || nf_io_close(fd) == 0 ? 0 : errno;
-}
+int nf_wr_fd_close(nf_writer *w, size_t i) { return w->fds ? nf_common_fd_cache_close(w->fds, i) : 0; }
 
 /* Positional transfer of logical payload bytes [pos, pos + len) to or from the temp files. */
 int nf_wr_route(nf_writer *w, uint64_t pos, void *buf, size_t len, bool writing, size_t *failed_file)

@@ -12,7 +12,7 @@
 int nf_wr_cover(wobj *o, uint64_t a, uint64_t b, interval *clash);
 nf_status nf_wr_digest_piece(nf_writer *w, size_t index, uint64_t offset, const void *data, size_t len, nf_error *err);
 void nf_wr_digest_free(nf_writer *w);
-/* The temp files' descriptor cache (at most w->fd_cap open): sized by nf_wr_fd_init once the
+/* The temp files' descriptor cache (w->fds, common/fd_cache.h): sized by nf_wr_fd_init once the
  * file table is planned; nf_wr_fd_adopt takes a temp file's first descriptor (recording the
  * file it must stay), nf_wr_fd_acquire / nf_wr_fd_release hold one for a transfer (reopening
  * it if it was closed; ESTALE when the name holds another file now), nf_wr_fd_close closes it

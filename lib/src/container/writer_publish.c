@@ -424,10 +424,8 @@ void nf_writer_free(nf_writer *w)
     free(w->objsel);
     nf_wr_digest_free(w);
     nf_buf_free(&w->image);
-    free(w->fd_open);
+    nf_common_fd_cache_free(w->fds);
     pthread_mutex_destroy(&w->lock);
-    pthread_mutex_destroy(&w->fd_lock);
-    pthread_cond_destroy(&w->fd_idle);
     for (unsigned i = 0; i < DIGEST_LOCKS; i++) pthread_mutex_destroy(&w->dig_lock[i]);
     free(w->prefix);
     free(w->path);

@@ -22,6 +22,7 @@
 #include <ninfer/container.h>
 
 #include "common/checked.h"
+#include "common/fd_cache.h"
 #include "common/io.h"
 #include "container/container_internal.h"
 #include "outputs/out_lock.h"
@@ -62,11 +63,6 @@ typedef struct wobj {
 typedef struct wfile {
     char *dest;
     char *temp;
-    int fd;    /* -1 while closed: the descriptor cache (writer_io.c) reopens it on demand */
-    dev_t dev; /* the temp file as created: a reopen must find this very file */
-    ino_t ino;
-    unsigned users; /* transfers using fd now: the cache does not close it meanwhile */
-    uint64_t stamp; /* its last use, for the cache's least-recently-used choice */
     bool temp_exists;
     bool published;
     char *backup; /* overwrite: where the replaced destination was set aside */
@@ -156,13 +152,10 @@ struct nf_writer {
     wdigest *dig;                           /* checksums: one per object (from begin) */
     pthread_mutex_t dig_lock[DIGEST_LOCKS]; /* object i's digest under dig_lock[i % DIGEST_LOCKS] */
     _Atomic uint64_t parked_bytes;
-    /* the temp files' descriptors: a bounded cache (writer_io.c; docs/security.md 7.2), so that
-     * an artifact of more parts than the process may open files is written all the same */
-    pthread_mutex_t fd_lock;
-    pthread_cond_t fd_idle; /* signalled when a cached descriptor has no user left */
-    size_t *fd_open;        /* files holding a descriptor (at most fd_cap) */
-    size_t nfd_open, fd_cap;
-    uint64_t fd_clock;
+    /* the temp files' descriptors, slot i for files[i]: a bounded cache (common/fd_cache.h,
+     * writer_io.c; docs/security.md 7.2), so that an artifact of more parts than the process may
+     * open files is written all the same */
+    nf_fd_cache *fds;
 };
 
 /* Part i's continuation header (docs/artifact.md 3): magic, index, artifact id -- what a writer

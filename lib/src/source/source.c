@@ -48,7 +48,7 @@ static size_t dir_len_of(const char *path)
     return slash ? (size_t)(slash - path) + 1 : 0;
 }
 
-static nf_status add_file(nf_source *s, const char *path, int fd, const struct stat *st, uint64_t size, nf_error *err)
+static nf_status add_file(nf_source *s, const char *path, int fd, uint64_t size, nf_error *err)
 {
     if (s->nfiles >= NF_SOURCE_MAX_FILES) {
         if (fd >= 0) nf_io_close(fd);
@@ -63,28 +63,18 @@ static nf_status add_file(nf_source *s, const char *path, int fd, const struct s
     s->files = f;
     f = &s->files[s->nfiles];
     memset(f, 0, sizeof *f);
-    f->fd = -1;
     f->path = strdup(path);
-    if (!f->path) {
+    if (!f->path || !nf_common_fd_cache_grow(s->fds, s->nfiles + 1)) {
         if (fd >= 0) nf_io_close(fd);
+        free(f->path);
         return nf_common_nomem_in(err, path);
     }
-    f->fd = fd;
     f->size = size;
+    f->owner = s;
     s->nfiles++;
-    if (fd >= 0) {
-        f->owner = s;
-        f->dev = (uint64_t)st->st_dev;
-        f->ino = (uint64_t)st->st_ino;
-        pthread_mutex_lock(&s->fd_lock);
-        bool ok = nf_source_file_track(s, s->nfiles - 1);
-        pthread_mutex_unlock(&s->fd_lock);
-        if (!ok) {
-            nf_io_close(fd);
-            f->fd = -1;
-            return nf_common_nomem_in(err, path);
-        }
-    }
+    /* the cache records the file it is (device, inode) and keeps fd while there is room */
+    int e = fd >= 0 ? nf_common_fd_cache_adopt(s->fds, s->nfiles - 1, fd) : 0;
+    if (e) return nf_error_errno(err, e, "%s: cannot stat", path);
     return NF_OK;
 }
 
@@ -103,7 +93,7 @@ static nf_status open_file(nf_source *s, const char *path, bool missing_invalid,
      * chunks, so a larger kernel readahead window helps cold files on slow disks. */
     (void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
     /* (add_file owns fd from here: it closes it on failure) */
-    return add_file(s, path, fd, &st, (uint64_t)st.st_size, err);
+    return add_file(s, path, fd, (uint64_t)st.st_size, err);
 }
 
 /* ---------------------------------------------------------------- companions */
@@ -450,37 +440,22 @@ static nf_source *source_new(const char *path)
     nf_source *s = calloc(1, sizeof *s);
     if (!s) return NULL;
     s->path = strdup(path);
-    s->fd_lock_ok = pthread_mutex_init(&s->fd_lock, NULL) == 0;
-    if (s->fd_lock_ok && pthread_cond_init(&s->fd_freed, NULL) != 0) {
-        pthread_mutex_destroy(&s->fd_lock);
-        s->fd_lock_ok = false;
-    }
-    if (!s->path || !s->fd_lock_ok) {
-        if (s->fd_lock_ok) {
-            pthread_cond_destroy(&s->fd_freed);
-            pthread_mutex_destroy(&s->fd_lock);
-        }
+    s->fds = nf_source_fd_cache_new(s);
+    if (!s->path || !s->fds) {
+        nf_common_fd_cache_free(s->fds);
         free(s->path);
         free(s);
         return NULL;
     }
-    s->fd_cap = nf_source_fd_cap_for_process();
     return s;
 }
 
 void nf_source_close(nf_source *s)
 {
     if (!s) return;
-    for (size_t i = 0; i < s->nfiles; i++) {
-        if (s->files[i].fd >= 0) nf_io_close(s->files[i].fd);
-        free(s->files[i].path);
-    }
+    nf_common_fd_cache_free(s->fds);
+    for (size_t i = 0; i < s->nfiles; i++) free(s->files[i].path);
     free(s->files);
-    free(s->fd_open);
-    if (s->fd_lock_ok) {
-        pthread_cond_destroy(&s->fd_freed);
-        pthread_mutex_destroy(&s->fd_lock);
-    }
     free(s->tensors);
     free(s->by_name);
     free(s->kvs);
@@ -557,7 +532,7 @@ nf_status nf_source_open_memory(const void *data, size_t len, nf_source_kind kin
     nf_source *s = source_new(name);
     if (!s) return nf_common_nomem_in(err, name);
     static const uint8_t empty[1] = {0};
-    nf_status rc = add_file(s, name, -1, NULL, len, err);
+    nf_status rc = add_file(s, name, -1, len, err);
     if (rc == NF_OK) {
         s->files[0].mem = data ? data : empty;
         s->kind = kind == NF_SOURCE_AUTO ? sniff(s->files[0].mem, len) : kind;

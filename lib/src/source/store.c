@@ -1,14 +1,12 @@
 /* A source's storage, below the format parsers (gguf_parse.c, safetensors.c) and the opener that
  * calls them (source.c): the arena of names and shapes, the table of tensors, and the files with
- * their bounded cache of open descriptors (docs/security.md 7.1, F8), through which every
- * read goes. */
+ * their bounded cache of open descriptors (common/fd_cache.h; docs/security.md 7.1, F8), through
+ * which every read goes. */
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "common/checked.h"
@@ -75,101 +73,52 @@ void nf_source_arena_free(src_arena *a)
 
 /* ---------------------------------------------------------------- files and tensors */
 /* ---------------------------------------------------------------- fd cache (F8) */
-/* How many descriptors one source keeps open: a quarter of the soft RLIMIT_NOFILE (the program
- * needs others: its output parts, other sources, stdio), at least 4 and at most 64. */
-size_t nf_source_fd_cap_for_process(void)
+/* The one message of a file that is not the one first opened (common/fd_cache.h: the cache
+ * found another inode, or the reopen below another type or size). */
+static nf_status not_the_file(const src_file *f, nf_error *err)
 {
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return 64;
-    rlim_t q = rl.rlim_cur / 4;
-    return q < 4 ? 4 : q > 64 ? 64 : (size_t)q;
+    return nf_error_set(err, NF_ERR_IO,
+                        "%s: not the file that was opened before (it was replaced or changed "
+                        "size since the checkpoint was opened)",
+                        f->path);
 }
 
-static void fd_list_remove(nf_source *s, size_t at) { s->fd_open[at] = s->fd_open[--s->nfd_open]; }
-
-/* Closes the least recently used open file that no read is using; false when there is none. */
-static bool fd_evict_one(nf_source *s)
+/* Opens file i again for the cache (its lock held): still a regular file of the first open's
+ * size; the cache checks the device and inode. */
+static nf_status file_reopen(void *ctx, size_t i, int *fd, struct stat *st, int *sys_errno, nf_error *err)
 {
-    size_t best = SIZE_MAX;
-    for (size_t i = 0; i < s->nfd_open; i++) {
-        const src_file *f = &s->files[s->fd_open[i]];
-        if (f->users == 0 && (best == SIZE_MAX || f->last_use < s->files[s->fd_open[best]].last_use)) best = i;
+    const src_file *f = &((nf_source *)ctx)->files[i];
+    *fd = nf_io_open(f->path, O_RDONLY | O_NONBLOCK, 0);
+    if (*fd < 0) {
+        *sys_errno = errno;
+        return nf_error_errno(err, *sys_errno, "%s: cannot open again", f->path);
     }
-    if (best == SIZE_MAX) return false;
-    src_file *f = &s->files[s->fd_open[best]];
-    nf_io_close(f->fd);
-    f->fd = -1;
-    fd_list_remove(s, best);
-    return true;
-}
-
-/* Records file index k as open, closing others beyond the cap (the caller holds the lock). */
-bool nf_source_file_track(nf_source *s, size_t k)
-{
-    if (s->nfd_open == s->fd_open_cap) {
-        size_t cap = s->fd_open_cap ? s->fd_open_cap * 2 : 16;
-        size_t *l = realloc(s->fd_open, cap * sizeof *l);
-        if (!l) return false;
-        s->fd_open = l;
-        s->fd_open_cap = cap;
-    }
-    s->files[k].last_use = ++s->fd_clock;
-    s->fd_open[s->nfd_open++] = k;
-    while (s->nfd_open > s->fd_cap && fd_evict_one(s)) {}
-    return true;
-}
-
-/* Whether a file other than f is being read: its descriptor will be released. */
-static bool fd_other_in_use(const nf_source *s, const src_file *f)
-{
-    for (size_t i = 0; i < s->nfd_open; i++) {
-        const src_file *o = &s->files[s->fd_open[i]];
-        if (o != f && o->users > 0) return true;
-    }
-    return false;
-}
-
-/* Opens f again (the lock is held): it must still be the regular file of the first open -- same
- * device, inode and size -- or the reads would mix two files.  Out of descriptors (EMFILE,
- * ENFILE), it closes an unused cached one and tries again; when every cached one is in use by
- * other reads (threads reading as many shards at once as the process may open), it waits for
- * one of them to finish.  Only when no other read holds a descriptor does it give up. */
-static nf_status fd_reopen(nf_source *s, src_file *f, nf_error *err)
-{
-    int fd = -1, e = 0;
-    for (;;) {
-        fd = nf_io_open(f->path, O_RDONLY | O_NONBLOCK, 0);
-        e = fd < 0 ? errno : 0;
-        if (fd >= 0 || (e != EMFILE && e != ENFILE)) break;
-        if (fd_evict_one(s)) continue;
-        if (!fd_other_in_use(s, f)) break;
-        pthread_cond_wait(&s->fd_freed, &s->fd_lock);
-        if (f->fd >= 0) return NF_OK; /* another read opened it meanwhile */
-    }
-    if (fd < 0) return nf_error_errno(err, e, "%s: cannot open again", f->path);
-    struct stat st;
-    e = nf_io_fstat(fd, &st);
+    int e = nf_io_fstat(*fd, st);
+    nf_status rc = NF_OK;
     if (e) {
-        nf_io_close(fd);
-        return nf_error_errno(err, e, "%s: cannot stat", f->path);
+        *sys_errno = e;
+        rc = nf_error_errno(err, e, "%s: cannot stat", f->path);
+    } else if (!S_ISREG(st->st_mode) || (uint64_t)st->st_size != f->size) {
+        rc = not_the_file(f, err);
     }
-    if (!S_ISREG(st.st_mode) || (uint64_t)st.st_dev != f->dev || (uint64_t)st.st_ino != f->ino ||
-        (uint64_t)st.st_size != f->size) {
-        nf_io_close(fd);
-        return nf_error_set(err, NF_ERR_IO,
-                            "%s: not the file that was opened before (it was replaced or changed "
-                            "size since the checkpoint was opened)",
-                            f->path);
+    if (rc != NF_OK) {
+        nf_io_close(*fd);
+        *fd = -1;
+        return rc;
     }
-    (void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-    f->fd = fd;
-    size_t k = (size_t)(f - s->files);
-    if (!nf_source_file_track(s, k)) {
-        nf_io_close(fd);
-        f->fd = -1;
-        return nf_common_nomem_in(err, f->path);
-    }
+    (void)posix_fadvise(*fd, 0, 0, POSIX_FADV_SEQUENTIAL);
     return NF_OK;
+}
+
+static nf_status file_replaced(void *ctx, size_t i, nf_error *err)
+{
+    return not_the_file(&((nf_source *)ctx)->files[i], err);
+}
+
+nf_fd_cache *nf_source_fd_cache_new(nf_source *s)
+{
+    static const nf_fd_cache_ops ops = {file_reopen, file_replaced};
+    return nf_common_fd_cache_new(0, nf_common_fd_cache_cap_for_process(), &ops, s);
 }
 
 nf_status nf_source_file_read(const src_file *cf, uint64_t off, void *buf, size_t len, nf_error *err)
@@ -185,23 +134,12 @@ nf_status nf_source_file_read(const src_file *cf, uint64_t off, void *buf, size_
         memcpy(buf, cf->mem + off, len);
         return NF_OK;
     }
-    /* The cache state lives in the source, which is heap-allocated and never const itself: the
-     * public read functions take a const source because reading does not change what it is. */
-    src_file *f = (src_file *)(uintptr_t)cf;
-    nf_source *s = f->owner;
-    pthread_mutex_lock(&s->fd_lock);
-    /* in use first: reopening may close others beyond the cap, never this one */
-    f->users++;
-    nf_status st = f->fd >= 0 ? NF_OK : fd_reopen(s, f, err);
-    int fd = f->fd;
-    if (st == NF_OK) f->last_use = ++s->fd_clock;
-    else f->users--;
-    pthread_mutex_unlock(&s->fd_lock);
-    if (st != NF_OK) return st;
-    int e = nf_io_pread_full(fd, buf, len, off);
-    pthread_mutex_lock(&s->fd_lock);
-    if (--f->users == 0) pthread_cond_broadcast(&s->fd_freed); /* a read waiting in fd_reopen */
-    pthread_mutex_unlock(&s->fd_lock);
+    nf_source *s = cf->owner;
+    size_t k = (size_t)(cf - s->files);
+    int fd, e;
+    NF_TRY(nf_common_fd_cache_acquire(s->fds, k, &fd, &e, err));
+    e = nf_io_pread_full(fd, buf, len, off);
+    nf_common_fd_cache_release(s->fds, k);
     if (e)
         return nf_error_errno(err, e, "%s: cannot read bytes [%llu, %llu)", cf->path, (unsigned long long)off,
                               (unsigned long long)end);

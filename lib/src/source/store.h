@@ -1,17 +1,19 @@
 /* The nf_source structure shared by the safetensors and GGUF parsers, the reading code and the
  * openers, and what store.c keeps of it: a bump allocator for the many small strings and shapes
- * a checkpoint header holds, the tensor slots, the name index and the descriptor cache.  The
+ * a checkpoint header holds, the tensor slots, the name index and the files' descriptor cache
+ * (common/fd_cache.h).  The
  * parsers' entry points are in safetensors.h and gguf_parse.h, so that includes run one way: the
  * openers (source.c) above the parsers above this store. */
 #ifndef NINFER_SOURCE_STORE_H
 #define NINFER_SOURCE_STORE_H
 
-#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include <ninfer/source.h>
+
+#include "common/fd_cache.h"
 
 /* ---------------------------------------------------------------- arena
  * Names, shapes and KV values live until the source is closed, so they are carved out of large
@@ -28,15 +30,9 @@ void nf_source_arena_free(src_arena *a);
 /* ---------------------------------------------------------------- files */
 typedef struct src_file {
     char *path;         /* as used in messages: the path opened (or the memory name) */
-    int fd;             /* -1 for a memory image, or while the file is closed (fd cache) */
-    const uint8_t *mem; /* memory image, or NULL */
-    uint64_t size;
-    /* the fd cache (store.c): who owns the file, what it was at first open (a reopen must find
-     * the same file), reads in progress on fd, and when it was last used */
+    const uint8_t *mem; /* memory image, or NULL: the file is read through its source's fd cache */
+    uint64_t size;      /* at first open: a reopen must find the same size */
     struct nf_source *owner;
-    uint64_t dev, ino;
-    unsigned users;
-    uint64_t last_use;
     /* safetensors __metadata__, in header order */
     size_t nmeta;
     const char **meta_keys;
@@ -76,16 +72,11 @@ struct nf_source {
     nf_gguf_kv *kvs;
     size_t nkv;
     const nf_gguf_kv **kv_by_key; /* sorted by key */
-    /* A bounded cache of open files (docs/security.md 7.1, F8: one descriptor per shard made a 600-shard
-     * checkpoint fail under `ulimit -n 64`): at most fd_cap descriptors stay open; a file is
-     * reopened when read again and checked to be the same file.  The lock makes concurrent reads
-     * safe; fd_open lists the open files (indices into files).  A read that finds the process out
-     * of descriptors while other reads hold theirs waits on fd_freed for one of them to finish. */
-    pthread_mutex_t fd_lock;
-    pthread_cond_t fd_freed;
-    bool fd_lock_ok;
-    size_t *fd_open, nfd_open, fd_open_cap, fd_cap;
-    uint64_t fd_clock;
+    /* A bounded cache of open files (common/fd_cache.h; docs/security.md 7.1, F8: one descriptor
+     * per shard made a 600-shard checkpoint fail under `ulimit -n 64`), slot k for files[k]: at
+     * most a quarter of the soft RLIMIT_NOFILE (4 to 64) stay open; a file is reopened when read
+     * again and checked to be the same file (store.c). */
+    nf_fd_cache *fds;
 };
 
 /* __metadata__ pairs of one safetensors header (real files hold a handful).  Without it a 100 MB
@@ -103,11 +94,10 @@ struct nf_source {
  * it again when the fd cache closed it (a file that is not the one first opened is NF_ERR_IO).
  * Reading past the recorded size is NF_ERR_IO (the file shrank after open). */
 nf_status nf_source_file_read(const src_file *f, uint64_t off, void *buf, size_t len, nf_error *err);
-/* The descriptor cache (store.c): how many descriptors one source keeps open (a quarter of the
- * soft RLIMIT_NOFILE, 4 to 64), and file k recorded as open, closing others beyond the cap
- * (fd_lock held; false when out of memory). */
-size_t nf_source_fd_cap_for_process(void);
-bool nf_source_file_track(nf_source *s, size_t k);
+/* The descriptor cache of a new source (store.c): its reopen checks that a file is still the
+ * regular file of its first open (same size; same device and inode, the cache's check), and
+ * words the failures as "<path>: ...".  NULL when out of memory. */
+nf_fd_cache *nf_source_fd_cache_new(nf_source *s);
 
 /* Append a tensor slot (zeroed, owner set) in *out; NF_ERR_NOMEM when out of memory,
  * NF_ERR_INVALID past NF_SOURCE_MAX_TENSORS (*out NULL). */
