@@ -131,66 +131,80 @@ static nf_status q2_row(const nf_import *imp, const uint8_t *src, uint64_t row, 
     return NF_OK;
 }
 
-/* Q8_0 -> q8: the general grouped rules hold (docs/decisions.md D11): no -0 or non-finite scale,
- * no -128, and a +0 scale only over zero codes. */
-static nf_status q8_row(const nf_import *imp, const uint8_t *src, uint64_t row, int8_t *codes, uint16_t *scales,
-                        nf_error *err)
+/* One code of a 34-byte block (d its scale, data its code bytes): the value in *q, or the code's
+ * failure in err. */
+typedef nf_status (*block_code_fn)(const nf_import *imp, const uint8_t *data, unsigned j, uint64_t row, uint64_t b,
+                                   uint16_t d, int8_t *q, nf_error *err);
+
+/* A row of 34-byte blocks of `group` codes under one binary16 scale (Q8_0, PQ2_0): each scale by
+ * the general grouped rules, each code by its format's `code`. */
+static inline nf_status grouped_row(const nf_import *imp, const uint8_t *src, uint64_t row, int8_t *codes,
+                                    uint16_t *scales, const char *fmt, unsigned group, block_code_fn code,
+                                    nf_error *err)
 {
-    uint64_t nb = imp->cols / 32;
+    uint64_t nb = imp->cols / group;
     for (uint64_t b = 0; b < nb; b++, src += 34) {
         uint16_t d = nf_import_le16(src);
         const char *why = nf_import_f16_problem(d);
-        if (why) return bad_scale(imp, row, b, "Q8_0", d, why, err);
+        if (why) return bad_scale(imp, row, b, fmt, d, why, err);
         scales[b] = d;
-        int8_t *q = codes + b * 32;
-        for (unsigned j = 0; j < 32; j++) {
-            uint8_t c = src[2 + j];
-            if (c == 0x80)
-                return nf_import_fail(err, NF_ERR_INVALID, imp->name,
-                                      "row %" PRIu64 " col %" PRIu64 " (block %" PRIu64
-                                      "): Q8_0 code 0x80 is -128, outside the native %s contract",
-                                      row, b * 32 + j, b, imp->target->name);
-            if (d == 0 && c != 0)
-                return nf_import_fail(err, NF_ERR_INVALID, imp->name,
-                                      "row %" PRIu64 " block %" PRIu64 ": Q8_0 scale 0x0000 (+0) over the nonzero code "
-                                      "0x%02X at col %" PRIu64 ", outside the native %s contract",
-                                      row, b, c, b * 32 + j, imp->target->name);
-            q[j] = (int8_t)(c >= 0x80 ? (int)c - 256 : (int)c);
-        }
+        int8_t *q = codes + b * group;
+        for (unsigned j = 0; j < group; j++) NF_TRY(code(imp, src + 2, j, row, b, d, &q[j], err));
     }
     return NF_OK;
 }
 
+/* Q8_0 -> q8: the general grouped rules hold (docs/decisions.md D11): no -0 or non-finite scale,
+ * no -128, and a +0 scale only over zero codes. */
+static nf_status q8_code(const nf_import *imp, const uint8_t *data, unsigned j, uint64_t row, uint64_t b, uint16_t d,
+                         int8_t *q, nf_error *err)
+{
+    uint8_t c = data[j];
+    if (c == 0x80)
+        return nf_import_fail(err, NF_ERR_INVALID, imp->name,
+                              "row %" PRIu64 " col %" PRIu64 " (block %" PRIu64
+                              "): Q8_0 code 0x80 is -128, outside the native %s contract",
+                              row, b * 32 + j, b, imp->target->name);
+    if (d == 0 && c != 0)
+        return nf_import_fail(err, NF_ERR_INVALID, imp->name,
+                              "row %" PRIu64 " block %" PRIu64 ": Q8_0 scale 0x0000 (+0) over the nonzero code "
+                              "0x%02X at col %" PRIu64 ", outside the native %s contract",
+                              row, b, c, b * 32 + j, imp->target->name);
+    *q = (int8_t)(c >= 0x80 ? (int)c - 256 : (int)c);
+    return NF_OK;
+}
+
+static nf_status q8_row(const nf_import *imp, const uint8_t *src, uint64_t row, int8_t *codes, uint16_t *scales,
+                        nf_error *err)
+{
+    return grouped_row(imp, src, row, codes, scales, "Q8_0", 32, q8_code, err);
+}
+
 /* PQ2_0 -> t2: stored 00/01/10 mean -1/0/+1, i.e. q = u - 1; T2 re-packs q as two's complement,
  * so the bits are remapped by the layout, not copied.  Scales follow the general grouped rules. */
+static nf_status pq2_code(const nf_import *imp, const uint8_t *data, unsigned j, uint64_t row, uint64_t b, uint16_t d,
+                          int8_t *q, nf_error *err)
+{
+    uint8_t byte = data[j / 4];
+    unsigned u = (unsigned)(byte >> (2 * (j % 4))) & 3u;
+    if (u == 3)
+        return nf_import_fail(err, NF_ERR_INVALID, imp->name,
+                              "row %" PRIu64 " col %" PRIu64 " (block %" PRIu64
+                              "): PQ2_0 code 11 (byte 0x%02X) is not a ternary code",
+                              row, b * 128 + j, b, byte);
+    if (d == 0 && u != 1)
+        return nf_import_fail(err, NF_ERR_INVALID, imp->name,
+                              "row %" PRIu64 " block %" PRIu64 ": PQ2_0 scale 0x0000 (+0) over the nonzero code "
+                              "%d at col %" PRIu64 ", outside the native %s contract",
+                              row, b, (int)u - 1, b * 128 + j, imp->target->name);
+    *q = (int8_t)((int)u - 1);
+    return NF_OK;
+}
+
 static nf_status pq2_row(const nf_import *imp, const uint8_t *src, uint64_t row, int8_t *codes, uint16_t *scales,
                          nf_error *err)
 {
-    uint64_t nb = imp->cols / 128;
-    for (uint64_t b = 0; b < nb; b++, src += 34) {
-        uint16_t d = nf_import_le16(src);
-        const char *why = nf_import_f16_problem(d);
-        if (why) return bad_scale(imp, row, b, "PQ2_0", d, why, err);
-        scales[b] = d;
-        int8_t *q = codes + b * 128;
-        for (unsigned j = 0; j < 128; j++) {
-            uint8_t byte = src[2 + j / 4];
-            unsigned u = (unsigned)(byte >> (2 * (j % 4))) & 3u;
-            if (u == 3)
-                return nf_import_fail(err, NF_ERR_INVALID, imp->name,
-                                      "row %" PRIu64 " col %" PRIu64 " (block %" PRIu64
-                                      "): PQ2_0 code 11 (byte 0x%02X) is not a ternary code",
-                                      row, b * 128 + j, b, byte);
-            if (d == 0 && u != 1)
-                return nf_import_fail(err, NF_ERR_INVALID, imp->name,
-                                      "row %" PRIu64 " block %" PRIu64
-                                      ": PQ2_0 scale 0x0000 (+0) over the nonzero code "
-                                      "%d at col %" PRIu64 ", outside the native %s contract",
-                                      row, b, (int)u - 1, b * 128 + j, imp->target->name);
-            q[j] = (int8_t)((int)u - 1);
-        }
-    }
-    return NF_OK;
+    return grouped_row(imp, src, row, codes, scales, "PQ2_0", 128, pq2_code, err);
 }
 
 nf_status nf_import_gguf_rows(const nf_import *imp, const nf_import_chunk *c, nf_words *out, uint64_t out_row,
