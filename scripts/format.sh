@@ -36,11 +36,21 @@ if [ "$check" -eq 0 ]; then
   printf '%s\0' "${files[@]}" | xargs -0 clang-format -i
   exit 0
 fi
-bad=0
-for f in "${files[@]}"; do
-  if ! clang-format "$f" | cmp -s - "$f"; then
-    echo "format: $f is not formatted (scripts/format.sh rewrites it)"
-    bad=1
-  fi
-done
-exit "$bad"
+# clang-format --dry-run --Werror names each file it would change ("FILE:LINE:COL: error: code
+# should be clang-formatted"); in batches, two at a time (a process per file took 20 s).  Any
+# other failure of clang-format is reported as such, never taken for "formatted".
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+st=0
+printf '%s\0' "${files[@]}" | xargs -0 -n 64 -P 2 clang-format --dry-run --Werror >"$out" 2>&1 || st=$?
+bad=$(sed -n 's/^\([^:]*\):[0-9]*:[0-9]*: error: code should be clang-formatted.*/\1/p' "$out" | sort -u)
+if [ -n "$bad" ]; then
+  printf 'format: %s is not formatted (scripts/format.sh rewrites it)\n' $bad
+  exit 1
+fi
+if [ "$st" -ne 0 ]; then
+  echo "format: clang-format failed (exit $st):" >&2
+  head -20 "$out" >&2
+  exit 2
+fi
+exit 0
