@@ -18,7 +18,7 @@
 
 #include "common/cpu.h"
 #include "format/ggml.h"
-#include "method/ggml_quant.h"
+#include "method/ggml_encoders.h"
 #include "method/simd/ggml_simd.h"
 #include "support/test_data.h"
 

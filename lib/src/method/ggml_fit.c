@@ -1,13 +1,13 @@
 /* ggml's scale searches (docs/methods.md "ggml_quantize"), the scalar reference of the block
  * encoders: the signed, Q3 and min-offset fits and the positive fit of the k-quants, each in
- * ggml's order of binary32 operations so that the codes and scales are ggml's (ggml_quant.h). */
+ * ggml's order of binary32 operations so that the codes and scales are ggml's (ggml_encoders.h). */
 #include <inttypes.h>
 #include <math.h>
 #include <string.h>
 
 #include "format/ggml.h"
 #include "method/common.h"
-#include "method/ggml_quant.h"
+#include "method/ggml_encoders.h"
 #include "method/method_impl.h"
 #include "method/simd/ggml_simd.h"
 
@@ -182,7 +182,7 @@ float nf_gq_fit_min(int n, int nmax, const float *x, const float *w, uint8_t *L,
 /* Non-negative codes in [0, nmax] for the sub-block scales or minima of a super-block with the
  * importance path (ggml's make_qp_quants): the best of 9 inverse scales around nmax / max by
  * weighted error, then up to 5 sweeps moving single codes.  L is stored as ggml stores it, in a
- * byte (a negative code wraps).  Shared with the i-quants (ggml_quant.h). */
+ * byte (a negative code wraps).  Shared with the i-quants (ggml_encoders.h). */
 float nf_method_gq_fit_positive(int n, int nmax, const float *x, uint8_t *L, const float *qw)
 {
     float max = 0.0f;

@@ -8,7 +8,7 @@
  * boundaries; every pair of boundaries (and every delta sign) is tried and the one of largest
  * weighted least-squares gain kept; eight codes that are no grid point become the grid point
  * nearest to the values (ggml_grid.h's neighbour lists), and the scale is fitted again.  Every
- * binary32 operation happens in ggml's order (ggml_quant.h).
+ * binary32 operation happens in ggml's order (ggml_encoders.h).
  *
  * ggml itself aborts on some inputs (its grid search finds no point when every weighted error
  * overflows binary32, or a scale is NaN); the encoders report those blocks instead of
@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "method/ggml_grid.h"
-#include "method/ggml_quant.h"
+#include "method/ggml_encoders.h"
 #include "method/simd/ggml_simd.h"
 
 #define IQ1_GROUPS_S 8u  /* groups of 32 values in a super-block */

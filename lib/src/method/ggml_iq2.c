@@ -16,7 +16,7 @@
  * Steps 2 and 3 run through the kernels of simd/ggml_iq2_simd.h (chosen once per super-block,
  * common/cpu.h): this file keeps their scalar reference (iq2_trials_scalar, iq2_nearest_scalar),
  * and the best trial is chosen here, in trial order, whatever the level.
- * Every binary32 operation is written in ggml's order (ggml_quant.h).  Where ggml would abort
+ * Every binary32 operation is written in ggml's order (ggml_encoders.h).  Where ggml would abort
  * (a point left off the grid, a scale that is NaN: only for values whose squares overflow), an
  * encoder returns GQ_GGML_ABORTS and the method refuses the block. */
 #include <math.h>
@@ -25,7 +25,7 @@
 #include <string.h>
 
 #include "method/ggml_grid.h"
-#include "method/ggml_quant.h"
+#include "method/ggml_encoders.h"
 #include "method/simd/ggml_iq2_simd.h"
 
 #define IQ2_MAXQ 3         /* levels 0 .. IQ2_MAXQ - 1 (ggml's kMaxQ) */

@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "method/ggml_grid3.h"
-#include "method/ggml_quant.h"
+#include "method/ggml_encoders.h"
 #include "method/simd/ggml_simd.h"
 
 #define GQ3_GROUP 32u /* values of a group, one 4-bit scale each */

@@ -1,12 +1,12 @@
 /* ggml_quantize's IQ4_NL and IQ4_XS encoders (docs/methods.md "ggml_quantize"): 4-bit indices
- * into ggml's non-linear table of 16 values, with its scale search (ggml_quant.h). */
+ * into ggml's non-linear table of 16 values, with its scale search (ggml_encoders.h). */
 #include <inttypes.h>
 #include <math.h>
 #include <string.h>
 
 #include "format/ggml.h"
 #include "method/common.h"
-#include "method/ggml_quant.h"
+#include "method/ggml_encoders.h"
 #include "method/method_impl.h"
 #include "method/simd/ggml_simd.h"
 

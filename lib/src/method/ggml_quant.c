@@ -18,7 +18,7 @@
 
 #include "format/ggml.h"
 #include "method/common.h"
-#include "method/ggml_quant.h"
+#include "method/ggml_encoders.h"
 #include "method/method_impl.h"
 #include "method/simd/ggml_simd.h"
 
@@ -719,7 +719,7 @@ typedef struct gq_type {
     nf_format_id fmt;
     gq_block_fn encode;
     bool row_sigma;             /* with importance, ggml weighs by the mean square of the whole row */
-    gq_block_try_fn try_encode; /* instead of encode: an encoder that can fail (ggml_quant.h) */
+    gq_block_try_fn try_encode; /* instead of encode: an encoder that can fail (ggml_encoders.h) */
 } gq_type;
 
 static const gq_type gq_types[] = {

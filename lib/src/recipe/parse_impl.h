@@ -1,6 +1,6 @@
 /* The recipe parser's internals shared by parse.c (the document, sources, output, the entry
- * points), parse_rules.c (defaults and rules) and parse_artifact.c (components, groups, budget).
- * Nothing outside those three files includes it. */
+ * points), parse_rules.c (defaults and rules), parse_artifact.c (components, groups, budget) and
+ * parse_node.c (the helpers below them all).  Nothing outside those four files includes it. */
 #ifndef NINFER_RECIPE_PARSE_IMPL_H
 #define NINFER_RECIPE_PARSE_IMPL_H
 
@@ -23,7 +23,7 @@ typedef struct parser {
 
 #define CTX_MAX 256
 
-/* ---------------------------------------------------------------- parse.c */
+/* ---------------------------------------------------------------- parse_node.c */
 /* strdup of s into *out (NULL stays NULL); out of memory reported. */
 nf_status nf_recipe_dup_into(parser *p, const char *s, char **out);
 /* ${VAR} from the environment, for the variables the command line allows (--allow-env); a '$'

@@ -2,7 +2,7 @@
  * the lane kernels of ggml_lanes.inc on 256-bit vectors.  A super-block's 8 sub-blocks (Q4_K,
  * Q5_K) fill one vector, its 16 (Q2_K, Q3_K, Q6_K) two. */
 #include "common/simd_target.h"
-#include "method/ggml_quant.h"
+#include "method/ggml_encoders.h"
 #include "method/simd/ggml_simd.h"
 
 #if NF_X86_KERNELS

@@ -3,7 +3,7 @@
  * super-block's 16 sub-blocks (Q2_K, Q3_K, Q6_K), and on 256-bit vectors for 8 (Q4_K, Q5_K),
  * which would leave half of a 512-bit vector idle. */
 #include "common/simd_target.h"
-#include "method/ggml_quant.h"
+#include "method/ggml_encoders.h"
 #include "method/simd/ggml_simd.h"
 
 #if NF_X86_KERNELS

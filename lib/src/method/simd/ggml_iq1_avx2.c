@@ -3,7 +3,7 @@
 #include <pthread.h>
 
 #include "common/simd_target.h"
-#include "method/ggml_quant.h"
+#include "method/ggml_encoders.h"
 #include "method/simd/ggml_simd.h"
 
 #if NF_X86_KERNELS

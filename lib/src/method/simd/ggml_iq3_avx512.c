@@ -3,7 +3,7 @@
  * the grid lookups by VPGATHERDD. */
 #include "common/simd_target.h"
 #include "method/ggml_grid3.h"
-#include "method/ggml_quant.h"
+#include "method/ggml_encoders.h"
 #include "method/simd/ggml_simd.h"
 
 #if NF_X86_KERNELS

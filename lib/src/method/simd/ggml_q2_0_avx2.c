@@ -5,7 +5,7 @@
  * NaN and out-of-range values as gq_trunc_i32 does, then + 1 and the clamp to [0, 3].  The
  * block's largest magnitude is exact in any order. */
 #include "common/simd_target.h"
-#include "method/ggml_quant.h"
+#include "method/ggml_encoders.h"
 #include "method/simd/ggml_simd.h"
 
 #if NF_X86_KERNELS

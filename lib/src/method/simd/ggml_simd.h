@@ -17,7 +17,7 @@
  *
  * The table follows common/cpu.h: a search with no vector kernel (a type's encoder that does
  * not call these entries, such as an encoder added in its own file) simply runs scalar; such an
- * encoder reaches the table of the running call through nf_gq_kernels_current (ggml_quant.h). */
+ * encoder reaches the table of the running call through nf_gq_kernels_current (ggml_encoders.h). */
 #ifndef NF_METHOD_SIMD_GGML_SIMD_H
 #define NF_METHOD_SIMD_GGML_SIMD_H
 

@@ -3,10 +3,11 @@
  * encoder type the row driver (ggml_quant.c) calls.  Block encoders of one family of types may
  * live in their own file (one family per file) and are declared here.
  *
- * Internal to the method module: included only by lib/src/method/ggml_quant.c, ggml_fit.c and the files of
- * a family's encoders (ggml_iq1.c, ggml_iq2.c, ggml_iq3.c, ggml_iq4.c). */
-#ifndef NF_METHOD_GGML_QUANT_H
-#define NF_METHOD_GGML_QUANT_H
+ * Internal to the method module: included only by lib/src/method/ggml_quant.c, ggml_fit.c, the
+ * files of a family's encoders (ggml_iq1.c, ggml_iq2.c, ggml_iq3.c, ggml_iq4.c) and their SIMD
+ * kernels (method/simd/ggml_*). */
+#ifndef NF_METHOD_GGML_ENCODERS_H
+#define NF_METHOD_GGML_ENCODERS_H
 
 #include <stdbool.h>
 #include <stdint.h>
