@@ -38,3 +38,26 @@ contains() { if grep -qF -- "$2" "$1"; then ok; else bad "$1 lacks '$2': $(head 
 lacks() { if grep -qF -- "$2" "$1"; then bad "$1 has '$2': $(head -c 400 "$1")"; else ok; fi; }
 finish() { echo "$1: $pass passed, $fail failed"; [ "$fail" -eq 0 ]; }
 if [ -n "${NINFER_PYTHON:-}" ] && [ -x "$NINFER_PYTHON" ]; then python3() { "$NINFER_PYTHON" "$@"; }; fi
+
+# diff_recipe FILE OUTPUT_NAME EXTRA: the ninfer-diff tests' recipe of the generated checkpoint
+# `ck` beside FILE -- q8_g32_fp16, norms fp32, the tokenizer a resource -- with EXTRA appended
+# (rules or groups) (test_diff.sh, test_diff_bad_inputs.sh).
+diff_recipe() {
+    cat >"$1" <<EOF
+recipe: 1
+sources:
+  base: ck
+output:
+  name: $2
+components:
+  text:
+    config: {from: base}
+    resources: {tokenizer.json: base/tokenizer.json}
+defaults: {format: q8_g32_fp16}
+rules:
+  - match: ["*norm*"]
+    when: {rank: 1}
+    format: fp32
+$3
+EOF
+}

@@ -15,27 +15,8 @@ ck=$work/ck
 "$bin/ninfer-gen-checkpoint" "$ck" --layers 1 --vocab 300 >/dev/null || { echo "FAIL generator"; exit 1; }
 id=00112233445566778899aabbccddeeff
 
-# recipe NAME OUTPUT_NAME EXTRA: a q8 recipe (norms fp32, the tokenizer a resource), EXTRA
-# appended (rules or groups)
-recipe() {
-    cat >"$work/$1.yaml" <<EOF
-recipe: 1
-sources:
-  base: ck
-output:
-  name: $2
-components:
-  text:
-    config: {from: base}
-    resources: {tokenizer.json: base/tokenizer.json}
-defaults: {format: q8_g32_fp16}
-rules:
-  - match: ["*norm*"]
-    when: {rank: 1}
-    format: fp32
-$3
-EOF
-}
+# recipe NAME OUTPUT_NAME EXTRA: lib.sh's diff_recipe as $work/NAME.yaml
+recipe() { diff_recipe "$work/$1.yaml" "$2" "$3"; }
 convert() { # RECIPE OUT
     "$bin/ninfer-convert" -r "$work/$1.yaml" -o "$2" --artifact-id $id --force >/dev/null 2>"$work/conv.err" \
         || bad "convert $1: $(cat "$work/conv.err")"

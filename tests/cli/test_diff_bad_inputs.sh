@@ -19,22 +19,7 @@ fi
 
 # the valid side: test_diff.sh's base artifact (a q8 recipe of a one-layer checkpoint)
 "$bin/ninfer-gen-checkpoint" "$work/ck" --layers 1 --vocab 300 >/dev/null || { echo "FAIL generator"; exit 1; }
-cat >"$work/base.yaml" <<EOF
-recipe: 1
-sources:
-  base: ck
-output:
-  name: diff-test
-components:
-  text:
-    config: {from: base}
-    resources: {tokenizer.json: base/tokenizer.json}
-defaults: {format: q8_g32_fp16}
-rules:
-  - match: ["*norm*"]
-    when: {rank: 1}
-    format: fp32
-EOF
+diff_recipe "$work/base.yaml" diff-test ""
 a=$work/m.ninfer
 "$bin/ninfer-convert" -r "$work/base.yaml" -o "$a" --artifact-id 00112233445566778899aabbccddeeff --force \
     >/dev/null 2>"$work/conv.err" || { echo "FAIL convert: $(cat "$work/conv.err")"; exit 1; }
