@@ -66,3 +66,13 @@ nf_status nf_json_syntax_error(nf_error *err, const char *path, const json_error
     return nf_error_set(err, NF_ERR_INVALID, "%s: byte %d (line %d, column %d): %.*s", path, je->position, je->line,
                         je->column, n, je->text);
 }
+
+nf_status nf_json_load_checked(const char *path, const char *text, size_t len, const nf_json_caps *caps,
+                               const char *what, const char *detail, json_t **out, nf_error *err)
+{
+    *out = NULL;
+    NF_TRY(nf_json_prescan_check(path, text, len, caps, what, detail, err));
+    json_error_t je;
+    *out = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    return *out ? NF_OK : nf_json_syntax_error(err, path, &je);
+}

@@ -41,4 +41,10 @@ nf_status nf_json_prescan_check(const char *path, const char *p, size_t n, const
  * and its bytes are not ours to print (docs/security.md 1.3).  NF_ERR_INVALID. */
 nf_status nf_json_syntax_error(nf_error *err, const char *path, const json_error_t *je);
 
+/* A reader's JSON file as text: the pre-scan (nf_json_prescan_check, with what and detail), then
+ * jansson with duplicate keys refused (nf_json_syntax_error where it does not parse).  *out is
+ * the document, of any kind: the caller checks it is what it expects. */
+nf_status nf_json_load_checked(const char *path, const char *text, size_t len, const nf_json_caps *caps,
+                               const char *what, const char *detail, json_t **out, nf_error *err);
+
 #endif

@@ -80,16 +80,11 @@ nf_status nf_convert_scaleout_load_json(const char *path, uint64_t cap, json_t *
     char *text = NULL;
     size_t len = 0;
     NF_TRY(nf_convert_scaleout_slurp(path, cap, &text, &len, err));
-    nf_status st = nf_json_prescan_check(MP(path), text, len, &nf_convert_scaleout_json_caps, "a plan or a receipt", "",
-                                         err);
-    if (st != NF_OK) {
-        free(text);
-        return st;
-    }
-    json_error_t je;
-    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    json_t *root = NULL;
+    nf_status st = nf_json_load_checked(MP(path), text, len, &nf_convert_scaleout_json_caps, "a plan or a receipt", "",
+                                        &root, err);
     free(text);
-    if (!root) return nf_json_syntax_error(err, MP(path), &je);
+    NF_TRY(st);
     if (!json_is_object(root)) {
         json_decref(root);
         return nf_error_set(err, NF_ERR_INVALID, "%s: not a JSON object", MP(path));

@@ -187,12 +187,12 @@ static nf_status read_json_text(const char *path, uint64_t cap, const char *what
 
 /* A real index is {"metadata": {...}, "weight_map": {name: shard}}: a few containers and one
  * value per tensor (a 64 MiB index of "[{},{},...]" under "metadata" used to cost 5 GB). */
-static nf_status index_prescan(const char *path, const char *p, size_t n, nf_error *err)
+static nf_status index_load(const char *path, const char *text, size_t len, json_t **root, nf_error *err)
 {
     static const nf_json_caps caps = {NF_ST_INDEX_MAX_DEPTH, NF_ST_INDEX_MAX_CONTAINERS, NF_ST_INDEX_MAX_VALUES};
     char detail[64];
     snprintf(detail, sizeof detail, ": %u tensors plus metadata", NF_SOURCE_MAX_TENSORS);
-    return nf_json_prescan_check(path, p, n, &caps, "an index", detail, err);
+    return nf_json_load_checked(path, text, len, &caps, "an index", detail, root, err);
 }
 
 /* ---------------------------------------------------------------- config.json */
@@ -210,10 +210,8 @@ nf_status nf_source_parse_config(const void *text, size_t len, const char *name,
     if (len > NF_SOURCE_MAX_CONFIG_BYTES)
         return nf_error_set(err, NF_ERR_INVALID, "%s: config.json is %zu bytes, more than the reader's cap of %u", name,
                             len, NF_SOURCE_MAX_CONFIG_BYTES);
-    NF_TRY(nf_json_prescan_check(name, text, len, &caps, "a config.json", "", err));
-    json_error_t je;
-    json_t *cfg = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
-    if (!cfg) return nf_json_syntax_error(err, name, &je);
+    json_t *cfg = NULL;
+    NF_TRY(nf_json_load_checked(name, text, len, &caps, "a config.json", "", &cfg, err));
     if (!json_is_object(cfg)) {
         json_decref(cfg);
         return nf_error_set(err, NF_ERR_INVALID, "%s: not a JSON object", name);
@@ -241,15 +239,10 @@ static nf_status open_index(nf_source *s, const char *path, nf_error *err)
     char *text;
     size_t len = 0;
     NF_TRY(read_json_text(path, NF_ST_MAX_INDEX_BYTES, "index", &text, &len, err));
-    nf_status pre = index_prescan(path, text, len, err);
-    if (pre != NF_OK) {
-        free(text);
-        return pre;
-    }
-    json_error_t je;
-    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    json_t *root = NULL;
+    nf_status pre = index_load(path, text, len, &root, err);
     free(text);
-    if (!root) return nf_json_syntax_error(err, path, &je);
+    NF_TRY(pre);
     nf_status rc = NF_OK;
     const char **shards = NULL;
     json_t *map = json_is_object(root) ? json_object_get(root, "weight_map") : NULL;
