@@ -229,6 +229,7 @@ nf_status nf_common_fd_cache_acquire(nf_fd_cache *c, size_t i, int *fd, int *sys
             st = NF_OK;
             continue;
         }
+        *sys_errno = 0; /* (an EMFILE overcome on the way is no failure) */
         if (nfd < 0) {
             s->no_fd = true;
             break;
