@@ -1,7 +1,9 @@
 /* The one cache of open files (common/fd_cache.h, where the policy is). */
+#define _GNU_SOURCE /* statx */
 #include "common/fd_cache.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -11,10 +13,13 @@
 
 typedef struct fdc_slot {
     int fd;     /* -1 while closed */
-    bool known; /* dev and ino recorded: the file first opened */
+    bool known; /* the identity of the file first opened recorded */
     bool no_fd; /* open said the file needs no descriptor (mapped) */
+    bool born;  /* birth time recorded (the file system keeps one) */
     dev_t dev;
     ino_t ino;
+    int64_t birth_s; /* birth time: tells a new file from the first one at a reused inode number */
+    uint32_t birth_ns;
     unsigned users; /* transfers holding fd now: never closed meanwhile */
     uint64_t stamp; /* last use, for the least recently used choice */
 } fdc_slot;
@@ -93,6 +98,49 @@ bool nf_common_fd_cache_grow(nf_fd_cache *c, size_t nfiles)
     return ok;
 }
 
+/* A file's identity: device, inode and, where the file system keeps one, birth time (an inode
+ * number freed by an unlink is often given to the next file created, same device and inode). */
+typedef struct fdc_id {
+    dev_t dev;
+    ino_t ino;
+    bool born;
+    int64_t birth_s;
+    uint32_t birth_ns;
+} fdc_id;
+
+static fdc_id id_of(int fd, const struct stat *sb)
+{
+    fdc_id id = {.dev = sb->st_dev, .ino = sb->st_ino};
+#ifdef STATX_BTIME
+    struct statx sx;
+    if (statx(fd, "", AT_EMPTY_PATH, STATX_BTIME, &sx) == 0 && (sx.stx_mask & STATX_BTIME)) {
+        id.born = true;
+        id.birth_s = sx.stx_btime.tv_sec;
+        id.birth_ns = sx.stx_btime.tv_nsec;
+    }
+#else
+    (void)fd;
+#endif
+    return id;
+}
+
+static void record(fdc_slot *s, const fdc_id *id)
+{
+    s->dev = id->dev;
+    s->ino = id->ino;
+    s->born = id->born;
+    s->birth_s = id->birth_s;
+    s->birth_ns = id->birth_ns;
+    s->known = true;
+}
+
+/* Whether id is the file first recorded (a birth time is compared when both have one). */
+static bool same_file(const fdc_slot *s, const fdc_id *id)
+{
+    if (id->dev != s->dev || id->ino != s->ino) return false;
+    return !s->born || !id->born || (id->birth_s == s->birth_s && id->birth_ns == s->birth_ns);
+}
+
 /* Closes the least recently used descriptor no transfer is using (the lock held); false when
  * every one is in use. */
 static bool evict_idle(nf_fd_cache *c)
@@ -132,12 +180,12 @@ int nf_common_fd_cache_adopt(nf_fd_cache *c, size_t i, int fd)
 {
     struct stat sb;
     int e = nf_io_fstat(fd, &sb);
+    fdc_id id = {0};
+    if (!e) id = id_of(fd, &sb);
     pthread_mutex_lock(&c->lock);
     fdc_slot *s = &c->slots[i];
     if (!e) {
-        s->dev = sb.st_dev;
-        s->ino = sb.st_ino;
-        s->known = true;
+        record(s, &id);
         if (s->fd < 0 && (c->nopen < c->cap || evict_idle(c))) {
             keep(c, i, fd);
             fd = -1;
@@ -181,19 +229,19 @@ nf_status nf_common_fd_cache_acquire(nf_fd_cache *c, size_t i, int *fd, int *sys
             st = NF_OK;
             continue;
         }
+        *sys_errno = 0; /* (an EMFILE overcome on the way is no failure) */
         if (nfd < 0) {
             s->no_fd = true;
             break;
         }
-        if (s->known && (sb.st_dev != s->dev || sb.st_ino != s->ino)) {
+        fdc_id id = id_of(nfd, &sb);
+        if (s->known && !same_file(s, &id)) {
             nf_io_close(nfd);
             st = c->ops.replaced(c->ctx, i, err);
             *sys_errno = ESTALE;
             break;
         }
-        s->dev = sb.st_dev;
-        s->ino = sb.st_ino;
-        s->known = true;
+        record(s, &id);
         keep(c, i, nfd);
     }
     pthread_mutex_unlock(&c->lock);

@@ -13,8 +13,10 @@
  *     releases after its one pread or pwrite, so the wait ends; a thread never holds two);
  *   - a closed file is opened again by the user's `open`, which makes the user's own checks
  *     (regular file, size, header) and words their failures; then the cache checks that the
- *     descriptor is the very file first opened (same device and inode, recorded at the first
- *     open or adopt): another file at that name -- a file replaced under us -- is refused
+ *     descriptor is the very file first opened (same device and inode, and same birth time
+ *     where the file system keeps one, for a file created after an unlink often gets the freed
+ *     inode number; recorded at the first open or adopt): another file at that name -- a file
+ *     replaced under us -- is refused
  *     through the user's `replaced`, which names the file, and never read or written;
  *   - an open that fails with EMFILE or ENFILE closes the least recently used idle descriptor
  *     and tries again; when none is idle but other files of the cache are in use, it waits for
@@ -56,7 +58,7 @@ void nf_common_fd_cache_free(nf_fd_cache *c);
 bool nf_common_fd_cache_grow(nf_fd_cache *c, size_t nfiles);
 
 /* Gives the cache file i's first descriptor (fd >= 0, opened and checked by the caller): its
- * device and inode are recorded as the file's, and fd is kept open when there is room (an idle
+ * device, inode and birth time are recorded as the file's, and fd is kept open when there is room (an idle
  * one closed to make it) or else closed at once (reopened when needed).  Never waits.  0, or
  * fstat's errno value (fd closed). */
 int nf_common_fd_cache_adopt(nf_fd_cache *c, size_t i, int fd);
