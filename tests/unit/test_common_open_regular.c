@@ -1,15 +1,20 @@
 /* Opening a regular file to read (lib/src/common/open_regular.h), today's policy: a regular file
  * and a symbolic link to one open; a FIFO (also behind a link) is refused at once with the
  * caller's status, never waited for; a directory is "Is a directory" (exit 3); a missing file
- * keeps errno for the caller's wording; every message names the file as the caller shows it. */
+ * keeps errno for the caller's wording; every message names the file as the caller shows it.
+ * Also the words the messages use for what a path is (nf_io_kind_name, common/io.h). */
+#define _DEFAULT_SOURCE /* S_IFBLK */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include "common/io.h"
 #include "common/open_regular.h"
 
 static char g_dir[] = "/tmp/nf_open_regular_XXXXXX";
@@ -92,4 +97,32 @@ Test(common_open_regular, a_directory_and_a_missing_file)
     cr_assert_eq(errno, ENOENT, "errno kept for the caller");
     cr_assert_eq(fd, -1);
     cr_assert_str_eq(err.message, "none.json: cannot open: No such file or directory");
+}
+
+/* What a refusal says a path is ("X is a directory, not a regular file"), for every kind of file
+ * lstat can meet: these are made here (a socket bound in the test's directory, /dev/null). */
+Test(common_open_regular, every_kind_of_file_has_its_name)
+{
+    static const struct {
+        const char *name, *kind;
+    } want[] = {
+        {"plain", "a regular file"}, {"to_plain", "a symbolic link"}, {"fifo", "a FIFO"}, {"dir", "a directory"},
+        {"sock", "a socket"},
+    };
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    cr_assert_geq(fd, 0);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path_of("sock"));
+    cr_assert_eq(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0, "%s", strerror(errno));
+    struct stat sb;
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        cr_assert_eq(lstat(path_of(want[i].name), &sb), 0);
+        cr_assert_str_eq(nf_io_kind_name(sb.st_mode), want[i].kind, "%s", want[i].name);
+    }
+    close(fd);
+    unlink(path_of("sock"));
+    cr_assert_eq(stat("/dev/null", &sb), 0);
+    cr_assert_str_eq(nf_io_kind_name(sb.st_mode), "a character device");
+    cr_assert_str_eq(nf_io_kind_name(S_IFBLK | 0600), "a block device");
+    cr_assert_str_eq(nf_io_kind_name(0), "a special file"); /* no file type bits */
 }

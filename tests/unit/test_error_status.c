@@ -32,3 +32,28 @@ Test(error_status, plan_build_reports_a_missing_source_as_io_without_err)
     cr_assert_eq(nf_plan_build(r, &plan, NULL), NF_ERR_IO, "the status is lost without an nf_error");
     nf_recipe_free(r);
 }
+
+/* The programs' exit statuses (docs/ninfer-convert.md, "Exit status": 0 done, 1 invalid input,
+ * 2 usage error, 3 system error; out of memory is a system error) and the statuses' names; a
+ * value outside the enum (a caller's cast) is a system error, named as unknown. */
+Test(error_status, exit_codes_and_names_of_every_status)
+{
+    static const struct {
+        nf_status st;
+        int code;
+        const char *name;
+    } want[] = {
+        {NF_OK, 0, "ok"},
+        {NF_ERR_INVALID, 1, "invalid input"},
+        {NF_ERR_USAGE, 2, "usage error"},
+        {NF_ERR_IO, 3, "system error"},
+        {NF_ERR_NOMEM, 3, "out of memory"},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        cr_assert_eq(nf_status_exit_code(want[i].st), want[i].code, "status %d", (int)want[i].st);
+        cr_assert_str_eq(nf_status_name(want[i].st), want[i].name);
+    }
+    nf_status odd = (nf_status)(NF_ERR_NOMEM + 7);
+    cr_assert_eq(nf_status_exit_code(odd), 3);
+    cr_assert_str_eq(nf_status_name(odd), "unknown status");
+}
