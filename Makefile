@@ -157,7 +157,7 @@ quality: deps
 # Static analysis (tests/README.md, "Habits"): cppcheck over lib/ and cmd/ with the checked-in
 # configuration (scripts/cppcheck/: the macros it cannot read from system headers and the
 # suppressions, each with its reason); any finding fails.  CI runs it (.ci/run).
-LINT_FLAGS := -q --enable=warning,portability --std=c11 --error-exitcode=1 --inline-suppr \
+LINT_FLAGS := -q --enable=warning,portability --std=c11 --error-exitcode=1 \
 	-Ilib/include -Ilib/src -I$(BUILD)/lib -I$(BUILD) -Icmd/cli -Icmd -D__GNUC__ -D__x86_64__ \
 	--include=scripts/cppcheck/macros.h --suppressions-list=scripts/cppcheck/suppressions.txt \
 	--suppress=missingIncludeSystem --template='{file}:{line}: {severity} ({id}): {message}'

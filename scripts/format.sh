@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# make format / make format-check: the tree's C files through clang-format with the checked-in
-# .clang-format (tests/README.md, "Habits").
+# make format: the tree's C files through clang-format with the checked-in .clang-format
+# (tests/README.md, "Habits").
 #   scripts/format.sh          rewrite the files in place
-#   scripts/format.sh --check  name the files that would change, exit 1 if any (cli_test_format)
+#   scripts/format.sh --check  name the files that would change, exit 1 if any, 2 if clang-format
+#                              itself fails (cli_test_format)
 # The files: every tracked .c, .h and .inc under lib/, cmd/, tests/ and bench/, but for
 # lib/src/format/ggml_tables.c, which scripts/gen_ggml_tables.py writes (its layout is the
 # generator's).  The style is pinned to the Debian clang-format 14 the tree was formatted with:
