@@ -16,14 +16,10 @@
 
 #include <ninfer/ninfer.h>
 
-#include "common/checked.h"
 #include "common/io.h"
-#include "common/json_walk.h"
 #include "common/pool.h"
 #include "convert/convert_impl.h"
 #include "convert/exec_impl.h"
-#include "outputs/out_names.h"
-#include "outputs/out_publish.h"
 #include "budget/werror.h"
 #include "stats/stats.h"
 

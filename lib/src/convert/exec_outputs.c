@@ -3,27 +3,19 @@
  * resources and tails it writes first. */
 #include <errno.h>
 #include <fcntl.h>
-#include <math.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <ninfer/ninfer.h>
 
-#include "common/checked.h"
 #include "common/io.h"
-#include "common/json_walk.h"
-#include "common/pool.h"
 #include "convert/convert_impl.h"
 #include "convert/exec_impl.h"
 #include "outputs/out_names.h"
 #include "outputs/out_publish.h"
-#include "budget/werror.h"
 #include "stats/stats.h"
 
 /* A path as messages show it: shortened in the middle when long (common/io.h, docs/security.md 7.1, M8). */

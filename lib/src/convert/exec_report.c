@@ -2,27 +2,19 @@
  * objects with their error statistics, written to a temp file beside it that the caller
  * publishes with the artifact (exec_impl.h). */
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
 
 #include <ninfer/ninfer.h>
 
-#include "common/checked.h"
 #include "common/io.h"
 #include "common/json_walk.h"
 #include "common/pool.h"
 #include "convert/convert_impl.h"
 #include "convert/exec_impl.h"
-#include "outputs/out_names.h"
-#include "outputs/out_publish.h"
 #include "outputs/out_whole.h"
 #include "budget/werror.h"
 #include "stats/stats.h"

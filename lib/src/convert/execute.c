@@ -9,28 +9,22 @@
  * assembly, and the comparison with an artifact.  The jobs on the pool are in exec_jobs.c, the
  * conversion report in exec_report.c, the inputs and the writer in exec_outputs.c (exec_impl.h). */
 #include <errno.h>
-#include <fcntl.h>
-#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <ninfer/ninfer.h>
 
-#include "common/checked.h"
 #include "common/io.h"
-#include "common/json_walk.h"
 #include "common/pool.h"
 #include "convert/convert_impl.h"
 #include "convert/exec_impl.h"
 #include "outputs/out_names.h"
 #include "outputs/out_publish.h"
-#include "budget/werror.h"
 #include "stats/stats.h"
 
 /* A path as messages show it: shortened in the middle when long (common/io.h, docs/security.md 7.1, M8). */

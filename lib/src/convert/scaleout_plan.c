@@ -2,7 +2,6 @@
  * tasks, and the plan file streamed record by record (scaleout_impl.h). */
 #define _XOPEN_SOURCE 700 /* realpath (XSI) */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
