@@ -70,6 +70,15 @@ same_as_ref "--task all"
 run 0 "$conv" "${args[@]}" -o out2/m.ninfer --plan-out plan2.json --tasks 1000000
 check test "$(cat "$work/out")" = $((nfiles - 1))
 
+# a plan path that is not a regular file is refused, never replaced (docs/scale-out.md): the
+# link and its target stay as they were
+echo kept >plan-target
+ln -s plan-target plan-link.json
+run 2 "$conv" "${args[@]}" -o out3/m.ninfer --plan-out plan-link.json --tasks 2
+contains "$work/err" "plan-link.json: not a regular file: never replaced"
+check test -L plan-link.json
+check test "$(cat plan-target)" = kept
+
 # refusals: exit 1, a message naming the task to rerun, nothing published
 rm -rf out && mkdir out
 run 0 "$conv" "${args[@]}" --plan-out plan.json --tasks 3 -q
