@@ -1,9 +1,9 @@
 /* ninfer/dialect.h - quantized checkpoints as sources (docs/dialects.md).
  *
  * The largest checkpoints ship quantized: DeepSeek-V3 block-scaled FP8, compressed-tensors
- * (llm-compressor) FP8, packed INT4/INT8 and NVFP4, NVIDIA ModelOpt FP8 and NVFP4.  Each stores
- * one weight as a codes tensor and companions (scales, a global scale, zero points, the
- * unpadded shape, activation scales).  nf_dialects_scan() reads a safetensors checkpoint's
+ * (llm-compressor) FP8, packed INT4/INT8 and NVFP4, NVIDIA ModelOpt FP8 and NVFP4, GPTQ and
+ * AWQ.  Each stores one weight as a codes tensor and companions (scales, a global scale, zero
+ * points, the unpadded shape, group indices, activation scales).  nf_dialects_scan() reads a safetensors checkpoint's
  * declarations -- config.json `quantization_config`, ModelOpt's hf_quant_config.json, the
  * companion names and their dtypes and shapes, found in any shard -- and identifies every
  * quantized weight with its dialect; nf_qweight_read_f32() gives the weight's represented
@@ -15,6 +15,7 @@
  *   packed / int8 (compressed-tensors)              w = (q - z) * s     (z = 0 when symmetric)
  *   NVFP4 ModelOpt                                  w = e2m1 * s * weight_scale_2
  *   NVFP4 compressed-tensors                        w = e2m1 * s / weight_global_scale
+ *   GPTQ, AWQ                                       w = (q - z) * s     (s, z of column k's group)
  * where s is the scale covering the value (by the strategy: one per tensor, per row, per group
  * of columns of a row, or per block of rows x columns; edge blocks are partial), read exactly
  * as binary32 from F32, BF16, F16 or E4M3 words.  Every code and scale is checked as it is
@@ -55,6 +56,10 @@ typedef enum nf_dialect_id {
     NF_DIALECT_MODELOPT_FP8,   /* "modelopt_fp8": <p>.weight F8 + <p>.weight_scale */
     NF_DIALECT_MODELOPT_NVFP4, /* "modelopt_nvfp4": <p>.weight U8 + weight_scale F8_E4M3 +
                                      weight_scale_2 (a multiplier) */
+    NF_DIALECT_GPTQ,           /* "gptq": <p>.qweight I32 [K*b/32, N] + scales [G, N] + qzeros
+                                     [G, N*b/32] (+ g_idx [K]) */
+    NF_DIALECT_AWQ,            /* "awq": <p>.qweight I32 [K, N/8] (GEMM) or [N, K/8] (GEMV) +
+                                     scales + qzeros */
     NF_DIALECT_COUNT
 } nf_dialect_id;
 
@@ -66,8 +71,21 @@ typedef enum nf_qcodes {
     NF_QCODES_E5M2,       /* one E5M2 byte per value */
     NF_QCODES_E2M1,       /* two E2M1 codes per byte, the lower column in the low nibble */
     NF_QCODES_INT_PACKED, /* 32/bits offset-binary codes per little-endian int32, lowest first */
-    NF_QCODES_INT8        /* one int8 per value */
+    NF_QCODES_INT8,       /* one int8 per value */
+    NF_QCODES_UINT_PACKED /* unsigned b-bit codes q with zero points z (GPTQ, AWQ): laid out by nf_qpack */
 } nf_qcodes;
+
+/* Where a weight's codes and zero points lie (docs/dialects.md, "GPTQ and AWQ"). */
+typedef enum nf_qpack {
+    NF_QPACK_ROWS = 0, /* row n's codes in row n of the codes tensor (every dialect but these) */
+    NF_QPACK_GPTQ,     /* qweight [K*b/32, N]: column n holds row n's codes, an LSB-first bit
+                           stream along K (3-bit codes straddle words); qzeros [G, N*b/32] a bit
+                           stream along N */
+    NF_QPACK_AWQ_GEMM, /* qweight [K, N/8]: column k of the weight in row k, each word's nibbles
+                           holding columns 0,2,4,6,1,3,5,7 of its eight; qzeros [G, N/8] alike */
+    NF_QPACK_AWQ_GEMV  /* qweight [N, K/8]: natural order; qzeros [N, W] packed along the groups,
+                           scales [N, 8W], both padded past the G groups */
+} nf_qpack;
 
 typedef enum nf_qglobal {
     NF_QGLOBAL_NONE,
@@ -93,6 +111,11 @@ typedef struct nf_qweight {
     bool zero_point_packed;          /* zero points in int32 words packed along the rows */
     nf_qglobal global_op;
     uint32_t global_bits; /* the global scale's binary32 word */
+    /* GPTQ and AWQ (NF_QCODES_UINT_PACKED): w = (q - z) * s, s and z those of column k's group */
+    nf_qpack pack;
+    const nf_source_tensor *g_idx; /* GPTQ: the group of each column k (act-order), or NULL: k / group */
+    int32_t zero_add;              /* added to each stored zero point: 1 for GPTQ's v1 format, else 0 */
+    uint64_t groups;               /* G: the groups of a row */
 } nf_qweight;
 
 /* What a tensor of the checkpoint is. */
@@ -111,10 +134,10 @@ typedef struct nf_dialects nf_dialects;
  * global scale that is not finite and > 0, conflicting markers, a companion without its
  * weight), naming the file, the tensor or key; every weight's problems are checked, the first
  * is reported.  NF_ERR_INVALID too for a quantized checkpoint of a producer no dialect reads
- * (GPTQ, AWQ, EXL2, MXFP4, MLX, bitsandbytes, HQQ, compressed-tensors MXFP4 and sparse:
- * docs/dialects.md, "Quantized checkpoints not read yet"), declared -- config.json
- * quantization_config, quantization or sparsity_config, quantize_config.json, quant_config.json
- * -- or recognised by its tensors' names and dtypes: "FILE: KEY or tensor 'NAME': FORMAT (HOW):
+ * (EXL2, MXFP4, MLX, bitsandbytes, HQQ, compressed-tensors MXFP4 and sparse, GPTQ and AWQ
+ * repacked for a kernel: docs/dialects.md, "Quantized checkpoints not read yet"), declared --
+ * config.json quantization_config, quantization or sparsity_config, quantize_config.json,
+ * quant_config.json -- or recognised by its tensors' names and dtypes: "FILE: KEY or tensor 'NAME': FORMAT (HOW):
  * not read yet, ...; convert from the BF16 release of the model". */
 NF_API nf_status nf_dialects_scan(const nf_source *src, nf_dialects **out, nf_error *err);
 NF_API void nf_dialects_free(nf_dialects *d);
@@ -130,9 +153,9 @@ NF_API const nf_qweight *nf_dialects_weight_at(const nf_dialects *d, size_t inde
 NF_API nf_qrole nf_dialects_role(const nf_dialects *d, const nf_source_tensor *t, const nf_qweight **weight);
 
 /* The companions a weight's values (and, for the dialects import_encoded takes, its words) are
- * read with -- scale, global scale, zero points, weight_shape, those it has -- into out; their
+ * read with -- scale, global scale, zero points, weight_shape, g_idx, those it has -- into out; their
  * count (at most NF_QWEIGHT_MAX_READS).  Activation scales are not among them. */
-#define NF_QWEIGHT_MAX_READS 4
+#define NF_QWEIGHT_MAX_READS 5
 NF_API size_t nf_qweight_companions(const nf_qweight *q, const nf_source_tensor *out[NF_QWEIGHT_MAX_READS]);
 
 /* "deepseek_fp8, block 128x128 F32 scales", "modelopt_nvfp4, group 16 F8_E4M3 scales x

@@ -1,11 +1,13 @@
 /* A checkpoint's quantization declaration (docs/dialects.md, "Declarations"): config.json
- * `quantization_config` with quant_method fp8 (DeepSeek), compressed-tensors or modelopt, and
- * ModelOpt's hf_quant_config.json.  Only what the values depend on is kept -- block sizes, the
- * compressed-tensors weight schemes and their targets, ModelOpt's algorithm -- and the lists of
- * modules left unquantized.  Every problem names the file and the key. */
+ * `quantization_config` with quant_method fp8 (DeepSeek), compressed-tensors, modelopt, gptq or
+ * awq, ModelOpt's hf_quant_config.json, AutoGPTQ's quantize_config.json and AutoAWQ's
+ * quant_config.json.  Only what the values depend on is kept -- block sizes, the
+ * compressed-tensors weight schemes and their targets, ModelOpt's algorithm, GPTQ's and AWQ's
+ * bits, group size and packing -- and the lists of modules left unquantized.  Every problem names the file and the key. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #include <jansson.h>
@@ -333,12 +335,10 @@ static void bits_group(const json_t *o, const char *bits_key, const char *group_
 }
 
 /* config.json quantization_config.quant_method of a producer no dialect covers: the format's
- * name; NULL for the methods declare.c reads (fp8, compressed-tensors, modelopt). */
+ * name; NULL for the methods declare.c reads (fp8, compressed-tensors, modelopt, gptq, awq). */
 static const char *foreign_method(const char *method, const json_t *q)
 {
     static const char *const known[][2] = {
-        {"gptq", "GPTQ"},
-        {"awq", "AWQ"},
         {"exl2", "EXL2"},
         {"hqq", "HQQ"},
         {"mxfp4", "MXFP4"},
@@ -356,7 +356,9 @@ static const char *foreign_method(const char *method, const json_t *q)
         {"intel/auto-round", "AutoRound"},
         {"quark", "Quark"},
     };
-    if (!strcmp(method, "fp8") || !strcmp(method, "compressed-tensors") || !strcmp(method, "modelopt")) return NULL;
+    if (!strcmp(method, "fp8") || !strcmp(method, "compressed-tensors") || !strcmp(method, "modelopt") ||
+        !strcmp(method, "gptq") || !strcmp(method, "awq"))
+        return NULL;
     if (!strcmp(method, "bitsandbytes")) {
         const json_t *four = json_object_get(q, "load_in_4bit"), *type = json_object_get(q, "bnb_4bit_quant_type");
         if (json_is_true(four) || json_is_true(json_object_get(q, "_load_in_4bit")))
@@ -452,9 +454,8 @@ static bool beside(const nf_source *src, const char *name, char *path, size_t si
 }
 
 /* The declarations of producers no dialect covers, in config.json (quantization_config,
- * quantization, sparsity_config), AutoGPTQ's quantize_config.json and AutoAWQ's
- * quant_config.json: any of them refuses the checkpoint (docs/dialects.md). */
-static nf_status foreign_decl(const nf_source *src, const json_t *cfg, const char *cfg_path, nf_error *err)
+ * quantization, sparsity_config): any of them refuses the checkpoint (docs/dialects.md). */
+static nf_status foreign_decl(const json_t *cfg, const char *cfg_path, nf_error *err)
 {
     char where[2048], how[1024], detail[64];
     const json_t *q = cfg ? json_object_get(cfg, "quantization_config") : NULL;
@@ -487,41 +488,141 @@ static nf_status foreign_decl(const nf_source *src, const json_t *cfg, const cha
         return nf_dialect_not_read(err, where, "MLX affine", how);
     }
     if (cfg) NF_TRY(sparsity_foreign(json_object_get(cfg, "sparsity_config"), cfg_path, "sparsity_config", err));
-    /* AutoGPTQ (<= 0.4) and AutoAWQ (before 2023-10-31) declared their format in a file of its own */
-    static const char *const files[][3] = {
-        {"quantize_config.json", "GPTQ", "AutoGPTQ"},
-        {"quant_config.json", "AWQ", "AutoAWQ"},
-    };
-    for (size_t i = 0; i < 2; i++) {
-        char path[4096];
-        if (!beside(src, files[i][0], path, sizeof path)) continue;
-        json_t *j = NULL;
-        NF_TRY(nf_source_read_config(path, &j, err));
-        const json_t *m = json_object_get(j, "quant_method");
-        const char *name = files[i][1];
-        if (json_is_string(m) && strcmp(json_string_value(m), "gptq") != 0) {
-            const char *other = foreign_method(json_string_value(m), j);
-            if (other && other[0]) name = other;
-        }
-        if (i == 1 && json_is_string(json_object_get(j, "version")))
-            snprintf(detail, sizeof detail, " %.32s", nf_esc(json_string_value(json_object_get(j, "version"))).s);
-        else detail[0] = '\0';
-        char bg[64];
-        bits_group(j, i == 1 ? "w_bit" : "bits", i == 1 ? "q_group_size" : "group_size", bg, sizeof bg);
-        snprintf(how, sizeof how, "%s%s%s, declared in %s", files[i][2], detail, bg, files[i][0]);
-        json_decref(j);
-        return nf_dialect_not_read(err, path, name, how);
-    }
     return NF_OK;
 }
 
-/* ---------------------------------------------------------------- the files */
 static nf_status set_path(decl *d, const char *path)
 {
     free(d->path);
     d->path = strdup(path);
     return d->path ? NF_OK : NF_ERR_NOMEM;
 }
+
+/* ---------------------------------------------------------------- GPTQ and AWQ */
+/* A GPTQ or AWQ integer key (bits, group size) of object o at ctx; -1 is allowed where whole
+ * rows form one group.  *present says whether it was given. */
+static nf_status get_int(const json_t *o, const char *name, int64_t min, int64_t max, int64_t *out, bool *present,
+                         const decl *d, const char *ctx, nf_error *err)
+{
+    const json_t *v = json_object_get(o, name);
+    *present = v && !json_is_null(v);
+    if (!*present) return NF_OK;
+    char key[1024];
+    snprintf(key, sizeof key, "%s%s%s", ctx, ctx[0] ? "." : "", name);
+    if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > max ||
+        (min < 0 && json_integer_value(v) == 0)) {
+        char why[96];
+        snprintf(why, sizeof why, "%lld to %lld%s", (long long)(min < 0 ? 1 : min), (long long)max,
+                 min < 0 ? ", or -1 for one group per row" : "");
+        return bad(err, d, key, "expected an integer from ", why);
+    }
+    *out = (int64_t)json_integer_value(v);
+    return NF_OK;
+}
+
+/* The first of two spellings of a key that o has (AutoAWQ's w_bit / q_group_size beside
+ * transformers' bits / group_size). */
+static const char *spelling(const json_t *o, const char *a, const char *b) { return json_object_get(o, a) ? a : b; }
+
+/* "config.json quantization_config (GPTQ, 4-bit, group 128, act-order, v1)": what a GPTQ or
+ * AWQ declaration says, for plans and messages. */
+static void packed_what(decl *d, const char *format, const char *where)
+{
+    char bits[16] = "", group[48] = "";
+    if (d->has_bits) snprintf(bits, sizeof bits, ", %u-bit", d->bits);
+    if (d->has_group && d->group < 0) snprintf(group, sizeof group, ", one group per row");
+    else if (d->has_group) snprintf(group, sizeof group, ", group %lld", (long long)d->group);
+    const char *gptq = d->kind != DECL_GPTQ ? "" : d->gptq_v2 ? ", gptq_v2" : ", v1";
+    snprintf(d->what, sizeof d->what, "%s (%s%s%s%s%s)", where, format, bits, group,
+             d->kind == DECL_GPTQ && d->desc_act ? ", act-order" : "", gptq);
+}
+
+/* GPTQ (AutoGPTQ, GPTQModel, optimum): bits 2, 3, 4 or 8, group_size, desc_act and the
+ * checkpoint format (gptq: zero points stored minus one; gptq_v2: as they are), from
+ * config.json quantization_config (ctx) or quantize_config.json (ctx ""). */
+static nf_status read_gptq(const json_t *q, decl *d, const char *ctx, const char *where, nf_error *err)
+{
+    int64_t bits = 0;
+    char key[1024];
+    d->kind = DECL_GPTQ;
+    NF_TRY(get_int(q, "bits", 2, 8, &bits, &d->has_bits, d, ctx, err));
+    snprintf(key, sizeof key, "%s%sbits", ctx, ctx[0] ? "." : "");
+    if (d->has_bits && bits != 2 && bits != 3 && bits != 4 && bits != 8)
+        return bad(err, d, key, "GPTQ codes are 2, 3, 4 or 8 bits", NULL);
+    d->bits = (unsigned)bits;
+    NF_TRY(get_int(q, "group_size", -1, 1 << 24, &d->group, &d->has_group, d, ctx, err));
+    const json_t *da = json_object_get(q, "desc_act");
+    d->desc_act = json_is_true(da);
+    const char *fkey = spelling(q, "checkpoint_format", "format"), *format = NULL;
+    NF_TRY(get_str(q, fkey, &format, d, ctx, err));
+    if (format && strcmp(format, "gptq") != 0 && strcmp(format, "gptq_v2") != 0) {
+        char w[2048], how[512];
+        snprintf(w, sizeof w, "%s: %s%s%s", d->path, ctx, ctx[0] ? "." : "", fkey);
+        snprintf(how, sizeof how, "GPTQ repacked for the %.64s kernels, declared in %s", nf_esc(format).s, where);
+        return nf_dialect_not_read(err, w, "GPTQ", how);
+    }
+    d->gptq_v2 = format && !strcmp(format, "gptq_v2");
+    packed_what(d, "GPTQ", where);
+    return NF_OK;
+}
+
+/* AWQ (AutoAWQ, llm-compressor's legacy export): 4-bit codes, the group size, and the version
+ * that says how they are packed (GEMM or GEMV; the others are kernels' repackings). */
+static nf_status read_awq(const json_t *q, decl *d, const char *ctx, const char *where, nf_error *err)
+{
+    int64_t bits = 0;
+    char key[1024];
+    d->kind = DECL_AWQ;
+    const char *bkey = spelling(q, "w_bit", "bits");
+    NF_TRY(get_int(q, bkey, 1, 8, &bits, &d->has_bits, d, ctx, err));
+    snprintf(key, sizeof key, "%s%s%s", ctx, ctx[0] ? "." : "", bkey);
+    if (d->has_bits && bits != 4) return bad(err, d, key, "AWQ codes are 4 bits", NULL);
+    d->bits = 4;
+    NF_TRY(get_int(q, spelling(q, "q_group_size", "group_size"), -1, 1 << 24, &d->group, &d->has_group, d, ctx, err));
+    const char *version = NULL;
+    NF_TRY(get_str(q, "version", &version, d, ctx, err));
+    if (version && strcasecmp(version, "gemm") != 0 && strcasecmp(version, "gemv") != 0) {
+        char w[2048], how[512];
+        snprintf(w, sizeof w, "%s: %s%sversion", d->path, ctx, ctx[0] ? "." : "");
+        snprintf(how, sizeof how, "AutoAWQ version %.64s (a kernel's repacking, not GEMM or GEMV), declared in %s",
+                 nf_esc(version).s, where);
+        return nf_dialect_not_read(err, w, "AWQ", how);
+    }
+    if (version) snprintf(d->awq_version, sizeof d->awq_version, "%s", strcasecmp(version, "gemv") ? "gemm" : "gemv");
+    packed_what(d, !version ? "AWQ" : !strcmp(d->awq_version, "gemv") ? "AWQ GEMV" : "AWQ GEMM", where);
+    return NF_OK;
+}
+
+/* AutoGPTQ (<= 0.4) and AutoAWQ (before 2023-10-31) declared their format in a file of its own
+ * beside the weights, quantize_config.json and quant_config.json: read when config.json
+ * declares nothing (GPTQModel writes both, alike).  A quant_method there that is neither GPTQ
+ * nor AWQ is refused by name. */
+static nf_status read_own_file(const nf_source *src, decl *d, nf_error *err)
+{
+    static const char *const files[][2] = {{"quantize_config.json", "gptq"}, {"quant_config.json", "awq"}};
+    for (size_t i = 0; i < 2; i++) {
+        char path[4096];
+        if (!beside(src, files[i][0], path, sizeof path)) continue;
+        json_t *j = NULL;
+        NF_TRY(nf_source_read_config(path, &j, err));
+        nf_status st = set_path(d, path) == NF_OK ? NF_OK : nf_common_nomem(err);
+        const json_t *m = json_object_get(j, "quant_method");
+        const char *method = json_is_string(m) ? json_string_value(m) : files[i][1];
+        const char *other = foreign_method(method, j);
+        if (st == NF_OK && other) {
+            char how[512];
+            snprintf(how, sizeof how, "quant_method '%.64s', declared in %s", nf_esc(method).s, files[i][0]);
+            st = nf_dialect_not_read(err, path, other[0] ? other : "an unknown quantization", how);
+        } else if (st == NF_OK && !strcmp(method, "gptq")) st = read_gptq(j, d, "", files[i][0], err);
+        else if (st == NF_OK && !strcmp(method, "awq")) st = read_awq(j, d, "", files[i][0], err);
+        else if (st == NF_OK) st = bad(err, d, "quant_method", "not GPTQ or AWQ, which this file declares: ", method);
+        json_decref(j);
+        return st;
+    }
+    return NF_OK;
+}
+
+/* ---------------------------------------------------------------- the files */
 
 nf_status nf_dialect_read_decl(const nf_source *src, decl *d, nf_error *err)
 {
@@ -533,7 +634,7 @@ nf_status nf_dialect_read_decl(const nf_source *src, decl *d, nf_error *err)
     if (cfg_path) st = nf_source_read_config(cfg_path, &cfg, err);
     if (st == NF_OK && hf_path) st = nf_source_read_config(hf_path, &hf, err);
     const json_t *q = cfg ? json_object_get(cfg, "quantization_config") : NULL;
-    if (st == NF_OK) st = foreign_decl(src, cfg, cfg_path, err);
+    if (st == NF_OK) st = foreign_decl(cfg, cfg_path, err);
     if (st == NF_OK && q && !json_is_null(q)) {
         if (set_path(d, cfg_path) != NF_OK) st = nf_common_nomem(err);
         const char *method = NULL;
@@ -549,11 +650,17 @@ nf_status nf_dialect_read_decl(const nf_source *src, decl *d, nf_error *err)
                 st = read_modelopt(q, d, "quantization_config", "quant_algo", err);
                 if (st == NF_OK)
                     snprintf(d->what, sizeof d->what, "config.json quantization_config (ModelOpt %s)", d->algo);
-            } else
+            } else if (!strcmp(method, "gptq"))
+                st = read_gptq(q, d, "quantization_config", "config.json quantization_config", err);
+            else if (!strcmp(method, "awq"))
+                st = read_awq(q, d, "quantization_config", "config.json quantization_config", err);
+            else
                 st = bad(err, d, "quantization_config.quant_method",
-                         "not a supported dialect (fp8, compressed-tensors, modelopt; docs/dialects.md): ", method);
+                         "not a supported dialect (fp8, compressed-tensors, modelopt, gptq, awq; docs/dialects.md): ",
+                         method);
         }
     }
+    if (st == NF_OK && d->kind == DECL_NONE && !hf) st = read_own_file(src, d, err);
     if (st == NF_OK && hf) {
         if (d->kind != DECL_NONE && d->kind != DECL_MODELOPT)
             st = nf_error_set(err, NF_ERR_INVALID,

@@ -26,7 +26,9 @@ typedef enum decl_kind {
     DECL_NONE,
     DECL_DEEPSEEK, /* quant_method fp8 (DeepSeek-V3, Hugging Face's fine-grained FP8) */
     DECL_CT,       /* quant_method compressed-tensors */
-    DECL_MODELOPT  /* quant_method modelopt, or hf_quant_config.json */
+    DECL_MODELOPT, /* quant_method modelopt, or hf_quant_config.json */
+    DECL_GPTQ,     /* quant_method gptq, or AutoGPTQ's quantize_config.json */
+    DECL_AWQ       /* quant_method awq, or AutoAWQ's quant_config.json */
 } decl_kind;
 
 /* A list of module selectors (exact names in a set, patterns compiled). */
@@ -65,6 +67,11 @@ typedef struct decl {
     size_t nschemes;
     /* DECL_MODELOPT */
     char algo[48];
+    /* DECL_GPTQ, DECL_AWQ: what was declared (has_*: given at all) */
+    bool has_bits, has_group, desc_act, gptq_v2;
+    unsigned bits;
+    int64_t group;        /* -1: one group per row */
+    char awq_version[16]; /* "gemm" or "gemv" ("" when not declared) */
     /* modules left unquantized: ignore / exclude_modules / modules_to_not_convert */
     decl_list ignore;
 } decl;
@@ -78,6 +85,31 @@ void nf_dialect_free_decl(decl *d);
  * release of the model".  where: the file (and key, or tensor); how: the producer, its
  * parameters and what declared or showed it. */
 nf_status nf_dialect_not_read(nf_error *err, const char *where, const char *format, const char *how);
+/* The scale word w of a dtype (F32, BF16, F16, F8_E4M3) as binary32 into *out; NULL when it is
+ * finite and > 0, else why not ("NaN", "infinite", "zero", "-0", "negative"). */
+const char *nf_dialect_scale_value(nf_st_dtype dtype, uint32_t w, float *out);
+
+/* Entry i of a g_idx read as little-endian I32 (es 4) or I64 (es 8) words. */
+static inline int64_t nf_dialect_g_idx_entry(const uint8_t *buf, uint64_t i, unsigned es)
+{
+    const uint8_t *p = buf + i * es;
+    uint64_t u = 0;
+    for (unsigned b = 0; b < es; b++) u |= (uint64_t)p[b] << (8 * b);
+    return es == 4 ? (int64_t)(int32_t)(uint32_t)u : (int64_t)u;
+}
+
+/* GPTQ and AWQ modules (scan_packed.c): every <p>.qweight I32 with <p>.scales, checked against
+ * the declaration, appended to d->weights (room for one per tensor) with the roles of its
+ * tensors.  NF_ERR_INVALID names the tensor. */
+nf_status nf_dialect_scan_packed(nf_dialects *d, nf_error *err);
+
+/* GPTQ's and AWQ's values (qweight_packed.c), for nf_qweight_read_f32 and _span once their
+ * arguments are checked: rows [r0, r1) into out, or columns [c0, c0 + n) of one row. */
+nf_status nf_dialect_packed_read(const nf_source *src, const nf_qweight *q, uint64_t r0, uint64_t r1, float *out,
+                                 nf_error *err);
+nf_status nf_dialect_packed_span(const nf_source *src, const nf_qweight *q, uint64_t row, uint64_t c0, uint64_t n,
+                                 float *out, nf_error *err);
+
 /* Is module (a weight's name without ".weight") in list l?  level: 3 exact, 2 pattern, 1 class. */
 int nf_dialect_list_match(const decl_list *l, const char *module);
 

@@ -57,8 +57,8 @@ typedef struct scale_bits {
     bool has_infinity;
 } scale_bits;
 
-/* The scale word w of the scale tensor's dtype as binary32, or NULL's why it is refused. */
-static const char *scale_value(nf_st_dtype dtype, uint32_t w, float *out)
+/* (dialect_internal.h) */
+const char *nf_dialect_scale_value(nf_st_dtype dtype, uint32_t w, float *out)
 {
     static const scale_bits f32 = {0x80000000u, 0x7F800000u, 0x007FFFFFu, true},
                             bf16 = {0x8000u, 0x7F80u, 0x007Fu, true}, f16 = {0x8000u, 0x7C00u, 0x03FFu, true},
@@ -86,7 +86,7 @@ static nf_status read_scales(const nf_source *src, const nf_qweight *q, uint64_t
     for (size_t i = 0; i < count; i++) {
         const uint8_t *p = raw + i * es;
         uint32_t w = es == 4 ? le32(p) : es == 2 ? (uint32_t)(p[0] | p[1] << 8) : p[0];
-        const char *why = scale_value(t->dtype, w, &out[i]);
+        const char *why = nf_dialect_scale_value(t->dtype, w, &out[i]);
         if (why) {
             uint64_t br = br0 + (bc0 + i) / q->scale_cols, bc = (bc0 + i) % q->scale_cols;
             uint64_t r1 = (br + 1) * q->block_rows, c1 = (bc + 1) * q->block_cols;
@@ -280,6 +280,7 @@ static nf_status decode_row(const nf_source *src, const nf_qweight *q, uint64_t 
             for (uint64_t c = c0; c < c1; c++) out[c - ca] = (float)((int32_t)(int8_t)codes[c - cbase] - z) * s;
             break;
         }
+        case NF_QCODES_UINT_PACKED: break; /* never here: qweight_packed.c reads them */
         }
         /* codes and scales are finite (checked above and in read_scales); their product may
          * still overflow */
@@ -315,6 +316,7 @@ nf_status nf_qweight_read_f32(const nf_source *src, const nf_qweight *q, uint64_
         return nf_error_set(err, NF_ERR_USAGE, "tensor '%s': %" PRIu64 " rows of %" PRIu64 " values do not fit in %zu",
                             q->codes->name, r1 - r0, k, out_len);
     if (r0 == r1) return NF_OK;
+    if (q->pack != NF_QPACK_ROWS) return nf_dialect_packed_read(src, q, r0, r1, out, err);
     const uint64_t row_bytes = q->codes->row_bytes;
     uint64_t piece = row_bytes ? PIECE_BYTES / row_bytes : 1;
     if (piece == 0) piece = 1;
@@ -388,6 +390,7 @@ nf_status nf_qweight_read_f32_span(const nf_source *src, const nf_qweight *q, ui
         return nf_error_set(err, NF_ERR_USAGE, "tensor '%s': %" PRIu64 " values do not fit in %zu", q->codes->name, n,
                             out_len);
     if (n == 0) return NF_OK;
+    if (q->pack != NF_QPACK_ROWS) return nf_dialect_packed_span(src, q, row, c0, n, out, err);
     uint64_t cbase, b0, b1;
     code_bytes(q, c0, c1, &cbase, &b0, &b1);
     /* the scale row of the row, and its blocks over the span */

@@ -20,8 +20,15 @@
 #include "dialect/dialect_internal.h"
 
 static const char *const dialect_names[NF_DIALECT_COUNT] = {
-    "none",         "deepseek_fp8",   "compressed_tensors_fp8", "compressed_tensors_int", "compressed_tensors_nvfp4",
-    "modelopt_fp8", "modelopt_nvfp4",
+    "none",
+    "deepseek_fp8",
+    "compressed_tensors_fp8",
+    "compressed_tensors_int",
+    "compressed_tensors_nvfp4",
+    "modelopt_fp8",
+    "modelopt_nvfp4",
+    "gptq",
+    "awq",
 };
 
 const char *nf_dialect_name(nf_dialect_id id) { return (unsigned)id < NF_DIALECT_COUNT ? dialect_names[id] : NULL; }
@@ -607,22 +614,6 @@ static bool foreign_layout(const nf_source *src, const nf_source_tensor *t, cons
     /* Each layout is recognised by its codes tensor together with a companion, never by a name
      * alone: an ordinary checkpoint may hold a tensor named like one companion (an attention
      * `q_scale` beside FP8 k/v scales, say), and must not be refused for it. */
-    if (!strcmp(last, "qweight") && t->dtype == NF_ST_I32 && sibling(src, name, plen, "scales", ANY_DTYPE)) {
-        /* GPTQ packs along K ([K/8, N], scales [K/g, N]), AWQ along N ([K, N/8]); g_idx is GPTQ's */
-        const nf_source_tensor *qw = t, *sc = sibling(src, name, plen, "scales", ANY_DTYPE);
-        bool gptq = sibling(src, name, plen, "g_idx", ANY_DTYPE) ||
-                    (qw && sc && qw->rank == 2 && sc->rank == 2 && qw->shape[1] == sc->shape[1]);
-        bool awq = !gptq && qw && sc && qw->rank == 2 && sc->rank == 2 && qw->shape[1] < sc->shape[1];
-        *format = gptq ? "GPTQ" : awq ? "AWQ" : "GPTQ or AWQ";
-        snprintf(how, size,
-                 "%s int codes packed in int32 qweight with qzeros and scales%s, recognised by the "
-                 "tensor names",
-                 gptq  ? "AutoGPTQ / GPTQModel"
-                 : awq ? "AutoAWQ"
-                       : "AutoGPTQ or AutoAWQ",
-                 gptq ? " and g_idx" : "");
-        return true;
-    }
     if (t->dtype == NF_ST_U8 && llen > 7 && !strcmp(last + llen - 7, "_blocks")) {
         char scales[512];
         snprintf(scales, sizeof scales, "%.*s_scales", (int)(llen - 7), last);
@@ -752,6 +743,7 @@ nf_status nf_dialects_scan(const nf_source *src, nf_dialects **out, nf_error *er
         i = j;
     }
     free(es);
+    if (st == NF_OK) st = nf_dialect_scan_packed(d, err);
     if (st == NF_OK) {
         if (d->nweights && d->decl.kind != DECL_NONE) snprintf(d->declared, sizeof d->declared, "%s", d->decl.what);
         else if (d->nweights) snprintf(d->declared, sizeof d->declared, "companion tensor names");
@@ -793,7 +785,7 @@ nf_qrole nf_dialects_role(const nf_dialects *d, const nf_source_tensor *t, const
 
 size_t nf_qweight_companions(const nf_qweight *q, const nf_source_tensor *out[NF_QWEIGHT_MAX_READS])
 {
-    const nf_source_tensor *all[NF_QWEIGHT_MAX_READS] = {q->scale, q->global, q->zero_point, q->shape_tensor};
+    const nf_source_tensor *all[NF_QWEIGHT_MAX_READS] = {q->scale, q->global, q->zero_point, q->shape_tensor, q->g_idx};
     size_t n = 0;
     for (size_t i = 0; i < NF_QWEIGHT_MAX_READS; i++)
         if (all[i]) out[n++] = all[i];
@@ -817,8 +809,8 @@ void nf_qweight_describe(const nf_qweight *q, char *buf, size_t size)
         snprintf(cbuf, sizeof cbuf, "int%u", q->bits);
         codes = cbuf;
     }
-    snprintf(buf, size, "%s: %s codes, %s %s%s%s", nf_dialect_name(q->dialect), codes, q->scale->type_name, grid,
-             q->zero_point ? ", zero points" : "",
+    snprintf(buf, size, "%s: %s codes, %s %s%s%s%s", nf_dialect_name(q->dialect), codes, q->scale->type_name, grid,
+             q->zero_point ? ", zero points" : "", q->g_idx ? ", act-order g_idx" : "",
              q->global_op == NF_QGLOBAL_MUL   ? ", x weight_scale_2"
              : q->global_op == NF_QGLOBAL_DIV ? ", / weight_global_scale"
                                               : "");

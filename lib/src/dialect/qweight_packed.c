@@ -1,0 +1,307 @@
+/* GPTQ's and AWQ's values (ninfer/dialect.h, docs/dialects.md "GPTQ and AWQ"):
+ * w[n][k] = (q - z) * s, q the unsigned b-bit code of row n, column k, and s and z the scale and
+ * zero point of column k's group (g_idx[k], or k / group) in row n.  The codes lie across the
+ * rows of qweight (GPTQ packs along K, AWQ's GEMM layout along N), so a piece of rows is read as
+ * the matching columns of every word row; memory is bounded by the piece, which is at most
+ * PIECE_VALUES values (or one row, or the caller's span of one: docs/dialects.md "Values").
+ *
+ * Exactness: q - z is an integer of at most 9 bits and s a binary32 number (read exactly from
+ * F16, BF16 or F32), so one binary32 multiplication rounds their exact product once, and it is
+ * exact for F16 and BF16 scales (at most 11 + 9 significant bits). */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/checked.h"
+#include "common/fail.h"
+#include "dialect/dialect_internal.h"
+
+#define PIECE_VALUES ((uint64_t)1 << 18)
+
+/* AWQ's GEMM words hold columns 0,2,4,6,1,3,5,7 of their eight in nibbles 0..7: column j's
+ * nibble is awq_nibble[j]. */
+static const unsigned awq_nibble[8] = {0, 4, 1, 5, 2, 6, 3, 7};
+
+static uint32_t le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* Field `bits` wide at bit `bit` of a little-endian bit stream of words, word w at
+ * words[w * stride]: a 3-bit field may straddle two words. */
+static uint32_t stream_field(const uint8_t *words, uint64_t stride, uint64_t bit, unsigned bits)
+{
+    uint64_t w = bit / 32;
+    unsigned sh = (unsigned)(bit % 32);
+    uint32_t v = le32(words + w * stride * 4) >> sh;
+    if (sh + bits > 32) v |= le32(words + (w + 1) * stride * 4) << (32 - sh);
+    return v & ((1u << bits) - 1);
+}
+
+/* The piece: rows [a, b) of the weight, columns [c0, c1), groups [g0, g1) of them. */
+typedef struct piece {
+    uint64_t a, b, c0, c1, g0, g1;
+} piece;
+
+/* ---------------------------------------------------------------- codes */
+/* The codes of the piece as bytes, codes[(n - a) * (c1 - c0) + k - c0]; raw holds the words. */
+static nf_status fetch_codes(const nf_source *src, const nf_qweight *q, const piece *p, uint8_t *codes, uint8_t *raw,
+                             nf_error *err)
+{
+    const nf_source_tensor *t = q->codes;
+    const uint64_t rows = p->b - p->a, cols = p->c1 - p->c0, n_all = q->shape[0];
+    const unsigned bits = q->bits;
+    if (q->pack == NF_QPACK_GPTQ) { /* word rows [w0, w1) of columns [a, b): a bit stream down each column */
+        const uint64_t w0 = p->c0 * bits / 32, w1 = nf_ceil_div_u64(p->c1 * bits, 32);
+        for (uint64_t w = w0; w < w1; w++)
+            NF_TRY(nf_source_read_bytes(src, t, (w * n_all + p->a) * 4, raw + (w - w0) * rows * 4, (size_t)(rows * 4),
+                                        err));
+        for (uint64_t n = 0; n < rows; n++)
+            for (uint64_t k = 0; k < cols; k++)
+                codes[n * cols + k] = (uint8_t)stream_field(raw + n * 4, rows, (p->c0 + k) * bits - w0 * 32, bits);
+        return NF_OK;
+    }
+    if (q->pack == NF_QPACK_AWQ_GEMM) { /* rows [c0, c1) of qweight, its words [a / 8, ceil(b / 8)) */
+        const uint64_t j0 = p->a / 8, nw = nf_ceil_div_u64(p->b, 8) - j0, row_words = n_all / 8;
+        for (uint64_t k = 0; k < cols; k++)
+            NF_TRY(nf_source_read_bytes(src, t, ((p->c0 + k) * row_words + j0) * 4, raw + k * nw * 4, (size_t)(nw * 4),
+                                        err));
+        for (uint64_t n = 0; n < rows; n++) {
+            const uint64_t col = p->a + n, wi = col / 8 - j0;
+            const unsigned sh = 4 * awq_nibble[col % 8];
+            for (uint64_t k = 0; k < cols; k++) codes[n * cols + k] = (uint8_t)((le32(raw + (k * nw + wi) * 4) >> sh) & 15);
+        }
+        return NF_OK;
+    }
+    /* AWQ GEMV: rows [a, b) of qweight, their words [c0 / 8, ceil(c1 / 8)), natural order */
+    const uint64_t j0 = p->c0 / 8, nw = nf_ceil_div_u64(p->c1, 8) - j0, row_words = q->shape[1] / 8;
+    for (uint64_t n = 0; n < rows; n++) {
+        NF_TRY(nf_source_read_bytes(src, t, ((p->a + n) * row_words + j0) * 4, raw, (size_t)(nw * 4), err));
+        for (uint64_t k = 0; k < cols; k++) {
+            const uint64_t c = p->c0 + k;
+            codes[n * cols + k] = (uint8_t)((le32(raw + (c / 8 - j0) * 4) >> (4 * (c % 8))) & 15);
+        }
+    }
+    return NF_OK;
+}
+
+/* ---------------------------------------------------------------- scales and zero points */
+static nf_status bad_scale(nf_error *err, const nf_source *src, const nf_qweight *q, uint64_t srow, uint64_t scol,
+                           uint64_t n, uint64_t g, uint32_t w, const char *why)
+{
+    const nf_source_tensor *t = q->scale;
+    return nf_error_set(err, NF_ERR_INVALID,
+                        "%s: tensor '%s': row %" PRIu64 " col %" PRIu64 " (group %" PRIu64 " of the weight's row %" PRIu64
+                        "): scale 0x%0*" PRIX32 " is %s: a %s scale must be finite and > 0",
+                        nf_source_file_path(src, t->file), t->name, srow, scol, g, n,
+                        t->dtype == NF_ST_F32 ? 8 : 4, w, why, nf_dialect_name(q->dialect));
+}
+
+/* The scales and zero points of the piece's rows and groups, s[(n - a) * (g1 - g0) + g - g0]
+ * and z alike (the stored zero point plus q->zero_add); each scale checked. */
+static nf_status fetch_groups(const nf_source *src, const nf_qweight *q, const piece *p, float *s, int32_t *z,
+                              uint8_t *raw, nf_error *err)
+{
+    const nf_source_tensor *st = q->scale, *zt = q->zero_point;
+    const uint64_t rows = p->b - p->a, ng = p->g1 - p->g0;
+    const size_t es = st->dtype == NF_ST_F32 ? 4 : 2;
+    const bool gemv = q->pack == NF_QPACK_AWQ_GEMV;
+    /* scales: [G, N] (GPTQ, AWQ GEMM) read group by group, or [N, 8W] (GEMV) row by row */
+    const uint64_t outer = gemv ? rows : ng, inner = gemv ? ng : rows, width = st->shape[1];
+    for (uint64_t o = 0; o < outer; o++) {
+        const uint64_t r = gemv ? p->a + o : p->g0 + o, c = gemv ? p->g0 : p->a;
+        NF_TRY(nf_source_read_bytes(src, st, (r * width + c) * es, raw, (size_t)(inner * es), err));
+        for (uint64_t i = 0; i < inner; i++) {
+            const uint8_t *b = raw + i * es;
+            uint32_t w = es == 4 ? le32(b) : (uint32_t)(b[0] | b[1] << 8);
+            uint64_t n = gemv ? o : i, g = gemv ? i : o;
+            const char *why = nf_dialect_scale_value(st->dtype, w, &s[n * ng + g]);
+            if (why) return bad_scale(err, src, q, r, c + i, p->a + n, p->g0 + g, w, why);
+        }
+    }
+    /* zero points: GPTQ [G, N*b/32] a bit stream along N; AWQ GEMM [G, N/8] in its nibble order;
+     * GEMV [N, W] along the groups, natural order */
+    const unsigned bits = q->bits;
+    const uint64_t zw = zt->shape[1];
+    if (q->pack == NF_QPACK_GPTQ) {
+        const uint64_t w0 = p->a * bits / 32, nw = nf_ceil_div_u64(p->b * bits, 32) - w0;
+        for (uint64_t g = 0; g < ng; g++) {
+            NF_TRY(nf_source_read_bytes(src, zt, ((p->g0 + g) * zw + w0) * 4, raw, (size_t)(nw * 4), err));
+            for (uint64_t n = 0; n < rows; n++)
+                z[n * ng + g] = (int32_t)stream_field(raw, 1, (p->a + n) * bits - w0 * 32, bits) + q->zero_add;
+        }
+    } else if (q->pack == NF_QPACK_AWQ_GEMM) {
+        const uint64_t j0 = p->a / 8, nw = nf_ceil_div_u64(p->b, 8) - j0;
+        for (uint64_t g = 0; g < ng; g++) {
+            NF_TRY(nf_source_read_bytes(src, zt, ((p->g0 + g) * zw + j0) * 4, raw, (size_t)(nw * 4), err));
+            for (uint64_t n = 0; n < rows; n++) {
+                const uint64_t col = p->a + n;
+                z[n * ng + g] = (int32_t)((le32(raw + (col / 8 - j0) * 4) >> (4 * awq_nibble[col % 8])) & 15);
+            }
+        }
+    } else {
+        const uint64_t j0 = p->g0 / 8, nw = nf_ceil_div_u64(p->g1, 8) - j0;
+        for (uint64_t n = 0; n < rows; n++) {
+            NF_TRY(nf_source_read_bytes(src, zt, ((p->a + n) * zw + j0) * 4, raw, (size_t)(nw * 4), err));
+            for (uint64_t g = 0; g < ng; g++) {
+                const uint64_t gg = p->g0 + g;
+                z[n * ng + g] = (int32_t)((le32(raw + (gg / 8 - j0) * 4) >> (4 * (gg % 8))) & 15);
+            }
+        }
+    }
+    return NF_OK;
+}
+
+/* ---------------------------------------------------------------- values */
+/* The piece's groups: those of its columns' g_idx entries (gidx[k - c0]), or c0 / group ..
+ * (c1 - 1) / group. */
+static void piece_groups(const nf_qweight *q, piece *p, const int64_t *gidx)
+{
+    if (!gidx) {
+        p->g0 = p->c0 / q->block_cols;
+        p->g1 = (p->c1 - 1) / q->block_cols + 1;
+        return;
+    }
+    int64_t lo = INT64_MAX, hi = -1;
+    for (uint64_t k = 0; k < p->c1 - p->c0; k++) {
+        lo = gidx[k] < lo ? gidx[k] : lo;
+        hi = gidx[k] > hi ? gidx[k] : hi;
+    }
+    p->g0 = (uint64_t)lo;
+    p->g1 = (uint64_t)hi + 1;
+}
+
+/* out[(n - a) * (c1 - c0) + k - c0] = (q - z) * s for the piece. */
+static void piece_values(const nf_qweight *q, const piece *p, const uint8_t *codes, const float *s, const int32_t *z,
+                         const int64_t *gidx, float *out)
+{
+    const uint64_t rows = p->b - p->a, cols = p->c1 - p->c0, ng = p->g1 - p->g0, group = q->block_cols;
+    for (uint64_t n = 0; n < rows; n++) {
+        const uint8_t *c = codes + n * cols;
+        const float *sn = s + n * ng;
+        const int32_t *zn = z + n * ng;
+        float *o = out + n * cols;
+        if (gidx) {
+            for (uint64_t k = 0; k < cols; k++) {
+                uint64_t g = (uint64_t)gidx[k] - p->g0;
+                o[k] = (float)((int32_t)c[k] - zn[g]) * sn[g];
+            }
+            continue;
+        }
+        for (uint64_t k0 = 0; k0 < cols;) { /* a run of columns of one group */
+            const uint64_t g = (p->c0 + k0) / group, end = (g + 1) * group - p->c0;
+            const uint64_t k1 = end < cols ? end : cols;
+            const float sv = sn[g - p->g0];
+            const int32_t zv = zn[g - p->g0];
+            for (uint64_t k = k0; k < k1; k++) o[k] = (float)((int32_t)c[k] - zv) * sv;
+            k0 = k1;
+        }
+    }
+}
+
+/* g_idx entries [c0, c1) (checked when scanned: each a group below G). */
+static nf_status fetch_g_idx(const nf_source *src, const nf_qweight *q, uint64_t c0, uint64_t c1, int64_t *out,
+                             uint8_t *raw, nf_error *err)
+{
+    const unsigned es = q->g_idx->dtype == NF_ST_I64 ? 8 : 4;
+    NF_TRY(nf_source_read_bytes(src, q->g_idx, c0 * es, raw, (size_t)((c1 - c0) * es), err));
+    for (uint64_t k = 0; k < c1 - c0; k++) out[k] = nf_dialect_g_idx_entry(raw, k, es);
+    return NF_OK;
+}
+
+/* One piece into out: codes, groups, values.  buffers sized by packed_read's caller. */
+typedef struct packed_buffers {
+    uint8_t *codes, *raw;
+    float *s;
+    int32_t *z;
+    int64_t *gidx;
+} packed_buffers;
+
+/* A value that is not finite although its code and scale are (an F32 scale near binary32's
+ * largest times q - z): refused naming the row, column, integer and scale, as every dialect's
+ * (docs/dialects.md "Bad input"), rather than read as +-inf. */
+static nf_status check_finite(const nf_source *src, const nf_qweight *q, const piece *p, const packed_buffers *bf,
+                              const float *out, nf_error *err)
+{
+    const uint64_t cols = p->c1 - p->c0, ng = p->g1 - p->g0;
+    for (uint64_t i = 0; i < (p->b - p->a) * cols; i++) {
+        if (isfinite(out[i])) continue;
+        const uint64_t n = i / cols, k = i % cols;
+        const uint64_t g = (bf->gidx ? (uint64_t)bf->gidx[k] : (p->c0 + k) / q->block_cols) - p->g0;
+        return nf_error_set(err, NF_ERR_INVALID,
+                            "%s: tensor '%s': row %" PRIu64 " col %" PRIu64 ": integer code %" PRId32
+                            " (q - z) x scale %.9g overflows binary32: a %s value must be finite",
+                            nf_source_file_path(src, q->codes->file), q->codes->name, p->a + n, p->c0 + k,
+                            (int32_t)bf->codes[i] - bf->z[n * ng + g], (double)bf->s[n * ng + g],
+                            nf_dialect_name(q->dialect));
+    }
+    return NF_OK;
+}
+
+static nf_status read_piece(const nf_source *src, const nf_qweight *q, piece *p, const packed_buffers *bf, float *out,
+                            nf_error *err)
+{
+    piece_groups(q, p, bf->gidx);
+    NF_TRY(fetch_codes(src, q, p, bf->codes, bf->raw, err));
+    NF_TRY(fetch_groups(src, q, p, bf->s, bf->z, bf->raw, err));
+    piece_values(q, p, bf->codes, bf->s, bf->z, bf->gidx, out);
+    return check_finite(src, q, p, bf, out, err);
+}
+
+/* Buffers for pieces of `rows` rows of `cols` columns: the codes, the words they come from (a
+ * code's bits, plus a word per word row or row of either layout), the groups' scales and zero
+ * points (and their raw words), g_idx. */
+static nf_status alloc_buffers(const nf_qweight *q, uint64_t rows, uint64_t cols, packed_buffers *bf, nf_error *err)
+{
+    const uint64_t values = rows * cols, groups = q->g_idx ? q->groups : nf_ceil_div_u64(cols, q->block_cols) + 1;
+    const uint64_t words = values * q->bits / 32 + 2 * (rows + cols) + 2 * groups + 8;
+    memset(bf, 0, sizeof *bf);
+    bf->codes = malloc((size_t)values);
+    bf->raw = malloc((size_t)(words * 4 + (q->g_idx ? cols * 8 : 0) + rows * groups * 4));
+    bf->s = malloc((size_t)(rows * groups) * sizeof *bf->s);
+    bf->z = malloc((size_t)(rows * groups) * sizeof *bf->z);
+    if (q->g_idx) bf->gidx = malloc((size_t)cols * sizeof *bf->gidx);
+    if (bf->codes && bf->raw && bf->s && bf->z && (!q->g_idx || bf->gidx)) return NF_OK;
+    return nf_common_nomem(err);
+}
+
+static void free_buffers(packed_buffers *bf)
+{
+    free(bf->codes);
+    free(bf->raw);
+    free(bf->s);
+    free(bf->z);
+    free(bf->gidx);
+}
+
+nf_status nf_dialect_packed_read(const nf_source *src, const nf_qweight *q, uint64_t r0, uint64_t r1, float *out,
+                                 nf_error *err)
+{
+    const uint64_t k = q->shape[1];
+    uint64_t per = PIECE_VALUES / k;
+    per = per ? per : 1;
+    per = per < r1 - r0 ? per : r1 - r0;
+    packed_buffers bf;
+    nf_status st = alloc_buffers(q, per, k, &bf, err);
+    if (st == NF_OK && q->g_idx) st = fetch_g_idx(src, q, 0, k, bf.gidx, bf.raw, err);
+    for (uint64_t a = r0; st == NF_OK && a < r1; a += per) {
+        piece p = {a, a + per < r1 ? a + per : r1, 0, k, 0, 0};
+        st = read_piece(src, q, &p, &bf, out + (a - r0) * k, err);
+    }
+    free_buffers(&bf);
+    return st;
+}
+
+nf_status nf_dialect_packed_span(const nf_source *src, const nf_qweight *q, uint64_t row, uint64_t c0, uint64_t n,
+                                 float *out, nf_error *err)
+{
+    packed_buffers bf;
+    nf_status st = alloc_buffers(q, 1, n, &bf, err);
+    piece p = {row, row + 1, c0, c0 + n, 0, 0};
+    if (st == NF_OK && q->g_idx) st = fetch_g_idx(src, q, c0, c0 + n, bf.gidx, bf.raw, err);
+    if (st == NF_OK) st = read_piece(src, q, &p, &bf, out, err);
+    free_buffers(&bf);
+    return st;
+}
