@@ -1061,8 +1061,9 @@ def dialect_cases():
     dcase("deepseek_fmt_contradicts", [QF, "tensor '%s'" % QW, "dtype F8_E5M2", "declares fmt e4m3"],
           ds_tensors(codes=bytes(c & 0x7B for c in DS_CODES), codes_dtype="F8_E5M2"), DS_Q)
     # ---- declarations
-    dcase("quant_method_gptq", [QCFG, "quantization_config.quant_method", "GPTQ (quant_method 'gptq', 4-bit, group 128",
-                                "not read yet"],
+    dcase("quant_method_gptq", [QF, "weight_scale_inv", "companions of a deepseek_fp8 weight",
+                                "declares config.json quantization_config (GPTQ, 4-bit, group 128",
+                                "conflicting dialect markers"],
           ds_tensors(), {"quant_method": "gptq", "bits": 4, "group_size": 128})
     dcase("quant_method_missing", [QCFG, "quantization_config.quant_method", "missing"], ds_tensors(), {"bits": 4})
     dcase("quant_algo_w4a8_awq", [QHF, "quantization.quant_algo", "not an algorithm of a supported dialect", "W4A8_AWQ"],
@@ -1134,6 +1135,94 @@ def dialect_cases():
           [(QP + ".weight_packed", "I16", [4, 4], bytes(32)), (QP + ".weight_scale", "F32", [4, 1], f32(1, 1, 1, 1))])
 
 
+# GPTQ and AWQ (docs/dialects.md, "GPTQ and AWQ"): a GPTQ linear [N 8, K 16] of 4-bit codes in
+# groups of 8 (qweight [2, 8], qzeros [2, 1], scales F16 [2, 8], g_idx [16]), or AWQ GEMM's
+# (qweight [16, 1], qzeros [2, 1], scales [2, 8]); each case breaks one thing.
+GPTQ_Q = {"quant_method": "gptq", "bits": 4, "group_size": 8, "desc_act": False, "sym": False}
+
+
+def gptq_tensors(qweight_rows=2, qzeros=(2, 1), scales=None, scale_dtype="F16", g_idx=None, with_zeros=True):
+    sc = scales if scales is not None else le16s(*[0x3C00] * 16)
+    gi = g_idx if g_idx is not None else [c // 8 for c in range(16)]
+    ts = [(QP + ".qweight", "I32", [qweight_rows, 8], le32s(*[0x76543210] * (qweight_rows * 8))),
+          (QP + ".scales", scale_dtype, [2, 8], sc), (QP + ".g_idx", "I32", [16], struct.pack("<16i", *gi))]
+    if with_zeros:
+        ts.append((QP + ".qzeros", "I32", list(qzeros), le32s(*[0x77777777] * (qzeros[0] * qzeros[1]))))
+    return ts
+
+
+def awq_tensors():
+    return [(QP + ".qweight", "I32", [16, 1], le32s(*[0x76543210] * 16)), (QP + ".qzeros", "I32", [2, 1],
+                                                                            le32s(0x88888888, 0x88888888)),
+            (QP + ".scales", "F16", [2, 8], le16s(*[0x3C00] * 16))]
+
+
+def packed_cases():
+    def pcase(name, needles, tensors, config=None, extra=None):
+        files = {QF: qst(tensors), QCFG: config if config is not None else qconfig(GPTQ_Q)}
+        files.update(extra or {})
+        case("packed_" + name, 1, needles, "ninfer-convert",
+             ["ckpt", "-o", "{out}.ninfer", "--format", "fp32", "--requantize", "-j", "1", "--progress=never"], files)
+
+    QQ, GI, SC = "tensor '%s.qweight'" % QP, "tensor '%s.g_idx'" % QP, "tensor '%s.scales'" % QP
+    # g_idx: an entry that names no group, groups that do not hold `group` columns each
+    gi = [c // 8 for c in range(16)]
+    gi[5] = 2
+    pcase("g_idx_out_of_range", [QF, GI, "entry 5 is 2: a group index of the 2 groups (0..1)"], gptq_tensors(g_idx=gi))
+    gi[5] = -1
+    pcase("g_idx_negative", [QF, GI, "entry 5 is -1"], gptq_tensors(g_idx=gi))
+    pcase("g_idx_not_permutation", [QF, GI, "group 0 holds 16 columns, not 8", "not a permutation"],
+          gptq_tensors(g_idx=[0] * 16))
+    pcase("g_idx_dtype", [QF, QQ, "g_idx is I32 or I64 [K]"],
+          [t if not t[0].endswith("g_idx") else (t[0], "F32", [16], f32(*[0.0] * 16)) for t in gptq_tensors()])
+    # scales: zero, NaN, infinite, negative (row 1 col 3 of scales: group 1 of the weight's row 3)
+    for what, word, why in (("zero", 0x0000, "0x0000 is zero"), ("nan", 0x7E00, "0x7E00 is NaN"),
+                            ("inf", 0x7C00, "0x7C00 is infinite"), ("negative", 0xBC00, "0xBC00 is negative")):
+        words = [0x3C00] * 16
+        words[8 + 3] = word
+        pcase("scale_" + what, [QF, SC, "row 1 col 3 (group 1 of the weight's row 3): scale " + why,
+                                "a gptq scale must be finite and > 0"], gptq_tensors(scales=le16s(*words)))
+    pcase("scale_dtype", [QF, SC, "dtype I16", "F16, BF16 or F32"],
+          gptq_tensors(scales=bytes(32), scale_dtype="I16"))
+    # an F32 scale near binary32's largest times q - z overflows
+    big = [0x3F800000] * 16
+    big[0] = 0x7F7FFFFF
+    pcase("value_overflow", [QF, QQ, "row 0 col 0: integer code -8 (q - z)", "overflows binary32"],
+          gptq_tensors(scales=le32s(*big), scale_dtype="F32"))
+    # shapes against each other and the declaration
+    pcase("qweight_truncated", [QF, QQ, "I32 [1,8]", "1 rows of words do not hold K = 16 4-bit codes"],
+          gptq_tensors(qweight_rows=1))
+    pcase("qzeros_missing", [QF, QQ, "%s.qzeros is in no shard" % QP], gptq_tensors(with_zeros=False))
+    pcase("qzeros_shape", [QF, QQ, "qzeros I32 [2,3]", "hold no declared-width zero points of N = 8"],
+          gptq_tensors(qzeros=(2, 3)))
+    pcase("bits_declared_8", [QF, QQ, "hold no declared-width zero points"], gptq_tensors(),
+          qconfig(dict(GPTQ_Q, bits=8)))
+    pcase("group_declared_4", [QF, QQ, "scales' 2 rows are not the 4 groups of 4 columns of K = 16"], gptq_tensors(),
+          qconfig(dict(GPTQ_Q, group_size=4)))
+    pcase("bits_5", [QCFG, "quantization_config.bits", "GPTQ codes are 2, 3, 4 or 8 bits"], gptq_tensors(),
+          qconfig(dict(GPTQ_Q, bits=5)))
+    pcase("group_zero", [QCFG, "quantization_config.group_size", "or -1 for one group per row"], gptq_tensors(),
+          qconfig(dict(GPTQ_Q, group_size=0)))
+    pcase("awq_bits_8", [QCFG, "quantization_config.bits", "AWQ codes are 4 bits"], awq_tensors(),
+          qconfig({"quant_method": "awq", "bits": 8, "group_size": 8, "version": "gemm"}))
+    pcase("awq_declared_gemv", [QF, QQ, "AWQ GEMV's scales and qzeros have qweight's N = 16 rows"], awq_tensors(),
+          qconfig({"quant_method": "awq", "bits": 4, "group_size": 8, "version": "gemv"}))
+    pcase("awq_file_not_object", ["ckpt/quant_config.json", "not a JSON object"], awq_tensors(),
+          json.dumps({"model_type": "llama"}), {"ckpt/quant_config.json": "[4]"})
+    # undeclared: the shapes must tell one layout and one width (N = 8: one word of zero points
+    # holds 2-, 3- or 4-bit ones)
+    pcase("width_undeclared_ambiguous", [QF, QQ, "fit several code widths and no declaration gives bits"],
+          gptq_tensors(), json.dumps({"model_type": "llama"}))
+    # markers that conflict: GPTQ codes in a DeepSeek FP8 checkpoint; a companion alone
+    pcase("conflict_fp8", [QF, QQ, "GPTQ or AWQ codes, but ckpt/config.json declares", "conflicting dialect markers"],
+          gptq_tensors(), qconfig({"quant_method": "fp8", "weight_block_size": [128, 128]}))
+    pcase("orphan_qzeros", [QF, "tensor 'model.layers.1.mlp.up_proj.qzeros'", "a GPTQ or AWQ companion"],
+          gptq_tensors() + [("model.layers.1.mlp.up_proj.qzeros", "I32", [1, 1], le32s(0))])
+    pcase("qweight_without_scales", [QF, "tensor 'model.layers.1.mlp.up_proj.qweight'",
+                                     "model.layers.1.mlp.up_proj.scales is in no shard"],
+          gptq_tensors() + [("model.layers.1.mlp.up_proj.qweight", "I32", [1, 1], le32s(0))])
+
+
 # Quantized checkpoints of producers no dialect reads (docs/dialects.md, "Quantized checkpoints
 # not read yet"): refused before anything is planned, naming the file, the key or tensor, the
 # format and what to do -- in quick mode and --dry-run alike (full layouts: tests/cli/gen_quantized.py).
@@ -1145,19 +1234,6 @@ def quantized_refusal_cases():
                ["-j", "1", "--progress=never"]
         case("refuse_" + name, 1, needles + ["not read yet", "convert from the BF16 release"], "ninfer-convert", args, fs)
 
-    gptq = [(QP + ".qweight", "I32", [2, 8], bytes(64)), (QP + ".qzeros", "I32", [1, 1], bytes(4)),
-            (QP + ".scales", "F16", [1, 8], le16s(*[0x3C00] * 8)), (QP + ".g_idx", "I32", [16], bytes(64))]
-    rcase("gptq_quantize_config", ["ckpt/quantize_config.json", "GPTQ (AutoGPTQ, 4-bit, group 16, declared in "
-                                   "quantize_config.json)"], gptq,
-          {"ckpt/quantize_config.json": json.dumps({"bits": 4, "group_size": 16, "desc_act": False, "sym": True})})
-    rcase("gptq_tensors_dry_run", [QF, "tensor '%s." % QP, "GPTQ (AutoGPTQ / GPTQModel"], gptq, dry=True)
-    awq = [(QP + ".qweight", "I32", [16, 1], bytes(64)), (QP + ".qzeros", "I32", [1, 1], bytes(4)),
-           (QP + ".scales", "F16", [1, 8], le16s(*[0x3C00] * 8))]
-    rcase("awq_quant_config", ["ckpt/quant_config.json", "AWQ (AutoAWQ GEMM, 4-bit, group 16, declared in "
-                               "quant_config.json)"], awq,
-          {"ckpt/quant_config.json": json.dumps({"zero_point": True, "q_group_size": 16, "w_bit": 4,
-                                                 "version": "GEMM"})})
-    rcase("awq_tensors", [QF, "AWQ (AutoAWQ int codes"], awq)
     rcase("exl2_tensors", [QF, "tensor '%s.q_" % QP, "EXL2 (exllamav2"],
           [(QP + ".q_weight", "I32", [2, 8], bytes(64)), (QP + ".q_invperm", "I16", [16], bytes(32)),
            (QP + ".q_scale", "I32", [1, 1], bytes(4))])
@@ -1217,6 +1293,7 @@ def main():
     quick_cases()
     art_cases()
     dialect_cases()
+    packed_cases()
     quantized_refusal_cases()
     with open(os.path.join(OUT, "cases.tsv"), "w") as f:
         for c in CASES:

@@ -22,6 +22,8 @@ import random
 import struct
 import sys
 
+import gen_packed
+
 
 # ---------------------------------------------------------------- number formats
 def e4m3_value(c):
@@ -332,6 +334,9 @@ def main():
         put_expected(d, name, vals)
         lines.append('%s %s %d %d %s' % (case, name, n, k,
                                           'modelopt_nvfp4' if modelopt else 'compressed_tensors_nvfp4'))
+
+    # GPTQ and AWQ, packed as their producers pack them (gen_packed.py)
+    lines += gen_packed.cases(out, rnd)
 
     open(os.path.join(out, 'cases.txt'), 'w').write('\n'.join(lines) + '\n')
 

@@ -13,11 +13,15 @@ config.json or hf_quant_config.json:
                    BF16, P.weight_zero_point I32 packed along the rows, P.weight_shape
   modelopt_nvfp4   NAME = P.weight U8 (two E2M1 codes a byte), P.weight_scale F8_E4M3 per 16,
                    P.weight_scale_2 F32
+  gptq4            NAME = P.qweight I32 [COLS/8, ROWS] (4-bit, groups of 128, v1), P.qzeros,
+                   P.scales F16 [COLS/128, ROWS], P.g_idx I32 [COLS] (each group's columns
+                   swapped pairwise, so that spans read a permuted g_idx)
 
 The values are a cheap pattern, varied per block of 4096 bytes, so that encoders and statistics
 see more than one value without the generator costing seconds.  Codes of nvfp4 weights are
 written sparsely (a 4 KiB block of every 64 KiB; the rest is a hole of zero codes), so a large
 weight costs little disk."""
+import array
 import json
 import os
 import struct
@@ -129,6 +133,25 @@ def main():
                   (p + '.weight_scale_2', 'F32', [], 4, struct.pack('<f', 0.0078125))],
               hf_quant={'producer': {'name': 'modelopt'},
                         'quantization': {'quant_algo': 'NVFP4', 'group_size': 16}})
+    elif dialect == 'gptq4':
+        p = prefix(name, '.qweight')
+        if cols % 256:
+            sys.exit('gen_long_rows.py: gptq4 needs COLS a multiple of 256')
+        g, zw = cols // 128, cdiv(rows, 8)
+        packed = dense(cols // 8 * rows * 4, lambda x: struct.pack('<I', x * 2654435761 & 0xFFFFFFFF), 14)
+        scales = dense(g * rows * 2, lambda x: struct.pack('<H', 0x2000 + (x & 0x3FF)), 15)
+        zeros = dense(g * zw * 4, lambda x: struct.pack('<I', x * 40503 & 0xFFFFFFFF), 16)
+        # group of column k: k / 128, but columns 2j and 2j + 1 trade groups across each pair of
+        # groups (a permutation of k / 128, as act-order writes)
+        gi = array.array('i', ((k >> 7) ^ (k & 1) for k in range(cols)))
+        if sys.byteorder != 'little':
+            gi.byteswap()
+        write(d, [(name, 'I32', [cols // 8, rows], len(packed), packed),
+                  (p + '.qzeros', 'I32', [g, zw], len(zeros), zeros),
+                  (p + '.scales', 'F16', [g, rows], len(scales), scales),
+                  (p + '.g_idx', 'I32', [cols], 4 * cols, gi.tobytes())],
+              config={'quantization_config': {'quant_method': 'gptq', 'bits': 4, 'group_size': 128,
+                                              'desc_act': True, 'sym': False}})
     else:
         sys.exit('gen_long_rows.py: unknown dialect ' + dialect)
 

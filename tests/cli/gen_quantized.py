@@ -1,16 +1,17 @@
 #!/usr/bin/env python3
-"""Small quantized checkpoints of the producers ninfer-tools does not read yet, laid out as each
-producer writes them: the file names, the declaration files and keys, the tensor names, dtypes
-and shapes (docs/dialects.md, "Quantized checkpoints not read yet").  The codes and scales are
-filler bytes: only the layout matters, since every one of them must be refused before anything
-is read.
+"""Small quantized checkpoints of the producers ninfer-tools does not read yet (and of GPTQ and
+AWQ, read now), laid out as each producer writes them: the file names, the declaration files and
+keys, the tensor names, dtypes and shapes (docs/dialects.md, "Quantized checkpoints not read
+yet").  The codes and scales are filler bytes: only the layout matters, since every refused one
+must be refused before anything is read (the values of GPTQ and AWQ are gen_packed.py's tests).
 
     python3 tests/cli/gen_quantized.py OUT_DIR
 
 writes OUT_DIR/<case>/ (a checkpoint directory; gpt-oss's original layout is <case>/original/)
 and OUT_DIR/cases.tsv, one line per case, tab-separated: the case, the checkpoint path relative
 to OUT_DIR, then the substrings the refusal must hold (the file, the key or tensor, the format
-and how it was recognised).  Nothing is random: the same script gives the same bytes.
+and how it was recognised); OUT_DIR/read.tsv the GPTQ and AWQ cases, which convert: the case, the
+path and the dialect.  Nothing is random: the same script gives the same bytes.
 """
 import json
 import os
@@ -141,31 +142,40 @@ def main():
         cases.append([name, os.path.join(name, sub) if sub else name] + needles)
 
     not_read = 'not read yet'
-    # ---- GPTQ: AutoGPTQ <= 0.4 (the 2023 uploads): declared only in quantize_config.json
+    # ---- GPTQ and AWQ are read now (docs/dialects.md, "GPTQ and AWQ"): these layouts, which
+    # were refused, convert (OUT_DIR/read.tsv: case, path, dialect)
+    read = []
+
+    def readable(name, files, dialect):
+        write(os.path.join(out, name), files)
+        read.append([name, name, dialect])
+
+    # GPTQ: AutoGPTQ <= 0.4 (the 2023 uploads): declared only in quantize_config.json
     gq = {'bits': 4, 'group_size': 128, 'damp_percent': 0.01, 'desc_act': False, 'static_groups': False,
           'sym': True, 'true_sequential': True, 'model_name_or_path': None,
           'model_file_base_name': 'gptq_model-4bit-128g'}
-    case('gptq_autogptq', {'config.json': LLAMA, 'quantize_config.json': gq,
-                           'gptq_model-4bit-128g.safetensors': st_bytes(plain() + layer(gptq))},
-         ['gptq_autogptq/quantize_config.json: GPTQ (AutoGPTQ, 4-bit, group 128, declared in quantize_config.json)',
-          not_read, 'convert from the BF16 release'])
+    readable('gptq_autogptq', {'config.json': LLAMA, 'quantize_config.json': gq,
+                               'gptq_model-4bit-128g.safetensors': st_bytes(plain() + layer(gptq))}, 'gptq')
     # later uploads: config.json quantization_config (transformers / optimum)
-    case('gptq_config', {'config.json': dict(LLAMA, quantization_config=dict(
+    readable('gptq_config', {'config.json': dict(LLAMA, quantization_config=dict(
         gq, quant_method='gptq', model_file_base_name='model', checkpoint_format='gptq')),
-        'model.safetensors': st_bytes(plain() + layer(gptq))},
-        ["gptq_config/config.json: quantization_config.quant_method: GPTQ (quant_method 'gptq', 4-bit, group 128, "
-         "declared in config.json quantization_config)", not_read])
-    case('gptq_tensors', {'config.json': LLAMA, 'model.safetensors': st_bytes(plain() + layer(gptq))},
-         ["gptq_tensors/model.safetensors: tensor 'model.layers.0.", "GPTQ (AutoGPTQ / GPTQModel int codes packed",
-          "recognised by the tensor names", not_read])
-    # ---- AWQ: AutoAWQ before 2023-10-31: declared only in quant_config.json
-    case('awq_autoawq', {'config.json': LLAMA, 'model.safetensors': st_bytes(plain() + layer(awq)),
-                         'quant_config.json': {'zero_point': True, 'q_group_size': 128, 'w_bit': 4,
-                                               'version': 'GEMM'}},
-         ['awq_autoawq/quant_config.json: AWQ (AutoAWQ GEMM, 4-bit, group 128, declared in quant_config.json)',
-          not_read])
-    case('awq_tensors', {'config.json': LLAMA, 'model.safetensors': st_bytes(plain() + layer(awq))},
-         ["awq_tensors/model.safetensors: tensor 'model.layers.0.", 'AWQ (AutoAWQ int codes packed', not_read])
+        'model.safetensors': st_bytes(plain() + layer(gptq))}, 'gptq')
+    readable('gptq_tensors', {'config.json': LLAMA, 'model.safetensors': st_bytes(plain() + layer(gptq))}, 'gptq')
+    # AWQ: AutoAWQ before 2023-10-31: declared only in quant_config.json
+    readable('awq_autoawq', {'config.json': LLAMA, 'model.safetensors': st_bytes(plain() + layer(awq)),
+                             'quant_config.json': {'zero_point': True, 'q_group_size': 128, 'w_bit': 4,
+                                                   'version': 'GEMM'}}, 'awq')
+    readable('awq_tensors', {'config.json': LLAMA, 'model.safetensors': st_bytes(plain() + layer(awq))}, 'awq')
+    # ---- but not the kernels' repackings of them
+    case('gptq_marlin', {'config.json': dict(LLAMA, quantization_config=dict(
+        gq, quant_method='gptq', checkpoint_format='marlin')), 'model.safetensors': st_bytes(plain() + layer(gptq))},
+        ['gptq_marlin/config.json: quantization_config.checkpoint_format: GPTQ (GPTQ repacked for the marlin kernels, '
+         'declared in config.json quantization_config)', not_read])
+    case('awq_gemv_fast', {'config.json': dict(LLAMA, quantization_config={
+        'quant_method': 'awq', 'bits': 4, 'group_size': 128, 'zero_point': True, 'version': 'gemv_fast'}),
+        'model.safetensors': st_bytes(plain() + layer(awq))},
+        ['awq_gemv_fast/config.json: quantization_config.version: AWQ (AutoAWQ version gemv_fast (a kernel\'s '
+         'repacking, not GEMM or GEMV), declared in config.json quantization_config)', not_read])
     # ---- EXL2: exllamav2 writes quantization_config into config.json only with -cf
     case('exl2', {'config.json': LLAMA, 'output.safetensors': st_bytes(plain() + layer(exl2))},
          ["exl2/output.safetensors: tensor 'model.layers.0.", 'EXL2 (exllamav2: q_weight', not_read])
@@ -300,6 +310,9 @@ def main():
 
     with open(os.path.join(out, 'cases.tsv'), 'w') as f:
         for c in cases:
+            f.write('\t'.join(c) + '\n')
+    with open(os.path.join(out, 'read.tsv'), 'w') as f:
+        for c in read:
             f.write('\t'.join(c) + '\n')
 
 

@@ -9,7 +9,8 @@
 . "$(dirname "$0")/lib.sh" "$@"
 
 python3 "$top/tests/cli/gen_dialects.py" "$work/d" || { bad "gen_dialects.py failed"; finish dialects; exit 1; }
-cases="deepseek ct_fp8 modelopt_fp8 ct_int ct_int_odd modelopt_nvfp4 ct_nvfp4"
+cases="deepseek ct_fp8 modelopt_fp8 ct_int ct_int_odd modelopt_nvfp4 ct_nvfp4 gptq4 gptq3_act gptq2_v2 gptq8_row gptq4_bare
+    awq_gemm awq_gemv"
 
 # ---------------------------------------------------------------- values, bit for bit
 for c in $cases; do

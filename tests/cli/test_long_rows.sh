@@ -103,6 +103,7 @@ run 0 "$bin/ninfer-verify" "$work/b/q4.ninfer" --against "$work/ck"
 gen() { python3 "$(dirname "$0")/gen_long_rows.py" "$@" || bad "the checkpoint generator: $*"; }
 gen "$work/ds" model.layers.0.mlp.down_proj.weight 2 "$((1 << 24))" deepseek_fp8
 gen "$work/ct" model.layers.0.mlp.down_proj.weight_packed 2 "$((1 << 24))" ct_int4
+gen "$work/gq" model.layers.0.mlp.down_proj.qweight 2 "$((1 << 24))" gptq4
 # convert: deepseek FP8 blocks to fp8 rows (the row's maximum first, over its spans); int4 packed
 # codes with packed zero points to q4
 got=$(rss "$bin/ninfer-convert" "$work/ds" -o "$work/ds.ninfer" --format fp8_e4m3fn_row_bf16 --requantize --threads 2 \
@@ -111,9 +112,13 @@ got=$(rss "$bin/ninfer-convert" "$work/ds" -o "$work/ds.ninfer" --format fp8_e4m
 got=$(rss "$bin/ninfer-convert" "$work/ct" -o "$work/ct.ninfer" --format q4_g64_fp16 --requantize --threads 2 \
     --artifact-id 0123456789abcdef0123456789abcdef --progress=never)
 [ "$got" -gt 0 ] && [ "$got" -lt "$limit" ] && ok || bad "convert ct_int4: peak RSS $got KiB: $(head -c 300 "$work/err")"
+# GPTQ: codes down the columns of qweight, an act-order g_idx as long as the row
+got=$(rss "$bin/ninfer-convert" "$work/gq" -o "$work/gq.ninfer" --format q4_g64_fp16 --requantize --threads 2 \
+    --artifact-id 0123456789abcdef0123456789abcdef --progress=never)
+[ "$got" -gt 0 ] && [ "$got" -lt "$limit" ] && ok || bad "convert gptq4: peak RSS $got KiB: $(head -c 300 "$work/err")"
 # the same artifacts and reports with whole rows, and with spans of 4096 columns
 mkdir "$work/whole" "$work/small"
-for c in ds:fp8_e4m3fn_row_bf16 ct:q4_g64_fp16; do
+for c in ds:fp8_e4m3fn_row_bf16 ct:q4_g64_fp16 gq:q4_g64_fp16; do
     n=${c%%:*}
     run 0 "$bin/ninfer-convert" "$work/$n" -o "$work/whole/$n.ninfer" --format "${c#*:}" --requantize --chunk-values 100000000 \
         --artifact-id 0123456789abcdef0123456789abcdef --progress=never
@@ -124,17 +129,19 @@ a, b = (json.load(open(p)) for p in sys.argv[1:])
 assert a['objects'] == b['objects'], (a['objects'], b['objects'])
 PY
 done
-run 0 "$bin/ninfer-convert" "$work/ct" -o "$work/small/ct.ninfer" --format q4_g64_fp16 --requantize --chunk-values 4096 \
-    --artifact-id 0123456789abcdef0123456789abcdef --progress=never
-same "$work/ct.ninfer" "$work/small/ct.ninfer"
+for n in ct gq; do
+    run 0 "$bin/ninfer-convert" "$work/$n" -o "$work/small/$n.ninfer" --format q4_g64_fp16 --requantize \
+        --chunk-values 4096 --artifact-id 0123456789abcdef0123456789abcdef --progress=never
+    same "$work/$n.ninfer" "$work/small/$n.ninfer"
+done
 # verify --against re-derives them span by span
-for n in ds ct; do
+for n in ds ct gq; do
     got=$(rss "$bin/ninfer-verify" "$work/$n.ninfer" --against "$work/$n" --threads 2)
     [ "$got" -gt 0 ] && [ "$got" -lt "$limit" ] && ok || bad "verify --against $n: peak RSS $got KiB: $(head -c 300 "$work/err")"
 done
 # diff against the checkpoint reads the weight's values span by span; its figures are the
 # report's of the whole-row conversion
-for n in ds ct; do
+for n in ds ct gq; do
     if [ $sanitized = no ]; then
         got=$(STATUS=1 rss "$bin/ninfer-diff" "$work/$n.ninfer" "$work/$n" --threads 2 -q) # 1: the values differ
         [ "$got" -gt 0 ] && [ "$got" -lt "$limit" ] && ok || bad "diff $n: peak RSS $got KiB: $(head -c 300 "$work/err")"

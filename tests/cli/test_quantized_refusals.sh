@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Quantized checkpoints of producers no dialect reads (docs/dialects.md, "Quantized checkpoints
 # not read yet"), laid out as each producer writes them (tests/cli/gen_quantized.py): GPTQ
-# declared only in quantize_config.json, AWQ only in quant_config.json, EXL2 without a
+# repacked for marlin, AWQ's gemv_fast, EXL2 without a
 # declaration, gpt-oss in OpenAI's original/ layout, MLX (quantization, quantization_config
 # without quant_method), bitsandbytes 4-bit and 8-bit, HQQ, compressed-tensors MXFP4 and 2:4
 # sparse -- declared or recognised by their tensors alone.  Every path that plans from a
@@ -61,7 +61,25 @@ while IFS=$'\t' read -r name path needles; do
     run 1 "$bin/ninfer-inspect" "$ck" --json
     contains "$work/err" "$msg"
 done <"$work/q/cases.tsv"
-check test "$ncases" -eq 21
+check test "$ncases" -eq 18
+
+# ---------------------------------------------------------------- GPTQ and AWQ are read now
+# the same layouts, declared in either file or by their tensors alone, convert: every qweight is
+# one object of its dialect, requantized, and no companion is an object of its own
+while IFS=$'\t' read -r name path dialect; do
+    ck="$work/q/$path"
+    run 0 "$bin/ninfer-convert" "$ck" -o "$work/$name.ninfer" --format q8_g32_fp16 --requantize --dry-run --json
+    python3 - "$work/out" "$dialect" <<'PY' && ok || bad "$name: the plan"
+import json, sys
+objs = json.load(open(sys.argv[1]))['objects']
+q = [o for o in objs if o['id'].endswith('.qweight')]
+assert len(q) == 7 and all(o['dialect'].startswith(sys.argv[2] + ':') and o['handling'] == 'requantized' for o in q), q
+assert not [o for o in objs if o['id'].rsplit('.', 1)[-1] in ('qzeros', 'scales', 'g_idx')], objs
+PY
+    run 0 "$bin/ninfer-convert" "$ck" -o "$work/$name.ninfer" --format q8_g32_fp16 --requantize --no-resources
+    run 0 "$bin/ninfer-verify" "$work/$name.ninfer" --against "$ck"
+done <"$work/q/read.tsv"
+check test "$(wc -l <"$work/q/read.tsv")" -eq 5
 
 # ---------------------------------------------------------------- look-alikes are not refused
 # a tensor named like one companion of a layout, without the layout's codes, is an ordinary tensor

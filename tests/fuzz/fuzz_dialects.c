@@ -17,7 +17,7 @@
  * The file opens as a checkpoint (its companions beside it), the scan runs, and for every
  * quantized weight of at most FZ_DIALECT_MAX_VALUES values (a larger declared shape is skipped,
  * so a tiny input cannot make the harness allocate much) all rows are read in one call, then
- * the second half again on its own: both must give the same bits.  Any input gives NF_OK or
+ * the second half again on its own, and a span of the last row: all must give the same bits.  Any input gives NF_OK or
  * NF_ERR_INVALID (NF_ERR_NOMEM tolerated) from each call, never another status; the roles of a
  * weight's tensors must name that weight. */
 #include <stdbool.h>
@@ -52,8 +52,8 @@ static void check_roles(const nf_dialects *d, const nf_qweight *q)
 {
     const nf_qweight *owner = NULL;
     if (nf_dialects_role(d, q->codes, &owner) != NF_QROLE_WEIGHT || owner != q) abort();
-    const nf_source_tensor *comp[4] = {q->scale, q->global, q->zero_point, q->shape_tensor};
-    for (size_t i = 0; i < 4; i++) {
+    const nf_source_tensor *comp[5] = {q->scale, q->global, q->zero_point, q->shape_tensor, q->g_idx};
+    for (size_t i = 0; i < 5; i++) {
         if (!comp[i]) continue;
         if (nf_dialects_role(d, comp[i], &owner) != NF_QROLE_COMPANION || owner != q) abort();
     }
@@ -106,6 +106,22 @@ static void read_weight(const nf_source *src, const nf_qweight *q)
             abort();
         }
         free(part);
+    }
+    /* a span of the last row, columns [k/3, 2k/3 + 1): the same values as the whole read */
+    uint64_t c0 = k / 3, cn = k - c0 < k / 3 + 1 ? k - c0 : k / 3 + 1;
+    float *span = malloc((size_t)cn * sizeof *span);
+    if (span) {
+        nf_status st3 = nf_qweight_read_f32_span(src, q, n - 1, c0, cn, span, (size_t)cn, &err);
+        if (!allowed(st3)) {
+            fprintf(stderr, "nf_qweight_read_f32_span: %s: %s\n", nf_status_name(st3), err.message);
+            abort();
+        }
+        if (st == NF_OK && (st3 != NF_OK || memcmp(span, all + (n - 1) * k + c0, (size_t)cn * sizeof *span) != 0)) {
+            fprintf(stderr, "a span of row %llu differs from (or fails after) the whole read\n",
+                    (unsigned long long)(n - 1));
+            abort();
+        }
+        free(span);
     }
     free(all);
 }

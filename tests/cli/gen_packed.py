@@ -1,0 +1,233 @@
+#!/usr/bin/env python3
+"""GPTQ and AWQ checkpoints, packed as their producers pack them, with their values computed here
+from the integer codes, zero points and scales before packing (docs/dialects.md, "GPTQ and AWQ").
+gen_dialects.py calls cases(); the conventions are its own: OUT_DIR/<case>/ a checkpoint and
+<case>/expected/<weight>.f32 the weight's values [N, K] in binary32.
+
+The packers follow the producers' own loops, not a bit stream:
+- AutoGPTQ's QuantLinear.pack: codes q[k][n] of the transposed weight [K, N]; for 2, 4 and 8 bits
+  word row r of qweight holds k = r * (32 / b) + j at bits b * j; for 3 bits, 32 codes fill three
+  words: ten codes, the eleventh split 2 + 1 bits across the first two words, ten more, the
+  twenty-second split 1 + 2 bits, ten more.  qzeros [G, N * b / 32] likewise along N, storing
+  z - 1 (the checkpoint format "gptq"; "gptq_v2" stores z).  g_idx[k] is column k's group.
+- AutoAWQ's WQLinear_GEMM.from_linear: qweight [K, N / 8], word j of row k holding columns
+  8j + order[i] at bits 4i, order = 0, 2, 4, 6, 1, 3, 5, 7; qzeros [G, N / 8] alike; scales
+  [G, N].  WQLinear_GEMV: qweight [N, K / 8] in natural order; scales [N, 8W] and qzeros [N, W]
+  with W = ceil(ceil(G / 8) / m) * m (m = 1, 2, 4 for groups >= 128, 64, 32), the rest zeros.
+Every value is (q - z) * s, exact in binary64 and rounded once to binary32 (exact here too: the
+scales are F16).
+"""
+import json
+import os
+import struct
+
+AWQ_ORDER = [0, 2, 4, 6, 1, 3, 5, 7]
+
+
+def f32(x):
+    return struct.unpack('<f', struct.pack('<f', x))[0]
+
+
+def f16(x):
+    return struct.unpack('<e', struct.pack('<e', x))[0]
+
+
+def words_bytes(words):
+    return struct.pack('<%dI' % len(words), *[w & 0xFFFFFFFF for w in words])
+
+
+def gptq_pack_dim0(ints, rows, cols, bits):
+    """AutoGPTQ's packing of ints [rows, cols] along dim 0 (qweight: rows = K) into
+    [rows * bits / 32, cols] words, column by column as its loop does."""
+    out_rows = rows * bits // 32
+    out = [0] * (out_rows * cols)
+    for c in range(cols):
+        col = [ints[r * cols + c] for r in range(rows)]
+        for r, w in enumerate(pack_list(col, bits)):
+            out[r * cols + c] = w
+    return out, out_rows
+
+
+def pack_list(vals, bits):
+    """AutoGPTQ's word loop over one column of codes."""
+    words, i = [], 0
+    if bits in (2, 4, 8):
+        per = 32 // bits
+        while i < len(vals):
+            w = 0
+            for j in range(i, i + per):
+                w |= vals[j] << (bits * (j - i))
+            words.append(w)
+            i += per
+        return words
+    assert bits == 3
+    while i < len(vals):
+        w0 = 0
+        for j in range(i, i + 10):
+            w0 |= vals[j] << (3 * (j - i))
+        i += 10
+        w0 |= (vals[i] << 30) & 0xFFFFFFFF
+        w1 = (vals[i] >> 2) & 1
+        i += 1
+        for j in range(i, i + 10):
+            w1 |= vals[j] << (3 * (j - i) + 1)
+        i += 10
+        w1 |= (vals[i] << 31) & 0xFFFFFFFF
+        w2 = (vals[i] >> 1) & 0x3
+        i += 1
+        for j in range(i, i + 10):
+            w2 |= vals[j] << (3 * (j - i) + 2)
+        i += 10
+        words += [w0, w1, w2]
+    return words
+
+
+def gptq_pack_zeros(z, groups, n, bits):
+    """qzeros [G, N * bits / 32]: each group's row of zero points packed along N."""
+    out = []
+    for g in range(groups):
+        out += pack_list(z[g * n:(g + 1) * n], bits)
+    return out, n * bits // 32
+
+
+def gptq_case(root, rnd, name, n, k, bits, group, sym, act_order, v2, decl, lines, with_g_idx=True):
+    """A GPTQ linear of [N, K]; decl: 'config', 'file' (quantize_config.json beside
+    gptq_model-*.safetensors) or None (no declaration)."""
+    d = os.path.join(root, name)
+    os.makedirs(os.path.join(d, 'expected'), exist_ok=True)
+    gs = group if group > 0 else k
+    groups = -(-k // gs)
+    maxq = (1 << bits) - 1
+    q = [rnd.randrange(maxq + 1) for _ in range(k * n)]                       # [K, N]
+    if sym:
+        z = [1 << (bits - 1)] * (groups * n)
+    elif v2:
+        z = [rnd.randrange(maxq + 1) for _ in range(groups * n)]
+    else:  # v1 stores z - 1: z from 1 to 2^b (a stored 2^b - 1 is z = 2^b)
+        z = [rnd.randrange(1, maxq + 2) for _ in range(groups * n)]
+    z[0] = z[0] if sym else (maxq + 1 if not v2 else maxq)                   # the largest zero point
+    s = [f16(rnd.uniform(0.002, 0.05)) for _ in range(groups * n)]          # [G, N]
+    if act_order:
+        perm = list(range(k))
+        rnd.shuffle(perm)
+        g_idx = [0] * k
+        for i, col in enumerate(perm):
+            g_idx[col] = i // gs
+    else:
+        g_idx = [c // gs for c in range(k)]
+    qw, qrows = gptq_pack_dim0(q, k, n, bits)
+    stored = [v if v2 else v - 1 for v in z]
+    qz, zcols = gptq_pack_zeros(stored, groups, n, bits)
+    p = 'model.layers.0.mlp.down_proj'
+    tensors = [(p + '.qweight', 'I32', [qrows, n], words_bytes(qw)),
+               (p + '.qzeros', 'I32', [groups, zcols], words_bytes(qz)),
+               (p + '.scales', 'F16', [groups, n], struct.pack('<%de' % len(s), *s)),
+               (p + '.bias', 'F16', [n], struct.pack('<%de' % n, *[0.5] * n))]
+    if with_g_idx:
+        tensors.append((p + '.g_idx', 'I32', [k], struct.pack('<%di' % k, *g_idx)))
+    vals = [f32((q[c * n + r] - z[g_idx[c] * n + r]) * s[g_idx[c] * n + r]) for r in range(n) for c in range(k)]
+    qc = {'bits': bits, 'group_size': group, 'desc_act': act_order, 'sym': sym, 'true_sequential': True}
+    if v2:
+        qc['checkpoint_format'] = 'gptq_v2'
+    cfg = {'model_type': 'llama', 'torch_dtype': 'float16'}
+    fname = 'model.safetensors'
+    if decl == 'config':
+        cfg['quantization_config'] = dict(qc, quant_method='gptq')
+    elif decl == 'file':
+        fname = 'gptq_model-%dbit-%dg.safetensors' % (bits, group)
+        json.dump(qc, open(os.path.join(d, 'quantize_config.json'), 'w'))
+    write(d, fname, tensors, cfg)
+    put_expected(d, p + '.qweight', vals)
+    lines.append('%s %s.qweight %d %d gptq' % (name, p, n, k))
+
+
+def awq_case(root, rnd, name, n, k, group, gemv, decl, lines):
+    """An AWQ linear of [N, K] (4-bit), GEMM or GEMV; decl 'config' or 'file' (quant_config.json)."""
+    d = os.path.join(root, name)
+    os.makedirs(os.path.join(d, 'expected'), exist_ok=True)
+    groups = k // group
+    q = [[rnd.randrange(16) for _ in range(k)] for _ in range(n)]           # [N, K]
+    z = [[rnd.randrange(16) for _ in range(groups)] for _ in range(n)]      # [N, G]
+    s = [[f16(rnd.uniform(0.002, 0.05)) for _ in range(groups)] for _ in range(n)]
+    p = 'model.layers.0.self_attn.o_proj'
+    if not gemv:
+        qw = []
+        for c in range(k):                      # row k of qweight: column k of the weight
+            for j in range(n // 8):
+                w = 0
+                for i in range(8):
+                    w |= q[j * 8 + AWQ_ORDER[i]][c] << (4 * i)
+                qw.append(w)
+        qz = []
+        for g in range(groups):
+            for j in range(n // 8):
+                w = 0
+                for i in range(8):
+                    w |= z[j * 8 + AWQ_ORDER[i]][g] << (4 * i)
+                qz.append(w)
+        sc = [s[r][g] for g in range(groups) for r in range(n)]
+        tensors = [(p + '.qweight', 'I32', [k, n // 8], words_bytes(qw)),
+                   (p + '.qzeros', 'I32', [groups, n // 8], words_bytes(qz)),
+                   (p + '.scales', 'F16', [groups, n], struct.pack('<%de' % len(sc), *sc))]
+    else:
+        mult = 1 if group >= 128 else 2 if group == 64 else 4
+        width = -(-(-(-groups // 8)) // mult) * mult
+        qw = []
+        for r in range(n):
+            for col in range(k // 8):
+                w = 0
+                for i in range(8):
+                    w |= q[r][col * 8 + i] << (4 * i)
+                qw.append(w)
+        qz, sc = [], []
+        for r in range(n):
+            for col in range(width):
+                w = 0
+                for i in range(8):
+                    if col * 8 + i < groups:
+                        w |= z[r][col * 8 + i] << (4 * i)
+                qz.append(w)
+            sc += s[r] + [0.0] * (8 * width - groups)
+        tensors = [(p + '.qweight', 'I32', [n, k // 8], words_bytes(qw)),
+                   (p + '.qzeros', 'I32', [n, width], words_bytes(qz)),
+                   (p + '.scales', 'F16', [n, 8 * width], struct.pack('<%de' % len(sc), *sc))]
+    vals = [f32((q[r][c] - z[r][c // group]) * s[r][c // group]) for r in range(n) for c in range(k)]
+    version = 'GEMV' if gemv else 'GEMM'
+    cfg = {'model_type': 'llama', 'torch_dtype': 'float16'}
+    if decl == 'config':
+        cfg['quantization_config'] = {'quant_method': 'awq', 'bits': 4, 'group_size': group, 'zero_point': True,
+                                      'version': version.lower()}
+    else:
+        json.dump({'zero_point': True, 'q_group_size': group, 'w_bit': 4, 'version': version},
+                  open(os.path.join(d, 'quant_config.json'), 'w'))
+    write(d, 'model.safetensors', tensors, cfg)
+    put_expected(d, p + '.qweight', vals)
+    lines.append('%s %s.qweight %d %d awq' % (name, p, n, k))
+
+
+def write(d, fname, tensors, cfg):
+    hdr, data = {}, b''
+    for name, dtype, shape, raw in tensors:
+        hdr[name] = {'dtype': dtype, 'shape': shape, 'data_offsets': [len(data), len(data) + len(raw)]}
+        data += raw
+    h = json.dumps(hdr).encode()
+    h += b' ' * (-len(h) % 8)
+    open(os.path.join(d, fname), 'wb').write(struct.pack('<Q', len(h)) + h + data)
+    json.dump(cfg, open(os.path.join(d, 'config.json'), 'w'))
+
+
+def put_expected(d, name, values):
+    open(os.path.join(d, 'expected', name + '.f32'), 'wb').write(struct.pack('<%df' % len(values), *values))
+
+
+def cases(root, rnd):
+    """Write every GPTQ and AWQ case under root; their cases.txt lines."""
+    lines = []
+    gptq_case(root, rnd, 'gptq4', 64, 256, 4, 128, True, False, False, 'config', lines)
+    gptq_case(root, rnd, 'gptq3_act', 64, 96, 3, 32, False, True, False, 'file', lines)
+    gptq_case(root, rnd, 'gptq2_v2', 32, 128, 2, 64, False, False, True, 'config', lines)
+    gptq_case(root, rnd, 'gptq8_row', 32, 64, 8, -1, False, False, False, 'config', lines)
+    gptq_case(root, rnd, 'gptq4_bare', 64, 128, 4, 32, False, False, False, None, lines, with_g_idx=False)
+    awq_case(root, rnd, 'awq_gemm', 64, 128, 64, False, 'file', lines)
+    awq_case(root, rnd, 'awq_gemv', 16, 256, 64, True, 'config', lines)
+    return lines
