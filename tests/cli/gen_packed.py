@@ -90,15 +90,16 @@ def gptq_pack_zeros(z, groups, n, bits):
     return out, n * bits // 32
 
 
-def gptq_case(root, rnd, name, n, k, bits, group, sym, act_order, v2, decl, lines, with_g_idx=True):
+def gptq_case(root, rnd, name, n, k, bits, group, sym, act_order, v2, decl, lines, with_g_idx=True, qlo=0):
     """A GPTQ linear of [N, K]; decl: 'config', 'file' (quantize_config.json beside
-    gptq_model-*.safetensors) or None (no declaration)."""
+    gptq_model-*.safetensors) or None (no declaration); codes from qlo up (8-bit symmetric
+    codes from 1 never reach q - z = -128)."""
     d = os.path.join(root, name)
     os.makedirs(os.path.join(d, 'expected'), exist_ok=True)
     gs = group if group > 0 else k
     groups = -(-k // gs)
     maxq = (1 << bits) - 1
-    q = [rnd.randrange(maxq + 1) for _ in range(k * n)]                       # [K, N]
+    q = [rnd.randrange(qlo, maxq + 1) for _ in range(k * n)]                  # [K, N]
     if sym:
         z = [1 << (bits - 1)] * (groups * n)
     elif v2:
@@ -139,6 +140,7 @@ def gptq_case(root, rnd, name, n, k, bits, group, sym, act_order, v2, decl, line
     write(d, fname, tensors, cfg)
     put_expected(d, p + '.qweight', vals)
     lines.append('%s %s.qweight %d %d gptq' % (name, p, n, k))
+    return name
 
 
 def awq_case(root, rnd, name, n, k, group, gemv, decl, lines):
@@ -203,6 +205,7 @@ def awq_case(root, rnd, name, n, k, group, gemv, decl, lines):
     write(d, 'model.safetensors', tensors, cfg)
     put_expected(d, p + '.qweight', vals)
     lines.append('%s %s.qweight %d %d awq' % (name, p, n, k))
+    return name
 
 
 def write(d, fname, tensors, cfg):
@@ -221,8 +224,18 @@ def put_expected(d, name, values):
 
 
 def cases(root, rnd):
-    """Write every GPTQ and AWQ case under root; their cases.txt lines."""
-    lines = []
+    """Write every GPTQ and AWQ case under root; their cases.txt lines.  root/imports.txt lists
+    "case format" for the cases import_encoded keeps exactly (docs/dialects.md "GPTQ and AWQ")."""
+    lines, imports = [], []
+    imports.append(gptq_case(root, rnd, 'gptq3', 32, 128, 3, 64, False, False, False, 'config', lines) + ' q4_g64_fp16')
+    imports.append(gptq_case(root, rnd, 'gptq2_sym', 32, 128, 2, 64, True, False, False, 'config', lines) +
+                   ' q4_g64_fp16')
+    imports.append(gptq_case(root, rnd, 'gptq4_asym', 32, 192, 4, 64, False, False, False, 'file', lines) +
+                   ' q5_g64_fp16')
+    imports.append(gptq_case(root, rnd, 'gptq8_sym', 16, 256, 8, 128, True, False, False, 'config', lines, qlo=1) +
+                   ' q8_g32_fp16')
+    # a code 0 with z = 128 is q - z = -128, which q8_g32_fp16 excludes: requantized only
+    gptq_case(root, rnd, 'gptq8_sym_min', 16, 256, 8, 128, True, False, False, 'config', lines)
     gptq_case(root, rnd, 'gptq4', 64, 256, 4, 128, True, False, False, 'config', lines)
     gptq_case(root, rnd, 'gptq3_act', 64, 96, 3, 32, False, True, False, 'file', lines)
     gptq_case(root, rnd, 'gptq2_v2', 32, 128, 2, 64, False, False, True, 'config', lines)
@@ -230,4 +243,6 @@ def cases(root, rnd):
     gptq_case(root, rnd, 'gptq4_bare', 64, 128, 4, 32, False, False, False, None, lines, with_g_idx=False)
     awq_case(root, rnd, 'awq_gemm', 64, 128, 64, False, 'file', lines)
     awq_case(root, rnd, 'awq_gemv', 16, 256, 64, True, 'config', lines)
+    imports += ['gptq4 q4_g64_fp16', 'gptq2_v2 q4_g64_fp16', 'awq_gemm q5_g64_fp16', 'awq_gemv q5_g64_fp16']
+    open(os.path.join(root, 'imports.txt'), 'w').write('\n'.join(imports) + '\n')
     return lines

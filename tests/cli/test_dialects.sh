@@ -9,8 +9,8 @@
 . "$(dirname "$0")/lib.sh" "$@"
 
 python3 "$top/tests/cli/gen_dialects.py" "$work/d" || { bad "gen_dialects.py failed"; finish dialects; exit 1; }
-cases="deepseek ct_fp8 modelopt_fp8 ct_int ct_int_odd modelopt_nvfp4 ct_nvfp4 gptq4 gptq3_act gptq2_v2 gptq8_row gptq4_bare
-    awq_gemm awq_gemv"
+cases="deepseek ct_fp8 modelopt_fp8 ct_int ct_int_odd modelopt_nvfp4 ct_nvfp4 gptq3 gptq2_sym gptq4_asym gptq8_sym
+    gptq8_sym_min gptq4 gptq3_act gptq2_v2 gptq8_row gptq4_bare awq_gemm awq_gemv"
 
 # ---------------------------------------------------------------- values, bit for bit
 for c in $cases; do
@@ -85,6 +85,54 @@ run 0 "$bin/ninfer-verify" "$work/i2.ninfer" --against "$work/d/ct_nvfp4"
 run 0 "$bin/ninfer-convert" "$work/d/modelopt_fp8" -o "$work/i3.ninfer" --format q8_g32_fp16 --dry-run
 contains "$work/out" "fp8_e4m3fn_row_bf16"
 contains "$work/out" "imported as it is"
+
+# GPTQ and AWQ into the grouped formats (docs/dialects.md "GPTQ and AWQ"): quick mode imports
+# them without --requantize into the format gen_packed.py names; the values are the oracle's bit
+# for bit, the report compares every one (max_abs_error 0, snr_db null: exact), and verify
+# --against re-derives them
+while read -r c fmt; do
+    w=$(awk -v c="$c" '$1 == c {print $2}' "$work/d/cases.txt")
+    run 0 "$bin/ninfer-convert" "$work/d/$c" -o "$work/$c.i.ninfer" --format bf16 --dry-run --json
+    python3 - "$work/out" "$w" "$fmt" <<'PY' && ok || bad "$c: imported into $fmt in the plan"
+import json, sys
+o = [o for o in json.load(open(sys.argv[1]))['objects'] if o['id'] == sys.argv[2]][0]
+assert o['format'] == sys.argv[3] and o['method'] == 'import_encoded' and o['handling'] == 'imported', o
+PY
+    run 0 "$bin/ninfer-convert" "$work/d/$c" -o "$work/$c.i.ninfer" --format bf16 --threads 2 --chunk-values 1000
+    run 0 "$bin/ninfer-dequant" "$work/$c.i.ninfer" "$w" -o "$work/$c.i.f32"
+    same "$work/$c.i.f32" "$work/d/$c/expected/$w.f32"
+    python3 - "$work/$c.i.ninfer.conversion.json" "$w" <<'PY' && ok || bad "$c: the report says exact"
+import json, sys
+o = [o for o in json.load(open(sys.argv[1]))['objects'] if o['object'] == sys.argv[2]][0]
+n, k = o['shape']
+assert o['values_compared'] == n * k and o['max_abs_error'] == 0 and o['snr_db'] is None, o
+PY
+    run 0 "$bin/ninfer-verify" "$work/$c.i.ninfer" --against "$work/d/$c"
+done <"$work/d/imports.txt"
+check test "$(wc -l <"$work/d/imports.txt")" -eq 8
+# act-order, groups of 32, 8-bit asymmetric, and 8-bit symmetric reaching q - z = -128 (q8
+# excludes it) need --requantize
+for c in gptq3_act gptq4_bare gptq8_row gptq8_sym_min; do
+    run 1 "$bin/ninfer-convert" "$work/d/$c" -o "$work/$c.i.ninfer" --format bf16 --dry-run
+    contains "$work/err" "no format holds its words exactly"
+done
+# a declaration that says symmetric while a zero point is not 2^(b-1): the import is planned
+# (q4), and the row that breaks it is named when read
+cp -r "$work/d/gptq4" "$work/gptq4_lie"
+python3 - "$work/gptq4_lie/model.safetensors" <<'PY' && ok || bad "gptq4_lie: generator"
+import json, struct, sys
+b = bytearray(open(sys.argv[1], 'rb').read())
+n = struct.unpack('<Q', b[:8])[0]
+h = json.loads(b[8:8 + n])
+off = 8 + n + h['model.layers.0.mlp.down_proj.qzeros']['data_offsets'][0]
+b[off:off + 4] = struct.pack('<I', 0)  # columns 0..7 of group 0: stored 0, z = 1
+open(sys.argv[1], 'wb').write(b)
+PY
+run 1 "$bin/ninfer-convert" "$work/gptq4_lie" -o "$work/lie.ninfer" --format bf16
+contains "$work/err" "gptq4_lie: model.layers.0.mlp.down_proj.qweight: row 0 col 0: the integer q - z = "
+contains "$work/err" "outside q4_g64_fp16's codes [-8, 7]"
+contains "$work/err" "requantize it"
+check test ! -e "$work/lie.ninfer"
 
 # ---------------------------------------------------------------- refused without permission
 # DeepSeek's 128x128 blocks, compressed-tensors groups and blocks, packed integers: no format

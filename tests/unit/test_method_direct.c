@@ -305,7 +305,8 @@ Test(method_table, targets)
         bool quant = f->category == NF_CAT_GROUPED && f->id != NF_FMT_Q2_G64_FP16 && f->id != NF_FMT_T2_G128_FP16;
         bool fp8 = f->category == NF_CAT_FP8_ROW;
         bool import = f->id == NF_FMT_NVFP4 || f->id == NF_FMT_FP8_E4M3FN_ROW_BF16 || f->id == NF_FMT_T2_G128_FP16 ||
-                      f->id == NF_FMT_Q2_G64_FP16 || f->id == NF_FMT_Q8_G32_FP16 || f->category == NF_CAT_GGUF;
+                      f->id == NF_FMT_Q2_G64_FP16 || f->id == NF_FMT_Q8_G32_FP16 || f->category == NF_CAT_GGUF ||
+                      f->id == NF_FMT_Q4_G64_FP16 || f->id == NF_FMT_Q5_G64_FP16; /* GPTQ, AWQ */
         bool ggml = f->category == NF_CAT_GGUF; /* every gguf_* type has ggml's encoder */
         bool nvfp4 = f->id == NF_FMT_NVFP4;
         bool want[NF_METHOD_COUNT] = {direct, quant, quant, fp8, import, ggml, nvfp4, nvfp4};

@@ -116,6 +116,8 @@ typedef struct nf_qweight {
     const nf_source_tensor *g_idx; /* GPTQ: the group of each column k (act-order), or NULL: k / group */
     int32_t zero_add;              /* added to each stored zero point: 1 for GPTQ's v1 format, else 0 */
     uint64_t groups;               /* G: the groups of a row */
+    bool act_order;                /* g_idx is not k / group: a row's groups are not runs of columns */
+    int symmetric;                 /* declared sym (z = 2^(b-1)): 1, asymmetric 0, not declared -1 */
 } nf_qweight;
 
 /* What a tensor of the checkpoint is. */
@@ -170,6 +172,13 @@ NF_API nf_status nf_qweight_read_f32(const nf_source *src, const nf_qweight *q, 
  * that cover them, so a row longer than memory is read span by span (docs/dialects.md "Values"). */
 NF_API nf_status nf_qweight_read_f32_span(const nf_source *src, const nf_qweight *q, uint64_t row, uint64_t c0,
                                           uint64_t n, float *out, size_t out_len, nf_error *err);
+
+/* GPTQ and AWQ (NF_QCODES_UINT_PACKED) without act-order: rows [r0, r1) as their integers
+ * q - z, (r1 - r0) * K int16 into ints, and their groups' scales as binary32 (exact), (r1 - r0)
+ * * G floats into scales -- the words import_encoded keeps (docs/dialects.md "GPTQ and AWQ").
+ * Scales are checked as nf_qweight_read_f32 checks them; NF_ERR_USAGE for another dialect. */
+NF_API nf_status nf_qweight_read_ints(const nf_source *src, const nf_qweight *q, uint64_t r0, uint64_t r1,
+                                      int16_t *ints, size_t ints_len, float *scales, size_t scales_len, nf_error *err);
 
 #ifdef __cplusplus
 }

@@ -16,6 +16,8 @@
  *                                F8_E4M3 [N,K/16], <p>.weight_global_scale F32
  *   NF_IMPORT_FP8_COMPRESSED     <p>.weight F8_E4M3 [N,K], <p>.weight_scale      fp8_e4m3fn_row_bf16
  *                                BF16 or F32, [N], [N,1] or one value
+ *   NF_IMPORT_INT_GROUPS         GPTQ / AWQ integers q - z and F16 group scales  q4_g64_fp16,
+ *                                (nf_qweight_read_ints, ninfer/dialect.h)        q5_g64_fp16, q8_g32_fp16
  *
  * Two steps.  An nf_import_init_*() function reads only what a checkpoint header declares
  * (names, dtypes, shapes) plus the tensor-level scalar (the NVFP4 divisor, a per-tensor FP8
@@ -80,11 +82,12 @@ typedef enum nf_import_kind {
     NF_IMPORT_NVFP4_MODELOPT,   /* divisor = binary32 reciprocal of weight_scale_2 */
     NF_IMPORT_NVFP4_COMPRESSED, /* divisor = weight_global_scale as stored */
     NF_IMPORT_FP8_COMPRESSED,   /* E4M3FN codes + one BF16 multiplier per row */
+    NF_IMPORT_INT_GROUPS,       /* integer codes q - z + one binary16 scale per source group */
     NF_IMPORT_KIND_COUNT
 } nf_import_kind;
 
 /* "gguf_blocks", "gsq_q2_0", "q8_0", "pq2_0", "nvfp4_modelopt", "nvfp4_compressed_tensors",
- * "fp8_compressed_tensors"; NULL for an out-of-range kind. */
+ * "fp8_compressed_tensors", "int_groups"; NULL for an out-of-range kind. */
 NF_API const char *nf_import_kind_name(nf_import_kind kind);
 
 /* One source tensor as its checkpoint declares it (no data).  For an nf_source_tensor t:
@@ -119,6 +122,7 @@ typedef struct nf_import {
     uint32_t source_scalar;   /* the stored tensor-level word: nvfp4 weight_scale_2 /
                                  weight_global_scale (F32); fp8 per-tensor scale (BF16 or F32) */
     uint32_t divisor;         /* nvfp4: this matrix's divisor word d_w */
+    uint64_t group;           /* int_groups: the source's group of columns (K for one per row) */
 } nf_import;
 
 /* ---------------------------------------------------------------- init */
@@ -164,6 +168,16 @@ NF_API nf_status nf_import_init_nvfp4(nf_import *imp, nf_import_kind dialect, co
 NF_API nf_status nf_import_init_fp8(nf_import *imp, const nf_format *target, const nf_import_tensor *codes,
                                     const nf_import_tensor *scales, const void *tensor_scale_bytes,
                                     size_t tensor_scale_len, nf_error *err);
+
+/* A GPTQ or AWQ matrix [rows, cols] without act-order into `target` (q4_g64_fp16, q5_g64_fp16
+ * or q8_g32_fp16), its groups of `group` columns (cols or more: one per row) made of whole
+ * target groups.  A chunk carries rows of nf_qweight_read_ints: row_bytes = 2 * cols (int16
+ * q - z) and scale_row_bytes = 4 * G (binary32 scales).  Each scale must be a finite nonzero
+ * binary16 value, each integer inside the target's codes (q8: -128 is not), else the row and
+ * column are named and the message says to requantize. */
+NF_API nf_status nf_import_init_int_groups(nf_import *imp, const nf_format *target, const nf_import_tensor *codes,
+                                           const nf_import_tensor *scales, uint64_t rows, uint64_t cols, uint64_t group,
+                                           nf_error *err);
 
 /* ---------------------------------------------------------------- geometry */
 /* Geometry of the object holding this one matrix: the target's default layout, shape

@@ -40,8 +40,17 @@ nf_status nf_convert_member_rows(const plan_object *o, const plan_member *m, uin
         const nf_import *imp = &m->imp;
         size_t len = (size_t)(rows * imp->row_bytes);
         if (len > raw_len) return nf_error_set(err, NF_ERR_USAGE, "chunk buffer too small");
-        NF_TRY(nf_source_read_bytes(src, m->t, r0 * imp->row_bytes, raw_buf, len, err));
         nf_import_chunk chunk = {r0, rows, raw_buf, len, NULL, 0, 0};
+        if (imp->kind == NF_IMPORT_INT_GROUPS) {
+            /* GPTQ, AWQ: the integers q - z and the group scales, as the dialect reads them */
+            size_t slen = (size_t)(rows * imp->scale_row_bytes);
+            if (slen > scale_len) return nf_error_set(err, NF_ERR_USAGE, "chunk buffer too small");
+            NF_TRY(nf_qweight_read_ints(src, m->q, r0, r1, raw_buf, len / 2, scale_buf, slen / 4, err));
+            chunk.scales = scale_buf;
+            chunk.scales_len = slen;
+        } else {
+            NF_TRY(nf_source_read_bytes(src, m->t, r0 * imp->row_bytes, raw_buf, len, err));
+        }
         if (imp->scale_row_bytes && m->scale_t) {
             size_t slen = (size_t)(rows * imp->scale_row_bytes);
             if (slen > scale_len) return nf_error_set(err, NF_ERR_USAGE, "chunk buffer too small");
@@ -51,10 +60,13 @@ nf_status nf_convert_member_rows(const plan_object *o, const plan_member *m, uin
         }
         /* the import names the tensor and the word; the checkpoint is named here */
         NF_TRY_CTX(nf_import_rows(imp, &chunk, words, words_row, err), err, "%s", nf_source_path(src));
-        /* GGUF sources have values of their own (ggml's dequantization) to compare with. */
+        /* GGUF sources have values of their own (ggml's dequantization) to compare with, and so
+         * do GPTQ and AWQ weights (the report shows their import exact) */
         if (values) {
             if (m->t->ggml_type >= 0 && m->t->convertible)
                 NF_TRY(nf_source_read_f32(src, m->t, r0, r1, values, (size_t)(rows * o->g.cols), err));
+            else if (imp->kind == NF_IMPORT_INT_GROUPS)
+                NF_TRY(nf_qweight_read_f32(src, m->q, r0, r1, values, (size_t)(rows * o->g.cols), err));
             else
                 for (size_t i = 0; i < rows * o->g.cols; i++) values[i] = NAN;
         }

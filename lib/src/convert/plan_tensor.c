@@ -177,11 +177,53 @@ static nf_import_tensor import_tensor(const nf_source_tensor *t)
     return (nf_import_tensor){t->name, t->type_name, t->ggml_type, t->rank, t->shape};
 }
 
+/* Does any integer q - z of the GPTQ / AWQ weight equal v?  Read in pieces of rows of at most
+ * 2^18 values (one row at least); a weight that cannot be read is taken to (its values path
+ * names the problem). */
+static bool packed_reaches(const nf_source *src, const nf_qweight *q, int v)
+{
+    const uint64_t n = q->shape[0], k = q->shape[1];
+    uint64_t per = ((uint64_t)1 << 18) / k;
+    per = per ? per : 1;
+    int16_t *ints = malloc((size_t)(per * k) * sizeof *ints);
+    float *scales = malloc((size_t)(per * q->groups) * sizeof *scales);
+    bool found = !ints || !scales;
+    nf_error e;
+    for (uint64_t a = 0; !found && a < n; a += per) {
+        uint64_t b = a + per < n ? a + per : n;
+        if (nf_qweight_read_ints(src, q, a, b, ints, (size_t)(per * k), scales, (size_t)(per * q->groups), &e) != NF_OK)
+            found = true;
+        for (uint64_t i = 0; !found && i < (b - a) * k; i++) found = ints[i] == v;
+    }
+    free(ints);
+    free(scales);
+    return found;
+}
+
+/* GPTQ's and AWQ's grouped format (docs/dialects.md "GPTQ and AWQ"): F16 scales in groups of
+ * whole target groups, no act-order, and q - z inside the format's codes by construction --
+ * 2- and 3-bit in q4's [-8, 7] (q2's [-1, 2] would need z = 1 in every group, or negated
+ * words), 4-bit symmetric (z = 8) in q4, other 4-bit (z <= 16) in q5's [-16, 15], 8-bit
+ * symmetric in q8 unless a code reaches -128 (read when planned); NULL otherwise. */
+static const char *packed_import_target(const nf_source *src, const nf_qweight *q)
+{
+    if (q->act_order || q->scale->dtype != NF_ST_F16) return NULL;
+    const char *target = q->bits <= 3                        ? "q4_g64_fp16"
+                         : q->bits == 4                      ? (q->symmetric == 1 ? "q4_g64_fp16" : "q5_g64_fp16")
+                         : q->bits == 8 && q->symmetric == 1 ? "q8_g32_fp16"
+                                                             : NULL;
+    const uint64_t tg = target && !strcmp(target, "q8_g32_fp16") ? 32 : 64, k = q->shape[1];
+    if (!target || k % tg || (q->block_cols < k && q->block_cols % tg)) return NULL;
+    if (q->bits == 8 && packed_reaches(src, q, -128)) return NULL;
+    return target;
+}
+
 /* The format that holds a quantized weight's words exactly (import_encoded, docs/dialects.md), or
  * NULL when none does. */
-static const char *import_target(const nf_qweight *q)
+static const char *import_target(const nf_source *src, const nf_qweight *q)
 {
     if (q->dialect == NF_DIALECT_CT_NVFP4 || q->dialect == NF_DIALECT_MODELOPT_NVFP4) return "nvfp4";
+    if (q->codes_kind == NF_QCODES_UINT_PACKED) return packed_import_target(src, q);
     bool rows = !strcmp(q->strategy, "tensor") || !strcmp(q->strategy, "channel");
     if ((q->dialect == NF_DIALECT_CT_FP8 || q->dialect == NF_DIALECT_MODELOPT_FP8) && rows &&
         q->codes_kind == NF_QCODES_E4M3 && (q->scale->dtype == NF_ST_F32 || q->scale->dtype == NF_ST_BF16))
@@ -194,18 +236,18 @@ bool nf_plan_gguf_blocks(const nf_source_tensor *t) { return t->ggml_type >= 0 &
 
 /* The format import_encoded puts a tensor in when no rule chose one: the one holding its words
  * (a quantized weight's, a GGUF block tensor's gguf_*), or NULL. */
-static const char *natural_import_format(const nf_source_tensor *t, const nf_qweight *q)
+static const char *natural_import_format(const nf_source *src, const nf_source_tensor *t, const nf_qweight *q)
 {
-    if (q) return import_target(q);
+    if (q) return import_target(src, q);
     if (nf_plan_gguf_blocks(t)) return t->format->name;
     return NULL;
 }
 
 /* A quantized weight imports only into the format that holds its words (docs/dialects.md). */
-static nf_status check_quantized_import(const nf_source_tensor *t, const nf_qweight *q, const nf_format *fmt,
-                                        nf_error *err)
+static nf_status check_quantized_import(const nf_source *src, const nf_source_tensor *t, const nf_qweight *q,
+                                        const nf_format *fmt, nf_error *err)
 {
-    const char *target = import_target(q);
+    const char *target = import_target(src, q);
     char what[NF_ERROR_MESSAGE_MAX / 4];
     nf_qweight_describe(q, what, sizeof what);
     if (!target)
@@ -248,6 +290,11 @@ static nf_status prepare_import(const plan_source *s, const nf_source_tensor *t,
                             "companions (its scales, docs/dialects.md), and this %s tensor has none: no import into %s",
                             t->name, t->type_name, fmt->name);
     nf_import_tensor is = import_tensor(q->scale);
+    if (q->codes_kind == NF_QCODES_UINT_PACKED) { /* read through the dialect: m->q */
+        NF_TRY(nf_import_init_int_groups(&m->imp, fmt, &it, &is, q->shape[0], q->shape[1], q->block_cols, err));
+        m->q = q;
+        return NF_OK;
+    }
     uint8_t bytes[4];
     size_t len = 0;
     if (fmt->category == NF_CAT_NVFP4) {
@@ -313,7 +360,7 @@ void nf_plan_tensor(nf_plan *p, const plan_source *s, tensor_plan *tp, problems 
     const nf_recipe *r = p->recipe;
     nf_error e;
     /* import_encoded with no rule choosing the format: the format that holds the words */
-    const char *format = c->format, *natural = natural_import_format(t, tp->q);
+    const char *format = c->format, *natural = natural_import_format(s->src, t, tp->q);
     if (c->format_rule < 0 && c->method && !strcmp(c->method, "import_encoded") && natural) format = natural;
     if (nf_format_find(format, &tp->fmt, &e) != NF_OK) {
         nf_plan_tensor_problem(probs, r, c, FIELD_FORMAT, t, e.message);
@@ -330,7 +377,8 @@ void nf_plan_tensor(nf_plan *p, const plan_source *s, tensor_plan *tp, problems 
         nf_plan_tensor_problem(probs, r, c, FIELD_METHOD, t, e.message);
         return;
     }
-    if (tp->q && tp->method == NF_METHOD_IMPORT_ENCODED && check_quantized_import(t, tp->q, tp->fmt, &e) != NF_OK) {
+    if (tp->q && tp->method == NF_METHOD_IMPORT_ENCODED &&
+        check_quantized_import(s->src, t, tp->q, tp->fmt, &e) != NF_OK) {
         nf_plan_tensor_problem(probs, r, c, FIELD_METHOD, t, without_tensor(e.message, t->name));
         return;
     }
@@ -373,7 +421,7 @@ void nf_plan_tensor(nf_plan *p, const plan_source *s, tensor_plan *tp, problems 
         if (c->method_rule < 0) {
             char what[NF_ERROR_MESSAGE_MAX / 4];
             nf_qweight_describe(q, what, sizeof what);
-            const char *target = import_target(q);
+            const char *target = import_target(s->src, q);
             snprintf(e.message, sizeof e.message,
                      "stored quantized (%s): %s by %s would requantize it, and no rule names that method; %s%s%s "
                      "permit requantizing with a rule that names the method (e.g. `method: %s`), or --requantize in "

@@ -551,8 +551,10 @@ static nf_status read_gptq(const json_t *q, decl *d, const char *ctx, const char
         return bad(err, d, key, "GPTQ codes are 2, 3, 4 or 8 bits", NULL);
     d->bits = (unsigned)bits;
     NF_TRY(get_int(q, "group_size", -1, 1 << 24, &d->group, &d->has_group, d, ctx, err));
-    const json_t *da = json_object_get(q, "desc_act");
+    const json_t *da = json_object_get(q, "desc_act"), *sym = json_object_get(q, "sym");
     d->desc_act = json_is_true(da);
+    d->has_sym = json_is_boolean(sym);
+    d->sym = json_is_true(sym);
     const char *fkey = spelling(q, "checkpoint_format", "format"), *format = NULL;
     NF_TRY(get_str(q, fkey, &format, d, ctx, err));
     if (format && strcmp(format, "gptq") != 0 && strcmp(format, "gptq_v2") != 0) {

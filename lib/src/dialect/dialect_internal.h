@@ -68,7 +68,7 @@ typedef struct decl {
     /* DECL_MODELOPT */
     char algo[48];
     /* DECL_GPTQ, DECL_AWQ: what was declared (has_*: given at all) */
-    bool has_bits, has_group, desc_act, gptq_v2;
+    bool has_bits, has_group, desc_act, gptq_v2, has_sym, sym;
     unsigned bits;
     int64_t group;        /* -1: one group per row */
     char awq_version[16]; /* "gemm" or "gemv" ("" when not declared) */

@@ -71,7 +71,8 @@ static nf_status fetch_codes(const nf_source *src, const nf_qweight *q, const pi
         for (uint64_t n = 0; n < rows; n++) {
             const uint64_t col = p->a + n, wi = col / 8 - j0;
             const unsigned sh = 4 * awq_nibble[col % 8];
-            for (uint64_t k = 0; k < cols; k++) codes[n * cols + k] = (uint8_t)((le32(raw + (k * nw + wi) * 4) >> sh) & 15);
+            for (uint64_t k = 0; k < cols; k++)
+                codes[n * cols + k] = (uint8_t)((le32(raw + (k * nw + wi) * 4) >> sh) & 15);
         }
         return NF_OK;
     }
@@ -93,10 +94,11 @@ static nf_status bad_scale(nf_error *err, const nf_source *src, const nf_qweight
 {
     const nf_source_tensor *t = q->scale;
     return nf_error_set(err, NF_ERR_INVALID,
-                        "%s: tensor '%s': row %" PRIu64 " col %" PRIu64 " (group %" PRIu64 " of the weight's row %" PRIu64
-                        "): scale 0x%0*" PRIX32 " is %s: a %s scale must be finite and > 0",
-                        nf_source_file_path(src, t->file), t->name, srow, scol, g, n,
-                        t->dtype == NF_ST_F32 ? 8 : 4, w, why, nf_dialect_name(q->dialect));
+                        "%s: tensor '%s': row %" PRIu64 " col %" PRIu64 " (group %" PRIu64
+                        " of the weight's row %" PRIu64 "): scale 0x%0*" PRIX32
+                        " is %s: a %s scale must be finite and > 0",
+                        nf_source_file_path(src, t->file), t->name, srow, scol, g, n, t->dtype == NF_ST_F32 ? 8 : 4, w,
+                        why, nf_dialect_name(q->dialect));
 }
 
 /* The scales and zero points of the piece's rows and groups, s[(n - a) * (g1 - g0) + g - g0]
@@ -302,6 +304,41 @@ nf_status nf_dialect_packed_span(const nf_source *src, const nf_qweight *q, uint
     piece p = {row, row + 1, c0, c0 + n, 0, 0};
     if (st == NF_OK && q->g_idx) st = fetch_g_idx(src, q, c0, c0 + n, bf.gidx, bf.raw, err);
     if (st == NF_OK) st = read_piece(src, q, &p, &bf, out, err);
+    free_buffers(&bf);
+    return st;
+}
+
+nf_status nf_qweight_read_ints(const nf_source *src, const nf_qweight *q, uint64_t r0, uint64_t r1, int16_t *ints,
+                               size_t ints_len, float *scales, size_t scales_len, nf_error *err)
+{
+    if (!src || !q || (r1 > r0 && (!ints || !scales)))
+        return nf_error_set(err, NF_ERR_USAGE, "nf_qweight_read_ints: missing argument");
+    if (q->codes_kind != NF_QCODES_UINT_PACKED || q->act_order)
+        return nf_error_set(err, NF_ERR_USAGE, "tensor '%s': nf_qweight_read_ints reads GPTQ and AWQ without act-order",
+                            q->codes->name);
+    const uint64_t k = q->shape[1], g = q->groups;
+    if (r0 > r1 || r1 > q->shape[0] || (r1 - r0) * k > ints_len || (r1 - r0) * g > scales_len)
+        return nf_error_set(err, NF_ERR_USAGE,
+                            "tensor '%s': rows [%" PRIu64 ", %" PRIu64 ") outside its %" PRIu64
+                            " rows or the buffers given",
+                            q->codes->name, r0, r1, q->shape[0]);
+    if (r0 == r1) return NF_OK;
+    uint64_t per = PIECE_VALUES / k;
+    per = per ? per : 1;
+    per = per < r1 - r0 ? per : r1 - r0;
+    packed_buffers bf;
+    nf_status st = alloc_buffers(q, per, k, &bf, err);
+    for (uint64_t a = r0; st == NF_OK && a < r1; a += per) {
+        piece p = {a, a + per < r1 ? a + per : r1, 0, k, 0, g};
+        st = fetch_codes(src, q, &p, bf.codes, bf.raw, err);
+        if (st == NF_OK) st = fetch_groups(src, q, &p, bf.s, bf.z, bf.raw, err);
+        for (uint64_t n = 0; st == NF_OK && n < p.b - p.a; n++) {
+            int16_t *o = ints + (a - r0 + n) * k;
+            for (uint64_t c = 0; c < k; c++)
+                o[c] = (int16_t)((int32_t)bf.codes[n * k + c] - bf.z[n * g + c / q->block_cols]);
+            memcpy(scales + (a - r0 + n) * g, bf.s + n * g, (size_t)g * sizeof *scales);
+        }
+    }
     free_buffers(&bf);
     return st;
 }

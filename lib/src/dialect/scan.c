@@ -810,7 +810,7 @@ void nf_qweight_describe(const nf_qweight *q, char *buf, size_t size)
         codes = cbuf;
     }
     snprintf(buf, size, "%s: %s codes, %s %s%s%s%s", nf_dialect_name(q->dialect), codes, q->scale->type_name, grid,
-             q->zero_point ? ", zero points" : "", q->g_idx ? ", act-order g_idx" : "",
+             q->zero_point ? ", zero points" : "", q->act_order ? ", act-order g_idx" : "",
              q->global_op == NF_QGLOBAL_MUL   ? ", x weight_scale_2"
              : q->global_op == NF_QGLOBAL_DIV ? ", / weight_global_scale"
                                               : "");

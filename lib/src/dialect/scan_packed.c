@@ -201,8 +201,9 @@ static void fit_awq_gemv(const packed_module *m, const decl *dc, fit *f)
 
 /* ---------------------------------------------------------------- g_idx */
 /* Every entry of g_idx names a group below G, and group j holds min(group, K - j*group)
- * columns: the act-order permutation of k / group that GPTQ writes. */
-static nf_status check_g_idx(const nf_source *src, const nf_qweight *q, nf_error *err)
+ * columns: the act-order permutation of k / group that GPTQ writes.  q->act_order says whether
+ * it is another permutation than k / group itself. */
+static nf_status check_g_idx(const nf_source *src, nf_qweight *q, nf_error *err)
 {
     const nf_source_tensor *t = q->g_idx;
     const uint64_t k = q->shape[1], g = q->groups, es = t->dtype == NF_ST_I64 ? 8 : 4;
@@ -215,9 +216,12 @@ static nf_status check_g_idx(const nf_source *src, const nf_qweight *q, nf_error
         for (uint64_t i = 0; st == NF_OK && i < n; i++) {
             int64_t v = nf_dialect_g_idx_entry(buf, i, (unsigned)es);
             if (v < 0 || (uint64_t)v >= g)
-                st = fail_p(err, src, t, "entry %" PRIu64 " is %" PRId64 ": a group index of the %" PRIu64 " groups (0..%" PRIu64 ")",
+                st = fail_p(err, src, t,
+                            "entry %" PRIu64 " is %" PRId64 ": a group index of the %" PRIu64 " groups (0..%" PRIu64
+                            ")",
                             a + i, v, g, g - 1);
             else count[v]++;
+            if (st == NF_OK && (uint64_t)v != (a + i) / q->block_cols) q->act_order = true; /* not k / group */
         }
     }
     for (uint64_t j = 0; st == NF_OK && j < g; j++) {
@@ -246,8 +250,10 @@ static nf_status packed_weight(nf_dialects *d, const packed_module *m, nf_qweigh
         dims(qw, a, sizeof a);
         dims(m->scales, b, sizeof b);
         dims(m->qzeros, c, sizeof c);
-        return fail_p(err, d->src, qw, "%s with scales %s and qzeros %s: GPTQ and AWQ store I32 matrices of codes "
-                      "and zero points and a matrix of scales", a, b, c);
+        return fail_p(err, d->src, qw,
+                      "%s with scales %s and qzeros %s: GPTQ and AWQ store I32 matrices of codes "
+                      "and zero points and a matrix of scales",
+                      a, b, c);
     }
     if (!is_scale_dtype(m->scales))
         return fail_p(err, d->src, m->scales, "dtype %s: GPTQ and AWQ scales are F16, BF16 or F32",
@@ -275,10 +281,12 @@ static nf_status packed_weight(nf_dialects *d, const packed_module *m, nf_qweigh
     if (nfit != 1) {
         int first = tried[0] ? 0 : tried[1] ? 1 : 2;
         if (nfit > 1)
-            return fail_p(err, d->src, qw, "%s with scales %s and qzeros %s fits several of GPTQ's and AWQ's layouts "
-                          "and no declaration says which", a, b, c);
-        return fail_p(err, d->src, qw, "%s with scales %s and qzeros %s%s: %s", a, b, c,
-                      m->g_idx ? " and g_idx" : "", fits[first].why);
+            return fail_p(err, d->src, qw,
+                          "%s with scales %s and qzeros %s fits several of GPTQ's and AWQ's layouts "
+                          "and no declaration says which",
+                          a, b, c);
+        return fail_p(err, d->src, qw, "%s with scales %s and qzeros %s%s: %s", a, b, c, m->g_idx ? " and g_idx" : "",
+                      fits[first].why);
     }
     const fit *f = &fits[chosen];
     if (chosen > 0 && f->n % 8)
@@ -300,6 +308,7 @@ static nf_status packed_weight(nf_dialects *d, const packed_module *m, nf_qweigh
     q->scale_rows = f->n;
     q->scale_cols = f->groups;
     q->zero_add = chosen == 0 && !dc->gptq_v2 ? 1 : 0;
+    q->symmetric = dc->kind == DECL_GPTQ && dc->has_sym ? dc->sym : -1;
     if (q->g_idx) NF_TRY(check_g_idx(d->src, q, err));
     return NF_OK;
 }
@@ -360,7 +369,8 @@ nf_status nf_dialect_scan_packed(nf_dialects *d, nf_error *err)
     for (size_t i = 0; declared && i < n; i++) {
         const nf_source_tensor *t = nf_source_tensor_at(src, i);
         if ((named(t, "qzeros") || named(t, "g_idx")) && d->role[i] == NF_QROLE_PLAIN)
-            return fail_p(err, src, t, "a GPTQ or AWQ companion, but no qweight with scales beside it quantizes a "
+            return fail_p(err, src, t,
+                          "a GPTQ or AWQ companion, but no qweight with scales beside it quantizes a "
                           "weight of this module");
     }
     return NF_OK;

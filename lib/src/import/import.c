@@ -1,16 +1,18 @@
 /* import_encoded: the kind table, single-matrix geometry and the row dispatcher, which checks
  * the chunk and the output words and hands the rows to the dialect's file (gguf_import.c, nvfp4_import.c,
- * fp8.c).  The checks and messages those files share are in checks.c, below all three. */
+ * fp8.c, int_groups.c).  The checks and messages those files share are in checks.c, below all three. */
 #include <stdio.h>
 #include <string.h>
 
 #include "import/checks.h"
 #include "import/fp8.h"
 #include "import/gguf_import.h"
+#include "import/int_groups.h"
 #include "import/nvfp4_import.h"
 
 static const char *const kind_names[NF_IMPORT_KIND_COUNT] = {
     "gguf_blocks", "gsq_q2_0", "q8_0", "pq2_0", "nvfp4_modelopt", "nvfp4_compressed_tensors", "fp8_compressed_tensors",
+    "int_groups",
 };
 
 const char *nf_import_kind_name(nf_import_kind kind)
@@ -45,6 +47,7 @@ static bool out_arrays_present(const nf_import *imp, const nf_words *out)
     case NF_IMPORT_NVFP4_MODELOPT:
     case NF_IMPORT_NVFP4_COMPRESSED: return out->codes8 && out->scales8;
     case NF_IMPORT_FP8_COMPRESSED: return out->codes8 && out->scales;
+    case NF_IMPORT_INT_GROUPS: return out->codes && out->scales;
     case NF_IMPORT_KIND_COUNT: break;
     }
     return false;
@@ -93,6 +96,7 @@ nf_status nf_import_rows(const nf_import *imp, const nf_import_chunk *chunk, nf_
     case NF_IMPORT_NVFP4_MODELOPT:
     case NF_IMPORT_NVFP4_COMPRESSED: return nf_import_nvfp4_rows(imp, chunk, out, out_row, err);
     case NF_IMPORT_FP8_COMPRESSED: return nf_import_fp8_rows(imp, chunk, out, out_row, err);
+    case NF_IMPORT_INT_GROUPS: return nf_import_int_groups_rows(imp, chunk, out, out_row, err);
     case NF_IMPORT_KIND_COUNT: break;
     }
     return nf_error_set(err, NF_ERR_USAGE, "nf_import_rows: the import was not initialised");

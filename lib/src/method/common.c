@@ -80,12 +80,14 @@ nf_status nf_method_check_target(nf_method_id id, const nf_format *fmt, nf_error
         case NF_FMT_FP8_E4M3FN_ROW_BF16:
         case NF_FMT_T2_G128_FP16:
         case NF_FMT_Q2_G64_FP16:
+        case NF_FMT_Q4_G64_FP16: /* GPTQ, AWQ (docs/dialects.md "GPTQ and AWQ") */
+        case NF_FMT_Q5_G64_FP16:
         case NF_FMT_Q8_G32_FP16: return NF_OK;
         default:
             if (fmt->category == NF_CAT_GGUF) return NF_OK;
             return cannot_target(id, fmt,
-                                 "it targets nvfp4, fp8_e4m3fn_row_bf16, t2_g128_fp16, q2_g64_fp16, "
-                                 "q8_g32_fp16 and the gguf_* formats",
+                                 "it targets nvfp4, fp8_e4m3fn_row_bf16, t2_g128_fp16, q2_g64_fp16, q4_g64_fp16, "
+                                 "q5_g64_fp16, q8_g32_fp16 and the gguf_* formats",
                                  err);
         }
     case NF_METHOD_GGML_QUANTIZE:

@@ -1,0 +1,14 @@
+/* The GPTQ and AWQ importer (int_groups.c): its row converter, which the dispatcher (import.c)
+ * calls.  Rows [first_row, first_row + rows) of the chunk (already checked against the import,
+ * the output and the buffer sizes) into out rows [out_row, ...). */
+#ifndef NINFER_IMPORT_INT_GROUPS_H
+#define NINFER_IMPORT_INT_GROUPS_H
+
+#include <stdint.h>
+
+#include <ninfer/import.h>
+
+nf_status nf_import_int_groups_rows(const nf_import *imp, const nf_import_chunk *c, nf_words *out, uint64_t out_row,
+                                    nf_error *err);
+
+#endif
