@@ -1157,6 +1157,18 @@ def awq_tensors():
             (QP + ".scales", "F16", [2, 8], le16s(*[0x3C00] * 16))]
 
 
+def mlx_tensors(words=8, groups=1, scale=0x4000, bias=0xBF80, with_biases=True):
+    """MLX [2, 64] 4-bit in one group of 64 per row (BF16 scales and biases)."""
+    ts = [(QW, "U32", [2, words], le32s(*[0x76543210] * (2 * words))),
+          (QP + ".scales", "BF16", [2, groups], le16s(*[0x4000] * (2 * groups - 1) + [scale]))]
+    if with_biases:
+        ts.append((QP + ".biases", "BF16", [2, groups], le16s(*[0xBF80] * (2 * groups - 1) + [bias])))
+    return ts
+
+
+MLX_Q = {"group_size": 64, "bits": 4}
+
+
 def packed_cases():
     def pcase(name, needles, tensors, config=None, extra=None):
         files = {QF: qst(tensors), QCFG: config if config is not None else qconfig(GPTQ_Q)}
@@ -1221,6 +1233,31 @@ def packed_cases():
     pcase("qweight_without_scales", [QF, "tensor 'model.layers.1.mlp.up_proj.qweight'",
                                      "model.layers.1.mlp.up_proj.scales is in no shard"],
           gptq_tensors() + [("model.layers.1.mlp.up_proj.qweight", "I32", [1, 1], le32s(0))])
+    # ---- MLX (docs/dialects.md "MLX"): [2, 64] 4-bit, one group of 64 per row
+    MW, MS, MB = "tensor '%s'" % QW, "tensor '%s.scales'" % QP, "tensor '%s.biases'" % QP
+    mcfg = lambda q: json.dumps({"model_type": "llama", "quantization": q, "quantization_config": q})
+    pcase("mlx_shapes_declared", [QF, MW, "U32 [2,8] with scales BF16 [2,2]: not 4-bit codes in groups of 64",
+                                  "declares for module '%s'" % QP],
+          mlx_tensors(groups=2), mcfg(MLX_Q))
+    pcase("mlx_undeclared_ambiguous", [QF, MW, "fits several of MLX's code widths and group sizes"], mlx_tensors(),
+          json.dumps({"model_type": "llama"}))
+    pcase("mlx_scale_nan", [QF, MS, "row 1 col 0: scale 0x7FC0 is NaN: an mlx scale must be finite"],
+          mlx_tensors(scale=0x7FC0), mcfg(MLX_Q))
+    pcase("mlx_bias_inf", [QF, MB, "row 1 col 0: bias 0xFF80 is infinite"], mlx_tensors(bias=0xFF80), mcfg(MLX_Q))
+    pcase("mlx_overflow", [QF, MW, "row 1 col 2: scale 3.38953139e+38 x code 2 + bias -1 overflows binary32"],
+          mlx_tensors(scale=0x7F7F), mcfg(MLX_Q))
+    pcase("mlx_biases_missing", [QF, MW, "U32 codes without biases beside them", "declares"],
+          mlx_tensors(with_biases=False), mcfg(MLX_Q))
+    pcase("mlx_left_unquantized", [QF, MW, "leaves module '%s' unquantized: conflicting dialect markers" % QP],
+          mlx_tensors(), mcfg(dict(MLX_Q, **{QP: False})))
+    pcase("mlx_bits_7", [QCFG, "quantization_config.bits", "MLX codes are 2, 3, 4, 5, 6 or 8 bits"], mlx_tensors(),
+          qconfig({"group_size": 64, "bits": 7}))
+    pcase("mlx_group_16", [QCFG, "quantization.group_size", "expected an integer from 32 to 128"], mlx_tensors(),
+          json.dumps({"model_type": "llama", "quantization": {"group_size": 16, "bits": 4}}))
+    pcase("mlx_module_bits", [QCFG, "quantization." + QP, "2, 3, 4, 5, 6 or 8 bits in groups of 32, 64 or 128"],
+          mlx_tensors(), json.dumps({"model_type": "llama", "quantization": dict(MLX_Q, **{QP: {"bits": 7}})}))
+    pcase("mlx_conflict_gptq", [QF, MW, "MLX codes, but ckpt/config.json declares", "conflicting dialect markers"],
+          mlx_tensors(), qconfig(GPTQ_Q))
 
 
 # Quantized checkpoints of producers no dialect reads (docs/dialects.md, "Quantized checkpoints
@@ -1243,13 +1280,10 @@ def quantized_refusal_cases():
     rcase("mxfp4_hf", [QF, "MXFP4 (gpt-oss, Hugging Face layout"],
           [("model.layers.0.mlp.experts.down_proj_blocks", "U8", [1, 2, 1, 16], bytes(32)),
            ("model.layers.0.mlp.experts.down_proj_scales", "U8", [1, 2, 1], bytes([127, 127]))])
-    mlx = [(QW, "U32", [2, 2], bytes(16)), (QP + ".scales", "BF16", [2, 1], le16s(0x3F80, 0x3F80)),
-           (QP + ".biases", "BF16", [2, 1], le16s(0, 0))]
-    rcase("mlx_quantization", [QCFG, "quantization: MLX affine (mlx-lm, 4-bit, group 16"], mlx,
-          {QCFG: json.dumps({"model_type": "llama", "quantization": {"group_size": 16, "bits": 4}})}, dry=True)
-    rcase("mlx_quantization_config", [QCFG, "quantization_config: MLX affine"], mlx,
-          {QCFG: json.dumps({"model_type": "llama", "quantization_config": {"group_size": 16, "bits": 4}})})
-    rcase("mlx_tensors", [QF, "tensor '%s'" % QW, "MLX affine (mlx-lm"], mlx)
+    mlx = mlx_tensors()
+    rcase("mlx_mode_nvfp4", [QCFG, "quantization.mode: MLX nvfp4 (mlx-lm, 4-bit, group 16"], mlx,
+          {QCFG: json.dumps({"model_type": "llama", "quantization": {"group_size": 16, "bits": 4, "mode": "nvfp4"}})},
+          dry=True)
     rcase("bnb4_tensors", [QF, "bitsandbytes 4-bit NF4"],
           [(QW, "U8", [8, 1], bytes(8)), (QW + ".absmax", "F32", [1], f32(1)),
            (QW + ".quant_state.bitsandbytes__nf4", "U8", [2], b"{}")])

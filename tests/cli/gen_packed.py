@@ -208,6 +208,62 @@ def awq_case(root, rnd, name, n, k, group, gemv, decl, lines):
     return name
 
 
+def mlx_pack_row(vals, bits):
+    """one row of MLX codes: 32 / bits per uint32 for 2, 4 and 8 bits; for 3 and 5 bits eight codes
+    in 3 or 5 bytes, for 6 bits four codes in 3 bytes, each group of bytes little-endian with code i
+    at bit bits * i (MLX's pack_factor / bytes_per_pack), the bytes then read as uint32 words."""
+    if bits in (2, 4, 8):
+        per, out = 32 // bits, b''
+        for i in range(0, len(vals), per):
+            w = 0
+            for j, v in enumerate(vals[i:i + per]):
+                w |= v << (bits * j)
+            out += struct.pack('<I', w)
+        return out
+    per = 4 if bits == 6 else 8
+    nbytes = per * bits // 8
+    out = b''
+    for i in range(0, len(vals), per):
+        acc = 0
+        for j, v in enumerate(vals[i:i + per]):
+            acc |= v << (bits * j)
+        out += acc.to_bytes(nbytes, 'little')
+    return out
+
+
+def mlx_case(root, rnd, name, modules, decl, lines, extra=None):
+    """An mlx-lm checkpoint: modules (prefix, n, k, bits, group, scale dtype) as weight U32
+    [N, K*b/32], scales and biases [N, K/g]; decl: a dict of config.json members (None: none)."""
+    d = os.path.join(root, name)
+    os.makedirs(os.path.join(d, 'expected'), exist_ok=True)
+    tensors = list(extra or [])
+    for p, n, k, bits, group, sdt in modules:
+        G = k // group
+        q = [[rnd.randrange(1 << bits) for _ in range(k)] for _ in range(n)]
+        if sdt == 'BF16':
+            conv = lambda x: struct.unpack('<f', struct.pack('<I', struct.unpack('<I', struct.pack('<f', x))[0]
+                                                            & 0xFFFF0000))[0]
+        else:
+            conv = f16
+        # MLX writes a negative scale where a group's edge is its minimum
+        sc = [[conv(rnd.choice((-1, 1)) * rnd.uniform(0.002, 0.05)) for _ in range(G)] for _ in range(n)]
+        bi = [[conv(rnd.uniform(-0.5, 0.5)) for _ in range(G)] for _ in range(n)]
+        packed = b''.join(mlx_pack_row(q[r], bits) for r in range(n))
+        assert len(packed) == n * k * bits // 8
+        if sdt == 'BF16':
+            enc = lambda vs: b''.join(struct.pack('<I', struct.unpack('<I', struct.pack('<f', v))[0])[2:] for v in vs)
+        else:
+            enc = lambda vs: struct.pack('<%de' % len(vs), *vs)
+        tensors += [(p + '.weight', 'U32', [n, k * bits // 32], packed),
+                    (p + '.scales', sdt, [n, G], enc([v for r in sc for v in r])),
+                    (p + '.biases', sdt, [n, G], enc([v for r in bi for v in r]))]
+        vals = [f32(sc[r][c // group] * q[r][c] + bi[r][c // group]) for r in range(n) for c in range(k)]
+        put_expected(d, p + '.weight', vals)
+        lines.append('%s %s.weight %d %d mlx' % (name, p, n, k))
+    cfg = dict({'model_type': 'llama'}, **(decl or {}))
+    write(d, 'model.safetensors', tensors, cfg)
+
+
 def write(d, fname, tensors, cfg):
     hdr, data = {}, b''
     for name, dtype, shape, raw in tensors:
@@ -244,5 +300,24 @@ def cases(root, rnd):
     awq_case(root, rnd, 'awq_gemm', 64, 128, 64, False, 'file', lines)
     awq_case(root, rnd, 'awq_gemv', 16, 256, 64, True, 'config', lines)
     imports += ['gptq4 q4_g64_fp16', 'gptq2_v2 q4_g64_fp16', 'awq_gemm q5_g64_fp16', 'awq_gemv q5_g64_fp16']
+    # MLX: current mlx-lm (quantization and quantization_config alike), the embedding quantized
+    # too; older mlx-lm (quantization alone) with BF16 scales; mixed bits per module with a
+    # module left unquantized; no declaration at all
+    mq = {'group_size': 64, 'bits': 4}
+    mlx_case(root, rnd, 'mlx4', [('model.layers.0.self_attn.q_proj', 64, 128, 4, 64, 'F16'),
+                                 ('model.embed_tokens', 32, 128, 4, 64, 'F16')],
+             {'quantization': mq, 'quantization_config': mq}, lines)
+    mlx_case(root, rnd, 'mlx3_old', [('model.layers.0.mlp.up_proj', 24, 96, 3, 32, 'BF16')],
+             {'quantization': {'group_size': 32, 'bits': 3}}, lines)
+    mixed = {'group_size': 64, 'bits': 4, 'model.layers.0.mlp.down_proj': {'group_size': 32, 'bits': 6},
+             'model.layers.0.mlp.gate_proj': {'group_size': 128, 'bits': 5},
+             'model.layers.0.self_attn.k_proj': {'group_size': 64, 'bits': 2}, 'model.layers.0.mlp.gate': False}
+    mlx_case(root, rnd, 'mlx_mixed', [('model.layers.0.mlp.down_proj', 16, 128, 6, 32, 'F16'),
+                                      ('model.layers.0.mlp.gate_proj', 8, 256, 5, 128, 'F16'),
+                                      ('model.layers.0.self_attn.k_proj', 16, 128, 2, 64, 'F16'),
+                                      ('model.layers.0.self_attn.v_proj', 16, 128, 4, 64, 'F16')],
+             {'quantization': mixed, 'quantization_config': mixed}, lines,
+             extra=[('model.layers.0.mlp.gate.weight', 'F16', [4, 128], struct.pack('<512e', *[0.25] * 512))])
+    mlx_case(root, rnd, 'mlx8_bare', [('lm_head', 8, 256, 8, 128, 'F16')], None, lines)
     open(os.path.join(root, 'imports.txt'), 'w').write('\n'.join(imports) + '\n')
     return lines

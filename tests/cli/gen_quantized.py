@@ -237,15 +237,16 @@ def main():
              t('model.embed_tokens.biases', 'BF16', [V, H // 64]), t('model.norm.weight', 'BF16', [H]),
              t('model.layers.0.input_layernorm.weight', 'BF16', [H]),
              t('model.layers.0.post_attention_layernorm.weight', 'BF16', [H])] + layer(mlx)
-    case('mlx', {'config.json': dict(LLAMA, quantization=mq, quantization_config=mq),
-                 'model.safetensors': st_bytes(mlx_t)},
-         ['mlx/config.json: quantization_config: MLX affine (mlx-lm, 4-bit, group 64, declared in config.json '
-          'quantization_config without a quant_method)', not_read])
-    case('mlx_old', {'config.json': dict(LLAMA, quantization=mq), 'model.safetensors': st_bytes(mlx_t)},
-         ['mlx_old/config.json: quantization: MLX affine (mlx-lm, 4-bit, group 64, declared in config.json '
-          'quantization)', not_read])
-    case('mlx_tensors', {'config.json': LLAMA, 'model.safetensors': st_bytes(mlx_t)},
-         ["mlx_tensors/model.safetensors: tensor 'model.", 'MLX affine (mlx-lm: codes packed in U32 weight', not_read])
+    # (read now: docs/dialects.md "MLX")
+    readable('mlx', {'config.json': dict(LLAMA, quantization=mq, quantization_config=mq),
+                     'model.safetensors': st_bytes(mlx_t)}, 'mlx')
+    readable('mlx_old', {'config.json': dict(LLAMA, quantization=mq), 'model.safetensors': st_bytes(mlx_t)}, 'mlx')
+    # but not its other modes
+    case('mlx_mxfp4', {'config.json': dict(LLAMA, quantization=dict(mq, group_size=32, mode='mxfp4'),
+                                           quantization_config=dict(mq, group_size=32, mode='mxfp4')),
+                       'model.safetensors': st_bytes(mlx_t)},
+         ['mlx_mxfp4/config.json: quantization_config.mode: MLX mxfp4 (mlx-lm, 4-bit, group 32, declared in '
+          'config.json quantization_config)', not_read])
     # ---- bitsandbytes, as transformers saves a model loaded in 4 or 8 bits
     bq4 = {'quant_method': 'bitsandbytes', '_load_in_4bit': True, '_load_in_8bit': False, 'load_in_4bit': True,
            'load_in_8bit': False, 'bnb_4bit_quant_type': 'nf4', 'bnb_4bit_compute_dtype': 'bfloat16',

@@ -10,7 +10,7 @@
 
 python3 "$top/tests/cli/gen_dialects.py" "$work/d" || { bad "gen_dialects.py failed"; finish dialects; exit 1; }
 cases="deepseek ct_fp8 modelopt_fp8 ct_int ct_int_odd modelopt_nvfp4 ct_nvfp4 gptq3 gptq2_sym gptq4_asym gptq8_sym
-    gptq8_sym_min gptq4 gptq3_act gptq2_v2 gptq8_row gptq4_bare awq_gemm awq_gemv"
+    gptq8_sym_min gptq4 gptq3_act gptq2_v2 gptq8_row gptq4_bare awq_gemm awq_gemv mlx4 mlx3_old mlx_mixed mlx8_bare"
 
 # ---------------------------------------------------------------- values, bit for bit
 for c in $cases; do

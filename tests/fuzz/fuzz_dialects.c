@@ -52,8 +52,8 @@ static void check_roles(const nf_dialects *d, const nf_qweight *q)
 {
     const nf_qweight *owner = NULL;
     if (nf_dialects_role(d, q->codes, &owner) != NF_QROLE_WEIGHT || owner != q) abort();
-    const nf_source_tensor *comp[5] = {q->scale, q->global, q->zero_point, q->shape_tensor, q->g_idx};
-    for (size_t i = 0; i < 5; i++) {
+    const nf_source_tensor *comp[6] = {q->scale, q->global, q->zero_point, q->shape_tensor, q->g_idx, q->biases};
+    for (size_t i = 0; i < 6; i++) {
         if (!comp[i]) continue;
         if (nf_dialects_role(d, comp[i], &owner) != NF_QROLE_COMPANION || owner != q) abort();
     }

@@ -220,26 +220,48 @@ Test(dialect, a_value_that_overflows_binary32_is_refused)
  * yet"); a dense sparsity_config changes nothing. */
 Test(dialect, checkpoints_no_dialect_reads_are_refused_by_the_scan)
 {
-    uint32_t packed[4] = {0};
-    uint16_t half_scales[2] = {0x3F80, 0x3F80};
+    /* MLX, [2, 64] of 4-bit codes in one group per row: nibble i of each word holds i, so codes
+     * run 0..7 eight times; scale 2 and bias -1 (BF16) make every value 2q - 1 */
+    uint32_t packed[2 * 8];
+    for (int i = 0; i < 16; i++) packed[i] = 0x76543210u;
+    uint16_t two[2] = {0x4000, 0x4000}, minus_one[2] = {0xBF80, 0xBF80};
     sw_st_tensor mlx[] = {
-        {"p.weight", "U32", 2, {2, 2}, packed, sizeof packed},
-        {"p.scales", "BF16", 2, {2, 1}, half_scales, sizeof half_scales},
-        {"p.biases", "BF16", 2, {2, 1}, half_scales, sizeof half_scales},
+        {"p.weight", "U32", 2, {2, 8}, packed, sizeof packed},
+        {"p.scales", "BF16", 2, {2, 1}, two, sizeof two},
+        {"p.biases", "BF16", 2, {2, 1}, minus_one, sizeof minus_one},
     };
     nf_dialects *d = NULL;
     nf_error err;
-    /* current mlx-lm: quantization_config without quant_method is MLX, not "quant_method: missing" */
-    nf_source *s = open_ckpt(mlx, 3, "{\"quantization_config\": {\"group_size\": 64, \"bits\": 4}}");
-    cr_assert_eq(nf_dialects_scan(s, &d, &err), NF_ERR_INVALID);
-    cr_assert(strstr(err.message, "config.json: quantization_config: MLX affine (mlx-lm, 4-bit, group 64, declared in "
-                                  "config.json quantization_config without a quant_method): not read yet"),
-              "%s", err.message);
-    nf_source_close(s);
-    /* no declaration: the U32 weight with scales and biases */
+    /* current mlx-lm: quantization_config without quant_method is MLX, read (not "quant_method:
+     * missing"); old mlx-lm's quantization alone alike */
+    const char *decls[2] = {"{\"quantization_config\": {\"group_size\": 64, \"bits\": 4}}",
+                            "{\"quantization\": {\"group_size\": 64, \"bits\": 4}}"};
+    nf_source *s;
+    for (int i = 0; i < 2; i++) {
+        s = open_ckpt(mlx, 3, decls[i]);
+        cr_assert_eq(nf_dialects_scan(s, &d, &err), NF_OK, "%s", err.message);
+        const nf_qweight *q = nf_dialects_weight_at(d, 0);
+        cr_assert(q && q->dialect == NF_DIALECT_MLX && q->shape[0] == 2 && q->shape[1] == 64 && q->bits == 4);
+        float v[128];
+        cr_assert_eq(nf_qweight_read_f32(s, q, 0, 2, v, 128, &err), NF_OK, "%s", err.message);
+        for (int k = 0; k < 128; k++) cr_assert_eq(v[k], (float)(2 * (k % 8) - 1), "value %d", k);
+        nf_dialects_free(d);
+        nf_source_close(s);
+    }
+    /* no declaration: 8 words and one group per row are 4-bit codes in a group of 64, 2-bit in
+     * 128 or 8-bit in 32: refused as ambiguous, never guessed */
     s = open_ckpt(mlx, 3, NULL);
     cr_assert_eq(nf_dialects_scan(s, &d, &err), NF_ERR_INVALID);
-    cr_assert(strstr(err.message, "model.safetensors: tensor 'p.weight': MLX affine"), "%s", err.message);
+    cr_assert(strstr(err.message, "tensor 'p.weight': U32 [2,8] with scales BF16 [2,1]: fits several of MLX's code "
+                                  "widths and group sizes, and no declaration says which"),
+              "%s", err.message);
+    nf_source_close(s);
+    /* MLX's other modes are not read */
+    s = open_ckpt(mlx, 3, "{\"quantization_config\": {\"group_size\": 32, \"bits\": 4, \"mode\": \"mxfp4\"}}");
+    cr_assert_eq(nf_dialects_scan(s, &d, &err), NF_ERR_INVALID);
+    cr_assert(strstr(err.message, "config.json: quantization_config.mode: MLX mxfp4 (mlx-lm, 4-bit, group 32, declared "
+                                  "in config.json quantization_config): not read yet"),
+              "%s", err.message);
     nf_source_close(s);
     /* GPTQ's qweight with its scales but no zero points: read by its dialect, which needs them */
     int32_t qw[2 * 4] = {0};

@@ -16,6 +16,7 @@
  *   NVFP4 ModelOpt                                  w = e2m1 * s * weight_scale_2
  *   NVFP4 compressed-tensors                        w = e2m1 * s / weight_global_scale
  *   GPTQ, AWQ                                       w = (q - z) * s     (s, z of column k's group)
+ *   MLX affine                                      w = s * q + b       (s, b of column k's group)
  * where s is the scale covering the value (by the strategy: one per tensor, per row, per group
  * of columns of a row, or per block of rows x columns; edge blocks are partial), read exactly
  * as binary32 from F32, BF16, F16 or E4M3 words.  Every code and scale is checked as it is
@@ -60,6 +61,7 @@ typedef enum nf_dialect_id {
                                      [G, N*b/32] (+ g_idx [K]) */
     NF_DIALECT_AWQ,            /* "awq": <p>.qweight I32 [K, N/8] (GEMM) or [N, K/8] (GEMV) +
                                      scales + qzeros */
+    NF_DIALECT_MLX,            /* "mlx": <p>.weight U32 [N, K*b/32] + scales + biases [N, K/g] */
     NF_DIALECT_COUNT
 } nf_dialect_id;
 
@@ -72,7 +74,8 @@ typedef enum nf_qcodes {
     NF_QCODES_E2M1,       /* two E2M1 codes per byte, the lower column in the low nibble */
     NF_QCODES_INT_PACKED, /* 32/bits offset-binary codes per little-endian int32, lowest first */
     NF_QCODES_INT8,       /* one int8 per value */
-    NF_QCODES_UINT_PACKED /* unsigned b-bit codes q with zero points z (GPTQ, AWQ): laid out by nf_qpack */
+    NF_QCODES_UINT_PACKED /* unsigned b-bit codes q with zero points z (GPTQ, AWQ) or biases (MLX): laid
+                             out by nf_qpack */
 } nf_qcodes;
 
 /* Where a weight's codes and zero points lie (docs/dialects.md, "GPTQ and AWQ"). */
@@ -83,8 +86,10 @@ typedef enum nf_qpack {
                            stream along N */
     NF_QPACK_AWQ_GEMM, /* qweight [K, N/8]: column k of the weight in row k, each word's nibbles
                            holding columns 0,2,4,6,1,3,5,7 of its eight; qzeros [G, N/8] alike */
-    NF_QPACK_AWQ_GEMV  /* qweight [N, K/8]: natural order; qzeros [N, W] packed along the groups,
+    NF_QPACK_AWQ_GEMV, /* qweight [N, K/8]: natural order; qzeros [N, W] packed along the groups,
                            scales [N, 8W], both padded past the G groups */
+    NF_QPACK_MLX       /* weight [N, K*b/32]: row n's codes an LSB-first bit stream along K (3-,
+                          5- and 6-bit codes straddle bytes); scales, biases [N, G] */
 } nf_qpack;
 
 typedef enum nf_qglobal {
@@ -113,11 +118,12 @@ typedef struct nf_qweight {
     uint32_t global_bits; /* the global scale's binary32 word */
     /* GPTQ and AWQ (NF_QCODES_UINT_PACKED): w = (q - z) * s, s and z those of column k's group */
     nf_qpack pack;
-    const nf_source_tensor *g_idx; /* GPTQ: the group of each column k (act-order), or NULL: k / group */
-    int32_t zero_add;              /* added to each stored zero point: 1 for GPTQ's v1 format, else 0 */
-    uint64_t groups;               /* G: the groups of a row */
-    bool act_order;                /* g_idx is not k / group: a row's groups are not runs of columns */
-    int symmetric;                 /* declared sym (z = 2^(b-1)): 1, asymmetric 0, not declared -1 */
+    const nf_source_tensor *g_idx;  /* GPTQ: the group of each column k (act-order), or NULL: k / group */
+    int32_t zero_add;               /* added to each stored zero point: 1 for GPTQ's v1 format, else 0 */
+    uint64_t groups;                /* G: the groups of a row */
+    bool act_order;                 /* g_idx is not k / group: a row's groups are not runs of columns */
+    const nf_source_tensor *biases; /* MLX: w = s * q + b, b of the group; NULL for the others */
+    int symmetric;                  /* declared sym (z = 2^(b-1)): 1, asymmetric 0, not declared -1 */
 } nf_qweight;
 
 /* What a tensor of the checkpoint is. */
@@ -155,9 +161,9 @@ NF_API const nf_qweight *nf_dialects_weight_at(const nf_dialects *d, size_t inde
 NF_API nf_qrole nf_dialects_role(const nf_dialects *d, const nf_source_tensor *t, const nf_qweight **weight);
 
 /* The companions a weight's values (and, for the dialects import_encoded takes, its words) are
- * read with -- scale, global scale, zero points, weight_shape, g_idx, those it has -- into out; their
+ * read with -- scale, global scale, zero points, weight_shape, g_idx, biases, those it has -- into out; their
  * count (at most NF_QWEIGHT_MAX_READS).  Activation scales are not among them. */
-#define NF_QWEIGHT_MAX_READS 5
+#define NF_QWEIGHT_MAX_READS 6
 NF_API size_t nf_qweight_companions(const nf_qweight *q, const nf_source_tensor *out[NF_QWEIGHT_MAX_READS]);
 
 /* "deepseek_fp8, block 128x128 F32 scales", "modelopt_nvfp4, group 16 F8_E4M3 scales x

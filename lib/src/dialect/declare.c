@@ -435,6 +435,20 @@ static bool is_mlx(const json_t *q)
            json_is_integer(json_object_get(q, "group_size"));
 }
 
+/* MLX's modes other than affine (mxfp4, nvfp4, mxfp8: scales without biases) are no dialect
+ * here: refused by name. */
+static nf_status mlx_foreign_mode(const json_t *q, const char *cfg_path, const char *key, nf_error *err)
+{
+    const json_t *mode = json_object_get(q, "mode");
+    if (!mode || (json_is_string(mode) && !strcmp(json_string_value(mode), "affine"))) return NF_OK;
+    char where[2048], how[1024], detail[64], name[96];
+    bits_group(q, "bits", "group_size", detail, sizeof detail);
+    snprintf(where, sizeof where, "%s: %s.mode", cfg_path, key);
+    snprintf(how, sizeof how, "mlx-lm%s, declared in config.json %s", detail, key);
+    snprintf(name, sizeof name, "MLX %.64s", json_is_string(mode) ? nf_esc(json_string_value(mode)).s : "(a mode)");
+    return nf_dialect_not_read(err, where, name, how);
+}
+
 /* The path of file `name` beside the checkpoint's weights -- in the directory given, or in the
  * directory of the file or index given, where its config.json is found -- when it is a regular
  * file or a link to one.  A source parsed from memory has no directory. */
@@ -461,13 +475,7 @@ static nf_status foreign_decl(const json_t *cfg, const char *cfg_path, nf_error 
     const json_t *q = cfg ? json_object_get(cfg, "quantization_config") : NULL;
     if (json_is_object(q)) {
         const json_t *m = json_object_get(q, "quant_method");
-        if (is_mlx(q)) {
-            bits_group(q, "bits", "group_size", detail, sizeof detail);
-            snprintf(where, sizeof where, "%s: quantization_config", cfg_path);
-            snprintf(how, sizeof how, "mlx-lm%s, declared in config.json quantization_config without a quant_method",
-                     detail);
-            return nf_dialect_not_read(err, where, "MLX affine", how);
-        }
+        if (is_mlx(q)) return mlx_foreign_mode(q, cfg_path, "quantization_config", err);
         const char *name = json_is_string(m) ? foreign_method(json_string_value(m), q) : NULL;
         if (name) {
             bits_group(q, json_object_get(q, "w_bit") ? "w_bit" : "bits",
@@ -481,12 +489,7 @@ static nf_status foreign_decl(const json_t *cfg, const char *cfg_path, nf_error 
             NF_TRY(ct_foreign(q, cfg_path, err));
     }
     const json_t *mq = cfg ? json_object_get(cfg, "quantization") : NULL;
-    if ((!q || json_is_null(q)) && is_mlx(mq)) {
-        bits_group(mq, "bits", "group_size", detail, sizeof detail);
-        snprintf(where, sizeof where, "%s: quantization", cfg_path);
-        snprintf(how, sizeof how, "mlx-lm%s, declared in config.json quantization", detail);
-        return nf_dialect_not_read(err, where, "MLX affine", how);
-    }
+    if ((!q || json_is_null(q)) && is_mlx(mq)) return mlx_foreign_mode(mq, cfg_path, "quantization", err);
     if (cfg) NF_TRY(sparsity_foreign(json_object_get(cfg, "sparsity_config"), cfg_path, "sparsity_config", err));
     return NF_OK;
 }
@@ -595,6 +598,80 @@ static nf_status read_awq(const json_t *q, decl *d, const char *ctx, const char 
     return NF_OK;
 }
 
+/* ---------------------------------------------------------------- MLX */
+static int cmp_override(const void *a, const void *b)
+{
+    return strcmp(((const mlx_override *)a)->module, ((const mlx_override *)b)->module);
+}
+
+/* mlx-lm's declaration at ctx (`quantization_config` or `quantization`): bits (2, 3, 4, 5, 6,
+ * 8) and group_size (32, 64, 128), and for mixed quantization a member per module, its own
+ * {bits, group_size} or false (left unquantized). */
+static nf_status read_mlx(const json_t *q, decl *d, const char *ctx, const char *where, nf_error *err)
+{
+    int64_t bits = 0;
+    char key[1024];
+    d->kind = DECL_MLX;
+    NF_TRY(get_int(q, "bits", 2, 8, &bits, &d->has_bits, d, ctx, err));
+    NF_TRY(get_int(q, "group_size", 32, 128, &d->group, &d->has_group, d, ctx, err));
+    snprintf(key, sizeof key, "%s.bits", ctx);
+    if (bits == 7) return bad(err, d, key, "MLX codes are 2, 3, 4, 5, 6 or 8 bits", NULL);
+    snprintf(key, sizeof key, "%s.group_size", ctx);
+    if (d->group != 32 && d->group != 64 && d->group != 128)
+        return bad(err, d, key, "MLX groups are 32, 64 or 128 values", NULL);
+    d->bits = (unsigned)bits;
+    const char *name;
+    const json_t *v;
+    json_object_foreach((json_t *)q, name, v)
+    {
+        if (!json_is_object(v) && !json_is_false(v)) continue; /* bits, group_size, mode */
+        if (d->nmlx >= DIALECT_MAX_IGNORE) return bad(err, d, ctx, "more than 65536 modules (the cap)", NULL);
+        mlx_override *grown = realloc(d->mlx, (d->nmlx + 1) * sizeof *grown);
+        if (!grown) return nf_common_nomem(err);
+        d->mlx = grown;
+        mlx_override *o = &d->mlx[d->nmlx];
+        *o = (mlx_override){strdup(name), d->bits, (uint64_t)d->group, json_is_object(v)};
+        if (!o->module) return nf_common_nomem(err);
+        d->nmlx++;
+        if (!o->quantized) continue;
+        char sub[1200];
+        snprintf(sub, sizeof sub, "%s.%s", ctx, name);
+        int64_t b = d->bits, g = d->group;
+        bool given;
+        NF_TRY(get_int(v, "bits", 2, 8, &b, &given, d, sub, err));
+        NF_TRY(get_int(v, "group_size", 32, 128, &g, &given, d, sub, err));
+        if (b == 7 || (g != 32 && g != 64 && g != 128))
+            return bad(err, d, sub, "MLX codes are 2, 3, 4, 5, 6 or 8 bits in groups of 32, 64 or 128", NULL);
+        o->bits = (unsigned)b;
+        o->group = (uint64_t)g;
+    }
+    qsort(d->mlx, d->nmlx, sizeof *d->mlx, cmp_override);
+    char detail[64];
+    bits_group(q, "bits", "group_size", detail, sizeof detail);
+    snprintf(d->what, sizeof d->what, "%s (MLX affine%s%s)", where, detail, d->nmlx ? ", mixed" : "");
+    return NF_OK;
+}
+
+bool nf_dialect_mlx_module(const decl *d, const char *module, size_t len, unsigned *bits, uint64_t *group)
+{
+    *bits = d->bits;
+    *group = (uint64_t)d->group;
+    size_t lo = 0, hi = d->nmlx;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        int c = strncmp(d->mlx[mid].module, module, len);
+        if (c == 0 && d->mlx[mid].module[len]) c = 1;
+        if (c == 0) {
+            *bits = d->mlx[mid].bits;
+            *group = d->mlx[mid].group;
+            return d->mlx[mid].quantized;
+        }
+        if (c < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    return true;
+}
+
 /* AutoGPTQ (<= 0.4) and AutoAWQ (before 2023-10-31) declared their format in a file of its own
  * beside the weights, quantize_config.json and quant_config.json: read when config.json
  * declares nothing (GPTQModel writes both, alike).  A quant_method there that is neither GPTQ
@@ -637,7 +714,14 @@ nf_status nf_dialect_read_decl(const nf_source *src, decl *d, nf_error *err)
     if (st == NF_OK && hf_path) st = nf_source_read_config(hf_path, &hf, err);
     const json_t *q = cfg ? json_object_get(cfg, "quantization_config") : NULL;
     if (st == NF_OK) st = foreign_decl(cfg, cfg_path, err);
-    if (st == NF_OK && q && !json_is_null(q)) {
+    const json_t *mq = cfg ? json_object_get(cfg, "quantization") : NULL;
+    if (st == NF_OK && (is_mlx(q) || ((!q || json_is_null(q)) && is_mlx(mq)))) {
+        bool in_config = is_mlx(q);
+        if (set_path(d, cfg_path) != NF_OK) st = nf_common_nomem(err);
+        if (st == NF_OK)
+            st = read_mlx(in_config ? q : mq, d, in_config ? "quantization_config" : "quantization",
+                          in_config ? "config.json quantization_config" : "config.json quantization", err);
+    } else if (st == NF_OK && q && !json_is_null(q)) {
         if (set_path(d, cfg_path) != NF_OK) st = nf_common_nomem(err);
         const char *method = NULL;
         if (st == NF_OK && !json_is_object(q)) st = bad(err, d, "quantization_config", "expected an object", NULL);
@@ -683,6 +767,8 @@ nf_status nf_dialect_read_decl(const nf_source *src, decl *d, nf_error *err)
 void nf_dialect_free_decl(decl *d)
 {
     for (size_t i = 0; i < d->nschemes; i++) free_list(&d->schemes[i].targets);
+    for (size_t i = 0; i < d->nmlx; i++) free(d->mlx[i].module);
+    free(d->mlx);
     free(d->schemes);
     free_list(&d->ignore);
     free(d->path);

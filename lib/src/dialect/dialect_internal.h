@@ -28,8 +28,17 @@ typedef enum decl_kind {
     DECL_CT,       /* quant_method compressed-tensors */
     DECL_MODELOPT, /* quant_method modelopt, or hf_quant_config.json */
     DECL_GPTQ,     /* quant_method gptq, or AutoGPTQ's quantize_config.json */
-    DECL_AWQ       /* quant_method awq, or AutoAWQ's quant_config.json */
+    DECL_AWQ,      /* quant_method awq, or AutoAWQ's quant_config.json */
+    DECL_MLX       /* mlx-lm: quantization / quantization_config without quant_method */
 } decl_kind;
+
+/* mlx-lm's mixed quantization: a module's own bits and group size, or none (left unquantized). */
+typedef struct mlx_override {
+    char *module;
+    unsigned bits;
+    uint64_t group;
+    bool quantized;
+} mlx_override;
 
 /* A list of module selectors (exact names in a set, patterns compiled). */
 typedef struct decl_list {
@@ -72,6 +81,9 @@ typedef struct decl {
     unsigned bits;
     int64_t group;        /* -1: one group per row */
     char awq_version[16]; /* "gemm" or "gemv" ("" when not declared) */
+    /* DECL_MLX: bits and group above are the defaults; overrides sorted by module */
+    mlx_override *mlx;
+    size_t nmlx;
     /* modules left unquantized: ignore / exclude_modules / modules_to_not_convert */
     decl_list ignore;
 } decl;
@@ -97,6 +109,10 @@ static inline int64_t nf_dialect_g_idx_entry(const uint8_t *buf, uint64_t i, uns
     for (unsigned b = 0; b < es; b++) u |= (uint64_t)p[b] << (8 * b);
     return es == 4 ? (int64_t)(int32_t)(uint32_t)u : (int64_t)u;
 }
+
+/* The MLX bits and group size declared for a module (an override, else the defaults); false
+ * when an override leaves it unquantized. */
+bool nf_dialect_mlx_module(const decl *d, const char *module, size_t len, unsigned *bits, uint64_t *group);
 
 /* GPTQ and AWQ modules (scan_packed.c): every <p>.qweight I32 with <p>.scales, checked against
  * the declaration, appended to d->weights (room for one per tensor) with the roles of its

@@ -1,6 +1,7 @@
-/* GPTQ's and AWQ's values (ninfer/dialect.h, docs/dialects.md "GPTQ and AWQ"):
+/* GPTQ's, AWQ's and MLX's values (ninfer/dialect.h, docs/dialects.md "GPTQ and AWQ", "MLX"):
  * w[n][k] = (q - z) * s, q the unsigned b-bit code of row n, column k, and s and z the scale and
- * zero point of column k's group (g_idx[k], or k / group) in row n.  The codes lie across the
+ * zero point of column k's group (g_idx[k], or k / group) in row n; MLX's w = s * q + b, its
+ * group's scale and bias, the exact sum rounded once (fmaf).  The codes lie across the
  * rows of qweight (GPTQ packs along K, AWQ's GEMM layout along N), so a piece of rows is read as
  * the matching columns of every word row; memory is bounded by the piece, which is at most
  * PIECE_VALUES values (or one row, or the caller's span of one: docs/dialects.md "Values").
@@ -27,6 +28,13 @@ static const unsigned awq_nibble[8] = {0, 4, 1, 5, 2, 6, 3, 7};
 static uint32_t le32(const uint8_t *p)
 {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static float f32_bits(uint32_t w)
+{
+    float f;
+    memcpy(&f, &w, sizeof f);
+    return f;
 }
 
 /* Field `bits` wide at bit `bit` of a little-endian bit stream of words, word w at
@@ -76,6 +84,16 @@ static nf_status fetch_codes(const nf_source *src, const nf_qweight *q, const pi
         }
         return NF_OK;
     }
+    if (q->pack == NF_QPACK_MLX) { /* row n: a bit stream along K, words [w0, w1) of it */
+        const uint64_t w0 = p->c0 * bits / 32, nw = nf_ceil_div_u64(p->c1 * bits, 32) - w0;
+        const uint64_t row_words = t->shape[t->rank - 1];
+        for (uint64_t n = 0; n < rows; n++) {
+            NF_TRY(nf_source_read_bytes(src, t, ((p->a + n) * row_words + w0) * 4, raw, (size_t)(nw * 4), err));
+            for (uint64_t k = 0; k < cols; k++)
+                codes[n * cols + k] = (uint8_t)stream_field(raw, 1, (p->c0 + k) * bits - w0 * 32, bits);
+        }
+        return NF_OK;
+    }
     /* AWQ GEMV: rows [a, b) of qweight, their words [c0 / 8, ceil(c1 / 8)), natural order */
     const uint64_t j0 = p->c0 / 8, nw = nf_ceil_div_u64(p->c1, 8) - j0, row_words = q->shape[1] / 8;
     for (uint64_t n = 0; n < rows; n++) {
@@ -103,6 +121,39 @@ static nf_status bad_scale(nf_error *err, const nf_source *src, const nf_qweight
 
 /* The scales and zero points of the piece's rows and groups, s[(n - a) * (g1 - g0) + g - g0]
  * and z alike (the stored zero point plus q->zero_add); each scale checked. */
+/* MLX's scales and biases [N, G] of the piece, s and bias[(n - a) * (g1 - g0) + g - g0]: any
+ * finite values (MLX writes negative scales where a group's edge is its minimum). */
+static nf_status fetch_affine(const nf_source *src, const nf_qweight *q, const piece *p, float *s, float *bias,
+                              uint8_t *raw, nf_error *err)
+{
+    const uint64_t rows = p->b - p->a, ng = p->g1 - p->g0, gall = q->groups;
+    const nf_source_tensor *ts[2] = {q->scale, q->biases};
+    float *outs[2] = {s, bias};
+    for (int which = 0; which < 2; which++) {
+        const nf_source_tensor *t = ts[which];
+        const size_t es = t->dtype == NF_ST_F32 ? 4 : 2;
+        for (uint64_t n = 0; n < rows; n++) {
+            NF_TRY(nf_source_read_bytes(src, t, ((p->a + n) * gall + p->g0) * es, raw, (size_t)(ng * es), err));
+            for (uint64_t g = 0; g < ng; g++) {
+                const uint8_t *b = raw + g * es;
+                uint32_t w = es == 4 ? le32(b) : (uint32_t)(b[0] | b[1] << 8);
+                float v = es == 4                  ? f32_bits(w)
+                          : t->dtype == NF_ST_BF16 ? nf_bf16_to_f32((uint16_t)w)
+                                                   : nf_f16_to_f32((uint16_t)w);
+                if (!isfinite(v))
+                    return nf_error_set(err, NF_ERR_INVALID,
+                                        "%s: tensor '%s': row %" PRIu64 " col %" PRIu64 ": %s 0x%0*" PRIX32
+                                        " is %s: an mlx %s must be finite",
+                                        nf_source_file_path(src, t->file), t->name, p->a + n, p->g0 + g,
+                                        which ? "bias" : "scale", (int)(2 * es), w, isnan(v) ? "NaN" : "infinite",
+                                        which ? "bias" : "scale");
+                outs[which][n * ng + g] = v;
+            }
+        }
+    }
+    return NF_OK;
+}
+
 static nf_status fetch_groups(const nf_source *src, const nf_qweight *q, const piece *p, float *s, int32_t *z,
                               uint8_t *raw, nf_error *err)
 {
@@ -177,7 +228,7 @@ static void piece_groups(const nf_qweight *q, piece *p, const int64_t *gidx)
 
 /* out[(n - a) * (c1 - c0) + k - c0] = (q - z) * s for the piece. */
 static void piece_values(const nf_qweight *q, const piece *p, const uint8_t *codes, const float *s, const int32_t *z,
-                         const int64_t *gidx, float *out)
+                         const float *bias, const int64_t *gidx, float *out)
 {
     const uint64_t rows = p->b - p->a, cols = p->c1 - p->c0, ng = p->g1 - p->g0, group = q->block_cols;
     for (uint64_t n = 0; n < rows; n++) {
@@ -185,7 +236,7 @@ static void piece_values(const nf_qweight *q, const piece *p, const uint8_t *cod
         const float *sn = s + n * ng;
         const int32_t *zn = z + n * ng;
         float *o = out + n * cols;
-        if (gidx) {
+        if (gidx) { /* GPTQ alone has a g_idx */
             for (uint64_t k = 0; k < cols; k++) {
                 uint64_t g = (uint64_t)gidx[k] - p->g0;
                 o[k] = (float)((int32_t)c[k] - zn[g]) * sn[g];
@@ -196,8 +247,13 @@ static void piece_values(const nf_qweight *q, const piece *p, const uint8_t *cod
             const uint64_t g = (p->c0 + k0) / group, end = (g + 1) * group - p->c0;
             const uint64_t k1 = end < cols ? end : cols;
             const float sv = sn[g - p->g0];
-            const int32_t zv = zn[g - p->g0];
-            for (uint64_t k = k0; k < k1; k++) o[k] = (float)((int32_t)c[k] - zv) * sv;
+            if (bias) { /* MLX: s * q + b exactly, rounded once (fmaf: correctly rounded everywhere) */
+                const float bv = bias[n * ng + g - p->g0];
+                for (uint64_t k = k0; k < k1; k++) o[k] = fmaf(sv, (float)c[k], bv);
+            } else {
+                const int32_t zv = zn[g - p->g0];
+                for (uint64_t k = k0; k < k1; k++) o[k] = (float)((int32_t)c[k] - zv) * sv;
+            }
             k0 = k1;
         }
     }
@@ -216,7 +272,7 @@ static nf_status fetch_g_idx(const nf_source *src, const nf_qweight *q, uint64_t
 /* One piece into out: codes, groups, values.  buffers sized by packed_read's caller. */
 typedef struct packed_buffers {
     uint8_t *codes, *raw;
-    float *s;
+    float *s, *bias; /* bias: MLX */
     int32_t *z;
     int64_t *gidx;
 } packed_buffers;
@@ -232,6 +288,12 @@ static nf_status check_finite(const nf_source *src, const nf_qweight *q, const p
         if (isfinite(out[i])) continue;
         const uint64_t n = i / cols, k = i % cols;
         const uint64_t g = (bf->gidx ? (uint64_t)bf->gidx[k] : (p->c0 + k) / q->block_cols) - p->g0;
+        if (bf->bias)
+            return nf_error_set(err, NF_ERR_INVALID,
+                                "%s: tensor '%s': row %" PRIu64 " col %" PRIu64 ": scale %.9g x code %u + bias %.9g "
+                                "overflows binary32: an mlx value must be finite",
+                                nf_source_file_path(src, q->codes->file), q->codes->name, p->a + n, p->c0 + k,
+                                (double)bf->s[n * ng + g], (unsigned)bf->codes[i], (double)bf->bias[n * ng + g]);
         return nf_error_set(err, NF_ERR_INVALID,
                             "%s: tensor '%s': row %" PRIu64 " col %" PRIu64 ": integer code %" PRId32
                             " (q - z) x scale %.9g overflows binary32: a %s value must be finite",
@@ -247,8 +309,9 @@ static nf_status read_piece(const nf_source *src, const nf_qweight *q, piece *p,
 {
     piece_groups(q, p, bf->gidx);
     NF_TRY(fetch_codes(src, q, p, bf->codes, bf->raw, err));
-    NF_TRY(fetch_groups(src, q, p, bf->s, bf->z, bf->raw, err));
-    piece_values(q, p, bf->codes, bf->s, bf->z, bf->gidx, out);
+    if (q->biases) NF_TRY(fetch_affine(src, q, p, bf->s, bf->bias, bf->raw, err));
+    else NF_TRY(fetch_groups(src, q, p, bf->s, bf->z, bf->raw, err));
+    piece_values(q, p, bf->codes, bf->s, bf->z, bf->bias, bf->gidx, out);
     return check_finite(src, q, p, bf, out, err);
 }
 
@@ -265,7 +328,8 @@ static nf_status alloc_buffers(const nf_qweight *q, uint64_t rows, uint64_t cols
     bf->s = malloc((size_t)(rows * groups) * sizeof *bf->s);
     bf->z = malloc((size_t)(rows * groups) * sizeof *bf->z);
     if (q->g_idx) bf->gidx = malloc((size_t)cols * sizeof *bf->gidx);
-    if (bf->codes && bf->raw && bf->s && bf->z && (!q->g_idx || bf->gidx)) return NF_OK;
+    if (q->biases) bf->bias = malloc((size_t)(rows * groups) * sizeof *bf->bias);
+    if (bf->codes && bf->raw && bf->s && bf->z && (!q->g_idx || bf->gidx) && (!q->biases || bf->bias)) return NF_OK;
     return nf_common_nomem(err);
 }
 
@@ -276,6 +340,7 @@ static void free_buffers(packed_buffers *bf)
     free(bf->s);
     free(bf->z);
     free(bf->gidx);
+    free(bf->bias);
 }
 
 nf_status nf_dialect_packed_read(const nf_source *src, const nf_qweight *q, uint64_t r0, uint64_t r1, float *out,
@@ -313,7 +378,7 @@ nf_status nf_qweight_read_ints(const nf_source *src, const nf_qweight *q, uint64
 {
     if (!src || !q || (r1 > r0 && (!ints || !scales)))
         return nf_error_set(err, NF_ERR_USAGE, "nf_qweight_read_ints: missing argument");
-    if (q->codes_kind != NF_QCODES_UINT_PACKED || q->act_order)
+    if (q->codes_kind != NF_QCODES_UINT_PACKED || q->act_order || q->biases)
         return nf_error_set(err, NF_ERR_USAGE, "tensor '%s': nf_qweight_read_ints reads GPTQ and AWQ without act-order",
                             q->codes->name);
     const uint64_t k = q->shape[1], g = q->groups;

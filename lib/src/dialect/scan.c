@@ -29,6 +29,7 @@ static const char *const dialect_names[NF_DIALECT_COUNT] = {
     "modelopt_nvfp4",
     "gptq",
     "awq",
+    "mlx",
 };
 
 const char *nf_dialect_name(nf_dialect_id id) { return (unsigned)id < NF_DIALECT_COUNT ? dialect_names[id] : NULL; }
@@ -658,14 +659,6 @@ static bool foreign_layout(const nf_source *src, const nf_source_tensor *t, cons
         snprintf(how, size, "I8 weight with per-row SCB scales, recognised by the tensor names");
         return true;
     }
-    if (!strcmp(last, "weight") && t->dtype == NF_ST_U32 && sibling(src, name, plen, "scales", ANY_DTYPE) &&
-        sibling(src, name, plen, "biases", ANY_DTYPE)) {
-        *format = "MLX affine";
-        snprintf(how, size,
-                 "mlx-lm: codes packed in U32 weight with scales and biases per group, recognised by the "
-                 "tensor names");
-        return true;
-    }
     if (!strcmp(last, "W_q") && sibling(src, name, plen, "zero", ANY_DTYPE)) {
         *format = "HQQ";
         snprintf(how, size, "W_q codes with zero and scale, recognised by the tensor names");
@@ -785,7 +778,8 @@ nf_qrole nf_dialects_role(const nf_dialects *d, const nf_source_tensor *t, const
 
 size_t nf_qweight_companions(const nf_qweight *q, const nf_source_tensor *out[NF_QWEIGHT_MAX_READS])
 {
-    const nf_source_tensor *all[NF_QWEIGHT_MAX_READS] = {q->scale, q->global, q->zero_point, q->shape_tensor, q->g_idx};
+    const nf_source_tensor *all[NF_QWEIGHT_MAX_READS] = {q->scale,        q->global, q->zero_point,
+                                                         q->shape_tensor, q->g_idx,  q->biases};
     size_t n = 0;
     for (size_t i = 0; i < NF_QWEIGHT_MAX_READS; i++)
         if (all[i]) out[n++] = all[i];
@@ -810,7 +804,10 @@ void nf_qweight_describe(const nf_qweight *q, char *buf, size_t size)
         codes = cbuf;
     }
     snprintf(buf, size, "%s: %s codes, %s %s%s%s%s", nf_dialect_name(q->dialect), codes, q->scale->type_name, grid,
-             q->zero_point ? ", zero points" : "", q->act_order ? ", act-order g_idx" : "",
+             q->zero_point ? ", zero points"
+             : q->biases   ? ", biases"
+                           : "",
+             q->act_order ? ", act-order g_idx" : "",
              q->global_op == NF_QGLOBAL_MUL   ? ", x weight_scale_2"
              : q->global_op == NF_QGLOBAL_DIV ? ", / weight_global_scale"
                                               : "");

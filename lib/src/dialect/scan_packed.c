@@ -1,10 +1,13 @@
-/* GPTQ and AWQ weights in the scan (ninfer/dialect.h, docs/dialects.md "GPTQ and AWQ"): every
+/* GPTQ, AWQ and MLX weights in the scan (ninfer/dialect.h, docs/dialects.md "GPTQ and AWQ",
+ * "MLX"): every
  * <p>.qweight I32 with its <p>.scales is one weight [N, K] of unsigned b-bit codes, read with
  * <p>.qzeros and, for GPTQ's act-order, <p>.g_idx.  The declaration (declare.c) says which
  * producer and gives bits and group size; without one, the shapes tell, and only when exactly
  * one layout fits them.  Every shape is checked here, and g_idx is read whole once: each entry
  * must name a group, and each group must hold as many columns as its size (g_idx is a
- * permutation of k / group), so no read can go astray. */
+ * permutation of k / group), so no read can go astray.  MLX's <p>.weight U32 with <p>.scales
+ * and <p>.biases is one weight of b-bit codes along its rows, bits and group size declared in
+ * config.json (per module too) or told by the shapes. */
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -21,7 +24,7 @@
 typedef struct packed_module {
     const char *prefix; /* "model.layers.0.mlp.down_proj." (up to and including the dot) */
     size_t plen;
-    const nf_source_tensor *qweight, *scales, *qzeros, *g_idx;
+    const nf_source_tensor *qweight, *scales, *qzeros, *g_idx; /* MLX: weight, scales, biases */
 } packed_module;
 
 static nf_status fail_p(nf_error *err, const nf_source *src, const nf_source_tensor *t, const char *fmt, ...)
@@ -313,15 +316,107 @@ static nf_status packed_weight(nf_dialects *d, const packed_module *m, nf_qweigh
     return NF_OK;
 }
 
+/* ---------------------------------------------------------------- MLX */
+/* MLX's (bits, group) for W words and G groups per row: the declared ones, which must fit, or
+ * without a declaration the one pair of bits 2, 3, 4, 5, 6, 8 and group 32, 64, 128 that does. */
+static bool mlx_fit(uint64_t w, uint64_t g, unsigned bits, uint64_t group)
+{
+    return (w * 32) % bits == 0 && w * 32 / bits == g * group;
+}
+
+/* An MLX weight: <p>.weight U32 [..., N, W], <p>.scales and <p>.biases [..., N, G] (F16, BF16,
+ * F32); leading dimensions (stacked experts) multiply N. */
+static nf_status mlx_weight(nf_dialects *d, const packed_module *m, nf_qweight *q, nf_error *err)
+{
+    const nf_source_tensor *w = m->qweight, *s = m->scales, *b = m->qzeros;
+    const decl *dc = &d->decl;
+    char a[128], bs[128], cs[128];
+    dims(w, a, sizeof a);
+    dims(s, bs, sizeof bs);
+    dims(b, cs, sizeof cs);
+    if (dc->kind != DECL_NONE && dc->kind != DECL_MLX)
+        return fail_p(err, d->src, w, "MLX codes, but %s declares %s: conflicting dialect markers", dc->path, dc->what);
+    bool same = w->rank >= 2 && s->rank == w->rank && b->rank == w->rank;
+    for (uint32_t i = 0; same && i + 1 < w->rank; i++) same = s->shape[i] == w->shape[i] && b->shape[i] == w->shape[i];
+    if (!same || s->shape[w->rank - 1] != b->shape[w->rank - 1] || w->elements == 0 || s->elements == 0)
+        return fail_p(err, d->src, w,
+                      "%s with scales %s and biases %s: MLX stores [..., N, W] words and [..., N, G] "
+                      "scales and biases",
+                      a, bs, cs);
+    if (!is_scale_dtype(s) || !is_scale_dtype(b))
+        return fail_p(err, d->src, is_scale_dtype(s) ? b : s, "dtype %s: MLX scales and biases are F16, BF16 or F32",
+                      (is_scale_dtype(s) ? b : s)->type_name);
+    const uint64_t words = w->shape[w->rank - 1], groups = s->shape[w->rank - 1];
+    unsigned bits = 0;
+    uint64_t group = 0;
+    if (dc->kind == DECL_MLX) {
+        if (!nf_dialect_mlx_module(dc, m->prefix, m->plen - 1, &bits, &group))
+            return fail_p(err, d->src, w,
+                          "quantized, but %s leaves module '%.*s' unquantized: conflicting dialect "
+                          "markers",
+                          dc->path, (int)(m->plen - 1), m->prefix);
+        if (!mlx_fit(words, groups, bits, group))
+            return fail_p(err, d->src, w,
+                          "%s with scales %s: not %u-bit codes in groups of %" PRIu64 ", which %s "
+                          "declares for module '%.*s'",
+                          a, bs, bits, group, dc->path, (int)(m->plen - 1), m->prefix);
+    } else {
+        static const unsigned widths[] = {2, 3, 4, 5, 6, 8};
+        static const uint64_t sizes[] = {32, 64, 128};
+        unsigned found = 0;
+        for (size_t i = 0; i < 6; i++)
+            for (size_t j = 0; j < 3; j++)
+                if (mlx_fit(words, groups, widths[i], sizes[j])) {
+                    bits = widths[i];
+                    group = sizes[j];
+                    found++;
+                }
+        if (found != 1)
+            return fail_p(err, d->src, w,
+                          "%s with scales %s: %s MLX's code widths and group sizes, and no declaration "
+                          "says which",
+                          a, bs, found ? "fits several of" : "fits none of");
+    }
+    q->dialect = NF_DIALECT_MLX;
+    q->pack = NF_QPACK_MLX;
+    q->codes = w;
+    q->scale = s;
+    q->biases = b;
+    q->codes_kind = NF_QCODES_UINT_PACKED;
+    q->bits = bits;
+    q->shape[0] = w->elements / words;
+    q->shape[1] = words * 32 / bits;
+    q->groups = groups;
+    q->strategy = groups == 1 ? "channel" : "group";
+    q->block_rows = 1;
+    q->block_cols = group;
+    q->scale_rows = q->shape[0];
+    q->scale_cols = groups;
+    q->symmetric = -1;
+    return NF_OK;
+}
+
 static void set_roles(nf_dialects *d, const nf_qweight *q, uint32_t wi)
 {
-    const nf_source_tensor *all[4] = {q->codes, q->scale, q->zero_point, q->g_idx};
-    for (size_t i = 0; i < 4; i++) {
+    const nf_source_tensor *all[5] = {q->codes, q->scale, q->zero_point, q->g_idx, q->biases};
+    for (size_t i = 0; i < 5; i++) {
         if (!all[i]) continue;
         size_t ti = nf_source_tensor_index(d->src, all[i]);
         d->role[ti] = i == 0 ? NF_QROLE_WEIGHT : NF_QROLE_COMPANION;
         d->owner[ti] = wi;
     }
+}
+
+/* An MLX module: <p>.weight U32 with <p>.scales and <p>.biases beside it (in qweight, scales,
+ * qzeros); false for any other tensor. */
+static bool mlx_module_of(const nf_source *src, const nf_source_tensor *t, packed_module *m)
+{
+    const char *dot = strrchr(t->name, '.');
+    if (t->dtype != NF_ST_U32 || !dot || !named(t, "weight")) return false;
+    *m = (packed_module){t->name, (size_t)(dot + 1 - t->name), t, NULL, NULL, NULL};
+    m->scales = sibling(src, m, "scales");
+    m->qzeros = sibling(src, m, "biases");
+    return m->scales && m->qzeros;
 }
 
 /* A module's packed tensors: its qweight I32 with scales, qzeros and g_idx beside it; false
@@ -345,10 +440,13 @@ nf_status nf_dialect_scan_packed(nf_dialects *d, nf_error *err)
     packed_module m;
     for (size_t i = 0; i < n; i++) {
         const nf_source_tensor *t = nf_source_tensor_at(src, i);
-        if (module_of(src, t, &m)) count++;
+        if (module_of(src, t, &m) || mlx_module_of(src, t, &m)) count++;
         else if (declared && t->dtype == NF_ST_I32 && named(t, "qweight"))
             return fail_p(err, src, t, "its %.*sscales is in no shard: %s declares %s", (int)m.plen, m.prefix,
                           d->decl.path, d->decl.what);
+        else if (d->decl.kind == DECL_MLX && t->dtype == NF_ST_U32 && named(t, "weight"))
+            return fail_p(err, src, t, "U32 codes without %s beside them: %s declares %s",
+                          m.scales ? "biases" : "scales", d->decl.path, d->decl.what);
     }
     if (count) {
         nf_qweight *grown = realloc(d->weights, (d->nweights + count) * sizeof *grown);
@@ -357,9 +455,10 @@ nf_status nf_dialect_scan_packed(nf_dialects *d, nf_error *err)
     }
     for (size_t i = 0; i < n; i++) {
         const nf_source_tensor *t = nf_source_tensor_at(src, i);
-        if (!module_of(src, t, &m)) continue;
         nf_qweight q = {0};
-        NF_TRY(packed_weight(d, &m, &q, err));
+        if (module_of(src, t, &m)) NF_TRY(packed_weight(d, &m, &q, err));
+        else if (mlx_module_of(src, t, &m)) NF_TRY(mlx_weight(d, &m, &q, err));
+        else continue;
         d->weights[d->nweights] = q;
         set_roles(d, &q, (uint32_t)d->nweights);
         d->nweights++;
