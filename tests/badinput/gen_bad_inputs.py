@@ -1260,6 +1260,58 @@ def packed_cases():
           mlx_tensors(), qconfig(GPTQ_Q))
 
 
+def oss_tensors(blocks_last=16, scales_shape=(1, 2, 1), scales_dtype="U8", scales=bytes([127, 127]), codes=bytes(32),
+                with_scales=True):
+    """gpt-oss MXFP4 (Hugging Face layout): one expert, [2, 32]."""
+    p = "model.layers.0.mlp.experts.down_proj"
+    ts = [(p + "_blocks", "U8", [1, 2, 1, blocks_last], codes[:2 * blocks_last])]
+    if with_scales:
+        ts.append((p + "_scales", scales_dtype, list(scales_shape), scales))
+    return ts
+
+
+def ct_mxfp4_tensors(extra=()):
+    return [(QP + ".weight_packed", "U8", [2, 16], bytes(32)), (QP + ".weight_scale", "U8", [2, 1],
+                                                                   bytes([127, 127]))] + list(extra)
+
+
+def mxfp4_cases():
+    OSS_Q = json.dumps({"model_type": "gpt_oss", "quantization_config": {"quant_method": "mxfp4"}})
+    OB, OS = "tensor 'model.layers.0.mlp.experts.down_proj_blocks'", "tensor 'model.layers.0.mlp.experts.down_proj_scales'"
+
+    def mcase(name, needles, tensors, config=OSS_Q, fmt=("--format", "fp32", "--requantize")):
+        case("mxfp4_" + name, 1, needles, "ninfer-convert",
+             ["ckpt", "-o", "{out}.ninfer"] + list(fmt) + ["-j", "1", "--progress=never"],
+             {QF: qst(tensors), QCFG: config})
+
+    mcase("e8m0_nan", [QF, OS, "block (1, 0) (rows 1..1, cols 0..31): scale 0xFF is NaN (E8M0 0xFF)",
+                       "a gpt_oss_mxfp4 scale must be finite and > 0"], oss_tensors(scales=bytes([127, 255])))
+    # the import's own reading of the scales (quick mode keeps MXFP4 in nvfp4) names it too
+    mcase("e8m0_nan_import", [QF, "tensor 'model.layers.0.mlp.experts.down_proj_scales': row 1 block 0: E8M0 scale "
+                              "0xFF is NaN"],
+          [("model.layers.0.mlp.experts.down_proj_blocks", "U8", [1, 128, 2, 16], bytes(128 * 32)),
+           ("model.layers.0.mlp.experts.down_proj_scales", "U8", [1, 128, 2], bytes([127, 127, 255] + [127] * 253))],
+          fmt=("--format", "bf16"))
+    mcase("overflow", [QF, OB, "row 0 col 1: E2M1 code 0x7", "overflows binary32"],
+          oss_tensors(scales=bytes([254, 127]), codes=bytes([0x70] + [0] * 31)))
+    mcase("blocks_shape", [QF, OB, "gpt-oss stores MXFP4 as [..., R, B, 16] bytes"], oss_tensors(blocks_last=8))
+    mcase("scales_shape", [QF, OB, "with scales U8 [1,3,1]"], oss_tensors(scales_shape=(1, 3, 1), scales=bytes(3)))
+    mcase("scales_dtype", [QF, OS, "dtype F16: MXFP4 block scales are E8M0"],
+          oss_tensors(scales_dtype="F16", scales=bytes(4)))
+    mcase("scales_missing", [QF, OB, "MXFP4 codes without their _scales beside them", "declares"],
+          oss_tensors(with_scales=False))
+    mcase("conflict_gptq", [QF, OB, "MXFP4 codes, but ckpt/config.json declares", "conflicting dialect markers"],
+          oss_tensors(), qconfig(GPTQ_Q))
+    ct = {"quant_method": "compressed-tensors", "format": "mxfp4-pack-quantized", "config_groups": {"group_0": {
+        "targets": ["Linear"], "weights": {"num_bits": 4, "type": "float", "symmetric": True, "strategy": "group",
+                                           "group_size": 16}}}}
+    mcase("ct_group_16", [QF, "tensor '%s.weight_packed'" % QP, "MXFP4 codes, but group 'group_0'",
+                          "in groups other than 32"], ct_mxfp4_tensors(), qconfig(ct))
+    mcase("ct_global_scale", [QF, "tensor '%s.weight_global_scale'" % QP,
+                              "a compressed_tensors_mxfp4 weight has no weight_global_scale"],
+          ct_mxfp4_tensors([(QP + ".weight_global_scale", "F32", [1], f32(1.0))]), json.dumps({"model_type": "x"}))
+
+
 # Quantized checkpoints of producers no dialect reads (docs/dialects.md, "Quantized checkpoints
 # not read yet"): refused before anything is planned, naming the file, the key or tensor, the
 # format and what to do -- in quick mode and --dry-run alike (full layouts: tests/cli/gen_quantized.py).
@@ -1274,12 +1326,6 @@ def quantized_refusal_cases():
     rcase("exl2_tensors", [QF, "tensor '%s.q_" % QP, "EXL2 (exllamav2"],
           [(QP + ".q_weight", "I32", [2, 8], bytes(64)), (QP + ".q_invperm", "I16", [16], bytes(32)),
            (QP + ".q_scale", "I32", [1, 1], bytes(4))])
-    rcase("mxfp4_original", [QF, "tensor 'block.0.mlp.mlp1_weight.blocks'", "MXFP4 (gpt-oss, OpenAI's original/"],
-          [("block.0.mlp.mlp1_weight.blocks", "U8", [1, 2, 1, 16], bytes(32)),
-           ("block.0.mlp.mlp1_weight.scales", "U8", [1, 2, 1], bytes([127, 127]))], dry=True)
-    rcase("mxfp4_hf", [QF, "MXFP4 (gpt-oss, Hugging Face layout"],
-          [("model.layers.0.mlp.experts.down_proj_blocks", "U8", [1, 2, 1, 16], bytes(32)),
-           ("model.layers.0.mlp.experts.down_proj_scales", "U8", [1, 2, 1], bytes([127, 127]))])
     mlx = mlx_tensors()
     rcase("mlx_mode_nvfp4", [QCFG, "quantization.mode: MLX nvfp4 (mlx-lm, 4-bit, group 16"], mlx,
           {QCFG: json.dumps({"model_type": "llama", "quantization": {"group_size": 16, "bits": 4, "mode": "nvfp4"}})},
@@ -1298,14 +1344,10 @@ def quantized_refusal_cases():
           {QCFG: qconfig({"quant_method": "w\u0001q"})})
     ct = {"quant_method": "compressed-tensors", "config_groups": {"group_0": {"targets": ["Linear"], "weights": {
         "num_bits": 4, "type": "float", "symmetric": True, "strategy": "group", "group_size": 32}}}}
-    rcase("ct_mxfp4", [QCFG, "quantization_config.format: MXFP4 (compressed-tensors mxfp4-pack-quantized"],
-          [(QP + ".weight_packed", "U8", [2, 16], bytes(32)), (QP + ".weight_scale", "U8", [2, 1], bytes(2))],
-          {QCFG: qconfig(dict(ct, format="mxfp4-pack-quantized"))})
-    # the same without a format: the E8M0 scales per 32 values say MXFP4, not a broken NVFP4
-    rcase("ct_mxfp4_no_format", [QF, "tensor '%s.weight_scale'" % QP, "MXFP4 (E2M1 codes, two per U8, with U8 E8M0 "
-                                 "scales per 32 values"],
-          [(QP + ".weight_packed", "U8", [2, 16], bytes(32)), (QP + ".weight_scale", "U8", [2, 1], bytes(2))],
-          {QCFG: qconfig(ct)})
+    # E8M0 scales per 32 values beside a ModelOpt-style <p>.weight: MXFP4 no dialect reads
+    rcase("modelopt_mxfp4", [QF, "tensor '%s.weight_scale'" % QP, "MXFP4 (ModelOpt) (E2M1 codes, two per U8 "
+                             "<p>.weight, with U8 E8M0 scales per 32 values"],
+          [(QW, "U8", [2, 16], bytes(32)), (QP + ".weight_scale", "U8", [2, 1], bytes(2))])
     rcase("ct_sparse24", [QCFG, "quantization_config.sparsity_config: 2:4 sparse (compressed-tensors "
                           "sparse-24-bitmask"],
           [(QP + ".compressed", "BF16", [2, 2], bytes(8)), (QP + ".bitmask", "U8", [2, 1], bytes(2))],
@@ -1328,6 +1370,7 @@ def main():
     art_cases()
     dialect_cases()
     packed_cases()
+    mxfp4_cases()
     quantized_refusal_cases()
     with open(os.path.join(OUT, "cases.tsv"), "w") as f:
         for c in CASES:

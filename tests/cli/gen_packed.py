@@ -16,6 +16,14 @@ The packers follow the producers' own loops, not a bit stream:
   with W = ceil(ceil(G / 8) / m) * m (m = 1, 2, 4 for groups >= 128, 64, 32), the rest zeros.
 Every value is (q - z) * s, exact in binary64 and rounded once to binary32 (exact here too: the
 scales are F16).
+
+MXFP4 (docs/dialects.md "MXFP4") as its producers write it:
+- gpt-oss, Hugging Face layout (transformers' Mxfp4 integration): <x>_blocks U8 [E, R, B, 16] and
+  <x>_scales U8 [E, R, B]; byte j of a block holds elements 2j (low nibble) and 2j + 1 (high); the
+  value is FP4_VALUES[nibble] * 2^(scale - 127) (transformers' convert_moe_packed_tensors: a lookup
+  and ldexp by scale - 127).  OpenAI's original/ layout: <p>.blocks and <p>.scales alike.
+- compressed-tensors mxfp4-pack-quantized: weight_packed U8 [N, K/2] low nibble first, weight_scale
+  U8 E8M0 [N, K/32].
 """
 import json
 import os
@@ -264,6 +272,81 @@ def mlx_case(root, rnd, name, modules, decl, lines, extra=None):
     write(d, 'model.safetensors', tensors, cfg)
 
 
+FP4_VALUES = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0]
+
+
+def bf16_bytes(vals):
+    return b''.join(struct.pack('<f', v)[2:] for v in vals)
+
+
+def mxfp4_matrix(rnd, n, k, elo, ehi):
+    """n x k random E2M1 codes packed two per byte (low nibble first), E8M0 exponents in [elo, ehi],
+    and the values [n * k] as transformers computes them (a lookup, then ldexp)."""
+    codes = [[rnd.randrange(16) for _ in range(k)] for _ in range(n)]
+    exps = [[rnd.randint(elo, ehi) for _ in range(k // 32)] for _ in range(n)]
+    packed = bytes(codes[r][c] | codes[r][c + 1] << 4 for r in range(n) for c in range(0, k, 2))
+    scales = bytes(e for row in exps for e in row)
+    vals = [f32(FP4_VALUES[codes[r][c]] * 2.0 ** (exps[r][c // 32] - 127)) for r in range(n) for c in range(k)]
+    return packed, scales, vals
+
+
+def gpt_oss_case(root, rnd, name, original, lines, elo=118, ehi=130):
+    """gpt-oss with two experts, H = 128 and I = 64: gate_up [E, 2I, H/32, 16] and down [E, H,
+    I/32, 16] in MXFP4 with BF16 biases, the rest BF16; the Hugging Face layout declared in
+    config.json, or OpenAI's original/ names with no declaration."""
+    d = os.path.join(root, name)
+    os.makedirs(os.path.join(d, 'expected'), exist_ok=True)
+    E, H, I = 2, 128, 64
+    tensors = []
+    for proj, rows, k in (('gate_up', 2 * I, H), ('down', H, I)):
+        packed, scales, vals = mxfp4_matrix(rnd, E * rows, k, elo, ehi)
+        if original:
+            w = 'block.0.mlp.%s_weight' % ('mlp1' if proj == 'gate_up' else 'mlp2')
+            cn, sn, bn = w + '.blocks', w + '.scales', 'block.0.mlp.%s_bias' % ('mlp1' if proj == 'gate_up' else 'mlp2')
+        else:
+            p = 'model.layers.0.mlp.experts.%s_proj' % proj
+            cn, sn, bn = p + '_blocks', p + '_scales', p + '_bias'
+        tensors += [(cn, 'U8', [E, rows, k // 32, 16], packed), (sn, 'U8', [E, rows, k // 32], scales),
+                    (bn, 'BF16', [E, rows], bf16_bytes([0.125] * (E * rows)))]
+        put_expected(d, cn, vals)
+        lines.append('%s %s %d %d gpt_oss_mxfp4' % (name, cn, E * rows, k))
+    if original:
+        tensors += [('block.0.attn.qkv.weight', 'BF16', [64, H], bf16_bytes([0.5] * (64 * H))),
+                    ('block.0.attn.sinks', 'BF16', [4], bf16_bytes([1.0] * 4)),
+                    ('embedding.weight', 'BF16', [32, H], bf16_bytes([0.25] * (32 * H))),
+                    ('unembedding.weight', 'BF16', [32, H], bf16_bytes([0.25] * (32 * H)))]
+        cfg = {'num_hidden_layers': 1, 'num_experts': E, 'hidden_size': H, 'intermediate_size': I}
+    else:
+        tensors += [('model.layers.0.self_attn.q_proj.weight', 'BF16', [64, H], bf16_bytes([0.5] * (64 * H))),
+                    ('model.layers.0.mlp.router.weight', 'BF16', [E, H], bf16_bytes([0.25] * (E * H)))]
+        cfg = {'model_type': 'gpt_oss', 'quantization_config': {
+            'quant_method': 'mxfp4',
+            'modules_to_not_convert': ['model.layers.*.self_attn', 'model.layers.*.mlp.router', 'model.embed_tokens',
+                                       'lm_head']}}
+    write(d, 'model.safetensors', tensors, cfg)
+    return name
+
+
+def ct_mxfp4_case(root, rnd, name, n, k, lines, elo=120, ehi=132):
+    """compressed-tensors mxfp4-pack-quantized: one Linear, lm_head left in BF16."""
+    d = os.path.join(root, name)
+    os.makedirs(os.path.join(d, 'expected'), exist_ok=True)
+    p = 'model.layers.0.mlp.gate_proj'
+    packed, scales, vals = mxfp4_matrix(rnd, n, k, elo, ehi)
+    tensors = [(p + '.weight_packed', 'U8', [n, k // 2], packed), (p + '.weight_scale', 'U8', [n, k // 32], scales),
+               ('lm_head.weight', 'BF16', [16, k], bf16_bytes([0.5] * (16 * k)))]
+    put_expected(d, p + '.weight_packed', vals)
+    lines.append('%s %s.weight_packed %d %d compressed_tensors_mxfp4' % (name, p, n, k))
+    scheme = {'targets': ['Linear'], 'format': 'mxfp4-pack-quantized',
+              'weights': {'num_bits': 4, 'type': 'float', 'strategy': 'group', 'group_size': 32, 'symmetric': True},
+              'input_activations': None}
+    cfg = {'model_type': 'llama', 'quantization_config': {
+        'quant_method': 'compressed-tensors', 'format': 'mxfp4-pack-quantized', 'ignore': ['lm_head'],
+        'config_groups': {'group_0': scheme}}}
+    write(d, 'model.safetensors', tensors, cfg)
+    return name
+
+
 def write(d, fname, tensors, cfg):
     hdr, data = {}, b''
     for name, dtype, shape, raw in tensors:
@@ -319,5 +402,11 @@ def cases(root, rnd):
              {'quantization': mixed, 'quantization_config': mixed}, lines,
              extra=[('model.layers.0.mlp.gate.weight', 'F16', [4, 128], struct.pack('<512e', *[0.25] * 512))])
     mlx_case(root, rnd, 'mlx8_bare', [('lm_head', 8, 256, 8, 128, 'F16')], None, lines)
+    # MXFP4: gpt-oss in both layouts and compressed-tensors import into nvfp4 (their exponents
+    # within 17 octaves); a wide one (E8M0 0 to 254: the extremes of binary32) is read, not imported
+    imports.append(gpt_oss_case(root, rnd, 'gpt_oss_hf', False, lines) + ' nvfp4')
+    imports.append(gpt_oss_case(root, rnd, 'gpt_oss_orig', True, lines) + ' nvfp4')
+    imports.append(ct_mxfp4_case(root, rnd, 'ct_mxfp4', 128, 128, lines) + ' nvfp4')
+    ct_mxfp4_case(root, rnd, 'ct_mxfp4_wide', 128, 64, lines, elo=0, ehi=127 + 125)
     open(os.path.join(root, 'imports.txt'), 'w').write('\n'.join(imports) + '\n')
     return lines

@@ -1,17 +1,18 @@
 #!/usr/bin/env python3
-"""Small quantized checkpoints of the producers ninfer-tools does not read yet (and of GPTQ and
-AWQ, read now), laid out as each producer writes them: the file names, the declaration files and
+"""Small quantized checkpoints of the producers ninfer-tools does not read yet (and of GPTQ, AWQ,
+MLX and MXFP4, read now), laid out as each producer writes them: the file names, the declaration files and
 keys, the tensor names, dtypes and shapes (docs/dialects.md, "Quantized checkpoints not read
 yet").  The codes and scales are filler bytes: only the layout matters, since every refused one
-must be refused before anything is read (the values of GPTQ and AWQ are gen_packed.py's tests).
+must be refused before anything is read (the values of the ones read are gen_packed.py's tests;
+MXFP4's E8M0 filler stays in 2^-7..2^7).
 
     python3 tests/cli/gen_quantized.py OUT_DIR
 
 writes OUT_DIR/<case>/ (a checkpoint directory; gpt-oss's original layout is <case>/original/)
 and OUT_DIR/cases.tsv, one line per case, tab-separated: the case, the checkpoint path relative
 to OUT_DIR, then the substrings the refusal must hold (the file, the key or tensor, the format
-and how it was recognised); OUT_DIR/read.tsv the GPTQ and AWQ cases, which convert: the case, the
-path and the dialect.  Nothing is random: the same script gives the same bytes.
+and how it was recognised); OUT_DIR/read.tsv the cases read now, which convert: the case, the
+path, the dialect and the number of quantized weights.  Nothing is random: the same script gives the same bytes.
 """
 import json
 import os
@@ -146,9 +147,15 @@ def main():
     # were refused, convert (OUT_DIR/read.tsv: case, path, dialect)
     read = []
 
-    def readable(name, files, dialect):
-        write(os.path.join(out, name), files)
-        read.append([name, name, dialect])
+    def readable(name, files, dialect, weights=7, sub=''):
+        write(os.path.join(out, name, sub), files)
+        read.append([name, os.path.join(name, sub) if sub else name, dialect, str(weights)])
+
+    def e8m0(shape):  # E8M0 filler: exponents 120..134, never 255 (NaN)
+        n = 1
+        for d in shape:
+            n *= d
+        return bytes(120 + b % 15 for b in filler(n, n))
 
     # GPTQ: AutoGPTQ <= 0.4 (the 2023 uploads): declared only in quantize_config.json
     gq = {'bits': 4, 'group_size': 128, 'damp_percent': 0.01, 'desc_act': False, 'static_groups': False,
@@ -193,19 +200,21 @@ def main():
           t('block.0.mlp.norm.scale', 'BF16', [GH]), t('block.0.mlp.gate.weight', 'BF16', [E, GH]),
           t('block.0.mlp.gate.bias', 'BF16', [E]),
           t('block.0.mlp.mlp1_weight.blocks', 'U8', [E, 2 * GI, GH // 32, 16]),
-          t('block.0.mlp.mlp1_weight.scales', 'U8', [E, 2 * GI, GH // 32]), t('block.0.mlp.mlp1_bias', 'BF16', [E, 2 * GI]),
+          t('block.0.mlp.mlp1_weight.scales', 'U8', [E, 2 * GI, GH // 32], e8m0([E, 2 * GI, GH // 32])),
+          t('block.0.mlp.mlp1_bias', 'BF16', [E, 2 * GI]),
           t('block.0.mlp.mlp2_weight.blocks', 'U8', [E, GH, GI // 32, 16]),
-          t('block.0.mlp.mlp2_weight.scales', 'U8', [E, GH, GI // 32]), t('block.0.mlp.mlp2_bias', 'BF16', [E, GH])]
+          t('block.0.mlp.mlp2_weight.scales', 'U8', [E, GH, GI // 32], e8m0([E, GH, GI // 32])),
+          t('block.0.mlp.mlp2_bias', 'BF16', [E, GH])]
     dtypes = {x[0]: {'U8': 'FP4' if x[0].endswith('blocks') else 'UE8'}.get(x[1], x[1]) for x in ot}
-    case('gptoss_original', {'config.json': {'num_hidden_layers': 1, 'num_experts': E, 'experts_per_token': 2,
+    # (read now: docs/dialects.md "MXFP4")
+    readable('gptoss_original', {'config.json': {'num_hidden_layers': 1, 'num_experts': E, 'experts_per_token': 2,
                                              'vocab_size': V, 'hidden_size': GH, 'intermediate_size': GI,
                                              'swiglu_limit': 7.0, 'head_dim': 16, 'num_attention_heads': 4,
                                              'num_key_value_heads': 1, 'sliding_window': 128,
                                              'initial_context_length': 4096, 'rope_theta': 150000,
                                              'rope_scaling_factor': 32.0, 'rope_ntk_alpha': 1, 'rope_ntk_beta': 32},
                              'dtypes.json': dtypes, 'model.safetensors': st_bytes(ot)},
-         ["gptoss_original/original/model.safetensors: tensor 'block.0.mlp.mlp", "MXFP4 (gpt-oss, OpenAI's original/ "
-          "layout", not_read], sub='original')
+             'gpt_oss_mxfp4', 2, sub='original')
     # gpt-oss as transformers writes it: quantization_config mxfp4, experts' *_blocks / *_scales
     p = 'model.layers.0.'
     ht = [t('model.embed_tokens.weight', 'BF16', [V, GH]), t('model.norm.weight', 'BF16', [GH]),
@@ -215,21 +224,18 @@ def main():
         ht += [t(p + 'self_attn.%s.weight' % proj, 'BF16', [n, GH]), t(p + 'self_attn.%s.bias' % proj, 'BF16', [n])]
     ht += [t(p + 'mlp.router.weight', 'BF16', [E, GH]), t(p + 'mlp.router.bias', 'BF16', [E]),
            t(p + 'mlp.experts.gate_up_proj_blocks', 'U8', [E, 2 * GI, GH // 32, 16]),
-           t(p + 'mlp.experts.gate_up_proj_scales', 'U8', [E, 2 * GI, GH // 32]),
+           t(p + 'mlp.experts.gate_up_proj_scales', 'U8', [E, 2 * GI, GH // 32], e8m0([E, 2 * GI, GH // 32])),
            t(p + 'mlp.experts.gate_up_proj_bias', 'BF16', [E, 2 * GI]),
            t(p + 'mlp.experts.down_proj_blocks', 'U8', [E, GH, GI // 32, 16]),
-           t(p + 'mlp.experts.down_proj_scales', 'U8', [E, GH, GI // 32]),
+           t(p + 'mlp.experts.down_proj_scales', 'U8', [E, GH, GI // 32], e8m0([E, GH, GI // 32])),
            t(p + 'mlp.experts.down_proj_bias', 'BF16', [E, GH])]
     oss = {'architectures': ['GptOssForCausalLM'], 'model_type': 'gpt_oss', 'hidden_size': GH,
            'intermediate_size': GI, 'num_hidden_layers': 1, 'num_local_experts': E, 'vocab_size': V}
-    case('gptoss_hf', {'config.json': dict(oss, quantization_config={
+    readable('gptoss_hf', {'config.json': dict(oss, quantization_config={
         'quant_method': 'mxfp4', 'modules_to_not_convert': ['model.layers.*.self_attn', 'model.layers.*.mlp.router',
                                                             'model.embed_tokens', 'lm_head']}),
-        'model.safetensors': st_bytes(ht)},
-        ["gptoss_hf/config.json: quantization_config.quant_method: MXFP4 (quant_method 'mxfp4'", not_read])
-    case('gptoss_hf_tensors', {'config.json': oss, 'model.safetensors': st_bytes(ht)},
-         ["gptoss_hf_tensors/model.safetensors: tensor 'model.layers.0.mlp.experts.", "MXFP4 (gpt-oss, Hugging Face "
-          "layout", not_read])
+        'model.safetensors': st_bytes(ht)}, 'gpt_oss_mxfp4', 2)
+    readable('gptoss_hf_tensors', {'config.json': oss, 'model.safetensors': st_bytes(ht)}, 'gpt_oss_mxfp4', 2)
     # ---- MLX: mlx-lm writes `quantization` and (since 2024) the same `quantization_config`,
     # neither with a quant_method; older versions `quantization` only
     mq = {'group_size': 64, 'bits': 4}
@@ -239,8 +245,8 @@ def main():
              t('model.layers.0.post_attention_layernorm.weight', 'BF16', [H])] + layer(mlx)
     # (read now: docs/dialects.md "MLX")
     readable('mlx', {'config.json': dict(LLAMA, quantization=mq, quantization_config=mq),
-                     'model.safetensors': st_bytes(mlx_t)}, 'mlx')
-    readable('mlx_old', {'config.json': dict(LLAMA, quantization=mq), 'model.safetensors': st_bytes(mlx_t)}, 'mlx')
+                     'model.safetensors': st_bytes(mlx_t)}, 'mlx', 8)
+    readable('mlx_old', {'config.json': dict(LLAMA, quantization=mq), 'model.safetensors': st_bytes(mlx_t)}, 'mlx', 8)
     # but not its other modes
     case('mlx_mxfp4', {'config.json': dict(LLAMA, quantization=dict(mq, group_size=32, mode='mxfp4'),
                                            quantization_config=dict(mq, group_size=32, mode='mxfp4')),
@@ -275,16 +281,15 @@ def main():
         ["hqq/config.json: quantization_config.quant_method: HQQ (quant_method 'hqq'", not_read])
     case('hqq_tensors', {'config.json': LLAMA, 'model.safetensors': st_bytes(plain() + layer(hqq))},
          ["hqq_tensors/model.safetensors: tensor 'model.layers.0.", 'HQQ (W_q codes with zero and scale', not_read])
-    # ---- compressed-tensors formats no dialect reads: MXFP4 and 2:4 sparse
+    # ---- compressed-tensors MXFP4 (read now) and 2:4 sparse (not read)
     ct_mx = [x for name, n, k in LINEARS for x in (
         t('model.layers.0.%s.weight_packed' % name, 'U8', [n, k // 2]),
-        t('model.layers.0.%s.weight_scale' % name, 'U8', [n, k // 32]))]
-    case('ct_mxfp4', {'config.json': dict(LLAMA, quantization_config={
+        t('model.layers.0.%s.weight_scale' % name, 'U8', [n, k // 32], e8m0([n, k // 32])))]
+    readable('ct_mxfp4', {'config.json': dict(LLAMA, quantization_config={
         'quant_method': 'compressed-tensors', 'format': 'mxfp4-pack-quantized', 'quantization_status': 'compressed',
         'config_groups': {'group_0': {'targets': ['Linear'], 'weights': {
             'num_bits': 4, 'type': 'float', 'symmetric': True, 'strategy': 'group', 'group_size': 32}}},
-        'ignore': ['lm_head']}), 'model.safetensors': st_bytes(plain('BF16') + ct_mx)},
-        ['ct_mxfp4/config.json: quantization_config.format: MXFP4 (compressed-tensors mxfp4-pack-quantized, declared in config.json quantization_config)', not_read])
+        'ignore': ['lm_head']}), 'model.safetensors': st_bytes(plain('BF16') + ct_mx)}, 'compressed_tensors_mxfp4')
     ct_sp = [x for name, n, k in LINEARS for x in (
         t('model.layers.0.%s.compressed' % name, 'BF16', [n, k // 2]),
         t('model.layers.0.%s.bitmask' % name, 'U8', [n, k // 8]),

@@ -10,7 +10,8 @@
 
 python3 "$top/tests/cli/gen_dialects.py" "$work/d" || { bad "gen_dialects.py failed"; finish dialects; exit 1; }
 cases="deepseek ct_fp8 modelopt_fp8 ct_int ct_int_odd modelopt_nvfp4 ct_nvfp4 gptq3 gptq2_sym gptq4_asym gptq8_sym
-    gptq8_sym_min gptq4 gptq3_act gptq2_v2 gptq8_row gptq4_bare awq_gemm awq_gemv mlx4 mlx3_old mlx_mixed mlx8_bare"
+    gptq8_sym_min gptq4 gptq3_act gptq2_v2 gptq8_row gptq4_bare awq_gemm awq_gemv mlx4 mlx3_old mlx_mixed mlx8_bare
+    gpt_oss_hf gpt_oss_orig ct_mxfp4 ct_mxfp4_wide"
 
 # ---------------------------------------------------------------- values, bit for bit
 for c in $cases; do
@@ -64,8 +65,8 @@ for c in $cases; do
 import json, sys
 ids = [o['id'] for o in json.load(open(sys.argv[1]))['objects']]
 comp = ('weight_scale', 'weight_scale_inv', 'weight_scale_2', 'weight_global_scale', 'weight_zero_point',
-        'weight_shape', 'input_scale', 'input_global_scale')
-assert not [i for i in ids if i.rsplit('.', 1)[-1] in comp], ids
+        'weight_shape', 'input_scale', 'input_global_scale', 'scales', 'qzeros', 'g_idx', 'biases')
+assert not [i for i in ids if i.rsplit('.', 1)[-1] in comp or i.endswith('_scales')], ids
 PY
 done
 
@@ -91,25 +92,60 @@ contains "$work/out" "imported as it is"
 # for bit, the report compares every one (max_abs_error 0, snr_db null: exact), and verify
 # --against re-derives them
 while read -r c fmt; do
-    w=$(awk -v c="$c" '$1 == c {print $2}' "$work/d/cases.txt")
     run 0 "$bin/ninfer-convert" "$work/d/$c" -o "$work/$c.i.ninfer" --format bf16 --dry-run --json
-    python3 - "$work/out" "$w" "$fmt" <<'PY' && ok || bad "$c: imported into $fmt in the plan"
+    cp "$work/out" "$work/$c.i.plan.json"
+    run 0 "$bin/ninfer-convert" "$work/d/$c" -o "$work/$c.i.ninfer" --format bf16 --threads 2 --chunk-values 1000
+    for w in $(awk -v c="$c" '$1 == c {print $2}' "$work/d/cases.txt"); do
+        python3 - "$work/$c.i.plan.json" "$w" "$fmt" <<'PY' && ok || bad "$c $w: imported into $fmt in the plan"
 import json, sys
 o = [o for o in json.load(open(sys.argv[1]))['objects'] if o['id'] == sys.argv[2]][0]
 assert o['format'] == sys.argv[3] and o['method'] == 'import_encoded' and o['handling'] == 'imported', o
 PY
-    run 0 "$bin/ninfer-convert" "$work/d/$c" -o "$work/$c.i.ninfer" --format bf16 --threads 2 --chunk-values 1000
-    run 0 "$bin/ninfer-dequant" "$work/$c.i.ninfer" "$w" -o "$work/$c.i.f32"
-    same "$work/$c.i.f32" "$work/d/$c/expected/$w.f32"
-    python3 - "$work/$c.i.ninfer.conversion.json" "$w" <<'PY' && ok || bad "$c: the report says exact"
+        run 0 "$bin/ninfer-dequant" "$work/$c.i.ninfer" "$w" -o "$work/$c.i.f32"
+        same "$work/$c.i.f32" "$work/d/$c/expected/$w.f32"
+        python3 - "$work/$c.i.ninfer.conversion.json" "$w" <<'PY' && ok || bad "$c $w: the report says exact"
 import json, sys
 o = [o for o in json.load(open(sys.argv[1]))['objects'] if o['object'] == sys.argv[2]][0]
 n, k = o['shape']
 assert o['values_compared'] == n * k and o['max_abs_error'] == 0 and o['snr_db'] is None, o
 PY
+    done
     run 0 "$bin/ninfer-verify" "$work/$c.i.ninfer" --against "$work/d/$c"
 done <"$work/d/imports.txt"
-check test "$(wc -l <"$work/d/imports.txt")" -eq 8
+check test "$(wc -l <"$work/d/imports.txt")" -eq 11
+# MXFP4 into nvfp4 (docs/dialects.md "MXFP4"): E8M0 exponents more than 17 octaves apart fit no one
+# divisor; a block that far below the largest is kept only when its codes are all zero
+run 1 "$bin/ninfer-convert" "$work/d/ct_mxfp4_wide" -o "$work/wide.ninfer" --format bf16 --dry-run
+contains "$work/err" "model.layers.0.mlp.gate_proj.weight_packed"
+contains "$work/err" "more than 17 octaves below the matrix's largest"
+contains "$work/err" "--requantize"
+for codes in zero nonzero; do
+    rm -rf "$work/oss_$codes" && cp -r "$work/d/gpt_oss_hf" "$work/oss_$codes"
+    python3 - "$work/oss_$codes/model.safetensors" "$codes" <<'PY' && ok || bad "gpt_oss_hf $codes block: generator"
+import json, struct, sys
+b = bytearray(open(sys.argv[1], 'rb').read())
+n = struct.unpack('<Q', b[:8])[0]
+h = json.loads(b[8:8 + n])
+p = 'model.layers.0.mlp.experts.down_proj'
+s = 8 + n + h[p + '_scales']['data_offsets'][0] + 4 * 2 + 1  # row 4, block 1: E8M0 0, 2^-127
+c = 8 + n + h[p + '_blocks']['data_offsets'][0] + (4 * 2 + 1) * 16
+b[s] = 0
+b[c:c + 16] = bytes([0x80] * 16) if sys.argv[2] == 'zero' else bytes([0x80] * 15 + [0x20])  # -0s, then a 1.0
+open(sys.argv[1], 'wb').write(b)
+PY
+done
+run 0 "$bin/ninfer-convert" "$work/oss_zero" -o "$work/oss_zero.ninfer" --format bf16
+run 0 "$bin/ninfer-verify" "$work/oss_zero.ninfer" --against "$work/oss_zero"
+python3 - "$work/oss_zero.ninfer.conversion.json" <<'PY' && ok || bad "oss_zero: the report says exact"
+import json, sys
+o = [o for o in json.load(open(sys.argv[1]))['objects'] if o['object'].endswith('down_proj_blocks')][0]
+assert o['format'] == 'nvfp4' and o['max_abs_error'] == 0 and o['values_compared'] == 256 * 64, o
+PY
+run 1 "$bin/ninfer-convert" "$work/oss_nonzero" -o "$work/oss_nonzero.ninfer" --format bf16
+contains "$work/err" "'model.layers.0.mlp.experts.down_proj_blocks'"
+contains "$work/err" "row 4 block 1: scale 2^-127 lies more than 17 octaves below"
+check test ! -e "$work/oss_nonzero.ninfer"
+run 0 "$bin/ninfer-convert" "$work/oss_nonzero" -o "$work/oss_nonzero.ninfer" --format bf16 --requantize
 # act-order, groups of 32, 8-bit asymmetric, and 8-bit symmetric reaching q - z = -128 (q8
 # excludes it) need --requantize
 for c in gptq3_act gptq4_bare gptq8_row gptq8_sym_min; do

@@ -28,7 +28,8 @@ documents where each comes from and rebuilds them deterministically:
                        "\xffHF\n" hf_quant_config.json, "\xffST\n" safetensors): a small valid one
                        of every dialect and strategy in tests/cli/gen_dialects.py's byte layouts,
                        declared and undeclared, plus broken ones (a NaN scale or code, a missing
-                       or doubled scale, conflicting or unsupported declarations)
+                       or doubled scale, conflicting or unsupported declarations), and GPTQ, AWQ,
+                       MLX and MXFP4 checkpoints as tests/cli/gen_packed.py packs them
 Nothing here is random: the same tree gives the same bytes.
 
 Files named fuzz-<sha1> are not generated here: they are small inputs the fuzzers found (mostly
@@ -640,11 +641,19 @@ def dialects():
            (P + ".biases", "BF16", [2, 1], bytes(4))]
     out("dialects", "refused_mlx.bin", dialect_seed({"quantization_config": {"group_size": 64, "bits": 4}}, tensors=mlx))
     out("dialects", "refused_mlx_tensors.bin", dialect_seed(tensors=mlx))
-    out("dialects", "refused_mxfp4_blocks.bin", dialect_seed(tensors=[
-        ("block.0.mlp.mlp1_weight.blocks", "U8", [1, 2, 1, 16], bytes(32)),
-        ("block.0.mlp.mlp1_weight.scales", "U8", [1, 2, 1], bytes(2))]))
     out("dialects", "refused_ct_sparse.bin", dialect_seed({"quantization_config": {
         "quant_method": "compressed-tensors", "sparsity_config": {"format": "sparse-24-bitmask"}}}, tensors=mlx))
+    # GPTQ, AWQ, MLX and MXFP4 as their producers write them (tests/cli/gen_packed.py), config.json
+    # and the one safetensors file framed as above
+    import gen_packed
+    with tempfile.TemporaryDirectory() as tmp:
+        gen_packed.cases(tmp, random.Random(11))
+        for c in ("gptq4", "gptq3_act", "gptq2_v2", "awq_gemm", "awq_gemv", "mlx4", "mlx3_old", "mlx_mixed",
+                  "gpt_oss_hf", "gpt_oss_orig", "ct_mxfp4"):
+            d = os.path.join(tmp, c)
+            st_name = [f for f in sorted(os.listdir(d)) if f.endswith(".safetensors")][0]
+            cfg = open(os.path.join(d, "config.json"), "rb").read()
+            out("dialects", c + ".bin", cfg + b"\xffST\n" + open(os.path.join(d, st_name), "rb").read())
 
 
 if __name__ == "__main__":

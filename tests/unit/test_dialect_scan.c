@@ -376,3 +376,77 @@ Test(dialect, awq_gemm_nibble_order)
     nf_dialects_free(d);
     nf_source_close(s);
 }
+
+/* MXFP4 (docs/dialects.md "MXFP4"): gpt-oss's stacked experts [E, R, B, 16] read as [E * R, 32 * B]
+ * rows, OpenAI's original/ names alike, compressed-tensors' weight_packed; every E8M0 exponent
+ * 0..254 gives FP4[code] * 2^(e - 127) exactly (or is refused past binary32), 255 is NaN. */
+Test(dialect, mxfp4_every_exponent)
+{
+    static uint8_t blocks[255 * 16], scales[255];
+    for (int e = 0; e < 255; e++) {
+        scales[e] = (uint8_t)e;
+        for (int i = 0; i < 16; i++) blocks[e * 16 + i] = (uint8_t)(((2 * i) % 16) | ((2 * i + 1) % 16) << 4);
+    }
+    static const double mag[8] = {0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0};
+    const char *names[3][2] = {
+        {"model.layers.0.mlp.experts.down_proj_blocks", "model.layers.0.mlp.experts.down_proj_scales"},
+        {"block.0.mlp.mlp2_weight.blocks", "block.0.mlp.mlp2_weight.scales"},
+        {"m.weight_packed", "m.weight_scale"}};
+    for (int layout = 0; layout < 3; layout++) {
+        /* 255 rows of one block (gpt-oss: 5 experts x 51 rows) */
+        sw_st_tensor oss[] = {
+            {names[layout][0], "U8", 4, {5, 51, 1, 16}, blocks, sizeof blocks},
+            {names[layout][1], "U8", 3, {5, 51, 1}, scales, sizeof scales},
+        };
+        sw_st_tensor ct[] = {
+            {names[2][0], "U8", 2, {255, 16}, blocks, sizeof blocks},
+            {names[2][1], "U8", 2, {255, 1}, scales, sizeof scales},
+        };
+        nf_source *s = open_ckpt(layout < 2 ? oss : ct, 2,
+                                 layout == 0 ? "{\"quantization_config\": {\"quant_method\": \"mxfp4\"}}" : NULL);
+        nf_dialects *d = NULL;
+        nf_error err;
+        cr_assert_eq(nf_dialects_scan(s, &d, &err), NF_OK, "%s", err.message);
+        cr_assert_eq(nf_dialects_weight_count(d), 1);
+        const nf_qweight *q = nf_dialects_weight_at(d, 0);
+        cr_assert_eq(q->dialect, layout < 2 ? NF_DIALECT_GPT_OSS_MXFP4 : NF_DIALECT_CT_MXFP4);
+        cr_assert(q->shape[0] == 255 && q->shape[1] == 32 && q->codes_kind == NF_QCODES_E2M1 && q->block_cols == 32);
+        const nf_source_tensor *t = nf_source_find(s, names[layout][1]);
+        cr_assert_eq(nf_dialects_role(d, t, NULL), NF_QROLE_COMPANION);
+        float v[32];
+        for (int e = 0; e < 255; e++) {
+            bool over = false;
+            for (int c = 0; c < 16; c++) over = over || isinf((float)ldexp(mag[c & 7], e - 127));
+            nf_status st = nf_qweight_read_f32(s, q, (uint64_t)e, (uint64_t)e + 1, v, 32, &err);
+            if (over) {
+                cr_assert_eq(st, NF_ERR_INVALID, "e %d", e);
+                cr_assert(strstr(err.message, "overflows binary32"), "%s", err.message);
+                continue;
+            }
+            cr_assert_eq(st, NF_OK, "e %d: %s", e, err.message);
+            for (int k = 0; k < 32; k++) {
+                int c = k % 16;
+                float want = (float)ldexp((c & 8) ? -mag[c & 7] : mag[c & 7], e - 127);
+                cr_assert(memcmp(&v[k], &want, 4) == 0, "e %d col %d: %a, not %a", e, k, (double)v[k], (double)want);
+            }
+        }
+        nf_dialects_free(d);
+        nf_source_close(s);
+    }
+    /* E8M0 255 is NaN, named by its block */
+    scales[3] = 0xFF;
+    sw_st_tensor bad[] = {
+        {names[2][0], "U8", 2, {255, 16}, blocks, sizeof blocks},
+        {names[2][1], "U8", 2, {255, 1}, scales, sizeof scales},
+    };
+    nf_source *s = open_ckpt(bad, 2, NULL);
+    nf_dialects *d = NULL;
+    nf_error err;
+    float v[32 * 4];
+    cr_assert_eq(nf_dialects_scan(s, &d, &err), NF_OK, "%s", err.message);
+    cr_assert_eq(nf_qweight_read_f32(s, nf_dialects_weight_at(d, 0), 0, 4, v, 128, &err), NF_ERR_INVALID);
+    cr_assert(strstr(err.message, "tensor 'm.weight_scale': block (3, 0) (rows 3..3, cols 0..31): scale 0xFF is NaN"),
+              "%s", err.message);
+    nf_dialects_free(d);
+    nf_source_close(s);
+}

@@ -1,8 +1,8 @@
 /* ninfer/dialect.h - quantized checkpoints as sources (docs/dialects.md).
  *
  * The largest checkpoints ship quantized: DeepSeek-V3 block-scaled FP8, compressed-tensors
- * (llm-compressor) FP8, packed INT4/INT8 and NVFP4, NVIDIA ModelOpt FP8 and NVFP4, GPTQ and
- * AWQ.  Each stores one weight as a codes tensor and companions (scales, a global scale, zero
+ * (llm-compressor) FP8, packed INT4/INT8, NVFP4 and MXFP4, NVIDIA ModelOpt FP8 and NVFP4, GPTQ,
+ * AWQ, MLX and gpt-oss's MXFP4 experts.  Each stores one weight as a codes tensor and companions (scales, a global scale, zero
  * points, the unpadded shape, group indices, activation scales).  nf_dialects_scan() reads a safetensors checkpoint's
  * declarations -- config.json `quantization_config`, ModelOpt's hf_quant_config.json, the
  * companion names and their dtypes and shapes, found in any shard -- and identifies every
@@ -17,10 +17,11 @@
  *   NVFP4 compressed-tensors                        w = e2m1 * s / weight_global_scale
  *   GPTQ, AWQ                                       w = (q - z) * s     (s, z of column k's group)
  *   MLX affine                                      w = s * q + b       (s, b of column k's group)
+ *   MXFP4 (gpt-oss, compressed-tensors)             w = e2m1 * 2^(e - 127)  (e the block's E8M0)
  * where s is the scale covering the value (by the strategy: one per tensor, per row, per group
  * of columns of a row, or per block of rows x columns; edge blocks are partial), read exactly
  * as binary32 from F32, BF16, F16 or E4M3 words.  Every code and scale is checked as it is
- * read: a NaN or infinite code, a scale that is not finite and > 0 is NF_ERR_INVALID naming the
+ * read: a NaN or infinite code, a scale that is not finite and > 0 (E8M0 255) is NF_ERR_INVALID naming the
  * tensor, the row and column (codes) or the block (scales).
  *
  * Who names what (docs/library.md): every message starts with the file holding the tensor at
@@ -62,6 +63,11 @@ typedef enum nf_dialect_id {
     NF_DIALECT_AWQ,            /* "awq": <p>.qweight I32 [K, N/8] (GEMM) or [N, K/8] (GEMV) +
                                      scales + qzeros */
     NF_DIALECT_MLX,            /* "mlx": <p>.weight U32 [N, K*b/32] + scales + biases [N, K/g] */
+    NF_DIALECT_CT_MXFP4,       /* "compressed_tensors_mxfp4": <p>.weight_packed U8 [N, K/2] +
+                                     weight_scale U8 E8M0 [N, K/32] */
+    NF_DIALECT_GPT_OSS_MXFP4,  /* "gpt_oss_mxfp4": <p>_blocks U8 [..., R, K/32, 16] + <p>_scales U8
+                                     E8M0 [..., R, K/32] (Hugging Face), or <p>.blocks + <p>.scales
+                                     (OpenAI's original/) */
     NF_DIALECT_COUNT
 } nf_dialect_id;
 
@@ -71,7 +77,8 @@ NF_API const char *nf_dialect_name(nf_dialect_id id);
 typedef enum nf_qcodes {
     NF_QCODES_E4M3,       /* one E4M3FN byte per value */
     NF_QCODES_E5M2,       /* one E5M2 byte per value */
-    NF_QCODES_E2M1,       /* two E2M1 codes per byte, the lower column in the low nibble */
+    NF_QCODES_E2M1,       /* two E2M1 codes per byte, the lower column in the low nibble (scales
+                             F8_E4M3, or E8M0 in U8 / F8_E8M0 for MXFP4: 2^(e - 127), 255 NaN) */
     NF_QCODES_INT_PACKED, /* 32/bits offset-binary codes per little-endian int32, lowest first */
     NF_QCODES_INT8,       /* one int8 per value */
     NF_QCODES_UINT_PACKED /* unsigned b-bit codes q with zero points z (GPTQ, AWQ) or biases (MLX): laid
@@ -142,8 +149,8 @@ typedef struct nf_dialects nf_dialects;
  * global scale that is not finite and > 0, conflicting markers, a companion without its
  * weight), naming the file, the tensor or key; every weight's problems are checked, the first
  * is reported.  NF_ERR_INVALID too for a quantized checkpoint of a producer no dialect reads
- * (EXL2, MXFP4, MLX, bitsandbytes, HQQ, compressed-tensors MXFP4 and sparse, GPTQ and AWQ
- * repacked for a kernel: docs/dialects.md, "Quantized checkpoints not read yet"), declared --
+ * (EXL2, bitsandbytes, HQQ, compressed-tensors sparse, GPTQ and AWQ
+ * repacked for a kernel, MLX modes other than affine: docs/dialects.md, "Quantized checkpoints not read yet"), declared --
  * config.json quantization_config, quantization or sparsity_config, quantize_config.json,
  * quant_config.json -- or recognised by its tensors' names and dtypes: "FILE: KEY or tensor 'NAME': FORMAT (HOW):
  * not read yet, ...; convert from the BF16 release of the model". */

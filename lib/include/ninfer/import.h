@@ -1,9 +1,10 @@
 /* ninfer/import.h - import_encoded (docs/methods.md): moves words that a
  * checkpoint already holds in quantized form into the logical words of a target format
  * (nf_words of ninfer/layout.h), ready for nf_layout_encode_rows.  Nothing is requantized,
- * rounded or canonicalized, except the two conversions the dialects define: a ModelOpt
- * multiplier becomes its binary32 reciprocal divisor, and an F32 FP8 row scale is rounded to
- * BF16 once.
+ * rounded or canonicalized, except the conversions the dialects define: a ModelOpt
+ * multiplier becomes its binary32 reciprocal divisor, an F32 FP8 row scale is rounded to
+ * BF16 once, and an MXFP4 block scale 2^(e - 127) becomes the E4M3 power of two 2^(e - 127 + p)
+ * of both its 16-value halves under the matrix's divisor 2^p (exact: both are powers of two).
  *
  *   kind                         source tensors                                 target
  *   NF_IMPORT_GGUF_BLOCKS        GGUF blocks of ggml type T                     gguf_* of type T
@@ -18,6 +19,8 @@
  *                                BF16 or F32, [N], [N,1] or one value
  *   NF_IMPORT_INT_GROUPS         GPTQ / AWQ integers q - z and F16 group scales  q4_g64_fp16,
  *                                (nf_qweight_read_ints, ninfer/dialect.h)        q5_g64_fp16, q8_g32_fp16
+ *   NF_IMPORT_MXFP4              MXFP4 E2M1 codes U8 [N,K/2] and E8M0 scales    nvfp4
+ *                                U8 [N,K/32] (gpt-oss, compressed-tensors)
  *
  * Two steps.  An nf_import_init_*() function reads only what a checkpoint header declares
  * (names, dtypes, shapes) plus the tensor-level scalar (the NVFP4 divisor, a per-tensor FP8
@@ -83,11 +86,12 @@ typedef enum nf_import_kind {
     NF_IMPORT_NVFP4_COMPRESSED, /* divisor = weight_global_scale as stored */
     NF_IMPORT_FP8_COMPRESSED,   /* E4M3FN codes + one BF16 multiplier per row */
     NF_IMPORT_INT_GROUPS,       /* integer codes q - z + one binary16 scale per source group */
+    NF_IMPORT_MXFP4,            /* E2M1 codes + one E8M0 scale per 32 values, divisor 2^p */
     NF_IMPORT_KIND_COUNT
 } nf_import_kind;
 
 /* "gguf_blocks", "gsq_q2_0", "q8_0", "pq2_0", "nvfp4_modelopt", "nvfp4_compressed_tensors",
- * "fp8_compressed_tensors", "int_groups"; NULL for an out-of-range kind. */
+ * "fp8_compressed_tensors", "int_groups", "mxfp4"; NULL for an out-of-range kind. */
 NF_API const char *nf_import_kind_name(nf_import_kind kind);
 
 /* One source tensor as its checkpoint declares it (no data).  For an nf_source_tensor t:
@@ -123,6 +127,7 @@ typedef struct nf_import {
                                  weight_global_scale (F32); fp8 per-tensor scale (BF16 or F32) */
     uint32_t divisor;         /* nvfp4: this matrix's divisor word d_w */
     uint64_t group;           /* int_groups: the source's group of columns (K for one per row) */
+    int32_t divisor_log2;     /* mxfp4: p, the divisor being 2^p */
 } nf_import;
 
 /* ---------------------------------------------------------------- init */
@@ -179,6 +184,17 @@ NF_API nf_status nf_import_init_int_groups(nf_import *imp, const nf_format *targ
                                            const nf_import_tensor *scales, uint64_t rows, uint64_t cols, uint64_t group,
                                            nf_error *err);
 
+/* An MXFP4 matrix [rows, cols] into nvfp4 (docs/dialects.md "MXFP4"): codes U8, two E2M1 codes per
+ * byte, the lower column in the low nibble (row_bytes cols / 2); scales E8M0 (U8 or F8_E8M0), one
+ * per 32 values (scale_row_bytes cols / 32); cols a multiple of 32.  The divisor is 2^p, p =
+ * divisor_log2 in [-126, 127]: block exponent e gives both halves the E4M3 scale 2^(e - 127 + p),
+ * which must lie in [2^-9, 2^8]; a block below that range is kept only when all its codes are
+ * zero (scale 2^-9), above it never.  The caller chooses p from the scales (p = min(135 - max e,
+ * 127) keeps every block within 17 octaves of the largest).  E8M0 255 (NaN) and a value past
+ * binary32 are refused, naming the row and block. */
+NF_API nf_status nf_import_init_mxfp4(nf_import *imp, const nf_import_tensor *codes, const nf_import_tensor *scales,
+                                      uint64_t rows, uint64_t cols, int32_t divisor_log2, nf_error *err);
+
 /* ---------------------------------------------------------------- geometry */
 /* Geometry of the object holding this one matrix: the target's default layout, shape
  * [rows, cols], one divisor (fails, naming the tensor, when the layout cannot hold the shape,
@@ -224,6 +240,7 @@ typedef struct nf_import_chunk {
  *   Q8_0   a -0 (0x8000) or non-finite scale, code 0x80 (-128), a +0 scale over a nonzero code;
  *   PQ2_0  code 11, a -0 or non-finite scale, a +0 scale over a nonzero code;
  *   nvfp4  a scale with its sign set or 0x7F (NaN); every E2M1 code is valid;
+ *   mxfp4  E8M0 255 (NaN), a block outside the divisor's range (see nf_import_init_mxfp4);
  *   fp8    codes 0x7F / 0xFF (NaN), an invalid row scale, a +0 scale over a nonzero code. */
 NF_API nf_status nf_import_rows(const nf_import *imp, const nf_import_chunk *chunk, nf_words *out, uint64_t out_row,
                                 nf_error *err);

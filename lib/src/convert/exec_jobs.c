@@ -61,11 +61,11 @@ nf_status nf_convert_member_rows(const plan_object *o, const plan_member *m, uin
         /* the import names the tensor and the word; the checkpoint is named here */
         NF_TRY_CTX(nf_import_rows(imp, &chunk, words, words_row, err), err, "%s", nf_source_path(src));
         /* GGUF sources have values of their own (ggml's dequantization) to compare with, and so
-         * do GPTQ and AWQ weights (the report shows their import exact) */
+         * do GPTQ, AWQ and MXFP4 weights (the report shows their import exact) */
         if (values) {
             if (m->t->ggml_type >= 0 && m->t->convertible)
                 NF_TRY(nf_source_read_f32(src, m->t, r0, r1, values, (size_t)(rows * o->g.cols), err));
-            else if (imp->kind == NF_IMPORT_INT_GROUPS)
+            else if (imp->kind == NF_IMPORT_INT_GROUPS || imp->kind == NF_IMPORT_MXFP4)
                 NF_TRY(nf_qweight_read_f32(src, m->q, r0, r1, values, (size_t)(rows * o->g.cols), err));
             else
                 for (size_t i = 0; i < rows * o->g.cols; i++) values[i] = NAN;
@@ -148,8 +148,9 @@ static bool nvfp4_band_spans(const plan_object *o)
     if (o->method != NF_METHOD_IMPORT_ENCODED || nf_layout_colspan_rows(&o->g) != 128) return false;
     for (size_t k = 0; k < o->nmembers; k++) {
         const plan_member *m = &o->members[k];
-        if ((m->imp.kind != NF_IMPORT_NVFP4_MODELOPT && m->imp.kind != NF_IMPORT_NVFP4_COMPRESSED) || !m->scale_t ||
-            m->rows % 128 || m->parent_row0 % 128)
+        if ((m->imp.kind != NF_IMPORT_NVFP4_MODELOPT && m->imp.kind != NF_IMPORT_NVFP4_COMPRESSED &&
+             m->imp.kind != NF_IMPORT_MXFP4) ||
+            !m->scale_t || m->rows % 128 || m->parent_row0 % 128)
             return false;
     }
     return o->divisors != NULL;

@@ -223,6 +223,8 @@ static const char *packed_import_target(const nf_source *src, const nf_qweight *
 static const char *import_target(const nf_source *src, const nf_qweight *q)
 {
     if (q->dialect == NF_DIALECT_CT_NVFP4 || q->dialect == NF_DIALECT_MODELOPT_NVFP4) return "nvfp4";
+    if (q->dialect == NF_DIALECT_CT_MXFP4 || q->dialect == NF_DIALECT_GPT_OSS_MXFP4) /* nvfp4's tiles */
+        return q->shape[0] % 128 == 0 && q->shape[1] % 64 == 0 ? "nvfp4" : NULL;
     if (q->codes_kind == NF_QCODES_UINT_PACKED) return packed_import_target(src, q);
     bool rows = !strcmp(q->strategy, "tensor") || !strcmp(q->strategy, "channel");
     if ((q->dialect == NF_DIALECT_CT_FP8 || q->dialect == NF_DIALECT_MODELOPT_FP8) && rows &&
@@ -265,6 +267,50 @@ static nf_status check_quantized_import(const nf_source *src, const nf_source_te
     return NF_OK;
 }
 
+/* MXFP4's divisor 2^p in nvfp4 (docs/dialects.md "MXFP4"): p = min(135 - max e, 127) puts the
+ * largest E8M0 exponent at E4M3's 2^8, and a block more than 17 octaves below it must hold only
+ * zeros (its codes are read), else no one divisor holds the matrix exactly.  Scales are read in
+ * pieces of MXFP4_PIECE bytes, twice. */
+#define MXFP4_PIECE ((size_t)1 << 20)
+static nf_status mxfp4_divisor(const nf_source *src, const nf_qweight *q, int32_t *p, nf_error *err)
+{
+    const uint64_t nb = q->scale_cols, total = q->shape[0] * nb, half = q->shape[1] / 2;
+    uint8_t *buf = malloc(MXFP4_PIECE), codes[16];
+    if (!buf) return nf_common_nomem(err);
+    int maxe = 0;
+    nf_status st = NF_OK;
+    for (int pass = 0; st == NF_OK && pass < 2; pass++)
+        for (uint64_t a = 0; st == NF_OK && a < total; a += MXFP4_PIECE) {
+            size_t len = (size_t)(total - a < MXFP4_PIECE ? total - a : MXFP4_PIECE);
+            st = nf_source_read_bytes(src, q->scale, a, buf, len, err);
+            for (size_t i = 0; st == NF_OK && i < len; i++) {
+                const uint64_t row = (a + i) / nb, b = (a + i) % nb;
+                if (buf[i] == 0xFF)
+                    st = nf_error_set(err, NF_ERR_INVALID,
+                                      "%s: tensor '%s': row %" PRIu64 " block %" PRIu64 ": E8M0 scale 0xFF is NaN",
+                                      nf_source_file_path(src, q->scale->file), q->scale->name, row, b);
+                else if (pass == 0 && buf[i] > maxe) maxe = buf[i];
+                else if (pass == 1 && buf[i] - 127 + *p < -9) {
+                    st = nf_source_read_bytes(src, q->codes, row * half + b * 16, codes, 16, err);
+                    for (size_t j = 0; st == NF_OK && j < 16; j++)
+                        if (codes[j] & 0x77)
+                            st = nf_error_set(err, NF_ERR_INVALID,
+                                              "%s: tensor '%s': row %" PRIu64 " block %" PRIu64
+                                              ": scale 2^%d lies more "
+                                              "than 17 octaves below the matrix's largest, 2^%d, and nvfp4's E4M3 "
+                                              "block scales span 2^-9..2^8 under one divisor: no format holds its "
+                                              "words exactly; requantize it from its values with a rule that names "
+                                              "the method, or --requantize in quick mode",
+                                              nf_source_file_path(src, q->codes->file), q->codes->name, row, b,
+                                              buf[i] - 127, maxe - 127);
+                }
+            }
+            if (pass == 0) *p = 135 - maxe < 127 ? 135 - maxe : 127;
+        }
+    free(buf);
+    return st;
+}
+
 /* Reads a tensor-level scalar (4 bytes of an F32 tensor, or 2 of a BF16 one). */
 static nf_status read_scalar(const nf_source *src, const nf_source_tensor *t, void *buf, size_t *len, nf_error *err)
 {
@@ -293,6 +339,14 @@ static nf_status prepare_import(const plan_source *s, const nf_source_tensor *t,
     if (q->codes_kind == NF_QCODES_UINT_PACKED) { /* read through the dialect: m->q */
         NF_TRY(nf_import_init_int_groups(&m->imp, fmt, &it, &is, q->shape[0], q->shape[1], q->block_cols, err));
         m->q = q;
+        return NF_OK;
+    }
+    if (q->dialect == NF_DIALECT_CT_MXFP4 || q->dialect == NF_DIALECT_GPT_OSS_MXFP4) {
+        int32_t p = 0;
+        NF_TRY(mxfp4_divisor(src, q, &p, err));
+        NF_TRY(nf_import_init_mxfp4(&m->imp, &it, &is, q->shape[0], q->shape[1], p, err));
+        m->scale_t = q->scale;
+        m->q = q; /* the report compares the values */
         return NF_OK;
     }
     uint8_t bytes[4];

@@ -277,6 +277,17 @@ static nf_status read_deepseek(const json_t *q, decl *d, nf_error *err)
                      err);
 }
 
+/* ---------------------------------------------------------------- gpt-oss MXFP4 */
+/* transformers' Mxfp4Config as gpt-oss ships it: quant_method mxfp4 and the modules left in
+ * BF16 (attention, router, embeddings); the experts' <p>_blocks / <p>_scales say the rest. */
+static nf_status read_mxfp4(const json_t *q, decl *d, nf_error *err)
+{
+    d->kind = DECL_MXFP4;
+    snprintf(d->what, sizeof d->what, "config.json quantization_config (mxfp4)");
+    return read_list(json_object_get(q, "modules_to_not_convert"), &d->ignore, false, d,
+                     "quantization_config.modules_to_not_convert", err);
+}
+
 /* ---------------------------------------------------------------- ModelOpt */
 static nf_status read_modelopt(const json_t *q, decl *d, const char *ctx, const char *algo_key, nf_error *err)
 {
@@ -335,13 +346,12 @@ static void bits_group(const json_t *o, const char *bits_key, const char *group_
 }
 
 /* config.json quantization_config.quant_method of a producer no dialect covers: the format's
- * name; NULL for the methods declare.c reads (fp8, compressed-tensors, modelopt, gptq, awq). */
+ * name; NULL for the methods declare.c reads (fp8, compressed-tensors, modelopt, gptq, awq, mxfp4). */
 static const char *foreign_method(const char *method, const json_t *q)
 {
     static const char *const known[][2] = {
         {"exl2", "EXL2"},
         {"hqq", "HQQ"},
-        {"mxfp4", "MXFP4"},
         {"aqlm", "AQLM"},
         {"quanto", "Quanto"},
         {"eetq", "EETQ"},
@@ -357,7 +367,7 @@ static const char *foreign_method(const char *method, const json_t *q)
         {"quark", "Quark"},
     };
     if (!strcmp(method, "fp8") || !strcmp(method, "compressed-tensors") || !strcmp(method, "modelopt") ||
-        !strcmp(method, "gptq") || !strcmp(method, "awq"))
+        !strcmp(method, "gptq") || !strcmp(method, "awq") || !strcmp(method, "mxfp4"))
         return NULL;
     if (!strcmp(method, "bitsandbytes")) {
         const json_t *four = json_object_get(q, "load_in_4bit"), *type = json_object_get(q, "bnb_4bit_quant_type");
@@ -375,7 +385,6 @@ static const char *foreign_method(const char *method, const json_t *q)
  * format) that no dialect here reads, by name; NULL for the ones read and for "dense". */
 static const char *foreign_ct_format(const char *format)
 {
-    if (!strcmp(format, "mxfp4-pack-quantized")) return "MXFP4";
     if (!strcmp(format, "sparse-24-bitmask")) return "2:4 sparse";
     if (!strcmp(format, "sparse-bitmask")) return "sparse";
     if (!strcmp(format, "marlin-24")) return "2:4 sparse GPTQ";
@@ -645,7 +654,7 @@ static nf_status read_mlx(const json_t *q, decl *d, const char *ctx, const char 
         o->bits = (unsigned)b;
         o->group = (uint64_t)g;
     }
-    qsort(d->mlx, d->nmlx, sizeof *d->mlx, cmp_override);
+    if (d->nmlx) qsort(d->mlx, d->nmlx, sizeof *d->mlx, cmp_override); /* d->mlx is NULL without overrides */
     char detail[64];
     bits_group(q, "bits", "group_size", detail, sizeof detail);
     snprintf(d->what, sizeof d->what, "%s (MLX affine%s%s)", where, detail, d->nmlx ? ", mixed" : "");
@@ -740,9 +749,11 @@ nf_status nf_dialect_read_decl(const nf_source *src, decl *d, nf_error *err)
                 st = read_gptq(q, d, "quantization_config", "config.json quantization_config", err);
             else if (!strcmp(method, "awq"))
                 st = read_awq(q, d, "quantization_config", "config.json quantization_config", err);
+            else if (!strcmp(method, "mxfp4")) st = read_mxfp4(q, d, err);
             else
                 st = bad(err, d, "quantization_config.quant_method",
-                         "not a supported dialect (fp8, compressed-tensors, modelopt, gptq, awq; docs/dialects.md): ",
+                         "not a supported dialect (fp8, compressed-tensors, modelopt, gptq, awq, mxfp4; "
+                         "docs/dialects.md): ",
                          method);
         }
     }

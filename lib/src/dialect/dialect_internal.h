@@ -29,7 +29,8 @@ typedef enum decl_kind {
     DECL_MODELOPT, /* quant_method modelopt, or hf_quant_config.json */
     DECL_GPTQ,     /* quant_method gptq, or AutoGPTQ's quantize_config.json */
     DECL_AWQ,      /* quant_method awq, or AutoAWQ's quant_config.json */
-    DECL_MLX       /* mlx-lm: quantization / quantization_config without quant_method */
+    DECL_MLX,      /* mlx-lm: quantization / quantization_config without quant_method */
+    DECL_MXFP4     /* quant_method mxfp4 (gpt-oss, transformers' Mxfp4Config) */
 } decl_kind;
 
 /* mlx-lm's mixed quantization: a module's own bits and group size, or none (left unquantized). */
@@ -118,6 +119,12 @@ bool nf_dialect_mlx_module(const decl *d, const char *module, size_t len, unsign
  * the declaration, appended to d->weights (room for one per tensor) with the roles of its
  * tensors.  NF_ERR_INVALID names the tensor. */
 nf_status nf_dialect_scan_packed(nf_dialects *d, nf_error *err);
+
+/* gpt-oss's MXFP4 experts (scan_packed.c): every <p>_blocks U8 [..., R, B, 16] with <p>_scales
+ * U8 [..., R, B] (Hugging Face), or <p>.blocks with <p>.scales (OpenAI's original/), one weight
+ * [prod(...) * R, 32 * B] appended to d->weights with its roles.  NF_ERR_INVALID names the
+ * tensor. */
+nf_status nf_dialect_scan_mxfp4(nf_dialects *d, nf_error *err);
 
 /* GPTQ's and AWQ's values (qweight_packed.c), for nf_qweight_read_f32 and _span once their
  * arguments are checked: rows [r0, r1) into out, or columns [c0, c0 + n) of one row. */

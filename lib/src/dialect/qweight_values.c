@@ -47,7 +47,16 @@ static nf_status fail_at(nf_error *err, const nf_source *src, const nf_source_te
 /* ---------------------------------------------------------------- scales */
 static size_t scale_size(const nf_source_tensor *t)
 {
-    return t->dtype == NF_ST_F32 ? 4 : t->dtype == NF_ST_F8_E4M3 ? 1 : 2;
+    return t->dtype == NF_ST_F32                                                            ? 4
+           : t->dtype == NF_ST_F8_E4M3 || t->dtype == NF_ST_U8 || t->dtype == NF_ST_F8_E8M0 ? 1
+                                                                                            : 2;
+}
+
+/* Bytes of one row of a weight's codes: a row of the codes tensor, or of the [N, K] view of
+ * gpt-oss's [..., R, B, 16] blocks (K / 2 bytes of E2M1 codes). */
+static uint64_t codes_row_bytes(const nf_qweight *q)
+{
+    return q->codes_kind == NF_QCODES_E2M1 ? q->shape[1] / 2 : q->codes->row_bytes;
 }
 
 /* The bit fields of a scale word: its sign, its exponent (all ones: not finite, except for
@@ -63,6 +72,10 @@ const char *nf_dialect_scale_value(nf_st_dtype dtype, uint32_t w, float *out)
     static const scale_bits f32 = {0x80000000u, 0x7F800000u, 0x007FFFFFu, true},
                             bf16 = {0x8000u, 0x7F80u, 0x007Fu, true}, f16 = {0x8000u, 0x7C00u, 0x03FFu, true},
                             e4m3 = {0x80u, 0x7Fu, 0u, false}; /* E4M3FN: 0x7F / 0xFF are its NaNs */
+    if (dtype == NF_ST_U8 || dtype == NF_ST_F8_E8M0) {        /* E8M0 (MXFP4): 2^(w - 127), 255 its NaN */
+        *out = ldexpf(1.0f, (int)(w & 0xFF) - 127);
+        return (w & 0xFF) == 0xFF ? "NaN (E8M0 0xFF)" : NULL;
+    }
     const scale_bits *b = dtype == NF_ST_F32 ? &f32 : dtype == NF_ST_BF16 ? &bf16 : dtype == NF_ST_F16 ? &f16 : &e4m3;
     *out = dtype == NF_ST_F32    ? f32_of(w)
            : dtype == NF_ST_BF16 ? nf_bf16_to_f32((uint16_t)w)
@@ -317,7 +330,7 @@ nf_status nf_qweight_read_f32(const nf_source *src, const nf_qweight *q, uint64_
                             q->codes->name, r1 - r0, k, out_len);
     if (r0 == r1) return NF_OK;
     if (q->pack != NF_QPACK_ROWS) return nf_dialect_packed_read(src, q, r0, r1, out, err);
-    const uint64_t row_bytes = q->codes->row_bytes;
+    const uint64_t row_bytes = codes_row_bytes(q);
     uint64_t piece = row_bytes ? PIECE_BYTES / row_bytes : 1;
     if (piece == 0) piece = 1;
     if (piece > r1 - r0) piece = r1 - r0;
@@ -335,7 +348,7 @@ nf_status nf_qweight_read_f32(const nf_source *src, const nf_qweight *q, uint64_
     for (uint64_t a = r0; st == NF_OK && a < r1; a += piece) {
         uint64_t b = a + piece < r1 ? a + piece : r1;
         uint64_t sa = a / q->block_rows, sb = (b - 1) / q->block_rows + 1;
-        st = nf_source_read_rows(src, q->codes, a, b, codes, (size_t)(piece * row_bytes), err);
+        st = nf_source_read_bytes(src, q->codes, a * row_bytes, codes, (size_t)((b - a) * row_bytes), err);
         if (st == NF_OK) st = read_scales(src, q, sa, 0, (size_t)((sb - sa) * sc), raw, scales, err);
         if (st == NF_OK && q->zero_point) st = read_zero_points(src, q, sa, sb, 0, sc, raw, zps, err);
         for (uint64_t r = a; st == NF_OK && r < b; r++) {
@@ -405,7 +418,7 @@ nf_status nf_qweight_read_f32_span(const nf_source *src, const nf_qweight *q, ui
     float table[256];
     code_table(q, table);
     if (st == NF_OK)
-        st = nf_source_read_bytes(src, q->codes, row * q->codes->row_bytes + b0, codes, (size_t)(b1 - b0), err);
+        st = nf_source_read_bytes(src, q->codes, row * codes_row_bytes(q) + b0, codes, (size_t)(b1 - b0), err);
     if (st == NF_OK) st = read_scales(src, q, br, ja, nb, raw, scales, err);
     if (st == NF_OK && q->zero_point) st = read_zero_points(src, q, br, br + 1, ja, jb, raw, zps, err);
     if (st == NF_OK) st = decode_row(src, q, row, codes, cbase, c0, c1, scales, zps, table, out, err);

@@ -30,6 +30,8 @@ static const char *const dialect_names[NF_DIALECT_COUNT] = {
     "gptq",
     "awq",
     "mlx",
+    "compressed_tensors_mxfp4",
+    "gpt_oss_mxfp4",
 };
 
 const char *nf_dialect_name(nf_dialect_id id) { return (unsigned)id < NF_DIALECT_COUNT ? dialect_names[id] : NULL; }
@@ -299,6 +301,35 @@ static nf_status fp8_weight(nf_dialects *d, const module *m, nf_qweight *q, nf_e
 
 static nf_status read_weight_shape(const nf_dialects *d, const nf_source_tensor *t, uint64_t out[2], nf_error *err);
 
+/* compressed-tensors mxfp4-pack-quantized: weight_packed U8 [N, K/2] (checked by the caller) and
+ * weight_scale E8M0 [N, ceil(K/32)], nothing else: MXFP4 has no global scale. */
+static nf_status mxfp4_weight(nf_dialects *d, const module *m, nf_qweight *q, nf_error *err)
+{
+    const nf_source_tensor *c = q->codes;
+    q->dialect = NF_DIALECT_CT_MXFP4;
+    static const int extra[] = {C_SCALE_2, C_GLOBAL, C_ZERO, -1};
+    NF_TRY(unexpected(d, m, q, extra, err));
+    if (m->t[C_SHAPE]) {
+        uint64_t ws[2];
+        q->shape_tensor = m->t[C_SHAPE];
+        NF_TRY(read_weight_shape(d, m->t[C_SHAPE], ws, err));
+        if (ws[0] != q->shape[0] || ws[1] != q->shape[1])
+            return fail_t(err, d->src, m->t[C_SHAPE],
+                          "[%" PRIu64 ",%" PRIu64 "], but '%s' holds [%" PRIu64 ",%" PRIu64 "] MXFP4 values (two "
+                          "codes per byte)",
+                          ws[0], ws[1], c->name, q->shape[0], q->shape[1]);
+    }
+    if (d->decl.kind == DECL_CT) {
+        const ct_scheme *sc;
+        NF_TRY(ct_scheme_of(d, m, c, &sc, err));
+        if (!sc->is_float || sc->num_bits != 4 || (sc->group_size && sc->group_size != 32))
+            return fail_t(err, d->src, c, "MXFP4 codes, but group '%s' of %s declares %s %u-bit weights%s", sc->name,
+                          d->decl.path, sc->is_float ? "float" : "int", sc->num_bits,
+                          sc->group_size && sc->group_size != 32 ? " in groups other than 32" : "");
+    }
+    return set_grid(d, q, "group", 1, 32, err);
+}
+
 static nf_status nvfp4_weight(nf_dialects *d, const module *m, nf_qweight *q, nf_error *err)
 {
     const nf_source_tensor *c = q->codes, *s = q->scale;
@@ -314,14 +345,15 @@ static nf_status nvfp4_weight(nf_dialects *d, const module *m, nf_qweight *q, nf
     if ((s->dtype == NF_ST_U8 || s->dtype == NF_ST_F8_E8M0) && s->rank == 2 && s->shape[0] == q->shape[0] &&
         s->shape[1] == (q->shape[1] + 31) / 32) {
         /* E8M0 scales per 32 values: MXFP4 (compressed-tensors mxfp4-pack-quantized) even when no
-         * format says so, not a broken NVFP4 weight (docs/dialects.md) */
+         * format says so, not a broken NVFP4 weight (docs/dialects.md "MXFP4") */
+        if (!modelopt) return mxfp4_weight(d, m, q, err);
         char where[2048], how[256];
         snprintf(where, sizeof where, "%s: tensor '%s'", file_of(d->src, s), nf_esc(s->name).s);
         snprintf(how, sizeof how,
-                 "E2M1 codes, two per U8, with %s E8M0 scales per 32 values, recognised by the "
+                 "E2M1 codes, two per U8 <p>.weight, with %s E8M0 scales per 32 values, recognised by the "
                  "tensors",
                  s->type_name);
-        return nf_dialect_not_read(err, where, "MXFP4", how);
+        return nf_dialect_not_read(err, where, "MXFP4 (ModelOpt)", how);
     }
     if (s->dtype != NF_ST_F8_E4M3)
         return fail_t(err, d->src, s, "dtype %s: NVFP4 block scales are F8_E4M3", s->type_name);
@@ -611,29 +643,9 @@ static bool foreign_layout(const nf_source *src, const nf_source_tensor *t, cons
     const char *name = t->name, *dot = strrchr(name, '.');
     const char *last = dot ? dot + 1 : name;
     size_t plen = dot ? (size_t)(dot + 1 - name) : 0;
-    size_t llen = strlen(last);
     /* Each layout is recognised by its codes tensor together with a companion, never by a name
      * alone: an ordinary checkpoint may hold a tensor named like one companion (an attention
      * `q_scale` beside FP8 k/v scales, say), and must not be refused for it. */
-    if (t->dtype == NF_ST_U8 && llen > 7 && !strcmp(last + llen - 7, "_blocks")) {
-        char scales[512];
-        snprintf(scales, sizeof scales, "%.*s_scales", (int)(llen - 7), last);
-        if (!sibling(src, name, plen, scales, NF_ST_U8)) return false;
-        *format = "MXFP4";
-        snprintf(
-            how, size,
-            "gpt-oss, Hugging Face layout: FP4 codes in U8 '%.200s', E8M0 scales in U8 '%.200s', recognised by the "
-            "tensor names",
-            nf_esc(last).s, nf_esc(scales).s);
-        return true;
-    }
-    if (t->dtype == NF_ST_U8 && !strcmp(last, "blocks") && sibling(src, name, plen, "scales", NF_ST_U8)) {
-        *format = "MXFP4";
-        snprintf(how, size,
-                 "gpt-oss, OpenAI's original/ layout: FP4 codes in U8 '.blocks', E8M0 scales in U8 '.scales', "
-                 "recognised by the tensor names");
-        return true;
-    }
     if (!strcmp(last, "q_weight") &&
         (sibling(src, name, plen, "q_scale", ANY_DTYPE) || sibling(src, name, plen, "q_invperm", ANY_DTYPE))) {
         *format = "EXL2";
@@ -737,6 +749,7 @@ nf_status nf_dialects_scan(const nf_source *src, nf_dialects **out, nf_error *er
     }
     free(es);
     if (st == NF_OK) st = nf_dialect_scan_packed(d, err);
+    if (st == NF_OK) st = nf_dialect_scan_mxfp4(d, err);
     if (st == NF_OK) {
         if (d->nweights && d->decl.kind != DECL_NONE) snprintf(d->declared, sizeof d->declared, "%s", d->decl.what);
         else if (d->nweights) snprintf(d->declared, sizeof d->declared, "companion tensor names");
@@ -803,7 +816,9 @@ void nf_qweight_describe(const nf_qweight *q, char *buf, size_t size)
         snprintf(cbuf, sizeof cbuf, "int%u", q->bits);
         codes = cbuf;
     }
-    snprintf(buf, size, "%s: %s codes, %s %s%s%s%s", nf_dialect_name(q->dialect), codes, q->scale->type_name, grid,
+    const bool e8m0 = q->codes_kind == NF_QCODES_E2M1 && q->scale->dtype == NF_ST_U8;
+    snprintf(buf, size, "%s: %s codes, %s %s%s%s%s", nf_dialect_name(q->dialect), codes,
+             e8m0 ? "E8M0" : q->scale->type_name, grid,
              q->zero_point ? ", zero points"
              : q->biases   ? ", biases"
                            : "",

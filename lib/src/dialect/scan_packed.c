@@ -7,7 +7,9 @@
  * must name a group, and each group must hold as many columns as its size (g_idx is a
  * permutation of k / group), so no read can go astray.  MLX's <p>.weight U32 with <p>.scales
  * and <p>.biases is one weight of b-bit codes along its rows, bits and group size declared in
- * config.json (per module too) or told by the shapes. */
+ * config.json (per module too) or told by the shapes.  gpt-oss's MXFP4 experts, <p>_blocks U8
+ * [..., R, B, 16] with <p>_scales U8 [..., R, B] (or OpenAI's <p>.blocks and <p>.scales), are one
+ * weight of E2M1 codes each: its rows the leading dimensions, 32 codes a block. */
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -471,6 +473,90 @@ nf_status nf_dialect_scan_packed(nf_dialects *d, nf_error *err)
             return fail_p(err, src, t,
                           "a GPTQ or AWQ companion, but no qweight with scales beside it quantizes a "
                           "weight of this module");
+    }
+    return NF_OK;
+}
+
+/* ---------------------------------------------------------------- gpt-oss MXFP4 */
+/* The scales tensor of a gpt-oss codes tensor t: "<x>_blocks" beside "<x>_scales" (Hugging Face)
+ * or "<p>.blocks" beside "<p>.scales" (OpenAI's original/); NULL when t is neither, or has no
+ * scales.  *hf says which naming. */
+static const nf_source_tensor *gpt_oss_scales(const nf_source *src, const nf_source_tensor *t, bool *hf)
+{
+    const char *dot = strrchr(t->name, '.'), *last = dot ? dot + 1 : t->name;
+    size_t len = strlen(t->name), llen = strlen(last);
+    char name[2048];
+    *hf = false;
+    if (t->dtype != NF_ST_U8) return NULL;
+    *hf = llen > 7 && !strcmp(last + llen - 7, "_blocks");
+    if (!*hf && strcmp(last, "blocks") != 0) return NULL;
+    if ((size_t)snprintf(name, sizeof name, "%.*sscales", (int)(len - 6), t->name) >= sizeof name) return NULL;
+    return nf_source_find(src, name);
+}
+
+/* One gpt-oss MXFP4 weight: codes [..., R, B, 16], scales U8 (or F8_E8M0) [..., R, B]. */
+static nf_status gpt_oss_weight(nf_dialects *d, const nf_source_tensor *c, const nf_source_tensor *s, nf_qweight *q,
+                                nf_error *err)
+{
+    char a[128], b[128];
+    dims(c, a, sizeof a);
+    dims(s, b, sizeof b);
+    const decl *dc = &d->decl;
+    if (dc->kind != DECL_NONE && dc->kind != DECL_MXFP4)
+        return fail_p(err, d->src, c, "MXFP4 codes, but %s declares %s: conflicting dialect markers", dc->path,
+                      dc->what);
+    if (s->dtype != NF_ST_U8 && s->dtype != NF_ST_F8_E8M0)
+        return fail_p(err, d->src, s, "dtype %s: MXFP4 block scales are E8M0 (U8 or F8_E8M0)", s->type_name);
+    bool same = c->rank >= 3 && s->rank == c->rank - 1 && c->shape[c->rank - 1] == 16 && c->elements > 0;
+    for (uint32_t i = 0; same && i < s->rank; i++) same = s->shape[i] == c->shape[i];
+    if (!same)
+        return fail_p(err, d->src, c,
+                      "%s with scales %s: gpt-oss stores MXFP4 as [..., R, B, 16] bytes (32 codes a block) and "
+                      "[..., R, B] E8M0 scales",
+                      a, b);
+    const uint64_t blocks = c->shape[c->rank - 2];
+    q->dialect = NF_DIALECT_GPT_OSS_MXFP4;
+    q->pack = NF_QPACK_ROWS;
+    q->codes = c;
+    q->scale = s;
+    q->codes_kind = NF_QCODES_E2M1;
+    q->bits = 4;
+    q->shape[0] = s->elements / blocks;
+    if (!nf_mul_u64(blocks, 32, &q->shape[1])) return fail_p(err, d->src, c, "%s: K overflows", a);
+    q->strategy = "group";
+    q->block_rows = 1;
+    q->block_cols = 32;
+    q->scale_rows = q->shape[0];
+    q->scale_cols = blocks;
+    q->groups = blocks;
+    q->symmetric = -1;
+    return NF_OK;
+}
+
+nf_status nf_dialect_scan_mxfp4(nf_dialects *d, nf_error *err)
+{
+    const nf_source *src = d->src;
+    size_t n = nf_source_tensor_count(src), count = 0;
+    bool hf;
+    for (size_t i = 0; i < n; i++) {
+        const nf_source_tensor *t = nf_source_tensor_at(src, i);
+        if (gpt_oss_scales(src, t, &hf)) count++;
+        else if (d->decl.kind == DECL_MXFP4 && t->dtype == NF_ST_U8 && hf)
+            return fail_p(err, src, t, "MXFP4 codes without their _scales beside them: %s declares %s", d->decl.path,
+                          d->decl.what);
+    }
+    if (!count) return NF_OK;
+    nf_qweight *grown = realloc(d->weights, (d->nweights + count) * sizeof *grown);
+    if (!grown) return nf_common_nomem(err);
+    d->weights = grown;
+    for (size_t i = 0; i < n; i++) {
+        const nf_source_tensor *t = nf_source_tensor_at(src, i), *s = gpt_oss_scales(src, t, &hf);
+        if (!s) continue;
+        nf_qweight q = {0};
+        NF_TRY(gpt_oss_weight(d, t, s, &q, err));
+        d->weights[d->nweights] = q;
+        set_roles(d, &q, (uint32_t)d->nweights);
+        d->nweights++;
     }
     return NF_OK;
 }

@@ -12,7 +12,7 @@
 
 static const char *const kind_names[NF_IMPORT_KIND_COUNT] = {
     "gguf_blocks", "gsq_q2_0", "q8_0", "pq2_0", "nvfp4_modelopt", "nvfp4_compressed_tensors", "fp8_compressed_tensors",
-    "int_groups",
+    "int_groups",  "mxfp4",
 };
 
 const char *nf_import_kind_name(nf_import_kind kind)
@@ -26,7 +26,8 @@ const char *nf_import_kind_name(nf_import_kind kind)
 nf_status nf_import_geometry(const nf_import *imp, nf_geometry *g, nf_error *err)
 {
     if (!imp || !g || !imp->target) return nf_error_set(err, NF_ERR_USAGE, "nf_import_geometry: missing argument");
-    if (imp->kind == NF_IMPORT_NVFP4_MODELOPT || imp->kind == NF_IMPORT_NVFP4_COMPRESSED)
+    if (imp->kind == NF_IMPORT_NVFP4_MODELOPT || imp->kind == NF_IMPORT_NVFP4_COMPRESSED ||
+        imp->kind == NF_IMPORT_MXFP4)
         return nf_import_nvfp4_stack(imp, 1, g, err);
     uint64_t shape[2] = {imp->rows, imp->cols};
     nf_status st = nf_geometry_init(g, nf_layout_default_for(imp->target), imp->target, 2, shape, 1, err);
@@ -45,7 +46,8 @@ static bool out_arrays_present(const nf_import *imp, const nf_words *out)
     case NF_IMPORT_Q8_0:
     case NF_IMPORT_PQ2_0: return out->codes && out->scales;
     case NF_IMPORT_NVFP4_MODELOPT:
-    case NF_IMPORT_NVFP4_COMPRESSED: return out->codes8 && out->scales8;
+    case NF_IMPORT_NVFP4_COMPRESSED:
+    case NF_IMPORT_MXFP4: return out->codes8 && out->scales8;
     case NF_IMPORT_FP8_COMPRESSED: return out->codes8 && out->scales;
     case NF_IMPORT_INT_GROUPS: return out->codes && out->scales;
     case NF_IMPORT_KIND_COUNT: break;
@@ -97,6 +99,7 @@ nf_status nf_import_rows(const nf_import *imp, const nf_import_chunk *chunk, nf_
     case NF_IMPORT_NVFP4_COMPRESSED: return nf_import_nvfp4_rows(imp, chunk, out, out_row, err);
     case NF_IMPORT_FP8_COMPRESSED: return nf_import_fp8_rows(imp, chunk, out, out_row, err);
     case NF_IMPORT_INT_GROUPS: return nf_import_int_groups_rows(imp, chunk, out, out_row, err);
+    case NF_IMPORT_MXFP4: return nf_import_mxfp4_rows(imp, chunk, out, out_row, err);
     case NF_IMPORT_KIND_COUNT: break;
     }
     return nf_error_set(err, NF_ERR_USAGE, "nf_import_rows: the import was not initialised");

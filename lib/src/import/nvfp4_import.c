@@ -1,8 +1,11 @@
 /* NVFP4 imports (docs/methods.md, import_encoded): ModelOpt and compressed-tensors
- * hold the same codes and block scales; they differ in the tensor-level scalar.  ModelOpt's
+ * hold the same codes and block scales; they differ in the tensor-level scalar.  MXFP4 (gpt-oss,
+ * compressed-tensors) holds the same codes too, with a power-of-two block scale per 32 values
+ * that becomes two E4M3 powers of two under a power-of-two divisor (docs/dialects.md "MXFP4").  ModelOpt's
  * weight_scale_2 multiplies (w = e2m1 * e4m3 * m), compressed-tensors' weight_global_scale
  * divides (w = e2m1 * e4m3 / g), and nvfp4 stores a divisor d_w, so ModelOpt's is inverted. */
 #include <float.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -15,7 +18,7 @@
 
 static bool is_nvfp4(nf_import_kind kind)
 {
-    return kind == NF_IMPORT_NVFP4_MODELOPT || kind == NF_IMPORT_NVFP4_COMPRESSED;
+    return kind == NF_IMPORT_NVFP4_MODELOPT || kind == NF_IMPORT_NVFP4_COMPRESSED || kind == NF_IMPORT_MXFP4;
 }
 
 /* d_w = RN32(1 / m): one binary32 division, which IEEE 754 defines as the exact quotient
@@ -113,6 +116,91 @@ nf_status nf_import_init_nvfp4(nf_import *imp, nf_import_kind dialect, const nf_
     imp->ggml_type = -1;
     imp->source_scalar = word;
     imp->divisor = divisor;
+    return NF_OK;
+}
+
+/* ---------------------------------------------------------------- MXFP4 */
+nf_status nf_import_init_mxfp4(nf_import *imp, const nf_import_tensor *codes, const nf_import_tensor *scales,
+                               uint64_t rows, uint64_t cols, int32_t divisor_log2, nf_error *err)
+{
+    if (!imp) return nf_error_set(err, NF_ERR_USAGE, "nf_import_init_mxfp4: missing argument");
+    NF_TRY(nf_import_check_decl(codes, "codes", err));
+    NF_TRY(nf_import_check_decl(scales, "scales", err));
+    memset(imp, 0, sizeof *imp);
+    NF_TRY(nf_import_expect_dtype(codes, "U8", "MXFP4 codes (two E2M1 codes per byte)", err));
+    if (strcmp(scales->dtype, "U8") != 0 && strcmp(scales->dtype, "F8_E8M0") != 0)
+        return nf_import_fail(err, NF_ERR_INVALID, scales->name,
+                              "dtype %s: MXFP4 block scales are E8M0 (U8 or F8_E8M0)", scales->dtype);
+    if (rows == 0 || cols == 0 || cols % 32)
+        return nf_import_fail(err, NF_ERR_INVALID, codes->name,
+                              "[%" PRIu64 ", %" PRIu64 "]: MXFP4 blocks are 32 values of a row", rows, cols);
+    if (divisor_log2 < -126 || divisor_log2 > 127)
+        return nf_error_set(err, NF_ERR_USAGE, "nf_import_init_mxfp4: divisor 2^%d is not a normal binary32 number",
+                            (int)divisor_log2);
+    imp->kind = NF_IMPORT_MXFP4;
+    imp->target = nf_format_by_id(NF_FMT_NVFP4);
+    imp->name = codes->name;
+    imp->scale_name = scales->name;
+    imp->rows = rows;
+    imp->cols = cols;
+    imp->row_bytes = cols / 2;
+    imp->scale_row_bytes = cols / 32;
+    imp->ggml_type = -1;
+    imp->divisor_log2 = divisor_log2;
+    imp->divisor = (uint32_t)(divisor_log2 + 127) << 23;
+    imp->source_scalar = imp->divisor;
+    return NF_OK;
+}
+
+/* The E4M3FN word of 2^t, t in [-9, 8]: normal 2^t has exponent field t + 7 and no mantissa;
+ * below 2^-6 the subnormals m * 2^-9. */
+static uint8_t e4m3_power_of_two(int t) { return t >= -6 ? (uint8_t)((t + 7) << 3) : (uint8_t)(1u << (t + 9)); }
+
+nf_status nf_import_mxfp4_rows(const nf_import *imp, const nf_import_chunk *c, nf_words *out, uint64_t out_row,
+                               nf_error *err)
+{
+    const uint64_t k = imp->cols, half = k / 2, blocks = k / 32;
+    const uint8_t *codes = c->data, *scales = c->scales;
+    for (uint64_t r = 0; r < c->rows; r++) {
+        const uint8_t *src_c = codes + r * half, *src_s = scales + r * blocks;
+        uint8_t *dst_c = out->codes8 + (out_row + r) * k, *dst_s = out->scales8 + (out_row + r) * (k / 16);
+        for (uint64_t b = 0; b < blocks; b++) {
+            const uint64_t row = c->first_row + r, col = c->first_col + b * 32;
+            const int e = src_s[b], t = e - 127 + imp->divisor_log2;
+            bool nonzero = false, big = false;
+            for (uint64_t i = 0; i < 16; i++) {
+                uint8_t w = src_c[b * 16 + i];
+                nonzero = nonzero || (w & 0x77);
+                /* a value 2^128 or more (codes 2 and up past 2^126): not a binary32 number */
+                big = big || (e - 127 >= 126 && (isinf(ldexpf(nf_e2m1_to_f32(w & 15), e - 127)) ||
+                                                 isinf(ldexpf(nf_e2m1_to_f32(w >> 4), e - 127))));
+            }
+            if (e == 0xFF)
+                return nf_import_fail(err, NF_ERR_INVALID, imp->scale_name,
+                                      "row %" PRIu64 " block %" PRIu64 " (cols %" PRIu64 "..%" PRIu64
+                                      "): E8M0 scale 0xFF is NaN",
+                                      row, col / 32, col, col + 31);
+            if (big)
+                return nf_import_fail(err, NF_ERR_INVALID, imp->name,
+                                      "row %" PRIu64 " block %" PRIu64 " (cols %" PRIu64 "..%" PRIu64
+                                      "): a code times 2^%d overflows binary32: an MXFP4 value must be finite",
+                                      row, col / 32, col, col + 31, e - 127);
+            uint8_t s;
+            if (t > 8 || (t < -9 && nonzero))
+                return nf_import_fail(err, NF_ERR_INVALID, imp->scale_name,
+                                      "row %" PRIu64 " block %" PRIu64 " (cols %" PRIu64 "..%" PRIu64
+                                      "): scale 2^%d is 2^%d under the divisor 2^%d, outside the E4M3 powers of two "
+                                      "2^-9..2^8 of nvfp4's block scales: requantize it",
+                                      row, col / 32, col, col + 31, e - 127, t, (int)imp->divisor_log2);
+            s = t < -9 ? 0x01 : e4m3_power_of_two(t); /* an all-zero block: any scale keeps it */
+            dst_s[2 * b] = dst_s[2 * b + 1] = s;
+        }
+        for (uint64_t i = 0; i < half; i++) {
+            uint8_t w = src_c[i];
+            dst_c[2 * i] = (uint8_t)(w & 0x0F);
+            dst_c[2 * i + 1] = (uint8_t)(w >> 4);
+        }
+    }
     return NF_OK;
 }
 
