@@ -1312,6 +1312,31 @@ def mxfp4_cases():
           ct_mxfp4_tensors([(QP + ".weight_global_scale", "F32", [1], f32(1.0))]), json.dumps({"model_type": "x"}))
 
 
+def fbgemm_cases():
+    """fbgemm FP8 (docs/dialects.md "fbgemm FP8"): Llama 4's stacked experts [E, H, C] with a scale
+    per expert and column [E, 1, C]."""
+    FB_Q = json.dumps({"model_type": "llama4", "quantization_config": {"quant_method": "fbgemm_fp8"}})
+    x = "model.layers.0.feed_forward.experts.down_proj"
+    XS = "tensor '%s_scale'" % x
+
+    def fcase(name, needles, tensors, config=FB_Q):
+        case("fbgemm_" + name, 1, needles, "ninfer-convert",
+             ["ckpt", "-o", "{out}.ninfer", "--format", "fp32", "--requantize", "-j", "1", "--progress=never"],
+             {QF: qst(tensors), QCFG: config})
+
+    codes = (x, "F8_E4M3", [2, 4, 8], bytes([0x38] * 64))
+    fcase("scale_shape", [QF, XS, "F32 [2,8,1] for experts F8_E4M3 [2,4,8]", "[E, 1, C]"],
+          [codes, (x + "_scale", "F32", [2, 8, 1], f32(*[1.0] * 16))])
+    fcase("scale_dtype", [QF, XS, "dtype F16: fbgemm's expert scales are F32"],
+          [codes, (x + "_scale", "F16", [2, 1, 8], le16s(*[0x3C00] * 16))])
+    nan = [1.0] * 16
+    fcase("scale_nan", [QF, XS, "block (1, 3) (rows 4..7, cols 3..3): scale 0x7FC00000 is NaN"],
+          [codes, (x + "_scale", "F32", [2, 1, 8], f32(*nan[:11]) + le32s(0x7FC00000) + f32(*nan[12:]))])
+    fcase("conflict_gptq", [QF, "tensor '%s'" % x, "FP8 experts with a _scale, but ckpt/config.json declares",
+                            "conflicting dialect markers"],
+          [codes, (x + "_scale", "F32", [2, 1, 8], f32(*[1.0] * 16))], qconfig(GPTQ_Q))
+
+
 # Quantized checkpoints of producers no dialect reads (docs/dialects.md, "Quantized checkpoints
 # not read yet"): refused before anything is planned, naming the file, the key or tensor, the
 # format and what to do -- in quick mode and --dry-run alike (full layouts: tests/cli/gen_quantized.py).
@@ -1371,6 +1396,7 @@ def main():
     dialect_cases()
     packed_cases()
     mxfp4_cases()
+    fbgemm_cases()
     quantized_refusal_cases()
     with open(os.path.join(OUT, "cases.tsv"), "w") as f:
         for c in CASES:

@@ -13,6 +13,8 @@ config.json or hf_quant_config.json:
                    BF16, P.weight_zero_point I32 packed along the rows, P.weight_shape
   modelopt_nvfp4   NAME = P.weight U8 (two E2M1 codes a byte), P.weight_scale F8_E4M3 per 16,
                    P.weight_scale_2 F32
+  ct_mxfp4         NAME = P.weight_packed U8 (two E2M1 codes a byte), P.weight_scale U8 E8M0 per
+                   32 (exponents 120..135: within the 17 octaves nvfp4 imports)
   gptq4            NAME = P.qweight I32 [COLS/8, ROWS] (4-bit, groups of 128, v1), P.qzeros,
                    P.scales F16 [COLS/128, ROWS], P.g_idx I32 [COLS] (each group's columns
                    swapped pairwise, so that spans read a permuted g_idx)
@@ -133,6 +135,20 @@ def main():
                   (p + '.weight_scale_2', 'F32', [], 4, struct.pack('<f', 0.0078125))],
               hf_quant={'producer': {'name': 'modelopt'},
                         'quantization': {'quant_algo': 'NVFP4', 'group_size': 16}})
+    elif dialect == 'ct_mxfp4':
+        p = prefix(name, '.weight_packed')
+        if cols % 64:
+            sys.exit('gen_long_rows.py: ct_mxfp4 needs COLS a multiple of 64')
+        nbytes, pat = rows * cols // 2, Pattern(17)
+        runs = [(o, bytes([pat.next() & 0xFF]) * BLOCK) for o in range(0, nbytes, 16 * BLOCK)]
+        scales = dense(rows * cols // 32, lambda x: bytes([120 + (x & 0xF)]), 18)
+        write(d, [(name, 'U8', [rows, cols // 2], nbytes, runs),
+                  (p + '.weight_scale', 'U8', [rows, cols // 32], len(scales), scales)],
+              config={'quantization_config': {
+                  'quant_method': 'compressed-tensors', 'format': 'mxfp4-pack-quantized', 'config_groups': {
+                      'group_0': {'targets': ['Linear'],
+                                  'weights': {'num_bits': 4, 'type': 'float', 'symmetric': True, 'strategy': 'group',
+                                              'group_size': 32}}}}})
     elif dialect == 'gptq4':
         p = prefix(name, '.qweight')
         if cols % 256:

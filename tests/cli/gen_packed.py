@@ -24,6 +24,11 @@ MXFP4 (docs/dialects.md "MXFP4") as its producers write it:
   and ldexp by scale - 127).  OpenAI's original/ layout: <p>.blocks and <p>.scales alike.
 - compressed-tensors mxfp4-pack-quantized: weight_packed U8 [N, K/2] low nibble first, weight_scale
   U8 E8M0 [N, K/32].
+
+fbgemm FP8 (docs/dialects.md "fbgemm FP8"), as transformers' FbgemmFp8 integration stores Meta's
+releases: a Linear's weight F8_E4M3 [N, K] with weight_scale F32 [N, 1]; Llama 4's stacked experts
+feed_forward.experts.gate_up_proj F8_E4M3 [E, H, 2I] with gate_up_proj_scale F32 [E, 1, 2I] (and
+down_proj alike), the value code * scale of its expert and column.
 """
 import json
 import os
@@ -347,6 +352,57 @@ def ct_mxfp4_case(root, rnd, name, n, k, lines, elo=120, ehi=132):
     return name
 
 
+def e4m3(code):
+    """the E4M3FN value of a byte (never 0x7F / 0xFF here)"""
+    e, m = code >> 3 & 15, code & 7
+    v = m / 8 * 2.0 ** -6 if e == 0 else (1 + m / 8) * 2.0 ** (e - 7)
+    return -v if code & 0x80 else v
+
+
+def bf16_round(x):
+    """x (a binary32 value) rounded to BF16, nearest even, as a float"""
+    u = struct.unpack('<I', struct.pack('<f', x))[0]
+    u = (u + 0x7FFF + (u >> 16 & 1)) & 0xFFFF0000
+    return struct.unpack('<f', struct.pack('<I', u))[0]
+
+
+def fp8_codes(rnd, n):
+    return bytes(rnd.choice([c for c in range(256) if c & 0x7F != 0x7F]) for _ in range(n))
+
+
+def fbgemm_case(root, rnd, name, lines):
+    """Llama 4 as Meta's FP8 release stores it: two stacked experts (H = 64, I = 48) and a shared
+    expert's Linear in FP8, the router in BF16; the scales BF16-representable F32 values."""
+    d = os.path.join(root, name)
+    os.makedirs(os.path.join(d, 'expected'), exist_ok=True)
+    E, H, I = 2, 64, 48
+    p = 'language_model.model.layers.0.feed_forward.'
+    tensors = []
+    for x, rows, cols in (('experts.gate_up_proj', H, 2 * I), ('experts.down_proj', I, H)):
+        codes = fp8_codes(rnd, E * rows * cols)
+        sc = [bf16_round(f32(rnd.uniform(0.0005, 0.01))) for _ in range(E * cols)]
+        tensors += [(p + x, 'F8_E4M3', [E, rows, cols], codes),
+                    (p + x + '_scale', 'F32', [E, 1, cols], struct.pack('<%df' % len(sc), *sc))]
+        vals = [f32(e4m3(codes[(e * rows + r) * cols + c]) * sc[e * cols + c])
+                for e in range(E) for r in range(rows) for c in range(cols)]
+        put_expected(d, p + x, vals)
+        lines.append('%s %s %d %d fbgemm_fp8' % (name, p + x, E * rows, cols))
+    n, k = 32, 64
+    codes = fp8_codes(rnd, n * k)
+    sc = [bf16_round(f32(rnd.uniform(0.0005, 0.01))) for _ in range(n)]
+    w = p + 'shared_expert.down_proj.weight'
+    tensors += [(w, 'F8_E4M3', [n, k], codes), (p + 'shared_expert.down_proj.weight_scale', 'F32', [n, 1],
+                                                 struct.pack('<%df' % n, *sc)),
+                (p + 'router.weight', 'BF16', [E, H], bf16_bytes([0.25] * (E * H)))]
+    put_expected(d, w, [f32(e4m3(codes[r * k + c]) * sc[r]) for r in range(n) for c in range(k)])
+    lines.append('%s %s %d %d fbgemm_fp8' % (name, w, n, k))
+    cfg = {'model_type': 'llama4', 'quantization_config': {
+        'quant_method': 'fbgemm_fp8', 'activation_scale_ub': 1200.0,
+        'modules_to_not_convert': ['language_model.model.layers.0.feed_forward.router', 'lm_head']}}
+    write(d, 'model.safetensors', tensors, cfg)
+    return name
+
+
 def write(d, fname, tensors, cfg):
     hdr, data = {}, b''
     for name, dtype, shape, raw in tensors:
@@ -408,5 +464,7 @@ def cases(root, rnd):
     imports.append(gpt_oss_case(root, rnd, 'gpt_oss_orig', True, lines) + ' nvfp4')
     imports.append(ct_mxfp4_case(root, rnd, 'ct_mxfp4', 128, 128, lines) + ' nvfp4')
     ct_mxfp4_case(root, rnd, 'ct_mxfp4_wide', 128, 64, lines, elo=0, ehi=127 + 125)
+    # fbgemm FP8: the experts' column scales need --requantize, the Linear's row scales import
+    fbgemm_case(root, rnd, 'fbgemm', lines)
     open(os.path.join(root, 'imports.txt'), 'w').write('\n'.join(imports) + '\n')
     return lines

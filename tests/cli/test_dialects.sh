@@ -11,7 +11,7 @@
 python3 "$top/tests/cli/gen_dialects.py" "$work/d" || { bad "gen_dialects.py failed"; finish dialects; exit 1; }
 cases="deepseek ct_fp8 modelopt_fp8 ct_int ct_int_odd modelopt_nvfp4 ct_nvfp4 gptq3 gptq2_sym gptq4_asym gptq8_sym
     gptq8_sym_min gptq4 gptq3_act gptq2_v2 gptq8_row gptq4_bare awq_gemm awq_gemv mlx4 mlx3_old mlx_mixed mlx8_bare
-    gpt_oss_hf gpt_oss_orig ct_mxfp4 ct_mxfp4_wide"
+    gpt_oss_hf gpt_oss_orig ct_mxfp4 ct_mxfp4_wide fbgemm"
 
 # ---------------------------------------------------------------- values, bit for bit
 for c in $cases; do
@@ -146,6 +146,35 @@ contains "$work/err" "'model.layers.0.mlp.experts.down_proj_blocks'"
 contains "$work/err" "row 4 block 1: scale 2^-127 lies more than 17 octaves below"
 check test ! -e "$work/oss_nonzero.ninfer"
 run 0 "$bin/ninfer-convert" "$work/oss_nonzero" -o "$work/oss_nonzero.ninfer" --format bf16 --requantize
+# fbgemm FP8 (docs/dialects.md "fbgemm FP8"): Llama 4's stacked experts carry a scale per expert
+# and column, which no format holds (--requantize); a Linear's row scales import exactly into
+# fp8_e4m3fn_row_bf16 (its F32 scales are BF16 values here)
+run 1 "$bin/ninfer-convert" "$work/d/fbgemm" -o "$work/fb.ninfer" --format bf16 --dry-run
+contains "$work/err" "'language_model.model.layers.0.feed_forward.experts.gate_up_proj' (F8_E4M3): stored quantized (fbgemm_fp8: E4M3 codes, F32 block 64x1 scales)"
+contains "$work/err" "--requantize"
+cat >"$work/fb.yaml" <<EOF
+recipe: 1
+sources:
+  base: $work/d/fbgemm
+defaults: {format: bf16}
+rules:
+  - match: "*.experts.*"
+    format: q8_g32_fp16
+    method: grouped_absmax
+  - match: "*shared_expert.down_proj.weight"
+    method: import_encoded
+EOF
+run 0 "$bin/ninfer-convert" -r "$work/fb.yaml" -o "$work/fb.ninfer"
+fw=language_model.model.layers.0.feed_forward.shared_expert.down_proj.weight
+run 0 "$bin/ninfer-dequant" "$work/fb.ninfer" "$fw" -o "$work/fb.f32"
+same "$work/fb.f32" "$work/d/fbgemm/expected/$fw.f32"
+"$bin/ninfer-inspect" "$work/fb.ninfer" --json >"$work/fb.json"
+python3 - "$work/fb.json" "$fw" <<'PY' && ok || bad "fbgemm: the Linear imported"
+import json, sys
+o = [o for o in json.load(open(sys.argv[1]))['objects'] if o['id'] == sys.argv[2]][0]
+assert o['format'] == 'fp8_e4m3fn_row_bf16', o
+PY
+run 0 "$bin/ninfer-verify" "$work/fb.ninfer" --against "$work/d/fbgemm"
 # act-order, groups of 32, 8-bit asymmetric, and 8-bit symmetric reaching q - z = -128 (q8
 # excludes it) need --requantize
 for c in gptq3_act gptq4_bare gptq8_row gptq8_sym_min; do

@@ -207,6 +207,22 @@ import json, sys
 a, b = (json.load(open(p)) for p in sys.argv[1:])
 assert a['objects'] == b['objects'] and a['objects'][0]['format'] == 'nvfp4', (a['objects'], b['objects'])
 PY
+# MXFP4 into nvfp4 likewise, and its values are compared span by span as whole rows are: every
+# one, exactly (docs/dialects.md "MXFP4")
+gen "$work/mxs" model.layers.0.mlp.down_proj.weight_packed 256 16384 ct_mxfp4
+run 0 "$bin/ninfer-convert" "$work/mxs" -o "$work/small/mxs.ninfer" --format q4_g64_fp16 --chunk-values 4096 \
+    --artifact-id 0123456789abcdef0123456789abcdef --progress=never
+run 0 "$bin/ninfer-convert" "$work/mxs" -o "$work/whole/mxs.ninfer" --format q4_g64_fp16 --chunk-values 100000000 \
+    --artifact-id 0123456789abcdef0123456789abcdef --progress=never
+same "$work/small/mxs.ninfer" "$work/whole/mxs.ninfer"
+run 0 "$bin/ninfer-verify" "$work/small/mxs.ninfer" --against "$work/mxs"
+python3 - "$work/small/mxs.ninfer.conversion.json" "$work/whole/mxs.ninfer.conversion.json" <<'PY' && ok || bad "mxs: report figures differ"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+o = a['objects'][0]
+assert a['objects'] == b['objects'] and o['format'] == 'nvfp4', (a['objects'], b['objects'])
+assert o['values_compared'] == 256 * 16384 and o['max_abs_error'] == 0, o
+PY
 got=$(rss "$bin/ninfer-dequant" "$work/nv.ninfer" model.layers.0.mlp.down_proj.weight -o "$work/nv.raw" --threads 2)
 [ "$got" -gt 0 ] && [ "$got" -lt "$limit" ] && ok || bad "dequant nvfp4: peak RSS $got KiB: $(head -c 300 "$work/err")"
 got=$(rss "$bin/ninfer-diff" "$work/nv.ninfer" "$work/nv" --threads 2 -q)

@@ -11,7 +11,8 @@
  *
  * Values.  Every value is the dialect's exact real value rounded once to binary32 (nearest,
  * ties to even):
- *   FP8 (DeepSeek, compressed-tensors, ModelOpt)   w = code * s
+ *   FP8 (DeepSeek, compressed-tensors, ModelOpt,
+ *        fbgemm)                                   w = code * s
  *   packed / int8 (compressed-tensors)              w = (q - z) * s     (z = 0 when symmetric)
  *   NVFP4 ModelOpt                                  w = e2m1 * s * weight_scale_2
  *   NVFP4 compressed-tensors                        w = e2m1 * s / weight_global_scale
@@ -68,6 +69,8 @@ typedef enum nf_dialect_id {
     NF_DIALECT_GPT_OSS_MXFP4,  /* "gpt_oss_mxfp4": <p>_blocks U8 [..., R, K/32, 16] + <p>_scales U8
                                      E8M0 [..., R, K/32] (Hugging Face), or <p>.blocks + <p>.scales
                                      (OpenAI's original/) */
+    NF_DIALECT_FBGEMM_FP8,     /* "fbgemm_fp8": <p>.weight F8_E4M3 [N, K] + weight_scale F32 [N, 1];
+                                     stacked experts <x> F8_E4M3 [E, H, C] + <x>_scale F32 [E, 1, C] */
     NF_DIALECT_COUNT
 } nf_dialect_id;
 

@@ -61,12 +61,13 @@ nf_status nf_convert_member_rows(const plan_object *o, const plan_member *m, uin
         /* the import names the tensor and the word; the checkpoint is named here */
         NF_TRY_CTX(nf_import_rows(imp, &chunk, words, words_row, err), err, "%s", nf_source_path(src));
         /* GGUF sources have values of their own (ggml's dequantization) to compare with, and so
-         * do GPTQ, AWQ and MXFP4 weights (the report shows their import exact) */
+         * do GPTQ, AWQ and MXFP4 weights (the report shows their import exact).  NVFP4 and FP8
+         * imports are not compared: their contract admits a +0 block scale over zero codes,
+         * which a dialect's values refuse (docs/dialects.md "Bad input") */
         if (values) {
             if (m->t->ggml_type >= 0 && m->t->convertible)
                 NF_TRY(nf_source_read_f32(src, m->t, r0, r1, values, (size_t)(rows * o->g.cols), err));
-            else if (imp->kind == NF_IMPORT_INT_GROUPS || imp->kind == NF_IMPORT_MXFP4)
-                NF_TRY(nf_qweight_read_f32(src, m->q, r0, r1, values, (size_t)(rows * o->g.cols), err));
+            else if (m->q) NF_TRY(nf_qweight_read_f32(src, m->q, r0, r1, values, (size_t)(rows * o->g.cols), err));
             else
                 for (size_t i = 0; i < rows * o->g.cols; i++) values[i] = NAN;
         }
@@ -367,8 +368,9 @@ static nf_status put_span(runner *r, const job *j, const nf_colspan *sp, const n
 }
 
 /* A band of 128 rows of an nvfp4 import (nvfp4_band_spans), span by span: each span's codes and
- * scales read, imported as a [128, n] matrix of its own, measured as whole rows are (no values of
- * its own: its statistics count every value as not compared, docs/ninfer-convert.md) and written
+ * scales read, imported as a [128, n] matrix of its own, measured as whole rows are (NVFP4 has no
+ * values of its own: its statistics count every value as not compared, docs/ninfer-convert.md;
+ * MXFP4's are read span by span) and written
  * where the whole band would have it (nf_colspan).  The divisor words are the object's tail. */
 static nf_status run_import_span_job(runner *r, const job *j, const nf_words *w, uint8_t *raw, size_t raw_len,
                                      uint8_t *scales, size_t scale_len, float *values, float *decoded, size_t nvalues,
@@ -399,7 +401,11 @@ static nf_status run_import_span_job(runner *r, const job *j, const nf_words *w,
         if (r->stats) {
             size_t count = (size_t)(rows * n);
             if (count > nvalues) return nf_error_set(err, NF_ERR_USAGE, "span buffer too small");
-            for (size_t i = 0; i < count; i++) values[i] = NAN;
+            if (m->imp.kind == NF_IMPORT_MXFP4) /* compared as whole rows are (nf_convert_member_rows) */
+                for (uint64_t i = 0; i < rows; i++)
+                    NF_TRY(nf_qweight_read_f32_span(src, m->q, j->r0 + i, c0, n, values + i * n, (size_t)n, err));
+            else
+                for (size_t i = 0; i < count; i++) values[i] = NAN;
             NF_TRY(nf_convert_words_values(&sp.g, &view, 0, decoded, err));
             for (uint64_t i = 0; i < rows; i++) r->kern->row_f32(values + i * n, decoded + i * n, (size_t)n, st);
         }

@@ -227,8 +227,9 @@ static const char *import_target(const nf_source *src, const nf_qweight *q)
         return q->shape[0] % 128 == 0 && q->shape[1] % 64 == 0 ? "nvfp4" : NULL;
     if (q->codes_kind == NF_QCODES_UINT_PACKED) return packed_import_target(src, q);
     bool rows = !strcmp(q->strategy, "tensor") || !strcmp(q->strategy, "channel");
-    if ((q->dialect == NF_DIALECT_CT_FP8 || q->dialect == NF_DIALECT_MODELOPT_FP8) && rows &&
-        q->codes_kind == NF_QCODES_E4M3 && (q->scale->dtype == NF_ST_F32 || q->scale->dtype == NF_ST_BF16))
+    if ((q->dialect == NF_DIALECT_CT_FP8 || q->dialect == NF_DIALECT_MODELOPT_FP8 ||
+         q->dialect == NF_DIALECT_FBGEMM_FP8) &&
+        rows && q->codes_kind == NF_QCODES_E4M3 && (q->scale->dtype == NF_ST_F32 || q->scale->dtype == NF_ST_BF16))
         return "fp8_e4m3fn_row_bf16";
     return NULL;
 }

@@ -288,6 +288,17 @@ static nf_status read_mxfp4(const json_t *q, decl *d, nf_error *err)
                      "quantization_config.modules_to_not_convert", err);
 }
 
+/* ---------------------------------------------------------------- fbgemm FP8 */
+/* transformers' FbgemmFp8Config (Meta's FP8 releases): E4M3 weights with an F32 scale per output
+ * row, the modules left in BF16, and an activation bound that concerns inference only. */
+static nf_status read_fbgemm(const json_t *q, decl *d, nf_error *err)
+{
+    d->kind = DECL_FBGEMM;
+    snprintf(d->what, sizeof d->what, "config.json quantization_config (fbgemm_fp8)");
+    return read_list(json_object_get(q, "modules_to_not_convert"), &d->ignore, false, d,
+                     "quantization_config.modules_to_not_convert", err);
+}
+
 /* ---------------------------------------------------------------- ModelOpt */
 static nf_status read_modelopt(const json_t *q, decl *d, const char *ctx, const char *algo_key, nf_error *err)
 {
@@ -346,7 +357,8 @@ static void bits_group(const json_t *o, const char *bits_key, const char *group_
 }
 
 /* config.json quantization_config.quant_method of a producer no dialect covers: the format's
- * name; NULL for the methods declare.c reads (fp8, compressed-tensors, modelopt, gptq, awq, mxfp4). */
+ * name; NULL for the methods declare.c reads (fp8, compressed-tensors, modelopt, gptq, awq, mxfp4,
+ * fbgemm_fp8). */
 static const char *foreign_method(const char *method, const json_t *q)
 {
     static const char *const known[][2] = {
@@ -355,7 +367,6 @@ static const char *foreign_method(const char *method, const json_t *q)
         {"aqlm", "AQLM"},
         {"quanto", "Quanto"},
         {"eetq", "EETQ"},
-        {"fbgemm_fp8", "FBGEMM FP8"},
         {"torchao", "torchao"},
         {"bitnet", "BitNet"},
         {"vptq", "VPTQ"},
@@ -367,7 +378,7 @@ static const char *foreign_method(const char *method, const json_t *q)
         {"quark", "Quark"},
     };
     if (!strcmp(method, "fp8") || !strcmp(method, "compressed-tensors") || !strcmp(method, "modelopt") ||
-        !strcmp(method, "gptq") || !strcmp(method, "awq") || !strcmp(method, "mxfp4"))
+        !strcmp(method, "gptq") || !strcmp(method, "awq") || !strcmp(method, "mxfp4") || !strcmp(method, "fbgemm_fp8"))
         return NULL;
     if (!strcmp(method, "bitsandbytes")) {
         const json_t *four = json_object_get(q, "load_in_4bit"), *type = json_object_get(q, "bnb_4bit_quant_type");
@@ -750,9 +761,10 @@ nf_status nf_dialect_read_decl(const nf_source *src, decl *d, nf_error *err)
             else if (!strcmp(method, "awq"))
                 st = read_awq(q, d, "quantization_config", "config.json quantization_config", err);
             else if (!strcmp(method, "mxfp4")) st = read_mxfp4(q, d, err);
+            else if (!strcmp(method, "fbgemm_fp8")) st = read_fbgemm(q, d, err);
             else
                 st = bad(err, d, "quantization_config.quant_method",
-                         "not a supported dialect (fp8, compressed-tensors, modelopt, gptq, awq, mxfp4; "
+                         "not a supported dialect (fp8, compressed-tensors, modelopt, gptq, awq, mxfp4, fbgemm_fp8; "
                          "docs/dialects.md): ",
                          method);
         }

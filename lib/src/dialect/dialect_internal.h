@@ -30,7 +30,8 @@ typedef enum decl_kind {
     DECL_GPTQ,     /* quant_method gptq, or AutoGPTQ's quantize_config.json */
     DECL_AWQ,      /* quant_method awq, or AutoAWQ's quant_config.json */
     DECL_MLX,      /* mlx-lm: quantization / quantization_config without quant_method */
-    DECL_MXFP4     /* quant_method mxfp4 (gpt-oss, transformers' Mxfp4Config) */
+    DECL_MXFP4,    /* quant_method mxfp4 (gpt-oss, transformers' Mxfp4Config) */
+    DECL_FBGEMM    /* quant_method fbgemm_fp8 (Meta's FP8 releases: Llama 3.1 405B FP8, Llama 4) */
 } decl_kind;
 
 /* mlx-lm's mixed quantization: a module's own bits and group size, or none (left unquantized). */
@@ -125,6 +126,11 @@ nf_status nf_dialect_scan_packed(nf_dialects *d, nf_error *err);
  * [prod(...) * R, 32 * B] appended to d->weights with its roles.  NF_ERR_INVALID names the
  * tensor. */
 nf_status nf_dialect_scan_mxfp4(nf_dialects *d, nf_error *err);
+
+/* fbgemm's stacked FP8 experts (scan_packed.c): every <x> F8_E4M3 [E, H, C] with <x>_scale F32
+ * [E, 1, C] (Llama 4's feed_forward.experts.gate_up_proj, down_proj) is one weight [E * H, C],
+ * a scale per expert and column (blocks of H x 1). */
+nf_status nf_dialect_scan_fbgemm_experts(nf_dialects *d, nf_error *err);
 
 /* GPTQ's and AWQ's values (qweight_packed.c), for nf_qweight_read_f32 and _span once their
  * arguments are checked: rows [r0, r1) into out, or columns [c0, c0 + n) of one row. */

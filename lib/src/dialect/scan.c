@@ -32,6 +32,7 @@ static const char *const dialect_names[NF_DIALECT_COUNT] = {
     "mlx",
     "compressed_tensors_mxfp4",
     "gpt_oss_mxfp4",
+    "fbgemm_fp8",
 };
 
 const char *nf_dialect_name(nf_dialect_id id) { return (unsigned)id < NF_DIALECT_COUNT ? dialect_names[id] : NULL; }
@@ -296,6 +297,7 @@ static nf_status fp8_weight(nf_dialects *d, const module *m, nf_qweight *q, nf_e
         return fail_t(err, d->src, c, "FP8 codes, but %s declares ModelOpt %s: conflicting dialect markers",
                       d->decl.path, d->decl.algo);
     }
+    if (d->decl.kind == DECL_FBGEMM) return set_grid(d, q, "channel", 1, q->shape[1], err);
     return infer_grid(d, q, err);
 }
 
@@ -520,6 +522,7 @@ static nf_status check_decl_kind(const nf_dialects *d, const nf_qweight *q, nf_e
 {
     decl_kind want = q->dialect == NF_DIALECT_DEEPSEEK_FP8                                              ? DECL_DEEPSEEK
                      : q->dialect == NF_DIALECT_MODELOPT_FP8 || q->dialect == NF_DIALECT_MODELOPT_NVFP4 ? DECL_MODELOPT
+                     : q->dialect == NF_DIALECT_FBGEMM_FP8                                              ? DECL_FBGEMM
                                                                                                         : DECL_CT;
     if (d->decl.kind == DECL_NONE || d->decl.kind == want) return NF_OK;
     return fail_t(err, d->src, q->scale,
@@ -590,7 +593,10 @@ static nf_status resolve_module(nf_dialects *d, const module *m, nf_error *err)
             return fail_t(err, d->src, codes, "its %s.weight_scale is in no shard of the checkpoint", m->name);
         if (p) q.dialect = p->dtype == NF_ST_U8 ? NF_DIALECT_CT_NVFP4 : NF_DIALECT_CT_INT;
         else if (w->dtype == NF_ST_U8) q.dialect = NF_DIALECT_MODELOPT_NVFP4;
-        else if (is_f8(w)) q.dialect = d->decl.kind == DECL_MODELOPT ? NF_DIALECT_MODELOPT_FP8 : NF_DIALECT_CT_FP8;
+        else if (is_f8(w))
+            q.dialect = d->decl.kind == DECL_MODELOPT ? NF_DIALECT_MODELOPT_FP8
+                        : d->decl.kind == DECL_FBGEMM ? NF_DIALECT_FBGEMM_FP8
+                                                      : NF_DIALECT_CT_FP8;
         else if (w->dtype == NF_ST_I8) q.dialect = NF_DIALECT_CT_INT;
         else
             return fail_t(err, d->src, w, "dtype %s with a weight_scale: no dialect stores %s codes", w->type_name,
@@ -602,6 +608,7 @@ static nf_status resolve_module(nf_dialects *d, const module *m, nf_error *err)
     switch (q.dialect) {
     case NF_DIALECT_DEEPSEEK_FP8:
     case NF_DIALECT_CT_FP8:
+    case NF_DIALECT_FBGEMM_FP8:
     case NF_DIALECT_MODELOPT_FP8: NF_TRY(fp8_weight(d, m, &q, err)); break;
     case NF_DIALECT_CT_NVFP4:
     case NF_DIALECT_MODELOPT_NVFP4: NF_TRY(nvfp4_weight(d, m, &q, err)); break;
@@ -750,6 +757,7 @@ nf_status nf_dialects_scan(const nf_source *src, nf_dialects **out, nf_error *er
     free(es);
     if (st == NF_OK) st = nf_dialect_scan_packed(d, err);
     if (st == NF_OK) st = nf_dialect_scan_mxfp4(d, err);
+    if (st == NF_OK) st = nf_dialect_scan_fbgemm_experts(d, err);
     if (st == NF_OK) {
         if (d->nweights && d->decl.kind != DECL_NONE) snprintf(d->declared, sizeof d->declared, "%s", d->decl.what);
         else if (d->nweights) snprintf(d->declared, sizeof d->declared, "companion tensor names");

@@ -9,7 +9,8 @@
  * and <p>.biases is one weight of b-bit codes along its rows, bits and group size declared in
  * config.json (per module too) or told by the shapes.  gpt-oss's MXFP4 experts, <p>_blocks U8
  * [..., R, B, 16] with <p>_scales U8 [..., R, B] (or OpenAI's <p>.blocks and <p>.scales), are one
- * weight of E2M1 codes each: its rows the leading dimensions, 32 codes a block. */
+ * weight of E2M1 codes each: its rows the leading dimensions, 32 codes a block; fbgemm's stacked
+ * FP8 experts <x> [E, H, C] with <x>_scale [E, 1, C] one weight [E * H, C]. */
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -554,6 +555,72 @@ nf_status nf_dialect_scan_mxfp4(nf_dialects *d, nf_error *err)
         if (!s) continue;
         nf_qweight q = {0};
         NF_TRY(gpt_oss_weight(d, t, s, &q, err));
+        d->weights[d->nweights] = q;
+        set_roles(d, &q, (uint32_t)d->nweights);
+        d->nweights++;
+    }
+    return NF_OK;
+}
+
+/* ---------------------------------------------------------------- fbgemm FP8 experts */
+/* The scale of a stacked FP8 expert tensor t: "<x>_scale" beside "<x>"; NULL for any other. */
+static const nf_source_tensor *fbgemm_scale(const nf_source *src, const nf_source_tensor *t)
+{
+    char name[2048];
+    if ((t->dtype != NF_ST_F8_E4M3 && t->dtype != NF_ST_F8_E5M2) || t->rank != 3) return NULL;
+    if ((size_t)snprintf(name, sizeof name, "%s_scale", t->name) >= sizeof name) return NULL;
+    return nf_source_find(src, name);
+}
+
+/* One stacked expert tensor [E, H, C] with its scale F32 [E, 1, C]: w = code * scale[e][c]. */
+static nf_status fbgemm_expert(nf_dialects *d, const nf_source_tensor *c, const nf_source_tensor *s, nf_qweight *q,
+                               nf_error *err)
+{
+    char a[128], b[128];
+    dims(c, a, sizeof a);
+    dims(s, b, sizeof b);
+    const decl *dc = &d->decl;
+    if (dc->kind != DECL_NONE && dc->kind != DECL_FBGEMM)
+        return fail_p(err, d->src, c, "FP8 experts with a _scale, but %s declares %s: conflicting dialect markers",
+                      dc->path, dc->what);
+    if (s->dtype != NF_ST_F32 && s->dtype != NF_ST_BF16)
+        return fail_p(err, d->src, s, "dtype %s: fbgemm's expert scales are F32", s->type_name);
+    if (s->rank != 3 || s->shape[0] != c->shape[0] || s->shape[1] != 1 || s->shape[2] != c->shape[2] ||
+        c->elements == 0)
+        return fail_p(err, d->src, s, "%s for experts %s: fbgemm stores one scale per expert and column, [E, 1, C]", b,
+                      a);
+    q->dialect = NF_DIALECT_FBGEMM_FP8;
+    q->pack = NF_QPACK_ROWS;
+    q->codes = c;
+    q->scale = s;
+    q->codes_kind = c->dtype == NF_ST_F8_E5M2 ? NF_QCODES_E5M2 : NF_QCODES_E4M3;
+    q->bits = 8;
+    q->shape[0] = c->shape[0] * c->shape[1];
+    q->shape[1] = c->shape[2];
+    q->strategy = "block";
+    q->block_rows = c->shape[1];
+    q->block_cols = 1;
+    q->scale_rows = c->shape[0];
+    q->scale_cols = c->shape[2];
+    q->symmetric = -1;
+    return NF_OK;
+}
+
+nf_status nf_dialect_scan_fbgemm_experts(nf_dialects *d, nf_error *err)
+{
+    const nf_source *src = d->src;
+    size_t n = nf_source_tensor_count(src), count = 0;
+    for (size_t i = 0; i < n; i++)
+        if (fbgemm_scale(src, nf_source_tensor_at(src, i))) count++;
+    if (!count) return NF_OK;
+    nf_qweight *grown = realloc(d->weights, (d->nweights + count) * sizeof *grown);
+    if (!grown) return nf_common_nomem(err);
+    d->weights = grown;
+    for (size_t i = 0; i < n; i++) {
+        const nf_source_tensor *t = nf_source_tensor_at(src, i), *s = fbgemm_scale(src, t);
+        if (!s) continue;
+        nf_qweight q = {0};
+        NF_TRY(fbgemm_expert(d, t, s, &q, err));
         d->weights[d->nweights] = q;
         set_roles(d, &q, (uint32_t)d->nweights);
         d->nweights++;

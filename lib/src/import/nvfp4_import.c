@@ -154,7 +154,11 @@ nf_status nf_import_init_mxfp4(nf_import *imp, const nf_import_tensor *codes, co
 
 /* The E4M3FN word of 2^t, t in [-9, 8]: normal 2^t has exponent field t + 7 and no mantissa;
  * below 2^-6 the subnormals m * 2^-9. */
-static uint8_t e4m3_power_of_two(int t) { return t >= -6 ? (uint8_t)((t + 7) << 3) : (uint8_t)(1u << (t + 9)); }
+static uint8_t e4m3_power_of_two(int t)
+{
+    unsigned word = t >= -6 ? (unsigned)(t + 7) << 3 : 1u << (t + 9);
+    return (uint8_t)word;
+}
 
 nf_status nf_import_mxfp4_rows(const nf_import *imp, const nf_import_chunk *c, nf_words *out, uint64_t out_row,
                                nf_error *err)
