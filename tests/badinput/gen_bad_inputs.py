@@ -1337,6 +1337,57 @@ def fbgemm_cases():
           [codes, (x + "_scale", "F32", [2, 1, 8], f32(*[1.0] * 16))], qconfig(GPTQ_Q))
 
 
+def bnb_tensors(state=None, absmax=None, qtype="nf4", with_map=True, nested=False):
+    """bitsandbytes 4-bit [4, 32] (two blocks of 64), as transformers saves it."""
+    st = state if state is not None else {"quant_type": qtype, "blocksize": 64, "dtype": "bfloat16", "shape": [4, 32]}
+    js = st if isinstance(st, bytes) else json.dumps(st).encode()
+    ts = [(QW, "U8", [64, 1], bytes(range(64))), (QW + ".quant_state.bitsandbytes__" + qtype, "U8", [len(js)], js),
+          (QW + ".absmax", "U8" if nested else "F32", [2 if nested else len(absmax or bytes(8)) // 4],
+           bytes(2) if nested else (absmax or f32(0.5, 0.25)))]
+    if with_map:
+        ts.append((QW + ".quant_map", "F32", [16], f32(*[i / 8 - 1 for i in range(16)])))
+    return ts
+
+
+def bnb_cases():
+    """bitsandbytes (docs/dialects.md "bitsandbytes")."""
+    BQ = json.dumps({"model_type": "llama", "quantization_config": {"quant_method": "bitsandbytes", "load_in_4bit": True}})
+    QS = "tensor '%s.quant_state.bitsandbytes__nf4'" % QW
+
+    def bcase(name, needles, tensors, config=BQ):
+        case("bnb_" + name, 1, needles, "ninfer-convert",
+             ["ckpt", "-o", "{out}.ninfer", "--format", "fp32", "--requantize", "-j", "1", "--progress=never"],
+             {QF: qst(tensors), QCFG: config})
+
+    good = {"quant_type": "nf4", "blocksize": 64, "dtype": "bfloat16", "shape": [4, 32]}
+    bcase("state_shape_lies", [QF, "tensor '%s'" % QW, "64 bytes, but its state's shape [4,64] needs 128"],
+          bnb_tensors(dict(good, shape=[4, 64])))
+    bcase("state_not_json", [QF, QS, "not a JSON object"], bnb_tensors(b"{quant_type"))
+    bcase("state_quant_type", [QF, QS, "quant_type is not the name's"], bnb_tensors(dict(good, quant_type="fp4")))
+    bcase("state_blocksize", [QF, QS, "blocksize is not a power of two"], bnb_tensors(dict(good, blocksize=48)))
+    bcase("state_dtype", [QF, QS, "dtype is not bfloat16, float16 or float32"], bnb_tensors(dict(good, dtype="int8")))
+    bcase("absmax_nan", [QF, "tensor '%s.absmax'" % QW, "element 1: 0x7FC00000 is not finite"],
+          bnb_tensors(absmax=f32(0.5) + le32s(0x7FC00000)))
+    bcase("absmax_shape", [QF, "tensor '%s.absmax'" % QW, "needs 2 F32 absmax values"],
+          bnb_tensors(absmax=f32(0.5, 0.25, 1.0)))
+    bcase("quant_map_missing", [QF, "tensor '%s'" % QW, "its .quant_map (F32 [16], the code table) is in no shard"],
+          bnb_tensors(with_map=False))
+    bcase("nested_missing", [QF, "tensor '%s'" % QW, "double quantization needs .nested_absmax F32 [1]"],
+          bnb_tensors(dict(good, nested_blocksize=256, nested_dtype="float32", nested_offset=0.01), nested=True))
+    bcase("state_missing", [QF, "tensor '%s.absmax'" % QW, "a bitsandbytes 4-bit companion",
+                            "quant_state.bitsandbytes__nf4 (or __fp4)"],
+          [t for t in bnb_tensors() if "quant_state" not in t[0]])
+    i8 = (QW, "I8", [2, 4], bytes([1, 2, 3, 4, 255, 254, 253, 252]))
+    bcase("scb_shape", [QF, "tensor '%s.SCB'" % QP, "LLM.int8's SCB is F32 [N], N = 2"],
+          [i8, (QP + ".SCB", "F32", [3], f32(1, 1, 1))])
+    bcase("scb_nan", [QF, "tensor '%s.SCB'" % QP, "element 1: 0x7F800000 is not finite"],
+          [i8, (QP + ".SCB", "F32", [2], f32(1) + le32s(0x7F800000))])
+    bcase("weight_format_col32", [QF, "tensor '%s.weight_format'" % QP, "only format 0 (row-major) is read"],
+          [i8, (QP + ".SCB", "F32", [2], f32(1, 1)), (QP + ".weight_format", "U8", [], bytes([1]))])
+    bcase("conflict_gptq", [QF, "tensor '%s'" % QW, "bitsandbytes codes, but ckpt/config.json declares",
+                            "conflicting dialect markers"], bnb_tensors(), qconfig(GPTQ_Q))
+
+
 # Quantized checkpoints of producers no dialect reads (docs/dialects.md, "Quantized checkpoints
 # not read yet"): refused before anything is planned, naming the file, the key or tensor, the
 # format and what to do -- in quick mode and --dry-run alike (full layouts: tests/cli/gen_quantized.py).
@@ -1355,16 +1406,9 @@ def quantized_refusal_cases():
     rcase("mlx_mode_nvfp4", [QCFG, "quantization.mode: MLX nvfp4 (mlx-lm, 4-bit, group 16"], mlx,
           {QCFG: json.dumps({"model_type": "llama", "quantization": {"group_size": 16, "bits": 4, "mode": "nvfp4"}})},
           dry=True)
-    rcase("bnb4_tensors", [QF, "bitsandbytes 4-bit NF4"],
-          [(QW, "U8", [8, 1], bytes(8)), (QW + ".absmax", "F32", [1], f32(1)),
-           (QW + ".quant_state.bitsandbytes__nf4", "U8", [2], b"{}")])
-    rcase("bnb8_tensors", [QF, "tensor '%s.SCB'" % QP, "bitsandbytes 8-bit LLM.int8"],
-          [(QW, "I8", [2, 4], bytes(8)), (QP + ".SCB", "F32", [2], f32(1, 1))])
     rcase("hqq_tensors", [QF, "tensor '%s.W_q'" % QP, "HQQ"],
           [(QP + ".W_q", "U8", [2, 2], bytes(4)), (QP + ".zero", "F16", [2, 1], le16s(0, 0)),
            (QP + ".scale", "F16", [2, 1], le16s(0x3C00, 0x3C00))])
-    rcase("bitsandbytes_declared", [QCFG, "quantization_config.quant_method", "bitsandbytes 4-bit FP4"], mlx,
-          {QCFG: qconfig({"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "fp4"})})
     rcase("unknown_quant_method", [QCFG, "an unknown quantization (quant_method 'w\\x01q'"], mlx,
           {QCFG: qconfig({"quant_method": "w\u0001q"})})
     ct = {"quant_method": "compressed-tensors", "config_groups": {"group_0": {"targets": ["Linear"], "weights": {
@@ -1397,6 +1441,7 @@ def main():
     packed_cases()
     mxfp4_cases()
     fbgemm_cases()
+    bnb_cases()
     quantized_refusal_cases()
     with open(os.path.join(OUT, "cases.tsv"), "w") as f:
         for c in CASES:

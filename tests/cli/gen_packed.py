@@ -29,6 +29,15 @@ fbgemm FP8 (docs/dialects.md "fbgemm FP8"), as transformers' FbgemmFp8 integrati
 releases: a Linear's weight F8_E4M3 [N, K] with weight_scale F32 [N, 1]; Llama 4's stacked experts
 feed_forward.experts.gate_up_proj F8_E4M3 [E, H, 2I] with gate_up_proj_scale F32 [E, 1, 2I] (and
 down_proj alike), the value code * scale of its expert and column.
+
+bitsandbytes (docs/dialects.md "bitsandbytes"), as transformers saves Linear4bit / Linear8bitLt
+(Params4bit's quant_state.as_dict(packed=True)): 4-bit weight U8 [ceil(N*K/2), 1] of the row-major
+flattened weight, element 2i in the HIGH nibble of byte i; weight.absmax per blocksize elements (F32,
+or U8 indices into nested_quant_map times nested_absmax per nested_blocksize, plus nested_offset);
+weight.quant_map the 16-entry table; weight.quant_state.bitsandbytes__nf4 (or __fp4) the JSON
+bytes.  The value is the table entry times the block's absmax in binary32, rounded to the state's
+dtype (dequantize_4bit's output).  LLM.int8: weight I8 [N, K], SCB F32 [N], weight_format U8 0;
+the value (q * SCB) * (1/127), each product rounded to binary32 (int8_vectorwise_dequant).
 """
 import json
 import os
@@ -403,6 +412,71 @@ def fbgemm_case(root, rnd, name, lines):
     return name
 
 
+NF4 = [-1.0, -0.6961928009986877, -0.5250730514526367, -0.39491748809814453, -0.28444138169288635,
+       -0.18477343022823334, -0.09105003625154495, 0.0, 0.07958029955625534, 0.16093020141124725,
+       0.24611230194568634, 0.33791524171829224, 0.44070982933044434, 0.5626170039176941, 0.7229568362236023, 1.0]
+FP4_BNB = [f32(v / 12.0) for v in (0.0, 0.0625, 8.0, 12.0, 4.0, 6.0, 2.0, 3.0,
+                                   -0.0, -0.0625, -8.0, -12.0, -4.0, -6.0, -2.0, -3.0)]
+
+
+def f32s(vals):
+    return struct.pack('<%df' % len(vals), *vals)
+
+
+def bnb4_module(rnd, p, n, k, qtype, dtype, nested, tensors):
+    """one Linear4bit [n, k] in blocks of 64 (nested: blocks of 256 absmax values); its values."""
+    count, block = n * k, 64
+    nblocks = -(-count // block)
+    table = [f32(v) for v in (NF4 if qtype == 'nf4' else FP4_BNB)]
+    codes = [rnd.randrange(16) for _ in range(count)]
+    packed = bytes((codes[2 * i] << 4) | (codes[2 * i + 1] if 2 * i + 1 < count else 0) for i in range(-(-count // 2)))
+    state = {'quant_type': qtype, 'blocksize': block, 'dtype': dtype, 'shape': [n, k]}
+    if nested:
+        nmap = [f32(-1.0 + 2.0 * i / 255.0) for i in range(256)]
+        u = [rnd.randrange(256) for _ in range(nblocks)]
+        nab = [f32(rnd.uniform(0.001, 0.02)) for _ in range(-(-nblocks // 256))]
+        offset = 0.012345678901234
+        absmax = [f32(f32(nmap[u[b]] * nab[b // 256]) + f32(offset)) for b in range(nblocks)]
+        state.update(nested_blocksize=256, nested_dtype='float32', nested_offset=offset)
+        tensors += [(p + '.weight.absmax', 'U8', [nblocks], bytes(u)),
+                    (p + '.weight.nested_absmax', 'F32', [len(nab)], f32s(nab)),
+                    (p + '.weight.nested_quant_map', 'F32', [256], f32s(nmap))]
+    else:
+        absmax = [f32(rnd.uniform(0.001, 0.05)) for _ in range(nblocks)]
+        tensors.append((p + '.weight.absmax', 'F32', [nblocks], f32s(absmax)))
+    js = json.dumps(state).encode()
+    tensors += [(p + '.weight', 'U8', [len(packed), 1], packed), (p + '.weight.quant_map', 'F32', [16], f32s(table)),
+                (p + '.weight.quant_state.bitsandbytes__' + qtype, 'U8', [len(js)], js)]
+    rnd_to = {'bfloat16': bf16_round, 'float16': f16, 'float32': lambda v: v}[dtype]
+    return [rnd_to(f32(table[codes[i]] * absmax[i // block])) for i in range(count)]
+
+
+def bnb_case(root, rnd, name, modules, cfg_q, lines):
+    """modules: (prefix, n, k, kind) with kind nf4 / fp4 (+ '_dq': double-quantized; + ':dtype') or int8."""
+    d = os.path.join(root, name)
+    os.makedirs(os.path.join(d, 'expected'), exist_ok=True)
+    tensors = [('model.norm.weight', 'BF16', [8], bf16_bytes([1.0] * 8))]
+    for p, n, k, kind in modules:
+        if kind == 'int8':
+            q = [rnd.randrange(-127, 128) for _ in range(n * k)]
+            scb = [f32(rnd.uniform(0.5, 4.0)) for _ in range(n)]
+            tensors += [(p + '.weight', 'I8', [n, k], struct.pack('<%db' % len(q), *q)),
+                        (p + '.SCB', 'F32', [n], f32s(scb)), (p + '.weight_format', 'U8', [], bytes([0]))]
+            inv = f32(1.0 / 127.0)
+            vals = [f32(f32(q[i] * scb[i // k]) * inv) for i in range(n * k)]
+        else:
+            qtype, _, dtype = kind.partition(':')
+            vals = bnb4_module(rnd, p, n, k, qtype.split('_')[0], dtype or 'bfloat16', qtype.endswith('_dq'),
+                               tensors)
+        put_expected(d, p + '.weight', vals)
+        lines.append('%s %s.weight %d %d %s' % (name, p, n, k,
+                                                'bitsandbytes_int8' if kind == 'int8' else 'bitsandbytes_4bit'))
+    cfg = {'model_type': 'llama'}
+    if cfg_q is not None:
+        cfg['quantization_config'] = dict({'quant_method': 'bitsandbytes', 'llm_int8_skip_modules': None}, **cfg_q)
+    write(d, 'model.safetensors', tensors, cfg)
+
+
 def write(d, fname, tensors, cfg):
     hdr, data = {}, b''
     for name, dtype, shape, raw in tensors:
@@ -466,5 +540,14 @@ def cases(root, rnd):
     ct_mxfp4_case(root, rnd, 'ct_mxfp4_wide', 128, 64, lines, elo=0, ehi=127 + 125)
     # fbgemm FP8: the experts' column scales need --requantize, the Linear's row scales import
     fbgemm_case(root, rnd, 'fbgemm', lines)
+    # bitsandbytes: NF4 with BF16 output, double-quantized NF4 with F16 output spanning two nested
+    # blocks, FP4 with an odd element count (a block across rows, a padding nibble), no declaration;
+    # LLM.int8
+    b4 = {'load_in_4bit': True, '_load_in_4bit': True, 'bnb_4bit_quant_type': 'nf4', 'bnb_4bit_use_double_quant': True}
+    bnb_case(root, rnd, 'bnb_nf4', [('model.layers.0.self_attn.q_proj', 32, 64, 'nf4'),
+                                    ('model.layers.0.mlp.down_proj', 64, 512, 'nf4_dq:float16')], b4, lines)
+    bnb_case(root, rnd, 'bnb_fp4', [('model.layers.0.mlp.up_proj', 7, 9, 'fp4:float32')], None, lines)
+    bnb_case(root, rnd, 'bnb_int8', [('model.layers.0.mlp.gate_proj', 16, 64, 'int8')],
+             {'load_in_8bit': True, '_load_in_8bit': True, 'llm_int8_threshold': 6.0}, lines)
     open(os.path.join(root, 'imports.txt'), 'w').write('\n'.join(imports) + '\n')
     return lines

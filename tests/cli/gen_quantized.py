@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Small quantized checkpoints of the producers ninfer-tools does not read yet (and of GPTQ, AWQ,
-MLX and MXFP4, read now), laid out as each producer writes them: the file names, the declaration files and
+MLX, MXFP4 and bitsandbytes, read now), laid out as each producer writes them: the file names, the declaration files and
 keys, the tensor names, dtypes and shapes (docs/dialects.md, "Quantized checkpoints not read
 yet").  The codes and scales are filler bytes: only the layout matters, since every refused one
 must be refused before anything is read (the values of the ones read are gen_packed.py's tests;
@@ -112,8 +112,12 @@ def bnb4(p, n, k):
     # bitsandbytes Params4bit as transformers serializes it: the packed U8 weight [N*K/2, 1],
     # its blockwise absmax (blocks of 64), the NF4 code book and the quant state as JSON bytes
     state = json.dumps({'quant_type': 'nf4', 'blocksize': 64, 'dtype': 'bfloat16', 'shape': [n, k]}).encode()
-    return [t(p + '.weight', 'U8', [n * k // 2, 1]), t(p + '.weight.absmax', 'F32', [n * k // 64]),
-            t(p + '.weight.quant_map', 'F32', [16]),
+    nf4 = [-1.0, -0.6961928009986877, -0.5250730514526367, -0.39491748809814453, -0.28444138169288635,
+           -0.18477343022823334, -0.09105003625154495, 0.0, 0.07958029955625534, 0.16093020141124725,
+           0.24611230194568634, 0.33791524171829224, 0.44070982933044434, 0.5626170039176941, 0.7229568362236023, 1.0]
+    return [t(p + '.weight', 'U8', [n * k // 2, 1]),
+            t(p + '.weight.absmax', 'F32', [n * k // 64], struct.pack('<%df' % (n * k // 64), *[0.01] * (n * k // 64))),
+            t(p + '.weight.quant_map', 'F32', [16], struct.pack('<16f', *nf4)),
             t(p + '.weight.quant_state.bitsandbytes__nf4', 'U8', [len(state)], state)]
 
 
@@ -258,21 +262,16 @@ def main():
            'load_in_8bit': False, 'bnb_4bit_quant_type': 'nf4', 'bnb_4bit_compute_dtype': 'bfloat16',
            'bnb_4bit_quant_storage': 'uint8', 'bnb_4bit_use_double_quant': False, 'llm_int8_threshold': 6.0,
            'llm_int8_skip_modules': None, 'llm_int8_has_fp16_weight': False, 'llm_int8_enable_fp32_cpu_offload': False}
-    case('bnb4', {'config.json': dict(LLAMA, quantization_config=bq4),
-                  'model.safetensors': st_bytes(plain('BF16') + layer(bnb4))},
-         ["bnb4/config.json: quantization_config.quant_method: bitsandbytes 4-bit NF4 (quant_method 'bitsandbytes'",
-          not_read])
-    case('bnb4_tensors', {'config.json': LLAMA, 'model.safetensors': st_bytes(plain('BF16') + layer(bnb4))},
-         ["bnb4_tensors/model.safetensors: tensor 'model.layers.0.", 'bitsandbytes 4-bit NF4 (U8 weight with '
-          'weight.absmax', not_read])
+    # (read now: docs/dialects.md "bitsandbytes")
+    readable('bnb4', {'config.json': dict(LLAMA, quantization_config=bq4),
+                      'model.safetensors': st_bytes(plain('BF16') + layer(bnb4))}, 'bitsandbytes_4bit')
+    readable('bnb4_tensors', {'config.json': LLAMA, 'model.safetensors': st_bytes(plain('BF16') + layer(bnb4))},
+             'bitsandbytes_4bit')
     bq8 = dict(bq4, _load_in_4bit=False, load_in_4bit=False, _load_in_8bit=True, load_in_8bit=True)
-    case('bnb8', {'config.json': dict(LLAMA, quantization_config=bq8),
-                  'model.safetensors': st_bytes(plain() + layer(bnb8))},
-         ["bnb8/config.json: quantization_config.quant_method: bitsandbytes 8-bit LLM.int8 (quant_method "
-          "'bitsandbytes'", not_read])
-    case('bnb8_tensors', {'config.json': LLAMA, 'model.safetensors': st_bytes(plain() + layer(bnb8))},
-         ["bnb8_tensors/model.safetensors: tensor 'model.layers.0.", 'bitsandbytes 8-bit LLM.int8 (I8 weight with '
-          'per-row SCB', not_read])
+    readable('bnb8', {'config.json': dict(LLAMA, quantization_config=bq8),
+                      'model.safetensors': st_bytes(plain() + layer(bnb8))}, 'bitsandbytes_int8')
+    readable('bnb8_tensors', {'config.json': LLAMA, 'model.safetensors': st_bytes(plain() + layer(bnb8))},
+             'bitsandbytes_int8')
     # ---- HQQ
     case('hqq', {'config.json': dict(LLAMA, quantization_config={
         'quant_method': 'hqq', 'skip_modules': ['lm_head'], 'quant_config': {

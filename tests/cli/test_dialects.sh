@@ -11,7 +11,7 @@
 python3 "$top/tests/cli/gen_dialects.py" "$work/d" || { bad "gen_dialects.py failed"; finish dialects; exit 1; }
 cases="deepseek ct_fp8 modelopt_fp8 ct_int ct_int_odd modelopt_nvfp4 ct_nvfp4 gptq3 gptq2_sym gptq4_asym gptq8_sym
     gptq8_sym_min gptq4 gptq3_act gptq2_v2 gptq8_row gptq4_bare awq_gemm awq_gemv mlx4 mlx3_old mlx_mixed mlx8_bare
-    gpt_oss_hf gpt_oss_orig ct_mxfp4 ct_mxfp4_wide fbgemm"
+    gpt_oss_hf gpt_oss_orig ct_mxfp4 ct_mxfp4_wide fbgemm bnb_nf4 bnb_fp4 bnb_int8"
 
 # ---------------------------------------------------------------- values, bit for bit
 for c in $cases; do
@@ -66,7 +66,8 @@ import json, sys
 ids = [o['id'] for o in json.load(open(sys.argv[1]))['objects']]
 comp = ('weight_scale', 'weight_scale_inv', 'weight_scale_2', 'weight_global_scale', 'weight_zero_point',
         'weight_shape', 'input_scale', 'input_global_scale', 'scales', 'qzeros', 'g_idx', 'biases')
-assert not [i for i in ids if i.rsplit('.', 1)[-1] in comp or i.endswith('_scales')], ids
+assert not [i for i in ids if i.rsplit('.', 1)[-1] in comp or i.endswith('_scales') or '.weight.' in i
+            or i.endswith(('.SCB', '.weight_format'))], ids
 PY
 done
 

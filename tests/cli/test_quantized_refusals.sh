@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Quantized checkpoints of producers no dialect reads (docs/dialects.md, "Quantized checkpoints
 # not read yet"), laid out as each producer writes them (tests/cli/gen_quantized.py): GPTQ
-# repacked for marlin, AWQ's gemv_fast, MLX's mxfp4 mode, EXL2 without a declaration,
-# bitsandbytes 4-bit and 8-bit, HQQ, compressed-tensors 2:4 sparse -- declared or recognised by their tensors alone.  Every path that plans from a
+# repacked for marlin, AWQ's gemv_fast, MLX's mxfp4 mode, EXL2 without a declaration, HQQ,
+# compressed-tensors 2:4 sparse -- declared or recognised by their tensors alone.  Every path that plans from a
 # checkpoint refuses them with the same message (exit 1, the file and key or tensor, the format,
 # what to do) and writes nothing: quick mode, --requantize, --dry-run, --plan-out, a recipe,
 # ninfer-verify --against, ninfer-diff ART CKPT, ninfer-inspect CKPT (after the views that need
@@ -59,9 +59,9 @@ while IFS=$'\t' read -r name path needles; do
     run 1 "$bin/ninfer-inspect" "$ck" --json
     contains "$work/err" "$msg"
 done <"$work/q/cases.tsv"
-check test "$ncases" -eq 12
+check test "$ncases" -eq 8
 
-# ---------------------------------------------------------------- GPTQ, AWQ, MLX and MXFP4 are read now
+# ---------------------------------------------------------------- GPTQ, AWQ, MLX, MXFP4, bitsandbytes are read now
 # the same layouts, declared in either file or by their tensors alone, convert: every quantized
 # weight (a qweight, MLX's U32 weight, gpt-oss's expert blocks: as many as read.tsv's last
 # column says) is one object of its dialect, requantized, and no companion is an object of its own
@@ -74,13 +74,14 @@ objs = json.load(open(sys.argv[1]))['objects']
 q = [o for o in objs if 'dialect' in o]
 assert len(q) == int(sys.argv[3]), q
 assert all(o['dialect'].startswith(sys.argv[2] + ':') and o['handling'] == 'requantized' for o in q), q
-assert not [o for o in objs if o['id'].rsplit('.', 1)[-1] in ('qzeros', 'scales', 'g_idx', 'biases', 'weight_scale')
-            or o['id'].endswith('_scales')], objs
+assert not [o for o in objs if o['id'].rsplit('.', 1)[-1] in ('qzeros', 'scales', 'g_idx', 'biases', 'weight_scale', 'SCB',
+                                                 'weight_format', 'absmax', 'quant_map')
+            or o['id'].endswith('_scales') or '.weight.' in o['id']], objs
 PY
     run 0 "$bin/ninfer-convert" "$ck" -o "$work/$name.ninfer" --format q8_g32_fp16 --requantize --no-resources
     run 0 "$bin/ninfer-verify" "$work/$name.ninfer" --against "$ck"
 done <"$work/q/read.tsv"
-check test "$(wc -l <"$work/q/read.tsv")" -eq 11
+check test "$(wc -l <"$work/q/read.tsv")" -eq 15
 
 # ---------------------------------------------------------------- look-alikes are not refused
 # a tensor named like one companion of a layout, without the layout's codes, is an ordinary tensor

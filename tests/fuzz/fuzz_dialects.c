@@ -52,9 +52,9 @@ static void check_roles(const nf_dialects *d, const nf_qweight *q)
 {
     const nf_qweight *owner = NULL;
     if (nf_dialects_role(d, q->codes, &owner) != NF_QROLE_WEIGHT || owner != q) abort();
-    const nf_source_tensor *comp[6] = {q->scale, q->global, q->zero_point, q->shape_tensor, q->g_idx, q->biases};
-    for (size_t i = 0; i < 6; i++) {
-        if (!comp[i]) continue;
+    const nf_source_tensor *comp[NF_QWEIGHT_MAX_READS];
+    size_t nc = nf_qweight_companions(q, comp);
+    for (size_t i = 0; i < nc; i++) {
         if (nf_dialects_role(d, comp[i], &owner) != NF_QROLE_COMPANION || owner != q) abort();
     }
     for (size_t i = 0; i < 2; i++) {
@@ -67,8 +67,9 @@ static void read_weight(const nf_source *src, const nf_qweight *q)
 {
     uint64_t n = q->shape[0], k = q->shape[1], values;
     if (n == 0 || k == 0 || q->block_rows == 0 || q->block_cols == 0) abort();
-    if (q->scale_rows != (n + q->block_rows - 1) / q->block_rows ||
-        q->scale_cols != (k + q->block_cols - 1) / q->block_cols)
+    /* (bitsandbytes' blocks run along the flattened weight: scale_cols of them in one row) */
+    if (q->pack != NF_QPACK_BNB && (q->scale_rows != (n + q->block_rows - 1) / q->block_rows ||
+                                    q->scale_cols != (k + q->block_cols - 1) / q->block_cols))
         abort();
     if (__builtin_mul_overflow(n, k, &values) || values > FZ_DIALECT_MAX_VALUES) return;
     float *all = malloc((size_t)values * sizeof *all);

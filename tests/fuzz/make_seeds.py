@@ -29,7 +29,7 @@ documents where each comes from and rebuilds them deterministically:
                        of every dialect and strategy in tests/cli/gen_dialects.py's byte layouts,
                        declared and undeclared, plus broken ones (a NaN scale or code, a missing
                        or doubled scale, conflicting or unsupported declarations), and GPTQ, AWQ,
-                       MLX and MXFP4 checkpoints as tests/cli/gen_packed.py packs them
+                       MLX, MXFP4, fbgemm FP8 and bitsandbytes checkpoints as tests/cli/gen_packed.py packs them
 Nothing here is random: the same tree gives the same bytes.
 
 Files named fuzz-<sha1> are not generated here: they are small inputs the fuzzers found (mostly
@@ -649,7 +649,7 @@ def dialects():
     with tempfile.TemporaryDirectory() as tmp:
         gen_packed.cases(tmp, random.Random(11))
         for c in ("gptq4", "gptq3_act", "gptq2_v2", "awq_gemm", "awq_gemv", "mlx4", "mlx3_old", "mlx_mixed",
-                  "gpt_oss_hf", "gpt_oss_orig", "ct_mxfp4"):
+                  "gpt_oss_hf", "gpt_oss_orig", "ct_mxfp4", "fbgemm", "bnb_nf4", "bnb_fp4", "bnb_int8"):
             d = os.path.join(tmp, c)
             st_name = [f for f in sorted(os.listdir(d)) if f.endswith(".safetensors")][0]
             cfg = open(os.path.join(d, "config.json"), "rb").read()

@@ -450,3 +450,57 @@ Test(dialect, mxfp4_every_exponent)
     nf_dialects_free(d);
     nf_source_close(s);
 }
+
+/* bitsandbytes (docs/dialects.md "bitsandbytes"): the first element of a byte in its HIGH nibble,
+ * blocks of the flattened weight across rows, double quantization's absmax (map[u] * nested +
+ * offset), the state's dtype rounding; LLM.int8's two binary32 products. */
+Test(dialect, bitsandbytes_known_answers)
+{
+    /* [2, 3]: 6 codes in 3 bytes; one block of 64 (it spans both rows); the table t[i] = i - 8 */
+    uint8_t w[3] = {0xF0, 0x79, 0x8A};
+    float map[16], nmap[256] = {0}, nested = 4.0f;
+    for (int i = 0; i < 16; i++) map[i] = (float)(i - 8);
+    nmap[3] = 0.5f; /* absmax = 0.5 * 4 + 0.25 = 2.25 */
+    uint8_t u = 3;
+    const char *js = "{\"quant_type\": \"nf4\", \"blocksize\": 64, \"dtype\": \"float16\", \"shape\": [2, 3], "
+                     "\"nested_blocksize\": 256, \"nested_dtype\": \"float32\", \"nested_offset\": 0.25}";
+    sw_st_tensor t[] = {
+        {"m.weight", "U8", 2, {3, 1}, w, sizeof w},
+        {"m.weight.absmax", "U8", 1, {1}, &u, 1},
+        {"m.weight.nested_absmax", "F32", 1, {1}, &nested, 4},
+        {"m.weight.nested_quant_map", "F32", 1, {256}, nmap, sizeof nmap},
+        {"m.weight.quant_map", "F32", 1, {16}, map, sizeof map},
+        {"m.weight.quant_state.bitsandbytes__nf4", "U8", 1, {strlen(js)}, js, strlen(js)},
+    };
+    nf_source *s = open_ckpt(t, 6, NULL);
+    nf_dialects *d = NULL;
+    nf_error err;
+    cr_assert_eq(nf_dialects_scan(s, &d, &err), NF_OK, "%s", err.message);
+    const nf_qweight *q = nf_dialects_weight_at(d, 0);
+    cr_assert(q && q->dialect == NF_DIALECT_BNB_4BIT && q->shape[0] == 2 && q->shape[1] == 3);
+    for (size_t i = 1; i < 6; i++)
+        cr_assert_eq(nf_dialects_role(d, nf_source_find(s, t[i].name), NULL), NF_QROLE_COMPANION, "%s", t[i].name);
+    float v[6];
+    cr_assert_eq(nf_qweight_read_f32(s, q, 0, 2, v, 6, &err), NF_OK, "%s", err.message);
+    /* codes F, 0, 7, 9, 8, A: t = 7, -8, -1, 1, 0, 2, times 2.25 */
+    const float want[6] = {15.75f, -18.0f, -2.25f, 2.25f, 0.0f, 4.5f};
+    for (int i = 0; i < 6; i++) cr_assert_eq(v[i], want[i], "element %d: %g", i, (double)v[i]);
+    cr_assert_eq(nf_qweight_read_f32_span(s, q, 1, 1, 2, v, 2, &err), NF_OK, "%s", err.message);
+    cr_assert(v[0] == 0.0f && v[1] == 4.5f);
+    nf_dialects_free(d);
+    nf_source_close(s);
+
+    /* int8: (q * SCB) * RN32(1/127): 127 x 1 gives 1, -5 x 3 gives 0xBDF1E3C8 */
+    int8_t q8[2] = {127, -5};
+    float scb[2] = {1.0f, 3.0f};
+    sw_st_tensor t8[] = {{"n.weight", "I8", 2, {2, 1}, q8, 2}, {"n.SCB", "F32", 1, {2}, scb, 8}};
+    s = open_ckpt(t8, 2, NULL);
+    cr_assert_eq(nf_dialects_scan(s, &d, &err), NF_OK, "%s", err.message);
+    cr_assert_eq(nf_dialects_weight_at(d, 0)->dialect, NF_DIALECT_BNB_INT8);
+    cr_assert_eq(nf_qweight_read_f32(s, nf_dialects_weight_at(d, 0), 0, 2, v, 2, &err), NF_OK, "%s", err.message);
+    uint32_t bits;
+    memcpy(&bits, &v[1], 4);
+    cr_assert(v[0] == 1.0f && bits == 0xBDF1E3C8u, "%a %08x", (double)v[0], bits);
+    nf_dialects_free(d);
+    nf_source_close(s);
+}

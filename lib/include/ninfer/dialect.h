@@ -19,6 +19,8 @@
  *   GPTQ, AWQ                                       w = (q - z) * s     (s, z of column k's group)
  *   MLX affine                                      w = s * q + b       (s, b of column k's group)
  *   MXFP4 (gpt-oss, compressed-tensors)             w = e2m1 * 2^(e - 127)  (e the block's E8M0)
+ *   bitsandbytes 4-bit (NF4, FP4)                   w = RN_dtype(quant_map[code] * absmax)
+ *   bitsandbytes int8 (LLM.int8)                    w = RN32(RN32(q * SCB) * RN32(1/127))
  * where s is the scale covering the value (by the strategy: one per tensor, per row, per group
  * of columns of a row, or per block of rows x columns; edge blocks are partial), read exactly
  * as binary32 from F32, BF16, F16 or E4M3 words.  Every code and scale is checked as it is
@@ -71,6 +73,10 @@ typedef enum nf_dialect_id {
                                      (OpenAI's original/) */
     NF_DIALECT_FBGEMM_FP8,     /* "fbgemm_fp8": <p>.weight F8_E4M3 [N, K] + weight_scale F32 [N, 1];
                                      stacked experts <x> F8_E4M3 [E, H, C] + <x>_scale F32 [E, 1, C] */
+    NF_DIALECT_BNB_4BIT,       /* "bitsandbytes_4bit": <p>.weight U8 [ceil(N*K/2), 1] + weight.absmax +
+                                     weight.quant_map [+ nested_absmax, nested_quant_map] +
+                                     weight.quant_state.bitsandbytes__nf4|fp4 (JSON) */
+    NF_DIALECT_BNB_INT8,       /* "bitsandbytes_int8": <p>.weight I8 [N, K] + <p>.SCB F32 [N] */
     NF_DIALECT_COUNT
 } nf_dialect_id;
 
@@ -78,14 +84,16 @@ typedef enum nf_dialect_id {
 NF_API const char *nf_dialect_name(nf_dialect_id id);
 
 typedef enum nf_qcodes {
-    NF_QCODES_E4M3,       /* one E4M3FN byte per value */
-    NF_QCODES_E5M2,       /* one E5M2 byte per value */
-    NF_QCODES_E2M1,       /* two E2M1 codes per byte, the lower column in the low nibble (scales
+    NF_QCODES_E4M3,        /* one E4M3FN byte per value */
+    NF_QCODES_E5M2,        /* one E5M2 byte per value */
+    NF_QCODES_E2M1,        /* two E2M1 codes per byte, the lower column in the low nibble (scales
                              F8_E4M3, or E8M0 in U8 / F8_E8M0 for MXFP4: 2^(e - 127), 255 NaN) */
-    NF_QCODES_INT_PACKED, /* 32/bits offset-binary codes per little-endian int32, lowest first */
-    NF_QCODES_INT8,       /* one int8 per value */
-    NF_QCODES_UINT_PACKED /* unsigned b-bit codes q with zero points z (GPTQ, AWQ) or biases (MLX): laid
+    NF_QCODES_INT_PACKED,  /* 32/bits offset-binary codes per little-endian int32, lowest first */
+    NF_QCODES_INT8,        /* one int8 per value */
+    NF_QCODES_UINT_PACKED, /* unsigned b-bit codes q with zero points z (GPTQ, AWQ) or biases (MLX): laid
                              out by nf_qpack */
+    NF_QCODES_BNB4         /* bitsandbytes: two 4-bit indices into quant_map per byte of the flattened
+                             weight, the first in the HIGH nibble */
 } nf_qcodes;
 
 /* Where a weight's codes and zero points lie (docs/dialects.md, "GPTQ and AWQ"). */
@@ -98,8 +106,10 @@ typedef enum nf_qpack {
                            holding columns 0,2,4,6,1,3,5,7 of its eight; qzeros [G, N/8] alike */
     NF_QPACK_AWQ_GEMV, /* qweight [N, K/8]: natural order; qzeros [N, W] packed along the groups,
                            scales [N, 8W], both padded past the G groups */
-    NF_QPACK_MLX       /* weight [N, K*b/32]: row n's codes an LSB-first bit stream along K (3-,
+    NF_QPACK_MLX,      /* weight [N, K*b/32]: row n's codes an LSB-first bit stream along K (3-,
                           5- and 6-bit codes straddle bytes); scales, biases [N, G] */
+    NF_QPACK_BNB       /* bitsandbytes: blocks of block_cols values of the row-major flattened
+                          weight (a block may span rows); int8: rows with a scale each */
 } nf_qpack;
 
 typedef enum nf_qglobal {
@@ -122,7 +132,9 @@ typedef struct nf_qweight {
     unsigned bits;                   /* bits per code: 8, 4 (packed: 4 or 8) */
     uint64_t shape[2];               /* the weight [N, K] */
     uint64_t block_rows, block_cols; /* values one scale covers (edge blocks: fewer) */
-    uint64_t scale_rows, scale_cols; /* the scale grid, ceil(N / block_rows) x ceil(K / block_cols) */
+    uint64_t scale_rows, scale_cols; /* the scale grid, ceil(N / block_rows) x ceil(K / block_cols);
+                                        bitsandbytes 4-bit: 1 x ceil(N*K / block_cols), its blocks
+                                        running along the flattened weight */
     bool zero_point_packed;          /* zero points in int32 words packed along the rows */
     nf_qglobal global_op;
     uint32_t global_bits; /* the global scale's binary32 word */
@@ -134,6 +146,13 @@ typedef struct nf_qweight {
     bool act_order;                 /* g_idx is not k / group: a row's groups are not runs of columns */
     const nf_source_tensor *biases; /* MLX: w = s * q + b, b of the group; NULL for the others */
     int symmetric;                  /* declared sym (z = 2^(b-1)): 1, asymmetric 0, not declared -1 */
+    /* bitsandbytes 4-bit: scale is weight.absmax (F32, or U8 codes of double quantization, whose
+     * value is nested_quant_map[u] * nested_absmax[block / nested_block] + nested_offset);
+     * shape_tensor is the JSON quant_state (int8: weight_format, or NULL) */
+    const nf_source_tensor *quant_map, *nested_absmax, *nested_quant_map;
+    uint64_t nested_block;
+    uint32_t nested_offset_bits; /* binary32 */
+    int value_dtype;             /* nf_st_dtype the state's dtype rounds values to (BF16, F16, F32) */
 } nf_qweight;
 
 /* What a tensor of the checkpoint is. */
@@ -152,7 +171,7 @@ typedef struct nf_dialects nf_dialects;
  * global scale that is not finite and > 0, conflicting markers, a companion without its
  * weight), naming the file, the tensor or key; every weight's problems are checked, the first
  * is reported.  NF_ERR_INVALID too for a quantized checkpoint of a producer no dialect reads
- * (EXL2, bitsandbytes, HQQ, compressed-tensors sparse, GPTQ and AWQ
+ * (EXL2, HQQ, compressed-tensors sparse, GPTQ and AWQ
  * repacked for a kernel, MLX modes other than affine: docs/dialects.md, "Quantized checkpoints not read yet"), declared --
  * config.json quantization_config, quantization or sparsity_config, quantize_config.json,
  * quant_config.json -- or recognised by its tensors' names and dtypes: "FILE: KEY or tensor 'NAME': FORMAT (HOW):
@@ -171,9 +190,10 @@ NF_API const nf_qweight *nf_dialects_weight_at(const nf_dialects *d, size_t inde
 NF_API nf_qrole nf_dialects_role(const nf_dialects *d, const nf_source_tensor *t, const nf_qweight **weight);
 
 /* The companions a weight's values (and, for the dialects import_encoded takes, its words) are
- * read with -- scale, global scale, zero points, weight_shape, g_idx, biases, those it has -- into out; their
+ * read with -- scale, global scale, zero points, weight_shape (or bitsandbytes' JSON state), g_idx,
+ * biases, quant_map, nested_absmax, nested_quant_map, those it has -- into out; their
  * count (at most NF_QWEIGHT_MAX_READS).  Activation scales are not among them. */
-#define NF_QWEIGHT_MAX_READS 6
+#define NF_QWEIGHT_MAX_READS 9
 NF_API size_t nf_qweight_companions(const nf_qweight *q, const nf_source_tensor *out[NF_QWEIGHT_MAX_READS]);
 
 /* "deepseek_fp8, block 128x128 F32 scales", "modelopt_nvfp4, group 16 F8_E4M3 scales x

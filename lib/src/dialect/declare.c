@@ -299,6 +299,23 @@ static nf_status read_fbgemm(const json_t *q, decl *d, nf_error *err)
                      "quantization_config.modules_to_not_convert", err);
 }
 
+/* ---------------------------------------------------------------- bitsandbytes */
+/* transformers' BitsAndBytesConfig: 4-bit (load_in_4bit, NF4 or FP4) or 8-bit; the modules left
+ * unquantized; the tensors and their JSON states say the rest (scan_bnb.c). */
+static nf_status read_bnb(const json_t *q, decl *d, nf_error *err)
+{
+    d->kind = DECL_BNB;
+    const json_t *four = json_object_get(q, "load_in_4bit"), *type = json_object_get(q, "bnb_4bit_quant_type");
+    bool is4 = json_is_true(four) || json_is_true(json_object_get(q, "_load_in_4bit"));
+    snprintf(d->what, sizeof d->what, "config.json quantization_config (bitsandbytes %s)",
+             !is4                                                              ? "8-bit"
+             : json_is_string(type) && !strcmp(json_string_value(type), "fp4") ? "4-bit FP4"
+                                                                               : "4-bit NF4");
+    const json_t *skip = json_object_get(q, "llm_int8_skip_modules");
+    if (!skip || json_is_null(skip)) return NF_OK;
+    return read_list(skip, &d->ignore, false, d, "quantization_config.llm_int8_skip_modules", err);
+}
+
 /* ---------------------------------------------------------------- ModelOpt */
 static nf_status read_modelopt(const json_t *q, decl *d, const char *ctx, const char *algo_key, nf_error *err)
 {
@@ -358,8 +375,8 @@ static void bits_group(const json_t *o, const char *bits_key, const char *group_
 
 /* config.json quantization_config.quant_method of a producer no dialect covers: the format's
  * name; NULL for the methods declare.c reads (fp8, compressed-tensors, modelopt, gptq, awq, mxfp4,
- * fbgemm_fp8). */
-static const char *foreign_method(const char *method, const json_t *q)
+ * fbgemm_fp8, bitsandbytes). */
+static const char *foreign_method(const char *method)
 {
     static const char *const known[][2] = {
         {"exl2", "EXL2"},
@@ -378,15 +395,9 @@ static const char *foreign_method(const char *method, const json_t *q)
         {"quark", "Quark"},
     };
     if (!strcmp(method, "fp8") || !strcmp(method, "compressed-tensors") || !strcmp(method, "modelopt") ||
-        !strcmp(method, "gptq") || !strcmp(method, "awq") || !strcmp(method, "mxfp4") || !strcmp(method, "fbgemm_fp8"))
+        !strcmp(method, "gptq") || !strcmp(method, "awq") || !strcmp(method, "mxfp4") ||
+        !strcmp(method, "fbgemm_fp8") || !strcmp(method, "bitsandbytes"))
         return NULL;
-    if (!strcmp(method, "bitsandbytes")) {
-        const json_t *four = json_object_get(q, "load_in_4bit"), *type = json_object_get(q, "bnb_4bit_quant_type");
-        if (json_is_true(four) || json_is_true(json_object_get(q, "_load_in_4bit")))
-            return json_is_string(type) && !strcmp(json_string_value(type), "fp4") ? "bitsandbytes 4-bit FP4"
-                                                                                   : "bitsandbytes 4-bit NF4";
-        return "bitsandbytes 8-bit LLM.int8";
-    }
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
         if (!strcmp(method, known[i][0])) return known[i][1];
     return "";
@@ -496,7 +507,7 @@ static nf_status foreign_decl(const json_t *cfg, const char *cfg_path, nf_error 
     if (json_is_object(q)) {
         const json_t *m = json_object_get(q, "quant_method");
         if (is_mlx(q)) return mlx_foreign_mode(q, cfg_path, "quantization_config", err);
-        const char *name = json_is_string(m) ? foreign_method(json_string_value(m), q) : NULL;
+        const char *name = json_is_string(m) ? foreign_method(json_string_value(m)) : NULL;
         if (name) {
             bits_group(q, json_object_get(q, "w_bit") ? "w_bit" : "bits",
                        json_object_get(q, "q_group_size") ? "q_group_size" : "group_size", detail, sizeof detail);
@@ -707,7 +718,7 @@ static nf_status read_own_file(const nf_source *src, decl *d, nf_error *err)
         nf_status st = set_path(d, path) == NF_OK ? NF_OK : nf_common_nomem(err);
         const json_t *m = json_object_get(j, "quant_method");
         const char *method = json_is_string(m) ? json_string_value(m) : files[i][1];
-        const char *other = foreign_method(method, j);
+        const char *other = foreign_method(method);
         if (st == NF_OK && other) {
             char how[512];
             snprintf(how, sizeof how, "quant_method '%.64s', declared in %s", nf_esc(method).s, files[i][0]);
@@ -762,9 +773,11 @@ nf_status nf_dialect_read_decl(const nf_source *src, decl *d, nf_error *err)
                 st = read_awq(q, d, "quantization_config", "config.json quantization_config", err);
             else if (!strcmp(method, "mxfp4")) st = read_mxfp4(q, d, err);
             else if (!strcmp(method, "fbgemm_fp8")) st = read_fbgemm(q, d, err);
+            else if (!strcmp(method, "bitsandbytes")) st = read_bnb(q, d, err);
             else
                 st = bad(err, d, "quantization_config.quant_method",
-                         "not a supported dialect (fp8, compressed-tensors, modelopt, gptq, awq, mxfp4, fbgemm_fp8; "
+                         "not a supported dialect (fp8, compressed-tensors, modelopt, gptq, awq, mxfp4, fbgemm_fp8, "
+                         "bitsandbytes; "
                          "docs/dialects.md): ",
                          method);
         }

@@ -31,7 +31,8 @@ typedef enum decl_kind {
     DECL_AWQ,      /* quant_method awq, or AutoAWQ's quant_config.json */
     DECL_MLX,      /* mlx-lm: quantization / quantization_config without quant_method */
     DECL_MXFP4,    /* quant_method mxfp4 (gpt-oss, transformers' Mxfp4Config) */
-    DECL_FBGEMM    /* quant_method fbgemm_fp8 (Meta's FP8 releases: Llama 3.1 405B FP8, Llama 4) */
+    DECL_FBGEMM,   /* quant_method fbgemm_fp8 (Meta's FP8 releases: Llama 3.1 405B FP8, Llama 4) */
+    DECL_BNB       /* quant_method bitsandbytes (transformers' BitsAndBytesConfig, 4-bit or 8-bit) */
 } decl_kind;
 
 /* mlx-lm's mixed quantization: a module's own bits and group size, or none (left unquantized). */
@@ -126,6 +127,21 @@ nf_status nf_dialect_scan_packed(nf_dialects *d, nf_error *err);
  * [prod(...) * R, 32 * B] appended to d->weights with its roles.  NF_ERR_INVALID names the
  * tensor. */
 nf_status nf_dialect_scan_mxfp4(nf_dialects *d, nf_error *err);
+
+/* "FILE: tensor 'NAME': MESSAGE" (NF_ERR_INVALID), FILE the shard holding t. */
+nf_status nf_dialect_fail(nf_error *err, const nf_source *src, const nf_source_tensor *t, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* The roles of a weight's tensors: its codes the weight, every companion (nf_qweight_companions)
+ * part of weight wi. */
+void nf_dialect_set_roles(nf_dialects *d, const nf_qweight *q, uint32_t wi);
+
+/* bitsandbytes (scan_bnb.c): every <p>.weight U8 with <p>.weight.quant_state.bitsandbytes__nf4
+ * (or __fp4) and its absmax and quant_map, and every <p>.weight I8 with <p>.SCB, checked against
+ * the JSON state and appended to d->weights with its roles. */
+nf_status nf_dialect_scan_bnb(nf_dialects *d, nf_error *err);
+/* bitsandbytes' values (qweight_bnb.c): flattened elements [a, b) of the weight into out. */
+nf_status nf_dialect_bnb_read(const nf_source *src, const nf_qweight *q, uint64_t a, uint64_t b, float *out,
+                              nf_error *err);
 
 /* fbgemm's stacked FP8 experts (scan_packed.c): every <x> F8_E4M3 [E, H, C] with <x>_scale F32
  * [E, 1, C] (Llama 4's feed_forward.experts.gate_up_proj, down_proj) is one weight [E * H, C],

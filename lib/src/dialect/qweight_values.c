@@ -293,7 +293,8 @@ static nf_status decode_row(const nf_source *src, const nf_qweight *q, uint64_t 
             for (uint64_t c = c0; c < c1; c++) out[c - ca] = (float)((int32_t)(int8_t)codes[c - cbase] - z) * s;
             break;
         }
-        case NF_QCODES_UINT_PACKED: break; /* never here: qweight_packed.c reads them */
+        case NF_QCODES_UINT_PACKED:
+        case NF_QCODES_BNB4: break; /* never here: qweight_packed.c and qweight_bnb.c read them */
         }
         /* codes and scales are finite (checked above and in read_scales); their product may
          * still overflow */
@@ -329,6 +330,7 @@ nf_status nf_qweight_read_f32(const nf_source *src, const nf_qweight *q, uint64_
         return nf_error_set(err, NF_ERR_USAGE, "tensor '%s': %" PRIu64 " rows of %" PRIu64 " values do not fit in %zu",
                             q->codes->name, r1 - r0, k, out_len);
     if (r0 == r1) return NF_OK;
+    if (q->pack == NF_QPACK_BNB) return nf_dialect_bnb_read(src, q, r0 * k, r1 * k, out, err);
     if (q->pack != NF_QPACK_ROWS) return nf_dialect_packed_read(src, q, r0, r1, out, err);
     const uint64_t row_bytes = codes_row_bytes(q);
     uint64_t piece = row_bytes ? PIECE_BYTES / row_bytes : 1;
@@ -403,6 +405,7 @@ nf_status nf_qweight_read_f32_span(const nf_source *src, const nf_qweight *q, ui
         return nf_error_set(err, NF_ERR_USAGE, "tensor '%s': %" PRIu64 " values do not fit in %zu", q->codes->name, n,
                             out_len);
     if (n == 0) return NF_OK;
+    if (q->pack == NF_QPACK_BNB) return nf_dialect_bnb_read(src, q, row * k + c0, row * k + c1, out, err);
     if (q->pack != NF_QPACK_ROWS) return nf_dialect_packed_span(src, q, row, c0, n, out, err);
     uint64_t cbase, b0, b1;
     code_bytes(q, c0, c1, &cbase, &b0, &b1);

@@ -33,6 +33,8 @@ static const char *const dialect_names[NF_DIALECT_COUNT] = {
     "compressed_tensors_mxfp4",
     "gpt_oss_mxfp4",
     "fbgemm_fp8",
+    "bitsandbytes_4bit",
+    "bitsandbytes_int8",
 };
 
 const char *nf_dialect_name(nf_dialect_id id) { return (unsigned)id < NF_DIALECT_COUNT ? dialect_names[id] : NULL; }
@@ -101,6 +103,32 @@ static nf_status fail_t(nf_error *err, const nf_source *src, const nf_source_ten
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     return nf_error_set(err, NF_ERR_INVALID, "%s: tensor '%s': %s", file_of(src, t), t->name, msg);
+}
+
+/* (dialect_internal.h) */
+nf_status nf_dialect_fail(nf_error *err, const nf_source *src, const nf_source_tensor *t, const char *fmt, ...)
+{
+    char msg[NF_ERROR_MESSAGE_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return nf_error_set(err, NF_ERR_INVALID, "%s: tensor '%s': %s", file_of(src, t), t->name, msg);
+}
+
+/* (dialect_internal.h) */
+void nf_dialect_set_roles(nf_dialects *d, const nf_qweight *q, uint32_t wi)
+{
+    const nf_source_tensor *comp[NF_QWEIGHT_MAX_READS];
+    size_t n = nf_qweight_companions(q, comp);
+    size_t ti = nf_source_tensor_index(d->src, q->codes);
+    d->role[ti] = NF_QROLE_WEIGHT;
+    d->owner[ti] = wi;
+    for (size_t i = 0; i < n; i++) {
+        ti = nf_source_tensor_index(d->src, comp[i]);
+        d->role[ti] = NF_QROLE_COMPANION;
+        d->owner[ti] = wi;
+    }
 }
 
 static void shape_str(const nf_source_tensor *t, char *buf, size_t size)
@@ -661,23 +689,6 @@ static bool foreign_layout(const nf_source *src, const nf_source_tensor *t, cons
                  "tensor names (config.json says nothing unless converted with -cf)");
         return true;
     }
-    /* bitsandbytes 4-bit: <p>.weight U8 [N*K/2, 1] with weight.absmax, weight.quant_map and
-     * weight.quant_state.bitsandbytes__nf4 (or __fp4) */
-    const char *w = strstr(name, ".weight.");
-    if (w && (!strcmp(w, ".weight.absmax") || !strcmp(w, ".weight.quant_map") || !strcmp(w, ".weight.nested_absmax") ||
-              !strcmp(w, ".weight.nested_quant_map") || !strncmp(w, ".weight.quant_state.", 20))) {
-        size_t wl = (size_t)(w - name) + 8; /* up to "weight." */
-        if (!sibling(src, name, (size_t)(w - name) + 1, "weight", NF_ST_U8)) return false;
-        bool fp4 = sibling(src, name, wl, "quant_state.bitsandbytes__fp4", ANY_DTYPE) != NULL;
-        *format = fp4 ? "bitsandbytes 4-bit FP4" : "bitsandbytes 4-bit NF4";
-        snprintf(how, size, "U8 weight with weight.absmax and weight.quant_state, recognised by the tensor names");
-        return true;
-    }
-    if (!strcmp(last, "SCB") && sibling(src, name, plen, "weight", NF_ST_I8)) {
-        *format = "bitsandbytes 8-bit LLM.int8";
-        snprintf(how, size, "I8 weight with per-row SCB scales, recognised by the tensor names");
-        return true;
-    }
     if (!strcmp(last, "W_q") && sibling(src, name, plen, "zero", ANY_DTYPE)) {
         *format = "HQQ";
         snprintf(how, size, "W_q codes with zero and scale, recognised by the tensor names");
@@ -758,6 +769,7 @@ nf_status nf_dialects_scan(const nf_source *src, nf_dialects **out, nf_error *er
     if (st == NF_OK) st = nf_dialect_scan_packed(d, err);
     if (st == NF_OK) st = nf_dialect_scan_mxfp4(d, err);
     if (st == NF_OK) st = nf_dialect_scan_fbgemm_experts(d, err);
+    if (st == NF_OK) st = nf_dialect_scan_bnb(d, err);
     if (st == NF_OK) {
         if (d->nweights && d->decl.kind != DECL_NONE) snprintf(d->declared, sizeof d->declared, "%s", d->decl.what);
         else if (d->nweights) snprintf(d->declared, sizeof d->declared, "companion tensor names");
@@ -799,8 +811,9 @@ nf_qrole nf_dialects_role(const nf_dialects *d, const nf_source_tensor *t, const
 
 size_t nf_qweight_companions(const nf_qweight *q, const nf_source_tensor *out[NF_QWEIGHT_MAX_READS])
 {
-    const nf_source_tensor *all[NF_QWEIGHT_MAX_READS] = {q->scale,        q->global, q->zero_point,
-                                                         q->shape_tensor, q->g_idx,  q->biases};
+    const nf_source_tensor *all[NF_QWEIGHT_MAX_READS] = {q->scale,        q->global,        q->zero_point,
+                                                         q->shape_tensor, q->g_idx,         q->biases,
+                                                         q->quant_map,    q->nested_absmax, q->nested_quant_map};
     size_t n = 0;
     for (size_t i = 0; i < NF_QWEIGHT_MAX_READS; i++)
         if (all[i]) out[n++] = all[i];
@@ -810,6 +823,13 @@ size_t nf_qweight_companions(const nf_qweight *q, const nf_source_tensor *out[NF
 void nf_qweight_describe(const nf_qweight *q, char *buf, size_t size)
 {
     if (!q || !buf || !size) return;
+    if (q->dialect == NF_DIALECT_BNB_4BIT) {
+        size_t len = strlen(q->shape_tensor->name);
+        snprintf(buf, size, "bitsandbytes_4bit: %s codes, absmax per %" PRIu64 " values%s",
+                 len > 3 && !strcmp(q->shape_tensor->name + len - 3, "fp4") ? "FP4" : "NF4", q->block_cols,
+                 q->nested_absmax ? ", double-quantized" : "");
+        return;
+    }
     char grid[64];
     if (!strcmp(q->strategy, "tensor")) snprintf(grid, sizeof grid, "one scale");
     else if (!strcmp(q->strategy, "channel")) snprintf(grid, sizeof grid, "per-row scales");

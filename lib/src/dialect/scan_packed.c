@@ -399,17 +399,6 @@ static nf_status mlx_weight(nf_dialects *d, const packed_module *m, nf_qweight *
     return NF_OK;
 }
 
-static void set_roles(nf_dialects *d, const nf_qweight *q, uint32_t wi)
-{
-    const nf_source_tensor *all[5] = {q->codes, q->scale, q->zero_point, q->g_idx, q->biases};
-    for (size_t i = 0; i < 5; i++) {
-        if (!all[i]) continue;
-        size_t ti = nf_source_tensor_index(d->src, all[i]);
-        d->role[ti] = i == 0 ? NF_QROLE_WEIGHT : NF_QROLE_COMPANION;
-        d->owner[ti] = wi;
-    }
-}
-
 /* An MLX module: <p>.weight U32 with <p>.scales and <p>.biases beside it (in qweight, scales,
  * qzeros); false for any other tensor. */
 static bool mlx_module_of(const nf_source *src, const nf_source_tensor *t, packed_module *m)
@@ -463,7 +452,7 @@ nf_status nf_dialect_scan_packed(nf_dialects *d, nf_error *err)
         else if (mlx_module_of(src, t, &m)) NF_TRY(mlx_weight(d, &m, &q, err));
         else continue;
         d->weights[d->nweights] = q;
-        set_roles(d, &q, (uint32_t)d->nweights);
+        nf_dialect_set_roles(d, &q, (uint32_t)d->nweights);
         d->nweights++;
     }
     /* in a GPTQ or AWQ checkpoint, zero points and group indices belong to a qweight: alone they
@@ -556,7 +545,7 @@ nf_status nf_dialect_scan_mxfp4(nf_dialects *d, nf_error *err)
         nf_qweight q = {0};
         NF_TRY(gpt_oss_weight(d, t, s, &q, err));
         d->weights[d->nweights] = q;
-        set_roles(d, &q, (uint32_t)d->nweights);
+        nf_dialect_set_roles(d, &q, (uint32_t)d->nweights);
         d->nweights++;
     }
     return NF_OK;
@@ -622,7 +611,7 @@ nf_status nf_dialect_scan_fbgemm_experts(nf_dialects *d, nf_error *err)
         nf_qweight q = {0};
         NF_TRY(fbgemm_expert(d, t, s, &q, err));
         d->weights[d->nweights] = q;
-        set_roles(d, &q, (uint32_t)d->nweights);
+        nf_dialect_set_roles(d, &q, (uint32_t)d->nweights);
         d->nweights++;
     }
     return NF_OK;
