@@ -56,8 +56,9 @@ shape="--hidden $H --kv-hidden $KV --intermediate $I --layers $L --vocab $V"
 "$bin/ninfer-gen-checkpoint" "$tmp/checkpoint" $shape >/dev/null
 # shellcheck disable=SC2086
 "$bin/ninfer-gen-checkpoint" "$tmp/gguf" $shape --gguf --dtype f16 >/dev/null
-# the same values with the projections quantized: DeepSeek FP8, compressed-tensors int4
-qdialects="deepseek_fp8 compressed_tensors_int"
+# the same values with the projections quantized: DeepSeek FP8, compressed-tensors int4, GPTQ,
+# AWQ and compressed-tensors MXFP4 (issue 26)
+qdialects="deepseek_fp8 compressed_tensors_int gptq awq compressed_tensors_mxfp4"
 for d in $qdialects; do
     # shellcheck disable=SC2086
     "$bin/ninfer-gen-checkpoint" "$tmp/$d" $shape --dialect "$d" >/dev/null
@@ -74,11 +75,10 @@ tcounts=$(printf '%s\n' 1 "$threads" | sort -nu)
 
 printf '\nend to end: checkpoint of %d weights (q/k/v/o [%d,%d], gate/up [%d,%d], down [%d,%d]) as BF16\n' \
     "$weights" $H $H $I $H $H $I
-printf 'safetensors (%s MB), as F16 GGUF (%s MB, F32 norms), and with the projections as deepseek_fp8 (%s MB) and\n' \
-    "$(awk -v b="$src_bytes" 'BEGIN { printf "%.1f", b / 1e6 }')" "$(awk -v b="$gguf_bytes" 'BEGIN { printf "%.1f", b / 1e6 }')" \
-    "$(awk -v b="$(qbytes deepseek_fp8)" 'BEGIN { printf "%.1f", b / 1e6 }')"
-printf 'compressed_tensors_int (%s MB); files in %s; median of %d interleaved runs\n' \
-    "$(awk -v b="$(qbytes compressed_tensors_int)" 'BEGIN { printf "%.1f", b / 1e6 }')" "$BENCH_TMPDIR" "$repeat"
+printf 'safetensors (%s MB), as F16 GGUF (%s MB, F32 norms), and with the projections as' \
+    "$(awk -v b="$src_bytes" 'BEGIN { printf "%.1f", b / 1e6 }')" "$(awk -v b="$gguf_bytes" 'BEGIN { printf "%.1f", b / 1e6 }')"
+for d in $qdialects; do printf ' %s (%s MB)' "$d" "$(awk -v b="$(qbytes "$d")" 'BEGIN { printf "%.1f", b / 1e6 }')"; done
+printf ';\nfiles in %s; median of %d interleaved runs\n' "$BENCH_TMPDIR" "$repeat"
 printf 'and their range; in = checkpoint bytes for convert, artifact bytes for verify and dequant, output bytes for\n'
 printf 'dd; peak RSS = the largest ru_maxrss of the runs; the ratio rows divide the two rows above, run by run\n'
 printf 'load average at start: %s\n' "$(cat /proc/loadavg)"
@@ -133,8 +133,9 @@ for t in $tcounts; do
         --progress=never
 done
 
-# quantized sources of the same shape and values (issue 16): DeepSeek FP8 (128x128 block scales)
-# and compressed-tensors int4 (groups of 128), each requantized, in turn with the BF16 checkpoint
+# quantized sources of the same shape and values (issues 16 and 26): DeepSeek FP8 (128x128 block
+# scales), compressed-tensors int4 (groups of 128), GPTQ and AWQ (4-bit, groups of 128) and MXFP4,
+# each requantized, in turn with the BF16 checkpoint
 printf '%s\n' "quantized checkpoints of the same shape and values, --requantize, each in turn with the BF16 one (the report on):"
 for d in $qdialects; do
     for f in q8_g32_fp16 q4_g64_fp16; do

@@ -14,8 +14,9 @@
  * model.safetensors.index.json; --sparse: real headers, the data left as holes (a checkpoint of
  * terabytes that takes a few MB of disk, for planning at scale: bench/README.md); --dialect: the
  * layers' projections quantized from the same values as a published quantized checkpoint stores
- * them, with its declaration (docs/dialects.md), every other tensor as without it; an NVFP4
- * dialect's defaults are --hidden 512 --intermediate 1536, so that every projection fits nvfp4) */
+ * them, with its declaration (docs/dialects.md), every other tensor as without it; an NVFP4,
+ * MXFP4, GPTQ or AWQ dialect's defaults are --hidden 512 --intermediate 1536, so that every
+ * projection fits nvfp4 or groups of 128) */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -74,15 +75,29 @@ typedef enum dialect {
     Q_CT_NVFP4,       /* <p>.weight_packed U8 + weight_scale F8_E4M3 + weight_global_scale (a divisor) */
     Q_MODELOPT_NVFP4, /* <p>.weight U8 + weight_scale F8_E4M3 + weight_scale_2 (a multiplier) */
     Q_MODELOPT_FP8,   /* <p>.weight F8_E4M3 + <p>.weight_scale F32 scalar */
+    Q_GPTQ,           /* <p>.qweight I32 [K/8, N] 4-bit sym, groups of 128 (v1) + qzeros, scales F16, g_idx */
+    Q_AWQ,            /* <p>.qweight I32 [K, N/8] (GEMM order) + qzeros + scales F16, groups of 128 */
+    Q_CT_MXFP4,       /* <p>.weight_packed U8 [N, K/2] + weight_scale U8 E8M0 [N, K/32] */
     Q_COUNT
 } dialect;
 
 static const char *const DIALECTS[Q_COUNT] = {
-    "none",           "deepseek_fp8", "compressed_tensors_fp8", "compressed_tensors_int", "compressed_tensors_nvfp4",
-    "modelopt_nvfp4", "modelopt_fp8",
+    "none",
+    "deepseek_fp8",
+    "compressed_tensors_fp8",
+    "compressed_tensors_int",
+    "compressed_tensors_nvfp4",
+    "modelopt_nvfp4",
+    "modelopt_fp8",
+    "gptq",
+    "awq",
+    "compressed_tensors_mxfp4",
 };
 
 static bool is_nvfp4(dialect q) { return q == Q_CT_NVFP4 || q == Q_MODELOPT_NVFP4; }
+/* the dialects whose shapes need --hidden and --intermediate multiples of 128 (groups of 128;
+ * MXFP4: nvfp4's tiles) */
+static bool needs_128(dialect q) { return is_nvfp4(q) || q == Q_GPTQ || q == Q_AWQ || q == Q_CT_MXFP4; }
 
 typedef struct tensor {
     char name[128], gguf_name[64];
@@ -307,6 +322,84 @@ static int write_nvfp4(FILE *f, const tensor *t, gen *g, uint8_t *scales, float 
     return bad ? -1 : 0;
 }
 
+/* GPTQ and AWQ 4-bit in groups of 128 columns, as AutoGPTQ (symmetric, checkpoint format gptq)
+ * and AutoAWQ (GEMM) write them: scale = F16(group amax / 7) (an all-zero group: 1), q = the
+ * nearest integer to value / scale in [-8, 7], stored as q + 8 with zero point 8.  GPTQ: qweight
+ * [K/8, N], word (r, n) holding k = 8r + j at bits 4j; qzeros [K/128, N/8] of z - 1 = 7; scales
+ * [K/128, N].  AWQ: qweight [K, N/8], word (k, w) holding column 8w + ORDER[i] at bits 4i; qzeros
+ * [K/128, N/8] of 8 alike; scales [K/128, N].  The whole qweight is built in memory (N * K / 2
+ * bytes) since its rows run along K. */
+static int write_gptq_awq(FILE *f, const tensor *t, gen *g, uint8_t *qzeros, uint8_t *scales, uint8_t *g_idx)
+{
+    static const unsigned ORDER[8] = {0, 2, 4, 6, 1, 3, 5, 7};
+    const bool awq = t->quant == Q_AWQ;
+    const uint64_t n = t->n, k = t->k, groups = k / 128;
+    const float sigma = sigma_of(t);
+    float *vals = malloc((size_t)k * sizeof *vals);
+    uint32_t *words = calloc((size_t)(n * k / 8), sizeof *words);
+    unsigned slot[8];
+    for (unsigned i = 0; i < 8; i++) slot[ORDER[i]] = i; /* AWQ: the nibble of column 8w + c */
+    int bad = !vals || !words;
+    for (uint64_t r = 0; r < n && !bad; r++) {
+        draw(g, t, sigma, vals, (size_t)k);
+        for (uint64_t j = 0; j < groups; j++) {
+            float amax = 0.0f;
+            for (uint64_t c = j * 128; c < (j + 1) * 128; c++) amax = fmaxf(amax, fabsf(vals[c]));
+            uint16_t w = nf_f32_to_f16(amax > 0.0f ? amax / 7.0f : 1.0f);
+            float s = nf_f16_to_f32(w);
+            if (!(s > 0.0f)) s = nf_f16_to_f32(w = nf_f32_to_f16(1.0f));
+            put_le(scales + 2 * (j * n + r), w, 2);
+            for (uint64_t c = j * 128; c < (j + 1) * 128; c++) {
+                float q = nearbyintf(vals[c] / s);
+                uint32_t u = (uint32_t)((q < -8.0f ? -8 : q > 7.0f ? 7 : (int)q) + 8);
+                if (awq) words[c * (n / 8) + r / 8] |= u << (4 * slot[r % 8]);
+                else words[(c / 8) * n + r] |= u << (4 * (c % 8));
+            }
+        }
+    }
+    for (uint64_t i = 0; i < groups * n / 8; i++) put_le(qzeros + 4 * i, awq ? 0x88888888u : 0x77777777u, 4);
+    for (uint64_t c = 0; g_idx && c < k; c++) put_le(g_idx + 4 * c, c / 128, 4);
+    for (uint64_t i = 0; !bad && i < n * k / 8; i++) {
+        uint8_t b[4];
+        put_le(b, words[i], 4);
+        bad = write_all(f, b, 4);
+    }
+    free(vals);
+    free(words);
+    return bad ? -1 : 0;
+}
+
+/* compressed-tensors mxfp4-pack-quantized (the OCP MX recipe): per 32 values the E8M0 exponent
+ * e = floor(log2(block amax)) - 2 (E2M1's largest is 6 = 1.5 * 2^2; an all-zero block 2^-127),
+ * code = E2M1 nearest to value / 2^e; two codes a byte, the lower column in the low nibble. */
+static int write_mxfp4(FILE *f, const tensor *t, gen *g, uint8_t *scales)
+{
+    const uint64_t k = t->k, blocks = k / 32;
+    const float sigma = sigma_of(t);
+    float *vals = malloc((size_t)k * sizeof *vals);
+    uint8_t *codes = malloc((size_t)k / 2);
+    int bad = !vals || !codes;
+    for (uint64_t r = 0; r < t->n && !bad; r++) {
+        draw(g, t, sigma, vals, (size_t)k);
+        memset(codes, 0, (size_t)k / 2);
+        for (uint64_t j = 0; j < blocks; j++) {
+            float amax = 0.0f;
+            for (int c = 0; c < 32; c++) amax = fmaxf(amax, fabsf(vals[j * 32 + (uint64_t)c]));
+            int e = amax > 0.0f ? ilogbf(amax) - 2 : -127;
+            e = e < -127 ? -127 : e > 127 ? 127 : e;
+            scales[r * blocks + j] = (uint8_t)(e + 127);
+            for (int c = 0; c < 32; c++) {
+                uint8_t q = e2m1_nearest(ldexpf(vals[j * 32 + (uint64_t)c], -e));
+                codes[j * 16 + (uint64_t)c / 2] |= (uint8_t)(q << ((c % 2) * 4));
+            }
+        }
+        bad = write_all(f, codes, (size_t)k / 2);
+    }
+    free(vals);
+    free(codes);
+    return bad ? -1 : 0;
+}
+
 /* The codes of quantized weight ts[i] into f, and the bytes of its companions (the tensors after
  * it) into their buffers. */
 static int write_quantized(FILE *f, tensor *ts, size_t i, gen *g)
@@ -349,6 +442,9 @@ static int write_quantized(FILE *f, tensor *ts, size_t i, gen *g)
         put_le(ts[i + 2].bytes, nf_f32_bits(global), 4);
         break;
     }
+    case Q_GPTQ:
+    case Q_AWQ: bad = write_gptq_awq(f, t, g, out, ts[i + 2].bytes, t->quant == Q_GPTQ ? ts[i + 3].bytes : NULL); break;
+    case Q_CT_MXFP4: bad = write_mxfp4(f, t, g, out); break;
     default: return -1;
     }
     return bad;
@@ -616,7 +712,7 @@ static tensor *push(tensor *out, size_t *n, const char *stem, const char *suffix
 }
 
 /* ts[0..n) with every projection replaced by its dialect's codes and companions, into out (room
- * for 3 * n); returns the new count. */
+ * for 4 * n); returns the new count. */
 static size_t quantize_list(const tensor *ts, size_t n, dialect q, tensor *out)
 {
     size_t m = 0;
@@ -646,6 +742,20 @@ static size_t quantize_list(const tensor *ts, size_t n, dialect q, tensor *out)
             push(out, &m, stem, ".weight_scale", DT_BF16, nn, (k + 127) / 128);
             push(out, &m, stem, ".weight_shape", DT_I64, 2, 0);
             break;
+        case Q_GPTQ:
+        case Q_AWQ:
+            c = q == Q_GPTQ ? push(out, &m, stem, ".qweight", DT_I32, k / 8, nn)
+                            : push(out, &m, stem, ".qweight", DT_I32, k, nn / 8);
+            c->companions = q == Q_GPTQ ? 3 : 2;
+            push(out, &m, stem, ".qzeros", DT_I32, k / 128, nn / 8);
+            push(out, &m, stem, ".scales", DT_F16, k / 128, nn);
+            if (q == Q_GPTQ) push(out, &m, stem, ".g_idx", DT_I32, k, 0);
+            break;
+        case Q_CT_MXFP4:
+            c = push(out, &m, stem, ".weight_packed", DT_U8, nn, k / 2);
+            c->companions = 1;
+            push(out, &m, stem, ".weight_scale", DT_U8, nn, k / 32);
+            break;
         default: /* NVFP4 */
             c = push(out, &m, stem, q == Q_CT_NVFP4 ? ".weight_packed" : ".weight", DT_U8, nn, k / 2);
             c->companions = 2;
@@ -674,18 +784,31 @@ static void print_quantization_config(FILE *f, dialect q, bool experts)
         fprintf(f, "  \"quantization_config\": {\n    \"activation_scheme\": \"dynamic\",\n    \"fmt\": \"e4m3\",\n"
                    "    \"quant_method\": \"fp8\",\n    \"weight_block_size\": [128, 128]\n  },\n");
         break;
+    case Q_GPTQ:
+        fprintf(f, "  \"quantization_config\": {\n    \"quant_method\": \"gptq\",\n    \"bits\": 4,\n"
+                   "    \"group_size\": 128,\n    \"desc_act\": false,\n    \"sym\": true,\n"
+                   "    \"checkpoint_format\": \"gptq\"\n  },\n");
+        break;
+    case Q_AWQ:
+        fprintf(f, "  \"quantization_config\": {\n    \"quant_method\": \"awq\",\n    \"bits\": 4,\n"
+                   "    \"group_size\": 128,\n    \"version\": \"gemm\",\n    \"zero_point\": true\n  },\n");
+        break;
     case Q_CT_FP8:
     case Q_CT_INT:
-    case Q_CT_NVFP4: {
-        const char *format = q == Q_CT_FP8   ? "float-quantized"
-                             : q == Q_CT_INT ? "pack-quantized"
-                                             : "nvfp4-pack-quantized";
+    case Q_CT_NVFP4:
+    case Q_CT_MXFP4: {
+        const char *format = q == Q_CT_FP8     ? "float-quantized"
+                             : q == Q_CT_INT   ? "pack-quantized"
+                             : q == Q_CT_MXFP4 ? "mxfp4-pack-quantized"
+                                               : "nvfp4-pack-quantized";
         const char *weights =
-            q == Q_CT_FP8   ? "\"num_bits\": 8, \"type\": \"float\", \"symmetric\": true, \"strategy\": \"channel\""
-            : q == Q_CT_INT ? "\"num_bits\": 4, \"type\": \"int\", \"symmetric\": true, \"strategy\": \"group\", "
-                              "\"group_size\": 128"
-                            : "\"num_bits\": 4, \"type\": \"float\", \"symmetric\": true, \"strategy\": "
-                              "\"tensor_group\", \"group_size\": 16";
+            q == Q_CT_FP8     ? "\"num_bits\": 8, \"type\": \"float\", \"symmetric\": true, \"strategy\": \"channel\""
+            : q == Q_CT_INT   ? "\"num_bits\": 4, \"type\": \"int\", \"symmetric\": true, \"strategy\": \"group\", "
+                                "\"group_size\": 128"
+            : q == Q_CT_MXFP4 ? "\"num_bits\": 4, \"type\": \"float\", \"symmetric\": true, \"strategy\": \"group\", "
+                                "\"group_size\": 32"
+                              : "\"num_bits\": 4, \"type\": \"float\", \"symmetric\": true, \"strategy\": "
+                                "\"tensor_group\", \"group_size\": 16";
         fprintf(f,
                 "  \"quantization_config\": {\n    \"quant_method\": \"compressed-tensors\",\n    \"format\": \"%s\",\n"
                 "    \"config_groups\": {\n      \"group_0\": {\n        \"targets\": [\"Linear\"],\n"
@@ -728,9 +851,9 @@ static int help(void)
     printf(USAGE "Writes a deterministic Llama-shaped checkpoint into DIR: model.safetensors, config.json and\n"
                  "tokenizer.json (or model.gguf with --gguf).  The same arguments give the same bytes.\n"
                  "\n"
-                 "  --hidden H        hidden size (default 200; 512 with an NVFP4 dialect)\n"
+                 "  --hidden H        hidden size (default 200; 512 with an NVFP4, MXFP4, GPTQ or AWQ dialect)\n"
                  "  --kv-hidden H     rows of k_proj and v_proj (default H / 4)\n"
-                 "  --intermediate I  MLP width (default 520; 1536 with an NVFP4 dialect)\n"
+                 "  --intermediate I  MLP width (default 520; 1536 with an NVFP4, MXFP4, GPTQ or AWQ dialect)\n"
                  "  --layers L        transformer layers (default 2)\n"
                  "  --vocab V         rows of the embedding and lm_head (default 1000)\n"
                  "  --dtype T         bf16 (default), f16 or f32\n"
@@ -745,7 +868,8 @@ static int help(void)
                  "                    stores them, with its declaration (docs/dialects.md); the embedding,\n"
                  "                    norms, router and lm_head stay --dtype.  D: deepseek_fp8,\n"
                  "                    compressed_tensors_fp8, compressed_tensors_int, compressed_tensors_nvfp4,\n"
-                 "                    modelopt_fp8, modelopt_nvfp4.  Not with --gguf or --sparse\n"
+                 "                    compressed_tensors_mxfp4, modelopt_fp8, modelopt_nvfp4, gptq, awq.\n"
+                 "                    Not with --gguf or --sparse\n"
                  "  -h, --help        this text\n");
     return 0;
 }
@@ -805,8 +929,8 @@ int main(int argc, char **argv)
         if (q == Q_NONE) {
             fprintf(stderr,
                     "ninfer-gen-checkpoint: error: --dialect takes deepseek_fp8, compressed_tensors_fp8, "
-                    "compressed_tensors_int, compressed_tensors_nvfp4, modelopt_fp8 or modelopt_nvfp4, not "
-                    "'%s'\n",
+                    "compressed_tensors_int, compressed_tensors_nvfp4, compressed_tensors_mxfp4, modelopt_fp8, "
+                    "modelopt_nvfp4, gptq or awq, not '%s'\n",
                     dialect_name);
             return usage();
         }
@@ -815,9 +939,10 @@ int main(int argc, char **argv)
                             "not --gguf or --sparse\n");
             return 2;
         }
-        /* NVFP4 defaults every projection can be imported into nvfp4 with (N % 128, K % 64) */
-        if (is_nvfp4(q) && !hidden_set) hidden = 512;
-        if (is_nvfp4(q) && !inter_set) inter = 1536;
+        /* NVFP4 defaults every projection can be imported into nvfp4 with (N % 128, K % 64); the
+         * same for GPTQ's and AWQ's groups of 128 and MXFP4 */
+        if (needs_128(q) && !hidden_set) hidden = 512;
+        if (needs_128(q) && !inter_set) inter = 1536;
     }
     if (!dir || !known || hidden == 0 || inter == 0 || vocab == 0 || shards == 0 || experts > 65536 || layers > 65536)
         return usage();
@@ -831,6 +956,13 @@ int main(int argc, char **argv)
         fprintf(stderr,
                 "ninfer-gen-checkpoint: error: --dialect %s needs --hidden and --intermediate multiples of 16 "
                 "(NVFP4 blocks of 16 values along K)\n",
+                DIALECTS[q]);
+        return 2;
+    }
+    if ((q == Q_GPTQ || q == Q_AWQ || q == Q_CT_MXFP4) && (hidden % 128 || kv_hidden % 128 || inter % 128)) {
+        fprintf(stderr,
+                "ninfer-gen-checkpoint: error: --dialect %s needs --hidden, --kv-hidden and --intermediate multiples "
+                "of 128\n",
                 DIALECTS[q]);
         return 2;
     }
@@ -903,7 +1035,7 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < n; i++)
             if (ts[i].kind == 1) ts[i].type = DT_F32; /* llama.cpp keeps the norms in F32 */
     if (q) {
-        tensor *qs = calloc(3 * n, sizeof *qs);
+        tensor *qs = calloc(4 * n, sizeof *qs);
         if (!qs) {
             free(ts);
             return 3;

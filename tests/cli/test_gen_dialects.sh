@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ninfer-gen-checkpoint --dialect D (docs/dialects.md): for every dialect the checkpoint converts
 # with --requantize and verifies against itself, --dry-run --json names the dialect of every
-# projection; NVFP4 and compressed-tensors / ModelOpt FP8 import without --requantize, DeepSeek's
+# projection; NVFP4, MXFP4, GPTQ, AWQ and compressed-tensors / ModelOpt FP8 import without
+# --requantize, DeepSeek's
 # blocks and packed int4 are refused without it; the values are the BF16 checkpoint's of the same
 # arguments, within the dialect's rounding, and every other tensor is that checkpoint's exactly;
 # the bytes are the same run after run and shard for shard; --gguf and --sparse are refused.
@@ -10,7 +11,8 @@
 . "$(dirname "$0")/lib.sh" "$@"
 
 gen="$bin/ninfer-gen-checkpoint"
-dialects="deepseek_fp8 compressed_tensors_fp8 compressed_tensors_int compressed_tensors_nvfp4 modelopt_fp8 modelopt_nvfp4"
+dialects="deepseek_fp8 compressed_tensors_fp8 compressed_tensors_int compressed_tensors_nvfp4 modelopt_fp8 modelopt_nvfp4
+    compressed_tensors_mxfp4 gptq awq"
 
 # the unquantized checkpoints of the same arguments: the default sizes, and the NVFP4 defaults
 run 0 "$gen" "$work/plain" --layers 1
@@ -68,7 +70,12 @@ PY
         run 0 "$bin/ninfer-convert" "$ck" -o "$work/$d.imp.ninfer" --format q8_g32_fp16
         run 0 "$bin/ninfer-verify" "$work/$d.imp.ninfer" --against "$ck"
         run 0 "$bin/ninfer-convert" "$ck" -o "$work/x.ninfer" --format q8_g32_fp16 --dry-run --json
-        case $d in *nvfp4) want=nvfp4 ;; *) want=fp8_e4m3fn_row_bf16 ;; esac
+        case $d in
+        *nvfp4 | *mxfp4) want=nvfp4 ;;
+        gptq) want=q4_g64_fp16 ;;
+        awq) want=q5_g64_fp16 ;;
+        *) want=fp8_e4m3fn_row_bf16 ;;
+        esac
         python3 - "$work/out" "$d" "$want" <<'PY' && ok || bad "$d: imported"
 import json, sys
 q = [o for o in json.load(open(sys.argv[1]))['objects'] if o.get('dialect')]
@@ -84,8 +91,12 @@ PY
     # int4 groups of 128: half a step of amax / 7; NVFP4: E2M1 under E4M3 block scales), and the
     # other tensors exactly that checkpoint's
     run 0 "$bin/ninfer-convert" "$ck" -o "$work/$d.f32.ninfer" --format fp32 --requantize --no-report
-    case $d in *nvfp4) base=plain512 ;; *) base=plain ;; esac
-    case $d in compressed_tensors_int | compressed_tensors_nvfp4) codes=weight_packed ;; *) codes=weight ;; esac
+    case $d in *nvfp4 | *mxfp4 | gptq | awq) base=plain512 ;; *) base=plain ;; esac
+    case $d in
+    compressed_tensors_int | compressed_tensors_nvfp4 | compressed_tensors_mxfp4) codes=weight_packed ;;
+    gptq | awq) codes=qweight ;;
+    *) codes=weight ;;
+    esac
     for p in self_attn.q_proj self_attn.k_proj mlp.down_proj; do
         run 0 "$bin/ninfer-dequant" "$work/$d.f32.ninfer" "model.layers.0.$p.$codes" -o "$work/q.f32"
         run 0 "$bin/ninfer-dequant" "$work/$base.f32.ninfer" "model.layers.0.$p.weight" -o "$work/b.f32"
@@ -98,8 +109,10 @@ b = struct.unpack('<%df' % (len(b) // 4), b)
 amax = max(abs(x) for x in b)
 err = max(abs(x - y) for x, y in zip(q, b))
 snr = 10 * math.log10(sum(y * y for y in b) / sum((x - y) ** 2 for x, y in zip(q, b)))
+# (MXFP4: a power-of-two scale 2^e under a block amax of at least 2^(e+2) errs by at most 2^(e+1))
 bound, floor = {'compressed_tensors_int': (1 / 14 + 1e-3, 15), 'compressed_tensors_nvfp4': (0.06, 18),
-                'modelopt_nvfp4': (0.06, 18)}.get(sys.argv[3], (1 / 16 + 1e-3, 28))
+                'modelopt_nvfp4': (0.06, 18), 'gptq': (1 / 14 + 1e-3, 15), 'awq': (1 / 14 + 1e-3, 15),
+                'compressed_tensors_mxfp4': (0.5, 15)}.get(sys.argv[3], (1 / 16 + 1e-3, 28))
 assert err <= bound * amax and snr >= floor, (err / amax, snr)
 PY
     done
@@ -152,8 +165,10 @@ run 2 "$gen" "$work/bad" --dialect deepseek_fp8 --gguf
 contains "$work/err" "--gguf"
 run 2 "$gen" "$work/bad" --dialect deepseek_fp8 --sparse
 contains "$work/err" "--sparse"
-run 2 "$gen" "$work/bad" --dialect gptq
-contains "$work/err" "'gptq'"
+run 2 "$gen" "$work/bad" --dialect exl2
+contains "$work/err" "'exl2'"
+run 2 "$gen" "$work/bad" --dialect gptq --hidden 200
+contains "$work/err" "multiples of 128"
 run 2 "$gen" "$work/bad" --dialect
 check test ! -e "$work/bad"
 run 0 "$gen" --help
