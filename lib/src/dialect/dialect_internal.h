@@ -131,6 +131,10 @@ nf_status nf_dialect_scan_mxfp4(nf_dialects *d, nf_error *err);
 /* "FILE: tensor 'NAME': MESSAGE" (NF_ERR_INVALID), FILE the shard holding t. */
 nf_status nf_dialect_fail(nf_error *err, const nf_source *src, const nf_source_tensor *t, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* Room in d->weights for count more weights; then each appended by nf_dialect_add, which sets
+ * the roles of its tensors (nf_dialect_set_roles). */
+nf_status nf_dialect_grow(nf_dialects *d, size_t count, nf_error *err);
+void nf_dialect_add(nf_dialects *d, const nf_qweight *q);
 /* The roles of a weight's tensors: its codes the weight, every companion (nf_qweight_companions)
  * part of weight wi. */
 void nf_dialect_set_roles(nf_dialects *d, const nf_qweight *q, uint32_t wi);

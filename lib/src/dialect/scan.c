@@ -117,6 +117,24 @@ nf_status nf_dialect_fail(nf_error *err, const nf_source *src, const nf_source_t
 }
 
 /* (dialect_internal.h) */
+nf_status nf_dialect_grow(nf_dialects *d, size_t count, nf_error *err)
+{
+    if (!count) return NF_OK;
+    nf_qweight *grown = realloc(d->weights, (d->nweights + count) * sizeof *grown);
+    if (!grown) return nf_common_nomem(err);
+    d->weights = grown;
+    return NF_OK;
+}
+
+/* (dialect_internal.h) */
+void nf_dialect_add(nf_dialects *d, const nf_qweight *q)
+{
+    d->weights[d->nweights] = *q;
+    nf_dialect_set_roles(d, q, (uint32_t)d->nweights);
+    d->nweights++;
+}
+
+/* (dialect_internal.h) */
 void nf_dialect_set_roles(nf_dialects *d, const nf_qweight *q, uint32_t wi)
 {
     const nf_source_tensor *comp[NF_QWEIGHT_MAX_READS];
@@ -331,32 +349,42 @@ static nf_status fp8_weight(nf_dialects *d, const module *m, nf_qweight *q, nf_e
 
 static nf_status read_weight_shape(const nf_dialects *d, const nf_source_tensor *t, uint64_t out[2], nf_error *err);
 
-/* compressed-tensors mxfp4-pack-quantized: weight_packed U8 [N, K/2] (checked by the caller) and
- * weight_scale E8M0 [N, ceil(K/32)], nothing else: MXFP4 has no global scale. */
-static nf_status mxfp4_weight(nf_dialects *d, const module *m, nf_qweight *q, nf_error *err)
+/* An FP4 weight's (NVFP4, MXFP4) compressed-tensors weight_shape, which must be the codes' [N, K]
+ * (FP4 codes are never padded), and its config group, which must declare 4-bit floats in groups
+ * of `group`. */
+static nf_status fp4_shape_and_scheme(nf_dialects *d, const module *m, nf_qweight *q, const char *format,
+                                      uint64_t group, nf_error *err)
 {
     const nf_source_tensor *c = q->codes;
-    q->dialect = NF_DIALECT_CT_MXFP4;
-    static const int extra[] = {C_SCALE_2, C_GLOBAL, C_ZERO, -1};
-    NF_TRY(unexpected(d, m, q, extra, err));
     if (m->t[C_SHAPE]) {
-        uint64_t ws[2];
+        uint64_t ws[2] = {0, 0};
         q->shape_tensor = m->t[C_SHAPE];
         NF_TRY(read_weight_shape(d, m->t[C_SHAPE], ws, err));
         if (ws[0] != q->shape[0] || ws[1] != q->shape[1])
             return fail_t(err, d->src, m->t[C_SHAPE],
-                          "[%" PRIu64 ",%" PRIu64 "], but '%s' holds [%" PRIu64 ",%" PRIu64 "] MXFP4 values (two "
+                          "[%" PRIu64 ",%" PRIu64 "], but '%s' holds [%" PRIu64 ",%" PRIu64 "] %s values (two "
                           "codes per byte)",
-                          ws[0], ws[1], c->name, q->shape[0], q->shape[1]);
+                          ws[0], ws[1], c->name, q->shape[0], q->shape[1], format);
     }
-    if (d->decl.kind == DECL_CT) {
-        const ct_scheme *sc;
-        NF_TRY(ct_scheme_of(d, m, c, &sc, err));
-        if (!sc->is_float || sc->num_bits != 4 || (sc->group_size && sc->group_size != 32))
-            return fail_t(err, d->src, c, "MXFP4 codes, but group '%s' of %s declares %s %u-bit weights%s", sc->name,
-                          d->decl.path, sc->is_float ? "float" : "int", sc->num_bits,
-                          sc->group_size && sc->group_size != 32 ? " in groups other than 32" : "");
-    }
+    if (d->decl.kind != DECL_CT) return NF_OK;
+    const ct_scheme *sc;
+    NF_TRY(ct_scheme_of(d, m, c, &sc, err));
+    if (!sc->is_float || sc->num_bits != 4 || (sc->group_size && sc->group_size != group))
+        return fail_t(err, d->src, c, "%s codes, but group '%s' of %s declares %s %u-bit weights%s%s", format, sc->name,
+                      d->decl.path, sc->is_float ? "float" : "int", sc->num_bits,
+                      sc->group_size && sc->group_size != group ? " in groups other than " : "",
+                      sc->group_size && sc->group_size != group ? (group == 16 ? "16" : "32") : "");
+    return NF_OK;
+}
+
+/* compressed-tensors mxfp4-pack-quantized: weight_packed U8 [N, K/2] (checked by the caller) and
+ * weight_scale E8M0 [N, ceil(K/32)], nothing else: MXFP4 has no global scale. */
+static nf_status mxfp4_weight(nf_dialects *d, const module *m, nf_qweight *q, nf_error *err)
+{
+    q->dialect = NF_DIALECT_CT_MXFP4;
+    static const int extra[] = {C_SCALE_2, C_GLOBAL, C_ZERO, -1};
+    NF_TRY(unexpected(d, m, q, extra, err));
+    NF_TRY(fp4_shape_and_scheme(d, m, q, "MXFP4", 32, err));
     return set_grid(d, q, "group", 1, 32, err);
 }
 
@@ -397,27 +425,10 @@ static nf_status nvfp4_weight(nf_dialects *d, const module *m, nf_qweight *q, nf
     static const int extra_mo[] = {C_GLOBAL, C_ZERO, C_SHAPE, -1};
     static const int extra_ct[] = {C_SCALE_2, C_ZERO, -1};
     NF_TRY(unexpected(d, m, q, modelopt ? extra_mo : extra_ct, err));
-    if (m->t[C_SHAPE]) { /* compressed-tensors' unpadded shape: NVFP4 codes are never padded */
-        uint64_t ws[2];
-        q->shape_tensor = m->t[C_SHAPE];
-        NF_TRY(read_weight_shape(d, m->t[C_SHAPE], ws, err));
-        if (ws[0] != q->shape[0] || ws[1] != q->shape[1])
-            return fail_t(err, d->src, m->t[C_SHAPE],
-                          "[%" PRIu64 ",%" PRIu64 "], but '%s' holds [%" PRIu64 ",%" PRIu64 "] NVFP4 values (two "
-                          "codes per byte)",
-                          ws[0], ws[1], c->name, q->shape[0], q->shape[1]);
-    }
-    if (d->decl.kind == DECL_CT) {
-        const ct_scheme *sc;
-        NF_TRY(ct_scheme_of(d, m, c, &sc, err));
-        if (!sc->is_float || sc->num_bits != 4 || (sc->group_size && sc->group_size != 16))
-            return fail_t(err, d->src, c, "NVFP4 codes, but group '%s' of %s declares %s %u-bit weights%s", sc->name,
-                          d->decl.path, sc->is_float ? "float" : "int", sc->num_bits,
-                          sc->group_size && sc->group_size != 16 ? " in groups other than 16" : "");
-    } else if (d->decl.kind == DECL_MODELOPT && strcmp(d->decl.algo, "NVFP4") != 0) {
+    NF_TRY(fp4_shape_and_scheme(d, m, q, "NVFP4", 16, err));
+    if (d->decl.kind == DECL_MODELOPT && strcmp(d->decl.algo, "NVFP4") != 0)
         return fail_t(err, d->src, c, "NVFP4 codes, but %s declares ModelOpt %s: conflicting dialect markers",
                       d->decl.path, d->decl.algo);
-    }
     return set_grid(d, q, "group", 1, 16, err);
 }
 

@@ -259,10 +259,7 @@ nf_status nf_dialect_scan_bnb(nf_dialects *d, nf_error *err)
                                        w);
         }
     }
-    if (!count) return NF_OK;
-    nf_qweight *grown = realloc(d->weights, (d->nweights + count) * sizeof *grown);
-    if (!grown) return nf_common_nomem(err);
-    d->weights = grown;
+    NF_TRY(nf_dialect_grow(d, count, err));
     for (size_t i = 0; i < n; i++) {
         const nf_source_tensor *t = nf_source_tensor_at(src, i);
         nf_qweight q = {0};
@@ -270,9 +267,7 @@ nf_status nf_dialect_scan_bnb(nf_dialects *d, nf_error *err)
         if (kind == 4) NF_TRY(bnb4_weight(d, t, state, type, &q, err));
         else if (kind == 8) NF_TRY(bnb8_weight(d, t, state, &q, err));
         else continue;
-        d->weights[d->nweights] = q;
-        nf_dialect_set_roles(d, &q, (uint32_t)d->nweights);
-        d->nweights++;
+        nf_dialect_add(d, &q);
     }
     return NF_OK;
 }

@@ -440,20 +440,14 @@ nf_status nf_dialect_scan_packed(nf_dialects *d, nf_error *err)
             return fail_p(err, src, t, "U32 codes without %s beside them: %s declares %s",
                           m.scales ? "biases" : "scales", d->decl.path, d->decl.what);
     }
-    if (count) {
-        nf_qweight *grown = realloc(d->weights, (d->nweights + count) * sizeof *grown);
-        if (!grown) return nf_common_nomem(err);
-        d->weights = grown;
-    }
+    NF_TRY(nf_dialect_grow(d, count, err));
     for (size_t i = 0; i < n; i++) {
         const nf_source_tensor *t = nf_source_tensor_at(src, i);
         nf_qweight q = {0};
         if (module_of(src, t, &m)) NF_TRY(packed_weight(d, &m, &q, err));
         else if (mlx_module_of(src, t, &m)) NF_TRY(mlx_weight(d, &m, &q, err));
         else continue;
-        d->weights[d->nweights] = q;
-        nf_dialect_set_roles(d, &q, (uint32_t)d->nweights);
-        d->nweights++;
+        nf_dialect_add(d, &q);
     }
     /* in a GPTQ or AWQ checkpoint, zero points and group indices belong to a qweight: alone they
      * would become int32 objects (elsewhere such names are the model's own tensors) */
@@ -535,18 +529,13 @@ nf_status nf_dialect_scan_mxfp4(nf_dialects *d, nf_error *err)
             return fail_p(err, src, t, "MXFP4 codes without their _scales beside them: %s declares %s", d->decl.path,
                           d->decl.what);
     }
-    if (!count) return NF_OK;
-    nf_qweight *grown = realloc(d->weights, (d->nweights + count) * sizeof *grown);
-    if (!grown) return nf_common_nomem(err);
-    d->weights = grown;
+    NF_TRY(nf_dialect_grow(d, count, err));
     for (size_t i = 0; i < n; i++) {
         const nf_source_tensor *t = nf_source_tensor_at(src, i), *s = gpt_oss_scales(src, t, &hf);
         if (!s) continue;
         nf_qweight q = {0};
         NF_TRY(gpt_oss_weight(d, t, s, &q, err));
-        d->weights[d->nweights] = q;
-        nf_dialect_set_roles(d, &q, (uint32_t)d->nweights);
-        d->nweights++;
+        nf_dialect_add(d, &q);
     }
     return NF_OK;
 }
@@ -601,18 +590,13 @@ nf_status nf_dialect_scan_fbgemm_experts(nf_dialects *d, nf_error *err)
     size_t n = nf_source_tensor_count(src), count = 0;
     for (size_t i = 0; i < n; i++)
         if (fbgemm_scale(src, nf_source_tensor_at(src, i))) count++;
-    if (!count) return NF_OK;
-    nf_qweight *grown = realloc(d->weights, (d->nweights + count) * sizeof *grown);
-    if (!grown) return nf_common_nomem(err);
-    d->weights = grown;
+    NF_TRY(nf_dialect_grow(d, count, err));
     for (size_t i = 0; i < n; i++) {
         const nf_source_tensor *t = nf_source_tensor_at(src, i), *s = fbgemm_scale(src, t);
         if (!s) continue;
         nf_qweight q = {0};
         NF_TRY(fbgemm_expert(d, t, s, &q, err));
-        d->weights[d->nweights] = q;
-        nf_dialect_set_roles(d, &q, (uint32_t)d->nweights);
-        d->nweights++;
+        nf_dialect_add(d, &q);
     }
     return NF_OK;
 }
