@@ -112,10 +112,11 @@ def gptq_pack_zeros(z, groups, n, bits):
     return out, n * bits // 32
 
 
-def gptq_case(root, rnd, name, n, k, bits, group, sym, act_order, v2, decl, lines, with_g_idx=True, qlo=0):
+def gptq_case(root, rnd, name, n, k, bits, group, sym, act_order, v2, decl, lines, with_g_idx=True, qlo=0,
+              zfix=None):
     """A GPTQ linear of [N, K]; decl: 'config', 'file' (quantize_config.json beside
     gptq_model-*.safetensors) or None (no declaration); codes from qlo up (8-bit symmetric
-    codes from 1 never reach q - z = -128)."""
+    codes from 1 never reach q - z = -128); zfix: every group's zero point (else random)."""
     d = os.path.join(root, name)
     os.makedirs(os.path.join(d, 'expected'), exist_ok=True)
     gs = group if group > 0 else k
@@ -128,7 +129,10 @@ def gptq_case(root, rnd, name, n, k, bits, group, sym, act_order, v2, decl, line
         z = [rnd.randrange(maxq + 1) for _ in range(groups * n)]
     else:  # v1 stores z - 1: z from 1 to 2^b (a stored 2^b - 1 is z = 2^b)
         z = [rnd.randrange(1, maxq + 2) for _ in range(groups * n)]
-    z[0] = z[0] if sym else (maxq + 1 if not v2 else maxq)                   # the largest zero point
+    if zfix is not None:
+        z = [zfix] * (groups * n)
+    elif not sym:
+        z[0] = maxq + 1 if not v2 else maxq                                 # the largest zero point
     s = [f16(rnd.uniform(0.002, 0.05)) for _ in range(groups * n)]          # [G, N]
     if act_order:
         perm = list(range(k))
@@ -508,6 +512,9 @@ def cases(root, rnd):
     gptq_case(root, rnd, 'gptq4', 64, 256, 4, 128, True, False, False, 'config', lines)
     gptq_case(root, rnd, 'gptq3_act', 64, 96, 3, 32, False, True, False, 'file', lines)
     gptq_case(root, rnd, 'gptq2_v2', 32, 128, 2, 64, False, False, True, 'config', lines)
+    # asymmetric 2-bit whose zero points are all 1 (v1 stores 0): q - z in q2's [-1, 2]
+    imports.append(gptq_case(root, rnd, 'gptq2_z1', 32, 256, 2, 128, False, False, False, 'file', lines, zfix=1) +
+                   ' q2_g64_fp16')
     gptq_case(root, rnd, 'gptq8_row', 32, 64, 8, -1, False, False, False, 'config', lines)
     gptq_case(root, rnd, 'gptq4_bare', 64, 128, 4, 32, False, False, False, None, lines, with_g_idx=False)
     awq_case(root, rnd, 'awq_gemm', 64, 128, 64, False, 'file', lines)

@@ -10,7 +10,7 @@
 
 python3 "$top/tests/cli/gen_dialects.py" "$work/d" || { bad "gen_dialects.py failed"; finish dialects; exit 1; }
 cases="deepseek ct_fp8 modelopt_fp8 ct_int ct_int_odd modelopt_nvfp4 ct_nvfp4 gptq3 gptq2_sym gptq4_asym gptq8_sym
-    gptq8_sym_min gptq4 gptq3_act gptq2_v2 gptq8_row gptq4_bare awq_gemm awq_gemv mlx4 mlx3_old mlx_mixed mlx8_bare
+    gptq8_sym_min gptq4 gptq3_act gptq2_v2 gptq2_z1 gptq8_row gptq4_bare awq_gemm awq_gemv mlx4 mlx3_old mlx_mixed mlx8_bare
     gpt_oss_hf gpt_oss_orig ct_mxfp4 ct_mxfp4_wide fbgemm bnb_nf4 bnb_fp4 bnb_int8"
 
 # ---------------------------------------------------------------- values, bit for bit
@@ -113,7 +113,7 @@ PY
     done
     run 0 "$bin/ninfer-verify" "$work/$c.i.ninfer" --against "$work/d/$c"
 done <"$work/d/imports.txt"
-check test "$(wc -l <"$work/d/imports.txt")" -eq 11
+check test "$(wc -l <"$work/d/imports.txt")" -eq 12
 # MXFP4 into nvfp4 (docs/dialects.md "MXFP4"): E8M0 exponents more than 17 octaves apart fit no one
 # divisor; a block that far below the largest is kept only when its codes are all zero
 run 1 "$bin/ninfer-convert" "$work/d/ct_mxfp4_wide" -o "$work/wide.ninfer" --format bf16 --dry-run

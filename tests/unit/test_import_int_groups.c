@@ -73,10 +73,11 @@ Test(import_int_groups, what_a_format_cannot_hold_is_refused)
     float sc[4];
     const nf_format *q4 = nf_format_lookup("q4_g64_fp16"), *q8 = nf_format_lookup("q8_g32_fp16");
     /* targets and geometry */
-    cr_assert_eq(nf_import_init_int_groups(&imp, nf_format_lookup("q2_g64_fp16"), &codes, &scales_t, 2, 256, 128, &err),
+    cr_assert_eq(nf_import_init_int_groups(&imp, nf_format_lookup("q6_g64_fp16"), &codes, &scales_t, 2, 256, 128, &err),
                  NF_ERR_INVALID);
-    cr_assert(strstr(err.message, "import only into q4_g64_fp16, q5_g64_fp16 and q8_g32_fp16, not q2_g64_fp16"), "%s",
-              err.message);
+    cr_assert(strstr(err.message, "import only into q2_g64_fp16, q4_g64_fp16, q5_g64_fp16 and q8_g32_fp16, not "
+                                  "q6_g64_fp16"),
+              "%s", err.message);
     cr_assert_eq(nf_import_init_int_groups(&imp, q4, &codes, &scales_t, 2, 256, 32, &err), NF_ERR_INVALID);
     cr_assert(strstr(err.message, "groups made of whole 64-column groups"), "%s", err.message);
     cr_assert_eq(nf_import_init_int_groups(&imp, q4, &codes, &scales_t, 2, 96, 96, &err), NF_ERR_INVALID);
@@ -112,5 +113,20 @@ Test(import_int_groups, what_a_format_cannot_hold_is_refused)
     cr_assert_eq(run(&imp, ints, sc, 0, 2, &w, &err), NF_ERR_INVALID);
     cr_assert(strstr(err.message, "row 0 col 5: the integer q - z = -128 is outside q8_g32_fp16's codes [-127, 127]"),
               "%s", err.message);
+    nf_words_free(&w);
+    /* q2: [-1, 2] only, never negated: -2 is refused, not kept as a negated group */
+    const nf_format *q2 = nf_format_lookup("q2_g64_fp16");
+    cr_assert_eq(nf_import_init_int_groups(&imp, q2, &codes, &scales_t, 2, 256, 128, &err), NF_OK, "%s", err.message);
+    cr_assert_eq(nf_import_geometry(&imp, &g, &err), NF_OK);
+    cr_assert_eq(nf_words_alloc(&w, &g, 2, &err), NF_OK);
+    fill(ints, sc);
+    for (int i = 0; i < 512; i++) ints[i] = (int16_t)(i % 4 - 1); /* -1, 0, 1, 2 */
+    cr_assert_eq(run(&imp, ints, sc, 0, 2, &w, &err), NF_OK, "%s", err.message);
+    for (int i = 0; i < 512; i++) cr_assert_eq(w.codes[i], i % 4 - 1, "value %d", i);
+    cr_assert_eq(w.scales[4], (uint16_t)(13 << 10)); /* row 1 group 0: 2^-2 */
+    ints[300] = -2;
+    cr_assert_eq(run(&imp, ints, sc, 0, 2, &w, &err), NF_ERR_INVALID);
+    cr_assert(strstr(err.message, "row 1 col 44: the integer q - z = -2 is outside q2_g64_fp16's codes [-1, 2]"), "%s",
+              err.message);
     nf_words_free(&w);
 }

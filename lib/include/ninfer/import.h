@@ -17,8 +17,9 @@
  *                                F8_E4M3 [N,K/16], <p>.weight_global_scale F32
  *   NF_IMPORT_FP8_COMPRESSED     <p>.weight F8_E4M3 [N,K], <p>.weight_scale      fp8_e4m3fn_row_bf16
  *                                BF16 or F32, [N], [N,1] or one value
- *   NF_IMPORT_INT_GROUPS         GPTQ / AWQ integers q - z and F16 group scales  q4_g64_fp16,
- *                                (nf_qweight_read_ints, ninfer/dialect.h)        q5_g64_fp16, q8_g32_fp16
+ *   NF_IMPORT_INT_GROUPS         GPTQ / AWQ integers q - z and F16 group scales  q2_g64_fp16,
+ *                                (nf_qweight_read_ints, ninfer/dialect.h)        q4_g64_fp16,
+ *                                                                                q5_g64_fp16, q8_g32_fp16
  *   NF_IMPORT_MXFP4              MXFP4 E2M1 codes U8 [N,K/2] and E8M0 scales    nvfp4
  *                                U8 [N,K/32] (gpt-oss, compressed-tensors)
  *
@@ -174,8 +175,8 @@ NF_API nf_status nf_import_init_fp8(nf_import *imp, const nf_format *target, con
                                     const nf_import_tensor *scales, const void *tensor_scale_bytes,
                                     size_t tensor_scale_len, nf_error *err);
 
-/* A GPTQ or AWQ matrix [rows, cols] without act-order into `target` (q4_g64_fp16, q5_g64_fp16
- * or q8_g32_fp16), its groups of `group` columns (cols or more: one per row) made of whole
+/* A GPTQ or AWQ matrix [rows, cols] without act-order into `target` (q2_g64_fp16, q4_g64_fp16,
+ * q5_g64_fp16 or q8_g32_fp16), its groups of `group` columns (cols or more: one per row) made of whole
  * target groups.  A chunk carries rows of nf_qweight_read_ints: row_bytes = 2 * cols (int16
  * q - z) and scale_row_bytes = 4 * G (binary32 scales).  Each scale must be a finite nonzero
  * binary16 value, each integer inside the target's codes (q8: -128 is not), else the row and

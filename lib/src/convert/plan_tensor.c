@@ -177,10 +177,10 @@ static nf_import_tensor import_tensor(const nf_source_tensor *t)
     return (nf_import_tensor){t->name, t->type_name, t->ggml_type, t->rank, t->shape};
 }
 
-/* Does any integer q - z of the GPTQ / AWQ weight equal v?  Read in pieces of rows of at most
- * 2^18 values (one row at least); a weight that cannot be read is taken to (its values path
- * names the problem). */
-static bool packed_reaches(const nf_source *src, const nf_qweight *q, int v)
+/* Does any integer q - z of the GPTQ / AWQ weight lie outside [lo, hi]?  Read in pieces of rows
+ * of at most 2^18 values (one row at least), stopping at the first; a weight that cannot be read
+ * is taken to (its values path names the problem). */
+static bool packed_outside(const nf_source *src, const nf_qweight *q, int lo, int hi)
 {
     const uint64_t n = q->shape[0], k = q->shape[1];
     uint64_t per = ((uint64_t)1 << 18) / k;
@@ -193,7 +193,7 @@ static bool packed_reaches(const nf_source *src, const nf_qweight *q, int v)
         uint64_t b = a + per < n ? a + per : n;
         if (nf_qweight_read_ints(src, q, a, b, ints, (size_t)(per * k), scales, (size_t)(per * q->groups), &e) != NF_OK)
             found = true;
-        for (uint64_t i = 0; !found && i < (b - a) * k; i++) found = ints[i] == v;
+        for (uint64_t i = 0; !found && i < (b - a) * k; i++) found = ints[i] < lo || ints[i] > hi;
     }
     free(ints);
     free(scales);
@@ -201,10 +201,11 @@ static bool packed_reaches(const nf_source *src, const nf_qweight *q, int v)
 }
 
 /* GPTQ's and AWQ's grouped format (docs/dialects.md "GPTQ and AWQ"): F16 scales in groups of
- * whole target groups, no act-order, and q - z inside the format's codes by construction --
- * 2- and 3-bit in q4's [-8, 7] (q2's [-1, 2] would need z = 1 in every group, or negated
- * words), 4-bit symmetric (z = 8) in q4, other 4-bit (z <= 16) in q5's [-16, 15], 8-bit
- * symmetric in q8 unless a code reaches -128 (read when planned); NULL otherwise. */
+ * whole target groups, no act-order, and q - z inside the format's codes -- 2-bit in q2's
+ * [-1, 2] when every code is (read when planned: z = 1 throughout; the import never negates a
+ * word), else with 3-bit in q4's [-8, 7] by construction, 4-bit symmetric (z = 8) in q4, other
+ * 4-bit (z <= 16) in q5's [-16, 15], 8-bit symmetric in q8 unless a code reaches -128 (read when
+ * planned); NULL otherwise. */
 static const char *packed_import_target(const nf_source *src, const nf_qweight *q)
 {
     if (q->act_order || q->scale->dtype != NF_ST_F16) return NULL;
@@ -214,7 +215,8 @@ static const char *packed_import_target(const nf_source *src, const nf_qweight *
                                                              : NULL;
     const uint64_t tg = target && !strcmp(target, "q8_g32_fp16") ? 32 : 64, k = q->shape[1];
     if (!target || k % tg || (q->block_cols < k && q->block_cols % tg)) return NULL;
-    if (q->bits == 8 && packed_reaches(src, q, -128)) return NULL;
+    if (q->bits == 8 && packed_outside(src, q, -127, 127)) return NULL;
+    if (q->bits == 2 && !packed_outside(src, q, -1, 2)) return "q2_g64_fp16";
     return target;
 }
 

@@ -21,9 +21,11 @@ nf_status nf_import_init_int_groups(nf_import *imp, const nf_format *target, con
         return nf_error_set(err, NF_ERR_USAGE, "nf_import_init_int_groups: missing argument");
     memset(imp, 0, sizeof *imp);
     const char *name = codes->name;
-    if (target->id != NF_FMT_Q4_G64_FP16 && target->id != NF_FMT_Q5_G64_FP16 && target->id != NF_FMT_Q8_G32_FP16)
+    if (target->id != NF_FMT_Q2_G64_FP16 && target->id != NF_FMT_Q4_G64_FP16 && target->id != NF_FMT_Q5_G64_FP16 &&
+        target->id != NF_FMT_Q8_G32_FP16)
         return nf_import_fail(err, NF_ERR_INVALID, name,
-                              "GPTQ and AWQ import only into q4_g64_fp16, q5_g64_fp16 and q8_g32_fp16, not %s",
+                              "GPTQ and AWQ import only into q2_g64_fp16, q4_g64_fp16, q5_g64_fp16 and q8_g32_fp16, "
+                              "not %s",
                               target->name);
     const uint64_t tg = target->group_size;
     if (rows == 0 || cols == 0 || group == 0 || cols % tg || (group < cols && group % tg))
