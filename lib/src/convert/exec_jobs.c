@@ -30,6 +30,23 @@
 /* nvfp4_quantize and nvfp4_search: their chunks take the matrix's maximum from the plan. */
 static bool nvfp4_quantizer(nf_method_id id) { return id == NF_METHOD_NVFP4_QUANTIZE || id == NF_METHOD_NVFP4_SEARCH; }
 
+/* GPTQ's and AWQ's values (q - z) * s from the integers and scales the import was given, as
+ * nf_qweight_read_f32 computes them (one binary32 product; docs/dialects.md "GPTQ and AWQ"):
+ * the chunk's codes are not read twice. */
+static void int_group_values(const nf_import *imp, uint64_t rows, const void *ints_buf, const void *scale_buf,
+                             float *values)
+{
+    const int16_t *ints = ints_buf;
+    const float *scales = scale_buf;
+    const uint64_t k = imp->cols, g = imp->scale_row_bytes / sizeof(float);
+    for (uint64_t r = 0; r < rows; r++)
+        for (uint64_t j = 0; j < g; j++) {
+            const uint64_t c1 = (j + 1) * imp->group < k ? (j + 1) * imp->group : k;
+            const float s = scales[r * g + j];
+            for (uint64_t c = j * imp->group; c < c1; c++) values[r * k + c] = (float)ints[r * k + c] * s;
+        }
+}
+
 nf_status nf_convert_member_rows(const plan_object *o, const plan_member *m, uint64_t r0, uint64_t r1, void *raw_buf,
                                  size_t raw_len, void *scale_buf, size_t scale_len, float *values, nf_words *words,
                                  uint64_t words_row, nf_errstats *stats, nf_error *err)
@@ -65,7 +82,8 @@ nf_status nf_convert_member_rows(const plan_object *o, const plan_member *m, uin
          * imports are not compared: their contract admits a +0 block scale over zero codes,
          * which a dialect's values refuse (docs/dialects.md "Bad input") */
         if (values) {
-            if (m->t->ggml_type >= 0 && m->t->convertible)
+            if (imp->kind == NF_IMPORT_INT_GROUPS) int_group_values(imp, rows, raw_buf, scale_buf, values);
+            else if (m->t->ggml_type >= 0 && m->t->convertible)
                 NF_TRY(nf_source_read_f32(src, m->t, r0, r1, values, (size_t)(rows * o->g.cols), err));
             else if (m->q) NF_TRY(nf_qweight_read_f32(src, m->q, r0, r1, values, (size_t)(rows * o->g.cols), err));
             else
@@ -187,6 +205,20 @@ static bool spanned(const plan_object *o, uint64_t chunk_values)
     return true;
 }
 
+/* Does a member read its codes across the rows of a packed tensor (GPTQ's qweight [K*b/32, N],
+ * AWQ GEMM's [K, N/8]; docs/dialects.md "GPTQ and AWQ")?  A chunk of r rows then reads K*b/32
+ * (or K) runs of r*b/8 (r/2) bytes, so its chunks are TRANSPOSED_CHUNKS times longer: fewer,
+ * larger reads, memory still bounded by the chunk size. */
+#define TRANSPOSED_CHUNKS 4
+static bool reads_across_rows(const plan_object *o)
+{
+    for (size_t k = 0; k < o->nmembers; k++) {
+        const nf_qweight *q = o->members[k].q;
+        if (q && (q->pack == NF_QPACK_GPTQ || q->pack == NF_QPACK_AWQ_GEMM)) return true;
+    }
+    return false;
+}
+
 /* Cuts every tensor object into jobs (nvfp4: multiples of 128 rows, restarting at each member,
  * as the import module's chunking rule asks). */
 nf_status nf_convert_plan_jobs(runner *r, nf_error *err)
@@ -214,6 +246,10 @@ nf_status nf_convert_plan_jobs(runner *r, nf_error *err)
             run->chunk_rows = band;
             run->span_cols = r->chunk_values / band / NF_COLSPAN_ALIGN * NF_COLSPAN_ALIGN;
             if (run->span_cols < NF_COLSPAN_ALIGN) run->span_cols = NF_COLSPAN_ALIGN;
+        } else if (reads_across_rows(o)) {
+            uint64_t values = r->chunk_values <= UINT64_MAX / TRANSPOSED_CHUNKS ? r->chunk_values * TRANSPOSED_CHUNKS
+                                                                                : r->chunk_values;
+            run->chunk_rows = nf_geometry_chunk_rows(&o->g, values);
         }
         for (size_t k = 0; k < o->nmembers; k++)
             run->pending += (o->members[k].rows + run->chunk_rows - 1) / run->chunk_rows;

@@ -19,11 +19,12 @@
 #include "common/fail.h"
 #include "dialect/dialect_internal.h"
 
-#define PIECE_VALUES ((uint64_t)1 << 18)
+#define PIECE_VALUES ((uint64_t)1 << 20) /* a converter chunk of a transposed layout (exec_jobs.c) */
 
 /* AWQ's GEMM words hold columns 0,2,4,6,1,3,5,7 of their eight in nibbles 0..7: column j's
  * nibble is awq_nibble[j]. */
 static const unsigned awq_nibble[8] = {0, 4, 1, 5, 2, 6, 3, 7};
+static const unsigned awq_column[8] = {0, 2, 4, 6, 1, 3, 5, 7}; /* its inverse: nibble i's column */
 
 static uint32_t le32(const uint8_t *p)
 {
@@ -48,6 +49,18 @@ static uint32_t stream_field(const uint8_t *words, uint64_t stride, uint64_t bit
     return v & ((1u << bits) - 1);
 }
 
+/* The 32 / bits codes of each of n words (one word row of GPTQ's qweight, one word a row) into
+ * out[r * stride + i]; inlined with a constant width, so the loop unrolls. */
+static inline __attribute__((always_inline)) void unpack_words(const uint8_t *words, uint64_t n, uint8_t *out,
+                                                               uint64_t stride, unsigned bits)
+{
+    for (uint64_t r = 0; r < n; r++) {
+        const uint32_t word = le32(words + r * 4);
+        for (unsigned i = 0; i < 32 / bits; i++)
+            out[r * stride + i] = (uint8_t)((word >> (bits * i)) & ((1u << bits) - 1));
+    }
+}
+
 /* The piece: rows [a, b) of the weight, columns [c0, c1), groups [g0, g1) of them. */
 typedef struct piece {
     uint64_t a, b, c0, c1, g0, g1;
@@ -66,6 +79,25 @@ static nf_status fetch_codes(const nf_source *src, const nf_qweight *q, const pi
         for (uint64_t w = w0; w < w1; w++)
             NF_TRY(nf_source_read_bytes(src, t, (w * n_all + p->a) * 4, raw + (w - w0) * rows * 4, (size_t)(rows * 4),
                                         err));
+        if (32 % bits == 0) { /* 2, 4, 8 bits: whole codes per word, word w holding codes w*per.. */
+            const uint64_t per = 32 / bits;
+            for (uint64_t w = w0; w < w1; w++) {
+                const uint64_t k0 = w * per, lo = p->c0 > k0 ? p->c0 - k0 : 0;
+                const uint64_t hi = p->c1 - k0 < per ? p->c1 - k0 : per;
+                const uint8_t *words = raw + (w - w0) * rows * 4;
+                uint8_t *o = codes + k0 - p->c0;
+                if (lo == 0 && hi == per && bits == 4) unpack_words(words, rows, o, cols, 4);
+                else if (lo == 0 && hi == per && bits == 2) unpack_words(words, rows, o, cols, 2);
+                else if (lo == 0 && hi == per && bits == 8) unpack_words(words, rows, o, cols, 8);
+                else
+                    for (uint64_t n = 0; n < rows; n++) {
+                        const uint32_t word = le32(words + n * 4);
+                        for (uint64_t i = lo; i < hi; i++)
+                            o[n * cols + i] = (uint8_t)((word >> (bits * i)) & ((1u << bits) - 1));
+                    }
+            }
+            return NF_OK;
+        }
         for (uint64_t n = 0; n < rows; n++)
             for (uint64_t k = 0; k < cols; k++)
                 codes[n * cols + k] = (uint8_t)stream_field(raw + n * 4, rows, (p->c0 + k) * bits - w0 * 32, bits);
@@ -76,11 +108,25 @@ static nf_status fetch_codes(const nf_source *src, const nf_qweight *q, const pi
         for (uint64_t k = 0; k < cols; k++)
             NF_TRY(nf_source_read_bytes(src, t, ((p->c0 + k) * row_words + j0) * 4, raw + k * nw * 4, (size_t)(nw * 4),
                                         err));
-        for (uint64_t n = 0; n < rows; n++) {
-            const uint64_t col = p->a + n, wi = col / 8 - j0;
-            const unsigned sh = 4 * awq_nibble[col % 8];
-            for (uint64_t k = 0; k < cols; k++)
-                codes[n * cols + k] = (uint8_t)((le32(raw + (k * nw + wi) * 4) >> sh) & 15);
+        /* word j's nibble i holds column 8 (j0 + j) + awq_column[i] */
+        for (uint64_t j = 0; j < nw; j++) { /* word column j: eight rows written along k */
+            uint8_t *row[8];
+            for (unsigned i = 0; i < 8; i++) {
+                const uint64_t col = 8 * (j0 + j) + awq_column[i];
+                row[i] = col >= p->a && col < p->b ? codes + (col - p->a) * cols : NULL;
+            }
+            if (row[0] && row[1] && row[2] && row[3] && row[4] && row[5] && row[6] && row[7]) {
+                for (uint64_t k = 0; k < cols; k++) {
+                    const uint32_t word = le32(raw + (k * nw + j) * 4);
+                    for (unsigned i = 0; i < 8; i++) row[i][k] = (uint8_t)((word >> (4 * i)) & 15);
+                }
+                continue;
+            }
+            for (uint64_t k = 0; k < cols; k++) { /* the piece's first or last word: some of its rows */
+                const uint32_t word = le32(raw + (k * nw + j) * 4);
+                for (unsigned i = 0; i < 8; i++)
+                    if (row[i]) row[i][k] = (uint8_t)((word >> (4 * i)) & 15);
+            }
         }
         return NF_OK;
     }
@@ -259,7 +305,8 @@ static void piece_values(const nf_qweight *q, const piece *p, const uint8_t *cod
     }
 }
 
-/* g_idx entries [c0, c1) (checked when scanned: each a group below G). */
+/* g_idx entries [c0, c1) (checked when scanned: each a group below G).  Read only for act-order:
+ * a g_idx equal to k / group throughout (the scan tells) is the plain grouping. */
 static nf_status fetch_g_idx(const nf_source *src, const nf_qweight *q, uint64_t c0, uint64_t c1, int64_t *out,
                              uint8_t *raw, nf_error *err)
 {
@@ -283,8 +330,14 @@ typedef struct packed_buffers {
 static nf_status check_finite(const nf_source *src, const nf_qweight *q, const piece *p, const packed_buffers *bf,
                               const float *out, nf_error *err)
 {
-    const uint64_t cols = p->c1 - p->c0, ng = p->g1 - p->g0;
-    for (uint64_t i = 0; i < (p->b - p->a) * cols; i++) {
+    const uint64_t cols = p->c1 - p->c0, ng = p->g1 - p->g0, count = (p->b - p->a) * cols;
+    unsigned any = 0; /* one branch-free pass first: values are almost always finite */
+    for (uint64_t i = 0; i < count; i++) {
+        uint32_t w;
+        memcpy(&w, &out[i], sizeof w);
+        any |= (w & 0x7F800000u) == 0x7F800000u;
+    }
+    for (uint64_t i = 0; any && i < count; i++) {
         if (isfinite(out[i])) continue;
         const uint64_t n = i / cols, k = i % cols;
         const uint64_t g = (bf->gidx ? (uint64_t)bf->gidx[k] : (p->c0 + k) / q->block_cols) - p->g0;
@@ -320,16 +373,16 @@ static nf_status read_piece(const nf_source *src, const nf_qweight *q, piece *p,
  * points (and their raw words), g_idx. */
 static nf_status alloc_buffers(const nf_qweight *q, uint64_t rows, uint64_t cols, packed_buffers *bf, nf_error *err)
 {
-    const uint64_t values = rows * cols, groups = q->g_idx ? q->groups : nf_ceil_div_u64(cols, q->block_cols) + 1;
+    const uint64_t values = rows * cols, groups = q->act_order ? q->groups : nf_ceil_div_u64(cols, q->block_cols) + 1;
     const uint64_t words = values * q->bits / 32 + 2 * (rows + cols) + 2 * groups + 8;
     memset(bf, 0, sizeof *bf);
     bf->codes = malloc((size_t)values);
     bf->raw = malloc((size_t)(words * 4 + (q->g_idx ? cols * 8 : 0) + rows * groups * 4));
     bf->s = malloc((size_t)(rows * groups) * sizeof *bf->s);
     bf->z = malloc((size_t)(rows * groups) * sizeof *bf->z);
-    if (q->g_idx) bf->gidx = malloc((size_t)cols * sizeof *bf->gidx);
+    if (q->act_order) bf->gidx = malloc((size_t)cols * sizeof *bf->gidx);
     if (q->biases) bf->bias = malloc((size_t)(rows * groups) * sizeof *bf->bias);
-    if (bf->codes && bf->raw && bf->s && bf->z && (!q->g_idx || bf->gidx) && (!q->biases || bf->bias)) return NF_OK;
+    if (bf->codes && bf->raw && bf->s && bf->z && (!q->act_order || bf->gidx) && (!q->biases || bf->bias)) return NF_OK;
     return nf_common_nomem(err);
 }
 
@@ -352,7 +405,7 @@ nf_status nf_dialect_packed_read(const nf_source *src, const nf_qweight *q, uint
     per = per < r1 - r0 ? per : r1 - r0;
     packed_buffers bf;
     nf_status st = alloc_buffers(q, per, k, &bf, err);
-    if (st == NF_OK && q->g_idx) st = fetch_g_idx(src, q, 0, k, bf.gidx, bf.raw, err);
+    if (st == NF_OK && q->act_order) st = fetch_g_idx(src, q, 0, k, bf.gidx, bf.raw, err);
     for (uint64_t a = r0; st == NF_OK && a < r1; a += per) {
         piece p = {a, a + per < r1 ? a + per : r1, 0, k, 0, 0};
         st = read_piece(src, q, &p, &bf, out + (a - r0) * k, err);
@@ -367,7 +420,7 @@ nf_status nf_dialect_packed_span(const nf_source *src, const nf_qweight *q, uint
     packed_buffers bf;
     nf_status st = alloc_buffers(q, 1, n, &bf, err);
     piece p = {row, row + 1, c0, c0 + n, 0, 0};
-    if (st == NF_OK && q->g_idx) st = fetch_g_idx(src, q, c0, c0 + n, bf.gidx, bf.raw, err);
+    if (st == NF_OK && q->act_order) st = fetch_g_idx(src, q, c0, c0 + n, bf.gidx, bf.raw, err);
     if (st == NF_OK) st = read_piece(src, q, &p, &bf, out, err);
     free_buffers(&bf);
     return st;
@@ -399,8 +452,12 @@ nf_status nf_qweight_read_ints(const nf_source *src, const nf_qweight *q, uint64
         if (st == NF_OK) st = fetch_groups(src, q, &p, bf.s, bf.z, bf.raw, err);
         for (uint64_t n = 0; st == NF_OK && n < p.b - p.a; n++) {
             int16_t *o = ints + (a - r0 + n) * k;
-            for (uint64_t c = 0; c < k; c++)
-                o[c] = (int16_t)((int32_t)bf.codes[n * k + c] - bf.z[n * g + c / q->block_cols]);
+            const uint8_t *cn = bf.codes + n * k;
+            for (uint64_t j = 0; j < g; j++) { /* group j: columns [j * block_cols, ...) */
+                const uint64_t c1 = (j + 1) * q->block_cols < k ? (j + 1) * q->block_cols : k;
+                const int32_t z = bf.z[n * g + j];
+                for (uint64_t c = j * q->block_cols; c < c1; c++) o[c] = (int16_t)((int32_t)cn[c] - z);
+            }
             memcpy(scales + (a - r0 + n) * g, bf.s + n * g, (size_t)g * sizeof *scales);
         }
     }
