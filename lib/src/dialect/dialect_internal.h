@@ -131,6 +131,11 @@ nf_status nf_dialect_scan_mxfp4(nf_dialects *d, nf_error *err);
 /* "FILE: tensor 'NAME': MESSAGE" (NF_ERR_INVALID), FILE the shard holding t. */
 nf_status nf_dialect_fail(nf_error *err, const nf_source *src, const nf_source_tensor *t, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* A weight's layout says `kind` (or `other`; -1 for none): refused naming t when a declaration
+ * says another dialect ("<what>, but <file> declares <...>: conflicting dialect markers"). */
+nf_status nf_dialect_check_marker(const nf_dialects *d, int kind, int other, const nf_source_tensor *t,
+                                  const char *what, nf_error *err);
+
 /* Room in d->weights for count more weights; then each appended by nf_dialect_add, which sets
  * the roles of its tensors (nf_dialect_set_roles). */
 nf_status nf_dialect_grow(nf_dialects *d, size_t count, nf_error *err);

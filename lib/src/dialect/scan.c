@@ -93,9 +93,8 @@ static const char *file_of(const nf_source *src, const nf_source_tensor *t)
     return nf_source_file_path(src, t->file);
 }
 
-static nf_status fail_t(nf_error *err, const nf_source *src, const nf_source_tensor *t, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static nf_status fail_t(nf_error *err, const nf_source *src, const nf_source_tensor *t, const char *fmt, ...)
+/* (dialect_internal.h) */
+nf_status nf_dialect_fail(nf_error *err, const nf_source *src, const nf_source_tensor *t, const char *fmt, ...)
 {
     char msg[NF_ERROR_MESSAGE_MAX];
     va_list ap;
@@ -106,14 +105,13 @@ static nf_status fail_t(nf_error *err, const nf_source *src, const nf_source_ten
 }
 
 /* (dialect_internal.h) */
-nf_status nf_dialect_fail(nf_error *err, const nf_source *src, const nf_source_tensor *t, const char *fmt, ...)
+nf_status nf_dialect_check_marker(const nf_dialects *d, int kind, int other, const nf_source_tensor *t,
+                                  const char *what, nf_error *err)
 {
-    char msg[NF_ERROR_MESSAGE_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return nf_error_set(err, NF_ERR_INVALID, "%s: tensor '%s': %s", file_of(src, t), t->name, msg);
+    const decl *dc = &d->decl;
+    if (dc->kind == DECL_NONE || (int)dc->kind == kind || (int)dc->kind == other) return NF_OK;
+    return nf_dialect_fail(err, d->src, t, "%s, but %s declares %s: conflicting dialect markers", what, dc->path,
+                           dc->what);
 }
 
 /* (dialect_internal.h) */
@@ -167,7 +165,7 @@ static bool is_scale_dtype(const nf_source_tensor *t)
 static nf_status expect_dtype_scale(const nf_source *src, const nf_source_tensor *t, const char *what, nf_error *err)
 {
     if (is_scale_dtype(t)) return NF_OK;
-    return fail_t(err, src, t, "dtype %s: %s must be F32, BF16 or F16", t->type_name, what);
+    return nf_dialect_fail(err, src, t, "dtype %s: %s must be F32, BF16 or F16", t->type_name, what);
 }
 
 /* A one-element F32 tensor's word (a global scale), which must be finite and > 0. */
@@ -176,8 +174,8 @@ static nf_status read_global(const nf_source *src, const nf_source_tensor *t, co
 {
     char shape[96];
     shape_str(t, shape, sizeof shape);
-    if (t->dtype != NF_ST_F32) return fail_t(err, src, t, "dtype %s: %s must be F32", t->type_name, what);
-    if (t->elements != 1) return fail_t(err, src, t, "shape %s: %s is one value", shape, what);
+    if (t->dtype != NF_ST_F32) return nf_dialect_fail(err, src, t, "dtype %s: %s must be F32", t->type_name, what);
+    if (t->elements != 1) return nf_dialect_fail(err, src, t, "shape %s: %s is one value", shape, what);
     uint8_t b[4];
     NF_TRY(nf_source_read_bytes(src, t, 0, b, 4, err));
     uint32_t w = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
@@ -185,7 +183,7 @@ static nf_status read_global(const nf_source *src, const nf_source_tensor *t, co
         const char *why = (w & 0x7F800000u) == 0x7F800000u ? ((w & 0x7FFFFFu) ? "NaN" : "infinite")
                           : (w & 0x7FFFFFFFu) == 0         ? "zero"
                                                            : "negative";
-        return fail_t(err, src, t, "%s 0x%08" PRIX32 " is %s: it must be finite and > 0", what, w, why);
+        return nf_dialect_fail(err, src, t, "%s 0x%08" PRIX32 " is %s: it must be finite and > 0", what, w, why);
     }
     *out = w;
     return NF_OK;
@@ -216,13 +214,13 @@ static nf_status ct_scheme_of(const nf_dialects *d, const module *m, const nf_so
         }
     }
     if (!found)
-        return fail_t(err, d->src, t, "quantized, but no group of %s's config_groups targets module '%s'", d->decl.path,
-                      m->name);
+        return nf_dialect_fail(err, d->src, t, "quantized, but no group of %s's config_groups targets module '%s'",
+                               d->decl.path, m->name);
     if (several)
-        return fail_t(err, d->src, t,
-                      "groups of %s's config_groups with different schemes target module '%s' "
-                      "equally: conflicting dialect markers",
-                      d->decl.path, m->name);
+        return nf_dialect_fail(err, d->src, t,
+                               "groups of %s's config_groups with different schemes target module '%s' "
+                               "equally: conflicting dialect markers",
+                               d->decl.path, m->name);
     *out = found;
     return NF_OK;
 }
@@ -245,10 +243,11 @@ static nf_status set_grid(const nf_dialects *d, nf_qweight *q, const char *strat
     if (ok) return NF_OK;
     char shape[96];
     shape_str(s, shape, sizeof shape);
-    return fail_t(err, d->src, s,
-                  "shape %s is not the [%" PRIu64 ",%" PRIu64 "] scales of %s quantization (%" PRIu64 "x%" PRIu64
-                  " values each) of the [%" PRIu64 ",%" PRIu64 "] weight '%s'",
-                  shape, q->scale_rows, q->scale_cols, strategy, q->block_rows, q->block_cols, n, k, q->codes->name);
+    return nf_dialect_fail(err, d->src, s,
+                           "shape %s is not the [%" PRIu64 ",%" PRIu64 "] scales of %s quantization (%" PRIu64
+                           "x%" PRIu64 " values each) of the [%" PRIu64 ",%" PRIu64 "] weight '%s'",
+                           shape, q->scale_rows, q->scale_cols, strategy, q->block_rows, q->block_cols, n, k,
+                           q->codes->name);
 }
 
 /* A strategy from the scale's shape alone (no declaration says it): one value, one per row, a
@@ -266,10 +265,11 @@ static nf_status infer_grid(const nf_dialects *d, nf_qweight *q, nf_error *err)
         return set_grid(d, q, "block", 128, 128, err);
     char shape[96];
     shape_str(s, shape, sizeof shape);
-    return fail_t(err, d->src, s,
-                  "shape %s fits no scale layout of the [%" PRIu64 ",%" PRIu64 "] weight '%s' (one value, one per "
-                  "row, groups that divide K, 128x128 blocks) and no declaration gives one",
-                  shape, n, k, q->codes->name);
+    return nf_dialect_fail(err, d->src, s,
+                           "shape %s fits no scale layout of the [%" PRIu64 ",%" PRIu64
+                           "] weight '%s' (one value, one per "
+                           "row, groups that divide K, 128x128 blocks) and no declaration gives one",
+                           shape, n, k, q->codes->name);
 }
 
 /* The grid a compressed-tensors scheme declares. */
@@ -290,15 +290,15 @@ static nf_status matrix(const nf_dialects *d, const nf_source_tensor *t, const c
     if (t->rank == 2 && t->shape[0] > 0 && t->shape[1] > 0) return NF_OK;
     char shape[96];
     shape_str(t, shape, sizeof shape);
-    return fail_t(err, d->src, t, "shape %s: %s is a non-empty matrix", shape, what);
+    return nf_dialect_fail(err, d->src, t, "shape %s: %s is a non-empty matrix", shape, what);
 }
 
 static nf_status unexpected(const nf_dialects *d, const module *m, nf_qweight *q, const int *comps, nf_error *err)
 {
     for (const int *c = comps; *c >= 0; c++)
         if (m->t[*c])
-            return fail_t(err, d->src, m->t[*c], "a %s weight has no %s: conflicting dialect markers",
-                          nf_dialect_name(q->dialect), comp_names[*c]);
+            return nf_dialect_fail(err, d->src, m->t[*c], "a %s weight has no %s: conflicting dialect markers",
+                                   nf_dialect_name(q->dialect), comp_names[*c]);
     return NF_OK;
 }
 
@@ -307,7 +307,7 @@ static nf_status fp8_weight(nf_dialects *d, const module *m, nf_qweight *q, nf_e
     const nf_source_tensor *c = q->codes;
     NF_TRY(matrix(d, c, "an FP8 weight", err));
     if (!is_f8(c))
-        return fail_t(err, d->src, c, "dtype %s: an FP8 weight holds F8_E4M3 or F8_E5M2 codes", c->type_name);
+        return nf_dialect_fail(err, d->src, c, "dtype %s: an FP8 weight holds F8_E4M3 or F8_E5M2 codes", c->type_name);
     q->codes_kind = c->dtype == NF_ST_F8_E5M2 ? NF_QCODES_E5M2 : NF_QCODES_E4M3;
     q->bits = 8;
     q->shape[0] = c->shape[0];
@@ -318,12 +318,12 @@ static nf_status fp8_weight(nf_dialects *d, const module *m, nf_qweight *q, nf_e
     if (q->dialect == NF_DIALECT_DEEPSEEK_FP8) {
         if (d->decl.kind == DECL_DEEPSEEK && d->decl.e5m2 != (q->codes_kind == NF_QCODES_E5M2)) {
             if (!d->decl.has_fmt)
-                return fail_t(err, d->src, c,
-                              "dtype %s, but %s declares no fmt: quant_method fp8 codes are e4m3 "
-                              "unless fmt says e5m2",
-                              c->type_name, d->decl.path);
-            return fail_t(err, d->src, c, "dtype %s, but %s declares fmt %s", c->type_name, d->decl.path,
-                          d->decl.e5m2 ? "e5m2" : "e4m3");
+                return nf_dialect_fail(err, d->src, c,
+                                       "dtype %s, but %s declares no fmt: quant_method fp8 codes are e4m3 "
+                                       "unless fmt says e5m2",
+                                       c->type_name, d->decl.path);
+            return nf_dialect_fail(err, d->src, c, "dtype %s, but %s declares fmt %s", c->type_name, d->decl.path,
+                                   d->decl.e5m2 ? "e5m2" : "e4m3");
         }
         uint64_t br = d->decl.has_block ? d->decl.block[0] : 128, bc = d->decl.has_block ? d->decl.block[1] : 128;
         return set_grid(d, q, "block", br, bc, err);
@@ -332,16 +332,16 @@ static nf_status fp8_weight(nf_dialects *d, const module *m, nf_qweight *q, nf_e
         const ct_scheme *s;
         NF_TRY(ct_scheme_of(d, m, c, &s, err));
         if (!s->is_float || s->num_bits != 8)
-            return fail_t(err, d->src, c, "FP8 codes, but group '%s' of %s declares %s %u-bit weights", s->name,
-                          d->decl.path, s->is_float ? "float" : "int", s->num_bits);
+            return nf_dialect_fail(err, d->src, c, "FP8 codes, but group '%s' of %s declares %s %u-bit weights",
+                                   s->name, d->decl.path, s->is_float ? "float" : "int", s->num_bits);
         return scheme_grid(d, q, s, err);
     }
     if (d->decl.kind == DECL_MODELOPT) {
         if (!strcmp(d->decl.algo, "FP8")) return set_grid(d, q, "tensor", q->shape[0], q->shape[1], err);
         if (!strcmp(d->decl.algo, "FP8_PER_CHANNEL_PER_TOKEN")) return set_grid(d, q, "channel", 1, q->shape[1], err);
         if (!strcmp(d->decl.algo, "FP8_PB_WO")) return set_grid(d, q, "block", 128, 128, err);
-        return fail_t(err, d->src, c, "FP8 codes, but %s declares ModelOpt %s: conflicting dialect markers",
-                      d->decl.path, d->decl.algo);
+        return nf_dialect_fail(err, d->src, c, "FP8 codes, but %s declares ModelOpt %s: conflicting dialect markers",
+                               d->decl.path, d->decl.algo);
     }
     if (d->decl.kind == DECL_FBGEMM) return set_grid(d, q, "channel", 1, q->shape[1], err);
     return infer_grid(d, q, err);
@@ -361,19 +361,19 @@ static nf_status fp4_shape_and_scheme(nf_dialects *d, const module *m, nf_qweigh
         q->shape_tensor = m->t[C_SHAPE];
         NF_TRY(read_weight_shape(d, m->t[C_SHAPE], ws, err));
         if (ws[0] != q->shape[0] || ws[1] != q->shape[1])
-            return fail_t(err, d->src, m->t[C_SHAPE],
-                          "[%" PRIu64 ",%" PRIu64 "], but '%s' holds [%" PRIu64 ",%" PRIu64 "] %s values (two "
-                          "codes per byte)",
-                          ws[0], ws[1], c->name, q->shape[0], q->shape[1], format);
+            return nf_dialect_fail(err, d->src, m->t[C_SHAPE],
+                                   "[%" PRIu64 ",%" PRIu64 "], but '%s' holds [%" PRIu64 ",%" PRIu64 "] %s values (two "
+                                   "codes per byte)",
+                                   ws[0], ws[1], c->name, q->shape[0], q->shape[1], format);
     }
     if (d->decl.kind != DECL_CT) return NF_OK;
     const ct_scheme *sc;
     NF_TRY(ct_scheme_of(d, m, c, &sc, err));
     if (!sc->is_float || sc->num_bits != 4 || (sc->group_size && sc->group_size != group))
-        return fail_t(err, d->src, c, "%s codes, but group '%s' of %s declares %s %u-bit weights%s%s", format, sc->name,
-                      d->decl.path, sc->is_float ? "float" : "int", sc->num_bits,
-                      sc->group_size && sc->group_size != group ? " in groups other than " : "",
-                      sc->group_size && sc->group_size != group ? (group == 16 ? "16" : "32") : "");
+        return nf_dialect_fail(err, d->src, c, "%s codes, but group '%s' of %s declares %s %u-bit weights%s%s", format,
+                               sc->name, d->decl.path, sc->is_float ? "float" : "int", sc->num_bits,
+                               sc->group_size && sc->group_size != group ? " in groups other than " : "",
+                               sc->group_size && sc->group_size != group ? (group == 16 ? "16" : "32") : "");
     return NF_OK;
 }
 
@@ -396,10 +396,11 @@ static nf_status nvfp4_weight(nf_dialects *d, const module *m, nf_qweight *q, nf
     q->codes_kind = NF_QCODES_E2M1;
     q->bits = 4;
     q->shape[0] = c->shape[0];
-    if (!nf_mul_u64(c->shape[1], 2, &q->shape[1])) return fail_t(err, d->src, c, "K overflows");
+    if (!nf_mul_u64(c->shape[1], 2, &q->shape[1])) return nf_dialect_fail(err, d->src, c, "K overflows");
     if (q->shape[1] % 16)
-        return fail_t(err, d->src, c, "K = %" PRIu64 " (two codes per byte) is not a multiple of 16, the NVFP4 block",
-                      q->shape[1]);
+        return nf_dialect_fail(err, d->src, c,
+                               "K = %" PRIu64 " (two codes per byte) is not a multiple of 16, the NVFP4 block",
+                               q->shape[1]);
     if ((s->dtype == NF_ST_U8 || s->dtype == NF_ST_F8_E8M0) && s->rank == 2 && s->shape[0] == q->shape[0] &&
         s->shape[1] == (q->shape[1] + 31) / 32) {
         /* E8M0 scales per 32 values: MXFP4 (compressed-tensors mxfp4-pack-quantized) even when no
@@ -414,11 +415,11 @@ static nf_status nvfp4_weight(nf_dialects *d, const module *m, nf_qweight *q, nf
         return nf_dialect_not_read(err, where, "MXFP4 (ModelOpt)", how);
     }
     if (s->dtype != NF_ST_F8_E4M3)
-        return fail_t(err, d->src, s, "dtype %s: NVFP4 block scales are F8_E4M3", s->type_name);
+        return nf_dialect_fail(err, d->src, s, "dtype %s: NVFP4 block scales are F8_E4M3", s->type_name);
     const nf_source_tensor *g = modelopt ? m->t[C_SCALE_2] : m->t[C_GLOBAL];
     if (!g)
-        return fail_t(err, d->src, c, "its %s.%s is in no shard: a %s weight needs it", m->name,
-                      modelopt ? "weight_scale_2" : "weight_global_scale", nf_dialect_name(q->dialect));
+        return nf_dialect_fail(err, d->src, c, "its %s.%s is in no shard: a %s weight needs it", m->name,
+                               modelopt ? "weight_scale_2" : "weight_global_scale", nf_dialect_name(q->dialect));
     q->global = g;
     q->global_op = modelopt ? NF_QGLOBAL_MUL : NF_QGLOBAL_DIV;
     NF_TRY(read_global(d->src, g, modelopt ? "weight_scale_2" : "weight_global_scale", &q->global_bits, err));
@@ -427,8 +428,8 @@ static nf_status nvfp4_weight(nf_dialects *d, const module *m, nf_qweight *q, nf
     NF_TRY(unexpected(d, m, q, modelopt ? extra_mo : extra_ct, err));
     NF_TRY(fp4_shape_and_scheme(d, m, q, "NVFP4", 16, err));
     if (d->decl.kind == DECL_MODELOPT && strcmp(d->decl.algo, "NVFP4") != 0)
-        return fail_t(err, d->src, c, "NVFP4 codes, but %s declares ModelOpt %s: conflicting dialect markers",
-                      d->decl.path, d->decl.algo);
+        return nf_dialect_fail(err, d->src, c, "NVFP4 codes, but %s declares ModelOpt %s: conflicting dialect markers",
+                               d->decl.path, d->decl.algo);
     return set_grid(d, q, "group", 1, 16, err);
 }
 
@@ -438,7 +439,8 @@ static nf_status read_weight_shape(const nf_dialects *d, const nf_source_tensor 
     char shape[96];
     shape_str(t, shape, sizeof shape);
     if ((t->dtype != NF_ST_I64 && t->dtype != NF_ST_I32) || t->rank != 1 || t->shape[0] != 2)
-        return fail_t(err, d->src, t, "%s %s: a weight_shape is two integers (I64 or I32 [2])", t->type_name, shape);
+        return nf_dialect_fail(err, d->src, t, "%s %s: a weight_shape is two integers (I64 or I32 [2])", t->type_name,
+                               shape);
     uint8_t b[16];
     size_t es = t->dtype == NF_ST_I64 ? 8 : 4;
     NF_TRY(nf_source_read_bytes(d->src, t, 0, b, 2 * es, err));
@@ -453,7 +455,8 @@ static nf_status read_weight_shape(const nf_dialects *d, const nf_source_tensor 
                          (uint32_t)b[4 * i + 3] << 24;
             v = (int32_t)u;
         }
-        if (v < 1) return fail_t(err, d->src, t, "dimension %zu is %" PRId64 ": a weight has rows and columns", i, v);
+        if (v < 1)
+            return nf_dialect_fail(err, d->src, t, "dimension %zu is %" PRId64 ": a weight has rows and columns", i, v);
         out[i] = (uint64_t)v;
     }
     return NF_OK;
@@ -468,16 +471,16 @@ static nf_status int_weight(nf_dialects *d, const module *m, nf_qweight *q, nf_e
     if (d->decl.kind == DECL_CT) {
         NF_TRY(ct_scheme_of(d, m, c, &s, err));
         if (s->is_float)
-            return fail_t(err, d->src, c, "integer codes, but group '%s' of %s declares float weights", s->name,
-                          d->decl.path);
+            return nf_dialect_fail(err, d->src, c, "integer codes, but group '%s' of %s declares float weights",
+                                   s->name, d->decl.path);
     }
     uint64_t ws[2] = {0, 0};
     if (m->t[C_SHAPE]) {
         q->shape_tensor = m->t[C_SHAPE];
         NF_TRY(read_weight_shape(d, m->t[C_SHAPE], ws, err));
         if (ws[0] != c->shape[0])
-            return fail_t(err, d->src, m->t[C_SHAPE], "N = %" PRIu64 ", but '%s' has %" PRIu64 " rows", ws[0], c->name,
-                          c->shape[0]);
+            return nf_dialect_fail(err, d->src, m->t[C_SHAPE], "N = %" PRIu64 ", but '%s' has %" PRIu64 " rows", ws[0],
+                                   c->name, c->shape[0]);
     }
     q->shape[0] = c->shape[0];
     if (packed) {
@@ -489,26 +492,26 @@ static nf_status int_weight(nf_dialects *d, const module *m, nf_qweight *q, nf_e
             bits = four && !eight ? 4 : eight && !four ? 8 : 0;
         }
         if (!bits)
-            return fail_t(err, d->src, c,
-                          "packed integer codes of unknown width: no declaration gives num_bits and "
-                          "weight_shape does not tell 4 from 8 bits");
+            return nf_dialect_fail(err, d->src, c,
+                                   "packed integer codes of unknown width: no declaration gives num_bits and "
+                                   "weight_shape does not tell 4 from 8 bits");
         q->bits = bits;
         uint64_t per = 32 / bits, k = ws[1] ? ws[1] : c->shape[1] * per;
         if ((k + per - 1) / per != c->shape[1])
-            return fail_t(err, d->src, c,
-                          "%" PRIu64 " int32 words per row do not hold K = %" PRIu64 " %u-bit codes (%" PRIu64
-                          " per word)",
-                          c->shape[1], k, bits, per);
+            return nf_dialect_fail(err, d->src, c,
+                                   "%" PRIu64 " int32 words per row do not hold K = %" PRIu64 " %u-bit codes (%" PRIu64
+                                   " per word)",
+                                   c->shape[1], k, bits, per);
         q->shape[1] = k;
     } else {
         if (c->dtype != NF_ST_I8)
-            return fail_t(err, d->src, c, "dtype %s: integer codes are I32 words or I8", c->type_name);
+            return nf_dialect_fail(err, d->src, c, "dtype %s: integer codes are I32 words or I8", c->type_name);
         if (s && s->num_bits != 8)
-            return fail_t(err, d->src, c, "int8 codes, but group '%s' of %s declares %u-bit weights", s->name,
-                          d->decl.path, s->num_bits);
+            return nf_dialect_fail(err, d->src, c, "int8 codes, but group '%s' of %s declares %u-bit weights", s->name,
+                                   d->decl.path, s->num_bits);
         if (ws[1] && ws[1] != c->shape[1])
-            return fail_t(err, d->src, m->t[C_SHAPE], "K = %" PRIu64 ", but '%s' has %" PRIu64 " columns", ws[1],
-                          c->name, c->shape[1]);
+            return nf_dialect_fail(err, d->src, m->t[C_SHAPE], "K = %" PRIu64 ", but '%s' has %" PRIu64 " columns",
+                                   ws[1], c->name, c->shape[1]);
         q->codes_kind = NF_QCODES_INT8;
         q->bits = 8;
         q->shape[1] = c->shape[1];
@@ -519,13 +522,14 @@ static nf_status int_weight(nf_dialects *d, const module *m, nf_qweight *q, nf_e
     NF_TRY(s ? scheme_grid(d, q, s, err) : infer_grid(d, q, err));
     const nf_source_tensor *z = m->t[C_ZERO];
     if (s && s->symmetric == 0 && !z)
-        return fail_t(err, d->src, c,
-                      "group '%s' of %s declares asymmetric weights, but %s.weight_zero_point is in no "
-                      "shard",
-                      s->name, d->decl.path, m->name);
+        return nf_dialect_fail(err, d->src, c,
+                               "group '%s' of %s declares asymmetric weights, but %s.weight_zero_point is in no "
+                               "shard",
+                               s->name, d->decl.path, m->name);
     if (s && s->symmetric == 1 && z)
-        return fail_t(err, d->src, z, "group '%s' of %s declares symmetric weights: a zero point contradicts it",
-                      s->name, d->decl.path);
+        return nf_dialect_fail(err, d->src, z,
+                               "group '%s' of %s declares symmetric weights: a zero point contradicts it", s->name,
+                               d->decl.path);
     if (z) {
         q->zero_point = z;
         uint64_t per = 32 / q->bits;
@@ -538,11 +542,11 @@ static nf_status int_weight(nf_dialects *d, const module *m, nf_qweight *q, nf_e
         else if (rank_ok && z->dtype == NF_ST_I32 && zr == packed_rows && zc == q->scale_cols)
             q->zero_point_packed = true;
         else
-            return fail_t(err, d->src, z,
-                          "%s %s: zero points of the [%" PRIu64 ",%" PRIu64 "] scale grid are I8 [%" PRIu64 ",%" PRIu64
-                          "] or int32 words packed along the rows [%" PRIu64 ",%" PRIu64 "]",
-                          z->type_name, shape, q->scale_rows, q->scale_cols, q->scale_rows, q->scale_cols, packed_rows,
-                          q->scale_cols);
+            return nf_dialect_fail(err, d->src, z,
+                                   "%s %s: zero points of the [%" PRIu64 ",%" PRIu64 "] scale grid are I8 [%" PRIu64
+                                   ",%" PRIu64 "] or int32 words packed along the rows [%" PRIu64 ",%" PRIu64 "]",
+                                   z->type_name, shape, q->scale_rows, q->scale_cols, q->scale_rows, q->scale_cols,
+                                   packed_rows, q->scale_cols);
     }
     return NF_OK;
 }
@@ -551,10 +555,10 @@ static nf_status int_weight(nf_dialects *d, const module *m, nf_qweight *q, nf_e
 static nf_status ignored_conflict(const nf_dialects *d, const module *m, const nf_source_tensor *t, nf_error *err)
 {
     if (d->decl.kind == DECL_NONE || nf_dialect_list_match(&d->decl.ignore, m->name) < 2) return NF_OK;
-    return fail_t(err, d->src, t,
-                  "module '%s' is left unquantized by %s's ignore list, but this tensor quantizes it: "
-                  "conflicting dialect markers",
-                  m->name, d->decl.path);
+    return nf_dialect_fail(err, d->src, t,
+                           "module '%s' is left unquantized by %s's ignore list, but this tensor quantizes it: "
+                           "conflicting dialect markers",
+                           m->name, d->decl.path);
 }
 
 static nf_status check_decl_kind(const nf_dialects *d, const nf_qweight *q, nf_error *err)
@@ -564,9 +568,9 @@ static nf_status check_decl_kind(const nf_dialects *d, const nf_qweight *q, nf_e
                      : q->dialect == NF_DIALECT_FBGEMM_FP8                                              ? DECL_FBGEMM
                                                                                                         : DECL_CT;
     if (d->decl.kind == DECL_NONE || d->decl.kind == want) return NF_OK;
-    return fail_t(err, d->src, q->scale,
-                  "the companions of a %s weight, but %s declares %s: conflicting dialect markers",
-                  nf_dialect_name(q->dialect), d->decl.path, d->decl.what);
+    return nf_dialect_fail(err, d->src, q->scale,
+                           "the companions of a %s weight, but %s declares %s: conflicting dialect markers",
+                           nf_dialect_name(q->dialect), d->decl.path, d->decl.what);
 }
 
 static nf_status resolve_module(nf_dialects *d, const module *m, nf_error *err)
@@ -583,32 +587,33 @@ static nf_status resolve_module(nf_dialects *d, const module *m, nf_error *err)
             if ((size_t)snprintf(wname, sizeof wname, "%s.weight", m->name) < sizeof wname)
                 plain = nf_source_find(d->src, wname);
             if (plain)
-                return fail_t(err, d->src, t[c],
-                              "a companion of the weight '%s', which is %s: no dialect's codes are "
-                              "%s (F8_E4M3, F8_E5M2, U8, I8, or I32 weight_packed)",
-                              plain->name, plain->type_name, plain->type_name);
-            return fail_t(err, d->src, t[c],
-                          "a companion of the weight '%s.weight', which is in no shard of the "
-                          "checkpoint",
-                          m->name);
+                return nf_dialect_fail(err, d->src, t[c],
+                                       "a companion of the weight '%s', which is %s: no dialect's codes are "
+                                       "%s (F8_E4M3, F8_E5M2, U8, I8, or I32 weight_packed)",
+                                       plain->name, plain->type_name, plain->type_name);
+            return nf_dialect_fail(err, d->src, t[c],
+                                   "a companion of the weight '%s.weight', which is in no shard of the "
+                                   "checkpoint",
+                                   m->name);
         }
         for (int c = C_IN_SCALE; c <= C_IN_GLOBAL; c++)
             if (t[c]) d->role[m->index[c]] = NF_QROLE_ACTIVATION;
         return NF_OK;
     }
     if (w && p)
-        return fail_t(err, d->src, w,
-                      "'%s' holds the codes of the same weight (ModelOpt names them <p>.weight, "
-                      "compressed-tensors <p>.weight_packed): the checkpoint is ambiguous; keep one of the two",
-                      p->name);
+        return nf_dialect_fail(
+            err, d->src, w,
+            "'%s' holds the codes of the same weight (ModelOpt names them <p>.weight, "
+            "compressed-tensors <p>.weight_packed): the checkpoint is ambiguous; keep one of the two",
+            p->name);
     if (!has_quant) {
-        if (p) return fail_t(err, d->src, p, "packed codes without %s.weight_scale", m->name);
+        if (p) return nf_dialect_fail(err, d->src, p, "packed codes without %s.weight_scale", m->name);
         if (is_f8(w) && d->decl.kind != DECL_NONE && nf_dialect_list_match(&d->decl.ignore, m->name) < 2)
-            return fail_t(err, d->src, w,
-                          "%s codes without a scale: %s declares a quantized checkpoint (%s) and does "
-                          "not leave module '%s' unquantized, but %s.weight_scale%s is in no shard",
-                          w->type_name, d->decl.path, d->decl.what, m->name, m->name,
-                          d->decl.kind == DECL_DEEPSEEK ? "_inv" : "");
+            return nf_dialect_fail(err, d->src, w,
+                                   "%s codes without a scale: %s declares a quantized checkpoint (%s) and does "
+                                   "not leave module '%s' unquantized, but %s.weight_scale%s is in no shard",
+                                   w->type_name, d->decl.path, d->decl.what, m->name, m->name,
+                                   d->decl.kind == DECL_DEEPSEEK ? "_inv" : "");
         for (int c = C_IN_SCALE; c <= C_IN_GLOBAL; c++)
             if (t[c]) d->role[m->index[c]] = NF_QROLE_ACTIVATION;
         return NF_OK;
@@ -619,17 +624,18 @@ static nf_status resolve_module(nf_dialects *d, const module *m, nf_error *err)
     q.codes = codes;
     if (t[C_SCALE_INV]) {
         if (t[C_SCALE])
-            return fail_t(err, d->src, t[C_SCALE_INV],
-                          "'%s' scales the same weight: weight_scale_inv (DeepSeek) and "
-                          "weight_scale are conflicting dialect markers",
-                          t[C_SCALE]->name);
-        if (p) return fail_t(err, d->src, t[C_SCALE_INV], "a DeepSeek FP8 scale of packed codes '%s'", p->name);
+            return nf_dialect_fail(err, d->src, t[C_SCALE_INV],
+                                   "'%s' scales the same weight: weight_scale_inv (DeepSeek) and "
+                                   "weight_scale are conflicting dialect markers",
+                                   t[C_SCALE]->name);
+        if (p)
+            return nf_dialect_fail(err, d->src, t[C_SCALE_INV], "a DeepSeek FP8 scale of packed codes '%s'", p->name);
         q.dialect = NF_DIALECT_DEEPSEEK_FP8;
         q.scale = t[C_SCALE_INV];
     } else {
         q.scale = t[C_SCALE];
         if (!q.scale)
-            return fail_t(err, d->src, codes, "its %s.weight_scale is in no shard of the checkpoint", m->name);
+            return nf_dialect_fail(err, d->src, codes, "its %s.weight_scale is in no shard of the checkpoint", m->name);
         if (p) q.dialect = p->dtype == NF_ST_U8 ? NF_DIALECT_CT_NVFP4 : NF_DIALECT_CT_INT;
         else if (w->dtype == NF_ST_U8) q.dialect = NF_DIALECT_MODELOPT_NVFP4;
         else if (is_f8(w))
@@ -638,10 +644,11 @@ static nf_status resolve_module(nf_dialects *d, const module *m, nf_error *err)
                                                       : NF_DIALECT_CT_FP8;
         else if (w->dtype == NF_ST_I8) q.dialect = NF_DIALECT_CT_INT;
         else
-            return fail_t(err, d->src, w, "dtype %s with a weight_scale: no dialect stores %s codes", w->type_name,
-                          w->type_name);
+            return nf_dialect_fail(err, d->src, w, "dtype %s with a weight_scale: no dialect stores %s codes",
+                                   w->type_name, w->type_name);
         if (p && p->dtype != NF_ST_U8 && p->dtype != NF_ST_I32)
-            return fail_t(err, d->src, p, "dtype %s: packed codes are U8 (NVFP4) or I32 (integers)", p->type_name);
+            return nf_dialect_fail(err, d->src, p, "dtype %s: packed codes are U8 (NVFP4) or I32 (integers)",
+                                   p->type_name);
     }
     NF_TRY(check_decl_kind(d, &q, err));
     switch (q.dialect) {

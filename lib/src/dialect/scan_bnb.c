@@ -148,9 +148,7 @@ static nf_status bnb4_weight(nf_dialects *d, const nf_source_tensor *w, const nf
                                "double quantization needs .nested_absmax F32 [%" PRIu64 "] and .nested_quant_map F32 "
                                "[256] beside it",
                                cdiv(blocks, nested_block));
-    if (d->decl.kind != DECL_NONE && d->decl.kind != DECL_BNB)
-        return nf_dialect_fail(err, src, w, "bitsandbytes codes, but %s declares %s: conflicting dialect markers",
-                               d->decl.path, d->decl.what);
+    NF_TRY(nf_dialect_check_marker(d, DECL_BNB, -1, w, "bitsandbytes codes", err));
     q->dialect = NF_DIALECT_BNB_4BIT;
     q->pack = NF_QPACK_BNB;
     q->codes = w;
@@ -198,9 +196,7 @@ static nf_status bnb8_weight(nf_dialects *d, const nf_source_tensor *w, const nf
                                    "GPU formats are not",
                                    b);
     }
-    if (d->decl.kind != DECL_NONE && d->decl.kind != DECL_BNB)
-        return nf_dialect_fail(err, src, w, "bitsandbytes codes, but %s declares %s: conflicting dialect markers",
-                               d->decl.path, d->decl.what);
+    NF_TRY(nf_dialect_check_marker(d, DECL_BNB, -1, w, "bitsandbytes codes", err));
     q->dialect = NF_DIALECT_BNB_INT8;
     q->pack = NF_QPACK_BNB;
     q->codes = w;

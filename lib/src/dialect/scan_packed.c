@@ -30,18 +30,6 @@ typedef struct packed_module {
     const nf_source_tensor *qweight, *scales, *qzeros, *g_idx; /* MLX: weight, scales, biases */
 } packed_module;
 
-static nf_status fail_p(nf_error *err, const nf_source *src, const nf_source_tensor *t, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static nf_status fail_p(nf_error *err, const nf_source *src, const nf_source_tensor *t, const char *fmt, ...)
-{
-    char msg[NF_ERROR_MESSAGE_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return nf_error_set(err, NF_ERR_INVALID, "%s: tensor '%s': %s", nf_source_file_path(src, t->file), t->name, msg);
-}
-
 static void dims(const nf_source_tensor *t, char *buf, size_t size)
 {
     size_t used = (size_t)snprintf(buf, size, "%s [", t->type_name);
@@ -222,10 +210,10 @@ static nf_status check_g_idx(const nf_source *src, nf_qweight *q, nf_error *err)
         for (uint64_t i = 0; st == NF_OK && i < n; i++) {
             int64_t v = nf_dialect_g_idx_entry(buf, i, (unsigned)es);
             if (v < 0 || (uint64_t)v >= g)
-                st = fail_p(err, src, t,
-                            "entry %" PRIu64 " is %" PRId64 ": a group index of the %" PRIu64 " groups (0..%" PRIu64
-                            ")",
-                            a + i, v, g, g - 1);
+                st = nf_dialect_fail(err, src, t,
+                                     "entry %" PRIu64 " is %" PRId64 ": a group index of the %" PRIu64
+                                     " groups (0..%" PRIu64 ")",
+                                     a + i, v, g, g - 1);
             else count[v]++;
             if (st == NF_OK && (uint64_t)v != (a + i) / q->block_cols) q->act_order = true; /* not k / group */
         }
@@ -233,10 +221,10 @@ static nf_status check_g_idx(const nf_source *src, nf_qweight *q, nf_error *err)
     for (uint64_t j = 0; st == NF_OK && j < g; j++) {
         uint64_t want = k - j * q->block_cols < q->block_cols ? k - j * q->block_cols : q->block_cols;
         if (count[j] != want)
-            st = fail_p(err, src, t,
-                        "group %" PRIu64 " holds %" PRIu64 " columns, not %" PRIu64
-                        ": g_idx is not a permutation of the groups of %" PRIu64 " columns (k / group)",
-                        j, count[j], want, q->block_cols);
+            st = nf_dialect_fail(err, src, t,
+                                 "group %" PRIu64 " holds %" PRIu64 " columns, not %" PRIu64
+                                 ": g_idx is not a permutation of the groups of %" PRIu64 " columns (k / group)",
+                                 j, count[j], want, q->block_cols);
     }
     free(count);
     free(buf);
@@ -250,28 +238,26 @@ static nf_status packed_weight(nf_dialects *d, const packed_module *m, nf_qweigh
     const nf_source_tensor *qw = m->qweight;
     char a[128], b[128], c[128];
     if (!m->qzeros)
-        return fail_p(err, d->src, qw, "its %.*sqzeros is in no shard: GPTQ and AWQ weights have zero points",
-                      (int)m->plen, m->prefix);
+        return nf_dialect_fail(err, d->src, qw, "its %.*sqzeros is in no shard: GPTQ and AWQ weights have zero points",
+                               (int)m->plen, m->prefix);
     if (!is_matrix(qw) || !is_matrix(m->scales) || !is_matrix(m->qzeros) || m->qzeros->dtype != NF_ST_I32) {
         dims(qw, a, sizeof a);
         dims(m->scales, b, sizeof b);
         dims(m->qzeros, c, sizeof c);
-        return fail_p(err, d->src, qw,
-                      "%s with scales %s and qzeros %s: GPTQ and AWQ store I32 matrices of codes "
-                      "and zero points and a matrix of scales",
-                      a, b, c);
+        return nf_dialect_fail(err, d->src, qw,
+                               "%s with scales %s and qzeros %s: GPTQ and AWQ store I32 matrices of codes "
+                               "and zero points and a matrix of scales",
+                               a, b, c);
     }
     if (!is_scale_dtype(m->scales))
-        return fail_p(err, d->src, m->scales, "dtype %s: GPTQ and AWQ scales are F16, BF16 or F32",
-                      m->scales->type_name);
+        return nf_dialect_fail(err, d->src, m->scales, "dtype %s: GPTQ and AWQ scales are F16, BF16 or F32",
+                               m->scales->type_name);
     /* which layouts fit: the declared producer's, or every one when none is declared */
     fit fits[3];
     const nf_qpack packs[3] = {NF_QPACK_GPTQ, NF_QPACK_AWQ_GEMM, NF_QPACK_AWQ_GEMV};
     bool tried[3] = {dc->kind != DECL_AWQ, dc->kind != DECL_GPTQ && strcmp(dc->awq_version, "gemv") != 0,
                      dc->kind != DECL_GPTQ && strcmp(dc->awq_version, "gemm") != 0};
-    if (dc->kind != DECL_NONE && dc->kind != DECL_GPTQ && dc->kind != DECL_AWQ)
-        return fail_p(err, d->src, qw, "GPTQ or AWQ codes, but %s declares %s: conflicting dialect markers", dc->path,
-                      dc->what);
+    NF_TRY(nf_dialect_check_marker(d, DECL_GPTQ, DECL_AWQ, qw, "GPTQ or AWQ codes", err));
     int chosen = -1, nfit = 0;
     for (int i = 0; i < 3; i++) {
         if (!tried[i]) continue;
@@ -287,16 +273,16 @@ static nf_status packed_weight(nf_dialects *d, const packed_module *m, nf_qweigh
     if (nfit != 1) {
         int first = tried[0] ? 0 : tried[1] ? 1 : 2;
         if (nfit > 1)
-            return fail_p(err, d->src, qw,
-                          "%s with scales %s and qzeros %s fits several of GPTQ's and AWQ's layouts "
-                          "and no declaration says which",
-                          a, b, c);
-        return fail_p(err, d->src, qw, "%s with scales %s and qzeros %s%s: %s", a, b, c, m->g_idx ? " and g_idx" : "",
-                      fits[first].why);
+            return nf_dialect_fail(err, d->src, qw,
+                                   "%s with scales %s and qzeros %s fits several of GPTQ's and AWQ's layouts "
+                                   "and no declaration says which",
+                                   a, b, c);
+        return nf_dialect_fail(err, d->src, qw, "%s with scales %s and qzeros %s%s: %s", a, b, c,
+                               m->g_idx ? " and g_idx" : "", fits[first].why);
     }
     const fit *f = &fits[chosen];
     if (chosen > 0 && f->n % 8)
-        return fail_p(err, d->src, qw, "N = %" PRIu64 " is not a multiple of AWQ's 8 codes per word", f->n);
+        return nf_dialect_fail(err, d->src, qw, "N = %" PRIu64 " is not a multiple of AWQ's 8 codes per word", f->n);
     q->dialect = chosen == 0 ? NF_DIALECT_GPTQ : NF_DIALECT_AWQ;
     q->pack = packs[chosen];
     q->codes = qw;
@@ -337,32 +323,32 @@ static nf_status mlx_weight(nf_dialects *d, const packed_module *m, nf_qweight *
     dims(w, a, sizeof a);
     dims(s, bs, sizeof bs);
     dims(b, cs, sizeof cs);
-    if (dc->kind != DECL_NONE && dc->kind != DECL_MLX)
-        return fail_p(err, d->src, w, "MLX codes, but %s declares %s: conflicting dialect markers", dc->path, dc->what);
+    NF_TRY(nf_dialect_check_marker(d, DECL_MLX, -1, w, "MLX codes", err));
     bool same = w->rank >= 2 && s->rank == w->rank && b->rank == w->rank;
     for (uint32_t i = 0; same && i + 1 < w->rank; i++) same = s->shape[i] == w->shape[i] && b->shape[i] == w->shape[i];
     if (!same || s->shape[w->rank - 1] != b->shape[w->rank - 1] || w->elements == 0 || s->elements == 0)
-        return fail_p(err, d->src, w,
-                      "%s with scales %s and biases %s: MLX stores [..., N, W] words and [..., N, G] "
-                      "scales and biases",
-                      a, bs, cs);
+        return nf_dialect_fail(err, d->src, w,
+                               "%s with scales %s and biases %s: MLX stores [..., N, W] words and [..., N, G] "
+                               "scales and biases",
+                               a, bs, cs);
     if (!is_scale_dtype(s) || !is_scale_dtype(b))
-        return fail_p(err, d->src, is_scale_dtype(s) ? b : s, "dtype %s: MLX scales and biases are F16, BF16 or F32",
-                      (is_scale_dtype(s) ? b : s)->type_name);
+        return nf_dialect_fail(err, d->src, is_scale_dtype(s) ? b : s,
+                               "dtype %s: MLX scales and biases are F16, BF16 or F32",
+                               (is_scale_dtype(s) ? b : s)->type_name);
     const uint64_t words = w->shape[w->rank - 1], groups = s->shape[w->rank - 1];
     unsigned bits = 0;
     uint64_t group = 0;
     if (dc->kind == DECL_MLX) {
         if (!nf_dialect_mlx_module(dc, m->prefix, m->plen - 1, &bits, &group))
-            return fail_p(err, d->src, w,
-                          "quantized, but %s leaves module '%.*s' unquantized: conflicting dialect "
-                          "markers",
-                          dc->path, (int)(m->plen - 1), m->prefix);
+            return nf_dialect_fail(err, d->src, w,
+                                   "quantized, but %s leaves module '%.*s' unquantized: conflicting dialect "
+                                   "markers",
+                                   dc->path, (int)(m->plen - 1), m->prefix);
         if (!mlx_fit(words, groups, bits, group))
-            return fail_p(err, d->src, w,
-                          "%s with scales %s: not %u-bit codes in groups of %" PRIu64 ", which %s "
-                          "declares for module '%.*s'",
-                          a, bs, bits, group, dc->path, (int)(m->plen - 1), m->prefix);
+            return nf_dialect_fail(err, d->src, w,
+                                   "%s with scales %s: not %u-bit codes in groups of %" PRIu64 ", which %s "
+                                   "declares for module '%.*s'",
+                                   a, bs, bits, group, dc->path, (int)(m->plen - 1), m->prefix);
     } else {
         static const unsigned widths[] = {2, 3, 4, 5, 6, 8};
         static const uint64_t sizes[] = {32, 64, 128};
@@ -375,10 +361,10 @@ static nf_status mlx_weight(nf_dialects *d, const packed_module *m, nf_qweight *
                     found++;
                 }
         if (found != 1)
-            return fail_p(err, d->src, w,
-                          "%s with scales %s: %s MLX's code widths and group sizes, and no declaration "
-                          "says which",
-                          a, bs, found ? "fits several of" : "fits none of");
+            return nf_dialect_fail(err, d->src, w,
+                                   "%s with scales %s: %s MLX's code widths and group sizes, and no declaration "
+                                   "says which",
+                                   a, bs, found ? "fits several of" : "fits none of");
     }
     q->dialect = NF_DIALECT_MLX;
     q->pack = NF_QPACK_MLX;
@@ -434,11 +420,11 @@ nf_status nf_dialect_scan_packed(nf_dialects *d, nf_error *err)
         const nf_source_tensor *t = nf_source_tensor_at(src, i);
         if (module_of(src, t, &m) || mlx_module_of(src, t, &m)) count++;
         else if (declared && t->dtype == NF_ST_I32 && named(t, "qweight"))
-            return fail_p(err, src, t, "its %.*sscales is in no shard: %s declares %s", (int)m.plen, m.prefix,
-                          d->decl.path, d->decl.what);
+            return nf_dialect_fail(err, src, t, "its %.*sscales is in no shard: %s declares %s", (int)m.plen, m.prefix,
+                                   d->decl.path, d->decl.what);
         else if (d->decl.kind == DECL_MLX && t->dtype == NF_ST_U32 && named(t, "weight"))
-            return fail_p(err, src, t, "U32 codes without %s beside them: %s declares %s",
-                          m.scales ? "biases" : "scales", d->decl.path, d->decl.what);
+            return nf_dialect_fail(err, src, t, "U32 codes without %s beside them: %s declares %s",
+                                   m.scales ? "biases" : "scales", d->decl.path, d->decl.what);
     }
     NF_TRY(nf_dialect_grow(d, count, err));
     for (size_t i = 0; i < n; i++) {
@@ -454,9 +440,9 @@ nf_status nf_dialect_scan_packed(nf_dialects *d, nf_error *err)
     for (size_t i = 0; declared && i < n; i++) {
         const nf_source_tensor *t = nf_source_tensor_at(src, i);
         if ((named(t, "qzeros") || named(t, "g_idx")) && d->role[i] == NF_QROLE_PLAIN)
-            return fail_p(err, src, t,
-                          "a GPTQ or AWQ companion, but no qweight with scales beside it quantizes a "
-                          "weight of this module");
+            return nf_dialect_fail(err, src, t,
+                                   "a GPTQ or AWQ companion, but no qweight with scales beside it quantizes a "
+                                   "weight of this module");
     }
     return NF_OK;
 }
@@ -485,19 +471,17 @@ static nf_status gpt_oss_weight(nf_dialects *d, const nf_source_tensor *c, const
     char a[128], b[128];
     dims(c, a, sizeof a);
     dims(s, b, sizeof b);
-    const decl *dc = &d->decl;
-    if (dc->kind != DECL_NONE && dc->kind != DECL_MXFP4)
-        return fail_p(err, d->src, c, "MXFP4 codes, but %s declares %s: conflicting dialect markers", dc->path,
-                      dc->what);
+    NF_TRY(nf_dialect_check_marker(d, DECL_MXFP4, -1, c, "MXFP4 codes", err));
     if (s->dtype != NF_ST_U8 && s->dtype != NF_ST_F8_E8M0)
-        return fail_p(err, d->src, s, "dtype %s: MXFP4 block scales are E8M0 (U8 or F8_E8M0)", s->type_name);
+        return nf_dialect_fail(err, d->src, s, "dtype %s: MXFP4 block scales are E8M0 (U8 or F8_E8M0)", s->type_name);
     bool same = c->rank >= 3 && s->rank == c->rank - 1 && c->shape[c->rank - 1] == 16 && c->elements > 0;
     for (uint32_t i = 0; same && i < s->rank; i++) same = s->shape[i] == c->shape[i];
     if (!same)
-        return fail_p(err, d->src, c,
-                      "%s with scales %s: gpt-oss stores MXFP4 as [..., R, B, 16] bytes (32 codes a block) and "
-                      "[..., R, B] E8M0 scales",
-                      a, b);
+        return nf_dialect_fail(
+            err, d->src, c,
+            "%s with scales %s: gpt-oss stores MXFP4 as [..., R, B, 16] bytes (32 codes a block) and "
+            "[..., R, B] E8M0 scales",
+            a, b);
     const uint64_t blocks = c->shape[c->rank - 2];
     q->dialect = NF_DIALECT_GPT_OSS_MXFP4;
     q->pack = NF_QPACK_ROWS;
@@ -506,7 +490,7 @@ static nf_status gpt_oss_weight(nf_dialects *d, const nf_source_tensor *c, const
     q->codes_kind = NF_QCODES_E2M1;
     q->bits = 4;
     q->shape[0] = s->elements / blocks;
-    if (!nf_mul_u64(blocks, 32, &q->shape[1])) return fail_p(err, d->src, c, "%s: K overflows", a);
+    if (!nf_mul_u64(blocks, 32, &q->shape[1])) return nf_dialect_fail(err, d->src, c, "%s: K overflows", a);
     q->strategy = "group";
     q->block_rows = 1;
     q->block_cols = 32;
@@ -526,8 +510,8 @@ nf_status nf_dialect_scan_mxfp4(nf_dialects *d, nf_error *err)
         const nf_source_tensor *t = nf_source_tensor_at(src, i);
         if (gpt_oss_scales(src, t, &hf)) count++;
         else if (d->decl.kind == DECL_MXFP4 && t->dtype == NF_ST_U8 && hf)
-            return fail_p(err, src, t, "MXFP4 codes without their _scales beside them: %s declares %s", d->decl.path,
-                          d->decl.what);
+            return nf_dialect_fail(err, src, t, "MXFP4 codes without their _scales beside them: %s declares %s",
+                                   d->decl.path, d->decl.what);
     }
     NF_TRY(nf_dialect_grow(d, count, err));
     for (size_t i = 0; i < n; i++) {
@@ -557,16 +541,13 @@ static nf_status fbgemm_expert(nf_dialects *d, const nf_source_tensor *c, const 
     char a[128], b[128];
     dims(c, a, sizeof a);
     dims(s, b, sizeof b);
-    const decl *dc = &d->decl;
-    if (dc->kind != DECL_NONE && dc->kind != DECL_FBGEMM)
-        return fail_p(err, d->src, c, "FP8 experts with a _scale, but %s declares %s: conflicting dialect markers",
-                      dc->path, dc->what);
+    NF_TRY(nf_dialect_check_marker(d, DECL_FBGEMM, -1, c, "FP8 experts with a _scale", err));
     if (s->dtype != NF_ST_F32 && s->dtype != NF_ST_BF16)
-        return fail_p(err, d->src, s, "dtype %s: fbgemm's expert scales are F32", s->type_name);
+        return nf_dialect_fail(err, d->src, s, "dtype %s: fbgemm's expert scales are F32", s->type_name);
     if (s->rank != 3 || s->shape[0] != c->shape[0] || s->shape[1] != 1 || s->shape[2] != c->shape[2] ||
         c->elements == 0)
-        return fail_p(err, d->src, s, "%s for experts %s: fbgemm stores one scale per expert and column, [E, 1, C]", b,
-                      a);
+        return nf_dialect_fail(err, d->src, s,
+                               "%s for experts %s: fbgemm stores one scale per expert and column, [E, 1, C]", b, a);
     q->dialect = NF_DIALECT_FBGEMM_FP8;
     q->pack = NF_QPACK_ROWS;
     q->codes = c;
