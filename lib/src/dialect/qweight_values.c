@@ -73,7 +73,8 @@ const char *nf_dialect_scale_value(nf_st_dtype dtype, uint32_t w, float *out)
                             bf16 = {0x8000u, 0x7F80u, 0x007Fu, true}, f16 = {0x8000u, 0x7C00u, 0x03FFu, true},
                             e4m3 = {0x80u, 0x7Fu, 0u, false}; /* E4M3FN: 0x7F / 0xFF are its NaNs */
     if (dtype == NF_ST_U8 || dtype == NF_ST_F8_E8M0) {        /* E8M0 (MXFP4): 2^(w - 127), 255 its NaN */
-        *out = ldexpf(1.0f, (int)(w & 0xFF) - 127);
+        const uint32_t e = w & 0xFF; /* binary32 bits of 2^(e - 127): exponent field e, or 2^-127's */
+        *out = f32_of(e ? e << 23 : 0x00400000u);
         return (w & 0xFF) == 0xFF ? "NaN (E8M0 0xFF)" : NULL;
     }
     const scale_bits *b = dtype == NF_ST_F32 ? &f32 : dtype == NF_ST_BF16 ? &bf16 : dtype == NF_ST_F16 ? &f16 : &e4m3;
@@ -278,6 +279,15 @@ static nf_status decode_row(const nf_source *src, const nf_qweight *q, uint64_t 
             break;
         }
         case NF_QCODES_E2M1:
+            if (q->global_op == NF_QGLOBAL_NONE && !(c0 & 1) && !(c1 & 1)) { /* MXFP4: a byte a pair */
+                const uint8_t *p = codes + (c0 - cbase) / 2;
+                float *o = out + (c0 - ca);
+                for (uint64_t i = 0; i < (c1 - c0) / 2; i++) {
+                    o[2 * i] = table[p[i] & 0x0F] * s;
+                    o[2 * i + 1] = table[p[i] >> 4] * s;
+                }
+                break;
+            }
             for (uint64_t c = c0; c < c1; c++) {
                 uint8_t b = codes[(c - cbase) / 2];               /* cbase even: c's nibble is c & 1 */
                 float v = table[(c & 1) ? b >> 4 : b & 0x0F] * s; /* exact: see the top of the file */
@@ -297,8 +307,14 @@ static nf_status decode_row(const nf_source *src, const nf_qweight *q, uint64_t 
         case NF_QCODES_BNB4: break; /* never here: qweight_packed.c and qweight_bnb.c read them */
         }
         /* codes and scales are finite (checked above and in read_scales); their product may
-         * still overflow */
-        for (uint64_t c = c0; c < c1; c++)
+         * still overflow: one branch-free pass, then the value named */
+        unsigned any = 0;
+        for (uint64_t c = c0; c < c1; c++) {
+            uint32_t w;
+            memcpy(&w, &out[c - ca], sizeof w);
+            any |= (w & 0x7F800000u) == 0x7F800000u;
+        }
+        for (uint64_t c = c0; any && c < c1; c++)
             if (!isfinite(out[c - ca]))
                 return value_overflow(err, src, q, row, c, codes, cbase, s, zps ? zps[j - ja] : 0);
     }
