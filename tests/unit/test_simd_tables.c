@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/cpu.h"
+#include "dialect/simd/unpack_simd.h"
 #include "format/ggml.h"
 #include "layout/kernels.h"
 #include "method/simd/absmax_simd.h"
@@ -22,6 +23,11 @@
 static void check_level(nf_simd_level level)
 {
     const char *what = nf_simd_level_name(level);
+
+    const nf_unpack_kernels *up = nf_unpack_kernels_for(level);
+    cr_assert(up != NULL);
+    ENTRY(up, packed_run);
+    ENTRY(up, nibble_run);
 
     const nf_stats_kernels *st = nf_stats_kernels_for(level);
     cr_assert(st != NULL);
@@ -113,6 +119,7 @@ Test(simd_tables, every_level_complete)
         if (!nf_simd_supported(level)) continue;
         /* the active tables are those of the forced level */
         cr_assert_eq(nf_simd_force(level), level);
+        cr_assert_eq(nf_unpack_kernels_active(), nf_unpack_kernels_for(level));
         cr_assert_eq(nf_stats_kernels_active(), nf_stats_kernels_for(level));
         cr_assert_eq(nf_layout_kernels_active(), nf_layout_kernels_for(level));
         cr_assert_eq(nf_ggml_kernels_active(), nf_ggml_kernels_for(level));

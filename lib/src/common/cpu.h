@@ -17,8 +17,9 @@
  * nf_simd_force is a test hook that switches the level in-process; it must not race with
  * encoders running on other threads.
  *
- * One dispatch structure for every module that has kernels (stats, layout, format/ggml, and the
- * grouped_absmax, grouped_search and fp8_row_maxabs methods, and ggml_quantize's searches):
+ * One dispatch structure for every module that has kernels (stats, layout, format/ggml, the
+ * packed-integer dialects' values, and the grouped_absmax, grouped_search and fp8_row_maxabs
+ * methods, and ggml_quantize's searches):
  *   - a kernels table type nf_X_kernels, a struct of function pointers (with its name), in the
  *     module's header;
  *   - one const instance per level: nf_X_kernels_scalar (portable C, every entry set: callers

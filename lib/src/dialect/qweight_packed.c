@@ -18,8 +18,10 @@
 #include "common/checked.h"
 #include "common/fail.h"
 #include "dialect/dialect_internal.h"
+#include "dialect/qweight_rows.h"
+#include "dialect/simd/unpack_simd.h"
 
-#define PIECE_VALUES ((uint64_t)1 << 20) /* a converter chunk of a transposed layout (exec_jobs.c) */
+#define PIECE_VALUES ((uint64_t)1 << 22)
 
 /* AWQ's GEMM words hold columns 0,2,4,6,1,3,5,7 of their eight in nibbles 0..7: column j's
  * nibble is awq_nibble[j]. */
@@ -317,19 +319,24 @@ static nf_status fetch_g_idx(const nf_source *src, const nf_qweight *q, uint64_t
 }
 
 /* One piece into out: codes, groups, values.  buffers sized by packed_read's caller. */
+#define WINDOW_BYTES ((size_t)1 << 20) /* read_runs' window */
 typedef struct packed_buffers {
-    uint8_t *codes, *raw;
+    uint8_t *codes, *raw, *window;
+    uint32_t *tr;    /* an AWQ band's words in the order of the value rows (decode_rows) */
     float *s, *bias; /* bias: MLX */
     int32_t *z;
     int64_t *gidx;
 } packed_buffers;
 
-/* A value that is not finite although its code and scale are (an F32 scale near binary32's
- * largest times q - z): refused naming the row, column, integer and scale, as every dialect's
- * (docs/dialects.md "Bad input"), rather than read as +-inf. */
+/* A value that is not finite although its code and scale are (an F32 or BF16 scale near
+ * binary32's largest times q - z): refused naming the row, column, integer and scale, as every
+ * dialect's (docs/dialects.md "Bad input"), rather than read as +-inf.  An F16 scale (at most
+ * 65504) times |q - z| (at most 2^8) cannot overflow, so GPTQ's and AWQ's usual scales skip the
+ * pass.  bands: the piece was read by bands, its codes are read again for the message. */
 static nf_status check_finite(const nf_source *src, const nf_qweight *q, const piece *p, const packed_buffers *bf,
-                              const float *out, nf_error *err)
+                              const float *out, bool bands, nf_error *err)
 {
+    if (!bf->bias && q->scale->dtype == NF_ST_F16) return NF_OK;
     const uint64_t cols = p->c1 - p->c0, ng = p->g1 - p->g0, count = (p->b - p->a) * cols;
     unsigned any = 0; /* one branch-free pass first: values are almost always finite */
     for (uint64_t i = 0; i < count; i++) {
@@ -337,6 +344,7 @@ static nf_status check_finite(const nf_source *src, const nf_qweight *q, const p
         memcpy(&w, &out[i], sizeof w);
         any |= (w & 0x7F800000u) == 0x7F800000u;
     }
+    if (any && bands) NF_TRY(fetch_codes(src, q, p, bf->codes, bf->raw, err));
     for (uint64_t i = 0; any && i < count; i++) {
         if (isfinite(out[i])) continue;
         const uint64_t n = i / cols, k = i % cols;
@@ -357,15 +365,145 @@ static nf_status check_finite(const nf_source *src, const nf_qweight *q, const p
     return NF_OK;
 }
 
+/* ---------------------------------------------------------------- bands */
+/* GPTQ's and AWQ GEMM's codes lie across the value rows, so fetch_codes transposes them into a
+ * byte per code and piece_values reads those again, two passes over the piece with writes
+ * stride-apart.  The usual pieces (whole words, plain groups: piece_bands) are read as their
+ * words lie (load_words) and turned into values row by row (decode_rows): GPTQ's words read down
+ * their columns, AWQ's a band of AWQ_BAND columns at a time put in the order of the value rows (a
+ * small transposition that stays in cache), each run of one group's values one kernel call
+ * (simd/unpack_simd.h), the same binary32 operations as piece_values: the same bits
+ * (tests/unit/test_dialect_unpack_simd.c checks both readings against the definition). */
+#define AWQ_BAND 64 /* rows of AWQ's qweight (columns of the weight) a band */
+
+/* GPTQ, b = 2, 4 or 8: rows [x, y) of a piece of `rows` rows whose words load_words read
+ * (raw[w * rows + n]; word w holds columns w * 32/b .. of row n): each row's run of words of one
+ * group one kernel call, the words read down their column. */
+static void gptq_values(const nf_unpack_kernels *kern, const nf_qweight *q, const piece *p, const uint8_t *raw,
+                        uint64_t x, uint64_t y, const float *s, const int32_t *z, float *out)
+{
+    const uint64_t rows = p->b - p->a, cols = p->c1 - p->c0, ng = p->g1 - p->g0, per = 32 / q->bits;
+    const uint64_t nw = cols / per, wpg = q->block_cols / per, first = p->c0 / per; /* words a group, first word */
+    const uint32_t *words = (const uint32_t *)(const void *)raw;
+    for (uint64_t n = x; n < y; n++)
+        for (uint64_t w = 0; w < nw;) {
+            const uint64_t g = (first + w) / wpg, end = (g + 1) * wpg - first, e = end < nw ? end : nw;
+            kern->packed_run(words + w * rows + n, (size_t)rows, (size_t)(e - w), q->bits, z[n * ng + g - p->g0],
+                             s[n * ng + g - p->g0], out + (n - x) * cols + w * per);
+            w = e;
+        }
+}
+
+/* AWQ GEMM, columns [k0, k1) of the piece, their words by word column (tr[j * (k1 - k0) + k -
+ * k0]: column k's word j holds rows 8 (a/8 + j) + awq_column[i] in nibble i): each nibble's
+ * values of a word column's run of one group a run of its row, one kernel call. */
+static void awq_band_values(const nf_unpack_kernels *kern, const nf_qweight *q, const piece *p, const uint32_t *tr,
+                            uint64_t k0, uint64_t k1, const float *s, const int32_t *z, float *out)
+{
+    const uint64_t cols = p->c1 - p->c0, ng = p->g1 - p->g0, nw = (p->b - p->a) / 8, kb = k1 - k0;
+    for (uint64_t kt = k0; kt < k1;) { /* columns [kt, e): one group's */
+        const uint64_t g = (p->c0 + kt) / q->block_cols, end = (g + 1) * q->block_cols - p->c0;
+        const uint64_t e = end < k1 ? end : k1;
+        for (uint64_t j = 0; j < nw; j++)
+            for (unsigned i = 0; i < 8; i++) {
+                const uint64_t n = 8 * j + awq_column[i];
+                kern->nibble_run(tr + j * kb + (kt - k0), (size_t)(e - kt), 4 * i, z[n * ng + g - p->g0],
+                                 s[n * ng + g - p->g0], out + n * cols + kt);
+            }
+        kt = e;
+    }
+}
+
+/* Can the piece go by bands?  Whole words (GPTQ 2/4/8 bits: columns a multiple of 32/b, groups
+ * too; AWQ GEMM: rows a multiple of 8) and plain groups, on a little-endian host (the kernels
+ * take the words as the host's). */
+static bool piece_bands(const nf_qweight *q, const piece *p)
+{
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+    return false;
+#endif
+    if (q->act_order || q->biases) return false;
+    if (q->pack == NF_QPACK_GPTQ) {
+        const unsigned per = 32 % q->bits == 0 ? 32 / q->bits : 0;
+        return per && p->c0 % per == 0 && p->c1 % per == 0 && q->block_cols % per == 0;
+    }
+    return q->pack == NF_QPACK_AWQ_GEMM && p->a % 8 == 0 && p->b % 8 == 0;
+}
+
+/* `count` runs of `run` bytes of tensor t, the i-th at byte off + i * stride, one after the other
+ * into out.  A read costs about as much as copying RUNS_GAP bytes, so runs whose gaps are shorter
+ * are read together, a window of them at a time through `window` (window_len bytes, at least
+ * stride + run), and copied out. */
+#define RUNS_GAP ((uint64_t)8 << 10)
+static nf_status read_runs(const nf_source *src, const nf_source_tensor *t, uint64_t off, uint64_t stride, uint64_t run,
+                           uint64_t count, uint8_t *out, uint8_t *window, size_t window_len, nf_error *err)
+{
+    if (stride - run > RUNS_GAP || window_len < stride + run) {
+        for (uint64_t i = 0; i < count; i++)
+            NF_TRY(nf_source_read_bytes(src, t, off + i * stride, out + i * run, (size_t)run, err));
+        return NF_OK;
+    }
+    const uint64_t per = (window_len - run) / stride + 1;
+    for (uint64_t i = 0; i < count; i += per) {
+        const uint64_t m = count - i < per ? count - i : per;
+        NF_TRY(nf_source_read_bytes(src, t, off + i * stride, window, (size_t)((m - 1) * stride + run), err));
+        for (uint64_t j = 0; j < m; j++) memcpy(out + (i + j) * run, window + j * stride, (size_t)run);
+    }
+    return NF_OK;
+}
+
+/* The piece's words as they lie, each run one read (or a window of runs, read_runs): GPTQ's word
+ * rows [c0 * b/32, c1 * b/32), columns [a, b) of each (raw[w * rows + n]); AWQ GEMM's rows [c0,
+ * c1), words [a/8, b/8) of each (raw[k * rows/8 + j]). */
+static nf_status load_words(const nf_source *src, const nf_qweight *q, const piece *p, const packed_buffers *bf,
+                            nf_error *err)
+{
+    const uint64_t rows = p->b - p->a, n_all = q->shape[0];
+    if (q->pack == NF_QPACK_GPTQ) {
+        const uint64_t per = 32 / q->bits;
+        return read_runs(src, q->codes, (p->c0 / per * n_all + p->a) * 4, n_all * 4, rows * 4, (p->c1 - p->c0) / per,
+                         bf->raw, bf->window, WINDOW_BYTES, err);
+    }
+    return read_runs(src, q->codes, (p->c0 * (n_all / 8) + p->a / 8) * 4, n_all / 8 * 4, rows / 8 * 4, p->c1 - p->c0,
+                     bf->raw, bf->window, WINDOW_BYTES, err);
+}
+
+/* Rows [a + x, a + y) of a piece whose words load_words read (x, y multiples of 8 for AWQ, or y
+ * the piece's end) into out. */
+static void decode_rows(const nf_qweight *q, const piece *p, const packed_buffers *bf, uint64_t x, uint64_t y,
+                        float *out)
+{
+    const nf_unpack_kernels *kern = nf_unpack_kernels_active();
+    if (q->pack == NF_QPACK_GPTQ) {
+        gptq_values(kern, q, p, bf->raw, x, y, bf->s, bf->z, out);
+        return;
+    }
+    const uint64_t rows = p->b - p->a, ng = p->g1 - p->g0, cols = p->c1 - p->c0, all = rows / 8, nw = (y - x) / 8;
+    const piece sub = {p->a + x, p->a + y, p->c0, p->c1, p->g0, p->g1};
+    for (uint64_t k0 = 0; k0 < cols; k0 += AWQ_BAND) {
+        const uint64_t k1 = cols - k0 < AWQ_BAND ? cols : k0 + AWQ_BAND;
+        for (uint64_t k = k0; k < k1; k++) /* by word column: a run of columns is one load */
+            for (uint64_t j = 0; j < nw; j++)
+                bf->tr[j * (k1 - k0) + k - k0] = le32(bf->raw + (k * all + x / 8 + j) * 4);
+        awq_band_values(kern, q, &sub, bf->tr, k0, k1, bf->s + x * ng, bf->z + x * ng, out);
+    }
+}
+
 static nf_status read_piece(const nf_source *src, const nf_qweight *q, piece *p, const packed_buffers *bf, float *out,
                             nf_error *err)
 {
     piece_groups(q, p, bf->gidx);
+    if (piece_bands(q, p)) { /* the groups first: fetch_groups uses raw as scratch */
+        NF_TRY(fetch_groups(src, q, p, bf->s, bf->z, bf->raw, err));
+        NF_TRY(load_words(src, q, p, bf, err));
+        decode_rows(q, p, bf, 0, p->b - p->a, out);
+        return check_finite(src, q, p, bf, out, true, err);
+    }
     NF_TRY(fetch_codes(src, q, p, bf->codes, bf->raw, err));
     if (q->biases) NF_TRY(fetch_affine(src, q, p, bf->s, bf->bias, bf->raw, err));
     else NF_TRY(fetch_groups(src, q, p, bf->s, bf->z, bf->raw, err));
     piece_values(q, p, bf->codes, bf->s, bf->z, bf->bias, bf->gidx, out);
-    return check_finite(src, q, p, bf, out, err);
+    return check_finite(src, q, p, bf, out, false, err);
 }
 
 /* Buffers for pieces of `rows` rows of `cols` columns: the codes, the words they come from (a
@@ -382,7 +520,11 @@ static nf_status alloc_buffers(const nf_qweight *q, uint64_t rows, uint64_t cols
     bf->z = malloc((size_t)(rows * groups) * sizeof *bf->z);
     if (q->act_order) bf->gidx = malloc((size_t)cols * sizeof *bf->gidx);
     if (q->biases) bf->bias = malloc((size_t)(rows * groups) * sizeof *bf->bias);
-    if (bf->codes && bf->raw && bf->s && bf->z && (!q->act_order || bf->gidx) && (!q->biases || bf->bias)) return NF_OK;
+    bf->window = malloc(WINDOW_BYTES);
+    bf->tr = malloc((size_t)(rows / 8 + 1) * AWQ_BAND * sizeof *bf->tr);
+    if (bf->window && bf->tr && bf->codes && bf->raw && bf->s && bf->z && (!q->act_order || bf->gidx) &&
+        (!q->biases || bf->bias))
+        return NF_OK;
     return nf_common_nomem(err);
 }
 
@@ -390,19 +532,28 @@ static void free_buffers(packed_buffers *bf)
 {
     free(bf->codes);
     free(bf->raw);
+    free(bf->window);
+    free(bf->tr);
     free(bf->s);
     free(bf->z);
     free(bf->gidx);
     free(bf->bias);
 }
 
+/* Rows a piece: as many as PIECE_VALUES holds, a multiple of 32 when that is more than 32 so
+ * that pieces after an aligned first one keep AWQ's words whole (piece_bands). */
+static uint64_t piece_rows(uint64_t k, uint64_t rows)
+{
+    uint64_t per = PIECE_VALUES / k;
+    per = per >= 32 ? per / 32 * 32 : per ? per : 1;
+    return per < rows ? per : rows;
+}
+
 nf_status nf_dialect_packed_read(const nf_source *src, const nf_qweight *q, uint64_t r0, uint64_t r1, float *out,
                                  nf_error *err)
 {
     const uint64_t k = q->shape[1];
-    uint64_t per = PIECE_VALUES / k;
-    per = per ? per : 1;
-    per = per < r1 - r0 ? per : r1 - r0;
+    const uint64_t per = piece_rows(k, r1 - r0);
     packed_buffers bf;
     nf_status st = alloc_buffers(q, per, k, &bf, err);
     if (st == NF_OK && q->act_order) st = fetch_g_idx(src, q, 0, k, bf.gidx, bf.raw, err);
@@ -441,9 +592,7 @@ nf_status nf_qweight_read_ints(const nf_source *src, const nf_qweight *q, uint64
                             " rows or the buffers given",
                             q->codes->name, r0, r1, q->shape[0]);
     if (r0 == r1) return NF_OK;
-    uint64_t per = PIECE_VALUES / k;
-    per = per ? per : 1;
-    per = per < r1 - r0 ? per : r1 - r0;
+    const uint64_t per = piece_rows(k, r1 - r0);
     packed_buffers bf;
     nf_status st = alloc_buffers(q, per, k, &bf, err);
     for (uint64_t a = r0; st == NF_OK && a < r1; a += per) {
@@ -463,4 +612,76 @@ nf_status nf_qweight_read_ints(const nf_source *src, const nf_qweight *q, uint64
     }
     free_buffers(&bf);
     return st;
+}
+
+/* ---------------------------------------------------------------- a band of rows read once */
+#define ROWS_VALUES ((uint64_t)1 << 24) /* the largest band held as words: 8 MiB at 4 bits */
+
+struct nf_qweight_rows {
+    const nf_source *src;
+    const nf_qweight *q;
+    uint64_t r0, r1;
+    bool held; /* GPTQ/AWQ by bands: the words, scales and zero points of [r0, r1) are in bf */
+    piece p;
+    packed_buffers bf;
+};
+
+nf_status nf_qweight_rows_open(const nf_source *src, const nf_qweight *q, uint64_t r0, uint64_t r1,
+                               nf_qweight_rows **out, nf_error *err)
+{
+    if (!out) return nf_error_set(err, NF_ERR_USAGE, "nf_qweight_rows_open: missing argument");
+    *out = NULL;
+    if (!src || !q || r0 > r1 || r1 > q->shape[0])
+        return nf_error_set(err, NF_ERR_USAGE, "nf_qweight_rows_open: rows [%" PRIu64 ", %" PRIu64 ") of %s", r0, r1,
+                            q ? q->codes->name : "(none)");
+    nf_qweight_rows *c = calloc(1, sizeof *c);
+    if (!c) return nf_common_nomem(err);
+    const uint64_t k = q->shape[1];
+    *c = (nf_qweight_rows){src, q, r0, r1, false, {r0, r1, 0, k, 0, 0}, {0}};
+    if ((q->pack == NF_QPACK_GPTQ || q->pack == NF_QPACK_AWQ_GEMM) && r1 > r0 && piece_bands(q, &c->p) &&
+        r1 - r0 <= ROWS_VALUES / k) {
+        nf_status st = alloc_buffers(q, r1 - r0, k, &c->bf, err);
+        if (st == NF_OK) {
+            piece_groups(q, &c->p, NULL);
+            st = fetch_groups(src, q, &c->p, c->bf.s, c->bf.z, c->bf.raw, err);
+        }
+        if (st == NF_OK) st = load_words(src, q, &c->p, &c->bf, err);
+        if (st != NF_OK) {
+            nf_qweight_rows_close(c);
+            return st;
+        }
+        c->held = true;
+    }
+    *out = c;
+    return NF_OK;
+}
+
+nf_status nf_qweight_rows_read(nf_qweight_rows *c, uint64_t a, uint64_t b, float *out, size_t out_len, nf_error *err)
+{
+    if (!c) return nf_error_set(err, NF_ERR_USAGE, "nf_qweight_rows_read: missing argument");
+    const nf_qweight *q = c->q;
+    const uint64_t k = q->shape[1];
+    if (a > b || a < c->r0 || b > c->r1 || b - a > out_len / (k ? k : 1))
+        return nf_error_set(err, NF_ERR_USAGE,
+                            "tensor '%s': rows [%" PRIu64 ", %" PRIu64 ") outside the band [%" PRIu64 ", %" PRIu64
+                            ") or the buffer given",
+                            q->codes->name, a, b, c->r0, c->r1);
+    /* AWQ's words hold 8 rows: a reading that cuts one goes the plain way */
+    const bool whole = q->pack != NF_QPACK_AWQ_GEMM || (a % 8 == 0 && (b % 8 == 0 || b == c->r1));
+    if (!c->held || !whole) return nf_qweight_read_f32(c->src, q, a, b, out, out_len, err);
+    if (a == b) return NF_OK;
+    decode_rows(q, &c->p, &c->bf, a - c->r0, b - c->r0, out);
+    const uint64_t ng = c->p.g1 - c->p.g0;
+    piece sub = {a, b, c->p.c0, c->p.c1, c->p.g0, c->p.g1};
+    packed_buffers at = c->bf; /* the rows' scales and zero points, for check_finite's message */
+    at.s += (a - c->r0) * ng;
+    at.z += (a - c->r0) * ng;
+    return check_finite(c->src, q, &sub, &at, out, true, err);
+}
+
+void nf_qweight_rows_close(nf_qweight_rows *c)
+{
+    if (!c) return;
+    free_buffers(&c->bf);
+    free(c);
 }

@@ -1,0 +1,70 @@
+/* Packed-integer dialect kernels for AVX2 (unpack_simd.h): 8 lanes of binary32.  A GPTQ word's
+ * codes are one variable shift (VPSRLVD) of the word broadcast, so a 4-bit word is one vector
+ * and a 2-bit word two; an 8-bit pair of words one.  The codes less z are exact int32 numbers,
+ * converted exactly (VCVTDQ2PS) and multiplied once by s (VMULPS, no FMA): the scalar bits.
+ * Tails go to the scalar kernels. */
+#include "common/simd_target.h"
+#include "dialect/simd/unpack_simd.h"
+
+#if NF_X86_KERNELS
+
+#include <immintrin.h>
+
+NF_AVX2_INLINE __m256 values8(__m256i codes, __m256i zv, __m256 sv)
+{
+    return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(codes, zv)), sv);
+}
+
+NF_AVX2_FN static void packed_run_avx2(const uint32_t *words, size_t stride, size_t nwords, unsigned bits, int32_t z,
+                                       float s, float *out)
+{
+    const __m256i zv = _mm256_set1_epi32(z);
+    const __m256 sv = _mm256_set1_ps(s);
+    size_t w = 0;
+    if (bits == 4) {
+        const __m256i sh = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28), m = _mm256_set1_epi32(15);
+        for (; w < nwords; w++) {
+            __m256i c = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)words[w * stride]), sh), m);
+            _mm256_storeu_ps(out + 8 * w, values8(c, zv, sv));
+        }
+    } else if (bits == 2) {
+        const __m256i lo = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14),
+                      hi = _mm256_add_epi32(lo, _mm256_set1_epi32(16));
+        const __m256i m = _mm256_set1_epi32(3);
+        for (; w < nwords; w++) {
+            const __m256i b = _mm256_set1_epi32((int)words[w * stride]);
+            _mm256_storeu_ps(out + 16 * w, values8(_mm256_and_si256(_mm256_srlv_epi32(b, lo), m), zv, sv));
+            _mm256_storeu_ps(out + 16 * w + 8, values8(_mm256_and_si256(_mm256_srlv_epi32(b, hi), m), zv, sv));
+        }
+    } else if (bits == 8) {
+        const __m256i sh = _mm256_setr_epi32(0, 8, 16, 24, 0, 8, 16, 24), m = _mm256_set1_epi32(255);
+        for (; w + 2 <= nwords; w += 2) {
+            const __m256i b = _mm256_setr_epi32((int)words[w * stride], (int)words[w * stride], (int)words[w * stride],
+                                                (int)words[w * stride], (int)words[(w + 1) * stride],
+                                                (int)words[(w + 1) * stride], (int)words[(w + 1) * stride],
+                                                (int)words[(w + 1) * stride]);
+            _mm256_storeu_ps(out + 4 * w, values8(_mm256_and_si256(_mm256_srlv_epi32(b, sh), m), zv, sv));
+        }
+    }
+    nf_unpack_packed_run_scalar(words + w * stride, stride, nwords - w, bits, z, s, out + w * (32 / bits));
+}
+
+NF_AVX2_FN static void nibble_run_avx2(const uint32_t *words, size_t n, unsigned shift, int32_t z, float s, float *out)
+{
+    const __m256i zv = _mm256_set1_epi32(z), m = _mm256_set1_epi32(15);
+    const __m256 sv = _mm256_set1_ps(s);
+    const __m128i sh = _mm_cvtsi32_si128((int)shift);
+    size_t t = 0;
+    for (; t + 8 <= n; t += 8) {
+        __m256i c = _mm256_and_si256(_mm256_srl_epi32(_mm256_loadu_si256((const __m256i *)(words + t)), sh), m);
+        _mm256_storeu_ps(out + t, values8(c, zv, sv));
+    }
+    nf_unpack_nibble_run_scalar(words + t, n - t, shift, z, s, out + t);
+}
+
+const nf_unpack_kernels nf_unpack_kernels_avx2 = {
+    .name = "avx2", .packed_run = packed_run_avx2, .nibble_run = nibble_run_avx2};
+
+#else
+typedef int nf_unpack_avx2_unused; /* not an x86 GCC/Clang build: no AVX2 kernel */
+#endif
