@@ -519,6 +519,10 @@ def cases(root, rnd):
     gptq_case(root, rnd, 'gptq4_bare', 64, 128, 4, 32, False, False, False, None, lines, with_g_idx=False)
     awq_case(root, rnd, 'awq_gemm', 64, 128, 64, False, 'file', lines)
     awq_case(root, rnd, 'awq_gemv', 16, 256, 64, True, 'config', lines)
+    # tall weights: the converter's jobs of such weights hold 64 chunks' rows, read a chunk at a
+    # time (docs/ninfer-convert.md "Long rows"); with small chunks a weight takes several jobs
+    gptq_case(root, rnd, 'gptq4_tall', 1040, 128, 4, 64, False, False, False, 'config', lines, with_g_idx=False)
+    awq_case(root, rnd, 'awq_tall', 1040, 128, 64, False, 'config', lines)
     imports += ['gptq4 q4_g64_fp16', 'gptq2_v2 q4_g64_fp16', 'awq_gemm q5_g64_fp16', 'awq_gemv q5_g64_fp16']
     # MLX: current mlx-lm (quantization and quantization_config alike), the embedding quantized
     # too; older mlx-lm (quantization alone) with BF16 scales; mixed bits per module with a

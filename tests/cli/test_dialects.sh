@@ -10,7 +10,7 @@
 
 python3 "$top/tests/cli/gen_dialects.py" "$work/d" || { bad "gen_dialects.py failed"; finish dialects; exit 1; }
 cases="deepseek ct_fp8 modelopt_fp8 ct_int ct_int_odd modelopt_nvfp4 ct_nvfp4 gptq3 gptq2_sym gptq4_asym gptq8_sym
-    gptq8_sym_min gptq4 gptq3_act gptq2_v2 gptq2_z1 gptq8_row gptq4_bare awq_gemm awq_gemv mlx4 mlx3_old mlx_mixed mlx8_bare
+    gptq8_sym_min gptq4 gptq3_act gptq2_v2 gptq2_z1 gptq8_row gptq4_bare gptq4_tall awq_gemm awq_gemv awq_tall mlx4 mlx3_old mlx_mixed mlx8_bare
     gpt_oss_hf gpt_oss_orig ct_mxfp4 ct_mxfp4_wide fbgemm bnb_nf4 bnb_fp4 bnb_int8"
 
 # ---------------------------------------------------------------- values, bit for bit
@@ -27,6 +27,15 @@ while read -r c w n k dialect; do
         --chunk-values 1 --force --no-report
     run 0 "$bin/ninfer-dequant" "$work/$c.1.ninfer" "$w" -o "$work/$c.$w.1.f32"
     same "$work/$c.$w.1.f32" "$work/d/$c/expected/$w.f32"
+    # GPTQ and AWQ in jobs of 512 rows, each read as words once and encoded 8 rows at a time
+    # (docs/ninfer-convert.md "Long rows"; the tall cases take three jobs): the same values
+    case $dialect in gptq | awq)
+        run 0 "$bin/ninfer-convert" "$work/d/$c" -o "$work/$c.8.ninfer" --format fp32 --requantize --threads 2 \
+            --chunk-values $((8 * k)) --force
+        run 0 "$bin/ninfer-dequant" "$work/$c.8.ninfer" "$w" -o "$work/$c.$w.8.f32"
+        same "$work/$c.$w.8.f32" "$work/d/$c/expected/$w.f32"
+        ;;
+    esac
     # the plan names the dialect and says the weight is requantized
     run 0 "$bin/ninfer-convert" "$work/d/$c" -o "$work/x.ninfer" --format q8_g32_fp16 --requantize --dry-run --json
     python3 - "$work/out" "$w" "$dialect" "$n" "$k" <<'PY' && ok || bad "$c $w: --dry-run --json"

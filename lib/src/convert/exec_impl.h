@@ -48,7 +48,9 @@ typedef struct compare_ctx {
  * finish, and its statistics: summed exactly while jobs finish (in whatever order), summarized
  * when the last one does. */
 typedef struct object_run {
-    uint64_t chunk_rows;
+    uint64_t chunk_rows;     /* rows a job */
+    uint64_t step_rows;      /* GPTQ, AWQ (exec_jobs.c stepped): a job's rows are read once and
+                                encoded this many at a time; 0: all at once */
     uint64_t span_cols;      /* rows longer than a chunk: a job is one row, encoded in spans of
                                   this many columns (ninfer/layout.h nf_colspan); 0: whole rows */
     uint64_t pending;        /* jobs not finished (under the runner's lock) */

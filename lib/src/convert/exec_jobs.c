@@ -20,6 +20,7 @@
 #include "common/pool.h"
 #include "convert/convert_impl.h"
 #include "convert/exec_impl.h"
+#include "dialect/qweight_rows.h"
 #include "budget/werror.h"
 #include "stats/stats.h"
 
@@ -205,18 +206,54 @@ static bool spanned(const plan_object *o, uint64_t chunk_values)
     return true;
 }
 
-/* Does a member read its codes across the rows of a packed tensor (GPTQ's qweight [K*b/32, N],
- * AWQ GEMM's [K, N/8]; docs/dialects.md "GPTQ and AWQ")?  A chunk of r rows then reads K*b/32
- * (or K) runs of r*b/8 (r/2) bytes, so its chunks are TRANSPOSED_CHUNKS times longer: fewer,
- * larger reads, memory still bounded by the chunk size. */
-#define TRANSPOSED_CHUNKS 4
-static bool reads_across_rows(const plan_object *o)
+/* Rows [row, row + n) of words w (of g's tensor) as words of their own, when the format's words
+ * are per row (all but nvfp4's, whose tiles span rows). */
+static bool words_rows(const nf_geometry *g, const nf_words *w, uint64_t row, uint64_t n, nf_words *v)
 {
+    *v = *w;
+    v->rows = n;
+    const uint64_t cells = row * g->cols;
+    if (g->layout->id == NF_LAYOUT_RAW_BYTES_V1 || g->layout->id == NF_LAYOUT_GGUF_BLOCKS_V1) {
+        v->blocks += row * g->row_bytes;
+        return true;
+    }
+    switch (g->format->category) {
+    case NF_CAT_DIRECT:
+        if (v->w16) v->w16 += cells;
+        if (v->w32) v->w32 += cells;
+        return true;
+    case NF_CAT_GROUPED:
+        v->codes += cells;
+        v->scales += row * g->logical_groups;
+        return true;
+    case NF_CAT_FP8_ROW:
+        v->codes8 += cells;
+        v->scales += row;
+        return true;
+    default: return false;
+    }
+}
+
+/* A GPTQ or AWQ weight reads its codes across the rows of a packed tensor (GPTQ's qweight
+ * [K*b/32, N], AWQ GEMM's [K, N/8]; docs/dialects.md "GPTQ and AWQ"): r rows are K*b/32 (or K)
+ * runs of r*b/8 (r/2) bytes, which read well only when r is large.  So it is cut into jobs of JOB_CHUNKS chunks' rows whose words
+ * are read once (dialect/qweight_rows.h; about b/8 bytes a value), then read as values, encoded
+ * and written a chunk at a time (step_rows) while those values are in cache (run_step_job): the
+ * worker's buffers stay a chunk's.  For objects whose members are all such weights, methods that
+ * encode rows as they are given (not nvfp4's, whose chunks carry the matrix's maximum), no
+ * budget (whose figure reads a job's values again) and formats whose words are per row. */
+#define JOB_CHUNKS 64
+static bool stepped(const plan_object *o)
+{
+    nf_words none = {0}, v;
+    if (o->method == NF_METHOD_IMPORT_ENCODED || nvfp4_quantizer(o->method) || o->budget || o->nmembers == 0 ||
+        !words_rows(&o->g, &none, 0, 0, &v))
+        return false;
     for (size_t k = 0; k < o->nmembers; k++) {
         const nf_qweight *q = o->members[k].q;
-        if (q && (q->pack == NF_QPACK_GPTQ || q->pack == NF_QPACK_AWQ_GEMM)) return true;
+        if (!q || (q->pack != NF_QPACK_GPTQ && q->pack != NF_QPACK_AWQ_GEMM)) return false;
     }
-    return false;
+    return true;
 }
 
 /* Cuts every tensor object into jobs (nvfp4: multiples of 128 rows, restarting at each member,
@@ -246,10 +283,14 @@ nf_status nf_convert_plan_jobs(runner *r, nf_error *err)
             run->chunk_rows = band;
             run->span_cols = r->chunk_values / band / NF_COLSPAN_ALIGN * NF_COLSPAN_ALIGN;
             if (run->span_cols < NF_COLSPAN_ALIGN) run->span_cols = NF_COLSPAN_ALIGN;
-        } else if (reads_across_rows(o)) {
-            uint64_t values = r->chunk_values <= UINT64_MAX / TRANSPOSED_CHUNKS ? r->chunk_values * TRANSPOSED_CHUNKS
-                                                                                : r->chunk_values;
-            run->chunk_rows = nf_geometry_chunk_rows(&o->g, values);
+        } else if (stepped(o)) {
+            /* steps and jobs of whole words of AWQ's rows (8 a word) */
+            uint64_t step = run->chunk_rows > 8 ? run->chunk_rows / 8 * 8 : run->chunk_rows;
+            uint64_t values = r->chunk_values <= UINT64_MAX / JOB_CHUNKS ? r->chunk_values * JOB_CHUNKS
+                                                                         : r->chunk_values;
+            uint64_t rows = nf_geometry_chunk_rows(&o->g, values);
+            run->step_rows = step;
+            run->chunk_rows = rows > step ? rows / step * step : rows;
         }
         for (size_t k = 0; k < o->nmembers; k++)
             run->pending += (o->members[k].rows + run->chunk_rows - 1) / run->chunk_rows;
@@ -335,6 +376,23 @@ static nf_status budget_error(const plan_object *o, const plan_member *m, const 
     return NF_OK;
 }
 
+/* Encoded rows of object `object` from its row parent_r0 on: to the writer, or to the
+ * comparison of verify --against. */
+static nf_status put_rows(runner *r, size_t object, const nf_words *view, uint64_t parent_r0, compare_ctx *cmp,
+                          nf_error *err)
+{
+    const plan_object *o = &r->plan->objects[object];
+    if (r->sink->writer) {
+        nf_writer_sink ws = {r->sink->writer, o->writer_index};
+        NF_TRY(nf_layout_encode_rows(&o->g, view, parent_r0, false, nf_writer_sink_write, &ws, err));
+    } else {
+        cmp->object = object;
+        NF_TRY(nf_layout_encode_rows(&o->g, view, parent_r0, false, nf_convert_compare_write, cmp, err));
+    }
+    atomic_fetch_add(&r->bytes_done, o->g.bytes * view->rows / (o->g.rows ? o->g.rows : 1));
+    return NF_OK;
+}
+
 static nf_status run_job(runner *r, const job *j, nf_words *w, uint8_t *raw, size_t raw_len, uint8_t *scales,
                          size_t scale_len, float *values, float *decoded, compare_ctx *cmp, nf_errstats *st,
                          nf_error *err)
@@ -354,22 +412,41 @@ static nf_status run_job(runner *r, const job *j, nf_words *w, uint8_t *raw, siz
     if (o->divisors && view.divisors) memcpy(view.divisors, o->divisors, (size_t)o->g.divisors * sizeof *o->divisors);
     if (r->stats && import) NF_TRY(import_stats(r, o, &view, parent_r0, values, decoded, st, err));
     if (r->stats && o->budget) NF_TRY(budget_error(o, m, j, &view, parent_r0, values, decoded, st, err));
-    if (r->sink->writer) {
-        nf_writer_sink ws = {r->sink->writer, o->writer_index};
-        NF_TRY(nf_layout_encode_rows(&o->g, &view, parent_r0, false, nf_writer_sink_write, &ws, err));
-    } else {
-        cmp->object = j->object;
-        NF_TRY(nf_layout_encode_rows(&o->g, &view, parent_r0, false, nf_convert_compare_write, cmp, err));
+    return put_rows(r, j->object, &view, parent_r0, cmp, err);
+}
+
+/* A job of a stepped object (GPTQ, AWQ): its rows' words read once, then step_rows rows at a
+ * time read as values, encoded, measured and written as run_job does a chunk's. */
+static nf_status run_step_job(runner *r, const job *j, const nf_words *w, float *values, size_t nvalues,
+                              compare_ctx *cmp, nf_errstats *st, nf_error *err)
+{
+    const plan_object *o = &r->plan->objects[j->object];
+    const plan_member *m = &o->members[j->member];
+    const uint64_t step = r->objs[j->object].step_rows;
+    nf_qweight_rows *c;
+    NF_TRY(nf_qweight_rows_open(m->source->src, m->q, j->r0, j->r1, &c, err));
+    nf_status s = NF_OK;
+    for (uint64_t a = j->r0; s == NF_OK && a < j->r1; a += step) {
+        const uint64_t b = j->r1 - a < step ? j->r1 : a + step;
+        s = nf_qweight_rows_read(c, a, b, values, nvalues, err);
+        nf_src_rows rows =
+            {.name = m->t->name, .type = m->src_type, .first_row = a, .rows = b - a, .cols = o->g.cols, .data = values};
+        nf_words view = *w;
+        view.rows = b - a;
+        if (s == NF_OK)
+            s = nf_method_encode_rows_measured(o->method, o->g.format, &o->params, &rows, &view, r->stats ? st : NULL,
+                                               err);
+        if (s == NF_OK) s = put_rows(r, j->object, &view, m->parent_row0 + a, cmp, err);
     }
-    atomic_fetch_add(&r->bytes_done, o->g.bytes * rows / (o->g.rows ? o->g.rows : 1));
-    return NF_OK;
+    nf_qweight_rows_close(c);
+    return s;
 }
 
 /* The words of one job of the object: chunk_rows rows, or one span of span_cols columns (of a
  * row, or of an nvfp4 band). */
 static nf_status alloc_words(const nf_geometry *g, const object_run *run, nf_words *w, nf_error *err)
 {
-    if (!run->span_cols) return nf_words_alloc(w, g, run->chunk_rows, err);
+    if (!run->span_cols) return nf_words_alloc(w, g, run->step_rows ? run->step_rows : run->chunk_rows, err);
     nf_colspan sp;
     NF_TRY(nf_colspan_init(&sp, g, 0, 0, run->span_cols, err));
     return nf_words_alloc(w, &sp.g, sp.g.rows, err);
@@ -577,7 +654,8 @@ static void *worker(void *arg)
     for (size_t i = 0; i < r->plan->nobjects; i++) {
         const plan_object *o = &r->plan->objects[i];
         if (o->kind != NF_OBJECT_TENSOR) continue;
-        uint64_t rows = r->objs[i].chunk_rows, span = r->objs[i].span_cols;
+        uint64_t rows = r->objs[i].step_rows ? r->objs[i].step_rows : r->objs[i].chunk_rows;
+        uint64_t span = r->objs[i].span_cols;
         uint64_t cols = span ? span : o->g.cols;
         if (rows * cols > max_values) max_values = rows * cols;
         for (size_t k = 0; k < o->nmembers; k++) {
@@ -637,6 +715,8 @@ static void *worker(void *arg)
             s = run_quant_span_job(r, &j, &w, raw, (size_t)max_raw, values, nv, &cmp, st, &err);
         } else if (s == NF_OK && r->objs[j.object].span_cols) {
             s = run_span_job(r, &j, &w, raw, (size_t)max_raw, values, decoded, nv, &cmp, st, &err);
+        } else if (s == NF_OK && r->objs[j.object].step_rows) {
+            s = run_step_job(r, &j, &w, values, nv, &cmp, st, &err);
         } else if (s == NF_OK) {
             nf_words view = w;
             view.rows = j.r1 - j.r0;
