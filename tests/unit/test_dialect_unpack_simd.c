@@ -1,14 +1,15 @@
 /* GPTQ's and AWQ's values by bands (dialect/qweight_packed.c, dialect/simd/unpack_simd.h,
  * dialect/qweight_rows.h; docs/dialects.md "GPTQ and AWQ"):
  *   - every kernel level gives the scalar kernels' bits, for every code of every width, zero
- *     points 0..256, scales of every kind and word strides (each level the CPU lacks is skipped,
- *     naming it);
+ *     points 0..256, scales of every kind and word strides, and MXFP4's every code byte under
+ *     scales 2^-127 .. 2^127 (each level the CPU lacks is skipped, naming it);
  *   - the values of GPTQ (2, 4, 8 bits, v1 and v2 zero points) and AWQ GEMM weights laid out as
  *     AutoGPTQ and AutoAWQ pack them equal (q - z) * s computed here from the codes, zero points
  *     and scales the test packed, whether read whole (the bands), a row at a time from an
  *     unaligned column (fetch_codes and piece_values), or through nf_qweight_rows (words held,
  *     rows taken at any offset, a cut AWQ word read the plain way), at every kernel level. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,6 +69,21 @@ static void kernels_match(nf_simd_level level)
                                      "%s packed_run: %u bits, %zu words, stride %zu, z %d, s %g", k->name, bits[bi], n,
                                      stride, (int)zeros[zi], (double)scales[si]);
                     }
+    /* MXFP4: every byte (both nibbles), E2M1's values, scales 2^-127 (subnormal products) .. 2^127 */
+    uint8_t bytes[300];
+    float table[16];
+    static const float e2m1[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+    for (int c = 0; c < 16; c++) table[c] = c < 8 ? e2m1[c] : -e2m1[c - 8];
+    for (size_t i = 0; i < sizeof bytes; i++) bytes[i] = (uint8_t)(i < 256 ? i : next());
+    for (int e = -127; e <= 127; e += 7)
+        for (size_t n = 0; n <= sizeof bytes; n += n < 40 ? 1 : 37) {
+            float big[2 * sizeof bytes + 1], bigw[2 * sizeof bytes + 1];
+            memset(big, 0x5A, sizeof big);
+            memset(bigw, 0x5A, sizeof bigw);
+            ref->e2m1_run(bytes, n, table, ldexpf(1.0f, e), bigw);
+            k->e2m1_run(bytes, n, table, ldexpf(1.0f, e), big);
+            cr_assert_eq(memcmp(big, bigw, sizeof big), 0, "%s e2m1_run: %zu bytes, scale 2^%d", k->name, n, e);
+        }
     for (unsigned shift = 0; shift < 32; shift += 4)
         for (size_t n = 0; n <= MAXW; n += n < 20 ? 1 : 7)
             for (size_t zi = 0; zi < sizeof zeros / sizeof *zeros; zi++)
@@ -96,6 +112,11 @@ Test(dialect_unpack, scalar_kernels_are_the_definition)
         nf_unpack_nibble_run_scalar(w, 2, 4 * i, 3, 0.25f, out);
         cr_assert(out[0] == (float)((int)i - 3) * 0.25f && out[1] == (float)((int)i + 8 - 3) * 0.25f, "nibble %u", i);
     }
+    /* E2M1 pairs: the low nibble first */
+    const float table[16] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6, -0.0f, -0.5f, -1, -1.5f, -2, -3, -4, -6};
+    const uint8_t b[2] = {0x7F, 0x81};
+    nf_unpack_e2m1_run_scalar(b, 2, table, 0.25f, out);
+    cr_assert(out[0] == -1.5f && out[1] == 1.5f && out[2] == 0.125f && out[3] == -0.0f && signbit(out[3]));
 }
 
 Test(dialect_unpack, avx2_kernels_match_scalar, .fini = restore) { kernels_match(NF_SIMD_AVX2); }

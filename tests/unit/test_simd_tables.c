@@ -28,6 +28,7 @@ static void check_level(nf_simd_level level)
     cr_assert(up != NULL);
     ENTRY(up, packed_run);
     ENTRY(up, nibble_run);
+    ENTRY(up, e2m1_run);
 
     const nf_stats_kernels *st = nf_stats_kernels_for(level);
     cr_assert(st != NULL);

@@ -322,7 +322,7 @@ static nf_status fetch_g_idx(const nf_source *src, const nf_qweight *q, uint64_t
 #define WINDOW_BYTES ((size_t)1 << 20) /* read_runs' window */
 typedef struct packed_buffers {
     uint8_t *codes, *raw, *window;
-    uint32_t *tr;    /* an AWQ band's words in the order of the value rows (decode_rows) */
+    uint32_t *tr;    /* AWQ_BAND rows of AWQ's qweight as read (load_words) */
     float *s, *bias; /* bias: MLX */
     int32_t *z;
     int64_t *gidx;
@@ -368,13 +368,12 @@ static nf_status check_finite(const nf_source *src, const nf_qweight *q, const p
 /* ---------------------------------------------------------------- bands */
 /* GPTQ's and AWQ GEMM's codes lie across the value rows, so fetch_codes transposes them into a
  * byte per code and piece_values reads those again, two passes over the piece with writes
- * stride-apart.  The usual pieces (whole words, plain groups: piece_bands) are read as their
- * words lie (load_words) and turned into values row by row (decode_rows): GPTQ's words read down
- * their columns, AWQ's a band of AWQ_BAND columns at a time put in the order of the value rows (a
- * small transposition that stays in cache), each run of one group's values one kernel call
- * (simd/unpack_simd.h), the same binary32 operations as piece_values: the same bits
+ * stride-apart.  The usual pieces (whole words, plain groups: piece_bands) have their words read
+ * (load_words: GPTQ's as they lie, AWQ's put by word column, a band of rows at a time while in
+ * cache) and turned into values row by row (decode_rows), each run of one group's values one
+ * kernel call (simd/unpack_simd.h), the same binary32 operations as piece_values: the same bits
  * (tests/unit/test_dialect_unpack_simd.c checks both readings against the definition). */
-#define AWQ_BAND 64 /* rows of AWQ's qweight (columns of the weight) a band */
+#define AWQ_BAND 64 /* rows of AWQ's qweight (columns of the weight) read at a time */
 
 /* GPTQ, b = 2, 4 or 8: rows [x, y) of a piece of `rows` rows whose words load_words read
  * (raw[w * rows + n]; word w holds columns w * 32/b .. of row n): each row's run of words of one
@@ -394,24 +393,24 @@ static void gptq_values(const nf_unpack_kernels *kern, const nf_qweight *q, cons
         }
 }
 
-/* AWQ GEMM, columns [k0, k1) of the piece, their words by word column (tr[j * (k1 - k0) + k -
- * k0]: column k's word j holds rows 8 (a/8 + j) + awq_column[i] in nibble i): each nibble's
- * values of a word column's run of one group a run of its row, one kernel call. */
-static void awq_band_values(const nf_unpack_kernels *kern, const nf_qweight *q, const piece *p, const uint32_t *tr,
-                            uint64_t k0, uint64_t k1, const float *s, const int32_t *z, float *out)
+/* AWQ GEMM: rows [x, y) (multiples of 8) of a piece whose words load_words read by word column
+ * (t[j * cols + k]: column k's word j holds rows 8 (a/8 + j) + awq_column[i] in nibble i): each
+ * nibble's run of one group's columns a run of its row, one kernel call. */
+static void awq_values(const nf_unpack_kernels *kern, const nf_qweight *q, const piece *p, const uint32_t *t,
+                       uint64_t x, uint64_t y, const float *s, const int32_t *z, float *out)
 {
-    const uint64_t cols = p->c1 - p->c0, ng = p->g1 - p->g0, nw = (p->b - p->a) / 8, kb = k1 - k0;
-    for (uint64_t kt = k0; kt < k1;) { /* columns [kt, e): one group's */
-        const uint64_t g = (p->c0 + kt) / q->block_cols, end = (g + 1) * q->block_cols - p->c0;
-        const uint64_t e = end < k1 ? end : k1;
-        for (uint64_t j = 0; j < nw; j++)
-            for (unsigned i = 0; i < 8; i++) {
-                const uint64_t n = 8 * j + awq_column[i];
-                kern->nibble_run(tr + j * kb + (kt - k0), (size_t)(e - kt), 4 * i, z[n * ng + g - p->g0],
-                                 s[n * ng + g - p->g0], out + n * cols + kt);
+    const uint64_t cols = p->c1 - p->c0, ng = p->g1 - p->g0;
+    for (uint64_t j = x / 8; j < y / 8; j++)
+        for (unsigned i = 0; i < 8; i++) {
+            const uint64_t n = 8 * j + awq_column[i];
+            for (uint64_t k = 0; k < cols;) { /* columns [k, e): one group's */
+                const uint64_t g = (p->c0 + k) / q->block_cols, end = (g + 1) * q->block_cols - p->c0;
+                const uint64_t e = end < cols ? end : cols;
+                kern->nibble_run(t + j * cols + k, (size_t)(e - k), 4 * i, z[n * ng + g - p->g0], s[n * ng + g - p->g0],
+                                 out + (n - x) * cols + k);
+                k = e;
             }
-        kt = e;
-    }
+        }
 }
 
 /* Can the piece go by bands?  Whole words (GPTQ 2/4/8 bits: columns a multiple of 32/b, groups
@@ -452,20 +451,30 @@ static nf_status read_runs(const nf_source *src, const nf_source_tensor *t, uint
     return NF_OK;
 }
 
-/* The piece's words as they lie, each run one read (or a window of runs, read_runs): GPTQ's word
- * rows [c0 * b/32, c1 * b/32), columns [a, b) of each (raw[w * rows + n]); AWQ GEMM's rows [c0,
- * c1), words [a/8, b/8) of each (raw[k * rows/8 + j]). */
+/* The piece's words, each run one read (or a window of runs, read_runs): GPTQ's word rows
+ * [c0 * b/32, c1 * b/32), columns [a, b) of each, as they lie (raw[w * rows + n]); AWQ GEMM's
+ * rows [c0, c1), words [a/8, b/8) of each, read AWQ_BAND rows at a time into tr and put by word
+ * column (raw[j * cols + k]) so that a run of a word's columns is one load. */
 static nf_status load_words(const nf_source *src, const nf_qweight *q, const piece *p, const packed_buffers *bf,
                             nf_error *err)
 {
-    const uint64_t rows = p->b - p->a, n_all = q->shape[0];
+    const uint64_t rows = p->b - p->a, n_all = q->shape[0], cols = p->c1 - p->c0;
     if (q->pack == NF_QPACK_GPTQ) {
         const uint64_t per = 32 / q->bits;
-        return read_runs(src, q->codes, (p->c0 / per * n_all + p->a) * 4, n_all * 4, rows * 4, (p->c1 - p->c0) / per,
-                         bf->raw, bf->window, WINDOW_BYTES, err);
+        return read_runs(src, q->codes, (p->c0 / per * n_all + p->a) * 4, n_all * 4, rows * 4, cols / per, bf->raw,
+                         bf->window, WINDOW_BYTES, err);
     }
-    return read_runs(src, q->codes, (p->c0 * (n_all / 8) + p->a / 8) * 4, n_all / 8 * 4, rows / 8 * 4, p->c1 - p->c0,
-                     bf->raw, bf->window, WINDOW_BYTES, err);
+    const uint64_t nw = rows / 8, row_words = n_all / 8;
+    uint32_t *t = (uint32_t *)(void *)bf->raw;
+    const uint8_t *band = (const uint8_t *)bf->tr;
+    for (uint64_t k0 = 0; k0 < cols; k0 += AWQ_BAND) {
+        const uint64_t k1 = cols - k0 < AWQ_BAND ? cols : k0 + AWQ_BAND;
+        NF_TRY(read_runs(src, q->codes, ((p->c0 + k0) * row_words + p->a / 8) * 4, row_words * 4, nw * 4, k1 - k0,
+                         (uint8_t *)bf->tr, bf->window, WINDOW_BYTES, err));
+        for (uint64_t j = 0; j < nw; j++)
+            for (uint64_t k = k0; k < k1; k++) t[j * cols + k] = le32(band + ((k - k0) * nw + j) * 4);
+    }
+    return NF_OK;
 }
 
 /* Rows [a + x, a + y) of a piece whose words load_words read (x, y multiples of 8 for AWQ, or y
@@ -474,19 +483,8 @@ static void decode_rows(const nf_qweight *q, const piece *p, const packed_buffer
                         float *out)
 {
     const nf_unpack_kernels *kern = nf_unpack_kernels_active();
-    if (q->pack == NF_QPACK_GPTQ) {
-        gptq_values(kern, q, p, bf->raw, x, y, bf->s, bf->z, out);
-        return;
-    }
-    const uint64_t rows = p->b - p->a, ng = p->g1 - p->g0, cols = p->c1 - p->c0, all = rows / 8, nw = (y - x) / 8;
-    const piece sub = {p->a + x, p->a + y, p->c0, p->c1, p->g0, p->g1};
-    for (uint64_t k0 = 0; k0 < cols; k0 += AWQ_BAND) {
-        const uint64_t k1 = cols - k0 < AWQ_BAND ? cols : k0 + AWQ_BAND;
-        for (uint64_t k = k0; k < k1; k++) /* by word column: a run of columns is one load */
-            for (uint64_t j = 0; j < nw; j++)
-                bf->tr[j * (k1 - k0) + k - k0] = le32(bf->raw + (k * all + x / 8 + j) * 4);
-        awq_band_values(kern, q, &sub, bf->tr, k0, k1, bf->s + x * ng, bf->z + x * ng, out);
-    }
+    if (q->pack == NF_QPACK_GPTQ) gptq_values(kern, q, p, bf->raw, x, y, bf->s, bf->z, out);
+    else awq_values(kern, q, p, (const uint32_t *)(const void *)bf->raw, x, y, bf->s, bf->z, out);
 }
 
 static nf_status read_piece(const nf_source *src, const nf_qweight *q, piece *p, const packed_buffers *bf, float *out,

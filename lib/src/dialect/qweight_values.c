@@ -20,6 +20,7 @@
 #include "common/checked.h"
 #include "common/fail.h"
 #include "dialect/dialect_internal.h"
+#include "dialect/simd/unpack_simd.h"
 
 #if !defined(FLT_EVAL_METHOD) || FLT_EVAL_METHOD != 0
 #error "dequantization needs binary32 evaluation without excess precision"
@@ -235,6 +236,7 @@ static nf_status decode_row(const nf_source *src, const nf_qweight *q, uint64_t 
 {
     const uint64_t bc = q->block_cols, ja = ca / bc;
     const float g = f32_of(q->global_bits);
+    const nf_unpack_kernels *kern = nf_unpack_kernels_active();
     for (uint64_t j = ja, c0 = ca; c0 < cb; j++, c0 = j * bc) {
         const uint64_t c1 = (j + 1) * bc < cb ? (j + 1) * bc : cb;
         const float s = scales[j - ja];
@@ -251,12 +253,9 @@ static nf_status decode_row(const nf_source *src, const nf_qweight *q, uint64_t 
         }
         case NF_QCODES_E2M1:
             if (q->global_op == NF_QGLOBAL_NONE && !(c0 & 1) && !(c1 & 1)) { /* MXFP4: a byte a pair */
-                const uint8_t *p = codes + (c0 - cbase) / 2;
-                float *o = out + (c0 - ca);
-                for (uint64_t i = 0; i < (c1 - c0) / 2; i++) {
-                    o[2 * i] = table[p[i] & 0x0F] * s;
-                    o[2 * i + 1] = table[p[i] >> 4] * s;
-                }
+                kern->e2m1_run(codes + (c0 - cbase) / 2, (size_t)(c1 - c0) / 2, table, s, out + (c0 - ca));
+                /* |E2M1| <= 6 < 2^3: a scale up to 2^125 cannot overflow */
+                if (s <= 0x1p125f) continue;
                 break;
             }
             for (uint64_t c = c0; c < c1; c++) {

@@ -1,6 +1,6 @@
-/* Packed-integer dialect kernels (simd/unpack_simd.h): the scalar instance, the reference the
- * SIMD levels are tested against, written from docs/dialects.md "GPTQ and AWQ", and the
- * selector. */
+/* Packed dialect kernels (simd/unpack_simd.h): the scalar instance, the reference the
+ * SIMD levels are tested against, written from docs/dialects.md "GPTQ and AWQ" and "MXFP4", and
+ * the selector. */
 #include "dialect/simd/unpack_simd.h"
 
 void nf_unpack_packed_run_scalar(const uint32_t *words, size_t stride, size_t nwords, unsigned bits, int32_t z, float s,
@@ -18,8 +18,18 @@ void nf_unpack_nibble_run_scalar(const uint32_t *words, size_t n, unsigned shift
     for (size_t t = 0; t < n; t++) out[t] = (float)((int32_t)((words[t] >> shift) & 15) - z) * s;
 }
 
-const nf_unpack_kernels nf_unpack_kernels_scalar = {
-    .name = "scalar", .packed_run = nf_unpack_packed_run_scalar, .nibble_run = nf_unpack_nibble_run_scalar};
+void nf_unpack_e2m1_run_scalar(const uint8_t *bytes, size_t nbytes, const float *table, float s, float *out)
+{
+    for (size_t i = 0; i < nbytes; i++) {
+        out[2 * i] = table[bytes[i] & 15] * s;
+        out[2 * i + 1] = table[bytes[i] >> 4] * s;
+    }
+}
+
+const nf_unpack_kernels nf_unpack_kernels_scalar = {.name = "scalar",
+                                                    .packed_run = nf_unpack_packed_run_scalar,
+                                                    .nibble_run = nf_unpack_nibble_run_scalar,
+                                                    .e2m1_run = nf_unpack_e2m1_run_scalar};
 
 NF_SIMD_SELECTOR(nf_unpack_kernels, nf_unpack_kernels, nf_unpack_kernels_scalar, nf_unpack_kernels_avx2,
                  nf_unpack_kernels_avx512)

@@ -1,6 +1,6 @@
-/* Packed-integer dialect kernels for AVX2 (unpack_simd.h): 8 lanes of binary32.  A GPTQ word's
+/* Packed dialect kernels for AVX2 (unpack_simd.h): 8 lanes of binary32.  A GPTQ word's
  * codes are one variable shift (VPSRLVD) of the word broadcast, so a 4-bit word is one vector
- * and a 2-bit word two; an 8-bit pair of words one.  The codes less z are exact int32 numbers,
+ * and a 2-bit word two; an 8-bit pair of words one.  MXFP4's codes are table lookups (VPERMPS).  The codes less z are exact int32 numbers,
  * converted exactly (VCVTDQ2PS) and multiplied once by s (VMULPS, no FMA): the scalar bits.
  * Tails go to the scalar kernels. */
 #include "common/simd_target.h"
@@ -62,8 +62,33 @@ NF_AVX2_FN static void nibble_run_avx2(const uint32_t *words, size_t n, unsigned
     nf_unpack_nibble_run_scalar(words + t, n - t, shift, z, s, out + t);
 }
 
+/* Eight code bytes: each nibble's value from the 16-entry table in two halves (VPERMPS of each,
+ * chosen by the index's bit 3), times s, the low and high nibbles interleaved back. */
+NF_AVX2_FN static void e2m1_run_avx2(const uint8_t *bytes, size_t nbytes, const float *table, float s, float *out)
+{
+    const __m256 t0 = _mm256_loadu_ps(table), t1 = _mm256_loadu_ps(table + 8), sv = _mm256_set1_ps(s);
+    const __m256i m = _mm256_set1_epi32(15);
+    size_t i = 0;
+    for (; i + 8 <= nbytes; i += 8) {
+        const __m256i b = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(bytes + i)));
+        const __m256i lo = _mm256_and_si256(b, m), hi = _mm256_srli_epi32(b, 4);
+        const __m256 vl = _mm256_mul_ps(_mm256_blendv_ps(_mm256_permutevar8x32_ps(t0, lo),
+                                                         _mm256_permutevar8x32_ps(t1, lo),
+                                                         _mm256_castsi256_ps(_mm256_slli_epi32(lo, 28))),
+                                        sv);
+        const __m256 vh = _mm256_mul_ps(_mm256_blendv_ps(_mm256_permutevar8x32_ps(t0, hi),
+                                                         _mm256_permutevar8x32_ps(t1, hi),
+                                                         _mm256_castsi256_ps(_mm256_slli_epi32(hi, 28))),
+                                        sv);
+        const __m256 a = _mm256_unpacklo_ps(vl, vh), c = _mm256_unpackhi_ps(vl, vh);
+        _mm256_storeu_ps(out + 2 * i, _mm256_permute2f128_ps(a, c, 0x20));
+        _mm256_storeu_ps(out + 2 * i + 8, _mm256_permute2f128_ps(a, c, 0x31));
+    }
+    nf_unpack_e2m1_run_scalar(bytes + i, nbytes - i, table, s, out + 2 * i);
+}
+
 const nf_unpack_kernels nf_unpack_kernels_avx2 = {
-    .name = "avx2", .packed_run = packed_run_avx2, .nibble_run = nibble_run_avx2};
+    .name = "avx2", .packed_run = packed_run_avx2, .nibble_run = nibble_run_avx2, .e2m1_run = e2m1_run_avx2};
 
 #else
 typedef int nf_unpack_avx2_unused; /* not an x86 GCC/Clang build: no AVX2 kernel */

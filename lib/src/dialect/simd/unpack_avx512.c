@@ -1,4 +1,4 @@
-/* Packed-integer dialect kernels for AVX-512 F (unpack_simd.h): 16 lanes of binary32, the AVX2
+/* Packed dialect kernels for AVX-512 F (unpack_simd.h): 16 lanes of binary32, the AVX2
  * kernels' steps (VPSRLVD, VCVTDQ2PS, one VMULPS, no FMA): two 4-bit words or one 2-bit word a
  * vector, AWQ's nibbles 16 words at a time.  Tails go to the scalar kernels. */
 #include "common/simd_target.h"
@@ -62,8 +62,27 @@ NF_AVX512_FN static void nibble_run_avx512(const uint32_t *words, size_t n, unsi
     nf_unpack_nibble_run_scalar(words + t, n - t, shift, z, s, out + t);
 }
 
+/* Sixteen code bytes: each nibble's value from the 16-entry table (VPERMPS), times s, the low
+ * and high nibbles interleaved back (VPERMT2PS). */
+NF_AVX512_FN static void e2m1_run_avx512(const uint8_t *bytes, size_t nbytes, const float *table, float s, float *out)
+{
+    const __m512 t = _mm512_loadu_ps(table), sv = _mm512_set1_ps(s);
+    const __m512i m = _mm512_set1_epi32(15);
+    const __m512i first = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const __m512i second = _mm512_add_epi32(first, _mm512_set1_epi32(8));
+    size_t i = 0;
+    for (; i + 16 <= nbytes; i += 16) {
+        const __m512i b = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(bytes + i)));
+        const __m512 vl = _mm512_mul_ps(_mm512_permutexvar_ps(_mm512_and_si512(b, m), t), sv);
+        const __m512 vh = _mm512_mul_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(b, 4), t), sv);
+        _mm512_storeu_ps(out + 2 * i, _mm512_permutex2var_ps(vl, first, vh));
+        _mm512_storeu_ps(out + 2 * i + 16, _mm512_permutex2var_ps(vl, second, vh));
+    }
+    nf_unpack_e2m1_run_scalar(bytes + i, nbytes - i, table, s, out + 2 * i);
+}
+
 const nf_unpack_kernels nf_unpack_kernels_avx512 = {
-    .name = "avx512", .packed_run = packed_run_avx512, .nibble_run = nibble_run_avx512};
+    .name = "avx512", .packed_run = packed_run_avx512, .nibble_run = nibble_run_avx512, .e2m1_run = e2m1_run_avx512};
 
 #else
 typedef int nf_unpack_avx512_unused; /* not an x86 GCC/Clang build: no AVX-512 kernel */
