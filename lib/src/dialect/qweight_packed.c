@@ -322,7 +322,7 @@ static nf_status fetch_g_idx(const nf_source *src, const nf_qweight *q, uint64_t
 #define WINDOW_BYTES ((size_t)1 << 20) /* read_runs' window */
 typedef struct packed_buffers {
     uint8_t *codes, *raw, *window;
-    uint32_t *tr;    /* AWQ_BAND rows of AWQ's qweight as read (load_words) */
+    uint32_t *tr;    /* a band of rows of GPTQ's or AWQ's qweight as read (load_words) */
     float *s, *bias; /* bias: MLX */
     int32_t *z;
     int64_t *gidx;
@@ -369,26 +369,26 @@ static nf_status check_finite(const nf_source *src, const nf_qweight *q, const p
 /* GPTQ's and AWQ GEMM's codes lie across the value rows, so fetch_codes transposes them into a
  * byte per code and piece_values reads those again, two passes over the piece with writes
  * stride-apart.  The usual pieces (whole words, plain groups: piece_bands) have their words read
- * (load_words: GPTQ's as they lie, AWQ's put by word column, a band of rows at a time while in
+ * (load_words: GPTQ's put by row, AWQ's by word column, a band of rows at a time while in
  * cache) and turned into values row by row (decode_rows), each run of one group's values one
  * kernel call (simd/unpack_simd.h), the same binary32 operations as piece_values: the same bits
  * (tests/unit/test_dialect_unpack_simd.c checks both readings against the definition). */
-#define AWQ_BAND 64 /* rows of AWQ's qweight (columns of the weight) read at a time */
+#define GPTQ_BAND 16 /* word rows of GPTQ's qweight read at a time */
+#define AWQ_BAND 64  /* rows of AWQ's qweight (columns of the weight) read at a time */
 
-/* GPTQ, b = 2, 4 or 8: rows [x, y) of a piece of `rows` rows whose words load_words read
- * (raw[w * rows + n]; word w holds columns w * 32/b .. of row n): each row's run of words of one
- * group one kernel call, the words read down their column. */
-static void gptq_values(const nf_unpack_kernels *kern, const nf_qweight *q, const piece *p, const uint8_t *raw,
+/* GPTQ, b = 2, 4 or 8: rows [x, y) of a piece whose words load_words read by row (t[n * nw + w]:
+ * word w holds columns w * 32/b .. of row n): each row's run of words of one group one kernel
+ * call. */
+static void gptq_values(const nf_unpack_kernels *kern, const nf_qweight *q, const piece *p, const uint32_t *t,
                         uint64_t x, uint64_t y, const float *s, const int32_t *z, float *out)
 {
-    const uint64_t rows = p->b - p->a, cols = p->c1 - p->c0, ng = p->g1 - p->g0, per = 32 / q->bits;
+    const uint64_t cols = p->c1 - p->c0, ng = p->g1 - p->g0, per = 32 / q->bits;
     const uint64_t nw = cols / per, wpg = q->block_cols / per, first = p->c0 / per; /* words a group, first word */
-    const uint32_t *words = (const uint32_t *)(const void *)raw;
     for (uint64_t n = x; n < y; n++)
         for (uint64_t w = 0; w < nw;) {
             const uint64_t g = (first + w) / wpg, end = (g + 1) * wpg - first, e = end < nw ? end : nw;
-            kern->packed_run(words + w * rows + n, (size_t)rows, (size_t)(e - w), q->bits, z[n * ng + g - p->g0],
-                             s[n * ng + g - p->g0], out + (n - x) * cols + w * per);
+            kern->packed_run(t + n * nw + w, 1, (size_t)(e - w), q->bits, z[n * ng + g - p->g0], s[n * ng + g - p->g0],
+                             out + (n - x) * cols + w * per);
             w = e;
         }
 }
@@ -451,22 +451,29 @@ static nf_status read_runs(const nf_source *src, const nf_source_tensor *t, uint
     return NF_OK;
 }
 
-/* The piece's words, each run one read (or a window of runs, read_runs): GPTQ's word rows
- * [c0 * b/32, c1 * b/32), columns [a, b) of each, as they lie (raw[w * rows + n]); AWQ GEMM's
- * rows [c0, c1), words [a/8, b/8) of each, read AWQ_BAND rows at a time into tr and put by word
- * column (raw[j * cols + k]) so that a run of a word's columns is one load. */
+/* The piece's words, each run one read (or a window of runs, read_runs), a band of rows of the
+ * packed tensor at a time into tr, then put in the order of the value rows while in cache so
+ * that a run of a row's words is one load: GPTQ's word rows [c0 * b/32, c1 * b/32), columns [a,
+ * b) of each, by row (raw[n * nw + w]); AWQ GEMM's rows [c0, c1), words [a/8, b/8) of each, by
+ * word column (raw[j * cols + k]). */
 static nf_status load_words(const nf_source *src, const nf_qweight *q, const piece *p, const packed_buffers *bf,
                             nf_error *err)
 {
     const uint64_t rows = p->b - p->a, n_all = q->shape[0], cols = p->c1 - p->c0;
-    if (q->pack == NF_QPACK_GPTQ) {
-        const uint64_t per = 32 / q->bits;
-        return read_runs(src, q->codes, (p->c0 / per * n_all + p->a) * 4, n_all * 4, rows * 4, cols / per, bf->raw,
-                         bf->window, WINDOW_BYTES, err);
-    }
-    const uint64_t nw = rows / 8, row_words = n_all / 8;
     uint32_t *t = (uint32_t *)(void *)bf->raw;
     const uint8_t *band = (const uint8_t *)bf->tr;
+    if (q->pack == NF_QPACK_GPTQ) {
+        const uint64_t per = 32 / q->bits, nw = cols / per, first = p->c0 / per;
+        for (uint64_t w0 = 0; w0 < nw; w0 += GPTQ_BAND) {
+            const uint64_t w1 = nw - w0 < GPTQ_BAND ? nw : w0 + GPTQ_BAND;
+            NF_TRY(read_runs(src, q->codes, ((first + w0) * n_all + p->a) * 4, n_all * 4, rows * 4, w1 - w0,
+                             (uint8_t *)bf->tr, bf->window, WINDOW_BYTES, err));
+            for (uint64_t n = 0; n < rows; n++)
+                for (uint64_t w = w0; w < w1; w++) t[n * nw + w] = le32(band + ((w - w0) * rows + n) * 4);
+        }
+        return NF_OK;
+    }
+    const uint64_t nw = rows / 8, row_words = n_all / 8;
     for (uint64_t k0 = 0; k0 < cols; k0 += AWQ_BAND) {
         const uint64_t k1 = cols - k0 < AWQ_BAND ? cols : k0 + AWQ_BAND;
         NF_TRY(read_runs(src, q->codes, ((p->c0 + k0) * row_words + p->a / 8) * 4, row_words * 4, nw * 4, k1 - k0,
@@ -483,7 +490,8 @@ static void decode_rows(const nf_qweight *q, const piece *p, const packed_buffer
                         float *out)
 {
     const nf_unpack_kernels *kern = nf_unpack_kernels_active();
-    if (q->pack == NF_QPACK_GPTQ) gptq_values(kern, q, p, bf->raw, x, y, bf->s, bf->z, out);
+    if (q->pack == NF_QPACK_GPTQ)
+        gptq_values(kern, q, p, (const uint32_t *)(const void *)bf->raw, x, y, bf->s, bf->z, out);
     else awq_values(kern, q, p, (const uint32_t *)(const void *)bf->raw, x, y, bf->s, bf->z, out);
 }
 
@@ -519,7 +527,9 @@ static nf_status alloc_buffers(const nf_qweight *q, uint64_t rows, uint64_t cols
     if (q->act_order) bf->gidx = malloc((size_t)cols * sizeof *bf->gidx);
     if (q->biases) bf->bias = malloc((size_t)(rows * groups) * sizeof *bf->bias);
     bf->window = malloc(WINDOW_BYTES);
-    bf->tr = malloc((size_t)(rows / 8 + 1) * AWQ_BAND * sizeof *bf->tr);
+    bf->tr = malloc(
+        (size_t)(rows * GPTQ_BAND > (rows / 8 + 1) * AWQ_BAND ? rows * GPTQ_BAND : (rows / 8 + 1) * AWQ_BAND) *
+        sizeof *bf->tr);
     if (bf->window && bf->tr && bf->codes && bf->raw && bf->s && bf->z && (!q->act_order || bf->gidx) &&
         (!q->biases || bf->bias))
         return NF_OK;
