@@ -31,7 +31,7 @@
 order="common outputs names preset format layout stats budget method container source import imatrix verify recipe dialect convert"
 interfaces="outputs/out_names.h outputs/out_lock.h outputs/out_publish.h outputs/out_file.h outputs/out_signals.h outputs/out_whole.h
 format/ggml.h stats/stats.h budget/solve.h budget/werror.h budget/sensitivity.h stats/simd/lanes_avx2.h stats/simd/lanes_avx512.h
-container/container_module.h"
+container/container_module.h dialect/qweight_rows.h"
 # rule 6: the words an internal global of a module may take after nf_ besides the module's name
 declare -A prefixes=(
     [common]="buf io json jw pool simd strset utf8"

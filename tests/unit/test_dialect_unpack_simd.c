@@ -6,7 +6,7 @@
  *   - the values of GPTQ (2, 4, 8 bits, v1 and v2 zero points) and AWQ GEMM weights laid out as
  *     AutoGPTQ and AutoAWQ pack them equal (q - z) * s computed here from the codes, zero points
  *     and scales the test packed, whether read whole (the bands), a row at a time from an
- *     unaligned column (fetch_codes and piece_values), or through nf_qweight_rows (words held,
+ *     unaligned column (fetch_codes and piece_values), or through nf_dialect_rows (words held,
  *     rows taken at any offset, a cut AWQ word read the plain way), at every kernel level. */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -46,7 +46,7 @@ static const int32_t zeros[] = {0, 1, 2, 3, 4, 7, 8, 9, 15, 16, 17, 127, 128, 12
 static void kernels_match(nf_simd_level level)
 {
     require(level);
-    const nf_unpack_kernels *k = nf_unpack_kernels_for(level), *ref = &nf_unpack_kernels_scalar;
+    const nf_dialect_unpack_kernels *k = nf_dialect_unpack_kernels_for(level), *ref = &nf_dialect_unpack_kernels_scalar;
     enum { MAXW = 72, STRIDE = 17 };
     uint32_t words[MAXW * STRIDE];
     float got[MAXW * 16 + 1], want[MAXW * 16 + 1];
@@ -102,20 +102,20 @@ Test(dialect_unpack, scalar_kernels_are_the_definition)
 {
     const uint32_t w[2] = {0x76543210u, 0xFEDCBA98u};
     float out[16];
-    nf_unpack_packed_run_scalar(w, 1, 2, 4, 8, 0.5f, out);
+    nf_dialect_unpack_packed_run_scalar(w, 1, 2, 4, 8, 0.5f, out);
     for (int c = 0; c < 16; c++) cr_assert_eq(out[c], (float)(c - 8) * 0.5f, "4-bit code %d", c);
-    nf_unpack_packed_run_scalar(w, 1, 1, 8, 16, 2.0f, out);
+    nf_dialect_unpack_packed_run_scalar(w, 1, 1, 8, 16, 2.0f, out);
     for (int c = 0; c < 4; c++) cr_assert_eq(out[c], (float)((int)(w[0] >> 8 * c & 255) - 16) * 2.0f, "byte %d", c);
-    nf_unpack_packed_run_scalar(w, 1, 1, 2, 1, 1.0f, out);
+    nf_dialect_unpack_packed_run_scalar(w, 1, 1, 2, 1, 1.0f, out);
     for (int c = 0; c < 16; c++) cr_assert_eq(out[c], (float)((int)(w[0] >> 2 * c & 3) - 1), "2-bit code %d", c);
     for (unsigned i = 0; i < 8; i++) {
-        nf_unpack_nibble_run_scalar(w, 2, 4 * i, 3, 0.25f, out);
+        nf_dialect_unpack_nibble_run_scalar(w, 2, 4 * i, 3, 0.25f, out);
         cr_assert(out[0] == (float)((int)i - 3) * 0.25f && out[1] == (float)((int)i + 8 - 3) * 0.25f, "nibble %u", i);
     }
     /* E2M1 pairs: the low nibble first */
     const float table[16] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6, -0.0f, -0.5f, -1, -1.5f, -2, -3, -4, -6};
     const uint8_t b[2] = {0x7F, 0x81};
-    nf_unpack_e2m1_run_scalar(b, 2, table, 0.25f, out);
+    nf_dialect_unpack_e2m1_run_scalar(b, 2, table, 0.25f, out);
     cr_assert(out[0] == -1.5f && out[1] == 1.5f && out[2] == 0.125f && out[3] == -0.0f && signbit(out[3]));
 }
 
@@ -265,18 +265,18 @@ static void read_every_way(bool awq, unsigned bits, bool v2)
             same_rows(&c, got, r, r + 1, "span from column 1");
         }
         /* rows held: any offset within the band; a cut AWQ word read the plain way */
-        nf_qweight_rows *h;
-        cr_assert_eq(nf_qweight_rows_open(c.src, c.q, 64, N, &h, &err), NF_OK, "%s", err.message);
+        nf_dialect_rows *h;
+        cr_assert_eq(nf_dialect_rows_open(c.src, c.q, 64, N, &h, &err), NF_OK, "%s", err.message);
         static const uint64_t cuts[][2] = {{64, 72}, {72, 200}, {200, 256}, {101, 103}, {64, 256}, {248, 256}};
         for (size_t i = 0; i < sizeof cuts / sizeof *cuts; i++) {
-            cr_assert_eq(nf_qweight_rows_read(h, cuts[i][0], cuts[i][1], got, (size_t)N * K, &err), NF_OK, "%s",
+            cr_assert_eq(nf_dialect_rows_read(h, cuts[i][0], cuts[i][1], got, (size_t)N * K, &err), NF_OK, "%s",
                          err.message);
             same_rows(&c, got, cuts[i][0], cuts[i][1], "held rows");
         }
         /* outside the band, or a buffer too small: a usage error */
-        cr_assert_eq(nf_qweight_rows_read(h, 8, 16, got, (size_t)N * K, &err), NF_ERR_USAGE);
-        cr_assert_eq(nf_qweight_rows_read(h, 64, 72, got, 8 * K - 1, &err), NF_ERR_USAGE);
-        nf_qweight_rows_close(h);
+        cr_assert_eq(nf_dialect_rows_read(h, 8, 16, got, (size_t)N * K, &err), NF_ERR_USAGE);
+        cr_assert_eq(nf_dialect_rows_read(h, 64, 72, got, 8 * K - 1, &err), NF_ERR_USAGE);
+        nf_dialect_rows_close(h);
     }
     free(got);
     free_case(&c);

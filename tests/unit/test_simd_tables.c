@@ -24,7 +24,7 @@ static void check_level(nf_simd_level level)
 {
     const char *what = nf_simd_level_name(level);
 
-    const nf_unpack_kernels *up = nf_unpack_kernels_for(level);
+    const nf_dialect_unpack_kernels *up = nf_dialect_unpack_kernels_for(level);
     cr_assert(up != NULL);
     ENTRY(up, packed_run);
     ENTRY(up, nibble_run);
@@ -120,7 +120,7 @@ Test(simd_tables, every_level_complete)
         if (!nf_simd_supported(level)) continue;
         /* the active tables are those of the forced level */
         cr_assert_eq(nf_simd_force(level), level);
-        cr_assert_eq(nf_unpack_kernels_active(), nf_unpack_kernels_for(level));
+        cr_assert_eq(nf_dialect_unpack_kernels_active(), nf_dialect_unpack_kernels_for(level));
         cr_assert_eq(nf_stats_kernels_active(), nf_stats_kernels_for(level));
         cr_assert_eq(nf_layout_kernels_active(), nf_layout_kernels_for(level));
         cr_assert_eq(nf_ggml_kernels_active(), nf_ggml_kernels_for(level));

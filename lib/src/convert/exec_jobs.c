@@ -423,12 +423,12 @@ static nf_status run_step_job(runner *r, const job *j, const nf_words *w, float 
     const plan_object *o = &r->plan->objects[j->object];
     const plan_member *m = &o->members[j->member];
     const uint64_t step = r->objs[j->object].step_rows;
-    nf_qweight_rows *c;
-    NF_TRY(nf_qweight_rows_open(m->source->src, m->q, j->r0, j->r1, &c, err));
+    nf_dialect_rows *c;
+    NF_TRY(nf_dialect_rows_open(m->source->src, m->q, j->r0, j->r1, &c, err));
     nf_status s = NF_OK;
     for (uint64_t a = j->r0; s == NF_OK && a < j->r1; a += step) {
         const uint64_t b = j->r1 - a < step ? j->r1 : a + step;
-        s = nf_qweight_rows_read(c, a, b, values, nvalues, err);
+        s = nf_dialect_rows_read(c, a, b, values, nvalues, err);
         nf_src_rows rows =
             {.name = m->t->name, .type = m->src_type, .first_row = a, .rows = b - a, .cols = o->g.cols, .data = values};
         nf_words view = *w;
@@ -438,7 +438,7 @@ static nf_status run_step_job(runner *r, const job *j, const nf_words *w, float 
                                                err);
         if (s == NF_OK) s = put_rows(r, j->object, &view, m->parent_row0 + a, cmp, err);
     }
-    nf_qweight_rows_close(c);
+    nf_dialect_rows_close(c);
     return s;
 }
 

@@ -379,7 +379,7 @@ static nf_status check_finite(const nf_source *src, const nf_qweight *q, const p
 /* GPTQ, b = 2, 4 or 8: rows [x, y) of a piece whose words load_words read by row (t[n * nw + w]:
  * word w holds columns w * 32/b .. of row n): each row's run of words of one group one kernel
  * call. */
-static void gptq_values(const nf_unpack_kernels *kern, const nf_qweight *q, const piece *p, const uint32_t *t,
+static void gptq_values(const nf_dialect_unpack_kernels *kern, const nf_qweight *q, const piece *p, const uint32_t *t,
                         uint64_t x, uint64_t y, const float *s, const int32_t *z, float *out)
 {
     const uint64_t cols = p->c1 - p->c0, ng = p->g1 - p->g0, per = 32 / q->bits;
@@ -396,7 +396,7 @@ static void gptq_values(const nf_unpack_kernels *kern, const nf_qweight *q, cons
 /* AWQ GEMM: rows [x, y) (multiples of 8) of a piece whose words load_words read by word column
  * (t[j * cols + k]: column k's word j holds rows 8 (a/8 + j) + awq_column[i] in nibble i): each
  * nibble's run of one group's columns a run of its row, one kernel call. */
-static void awq_values(const nf_unpack_kernels *kern, const nf_qweight *q, const piece *p, const uint32_t *t,
+static void awq_values(const nf_dialect_unpack_kernels *kern, const nf_qweight *q, const piece *p, const uint32_t *t,
                        uint64_t x, uint64_t y, const float *s, const int32_t *z, float *out)
 {
     const uint64_t cols = p->c1 - p->c0, ng = p->g1 - p->g0;
@@ -489,7 +489,7 @@ static nf_status load_words(const nf_source *src, const nf_qweight *q, const pie
 static void decode_rows(const nf_qweight *q, const piece *p, const packed_buffers *bf, uint64_t x, uint64_t y,
                         float *out)
 {
-    const nf_unpack_kernels *kern = nf_unpack_kernels_active();
+    const nf_dialect_unpack_kernels *kern = nf_dialect_unpack_kernels_active();
     if (q->pack == NF_QPACK_GPTQ)
         gptq_values(kern, q, p, (const uint32_t *)(const void *)bf->raw, x, y, bf->s, bf->z, out);
     else awq_values(kern, q, p, (const uint32_t *)(const void *)bf->raw, x, y, bf->s, bf->z, out);
@@ -625,7 +625,7 @@ nf_status nf_qweight_read_ints(const nf_source *src, const nf_qweight *q, uint64
 /* ---------------------------------------------------------------- a band of rows read once */
 #define ROWS_VALUES ((uint64_t)1 << 24) /* the largest band held as words: 8 MiB at 4 bits */
 
-struct nf_qweight_rows {
+struct nf_dialect_rows {
     const nf_source *src;
     const nf_qweight *q;
     uint64_t r0, r1;
@@ -634,18 +634,18 @@ struct nf_qweight_rows {
     packed_buffers bf;
 };
 
-nf_status nf_qweight_rows_open(const nf_source *src, const nf_qweight *q, uint64_t r0, uint64_t r1,
-                               nf_qweight_rows **out, nf_error *err)
+nf_status nf_dialect_rows_open(const nf_source *src, const nf_qweight *q, uint64_t r0, uint64_t r1,
+                               nf_dialect_rows **out, nf_error *err)
 {
-    if (!out) return nf_error_set(err, NF_ERR_USAGE, "nf_qweight_rows_open: missing argument");
+    if (!out) return nf_error_set(err, NF_ERR_USAGE, "nf_dialect_rows_open: missing argument");
     *out = NULL;
     if (!src || !q || r0 > r1 || r1 > q->shape[0])
-        return nf_error_set(err, NF_ERR_USAGE, "nf_qweight_rows_open: rows [%" PRIu64 ", %" PRIu64 ") of %s", r0, r1,
+        return nf_error_set(err, NF_ERR_USAGE, "nf_dialect_rows_open: rows [%" PRIu64 ", %" PRIu64 ") of %s", r0, r1,
                             q ? q->codes->name : "(none)");
-    nf_qweight_rows *c = calloc(1, sizeof *c);
+    nf_dialect_rows *c = calloc(1, sizeof *c);
     if (!c) return nf_common_nomem(err);
     const uint64_t k = q->shape[1];
-    *c = (nf_qweight_rows){src, q, r0, r1, false, {r0, r1, 0, k, 0, 0}, {0}};
+    *c = (nf_dialect_rows){src, q, r0, r1, false, {r0, r1, 0, k, 0, 0}, {0}};
     if ((q->pack == NF_QPACK_GPTQ || q->pack == NF_QPACK_AWQ_GEMM) && r1 > r0 && piece_bands(q, &c->p) &&
         r1 - r0 <= ROWS_VALUES / k) {
         nf_status st = alloc_buffers(q, r1 - r0, k, &c->bf, err);
@@ -655,7 +655,7 @@ nf_status nf_qweight_rows_open(const nf_source *src, const nf_qweight *q, uint64
         }
         if (st == NF_OK) st = load_words(src, q, &c->p, &c->bf, err);
         if (st != NF_OK) {
-            nf_qweight_rows_close(c);
+            nf_dialect_rows_close(c);
             return st;
         }
         c->held = true;
@@ -664,9 +664,9 @@ nf_status nf_qweight_rows_open(const nf_source *src, const nf_qweight *q, uint64
     return NF_OK;
 }
 
-nf_status nf_qweight_rows_read(nf_qweight_rows *c, uint64_t a, uint64_t b, float *out, size_t out_len, nf_error *err)
+nf_status nf_dialect_rows_read(nf_dialect_rows *c, uint64_t a, uint64_t b, float *out, size_t out_len, nf_error *err)
 {
-    if (!c) return nf_error_set(err, NF_ERR_USAGE, "nf_qweight_rows_read: missing argument");
+    if (!c) return nf_error_set(err, NF_ERR_USAGE, "nf_dialect_rows_read: missing argument");
     const nf_qweight *q = c->q;
     const uint64_t k = q->shape[1];
     if (a > b || a < c->r0 || b > c->r1 || b - a > out_len / (k ? k : 1))
@@ -687,7 +687,7 @@ nf_status nf_qweight_rows_read(nf_qweight_rows *c, uint64_t a, uint64_t b, float
     return check_finite(c->src, q, &sub, &at, out, true, err);
 }
 
-void nf_qweight_rows_close(nf_qweight_rows *c)
+void nf_dialect_rows_close(nf_dialect_rows *c)
 {
     if (!c) return;
     free_buffers(&c->bf);

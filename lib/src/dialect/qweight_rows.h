@@ -4,23 +4,23 @@
  * GPTQ's and AWQ GEMM's codes lie across the value rows (docs/dialects.md "GPTQ and AWQ"): a
  * read of r rows is K * b/32 (GPTQ) or K (AWQ) runs of r * 4 (r / 2) bytes, so a chunk reads
  * well only when r is large, while its binary32 values are best encoded a cache's worth at a
- * time.  nf_qweight_rows_open reads the band's words, scales and zero points (about b/8 bytes a
- * value); nf_qweight_rows_read turns rows of it into values from memory.  Those values are
+ * time.  nf_dialect_rows_open reads the band's words, scales and zero points (about b/8 bytes a
+ * value); nf_dialect_rows_read turns rows of it into values from memory.  Those values are
  * nf_qweight_read_f32's, bit for bit; for every other dialect, and GPTQ/AWQ readings that are
- * not whole words, nf_qweight_rows_read is nf_qweight_read_f32. */
+ * not whole words, nf_dialect_rows_read is nf_qweight_read_f32. */
 #ifndef NINFER_DIALECT_QWEIGHT_ROWS_H
 #define NINFER_DIALECT_QWEIGHT_ROWS_H
 
 #include <ninfer/dialect.h>
 
-typedef struct nf_qweight_rows nf_qweight_rows;
+typedef struct nf_dialect_rows nf_dialect_rows;
 
 /* Rows [r0, r1) of q; *out NULL on failure. */
-nf_status nf_qweight_rows_open(const nf_source *src, const nf_qweight *q, uint64_t r0, uint64_t r1,
-                               nf_qweight_rows **out, nf_error *err);
+nf_status nf_dialect_rows_open(const nf_source *src, const nf_qweight *q, uint64_t r0, uint64_t r1,
+                               nf_dialect_rows **out, nf_error *err);
 /* Values of rows [a, b) (within the band) as nf_qweight_read_f32 gives them: (b - a) * K floats
  * into out (out_len at least that). */
-nf_status nf_qweight_rows_read(nf_qweight_rows *c, uint64_t a, uint64_t b, float *out, size_t out_len, nf_error *err);
-void nf_qweight_rows_close(nf_qweight_rows *c);
+nf_status nf_dialect_rows_read(nf_dialect_rows *c, uint64_t a, uint64_t b, float *out, size_t out_len, nf_error *err);
+void nf_dialect_rows_close(nf_dialect_rows *c);
 
 #endif

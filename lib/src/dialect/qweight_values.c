@@ -236,7 +236,7 @@ static nf_status decode_row(const nf_source *src, const nf_qweight *q, uint64_t 
 {
     const uint64_t bc = q->block_cols, ja = ca / bc;
     const float g = f32_of(q->global_bits);
-    const nf_unpack_kernels *kern = nf_unpack_kernels_active();
+    const nf_dialect_unpack_kernels *kern = nf_dialect_unpack_kernels_active();
     for (uint64_t j = ja, c0 = ca; c0 < cb; j++, c0 = j * bc) {
         const uint64_t c1 = (j + 1) * bc < cb ? (j + 1) * bc : cb;
         const float s = scales[j - ja];

@@ -46,7 +46,7 @@ NF_AVX2_FN static void packed_run_avx2(const uint32_t *words, size_t stride, siz
             _mm256_storeu_ps(out + 4 * w, values8(_mm256_and_si256(_mm256_srlv_epi32(b, sh), m), zv, sv));
         }
     }
-    nf_unpack_packed_run_scalar(words + w * stride, stride, nwords - w, bits, z, s, out + w * (32 / bits));
+    nf_dialect_unpack_packed_run_scalar(words + w * stride, stride, nwords - w, bits, z, s, out + w * (32 / bits));
 }
 
 NF_AVX2_FN static void nibble_run_avx2(const uint32_t *words, size_t n, unsigned shift, int32_t z, float s, float *out)
@@ -59,7 +59,7 @@ NF_AVX2_FN static void nibble_run_avx2(const uint32_t *words, size_t n, unsigned
         __m256i c = _mm256_and_si256(_mm256_srl_epi32(_mm256_loadu_si256((const __m256i *)(words + t)), sh), m);
         _mm256_storeu_ps(out + t, values8(c, zv, sv));
     }
-    nf_unpack_nibble_run_scalar(words + t, n - t, shift, z, s, out + t);
+    nf_dialect_unpack_nibble_run_scalar(words + t, n - t, shift, z, s, out + t);
 }
 
 /* Eight code bytes: each nibble's value from the 16-entry table in two halves (VPERMPS of each,
@@ -84,12 +84,12 @@ NF_AVX2_FN static void e2m1_run_avx2(const uint8_t *bytes, size_t nbytes, const 
         _mm256_storeu_ps(out + 2 * i, _mm256_permute2f128_ps(a, c, 0x20));
         _mm256_storeu_ps(out + 2 * i + 8, _mm256_permute2f128_ps(a, c, 0x31));
     }
-    nf_unpack_e2m1_run_scalar(bytes + i, nbytes - i, table, s, out + 2 * i);
+    nf_dialect_unpack_e2m1_run_scalar(bytes + i, nbytes - i, table, s, out + 2 * i);
 }
 
-const nf_unpack_kernels nf_unpack_kernels_avx2 = {
+const nf_dialect_unpack_kernels nf_dialect_unpack_kernels_avx2 = {
     .name = "avx2", .packed_run = packed_run_avx2, .nibble_run = nibble_run_avx2, .e2m1_run = e2m1_run_avx2};
 
 #else
-typedef int nf_unpack_avx2_unused; /* not an x86 GCC/Clang build: no AVX2 kernel */
+typedef int nf_dialect_unpack_avx2_unused; /* not an x86 GCC/Clang build: no AVX2 kernel */
 #endif

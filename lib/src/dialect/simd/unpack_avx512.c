@@ -45,7 +45,7 @@ NF_AVX512_FN static void packed_run_avx512(const uint32_t *words, size_t stride,
             _mm512_storeu_ps(out + 4 * w, values16(_mm512_and_si512(_mm512_srlv_epi32(b, sh), m), zv, sv));
         }
     }
-    nf_unpack_packed_run_scalar(words + w * stride, stride, nwords - w, bits, z, s, out + w * (32 / bits));
+    nf_dialect_unpack_packed_run_scalar(words + w * stride, stride, nwords - w, bits, z, s, out + w * (32 / bits));
 }
 
 NF_AVX512_FN static void nibble_run_avx512(const uint32_t *words, size_t n, unsigned shift, int32_t z, float s,
@@ -59,7 +59,7 @@ NF_AVX512_FN static void nibble_run_avx512(const uint32_t *words, size_t n, unsi
         __m512i c = _mm512_and_si512(_mm512_srl_epi32(_mm512_loadu_si512((const void *)(words + t)), sh), m);
         _mm512_storeu_ps(out + t, values16(c, zv, sv));
     }
-    nf_unpack_nibble_run_scalar(words + t, n - t, shift, z, s, out + t);
+    nf_dialect_unpack_nibble_run_scalar(words + t, n - t, shift, z, s, out + t);
 }
 
 /* Sixteen code bytes: each nibble's value from the 16-entry table (VPERMPS), times s, the low
@@ -78,12 +78,12 @@ NF_AVX512_FN static void e2m1_run_avx512(const uint8_t *bytes, size_t nbytes, co
         _mm512_storeu_ps(out + 2 * i, _mm512_permutex2var_ps(vl, first, vh));
         _mm512_storeu_ps(out + 2 * i + 16, _mm512_permutex2var_ps(vl, second, vh));
     }
-    nf_unpack_e2m1_run_scalar(bytes + i, nbytes - i, table, s, out + 2 * i);
+    nf_dialect_unpack_e2m1_run_scalar(bytes + i, nbytes - i, table, s, out + 2 * i);
 }
 
-const nf_unpack_kernels nf_unpack_kernels_avx512 = {
+const nf_dialect_unpack_kernels nf_dialect_unpack_kernels_avx512 = {
     .name = "avx512", .packed_run = packed_run_avx512, .nibble_run = nibble_run_avx512, .e2m1_run = e2m1_run_avx512};
 
 #else
-typedef int nf_unpack_avx512_unused; /* not an x86 GCC/Clang build: no AVX-512 kernel */
+typedef int nf_dialect_unpack_avx512_unused; /* not an x86 GCC/Clang build: no AVX-512 kernel */
 #endif

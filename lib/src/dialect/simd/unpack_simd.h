@@ -24,28 +24,29 @@
 #include "common/cpu.h"
 #include "common/simd_target.h"
 
-typedef struct nf_unpack_kernels {
+typedef struct nf_dialect_unpack_kernels {
     const char *name;
     void (*packed_run)(const uint32_t *words, size_t stride, size_t nwords, unsigned bits, int32_t z, float s,
                        float *out);
     void (*nibble_run)(const uint32_t *words, size_t n, unsigned shift, int32_t z, float s, float *out);
     void (*e2m1_run)(const uint8_t *bytes, size_t nbytes, const float *table, float s, float *out);
-} nf_unpack_kernels;
+} nf_dialect_unpack_kernels;
 
-extern const nf_unpack_kernels nf_unpack_kernels_scalar;
+extern const nf_dialect_unpack_kernels nf_dialect_unpack_kernels_scalar;
 #if NF_X86_KERNELS
-extern const nf_unpack_kernels nf_unpack_kernels_avx2;
-extern const nf_unpack_kernels nf_unpack_kernels_avx512;
+extern const nf_dialect_unpack_kernels nf_dialect_unpack_kernels_avx2;
+extern const nf_dialect_unpack_kernels nf_dialect_unpack_kernels_avx512;
 #endif
 
 /* The kernels of a level and of the active one (common/cpu.h); never NULL. */
-const nf_unpack_kernels *nf_unpack_kernels_for(nf_simd_level level);
-const nf_unpack_kernels *nf_unpack_kernels_active(void);
+const nf_dialect_unpack_kernels *nf_dialect_unpack_kernels_for(nf_simd_level level);
+const nf_dialect_unpack_kernels *nf_dialect_unpack_kernels_active(void);
 
 /* The scalar kernels, also the SIMD ones' tails. */
-void nf_unpack_packed_run_scalar(const uint32_t *words, size_t stride, size_t nwords, unsigned bits, int32_t z, float s,
-                                 float *out);
-void nf_unpack_nibble_run_scalar(const uint32_t *words, size_t n, unsigned shift, int32_t z, float s, float *out);
-void nf_unpack_e2m1_run_scalar(const uint8_t *bytes, size_t nbytes, const float *table, float s, float *out);
+void nf_dialect_unpack_packed_run_scalar(const uint32_t *words, size_t stride, size_t nwords, unsigned bits, int32_t z,
+                                         float s, float *out);
+void nf_dialect_unpack_nibble_run_scalar(const uint32_t *words, size_t n, unsigned shift, int32_t z, float s,
+                                         float *out);
+void nf_dialect_unpack_e2m1_run_scalar(const uint8_t *bytes, size_t nbytes, const float *table, float s, float *out);
 
 #endif
