@@ -17,6 +17,7 @@
 #include <ninfer/ninfer.h>
 
 #include "common/cpu.h"
+#include "dialect/dialect_internal.h"
 #include "dialect/qweight_rows.h"
 #include "dialect/simd/unpack_simd.h"
 #include "support/source_writer.h"
@@ -130,14 +131,25 @@ static void remove_dir(void)
     sw_rmtree(dir);
     free(dir);
     restore();
+    nf_dialect_runs_window = (size_t)1 << 20;
 }
 
-enum { N = 256, K = 512, G = 64, NG = K / G };
+/* A GPTQ (b bits, v1 or v2 zero points) or AWQ GEMM (b = 4) weight of n rows, k columns, groups
+ * of g columns (0: one group, group_size -1), F16 or F32 scales, packed from random codes, zero
+ * points and scales as the producers pack them; want gets (q - z) * s.  A F32 scale of 2^127 at
+ * (over_row, its group of column over_col) makes that value overflow when q - z is 2 or more. */
+typedef struct shape {
+    bool awq;
+    unsigned bits;
+    bool v2;
+    size_t n, k, g;
+    bool f32;
+    size_t over_row, over_col; /* over_row == n: none */
+} shape;
 
-/* A GPTQ (b bits, v1 or v2 zero points) or AWQ GEMM (b = 4) weight of N rows, K columns, groups
- * of G, packed from random codes, zero points and F16 scales as the producers pack them; want
- * gets (q - z) * s. */
 typedef struct packed_case {
+    shape sh;
+    size_t g, ng;
     nf_source *src;
     nf_dialects *d;
     const nf_qweight *q;
@@ -152,53 +164,66 @@ static uint16_t f16_scale(void) /* a positive finite binary16 word, normal or su
     return w;
 }
 
-static void make_case(packed_case *c, bool awq, unsigned bits, bool v2)
+static void make_case(packed_case *c, shape sh)
 {
-    const unsigned per = 32 / bits, mask = (1u << bits) - 1;
-    uint8_t *codes = malloc((size_t)N * K), *z = malloc((size_t)N * NG);
-    uint16_t *sc = malloc((size_t)N * NG * 2);
-    for (size_t i = 0; i < (size_t)N * K; i++) codes[i] = (uint8_t)(next() & mask);
-    for (size_t i = 0; i < (size_t)N * NG; i++) {
+    const size_t N = sh.n, K = sh.k, G = sh.g ? sh.g : sh.k, NG = (K + G - 1) / G;
+    const unsigned bits = sh.bits, per = 32 / bits, mask = (1u << bits) - 1;
+    c->sh = sh;
+    c->g = G;
+    c->ng = NG;
+    uint8_t *codes = malloc(N * K), *z = malloc(N * NG);
+    float *sv = malloc(N * NG * sizeof *sv);
+    uint8_t *sc = malloc(N * NG * 4);
+    for (size_t i = 0; i < N * K; i++) codes[i] = (uint8_t)(next() & mask);
+    for (size_t i = 0; i < N * NG; i++) {
         z[i] = (uint8_t)(next() & mask); /* v1 stores z - 1: z 1..2^b here (AutoGPTQ's reading) */
-        if (!awq && !v2) z[i] = (uint8_t)(z[i] == 0 ? 1 : z[i]);
+        if (!sh.awq && !sh.v2) z[i] = (uint8_t)(z[i] == 0 ? 1 : z[i]);
     }
     for (size_t g = 0; g < NG; g++) /* scales [G, N] */
-        for (size_t n = 0; n < N; n++) sc[g * N + n] = f16_scale();
-    c->want = malloc((size_t)N * K * sizeof *c->want);
-    for (size_t n = 0; n < N; n++)
-        for (size_t k = 0; k < K; k++) {
-            const size_t g = k / G;
-            c->want[n * K + k] = (float)((int)codes[n * K + k] - (int)z[n * NG + g]) * nf_f16_to_f32(sc[g * N + n]);
+        for (size_t n = 0; n < N; n++) {
+            if (sh.f32) {
+                float f = n == sh.over_row && g == sh.over_col / G ? 0x1p127f : ldexpf((float)(next() % 1000 + 1), -9);
+                memcpy(sc + (g * N + n) * 4, &f, 4);
+                sv[n * NG + g] = f;
+            } else {
+                uint16_t w = f16_scale();
+                memcpy(sc + (g * N + n) * 2, &w, 2);
+                sv[n * NG + g] = nf_f16_to_f32(w);
+            }
         }
+    if (sh.over_row < N) { /* q - z = 2 there, 0 in the rest of its group */
+        const size_t g = sh.over_col / G;
+        z[sh.over_row * NG + g] = 1;
+        for (size_t k = g * G; k < (g + 1) * G && k < K; k++) codes[sh.over_row * K + k] = k == sh.over_col ? 3 : 1;
+    }
+    c->want = malloc(N * K * sizeof *c->want);
+    for (size_t n = 0; n < N; n++)
+        for (size_t k = 0; k < K; k++)
+            c->want[n * K + k] = (float)((int)codes[n * K + k] - (int)z[n * NG + k / G]) * sv[n * NG + k / G];
     uint32_t *qw, *qz;
-    size_t qw_n, qz_n;
     sw_st_tensor t[3];
-    if (!awq) { /* qweight [K / per, N]: bit stream down each column; qzeros [G, N / per] along N */
-        qw_n = (size_t)K / per * N;
-        qz_n = (size_t)NG * (N / per);
-        qw = calloc(qw_n, 4);
-        qz = calloc(qz_n, 4);
+    if (!sh.awq) { /* qweight [K / per, N]: bit stream down each column; qzeros [G, N / per] along N */
+        qw = calloc(K / per * N, 4);
+        qz = calloc(NG * (N / per), 4);
         for (size_t k = 0; k < K; k++)
             for (size_t n = 0; n < N; n++) qw[k / per * N + n] |= (uint32_t)codes[n * K + k] << (bits * (k % per));
         for (size_t g = 0; g < NG; g++)
             for (size_t n = 0; n < N; n++)
-                qz[g * (N / per) + n / per] |= (uint32_t)(z[n * NG + g] - (v2 ? 0 : 1)) << (bits * (n % per));
-        t[0] = (sw_st_tensor){"m.qweight", "I32", 2, {K / per, N}, qw, qw_n * 4};
-        t[1] = (sw_st_tensor){"m.qzeros", "I32", 2, {NG, N / per}, qz, qz_n * 4};
+                qz[g * (N / per) + n / per] |= (uint32_t)(z[n * NG + g] - (sh.v2 ? 0 : 1)) << (bits * (n % per));
+        t[0] = (sw_st_tensor){"m.qweight", "I32", 2, {K / per, N}, qw, K / per * N * 4};
+        t[1] = (sw_st_tensor){"m.qzeros", "I32", 2, {NG, N / per}, qz, NG * (N / per) * 4};
     } else { /* qweight [K, N / 8], qzeros [G, N / 8]: columns 0,2,4,6,1,3,5,7 of 8 in nibbles 0..7 */
         static const unsigned nib[8] = {0, 4, 1, 5, 2, 6, 3, 7};
-        qw_n = (size_t)K * (N / 8);
-        qz_n = (size_t)NG * (N / 8);
-        qw = calloc(qw_n, 4);
-        qz = calloc(qz_n, 4);
+        qw = calloc(K * (N / 8), 4);
+        qz = calloc(NG * (N / 8), 4);
         for (size_t k = 0; k < K; k++)
             for (size_t n = 0; n < N; n++) qw[k * (N / 8) + n / 8] |= (uint32_t)codes[n * K + k] << (4 * nib[n % 8]);
         for (size_t g = 0; g < NG; g++)
             for (size_t n = 0; n < N; n++) qz[g * (N / 8) + n / 8] |= (uint32_t)z[n * NG + g] << (4 * nib[n % 8]);
-        t[0] = (sw_st_tensor){"m.qweight", "I32", 2, {K, N / 8}, qw, qw_n * 4};
-        t[1] = (sw_st_tensor){"m.qzeros", "I32", 2, {NG, N / 8}, qz, qz_n * 4};
+        t[0] = (sw_st_tensor){"m.qweight", "I32", 2, {K, N / 8}, qw, K * (N / 8) * 4};
+        t[1] = (sw_st_tensor){"m.qzeros", "I32", 2, {NG, N / 8}, qz, NG * (N / 8) * 4};
     }
-    t[2] = (sw_st_tensor){"m.scales", "F16", 2, {NG, N}, sc, (size_t)NG * N * 2};
+    t[2] = (sw_st_tensor){"m.scales", sh.f32 ? "F32" : "F16", 2, {NG, N}, sc, NG * N * (sh.f32 ? 4 : 2)};
     sw_buf b = {0};
     sw_st_file(&b, t, 3, NULL);
     char *path = sw_path(dir, "model.safetensors");
@@ -206,16 +231,17 @@ static void make_case(packed_case *c, bool awq, unsigned bits, bool v2)
     free(path);
     sw_free(&b);
     char cfg[256];
-    if (awq)
+    const int group = sh.g ? (int)sh.g : -1;
+    if (sh.awq)
         snprintf(cfg, sizeof cfg,
                  "{\"quantization_config\": {\"quant_method\": \"awq\", \"bits\": 4, \"group_size\": %d, "
                  "\"version\": \"gemm\"}}",
-                 G);
+                 group);
     else
         snprintf(cfg, sizeof cfg,
                  "{\"quantization_config\": {\"quant_method\": \"gptq\", \"bits\": %u, \"group_size\": %d, "
                  "\"desc_act\": false, \"checkpoint_format\": \"%s\"}}",
-                 bits, G, v2 ? "gptq_v2" : "gptq");
+                 bits, group, sh.v2 ? "gptq_v2" : "gptq");
     cr_assert_eq(sw_write_text(dir, "config.json", cfg), 0);
     nf_error err;
     cr_assert_eq(nf_source_open(dir, &c->src, &err), NF_OK, "%s", err.message);
@@ -224,6 +250,7 @@ static void make_case(packed_case *c, bool awq, unsigned bits, bool v2)
     cr_assert(c->q && c->q->shape[0] == N && c->q->shape[1] == K);
     free(codes);
     free(z);
+    free(sv);
     free(sc);
     free(qw);
     free(qz);
@@ -236,45 +263,49 @@ static void free_case(packed_case *c)
     free(c->want);
 }
 
-static void same_rows(const packed_case *c, const float *got, uint64_t r0, uint64_t r1, const char *how)
+static void same_rows(const packed_case *c, const float *got, uint64_t r0, uint64_t r1, uint64_t c0, uint64_t c1,
+                      const char *how)
 {
-    for (uint64_t i = 0; i < (r1 - r0) * K; i++)
-        if (memcmp(&got[i], &c->want[r0 * K + i], 4) != 0)
+    const uint64_t K = c->sh.k, w = c1 - c0;
+    for (uint64_t i = 0; i < (r1 - r0) * w; i++)
+        if (memcmp(&got[i], &c->want[(r0 + i / w) * K + c0 + i % w], 4) != 0)
             cr_assert_fail("%s (%s): row %llu col %llu: got %a, want %a", how, nf_simd_level_name(nf_simd_active()),
-                           (unsigned long long)(r0 + i / K), (unsigned long long)(i % K), (double)got[i],
-                           (double)c->want[r0 * K + i]);
+                           (unsigned long long)(r0 + i / w), (unsigned long long)(c0 + i % w), (double)got[i],
+                           (double)c->want[(r0 + i / w) * K + c0 + i % w]);
 }
 
-static void read_every_way(bool awq, unsigned bits, bool v2)
+/* Every way of reading the weight, at every kernel level the CPU has, gives want. */
+static void read_every_way(shape sh)
 {
     packed_case c;
-    make_case(&c, awq, bits, v2);
-    float *got = malloc((size_t)N * K * sizeof *got);
+    make_case(&c, sh);
+    const uint64_t N = sh.n, K = sh.k;
+    float *got = malloc(N * K * sizeof *got);
     nf_error err;
     for (int level = NF_SIMD_SCALAR; level < NF_SIMD_LEVEL_COUNT; level++) {
         if (!nf_simd_supported((nf_simd_level)level)) continue; /* the kernels' own tests say so */
         nf_simd_force((nf_simd_level)level);
         /* whole: by bands */
-        cr_assert_eq(nf_qweight_read_f32(c.src, c.q, 0, N, got, (size_t)N * K, &err), NF_OK, "%s", err.message);
-        same_rows(&c, got, 0, N, "whole");
-        /* a row from column 1 on: the plain reading */
-        for (uint64_t r = 0; r < N; r += 37) {
-            got[0] = c.want[r * K];
-            cr_assert_eq(nf_qweight_read_f32_span(c.src, c.q, r, 1, K - 1, got + 1, K - 1, &err), NF_OK, "%s",
-                         err.message);
-            same_rows(&c, got, r, r + 1, "span from column 1");
-        }
+        cr_assert_eq(nf_qweight_read_f32(c.src, c.q, 0, N, got, N * K, &err), NF_OK, "%s", err.message);
+        same_rows(&c, got, 0, N, 0, K, "whole");
+        /* spans of a row: from column 1 (the plain reading), from a word's and a group's start (bands) */
+        const uint64_t from[] = {1, 8, c.g < K ? c.g : 16, K - 8};
+        for (uint64_t r = 0; r < N; r += N / 5 + 1)
+            for (size_t i = 0; i < sizeof from / sizeof *from; i++) {
+                cr_assert_eq(nf_qweight_read_f32_span(c.src, c.q, r, from[i], K - from[i], got, K, &err), NF_OK, "%s",
+                             err.message);
+                same_rows(&c, got, r, r + 1, from[i], K, "span");
+            }
         /* rows held: any offset within the band; a cut AWQ word read the plain way */
         nf_dialect_rows *h;
+        const uint64_t cuts[][2] = {{64, 72}, {72, N - 56}, {N - 56, N}, {101, 103}, {64, N}, {N - 8, N}};
         cr_assert_eq(nf_dialect_rows_open(c.src, c.q, 64, N, &h, &err), NF_OK, "%s", err.message);
-        static const uint64_t cuts[][2] = {{64, 72}, {72, 200}, {200, 256}, {101, 103}, {64, 256}, {248, 256}};
         for (size_t i = 0; i < sizeof cuts / sizeof *cuts; i++) {
-            cr_assert_eq(nf_dialect_rows_read(h, cuts[i][0], cuts[i][1], got, (size_t)N * K, &err), NF_OK, "%s",
-                         err.message);
-            same_rows(&c, got, cuts[i][0], cuts[i][1], "held rows");
+            cr_assert_eq(nf_dialect_rows_read(h, cuts[i][0], cuts[i][1], got, N * K, &err), NF_OK, "%s", err.message);
+            same_rows(&c, got, cuts[i][0], cuts[i][1], 0, K, "held rows");
         }
         /* outside the band, or a buffer too small: a usage error */
-        cr_assert_eq(nf_dialect_rows_read(h, 8, 16, got, (size_t)N * K, &err), NF_ERR_USAGE);
+        cr_assert_eq(nf_dialect_rows_read(h, 8, 16, got, N * K, &err), NF_ERR_USAGE);
         cr_assert_eq(nf_dialect_rows_read(h, 64, 72, got, 8 * K - 1, &err), NF_ERR_USAGE);
         nf_dialect_rows_close(h);
     }
@@ -283,8 +314,84 @@ static void read_every_way(bool awq, unsigned bits, bool v2)
 }
 
 TestSuite(dialect_unpack_read, .init = make_dir, .fini = remove_dir);
-Test(dialect_unpack_read, gptq4_v1) { read_every_way(false, 4, false); }
-Test(dialect_unpack_read, gptq4_v2) { read_every_way(false, 4, true); }
-Test(dialect_unpack_read, gptq2_v1) { read_every_way(false, 2, false); }
-Test(dialect_unpack_read, gptq8_v2) { read_every_way(false, 8, true); }
-Test(dialect_unpack_read, awq_gemm) { read_every_way(true, 4, false); }
+Test(dialect_unpack_read, gptq4_v1) { read_every_way((shape){false, 4, false, 256, 512, 64, false, 256, 0}); }
+Test(dialect_unpack_read, gptq4_v2_bf16_group_128)
+{
+    read_every_way((shape){false, 4, true, 256, 512, 128, true, 256, 0});
+}
+Test(dialect_unpack_read, gptq2_v1_group_32) { read_every_way((shape){false, 2, false, 256, 512, 32, false, 256, 0}); }
+Test(dialect_unpack_read, gptq8_v2) { read_every_way((shape){false, 8, true, 256, 512, 64, false, 256, 0}); }
+/* K not a multiple of the group (a last group of 32 columns), one group (group_size -1) */
+Test(dialect_unpack_read, gptq4_partial_group)
+{
+    read_every_way((shape){false, 4, false, 128, 480, 64, false, 128, 0});
+}
+Test(dialect_unpack_read, gptq4_one_group) { read_every_way((shape){false, 4, false, 128, 256, 0, false, 128, 0}); }
+Test(dialect_unpack_read, awq_gemm) { read_every_way((shape){true, 4, false, 256, 512, 64, false, 256, 0}); }
+Test(dialect_unpack_read, awq_gemm_partial_group)
+{
+    read_every_way((shape){true, 4, false, 128, 480, 128, false, 128, 0});
+}
+
+/* read_runs' two ways: runs far apart one read each (rows [0, 256) of 4096: 1 KiB runs 16 KiB
+ * apart), and near ones in windows (a small window: several windows a band) */
+Test(dialect_unpack_read, runs_apart_and_in_small_windows)
+{
+    nf_error err;
+    for (int awq = 0; awq < 2; awq++) {
+        nf_dialect_runs_window = (size_t)1 << 20;
+        packed_case c;
+        make_case(&c, (shape){awq, 4, false, 4096, 64, 32, false, 4096, 0});
+        float *got = malloc(4096 * 64 * sizeof *got);
+        nf_dialect_rows *h;
+        cr_assert_eq(nf_dialect_rows_open(c.src, c.q, 256, 512, &h, &err), NF_OK, "%s", err.message);
+        cr_assert_eq(nf_dialect_rows_read(h, 256, 512, got, 4096 * 64, &err), NF_OK, "%s", err.message);
+        same_rows(&c, got, 256, 512, 0, 64, "runs apart");
+        nf_dialect_rows_close(h);
+        nf_dialect_runs_window = 300; /* a few runs a window, and a window smaller than some runs */
+        cr_assert_eq(nf_qweight_read_f32(c.src, c.q, 0, 4096, got, 4096 * 64, &err), NF_OK, "%s", err.message);
+        same_rows(&c, got, 0, 4096, 0, 64, "small windows");
+        cr_assert_eq(nf_qweight_read_f32(c.src, c.q, 8, 48, got, 4096 * 64, &err), NF_OK, "%s", err.message);
+        same_rows(&c, got, 8, 48, 0, 64, "small windows");
+        free(got);
+        free_case(&c);
+    }
+}
+
+/* A value past binary32 inside a held band (F32 scales): named by row and column; the band's
+ * other rows still read (the plain way, after the error). */
+Test(dialect_unpack_read, overflow_inside_a_held_band)
+{
+    for (int awq = 0; awq < 2; awq++) {
+        packed_case c;
+        make_case(&c, (shape){awq, 4, false, 256, 128, 64, true, 100, 70});
+        float *got = malloc(256 * 128 * sizeof *got);
+        nf_error err;
+        nf_dialect_rows *h;
+        cr_assert_eq(nf_dialect_rows_open(c.src, c.q, 64, 256, &h, &err), NF_OK, "%s", err.message);
+        cr_assert_eq(nf_dialect_rows_read(h, 64, 96, got, 256 * 128, &err), NF_OK, "%s", err.message);
+        same_rows(&c, got, 64, 96, 0, 128, "before the overflow");
+        cr_assert_eq(nf_dialect_rows_read(h, 96, 104, got, 256 * 128, &err), NF_ERR_INVALID);
+        cr_assert(strstr(err.message, "row 100 col 70: integer code 2 (q - z) x scale") != NULL, "%s", err.message);
+        cr_assert(strstr(err.message, "overflows binary32") != NULL, "%s", err.message);
+        cr_assert_eq(nf_dialect_rows_read(h, 104, 256, got, 256 * 128, &err), NF_OK, "%s", err.message);
+        same_rows(&c, got, 104, 256, 0, 128, "after the overflow");
+        cr_assert_eq(nf_qweight_read_f32(c.src, c.q, 96, 104, got, 256 * 128, &err), NF_ERR_INVALID);
+        cr_assert(strstr(err.message, "row 100 col 70: integer code 2") != NULL, "%s", err.message);
+        nf_dialect_rows_close(h);
+        free(got);
+        free_case(&c);
+    }
+}
+
+/* The most rows a band holds: a multiple of 8 within 32 MiB, none for act-order's or 3-bit words. */
+Test(dialect_unpack_read, rows_a_band_holds)
+{
+    packed_case c;
+    make_case(&c, (shape){false, 4, false, 64, 4096, 128, false, 64, 0});
+    const uint64_t most = nf_dialect_rows_most(c.q);
+    cr_assert(most % 8 == 0 && most >= 8 && most * (4096 / 2) <= ((uint64_t)32 << 20), "%llu",
+              (unsigned long long)most);
+    cr_assert_eq(nf_dialect_rows_most(NULL), 0);
+    free_case(&c);
+}

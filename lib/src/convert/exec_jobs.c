@@ -236,24 +236,39 @@ static bool words_rows(const nf_geometry *g, const nf_words *w, uint64_t row, ui
 
 /* A GPTQ or AWQ weight reads its codes across the rows of a packed tensor (GPTQ's qweight
  * [K*b/32, N], AWQ GEMM's [K, N/8]; docs/dialects.md "GPTQ and AWQ"): r rows are K*b/32 (or K)
- * runs of r*b/8 (r/2) bytes, which read well only when r is large.  So it is cut into jobs of JOB_CHUNKS chunks' rows whose words
- * are read once (dialect/qweight_rows.h; about b/8 bytes a value), then read as values, encoded
- * and written a chunk at a time (step_rows) while those values are in cache (run_step_job): the
- * worker's buffers stay a chunk's.  For objects whose members are all such weights, methods that
- * encode rows as they are given (not nvfp4's, whose chunks carry the matrix's maximum), no
- * budget (whose figure reads a job's values again) and formats whose words are per row. */
-#define JOB_CHUNKS 64
-static bool stepped(const plan_object *o)
+ * runs of r*b/8 (r/2) bytes, which read well only when r is large. */
+static bool reads_across_rows(const plan_object *o)
 {
-    nf_words none = {0}, v;
-    if (o->method == NF_METHOD_IMPORT_ENCODED || nvfp4_quantizer(o->method) || o->budget || o->nmembers == 0 ||
-        !words_rows(&o->g, &none, 0, 0, &v))
-        return false;
     for (size_t k = 0; k < o->nmembers; k++) {
         const nf_qweight *q = o->members[k].q;
-        if (!q || (q->pack != NF_QPACK_GPTQ && q->pack != NF_QPACK_AWQ_GEMM)) return false;
+        if (q && (q->pack == NF_QPACK_GPTQ || q->pack == NF_QPACK_AWQ_GEMM)) return true;
     }
-    return true;
+    return false;
+}
+
+/* Such a weight whose words the dialect reads by bands (dialect/qweight_rows.h) is cut into jobs
+ * of up to JOB_CHUNKS chunks' rows, each job's words read once (about b/8 bytes a value), then
+ * read as values, encoded and written a chunk at a time while those values are in cache
+ * (run_step_job): the worker holds a chunk's values and a band's words.  Other such weights
+ * (act-order, 3 bits) take chunks TRANSPOSED_CHUNKS times longer, for longer runs.  For objects
+ * whose members are all such weights, chunks of 8 rows or more (AWQ's word), methods that encode
+ * rows as they are given (not nvfp4's, whose chunks carry the matrix's maximum), no budget (whose
+ * figure reads a job's values again) and formats whose words are per row: the most rows a job may
+ * hold (the members' nf_dialect_rows_most), 0 for every other object. */
+#define JOB_CHUNKS 64
+#define TRANSPOSED_CHUNKS 4
+static uint64_t stepped(const plan_object *o, uint64_t chunk_rows)
+{
+    nf_words none = {0}, v;
+    if (chunk_rows < 8 || o->method == NF_METHOD_IMPORT_ENCODED || nvfp4_quantizer(o->method) || o->budget ||
+        o->nmembers == 0 || !words_rows(&o->g, &none, 0, 0, &v))
+        return 0;
+    uint64_t most = UINT64_MAX;
+    for (size_t k = 0; k < o->nmembers; k++) {
+        const uint64_t m = nf_dialect_rows_most(o->members[k].q); /* 0 for another dialect or none */
+        most = m < most ? m : most;
+    }
+    return most >= chunk_rows / 8 * 8 ? most : 0;
 }
 
 /* Cuts every tensor object into jobs (nvfp4: multiples of 128 rows, restarting at each member,
@@ -283,14 +298,19 @@ nf_status nf_convert_plan_jobs(runner *r, nf_error *err)
             run->chunk_rows = band;
             run->span_cols = r->chunk_values / band / NF_COLSPAN_ALIGN * NF_COLSPAN_ALIGN;
             if (run->span_cols < NF_COLSPAN_ALIGN) run->span_cols = NF_COLSPAN_ALIGN;
-        } else if (stepped(o)) {
-            /* steps and jobs of whole words of AWQ's rows (8 a word) */
-            uint64_t step = run->chunk_rows > 8 ? run->chunk_rows / 8 * 8 : run->chunk_rows;
+        } else if (stepped(o, run->chunk_rows)) {
+            /* steps and jobs of whole words of AWQ's rows (8 a word), jobs no longer than a band */
+            const uint64_t step = run->chunk_rows / 8 * 8, most = stepped(o, run->chunk_rows);
             uint64_t values = r->chunk_values <= UINT64_MAX / JOB_CHUNKS ? r->chunk_values * JOB_CHUNKS
                                                                          : r->chunk_values;
             uint64_t rows = nf_geometry_chunk_rows(&o->g, values);
+            rows = rows < most ? rows : most;
             run->step_rows = step;
-            run->chunk_rows = rows > step ? rows / step * step : rows;
+            run->chunk_rows = rows > step ? rows / step * step : step;
+        } else if (reads_across_rows(o)) {
+            uint64_t values = r->chunk_values <= UINT64_MAX / TRANSPOSED_CHUNKS ? r->chunk_values * TRANSPOSED_CHUNKS
+                                                                                : r->chunk_values;
+            run->chunk_rows = nf_geometry_chunk_rows(&o->g, values);
         }
         for (size_t k = 0; k < o->nmembers; k++)
             run->pending += (o->members[k].rows + run->chunk_rows - 1) / run->chunk_rows;
@@ -427,6 +447,7 @@ static nf_status run_step_job(runner *r, const job *j, const nf_words *w, float 
     NF_TRY(nf_dialect_rows_open(m->source->src, m->q, j->r0, j->r1, &c, err));
     nf_status s = NF_OK;
     for (uint64_t a = j->r0; s == NF_OK && a < j->r1; a += step) {
+        if (atomic_load(&r->failed) || (r->cancel && *r->cancel)) break; /* the run reports why */
         const uint64_t b = j->r1 - a < step ? j->r1 : a + step;
         s = nf_dialect_rows_read(c, a, b, values, nvalues, err);
         nf_src_rows rows =

@@ -161,6 +161,9 @@ nf_status nf_dialect_scan_fbgemm_experts(nf_dialects *d, nf_error *err);
  * arguments are checked: rows [r0, r1) into out, or columns [c0, c0 + n) of one row. */
 nf_status nf_dialect_packed_read(const nf_source *src, const nf_qweight *q, uint64_t r0, uint64_t r1, float *out,
                                  nf_error *err);
+/* Test hook: the window in which GPTQ's and AWQ's runs of words closer than 8 KiB are read together
+ * (qweight_packed.c; 1 MiB). */
+extern size_t nf_dialect_runs_window;
 nf_status nf_dialect_packed_span(const nf_source *src, const nf_qweight *q, uint64_t row, uint64_t c0, uint64_t n,
                                  float *out, nf_error *err);
 

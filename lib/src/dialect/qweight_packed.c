@@ -318,9 +318,12 @@ static nf_status fetch_g_idx(const nf_source *src, const nf_qweight *q, uint64_t
     return NF_OK;
 }
 
-/* One piece into out: codes, groups, values.  buffers sized by packed_read's caller. */
-#define WINDOW_BYTES ((size_t)1 << 20) /* read_runs' window */
+/* One piece into out: codes, groups, values.  buffers sized by packed_read's caller for pieces
+ * of `rows` rows of `cols` columns; codes (the plain reading) and window and tr (the bands) are
+ * allocated when first needed. */
+size_t nf_dialect_runs_window = (size_t)1 << 20;
 typedef struct packed_buffers {
+    uint64_t rows, cols;
     uint8_t *codes, *raw, *window;
     uint32_t *tr;    /* a band of rows of GPTQ's or AWQ's qweight as read (load_words) */
     float *s, *bias; /* bias: MLX */
@@ -328,12 +331,19 @@ typedef struct packed_buffers {
     int64_t *gidx;
 } packed_buffers;
 
+/* The codes of a piece, a byte each (fetch_codes). */
+static nf_status need_codes(packed_buffers *bf, nf_error *err)
+{
+    if (!bf->codes) bf->codes = malloc((size_t)(bf->rows * bf->cols) + 1);
+    return bf->codes ? NF_OK : nf_common_nomem(err);
+}
+
 /* A value that is not finite although its code and scale are (an F32 or BF16 scale near
  * binary32's largest times q - z): refused naming the row, column, integer and scale, as every
  * dialect's (docs/dialects.md "Bad input"), rather than read as +-inf.  An F16 scale (at most
  * 65504) times |q - z| (at most 2^8) cannot overflow, so GPTQ's and AWQ's usual scales skip the
  * pass.  bands: the piece was read by bands, its codes are read again for the message. */
-static nf_status check_finite(const nf_source *src, const nf_qweight *q, const piece *p, const packed_buffers *bf,
+static nf_status check_finite(const nf_source *src, const nf_qweight *q, const piece *p, packed_buffers *bf,
                               const float *out, bool bands, nf_error *err)
 {
     if (!bf->bias && q->scale->dtype == NF_ST_F16) return NF_OK;
@@ -344,7 +354,10 @@ static nf_status check_finite(const nf_source *src, const nf_qweight *q, const p
         memcpy(&w, &out[i], sizeof w);
         any |= (w & 0x7F800000u) == 0x7F800000u;
     }
-    if (any && bands) NF_TRY(fetch_codes(src, q, p, bf->codes, bf->raw, err));
+    if (any && bands) { /* the message names the code: read again (over the words in raw) */
+        NF_TRY(need_codes(bf, err));
+        NF_TRY(fetch_codes(src, q, p, bf->codes, bf->raw, err));
+    }
     for (uint64_t i = 0; any && i < count; i++) {
         if (isfinite(out[i])) continue;
         const uint64_t n = i / cols, k = i % cols;
@@ -451,6 +464,20 @@ static nf_status read_runs(const nf_source *src, const nf_source_tensor *t, uint
     return NF_OK;
 }
 
+/* What the bands need besides raw: read_runs' window and a band of rows of qweight as read
+ * (GPTQ: GPTQ_BAND word rows of the piece's rows; AWQ: AWQ_BAND rows of its rows / 8 words). */
+static nf_status need_bands(const nf_qweight *q, packed_buffers *bf, nf_error *err)
+{
+    if (!bf->window) bf->window = malloc(nf_dialect_runs_window);
+    if (!bf->tr) {
+        const uint64_t nw = bf->cols / (32 / q->bits);
+        const uint64_t words = q->pack == NF_QPACK_GPTQ ? bf->rows * (nw < GPTQ_BAND ? nw : GPTQ_BAND)
+                                                        : (bf->cols < AWQ_BAND ? bf->cols : AWQ_BAND) * (bf->rows / 8);
+        bf->tr = malloc((size_t)words * sizeof *bf->tr + 4);
+    }
+    return bf->window && bf->tr ? NF_OK : nf_common_nomem(err);
+}
+
 /* The piece's words, each run one read (or a window of runs, read_runs), a band of rows of the
  * packed tensor at a time into tr, then put in the order of the value rows while in cache so
  * that a run of a row's words is one load: GPTQ's word rows [c0 * b/32, c1 * b/32), columns [a,
@@ -467,7 +494,7 @@ static nf_status load_words(const nf_source *src, const nf_qweight *q, const pie
         for (uint64_t w0 = 0; w0 < nw; w0 += GPTQ_BAND) {
             const uint64_t w1 = nw - w0 < GPTQ_BAND ? nw : w0 + GPTQ_BAND;
             NF_TRY(read_runs(src, q->codes, ((first + w0) * n_all + p->a) * 4, n_all * 4, rows * 4, w1 - w0,
-                             (uint8_t *)bf->tr, bf->window, WINDOW_BYTES, err));
+                             (uint8_t *)bf->tr, bf->window, nf_dialect_runs_window, err));
             for (uint64_t n = 0; n < rows; n++)
                 for (uint64_t w = w0; w < w1; w++) t[n * nw + w] = le32(band + ((w - w0) * rows + n) * 4);
         }
@@ -477,7 +504,7 @@ static nf_status load_words(const nf_source *src, const nf_qweight *q, const pie
     for (uint64_t k0 = 0; k0 < cols; k0 += AWQ_BAND) {
         const uint64_t k1 = cols - k0 < AWQ_BAND ? cols : k0 + AWQ_BAND;
         NF_TRY(read_runs(src, q->codes, ((p->c0 + k0) * row_words + p->a / 8) * 4, row_words * 4, nw * 4, k1 - k0,
-                         (uint8_t *)bf->tr, bf->window, WINDOW_BYTES, err));
+                         (uint8_t *)bf->tr, bf->window, nf_dialect_runs_window, err));
         for (uint64_t j = 0; j < nw; j++)
             for (uint64_t k = k0; k < k1; k++) t[j * cols + k] = le32(band + ((k - k0) * nw + j) * 4);
     }
@@ -495,16 +522,18 @@ static void decode_rows(const nf_qweight *q, const piece *p, const packed_buffer
     else awq_values(kern, q, p, (const uint32_t *)(const void *)bf->raw, x, y, bf->s, bf->z, out);
 }
 
-static nf_status read_piece(const nf_source *src, const nf_qweight *q, piece *p, const packed_buffers *bf, float *out,
+static nf_status read_piece(const nf_source *src, const nf_qweight *q, piece *p, packed_buffers *bf, float *out,
                             nf_error *err)
 {
     piece_groups(q, p, bf->gidx);
     if (piece_bands(q, p)) { /* the groups first: fetch_groups uses raw as scratch */
+        NF_TRY(need_bands(q, bf, err));
         NF_TRY(fetch_groups(src, q, p, bf->s, bf->z, bf->raw, err));
         NF_TRY(load_words(src, q, p, bf, err));
         decode_rows(q, p, bf, 0, p->b - p->a, out);
         return check_finite(src, q, p, bf, out, true, err);
     }
+    NF_TRY(need_codes(bf, err));
     NF_TRY(fetch_codes(src, q, p, bf->codes, bf->raw, err));
     if (q->biases) NF_TRY(fetch_affine(src, q, p, bf->s, bf->bias, bf->raw, err));
     else NF_TRY(fetch_groups(src, q, p, bf->s, bf->z, bf->raw, err));
@@ -512,27 +541,22 @@ static nf_status read_piece(const nf_source *src, const nf_qweight *q, piece *p,
     return check_finite(src, q, p, bf, out, false, err);
 }
 
-/* Buffers for pieces of `rows` rows of `cols` columns: the codes, the words they come from (a
- * code's bits, plus a word per word row or row of either layout), the groups' scales and zero
- * points (and their raw words), g_idx. */
+/* Buffers for pieces of `rows` rows of `cols` columns: the words the codes come from (a code's
+ * bits, plus a word per word row or row of either layout), the groups' scales and zero points
+ * (and their raw words), g_idx; the codes and the bands' buffers come when needed. */
 static nf_status alloc_buffers(const nf_qweight *q, uint64_t rows, uint64_t cols, packed_buffers *bf, nf_error *err)
 {
     const uint64_t values = rows * cols, groups = q->act_order ? q->groups : nf_ceil_div_u64(cols, q->block_cols) + 1;
     const uint64_t words = values * q->bits / 32 + 2 * (rows + cols) + 2 * groups + 8;
     memset(bf, 0, sizeof *bf);
-    bf->codes = malloc((size_t)values);
+    bf->rows = rows;
+    bf->cols = cols;
     bf->raw = malloc((size_t)(words * 4 + (q->g_idx ? cols * 8 : 0) + rows * groups * 4));
     bf->s = malloc((size_t)(rows * groups) * sizeof *bf->s);
     bf->z = malloc((size_t)(rows * groups) * sizeof *bf->z);
     if (q->act_order) bf->gidx = malloc((size_t)cols * sizeof *bf->gidx);
     if (q->biases) bf->bias = malloc((size_t)(rows * groups) * sizeof *bf->bias);
-    bf->window = malloc(WINDOW_BYTES);
-    bf->tr = malloc(
-        (size_t)(rows * GPTQ_BAND > (rows / 8 + 1) * AWQ_BAND ? rows * GPTQ_BAND : (rows / 8 + 1) * AWQ_BAND) *
-        sizeof *bf->tr);
-    if (bf->window && bf->tr && bf->codes && bf->raw && bf->s && bf->z && (!q->act_order || bf->gidx) &&
-        (!q->biases || bf->bias))
-        return NF_OK;
+    if (bf->raw && bf->s && bf->z && (!q->act_order || bf->gidx) && (!q->biases || bf->bias)) return NF_OK;
     return nf_common_nomem(err);
 }
 
@@ -605,7 +629,8 @@ nf_status nf_qweight_read_ints(const nf_source *src, const nf_qweight *q, uint64
     nf_status st = alloc_buffers(q, per, k, &bf, err);
     for (uint64_t a = r0; st == NF_OK && a < r1; a += per) {
         piece p = {a, a + per < r1 ? a + per : r1, 0, k, 0, g};
-        st = fetch_codes(src, q, &p, bf.codes, bf.raw, err);
+        st = need_codes(&bf, err);
+        if (st == NF_OK) st = fetch_codes(src, q, &p, bf.codes, bf.raw, err);
         if (st == NF_OK) st = fetch_groups(src, q, &p, bf.s, bf.z, bf.raw, err);
         for (uint64_t n = 0; st == NF_OK && n < p.b - p.a; n++) {
             int16_t *o = ints + (a - r0 + n) * k;
@@ -623,7 +648,21 @@ nf_status nf_qweight_read_ints(const nf_source *src, const nf_qweight *q, uint64
 }
 
 /* ---------------------------------------------------------------- a band of rows read once */
-#define ROWS_VALUES ((uint64_t)1 << 24) /* the largest band held as words: 8 MiB at 4 bits */
+#define HOLD_BYTES ((uint64_t)32 << 20) /* the most a band holds */
+
+uint64_t nf_dialect_rows_most(const nf_qweight *q)
+{
+    if (!q || (q->pack != NF_QPACK_GPTQ && q->pack != NF_QPACK_AWQ_GEMM) || q->shape[1] == 0) return 0;
+    const uint64_t k = q->shape[1];
+    const piece whole = {0, 8, 0, k, 0, 0};
+    if (!piece_bands(q, &whole)) return 0;
+    /* a row's words, its groups' scales and zero points with their scratch (alloc_buffers), and
+     * its share of the band read at a time (need_bands) */
+    const uint64_t groups = nf_ceil_div_u64(k, q->block_cols) + 1;
+    const uint64_t row = k * q->bits / 8 + 12 * groups + 8 + 4 * GPTQ_BAND;
+    const uint64_t most = HOLD_BYTES / row / 8 * 8;
+    return most;
+}
 
 struct nf_dialect_rows {
     const nf_source *src;
@@ -646,9 +685,9 @@ nf_status nf_dialect_rows_open(const nf_source *src, const nf_qweight *q, uint64
     if (!c) return nf_common_nomem(err);
     const uint64_t k = q->shape[1];
     *c = (nf_dialect_rows){src, q, r0, r1, false, {r0, r1, 0, k, 0, 0}, {0}};
-    if ((q->pack == NF_QPACK_GPTQ || q->pack == NF_QPACK_AWQ_GEMM) && r1 > r0 && piece_bands(q, &c->p) &&
-        r1 - r0 <= ROWS_VALUES / k) {
+    if (r1 > r0 && r1 - r0 <= nf_dialect_rows_most(q) && piece_bands(q, &c->p)) {
         nf_status st = alloc_buffers(q, r1 - r0, k, &c->bf, err);
+        if (st == NF_OK) st = need_bands(q, &c->bf, err);
         if (st == NF_OK) {
             piece_groups(q, &c->p, NULL);
             st = fetch_groups(src, q, &c->p, c->bf.s, c->bf.z, c->bf.raw, err);
@@ -684,7 +723,11 @@ nf_status nf_dialect_rows_read(nf_dialect_rows *c, uint64_t a, uint64_t b, float
     packed_buffers at = c->bf; /* the rows' scales and zero points, for check_finite's message */
     at.s += (a - c->r0) * ng;
     at.z += (a - c->r0) * ng;
-    return check_finite(c->src, q, &sub, &at, out, true, err);
+    at.rows = b - a;
+    nf_status st = check_finite(c->src, q, &sub, &at, out, true, err);
+    if (at.codes != c->bf.codes) free(at.codes);
+    if (st != NF_OK) c->held = false; /* its message read codes over the words: later rows go the plain way */
+    return st;
 }
 
 void nf_dialect_rows_close(nf_dialect_rows *c)
