@@ -678,7 +678,7 @@ nf_status nf_dialect_rows_open(const nf_source *src, const nf_qweight *q, uint64
 {
     if (!out) return nf_error_set(err, NF_ERR_USAGE, "nf_dialect_rows_open: missing argument");
     *out = NULL;
-    if (!src || !q || r0 > r1 || r1 > q->shape[0])
+    if (!src || !q || r0 > r1 || r1 > q->shape[0] || q->pack == NF_QPACK_ROWS || q->pack == NF_QPACK_BNB)
         return nf_error_set(err, NF_ERR_USAGE, "nf_dialect_rows_open: rows [%" PRIu64 ", %" PRIu64 ") of %s", r0, r1,
                             q ? q->codes->name : "(none)");
     nf_dialect_rows *c = calloc(1, sizeof *c);
@@ -715,8 +715,8 @@ nf_status nf_dialect_rows_read(nf_dialect_rows *c, uint64_t a, uint64_t b, float
                             q->codes->name, a, b, c->r0, c->r1);
     /* AWQ's words hold 8 rows: a reading that cuts one goes the plain way */
     const bool whole = q->pack != NF_QPACK_AWQ_GEMM || (a % 8 == 0 && (b % 8 == 0 || b == c->r1));
-    if (!c->held || !whole) return nf_qweight_read_f32(c->src, q, a, b, out, out_len, err);
     if (a == b) return NF_OK;
+    if (!c->held || !whole) return nf_dialect_packed_read(c->src, q, a, b, out, err);
     decode_rows(q, &c->p, &c->bf, a - c->r0, b - c->r0, out);
     const uint64_t ng = c->p.g1 - c->p.g0;
     piece sub = {a, b, c->p.c0, c->p.c1, c->p.g0, c->p.g1};

@@ -6,9 +6,9 @@
  * well only when r is large, while its binary32 values are best encoded a cache's worth at a
  * time.  nf_dialect_rows_open reads the band's words, scales and zero points (about b/8 bytes a
  * value; a band longer than nf_dialect_rows_most is not held); nf_dialect_rows_read turns rows of
- * it into values from memory.  Those values are nf_qweight_read_f32's, bit for bit; for every
- * other dialect, and GPTQ/AWQ readings that are not whole words, nf_dialect_rows_read is
- * nf_qweight_read_f32. */
+ * it into values from memory.  Those values are nf_qweight_read_f32's, bit for bit.  For the
+ * packed dialects (GPTQ, AWQ, MLX); weights and readings that are not whole words are read the
+ * plain way, as nf_qweight_read_f32 reads them. */
 #ifndef NINFER_DIALECT_QWEIGHT_ROWS_H
 #define NINFER_DIALECT_QWEIGHT_ROWS_H
 
@@ -21,7 +21,8 @@ typedef struct nf_dialect_rows nf_dialect_rows;
  * that split a word). */
 uint64_t nf_dialect_rows_most(const nf_qweight *q);
 
-/* Rows [r0, r1) of q; *out NULL on failure. */
+/* Rows [r0, r1) of q, a GPTQ, AWQ or MLX weight (NF_ERR_USAGE for another); *out NULL on
+ * failure. */
 nf_status nf_dialect_rows_open(const nf_source *src, const nf_qweight *q, uint64_t r0, uint64_t r1,
                                nf_dialect_rows **out, nf_error *err);
 /* Values of rows [a, b) (within the band) as nf_qweight_read_f32 gives them: (b - a) * K floats
