@@ -206,34 +206,6 @@ static bool spanned(const plan_object *o, uint64_t chunk_values)
     return true;
 }
 
-/* Rows [row, row + n) of words w (of g's tensor) as words of their own, when the format's words
- * are per row (all but nvfp4's, whose tiles span rows). */
-static bool words_rows(const nf_geometry *g, const nf_words *w, uint64_t row, uint64_t n, nf_words *v)
-{
-    *v = *w;
-    v->rows = n;
-    const uint64_t cells = row * g->cols;
-    if (g->layout->id == NF_LAYOUT_RAW_BYTES_V1 || g->layout->id == NF_LAYOUT_GGUF_BLOCKS_V1) {
-        v->blocks += row * g->row_bytes;
-        return true;
-    }
-    switch (g->format->category) {
-    case NF_CAT_DIRECT:
-        if (v->w16) v->w16 += cells;
-        if (v->w32) v->w32 += cells;
-        return true;
-    case NF_CAT_GROUPED:
-        v->codes += cells;
-        v->scales += row * g->logical_groups;
-        return true;
-    case NF_CAT_FP8_ROW:
-        v->codes8 += cells;
-        v->scales += row;
-        return true;
-    default: return false;
-    }
-}
-
 /* A GPTQ or AWQ weight reads its codes across the rows of a packed tensor (GPTQ's qweight
  * [K*b/32, N], AWQ GEMM's [K, N/8]; docs/dialects.md "GPTQ and AWQ"): r rows are K*b/32 (or K)
  * runs of r*b/8 (r/2) bytes, which read well only when r is large. */
@@ -252,16 +224,15 @@ static bool reads_across_rows(const plan_object *o)
  * (run_step_job): the worker holds a chunk's values and a band's words.  Other such weights
  * (act-order, 3 bits) take chunks TRANSPOSED_CHUNKS times longer, for longer runs.  For objects
  * whose members are all such weights, chunks of 8 rows or more (AWQ's word), methods that encode
- * rows as they are given (not nvfp4's, whose chunks carry the matrix's maximum), no budget (whose
- * figure reads a job's values again) and formats whose words are per row: the most rows a job may
- * hold (the members' nf_dialect_rows_most), 0 for every other object. */
+ * rows as they are given (not nvfp4's, whose chunks carry the matrix's maximum and whose tiles
+ * span 128 rows) and no budget (whose figure reads a job's values again): the most rows a job
+ * may hold (the members' nf_dialect_rows_most), 0 for every other object. */
 #define JOB_CHUNKS 64
 #define TRANSPOSED_CHUNKS 4
 static uint64_t stepped(const plan_object *o, uint64_t chunk_rows)
 {
-    nf_words none = {0}, v;
     if (chunk_rows < 8 || o->method == NF_METHOD_IMPORT_ENCODED || nvfp4_quantizer(o->method) || o->budget ||
-        o->nmembers == 0 || !words_rows(&o->g, &none, 0, 0, &v))
+        o->nmembers == 0 || (o->g.format && o->g.format->category == NF_CAT_NVFP4))
         return 0;
     uint64_t most = UINT64_MAX;
     for (size_t k = 0; k < o->nmembers; k++) {
@@ -290,6 +261,7 @@ nf_status nf_convert_plan_jobs(runner *r, nf_error *err)
         run->sum = nf_errstats_summarize(&none);
         if (o->kind != NF_OBJECT_TENSOR) continue;
         run->chunk_rows = nf_geometry_chunk_rows(&o->g, r->chunk_values);
+        uint64_t most;
         if (spanned(o, r->chunk_values)) {
             /* a row longer than a chunk is cut into spans: memory stays bounded by the chunk
              * whatever the row's length (spans are multiples of NF_COLSPAN_ALIGN columns, the
@@ -298,9 +270,9 @@ nf_status nf_convert_plan_jobs(runner *r, nf_error *err)
             run->chunk_rows = band;
             run->span_cols = r->chunk_values / band / NF_COLSPAN_ALIGN * NF_COLSPAN_ALIGN;
             if (run->span_cols < NF_COLSPAN_ALIGN) run->span_cols = NF_COLSPAN_ALIGN;
-        } else if (stepped(o, run->chunk_rows)) {
+        } else if ((most = stepped(o, run->chunk_rows)) != 0) {
             /* steps and jobs of whole words of AWQ's rows (8 a word), jobs no longer than a band */
-            const uint64_t step = run->chunk_rows / 8 * 8, most = stepped(o, run->chunk_rows);
+            const uint64_t step = run->chunk_rows / 8 * 8;
             uint64_t values = r->chunk_values <= UINT64_MAX / JOB_CHUNKS ? r->chunk_values * JOB_CHUNKS
                                                                          : r->chunk_values;
             uint64_t rows = nf_geometry_chunk_rows(&o->g, values);

@@ -714,7 +714,7 @@ nf_status nf_dialect_rows_read(nf_dialect_rows *c, uint64_t a, uint64_t b, float
                             ") or the buffer given",
                             q->codes->name, a, b, c->r0, c->r1);
     /* AWQ's words hold 8 rows: a reading that cuts one goes the plain way */
-    const bool whole = q->pack != NF_QPACK_AWQ_GEMM || (a % 8 == 0 && (b % 8 == 0 || b == c->r1));
+    const bool whole = q->pack != NF_QPACK_AWQ_GEMM || (a % 8 == 0 && b % 8 == 0);
     if (a == b) return NF_OK;
     if (!c->held || !whole) return nf_dialect_packed_read(c->src, q, a, b, out, err);
     decode_rows(q, &c->p, &c->bf, a - c->r0, b - c->r0, out);
