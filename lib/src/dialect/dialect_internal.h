@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <ninfer/dialect.h>
 #include <ninfer/recipe.h>
@@ -161,6 +162,19 @@ nf_status nf_dialect_scan_fbgemm_experts(nf_dialects *d, nf_error *err);
  * arguments are checked: rows [r0, r1) into out, or columns [c0, c0 + n) of one row. */
 nf_status nf_dialect_packed_read(const nf_source *src, const nf_qweight *q, uint64_t r0, uint64_t r1, float *out,
                                  nf_error *err);
+/* Is some value not finite?  One branch-free pass (values are almost always finite) before a
+ * reader looks for the one it names (qweight_values.c, qweight_packed.c). */
+static inline bool nf_dialect_any_nonfinite(const float *v, uint64_t n)
+{
+    unsigned any = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        uint32_t w;
+        memcpy(&w, &v[i], sizeof w);
+        any |= (w & 0x7F800000u) == 0x7F800000u;
+    }
+    return any != 0;
+}
+
 /* Test hook: the window in which GPTQ's and AWQ's runs of words closer than 8 KiB are read together
  * (qweight_packed.c; 1 MiB). */
 extern size_t nf_dialect_runs_window;

@@ -348,12 +348,7 @@ static nf_status check_finite(const nf_source *src, const nf_qweight *q, const p
 {
     if (!bf->bias && q->scale->dtype == NF_ST_F16) return NF_OK;
     const uint64_t cols = p->c1 - p->c0, ng = p->g1 - p->g0, count = (p->b - p->a) * cols;
-    unsigned any = 0; /* one branch-free pass first: values are almost always finite */
-    for (uint64_t i = 0; i < count; i++) {
-        uint32_t w;
-        memcpy(&w, &out[i], sizeof w);
-        any |= (w & 0x7F800000u) == 0x7F800000u;
-    }
+    const bool any = nf_dialect_any_nonfinite(out, count);
     if (any && bands) { /* the message names the code: read again (over the words in raw) */
         NF_TRY(need_codes(bf, err));
         NF_TRY(fetch_codes(src, q, p, bf->codes, bf->raw, err));

@@ -278,12 +278,7 @@ static nf_status decode_row(const nf_source *src, const nf_qweight *q, uint64_t 
         }
         /* codes and scales are finite (checked above and in read_scales); their product may
          * still overflow: one branch-free pass, then the value named */
-        unsigned any = 0;
-        for (uint64_t c = c0; c < c1; c++) {
-            uint32_t w;
-            memcpy(&w, &out[c - ca], sizeof w);
-            any |= (w & 0x7F800000u) == 0x7F800000u;
-        }
+        const bool any = nf_dialect_any_nonfinite(out + (c0 - ca), c1 - c0);
         for (uint64_t c = c0; any && c < c1; c++)
             if (!isfinite(out[c - ca]))
                 return value_overflow(err, src, q, row, c, codes, cbase, s, zps ? zps[j - ja] : 0);
