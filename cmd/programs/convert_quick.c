@@ -71,6 +71,10 @@ static const struct {
 #define QUICK_KEEP (sizeof quick_keep / sizeof quick_keep[0])
 static const char *const quick_floats[] = {"BF16", "F32", "F16", "F64"};
 #define QUICK_FLOATS (sizeof quick_floats / sizeof quick_floats[0])
+/* GGUF block types that no format holds exactly (docs/formats.md 8.5): ggml's values get --format
+ * as the floats do (a K-quant file's Q5_1 fallback tensors), where the other block types import. */
+static const char *const quick_values[] = {"Q4_1", "Q5_1", "Q8_K"};
+#define QUICK_VALUES (sizeof quick_values / sizeof quick_values[0])
 
 /* The files a runtime needs beside the weights of a Hugging Face checkpoint: quick mode keeps
  * them as resources of the text component, each one at most QUICK_RESOURCE_MAX bytes
@@ -209,6 +213,10 @@ char *convert_quick_recipe(const char *source, const convert_opts *o, size_t *le
      * format that holds their words, or, with --requantize, given FORMAT from their values. */
     if (o->requantize) put_rule(f, "*", NULL, -1, 1, o->format, method, true);
     else put_rule(f, "*", NULL, -1, 1, NULL, "import_encoded", true);
+    /* (after the rule above: a later rule's fields win; GGUF sources only) */
+    const bool gguf = quick_is_gguf(source);
+    for (size_t i = 0; gguf && !o->preset && i < QUICK_VALUES; i++)
+        put_rule(f, "*", quick_values[i], 2, -1, format, method, true);
     if (o->prun) preset_put_rules(f, o->prun);
     for (size_t i = 0; i < o->nrules; i++) {
         char glob[1024];
@@ -255,6 +263,9 @@ void convert_label_quick_rules(nf_recipe *r, const convert_opts *o)
     for (; i < r->nrules && i < QUICK_KEEP; i++) r->rules[i].label = keep_label;
     for (; !o->preset && i < r->nrules && i < QUICK_KEEP + QUICK_FLOATS; i++) r->rules[i].label = format_label;
     if (i < r->nrules) r->rules[i++].label = o->requantize ? requant_label : import_label;
+    const nf_recipe_source *base = nf_recipe_find_source(r, "base");
+    const bool gguf = base && base->path && quick_is_gguf(base->path);
+    for (size_t v = 0; gguf && !o->preset && i < r->nrules && v < QUICK_VALUES; v++) r->rules[i++].label = format_label;
     if (o->prun) {
         preset_label_rules(r, i, o->prun);
         i += o->prun->rules;

@@ -185,6 +185,17 @@ static bool shape_equal(uint32_t ra, const uint64_t *sa, uint32_t rb, const uint
     return true;
 }
 
+/* An object [N, K] holding a source tensor of rank 3 or more as its rows: N is the product of the
+ * leading dimensions and K the last (an import of a GGUF expert bank [E, R, K], ninfer/import.h). */
+static bool rows_of(uint32_t ra, const uint64_t *sa, uint32_t rt, const uint64_t *st)
+{
+    if (ra != 2 || rt < 3 || sa[1] != st[rt - 1]) return false;
+    uint64_t n = 1;
+    for (uint32_t i = 0; i + 1 < rt; i++)
+        if (!nf_mul_u64(n, st[i], &n)) return false;
+    return n == sa[0];
+}
+
 static void shape_text(uint32_t rank, const uint64_t *shape, char *out, size_t n)
 {
     size_t k = (size_t)snprintf(out, n, "[");
@@ -261,7 +272,8 @@ static nf_status classify_pair(diff_run *r, pair *p, nf_error *err)
             p->changes = CH_KIND;
             p->no_stats = "a resource in A, a tensor in B";
         } else if (p->q ? !shape_equal(a->rank, a->shape, 2, p->q->shape)
-                        : !shape_equal(a->rank, a->shape, p->t->rank, p->t->shape)) {
+                        : !shape_equal(a->rank, a->shape, p->t->rank, p->t->shape) &&
+                              !rows_of(a->rank, a->shape, p->t->rank, p->t->shape)) {
             p->changes = CH_SHAPE;
             p->no_stats = "the shapes differ";
         } else if (!p->q && !p->t->convertible) {

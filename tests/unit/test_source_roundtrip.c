@@ -349,8 +349,21 @@ static void check_gguf(nf_source *s)
     float pv[128];
     cr_assert_eq(nf_source_read_f32(s, pq, 0, 1, pv, 128, &err), NF_OK, "%s", err.message);
     for (int j = 0; j < 128; j++) cr_assert_eq(bits_of_f32(pv[j]), bits_of_f32((float)(j % 3 - 1) * 2.0f), "pq2 %d", j);
+    /* Q4_1 (read as values only, docs/formats.md 8.5), bytes 0..39: value (nibble * d) + m, the
+     * product exact and the sum rounded once, as the binary64 sum rounded to binary32 is */
     const nf_source_tensor *q41 = nf_source_find(s, "q4_1");
-    cr_assert(!q41->convertible);
+    cr_assert(q41->convertible);
+    cr_assert_null(q41->format);
+    float qv[64];
+    cr_assert_eq(nf_source_read_f32(s, q41, 0, 2, qv, 64, &err), NF_OK, "%s", err.message);
+    for (int r = 0; r < 2; r++) {
+        const uint8_t *blk = g_q4_1 + 20 * r;
+        const double d = f16_value((uint16_t)(blk[0] | blk[1] << 8)), m = f16_value((uint16_t)(blk[2] | blk[3] << 8));
+        for (int j = 0; j < 32; j++) {
+            const int nib = j < 16 ? blk[4 + j] & 15 : blk[4 + j - 16] >> 4;
+            cr_assert_eq(bits_of_f32(qv[32 * r + j]), bits_of_f32((float)(nib * d + m)), "q4_1 %d %d", r, j);
+        }
+    }
     const nf_source_tensor *cube = nf_source_find(s, "cube");
     cr_assert_eq(cube->shape[0], 2);
     cr_assert_eq(cube->shape[1], 3);

@@ -22,6 +22,11 @@
  *                                                                                q5_g64_fp16, q8_g32_fp16
  *   NF_IMPORT_MXFP4              MXFP4 E2M1 codes U8 [N,K/2] and E8M0 scales    nvfp4
  *                                U8 [N,K/32] (gpt-oss, compressed-tensors)
+ *   NF_IMPORT_GGUF_TERNARY       GGUF TQ1_0 (34), TQ2_0 (35) or Q1_0 (41) blocks  t2_g128_fp16,
+ *                                (codes of docs/formats.md 8.5, one scale d)     q2_g64_fp16
+ *   NF_IMPORT_Q8_1               GGUF Q8_1 (type 9), 36-byte blocks              q8_g32_fp16
+ *   NF_IMPORT_GGUF_MXFP4         GGUF MXFP4 (type 39), 17-byte blocks            nvfp4
+ *   NF_IMPORT_GGUF_NVFP4         GGUF NVFP4 (type 40), 36-byte blocks            nvfp4
  *
  * Two steps.  An nf_import_init_*() function reads only what a checkpoint header declares
  * (names, dtypes, shapes) plus the tensor-level scalar (the NVFP4 divisor, a per-tensor FP8
@@ -76,6 +81,12 @@ extern "C" {
 #define NF_IMPORT_GGML_Q8_0 8
 #define NF_IMPORT_GGML_Q2_0 42
 #define NF_IMPORT_GGML_PQ2_0 142
+#define NF_IMPORT_GGML_Q8_1 9
+#define NF_IMPORT_GGML_TQ1_0 34
+#define NF_IMPORT_GGML_TQ2_0 35
+#define NF_IMPORT_GGML_MXFP4 39
+#define NF_IMPORT_GGML_NVFP4 40
+#define NF_IMPORT_GGML_Q1_0 41
 
 typedef enum nf_import_kind {
     NF_IMPORT_GGUF_BLOCKS,      /* whole rows of ggml blocks copied byte for byte */
@@ -88,11 +99,16 @@ typedef enum nf_import_kind {
     NF_IMPORT_FP8_COMPRESSED,   /* E4M3FN codes + one BF16 multiplier per row */
     NF_IMPORT_INT_GROUPS,       /* integer codes q - z + one binary16 scale per source group */
     NF_IMPORT_MXFP4,            /* E2M1 codes + one E8M0 scale per 32 values, divisor 2^p */
+    NF_IMPORT_GGUF_TERNARY,     /* per block: binary16 d, 256 or 128 codes in -1..2 */
+    NF_IMPORT_Q8_1,             /* per block: binary16 d, binary16 s (not kept), 32 int8 codes */
+    NF_IMPORT_GGUF_MXFP4,       /* per block: E8M0 e, 32 E2M1 codes (j low, j + 16 high) */
+    NF_IMPORT_GGUF_NVFP4,       /* per block: 4 UE4M3 scales, 64 E2M1 codes */
     NF_IMPORT_KIND_COUNT
 } nf_import_kind;
 
 /* "gguf_blocks", "gsq_q2_0", "q8_0", "pq2_0", "nvfp4_modelopt", "nvfp4_compressed_tensors",
- * "fp8_compressed_tensors", "int_groups", "mxfp4"; NULL for an out-of-range kind. */
+ * "fp8_compressed_tensors", "int_groups", "mxfp4", "gguf_ternary", "q8_1", "gguf_mxfp4",
+ * "gguf_nvfp4"; NULL for an out-of-range kind. */
 NF_API const char *nf_import_kind_name(nf_import_kind kind);
 
 /* One source tensor as its checkpoint declares it (no data).  For an nf_source_tensor t:
@@ -134,10 +150,14 @@ typedef struct nf_import {
 /* ---------------------------------------------------------------- init */
 /* A GGUF block tensor into `target`, which picks the import:
  *   gguf_*        the tensor's ggml type must be the target's (both are named otherwise);
- *   q2_g64_fp16   type 42 (GSQ Q2_0), K % 64 == 0;
- *   q8_g32_fp16   type 8 (Q8_0), K % 32 == 0;
- *   t2_g128_fp16  type 142 (PQ2_0), K % 128 == 0.
- * Any other target (and a safetensors tensor) is refused. */
+ *   q2_g64_fp16   type 42 (GSQ Q2_0), or TQ1_0 (34), TQ2_0 (35), Q1_0 (41): each block's codes q
+ *                 (docs/formats.md 8.5) as q2's stored u = q + 1 under its d, in every 64-group;
+ *   q8_g32_fp16   type 8 (Q8_0) or 9 (Q8_1, its s not kept), K % 32 == 0;
+ *   t2_g128_fp16  type 142 (PQ2_0), or TQ1_0, TQ2_0, Q1_0: their codes under d in each 128-group,
+ *                 when every code is in -1..1 and d is a valid T2 scale (docs/formats.md 5.4).
+ * The words are value-exact: ggml's to_float of a block equals the target's value of its words
+ * (a block that cannot be held so is refused, naming its row and block).  Any other target (and a
+ * safetensors tensor) is refused; GGUF MXFP4 and NVFP4 go through nf_import_init_gguf_fp4. */
 NF_API nf_status nf_import_init_gguf(nf_import *imp, const nf_format *target, const nf_import_tensor *blocks,
                                      nf_error *err);
 
@@ -195,6 +215,16 @@ NF_API nf_status nf_import_init_int_groups(nf_import *imp, const nf_format *targ
  * binary32 are refused, naming the row and block. */
 NF_API nf_status nf_import_init_mxfp4(nf_import *imp, const nf_import_tensor *codes, const nf_import_tensor *scales,
                                       uint64_t rows, uint64_t cols, int32_t divisor_log2, nf_error *err);
+
+/* A GGUF MXFP4 (type 39) or NVFP4 (type 40) block tensor into nvfp4 (docs/formats.md 8.5), value-
+ * exact with ggml's to_float.  MXFP4: as nf_import_init_mxfp4 with the divisor 2^divisor_log2,
+ * the codes of element j and j + 16 in the low and high nibble of byte 1 + j, and E8M0 255 read as
+ * ggml reads it (2^128, so only a block of codes 0 and +-0.5 survives).  NVFP4: divisor 1
+ * (divisor_log2 must be 0), each sub-block's UE4M3 byte x as the E4M3 scale x & 0x7F (0x7F reads
+ * 0: scale 0x00; 0xFF, which ggml reads as 240, has no E4M3 word and is refused).  ggml's table
+ * gives code 8 the integer 0, so code 8 becomes code 0 (+0, not -0). */
+NF_API nf_status nf_import_init_gguf_fp4(nf_import *imp, const nf_import_tensor *blocks, int32_t divisor_log2,
+                                         nf_error *err);
 
 /* ---------------------------------------------------------------- geometry */
 /* Geometry of the object holding this one matrix: the target's default layout, shape

@@ -63,8 +63,9 @@ void nf_plan_tensor_problem(problems *probs, const nf_recipe *r, const nf_recipe
                             const nf_source_tensor *t, const char *what);
 /* The index of the recipe's source `name`, SIZE_MAX: none. */
 size_t nf_plan_source_index(const nf_plan *p, const char *name);
-/* Is t a GGUF tensor of quantized blocks? */
+/* Is t a GGUF tensor of quantized blocks that a gguf_* format holds?  Of any ggml block type? */
 bool nf_plan_gguf_blocks(const nf_source_tensor *t);
+bool nf_plan_gguf_quantized(const nf_source_tensor *t);
 /* Method parameters from `with`: imatrix (a source name) and negative_scales. */
 nf_status nf_plan_method_params(nf_plan *p, const nf_recipe_choice *c, const nf_source_tensor *t, uint64_t cols,
                                 nf_method_params *params, nf_error *err);

@@ -239,12 +239,70 @@ static const char *import_target(const nf_source *src, const nf_qweight *q)
 /* A GGUF tensor of ggml blocks (Q4_K, IQ2_XXS, ...), whose gguf_* format holds its words. */
 bool nf_plan_gguf_blocks(const nf_source_tensor *t) { return t->ggml_type >= 0 && t->block_values > 1 && t->format; }
 
+/* A GGUF tensor stored quantized: of any ggml block type, with a gguf_* format or read as values
+ * only (Q4_1, TQ2_0, MXFP4, ...; docs/formats.md 8.5).  `when: {quantized: true}` sees it. */
+bool nf_plan_gguf_quantized(const nf_source_tensor *t) { return t->ggml_type >= 0 && t->block_values > 1; }
+
+/* Rows of the import trial's pieces: about TRIAL_BYTES of source blocks, at least one row. */
+#define TRIAL_BYTES ((uint64_t)1 << 20)
+
+/* Does every row of the tensor import into imp's target (nf_import_rows, read in pieces)?  The
+ * import's own rules decide, so the plan and the conversion cannot disagree; *err has the first
+ * row that does not. */
+static nf_status import_trial(const nf_source *src, const nf_source_tensor *t, const nf_import *imp, nf_error *err)
+{
+    nf_geometry g;
+    NF_TRY(nf_import_geometry(imp, &g, err));
+    const uint64_t step = imp->row_bytes >= TRIAL_BYTES ? 1 : TRIAL_BYTES / imp->row_bytes;
+    nf_words w;
+    NF_TRY(nf_words_alloc(&w, &g, step < imp->rows ? step : imp->rows, err));
+    uint8_t *buf = malloc((size_t)((step < imp->rows ? step : imp->rows) * imp->row_bytes));
+    nf_status st = buf ? NF_OK : nf_common_nomem(err);
+    for (uint64_t r = 0; st == NF_OK && r < imp->rows; r += step) {
+        const uint64_t n = imp->rows - r < step ? imp->rows - r : step;
+        st = nf_source_read_bytes(src, t, r * imp->row_bytes, buf, (size_t)(n * imp->row_bytes), err);
+        nf_import_chunk c = {r, n, buf, (size_t)(n * imp->row_bytes), NULL, 0, 0};
+        if (st == NF_OK) st = nf_import_rows(imp, &c, &w, 0, err);
+    }
+    free(buf);
+    nf_words_free(&w);
+    return st;
+}
+
+/* The format that holds a GGUF tensor of a values-only block type exactly (docs/formats.md 8.5),
+ * or NULL: TQ1_0, TQ2_0 and Q1_0 go to t2_g128_fp16 when every block fits T2 (read when planned),
+ * else to q2_g64_fp16, which holds every finite block; Q8_1 to q8_g32_fp16 when every block fits
+ * Q8; MXFP4 and NVFP4 to nvfp4 when its tiles fit (rows a multiple of 128, K of 64; the blocks
+ * are checked when the import is prepared, as a checkpoint's MXFP4 is); PQ2_0 to t2_g128_fp16. */
+static const char *gguf_values_target(const nf_source *src, const nf_source_tensor *t)
+{
+    const char *fits = NULL;
+    nf_import imp;
+    nf_error e;
+    nf_import_tensor it = import_tensor(t);
+    switch (t->ggml_type) {
+    case NF_IMPORT_GGML_TQ1_0:
+    case NF_IMPORT_GGML_TQ2_0:
+    case NF_IMPORT_GGML_Q1_0: fits = "t2_g128_fp16"; break;
+    case NF_IMPORT_GGML_Q8_1: fits = "q8_g32_fp16"; break;
+    case NF_IMPORT_GGML_PQ2_0: return "t2_g128_fp16";
+    case NF_IMPORT_GGML_MXFP4:
+    case NF_IMPORT_GGML_NVFP4: return t->rows % 128 == 0 && t->row_elements % 64 == 0 ? "nvfp4" : NULL;
+    default: return NULL;
+    }
+    if (nf_import_init_gguf(&imp, nf_format_lookup(fits), &it, &e) == NF_OK && import_trial(src, t, &imp, &e) == NF_OK)
+        return fits;
+    return t->ggml_type == NF_IMPORT_GGML_Q8_1 ? NULL : "q2_g64_fp16";
+}
+
 /* The format import_encoded puts a tensor in when no rule chose one: the one holding its words
- * (a quantized weight's, a GGUF block tensor's gguf_*), or NULL. */
+ * (a quantized weight's, a GGUF block tensor's gguf_*, a values-only GGUF type's exact target),
+ * or NULL. */
 static const char *natural_import_format(const nf_source *src, const nf_source_tensor *t, const nf_qweight *q)
 {
     if (q) return import_target(src, q);
     if (nf_plan_gguf_blocks(t)) return t->format->name;
+    if (nf_plan_gguf_quantized(t)) return gguf_values_target(src, t);
     return NULL;
 }
 
@@ -314,6 +372,46 @@ static nf_status mxfp4_divisor(const nf_source *src, const nf_qweight *q, int32_
     return st;
 }
 
+/* MXFP4 GGUF blocks' divisor 2^p in nvfp4, as mxfp4_divisor's: p = min(135 - max e, 127) from the
+ * E8M0 byte heading each 17-byte block, in one pass that also finds the lowest exponent of a block
+ * with a nonzero code: more than 17 octaves below the largest, no one divisor holds the matrix.
+ * (The import checks each block again, and refuses a value past binary32.) */
+static nf_status gguf_mxfp4_divisor(const nf_source *src, const nf_source_tensor *t, int32_t *p, nf_error *err)
+{
+    const uint64_t total = t->bytes, piece = TRIAL_BYTES / 17 * 17, per_row = t->row_elements / 32;
+    uint8_t *buf = malloc((size_t)piece);
+    if (!buf) return nf_common_nomem(err);
+    unsigned maxe = 0, mine = 256;
+    uint64_t low = 0; /* the block of mine */
+    nf_status st = NF_OK;
+    for (uint64_t a = 0; st == NF_OK && a < total; a += piece) {
+        const size_t len = (size_t)(total - a < piece ? total - a : piece);
+        st = nf_source_read_bytes(src, t, a, buf, len, err);
+        for (size_t i = 0; st == NF_OK && i + 17 <= len; i += 17) {
+            const unsigned e = buf[i];
+            bool nonzero = false;
+            for (size_t j = 1; j < 17; j++) nonzero = nonzero || (buf[i + j] & 0x77);
+            if (e > maxe) maxe = e;
+            if (nonzero && e < mine) {
+                mine = e;
+                low = (a + i) / 17;
+            }
+        }
+    }
+    free(buf);
+    NF_TRY(st);
+    *p = 135 - (int)maxe < 127 ? 135 - (int)maxe : 127;
+    if (mine < 256 && (int)mine - 127 + *p < -9)
+        return nf_error_set(err, NF_ERR_INVALID,
+                            "%s: tensor '%s': row %" PRIu64 " block %" PRIu64 ": scale 2^%d lies more than 17 octaves "
+                            "below the matrix's largest, 2^%d, and nvfp4's E4M3 block scales span 2^-9..2^8 under one "
+                            "divisor: no format holds its values exactly; requantize it from its values with a rule "
+                            "that names the method, or --requantize in quick mode",
+                            nf_source_file_path(src, t->file), t->name, low / per_row, low % per_row, (int)mine - 127,
+                            (int)maxe - 127);
+    return NF_OK;
+}
+
 /* Reads a tensor-level scalar (4 bytes of an F32 tensor, or 2 of a BF16 one). */
 static nf_status read_scalar(const nf_source *src, const nf_source_tensor *t, void *buf, size_t *len, nf_error *err)
 {
@@ -332,6 +430,11 @@ static nf_status prepare_import(const plan_source *s, const nf_source_tensor *t,
 {
     const nf_source *src = s->src;
     nf_import_tensor it = import_tensor(t);
+    if (t->ggml_type >= 0 && fmt->category == NF_CAT_NVFP4) {
+        int32_t p = 0;
+        if (t->ggml_type == NF_IMPORT_GGML_MXFP4) NF_TRY(gguf_mxfp4_divisor(src, t, &p, err));
+        return nf_import_init_gguf_fp4(&m->imp, &it, p, err);
+    }
     if (t->ggml_type >= 0) return nf_import_init_gguf(&m->imp, fmt, &it, err);
     if (!q)
         return nf_error_set(err, NF_ERR_INVALID,
@@ -437,6 +540,27 @@ void nf_plan_tensor(nf_plan *p, const plan_source *s, tensor_plan *tp, problems 
     if (tp->q && tp->method == NF_METHOD_IMPORT_ENCODED &&
         check_quantized_import(s->src, t, tp->q, tp->fmt, &e) != NF_OK) {
         nf_plan_tensor_problem(probs, r, c, FIELD_METHOD, t, without_tensor(e.message, t->name));
+        return;
+    }
+    if (!tp->q && nf_plan_gguf_quantized(t) && !nf_plan_gguf_blocks(t) && tp->method == NF_METHOD_IMPORT_ENCODED &&
+        c->format_rule < 0 && !natural) {
+        const bool fp4 = t->ggml_type == NF_IMPORT_GGML_MXFP4 || t->ggml_type == NF_IMPORT_GGML_NVFP4;
+        char why[160] = "";
+        if (fp4)
+            snprintf(why, sizeof why,
+                     " (nvfp4 would, in tiles of 128 rows and 64 columns: this tensor has %" PRIu64 " rows of %" PRIu64
+                     ")",
+                     t->rows, t->row_elements);
+        else if (t->ggml_type == NF_IMPORT_GGML_Q8_1)
+            snprintf(why, sizeof why,
+                     " (q8_g32_fp16 would, but a block holds a code -128, a -0 scale or a +0 "
+                     "scale over nonzero codes)");
+        snprintf(e.message, sizeof e.message,
+                 "stored as GGUF %s blocks: no format holds their values exactly%s, so import_encoded cannot keep "
+                 "them; requantize them from ggml's values with a rule that names the method (e.g. `method: "
+                 "grouped_absmax`), or --requantize in quick mode",
+                 t->type_name, why);
+        nf_plan_tensor_problem(probs, r, c, FIELD_METHOD, t, e.message);
         return;
     }
     if (nf_method_check_target(tp->method, tp->fmt, &e) != NF_OK) {

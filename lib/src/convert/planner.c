@@ -186,6 +186,9 @@ static void set_note(plan_object *o, const nf_source_tensor *t, const nf_qweight
     if (nf_plan_gguf_blocks(t) && o->method == NF_METHOD_IMPORT_ENCODED) {
         /* --dry-run and the plan say so (issue: quick mode imports GGUF blocks by default) */
         snprintf(note, sizeof note, "GGUF %s blocks imported as they are", t->type_name);
+    } else if (nf_plan_gguf_quantized(t) && o->method == NF_METHOD_IMPORT_ENCODED) {
+        /* a values-only type: its codes and scales re-spelled in the target (docs/formats.md 8.5) */
+        snprintf(note, sizeof note, "GGUF %s blocks imported value for value", t->type_name);
     } else if (!reencode_note(t, o->g.format, o->method, note, sizeof note)) {
         return;
     }
@@ -625,7 +628,8 @@ nf_status nf_plan_build_ex(const nf_recipe *recipe, const nf_plan_build_options 
             rt[nv] = (nf_recipe_tensor){t->name, t->type_name, 2, q->shape, q->shape[0] * q->shape[1], true};
         } else {
             /* (a GGUF block tensor is stored quantized too: `when: {quantized: true}` sees it) */
-            rt[nv] = (nf_recipe_tensor){t->name, t->type_name, t->rank, t->shape, t->elements, nf_plan_gguf_blocks(t)};
+            rt[nv] = (nf_recipe_tensor){t->name,  t->type_name, t->rank,
+                                        t->shape, t->elements,  nf_plan_gguf_quantized(t)};
         }
         visible[nv++] = i;
     }

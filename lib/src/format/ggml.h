@@ -15,6 +15,17 @@
  * k / block_values consecutive blocks. */
 nf_status nf_ggml_dequant_row(const nf_format *fmt, const uint8_t *blocks, uint64_t k, float *out, nf_error *err);
 
+/* The ggml block types read as values only, with no gguf_* format (Q4_1, Q5_1, Q8_1, Q8_K,
+ * TQ1_0, TQ2_0, MXFP4, NVFP4, Q1_0; ggml_values.c, docs/formats.md 8.5): whether ggml_type is one,
+ * and one row of k values of it (k a multiple of the type's block values), bit-exact with
+ * ggml's to_float. */
+bool nf_ggml_values_type(int ggml_type);
+nf_status nf_ggml_values_row(int ggml_type, const uint8_t *blocks, uint64_t k, float *out, nf_error *err);
+/* The integer codes q of one block of a ternary-style type, whose value is F(q) * d: TQ1_0 and
+ * TQ2_0 (256 codes, -1..1; TQ2_0's stored 3 is +2) and Q1_0 (128 codes, -1 or +1), with the byte
+ * offset of the block's binary16 d in *d_offset; false for another type. */
+bool nf_ggml_block_codes(int ggml_type, const uint8_t *block, int8_t *q, unsigned *d_offset);
+
 /* A binary16 scale field of a gguf_* block that is NaN or infinite (ggml_validate.c; ggml's
  * ggml_validate_row_data refuses such a block). */
 typedef struct nf_ggml_bad_scale {

@@ -23,6 +23,21 @@ typedef struct block_source {
 static const block_source Q2_0 = {NF_IMPORT_GSQ_Q2_0, NF_IMPORT_GGML_Q2_0, "Q2_0", 64, 18};
 static const block_source Q8_0 = {NF_IMPORT_Q8_0, NF_IMPORT_GGML_Q8_0, "Q8_0", 32, 34};
 static const block_source PQ2_0 = {NF_IMPORT_PQ2_0, NF_IMPORT_GGML_PQ2_0, "PQ2_0", 128, 34};
+static const block_source Q8_1 = {NF_IMPORT_Q8_1, NF_IMPORT_GGML_Q8_1, "Q8_1", 32, 36};
+static const block_source TQ1_0 = {NF_IMPORT_GGUF_TERNARY, NF_IMPORT_GGML_TQ1_0, "TQ1_0", 256, 54};
+static const block_source TQ2_0 = {NF_IMPORT_GGUF_TERNARY, NF_IMPORT_GGML_TQ2_0, "TQ2_0", 256, 66};
+static const block_source Q1_0 = {NF_IMPORT_GGUF_TERNARY, NF_IMPORT_GGML_Q1_0, "Q1_0", 128, 18};
+
+/* The ternary-style sources (docs/formats.md 8.5), which both q2 and t2 take. */
+static bool ternary_source(int ggml_type, block_source *src)
+{
+    switch (ggml_type) {
+    case NF_IMPORT_GGML_TQ1_0: *src = TQ1_0; return true;
+    case NF_IMPORT_GGML_TQ2_0: *src = TQ2_0; return true;
+    case NF_IMPORT_GGML_Q1_0: *src = Q1_0; return true;
+    default: return false;
+    }
+}
 
 nf_status nf_import_init_gguf(nf_import *imp, const nf_format *target, const nf_import_tensor *t, nf_error *err)
 {
@@ -32,16 +47,21 @@ nf_status nf_import_init_gguf(nf_import *imp, const nf_format *target, const nf_
 
     block_source src;
     switch (target->id) {
-    case NF_FMT_Q2_G64_FP16: src = Q2_0; break;
-    case NF_FMT_Q8_G32_FP16: src = Q8_0; break;
-    case NF_FMT_T2_G128_FP16: src = PQ2_0; break;
+    case NF_FMT_Q2_G64_FP16:
+        if (!ternary_source(t->ggml_type, &src)) src = Q2_0;
+        break;
+    case NF_FMT_Q8_G32_FP16: src = t->ggml_type == NF_IMPORT_GGML_Q8_1 ? Q8_1 : Q8_0; break;
+    case NF_FMT_T2_G128_FP16:
+        if (!ternary_source(t->ggml_type, &src)) src = PQ2_0;
+        break;
     default:
         if (target->category != NF_CAT_GGUF) {
             if (target->id == NF_FMT_FP8_E4M3FN_ROW_FP16)
                 return nf_import_fail(err, NF_ERR_INVALID, t->name, "%s is not an import_encoded target", target->name);
             return nf_import_fail(err, NF_ERR_INVALID, t->name,
-                                  "GGUF blocks import only into gguf_*, q2_g64_fp16 (from Q2_0), q8_g32_fp16 "
-                                  "(from Q8_0) and t2_g128_fp16 (from PQ2_0), not %s",
+                                  "GGUF blocks import only into gguf_*, q2_g64_fp16 (from Q2_0, TQ1_0, TQ2_0, "
+                                  "Q1_0), q8_g32_fp16 (from Q8_0, Q8_1), t2_g128_fp16 (from PQ2_0, TQ1_0, TQ2_0, "
+                                  "Q1_0) and nvfp4 (from MXFP4, NVFP4), not %s",
                                   target->name);
         }
         src.kind = NF_IMPORT_GGUF_BLOCKS;
@@ -136,48 +156,52 @@ static nf_status q2_row(const nf_import *imp, const uint8_t *src, uint64_t row, 
 typedef nf_status (*block_code_fn)(const nf_import *imp, const uint8_t *data, unsigned j, uint64_t row, uint64_t b,
                                    uint16_t d, int8_t *q, nf_error *err);
 
-/* A row of 34-byte blocks of `group` codes under one binary16 scale (Q8_0, PQ2_0): each scale by
- * the general grouped rules, each code by its format's `code`. */
+/* A row of blocks of `group` codes at byte `at` under one binary16 scale at byte 0 (Q8_0, Q8_1,
+ * PQ2_0): each scale by the general grouped rules, each code by its format's `code`. */
 static inline nf_status grouped_row(const nf_import *imp, const uint8_t *src, uint64_t row, int8_t *codes,
-                                    uint16_t *scales, const char *fmt, unsigned group, block_code_fn code,
-                                    nf_error *err)
+                                    uint16_t *scales, const char *fmt, unsigned group, unsigned bytes, unsigned at,
+                                    block_code_fn code, nf_error *err)
 {
     uint64_t nb = imp->cols / group;
-    for (uint64_t b = 0; b < nb; b++, src += 34) {
+    for (uint64_t b = 0; b < nb; b++, src += bytes) {
         uint16_t d = nf_import_le16(src);
         const char *why = nf_import_f16_problem(d);
         if (why) return bad_scale(imp, row, b, fmt, d, why, err);
         scales[b] = d;
         int8_t *q = codes + b * group;
-        for (unsigned j = 0; j < group; j++) NF_TRY(code(imp, src + 2, j, row, b, d, &q[j], err));
+        for (unsigned j = 0; j < group; j++) NF_TRY(code(imp, src + at, j, row, b, d, &q[j], err));
     }
     return NF_OK;
 }
 
-/* Q8_0 -> q8: the general grouped rules hold (docs/decisions.md D11): no -0 or non-finite scale,
- * no -128, and a +0 scale only over zero codes. */
+/* Q8_0 and Q8_1 -> q8: the general grouped rules hold (docs/decisions.md D11): no -0 or
+ * non-finite scale, no -128, and a +0 scale only over zero codes. */
 static nf_status q8_code(const nf_import *imp, const uint8_t *data, unsigned j, uint64_t row, uint64_t b, uint16_t d,
                          int8_t *q, nf_error *err)
 {
+    const char *src = imp->kind == NF_IMPORT_Q8_1 ? "Q8_1" : "Q8_0";
     uint8_t c = data[j];
     if (c == 0x80)
         return nf_import_fail(err, NF_ERR_INVALID, imp->name,
                               "row %" PRIu64 " col %" PRIu64 " (block %" PRIu64
-                              "): Q8_0 code 0x80 is -128, outside the native %s contract",
-                              row, b * 32 + j, b, imp->target->name);
+                              "): %s code 0x80 is -128, outside the native %s contract",
+                              row, b * 32 + j, b, src, imp->target->name);
     if (d == 0 && c != 0)
         return nf_import_fail(err, NF_ERR_INVALID, imp->name,
-                              "row %" PRIu64 " block %" PRIu64 ": Q8_0 scale 0x0000 (+0) over the nonzero code "
+                              "row %" PRIu64 " block %" PRIu64 ": %s scale 0x0000 (+0) over the nonzero code "
                               "0x%02X at col %" PRIu64 ", outside the native %s contract",
-                              row, b, c, b * 32 + j, imp->target->name);
+                              row, b, src, c, b * 32 + j, imp->target->name);
     *q = (int8_t)(c >= 0x80 ? (int)c - 256 : (int)c);
     return NF_OK;
 }
 
+/* Q8_0: d at 0, codes at 2; Q8_1: d at 0, s at 2 (d times the codes' sum, not part of a value),
+ * codes at 4. */
 static nf_status q8_row(const nf_import *imp, const uint8_t *src, uint64_t row, int8_t *codes, uint16_t *scales,
                         nf_error *err)
 {
-    return grouped_row(imp, src, row, codes, scales, "Q8_0", 32, q8_code, err);
+    if (imp->kind == NF_IMPORT_Q8_1) return grouped_row(imp, src, row, codes, scales, "Q8_1", 32, 36, 4, q8_code, err);
+    return grouped_row(imp, src, row, codes, scales, "Q8_0", 32, 34, 2, q8_code, err);
 }
 
 /* PQ2_0 -> t2: stored 00/01/10 mean -1/0/+1, i.e. q = u - 1; T2 re-packs q as two's complement,
@@ -204,7 +228,47 @@ static nf_status pq2_code(const nf_import *imp, const uint8_t *data, unsigned j,
 static nf_status pq2_row(const nf_import *imp, const uint8_t *src, uint64_t row, int8_t *codes, uint16_t *scales,
                          nf_error *err)
 {
-    return grouped_row(imp, src, row, codes, scales, "PQ2_0", 128, pq2_code, err);
+    return grouped_row(imp, src, row, codes, scales, "PQ2_0", 128, 34, 2, pq2_code, err);
+}
+
+/* TQ1_0, TQ2_0, Q1_0 -> q2 or t2: ggml's value F(q) * d (docs/formats.md 8.5) is q2's (u - 1) * s
+ * with u = q + 1 for every finite d, codes -1..2 and zero scales of either sign included (q2's
+ * rules, docs/formats.md 5.4); t2 holds it when every q is in -1..1 and d is a valid T2 scale
+ * (not -0; +0 only over zero codes).  Each block's d goes to each of its groups. */
+static nf_status ternary_row(const nf_import *imp, const uint8_t *src, uint64_t row, int8_t *codes, uint16_t *scales,
+                             nf_error *err)
+{
+    block_source bs;
+    if (!ternary_source(imp->ggml_type, &bs))
+        return nf_import_fail(err, NF_ERR_USAGE, imp->name, "ggml type %d is not a ternary source", imp->ggml_type);
+    const char *name = bs.name;
+    const unsigned values = bs.values, bytes = bs.bytes;
+    const bool t2 = imp->target->id == NF_FMT_T2_G128_FP16;
+    const unsigned group = imp->target->group_size, per_block = values / group;
+    const uint64_t nb = imp->cols / values;
+    int8_t q[256];
+    for (uint64_t b = 0; b < nb; b++, src += bytes) {
+        unsigned at = 0;
+        (void)nf_ggml_block_codes(imp->ggml_type, src, q, &at); /* a ternary source: true */
+        const uint16_t d = nf_import_le16(src + at);
+        const char *why = (d & 0x7C00) == 0x7C00 ? ((d & 0x03FF)   ? "NaN, not finite"
+                                                    : (d & 0x8000) ? "-infinity, not finite"
+                                                                   : "+infinity, not finite")
+                          : t2 && d == 0x8000    ? "-0"
+                                                 : NULL;
+        if (why) return bad_scale(imp, row, b, name, d, why, err);
+        for (unsigned j = 0; j < values; j++) {
+            if (t2 && (q[j] > 1 || (d == 0 && q[j] != 0)))
+                return nf_import_fail(err, NF_ERR_INVALID, imp->name,
+                                      "row %" PRIu64 " col %" PRIu64 " (block %" PRIu64 "): %s code %d under scale "
+                                      "0x%04X is outside the native %s contract (ternary codes, a +0 scale only "
+                                      "over zeros)",
+                                      row, b * values + j, b, name, q[j], d, imp->target->name);
+            codes[b * values + j] = q[j];
+        }
+        for (unsigned g = 0; g < per_block; g++) scales[b * per_block + g] = d;
+    }
+    return NF_OK;
 }
 
 nf_status nf_import_gguf_rows(const nf_import *imp, const nf_import_chunk *c, nf_words *out, uint64_t out_row,
@@ -243,6 +307,8 @@ nf_status nf_import_gguf_rows(const nf_import *imp, const nf_import_chunk *c, nf
         case NF_IMPORT_GSQ_Q2_0: st = q2_row(imp, row, abs_row, codes, scales, err); break;
         case NF_IMPORT_Q8_0: st = q8_row(imp, row, abs_row, codes, scales, err); break;
         case NF_IMPORT_PQ2_0: st = pq2_row(imp, row, abs_row, codes, scales, err); break;
+        case NF_IMPORT_Q8_1: st = q8_row(imp, row, abs_row, codes, scales, err); break;
+        case NF_IMPORT_GGUF_TERNARY: st = ternary_row(imp, row, abs_row, codes, scales, err); break;
         default: return nf_import_fail(err, NF_ERR_USAGE, imp->name, "not a GGUF block import");
         }
         if (st != NF_OK) return st;

@@ -11,8 +11,19 @@
 #include "import/nvfp4_import.h"
 
 static const char *const kind_names[NF_IMPORT_KIND_COUNT] = {
-    "gguf_blocks", "gsq_q2_0", "q8_0", "pq2_0", "nvfp4_modelopt", "nvfp4_compressed_tensors", "fp8_compressed_tensors",
-    "int_groups",  "mxfp4",
+    "gguf_blocks",
+    "gsq_q2_0",
+    "q8_0",
+    "pq2_0",
+    "nvfp4_modelopt",
+    "nvfp4_compressed_tensors",
+    "fp8_compressed_tensors",
+    "int_groups",
+    "mxfp4",
+    "gguf_ternary",
+    "q8_1",
+    "gguf_mxfp4",
+    "gguf_nvfp4",
 };
 
 const char *nf_import_kind_name(nf_import_kind kind)
@@ -26,9 +37,7 @@ const char *nf_import_kind_name(nf_import_kind kind)
 nf_status nf_import_geometry(const nf_import *imp, nf_geometry *g, nf_error *err)
 {
     if (!imp || !g || !imp->target) return nf_error_set(err, NF_ERR_USAGE, "nf_import_geometry: missing argument");
-    if (imp->kind == NF_IMPORT_NVFP4_MODELOPT || imp->kind == NF_IMPORT_NVFP4_COMPRESSED ||
-        imp->kind == NF_IMPORT_MXFP4)
-        return nf_import_nvfp4_stack(imp, 1, g, err);
+    if (imp->target->category == NF_CAT_NVFP4) return nf_import_nvfp4_stack(imp, 1, g, err);
     uint64_t shape[2] = {imp->rows, imp->cols};
     nf_status st = nf_geometry_init(g, nf_layout_default_for(imp->target), imp->target, 2, shape, 1, err);
     if (st != NF_OK) nf_error_prefix(err, "%s", imp->name ? nf_esc(imp->name).s : "(unnamed tensor)");
@@ -44,10 +53,14 @@ static bool out_arrays_present(const nf_import *imp, const nf_words *out)
     case NF_IMPORT_GGUF_BLOCKS: return out->blocks != NULL;
     case NF_IMPORT_GSQ_Q2_0:
     case NF_IMPORT_Q8_0:
-    case NF_IMPORT_PQ2_0: return out->codes && out->scales;
+    case NF_IMPORT_PQ2_0:
+    case NF_IMPORT_GGUF_TERNARY:
+    case NF_IMPORT_Q8_1: return out->codes && out->scales;
     case NF_IMPORT_NVFP4_MODELOPT:
     case NF_IMPORT_NVFP4_COMPRESSED:
-    case NF_IMPORT_MXFP4: return out->codes8 && out->scales8;
+    case NF_IMPORT_MXFP4:
+    case NF_IMPORT_GGUF_MXFP4:
+    case NF_IMPORT_GGUF_NVFP4: return out->codes8 && out->scales8;
     case NF_IMPORT_FP8_COMPRESSED: return out->codes8 && out->scales;
     case NF_IMPORT_INT_GROUPS: return out->codes && out->scales;
     case NF_IMPORT_KIND_COUNT: break;
@@ -94,7 +107,11 @@ nf_status nf_import_rows(const nf_import *imp, const nf_import_chunk *chunk, nf_
     case NF_IMPORT_GGUF_BLOCKS:
     case NF_IMPORT_GSQ_Q2_0:
     case NF_IMPORT_Q8_0:
-    case NF_IMPORT_PQ2_0: return nf_import_gguf_rows(imp, chunk, out, out_row, err);
+    case NF_IMPORT_PQ2_0:
+    case NF_IMPORT_GGUF_TERNARY:
+    case NF_IMPORT_Q8_1: return nf_import_gguf_rows(imp, chunk, out, out_row, err);
+    case NF_IMPORT_GGUF_MXFP4:
+    case NF_IMPORT_GGUF_NVFP4: return nf_import_gguf_fp4_rows(imp, chunk, out, out_row, err);
     case NF_IMPORT_NVFP4_MODELOPT:
     case NF_IMPORT_NVFP4_COMPRESSED: return nf_import_nvfp4_rows(imp, chunk, out, out_row, err);
     case NF_IMPORT_FP8_COMPRESSED: return nf_import_fp8_rows(imp, chunk, out, out_row, err);

@@ -18,7 +18,8 @@
 
 static bool is_nvfp4(nf_import_kind kind)
 {
-    return kind == NF_IMPORT_NVFP4_MODELOPT || kind == NF_IMPORT_NVFP4_COMPRESSED || kind == NF_IMPORT_MXFP4;
+    return kind == NF_IMPORT_NVFP4_MODELOPT || kind == NF_IMPORT_NVFP4_COMPRESSED || kind == NF_IMPORT_MXFP4 ||
+           kind == NF_IMPORT_GGUF_MXFP4 || kind == NF_IMPORT_GGUF_NVFP4;
 }
 
 /* d_w = RN32(1 / m): one binary32 division, which IEEE 754 defines as the exact quotient
@@ -160,6 +161,41 @@ static uint8_t e4m3_power_of_two(int t)
     return (uint8_t)word;
 }
 
+/* The E4M3 scale both halves of an MXFP4 block get: exponent e over the 16 bytes of its 32 codes,
+ * under the import's divisor 2^p.  nan_ff: E8M0 0xFF is NaN (the OCP spelling; ggml reads it as
+ * 2^128 and leaves the overflow check to refuse what it cannot hold). */
+static nf_status mxfp4_block_scale(const nf_import *imp, unsigned e, const uint8_t *bytes, bool nan_ff, uint64_t row,
+                                   uint64_t col, uint8_t *scale, nf_error *err)
+{
+    const int t = (int)e - 127 + imp->divisor_log2;
+    bool nonzero = false, big = false;
+    for (unsigned i = 0; i < 16; i++) {
+        uint8_t w = bytes[i];
+        nonzero = nonzero || (w & 0x77);
+        /* a value 2^128 or more (codes 2 and up past 2^126): not a binary32 number */
+        big = big || ((int)e - 127 >= 126 && (isinf(ldexpf(nf_e2m1_to_f32(w & 15), (int)e - 127)) ||
+                                              isinf(ldexpf(nf_e2m1_to_f32(w >> 4), (int)e - 127))));
+    }
+    if (nan_ff && e == 0xFF)
+        return nf_import_fail(err, NF_ERR_INVALID, imp->scale_name,
+                              "row %" PRIu64 " block %" PRIu64 " (cols %" PRIu64 "..%" PRIu64
+                              "): E8M0 scale 0xFF is NaN",
+                              row, col / 32, col, col + 31);
+    if (big)
+        return nf_import_fail(err, NF_ERR_INVALID, imp->name,
+                              "row %" PRIu64 " block %" PRIu64 " (cols %" PRIu64 "..%" PRIu64
+                              "): a code times 2^%d overflows binary32: an MXFP4 value must be finite",
+                              row, col / 32, col, col + 31, (int)e - 127);
+    if (t > 8 || (t < -9 && nonzero))
+        return nf_import_fail(err, NF_ERR_INVALID, imp->scale_name,
+                              "row %" PRIu64 " block %" PRIu64 " (cols %" PRIu64 "..%" PRIu64
+                              "): scale 2^%d is 2^%d under the divisor 2^%d, outside the E4M3 powers of two "
+                              "2^-9..2^8 of nvfp4's block scales: requantize it",
+                              row, col / 32, col, col + 31, (int)e - 127, t, (int)imp->divisor_log2);
+    *scale = t < -9 ? 0x01 : e4m3_power_of_two(t); /* an all-zero block: any scale keeps it */
+    return NF_OK;
+}
+
 nf_status nf_import_mxfp4_rows(const nf_import *imp, const nf_import_chunk *c, nf_words *out, uint64_t out_row,
                                nf_error *err)
 {
@@ -169,34 +205,9 @@ nf_status nf_import_mxfp4_rows(const nf_import *imp, const nf_import_chunk *c, n
         const uint8_t *src_c = codes + r * half, *src_s = scales + r * blocks;
         uint8_t *dst_c = out->codes8 + (out_row + r) * k, *dst_s = out->scales8 + (out_row + r) * (k / 16);
         for (uint64_t b = 0; b < blocks; b++) {
-            const uint64_t row = c->first_row + r, col = c->first_col + b * 32;
-            const int e = src_s[b], t = e - 127 + imp->divisor_log2;
-            bool nonzero = false, big = false;
-            for (uint64_t i = 0; i < 16; i++) {
-                uint8_t w = src_c[b * 16 + i];
-                nonzero = nonzero || (w & 0x77);
-                /* a value 2^128 or more (codes 2 and up past 2^126): not a binary32 number */
-                big = big || (e - 127 >= 126 && (isinf(ldexpf(nf_e2m1_to_f32(w & 15), e - 127)) ||
-                                                 isinf(ldexpf(nf_e2m1_to_f32(w >> 4), e - 127))));
-            }
-            if (e == 0xFF)
-                return nf_import_fail(err, NF_ERR_INVALID, imp->scale_name,
-                                      "row %" PRIu64 " block %" PRIu64 " (cols %" PRIu64 "..%" PRIu64
-                                      "): E8M0 scale 0xFF is NaN",
-                                      row, col / 32, col, col + 31);
-            if (big)
-                return nf_import_fail(err, NF_ERR_INVALID, imp->name,
-                                      "row %" PRIu64 " block %" PRIu64 " (cols %" PRIu64 "..%" PRIu64
-                                      "): a code times 2^%d overflows binary32: an MXFP4 value must be finite",
-                                      row, col / 32, col, col + 31, e - 127);
             uint8_t s;
-            if (t > 8 || (t < -9 && nonzero))
-                return nf_import_fail(err, NF_ERR_INVALID, imp->scale_name,
-                                      "row %" PRIu64 " block %" PRIu64 " (cols %" PRIu64 "..%" PRIu64
-                                      "): scale 2^%d is 2^%d under the divisor 2^%d, outside the E4M3 powers of two "
-                                      "2^-9..2^8 of nvfp4's block scales: requantize it",
-                                      row, col / 32, col, col + 31, e - 127, t, (int)imp->divisor_log2);
-            s = t < -9 ? 0x01 : e4m3_power_of_two(t); /* an all-zero block: any scale keeps it */
+            NF_TRY(mxfp4_block_scale(imp, src_s[b], src_c + b * 16, true, c->first_row + r, c->first_col + b * 32, &s,
+                                     err));
             dst_s[2 * b] = dst_s[2 * b + 1] = s;
         }
         for (uint64_t i = 0; i < half; i++) {
@@ -204,6 +215,100 @@ nf_status nf_import_mxfp4_rows(const nf_import *imp, const nf_import_chunk *c, n
             dst_c[2 * i] = (uint8_t)(w & 0x0F);
             dst_c[2 * i + 1] = (uint8_t)(w >> 4);
         }
+    }
+    return NF_OK;
+}
+
+/* ---------------------------------------------------------------- GGUF MXFP4 and NVFP4 */
+nf_status nf_import_init_gguf_fp4(nf_import *imp, const nf_import_tensor *t, int32_t divisor_log2, nf_error *err)
+{
+    if (!imp) return nf_error_set(err, NF_ERR_USAGE, "nf_import_init_gguf_fp4: missing argument");
+    NF_TRY(nf_import_check_decl(t, "blocks", err));
+    memset(imp, 0, sizeof *imp);
+    const bool mx = t->ggml_type == NF_IMPORT_GGML_MXFP4;
+    if (!mx && t->ggml_type != NF_IMPORT_GGML_NVFP4)
+        return nf_import_fail(err, NF_ERR_INVALID, t->name,
+                              "ggml type %d (%s) is not MXFP4 (39) or NVFP4 (40): nvfp4 imports only those GGUF "
+                              "blocks",
+                              t->ggml_type, nf_import_ggml_name(t->ggml_type));
+    char shape[256];
+    uint64_t rows = 1, k = t->rank ? t->shape[t->rank - 1] : 0;
+    for (uint32_t i = 0; i + 1 < t->rank; i++)
+        if (!nf_mul_u64(rows, t->shape[i], &rows))
+            return nf_import_fail(err, NF_ERR_INVALID, t->name, "shape %s overflows the row count",
+                                  nf_import_shape_str(t, shape, sizeof shape));
+    const unsigned values = mx ? 32 : 64, bytes = mx ? 17 : 36;
+    if (rows == 0 || k == 0 || k % values)
+        return nf_import_fail(err, NF_ERR_INVALID, t->name, "shape %s is not rows of whole %s blocks of %u values",
+                              nf_import_shape_str(t, shape, sizeof shape), mx ? "MXFP4" : "NVFP4", values);
+    if (divisor_log2 < -126 || divisor_log2 > 127 || (!mx && divisor_log2 != 0))
+        return nf_error_set(err, NF_ERR_USAGE, "nf_import_init_gguf_fp4: divisor 2^%d does not fit %s",
+                            (int)divisor_log2, mx ? "MXFP4" : "NVFP4 (divisor 1)");
+    imp->kind = mx ? NF_IMPORT_GGUF_MXFP4 : NF_IMPORT_GGUF_NVFP4;
+    imp->target = nf_format_by_id(NF_FMT_NVFP4);
+    imp->name = t->name;
+    imp->scale_name = t->name;
+    imp->rows = rows;
+    imp->cols = k;
+    imp->row_bytes = k / values * bytes;
+    imp->scale_row_bytes = 0;
+    imp->ggml_type = t->ggml_type;
+    imp->divisor_log2 = divisor_log2;
+    imp->divisor = (uint32_t)(divisor_log2 + 127) << 23;
+    imp->source_scalar = imp->divisor;
+    return NF_OK;
+}
+
+/* ggml's E2M1 table gives code 8 the integer 0 (+0): code 0 keeps that value, code 8 (-0) would
+ * not. */
+static inline uint8_t ggml_fp4_code(unsigned c) { return (uint8_t)(c == 8 ? 0 : c); }
+
+static nf_status gguf_mxfp4_row(const nf_import *imp, const uint8_t *src, uint64_t row, uint8_t *codes, uint8_t *scales,
+                                nf_error *err)
+{
+    for (uint64_t b = 0; b < imp->cols / 32; b++, src += 17) {
+        NF_TRY(mxfp4_block_scale(imp, src[0], src + 1, false, row, b * 32, &scales[2 * b], err));
+        scales[2 * b + 1] = scales[2 * b];
+        for (unsigned j = 0; j < 16; j++) {
+            codes[32 * b + j] = ggml_fp4_code(src[1 + j] & 0x0Fu);
+            codes[32 * b + 16 + j] = ggml_fp4_code(src[1 + j] >> 4);
+        }
+    }
+    return NF_OK;
+}
+
+/* ggml reads a UE4M3 byte x as E4M3 x & 0x7F, except 0x7F (0); 0xFF (240) has no E4M3 word. */
+static nf_status gguf_nvfp4_row(const nf_import *imp, const uint8_t *src, uint64_t row, uint8_t *codes, uint8_t *scales,
+                                nf_error *err)
+{
+    for (uint64_t b = 0; b < imp->cols / 64; b++, src += 36)
+        for (unsigned s = 0; s < 4; s++) {
+            const unsigned x = src[s];
+            if (x == 0xFF)
+                return nf_import_fail(err, NF_ERR_INVALID, imp->name,
+                                      "row %" PRIu64 " block %" PRIu64 " sub-block %u (cols %" PRIu64 "..%" PRIu64
+                                      "): UE4M3 scale 0xFF, which ggml reads as 240, has no E4M3 word: no format "
+                                      "holds it exactly; requantize it",
+                                      row, b, s, b * 64 + 16 * s, b * 64 + 16 * s + 15);
+            scales[4 * b + s] = (uint8_t)(x == 0x7F ? 0 : x & 0x7F);
+            for (unsigned j = 0; j < 8; j++) {
+                const unsigned w = src[4 + 8 * s + j];
+                codes[64 * b + 16 * s + j] = ggml_fp4_code(w & 0x0Fu);
+                codes[64 * b + 16 * s + 8 + j] = ggml_fp4_code(w >> 4);
+            }
+        }
+    return NF_OK;
+}
+
+nf_status nf_import_gguf_fp4_rows(const nf_import *imp, const nf_import_chunk *c, nf_words *out, uint64_t out_row,
+                                  nf_error *err)
+{
+    const uint64_t k = imp->cols;
+    for (uint64_t r = 0; r < c->rows; r++) {
+        const uint8_t *src = (const uint8_t *)c->data + r * imp->row_bytes;
+        uint8_t *codes = out->codes8 + (out_row + r) * k, *scales = out->scales8 + (out_row + r) * (k / 16);
+        if (imp->kind == NF_IMPORT_GGUF_MXFP4) NF_TRY(gguf_mxfp4_row(imp, src, c->first_row + r, codes, scales, err));
+        else NF_TRY(gguf_nvfp4_row(imp, src, c->first_row + r, codes, scales, err));
     }
     return NF_OK;
 }

@@ -15,4 +15,8 @@ nf_status nf_import_nvfp4_rows(const nf_import *imp, const nf_import_chunk *c, n
 nf_status nf_import_mxfp4_rows(const nf_import *imp, const nf_import_chunk *c, nf_words *out, uint64_t out_row,
                                nf_error *err);
 
+/* GGUF MXFP4 and NVFP4 blocks' rows into nvfp4 (nf_import_init_gguf_fp4), the same way. */
+nf_status nf_import_gguf_fp4_rows(const nf_import *imp, const nf_import_chunk *c, nf_words *out, uint64_t out_row,
+                                  nf_error *err);
+
 #endif

@@ -36,6 +36,7 @@
 #include "common/checked.h"
 #include "common/fail.h"
 #include "common/ggml_types.h"
+#include "format/ggml.h"
 #include "source/gguf_parse.h"
 #include "source/store.h"
 
@@ -87,7 +88,7 @@ static bool ggml_convertible(int id)
     case 27:
     case 28:
     case NF_GGML_TYPE_PQ2_0: return true;
-    default: return nf_format_by_ggml_type(id) != NULL;
+    default: return nf_format_by_ggml_type(id) != NULL || nf_ggml_values_type(id);
     }
 }
 

@@ -89,7 +89,8 @@ typedef enum conv_kind {
     CONV_I32,
     CONV_I64,
     CONV_BOOL,
-    CONV_GGML, /* one of the 18 imported block types */
+    CONV_GGML,        /* one of the 18 imported block types */
+    CONV_GGML_VALUES, /* a ggml block type read as values only (format/ggml.h) */
     CONV_PQ2
 } conv_kind;
 
@@ -122,7 +123,7 @@ static conv_kind conv_of(const nf_source_tensor *t)
     case 27: return CONV_I64;
     case 28: return CONV_F64;
     case NF_GGML_TYPE_PQ2_0: return CONV_PQ2;
-    default: return t->format ? CONV_GGML : CONV_NONE;
+    default: return t->format ? CONV_GGML : nf_ggml_values_type(t->ggml_type) ? CONV_GGML_VALUES : CONV_NONE;
     }
 }
 
@@ -221,6 +222,11 @@ static nf_status convert(const nf_source *s, const nf_source_tensor *t, conv_kin
         return NF_OK;
     case CONV_GGML: {
         nf_status rc = nf_ggml_dequant_row(t->format, raw, (uint64_t)nblocks * t->block_values, out, err);
+        if (rc != NF_OK) nf_error_prefix(err, "%s: tensor '%s'", s->files[t->file].path, t->name);
+        return rc;
+    }
+    case CONV_GGML_VALUES: {
+        nf_status rc = nf_ggml_values_row(t->ggml_type, raw, (uint64_t)nblocks * t->block_values, out, err);
         if (rc != NF_OK) nf_error_prefix(err, "%s: tensor '%s'", s->files[t->file].path, t->name);
         return rc;
     }
