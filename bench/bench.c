@@ -416,6 +416,9 @@ struct kernel {
                             first pass), given to every chunk */
     /* dequant / check */
     const object *obj;
+    /* GGUF source values */
+    const nf_source *source;
+    const nf_source_tensor *tensor;
     /* check / encode of grouped words */
     const wordset *words;
     /* memcpy */
@@ -464,6 +467,17 @@ static void run_dequant(const kernel *k, tstate *ts, uint64_t u0, uint64_t u1)
         unsigned p = (unsigned)(r / o->piece_rows);
         uint64_t lr = r % o->piece_rows; /* grain divides piece_rows: [lr, lr+n) is in piece p */
         if (nf_layout_decode_rows_f32(&o->g, &o->reader[p], lr, lr + n, ts->f32, &ts->err) != NF_OK) ts->failed = true;
+    }
+}
+
+/* nf_source_read_f32 of a GGUF tensor held in memory: ggml's to_float as the converter reads a
+ * block tensor's values (chunks of rows into the thread's f32 buffer). */
+static void run_source_values(const kernel *k, tstate *ts, uint64_t u0, uint64_t u1)
+{
+    for (uint64_t r = u0; r < u1 && !ts->failed; r += k->grain) {
+        uint64_t n = min_u64(k->grain, u1 - r);
+        if (nf_source_read_f32(k->source, k->tensor, r, r + n, ts->f32, (size_t)(n * S.cols), &ts->err) != NF_OK)
+            ts->failed = true;
     }
 }
 
@@ -719,6 +733,104 @@ static void bench_object(const object *o, bool check)
     print_row(&k, r1, rt);
 }
 
+/* A GGUF image in memory of one [rows, cols] tensor of ggml type `type` (values, bytes per block),
+ * random blocks whose binary16 (or, Q8_K, binary32) scale fields at `scales` hold normal numbers,
+ * as a quantizer's do; *len its size. */
+static uint8_t *gguf_image(unsigned type, unsigned values, unsigned bytes, const int *scales, size_t *len)
+{
+    const char name[] = "w";
+    const uint64_t row_bytes = S.cols / values * bytes, data = row_bytes * S.rows;
+    size_t head = 4 + 4 + 8 + 8 + 8 + sizeof name - 1 + 4 + 16 + 4 + 8;
+    head = (head + 31) / 32 * 32;
+    uint8_t *b = xmalloc(head + (size_t)data);
+    memset(b, 0, head);
+    uint8_t *p = b;
+#define PUT(v, n)                                                               \
+    do {                                                                        \
+        uint64_t v_ = (v);                                                      \
+        for (unsigned i_ = 0; i_ < (n); i_++) *p++ = (uint8_t)(v_ >> (8 * i_)); \
+    } while (0)
+    memcpy(p, "GGUF", 4);
+    p += 4;
+    PUT(3, 4);
+    PUT(1, 8); /* tensors */
+    PUT(0, 8); /* metadata */
+    PUT(sizeof name - 1, 8);
+    memcpy(p, name, sizeof name - 1);
+    p += sizeof name - 1;
+    PUT(2, 4);
+    PUT(S.cols, 8);
+    PUT(S.rows, 8);
+    PUT(type, 4);
+    PUT(0, 8);
+#undef PUT
+    uint64_t st = 0x9E3779B97F4A7C15ull;
+    uint8_t *d = b + head;
+    for (uint64_t i = 0; i < data; i += 8) {
+        uint64_t r = splitmix(&st);
+        for (uint64_t j = i; j < i + 8 && j < data; j++, r >>= 8) d[j] = (uint8_t)r;
+    }
+    for (uint64_t blk = 0; blk < data / bytes; blk++)
+        for (const int *o = scales; *o >= 0; o++) {
+            uint8_t *f = d + blk * bytes + *o;
+            if (type == 15) { /* Q8_K: binary32 d in [2^-10, 2^-9) */
+                f[2] = (uint8_t)(f[2] | 0x80);
+                f[3] = 0x3A;
+            } else if (type == 39) { /* MXFP4: E8M0 2^-8..2^-1 */
+                f[0] = (uint8_t)(119 + f[0] % 8);
+            } else { /* binary16 in [2^-8, 2^-4) */
+                f[1] = (uint8_t)(0x1C + f[1] % 16);
+            }
+        }
+    *len = head + (size_t)data;
+    return b;
+}
+
+/* source values TYPE: nf_source_read_f32 of a GGUF tensor of each ggml block type the converter
+ * reads (docs/formats.md 8 and 8.5), grouped by block size for comparison (issue: the types read as
+ * values run at least at the speed of the existing ones of the same block size). */
+static void bench_gguf_values(void)
+{
+    static const int S0[] = {0, -1}, S02[] = {0, 2, -1}, S_Q2K[] = {80, 82, -1}, S_Q3K[] = {108, -1},
+                     S_Q6K[] = {208, -1}, S_TQ1[] = {52, -1}, S_TQ2[] = {64, -1}, NONE[] = {-1};
+    static const struct {
+        const char *name;
+        unsigned type, values, bytes;
+        const int *scales;
+    } T[] = {
+        {"q4_0", 2, 32, 18, S0},       {"q5_0", 6, 32, 22, S0},       {"q8_0", 8, 32, 34, S0},
+        {"iq4_nl", 20, 32, 18, S0},    {"q4_1", 3, 32, 20, S02},      {"q5_1", 7, 32, 24, S02},
+        {"q8_1", 9, 32, 36, S0},       {"mxfp4", 39, 32, 17, S0},     {"q2_0", 42, 64, 18, S0},
+        {"nvfp4", 40, 64, 36, NONE},   {"q1_0", 41, 128, 18, S0},     {"q2_k", 10, 256, 84, S_Q2K},
+        {"q3_k", 11, 256, 110, S_Q3K}, {"q4_k", 12, 256, 144, S02},   {"q6_k", 14, 256, 210, S_Q6K},
+        {"iq4_xs", 23, 256, 136, S0},  {"iq2_xxs", 16, 256, 66, S0},  {"q8_k", 15, 256, 292, S0},
+        {"tq1_0", 34, 256, 54, S_TQ1}, {"tq2_0", 35, 256, 66, S_TQ2},
+    };
+    for (size_t i = 0; i < sizeof T / sizeof T[0]; i++) {
+        kernel k = {0};
+        snprintf(k.label, sizeof k.label, "source values %s (%u per block)", T[i].name, T[i].values);
+        if (!selected(k.label)) continue;
+        size_t len;
+        uint8_t *img = gguf_image(T[i].type, T[i].values, T[i].bytes, T[i].scales, &len);
+        nf_source *src = NULL;
+        nf_error err = {0};
+        if (nf_source_open_memory(img, len, NF_SOURCE_AUTO, k.label, &src, &err) != NF_OK) die(k.label, &err);
+        snprintf(k.input, sizeof k.input, "%.0f MB", (double)(S.cols / T[i].values * T[i].bytes * S.rows) / 1e6);
+        k.run = run_source_values;
+        k.source = src;
+        k.tensor = nf_source_tensor_at(src, 0);
+        k.units = S.rows;
+        k.grain = S.chunk_rows;
+        k.bytes_per_unit = (double)(S.cols / T[i].values * T[i].bytes);
+        k.weights_per_unit = (double)S.cols;
+        result r1, rt;
+        bench(&k, NULL, true, &r1, &rt);
+        print_row(&k, r1, rt);
+        nf_source_close(src);
+        free(img);
+    }
+}
+
 /* check FORMAT / encode FORMAT: the words of the whole matrix, in chunks of --chunk-rows. */
 static void bench_words(const wordset *ws, bool encode)
 {
@@ -892,6 +1004,7 @@ static void kernels(uint64_t e)
             bench_encode(label, NF_METHOD_GGML_QUANTIZE, gguf_iq2[f], NF_SRC_F32, with ? &imp : NULL);
         }
 
+    bench_gguf_values();
     /* dequant (encoded bytes -> f32, nf_layout_decode_rows_f32) and the verify word scan, one encoded object at a time */
     static const char *const objects[] = {"bf16",
                                           "fp32",

@@ -30,12 +30,14 @@ static const int8_t KV_FP4[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6
 static void deq_q4_1(const uint8_t *b, float *y)
 {
     const float d = half_at(b), m = half_at(b + 2);
+    /* two passes, each storing 16 consecutive values: what vectorises */
     for (unsigned j = 0; j < 16; j++) {
-        const unsigned x = b[4 + j];
-        const float p0 = (float)(int)(x & 0xFu) * d;
-        const float p1 = (float)(int)(x >> 4) * d;
-        y[j] = p0 + m;
-        y[j + 16] = p1 + m;
+        const float p = (float)(int)(b[4 + j] & 0xFu) * d;
+        y[j] = p + m;
+    }
+    for (unsigned j = 0; j < 16; j++) {
+        const float p = (float)(int)(b[4 + j] >> 4) * d;
+        y[j + 16] = p + m;
     }
 }
 
@@ -106,7 +108,8 @@ static void codes_tq2_0(const uint8_t *b, int8_t *q)
  * clear is -1. */
 static void codes_q1_0(const uint8_t *b, int8_t *q)
 {
-    for (unsigned j = 0; j < 128; j++) q[j] = ((b[2 + j / 8] >> (j % 8)) & 1u) ? 1 : -1;
+    /* 2 * bit - 1 without a branch: the bits of real blocks are noise to a branch predictor */
+    for (unsigned j = 0; j < 128; j++) q[j] = (int8_t)((int)((b[2 + j / 8] >> (j % 8)) & 1u) * 2 - 1);
 }
 
 bool nf_ggml_block_codes(int ggml_type, const uint8_t *block, int8_t *q, unsigned *d_offset)
