@@ -17,7 +17,8 @@ documents where each comes from and rebuilds them deterministically:
                        tensor, __metadata__, a space-padded header
   safetensors_index    index JSON texts naming the two fixed shards fuzz_safetensors_index.c writes
   gguf                 the smallest ggml-written fixtures of tests/data/gguf, plus generated files
-                       holding every KV type (arrays, strings, alignment) and the float/int types
+                       holding every KV type (arrays, strings, alignment) and the float/int types,
+                       and ggml's blocks of every type read as values (tests/data/gguf/more)
   recipe               recipes/*.yaml plus generated recipes using every section
   recipe_resolve       the same recipes after a first line spelling a tensor list
                        (fuzz_recipe_resolve.c), plus recipes of many globs and regular expressions
@@ -330,6 +331,14 @@ def gg():
                ("q4_1", [32], 3, bytes(20)), ("pq2", [128], 142, struct.pack("<H", 0x3C00) + bytes([0x55] * 32))]
     out("gguf", "kv_types.gguf", gguf(kvs, tensors, alignment=64))
     out("gguf", "v2_empty.gguf", gguf([("general.architecture", GG_STR, "x")], [], version=2))
+    # the block types read as values (docs/formats.md 8.5): two rows of each, ggml's own blocks
+    more = []
+    for stem, ty, qk, bb in (("q4_1", 3, 32, 20), ("q5_1", 7, 32, 24), ("q8_1", 9, 32, 36), ("q8_k", 15, 256, 292),
+                             ("tq1_0", 34, 256, 54), ("tq2_0", 35, 256, 66), ("mxfp4", 39, 32, 17),
+                             ("nvfp4", 40, 64, 36), ("q1_0", 41, 128, 18)):
+        with open(os.path.join(GGUF_DATA, "more", stem + ".rand.qbytes"), "rb") as f:
+            more.append((stem, [qk, 2], ty, f.read(2 * bb)))  # ne: a row of one block, two rows
+    out("gguf", "values_types.gguf", gguf([("general.architecture", GG_STR, "llama")], more))
     out("gguf", "imatrix.gguf", imatrix_file([("blk.0.attn_q.weight", [1.0, 2.0, 0.0, 4.0], 4.0)]))
 
 
