@@ -528,6 +528,14 @@ static int build_plan(const nf_cli *cli, convert_opts *opts, bool warn, nf_recip
     }
     nf_plan_build_options bo = {opts->threads, NULL};
     if (nf_plan_build_ex(*recipe, &bo, plan, &err) != NF_OK) return nf_cli_report(cli, &err);
+    /* -v: what an imatrix held that the reader ignores (a newer llama-imatrix's T.in_sum, ...) */
+    for (size_t i = 0; cli->verbosity > 0 && i < (*recipe)->nsources; i++) {
+        const char *name = NULL;
+        const nf_imatrix *im = nf_plan_imatrix_at(*plan, i, &name);
+        for (size_t k = 0; im && k < nf_imatrix_ignored_count(im); k++)
+            nf_cli_info(cli, "imatrix '%s': ignoring tensor '%s' (not T.in_sum2 or T.counts)", nf_cli_name(name).s,
+                        nf_cli_name(nf_imatrix_ignored_at(im, k)).s);
+    }
     if (warn) convert_warn_reencoded(cli, *plan); /* (a plan's tasks and its assembler leave it to its maker) */
     return NF_EXIT_OK;
 }

@@ -210,7 +210,9 @@ static int check_imatrix(const nf_cli *cli, const preset_run *run, const nf_imat
     const nf_source_tensor *t = nf_source_find(run->src, c->tensor);
     const float *imp = NULL;
     nf_error err;
-    if (im && nf_imatrix_lookup(im, c->tensor, t->row_elements, &imp, NULL, &err) != NF_OK)
+    /* (a stacked experts tensor [E, R, K] finds its entry of E vectors) */
+    const uint64_t per = t->rank >= 3 ? t->shape[t->rank - 2] : t->rows, mats = per ? t->rows / per : 1;
+    if (im && nf_imatrix_lookup_stack(im, c->tensor, mats, t->row_elements, &imp, NULL, NULL, &err) != NF_OK)
         return nf_cli_report(cli, &err);
     if (imp) return NF_EXIT_OK;
     return nf_cli_error(cli, NF_ERR_INVALID,

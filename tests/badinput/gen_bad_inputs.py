@@ -689,10 +689,12 @@ def recipe_cases():
         recipe_case("imatrix_" + name, ["im.gguf"] + needles, im_recipe, status, {"im.gguf": data})
 
     good = [(W + ".in_sum2", [64], 0, f32(*[1.0] * 64)), (W + ".counts", [1], 0, f32(4.0))]
-    imcase("not_gguf", "bad magic", b"not an imatrix at all, just text\n")
+    imcase("not_gguf", "neither GGUF nor a legacy llama-imatrix file", b"not an imatrix at all, just text\n")
     imcase("truncated", "truncated", im(tensors=good)[:-10])
     imcase("no_entries", "no T.in_sum2 tensors", im(tensors=[]))
-    imcase("extra_tensor", "'stray.weight' is neither T.in_sum2 nor T.counts", im(tensors=good + [("stray.weight", [4], 0, f32(1, 2, 3, 4))]))
+    # another tensor is ignored (llama.cpp's quantize does), but a T.counts without its T.in_sum2 is not
+    imcase("counts_orphan", "'stray.weight.counts' has no 'stray.weight.in_sum2'",
+           im(tensors=good + [("stray.weight.counts", [1], 0, f32(1))]))
     imcase("counts_missing", "has no", im(tensors=good[:1]))
     imcase("counts_two_values", "counts", im(tensors=[good[0], (W + ".counts", [2], 0, f32(4.0, 4.0))]))
     imcase("negative_value", ["in_sum2", "non-negative"], im(tensors=[(W + ".in_sum2", [64], 0, f32(*[-1.0] * 64)), good[1]]))
@@ -716,6 +718,22 @@ def recipe_cases():
                               check=True).stdout
         recipe_case("imatrix_zst_bomb", ["im.gguf.zst", "decompresses to more than 16777216 bytes"], zrecipe, 1,
                     {"im.gguf.zst": bomb}, flags="mem")
+    # the legacy format (docs/security.md 2.5): int32 entries, then name, ncall, nval, values
+    def legacy(entries, trailer=b""):
+        b = struct.pack("<i", len(entries))
+        for name, ncall, vals in entries:
+            b += struct.pack("<i", len(name)) + name.encode() + struct.pack("<ii", ncall, len(vals)) + f32(*vals)
+        return b + trailer
+    ok64 = [1.0] * 64
+    imcase("legacy_truncated", "entry 0 '%s' at byte 4: 64 values do not fit" % W, legacy([(W, 1, ok64)])[:-6])
+    imcase("legacy_name_length", "name length -5 is not 1..4096 bytes",
+           struct.pack("<ii", 1, -5) + bytes(32))
+    imcase("legacy_negative", "value 3 (byte %d) is -1" % (4 + 4 + len(W) + 8 + 12), legacy([(W, 2, [1.0] * 3 + [-1.0] + [1.0] * 60)]))
+    imcase("legacy_duplicate", "appears twice", legacy([(W, 1, ok64), (W, 1, ok64)]))
+    imcase("legacy_trailer", "are not its trailer", legacy([(W, 1, ok64)], struct.pack("<i", 7)))
+    imcase("legacy_after_dataset", "3 bytes after the dataset's name",
+           legacy([(W, 1, ok64)], struct.pack("<ii", 7, 4) + b"wikixyz"))
+    imcase("legacy_entries_huge", "2147483647 entries do not fit", struct.pack("<i", 2**31 - 1) + bytes(64))
     imcase("array_count_huge", "exceeds the cap",
            gguf_raw(gkv("general.type", GG_STR, "imatrix") + gstr("imatrix.datasets") + struct.pack("<II", GG_ARR, GG_STR) +
                     q(1 << 40), 2, b"", 0))

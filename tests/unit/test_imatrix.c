@@ -1,5 +1,6 @@
 /* llama-imatrix GGUF reading: importance = in_sum2 / max(counts, 1) (docs/vectors.md item 14's
- * numbers), the name mapping (exact, then llama.cpp's GGUF name), refusals, .zst input. */
+ * numbers), every column 1 under a count of 0 (llama.cpp's quantize), the name mapping (exact, then
+ * llama.cpp's GGUF name), other tensors ignored and named, refusals, .zst input, the legacy format. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -71,9 +72,9 @@ Test(imatrix, importance_is_in_sum2_over_counts)
     cr_assert_eq(imp[1], 0.0f);
     cr_assert_eq(nf_imatrix_lookup(m, "model.layers.1.mlp.down_proj.weight", 4, &imp, NULL, &err), NF_OK);
     cr_assert(imp && imp[0] == 2.0f && imp[1] == 2.0f && imp[2] == 4.0f && imp[3] == 0.5f);
-    /* counts 0: divided by max(counts, 1) = 1 */
+    /* counts 0: no input seen, every column weighs 1 (llama.cpp's quantize) */
     cr_assert_eq(nf_imatrix_lookup(m, "blk.2.ffn_up.weight", 4, &imp, NULL, &err), NF_OK);
-    cr_assert(imp && imp[0] == 4.0f && imp[2] == 8.0f);
+    cr_assert(imp && imp[0] == 1.0f && imp[2] == 1.0f && imp[3] == 1.0f);
     /* no entry: no importance, not an error */
     cr_assert_eq(nf_imatrix_lookup(m, "model.layers.7.mlp.up_proj.weight", 4, &imp, NULL, &err), NF_OK);
     cr_assert_null(imp);
@@ -140,13 +141,23 @@ Test(imatrix, refusals)
     cr_assert_eq(nf_imatrix_open_memory(buf.data, buf.len, "x", &m, &err), NF_ERR_INVALID);
     cr_assert(strstr(err.message, "w.counts"), "%s", err.message);
     sw_free(&buf);
+    /* a T.counts without its T.in_sum2 */
+    sw_gguf_tensor only_counts[] = {{"w.in_sum2", 0, 1, {2, 1, 1, 1}, ok, 8},
+                                    {"w.counts", 0, 1, {1, 1, 1, 1}, &two, 4},
+                                    {"v.counts", 0, 1, {1, 1, 1, 1}, &two, 4}};
+    sw_gguf_file(&buf, 0, only_counts, 3);
+    cr_assert_eq(nf_imatrix_open_memory(buf.data, buf.len, "x", &m, &err), NF_ERR_INVALID);
+    cr_assert(strstr(err.message, "'v.counts' has no 'v.in_sum2'"), "%s", err.message);
+    sw_free(&buf);
+    /* only other tensors: nothing to read */
     sw_gguf_tensor stray[] = {{"token_embd.weight", 0, 1, {2, 1, 1, 1}, ok, 8}};
     sw_gguf_file(&buf, 0, stray, 1);
     cr_assert_eq(nf_imatrix_open_memory(buf.data, buf.len, "x", &m, &err), NF_ERR_INVALID);
     cr_assert(strstr(err.message, "not a llama-imatrix file"), "%s", err.message);
     sw_free(&buf);
-    /* not GGUF at all */
+    /* neither GGUF nor the legacy format */
     cr_assert_eq(nf_imatrix_open_memory("hello", 5, "x", &m, &err), NF_ERR_INVALID);
+    cr_assert(strstr(err.message, "neither GGUF nor a legacy llama-imatrix file"), "%s", err.message);
 }
 
 Test(imatrix, zstd_file)
@@ -182,4 +193,152 @@ Test(imatrix, zstd_file)
     free(plain);
     free(z);
     sw_free(&b);
+}
+
+/* A newer llama-imatrix writes T.in_sum beside T.in_sum2 and T.counts: ignored, and named. */
+Test(imatrix, other_tensors_ignored)
+{
+    const float q[2] = {9.0f, 1.0f}, in_sum[2] = {3.0f, -1.0f};
+    sw_gguf_tensor t[] = {{"blk.0.attn_q.weight.in_sum2", 0, 1, {2, 1, 1, 1}, q, 8},
+                          {"blk.0.attn_q.weight.in_sum", 0, 1, {2, 1, 1, 1}, in_sum, 8},
+                          {"blk.0.attn_q.weight.counts", 0, 1, {1, 1, 1, 1}, &two, 4}};
+    sw_buf b = {0};
+    sw_gguf_file(&b, 0, t, 3);
+    nf_imatrix *m;
+    nf_error err;
+    cr_assert_eq(nf_imatrix_open_memory(b.data, b.len, "new.imatrix.gguf", &m, &err), NF_OK, "%s", err.message);
+    cr_assert_eq(nf_imatrix_count(m), 1);
+    cr_assert_eq(nf_imatrix_ignored_count(m), 1);
+    cr_assert_str_eq(nf_imatrix_ignored_at(m, 0), "blk.0.attn_q.weight.in_sum");
+    cr_assert_null(nf_imatrix_ignored_at(m, 1));
+    const float *imp;
+    cr_assert_eq(nf_imatrix_lookup(m, "blk.0.attn_q.weight", 2, &imp, NULL, &err), NF_OK);
+    cr_assert(imp && imp[0] == 4.5f && imp[1] == 0.5f);
+    nf_imatrix_close(m);
+    sw_free(&b);
+}
+
+/* The legacy format, written here as llama.cpp's save_imatrix_legacy lays it out. */
+typedef struct legacy {
+    uint8_t b[4096];
+    size_t n;
+} legacy;
+static void put32(legacy *l, uint32_t v)
+{
+    for (int i = 0; i < 4; i++) l->b[l->n++] = (uint8_t)(v >> (8 * i));
+}
+static void putf(legacy *l, float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    put32(l, u);
+}
+static void put_entry(legacy *l, const char *name, int32_t ncall, const float *v, int32_t nval)
+{
+    put32(l, (uint32_t)strlen(name));
+    memcpy(l->b + l->n, name, strlen(name));
+    l->n += strlen(name);
+    put32(l, (uint32_t)ncall);
+    put32(l, (uint32_t)nval);
+    for (int32_t i = 0; i < nval; i++) putf(l, v[i]);
+}
+
+Test(imatrix, legacy_format)
+{
+    const float q[2] = {9.0f, 3.0f}, exps[6] = {1, 2, 3, 4, 5, 6};
+    legacy l = {.n = 0};
+    put32(&l, 3);
+    put_entry(&l, "blk.0.attn_q.weight", 3, q, 2);           /* divided by ncall 3 */
+    put_entry(&l, "blk.0.attn_k.weight", 0, q, 2);           /* ncall 0: as stored */
+    put_entry(&l, "blk.1.ffn_down_exps.weight", 2, exps, 6); /* 3 experts of 2 columns */
+    put32(&l, 100);                                          /* last chunk */
+    put32(&l, 8);
+    memcpy(l.b + l.n, "wiki.raw", 8);
+    l.n += 8;
+    nf_imatrix *m;
+    nf_error err;
+    cr_assert_eq(nf_imatrix_open_memory(l.b, l.n, "old.dat", &m, &err), NF_OK, "%s", err.message);
+    cr_assert_eq(nf_imatrix_count(m), 3);
+    const float *imp;
+    uint64_t len;
+    cr_assert_eq(nf_imatrix_lookup(m, "model.layers.0.self_attn.q_proj.weight", 2, &imp, NULL, &err), NF_OK);
+    cr_assert(imp && imp[0] == 3.0f && imp[1] == 1.0f);
+    cr_assert_eq(nf_imatrix_lookup(m, "blk.0.attn_k.weight", 2, &imp, NULL, &err), NF_OK);
+    cr_assert(imp && imp[0] == 9.0f);
+    /* an expert's slice, and the whole stack */
+    cr_assert_eq(nf_imatrix_lookup(m, "model.layers.1.mlp.experts.2.down_proj.weight", 2, &imp, NULL, &err), NF_OK);
+    cr_assert(imp && imp[0] == 2.5f && imp[1] == 3.0f, "%g %g", imp ? (double)imp[0] : -1.0,
+              imp ? (double)imp[1] : -1.0);
+    cr_assert_eq(nf_imatrix_lookup_stack(m, "model.layers.1.mlp.experts.down_proj", 3, 2, &imp, &len, NULL, &err),
+                 NF_OK, "%s", err.message);
+    cr_assert(imp && len == 6 && imp[4] == 2.5f);
+    cr_assert_eq(nf_imatrix_lookup_stack(m, "blk.1.ffn_down_exps.weight", 2, 2, &imp, &len, NULL, &err),
+                 NF_ERR_INVALID);
+    cr_assert(strstr(err.message, "stacks 2 matrices"), "%s", err.message);
+    nf_imatrix_close(m);
+    /* without the trailer */
+    legacy s = {.n = 0};
+    put32(&s, 1);
+    put_entry(&s, "blk.0.attn_q.weight", 1, q, 2);
+    cr_assert_eq(nf_imatrix_open_memory(s.b, s.n, "old.dat", &m, &err), NF_OK, "%s", err.message);
+    nf_imatrix_close(m);
+}
+
+static void legacy_refused(const legacy *l, const char *fragment)
+{
+    nf_imatrix *m = NULL;
+    nf_error err;
+    cr_assert_eq(nf_imatrix_open_memory(l->b, l->n, "bad.dat", &m, &err), NF_ERR_INVALID, "wanted '%s'", fragment);
+    cr_assert(strstr(err.message, "bad.dat") && strstr(err.message, fragment), "'%s' lacks '%s'", err.message,
+              fragment);
+    cr_assert_null(m);
+}
+
+Test(imatrix, legacy_refusals)
+{
+    const float q[2] = {9.0f, 3.0f}, neg[2] = {1.0f, -2.0f};
+    legacy l = {.n = 0};
+    put32(&l, 0);
+    legacy_refused(&l, "neither GGUF nor a legacy");
+    l.n = 0;
+    put32(&l, 1000000);
+    put_entry(&l, "a", 1, q, 2);
+    legacy_refused(&l, "1000000 entries do not fit");
+    l.n = 0;
+    put32(&l, 1);
+    put_entry(&l, "blk.0.attn_q.weight", 1, q, 2);
+    l.n -= 3; /* a truncated value */
+    legacy_refused(&l, "entry 0 'blk.0.attn_q.weight' at byte 4: 2 values do not fit");
+    l.n = 0;
+    put32(&l, 2);
+    put_entry(&l, "w", 1, q, 2);
+    put_entry(&l, "w", 1, q, 2);
+    legacy_refused(&l, "'w' appears twice");
+    l.n = 0;
+    put32(&l, 1);
+    put_entry(&l, "w", 1, neg, 2);
+    legacy_refused(&l, "entry 'w' value 1 (byte 21) is -2");
+    l.n = 0;
+    put32(&l, 1);
+    put32(&l, 70000); /* name length past the cap */
+    for (int i = 0; i < 4; i++) put32(&l, 0);
+    legacy_refused(&l, "entry 0 at byte 4: name length 70000 is not 1..4096 bytes");
+    l.n = 0;
+    put32(&l, 1);
+    put_entry(&l, "w", 1, q, 2);
+    put32(&l, 5); /* half a trailer */
+    legacy_refused(&l, "are not its trailer");
+    l.n = 0;
+    put32(&l, 1);
+    put_entry(&l, "w", 1, q, 2);
+    put32(&l, 5);
+    put32(&l, 1);
+    l.b[l.n++] = 'x';
+    l.b[l.n++] = 'y';
+    legacy_refused(&l, "1 bytes after the dataset's name");
+    l.n = 0;
+    put32(&l, 1);
+    put_entry(&l, "w", 1, q, 0);
+    put32(&l, 0);
+    legacy_refused(&l, "0 values do not fit");
 }

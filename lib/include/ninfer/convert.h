@@ -52,6 +52,9 @@ struct json_t *nf_plan_describe(const nf_plan *p);
  * every object holds one record at a time, not the tree of 10^5 (docs/scale-out.md). */
 struct json_t *nf_plan_describe_object(const nf_plan *p, size_t i);
 NF_API size_t nf_plan_object_count(const nf_plan *p);
+/* The imatrix sources the plan opened: source i's (0 .. the recipe's source count), NULL for a
+ * source that is not an imatrix (or past the end); *name gets the recipe's name of it. */
+NF_API const struct nf_imatrix *nf_plan_imatrix_at(const nf_plan *p, size_t i, const char **name);
 
 /* XXH3-128 of everything the artifact's bytes are made from: the plan (its description, the
  * components with their configs, bindings, metadata and provenance) and the bytes the plan reads

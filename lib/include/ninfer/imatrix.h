@@ -3,10 +3,19 @@
  *
  * For each weight tensor T the file holds T.in_sum2 (F32, one value per input column: the sum
  * of squared activations) and T.counts (F32, one value: how many activations were summed).  The
- * importance of column k is in_sum2[k] / max(counts, 1), computed in binary32.  Every entry
- * must be finite and non-negative; counts must hold exactly one value.  A stacked experts tensor's
- * entry (blk.N.ffn_up_exps.weight) holds one vector per expert: T.in_sum2 is a matrix of one row
- * per expert, T.counts one value per expert, and each row is divided by its own count.
+ * importance of column k is in_sum2[k] / max(counts, 1), computed in binary32; a count of 0 (a
+ * tensor that saw no input) makes every column weigh 1, as llama.cpp's quantize does.  Every
+ * entry must be finite and non-negative; counts must hold exactly one value.  A stacked experts
+ * tensor's entry (blk.N.ffn_up_exps.weight) holds one vector per expert: T.in_sum2 is a matrix of
+ * one row per expert, T.counts one value per expert ([1, E] as llama-imatrix writes it), and each
+ * row is divided by its own count.  Other tensors (a newer llama-imatrix's T.in_sum) are ignored
+ * (nf_imatrix_ignored_at names them); a T.counts without its T.in_sum2 is refused.
+ *
+ * The legacy format (before GGUF; ik_llama.cpp still writes it) is read too, recognised by not
+ * starting with "GGUF": int32 n_entries >= 1, then per entry int32 name length, the name, int32
+ * ncall, int32 nval >= 1 and nval binary32 values, then optionally int32 last_call, int32 length
+ * and the dataset's name (all little-endian).  Importance = value / ncall when ncall > 0, as
+ * llama.cpp's quantize reads it.  A stacked tensor's entry is its experts' vectors in a row.
  *
  * Name mapping (how a source tensor finds its vector), tried in order:
  *   1. the exact name: the imatrix entry T equals the source tensor's name;
@@ -54,6 +63,22 @@ NF_API const char *nf_imatrix_name_at(const nf_imatrix *m, size_t i, uint64_t *l
  * message names the file).  *matched (may be NULL) receives the entry name that matched. */
 NF_API nf_status nf_imatrix_lookup(const nf_imatrix *m, const char *tensor, uint64_t cols, const float **importance,
                                    const char **matched, nf_error *err);
+
+/* A tensor stacking `mats` matrices of `cols` input columns each (an experts tensor [E, R, K]:
+ * mats E, cols K; its rows [e*R, (e+1)*R) are matrix e), found by the exact name or, for a Hugging
+ * Face stack (model.layers.N.mlp.experts.down_proj[.weight], gate_proj, up_proj, gate_up_proj),
+ * llama.cpp's (blk.N.ffn_down_exps.weight; gate_up_proj reads ffn_gate_exps').  *importance
+ * gets the entry's mats * cols values (matrix e's vector at e * cols) and *length that count, or
+ * cols when the entry holds one vector for all; NULL and 0 when there is no entry.  Another length
+ * is NF_ERR_INVALID.  mats <= 1 is nf_imatrix_lookup. */
+NF_API nf_status nf_imatrix_lookup_stack(const nf_imatrix *m, const char *tensor, uint64_t mats, uint64_t cols,
+                                         const float **importance, uint64_t *length, const char **matched,
+                                         nf_error *err);
+
+/* The tensors of a GGUF imatrix that are neither T.in_sum2 nor T.counts (a newer llama-imatrix's
+ * T.in_sum, ...), which the reader ignores as llama.cpp's quantize does: their count, and name i. */
+NF_API size_t nf_imatrix_ignored_count(const nf_imatrix *m);
+NF_API const char *nf_imatrix_ignored_at(const nf_imatrix *m, size_t i);
 
 /* llama.cpp's GGUF name of a Hugging Face tensor name, written into out; 0 when the name has
  * no GGUF counterpart known here. */

@@ -142,6 +142,13 @@ typedef struct nf_method_params {
     const float *importance;
     uint64_t importance_len;
     bool negative_scales; /* let negative candidate scales compete */
+    /* A stack of matrices with a vector each (an experts tensor [E, R, K] and its imatrix entry of
+     * E rows, docs/methods.md "Importance"): importance_rows R > 0 rows per matrix, importance_mats
+     * E, and matrix m's vector at importance + m * importance_stride (the tensor's K; importance
+     * itself is matrix 0's, at a span's first column when the chunk is a span).  The dispatcher
+     * cuts a chunk at its matrices' boundaries and gives each piece its vector (absolute rows:
+     * nf_src_rows.first_row).  0: one vector for every row. */
+    uint64_t importance_rows, importance_mats, importance_stride;
 } nf_method_params;
 
 /* Check params against a method and the tensor's K once, before encoding chunks (the row

@@ -294,7 +294,7 @@ static nf_status measure_cols(const plan_budget *b, const plan_budget_item *it, 
                             nf_method_name(cd->method));
             return st;
         }
-        nf_budget_werror_rows(sc->x, sc->y, 1, n, c0, it->weights, &is->acc[k]);
+        nf_budget_werror_rows(sc->x, sc->y, 1, n, c0, nf_budget_item_weights(it, r), &is->acc[k]);
     }
     return NF_OK;
 }

@@ -69,17 +69,26 @@ typedef struct plan_option {
 typedef struct plan_budget_item {
     const plan_source *source;
     const nf_source_tensor *t;
-    size_t object;        /* its plan object */
-    uint64_t rows, cols;  /* the matrix view */
-    uint64_t sampled;     /* rows sampled (its options measure all or some of them) */
-    const float *weights; /* importance per input channel, or NULL (uniform) */
-    double factor;        /* its sensitivity (budget.sensitivity; 1 when absent) */
+    size_t object;                         /* its plan object */
+    uint64_t rows, cols;                   /* the matrix view */
+    uint64_t sampled;                      /* rows sampled (its options measure all or some of them) */
+    const float *weights;                  /* importance per input channel, or NULL (uniform) */
+    uint64_t weights_rows, weights_stride; /* a stack's: rows per matrix, and the distance of matrix
+                                              m's vector from weights (m * K); 0: one vector */
+    double factor;                         /* its sensitivity (budget.sensitivity; 1 when absent) */
     plan_option *opts;
     size_t nopts;
     plan_exclusion *excluded; /* the budget's other candidates (a rule's method aside) */
     size_t nexcluded;
     size_t pick, runner_up; /* into opts; runner_up SIZE_MAX: none */
 } plan_budget_item;
+
+/* The importance row `row` of the item's matrix is weighed by (a stack's matrix's vector). */
+static inline const float *nf_budget_item_weights(const plan_budget_item *it, uint64_t row)
+{
+    if (!it->weights || !it->weights_rows) return it->weights;
+    return it->weights + row / it->weights_rows * it->weights_stride;
+}
 
 typedef struct plan_budget {
     plan_candidate *cands;

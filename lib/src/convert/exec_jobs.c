@@ -364,7 +364,10 @@ static nf_status budget_error(const plan_object *o, const plan_member *m, const 
     size_t count = (size_t)((j->r1 - j->r0) * o->g.cols);
     if (m->raw) NF_TRY(nf_source_read_f32(m->source->src, m->t, j->r0, j->r1, values, count, err));
     NF_TRY(nf_convert_words_values(&o->g, w, parent_r0, decoded, err));
-    nf_budget_werror_rows(values, decoded, j->r1 - j->r0, o->g.cols, 0, o->budget->weights, &st->wse);
+    const uint64_t k = o->g.cols;
+    for (uint64_t r = j->r0; r < j->r1; r++) /* row by row: a stack's rows weigh by their matrix's vector */
+        nf_budget_werror_rows(values + (r - j->r0) * k, decoded + (r - j->r0) * k, 1, k, 0,
+                              nf_budget_item_weights(o->budget, r), &st->wse);
     return NF_OK;
 }
 
@@ -586,7 +589,7 @@ static nf_status run_span_job(runner *r, const job *j, const nf_words *w, uint8_
         if (r->stats && o->budget) { /* the budget's figure of the span's columns */
             if (!m->q) NF_TRY(nf_source_read_f32_span(src, m->t, row, c0, n, values, nvalues, err));
             NF_TRY(nf_convert_words_values(&sp.g, &view, 0, decoded, err));
-            nf_budget_werror_rows(values, decoded, 1, n, c0, o->budget->weights, &st->wse);
+            nf_budget_werror_rows(values, decoded, 1, n, c0, nf_budget_item_weights(o->budget, row), &st->wse);
         }
         NF_TRY(put_span(r, j, &sp, &view, cmp, err));
     }

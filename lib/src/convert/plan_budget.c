@@ -121,11 +121,13 @@ static const char *budget_unfit(const tensor_plan *tp)
     if (tp->q || nf_plan_gguf_blocks(tp->t))
         return "is stored quantized: the budget chooses only for tensors of floating-point values (import it, or "
                "give it a format)";
-    bool f = false;
+    /* (a GGUF block type no format holds, docs/formats.md 8.5, is read as ggml's values) */
+    bool f = nf_plan_gguf_quantized(tp->t);
     for (size_t i = 0; i < sizeof floats / sizeof floats[0]; i++) f = f || !strcmp(tp->t->type_name, floats[i]);
     if (!f || !tp->t->convertible) return "is not of floating-point values: the budget cannot choose for it";
-    if (tp->t->rank != 2 || tp->t->elements == 0)
-        return "is not a matrix (rank 2): the budget's formats need one (give it a format, e.g. fp32)";
+    /* a stack of matrices [E, R, K] is the matrix [E*R, K] (nf_plan_object_geometry) */
+    if (tp->t->rank < 2 || tp->t->elements == 0)
+        return "is not a matrix (rank 2 or more): the budget's formats need one (give it a format, e.g. fp32)";
     return NULL;
 }
 
@@ -134,7 +136,7 @@ static const char *budget_unfit(const tensor_plan *tp)
 static bool budget_holds(const nf_plan *p, const tensor_plan *tp, size_t k, nf_geometry *g, nf_error *e)
 {
     const plan_candidate *cd = &p->budget->cands[k];
-    return nf_geometry_init(g, cd->layout, cd->fmt, tp->t->rank, tp->t->shape, 1, e) == NF_OK;
+    return nf_plan_tensor_geometry(cd->layout, cd->fmt, tp->t, g, e) == NF_OK;
 }
 
 /* Before planning: each tensor left to the budget gets its first allowed candidate that holds it
@@ -278,9 +280,16 @@ nf_status nf_plan_budget_items(nf_plan *p, tensor_plan *tps, size_t n, const nam
         it->factor = si == SIZE_MAX ? 1.0 : b->sens.factors[si];
         if (imi != SIZE_MAX) {
             nf_error e;
-            if (nf_imatrix_lookup(p->imatrices[imi], tp->t->name, tp->cols, &it->weights, NULL, &e) != NF_OK) {
+            uint64_t mats, per, len = 0;
+            nf_plan_stack_of(tp->t, &mats, &per);
+            if (nf_imatrix_lookup_stack(p->imatrices[imi], tp->t->name, mats, tp->cols, &it->weights, &len, NULL, &e) !=
+                NF_OK) {
                 nf_plan_tensor_problem(probs, r, tp->c, FIELD_FORMAT, tp->t, e.message);
                 continue;
+            }
+            if (len > tp->cols) { /* a stack: matrix m's rows weigh by its own vector */
+                it->weights_rows = per;
+                it->weights_stride = tp->cols;
             }
         }
         if (!nf_add_u64(b->elements, tp->t->elements, &b->elements))

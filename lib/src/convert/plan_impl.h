@@ -66,6 +66,13 @@ size_t nf_plan_source_index(const nf_plan *p, const char *name);
 /* Is t a GGUF tensor of quantized blocks that a gguf_* format holds?  Of any ggml block type? */
 bool nf_plan_gguf_blocks(const nf_source_tensor *t);
 bool nf_plan_gguf_quantized(const nf_source_tensor *t);
+/* The geometry of a source tensor's object in fmt (a stack of matrices [E, R, K] is [E*R, K] in
+ * a matrix format). */
+nf_status nf_plan_tensor_geometry(const nf_layout *layout, const nf_format *fmt, const nf_source_tensor *t,
+                                  nf_geometry *g, nf_error *err);
+/* A tensor of rank 3 or more as a stack of matrices (an experts tensor [E, R, K]): *mats E (the
+ * leading dimensions' product), *per R rows each; a matrix is one matrix of t->rows rows. */
+void nf_plan_stack_of(const nf_source_tensor *t, uint64_t *mats, uint64_t *per);
 /* Method parameters from `with`: imatrix (a source name) and negative_scales. */
 nf_status nf_plan_method_params(nf_plan *p, const nf_recipe_choice *c, const nf_source_tensor *t, uint64_t cols,
                                 nf_method_params *params, nf_error *err);

@@ -506,10 +506,26 @@ nf_status nf_plan_method_params(nf_plan *p, const nf_recipe_choice *c, const nf_
         return nf_error_set(err, NF_ERR_INVALID, "imatrix '%s' is not an imatrix source of the recipe",
                             json_string_value(im));
     const float *imp = NULL;
-    NF_TRY(nf_imatrix_lookup(p->imatrices[i], t->name, cols, &imp, NULL, err)); /* names its file */
+    uint64_t mats, per, len = 0;
+    nf_plan_stack_of(t, &mats, &per);
+    NF_TRY(nf_imatrix_lookup_stack(p->imatrices[i], t->name, mats, cols, &imp, &len, NULL, err)); /* names its file */
     params->importance = imp;
     params->importance_len = imp ? cols : 0;
+    if (imp && len > cols) { /* an experts stack's entry: a vector per matrix */
+        params->importance_rows = per;
+        params->importance_mats = mats;
+        params->importance_stride = cols;
+    }
     return NF_OK;
+}
+
+void nf_plan_stack_of(const nf_source_tensor *t, uint64_t *mats, uint64_t *per)
+{
+    *mats = 1;
+    *per = t->rows;
+    if (t->rank < 3) return;
+    *per = t->shape[t->rank - 2];
+    *mats = *per ? t->rows / *per : 1;
 }
 
 void nf_plan_tensor(nf_plan *p, const plan_source *s, tensor_plan *tp, problems *probs,
@@ -658,7 +674,20 @@ nf_status nf_plan_object_geometry(const tensor_plan *tp, nf_geometry *g, nf_erro
 {
     if (tp->method == NF_METHOD_IMPORT_ENCODED) return nf_import_geometry(&tp->member.imp, g, err);
     if (tp->q) return nf_geometry_init(g, tp->layout, tp->fmt, 2, tp->q->shape, 1, err);
-    return nf_geometry_init(g, tp->layout, tp->fmt, tp->t->rank, tp->t->shape, 1, err);
+    return nf_plan_tensor_geometry(tp->layout, tp->fmt, tp->t, g, err);
+}
+
+nf_status nf_plan_tensor_geometry(const nf_layout *layout, const nf_format *fmt, const nf_source_tensor *t,
+                                  nf_geometry *g, nf_error *err)
+{
+    /* a stack of matrices (an experts tensor [E, R, K]) quantized into a matrix format is one
+     * matrix [E*R, K], as its import would be (ninfer/import.h "Matrices"); direct and gguf_*
+     * formats keep the tensor's shape */
+    if (t->rank > 2 && fmt->category != NF_CAT_DIRECT && fmt->category != NF_CAT_GGUF) {
+        const uint64_t shape[2] = {t->rows, t->row_elements};
+        return nf_geometry_init(g, layout, fmt, 2, shape, 1, err);
+    }
+    return nf_geometry_init(g, layout, fmt, t->rank, t->shape, 1, err);
 }
 
 

@@ -41,6 +41,14 @@ static char *xstrdup(const char *s) { return s ? strdup(s) : NULL; }
 
 size_t nf_plan_object_count(const nf_plan *p) { return p->nobjects; }
 
+const struct nf_imatrix *nf_plan_imatrix_at(const nf_plan *p, size_t i, const char **name)
+{
+    if (name) *name = NULL;
+    if (!p || i >= p->nsources || !p->imatrices || !p->imatrices[i]) return NULL;
+    if (name) *name = p->sources[i].name;
+    return p->imatrices[i];
+}
+
 void nf_plan_free(nf_plan *p)
 {
     if (!p) return;

@@ -1,6 +1,7 @@
 /* llama-imatrix GGUF reader and the source-name mapping (see ninfer/imatrix.h). */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 
 #include <zstd.h>
 
+#include <ninfer/format.h>
 #include <ninfer/imatrix.h>
 #include <ninfer/names.h>
 #include <ninfer/source.h>
@@ -29,13 +31,16 @@
 typedef struct entry {
     char *name;
     uint64_t length; /* values: mats x cols */
-    uint64_t mats;   /* 1, or a stacked experts tensor's experts (one vector and count each) */
+    uint64_t mats;   /* 1, or a stacked experts tensor's experts (one vector and count each); 0 in
+                        a legacy file, which does not say: as many as the length holds */
     float *importance;
 } entry;
 
 struct nf_imatrix {
     entry *entries;
     size_t count;
+    char **ignored; /* the tensors of a GGUF file that are not T.in_sum2 / T.counts */
+    size_t nignored;
     char *label; /* the path (or name) it was opened from: its messages name it */
 };
 
@@ -47,6 +52,8 @@ void nf_imatrix_close(nf_imatrix *m)
         free(m->entries[i].importance);
     }
     free(m->entries);
+    for (size_t i = 0; i < m->nignored; i++) free(m->ignored[i]);
+    free(m->ignored);
     free(m->label);
     free(m);
 }
@@ -56,6 +63,8 @@ static bool ends_with(const char *s, const char *suffix)
     size_t n = strlen(s), k = strlen(suffix);
     return n >= k && strcmp(s + n - k, suffix) == 0;
 }
+
+static const entry *find(const nf_imatrix *m, const char *name);
 
 /* One entry from T.in_sum2 and T.counts. */
 static nf_status load_entry(const nf_source *src, const nf_source_tensor *sum, const char *label, entry *e,
@@ -102,7 +111,9 @@ static nf_status load_entry(const nf_source *src, const nf_source_tensor *sum, c
             st = nf_error_set(err, NF_ERR_INVALID,
                               "%s: '%s' column %zu is %g: importance must be finite and non-negative", label, sum->name,
                               k % cols, (double)v);
-        e->importance[k] = v / (count > 1.0f ? count : 1.0f);
+        /* a row whose count is 0 never saw an input: llama.cpp's quantize weighs it 1 throughout
+         * (docs/decisions.md D19) */
+        e->importance[k] = count == 0.0f ? 1.0f : v / (count > 1.0f ? count : 1.0f);
     }
     free(counts);
     return st;
@@ -127,11 +138,24 @@ static nf_status load(nf_source *src, const char *label, nf_imatrix **out, nf_er
                 nf_imatrix_close(m);
                 return st;
             }
-        } else if (!ends_with(t->name, ".counts")) {
-            nf_imatrix_close(m);
-            return nf_error_set(err, NF_ERR_INVALID,
-                                "%s: tensor '%s' is neither T.in_sum2 nor T.counts: not a llama-imatrix file", label,
-                                t->name);
+        } else if (ends_with(t->name, ".counts")) {
+            char sums[1100];
+            snprintf(sums, sizeof sums, "%.*s.in_sum2", (int)(strlen(t->name) - strlen(".counts")), t->name);
+            if (!nf_source_find(src, sums)) {
+                nf_imatrix_close(m);
+                return nf_error_set(err, NF_ERR_INVALID, "%s: '%s' has no '%s': sums and counts come in pairs", label,
+                                    t->name, sums);
+            }
+        } else {
+            /* another tensor (a newer llama-imatrix's T.in_sum, ...): llama.cpp's quantize ignores
+             * it, and so does this reader; nf_imatrix_ignored_at names it */
+            char **grown = realloc(m->ignored, (m->nignored + 1) * sizeof *grown);
+            if (grown) m->ignored = grown;
+            if (!grown || !(m->ignored[m->nignored] = strdup(t->name))) {
+                nf_imatrix_close(m);
+                return nf_common_nomem(err);
+            }
+            m->nignored++;
         }
     }
     if (m->count == 0) {
@@ -142,9 +166,122 @@ static nf_status load(nf_source *src, const char *label, nf_imatrix **out, nf_er
     return NF_OK;
 }
 
+/* ---------------------------------------------------------------- the legacy format */
+/* llama-imatrix's file before GGUF (ik_llama.cpp still writes it; docs/security.md 2.5), all
+ * little-endian: int32 n_entries >= 1; per entry int32 len, len bytes of name, int32 ncall, int32
+ * nval >= 1, nval binary32 values; then, optionally, int32 last_call, int32 dataset_len and that
+ * many bytes of the dataset's name.  Importance = value / ncall when ncall > 0, as llama.cpp's
+ * quantize reads it (the file stores sum / count * ncall), else the value.  A stacked experts
+ * tensor's entry is its experts' vectors one after the other, without saying how many. */
+#define LEGACY_NAME_MAX 4096u
+
+typedef struct legacy_cursor {
+    const uint8_t *p;
+    size_t len, at;
+} legacy_cursor;
+
+static bool legacy_i32(legacy_cursor *c, int32_t *v)
+{
+    if (c->len - c->at < 4) return false;
+    const uint8_t *b = c->p + c->at;
+    uint32_t u = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+    *v = u <= INT32_MAX ? (int32_t)u : -(int32_t)(~u) - 1;
+    c->at += 4;
+    return true;
+}
+
+#define LEGACY_FAIL(...)                                     \
+    do {                                                     \
+        st = nf_error_set(err, NF_ERR_INVALID, __VA_ARGS__); \
+        goto done;                                           \
+    } while (0)
+
+static nf_status load_legacy(const uint8_t *data, size_t len, const char *label, nf_imatrix **out, nf_error *err)
+{
+    legacy_cursor c = {data, len, 0};
+    nf_status st = NF_OK;
+    int32_t n = 0;
+    nf_imatrix *m = calloc(1, sizeof *m);
+    if (!m || !(m->label = strdup(label))) {
+        nf_imatrix_close(m);
+        return nf_common_nomem(err);
+    }
+    if (!legacy_i32(&c, &n) || n < 1)
+        LEGACY_FAIL("%s: neither GGUF nor a legacy llama-imatrix file (its first 4 bytes are no entry count >= 1)",
+                    label);
+    /* every entry takes at least 16 bytes: a count the file cannot hold is refused before memory
+     * is taken for it */
+    if ((uint64_t)n > (len - 4) / 16)
+        LEGACY_FAIL("%s: neither GGUF nor a legacy llama-imatrix file: %d entries do not fit in its %zu bytes", label,
+                    (int)n, len);
+    if (!(m->entries = calloc((size_t)n, sizeof *m->entries))) {
+        st = nf_common_nomem(err);
+        goto done;
+    }
+    for (int32_t i = 0; i < n; i++) {
+        const size_t at = c.at;
+        int32_t nlen = 0, ncall = 0, nval = 0;
+        if (!legacy_i32(&c, &nlen) || nlen < 1 || (uint32_t)nlen > LEGACY_NAME_MAX || (size_t)nlen > c.len - c.at)
+            LEGACY_FAIL("%s: legacy imatrix: entry %d at byte %zu: name length %d is not 1..%u bytes inside the file",
+                        label, (int)i, at, (int)nlen, LEGACY_NAME_MAX);
+        if (memchr(c.p + c.at, 0, (size_t)nlen))
+            LEGACY_FAIL("%s: legacy imatrix: entry %d at byte %zu: its name holds a NUL byte", label, (int)i, at);
+        entry *e = &m->entries[m->count];
+        if (!(e->name = strndup((const char *)c.p + c.at, (size_t)nlen))) {
+            st = nf_common_nomem(err);
+            goto done;
+        }
+        m->count++;
+        c.at += (size_t)nlen;
+        if (find(m, e->name) != e)
+            LEGACY_FAIL("%s: legacy imatrix: entry %d at byte %zu: '%s' appears twice", label, (int)i, at, e->name);
+        if (!legacy_i32(&c, &ncall) || !legacy_i32(&c, &nval) || nval < 1 || (size_t)nval > (c.len - c.at) / 4)
+            LEGACY_FAIL("%s: legacy imatrix: entry %d '%s' at byte %zu: %d values do not fit in the file (%zu bytes "
+                        "left)",
+                        label, (int)i, e->name, at, (int)nval, c.len - c.at);
+        e->length = (uint64_t)nval;
+        e->mats = 0;
+        if (!(e->importance = malloc((size_t)nval * sizeof *e->importance))) {
+            st = nf_common_nomem(err);
+            goto done;
+        }
+        for (int32_t k = 0; k < nval; k++) {
+            int32_t bits = 0;
+            (void)legacy_i32(&c, &bits); /* inside the file: checked above */
+            float v = nf_f32_from_bits((uint32_t)bits);
+            if (!isfinite(v) || v < 0.0f)
+                LEGACY_FAIL("%s: legacy imatrix: entry '%s' value %d (byte %zu) is %g: importance must be finite and "
+                            "non-negative",
+                            label, e->name, (int)k, c.at - 4, (double)v);
+            e->importance[k] = ncall > 0 ? v / (float)ncall : v;
+        }
+    }
+    if (c.at < c.len) { /* the trailer: the last chunk and the dataset's name */
+        const size_t at = c.at;
+        int32_t last = 0, dlen = 0;
+        if (!legacy_i32(&c, &last) || !legacy_i32(&c, &dlen) || dlen < 0 || (size_t)dlen > c.len - c.at)
+            LEGACY_FAIL("%s: legacy imatrix: byte %zu: %zu bytes after the last entry are not its trailer (int32 "
+                        "chunks, int32 length, the dataset's name)",
+                        label, at, len - at);
+        c.at += (size_t)dlen;
+        if (c.at != c.len)
+            LEGACY_FAIL("%s: legacy imatrix: byte %zu: %zu bytes after the dataset's name", label, c.at, c.len - c.at);
+    }
+done:
+    if (st != NF_OK) {
+        nf_imatrix_close(m);
+        return st;
+    }
+    *out = m;
+    return NF_OK;
+}
+
+static bool is_gguf(const void *data, size_t len) { return len >= 4 && memcmp(data, "GGUF", 4) == 0; }
+
 nf_status nf_imatrix_open_memory(const void *data, size_t len, const char *name, nf_imatrix **out, nf_error *err)
 {
     *out = NULL;
+    if (!is_gguf(data, len)) return load_legacy(data, len, name ? name : "<memory>", out, err);
     nf_source *src = NULL;
     NF_TRY(nf_source_open_memory(data, len, NF_SOURCE_GGUF, name, &src, err));
     nf_status st = load(src, name ? name : "<memory>", out, err);
@@ -220,6 +357,47 @@ static nf_status read_zst(const char *path, void **data, size_t *len, nf_error *
     return NF_OK;
 }
 
+/* The first bytes of a file (fewer, zero-filled, when it is shorter). */
+static nf_status read_head(const char *path, uint8_t magic[4], nf_error *err)
+{
+    int fd;
+    struct stat sb;
+    NF_TRY(nf_common_open_regular(path, path, NF_ERR_INVALID, &fd, &sb, err));
+    ssize_t n = pread(fd, magic, 4, 0);
+    int e = errno;
+    close(fd);
+    if (n < 0) return nf_error_errno(err, e, "cannot read %s", path);
+    return NF_OK;
+}
+
+/* A legacy imatrix file, whole (its importance is held whole anyway). */
+static nf_status read_whole(const char *path, void **data, size_t *len, nf_error *err)
+{
+    int fd;
+    struct stat sb;
+    *data = NULL;
+    NF_TRY(nf_common_open_regular(path, path, NF_ERR_INVALID, &fd, &sb, err));
+    size_t size = (size_t)sb.st_size, got = 0;
+    uint8_t *buf = malloc(size ? size : 1);
+    nf_status st = buf ? NF_OK : nf_common_nomem(err);
+    while (st == NF_OK && got < size) {
+        ssize_t n = pread(fd, buf + got, size - got, (off_t)got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0)
+            st = n < 0 ? nf_error_errno(err, errno, "cannot read %s", path)
+                       : nf_error_set(err, NF_ERR_IO, "%s: shrank while read", path);
+        else got += (size_t)n;
+    }
+    close(fd);
+    if (st != NF_OK) {
+        free(buf);
+        return st;
+    }
+    *data = buf;
+    *len = size;
+    return NF_OK;
+}
+
 nf_status nf_imatrix_open(const char *path, nf_imatrix **out, nf_error *err)
 {
     *out = NULL;
@@ -228,6 +406,16 @@ nf_status nf_imatrix_open(const char *path, nf_imatrix **out, nf_error *err)
         size_t len = 0;
         NF_TRY(read_zst(path, &data, &len, err));
         nf_status st = nf_imatrix_open_memory(data, len, path, out, err);
+        free(data);
+        return st;
+    }
+    uint8_t magic[4] = {0};
+    NF_TRY(read_head(path, magic, err));
+    if (!is_gguf(magic, 4)) { /* the legacy format, read whole */
+        void *data = NULL;
+        size_t len = 0;
+        NF_TRY(read_whole(path, &data, &len, err));
+        nf_status st = load_legacy(data, len, path, out, err);
         free(data);
         return st;
     }
@@ -329,12 +517,13 @@ static nf_status find_by_table(const nf_imatrix *m, const char *tensor, uint64_t
             *e_out = e;
             return NF_OK;
         }
-        if (e->length != e->mats * cols || (uint64_t)how.expert >= e->mats)
+        const uint64_t mats = e->mats ? e->mats : cols ? e->length / cols : 0; /* legacy: as many as it holds */
+        if (e->length != mats * cols || (uint64_t)how.expert >= mats)
             return nf_error_set(err, NF_ERR_INVALID,
                                 "%s: imatrix entry '%s' holds %llu experts of %llu values; "
                                 "tensor '%s' is expert %d with %llu input columns",
-                                m->label, e->name, (unsigned long long)e->mats,
-                                (unsigned long long)(e->mats ? e->length / e->mats : 0), tensor, how.expert,
+                                m->label, e->name, (unsigned long long)mats,
+                                (unsigned long long)(mats ? e->length / mats : 0), tensor, how.expert,
                                 (unsigned long long)cols);
         *importance = e->importance + (size_t)how.expert * (size_t)cols;
         if (matched) *matched = e->name;
@@ -362,6 +551,68 @@ nf_status nf_imatrix_lookup(const nf_imatrix *m, const char *tensor, uint64_t co
                             "%s: imatrix entry '%s' has %llu values but tensor '%s' has %llu input columns", m->label,
                             e->name, (unsigned long long)e->length, tensor, (unsigned long long)cols);
     *importance = e->importance;
+    if (matched) *matched = e->name;
+    return NF_OK;
+}
+
+size_t nf_imatrix_ignored_count(const nf_imatrix *m) { return m->nignored; }
+
+const char *nf_imatrix_ignored_at(const nf_imatrix *m, size_t i) { return i < m->nignored ? m->ignored[i] : NULL; }
+
+/* llama.cpp's name of a Hugging Face tensor holding a layer's experts stacked
+ * (model.layers.N.mlp.experts.down_proj[.weight] -> blk.N.ffn_down_exps.weight; gate_up_proj, whose
+ * gate and up halves read the same input, takes ffn_gate_exps' vectors); 0 when it is not one. */
+static size_t stacked_gguf_name(const char *hf, char *out, size_t size)
+{
+    static const struct {
+        const char *hf, *gguf;
+    } parts[] = {{"gate_proj", "ffn_gate_exps"},
+                 {"up_proj", "ffn_up_exps"},
+                 {"down_proj", "ffn_down_exps"},
+                 {"gate_up_proj", "ffn_gate_exps"}};
+    unsigned layer;
+    int used = 0;
+    if (sscanf(hf, "model.layers.%u.mlp.experts.%n", &layer, &used) != 1 || used == 0) return 0;
+    const char *rest = hf + used;
+    size_t n = strcspn(rest, ".");
+    if (rest[n] != '\0' && strcmp(rest + n, ".weight") != 0) return 0;
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+        if (strlen(parts[i].hf) == n && strncmp(rest, parts[i].hf, n) == 0) {
+            int k = snprintf(out, size, "blk.%u.%s.weight", layer, parts[i].gguf);
+            return k > 0 && (size_t)k < size ? (size_t)k : 0;
+        }
+    return 0;
+}
+
+nf_status nf_imatrix_lookup_stack(const nf_imatrix *m, const char *tensor, uint64_t mats, uint64_t cols,
+                                  const float **importance, uint64_t *length, const char **matched, nf_error *err)
+{
+    *importance = NULL;
+    if (length) *length = 0;
+    if (matched) *matched = NULL;
+    if (mats <= 1) {
+        NF_TRY(nf_imatrix_lookup(m, tensor, cols, importance, matched, err));
+        if (length && *importance) *length = cols;
+        return NF_OK;
+    }
+    const entry *e = find(m, tensor);
+    char gguf[1100];
+    if (!e && stacked_gguf_name(tensor, gguf, sizeof gguf)) e = find(m, gguf);
+    if (!e) return NF_OK;
+    const uint64_t held = e->mats ? e->mats : cols ? e->length / cols : 0;
+    if (e->length == cols && e->mats <= 1) { /* one vector: every matrix weighs the same */
+        *importance = e->importance;
+        if (length) *length = cols;
+    } else if (held == mats && e->length == mats * cols) {
+        *importance = e->importance;
+        if (length) *length = mats * cols;
+    } else {
+        return nf_error_set(err, NF_ERR_INVALID,
+                            "%s: imatrix entry '%s' holds %llu values (%llu experts); tensor '%s' stacks %llu matrices "
+                            "of %llu input columns",
+                            m->label, e->name, (unsigned long long)e->length, (unsigned long long)held, tensor,
+                            (unsigned long long)mats, (unsigned long long)cols);
+    }
     if (matched) *matched = e->name;
     return NF_OK;
 }

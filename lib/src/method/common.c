@@ -316,7 +316,15 @@ nf_status nf_method_check_params(nf_method_id id, const nf_method_params *params
         return nf_error_set(err, NF_ERR_INVALID,
                             "importance must have one value per input channel (%" PRIu64 "), it has %" PRIu64, cols,
                             params->importance_len);
-    for (uint64_t k = 0; k < cols; k++) {
+    uint64_t total = cols; /* a stack's vectors: every matrix's */
+    if (params->importance_rows && (params->importance_mats == 0 || params->importance_stride < cols ||
+                                    !nf_mul_u64(params->importance_mats - 1, params->importance_stride, &total) ||
+                                    !nf_add_u64(total, cols, &total)))
+        return nf_error_set(err, NF_ERR_USAGE,
+                            "a stack's importance: %" PRIu64 " matrices of vectors %" PRIu64 " apart, %" PRIu64
+                            " columns each",
+                            params->importance_mats, params->importance_stride, cols);
+    for (uint64_t k = 0; k < total; k++) {
         float v = params->importance[k];
         if (!isfinite(v))
             return nf_error_set(err, NF_ERR_INVALID, "importance of channel %" PRIu64 " is %s: it must be finite", k,

@@ -33,7 +33,7 @@
 /* No parameters given: what every method but grouped_search requires (common.c, dispatch.c). */
 static inline bool nf_method_params_empty(const nf_method_params *p)
 {
-    return !p || (!p->importance && p->importance_len == 0 && !p->negative_scales);
+    return !p || (!p->importance && p->importance_len == 0 && !p->negative_scales && p->importance_rows == 0);
 }
 
 /* Column c of a chunk as the tensor's column, for messages (a span starts at src->first_col). */
