@@ -755,6 +755,29 @@ def quick_cases():
           "bad.safetensors", st_file({"w": st_entry("F64", (2, 32), (0, 512))},
                                      struct.pack("<32d", *[0.5] * 32) + struct.pack("<32d", 1e300, *[0.5] * 31)))
 
+    # GGUF block types read as values (docs/formats.md 8.5): blocks that no format holds exactly
+    # are refused by tensor, row and block, with the way forward (--requantize)
+    def gblocks(name, gt, ne, data):
+        return gguf([ARCH], [(name, ne, gt, data)])
+    # MXFP4 [128, 64]: row 5 block 1 under exponent 0 with a nonzero code, the largest 2^0
+    mx = bytearray((bytes([127]) + bytes([0x22] * 16)) * 2 * 128)
+    mx[17 * (2 * 5 + 1)] = 0
+    qcase("gguf_mxfp4_octaves", ["tensor 'w'", "row 5 block 1: scale 2^-127 lies more than 17 octaves", "--requantize"],
+          "bad.gguf", gblocks("w", 39, [64, 128], bytes(mx)))
+    # NVFP4 [128, 64]: row 2's sub-block 3 scale 0xFF (240 to ggml) has no E4M3 word
+    nv = bytearray((bytes([0x38] * 4) + bytes([0x11] * 32)) * 128)
+    nv[36 * 2 + 3] = 0xFF
+    qcase("gguf_nvfp4_scale_ff", ["w", "row 2 block 0 sub-block 3 (cols 48..63): UE4M3 scale 0xFF"], "bad.gguf",
+          gblocks("w", 40, [64, 128], bytes(nv)))
+    # Q8_1 with a code -128: q8 does not hold it, and no other format does
+    q81 = bytearray((struct.pack("<HH", 0x3C00, 0) + bytes(32)) * 2)
+    q81[4 + 7] = 0x80
+    qcase("gguf_q8_1_minus128", ["tensor 'w' (Q8_1): stored as GGUF Q8_1 blocks in", "a code -128"],
+          "bad.gguf", gblocks("w", 9, [32, 2], bytes(q81)))
+    # MXFP4 of 16 rows: no nvfp4 tiles
+    qcase("gguf_mxfp4_rows", ["tensor 'w' (MXFP4)", "this tensor has 16 rows of 64"], "bad.gguf",
+          gblocks("w", 39, [64, 16], (bytes([127]) + bytes(16)) * 32))
+
 
 # ================================================================ trust boundaries (artifacts and their values)
 # GGUF blocks whose binary16 scale is NaN or infinite (docs/formats.md 8.1): ggml's

@@ -108,7 +108,7 @@ done
 # ---------------------------------------------------------------- refusals
 # no nvfp4 tiles (16 rows): named, with the ways forward; --requantize reads them
 run 1 "$bin/ninfer-convert" "$g/small_fp4.gguf" -o "$work/s.ninfer" --format q4_g64_fp16
-contains "$work/err" "tensor 'blk.3.ffn_down.weight' (MXFP4): stored as GGUF MXFP4 blocks: no format holds"
+contains "$work/err" "tensor 'blk.3.ffn_down.weight' (MXFP4): stored as GGUF MXFP4 blocks in $g/small_fp4.gguf: no format holds"
 contains "$work/err" "this tensor has 16 rows of 512"
 contains "$work/err" "--requantize"
 check test ! -e "$work/s.ninfer"
@@ -144,7 +144,7 @@ PY
 # Q8_1 block 0 code 0 = 0x80 (-128): q8 does not hold it
 patch q81.gguf blk.0.attn_q.weight 4 80
 run 1 "$bin/ninfer-convert" "$work/q81.gguf" -o "$work/b.ninfer" --format fp32
-contains "$work/err" "tensor 'blk.0.attn_q.weight' (Q8_1): stored as GGUF Q8_1 blocks"
+contains "$work/err" "tensor 'blk.0.attn_q.weight' (Q8_1): stored as GGUF Q8_1 blocks in $work/q81.gguf"
 contains "$work/err" "a code -128"
 # TQ2_0 row 0 block 0: code 3 (+2) in element 0: q2 holds it, t2 does not
 patch tq2.gguf blk.0.attn_v.weight 0 03

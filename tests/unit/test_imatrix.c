@@ -294,51 +294,45 @@ static void legacy_refused(const legacy *l, const char *fragment)
     cr_assert_null(m);
 }
 
+/* A file of `count` entries (the count as written), then one entry `name` of n values (n may be
+ * 0) and `tail` bytes from tail_bytes. */
+static legacy one_entry(int32_t count, const char *name, const float *v, int32_t n, const uint8_t *tail,
+                        size_t tail_len)
+{
+    legacy l = {.n = 0};
+    put32(&l, (uint32_t)count);
+    put_entry(&l, name, 1, v, n);
+    if (tail_len) memcpy(l.b + l.n, tail, tail_len);
+    l.n += tail_len;
+    return l;
+}
+
 Test(imatrix, legacy_refusals)
 {
     const float q[2] = {9.0f, 3.0f}, neg[2] = {1.0f, -2.0f};
-    legacy l = {.n = 0};
-    put32(&l, 0);
+    static const uint8_t zeros[16] = {0}, half_trailer[4] = {5}, after[10] = {5, 0, 0, 0, 1, 0, 0, 0, 'x', 'y'};
+    legacy l = one_entry(0, "w", q, 2, NULL, 0);
     legacy_refused(&l, "neither GGUF nor a legacy");
-    l.n = 0;
-    put32(&l, 1000000);
-    put_entry(&l, "a", 1, q, 2);
+    l = one_entry(1000000, "a", q, 2, NULL, 0);
     legacy_refused(&l, "1000000 entries do not fit");
-    l.n = 0;
-    put32(&l, 1);
-    put_entry(&l, "blk.0.attn_q.weight", 1, q, 2);
+    l = one_entry(1, "blk.0.attn_q.weight", q, 2, NULL, 0);
     l.n -= 3; /* a truncated value */
     legacy_refused(&l, "entry 0 'blk.0.attn_q.weight' at byte 4: 2 values do not fit");
-    l.n = 0;
-    put32(&l, 2);
-    put_entry(&l, "w", 1, q, 2);
+    l = one_entry(2, "w", q, 2, NULL, 0);
     put_entry(&l, "w", 1, q, 2);
     legacy_refused(&l, "'w' appears twice");
-    l.n = 0;
-    put32(&l, 1);
-    put_entry(&l, "w", 1, neg, 2);
+    l = one_entry(1, "w", neg, 2, NULL, 0);
     legacy_refused(&l, "entry 'w' value 1 (byte 21) is -2");
-    l.n = 0;
+    l = (legacy){.n = 0};
     put32(&l, 1);
     put32(&l, 70000); /* name length past the cap */
-    for (int i = 0; i < 4; i++) put32(&l, 0);
+    memcpy(l.b + l.n, zeros, sizeof zeros);
+    l.n += sizeof zeros;
     legacy_refused(&l, "entry 0 at byte 4: name length 70000 is not 1..4096 bytes");
-    l.n = 0;
-    put32(&l, 1);
-    put_entry(&l, "w", 1, q, 2);
-    put32(&l, 5); /* half a trailer */
+    l = one_entry(1, "w", q, 2, half_trailer, sizeof half_trailer);
     legacy_refused(&l, "are not its trailer");
-    l.n = 0;
-    put32(&l, 1);
-    put_entry(&l, "w", 1, q, 2);
-    put32(&l, 5);
-    put32(&l, 1);
-    l.b[l.n++] = 'x';
-    l.b[l.n++] = 'y';
+    l = one_entry(1, "w", q, 2, after, sizeof after);
     legacy_refused(&l, "1 bytes after the dataset's name");
-    l.n = 0;
-    put32(&l, 1);
-    put_entry(&l, "w", 1, q, 0);
-    put32(&l, 0);
+    l = one_entry(1, "w", q, 0, zeros, 4);
     legacy_refused(&l, "0 values do not fit");
 }

@@ -572,10 +572,10 @@ void nf_plan_tensor(nf_plan *p, const plan_source *s, tensor_plan *tp, problems 
                      " (q8_g32_fp16 would, but a block holds a code -128, a -0 scale or a +0 "
                      "scale over nonzero codes)");
         snprintf(e.message, sizeof e.message,
-                 "stored as GGUF %s blocks: no format holds their values exactly%s, so import_encoded cannot keep "
-                 "them; requantize them from ggml's values with a rule that names the method (e.g. `method: "
+                 "stored as GGUF %s blocks in %s: no format holds their values exactly%s, so import_encoded cannot "
+                 "keep them; requantize them from ggml's values with a rule that names the method (e.g. `method: "
                  "grouped_absmax`), or --requantize in quick mode",
-                 t->type_name, why);
+                 t->type_name, nf_source_file_path(s->src, t->file), why);
         nf_plan_tensor_problem(probs, r, c, FIELD_METHOD, t, e.message);
         return;
     }
