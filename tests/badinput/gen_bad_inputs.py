@@ -767,12 +767,13 @@ def quick_cases():
     # NVFP4 [128, 64]: row 2's sub-block 3 scale 0xFF (240 to ggml) has no E4M3 word
     nv = bytearray((bytes([0x38] * 4) + bytes([0x11] * 32)) * 128)
     nv[36 * 2 + 3] = 0xFF
-    qcase("gguf_nvfp4_scale_ff", ["w", "row 2 block 0 sub-block 3 (cols 48..63): UE4M3 scale 0xFF"], "bad.gguf",
+    qcase("gguf_nvfp4_scale_ff", ["w", "row 2 block 0 sub-block 3 (cols 48..63): UE4M3 scale 0xFF", "--requantize"],
+          "bad.gguf",
           gblocks("w", 40, [64, 128], bytes(nv)))
     # Q8_1 with a code -128: q8 does not hold it, and no other format does
     q81 = bytearray((struct.pack("<HH", 0x3C00, 0) + bytes(32)) * 2)
     q81[4 + 7] = 0x80
-    qcase("gguf_q8_1_minus128", ["tensor 'w' (Q8_1): stored as GGUF Q8_1 blocks in", "a code -128"],
+    qcase("gguf_q8_1_minus128", ["tensor 'w' (Q8_1): stored as GGUF Q8_1 blocks in", "row 0 col 7 (block 0): Q8_1 code 0x80 is -128"],
           "bad.gguf", gblocks("w", 9, [32, 2], bytes(q81)))
     # MXFP4 of 16 rows: no nvfp4 tiles
     qcase("gguf_mxfp4_rows", ["tensor 'w' (MXFP4)", "this tensor has 16 rows of 64"], "bad.gguf",

@@ -145,7 +145,7 @@ PY
 patch q81.gguf blk.0.attn_q.weight 4 80
 run 1 "$bin/ninfer-convert" "$work/q81.gguf" -o "$work/b.ninfer" --format fp32
 contains "$work/err" "tensor 'blk.0.attn_q.weight' (Q8_1): stored as GGUF Q8_1 blocks in $work/q81.gguf"
-contains "$work/err" "a code -128"
+contains "$work/err" "(q8_g32_fp16 would, but row 0 col 0 (block 0): Q8_1 code 0x80 is -128"
 # TQ2_0 row 0 block 0: code 3 (+2) in element 0: q2 holds it, t2 does not
 patch tq2.gguf blk.0.attn_v.weight 0 03
 run 0 "$bin/ninfer-convert" "$work/tq2.gguf" -o "$work/b.ninfer" --format fp32 --dry-run --json
@@ -163,7 +163,7 @@ check test ! -e "$work/b.ninfer"
 # MXFP4: one block's exponent 0 with nonzero codes, 18 octaves and more below the largest
 patch mx.gguf blk.1.ffn_gate_exps.weight $((17 * 35)) 00
 run 1 "$bin/ninfer-convert" "$work/mx.gguf" -o "$work/b.ninfer" --format fp32
-contains "$work/err" "tensor 'blk.1.ffn_gate_exps.weight': row 2 block 3: scale 2^-127 lies more than 17 octaves"
+contains "$work/err" "tensor 'blk.1.ffn_gate_exps.weight' (MXFP4): $work/mx.gguf: row 2 block 3: scale 2^-127 lies more than 17 octaves"
 # NVFP4: a scale byte 0xFF (ggml reads 240): refused naming row, block and sub-block, no output
 patch nv.gguf blk.1.ffn_up.weight $((36 * 9 + 2)) ff
 run 1 "$bin/ninfer-convert" "$work/nv.gguf" -o "$work/b.ninfer" --format fp32

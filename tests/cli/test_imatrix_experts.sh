@@ -60,6 +60,19 @@ same "$work/z1.f32" "$work/n1.f32"
 values "$work/z.ninfer" model.layers.0.mlp.experts.0.down_proj.weight "$work/z0.f32"
 same "$work/z0.f32" "$work/b0.f32"
 
+# ggml_quantize into a k-quant, as llama-quantize uses a MoE imatrix: the stack's words are the
+# experts' own (the stack is one object [E*R, K], cut at the expert boundary inside a chunk)
+for src in moe.gguf hf; do
+    printf 'recipe: 1\nsources: {base: %s, imatrix: %s}\ndefaults: {format: fp32}\nrules:\n  - {match: "*", format: gguf_q4_k, method: ggml_quantize, with: {imatrix: imatrix}}\n' \
+        "$m/$src" "$m/imatrix.gguf" >"$work/k.yaml"
+    run 0 "$bin/ninfer-convert" --recipe "$work/k.yaml" -o "$work/k.$src.ninfer" --threads 2 --chunk-values 2560
+done
+values "$work/k.moe.gguf.ninfer" blk.0.ffn_down_exps.weight "$work/k.f32"
+values "$work/k.hf.ninfer" model.layers.0.mlp.experts.0.down_proj.weight "$work/k0.f32"
+values "$work/k.hf.ninfer" model.layers.0.mlp.experts.1.down_proj.weight "$work/k1.f32"
+cat "$work/k0.f32" "$work/k1.f32" >"$work/kh.f32"
+same "$work/kh.f32" "$work/k.f32"
+
 # the budget weighs the stack's rows by their experts' vectors: the weighted error of the stack is
 # the experts' errors summed (both get grouped_search into q4, whose words are the same, above)
 for src in moe.gguf hf; do

@@ -121,6 +121,11 @@ Test(ggml_values, known_answers)
     cr_assert_eq(nf_ggml_values_row(41, q10, 128, y, &err), NF_OK);
     cr_expect_eq(bits_of_f32(y[0]), 0u);
     cr_expect_eq(bits_of_f32(y[1]), 0x80000000u);
+    /* Q1_0 under a NaN d (0x7E00): ggml negates it for a clear bit, flipping the NaN's sign */
+    uint8_t q10n[18] = {0x00, 0x7E, 0x01};
+    cr_assert_eq(nf_ggml_values_row(41, q10n, 128, y, &err), NF_OK);
+    cr_expect_eq(bits_of_f32(y[0]), 0x7FC00000u);
+    cr_expect_eq(bits_of_f32(y[1]), 0xFFC00000u);
     /* TQ2_0: element 128 + 32*3 + 5 is bits 6..7 of byte 32 + 5; code 3 is +2d */
     uint8_t tq2[66] = {0};
     tq2[37] = 0xC0;

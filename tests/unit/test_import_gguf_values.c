@@ -199,3 +199,27 @@ Test(import_gguf_values, q8_1_into_q8)
     cr_assert(strstr(err.message, "row 0 col 9 (block 0): Q8_1 code 0x80 is -128"), "%s", err.message);
     nf_words_free(&w);
 }
+
+/* An all-zero MXFP4 block takes any scale: exponent 255 beside 127 is no reason to refuse. */
+Test(import_gguf_values, mxfp4_zero_block_any_exponent)
+{
+    const nf_import_tensor t = {"blk.0.ffn_down_exps.weight", NULL, 39, 2, fp4_shape};
+    nf_import imp;
+    nf_error err = {0};
+    cr_assert_eq(nf_import_init_gguf_fp4(&imp, &t, 8, &err), NF_OK, "%s", err.message); /* 135 - 127 */
+    nf_geometry g;
+    cr_assert_eq(nf_import_geometry(&imp, &g, &err), NF_OK, "%s", err.message);
+    nf_words w;
+    cr_assert_eq(nf_words_alloc(&w, &g, 1, &err), NF_OK);
+    uint8_t row[34] = {127};
+    memset(row + 1, 0x22, 16); /* codes 2: 1.0 */
+    row[17] = 255;
+    memset(row + 18, 0x88, 16); /* codes 8: ggml's +0 */
+    nf_import_chunk c = {0, 1, row, sizeof row, NULL, 0, 0};
+    cr_assert_eq(nf_import_rows(&imp, &c, &w, 0, &err), NF_OK, "%s", err.message);
+    for (unsigned col = 0; col < 64; col++) {
+        float v = nf_nvfp4_value(w.codes8[col], w.scales8[col / 16], imp.divisor);
+        cr_assert_eq(bits_of_f32(v), bits_of_f32(col < 32 ? 1.0f : 0.0f), "col %u: %a", col, (double)v);
+    }
+    nf_words_free(&w);
+}

@@ -132,3 +132,31 @@ Test(method_stack, refusals)
     cr_assert_eq(nf_method_check_params(NF_METHOD_GROUPED_ABSMAX, &only, K, &err), NF_ERR_INVALID);
     nf_words_free(&w);
 }
+
+/* nvfp4_search without the matrix's maximum takes the chunk as the matrix: its pieces share the
+ * whole chunk's divisor, so a stack whose matrices weigh alike encodes as one vector would. */
+Test(method_stack, nvfp4_pieces_share_the_divisor)
+{
+    fill();
+    for (int r = 0; r < MATS * PER; r++)
+        for (int k = 0; k < K; k++) src[r * K + k] *= r < PER ? 1.0f : 100.0f;
+    for (int m = 1; m < MATS; m++) memcpy(imp + m * K, imp, K * sizeof *imp);
+    const nf_format *f = nf_format_lookup("nvfp4");
+    nf_geometry g = geom("nvfp4", 128);
+    nf_words a, b;
+    nf_error err;
+    cr_assert_eq(nf_words_alloc(&a, &g, MATS * PER, &err), NF_OK);
+    cr_assert_eq(nf_words_alloc(&b, &g, MATS * PER, &err), NF_OK);
+    nf_src_rows s = {.name = "w", .type = NF_SRC_F32, .data = src, .first_row = 0, .rows = MATS * PER, .cols = K};
+    nf_method_params flat = {.importance = imp, .importance_len = K}, stack = flat;
+    stack.importance_rows = PER;
+    stack.importance_mats = MATS;
+    stack.importance_stride = K;
+    cr_assert_eq(nf_method_encode_rows(NF_METHOD_NVFP4_SEARCH, f, &flat, &s, &a, &err), NF_OK, "%s", err.message);
+    cr_assert_eq(nf_method_encode_rows(NF_METHOD_NVFP4_SEARCH, f, &stack, &s, &b, &err), NF_OK, "%s", err.message);
+    cr_assert_eq(a.divisors[0], b.divisors[0]);
+    cr_assert_eq(memcmp(a.codes8, b.codes8, (size_t)MATS * PER * K), 0);
+    cr_assert_eq(memcmp(a.scales8, b.scales8, (size_t)MATS * PER * K / 16), 0);
+    nf_words_free(&a);
+    nf_words_free(&b);
+}

@@ -120,7 +120,8 @@ typedef struct nf_src_rows {
     const char *name; /* tensor name for error messages; NULL for none */
     nf_src_type type;
     const void *data;   /* rows * cols elements, row-major, little-endian, any alignment */
-    uint64_t first_row; /* absolute index of data's first row (messages only) */
+    uint64_t first_row; /* absolute index of data's first row (messages; a stack's importance,
+                           nf_method_params.importance_rows, picks each row's matrix by it) */
     uint64_t rows;      /* rows in this chunk (0 is a no-op) */
     uint64_t cols;      /* K, or the span's columns */
     uint64_t first_col; /* absolute index of data's first column (messages; a span's importance is the caller's) */

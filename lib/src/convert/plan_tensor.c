@@ -272,14 +272,16 @@ static nf_status import_trial(const nf_source *src, const nf_source_tensor *t, c
 /* The format that holds a GGUF tensor of a values-only block type exactly (docs/formats.md 8.5),
  * or NULL: TQ1_0, TQ2_0 and Q1_0 go to t2_g128_fp16 when every block fits T2 (read when planned),
  * else to q2_g64_fp16, which holds every finite block; Q8_1 to q8_g32_fp16 when every block fits
- * Q8; MXFP4 and NVFP4 to nvfp4 when its tiles fit (rows a multiple of 128, K of 64; the blocks
- * are checked when the import is prepared, as a checkpoint's MXFP4 is); PQ2_0 to t2_g128_fp16. */
-static const char *gguf_values_target(const nf_source *src, const nf_source_tensor *t)
+ * Q8 (else *why says which does not); MXFP4 and NVFP4 to nvfp4 when its tiles fit (rows a
+ * multiple of 128, K of 64; their blocks are read when the import is prepared: MXFP4's exponents,
+ * NVFP4's scale bytes); PQ2_0 to t2_g128_fp16. */
+static const char *gguf_values_target(const nf_source *src, const nf_source_tensor *t, nf_error *why)
 {
     const char *fits = NULL;
     nf_import imp;
     nf_error e;
     nf_import_tensor it = import_tensor(t);
+    if (why) why->message[0] = '\0';
     switch (t->ggml_type) {
     case NF_IMPORT_GGML_TQ1_0:
     case NF_IMPORT_GGML_TQ2_0:
@@ -292,17 +294,19 @@ static const char *gguf_values_target(const nf_source *src, const nf_source_tens
     }
     if (nf_import_init_gguf(&imp, nf_format_lookup(fits), &it, &e) == NF_OK && import_trial(src, t, &imp, &e) == NF_OK)
         return fits;
+    if (why) *why = e; /* the first block the exact target refuses */
     return t->ggml_type == NF_IMPORT_GGML_Q8_1 ? NULL : "q2_g64_fp16";
 }
 
 /* The format import_encoded puts a tensor in when no rule chose one: the one holding its words
  * (a quantized weight's, a GGUF block tensor's gguf_*, a values-only GGUF type's exact target),
  * or NULL. */
-static const char *natural_import_format(const nf_source *src, const nf_source_tensor *t, const nf_qweight *q)
+static const char *natural_import_format(const nf_source *src, const nf_source_tensor *t, const nf_qweight *q,
+                                         nf_error *why)
 {
     if (q) return import_target(src, q);
     if (nf_plan_gguf_blocks(t)) return t->format->name;
-    if (nf_plan_gguf_quantized(t)) return gguf_values_target(src, t);
+    if (nf_plan_gguf_quantized(t)) return gguf_values_target(src, t, why);
     return NULL;
 }
 
@@ -373,9 +377,10 @@ static nf_status mxfp4_divisor(const nf_source *src, const nf_qweight *q, int32_
 }
 
 /* MXFP4 GGUF blocks' divisor 2^p in nvfp4, as mxfp4_divisor's: p = min(135 - max e, 127) from the
- * E8M0 byte heading each 17-byte block, in one pass that also finds the lowest exponent of a block
- * with a nonzero code: more than 17 octaves below the largest, no one divisor holds the matrix.
- * (The import checks each block again, and refuses a value past binary32.) */
+ * E8M0 byte heading each 17-byte block that has a nonzero code (an all-zero block takes any
+ * scale), in one pass that also finds the lowest such exponent: more than 17 octaves below the
+ * largest, no one divisor holds the matrix.  (The import checks each block again, and refuses a
+ * value past binary32.) */
 static nf_status gguf_mxfp4_divisor(const nf_source *src, const nf_source_tensor *t, int32_t *p, nf_error *err)
 {
     const uint64_t total = t->bytes, piece = TRIAL_BYTES / 17 * 17, per_row = t->row_elements / 32;
@@ -391,7 +396,7 @@ static nf_status gguf_mxfp4_divisor(const nf_source *src, const nf_source_tensor
             const unsigned e = buf[i];
             bool nonzero = false;
             for (size_t j = 1; j < 17; j++) nonzero = nonzero || (buf[i + j] & 0x77);
-            if (e > maxe) maxe = e;
+            if (nonzero && e > maxe) maxe = e; /* an all-zero block takes any scale */
             if (nonzero && e < mine) {
                 mine = e;
                 low = (a + i) / 17;
@@ -403,13 +408,40 @@ static nf_status gguf_mxfp4_divisor(const nf_source *src, const nf_source_tensor
     *p = 135 - (int)maxe < 127 ? 135 - (int)maxe : 127;
     if (mine < 256 && (int)mine - 127 + *p < -9)
         return nf_error_set(err, NF_ERR_INVALID,
-                            "%s: tensor '%s': row %" PRIu64 " block %" PRIu64 ": scale 2^%d lies more than 17 octaves "
-                            "below the matrix's largest, 2^%d, and nvfp4's E4M3 block scales span 2^-9..2^8 under one "
-                            "divisor: no format holds its values exactly; requantize it from its values with a rule "
-                            "that names the method, or --requantize in quick mode",
-                            nf_source_file_path(src, t->file), t->name, low / per_row, low % per_row, (int)mine - 127,
-                            (int)maxe - 127);
+                            "row %" PRIu64 " block %" PRIu64 ": scale 2^%d lies more than 17 octaves below the "
+                            "matrix's largest, 2^%d, and nvfp4's E4M3 block scales span 2^-9..2^8 under one divisor: "
+                            "no format holds its values exactly; requantize it from its values with a rule that names "
+                            "the method, or --requantize in quick mode",
+                            low / per_row, low % per_row, (int)mine - 127, (int)maxe - 127);
     return NF_OK;
+}
+
+/* NVFP4 GGUF blocks into nvfp4 (divisor 1): a scale byte 0xFF, which ggml reads as 240, has no
+ * E4M3 word; found when planned, so the plan says so before anything is written. */
+static nf_status gguf_nvfp4_scales(const nf_source *src, const nf_source_tensor *t, nf_error *err)
+{
+    const uint64_t total = t->bytes, piece = TRIAL_BYTES / 36 * 36, per_row = t->row_elements / 64;
+    uint8_t *buf = malloc((size_t)piece);
+    if (!buf) return nf_common_nomem(err);
+    nf_status st = NF_OK;
+    for (uint64_t a = 0; st == NF_OK && a < total; a += piece) {
+        const size_t len = (size_t)(total - a < piece ? total - a : piece);
+        st = nf_source_read_bytes(src, t, a, buf, len, err);
+        for (size_t i = 0; st == NF_OK && i + 36 <= len; i += 36)
+            for (unsigned k = 0; st == NF_OK && k < 4; k++)
+                if (buf[i + k] == 0xFF) {
+                    const uint64_t b = (a + i) / 36;
+                    st = nf_error_set(err, NF_ERR_INVALID,
+                                      "row %" PRIu64 " block %" PRIu64 " sub-block %u (cols %" PRIu64 "..%" PRIu64
+                                      "): UE4M3 scale 0xFF, which ggml reads as 240, has no E4M3 word: no format "
+                                      "holds its values exactly; requantize it from its values with a rule that names "
+                                      "the method, or --requantize in quick mode",
+                                      b / per_row, b % per_row, k, b % per_row * 64 + 16 * k,
+                                      b % per_row * 64 + 16 * k + 15);
+                }
+    }
+    free(buf);
+    return st;
 }
 
 /* Reads a tensor-level scalar (4 bytes of an F32 tensor, or 2 of a BF16 one). */
@@ -433,6 +465,7 @@ static nf_status prepare_import(const plan_source *s, const nf_source_tensor *t,
     if (t->ggml_type >= 0 && fmt->category == NF_CAT_NVFP4) {
         int32_t p = 0;
         if (t->ggml_type == NF_IMPORT_GGML_MXFP4) NF_TRY(gguf_mxfp4_divisor(src, t, &p, err));
+        else if (t->ggml_type == NF_IMPORT_GGML_NVFP4) NF_TRY(gguf_nvfp4_scales(src, t, err));
         return nf_import_init_gguf_fp4(&m->imp, &it, p, err);
     }
     if (t->ggml_type >= 0) return nf_import_init_gguf(&m->imp, fmt, &it, err);
@@ -508,6 +541,7 @@ nf_status nf_plan_method_params(nf_plan *p, const nf_recipe_choice *c, const nf_
     const float *imp = NULL;
     uint64_t mats, per, len = 0;
     nf_plan_stack_of(t, &mats, &per);
+    if (t->row_elements != cols) mats = 1; /* a quantized weight's codes tensor: not its matrix's shape */
     NF_TRY(nf_imatrix_lookup_stack(p->imatrices[i], t->name, mats, cols, &imp, &len, NULL, err)); /* names its file */
     params->importance = imp;
     params->importance_len = imp ? cols : 0;
@@ -536,8 +570,12 @@ void nf_plan_tensor(nf_plan *p, const plan_source *s, tensor_plan *tp, problems 
     const nf_recipe *r = p->recipe;
     nf_error e;
     /* import_encoded with no rule choosing the format: the format that holds the words */
-    const char *format = c->format, *natural = natural_import_format(s->src, t, tp->q);
-    if (c->format_rule < 0 && c->method && !strcmp(c->method, "import_encoded") && natural) format = natural;
+    /* import_encoded with no rule choosing the format: the format that holds the words (a
+     * values-only GGUF type's reads the tensor: only then) */
+    nf_error first = {0};
+    const bool natural_wanted = c->format_rule < 0 && c->method && !strcmp(c->method, "import_encoded");
+    const char *format = c->format, *natural = natural_wanted ? natural_import_format(s->src, t, tp->q, &first) : NULL;
+    if (natural) format = natural;
     if (nf_format_find(format, &tp->fmt, &e) != NF_OK) {
         nf_plan_tensor_problem(probs, r, c, FIELD_FORMAT, t, e.message);
         return;
@@ -561,16 +599,15 @@ void nf_plan_tensor(nf_plan *p, const plan_source *s, tensor_plan *tp, problems 
     if (!tp->q && nf_plan_gguf_quantized(t) && !nf_plan_gguf_blocks(t) && tp->method == NF_METHOD_IMPORT_ENCODED &&
         c->format_rule < 0 && !natural) {
         const bool fp4 = t->ggml_type == NF_IMPORT_GGML_MXFP4 || t->ggml_type == NF_IMPORT_GGML_NVFP4;
-        char why[160] = "";
+        char why[200] = "";
         if (fp4)
             snprintf(why, sizeof why,
                      " (nvfp4 would, in tiles of 128 rows and 64 columns: this tensor has %" PRIu64 " rows of %" PRIu64
                      ")",
                      t->rows, t->row_elements);
         else if (t->ggml_type == NF_IMPORT_GGML_Q8_1)
-            snprintf(why, sizeof why,
-                     " (q8_g32_fp16 would, but a block holds a code -128, a -0 scale or a +0 "
-                     "scale over nonzero codes)");
+            snprintf(why, sizeof why, " (q8_g32_fp16 would, but %.120s)",
+                     *first.message ? without_tensor(first.message, t->name) : "a block does not fit it");
         snprintf(e.message, sizeof e.message,
                  "stored as GGUF %s blocks in %s: no format holds their values exactly%s, so import_encoded cannot "
                  "keep them; requantize them from ggml's values with a rule that names the method (e.g. `method: "
@@ -680,10 +717,10 @@ nf_status nf_plan_object_geometry(const tensor_plan *tp, nf_geometry *g, nf_erro
 nf_status nf_plan_tensor_geometry(const nf_layout *layout, const nf_format *fmt, const nf_source_tensor *t,
                                   nf_geometry *g, nf_error *err)
 {
-    /* a stack of matrices (an experts tensor [E, R, K]) quantized into a matrix format is one
-     * matrix [E*R, K], as its import would be (ninfer/import.h "Matrices"); direct and gguf_*
+    /* a stack of matrices (an experts tensor [E, R, K]) quantized into a matrix format (gguf_*
+     * included) is one matrix [E*R, K], as its import would be (ninfer/import.h "Matrices"); direct
      * formats keep the tensor's shape */
-    if (t->rank > 2 && fmt->category != NF_CAT_DIRECT && fmt->category != NF_CAT_GGUF) {
+    if (t->rank > 2 && fmt->category != NF_CAT_DIRECT) {
         const uint64_t shape[2] = {t->rows, t->row_elements};
         return nf_geometry_init(g, layout, fmt, 2, shape, 1, err);
     }

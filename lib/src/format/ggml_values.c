@@ -131,19 +131,31 @@ bool nf_ggml_block_codes(int ggml_type, const uint8_t *block, int8_t *q, unsigne
     }
 }
 
-/* TQ1_0, TQ2_0, Q1_0: y = F(q) * d.  ggml writes Q1_0's clear bits as -d, a negation: the same
- * bits as (-1) * d for every d but a NaN, whose sign is not part of the result (8.3). */
-static void deq_codes(int ggml_type, unsigned n, const uint8_t *b, float *y)
+/* TQ1_0, TQ2_0: y = F(q) * d. */
+static void deq_codes(int ggml_type, const uint8_t *b, float *y)
 {
     int8_t q[256];
     unsigned off = 0;
     (void)nf_ggml_block_codes(ggml_type, b, q, &off);
     const float d = half_at(b + off);
-    for (unsigned j = 0; j < n; j++) y[j] = (float)q[j] * d;
+    for (unsigned j = 0; j < 256; j++) y[j] = (float)q[j] * d;
 }
-static void deq_tq1_0(const uint8_t *b, float *y) { deq_codes(NF_GGML_TQ1_0, 256, b, y); }
-static void deq_tq2_0(const uint8_t *b, float *y) { deq_codes(NF_GGML_TQ2_0, 256, b, y); }
-static void deq_q1_0(const uint8_t *b, float *y) { deq_codes(NF_GGML_Q1_0, 128, b, y); }
+static void deq_tq1_0(const uint8_t *b, float *y) { deq_codes(NF_GGML_TQ1_0, b, y); }
+static void deq_tq2_0(const uint8_t *b, float *y) { deq_codes(NF_GGML_TQ2_0, b, y); }
+
+/* Q1_0: d for a set bit, -d for a clear one -- a negation, which flips the sign bit of any d, a
+ * NaN's included (a multiplication by -1 would keep a NaN's sign); done on the bits, without a
+ * branch. */
+static void deq_q1_0(const uint8_t *b, float *y)
+{
+    const float df = half_at(b);
+    uint32_t d;
+    memcpy(&d, &df, sizeof d);
+    for (unsigned j = 0; j < 128; j++) {
+        const uint32_t v = d ^ ((~((uint32_t)b[2 + j / 8] >> (j % 8)) & 1u) << 31);
+        memcpy(&y[j], &v, sizeof v);
+    }
+}
 
 /* Half of an E8M0 exponent, 2^(e - 128), built as ggml builds it: e = 0 and 1 are the subnormals
  * 2^-128 and 2^-127, 255 is 2^127 (no NaN). */

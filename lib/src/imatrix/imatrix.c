@@ -64,7 +64,20 @@ static bool ends_with(const char *s, const char *suffix)
     return n >= k && strcmp(s + n - k, suffix) == 0;
 }
 
-static const entry *find(const nf_imatrix *m, const char *name);
+static int cmp_entry(const void *a, const void *b)
+{
+    return strcmp(((const entry *)a)->name, ((const entry *)b)->name);
+}
+
+/* Entries sorted by name, for find's binary search; a name given twice is refused. */
+static nf_status sort_entries(nf_imatrix *m, const char *label, nf_error *err)
+{
+    qsort(m->entries, m->count, sizeof *m->entries, cmp_entry);
+    for (size_t i = 0; i + 1 < m->count; i++)
+        if (strcmp(m->entries[i].name, m->entries[i + 1].name) == 0)
+            return nf_error_set(err, NF_ERR_INVALID, "%s: imatrix entry '%s' appears twice", label, m->entries[i].name);
+    return NF_OK;
+}
 
 /* One entry from T.in_sum2 and T.counts. */
 static nf_status load_entry(const nf_source *src, const nf_source_tensor *sum, const char *label, entry *e,
@@ -162,6 +175,11 @@ static nf_status load(nf_source *src, const char *label, nf_imatrix **out, nf_er
         nf_imatrix_close(m);
         return nf_error_set(err, NF_ERR_INVALID, "%s: no T.in_sum2 tensors: not a llama-imatrix file", label);
     }
+    nf_status sorted = sort_entries(m, label, err);
+    if (sorted != NF_OK) {
+        nf_imatrix_close(m);
+        return sorted;
+    }
     *out = m;
     return NF_OK;
 }
@@ -209,9 +227,9 @@ static nf_status load_legacy(const uint8_t *data, size_t len, const char *label,
     if (!legacy_i32(&c, &n) || n < 1)
         LEGACY_FAIL("%s: neither GGUF nor a legacy llama-imatrix file (its first 4 bytes are no entry count >= 1)",
                     label);
-    /* every entry takes at least 16 bytes: a count the file cannot hold is refused before memory
+    /* every entry takes at least 17 bytes: a count the file cannot hold is refused before memory
      * is taken for it */
-    if ((uint64_t)n > (len - 4) / 16)
+    if ((uint64_t)n > (len - 4) / 17)
         LEGACY_FAIL("%s: neither GGUF nor a legacy llama-imatrix file: %d entries do not fit in its %zu bytes", label,
                     (int)n, len);
     if (!(m->entries = calloc((size_t)n, sizeof *m->entries))) {
@@ -233,8 +251,6 @@ static nf_status load_legacy(const uint8_t *data, size_t len, const char *label,
         }
         m->count++;
         c.at += (size_t)nlen;
-        if (find(m, e->name) != e)
-            LEGACY_FAIL("%s: legacy imatrix: entry %d at byte %zu: '%s' appears twice", label, (int)i, at, e->name);
         if (!legacy_i32(&c, &ncall) || !legacy_i32(&c, &nval) || nval < 1 || (size_t)nval > (c.len - c.at) / 4)
             LEGACY_FAIL("%s: legacy imatrix: entry %d '%s' at byte %zu: %d values do not fit in the file (%zu bytes "
                         "left)",
@@ -267,6 +283,7 @@ static nf_status load_legacy(const uint8_t *data, size_t len, const char *label,
         if (c.at != c.len)
             LEGACY_FAIL("%s: legacy imatrix: byte %zu: %zu bytes after the dataset's name", label, c.at, c.len - c.at);
     }
+    st = sort_entries(m, label, err);
 done:
     if (st != NF_OK) {
         nf_imatrix_close(m);
@@ -494,9 +511,8 @@ size_t nf_imatrix_gguf_name(const char *hf, char *out, size_t size)
 
 static const entry *find(const nf_imatrix *m, const char *name)
 {
-    for (size_t i = 0; i < m->count; i++)
-        if (strcmp(m->entries[i].name, name) == 0) return &m->entries[i];
-    return NULL;
+    const entry key = {.name = (char *)name};
+    return bsearch(&key, m->entries, m->count, sizeof *m->entries, cmp_entry);
 }
 
 /* A Hugging Face name through the names table (docs/names.md), the first architecture whose GGUF

@@ -84,9 +84,13 @@ nf_status nf_import_init_gguf(nf_import *imp, const nf_format *target, const nf_
                                   "never converted",
                                   t->ggml_type, nf_import_ggml_name(t->ggml_type), target->name, src.ggml_type,
                                   src.name);
-        return nf_import_fail(err, NF_ERR_INVALID, t->name,
-                              "ggml type %d (%s) is not %s (%d): %s imports only %s blocks", t->ggml_type,
-                              nf_import_ggml_name(t->ggml_type), src.name, src.ggml_type, target->name, src.name);
+        {
+            const char *takes = target->id == NF_FMT_Q8_G32_FP16   ? "Q8_0 (8) or Q8_1 (9)"
+                                : target->id == NF_FMT_Q2_G64_FP16 ? "Q2_0 (42), TQ1_0 (34), TQ2_0 (35) or Q1_0 (41)"
+                                                                   : "PQ2_0 (142), TQ1_0 (34), TQ2_0 (35) or Q1_0 (41)";
+            return nf_import_fail(err, NF_ERR_INVALID, t->name, "ggml type %d (%s): %s imports only %s blocks",
+                                  t->ggml_type, nf_import_ggml_name(t->ggml_type), target->name, takes);
+        }
     }
 
     char shape[256];

@@ -186,13 +186,13 @@ static nf_status mxfp4_block_scale(const nf_import *imp, unsigned e, const uint8
                               "row %" PRIu64 " block %" PRIu64 " (cols %" PRIu64 "..%" PRIu64
                               "): a code times 2^%d overflows binary32: an MXFP4 value must be finite",
                               row, col / 32, col, col + 31, (int)e - 127);
-    if (t > 8 || (t < -9 && nonzero))
+    if (nonzero && (t > 8 || t < -9))
         return nf_import_fail(err, NF_ERR_INVALID, imp->scale_name,
                               "row %" PRIu64 " block %" PRIu64 " (cols %" PRIu64 "..%" PRIu64
                               "): scale 2^%d is 2^%d under the divisor 2^%d, outside the E4M3 powers of two "
                               "2^-9..2^8 of nvfp4's block scales: requantize it",
                               row, col / 32, col, col + 31, (int)e - 127, t, (int)imp->divisor_log2);
-    *scale = t < -9 ? 0x01 : e4m3_power_of_two(t); /* an all-zero block: any scale keeps it */
+    *scale = !nonzero ? 0x01 : e4m3_power_of_two(t); /* an all-zero block: any scale keeps it */
     return NF_OK;
 }
 

@@ -46,6 +46,13 @@ static nf_status encode_stack(nf_method_id id, const nf_format *fmt, const nf_me
     const uint64_t per = params->importance_rows, esize = nf_src_type_size(src->type);
     if (out->rows != src->rows || out->cols != src->cols)
         return nf_method_error(err, NF_ERR_USAGE, src, "output words do not match the chunk");
+    /* nvfp4's divisor comes from the matrix's largest magnitude: a chunk without it is the
+     * matrix, so every piece is given the whole chunk's, not its own */
+    nf_src_rows whole = *src;
+    if ((id == NF_METHOD_NVFP4_QUANTIZE || id == NF_METHOD_NVFP4_SEARCH) && !src->has_matrix_max) {
+        NF_TRY(nf_nvfp4_quantize_max(src, &whole.matrix_max, err));
+        whole.has_matrix_max = true;
+    }
     for (uint64_t done = 0; done < src->rows;) {
         const uint64_t row = src->first_row + done, m = row / per;
         const uint64_t n = src->rows - done < per - row % per ? src->rows - done : per - row % per;
@@ -54,7 +61,7 @@ static nf_status encode_stack(nf_method_id id, const nf_format *fmt, const nf_me
                                    "row %" PRIu64 " is in matrix %" PRIu64 " of a stack of %" PRIu64 " (%" PRIu64
                                    " rows each)",
                                    row, m, params->importance_mats, per);
-        nf_src_rows piece = *src;
+        nf_src_rows piece = whole;
         piece.data = (const uint8_t *)src->data + done * src->cols * esize;
         piece.first_row = row;
         piece.rows = n;

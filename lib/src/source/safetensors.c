@@ -94,6 +94,14 @@ static bool dtype_convertible(nf_st_dtype d)
     }
 }
 
+void nf_source_st_set_dtype(nf_source_tensor *t, nf_st_dtype d)
+{
+    t->dtype = d;
+    t->type_name = dtype_table[d].name;
+    dtype_block(d, &t->block_values, &t->block_bytes);
+    t->convertible = dtype_convertible(d);
+}
+
 /* ---------------------------------------------------------------- pre-scan */
 #define ST_MAX_DEPTH 3 /* {name: {"shape": [...]}} */
 
@@ -453,9 +461,7 @@ static nf_status parse_header(nf_source *s, size_t fi, const uint8_t *hdr, size_
         if (e->rank) memcpy(shape, e->shape, e->rank * sizeof(uint64_t));
         t->shape = shape;
         t->rank = e->rank;
-        t->dtype = e->dtype;
-        t->type_name = dtype_table[e->dtype].name;
-        dtype_block(e->dtype, &t->block_values, &t->block_bytes);
+        nf_source_st_set_dtype(t, e->dtype);
         t->elements = e->elements;
         t->row_elements = e->rank ? e->shape[e->rank - 1] : 1;
         /* Checked even though elements bounds it when non-zero: with a zero last dimension the
@@ -471,7 +477,6 @@ static nf_status parse_header(nf_source *s, size_t fi, const uint8_t *hdr, size_
         t->bytes = e->bytes;
         t->file = fi;
         t->offset = 8 + n + e->begin; /* <= file size, checked above */
-        t->convertible = dtype_convertible(e->dtype);
     }
 done:
     free(keypos);
