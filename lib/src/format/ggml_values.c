@@ -109,7 +109,7 @@ static void codes_tq2_0(const uint8_t *b, int8_t *q)
 static void codes_q1_0(const uint8_t *b, int8_t *q)
 {
     /* 2 * bit - 1 without a branch: the bits of real blocks are noise to a branch predictor */
-    for (unsigned j = 0; j < 128; j++) q[j] = (int8_t)((int)((b[2 + j / 8] >> (j % 8)) & 1u) * 2 - 1);
+    for (unsigned j = 0; j < 128; j++) q[j] = (int8_t)((int)(((unsigned)b[2 + j / 8] >> (j % 8)) & 1u) * 2 - 1);
 }
 
 bool nf_ggml_block_codes(int ggml_type, const uint8_t *block, int8_t *q, unsigned *d_offset)
