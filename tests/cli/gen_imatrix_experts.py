@@ -95,10 +95,11 @@ def main(out):
         ('blk.0.ffn_down_exps.weight.counts', [1, E], [4.0, 0.0]),
     ])
     # legacy: llama.cpp's save_imatrix_legacy writes in_sum2 / count * ncall, one vector per tensor
+    # (count and ncall both 4 here, so the values are the sums themselves)
     b = struct.pack('<i', 2)
     for name, vals in (('blk.0.ffn_down_exps.weight', sums[0] + sums[1]), ('blk.0.attn_q.weight', qsum)):
         b += struct.pack('<i', len(name)) + name.encode() + struct.pack('<ii', 4, len(vals))
-        b += struct.pack('<%df' % len(vals), *[v / 4.0 * 4 for v in vals])
+        b += struct.pack('<%df' % len(vals), *vals)
     b += struct.pack('<ii', 10, 9) + b'calib.txt'
     with open(os.path.join(out, 'imatrix.dat'), 'wb') as f:
         f.write(b)
