@@ -149,6 +149,20 @@ for d in $qdialects; do
     done
 done
 
+# the same weights as a PyTorch checkpoint (torch.save's zip, stored members; issue 27), to q4, in
+# turn with the safetensors one: the ratio is what reading PyTorch costs
+python3 "$here/bench/st_to_torch.py" "$tmp/checkpoint/model.safetensors" "$tmp/pytorch" 2>/dev/null ||
+    python3 "$here/bench/st_to_torch.py" "$(ls "$tmp/checkpoint/"*.safetensors | head -1)" "$tmp/pytorch"
+cp "$tmp/checkpoint/"*.json "$tmp/pytorch/"
+pt_bytes=$(stat -c %s "$tmp/pytorch/pytorch_model.bin")
+for t in $tcounts; do
+    ex --ratio --label "convert PyTorch --format q4_g64_fp16 -j $t" --bytes "$pt_bytes" --weights "$weights" -- \
+        "$bin/ninfer-convert" "$tmp/pytorch" -o "$tmp/d.ninfer" --format q4_g64_fp16 --threads "$t" --force \
+        --progress=never --next --label "convert BF16 --format q4_g64_fp16 -j $t" --bytes "$src_bytes" \
+        --weights "$weights" -- "$bin/ninfer-convert" "$tmp/checkpoint" -o "$tmp/d.ninfer" --format q4_g64_fp16 \
+        --threads "$t" --force --progress=never
+done
+
 # the artifact with its report, for verify and dequant
 "$bin/ninfer-convert" -r "$here/bench/q4q8.yaml" --source base="$tmp/checkpoint" -o "$art" --force \
     --progress=never >/dev/null

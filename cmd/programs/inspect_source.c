@@ -96,7 +96,9 @@ static const char *display_cstr(const char *s, char *buf, size_t size)
 
 static const char *source_kind_name(const nf_source *s)
 {
-    return nf_source_kind_of(s) == NF_SOURCE_GGUF ? "gguf" : "safetensors";
+    return nf_source_kind_of(s) == NF_SOURCE_GGUF    ? "gguf"
+           : nf_source_kind_of(s) == NF_SOURCE_TORCH ? "pytorch"
+                                                     : "safetensors";
 }
 
 static double source_bits_per_weight(const nf_source_tensor *t)
@@ -347,7 +349,7 @@ static json_t *source_json(const nf_source *s, const nf_dialects *d, const inspe
     json_t *doc = json_object();
     json_object_set_new(doc, "kind", json_string(source_kind_name(s)));
     json_object_set_new(doc, "path", nf_cli_json_cstr(nf_source_path(s)));
-    if (nf_source_kind_of(s) == NF_SOURCE_SAFETENSORS) {
+    if (nf_source_kind_of(s) != NF_SOURCE_GGUF) {
         const char *index = nf_source_index_path(s);
         json_object_set_new(doc, "index", index ? nf_cli_json_cstr(index) : json_null());
     }
@@ -507,7 +509,7 @@ static bool print_source_summary(const nf_source *s, const nf_dialects *d, const
     printf("\n");
     print_source_metadata(s);
     printf("\n");
-    if (nf_source_kind_of(s) == NF_SOURCE_SAFETENSORS) {
+    if (nf_source_kind_of(s) != NF_SOURCE_GGUF) {
         size_t n = nf_source_companion_count(s);
         printf("companions (%zu)\n", n);
         for (size_t i = 0; i < n; i++) {

@@ -775,6 +775,47 @@ def quick_cases():
     q81[4 + 7] = 0x80
     qcase("gguf_q8_1_minus128", ["tensor 'w' (Q8_1): stored as GGUF Q8_1 blocks in", "row 0 col 7 (block 0): Q8_1 code 0x80 is -128"],
           "bad.gguf", gblocks("w", 9, [32, 2], bytes(q81)))
+    # PyTorch checkpoints (docs/security.md 2.6), laid out as torch.save writes them
+    # (tests/cli/gen_torch.py): each refused naming file, tensor or byte
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli"))
+    import collections
+    import io
+    import tempfile
+    import zipfile
+    import gen_torch as gt
+    vals = [float(i % 9) for i in range(256)]
+
+    def torch_bytes(state, edit=None):
+        with tempfile.TemporaryDirectory() as d:
+            p = os.path.join(d, "m.bin")
+            gt.save(p, state)
+            b = open(p, "rb").read()
+        if edit:
+            zin = zipfile.ZipFile(io.BytesIO(b))
+            out = io.BytesIO()
+            with zipfile.ZipFile(out, "w") as z:
+                for i in zin.infolist():
+                    data = edit(i.filename, zin.read(i))
+                    if data is not None:
+                        z.writestr(i, data)
+            b = out.getvalue()
+        return b
+    st = gt.Storage("0", "FloatStorage", vals)
+    one = collections.OrderedDict([("w", gt.Tensor(st, 0, (16, 16), (16, 1)))])
+    qcase("torch_storage_missing", ["tensor 'w': its storage '0' is not in the archive"], "bad.bin",
+          torch_bytes(one, lambda n, d: None if n.endswith("/data/0") else d))
+    qcase("torch_view_leaves", ["tensor 'w': its view (offset 250, 16 elements) leaves its storage"], "bad.bin",
+          torch_bytes(collections.OrderedDict([("w", gt.Tensor(st, 250, (4, 4), (4, 1)))])))
+    qcase("torch_strided", ["tensor 'w': a strided view"], "bad.bin",
+          torch_bytes(collections.OrderedDict([("w", gt.Tensor(st, 0, (16, 16), (1, 16)))])))
+    qcase("torch_class_contradicts", ["tensor 'w'", "the storage class contradicts its bytes"], "bad.bin",
+          torch_bytes(one, lambda n, d: d.replace(b"torch\nFloatStorage", b"torch\nDoubleStorage")
+                      if n.endswith("data.pkl") else d))
+    qcase("torch_global", ["data.pkl: byte", "global not allowed", "builtins.eval"], "bad.bin",
+          torch_bytes(one, lambda n, d: d.replace(b"collections\nOrderedDict", b"builtins\neval")
+                      if n.endswith("data.pkl") else d))
+    qcase("torch_truncated", ["bad.bin: zip byte", "no end of central directory record"], "bad.bin",
+          torch_bytes(one)[:300])
     # MXFP4 of 16 rows: no nvfp4 tiles
     qcase("gguf_mxfp4_rows", ["tensor 'w' (MXFP4)", "this tensor has 16 rows of 64"], "bad.gguf",
           gblocks("w", 39, [64, 16], (bytes([127]) + bytes(16)) * 32))

@@ -25,6 +25,7 @@ documents where each comes from and rebuilds them deterministically:
   config_json          generated config.json texts: Llama- and Qwen-like, nested, every JSON
                        type, escapes
   imatrix              generated llama-imatrix GGUF files (T.in_sum2 / T.counts)
+  torch                torch.save zip archives as tests/cli/gen_torch.py lays them out
   dialects             quantized checkpoints framed as fuzz_dialects.c reads them (config.json,
                        "\xffHF\n" hf_quant_config.json, "\xffST\n" safetensors): a small valid one
                        of every dialect and strategy in tests/cli/gen_dialects.py's byte layouts,
@@ -665,6 +666,32 @@ def dialects():
             out("dialects", c + ".bin", cfg + b"\xffST\n" + open(os.path.join(d, st_name), "rb").read())
 
 
+def torch_seeds():
+    """torch.save's zip as tests/cli/gen_torch.py lays it out: small state dicts (a shared storage,
+    views at offsets, every storage class), a sharded-style part, and refusals."""
+    reset("torch")
+    import collections
+    import gen_torch as g
+    with tempfile.TemporaryDirectory() as tmp:
+        vals = [(i % 7 - 3) / 4.0 for i in range(64)]
+        f32 = g.Storage("0", "FloatStorage", vals)
+        states = {
+            "views.bin": collections.OrderedDict([("a.weight", g.Tensor(f32, 0, (2, 8), (8, 1))),
+                                                   ("b.weight", g.Tensor(f32, 16, (4, 8), (8, 1))),
+                                                   ("tied.weight", g.Tensor(f32, 0, (2, 8), (8, 1)))]),
+            "classes.bin": collections.OrderedDict(
+                [(c, g.Tensor(g.Storage(str(i), c, [1] * 8 if c != "BoolStorage" else [True] * 8), 0, (2, 4),
+                              (4, 1)))
+                 for i, c in enumerate(["FloatStorage", "HalfStorage", "BFloat16Storage", "DoubleStorage",
+                                        "LongStorage", "IntStorage", "ShortStorage", "CharStorage", "ByteStorage",
+                                        "BoolStorage"])]),
+            "strided.bin": collections.OrderedDict([("w", g.Tensor(f32, 0, (8, 8), (1, 8)))]),
+        }
+        for name, state in states.items():
+            g.save(os.path.join(tmp, name), state)
+            out("torch", name, open(os.path.join(tmp, name), "rb").read())
+
+
 if __name__ == "__main__":
     bindir = sys.argv[sys.argv.index("--bin") + 1] if "--bin" in sys.argv else None
     container(bindir)
@@ -676,6 +703,7 @@ if __name__ == "__main__":
     recipe_resolve()
     config_json()
     dialects()
+    torch_seeds()
     total = 0
     for d, _, files in os.walk(CORPUS):
         total += sum(os.path.getsize(os.path.join(d, f)) for f in files)

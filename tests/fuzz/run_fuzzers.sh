@@ -17,7 +17,7 @@ BUILD=${1:-build-fuzz}
 SECONDS_EACH=${2:-60}
 JOBS=${3:-1}
 shift $(( $# < 3 ? $# : 3 ))
-ALL="container_directory container_artifact safetensors safetensors_index gguf recipe imatrix config_json recipe_resolve scaleout_plan dialects"
+ALL="container_directory container_artifact safetensors safetensors_index gguf recipe imatrix config_json recipe_resolve scaleout_plan dialects torch"
 TARGETS=${*:-$ALL}
 CC_FUZZ=${CC_FUZZ:-clang}
 
@@ -38,6 +38,7 @@ max_len() {
         config_json) echo 16384 ;;
         scaleout_plan) echo 65536 ;;
         dialects) echo 16384 ;;
+        torch) echo 16384 ;;
         *) echo 4096 ;;
     esac
 }

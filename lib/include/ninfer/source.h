@@ -75,7 +75,8 @@ extern "C" {
 typedef enum nf_source_kind {
     NF_SOURCE_AUTO = 0, /* nf_source_open_memory: decide from the magic bytes */
     NF_SOURCE_SAFETENSORS,
-    NF_SOURCE_GGUF
+    NF_SOURCE_GGUF,
+    NF_SOURCE_TORCH /* torch.save's zip archive (pytorch_model.bin; docs/security.md 2.6) */
 } nf_source_kind;
 
 /* safetensors dtypes (docs/security.md 2.2), in the order of nf_st_dtype_name(). */

@@ -698,10 +698,10 @@ nf_status nf_dialects_scan(const nf_source *src, nf_dialects **out, nf_error *er
     nf_status st = NF_OK;
     if (!d->role || !d->owner || !es) st = nf_common_nomem(err);
     for (size_t i = 0; st == NF_OK && i < n; i++) d->owner[i] = UINT32_MAX;
-    if (st == NF_OK && nf_source_kind_of(src) == NF_SOURCE_SAFETENSORS) st = nf_dialect_read_decl(src, &d->decl, err);
-    if (st == NF_OK && nf_source_kind_of(src) == NF_SOURCE_SAFETENSORS) st = refuse_foreign_layouts(src, err);
+    if (st == NF_OK && nf_source_kind_of(src) != NF_SOURCE_GGUF) st = nf_dialect_read_decl(src, &d->decl, err);
+    if (st == NF_OK && nf_source_kind_of(src) != NF_SOURCE_GGUF) st = refuse_foreign_layouts(src, err);
     size_t ne = 0;
-    for (size_t i = 0; st == NF_OK && nf_source_kind_of(src) == NF_SOURCE_SAFETENSORS && i < n; i++) {
+    for (size_t i = 0; st == NF_OK && nf_source_kind_of(src) != NF_SOURCE_GGUF && i < n; i++) {
         const nf_source_tensor *t = nf_source_tensor_at(src, i);
         const char *dot = strrchr(t->name, '.');
         if (!dot || dot == t->name) continue;

@@ -21,6 +21,7 @@
 #include "common/json_prescan.h"
 #include "source/gguf_parse.h"
 #include "source/safetensors.h"
+#include "source/torch.h"
 #include "source/store.h"
 
 /* ---------------------------------------------------------------- paths */
@@ -232,6 +233,22 @@ nf_status nf_source_read_config(const char *path, json_t **out, nf_error *err)
     return rc;
 }
 
+/* One shard of an index: safetensors, or torch.save's zip (pytorch_model.bin.index.json), which
+ * its first bytes tell; every shard of the index of the same kind as the first. */
+static nf_status parse_shard(nf_source *s, size_t fi, nf_error *err)
+{
+    uint8_t magic[4] = {0};
+    const size_t n = s->files[fi].size < 4 ? (size_t)s->files[fi].size : 4;
+    NF_TRY(nf_source_file_read(&s->files[fi], 0, magic, n, err));
+    const nf_source_kind k = n == 4 && memcmp(magic, "PK\3\4", 4) == 0 ? NF_SOURCE_TORCH : NF_SOURCE_SAFETENSORS;
+    if (fi == 0) s->kind = k;
+    else if (k != s->kind)
+        return nf_error_set(err, NF_ERR_INVALID, "%s: a %s shard among %s shards", s->files[fi].path,
+                            k == NF_SOURCE_TORCH ? "PyTorch" : "safetensors",
+                            s->kind == NF_SOURCE_TORCH ? "PyTorch" : "safetensors");
+    return k == NF_SOURCE_TORCH ? nf_source_torch_parse(s, fi, err) : nf_source_st_parse(s, fi, err);
+}
+
 static nf_status open_index(nf_source *s, const char *path, nf_error *err)
 {
     s->index_path = strdup(path);
@@ -298,7 +315,7 @@ static nf_status open_index(nf_source *s, const char *path, nf_error *err)
             }
             rc = open_file(s, p, true, path, err);
             free(p);
-            if (rc == NF_OK) rc = nf_source_st_parse(s, s->nfiles - 1, err);
+            if (rc == NF_OK) rc = parse_shard(s, s->nfiles - 1, err);
         }
     }
     if (rc == NF_OK) rc = nf_source_index_names(s, err); /* a name in two shards is caught here */
@@ -349,13 +366,21 @@ static nf_status open_directory(nf_source *s, const char *dir, nf_error *err)
     char **names = NULL;
     size_t n = 0, cap = 0;
     nf_status rc = NF_OK;
-    bool has_model_index = false;
+    bool has_model_index = false, has_bin_index = false;
+    size_t nbin = 0;
+    char *first_bin = NULL;
     struct dirent *de;
     errno = 0;
     while ((de = readdir(d)) != NULL) {
         const char *nm = de->d_name;
         if (nm[0] == '.') continue;
         if (strcmp(nm, "model.safetensors.index.json") == 0) has_model_index = true;
+        /* PyTorch's files, read when the directory holds no safetensors */
+        if (strcmp(nm, "pytorch_model.bin.index.json") == 0) has_bin_index = true;
+        if (ends_with(nm, ".bin") && nbin++ == 0 && !(first_bin = strdup(nm))) {
+            rc = nf_common_nomem_in(err, dir);
+            break;
+        }
         if (!ends_with(nm, ".safetensors") && !ends_with(nm, ".safetensors.index.json")) continue;
         if (n == cap) {
             size_t nc = cap ? cap * 2 : 16;
@@ -410,8 +435,29 @@ static nf_status open_directory(nf_source *s, const char *dir, nf_error *err)
             if (!p) rc = nf_common_nomem_in(err, dir);
             else if ((rc = open_file(s, p, false, NULL, err)) == NF_OK) rc = nf_source_st_parse(s, 0, err);
             if (rc == NF_OK) rc = nf_source_index_names(s, err);
+        } else if (nst == 0 && has_bin_index) {
+            p = join_path(dir, dlen, "pytorch_model.bin.index.json");
+            if (!p) rc = nf_common_nomem_in(err, dir);
+            else rc = open_index(s, p, err);
+        } else if (nst == 0 && nbin == 1) {
+            p = join_path(dir, dlen, first_bin);
+            if (!p) rc = nf_common_nomem_in(err, dir);
+            else if ((rc = open_file(s, p, false, NULL, err)) == NF_OK) rc = parse_shard(s, 0, err);
+            if (rc == NF_OK && s->kind != NF_SOURCE_TORCH)
+                rc = nf_error_set(err, NF_ERR_INVALID,
+                                  "%s: not a torch.save zip archive (PyTorch's legacy format, before 1.6, is not read "
+                                  "by this version)",
+                                  p);
+            if (rc == NF_OK) rc = nf_source_index_names(s, err);
+        } else if (nst == 0 && nbin > 1) {
+            rc = nf_error_set(err, NF_ERR_INVALID,
+                              "%s: %zu *.bin files (%s, ...) and no pytorch_model.bin.index.json to say how they fit "
+                              "together",
+                              dir, nbin, first_bin);
         } else if (nst == 0) {
-            rc = nf_error_set(err, NF_ERR_INVALID, "%s: no *.safetensors file and no model.safetensors.index.json",
+            rc = nf_error_set(err, NF_ERR_INVALID,
+                              "%s: no *.safetensors file, no model.safetensors.index.json, no pytorch_model.bin and no "
+                              "pytorch_model.bin.index.json",
                               dir);
         } else {
             rc = nf_error_set(err, NF_ERR_INVALID,
@@ -423,6 +469,7 @@ static nf_status open_directory(nf_source *s, const char *dir, nf_error *err)
     }
     for (size_t i = 0; i < n; i++) free(names[i]);
     free(names);
+    free(first_bin);
     if (rc == NF_OK) rc = scan_companions(s, dir, dlen, err);
     return rc;
 }
@@ -462,12 +509,15 @@ void nf_source_close(nf_source *s)
 /* The magic decides for memory images and for files with an unknown extension. */
 static nf_source_kind sniff(const uint8_t *p, size_t n)
 {
-    return n >= 4 && memcmp(p, "GGUF", 4) == 0 ? NF_SOURCE_GGUF : NF_SOURCE_SAFETENSORS;
+    if (n >= 4 && memcmp(p, "GGUF", 4) == 0) return NF_SOURCE_GGUF;
+    if (n >= 4 && memcmp(p, "PK\3\4", 4) == 0) return NF_SOURCE_TORCH;
+    return NF_SOURCE_SAFETENSORS;
 }
 
 static nf_status parse_single(nf_source *s, nf_error *err)
 {
     if (s->kind == NF_SOURCE_GGUF) NF_TRY(nf_source_gguf_parse(s, err));
+    else if (s->kind == NF_SOURCE_TORCH) NF_TRY(nf_source_torch_parse(s, 0, err));
     else NF_TRY(nf_source_st_parse(s, 0, err));
     return nf_source_index_names(s, err);
 }
@@ -501,10 +551,16 @@ nf_status nf_source_open(const char *path, nf_source **out, nf_error *err)
                 size_t n = s->files[0].size < 4 ? (size_t)s->files[0].size : 4;
                 rc = nf_source_file_read(&s->files[0], 0, magic, n, err);
                 s->kind = sniff(magic, n);
+                /* a pickle stream first: torch.save before PyTorch 1.6 (a magic number, then pickles) */
+                if (rc == NF_OK && n == 4 && magic[0] == 0x80 && magic[1] <= 5 && magic[2] == 0x8a)
+                    rc = nf_error_set(err, NF_ERR_INVALID,
+                                      "%s: PyTorch's legacy (non-zip) checkpoint format, before 1.6: not read by this "
+                                      "version",
+                                      path);
             }
         }
         if (rc == NF_OK) rc = parse_single(s, err);
-        if (rc == NF_OK && s->kind == NF_SOURCE_SAFETENSORS) rc = scan_companions(s, path, dir_len_of(path), err);
+        if (rc == NF_OK && s->kind != NF_SOURCE_GGUF) rc = scan_companions(s, path, dir_len_of(path), err);
     }
     if (rc != NF_OK) {
         nf_source_close(s);
@@ -520,7 +576,7 @@ nf_status nf_source_open_memory(const void *data, size_t len, nf_source_kind kin
     if (!out || (!data && len > 0)) return nf_error_set(err, NF_ERR_USAGE, "nf_source_open_memory: NULL argument");
     *out = NULL;
     if (!name) name = "<memory>";
-    if (kind != NF_SOURCE_AUTO && kind != NF_SOURCE_SAFETENSORS && kind != NF_SOURCE_GGUF)
+    if (kind != NF_SOURCE_AUTO && kind != NF_SOURCE_SAFETENSORS && kind != NF_SOURCE_GGUF && kind != NF_SOURCE_TORCH)
         return nf_error_set(err, NF_ERR_USAGE, "nf_source_open_memory: bad kind %d", (int)kind);
     nf_source *s = source_new(name);
     if (!s) return nf_common_nomem_in(err, name);

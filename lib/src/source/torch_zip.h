@@ -1,0 +1,32 @@
+/* The zip archive of a PyTorch checkpoint (torch_zip.c; docs/security.md 2.6): its members as the
+ * central directory lists them (zip64 included), each checked against its local header, inside
+ * the file, not overlapping another or the directory, not encrypted. */
+#ifndef NINFER_SOURCE_TORCH_ZIP_H
+#define NINFER_SOURCE_TORCH_ZIP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "source/store.h"
+
+#define NF_ZIP_MAX_MEMBERS (NF_SOURCE_MAX_TENSORS + 64u)
+
+typedef struct nf_zip_member {
+    char *name;
+    uint64_t data;   /* file offset of its bytes */
+    uint64_t csize;  /* stored bytes */
+    uint64_t size;   /* bytes once inflated (csize when stored) */
+    unsigned method; /* 0 stored, 8 deflated */
+} nf_zip_member;
+
+typedef struct nf_zip {
+    nf_zip_member *m; /* sorted by name */
+    size_t n;
+} nf_zip;
+
+/* Reads the archive of file f (a file starting "PK\3\4"). */
+nf_status nf_source_zip_open(src_file *f, nf_zip *z, nf_error *err);
+const nf_zip_member *nf_source_zip_find(const nf_zip *z, const char *name);
+void nf_source_zip_free(nf_zip *z);
+
+#endif
