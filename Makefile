@@ -7,7 +7,7 @@ BUILD_SAN  ?= build-sanitize
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
 
-DEB_PACKAGES := cmake make gcc pkg-config libyaml-dev libjansson-dev libzstd-dev libxxhash-dev \
+DEB_PACKAGES := cmake make gcc pkg-config libyaml-dev libjansson-dev libzstd-dev zlib1g-dev libxxhash-dev \
                 libcriterion-dev python3 zstd groff-base man-db mandoc \
                 bash-completion
 

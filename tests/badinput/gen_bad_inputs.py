@@ -806,8 +806,82 @@ def quick_cases():
           torch_bytes(one, lambda n, d: None if n.endswith("/data/0") else d))
     qcase("torch_view_leaves", ["tensor 'w': its view (offset 250, 16 elements) leaves its storage"], "bad.bin",
           torch_bytes(collections.OrderedDict([("w", gt.Tensor(st, 250, (4, 4), (4, 1)))])))
-    qcase("torch_strided", ["tensor 'w': a strided view"], "bad.bin",
-          torch_bytes(collections.OrderedDict([("w", gt.Tensor(st, 0, (16, 16), (1, 16)))])))
+    qcase("torch_strided_leaves", ["tensor 'w': its strided view (offset 0, last element +262) leaves its storage"],
+          "bad.bin", torch_bytes(collections.OrderedDict([("w", gt.Tensor(st, 0, (8, 16), (1, 17)))])))
+    small = gt.Storage("0", "FloatStorage", vals[:16])
+    qcase("torch_storage_small", ["tensor 'w': its view (offset 0, 256 elements) leaves its storage '0' of 16"],
+          "bad.bin", torch_bytes(collections.OrderedDict([("w", gt.Tensor(small, 0, (16, 16), (16, 1)))])))
+    half = gt.Storage("0", "HalfStorage", vals + vals)
+    qcase("torch_storage_two_classes", ["tensor 'v': storage '0' is 256 F32 elements for tensor 'w'", "one storage has one class"],
+          "bad.bin", torch_bytes(collections.OrderedDict([("w", gt.Tensor(st, 0, (16, 16), (16, 1))),
+                                                          ("v", gt.Tensor(half, 0, (16, 32), (32, 1)))])))
+    qcase("torch_byteorder_big", ["bad.bin: member archive/byteorder says the storages are not little-endian"], "bad.bin",
+          torch_bytes(one, lambda n, d: b"big" if n.endswith("/byteorder") else d))
+    qcase("torch_local_name", ["bad.bin: zip byte", "the local header names another member than the directory does"],
+          "bad.bin", torch_bytes(one).replace(b"archive/data/0", b"archive/data/X", 1))  # the local header's
+    def overlapped():
+        """archive/data/1's local header inside archive/data/0's bytes, where the directory points."""
+        import struct
+        inner = struct.pack("<IHHHHHIIIHH", 0x04034b50, 20, 0, 0, 0, 0x21, 0, 0, 0, 14, 0) + b"archive/data/1"
+        b = bytearray(torch_bytes(one, lambda n, d: d + inner if n.endswith("/data/0") else d))
+        z = zipfile.ZipFile(io.BytesIO(bytes(b)))
+        lo0 = z.getinfo("archive/data/0").header_offset
+        at = lo0 + 30 + 14 + 1024
+        # a directory entry for archive/data/1 (stored, empty) pointing there, before the end record
+        cd = int.from_bytes(b[-22 + 16:-22 + 20], "little")
+        entry = struct.pack("<IHHHHHHIIIHHHHHII", 0x02014b50, 20, 20, 0, 0, 0, 0x21, 0, 0, 0, 14, 0, 0, 0, 0, 0,
+                            at) + b"archive/data/1"
+        n = int.from_bytes(b[-22 + 10:-22 + 12], "little")
+        size = int.from_bytes(b[-22 + 12:-22 + 16], "little")
+        end = bytearray(b[-22:])
+        end[8:10] = end[10:12] = (n + 1).to_bytes(2, "little")
+        end[12:16] = (size + len(entry)).to_bytes(4, "little")
+        return bytes(b[:cd + size]) + entry + bytes(end)
+    qcase("torch_members_overlap", ["bad.bin: zip byte", "overlap"], "bad.bin", overlapped())
+    # a state dict whose dicts share one dict through the memo: {a: {x: d, y: d}}
+    qcase("torch_shared_dict", ["data.pkl: dict 'a.y' is reached a second time"], "bad.bin",
+          torch_bytes(one, lambda n, d: b"\x80\x02}(X\x01\x00\x00\x00a}(X\x01\x00\x00\x00x}q\x00X\x01\x00\x00\x00yh\x00uu."
+                      if n.endswith("data.pkl") else d))
+
+    def deflated(edit):
+        with tempfile.TemporaryDirectory() as d:
+            p = os.path.join(d, "m.bin")
+            gt.save(p, one, deflate=True)
+            b = bytearray(open(p, "rb").read())
+        info = zipfile.ZipFile(io.BytesIO(bytes(b))).getinfo("archive/data/0")
+        lo = info.header_offset
+        data = lo + 30 + int.from_bytes(b[lo + 26:lo + 28], "little") + int.from_bytes(b[lo + 28:lo + 30], "little")
+        edit(b, data, info)
+        return bytes(b)
+
+    def corrupt(b, data, info):
+        b[data:data + 8] = b"\xff" * 8
+
+    def bad_crc(b, data, info):
+        p = b.index(b"PK\x01\x02")
+        while b[p + 46:p + 46 + 14] != b"archive/data/0":
+            p = b.index(b"PK\x01\x02", p + 4)
+        b[p + 16:p + 20] = (info.CRC ^ 1).to_bytes(4, "little")
+    qcase("torch_deflate_corrupt", ["bad.bin: member archive/data/0: corrupt deflate data"], "bad.bin", deflated(corrupt))
+    qcase("torch_deflate_crc", ["bad.bin: member archive/data/0: CRC-32 differs from the directory's"], "bad.bin",
+          deflated(bad_crc))
+
+    def legacy(state, **kw):
+        with tempfile.TemporaryDirectory() as d:
+            p = os.path.join(d, "m.bin")
+            gt.save_legacy(p, state, **kw)
+            return open(p, "rb").read()
+    lone = collections.OrderedDict([("w", gt.LegacyTensor(st, 0, (16, 16), (16, 1)))])
+    qcase("torch_legacy_big_endian", ["bad.bin: sys_info pickle at byte 21: sys_info does not say little_endian: True"],
+          "bad.bin", legacy(lone, little=False))
+    qcase("torch_legacy_truncated", ["bad.bin: byte", "storage '0' says 256 F32 elements, more than the file holds"],
+          "bad.bin", legacy(lone)[:-100])
+    qcase("torch_legacy_trailing", ["bad.bin: byte", "3 bytes after the last storage"], "bad.bin",
+          legacy(lone, tail=b"abc"))
+    lview = gt.LegacyTensor(st, 0, (16, 16), (16, 1))
+    lview.view = ("1", 0, 256)
+    qcase("torch_legacy_view", ["state dict pickle at byte", "a storage that is a view of another storage"], "bad.bin",
+          legacy(collections.OrderedDict([("w", lview)])))
     qcase("torch_class_contradicts", ["tensor 'w'", "the storage class contradicts its bytes"], "bad.bin",
           torch_bytes(one, lambda n, d: d.replace(b"torch\nFloatStorage", b"torch\nDoubleStorage")
                       if n.endswith("data.pkl") else d))

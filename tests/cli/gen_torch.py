@@ -63,7 +63,40 @@ class Tensor:
 
 class Pickler(pickle.Pickler):
     def persistent_id(self, obj):
-        return obj if isinstance(obj, tuple) and len(obj) == 5 and obj[0] == 'storage' else None
+        return obj if isinstance(obj, tuple) and len(obj) in (5, 6) and obj[0] == 'storage' else None
+
+
+class LegacyTensor(Tensor):
+    """A tensor as the legacy stream pickles it: its persistent id has a sixth field, view_metadata."""
+    view = None
+
+    def __reduce_ex__(self, proto):
+        s = self.storage
+        pid = ('storage', STORAGE[s.cls][0], s.key, 'cpu', len(s.values), self.view)
+        return (_rebuild_tensor_v2, (pid, self.offset, self.size, self.stride, False, collections.OrderedDict()))
+
+
+def save_legacy(path, state, little=True, keys=None, tail=b'', extra=()):
+    """torch.save's stream before PyTorch 1.6: the magic number, the protocol version, sys_info, the
+    state dict, the storage keys, then each storage as its element count (int64) and its bytes."""
+    sys.modules['torch'], sys.modules['torch._utils'] = torch, utils
+    storages = {}
+    for t in state.values():
+        storages[t.storage.key] = t.storage
+    for e in extra:
+        storages[e.key] = e
+    keys = sorted(storages) if keys is None else keys
+    out = io.BytesIO()
+    for obj in (0x1950a86a20f9469cfc6c, 1001,
+                {'protocol_version': 1001, 'little_endian': little, 'type_sizes': {'short': 2, 'int': 4, 'long': 8}}):
+        pickle.dump(obj, out, protocol=2)
+    Pickler(out, protocol=2).dump(state)
+    pickle.dump(keys, out, protocol=2)
+    for k in keys:
+        s = storages[k]
+        out.write(struct.pack('<q', len(s.values)) + s.data())
+    with open(path, 'wb') as f:
+        f.write(out.getvalue() + tail)
 
 
 def save(path, state, stem='archive', deflate=False):
@@ -81,7 +114,7 @@ def save(path, state, stem='archive', deflate=False):
         z.writestr(info, data)
 
     with zipfile.ZipFile(path, 'w') as z:
-        member(stem + '/data.pkl', buf.getvalue(), zipfile.ZIP_STORED)
+        member(stem + '/data.pkl', buf.getvalue())
         member(stem + '/byteorder', b'little')
         for key in sorted(storages):
             member(stem + '/data/' + key, storages[key].data())
@@ -137,6 +170,13 @@ def main(out):
     os.makedirs(os.path.join(out, 'st'), exist_ok=True)
     st_file(os.path.join(out, 'st', 'model.safetensors'),
             [(n, dt[t.storage.cls], t.size, raw(t)) for n, t in state.items()])
+    # every member deflated (a checkpoint zipped again by another tool), the pickle too
+    os.makedirs(os.path.join(out, 'deflated'), exist_ok=True)
+    save(os.path.join(out, 'deflated', 'pytorch_model.bin'), state, stem='pytorch_model', deflate=True)
+    # the legacy stream of the same state dict, in a directory of its own
+    os.makedirs(os.path.join(out, 'legacy'), exist_ok=True)
+    lstate = collections.OrderedDict((n, LegacyTensor(t.storage, t.offset, t.size, t.stride)) for n, t in state.items())
+    save_legacy(os.path.join(out, 'legacy', 'pytorch_model.bin'), lstate)
     # sharded: two files and pytorch_model.bin.index.json
     os.makedirs(os.path.join(out, 'sharded'), exist_ok=True)
     names = list(state)
@@ -150,11 +190,37 @@ def main(out):
             wm[n] = fn
     with open(os.path.join(out, 'sharded', 'pytorch_model.bin.index.json'), 'w') as f:
         json.dump({'metadata': {'total_size': 0}, 'weight_map': wm}, f)
-    # refusals: a transposed view, a storage key not in the archive, a view leaving its storage, a
+    # the same two shards, the first one a legacy stream
+    os.makedirs(os.path.join(out, 'mixed'), exist_ok=True)
+    save_legacy(os.path.join(out, 'mixed', 'pytorch_model-00001-of-00002.bin'),
+                collections.OrderedDict((n, LegacyTensor(t.storage, t.offset, t.size, t.stride))
+                                        for n, t in parts[0].items()))
+    save(os.path.join(out, 'mixed', 'pytorch_model-00002-of-00002.bin'), parts[1], stem='pytorch_model-00002-of-00002')
+    with open(os.path.join(out, 'mixed', 'pytorch_model.bin.index.json'), 'w') as f:
+        json.dump({'metadata': {'total_size': 0}, 'weight_map': wm}, f)
+    # a transposed view (strides (1, 64)) and a column slice (strides (64, 1) at offset 16)
+    save(os.path.join(out, 'strided.bin'), collections.OrderedDict([('t', Tensor(qkv, 0, (64, 64), (1, 64))),
+                                                                    ('c', Tensor(qkv, 16, (64, 32), (64, 1)))]))
+    # refusals: a storage key not in the archive, a view leaving its storage, a
     # storage class its bytes contradict, a disallowed global
     bad = os.path.join(out, 'bad')
     os.makedirs(bad, exist_ok=True)
-    save(os.path.join(bad, 'strided.bin'), collections.OrderedDict([('w', Tensor(qkv, 0, (64, 64), (1, 64)))]))
+    save(os.path.join(bad, 'stride_leaves.bin'), collections.OrderedDict([('w', Tensor(emb, 0, (32, 32), (4, 64)))]))
+    # the legacy stream: big-endian, a storage longer than the file, bytes after the last storage, a
+    # key no tensor uses, a storage that is a view of another
+    one = collections.OrderedDict([('w', LegacyTensor(emb, 0, (32, 64), (64, 1)))])
+    save_legacy(os.path.join(bad, 'legacy_big.bin'), one, little=False)
+    save_legacy(os.path.join(bad, 'legacy_tail.bin'), one, tail=b'\0')
+    save_legacy(os.path.join(bad, 'legacy_twice.bin'), one, keys=['1', '1'])
+    save_legacy(os.path.join(bad, 'legacy_unused.bin'), one, keys=['1', '7'],
+                extra=[Storage('7', 'FloatStorage', [1.0])])
+    with open(os.path.join(bad, 'legacy_tail.bin'), 'rb') as f:
+        b = f.read()[:-1]
+    with open(os.path.join(bad, 'legacy_short.bin'), 'wb') as f:
+        f.write(b[:-100])
+    v = LegacyTensor(emb, 0, (32, 64), (64, 1))
+    v.view = ('1', 0, 2048)
+    save_legacy(os.path.join(bad, 'legacy_view.bin'), collections.OrderedDict([('w', v)]))
     missing = Storage('9', 'FloatStorage', vals[:16])
     save(os.path.join(bad, 'leaves.bin'), collections.OrderedDict([('w', Tensor(emb, 32 * 64 - 8, (4, 4), (4, 1)))]))
     save(os.path.join(bad, 'missing.bin'), collections.OrderedDict([('w', Tensor(missing, 0, (4, 4), (4, 1)))]))

@@ -31,7 +31,7 @@ field() { dpkg-deb --field "$deb" "$1"; }
 dpkg-deb --info "$deb" >"$work/info" || bad "dpkg-deb --info fails"
 contains "$work/info" "Installed-Size:"
 depends=$(field Depends)
-for p in libjansson4 libyaml-0-2 libxxhash0 libzstd1 libc6; do
+for p in libjansson4 libyaml-0-2 libxxhash0 libzstd1 zlib1g libc6; do
     if printf '%s\n' "$depends" | grep -qE "(^|, )$p( |,|\$)"; then ok; else bad "Depends lacks $p: $depends"; fi
 done
 

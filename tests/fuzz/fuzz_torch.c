@@ -1,4 +1,4 @@
-/* Fuzz target: a PyTorch checkpoint image (torch.save's zip; docs/security.md 2.6) through
+/* Fuzz target: a PyTorch checkpoint image (torch.save's zip or its legacy stream; docs/security.md 2.6) through
  * nf_source_open_memory(NF_SOURCE_TORCH): the zip reader, the pickle interpreter and the mapping
  * of each tensor onto its storage member; when it opens, the first tensors are read back (raw
  * bytes, raw rows, binary32 rows) - see fuzz_source_common.h.  The same bytes written to a file
@@ -23,8 +23,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     } else {
         fz_consume_str(err.message);
     }
-    /* the file reader decides by the magic: the same answer for what starts as a zip */
-    if (size >= 4 && memcmp(data, "PK\3\4", 4) == 0) fz_compare_file_mode(data, size, "fuzz.bin", s, st);
+    /* the file reader decides by the magic: the same answer for what starts as a zip or as the legacy stream */
+    if ((size >= 4 && memcmp(data, "PK\3\4", 4) == 0) ||
+        (size >= 3 && data[0] == 0x80 && data[1] <= 5 && data[2] == 0x8a))
+        fz_compare_file_mode(data, size, "fuzz.bin", s, st);
     nf_source_close(s);
     return 0;
 }

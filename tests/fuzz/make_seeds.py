@@ -66,11 +66,12 @@ def out(target, name, data):
 
 def reset(target):
     """Empty a corpus directory of generated seeds; fuzz-* files (inputs the fuzzers found, see
-    below) are kept."""
+    below) and real_* files (written by the producer itself and copied by hand, e.g.
+    tests/cli/gen_torch_real.py's) are kept."""
     d = os.path.join(CORPUS, target)
     os.makedirs(d, exist_ok=True)
     for f in os.listdir(d):
-        if not f.startswith("fuzz-"):
+        if not f.startswith("fuzz-") and not f.startswith("real_"):
             os.remove(os.path.join(d, f))
 
 
@@ -668,7 +669,8 @@ def dialects():
 
 def torch_seeds():
     """torch.save's zip as tests/cli/gen_torch.py lays it out: small state dicts (a shared storage,
-    views at offsets, every storage class), a sharded-style part, and refusals."""
+    views at offsets, every storage class, a strided view), deflated members, the legacy stream;
+    beside them real_*.bin, written by torch itself (tests/cli/gen_torch_real.py)."""
     reset("torch")
     import collections
     import gen_torch as g
@@ -690,6 +692,14 @@ def torch_seeds():
         for name, state in states.items():
             g.save(os.path.join(tmp, name), state)
             out("torch", name, open(os.path.join(tmp, name), "rb").read())
+        # every member deflated; the legacy stream before PyTorch 1.6
+        g.save(os.path.join(tmp, "deflated.bin"), states["views.bin"], deflate=True)
+        out("torch", "deflated.bin", open(os.path.join(tmp, "deflated.bin"), "rb").read())
+        legacy = collections.OrderedDict((n, g.LegacyTensor(t.storage, t.offset, t.size, t.stride))
+                                         for n, t in states["views.bin"].items())
+        legacy["t"] = g.LegacyTensor(f32, 0, (8, 8), (1, 8))
+        g.save_legacy(os.path.join(tmp, "legacy.bin"), legacy)
+        out("torch", "legacy.bin", open(os.path.join(tmp, "legacy.bin"), "rb").read())
 
 
 if __name__ == "__main__":

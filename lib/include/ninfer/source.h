@@ -76,7 +76,7 @@ typedef enum nf_source_kind {
     NF_SOURCE_AUTO = 0, /* nf_source_open_memory: decide from the magic bytes */
     NF_SOURCE_SAFETENSORS,
     NF_SOURCE_GGUF,
-    NF_SOURCE_TORCH /* torch.save's zip archive (pytorch_model.bin; docs/security.md 2.6) */
+    NF_SOURCE_TORCH /* torch.save's zip archive or legacy stream (pytorch_model.bin; docs/security.md 2.6) */
 } nf_source_kind;
 
 /* safetensors dtypes (docs/security.md 2.2), in the order of nf_st_dtype_name(). */
@@ -143,9 +143,12 @@ struct json_t;
 /* ---------------------------------------------------------------- open */
 /* Open `path`:
  *   - a directory: its model.safetensors.index.json if present, else its only
- *     *.safetensors.index.json, else its only *.safetensors file;
- *   - a file named *.json: a sharded safetensors index (shards resolved beside it);
+ *     *.safetensors.index.json, else its only *.safetensors file; without safetensors, its
+ *     pytorch_model.bin.index.json, else its pytorch_model.bin, else its only *.bin;
+ *   - a file named *.json: a sharded index (safetensors or PyTorch shards, resolved beside it);
  *   - a file named *.gguf, or starting with the bytes "GGUF": GGUF;
+ *   - a file starting "PK\3\4" or with a pickled LONG1 (80 0N 8A): PyTorch (torch.save's zip or
+ *     its legacy stream, docs/security.md 2.6);
  *   - any other file: a single safetensors file.
  * For safetensors sources the companion files present in the checkpoint's directory are
  * recorded (nf_source_companion).  A shard named by an index that does not exist makes the

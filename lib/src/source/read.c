@@ -13,6 +13,7 @@
 #include "common/checked.h"
 #include "common/fail.h"
 #include "format/ggml.h"
+#include "source/inflate.h"
 #include "source/store.h"
 
 #define SRC_READ_CHUNK ((size_t)1 << 20)
@@ -31,6 +32,101 @@ static nf_status not_owned(const nf_source *s, const char *fn, nf_error *err)
     return nf_error_set(err, NF_ERR_USAGE, "%s: %s: the tensor does not belong to this source", s ? s->path : "?", fn);
 }
 
+/* ---------------------------------------------------------------- storage */
+/* Bytes [at, at + len) of the tensor's storage counted from its element 0: in the file, or in the
+ * deflated member holding it (PyTorch archives, inflate.h). */
+static nf_status storage_read(const nf_source *s, const src_tensor *st, uint64_t at, void *buf, size_t len,
+                              nf_error *err)
+{
+    const src_file *f = &s->files[st->pub.file];
+    if (st->inflate) return nf_source_inflate_read(s->inflate, f, st->inflate, st->inflate_at + at, buf, len, err);
+    return nf_source_file_read(f, st->pub.offset + at, buf, len, err);
+}
+
+/* ---------------------------------------------------------------- strided views */
+/* A PyTorch view that is not one contiguous run of its storage (a transposed weight, a slice of
+ * columns; docs/security.md 2.6) is read by gathering: t->offset places the view's element 0 in the
+ * file, st->stride[k] the storage elements between neighbours along dimension k (the reader checked
+ * every position lies inside the storage).  The bytes produced are those of the row-major tensor. */
+static uint64_t view_position(const src_tensor *st, uint64_t element)
+{
+    const nf_source_tensor *t = &st->pub;
+    uint64_t pos = 0;
+    for (uint32_t k = t->rank; k-- > 0;) {
+        pos += (element % t->shape[k]) * st->stride[k];
+        element /= t->shape[k];
+    }
+    return pos;
+}
+
+/* Elements [e, e + n) read one run of the storage at a time: along a row when its stride is 1,
+ * down the columns when rows [ra, rb) are whole and the first dimension's stride is 1 (a
+ * transposed matrix), else element by element. */
+static nf_status gather_elements(const nf_source *s, const src_tensor *st, uint64_t e, uint64_t n, uint8_t *out,
+                                 nf_error *err)
+{
+    const nf_source_tensor *t = &st->pub;
+    const src_file *f = &s->files[t->file];
+    const uint64_t es = t->block_bytes, cols = t->rank ? t->shape[t->rank - 1] : 1;
+    const uint64_t last = t->rank ? st->stride[t->rank - 1] : 1;
+    if (t->rank == 2 && cols > 0 && st->stride[0] == 1 && last != 1 && e % cols == 0 && n % cols == 0 &&
+        n >= 2 * cols) {
+        const uint64_t ra = e / cols, nr = n / cols;
+        const uint64_t piece = SRC_READ_CHUNK / es < nr ? SRC_READ_CHUNK / es : nr;
+        uint8_t *col = malloc((size_t)(piece * es));
+        if (!col) return nf_common_nomem_in(err, f->path);
+        nf_status rc = NF_OK;
+        for (uint64_t j = 0; j < cols && rc == NF_OK; j++)
+            for (uint64_t i = 0; i < nr && rc == NF_OK; i += piece) {
+                const uint64_t m = nr - i < piece ? nr - i : piece;
+                rc = storage_read(s, st, (ra + i + j * last) * es, col, (size_t)(m * es), err);
+                for (uint64_t q = 0; rc == NF_OK && q < m; q++)
+                    memcpy(out + ((i + q) * cols + j) * es, col + q * es, (size_t)es);
+            }
+        free(col);
+        return rc;
+    }
+    for (uint64_t k = 0; k < n;) {
+        const uint64_t c = (e + k) % cols;
+        uint64_t run = 1;
+        if (last == 1) run = cols - c < n - k ? cols - c : n - k;
+        NF_TRY(storage_read(s, st, view_position(st, e + k) * es, out + k * es, (size_t)(run * es), err));
+        k += run;
+    }
+    return NF_OK;
+}
+
+/* Bytes [off, off + len) of the row-major tensor: whole elements gathered, a partial one at either
+ * end through a one-element buffer. */
+static nf_status gather(const nf_source *s, const src_tensor *st, uint64_t off, uint8_t *buf, size_t len, nf_error *err)
+{
+    const uint64_t es = st->pub.block_bytes;
+    while (len > 0) {
+        const uint64_t e = off / es, within = off % es;
+        if (within != 0 || len < es) {
+            uint8_t one[16];
+            NF_TRY(gather_elements(s, st, e, 1, one, err));
+            const size_t k = es - within < len ? (size_t)(es - within) : len;
+            memcpy(buf, one + within, k);
+            buf += k, off += k, len -= k;
+            continue;
+        }
+        const uint64_t n = len / es;
+        NF_TRY(gather_elements(s, st, e, n, buf, err));
+        buf += n * es, off += n * es, len -= (size_t)(n * es);
+    }
+    return NF_OK;
+}
+
+/* The one way tensor bytes are read: in place, or gathered for a strided view. */
+static nf_status tensor_read(const nf_source *s, const nf_source_tensor *t, uint64_t off, void *buf, size_t len,
+                             nf_error *err)
+{
+    const src_tensor *st = (const src_tensor *)t;
+    if (!st->stride) return storage_read(s, st, off, buf, len, err);
+    return gather(s, st, off, buf, len, err);
+}
+
 nf_status nf_source_read_bytes(const nf_source *s, const nf_source_tensor *t, uint64_t offset, void *buf, size_t len,
                                nf_error *err)
 {
@@ -41,7 +137,7 @@ nf_status nf_source_read_bytes(const nf_source *s, const nf_source_tensor *t, ui
         return nf_error_set(err, NF_ERR_USAGE, "%s: tensor '%s': bytes [%llu, +%zu) outside its %llu bytes",
                             s->files[t->file].path, t->name, (unsigned long long)offset, len,
                             (unsigned long long)t->bytes);
-    return nf_source_file_read(&s->files[t->file], t->offset + offset, buf, len, err);
+    return tensor_read(s, t, offset, buf, len, err);
 }
 
 static nf_status check_rows(const nf_source *s, const nf_source_tensor *t, uint64_t r0, uint64_t r1, nf_error *err)
@@ -71,7 +167,7 @@ nf_status nf_source_read_rows(const nf_source *s, const nf_source_tensor *t, uin
                             s->files[t->file].path, t->name, (unsigned long long)r0, (unsigned long long)r1,
                             (unsigned long long)need, buf_len);
     if (!buf && need > 0) return nf_error_set(err, NF_ERR_USAGE, "%s: nf_source_read_rows: NULL buffer", s->path);
-    return nf_source_file_read(&s->files[t->file], t->offset + r0 * t->row_bytes, buf, (size_t)need, err);
+    return tensor_read(s, t, r0 * t->row_bytes, buf, (size_t)need, err);
 }
 
 /* ---------------------------------------------------------------- conversion */
@@ -266,8 +362,7 @@ static nf_status read_values(const nf_source *s, const nf_source_tensor *t, conv
     nf_status rc = NF_OK;
     for (uint64_t done = 0; done < nblocks && rc == NF_OK; done += chunk) {
         uint64_t nb = nblocks - done < chunk ? nblocks - done : chunk;
-        rc = nf_source_file_read(&s->files[t->file], t->offset + (first_block + done) * bb, raw, (size_t)(nb * bb),
-                                 err);
+        rc = tensor_read(s, t, (first_block + done) * bb, raw, (size_t)(nb * bb), err);
         if (rc == NF_OK) rc = convert(s, t, k, raw, (size_t)nb, out + done * bv, (first_block + done) * bv, err);
     }
     free(raw);

@@ -20,6 +20,7 @@
 #include "common/io.h"
 #include "common/json_prescan.h"
 #include "source/gguf_parse.h"
+#include "source/inflate.h"
 #include "source/safetensors.h"
 #include "source/torch.h"
 #include "source/store.h"
@@ -240,7 +241,9 @@ static nf_status parse_shard(nf_source *s, size_t fi, nf_error *err)
     uint8_t magic[4] = {0};
     const size_t n = s->files[fi].size < 4 ? (size_t)s->files[fi].size : 4;
     NF_TRY(nf_source_file_read(&s->files[fi], 0, magic, n, err));
-    const nf_source_kind k = n == 4 && memcmp(magic, "PK\3\4", 4) == 0 ? NF_SOURCE_TORCH : NF_SOURCE_SAFETENSORS;
+    const nf_source_kind k = (n == 4 && memcmp(magic, "PK\3\4", 4) == 0) || nf_source_torch_legacy_magic(magic, n)
+                                 ? NF_SOURCE_TORCH
+                                 : NF_SOURCE_SAFETENSORS;
     if (fi == 0) s->kind = k;
     else if (k != s->kind)
         return nf_error_set(err, NF_ERR_INVALID, "%s: a %s shard among %s shards", s->files[fi].path,
@@ -366,7 +369,7 @@ static nf_status open_directory(nf_source *s, const char *dir, nf_error *err)
     char **names = NULL;
     size_t n = 0, cap = 0;
     nf_status rc = NF_OK;
-    bool has_model_index = false, has_bin_index = false;
+    bool has_model_index = false, has_bin_index = false, has_bin = false;
     size_t nbin = 0;
     char *first_bin = NULL;
     struct dirent *de;
@@ -377,7 +380,9 @@ static nf_status open_directory(nf_source *s, const char *dir, nf_error *err)
         if (strcmp(nm, "model.safetensors.index.json") == 0) has_model_index = true;
         /* PyTorch's files, read when the directory holds no safetensors */
         if (strcmp(nm, "pytorch_model.bin.index.json") == 0) has_bin_index = true;
-        if (ends_with(nm, ".bin") && nbin++ == 0 && !(first_bin = strdup(nm))) {
+        if (strcmp(nm, "pytorch_model.bin") == 0) has_bin = true;
+        /* the Trainer's pickled arguments beside the weights are not weights */
+        if (ends_with(nm, ".bin") && strcmp(nm, "training_args.bin") != 0 && nbin++ == 0 && !(first_bin = strdup(nm))) {
             rc = nf_common_nomem_in(err, dir);
             break;
         }
@@ -439,15 +444,11 @@ static nf_status open_directory(nf_source *s, const char *dir, nf_error *err)
             p = join_path(dir, dlen, "pytorch_model.bin.index.json");
             if (!p) rc = nf_common_nomem_in(err, dir);
             else rc = open_index(s, p, err);
-        } else if (nst == 0 && nbin == 1) {
-            p = join_path(dir, dlen, first_bin);
+        } else if (nst == 0 && (has_bin || nbin == 1)) {
+            p = join_path(dir, dlen, has_bin ? "pytorch_model.bin" : first_bin);
             if (!p) rc = nf_common_nomem_in(err, dir);
-            else if ((rc = open_file(s, p, false, NULL, err)) == NF_OK) rc = parse_shard(s, 0, err);
-            if (rc == NF_OK && s->kind != NF_SOURCE_TORCH)
-                rc = nf_error_set(err, NF_ERR_INVALID,
-                                  "%s: not a torch.save zip archive (PyTorch's legacy format, before 1.6, is not read "
-                                  "by this version)",
-                                  p);
+            else if ((rc = open_file(s, p, false, NULL, err)) == NF_OK) rc = nf_source_torch_parse(s, 0, err);
+            s->kind = NF_SOURCE_TORCH;
             if (rc == NF_OK) rc = nf_source_index_names(s, err);
         } else if (nst == 0 && nbin > 1) {
             rc = nf_error_set(err, NF_ERR_INVALID,
@@ -494,6 +495,7 @@ void nf_source_close(nf_source *s)
 {
     if (!s) return;
     nf_common_fd_cache_free(s->fds);
+    nf_source_inflate_free(s->inflate);
     for (size_t i = 0; i < s->nfiles; i++) free(s->files[i].path);
     free(s->files);
     free(s->tensors);
@@ -510,7 +512,7 @@ void nf_source_close(nf_source *s)
 static nf_source_kind sniff(const uint8_t *p, size_t n)
 {
     if (n >= 4 && memcmp(p, "GGUF", 4) == 0) return NF_SOURCE_GGUF;
-    if (n >= 4 && memcmp(p, "PK\3\4", 4) == 0) return NF_SOURCE_TORCH;
+    if ((n >= 4 && memcmp(p, "PK\3\4", 4) == 0) || nf_source_torch_legacy_magic(p, n)) return NF_SOURCE_TORCH;
     return NF_SOURCE_SAFETENSORS;
 }
 
@@ -551,12 +553,6 @@ nf_status nf_source_open(const char *path, nf_source **out, nf_error *err)
                 size_t n = s->files[0].size < 4 ? (size_t)s->files[0].size : 4;
                 rc = nf_source_file_read(&s->files[0], 0, magic, n, err);
                 s->kind = sniff(magic, n);
-                /* a pickle stream first: torch.save before PyTorch 1.6 (a magic number, then pickles) */
-                if (rc == NF_OK && n == 4 && magic[0] == 0x80 && magic[1] <= 5 && magic[2] == 0x8a)
-                    rc = nf_error_set(err, NF_ERR_INVALID,
-                                      "%s: PyTorch's legacy (non-zip) checkpoint format, before 1.6: not read by this "
-                                      "version",
-                                      path);
             }
         }
         if (rc == NF_OK) rc = parse_single(s, err);

@@ -43,7 +43,12 @@ typedef struct src_file {
 typedef struct src_tensor {
     nf_source_tensor pub; /* first member: a public pointer converts back to its slot */
     const struct nf_source *owner;
-    uint64_t info_offset; /* GGUF: byte position of the tensor info (for messages) */
+    uint64_t info_offset;                    /* GGUF: byte position of the tensor info (for messages) */
+    const uint64_t *stride;                  /* PyTorch strided views: element strides per dimension (read.c gathers);
+                               NULL for a tensor stored in place */
+    const struct nf_inflate_member *inflate; /* PyTorch: its storage is a deflated member (inflate.h),
+                                                pub.offset that member's compressed bytes */
+    uint64_t inflate_at;                     /* ... and element 0 is this byte of it, inflated */
 } src_tensor;
 
 /* A GGUF string value: NUL-terminated copy plus its length (strings may hold NUL bytes). */
@@ -77,6 +82,7 @@ struct nf_source {
      * most a quarter of the soft RLIMIT_NOFILE (4 to 64) stay open; a file is reopened when read
      * again and checked to be the same file (store.c). */
     nf_fd_cache *fds;
+    struct nf_inflate_pool *inflate; /* PyTorch archives with deflated members (inflate.h) */
 };
 
 /* __metadata__ pairs of one safetensors header (real files hold a handful).  Without it a 100 MB

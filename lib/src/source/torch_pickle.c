@@ -15,6 +15,7 @@
 
 #include "common/checked.h"
 #include "common/fail.h"
+#include "common/utf8.h"
 
 typedef enum pv_kind {
     PV_NONE,
@@ -45,7 +46,9 @@ typedef struct pv {
     uint32_t depth;  /* containers nested inside, this one included */
     int64_t i;       /* INT, BOOL; GLOBAL: pv_global; STORAGE: numel */
     nf_st_dtype dt;  /* GLOBAL G_STORAGE, STORAGE, TENSOR */
-    char *s;         /* STR; STORAGE: key */
+    char *s;         /* STR */
+    uint32_t key;    /* STORAGE: the STR value of its key (shared, never copied) */
+    bool walked;     /* DICT: already walked (a dict reached twice is refused) */
     uint32_t *items; /* TUPLE, LIST, DICT (key, value pairs); TENSOR: [storage, offset, size, stride] */
     uint32_t n, cap;
 } pv;
@@ -61,6 +64,8 @@ typedef struct vm {
     uint32_t sp, scap;
     uint32_t *memo; /* UINT32_MAX: empty */
     uint32_t memo_cap;
+    uint64_t items; /* container items held, all containers together */
+    bool legacy;    /* the stream before PyTorch 1.6: persistent ids carry a sixth field */
 } vm;
 
 static nf_status bad(vm *m, const char *fmt, const char *what)
@@ -74,7 +79,7 @@ static nf_status new_value(vm *m, pv_kind k, uint32_t *out)
     if (m->nv == m->vcap) {
         uint32_t cap = m->vcap ? m->vcap * 2 : 256;
         pv *g = realloc(m->v, (size_t)cap * sizeof *g);
-        if (!g) return nf_common_nomem(m->err);
+        if (!g) return nf_common_nomem_in(m->err, m->where);
         m->v = g;
         m->vcap = cap;
     }
@@ -91,7 +96,7 @@ static nf_status push(vm *m, uint32_t id)
         if (m->scap >= NF_TORCH_PICKLE_MAX_VALUES) return bad(m, "a stack deeper than the reader's cap", NULL);
         uint32_t cap = m->scap ? m->scap * 2 : 256;
         uint32_t *g = realloc(m->stack, (size_t)cap * sizeof *g);
-        if (!g) return nf_common_nomem(m->err);
+        if (!g) return nf_common_nomem_in(m->err, m->where);
         m->stack = g;
         m->scap = cap;
     }
@@ -127,10 +132,11 @@ static nf_status find_mark(vm *m, uint32_t *mark)
 static nf_status add_item(vm *m, uint32_t c, uint32_t item)
 {
     pv *v = &m->v[c];
+    if (++m->items > NF_TORCH_PICKLE_MAX_ITEMS) return bad(m, "more container items than the reader's cap", NULL);
     if (v->n == v->cap) {
         uint32_t cap = v->cap ? v->cap * 2 : 4;
         uint32_t *g = realloc(v->items, (size_t)cap * sizeof *g);
-        if (!g) return nf_common_nomem(m->err);
+        if (!g) return nf_common_nomem_in(m->err, m->where);
         v->items = g;
         v->cap = cap;
     }
@@ -173,7 +179,7 @@ static nf_status str_value(vm *m, uint64_t len, uint32_t *out)
     const uint8_t *q;
     if (len > m->n - m->at || !take(m, (size_t)len, &q)) return bad(m, "a string runs past the end", NULL);
     NF_TRY(new_value(m, PV_STR, out));
-    if (!(m->v[*out].s = strndup((const char *)q, (size_t)len))) return nf_common_nomem(m->err);
+    if (!(m->v[*out].s = strndup((const char *)q, (size_t)len))) return nf_common_nomem_in(m->err, m->where);
     if (strlen(m->v[*out].s) != len) return bad(m, "a string holds a NUL byte", NULL);
     return NF_OK;
 }
@@ -220,7 +226,8 @@ static nf_status op_global(vm *m, uint32_t *out)
     const char *s = (const char *)m->p + m->at;
     const char *nl1 = memchr(s, '\n', m->n - m->at);
     const char *nl2 = nl1 ? memchr(nl1 + 1, '\n', m->n - m->at - (size_t)(nl1 + 1 - s)) : NULL;
-    if (!nl1 || !nl2 || nl1 - s > 256 || nl2 - nl1 > 257) return bad(m, "GLOBAL without two short lines", NULL);
+    if (!nl1 || !nl2 || nl1 - s > 256 || nl2 - nl1 > 257 || memchr(s, 0, (size_t)(nl2 - s)))
+        return bad(m, "GLOBAL without two short lines free of NUL bytes", NULL);
     char module[257], name[257];
     memcpy(module, s, (size_t)(nl1 - s));
     module[nl1 - s] = '\0';
@@ -232,20 +239,30 @@ static nf_status op_global(vm *m, uint32_t *out)
 
 static bool is_int(const vm *m, uint32_t id) { return m->v[id].kind == PV_INT; }
 
-/* A persistent id ('storage', <storage class>, key, location, numel). */
+/* A persistent id ('storage', <storage class>, key, location, numel), and in the legacy stream a
+ * sixth field, view_metadata, None unless the storage is a view of another (which is refused). */
 static nf_status op_persid(vm *m, uint32_t pid, uint32_t *out)
 {
     const pv *t = &m->v[pid];
-    if (t->kind != PV_TUPLE || t->n < 5 || m->v[t->items[0]].kind != PV_STR || strcmp(m->v[t->items[0]].s, "storage") ||
-        m->v[t->items[1]].kind != PV_GLOBAL || m->v[t->items[1]].i != G_STORAGE || m->v[t->items[2]].kind != PV_STR ||
-        !is_int(m, t->items[4]) || m->v[t->items[4]].i < 0)
-        return bad(m, "a persistent id that is not ('storage', <storage class>, key, location, numel)", NULL);
+    if (m->legacy && t->kind == PV_TUPLE && t->n == 6 && m->v[t->items[5]].kind != PV_NONE)
+        return bad(m, "a storage that is a view of another storage (view_metadata): not read by this version", NULL);
+    if (t->kind != PV_TUPLE || t->n != (m->legacy ? 6u : 5u) || m->v[t->items[0]].kind != PV_STR ||
+        strcmp(m->v[t->items[0]].s, "storage") || m->v[t->items[1]].kind != PV_GLOBAL ||
+        m->v[t->items[1]].i != G_STORAGE || m->v[t->items[2]].kind != PV_STR || !is_int(m, t->items[4]) ||
+        m->v[t->items[4]].i < 0)
+        return bad(m,
+                   m->legacy ? "a persistent id that is not ('storage', <storage class>, key, location, numel, None)"
+                             : "a persistent id that is not ('storage', <storage class>, key, location, numel)",
+                   NULL);
+    const uint32_t key = t->items[2];
+    if (strlen(m->v[key].s) > NF_TORCH_PICKLE_MAX_KEY_BYTES)
+        return bad(m, "a storage key longer than the reader's cap", NULL);
     NF_TRY(new_value(m, PV_STORAGE, out));
     pv *s = &m->v[*out];
     t = &m->v[pid];
     s->dt = m->v[t->items[1]].dt;
     s->i = m->v[t->items[4]].i;
-    if (!(s->s = strdup(m->v[t->items[2]].s))) return nf_common_nomem(m->err);
+    s->key = key;
     return NF_OK;
 }
 
@@ -265,7 +282,9 @@ static nf_status op_reduce(vm *m, uint32_t f, uint32_t args, uint32_t *out)
     if (fn->kind != PV_GLOBAL || a->kind != PV_TUPLE)
         return bad(m, "REDUCE of something not an allowed callable", NULL);
     switch ((pv_global)fn->i) {
-    case G_ORDERED_DICT: return new_value(m, PV_DICT, out);
+    case G_ORDERED_DICT: /* torch.save builds it empty and fills it with SETITEMS */
+        if (a->n != 0) return bad(m, "OrderedDict built from arguments (torch.save builds it empty)", NULL);
+        return new_value(m, PV_DICT, out);
     case G_SIZE:
         if (a->n != 1 || !int_tuple(m, a->items[0])) return bad(m, "torch.Size of something not a tuple of ints", NULL);
         *out = a->items[0];
@@ -276,11 +295,12 @@ static nf_status op_reduce(vm *m, uint32_t f, uint32_t args, uint32_t *out)
         *out = a->items[0];
         return NF_OK;
     case G_REBUILD_TENSOR_V2: {
-        if (a->n < 4 || m->v[a->items[0]].kind != PV_STORAGE || !is_int(m, a->items[1]) || m->v[a->items[1]].i < 0 ||
-            !int_tuple(m, a->items[2]) || !int_tuple(m, a->items[3]) || m->v[a->items[2]].n != m->v[a->items[3]].n)
+        if ((a->n != 6 && a->n != 7) || m->v[a->items[0]].kind != PV_STORAGE || !is_int(m, a->items[1]) ||
+            m->v[a->items[1]].i < 0 || !int_tuple(m, a->items[2]) || !int_tuple(m, a->items[3]) ||
+            m->v[a->items[2]].n != m->v[a->items[3]].n)
             return bad(m,
-                       "_rebuild_tensor_v2 takes (storage, offset, size, stride, ...): offset and sizes and strides "
-                       "non-negative ints, as many strides as sizes",
+                       "_rebuild_tensor_v2 takes (storage, offset, size, stride, requires_grad, hooks[, metadata]): "
+                       "offset and sizes and strides non-negative ints, as many strides as sizes",
                        NULL);
         uint32_t t;
         NF_TRY(new_value(m, PV_TENSOR, &t));
@@ -300,7 +320,7 @@ static nf_status memo_put(vm *m, uint64_t slot)
         uint32_t cap = m->memo_cap ? m->memo_cap : 64;
         while (cap <= slot) cap *= 2;
         uint32_t *g = realloc(m->memo, (size_t)cap * sizeof *g);
-        if (!g) return nf_common_nomem(m->err);
+        if (!g) return nf_common_nomem_in(m->err, m->where);
         for (uint32_t k = m->memo_cap; k < cap; k++) g[k] = UINT32_MAX;
         m->memo = g;
         m->memo_cap = cap;
@@ -456,6 +476,7 @@ typedef struct collector {
     vm *m;
     nf_torch_tensors *out;
     size_t cap;
+    uint64_t name_bytes; /* names and keys copied, all tensors together */
 } collector;
 
 static nf_status add_tensor(collector *c, const char *name, uint32_t id)
@@ -468,18 +489,25 @@ static nf_status add_tensor(collector *c, const char *name, uint32_t id)
         if (c->out->n >= cap)
             return nf_error_set(m->err, NF_ERR_INVALID, "%s: more than %u tensors", m->where, NF_SOURCE_MAX_TENSORS);
         nf_torch_tensor *g = realloc(c->out->t, cap * sizeof *g);
-        if (!g) return nf_common_nomem(m->err);
+        if (!g) return nf_common_nomem_in(m->err, m->where);
         c->out->t = g;
         c->cap = cap;
     }
+    const char *key = m->v[st->key].s;
+    c->name_bytes += strlen(name) + strlen(key) + 2;
+    if (c->name_bytes > NF_TORCH_PICKLE_MAX_NAME_BYTES)
+        return nf_error_set(m->err, NF_ERR_INVALID,
+                            "%s: tensor '%s': the names and storage keys of the tensors "
+                            "exceed the reader's cap of %llu bytes",
+                            m->where, name, (unsigned long long)NF_TORCH_PICKLE_MAX_NAME_BYTES);
     nf_torch_tensor *r = &c->out->t[c->out->n];
     memset(r, 0, sizeof *r);
     r->name = strdup(name);
-    r->storage_key = strdup(st->s);
+    r->storage_key = strdup(key);
     if (!r->name || !r->storage_key) {
         free(r->name);
         free(r->storage_key);
-        return nf_common_nomem(m->err);
+        return nf_common_nomem_in(m->err, m->where);
     }
     c->out->n++;
     r->dtype = st->dt;
@@ -493,20 +521,32 @@ static nf_status add_tensor(collector *c, const char *name, uint32_t id)
     return NF_OK;
 }
 
-/* The dict's tensors under prefix (dicts inside give dotted names).  A memo can make a dict hold
- * itself: the walk's own depth is capped as the containers' is. */
+/* The dict's tensors under prefix (dicts inside give dotted names).  The memo can make a dict hold
+ * itself, or two entries hold one dict (each level doubling the walk): a dict is walked once, and a
+ * second path to it refused, so the walk visits each value at most once. */
 static nf_status walk(collector *c, uint32_t dict, const char *prefix, unsigned depth)
 {
     vm *m = c->m;
     if (depth > NF_TORCH_PICKLE_MAX_DEPTH)
-        return nf_error_set(m->err, NF_ERR_INVALID, "%s: dicts nested deeper than %u (or holding themselves)", m->where,
+        return nf_error_set(m->err, NF_ERR_INVALID, "%s: dicts nested deeper than %u", m->where,
                             NF_TORCH_PICKLE_MAX_DEPTH);
+    if (m->v[dict].walked)
+        return nf_error_set(m->err, NF_ERR_INVALID,
+                            "%s: dict '%s' is reached a second time (a dict holding itself, or shared through the "
+                            "memo): not a state dict",
+                            m->where, prefix);
+    m->v[dict].walked = true;
     const pv *d = &m->v[dict];
     for (uint32_t k = 0; k + 1 < d->n; k += 2) {
         const pv *key = &m->v[d->items[k]];
         const uint32_t val = d->items[k + 1];
+        size_t bad_at = 0;
         if (key->kind != PV_STR)
             return nf_error_set(m->err, NF_ERR_INVALID, "%s: a state dict key that is not a string", m->where);
+        if (!key->s[0]) return nf_error_set(m->err, NF_ERR_INVALID, "%s: an empty key in dict '%s'", m->where, prefix);
+        if (!nf_utf8_valid((const uint8_t *)key->s, strlen(key->s), &bad_at))
+            return nf_error_set(m->err, NF_ERR_INVALID, "%s: a key of dict '%s' is not UTF-8 (byte %zu of the key)",
+                                m->where, prefix, bad_at);
         const size_t plen = strlen(prefix), klen = strlen(key->s), len = plen + (plen ? 1 : 0) + klen;
         if (len > NF_SOURCE_MAX_NAME_BYTES)
             return nf_error_set(m->err, NF_ERR_INVALID, "%s: tensor name '%.64s...' longer than %u bytes", m->where,
@@ -538,34 +578,92 @@ void nf_source_torch_tensors_free(nf_torch_tensors *ts)
     ts->n = 0;
 }
 
-nf_status nf_source_torch_pickle(const uint8_t *p, size_t n, const char *where, nf_torch_tensors *out, nf_error *err)
+static void vm_free(vm *m)
 {
-    memset(out, 0, sizeof *out);
-    if (n > NF_TORCH_PICKLE_MAX_BYTES)
-        return nf_error_set(err, NF_ERR_INVALID, "%s: %zu bytes of pickle, more than the reader's cap of %llu", where,
-                            n, (unsigned long long)NF_TORCH_PICKLE_MAX_BYTES);
-    vm m = {.p = p, .n = n, .where = where, .err = err};
+    for (uint32_t k = 0; k < m->nv; k++) {
+        free(m->v[k].s);
+        free(m->v[k].items);
+    }
+    free(m->v);
+    free(m->stack);
+    free(m->memo);
+}
+
+/* Runs one pickle from p[0]: *result its value (of kind want), *used its bytes through STOP. */
+static nf_status run(vm *m, pv_kind want, const char *what, uint32_t *result, size_t *used)
+{
     nf_status st = NF_OK;
     bool done = false;
-    uint32_t memo_next = 0, result = 0;
-    while (st == NF_OK && !done) st = step(&m, &done, &memo_next);
-    if (st == NF_OK && (m.sp != 1 || m.v[m.stack[0]].kind != PV_DICT))
-        st = nf_error_set(err, NF_ERR_INVALID, "%s: the pickle does not build one dict (a state dict of tensors)",
-                          where);
-    if (st == NF_OK && m.at != n)
+    uint32_t memo_next = 0;
+    if (m->n > NF_TORCH_PICKLE_MAX_BYTES) m->n = NF_TORCH_PICKLE_MAX_BYTES;
+    while (st == NF_OK && !done) st = step(m, &done, &memo_next);
+    if (st == NF_OK && (m->sp != 1 || m->v[m->stack[0]].kind != want))
+        st = nf_error_set(m->err, NF_ERR_INVALID, "%s: the pickle does not build one %s", m->where, what);
+    if (st == NF_OK) {
+        *result = m->stack[0];
+        *used = m->at;
+    }
+    return st;
+}
+
+nf_status nf_source_torch_pickle(const uint8_t *p, size_t n, const char *where, bool legacy, size_t *used,
+                                 nf_torch_tensors *out, nf_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (!legacy && n > NF_TORCH_PICKLE_MAX_BYTES)
+        return nf_error_set(err, NF_ERR_INVALID, "%s: %zu bytes of pickle, more than the reader's cap of %llu", where,
+                            n, (unsigned long long)NF_TORCH_PICKLE_MAX_BYTES);
+    vm m = {.p = p, .n = n, .where = where, .err = err, .legacy = legacy};
+    uint32_t result = 0;
+    nf_status st = run(&m, PV_DICT, "dict (a state dict of tensors)", &result, used);
+    if (st == NF_OK && !legacy && m.at != n)
         st = nf_error_set(err, NF_ERR_INVALID, "%s: byte %zu: %zu bytes after STOP", where, m.at, n - m.at);
     if (st == NF_OK) {
-        result = m.stack[0];
-        collector c = {&m, out, 0};
+        collector c = {&m, out, 0, 0};
         st = walk(&c, result, "", 0);
     }
-    for (uint32_t k = 0; k < m.nv; k++) {
-        free(m.v[k].s);
-        free(m.v[k].items);
-    }
-    free(m.v);
-    free(m.stack);
-    free(m.memo);
+    vm_free(&m);
     if (st != NF_OK) nf_source_torch_tensors_free(out);
+    return st;
+}
+
+nf_status nf_source_torch_sys_info(const uint8_t *p, size_t n, const char *where, size_t *used, nf_error *err)
+{
+    vm m = {.p = p, .n = n, .where = where, .err = err, .legacy = true};
+    uint32_t d = 0;
+    nf_status st = run(&m, PV_DICT, "dict (the stream's sys_info)", &d, used);
+    bool little = false;
+    for (uint32_t k = 0; st == NF_OK && k + 1 < m.v[d].n; k += 2) {
+        const pv *key = &m.v[m.v[d].items[k]], *val = &m.v[m.v[d].items[k + 1]];
+        if (key->kind == PV_STR && !strcmp(key->s, "little_endian")) little = val->kind == PV_BOOL && val->i == 1;
+    }
+    if (st == NF_OK && !little)
+        st = nf_error_set(err, NF_ERR_INVALID,
+                          "%s: sys_info does not say little_endian: True (the storages' bytes are read little-endian)",
+                          where);
+    vm_free(&m);
+    return st;
+}
+
+nf_status nf_source_torch_keys(const uint8_t *p, size_t n, const char *where, size_t *used, char ***keys, size_t *nkeys,
+                               nf_error *err)
+{
+    *keys = NULL;
+    *nkeys = 0;
+    vm m = {.p = p, .n = n, .where = where, .err = err, .legacy = true};
+    uint32_t l = 0;
+    nf_status st = run(&m, PV_LIST, "list (the stream's storage keys)", &l, used);
+    if (st == NF_OK && m.v[l].n > NF_SOURCE_MAX_TENSORS)
+        st = nf_error_set(err, NF_ERR_INVALID, "%s: more than %u storage keys", where, NF_SOURCE_MAX_TENSORS);
+    if (st == NF_OK && !(*keys = calloc(m.v[l].n ? m.v[l].n : 1, sizeof **keys))) st = nf_common_nomem_in(err, where);
+    for (uint32_t k = 0; st == NF_OK && k < m.v[l].n; k++) {
+        const pv *key = &m.v[m.v[l].items[k]];
+        if (key->kind != PV_STR || strlen(key->s) > NF_TORCH_PICKLE_MAX_KEY_BYTES)
+            st = nf_error_set(err, NF_ERR_INVALID, "%s: storage key %u is not a string of at most %u bytes", where, k,
+                              NF_TORCH_PICKLE_MAX_KEY_BYTES);
+        else if (!((*keys)[k] = strdup(key->s))) st = nf_common_nomem_in(err, where);
+        else (*nkeys)++;
+    }
+    vm_free(&m);
     return st;
 }

@@ -11,6 +11,7 @@
 
 #include "common/checked.h"
 #include "common/fail.h"
+#include "source/inflate.h"
 
 #define EOCD_MIN 22u
 #define EOCD_SEARCH (EOCD_MIN + 65535u)
@@ -28,15 +29,15 @@ static nf_status zbad(const src_file *f, uint64_t at, const char *what, nf_error
     return nf_error_set(err, NF_ERR_INVALID, "%s: zip byte %llu: %s", f->path, (unsigned long long)at, what);
 }
 
-static int cmp_member(const void *a, const void *b)
+int nf_source_zip_cmp_member(const void *a, const void *b)
 {
     return strcmp(((const nf_zip_member *)a)->name, ((const nf_zip_member *)b)->name);
 }
 
-static int cmp_data(const void *a, const void *b)
+static int cmp_local(const void *a, const void *b)
 {
     const nf_zip_member *x = *(const nf_zip_member *const *)a, *y = *(const nf_zip_member *const *)b;
-    return x->data < y->data ? -1 : x->data > y->data;
+    return x->local < y->local ? -1 : x->local > y->local;
 }
 
 void nf_source_zip_free(nf_zip *z)
@@ -51,7 +52,7 @@ void nf_source_zip_free(nf_zip *z)
 const nf_zip_member *nf_source_zip_find(const nf_zip *z, const char *name)
 {
     nf_zip_member key = {.name = (char *)name};
-    return bsearch(&key, z->m, z->n, sizeof *z->m, cmp_member);
+    return bsearch(&key, z->m, z->n, sizeof *z->m, nf_source_zip_cmp_member);
 }
 
 /* The central directory's place: *cd its offset, *cd_size its bytes, *count its entries, and
@@ -91,6 +92,7 @@ static nf_status find_directory(src_file *f, uint64_t *cd, uint64_t *cd_size, ui
     if (eocd < 20) return zbad(f, eocd, "no zip64 locator before the end record", err);
     NF_TRY(nf_source_file_read(f, eocd - 20, loc, 20, err));
     if (rd(loc, 4) != 0x07064b50) return zbad(f, eocd - 20, "no zip64 locator before the end record", err);
+    if (rd(loc + 4, 4) != 0 || rd(loc + 16, 4) != 1) return zbad(f, eocd - 20, "a multi-disk archive", err);
     const uint64_t r = rd(loc + 8, 8);
     if (r > eocd - 20 || eocd - 20 - r < 56) return zbad(f, eocd - 20, "the zip64 record lies outside the file", err);
     NF_TRY(nf_source_file_read(f, r, rec, 56, err));
@@ -151,41 +153,46 @@ static nf_status read_entries(src_file *f, nf_zip *z, const uint8_t *d, uint64_t
             return zbad(f, at, "a member name empty, too long or holding a NUL byte", err);
         if (method == 0 && csize != usize) return zbad(f, at, "a stored member whose two sizes differ", err);
         /* the local header places the data: 30 bytes, its own name and extra field */
-        uint8_t lh[30];
-        if (local > f->size || f->size - local < 30) return zbad(f, at, "a local header outside the file", err);
-        NF_TRY(nf_source_file_read(f, local, lh, 30, err));
+        uint8_t lh[30 + NF_SOURCE_MAX_NAME_BYTES];
+        if (local > f->size || f->size - local < 30 + nlen) return zbad(f, at, "a local header outside the file", err);
+        NF_TRY(nf_source_file_read(f, local, lh, 30 + (size_t)nlen, err));
         if (rd(lh, 4) != 0x04034b50) return zbad(f, local, "no local header where the directory says", err);
+        if (rd(lh + 26, 2) != nlen || memcmp(lh + 30, e + 46, (size_t)nlen) != 0)
+            return zbad(f, local, "the local header names another member than the directory does", err);
         const uint64_t data = local + 30 + rd(lh + 26, 2) + rd(lh + 28, 2);
         if (data > f->size || csize > f->size - data)
             return zbad(f, local, "a member's data runs past the end of the file", err);
         nf_zip_member *m = &z->m[z->n];
         if (!(m->name = strndup((const char *)e + 46, (size_t)nlen))) return nf_common_nomem_in(err, f->path);
         z->n++;
+        m->local = local;
         m->data = data;
         m->csize = csize;
         m->size = usize;
         m->method = (unsigned)method;
+        m->crc32 = (uint32_t)rd(e + 16, 4);
         p += 46 + nlen + xlen + clen;
     }
     return NF_OK;
 }
 
-/* Members may not overlap each other or the central directory. */
-static nf_status check_overlaps(src_file *f, nf_zip *z, uint64_t cd, uint64_t cd_size, nf_error *err)
+/* A member (its local header, name, extra field and data) may not overlap another, and every
+ * member lies before the central directory, which the zip64 records and the end record follow. */
+static nf_status check_overlaps(src_file *f, nf_zip *z, uint64_t cd, nf_error *err)
 {
     const nf_zip_member **by = malloc((z->n ? z->n : 1) * sizeof *by);
     if (!by) return nf_common_nomem_in(err, f->path);
     for (size_t i = 0; i < z->n; i++) by[i] = &z->m[i];
-    qsort(by, z->n, sizeof *by, cmp_data);
+    qsort(by, z->n, sizeof *by, cmp_local);
     nf_status st = NF_OK;
     char what[NF_ERROR_MESSAGE_MAX / 2];
     for (size_t i = 0; st == NF_OK && i < z->n; i++) {
-        const uint64_t end = by[i]->data + by[i]->csize;
-        if (i + 1 < z->n && end > by[i + 1]->data) {
+        const uint64_t end = by[i]->data + by[i]->csize; /* <= the file's size, checked when read */
+        if (i + 1 < z->n && end > by[i + 1]->local) {
             snprintf(what, sizeof what, "members '%.200s' and '%.200s' overlap", by[i]->name, by[i + 1]->name);
-            st = zbad(f, by[i + 1]->data, what, err);
-        } else if (by[i]->data < cd + cd_size && end > cd) {
-            snprintf(what, sizeof what, "member '%.200s' overlaps the central directory", by[i]->name);
+            st = zbad(f, by[i + 1]->local, what, err);
+        } else if (end > cd) {
+            snprintf(what, sizeof what, "member '%.200s' reaches into the central directory", by[i]->name);
             st = zbad(f, cd, what, err);
         }
     }
@@ -213,9 +220,22 @@ nf_status nf_source_zip_open(src_file *f, nf_zip *z, nf_error *err)
     if (st == NF_OK) st = read_entries(f, z, d, cd_size, cd, count, err);
     free(d);
     if (st == NF_OK) {
-        qsort(z->m, z->n, sizeof *z->m, cmp_member);
-        st = check_overlaps(f, z, cd, cd_size, err);
+        qsort(z->m, z->n, sizeof *z->m, nf_source_zip_cmp_member);
+        st = check_overlaps(f, z, cd, err);
     }
     if (st != NF_OK) nf_source_zip_free(z);
+    return st;
+}
+
+nf_status nf_source_zip_read(src_file *f, const nf_zip_member *m, void *buf, size_t len, nf_error *err)
+{
+    if (len != m->size)
+        return nf_error_set(err, NF_ERR_USAGE, "%s: member %s read with a wrong length", f->path, m->name);
+    if (m->method == 0) return nf_source_file_read(f, m->data, buf, len, err);
+    const nf_inflate_member im = {m->name, m->data, m->csize, m->size, m->crc32};
+    nf_inflate_pool *p = nf_source_inflate_new();
+    if (!p) return nf_common_nomem_in(err, f->path);
+    nf_status st = nf_source_inflate_read(p, f, &im, 0, buf, len, err);
+    nf_source_inflate_free(p);
     return st;
 }
