@@ -149,18 +149,26 @@ for d in $qdialects; do
     done
 done
 
-# the same weights as a PyTorch checkpoint (torch.save's zip, stored members; issue 27), to q4, in
-# turn with the safetensors one: the ratio is what reading PyTorch costs
-python3 "$here/bench/st_to_torch.py" "$tmp/checkpoint/model.safetensors" "$tmp/pytorch" 2>/dev/null ||
-    python3 "$here/bench/st_to_torch.py" "$(ls "$tmp/checkpoint/"*.safetensors | head -1)" "$tmp/pytorch"
+# the same weights as a PyTorch checkpoint (torch.save's zip, stored members; and the legacy stream
+# before PyTorch 1.6; issue 27), to q4, in turn with the safetensors one: the ratio is what reading
+# PyTorch costs
+st_file=$(ls "$tmp/checkpoint/"*.safetensors | head -1)
+python3 "$here/bench/st_to_torch.py" "$st_file" "$tmp/pytorch"
+python3 "$here/bench/st_to_torch.py" "$st_file" "$tmp/pytorch_legacy" --legacy
 cp "$tmp/checkpoint/"*.json "$tmp/pytorch/"
-pt_bytes=$(stat -c %s "$tmp/pytorch/pytorch_model.bin")
-for t in $tcounts; do
-    ex --ratio --label "convert PyTorch --format q4_g64_fp16 -j $t" --bytes "$pt_bytes" --weights "$weights" -- \
-        "$bin/ninfer-convert" "$tmp/pytorch" -o "$tmp/d.ninfer" --format q4_g64_fp16 --threads "$t" --force \
-        --progress=never --next --label "convert BF16 --format q4_g64_fp16 -j $t" --bytes "$src_bytes" \
-        --weights "$weights" -- "$bin/ninfer-convert" "$tmp/checkpoint" -o "$tmp/d.ninfer" --format q4_g64_fp16 \
-        --threads "$t" --force --progress=never
+cp "$tmp/checkpoint/"*.json "$tmp/pytorch_legacy/"
+for kind in pytorch pytorch_legacy; do
+    pt_bytes=$(stat -c %s "$tmp/$kind/pytorch_model.bin")
+    label=PyTorch
+    [ "$kind" = pytorch ] || label="PyTorch legacy"
+    for t in $tcounts; do
+        ex --ratio --label "convert $label --format q4_g64_fp16 -j $t" \
+            --bytes "$pt_bytes" --weights "$weights" -- \
+            "$bin/ninfer-convert" "$tmp/$kind" -o "$tmp/d.ninfer" --format q4_g64_fp16 --threads "$t" --force \
+            --progress=never --next --label "convert BF16 --format q4_g64_fp16 -j $t" --bytes "$src_bytes" \
+            --weights "$weights" -- "$bin/ninfer-convert" "$tmp/checkpoint" -o "$tmp/d.ninfer" --format q4_g64_fp16 \
+            --threads "$t" --force --progress=never
+    done
 done
 
 # the artifact with its report, for verify and dequant

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """The tensors of a safetensors file written again as torch.save writes a state dict (zip, stored
-members; tests/cli/gen_torch.py's layout), one storage per tensor: the PyTorch row of make bench.
+members; tests/cli/gen_torch.py's layout), or as the legacy stream before PyTorch 1.6 (--legacy),
+one storage per tensor: the PyTorch rows of make bench.
 
-usage: st_to_torch.py MODEL.safetensors OUT_DIR   (writes OUT_DIR/pytorch_model.bin and copies nothing else)
+usage: st_to_torch.py MODEL.safetensors OUT_DIR [--legacy]
+       (writes OUT_DIR/pytorch_model.bin and copies nothing else)
 """
 import collections
 import json
@@ -26,7 +28,7 @@ class RawStorage(g.Storage):
         return self.raw
 
 
-def main(src, out):
+def main(src, out, legacy=False):
     with open(src, 'rb') as f:
         n = struct.unpack('<Q', f.read(8))[0]
         head = json.loads(f.read(n))
@@ -42,12 +44,16 @@ def main(src, out):
             for d in reversed(shape):
                 stride.insert(0, acc)
                 acc *= d
-            state[name] = g.Tensor(RawStorage(str(i), cls, raw, (end - b) // size), 0, shape, stride)
+            kind = g.LegacyTensor if legacy else g.Tensor
+            state[name] = kind(RawStorage(str(i), cls, raw, (end - b) // size), 0, shape, stride)
     os.makedirs(out, exist_ok=True)
-    g.save(os.path.join(out, 'pytorch_model.bin'), state, stem='pytorch_model')
+    if legacy:
+        g.save_legacy(os.path.join(out, 'pytorch_model.bin'), state)
+    else:
+        g.save(os.path.join(out, 'pytorch_model.bin'), state, stem='pytorch_model')
 
 
 if __name__ == '__main__':
-    if len(sys.argv) != 3:
+    if len(sys.argv) not in (3, 4) or (len(sys.argv) == 4 and sys.argv[3] != '--legacy'):
         sys.exit(__doc__)
-    main(sys.argv[1], sys.argv[2])
+    main(sys.argv[1], sys.argv[2], len(sys.argv) == 4)

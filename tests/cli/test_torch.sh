@@ -68,6 +68,34 @@ v = [float(i % 251) - 125.0 for i in range(256 * 256)]
 s = g.Storage('0', 'FloatStorage', v)
 st = collections.OrderedDict([('t', g.Tensor(s, 0, (256, 256), (1, 256))), ('w', g.Tensor(s, 0, (256, 256), (256, 1)))])
 g.save(os.path.join(d, 'good.bin'), st, deflate=True)
+# zeros in a member: zlib's last output comes after its last input byte (a read there must go on)
+z = g.Storage('0', 'FloatStorage', [0.0] * 262176)
+g.save(os.path.join(d, 'zeros.bin'), collections.OrderedDict([('w', g.Tensor(z, 0, (262176,), (1,)))]), deflate=True)
+# a step slice and a permuted stack of a deflated member (inflated whole for them), a step slice stored
+s3 = g.Storage('1', 'FloatStorage', v[:4 * 8 * 16])
+views = collections.OrderedDict([('step', g.Tensor(s, 0, (256, 128), (256, 2))),
+                                 ('perm', g.Tensor(s3, 0, (16, 4, 8), (1, 128, 16)))])
+g.save(os.path.join(d, 'views.bin'), views, deflate=True)
+g.save(os.path.join(d, 'views_stored.bin'), views)
+# a member inflating to more than its directory entry says (the CRC being that of what it says)
+class Longer(g.Storage):
+    def data(self):
+        return struct.pack('<2000f', *(v[:1000] + [-1.0] * 1000))
+g.save(os.path.join(d, 'over.bin'), collections.OrderedDict([('w', g.Tensor(Longer('0', 'FloatStorage', v[:1000]), 0, (10, 100), (100, 1)))]), deflate=True)
+b = bytearray(open(os.path.join(d, 'over.bin'), 'rb').read())
+crc = zlib.crc32(struct.pack('<1000f', *v[:1000]))
+lo = zipfile.ZipFile(os.path.join(d, 'over.bin')).getinfo('archive/data/0').header_offset
+struct.pack_into('<I', b, lo + 14, crc)
+struct.pack_into('<I', b, lo + 22, 4000)
+p = b.find(b'PK\x01\x02')
+while b[p + 46:p + 60] != b'archive/data/0':
+    p = b.find(b'PK\x01\x02', p + 4)
+struct.pack_into('<I', b, p + 16, crc)
+struct.pack_into('<I', b, p + 24, 4000)
+open(os.path.join(d, 'over.bin'), 'wb').write(bytes(b))
+# a transposed view of a deflated member larger than what such a view is read from (64 MiB)
+big = g.Storage('0', 'FloatStorage', [0.0] * (4097 * 4096))
+g.save(os.path.join(d, 'bigt.bin'), collections.OrderedDict([('w', g.Tensor(big, 0, (4096, 4097), (1, 4096)))]), deflate=True)
 b = open(os.path.join(d, 'good.bin'), 'rb').read()
 with zipfile.ZipFile(os.path.join(d, 'good.bin')) as z:
     i = z.getinfo('archive/data/0')
@@ -98,6 +126,24 @@ assert w == tuple(v)
 assert t == tuple(v[i + 256 * j] for i in range(256) for j in range(256))
 PY
 refused "$work/dfl/corrupt.bin" "corrupt.bin: member archive/data/0: corrupt deflate data"
+refused "$work/dfl/over.bin" "over.bin: member archive/data/0: the deflate stream inflates to more than the directory's size"
+refused "$work/dfl/bigt.bin" "tensor 'w': a strided view of deflated member archive/data/0 of 67125248 bytes, more than the 67108864"
+run 0 "$bin/ninfer-convert" "$work/dfl/zeros.bin" -o "$work/zeros.ninfer" --format fp32
+run 0 "$bin/ninfer-diff" "$work/zeros.ninfer" "$work/dfl/zeros.bin"
+contains "$work/out" "same"
+for f in views views_stored; do
+    run 0 "$bin/ninfer-convert" "$work/dfl/$f.bin" -o "$work/$f.ninfer" --format fp32 --threads 2
+    run 0 "$bin/ninfer-dequant" "$work/$f.ninfer" step -o "$work/step.f32"
+    run 0 "$bin/ninfer-dequant" "$work/$f.ninfer" perm -o "$work/perm.f32"
+    python3 - "$work/step.f32" "$work/perm.f32" <<'PY' && ok || bad "$f: a step slice's and a permuted stack's values"
+import struct, sys
+v = [float(i % 251) - 125.0 for i in range(256 * 256)]
+step = struct.unpack('<32768f', open(sys.argv[1], 'rb').read())
+perm = struct.unpack('<512f', open(sys.argv[2], 'rb').read())
+assert step == tuple(v[256 * i + 2 * j] for i in range(256) for j in range(128))
+assert perm == tuple(v[i + 128 * j + 16 * k] for i in range(16) for j in range(4) for k in range(8))
+PY
+done
 refused "$work/dfl/crc.bin" "crc.bin: member archive/data/0: CRC-32 differs from the directory's"
 
 # zip64: every size and offset saturated, the zip64 end record and extra fields used
@@ -160,6 +206,7 @@ cases = {
                 + b'FloatStorage\nX\x01\x00\x00\x000X\x03\x00\x00\x00cpuK\x01tQK\x00K\x01\x85K\x01\x85tRs.',
     'emptykey': b'\x80\x02}X\x01\x00\x00\x00a}X\x00\x00\x00\x00Nss.',
     'nonutf8': b'\x80\x02}X\x02\x00\x00\x00a\xffNs.',
+    'bigstr': b'\x80\x02X' + struct.pack('<I', 65 << 20) + b'a' * (65 << 20) + b'.',
 }
 for name, pkl in cases.items():
     with zipfile.ZipFile(os.path.join(d, name + '.bin'), 'w') as z:
@@ -179,6 +226,7 @@ refused "$work/p/persid6.bin" "a persistent id that is not ('storage', <storage 
 refused "$work/p/rebuild4.bin" "_rebuild_tensor_v2 takes (storage, offset, size, stride, requires_grad, hooks[, metadata])"
 refused "$work/p/emptykey.bin" "an empty key in dict 'a'"
 refused "$work/p/nonutf8.bin" "a key of dict '' is not UTF-8 (byte 1 of the key)"
+refused "$work/p/bigstr.bin" "byte 2: more string bytes than the reader's cap"
 # broken archives: cut short, two members over the same bytes
 python3 - "$t/one/pytorch_model.bin" "$work/z" <<'PY'
 import os, struct, sys

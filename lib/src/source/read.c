@@ -39,6 +39,8 @@ static nf_status storage_read(const nf_source *s, const src_tensor *st, uint64_t
                               nf_error *err)
 {
     const src_file *f = &s->files[st->pub.file];
+    if (st->inflate && st->stride)
+        return nf_source_inflate_read_whole(s->inflate, f, st->inflate, st->inflate_at + at, buf, len, err);
     if (st->inflate) return nf_source_inflate_read(s->inflate, f, st->inflate, st->inflate_at + at, buf, len, err);
     return nf_source_file_read(f, st->pub.offset + at, buf, len, err);
 }
@@ -59,9 +61,45 @@ static uint64_t view_position(const src_tensor *st, uint64_t element)
     return pos;
 }
 
-/* Elements [e, e + n) read one run of the storage at a time: along a row when its stride is 1,
- * down the columns when rows [ra, rb) are whole and the first dimension's stride is 1 (a
- * transposed matrix), else element by element. */
+/* At most SRC_READ_CHUNK bytes of elements [e, e + m): when the storage span they lie in is at most
+ * GATHER_SPAN times their bytes (a step slice, columns with small gaps between rows), the span is
+ * read once and the elements picked from it; else each run along a row with stride 1, or each
+ * element, is read on its own. */
+#define GATHER_SPAN 8u
+static nf_status gather_batch(const nf_source *s, const src_tensor *st, uint64_t e, uint64_t m, uint8_t *out,
+                              nf_error *err)
+{
+    const nf_source_tensor *t = &st->pub;
+    const uint64_t es = t->block_bytes, cols = t->rank ? t->shape[t->rank - 1] : 1;
+    const uint64_t last = t->rank ? st->stride[t->rank - 1] : 1;
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (uint64_t k = 0; k < m; k++) {
+        const uint64_t p = view_position(st, e + k);
+        if (p < lo) lo = p;
+        if (p > hi) hi = p;
+    }
+    if (m > 0 && hi - lo < GATHER_SPAN * m) {
+        uint8_t *span = malloc((size_t)((hi - lo + 1) * es));
+        if (!span) return nf_common_nomem_in(err, s->files[t->file].path);
+        nf_status rc = storage_read(s, st, lo * es, span, (size_t)((hi - lo + 1) * es), err);
+        for (uint64_t k = 0; rc == NF_OK && k < m; k++)
+            memcpy(out + k * es, span + (view_position(st, e + k) - lo) * es, (size_t)es);
+        free(span);
+        return rc;
+    }
+    for (uint64_t k = 0; k < m;) {
+        const uint64_t c = (e + k) % cols;
+        uint64_t run = 1;
+        if (last == 1) run = cols - c < m - k ? cols - c : m - k;
+        NF_TRY(storage_read(s, st, view_position(st, e + k) * es, out + k * es, (size_t)(run * es), err));
+        k += run;
+    }
+    return NF_OK;
+}
+
+/* Elements [e, e + n): down the columns when rows [ra, rb) are whole and the first dimension's
+ * stride is 1 (a transposed matrix: one read per column of the rows), else in batches
+ * (gather_batch). */
 static nf_status gather_elements(const nf_source *s, const src_tensor *st, uint64_t e, uint64_t n, uint8_t *out,
                                  nf_error *err)
 {
@@ -86,12 +124,11 @@ static nf_status gather_elements(const nf_source *s, const src_tensor *st, uint6
         free(col);
         return rc;
     }
+    const uint64_t batch = SRC_READ_CHUNK / es;
     for (uint64_t k = 0; k < n;) {
-        const uint64_t c = (e + k) % cols;
-        uint64_t run = 1;
-        if (last == 1) run = cols - c < n - k ? cols - c : n - k;
-        NF_TRY(storage_read(s, st, view_position(st, e + k) * es, out + k * es, (size_t)(run * es), err));
-        k += run;
+        const uint64_t m = n - k < batch ? n - k : batch;
+        NF_TRY(gather_batch(s, st, e + k, m, out + k * es, err));
+        k += m;
     }
     return NF_OK;
 }

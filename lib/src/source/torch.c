@@ -124,6 +124,13 @@ static nf_status add_one(nf_source *s, size_t fi, const nf_zip *z, const char *s
                             f->path, tt->name, (unsigned long long)tt->offset, last == UINT64_MAX ? ">" : "+",
                             (unsigned long long)(last == UINT64_MAX ? tt->storage_numel : last), tt->storage_key,
                             (unsigned long long)tt->storage_numel);
+    if (m->method != 0 && strided && m->size > NF_INFLATE_WHOLE_MAX)
+        return nf_error_set(err, NF_ERR_INVALID,
+                            "%s: tensor '%s': a strided view of deflated member %s of %llu bytes, more than the %llu "
+                            "a strided view of a deflated member is read from: not read by this version (store the "
+                            "archive's members, zip -0, or save the tensor contiguous)",
+                            f->path, tt->name, member, (unsigned long long)m->size,
+                            (unsigned long long)NF_INFLATE_WHOLE_MAX);
     if (m->method != 0) NF_TRY(inflated_member(s, f, m, u, err));
     src_tensor *st;
     NF_TRY(nf_source_add_tensor(s, f->path, &st, err));

@@ -65,6 +65,7 @@ typedef struct vm {
     uint32_t *memo; /* UINT32_MAX: empty */
     uint32_t memo_cap;
     uint64_t items; /* container items held, all containers together */
+    uint64_t chars; /* string bytes copied, all strings together */
     bool legacy;    /* the stream before PyTorch 1.6: persistent ids carry a sixth field */
 } vm;
 
@@ -178,6 +179,8 @@ static nf_status str_value(vm *m, uint64_t len, uint32_t *out)
 {
     const uint8_t *q;
     if (len > m->n - m->at || !take(m, (size_t)len, &q)) return bad(m, "a string runs past the end", NULL);
+    m->chars += len;
+    if (m->chars > NF_TORCH_PICKLE_MAX_STRING_BYTES) return bad(m, "more string bytes than the reader's cap", NULL);
     NF_TRY(new_value(m, PV_STR, out));
     if (!(m->v[*out].s = strndup((const char *)q, (size_t)len))) return nf_common_nomem_in(m->err, m->where);
     if (strlen(m->v[*out].s) != len) return bad(m, "a string holds a NUL byte", NULL);

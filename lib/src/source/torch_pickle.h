@@ -14,13 +14,14 @@
 #include <ninfer/source.h>
 
 /* Caps (docs/security.md 2.6): a pickle bomb is refused within them, naming the byte. */
-#define NF_TORCH_PICKLE_MAX_BYTES ((uint64_t)256 << 20)     /* data.pkl */
-#define NF_TORCH_PICKLE_MAX_VALUES (1u << 22)               /* objects built */
-#define NF_TORCH_PICKLE_MAX_MEMO (1u << 22)                 /* memo slots */
-#define NF_TORCH_PICKLE_MAX_DEPTH 64u                       /* nesting of containers */
-#define NF_TORCH_PICKLE_MAX_ITEMS (1u << 24)                /* items of all containers together */
-#define NF_TORCH_PICKLE_MAX_KEY_BYTES 256u                  /* a storage key (torch writes "0", "1", ...) */
-#define NF_TORCH_PICKLE_MAX_NAME_BYTES ((uint64_t)64 << 20) /* tensor names and keys copied out */
+#define NF_TORCH_PICKLE_MAX_BYTES ((uint64_t)256 << 20)       /* data.pkl */
+#define NF_TORCH_PICKLE_MAX_VALUES (1u << 22)                 /* objects built */
+#define NF_TORCH_PICKLE_MAX_MEMO (1u << 22)                   /* memo slots */
+#define NF_TORCH_PICKLE_MAX_DEPTH 64u                         /* nesting of containers */
+#define NF_TORCH_PICKLE_MAX_ITEMS (1u << 24)                  /* items of all containers together */
+#define NF_TORCH_PICKLE_MAX_KEY_BYTES 256u                    /* a storage key (torch writes "0", "1", ...) */
+#define NF_TORCH_PICKLE_MAX_NAME_BYTES ((uint64_t)64 << 20)   /* tensor names and keys copied out */
+#define NF_TORCH_PICKLE_MAX_STRING_BYTES ((uint64_t)64 << 20) /* the pickle's strings, all together */
 
 typedef struct nf_torch_tensor {
     char *name;        /* dotted path of the dict keys */
