@@ -968,7 +968,7 @@ static void kernels(uint64_t e)
         }
     free(src_f16);
     src_f16 = NULL;
-    nf_method_params imp = {importance, S.cols, false};
+    nf_method_params imp = {.importance = importance, .importance_len = S.cols};
     bench_encode("grouped_search -> q4_g64_fp16", NF_METHOD_GROUPED_SEARCH, "q4_g64_fp16", NF_SRC_BF16, NULL);
     bench_encode("grouped_search -> q4_g64_fp16 +importance", NF_METHOD_GROUPED_SEARCH, "q4_g64_fp16", NF_SRC_BF16,
                  &imp);
