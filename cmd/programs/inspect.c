@@ -47,10 +47,11 @@ static const nf_program program = {
     "methods that made the tensors (from provenance).\n"
     "\n"
     "FILE may also be a source CHECKPOINT: a .safetensors file, a *.safetensors.index.json, a\n"
-    "checkpoint directory or a .gguf file (told apart by content: a file starting with NINFER\\0\n"
-    "is an artifact).  Its summary lists the files, the safetensors __metadata__ or the GGUF\n"
-    "version, alignment, data offset and key/values, the companion files (config.json,\n"
-    "tokenizer.json, ...) and every tensor (dtype, shape, offset, bytes) with totals per dtype.\n"
+    "checkpoint directory, a .gguf file or a PyTorch pytorch_model.bin (told apart by content:\n"
+    "a file starting with NINFER\\0 is an artifact).  Its summary lists the files, the\n"
+    "safetensors __metadata__ or the GGUF version, alignment, data offset and key/values, the\n"
+    "companion files (config.json, tokenizer.json, ...) and every tensor (dtype, shape, offset,\n"
+    "bytes) with totals per dtype.\n"
     "--tensor NAME [--stats] shows one tensor; --objects, --bindings, --uses and --words are for\n"
     "artifacts only.  Only headers are read unless --stats asks for tensor data.",
     options,

@@ -109,18 +109,18 @@ static nf_status add_one(nf_source *s, size_t fi, const nf_zip *z, const char *s
                             "elements",
                             f->path, tt->name, (unsigned long long)tt->offset, (unsigned long long)elements,
                             tt->storage_key, (unsigned long long)tt->storage_numel);
-    /* a strided view: its last element's position, and no more elements than its storage has
-     * after the offset (a view whose elements overlap, a broadcast, is not a checkpoint's) */
+    /* a strided view: its last element's position inside the storage (no more elements than the
+     * storage has after the offset, checked above, so t->bytes stays inside the member) */
     const bool strided = elements && !contiguous(tt);
     uint64_t last = 0;
     for (uint32_t k = 0; strided && k < tt->rank; k++) {
         uint64_t step;
         if (!nf_mul_u64(tt->size[k] - 1, tt->stride[k], &step) || !nf_add_u64(last, step, &last)) last = UINT64_MAX;
     }
-    if (strided && (last >= tt->storage_numel - tt->offset || elements > tt->storage_numel - tt->offset))
+    if (strided && last >= tt->storage_numel - tt->offset)
         return nf_error_set(err, NF_ERR_INVALID,
                             "%s: tensor '%s': its strided view (offset %llu, last element %s%llu) leaves its storage "
-                            "'%s' of %llu elements, or holds more elements than it",
+                            "'%s' of %llu elements",
                             f->path, tt->name, (unsigned long long)tt->offset, last == UINT64_MAX ? ">" : "+",
                             (unsigned long long)(last == UINT64_MAX ? tt->storage_numel : last), tt->storage_key,
                             (unsigned long long)tt->storage_numel);
