@@ -474,7 +474,24 @@ bool nf_cli_recipe_args_init(nf_cli_recipe_args *a, int argc)
     a->sources = calloc(n, sizeof *a->sources);
     a->allow_paths = calloc(n, sizeof *a->allow_paths);
     a->allow_env = calloc(n, sizeof *a->allow_env);
-    return a->sources && a->allow_paths && a->allow_env;
+    a->method_programs = calloc(n, sizeof *a->method_programs);
+    a->programs = calloc(n, sizeof *a->programs);
+    return a->sources && a->allow_paths && a->allow_env && a->method_programs && a->programs;
+}
+
+nf_status nf_cli_method_programs(nf_cli_recipe_args *a, nf_error *err)
+{
+    for (size_t i = 0; i < a->nmethod_programs; i++) {
+        const char *arg = a->method_programs[i], *eq = strchr(arg, '=');
+        char *name = strndup(arg, (size_t)(eq - arg));
+        if (!name) return nf_common_nomem(err);
+        a->programs[a->nprograms++] = (nf_method_program){name, eq + 1, a->method_timeout};
+        NF_TRY(nf_method_program_check_name(name, err));
+        for (size_t k = 0; k + 1 < a->nprograms; k++)
+            if (!strcmp(a->programs[k].name, name))
+                return nf_error_set(err, NF_ERR_USAGE, "--method-program %s: given twice", name);
+    }
+    return NF_OK;
 }
 
 void nf_cli_recipe_args_free(nf_cli_recipe_args *a)
@@ -482,6 +499,9 @@ void nf_cli_recipe_args_free(nf_cli_recipe_args *a)
     free(a->sources);
     free(a->allow_paths);
     free(a->allow_env);
+    free(a->method_programs);
+    for (size_t i = 0; i < a->nprograms; i++) free((char *)a->programs[i].name);
+    free(a->programs);
     memset(a, 0, sizeof *a);
 }
 

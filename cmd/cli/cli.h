@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include <ninfer/error.h>
+#include <ninfer/method_program.h>
 
 #include "common/pool.h"
 
@@ -260,9 +261,19 @@ int nf_cli_stale_temp(const nf_cli *cli, const char *path, long pid, bool remove
 typedef struct nf_cli_recipe_args {
     const char **sources, **allow_paths, **allow_env;
     size_t nsources, nallow_paths, nallow_env;
+    /* --method-program NAME=COMMAND (repeatable) and --method-timeout SECONDS; programs is
+     * what nf_cli_method_programs makes of them (nf_recipe_options.programs) */
+    const char **method_programs;
+    size_t nmethod_programs;
+    unsigned method_timeout;
+    nf_method_program *programs;
+    size_t nprograms;
 } nf_cli_recipe_args;
 
 bool nf_cli_recipe_args_init(nf_cli_recipe_args *a, int argc);
+/* a->programs from --method-program NAME=COMMAND and --method-timeout (docs/method-programs.md 2);
+ * NF_ERR_USAGE for a name nf_method_program_check_name refuses or one given twice. */
+nf_status nf_cli_method_programs(nf_cli_recipe_args *a, nf_error *err);
 void nf_cli_recipe_args_free(nf_cli_recipe_args *a);
 /* Apply the --source and --allow-path arguments to a loaded recipe (--allow-env is given to
  * nf_recipe_load_ex: it decides how the recipe's paths expand). */

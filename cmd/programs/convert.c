@@ -114,6 +114,14 @@ static const nf_option options[] = {
     NF_OPT_TAGGED(PLAN_RECORDS,
                   NF_OPT_LIST_FIELDS(convert_opts, ra.allow_env, ra.nallow_env, NF_CHECK_NONEMPTY, "a variable name",
                                      "allow-env", 0, "NAME", "let ${NAME} in the recipe's paths expand (repeatable)")),
+    NF_OPT_TAGGED(PLAN_OK, NF_OPT_LIST_FIELDS(convert_opts, ra.method_programs, ra.nmethod_programs, NF_CHECK_KEY_VALUE,
+                                              NULL, "method-program", 0, "NAME=COMMAND",
+                                              "let the recipe's `method: NAME` run COMMAND, one per thread, no shell "
+                                              "(repeatable; docs/method-programs.md)")),
+    NF_OPT_TAGGED(PLAN_OK, NF_OPT_UINT_FIELDS(convert_opts, ra.method_timeout, 1, 604800, "seconds", "method-timeout",
+                                              0, "SECONDS",
+                                              "the longest a method program may take to answer one chunk (default "
+                                              "300)")),
     NF_OPT_TAGGED(PLAN_OK, NF_OPT_UINT_FIELDS(convert_opts, threads, 1, NF_CLI_MAX_THREADS, NULL, "threads", 'j', "N",
                                               "encoding threads (default: every core)")),
     NF_OPT_TAGGED(PLAN_RECORDS, NF_OPT_CALLBACK_FIELDS(on_max_file_bytes, NF_ARG_REQUIRED, "max-file-bytes", 0, "BYTES",
@@ -394,6 +402,22 @@ static nf_status derived_id(const nf_plan *plan, const char *epoch, const conver
 
 static int build_plan(const nf_cli *cli, convert_opts *opts, bool warn, nf_recipe **recipe, nf_plan **plan);
 
+/* --method-program NAME=COMMAND as the recipe's options take them; COMMAND is recorded in the
+ * provenance as text, so it must be UTF-8 (exit 2 otherwise). */
+static int method_programs(const nf_cli *cli, nf_cli_recipe_args *ra)
+{
+    nf_error err;
+    if (ra->method_timeout && !ra->nmethod_programs)
+        return nf_cli_usage(cli, "--method-timeout belongs to --method-program NAME=COMMAND");
+    for (size_t i = 0; i < ra->nmethod_programs; i++) {
+        int rc = check_utf8(cli, "--method-program", ra->method_programs[i],
+                            "the artifact's provenance records the command as text; give one that is");
+        if (rc != NF_EXIT_OK) return rc;
+    }
+    if (nf_cli_method_programs(ra, &err) != NF_OK) return nf_cli_report(cli, &err);
+    return NF_EXIT_OK;
+}
+
 /* --preset: the choice per tensor (docs/presets.md), into opts->prun; an exit status.  A tensor
  * whose type no ninfer format holds is refused here (exit 1), not left to a default. */
 static int prepare_preset(const nf_cli *cli, convert_opts *opts)
@@ -486,7 +510,8 @@ static int build_plan(const nf_cli *cli, convert_opts *opts, bool warn, nf_recip
                                 "give --no-resources, or a recipe",
                                 nf_cli_line(too_big).s, (unsigned long long)(QUICK_RESOURCE_MAX >> 20));
         }
-        nf_status st = nf_recipe_parse(text, len, "(quick mode)", NULL, recipe, &err);
+        nf_recipe_options qo = {.programs = opts->ra.programs, .nprograms = opts->ra.nprograms};
+        nf_status st = nf_recipe_parse_ex(text, len, "(quick mode)", NULL, &qo, recipe, &err);
         free(text);
         if (st == NF_OK && opts->nrules && !opts->rule_labels &&
             (opts->rule_labels = calloc(opts->nrules, sizeof(char *))))
@@ -513,7 +538,7 @@ static int build_plan(const nf_cli *cli, convert_opts *opts, bool warn, nf_recip
             opts->no_resources || opts->preset || opts->imatrix)
             return nf_cli_usage(cli, "--format, --target-bpw, --preset, --imatrix, --method, --rule, --requantize and "
                                      "--no-resources belong to quick mode (SOURCE --format FORMAT)");
-        nf_recipe_options ro = {opts->ra.allow_env, opts->ra.nallow_env};
+        nf_recipe_options ro = {opts->ra.allow_env, opts->ra.nallow_env, opts->ra.programs, opts->ra.nprograms};
         if (nf_recipe_load_ex(opts->recipe, &ro, recipe, &err) != NF_OK) return nf_cli_report(cli, &err);
     }
     if (nf_cli_recipe_apply(*recipe, &opts->ra, &err) != NF_OK) return nf_cli_report(cli, &err);
@@ -708,6 +733,7 @@ int main(int argc, char **argv)
     nf_error err;
     int rc = nf_cli_parse(&cli, &program, argc, argv, &opts, &done);
     if (rc != NF_EXIT_OK || done) goto out;
+    if ((rc = method_programs(&cli, &opts.ra)) != NF_EXIT_OK) goto out;
     if (opts.plan) {
         rc = plan_mode(&cli, &opts);
         goto out;

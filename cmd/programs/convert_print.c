@@ -176,6 +176,19 @@ int convert_print_plan(const nf_cli *cli, const json_t *plan)
            " bytes\n",
            json_integer_value(json_object_get(tot, "objects")), json_integer_value(json_object_get(tot, "elements")),
            json_integer_value(json_object_get(tot, "bytes")));
+    /* each method program the plan starts, its command and its files' digests */
+    json_t *mp;
+    json_array_foreach(json_object_get(plan, "method_programs"), i, mp)
+    {
+        printf("method program %s:", nf_cli_name(json_string_value(json_object_get(mp, "name"))).s);
+        size_t k;
+        json_t *w;
+        json_array_foreach(json_object_get(mp, "command"), k, w) printf(" %s", nf_cli_line(json_string_value(w)).s);
+        printf("\n");
+        json_array_foreach(json_object_get(mp, "files"), k, w)
+            printf("  sha256 %s  %s\n", json_string_value(json_object_get(w, "sha256")),
+                   nf_cli_line(json_string_value(json_object_get(w, "path"))).s);
+    }
     const json_t *budget = json_object_get(plan, "budget");
     return budget ? print_budget(cli, budget) : NF_EXIT_OK;
 }

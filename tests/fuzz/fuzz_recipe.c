@@ -104,7 +104,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     nf_error err;
     nf_error_clear(&err);
     static const char *const allowed[] = {"MODEL_DIR", "MODEL_GGUF", "NINFER_FUZZ_EMPTY", "HOME"};
-    nf_recipe_options opt = {allowed, sizeof allowed / sizeof allowed[0]};
+    nf_recipe_options opt = {.allow_env = allowed, .nallow_env = sizeof allowed / sizeof allowed[0]};
     nf_status st = nf_recipe_parse_ex((const char *)data, size, "fuzz.yaml", "/nonexistent/ninfer-fuzz", &opt, &r,
                                       &err);
     fz_note("nf_recipe_parse", st == NF_OK, err.message);

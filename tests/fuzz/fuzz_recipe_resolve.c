@@ -142,7 +142,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t n = 0;
     size_t used = make_tensors(data, size, &n);
     static const char *const env[] = {"MODEL_DIR", "MODEL_GGUF"};
-    nf_recipe_options opt = {env, 2};
+    nf_recipe_options opt = {.allow_env = env, .nallow_env = 2};
     nf_recipe *r = NULL;
     nf_error err;
     nf_error_clear(&err);

@@ -65,7 +65,7 @@ static nf_status plan_with(const char *text, const char *const *sources, const c
                            const char *const *env, size_t nenv, nf_error *err)
 {
     char *name = sw_path(rdir, "r.yaml");
-    nf_recipe_options opt = {env, nenv};
+    nf_recipe_options opt = {.allow_env = env, .nallow_env = nenv};
     nf_recipe *r = NULL;
     nf_status st = nf_recipe_parse_ex(text, strlen(text), name, rdir, &opt, &r, err);
     free(name);

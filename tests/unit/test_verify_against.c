@@ -95,7 +95,7 @@ static char *write_recipe(const char *name, const char *source, bool with_resour
 static char *convert(const char *recipe_path)
 {
     const char *allow[] = {ENV_VAR};
-    nf_recipe_options ro = {allow, 1};
+    nf_recipe_options ro = {.allow_env = allow, .nallow_env = 1};
     nf_recipe *r = NULL;
     nf_plan *p = NULL;
     nf_error err;

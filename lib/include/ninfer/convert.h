@@ -137,6 +137,11 @@ typedef struct nf_verify_against_opts {
      * out; files_end 0: no such restriction.  With objects too, an object must be in both.  A
      * range the artifact's file table does not hold is a problem.  Added last, after objects. */
     size_t files_first, files_end;
+    /* The method programs the caller gives again (--method-program): an object whose provenance
+     * records a method program is re-derived only by the program of that name given here, and
+     * only when its files' digest is the recorded one (docs/method-programs.md 5).  Added last. */
+    const nf_method_program *programs;
+    size_t nprograms;
 } nf_verify_against_opts;
 
 /* What was compared besides the problems (ninfer-verify prints it). */

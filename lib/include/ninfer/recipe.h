@@ -33,6 +33,7 @@
 #include <stdint.h>
 
 #include <ninfer/error.h>
+#include <ninfer/method_program.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -168,6 +169,10 @@ typedef struct nf_recipe {
     bool drop_gguf_metadata;
     /* budget: (docs/recipes.md, "Budgets").  Added last. */
     nf_recipe_budget budget;
+    /* The method programs the command line allowed (nf_recipe_options.programs), owned copies,
+     * in the order given: what the planner starts for a `method:` that names one.  Added last. */
+    nf_method_program *programs;
+    size_t nprograms;
 } nf_recipe;
 
 /* What the command line allows a recipe (docs/security.md 1.3; docs/security.md 7.1, F2).
@@ -177,6 +182,11 @@ typedef struct nf_recipe {
 typedef struct nf_recipe_options {
     const char *const *allow_env; /* names of the variables ${VAR} may expand (--allow-env) */
     size_t nallow_env;
+    /* The method programs the command line gave (--method-program NAME=COMMAND): `method:` may
+     * name these besides the built-in methods, and the recipe keeps a copy of them
+     * (nf_recipe.programs) for the planner.  Added last. */
+    const nf_method_program *programs;
+    size_t nprograms;
 } nf_recipe_options;
 
 /* Parse a recipe file ("-" reads stdin; a name ending in ".zst" is decompressed).  The file's

@@ -316,7 +316,7 @@ static nf_status derive_recipe(nf_artifact *a, const char *source, const nf_sour
  * the recipe's paths expand). */
 static nf_status load_recipe(const nf_verify_against_opts *o, nf_recipe **out, nf_error *err)
 {
-    nf_recipe_options ro = {o->allow_env, o->nallow_env};
+    nf_recipe_options ro = {o->allow_env, o->nallow_env, o->programs, o->nprograms};
     NF_TRY(nf_recipe_load_ex(o->recipe, &ro, out, err));
     NF_TRY(nf_recipe_set_source(*out, "base", o->source, err));
     for (size_t i = 0; i < o->nsources; i++)

@@ -16,6 +16,17 @@
 
 #include "budget/sensitivity.h"
 #include "budget/solve.h"
+#include "mprog/mprog.h"
+
+/* The method id of an object a method program encodes (plan_object.program says which): past
+ * every built-in id, so no test for a built-in method matches it. */
+#define NF_PLAN_METHOD_PROGRAM ((nf_method_id)NF_METHOD_COUNT)
+
+/* The method's name as recipes, provenance and reports spell it. */
+static inline const char *nf_plan_method_name(nf_method_id id, const nf_mprog_spec *program)
+{
+    return program ? program->name : nf_method_name(id);
+}
 
 /* An opened source of the recipe. */
 typedef struct plan_source {
@@ -123,6 +134,7 @@ typedef struct plan_object {
     /* tensor */
     nf_geometry g;
     nf_method_id method;
+    const nf_mprog_spec *program; /* method NF_PLAN_METHOD_PROGRAM: the program (the plan's) */
     nf_method_params params;
     const json_t *with; /* recipe's with (borrowed) */
     char *source_dtype;
@@ -165,7 +177,9 @@ struct nf_plan {
      * address; with the members' tensors, what nf_plan_content_digest reads */
     const nf_source_tensor **companions;
     size_t ncompanions;
-    plan_budget *budget; /* the recipe's budget, or NULL */
+    plan_budget *budget;     /* the recipe's budget, or NULL */
+    nf_mprog_spec *programs; /* the recipe's method programs (nf_recipe.programs), ready to start */
+    size_t nprograms;
 };
 
 /* Convert one tensor's words into the rows of a words buffer (exec_jobs.c); a method's rows are

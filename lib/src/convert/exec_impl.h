@@ -55,6 +55,8 @@ typedef struct object_run {
                                   this many columns (ninfer/layout.h nf_colspan); 0: whole rows */
     uint64_t pending;        /* jobs not finished (under the runner's lock) */
     bool skip;               /* compare mode: the object is not re-derived */
+    bool whole;              /* a method program's: one job, every row of every member in order
+                                (chunk_rows at a time), on one worker (docs/method-programs.md 4) */
     nf_errstats *acc;        /* while jobs are pending (allocated by the first to finish) */
     nf_errstats_summary sum; /* once none is */
 } object_run;

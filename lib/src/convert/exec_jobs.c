@@ -3,6 +3,7 @@
  * measures the represented values for the report, and hands the bytes to the sink (the writer,
  * or the comparison with an artifact: nf_convert_compare_write). */
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
@@ -22,6 +23,7 @@
 #include "convert/exec_impl.h"
 #include "dialect/qweight_rows.h"
 #include "budget/werror.h"
+#include "method/measure.h"
 #include "stats/stats.h"
 
 /* A path as messages show it: shortened in the middle when long (common/io.h, docs/security.md 7.1, M8). */
@@ -262,6 +264,14 @@ nf_status nf_convert_plan_jobs(runner *r, nf_error *err)
         if (o->kind != NF_OBJECT_TENSOR) continue;
         run->chunk_rows = nf_geometry_chunk_rows(&o->g, r->chunk_values);
         uint64_t most;
+        if (o->program) {
+            /* one job: the program sees the tensor's rows in order, from one worker, so that
+             * what it carries from row to row is the same for any --threads */
+            run->whole = true;
+            run->pending = 1;
+            total += 1;
+            continue;
+        }
         if (spanned(o, r->chunk_values)) {
             /* a row longer than a chunk is cut into spans: memory stays bounded by the chunk
              * whatever the row's length (spans are multiples of NF_COLSPAN_ALIGN columns, the
@@ -642,6 +652,83 @@ static nf_status run_quant_span_job(runner *r, const job *j, const nf_words *w, 
     return NF_OK;
 }
 
+/* ---------------------------------------------------------------- method programs */
+static bool program_stop(void *ctx)
+{
+    runner *r = ctx;
+    return atomic_load(&r->failed) || (r->cancel && *r->cancel);
+}
+
+/* Rows [r0, r0 + n) of member m as binary32 values (what a program is sent). */
+static nf_status member_values(const plan_object *o, const plan_member *m, uint64_t r0, uint64_t n, float *values,
+                               nf_error *err)
+{
+    const size_t count = (size_t)(n * o->g.cols);
+    if (m->q) return nf_qweight_read_f32(m->source->src, m->q, r0, r0 + n, values, count, err);
+    return nf_source_read_f32(m->source->src, m->t, r0, r0 + n, values, count, err);
+}
+
+/* A method program's object: each member begun with its tensor header, then its rows chunk by
+ * chunk (cut where a stack's matrix ends, so a chunk has one importance vector); each answer is
+ * checked as imported words are (nf_words_check), measured and written. */
+static nf_status run_program_job(runner *r, size_t object, const nf_words *w, float *values, size_t nvalues,
+                                 nf_mprog_proc **procs, compare_ctx *cmp, nf_errstats *st, nf_error *err)
+{
+    const plan_object *o = &r->plan->objects[object];
+    const size_t pi = (size_t)(o->program - r->plan->programs);
+    if (!procs[pi]) NF_TRY(nf_mprog_start(o->program, program_stop, r, &procs[pi], err));
+    nf_mprog_proc *proc = procs[pi];
+    const nf_method_params *pa = &o->params;
+    const uint64_t k = o->g.cols, chunk = r->objs[object].chunk_rows;
+    for (size_t mi = 0; mi < o->nmembers; mi++) {
+        const plan_member *m = &o->members[mi];
+        const nf_mprog_tensor t = {m->t->name, o->g.format, m->rows, k, o->with, o->divisors ? o->divisors[0] : 0};
+        NF_TRY(nf_mprog_begin_tensor(proc, &t, err));
+        for (uint64_t r0 = 0; r0 < m->rows;) {
+            if (program_stop(r)) return nf_error_set(err, NF_ERR_IO, "interrupted");
+            uint64_t n = m->rows - r0 < chunk ? m->rows - r0 : chunk;
+            const float *imp = pa->importance;
+            if (imp && pa->importance_rows) {
+                const uint64_t per = pa->importance_rows, left = per - r0 % per;
+                n = n < left ? n : left;
+                imp += r0 / per * pa->importance_stride;
+            }
+            if (n * k > nvalues) return nf_error_set(err, NF_ERR_USAGE, "chunk buffer too small");
+            NF_TRY(member_values(o, m, r0, n, values, err));
+            nf_words view = *w;
+            view.rows = n;
+            if (o->divisors && view.divisors)
+                memcpy(view.divisors, o->divisors, (size_t)o->g.divisors * sizeof *o->divisors);
+            NF_TRY(nf_mprog_encode(proc, &t, r0, n, values, imp, &view, err));
+            NF_TRY_CTX(nf_words_check(&o->g, &view, r0, err), err,
+                       "method program '%s' (pid %ld): its answer to rows %" PRIu64 "..%" PRIu64
+                       " of tensor '%s' breaks the format's contract",
+                       o->program->name, nf_mprog_proc_pid(proc), r0, r0 + n - 1, m->t->name);
+            if (st) {
+                nf_src_rows src =
+                    {.name = m->t->name, .type = NF_SRC_F32, .first_row = r0, .rows = n, .cols = k, .data = values};
+                NF_TRY(nf_method_measure_words(o->g.format, &src, &view, st, err));
+            }
+            NF_TRY(put_rows(r, object, &view, m->parent_row0 + r0, cmp, err));
+            r0 += n;
+        }
+    }
+    return NF_OK;
+}
+
+/* The worker's programs at its end: each asked to exit (its answers all given), or killed when
+ * the run failed or was interrupted. */
+static void end_programs(runner *r, nf_mprog_proc **procs, size_t n)
+{
+    for (size_t i = 0; procs && i < n; i++) {
+        if (!procs[i]) continue;
+        nf_error err;
+        if (program_stop(r)) nf_mprog_proc_kill(procs[i]);
+        else if (nf_mprog_proc_finish(procs[i], &err) != NF_OK) fail(r, err.status, &err);
+    }
+    free(procs);
+}
+
 static void *worker(void *arg)
 {
     runner *r = arg;
@@ -677,7 +764,9 @@ static void *worker(void *arg)
     nf_words w = {0};
     size_t words_object = SIZE_MAX; /* the object w was allocated for */
     nf_error err;
-    if (!raw || !scales || !values || !decoded || !cmp.buf || (r->stats && !st)) {
+    /* this worker's method programs, started when it first meets an object of theirs */
+    nf_mprog_proc **procs = r->plan->nprograms ? calloc(r->plan->nprograms, sizeof *procs) : NULL;
+    if (!raw || !scales || !values || !decoded || !cmp.buf || (r->stats && !st) || (r->plan->nprograms && !procs)) {
         nf_error_set(&err, NF_ERR_NOMEM, "out of memory");
         fail(r, NF_ERR_NOMEM, &err);
         goto out;
@@ -704,7 +793,9 @@ static void *worker(void *arg)
             s = alloc_words(&o->g, &r->objs[j.object], &w, &err);
             if (s == NF_OK) words_object = j.object;
         }
-        if (s == NF_OK && r->objs[j.object].span_cols && o->method == NF_METHOD_IMPORT_ENCODED) {
+        if (s == NF_OK && r->objs[j.object].whole) {
+            s = run_program_job(r, j.object, &w, values, nv, procs, &cmp, st, &err);
+        } else if (s == NF_OK && r->objs[j.object].span_cols && o->method == NF_METHOD_IMPORT_ENCODED) {
             s = run_import_span_job(r, &j, &w, raw, (size_t)max_raw, scales, (size_t)max_scale, values, decoded, nv,
                                     &cmp, st, &err);
         } else if (s == NF_OK && r->objs[j.object].span_cols && nvfp4_quantizer(o->method)) {
@@ -727,6 +818,7 @@ static void *worker(void *arg)
         atomic_fetch_add(&r->done, 1);
     }
 out:
+    end_programs(r, procs, r->plan->nprograms);
     nf_words_free(&w);
     free(raw);
     free(scales);

@@ -34,9 +34,9 @@ static json_t *object_report(const nf_plan *p, const nf_errstats_summary *st, si
     json_t *srcs = json_array();
     for (size_t k = 0; k < o->nmembers; k++) json_array_append_new(srcs, json_string(o->members[k].t->name));
     json_t *rec = json_pack("{s:s,s:o,s:s,s:s,s:s,s:o,s:o,s:I}", "object", o->id, "sources", srcs, "method",
-                            nf_method_name(o->method), "format", o->g.format->name, "layout", o->g.layout->name,
-                            "method_parameters", o->with ? json_deep_copy(o->with) : json_object(), "shape", shape,
-                            "bytes", (json_int_t)o->g.bytes);
+                            nf_plan_method_name(o->method, o->program), "format", o->g.format->name, "layout",
+                            o->g.layout->name, "method_parameters", o->with ? json_deep_copy(o->with) : json_object(),
+                            "shape", shape, "bytes", (json_int_t)o->g.bytes);
     json_object_set_new(rec, "values_compared", json_integer((json_int_t)st->count));
     if (st->skipped) json_object_set_new(rec, "values_not_compared", json_integer((json_int_t)st->skipped));
     if (st->count) {

@@ -111,7 +111,9 @@ nf_status nf_convert_nvfp4_pass(nf_plan *p, nf_error *err)
     nf_status st = NF_OK;
     for (size_t i = 0; st == NF_OK && i < p->nobjects; i++) {
         plan_object *o = &p->objects[i];
-        bool nvfp4 = o->method == NF_METHOD_NVFP4_QUANTIZE || o->method == NF_METHOD_NVFP4_SEARCH;
+        /* a method program's nvfp4 tensor is given nvfp4_quantize's divisor (docs/method-programs.md 3.2) */
+        bool nvfp4 = o->method == NF_METHOD_NVFP4_QUANTIZE || o->method == NF_METHOD_NVFP4_SEARCH ||
+                     (o->program && o->g.format && o->g.format->category == NF_CAT_NVFP4);
         if (o->kind != NF_OBJECT_TENSOR || !nvfp4 || o->nmembers == 0) continue;
         if (!buf && !(buf = malloc(PASS_VALUES * sizeof *buf))) {
             st = nf_common_nomem(err);

@@ -31,6 +31,7 @@ typedef struct tensor_plan {
     const nf_format *fmt;
     const nf_layout *layout;
     nf_method_id method;
+    const nf_mprog_spec *program; /* method NF_PLAN_METHOD_PROGRAM: the program */
     nf_method_params params;
     plan_member member;
     uint64_t rows, cols;

@@ -525,6 +525,28 @@ static nf_status check_choice(const nf_recipe_choice *c, nf_method_id method, co
     return e->status;
 }
 
+/* What a method program can be given (docs/method-programs.md 3.2): rows of the format's whole
+ * blocks (nvfp4: of 16 values, gguf: of the type's block), and a row's values in one chunk. */
+static nf_status check_program_choice(const tensor_plan *tp, nf_error *e)
+{
+    const nf_format *f = tp->fmt;
+    const uint64_t k = tp->cols;
+    if (f->category == NF_CAT_GGUF && (f->block_values == 0 || k % f->block_values != 0))
+        return nf_error_set(e, NF_ERR_INVALID,
+                            "%s holds rows of whole %u-value blocks; this tensor's rows have %llu values", f->name,
+                            f->block_values, (unsigned long long)k);
+    if (f->category == NF_CAT_NVFP4 && k % 16 != 0)
+        return nf_error_set(e, NF_ERR_INVALID,
+                            "nvfp4 holds rows of whole 16-value blocks; this tensor's rows have %llu "
+                            "values",
+                            (unsigned long long)k);
+    if (k > NF_MPROG_MAX_ROW_VALUES)
+        return nf_error_set(e, NF_ERR_INVALID,
+                            "method program '%s' is sent whole rows, of at most %llu values; this tensor's have %llu",
+                            tp->program->name, (unsigned long long)NF_MPROG_MAX_ROW_VALUES, (unsigned long long)k);
+    return NF_OK;
+}
+
 nf_status nf_plan_method_params(nf_plan *p, const nf_recipe_choice *c, const nf_source_tensor *t, uint64_t cols,
                                 nf_method_params *params, nf_error *err)
 {
@@ -587,7 +609,12 @@ void nf_plan_tensor(nf_plan *p, const plan_source *s, tensor_plan *tp, problems 
         nf_plan_tensor_problem(probs, r, c, FIELD_LAYOUT, t, e.message);
         return;
     }
-    if (nf_method_find(c->method, &tp->method, &e) != NF_OK) {
+    tp->program = NULL;
+    for (size_t i = 0; i < p->nprograms; i++) /* a method program the command line gave */
+        if (!strcmp(p->programs[i].name, c->method)) tp->program = &p->programs[i];
+    if (tp->program) {
+        tp->method = NF_PLAN_METHOD_PROGRAM;
+    } else if (nf_method_find(c->method, &tp->method, &e) != NF_OK) {
         nf_plan_tensor_problem(probs, r, c, FIELD_METHOD, t, e.message);
         return;
     }
@@ -616,7 +643,7 @@ void nf_plan_tensor(nf_plan *p, const plan_source *s, tensor_plan *tp, problems 
         nf_plan_tensor_problem(probs, r, c, FIELD_METHOD, t, e.message);
         return;
     }
-    if (nf_method_check_target(tp->method, tp->fmt, &e) != NF_OK) {
+    if (!tp->program && nf_method_check_target(tp->method, tp->fmt, &e) != NF_OK) {
         /* a method and a format that do not fit: point at the method, and at the format when
          * another line chose it */
         char fwhere[NF_ERROR_MESSAGE_MAX / 4], mwhere[NF_ERROR_MESSAGE_MAX / 4];
@@ -660,10 +687,10 @@ void nf_plan_tensor(nf_plan *p, const plan_source *s, tensor_plan *tp, problems 
                      "stored quantized (%s): %s by %s would requantize it, and no rule names that method; %s%s%s "
                      "permit requantizing with a rule that names the method (e.g. `method: %s`), or --requantize in "
                      "quick mode",
-                     what, tp->fmt->name, nf_method_name(tp->method),
+                     what, tp->fmt->name, nf_plan_method_name(tp->method, tp->program),
                      target ? "import it exactly (`method: import_encoded`, into "
                             : "no format holds its words exactly;",
-                     target ? target : "", target ? "), or" : "", nf_method_name(tp->method));
+                     target ? target : "", target ? "), or" : "", nf_plan_method_name(tp->method, tp->program));
             nf_plan_tensor_problem(probs, r, c, FIELD_METHOD, t, e.message);
             return;
         }
@@ -673,8 +700,9 @@ void nf_plan_tensor(nf_plan *p, const plan_source *s, tensor_plan *tp, problems 
         m->raw = false;
         m->src_type = NF_SRC_F32;
         if (nf_plan_method_params(p, c, t, tp->cols, &tp->params, &e) != NF_OK ||
-            nf_method_check_params(tp->method, &tp->params, tp->cols, &e) != NF_OK ||
-            check_choice(c, tp->method, tp->fmt, &tp->params, &e) != NF_OK) {
+            (!tp->program && nf_method_check_params(tp->method, &tp->params, tp->cols, &e) != NF_OK) ||
+            (!tp->program && check_choice(c, tp->method, tp->fmt, &tp->params, &e) != NF_OK) ||
+            (tp->program && check_program_choice(tp, &e) != NF_OK)) {
             nf_plan_tensor_problem(probs, r, c, c->with ? FIELD_WITH : FIELD_METHOD, t, e.message);
             return;
         }
@@ -684,6 +712,14 @@ void nf_plan_tensor(nf_plan *p, const plan_source *s, tensor_plan *tp, problems 
             return;
         }
         m->raw = nf_src_type_lookup(t->type_name, &m->src_type);
+        if (tp->program && !t->convertible) {
+            snprintf(e.message, sizeof e.message,
+                     "method program '%s' is sent binary32 values, and source dtype %s cannot be read as values",
+                     tp->program->name, t->type_name);
+            nf_plan_tensor_problem(probs, r, c, FIELD_METHOD, t, e.message);
+            return;
+        }
+        if (tp->program) m->raw = false; /* a program is sent binary32 values (docs/method-programs.md 3.3) */
         if (!m->raw && !t->convertible) {
             snprintf(e.message, sizeof e.message, "source dtype %s cannot be read as values", t->type_name);
             nf_plan_tensor_problem(probs, r, c, FIELD_RULE, t, e.message);
@@ -693,8 +729,9 @@ void nf_plan_tensor(nf_plan *p, const plan_source *s, tensor_plan *tp, problems 
         /* Floating-point sources of grouped/fp8 methods are read as binary32 values either way;
          * raw words matter for cast_direct (NaN payloads, integers). */
         if (nf_plan_method_params(p, c, t, tp->cols, &tp->params, &e) != NF_OK ||
-            nf_method_check_params(tp->method, &tp->params, tp->cols, &e) != NF_OK ||
-            check_choice(c, tp->method, tp->fmt, &tp->params, &e) != NF_OK) {
+            (!tp->program && nf_method_check_params(tp->method, &tp->params, tp->cols, &e) != NF_OK) ||
+            (!tp->program && check_choice(c, tp->method, tp->fmt, &tp->params, &e) != NF_OK) ||
+            (tp->program && check_program_choice(tp, &e) != NF_OK)) {
             nf_plan_tensor_problem(probs, r, c, c->with ? FIELD_WITH : FIELD_METHOD, t, e.message);
             return;
         }

@@ -65,6 +65,8 @@ void nf_plan_free(nf_plan *p)
     }
     free(p->objects);
     free(p->companions);
+    for (size_t i = 0; i < p->nprograms; i++) nf_mprog_spec_free(&p->programs[i]);
+    free(p->programs);
     nf_budget_free(p->budget);
     for (size_t i = 0; i < p->nsources; i++) {
         nf_dialects_free(p->sources[i].dialects);
@@ -390,7 +392,13 @@ nf_status nf_plan_provenance_record(void *records, size_t i, const char **key, j
         return nf_common_nomem(err);
     }
     *key = o->id;
-    *value = json_pack("{s:s,s:o,s:o}", "method", nf_method_name(o->method), "with", with, "sources", srcs);
+    *value = json_pack("{s:s,s:o,s:o}", "method", nf_plan_method_name(o->method, o->program), "with", with, "sources",
+                       srcs);
+    /* a method program's command and the digests of its files (docs/method-programs.md 5) */
+    if (*value && o->program && json_object_set_new(*value, "program", nf_mprog_spec_describe(o->program)) != 0) {
+        json_decref(*value);
+        *value = NULL;
+    }
     return *value ? NF_OK : nf_common_nomem(err);
 }
 
@@ -451,14 +459,15 @@ static void add_group(nf_plan *p, size_t cap, const nf_recipe_group *grp, tensor
         tensor_plan *m = mem[k];
         mp = group_pos(grp, k);
         if (m->fmt != first->fmt || m->layout != first->layout || m->method != first->method ||
+            m->program != first->program ||
             !json_equal((json_t *)(m->c->with ? m->c->with : json_null()),
                         (json_t *)(first->c->with ? first->c->with : json_null()))) {
             nf_plan_add_problem(probs,
                                 "%s:%d:%d: groups[%zu].members[%zu]: group '%s': member '%s' has a different "
                                 "format, layout, method or with than '%s' (%s %s %s vs %s %s %s)",
                                 path, mp.line, mp.col, gi, k, grp->id, m->t->name, first->t->name, m->fmt->name,
-                                m->layout->name, nf_method_name(m->method), first->fmt->name, first->layout->name,
-                                nf_method_name(first->method));
+                                m->layout->name, nf_plan_method_name(m->method, m->program), first->fmt->name,
+                                first->layout->name, nf_plan_method_name(first->method, first->program));
             ok = false;
         }
         if (m->cols != first->cols) {
@@ -486,6 +495,7 @@ static void add_group(nf_plan *p, size_t cap, const nf_recipe_group *grp, tensor
     o->kind = NF_OBJECT_TENSOR;
     o->id = xstrdup(grp->id);
     o->method = first->method;
+    o->program = first->program;
     o->params = first->params;
     o->with = first->c->with;
     o->source_dtype = xstrdup(first->t->type_name);
@@ -535,6 +545,7 @@ static void add_single(nf_plan *p, size_t cap, tensor_plan *tp, problems *probs)
     o->kind = NF_OBJECT_TENSOR;
     o->id = xstrdup(tp->t->name);
     o->method = tp->method;
+    o->program = tp->program;
     o->params = tp->params;
     o->with = tp->c->with;
     o->source_dtype = xstrdup(tp->t->type_name);
@@ -587,6 +598,20 @@ nf_status nf_plan_binding_record(void *records, size_t i, const char **key, json
     return *value ? NF_OK : nf_common_nomem(err);
 }
 
+/* The method programs the command line gave, ready to start: split, found, digested
+ * (docs/method-programs.md 2). */
+static nf_status load_programs(nf_plan *p, nf_error *err)
+{
+    const nf_recipe *r = p->recipe;
+    if (!r->nprograms) return NF_OK;
+    if (!(p->programs = calloc(r->nprograms, sizeof *p->programs))) return nf_common_nomem(err);
+    for (size_t i = 0; i < r->nprograms; i++) {
+        p->nprograms++; /* (freed by nf_plan_free, whatever the init got to) */
+        NF_TRY(nf_mprog_spec_init(&p->programs[i], &r->programs[i], err));
+    }
+    return NF_OK;
+}
+
 nf_status nf_plan_build(const nf_recipe *recipe, nf_plan **out, nf_error *err)
 {
     return nf_plan_build_ex(recipe, NULL, out, err);
@@ -598,7 +623,8 @@ nf_status nf_plan_build_ex(const nf_recipe *recipe, const nf_plan_build_options 
     nf_plan *p = calloc(1, sizeof *p);
     if (!p) return nf_common_nomem(err);
     p->recipe = recipe;
-    nf_status st = open_sources(p, err);
+    nf_status st = load_programs(p, err);
+    if (st == NF_OK) st = open_sources(p, err);
     if (st != NF_OK) goto fail;
     const plan_source *base = nf_plan_base_source(p);
     size_t n = nf_source_tensor_count(base->src);
@@ -768,7 +794,7 @@ json_t *nf_plan_describe_object(const nf_plan *p, size_t i)
     double bpw = (double)o->g.bytes * 8.0 / (double)o->g.elements;
     json_t *obj = json_pack("{s:s,s:s,s:o,s:o,s:s,s:s,s:s,s:s,s:o,s:I,s:f}", "id", o->id, "kind", "tensor", "sources",
                             srcs, "shape", shape, "source_dtype", o->source_dtype, "format", o->g.format->name,
-                            "layout", o->g.layout->name, "method", nf_method_name(o->method), "with",
+                            "layout", o->g.layout->name, "method", nf_plan_method_name(o->method, o->program), "with",
                             o->with ? json_deep_copy(o->with) : json_object(), "bytes", (json_int_t)o->g.bytes,
                             "bits_per_weight", bpw);
     if (obj && o->note) json_object_set_new(obj, "note", json_string(o->note));
@@ -807,5 +833,15 @@ json_t *nf_plan_describe(const nf_plan *p)
                           "elements", (json_int_t)total_elements, "bytes", (json_int_t)total_bytes, "formats",
                           per_format);
     if (d && p->budget) json_object_set_new(d, "budget", nf_budget_describe(p->budget, &p->recipe->budget));
+    /* the method programs the plan starts: each command and its files' digests (what the
+     * provenance records, docs/method-programs.md 5) */
+    json_t *progs = p->nprograms ? json_array() : NULL;
+    for (size_t i = 0; progs && i < p->nprograms; i++) {
+        bool used = false;
+        for (size_t k = 0; k < p->nobjects && !used; k++) used = p->objects[k].program == &p->programs[i];
+        if (used) json_array_append_new(progs, nf_mprog_spec_describe(&p->programs[i]));
+    }
+    if (d && progs) json_object_set_new(d, "method_programs", progs);
+    else json_decref(progs);
     return d;
 }

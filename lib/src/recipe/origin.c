@@ -152,7 +152,7 @@ nf_status nf_recipe_from_origin(const json_t *origin, const char *where, nf_reci
     const char *key;
     const json_t *v;
     json_object_foreach((json_t *)vars, key, v) names[i++] = key;
-    nf_recipe_options ro = {names, nvars};
+    nf_recipe_options ro = {.allow_env = names, .nallow_env = nvars};
     nf_recipe *r = NULL;
     nf_error local;
     nf_status st = nf_recipe_parse_with(text, json_string_length(json_object_get(origin, "text")),

@@ -141,6 +141,11 @@ void nf_recipe_free(nf_recipe *r)
 {
     if (!r) return;
     recipe_impl *impl = (recipe_impl *)r;
+    for (size_t i = 0; i < r->nprograms; i++) {
+        free((char *)r->programs[i].name);
+        free((char *)r->programs[i].command);
+    }
+    free(r->programs);
     free(r->path);
     free(r->dir);
     for (size_t i = 0; i < r->nsources; i++) {
@@ -195,6 +200,30 @@ void nf_recipe_free(nf_recipe *r)
     free(impl);
 }
 
+/* The method programs the command line gave, kept by the recipe for the planner: checked
+ * names (nf_method_program_check_name), each given once. */
+static nf_status copy_programs(nf_recipe *r, const nf_recipe_options *opt, nf_error *err)
+{
+    if (!opt->nprograms) return NF_OK;
+    if (!opt->programs) return nf_error_set(err, NF_ERR_USAGE, "nf_recipe_options: programs missing");
+    r->programs = calloc(opt->nprograms, sizeof *r->programs);
+    if (!r->programs) return nf_common_nomem(err);
+    for (size_t i = 0; i < opt->nprograms; i++) {
+        const nf_method_program *m = &opt->programs[i];
+        NF_TRY(nf_method_program_check_name(m->name, err));
+        if (!m->command) return nf_error_set(err, NF_ERR_USAGE, "--method-program %s: missing command", m->name);
+        for (size_t k = 0; k < i; k++)
+            if (!strcmp(opt->programs[k].name, m->name))
+                return nf_error_set(err, NF_ERR_USAGE, "--method-program %s: given twice", m->name);
+        nf_method_program *c = &r->programs[r->nprograms++];
+        c->timeout = m->timeout;
+        c->name = strdup(m->name);
+        c->command = strdup(m->command);
+        if (!c->name || !c->command) return nf_common_nomem(err);
+    }
+    return NF_OK;
+}
+
 nf_status nf_recipe_parse(const char *text, size_t len, const char *name, const char *dir, nf_recipe **out,
                           nf_error *err)
 {
@@ -210,7 +239,7 @@ nf_status nf_recipe_parse_ex(const char *text, size_t len, const char *name, con
 nf_status nf_recipe_parse_with(const char *text, size_t len, const char *name, const char *dir,
                                const nf_recipe_options *opt, const json_t *values, nf_recipe **out, nf_error *err)
 {
-    static const nf_recipe_options none = {NULL, 0};
+    static const nf_recipe_options none = {NULL, 0, NULL, 0};
     if (!out) return nf_error_set(err, NF_ERR_USAGE, "nf_recipe_parse: missing output argument");
     *out = NULL;
     if (!text && len) return nf_error_set(err, NF_ERR_USAGE, "nf_recipe_parse: missing text");
@@ -238,6 +267,7 @@ nf_status nf_recipe_parse_with(const char *text, size_t len, const char *name, c
     }
     /* What the recipe may read, to begin with: its own directory (docs/recipes.md) */
     nf_status st = dir ? nf_recipe_add_root(impl, dir, "the recipe's directory", false, err) : NF_OK;
+    if (st == NF_OK) st = copy_programs(r, p.opt, err);
     ynode *root = NULL;
     if (st == NF_OK) st = nf_recipe_yn_parse(text ? text : "", len, name, &root, err);
     if (st == NF_OK) st = parse_root(&p, root);

@@ -144,6 +144,8 @@ nf_status nf_recipe_get_method(parser *p, const ynode *n, const char *ctx, char 
     const char *s = NULL;
     NF_TRY(nf_recipe_get_string(p, n, ctx, "a method name", &s));
     nf_method_id id;
+    for (size_t i = 0; i < p->opt->nprograms; i++) /* a method program the command line gave */
+        if (p->opt->programs[i].name && !strcmp(p->opt->programs[i].name, s)) return nf_recipe_dup_into(p, s, out);
     if (nf_method_find(s, &id, NULL) != NF_OK) {
         char list[160] = "";
         size_t used = 0;
@@ -152,7 +154,10 @@ nf_status nf_recipe_get_method(parser *p, const ynode *n, const char *ctx, char 
             if (k < 0 || (size_t)k >= sizeof list - used) break;
             used += (size_t)k;
         }
-        return nf_recipe_pfail(p, n->pos, "%s: unknown method '%s' (expected one of: %s)", ctx, s, list);
+        return nf_recipe_pfail(p, n->pos,
+                               "%s: unknown method '%s' (expected one of: %s; or a method program the command "
+                               "line gives with --method-program %s=COMMAND, docs/method-programs.md)",
+                               ctx, s, list, s);
     }
     return nf_recipe_dup_into(p, s, out);
 }

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include <ninfer/format.h>
+#include <ninfer/method.h>
 
 #include "common/fail.h"
 #include "common/strset.h"
@@ -58,6 +59,27 @@ static void describe_json(const json_t *v, char *out, size_t size)
     snprintf(out, size, "a value");
 }
 
+/* A method program's parameters are its own (passed on as JSON, docs/method-programs.md 3); only
+ * `imatrix`, which the converter reads for it, must name a source. */
+static bool check_program_with(const json_t *with, char *why, size_t why_size, size_t *bad_index, bool *bad_value)
+{
+    size_t i = 0;
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)with, key, v)
+    {
+        *bad_index = i++;
+        if (!strcmp(key, "imatrix") && (!json_is_string(v) || json_string_length(v) == 0)) {
+            char got[96];
+            describe_json(v, got, sizeof got);
+            snprintf(why, why_size, "imatrix: expected a source name or a path, got %s", got);
+            *bad_value = true;
+            return false;
+        }
+    }
+    return true;
+}
+
 bool nf_recipe_check_with(const char *method, const json_t *with, char *why, size_t why_size, size_t *bad_index,
                           bool *bad_value)
 {
@@ -70,6 +92,9 @@ bool nf_recipe_check_with(const char *method, const json_t *with, char *why, siz
         return false;
     }
     if (json_object_size(with) == 0 || !method) return true;
+    nf_method_id id;
+    if (strcmp(method, NF_RECIPE_BUDGET) != 0 && nf_method_find(method, &id, NULL) != NF_OK)
+        return check_program_with(with, why, why_size, bad_index, bad_value);
     /* a tensor left to the budget: its with is for its grouped_search candidates */
     bool search = !strcmp(method, "grouped_search") || !strcmp(method, NF_RECIPE_BUDGET);
     /* ggml_quantize and nvfp4_search take only an importance matrix (docs/methods.md) */

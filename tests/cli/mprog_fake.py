@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""A method program that speaks docs/method-programs.md 3 with the standard library only, and
+misbehaves as its first argument says (tests/cli/test_method_program.sh):
+  order    valid words that depend on the row (code (row + col) % 3 - 1, scale 1.0): checks that
+           a tensor's chunks come in order, from row 0, and refuses otherwise
+  short    an answer one byte shorter than the words
+  code     a grouped code out of the format's range
+  nan      a NaN binary16 scale
+  die      exits with status 3 at its second chunk
+  segv     kills itself with SIGSEGV at its first chunk
+  hang     sleeps at its first chunk
+  flood    writes 3 MB on stderr at each chunk, then answers
+  chatter  prints a line on standard output before its first answer
+  refuse   answers an error frame
+  version  answers the hello with protocol 2
+  trailing writes a byte on standard output after its input ends
+  exit1    exits with status 1 after its input ends
+  params   refuses unless the tensor header's params are {"bits": 3, "note": "x"}
+  imp      refuses unless every chunk brings an importance vector of cols values"""
+import json
+import os
+import signal
+import struct
+import sys
+import time
+
+mode = sys.argv[1]
+inp, out = sys.stdin.buffer, sys.stdout.buffer
+
+
+def read(n):
+    b = b""
+    while len(b) < n:
+        k = inp.read(n - len(b))
+        if not k:
+            if mode == "trailing":
+                out.write(b"x")
+                out.flush()
+            sys.exit(1 if mode == "exit1" else 0)
+        b += k
+    return b
+
+
+def send(kind, payload):
+    out.write(b"NFMP" + struct.pack("<IQ", kind, len(payload)) + payload)
+    out.flush()
+
+
+fmt = None
+chunks = 0
+seen = 0
+while True:
+    magic, kind, length = struct.unpack("<4sIQ", read(16))
+    if kind == 1:
+        read(length)
+        send(1, struct.pack("<I", 2 if mode == "version" else 1))
+        continue
+    if kind == 2:
+        fmt = json.loads(read(length))
+        seen = 0
+        if mode == "params" and fmt["params"] != {"bits": 3, "note": "x"}:
+            send(4, ("params %r" % fmt["params"]).encode())
+        continue
+    first, n, k, has_imp = struct.unpack("<QQQQ", read(32))
+    read(n * k * 4)
+    if has_imp:
+        read(k * 4)
+    chunks += 1
+    if mode == "imp" and not has_imp:
+        send(4, b"no importance vector")
+        continue
+    if mode == "die" and chunks == 2:
+        sys.exit(3)
+    if mode == "segv":
+        os.kill(os.getpid(), signal.SIGSEGV)
+    if mode == "hang":
+        time.sleep(3600)
+    if mode == "flood":
+        sys.stderr.write(("flood " * 170 + "\n") * 3000)
+        sys.stderr.flush()
+    if mode == "chatter":
+        out.write(b"hello\n")
+        out.flush()
+    if mode == "refuse":
+        send(4, b"not today\n(second line)")
+        continue
+    if mode == "order" and first != seen:
+        send(4, ("rows from %d, expected %d" % (first, seen)).encode())
+        continue
+    seen = first + n
+    cat = fmt["category"]
+    if cat == "grouped":
+        g = (k + fmt["group_size"] - 1) // fmt["group_size"]
+        codes = bytes(((first + r + c) % 3 - 1) & 0xFF for r in range(n) for c in range(k)) if mode == "order" else bytes(n * k)
+        scale = 0x3C00 if mode == "order" else 0
+        if mode == "code":
+            codes = bytes([fmt["code_max"] + 1]) + codes[1:]
+            scale = 0x3C00
+        if mode == "nan":
+            scale = 0x7E00
+        words = codes + struct.pack("<H", scale) * (n * g)
+    elif cat == "fp8_row":
+        words = bytes(n * k) + bytes(2 * n)
+    elif cat == "nvfp4":
+        words = bytes(n * k) + bytes(n * k // 16)
+    elif cat == "gguf":
+        words = bytes(n * (k // fmt["block_values"]) * fmt["block_bytes"])
+    else:
+        words = bytes(n * k * fmt["word_bytes"])
+    if mode == "short":
+        words = words[:-1]
+    send(3, words)
