@@ -46,6 +46,12 @@ static const nf_option options[] = {
                     "SOURCE and --source paths; repeatable)"),
     NF_OPT_LIST_ROW(verify_opts, ra.allow_env, ra.nallow_env, NF_CHECK_NONEMPTY, "a variable name", "allow-env", 0,
                     "NAME", "with --recipe: let ${NAME} in the recipe's paths expand (repeatable)"),
+    NF_OPT_LIST_ROW(verify_opts, ra.method_programs, ra.nmethod_programs, NF_CHECK_KEY_VALUE, NULL, "method-program",
+                    0, "NAME=COMMAND",
+                    "with --against: run COMMAND for the objects method program NAME made (their recorded digest must "
+                    "match; repeatable; docs/method-programs.md)"),
+    NF_OPT_UINT_ROW(verify_opts, ra.method_timeout, 1, 604800, "seconds", "method-timeout", 0, "SECONDS",
+                    "with --method-program: the longest it may take to answer one chunk (default 300)"),
     NF_OPT_STRING_ROW(verify_opts, plan, "plan", 0, "PLAN.json",
                       "with --against and --task: the scale-out plan the artifact was converted by"),
     NF_OPT_STRING_ROW(verify_opts, task, "task", 0, "I",
@@ -61,6 +67,7 @@ static const nf_program program = {
     "ninfer-verify FILE... [--json] [--quick | --require-checksums] [--threads N]\n"
     "                     [--against SOURCE [--recipe R.yaml [--source NAME=PATH]... [--allow-path DIR]...\n"
     "                                        [--allow-env NAME]...]\n"
+    "                                       [--method-program NAME=COMMAND]... [--method-timeout SECONDS]\n"
     "                                       [--plan PLAN.json --task I|all]]",
     "Check .ninfer artifacts: structure (framing, JSON directory, files, object ranges, encoded\n"
     "sizes, references), words (every code and scale legal for its format, canonical padding, zero\n"
@@ -139,6 +146,8 @@ static nf_status verify_against(const char *path, const verify_opts *vo, nf_veri
             .threads = vo->threads,
             .files_first = vo->files_first,
             .files_end = vo->files_end,
+            .programs = vo->ra.programs,
+            .nprograms = vo->ra.nprograms,
         };
         if (vo->scaleout) { /* the plan of another artifact would name other objects' bytes */
             uint8_t id[16];
@@ -292,6 +301,10 @@ static int check_args(const nf_cli *cli, const verify_opts *vo)
     if (!vo->recipe && (vo->ra.nsources || vo->ra.nallow_paths || vo->ra.nallow_env))
         return nf_cli_usage(cli, "--source, --allow-path and --allow-env go with --recipe R.yaml: they say what the "
                                  "recipe may read and expand");
+    if ((vo->ra.nmethod_programs || vo->ra.method_timeout) && !vo->against)
+        return nf_cli_usage(cli, "--method-program and --method-timeout go with --against SOURCE");
+    if (vo->ra.method_timeout && !vo->ra.nmethod_programs)
+        return nf_cli_usage(cli, "--method-timeout belongs to --method-program NAME=COMMAND");
     if (cli->npositional == 0) return nf_cli_usage(cli, "no artifact given");
     if ((vo->plan || vo->task) && !(vo->plan && vo->task && vo->against))
         return nf_cli_usage(cli, "--plan PLAN.json and --task I (or all) go together, with --against SOURCE");
@@ -338,6 +351,8 @@ int main(int argc, char **argv)
     bool done = false;
     int rc = nf_cli_parse(&cli, &program, argc, argv, &vo, &done);
     if (rc == NF_EXIT_OK && !done) rc = check_args(&cli, &vo);
+    nf_error err;
+    if (rc == NF_EXIT_OK && !done && nf_cli_method_programs(&vo.ra, &err) != NF_OK) rc = nf_cli_report(&cli, &err);
     if (rc == NF_EXIT_OK && !done && vo.plan) rc = resolve_task(&cli, &vo);
     if (rc == NF_EXIT_OK && !done) rc = verify_files(&cli, &vo);
     nf_scaleout_free(vo.scaleout);

@@ -76,10 +76,14 @@ typedef struct derived {
     const char **selectors; /* rule i matches selectors[i] */
     nf_recipe_group *groups;
     json_t *config;
+    nf_mprog_spec *programs; /* the caller's method programs, digested (opts->programs) */
+    size_t nprograms;
 } derived;
 
 static void derived_free(derived *d)
 {
+    for (size_t i = 0; i < d->nprograms; i++) nf_mprog_spec_free(&d->programs[i]);
+    free(d->programs);
     for (size_t i = 0; i < d->recipe.ngroups; i++) free(d->groups[i].members);
     free(d->rules);
     free(d->selectors);
@@ -147,19 +151,51 @@ static nf_status filter_files(nf_artifact *a, const nf_verify_against_opts *o, j
 }
 
 /* Can this record be re-derived from SOURCE alone?  NULL when yes, else why not (into why). */
+/* A record of a method program (docs/method-programs.md 5): re-derivable only by the program of
+ * that name the caller gives again, whose files' digest is the one recorded.  NULL when so. */
+static const char *program_problem(const json_t *rec, const char *name, const nf_mprog_spec *progs, size_t nprogs,
+                                   char *why, size_t size)
+{
+    const nf_mprog_spec *given = NULL;
+    for (size_t i = 0; i < nprogs; i++)
+        if (!strcmp(progs[i].name, name)) given = &progs[i];
+    const json_t *prog = json_object_get(rec, "program");
+    const char *digest = json_string_value(json_object_get(prog, "digest"));
+    if (!given) {
+        snprintf(why, size,
+                 "made by method program '%s' (provenance.objects records no built-in method): give "
+                 "--method-program %s=COMMAND to run it again (docs/method-programs.md 5)",
+                 nf_esc(name).s, nf_esc(name).s);
+        return why;
+    }
+    if (!digest || strcmp(digest, given->digest) != 0) {
+        snprintf(why, size,
+                 "method program '%s': the command given (its words and files) has digest %s, provenance.objects "
+                 "records %s: not the program that made it (docs/method-programs.md 5)",
+                 nf_esc(name).s, given->digest, digest ? nf_esc(digest).s : "none");
+        return why;
+    }
+    return NULL;
+}
+
 static const char *record_problem(const nf_object *o, const json_t *rec, const nf_source *src, const char *source,
-                                  const json_t *used, char *why, size_t size)
+                                  const json_t *used, const nf_mprog_spec *progs, size_t nprogs, char *why,
+                                  size_t size)
 {
     const json_t *method = json_object_get(rec, "method"), *with = json_object_get(rec, "with");
     const json_t *srcs = json_object_get(rec, "sources");
-    nf_method_id mid;
-    if (!json_is_string(method) || nf_method_find(json_string_value(method), &mid, NULL) != NF_OK) {
+    nf_method_id mid = NF_PLAN_METHOD_PROGRAM;
+    const bool builtin = json_is_string(method) && nf_method_find(json_string_value(method), &mid, NULL) == NF_OK;
+    if (!builtin && json_is_string(method) && json_object_get(rec, "program") &&
+        nf_method_program_check_name(json_string_value(method), NULL) == NF_OK) {
+        if (program_problem(rec, json_string_value(method), progs, nprogs, why, size)) return why;
+    } else if (!builtin) {
         snprintf(why, size, "provenance.objects records no known method (%s)",
                  json_is_string(method) ? nf_esc(json_string_value(method)).s : "none");
         return why;
     }
     nf_error e;
-    if (nf_method_check_target(mid, o->format, &e) != NF_OK) {
+    if (builtin && nf_method_check_target(mid, o->format, &e) != NF_OK) {
         snprintf(why, size, "the recorded method cannot produce %s: %s", o->format->name, e.message);
         return why;
     }
@@ -179,6 +215,7 @@ static const char *record_problem(const nf_object *o, const json_t *rec, const n
                      nf_esc(source).s);
             return why;
         }
+        if (!builtin) continue; /* a program's parameters are its own */
         if (strcmp(key, "negative_scales") != 0 || !json_is_boolean(v) || mid != NF_METHOD_GROUPED_SEARCH) {
             snprintf(why, size, "cannot be re-derived: parameter '%s' of method %s is not one the converter takes",
                      nf_esc(key).s, nf_method_name(mid));
@@ -216,10 +253,16 @@ static const char *record_problem(const nf_object *o, const json_t *rec, const n
  * tensors (checked above), so none is read as a glob or a regular expression; nothing holds a
  * path but the command line's SOURCE, and the one component has an empty literal config, so no
  * config.json or resource is read either. */
-static nf_status derive_recipe(nf_artifact *a, const char *source, const nf_source *src, const json_t *want, derived *d,
-                               against_sink *s, nf_error *err)
+static nf_status derive_recipe(nf_artifact *a, const nf_verify_against_opts *opts, const nf_source *src,
+                               const json_t *want, derived *d, against_sink *s, nf_error *err)
 {
+    const char *source = opts->source;
     memset(d, 0, sizeof *d);
+    if (opts->nprograms && !(d->programs = calloc(opts->nprograms, sizeof *d->programs))) return nf_common_nomem(err);
+    for (size_t i = 0; i < opts->nprograms; i++) {
+        d->nprograms++;
+        NF_TRY(nf_mprog_spec_init(&d->programs[i], &opts->programs[i], err));
+    }
     const json_t *prov = json_object_get(nf_artifact_directory(a), "provenance");
     const json_t *objs = json_is_object(prov) ? json_object_get(prov, "objects") : NULL;
     size_t n = nf_artifact_object_count(a), nrules = 1, ngroups = 0;
@@ -256,7 +299,7 @@ static nf_status derive_recipe(nf_artifact *a, const char *source, const nf_sour
             add_against(s, o->id, "not recorded in provenance.objects: cannot be re-derived");
             continue;
         }
-        if (record_problem(o, rec, src, source, used, why, sizeof why)) {
+        if (record_problem(o, rec, src, source, used, d->programs, d->nprograms, why, sizeof why)) {
             add_against(s, o->id, "%s", why);
             continue;
         }
@@ -309,6 +352,8 @@ static nf_status derive_recipe(nf_artifact *a, const char *source, const nf_sour
     d->recipe.default_format = "bf16";
     d->recipe.rules = d->rules;
     d->recipe.groups = d->groups;
+    d->recipe.programs = (nf_method_program *)opts->programs; /* the caller's, for the planner to start */
+    d->recipe.nprograms = opts->nprograms;
     return NF_OK;
 }
 /* The caller's recipe, loaded with what the caller allows it (the order of ninfer-verify's
@@ -388,7 +433,7 @@ nf_status nf_verify_against(nf_artifact *a, const nf_verify_against_opts *opts, 
         nf_dialects *dl = NULL;
         if (st == NF_OK) st = nf_dialects_scan(src, &dl, err);
         nf_dialects_free(dl);
-        if (st == NF_OK) st = derive_recipe(a, source, src, want, &d, &sink, err);
+        if (st == NF_OK) st = derive_recipe(a, opts, src, want, &d, &sink, err);
     }
     const nf_recipe *use = recipe_path ? recipe : &d.recipe;
     if (st == NF_OK && (recipe_path || d.recipe.nrules > 1)) st = nf_plan_build(use, &plan, err);

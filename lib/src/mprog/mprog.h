@@ -38,7 +38,8 @@ typedef struct nf_mprog_spec {
     char *exe;            /* the file argv[0] names, found in PATH when it has no '/': what is executed */
     nf_mprog_file *files; /* exe, then every later word that names a regular file */
     size_t nfiles;
-    char digest[65]; /* SHA-256 of the lines "SHA256  PATH\n" of files, in order */
+    char digest[65]; /* SHA-256 of the words (each as its u64 LE length and bytes), then of the lines
+                        "SHA256  PATH\n" of files, in order (docs/method-programs.md 5) */
     unsigned timeout_ms;
 } nf_mprog_spec;
 

@@ -191,6 +191,13 @@ nf_status nf_mprog_spec_init(nf_mprog_spec *s, const nf_method_program *m, nf_er
         if (regular_file(s->argv[i])) NF_TRY(add_file(s, s->argv[i], err));
     nf_sha256 h;
     nf_sha256_init(&h);
+    for (size_t i = 0; i < s->argc; i++) { /* each word as its 8-byte little-endian length and its bytes */
+        uint8_t len[8];
+        const size_t n = strlen(s->argv[i]);
+        for (int b = 0; b < 8; b++) len[b] = (uint8_t)((uint64_t)n >> (8 * b));
+        nf_sha256_update(&h, len, sizeof len);
+        nf_sha256_update(&h, s->argv[i], n);
+    }
     for (size_t i = 0; i < s->nfiles; i++) {
         nf_sha256_update(&h, s->files[i].sha256, 64);
         nf_sha256_update(&h, "  ", 2);
