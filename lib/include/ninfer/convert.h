@@ -202,6 +202,10 @@ typedef struct nf_scaleout_run {
     nf_progress_fn progress;
     void *progress_ctx;
     volatile int *cancel; /* set non-zero (e.g. by SIGINT) to stop; nothing is published */
+    /* The method programs the plan's conversion was made with, given again by the task's host:
+     * each must have the digest the plan records (docs/method-programs.md 5).  Added last. */
+    const nf_method_program *programs;
+    size_t nprograms;
 } nf_scaleout_run;
 /* The plan's conversion made ready: the recipe rebuilt from the plan's data (its variables from
  * the plan, never the environment), every recorded input checked to lie under the allowed

@@ -229,6 +229,9 @@ nf_status nf_recipe_origin(const nf_recipe *r, struct json_t **out, nf_error *er
  * environment.  The record is untrusted: a member of another type, an unknown one, a text that
  * does not parse, a path that cannot be allowed: NF_ERR_INVALID, named "WHERE.member: ...". */
 nf_status nf_recipe_from_origin(const struct json_t *origin, const char *where, nf_recipe **out, nf_error *err);
+/* The same with the method programs the caller gives (a scale-out task's --method-program). */
+nf_status nf_recipe_from_origin_ex(const struct json_t *origin, const char *where, const nf_method_program *programs,
+                                   size_t nprograms, nf_recipe **out, nf_error *err);
 
 /* A tensor of the checkpoint, as the resolver sees it. */
 typedef struct nf_recipe_tensor {

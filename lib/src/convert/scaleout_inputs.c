@@ -256,6 +256,17 @@ nf_status nf_convert_scaleout_conversion_of(const nf_plan *p, const nf_convert_o
                                 "force", opt->force, "report", opt->report);
     *out = options ? json_pack("{s:o,s:o}", "recipe", recipe, "options", options) : NULL;
     if (!options) json_decref(recipe);
+    /* the method programs given: their names and digests, which a task's must match (its host
+     * names the command again: a plan never starts a program, docs/method-programs.md 5) */
+    json_t *progs = p->nprograms ? json_array() : NULL;
+    for (size_t i = 0; progs && i < p->nprograms; i++)
+        json_array_append_new(progs, json_pack("{s:s,s:s}", "name", p->programs[i].name, "digest", p->programs[i].digest));
+    if (*out && progs && json_object_set_new(*out, "method_programs", progs) != 0) {
+        json_decref(*out);
+        *out = NULL;
+    } else if (!*out) {
+        json_decref(progs);
+    }
     return *out ? NF_OK : nf_convert_scaleout_nomem(err);
 }
 

@@ -187,7 +187,7 @@ static nf_status check_members(const json_t *r, const char *path, nf_error *err)
 {
     static const char *const top[] = {"ninfer_plan", "output", "artifact_id", "fingerprint", "cwd", "conversion",
                                       "inputs",      "files",  "tasks",       "budget",      NULL};
-    static const char *const conversion[] = {"recipe", "options", NULL};
+    static const char *const conversion[] = {"recipe", "options", "method_programs", NULL};
     static const char *const options[] = {"max_file_bytes", "force", "report", NULL};
     static const char *const input[] = {"path", "bytes", "head", "tail", NULL};
     NF_TRY(only_known(r, "", top, path, err));
@@ -197,6 +197,18 @@ static nf_status check_members(const json_t *r, const char *path, nf_error *err)
         return nf_error_set(err, NF_ERR_INVALID, "%s: conversion.recipe: not an object", MP(path));
     if (!json_is_object(o)) return nf_error_set(err, NF_ERR_INVALID, "%s: conversion.options: not an object", MP(path));
     NF_TRY(only_known(o, "conversion.options", options, path, err));
+    const json_t *mp = json_object_get(c, "method_programs");
+    for (size_t i = 0; mp && i < json_array_size(mp) + !json_is_array(mp); i++) {
+        const json_t *e = json_array_get(mp, i);
+        const char *name = json_string_value(json_object_get(e, "name"));
+        const char *digest = json_string_value(json_object_get(e, "digest"));
+        if (!json_is_array(mp) || json_object_size(e) != 2 || !name || !digest || strlen(digest) != 64 ||
+            nf_method_program_check_name(name, NULL) != NF_OK)
+            return nf_error_set(err, NF_ERR_INVALID,
+                                "%s: conversion.method_programs: not a list of {\"name\": a method program's name, "
+                                "\"digest\": 64 hex digits}",
+                                MP(path));
+    }
     const json_t *mfb = json_object_get(o, "max_file_bytes");
     if (!json_is_null(mfb) && !(json_is_integer(mfb) && json_integer_value(mfb) >= 0))
         return nf_error_set(err, NF_ERR_INVALID, "%s: conversion.options.max_file_bytes: neither a byte count nor null",
@@ -380,19 +392,69 @@ static void task_options(nf_scaleout *s, const nf_scaleout_run *run)
                                   run ? run->cancel : NULL};
 }
 
+/* Every method program the plan's conversion was made with is given again by the task's command
+ * line (a plan never starts one), and only those (docs/method-programs.md 5). */
+static nf_status check_programs(const nf_scaleout *s, const json_t *recorded, const nf_scaleout_run *run, nf_error *err)
+{
+    const size_t given = run ? run->nprograms : 0;
+    for (size_t i = 0; i < json_array_size(recorded); i++) {
+        const char *name = json_string_value(json_object_get(json_array_get(recorded, i), "name"));
+        bool found = false;
+        for (size_t k = 0; k < given && !found; k++) found = !strcmp(run->programs[k].name, name);
+        if (!found)
+            return nf_error_set(err, NF_ERR_USAGE,
+                                "%s: the conversion runs method program '%s': give --method-program %s=COMMAND, the "
+                                "command the plan's maker gave (its digest must be %s)",
+                                MP(s->path), name, name,
+                                json_string_value(json_object_get(json_array_get(recorded, i), "digest")));
+    }
+    for (size_t k = 0; k < given; k++) {
+        bool found = false;
+        for (size_t i = 0; i < json_array_size(recorded) && !found; i++)
+            found = !strcmp(run->programs[k].name, json_string_value(json_object_get(json_array_get(recorded, i), "name")));
+        if (!found)
+            return nf_error_set(err, NF_ERR_USAGE, "%s: --method-program %s: the plan's conversion has no such program",
+                                MP(s->path), run->programs[k].name);
+    }
+    return NF_OK;
+}
+
+/* ... and each command given has the digest recorded: the same words, the same files. */
+static nf_status check_program_digests(const nf_scaleout *s, const json_t *recorded, nf_error *err)
+{
+    for (size_t i = 0; i < s->plan->nprograms; i++) {
+        const nf_mprog_spec *p = &s->plan->programs[i];
+        for (size_t k = 0; k < json_array_size(recorded); k++) {
+            const json_t *e = json_array_get(recorded, k);
+            const char *digest = json_string_value(json_object_get(e, "digest"));
+            if (strcmp(json_string_value(json_object_get(e, "name")), p->name) != 0 || !strcmp(digest, p->digest))
+                continue;
+            return nf_error_set(err, NF_ERR_INVALID,
+                                "%s: method program '%s': the command given (its words and files) has digest %s, the "
+                                "plan records %s: not the program the plan was made with (docs/method-programs.md 5)",
+                                MP(s->path), p->name, p->digest, digest);
+        }
+    }
+    return NF_OK;
+}
+
 nf_status nf_scaleout_rebuild(nf_scaleout *s, const nf_scaleout_run *run, nf_error *err)
 {
     if (s->plan) return NF_OK;
     NF_TRY(check_directory(s, err));
     char where[NF_IO_MSG_PATH + 32];
     snprintf(where, sizeof where, "%s: conversion.recipe", MP(s->path));
-    NF_TRY(nf_recipe_from_origin(json_object_get(s->conversion, "recipe"), where, &s->recipe, err));
+    const json_t *recorded = json_object_get(s->conversion, "method_programs");
+    NF_TRY(check_programs(s, recorded, run, err));
+    NF_TRY(nf_recipe_from_origin_ex(json_object_get(s->conversion, "recipe"), where, run ? run->programs : NULL,
+                                    run ? run->nprograms : 0, &s->recipe, err));
     /* nothing is opened outside the roots, nor read changed: then the recipe's sources */
     nf_status st = nf_convert_scaleout_check_source_roots(s->recipe, s->path, err);
     if (st == NF_OK) st = nf_convert_scaleout_check_roots(s->recipe, json_object_get(s->root, "inputs"), s->path, err);
     if (st == NF_OK) st = check_recorded(s, err);
     nf_plan_build_options bo = {run ? run->threads : 0, json_object_get(s->root, "budget")};
     if (st == NF_OK) st = nf_plan_build_ex(s->recipe, &bo, &s->plan, err);
+    if (st == NF_OK) st = check_program_digests(s, recorded, err);
     /* and it reads exactly the files recorded */
     if (st == NF_OK) st = nf_convert_scaleout_check_inputs(s->plan, s, err);
     if (st != NF_OK) {

@@ -141,6 +141,12 @@ static nf_status replay(const origin_check *c, const json_t *o, nf_recipe *r)
 
 nf_status nf_recipe_from_origin(const json_t *origin, const char *where, nf_recipe **out, nf_error *err)
 {
+    return nf_recipe_from_origin_ex(origin, where, NULL, 0, out, err);
+}
+
+nf_status nf_recipe_from_origin_ex(const json_t *origin, const char *where, const nf_method_program *programs,
+                                   size_t nprograms, nf_recipe **out, nf_error *err)
+{
     *out = NULL;
     origin_check c = {where, err};
     NF_TRY(check_origin(&c, origin));
@@ -152,7 +158,7 @@ nf_status nf_recipe_from_origin(const json_t *origin, const char *where, nf_reci
     const char *key;
     const json_t *v;
     json_object_foreach((json_t *)vars, key, v) names[i++] = key;
-    nf_recipe_options ro = {.allow_env = names, .nallow_env = nvars};
+    nf_recipe_options ro = {.allow_env = names, .nallow_env = nvars, .programs = programs, .nprograms = nprograms};
     nf_recipe *r = NULL;
     nf_error local;
     nf_status st = nf_recipe_parse_with(text, json_string_length(json_object_get(origin, "text")),
