@@ -675,8 +675,8 @@ static int plan_mode(const nf_cli *cli, const convert_opts *given)
                        false,
                        {0, 0}};
     clock_gettime(CLOCK_MONOTONIC, &pc.start);
-    nf_scaleout_run run = {given->threads,         given->chunk_values,   show_progress, &pc, nf_sig_flag(),
-                           given->ra.programs, given->ra.nprograms};
+    nf_scaleout_run run = {given->threads, given->chunk_values, show_progress,      &pc,
+                           nf_sig_flag(),  given->ra.programs,  given->ra.nprograms};
     convert_opts opts = {0}; /* for the stale files beside the plan's output */
     opts.output = nf_scaleout_output(s);
     opts.remove_stale = given->remove_stale;

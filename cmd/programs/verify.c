@@ -46,8 +46,8 @@ static const nf_option options[] = {
                     "SOURCE and --source paths; repeatable)"),
     NF_OPT_LIST_ROW(verify_opts, ra.allow_env, ra.nallow_env, NF_CHECK_NONEMPTY, "a variable name", "allow-env", 0,
                     "NAME", "with --recipe: let ${NAME} in the recipe's paths expand (repeatable)"),
-    NF_OPT_LIST_ROW(verify_opts, ra.method_programs, ra.nmethod_programs, NF_CHECK_KEY_VALUE, NULL, "method-program",
-                    0, "NAME=COMMAND",
+    NF_OPT_LIST_ROW(verify_opts, ra.method_programs, ra.nmethod_programs, NF_CHECK_KEY_VALUE, NULL, "method-program", 0,
+                    "NAME=COMMAND",
                     "with --against: run COMMAND for the objects method program NAME made (their recorded digest must "
                     "match; repeatable; docs/method-programs.md)"),
     NF_OPT_UINT_ROW(verify_opts, ra.method_timeout, 1, 604800, "seconds", "method-timeout", 0, "SECONDS",

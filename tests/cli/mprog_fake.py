@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """A method program that speaks docs/method-programs.md 3 with the standard library only, and
 misbehaves as its first argument says (tests/cli/test_method_program.sh):
+  zeros    valid words, all zero (any other mode not listed here too)
   order    valid words that depend on the row (code (row + col) % 3 - 1, scale 1.0): checks that
            a tensor's chunks come in order, from row 0, and refuses otherwise
   short    an answer one byte shorter than the words

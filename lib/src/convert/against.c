@@ -179,8 +179,7 @@ static const char *program_problem(const json_t *rec, const char *name, const nf
 }
 
 static const char *record_problem(const nf_object *o, const json_t *rec, const nf_source *src, const char *source,
-                                  const json_t *used, const nf_mprog_spec *progs, size_t nprogs, char *why,
-                                  size_t size)
+                                  const json_t *used, const nf_mprog_spec *progs, size_t nprogs, char *why, size_t size)
 {
     const json_t *method = json_object_get(rec, "method"), *with = json_object_get(rec, "with");
     const json_t *srcs = json_object_get(rec, "sources");

@@ -260,7 +260,8 @@ nf_status nf_convert_scaleout_conversion_of(const nf_plan *p, const nf_convert_o
      * names the command again: a plan never starts a program, docs/method-programs.md 5) */
     json_t *progs = p->nprograms ? json_array() : NULL;
     for (size_t i = 0; progs && i < p->nprograms; i++)
-        json_array_append_new(progs, json_pack("{s:s,s:s}", "name", p->programs[i].name, "digest", p->programs[i].digest));
+        json_array_append_new(progs,
+                              json_pack("{s:s,s:s}", "name", p->programs[i].name, "digest", p->programs[i].digest));
     if (*out && progs && json_object_set_new(*out, "method_programs", progs) != 0) {
         json_decref(*out);
         *out = NULL;

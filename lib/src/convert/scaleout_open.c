@@ -411,7 +411,8 @@ static nf_status check_programs(const nf_scaleout *s, const json_t *recorded, co
     for (size_t k = 0; k < given; k++) {
         bool found = false;
         for (size_t i = 0; i < json_array_size(recorded) && !found; i++)
-            found = !strcmp(run->programs[k].name, json_string_value(json_object_get(json_array_get(recorded, i), "name")));
+            found = !strcmp(run->programs[k].name,
+                            json_string_value(json_object_get(json_array_get(recorded, i), "name")));
         if (!found)
             return nf_error_set(err, NF_ERR_USAGE, "%s: --method-program %s: the plan's conversion has no such program",
                                 MP(s->path), run->programs[k].name);
