@@ -131,7 +131,7 @@ bench: deps
 	@test -f $(BENCH_BUILD)/CMakeCache.txt || cmake -S . -B $(BENCH_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 		-DNINFER_TESTS=OFF -DNINFER_BENCH=ON $(CMAKE_ARGS)
 	cmake --build $(BENCH_BUILD) -j $(JOBS) --target ninfer-bench ninfer-convert ninfer-verify ninfer-dequant \
-		ninfer-gen-checkpoint
+		ninfer-gen-checkpoint ninfer-mprog-echo
 	@bash bench/run.sh $(BENCH_BUILD)/bin
 
 # Beside llama-quantize (bench/peer.sh; bench/README.md "Beside llama-quantize"): ninfer-convert

@@ -171,6 +171,26 @@ for kind in pytorch pytorch_legacy; do
     done
 done
 
+# method programs (issue 28; docs/method-programs.md): examples/methods/absmax.py (numpy) and the
+# C echo of precomputed words (bench/mprog_echo.c: the protocol and the pipes alone), each in turn
+# with the built-in grouped_absmax, to q4: the ratio is what the protocol (and Python) costs
+np=/usr/bin/python3
+if ! "$np" -c 'import numpy' >/dev/null 2>&1; then
+    printf '%s\n' "(method programs: skipped, $np has no numpy: apt-get install python3-numpy)"
+fi
+for t in $tcounts; do
+    for prog in "echo=$bin/ninfer-mprog-echo" "absmax=$np $here/examples/methods/absmax.py"; do
+        name=${prog%%=*}
+        [ "$name" = absmax ] && ! "$np" -c 'import numpy' >/dev/null 2>&1 && continue
+        ex --ratio --label "convert --method-program $name q4 -j $t" --bytes "$src_bytes" --weights "$weights" -- \
+            "$bin/ninfer-convert" "$tmp/checkpoint" -o "$tmp/m.ninfer" --format q4_g64_fp16 --method "$name" \
+            --method-program "$prog" --threads "$t" --force --progress=never \
+            --next --label "convert --format q4_g64_fp16 -j $t" --bytes "$src_bytes" --weights "$weights" -- \
+            "$bin/ninfer-convert" "$tmp/checkpoint" -o "$tmp/m.ninfer" --format q4_g64_fp16 --threads "$t" --force \
+            --progress=never
+    done
+done
+
 # the artifact with its report, for verify and dequant
 "$bin/ninfer-convert" -r "$here/bench/q4q8.yaml" --source base="$tmp/checkpoint" -o "$art" --force \
     --progress=never >/dev/null

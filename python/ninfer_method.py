@@ -83,13 +83,15 @@ class Format:
 
 
 def _read_exact(f, n):
-    buf = bytearray(n)
+    """n bytes (an uninitialized numpy buffer: no zero fill), None at the end of the input, or
+    fewer when it ends inside them."""
+    buf = np.empty(n, dtype=np.uint8)
     view = memoryview(buf)
     got = 0
     while got < n:
         k = f.readinto(view[got:])
         if not k:
-            return None if got == 0 else bytes(buf[:got])
+            return None if got == 0 else buf[:got].tobytes()
         got += k
     return buf
 
@@ -131,7 +133,7 @@ def answer_bytes(fmt, n, result):
 
 def run(encode, stdin=None, stdout=None):
     """Serve the converter until it closes the program's standard input."""
-    inp = stdin or sys.stdin.buffer
+    inp = stdin or sys.stdin.buffer.raw  # unbuffered: a chunk's values are read straight into place
     out = stdout or sys.stdout.buffer
     if stdout is None:
         sys.stdout = sys.stderr  # print() must not write into the protocol
@@ -143,7 +145,7 @@ def run(encode, stdin=None, stdout=None):
             return 0
         if len(head) < _HEADER.size:
             raise ProtocolError("a frame header cut short")
-        magic, kind, length = _HEADER.unpack(head)
+        magic, kind, length = _HEADER.unpack(bytes(head))
         if magic != _MAGIC:
             raise ProtocolError("not a frame: %r" % bytes(head[:4]))
         if kind == _HELLO:

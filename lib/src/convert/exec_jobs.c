@@ -230,6 +230,7 @@ static bool reads_across_rows(const plan_object *o)
  * span 128 rows) and no budget (whose figure reads a job's values again): the most rows a job
  * may hold (the members' nf_dialect_rows_most), 0 for every other object. */
 #define JOB_CHUNKS 64
+#define PROGRAM_CHUNKS 4
 #define TRANSPOSED_CHUNKS 4
 static uint64_t stepped(const plan_object *o, uint64_t chunk_rows)
 {
@@ -266,7 +267,11 @@ nf_status nf_convert_plan_jobs(runner *r, nf_error *err)
         uint64_t most;
         if (o->program) {
             /* one job: the program sees the tensor's rows in order, from one worker, so that
-             * what it carries from row to row is the same for any --threads */
+             * what it carries from row to row is the same for any --threads; its chunks hold
+             * PROGRAM_CHUNKS chunks' values, for fewer round trips through the pipes */
+            const uint64_t values = r->chunk_values <= UINT64_MAX / PROGRAM_CHUNKS ? r->chunk_values * PROGRAM_CHUNKS
+                                                                                   : r->chunk_values;
+            run->chunk_rows = nf_geometry_chunk_rows(&o->g, values);
             run->whole = true;
             run->pending = 1;
             total += 1;

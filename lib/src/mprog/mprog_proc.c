@@ -176,6 +176,12 @@ nf_status nf_mprog_proc_start(const nf_mprog_spec *s, nf_mprog_stop_fn stop, voi
         p->pid = 0;
         goto done;
     }
+#ifdef F_SETPIPE_SZ
+    /* Linux: 1 MiB pipes (the default maximum) carry a chunk in a few writes, not 16 of 64 KiB
+     * each with a wake-up of the other side; refused (a per-user limit), the default stays */
+    fcntl(pin[1], F_SETPIPE_SZ, 1 << 20);
+    fcntl(pout[0], F_SETPIPE_SZ, 1 << 20);
+#endif
     p->in = pin[1], pin[1] = -1;
     p->out = pout[0], pout[0] = -1;
     p->errfd = perr[0], perr[0] = -1;
