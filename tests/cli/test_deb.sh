@@ -44,6 +44,7 @@ man=1
 grep -qx 'NINFER_MANPAGES:BOOL=OFF' "$build/CMakeCache.txt" && man=0
 [ $man -eq 1 ] && has /usr/share/man/man1/ninfer.1.gz
 has /usr/share/bash-completion/completions/ninfer
+has /usr/lib/python3/dist-packages/ninfer_method.py # method programs' helper (docs/method-programs.md 6)
 for c in $commands; do
     has /usr/bin/ninfer-$c
     [ $man -eq 1 ] && has /usr/share/man/man1/ninfer-$c.1.gz
@@ -91,6 +92,10 @@ else
         if command -v pkg-config >/dev/null; then
             got=$(env -u PKG_CONFIG_PATH pkg-config --modversion ninfer 2>&1)
             [ "$got" = "$version" ] && ok || bad "pkg-config --modversion ninfer: $got"
+        fi
+        if [ -x /usr/bin/python3 ]; then # Debian's python3 finds the helper (without importing numpy)
+            got=$(/usr/bin/python3 -c 'import importlib.util as u; print(u.find_spec("ninfer_method").origin)' 2>&1)
+            [ "$got" = /usr/lib/python3/dist-packages/ninfer_method.py ] && ok || bad "python3 finds ninfer_method at: $got"
         fi
         if dpkg_retry -r ninfer-tools; then ok; else bad "dpkg -r: $(tail -5 "$work/dpkg.log")"; fi
         trap 'rm -rf "$work"' EXIT

@@ -11,6 +11,9 @@ cmake --install "$build" --prefix "$prefix" >/dev/null
 for f in bin/ninfer bin/ninfer-inspect bin/ninfer-verify bin/ninfer-diff include/ninfer/ninfer.h; do
     test -e "$prefix/$f" || { echo "FAIL missing $f"; exit 1; }
 done
+# the method programs' Python helper, where Debian's python3 looks under this prefix (lib/python3.X)
+ls "$prefix"/lib/python3*/dist-packages/ninfer_method.py >/dev/null 2>&1 ||
+    { echo "FAIL no lib/python3*/dist-packages/ninfer_method.py"; exit 1; }
 pc=$(find "$prefix" -name ninfer.pc | head -n 1)
 test -n "$pc" || { echo "FAIL no ninfer.pc"; exit 1; }
 export PKG_CONFIG_PATH=$(dirname "$pc")

@@ -220,6 +220,35 @@ else
     cp a.ninfer a1.ninfer
     run 0 conv ck -o a.ninfer --force --format q4_g64_fp16 --method absmax --method-program "$absmax" $id -j2
     same a.ninfer a1.ninfer
+    # the helper itself (tests/cli/test_ninfer_method.py): frames, categories, refusals, print()
+    if "$np" "$top/tests/cli/test_ninfer_method.py" "$top" >"$work/py.out" 2>&1; then ok; else bad "$(cat "$work/py.out")"; fi
+    # the GPTQ-style example: a least-error scale a group beats grouped_absmax's, object by object
+    run 0 conv ck -o g.ninfer --force --format q4_g64_fp16 --method gptq \
+        --method-program "gptq=$np $top/examples/methods/gptq_diag.py" -j2
+    run 0 conv ck -o b.ninfer --force --format q4_g64_fp16
+    "$py" - g.ninfer.conversion.json b.ninfer.conversion.json <<'PY' && ok || bad "gptq_diag.py does not beat grouped_absmax"
+import json, sys
+g = {o['object']: o for o in json.load(open(sys.argv[1]))['objects']}
+b = {o['object']: o for o in json.load(open(sys.argv[2]))['objects']}
+mine = [k for k in g if g[k]['method'] == 'gptq']
+assert len(mine) == 16, mine
+for k in mine:
+    assert b[k]['method'] == 'grouped_absmax' and g[k]['rmse'] < 0.95 * b[k]['rmse'], (k, g[k]['rmse'], b[k]['rmse'])
+PY
+    # with the imatrix as its diagonal (a rule's `with: {imatrix: NAME}`)
+    cat >gq.yaml <<Y
+recipe: 1
+sources: {base: ck, imatrix: imatrix.gguf}
+output: {name: t}
+components: {text: {config: {from: base}}}
+defaults: {format: bf16}
+rules:
+  - match: "*proj.weight"
+    format: q4_g64_fp16
+    method: gptq
+    with: {imatrix: imatrix, steps: 16}
+Y
+    run 0 conv -r gq.yaml -o gq.ninfer --method-program "gptq=$np $top/examples/methods/gptq_diag.py"
     # and what it refuses (a format it does not encode) is named with the tensor
     run 1 conv ck256 -o a3.ninfer --format fp8_e4m3fn_row_bf16 --method absmax --method-program "$absmax"
     contains err "absmax encodes the grouped formats, not fp8_e4m3fn_row_bf16"
