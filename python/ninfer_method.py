@@ -20,13 +20,14 @@ and the command line that names it:
 What encode returns, by fmt.category (the format's logical words, docs/method-programs.md 3.3):
   grouped   codes: int8 (n, cols) signed logical codes in [fmt.code_min, fmt.code_max];
             scales: (n, fmt.groups) binary16 words -- float16 values or uint16 words
-  fp8_row   codes: uint8 (n, cols) E4M3FN words; scales: (n,) fmt.scale words (uint16;
-            float16 values for fp16)
+  fp8_row   codes: uint8 (n, cols) E4M3FN words; scales: (n,) fmt.scale words: uint16
+            (bf16_words() makes bf16 ones), or float16 values where fmt.scale is fp16
   nvfp4     codes: uint8 (n, cols) E2M1 words 0..15; scales: uint8 (n, cols // 16) E4M3FN
             words (the tensor's divisor word is fmt.divisor)
   gguf      blocks: uint8 (n, cols // fmt.block_values * fmt.block_bytes) ggml block bytes;
             scales: None
-  direct    words: (n, cols) uint16 (bf16) or uint32 / float32 (fp32) / int32 words; None
+  direct    words: (n, cols) uint16 bf16 words (bf16_words()) or uint32 / float32 (fp32) /
+            int32 words; None
 Whatever it returns is checked by the converter against the format's contract.  Raise an
 exception to refuse a chunk: its text is sent back and the conversion fails naming it.
 
@@ -96,16 +97,22 @@ def _read_exact(f, n):
     return buf
 
 
-def _words(a, dtype, shape, what):
-    """a as an array of dtype words of the given shape; float16 values become their words."""
+def _words(a, dtype, shape, what, f16=False):
+    """a as an array of dtype words of the given shape.  float16 values become their binary16
+    words only where the words are binary16 (f16); integers become int8 codes only when they fit."""
     a = np.asarray(a)
     if dtype == np.uint16 and a.dtype == np.float16:
+        if not f16:
+            raise ValueError("%s: these words are not binary16: give uint16 words (bf16_words() makes bf16 ones)"
+                             % what)
         a = a.view(np.uint16)
     if dtype == np.uint32 and a.dtype in (np.float32, np.int32):
         a = a.view(np.uint32)
     if dtype == np.int8 and a.dtype != np.int8:
         if not np.issubdtype(a.dtype, np.integer):
             raise ValueError("%s: expected integers, got %s" % (what, a.dtype))
+        if a.size and (a.min() < -128 or a.max() > 127):
+            raise ValueError("%s: %d does not fit a code (int8)" % (what, a.min() if a.min() < -128 else a.max()))
         a = a.astype(np.int8)
     if a.dtype != dtype:
         raise ValueError("%s: expected %s words, got %s" % (what, np.dtype(dtype).name, a.dtype))
@@ -119,9 +126,10 @@ def answer_bytes(fmt, n, result):
     first, second = result if isinstance(result, tuple) else (result, None)
     k = fmt.cols
     if fmt.category == "grouped":
-        return [_words(first, np.int8, (n, k), "codes"), _words(second, np.uint16, (n, fmt.groups), "scales")]
+        return [_words(first, np.int8, (n, k), "codes"), _words(second, np.uint16, (n, fmt.groups), "scales", True)]
     if fmt.category == "fp8_row":
-        return [_words(first, np.uint8, (n, k), "codes"), _words(second, np.uint16, (n,), "scales")]
+        return [_words(first, np.uint8, (n, k), "codes"),
+                _words(second, np.uint16, (n,), "scales", fmt.scale == "fp16")]
     if fmt.category == "nvfp4":
         return [_words(first, np.uint8, (n, k), "codes"), _words(second, np.uint8, (n, k // 16), "scales")]
     if fmt.category == "gguf":
@@ -168,6 +176,7 @@ def run(encode, stdin=None, stdout=None):
                 parts = answer_bytes(fmt, n, encode(values, fmt, params))
             except Exception as e:  # refused: the converter names the tensor and rows
                 text = ("%s: %s" % (type(e).__name__, e)).encode("utf-8", "replace")[:4096]
+                text = text.decode("utf-8", "ignore").encode("utf-8")  # no character cut in two
                 out.write(_HEADER.pack(_MAGIC, _ERROR, len(text)) + text)
                 out.flush()
                 continue
@@ -190,6 +199,14 @@ def grouped_view(rows, group_size):
         padded[:, :k] = rows
         rows = padded
     return rows.reshape(n, g, group_size)
+
+
+def bf16_words(values):
+    """Binary32 values as bf16 words (nearest, ties to even; NaN stays NaN), as uint16."""
+    b = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32)
+    r = ((b + 0x7FFF + ((b >> 16) & 1)) >> 16).astype(np.uint16)
+    nan = (b & 0x7FFFFFFF) > 0x7F800000
+    return np.where(nan, ((b >> 16) | 0x40).astype(np.uint16), r)
 
 
 def f16_scales(values):

@@ -10,7 +10,7 @@
 #include <stdio.h>
 
 #include <ninfer/error.h>
-#include <ninfer/method_program.h>
+#include <ninfer/mprog.h>
 
 #include "common/pool.h"
 

@@ -475,6 +475,17 @@ static int check_quick(const nf_cli *cli, const convert_opts *opts)
                         "record it as text; give a path that is (e.g. a symbolic link with a UTF-8 name)");
     if (rc != NF_EXIT_OK) return rc;
     if (opts->format && !nf_format_lookup(opts->format)) return nf_cli_usage(cli, "unknown format '%s'", opts->format);
+    if (opts->method) { /* a built-in method, or a method program given beside it */
+        nf_method_id id;
+        bool known = nf_method_find(opts->method, &id, NULL) == NF_OK;
+        for (size_t i = 0; !known && i < opts->ra.nprograms; i++)
+            known = !strcmp(opts->ra.programs[i].name, opts->method);
+        if (!known)
+            return nf_cli_usage(cli,
+                                "--method %s: unknown method (ninfer-convert --list-methods lists them; a program of "
+                                "your own needs --method-program %s=COMMAND)",
+                                opts->method, opts->method);
+    }
     if (opts->imatrix && !opts->preset) return nf_cli_usage(cli, "--imatrix belongs to --preset NAME");
     if (opts->preset && (opts->method || opts->requantize))
         return nf_cli_usage(cli,

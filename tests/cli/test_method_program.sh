@@ -186,7 +186,7 @@ prog="fk=$py $fake params $marker"
 (cd so && run 0 conv -r r.yaml -o out.ninfer --plan-out plan.json --tasks 2 --max-file-bytes 300000 --method-program "$prog")
 aid=$("$py" -c "import json,sys; print(json.load(open(sys.argv[1]))['artifact_id'])" so/plan.json)
 (cd so && run 2 conv --plan plan.json --task 0)
-contains err "the conversion runs method program 'fk': give --method-program fk=COMMAND"
+contains err "the plan was made with method program 'fk': give --method-program fk=COMMAND"
 (cd so && run 1 conv --plan plan.json --task 0 --method-program "fk=$py $fake order $marker")
 contains err "not the program the plan was made with"
 (cd so && run 2 conv --plan plan.json --task 0 --method-program "$prog" --method-program "other=$py $fake order")

@@ -28,13 +28,13 @@
 # shellcheck source=tests/cli/lib.sh
 . "$(dirname "$0")/lib.sh" "$@"
 
-order="common outputs names preset format layout stats budget method container source import imatrix verify recipe dialect convert"
+order="common outputs names preset format layout stats budget method container source import imatrix verify mprog recipe dialect convert"
 interfaces="outputs/out_names.h outputs/out_lock.h outputs/out_publish.h outputs/out_file.h outputs/out_signals.h outputs/out_whole.h
 format/ggml.h stats/stats.h budget/solve.h budget/werror.h budget/sensitivity.h stats/simd/lanes_avx2.h stats/simd/lanes_avx512.h
-container/container_module.h dialect/qweight_rows.h"
+container/container_module.h dialect/qweight_rows.h method/measure.h mprog/mprog_module.h"
 # rule 6: the words an internal global of a module may take after nf_ besides the module's name
 declare -A prefixes=(
-    [common]="buf io json jw pool simd strset utf8"
+    [common]="buf io json jw pool sha256 simd strset utf8"
     [outputs]="out sig"
     [format]="ggml"
     [layout]="codes e2m1 e4m3fn fp8 grouped nibbles nvfp4 problems rs words"

@@ -102,6 +102,20 @@ got = serve(lambda r, f, p: (r.astype(np.float32), None), hello + tensor("direct
             chunk(0, x))
 check(got[1][1] == x.astype("<f4").tobytes(), "fp32 words are the values' bits")
 
+# bf16 words: nearest, ties to even; a float16 array where the words are bf16 is refused
+check(ninfer_method.bf16_words(np.array([1.0, 1.00390625, 1.01171875, -2.5], np.float32)).tolist() ==
+      [0x3F80, 0x3F80, 0x3F82, 0xC020], "bf16_words rounding")
+got = serve(lambda r, f, p: (np.zeros(r.shape, np.uint8), np.ones(r.shape[0], np.float16)),
+            hello + tensor("fp8_row", "fp8_e4m3fn_row_bf16", 3, 4, scale="bf16") + chunk(0, x))
+check(got[1][0] == 4 and b"not binary16" in got[1][1], "float16 scales of a bf16 format refused: %r" % (got[1],))
+got = serve(lambda r, f, p: (np.full(r.shape, 200), np.zeros((3, 1), np.float16)),
+            hello + tensor("grouped", "q8_g32_fp16", 3, 4, group_size=32) + chunk(0, x))
+check(got[1][0] == 4 and b"200 does not fit a code" in got[1][1], "code 200 refused, not wrapped: %r" % (got[1],))
+got = serve(lambda r, f, p: (_ for _ in ()).throw(ValueError("\u00e9" * 3000)),
+            hello + tensor("grouped", "q4_g64_fp16", 3, 4, group_size=64) + chunk(0, x))
+check(got[1][0] == 4 and len(got[1][1]) <= 4096, "error text bounded")
+got[1][1].decode("utf-8")  # whole characters only (raises otherwise)
+
 # refusals: error frames, and serving goes on
 got = serve(lambda r, f, p: (np.zeros((3, 4), np.int8), np.zeros((3, 2), np.float16)),
             hello + tensor("grouped", "q4_g64_fp16", 3, 4, group_size=64) + chunk(0, x) + chunk(0, x))

@@ -12,7 +12,7 @@
 
 #include "common/hex.h"
 #include "common/sha256.h"
-#include "mprog/mprog.h"
+#include "mprog/mprog_module.h"
 
 static void sha_hex(const void *data, size_t n, size_t piece, char out[65])
 {

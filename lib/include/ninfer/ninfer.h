@@ -14,7 +14,7 @@
 #include <ninfer/stats.h>
 #include <ninfer/simd.h>
 #include <ninfer/method.h>
-#include <ninfer/method_program.h>
+#include <ninfer/mprog.h>
 #include <ninfer/container.h>
 #include <ninfer/verify.h>
 #include <ninfer/source.h>

@@ -33,7 +33,7 @@
 #include <stdint.h>
 
 #include <ninfer/error.h>
-#include <ninfer/method_program.h>
+#include <ninfer/mprog.h>
 
 #ifdef __cplusplus
 extern "C" {

@@ -16,7 +16,7 @@
 
 #include "budget/sensitivity.h"
 #include "budget/solve.h"
-#include "mprog/mprog.h"
+#include "mprog/mprog_module.h"
 
 /* The method id of an object a method program encodes (plan_object.program says which): past
  * every built-in id, so no test for a built-in method matches it. */

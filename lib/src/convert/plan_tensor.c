@@ -540,10 +540,13 @@ static nf_status check_program_choice(const tensor_plan *tp, nf_error *e)
                             "nvfp4 holds rows of whole 16-value blocks; this tensor's rows have %llu "
                             "values",
                             (unsigned long long)k);
-    if (k > NF_MPROG_MAX_ROW_VALUES)
+    /* a chunk holds whole rows (nvfp4: a band of 128 of them), at most NF_MPROG_MAX_ROW_VALUES values */
+    const uint64_t most = NF_MPROG_MAX_ROW_VALUES / (f->category == NF_CAT_NVFP4 ? 128 : 1);
+    if (k > most)
         return nf_error_set(e, NF_ERR_INVALID,
-                            "method program '%s' is sent whole rows, of at most %llu values; this tensor's have %llu",
-                            tp->program->name, (unsigned long long)NF_MPROG_MAX_ROW_VALUES, (unsigned long long)k);
+                            "method program '%s' is sent whole rows%s, of at most %llu values; this tensor's have %llu",
+                            tp->program->name, f->category == NF_CAT_NVFP4 ? " in bands of 128" : "",
+                            (unsigned long long)most, (unsigned long long)k);
     return NF_OK;
 }
 

@@ -403,8 +403,8 @@ static nf_status check_programs(const nf_scaleout *s, const json_t *recorded, co
         for (size_t k = 0; k < given && !found; k++) found = !strcmp(run->programs[k].name, name);
         if (!found)
             return nf_error_set(err, NF_ERR_USAGE,
-                                "%s: the conversion runs method program '%s': give --method-program %s=COMMAND, the "
-                                "command the plan's maker gave (its digest must be %s)",
+                                "%s: the plan was made with method program '%s': give --method-program %s=COMMAND, "
+                                "the command the plan's maker gave (its digest must be %s)",
                                 MP(s->path), name, name,
                                 json_string_value(json_object_get(json_array_get(recorded, i), "digest")));
     }

@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "common/fail.h"
-#include "mprog/mprog.h"
+#include "mprog/mprog_module.h"
 
 extern char **environ;
 
@@ -229,7 +229,7 @@ static bool reap(nf_mprog_proc *p, int64_t ms)
 /* "exited with status N" / "was killed by signal N (NAME)" of a reaped program. */
 static const char *how_it_ended(const nf_mprog_proc *p, char *buf, size_t size)
 {
-    if (!p->reaped) snprintf(buf, size, "closed its pipes and is still running");
+    if (!p->reaped) snprintf(buf, size, "is still running (it is killed)");
     else if (WIFEXITED(p->status)) snprintf(buf, size, "exited with status %d", WEXITSTATUS(p->status));
     else if (WIFSIGNALED(p->status))
         snprintf(buf, size, "was killed by signal %d (%s)", WTERMSIG(p->status), strsignal(WTERMSIG(p->status)));

@@ -10,7 +10,7 @@
 
 #include "common/checked.h"
 #include "common/fail.h"
-#include "mprog/mprog.h"
+#include "mprog/mprog_module.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the method-program protocol sends host words as its little-endian ones"
@@ -118,7 +118,12 @@ static nf_status check_header(nf_mprog_proc *p, const uint8_t h[16], uint32_t ty
     uint32_t t = get32(h + 4);
     uint64_t len = get64(h + 8);
     if (t == type && len == want) return NF_OK;
-    if (t == FRAME_ERROR && len <= ERROR_TEXT_MAX) {
+    if (t == FRAME_ERROR && len > ERROR_TEXT_MAX)
+        return nf_error_set(err, NF_ERR_INVALID,
+                            "method program '%s' (pid %ld): %s is an error frame of %" PRIu64
+                            " bytes; its text may have at most %u (docs/method-programs.md 3.4)",
+                            s->name, nf_mprog_proc_pid(p), what, len, ERROR_TEXT_MAX);
+    if (t == FRAME_ERROR) {
         char text[ERROR_TEXT_MAX + 1];
         NF_TRY(nf_mprog_proc_exchange(p, NULL, 0, text, (size_t)len, what, err));
         for (size_t i = 0; i < len; i++)

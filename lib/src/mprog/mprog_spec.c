@@ -16,7 +16,7 @@
 #include "common/fail.h"
 #include "common/hex.h"
 #include "common/sha256.h"
-#include "mprog/mprog.h"
+#include "mprog/mprog_module.h"
 
 /* The most words a COMMAND may have: far above a real one, and bounds what we hash. */
 #define MPROG_MAX_WORDS 4096u

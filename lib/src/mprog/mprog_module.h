@@ -7,8 +7,8 @@
  *   mprog_protocol.c the frames of docs/method-programs.md 3 on top of a running program
  * The executor (convert/exec_jobs.c) starts one program per worker thread the first time that
  * worker meets a tensor of the method, and sends it every row of the tensor in order. */
-#ifndef NINFER_MPROG_H
-#define NINFER_MPROG_H
+#ifndef NINFER_MPROG_MODULE_H
+#define NINFER_MPROG_MODULE_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -18,10 +18,11 @@
 
 #include <ninfer/format.h>
 #include <ninfer/layout.h>
-#include <ninfer/method_program.h>
+#include <ninfer/mprog.h>
 
-/* The longest row a program is sent (a chunk holds at least one whole row): 2^26 values, a
- * 256 MiB chunk; a longer one is refused at plan time (docs/method-programs.md 3.3). */
+/* The most values of a program's smallest chunk (one whole row; nvfp4: a band of 128 rows): 2^26,
+ * 256 MiB of binary32; a tensor whose rows need more is refused at plan time (docs/method-programs.md
+ * 3.3). */
 #define NF_MPROG_MAX_ROW_VALUES ((uint64_t)1 << 26)
 
 /* ---------------------------------------------------------------- mprog_spec.c */

@@ -1,4 +1,4 @@
-/* ninfer/method_program.h - methods of the user's own (docs/method-programs.md): a program the
+/* ninfer/mprog.h - method programs, methods of the user's own (docs/method-programs.md): a program the
  * command line names, started once per encoding thread, that encodes the rows of the tensors a
  * recipe gives it over a small binary protocol on its standard input and output.
  *
@@ -6,8 +6,8 @@
  * method program in `method:` only when the caller gave it (nf_recipe_options.programs); a
  * recipe, an artifact or a plan alone never makes the library start anything.  Every answer is
  * checked against the format's contract as imported words are (nf_words_check). */
-#ifndef NINFER_METHOD_PROGRAM_H
-#define NINFER_METHOD_PROGRAM_H
+#ifndef NINFER_MPROG_H
+#define NINFER_MPROG_H
 
 #include <stddef.h>
 
