@@ -209,7 +209,8 @@ static const nf_option options[] = {
 static const nf_program program = {
     "ninfer-convert",
     "ninfer-convert -r RECIPE.yaml -o OUT.ninfer [--source NAME=PATH]... [--allow-path DIR]...\n"
-    "                      [--allow-env NAME]... [--threads N]\n"
+    "                      [--allow-env NAME]... [--method-program NAME=COMMAND]...\n"
+    "                      [--method-timeout SECONDS] [--threads N]\n"
     "                      [--max-file-bytes BYTES] [--dry-run] [--force] [--no-report]\n"
     "                      [--remove-stale]\n"
     "       ninfer-convert -o OUT.ninfer --remove-stale\n"
@@ -233,7 +234,8 @@ static const nf_program program = {
     "  ninfer-convert model.safetensors -o model.ninfer --format q8_g32_fp16\n"
     "  ninfer-convert ckpt/ -o m.ninfer --format q4_g64_fp16 --method grouped_search --rule 'lm_head.*=q8_g32_fp16'\n"
     "  ninfer-convert ckpt/ -o m.ninfer --target-bpw 4.8 --dry-run\n"
-    "  ninfer-convert ckpt/ -o m.ninfer --preset Q4_K_M --imatrix imatrix.gguf --dry-run\n",
+    "  ninfer-convert ckpt/ -o m.ninfer --preset Q4_K_M --imatrix imatrix.gguf --dry-run\n"
+    "  ninfer-convert ckpt/ -o m.ninfer --format q4_g64_fp16 --method mine --method-program mine='python3 mine.py'\n",
     NULL, /* the usual exit statuses */
 };
 

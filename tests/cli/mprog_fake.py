@@ -17,7 +17,9 @@ misbehaves as its first argument says (tests/cli/test_method_program.sh):
   trailing writes a byte on standard output after its input ends
   exit1    exits with status 1 after its input ends
   params   refuses unless the tensor header's params are {"bits": 3, "note": "x"}
-  imp      refuses unless every chunk brings an importance vector of cols values"""
+  imp      refuses unless every chunk brings an importance vector of cols values
+  fds      refuses its hello if it was started with a descriptor open beyond 0, 1 and 2 (the
+           converter's files are close-on-exec)"""
 import json
 import os
 import signal
@@ -54,6 +56,16 @@ while True:
     magic, kind, length = struct.unpack("<4sIQ", read(16))
     if kind == 1:
         read(length)
+        if mode == "fds":
+            leaked = []
+            for fd in sorted(int(x) for x in os.listdir("/proc/self/fd")):
+                try:  # (the listing's own descriptor is closed by now)
+                    leaked += [] if fd <= 2 else ["%d -> %s" % (fd, os.readlink("/proc/self/fd/%d" % fd))]
+                except OSError:
+                    pass
+            if leaked:
+                send(4, ("inherited descriptors: %s" % ", ".join(leaked)).encode())
+                continue
         send(1, struct.pack("<I", 2 if mode == "version" else 1))
         continue
     if kind == 2:

@@ -58,6 +58,8 @@ done
 # a row that is not whole blocks of the format: refused at plan time, by name
 run 1 fk gguf_q8_0 zeros
 contains err "gguf_q8_0 holds rows of whole 32-value blocks"
+# a program inherits no descriptor of the converter's (its checkpoint, its output, its lock)
+run 0 fk q4_g64_fp16 fds --force -j2
 # the rule's parameters reach the program; the imatrix's vector comes with each chunk
 "$py" "$top/tests/cli/gen_imatrix.py" "$work/imatrix.gguf" 200 520 2 7 3 || bad "gen_imatrix.py"
 recipe() {

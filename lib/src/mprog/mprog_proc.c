@@ -132,6 +132,18 @@ static bool nonblocking(int fd)
     return fl >= 0 && fcntl(fd, F_SETFL, fl | O_NONBLOCK) == 0;
 }
 
+/* The program gets descriptors 0, 1 and 2 only: the library's own are close-on-exec, and this
+ * closes whatever the converter's parent left open without the flag (glibc 2.34 and later). */
+static bool close_others(posix_spawn_file_actions_t *fa)
+{
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
+    return posix_spawn_file_actions_addclosefrom_np(fa, 3) == 0;
+#else
+    (void)fa;
+    return true;
+#endif
+}
+
 nf_status nf_mprog_proc_start(const nf_mprog_spec *s, nf_mprog_stop_fn stop, void *stop_ctx, nf_mprog_proc **out,
                               nf_error *err)
 {
@@ -166,7 +178,7 @@ nf_status nf_mprog_proc_start(const nf_mprog_spec *s, nf_mprog_stop_fn stop, voi
         posix_spawn_file_actions_adddup2(&fa, perr[1], 2) != 0 ||
         posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF) != 0 ||
         posix_spawnattr_setpgroup(&at, 0) != 0 || posix_spawnattr_setsigmask(&at, &none) != 0 ||
-        posix_spawnattr_setsigdefault(&at, &deflt) != 0) {
+        posix_spawnattr_setsigdefault(&at, &deflt) != 0 || !close_others(&fa)) {
         st = nf_error_set(err, NF_ERR_NOMEM, "method program '%s': cannot prepare its start", s->name);
         goto done;
     }
