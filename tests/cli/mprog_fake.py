@@ -18,6 +18,7 @@ misbehaves as its first argument says (tests/cli/test_method_program.sh):
   exit1    exits with status 1 after its input ends
   params   refuses unless the tensor header's params are {"bits": 3, "note": "x"}
   imp      refuses unless every chunk brings an importance vector of cols values
+  linger   valid words (zeros), and a child of its own that keeps its stdout open for 10 minutes
   fds      refuses its hello if it was started with a descriptor open beyond 0, 1 and 2 (the
            converter's files are close-on-exec)"""
 import json
@@ -49,6 +50,9 @@ def send(kind, payload):
     out.flush()
 
 
+if mode == "linger" and os.fork() == 0:  # the child: holds the pipes, does nothing
+    time.sleep(600)
+    os._exit(0)
 fmt = None
 chunks = 0
 seen = 0

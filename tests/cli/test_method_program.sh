@@ -58,6 +58,12 @@ done
 # a row that is not whole blocks of the format: refused at plan time, by name
 run 1 fk gguf_q8_0 zeros
 contains err "gguf_q8_0 holds rows of whole 32-value blocks"
+# a program whose own child still holds its stdout: its exit ends the run's wait (not the
+# timeout), and the child goes with its process group
+start=$(date +%s)
+run 0 fk q4_g64_fp16 linger --force -j2 --method-timeout 60
+[ $(($(date +%s) - start)) -lt 30 ] && ok || bad "the run waited for a lingering child"
+no_programs_left
 # a program inherits no descriptor of the converter's (its checkpoint, its output, its lock)
 run 0 fk q4_g64_fp16 fds --force -j2
 # the rule's parameters reach the program; the imatrix's vector comes with each chunk

@@ -266,15 +266,36 @@ void nf_mprog_proc_kill(nf_mprog_proc *p)
     free(p);
 }
 
+/* Has the program exited?  Seen without reaping it (WNOWAIT): until it is reaped its pid still
+ * names its process group, which can then be killed without hitting another's. */
+static bool exited(const nf_mprog_proc *p)
+{
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    return p->reaped || (waitid(P_PID, (id_t)p->pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == p->pid);
+}
+
 nf_status nf_mprog_proc_finish(nf_mprog_proc *p, nf_error *err)
 {
     close_fd(&p->in);
     nf_status st = NF_OK;
-    char extra;
     const int64_t until = now_ms() + (int64_t)p->spec->timeout_ms;
-    /* stdout must end with nothing more on it */
-    while (p->out >= 0) {
-        struct pollfd f[2] = {{p->out, POLLIN, 0}, {p->errfd, POLLIN, 0}};
+    /* Wait for it to exit, reading its stdout, which must hold nothing more.  Its exit ends the
+     * wait even when a child of its own still holds the pipe open (killed below). */
+    for (;;) {
+        const bool done = exited(p); /* (before the read: bytes written before the exit are seen) */
+        if (p->errfd >= 0) drain_stderr(p);
+        char extra;
+        ssize_t n = p->out >= 0 ? read(p->out, &extra, 1) : -1;
+        if (n > 0) {
+            st = nf_error_set(err, NF_ERR_INVALID,
+                              "method program '%s' (pid %ld): wrote byte 0x%02x on its standard output after its last "
+                              "answer, out of protocol (docs/method-programs.md 3)",
+                              p->spec->name, (long)p->pid, (unsigned)(unsigned char)extra);
+            break;
+        }
+        if (n == 0) close_fd(&p->out);
+        if (done) break;
         int64_t left = until - now_ms();
         if (left <= 0) {
             st = nf_error_set(err, NF_ERR_INVALID,
@@ -282,26 +303,23 @@ nf_status nf_mprog_proc_finish(nf_mprog_proc *p, nf_error *err)
                               p->spec->name, (long)p->pid, p->spec->timeout_ms / 1000);
             break;
         }
-        if (poll(f, p->errfd >= 0 ? 2 : 1, left < 100 ? (int)left : 100) < 0 && errno != EINTR) break;
-        if (p->errfd >= 0 && f[1].revents) drain_stderr(p);
-        if (!f[0].revents) continue;
-        ssize_t n = read(p->out, &extra, 1);
-        if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-        if (n > 0)
-            st = nf_error_set(err, NF_ERR_INVALID,
-                              "method program '%s' (pid %ld): wrote byte 0x%02x on its standard output after its last "
-                              "answer, out of protocol (docs/method-programs.md 3)",
-                              p->spec->name, (long)p->pid, (unsigned)(unsigned char)extra);
-        close_fd(&p->out);
+        struct pollfd f[2];
+        nfds_t nf = 0;
+        if (p->out >= 0) f[nf++] = (struct pollfd){p->out, POLLIN, 0};
+        if (p->errfd >= 0) f[nf++] = (struct pollfd){p->errfd, POLLIN, 0};
+        if (nf) poll(f, nf, left < 50 ? (int)left : 50);
+        else nanosleep(&(struct timespec){0, 20 * 1000 * 1000}, NULL);
     }
-    if (st == NF_OK && !reap(p, until - now_ms() > 0 ? until - now_ms() : 0))
-        st = nf_error_set(err, NF_ERR_INVALID,
-                          "method program '%s' (pid %ld): did not exit within %u s of the end of its input",
-                          p->spec->name, (long)p->pid, p->spec->timeout_ms / 1000);
-    if (st == NF_OK && !(WIFEXITED(p->status) && WEXITSTATUS(p->status) == 0)) {
-        char how[96];
-        st = nf_error_set(err, NF_ERR_INVALID, "method program '%s' (pid %ld): %s at the end of its input",
-                          p->spec->name, (long)p->pid, how_it_ended(p, how, sizeof how));
+    if (st == NF_OK) {
+        /* what its process group still runs goes with it, then it is reaped */
+        kill(-p->pid, SIGKILL);
+        while (waitpid(p->pid, &p->status, 0) < 0 && errno == EINTR) {}
+        p->reaped = true;
+        if (!(WIFEXITED(p->status) && WEXITSTATUS(p->status) == 0)) {
+            char how[96];
+            st = nf_error_set(err, NF_ERR_INVALID, "method program '%s' (pid %ld): %s at the end of its input",
+                              p->spec->name, (long)p->pid, how_it_ended(p, how, sizeof how));
+        }
     }
     nf_mprog_proc_kill(p);
     return st;
