@@ -114,14 +114,6 @@ static const nf_option options[] = {
     NF_OPT_TAGGED(PLAN_RECORDS,
                   NF_OPT_LIST_FIELDS(convert_opts, ra.allow_env, ra.nallow_env, NF_CHECK_NONEMPTY, "a variable name",
                                      "allow-env", 0, "NAME", "let ${NAME} in the recipe's paths expand (repeatable)")),
-    NF_OPT_TAGGED(PLAN_OK, NF_OPT_LIST_FIELDS(convert_opts, ra.method_programs, ra.nmethod_programs, NF_CHECK_KEY_VALUE,
-                                              NULL, "method-program", 0, "NAME=COMMAND",
-                                              "let the recipe's `method: NAME` run COMMAND, one per thread, no shell "
-                                              "(repeatable; docs/method-programs.md)")),
-    NF_OPT_TAGGED(PLAN_OK, NF_OPT_UINT_FIELDS(convert_opts, ra.method_timeout, 1, 604800, "seconds", "method-timeout",
-                                              0, "SECONDS",
-                                              "the longest a method program may take to answer one chunk (default "
-                                              "300)")),
     NF_OPT_TAGGED(PLAN_OK, NF_OPT_UINT_FIELDS(convert_opts, threads, 1, NF_CLI_MAX_THREADS, NULL, "threads", 'j', "N",
                                               "encoding threads (default: every core)")),
     NF_OPT_TAGGED(PLAN_RECORDS, NF_OPT_CALLBACK_FIELDS(on_max_file_bytes, NF_ARG_REQUIRED, "max-file-bytes", 0, "BYTES",
@@ -182,6 +174,14 @@ static const nf_option options[] = {
     NF_OPT_TAGGED(PLAN_OK,
                   NF_OPT_U64_FIELDS(convert_opts, chunk_values, 1, UINT64_MAX, "a positive count", "chunk-values", 0,
                                     "N", "values per encoded row chunk (tuning; the output never depends on it)")),
+    NF_OPT_TAGGED(PLAN_OK, NF_OPT_LIST_FIELDS(convert_opts, ra.method_programs, ra.nmethod_programs, NF_CHECK_KEY_VALUE,
+                                              NULL, "method-program", 0, "NAME=COMMAND",
+                                              "let the recipe's `method: NAME` run COMMAND, one per thread, no shell "
+                                              "(repeatable; docs/method-programs.md)")),
+    NF_OPT_TAGGED(PLAN_OK, NF_OPT_UINT_FIELDS(convert_opts, ra.method_timeout, 1, 604800, "seconds", "method-timeout",
+                                              0, "SECONDS",
+                                              "the longest a method program may take to answer one chunk (default "
+                                              "300)")),
     NF_OPT_STRING_ROW(convert_opts, plan_out, "plan-out", 0, "PLAN.json",
                       "scale-out: check everything, convert nothing, write the plan of independent tasks; prints "
                       "their count"),

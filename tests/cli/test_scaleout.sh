@@ -91,7 +91,7 @@ run 2 "$conv" --plan plan.json --task 0 -o elsewhere.ninfer
 for extra in --force --no-report "--artifact-id $id" "--max-file-bytes 0" "--rule x=bf16" "-r r.yaml"; do
     run 2 "$conv" --plan plan.json --task 0 $extra
     contains "$work/err" "the plan records it (it decides the artifact's bytes)"
-    contains "$work/err" "a task may add only --threads, --remove-stale, --chunk-values, --task, --assemble, --verify, -q"
+    contains "$work/err" "a task may add only --threads, --remove-stale, --chunk-values, --method-program, --method-timeout, --task, --assemble, --verify, -q"
 done
 run 2 "$conv" --plan plan.json --task 0 --dry-run
 contains "$work/err" "--dry-run: it does not go with --plan"

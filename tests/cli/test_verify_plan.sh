@@ -117,7 +117,7 @@ declare -A value=([recipe]=r.yaml [output]=x.ninfer [source]=base=ck [allow-path
     [threads]=1 [max-file-bytes]=8192 [artifact-id]=ffeeddccbbaa99887766554433221100 [format]=q8_g32_fp16
     [target-bpw]=4.5 [method]=grouped_absmax [rule]='*=q8_g32_fp16' [chunk-values]=1000 [plan-out]=p2.json
     [tasks]=2 [plan]=plan.json [task]=all [progress]=never [sensitivity]=s.json [preset]=Q4_K_M
-    [imatrix]=im.dat)
+    [imatrix]=im.dat [method-program]=fk=true [method-timeout]=5)
 allowed=" threads remove-stale chunk-values quiet verbose json progress plan task help version list-formats list-methods list-presets "
 "$conv" --help >help.txt
 # "  -o, --output OUT.ninfer   help" / "      --requantize   help": the name, and whether it takes a
@@ -133,6 +133,18 @@ while read -r name kind; do
         [ -n "${value[$name]+x}" ] || { bad "no test value for --$name: add one to value[] above"; continue; }
         a=(--"$name" "${value[$name]}")
     fi
+    case "$name" in
+    method-program) # taken with --plan, and refused: this plan was made with no program
+        run 2 "$conv" --plan plan.json --task all -q "${a[@]}"
+        contains "$work/err" "--method-program fk: the plan's conversion has no such program"
+        continue
+        ;;
+    method-timeout)
+        run 2 "$conv" --plan plan.json --task all -q "${a[@]}"
+        contains "$work/err" "--method-timeout belongs to --method-program"
+        continue
+        ;;
+    esac
     case "$allowed" in
     *" $name "*) run 0 "$conv" --plan plan.json --task all -q "${a[@]}" ;;
     *)
