@@ -18,6 +18,13 @@ misbehaves as its first argument says (tests/cli/test_method_program.sh):
   exit1    exits with status 1 after its input ends
   params   refuses unless the tensor header's params are {"bits": 3, "note": "x"}
   imp      refuses unless every chunk brings an importance vector of cols values
+  stream   valid words (zeros), the answer's header first, then each row's codes as soon as the
+           row is read (an answer larger than a pipe, while the chunk is still coming)
+  early    refuses a tensor right after its header, then waits (never reading the chunk)
+  early_exit  the same, then exits 0
+  noexit   valid words (zeros), and does not exit when its input ends
+  late     refuses tensor lm_head.weight, valid words for the others; does not exit when its
+           input ends (a worker's failure must not wait for another worker's program)
   linger   valid words (zeros), and a child of its own that keeps its stdout open for 10 minutes
   fds      refuses its hello if it was started with a descriptor open beyond 0, 1 and 2 (the
            converter's files are close-on-exec)"""
@@ -37,6 +44,8 @@ def read(n):
     while len(b) < n:
         k = inp.read(n - len(b))
         if not k:
+            if mode in ("noexit", "late"):
+                time.sleep(3600)
             if mode == "trailing":
                 out.write(b"x")
                 out.flush()
@@ -75,14 +84,35 @@ while True:
     if kind == 2:
         fmt = json.loads(read(length))
         seen = 0
+        if mode in ("early", "early_exit"):
+            send(4, b"no tensor for me")
+            if mode == "early_exit":
+                sys.exit(0)
+            time.sleep(3600)
         if mode == "params" and fmt["params"] != {"bits": 3, "note": "x"}:
             send(4, ("params %r" % fmt["params"]).encode())
         continue
     first, n, k, has_imp = struct.unpack("<QQQQ", read(32))
+    if mode == "stream" and fmt["category"] in ("grouped", "direct"):
+        per = 1 if fmt["category"] == "grouped" else fmt["word_bytes"]
+        g = (k + fmt["group_size"] - 1) // fmt["group_size"] if fmt["category"] == "grouped" else 0
+        out.write(b"NFMP" + struct.pack("<IQ", 3, n * k * per + 2 * n * g))
+        for r in range(n):
+            read(k * 4)
+            out.write(bytes(k * per))
+            out.flush()
+        out.write(bytes(2 * n * g))
+        out.flush()
+        if has_imp:
+            read(k * 4)
+        continue
     read(n * k * 4)
     if has_imp:
         read(k * 4)
     chunks += 1
+    if mode == "late" and fmt["tensor"] == "lm_head.weight":
+        send(4, b"late failure")
+        continue
     if mode == "imp" and not has_imp:
         send(4, b"no importance vector")
         continue

@@ -64,6 +64,44 @@ start=$(date +%s)
 run 0 fk q4_g64_fp16 linger --force -j2 --method-timeout 60
 [ $(($(date +%s) - start)) -lt 30 ] && ok || bad "the run waited for a lingering child"
 no_programs_left
+# answers larger than a pipe, begun while the chunk is still coming (rows of 1024, chunks of
+# 1024 rows: 1 MiB of codes, 2 MiB of bf16 words), and refusals before the chunk is read: no
+# deadlock until the timeout, the refusal's own text
+"$bin/ninfer-gen-checkpoint" "$work/ckbig" --hidden 1024 --vocab 4096 --layers 1 --intermediate 1024 >/dev/null
+for f in q4_g64_fp16 bf16; do
+    start=$(date +%s)
+    run 0 conv ckbig -o big.ninfer --force --format $f --method fk --method-program "fk=$py $fake stream $marker" \
+        --method-timeout 20
+    [ $(($(date +%s) - start)) -lt 15 ] && ok || bad "stream $f: the exchange waited for the timeout"
+done
+for m in early early_exit; do
+    start=$(date +%s)
+    run 1 conv ckbig -o big2.ninfer --format q4_g64_fp16 --method fk --method-program "fk=$py $fake $m $marker" \
+        --method-timeout 20 -j1
+    contains err "refused: the answer to rows 0..1023 of tensor 'model.embed_tokens.weight': no tensor for me"
+    [ $(($(date +%s) - start)) -lt 15 ] && ok || bad "$m: the refusal waited for the timeout"
+done
+no_programs_left
+# the wait for a program to exit at the end of its input gives way to another worker's failure
+# and to a signal (not to the 30 s timeout)
+start=$(date +%s)
+run 1 fk q4_g64_fp16 late --force -j2 --method-timeout 30
+contains err "refused: the answer to rows 0..999 of tensor 'lm_head.weight': late failure"
+[ $(($(date +%s) - start)) -lt 15 ] && ok || bad "a failure waited for another worker's program to exit"
+no_programs_left
+cp o.ninfer before.ninfer
+"$bin/ninfer-convert" ck -o o.ninfer --format q4_g64_fp16 --method fk --method-program "fk=$py $fake noexit $marker" \
+    --force -j2 --method-timeout 30 >"$work/out" 2>"$work/err" &
+pid=$!
+sleep 2
+start=$(date +%s)
+kill -TERM $pid
+wait $pid
+rc=$?
+[ $rc -eq 3 ] && ok || bad "SIGTERM while programs end: exit $rc, expected 3: $(head -c 300 "$work/err")"
+[ $(($(date +%s) - start)) -lt 10 ] && ok || bad "SIGTERM waited for the programs' timeout"
+same o.ninfer before.ninfer
+no_programs_left
 # a program inherits no descriptor of the converter's (its checkpoint, its output, its lock)
 run 0 fk q4_g64_fp16 fds --force -j2
 # the rule's parameters reach the program; the imatrix's vector comes with each chunk

@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <sys/uio.h>
+
 #include <jansson.h>
 
 #include <ninfer/format.h>
@@ -76,6 +78,20 @@ void nf_mprog_proc_arm(nf_mprog_proc *p);
  * exchange in that message ("its answer to rows 0..31 of tensor 'x'"). */
 nf_status nf_mprog_proc_exchange(nf_mprog_proc *p, const void *out, size_t nout, void *in, size_t nin, const char *what,
                                  nf_error *err);
+/* One exchange of several pieces each way: out[] written in order while in[] is read in order.
+ * When in[0] is full (an answer's frame header), on_head (if set) is called once: it may add the
+ * rest of the answer to in[] (nin grows, at most NF_MPROG_IO_MAX), or set stop_writing (a refusal:
+ * what is left of out[] is never sent), or fail, which ends the exchange with its status.  A
+ * program that stops reading its input is not an error while what it answers can still be read. */
+#define NF_MPROG_IO_MAX 4
+typedef struct nf_mprog_io {
+    struct iovec out[NF_MPROG_IO_MAX], in[NF_MPROG_IO_MAX];
+    int nout, nin;
+    nf_status (*on_head)(void *ctx, struct nf_mprog_io *io, nf_error *err);
+    void *ctx;
+    bool stop_writing;
+} nf_mprog_io;
+nf_status nf_mprog_proc_io(nf_mprog_proc *p, nf_mprog_io *io, const char *what, nf_error *err);
 /* The program's pid and spec, for messages. */
 long nf_mprog_proc_pid(const nf_mprog_proc *p);
 const nf_mprog_spec *nf_mprog_proc_spec(const nf_mprog_proc *p);

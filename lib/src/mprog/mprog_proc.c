@@ -23,8 +23,9 @@
 extern char **environ;
 
 /* What of a program's standard error is passed through: lines of at most LINE_MAX_BYTES (longer
- * ones are cut into pieces), at most STDERR_BUDGET bytes a program; past that one line says the
- * rest is dropped, and it is still read, so the program never blocks on it. */
+ * ones are cut into pieces), at most STDERR_BUDGET bytes a program as they reach our stderr,
+ * prefixes included; past that one line says the rest is dropped, and it is still read, so the
+ * program never blocks on it. */
 #define LINE_MAX_BYTES 1024u
 #define STDERR_BUDGET ((uint64_t)1 << 20)
 
@@ -83,8 +84,9 @@ static void emit_line(nf_mprog_proc *p)
     }
     char out[LINE_MAX_BYTES + 160];
     int k = snprintf(out, sizeof out, "%.64s[%ld]: %.*s\n", p->spec->name, (long)p->pid, (int)p->line_len, p->line);
-    if (k > 0) write_all(2, out, (size_t)k < sizeof out ? (size_t)k : sizeof out - 1);
-    p->passed += p->line_len + 1;
+    const size_t len = k <= 0 ? 0 : (size_t)k < sizeof out ? (size_t)k : sizeof out - 1;
+    write_all(2, out, len);
+    p->passed += len; /* what reaches our stderr, prefixes included */
     p->line_len = 0;
     if (p->passed >= STDERR_BUDGET) {
         k = snprintf(out, sizeof out, "%.64s[%ld]: (more than %llu bytes on standard error: the rest is dropped)\n",
@@ -296,6 +298,10 @@ nf_status nf_mprog_proc_finish(nf_mprog_proc *p, nf_error *err)
         }
         if (n == 0) close_fd(&p->out);
         if (done) break;
+        if (p->stop && p->stop(p->stop_ctx)) { /* interrupted, or another worker failed: no more waiting */
+            st = nf_error_set(err, NF_ERR_IO, "interrupted");
+            break;
+        }
         int64_t left = until - now_ms();
         if (left <= 0) {
             st = nf_error_set(err, NF_ERR_INVALID,
@@ -355,13 +361,28 @@ static ssize_t write_nosig(int fd, const void *b, size_t n)
     return k;
 }
 
-nf_status nf_mprog_proc_exchange(nf_mprog_proc *p, const void *outb, size_t nout, void *inb, size_t nin,
-                                 const char *what, nf_error *err)
+/* The next segment of io's `which` side with bytes left, or n: where the exchange stands. */
+static int next_segment(const struct iovec *v, int n, int i)
 {
-    const uint8_t *o = outb;
-    uint8_t *i = inb;
+    while (i < n && v[i].iov_len == 0) i++;
+    return i;
+}
+
+nf_status nf_mprog_proc_io(nf_mprog_proc *p, nf_mprog_io *io, const char *what, nf_error *err)
+{
+    int oi = next_segment(io->out, io->nout, 0), ii = next_segment(io->in, io->nin, 0);
+    bool head_done = !io->on_head;
     const int64_t until = p->until;
-    while (nout > 0 || nin > 0) {
+    for (;;) {
+        /* the answer's first segment (its frame header) is in: the rest of the answer is known */
+        if (!head_done && (ii > 0 || ii == io->nin)) {
+            head_done = true;
+            NF_TRY(io->on_head(io->ctx, io, err));
+            ii = next_segment(io->in, io->nin, ii);
+        }
+        const bool writing = oi < io->nout && !io->stop_writing, reading = ii < io->nin;
+        if (!writing && !reading) break;
+        if (writing && p->in < 0 && !reading) return gone(p, what, "stopped reading its standard input", err);
         if (p->stop && p->stop(p->stop_ctx)) return nf_error_set(err, NF_ERR_IO, "interrupted");
         int64_t left = until - now_ms();
         if (left <= 0)
@@ -371,12 +392,11 @@ nf_status nf_mprog_proc_exchange(nf_mprog_proc *p, const void *outb, size_t nout
         struct pollfd f[3];
         nfds_t nf = 0;
         int iw = -1, ir = -1, ie = -1;
-        if (nout > 0) {
-            if (p->in < 0) return gone(p, what, "closed its standard input", err);
+        if (writing && p->in >= 0) {
             iw = (int)nf;
             f[nf++] = (struct pollfd){p->in, POLLOUT, 0};
         }
-        if (nin > 0) {
+        if (reading) {
             if (p->out < 0) return gone(p, what, "closed its standard output", err);
             ir = (int)nf;
             f[nf++] = (struct pollfd){p->out, POLLIN, 0};
@@ -390,20 +410,24 @@ nf_status nf_mprog_proc_exchange(nf_mprog_proc *p, const void *outb, size_t nout
         if (k <= 0) continue;
         if (ie >= 0 && f[ie].revents) drain_stderr(p);
         if (iw >= 0 && f[iw].revents) {
-            ssize_t n = write_nosig(p->in, o, nout);
+            struct iovec *v = &io->out[oi];
+            ssize_t n = write_nosig(p->in, v->iov_base, v->iov_len);
             if (n > 0) {
-                o += n;
-                nout -= (size_t)n;
+                v->iov_base = (uint8_t *)v->iov_base + n;
+                v->iov_len -= (size_t)n;
+                oi = next_segment(io->out, io->nout, oi);
             } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+                /* it stopped reading: what it has answered (a refusal) may still explain why */
                 close_fd(&p->in);
-                return gone(p, what, "stopped reading its standard input", err);
             }
         }
         if (ir >= 0 && f[ir].revents) {
-            ssize_t n = read(p->out, i, nin);
+            struct iovec *v = &io->in[ii];
+            ssize_t n = read(p->out, v->iov_base, v->iov_len);
             if (n > 0) {
-                i += n;
-                nin -= (size_t)n;
+                v->iov_base = (uint8_t *)v->iov_base + n;
+                v->iov_len -= (size_t)n;
+                ii = next_segment(io->in, io->nin, ii);
             } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
                 close_fd(&p->out);
                 return gone(p, what, "closed its standard output", err);
@@ -411,4 +435,13 @@ nf_status nf_mprog_proc_exchange(nf_mprog_proc *p, const void *outb, size_t nout
         }
     }
     return NF_OK;
+}
+
+nf_status nf_mprog_proc_exchange(nf_mprog_proc *p, const void *outb, size_t nout, void *inb, size_t nin,
+                                 const char *what, nf_error *err)
+{
+    nf_mprog_io io = {.nout = 1, .nin = 1};
+    io.out[0] = (struct iovec){(void *)outb, nout};
+    io.in[0] = (struct iovec){inb, nin};
+    return nf_mprog_proc_io(p, &io, what, err);
 }

@@ -201,6 +201,57 @@ uint64_t nf_mprog_words_bytes(const nf_format *f, uint64_t rows, uint64_t cols, 
     return good ? a : 0;
 }
 
+/* An answer to a chunk as its frame header says: the words into the chunk's arrays, or a
+ * refusal's text; anything else fails at once (nf_mprog_proc_io's on_head). */
+typedef struct answer {
+    nf_mprog_proc *p;
+    const nf_format *f;
+    uint64_t n, want; /* values of the chunk, bytes of its words */
+    nf_words *out;
+    const char *what;
+    uint8_t head[16];
+    bool refused;
+    char text[ERROR_TEXT_MAX + 1];
+    size_t text_len;
+} answer;
+
+static nf_status answer_head(void *ctx, nf_mprog_io *io, nf_error *err)
+{
+    answer *a = ctx;
+    const uint32_t t = get32(a->head + 4);
+    const uint64_t len = get64(a->head + 8);
+    if (memcmp(a->head, FRAME_MAGIC, 4) == 0 && t == FRAME_ERROR && len <= ERROR_TEXT_MAX) {
+        a->refused = true; /* its text, and nothing more sent */
+        a->text_len = (size_t)len;
+        io->in[io->nin++] = (struct iovec){a->text, (size_t)len};
+        io->stop_writing = true;
+        return NF_OK;
+    }
+    if (memcmp(a->head, FRAME_MAGIC, 4) != 0 || t != FRAME_CHUNK || len != a->want)
+        return check_header(a->p, a->head, FRAME_CHUNK, a->want, a->what, err); /* says what is wrong */
+    const nf_words *w = a->out;
+    const size_t n = (size_t)a->n, rest = (size_t)(a->want - a->n);
+    switch (a->f->category) {
+    case NF_CAT_DIRECT:
+        io->in[io->nin++] = (struct iovec){a->f->word_bytes == 2 ? (void *)w->w16 : (void *)w->w32, (size_t)a->want};
+        break;
+    case NF_CAT_GROUPED:
+        io->in[io->nin++] = (struct iovec){w->codes, n};
+        io->in[io->nin++] = (struct iovec){w->scales, rest};
+        break;
+    case NF_CAT_FP8_ROW:
+        io->in[io->nin++] = (struct iovec){w->codes8, n};
+        io->in[io->nin++] = (struct iovec){w->scales, rest};
+        break;
+    case NF_CAT_NVFP4:
+        io->in[io->nin++] = (struct iovec){w->codes8, n};
+        io->in[io->nin++] = (struct iovec){w->scales8, rest};
+        break;
+    case NF_CAT_GGUF: io->in[io->nin++] = (struct iovec){w->blocks, (size_t)a->want}; break;
+    }
+    return NF_OK;
+}
+
 nf_status nf_mprog_encode(nf_mprog_proc *p, const nf_mprog_tensor *t, uint64_t first_row, uint64_t rows,
                           const float *values, const float *importance, nf_words *out, nf_error *err)
 {
@@ -220,31 +271,20 @@ nf_status nf_mprog_encode(nf_mprog_proc *p, const nf_mprog_tensor *t, uint64_t f
     put64(h + 24, rows);
     put64(h + 32, k);
     put64(h + 40, importance ? 1 : 0);
+    /* The chunk written and its answer read together: a program may answer (or refuse) while it is
+     * still reading, and neither side waits for the other (docs/method-programs.md 3). */
+    answer a = {.p = p, .f = f, .n = rows * k, .want = want, .out = out, .what = what};
+    nf_mprog_io io = {.nout = importance ? 3 : 2, .nin = 1, .on_head = answer_head, .ctx = &a};
+    io.out[0] = (struct iovec){h, sizeof h};
+    io.out[1] = (struct iovec){(void *)values, (size_t)nvalues};
+    if (importance) io.out[2] = (struct iovec){(void *)importance, (size_t)(k * sizeof(float))};
+    io.in[0] = (struct iovec){a.head, sizeof a.head};
     nf_mprog_proc_arm(p);
-    NF_TRY(nf_mprog_proc_exchange(p, h, sizeof h, NULL, 0, what, err));
-    uint8_t a[16];
-    if (importance) {
-        NF_TRY(nf_mprog_proc_exchange(p, values, (size_t)nvalues, NULL, 0, what, err));
-        NF_TRY(nf_mprog_proc_exchange(p, importance, (size_t)(k * sizeof(float)), a, 16, what, err));
-    } else {
-        NF_TRY(nf_mprog_proc_exchange(p, values, (size_t)nvalues, a, 16, what, err));
-    }
-    NF_TRY(check_header(p, a, FRAME_CHUNK, want, what, err));
-    const uint64_t n = rows * k;
-    switch (f->category) {
-    case NF_CAT_DIRECT:
-        return nf_mprog_proc_exchange(p, NULL, 0, f->word_bytes == 2 ? (void *)out->w16 : (void *)out->w32,
-                                      (size_t)want, what, err);
-    case NF_CAT_GROUPED:
-        NF_TRY(nf_mprog_proc_exchange(p, NULL, 0, out->codes, (size_t)n, what, err));
-        return nf_mprog_proc_exchange(p, NULL, 0, out->scales, (size_t)(want - n), what, err);
-    case NF_CAT_FP8_ROW:
-        NF_TRY(nf_mprog_proc_exchange(p, NULL, 0, out->codes8, (size_t)n, what, err));
-        return nf_mprog_proc_exchange(p, NULL, 0, out->scales, (size_t)(want - n), what, err);
-    case NF_CAT_NVFP4:
-        NF_TRY(nf_mprog_proc_exchange(p, NULL, 0, out->codes8, (size_t)n, what, err));
-        return nf_mprog_proc_exchange(p, NULL, 0, out->scales8, (size_t)(want - n), what, err);
-    case NF_CAT_GGUF: return nf_mprog_proc_exchange(p, NULL, 0, out->blocks, (size_t)want, what, err);
-    }
-    return nf_error_set(err, NF_ERR_USAGE, "format %s: unknown category", f->name);
+    NF_TRY(nf_mprog_proc_io(p, &io, what, err));
+    if (!a.refused) return NF_OK;
+    for (size_t i = 0; i < a.text_len; i++)
+        if ((unsigned char)a.text[i] < 0x20 || a.text[i] == 0x7F) a.text[i] = ' ';
+    a.text[a.text_len] = '\0';
+    return nf_error_set(err, NF_ERR_INVALID, "method program '%s' (pid %ld) refused: %s: %s",
+                        nf_mprog_proc_spec(p)->name, nf_mprog_proc_pid(p), what, a.text);
 }
