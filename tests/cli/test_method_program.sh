@@ -106,7 +106,7 @@ no_programs_left
 run 0 fk q4_g64_fp16 fds --force -j2
 # the rule's parameters reach the program; the imatrix's vector comes with each chunk
 "$py" "$top/tests/cli/gen_imatrix.py" "$work/imatrix.gguf" 200 520 2 7 3 || bad "gen_imatrix.py"
-recipe() {
+recipe() { # WITH [METHOD]: r.yaml, the projections in q4 by METHOD (default fk) with WITH
     cat >r.yaml <<Y
 recipe: 1
 sources: {base: ck, imatrix: imatrix.gguf}
@@ -116,7 +116,7 @@ defaults: {format: bf16}
 rules:
   - match: "*proj.weight"
     format: q4_g64_fp16
-    method: fk
+    method: ${2:-fk}
     with: $1
 Y
 }
@@ -282,18 +282,8 @@ for k in mine:
     assert b[k]['method'] == 'grouped_absmax' and g[k]['rmse'] < 0.95 * b[k]['rmse'], (k, g[k]['rmse'], b[k]['rmse'])
 PY
     # with the imatrix as its diagonal (a rule's `with: {imatrix: NAME}`)
-    cat >gq.yaml <<Y
-recipe: 1
-sources: {base: ck, imatrix: imatrix.gguf}
-output: {name: t}
-components: {text: {config: {from: base}}}
-defaults: {format: bf16}
-rules:
-  - match: "*proj.weight"
-    format: q4_g64_fp16
-    method: gptq
-    with: {imatrix: imatrix, steps: 16}
-Y
+    recipe '{imatrix: imatrix, steps: 16}' gptq
+    mv r.yaml gq.yaml
     run 0 conv -r gq.yaml -o gq.ninfer --method-program "gptq=$np $top/examples/methods/gptq_diag.py"
     # and what it refuses (a format it does not encode) is named with the tensor
     run 1 conv ck256 -o a3.ninfer --format fp8_e4m3fn_row_bf16 --method absmax --method-program "$absmax"

@@ -361,11 +361,19 @@ static ssize_t write_nosig(int fd, const void *b, size_t n)
     return k;
 }
 
-/* The next segment of io's `which` side with bytes left, or n: where the exchange stands. */
+/* The next segment of v[0..n) with bytes left from i on, or n: where one side stands. */
 static int next_segment(const struct iovec *v, int n, int i)
 {
     while (i < n && v[i].iov_len == 0) i++;
     return i;
+}
+
+/* k bytes of segment i moved; the side's new position. */
+static int advance(struct iovec *v, int n, int i, size_t k)
+{
+    v[i].iov_base = (uint8_t *)v[i].iov_base + k;
+    v[i].iov_len -= k;
+    return next_segment(v, n, i);
 }
 
 nf_status nf_mprog_proc_io(nf_mprog_proc *p, nf_mprog_io *io, const char *what, nf_error *err)
@@ -410,24 +418,18 @@ nf_status nf_mprog_proc_io(nf_mprog_proc *p, nf_mprog_io *io, const char *what, 
         if (k <= 0) continue;
         if (ie >= 0 && f[ie].revents) drain_stderr(p);
         if (iw >= 0 && f[iw].revents) {
-            struct iovec *v = &io->out[oi];
-            ssize_t n = write_nosig(p->in, v->iov_base, v->iov_len);
+            ssize_t n = write_nosig(p->in, io->out[oi].iov_base, io->out[oi].iov_len);
             if (n > 0) {
-                v->iov_base = (uint8_t *)v->iov_base + n;
-                v->iov_len -= (size_t)n;
-                oi = next_segment(io->out, io->nout, oi);
+                oi = advance(io->out, io->nout, oi, (size_t)n);
             } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
                 /* it stopped reading: what it has answered (a refusal) may still explain why */
                 close_fd(&p->in);
             }
         }
         if (ir >= 0 && f[ir].revents) {
-            struct iovec *v = &io->in[ii];
-            ssize_t n = read(p->out, v->iov_base, v->iov_len);
+            ssize_t n = read(p->out, io->in[ii].iov_base, io->in[ii].iov_len);
             if (n > 0) {
-                v->iov_base = (uint8_t *)v->iov_base + n;
-                v->iov_len -= (size_t)n;
-                ii = next_segment(io->in, io->nin, ii);
+                ii = advance(io->in, io->nin, ii, (size_t)n);
             } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
                 close_fd(&p->out);
                 return gone(p, what, "closed its standard output", err);
