@@ -178,6 +178,10 @@ np=/usr/bin/python3
 if ! "$np" -c 'import numpy' >/dev/null 2>&1; then
     printf '%s\n' "(method programs: skipped, $np has no numpy: apt-get install python3-numpy)"
 fi
+# the reference: a bare pipe between two dd's moving as many bytes as the values (4 a weight)
+mib=$(((4 * weights + (1 << 20) - 1) >> 20))
+ex --label "pipe: dd bs=1M count=$mib | dd (the values' bytes)" --bytes $((mib << 20)) --weights "$weights" -- \
+    sh -c "dd if=/dev/zero bs=1M count=$mib status=none | dd of=/dev/null bs=1M status=none"
 for t in $tcounts; do
     for prog in "echo=$bin/ninfer-mprog-echo" "absmax=$np $here/examples/methods/absmax.py"; do
         name=${prog%%=*}
