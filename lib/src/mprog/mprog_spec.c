@@ -180,9 +180,9 @@ nf_status nf_mprog_spec_init(nf_mprog_spec *s, const nf_method_program *m, nf_er
     NF_TRY(nf_method_program_check_name(m->name, err));
     if (!(s->name = strdup(m->name)) || !(s->command = strdup(m->command ? m->command : "")))
         return nf_common_nomem(err);
-    s->timeout_ms = (m->timeout ? m->timeout : NF_METHOD_PROGRAM_TIMEOUT) * 1000u;
-    if (m->timeout > 86400u * 7)
+    if (m->timeout > 86400u * 7) /* (checked before the product: a larger one would wrap) */
         return nf_error_set(err, NF_ERR_USAGE, "--method-timeout %u: at most a week (604800 seconds)", m->timeout);
+    s->timeout_ms = (m->timeout ? m->timeout : NF_METHOD_PROGRAM_TIMEOUT) * 1000u;
     NF_TRY_CTX(nf_mprog_split(s->command, &s->argv, &s->argc, err), err, "--method-program %s", s->name);
     NF_TRY(find_exe(s->name, s->argv[0], &s->exe, err));
     if (!(s->files = calloc(s->argc, sizeof *s->files))) return nf_common_nomem(err);
