@@ -149,6 +149,19 @@ Test(names, qk_rows)
     cr_assert_not(nf_qk_hf_row(16, 2, 16, &hf));
     cr_assert_not(nf_qk_hf_row(12, 4, 0, &hf)); /* 3 rows a head: no halves */
     cr_assert_not(nf_qk_hf_row(16, 0, 0, &hf));
+    /* the inverse, exhaustively over small shapes: every Hugging Face row has exactly its GGUF row */
+    for (uint64_t heads = 1; heads <= 6; heads++)
+        for (uint64_t rows = 2 * heads; rows <= 48 * heads; rows += 2 * heads)
+            for (uint64_t h = 0; h < rows; h++) {
+                uint64_t g = rows, back = rows;
+                cr_assert(nf_qk_gguf_row(rows, heads, h, &g));
+                cr_assert(g < rows && nf_qk_hf_row(rows, heads, g, &back) && back == h, "rows %llu heads %llu row %llu",
+                          (unsigned long long)rows, (unsigned long long)heads, (unsigned long long)h);
+            }
+    cr_assert(nf_qk_gguf_row(16, 2, 4, &hf) && hf == 1);
+    cr_assert_not(nf_qk_gguf_row(16, 2, 16, &hf));
+    cr_assert_not(nf_qk_gguf_row(12, 4, 0, &hf));
+    cr_assert_not(nf_qk_gguf_row(16, 0, 0, &hf));
     char out[256];
     nf_name_map how;
     cr_assert(nf_hf_name_to_gguf(NF_ARCH_MISTRAL, "model.layers.0.self_attn.k_proj.weight", out, sizeof out, &how));

@@ -81,6 +81,9 @@ NF_API size_t nf_gguf_name_to_hf(nf_arch arch, const char *gguf, int expert, cha
  * heads, for an architecture that permutes them; false when rows is not a multiple of 2 * heads
  * or gguf_row >= rows. */
 NF_API bool nf_qk_hf_row(uint64_t rows, uint64_t heads, uint64_t gguf_row, uint64_t *hf_row);
+/* Its inverse: the GGUF row holding Hugging Face row `hf_row` (nf_qk_hf_row(rows, heads, result)
+ * is hf_row); false under the same conditions. */
+NF_API bool nf_qk_gguf_row(uint64_t rows, uint64_t heads, uint64_t hf_row, uint64_t *gguf_row);
 
 #ifdef __cplusplus
 }

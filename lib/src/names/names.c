@@ -261,3 +261,13 @@ bool nf_qk_hf_row(uint64_t rows, uint64_t heads, uint64_t gguf_row, uint64_t *hf
     *hf_row = h * per_head + (r % 2) * half + r / 2;
     return true;
 }
+
+bool nf_qk_gguf_row(uint64_t rows, uint64_t heads, uint64_t hf_row, uint64_t *gguf_row)
+{
+    if (heads == 0 || rows % heads != 0 || (rows / heads) % 2 != 0 || hf_row >= rows) return false;
+    /* within a head, Hugging Face row j * half + i (j: the rotary half) is GGUF row 2 * i + j */
+    uint64_t per_head = rows / heads, half = per_head / 2;
+    uint64_t h = hf_row / per_head, r = hf_row % per_head;
+    *gguf_row = h * per_head + 2 * (r % half) + r / half;
+    return true;
+}
