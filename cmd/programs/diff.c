@@ -17,12 +17,14 @@
 #include "common/checked.h"
 #include "common/pool.h"
 #include "diff.h"
+#include "report_page.h"
 
 typedef struct diff_opts {
     unsigned threads; /* 0: every core */
     bool csv;
     const char *arch;
     const char *imatrix;
+    const char *html;
 } diff_opts;
 
 static const nf_option options[] = {
@@ -33,12 +35,14 @@ static const nf_option options[] = {
                       "the architecture of llama.cpp's names (docs/names.md), when neither side says it"),
     NF_OPT_STRING_ROW(diff_opts, imatrix, "imatrix", 0, "FILE",
                       "an importance matrix (llama-imatrix): also the importance-weighted squared error"),
+    NF_OPT_STRING_ROW(diff_opts, html, "html", 0, "OUT.html",
+                      "also write the report page of every pair (docs/ninfer-inspect.md; '-': standard output)"),
     NF_OPT_END,
 };
 
 static const nf_program program = {
     "ninfer-diff",
-    "ninfer-diff A B [--json | --csv] [--imatrix FILE] [--arch NAME] [--threads N] [-q]",
+    "ninfer-diff A B [--json | --csv] [--html OUT.html] [--imatrix FILE] [--arch NAME] [--threads N] [-q]",
     "Compare two inputs, each an artifact or a checkpoint (a safetensors file or directory, a\n"
     "sharded index, a quantized checkpoint of a dialect ninfer-convert reads, a .gguf file, a\n"
     "PyTorch file).  Two artifacts are compared object by object (matched by id): objects added\n"
@@ -50,13 +54,14 @@ static const nf_program program = {
     "Hugging Face's, through the name table of docs/names.md (a stacked experts tensor against\n"
     "each expert's matrix, q/k rows in llama.cpp's order); names the table does not hold are listed\n"
     "as unmapped.  Each pair: bits per weight of each side, max |A - B|, RMSE, SNR in dB, and the\n"
-    "importance-weighted error with --imatrix.",
+    "importance-weighted error with --imatrix.  --html writes every pair as ninfer-inspect's report\n"
+    "page (a heatmap of the error per layer and role, bits per weight per layer, a sortable table).",
     options,
     "  ninfer-diff a.ninfer b.ninfer              # exit 0 when the same, 1 when not\n"
     "  ninfer-diff q8.ninfer q4.ninfer --json > diff.json\n"
     "  ninfer-diff model.ninfer ./MyModel         # every tensor against its source tensor\n"
     "  ninfer-diff model-Q4_K_M.gguf ./MyModel --csv > q4km.csv\n"
-    "  ninfer-diff ./MyModel-GPTQ ./MyModel --imatrix imatrix.gguf\n"
+    "  ninfer-diff ./MyModel-GPTQ ./MyModel --imatrix imatrix.gguf --html gptq.html\n"
     "  ninfer diff -q a.ninfer b.ninfer && echo same\n",
     /* like cmp and diff: 1 is "different"; an invalid input is 1 too, as in every program
      * (docs/decisions.md, "Exit statuses"), told apart by its error on stderr and no summary */
@@ -465,6 +470,43 @@ static void print_csv(const diff_run *r)
     }
 }
 
+/* --html: every pair of tensors as the report page's rows, the side that is not the
+ * reference giving its format and bits per weight (for a quant against its source: the quant's). */
+static int write_page(const diff_run *r, const char *path)
+{
+    nf_page_row *rows = calloc(r->npairs ? r->npairs : 1, sizeof *rows);
+    if (!rows) return nf_cli_error(r->cli, NF_ERR_NOMEM, "out of memory");
+    size_t n = 0;
+    for (size_t i = 0; i < r->npairs; i++) {
+        const diff_pair *p = &r->pairs[i];
+        if (p->not_compared) continue;
+        const diff_end *e = p->e[1 - r->ref].name ? &p->e[1 - r->ref] : &p->e[r->ref];
+        if (e->o && e->o->kind != NF_OBJECT_TENSOR) continue;
+        nf_page_row *row = &rows[n++];
+        row->name = pair_name(p);
+        row->format = end_format(e);
+        row->bpw = end_bpw(e);
+        row->values = p->rows * p->cols;
+        row->max_abs = row->rmse = row->snr_db = row->weighted = NAN;
+        if (!p->have_sum) continue;
+        row->stats = true;
+        row->count = p->sum.count;
+        row->max_abs = p->sum.max_abs;
+        row->rmse = p->sum.rmse;
+        row->snr_db = p->sum.count && p->sum.sse == 0 ? INFINITY : p->sum.snr_db;
+        if (p->weights) row->weighted = p->sum.wse;
+    }
+    char title[8192], about[256], generator[96];
+    snprintf(title, sizeof title, "Comparison: %s and %s", r->side[0].path, r->side[1].path);
+    snprintf(about, sizeof about, "ninfer-diff; %s is the reference%s", r->ref ? "B" : "A",
+             r->imatrix ? "; weighted by the importance matrix given" : "");
+    snprintf(generator, sizeof generator, "ninfer-diff (ninfer-tools %s)", nf_version());
+    nf_page page = {title, about, generator, "weighted squared error", rows, n, NULL, 0};
+    int rc = nf_page_write(r->cli, &page, path);
+    free(rows);
+    return rc;
+}
+
 /* ---------------------------------------------------------------- main */
 static int diff(const nf_cli *cli, const diff_opts *o)
 {
@@ -508,6 +550,10 @@ static int diff(const nf_cli *cli, const diff_opts *o)
                 prc = nf_cli_error(cli, NF_ERR_IO, "standard output: %s", strerror(errno));
         }
         if (prc != NF_EXIT_OK) rc = prc;
+        if (prc == NF_EXIT_OK && o->html) {
+            int hrc = write_page(&r, o->html);
+            if (hrc != NF_EXIT_OK) rc = hrc;
+        }
     }
     for (size_t i = 0; i < r.nkeys; i++) {
         free(r.keys[i].path);

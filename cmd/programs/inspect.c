@@ -28,6 +28,10 @@ static const nf_option options[] = {
                       "logical words of a tensor object: codes, scales, divisors (artifacts only)"),
     NF_OPT_SPAN_ROW(inspect_opts, rows, "rows", 0, "A:B", "with --words: rows A (inclusive) to B (exclusive)"),
     NF_OPT_SPAN_ROW(inspect_opts, cols, "cols", 0, "A:B", "with --words: columns A to B"),
+    NF_OPT_STRING_ROW(inspect_opts, report, "report", 0, "R.json",
+                      "a conversion report (OUT.conversion.json) or ninfer-diff --json, for --html"),
+    NF_OPT_STRING_ROW(inspect_opts, html, "html", 0, "OUT.html",
+                      "with --report: write its page (charts and a sortable table; '-': standard output)"),
     NF_OPT_END,
 };
 
@@ -38,7 +42,8 @@ static const nf_program program = {
     "       ninfer-inspect FILE --tensor ID [--stats] [--json]\n"
     "       ninfer-inspect FILE --words ID [--rows A:B] [--cols A:B] [--json]\n"
     "       ninfer-inspect CHECKPOINT [--json] [--files]\n"
-    "       ninfer-inspect CHECKPOINT --tensor NAME [--stats] [--json]",
+    "       ninfer-inspect CHECKPOINT --tensor NAME [--stats] [--json]\n"
+    "       ninfer-inspect --report R.json --html OUT.html",
     "Show what a .ninfer artifact holds: its files, objects (format, layout, shape, bytes,\n"
     "bits/weight), totals per format, components, bindings and uses.  --tensor shows one tensor's\n"
     "geometry and planes; --words prints its logical words as stored.  Only the header and the\n"
@@ -53,13 +58,19 @@ static const nf_program program = {
     "companion files (config.json, tokenizer.json, ...) and every tensor (dtype, shape, offset,\n"
     "bytes) with totals per dtype.\n"
     "--tensor NAME [--stats] shows one tensor; --objects, --bindings, --uses and --words are for\n"
-    "artifacts only.  Only headers are read unless --stats asks for tensor data.",
+    "artifacts only.  Only headers are read unless --stats asks for tensor data.\n"
+    "\n"
+    "--report R.json --html OUT.html draws a conversion report (OUT.conversion.json) or a\n"
+    "comparison (ninfer-diff --json) as one self-contained HTML page: the error per layer and\n"
+    "tensor role, size against error for a budget's candidates and its allocation, bits per\n"
+    "weight per layer, and every tensor in a table sortable without JavaScript.",
     options,
     "  ninfer-inspect model.ninfer\n"
     "  ninfer-inspect model.ninfer --json | jq '.objects[].id'\n"
     "  ninfer-inspect model.ninfer --tensor lm_head.weight --stats\n"
     "  ninfer-inspect model.ninfer --words lm_head.weight --rows 0:2 --cols 0:64\n"
     "  ninfer-inspect checkpoint/                       # safetensors directory, index or file\n"
+    "  ninfer-inspect --report model.ninfer.conversion.json --html model.html\n"
     "  ninfer-inspect model.gguf --json | jq '.metadata'\n"
     "  ninfer-inspect checkpoint/ --tensor lm_head.weight --stats\n",
     NULL, /* the usual exit statuses */
@@ -112,6 +123,16 @@ int main(int argc, char **argv)
     bool done = false;
     int rc = nf_cli_parse(&cli, &program, argc, argv, &opts, &done);
     if (rc != NF_EXIT_OK || done) goto out;
+    if (opts.report || opts.html) {
+        if (!opts.report || !opts.html)
+            rc = nf_cli_usage(&cli, "--report R.json and --html OUT.html go together (the report page)");
+        else if (cli.npositional) rc = nf_cli_usage(&cli, "--report reads R.json alone: no FILE with it");
+        else if (opts.tensor || opts.words || opts.summary || opts.objects || opts.bindings || opts.uses ||
+                 opts.files || opts.stats || cli.json)
+            rc = nf_cli_usage(&cli, "--report --html is a view of its own; give it without the other views and --json");
+        else rc = inspect_report(&cli, opts.report, opts.html);
+        goto out;
+    }
     if (cli.npositional != 1) {
         rc = nf_cli_usage(&cli, cli.npositional ? "one FILE at a time" : "no FILE given");
         goto out;

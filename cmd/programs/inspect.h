@@ -17,6 +17,8 @@ typedef struct inspect_opts {
     const char *tensor;
     const char *words;
     nf_cli_span rows, cols; /* --rows, --cols */
+    const char *report;     /* --report R.json */
+    const char *html;       /* --html OUT.html */
 } inspect_opts;
 
 /* A shape as a JSON array, and as text "[d0,d1,...]" (`reversed`: the dimensions last first,
@@ -45,6 +47,9 @@ typedef enum path_kind { PATH_UNREADABLE, PATH_ARTIFACT, PATH_CHECKPOINT, PATH_N
 
 /* The artifact at path (its magic checked): the summary, --tensor or --words. */
 int inspect_artifact(const nf_cli *cli, const char *path, const inspect_opts *opts);
+/* --report R.json --html OUT.html: the report page of a conversion report or a comparison
+ * (inspect_report.c). */
+int inspect_report(const nf_cli *cli, const char *report, const char *html);
 /* A checkpoint (or a path the source reader must judge): its summary or --tensor. */
 int inspect_source(const nf_cli *cli, const char *path, path_kind kind, const inspect_opts *opts);
 

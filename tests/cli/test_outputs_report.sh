@@ -19,7 +19,9 @@ import json, sys
 text = open(sys.argv[1]).read()
 r = json.loads(text)
 art = json.load(open(sys.argv[2]))
-assert list(r) == ['output', 'name', 'recipe', 'provenance', 'objects', 'artifact_id', 'threads', 'chunk_values'], list(r)
+assert list(r) == ['report_version', 'output', 'name', 'recipe', 'provenance', 'objects', 'artifact_id', 'threads',
+                   'chunk_values'], list(r)
+assert r['report_version'] == 1
 prov = art['provenance']
 assert r['provenance'] == {k: v for k, v in prov.items() if k != 'objects'}, 'provenance without its objects'
 assert r['artifact_id'] == art['artifact_id']

@@ -85,6 +85,10 @@ typedef struct nf_convert_options {
     volatile int *cancel; /* set non-zero (e.g. by SIGINT) to stop; nothing is published */
 } nf_convert_options;
 
+/* The version of OUT.conversion.json's schema, its member "report_version" (docs/ninfer-convert.md,
+ * "The report"): a reader refuses a larger one.  Reports without the member are version 1. */
+#define NF_REPORT_VERSION 1
+
 /* Encode every object and publish the artifact (and its report). */
 NF_API nf_status nf_plan_execute(nf_plan *p, const nf_convert_options *opt, nf_error *err);
 

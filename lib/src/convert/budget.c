@@ -561,6 +561,30 @@ json_t *nf_budget_describe(const plan_budget *b, const nf_recipe_budget *rb)
         json_object_set_new(rec, "not_candidates", out);
         json_array_append_new(alloc, rec);
     }
+    /* each candidate every tensor can take, alone: the uniform quantizations the allocation is
+     * measured against (the report page's size-vs-error chart) */
+    json_t *uniform = json_array();
+    for (size_t k = 0; uniform && k < b->ncands; k++) {
+        uint64_t bytes = 0;
+        double error = 0;
+        size_t taken = 0;
+        for (size_t i = 0; i < b->nitems; i++) {
+            const plan_budget_item *it = &b->items[i];
+            for (size_t o = 0; o < it->nopts; o++)
+                if (it->opts[o].cand == k) {
+                    bytes += it->opts[o].bytes;
+                    error += it->opts[o].error;
+                    taken++;
+                    break;
+                }
+        }
+        if (taken != b->nitems || !b->nitems) continue;
+        json_array_append_new(uniform, json_pack("{s:s,s:s,s:I,s:f,s:f}", "format", b->cands[k].fmt->name, "method",
+                                                 nf_method_name(b->cands[k].method), "bytes", (json_int_t)bytes,
+                                                 "bits_per_weight",
+                                                 b->elements ? 8.0 * (double)bytes / (double)b->elements : 0.0,
+                                                 "estimated_error", error));
+    }
     json_t *limit = rb->bytes ? json_pack("{s:I}", "bytes", (json_int_t)rb->bytes)
                               : json_pack("{s:f}", "bits_per_weight", rb->bits_per_weight);
     json_t *sampling = json_pack("{s:I,s:s}", "rows_per_tensor", (json_int_t)rb->sample_rows, "rule",
@@ -579,6 +603,8 @@ json_t *nf_budget_describe(const plan_budget *b, const nf_recipe_budget *rb)
         b->imatrix ? json_pack("{s:s}", "imatrix", b->imatrix) : json_string("uniform"), "sampling", sampling,
         "estimated_error", rb->sensitivity ? estimated : b->sol.error, "lower_bound", b->sol.lower_bound, "optimal",
         b->sol.exact, "allocation", alloc);
+    if (d) json_object_set_new(d, "uniform", uniform);
+    else json_decref(uniform);
     /* with a sensitivity file the solver's figure is the objective (sum of factor x error) */
     if (d && rb->sensitivity) {
         json_object_set_new(d, "sensitivity", json_string(rb->sensitivity));

@@ -64,7 +64,7 @@ static json_t *report_head(const nf_plan *p, const nf_convert_options *opt)
     json_t *prov = json_copy(p->provenance); /* shallow: the plan's tree is untouched */
     if (!prov) return NULL;
     json_object_del(prov, "objects");
-    return json_pack("{s:s,s:o,s:o,s:o}", "output", opt->output, "name",
+    return json_pack("{s:i,s:s,s:o,s:o,s:o}", "report_version", NF_REPORT_VERSION, "output", opt->output, "name",
                      p->recipe->output_name ? json_string(p->recipe->output_name) : json_null(), "recipe",
                      p->recipe->path ? json_string(p->recipe->path) : json_null(), "provenance", prov);
 }
