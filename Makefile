@@ -47,7 +47,7 @@ check: build
 # the convert modes it drives (--plan-out, --task, --assemble, a task killed or stopped) run
 # sanitized in cli_test_scaleout*, a failing write in cli_test_faults (tests/README.md, "What
 # runs where").
-SAN_SKIP := ^cli_test_(deb|install|man_pages|completion|help_documented|doc_refs|module_headers|format|exports|build_flags|make_targets|hardening|preset_peer|slurm)$$
+SAN_SKIP := ^cli_test_(deb|install|man_pages|completion|help_documented|doc_refs|module_headers|format|exports|build_flags|make_targets|hardening|preset_peer|slurm|report_browser)$$
 
 # A Debug build (assertions on) at -O1, as ASan's documentation advises for a usable speed: at -O0
 # the sanitized suite was the longest part of CI (.ci/run).  The CLI tests see

@@ -280,4 +280,19 @@ void nf_cli_recipe_args_free(nf_cli_recipe_args *a);
 struct nf_recipe;
 nf_status nf_cli_recipe_apply(struct nf_recipe *r, const nf_cli_recipe_args *a, nf_error *err);
 
+/* What a command-line path is, decided by content, not by name (input_kind.c): a regular file
+ * starting with "NINFER\0" is an artifact (whatever its version byte: the artifact reader
+ * explains old versions); any other file or a directory is a checkpoint; a path that cannot be
+ * examined is left to the reader that opens it, whose message names it (UNREADABLE).  What is
+ * neither a regular file nor a directory (a device, a FIFO, a socket), and a pseudo-file of /proc
+ * or /sys (regular and 0 bytes by stat, yet reads fail or return text), is NOT_A_FILE: a system
+ * error (docs/decisions.md, "Exit statuses": exit 3), *err saying why. */
+typedef enum nf_cli_input {
+    NF_INPUT_UNREADABLE,
+    NF_INPUT_ARTIFACT,
+    NF_INPUT_CHECKPOINT,
+    NF_INPUT_NOT_A_FILE
+} nf_cli_input;
+nf_cli_input nf_cli_input_kind(const char *path, nf_error *err);
+
 #endif

@@ -7,12 +7,9 @@
  * everywhere else. */
 #include <errno.h>
 #include <math.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "common/checked.h"
 #include "common/pool.h"
@@ -69,31 +66,14 @@ static const nf_program program = {
 };
 
 /* ---------------------------------------------------------------- inputs */
-/* Decided by content, as ninfer-inspect does: a regular file starting with "NINFER\0" is an
- * artifact, any other file or a directory a checkpoint.  A path that cannot be examined is left
- * to the artifact reader, whose message names it. */
-static bool is_artifact(const char *path)
-{
-    struct stat st;
-    if (stat(path, &st) != 0) return true;
-    if (S_ISDIR(st.st_mode)) return false;
-    if (!S_ISREG(st.st_mode)) return true; /* the artifact reader refuses it (exit 3) */
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) return true;
-    unsigned char head[8];
-    ssize_t n;
-    do {
-        n = pread(fd, head, sizeof head, 0);
-    } while (n < 0 && errno == EINTR);
-    close(fd);
-    /* an empty or short file is offered to the artifact reader, which says what is wrong */
-    if (n < 7) return true;
-    return memcmp(head, "NINFER\0", 7) == 0;
-}
-
+/* Each input told apart by content, as ninfer-inspect does (cli.h, nf_cli_input_kind): an
+ * artifact, a checkpoint, or what is not a file of ours (exit 3); a path that cannot be examined
+ * is left to the artifact reader, whose message names it. */
 static nf_status open_side(diff_side *sd, nf_error *err)
 {
-    if (is_artifact(sd->path)) return nf_artifact_open(sd->path, NF_READ_PREAD, &sd->art, err);
+    nf_cli_input kind = nf_cli_input_kind(sd->path, err);
+    if (kind == NF_INPUT_NOT_A_FILE) return err->status;
+    if (kind != NF_INPUT_CHECKPOINT) return nf_artifact_open(sd->path, NF_READ_PREAD, &sd->art, err);
     NF_TRY(nf_source_open(sd->path, &sd->src, err));
     return nf_dialects_scan(sd->src, &sd->dialects, err);
 }

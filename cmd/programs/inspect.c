@@ -77,44 +77,6 @@ static const nf_program program = {
 };
 
 /* ---------------------------------------------------------------- dispatch */
-/* Decided by content, not by name: a regular file starting with "NINFER\0" is an artifact
- * (whatever its version byte: the artifact reader explains old versions); any other file or a
- * directory is a checkpoint.  A path that cannot be examined is left to the source reader,
- * whose message names it.  What is neither a regular file nor a directory (a device, a FIFO, a
- * socket), and a pseudo-file of /proc or /sys (regular and 0 bytes by stat, yet reads fail or
- * return text), is refused here as a system error, with the status ninfer-verify and
- * ninfer-dequant give it (docs/decisions.md, "Exit statuses": exit 3); *err says why. */
-static path_kind classify_path(const char *path, nf_error *err)
-{
-    struct stat st;
-    if (stat(path, &st) != 0) return PATH_UNREADABLE;
-    if (S_ISDIR(st.st_mode)) return PATH_CHECKPOINT;
-    if (!S_ISREG(st.st_mode)) {
-        nf_error_set(err, NF_ERR_IO, "%s: not a regular file (a device, FIFO or socket)", nf_esc(path).s);
-        return PATH_NOT_A_FILE;
-    }
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) return PATH_UNREADABLE;
-    unsigned char head[64];
-    ssize_t n;
-    do {
-        n = pread(fd, head, sizeof head, 0);
-    } while (n < 0 && errno == EINTR);
-    int e = errno;
-    close(fd);
-    if (n < 0) {
-        nf_error_errno(err, e, "%s: cannot read", nf_esc(path).s);
-        return PATH_NOT_A_FILE;
-    }
-    if ((uint64_t)st.st_size < sizeof head && (uint64_t)n != (uint64_t)st.st_size) {
-        nf_error_set(err, NF_ERR_IO,
-                     "%s: not a regular file (it reports %llu bytes and reads %s%zd: a "
-                     "pseudo-file such as /proc's)",
-                     nf_esc(path).s, (unsigned long long)st.st_size, (size_t)n == sizeof head ? "at least " : "", n);
-        return PATH_NOT_A_FILE;
-    }
-    return n >= 7 && memcmp(head, "NINFER\0", 7) == 0 ? PATH_ARTIFACT : PATH_CHECKPOINT;
-}
 /* ---------------------------------------------------------------- main */
 int main(int argc, char **argv)
 {
@@ -155,12 +117,12 @@ int main(int argc, char **argv)
         goto out;
     }
     nf_error cerr;
-    path_kind kind = classify_path(cli.positional[0], &cerr);
-    if (kind == PATH_NOT_A_FILE) {
+    nf_cli_input kind = nf_cli_input_kind(cli.positional[0], &cerr);
+    if (kind == NF_INPUT_NOT_A_FILE) {
         rc = nf_cli_report(&cli, &cerr);
         goto out;
     }
-    if (kind != PATH_ARTIFACT) {
+    if (kind != NF_INPUT_ARTIFACT) {
         rc = inspect_source(&cli, cli.positional[0], kind, &opts);
         goto out;
     }

@@ -43,7 +43,6 @@ double stats_rms(const value_stats *s);
 json_t *stats_json(const value_stats *s);
 void print_stats(const value_stats *s);
 
-typedef enum path_kind { PATH_UNREADABLE, PATH_ARTIFACT, PATH_CHECKPOINT, PATH_NOT_A_FILE } path_kind;
 
 /* The artifact at path (its magic checked): the summary, --tensor or --words. */
 int inspect_artifact(const nf_cli *cli, const char *path, const inspect_opts *opts);
@@ -51,6 +50,6 @@ int inspect_artifact(const nf_cli *cli, const char *path, const inspect_opts *op
  * (inspect_report.c). */
 int inspect_report(const nf_cli *cli, const char *report, const char *html);
 /* A checkpoint (or a path the source reader must judge): its summary or --tensor. */
-int inspect_source(const nf_cli *cli, const char *path, path_kind kind, const inspect_opts *opts);
+int inspect_source(const nf_cli *cli, const char *path, nf_cli_input kind, const inspect_opts *opts);
 
 #endif

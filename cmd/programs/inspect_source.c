@@ -688,20 +688,20 @@ static int source_usage(const nf_cli *cli, const inspect_opts *o, const char *pa
     return NF_EXIT_OK;
 }
 
-int inspect_source(const nf_cli *cli, const char *path, path_kind kind, const inspect_opts *opts)
+int inspect_source(const nf_cli *cli, const char *path, nf_cli_input kind, const inspect_opts *opts)
 {
-    int rc = kind == PATH_CHECKPOINT ? source_usage(cli, opts, path) : NF_EXIT_OK;
+    int rc = kind == NF_INPUT_CHECKPOINT ? source_usage(cli, opts, path) : NF_EXIT_OK;
     if (rc != NF_EXIT_OK) return rc;
     nf_source *s = NULL;
     nf_error err;
     if (nf_source_open(path, &s, &err) != NF_OK) {
         size_t len = strlen(path);
-        if (err.status == NF_ERR_INVALID && kind == PATH_CHECKPOINT && len > 7 &&
+        if (err.status == NF_ERR_INVALID && kind == NF_INPUT_CHECKPOINT && len > 7 &&
             strcmp(path + len - 7, ".ninfer") == 0)
             nf_error_prefix(&err, "%s: no NINFER\\0\\3 magic, so read as a checkpoint", nf_esc(path).s);
         return nf_cli_report(cli, &err);
     }
-    if (kind != PATH_CHECKPOINT) rc = source_usage(cli, opts, path);
+    if (kind != NF_INPUT_CHECKPOINT) rc = source_usage(cli, opts, path);
     /* its quantized weights (docs/dialects.md): a declaration or weight that is not what its
      * dialect says is reported after the views that do not need it (exit 1) */
     nf_dialects *d = NULL;
