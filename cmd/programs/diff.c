@@ -314,17 +314,20 @@ static void print_human(const diff_run *r, const diff_counts *c)
 /* A JSON number, or null for what is undefined (JSON has no NaN). */
 static json_t *num(double v) { return v == v ? json_real(v) : json_null(); }
 
+/* The changes' names in the JSON and the CSV, in this order. */
+static const struct {
+    unsigned bit;
+    const char *name;
+} change_names[] = {{DIFF_ADDED, "only_in_b"}, {DIFF_REMOVED, "only_in_a"}, {DIFF_KIND, "kind"},
+                    {DIFF_FORMAT, "format"},   {DIFF_LAYOUT, "layout"},     {DIFF_SHAPE, "shape"},
+                    {DIFF_WORDS, "words"},     {DIFF_VALUES, "values"}};
+#define NCHANGE_NAMES (sizeof change_names / sizeof change_names[0])
+
 static json_t *pair_json(const diff_run *r, const diff_pair *p)
 {
-    static const struct {
-        unsigned bit;
-        const char *name;
-    } names[] = {{DIFF_ADDED, "only_in_b"}, {DIFF_REMOVED, "only_in_a"}, {DIFF_KIND, "kind"},
-                 {DIFF_FORMAT, "format"},   {DIFF_LAYOUT, "layout"},     {DIFF_SHAPE, "shape"},
-                 {DIFF_WORDS, "words"},     {DIFF_VALUES, "values"}};
     json_t *changes = json_array();
-    for (size_t i = 0; changes && i < sizeof names / sizeof names[0]; i++)
-        if (p->changes & names[i].bit) json_array_append_new(changes, json_string(names[i].name));
+    for (size_t i = 0; changes && i < NCHANGE_NAMES; i++)
+        if (p->changes & change_names[i].bit) json_array_append_new(changes, json_string(change_names[i].name));
     json_t *j = json_pack("{s:o,s:o}", "id", nf_cli_json_cstr(p->id), "changes", changes);
     if (!j) return NULL;
     if (p->e[1].name && p->e[0].name && strcmp(p->e[0].name, p->e[1].name) != 0)
@@ -422,16 +425,10 @@ static void print_csv(const diff_run *r)
         if (p->expert >= 0) printf("%d,", p->expert);
         else printf(",");
         char changes[256] = "";
-        static const struct {
-            unsigned bit;
-            const char *name;
-        } names[] = {{DIFF_ADDED, "only_in_b"}, {DIFF_REMOVED, "only_in_a"}, {DIFF_KIND, "kind"},
-                     {DIFF_FORMAT, "format"},   {DIFF_LAYOUT, "layout"},     {DIFF_SHAPE, "shape"},
-                     {DIFF_WORDS, "words"},     {DIFF_VALUES, "values"}};
-        for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
-            if (p->changes & names[k].bit)
+        for (size_t k = 0; k < NCHANGE_NAMES; k++)
+            if (p->changes & change_names[k].bit)
                 snprintf(changes + strlen(changes), sizeof changes - strlen(changes), "%s%s", changes[0] ? " " : "",
-                         names[k].name);
+                         change_names[k].name);
         csv_text(changes, false);
         csv_text(p->e[0].name ? nf_cli_name(end_format(&p->e[0])).s : "", false);
         csv_text(p->e[1].name ? nf_cli_name(end_format(&p->e[1])).s : "", false);

@@ -184,6 +184,9 @@ static uint64_t unit_rows(const unit *u)
     return rows;
 }
 
+/* More experts than any model has: a stack claiming them is not paired expert by expert. */
+#define DIFF_MAX_EXPERTS 65536u
+
 /* ---------------------------------------------------------------- pairs */
 static diff_pair *new_pair(diff_run *r, nf_error *err)
 {
@@ -249,6 +252,31 @@ static const char *not_in_table(const diff_run *r)
     return r->model.arch < NF_ARCH_COUNT && why[r->model.arch] ? why[r->model.arch] : "not in docs/names.md's table";
 }
 
+/* The pair of GGUF unit g (side gs) and Hugging Face unit h (named hf): expert `expert` of g's
+ * stack of `mats` matrices when the table says g stacks them, its rows in llama.cpp's q/k order
+ * when it says so. */
+static nf_status link_pair(diff_run *r, unit *g, unit *h, int gs, const nf_name_map *how, uint64_t expert,
+                           uint64_t mats, nf_error *err)
+{
+    diff_pair *p = new_pair(r, err);
+    if (!p) return NF_ERR_NOMEM;
+    set_end(&p->e[gs], g);
+    set_end(&p->e[1 - gs], h);
+    p->id = p->e[0].name;
+    if (how->stacked) {
+        p->expert = (int)expert;
+        p->e[gs].mats = mats;
+        p->e[gs].row0 = expert * (unit_rows(g) / mats);
+    }
+    if (how->qk_permuted) { /* q_proj: the attention heads; k_proj: the key/value heads */
+        bool k = strstr(h->name, "k_proj") != NULL;
+        p->e[gs].qk_heads = k && r->model.kv_heads ? r->model.kv_heads : r->model.heads;
+        if (!p->e[gs].qk_heads) p->no_stats = "llama.cpp reorders its rows by head: the head count is unknown";
+    }
+    if (how->change) p->no_stats = "llama.cpp's converter changes its values besides its name";
+    return label_pair(p, err);
+}
+
 /* Pair u (a unit of side `gs`, carrying llama.cpp's names) with the other side's units through
  * the table: one pair per expert of a stack, or one pair.  *mapped: the name is in the table. */
 static nf_status pair_from_gguf(diff_run *r, units *other, int gs, unit *u, const char **why, nf_error *err)
@@ -266,27 +294,15 @@ static nf_status pair_from_gguf(diff_run *r, units *other, int gs, unit *u, cons
         *why = "a stack of experts whose count is unknown";
         return NF_OK;
     }
+    if (mats > DIFF_MAX_EXPERTS) { /* a file's outer dimension: not a loop of 2^40 names */
+        *why = "a stack of more than 65536 experts";
+        return NF_OK;
+    }
     for (uint64_t e = 0; e < mats; e++) {
         if (how.stacked && !nf_gguf_name_to_hf(r->model.arch, u->name, (int)e, hf, sizeof hf, &how)) continue;
         unit *v = unit_find(other, hf);
         if (!v || v->paired) continue;
-        diff_pair *p = new_pair(r, err);
-        if (!p) return NF_ERR_NOMEM;
-        set_end(&p->e[gs], u);
-        set_end(&p->e[1 - gs], v);
-        p->id = p->e[0].name;
-        if (how.stacked) {
-            p->expert = (int)e;
-            p->e[gs].mats = mats;
-            p->e[gs].row0 = e * (unit_rows(u) / mats);
-        }
-        if (how.qk_permuted) {
-            bool k = strstr(hf, "k_proj") != NULL;
-            p->e[gs].qk_heads = k ? (r->model.kv_heads ? r->model.kv_heads : r->model.heads) : r->model.heads;
-            if (!p->e[gs].qk_heads) p->no_stats = "llama.cpp reorders its rows by head: the head count is unknown";
-        }
-        if (how.change) p->no_stats = "llama.cpp's converter changes its values besides its name";
-        NF_TRY(label_pair(p, err));
+        NF_TRY(link_pair(r, u, v, gs, &how, e, mats, err));
     }
     return NF_OK;
 }
@@ -302,24 +318,9 @@ static nf_status pair_from_hf(diff_run *r, units *other, int hs, unit *u, bool *
     if (!v) return NF_OK;
     uint64_t mats = how.stacked ? stack_mats(r, v) : 1;
     if (how.stacked && (!mats || how.expert < 0 || (uint64_t)how.expert >= mats)) return NF_OK;
-    diff_pair *p = new_pair(r, err);
-    if (!p) return NF_ERR_NOMEM;
-    set_end(&p->e[hs], u);
-    set_end(&p->e[1 - hs], v);
-    p->id = p->e[0].name;
-    if (how.stacked) {
-        p->expert = how.expert;
-        p->e[1 - hs].mats = mats;
-        p->e[1 - hs].row0 = (uint64_t)how.expert * (unit_rows(v) / mats);
-    }
-    if (how.qk_permuted) {
-        bool k = strstr(u->name, "k_proj") != NULL;
-        p->e[1 - hs].qk_heads = k ? (r->model.kv_heads ? r->model.kv_heads : r->model.heads) : r->model.heads;
-        if (!p->e[1 - hs].qk_heads) p->no_stats = "llama.cpp reorders its rows by head: the head count is unknown";
-    }
-    if (how.change) p->no_stats = "llama.cpp's converter changes its values besides its name";
+    if (!how.stacked && v->paired) return NF_OK; /* a stack pairs once per expert */
     *done = true;
-    return label_pair(p, err);
+    return link_pair(r, v, u, 1 - hs, &how, how.stacked ? (uint64_t)how.expert : 0, mats, err);
 }
 
 /* ---------------------------------------------------------------- classification */

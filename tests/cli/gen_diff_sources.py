@@ -26,6 +26,9 @@ import os
 import struct
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gen_imatrix_experts import safetensors  # noqa: E402  (the same F32 safetensors writer)
+
 
 def f32(x):
     return struct.unpack('<f', struct.pack('<f', x))[0]
@@ -61,20 +64,6 @@ def gguf(path, arch, kv_counts, tensors):
     out += b'\0' * (-len(out) % 32)
     with open(path, 'wb') as f:
         f.write(out + b''.join(blobs))
-
-
-def safetensors(path, tensors):
-    """tensors: (name, shape, F32 values)."""
-    head, off, blob = {}, 0, b''
-    for name, shape, vals in tensors:
-        d = struct.pack('<%df' % len(vals), *vals)
-        head[name] = {'dtype': 'F32', 'shape': shape, 'data_offsets': [off, off + len(d)]}
-        off += len(d)
-        blob += d
-    h = json.dumps(head).encode()
-    h += b' ' * (-len(h) % 8)
-    with open(path, 'wb') as f:
-        f.write(struct.pack('<Q', len(h)) + h + blob)
 
 
 def imatrix(path, entries):
