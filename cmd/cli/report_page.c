@@ -52,6 +52,12 @@ long nf_page_layer(const char *name, char *role, size_t size)
     return layer;
 }
 
+/* The heatmap's bounds: a page stays a few megabytes whatever the report names. */
+#define PAGE_MAX_ROLES 64
+#define PAGE_MAX_LAYERS 2048
+/* Points of the size-against-error chart that get a label (the others their tooltip). */
+#define PAGE_MAX_LABELS 200
+
 /* ---------------------------------------------------------------- the page's rows */
 typedef struct row_info {
     long layer;
@@ -65,6 +71,7 @@ typedef struct page_data {
     size_t nroles;
     long *layers; /* distinct, ascending */
     size_t nlayers;
+    bool too_many; /* more roles or layers than a heatmap shows */
 } page_data;
 
 static int cmp_long(const void *a, const void *b)
@@ -84,12 +91,19 @@ static bool page_data_init(page_data *d, const nf_page *p)
     if (!d->info || !d->roles || !d->layers) return false;
     char role[1024];
     for (size_t i = 0; i < p->nrows; i++) {
-        d->info[i].layer = nf_page_layer(p->rows[i].name, role, sizeof role);
+        const char *name = p->rows[i].layer_name ? p->rows[i].layer_name : p->rows[i].name;
+        d->info[i].layer = nf_page_layer(name, role, sizeof role);
         size_t r = 0;
-        while (r < d->nroles && strcmp(d->roles[r], role) != 0) r++; /* few roles: a scan */
+        while (r < d->nroles && strcmp(d->roles[r], role) != 0) r++; /* at most PAGE_MAX_ROLES: a scan */
         if (r == d->nroles && d->info[i].layer >= 0) {
-            if (!(d->roles[r] = strdup(role))) return false;
-            d->nroles++;
+            if (d->nroles == PAGE_MAX_ROLES) { /* too many for a heatmap: the table has them */
+                d->too_many = true;
+                r = SIZE_MAX;
+            } else if (!(d->roles[r] = strdup(role))) {
+                return false;
+            } else {
+                d->nroles++;
+            }
         }
         d->info[i].role = r;
         if (d->info[i].layer >= 0) d->layers[d->nlayers++] = d->info[i].layer;
@@ -99,6 +113,7 @@ static bool page_data_init(page_data *d, const nf_page *p)
     for (size_t i = 0; i < d->nlayers; i++)
         if (!m || d->layers[m - 1] != d->layers[i]) d->layers[m++] = d->layers[i];
     d->nlayers = m;
+    if (d->nlayers > PAGE_MAX_LAYERS) d->too_many = true;
     return true;
 }
 
@@ -134,6 +149,11 @@ static bool heatmap(nf_buf *b, const page_data *d)
     if (!d->nlayers || !d->nroles)
         return P(b, "<p class=\"none\">No tensor name carries a layer number (model.layers.N, blk.N): no "
                     "heatmap.</p>\n");
+    if (d->too_many)
+        return P(b,
+                 "<p class=\"none\">More than %d tensor roles or %d layers: no heatmap (the table below has "
+                 "every tensor).</p>\n",
+                 PAGE_MAX_ROLES, PAGE_MAX_LAYERS);
     cell *cells = calloc(d->nlayers * d->nroles, sizeof *cells);
     if (!cells) return false;
     for (size_t i = 0; i < p->nrows; i++) {
@@ -238,6 +258,9 @@ static bool scatter(nf_buf *b, const nf_page *p)
     }
     if (!(xlo <= xhi)) return P(b, "<p class=\"none\">No finite budget figures.</p>\n");
     bool log = ylo > 0 && yhi / ylo > 20;
+    size_t hidden = 0; /* points of error 0, which a log axis cannot show */
+    for (size_t i = 0; log && i < p->npoints; i++)
+        if (isfinite(p->points[i].bpw) && p->points[i].error <= 0) hidden++;
     const double left = 90, right = 700, top = 20, bottom = 330;
     nf_svg_scale sx, sy;
     nf_svg_scale_nice(&sx, xlo, xhi, false, left, right);
@@ -256,7 +279,8 @@ static bool scatter(nf_buf *b, const nf_page *p)
         if (!isfinite(q->bpw) || !isfinite(q->error) || (log && q->error <= 0)) continue;
         double x = nf_svg_at(&sx, q->bpw), y = nf_svg_at(&sy, q->error);
         double lw = 5.6 * (double)strlen(q->label), ly = y - 4;
-        for (int t = 0; t < 40; t++) {
+        bool label = q->chosen || nboxes < PAGE_MAX_LABELS;
+        for (int t = 0; label && t < 40; t++) {
             double cand = y - 4 + (t % 2 ? 1 : -1) * 11.0 * ((t + 1) / 2);
             bool clear = true;
             for (size_t k = 0; clear && k < nboxes; k++)
@@ -267,13 +291,16 @@ static bool scatter(nf_buf *b, const nf_page *p)
                 break;
             }
         }
-        boxes[nboxes][0] = x + 8;
-        boxes[nboxes][1] = ly;
-        boxes[nboxes++][2] = lw;
+        if (label) {
+            boxes[nboxes][0] = x + 8;
+            boxes[nboxes][1] = ly;
+            boxes[nboxes++][2] = lw;
+        }
         if (q->chosen) ok = P(b, "<path class=\"chosen\" d=\"M%.1f %.1fl7 7l-7 7l-7 -7z\"><title>", x, y - 7);
         else ok = P(b, "<circle class=\"cand\" cx=\"%.1f\" cy=\"%.1f\" r=\"4\"><title>", x, y);
         ok = ok && nf_svg_text(b, q->label) &&
              P(b, ": %.4g bits per weight, error %.4g</title></%s>\n", q->bpw, q->error, q->chosen ? "path" : "circle");
+        if (!label) continue;
         if (ok && fabs(ly - (y - 4)) > 1) /* a leader from a moved label to its point */
             ok = P(b, "<line class=\"lead\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", x + 3, y, x + 8,
                    ly - 3);
@@ -284,7 +311,11 @@ static bool scatter(nf_buf *b, const nf_page *p)
     ok = ok && P(b, "<circle class=\"cand\" cx=\"730\" cy=\"30\" r=\"4\"/><text class=\"tl\" x=\"742\" y=\"34\">"
                     "every tensor in one candidate</text>\n"
                     "<path class=\"chosen\" d=\"M730 46l7 7l-7 7l-7 -7z\"/><text class=\"tl\" x=\"742\" y=\"57\">"
-                    "the chosen allocation</text>\n</svg>\n");
+                    "the chosen allocation</text>\n");
+    if (ok && hidden)
+        ok = P(b, "<text class=\"tl\" x=\"730\" y=\"80\">%zu point%s of error 0 not on the log axis</text>\n", hidden,
+               hidden == 1 ? "" : "s");
+    ok = ok && P(b, "</svg>\n");
     free(boxes);
     return ok;
 }

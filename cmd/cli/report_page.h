@@ -16,11 +16,12 @@
 /* One tensor (an object of a conversion, or a pair of a comparison). */
 typedef struct nf_page_row {
     const char *name;
-    const char *format; /* or NULL */
-    double bpw;         /* bits per weight as stored; NAN: not known */
-    uint64_t values;    /* its values, which weigh its bits per weight in its layer's */
-    bool stats;         /* the error figures below are given */
-    uint64_t count;     /* values compared */
+    const char *layer_name; /* the name its layer and role are read from (a pair's reference side), or NULL: name */
+    const char *format;     /* or NULL */
+    double bpw;             /* bits per weight as stored; NAN: not known */
+    uint64_t values;        /* its values, which weigh its bits per weight in its layer's */
+    bool stats;             /* the error figures below are given */
+    uint64_t count;         /* values compared */
     double max_abs, rmse;
     double snr_db;   /* INFINITY: exact (no value differs); NAN: undefined */
     double weighted; /* importance-weighted squared error; NAN: none */

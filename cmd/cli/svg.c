@@ -62,9 +62,11 @@ double nf_svg_scale_nice(nf_svg_scale *s, double lo, double hi, bool log, double
         if (s->hi <= s->lo) s->hi = s->lo * 10;
         return 10;
     }
-    if (!(hi > lo)) { /* one value, or none: a unit around it */
-        lo -= 0.5;
-        hi += 0.5;
+    if (!isfinite(lo) || !isfinite(hi)) lo = hi = 0;
+    if (!(hi > lo)) { /* one value, or none: a unit around it (or a tenth of its size) */
+        double half = lo != 0 ? fabs(lo) / 20 : 0.5;
+        lo -= half;
+        hi += half;
     }
     double raw = (hi - lo) / 5, mag = pow(10, floor(log10(raw))), step = mag;
     if (raw / mag > 5) step = 10 * mag;
@@ -75,10 +77,10 @@ double nf_svg_scale_nice(nf_svg_scale *s, double lo, double hi, bool log, double
     return step;
 }
 
-/* A tick's label: few digits, no "-0". */
-static void tick_text(double v, char *out, size_t n)
+/* A tick's label: few digits, no "-0" (a value within a thousandth of a step of 0 is 0). */
+static void tick_text(double v, double step, char *out, size_t n)
 {
-    if (fabs(v) < 1e-12) v = 0;
+    if (fabs(v) < step * 1e-3) v = 0;
     snprintf(out, n, "%.4g", v);
 }
 
@@ -92,10 +94,10 @@ static bool ticks(nf_buf *b, const nf_svg_scale *s, double at, bool x)
     bool ok = true;
     for (int i = 0; ok && i <= 64; i++) {
         double v = s->log ? s->lo * pow(10, i) : s->lo + step * i;
-        if (v > s->hi * (1 + 1e-9) + (s->log ? 0 : 1e-12)) break;
+        if (s->log ? v > s->hi * (1 + 1e-9) : v > s->hi + step * 1e-6) break;
         double p = nf_svg_at(s, v);
         char label[32];
-        tick_text(v, label, sizeof label);
+        tick_text(v, s->log ? 0 : step, label, sizeof label);
         if (x)
             ok = nf_svg_printf(b,
                                "<line class=\"tick\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>"

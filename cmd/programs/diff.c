@@ -299,15 +299,14 @@ static void print_human(const diff_run *r, const diff_counts *c)
                               r->not_compared == 1 ? "" : "s");
     if (c->unmapped)
         snprintf(tail + k, sizeof tail - k, "; %zu name%s unmapped", c->unmapped, c->unmapped == 1 ? "" : "s");
-    const char *a = nf_cli_name(r->side[0].path).s;
-    nf_cli_text b = nf_cli_name(r->side[1].path);
+    nf_cli_text a = nf_cli_name(r->side[0].path), b = nf_cli_name(r->side[1].path);
     if (c->changed + c->added + c->removed + r->nkeys == 0) {
-        printf("%s and %s: same (%zu object%s compared%s)\n", a, b.s, compared, compared == 1 ? "" : "s", tail);
+        printf("%s and %s: same (%zu object%s compared%s)\n", a.s, b.s, compared, compared == 1 ? "" : "s", tail);
         return;
     }
     printf("%s and %s: different: %zu object%s changed, %zu only in A, %zu only in B, %zu directory key%s "
            "differ%s (%zu object%s compared%s)\n",
-           a, b.s, c->changed, c->changed == 1 ? "" : "s", c->removed, c->added, r->nkeys, r->nkeys == 1 ? "" : "s",
+           a.s, b.s, c->changed, c->changed == 1 ? "" : "s", c->removed, c->added, r->nkeys, r->nkeys == 1 ? "" : "s",
            r->nkeys == 1 ? "s" : "", compared, compared == 1 ? "" : "s", tail);
 }
 
@@ -461,6 +460,8 @@ static int write_page(const diff_run *r, const char *path)
         if (e->o && e->o->kind != NF_OBJECT_TENSOR) continue;
         nf_page_row *row = &rows[n++];
         row->name = pair_name(p);
+        /* layer and role from the reference's name: one scheme on the page whichever side is A */
+        row->layer_name = p->e[r->ref].name ? p->e[r->ref].name : p->e[1 - r->ref].name;
         row->format = end_format(e);
         row->bpw = end_bpw(e);
         row->values = p->rows * p->cols;
@@ -567,6 +568,9 @@ int main(int argc, char **argv)
                           cli.npositional);
     else if (rc == NF_EXIT_OK && !done && o.csv && cli.json)
         rc = nf_cli_usage(&cli, "--csv and --json are two outputs; give one");
+    else if (rc == NF_EXIT_OK && !done && o.html && !strcmp(o.html, "-") && cli.verbosity >= 0)
+        rc = nf_cli_usage(&cli,
+                          "--html - writes the page on standard output: give -q, so that nothing else goes there");
     else if (rc == NF_EXIT_OK && !done && o.arch && !nf_arch_lookup(o.arch, &arch))
         rc = nf_cli_usage(&cli,
                           "--arch: '%s' is not an architecture of docs/names.md (llama, mistral, qwen2, qwen3, "

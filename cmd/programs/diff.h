@@ -72,6 +72,7 @@ typedef struct diff_pair {
     uint64_t wmats;
     const char *weights_entry; /* the imatrix entry that matched */
     nf_errstats *acc;          /* while its chunks run; merged under the pool's lock: exact, so in any order */
+    uint64_t nonfinite_differ; /* values whose difference is not finite and whose words differ */
     nf_errstats_summary sum;
     bool have_sum;
 } diff_pair;
@@ -128,6 +129,8 @@ typedef struct diff_run {
 /* diff_pair.c: the pairs, classified (what differs in the records, what is to be compared),
  * their chunks planned; the model read for llama.cpp's names. */
 nf_status diff_make_pairs(diff_run *r, nf_error *err);
+/* --imatrix: the importance of a pair's columns, found by either side's name. */
+nf_status diff_pair_weights(diff_run *r, diff_pair *p, nf_error *err);
 /* diff_values.c: the bytes of the pairs whose records agree, then the values of the pairs
  * with want_stats, on the pool. */
 nf_status diff_plan_chunks(diff_run *r, diff_pair *p, nf_error *err);

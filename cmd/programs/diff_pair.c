@@ -56,16 +56,21 @@ static void model_from_side(diff_run *r, const diff_side *sd, char *why, size_t 
             if (!why[0]) snprintf(why, why_size, "no general.architecture: give --arch");
             return;
         }
+        /* its hyperparameters, under its own architecture's keys, serve --arch too */
+        fill(&m->heads, gguf_count(sd->src, arch, "attention.head_count"));
+        fill(&m->kv_heads, gguf_count(sd->src, arch, "attention.head_count_kv"));
+        fill(&m->experts, gguf_count(sd->src, arch, "expert_count"));
         nf_arch a;
         if (!nf_arch_lookup(arch, &a)) {
             if (!why[0])
                 snprintf(why, why_size, "general.architecture '%s' is not in docs/names.md", nf_cli_name(arch).s);
             return;
         }
-        if (!m->known) *m = (diff_model){true, a, sd->path, 0, 0, 0};
-        fill(&m->heads, gguf_count(sd->src, arch, "attention.head_count"));
-        fill(&m->kv_heads, gguf_count(sd->src, arch, "attention.head_count_kv"));
-        fill(&m->experts, gguf_count(sd->src, arch, "expert_count"));
+        if (!m->known) {
+            m->known = true;
+            m->arch = a;
+            m->arch_from = sd->path;
+        }
         return;
     }
     const char *path = nf_source_companion(sd->src, "config.json");
@@ -77,7 +82,11 @@ static void model_from_side(diff_run *r, const diff_side *sd, char *why, size_t 
     const char *type = json_string_value(json_object_get(cfg, "model_type"));
     nf_arch a;
     if (type && nf_arch_lookup(type, &a)) {
-        if (!m->known) *m = (diff_model){true, a, path, 0, 0, 0};
+        if (!m->known) {
+            m->known = true;
+            m->arch = a;
+            m->arch_from = path;
+        }
     } else if (!why[0]) {
         snprintf(why, why_size, "config.json: model_type '%s' is not in docs/names.md",
                  type ? nf_cli_name(type).s : "");
@@ -99,6 +108,8 @@ typedef struct unit {
     const nf_qweight *q;
     char *alias; /* a quantized weight's name as its unquantized source has it (<p>.weight), or NULL */
     bool paired;
+    uint8_t *seen; /* a stack of llama.cpp's: which experts were paired (mats of them), or NULL */
+    uint64_t mats;
 } unit;
 
 typedef struct units {
@@ -144,7 +155,10 @@ static nf_status units_of(const diff_side *sd, units *us, nf_error *err)
 
 static void units_free(units *us)
 {
-    for (size_t i = 0; i < us->n; i++) free(us->u[i].alias);
+    for (size_t i = 0; i < us->n; i++) {
+        free(us->u[i].alias);
+        free(us->u[i].seen);
+    }
     free(us->u);
     nf_strset_free(&us->by_name);
 }
@@ -218,9 +232,16 @@ static void set_end(diff_end *e, unit *u)
 /* "A's name (expert E) = B's name" for a pair whose names differ. */
 static nf_status label_pair(diff_pair *p, nf_error *err)
 {
-    if (!p->e[0].name || !p->e[1].name || (p->expert < 0 && !strcmp(p->e[0].name, p->e[1].name))) return NF_OK;
     char ex[48] = "";
     if (p->expert >= 0) snprintf(ex, sizeof ex, " (expert %d)", p->expert);
+    if ((!p->e[0].name || !p->e[1].name) && p->expert >= 0) { /* an expert of one side only */
+        const char *name = p->e[0].name ? p->e[0].name : p->e[1].name;
+        size_t n = strlen(name) + sizeof ex;
+        if (!(p->label = malloc(n))) return nf_common_nomem(err);
+        snprintf(p->label, n, "%s%s", name, ex);
+        return NF_OK;
+    }
+    if (!p->e[0].name || !p->e[1].name || (p->expert < 0 && !strcmp(p->e[0].name, p->e[1].name))) return NF_OK;
     bool a_stack = p->e[0].mats > 0;
     size_t n = strlen(p->e[0].name) + strlen(p->e[1].name) + sizeof ex + 8;
     if (!(p->label = malloc(n))) return nf_common_nomem(err);
@@ -258,20 +279,32 @@ static const char *not_in_table(const diff_run *r)
 static nf_status link_pair(diff_run *r, unit *g, unit *h, int gs, const nf_name_map *how, uint64_t expert,
                            uint64_t mats, nf_error *err)
 {
+    uint64_t rows = unit_rows(g);
     diff_pair *p = new_pair(r, err);
     if (!p) return NF_ERR_NOMEM;
     set_end(&p->e[gs], g);
-    set_end(&p->e[1 - gs], h);
-    p->id = p->e[0].name;
+    if (h) set_end(&p->e[1 - gs], h);
+    p->id = p->e[0].name ? p->e[0].name : p->e[1].name;
+    if (!h) p->changes = gs ? DIFF_ADDED : DIFF_REMOVED; /* an expert with no matrix on the other side */
     if (how->stacked) {
+        if (!g->seen && !(g->seen = calloc(mats, 1))) return nf_common_nomem(err);
+        g->mats = mats;
+        g->seen[expert] = 1;
         p->expert = (int)expert;
         p->e[gs].mats = mats;
-        p->e[gs].row0 = expert * (unit_rows(g) / mats);
+        p->e[gs].row0 = expert * (rows / mats);
+        /* a stack of rows that are not whole matrices: no expert's rows are known */
+        if (rows % mats) p->no_stats = "the stack's rows are not a whole number of matrices per expert";
     }
-    if (how->qk_permuted) { /* q_proj: the attention heads; k_proj: the key/value heads */
+    if (how->qk_permuted && h) { /* q_proj: the attention heads; k_proj: the key/value heads */
         bool k = strstr(h->name, "k_proj") != NULL;
         p->e[gs].qk_heads = k && r->model.kv_heads ? r->model.kv_heads : r->model.heads;
+        uint64_t x;
         if (!p->e[gs].qk_heads) p->no_stats = "llama.cpp reorders its rows by head: the head count is unknown";
+        else if (!nf_qk_gguf_row(rows, p->e[gs].qk_heads, 0, &x)) {
+            p->no_stats = "llama.cpp reorders its rows by head: the head count does not divide them";
+            p->e[gs].qk_heads = 0;
+        }
     }
     if (how->change) p->no_stats = "llama.cpp's converter changes its values besides its name";
     return label_pair(p, err);
@@ -298,10 +331,16 @@ static nf_status pair_from_gguf(diff_run *r, units *other, int gs, unit *u, cons
         *why = "a stack of more than 65536 experts";
         return NF_OK;
     }
+    /* a stack none of whose experts the other side holds stays one tensor only in its side */
+    uint64_t found = 0;
+    for (uint64_t e = 0; how.stacked && e < mats && !found; e++)
+        if (nf_gguf_name_to_hf(r->model.arch, u->name, (int)e, hf, sizeof hf, &how) && unit_find(other, hf)) found++;
+    if (how.stacked && !found) return NF_OK;
     for (uint64_t e = 0; e < mats; e++) {
         if (how.stacked && !nf_gguf_name_to_hf(r->model.arch, u->name, (int)e, hf, sizeof hf, &how)) continue;
         unit *v = unit_find(other, hf);
-        if (!v || v->paired) continue;
+        if (v && v->paired) v = NULL;
+        /* an expert without its matrix on the other side is listed, as only in the stack's side */
         NF_TRY(link_pair(r, u, v, gs, &how, e, mats, err));
     }
     return NF_OK;
@@ -313,7 +352,9 @@ static nf_status pair_from_hf(diff_run *r, units *other, int hs, unit *u, bool *
     char gguf[512];
     nf_name_map how;
     *done = false;
-    if (!nf_hf_name_to_gguf(r->model.arch, u->name, gguf, sizeof gguf, &how)) return NF_OK;
+    if (!nf_hf_name_to_gguf(r->model.arch, u->name, gguf, sizeof gguf, &how) &&
+        (!u->alias || !nf_hf_name_to_gguf(r->model.arch, u->alias, gguf, sizeof gguf, &how)))
+        return NF_OK;
     unit *v = unit_find(other, gguf);
     if (!v) return NF_OK;
     uint64_t mats = how.stacked ? stack_mats(r, v) : 1;
@@ -471,7 +512,7 @@ static nf_status classify_values(diff_run *r, diff_pair *p, nf_error *err)
 
 /* --imatrix: the importance of the pair's columns, found by either side's name (the
  * reference's first): an expert's matrix takes its slice of a stack's entry. */
-static nf_status pair_weights(diff_run *r, diff_pair *p, nf_error *err)
+nf_status diff_pair_weights(diff_run *r, diff_pair *p, nf_error *err)
 {
     for (int i = 0; i < 2 && !p->weights; i++) {
         const diff_end *e = &p->e[i == 0 ? r->ref : 1 - r->ref];
@@ -545,7 +586,8 @@ static nf_status pair_units(diff_run *r, units *us, nf_error *err)
         model_from_side(r, &r->side[gs], why, sizeof why);
         /* a GGUF that names an architecture of its own decides: another side's config.json
          * does not map names the table does not know for it */
-        if (!why[0]) model_from_side(r, &r->side[1 - gs], why, sizeof why);
+        if (!why[0] || r->arch_option) model_from_side(r, &r->side[1 - gs], why, sizeof why);
+        if (r->arch_option) why[0] = '\0'; /* --arch decides */
         if (!r->model.known && !why[0]) snprintf(why, sizeof why, "the architecture is unknown: give --arch");
     }
     nf_status st = NF_OK;
@@ -583,6 +625,11 @@ static nf_status pair_units(diff_run *r, units *us, nf_error *err)
     }
     for (size_t i = 0; st == NF_OK && i < us[1].n; i++) {
         unit *v = &us[1].u[i];
+        if (v->paired && v->seen) { /* a stack of B paired from A's matrices: the experts A lacks */
+            const nf_name_map stacked = {.layer = -1, .expert = -1, .stacked = true};
+            for (uint64_t e = 0; st == NF_OK && e < v->mats; e++)
+                if (!v->seen[e]) st = link_pair(r, v, NULL, 1, &stacked, e, v->mats, err);
+        }
         if (v->paired) continue;
         const char *reason = NULL;
         if (gs == 1 && !r->model.known) reason = why;
@@ -603,7 +650,7 @@ static nf_status pair_units(diff_run *r, units *us, nf_error *err)
         diff_pair *p = &r->pairs[i];
         if (p->changes & (DIFF_ADDED | DIFF_REMOVED)) continue;
         st = classify_values(r, p, err);
-        if (st == NF_OK && p->want_stats && r->imatrix) st = pair_weights(r, p, err);
+        if (st == NF_OK && p->want_stats && r->imatrix) st = diff_pair_weights(r, p, err);
     }
     return st;
 }

@@ -3,6 +3,7 @@
  * read with the library's readers (nf_layout_decode_rows_f32, nf_source_read_f32,
  * nf_qweight_read_f32) in bounded chunks on the pool, summed with ninfer-convert's statistics
  * (stats/stats.h) and weighted error (budget/werror.h) so that no cut of the work changes a bit. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -195,6 +196,7 @@ static void compare_values(diff_run *r, size_t pi, uint64_t k, worker_bufs *w)
     }
     nf_errstats local;
     nf_errstats_init(&local);
+    uint64_t differ = 0;
     if (st == NF_OK) {
         /* one call per row (or span): the statistics blocks start at a row's first column */
         uint64_t len = p->span ? n : cols, nrows = p->span ? 1 : r1 - r0;
@@ -208,10 +210,23 @@ static void compare_values(diff_run *r, size_t pi, uint64_t k, worker_bufs *w)
             if (p->wmats > 1) wv += (r0 + i) / (p->rows / p->wmats) * cols;
             nf_budget_werror_rows(x + i * len, y + i * len, 1, len, c0, wv, &local.wse);
         }
+        /* pairs the statistics skip (a NaN, an infinity): a difference only when their words
+         * differ, so two copies of the same NaN are the same */
+        if (local.skipped)
+            for (uint64_t i = 0; i < n; i++) {
+                uint32_t bx, by;
+                memcpy(&bx, &x[i], 4);
+                memcpy(&by, &y[i], 4);
+                if (bx != by && !isfinite(x[i] - y[i])) differ++;
+            }
     }
     pthread_mutex_lock(&r->lock);
-    if (st == NF_OK) nf_errstats_merge(p->acc, &local);
-    else record_failure(r, pi, k, st, &err, side);
+    if (st == NF_OK) {
+        nf_errstats_merge(p->acc, &local);
+        p->nonfinite_differ += differ;
+    } else {
+        record_failure(r, pi, k, st, &err, side);
+    }
     pthread_mutex_unlock(&r->lock);
 }
 
@@ -297,7 +312,8 @@ nf_status diff_run_phases(diff_run *r, nf_error *err)
     for (size_t i = 0; i < r->npairs; i++) {
         diff_pair *p = &r->pairs[i];
         if (!p->want_stats) continue;
-        if (!p->nchunks && !p->chunk) NF_TRY(diff_plan_chunks(r, p, err)); /* found by phase 0 */
+        if (!p->nchunks && !p->chunk) NF_TRY(diff_plan_chunks(r, p, err));   /* found by phase 0 */
+        if (r->imatrix && !p->weights) NF_TRY(diff_pair_weights(r, p, err)); /* two artifacts' pairs */
         if (!p->nchunks) continue;
         if (!(p->acc = malloc(sizeof *p->acc))) return nf_common_nomem(err);
         nf_errstats_init(p->acc);
@@ -321,7 +337,7 @@ nf_status diff_run_phases(diff_run *r, nf_error *err)
         p->acc = NULL;
         /* against a checkpoint the values are what is compared: any difference, or a pair
          * that could not be compared (a NaN), is a change */
-        if (!r->artifacts && (p->sum.max_abs != 0 || p->sum.skipped != 0)) p->changes |= DIFF_VALUES;
+        if (!r->artifacts && (p->sum.max_abs != 0 || p->nonfinite_differ != 0)) p->changes |= DIFF_VALUES;
     }
     return NF_OK;
 }

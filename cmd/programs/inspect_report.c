@@ -11,11 +11,13 @@
 
 #include <ninfer/ninfer.h>
 
+#include "common/checked.h"
 #include "inspect.h"
 #include "report_page.h"
 
-/* The largest report read: 10^6 objects of about 300 bytes, with room. */
-#define REPORT_MAX_BYTES ((long long)1 << 30)
+/* The largest report read: 2 * 10^5 objects of about 300 bytes (a 1T-parameter model's report
+ * is about 15 MB).  The parsed tree takes about 30 times the text. */
+#define REPORT_MAX_BYTES ((long long)64 << 20)
 
 typedef struct report_read {
     const nf_cli *cli;
@@ -36,7 +38,8 @@ static int bad(const report_read *r, size_t i, const char *member, const char *w
     return nf_cli_error(r->cli, NF_ERR_INVALID, "%s: objects[%zu]: '%s' %s", nf_cli_name(r->path).s, i, member, what);
 }
 
-/* A number member: absent or null is NaN (when allowed), else it must be a number. */
+/* A number member: absent or null is NaN (when allowed), else it must be a number, one >= 0 but
+ * for an SNR. */
 static int number(const report_read *r, size_t i, const json_t *o, const char *key, bool optional, double *out)
 {
     const json_t *v = json_object_get(o, key);
@@ -44,6 +47,7 @@ static int number(const report_read *r, size_t i, const json_t *o, const char *k
     if ((!v || json_is_null(v)) && optional) return NF_EXIT_OK;
     if (!json_is_number(v)) return bad(r, i, key, optional ? "is not a number or null" : "is missing or not a number");
     *out = json_number_value(v);
+    if (!(*out >= 0) && strcmp(key, "snr_db") != 0) return bad(r, i, key, "is negative");
     return NF_EXIT_OK;
 }
 
@@ -57,10 +61,13 @@ static int count(const report_read *r, size_t i, const json_t *o, const char *ke
     return NF_EXIT_OK;
 }
 
-static const char *text(const json_t *o, const char *key)
+static const char *text(const json_t *o, const char *key) { return json_string_value(json_object_get(o, key)); }
+
+/* A member that is a string when present: false for another type (the caller says so). */
+static bool text_or_absent(const json_t *o, const char *key)
 {
-    const char *s = json_string_value(json_object_get(o, key));
-    return s;
+    const json_t *v = json_object_get(o, key);
+    return !v || json_is_string(v) || json_is_null(v);
 }
 
 /* s kept for freeing with the report; NULL (s freed) when out of memory */
@@ -86,6 +93,7 @@ static int conversion_row(report_read *r, size_t i, const json_t *o, nf_page_row
     row->name = text(o, "object");
     if (!row->name) return bad(r, i, "object", "is missing or not a string");
     row->format = text(o, "format");
+    if (!text_or_absent(o, "format")) return bad(r, i, "format", "is not a string");
     const json_t *shape = json_object_get(o, "shape");
     uint64_t bytes, values = 1;
     int rc = count(r, i, o, "bytes", &bytes);
@@ -94,7 +102,8 @@ static int conversion_row(report_read *r, size_t i, const json_t *o, nf_page_row
     for (size_t k = 0; k < json_array_size(shape); k++) {
         const json_t *d = json_array_get(shape, k);
         if (!json_is_integer(d) || json_integer_value(d) < 0) return bad(r, i, "shape", "is not an array of counts");
-        values *= (uint64_t)json_integer_value(d);
+        if (!nf_mul_u64(values, (uint64_t)json_integer_value(d), &values))
+            return bad(r, i, "shape", "has more values than 2^64");
     }
     row->values = values;
     row->bpw = values ? (double)bytes * 8.0 / (double)values : NAN;
@@ -127,10 +136,14 @@ static int diff_row(report_read *r, size_t i, const json_t *o, bool ref_b, nf_pa
         snprintf(s, n, "%s = %s", id, id_b);
         row->name = s;
     }
+    if (!text_or_absent(o, "id_b")) return bad(r, i, "id_b", "is not a string");
+    /* layer and role from the reference's name (the source's, against a quant) */
+    row->layer_name = ref_b && id_b ? id_b : id;
     const char *side = ref_b ? "a" : "b";
     char key[32];
     snprintf(key, sizeof key, "format_%s", side);
     row->format = text(o, key);
+    if (!text_or_absent(o, key)) return bad(r, i, key, "is not a string");
     snprintf(key, sizeof key, "bits_per_weight_%s", side);
     int rc = number(r, i, o, key, true, &row->bpw);
     if (rc != NF_EXIT_OK) return rc;
@@ -154,6 +167,7 @@ static int budget_points(report_read *r, const json_t *b)
     if (!b) return NF_EXIT_OK;
     if (!json_is_object(b)) return bad(r, SIZE_MAX, NULL, "'budget' is not a JSON object");
     const json_t *uni = json_object_get(b, "uniform");
+    if (uni && !json_is_array(uni)) return bad(r, SIZE_MAX, NULL, "'budget.uniform' is not an array");
     size_t n = json_is_array(uni) ? json_array_size(uni) : 0;
     r->points = calloc(n + 1, sizeof *r->points);
     if (!r->points) return nf_cli_error(r->cli, NF_ERR_NOMEM, "out of memory");
@@ -161,10 +175,11 @@ static int budget_points(report_read *r, const json_t *b)
         const json_t *u = json_array_get(uni, k);
         const json_t *bpw = json_object_get(u, "bits_per_weight"), *e = json_object_get(u, "estimated_error");
         const char *f = text(u, "format"), *m = text(u, "method");
-        if (!f || !m || !json_is_number(bpw) || !json_is_number(e))
+        if (!f || !m || !json_is_number(bpw) || !json_is_number(e) || !(json_number_value(bpw) >= 0) ||
+            !(json_number_value(e) >= 0))
             return bad(r, SIZE_MAX, NULL,
                        "budget.uniform: an entry without format, method, bits_per_weight and "
-                       "estimated_error");
+                       "estimated_error (numbers >= 0)");
         size_t len = strlen(f) + strlen(m) + 2;
         char *label = keep(r, malloc(len));
         if (!label) return nf_cli_error(r->cli, NF_ERR_NOMEM, "out of memory");
@@ -172,7 +187,7 @@ static int budget_points(report_read *r, const json_t *b)
         r->points[r->npoints++] = (nf_page_point){label, json_number_value(bpw), json_number_value(e), false};
     }
     const json_t *bpw = json_object_get(b, "bits_per_weight"), *e = json_object_get(b, "estimated_error");
-    if (json_is_number(bpw) && json_is_number(e))
+    if (json_is_number(bpw) && json_is_number(e) && json_number_value(bpw) >= 0 && json_number_value(e) >= 0)
         r->points[r->npoints++] = (nf_page_point){"chosen allocation", json_number_value(bpw), json_number_value(e),
                                                   true};
     return NF_EXIT_OK;
@@ -206,6 +221,13 @@ static int read_report(report_read *r)
                    "no 'objects' array: not a conversion report "
                    "(OUT.conversion.json) nor ninfer-diff --json");
     bool diff = json_object_get(r->root, "summary") && json_object_get(r->root, "b");
+    static const char *const texts[] = {"output", "recipe", "a", "b", "reference"};
+    for (size_t k = 0; k < sizeof texts / sizeof texts[0]; k++)
+        if (!text_or_absent(r->root, texts[k]))
+            return nf_cli_error(r->cli, NF_ERR_INVALID, "%s: '%s' is not a string", nf_cli_name(r->path).s, texts[k]);
+    const json_t *prov = json_object_get(r->root, "provenance");
+    if (prov && !json_is_object(prov)) return bad(r, SIZE_MAX, NULL, "'provenance' is not a JSON object");
+    if (!text_or_absent(prov, "converter")) return bad(r, SIZE_MAX, NULL, "'provenance.converter' is not a string");
     size_t n = json_array_size(objects);
     r->rows = calloc(n ? n : 1, sizeof *r->rows);
     if (!r->rows) return nf_cli_error(r->cli, NF_ERR_NOMEM, "out of memory");
@@ -225,7 +247,6 @@ static int read_report(report_read *r)
                  ref && !strcmp(ref, "b") ? "B" : "A");
         return NF_EXIT_OK;
     }
-    const json_t *prov = json_object_get(r->root, "provenance");
     snprintf(r->title, sizeof r->title, "Conversion report: %s", or_dash(text(r->root, "output")));
     snprintf(r->about, sizeof r->about, "%s; converter %s; recipe %s", r->path, or_dash(text(prov, "converter")),
              text(r->root, "recipe") ? text(r->root, "recipe") : "(quick mode)");

@@ -197,6 +197,87 @@ assert o['lm_head.weight']['id_b'] == 'output.weight' and o['lm_head.weight']['f
 assert o['blk.0.mystery.weight']['changes'] == ['only_in_b'] and 'unmapped' in o['blk.0.mystery.weight'], o
 EOF
 
+# --- an expert the other side lacks is listed (as only in the stack's side), in either order
+mkdir -p "$work/moe1"
+cp "$M/hf/config.json" "$work/moe1/"
+python3 - "$M/hf/model.safetensors" "$work/moe1/model.safetensors" <<'EOF' || bad "one expert"
+import json, struct, sys
+b = open(sys.argv[1], 'rb').read()
+n = struct.unpack('<Q', b[:8])[0]
+h = json.loads(b[8:8 + n])
+h['model.unrelated.weight'] = h.pop('model.layers.0.mlp.experts.1.down_proj.weight')   # no holes in a file
+hj = json.dumps(h).encode()
+hj += b' ' * (-len(hj) % 8)
+open(sys.argv[2], 'wb').write(struct.pack('<Q', len(hj)) + hj + b[8 + n:])
+EOF
+run 1 "$bin/ninfer-diff" "$M/model.gguf" "$work/moe1" --csv
+check grep -qx 'blk.0.ffn_down_exps.weight,,1,only_in_a,F16,,16,,,,,,,,,' "$work/out"
+run 1 "$bin/ninfer-diff" "$work/moe1" "$M/model.gguf" --csv
+check grep -qx ',blk.0.ffn_down_exps.weight,1,only_in_b,,F16,,16,,,,,,,,' "$work/out"
+run 1 "$bin/ninfer-diff" "$work/moe1" "$M/model.gguf"
+contains "$work/out" "blk.0.ffn_down_exps.weight (expert 1)"
+
+# --- a head count that does not divide the q/k rows: those pairs say why, the rest is compared
+python3 - "$L/model.gguf" "$work/heads3.gguf" <<'EOF' || bad "heads3"
+import sys
+b = open(sys.argv[1], 'rb').read()
+key = b'llama.attention.head_count'
+i = b.index(key + b'\x04\x00\x00\x00')      # the key, then its type u32 (4), then 4 heads
+j = i + len(key) + 4
+open(sys.argv[2], 'wb').write(b[:j] + (3).to_bytes(4, 'little') + b[j + 4:])
+EOF
+run 1 "$bin/ninfer-diff" "$work/heads3.gguf" "$L/hf"
+contains "$work/out" "no statistics: llama.cpp reorders its rows by head: the head count does not divide them"
+lacks "$work/out" "attn_k"          # 2 key/value heads: still exact
+
+# --- a GPTQ checkpoint against a GGUF of its values, either order (.qweight is <p>.weight)
+python3 - "$work/dia/gptq4" "$work/gptq.gguf" <<'EOF' || bad "gptq gguf"
+import os, struct, sys
+raw = open(os.path.join(sys.argv[1], 'expected', 'model.layers.0.mlp.down_proj.qweight.f32'), 'rb').read()
+def gstr(s):
+    return struct.pack('<Q', len(s)) + s.encode()
+kv = gstr('general.architecture') + struct.pack('<I', 8) + gstr('llama')
+out = b'GGUF' + struct.pack('<IQQ', 3, 1, 1) + kv
+out += gstr('blk.0.ffn_down.weight') + struct.pack('<I', 2) + struct.pack('<QQ', 256, 64) + struct.pack('<IQ', 0, 0)
+out += b'\0' * (-len(out) % 32)
+open(sys.argv[2], 'wb').write(out + raw)
+EOF
+run 1 "$bin/ninfer-diff" "$work/dia/gptq4" "$work/gptq.gguf" --csv       # the bias: no GGUF tensor here
+check grep -q '^model.layers.0.mlp.down_proj.qweight,blk.0.ffn_down.weight,,,gptq,F32,' "$work/out"
+run 1 "$bin/ninfer-diff" "$work/gptq.gguf" "$work/dia/gptq4" --csv
+check grep -q '^blk.0.ffn_down.weight,model.layers.0.mlp.down_proj.qweight,,,F32,gptq,' "$work/out"
+
+# --- the same NaN and infinity on both sides are no difference; another NaN is
+mkdir -p "$work/n1" "$work/n2" "$work/n3"
+python3 - "$work" <<'EOF' || bad "nan checkpoints"
+import json, struct, sys
+same = [0x3f800000, 0x7fc00001, 0x7f800000, 0x40000000]
+for d, words in (('n1', same), ('n2', same), ('n3', [0x3f800000, 0x7fc00002, 0x7f800000, 0x40000000])):
+    hj = json.dumps({'t': {'dtype': 'F32', 'shape': [4], 'data_offsets': [0, 16]}}).encode()
+    hj += b' ' * (-len(hj) % 8)
+    open('%s/%s/model.safetensors' % (sys.argv[1], d), 'wb').write(struct.pack('<Q', len(hj)) + hj + struct.pack('<4I', *words))
+EOF
+run 0 "$bin/ninfer-diff" "$work/n1" "$work/n2"
+contains "$work/out" ": same (1 object compared)"
+run 1 "$bin/ninfer-diff" "$work/n1" "$work/n3"
+contains "$work/out" "different: 1 object changed"
+
+# --- --imatrix with two artifacts: their pairs' weighted error too
+"$bin/ninfer-convert" "$L/hf" -o "$work/q8.ninfer" --format q8_g32_fp16 --no-report >/dev/null 2>&1 || bad "convert q8"
+run 1 "$bin/ninfer-diff" "$work/hf.ninfer" "$work/q8.ninfer" --json --imatrix "$L/imatrix.gguf"
+python3 - "$work/out" <<'EOF' && ok || bad "artifacts' weighted error"
+import json, sys
+o = {x['id']: x for x in json.load(open(sys.argv[1]))['objects']}
+s = o['model.layers.0.self_attn.v_proj.weight']['statistics']
+assert s['weighted_error'] > 0 and s['imatrix_entry'] == 'blk.0.attn_v.weight', s
+assert 'weighted_error' not in o['model.layers.0.self_attn.q_proj.weight']['statistics']   # no entry
+EOF
+
+# --- the page of a comparison takes layers and roles from the reference's names, whichever is A
+run 1 "$bin/ninfer-diff" "$L/hf" "$L/model.gguf" -q --html "$work/hf_first.html"
+check test "$(grep -c ' = ' "$work/hf_first.html" | head -1)" -gt 0
+check test -z "$(grep -o 'rotate(-40)">[^<]* = ' "$work/hf_first.html")"
+
 # --- names from files in the CSV: quoted, a formula-looking one defused
 mkdir -p "$work/h1" "$work/h2"
 python3 - "$work/h1/model.safetensors" "$work/h2/model.safetensors" <<'EOF' || bad "hostile names"
@@ -215,6 +296,8 @@ run 2 "$bin/ninfer-diff" "$L/model.gguf" "$L/hf" --csv --json
 contains "$work/err" "--csv and --json are two outputs; give one"
 run 2 "$bin/ninfer-diff" "$L/model.gguf" "$L/hf" --arch falcon
 contains "$work/err" "--arch: 'falcon' is not an architecture of docs/names.md"
+run 2 "$bin/ninfer-diff" "$L/model.gguf" "$L/hf" --html -
+contains "$work/err" "--html - writes the page on standard output: give -q"
 run 3 "$bin/ninfer-diff" "$L/model.gguf" "$L/hf" --imatrix "$work/none.gguf"
 contains "$work/err" "none.gguf"
 

@@ -122,6 +122,37 @@ bad_report name "j['objects'][0]['object'] = 7" "$work/name.json: objects[0]: 'o
 bad_report noobj "del j['objects']" "$work/noobj.json: no 'objects' array: not a conversion report"
 bad_report version "j['report_version'] = 'one'" "$work/version.json: 'report_version' is not a version number"
 bad_report uniform "j['budget']['uniform'][0] = 3" "budget.uniform: an entry without format"
+bad_report negative "j['objects'][2]['rmse'] = -1" "$work/negative.json: objects[2]: 'rmse' is negative"
+bad_report format "j['objects'][0]['format'] = 7" "$work/format.json: objects[0]: 'format' is not a string"
+bad_report huge "j['objects'][0]['shape'] = [2**32, 2**32, 2]" "$work/huge.json: objects[0]: 'shape' has more values than 2^64"
+bad_report output "j['output'] = ['x']" "$work/output.json: 'output' is not a string"
+bad_report unilist "j['budget']['uniform'] = 'x'" "$work/unilist.json: 'budget.uniform' is not an array"
+bad_report unineg "j['budget']['uniform'][1]['estimated_error'] = -3" "estimated_error (numbers >= 0)"
+
+# --- charts of awkward figures: errors of 1e-14 on a linear axis have a handful of ticks, all
+# on the chart; an error of 0 beside others spanning a log axis is said, not dropped
+python3 - "$R" "$work/tiny.json" "$work/zero.json" <<'EOF' || bad "awkward reports"
+import json, sys
+j = json.load(open(sys.argv[1]))
+for k, u in enumerate(j['budget']['uniform']):
+    u['estimated_error'] = (1 + k % 3) * 1e-14
+j['budget']['estimated_error'] = 2e-14
+json.dump(j, open(sys.argv[2], 'w'))
+j = json.load(open(sys.argv[1]))
+j['budget']['uniform'][0]['estimated_error'] = 0
+json.dump(j, open(sys.argv[3], 'w'))
+EOF
+run 0 "$bin/ninfer-inspect" --report "$work/tiny.json" --html "$work/tiny.html"
+python3 - "$work/tiny.html" <<'EOF' && ok || bad "the axis of tiny errors"
+import re, sys
+svg = re.search(r'<svg class="scatter".*?</svg>', open(sys.argv[1]).read(), re.S).group(0)
+ys = [float(y) for y in re.findall(r'<text class="tl" x="[^"]*" y="([^"]*)" text-anchor="end">', svg)]
+assert 2 <= len(ys) <= 12 and all(0 <= y <= 390 for y in ys), ys
+labels = re.findall(r'text-anchor="end">([^<]*)</text>', svg)
+assert len(set(labels)) == len(labels), labels     # no two ticks called the same
+EOF
+run 0 "$bin/ninfer-inspect" --report "$work/zero.json" --html "$work/zero.html"
+contains "$work/zero.html" "1 point of error 0 not on the log axis"
 printf '{"objects": [' >"$work/cut.json"
 run 1 "$bin/ninfer-inspect" --report "$work/cut.json" --html "$work/keep.html"
 contains "$work/err" "$work/cut.json: line 1 column"
