@@ -129,8 +129,6 @@ typedef struct diff_run {
 /* diff_pair.c: the pairs, classified (what differs in the records, what is to be compared),
  * their chunks planned; the model read for llama.cpp's names. */
 nf_status diff_make_pairs(diff_run *r, nf_error *err);
-/* --imatrix: the importance of a pair's columns, found by either side's name. */
-nf_status diff_pair_weights(diff_run *r, diff_pair *p, nf_error *err);
 /* diff_values.c: the bytes of the pairs whose records agree, then the values of the pairs
  * with want_stats, on the pool. */
 nf_status diff_plan_chunks(diff_run *r, diff_pair *p, nf_error *err);

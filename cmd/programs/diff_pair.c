@@ -512,7 +512,7 @@ static nf_status classify_values(diff_run *r, diff_pair *p, nf_error *err)
 
 /* --imatrix: the importance of the pair's columns, found by either side's name (the
  * reference's first): an expert's matrix takes its slice of a stack's entry. */
-nf_status diff_pair_weights(diff_run *r, diff_pair *p, nf_error *err)
+static nf_status pair_weights(diff_run *r, diff_pair *p, nf_error *err)
 {
     for (int i = 0; i < 2 && !p->weights; i++) {
         const diff_end *e = &p->e[i == 0 ? r->ref : 1 - r->ref];
@@ -562,8 +562,13 @@ static nf_status pair_artifacts(diff_run *r, nf_error *err)
             p->changes = DIFF_ADDED;
         }
     }
-    for (size_t i = 0; st == NF_OK && i < r->npairs; i++)
-        if (!r->pairs[i].changes) st = classify_objects(r, &r->pairs[i], err);
+    for (size_t i = 0; st == NF_OK && i < r->npairs; i++) {
+        diff_pair *p = &r->pairs[i];
+        if (p->changes) continue;
+        st = classify_objects(r, p, err);
+        /* tensors of one shape: their values may be compared (the bytes phase decides) */
+        if (st == NF_OK && r->imatrix && p->cols) st = pair_weights(r, p, err);
+    }
     units_free(&ua);
     units_free(&ub);
     return st;
@@ -650,7 +655,7 @@ static nf_status pair_units(diff_run *r, units *us, nf_error *err)
         diff_pair *p = &r->pairs[i];
         if (p->changes & (DIFF_ADDED | DIFF_REMOVED)) continue;
         st = classify_values(r, p, err);
-        if (st == NF_OK && p->want_stats && r->imatrix) st = diff_pair_weights(r, p, err);
+        if (st == NF_OK && p->want_stats && r->imatrix) st = pair_weights(r, p, err);
     }
     return st;
 }

@@ -312,8 +312,7 @@ nf_status diff_run_phases(diff_run *r, nf_error *err)
     for (size_t i = 0; i < r->npairs; i++) {
         diff_pair *p = &r->pairs[i];
         if (!p->want_stats) continue;
-        if (!p->nchunks && !p->chunk) NF_TRY(diff_plan_chunks(r, p, err));   /* found by phase 0 */
-        if (r->imatrix && !p->weights) NF_TRY(diff_pair_weights(r, p, err)); /* two artifacts' pairs */
+        if (!p->nchunks && !p->chunk) NF_TRY(diff_plan_chunks(r, p, err)); /* found by phase 0 */
         if (!p->nchunks) continue;
         if (!(p->acc = malloc(sizeof *p->acc))) return nf_common_nomem(err);
         nf_errstats_init(p->acc);
