@@ -157,6 +157,13 @@ typedef struct nf_writer_sink {
     size_t index;
 } nf_writer_sink;
 NF_API nf_status nf_writer_sink_write(void *sink, uint64_t offset, const void *buf, size_t len, nf_error *err);
+/* Replace the only occurrence of `placeholder` in the directory's text by `value`, of the same
+ * length (at least 32 bytes, neither holding '"' or '\\'): a figure known only once the payload is
+ * written (a source file's SHA-256, docs/provenance.md) put in a string laid out with a
+ * placeholder of its size.  Between begin and publish, before the checksums are filled in;
+ * NF_ERR_USAGE in any other state, for lengths that differ, or when the placeholder occurs not
+ * exactly once. */
+NF_API nf_status nf_writer_patch_text(nf_writer *w, const char *placeholder, const char *value, nf_error *err);
 /* Check coverage, fill checksums, fdatasync, publish parts then the entry, sync the directory.
  * With overwrite, the files replaced (and the old artifact's parts beyond the new one's last)
  * are kept as ".<name>.<pid>@<host>.XXXXXX.old" links until nf_writer_commit; a failure puts them back

@@ -538,6 +538,40 @@ nf_status nf_writer_begin(nf_writer *w, nf_error *err)
     return NF_OK;
 }
 
+/* The placeholder is found, not remembered: the caller laid it out inside a member it built
+ * (the provenance), whose text position only the emitter knows.  Exactly one occurrence, so a
+ * recipe or a name that happens to hold it is refused, never patched. */
+nf_status nf_writer_patch_text(nf_writer *w, const char *placeholder, const char *value, nf_error *err)
+{
+    size_t n = strlen(placeholder);
+    if (w->state != W_BEGUN)
+        return nf_error_set(err, NF_ERR_USAGE, "%s: nf_writer_patch_text belongs between begin and publish",
+                            MP(w->path));
+    if (n < 32 || strlen(value) != n || strpbrk(value, "\"\\"))
+        return nf_error_set(err, NF_ERR_USAGE, "%s: a late text replaces a placeholder of its length (32 or more)",
+                            MP(w->path));
+    const char *text = w->image.data + NF_HEADER_BYTES, *end = w->image.data + w->image.len, *found = NULL;
+    for (const char *at = text; (size_t)(end - at) >= n; at++) {
+        at = memchr(at, placeholder[0], (size_t)(end - at) - n + 1);
+        if (!at) break;
+        if (memcmp(at, placeholder, n) != 0) continue;
+        if (found) return nf_error_set(err, NF_ERR_USAGE, "%s: a placeholder occurs twice", MP(w->path));
+        found = at;
+    }
+    if (!found) return nf_error_set(err, NF_ERR_USAGE, "%s: a placeholder is not in the directory", MP(w->path));
+    size_t pos = (size_t)(found - w->image.data);
+    memcpy(w->image.data + pos, value, n);
+    /* the temp entry holds the laid-out image already; without checksums nothing rewrites it */
+    int fd = -1;
+    int e = nf_wr_fd_acquire(w, 0, &fd);
+    if (!e) {
+        e = nf_io_pwrite_full(fd, w->image.data + pos, n, pos);
+        nf_wr_fd_release(w, 0);
+    }
+    if (e) return nf_error_errno(err, e, "%s: cannot write to %s", MP(w->path), MP(w->files[0].temp));
+    return NF_OK;
+}
+
 size_t nf_writer_file_count(const nf_writer *w) { return w->laid_out ? w->nfiles : 0; }
 
 void nf_writer_file_info(const nf_writer *w, size_t index, nf_writer_file *out)
