@@ -1,0 +1,66 @@
+/* The SHA-256 of a whole file (sha256_file.h). */
+#include "common/sha256_file.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "common/hex.h"
+#include "common/io.h"
+#include "common/open_regular.h"
+#include "common/sha256.h"
+
+/* A block large enough that the hash, not the system call, sets the pace; small enough to stay
+ * in cache between read and hash. */
+#define SHA256_FILE_BLOCK ((size_t)1 << 20)
+
+nf_status nf_sha256_file(const char *path, const char *shown, uint64_t expect, volatile int *stop, volatile int *cancel,
+                         uint64_t *bytes, char hex[NF_SHA256_HEX + 1], nf_error *err)
+{
+    int fd = -1;
+    struct stat sb;
+    hex[0] = '\0';
+    *bytes = 0;
+    NF_TRY(nf_common_open_regular(path, shown, NF_ERR_INVALID, &fd, &sb, err));
+    if (expect != UINT64_MAX && (uint64_t)sb.st_size != expect) {
+        nf_io_close(fd);
+        return nf_error_set(err, NF_ERR_INVALID, "%s: %llu bytes, %llu when the conversion was planned: it changed",
+                            shown, (unsigned long long)sb.st_size, (unsigned long long)expect);
+    }
+    uint8_t *buf = malloc(SHA256_FILE_BLOCK);
+    if (!buf) {
+        nf_io_close(fd);
+        return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    }
+    nf_sha256 s;
+    nf_sha256_init(&s);
+    nf_status st = NF_OK;
+    uint64_t at = 0;
+    for (;;) {
+        if ((stop && *stop) || (cancel && *cancel)) {
+            st = nf_error_set(err, NF_ERR_IO, "interrupted");
+            break;
+        }
+        ssize_t n = pread(fd, buf, SHA256_FILE_BLOCK, (off_t)at);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            st = nf_error_errno(err, errno, "%s: cannot read", shown);
+            break;
+        }
+        if (n == 0) break;
+        nf_sha256_update(&s, buf, (size_t)n);
+        at += (uint64_t)n;
+    }
+    free(buf);
+    nf_io_close(fd);
+    uint8_t d[32];
+    nf_sha256_final(&s, d);
+    if (st != NF_OK) return st;
+    if (expect != UINT64_MAX && at != expect)
+        return nf_error_set(err, NF_ERR_INVALID,
+                            "%s: %llu bytes read, %llu when the conversion was planned: it changed", shown,
+                            (unsigned long long)at, (unsigned long long)expect);
+    nf_hex_bytes(d, sizeof d, hex);
+    *bytes = at;
+    return NF_OK;
+}
