@@ -124,6 +124,15 @@ static const nf_option options[] = {
                   NF_OPT_FLAG_FIELDS(convert_opts, force, "force", 'f', "replace an existing output (never an input)")),
     NF_OPT_TAGGED(PLAN_RECORDS,
                   NF_OPT_FLAG_FIELDS(convert_opts, no_report, "no-report", 0, "do not write OUT.conversion.json")),
+    /* (a plan's maker hashes the sources and records the digests: --no-source-digests is its to
+     * give; no statement is written by a plan's tasks or assembly) */
+    NF_OPT_STRING_ROW(convert_opts, attest, "attest", 0, "STATEMENT.json",
+                      "also publish an in-toto statement of the artifact's files and their SHA-256, with the "
+                      "provenance as its predicate, for a signing tool (docs/provenance.md)"),
+    NF_OPT_TAGGED(PLAN_RECORDS,
+                  NF_OPT_FLAG_FIELDS(convert_opts, no_source_digests, "no-source-digests", 0,
+                                     "record the sources' file sizes but not their SHA-256 (no second read of the "
+                                     "sources)")),
     NF_OPT_TAGGED(PLAN_OK, NF_OPT_FLAG_FIELDS(convert_opts, remove_stale, "remove-stale", 0,
                                               "remove temp files of killed runs for OUT (alone with -o: only that)")),
     NF_OPT_TAGGED(
@@ -212,7 +221,7 @@ static const nf_program program = {
     "                      [--allow-env NAME]... [--method-program NAME=COMMAND]...\n"
     "                      [--method-timeout SECONDS] [--threads N]\n"
     "                      [--max-file-bytes BYTES] [--dry-run] [--force] [--no-report]\n"
-    "                      [--remove-stale]\n"
+    "                      [--attest STATEMENT.json] [--no-source-digests] [--remove-stale]\n"
     "       ninfer-convert -o OUT.ninfer --remove-stale\n"
     "       ninfer-convert SOURCE -o OUT.ninfer --format FORMAT [--method METHOD]\n"
     "                      [--rule 'GLOB=FORMAT[:METHOD]']... [--requantize] [--no-resources]\n"
@@ -591,7 +600,9 @@ static nf_convert_options convert_options(const convert_opts *opts, progress_ctx
                              opts->chunk_values,
                              show_progress,
                              pc,
-                             nf_sig_flag()};
+                             nf_sig_flag(),
+                             opts->no_source_digests,
+                             opts->attest};
     return co;
 }
 
@@ -758,6 +769,11 @@ int main(int argc, char **argv)
     }
     if (opts.tasks && !opts.plan_out) {
         rc = nf_cli_usage(&cli, "--tasks belongs to --plan-out PLAN.json");
+        goto out;
+    }
+    if (opts.attest && opts.plan_out) {
+        rc = nf_cli_usage(&cli, "--attest belongs to a run that publishes the artifact; a plan's tasks and its "
+                                "assembly write no statement");
         goto out;
     }
     bool quick = cli.npositional > 0;

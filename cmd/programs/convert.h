@@ -29,6 +29,8 @@ typedef struct convert_opts {
     nf_cli_recipe_args ra; /* --source, --allow-path, --allow-env */
     unsigned threads;
     bool has_max_file_bytes, dry_run, force, no_report, has_id, remove_stale, requantize, no_resources;
+    bool no_source_digests;
+    const char *attest; /* --attest STATEMENT.json */
     char **rule_labels; /* quick mode: "--rule 'GLOB=FORMAT'" per --rule, for messages (freed by main) */
     uint64_t max_file_bytes, chunk_values;
     uint8_t artifact_id[16];

@@ -170,7 +170,9 @@ static nf_status verify_against(const char *path, const verify_opts *vo, nf_veri
 }
 
 /* What --against did, in the report: {"source", "recipe", "objects_rederived",
- * "resources_not_compared": [ids], "recipe_matches_provenance": bool (with --recipe)}. */
+ * "resources_not_compared": [ids], "recipe_matches_provenance": bool (with --recipe),
+ * "source_digests": "equal" | "differ" | "not recorded" | "not compared", "source_files_checked",
+ * "source_files_unrecorded"}. */
 static json_t *against_json(const verify_opts *vo, const nf_verify_against_result *res)
 {
     json_t *ids = json_array();
@@ -181,6 +183,15 @@ static json_t *against_json(const verify_opts *vo, const nf_verify_against_resul
                           (json_int_t)res->objects_rederived, "resources_not_compared", ids);
     if (j && vo->recipe)
         json_object_set_new(j, "recipe_matches_provenance", json_boolean(res->recipe_matches_provenance == 1));
+    if (j) {
+        json_object_set_new(j, "source_digests",
+                            json_string(res->source_digests == 1    ? "equal"
+                                        : res->source_digests == 0  ? "differ"
+                                        : res->source_digests == -1 ? "not recorded"
+                                                                    : "not compared"));
+        json_object_set_new(j, "source_files_checked", json_integer((json_int_t)res->source_files_checked));
+        json_object_set_new(j, "source_files_unrecorded", json_integer((json_int_t)res->source_files_unrecorded));
+    }
     if (j && vo->scaleout) {
         json_object_set_new(j, "plan", nf_cli_json_cstr(vo->plan));
         json_object_set_new(j, "task", vo->all_tasks ? json_string("all") : json_integer((json_int_t)vo->task_index));
@@ -217,6 +228,10 @@ static void print_human(const nf_cli *cli, const char *path, const nf_verify_rep
             if (r->checksums_checked) printf(", %llu checksums", (unsigned long long)r->checksums_checked);
             else printf("; no checksums recorded");
         }
+        if (res && res->source_digests == 1)
+            printf("; %zu source file%s with the recorded SHA-256", res->source_files_checked,
+                   res->source_files_checked == 1 ? "" : "s");
+        else if (res && res->source_digests == -1) printf("; no source SHA-256 recorded");
         if (res && vo->recipe) {
             printf("; %zu objects re-derived from %s with %s", res->objects_rederived, nf_cli_name(vo->against).s,
                    nf_cli_name(vo->recipe).s);
@@ -253,7 +268,7 @@ static int verify_files(const nf_cli *cli, const verify_opts *vo)
         nf_verify_report report;
         nf_error err;
         nf_verify_options vopt = {vo->level, vo->threads, vo->require_checksums};
-        nf_verify_against_result res = {0, NULL, 0, -1};
+        nf_verify_against_result res = {0, NULL, 0, -1, -1, 0, 0};
         bool compared = false;
         nf_status st = nf_verify_artifact_with(path, &vopt, &report, &err);
         if (st == NF_OK && vo->against && report.valid) {

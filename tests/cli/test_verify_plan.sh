@@ -24,7 +24,8 @@ print(len({o for f in t["files"] for o in p["files"][f]["objects"]}))' $t)
     contains "$work/out" "checked structure; $n tensors re-derived from ck, task $t of plan.json)"
 done
 run 0 "$ver" out/m.ninfer --against ck --plan plan.json --task all
-contains "$work/out" "checked structure, words, 22 checksums; 21 tensors re-derived from ck, every task of plan.json)"
+# every task: the source's files are compared too (a single task's verification leaves them out)
+contains "$work/out" "checked structure, words, 22 checksums; 3 source files with the recorded SHA-256; 21 tensors re-derived from ck, every task of plan.json)"
 run 0 "$ver" out/m.ninfer --against ck --plan plan.json --task 1 --json
 check python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); a=d["against"]
 assert d["valid"] and a["plan"] == "plan.json" and a["task"] == 1, d' "$work/out"
@@ -74,8 +75,9 @@ for id in model.layers.0.self_attn.k_proj.weight model.layers.0.mlp.gate_proj.we
         *) run 0 "$ver" out/m.ninfer --against ck --plan plan.json --task $t ;;
         esac
     done
-    run 1 "$ver" out/m.ninfer --against ck --plan plan.json --task all # reported once
-    contains "$work/out" "out/m.ninfer: INVALID: 1 problem"
+    run 1 "$ver" out/m.ninfer --against ck --plan plan.json --task all # reported once, after the file
+    contains "$work/out" "out/m.ninfer: INVALID: 2 problems"
+    contains "$work/out" "against: source file model.safetensors differs from the one the artifact was made from"
     cp saved.safetensors ck/model.safetensors
 done
 run 0 "$ver" out/m.ninfer --against ck --plan plan.json --task all
@@ -117,7 +119,7 @@ declare -A value=([recipe]=r.yaml [output]=x.ninfer [source]=base=ck [allow-path
     [threads]=1 [max-file-bytes]=8192 [artifact-id]=ffeeddccbbaa99887766554433221100 [format]=q8_g32_fp16
     [target-bpw]=4.5 [method]=grouped_absmax [rule]='*=q8_g32_fp16' [chunk-values]=1000 [plan-out]=p2.json
     [tasks]=2 [plan]=plan.json [task]=all [progress]=never [sensitivity]=s.json [preset]=Q4_K_M
-    [imatrix]=im.dat [method-program]=fk=true [method-timeout]=5)
+    [imatrix]=im.dat [method-program]=fk=true [method-timeout]=5 [attest]=s.json)
 allowed=" threads remove-stale chunk-values quiet verbose json progress plan task help version list-formats list-methods list-presets "
 "$conv" --help >help.txt
 # "  -o, --output OUT.ninfer   help" / "      --requantize   help": the name, and whether it takes a

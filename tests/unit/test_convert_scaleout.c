@@ -144,18 +144,18 @@ Test(scaleout, plan_text_is_the_compact_dump_of_the_whole_plan)
     json_error_t je;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
     cr_assert_not_null(root, "%s", je.text);
-    const char *order[] = {"ninfer_plan", "output", "artifact_id", "fingerprint", "cwd",
-                           "conversion",  "inputs", "files",       "tasks",       "objects"};
+    const char *order[] = {"ninfer_plan", "output",     "artifact_id", "fingerprint", "cwd",    "conversion",
+                           "inputs",      "provenance", "files",       "tasks",       "objects"};
     size_t i = 0;
     const char *key;
     json_t *v;
     json_object_foreach(root, key, v)
     {
-        cr_assert_lt(i, 10, "member %s beyond the documented ones", key);
+        cr_assert_lt(i, 11, "member %s beyond the documented ones", key);
         cr_assert_str_eq(key, order[i], "member %zu", i);
         i++;
     }
-    cr_assert_eq(i, 10);
+    cr_assert_eq(i, 11);
     char *dump = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
     cr_assert_not_null(dump);
     cr_assert_eq(strlen(dump) + 1, len, "the plan is not the compact dump of its tree");

@@ -171,21 +171,38 @@ static void expect_clean(const nf_verify_report *r)
     cr_assert_eq(r->count, 0);
 }
 
-/* The one problem of r, of check "against", about object (NULL: the artifact), whose message
- * holds needle. */
-static void expect_one(const nf_verify_report *r, const char *object, const char *needle)
+/* The problems about the source's files (docs/provenance.md, "Checking a source"): they come
+ * first, before any re-derived object's. */
+static size_t source_file_problems(const nf_verify_report *r)
+{
+    size_t n = 0;
+    while (n < r->count && strncmp(r->problems[n].message, "source file ", 12) == 0) n++;
+    return n;
+}
+
+/* The one problem of r besides the source files' (files the source has with other bytes than
+ * the artifact records: `files` of them), of check "against", about object (NULL: the artifact),
+ * whose message holds needle. */
+static void expect_one_after(const nf_verify_report *r, size_t files, const char *object, const char *needle)
 {
     cr_assert_not(r->valid);
-    cr_assert_eq(r->count, 1, "one problem, got %zu (the first: %s: %s)", r->count,
-                 r->count && r->problems[0].object ? r->problems[0].object : "-",
-                 r->count ? r->problems[0].message : "none");
-    const nf_problem *p = &r->problems[0];
+    cr_assert_eq(source_file_problems(r), files, "%zu problems about the source's files, got %zu (the first: %s)",
+                 files, source_file_problems(r), r->count ? r->problems[0].message : "none");
+    cr_assert_eq(r->count, files + 1, "one problem, got %zu (the first: %s: %s)", r->count - files,
+                 r->count > files && r->problems[files].object ? r->problems[files].object : "-",
+                 r->count > files ? r->problems[files].message : "none");
+    const nf_problem *p = &r->problems[files];
     cr_assert_str_eq(p->check, "against");
     if (object)
         cr_assert(p->object && strcmp(p->object, object) == 0, "the problem names %s, not %s: %s", object,
                   p->object ? p->object : "no object", p->message);
     else cr_assert_null(p->object, "a problem of the artifact as a whole, not of %s: %s", p->object, p->message);
     cr_assert_not_null(strstr(p->message, needle), "'%s' not in: %s", needle, p->message);
+}
+
+static void expect_one(const nf_verify_report *r, const char *object, const char *needle)
+{
+    expect_one_after(r, 0, object, needle);
 }
 
 Test(verify_against, clean_from_provenance)
@@ -197,6 +214,9 @@ Test(verify_against, clean_from_provenance)
     expect_clean(&r);
     cr_assert_eq(res.objects_rederived, 3, "every tensor re-derived");
     cr_assert_eq(res.recipe_matches_provenance, -1);
+    cr_assert_eq(res.source_digests, 1, "the source's one file has the recorded SHA-256");
+    cr_assert_eq(res.source_files_checked, 1);
+    cr_assert_eq(res.source_files_unrecorded, 0);
     cr_assert_eq(res.nresources_not_compared, 1, "the resource is not compared without a recipe");
     cr_assert_str_eq(res.resources_not_compared[0], "notes.txt");
     nf_verify_against_result_free(&res);
@@ -235,7 +255,11 @@ Test(verify_against, changed_value_names_the_object)
     nf_verify_report r;
     nf_verify_against_result res;
     against(&o, &r, &res);
-    expect_one(&r, "b.weight", "re-derived bytes differ from the artifact's, first at object byte");
+    /* a file of another name: the one recorded is not there (a problem, first), this one not recorded */
+    expect_one_after(&r, 1, "b.weight", "re-derived bytes differ from the artifact's, first at object byte");
+    cr_assert_not_null(strstr(r.problems[0].message, "m.safetensors: the artifact was made from it"));
+    cr_assert_eq(res.source_digests, 0);
+    cr_assert_eq(res.source_files_unrecorded, 1);
     cr_assert_eq(res.objects_rederived, 3);
     nf_verify_against_result_free(&res);
     nf_verify_report_free(&r);
@@ -249,7 +273,7 @@ Test(verify_against, source_missing_a_tensor)
     nf_verify_report r;
     nf_verify_against_result res;
     against(&o, &r, &res);
-    expect_one(&r, "b.weight", "is not a tensor of");
+    expect_one_after(&r, 1, "b.weight", "is not a tensor of");
     cr_assert_eq(res.objects_rederived, 2, "the others are still compared");
     nf_verify_against_result_free(&res);
     nf_verify_report_free(&r);
@@ -257,7 +281,7 @@ Test(verify_against, source_missing_a_tensor)
     const char *allow[] = {ENV_VAR};
     nf_verify_against_opts ro = {.source = partial, .recipe = fx.recipe, .allow_env = allow, .nallow_env = 1};
     against(&ro, &r, &res);
-    expect_one(&r, NULL, "selector 'b.weight' (rules[1]) matches no tensor");
+    expect_one_after(&r, 1, NULL, "selector 'b.weight' (rules[1]) matches no tensor");
     nf_verify_against_result_free(&res);
     nf_verify_report_free(&r);
     free(partial);

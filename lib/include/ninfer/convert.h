@@ -83,6 +83,11 @@ typedef struct nf_convert_options {
     nf_progress_fn progress;
     void *progress_ctx;
     volatile int *cancel; /* set non-zero (e.g. by SIGINT) to stop; nothing is published */
+    /* docs/provenance.md: the sources' SHA-256 are recorded unless this is set (sizes only) */
+    bool no_source_digests;
+    /* an in-toto statement of the artifact's files (their SHA-256) and its provenance, published
+     * with the artifact (nf_plan_execute only), or NULL */
+    const char *attest;
 } nf_convert_options;
 
 /* The version of OUT.conversion.json's schema, its member "report_version" (docs/ninfer-convert.md,
@@ -155,6 +160,13 @@ typedef struct nf_verify_against_result {
     size_t nresources_not_compared;
     int recipe_matches_provenance; /* with a recipe: 1 it equals provenance.recipe, 0 not;
                                         -1 without one */
+    /* The source's files compared first with provenance.sources.base.files (docs/provenance.md):
+     * source_digests 1 when every recorded file is in SOURCE with its size and SHA-256, 0 when
+     * one is not (each such file is a problem), -1 when the artifact records no SHA-256, -2 when
+     * not compared (a part of the artifact: objects or files_end given). */
+    int source_digests;
+    size_t source_files_checked;    /* recorded files found equal */
+    size_t source_files_unrecorded; /* files SOURCE has that the artifact does not record */
 } nf_verify_against_result;
 
 /* Compare artifact a (opened by the caller; meant for one nf_verify_artifact_with found valid)

@@ -219,6 +219,11 @@ NF_API nf_status nf_recipe_check_path(const nf_recipe *r, const char *path, cons
                                       const char *written, nf_error *err);
 NF_API const nf_recipe_source *nf_recipe_find_source(const nf_recipe *r, const char *name);
 
+/* The SHA-256 of the recipe's text as read (after zstd decompression): 64 lowercase hex digits
+ * in hex, true for a recipe nf_recipe_load_ex read from a file or stdin; false (hex "") for one
+ * parsed from memory, e.g. quick mode's (docs/provenance.md). */
+NF_API bool nf_recipe_text_sha256(const nf_recipe *r, char hex[65]);
+
 /* What r was made from, as data (internal: not exported; docs/scale-out.md, "What a plan
  * holds"): {"name", "dir" (null: none given), "text" (as parsed), "variables" ({NAME: value} of
  * every ${NAME} it expanded), "sources" ([{"name", "path"}] of each nf_recipe_set_source, in

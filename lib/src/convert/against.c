@@ -386,6 +386,7 @@ void nf_verify_against_result_free(nf_verify_against_result *res)
     free(res->resources_not_compared);
     memset(res, 0, sizeof *res);
     res->recipe_matches_provenance = -1;
+    res->source_digests = -1;
 }
 
 nf_status nf_verify_against(nf_artifact *a, const nf_verify_against_opts *opts, nf_verify_report *r,
@@ -394,7 +395,7 @@ nf_status nf_verify_against(nf_artifact *a, const nf_verify_against_opts *opts, 
     /* a local record: a plan error becomes problems even when the caller passes no err */
     nf_error local, *err = &local;
     memset(&local, 0, sizeof local);
-    nf_verify_against_result res = {0, NULL, 0, -1};
+    nf_verify_against_result res = {0, NULL, 0, -1, -1, 0, 0};
     if (res_out) *res_out = res;
     if (!a || !opts || !r || !opts->source)
         return nf_error_set(err_out, NF_ERR_USAGE, "nf_verify_against: needs an artifact, a report and a source");
@@ -414,6 +415,18 @@ nf_status nf_verify_against(nf_artifact *a, const nf_verify_against_opts *opts, 
     if (st == NF_OK) st = filter_files(a, opts, &want, &sink, err);
     if (st != NF_OK) {
         if (err_out) *err_out = local;
+        return st;
+    }
+    /* the source's files first: a file that is not the one converted is named before any
+     * re-derivation (docs/provenance.md, "Checking a source"); not for a part of the artifact
+     * (a scale-out task's objects: every task would read every file of the source again) */
+    if (opts->objects || opts->files_end) res.source_digests = -2;
+    else
+        st = nf_convert_against_files(a, source, NULL, on_difference, &sink, &res.source_digests,
+                                      &res.source_files_checked, &res.source_files_unrecorded, err);
+    if (st != NF_OK) {
+        if (err_out) *err_out = local;
+        json_decref(want);
         return st;
     }
     if (recipe_path) {

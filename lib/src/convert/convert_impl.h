@@ -172,6 +172,9 @@ struct nf_plan {
      * them) are never one tree: nf_plan_binding_record and nf_plan_provenance_record make them a
      * record at a time, provenance holds the rest (docs/scale-out.md, the coordinator's memory) */
     json_t *components, *metadata, *provenance;
+    /* a run's provenance with its sources' files (source_digests.c): as the writer lays it out
+     * (digests as placeholders) and as they are once hashed (the report's); NULL: provenance */
+    json_t *provenance_laid, *provenance_final;
     nf_plan_records binding_records, provenance_records; /* the writer's cursors (plan_writer) */
     /* companions of the base source that imports read at plan time (scales, scalars), sorted by
      * address; with the members' tensors, what nf_plan_content_digest reads */
@@ -181,6 +184,39 @@ struct nf_plan {
     nf_mprog_spec *programs; /* the recipe's method programs (nf_recipe.programs), ready to start */
     size_t nprograms;
 };
+
+/* ---------------------------------------------------------------- source digests
+ * The sources' files, sizes and SHA-256, their hub repository and revision, and the recipe's
+ * SHA-256 (source_digests.c, docs/provenance.md). */
+typedef struct nf_convert_digests nf_convert_digests;
+/* Every file of every source listed and sized now (hash: with digest placeholders to fill). */
+nf_status nf_convert_digests_plan(const nf_plan *p, bool hash, nf_convert_digests **out, nf_error *err);
+/* p's provenance with the files and hubs: placeholders (final false) or digests (after finish). */
+json_t *nf_convert_digests_provenance(const nf_plan *p, const nf_convert_digests *d, bool final);
+/* The thread that hashes the files while the conversion runs (nothing without hash). */
+nf_status nf_convert_digests_start(nf_convert_digests *d, volatile int *cancel, nf_error *err);
+/* The files hashed now on `threads` threads (a scale-out plan's maker: docs/provenance.md). */
+nf_status nf_convert_digests_hash_all(nf_convert_digests *d, unsigned threads, volatile int *cancel, nf_error *err);
+/* Joins it (give_up: stops it first and returns NF_OK) and patches w's placeholders. */
+nf_status nf_convert_digests_finish(nf_convert_digests *d, nf_writer *w, bool give_up, nf_error *err);
+void nf_convert_digests_free(nf_convert_digests *d);
+/* The directory a source's files are named from (the source itself, or the file's directory),
+ * and a file's name under it: the same for the conversion and for verify --against. */
+char *nf_convert_digests_root(const char *source_path);
+char *nf_convert_digests_name(const char *root, const char *path);
+
+/* The --attest statement's temp file beside path (attest.c): w published, provenance the run's
+ * (with its sources' digests). */
+nf_status nf_convert_attest_temp(const nf_plan *p, const nf_writer *w, const json_t *provenance, const char *path,
+                                 volatile int *cancel, char **tmp, nf_error *err);
+
+/* verify --against's first step (against_sources.c): SOURCE's files against the artifact's
+ * provenance.sources.base.files, each difference a problem(ctx, NULL, message); *verdict 1 all
+ * equal, 0 not, -1 no SHA-256 recorded. */
+typedef void (*nf_convert_problem_fn)(void *ctx, const char *object, const char *message);
+nf_status nf_convert_against_files(nf_artifact *a, const char *source, volatile int *cancel,
+                                   nf_convert_problem_fn problem, void *ctx, int *verdict, size_t *checked,
+                                   size_t *unrecorded, nf_error *err);
 
 /* Convert one tensor's words into the rows of a words buffer (exec_jobs.c); a method's rows are
  * measured into stats when it is not NULL. */

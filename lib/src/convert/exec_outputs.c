@@ -106,6 +106,36 @@ nf_status nf_convert_refuse_inputs(const input_set *in, const char *output, bool
     return nf_outputs_each_role(output, report, refuse_input, &r, err);
 }
 
+/* --attest's file: published by rename with the artifact, so never an input, the artifact, its
+ * report or a file of the run, nor a special file, nor an existing file without force. */
+static nf_status check_statement(const input_set *in, const nf_convert_options *opt, const char *report_path,
+                                 nf_error *err)
+{
+    const char *path = opt->attest;
+    const input_file *f = nf_convert_input_of(in, path);
+    if (f) return nf_error_set(err, NF_ERR_USAGE, "%s is %s: refusing to overwrite an input", MP(path), f->what);
+    const char *slash = strrchr(opt->output, '/'), *aslash = strrchr(path, '/');
+    const char *role = nf_outputs_role(aslash ? aslash + 1 : path, slash ? slash + 1 : opt->output, true);
+    size_t dl = slash ? (size_t)(slash - opt->output) : 0, al = aslash ? (size_t)(aslash - path) : 0;
+    bool same_dir = dl == al && strncmp(opt->output, path, dl) == 0;
+    struct stat sa, so;
+    bool same_file = nf_io_lstat(path, &sa) == 0 &&
+                     ((nf_io_lstat(opt->output, &so) == 0 && sa.st_ino == so.st_ino && sa.st_dev == so.st_dev) ||
+                      (nf_io_lstat(report_path, &so) == 0 && sa.st_ino == so.st_ino && sa.st_dev == so.st_dev));
+    if ((role && same_dir) || same_file || strcmp(path, report_path) == 0)
+        return nf_error_set(err, NF_ERR_USAGE, "--attest %s: that is %s of this conversion; give another name",
+                            MP(path), role ? role : "a file");
+    int e = nf_io_lstat(path, &sa);
+    if (e == 0 && !S_ISREG(sa.st_mode))
+        return nf_error_set(err, NF_ERR_USAGE,
+                            "%s is %s, not a regular file: the statement is published by rename, which would "
+                            "replace it",
+                            MP(path), nf_io_kind_name(sa.st_mode));
+    if (e == 0 && !opt->force) return nf_error_set(err, NF_ERR_IO, "%s exists (use --force to replace it)", MP(path));
+    if (e != 0 && e != ENOENT) return nf_error_errno(err, e, "%s", MP(path));
+    return NF_OK;
+}
+
 /* Before anything is written: no output is an input, and the report (when there is one) is no
  * special file (docs/security.md 1.3: never replaced; it is published by rename like the artifact), nor
  * an existing file without force. */
@@ -113,6 +143,7 @@ nf_status nf_convert_prepare_outputs(const input_set *in, const nf_convert_optio
                                      nf_error *err)
 {
     NF_TRY(nf_convert_refuse_inputs(in, opt->output, opt->report, err));
+    if (opt->attest) NF_TRY(check_statement(in, opt, report_path, err));
     if (!opt->report) return NF_OK;
     struct stat sb;
     int e = nf_io_lstat(report_path, &sb);
@@ -194,8 +225,9 @@ nf_status nf_convert_plan_writer(nf_plan *p, const nf_convert_options *opt, nf_w
         st = nf_writer_set_member_records(w, "bindings", NULL, NULL, nf_plan_binding_record, &p->binding_records, err);
     if (st == NF_OK) st = nf_writer_set_member(w, "metadata", json_deep_copy(p->metadata), err);
     if (st == NF_OK)
-        st = nf_writer_set_member_records(w, "provenance", json_incref(p->provenance), "objects",
-                                          nf_plan_provenance_record, &p->provenance_records, err);
+        st = nf_writer_set_member_records(w, "provenance",
+                                          json_incref(p->provenance_laid ? p->provenance_laid : p->provenance),
+                                          "objects", nf_plan_provenance_record, &p->provenance_records, err);
     if (st != NF_OK) {
         nf_writer_free(w);
         return st;

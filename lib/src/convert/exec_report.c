@@ -61,7 +61,7 @@ static json_t *object_report(const nf_plan *p, const nf_errstats_summary *st, si
  * same as the artifact's provenance.objects: the report need not hold them twice). */
 static json_t *report_head(const nf_plan *p, const nf_convert_options *opt)
 {
-    json_t *prov = json_copy(p->provenance); /* shallow: the plan's tree is untouched */
+    json_t *prov = json_copy(p->provenance_final ? p->provenance_final : p->provenance); /* shallow */
     if (!prov) return NULL;
     json_object_del(prov, "objects");
     return json_pack("{s:i,s:s,s:o,s:o,s:o}", "report_version", NF_REPORT_VERSION, "output", opt->output, "name",

@@ -55,6 +55,45 @@ static nf_status encode_into(nf_plan *p, nf_writer *w, const nf_convert_options 
     return st;
 }
 
+/* The run's provenance, laid out with placeholders for its sources' digests (source_digests.c). */
+static nf_status plan_digests(nf_plan *p, const nf_convert_options *opt, nf_convert_digests **d, nf_error *err)
+{
+    NF_TRY(nf_convert_digests_plan(p, !opt->no_source_digests, d, err));
+    json_decref(p->provenance_laid);
+    p->provenance_laid = nf_convert_digests_provenance(p, *d, false);
+    if (!p->provenance_laid) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    return NF_OK;
+}
+
+/* The digests known: the writer's placeholders filled, the report's provenance made. */
+static nf_status finish_digests(nf_plan *p, nf_convert_digests *d, nf_writer *w, nf_error *err)
+{
+    NF_TRY(nf_convert_digests_finish(d, w, false, err));
+    json_decref(p->provenance_final);
+    p->provenance_final = nf_convert_digests_provenance(p, d, true);
+    if (!p->provenance_final) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
+    return NF_OK;
+}
+
+/* A file beside the artifact (the report, the statement) renamed into place once the artifact is
+ * published: the one it replaces kept aside in *backup until the commit. */
+static nf_status publish_beside(const char *path, char **tmp, bool replace, char **backup, nf_error *err)
+{
+    nf_status st = nf_outputs_publish_report(path, *tmp, replace, backup, err);
+    if (st == NF_OK) {
+        free(*tmp);
+        *tmp = NULL; /* renamed into place */
+    }
+    return st;
+}
+
+static void drop_temp(char **tmp)
+{
+    if (*tmp) nf_io_unlink(*tmp);
+    free(*tmp);
+    *tmp = NULL;
+}
+
 nf_status nf_plan_execute(nf_plan *p, const nf_convert_options *opt, nf_error *err)
 {
     char *report_path = nf_outputs_report_name(opt->output);
@@ -68,17 +107,24 @@ nf_status nf_plan_execute(nf_plan *p, const nf_convert_options *opt, nf_error *e
     bool report_regular = nf_io_lstat(report_path, &rsb) != 0 || S_ISREG(rsb.st_mode);
     bool replace_report = opt->force && report_regular && (opt->report || !nf_convert_input_of(&in, report_path));
     free(in.v);
+    nf_convert_digests *d = NULL;
+    if (st == NF_OK) st = plan_digests(p, opt, &d, err);
     nf_writer *w = NULL;
     if (st == NF_OK) st = nf_convert_plan_writer(p, opt, &w, err);
     if (st != NF_OK) {
+        nf_convert_digests_free(d);
         free(report_path);
         return st;
     }
     runner r = {0};
     sink s = {0};
-    char *report_tmp = NULL;
+    char *report_tmp = NULL, *statement_tmp = NULL;
     st = nf_writer_begin(w, err);
+    /* the sources hashed while they are converted: each file read once more, overlapping */
+    if (st == NF_OK) st = nf_convert_digests_start(d, opt->cancel, err);
     if (st == NF_OK) st = encode_into(p, w, opt, &r, &s, err);
+    if (st == NF_OK) st = finish_digests(p, d, w, err);
+    else nf_convert_digests_finish(d, w, true, NULL);
     if (st == NF_OK && opt->report) {
         char id[33];
         nf_writer_id_hex(w, id);
@@ -87,29 +133,33 @@ nf_status nf_plan_execute(nf_plan *p, const nf_convert_options *opt, nf_error *e
                   : nf_error_set(err, NF_ERR_NOMEM, "out of memory");
         free(sums);
     }
-    /* Publication of the set (artifact and report) as one: the artifact is published with the
-     * files it replaces kept aside, then the report (the one it replaces kept aside too), and
-     * only then are the kept files dropped (the writer's commit first: its old entry is the
-     * commit point).  Any failure before puts the whole old set back. */
+    /* Publication of the set (artifact, report, statement) as one: the artifact is published
+     * with the files it replaces kept aside, then the report and the statement (the ones they
+     * replace kept aside too), and only then are the kept files dropped (the writer's commit
+     * first: its old entry is the commit point).  Any failure before puts the whole old set back. */
     if (st == NF_OK) st = nf_writer_publish(w, err);
-    char *report_backup = NULL;
+    if (st == NF_OK && opt->attest)
+        st = nf_convert_attest_temp(p, w, p->provenance_final, opt->attest, opt->cancel, &statement_tmp, err);
+    char *report_backup = NULL, *statement_backup = NULL;
+    if (st == NF_OK) st = publish_beside(report_path, &report_tmp, replace_report, &report_backup, err);
+    if (st == NF_OK && statement_tmp)
+        st = publish_beside(opt->attest, &statement_tmp, opt->force, &statement_backup, err);
     if (st == NF_OK) {
-        st = nf_outputs_publish_report(report_path, report_tmp, replace_report, &report_backup, err);
-        if (st == NF_OK) {
-            free(report_tmp);
-            report_tmp = NULL; /* renamed into place */
-            nf_writer_commit(w, NULL);
-            if (report_backup) nf_io_unlink(report_backup); /* best effort, like the writer's */
-        } else {
-            if (report_backup) nf_outputs_restore(report_path, report_backup);
-            nf_writer_abort(w);
-        }
+        nf_writer_commit(w, NULL);
+        if (report_backup) nf_io_unlink(report_backup); /* best effort, like the writer's */
+        if (statement_backup) nf_io_unlink(statement_backup);
+    } else {
+        if (statement_backup) nf_outputs_restore(opt->attest, statement_backup);
+        if (report_backup) nf_outputs_restore(report_path, report_backup);
+        nf_writer_abort(w);
     }
     free(report_backup);
-    if (report_tmp && st != NF_OK) nf_io_unlink(report_tmp);
-    free(report_tmp);
+    free(statement_backup);
+    drop_temp(&report_tmp);
+    drop_temp(&statement_tmp);
     nf_convert_runner_free(&r);
     nf_writer_free(w);
+    nf_convert_digests_free(d);
     free(report_path);
     return st;
 }

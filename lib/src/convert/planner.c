@@ -78,6 +78,8 @@ void nf_plan_free(nf_plan *p)
     json_decref(p->components);
     json_decref(p->metadata);
     json_decref(p->provenance);
+    json_decref(p->provenance_laid);
+    json_decref(p->provenance_final);
     free(p);
 }
 

@@ -185,8 +185,8 @@ static nf_status only_known(const json_t *obj, const char *where, const char *co
  * left out by load_plan; files and tasks are checked where they are read). */
 static nf_status check_members(const json_t *r, const char *path, nf_error *err)
 {
-    static const char *const top[] = {"ninfer_plan", "output", "artifact_id", "fingerprint", "cwd", "conversion",
-                                      "inputs",      "files",  "tasks",       "budget",      NULL};
+    static const char *const top[] = {"ninfer_plan", "output", "artifact_id", "fingerprint", "cwd",        "conversion",
+                                      "inputs",      "files",  "tasks",       "budget",      "provenance", NULL};
     static const char *const conversion[] = {"recipe", "options", "method_programs", NULL};
     static const char *const options[] = {"max_file_bytes", "force", "report", NULL};
     static const char *const input[] = {"path", "bytes", "head", "tail", NULL};
@@ -389,7 +389,9 @@ static void task_options(nf_scaleout *s, const nf_scaleout_run *run)
                                   run ? run->chunk_values : 0,
                                   run ? run->progress : NULL,
                                   run ? run->progress_ctx : NULL,
-                                  run ? run->cancel : NULL};
+                                  run ? run->cancel : NULL,
+                                  true, /* a scale-out artifact records its sources' sizes only */
+                                  NULL};
 }
 
 /* Every method program the plan's conversion was made with is given again by the task's command
@@ -439,6 +441,41 @@ static nf_status check_program_digests(const nf_scaleout *s, const json_t *recor
     return NF_OK;
 }
 
+/* The sources' files and digests the plan's maker took (docs/provenance.md): put in the rebuilt
+ * plan's provenance as recorded.  Only their shape is checked here -- the names of the plan's
+ * sources, a 64-digit recipe SHA-256 -- since what they make is bound by the plan's fingerprint:
+ * a directory that differs in one byte from the maker's is refused by the layout check. */
+static nf_status take_provenance(nf_scaleout *s, nf_error *err)
+{
+    const json_t *prov = json_object_get(s->root, "provenance");
+    if (!prov) return NF_OK; /* a plan of a maker that recorded none */
+    static const char *const known[] = {"recipe_sha256", "sources", NULL};
+    NF_TRY(only_known(prov, "provenance", known, s->path, err));
+    nf_plan *p = s->plan;
+    const json_t *rsha = json_object_get(prov, "recipe_sha256"), *srcs = json_object_get(prov, "sources");
+    bool ok = json_is_object(srcs) && json_object_size(srcs) == p->nsources &&
+              (!rsha || nf_convert_scaleout_is_hex(json_string_value(rsha), 64));
+    for (size_t i = 0; ok && i < p->nsources; i++) ok = json_is_object(json_object_get(srcs, p->sources[i].name));
+    if (!ok)
+        return nf_error_set(err, NF_ERR_INVALID,
+                            "%s: provenance: not {\"sources\": {one object per source of the recipe}, "
+                            "\"recipe_sha256\": 64 hex digits}",
+                            MP(s->path));
+    json_t *laid = json_copy(p->provenance);
+    if (!laid || json_object_set_new(laid, "sources", json_deep_copy(srcs)) != 0 ||
+        (rsha && json_object_set(laid, "recipe_sha256", (json_t *)rsha) != 0)) {
+        json_decref(laid);
+        return nf_convert_scaleout_nomem(err);
+    }
+    /* the member order of the maker's: converter, recipe, sources, recipe_sha256 as laid out
+     * there (nf_convert_digests_provenance) */
+    json_decref(p->provenance_laid);
+    json_decref(p->provenance_final);
+    p->provenance_laid = laid;
+    p->provenance_final = json_incref(laid);
+    return NF_OK;
+}
+
 nf_status nf_scaleout_rebuild(nf_scaleout *s, const nf_scaleout_run *run, nf_error *err)
 {
     if (s->plan) return NF_OK;
@@ -458,6 +495,7 @@ nf_status nf_scaleout_rebuild(nf_scaleout *s, const nf_scaleout_run *run, nf_err
     if (st == NF_OK) st = check_program_digests(s, recorded, err);
     /* and it reads exactly the files recorded */
     if (st == NF_OK) st = nf_convert_scaleout_check_inputs(s->plan, s, err);
+    if (st == NF_OK) st = take_provenance(s, err);
     if (st != NF_OK) {
         nf_plan_free(s->plan);
         nf_recipe_free(s->recipe);

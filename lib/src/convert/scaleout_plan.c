@@ -17,6 +17,7 @@
 #include "common/io.h"
 #include "common/json_prescan.h"
 #include "common/json_walk.h"
+#include "common/pool.h"
 #include "common/strset.h"
 #include "container/container_module.h"
 #include "convert/convert_impl.h"
@@ -171,9 +172,17 @@ static void emit_plan(plan_out *o, const nf_plan *p, const nf_writer *w, const n
     nf_writer_id_hex(w, id); /* given, or the writer's random one: the plan fixes it for every task */
     char cwd[4096];
     if (!getcwd(cwd, sizeof cwd)) snprintf(cwd, sizeof cwd, ".");
+    /* what the directory's provenance adds to the plan's: the sources' files, sizes, SHA-256 and
+     * hub, and the recipe's SHA-256 (the tasks cannot take them again: docs/provenance.md) */
+    json_t *prov = json_object();
+    const json_t *laid = p->provenance_laid ? p->provenance_laid : p->provenance;
+    if (prov && json_object_get(laid, "recipe_sha256"))
+        json_object_set(prov, "recipe_sha256", json_object_get(laid, "recipe_sha256"));
+    if (prov) json_object_set(prov, "sources", json_object_get(laid, "sources"));
     out_json(o,
-             json_pack("{s:i,s:s,s:s,s:s,s:s,s:O,s:O}", "ninfer_plan", PLAN_VERSION, "output", opt->output,
-                       "artifact_id", id, "fingerprint", fp, "cwd", cwd, "conversion", conversion, "inputs", inputs),
+             json_pack("{s:i,s:s,s:s,s:s,s:s,s:O,s:O,s:o}", "ninfer_plan", PLAN_VERSION, "output", opt->output,
+                       "artifact_id", id, "fingerprint", fp, "cwd", cwd, "conversion", conversion, "inputs", inputs,
+                       "provenance", prov),
              true);
     size_t nf = nf_writer_file_count(w);
     out_str(o, ",\"files\":[");
@@ -218,14 +227,33 @@ static bool fill_plan(void *ctx, nf_io_out *out)
     return !o.nomem;
 }
 
+static nf_status plan_provenance(nf_plan *p, const nf_convert_options *opt, nf_error *err)
+{
+    nf_convert_digests *d = NULL;
+    NF_TRY(nf_convert_digests_plan(p, !opt->no_source_digests, &d, err));
+    nf_status st = nf_convert_digests_hash_all(d, nf_pool_threads(opt->threads), opt->cancel, err);
+    if (st == NF_OK) {
+        json_decref(p->provenance_laid);
+        json_decref(p->provenance_final);
+        p->provenance_laid = nf_convert_digests_provenance(p, d, true);
+        p->provenance_final = json_incref(p->provenance_laid);
+        if (!p->provenance_laid) st = nf_convert_scaleout_nomem(err);
+    }
+    nf_convert_digests_free(d);
+    return st;
+}
+
 nf_status nf_scaleout_plan(nf_plan *p, const nf_convert_options *opt, size_t tasks, const char *plan_path,
                            size_t *ntasks, nf_error *err)
 {
     NF_TRY(nf_convert_check_outputs(p, opt, err));
     json_t *conversion = NULL;
     NF_TRY(nf_convert_scaleout_conversion_of(p, opt, &conversion, err));
+    /* the sources' digests are the plan's maker's to take (its tasks run anywhere): every file
+     * hashed now, on the run's threads, and recorded in the plan (docs/provenance.md) */
+    nf_status st = plan_provenance(p, opt, err);
     nf_writer *w = NULL;
-    nf_status st = nf_convert_writer(p, opt, NULL, &w, err);
+    if (st == NF_OK) st = nf_convert_writer(p, opt, NULL, &w, err);
     size_t nf = st == NF_OK ? nf_writer_file_count(w) : 0;
     size_t *first = calloc(nf ? nf : 1, sizeof *first), *end = calloc(nf ? nf : 1, sizeof *end);
     json_t *inputs = NULL;

@@ -10,7 +10,9 @@
 #include <zstd.h>
 
 #include "common/fail.h"
+#include "common/hex.h"
 #include "common/io.h"
+#include "common/sha256.h"
 #include "recipe/recipe_internal.h"
 
 typedef struct rbuf {
@@ -163,8 +165,23 @@ nf_status nf_recipe_load_ex(const char *path, const nf_recipe_options *opt, nf_r
     /* a recipe read from stdin has no directory of its own: nothing to read but what the command
      * line gives (docs/recipes.md, "What a recipe may read") */
     if (st == NF_OK) st = nf_recipe_parse_ex((const char *)text.data, text.len, name, dir, opt, out, err);
+    if (st == NF_OK) ((recipe_impl *)*out)->loaded = true;
     free(dir);
     free(text.data);
     free(raw.data);
     return st;
+}
+
+bool nf_recipe_text_sha256(const nf_recipe *r, char hex[65])
+{
+    hex[0] = '\0';
+    const recipe_impl *impl = (const recipe_impl *)r;
+    if (!r || !impl->loaded || !impl->text) return false;
+    nf_sha256 s;
+    uint8_t d[32];
+    nf_sha256_init(&s);
+    nf_sha256_update(&s, impl->text, impl->text_len);
+    nf_sha256_final(&s, d);
+    nf_hex_bytes(d, sizeof d, hex);
+    return true;
 }

@@ -89,6 +89,7 @@ typedef struct recipe_impl {
     bool has_dir;
     json_t *vars, *cli_sources, *allow_paths;
     bool origin_nomem;
+    bool loaded; /* read from a file (or stdin) by nf_recipe_load_ex: its text is a user's file */
 } recipe_impl;
 
 /* nf_recipe_parse_ex with the values of ${VAR} taken from `values` (an object of strings: a
