@@ -21,6 +21,9 @@ static const nf_option options[] = {
     NF_OPT_FLAG_ROW(inspect_opts, files, "files", 0, "list the files of the artifact or checkpoint"),
     NF_OPT_FLAG_ROW(inspect_opts, summary, "summary", 0,
                     "one screen: totals per format, bits/weight, methods (artifacts only)"),
+    NF_OPT_FLAG_ROW(inspect_opts, provenance, "provenance", 0,
+                    "the converter, the recipe's SHA-256 and each source's hub revision and files with their sizes "
+                    "and SHA-256 (artifacts only)"),
     NF_OPT_STRING_ROW(inspect_opts, tensor, "tensor", 't', "ID",
                       "one tensor: object geometry and planes, or checkpoint tensor"),
     NF_OPT_FLAG_ROW(inspect_opts, stats, "stats", 0, "with --tensor: statistics of the (represented) values"),
@@ -39,6 +42,7 @@ static const nf_program program = {
     "ninfer-inspect",
     "ninfer-inspect FILE [--json] [--objects] [--bindings] [--uses] [--files]\n"
     "       ninfer-inspect FILE --summary [--json]\n"
+    "       ninfer-inspect FILE --provenance [--json]\n"
     "       ninfer-inspect FILE --tensor ID [--stats] [--json]\n"
     "       ninfer-inspect FILE --words ID [--rows A:B] [--cols A:B] [--json]\n"
     "       ninfer-inspect CHECKPOINT [--json] [--files]\n"
@@ -68,6 +72,7 @@ static const nf_program program = {
     "  ninfer-inspect model.ninfer\n"
     "  ninfer-inspect model.ninfer --json | jq '.objects[].id'\n"
     "  ninfer-inspect model.ninfer --tensor lm_head.weight --stats\n"
+    "  ninfer-inspect model.ninfer --provenance\n"
     "  ninfer-inspect model.ninfer --words lm_head.weight --rows 0:2 --cols 0:64\n"
     "  ninfer-inspect checkpoint/                       # safetensors directory, index or file\n"
     "  ninfer-inspect --report model.ninfer.conversion.json --html model.html\n"
@@ -89,8 +94,8 @@ int main(int argc, char **argv)
         if (!opts.report || !opts.html)
             rc = nf_cli_usage(&cli, "--report R.json and --html OUT.html go together (the report page)");
         else if (cli.npositional) rc = nf_cli_usage(&cli, "--report reads R.json alone: no FILE with it");
-        else if (opts.tensor || opts.words || opts.summary || opts.objects || opts.bindings || opts.uses ||
-                 opts.files || opts.stats || cli.json)
+        else if (opts.tensor || opts.words || opts.summary || opts.provenance || opts.objects || opts.bindings ||
+                 opts.uses || opts.files || opts.stats || cli.json)
             rc = nf_cli_usage(&cli, "--report --html is a view of its own; give it without the other views and --json");
         else rc = inspect_report(&cli, opts.report, opts.html);
         goto out;
@@ -108,6 +113,11 @@ int main(int argc, char **argv)
                                 "--bindings, --uses and --files");
         goto out;
     }
+    if (opts.provenance &&
+        (opts.summary || opts.tensor || opts.words || opts.objects || opts.bindings || opts.uses || opts.files)) {
+        rc = nf_cli_usage(&cli, "--provenance is a view of its own; give it without the other views");
+        goto out;
+    }
     if (opts.stats && !opts.tensor) {
         rc = nf_cli_usage(&cli, "--stats goes with --tensor ID");
         goto out;
@@ -120,6 +130,10 @@ int main(int argc, char **argv)
     nf_cli_input kind = nf_cli_input_kind(cli.positional[0], &cerr);
     if (kind == NF_INPUT_NOT_A_FILE) {
         rc = nf_cli_report(&cli, &cerr);
+        goto out;
+    }
+    if (kind != NF_INPUT_ARTIFACT && opts.provenance) {
+        rc = nf_cli_usage(&cli, "--provenance is for artifacts: a checkpoint records none");
         goto out;
     }
     if (kind != NF_INPUT_ARTIFACT) {

@@ -10,10 +10,12 @@
 
 #include <jansson.h>
 
+#include <ninfer/container.h>
+
 #include "cli.h"
 
 typedef struct inspect_opts {
-    bool objects, bindings, uses, files, stats, summary;
+    bool objects, bindings, uses, files, stats, summary, provenance;
     const char *tensor;
     const char *words;
     nf_cli_span rows, cols; /* --rows, --cols */
@@ -46,6 +48,8 @@ void print_stats(const value_stats *s);
 
 /* The artifact at path (its magic checked): the summary, --tensor or --words. */
 int inspect_artifact(const nf_cli *cli, const char *path, const inspect_opts *opts);
+/* --provenance: the converter, the recipe's and the sources' SHA-256 (inspect_provenance.c). */
+int inspect_provenance(const nf_cli *cli, const nf_artifact *a, const char *path);
 /* --report R.json --html OUT.html: the report page of a conversion report or a comparison
  * (inspect_report.c). */
 int inspect_report(const nf_cli *cli, const char *report, const char *html);

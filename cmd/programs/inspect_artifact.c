@@ -788,7 +788,9 @@ int inspect_artifact(const nf_cli *cli, const char *path, const inspect_opts *op
     nf_error err;
     if (nf_artifact_open(path, NF_READ_PREAD, &a, &err) != NF_OK) return nf_cli_report(cli, &err);
     int rc;
-    if (opts->tensor) {
+    if (opts->provenance) {
+        rc = inspect_provenance(cli, a, path);
+    } else if (opts->tensor) {
         rc = inspect_tensor(cli, a, opts);
     } else if (opts->words) {
         rc = inspect_words(cli, a, opts);
