@@ -15,6 +15,7 @@
 #include "method/simd/ggml_iq2_simd.h"
 #include "method/simd/ggml_simd.h"
 #include "method/simd/search_simd.h"
+#include "common/sha256.h"
 #include "stats/stats.h"
 
 /* Every function pointer of a table (all its members but the name) is set. */
@@ -29,6 +30,10 @@ static void check_level(nf_simd_level level)
     ENTRY(up, packed_run);
     ENTRY(up, nibble_run);
     ENTRY(up, e2m1_run);
+
+    const nf_sha256_kernels *sh = nf_sha256_kernels_for(level);
+    cr_assert(sh != NULL);
+    ENTRY(sh, blocks);
 
     const nf_stats_kernels *st = nf_stats_kernels_for(level);
     cr_assert(st != NULL);

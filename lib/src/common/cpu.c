@@ -23,6 +23,7 @@ static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static nf_simd_level cpu_level = NF_SIMD_SCALAR;  /* what the CPU (and OS) support */
 static nf_simd_level best_level = NF_SIMD_SCALAR; /* cpu_level, or the lower NINFER_SIMD level */
 static _Atomic int active_level = NF_SIMD_SCALAR;
+static bool cpu_sha; /* the SHA extensions (nf_cpu_has_sha) */
 static char reason[192];
 
 #if NF_CPU_X86
@@ -34,6 +35,19 @@ static bool has_f16c(void)
     return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
 }
 #endif
+
+/* The SHA extensions and the SSSE3/SSE4.1 shuffles their kernel uses (their state is the SSE
+ * state every x86-64 OS saves). */
+static bool detect_sha(void)
+{
+#if NF_CPU_X86
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_SSSE3) || !(c & bit_SSE4_1)) return false;
+    return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & bit_SHA);
+#else
+    return false;
+#endif
+}
 
 /* __builtin_cpu_supports also checks that the OS saves the AVX / AVX-512 register state. */
 static nf_simd_level detect(void)
@@ -84,6 +98,7 @@ static nf_simd_level resolve(nf_simd_level want, const char *asked_by)
 static void init(void)
 {
     cpu_level = detect();
+    cpu_sha = detect_sha();
     best_level = cpu_level;
     nf_simd_level level = best_level;
     reason[0] = '\0';
@@ -105,6 +120,12 @@ static void init(void)
         }
     }
     atomic_store_explicit(&active_level, (int)level, memory_order_release);
+}
+
+bool nf_cpu_has_sha(void)
+{
+    pthread_once(&init_once, init);
+    return cpu_sha;
 }
 
 nf_simd_level nf_simd_active(void)

@@ -1,5 +1,5 @@
-/* SHA-256 as FIPS 180-4 sections 4.1.2, 4.2.2, 5.1.1 and 6.2 define it: a plain scalar version
- * (it hashes a program's files once per conversion; speed does not matter here). */
+/* SHA-256 as FIPS 180-4 sections 4.1.2, 4.2.2, 5.1.1 and 6.2 define it: the plain scalar
+ * compression (the reference), the dispatcher of the block kernels, and the padding. */
 #include <string.h>
 
 #include "common/sha256.h"
@@ -43,6 +43,25 @@ static void compress(uint32_t h[8], const uint8_t *p)
     h[0] += a, h[1] += b, h[2] += c, h[3] += d, h[4] += e, h[5] += f, h[6] += g, h[7] += k;
 }
 
+static void blocks_scalar(uint32_t h[8], const uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) compress(h, p + 64 * i);
+}
+
+const nf_sha256_kernels nf_sha256_kernels_scalar = {"scalar", blocks_scalar};
+
+/* Not NF_SIMD_SELECTOR: SHA-NI is a feature of its own, not one of a level's. */
+const nf_sha256_kernels *nf_sha256_kernels_for(nf_simd_level level)
+{
+#if NF_X86_KERNELS
+    if ((level == NF_SIMD_AVX2 || level == NF_SIMD_AVX512) && nf_cpu_has_sha()) return &nf_sha256_kernels_shani;
+#endif
+    (void)level;
+    return &nf_sha256_kernels_scalar;
+}
+
+const nf_sha256_kernels *nf_sha256_kernels_active(void) { return nf_sha256_kernels_for(nf_simd_active()); }
+
 void nf_sha256_init(nf_sha256 *s)
 {
     static const uint32_t iv[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
@@ -54,25 +73,26 @@ void nf_sha256_init(nf_sha256 *s)
 
 void nf_sha256_update(nf_sha256 *s, const void *data, size_t len)
 {
+    const nf_sha256_kernels *k = nf_sha256_kernels_active();
     const uint8_t *p = data;
     s->bytes += len;
-    while (len > 0) {
-        if (s->used == 0 && len >= 64) {
-            compress(s->h, p);
-            p += 64;
-            len -= 64;
-            continue;
-        }
+    if (s->used) { /* the partial block first */
         size_t n = 64 - s->used < len ? 64 - s->used : len;
         memcpy(s->block + s->used, p, n);
         s->used += n;
         p += n;
         len -= n;
-        if (s->used == 64) {
-            compress(s->h, s->block);
-            s->used = 0;
-        }
+        if (s->used < 64) return;
+        k->blocks(s->h, s->block, 1);
+        s->used = 0;
     }
+    /* whole blocks straight from the caller's buffer */
+    size_t whole = len / 64;
+    if (whole) k->blocks(s->h, p, whole);
+    p += 64 * whole;
+    len -= 64 * whole;
+    memcpy(s->block, p, len);
+    s->used = len;
 }
 
 void nf_sha256_final(nf_sha256 *s, uint8_t out[32])

@@ -6,6 +6,9 @@
  *   NF_TARGET_AVX2       the features of the avx2 level: AVX2 and F16C
  *   NF_TARGET_AVX512     those of the avx512 level: AVX-512 F/BW/VL/DQ, with AVX2, F16C and FMA
  *                        (common/cpu.c checks each of them before it chooses the level)
+ *   NF_TARGET_SHANI      the SHA extensions (SHA-NI) with the SSSE3/SSE4.1 shuffles they need:
+ *                        a feature of its own, not of a level (AVX2 machines without it exist),
+ *                        checked by nf_cpu_has_sha (common/cpu.h)
  *   NF_AVX2_FN / NF_AVX512_FN           a function compiled for the level
  *   NF_AVX2_INLINE / NF_AVX512_INLINE   a helper inlined into such functions */
 #ifndef NINFER_COMMON_SIMD_TARGET_H
@@ -20,6 +23,9 @@
 #define NF_TARGET_AVX2 "avx2,f16c"
 #define NF_TARGET_AVX512 "avx512f,avx512bw,avx512vl,avx512dq,avx2,f16c,fma"
 
+#define NF_TARGET_SHANI "sha,sse4.1,ssse3"
+
+#define NF_SHANI_FN __attribute__((target(NF_TARGET_SHANI)))
 #define NF_AVX2_FN __attribute__((target(NF_TARGET_AVX2)))
 #define NF_AVX2_INLINE static inline __attribute__((always_inline, target(NF_TARGET_AVX2)))
 #define NF_AVX512_FN __attribute__((target(NF_TARGET_AVX512)))
