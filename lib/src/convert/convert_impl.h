@@ -193,8 +193,9 @@ typedef struct nf_convert_digests nf_convert_digests;
 nf_status nf_convert_digests_plan(const nf_plan *p, bool hash, nf_convert_digests **out, nf_error *err);
 /* p's provenance with the files and hubs: placeholders (final false) or digests (after finish). */
 json_t *nf_convert_digests_provenance(const nf_plan *p, const nf_convert_digests *d, bool final);
-/* The thread that hashes the files while the conversion runs (nothing without hash). */
-nf_status nf_convert_digests_start(nf_convert_digests *d, volatile int *cancel, nf_error *err);
+/* The workers that hash the files while a conversion of `threads` encoding threads runs
+ * (nothing without hash). */
+nf_status nf_convert_digests_start(nf_convert_digests *d, unsigned threads, volatile int *cancel, nf_error *err);
 /* The files hashed now on `threads` threads (a scale-out plan's maker: docs/provenance.md). */
 nf_status nf_convert_digests_hash_all(nf_convert_digests *d, unsigned threads, volatile int *cancel, nf_error *err);
 /* Joins it (give_up: stops it first and returns NF_OK) and patches w's placeholders. */

@@ -121,7 +121,7 @@ nf_status nf_plan_execute(nf_plan *p, const nf_convert_options *opt, nf_error *e
     char *report_tmp = NULL, *statement_tmp = NULL;
     st = nf_writer_begin(w, err);
     /* the sources hashed while they are converted: each file read once more, overlapping */
-    if (st == NF_OK) st = nf_convert_digests_start(d, opt->cancel, err);
+    if (st == NF_OK) st = nf_convert_digests_start(d, nf_pool_threads(opt->threads), opt->cancel, err);
     if (st == NF_OK) st = encode_into(p, w, opt, &r, &s, err);
     if (st == NF_OK) st = finish_digests(p, d, w, err);
     else nf_convert_digests_finish(d, w, true, NULL);
