@@ -20,6 +20,8 @@ data=$(cd "${2:-.}" && pwd)
 top=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# the conversions' digest cache (docs/provenance.md) in the scratch directory, not the user's
+export XDG_CACHE_HOME="$work/.cache"
 pass=0
 fail=0
 # this host as temp names carry it (".<name>.<pid>@<host>.XXXXXX.tmp", lib/src/outputs/out_names.h nf_outputs_host)

@@ -15,7 +15,7 @@
 rev=0123456789abcdef0123456789abcdef01234567
 hub=$work/cache/hub/models--acme--tiny-llama
 snap=$hub/snapshots/$rev
-mkdir -p "$hub/blobs" "$snap" "$work/plain" "$work/q" "$work/r" "$work/s" "$work/b" "$work/n" "$work/a" "$work/so" "$work/so2"
+mkdir -p "$hub/blobs" "$snap" "$work/plain" "$work/q" "$work/r" "$work/s" "$work/b" "$work/n" "$work/a" "$work/so" "$work/so2" "$work/c"
 "$bin/ninfer-gen-checkpoint" "$work/plain/ck" --shards 2 >/dev/null || bad "gen-checkpoint"
 echo '{"bos_token_id": 1}' >"$work/plain/ck/generation_config.json"
 # the hub's layout: each file a link to ../../blobs/<its sha256>
@@ -238,6 +238,38 @@ run 0 "$bin/ninfer-inspect" "$work/h.ninfer" --provenance --json
 check test "$(field "$work/out" '[f["sha256"] for f in d["sources"]["base"]["files"]]')" = "[None, None, None]"
 run 2 "$bin/ninfer-inspect" "$work/plain/ck" --provenance
 run 2 "$bin/ninfer-inspect" "$work/q/m.ninfer" --provenance --summary
+
+# --- the digest cache: a second conversion of the same files does not read them again; an entry
+# is found by the file's identity (device, inode, size, times), so a poisoned entry shows it was
+# used, and a file touched since, NINFER_DIGEST_CACHE=0 or a cache others may write are not fooled
+cache=$XDG_CACHE_HOME/ninfer-tools/sha256
+rm -rf "$XDG_CACHE_HOME"
+cp -r "$work/plain/ck" "$work/cc"
+run 0 "$bin/ninfer-convert" "$work/cc" -o "$work/c/m.ninfer" --format q8_g32_fp16
+check test "$(ls "$cache" | wc -l)" -eq 6
+real=$(sha256sum "$work/cc/config.json" | cut -c1-64)
+fake=$(printf '%064d' 7)
+entry=$(grep -l " $real\$" "$cache"/*)
+sed -i "s/$real/$fake/" "$entry"
+run 0 "$bin/ninfer-convert" "$work/cc" -o "$work/c/m.ninfer" --format q8_g32_fp16 --force
+contains "$work/c/m.ninfer" "$fake"
+NINFER_DIGEST_CACHE=0 run 0 "$bin/ninfer-convert" "$work/cc" -o "$work/c/m.ninfer" --format q8_g32_fp16 --force
+lacks "$work/c/m.ninfer" "$fake"
+contains "$work/c/m.ninfer" "$real"
+chmod 0770 "$cache"
+run 0 "$bin/ninfer-convert" "$work/cc" -o "$work/c/m.ninfer" --format q8_g32_fp16 --force
+lacks "$work/c/m.ninfer" "$fake"
+chmod 0700 "$cache"
+touch -d '2001-01-01' "$work/cc/config.json"
+run 0 "$bin/ninfer-convert" "$work/cc" -o "$work/c/m.ninfer" --format q8_g32_fp16 --force
+lacks "$work/c/m.ninfer" "$fake"
+contains "$work/c/m.ninfer" "$real"
+printf 'garbage' >"$entry"
+run 0 "$bin/ninfer-convert" "$work/cc" -o "$work/c/m.ninfer" --format q8_g32_fp16 --force
+contains "$work/c/m.ninfer" "$real"
+# verify --against never takes the cache: it reads
+sed -i "s/$real/$fake/" "$cache"/* 2>/dev/null
+run 0 "$bin/ninfer-verify" "$work/c/m.ninfer" --against "$work/cc"
 
 # the same digests at every SIMD level (the scalar SHA-256 and the CPU's)
 NINFER_SIMD=scalar run 0 "$bin/ninfer-inspect" "$work/q/m.ninfer" --provenance --json

@@ -92,7 +92,7 @@ static void split_hex(const uint8_t *m, size_t len, char out[65])
 
 Test(sha256, sha_ni_bit_for_bit_with_the_scalar_reference)
 {
-    if (!nf_cpu_has_sha() || !nf_simd_supported(NF_SIMD_AVX2))
+    if (!nf_simd_has_sha() || !nf_simd_supported(NF_SIMD_AVX2))
         cr_skip_test("the CPU lacks SHA-NI (or NINFER_SIMD=scalar): the SHA-NI kernel is NOT tested on this machine");
     const nf_sha256_kernels *fast = nf_sha256_kernels_for(NF_SIMD_AVX2);
     cr_assert_str_eq(fast->name, "sha-ni");

@@ -23,7 +23,7 @@ static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static nf_simd_level cpu_level = NF_SIMD_SCALAR;  /* what the CPU (and OS) support */
 static nf_simd_level best_level = NF_SIMD_SCALAR; /* cpu_level, or the lower NINFER_SIMD level */
 static _Atomic int active_level = NF_SIMD_SCALAR;
-static bool cpu_sha; /* the SHA extensions (nf_cpu_has_sha) */
+static bool cpu_sha; /* the SHA extensions (nf_simd_has_sha) */
 static char reason[192];
 
 #if NF_CPU_X86
@@ -122,7 +122,7 @@ static void init(void)
     atomic_store_explicit(&active_level, (int)level, memory_order_release);
 }
 
-bool nf_cpu_has_sha(void)
+bool nf_simd_has_sha(void)
 {
     pthread_once(&init_once, init);
     return cpu_sha;

@@ -62,7 +62,7 @@ bool nf_simd_supported(nf_simd_level level);
 nf_simd_level nf_simd_force(nf_simd_level level);
 /* Whether the CPU has the SHA extensions (x86 SHA-NI with SSSE3 and SSE4.1), whatever the level:
  * common/sha256.c's kernel for the avx2 and avx512 levels when it does. */
-bool nf_cpu_has_sha(void);
+bool nf_simd_has_sha(void);
 /* "scalar", "avx2", "avx512"; NULL for an out-of-range level. */
 const char *nf_simd_level_name(nf_simd_level level);
 /* Why the active level differs from the one asked for (NINFER_SIMD or nf_simd_force), e.g.

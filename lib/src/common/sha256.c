@@ -54,7 +54,7 @@ const nf_sha256_kernels nf_sha256_kernels_scalar = {"scalar", blocks_scalar};
 const nf_sha256_kernels *nf_sha256_kernels_for(nf_simd_level level)
 {
 #if NF_X86_KERNELS
-    if ((level == NF_SIMD_AVX2 || level == NF_SIMD_AVX512) && nf_cpu_has_sha()) return &nf_sha256_kernels_shani;
+    if ((level == NF_SIMD_AVX2 || level == NF_SIMD_AVX512) && nf_simd_has_sha()) return &nf_sha256_kernels_shani;
 #endif
     (void)level;
     return &nf_sha256_kernels_scalar;

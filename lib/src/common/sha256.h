@@ -29,7 +29,7 @@ extern const nf_sha256_kernels nf_sha256_kernels_scalar;
 extern const nf_sha256_kernels nf_sha256_kernels_shani; /* common/sha256_shani.c */
 #endif
 /* The table of a level: scalar for NF_SIMD_SCALAR; for avx2 and avx512 SHA-NI when the CPU has
- * it (nf_cpu_has_sha), scalar otherwise.  Never NULL. */
+ * it (nf_simd_has_sha), scalar otherwise.  Never NULL. */
 const nf_sha256_kernels *nf_sha256_kernels_for(nf_simd_level level);
 const nf_sha256_kernels *nf_sha256_kernels_active(void);
 

@@ -9,23 +9,20 @@
 #include "common/io.h"
 #include "common/open_regular.h"
 #include "common/sha256.h"
+#include "common/sha256_cache.h"
 
 /* A block large enough that the hash, not the system call, sets the pace; small enough to stay
  * in cache between read and hash. */
 #define SHA256_FILE_BLOCK ((size_t)1 << 20)
 
-nf_status nf_sha256_file(const char *path, const char *shown, uint64_t expect, volatile int *stop, volatile int *cancel,
-                         uint64_t *bytes, char hex[NF_SHA256_HEX + 1], nf_error *err)
+/* The file open as fd (sb its fstat) hashed from its first byte; closes fd. */
+static nf_status hash_fd(int fd, const struct stat *sb, const char *shown, uint64_t expect, volatile int *stop,
+                         volatile int *cancel, uint64_t *bytes, char hex[NF_SHA256_HEX + 1], nf_error *err)
 {
-    int fd = -1;
-    struct stat sb;
-    hex[0] = '\0';
-    *bytes = 0;
-    NF_TRY(nf_common_open_regular(path, shown, NF_ERR_INVALID, &fd, &sb, err));
-    if (expect != UINT64_MAX && (uint64_t)sb.st_size != expect) {
+    if (expect != UINT64_MAX && (uint64_t)sb->st_size != expect) {
         nf_io_close(fd);
         return nf_error_set(err, NF_ERR_INVALID, "%s: %llu bytes, %llu when the conversion was planned: it changed",
-                            shown, (unsigned long long)sb.st_size, (unsigned long long)expect);
+                            shown, (unsigned long long)sb->st_size, (unsigned long long)expect);
     }
     uint8_t *buf = malloc(SHA256_FILE_BLOCK);
     if (!buf) {
@@ -63,4 +60,42 @@ nf_status nf_sha256_file(const char *path, const char *shown, uint64_t expect, v
     nf_hex_bytes(d, sizeof d, hex);
     *bytes = at;
     return NF_OK;
+}
+
+nf_status nf_sha256_file(const char *path, const char *shown, uint64_t expect, volatile int *stop, volatile int *cancel,
+                         uint64_t *bytes, char hex[NF_SHA256_HEX + 1], nf_error *err)
+{
+    int fd = -1;
+    struct stat sb;
+    hex[0] = '\0';
+    *bytes = 0;
+    NF_TRY(nf_common_open_regular(path, shown, NF_ERR_INVALID, &fd, &sb, err));
+    return hash_fd(fd, &sb, shown, expect, stop, cancel, bytes, hex, err);
+}
+
+nf_status nf_sha256_file_cached(const char *path, const char *shown, uint64_t expect, volatile int *stop,
+                                volatile int *cancel, uint64_t *bytes, char hex[NF_SHA256_HEX + 1], bool *hit,
+                                nf_error *err)
+{
+    int fd = -1;
+    struct stat sb, after;
+    hex[0] = '\0';
+    *bytes = 0;
+    *hit = false;
+    NF_TRY(nf_common_open_regular(path, shown, NF_ERR_INVALID, &fd, &sb, err));
+    if ((expect == UINT64_MAX || (uint64_t)sb.st_size == expect) && nf_sha256_cache_get(&sb, hex)) {
+        nf_io_close(fd);
+        *bytes = (uint64_t)sb.st_size;
+        *hit = true;
+        return NF_OK;
+    }
+    int again = dup(fd); /* for the fstat after the read (hash_fd closes fd) */
+    nf_status st = hash_fd(fd, &sb, shown, expect, stop, cancel, bytes, hex, err);
+    /* kept only when the file did not change while it was read */
+    if (st == NF_OK && again >= 0 && fstat(again, &after) == 0 && after.st_size == sb.st_size &&
+        after.st_mtim.tv_sec == sb.st_mtim.tv_sec && after.st_mtim.tv_nsec == sb.st_mtim.tv_nsec &&
+        after.st_ctim.tv_sec == sb.st_ctim.tv_sec && after.st_ctim.tv_nsec == sb.st_ctim.tv_nsec)
+        nf_sha256_cache_put(&sb, hex);
+    if (again >= 0) nf_io_close(again);
+    return st;
 }

@@ -4,6 +4,7 @@
 #ifndef NINFER_COMMON_SHA256_FILE_H
 #define NINFER_COMMON_SHA256_FILE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <ninfer/error.h>
@@ -17,5 +18,12 @@
  * and the user's interrupt) set non-zero stops the read (NF_ERR_IO "interrupted"). */
 nf_status nf_sha256_file(const char *path, const char *shown, uint64_t expect, volatile int *stop, volatile int *cancel,
                          uint64_t *bytes, char hex[NF_SHA256_HEX + 1], nf_error *err);
+
+/* The same through the digest cache (common/sha256_cache.h): a file whose identity (device, inode,
+ * size, times) has an entry is not read (*hit true); one hashed is recorded when it did not change
+ * while it was read.  For the conversion's sources; a verifier reads. */
+nf_status nf_sha256_file_cached(const char *path, const char *shown, uint64_t expect, volatile int *stop,
+                                volatile int *cancel, uint64_t *bytes, char hex[NF_SHA256_HEX + 1], bool *hit,
+                                nf_error *err);
 
 #endif

@@ -8,7 +8,7 @@
  *                        (common/cpu.c checks each of them before it chooses the level)
  *   NF_TARGET_SHANI      the SHA extensions (SHA-NI) with the SSSE3/SSE4.1 shuffles they need:
  *                        a feature of its own, not of a level (AVX2 machines without it exist),
- *                        checked by nf_cpu_has_sha (common/cpu.h)
+ *                        checked by nf_simd_has_sha (common/cpu.h)
  *   NF_AVX2_FN / NF_AVX512_FN           a function compiled for the level
  *   NF_AVX2_INLINE / NF_AVX512_INLINE   a helper inlined into such functions */
 #ifndef NINFER_COMMON_SIMD_TARGET_H

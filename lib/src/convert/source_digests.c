@@ -280,7 +280,8 @@ static void hash_one(nf_convert_digests *d, size_t i)
     digest_file *f = &d->files[i];
     nf_error e;
     uint64_t n = 0;
-    nf_status st = nf_sha256_file(f->path, MP(f->path), f->bytes, &d->stop, d->cancel, &n, f->hex, &e);
+    bool hit = false;
+    nf_status st = nf_sha256_file_cached(f->path, MP(f->path), f->bytes, &d->stop, d->cancel, &n, f->hex, &hit, &e);
     if (st == NF_OK && f->blob[0] && strcmp(f->blob, f->hex) != 0)
         st = nf_error_set(&e, NF_ERR_INVALID,
                           "%s: its SHA-256 is %s, but the hub cache stores it as blob %s: the download is "
