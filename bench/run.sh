@@ -29,6 +29,7 @@ if [ -z "${BENCH_TMPDIR:-}" ]; then
 fi
 tmp=$(mktemp -d "$BENCH_TMPDIR/ninfer-bench.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
+export XDG_CACHE_HOME="$tmp/.cache" # the conversions' digest cache (docs/provenance.md), not the user's
 
 if [ -z "${BENCH_E2E_ONLY:-}" ]; then
     # shellcheck disable=SC2086
@@ -104,11 +105,12 @@ quick() { # LABEL FORMAT [METHOD]
     done
 }
 quick q4_g64_fp16
-# the sources' SHA-256 (docs/provenance.md): taken while the conversion runs, in turn without;
-# the ratio row is with over without (the inputs in the page cache: the hash is all the cost)
+# the sources' SHA-256 (docs/provenance.md): taken while the conversion runs (the digest cache
+# off: every run is a first conversion), in turn without; the ratio row is with over without
+# (the inputs in the page cache: the hash is all the cost)
 for t in $tcounts; do
-    ex --ratio --label "convert ST --format q4_g64_fp16 -j $t" --bytes "$src_bytes" --weights "$weights" -- \
-        "$bin/ninfer-convert" "$tmp/checkpoint" -o "$tmp/h.ninfer" --format q4_g64_fp16 --threads "$t" --force \
+    ex --ratio --label "convert ST --format q4_g64_fp16 -j $t (digests)" --bytes "$src_bytes" --weights "$weights" -- \
+        env NINFER_DIGEST_CACHE=0 "$bin/ninfer-convert" "$tmp/checkpoint" -o "$tmp/h.ninfer" --format q4_g64_fp16 --threads "$t" --force \
         --progress=never --next --label "convert ST --format q4_g64_fp16 -j $t --no-source-digests" --bytes \
         "$src_bytes" --weights "$weights" -- "$bin/ninfer-convert" "$tmp/checkpoint" -o "$tmp/h.ninfer" \
         --format q4_g64_fp16 --threads "$t" --force --progress=never --no-source-digests
