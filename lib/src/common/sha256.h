@@ -18,6 +18,9 @@ typedef struct nf_sha256 {
     size_t used;
 } nf_sha256;
 
+/* FIPS 180-4 4.2.2's round constants (every kernel's). */
+extern const uint32_t nf_sha256_k[64];
+
 /* Compresses n consecutive 64-byte blocks of p into the state h. */
 typedef struct nf_sha256_kernels {
     const char *name;

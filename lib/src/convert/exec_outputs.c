@@ -106,6 +106,22 @@ nf_status nf_convert_refuse_inputs(const input_set *in, const char *output, bool
     return nf_outputs_each_role(output, report, refuse_input, &r, err);
 }
 
+/* A file published by rename beside the artifact (`what`: the report, the statement): no special
+ * file (docs/security.md 1.3: never replaced), nor an existing file without force. */
+static nf_status check_beside(const char *path, const char *what, const char *advice, bool force, nf_error *err)
+{
+    struct stat sb;
+    int e = nf_io_lstat(path, &sb);
+    if (e == 0 && !S_ISREG(sb.st_mode))
+        return nf_error_set(err, NF_ERR_USAGE,
+                            "%s is %s, not a regular file: %s is published by rename, which would "
+                            "replace it%s",
+                            MP(path), nf_io_kind_name(sb.st_mode), what, advice);
+    if (e == 0 && !force) return nf_error_set(err, NF_ERR_IO, "%s exists (use --force to replace it)", MP(path));
+    if (e != 0 && e != ENOENT) return nf_error_errno(err, e, "%s", MP(path));
+    return NF_OK;
+}
+
 /* --attest's file: published by rename with the artifact, so never an input, the artifact, its
  * report or a file of the run, nor a special file, nor an existing file without force. */
 static nf_status check_statement(const input_set *in, const nf_convert_options *opt, const char *report_path,
@@ -125,37 +141,18 @@ static nf_status check_statement(const input_set *in, const nf_convert_options *
     if ((role && same_dir) || same_file || strcmp(path, report_path) == 0)
         return nf_error_set(err, NF_ERR_USAGE, "--attest %s: that is %s of this conversion; give another name",
                             MP(path), role ? role : "a file");
-    int e = nf_io_lstat(path, &sa);
-    if (e == 0 && !S_ISREG(sa.st_mode))
-        return nf_error_set(err, NF_ERR_USAGE,
-                            "%s is %s, not a regular file: the statement is published by rename, which would "
-                            "replace it",
-                            MP(path), nf_io_kind_name(sa.st_mode));
-    if (e == 0 && !opt->force) return nf_error_set(err, NF_ERR_IO, "%s exists (use --force to replace it)", MP(path));
-    if (e != 0 && e != ENOENT) return nf_error_errno(err, e, "%s", MP(path));
-    return NF_OK;
+    return check_beside(path, "the statement", "", opt->force, err);
 }
 
-/* Before anything is written: no output is an input, and the report (when there is one) is no
- * special file (docs/security.md 1.3: never replaced; it is published by rename like the artifact), nor
- * an existing file without force. */
+/* Before anything is written: no output is an input, and the report and the statement (when
+ * there are) fit check_beside. */
 nf_status nf_convert_prepare_outputs(const input_set *in, const nf_convert_options *opt, const char *report_path,
                                      nf_error *err)
 {
     NF_TRY(nf_convert_refuse_inputs(in, opt->output, opt->report, err));
     if (opt->attest) NF_TRY(check_statement(in, opt, report_path, err));
     if (!opt->report) return NF_OK;
-    struct stat sb;
-    int e = nf_io_lstat(report_path, &sb);
-    if (e == 0 && !S_ISREG(sb.st_mode))
-        return nf_error_set(err, NF_ERR_USAGE,
-                            "%s is %s, not a regular file: the report is published by rename, "
-                            "which would replace it; give another output name, or --no-report",
-                            MP(report_path), nf_io_kind_name(sb.st_mode));
-    if (e == 0 && !opt->force)
-        return nf_error_set(err, NF_ERR_IO, "%s exists (use --force to replace it)", MP(report_path));
-    if (e != 0 && e != ENOENT) return nf_error_errno(err, e, "%s", MP(report_path));
-    return NF_OK;
+    return check_beside(report_path, "the report", "; give another output name, or --no-report", opt->force, err);
 }
 
 nf_status nf_convert_write_resources(nf_plan *p, nf_writer *w, nf_error *err)
