@@ -82,7 +82,7 @@ static json_t *provenance_json(const nf_artifact *a, const char *path)
     char id[33];
     nf_artifact_id_hex(a, id);
     const char *conv = str_member(prov, "converter"), *rsha = digest_member(prov, "recipe_sha256");
-    json_t *doc = json_pack("{s:s,s:s}", "artifact", path, "artifact_id", id);
+    json_t *doc = json_pack("{s:o,s:s}", "artifact", nf_cli_json_cstr(path), "artifact_id", id);
     json_object_set_new(doc, "converter", conv ? json_string(conv) : json_null());
     json_object_set_new(doc, "recipe_sha256", rsha ? json_string(rsha) : json_null());
     const json_t *recipe = json_object_get(prov, "recipe");

@@ -209,6 +209,16 @@ contains "$work/err" "exists (use --force to replace it)"
 check test ! -e "$work/a/m.ninfer"
 run 3 "$bin/ninfer-convert" "$work/plain/ck" -o "$work/a/m.ninfer" --format q8_g32_fp16 --attest "$work/nodir/s.json"
 check test ! -e "$work/a/m.ninfer"
+# the run's own names, however spelled (./, a link to the directory), with --force too
+(cd "$work/a" && run 2 "$bin/ninfer-convert" "$work/plain/ck" -o m.ninfer --format q8_g32_fp16 --attest ./m.ninfer)
+contains "$work/err" "that is the artifact of this conversion"
+(cd "$work/a" && run 2 "$bin/ninfer-convert" "$work/plain/ck" -o m.ninfer --format q8_g32_fp16 --attest ./m.ninfer.conversion.json --force)
+ln -s . "$work/a/lnk"
+(cd "$work/a" && run 2 "$bin/ninfer-convert" "$work/plain/ck" -o m.ninfer --format q8_g32_fp16 --max-file-bytes 600000 --attest lnk/m.ninfer.part-0001)
+contains "$work/err" "that is a part name of this conversion"
+check test ! -e "$work/a/m.ninfer"
+run 3 "$bin/ninfer-convert" "$work/plain/ck" -o "$work/a/m.ninfer" --format q8_g32_fp16 --attest "$work/nodir/s.json"
+contains "$work/err" "its directory does not exist"
 run 0 "$bin/ninfer-convert" "$work/plain/ck" -o "$work/a/m.ninfer" --format q8_g32_fp16 --attest "$work/a/s.json" --force
 check test "$(field "$work/a/s.json" 'd["subject"][0]["digest"]["sha256"]')" = "$(sha256sum "$work/a/m.ninfer" | cut -c1-64)"
 

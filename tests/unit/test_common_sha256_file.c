@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/sha256_file.h"
@@ -75,4 +76,46 @@ Test(sha256_file, refusals)
     cr_assert_neq(nf_sha256_file(dir, "dir", UINT64_MAX, NULL, NULL, &n, hex, &err), NF_OK);
     snprintf(fifo, sizeof fifo, "%s/missing", dir);
     cr_assert_neq(nf_sha256_file(fifo, "missing", UINT64_MAX, NULL, NULL, &n, hex, &err), NF_OK);
+}
+
+/* The planned file, unchanged: another file put at its name, or one written since, is refused;
+ * the planned one is hashed and then taken from the digest cache (its identity unchanged). */
+Test(sha256_file, cached_only_for_the_planned_file)
+{
+    char cache[300], hex[NF_SHA256_HEX + 1];
+    snprintf(cache, sizeof cache, "%s/cache", dir);
+    cr_assert_eq(setenv("XDG_CACHE_HOME", cache, 1), 0);
+    cr_assert_eq(setenv("NINFER_DIGEST_CACHE", "1", 1), 0);
+    uint64_t n = 0;
+    bool hit = true;
+    nf_error err;
+    const char *p = put("abc", "abc", 3);
+    struct stat planned;
+    cr_assert_eq(stat(p, &planned), 0);
+    cr_assert_eq(nf_sha256_file_cached(p, "abc", &planned, NULL, NULL, &n, hex, &hit, &err), NF_OK, "%s", err.message);
+    cr_assert_str_eq(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    cr_assert_not(hit);
+    cr_assert_eq(nf_sha256_file_cached(p, "abc", &planned, NULL, NULL, &n, hex, &hit, &err), NF_OK, "%s", err.message);
+    cr_assert(hit, "the second time from the cache");
+    cr_assert_str_eq(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    /* another file of the same size put in its place */
+    char other[256];
+    snprintf(other, sizeof other, "%s/other", dir);
+    FILE *f = fopen(other, "wb");
+    cr_assert_not_null(f);
+    fwrite("abd", 1, 3, f);
+    fclose(f);
+    cr_assert_eq(rename(other, p), 0);
+    cr_assert_eq(nf_sha256_file_cached(p, "abc", &planned, NULL, NULL, &n, hex, &hit, &err), NF_ERR_INVALID);
+    cr_assert(strstr(err.message, "changed since the conversion was planned"), "%s", err.message);
+    /* written in place since */
+    cr_assert_eq(stat(p, &planned), 0);
+    struct timespec ts = {0, 50 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    f = fopen(p, "r+b");
+    fwrite("x", 1, 1, f);
+    fclose(f);
+    cr_assert_eq(nf_sha256_file_cached(p, "abc", &planned, NULL, NULL, &n, hex, &hit, &err), NF_ERR_INVALID);
+    unsetenv("XDG_CACHE_HOME");
+    unsetenv("NINFER_DIGEST_CACHE");
 }

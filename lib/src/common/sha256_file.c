@@ -73,7 +73,23 @@ nf_status nf_sha256_file(const char *path, const char *shown, uint64_t expect, v
     return hash_fd(fd, &sb, shown, expect, stop, cancel, bytes, hex, err);
 }
 
-nf_status nf_sha256_file_cached(const char *path, const char *shown, uint64_t expect, volatile int *stop,
+/* The same file, unchanged: device, inode, size, modification and change times. */
+static bool same_identity(const struct stat *a, const struct stat *b)
+{
+    return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+           a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
+           a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
+static nf_status changed(const char *shown, nf_error *err)
+{
+    return nf_error_set(err, NF_ERR_INVALID,
+                        "%s: changed since the conversion was planned (written, or another file put in its place): "
+                        "its digest would not be of the bytes converted",
+                        shown);
+}
+
+nf_status nf_sha256_file_cached(const char *path, const char *shown, const struct stat *planned, volatile int *stop,
                                 volatile int *cancel, uint64_t *bytes, char hex[NF_SHA256_HEX + 1], bool *hit,
                                 nf_error *err)
 {
@@ -83,19 +99,23 @@ nf_status nf_sha256_file_cached(const char *path, const char *shown, uint64_t ex
     *bytes = 0;
     *hit = false;
     NF_TRY(nf_common_open_regular(path, shown, NF_ERR_INVALID, &fd, &sb, err));
-    if ((expect == UINT64_MAX || (uint64_t)sb.st_size == expect) && nf_sha256_cache_get(&sb, hex)) {
+    if (!same_identity(&sb, planned)) {
+        nf_io_close(fd);
+        return changed(shown, err);
+    }
+    if (nf_sha256_cache_get(&sb, hex)) {
         nf_io_close(fd);
         *bytes = (uint64_t)sb.st_size;
         *hit = true;
         return NF_OK;
     }
     int again = dup(fd); /* for the fstat after the read (hash_fd closes fd) */
-    nf_status st = hash_fd(fd, &sb, shown, expect, stop, cancel, bytes, hex, err);
-    /* kept only when the file did not change while it was read */
-    if (st == NF_OK && again >= 0 && fstat(again, &after) == 0 && after.st_size == sb.st_size &&
-        after.st_mtim.tv_sec == sb.st_mtim.tv_sec && after.st_mtim.tv_nsec == sb.st_mtim.tv_nsec &&
-        after.st_ctim.tv_sec == sb.st_ctim.tv_sec && after.st_ctim.tv_nsec == sb.st_ctim.tv_nsec)
-        nf_sha256_cache_put(&sb, hex);
+    nf_status st = again < 0 ? nf_error_errno(err, errno, "%s", shown)
+                             : hash_fd(fd, &sb, shown, (uint64_t)planned->st_size, stop, cancel, bytes, hex, err);
+    if (again < 0) nf_io_close(fd);
+    /* not written while it was read: else its digest is of no one state of the file */
+    if (st == NF_OK && (fstat(again, &after) != 0 || !same_identity(&after, &sb))) st = changed(shown, err);
+    if (st == NF_OK) nf_sha256_cache_put(&sb, hex);
     if (again >= 0) nf_io_close(again);
     return st;
 }

@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include <ninfer/error.h>
 
@@ -19,10 +20,12 @@
 nf_status nf_sha256_file(const char *path, const char *shown, uint64_t expect, volatile int *stop, volatile int *cancel,
                          uint64_t *bytes, char hex[NF_SHA256_HEX + 1], nf_error *err);
 
-/* The same through the digest cache (common/sha256_cache.h): a file whose identity (device, inode,
- * size, times) has an entry is not read (*hit true); one hashed is recorded when it did not change
- * while it was read.  For the conversion's sources; a verifier reads. */
-nf_status nf_sha256_file_cached(const char *path, const char *shown, uint64_t expect, volatile int *stop,
+/* The same for a file planned as `planned` (its stat when the conversion was planned), through
+ * the digest cache (common/sha256_cache.h): the file opened must be that one, unchanged (device,
+ * inode, size, times), and still be after the read, else NF_ERR_INVALID "changed since ...".  A
+ * file whose identity has an entry is not read (*hit true); one hashed is recorded.  For the
+ * conversion's sources; a verifier reads. */
+nf_status nf_sha256_file_cached(const char *path, const char *shown, const struct stat *planned, volatile int *stop,
                                 volatile int *cancel, uint64_t *bytes, char hex[NF_SHA256_HEX + 1], bool *hit,
                                 nf_error *err);
 

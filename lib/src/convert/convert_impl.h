@@ -192,7 +192,7 @@ typedef struct nf_convert_digests nf_convert_digests;
 /* Every file of every source listed and sized now (hash: with digest placeholders to fill). */
 nf_status nf_convert_digests_plan(const nf_plan *p, bool hash, nf_convert_digests **out, nf_error *err);
 /* p's provenance with the files and hubs: placeholders (final false) or digests (after finish). */
-json_t *nf_convert_digests_provenance(const nf_plan *p, const nf_convert_digests *d, bool final);
+json_t *nf_convert_digests_provenance(const nf_plan *p, nf_convert_digests *d, bool final);
 /* The workers that hash the files while a conversion of `threads` encoding threads runs
  * (nothing without hash). */
 nf_status nf_convert_digests_start(nf_convert_digests *d, unsigned threads, volatile int *cancel, nf_error *err);

@@ -122,25 +122,33 @@ static nf_status check_beside(const char *path, const char *what, const char *ad
     return NF_OK;
 }
 
-/* --attest's file: published by rename with the artifact, so never an input, the artifact, its
- * report or a file of the run, nor a special file, nor an existing file without force. */
-static nf_status check_statement(const input_set *in, const nf_convert_options *opt, const char *report_path,
-                                 nf_error *err)
+/* The directory of path, as it is (its device and inode): false when there is none. */
+static bool parent_of(const char *path, struct stat *sb)
+{
+    const char *slash = strrchr(path, '/');
+    char dir[4096];
+    int n = slash ? snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path)
+                  : snprintf(dir, sizeof dir, ".");
+    return n > 0 && (size_t)n < sizeof dir && stat(dir, sb) == 0 && S_ISDIR(sb->st_mode);
+}
+
+/* --attest's file: published with the artifact, so never an input, nor a name the run to OUT
+ * writes, replaces or removes (the artifact, its report, a part, a temp or lock file: the same
+ * directory is told by identity, not by how the path is spelled), nor a special file, nor an
+ * existing file without force; and its directory must exist (found now, not after the run). */
+static nf_status check_statement(const input_set *in, const nf_convert_options *opt, nf_error *err)
 {
     const char *path = opt->attest;
     const input_file *f = nf_convert_input_of(in, path);
     if (f) return nf_error_set(err, NF_ERR_USAGE, "%s is %s: refusing to overwrite an input", MP(path), f->what);
+    struct stat pd, od;
+    if (!parent_of(path, &pd))
+        return nf_error_set(err, NF_ERR_IO, "--attest %s: its directory does not exist", MP(path));
     const char *slash = strrchr(opt->output, '/'), *aslash = strrchr(path, '/');
     const char *role = nf_outputs_role(aslash ? aslash + 1 : path, slash ? slash + 1 : opt->output, true);
-    size_t dl = slash ? (size_t)(slash - opt->output) : 0, al = aslash ? (size_t)(aslash - path) : 0;
-    bool same_dir = dl == al && strncmp(opt->output, path, dl) == 0;
-    struct stat sa, so;
-    bool same_file = nf_io_lstat(path, &sa) == 0 &&
-                     ((nf_io_lstat(opt->output, &so) == 0 && sa.st_ino == so.st_ino && sa.st_dev == so.st_dev) ||
-                      (nf_io_lstat(report_path, &so) == 0 && sa.st_ino == so.st_ino && sa.st_dev == so.st_dev));
-    if ((role && same_dir) || same_file || strcmp(path, report_path) == 0)
+    if (role && parent_of(opt->output, &od) && od.st_dev == pd.st_dev && od.st_ino == pd.st_ino)
         return nf_error_set(err, NF_ERR_USAGE, "--attest %s: that is %s of this conversion; give another name",
-                            MP(path), role ? role : "a file");
+                            MP(path), role);
     return check_beside(path, "the statement", "", opt->force, err);
 }
 
@@ -150,7 +158,7 @@ nf_status nf_convert_prepare_outputs(const input_set *in, const nf_convert_optio
                                      nf_error *err)
 {
     NF_TRY(nf_convert_refuse_inputs(in, opt->output, opt->report, err));
-    if (opt->attest) NF_TRY(check_statement(in, opt, report_path, err));
+    if (opt->attest) NF_TRY(check_statement(in, opt, err));
     if (!opt->report) return NF_OK;
     return check_beside(report_path, "the report", "; give another output name, or --no-report", opt->force, err);
 }

@@ -76,15 +76,37 @@ static nf_status finish_digests(nf_plan *p, nf_convert_digests *d, nf_writer *w,
 }
 
 /* A file beside the artifact (the report, the statement) renamed into place once the artifact is
- * published: the one it replaces kept aside in *backup until the commit. */
-static nf_status publish_beside(const char *path, char **tmp, bool replace, char **backup, nf_error *err)
+ * published: the one it replaces kept aside in *backup until the commit; *placed when a new file
+ * now stands at path (a rollback removes it when nothing was kept aside). */
+static nf_status publish_beside(const char *path, char **tmp, bool replace, char **backup, bool *placed, nf_error *err)
 {
     nf_status st = nf_outputs_publish_report(path, *tmp, replace, backup, err);
-    if (st == NF_OK) {
+    if (st == NF_OK && *tmp) {
         free(*tmp);
         *tmp = NULL; /* renamed into place */
+        *placed = true;
     }
     return st;
+}
+
+/* The statement without --force: linked into place, so that a file that came to stand at its
+ * name since the check (or the artifact's own name reached another way) is never replaced. */
+static nf_status publish_new(const char *path, char **tmp, bool *placed, nf_error *err)
+{
+    int e = nf_io_link(*tmp, path);
+    if (e) return nf_error_errno(err, e, "cannot publish %s", MP(path));
+    *placed = true;
+    nf_io_unlink(*tmp);
+    free(*tmp);
+    *tmp = NULL;
+    return NF_OK;
+}
+
+/* A failed publication of the set: what was kept aside put back, what is new removed. */
+static void unpublish(const char *path, char *backup, bool placed)
+{
+    if (backup) nf_outputs_restore(path, backup);
+    else if (placed) nf_io_unlink(path);
 }
 
 static void drop_temp(char **tmp)
@@ -141,16 +163,18 @@ nf_status nf_plan_execute(nf_plan *p, const nf_convert_options *opt, nf_error *e
     if (st == NF_OK && opt->attest)
         st = nf_convert_attest_temp(p, w, p->provenance_final, opt->attest, opt->cancel, &statement_tmp, err);
     char *report_backup = NULL, *statement_backup = NULL;
-    if (st == NF_OK) st = publish_beside(report_path, &report_tmp, replace_report, &report_backup, err);
+    bool report_placed = false, statement_placed = false;
+    if (st == NF_OK) st = publish_beside(report_path, &report_tmp, replace_report, &report_backup, &report_placed, err);
     if (st == NF_OK && statement_tmp)
-        st = publish_beside(opt->attest, &statement_tmp, opt->force, &statement_backup, err);
+        st = opt->force ? publish_beside(opt->attest, &statement_tmp, true, &statement_backup, &statement_placed, err)
+                        : publish_new(opt->attest, &statement_tmp, &statement_placed, err);
     if (st == NF_OK) {
         nf_writer_commit(w, NULL);
         if (report_backup) nf_io_unlink(report_backup); /* best effort, like the writer's */
         if (statement_backup) nf_io_unlink(statement_backup);
     } else {
-        if (statement_backup) nf_outputs_restore(opt->attest, statement_backup);
-        if (report_backup) nf_outputs_restore(report_path, report_backup);
+        if (opt->attest) unpublish(opt->attest, statement_backup, statement_placed);
+        unpublish(report_path, report_backup, report_placed);
         nf_writer_abort(w);
     }
     free(report_backup);

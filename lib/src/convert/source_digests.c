@@ -7,7 +7,7 @@
  * placeholders of the digest's length (the directory's layout does not depend on them), a
  * thread hashes the files while the conversion runs (each file read once more, overlapping the
  * encoders' reads), and the placeholders are patched before the directory's checksum is taken
- * (nf_writer_patch_text).  A scale-out conversion gets the names and sizes without digests. */
+ * (nf_writer_patch_text).  A scale-out plan's maker hashes before it lays out (scaleout_plan.c). */
 #define _XOPEN_SOURCE 700 /* realpath (XSI) */
 #include <errno.h>
 #include <limits.h>
@@ -34,6 +34,8 @@ typedef struct digest_file {
     const char *path;             /* as the source opened it (borrowed from the plan) */
     char *name;                   /* relative to the source's directory */
     uint64_t bytes;               /* when planned */
+    struct stat planned;          /* the file then: the one hashed must be it, unchanged */
+    bool laid;                    /* its record (and placeholder) is in the directory */
     char blob[NF_SHA256_HEX + 1]; /* a hub snapshot's LFS blob name (its SHA-256), or "" */
     char token[NF_SHA256_HEX + 1];
     char hex[NF_SHA256_HEX + 1];
@@ -187,9 +189,8 @@ static nf_status add_file(nf_convert_digests *d, size_t *cap, size_t source, con
     f->name = name_under(root, path);
     if (!f->name) return nf_error_set(err, NF_ERR_NOMEM, "out of memory");
     d->n++;
-    struct stat sb;
-    if (stat(path, &sb) != 0) return nf_error_errno(err, errno, "%s", MP(path));
-    f->bytes = (uint64_t)sb.st_size;
+    if (stat(path, &f->planned) != 0) return nf_error_errno(err, errno, "%s", MP(path));
+    f->bytes = (uint64_t)f->planned.st_size;
     if (d->hubs[source].repo) blob_of(path, f->blob);
     if (d->hash) {
         uint8_t r[32];
@@ -241,7 +242,7 @@ nf_status nf_convert_digests_plan(const nf_plan *p, bool hash, nf_convert_digest
 
 /* provenance with, per source, "files" (name, bytes, sha256: the placeholder or the digest) and
  * "hub", and "recipe_sha256": a new tree sharing the plan's recipe. */
-json_t *nf_convert_digests_provenance(const nf_plan *p, const nf_convert_digests *d, bool final)
+json_t *nf_convert_digests_provenance(const nf_plan *p, nf_convert_digests *d, bool final)
 {
     json_t *prov = json_copy(p->provenance);
     json_t *sources = json_deep_copy(json_object_get(p->provenance, "sources"));
@@ -256,11 +257,14 @@ json_t *nf_convert_digests_provenance(const nf_plan *p, const nf_convert_digests
         if (!src) continue;
         json_t *files = json_array();
         for (size_t k = 0; k < d->n; k++) {
-            const digest_file *f = &d->files[k];
+            digest_file *f = &d->files[k];
             if (f->source != i) continue;
+            /* (a name that is not UTF-8 has no JSON text: its record is left out, and so is its
+             * placeholder from the patching) */
             json_t *rec = json_pack("{s:s,s:I}", "path", f->name, "bytes", (json_int_t)f->bytes);
             if (rec && d->hash) json_object_set_new(rec, "sha256", json_string(final ? f->hex : f->token));
-            json_array_append_new(files, rec);
+            bool laid = rec && json_array_append_new(files, rec) == 0;
+            if (!final) f->laid = laid;
         }
         json_object_set_new(src, "files", files);
         const digest_hub *h = &d->hubs[i];
@@ -281,7 +285,7 @@ static void hash_one(nf_convert_digests *d, size_t i)
     nf_error e;
     uint64_t n = 0;
     bool hit = false;
-    nf_status st = nf_sha256_file_cached(f->path, MP(f->path), f->bytes, &d->stop, d->cancel, &n, f->hex, &hit, &e);
+    nf_status st = nf_sha256_file_cached(f->path, MP(f->path), &f->planned, &d->stop, d->cancel, &n, f->hex, &hit, &e);
     if (st == NF_OK && f->blob[0] && strcmp(f->blob, f->hex) != 0)
         st = nf_error_set(&e, NF_ERR_INVALID,
                           "%s: its SHA-256 is %s, but the hub cache stores it as blob %s: the download is "
@@ -364,6 +368,7 @@ nf_status nf_convert_digests_finish(nf_convert_digests *d, nf_writer *w, bool gi
         if (err) *err = d->err;
         return d->status;
     }
-    for (size_t i = 0; i < d->n; i++) NF_TRY(nf_writer_patch_text(w, d->files[i].token, d->files[i].hex, err));
+    for (size_t i = 0; i < d->n; i++)
+        if (d->files[i].laid) NF_TRY(nf_writer_patch_text(w, d->files[i].token, d->files[i].hex, err));
     return NF_OK;
 }
