@@ -305,7 +305,8 @@ void nf_cli_free(nf_cli *cli)
  * turns any control byte a caller left in (an unescaped name) into an escape.  Backslashes
  * are kept: they are the escapes already made.  A line break is kept, but the line after it is
  * indented (lists already are), so that no text in a message can start a line of its own. */
-static void vmessage(const nf_cli *cli, const char *level, const char *fmt, va_list ap)
+__attribute__((format(printf, 3, 0))) static void vmessage(const nf_cli *cli, const char *level, const char *fmt,
+                                                           va_list ap)
 {
     char raw[4 * NF_ERROR_MESSAGE_MAX], shown[4 * 4 * NF_ERROR_MESSAGE_MAX];
     int n = vsnprintf(raw, sizeof raw, fmt, ap);

@@ -163,7 +163,7 @@ static bool heatmap(nf_buf *b, const page_data *d)
         double sse = r->rmse * r->rmse * (double)r->count;
         c->any = true;
         if (sse == 0 || isinf(r->snr_db)) {
-            c->exact = c->exact || !c->sse;
+            c->exact = c->exact || c->sse == 0;
             continue;
         }
         c->exact = false;

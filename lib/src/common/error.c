@@ -37,7 +37,7 @@ nf_status nf_error_errno(nf_error *err, int errnum, const char *fmt, ...)
 
 /* "<context>: <message>" in err, cut at the end when too long: the outer context is kept whole,
  * as it says where the failure was met. */
-static void prefix_message(nf_error *err, const char *fmt, va_list ap)
+__attribute__((format(printf, 2, 0))) static void prefix_message(nf_error *err, const char *fmt, va_list ap)
 {
     char out[NF_ERROR_MESSAGE_MAX];
     int n = vsnprintf(out, sizeof out, fmt, ap);

@@ -105,7 +105,7 @@ static bool iq2_s_or_m(const state *s) { return is(s, NF_PRESET_IQ2_S) || is(s, 
 /* the first layers, the last ones and every third between get more bits (llama-quant.cpp) */
 static bool use_more_bits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
 
-static void say(char *why, size_t size, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static void say(char *why, size_t size, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
