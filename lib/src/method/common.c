@@ -7,16 +7,11 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 #include "common/cpu.h"
-#if NF_X86_KERNELS
-#include <immintrin.h>
-#endif
 
 #include "method/common.h"
 #include "method/method_impl.h"
+#include "method/simd/f16_simd.h"
 
 /* ---------------------------------------------------------------- methods */
 
@@ -139,56 +134,6 @@ bool nf_src_type_lookup(const char *name, nf_src_type *out)
     return false;
 }
 
-/* F16 words (host order, any alignment) -> binary32, the bits of nf_f16_to_f32 for every word.
- * A binary16 source is widened for every value the conversion report reads, so x86-64 takes 8
- * words at a time in SSE2 (its baseline), without a branch: exponent and fraction shifted into
- * place and rebiased (by 112 for a normal word, 224 for infinity and NaN, whose payload stays on
- * top), a subnormal word's value frac * 2^-24 as (1 + frac / 1024) 2^-14 - 2^-14, an exact
- * difference; the sign last. */
-static void f16_words_to_f32(const uint8_t *p, size_t n, float *out)
-{
-    size_t i = 0;
-#if defined(__SSE2__)
-    const __m128i zero = _mm_setzero_si128(), mag = _mm_set1_epi32(0x7FFF), sign = _mm_set1_epi32(0x8000);
-    const __m128i emask = _mm_set1_epi32(0x0F800000), normal = _mm_set1_epi32(0x38000000);
-    const __m128i special = _mm_set1_epi32(0x70000000), small = _mm_set1_epi32(0x38800000);
-    const __m128 two_m14 = _mm_set1_ps(0x1p-14f);
-    for (; i + 8 <= n; i += 8) {
-        __m128i w = _mm_loadu_si128((const __m128i *)(const void *)(p + 2 * i));
-        for (int half = 0; half < 2; half++) {
-            __m128i h = half ? _mm_unpackhi_epi16(w, zero) : _mm_unpacklo_epi16(w, zero);
-            __m128i m = _mm_slli_epi32(_mm_and_si128(h, mag), 13);
-            __m128i e = _mm_and_si128(m, emask);
-            __m128i is_special = _mm_cmpeq_epi32(e, emask), is_small = _mm_cmpeq_epi32(e, zero);
-            __m128i sub = _mm_castps_si128(_mm_sub_ps(_mm_castsi128_ps(_mm_add_epi32(m, small)), two_m14));
-            __m128i bits = _mm_add_epi32(m, normal);
-            bits = _mm_or_si128(_mm_andnot_si128(is_special, bits),
-                                _mm_and_si128(is_special, _mm_add_epi32(m, special)));
-            bits = _mm_or_si128(_mm_andnot_si128(is_small, bits), _mm_and_si128(is_small, sub));
-            bits = _mm_or_si128(bits, _mm_slli_epi32(_mm_and_si128(h, sign), 16));
-            _mm_storeu_si128((__m128i *)(void *)(out + i + 4 * (size_t)half), bits);
-        }
-    }
-#endif
-    for (; i < n; i++) out[i] = nf_f16_to_f32(nf_method_le16(p + 2 * i));
-}
-
-#if NF_X86_KERNELS
-/* The same with F16C (the avx2 level, common/cpu.h): VCVTPH2PS, exact, except that it sets the
- * quiet bit of a signaling NaN, so 8 words holding a NaN are widened by nf_f16_to_f32 instead. */
-NF_AVX2_FN static void f16_words_to_f32_f16c(const uint8_t *p, size_t n, float *out)
-{
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m256 v = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(p + 2 * i)));
-        if (_mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)))
-            for (size_t k = i; k < i + 8; k++) out[k] = nf_f16_to_f32(nf_method_le16(p + 2 * k));
-        else _mm256_storeu_ps(out + i, v);
-    }
-    for (; i < n; i++) out[i] = nf_f16_to_f32(nf_method_le16(p + 2 * i));
-}
-#endif
-
 void nf_method_load_f32(const nf_src_rows *src, uint64_t row, size_t c0, size_t n, float *out)
 {
     /* Offsets fit size_t: nf_method_check_rows proved rows * cols * size does. */
@@ -206,13 +151,7 @@ void nf_method_load_f32(const nf_src_rows *src, uint64_t row, size_t c0, size_t 
         return;
     }
     if (src->type == NF_SRC_F16) {
-#if NF_X86_KERNELS
-        if (nf_simd_active() != NF_SIMD_SCALAR) {
-            f16_words_to_f32_f16c(p, n, out);
-            return;
-        }
-#endif
-        f16_words_to_f32(p, n, out);
+        nf_method_f16_words_to_f32(p, n, out);
         return;
     }
 #endif
@@ -241,8 +180,8 @@ const char *nf_method_nonfinite_name(float v)
 }
 
 /* The message of fmt, ap, then "tensor 'NAME': " (when the rows have a name) and lead before it. */
-static nf_status method_verror(nf_error *err, nf_status status, const nf_src_rows *src, const char *lead,
-                               const char *fmt, va_list ap)
+__attribute__((format(printf, 5, 0))) static nf_status
+method_verror(nf_error *err, nf_status status, const nf_src_rows *src, const char *lead, const char *fmt, va_list ap)
 {
     if (!err) return status;
     char rest[NF_ERROR_MESSAGE_MAX];
