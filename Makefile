@@ -45,9 +45,11 @@ check: build
 # through cli_test_preset and cli_test_ggml_quantize.  So does the Slurm cluster (slurm): its
 # time is the daemons' and the scheduler's waits, its own part is examples/slurm's shell, and
 # the convert modes it drives (--plan-out, --task, --assemble, a task killed or stopped) run
-# sanitized in cli_test_scaleout*, a failing write in cli_test_faults (tests/README.md, "What
-# runs where").
-SAN_SKIP := ^cli_test_(deb|install|man_pages|completion|help_documented|doc_refs|module_headers|format|exports|build_flags|make_targets|hardening|preset_peer|slurm|report_browser)$$
+# sanitized in cli_test_scaleout*, a failing write in cli_test_faults.  So do the kills of
+# cli_test_sigkill: SIGKILL runs none of our code, and what the next run does with what a kill
+# leaves (finding the temporary files, --remove-stale) runs sanitized in test_outputs_stale and
+# cli_test_outputs_signals (tests/README.md, "What runs where").
+SAN_SKIP := ^cli_test_(deb|install|man_pages|completion|help_documented|doc_refs|module_headers|format|exports|build_flags|portable|make_targets|hardening|preset_peer|slurm|report_browser|sigkill)$$
 
 # A Debug build (assertions on) at -O1, as ASan's documentation advises for a usable speed: at -O0
 # the sanitized suite was the longest part of CI (.ci/run).  The CLI tests see
@@ -60,6 +62,18 @@ test-sanitize: deps
 	cmake --build $(BUILD_SAN) -j $(JOBS)
 	cd $(BUILD_SAN) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		ctest --output-on-failure -j $(JOBS) -E '$(SAN_SKIP)'
+
+# make test-arm64 [ARM64_TESTS=regex]: the suite cross-built for aarch64 Linux and run under
+# qemu-user (scripts/arm64.sh; docs/portability.md, "aarch64"), with the artifacts of
+# cli_test_same_bytes compared with this machine's build ($(BUILD)): as root it installs and sets
+# up what it needs and undoes what it started, otherwise it says why it skips.  ARM64_TESTS (a
+# ctest -R regex) picks the tests; by default every unit test, the golden CLI cases and the CLI
+# tests of conversion and values.  BUILD_ARM64 is its build directory.
+BUILD_ARM64 ?= build-arm64
+ARM64_TESTS ?= ^test_|^cli_cases_|^cli_test_(convert|dequant|dialects|ggml_quantize|nvfp4_quantize|verify_against|same_bytes)$$
+.PHONY: test-arm64
+test-arm64: build
+	@bash scripts/arm64.sh $(BUILD_ARM64) '$(ARM64_TESTS)' $(BUILD)/bin
 
 # Line coverage of the suite (scripts/coverage.sh; tests/README.md, "Coverage"): a Debug build at
 # -O0 with gcov in $(BUILD_COV), the suite as the sanitized run takes it, then lcov's summary of

@@ -1,7 +1,9 @@
 /* The report's fast represented values (nf_convert_words_values, used by exec_jobs.c) against
- * nf_words_to_f32, bit for bit, on random words of every format a method or import writes
- * (arbitrary words, NaN and infinite scales included: both compute the same operations). */
+ * nf_words_to_f32, bit for bit but for NaN payloads, on random words of every format a method or
+ * import writes (arbitrary words, NaN and infinite scales included: both compute the same
+ * operations). */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +58,10 @@ static void check_format(nf_format_id id, uint64_t cols)
                 uint32_t ua, ub;
                 memcpy(&ua, &a[i], 4);
                 memcpy(&ub, &b[i], 4);
+                /* two NaNs are equal whatever their payloads (docs/decisions.md D14): when both factors
+                 * of a product are NaN, which payload survives depends on the compiler's operand order
+                 * and the machine (x86-64 and aarch64 differ) */
+                if (isnan(a[i]) && isnan(b[i])) continue;
                 cr_assert_eq(ub, ua, "%s cols %lu value %zu: 0x%08x vs nf_words_to_f32 0x%08x", f->name,
                              (unsigned long)cols, i, ub, ua);
             }

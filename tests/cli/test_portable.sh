@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Portable C (docs/portability.md):
+#   1. x86 code lives in the x86 kernel files only: no x86 intrinsic, intrinsics header, vector
+#      type or target attribute in lib/ or cmd/ outside the kernel directories lib/src/*/simd/
+#      and common/cpu.c (CPUID), common/simd_target.h (the attribute macros) and
+#      common/sha256_shani.c (SHA-NI);
+#   2. Clang accepts every compilation of this build (compile_commands.json: the library, the
+#      programs, the tests, with their own flags and warnings as errors), compiled with
+#      -fsyntax-only: Clang's diagnostics come from its front end, code generation adds none we
+#      enable.  Clang is installed when missing and root, else the part is skipped with the reason;
+#   3. the configure-time checks of the platform's assumptions refuse a target that breaks one,
+#      naming it: x86-64 GCC with -mfpmath=387 evaluates binary32 arithmetic in x87 precision.
+# usage: test_portable.sh BIN_DIR DATA_DIR
+# shellcheck source=tests/cli/lib.sh
+. "$(dirname "$0")/lib.sh" "$@"
+build=$(cd "$bin/.." && pwd)
+src=$(cd "$2/../.." && pwd)
+
+# 1. x86 only in the kernels' files
+x86='#include <(x86|imm|emm|pmm|tmm|smm|nmm|wmm|xmm|ia32|cpuid)(intrin)?\.h>|\b_mm(256|512)?_[a-z0-9_]+\(|\b__m(128|256|512)[di]?\b|__attribute__\(\(target|\b__builtin_ia32_|\bNF_(AVX2|AVX512|SHANI)_(FN|INLINE)\b'
+outside=$(cd "$src" && grep -rlE "$x86" lib cmd --include='*.c' --include='*.h' --include='*.inc' |
+    grep -vE '^lib/src/[a-z_]+/simd/|^lib/src/common/(cpu\.c|simd_target\.h|sha256_shani\.c)$' || true)
+[ -z "$outside" ] && ok || bad "x86 intrinsics or target attributes outside the kernel files: $outside"
+# the pattern finds what it is meant to (a kernel file holds all of its kinds)
+(cd "$src" && grep -qE "$x86" lib/src/method/simd/f16_x86.c) && ok || bad "the x86 pattern finds nothing in f16_x86.c"
+
+# 2. Clang, warnings as errors, on every compilation of the build
+if ! command -v clang >/dev/null; then
+    if [ "$(id -u)" -eq 0 ]; then
+        { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends clang; } \
+            >"$work/apt.log" 2>&1
+    fi
+fi
+if ! command -v clang >/dev/null; then
+    echo "SKIP clang: Debian's clang is not installed and $([ "$(id -u)" -eq 0 ] && echo "apt-get could not install it" ||
+        echo "installing it needs root (uid $(id -u))")"
+elif [ ! -f "$build/compile_commands.json" ]; then
+    bad "$build/compile_commands.json is missing (CMAKE_EXPORT_COMPILE_COMMANDS, CMakeLists.txt)"
+else
+    # each compilation once more: Clang instead of the compiler, -fsyntax-only instead of -c/-o
+    if python3 - "$build/compile_commands.json" <<'PY'; then
+import json, os, shlex, subprocess, sys
+from concurrent.futures import ThreadPoolExecutor
+entries = json.load(open(sys.argv[1]))
+def argv(e):
+    a = shlex.split(e['command'])
+    out, skip = ['clang'], False
+    for x in a[1:]:
+        if skip:
+            skip = False
+        elif x == '-o':
+            skip = True
+        elif x != '-c':
+            out.append(x)
+    return out + ['-fsyntax-only']
+def run(e):
+    p = subprocess.run(argv(e), cwd=e['directory'], capture_output=True, text=True)
+    return e['file'], p.returncode, p.stderr
+bad = 0
+with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+    for f, rc, err in pool.map(run, entries):
+        if rc != 0 or err.strip():
+            bad += 1
+            print(f"clang: {f}:\n{err}", file=sys.stderr)
+print(f"clang -fsyntax-only: {len(entries)} compilations, {bad} with diagnostics")
+sys.exit(1 if bad or not entries else 0)
+PY
+        ok
+    else
+        bad "Clang rejects some of the build (above)"
+    fi
+fi
+
+# 3. an assumption broken at configure time is named
+if [ "$(uname -m)" = x86_64 ] && command -v gcc >/dev/null; then
+    if cmake -S "$src" -B "$work/x87" -DNINFER_TESTS=OFF -DCMAKE_C_COMPILER=gcc -DCMAKE_C_FLAGS=-mfpmath=387 \
+        >"$work/x87.log" 2>&1; then
+        bad "a configure with -mfpmath=387 (x87 excess precision) passed"
+    else
+        # (CMake wraps the message's lines)
+        tr -s ' \n' '  ' <"$work/x87.log" |
+            grep -q "assumes binary32 arithmetic is evaluated in binary32, without excess precision" &&
+            ok || bad "the configure with -mfpmath=387 failed without naming the assumption: $(tail -n 5 "$work/x87.log")"
+    fi
+    # and the same configure without the flag passes (the check is not what fails)
+    cmake -S "$src" -B "$work/plain" -DNINFER_TESTS=OFF -DCMAKE_C_COMPILER=gcc >"$work/plain.log" 2>&1 &&
+        ok || bad "a plain configure failed: $(tail -n 5 "$work/plain.log")"
+else
+    echo "SKIP the x87 configure: not x86-64 GCC"
+fi
+finish test_portable
