@@ -3,9 +3,8 @@
 # ninfer-verify / ninfer-inspect case of tests/badinput/gen_bad_inputs.py as A, as B and as both,
 # against a converted artifact: never a crash, a hang or a sanitizer report; a failure is an error
 # on stderr with an exit status of 1 or 3.  A file compared with itself may be "same" (0):
-# ninfer-diff compares, ninfer-verify judges.  (Apart from test_diff.sh so that the forced-level
-# runs of .ci/run, which take test_diff for its kernels, leave out these parser paths, and so that
-# the two run side by side; tests/README.md.)  The corpus is the one ctest's fixture
+# ninfer-diff compares, ninfer-verify judges.  (Apart from test_diff.sh so that the two run side
+# by side; tests/README.md.)  The corpus is the one ctest's fixture
 # fixture_badinput_corpus wrote (NINFER_BADINPUT_CORPUS), else one generated here.
 # usage: test_diff_bad_inputs.sh BIN_DIR DATA_DIR
 # shellcheck source=tests/cli/lib.sh

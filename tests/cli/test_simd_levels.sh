@@ -2,8 +2,8 @@
 # The suite's verdict never depends on the CPU (tests/README.md "Machines"): the kernel-level
 # dispatcher's tests pass at every ceiling NINFER_SIMD can set (lib/src/common/cpu.h), so on an
 # AVX-512 machine they run as on an AVX2-only or a scalar one, a missing level reported as a
-# skipped test; .ci/run runs the whole suite at each ceiling.  Criterion 2.4 makes a run exit 1
-# after any log at Criterion's warning level, so no test may warn.
+# skipped test; .ci/run runs the programs' tests at the avx2 ceiling (sanitized) and on aarch64.
+# Criterion 2.4 makes a run exit 1 after any log at Criterion's warning level, so no test may warn.
 . "$(dirname "$0")/lib.sh" "$@"
 units="$bin/../tests"
 
