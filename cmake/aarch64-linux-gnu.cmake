@@ -5,8 +5,9 @@
 set(CMAKE_SYSTEM_NAME Linux)
 set(CMAKE_SYSTEM_PROCESSOR aarch64)
 set(CMAKE_C_COMPILER aarch64-linux-gnu-gcc)
-# libraries and headers of the arm64 multiarch packages, never the host's (Criterion lies
-# outside these roots: libraries are looked for there too)
+# libraries and headers under the arm64 roots first (pkg-config names the arm64 multiarch
+# directories); the search may also look outside them, because Criterion is unpacked elsewhere
+# (scripts/arm64.sh).  Headers are architecture-independent.
 set(CMAKE_FIND_ROOT_PATH /usr/aarch64-linux-gnu /usr/lib/aarch64-linux-gnu)
 set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
 set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY BOTH)

@@ -11,73 +11,85 @@
 #
 # As root, everything it needs is set up, and what it started is undone at its end:
 #   - arm64 is added to dpkg's architectures and the packages are installed (scripts/deps.sh);
-#   - Criterion's arm64 packages cannot be installed beside the host's (Debian's libcriterion3
-#     and libnanomsg5 are not Multi-Arch: same): they are unpacked into BUILD_DIR/criterion-root;
+#   - Criterion's arm64 library cannot be installed beside the host's: it depends on libnanomsg5,
+#     which is not Multi-Arch: same.  libcriterion3, libcriterion-dev and libnanomsg5 for arm64
+#     are unpacked into BUILD_DIR/criterion-root instead; Criterion's other libraries (libgit2,
+#     libffi, ...) are installed as arm64 multiarch packages;
 #   - qemu-aarch64 is registered with binfmt_misc for the run (Criterion runs each test in a new
 #     process of the same program, so the emulator must be the kernel's, not a prefix); the
 #     registration, and the mount of binfmt_misc when it was not mounted, are removed at exit.
-# Without root, when something is missing, it says what and skips (exit 0).
+#     An existing registration of an aarch64 emulator (Debian's qemu-user-binfmt) is used as it is.
+# Runs are serialized (a lock in /tmp): one run's cleanup never pulls the emulator from another.
+# Without root, when something is missing, it says what and skips (exit 0); as root, a setup
+# step that fails fails the run (exit 1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:?usage: arm64.sh BUILD_DIR [PATTERN [HOST_BIN]]}
 pattern=${2:-}
 host_bin=${3:-}
 case $build in /*) ;; *) build=$PWD/$build ;; esac
+case $build in *[[:space:]]*)
+  echo "test-arm64: the build directory '$build' holds white space, which pkg-config's files cannot" >&2
+  exit 2
+  ;;
+esac
 
 if [ "$(uname -m)" = aarch64 ]; then
   echo "test-arm64: this machine is aarch64: the suite runs natively (make test)"
   exec make test
 fi
 
+root=no
+[ "$(id -u)" -ne 0 ] || root=yes
 skip() {
   echo "test-arm64: SKIP: $*"
   exit 0
 }
-root=no
-[ "$(id -u)" -ne 0 ] || root=yes
+# a step that cannot be done: a skip without root, a failure as root (who could have done it)
+cannot() {
+  if [ $root = yes ]; then
+    echo "test-arm64: FAIL: $*" >&2
+    exit 1
+  fi
+  skip "$*"
+}
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
+need() { # need PACKAGE...: installed as root, else named and skipped
+  local missing=() p
+  for p in "$@"; do installed "$p" || missing+=("$p"); done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  [ $root = yes ] || skip "not root, and these Debian packages are missing: ${missing[*]} (as root:" \
+    "dpkg --add-architecture arm64 && apt-get update && apt-get install ${missing[*]})"
+  bash scripts/deps.sh "${missing[@]}"
+}
 
-multiarch=(libjansson-dev libxxhash-dev libyaml-dev libzstd-dev zlib1g-dev)
+exec 9>/tmp/ninfer-test-arm64.lock
+flock 9 || cannot "cannot take /tmp/ninfer-test-arm64.lock"
+
 packages=(gcc-aarch64-linux-gnu qemu-user)
-for p in "${multiarch[@]}"; do packages+=("$p:arm64"); done
-if [ $root = no ]; then
-  missing=()
-  for p in "${packages[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-  done
-  [ ${#missing[@]} -eq 0 ] ||
-    skip "not root, and these Debian packages are missing: ${missing[*]} (as root: dpkg --add-architecture" \
-      "arm64 && apt-get update && apt-get install ${missing[*]})"
-else
-  dpkg --print-foreign-architectures | grep -qx arm64 || {
-    echo "test-arm64: adding arm64 to dpkg's architectures (dpkg --add-architecture arm64)"
-    dpkg --add-architecture arm64
-    apt-get update -qq
-  }
-  bash scripts/deps.sh "${packages[@]}"
+for p in libjansson-dev libxxhash-dev libyaml-dev libzstd-dev zlib1g-dev; do packages+=("$p:arm64"); done
+if [ $root = yes ] && ! dpkg --print-foreign-architectures | grep -qx arm64; then
+  echo "test-arm64: adding arm64 to dpkg's architectures (dpkg --add-architecture arm64)"
+  dpkg --add-architecture arm64
+  apt-get update -qq
 fi
+need "${packages[@]}"
 
 # ---------------------------------------------------------------- Criterion, unpacked
 crit=$build/criterion-root
 libdir=$crit/usr/lib/aarch64-linux-gnu
+deps=$(apt-cache depends --no-recommends --no-suggests libcriterion3:arm64 2>/dev/null |
+  awk '/Depends:/ { print $2 }' | sed 's/:arm64$//' | grep -v -e '^libnanomsg5$' -e '^libc6$' -e '^<' | sort -u || true)
+[ -n "$deps" ] || cannot "apt knows no libcriterion3:arm64 (is arm64 in dpkg's architectures, and apt-get update done?)"
+dep_pkgs=()
+for d in $deps; do dep_pkgs+=("$d:arm64"); done
+need "${dep_pkgs[@]}"
 if [ ! -f "$crit/criterion.pc" ]; then
-  # its other libraries (libgit2, libffi, ...) are Multi-Arch: same and installed as usual
-  deps=$(apt-cache depends --no-recommends --no-suggests libcriterion3:arm64 2>/dev/null |
-    awk '/Depends:/ { print $2 }' | sed 's/:arm64$//' | grep -v -e '^libnanomsg5$' -e '^libc6$' -e '^<' | sort -u || true)
-  [ -n "$deps" ] || skip "apt knows no libcriterion3:arm64 (is arm64 in dpkg's architectures, and apt-get update done?)"
-  dep_pkgs=()
-  for d in $deps; do dep_pkgs+=("$d:arm64"); done
-  if [ $root = yes ]; then
-    bash scripts/deps.sh "${dep_pkgs[@]}"
-  else
-    for p in "${dep_pkgs[@]}"; do
-      dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
-        skip "not root, and the Debian package $p (a library of Criterion's) is missing"
-    done
-  fi
   rm -rf "$crit" "$build/criterion-debs"
   mkdir -p "$build/criterion-debs" "$crit"
   (cd "$build/criterion-debs" &&
-    apt-get -q -o APT::Sandbox::User="$(id -un)" download libcriterion3:arm64 libcriterion-dev:arm64 libnanomsg5:arm64)
+    apt-get -q -o APT::Sandbox::User="$(id -un)" download libcriterion3:arm64 libcriterion-dev:arm64 libnanomsg5:arm64) ||
+    cannot "apt-get download of Criterion's arm64 packages failed"
   for d in "$build"/criterion-debs/*.deb; do dpkg-deb -x "$d" "$crit"; done
   version=$(sed -n 's/^Version: *//p' "$libdir/pkgconfig/criterion.pc")
   # our own .pc: the shared library only (the private requirements are for static links), and
@@ -100,15 +112,21 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_TOOLCHAIN_FILE="$PWD/cmake/aarch64-linux-gnu.cmake" \
     -DNINFER_CRITERION_PKGCONFIG="$crit"
 fi
-# with a pattern, only what its tests run: the programs and the unit tests it names
+# With a pattern that takes unit tests, golden cases and CLI tests only: the programs (those the
+# tests run too: the fault-injecting convert, the docs' examples) and the unit tests it names;
+# otherwise everything.
 targets=(all)
 if [ -n "$pattern" ]; then
-  targets=(ninfer ninfer-convert ninfer-inspect ninfer-verify ninfer-dequant ninfer-diff ninfer-gen-checkpoint
-    ninfer-demo-sample ninfer-mprog-echo)
-  for f in tests/unit/test_*.c; do
-    n=$(basename "$f" .c)
-    ! printf '%s\n' "$n" | grep -Eq -- "$pattern" || targets+=("$n")
-  done
+  names=$(cd "$build" && ctest -N -R "$pattern" | sed -n 's/^ *Test *#[0-9]*: //p')
+  if ! printf '%s\n' "$names" | grep -qvE '^(test_|cli_cases_|cli_test_)|^$'; then
+    targets=(ninfer ninfer-convert ninfer-inspect ninfer-verify ninfer-dequant ninfer-diff ninfer-gen-checkpoint
+      ninfer-demo-sample ninfer-mprog-echo)
+    all_targets=$(cmake --build "$build" --target help | sed -n 's/^\.\.\. //p')
+    for t in $all_targets; do
+      case $t in ninfer-convert-faults | example_*) targets+=("$t") ;; esac
+    done
+    for n in $(printf '%s\n' "$names" | grep '^test_' || true); do targets+=("$n"); done
+  fi
 fi
 cmake --build "$build" -j "$(nproc 2>/dev/null || echo 2)" --target "${targets[@]}"
 
@@ -116,6 +134,7 @@ cmake --build "$build" -j "$(nproc 2>/dev/null || echo 2)" --target "${targets[@
 # The ELF header of an aarch64 executable: 64-bit, little-endian, e_machine 183 (0xb7); the mask
 # leaves out the OS ABI byte and the low bit of e_type (executables and PIEs alike).
 binfmt=/proc/sys/fs/binfmt_misc
+magic=7f454c460201010000000000000000000200b700
 mounted=no
 registered=
 cleanup() {
@@ -125,25 +144,29 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
+# an enabled entry for aarch64 executables, whatever its name and interpreter
 have_binfmt() {
   local f
+  [ -f "$binfmt/status" ] && grep -qx enabled "$binfmt/status" || return 1
   for f in "$binfmt"/*; do
-    [ -f "$f" ] && grep -q '^interpreter .*qemu-aarch64' "$f" 2>/dev/null && grep -qx enabled "$f" && return 0
+    case ${f##*/} in register | status) continue ;; esac
+    grep -qx enabled "$f" 2>/dev/null && grep -qx "magic $magic" "$f" && return 0
   done
   return 1
 }
-if ! { [ -f "$binfmt/status" ] && have_binfmt; }; then
-  [ $root = yes ] || skip "qemu-aarch64 is not registered with binfmt_misc and registering it needs root"
+if ! have_binfmt; then
+  [ $root = yes ] || skip "no aarch64 emulator is registered with binfmt_misc, and registering one needs root"
   if [ ! -f "$binfmt/status" ]; then
-    mount -t binfmt_misc binfmt_misc "$binfmt" || skip "cannot mount binfmt_misc on $binfmt"
+    mount -t binfmt_misc binfmt_misc "$binfmt" || cannot "cannot mount binfmt_misc on $binfmt"
     mounted=yes
   fi
   registered=ninfer-qemu-aarch64
   printf '%s' ":$registered:M::\\x7fELF\\x02\\x01\\x01\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x02\\x00\\xb7\\x00:\\xff\\xff\\xff\\xff\\xff\\xff\\xff\\x00\\xff\\xff\\xff\\xff\\xff\\xff\\xff\\xff\\xfe\\xff\\xff\\xff:$(command -v qemu-aarch64):" \
     >"$binfmt/register" || {
     registered=
-    skip "cannot register qemu-aarch64 with binfmt_misc"
+    cannot "cannot register qemu-aarch64 with binfmt_misc"
   }
+  have_binfmt || cannot "qemu-aarch64 was registered with binfmt_misc, but no enabled entry has its magic"
 fi
 
 args=()
@@ -154,4 +177,4 @@ if [ -n "$host_bin" ]; then
   export NINFER_HOST_BIN
 fi
 cd "$build"
-ctest --output-on-failure -j "$(nproc 2>/dev/null || echo 2)" "${args[@]}"
+ctest --output-on-failure --no-tests=error -j "$(nproc 2>/dev/null || echo 2)" "${args[@]}"

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Portable C (docs/portability.md):
 #   1. x86 code lives in the x86 kernel files only: no x86 intrinsic, intrinsics header, vector
-#      type or target attribute in lib/ or cmd/ outside the kernel directories lib/src/*/simd/
-#      and common/cpu.c (CPUID), common/simd_target.h (the attribute macros) and
-#      common/sha256_shani.c (SHA-NI);
-#   2. Clang accepts every compilation of this build (compile_commands.json: the library, the
-#      programs, the tests, with their own flags and warnings as errors), compiled with
-#      -fsyntax-only: Clang's diagnostics come from its front end, code generation adds none we
-#      enable.  Clang is installed when missing and root, else the part is skipped with the reason;
+#      or mask type, target attribute or pragma, or inline assembly in the library and the
+#      programs (lib/, cmd/) outside the kernel directories lib/src/*/simd/ and common/cpu.c
+#      (CPUID), common/simd_target.h (the attribute macros) and common/sha256_shani.c (SHA-NI);
+#      (the unit tests may use them to check the kernels)
+#   2. Clang compiles every compilation of this build (compile_commands.json: the library, the
+#      programs, the tests, with their own flags and warnings as errors) at -O0 into /dev/null:
+#      its code generation runs too (a target-specific builtin outside its target is an error
+#      there only), at little cost.  Clang is installed (scripts/deps.sh) when missing and root,
+#      else the part is skipped with the reason;
 #   3. the configure-time checks of the platform's assumptions refuse a target that breaks one,
 #      naming it: x86-64 GCC with -mfpmath=387 evaluates binary32 arithmetic in x87 precision.
 # usage: test_portable.sh BIN_DIR DATA_DIR
@@ -17,27 +19,32 @@ build=$(cd "$bin/.." && pwd)
 src=$(cd "$2/../.." && pwd)
 
 # 1. x86 only in the kernels' files
-x86='#include <(x86|imm|emm|pmm|tmm|smm|nmm|wmm|xmm|ia32|cpuid)(intrin)?\.h>|\b_mm(256|512)?_[a-z0-9_]+\(|\b__m(128|256|512)[di]?\b|__attribute__\(\(target|\b__builtin_ia32_|\bNF_(AVX2|AVX512|SHANI)_(FN|INLINE)\b'
+x86='#include <(x86|imm|emm|pmm|tmm|smm|nmm|wmm|xmm|ia32|cpuid)(intrin)?\.h>|\b_mm(256|512)?_[a-z0-9_]+\(|\b_cvt(ss_sh|sh_ss)\b|\b__m(128|256|512)[di]?\b|\b__mmask[0-9]+\b|__attribute__\(\((__)?target|#pragma +GCC +target|\b__builtin_ia32_|\b(__)?asm(__)?\b|\bNF_(AVX2|AVX512|SHANI)_(FN|INLINE)\b'
 outside=$(cd "$src" && grep -rlE "$x86" lib cmd --include='*.c' --include='*.h' --include='*.inc' |
     grep -vE '^lib/src/[a-z_]+/simd/|^lib/src/common/(cpu\.c|simd_target\.h|sha256_shani\.c)$' || true)
 [ -z "$outside" ] && ok || bad "x86 intrinsics or target attributes outside the kernel files: $outside"
-# the pattern finds what it is meant to (a kernel file holds all of its kinds)
-(cd "$src" && grep -qE "$x86" lib/src/method/simd/f16_x86.c) && ok || bad "the x86 pattern finds nothing in f16_x86.c"
+# the pattern finds what it is meant to: each kind of x86 code in a file known to hold it
+for probe in 'lib/src/method/simd/f16_x86.c:#include <immintrin.h>' 'lib/src/method/simd/f16_x86.c:_mm_loadu_si128(' \
+    'lib/src/method/simd/f16_x86.c:__m128i' 'lib/src/stats/simd/stats_avx2.c:_cvtsh_ss' \
+    'lib/src/method/simd/absmax_avx512.c:__mmask16' 'lib/src/common/simd_target.h:__attribute__((target' \
+    'lib/src/common/cpu.c:#include <cpuid.h>' 'lib/src/stats/simd/stats_avx2.c:NF_AVX2_FN'; do
+    f=${probe%%:*} text=${probe#*:}
+    if ! grep -qF -- "$text" "$src/$f"; then bad "the probe '$text' is no longer in $f"
+    elif printf '%s\n' "$text" | grep -qE "$x86"; then ok
+    else bad "the x86 pattern misses '$text' ($f)"; fi
+done
 
 # 2. Clang, warnings as errors, on every compilation of the build
-if ! command -v clang >/dev/null; then
-    if [ "$(id -u)" -eq 0 ]; then
-        { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends clang; } \
-            >"$work/apt.log" 2>&1
-    fi
+if ! command -v clang >/dev/null && [ "$(id -u)" -eq 0 ]; then
+    bash "$src/scripts/deps.sh" clang >"$work/apt.log" 2>&1 || bad "scripts/deps.sh clang failed: $(tail -n 3 "$work/apt.log")"
 fi
 if ! command -v clang >/dev/null; then
-    echo "SKIP clang: Debian's clang is not installed and $([ "$(id -u)" -eq 0 ] && echo "apt-get could not install it" ||
-        echo "installing it needs root (uid $(id -u))")"
+    [ "$(id -u)" -eq 0 ] || echo "SKIP clang: Debian's clang is not installed, and installing it needs root (uid $(id -u))"
 elif [ ! -f "$build/compile_commands.json" ]; then
     bad "$build/compile_commands.json is missing (CMAKE_EXPORT_COMPILE_COMMANDS, CMakeLists.txt)"
 else
-    # each compilation once more: Clang instead of the compiler, -fsyntax-only instead of -c/-o
+    # each compilation once more: Clang instead of the compiler, at -O0 (after the build's -O,
+    # with _FORTIFY_SOURCE undefined: it needs optimization) into /dev/null
     if python3 - "$build/compile_commands.json" <<'PY'; then
 import json, os, shlex, subprocess, sys
 from concurrent.futures import ThreadPoolExecutor
@@ -50,9 +57,9 @@ def argv(e):
             skip = False
         elif x == '-o':
             skip = True
-        elif x != '-c':
+        else:
             out.append(x)
-    return out + ['-fsyntax-only']
+    return out + ['-O0', '-U_FORTIFY_SOURCE', '-o', '/dev/null']
 def run(e):
     p = subprocess.run(argv(e), cwd=e['directory'], capture_output=True, text=True)
     return e['file'], p.returncode, p.stderr
@@ -62,7 +69,7 @@ with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
         if rc != 0 or err.strip():
             bad += 1
             print(f"clang: {f}:\n{err}", file=sys.stderr)
-print(f"clang -fsyntax-only: {len(entries)} compilations, {bad} with diagnostics")
+print(f"clang -O0: {len(entries)} compilations, {bad} with diagnostics")
 sys.exit(1 if bad or not entries else 0)
 PY
         ok

@@ -2,7 +2,7 @@
 # An artifact's bytes depend on its inputs only (docs/portability.md, "The same bytes on every
 # machine"): not on the SIMD level, the thread count, nor the machine.  Four conversions of
 # ninfer-gen-checkpoint's Llama-shaped checkpoints (its default, and one whose rows are whole
-# k-quant blocks), with an imatrix each, under SOURCE_DATE_EPOCH (a derived artifact id):
+# k-quant blocks), under SOURCE_DATE_EPOCH (a derived artifact id), with the digest cache off:
 #   demo    recipes/demo.yaml (q4, q5, q6, q8, fp8 rows, direct tensors, a stacked group)
 #   budget  recipes/budget-imatrix.yaml (every candidate measured, grouped_search with the imatrix)
 #   preset  --preset Q4_K_M --imatrix (ggml's k-quant encoders, through llama-quantize's rules)
@@ -18,6 +18,9 @@
 top=$(cd "$2/../.." && pwd)
 
 export SOURCE_DATE_EPOCH=1767225600
+# every run hashes its sources itself (the digests the artifacts record are compared too), none
+# takes them from the digest cache (docs/provenance.md)
+export NINFER_DIGEST_CACHE=0
 "$bin/ninfer-gen-checkpoint" "$work/ck" >/dev/null || bad "ninfer-gen-checkpoint"
 python3 "$top/tests/cli/gen_imatrix.py" "$work/ck/imatrix.gguf" 200 520 2 7 3 || bad "gen_imatrix.py"
 # rows of 128, 256 and 512 values (k-quant blocks, nvfp4 bands), 4 heads and 2 kv heads (--preset reads

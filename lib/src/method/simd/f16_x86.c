@@ -56,4 +56,3 @@ NF_AVX2_FN void nf_method_f16_words_f16c(const uint8_t *p, size_t n, float *out)
     for (; i < n; i++) out[i] = nf_f16_to_f32(nf_method_le16(p + 2 * i));
 }
 #endif
-
