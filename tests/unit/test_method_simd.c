@@ -972,19 +972,24 @@ Test(simd_dispatch, default_is_best)
 /* NINFER_SIMD=L on a CPU that has L: the process runs as on a CPU whose best level is L. */
 static void check_ceiling(nf_simd_level cap)
 {
-    if (nf_simd_cpu_level() < cap)
+    if (nf_simd_rank(cap) < 0 || nf_simd_rank(nf_simd_cpu_level()) < nf_simd_rank(cap))
         cr_skip_test("the CPU lacks %s: the ceiling cannot be checked here", nf_simd_level_name(cap));
     cr_assert_eq(nf_simd_active(), cap);
     cr_assert_eq(nf_simd_best(), cap);
     cr_assert_str_eq(nf_simd_reason(), "");
-    for (int l = 0; l < NF_SIMD_LEVEL_COUNT; l++)
-        cr_assert_eq(nf_simd_supported((nf_simd_level)l), l <= (int)cap, "level %s",
+    int above = -1; /* the level above cap in this machine's chain (common/cpu.h), if any */
+    for (int l = 0; l < NF_SIMD_LEVEL_COUNT; l++) {
+        int r = nf_simd_rank((nf_simd_level)l);
+        cr_assert_eq(nf_simd_supported((nf_simd_level)l), r >= 0 && r <= nf_simd_rank(cap), "level %s",
                      nf_simd_level_name((nf_simd_level)l));
-    if (cap + 1 < NF_SIMD_LEVEL_COUNT) {
+        if (r == nf_simd_rank(cap) + 1) above = l;
+    }
+    if (above >= 0) {
         /* the level above is refused: for NINFER_SIMD's sake on a CPU that has it, else (an
-         * AVX2-only CPU under NINFER_SIMD=avx2, aarch64 under scalar) for the CPU's */
-        cr_assert_eq(nf_simd_force((nf_simd_level)(cap + 1)), cap);
-        const char *why = nf_simd_cpu_level() > cap ? "NINFER_SIMD rules it out" : "the CPU lacks";
+         * AVX2-only CPU under NINFER_SIMD=avx2) for the CPU's */
+        cr_assert_eq(nf_simd_force((nf_simd_level)above), cap);
+        const char *why = nf_simd_rank(nf_simd_cpu_level()) > nf_simd_rank(cap) ? "NINFER_SIMD rules it out"
+                                                                                : "the CPU lacks";
         cr_assert(strstr(nf_simd_reason(), why) != NULL, "%s", nf_simd_reason());
     }
 }
@@ -999,6 +1004,32 @@ Test(simd_dispatch, environment_ceiling_scalar)
 {
     setenv("NINFER_SIMD", "scalar", 1);
     check_ceiling(NF_SIMD_SCALAR);
+}
+
+Test(simd_dispatch, environment_ceiling_neon)
+{
+    setenv("NINFER_SIMD", "neon", 1);
+    check_ceiling(NF_SIMD_NEON);
+}
+
+/* Each machine's levels form a chain from scalar; the other machine's levels have no rank. */
+Test(simd_dispatch, chains)
+{
+    cr_assert_eq(nf_simd_rank(NF_SIMD_SCALAR), 0);
+    cr_assert_eq(nf_simd_rank(NF_SIMD_LEVEL_COUNT), -1);
+#if NF_X86_KERNELS
+    cr_assert_eq(nf_simd_rank(NF_SIMD_AVX2), 1);
+    cr_assert_eq(nf_simd_rank(NF_SIMD_AVX512), 2);
+    cr_assert_eq(nf_simd_rank(NF_SIMD_NEON), -1);
+    cr_assert(!nf_simd_supported(NF_SIMD_NEON));
+#elif NF_ARM_KERNELS
+    cr_assert_eq(nf_simd_rank(NF_SIMD_NEON), 1);
+    cr_assert_eq(nf_simd_rank(NF_SIMD_AVX2), -1);
+    cr_assert_eq(nf_simd_rank(NF_SIMD_AVX512), -1);
+    cr_assert(!nf_simd_supported(NF_SIMD_AVX2));
+    cr_assert_eq(nf_simd_cpu_level(), NF_SIMD_NEON); /* every aarch64 CPU has it */
+#endif
+    cr_assert_str_eq(nf_simd_level_name(NF_SIMD_NEON), "neon");
 }
 
 Test(simd_dispatch, force_and_fallback)

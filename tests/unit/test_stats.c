@@ -283,6 +283,9 @@ static const nf_stats_kernels *variant(nf_simd_level level)
     if (level == NF_SIMD_AVX2) return &nf_stats_kernels_avx2;
     if (level == NF_SIMD_AVX512) return &nf_stats_kernels_avx512;
 #endif
+#if NF_ARM_KERNELS
+    if (level == NF_SIMD_NEON) return &nf_stats_kernels_neon;
+#endif
     return level == NF_SIMD_SCALAR ? &nf_stats_kernels_scalar : NULL;
 }
 

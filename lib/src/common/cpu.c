@@ -17,7 +17,24 @@
 #define NF_CPU_X86 0
 #endif
 
-static const char *const level_names[NF_SIMD_LEVEL_COUNT] = {"scalar", "avx2", "avx512"};
+static const char *const level_names[NF_SIMD_LEVEL_COUNT] = {"scalar", "avx2", "avx512", "neon"};
+
+/* This machine's chain of levels, lowest first (common/cpu.h) */
+#if NF_CPU_X86
+static const nf_simd_level chain[] = {NF_SIMD_SCALAR, NF_SIMD_AVX2, NF_SIMD_AVX512};
+#elif NF_ARM_KERNELS
+static const nf_simd_level chain[] = {NF_SIMD_SCALAR, NF_SIMD_NEON};
+#else
+static const nf_simd_level chain[] = {NF_SIMD_SCALAR};
+#endif
+#define CHAIN_LEN (sizeof chain / sizeof chain[0])
+
+int nf_simd_rank(nf_simd_level level)
+{
+    for (size_t i = 0; i < CHAIN_LEN; i++)
+        if (chain[i] == level) return (int)i;
+    return -1;
+}
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static nf_simd_level cpu_level = NF_SIMD_SCALAR;  /* what the CPU (and OS) support */
@@ -60,6 +77,8 @@ static nf_simd_level detect(void)
         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("fma"))
         return NF_SIMD_AVX512;
     return NF_SIMD_AVX2;
+#elif NF_ARM_KERNELS
+    return NF_SIMD_NEON; /* Advanced SIMD is part of the aarch64 base architecture */
 #else
     return NF_SIMD_SCALAR;
 #endif
@@ -67,10 +86,13 @@ static nf_simd_level detect(void)
 
 static const char *lacks(nf_simd_level level)
 {
-    if ((int)level >= 0 && level <= cpu_level) return "NINFER_SIMD rules it out";
+    int r = nf_simd_rank(level);
+    if (r >= 0 && r <= nf_simd_rank(cpu_level)) return "NINFER_SIMD rules it out";
     switch (level) {
-    case NF_SIMD_AVX2: return "the CPU lacks AVX2/F16C";
-    case NF_SIMD_AVX512: return "the CPU lacks AVX-512 F/BW/VL (or FMA)";
+    case NF_SIMD_AVX2: return NF_CPU_X86 ? "the CPU lacks AVX2/F16C" : "the CPU lacks AVX2 (an x86-64 level)";
+    case NF_SIMD_AVX512:
+        return NF_CPU_X86 ? "the CPU lacks AVX-512 F/BW/VL (or FMA)" : "the CPU lacks AVX-512 (an x86-64 level)";
+    case NF_SIMD_NEON: return "the CPU lacks NEON (an aarch64 level)";
     default: return "no such level";
     }
 }
@@ -78,7 +100,8 @@ static const char *lacks(nf_simd_level level)
 /* Called after (or inside) init: no pthread_once here. */
 static bool supported(nf_simd_level level)
 {
-    return (int)level >= 0 && level < NF_SIMD_LEVEL_COUNT && level <= best_level;
+    int r = nf_simd_rank(level);
+    return r >= 0 && r <= nf_simd_rank(best_level);
 }
 
 /* Resolves a request against the CPU; records the reason of a fallback. */
@@ -108,9 +131,10 @@ static void init(void)
         for (int i = 0; i < NF_SIMD_LEVEL_COUNT; i++)
             if (strcmp(env, level_names[i]) == 0) found = i;
         if (found < 0) {
-            snprintf(reason, sizeof reason, "NINFER_SIMD=%.40s is not scalar, avx2 or avx512; using %s", env,
+            snprintf(reason, sizeof reason, "NINFER_SIMD=%.40s is not scalar, avx2, avx512 or neon; using %s", env,
                      level_names[best_level]);
-        } else if ((nf_simd_level)found <= cpu_level) {
+        } else if (nf_simd_rank((nf_simd_level)found) >= 0 &&
+                   nf_simd_rank((nf_simd_level)found) <= nf_simd_rank(cpu_level)) {
             best_level = (nf_simd_level)found;
             level = best_level;
         } else {

@@ -1,14 +1,17 @@
 /* CPU-feature dispatch of the SIMD kernels (internal).
  *
- * Three kernel levels, every one giving the same words bit for bit (the scalar reference is
- * always built and always available):
+ * Kernel levels, every one giving the same words bit for bit (the scalar reference is always
+ * built and always available):
  *   NF_SIMD_SCALAR  portable C, the reference
  *   NF_SIMD_AVX2    AVX2 + F16C (x86-64)
  *   NF_SIMD_AVX512  AVX-512 F + BW + VL (x86-64)
+ *   NF_SIMD_NEON    Advanced SIMD (aarch64, where every CPU has it)
+ * A machine's levels form a chain, each above the one before: scalar < avx2 < avx512 on x86-64,
+ * scalar < neon on aarch64 (nf_simd_rank); the other machine's levels are never supported.
  *
  * The level is chosen once, on first use: the best one the CPU (and OS) supports, unless the
- * environment variable NINFER_SIMD names another (`scalar`, `avx2` or `avx512`).  A level the
- * CPU has becomes the process's ceiling: it runs as on a CPU whose best level is that one
+ * environment variable NINFER_SIMD names another (`scalar`, `avx2`, `avx512` or `neon`).  A
+ * level the CPU has becomes the process's ceiling: it runs as on a CPU whose best level is that one
  * (nf_simd_best and nf_simd_supported say so), which is how CI runs the whole suite on the
  * paths an AVX2-only or scalar user gets.  A requested level the CPU lacks, or an unknown
  * name, falls back to the best available level and the reason is kept (nf_simd_reason).
@@ -23,9 +26,11 @@
  *   - a kernels table type nf_X_kernels, a struct of function pointers (with its name), in the
  *     module's header;
  *   - one const instance per level: nf_X_kernels_scalar (portable C, every entry set: callers
- *     never test an entry for NULL), nf_X_kernels_avx2 and nf_X_kernels_avx512, the last two
- *     declared once in the header under `#if NF_X86_KERNELS` and defined in the module's simd/
- *     files, whose functions take their target attributes from common/simd_target.h only;
+ *     never test an entry for NULL), nf_X_kernels_avx2 and nf_X_kernels_avx512, declared once in
+ *     the header under `#if NF_X86_KERNELS` and defined in the module's simd/ files, whose
+ *     functions take their target attributes from common/simd_target.h only, and
+ *     nf_X_kernels_neon the same way under `#if NF_ARM_KERNELS` (a module without NEON kernels
+ *     names its scalar instance in their place);
  *   - one selector pair, defined by NF_SIMD_SELECTOR below next to the scalar instance:
  *     nf_X_kernels_for(level) and nf_X_kernels_active(), never NULL (a level the build lacks
  *     falls back to scalar).  Callers take the table once per call (or plan) and keep the
@@ -45,8 +50,13 @@ typedef enum nf_simd_level {
     NF_SIMD_SCALAR = 0,
     NF_SIMD_AVX2 = 1,
     NF_SIMD_AVX512 = 2,
+    NF_SIMD_NEON = 3,
     NF_SIMD_LEVEL_COUNT
 } nf_simd_level;
+
+/* The level's place in this machine's chain (0 for scalar), or -1 for a level of another
+ * machine or out of range: a level is at most another when its rank is not above. */
+int nf_simd_rank(nf_simd_level level);
 
 /* The level the kernels use now (resolved on the first call). */
 nf_simd_level nf_simd_active(void);
@@ -63,31 +73,36 @@ nf_simd_level nf_simd_force(nf_simd_level level);
 /* Whether the CPU has the SHA extensions (x86 SHA-NI with SSSE3 and SSE4.1), whatever the level:
  * common/sha256.c's kernel for the avx2 and avx512 levels when it does. */
 bool nf_simd_has_sha(void);
-/* "scalar", "avx2", "avx512"; NULL for an out-of-range level. */
+/* "scalar", "avx2", "avx512", "neon"; NULL for an out-of-range level. */
 const char *nf_simd_level_name(nf_simd_level level);
 /* Why the active level differs from the one asked for (NINFER_SIMD or nf_simd_force), e.g.
  * "NINFER_SIMD=avx512: the CPU lacks AVX-512 F/BW/VL; using avx2"; "" when it does not. */
 const char *nf_simd_reason(void);
 
-/* The table of `level` among the three instances (scalar for a level out of range); where the
- * build has no x86 kernels every level has the scalar one. */
+/* The table of `level` among the four instances (scalar for a level out of range); the levels
+ * of the machine the build is not for have the scalar one (their instances are not built). */
 #if NF_X86_KERNELS
-#define NF_SIMD_TABLES(scalar, avx2, avx512) \
-    {                                        \
-        &(scalar), &(avx2), &(avx512)        \
+#define NF_SIMD_TABLES(scalar, avx2, avx512, neon) \
+    {                                              \
+        &(scalar), &(avx2), &(avx512), &(scalar)   \
+    }
+#elif NF_ARM_KERNELS
+#define NF_SIMD_TABLES(scalar, avx2, avx512, neon) \
+    {                                              \
+        &(scalar), &(scalar), &(scalar), &(neon)   \
     }
 #else
-#define NF_SIMD_TABLES(scalar, avx2, avx512) \
-    {                                        \
-        &(scalar), &(scalar), &(scalar)      \
+#define NF_SIMD_TABLES(scalar, avx2, avx512, neon) \
+    {                                              \
+        &(scalar), &(scalar), &(scalar), &(scalar) \
     }
 #endif
-#define NF_SIMD_SELECTOR(type, prefix, scalar, avx2, avx512)                                         \
-    const type *prefix##_for(nf_simd_level level)                                                    \
-    {                                                                                                \
-        static const type *const tables[NF_SIMD_LEVEL_COUNT] = NF_SIMD_TABLES(scalar, avx2, avx512); \
-        return (unsigned)level < NF_SIMD_LEVEL_COUNT ? tables[level] : tables[NF_SIMD_SCALAR];       \
-    }                                                                                                \
+#define NF_SIMD_SELECTOR(type, prefix, scalar, avx2, avx512, neon)                                         \
+    const type *prefix##_for(nf_simd_level level)                                                          \
+    {                                                                                                      \
+        static const type *const tables[NF_SIMD_LEVEL_COUNT] = NF_SIMD_TABLES(scalar, avx2, avx512, neon); \
+        return (unsigned)level < NF_SIMD_LEVEL_COUNT ? tables[level] : tables[NF_SIMD_SCALAR];             \
+    }                                                                                                      \
     const type *prefix##_active(void) { return prefix##_for(nf_simd_active()); }
 
 #endif

@@ -3,6 +3,7 @@
  * of their level, so one binary holds every level and the dispatcher picks at run time.
  *
  *   NF_X86_KERNELS       1 where the x86 kernels are compiled (GCC or Clang on x86), else 0
+ *   NF_ARM_KERNELS       1 where the NEON kernels are compiled (GCC or Clang on aarch64), else 0
  *   NF_TARGET_AVX2       the features of the avx2 level: AVX2 and F16C
  *   NF_TARGET_AVX512     those of the avx512 level: AVX-512 F/BW/VL/DQ, with AVX2, F16C and FMA
  *                        (common/cpu.c checks each of them before it chooses the level)
@@ -18,6 +19,15 @@
 #define NF_X86_KERNELS 1
 #else
 #define NF_X86_KERNELS 0
+#endif
+
+/* The NEON kernels: aarch64, where Advanced SIMD is part of the base architecture (no target
+ * attribute, no run-time check: every aarch64 CPU has it) and little-endian (CMakeLists.txt
+ * refuses other targets). */
+#if defined(__aarch64__) && defined(__ARM_NEON) && defined(__GNUC__)
+#define NF_ARM_KERNELS 1
+#else
+#define NF_ARM_KERNELS 0
 #endif
 
 #define NF_TARGET_AVX2 "avx2,f16c"

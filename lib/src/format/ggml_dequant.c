@@ -445,7 +445,8 @@ static const ggml_kind KINDS[] = {
 const nf_ggml_kernels nf_ggml_kernels_scalar = {
     .name = "scalar", .q2_k = deq_q2_k, .q3_k = deq_q3_k, .q4_k = deq_q4_k, .q5_k = deq_q5_k, .q6_k = deq_q6_k};
 
-NF_SIMD_SELECTOR(nf_ggml_kernels, nf_ggml_kernels, nf_ggml_kernels_scalar, nf_ggml_kernels_avx2, nf_ggml_kernels_avx512)
+NF_SIMD_SELECTOR(nf_ggml_kernels, nf_ggml_kernels, nf_ggml_kernels_scalar, nf_ggml_kernels_avx2, nf_ggml_kernels_avx512,
+                 nf_ggml_kernels_scalar)
 
 /* The block function of a kind at the level of t: t's entry for a k-quant, else the scalar one. */
 static block_fn block_fn_of(const nf_ggml_kernels *t, const ggml_kind *kind)

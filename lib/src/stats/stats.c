@@ -163,4 +163,4 @@ const nf_stats_kernels nf_stats_kernels_scalar = {
 };
 
 NF_SIMD_SELECTOR(nf_stats_kernels, nf_stats_kernels, nf_stats_kernels_scalar, nf_stats_kernels_avx2,
-                 nf_stats_kernels_avx512)
+                 nf_stats_kernels_avx512, nf_stats_kernels_neon)

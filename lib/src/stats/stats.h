@@ -22,7 +22,7 @@
  * Only the last step joins work from different chunks or threads, and it is exact, so the order
  * in which chunks finish cannot change a bit.
  *
- * The kernels (scalar reference, AVX2 + F16C, AVX-512 F/BW/VL) implement exactly that order;
+ * The kernels (scalar reference, AVX2 + F16C, AVX-512 F/BW/VL, NEON) implement exactly that order;
  * tests/unit/test_stats.c compares them bit for bit. */
 #ifndef NINFER_STATS_STATS_H
 #define NINFER_STATS_STATS_H
@@ -91,6 +91,9 @@ extern const nf_stats_kernels nf_stats_kernels_scalar;
 #if NF_X86_KERNELS
 extern const nf_stats_kernels nf_stats_kernels_avx2;
 extern const nf_stats_kernels nf_stats_kernels_avx512;
+#endif
+#if NF_ARM_KERNELS
+extern const nf_stats_kernels nf_stats_kernels_neon;
 #endif
 
 /* The kernels of a level and of the active one (common/cpu.h); never NULL. */
