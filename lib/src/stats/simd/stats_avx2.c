@@ -1,6 +1,6 @@
-/* Error statistics for AVX2 + F16C (stats.h), through the lanes of lanes_avx2.h.  Tails are
- * copied into zeroed 16-value buffers (x = y = 0 adds +0, which leaves a lane as it is); a block
- * holding a pair that is not compared is summed again by the reference (see stats_avx512.c). */
+/* Error statistics for AVX2 + F16C (stats.h), through the lanes of lanes_avx2.h, in the blocks of
+ * stats_blocks16.inc (tails padded with zeros; a block holding a pair that is not compared summed
+ * again by the reference). */
 #include "common/simd_target.h"
 #include "stats/stats.h"
 
@@ -11,23 +11,11 @@
 #include "stats/simd/lanes_avx2.h"
 
 
-NF_AVX2_FN static void block_f32(const float *x, const float *y, size_t n, nf_errstats *st)
+/* 16 binary32 columns at x and y */
+NF_AVX2_INLINE void step16(nf_lanes256 *l, const float *x, const float *y)
 {
-    nf_lanes256 l;
-    nf_lanes256_zero(&l);
-    size_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        nf_lanes256_step8(&l, 0, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i));
-        nf_lanes256_step8(&l, 1, _mm256_loadu_ps(x + i + 8), _mm256_loadu_ps(y + i + 8));
-    }
-    if (i < n) {
-        float xt[16] = {0}, yt[16] = {0};
-        memcpy(xt, x + i, (n - i) * sizeof *xt);
-        memcpy(yt, y + i, (n - i) * sizeof *yt);
-        nf_lanes256_step8(&l, 0, _mm256_loadu_ps(xt), _mm256_loadu_ps(yt));
-        nf_lanes256_step8(&l, 1, _mm256_loadu_ps(xt + 8), _mm256_loadu_ps(yt + 8));
-    }
-    if (!nf_lanes256_finish(&l, n, st)) nf_stats_block_scalar(x, y, n, st);
+    nf_lanes256_step8(l, 0, _mm256_loadu_ps(x), _mm256_loadu_ps(y));
+    nf_lanes256_step8(l, 1, _mm256_loadu_ps(x + 8), _mm256_loadu_ps(y + 8));
 }
 
 
@@ -54,31 +42,17 @@ NF_AVX2_INLINE void grouped_step16(nf_lanes256 *l, const uint8_t *p, size_t es, 
     nf_lanes256_step8(l, 1, load_source8(p + 8 * es, type), grouped8(q + 8, s));
 }
 
-NF_AVX2_INLINE void grouped_block(const uint8_t *p, nf_stats_source type, const int8_t *codes, const uint16_t *scales,
-                                  size_t n, unsigned group, nf_errstats *st)
-{
-    const size_t es = type == NF_STATS_F32 ? 4 : 2;
-    nf_lanes256 l;
-    nf_lanes256_zero(&l);
-    const uint16_t *sp = scales;
-    for (size_t c0 = 0; c0 < n; c0 += group, sp++) {
-        const __m256 s = _mm256_set1_ps(_cvtsh_ss(*sp));
-        size_t c1 = n - c0 < group ? n : c0 + group, c = c0;
-        for (; c + 16 <= c1; c += 16) grouped_step16(&l, p + c * es, es, type, codes + c, s);
-        if (c < c1) {
-            /* zero words (+0 in every source type) and zero codes past the end */
-            uint8_t pt[16 * 4] = {0};
-            int8_t qt[16] = {0};
-            memcpy(pt, p + c * es, (c1 - c) * es);
-            memcpy(qt, codes + c, c1 - c);
-            grouped_step16(&l, pt, es, type, qt, s);
-        }
-    }
-    if (!nf_lanes256_finish(&l, n, st)) nf_stats_kernels_scalar.row_grouped(p, type, codes, scales, n, group, st);
-}
-
 #define STATS_FN NF_AVX2_FN
 #define STATS_INLINE NF_AVX2_INLINE
+#define BLOCKS_LANES nf_lanes256
+#define BLOCKS_ZERO nf_lanes256_zero
+#define BLOCKS_FINISH nf_lanes256_finish
+#define BLOCKS_STEP16 step16
+#define BLOCKS_SCALE __m256
+#define BLOCKS_SCALE_OF(w) _mm256_set1_ps(_cvtsh_ss(w))
+#define BLOCKS_GROUPED16 grouped_step16
+#include "stats/simd/stats_blocks16.inc"
+
 #define STATS_KERNELS nf_stats_kernels_avx2
 #define STATS_NAME "avx2"
 #include "stats/simd/stats_rows.inc"

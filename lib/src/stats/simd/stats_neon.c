@@ -1,6 +1,5 @@
-/* Error statistics for NEON (stats.h), through the lanes of lanes_neon.h, the same steps as
- * stats_avx2.c: tails are copied into zeroed 16-value buffers (x = y = 0 adds +0, which leaves a
- * lane as it is); a block holding a pair that is not compared is summed again by the reference. */
+/* Error statistics for NEON (stats.h), through the lanes of lanes_neon.h, in the blocks of
+ * stats_blocks16.inc, as stats_avx2.c. */
 #include "common/simd_target.h"
 #include "stats/stats.h"
 
@@ -15,21 +14,6 @@
 static void step16(nf_lanes_neon *l, const float *x, const float *y)
 {
     for (int q = 0; q < 4; q++) nf_lanes_neon_step4(l, q, vld1q_f32(x + 4 * q), vld1q_f32(y + 4 * q));
-}
-
-static void block_f32(const float *x, const float *y, size_t n, nf_errstats *st)
-{
-    nf_lanes_neon l;
-    nf_lanes_neon_zero(&l);
-    size_t i = 0;
-    for (; i + 16 <= n; i += 16) step16(&l, x + i, y + i);
-    if (i < n) {
-        float xt[16] = {0}, yt[16] = {0};
-        memcpy(xt, x + i, (n - i) * sizeof *xt);
-        memcpy(yt, y + i, (n - i) * sizeof *yt);
-        step16(&l, xt, yt);
-    }
-    if (!nf_lanes_neon_finish(&l, n, st)) nf_stats_block_scalar(x, y, n, st);
 }
 
 /* 4 source words at p as binary32 (exact widenings; a binary16 signaling NaN comes out quiet, as
@@ -61,31 +45,17 @@ static inline void grouped_step16(nf_lanes_neon *l, const uint8_t *p, size_t es,
     for (int k = 0; k < 4; k++) nf_lanes_neon_step4(l, k, load_source4(p + 4 * (size_t)k * es, type), y[k]);
 }
 
-static inline void grouped_block(const uint8_t *p, nf_stats_source type, const int8_t *codes, const uint16_t *scales,
-                                 size_t n, unsigned group, nf_errstats *st)
-{
-    const size_t es = type == NF_STATS_F32 ? 4 : 2;
-    nf_lanes_neon l;
-    nf_lanes_neon_zero(&l);
-    const uint16_t *sp = scales;
-    for (size_t c0 = 0; c0 < n; c0 += group, sp++) {
-        const float32x4_t s = vdupq_n_f32(nf_f16_to_f32(*sp));
-        size_t c1 = n - c0 < group ? n : c0 + group, c = c0;
-        for (; c + 16 <= c1; c += 16) grouped_step16(&l, p + c * es, es, type, codes + c, s);
-        if (c < c1) {
-            /* zero words (+0 in every source type) and zero codes past the end */
-            uint8_t pt[16 * 4] = {0};
-            int8_t qt[16] = {0};
-            memcpy(pt, p + c * es, (c1 - c) * es);
-            memcpy(qt, codes + c, c1 - c);
-            grouped_step16(&l, pt, es, type, qt, s);
-        }
-    }
-    if (!nf_lanes_neon_finish(&l, n, st)) nf_stats_kernels_scalar.row_grouped(p, type, codes, scales, n, group, st);
-}
-
 #define STATS_FN
 #define STATS_INLINE static inline
+#define BLOCKS_LANES nf_lanes_neon
+#define BLOCKS_ZERO nf_lanes_neon_zero
+#define BLOCKS_FINISH nf_lanes_neon_finish
+#define BLOCKS_STEP16 step16
+#define BLOCKS_SCALE float32x4_t
+#define BLOCKS_SCALE_OF(w) vdupq_n_f32(nf_f16_to_f32(w))
+#define BLOCKS_GROUPED16 grouped_step16
+#include "stats/simd/stats_blocks16.inc"
+
 #define STATS_KERNELS nf_stats_kernels_neon
 #define STATS_NAME "neon"
 #include "stats/simd/stats_rows.inc"
