@@ -361,6 +361,7 @@ static void restore(void) { nf_simd_force(nf_simd_best()); }
 VARIANT_SUITE(fp8_scalar, NF_SIMD_SCALAR)
 VARIANT_SUITE(fp8_avx2, NF_SIMD_AVX2)
 VARIANT_SUITE(fp8_avx512, NF_SIMD_AVX512)
+VARIANT_SUITE(fp8_neon, NF_SIMD_NEON)
 
 /* The E4M3FN encoder of the kernels against nf_f32_to_e4m3fn for every binary32 magnitude class:
  * all words with the low 12 bits from a few patterns (every exponent, every tie position). */

@@ -91,4 +91,4 @@ static bool fp8_row_scalar(const uint8_t *row, nf_src_type type, size_t k, bool 
 const nf_fp8_kernels nf_fp8_kernels_scalar = {.name = "scalar", .row = fp8_row_scalar};
 
 NF_SIMD_SELECTOR(nf_fp8_kernels, nf_fp8_kernels, nf_fp8_kernels_scalar, nf_fp8_kernels_avx2, nf_fp8_kernels_avx512,
-                 nf_fp8_kernels_scalar)
+                 nf_fp8_kernels_neon)
