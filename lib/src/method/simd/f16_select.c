@@ -14,6 +14,12 @@ void nf_method_f16_words_to_f32(const uint8_t *p, size_t n, float *out)
         return;
     }
 #endif
+#if NF_ARM_KERNELS
+    if (nf_simd_active() == NF_SIMD_NEON) {
+        nf_method_f16_words_neon(p, n, out);
+        return;
+    }
+#endif
 #if defined(NF_METHOD_F16_SSE2)
     nf_method_f16_words_sse2(p, n, out);
 #else

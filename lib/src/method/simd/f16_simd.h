@@ -20,5 +20,9 @@ void nf_method_f16_words_sse2(const uint8_t *p, size_t n, float *out);
 #endif
 void nf_method_f16_words_f16c(const uint8_t *p, size_t n, float *out);
 #endif
+#if NF_ARM_KERNELS
+/* f16_neon.c: the neon level */
+void nf_method_f16_words_neon(const uint8_t *p, size_t n, float *out);
+#endif
 
 #endif
