@@ -4,7 +4,8 @@
 #      or mask type, target attribute or pragma, or inline assembly in the library and the
 #      programs (lib/, cmd/) outside the kernel directories lib/src/*/simd/ and common/cpu.c
 #      (CPUID), common/simd_target.h (the attribute macros) and common/sha256_shani.c (SHA-NI);
-#      (the unit tests may use them to check the kernels)
+#      (the unit tests may use them to check the kernels); NEON's header and vector types in the
+#      kernel directories only;
 #   2. Clang compiles every compilation of this build (compile_commands.json: the library, the
 #      programs, the tests, with their own flags and warnings as errors) at -O0 into /dev/null:
 #      its code generation runs too (a target-specific builtin outside its target is an error
@@ -32,6 +33,19 @@ for probe in 'lib/src/method/simd/f16_x86.c:#include <immintrin.h>' 'lib/src/met
     if ! grep -qF -- "$text" "$src/$f"; then bad "the probe '$text' is no longer in $f"
     elif printf '%s\n' "$text" | grep -qE "$x86"; then ok
     else bad "the x86 pattern misses '$text' ($f)"; fi
+done
+
+# and NEON code (its header, its vector types) in the kernel directories only
+neon='#include <arm_neon\.h>|\b(u?int(8|16|32|64)|float(16|32|64)|poly(8|16|64))x[0-9]+(x[2-4])?_t\b'
+outside=$(cd "$src" && grep -rlE "$neon" lib cmd --include='*.c' --include='*.h' --include='*.inc' |
+    grep -vE '^lib/src/[a-z_]+/simd/' || true)
+[ -z "$outside" ] && ok || bad "NEON intrinsics outside the kernel files: $outside"
+for probe in 'lib/src/stats/simd/lanes_neon.h:#include <arm_neon.h>' 'lib/src/stats/simd/lanes_neon.h:float64x2_t' \
+    'lib/src/method/simd/fp8_neon.c:uint32x4_t'; do
+    f=${probe%%:*} text=${probe#*:}
+    if ! grep -qF -- "$text" "$src/$f"; then bad "the probe '$text' is no longer in $f"
+    elif printf '%s\n' "$text" | grep -qE "$neon"; then ok
+    else bad "the NEON pattern misses '$text' ($f)"; fi
 done
 
 # 2. Clang, warnings as errors, on every compilation of the build
