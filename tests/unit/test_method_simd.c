@@ -32,6 +32,12 @@
 #else
 #define HAVE_X86 0
 #endif
+#if defined(__aarch64__) && defined(__ARM_NEON) && defined(__GNUC__)
+#define HAVE_NEON 1
+#include <arm_neon.h>
+#else
+#define HAVE_NEON 0
+#endif
 
 /* ------------------------------------------------------------------ helpers */
 
@@ -675,9 +681,13 @@ __attribute__((target("avx512f"))) static void round16(const float *in, float *o
 }
 #endif
 
+#if HAVE_NEON
+static void round4(const float *in, float *out) { vst1q_f32(out, vrndnq_f32(vld1q_f32(in))); }
+#endif
+
 static void check_rounding_instruction(nf_simd_level level)
 {
-#if HAVE_X86
+#if HAVE_X86 || HAVE_NEON
     enum { N = 4096 };
     static float in[N], out[N];
     size_t n = 0;
@@ -699,11 +709,15 @@ static void check_rounding_instruction(nf_simd_level level)
     in[n++] = -FLT_TRUE_MIN;
     while (n < N) in[n++] = (float)(uniform() * ldexp(1.0, (int)(rng32() % 30)));
     for (size_t i = 0; i < N; i += 16) {
+#if HAVE_X86
         if (level == NF_SIMD_AVX512) round16(in + i, out + i);
         else {
             round8(in + i, out + i);
             round8(in + i + 8, out + i + 8);
         }
+#else
+        for (size_t j = 0; j < 16; j += 4) round4(in + i + j, out + i + j);
+#endif
     }
     for (size_t i = 0; i < N; i++) {
         float want = rintf(in[i]);
@@ -732,9 +746,16 @@ __attribute__((target("avx512f"))) static void to_f16_x16(const float *in, uint1
 }
 #endif
 
+#if HAVE_NEON
+static void to_f16_x4(const float *in, uint16_t *out)
+{
+    vst1_u16(out, vreinterpret_u16_f16(vcvt_f16_f32(vld1q_f32(in))));
+}
+#endif
+
 static void check_scale_rounding(nf_simd_level level)
 {
-#if HAVE_X86
+#if HAVE_X86 || HAVE_NEON
     enum { PER = 5 };
     size_t n = 0x7C00u * PER;
     float *in = malloc(sizeof(float) * (n + 16));
@@ -752,11 +773,15 @@ static void check_scale_rounding(nf_simd_level level)
     }
     for (size_t i = n; i < n + 16; i++) in[i] = 0.0f;
     for (size_t i = 0; i < n; i += 16) {
+#if HAVE_X86
         if (level == NF_SIMD_AVX512) to_f16_x16(in + i, out + i);
         else {
             to_f16_x8(in + i, out + i);
             to_f16_x8(in + i + 8, out + i + 8);
         }
+#else
+        for (size_t j = 0; j < 16; j += 4) to_f16_x4(in + i + j, out + i + j);
+#endif
     }
     for (size_t i = 0; i < n; i++)
         cr_assert_eq(out[i], nf_f32_to_f16(in[i]), "%s VCVTPS2PH(%a) = 0x%04x, reference 0x%04x",
@@ -929,6 +954,7 @@ static void restore(void) { nf_simd_force(nf_simd_best()); }
 
 VARIANT_SUITE(simd_avx2, NF_SIMD_AVX2)
 VARIANT_SUITE(simd_avx512, NF_SIMD_AVX512)
+VARIANT_SUITE(simd_neon, NF_SIMD_NEON)
 
 /* ------------------------------------------------------------------ the dispatcher */
 

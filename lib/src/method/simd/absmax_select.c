@@ -12,4 +12,4 @@ static bool absmax_row_scalar(const uint8_t *row, nf_src_type type, size_t k, co
 const nf_absmax_kernels nf_absmax_kernels_scalar = {.name = "scalar", .row = absmax_row_scalar};
 
 NF_SIMD_SELECTOR(nf_absmax_kernels, nf_absmax_kernels, nf_absmax_kernels_scalar, nf_absmax_kernels_avx2,
-                 nf_absmax_kernels_avx512, nf_absmax_kernels_scalar)
+                 nf_absmax_kernels_avx512, nf_absmax_kernels_neon)

@@ -74,6 +74,9 @@ extern const nf_absmax_kernels nf_absmax_kernels_scalar;
 extern const nf_absmax_kernels nf_absmax_kernels_avx2;
 extern const nf_absmax_kernels nf_absmax_kernels_avx512;
 #endif
+#if NF_ARM_KERNELS
+extern const nf_absmax_kernels nf_absmax_kernels_neon;
+#endif
 
 /* The kernels of a level and of the active one (common/cpu.h); never NULL. */
 const nf_absmax_kernels *nf_absmax_kernels_for(nf_simd_level level);
