@@ -122,6 +122,7 @@ Test(dialect_unpack, scalar_kernels_are_the_definition)
 
 Test(dialect_unpack, avx2_kernels_match_scalar, .fini = restore) { kernels_match(NF_SIMD_AVX2); }
 Test(dialect_unpack, avx512_kernels_match_scalar, .fini = restore) { kernels_match(NF_SIMD_AVX512); }
+Test(dialect_unpack, neon_kernels_match_scalar, .fini = restore) { kernels_match(NF_SIMD_NEON); }
 
 /* ---------------------------------------------------------------- whole readings */
 static char *dir;

@@ -33,4 +33,4 @@ const nf_dialect_unpack_kernels nf_dialect_unpack_kernels_scalar = {.name = "sca
                                                                     .e2m1_run = nf_dialect_unpack_e2m1_run_scalar};
 
 NF_SIMD_SELECTOR(nf_dialect_unpack_kernels, nf_dialect_unpack_kernels, nf_dialect_unpack_kernels_scalar,
-                 nf_dialect_unpack_kernels_avx2, nf_dialect_unpack_kernels_avx512, nf_dialect_unpack_kernels_scalar)
+                 nf_dialect_unpack_kernels_avx2, nf_dialect_unpack_kernels_avx512, nf_dialect_unpack_kernels_neon)
