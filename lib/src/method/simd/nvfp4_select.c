@@ -65,4 +65,4 @@ const nf_nvfp4_kernels nf_nvfp4_kernels_scalar = {
     .name = "scalar", .groups = nvfp4_groups_scalar, .search = nvfp4_search_scalar};
 
 NF_SIMD_SELECTOR(nf_nvfp4_kernels, nf_nvfp4_kernels, nf_nvfp4_kernels_scalar, nf_nvfp4_kernels_avx2,
-                 nf_nvfp4_kernels_avx512, nf_nvfp4_kernels_scalar)
+                 nf_nvfp4_kernels_avx512, nf_nvfp4_kernels_neon)
