@@ -525,6 +525,7 @@ static void check_gguf(void)
 VARIANT_SUITE(layout_scalar, NF_SIMD_SCALAR)
 VARIANT_SUITE(layout_avx2, NF_SIMD_AVX2)
 VARIANT_SUITE(layout_avx512, NF_SIMD_AVX512)
+VARIANT_SUITE(layout_neon, NF_SIMD_NEON)
 
 /* ------------------------------------------------------------------ verify prescans */
 /* Every message (in order) and the count of nf_layout_check, as one FNV-1a hash plus the first

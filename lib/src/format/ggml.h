@@ -66,6 +66,22 @@ typedef enum nf_ggml_grid8 {
  * NULL (and *size 0) for a g out of range. */
 const uint64_t *nf_ggml_grid8_points(nf_ggml_grid8 g, unsigned *size);
 
+/* ---------------------------------------------------------------- shared by the dequantizers */
+/* The binary16 field at p (little-endian), expanded exactly (spec 2.3). */
+static inline float nf_ggml_half_at(const uint8_t *p) { return nf_f16_to_f32((uint16_t)(p[0] | (unsigned)p[1] << 8)); }
+
+/* The "K4" packing of Q4_K/Q5_K: sub-block i's unsigned 6-bit scale and min among 12 bytes. */
+static inline void nf_ggml_k4_scale_min(const uint8_t *s, unsigned i, unsigned *sc, unsigned *m)
+{
+    if (i < 4) {
+        *sc = s[i] & 63u;
+        *m = s[i + 4] & 63u;
+    } else {
+        *sc = (s[i + 4] & 0xFu) | (((unsigned)s[i - 4] >> 6) << 4);
+        *m = ((unsigned)s[i + 4] >> 4) | (((unsigned)s[i] >> 6) << 4);
+    }
+}
+
 /* The kernels table of the block dequantizers (common/cpu.h: one dispatch structure): the
  * k-quants, which have vector versions; the other block types have only their scalar function
  * (ggml_dequant.c).  The scalar instance holds ggml_dequant.c's dequantizers, the AVX2 and
@@ -80,6 +96,9 @@ extern const nf_ggml_kernels nf_ggml_kernels_scalar;
 #if NF_X86_KERNELS
 extern const nf_ggml_kernels nf_ggml_kernels_avx2;
 extern const nf_ggml_kernels nf_ggml_kernels_avx512;
+#endif
+#if NF_ARM_KERNELS
+extern const nf_ggml_kernels nf_ggml_kernels_neon;
 #endif
 
 /* The kernels of a level and of the active one (common/cpu.h); never NULL. */

@@ -31,8 +31,6 @@ static inline uint32_t rd_u32(const uint8_t *p)
     return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
 }
 
-/* The binary16 field at p, expanded exactly (spec 2.3). */
-static inline float half_at(const uint8_t *p) { return nf_f16_to_f32(rd_u16(p)); }
 
 /* Byte j (0 = least significant) of a grid entry. */
 static inline unsigned grid8(uint64_t entry, unsigned j) { return (unsigned)(entry >> (8u * j)) & 0xFFu; }
@@ -56,7 +54,7 @@ static inline float sign_of(unsigned sign_byte, unsigned j)
 /* Q8_0: y = F(q) * D. */
 static void deq_q8_0(const uint8_t *b, float *y)
 {
-    const float d = half_at(b);
+    const float d = nf_ggml_half_at(b);
     for (unsigned n = 0; n < 32; n++) {
         const int q = (int)b[2 + n] - (b[2 + n] >= 128 ? 256 : 0);
         y[n] = (float)q * d;
@@ -66,7 +64,7 @@ static void deq_q8_0(const uint8_t *b, float *y)
 /* Q4_0: element j in the low nibble of byte 2+j, element j+16 in its high nibble. */
 static void deq_q4_0(const uint8_t *b, float *y)
 {
-    const float d = half_at(b);
+    const float d = nf_ggml_half_at(b);
     for (unsigned j = 0; j < 16; j++) {
         const unsigned x = b[2 + j];
         const int q0 = (int)(x & 0xFu) - 8;
@@ -79,7 +77,7 @@ static void deq_q4_0(const uint8_t *b, float *y)
 /* Q5_0: the 5th bit of element n is bit n of the u32 at offset 2. */
 static void deq_q5_0(const uint8_t *b, float *y)
 {
-    const float d = half_at(b);
+    const float d = nf_ggml_half_at(b);
     const uint32_t qh = rd_u32(b + 2);
     for (unsigned j = 0; j < 16; j++) {
         const unsigned x = b[6 + j];
@@ -95,7 +93,7 @@ static void deq_q5_0(const uint8_t *b, float *y)
 /* Q2_0 (GSQ): 64 sequential 2-bit codes c, value F(c - 1) * D; code 3 (+2D) is legal. */
 static void deq_q2_0(const uint8_t *b, float *y)
 {
-    const float d = half_at(b);
+    const float d = nf_ggml_half_at(b);
     for (unsigned n = 0; n < 64; n++) {
         const unsigned c = ((unsigned)b[2 + n / 4] >> (2u * (n % 4))) & 3u;
         const int q = (int)c - 1;
@@ -106,7 +104,7 @@ static void deq_q2_0(const uint8_t *b, float *y)
 /* IQ4_NL: Q4_0's nibble order, values from kvalues_iq4nl; y = D * F(kv). */
 static void deq_iq4_nl(const uint8_t *b, float *y)
 {
-    const float d = half_at(b);
+    const float d = nf_ggml_half_at(b);
     for (unsigned j = 0; j < 16; j++) {
         const unsigned x = b[2 + j];
         y[j] = d * (float)nf_ggml_kvalues_iq4nl[x & 0xFu];
@@ -119,8 +117,8 @@ static void deq_iq4_nl(const uint8_t *b, float *y)
  * rounding step, so the two products must be rounded to float before it. */
 static void deq_q2_k(const uint8_t *b, float *y)
 {
-    const float d = half_at(b + 80);
-    const float dmin = half_at(b + 82);
+    const float d = nf_ggml_half_at(b + 80);
+    const float dmin = nf_ggml_half_at(b + 82);
     for (unsigned n = 0; n < 256; n += 16) {
         const unsigned sb = b[n / 16];
         const float dl = d * (float)(sb & 0xFu);
@@ -141,7 +139,7 @@ static void deq_q2_k(const uint8_t *b, float *y)
  * y = (D * F(sc - 32)) * F(q): the scale product first, so q = 0 gives a signed zero. */
 static void deq_q3_k(const uint8_t *b, float *y)
 {
-    const float d = half_at(b + 108);
+    const float d = nf_ggml_half_at(b + 108);
     const uint8_t *hmask = b, *qs = b + 32, *sc = b + 96;
     for (unsigned s = 0; s < 16; s++) {
         const unsigned low4 = s < 8 ? (sc[s] & 0xFu) : ((unsigned)sc[s - 8] >> 4);
@@ -159,27 +157,16 @@ static void deq_q3_k(const uint8_t *b, float *y)
     }
 }
 
-/* The "K4" packing of Q4_K/Q5_K: 8 unsigned 6-bit scales and mins in 12 bytes. */
-static void k4_scale_min(const uint8_t *s, unsigned i, unsigned *sc, unsigned *m)
-{
-    if (i < 4) {
-        *sc = s[i] & 63u;
-        *m = s[i + 4] & 63u;
-    } else {
-        *sc = (s[i + 4] & 0xFu) | (((unsigned)s[i - 4] >> 6) << 4);
-        *m = ((unsigned)s[i + 4] >> 4) | (((unsigned)s[i] >> 6) << 4);
-    }
-}
 
 /* Q4_K: sub-block s = n/32; even sub-blocks take low nibbles, odd ones high nibbles of the same
  * 32 bytes.  y = ((D * F(sc)) * F(q)) - (M * F(m)). */
 static void deq_q4_k(const uint8_t *b, float *y)
 {
-    const float d = half_at(b);
-    const float dmin = half_at(b + 2);
+    const float d = nf_ggml_half_at(b);
+    const float dmin = nf_ggml_half_at(b + 2);
     for (unsigned s = 0; s < 8; s++) {
         unsigned sc, m;
-        k4_scale_min(b + 4, s, &sc, &m);
+        nf_ggml_k4_scale_min(b + 4, s, &sc, &m);
         const float d1 = d * (float)sc;
         const float m1 = dmin * (float)m;
         const uint8_t *qs = b + 16 + 32 * (s / 2);
@@ -195,12 +182,12 @@ static void deq_q4_k(const uint8_t *b, float *y)
 /* Q5_K: Q4_K plus a 5th code bit, bit s of qh byte t. */
 static void deq_q5_k(const uint8_t *b, float *y)
 {
-    const float d = half_at(b);
-    const float dmin = half_at(b + 2);
+    const float d = nf_ggml_half_at(b);
+    const float dmin = nf_ggml_half_at(b + 2);
     const uint8_t *qh = b + 16;
     for (unsigned s = 0; s < 8; s++) {
         unsigned sc, m;
-        k4_scale_min(b + 4, s, &sc, &m);
+        nf_ggml_k4_scale_min(b + 4, s, &sc, &m);
         const float d1 = d * (float)sc;
         const float m1 = dmin * (float)m;
         const uint8_t *qs = b + 48 + 32 * (s / 2);
@@ -217,7 +204,7 @@ static void deq_q5_k(const uint8_t *b, float *y)
 /* Q6_K: 4 low bits in ql, 2 high bits in qh, int8 scales.  y = (D * F(sc)) * F(q - 32). */
 static void deq_q6_k(const uint8_t *b, float *y)
 {
-    const float d = half_at(b + 208);
+    const float d = nf_ggml_half_at(b + 208);
     /* Element n = 128h + 32g + t: the scale of its 16 (byte 192 + n/16) is the same for
      * 16 consecutive t, so it is converted once per 16. */
     for (unsigned h = 0; h < 2; h++)
@@ -259,7 +246,7 @@ static inline void iq_grid8_signed_out(float db, uint64_t entry, unsigned signs,
 /* IQ2_XXS: per group of 32, 4 grid indices then a u32 of 4 sign codes + 4-bit scale. */
 static void deq_iq2_xxs(const uint8_t *b, float *y)
 {
-    const float d = half_at(b);
+    const float d = nf_ggml_half_at(b);
     for (unsigned g = 0; g < 8; g++) {
         const uint8_t *o = b + 2 + 8 * g;
         const uint32_t w = rd_u32(o + 4);
@@ -274,7 +261,7 @@ static void deq_iq2_xxs(const uint8_t *b, float *y)
 /* IQ2_XS: one u16 per 8 values (9-bit grid index, 7-bit sign code); two scales per group. */
 static void deq_iq2_xs(const uint8_t *b, float *y)
 {
-    const float d = half_at(b);
+    const float d = nf_ggml_half_at(b);
     for (unsigned g = 0; g < 8; g++) {
         const unsigned sb = b[66 + g];
         const float db[2] = {iq2_scale(d, sb & 0xFu), iq2_scale(d, sb >> 4)};
@@ -289,7 +276,7 @@ static void deq_iq2_xs(const uint8_t *b, float *y)
 /* IQ2_S: 10-bit grid indices (8 bits + 2 from qh), explicit sign bytes, two scales per group. */
 static void deq_iq2_s(const uint8_t *b, float *y)
 {
-    const float d = half_at(b);
+    const float d = nf_ggml_half_at(b);
     for (unsigned g = 0; g < 8; g++) {
         const unsigned sb = b[74 + g];
         const float db[2] = {iq2_scale(d, sb & 0xFu), iq2_scale(d, sb >> 4)};
@@ -305,7 +292,7 @@ static void deq_iq2_s(const uint8_t *b, float *y)
 /* IQ3_XXS: 8-bit indices into a 4-value grid; group scale (D * (0.5 + F(k))) * 0.5. */
 static void deq_iq3_xxs(const uint8_t *b, float *y)
 {
-    const float d = half_at(b);
+    const float d = nf_ggml_half_at(b);
     for (unsigned g = 0; g < 8; g++) {
         const uint32_t w = rd_u32(b + 66 + 4 * g);
         const float kf = 0.5f + (float)(w >> 28);
@@ -329,7 +316,7 @@ static void deq_iq3_xxs(const uint8_t *b, float *y)
 /* IQ3_S: 9-bit indices (8 bits + 1 from qh), explicit sign bytes, scale D * F(1 + 2k). */
 static void deq_iq3_s(const uint8_t *b, float *y)
 {
-    const float d = half_at(b);
+    const float d = nf_ggml_half_at(b);
     for (unsigned g = 0; g < 8; g++) {
         const unsigned k = ((unsigned)b[106 + g / 2] >> (4u * (g % 2))) & 0xFu;
         const float db = d * (float)(1u + 2u * k);
@@ -362,7 +349,7 @@ static inline void iq1_out8(float dl, uint64_t entry, float delta, float *y)
 /* IQ1_S: 11-bit indices (8 bits in qs, 3 in the group's u16), one delta sign per group. */
 static void deq_iq1_s(const uint8_t *b, float *y)
 {
-    const float d = half_at(b);
+    const float d = nf_ggml_half_at(b);
     for (unsigned g = 0; g < 8; g++) {
         const unsigned v = rd_u16(b + 34 + 2 * g);
         const float dl = d * (float)(2u * ((v >> 12) & 7u) + 1u);
@@ -399,7 +386,7 @@ static void deq_iq1_m(const uint8_t *b, float *y)
  * y = (D * F(ls - 32)) * F(kv). */
 static void deq_iq4_xs(const uint8_t *b, float *y)
 {
-    const float d = half_at(b);
+    const float d = nf_ggml_half_at(b);
     const unsigned sh = rd_u16(b + 2);
     for (unsigned g = 0; g < 8; g++) {
         const unsigned lo4 = ((unsigned)b[4 + g / 2] >> (4u * (g % 2))) & 0xFu;
@@ -446,7 +433,7 @@ const nf_ggml_kernels nf_ggml_kernels_scalar = {
     .name = "scalar", .q2_k = deq_q2_k, .q3_k = deq_q3_k, .q4_k = deq_q4_k, .q5_k = deq_q5_k, .q6_k = deq_q6_k};
 
 NF_SIMD_SELECTOR(nf_ggml_kernels, nf_ggml_kernels, nf_ggml_kernels_scalar, nf_ggml_kernels_avx2, nf_ggml_kernels_avx512,
-                 nf_ggml_kernels_scalar)
+                 nf_ggml_kernels_neon)
 
 /* The block function of a kind at the level of t: t's entry for a k-quant, else the scalar one. */
 static block_fn block_fn_of(const nf_ggml_kernels *t, const ggml_kind *kind)

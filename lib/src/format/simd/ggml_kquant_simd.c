@@ -36,7 +36,6 @@ void nf_ggml_deq_q4_k_avx512_generic(const uint8_t *block, float *out);
 void nf_ggml_deq_q5_k_avx512_generic(const uint8_t *block, float *out);
 void nf_ggml_deq_q6_k_avx512_generic(const uint8_t *block, float *out);
 
-static inline float half_at(const uint8_t *p) { return nf_f16_to_f32((uint16_t)(p[0] | (p[1] << 8))); }
 
 NF_AVX2_INLINE __m128i load16(const uint8_t *p) { return _mm_loadu_si128((const __m128i *)(const void *)p); }
 
@@ -73,18 +72,6 @@ NF_AVX2_INLINE void store_a(float *y, __m128i q, float a)
     _mm256_storeu_ps(y + 8, _mm256_mul_ps(av, hi));
 }
 
-/* The "K4" packing of Q4_K/Q5_K: 8 unsigned 6-bit scales and mins in 12 bytes. */
-static inline void k4_scale_min(const uint8_t *s, unsigned i, unsigned *sc, unsigned *m)
-{
-    if (i < 4) {
-        *sc = s[i] & 63u;
-        *m = s[i + 4] & 63u;
-    } else {
-        *sc = (s[i + 4] & 0xFu) | (((unsigned)s[i - 4] >> 6) << 4);
-        *m = ((unsigned)s[i + 4] >> 4) | (((unsigned)s[i] >> 6) << 4);
-    }
-}
-
 
 /* y[0..16) = (a * F(q)) - m, 16 lanes */
 NF_AVX512_INLINE void store_am512(float *y, __m128i q, float a, float m)
@@ -103,11 +90,11 @@ NF_AVX512_INLINE void store_a512(float *y, __m128i q, float a)
 #define DEFINE_KQUANTS(KQ_SUFFIX, KQ_FN, store_am, store_a)                                                          \
     KQ_FN void nf_ggml_deq_q4_k##KQ_SUFFIX(const uint8_t *b, float *y)                                               \
     {                                                                                                                \
-        const float d = half_at(b);                                                                                  \
-        const float dmin = half_at(b + 2);                                                                           \
+        const float d = nf_ggml_half_at(b);                                                                          \
+        const float dmin = nf_ggml_half_at(b + 2);                                                                   \
         for (unsigned s = 0; s < 8; s++) {                                                                           \
             unsigned sc, m;                                                                                          \
-            k4_scale_min(b + 4, s, &sc, &m);                                                                         \
+            nf_ggml_k4_scale_min(b + 4, s, &sc, &m);                                                                 \
             const float d1 = d * (float)sc;                                                                          \
             const float m1 = dmin * (float)m;                                                                        \
             const uint8_t *qs = b + 16 + 32 * (s / 2);                                                               \
@@ -119,12 +106,12 @@ NF_AVX512_INLINE void store_a512(float *y, __m128i q, float a)
                                                                                                                      \
     KQ_FN void nf_ggml_deq_q5_k##KQ_SUFFIX(const uint8_t *b, float *y)                                               \
     {                                                                                                                \
-        const float d = half_at(b);                                                                                  \
-        const float dmin = half_at(b + 2);                                                                           \
+        const float d = nf_ggml_half_at(b);                                                                          \
+        const float dmin = nf_ggml_half_at(b + 2);                                                                   \
         const uint8_t *qh = b + 16;                                                                                  \
         for (unsigned s = 0; s < 8; s++) {                                                                           \
             unsigned sc, m;                                                                                          \
-            k4_scale_min(b + 4, s, &sc, &m);                                                                         \
+            nf_ggml_k4_scale_min(b + 4, s, &sc, &m);                                                                 \
             const float d1 = d * (float)sc;                                                                          \
             const float m1 = dmin * (float)m;                                                                        \
             const uint8_t *qs = b + 48 + 32 * (s / 2);                                                               \
@@ -139,7 +126,7 @@ NF_AVX512_INLINE void store_a512(float *y, __m128i q, float a)
                                                                                                                      \
     KQ_FN void nf_ggml_deq_q6_k##KQ_SUFFIX(const uint8_t *b, float *y)                                               \
     {                                                                                                                \
-        const float d = half_at(b + 208);                                                                            \
+        const float d = nf_ggml_half_at(b + 208);                                                                    \
         for (unsigned h = 0; h < 2; h++)                                                                             \
             for (unsigned g = 0; g < 4; g++)                                                                         \
                 for (unsigned t0 = 0; t0 < 32; t0 += 16) {                                                           \
@@ -161,8 +148,8 @@ DEFINE_KQUANTS(_avx512_generic, NF_AVX512_FN, store_am512, store_a512)
  * (period 4 for Q2_K, the 8 codes -4..3 for Q3_K), indexed by the low 3 bits of each lane. */
 NF_AVX2_FN void nf_ggml_deq_q2_k_avx2(const uint8_t *b, float *y)
 {
-    const float d = half_at(b + 80);
-    const float dmin = half_at(b + 82);
+    const float d = nf_ggml_half_at(b + 80);
+    const float dmin = nf_ggml_half_at(b + 82);
     float dls[16], mls[16];
     for (unsigned i = 0; i < 16; i++) {
         dls[i] = d * (float)(int)(b[i] & 0xFu);
@@ -186,7 +173,7 @@ NF_AVX2_FN void nf_ggml_deq_q2_k_avx2(const uint8_t *b, float *y)
 
 NF_AVX2_FN void nf_ggml_deq_q3_k_avx2(const uint8_t *b, float *y)
 {
-    const float d = half_at(b + 108);
+    const float d = nf_ggml_half_at(b + 108);
     const uint8_t *hmask = b, *qs = b + 32, *sc = b + 96;
     float dls[16];
     for (unsigned s = 0; s < 16; s++) {
@@ -220,8 +207,8 @@ NF_AVX2_FN void nf_ggml_deq_q6_k_avx2(const uint8_t *b, float *y) { nf_ggml_deq_
  * uses the low 4 bits of an index lane; bits above the code's width select the same entry. */
 NF_AVX512_FN void nf_ggml_deq_q2_k_avx512(const uint8_t *b, float *y)
 {
-    const float d = half_at(b + 80);
-    const float dmin = half_at(b + 82);
+    const float d = nf_ggml_half_at(b + 80);
+    const float dmin = nf_ggml_half_at(b + 82);
     /* dl[i] = d * F(sc & 15), ml[i] = dmin * F(sc >> 4), 16 lanes at once */
     const __m512i sc = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)b));
     const __m512 dl = _mm512_mul_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(_mm512_and_si512(sc, _mm512_set1_epi32(15))));
@@ -245,7 +232,7 @@ NF_AVX512_FN void nf_ggml_deq_q2_k_avx512(const uint8_t *b, float *y)
 
 NF_AVX512_FN void nf_ggml_deq_q3_k_avx512(const uint8_t *b, float *y)
 {
-    const float d = half_at(b + 108);
+    const float d = nf_ggml_half_at(b + 108);
     const uint8_t *hmask = b, *qs = b + 32;
     /* the 16 signed 6-bit scales: low4 from byte s (s < 8) or the high nibble of byte s - 8, high2
      * from bits 2 (s / 4) of byte 8 + s % 4 (the 12 scale bytes read with a mask: nothing past the
