@@ -617,6 +617,7 @@ static void check_multi_chunk(void)
 VARIANT_SUITE(pack_scalar, NF_SIMD_SCALAR)
 VARIANT_SUITE(pack_avx2, NF_SIMD_AVX2)
 VARIANT_SUITE(pack_avx512, NF_SIMD_AVX512)
+VARIANT_SUITE(pack_neon, NF_SIMD_NEON)
 
 /* The variant really is the one asked for: the kernels table named after it is in use.  A level
  * the CPU lacks is reported as a skipped test (never a warning: the verdict must not depend on
@@ -633,3 +634,4 @@ static void check_active_table(nf_simd_level level)
 Test(pack_dispatch, active_table_scalar, .fini = restore) { check_active_table(NF_SIMD_SCALAR); }
 Test(pack_dispatch, active_table_avx2, .fini = restore) { check_active_table(NF_SIMD_AVX2); }
 Test(pack_dispatch, active_table_avx512, .fini = restore) { check_active_table(NF_SIMD_AVX512); }
+Test(pack_dispatch, active_table_neon, .fini = restore) { check_active_table(NF_SIMD_NEON); }

@@ -101,6 +101,9 @@ extern const nf_layout_kernels nf_layout_kernels_scalar;
 extern const nf_layout_kernels nf_layout_kernels_avx2;
 extern const nf_layout_kernels nf_layout_kernels_avx512;
 #endif
+#if NF_ARM_KERNELS
+extern const nf_layout_kernels nf_layout_kernels_neon;
+#endif
 
 /* The kernels of a level and of the active one (common/cpu.h); never NULL. */
 const nf_layout_kernels *nf_layout_kernels_for(nf_simd_level level);

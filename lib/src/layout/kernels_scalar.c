@@ -363,4 +363,4 @@ const nf_layout_kernels nf_layout_kernels_scalar = {
 };
 
 NF_SIMD_SELECTOR(nf_layout_kernels, nf_layout_kernels, nf_layout_kernels_scalar, nf_layout_kernels_avx2,
-                 nf_layout_kernels_avx512, nf_layout_kernels_scalar)
+                 nf_layout_kernels_avx512, nf_layout_kernels_neon)
