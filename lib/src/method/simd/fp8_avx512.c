@@ -97,29 +97,10 @@ NF_AVX512_INLINE void encode(const uint8_t *row, nf_src_type type, size_t esize,
     }
 }
 
-NF_AVX512_INLINE bool encode_row(const uint8_t *row, nf_src_type type, size_t esize, size_t k, bool fp16_scale,
-                                 uint8_t *codes, uint16_t *scale)
-{
-    uint32_t mw;
-    if (!nf_fp8_row_max(type, row_max(row, type, k), &mw)) return false;
-    float inv = 0.0f;
-    int st = nf_fp8_row_setup(mw, fp16_scale, scale, &inv);
-    if (st < 0) return false;
-    if (st == 0) memset(codes, 0, k);
-    else encode(row, type, esize, k, inv, codes);
-    return true;
-}
-
-NF_AVX512_FN static bool fp8_row_avx512(const uint8_t *row, nf_src_type type, size_t k, bool fp16_scale, uint8_t *codes,
-                                        uint16_t *scale)
-{
-    switch (type) {
-    case NF_SRC_F32: return encode_row(row, NF_SRC_F32, 4, k, fp16_scale, codes, scale);
-    case NF_SRC_F16: return encode_row(row, NF_SRC_F16, 2, k, fp16_scale, codes, scale);
-    case NF_SRC_BF16: return encode_row(row, NF_SRC_BF16, 2, k, fp16_scale, codes, scale);
-    default: return false;
-    }
-}
+#define FP8_INLINE NF_AVX512_INLINE
+#define FP8_FN NF_AVX512_FN
+#define FP8_ROW_FN fp8_row_avx512
+#include "method/simd/fp8_row.inc"
 
 const nf_fp8_kernels nf_fp8_kernels_avx512 = {.name = "avx512", .row = fp8_row_avx512};
 

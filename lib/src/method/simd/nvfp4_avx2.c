@@ -132,19 +132,12 @@ NF_AVX2_FN static uint8_t nvfp4_search_avx2(const float *x, const float *w, cons
         err_hi = _mm256_add_pd(err_hi, _mm256_mul_pd(_mm256_mul_pd(wt, dhi), dhi));
     }
     double lanes[8];
-    int words[8], ok[8];
+    int words[8];
     _mm256_storeu_pd(lanes, err_lo);
     _mm256_storeu_pd(lanes + 4, err_hi);
     _mm256_storeu_si256((__m256i *)(void *)words, e);
-    _mm256_storeu_si256((__m256i *)(void *)ok, valid);
-    for (unsigned j = 0; j < 8; j++) {
-        if (ok[j] && lanes[j] < best_err) {
-            best_err = lanes[j];
-            best = (uint8_t)words[j];
-        }
-    }
-    if (best != w0) (void)nf_nvfp4_group_error(x, w, best, g, codes); /* the winner's codes */
-    return best;
+    return nf_nvfp4_compete(lanes, words, (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(valid)), w0, best_err, x, w,
+                            g, codes);
 }
 
 const nf_nvfp4_kernels nf_nvfp4_kernels_avx2 = {

@@ -144,14 +144,7 @@ NF_AVX512_FN static uint8_t nvfp4_search_avx512(const float *x, const float *w, 
     int words[8];
     _mm512_storeu_pd(lanes, err);
     _mm256_storeu_si256((__m256i *)(void *)words, e);
-    for (unsigned j = 0; j < 8; j++) {
-        if (((unsigned)valid >> j & 1u) && lanes[j] < best_err) {
-            best_err = lanes[j];
-            best = (uint8_t)words[j];
-        }
-    }
-    if (best != w0) (void)nf_nvfp4_group_error(x, w, best, g, codes); /* the winner's codes */
-    return best;
+    return nf_nvfp4_compete(lanes, words, (unsigned)valid, w0, best_err, x, w, g, codes);
 }
 
 const nf_nvfp4_kernels nf_nvfp4_kernels_avx512 = {

@@ -142,21 +142,16 @@ static uint8_t nvfp4_search_neon(const float *x, const float *w, const nf_nvfp4_
         add_terms(x[i], wt, s[1], sv[1], d, tb, err + 2);
     }
     double lanes[8];
-    int32_t words[8];
+    int words[8];
     uint32_t ok[8];
     for (unsigned k = 0; k < 4; k++) vst1q_f64(lanes + 2 * k, err[k]);
     vst1q_s32(words, e[0]);
     vst1q_s32(words + 4, e[1]);
     vst1q_u32(ok, valid[0]);
     vst1q_u32(ok + 4, valid[1]);
-    for (unsigned j = 0; j < 8; j++) {
-        if (ok[j] && lanes[j] < best_err) {
-            best_err = lanes[j];
-            best = (uint8_t)words[j];
-        }
-    }
-    if (best != w0) (void)nf_nvfp4_group_error(x, w, best, g, codes); /* the winner's codes */
-    return best;
+    unsigned bits = 0;
+    for (unsigned j = 0; j < 8; j++) bits |= (ok[j] & 1u) << j;
+    return nf_nvfp4_compete(lanes, words, bits, w0, best_err, x, w, g, codes);
 }
 
 const nf_nvfp4_kernels nf_nvfp4_kernels_neon = {

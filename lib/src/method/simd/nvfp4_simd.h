@@ -125,6 +125,23 @@ static inline double nf_nvfp4_group_error(const float *x, const float *w, uint8_
     return err;
 }
 
+/* The vector kernels' last step of nvfp4_search: the candidates compete in their order
+ * (nf_nvfp4_search_offsets): candidate j (word words[j], error err[j]) wins when bit j of valid
+ * is set and its error is below the best so far, from w0's best_err; the winner's codes are
+ * written into codes again (w0's are there). */
+static inline uint8_t nf_nvfp4_compete(const double *err, const int *words, unsigned valid, int w0, double best_err,
+                                       const float *x, const float *w, const nf_nvfp4_global *g, uint8_t *codes)
+{
+    uint8_t best = (uint8_t)w0;
+    for (unsigned j = 0; j < 2 * NF_NVFP4_SEARCH_RADIUS; j++)
+        if ((valid >> j & 1u) && err[j] < best_err) {
+            best_err = err[j];
+            best = (uint8_t)words[j];
+        }
+    if (best != w0) (void)nf_nvfp4_group_error(x, w, best, g, codes); /* the winner's codes */
+    return best;
+}
+
 /* nvfp4_search of one group of 16 finite values x (w: their importance, or NULL): its codes
  * into codes, its scale word returned. */
 typedef uint8_t (*nf_nvfp4_search_fn)(const float *x, const float *w, const nf_nvfp4_global *g, uint8_t *codes);
