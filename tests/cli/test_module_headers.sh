@@ -30,7 +30,7 @@
 
 order="common outputs names preset format layout stats budget method container source import imatrix verify mprog recipe dialect convert"
 interfaces="outputs/out_names.h outputs/out_lock.h outputs/out_publish.h outputs/out_file.h outputs/out_signals.h outputs/out_whole.h
-format/ggml.h stats/stats.h budget/solve.h budget/werror.h budget/sensitivity.h stats/simd/lanes_avx2.h stats/simd/lanes_avx512.h
+format/ggml.h stats/stats.h budget/solve.h budget/werror.h budget/sensitivity.h stats/simd/lanes_avx2.h stats/simd/lanes_avx512.h stats/simd/lanes_neon.h
 container/container_module.h dialect/qweight_rows.h method/measure.h mprog/mprog_module.h"
 # rule 6: the words an internal global of a module may take after nf_ besides the module's name
 declare -A prefixes=(
