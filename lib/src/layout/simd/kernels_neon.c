@@ -41,7 +41,9 @@ static void int32_f32_neon(const uint32_t *w, size_t n, float *out)
 /* 4 codes at p as binary32 (exact) */
 static inline float32x4_t codes4_f32(const int8_t *p)
 {
-    int8x8_t b = vreinterpret_s8_u32(vld1_dup_u32((const uint32_t *)(const void *)p));
+    uint32_t w;
+    memcpy(&w, p, sizeof w); /* 4 codes at any alignment */
+    int8x8_t b = vreinterpret_s8_u32(vdup_n_u32(w));
     return vcvtq_f32_s32(vmovl_s16(vget_low_s16(vmovl_s8(b))));
 }
 

@@ -79,6 +79,7 @@ NF_AVX2_INLINE uint32_t group_amax(const uint8_t *p, size_t n, nf_src_type type,
 typedef nf_lanes256 STAT_LANES;
 NF_AVX2_INLINE void stat_zero(STAT_LANES *l) { nf_lanes256_zero(l); }
 NF_AVX2_INLINE bool stat_finish(STAT_LANES *l, size_t n, nf_errstats *st) { return nf_lanes256_finish(l, n, st); }
+NF_AVX2_INLINE void stat_skip16(STAT_LANES *l) { nf_lanes256_skip16(l); }
 
 /* Codes of 8 values, and with lanes their statistics: vector v of a group (groups start at
  * multiples of 16 columns, so v's parity is its half of the 16 statistics lanes). */

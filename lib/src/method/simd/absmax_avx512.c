@@ -79,6 +79,7 @@ NF_AVX512_INLINE uint32_t group_amax(const uint8_t *p, size_t n, nf_src_type typ
 typedef nf_lanes512 STAT_LANES;
 NF_AVX512_INLINE void stat_zero(STAT_LANES *l) { nf_lanes512_zero(l); }
 NF_AVX512_INLINE bool stat_finish(STAT_LANES *l, size_t n, nf_errstats *st) { return nf_lanes512_finish(l, n, st); }
+NF_AVX512_INLINE void stat_skip16(STAT_LANES *l) { nf_lanes512_skip16(l); }
 
 /* The codes of the n values at p for the reciprocal inv (n a constant at the hot call sites);
  * with lanes, each value against sval * code, what its words represent (nf_grouped_value: the

@@ -65,6 +65,7 @@ static inline uint32_t group_amax(const uint8_t *p, size_t n, nf_src_type type, 
 typedef nf_lanes_neon STAT_LANES;
 static inline void stat_zero(STAT_LANES *l) { nf_lanes_neon_zero(l); }
 static inline bool stat_finish(STAT_LANES *l, size_t n, nf_errstats *st) { return nf_lanes_neon_finish(l, n, st); }
+static inline void stat_skip16(STAT_LANES *l) { nf_lanes_neon_skip16(l); }
 
 /* Codes of 4 values, and with lanes their statistics: vector v of a group (groups start at
  * multiples of 16 columns, so v mod 4 is its quarter of the 16 statistics lanes). */

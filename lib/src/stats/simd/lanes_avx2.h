@@ -53,6 +53,12 @@ NF_AVX2_INLINE void nf_lanes256_step8(nf_lanes256 *l, int half, __m256 x, __m256
     if (half && ++l->steps == NF_STATS_RUN) nf_lanes256_flush(l);
 }
 
+/* As nf_lanes512_skip16: 16 columns of zeros take their place in the runs. */
+NF_AVX2_INLINE void nf_lanes256_skip16(nf_lanes256 *l)
+{
+    if (++l->steps == NF_STATS_RUN) nf_lanes256_flush(l);
+}
+
 /* l + l+8, l + l+4, l + l+2, l + l+1 (stats.h): lanes 0-3 + 8-11 and 4-7 + 12-15 first. */
 NF_AVX2_INLINE double nf_lanes256_reduce(const __m256d *v)
 {

@@ -55,6 +55,13 @@ NF_AVX512_INLINE void nf_lanes512_step(nf_lanes512 *l, __m512 x, __m512 y)
     if (++l->steps == NF_STATS_RUN) nf_lanes512_flush(l);
 }
 
+/* Columns c..c+15 whose x and y are all zero: they add +0, which leaves the lanes as they are, but
+ * they take their place in the runs (stats.h: a run is NF_STATS_RUN steps of columns). */
+NF_AVX512_INLINE void nf_lanes512_skip16(nf_lanes512 *l)
+{
+    if (++l->steps == NF_STATS_RUN) nf_lanes512_flush(l);
+}
+
 /* The pairwise reduction of stats.h: l + l+8 (the two vectors), l + l+4, l + l+2, l + l+1. */
 NF_AVX512_INLINE double nf_lanes512_reduce(__m512d a, __m512d b)
 {

@@ -51,6 +51,12 @@ static inline void nf_lanes_neon_step4(nf_lanes_neon *l, int q, float32x4_t x, f
     if (q == 3 && ++l->steps == NF_STATS_RUN) nf_lanes_neon_flush(l);
 }
 
+/* As nf_lanes512_skip16 (lanes_avx512.h): 16 columns of zeros take their place in the runs. */
+static inline void nf_lanes_neon_skip16(nf_lanes_neon *l)
+{
+    if (++l->steps == NF_STATS_RUN) nf_lanes_neon_flush(l);
+}
+
 /* l + l+8, l + l+4, l + l+2, l + l+1 (stats.h) */
 static inline double nf_lanes_neon_reduce(const float64x2_t *v)
 {
