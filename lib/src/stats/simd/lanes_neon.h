@@ -41,7 +41,8 @@ static inline void nf_lanes_neon_flush(nf_lanes_neon *l)
 
 /* 4 columns: quarter q for c+4q..c+4q+3 of a 16 (c a multiple of 16); a step of 16 columns ends
  * with its quarter 3.  (A NaN |d| makes the maximum NaN here where x86's max keeps the other
- * operand; it makes the block's sums NaN too, and the reference sums that block again.) */
+ * operand; it makes the block's sums NaN too, as an infinite d makes them infinite, and the
+ * reference sums that block again.) */
 static inline void nf_lanes_neon_step4(nf_lanes_neon *l, int q, float32x4_t x, float32x4_t y)
 {
     float32x4_t d = vsubq_f32(x, y);
