@@ -81,6 +81,22 @@ ARM64_TESTS ?= ^test_|^cli_cases_|^cli_test_(convert|dequant|dialects|ggml_quant
 test-arm64: build
 	@bash scripts/arm64.sh "$(BUILD_ARM64)" '$(value ARM64_TESTS)' "$(BUILD)/bin"
 
+# make bench-insns: the kernels' instructions per value, counted under qemu-user from the compiled
+# code of this machine's bench build ($(BENCH_BUILD)) and of an aarch64 cross build
+# ($(BUILD_ARM64_BENCH), scripts/arm64.sh --bench), at NINFER_SIMD=scalar/avx2 and scalar/neon
+# (bench/insns.sh; bench/README.md, "Instructions per value").  As root it installs the cross
+# toolchain and qemu-user, otherwise it says what is missing and skips.  A few minutes.
+BUILD_ARM64_BENCH ?= build-arm64-bench
+.PHONY: bench-insns
+bench-insns: deps
+	@test -f $(BENCH_BUILD)/CMakeCache.txt || cmake -S . -B $(BENCH_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+		-DNINFER_TESTS=OFF -DNINFER_BENCH=ON $(CMAKE_ARGS)
+	cmake --build $(BENCH_BUILD) -j $(JOBS) --target ninfer-bench
+	@bash scripts/arm64.sh --bench "$(BUILD_ARM64_BENCH)"
+	@if [ -x "$(BUILD_ARM64_BENCH)/bin/ninfer-bench" ]; then \
+		bash bench/insns.sh "$(BENCH_BUILD)/bin/ninfer-bench" "$(BUILD_ARM64_BENCH)/bin/ninfer-bench"; \
+	else echo "bench-insns: SKIP: no aarch64 ninfer-bench (above: why)"; fi
+
 # Line coverage of the suite (scripts/coverage.sh; tests/README.md, "Coverage"): a Debug build at
 # -O0 with gcov in $(BUILD_COV), the suite as the sanitized run takes it, then lcov's summary of
 # lib/ and cmd/ and an HTML report in $(BUILD_COV)/coverage/.  Slow (the whole suite unoptimized);

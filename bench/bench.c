@@ -3,9 +3,10 @@
  * asserts a time (bench/README.md, "Targets").
  *
  *   ninfer-bench [--rows N] [--cols K] [--threads T] [--min-time SECONDS] [--chunk-rows R]
- *                [--filter SUBSTR[,SUBSTR...]] [--rows-only]
+ *                [--filter SUBSTR[,SUBSTR...]] [--rows-only] [--passes P [--input T]]
  *       Prints the kernel table (--filter: only kernels whose label contains one of the
- *       substrings; --rows-only: the rows alone, memcpy still measured as the reference).  One [N,K] matrix of pseudo-normal weights (rare outliers, like
+ *       substrings, or is exactly the one written =LABEL; --rows-only: the rows alone, memcpy still measured as the reference;
+ *       --passes: counting mode, below).  One [N,K] matrix of pseudo-normal weights (rare outliers, like
  *       ninfer-gen-checkpoint's) is held as F32, BF16 and F16 source bytes; every kernel is timed
  *       on 1 thread and on T threads (default: every online CPU), each thread on its own rows,
  *       cut into chunks of R rows (default 64 = the converter's 2^18 values at K = 4096) whose
@@ -25,7 +26,12 @@
  * Timing: clock_gettime(CLOCK_MONOTONIC) around the whole parallel run (thread start and join
  * included).  A calibration run sizes the work (rows of the matrix, then whole passes) so that a
  * run lasts at least --min-time (0.3 s); the figure is the best of 3 runs of that size.
- * MB = 10^6 bytes; Mw/s = 10^6 weights per second. */
+ * MB = 10^6 bytes; Mw/s = 10^6 weights per second.
+ *
+ * Counting mode (--passes P, for bench/insns.sh): no memcpy, no timing, one thread; each selected
+ * row (--input: only those of that input column, e.g. BF16) runs exactly P passes over its whole
+ * matrix and prints "label TAB input TAB weights TAB bytes" of one pass.  The instructions of two runs that differ only in P differ by exactly the
+ * passes' own (the matrix, the objects and every setup are the same). */
 #define _DEFAULT_SOURCE /* wait4: the peak RSS of each child */
 #include <errno.h>
 #include <fcntl.h>
@@ -83,18 +89,24 @@ typedef struct settings {
     double min_time;
     const char *filter; /* comma-separated label substrings; NULL: every kernel */
     bool rows_only;     /* print the kernel rows only (no preamble, header or memcpy row) */
+    unsigned passes;    /* --passes: each row runs exactly this many passes, untimed (counting mode) */
+    const char *input;  /* --input: counting mode runs only the rows of this input column */
 } settings;
 
-static settings S = {32768, 4096, 64, 0, 0.3, NULL, false};
+static settings S = {32768, 4096, 64, 0, 0.3, NULL, false, 0, NULL};
 
-/* Does the label match --filter? */
+/* Does the label match --filter?  An entry matches a label that contains it, or, written
+ * =LABEL, only the label that is exactly LABEL. */
 static bool selected(const char *label)
 {
     if (!S.filter) return true;
     for (const char *f = S.filter; *f;) {
         size_t n = strcspn(f, ",");
-        for (const char *l = label; n && *l; l++)
-            if (strncmp(l, f, n) == 0) return true;
+        if (*f == '=') {
+            if (n - 1 == strlen(label) && strncmp(label, f + 1, n - 1) == 0) return true;
+        } else
+            for (const char *l = label; n && *l; l++)
+                if (strncmp(l, f, n) == 0) return true;
         f += n;
         if (*f == ',') f++;
     }
@@ -608,8 +620,21 @@ static void print_header(void)
            "in MB/s", "Mw/s", "/memcpy", "scaling");
 }
 
+/* The units a pass of kernel k does on one thread: all of them, in whole grains. */
+static uint64_t pass_units(const kernel *k) { return k->whole ? k->units : k->units / k->grain * k->grain; }
+
+/* Does the row run?  Always, but in counting mode with --input, only for that input. */
+static bool counted(const kernel *k) { return !S.passes || !S.input || strcmp(k->input, S.input) == 0; }
+
 static void print_row(const kernel *k, result r1, result rt)
 {
+    if (!counted(k)) return;
+    if (S.passes) { /* counting mode: what one pass reads (bench/insns.sh divides by it) */
+        printf("%s\t%s\t%.0f\t%.0f\n", k->label, k->input, (double)pass_units(k) * k->weights_per_unit,
+               (double)pass_units(k) * k->bytes_per_unit);
+        fflush(stdout);
+        return;
+    }
     char w1[32] = "-", wt[32] = "-";
     if (k->weights_per_unit > 0) {
         snprintf(w1, sizeof w1, "%.1f", r1.mwps);
@@ -657,6 +682,15 @@ static void scratch_free(tstate *ts)
 static void bench(const kernel *k, const nf_geometry *g, bool values, result *out1, result *outt)
 {
     static tstate ts[MAX_THREADS];
+    if (S.passes) { /* counting mode: exactly S.passes passes on one thread, nothing timed */
+        if (out1) *out1 = (result){0};
+        if (outt) *outt = (result){0};
+        if (!counted(k)) return;
+        scratch_init(k, ts, g, values);
+        timed_run(k, ts, 1, pass_units(k), S.passes);
+        scratch_free(ts);
+        return;
+    }
     scratch_init(k, ts, g, values);
     result r1 = measure(k, ts, 1), rt = S.threads > 1 ? measure(k, ts, S.threads) : r1;
     scratch_free(ts);
@@ -918,7 +952,7 @@ static void preamble(uint64_t e)
 
 static void kernels(uint64_t e)
 {
-    /* memcpy: the physical reference */
+    /* memcpy: the physical reference (not in counting mode, whose rows have no /memcpy column) */
     kernel mc = {0};
     snprintf(mc.label, sizeof mc.label, "memcpy");
     snprintf(mc.input, sizeof mc.input, "%.0f MiB", (double)e * 2 / 1048576.0);
@@ -931,9 +965,11 @@ static void kernels(uint64_t e)
     mc.bytes_per_unit = 1;
     result r1, rt;
     memcpy_mbps[0] = memcpy_mbps[1] = 1;
-    bench(&mc, NULL, false, &r1, &rt);
-    memcpy_mbps[0] = r1.mbps;
-    memcpy_mbps[1] = rt.mbps;
+    if (!S.passes) {
+        bench(&mc, NULL, false, &r1, &rt);
+        memcpy_mbps[0] = r1.mbps;
+        memcpy_mbps[1] = rt.mbps;
+    }
     free(mc.dst);
     if (!S.rows_only) {
         print_header();
@@ -1087,7 +1123,14 @@ static int micro(int argc, char **argv)
         else if (strcmp(a, "--threads") == 0) S.threads = (unsigned)parse_u64(v, a);
         else if (strcmp(a, "--min-time") == 0) S.min_time = strtod(v, NULL);
         else if (strcmp(a, "--filter") == 0) S.filter = v;
-        else {
+        else if (strcmp(a, "--input") == 0) S.input = v;
+        else if (strcmp(a, "--passes") == 0) {
+            S.passes = (unsigned)parse_u64(v, a);
+            if (S.passes == 0 || S.passes > 1000) {
+                fprintf(stderr, "ninfer-bench: error: --passes needs 1 to 1000\n");
+                return 2;
+            }
+        } else {
             fprintf(stderr, "ninfer-bench: error: unknown option '%s'\n", a);
             return 2;
         }
@@ -1097,6 +1140,10 @@ static int micro(int argc, char **argv)
         S.threads = n > 0 ? (unsigned)n : 1;
     }
     if (S.threads > MAX_THREADS) S.threads = MAX_THREADS;
+    if (S.passes) { /* counting mode: one thread, the rows alone */
+        S.threads = 1;
+        S.rows_only = true;
+    }
     /* Every piece holds whole nvfp4 tiles and whole chunks; K holds whole k-quant blocks. */
     uint64_t unit = S.threads * 128;
     if (S.chunk_rows == 0 || 128 % S.chunk_rows != 0 || S.cols == 0 || S.cols % 256 != 0 || S.rows < unit ||
@@ -1263,7 +1310,7 @@ int main(int argc, char **argv)
     if (argc > 1 && strcmp(argv[1], "exec") == 0) return exec_mode(argc, argv);
     if (argc > 1 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
         printf("usage: ninfer-bench [--rows N] [--cols K] [--threads T] [--min-time S] [--chunk-rows R]\n"
-               "                    [--filter SUBSTR[,SUBSTR...]] [--rows-only]\n"
+               "                    [--filter SUBSTR[,SUBSTR...]] [--rows-only] [--passes P [--input T]]\n"
                "       ninfer-bench --print-simd\n"
                "       ninfer-bench exec [--repeat R] [--log FILE] [--ratio] --label L --bytes B --weights W -- PROG "
                "ARGS...\n"

@@ -5,9 +5,13 @@
 # On an aarch64 machine the suite simply runs natively (make test).
 #
 # usage: scripts/arm64.sh BUILD_DIR [PATTERN [HOST_BIN]]
+#        scripts/arm64.sh --bench BUILD_DIR
 #   PATTERN   the tests to run (ctest -R), default all
 #   HOST_BIN  this machine's programs: cli_test_same_bytes compares their artifacts with the
 #             aarch64 programs' (NINFER_HOST_BIN)
+#   --bench   only the packages and ninfer-bench, cross-built in BUILD_DIR (tests off, the
+#             default build's flags), for bench/insns.sh (make bench-insns): no Criterion, no
+#             binfmt_misc (qemu-aarch64 runs it as a command)
 #
 # As root, everything it needs is set up, and what it started is undone at its end:
 #   - arm64 is added to dpkg's architectures and the packages are installed (scripts/deps.sh);
@@ -24,7 +28,12 @@
 # step that fails fails the run (exit 1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build=${1:?usage: arm64.sh BUILD_DIR [PATTERN [HOST_BIN]]}
+bench=no
+if [ "${1:-}" = --bench ]; then
+  bench=yes
+  shift
+fi
+build=${1:?usage: arm64.sh BUILD_DIR [PATTERN [HOST_BIN]] | arm64.sh --bench BUILD_DIR}
 pattern=${2:-}
 host_bin=${3:-}
 case $build in /*) ;; *) build=$PWD/$build ;; esac
@@ -35,6 +44,10 @@ case $build in *[[:space:]]*)
 esac
 
 if [ "$(uname -m)" = aarch64 ]; then
+  if [ $bench = yes ]; then
+    echo "test-arm64: this machine is aarch64: make bench measures it natively" >&2
+    exit 2
+  fi
   echo "test-arm64: this machine is aarch64: the suite runs natively (make test)"
   exec make test
 fi
@@ -74,6 +87,15 @@ if [ $root = yes ] && ! dpkg --print-foreign-architectures | grep -qx arm64; the
   apt-get update -qq
 fi
 need "${packages[@]}"
+
+if [ $bench = yes ]; then
+  if [ ! -f "$build/CMakeCache.txt" ]; then
+    cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNINFER_TESTS=OFF -DNINFER_BENCH=ON \
+      -DCMAKE_TOOLCHAIN_FILE="$PWD/cmake/aarch64-linux-gnu.cmake" >/dev/null
+  fi
+  cmake --build "$build" -j "$(nproc 2>/dev/null || echo 2)" --target ninfer-bench
+  exit 0
+fi
 
 # ---------------------------------------------------------------- Criterion, unpacked
 crit=$build/criterion-root
