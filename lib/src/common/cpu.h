@@ -60,8 +60,8 @@ int nf_simd_rank(nf_simd_level level);
 
 /* The level the kernels use now (resolved on the first call). */
 nf_simd_level nf_simd_active(void);
-/* The best level this process may use: the CPU's, or the lower one NINFER_SIMD named (scalar
- * off x86-64 or without compiler support). */
+/* The best level this process may use: the CPU's, or the lower one NINFER_SIMD named (neon on
+ * aarch64; scalar on other machines or without compiler support). */
 nf_simd_level nf_simd_best(void);
 /* The best level the CPU (and OS) support, whatever NINFER_SIMD says. */
 nf_simd_level nf_simd_cpu_level(void);
