@@ -4,8 +4,9 @@
 #      or mask type, target attribute or pragma, or inline assembly in the library and the
 #      programs (lib/, cmd/) outside the kernel directories lib/src/*/simd/ and common/cpu.c
 #      (CPUID), common/simd_target.h (the attribute macros) and common/sha256_shani.c (SHA-NI);
-#      (the unit tests may use them to check the kernels); NEON's header and vector types in the
-#      kernel directories only;
+#      (the unit tests may use them to check the kernels); NEON's header and vector types, and
+#      the ARMv8 SHA-256 target's attribute macro, in the kernel directories only (the macro
+#      defined in common/simd_target.h);
 #   2. Clang compiles every compilation of this build (compile_commands.json: the library, the
 #      programs, the tests, with their own flags and warnings as errors) at -O0 into /dev/null:
 #      its code generation runs too (a target-specific builtin outside its target is an error
@@ -35,13 +36,14 @@ for probe in 'lib/src/method/simd/f16_x86.c:#include <immintrin.h>' 'lib/src/met
     else bad "the x86 pattern misses '$text' ($f)"; fi
 done
 
-# and NEON code (its header, its vector types) in the kernel directories only
-neon='#include <arm_neon\.h>|\b(u?int(8|16|32|64)|float(16|32|64)|poly(8|16|64))x[0-9]+(x[2-4])?_t\b'
+# and NEON code (its header, its vector types, the SHA-256 target's attribute) in the kernel
+# directories only
+neon='#include <arm_neon\.h>|\b(u?int(8|16|32|64)|float(16|32|64)|poly(8|16|64))x[0-9]+(x[2-4])?_t\b|\bNF_ARM_SHA2_FN\b'
 outside=$(cd "$src" && grep -rlE "$neon" lib cmd --include='*.c' --include='*.h' --include='*.inc' |
-    grep -vE '^lib/src/[a-z_]+/simd/' || true)
+    grep -vE '^lib/src/[a-z_]+/simd/|^lib/src/common/simd_target\.h$' || true)
 [ -z "$outside" ] && ok || bad "NEON intrinsics outside the kernel files: $outside"
 for probe in 'lib/src/stats/simd/lanes_neon.h:#include <arm_neon.h>' 'lib/src/stats/simd/lanes_neon.h:float64x2_t' \
-    'lib/src/method/simd/fp8_neon.c:uint32x4_t'; do
+    'lib/src/method/simd/fp8_neon.c:uint32x4_t' 'lib/src/common/simd/sha256_armv8.c:NF_ARM_SHA2_FN'; do
     f=${probe%%:*} text=${probe#*:}
     if ! grep -qF -- "$text" "$src/$f"; then bad "the probe '$text' is no longer in $f"
     elif printf '%s\n' "$text" | grep -qE "$neon"; then ok

@@ -1,8 +1,14 @@
 /* SHA-256 (common/sha256.h): FIPS 180-4's example messages (their digests from the standard's
- * examples document, not from this code), and the SHA-NI kernel bit for bit against the scalar
- * reference: every length 0..1100 and random lengths up to 70000, hashed whole and in random
- * split updates, and the block kernels on random states.  A CPU without SHA-NI reports the
- * comparison as skipped (never a warning: Criterion exits 1 after one). */
+ * examples document, not from this code), and each kernel of the SHA-256 instructions -- x86's
+ * SHA-NI, aarch64's ARMv8 SHA2 -- bit for bit against the scalar reference, selected through
+ * the dispatch the library uses (nf_simd_force, nf_sha256_kernels_active): the example
+ * messages, every length 0..1100 from an aligned and an unaligned start, random lengths up to
+ * 8 KiB at random starts and up to 70000, hashed whole, in random split updates and in two or
+ * three updates split at every offset of multi-block messages, and the block kernels on random
+ * states.  A build for the other machine, or a CPU without the instructions (or
+ * NINFER_SIMD=scalar), reports the comparison as skipped with the reason (never a warning:
+ * Criterion exits 1 after one).  And the dispatch itself: NINFER_SIMD=scalar hashes with the
+ * portable code, the best level with the instructions when the CPU has them. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,26 +96,77 @@ static void split_hex(const uint8_t *m, size_t len, char out[65])
     nf_hex_bytes(d, 32, out);
 }
 
-Test(sha256, sha_ni_bit_for_bit_with_the_scalar_reference)
+/* The digest of m through the dispatch at `level`, whose table must be `fast`. */
+static void digest_at(nf_simd_level level, const nf_sha256_kernels *fast, const uint8_t *m, size_t n, char out[65])
 {
-    if (!nf_simd_has_sha() || !nf_simd_supported(NF_SIMD_AVX2))
-        cr_skip_test("the CPU lacks SHA-NI (or NINFER_SIMD=scalar): the SHA-NI kernel is NOT tested on this machine");
-    const nf_sha256_kernels *fast = nf_sha256_kernels_for(NF_SIMD_AVX2);
-    cr_assert_str_eq(fast->name, "sha-ni");
+    nf_simd_force(level);
+    cr_assert_eq(nf_sha256_kernels_active(), fast, "level %s", nf_simd_level_name(level));
+    digest_hex(m, n, out);
+}
+
+/* m hashed with the active kernels in updates of lengths cut[0], cut[1] - cut[0], ..., n - cut[k - 1]. */
+static void pieces_hex(const uint8_t *m, size_t n, const size_t *cut, size_t k, char out[65])
+{
+    nf_sha256 s;
+    uint8_t d[32];
+    nf_sha256_init(&s);
+    size_t at = 0;
+    for (size_t i = 0; i <= k; i++) {
+        size_t end = i < k ? cut[i] : n;
+        nf_sha256_update(&s, m + at, end - at);
+        at = end;
+    }
+    nf_sha256_final(&s, d);
+    nf_hex_bytes(d, 32, out);
+}
+
+/* The kernel of `level` (named `name`) against the scalar reference, bit for bit. */
+static void compare_with_scalar(nf_simd_level level, const char *name)
+{
+    const nf_sha256_kernels *fast = nf_sha256_kernels_for(level);
+    cr_assert_str_eq(fast->name, name);
+    nf_simd_force(level);
+    cr_assert_eq(nf_sha256_kernels_active(), fast);
+    known_answers();
     size_t cap = 70000;
     uint8_t *m = malloc(cap);
     for (size_t i = 0; i < cap; i++) m[i] = (uint8_t)next();
     char a[65], b[65], c[65];
+    /* every length to 1100 (every tail of the padding, one to 17 blocks), then random ones */
     for (size_t len = 0; len < 1300; len++) {
         size_t n = len < 1100 ? len : (size_t)(next() % cap);
-        nf_simd_force(NF_SIMD_SCALAR);
-        digest_hex(m, n, a);
-        nf_simd_force(NF_SIMD_AVX2);
-        cr_assert_eq(nf_sha256_kernels_active(), fast);
-        digest_hex(m, n, b);
-        split_hex(m, n, c);
-        cr_assert_str_eq(b, a, "length %zu", n);
-        cr_assert_str_eq(c, a, "length %zu in pieces", n);
+        for (size_t off = 0; off < 2; off++) { /* from an aligned start, then an odd one */
+            const uint8_t *at = m + (off ? 1 + len % 15 : 0);
+            if (n > cap - (size_t)(at - m)) n = cap - (size_t)(at - m);
+            digest_at(NF_SIMD_SCALAR, &nf_sha256_kernels_scalar, at, n, a);
+            digest_at(level, fast, at, n, b);
+            split_hex(at, n, c);
+            cr_assert_str_eq(b, a, "length %zu at offset %zu", n, (size_t)(at - m));
+            cr_assert_str_eq(c, a, "length %zu at offset %zu in pieces", n, (size_t)(at - m));
+        }
+    }
+    /* random lengths up to 8 KiB from random starts */
+    for (int t = 0; t < 400; t++) {
+        size_t off = (size_t)(next() % 64), n = (size_t)(next() % 8193);
+        digest_at(NF_SIMD_SCALAR, &nf_sha256_kernels_scalar, m + off, n, a);
+        digest_at(level, fast, m + off, n, b);
+        cr_assert_str_eq(b, a, "length %zu at offset %zu", n, off);
+    }
+    /* multi-block messages in two updates split at every offset, and in three (the second piece
+     * 67 bytes: it ends in another block than it starts) */
+    static const size_t lens[] = {64, 128, 300, 1031};
+    for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+        size_t n = lens[i];
+        const uint8_t *at = m + 3; /* unaligned */
+        digest_at(NF_SIMD_SCALAR, &nf_sha256_kernels_scalar, at, n, a);
+        nf_simd_force(level);
+        for (size_t cut = 0; cut <= n; cut++) {
+            size_t two[2] = {cut, cut + 67 < n ? cut + 67 : n};
+            pieces_hex(at, n, two, 1, b);
+            pieces_hex(at, n, two, 2, c);
+            cr_assert_str_eq(b, a, "length %zu split at %zu", n, cut);
+            cr_assert_str_eq(c, a, "length %zu split at %zu and %zu", n, two[0], two[1]);
+        }
     }
     /* the block kernels on random states and blocks */
     for (int t = 0; t < 2000; t++) {
@@ -120,6 +177,66 @@ Test(sha256, sha_ni_bit_for_bit_with_the_scalar_reference)
         fast->blocks(h2, m + off, nb);
         cr_assert(memcmp(h1, h2, sizeof h1) == 0, "blocks differ (trial %d)", t);
     }
+    /* no block: the state is left as it was */
+    uint32_t h[8], h0[8];
+    for (int i = 0; i < 8; i++) h[i] = h0[i] = (uint32_t)next();
+    fast->blocks(h, m, 0);
+    cr_assert(memcmp(h, h0, sizeof h) == 0);
     nf_simd_force(nf_simd_best());
     free(m);
+}
+
+Test(sha256, sha_ni_bit_for_bit_with_the_scalar_reference)
+{
+    if (!NF_X86_KERNELS) cr_skip_test("not an x86 build: the SHA-NI kernel is x86's (not built here)");
+    if (!nf_simd_has_sha() || !nf_simd_supported(NF_SIMD_AVX2))
+        cr_skip_test("the CPU lacks SHA-NI (or NINFER_SIMD=scalar): the SHA-NI kernel is NOT tested on this machine");
+    compare_with_scalar(NF_SIMD_AVX2, "sha-ni");
+}
+
+Test(sha256, armv8_sha2_bit_for_bit_with_the_scalar_reference)
+{
+    if (!NF_ARM_KERNELS)
+        cr_skip_test(
+            "not an aarch64 build: the ARMv8 SHA-256 kernel is aarch64's (not built here; make test-arm64 runs it)");
+    if (!nf_simd_has_sha() || !nf_simd_supported(NF_SIMD_NEON))
+        cr_skip_test("the CPU lacks the ARMv8 SHA-256 instructions (HWCAP_SHA2, HWCAP_AES) (or NINFER_SIMD=scalar): "
+                     "the ARMv8 kernel is NOT tested on this machine");
+    compare_with_scalar(NF_SIMD_NEON, "armv8-sha2");
+}
+
+/* The name of the table the level takes on this machine: the instructions' kernel where the CPU
+ * has them (common/sha256.h), else the portable code. */
+static const char *expected_name(nf_simd_level level)
+{
+    if (!nf_simd_has_sha()) return "scalar";
+    if (NF_X86_KERNELS && (level == NF_SIMD_AVX2 || level == NF_SIMD_AVX512)) return "sha-ni";
+    if (NF_ARM_KERNELS && level == NF_SIMD_NEON) return "armv8-sha2";
+    return "scalar";
+}
+
+Test(sha256, every_level_takes_its_table)
+{
+    for (int l = 0; l < NF_SIMD_LEVEL_COUNT; l++)
+        cr_assert_str_eq(nf_sha256_kernels_for((nf_simd_level)l)->name, expected_name((nf_simd_level)l), "level %s",
+                         nf_simd_level_name((nf_simd_level)l));
+}
+
+/* Criterion runs each test in a fresh process, so the environment is read here for the first
+ * time. */
+Test(sha256, ninfer_simd_scalar_selects_the_portable_code)
+{
+    setenv("NINFER_SIMD", "scalar", 1);
+    cr_assert_eq(nf_simd_active(), NF_SIMD_SCALAR);
+    cr_assert_eq(nf_sha256_kernels_active(), &nf_sha256_kernels_scalar);
+    known_answers();
+}
+
+Test(sha256, the_best_level_selects_the_instructions)
+{
+    unsetenv("NINFER_SIMD");
+    const nf_sha256_kernels *k = nf_sha256_kernels_active();
+    cr_assert_str_eq(k->name, expected_name(nf_simd_best()));
+    cr_log_info("SHA-256 kernel on this CPU: %s", k->name);
+    known_answers();
 }

@@ -124,6 +124,11 @@ static void check_level(nf_simd_level level)
     cr_assert_str_eq(n4->name, table_name(level, true), "nvfp4 at %s", what);
     cr_assert_str_eq(gg->name, table_name(level, true), "ggml dequantization at %s", what);
     cr_assert_str_eq(ly->name, table_name(level, true), "layout at %s", what);
+    /* SHA-256's instructions are a feature of their own beside the level (common/sha256.h) */
+    const char *sha = "scalar";
+    if (nf_simd_has_sha() && NF_X86_KERNELS && (level == NF_SIMD_AVX2 || level == NF_SIMD_AVX512)) sha = "sha-ni";
+    if (nf_simd_has_sha() && NF_ARM_KERNELS && level == NF_SIMD_NEON) sha = "armv8-sha2";
+    cr_assert_str_eq(sh->name, sha, "sha256 at %s", what);
     const char *names[] = {se->name, gq->name, i2->name};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         cr_assert(names[i] != NULL);
@@ -149,6 +154,7 @@ Test(simd_tables, every_level_complete)
         cr_assert_eq(nf_nvfp4_kernels_active(), nf_nvfp4_kernels_for(level));
         cr_assert_eq(nf_search_kernels_active(), nf_search_kernels_for(level));
         cr_assert_eq(nf_gq_kernels_active(), nf_gq_kernels_for(level));
+        cr_assert_eq(nf_sha256_kernels_active(), nf_sha256_kernels_for(level));
     }
     nf_simd_force(before);
 }
@@ -164,5 +170,6 @@ Test(simd_tables, out_of_range_is_scalar)
     cr_assert_eq(nf_nvfp4_kernels_for(bad), &nf_nvfp4_kernels_scalar);
     cr_assert_eq(nf_search_kernels_for(bad), &nf_search_kernels_scalar);
     cr_assert_eq(nf_gq_kernels_for(bad), &nf_gq_kernels_scalar);
+    cr_assert_eq(nf_sha256_kernels_for(bad), &nf_sha256_kernels_scalar);
     cr_assert_eq(nf_stats_kernels_for((nf_simd_level)-1), &nf_stats_kernels_scalar);
 }

@@ -17,6 +17,15 @@
 #define NF_CPU_X86 0
 #endif
 
+/* aarch64 Linux reports the CPU's features in the auxiliary vector's AT_HWCAP bits (the ID
+ * registers themselves are the kernel's to read) */
+#if NF_ARM_KERNELS && defined(__linux__)
+#define NF_CPU_ARM_LINUX 1
+#include <sys/auxv.h>
+#else
+#define NF_CPU_ARM_LINUX 0
+#endif
+
 static const char *const level_names[NF_SIMD_LEVEL_COUNT] = {"scalar", "avx2", "avx512", "neon"};
 
 /* This machine's chain of levels, lowest first (common/cpu.h) */
@@ -40,7 +49,7 @@ static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static nf_simd_level cpu_level = NF_SIMD_SCALAR;  /* what the CPU (and OS) support */
 static nf_simd_level best_level = NF_SIMD_SCALAR; /* cpu_level, or the lower NINFER_SIMD level */
 static _Atomic int active_level = NF_SIMD_SCALAR;
-static bool cpu_sha; /* the SHA extensions (nf_simd_has_sha) */
+static bool cpu_sha; /* the SHA-256 instructions (nf_simd_has_sha) */
 static char reason[192];
 
 #if NF_CPU_X86
@@ -53,14 +62,19 @@ static bool has_f16c(void)
 }
 #endif
 
-/* The SHA extensions and the SSSE3/SSE4.1 shuffles their kernel uses (their state is the SSE
- * state every x86-64 OS saves). */
+/* x86: the SHA extensions and the SSSE3/SSE4.1 shuffles their kernel uses (their state is the
+ * SSE state every x86-64 OS saves).  aarch64: the SHA-256 instructions, and AES, which GCC's
+ * target for them includes (NF_TARGET_ARM_SHA2, common/simd_target.h): every feature the
+ * kernel is compiled for, as on x86.  Elsewhere (an aarch64 OS other than Linux) none. */
 static bool detect_sha(void)
 {
 #if NF_CPU_X86
     unsigned a, b, c, d;
     if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_SSSE3) || !(c & bit_SSE4_1)) return false;
     return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & bit_SHA);
+#elif NF_CPU_ARM_LINUX
+    const unsigned long hw = getauxval(AT_HWCAP);
+    return (hw & HWCAP_SHA2) && (hw & HWCAP_AES);
 #else
     return false;
 #endif

@@ -70,8 +70,11 @@ bool nf_simd_supported(nf_simd_level level);
 /* Switches the active level to `level`, or to the best supported one when the CPU lacks it (the
  * reason is then kept); returns the level now active.  An out-of-range level counts as lacking. */
 nf_simd_level nf_simd_force(nf_simd_level level);
-/* Whether the CPU has the SHA extensions (x86 SHA-NI with SSSE3 and SSE4.1), whatever the level:
- * common/sha256.c's kernel for the avx2 and avx512 levels when it does. */
+/* Whether the CPU has the SHA-256 instructions, whatever the level: x86's SHA extensions (SHA-NI,
+ * with SSSE3 and SSE4.1), common/sha256.c's kernel for the avx2 and avx512 levels when it does;
+ * aarch64's (FEAT_SHA256, with AES: HWCAP_SHA2 and HWCAP_AES on Linux), its kernel for the neon
+ * level.  A feature of its own, not of a level: NINFER_SIMD=scalar still selects the portable
+ * SHA-256, by its level. */
 bool nf_simd_has_sha(void);
 /* "scalar", "avx2", "avx512", "neon"; NULL for an out-of-range level. */
 const char *nf_simd_level_name(nf_simd_level level);

@@ -50,11 +50,15 @@ static void blocks_scalar(uint32_t h[8], const uint8_t *p, size_t n)
 
 const nf_sha256_kernels nf_sha256_kernels_scalar = {"scalar", blocks_scalar};
 
-/* Not NF_SIMD_SELECTOR: SHA-NI is a feature of its own, not one of a level's. */
+/* Not NF_SIMD_SELECTOR: the SHA instructions are a feature of their own, not one of a level's;
+ * the level still decides, so NINFER_SIMD=scalar hashes with the portable code. */
 const nf_sha256_kernels *nf_sha256_kernels_for(nf_simd_level level)
 {
 #if NF_X86_KERNELS
     if ((level == NF_SIMD_AVX2 || level == NF_SIMD_AVX512) && nf_simd_has_sha()) return &nf_sha256_kernels_shani;
+#endif
+#if NF_ARM_KERNELS
+    if (level == NF_SIMD_NEON && nf_simd_has_sha()) return &nf_sha256_kernels_armv8;
 #endif
     (void)level;
     return &nf_sha256_kernels_scalar;

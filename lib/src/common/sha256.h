@@ -1,8 +1,8 @@
 /* SHA-256 (FIPS 180-4), for the digests of method programs' files (docs/method-programs.md 5)
  * and of the sources' files (docs/provenance.md): the figure `sha256sum` prints, so a user can
  * check what the provenance records.  The compression of whole blocks goes through one kernels
- * table per SIMD level (common/cpu.h): portable C, the reference, and x86's SHA extensions
- * where the CPU has them, the same digests bit for bit. */
+ * table per SIMD level (common/cpu.h): portable C, the reference, x86's SHA extensions and
+ * aarch64's SHA-256 instructions where the CPU has them, the same digests bit for bit. */
 #ifndef NINFER_COMMON_SHA256_H
 #define NINFER_COMMON_SHA256_H
 
@@ -31,8 +31,12 @@ extern const nf_sha256_kernels nf_sha256_kernels_scalar;
 #if NF_X86_KERNELS
 extern const nf_sha256_kernels nf_sha256_kernels_shani; /* common/sha256_shani.c */
 #endif
-/* The table of a level: scalar for NF_SIMD_SCALAR; for avx2 and avx512 SHA-NI when the CPU has
- * it (nf_simd_has_sha), scalar otherwise.  Never NULL. */
+#if NF_ARM_KERNELS
+extern const nf_sha256_kernels nf_sha256_kernels_armv8; /* common/simd/sha256_armv8.c */
+#endif
+/* The table of a level: scalar for NF_SIMD_SCALAR; for avx2 and avx512 SHA-NI ("sha-ni"), for
+ * neon the ARMv8 instructions ("armv8-sha2"), when the CPU has them (nf_simd_has_sha), scalar
+ * otherwise.  Never NULL. */
 const nf_sha256_kernels *nf_sha256_kernels_for(nf_simd_level level);
 const nf_sha256_kernels *nf_sha256_kernels_active(void);
 
