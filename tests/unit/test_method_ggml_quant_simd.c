@@ -83,6 +83,7 @@ static void ggml_vectors(nf_simd_level level)
 
 Test(ggml_quant_simd, ggml_vectors_avx2) { ggml_vectors(NF_SIMD_AVX2); }
 Test(ggml_quant_simd, ggml_vectors_avx512) { ggml_vectors(NF_SIMD_AVX512); }
+Test(ggml_quant_simd, ggml_vectors_neon) { ggml_vectors(NF_SIMD_NEON); }
 
 /* ------------------------------------------------------------------ generated rows */
 
@@ -94,6 +95,7 @@ static void generated(nf_simd_level level)
 
 Test(ggml_quant_simd, generated_rows_avx2) { generated(NF_SIMD_AVX2); }
 Test(ggml_quant_simd, generated_rows_avx512) { generated(NF_SIMD_AVX512); }
+Test(ggml_quant_simd, generated_rows_neon) { generated(NF_SIMD_NEON); }
 
 /* Rows of one and of three super-blocks (a pair and a single one: the searches see 16 sub-blocks
  * as well as 32) equal the scalar level's too. */
@@ -131,6 +133,7 @@ static void odd_rows(nf_simd_level level)
 
 Test(ggml_quant_simd, odd_rows_avx2) { odd_rows(NF_SIMD_AVX2); }
 Test(ggml_quant_simd, odd_rows_avx512) { odd_rows(NF_SIMD_AVX512); }
+Test(ggml_quant_simd, odd_rows_neon) { odd_rows(NF_SIMD_NEON); }
 
 /* ------------------------------------------------------------------ the plain row path */
 
@@ -214,6 +217,7 @@ static void plain_path(nf_simd_level level)
 
 Test(ggml_quant_simd, plain_path_avx2) { plain_path(NF_SIMD_AVX2); }
 Test(ggml_quant_simd, plain_path_avx512) { plain_path(NF_SIMD_AVX512); }
+Test(ggml_quant_simd, plain_path_neon) { plain_path(NF_SIMD_NEON); }
 
 /* The same through nf_method_encode_rows from binary16 and bfloat16 sources: the bytes of every
  * level equal the scalar level's, and a row that holds a refused value is refused alike. */
@@ -264,6 +268,7 @@ static void plain_sources(nf_simd_level level)
 
 Test(ggml_quant_simd, plain_sources_avx2) { plain_sources(NF_SIMD_AVX2); }
 Test(ggml_quant_simd, plain_sources_avx512) { plain_sources(NF_SIMD_AVX512); }
+Test(ggml_quant_simd, plain_sources_neon) { plain_sources(NF_SIMD_NEON); }
 
 /* Every level's table is complete (the tables test checks every module's; this one names the
  * entries the encoders call). */

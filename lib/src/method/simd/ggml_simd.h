@@ -138,6 +138,9 @@ extern const nf_gq_kernels nf_gq_kernels_scalar;
 extern const nf_gq_kernels nf_gq_kernels_avx2;
 extern const nf_gq_kernels nf_gq_kernels_avx512;
 #endif
+#if NF_ARM_KERNELS
+extern const nf_gq_kernels nf_gq_kernels_neon; /* simd/ggml_neon.c */
+#endif
 
 const nf_gq_kernels *nf_gq_kernels_for(nf_simd_level level);
 const nf_gq_kernels *nf_gq_kernels_active(void);
