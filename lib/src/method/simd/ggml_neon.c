@@ -4,8 +4,7 @@
  * 8 sub-blocks at a time (two vectors interleaved).  The loops around the searches (Q4_0, Q5_0
  * and Q8_0 without importance, the weights of Q4_0 / Q5_0 with importance, Q2_0's codes) follow
  * ggml_avx2.c and ggml_q2_0_avx2.c step for step, with the x86 conversions they rely on
- * reproduced (cvtt_x86).  The IQ entries are still the scalar references (docs/portability.md
- * "Kernels on aarch64"). */
+ * reproduced (cvtt_x86).  The IQ3 and IQ1 entries are in ggml_iq3_neon.c and ggml_iq1_neon.c. */
 #include "common/simd_target.h"
 #include "method/ggml_encoders.h"
 #include "method/simd/ggml_simd.h"
@@ -269,13 +268,13 @@ const nf_gq_kernels nf_gq_kernels_neon = {.name = "neon",
                                           .fit_q3 = fit_q3_neon,
                                           .iq4_scales = iq4_scales_neon,
                                           .requant = requant_neon,
-                                          .iq3_trials = nf_gq3_trials_ref,
-                                          .iq1s_split = nf_gq1s_split_ref,
-                                          .iq1m_split = nf_gq1m_split_ref,
-                                          .iq1_nearest = nf_gq1_nearest_ref,
+                                          .iq3_trials = nf_gq3_trials_neon,
+                                          .iq1s_split = nf_gq1s_split_neon,
+                                          .iq1m_split = nf_gq1m_split_neon,
+                                          .iq1_nearest = nf_gq1_nearest_neon,
                                           .plain_blocks = plain_blocks_neon,
                                           .sqrt_weights = sqrt_weights_neon,
                                           .codes_q2_0 = codes_q2_0_neon,
-                                          .iq1_order = nf_gq1_order_ref};
+                                          .iq1_order = nf_gq1_order_neon};
 
 #endif
