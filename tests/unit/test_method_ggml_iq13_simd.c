@@ -92,6 +92,7 @@ static void ggml_vectors(nf_simd_level level)
 Test(ggml_iq13_simd, ggml_vectors_scalar) { ggml_vectors(NF_SIMD_SCALAR); }
 Test(ggml_iq13_simd, ggml_vectors_avx2) { ggml_vectors(NF_SIMD_AVX2); }
 Test(ggml_iq13_simd, ggml_vectors_avx512) { ggml_vectors(NF_SIMD_AVX512); }
+Test(ggml_iq13_simd, ggml_vectors_neon) { ggml_vectors(NF_SIMD_NEON); }
 
 /* ------------------------------------------------------------------ generated rows */
 
@@ -103,6 +104,7 @@ static void generated(nf_simd_level level)
 
 Test(ggml_iq13_simd, generated_rows_avx2) { generated(NF_SIMD_AVX2); }
 Test(ggml_iq13_simd, generated_rows_avx512) { generated(NF_SIMD_AVX512); }
+Test(ggml_iq13_simd, generated_rows_neon) { generated(NF_SIMD_NEON); }
 
 /* ------------------------------------------------------------------ the IQ3 trial kernel */
 
@@ -267,6 +269,7 @@ static void iq3_kernel_matches(nf_simd_level level)
 
 Test(ggml_iq13_simd, iq3_kernel_avx2) { iq3_kernel_matches(NF_SIMD_AVX2); }
 Test(ggml_iq13_simd, iq3_kernel_avx512) { iq3_kernel_matches(NF_SIMD_AVX512); }
+Test(ggml_iq13_simd, iq3_kernel_neon) { iq3_kernel_matches(NF_SIMD_NEON); }
 
 /* Every level's table has the entries these encoders call. */
 Test(ggml_iq13_simd, tables_are_complete)

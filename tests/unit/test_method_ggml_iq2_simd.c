@@ -81,6 +81,7 @@ static void ggml_vectors(nf_simd_level level)
 Test(ggml_iq2_simd, ggml_vectors_scalar) { ggml_vectors(NF_SIMD_SCALAR); }
 Test(ggml_iq2_simd, ggml_vectors_avx2) { ggml_vectors(NF_SIMD_AVX2); }
 Test(ggml_iq2_simd, ggml_vectors_avx512) { ggml_vectors(NF_SIMD_AVX512); }
+Test(ggml_iq2_simd, ggml_vectors_neon) { ggml_vectors(NF_SIMD_NEON); }
 
 /* ------------------------------------------------------------------ generated rows */
 
@@ -92,6 +93,7 @@ static void generated(nf_simd_level level)
 
 Test(ggml_iq2_simd, generated_rows_avx2) { generated(NF_SIMD_AVX2); }
 Test(ggml_iq2_simd, generated_rows_avx512) { generated(NF_SIMD_AVX512); }
+Test(ggml_iq2_simd, generated_rows_neon) { generated(NF_SIMD_NEON); }
 
 /* ------------------------------------------------------------------ the kernel itself */
 
@@ -217,12 +219,15 @@ static void signs_match(nf_simd_level level)
 
 Test(ggml_iq2_simd, signs_avx2) { signs_match(NF_SIMD_AVX2); }
 Test(ggml_iq2_simd, signs_avx512) { signs_match(NF_SIMD_AVX512); }
+Test(ggml_iq2_simd, signs_neon) { signs_match(NF_SIMD_NEON); }
 
 Test(ggml_iq2_simd, weights_avx2) { weights_match(NF_SIMD_AVX2); }
 Test(ggml_iq2_simd, weights_avx512) { weights_match(NF_SIMD_AVX512); }
+Test(ggml_iq2_simd, weights_neon) { weights_match(NF_SIMD_NEON); }
 
 Test(ggml_iq2_simd, kernel_avx2) { kernel_matches(NF_SIMD_AVX2); }
 Test(ggml_iq2_simd, kernel_avx512) { kernel_matches(NF_SIMD_AVX512); }
+Test(ggml_iq2_simd, kernel_neon) { kernel_matches(NF_SIMD_NEON); }
 
 Test(ggml_iq2_simd, tables_are_complete)
 {

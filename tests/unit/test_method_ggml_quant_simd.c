@@ -83,6 +83,7 @@ static void ggml_vectors(nf_simd_level level)
 
 Test(ggml_quant_simd, ggml_vectors_avx2) { ggml_vectors(NF_SIMD_AVX2); }
 Test(ggml_quant_simd, ggml_vectors_avx512) { ggml_vectors(NF_SIMD_AVX512); }
+Test(ggml_quant_simd, ggml_vectors_neon) { ggml_vectors(NF_SIMD_NEON); }
 
 /* ------------------------------------------------------------------ generated rows */
 
@@ -94,6 +95,7 @@ static void generated(nf_simd_level level)
 
 Test(ggml_quant_simd, generated_rows_avx2) { generated(NF_SIMD_AVX2); }
 Test(ggml_quant_simd, generated_rows_avx512) { generated(NF_SIMD_AVX512); }
+Test(ggml_quant_simd, generated_rows_neon) { generated(NF_SIMD_NEON); }
 
 /* Rows of one and of three super-blocks (a pair and a single one: the searches see 16 sub-blocks
  * as well as 32) equal the scalar level's too. */
@@ -131,6 +133,7 @@ static void odd_rows(nf_simd_level level)
 
 Test(ggml_quant_simd, odd_rows_avx2) { odd_rows(NF_SIMD_AVX2); }
 Test(ggml_quant_simd, odd_rows_avx512) { odd_rows(NF_SIMD_AVX512); }
+Test(ggml_quant_simd, odd_rows_neon) { odd_rows(NF_SIMD_NEON); }
 
 /* ------------------------------------------------------------------ the plain row path */
 
@@ -214,6 +217,7 @@ static void plain_path(nf_simd_level level)
 
 Test(ggml_quant_simd, plain_path_avx2) { plain_path(NF_SIMD_AVX2); }
 Test(ggml_quant_simd, plain_path_avx512) { plain_path(NF_SIMD_AVX512); }
+Test(ggml_quant_simd, plain_path_neon) { plain_path(NF_SIMD_NEON); }
 
 /* The same through nf_method_encode_rows from binary16 and bfloat16 sources: the bytes of every
  * level equal the scalar level's, and a row that holds a refused value is refused alike. */
@@ -264,6 +268,120 @@ static void plain_sources(nf_simd_level level)
 
 Test(ggml_quant_simd, plain_sources_avx2) { plain_sources(NF_SIMD_AVX2); }
 Test(ggml_quant_simd, plain_sources_avx512) { plain_sources(NF_SIMD_AVX512); }
+Test(ggml_quant_simd, plain_sources_neon) { plain_sources(NF_SIMD_NEON); }
+
+/* ------------------------------------------------------------------ the entries, one by one */
+
+/* The entries called directly against the scalar table, every output compared bit for bit (a
+ * search's scales and minima as words, so a -0 for a +0 fails): every kind of generated values
+ * plus signed zeros (+0 first, then -0: MINPS's rule keeps the first) and values near 2^64 with
+ * tiny ones, every count of sub-blocks from 1 to 16 (a vector's tail at every level), with and
+ * without weights (random, with zeros, all zero, all one). */
+enum { KD_SIGNED_ZEROS = K_COUNT, KD_HUGE, KD_COUNT };
+
+static void kfill(int kind, float *x, int n)
+{
+    if (kind < K_COUNT) {
+        fill(kind, x, n);
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        if (kind == KD_SIGNED_ZEROS) x[i] = i == 0 ? 0.0f : (next_u64() % 8 == 0 ? 0.0f : -0.0f);
+        else x[i] = (next_u64() % 3 == 0) ? (float)(gauss() * 1e18) : (float)(gauss() * 1e-30);
+    }
+    if (kind == KD_SIGNED_ZEROS && next_u64() % 4 == 0) x[next_u64() % (unsigned)n] = (float)gauss();
+}
+
+static void expect_words(const void *got, const void *want, size_t bytes, const char *lv, const char *entry, int kind,
+                         int nsub, int rep)
+{
+    if (memcmp(got, want, bytes) != 0)
+        cr_assert_fail("%s %s: kind %d, %d sub-blocks, case %d: differs from the scalar table", lv, entry, kind, nsub,
+                       rep);
+}
+
+static void kernel_entries(nf_simd_level level)
+{
+    require(level);
+    const nf_gq_kernels *k = nf_gq_kernels_for(level), *r = &nf_gq_kernels_scalar;
+    const char *lv = nf_simd_level_name(level);
+    static const int8_t iq4[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+    enum { MAXV = 16 * 32 };
+    static float x[MAXV], w[MAXV], s1[MAXV], s2[MAXV], m1[16], m2[16];
+    static uint8_t u1[MAXV], u2[MAXV];
+    static int8_t i1[MAXV], i2[MAXV];
+    int rep = 0;
+    for (int kind = 0; kind < KD_COUNT; kind++)
+        for (int nsub = 1; nsub <= 16; nsub++)
+            for (int c = 0; c < 6; c++, rep++) {
+                const int n = c % 2 ? 16 : 32, nv = nsub * n;
+                for (int j = 0; j < nsub; j++) kfill(kind, x + j * n, n);
+                const float *qw = importance(c % IMP_KINDS, w, nv);
+                if (!qw) {
+                    for (int i = 0; i < nv; i++) w[i] = x[i] * x[i];
+                    qw = w;
+                }
+                /* fit_min as Q2_K (nmax 3, absolute errors) and Q4_K / Q5_K (15, 31: squares) */
+                static const struct {
+                    int nmax;
+                    float rmin, rdelta;
+                    int nstep;
+                    bool mad;
+                } FM[3] = {{3, -0.5f, 0.1f, 15, true}, {15, -1.0f, 0.1f, 20, false}, {31, -0.5f, 0.1f, 15, false}};
+                const int f = c % 3;
+                memset(u1, 0xA5, sizeof u1);
+                memset(u2, 0xA5, sizeof u2);
+                k->fit_min(nsub, n, FM[f].nmax, x, qw, u1, s1, m1, FM[f].rmin, FM[f].rdelta, FM[f].nstep, FM[f].mad);
+                r->fit_min(nsub, n, FM[f].nmax, x, qw, u2, s2, m2, FM[f].rmin, FM[f].rdelta, FM[f].nstep, FM[f].mad);
+                expect_words(u1, u2, sizeof u1, lv, "fit_min codes", kind, nsub, rep);
+                expect_words(s1, s2, (size_t)nsub * 4, lv, "fit_min scales", kind, nsub, rep);
+                expect_words(m1, m2, (size_t)nsub * 4, lv, "fit_min minima", kind, nsub, rep);
+                /* fit_signed as Q3_K (4), Q4_0 (8), Q5_0 (16), Q6_K (32), with and without weights */
+                static const int FS[4] = {4, 8, 16, 32};
+                for (int wi = 0; wi < 2; wi++) {
+                    memset(i1, 0x5A, sizeof i1);
+                    memset(i2, 0x5A, sizeof i2);
+                    k->fit_signed(nsub, n, FS[(c + wi) % 4], x, wi ? qw : NULL, i1, s1);
+                    r->fit_signed(nsub, n, FS[(c + wi) % 4], x, wi ? qw : NULL, i2, s2);
+                    expect_words(i1, i2, sizeof i1, lv, "fit_signed codes", kind, nsub, rep);
+                    expect_words(s1, s2, (size_t)nsub * 4, lv, "fit_signed scales", kind, nsub, rep);
+                }
+                if (n == 16) { /* Q3_K's sub-blocks */
+                    k->fit_q3(nsub, n, 4, x, i1, s1);
+                    r->fit_q3(nsub, n, 4, x, i2, s2);
+                    expect_words(i1, i2, sizeof i1, lv, "fit_q3 codes", kind, nsub, rep);
+                    expect_words(s1, s2, (size_t)nsub * 4, lv, "fit_q3 scales", kind, nsub, rep);
+                } else {
+                    k->iq4_scales(nsub, x, qw, iq4, s1);
+                    r->iq4_scales(nsub, x, qw, iq4, s2);
+                    expect_words(s1, s2, (size_t)nsub * 4, lv, "iq4_scales", kind, nsub, rep);
+                    const float ms = c == 2 ? 0.0f : (float)unif() * x[0] * x[0];
+                    k->sqrt_weights((size_t)nv, x, qw, ms, s1);
+                    r->sqrt_weights((size_t)nv, x, qw, ms, s2);
+                    expect_words(s1, s2, (size_t)nv * 4, lv, "sqrt_weights", kind, nsub, rep);
+                }
+                if (nv >= 64) { /* Q2_0's blocks of 64 */
+                    const unsigned nb = (unsigned)nv / 64;
+                    k->codes_q2_0(nb, x, s1, u1);
+                    r->codes_q2_0(nb, x, s2, u2);
+                    expect_words(s1, s2, nb * 4, lv, "codes_q2_0 scales", kind, nsub, rep);
+                    expect_words(u1, u2, nb * 16, lv, "codes_q2_0 codes", kind, nsub, rep);
+                }
+                /* requant from a scale near the values' own (and a tiny one), with and without a
+                 * minimum */
+                const float d = (c == 4 ? 1e-38f : 1.0f) * (fabsf(x[0]) + 1e-20f) / (float)(1 + c);
+                for (int wm = 0; wm < 2; wm++) {
+                    const int lo = wm ? 0 : -32, hi = wm ? 15 : 31, off = wm ? 0 : 32;
+                    k->requant(nv, x, d, wm, wm ? fabsf(x[1]) : 0.0f, lo, hi, off, u1);
+                    r->requant(nv, x, d, wm, wm ? fabsf(x[1]) : 0.0f, lo, hi, off, u2);
+                    expect_words(u1, u2, (size_t)nv, lv, "requant", kind, nsub, rep);
+                }
+            }
+}
+
+Test(ggml_quant_simd, kernel_entries_avx2) { kernel_entries(NF_SIMD_AVX2); }
+Test(ggml_quant_simd, kernel_entries_avx512) { kernel_entries(NF_SIMD_AVX512); }
+Test(ggml_quant_simd, kernel_entries_neon) { kernel_entries(NF_SIMD_NEON); }
 
 /* Every level's table is complete (the tables test checks every module's; this one names the
  * entries the encoders call). */

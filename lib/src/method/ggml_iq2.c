@@ -170,7 +170,7 @@ const nf_iq2_kernels nf_iq2_kernels_scalar = {.name = "scalar",
                                               .signs = iq2_signs_scalar};
 
 NF_SIMD_SELECTOR(nf_iq2_kernels, nf_iq2_kernels, nf_iq2_kernels_scalar, nf_iq2_kernels_avx2, nf_iq2_kernels_avx512,
-                 nf_iq2_kernels_scalar)
+                 nf_iq2_kernels_neon)
 
 /* Step 2 for ntrial trial inverse scales id (NF_IQ2_TRIAL_ROOM entries, 0 past ntrial; the
  * scales are their reciprocals): the best trial into *best_trial (-1 when no trial has sumq2 > 0

@@ -86,7 +86,7 @@ const nf_gq_kernels nf_gq_kernels_scalar = {.name = "scalar",
                                             .iq1_order = nf_gq1_order_ref};
 
 NF_SIMD_SELECTOR(nf_gq_kernels, nf_gq_kernels, nf_gq_kernels_scalar, nf_gq_kernels_avx2, nf_gq_kernels_avx512,
-                 nf_gq_kernels_scalar)
+                 nf_gq_kernels_neon)
 
 /* The table of the running call of nf_ggml_quantize_rows on this thread: the block encoders keep
  * gq_block_fn's signature (encoders in other files need no table), so they find it here. */

@@ -41,7 +41,9 @@ NF_AVX2_INLINE float lane_min_avx2(__m256 d, unsigned n, int *first)
     return _mm256_cvtss_f32(m);
 }
 
+#define PREFETCH(p) _mm_prefetch((const char *)(p), _MM_HINT_T0)
 #include "method/simd/ggml_iq2_lanes.inc"
+#include "method/simd/ggml_iq2_signs_y.inc"
 
 const nf_iq2_kernels nf_iq2_kernels_avx2 = {
     .name = "avx2", .trials = trials_avx2, .nearest = nearest_point_avx2, .weights = weights_avx2, .signs = signs_avx2};

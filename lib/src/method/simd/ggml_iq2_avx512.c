@@ -48,7 +48,9 @@ NF_AVX512_INLINE float lane_min_avx512(__m512 d, unsigned n, int *first)
     return m;
 }
 
+#define PREFETCH(p) _mm_prefetch((const char *)(p), _MM_HINT_T0)
 #include "method/simd/ggml_iq2_lanes.inc"
+#include "method/simd/ggml_iq2_signs_y.inc"
 
 const nf_iq2_kernels nf_iq2_kernels_avx512 = {.name = "avx512",
                                               .trials = trials_avx512,

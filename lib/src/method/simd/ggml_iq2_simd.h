@@ -62,6 +62,9 @@ extern const nf_iq2_kernels nf_iq2_kernels_scalar;
 extern const nf_iq2_kernels nf_iq2_kernels_avx2;
 extern const nf_iq2_kernels nf_iq2_kernels_avx512;
 #endif
+#if NF_ARM_KERNELS
+extern const nf_iq2_kernels nf_iq2_kernels_neon; /* simd/ggml_iq2_neon.c */
+#endif
 
 const nf_iq2_kernels *nf_iq2_kernels_for(nf_simd_level level);
 const nf_iq2_kernels *nf_iq2_kernels_active(void);

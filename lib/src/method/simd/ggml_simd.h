@@ -111,7 +111,7 @@ bool nf_gq1m_split_ref(const float *x, const float *w, const int *idx, float s0,
 int nf_gq1_nearest_ref(const uint8_t *levels, const uint16_t *list, unsigned n, const float *x, const float *w,
                        float scale, const float *xx);
 void nf_gq1_order_ref(const float *x, int n, int *idx);
-/* The vector kernels of those entries (simd/ggml_iq*_avx2.c, _avx512.c). */
+/* The vector kernels of those entries (simd/ggml_iq*_avx2.c, _avx512.c; _neon.c below). */
 #if NF_X86_KERNELS
 bool nf_gq3_trials_avx2(const struct nf_gq3_grid *g, int nt, const float *id, const float *scale, const float *xval,
                         const float *waux, const float *w, int8_t *L, uint32_t *on_grid, float *sumqx, float *sumq2);
@@ -137,6 +137,17 @@ extern const nf_gq_kernels nf_gq_kernels_scalar;
 #if NF_X86_KERNELS
 extern const nf_gq_kernels nf_gq_kernels_avx2;
 extern const nf_gq_kernels nf_gq_kernels_avx512;
+#endif
+#if NF_ARM_KERNELS
+extern const nf_gq_kernels nf_gq_kernels_neon; /* simd/ggml_neon.c */
+bool nf_gq3_trials_neon(const struct nf_gq3_grid *g, int nt, const float *id, const float *scale, const float *xval,
+                        const float *waux, const float *w, int8_t *L, uint32_t *on_grid, float *sumqx, float *sumq2);
+bool nf_gq1s_split_neon(const float *sumx, const float *sumw, float s0, int *b1, int *b2, int *shift, float *scale);
+bool nf_gq1m_split_neon(const float *x, const float *w, const int *idx, float s0, int *b1, int *b2, int *kind,
+                        float *scale);
+int nf_gq1_nearest_neon(const uint8_t *levels, const uint16_t *list, unsigned n, const float *x, const float *w,
+                        float scale, const float *xx);
+void nf_gq1_order_neon(const float *x, int n, int *idx);
 #endif
 
 const nf_gq_kernels *nf_gq_kernels_for(nf_simd_level level);
