@@ -4,7 +4,7 @@
  * layout that accepts it, under every kernel variant; under a SIMD variant the values must also
  * equal those of the split path under the portable scalar kernels.
  *
- * Suites fused_scalar, fused_avx2 and fused_avx512 force their variant with nf_simd_force (a
+ * Suites fused_scalar, fused_avx2, fused_avx512 and fused_neon force their variant with nf_simd_force (a
  * variant the CPU lacks is skipped with a message naming it, never passed silently).  Objects are
  * random bytes (every stored word occurs, legal or not: illegal codes, NaN/inf/subnormal/negative
  * scales, odd divisors), all-0x00, all-0xFF, and encodings of random legal words; shapes include
@@ -286,6 +286,12 @@ Test(fused_avx512, every_format_and_layout, .fini = restore)
     every_format(3);
 }
 
+Test(fused_neon, every_format_and_layout, .fini = restore)
+{
+    require(NF_SIMD_NEON);
+    every_format(4);
+}
+
 /* Output rows that start at every float offset of a cache line: the SIMD kernels pick their
  * store alignment from the output address. */
 static void misaligned(nf_simd_level level)
@@ -326,6 +332,7 @@ static void misaligned(nf_simd_level level)
 Test(fused_scalar, misaligned_output, .fini = restore) { misaligned(NF_SIMD_SCALAR); }
 Test(fused_avx2, misaligned_output, .fini = restore) { misaligned(NF_SIMD_AVX2); }
 Test(fused_avx512, misaligned_output, .fini = restore) { misaligned(NF_SIMD_AVX512); }
+Test(fused_neon, misaligned_output, .fini = restore) { misaligned(NF_SIMD_NEON); }
 
 /* ------------------------------------------------------------------ refusals */
 Test(fused, refusals_match_the_split_path)

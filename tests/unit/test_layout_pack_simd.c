@@ -6,7 +6,7 @@
  * object bytes, the same refusals with the same messages, nothing written by a refused call,
  * decode(encode(words)) == words.
  *
- * Suites pack_scalar, pack_avx2 and pack_avx512 run the same checks with the variant forced
+ * Suites pack_scalar, pack_avx2, pack_avx512 and pack_neon run the same checks with the variant forced
  * through nf_simd_force; a variant the CPU lacks is skipped with a message naming it, never
  * passed silently. */
 #include <criterion/criterion.h>
@@ -313,6 +313,52 @@ static void check_pack_refusals(void)
     compared += refused;
 }
 
+/* Every row length 1..520 (every tail modulo the kernels' 32-, 64- and 128-lane blocks), with the
+ * row's own padding and, for every third length, a block of padding lanes more: random codes
+ * inside the bounds against the reference and the scalar packer; then one code outside them in the
+ * first lane, the last lane and a random one, which the variant must refuse as the scalar packer
+ * does. */
+static void check_pack_every_length(void)
+{
+    rng r = {0x9ACC0007};
+    const nf_layout_kernels *kern = nf_layout_kernels_active();
+    int8_t codes[520];
+    for (size_t fi = 0; fi < NGROUPED; fi++) {
+        const nf_format *f = F(GROUPED[fi]);
+        nf_rs_params p;
+        cr_assert(nf_rs_params_for(f, &p));
+        int slo, shi;
+        stored_range(f, &slo, &shi);
+        for (uint64_t k = 1; k <= 520; k++) {
+            /* the stored range at even lengths, the (narrower, for Q8 and T2) legal one at odd */
+            int lo = k % 2 ? f->code_min : slo, hi = k % 2 ? f->code_max : shi;
+            const int bad[] = {lo - 1, hi + 1, INT8_MIN, INT8_MAX};
+            uint64_t lanes = align128(k) + (k % 3 == 0 ? 128 : 0);
+            for (uint64_t c = 0; c < k; c++) codes[c] = (int8_t)(lo + (int)rng_range(&r, 0, (uint64_t)(hi - lo)));
+            char what[96];
+            snprintf(what, sizeof what, "%s K=%" PRIu64 " lanes %" PRIu64, f->name, k, lanes);
+            pack_matches(f, codes, k, lanes, lo, hi, what);
+            packed out = packed_alloc(f, lanes);
+            for (int at = 0; at < 3; at++) {
+                uint64_t l = at == 0 ? 0 : at == 1 ? k - 1 : rng_range(&r, 0, k - 1);
+                int8_t keep = codes[l];
+                for (size_t b = 0; b < sizeof bad / sizeof bad[0]; b++) {
+                    if (bad[b] < INT8_MIN || bad[b] > INT8_MAX || (bad[b] >= lo && bad[b] <= hi)) continue;
+                    codes[l] = (int8_t)bad[b];
+                    bool got = run_pack(kern, &p, codes, k, lanes, lo, hi, &out, what);
+                    bool want = run_pack(&nf_layout_kernels_scalar, &p, codes, k, lanes, lo, hi, &out, what);
+                    if (got || want)
+                        cr_assert_fail("%s: code %d in lane %" PRIu64 " (bounds [%d,%d]): %s says %d, scalar %d", what,
+                                       bad[b], l, lo, hi, kern->name, got, want);
+                    compared++;
+                }
+                codes[l] = keep;
+            }
+            packed_free(&out);
+        }
+    }
+}
+
 /* ------------------------------------------------------------------ the word scans */
 /* Every scale word of every grouped format, alone and at every position of a vector's worth:
  * the kernels' reading of the rules (nf_grouped_rules_for) against format/validity.c. */
@@ -608,6 +654,7 @@ static void check_multi_chunk(void)
     VARIANT_TEST(suite, level, pack_every_code_every_lane) \
     VARIANT_TEST(suite, level, pack_padding)               \
     VARIANT_TEST(suite, level, pack_refusals)              \
+    VARIANT_TEST(suite, level, pack_every_length)          \
     VARIANT_TEST(suite, level, scales_every_word)          \
     VARIANT_TEST(suite, level, codes_within)               \
     VARIANT_TEST(suite, level, encode_objects)             \

@@ -3,14 +3,16 @@
  * per-word path.
  *
  * Every decode/value check runs once per variant (suites layout_scalar, layout_avx2,
- * layout_avx512): the variant is forced with nf_simd_force, objects of random bytes (so every
+ * layout_avx512, layout_neon): the variant is forced with nf_simd_force, objects of random bytes (so every
  * stored word occurs, legal or not: NaN/inf/subnormal scales, illegal codes, odd divisors) are
  * decoded over arbitrary row ranges with nf_layout_decode_rows and turned into values with
  * nf_words_to_f32.  The words are compared with a decoder written here from docs/layouts.md, the
  * values with the per-element reference functions of <ninfer/format.h> (nf_grouped_value,
  * nf_nvfp4_value, nf_fp8_row_value, nf_bf16_to_f32, nf_int32_value).  Exhaustive tables cover
- * every scale word of the grouped and FP8 formats and every (scale, code) of nvfp4.  A variant the
- * CPU lacks is skipped with a message naming it, never passed silently. */
+ * every scale word of the grouped and FP8 formats and every (scale, code) of nvfp4.  The row_split
+ * kernels (unpacking, and the direct row to values) and the nvfp4 value table are also called
+ * directly and compared with the scalar kernels for every row length up to 520 and divisors of
+ * every kind.  A variant the CPU lacks is skipped with a message naming it, never passed silently. */
 #include <criterion/criterion.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -20,6 +22,7 @@
 #include "test_layout_util.h"
 
 #include "common/cpu.h"
+#include "layout/kernels.h"
 #include "layout/layout_impl.h"
 #include "support/test_float.h"
 
@@ -82,6 +85,24 @@ static int ref_rs_code(const nf_geometry *g, const uint8_t *obj, uint64_t row, u
         for (unsigned j = 0; j < hb; j++) {
             uint64_t t = l * hb + j;
             if ((gh[t / 8] >> (t % 8)) & 1u) u |= 1u << (4 + j);
+        }
+    }
+    if (f->code_bias) return (int)u - f->code_bias;
+    return u >= (1u << (b - 1)) ? (int)u - (1 << b) : (int)u;
+}
+
+/* The same, for lane c of one row given as its planes (base and high bytes, groups contiguous). */
+static int ref_rs_code_row(const nf_format *f, const uint8_t *base, const uint8_t *high, uint64_t c)
+{
+    unsigned b = f->code_bits, u;
+    if (b == 8) u = base[c];
+    else if (b == 2) u = (base[c / 4] >> (2 * (c % 4))) & 3u;
+    else u = (base[c / 2] >> (4 * (c % 2))) & 15u;
+    if (b == 5 || b == 6) {
+        unsigned hb = b - 4;
+        for (unsigned j = 0; j < hb; j++) {
+            uint64_t t = c * hb + j;
+            if ((high[t / 8] >> (t % 8)) & 1u) u |= 1u << (4 + j);
         }
     }
     if (f->code_bias) return (int)u - f->code_bias;
@@ -499,6 +520,124 @@ static void check_gguf(void)
     }
 }
 
+/* ------------------------------------------------------------------ the kernels themselves */
+/* Scale words of every kind for the row_split rows: infinities, NaNs (quiet, signalling, with
+ * payloads), zeros, subnormals, the largest finite ones. */
+static const uint16_t SPECIAL_SCALES[] = {0x7C00, 0xFC00, 0x7E00, 0x7C01, 0xFE01, 0x7FFF, 0x8000, 0x0000,
+                                          0x0001, 0x03FF, 0x8001, 0x0400, 0x7BFF, 0xFBFF, 0x3C00, 0xBC00};
+#define NSPECIAL_SCALES (sizeof SPECIAL_SCALES / sizeof SPECIAL_SCALES[0])
+
+/* The row_split kernels of the active variant (rs_unpack_row, and rs_row_f32 through
+ * nf_rs_row_f32) against the scalar kernels and nf_grouped_value, one row at a time for every
+ * length 0..520: every tail modulo the vectors' 16, 32 and 64 lanes, partial and whole last
+ * groups.  Rows of random bytes, of 0x00 and of 0xFF (every lane the stored word 0 or the
+ * largest), random and special scale words; the rows' planes in buffers of exactly their size,
+ * outputs with guard elements that must stay untouched. */
+#define RS_MAX_K 520u
+#define RS_GUARD 16u
+static void check_rs_kernels(void)
+{
+    rng r = {0x5EED000C};
+    const nf_layout_kernels *kern = nf_layout_kernels_active(), *ref = &nf_layout_kernels_scalar;
+    int8_t got[RS_MAX_K + RS_GUARD], want[RS_MAX_K + RS_GUARD];
+    float vgot[RS_MAX_K + RS_GUARD], vwant[RS_MAX_K + RS_GUARD];
+    for (size_t fi = 0; fi < sizeof GROUPED / sizeof GROUPED[0]; fi++) {
+        const nf_format *f = F(GROUPED[fi]);
+        nf_rs_params p;
+        cr_assert(nf_rs_params_for(f, &p));
+        for (size_t k = 0; k <= RS_MAX_K; k++) {
+            size_t groups = (k + 127) / 128 * 128 / p.group, nbase = groups * p.base_bytes;
+            size_t nhigh = groups * p.high_bytes, nsc = 2 * groups;
+            uint8_t *base = malloc(nbase ? nbase : 1), *high = malloc(nhigh ? nhigh : 1);
+            uint8_t *sc = malloc(nsc ? nsc : 1);
+            cr_assert(base && high && sc);
+            for (int fill = 0; fill < 3; fill++) {
+                for (size_t i = 0; i < nbase; i++)
+                    base[i] = fill == 0 ? (uint8_t)rng_next(&r) : fill == 1 ? 0x00 : 0xFF;
+                for (size_t i = 0; i < nhigh; i++)
+                    high[i] = fill == 0 ? (uint8_t)rng_next(&r) : fill == 1 ? 0x00 : 0xFF;
+                for (size_t gi = 0; gi < groups; gi++) {
+                    uint16_t s = fill == 0 ? (uint16_t)rng_next(&r)
+                                           : SPECIAL_SCALES[(gi + k + (size_t)fill) % NSPECIAL_SCALES];
+                    sc[2 * gi] = (uint8_t)s;
+                    sc[2 * gi + 1] = (uint8_t)(s >> 8);
+                }
+                memset(got, 0x5A, sizeof got);
+                memset(want, 0x5A, sizeof want);
+                kern->rs_unpack_row(&p, base, high, k, got);
+                ref->rs_unpack_row(&p, base, high, k, want);
+                for (size_t c = 0; c < k + RS_GUARD; c++)
+                    if (got[c] != want[c])
+                        cr_assert_fail("%s K=%zu fill %d: %s rs_unpack_row code %zu is %d, scalar %d%s", f->name, k,
+                                       fill, kern->name, c, got[c], want[c], c >= k ? " (past the row)" : "");
+                for (size_t c = 0; c < k; c++) {
+                    int q = ref_rs_code_row(f, base, high, c);
+                    if (want[c] != q)
+                        cr_assert_fail("%s K=%zu: scalar code %zu is %d, spec %d", f->name, k, c, want[c], q);
+                }
+                memset(vgot, 0x5A, sizeof vgot);
+                memset(vwant, 0x5A, sizeof vwant);
+                nf_rs_row_f32(kern, &p, base, high, sc, k, vgot);
+                nf_rs_row_f32(ref, &p, base, high, sc, k, vwant);
+                for (size_t c = 0; c < k + RS_GUARD; c++) {
+                    uint32_t a = bits_of_f32(vgot[c]), b = bits_of_f32(vwant[c]);
+                    if (a != b)
+                        cr_assert_fail("%s K=%zu fill %d: %s rs_row_f32 value %zu is 0x%08x, scalar 0x%08x%s", f->name,
+                                       k, fill, kern->name, c, a, b, c >= k ? " (past the row)" : "");
+                    if (c < k) {
+                        size_t gi = c / p.group;
+                        float e = nf_grouped_value((uint16_t)(sc[2 * gi] | sc[2 * gi + 1] << 8), want[c]);
+                        if (bits_of_f32(e) != b)
+                            cr_assert_fail("%s K=%zu: scalar value %zu is 0x%08x, nf_grouped_value 0x%08x", f->name, k,
+                                           c, b, bits_of_f32(e));
+                    }
+                }
+                compared += 2 * k;
+            }
+            free(base);
+            free(high);
+            free(sc);
+        }
+    }
+}
+
+/* The nvfp4 value table of the active variant against the scalar kernel and nf_nvfp4_value,
+ * every entry, for divisors of every kind (zeros, subnormals, the extremes, infinities, quiet
+ * and signalling NaNs with payloads, both signs) and random ones. */
+static void check_nvfp4_table(void)
+{
+    static const uint32_t special[] = {0x3F800000u, 0x40400000u, 0x3DCCCCCDu, 0x00000001u, 0x007FFFFFu, 0x00800000u,
+                                       0x7F7FFFFFu, 0xFF7FFFFFu, 0x00000000u, 0x80000000u, 0x80000001u, 0x7F800000u,
+                                       0xFF800000u, 0x7FC00000u, 0xFFC00000u, 0x7F800001u, 0xFF800001u, 0x7FBFFFFFu,
+                                       0xFFC12345u, 0xC1200000u, 0x4B000001u, 0x3F800001u, 0x34000000u, 0x5E800000u};
+    const size_t nspecial = sizeof special / sizeof special[0];
+    rng r = {0x5EED000D};
+    const nf_layout_kernels *kern = nf_layout_kernels_active();
+    float *got = malloc((NF_NVFP4_TABLE_SIZE + RS_GUARD) * sizeof *got);
+    float *want = malloc(NF_NVFP4_TABLE_SIZE * sizeof *want);
+    cr_assert(got && want);
+    for (size_t i = 0; i < nspecial + 100; i++) {
+        uint32_t d = i < nspecial ? special[i] : (uint32_t)rng_next(&r);
+        memset(got, 0x5A, (NF_NVFP4_TABLE_SIZE + RS_GUARD) * sizeof *got);
+        kern->nvfp4_table(d, got);
+        nf_nvfp4_table_scalar(d, want);
+        for (unsigned e = 0; e < NF_NVFP4_TABLE_SIZE; e++) {
+            uint32_t a = bits_of_f32(got[e]), b = bits_of_f32(want[e]);
+            if (a != b)
+                cr_assert_fail("divisor 0x%08x: %s table entry %u (scale 0x%02x, code %u) is 0x%08x, scalar 0x%08x", d,
+                               kern->name, e, e / 16, e % 16, a, b);
+            uint32_t v = bits_of_f32(nf_nvfp4_value((uint8_t)(e % 16), (uint8_t)(e / 16), d));
+            if (b != v)
+                cr_assert_fail("divisor 0x%08x: scalar table entry %u is 0x%08x, nf_nvfp4_value 0x%08x", d, e, b, v);
+        }
+        for (unsigned e = 0; e < RS_GUARD; e++)
+            cr_assert_eq(bits_of_f32(got[NF_NVFP4_TABLE_SIZE + e]), 0x5A5A5A5Au, "%s wrote past the table", kern->name);
+        compared += NF_NVFP4_TABLE_SIZE;
+    }
+    free(got);
+    free(want);
+}
+
 /* ------------------------------------------------------------------ suites per variant */
 #define VARIANT_TEST(suite, level, check)                                                                      \
     Test(suite, check, .fini = restore)                                                                        \
@@ -520,7 +659,9 @@ static void check_gguf(void)
     VARIANT_TEST(suite, level, fp8_all_pairs)      \
     VARIANT_TEST(suite, level, direct)             \
     VARIANT_TEST(suite, level, alignment)          \
-    VARIANT_TEST(suite, level, gguf)
+    VARIANT_TEST(suite, level, gguf)               \
+    VARIANT_TEST(suite, level, rs_kernels)         \
+    VARIANT_TEST(suite, level, nvfp4_table)
 
 VARIANT_SUITE(layout_scalar, NF_SIMD_SCALAR)
 VARIANT_SUITE(layout_avx2, NF_SIMD_AVX2)
@@ -549,15 +690,15 @@ static uint64_t check_transcript(const nf_geometry *g, const uint8_t *obj, bool 
     nf_memory_source mem;
     nf_byte_reader rd;
     nf_error err = {0};
-    uint64_t problems = 0;
+    uint64_t found = 0; /* (not "problems": test_layout_util.h's type of that name) */
     memset(t, 0, sizeof *t);
     t->hash = 0xCBF29CE484222325ull;
     nf_layout_check_fast = fast;
     nf_byte_reader_memory(&rd, &mem, obj, g->bytes);
-    cr_assert_eq(nf_layout_check(g, &rd, transcript_add, t, UINT64_MAX, &problems, &err), NF_OK, "%s", err.message);
+    cr_assert_eq(nf_layout_check(g, &rd, transcript_add, t, UINT64_MAX, &found, &err), NF_OK, "%s", err.message);
     nf_layout_check_fast = true;
-    cr_assert_eq(problems, t->count);
-    return problems;
+    cr_assert_eq(found, t->count);
+    return found;
 }
 
 static void same_transcripts(const nf_geometry *g, const uint8_t *obj, const char *what, uint64_t *total)
