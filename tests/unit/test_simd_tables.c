@@ -124,7 +124,8 @@ static void check_level(nf_simd_level level)
     cr_assert_str_eq(n4->name, table_name(level, true), "nvfp4 at %s", what);
     cr_assert_str_eq(gg->name, table_name(level, true), "ggml dequantization at %s", what);
     cr_assert_str_eq(ly->name, table_name(level, true), "layout at %s", what);
-    const char *names[] = {se->name, gq->name, i2->name};
+    cr_assert_str_eq(se->name, table_name(level, true), "grouped_search at %s", what);
+    const char *names[] = {gq->name, i2->name};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         cr_assert(names[i] != NULL);
         cr_assert_str_eq(names[i], table_name(level, false), "table %zu at %s", i, what);
