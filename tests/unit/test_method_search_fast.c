@@ -328,6 +328,7 @@ static void random_battery(nf_simd_level level)
 Test(search_fast, scalar_random) { random_battery(NF_SIMD_SCALAR); }
 Test(search_fast, avx2_random) { random_battery(NF_SIMD_AVX2); }
 Test(search_fast, avx512_random) { random_battery(NF_SIMD_AVX512); }
+Test(search_fast, neon_random) { random_battery(NF_SIMD_NEON); }
 
 /* ------------------------------------------------------------------ edges */
 
@@ -371,6 +372,7 @@ static void edges(nf_simd_level level)
 Test(search_fast, scalar_edges) { edges(NF_SIMD_SCALAR); }
 Test(search_fast, avx2_edges) { edges(NF_SIMD_AVX2); }
 Test(search_fast, avx512_edges) { edges(NF_SIMD_AVX512); }
+Test(search_fast, neon_edges) { edges(NF_SIMD_NEON); }
 
 /* Groups whose least-squares scale lands exactly on a rounding boundary of round_candidate
  * (binary64 -> binary32 -> binary16): {7, 3, 2, 1, x5} with x5 = 1 + 2^-5 + 2^-18 has baseline
@@ -419,6 +421,7 @@ static void boundary(nf_simd_level level)
 Test(search_fast, scalar_boundary) { boundary(NF_SIMD_SCALAR); }
 Test(search_fast, avx2_boundary) { boundary(NF_SIMD_AVX2); }
 Test(search_fast, avx512_boundary) { boundary(NF_SIMD_AVX512); }
+Test(search_fast, neon_boundary) { boundary(NF_SIMD_NEON); }
 
 /* ------------------------------------------------------------------ batches */
 
@@ -514,6 +517,7 @@ Test(search_fast, avx2_unscaled_shapes)
 Test(search_fast, scalar_batch_shapes) { batch_shapes(NF_SIMD_SCALAR); }
 Test(search_fast, avx2_batch_shapes) { batch_shapes(NF_SIMD_AVX2); }
 Test(search_fast, avx512_batch_shapes) { batch_shapes(NF_SIMD_AVX512); }
+Test(search_fast, neon_batch_shapes) { batch_shapes(NF_SIMD_NEON); }
 
 /* The edges of the screening range (nf_search_screenable): amax 2^-30 exactly and just below it,
  * weights 2^30 exactly and just above it (in a full group and in a partial last group), beside
@@ -550,6 +554,7 @@ static void screening_edges(nf_simd_level level)
 Test(search_fast, scalar_screening_edges) { screening_edges(NF_SIMD_SCALAR); }
 Test(search_fast, avx2_screening_edges) { screening_edges(NF_SIMD_AVX2); }
 Test(search_fast, avx512_screening_edges) { screening_edges(NF_SIMD_AVX512); }
+Test(search_fast, neon_screening_edges) { screening_edges(NF_SIMD_NEON); }
 
 /* The overflow check (amax / qmax < 65520): amax = 65520 qmax exactly is refused, the float below
  * it searched, in rows with other groups before and after, for every format and sign. */
@@ -577,6 +582,7 @@ static void overflow_edges(nf_simd_level level)
 Test(search_fast, scalar_overflow_edges) { overflow_edges(NF_SIMD_SCALAR); }
 Test(search_fast, avx2_overflow_edges) { overflow_edges(NF_SIMD_AVX2); }
 Test(search_fast, avx512_overflow_edges) { overflow_edges(NF_SIMD_AVX512); }
+Test(search_fast, neon_overflow_edges) { overflow_edges(NF_SIMD_NEON); }
 
 /* Exact ties between distinct words: x = m q for small integer codes q, m halfway between two
  * binary16 values s1 < s2 (12 significant bits, exact in binary32).  Both words give the codes q
@@ -632,6 +638,7 @@ static void ties(nf_simd_level level)
 Test(search_fast, scalar_ties) { ties(NF_SIMD_SCALAR); }
 Test(search_fast, avx2_ties) { ties(NF_SIMD_AVX2); }
 Test(search_fast, avx512_ties) { ties(NF_SIMD_AVX512); }
+Test(search_fast, neon_ties) { ties(NF_SIMD_NEON); }
 
 /* ------------------------------------------------------------------ the reciprocal */
 

@@ -18,13 +18,12 @@
 #include "common/sha256.h"
 #include "stats/stats.h"
 
-/* The name a module's table of `level` carries: the level's where this build has the module's
- * kernels of it, else "scalar" (the other machine's levels; NEON, for the modules whose NEON
- * kernels are still to be written: docs/portability.md, "Kernels on aarch64"). */
-static const char *table_name(nf_simd_level level, bool has_neon)
+/* The name a module's table of `level` carries: the level's where this build has kernels of it
+ * (every module has them for every level of its machine: docs/portability.md, "Kernels on
+ * aarch64"), else "scalar" (the other machine's levels). */
+static const char *table_name(nf_simd_level level)
 {
     if (nf_simd_rank(level) <= 0) return "scalar";
-    if (level == NF_SIMD_NEON && !has_neon) return "scalar";
     return nf_simd_level_name(level);
 }
 
@@ -117,25 +116,21 @@ static void check_level(nf_simd_level level)
     ENTRY(i2, signs);
 
     /* each table names its level (scalar where the build lacks the level's kernels) */
-    cr_assert_str_eq(st->name, table_name(level, true), "stats at %s", what);
-    cr_assert_str_eq(f8->name, table_name(level, true), "fp8 at %s", what);
-    cr_assert_str_eq(ab->name, table_name(level, true), "absmax at %s", what);
-    cr_assert_str_eq(up->name, table_name(level, true), "dialect unpacking at %s", what);
-    cr_assert_str_eq(n4->name, table_name(level, true), "nvfp4 at %s", what);
-    cr_assert_str_eq(gg->name, table_name(level, true), "ggml dequantization at %s", what);
-    cr_assert_str_eq(ly->name, table_name(level, true), "layout at %s", what);
+    cr_assert_str_eq(st->name, table_name(level), "stats at %s", what);
+    cr_assert_str_eq(f8->name, table_name(level), "fp8 at %s", what);
+    cr_assert_str_eq(ab->name, table_name(level), "absmax at %s", what);
+    cr_assert_str_eq(up->name, table_name(level), "dialect unpacking at %s", what);
+    cr_assert_str_eq(n4->name, table_name(level), "nvfp4 at %s", what);
+    cr_assert_str_eq(gg->name, table_name(level), "ggml dequantization at %s", what);
+    cr_assert_str_eq(ly->name, table_name(level), "layout at %s", what);
     /* SHA-256's instructions are a feature of their own beside the level (common/sha256.h) */
     const char *sha = "scalar";
     if (nf_simd_has_sha() && NF_X86_KERNELS && (level == NF_SIMD_AVX2 || level == NF_SIMD_AVX512)) sha = "sha-ni";
     if (nf_simd_has_sha() && NF_ARM_KERNELS && level == NF_SIMD_NEON) sha = "armv8-sha2";
     cr_assert_str_eq(sh->name, sha, "sha256 at %s", what);
-    cr_assert_str_eq(gq->name, table_name(level, true), "ggml_quantize searches at %s", what);
-    cr_assert_str_eq(i2->name, table_name(level, true), "ggml_quantize IQ2 searches at %s", what);
-    const char *names[] = {se->name};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        cr_assert(names[i] != NULL);
-        cr_assert_str_eq(names[i], table_name(level, false), "table %zu at %s", i, what);
-    }
+    cr_assert_str_eq(gq->name, table_name(level), "ggml_quantize searches at %s", what);
+    cr_assert_str_eq(i2->name, table_name(level), "ggml_quantize IQ2 searches at %s", what);
+    cr_assert_str_eq(se->name, table_name(level), "grouped_search at %s", what);
 }
 
 Test(simd_tables, every_level_complete)

@@ -2,7 +2,7 @@
 #include "method/simd/search_simd.h"
 
 NF_SIMD_SELECTOR(nf_search_kernels, nf_search_kernels, nf_search_kernels_scalar, nf_search_kernels_avx2,
-                 nf_search_kernels_avx512, nf_search_kernels_scalar)
+                 nf_search_kernels_avx512, nf_search_kernels_neon)
 
 float nf_search_scaled_limit = 0x1p20f;
 

@@ -77,6 +77,8 @@
  *     f32(xmax * inv) lie strictly inside (qmin - 0.5, qmax + 0.5) for every lane, clamping cannot
  *     change any rounded code, and |u| < 2^22 keeps the rounding trick exact.
  *
+ * The NEON kernel (search_neon.c, 4 lanes) does the portable kernel's arithmetic lane-wise.
+ *
  * The vector kernels round candidates lane-wise with the hardware conversions (VCVTPD2PS, then
  * VCVTPS2PH with imm8 = 0: round to nearest even, overflow to infinity and subnormal results
  * exactly as nf_f32_to_f16, and |c| >= 65536 always infinite, as the reference's early exit),
@@ -149,6 +151,9 @@ extern const nf_search_kernels nf_search_kernels_scalar;
 #if NF_X86_KERNELS
 extern const nf_search_kernels nf_search_kernels_avx2;
 extern const nf_search_kernels nf_search_kernels_avx512;
+#endif
+#if NF_ARM_KERNELS
+extern const nf_search_kernels nf_search_kernels_neon; /* search_neon.c */
 #endif
 
 /* The kernels of a level and of the active one (common/cpu.h); never NULL. */
