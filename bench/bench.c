@@ -945,7 +945,9 @@ static void preamble(uint64_t e)
            "buffer for xxh3; memcpy: bytes copied), MB = 10^6 B; Mw/s: 10^6 weights/s; /memcpy: in MB/s over memcpy's\n"
            "at the same thread count; scaling: %u-thread over 1-thread throughput\n",
            S.threads);
-    printf("grouped_absmax kernel variant: %s (NINFER_SIMD=scalar|avx2|avx512 asks for another)\n", nf_simd_name());
+    printf("grouped_absmax kernel variant: %s (NINFER_SIMD=scalar, avx2, avx512 or neon, as the CPU has them, asks "
+           "for another)\n",
+           nf_simd_name());
     loadavg_line("at start");
     fflush(stdout);
 }
