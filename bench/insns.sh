@@ -37,6 +37,7 @@ default_rows() {
     'grouped_absmax -> q8_g32_fp16' BF16 \
     'grouped_absmax+stats -> q4_g64_fp16' BF16 \
     '=grouped_search -> q4_g64_fp16' BF16 \
+    'grouped_search -> q4_g64_fp16 +importance' BF16 \
     'fp8_row_maxabs -> fp8_e4m3fn_row_bf16' BF16 \
     'nvfp4_quantize -> nvfp4' BF16 \
     'nvfp4_search -> nvfp4' BF16 \
