@@ -18,16 +18,10 @@
 #define GQ_INLINE static inline
 #include "method/simd/ggml_ops_n.inc"
 
-/* the lanes of a mask as bits 0 .. 3 (disjoint, so their sum is their or) */
-static inline unsigned bits_n(uint32x4_t m)
-{
-    const uint32x4_t bit = {1, 2, 4, 8};
-    return vaddvq_u32(vandq_u32(m, bit));
-}
 
 #define ILOAD(p) vld1q_s32((const int32_t *)(const void *)(p))
 #define IGT(a, b) vcgtq_s32(a, b)
-#define BITS(m) bits_n(m)
+#define BITS(m) gq_n_bits(m)
 #include "method/simd/ggml_iq1_lanes.inc"
 #include "method/simd/ggml_ops_undef.inc"
 

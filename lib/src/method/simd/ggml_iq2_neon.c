@@ -35,12 +35,6 @@ static inline int32x4_t map_n(const int32_t *map, int32x4_t c)
     return vld1q_s32(v);
 }
 
-/* the lanes of a mask as bits 0 .. 3 (disjoint, so their sum is their or) */
-static inline unsigned bits_n(uint32x4_t m)
-{
-    const uint32x4_t bit = {1, 2, 4, 8};
-    return vaddvq_u32(vandq_u32(m, bit));
-}
 
 /* LANE_MIN of ggml_iq2_lanes.inc: NaN lanes and lanes from n on become FLT_MAX, which never wins
  * (no NaN is left, so FMINV's NaN rule never applies; a -0 and a +0 compare equal). */
@@ -50,7 +44,7 @@ static inline float lane_min_n(float32x4_t d, unsigned n, int *first)
     const uint32x4_t keep = vandq_u32(vcgtq_s32(vdupq_n_s32((int)n), lane), vceqq_f32(d, d));
     d = vbslq_f32(keep, d, vdupq_n_f32(3.40282347e38f));
     const float m = vminvq_f32(d);
-    *first = __builtin_ctz(bits_n(vceqq_f32(d, vdupq_n_f32(m))));
+    *first = __builtin_ctz(gq_n_bits(vceqq_f32(d, vdupq_n_f32(m))));
     return m;
 }
 
@@ -64,7 +58,7 @@ static inline float lane_min_n(float32x4_t d, unsigned n, int *first)
 #define TBL4(t, i) tbl4_n(t, i)
 #define CODES(p) vreinterpretq_s32_u32(vmovl_u16(vld1_u16((const uint16_t *)(const void *)(p))))
 #define MAP(map, c) map_n(map, c)
-#define NEGBITS(v) bits_n(vcltq_s32(v, vdupq_n_s32(0)))
+#define NEGBITS(v) gq_n_bits(vcltq_s32(v, vdupq_n_s32(0)))
 #define LANE_MIN(d, n, first) lane_min_n(d, n, first)
 #define PREFETCH(p) __builtin_prefetch(p)
 
@@ -80,7 +74,7 @@ static inline int first_min8_n(float32x4_t a, float32x4_t b)
     b = vbslq_f32(vceqq_f32(b, b), b, inf);
     const float m = vminvq_f32(vbslq_f32(vcltq_f32(b, a), b, a));
     const float32x4_t vm = vdupq_n_f32(m);
-    return __builtin_ctz(bits_n(vceqq_f32(a, vm)) | bits_n(vceqq_f32(b, vm)) << 4);
+    return __builtin_ctz(gq_n_bits(vceqq_f32(a, vm)) | gq_n_bits(vceqq_f32(b, vm)) << 4);
 }
 
 /* Step 1 for n values, 8 (two vectors) a group's parity. */
@@ -92,7 +86,7 @@ static void signs_neon(int n, const float *x, const float *w, bool parity, float
         const uint32x4_t k0 = vcgeq_f32(x0, vdupq_n_f32(0.0f)), k1 = vcgeq_f32(x1, vdupq_n_f32(0.0f));
         vst1q_f32(xval + 8 * k, vbslq_f32(k0, x0, vnegq_f32(x0)));
         vst1q_f32(xval + 8 * k + 4, vbslq_f32(k1, x1, vnegq_f32(x1)));
-        unsigned bits = ~(bits_n(k0) | bits_n(k1) << 4) & 0xFFu;
+        unsigned bits = ~(gq_n_bits(k0) | gq_n_bits(k1) << 4) & 0xFFu;
         if (parity && __builtin_popcount(bits) % 2) {
             const float32x4_t w0 = vld1q_f32(w + 8 * k), w1 = vld1q_f32(w + 8 * k + 4);
             const int imin = first_min8_n(vmulq_f32(vmulq_f32(w0, x0), x0), vmulq_f32(vmulq_f32(w1, x1), x1));

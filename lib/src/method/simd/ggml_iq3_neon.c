@@ -19,12 +19,6 @@
 #define GQ_INLINE static inline
 #include "method/simd/ggml_ops_n.inc"
 
-/* the lanes of a mask as bits 0 .. 3 (disjoint, so their sum is their or) */
-static inline unsigned bits_n(uint32x4_t m)
-{
-    const uint32x4_t bit = {1, 2, 4, 8};
-    return vaddvq_u32(vandq_u32(m, bit));
-}
 
 /* p[i] lane-wise, a load a lane */
 static inline int32x4_t gather32_n(const int32_t *p, int32x4_t i)
@@ -57,7 +51,7 @@ static inline void store_i8_n(int8_t *p, int32x4_t v)
 #define ISHL(v, n) vshlq_s32(v, vdupq_n_s32(n))
 #define ISRL(v, n) vreinterpretq_s32_u32(vshlq_u32(vreinterpretq_u32_s32(v), vdupq_n_s32(-(n))))
 #define IGT(a, b) vcgtq_s32(a, b)
-#define BITS(m) bits_n(m)
+#define BITS(m) gq_n_bits(m)
 #define GATHER32(p, i) gather32_n((const int32_t *)(const void *)(p), i)
 #define BLOAD(p) bload_n((const uint8_t *)(const void *)(p))
 #define FEQ(a, b) vceqq_f32(a, b)

@@ -17,8 +17,9 @@
  *     one FDIV (nf_recip_f32 is one binary32 division; an infinite fit value gives 0 both ways).
  *
  * The candidates' rounding (search_round) and the row kernels are search_algo.inc's plain
- * versions, so the words are the reference's by construction.  The exact errors take 4
- * candidates side by side (search_exact's slots are padded to a multiple of 32). */
+ * versions, so the words are the reference's by construction; the groups' loading and extreme
+ * are the portable table's own (search_portable.c).  The exact errors take 4 candidates side by
+ * side (search_exact's slots are padded to a multiple of 32). */
 #include "common/simd_target.h"
 #include "method/common.h"
 #include "method/method_impl.h"
@@ -238,35 +239,11 @@ static inline void search_codes(const nf_search_shape *sh, const nf_search_group
     for (; i < g->n; i++) q[i] = nf_grouped_code(g->x[i], invs, sh->qmin, sh->qmax);
 }
 
-static float extreme_neon(const float *x, size_t n, float amax)
-{
-    size_t k = 0;
-    while (k + 1 < n && fabsf(x[k]) != amax) k++;
-    return x[k];
-}
-
-/* The loading of search_portable.c: each word widened exactly (as nf_method_load_f32 widens
- * it), then the largest |x| word over the binary32 words. */
-static uint32_t load_neon(const uint8_t *p, nf_src_type type, size_t n, float *x, float *extreme)
-{
-    for (size_t i = 0; i < n; i++) {
-        if (type == NF_SRC_F32) {
-            memcpy(&x[i], p + 4 * i, sizeof x[i]);
-        } else {
-            uint16_t w;
-            memcpy(&w, p + 2 * i, sizeof w);
-            x[i] = type == NF_SRC_F16 ? nf_f16_to_f32(w) : nf_bf16_to_f32(w);
-        }
-    }
-    uint32_t m = nf_method_amax_word(x, n);
-    float amax;
-    memcpy(&amax, &m, sizeof amax);
-    if (m < 0x7F800000u && m != 0) *extreme = extreme_neon(x, n, amax);
-    return m;
-}
-
-const nf_search_kernels nf_search_kernels_neon = {
-    .name = "neon", .batch = search_batch_neon, .extreme = extreme_neon, .load = load_neon, .lanes = SEARCH_L};
+const nf_search_kernels nf_search_kernels_neon = {.name = "neon",
+                                                  .batch = search_batch_neon,
+                                                  .extreme = nf_search_extreme_portable,
+                                                  .load = nf_search_load_portable,
+                                                  .lanes = SEARCH_L};
 
 #else
 typedef int nf_search_neon_unused; /* not an aarch64 GCC/Clang build: no NEON kernel */

@@ -174,7 +174,7 @@ static void search_codes(const nf_search_shape *sh, const nf_search_group *g, fl
     for (size_t i = 0; i < g->n; i++) q[i] = nf_grouped_code(g->x[i], inv, sh->qmin, sh->qmax);
 }
 
-static float extreme_portable(const float *x, size_t n, float amax)
+float nf_search_extreme_portable(const float *x, size_t n, float amax)
 {
     size_t k = 0;
     while (k + 1 < n && fabsf(x[k]) != amax) k++;
@@ -183,7 +183,7 @@ static float extreme_portable(const float *x, size_t n, float amax)
 
 /* The loading of the vector kernels in plain C: each word widened exactly (as grouped.c's own
  * loading, nf_method_load_f32, widens it), then the largest |x| word over the binary32 words. */
-static uint32_t load_portable(const uint8_t *p, nf_src_type type, size_t n, float *x, float *extreme)
+uint32_t nf_search_load_portable(const uint8_t *p, nf_src_type type, size_t n, float *x, float *extreme)
 {
     for (size_t i = 0; i < n; i++) {
         if (type == NF_SRC_F32) {
@@ -197,12 +197,12 @@ static uint32_t load_portable(const uint8_t *p, nf_src_type type, size_t n, floa
     uint32_t m = nf_method_amax_word(x, n);
     float amax;
     memcpy(&amax, &m, sizeof amax);
-    if (m < 0x7F800000u && m != 0) *extreme = extreme_portable(x, n, amax);
+    if (m < 0x7F800000u && m != 0) *extreme = nf_search_extreme_portable(x, n, amax);
     return m;
 }
 
 const nf_search_kernels nf_search_kernels_scalar = {.name = "scalar",
                                                     .batch = search_batch_portable,
-                                                    .extreme = extreme_portable,
-                                                    .load = load_portable,
+                                                    .extreme = nf_search_extreme_portable,
+                                                    .load = nf_search_load_portable,
                                                     .lanes = SEARCH_L};

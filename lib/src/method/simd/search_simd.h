@@ -148,6 +148,10 @@ typedef struct nf_search_kernels {
 } nf_search_kernels;
 
 extern const nf_search_kernels nf_search_kernels_scalar;
+/* The portable table's loading and extreme (search_portable.c), which the NEON table shares:
+ * GCC's vectorizing of the plain loops is all a 4-lane kernel would add there. */
+float nf_search_extreme_portable(const float *x, size_t n, float amax);
+uint32_t nf_search_load_portable(const uint8_t *p, nf_src_type type, size_t n, float *x, float *extreme);
 #if NF_X86_KERNELS
 extern const nf_search_kernels nf_search_kernels_avx2;
 extern const nf_search_kernels nf_search_kernels_avx512;
