@@ -5,9 +5,9 @@
  *   ninfer-bench [--rows N] [--cols K] [--threads T] [--min-time SECONDS] [--chunk-rows R]
  *                [--filter SUBSTR[,SUBSTR...]] [--rows-only] [--passes P [--input T]]
  *       Prints the kernel table (--filter: only kernels whose label contains one of the
- *       substrings, or is exactly the one written =LABEL; --rows-only: the rows alone, memcpy still measured as the reference;
- *       --passes: counting mode, below).  One [N,K] matrix of pseudo-normal weights (rare outliers, like
- *       ninfer-gen-checkpoint's) is held as F32, BF16 and F16 source bytes; every kernel is timed
+ *       substrings, or is exactly the one written =LABEL; --rows-only: the rows alone, memcpy
+ *       still measured as the reference; --passes: counting mode, below).  One [N,K] matrix of
+ *       pseudo-normal weights (rare outliers, like ninfer-gen-checkpoint's) is held as F32, BF16 and F16 source bytes; every kernel is timed
  *       on 1 thread and on T threads (default: every online CPU), each thread on its own rows,
  *       cut into chunks of R rows (default 64 = the converter's 2^18 values at K = 4096) whose
  *       output stays in a per-thread buffer, as ninfer-convert and ninfer-dequant do.  The
@@ -30,8 +30,9 @@
  *
  * Counting mode (--passes P, for bench/insns.sh): no memcpy, no timing, one thread; each selected
  * row (--input: only those of that input column, e.g. BF16) runs exactly P passes over its whole
- * matrix and prints "label TAB input TAB weights TAB bytes" of one pass.  The instructions of two runs that differ only in P differ by exactly the
- * passes' own (the matrix, the objects and every setup are the same). */
+ * matrix and prints "label TAB input TAB weights TAB bytes" of one pass.  The instructions of
+ * two runs that differ only in P differ by the extra passes' own: the matrix, the objects, every
+ * setup and the work done once on first use (tables, CPU detection) are the same in both. */
 #define _DEFAULT_SOURCE /* wait4: the peak RSS of each child */
 #include <errno.h>
 #include <fcntl.h>

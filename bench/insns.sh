@@ -3,11 +3,16 @@
 # "Instructions per value"; make bench-insns): each row of ninfer-bench runs under qemu-user with
 # bench/insns_plugin.c, which counts every guest instruction executed, once with 1 pass over a
 # [128, 4096] matrix and once with 2 (ninfer-bench --passes, one thread); the difference is one
-# pass's instructions exactly (the setup is the same in both runs), divided by its weights.
+# warm pass's instructions (the setup, and the work done once on first use, are the same in both
+# runs), divided by its weights.
 # Counted for the x86-64 build at NINFER_SIMD=scalar and avx2 (qemu-x86_64 -cpu max, which has
-# AVX2 and F16C but no AVX-512) and the aarch64 build at scalar and neon.  Emulation gives no
-# time: these are counts of instructions, which a reader on real hardware weighs by the CPU's
-# throughput for each kind.
+# AVX2 and F16C but no AVX-512) and the aarch64 build at scalar and neon; each level is checked
+# to be the one that runs (ninfer-bench --print-simd under the same emulator).  The x86 CPU is
+# shown without ERMS (-erms, -fsrm): qemu counts every iteration of a REP string instruction as
+# one instruction, and with ERMS glibc's memcpy and memset use REP MOVSB / STOSB from a few KiB
+# up, so the copies would count one instruction a byte; without it they are vector loops, as on
+# aarch64.  Emulation gives no time: these are counts of instructions, which a reader on real
+# hardware weighs by the CPU's throughput for each kind.
 #
 # usage: bench/insns.sh X86_BENCH AARCH64_BENCH [ROWS_FILE]
 #   X86_BENCH, AARCH64_BENCH  the two ninfer-bench programs (make bench-insns builds them)
@@ -57,15 +62,27 @@ default_rows() {
     '=encode q8_g32_fp16' -
 }
 
+# the emulator's options: x86-64 with AVX2 and F16C, without ERMS (above)
+cpu_opts() { if [ "$1" = qemu-x86_64 ]; then echo "-cpu max,-erms,-fsrm"; fi; }
+
+# each level runs as asked (an emulated CPU that lacked it would fill its column with another's)
+for run in "qemu-x86_64 $x86 scalar" "qemu-x86_64 $x86 avx2" "qemu-aarch64 $arm scalar" "qemu-aarch64 $arm neon"; do
+  read -r emu prog level <<<"$run"
+  # shellcheck disable=SC2046
+  got=$(NINFER_SIMD=$level "$emu" $(cpu_opts "$emu") "$prog" --print-simd </dev/null) ||
+    { echo "bench/insns.sh: $prog --print-simd failed under $emu" >&2; exit 1; }
+  [ "$got" = "$level" ] || { echo "bench/insns.sh: NINFER_SIMD=$level runs '$got' under $emu" >&2; exit 1; }
+done
+
 # count EMULATOR BENCH LEVEL FILTER INPUT PASSES: the instructions of one run
 count() {
   local emu=$1 prog=$2 level=$3 filter=$4 input=$5 passes=$6 args
   args=(--passes "$passes" --rows 128 --cols 4096 --filter "$filter")
   [ "$input" = - ] || args+=(--input "$input")
-  local opts=()
-  [ "$emu" = qemu-x86_64 ] && opts=(-cpu max)
-  NINFER_SIMD=$level NINFER_INSNS_OUT=$tmp/count "$emu" "${opts[@]}" -plugin "$tmp/insns.so" "$prog" "${args[@]}" \
-    >"$tmp/out" 2>"$tmp/err" || { echo "bench/insns.sh: $prog ${args[*]} at $level failed: $(head -c 300 "$tmp/err")" >&2; exit 1; }
+  # shellcheck disable=SC2046
+  NINFER_SIMD=$level NINFER_INSNS_OUT=$tmp/count "$emu" $(cpu_opts "$emu") -plugin "$tmp/insns.so" "$prog" \
+    "${args[@]}" </dev/null >"$tmp/out" 2>"$tmp/err" ||
+    { echo "bench/insns.sh: $prog ${args[*]} at $level failed: $(head -c 300 "$tmp/err")" >&2; exit 1; }
   [ "$(wc -l <"$tmp/out")" -eq 1 ] ||
     { echo "bench/insns.sh: '$filter' ($input) selects $(wc -l <"$tmp/out") rows, not one: $(cut -f1 "$tmp/out" | tr '\n' ';')" >&2; exit 1; }
   sed -n 's/^insns: //p' "$tmp/count"

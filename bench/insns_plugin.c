@@ -4,7 +4,9 @@
  * emulation itself); at exit the total goes to the file named by NINFER_INSNS_OUT (qemu-user
  * passes the guest's environment through), else to stderr.  Counts are exact for the code that
  * runs whole blocks; a block left early by a fault is counted whole, which the programs counted
- * here never do in their measured part.  Single-threaded guests only (the count is not atomic:
+ * here never do in their measured part.  An x86 REP string instruction counts once per
+ * iteration (qemu runs each iteration as the block again): bench/insns.sh hides ERMS, so glibc's
+ * copies do not use them.  Single-threaded guests only (the count is not atomic:
  * bench/insns.sh runs ninfer-bench with one thread).
  *
  * Debian's qemu-user ships no plugin header, so the few entry points of QEMU's plugin API

@@ -45,8 +45,8 @@ esac
 
 if [ "$(uname -m)" = aarch64 ]; then
   if [ $bench = yes ]; then
-    echo "test-arm64: this machine is aarch64: make bench measures it natively" >&2
-    exit 2
+    echo "test-arm64: SKIP: this machine is aarch64, where make bench measures the kernels themselves (no cross build)"
+    exit 0
   fi
   echo "test-arm64: this machine is aarch64: the suite runs natively (make test)"
   exec make test
@@ -202,4 +202,7 @@ if [ -n "$host_bin" ]; then
   export NINFER_HOST_BIN
 fi
 cd "$build"
+# qemu-aarch64's CPU (its default, max) has the ARMv8 SHA-256 instructions: test_common_sha256
+# fails if the detection does not see them, rather than skipping the kernel's comparison
+export NINFER_TEST_EXPECT_SHA=1
 ctest --output-on-failure --no-tests=error -j "$(nproc 2>/dev/null || echo 2)" "${args[@]}"

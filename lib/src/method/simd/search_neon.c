@@ -80,12 +80,13 @@ static inline void search_transpose(const nf_search_shape *sh, const nf_search_g
         for (size_t l = 0; l < SEARCH_L; l++) src[l] = g[l]->wf;
         transpose_rows(src, b->G, b->w);
     }
-    /* bounds with 0 included; xx: the binary32 sum of w x^2 (any order is allowed) */
+    /* bounds with 0 included, by the portable kernel's comparisons (FMIN would order a -0 below
+     * the +0 start); xx: the binary32 sum of w x^2 (any order is allowed) */
     float32x4_t hi = vdupq_n_f32(0.0f), lo = hi, xx = hi;
     for (size_t k = 0; k < b->G; k++) {
         float32x4_t v = vld1q_f32(b->x[k]);
-        hi = vmaxq_f32(hi, v);
-        lo = vminq_f32(lo, v);
+        hi = vbslq_f32(vcgtq_f32(v, hi), v, hi);
+        lo = vbslq_f32(vcltq_f32(v, lo), v, lo);
         xx = vaddq_f32(xx, vmulq_f32(b->weighted ? vmulq_f32(vld1q_f32(b->w[k]), v) : v, v));
     }
     vst1q_f32(b->xmax, hi);
