@@ -135,8 +135,10 @@ fi
 if [ ! -f "$build/CMakeCache.txt" ]; then
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O3 -g1 -DNDEBUG" \
     -DCMAKE_TOOLCHAIN_FILE="$PWD/cmake/aarch64-linux-gnu.cmake" \
-    -DNINFER_CRITERION_PKGCONFIG="$crit"
+    -DNINFER_CRITERION_PKGCONFIG="$crit" -DNINFER_TEST_EMULATED=ON
 fi
+# (a build directory configured before the option existed takes it too)
+grep -q '^NINFER_TEST_EMULATED:BOOL=ON$' "$build/CMakeCache.txt" || cmake -B "$build" -DNINFER_TEST_EMULATED=ON >/dev/null
 # With a pattern that takes unit tests, golden cases and CLI tests only: the programs (those the
 # tests run too: the fault-injecting convert, the docs' examples) and the unit tests it names;
 # otherwise everything.
