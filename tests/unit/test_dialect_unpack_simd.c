@@ -17,6 +17,7 @@
 #include <ninfer/ninfer.h>
 
 #include "common/cpu.h"
+#include "common/io.h"
 #include "dialect/dialect_internal.h"
 #include "dialect/qweight_rows.h"
 #include "dialect/simd/unpack_simd.h"
@@ -354,6 +355,32 @@ Test(dialect_unpack_read, runs_apart_and_in_small_windows)
         same_rows(&c, got, 0, 4096, 0, 64, "small windows");
         cr_assert_eq(nf_qweight_read_f32(c.src, c.q, 8, 48, got, 4096 * 64, &err), NF_OK, "%s", err.message);
         same_rows(&c, got, 8, 48, 0, 64, "small windows");
+        free(got);
+        free_case(&c);
+    }
+}
+
+/* A long row of a narrow weight (8 rows of 2^16 columns, groups of 128) read as one span: its
+ * codes, scales and zero points lie 8 values apart down qweight, scales and qzeros, and are read
+ * a window of runs at a time, not a word or a group a read (the long-rows test's [2, 2^24] GPTQ
+ * weight took 4.7 million reads). */
+Test(dialect_unpack_read, a_long_row_in_few_reads)
+{
+    nf_error err;
+    for (int awq = 0; awq < 2; awq++) {
+        packed_case c;
+        make_case(&c, (shape){awq, 4, false, 8, 65536, 128, false, 8, 0});
+        float *got = malloc(65536 * sizeof *got);
+        const uint64_t from[] = {0, 1}; /* a word's start (GPTQ's bands), and the plain reading */
+        for (size_t i = 0; i < 2; i++) {
+            const uint64_t before = nf_io_calls(NF_IO_READ);
+            cr_assert_eq(nf_qweight_read_f32_span(c.src, c.q, 3, from[i], 65536 - from[i], got, 65536, &err), NF_OK,
+                         "%s", err.message);
+            const uint64_t reads = nf_io_calls(NF_IO_READ) - before;
+            same_rows(&c, got, 3, 4, from[i], 65536, "a long row");
+            cr_assert_leq(reads, 16, "%s from column %llu: %llu reads", awq ? "awq" : "gptq",
+                          (unsigned long long)from[i], (unsigned long long)reads);
+        }
         free(got);
         free_case(&c);
     }

@@ -70,17 +70,41 @@ typedef struct piece {
 
 /* ---------------------------------------------------------------- codes */
 /* The codes of the piece as bytes, codes[(n - a) * (c1 - c0) + k - c0]; raw holds the words. */
+/* The window read_runs reads near runs through (a variable: the tests shrink it). */
+size_t nf_dialect_runs_window = (size_t)1 << 20;
+
+/* `count` runs of `run` bytes of tensor t, the i-th at byte off + i * stride, one after the other
+ * into out.  A read costs about as much as copying RUNS_GAP bytes, so runs whose gaps are shorter
+ * are read together, a window of them at a time through `window` (window_len bytes, at least
+ * stride + run), and copied out. */
+#define RUNS_GAP ((uint64_t)8 << 10)
+static nf_status read_runs(const nf_source *src, const nf_source_tensor *t, uint64_t off, uint64_t stride, uint64_t run,
+                           uint64_t count, uint8_t *out, uint8_t *window, size_t window_len, nf_error *err)
+{
+    if (stride - run > RUNS_GAP || window_len < stride + run) {
+        for (uint64_t i = 0; i < count; i++)
+            NF_TRY(nf_source_read_bytes(src, t, off + i * stride, out + i * run, (size_t)run, err));
+        return NF_OK;
+    }
+    const uint64_t per = (window_len - run) / stride + 1;
+    for (uint64_t i = 0; i < count; i += per) {
+        const uint64_t m = count - i < per ? count - i : per;
+        NF_TRY(nf_source_read_bytes(src, t, off + i * stride, window, (size_t)((m - 1) * stride + run), err));
+        for (uint64_t j = 0; j < m; j++) memcpy(out + (i + j) * run, window + j * stride, (size_t)run);
+    }
+    return NF_OK;
+}
+
 static nf_status fetch_codes(const nf_source *src, const nf_qweight *q, const piece *p, uint8_t *codes, uint8_t *raw,
-                             nf_error *err)
+                             uint8_t *window, nf_error *err)
 {
     const nf_source_tensor *t = q->codes;
     const uint64_t rows = p->b - p->a, cols = p->c1 - p->c0, n_all = q->shape[0];
     const unsigned bits = q->bits;
     if (q->pack == NF_QPACK_GPTQ) { /* word rows [w0, w1) of columns [a, b): a bit stream down each column */
         const uint64_t w0 = p->c0 * bits / 32, w1 = nf_ceil_div_u64(p->c1 * bits, 32);
-        for (uint64_t w = w0; w < w1; w++)
-            NF_TRY(nf_source_read_bytes(src, t, (w * n_all + p->a) * 4, raw + (w - w0) * rows * 4, (size_t)(rows * 4),
-                                        err));
+        NF_TRY(read_runs(src, t, (w0 * n_all + p->a) * 4, n_all * 4, rows * 4, w1 - w0, raw, window,
+                         nf_dialect_runs_window, err));
         if (32 % bits == 0) { /* 2, 4, 8 bits: whole codes per word, word w holding codes w*per.. */
             const uint64_t per = 32 / bits;
             for (uint64_t w = w0; w < w1; w++) {
@@ -107,9 +131,8 @@ static nf_status fetch_codes(const nf_source *src, const nf_qweight *q, const pi
     }
     if (q->pack == NF_QPACK_AWQ_GEMM) { /* rows [c0, c1) of qweight, its words [a / 8, ceil(b / 8)) */
         const uint64_t j0 = p->a / 8, nw = nf_ceil_div_u64(p->b, 8) - j0, row_words = n_all / 8;
-        for (uint64_t k = 0; k < cols; k++)
-            NF_TRY(nf_source_read_bytes(src, t, ((p->c0 + k) * row_words + j0) * 4, raw + k * nw * 4, (size_t)(nw * 4),
-                                        err));
+        NF_TRY(read_runs(src, t, (p->c0 * row_words + j0) * 4, row_words * 4, nw * 4, cols, raw, window,
+                         nf_dialect_runs_window, err));
         /* word j's nibble i holds column 8 (j0 + j) + awq_column[i] */
         for (uint64_t j = 0; j < nw; j++) { /* word column j: eight rows written along k */
             uint8_t *row[8];
@@ -203,19 +226,22 @@ static nf_status fetch_affine(const nf_source *src, const nf_qweight *q, const p
 }
 
 static nf_status fetch_groups(const nf_source *src, const nf_qweight *q, const piece *p, float *s, int32_t *z,
-                              uint8_t *raw, nf_error *err)
+                              uint8_t *raw, uint8_t *window, nf_error *err)
 {
     const nf_source_tensor *st = q->scale, *zt = q->zero_point;
     const uint64_t rows = p->b - p->a, ng = p->g1 - p->g0;
     const size_t es = st->dtype == NF_ST_F32 ? 4 : 2;
     const bool gemv = q->pack == NF_QPACK_AWQ_GEMV;
-    /* scales: [G, N] (GPTQ, AWQ GEMM) read group by group, or [N, 8W] (GEMV) row by row */
+    /* scales: [G, N] (GPTQ, AWQ GEMM) a run a group, or [N, 8W] (GEMV) a run a row; all the
+     * piece's runs into raw (rows * groups words: alloc_buffers) */
     const uint64_t outer = gemv ? rows : ng, inner = gemv ? ng : rows, width = st->shape[1];
+    const uint64_t r0 = gemv ? p->a : p->g0, c = gemv ? p->g0 : p->a;
+    NF_TRY(read_runs(src, st, (r0 * width + c) * es, width * es, inner * es, outer, raw, window, nf_dialect_runs_window,
+                     err));
     for (uint64_t o = 0; o < outer; o++) {
-        const uint64_t r = gemv ? p->a + o : p->g0 + o, c = gemv ? p->g0 : p->a;
-        NF_TRY(nf_source_read_bytes(src, st, (r * width + c) * es, raw, (size_t)(inner * es), err));
+        const uint64_t r = r0 + o;
         for (uint64_t i = 0; i < inner; i++) {
-            const uint8_t *b = raw + i * es;
+            const uint8_t *b = raw + (o * inner + i) * es;
             uint32_t w = es == 4 ? le32(b) : (uint32_t)(b[0] | b[1] << 8);
             uint64_t n = gemv ? o : i, g = gemv ? i : o;
             const char *why = nf_dialect_scale_value(st->dtype, w, &s[n * ng + g]);
@@ -228,29 +254,28 @@ static nf_status fetch_groups(const nf_source *src, const nf_qweight *q, const p
     const uint64_t zw = zt->shape[1];
     if (q->pack == NF_QPACK_GPTQ) {
         const uint64_t w0 = p->a * bits / 32, nw = nf_ceil_div_u64(p->b * bits, 32) - w0;
-        for (uint64_t g = 0; g < ng; g++) {
-            NF_TRY(nf_source_read_bytes(src, zt, ((p->g0 + g) * zw + w0) * 4, raw, (size_t)(nw * 4), err));
+        NF_TRY(read_runs(src, zt, (p->g0 * zw + w0) * 4, zw * 4, nw * 4, ng, raw, window, nf_dialect_runs_window, err));
+        for (uint64_t g = 0; g < ng; g++)
             for (uint64_t n = 0; n < rows; n++)
-                z[n * ng + g] = (int32_t)stream_field(raw, 1, (p->a + n) * bits - w0 * 32, bits) + q->zero_add;
-        }
+                z[n * ng + g] = (int32_t)stream_field(raw + g * nw * 4, 1, (p->a + n) * bits - w0 * 32, bits) +
+                                q->zero_add;
     } else if (q->pack == NF_QPACK_AWQ_GEMM) {
         const uint64_t j0 = p->a / 8, nw = nf_ceil_div_u64(p->b, 8) - j0;
-        for (uint64_t g = 0; g < ng; g++) {
-            NF_TRY(nf_source_read_bytes(src, zt, ((p->g0 + g) * zw + j0) * 4, raw, (size_t)(nw * 4), err));
+        NF_TRY(read_runs(src, zt, (p->g0 * zw + j0) * 4, zw * 4, nw * 4, ng, raw, window, nf_dialect_runs_window, err));
+        for (uint64_t g = 0; g < ng; g++)
             for (uint64_t n = 0; n < rows; n++) {
                 const uint64_t col = p->a + n;
-                z[n * ng + g] = (int32_t)((le32(raw + (col / 8 - j0) * 4) >> (4 * awq_nibble[col % 8])) & 15);
+                z[n * ng + g] = (int32_t)((le32(raw + (g * nw + col / 8 - j0) * 4) >> (4 * awq_nibble[col % 8])) & 15);
             }
-        }
     } else {
         const uint64_t j0 = p->g0 / 8, nw = nf_ceil_div_u64(p->g1, 8) - j0;
-        for (uint64_t n = 0; n < rows; n++) {
-            NF_TRY(nf_source_read_bytes(src, zt, ((p->a + n) * zw + j0) * 4, raw, (size_t)(nw * 4), err));
+        NF_TRY(
+            read_runs(src, zt, (p->a * zw + j0) * 4, zw * 4, nw * 4, rows, raw, window, nf_dialect_runs_window, err));
+        for (uint64_t n = 0; n < rows; n++)
             for (uint64_t g = 0; g < ng; g++) {
                 const uint64_t gg = p->g0 + g;
-                z[n * ng + g] = (int32_t)((le32(raw + (gg / 8 - j0) * 4) >> (4 * (gg % 8))) & 15);
+                z[n * ng + g] = (int32_t)((le32(raw + (n * nw + gg / 8 - j0) * 4) >> (4 * (gg % 8))) & 15);
             }
-        }
     }
     return NF_OK;
 }
@@ -319,9 +344,8 @@ static nf_status fetch_g_idx(const nf_source *src, const nf_qweight *q, uint64_t
 }
 
 /* One piece into out: codes, groups, values.  buffers sized by packed_read's caller for pieces
- * of `rows` rows of `cols` columns; codes (the plain reading) and window and tr (the bands) are
- * allocated when first needed. */
-size_t nf_dialect_runs_window = (size_t)1 << 20;
+ * of `rows` rows of `cols` columns, with read_runs' window; codes (the plain reading) and tr (the
+ * bands) are allocated when first needed. */
 typedef struct packed_buffers {
     uint64_t rows, cols;
     uint8_t *codes, *raw, *window;
@@ -351,7 +375,7 @@ static nf_status check_finite(const nf_source *src, const nf_qweight *q, const p
     const bool any = nf_dialect_any_nonfinite(out, count);
     if (any && bands) { /* the message names the code: read again (over the words in raw) */
         NF_TRY(need_codes(bf, err));
-        NF_TRY(fetch_codes(src, q, p, bf->codes, bf->raw, err));
+        NF_TRY(fetch_codes(src, q, p, bf->codes, bf->raw, bf->window, err));
     }
     for (uint64_t i = 0; any && i < count; i++) {
         if (isfinite(out[i])) continue;
@@ -381,8 +405,18 @@ static nf_status check_finite(const nf_source *src, const nf_qweight *q, const p
  * cache) and turned into values row by row (decode_rows), each run of one group's values one
  * kernel call (simd/unpack_simd.h), the same binary32 operations as piece_values: the same bits
  * (tests/unit/test_dialect_unpack_simd.c checks both readings against the definition). */
-#define GPTQ_BAND 16 /* word rows of GPTQ's qweight read at a time */
-#define AWQ_BAND 64  /* rows of AWQ's qweight (columns of the weight) read at a time */
+#define GPTQ_BAND 16 /* word rows of GPTQ's qweight read at a time, at least */
+#define AWQ_BAND 64  /* rows of AWQ's qweight (columns of the weight) read at a time, at least */
+/* A band holds up to this many words when its rows are narrow (a piece of few rows, a span of
+ * one): a long row is then a few reads, not one a band of 16 words */
+#define BAND_WORDS ((uint64_t)16 << 10)
+
+/* Rows of the packed tensor a band, for runs of `run_words` words each. */
+static uint64_t band_rows(uint64_t least, uint64_t run_words)
+{
+    const uint64_t wide = run_words ? BAND_WORDS / run_words : BAND_WORDS;
+    return wide > least ? wide : least;
+}
 
 /* GPTQ, b = 2, 4 or 8: rows [x, y) of a piece whose words load_words read by row (t[n * nw + w]:
  * word w holds columns w * 32/b .. of row n): each row's run of words of one group one kernel
@@ -437,40 +471,18 @@ static bool piece_bands(const nf_qweight *q, const piece *p)
     return q->pack == NF_QPACK_AWQ_GEMM && p->a % 8 == 0 && p->b % 8 == 0;
 }
 
-/* `count` runs of `run` bytes of tensor t, the i-th at byte off + i * stride, one after the other
- * into out.  A read costs about as much as copying RUNS_GAP bytes, so runs whose gaps are shorter
- * are read together, a window of them at a time through `window` (window_len bytes, at least
- * stride + run), and copied out. */
-#define RUNS_GAP ((uint64_t)8 << 10)
-static nf_status read_runs(const nf_source *src, const nf_source_tensor *t, uint64_t off, uint64_t stride, uint64_t run,
-                           uint64_t count, uint8_t *out, uint8_t *window, size_t window_len, nf_error *err)
-{
-    if (stride - run > RUNS_GAP || window_len < stride + run) {
-        for (uint64_t i = 0; i < count; i++)
-            NF_TRY(nf_source_read_bytes(src, t, off + i * stride, out + i * run, (size_t)run, err));
-        return NF_OK;
-    }
-    const uint64_t per = (window_len - run) / stride + 1;
-    for (uint64_t i = 0; i < count; i += per) {
-        const uint64_t m = count - i < per ? count - i : per;
-        NF_TRY(nf_source_read_bytes(src, t, off + i * stride, window, (size_t)((m - 1) * stride + run), err));
-        for (uint64_t j = 0; j < m; j++) memcpy(out + (i + j) * run, window + j * stride, (size_t)run);
-    }
-    return NF_OK;
-}
-
-/* What the bands need besides raw: read_runs' window and a band of rows of qweight as read
- * (GPTQ: GPTQ_BAND word rows of the piece's rows; AWQ: AWQ_BAND rows of its rows / 8 words). */
+/* What the bands need besides raw: a band of rows of qweight as read (GPTQ: band_rows word rows
+ * of the piece's rows; AWQ: band_rows rows of its rows / 8 words). */
 static nf_status need_bands(const nf_qweight *q, packed_buffers *bf, nf_error *err)
 {
-    if (!bf->window) bf->window = malloc(nf_dialect_runs_window);
     if (!bf->tr) {
-        const uint64_t nw = bf->cols / (32 / q->bits);
-        const uint64_t words = q->pack == NF_QPACK_GPTQ ? bf->rows * (nw < GPTQ_BAND ? nw : GPTQ_BAND)
-                                                        : (bf->cols < AWQ_BAND ? bf->cols : AWQ_BAND) * (bf->rows / 8);
+        const uint64_t nw = bf->cols / (32 / q->bits), gb = band_rows(GPTQ_BAND, bf->rows);
+        const uint64_t ab = band_rows(AWQ_BAND, bf->rows / 8);
+        const uint64_t words = q->pack == NF_QPACK_GPTQ ? bf->rows * (nw < gb ? nw : gb)
+                                                        : (bf->cols < ab ? bf->cols : ab) * (bf->rows / 8);
         bf->tr = malloc((size_t)words * sizeof *bf->tr + 4);
     }
-    return bf->window && bf->tr ? NF_OK : nf_common_nomem(err);
+    return bf->tr ? NF_OK : nf_common_nomem(err);
 }
 
 /* The piece's words, each run one read (or a window of runs, read_runs), a band of rows of the
@@ -485,9 +497,9 @@ static nf_status load_words(const nf_source *src, const nf_qweight *q, const pie
     uint32_t *t = (uint32_t *)(void *)bf->raw;
     const uint8_t *band = (const uint8_t *)bf->tr;
     if (q->pack == NF_QPACK_GPTQ) {
-        const uint64_t per = 32 / q->bits, nw = cols / per, first = p->c0 / per;
-        for (uint64_t w0 = 0; w0 < nw; w0 += GPTQ_BAND) {
-            const uint64_t w1 = nw - w0 < GPTQ_BAND ? nw : w0 + GPTQ_BAND;
+        const uint64_t per = 32 / q->bits, nw = cols / per, first = p->c0 / per, nb = band_rows(GPTQ_BAND, rows);
+        for (uint64_t w0 = 0; w0 < nw; w0 += nb) {
+            const uint64_t w1 = nw - w0 < nb ? nw : w0 + nb;
             NF_TRY(read_runs(src, q->codes, ((first + w0) * n_all + p->a) * 4, n_all * 4, rows * 4, w1 - w0,
                              (uint8_t *)bf->tr, bf->window, nf_dialect_runs_window, err));
             for (uint64_t n = 0; n < rows; n++)
@@ -495,9 +507,9 @@ static nf_status load_words(const nf_source *src, const nf_qweight *q, const pie
         }
         return NF_OK;
     }
-    const uint64_t nw = rows / 8, row_words = n_all / 8;
-    for (uint64_t k0 = 0; k0 < cols; k0 += AWQ_BAND) {
-        const uint64_t k1 = cols - k0 < AWQ_BAND ? cols : k0 + AWQ_BAND;
+    const uint64_t nw = rows / 8, row_words = n_all / 8, nb = band_rows(AWQ_BAND, nw);
+    for (uint64_t k0 = 0; k0 < cols; k0 += nb) {
+        const uint64_t k1 = cols - k0 < nb ? cols : k0 + nb;
         NF_TRY(read_runs(src, q->codes, ((p->c0 + k0) * row_words + p->a / 8) * 4, row_words * 4, nw * 4, k1 - k0,
                          (uint8_t *)bf->tr, bf->window, nf_dialect_runs_window, err));
         for (uint64_t j = 0; j < nw; j++)
@@ -523,15 +535,15 @@ static nf_status read_piece(const nf_source *src, const nf_qweight *q, piece *p,
     piece_groups(q, p, bf->gidx);
     if (piece_bands(q, p)) { /* the groups first: fetch_groups uses raw as scratch */
         NF_TRY(need_bands(q, bf, err));
-        NF_TRY(fetch_groups(src, q, p, bf->s, bf->z, bf->raw, err));
+        NF_TRY(fetch_groups(src, q, p, bf->s, bf->z, bf->raw, bf->window, err));
         NF_TRY(load_words(src, q, p, bf, err));
         decode_rows(q, p, bf, 0, p->b - p->a, out);
         return check_finite(src, q, p, bf, out, true, err);
     }
     NF_TRY(need_codes(bf, err));
-    NF_TRY(fetch_codes(src, q, p, bf->codes, bf->raw, err));
+    NF_TRY(fetch_codes(src, q, p, bf->codes, bf->raw, bf->window, err));
     if (q->biases) NF_TRY(fetch_affine(src, q, p, bf->s, bf->bias, bf->raw, err));
-    else NF_TRY(fetch_groups(src, q, p, bf->s, bf->z, bf->raw, err));
+    else NF_TRY(fetch_groups(src, q, p, bf->s, bf->z, bf->raw, bf->window, err));
     piece_values(q, p, bf->codes, bf->s, bf->z, bf->bias, bf->gidx, out);
     return check_finite(src, q, p, bf, out, false, err);
 }
@@ -547,11 +559,13 @@ static nf_status alloc_buffers(const nf_qweight *q, uint64_t rows, uint64_t cols
     bf->rows = rows;
     bf->cols = cols;
     bf->raw = malloc((size_t)(words * 4 + (q->g_idx ? cols * 8 : 0) + rows * groups * 4));
+    bf->window = malloc(nf_dialect_runs_window);
     bf->s = malloc((size_t)(rows * groups) * sizeof *bf->s);
     bf->z = malloc((size_t)(rows * groups) * sizeof *bf->z);
     if (q->act_order) bf->gidx = malloc((size_t)cols * sizeof *bf->gidx);
     if (q->biases) bf->bias = malloc((size_t)(rows * groups) * sizeof *bf->bias);
-    if (bf->raw && bf->s && bf->z && (!q->act_order || bf->gidx) && (!q->biases || bf->bias)) return NF_OK;
+    if (bf->raw && bf->window && bf->s && bf->z && (!q->act_order || bf->gidx) && (!q->biases || bf->bias))
+        return NF_OK;
     return nf_common_nomem(err);
 }
 
@@ -625,8 +639,8 @@ nf_status nf_qweight_read_ints(const nf_source *src, const nf_qweight *q, uint64
     for (uint64_t a = r0; st == NF_OK && a < r1; a += per) {
         piece p = {a, a + per < r1 ? a + per : r1, 0, k, 0, g};
         st = need_codes(&bf, err);
-        if (st == NF_OK) st = fetch_codes(src, q, &p, bf.codes, bf.raw, err);
-        if (st == NF_OK) st = fetch_groups(src, q, &p, bf.s, bf.z, bf.raw, err);
+        if (st == NF_OK) st = fetch_codes(src, q, &p, bf.codes, bf.raw, bf.window, err);
+        if (st == NF_OK) st = fetch_groups(src, q, &p, bf.s, bf.z, bf.raw, bf.window, err);
         for (uint64_t n = 0; st == NF_OK && n < p.b - p.a; n++) {
             int16_t *o = ints + (a - r0 + n) * k;
             const uint8_t *cn = bf.codes + n * k;
@@ -652,7 +666,8 @@ uint64_t nf_dialect_rows_most(const nf_qweight *q)
     const piece whole = {0, 8, 0, k, 0, 0};
     if (!piece_bands(q, &whole)) return 0;
     /* a row's words, its groups' scales and zero points with their scratch (alloc_buffers), and
-     * its share of the band read at a time (need_bands) */
+     * its share of the band read at a time (need_bands; a band of few rows holds BAND_WORDS, 64
+     * KiB, beside the bound, as the window does) */
     const uint64_t groups = nf_ceil_div_u64(k, q->block_cols) + 1;
     const uint64_t row = k * q->bits / 8 + 12 * groups + 8 + 4 * GPTQ_BAND;
     const uint64_t most = HOLD_BYTES / row / 8 * 8;
@@ -685,7 +700,7 @@ nf_status nf_dialect_rows_open(const nf_source *src, const nf_qweight *q, uint64
         if (st == NF_OK) st = need_bands(q, &c->bf, err);
         if (st == NF_OK) {
             piece_groups(q, &c->p, NULL);
-            st = fetch_groups(src, q, &c->p, c->bf.s, c->bf.z, c->bf.raw, err);
+            st = fetch_groups(src, q, &c->p, c->bf.s, c->bf.z, c->bf.raw, c->bf.window, err);
         }
         if (st == NF_OK) st = load_words(src, q, &c->p, &c->bf, err);
         if (st != NF_OK) {
