@@ -70,41 +70,55 @@ typedef struct piece {
 
 /* ---------------------------------------------------------------- codes */
 /* The codes of the piece as bytes, codes[(n - a) * (c1 - c0) + k - c0]; raw holds the words. */
-/* The window read_runs reads near runs through (a variable: the tests shrink it). */
+/* The most read_runs' window holds (a variable: the tests shrink it). */
 size_t nf_dialect_runs_window = (size_t)1 << 20;
+
+/* read_runs' window: grown to what a reading needs, up to nf_dialect_runs_window (a span of a
+ * few values needs a few bytes: one buffer a piece, not a megabyte a span). */
+typedef struct runs_window {
+    uint8_t *buf;
+    size_t len;
+} runs_window;
 
 /* `count` runs of `run` bytes of tensor t, the i-th at byte off + i * stride, one after the other
  * into out.  A read costs about as much as copying RUNS_GAP bytes, so runs whose gaps are shorter
- * are read together, a window of them at a time through `window` (window_len bytes, at least
+ * are read together, a window of them at a time (at most nf_dialect_runs_window bytes, at least
  * stride + run), and copied out. */
 #define RUNS_GAP ((uint64_t)8 << 10)
 static nf_status read_runs(const nf_source *src, const nf_source_tensor *t, uint64_t off, uint64_t stride, uint64_t run,
-                           uint64_t count, uint8_t *out, uint8_t *window, size_t window_len, nf_error *err)
+                           uint64_t count, uint8_t *out, runs_window *w, nf_error *err)
 {
-    if (stride - run > RUNS_GAP || window_len < stride + run) {
+    const uint64_t all = count ? (count - 1) * stride + run : 0; /* inside the tensor: its caller's piece */
+    const uint64_t want = all < nf_dialect_runs_window ? all : nf_dialect_runs_window;
+    if (count < 2 || stride - run > RUNS_GAP || want < stride + run) {
         for (uint64_t i = 0; i < count; i++)
             NF_TRY(nf_source_read_bytes(src, t, off + i * stride, out + i * run, (size_t)run, err));
         return NF_OK;
     }
-    const uint64_t per = (window_len - run) / stride + 1;
+    if (w->len < want) {
+        uint8_t *b = realloc(w->buf, (size_t)want);
+        if (!b) return nf_common_nomem(err);
+        w->buf = b;
+        w->len = (size_t)want;
+    }
+    const uint64_t per = (want - run) / stride + 1;
     for (uint64_t i = 0; i < count; i += per) {
         const uint64_t m = count - i < per ? count - i : per;
-        NF_TRY(nf_source_read_bytes(src, t, off + i * stride, window, (size_t)((m - 1) * stride + run), err));
-        for (uint64_t j = 0; j < m; j++) memcpy(out + (i + j) * run, window + j * stride, (size_t)run);
+        NF_TRY(nf_source_read_bytes(src, t, off + i * stride, w->buf, (size_t)((m - 1) * stride + run), err));
+        for (uint64_t j = 0; j < m; j++) memcpy(out + (i + j) * run, w->buf + j * stride, (size_t)run);
     }
     return NF_OK;
 }
 
 static nf_status fetch_codes(const nf_source *src, const nf_qweight *q, const piece *p, uint8_t *codes, uint8_t *raw,
-                             uint8_t *window, nf_error *err)
+                             runs_window *window, nf_error *err)
 {
     const nf_source_tensor *t = q->codes;
     const uint64_t rows = p->b - p->a, cols = p->c1 - p->c0, n_all = q->shape[0];
     const unsigned bits = q->bits;
     if (q->pack == NF_QPACK_GPTQ) { /* word rows [w0, w1) of columns [a, b): a bit stream down each column */
         const uint64_t w0 = p->c0 * bits / 32, w1 = nf_ceil_div_u64(p->c1 * bits, 32);
-        NF_TRY(read_runs(src, t, (w0 * n_all + p->a) * 4, n_all * 4, rows * 4, w1 - w0, raw, window,
-                         nf_dialect_runs_window, err));
+        NF_TRY(read_runs(src, t, (w0 * n_all + p->a) * 4, n_all * 4, rows * 4, w1 - w0, raw, window, err));
         if (32 % bits == 0) { /* 2, 4, 8 bits: whole codes per word, word w holding codes w*per.. */
             const uint64_t per = 32 / bits;
             for (uint64_t w = w0; w < w1; w++) {
@@ -131,8 +145,7 @@ static nf_status fetch_codes(const nf_source *src, const nf_qweight *q, const pi
     }
     if (q->pack == NF_QPACK_AWQ_GEMM) { /* rows [c0, c1) of qweight, its words [a / 8, ceil(b / 8)) */
         const uint64_t j0 = p->a / 8, nw = nf_ceil_div_u64(p->b, 8) - j0, row_words = n_all / 8;
-        NF_TRY(read_runs(src, t, (p->c0 * row_words + j0) * 4, row_words * 4, nw * 4, cols, raw, window,
-                         nf_dialect_runs_window, err));
+        NF_TRY(read_runs(src, t, (p->c0 * row_words + j0) * 4, row_words * 4, nw * 4, cols, raw, window, err));
         /* word j's nibble i holds column 8 (j0 + j) + awq_column[i] */
         for (uint64_t j = 0; j < nw; j++) { /* word column j: eight rows written along k */
             uint8_t *row[8];
@@ -226,7 +239,7 @@ static nf_status fetch_affine(const nf_source *src, const nf_qweight *q, const p
 }
 
 static nf_status fetch_groups(const nf_source *src, const nf_qweight *q, const piece *p, float *s, int32_t *z,
-                              uint8_t *raw, uint8_t *window, nf_error *err)
+                              uint8_t *raw, runs_window *window, nf_error *err)
 {
     const nf_source_tensor *st = q->scale, *zt = q->zero_point;
     const uint64_t rows = p->b - p->a, ng = p->g1 - p->g0;
@@ -236,8 +249,7 @@ static nf_status fetch_groups(const nf_source *src, const nf_qweight *q, const p
      * piece's runs into raw (rows * groups words: alloc_buffers) */
     const uint64_t outer = gemv ? rows : ng, inner = gemv ? ng : rows, width = st->shape[1];
     const uint64_t r0 = gemv ? p->a : p->g0, c = gemv ? p->g0 : p->a;
-    NF_TRY(read_runs(src, st, (r0 * width + c) * es, width * es, inner * es, outer, raw, window, nf_dialect_runs_window,
-                     err));
+    NF_TRY(read_runs(src, st, (r0 * width + c) * es, width * es, inner * es, outer, raw, window, err));
     for (uint64_t o = 0; o < outer; o++) {
         const uint64_t r = r0 + o;
         for (uint64_t i = 0; i < inner; i++) {
@@ -254,14 +266,14 @@ static nf_status fetch_groups(const nf_source *src, const nf_qweight *q, const p
     const uint64_t zw = zt->shape[1];
     if (q->pack == NF_QPACK_GPTQ) {
         const uint64_t w0 = p->a * bits / 32, nw = nf_ceil_div_u64(p->b * bits, 32) - w0;
-        NF_TRY(read_runs(src, zt, (p->g0 * zw + w0) * 4, zw * 4, nw * 4, ng, raw, window, nf_dialect_runs_window, err));
+        NF_TRY(read_runs(src, zt, (p->g0 * zw + w0) * 4, zw * 4, nw * 4, ng, raw, window, err));
         for (uint64_t g = 0; g < ng; g++)
             for (uint64_t n = 0; n < rows; n++)
                 z[n * ng + g] = (int32_t)stream_field(raw + g * nw * 4, 1, (p->a + n) * bits - w0 * 32, bits) +
                                 q->zero_add;
     } else if (q->pack == NF_QPACK_AWQ_GEMM) {
         const uint64_t j0 = p->a / 8, nw = nf_ceil_div_u64(p->b, 8) - j0;
-        NF_TRY(read_runs(src, zt, (p->g0 * zw + j0) * 4, zw * 4, nw * 4, ng, raw, window, nf_dialect_runs_window, err));
+        NF_TRY(read_runs(src, zt, (p->g0 * zw + j0) * 4, zw * 4, nw * 4, ng, raw, window, err));
         for (uint64_t g = 0; g < ng; g++)
             for (uint64_t n = 0; n < rows; n++) {
                 const uint64_t col = p->a + n;
@@ -269,8 +281,7 @@ static nf_status fetch_groups(const nf_source *src, const nf_qweight *q, const p
             }
     } else {
         const uint64_t j0 = p->g0 / 8, nw = nf_ceil_div_u64(p->g1, 8) - j0;
-        NF_TRY(
-            read_runs(src, zt, (p->a * zw + j0) * 4, zw * 4, nw * 4, rows, raw, window, nf_dialect_runs_window, err));
+        NF_TRY(read_runs(src, zt, (p->a * zw + j0) * 4, zw * 4, nw * 4, rows, raw, window, err));
         for (uint64_t n = 0; n < rows; n++)
             for (uint64_t g = 0; g < ng; g++) {
                 const uint64_t gg = p->g0 + g;
@@ -344,11 +355,12 @@ static nf_status fetch_g_idx(const nf_source *src, const nf_qweight *q, uint64_t
 }
 
 /* One piece into out: codes, groups, values.  buffers sized by packed_read's caller for pieces
- * of `rows` rows of `cols` columns, with read_runs' window; codes (the plain reading) and tr (the
+ * of `rows` rows of `cols` columns; codes (the plain reading), read_runs' window and tr (the
  * bands) are allocated when first needed. */
 typedef struct packed_buffers {
     uint64_t rows, cols;
-    uint8_t *codes, *raw, *window;
+    uint8_t *codes, *raw;
+    runs_window window;
     uint32_t *tr;    /* a band of rows of GPTQ's or AWQ's qweight as read (load_words) */
     float *s, *bias; /* bias: MLX */
     int32_t *z;
@@ -375,7 +387,7 @@ static nf_status check_finite(const nf_source *src, const nf_qweight *q, const p
     const bool any = nf_dialect_any_nonfinite(out, count);
     if (any && bands) { /* the message names the code: read again (over the words in raw) */
         NF_TRY(need_codes(bf, err));
-        NF_TRY(fetch_codes(src, q, p, bf->codes, bf->raw, bf->window, err));
+        NF_TRY(fetch_codes(src, q, p, bf->codes, bf->raw, &bf->window, err));
     }
     for (uint64_t i = 0; any && i < count; i++) {
         if (isfinite(out[i])) continue;
@@ -490,7 +502,7 @@ static nf_status need_bands(const nf_qweight *q, packed_buffers *bf, nf_error *e
  * that a run of a row's words is one load: GPTQ's word rows [c0 * b/32, c1 * b/32), columns [a,
  * b) of each, by row (raw[n * nw + w]); AWQ GEMM's rows [c0, c1), words [a/8, b/8) of each, by
  * word column (raw[j * cols + k]). */
-static nf_status load_words(const nf_source *src, const nf_qweight *q, const piece *p, const packed_buffers *bf,
+static nf_status load_words(const nf_source *src, const nf_qweight *q, const piece *p, packed_buffers *bf,
                             nf_error *err)
 {
     const uint64_t rows = p->b - p->a, n_all = q->shape[0], cols = p->c1 - p->c0;
@@ -501,7 +513,7 @@ static nf_status load_words(const nf_source *src, const nf_qweight *q, const pie
         for (uint64_t w0 = 0; w0 < nw; w0 += nb) {
             const uint64_t w1 = nw - w0 < nb ? nw : w0 + nb;
             NF_TRY(read_runs(src, q->codes, ((first + w0) * n_all + p->a) * 4, n_all * 4, rows * 4, w1 - w0,
-                             (uint8_t *)bf->tr, bf->window, nf_dialect_runs_window, err));
+                             (uint8_t *)bf->tr, &bf->window, err));
             for (uint64_t n = 0; n < rows; n++)
                 for (uint64_t w = w0; w < w1; w++) t[n * nw + w] = le32(band + ((w - w0) * rows + n) * 4);
         }
@@ -511,7 +523,7 @@ static nf_status load_words(const nf_source *src, const nf_qweight *q, const pie
     for (uint64_t k0 = 0; k0 < cols; k0 += nb) {
         const uint64_t k1 = cols - k0 < nb ? cols : k0 + nb;
         NF_TRY(read_runs(src, q->codes, ((p->c0 + k0) * row_words + p->a / 8) * 4, row_words * 4, nw * 4, k1 - k0,
-                         (uint8_t *)bf->tr, bf->window, nf_dialect_runs_window, err));
+                         (uint8_t *)bf->tr, &bf->window, err));
         for (uint64_t j = 0; j < nw; j++)
             for (uint64_t k = k0; k < k1; k++) t[j * cols + k] = le32(band + ((k - k0) * nw + j) * 4);
     }
@@ -535,15 +547,15 @@ static nf_status read_piece(const nf_source *src, const nf_qweight *q, piece *p,
     piece_groups(q, p, bf->gidx);
     if (piece_bands(q, p)) { /* the groups first: fetch_groups uses raw as scratch */
         NF_TRY(need_bands(q, bf, err));
-        NF_TRY(fetch_groups(src, q, p, bf->s, bf->z, bf->raw, bf->window, err));
+        NF_TRY(fetch_groups(src, q, p, bf->s, bf->z, bf->raw, &bf->window, err));
         NF_TRY(load_words(src, q, p, bf, err));
         decode_rows(q, p, bf, 0, p->b - p->a, out);
         return check_finite(src, q, p, bf, out, true, err);
     }
     NF_TRY(need_codes(bf, err));
-    NF_TRY(fetch_codes(src, q, p, bf->codes, bf->raw, bf->window, err));
+    NF_TRY(fetch_codes(src, q, p, bf->codes, bf->raw, &bf->window, err));
     if (q->biases) NF_TRY(fetch_affine(src, q, p, bf->s, bf->bias, bf->raw, err));
-    else NF_TRY(fetch_groups(src, q, p, bf->s, bf->z, bf->raw, bf->window, err));
+    else NF_TRY(fetch_groups(src, q, p, bf->s, bf->z, bf->raw, &bf->window, err));
     piece_values(q, p, bf->codes, bf->s, bf->z, bf->bias, bf->gidx, out);
     return check_finite(src, q, p, bf, out, false, err);
 }
@@ -559,13 +571,11 @@ static nf_status alloc_buffers(const nf_qweight *q, uint64_t rows, uint64_t cols
     bf->rows = rows;
     bf->cols = cols;
     bf->raw = malloc((size_t)(words * 4 + (q->g_idx ? cols * 8 : 0) + rows * groups * 4));
-    bf->window = malloc(nf_dialect_runs_window);
     bf->s = malloc((size_t)(rows * groups) * sizeof *bf->s);
     bf->z = malloc((size_t)(rows * groups) * sizeof *bf->z);
     if (q->act_order) bf->gidx = malloc((size_t)cols * sizeof *bf->gidx);
     if (q->biases) bf->bias = malloc((size_t)(rows * groups) * sizeof *bf->bias);
-    if (bf->raw && bf->window && bf->s && bf->z && (!q->act_order || bf->gidx) && (!q->biases || bf->bias))
-        return NF_OK;
+    if (bf->raw && bf->s && bf->z && (!q->act_order || bf->gidx) && (!q->biases || bf->bias)) return NF_OK;
     return nf_common_nomem(err);
 }
 
@@ -573,7 +583,7 @@ static void free_buffers(packed_buffers *bf)
 {
     free(bf->codes);
     free(bf->raw);
-    free(bf->window);
+    free(bf->window.buf);
     free(bf->tr);
     free(bf->s);
     free(bf->z);
@@ -639,8 +649,8 @@ nf_status nf_qweight_read_ints(const nf_source *src, const nf_qweight *q, uint64
     for (uint64_t a = r0; st == NF_OK && a < r1; a += per) {
         piece p = {a, a + per < r1 ? a + per : r1, 0, k, 0, g};
         st = need_codes(&bf, err);
-        if (st == NF_OK) st = fetch_codes(src, q, &p, bf.codes, bf.raw, bf.window, err);
-        if (st == NF_OK) st = fetch_groups(src, q, &p, bf.s, bf.z, bf.raw, bf.window, err);
+        if (st == NF_OK) st = fetch_codes(src, q, &p, bf.codes, bf.raw, &bf.window, err);
+        if (st == NF_OK) st = fetch_groups(src, q, &p, bf.s, bf.z, bf.raw, &bf.window, err);
         for (uint64_t n = 0; st == NF_OK && n < p.b - p.a; n++) {
             int16_t *o = ints + (a - r0 + n) * k;
             const uint8_t *cn = bf.codes + n * k;
@@ -700,7 +710,7 @@ nf_status nf_dialect_rows_open(const nf_source *src, const nf_qweight *q, uint64
         if (st == NF_OK) st = need_bands(q, &c->bf, err);
         if (st == NF_OK) {
             piece_groups(q, &c->p, NULL);
-            st = fetch_groups(src, q, &c->p, c->bf.s, c->bf.z, c->bf.raw, c->bf.window, err);
+            st = fetch_groups(src, q, &c->p, c->bf.s, c->bf.z, c->bf.raw, &c->bf.window, err);
         }
         if (st == NF_OK) st = load_words(src, q, &c->p, &c->bf, err);
         if (st != NF_OK) {
