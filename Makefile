@@ -60,15 +60,10 @@ SAN_SKIP := ^cli_test_(deb|install|man_pages|completion|help_documented|doc_refs
 # NINFER_TEST_CFLAGS=-fsanitize=... (tests/CMakeLists.txt); a few skip there, with a printed
 # reason, what means nothing under ASan (peak RSS bounds, timing).
 SAN_CFLAGS ?= -g1 -O1
-# build-sanitize: that tree built, not run (.ci/run builds it at the lowest priority while the
-# plain suite runs)
-.PHONY: build-sanitize
-build-sanitize: deps
+test-sanitize: deps
 	@test -f $(BUILD_SAN)/CMakeCache.txt || cmake -S . -B $(BUILD_SAN) -DCMAKE_BUILD_TYPE=Debug -DNINFER_SANITIZE=ON \
 		"-DCMAKE_C_FLAGS_DEBUG=$(SAN_CFLAGS)" $(CMAKE_ARGS)
 	cmake --build $(BUILD_SAN) -j $(JOBS)
-
-test-sanitize: build-sanitize
 	cd $(BUILD_SAN) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		ctest --output-on-failure -j $(JOBS) -E '$(SAN_SKIP)'
 
