@@ -381,6 +381,14 @@ Test(dialect_unpack_read, a_long_row_in_few_reads)
             cr_assert_leq(reads, 16, "%s from column %llu: %llu reads", awq ? "awq" : "gptq",
                           (unsigned long long)from[i], (unsigned long long)reads);
         }
+        /* all 8 rows, by bands: a band of few rows holds many words (band_rows) */
+        float *all = malloc(8 * 65536 * sizeof *all);
+        const uint64_t before = nf_io_calls(NF_IO_READ);
+        cr_assert_eq(nf_qweight_read_f32(c.src, c.q, 0, 8, all, 8 * 65536, &err), NF_OK, "%s", err.message);
+        const uint64_t reads = nf_io_calls(NF_IO_READ) - before;
+        same_rows(&c, all, 0, 8, 0, 65536, "8 long rows");
+        cr_assert_leq(reads, 16, "%s, 8 rows: %llu reads", awq ? "awq" : "gptq", (unsigned long long)reads);
+        free(all);
         free(got);
         free_case(&c);
     }

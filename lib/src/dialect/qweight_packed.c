@@ -68,8 +68,7 @@ typedef struct piece {
     uint64_t a, b, c0, c1, g0, g1;
 } piece;
 
-/* ---------------------------------------------------------------- codes */
-/* The codes of the piece as bytes, codes[(n - a) * (c1 - c0) + k - c0]; raw holds the words. */
+/* ---------------------------------------------------------------- runs */
 /* The most read_runs' window holds (a variable: the tests shrink it). */
 size_t nf_dialect_runs_window = (size_t)1 << 20;
 
@@ -110,6 +109,8 @@ static nf_status read_runs(const nf_source *src, const nf_source_tensor *t, uint
     return NF_OK;
 }
 
+/* ---------------------------------------------------------------- codes */
+/* The codes of the piece as bytes, codes[(n - a) * (c1 - c0) + k - c0]; raw holds the words. */
 static nf_status fetch_codes(const nf_source *src, const nf_qweight *q, const piece *p, uint8_t *codes, uint8_t *raw,
                              runs_window *window, nf_error *err)
 {
