@@ -2,6 +2,7 @@
  * ninfer-convert beside it (bench/README.md "Beside llama-quantize"; tests/cli/test_preset_peer.sh).
  *
  *   nf-llama-quantize LIBLLAMA [--pure] [--imatrix FILE] IN.gguf OUT.gguf TYPE [NTHREADS]
+ *   nf-llama-quantize LIBLLAMA --jobs FILE [NTHREADS]
  *
  * It dlopens LIBLLAMA (libllama.so of a prebuilt llama.cpp: scripts/peer-llama.sh installs one),
  * takes llama_model_quantize_default_params, sets the thread count, the file type TYPE (a preset
@@ -15,8 +16,14 @@
  * library whose defaults write past the fields known here, or whose defaults differ, is refused
  * (exit 3) rather than called with a struct of another shape.
  *
- * Exit status: 0 done, 1 llama_model_quantize failed (or a bad imatrix), 2 usage, 3 the library
- * cannot be loaded or has another ABI. */
+ * --jobs FILE makes many runs in one process, one a line of FILE (`[--pure] [--imatrix FILE] IN OUT
+ * TYPE`, words separated by blanks), and prints `job N: exit S` for line N, S as the exit status of
+ * that run alone.  ggml builds the search tables of the IQ types once a process (IQ1_S/IQ1_M's
+ * take 10 s of one core, IQ3_XXS's 5), so tests/cli/test_preset_peer.sh's 48 runs are one process.
+ *
+ * Exit status: 0 done (with --jobs: every line was run, whatever each run's status), 1
+ * llama_model_quantize failed (or a bad imatrix), 2 usage (or a line of FILE that is not a run), 3
+ * the library cannot be loaded or has another ABI. */
 #include <dlfcn.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -77,7 +84,8 @@ static const struct {
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: nf-llama-quantize LIBLLAMA [--pure] [--imatrix FILE] IN.gguf OUT.gguf TYPE [NTHREADS]\n");
+    fprintf(stderr, "usage: nf-llama-quantize LIBLLAMA [--pure] [--imatrix FILE] IN.gguf OUT.gguf TYPE [NTHREADS]\n"
+                    "       nf-llama-quantize LIBLLAMA --jobs FILE [NTHREADS]\n");
     return 2;
 }
 
@@ -256,72 +264,66 @@ static peer_imatrix_entry *load_imatrix(const char *path, unsigned char **keep)
     return out;
 }
 
-/* ---------------------------------------------------------------- main */
-int main(int argc, char **argv)
+/* ---------------------------------------------------------------- one run */
+typedef struct peer_job {
+    const char *in, *out, *type, *imatrix;
+    bool pure;
+} peer_job;
+
+typedef struct peer_lib {
+    peer_params defaults;
+    quantize_fn quantize;
+} peer_lib;
+
+/* a run's words, [--pure] [--imatrix FILE] IN OUT TYPE [NTHREADS] (NTHREADS only where threads is
+ * not NULL); false on a word out of place */
+static bool parse_job(int n, char **w, peer_job *job, long *threads)
 {
-    if (argc < 2) return usage();
-    const char *lib = argv[1], *imatrix = NULL, *pos[4] = {0};
-    bool pure = false;
+    const char *pos[4] = {0};
     int npos = 0;
-    for (int i = 2; i < argc; i++) {
-        if (!strcmp(argv[i], "--pure")) pure = true;
-        else if (!strcmp(argv[i], "--imatrix") && i + 1 < argc) imatrix = argv[++i];
-        else if (argv[i][0] == '-' && argv[i][1]) return usage();
-        else if (npos < 4) pos[npos++] = argv[i];
-        else return usage();
+    *job = (peer_job){0};
+    for (int i = 0; i < n; i++) {
+        if (!strcmp(w[i], "--pure")) job->pure = true;
+        else if (!strcmp(w[i], "--imatrix") && i + 1 < n) job->imatrix = w[++i];
+        else if (w[i][0] == '-' && w[i][1]) return false;
+        else if (npos < (threads ? 4 : 3)) pos[npos++] = w[i];
+        else return false;
     }
-    if (npos < 3) return usage();
+    if (npos < 3) return false;
+    job->in = pos[0], job->out = pos[1], job->type = pos[2];
+    if (threads && npos == 4) {
+        char *end = NULL;
+        *threads = strtol(pos[3], &end, 10);
+        if (*end || *threads < 0 || *threads > 4096) return false;
+    }
+    return true;
+}
+
+/* llama_model_quantize on one run: 0 done, 1 failed, 2 an unknown type */
+static int run_job(const peer_lib *lib, const peer_job *job, long threads)
+{
     int32_t ftype = -1;
     for (size_t i = 0; i < sizeof FTYPES / sizeof FTYPES[0]; i++)
-        if (!strcasecmp(pos[2], FTYPES[i].name)) ftype = FTYPES[i].ftype;
+        if (!strcasecmp(job->type, FTYPES[i].name)) ftype = FTYPES[i].ftype;
     if (ftype < 0) {
-        fprintf(stderr, "nf-llama-quantize: error: unknown type '%s'\n", pos[2]);
+        fprintf(stderr, "nf-llama-quantize: error: unknown type '%s'\n", job->type);
         return 2;
     }
-    char *end = NULL;
-    long threads = npos == 4 ? strtol(pos[3], &end, 10) : 0;
-    if (npos == 4 && (*end || threads < 0 || threads > 4096)) return usage();
-
-    void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        fprintf(stderr, "nf-llama-quantize: error: cannot load %s: %s\n", lib, dlerror());
-        return 3;
-    }
-    defaults_fn defaults;
-    quantize_fn quantize;
-    init_fn init;
-    *(void **)&defaults = dlsym(h, "llama_model_quantize_default_params");
-    *(void **)&quantize = dlsym(h, "llama_model_quantize");
-    *(void **)&init = dlsym(h, "llama_backend_init");
-    if (!defaults || !quantize) {
-        fprintf(stderr, "nf-llama-quantize: error: %s does not export llama_model_quantize\n", lib);
-        return 3;
-    }
-    peer_params p;
-    memset(&p, GUARD_BYTE, sizeof p);
-    defaults(&p);
-    bool shape = p.ftype == 7 && p.allow_requantize == false && p.quantize_output_tensor == true && !p.pure &&
-                 !p.imatrix && !p.kv_overrides && !p.tt_overrides && !p.prune_layers;
-    for (size_t i = 0; i < sizeof p.guard; i++) shape = shape && p.guard[i] == GUARD_BYTE;
-    if (!shape) {
-        fprintf(stderr,
-                "nf-llama-quantize: error: %s's llama_model_quantize_params is not the one this driver "
-                "knows (scripts/peer-llama.sh pins the release)\n",
-                lib);
-        return 3;
-    }
+    peer_params p = lib->defaults;
     p.nthread = (int32_t)threads;
     p.ftype = ftype;
-    p.pure = pure;
+    p.pure = job->pure;
     unsigned char *keep = NULL;
     peer_imatrix_entry *im = NULL;
-    if (imatrix) {
-        im = load_imatrix(imatrix, &keep);
-        if (!im) return 1;
+    if (job->imatrix) {
+        im = load_imatrix(job->imatrix, &keep);
+        if (!im) {
+            free(keep);
+            return 1;
+        }
         p.imatrix = im;
     }
-    if (init) init();
-    uint32_t rc = quantize(pos[0], pos[1], &p);
+    uint32_t rc = lib->quantize(job->in, job->out, &p);
     if (rc != 0) fprintf(stderr, "nf-llama-quantize: error: llama_model_quantize failed (%u)\n", rc);
     for (size_t i = 0; im && im[i].name; i++) {
         free((void *)im[i].name);
@@ -330,4 +332,86 @@ int main(int argc, char **argv)
     free(im);
     free(keep);
     return rc == 0 ? 0 : 1;
+}
+
+/* --jobs FILE: each line one run's words, separated by blanks; its outcome on standard output */
+static int run_jobs(const peer_lib *lib, const char *path, long threads)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "nf-llama-quantize: error: cannot read %s\n", path);
+        return 2;
+    }
+    char line[4096];
+    int status = 0;
+    for (unsigned n = 1; fgets(line, sizeof line, f); n++) {
+        char *w[8];
+        int nw = 0;
+        for (char *t = strtok(line, " \t\r\n"); t; t = strtok(NULL, " \t\r\n"))
+            if (nw < 8) w[nw++] = t;
+            else nw = 9;
+        if (nw == 0) continue;
+        peer_job job;
+        if (nw > 8 || !parse_job(nw, w, &job, NULL)) {
+            fprintf(stderr, "nf-llama-quantize: error: %s:%u: not a run ([--pure] [--imatrix FILE] IN OUT TYPE)\n",
+                    path, n);
+            status = 2;
+            break;
+        }
+        int rc = run_job(lib, &job, threads);
+        fflush(stderr);
+        printf("job %u: exit %d\n", n, rc);
+        fflush(stdout);
+    }
+    fclose(f);
+    return status;
+}
+
+/* ---------------------------------------------------------------- main */
+int main(int argc, char **argv)
+{
+    if (argc < 2) return usage();
+    const char *lib_path = argv[1], *jobs = NULL;
+    peer_job job = {0};
+    long threads = 0;
+    if (argc >= 4 && !strcmp(argv[2], "--jobs")) {
+        jobs = argv[3];
+        char *end = NULL;
+        if (argc > 5) return usage();
+        if (argc == 5) threads = strtol(argv[4], &end, 10);
+        if (argc == 5 && (*end || threads < 0 || threads > 4096)) return usage();
+    } else if (!parse_job(argc - 2, argv + 2, &job, &threads)) {
+        return usage();
+    }
+
+    void *h = dlopen(lib_path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        fprintf(stderr, "nf-llama-quantize: error: cannot load %s: %s\n", lib_path, dlerror());
+        return 3;
+    }
+    defaults_fn defaults;
+    peer_lib lib;
+    init_fn init;
+    *(void **)&defaults = dlsym(h, "llama_model_quantize_default_params");
+    *(void **)&lib.quantize = dlsym(h, "llama_model_quantize");
+    *(void **)&init = dlsym(h, "llama_backend_init");
+    if (!defaults || !lib.quantize) {
+        fprintf(stderr, "nf-llama-quantize: error: %s does not export llama_model_quantize\n", lib_path);
+        return 3;
+    }
+    peer_params *p = &lib.defaults;
+    memset(p, GUARD_BYTE, sizeof *p);
+    defaults(p);
+    bool shape = p->ftype == 7 && p->allow_requantize == false && p->quantize_output_tensor == true && !p->pure &&
+                 !p->imatrix && !p->kv_overrides && !p->tt_overrides && !p->prune_layers;
+    for (size_t i = 0; i < sizeof p->guard; i++) shape = shape && p->guard[i] == GUARD_BYTE;
+    if (!shape) {
+        fprintf(stderr,
+                "nf-llama-quantize: error: %s's llama_model_quantize_params is not the one this driver "
+                "knows (scripts/peer-llama.sh pins the release)\n",
+                lib_path);
+        return 3;
+    }
+    if (init) init();
+    return jobs ? run_jobs(&lib, jobs, threads) : run_job(&lib, &job, threads);
 }

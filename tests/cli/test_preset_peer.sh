@@ -2,9 +2,9 @@
 # --preset against llama-quantize itself (docs/presets.md, "Checked against llama-quantize"): the
 # peer (llama.cpp's prebuilt libllama driven by bench/peer/nf-llama-quantize.c, installed by
 # scripts/peer-llama.sh into BIN_DIR/../peer-llama and kept there for reruns) quantizes an F16 GGUF
-# of ninfer-gen-checkpoint (8 layers, rows of 256) for every preset, and `ninfer-convert GGUF
-# --preset P [--imatrix F]` converts the same file: every tensor must get the type llama-quantize
-# gave it and hold the same bytes (F32 tensors kept as they are, the others ggml's blocks; iq1_m:
+# of ninfer-gen-checkpoint (8 layers, rows of 256) for every preset, all in one process, and
+# `ninfer-convert GGUF --preset P [--imatrix F]` converts the same file: every tensor must get the
+# type llama-quantize gave it and hold the same bytes (F32 tensors kept as they are, the others ggml's blocks; iq1_m:
 # the type only, docs/presets.md).  Every preset with an importance matrix on a model of 4 heads
 # per kv head, and without one on a model of 1.  Where the peer stops (a type that needs an
 # importance matrix) ninfer-convert must stop too (exit 1, nothing written); where llama-quantize
@@ -131,17 +131,39 @@ python3 "$top/tests/cli/gen_imatrix.py" "$work/imatrix.gguf" 256 256 8 7 4 || ba
 
 # One preset on one model, with or without the imatrix: the peer's GGUF, then ninfer-convert's
 # artifact, compared tensor by tensor.
+# llama-quantize's runs, all in one process (nf-llama-quantize --jobs): ggml builds each IQ type's
+# search tables once a process, 10 s of one core for IQ1_S/IQ1_M's alone; its status per run
+declare -A peer_status
+tags=()
+for p in $presets; do
+    tags+=("gqa4.$p.im")
+    echo "--imatrix $work/imatrix.gguf $work/gqa4/model.gguf $work/gqa4.$p.im.gguf $p"
+done >"$work/peer.jobs"
+for p in $presets; do
+    tags+=("gqa1.$p")
+    echo "$work/gqa1/model.gguf $work/gqa1.$p.gguf $p"
+done >>"$work/peer.jobs"
+"$PEER_BIN" "$PEER_LIB" --jobs "$work/peer.jobs" 2 >"$work/peer.status" 2>"$work/peer.log" ||
+    bad "nf-llama-quantize --jobs exited $?: $(tail -c 600 "$work/peer.log")"
+while read -r _ n _ st; do
+    n=${n%:}
+    [ "$n" -ge 1 ] && [ "$n" -le ${#tags[@]} ] && peer_status[${tags[$((n - 1))]}]=$st
+done <"$work/peer.status"
+
 compare() { # MODEL PRESET [--imatrix FILE]
     local m=$1 p=$2 tag=$1.$2${3:+.im} peer ours
     shift 2
-    "$PEER_BIN" "$PEER_LIB" "$@" "$work/$m/model.gguf" "$work/$tag.gguf" "$p" 2 >"$work/$tag.peer.log" 2>&1
-    peer=$?
+    peer=${peer_status[$tag]:-none}
+    if [ "$peer" = none ]; then
+        bad "$tag: nf-llama-quantize --jobs gave no status for it"
+        return
+    fi
     "$bin/ninfer-convert" "$work/$m/model.gguf" -o "$work/$tag.ninfer" --preset "$p" "$@" -q 2>"$work/$tag.err"
     ours=$?
     if [ "$peer" -ne 0 ]; then
         # llama-quantize stops (a type that needs an importance matrix): so must --preset
         if [ "$ours" -eq 1 ] && [ ! -e "$work/$tag.ninfer" ]; then ok; else
-            bad "$tag: llama-quantize failed ($(grep -m1 -i error "$work/$tag.peer.log")), ninfer-convert exited $ours"
+            bad "$tag: llama-quantize failed (exit $peer; its log: $work/peer.log), ninfer-convert exited $ours"
         fi
         return
     fi
