@@ -149,12 +149,13 @@ fuzz:
 	@bash tests/fuzz/run_fuzzers.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_JOBS) $(FUZZ_TARGETS)
 
 # The CI smoke run (.ci/run): every target for a fixed number of executions from a fixed seed
-# (reproducible, a few seconds each) on a fresh working corpus; fails on any finding.
+# (reproducible, a few seconds each) on a fresh working corpus, built at -O1 (a shorter build;
+# tests/fuzz/run_fuzzers.sh); fails on any finding.
 FUZZ_SMOKE_RUNS ?= 20000
 fuzz-smoke:
 	@bash scripts/deps.sh clang libclang-rt-14-dev
 	rm -rf build-fuzz-smoke/corpus build-fuzz-smoke/crashes
-	FUZZ_FLAGS="-seed=1 -runs=$(FUZZ_SMOKE_RUNS)" bash tests/fuzz/run_fuzzers.sh build-fuzz-smoke 300 2
+	FUZZ_OPT=-O1 FUZZ_FLAGS="-seed=1 -runs=$(FUZZ_SMOKE_RUNS)" bash tests/fuzz/run_fuzzers.sh build-fuzz-smoke 300 2
 
 # Benchmarks (bench/README.md): the default build's flags (RelWithDebInfo: -O3 -g) in $(BENCH_BUILD)
 # (tests off, the bench program on), then one table of
