@@ -40,10 +40,7 @@ static void nf_git_start(void)
 }
 
 /* Criterion's start: libgit2's is put off (libgit2 counts starts; one is what it would say) */
-int git_libgit2_init(void)
-{
-    return 1;
-}
+int git_libgit2_init(void) { return 1; }
 
 int git_libgit2_shutdown(void)
 {
@@ -55,8 +52,8 @@ int git_libgit2_shutdown(void)
 
 int git_diff_buffers(const void *old_buffer, size_t old_len, const char *old_as_path, const void *new_buffer,
                      size_t new_len, const char *new_as_path, const struct nf_git_diff_options *options,
-                     nf_git_file_cb file_cb, nf_git_binary_cb binary_cb, nf_git_hunk_cb hunk_cb,
-                     nf_git_line_cb line_cb, void *payload)
+                     nf_git_file_cb file_cb, nf_git_binary_cb binary_cb, nf_git_hunk_cb hunk_cb, nf_git_line_cb line_cb,
+                     void *payload)
 {
     (void)pthread_once(&nf_git_once, nf_git_start);
     nf_git_diff_buffers_fn diff = NULL;

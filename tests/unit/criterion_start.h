@@ -23,7 +23,7 @@ int git_libgit2_init(void);
 int git_libgit2_shutdown(void);
 int git_diff_buffers(const void *old_buffer, size_t old_len, const char *old_as_path, const void *new_buffer,
                      size_t new_len, const char *new_as_path, const struct nf_git_diff_options *options,
-                     nf_git_file_cb file_cb, nf_git_binary_cb binary_cb, nf_git_hunk_cb hunk_cb,
-                     nf_git_line_cb line_cb, void *payload);
+                     nf_git_file_cb file_cb, nf_git_binary_cb binary_cb, nf_git_hunk_cb hunk_cb, nf_git_line_cb line_cb,
+                     void *payload);
 
 #endif
