@@ -345,6 +345,11 @@ static int run_jobs(const peer_lib *lib, const char *path, long threads)
     char line[4096];
     int status = 0;
     for (unsigned n = 1; fgets(line, sizeof line, f); n++) {
+        if (!strchr(line, '\n') && !feof(f)) {
+            fprintf(stderr, "nf-llama-quantize: error: %s:%u: longer than %zu bytes\n", path, n, sizeof line - 2);
+            status = 2;
+            break;
+        }
         char *w[8];
         int nw = 0;
         for (char *t = strtok(line, " \t\r\n"); t; t = strtok(NULL, " \t\r\n"))
