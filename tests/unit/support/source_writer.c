@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static void *xrealloc(void *p, size_t n)
@@ -212,6 +213,8 @@ char *sw_tempdir(void)
     return p;
 }
 
+/* whole: the tests' scratch trees hold directories (out/, r/ck/), which a removal of the top
+ * level's files alone left in /tmp at every run; a symbolic link is removed, never followed */
 void sw_rmtree(const char *dir)
 {
     DIR *d = opendir(dir);
@@ -220,7 +223,9 @@ void sw_rmtree(const char *dir)
         while ((de = readdir(d)) != NULL) {
             if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) continue;
             char *p = sw_path(dir, de->d_name);
-            unlink(p);
+            struct stat st;
+            if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode)) sw_rmtree(p);
+            else unlink(p);
             free(p);
         }
         closedir(d);

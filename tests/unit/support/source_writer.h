@@ -81,7 +81,7 @@ int sw_write_file(const char *path, const void *data, size_t len); /* 0 on succe
 int sw_write_text(const char *dir, const char *name, const char *text);
 char *sw_path(const char *dir, const char *name);     /* malloc'ed dir/name */
 char *sw_tempdir(void);                               /* malloc'ed, created */
-void sw_rmtree(const char *dir);                      /* files and the directory */
+void sw_rmtree(const char *dir);                      /* the whole tree; links not followed */
 uint8_t *sw_read_file(const char *path, size_t *len); /* malloc'ed, NULL on failure */
 
 #endif
