@@ -4,12 +4,13 @@
 # scripts/peer-llama.sh into BIN_DIR/../peer-llama and kept there for reruns) quantizes an F16 GGUF
 # of ninfer-gen-checkpoint (8 layers, rows of 256) for every preset, all in one process, and
 # `ninfer-convert GGUF --preset P [--imatrix F]` converts the same file: every tensor must get the
-# type llama-quantize gave it and hold the same bytes (F32 tensors kept as they are, the others ggml's blocks; iq1_m:
-# the type only, docs/presets.md).  Every preset with an importance matrix on a model of 4 heads
-# per kv head, and without one on a model of 1.  Where the peer stops (a type that needs an
-# importance matrix) ninfer-convert must stop too (exit 1, nothing written); where llama-quantize
-# picks q4_1 / q5_1 (no ninfer format) ninfer-convert must refuse, and its --dry-run must show
-# llama-quantize's type for every tensor.  No npm, no registry or not x86-64: SKIP.
+# type llama-quantize gave it and hold the same bytes (F32 tensors kept as they are, the others
+# ggml's blocks; iq1_m: the type only, docs/presets.md).  Every preset with an importance matrix
+# on a model of 4 heads per kv head, and without one on a model of 1.  Where the peer stops (a type
+# that needs an importance matrix) ninfer-convert must stop too (exit 1, nothing written); where
+# llama-quantize picks q4_1 / q5_1 (no ninfer format) ninfer-convert must refuse, and its
+# --dry-run must show llama-quantize's type for every tensor.  No npm, no registry or not
+# x86-64: SKIP.
 # usage: test_preset_peer.sh BIN_DIR DATA_DIR
 # shellcheck source=tests/cli/lib.sh
 . "$(dirname "$0")/lib.sh" "$@"
