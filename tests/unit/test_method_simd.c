@@ -416,8 +416,8 @@ static void check_extremes(nf_simd_level level)
             float row[128];
             uint64_t cols = f->group_size;
             row[0] = rep % 2 ? amax : -amax;
-            uint16_t word;
-            float inv;
+            uint16_t word = 0;
+            float inv = 0;
             cr_assert(nf_absmax_simd_scale(bits_of_f32(amax), qmax, &word, &inv));
             float s = nf_f16_to_f32(word);
             for (uint64_t c = 1; c < cols; c++) {
