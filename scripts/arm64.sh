@@ -131,7 +131,8 @@ fi
 
 # ---------------------------------------------------------------- the build
 # The default build's -O3, with -g1 (line tables only, enough for a crash's file:line) for a shorter
-# build: GCC's code does not depend on -g, so the tests run the code users build.
+# build: GCC's code does not depend on -g, so the tests run the code users build.  (The unit
+# tests' own files are at -O1 -g1, as in every default build: tests/CMakeLists.txt.)
 if [ ! -f "$build/CMakeCache.txt" ]; then
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O3 -g1 -DNDEBUG" \
     -DCMAKE_TOOLCHAIN_FILE="$PWD/cmake/aarch64-linux-gnu.cmake" \
