@@ -156,6 +156,11 @@ if [ -n "$pattern" ]; then
     for n in $(printf '%s\n' "$names" | grep '^test_' || true); do targets+=("$n"); done
   fi
 fi
+# (several targets build as one, ninfer_build_set, so that they build in parallel: CMakeLists.txt)
+if [ "${targets[*]}" != all ]; then
+  cmake -B "$build" "-DNINFER_BUILD_SET=$(IFS=';' && echo "${targets[*]}")" >/dev/null
+  targets=(ninfer_build_set)
+fi
 cmake --build "$build" -j "$(nproc 2>/dev/null || echo 2)" --target "${targets[@]}"
 
 # ---------------------------------------------------------------- qemu-aarch64 as the kernel's
