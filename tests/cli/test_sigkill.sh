@@ -91,8 +91,7 @@ done
 # one kill that surely lands mid-write: as soon as the first temp file appears.  The temp files
 # exist for about 90 of the clean run's 120 ms, and bash's own glob sees them (no process runs
 # between seeing one and the signal); on a loaded machine the conversion can still publish before
-# the signal lands (one CI run out of many saw that when the poll went through ls), so up to 5
-# runs, each judged, until one leaves its temp files.
+# the signal lands, so up to 5 runs, each judged, until one leaves its temp files.
 has_temp() { local f; for f in "$1"/.*.tmp; do [ -e "$f" ] && return 0; done; return 1; }
 signal_mid_write() { # signal_mid_write SIGNAL DIR: a conversion into DIR, signalled at its first temp file; sets pid
     convert_bg "$2"
